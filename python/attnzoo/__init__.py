@@ -1,0 +1,21 @@
+"""attnzoo: fast CPU kernels for every famous attention layer.
+
+Arrays in: numpy arrays or any CPU object with ``__dlpack__`` (torch tensors), without copies where the
+layout allows. Arrays out: the same kind as the main input (numpy in -> numpy out, torch in -> torch out).
+Errors: ``ValueError`` names the offending argument, ``TypeError`` the argument with an unsupported dtype.
+"""
+from . import _core
+from ._arrays import empty_like_input
+from .softmax import attention, attention_decode, block_mask, mla_decode, mla_prefill, BlockMask
+
+supported_targets = _core.supported_targets
+active_target = _core.active_target
+set_target = _core.set_target
+num_threads = _core.num_threads
+set_num_threads = _core.set_num_threads
+cpu_info = _core.cpu_info
+
+__all__ = [
+    "attention", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill",
+    "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
+]

@@ -1,0 +1,71 @@
+"""The softmax-attention family: prefill, decode (contiguous and paged caches), MLA, block-sparse masks."""
+from . import _core
+from ._arrays import as_f32_vector, as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+
+BlockMask = _core.BlockMask
+
+
+def block_mask(seq_len, *, block=64, local_blocks=1, global_tokens=0, stride=0, random_blocks=0, seed=0):
+    """A reusable block-sparse pattern (Longformer / BigBird style) at `block`-token granularity.
+
+    Query block b sees key block c when |b - c| < local_blocks (local band), when either block lies in the
+    first ceil(global_tokens / block) blocks (global tokens), when c % stride == stride - 1 (strided summary
+    blocks, stride > 0), or when c is one of `random_blocks` blocks drawn for b with `seed`. Causal and window
+    masks still apply on top. Tiles outside the pattern are skipped by the kernels.
+    """
+    return _core.BlockMask(int(seq_len), int(block), int(local_blocks), int(global_tokens), int(stride),
+                           int(random_blocks), int(seed))
+
+
+def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, sinks=None, alibi_slopes=None,
+              cu_seqlens=None, cu_seqlens_k=None, block_mask=None, out=None, check_inputs=True):
+    """Softmax attention for prefill (FlashAttention-2 style tiles, online softmax, f32 accumulation).
+
+    q: [B, Tq, Hq, D]; k, v: [B, Tk, Hkv, D] with Hq a multiple of Hkv (MHA / GQA / MQA). With `cu_seqlens`
+    (int32 [N+1] offsets) the tensors are packed: [total, H, D] or [1, total, H, D]; `cu_seqlens_k` gives
+    separate key offsets (defaults to `cu_seqlens`). When Tq < Tk the queries are the last Tq positions
+    (bottom-right aligned causal mask, as flash-attn >= 2.1).
+
+    causal: mask keys after the query. scale: default D**-0.5. window=W: key j visible from query i iff
+    i - W < j <= i. softcap=c: scores become c * tanh(s / c) (Gemma 2). sinks: [Hq] learned logits that join
+    the softmax denominator and are dropped (gpt-oss). alibi_slopes: [Hq], scores -= slope * |i - j|.
+    block_mask: an attnzoo.BlockMask. Order: scale, softcap, ALiBi, masks. Rows that see no key give zeros.
+    dtypes: float32, bfloat16, float16 (q and k/v may differ); output has q's dtype, or `out`'s if given.
+    check_inputs: refuse NaN / Inf in q, k, v (one cheap pass).
+    """
+    q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")
+    if check_inputs:
+        for x, name in ((q, "q"), (k, "k"), (v, "v")):
+            check_finite(x, name)
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
+    _core.attention(q, k, v, out, bool(causal), scale, window, softcap, as_f32_vector(sinks, "sinks"),
+                    as_f32_vector(alibi_slopes, "alibi_slopes"), as_i32_vector(cu_seqlens, "cu_seqlens"),
+                    as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask)
+    return out
+
+
+def attention_reference(q, k, v, **kw):
+    """The plain double-accumulation definition (slow); same arguments as attention()."""
+    q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")
+    out = kw.pop("out", None)
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
+    _core.attention(q, k, v, out, bool(kw.get("causal", True)), kw.get("scale"), kw.get("window"),
+                    kw.get("softcap"), as_f32_vector(kw.get("sinks"), "sinks"),
+                    as_f32_vector(kw.get("alibi_slopes"), "alibi_slopes"),
+                    as_i32_vector(kw.get("cu_seqlens"), "cu_seqlens"),
+                    as_i32_vector(kw.get("cu_seqlens_k"), "cu_seqlens_k"), kw.get("block_mask"), reference=True)
+    return out
+
+
+def attention_decode(*args, **kwargs):
+    raise NotImplementedError("attention_decode lands with the decode kernels")
+
+
+def mla_prefill(*args, **kwargs):
+    raise NotImplementedError("mla_prefill lands with the MLA kernels")
+
+
+def mla_decode(*args, **kwargs):
+    raise NotImplementedError("mla_decode lands with the MLA kernels")

@@ -1,0 +1,28 @@
+#pragma once
+// Binding helpers: turn any numpy array or __dlpack__ object into a TensorView without copying.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include "core/tensor.h"
+
+namespace attnzoo::py {
+namespace nb = nanobind;
+
+using AnyArray = nb::ndarray<nb::ro, nb::device::cpu>;      // inputs: read-only is fine
+using OutArray = nb::ndarray<nb::device::cpu>;              // outputs: must be writable
+
+// Views the array; `name` appears in errors (unsupported dtype, too many dims).
+TensorView as_view(const AnyArray& a, const char* name);
+TensorView as_view(const OutArray& a, const char* name);
+// As above, but also requires a given dtype family ("int32 array", float32 array ...).
+const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len = -1);
+const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len);
+
+void bind_core(nb::module_& m);
+void bind_softmax(nb::module_& m);
+void bind_decode(nb::module_& m);
+void bind_mla(nb::module_& m);
+void bind_linear(nb::module_& m);
+void bind_bench(nb::module_& m);
+
+}  // namespace attnzoo::py

@@ -1,0 +1,89 @@
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "core/cpu_info.h"
+#include "core/dispatch.h"
+#include "core/error.h"
+#include "core/threads.h"
+
+namespace attnzoo::py {
+namespace {
+
+DType dtype_of(nb::dlpack::dtype t, const char* name) {
+  using code = nb::dlpack::dtype_code;
+  if (t.lanes == 1) {
+    if (t.code == uint8_t(code::Float) && t.bits == 32) return DType::f32;
+    if (t.code == uint8_t(code::Float) && t.bits == 16) return DType::f16;
+    if (t.code == uint8_t(code::Bfloat) && t.bits == 16) return DType::bf16;
+    if (t.code == uint8_t(code::Int) && t.bits == 32) return DType::i32;
+    if (t.code == uint8_t(code::Int) && t.bits == 64) return DType::i64;
+    if (t.code == uint8_t(code::UInt) && t.bits == 8) return DType::u8;
+  }
+  throw DTypeError(std::string(name) + ": unsupported dtype (code " + std::to_string(t.code) + ", " +
+                   std::to_string(t.bits) + " bits)");
+}
+
+template <typename Array>
+TensorView view_of(const Array& a, const char* name) {
+  require(a.ndim() <= size_t(TensorView::kMaxDims), name, "has more than 6 dimensions");
+  TensorView v;
+  v.data = const_cast<void*>(static_cast<const void*>(a.data()));
+  v.dtype = dtype_of(a.dtype(), name);
+  v.ndim = int(a.ndim());
+  for (int d = 0; d < v.ndim; ++d) {
+    v.shape[size_t(d)] = int64_t(a.shape(size_t(d)));
+    v.strides[size_t(d)] = int64_t(a.stride(size_t(d)));
+  }
+  return v;
+}
+
+}  // namespace
+
+TensorView as_view(const AnyArray& a, const char* name) { return view_of(a, name); }
+TensorView as_view(const OutArray& a, const char* name) { return view_of(a, name); }
+
+const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len) {
+  const TensorView v = as_view(a, name);
+  if (v.dtype != DType::i32) throw DTypeError(std::string(name) + ": expected int32, got " + dtype_name(v.dtype));
+  require(v.ndim == 1, name, "must be 1-D, got " + v.shape_str());
+  require(v.is_contiguous(), name, "must be contiguous");
+  if (expected_len >= 0)
+    require(v.shape[0] == expected_len, name, "must have " + std::to_string(expected_len) + " entries, got " +
+                                                  std::to_string(v.shape[0]));
+  return v.ptr<int32_t>();
+}
+
+const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len) {
+  const TensorView v = as_view(a, name);
+  if (v.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(v.dtype));
+  require(v.ndim == 1 && v.shape[0] == expected_len, name,
+          "must be 1-D with " + std::to_string(expected_len) + " entries, got " + v.shape_str());
+  require(v.is_contiguous(), name, "must be contiguous");
+  return v.ptr<float>();
+}
+
+void bind_core(nb::module_& m) {
+  m.def("supported_targets", [] {
+    std::vector<std::string> out;
+    for (Target t : supported_targets()) out.push_back(target_name(t));
+    return out;
+  }, "SIMD targets this CPU and build can run, best first.");
+  m.def("active_target", [] { return std::string(target_name(active_target())); });
+  m.def("set_target", [](const std::string& name) { set_target(name); }, nb::arg("name"),
+        "Force a SIMD target: scalar, avx2, avx512 or avx512_bf16.");
+  m.def("num_threads", [] { return ThreadPool::global().num_threads(); });
+  m.def("set_num_threads", [](int n) { ThreadPool::set_global_threads(n); }, nb::arg("n"));
+  m.def("cpu_info", [] {
+    const CpuInfo c = read_cpu_info();
+    nb::dict d;
+    d["model"] = c.model;
+    d["logical_cpus"] = c.logical_cpus;
+    d["l1d_bytes"] = c.l1d_bytes;
+    d["l2_bytes"] = c.l2_bytes;
+    d["l3_bytes"] = c.l3_bytes;
+    return d;
+  });
+}
+
+}  // namespace attnzoo::py

@@ -1,0 +1,27 @@
+// The Python module attnzoo._core. Each family binds itself in its own file; this one wires them together
+// and maps C++ errors to the Python exceptions the API promises.
+#include <nanobind/nanobind.h>
+
+#include "bindings.h"
+#include "core/error.h"
+
+namespace nb = nanobind;
+
+NB_MODULE(_core, m) {
+  m.doc() = "attnzoo native kernels (use the attnzoo package, not this module directly)";
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const attnzoo::DTypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const attnzoo::ArgumentError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  attnzoo::py::bind_core(m);
+  attnzoo::py::bind_softmax(m);
+  attnzoo::py::bind_decode(m);
+  attnzoo::py::bind_mla(m);
+  attnzoo::py::bind_linear(m);
+  attnzoo::py::bind_bench(m);
+}

@@ -1,0 +1,94 @@
+// Bindings for the softmax family. The Python wrappers in attnzoo/__init__.py allocate `out` in the caller's
+// framework and pass it here, so results come back without a copy.
+#include <nanobind/stl/optional.h>
+
+#include <memory>
+#include <optional>
+
+#include "bindings.h"
+#include "core/error.h"
+#include "kernels/softmax/attention.h"
+
+namespace attnzoo::py {
+namespace {
+
+std::optional<float> none_if_absent(std::optional<float> v) { return v; }
+
+// Fills the options shared by every softmax entry point from Python arguments.
+AttentionOptions make_options(int64_t Hq, bool causal, std::optional<float> scale, std::optional<int64_t> window,
+                              std::optional<float> softcap, const std::optional<AnyArray>& sinks,
+                              const std::optional<AnyArray>& alibi_slopes, const BlockMask* block_mask) {
+  AttentionOptions o;
+  o.causal = causal;
+  if (scale) o.scale = *scale;
+  if (window) {
+    require(*window >= 1, "window", "must be >= 1 (use None for no window), got " + std::to_string(*window));
+    o.window = *window;
+  }
+  if (softcap) {
+    require(*softcap > 0.f, "softcap", "must be > 0 (use None to disable)");
+    o.softcap = *softcap;
+  }
+  if (sinks) o.sinks = as_f32_vector(*sinks, "sinks", Hq);
+  if (alibi_slopes) o.alibi_slopes = as_f32_vector(*alibi_slopes, "alibi_slopes", Hq);
+  o.block_mask = block_mask;
+  return o;
+}
+
+}  // namespace
+
+void bind_softmax(nb::module_& m) {
+  nb::class_<BlockMask>(m, "BlockMask", "Block-sparse visibility pattern (see attnzoo.block_mask).")
+      .def("__init__",
+           [](BlockMask* self, int64_t seq_len, int64_t block, int64_t local_blocks, int64_t global_tokens,
+              int64_t stride, int64_t random_blocks, uint64_t seed) {
+             new (self) BlockMask({seq_len, block, local_blocks, global_tokens, stride, random_blocks, seed});
+           },
+           nb::arg("seq_len"), nb::arg("block"), nb::arg("local_blocks"), nb::arg("global_tokens"),
+           nb::arg("stride"), nb::arg("random_blocks"), nb::arg("seed"))
+      .def_prop_ro("block", &BlockMask::block)
+      .def_prop_ro("num_blocks", &BlockMask::num_blocks)
+      .def_prop_ro("seq_len", [](const BlockMask& b) { return b.spec().seq_len; })
+      .def("density", &BlockMask::density)
+      .def("block_visible", &BlockMask::block_visible)
+      .def("blocks", [](const BlockMask& b) {
+        const int64_t n = b.num_blocks();
+        auto* copy = new std::vector<uint8_t>(b.bits());
+        nb::capsule owner(copy, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
+        return nb::ndarray<nb::numpy, uint8_t, nb::ndim<2>>(copy->data(), {size_t(n), size_t(n)}, owner);
+      }, "The [num_blocks, num_blocks] uint8 matrix (row = query block).");
+
+  m.def("attention",
+        [](const AnyArray& q, const AnyArray& k, const AnyArray& v, const OutArray& out, bool causal,
+           std::optional<float> scale, std::optional<int64_t> window, std::optional<float> softcap,
+           std::optional<AnyArray> sinks, std::optional<AnyArray> alibi_slopes,
+           std::optional<AnyArray> cu_seqlens, std::optional<AnyArray> cu_seqlens_k, const BlockMask* block_mask,
+           bool reference) {
+          const TensorView qv = as_view(q, "q"), kv = as_view(k, "k"), vv = as_view(v, "v");
+          const TensorView ov = as_view(out, "out");
+          const AttentionOptions o = make_options(qv.ndim ? qv.size(-2) : 0, causal, scale, window, softcap, sinks,
+                                                  alibi_slopes, block_mask);
+          VarlenInfo vl;
+          if (cu_seqlens) {
+            const TensorView cv = as_view(*cu_seqlens, "cu_seqlens");
+            require(cv.ndim == 1 && cv.shape[0] >= 2, "cu_seqlens", "must be 1-D with at least 2 entries");
+            vl.num_seqs = cv.shape[0] - 1;
+            vl.cu_seqlens_q = as_int32(*cu_seqlens, "cu_seqlens");
+            if (cu_seqlens_k) vl.cu_seqlens_k = as_int32(*cu_seqlens_k, "cu_seqlens_k", vl.num_seqs + 1);
+          } else {
+            require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
+          }
+          const AttentionProblem p = make_prefill_problem(qv, kv, vv, ov, o, vl);
+          nb::gil_scoped_release release;
+          if (reference)
+            attention_prefill_reference(p);
+          else
+            attention_prefill_run(p);
+        },
+        nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("causal"), nb::arg("scale").none(),
+        nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
+        nb::arg("alibi_slopes").none(), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
+        nb::arg("block_mask").none(), nb::arg("reference") = false);
+}
+
+}  // namespace attnzoo::py

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-time machine and venv set-up; every step is idempotent so `make` can call it on every run cheaply.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STAMPS=.stamps
+mkdir -p "$STAMPS"
+
+APT_PACKAGES="g++ cmake ninja-build pkg-config libhwy-dev libgtest-dev python3-venv python3-dev"
+need_apt=0
+for p in $APT_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt=1
+done
+if [ "$need_apt" = 1 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "[setup] installing Debian packages: $APT_PACKAGES"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $APT_PACKAGES >/dev/null
+fi
+
+# The venv holds every Python dependency; requirements.txt changes re-trigger the install.
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv"
+  $PY -m venv .venv
+fi
+req_hash=$(sha256sum requirements.txt | cut -c1-16)
+if [ ! -f "$STAMPS/pip-$req_hash" ]; then
+  echo "[setup] installing Python packages (requirements.txt)"
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -r requirements.txt
+  rm -f "$STAMPS"/pip-*
+  touch "$STAMPS/pip-$req_hash"
+fi

@@ -1,0 +1,12 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace attnzoo::cli {
+
+// Removes --threads / --target from args and applies them.
+void apply_global_options(std::vector<std::string>& args);
+int run_info(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args, const char* argv0);
+
+}  // namespace attnzoo::cli

@@ -1,0 +1,53 @@
+#include <cstdio>
+#include <string>
+
+#include <hwy/targets.h>
+
+#include "cli/commands.h"
+#include "core/cpu_info.h"
+#include "core/dispatch.h"
+#include "core/error.h"
+#include "core/threads.h"
+
+namespace attnzoo::cli {
+
+void apply_global_options(std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size();) {
+    if ((args[i] == "--threads" || args[i] == "--target") && i + 1 >= args.size())
+      throw ArgumentError(args[i] + ": needs a value");
+    if (args[i] == "--threads") {
+      int n = 0;
+      try {
+        n = std::stoi(args[i + 1]);
+      } catch (...) {
+        throw ArgumentError("--threads: expected an integer, got '" + args[i + 1] + "'");
+      }
+      ThreadPool::set_global_threads(n);
+      args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
+    } else if (args[i] == "--target") {
+      set_target(args[i + 1]);
+      args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
+    } else {
+      ++i;
+    }
+  }
+}
+
+int run_info(const std::vector<std::string>& args) {
+  const CpuInfo cpu = read_cpu_info();
+  std::printf("attnzoo %s\n", ATTNZOO_VERSION);
+  std::printf("cpu          %s (%d logical CPUs)\n", cpu.model.c_str(), cpu.logical_cpus);
+  std::printf("caches       L1d %lld KiB, L2 %lld KiB, L3 %lld MiB\n", (long long)(cpu.l1d_bytes >> 10),
+              (long long)(cpu.l2_bytes >> 10), (long long)(cpu.l3_bytes >> 20));
+  std::string targets;
+  for (Target t : supported_targets()) targets += std::string(targets.empty() ? "" : " ") + target_name(t);
+  std::printf("targets      %s\n", targets.c_str());
+  std::printf("active       %s\n", target_name(active_target()));
+  std::printf("threads      %d (ATTNZOO_THREADS / --threads)\n", ThreadPool::global().num_threads());
+  std::printf("highway      %s\n", ATTNZOO_HWY_VERSION);
+  std::printf("compiler     g++ %d.%d.%d, C++%ld\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
+              long(__cplusplus / 100 % 100));
+  return 0;
+}
+
+}  // namespace attnzoo::cli

@@ -1,0 +1,96 @@
+#include "core/dispatch.h"
+
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+int64_t hwy_bits(Target t) {
+  switch (t) {
+    // Highway 1.0 builds HWY_SCALAR as its portable fallback, later versions HWY_EMU128.
+    case Target::scalar: return (HWY_TARGETS & HWY_EMU128) ? HWY_EMU128 : HWY_SCALAR;
+    case Target::avx2: return HWY_AVX2;
+    case Target::avx512:
+    case Target::avx512_bf16: return HWY_AVX3;
+  }
+  return 0;
+}
+
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
+std::atomic<int> g_active{-1};
+std::mutex g_mutex;
+
+}  // namespace
+
+const char* target_name(Target t) {
+  switch (t) {
+    case Target::scalar: return "scalar";
+    case Target::avx2: return "avx2";
+    case Target::avx512: return "avx512";
+    case Target::avx512_bf16: return "avx512_bf16";
+  }
+  return "?";
+}
+
+std::vector<Target> supported_targets() {
+  const int64_t hw = hwy::SupportedTargets() & HWY_TARGETS;
+  std::vector<Target> out;
+  if ((hw & HWY_AVX3) && cpu_has_avx512_bf16()) out.push_back(Target::avx512_bf16);
+  for (Target t : {Target::avx512, Target::avx2, Target::scalar})
+    if (hw & hwy_bits(t)) out.push_back(t);
+  return out;
+}
+
+void set_target(Target t) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  // Ask Highway before narrowing its mask: SupportedTargets() honours an earlier narrowing.
+  hwy::SetSupportedTargetsForTest(0);
+  bool ok = false;
+  for (Target s : supported_targets()) ok |= (s == t);
+  if (!ok) throw ArgumentError(std::string("target: '") + target_name(t) + "' is not supported by this CPU or build");
+  hwy::SetSupportedTargetsForTest(hwy_bits(t));
+  g_active.store(int(t));
+}
+
+void set_target(const std::string& name) {
+  for (Target t : {Target::scalar, Target::avx2, Target::avx512, Target::avx512_bf16})
+    if (name == target_name(t)) return set_target(t);
+  throw ArgumentError("target: unknown target '" + name + "' (expected scalar, avx2, avx512 or avx512_bf16)");
+}
+
+Target active_target() {
+  int v = g_active.load();
+  if (v >= 0) return Target(v);
+  const char* env = std::getenv("ATTNZOO_TARGET");
+  if (env && *env) {
+    std::string name(env);
+    try {
+      set_target(name);
+    } catch (const ArgumentError& e) {
+      throw ArgumentError(std::string("ATTNZOO_TARGET: ") + e.what());
+    }
+  } else {
+    set_target(supported_targets().front());
+  }
+  return Target(g_active.load());
+}
+
+bool bf16_dot_enabled() { return active_target() == Target::avx512_bf16; }
+
+}  // namespace attnzoo

@@ -1,0 +1,22 @@
+#pragma once
+// Which SIMD path runs. Highway compiles every kernel once per target; we pick one at run time.
+// ATTNZOO_TARGET=scalar|avx2|avx512|avx512_bf16 forces a path (tests walk all of them).
+#include <string>
+#include <vector>
+
+namespace attnzoo {
+
+enum class Target { scalar, avx2, avx512, avx512_bf16 };
+
+const char* target_name(Target t);
+// Targets this CPU can run and this binary contains, best first.
+std::vector<Target> supported_targets();
+// The target kernels use now (first call applies ATTNZOO_TARGET, else the best supported).
+Target active_target();
+// Forces a target; throws ArgumentError if this CPU or binary cannot run it.
+void set_target(Target t);
+void set_target(const std::string& name);
+// True when the hand-written AVX-512-BF16 tile kernels may run (bf16 inputs use vdpbf16ps).
+bool bf16_dot_enabled();
+
+}  // namespace attnzoo

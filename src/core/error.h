@@ -1,0 +1,22 @@
+#pragma once
+// Errors raised at API boundaries. Kernels behind the boundary assume validated input.
+// ArgumentError maps to Python ValueError, DTypeError to TypeError (see python/bindings/module.cc).
+#include <stdexcept>
+#include <string>
+
+namespace attnzoo {
+
+struct ArgumentError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+struct DTypeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Throws ArgumentError("<argument>: <message>") when the condition is false.
+inline void require(bool ok, const char* argument, const std::string& message) {
+  if (!ok) throw ArgumentError(std::string(argument) + ": " + message);
+}
+
+}  // namespace attnzoo

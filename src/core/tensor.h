@@ -1,0 +1,42 @@
+#pragma once
+// A non-owning view over caller memory: shape and strides (in elements), up to 6 dimensions.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace attnzoo {
+
+struct TensorView {
+  static constexpr int kMaxDims = 6;
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  int ndim = 0;
+  std::array<int64_t, kMaxDims> shape{};
+  std::array<int64_t, kMaxDims> strides{};  // elements, not bytes
+
+  bool empty() const { return data == nullptr; }
+  int64_t size(int d) const { return shape[d < 0 ? d + ndim : d]; }
+  int64_t stride(int d) const { return strides[d < 0 ? d + ndim : d]; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= shape[i];
+    return n;
+  }
+  bool is_contiguous() const {
+    int64_t expect = 1;
+    for (int i = ndim - 1; i >= 0; --i) {
+      if (shape[i] != 1 && strides[i] != expect) return false;
+      expect *= shape[i];
+    }
+    return true;
+  }
+  template <typename T> T* ptr() const { return static_cast<T*>(data); }
+  std::string shape_str() const;
+
+  // A contiguous view with the given shape.
+  static TensorView contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape);
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,111 @@
+#include "core/threads.h"
+
+#include <sched.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+thread_local bool t_inside_task = false;
+std::unique_ptr<ThreadPool> g_pool;
+std::mutex g_pool_mutex;
+}  // namespace
+
+int default_thread_count() {
+  if (const char* env = std::getenv("ATTNZOO_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1 && n <= 1024) return int(n);
+    throw ArgumentError(std::string("ATTNZOO_THREADS: expected an integer in [1, 1024], got '") + env + "'");
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool::ThreadPool(int num_threads) {
+  require(num_threads >= 1, "num_threads", "must be at least 1, got " + std::to_string(num_threads));
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run_tasks(int worker) {
+  t_inside_task = true;
+  for (;;) {
+    int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= num_tasks_) break;
+    (*job_)(task, worker);
+  }
+  t_inside_task = false;
+}
+
+void ThreadPool::worker_loop(int worker) {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    run_tasks(worker);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--active_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
+  if (num_tasks <= 0) return;
+  if (t_inside_task || workers_.empty() || num_tasks == 1) {
+    bool was_inside = t_inside_task;
+    t_inside_task = true;
+    for (int64_t i = 0; i < num_tasks; ++i) fn(i, 0);
+    t_inside_task = was_inside;
+    return;
+  }
+  // One job at a time: concurrent callers (e.g. two Python threads) queue here.
+  static std::mutex submit_mutex;
+  std::lock_guard<std::mutex> submit(submit_mutex);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &fn;
+    num_tasks_ = num_tasks;
+    next_task_.store(0, std::memory_order_relaxed);
+    active_ = int(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  run_tasks(0);
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return active_ == 0; });
+  job_ = nullptr;
+}
+
+ThreadPool& ThreadPool::global() {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  if (!g_pool) g_pool = std::make_unique<ThreadPool>(default_thread_count());
+  return *g_pool;
+}
+
+void ThreadPool::set_global_threads(int num_threads) {
+  require(num_threads >= 1 && num_threads <= 1024, "num_threads", "must be in [1, 1024]");
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  g_pool.reset();
+  g_pool = std::make_unique<ThreadPool>(num_threads);
+}
+
+}  // namespace attnzoo

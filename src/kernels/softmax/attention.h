@@ -1,0 +1,19 @@
+#pragma once
+// Softmax attention, the public C++ entry points. Layout [batch, time, heads, head_dim]; packed variable
+// length batches through VarlenInfo (flash-attn's cu_seqlens). Inputs f32 / bf16 / f16, f32 accumulation,
+// output in `out`'s dtype. Rows that see no key at all produce zeros (flash-attn's convention).
+#include "kernels/softmax/problem.h"
+
+namespace attnzoo {
+
+// Tiled online-softmax prefill (FlashAttention-2 schedule) on the global thread pool.
+void attention_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                       const AttentionOptions& opts, const VarlenInfo& varlen = {});
+
+// The plain definition with double accumulation: the yardstick for tests, slow on purpose.
+void attention_prefill_reference(const AttentionProblem& p);
+
+// The fast kernel on an already validated problem (what attention_prefill calls after checking).
+void attention_prefill_run(const AttentionProblem& p);
+
+}  // namespace attnzoo

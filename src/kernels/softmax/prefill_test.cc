@@ -1,0 +1,120 @@
+// The tiled prefill kernel against the double-precision reference, on every dispatch target.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "kernels/softmax/attention.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+using testing::HostTensor;
+
+struct Case {
+  int64_t B, Tq, Tk, Hq, Hkv, D;
+  DType dtype = DType::f32;
+  AttentionOptions opts{};
+};
+
+void check_case(const Case& c, uint64_t seed = 1) {
+  HostTensor q(c.dtype, {c.B, c.Tq, c.Hq, c.D}, seed), k(c.dtype, {c.B, c.Tk, c.Hkv, c.D}, seed + 1),
+      v(c.dtype, {c.B, c.Tk, c.Hkv, c.D}, seed + 2);
+  HostTensor out(DType::f32, {c.B, c.Tq, c.Hq, c.D}, 0, 0.f), ref(DType::f32, {c.B, c.Tq, c.Hq, c.D}, 0, 0.f);
+  const AttentionProblem p = make_prefill_problem(q.view, k.view, v.view, ref.view, c.opts, {});
+  attention_prefill_reference(p);
+  testing::for_each_target([&](Target) {
+    attention_prefill(q.view, k.view, v.view, out.view, c.opts);
+    EXPECT_LE(testing::max_abs_diff(out, ref), 2e-5) << "Tq=" << c.Tq << " Tk=" << c.Tk << " D=" << c.D;
+  });
+}
+
+TEST(Prefill, CausalRaggedLengths) {
+  for (int64_t T : {1, 7, 63, 64, 65, 257}) check_case({1, T, T, 2, 2, 64});
+}
+
+TEST(Prefill, LongSequence) { check_case({1, 1000, 1000, 2, 1, 32}); }
+
+TEST(Prefill, GqaMqaAndHeadDims) {
+  for (int64_t D : {16, 60, 80, 96, 128, 192, 256}) check_case({2, 33, 33, 4, 2, D});
+  check_case({1, 70, 70, 8, 1, 64});  // MQA
+}
+
+TEST(Prefill, BidirectionalAndBottomRightCausal) {
+  Case c{2, 40, 100, 4, 4, 64};
+  c.opts.causal = false;
+  check_case(c);
+  c.opts.causal = true;  // queries are the last 40 positions of 100
+  check_case(c);
+}
+
+TEST(Prefill, SlidingWindow) {
+  for (int64_t w : {1, 16, 64, 100}) {
+    Case c{1, 200, 200, 2, 1, 64};
+    c.opts.window = w;
+    check_case(c);
+  }
+}
+
+TEST(Prefill, SoftcapSinksAlibi) {
+  std::vector<float> sinks = {0.5f, -1.f, 2.f, 0.f}, slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+  Case c{1, 130, 130, 4, 2, 64};
+  c.opts.softcap = 5.f;
+  check_case(c);
+  c.opts.softcap = 0.f;
+  c.opts.sinks = sinks.data();
+  check_case(c);
+  c.opts.alibi_slopes = slopes.data();
+  c.opts.window = 50;
+  c.opts.softcap = 20.f;
+  check_case(c);
+}
+
+TEST(Prefill, BlockSparse) {
+  BlockMask mask({.seq_len = 300, .block = 32, .local_blocks = 2, .global_tokens = 20, .stride = 4,
+                  .random_blocks = 1, .seed = 7});
+  for (bool causal : {true, false}) {
+    Case c{1, 300, 300, 2, 2, 64};
+    c.opts.block_mask = &mask;
+    c.opts.causal = causal;
+    check_case(c);
+  }
+}
+
+TEST(Prefill, Bf16Inputs) {
+  Case c{1, 129, 129, 4, 2, 128, DType::bf16};
+  HostTensor q(c.dtype, {1, 129, 4, 128}, 3), k(c.dtype, {1, 129, 2, 128}, 4), v(c.dtype, {1, 129, 2, 128}, 5);
+  HostTensor out(DType::bf16, {1, 129, 4, 128}, 0, 0.f), ref(DType::f32, {1, 129, 4, 128}, 0, 0.f);
+  attention_prefill_reference(make_prefill_problem(q.view, k.view, v.view, ref.view, c.opts, {}));
+  testing::for_each_target([&](Target) {
+    attention_prefill(q.view, k.view, v.view, out.view, c.opts);
+    EXPECT_LE(testing::relative_rms(out, ref), 1e-2);
+  });
+}
+
+TEST(Prefill, Varlen) {
+  const std::vector<int32_t> cu = {0, 1, 8, 71, 136, 393};
+  const int64_t total = cu.back();
+  HostTensor q(DType::f32, {total, 4, 64}, 1), k(DType::f32, {total, 2, 64}, 2), v(DType::f32, {total, 2, 64}, 3);
+  HostTensor out(DType::f32, {total, 4, 64}, 0, 0.f), ref(DType::f32, {total, 4, 64}, 0, 0.f);
+  VarlenInfo vl{cu.data(), nullptr, int64_t(cu.size() - 1)};
+  AttentionOptions o;
+  attention_prefill_reference(make_prefill_problem(q.view, k.view, v.view, ref.view, o, vl));
+  testing::for_each_target([&](Target) {
+    attention_prefill(q.view, k.view, v.view, out.view, o, vl);
+    EXPECT_LE(testing::max_abs_diff(out, ref), 2e-5);
+  });
+}
+
+TEST(Prefill, ErrorsNameTheArgument) {
+  HostTensor q(DType::f32, {1, 4, 3, 16}, 1), k(DType::f32, {1, 4, 2, 16}, 2), out(DType::f32, {1, 4, 3, 16}, 3);
+  try {
+    attention_prefill(q.view, k.view, k.view, out.view, {});
+    FAIL() << "expected ArgumentError";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("q: head count 3"), std::string::npos) << e.what();
+  }
+  HostTensor bad(DType::i32, {1, 4, 2, 16}, 0, 0.f);
+  EXPECT_THROW(attention_prefill(q.view, bad.view, bad.view, out.view, {}), DTypeError);
+}
+
+}  // namespace
+}  // namespace attnzoo

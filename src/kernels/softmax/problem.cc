@@ -1,0 +1,134 @@
+#include "kernels/softmax/problem.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Views q/k/v/out as [tokens..., H, D] with a contiguous last dim; returns the token stride.
+TokenStrides token_strides(const TensorView& t) {
+  return {t.stride(t.ndim - 3), t.stride(t.ndim - 2)};
+}
+
+void check_strides(const TensorView& t, const char* name) {
+  require(t.stride(-1) == 1, name, "last dimension (head_dim) must be contiguous (stride 1), got stride " +
+                                      str(t.stride(-1)));
+  for (int d = 0; d < t.ndim; ++d)
+    require(t.strides[d] >= 0, name, "negative strides are not supported");
+}
+
+}  // namespace
+
+void check_float_tensor(const TensorView& t, const char* name) {
+  require(t.data != nullptr || t.numel() == 0, name, "is null");
+  if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
+    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
+}
+
+float resolve_scale(float scale, int64_t D) {
+  if (std::isnan(scale)) return 1.f / std::sqrt(float(D));
+  require(std::isfinite(scale) && scale > 0.f, "scale", "must be a finite positive number");
+  return scale;
+}
+
+void check_head_options(const AttentionOptions& o, int64_t Hq) {
+  require(o.window >= 0, "window", "must be >= 0 (0 or None means no window), got " + str(o.window));
+  require(std::isfinite(o.softcap) && o.softcap >= 0.f, "softcap", "must be a finite number >= 0");
+  for (int64_t h = 0; h < Hq; ++h) {
+    if (o.sinks) require(std::isfinite(o.sinks[h]), "sinks", "must be finite (head " + str(h) + ")");
+    if (o.alibi_slopes)
+      require(std::isfinite(o.alibi_slopes[h]), "alibi_slopes", "must be finite (head " + str(h) + ")");
+  }
+}
+
+int64_t AttentionProblem::max_tq() const {
+  int64_t m = 0;
+  for (const auto& s : seqs) m = std::max(m, s.Tq);
+  return m;
+}
+
+AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, const TensorView& v,
+                                      const TensorView& out, const AttentionOptions& opts,
+                                      const VarlenInfo& varlen) {
+  check_float_tensor(q, "q");
+  check_float_tensor(k, "k");
+  check_float_tensor(v, "v");
+  check_float_tensor(out, "out");
+  const bool packed = varlen.cu_seqlens_q != nullptr;
+  require(varlen.cu_seqlens_k == nullptr || packed, "cu_seqlens_k", "given without cu_seqlens_q");
+  for (auto [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}}) {
+    if (packed) {
+      require(t->ndim == 3 || (t->ndim == 4 && t->shape[0] == 1), name,
+              "with cu_seqlens must be [total, H, D] or [1, total, H, D], got " + t->shape_str());
+    } else {
+      require(t->ndim == 4, name, "must be [batch, time, heads, head_dim], got " + t->shape_str());
+    }
+    check_strides(*t, name);
+  }
+  require(k.dtype == v.dtype, "v", std::string("dtype ") + dtype_name(v.dtype) + " differs from k's " +
+                                     dtype_name(k.dtype));
+  AttentionProblem p;
+  p.Hq = q.size(-2);
+  p.Hkv = k.size(-2);
+  p.D = q.size(-1);
+  p.Dv = v.size(-1);
+  require(p.Hq >= 1 && p.Hkv >= 1, "k", "head counts must be >= 1");
+  require(v.size(-2) == p.Hkv, "v", "has " + str(v.size(-2)) + " heads, k has " + str(p.Hkv));
+  require(p.Hq % p.Hkv == 0, "q", "head count " + str(p.Hq) + " is not a multiple of k's " + str(p.Hkv) +
+                                      " (GQA needs Hq = group * Hkv)");
+  require(p.D >= 1 && p.D <= 512, "q", "head_dim must be in [1, 512], got " + str(p.D));
+  require(k.size(-1) == p.D, "k", "head_dim " + str(k.size(-1)) + " differs from q's " + str(p.D));
+  require(p.Dv >= 1 && p.Dv <= 512, "v", "head_dim must be in [1, 512], got " + str(p.Dv));
+  require(out.size(-2) == p.Hq && out.size(-1) == p.Dv, "out",
+          "must have " + str(p.Hq) + " heads of dim " + str(p.Dv) + ", got " + out.shape_str());
+  check_head_options(opts, p.Hq);
+  p.scale = resolve_scale(opts.scale, p.D);
+  p.opts = opts;
+  p.q = q.data; p.k = k.data; p.v = v.data; p.o = out.data;
+  p.q_dtype = q.dtype; p.kv_dtype = k.dtype; p.o_dtype = out.dtype;
+  p.qs = token_strides(q); p.ks = token_strides(k); p.vs = token_strides(v); p.os = token_strides(out);
+
+  if (packed) {
+    const int64_t n = varlen.num_seqs;
+    require(n >= 1, "cu_seqlens", "needs at least 2 entries (one sequence)");
+    const int32_t* cq = varlen.cu_seqlens_q;
+    const int32_t* ck = varlen.cu_seqlens_k ? varlen.cu_seqlens_k : cq;
+    const int64_t total_q = q.size(-3), total_k = k.size(-3);
+    require(v.size(-3) == total_k, "v", "token count differs from k's");
+    require(out.size(-3) == total_q, "out", "token count differs from q's");
+    require(cq[0] == 0 && ck[0] == 0, "cu_seqlens", "must start at 0");
+    for (int64_t s = 0; s < n; ++s) {
+      require(cq[s + 1] >= cq[s], "cu_seqlens", "must be non-decreasing (entry " + str(s + 1) + ")");
+      require(ck[s + 1] >= ck[s], "cu_seqlens_k", "must be non-decreasing (entry " + str(s + 1) + ")");
+      const int64_t Tq = cq[s + 1] - cq[s], Tk = ck[s + 1] - ck[s];
+      require(Tq <= Tk, "cu_seqlens", "sequence " + str(s) + " has more queries (" + str(Tq) + ") than keys (" +
+                                          str(Tk) + ")");
+      p.seqs.push_back({cq[s] * p.qs.token, ck[s] * p.ks.token, ck[s] * p.vs.token, cq[s] * p.os.token, Tq, Tk});
+    }
+    require(cq[n] == total_q, "cu_seqlens", "last entry " + str(cq[n]) + " must equal q's token count " +
+                                                str(total_q));
+    require(ck[n] == total_k, "cu_seqlens_k", "last entry " + str(ck[n]) + " must equal k's token count " +
+                                                  str(total_k));
+  } else {
+    const int64_t B = q.shape[0], Tq = q.shape[1], Tk = k.shape[1];
+    require(k.shape[0] == B && v.shape[0] == B && out.shape[0] == B, "k", "batch sizes of q, k, v, out differ");
+    require(v.shape[1] == Tk, "v", "time length differs from k's");
+    require(out.shape[1] == Tq, "out", "time length differs from q's");
+    require(Tq <= Tk, "q", "has more time steps (" + str(Tq) + ") than k (" + str(Tk) + ")");
+    for (int64_t b = 0; b < B; ++b)
+      p.seqs.push_back({b * q.strides[0], b * k.strides[0], b * v.strides[0], b * out.strides[0], Tq, Tk});
+  }
+  if (opts.block_mask) {
+    for (const auto& s : p.seqs)
+      require(s.Tk <= opts.block_mask->spec().seq_len, "block_mask",
+              "covers " + str(opts.block_mask->spec().seq_len) + " tokens, a sequence has " + str(s.Tk));
+  }
+  return p;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,43 @@
+#pragma once
+// How prefill work is cut into tasks and how a (query block, key tile) pair relates to the mask. Shared by
+// the prefill kernel, the explainer's tile-grid figure and the tests, so all three agree on what was skipped.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/softmax/problem.h"
+
+namespace attnzoo {
+
+enum class TileClass : uint8_t { skipped, full, partial };
+
+struct KeyRange {
+  int64_t begin, end;  // [begin, end), begin aligned down to the key tile size
+};
+
+struct PrefillTask {
+  int32_t seq;
+  int32_t kv_head;
+  int64_t q_begin;
+};
+
+struct PrefillPlan {
+  int64_t block_q = 64, block_k = 64, dv_padded = 0;
+  std::vector<PrefillTask> tasks;  // heaviest first, so dynamic claiming balances causal work
+};
+
+struct TileRowContext {
+  float softcap;
+  float alibi_slope;
+  bool partial;
+  const MaskGeometry* mask;
+  int64_t qpos;
+  int64_t kpos0;
+};
+
+// Keys any of the queries at positions [q_first, q_last] may see.
+KeyRange visible_key_range(const MaskGeometry& mask, int64_t q_first, int64_t q_last, int64_t Tk, int64_t block_k);
+// Whether every, no, or some (query, key) pair of the tile is visible.
+TileClass classify_tile(const MaskGeometry& mask, int64_t q_first, int64_t q_last, int64_t k_first, int64_t k_last);
+PrefillPlan make_prefill_plan(const AttentionProblem& p);
+
+}  // namespace attnzoo

@@ -1,0 +1,67 @@
+#pragma once
+// Helpers shared by the C++ tests: seeded random tensors in any float dtype, error metrics, and a loop over
+// every dispatch target this CPU supports.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace attnzoo::testing {
+
+// Owning storage behind a TensorView, filled with N(0, stddev) rounded to its dtype.
+struct HostTensor {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  HostTensor(DType dtype, std::vector<int64_t> shape, uint64_t seed, float stddev = 1.f) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    bytes.resize(size_t(n) * dtype_size(dtype) + 64);
+    view.data = bytes.data();
+    view.dtype = dtype;
+    view.ndim = int(shape.size());
+    int64_t stride = 1;
+    for (int d = view.ndim - 1; d >= 0; --d) {
+      view.shape[d] = shape[d];
+      view.strides[d] = stride;
+      stride *= shape[d];
+    }
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> dist(0.f, stddev);
+    for (int64_t i = 0; i < n; ++i) store_from_f32(view.data, dtype, i, stddev > 0 ? dist(rng) : 0.f);
+  }
+  float at(int64_t i) const { return load_as_f32(view.data, view.dtype, i); }
+  int64_t numel() const { return view.numel(); }
+};
+
+inline double max_abs_diff(const HostTensor& a, const HostTensor& b) {
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, double(std::fabs(a.at(i) - b.at(i))));
+  return m;
+}
+
+inline double relative_rms(const HostTensor& got, const HostTensor& want) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double d = double(got.at(i)) - double(want.at(i));
+    num += d * d;
+    den += double(want.at(i)) * double(want.at(i));
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Runs fn once per supported target with that target forced, then restores the best one.
+inline void for_each_target(const std::function<void(Target)>& fn) {
+  for (Target t : supported_targets()) {
+    SCOPED_TRACE(target_name(t));
+    set_target(t);
+    fn(t);
+  }
+  set_target(supported_targets().front());
+}
+
+}  // namespace attnzoo::testing
