@@ -6,7 +6,10 @@ Errors: ``ValueError`` names the offending argument, ``TypeError`` the argument 
 """
 from . import _core
 from ._arrays import empty_like_input
-from .softmax import attention, attention_decode, block_mask, mla_decode, mla_prefill, BlockMask
+from .softmax import attention, attention_reference, block_mask, BlockMask
+from .decode import attention_decode
+from .mla import mla_decode, mla_prefill
+from . import linear
 
 supported_targets = _core.supported_targets
 active_target = _core.active_target
@@ -16,6 +19,6 @@ set_num_threads = _core.set_num_threads
 cpu_info = _core.cpu_info
 
 __all__ = [
-    "attention", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill",
+    "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "linear",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
 ]

@@ -57,15 +57,3 @@ def attention_reference(q, k, v, **kw):
                     as_i32_vector(kw.get("cu_seqlens"), "cu_seqlens"),
                     as_i32_vector(kw.get("cu_seqlens_k"), "cu_seqlens_k"), kw.get("block_mask"), reference=True)
     return out
-
-
-def attention_decode(*args, **kwargs):
-    raise NotImplementedError("attention_decode lands with the decode kernels")
-
-
-def mla_prefill(*args, **kwargs):
-    raise NotImplementedError("mla_prefill lands with the MLA kernels")
-
-
-def mla_decode(*args, **kwargs):
-    raise NotImplementedError("mla_decode lands with the MLA kernels")

@@ -22,7 +22,9 @@ void bind_core(nb::module_& m);
 void bind_softmax(nb::module_& m);
 void bind_decode(nb::module_& m);
 void bind_mla(nb::module_& m);
-void bind_linear(nb::module_& m);
+void bind_linear_gla(nb::module_& m);
+void bind_linear_delta(nb::module_& m);
+void bind_linear_ssm(nb::module_& m);
 void bind_bench(nb::module_& m);
 
 }  // namespace attnzoo::py

@@ -22,6 +22,8 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_softmax(m);
   attnzoo::py::bind_decode(m);
   attnzoo::py::bind_mla(m);
-  attnzoo::py::bind_linear(m);
+  attnzoo::py::bind_linear_gla(m);
+  attnzoo::py::bind_linear_delta(m);
+  attnzoo::py::bind_linear_ssm(m);
   attnzoo::py::bind_bench(m);
 }
