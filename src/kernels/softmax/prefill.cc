@@ -12,6 +12,7 @@
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/threads.h"
+#include "kernels/common/bf16_dot.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/tiling.h"
 
@@ -30,6 +31,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 struct Scratch {
   AlignedBuffer<float> q, kt, v, s, o, m, l, row;
+  AlignedBuffer<uint32_t> q2, kt2, v2, p2;  // bf16 pairs for the AVX-512-BF16 tiles
 };
 
 // Applies softcap / ALiBi / the element mask to one row of scores, then folds the row into the running
@@ -39,6 +41,10 @@ HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_co
   const hn::ScalableTag<float> d;
   const size_t L = hn::Lanes(d);
   const auto kNegInf = hn::Set(d, -INFINITY);
+  if (ctx.score_scale != 1.f) {
+    const auto sc = hn::Set(d, ctx.score_scale);
+    for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Mul(hn::Load(d, s + j), sc), d, s + j);
+  }
   if (ctx.softcap > 0.f) {
     const auto cap = hn::Set(d, ctx.softcap), inv = hn::Set(d, 1.f / ctx.softcap);
     for (size_t j = 0; j < ncols; j += L)
@@ -84,81 +90,157 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT o, size_t n, float alpha) {
   for (size_t j = 0; j < n; j += hn::Lanes(d)) hn::Store(hn::Mul(hn::Load(d, o + j), va), d, o + j);
 }
 
+const char* ElementPtr(const void* base, DType t, int64_t offset) {
+  return static_cast<const char*>(base) + offset * int64_t(dtype_size(t));
+}
+
+// bf16 pairs straight from bf16 memory: no rounding, the values are already bf16.
+void PackPairs(const uint16_t* src, size_t n, uint32_t* dst) {
+  for (size_t i = 0; i < n / 2; ++i) dst[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
+  if (n & 1) dst[n / 2] = src[n - 1];
+}
+
+// K^T as f32 (D x Bc) and V as f32 (Bc x Dvp); padding rows and columns are zero so they add nothing.
+void PackKeyValueTile(const AttentionProblem& p, const SeqSpan& seq, int64_t kv_head, int64_t k0, int64_t cols,
+                      size_t Bc, size_t Dvp, Scratch& sc) {
+  const size_t D = size_t(p.D), Dv = size_t(p.Dv);
+  for (int64_t j = 0; j < cols; ++j) {
+    convert_to_f32(ElementPtr(p.k, p.kv_dtype, seq.k_offset + (k0 + j) * p.ks.token + kv_head * p.ks.head),
+                   p.kv_dtype, sc.row.data(), D);
+    for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = sc.row[d];
+    float* vdst = sc.v.data() + size_t(j) * Dvp;
+    convert_to_f32(ElementPtr(p.v, p.kv_dtype, seq.v_offset + (k0 + j) * p.vs.token + kv_head * p.vs.head),
+                   p.kv_dtype, vdst, Dv);
+    std::fill(vdst + Dv, vdst + Dvp, 0.f);
+  }
+  for (size_t j = size_t(cols); j < Bc; ++j) {
+    for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + j] = 0.f;
+    std::fill(sc.v.data() + j * Dvp, sc.v.data() + (j + 1) * Dvp, 0.f);
+  }
+}
+
+// K^T as bf16 pairs along d ((D/2) x Bc) and V as pairs along keys ((Bc/2) x Dvp), straight from bf16 memory.
+void PackKeyValuePairs(const AttentionProblem& p, const SeqSpan& seq, int64_t kv_head, int64_t k0, int64_t cols,
+                       size_t Bc, size_t Dvp, Scratch& sc) {
+  const size_t D = size_t(p.D), Dv = size_t(p.Dv), D2 = (D + 1) / 2;
+  const uint16_t* kbase = static_cast<const uint16_t*>(p.k);
+  const uint16_t* vbase = static_cast<const uint16_t*>(p.v);
+  for (size_t j = 0; j < Bc; ++j) {
+    const bool live = int64_t(j) < cols;
+    const uint16_t* krow = kbase + seq.k_offset + (k0 + int64_t(j)) * p.ks.token + kv_head * p.ks.head;
+    for (size_t dd = 0; dd < D2; ++dd) {
+      const uint32_t lo = live ? krow[2 * dd] : 0u;
+      const uint32_t hi = live && 2 * dd + 1 < D ? krow[2 * dd + 1] : 0u;
+      sc.kt2[dd * Bc + j] = lo | (hi << 16);
+    }
+  }
+  for (size_t jj = 0; jj < Bc / 2; ++jj) {
+    uint32_t* dst = sc.v2.data() + jj * Dvp;
+    const int64_t j0 = int64_t(2 * jj), j1 = j0 + 1;
+    const uint16_t* v0 = vbase + seq.v_offset + (k0 + j0) * p.vs.token + kv_head * p.vs.head;
+    const uint16_t* v1 = v0 + p.vs.token;
+    for (size_t d = 0; d < Dvp; ++d) {
+      const uint32_t lo = j0 < cols && d < Dv ? v0[d] : 0u;
+      const uint32_t hi = j1 < cols && d < Dv ? v1[d] : 0u;
+      dst[d] = lo | (hi << 16);
+    }
+  }
+}
+
+// True when this target can run the AVX-512-BF16 tiles and the plan asked for them.
+constexpr bool kHasBf16Tiles = HWY_TARGET == HWY_AVX3;
+
 void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t task_index) {
   static thread_local Scratch sc;
   const PrefillTask& t = plan.tasks[size_t(task_index)];
   const SeqSpan& seq = p.seqs[size_t(t.seq)];
+  const bool bf16 = kHasBf16Tiles && plan.bf16_dot;
   const size_t Br = size_t(plan.block_q), Bc = size_t(plan.block_k);
-  const size_t D = size_t(p.D), Dv = size_t(p.Dv);
+  const size_t D = size_t(p.D), Dv = size_t(p.Dv), D2 = (D + 1) / 2;
   const size_t Dvp = size_t(plan.dv_padded);
   const int64_t G = p.group();
   const int64_t rows = std::min<int64_t>(plan.block_q, seq.Tq - t.q_begin);
   const int64_t offset = seq.Tk - seq.Tq;  // bottom-right alignment: query i sits at key position i + offset
 
-  sc.q.resize(size_t(G) * Br * D);
-  sc.kt.resize(D * Bc);
-  sc.v.resize(Bc * Dvp);
   sc.s.resize(Br * Bc);
   sc.o.resize(size_t(G) * Br * Dvp);
   sc.m.resize(size_t(G) * Br);
   sc.l.resize(size_t(G) * Br);
   sc.row.resize(std::max(D, Dvp));
+  if (bf16) {
+    sc.q2.resize(size_t(G) * Br * D2);
+    sc.kt2.resize(D2 * Bc);
+    sc.v2.resize(Bc / 2 * Dvp);
+    sc.p2.resize(Br * Bc / 2);
+  } else {
+    sc.q.resize(size_t(G) * Br * D);
+    sc.kt.resize(D * Bc);
+    sc.v.resize(Bc * Dvp);
+  }
 
-  // Pack queries (pre-multiplied by the softmax scale) for every head of the group.
+  // Queries for every head of the group; the f32 path folds the softmax scale in here, the bf16 path keeps the
+  // inputs exact and scales the scores instead.
   for (int64_t g = 0; g < G; ++g) {
     const int64_t h = t.kv_head * G + g;
     for (int64_t i = 0; i < rows; ++i) {
-      const int64_t src = seq.q_offset + (t.q_begin + i) * p.qs.token + h * p.qs.head;
-      float* dst = sc.q.data() + (size_t(g) * Br + size_t(i)) * D;
-      convert_to_f32(static_cast<const char*>(p.q) + src * int64_t(dtype_size(p.q_dtype)), p.q_dtype, dst, D);
-      for (size_t d = 0; d < D; ++d) dst[d] *= p.scale;
+      const char* src = ElementPtr(p.q, p.q_dtype, seq.q_offset + (t.q_begin + i) * p.qs.token + h * p.qs.head);
+      const size_t row = size_t(g) * Br + size_t(i);
+      if (bf16) {
+        PackPairs(reinterpret_cast<const uint16_t*>(src), D, sc.q2.data() + row * D2);
+      } else {
+        float* dst = sc.q.data() + row * D;
+        convert_to_f32(src, p.q_dtype, dst, D);
+        for (size_t d = 0; d < D; ++d) dst[d] *= p.scale;
+      }
     }
   }
   std::fill(sc.o.data(), sc.o.data() + size_t(G) * Br * Dvp, 0.f);
   for (int64_t g = 0; g < G; ++g) {
     const int64_t h = t.kv_head * G + g;
-    for (int64_t i = 0; i < int64_t(Br); ++i) {
-      sc.m[size_t(g) * Br + size_t(i)] = p.opts.sinks ? p.opts.sinks[h] : -INFINITY;
-      sc.l[size_t(g) * Br + size_t(i)] = p.opts.sinks ? 1.f : 0.f;  // the sink's own exp(sink - m) at m = sink
+    for (size_t i = 0; i < Br; ++i) {
+      sc.m[size_t(g) * Br + i] = p.opts.sinks ? p.opts.sinks[h] : -INFINITY;
+      sc.l[size_t(g) * Br + i] = p.opts.sinks ? 1.f : 0.f;  // the sink's own exp(sink - m) at m = sink
     }
   }
 
   const MaskGeometry mask = mask_geometry(p.opts);
   const int64_t q_first = t.q_begin + offset, q_last = t.q_begin + rows - 1 + offset;
   const KeyRange range = visible_key_range(mask, q_first, q_last, seq.Tk, plan.block_k);
-  const size_t kv_elem = dtype_size(p.kv_dtype);
   for (int64_t k0 = range.begin; k0 < range.end; k0 += plan.block_k) {
     const int64_t cols = std::min<int64_t>(plan.block_k, seq.Tk - k0);
     const TileClass cls = classify_tile(mask, q_first, q_last, k0, k0 + cols - 1);
     if (cls == TileClass::skipped) continue;
-    // Pack K^T (D x Bc, padded columns zero) and V (Bc x Dvp, padded rows and columns zero).
-    for (int64_t j = 0; j < cols; ++j) {
-      const int64_t ksrc = seq.k_offset + (k0 + j) * p.ks.token + t.kv_head * p.ks.head;
-      convert_to_f32(static_cast<const char*>(p.k) + ksrc * int64_t(kv_elem), p.kv_dtype, sc.row.data(), D);
-      for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = sc.row[d];
-      const int64_t vsrc = seq.v_offset + (k0 + j) * p.vs.token + t.kv_head * p.vs.head;
-      float* vdst = sc.v.data() + size_t(j) * Dvp;
-      convert_to_f32(static_cast<const char*>(p.v) + vsrc * int64_t(kv_elem), p.kv_dtype, vdst, Dv);
-      std::fill(vdst + Dv, vdst + Dvp, 0.f);
-    }
-    for (int64_t j = cols; j < int64_t(Bc); ++j) {
-      for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = 0.f;
-      std::fill(sc.v.data() + size_t(j) * Dvp, sc.v.data() + size_t(j + 1) * Dvp, 0.f);
+    if (bf16) {
+      PackKeyValuePairs(p, seq, t.kv_head, k0, cols, Bc, Dvp, sc);
+    } else {
+      PackKeyValueTile(p, seq, t.kv_head, k0, cols, Bc, Dvp, sc);
     }
     for (int64_t g = 0; g < G; ++g) {
       const int64_t h = t.kv_head * G + g;
-      float* qg = sc.q.data() + size_t(g) * Br * D;
       float* og = sc.o.data() + size_t(g) * Br * Dvp;
-      TileGemm(size_t(rows), Bc, D, qg, D, sc.kt.data(), Bc, sc.s.data(), Bc, /*accumulate=*/false);
-      TileRowContext ctx{p.opts.softcap, p.opts.alibi_slopes ? p.opts.alibi_slopes[h] : 0.f,
+      if (bf16) {
+        bf16_pair_gemm(size_t(rows), Bc, D2, sc.q2.data() + size_t(g) * Br * D2, D2, sc.kt2.data(), Bc,
+                       sc.s.data(), Bc, /*accumulate=*/false);
+      } else {
+        TileGemm(size_t(rows), Bc, D, sc.q.data() + size_t(g) * Br * D, D, sc.kt.data(), Bc, sc.s.data(), Bc,
+                 /*accumulate=*/false);
+      }
+      TileRowContext ctx{bf16 ? p.scale : 1.f, p.opts.softcap, p.opts.alibi_slopes ? p.opts.alibi_slopes[h] : 0.f,
                          cls == TileClass::partial, &mask, 0, k0};
       for (int64_t i = 0; i < rows; ++i) {
         ctx.qpos = q_first + i;
-        const float alpha = SoftmaxRow(sc.s.data() + size_t(i) * Bc, Bc, size_t(cols), ctx,
-                                       &sc.m[size_t(g) * Br + size_t(i)], &sc.l[size_t(g) * Br + size_t(i)]);
+        float* srow = sc.s.data() + size_t(i) * Bc;
+        const float alpha = SoftmaxRow(srow, Bc, size_t(cols), ctx, &sc.m[size_t(g) * Br + size_t(i)],
+                                       &sc.l[size_t(g) * Br + size_t(i)]);
         if (alpha != 1.f) ScaleRow(og + size_t(i) * Dvp, Dvp, alpha);
+        if (bf16) pack_f32_to_bf16_pairs(srow, Bc, sc.p2.data() + size_t(i) * (Bc / 2));
       }
-      TileGemm(size_t(rows), Dvp, Bc, sc.s.data(), Bc, sc.v.data(), Dvp, og, Dvp, /*accumulate=*/true);
+      if (bf16) {
+        bf16_pair_gemm(size_t(rows), Dvp, Bc / 2, sc.p2.data(), Bc / 2, sc.v2.data(), Dvp, og, Dvp,
+                       /*accumulate=*/true);
+      } else {
+        TileGemm(size_t(rows), Dvp, Bc, sc.s.data(), Bc, sc.v.data(), Dvp, og, Dvp, /*accumulate=*/true);
+      }
     }
   }
 
@@ -185,7 +267,8 @@ HWY_EXPORT(RunPrefillTask);
 
 void attention_prefill_run(const AttentionProblem& p) {
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
-  const PrefillPlan plan = make_prefill_plan(p);
+  PrefillPlan plan = make_prefill_plan(p);
+  plan.bf16_dot = bf16_dot_enabled() && p.q_dtype == DType::bf16 && p.kv_dtype == DType::bf16;
   ThreadPool::global().parallel_for(int64_t(plan.tasks.size()), [&](int64_t task, int) {
     HWY_DYNAMIC_DISPATCH(RunPrefillTask)(p, plan, task);
   });

@@ -22,10 +22,12 @@ struct PrefillTask {
 
 struct PrefillPlan {
   int64_t block_q = 64, block_k = 64, dv_padded = 0;
+  bool bf16_dot = false;  // bf16 q/k/v on an AVX-512-BF16 CPU: tiles run on vdpbf16ps
   std::vector<PrefillTask> tasks;  // heaviest first, so dynamic claiming balances causal work
 };
 
 struct TileRowContext {
+  float score_scale;  // 1 when the queries were pre-scaled
   float softcap;
   float alibi_slope;
   bool partial;

@@ -1,0 +1,18 @@
+#pragma once
+// Tile products on AVX-512-BF16 (vdpbf16ps): each instruction multiplies 32 bf16 pairs and accumulates in f32,
+// twice the f32 FMA rate. Operands are packed in bf16 *pairs* along the reduction dimension (one uint32 per pair):
+//   A: [M][K/2] pairs (row-major, lda in pairs), broadcast one pair at a time;
+//   B: [K/2][N] pairs (row-major, ldb in pairs), N a multiple of 16.
+// C[M x N] (+)= A * B in f32. Only call after bf16_dot_enabled() said the CPU has the instructions.
+#include <cstddef>
+#include <cstdint>
+
+namespace attnzoo {
+
+void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B, size_t ldb,
+                    float* C, size_t ldc, bool accumulate);
+
+// Packs n f32 values into bf16 pairs (round to nearest even); n may be odd (the last pair's high half is zero).
+void pack_f32_to_bf16_pairs(const float* src, size_t n, uint32_t* dst);
+
+}  // namespace attnzoo

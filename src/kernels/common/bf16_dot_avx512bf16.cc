@@ -1,0 +1,71 @@
+// Compiled with -mavx512bf16 (see CMakeLists.txt); reached only through a CPUID-checked dispatch.
+#include <immintrin.h>
+
+#include "core/dtype.h"
+#include "kernels/common/bf16_dot.h"
+
+namespace attnzoo {
+namespace {
+
+template <size_t kRows, size_t kCols>
+inline void micro_tile(size_t K2, const uint32_t* __restrict A, size_t lda, const uint32_t* __restrict B, size_t ldb,
+                       float* __restrict C, size_t ldc, bool accumulate) {
+  __m512 acc[kRows][kCols];
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t c = 0; c < kCols; ++c)
+      acc[r][c] = accumulate ? _mm512_loadu_ps(C + r * ldc + c * 16) : _mm512_setzero_ps();
+  for (size_t k = 0; k < K2; ++k) {
+    __m512bh b[kCols];
+    for (size_t c = 0; c < kCols; ++c) b[c] = (__m512bh)_mm512_loadu_si512(B + k * ldb + c * 16);
+    for (size_t r = 0; r < kRows; ++r) {
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(int(A[r * lda + k]));
+      for (size_t c = 0; c < kCols; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], a, b[c]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t c = 0; c < kCols; ++c) _mm512_storeu_ps(C + r * ldc + c * 16, acc[r][c]);
+}
+
+template <size_t kCols>
+inline void rows_of_tile(size_t rows, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B, size_t ldb,
+                         float* C, size_t ldc, bool accumulate) {
+  switch (rows) {
+    case 6: return micro_tile<6, kCols>(K2, A, lda, B, ldb, C, ldc, accumulate);
+    case 5: return micro_tile<5, kCols>(K2, A, lda, B, ldb, C, ldc, accumulate);
+    case 4: return micro_tile<4, kCols>(K2, A, lda, B, ldb, C, ldc, accumulate);
+    case 3: return micro_tile<3, kCols>(K2, A, lda, B, ldb, C, ldc, accumulate);
+    case 2: return micro_tile<2, kCols>(K2, A, lda, B, ldb, C, ldc, accumulate);
+    default: return micro_tile<1, kCols>(K2, A, lda, B, ldb, C, ldc, accumulate);
+  }
+}
+
+}  // namespace
+
+void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B, size_t ldb,
+                    float* C, size_t ldc, bool accumulate) {
+  constexpr size_t kRows = 6, kCols = 4;
+  size_t n = 0;
+  for (; n + kCols * 16 <= N; n += kCols * 16)
+    for (size_t m = 0; m < M; m += kRows)
+      rows_of_tile<kCols>(std::min(kRows, M - m), K2, A + m * lda, lda, B + n, ldb, C + m * ldc + n, ldc,
+                          accumulate);
+  for (; n < N; n += 16)
+    for (size_t m = 0; m < M; m += kRows)
+      rows_of_tile<1>(std::min(kRows, M - m), K2, A + m * lda, lda, B + n, ldb, C + m * ldc + n, ldc, accumulate);
+}
+
+void pack_f32_to_bf16_pairs(const float* src, size_t n, uint32_t* dst) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    // cvtne2ps: high operand gives the upper 16 lanes; lane order keeps pairs (2i, 2i+1) together.
+    const __m512bh packed = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i));
+    _mm512_storeu_si512(dst + i / 2, (__m512i)packed);
+  }
+  for (; i < n; i += 2) {
+    const uint32_t lo = f32_to_bf16(src[i]);
+    const uint32_t hi = i + 1 < n ? f32_to_bf16(src[i + 1]) : 0u;
+    dst[i / 2] = lo | (hi << 16);
+  }
+}
+
+}  // namespace attnzoo
