@@ -26,8 +26,9 @@ fi
 req_hash=$(sha256sum requirements.txt | cut -c1-16)
 if [ ! -f "$STAMPS/pip-$req_hash" ]; then
   echo "[setup] installing Python packages (requirements.txt)"
-  .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -r requirements.txt
+  # pip's notes about local index folders are noise on these machines; real errors still fail the step.
+  .venv/bin/pip install -q --upgrade pip 2>&1 | grep -v "WARNING: Location" || true
+  .venv/bin/pip install -q -r requirements.txt 2> >(grep -v "WARNING: Location" >&2)
   rm -f "$STAMPS"/pip-*
   touch "$STAMPS/pip-$req_hash"
 fi
