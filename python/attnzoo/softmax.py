@@ -27,7 +27,7 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     (bottom-right aligned causal mask, as flash-attn >= 2.1).
 
     causal: mask keys after the query. scale: default D**-0.5. window=W: key j visible from query i iff
-    i - W < j <= i. softcap=c: scores become c * tanh(s / c) (Gemma 2). sinks: [Hq] learned logits that join
+    j > i - W (and j <= i when causal: the transformers / Mistral sliding window). softcap=c: scores become c * tanh(s / c) (Gemma 2). sinks: [Hq] learned logits that join
     the softmax denominator and are dropped (gpt-oss). alibi_slopes: [Hq], scores -= slope * |i - j|.
     block_mask: an attnzoo.BlockMask. Order: scale, softcap, ALiBi, masks. Rows that see no key give zeros.
     dtypes: float32, bfloat16, float16 (q and k/v may differ); output has q's dtype, or `out`'s if given.

@@ -2,6 +2,7 @@
 // framework and pass it here, so results come back without a copy.
 #include <nanobind/stl/optional.h>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 
@@ -12,15 +13,17 @@
 namespace attnzoo::py {
 namespace {
 
-std::optional<float> none_if_absent(std::optional<float> v) { return v; }
-
 // Fills the options shared by every softmax entry point from Python arguments.
 AttentionOptions make_options(int64_t Hq, bool causal, std::optional<float> scale, std::optional<int64_t> window,
                               std::optional<float> softcap, const std::optional<AnyArray>& sinks,
                               const std::optional<AnyArray>& alibi_slopes, const BlockMask* block_mask) {
   AttentionOptions o;
   o.causal = causal;
-  if (scale) o.scale = *scale;
+  if (scale) {
+    // In C++ a NaN scale means "default"; from Python it is a mistake.
+    require(std::isfinite(*scale) && *scale > 0.f, "scale", "must be a finite positive number");
+    o.scale = *scale;
+  }
   if (window) {
     require(*window >= 1, "window", "must be >= 1 (use None for no window), got " + std::to_string(*window));
     o.window = *window;
@@ -66,7 +69,9 @@ void bind_softmax(nb::module_& m) {
            bool reference) {
           const TensorView qv = as_view(q, "q"), kv = as_view(k, "k"), vv = as_view(v, "v");
           const TensorView ov = as_view(out, "out");
-          const AttentionOptions o = make_options(qv.ndim ? qv.size(-2) : 0, causal, scale, window, softcap, sinks,
+          require(qv.ndim >= 3, "q", "must be [batch, time, heads, head_dim] or packed [total, heads, head_dim], got " +
+                                         qv.shape_str());
+          const AttentionOptions o = make_options(qv.size(-2), causal, scale, window, softcap, sinks,
                                                   alibi_slopes, block_mask);
           VarlenInfo vl;
           if (cu_seqlens) {

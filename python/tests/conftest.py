@@ -18,3 +18,96 @@ def rel_rms(got, want):
 def targets():
     import attnzoo
     return attnzoo.supported_targets()
+
+
+def _supported_targets():
+    import attnzoo
+    return attnzoo.supported_targets()
+
+
+# Read once at collection, before any kernel call: src/core/dispatch.cc narrows Highway's target mask on
+# set_target (and on the first kernel call), after which supported_targets() lists only the active family.
+ALL_TARGETS = _supported_targets()
+
+
+@pytest.fixture(params=ALL_TARGETS)
+def simd_target(request):
+    """Runs the test once per SIMD target this CPU can run, restoring the previously active one afterwards."""
+    import attnzoo
+    before = attnzoo.active_target()
+    attnzoo.set_target(request.param)
+    try:
+        yield request.param
+    finally:
+        attnzoo.set_target(before)
+
+
+def token_visibility(Tq, Tk, *, causal=True, window=None, block_mask=None):
+    """Boolean [Tq, Tk]: may query i see key j. Queries are the last Tq of Tk positions (bottom-right)."""
+    qpos = np.arange(Tq)[:, None] + (Tk - Tq)
+    kpos = np.arange(Tk)[None, :]
+    visible = np.ones((Tq, Tk), dtype=bool)
+    if causal:
+        visible &= kpos <= qpos
+    if window is not None:
+        visible &= kpos > qpos - window
+    if block_mask is not None:
+        blocks = np.asarray(block_mask.blocks()).astype(bool)
+        visible &= blocks[qpos // block_mask.block, kpos // block_mask.block]
+    return visible
+
+
+def softmax_reference(q, k, v, visible, *, scale=None, softcap=None, sinks=None, alibi_slopes=None):
+    """Softmax attention written out in float64 torch. q [B,Tq,Hq,D], k/v [B,Tk,Hkv,D*], visible [Tq,Tk].
+
+    Order as documented by attnzoo: scale, softcap, ALiBi, mask. Sinks join the denominator and are dropped;
+    rows that see nothing (and have no sink mass on any value) give zeros.
+    """
+    import torch
+    q, k, v = (torch.as_tensor(x).to(torch.float64) for x in (q, k, v))
+    Tq, Hq, D = q.shape[1], q.shape[2], q.shape[3]
+    Tk, Hkv = k.shape[1], k.shape[2]
+    if Tk == 0:
+        return torch.zeros(q.shape[0], Tq, Hq, v.shape[3], dtype=torch.float64)
+    k = k.repeat_interleave(Hq // Hkv, dim=2)
+    v = v.repeat_interleave(Hq // Hkv, dim=2)
+    s = torch.einsum("bihd,bjhd->bhij", q, k) * (D ** -0.5 if scale is None else scale)
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
+    if alibi_slopes is not None:
+        slopes = torch.as_tensor(np.asarray(alibi_slopes, dtype=np.float64))
+        dist = (torch.arange(Tq)[:, None] + (Tk - Tq) - torch.arange(Tk)[None, :]).abs().to(torch.float64)
+        s = s - slopes[None, :, None, None] * dist
+    s = s.masked_fill(~torch.as_tensor(np.asarray(visible, dtype=bool)), float("-inf"))
+    if sinks is not None:
+        sink = torch.as_tensor(np.asarray(sinks, dtype=np.float64))[None, :, None, None]
+        s = torch.cat([s, sink.expand(s.shape[0], Hq, Tq, 1)], dim=-1)
+    m = s.amax(dim=-1, keepdim=True)
+    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    p = torch.exp(s - m)
+    denom = p.sum(dim=-1, keepdim=True)
+    if sinks is not None:
+        p = p[..., :-1]
+    p = torch.where(denom > 0, p / torch.where(denom > 0, denom, torch.ones_like(denom)), torch.zeros_like(p))
+    return torch.einsum("bhij,bjhd->bihd", p, v)
+
+
+def sdpa_reference(q, k, v, visible, *, scale=None):
+    """torch.nn.functional.scaled_dot_product_attention in float64 with an explicit boolean mask, [B,Tq,Hq,Dv]."""
+    import torch
+    q, k, v = (torch.as_tensor(x).to(torch.float64).transpose(1, 2) for x in (q, k, v))
+    mask = torch.as_tensor(np.asarray(visible, dtype=bool))
+    assert bool(mask.any(dim=-1).all()), "SDPA gives NaN on fully masked rows: use softmax_reference"
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale,
+                                                           enable_gqa=q.shape[1] != k.shape[1])
+    return out.transpose(1, 2)
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Torch references on small tensors run far faster on one thread when the cores are shared (no spinning)."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -49,20 +49,23 @@ const char* target_name(Target t) {
 }
 
 std::vector<Target> supported_targets() {
-  const int64_t hw = hwy::SupportedTargets() & HWY_TARGETS;
-  std::vector<Target> out;
-  if ((hw & HWY_AVX3) && cpu_has_avx512_bf16()) out.push_back(Target::avx512_bf16);
-  for (Target t : {Target::avx512, Target::avx2, Target::scalar})
-    if (hw & hwy_bits(t)) out.push_back(t);
-  return out;
+  // Computed once, before anything narrows Highway's mask (SupportedTargets() honours a narrowing).
+  static const std::vector<Target> targets = [] {
+    const int64_t hw = hwy::SupportedTargets() & HWY_TARGETS;
+    std::vector<Target> out;
+    if ((hw & HWY_AVX3) && cpu_has_avx512_bf16()) out.push_back(Target::avx512_bf16);
+    for (Target t : {Target::avx512, Target::avx2, Target::scalar})
+      if (hw & hwy_bits(t)) out.push_back(t);
+    return out;
+  }();
+  return targets;
 }
 
 void set_target(Target t) {
+  const std::vector<Target>& supported = supported_targets();
   std::lock_guard<std::mutex> lock(g_mutex);
-  // Ask Highway before narrowing its mask: SupportedTargets() honours an earlier narrowing.
-  hwy::SetSupportedTargetsForTest(0);
   bool ok = false;
-  for (Target s : supported_targets()) ok |= (s == t);
+  for (Target s : supported) ok |= (s == t);
   if (!ok) throw ArgumentError(std::string("target: '") + target_name(t) + "' is not supported by this CPU or build");
   hwy::SetSupportedTargetsForTest(hwy_bits(t));
   g_active.store(int(t));

@@ -13,11 +13,14 @@ BlockMask::BlockMask(const BlockMaskSpec& spec) : spec_(spec) {
   require(spec.global_tokens >= 0, "global_tokens", "must be >= 0");
   require(spec.stride >= 0, "stride", "must be >= 0");
   require(spec.random_blocks >= 0, "random_blocks", "must be >= 0");
-  num_blocks_ = (spec.seq_len + spec.block - 1) / spec.block;
-  require(num_blocks_ <= 65536, "seq_len", "seq_len / block must be <= 65536 blocks");
+  // Written without seq_len + block - 1, which overflows for huge lengths.
+  num_blocks_ = spec.seq_len / spec.block + (spec.seq_len % spec.block != 0);
+  require(num_blocks_ <= 16384, "seq_len", "seq_len / block must be <= 16384 blocks (the mask is n^2 bytes)");
+  require(spec.random_blocks <= num_blocks_, "random_blocks",
+          "must be <= the number of blocks (" + std::to_string(num_blocks_) + ")");
   const int64_t n = num_blocks_;
   bits_.assign(size_t(n * n), 0);
-  const int64_t global_blocks = (spec.global_tokens + spec.block - 1) / spec.block;
+  const int64_t global_blocks = spec.global_tokens / spec.block + (spec.global_tokens % spec.block != 0);
   for (int64_t qb = 0; qb < n; ++qb) {
     for (int64_t kb = 0; kb < n; ++kb) {
       const int64_t d = qb > kb ? qb - kb : kb - qb;

@@ -8,10 +8,13 @@
 
 namespace attnzoo {
 
+// Head dims up to this are accepted (MLA's absorbed decode attends over kv_lora_rank + rope = 576).
+constexpr int64_t kMaxHeadDim = 1024;
+
 struct AttentionOptions {
-  float scale = std::numeric_limits<float>::quiet_NaN();  // NaN: head_dim^-0.5
+  float scale = std::numeric_limits<float>::quiet_NaN();  // NaN: head_dim^-0.5 (front ends reject a NaN argument)
   bool causal = true;
-  int64_t window = 0;                   // >0: key j visible from query i iff i - window < j <= i
+  int64_t window = 0;                   // >0: key j visible from query i iff j > i - window (and j <= i if causal)
   float softcap = 0.f;                  // >0: s = softcap * tanh(s / softcap) (Gemma 2), before bias and mask
   const float* sinks = nullptr;         // [Hq]: one learned logit per head joins the softmax, then is dropped
   const float* alibi_slopes = nullptr;  // [Hq]: s -= slope * |pos_q - pos_k|

@@ -16,6 +16,7 @@ TokenStrides token_strides(const TensorView& t) {
 }
 
 void check_strides(const TensorView& t, const char* name) {
+  if (t.numel() == 0) return;  // empty arrays report arbitrary strides and are never read
   require(t.stride(-1) == 1, name, "last dimension (head_dim) must be contiguous (stride 1), got stride " +
                                       str(t.stride(-1)));
   for (int d = 0; d < t.ndim; ++d)
@@ -81,9 +82,10 @@ AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, 
   require(v.size(-2) == p.Hkv, "v", "has " + str(v.size(-2)) + " heads, k has " + str(p.Hkv));
   require(p.Hq % p.Hkv == 0, "q", "head count " + str(p.Hq) + " is not a multiple of k's " + str(p.Hkv) +
                                       " (GQA needs Hq = group * Hkv)");
-  require(p.D >= 1 && p.D <= 512, "q", "head_dim must be in [1, 512], got " + str(p.D));
+  const std::string dim_range = "head_dim must be in [1, " + str(kMaxHeadDim) + "], got ";
+  require(p.D >= 1 && p.D <= kMaxHeadDim, "q", dim_range + str(p.D));
   require(k.size(-1) == p.D, "k", "head_dim " + str(k.size(-1)) + " differs from q's " + str(p.D));
-  require(p.Dv >= 1 && p.Dv <= 512, "v", "head_dim must be in [1, 512], got " + str(p.Dv));
+  require(p.Dv >= 1 && p.Dv <= kMaxHeadDim, "v", dim_range + str(p.Dv));
   require(out.size(-2) == p.Hq && out.size(-1) == p.Dv, "out",
           "must have " + str(p.Hq) + " heads of dim " + str(p.Dv) + ", got " + out.shape_str());
   check_head_options(opts, p.Hq);
@@ -101,7 +103,8 @@ AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, 
     const int64_t total_q = q.size(-3), total_k = k.size(-3);
     require(v.size(-3) == total_k, "v", "token count differs from k's");
     require(out.size(-3) == total_q, "out", "token count differs from q's");
-    require(cq[0] == 0 && ck[0] == 0, "cu_seqlens", "must start at 0");
+    require(cq[0] == 0, "cu_seqlens", "must start at 0");
+    require(ck[0] == 0, "cu_seqlens_k", "must start at 0");
     for (int64_t s = 0; s < n; ++s) {
       require(cq[s + 1] >= cq[s], "cu_seqlens", "must be non-decreasing (entry " + str(s + 1) + ")");
       require(ck[s + 1] >= ck[s], "cu_seqlens_k", "must be non-decreasing (entry " + str(s + 1) + ")");
