@@ -1,9 +1,106 @@
-"""Multi-head latent attention (DeepSeek-V2/V3): naive and absorbed forms."""
+"""Multi-head latent attention (DeepSeek-V2/V3): the naive form for prefill, the absorbed form for decode.
+
+Per token the layer caches one latent row ``[c_kv (kv_lora_rank) ; k_pe (qk_rope_head_dim)]`` shared by all
+heads (c_kv after ``kv_a_layernorm``, k_pe after RoPE). ``w_kv_b`` is ``kv_b_proj.weight``,
+``[H * (qk_nope_head_dim + v_head_dim), kv_lora_rank]``: per head, the rows of W_UK then those of W_UV.
+Queries are the already projected (and RoPE'd) ``[q_nope ; q_pe]`` per head.
+
+naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q_h . k_h) v_h
+absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
+"""
+from . import _core
+from ._arrays import as_i32_vector, as_input, check_finite, empty_like_input, shape_of
 
 
-def mla_prefill(*args, **kwargs):
-    raise NotImplementedError("mla_prefill: not implemented yet")
+def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
+    out = []
+    for value, name, lowest in ((kv_lora_rank, "kv_lora_rank", 1), (qk_nope_head_dim, "qk_nope_head_dim", 1),
+                                (qk_rope_head_dim, "qk_rope_head_dim", 0), (v_head_dim, "v_head_dim", 1)):
+        if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+            raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+        value = int(value)
+        if value < lowest:
+            raise ValueError(f"{name}: must be >= {lowest}, got {value}")
+        out.append(value)
+    return out
 
 
-def mla_decode(*args, **kwargs):
-    raise NotImplementedError("mla_decode: not implemented yet")
+def _block_table(x):
+    if x is None:
+        return None
+    x = as_input(x, "block_table")
+    if type(x).__module__.startswith("torch"):
+        import torch
+        if x.is_floating_point():
+            raise TypeError(f"block_table: expected an integer tensor, got {x.dtype}")
+        return x.to(torch.int32).contiguous()
+    import numpy as np
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"block_table: expected an integer array, got {x.dtype}")
+    return np.ascontiguousarray(x, dtype=np.int32)
+
+
+def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
+                scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, out=None, check_inputs=True):
+    """MLA over a prompt (naive form: K/V expanded per head through w_kv_b, then tiled softmax attention).
+
+    q: [B, Tq, H, qk_nope_head_dim + qk_rope_head_dim]; kv_latent: [B, Tk, kv_lora_rank + qk_rope_head_dim]
+    with Tq <= Tk (queries are the last Tq positions, so Tq < Tk is chunked prefill after a cached prefix);
+    w_kv_b: [H * (qk_nope_head_dim + v_head_dim), kv_lora_rank]. Returns o: [B, Tq, H, v_head_dim].
+    With `cu_seqlens` (int32 [N+1] token offsets) the batch is packed: q [total, H, D], kv_latent
+    [total_k, kv_lora_rank + qk_rope_head_dim]; `cu_seqlens_k` gives separate latent offsets (default: the same).
+
+    scale: default (qk_nope_head_dim + qk_rope_head_dim) ** -0.5 (pass DeepSeek's YaRN-adjusted one explicitly).
+    causal: mask later keys. dtypes: float32 / bfloat16 / float16 in any mix, f32 accumulation; the output has
+    q's dtype, or `out`'s if given. check_inputs: refuse NaN / Inf in q and kv_latent (one cheap pass).
+    Errors: ValueError naming the argument, TypeError for unsupported dtypes.
+    """
+    r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+    q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
+    if check_inputs:
+        check_finite(q, "q")
+        check_finite(kv_latent, "kv_latent")
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
+                      as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"))
+    return out
+
+
+def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+               v_head_dim, block_table=None, scale=None, causal=True, out=None):
+    """MLA for new tokens against a latent cache (absorbed form: the cache is read as-is, once for all heads).
+
+    q: [B, Tq, H, qk_nope_head_dim + qk_rope_head_dim], Tq >= 1 new tokens per sequence (1 for decode, a few
+    for speculative verification); latent_cache: contiguous [B, S_max, kv_lora_rank + qk_rope_head_dim] or,
+    with `block_table` (int32 [B, max_blocks_per_seq]), paged [num_blocks, block_size, kv_lora_rank +
+    qk_rope_head_dim]; cache_seqlens: int [B], each sequence's valid rows including the new tokens' (already
+    written), so Tq <= cache_seqlens[b] <= capacity. w_kv_b: [H * (qk_nope_head_dim + v_head_dim),
+    kv_lora_rank]. Returns o: [B, Tq, H, v_head_dim]; the new tokens are the last Tq positions (causal).
+
+    scale: default (qk_nope_head_dim + qk_rope_head_dim) ** -0.5. Same dtypes and errors as mla_prefill.
+    Equals mla_prefill on the same tokens up to f32 rounding (the absorption reorders the sums).
+    """
+    r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+    q, latent_cache, w_kv_b = as_input(q, "q"), as_input(latent_cache, "latent_cache"), as_input(w_kv_b, "w_kv_b")
+    if cache_seqlens is None:
+        raise ValueError("cache_seqlens: is required")
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, out, r, dn, dr, dv,
+                     _block_table(block_table), scale, bool(causal))
+    return out
+
+
+def mla_prefill_reference(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
+                          scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, out=None):
+    """The naive form written plainly with double accumulation (slow); same arguments as mla_prefill."""
+    r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+    q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
+                      as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
+                      reference=True)
+    return out

@@ -3,7 +3,10 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <optional>
+
 #include "core/tensor.h"
+#include "kernels/softmax/options.h"
 
 namespace attnzoo::py {
 namespace nb = nanobind;
@@ -17,6 +20,12 @@ TensorView as_view(const OutArray& a, const char* name);
 // As above, but also requires a given dtype family ("int32 array", float32 array ...).
 const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len = -1);
 const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len);
+
+// Softmax options from Python arguments (None = off); validates values and names the argument.
+AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<float> scale,
+                                        std::optional<int64_t> window, std::optional<float> softcap,
+                                        const std::optional<AnyArray>& sinks,
+                                        const std::optional<AnyArray>& alibi_slopes, const BlockMask* block_mask);
 
 void bind_core(nb::module_& m);
 void bind_softmax(nb::module_& m);

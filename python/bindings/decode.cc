@@ -1,8 +1,58 @@
-// Bindings for decode attention against contiguous and paged KV caches (filled in by the decode work).
+// Bindings for decode attention against contiguous and paged KV caches. The Python wrapper (attnzoo/decode.py)
+// allocates `out` in the caller's framework and converts the integer and vector arguments; this layer only
+// views the arrays and checks what it reads through raw pointers (the int32 tables).
+#include <nanobind/stl/optional.h>
+
+#include <optional>
+#include <string>
+
 #include "bindings.h"
+#include "core/error.h"
+#include "kernels/softmax/decode_problem.h"
 
 namespace attnzoo::py {
+namespace {
 
-void bind_decode(nb::module_& m) {}
+const int32_t* int32_table(const AnyArray& a, const char* name, int64_t rows, int64_t* cols) {
+  const TensorView v = as_view(a, name);
+  if (v.dtype != DType::i32) throw DTypeError(std::string(name) + ": expected int32, got " + dtype_name(v.dtype));
+  require(v.ndim == 2, name, "must be 2-D [batch, max_blocks_per_seq], got " + v.shape_str());
+  require(v.shape[0] == rows, name, "has " + std::to_string(v.shape[0]) + " rows, q has batch " +
+                                        std::to_string(rows));
+  require(v.is_contiguous(), name, "must be contiguous");
+  *cols = v.shape[1];
+  return v.ptr<int32_t>();
+}
+
+}  // namespace
+
+void bind_decode(nb::module_& m) {
+  m.def("attention_decode",
+        [](const AnyArray& q, const AnyArray& k_cache, const AnyArray& v_cache, const AnyArray& cache_seqlens,
+           std::optional<AnyArray> block_table, const OutArray& out, bool causal, std::optional<float> scale,
+           std::optional<int64_t> window, std::optional<float> softcap, std::optional<AnyArray> sinks,
+           std::optional<AnyArray> alibi_slopes, const BlockMask* block_mask, bool reference) {
+          const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
+          require(qv.ndim == 4, "q", "must be [batch, new_tokens, heads, head_dim], got " + qv.shape_str());
+          KvCacheView cache;
+          cache.k = as_view(k_cache, "k_cache");
+          cache.v = as_view(v_cache, "v_cache");
+          cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", qv.shape[0]);
+          if (block_table) cache.block_table = int32_table(*block_table, "block_table", qv.shape[0],
+                                                           &cache.max_blocks_per_seq);
+          const AttentionOptions o =
+              make_attention_options(qv.shape[2], causal, scale, window, softcap, sinks, alibi_slopes, block_mask);
+          const DecodeProblem p = make_decode_problem(qv, cache, ov, o);
+          nb::gil_scoped_release release;
+          if (reference)
+            attention_decode_reference(p);
+          else
+            attention_decode_run(p);
+        },
+        nb::arg("q"), nb::arg("k_cache"), nb::arg("v_cache"), nb::arg("cache_seqlens"),
+        nb::arg("block_table").none(), nb::arg("out"), nb::arg("causal"), nb::arg("scale").none(),
+        nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
+        nb::arg("alibi_slopes").none(), nb::arg("block_mask").none(), nb::arg("reference") = false);
+}
 
 }  // namespace attnzoo::py

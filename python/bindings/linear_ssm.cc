@@ -1,8 +1,171 @@
-// Bindings for the linear family, ssm part.
+// Bindings for the linear family, state-space part (Mamba-2, Mamba, RWKV-7, RWKV-4). The Python wrappers in
+// attnzoo/linear/_ssm.py allocate the outputs in the caller's framework and pass them here.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+
 #include "bindings.h"
+#include "core/error.h"
+#include "kernels/linear/mamba/mamba.h"
+#include "kernels/linear/mamba2/mamba2.h"
+#include "kernels/linear/rwkv4/rwkv4.h"
+#include "kernels/linear/rwkv7/rwkv7.h"
 
 namespace attnzoo::py {
+namespace {
 
-void bind_linear_ssm(nb::module_& m) {}
+using OptIn = std::optional<AnyArray>;
+using OptOut = std::optional<OutArray>;
+using Limit = std::optional<std::tuple<float, float>>;
+
+TensorView view_or_empty(const OptIn& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
+TensorView view_or_empty(const OptOut& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
+
+// cu_seqlens: pointer and entry count, or none.
+std::pair<const int32_t*, int64_t> seqlens_of(const OptIn& cu) {
+  if (!cu) return {nullptr, 0};
+  const int32_t* p = as_int32(*cu, "cu_seqlens");
+  return {p, int64_t(cu->shape(0))};
+}
+
+void bind_mamba2(nb::module_& m) {
+  m.def("mamba2_scan",
+        [](const std::string& mode, const AnyArray& x, const AnyArray& dt, const AnyArray& A, const AnyArray& B,
+           const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& dt_bias, bool dt_softplus, Limit dt_limit,
+           const OptIn& initial_state, const OutArray& y, const OptOut& final_state, const OptIn& cu_seqlens,
+           int64_t chunk_size) {
+          Mamba2Args a;
+          a.x = as_view(x, "x"), a.dt = as_view(dt, "dt"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
+          a.C = as_view(C, "C"), a.D = view_or_empty(D, "D"), a.z = view_or_empty(z, "z");
+          a.dt_bias = view_or_empty(dt_bias, "dt_bias");
+          a.dt_softplus = dt_softplus;
+          if (dt_limit) a.dt_limit = true, a.dt_min = std::get<0>(*dt_limit), a.dt_max = std::get<1>(*dt_limit);
+          a.initial_state = view_or_empty(initial_state, "initial_state");
+          a.y = as_view(y, "y"), a.final_state = view_or_empty(final_state, "final_state");
+          std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
+          a.chunk_size = chunk_size;
+          nb::gil_scoped_release release;
+          if (mode == "chunk") mamba2_chunk_scan(a);
+          else if (mode == "recurrent") mamba2_recurrent(a);
+          else if (mode == "reference") mamba2_reference(a);
+          else throw ArgumentError("mode: unknown '" + mode + "'");
+        },
+        nb::arg("mode"), nb::arg("x"), nb::arg("dt"), nb::arg("A"), nb::arg("B"), nb::arg("C"), nb::arg("D").none(),
+        nb::arg("z").none(), nb::arg("dt_bias").none(), nb::arg("dt_softplus"), nb::arg("dt_limit").none(),
+        nb::arg("initial_state").none(), nb::arg("y"), nb::arg("final_state").none(), nb::arg("cu_seqlens").none(),
+        nb::arg("chunk_size"));
+
+  m.def("mamba2_state_update",
+        [](bool reference, const OutArray& state, const AnyArray& x, const AnyArray& dt, const AnyArray& A,
+           const AnyArray& B, const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& dt_bias,
+           bool dt_softplus, Limit dt_limit, const OutArray& y) {
+          Mamba2StepArgs a;
+          a.state = as_view(state, "state");
+          a.x = as_view(x, "x"), a.dt = as_view(dt, "dt"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
+          a.C = as_view(C, "C"), a.D = view_or_empty(D, "D"), a.z = view_or_empty(z, "z");
+          a.dt_bias = view_or_empty(dt_bias, "dt_bias");
+          a.dt_softplus = dt_softplus;
+          if (dt_limit) a.dt_limit = true, a.dt_min = std::get<0>(*dt_limit), a.dt_max = std::get<1>(*dt_limit);
+          a.y = as_view(y, "y");
+          nb::gil_scoped_release release;
+          if (reference) mamba2_state_update_reference(a);
+          else mamba2_state_update(a);
+        },
+        nb::arg("reference"), nb::arg("state"), nb::arg("x"), nb::arg("dt"), nb::arg("A"), nb::arg("B"),
+        nb::arg("C"), nb::arg("D").none(), nb::arg("z").none(), nb::arg("dt_bias").none(), nb::arg("dt_softplus"),
+        nb::arg("dt_limit").none(), nb::arg("y"));
+}
+
+void bind_mamba(nb::module_& m) {
+  m.def("selective_scan",
+        [](bool reference, const AnyArray& u, const AnyArray& delta, const AnyArray& A, const AnyArray& B,
+           const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& delta_bias, bool delta_softplus,
+           const OptIn& initial_state, const OutArray& out, const OptOut& final_state, const OptIn& cu_seqlens) {
+          SelectiveScanArgs a;
+          a.u = as_view(u, "u"), a.delta = as_view(delta, "delta"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
+          a.C = as_view(C, "C"), a.D = view_or_empty(D, "D"), a.z = view_or_empty(z, "z");
+          a.delta_bias = view_or_empty(delta_bias, "delta_bias");
+          a.delta_softplus = delta_softplus;
+          a.initial_state = view_or_empty(initial_state, "initial_state");
+          a.out = as_view(out, "out"), a.final_state = view_or_empty(final_state, "final_state");
+          std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
+          nb::gil_scoped_release release;
+          if (reference) selective_scan_reference(a);
+          else selective_scan(a);
+        },
+        nb::arg("reference"), nb::arg("u"), nb::arg("delta"), nb::arg("A"), nb::arg("B"), nb::arg("C"),
+        nb::arg("D").none(), nb::arg("z").none(), nb::arg("delta_bias").none(), nb::arg("delta_softplus"),
+        nb::arg("initial_state").none(), nb::arg("out"), nb::arg("final_state").none(),
+        nb::arg("cu_seqlens").none());
+
+  m.def("selective_state_update",
+        [](bool reference, const OutArray& state, const AnyArray& x, const AnyArray& dt, const AnyArray& A,
+           const AnyArray& B, const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& dt_bias,
+           bool dt_softplus, const OutArray& y) {
+          SelectiveStateUpdateArgs a;
+          a.state = as_view(state, "state");
+          a.x = as_view(x, "x"), a.dt = as_view(dt, "dt"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
+          a.C = as_view(C, "C"), a.D = view_or_empty(D, "D"), a.z = view_or_empty(z, "z");
+          a.dt_bias = view_or_empty(dt_bias, "dt_bias");
+          a.dt_softplus = dt_softplus;
+          a.y = as_view(y, "y");
+          nb::gil_scoped_release release;
+          if (reference) selective_state_update_reference(a);
+          else selective_state_update(a);
+        },
+        nb::arg("reference"), nb::arg("state"), nb::arg("x"), nb::arg("dt"), nb::arg("A"), nb::arg("B"),
+        nb::arg("C"), nb::arg("D").none(), nb::arg("z").none(), nb::arg("dt_bias").none(), nb::arg("dt_softplus"),
+        nb::arg("y"));
+}
+
+void bind_rwkv4(nb::module_& m) {
+  m.def("rwkv4",
+        [](bool reference, const AnyArray& w, const AnyArray& u, const AnyArray& k, const AnyArray& v,
+           const OptIn& initial_state, const OutArray& out, const OptOut& final_state, const OptIn& cu_seqlens) {
+          Rwkv4Args a;
+          a.w = as_view(w, "w"), a.u = as_view(u, "u"), a.k = as_view(k, "k"), a.v = as_view(v, "v");
+          a.initial_state = view_or_empty(initial_state, "state");
+          a.out = as_view(out, "out"), a.final_state = view_or_empty(final_state, "final_state");
+          std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
+          nb::gil_scoped_release release;
+          if (reference) rwkv4_reference(a);
+          else recurrent_rwkv4(a);
+        },
+        nb::arg("reference"), nb::arg("w"), nb::arg("u"), nb::arg("k"), nb::arg("v"), nb::arg("initial_state").none(),
+        nb::arg("out"), nb::arg("final_state").none(), nb::arg("cu_seqlens").none());
+}
+
+void bind_rwkv7(nb::module_& m) {
+  m.def("rwkv7",
+        [](bool reference, const AnyArray& r, const AnyArray& w, const AnyArray& k, const AnyArray& v,
+           const AnyArray& a, const AnyArray& b, float scale, const OptIn& initial_state, const OutArray& o,
+           const OptOut& final_state, const OptIn& cu_seqlens) {
+          Rwkv7Args x;
+          x.r = as_view(r, "r"), x.w = as_view(w, "w"), x.k = as_view(k, "k"), x.v = as_view(v, "v");
+          x.a = as_view(a, "a"), x.b = as_view(b, "b"), x.scale = scale;
+          x.initial_state = view_or_empty(initial_state, "initial_state");
+          x.o = as_view(o, "o"), x.final_state = view_or_empty(final_state, "final_state");
+          std::tie(x.cu_seqlens, x.cu_seqlens_len) = seqlens_of(cu_seqlens);
+          nb::gil_scoped_release release;
+          if (reference) rwkv7_reference(x);
+          else recurrent_rwkv7(x);
+        },
+        nb::arg("reference"), nb::arg("r"), nb::arg("w"), nb::arg("k"), nb::arg("v"), nb::arg("a"), nb::arg("b"),
+        nb::arg("scale"), nb::arg("initial_state").none(), nb::arg("o"), nb::arg("final_state").none(),
+        nb::arg("cu_seqlens").none());
+}
+
+}  // namespace
+
+void bind_linear_ssm(nb::module_& m) {
+  bind_rwkv7(m);
+  bind_rwkv4(m);
+  bind_mamba2(m);
+  bind_mamba(m);
+}
 
 }  // namespace attnzoo::py

@@ -1,8 +1,93 @@
-// Bindings for MLA (DeepSeek-V2/V3): naive and absorbed forms (filled in by the MLA work).
+// Bindings for MLA (DeepSeek-V2/V3): the naive form (prefill) and the absorbed form against a latent cache
+// (decode). attnzoo/mla.py allocates `out` in the caller's framework and documents the arguments.
+#include <nanobind/stl/optional.h>
+
+#include <optional>
+#include <string>
+
 #include "bindings.h"
+#include "core/error.h"
+#include "kernels/softmax/mla.h"
 
 namespace attnzoo::py {
+namespace {
 
-void bind_mla(nb::module_& m) {}
+MlaWeights make_weights(const AnyArray& w_kv_b, const TensorView& q, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
+                        int64_t qk_rope_head_dim, int64_t v_head_dim) {
+  require(q.ndim >= 3, "q", "must be [..., heads, qk_nope_head_dim + qk_rope_head_dim], got " + q.shape_str());
+  return {as_view(w_kv_b, "w_kv_b"), q.size(-2), qk_nope_head_dim, qk_rope_head_dim, v_head_dim, kv_lora_rank};
+}
+
+MlaOptions make_options(std::optional<float> scale, bool causal) {
+  MlaOptions o;
+  if (scale) o.scale = *scale;
+  o.causal = causal;
+  return o;
+}
+
+}  // namespace
+
+void bind_mla(nb::module_& m) {
+  m.def("mla_prefill",
+        [](const AnyArray& q, const AnyArray& kv_latent, const AnyArray& w_kv_b, const OutArray& out,
+           int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim, int64_t v_head_dim,
+           std::optional<float> scale, bool causal, std::optional<AnyArray> cu_seqlens,
+           std::optional<AnyArray> cu_seqlens_k, bool reference) {
+          const TensorView qv = as_view(q, "q"), lv = as_view(kv_latent, "kv_latent"), ov = as_view(out, "out");
+          const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
+          VarlenInfo vl;
+          if (cu_seqlens) {
+            const TensorView cv = as_view(*cu_seqlens, "cu_seqlens");
+            require(cv.ndim == 1 && cv.shape[0] >= 2, "cu_seqlens", "must be 1-D with at least 2 entries");
+            vl.num_seqs = cv.shape[0] - 1;
+            vl.cu_seqlens_q = as_int32(*cu_seqlens, "cu_seqlens");
+            if (cu_seqlens_k) vl.cu_seqlens_k = as_int32(*cu_seqlens_k, "cu_seqlens_k", vl.num_seqs + 1);
+          } else {
+            require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
+          }
+          const MlaOptions o = make_options(scale, causal);
+          nb::gil_scoped_release release;
+          if (reference)
+            mla_prefill_reference(qv, lv, w, ov, o, vl);
+          else
+            mla_prefill(qv, lv, w, ov, o, vl);
+        },
+        nb::arg("q"), nb::arg("kv_latent"), nb::arg("w_kv_b"), nb::arg("out"), nb::arg("kv_lora_rank"),
+        nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"), nb::arg("scale").none(),
+        nb::arg("causal"), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
+        nb::arg("reference") = false);
+
+  m.def("mla_decode",
+        [](const AnyArray& q, const AnyArray& latent_cache, const AnyArray& cache_seqlens, const AnyArray& w_kv_b,
+           const OutArray& out, int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim,
+           int64_t v_head_dim, std::optional<AnyArray> block_table, std::optional<float> scale, bool causal,
+           bool reference) {
+          const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
+          const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
+          const int64_t B = qv.shape[0];
+          LatentCacheView cache;
+          cache.latent = as_view(latent_cache, "latent_cache");
+          cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", B);
+          if (block_table) {
+            const TensorView bt = as_view(*block_table, "block_table");
+            if (bt.dtype != DType::i32)
+              throw DTypeError(std::string("block_table: expected int32, got ") + dtype_name(bt.dtype));
+            require(bt.ndim == 2 && bt.shape[0] == B, "block_table",
+                    "must be [batch, max_blocks_per_seq] with batch " + std::to_string(B) + ", got " + bt.shape_str());
+            require(bt.is_contiguous(), "block_table", "must be contiguous");
+            cache.block_table = bt.ptr<int32_t>();
+            cache.max_blocks_per_seq = bt.shape[1];
+          }
+          const MlaOptions o = make_options(scale, causal);
+          nb::gil_scoped_release release;
+          if (reference)
+            mla_decode_reference(qv, cache, w, ov, o);
+          else
+            mla_decode(qv, cache, w, ov, o);
+        },
+        nb::arg("q"), nb::arg("latent_cache"), nb::arg("cache_seqlens"), nb::arg("w_kv_b"), nb::arg("out"),
+        nb::arg("kv_lora_rank"), nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"),
+        nb::arg("block_table").none(), nb::arg("scale").none(), nb::arg("causal"), nb::arg("reference") = false);
+}
 
 }  // namespace attnzoo::py

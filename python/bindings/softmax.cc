@@ -11,10 +11,8 @@
 #include "kernels/softmax/attention.h"
 
 namespace attnzoo::py {
-namespace {
-
 // Fills the options shared by every softmax entry point from Python arguments.
-AttentionOptions make_options(int64_t Hq, bool causal, std::optional<float> scale, std::optional<int64_t> window,
+AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<float> scale, std::optional<int64_t> window,
                               std::optional<float> softcap, const std::optional<AnyArray>& sinks,
                               const std::optional<AnyArray>& alibi_slopes, const BlockMask* block_mask) {
   AttentionOptions o;
@@ -37,8 +35,6 @@ AttentionOptions make_options(int64_t Hq, bool causal, std::optional<float> scal
   o.block_mask = block_mask;
   return o;
 }
-
-}  // namespace
 
 void bind_softmax(nb::module_& m) {
   nb::class_<BlockMask>(m, "BlockMask", "Block-sparse visibility pattern (see attnzoo.block_mask).")
@@ -71,7 +67,7 @@ void bind_softmax(nb::module_& m) {
           const TensorView ov = as_view(out, "out");
           require(qv.ndim >= 3, "q", "must be [batch, time, heads, head_dim] or packed [total, heads, head_dim], got " +
                                          qv.shape_str());
-          const AttentionOptions o = make_options(qv.size(-2), causal, scale, window, softcap, sinks,
+          const AttentionOptions o = make_attention_options(qv.size(-2), causal, scale, window, softcap, sinks,
                                                   alibi_slopes, block_mask);
           VarlenInfo vl;
           if (cu_seqlens) {

@@ -1,1 +1,303 @@
-__all__ = []
+"""State-space members of the linear family: Mamba-2 (SSD), Mamba (S6 selective scan), RWKV-7, RWKV-4.
+
+Mamba and Mamba-2 keep mamba_ssm's layouts and argument names; RWKV-7 mirrors flash-linear-attention's
+chunk_rwkv7 / fused_recurrent_rwkv7. Inputs may be float32, bfloat16 or float16 (numpy or torch; CPU);
+accumulation and states are float32; outputs come back in the caller's framework with the main input's dtype.
+"""
+import math
+
+import numpy as np
+
+from .. import _core
+from .._arrays import _is_torch, as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+
+__all__ = [
+    "mamba2_chunk_scan", "mamba2_recurrent", "mamba2_reference", "mamba2_state_update",
+    "selective_scan_fn", "selective_scan_reference", "selective_state_update",
+    "rwkv4_wkv", "recurrent_rwkv4", "fused_recurrent_rwkv4", "rwkv4_reference",
+    "recurrent_rwkv7", "fused_recurrent_rwkv7", "rwkv7_reference",
+]
+
+
+def _contiguous(x, name, check=True):
+    if x is None:
+        return None
+    x = as_input(x, name)
+    x = x.contiguous() if _is_torch(x) else np.ascontiguousarray(x)
+    is_float = x.is_floating_point() if _is_torch(x) else x.dtype.kind in "fV"
+    if check and is_float:
+        check_finite(x, name)
+    return x
+
+
+def _float32(x, name):
+    """States are float32: convert (and make contiguous) what the caller gives."""
+    if x is None:
+        return None
+    x = as_input(x, name)
+    if _is_torch(x):
+        import torch
+        return x.to(torch.float32).contiguous()
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def _empty_f32(like, shape):
+    if _is_torch(like):
+        import torch
+        return torch.empty(tuple(shape), dtype=torch.float32)
+    return np.empty(tuple(shape), dtype=np.float32)
+
+
+def _num_seqs(batch, cu_seqlens):
+    return batch if cu_seqlens is None else int(shape_of(cu_seqlens)[0]) - 1
+
+
+def _dt_limit(dt_limit):
+    if dt_limit is None:
+        return None
+    lo, hi = dt_limit
+    lo, hi = float(lo), float(hi)
+    if math.isnan(lo) or math.isnan(hi) or lo > hi:
+        raise ValueError(f"dt_limit: needs (min, max) with min <= max, got {dt_limit}")
+    return (lo, hi)
+
+
+def _mamba2(mode, x, dt, A, B, C, D, z, dt_bias, dt_softplus, dt_limit, initial_state, output_final_state,
+            cu_seqlens, chunk_size, check_inputs):
+    x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
+    B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
+    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
+    dt_bias = _contiguous(dt_bias, "dt_bias", check_inputs)
+    initial_state = _float32(initial_state, "initial_state")
+    if initial_state is not None and check_inputs:
+        check_finite(initial_state, "initial_state")
+    cu = as_i32_vector(cu_seqlens, "cu_seqlens")
+    if len(shape_of(x)) != 4:
+        raise ValueError(f"x: expected [batch, seq_len, heads, head_dim], got shape {shape_of(x)}")
+    y = empty_like_input(x, shape_of(x))
+    final = None
+    if output_final_state:
+        if len(shape_of(B)) != 4:
+            raise ValueError(f"B: expected [batch, seq_len, groups, state_size], got shape {shape_of(B)}")
+        b, _, h, p = shape_of(x)
+        final = _empty_f32(x, (_num_seqs(b, cu), h, p, shape_of(B)[3]))
+    _core.mamba2_scan(mode, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), initial_state, y,
+                      final, cu, int(chunk_size))
+    return y, final
+
+
+def mamba2_chunk_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, dt_limit=None,
+                      initial_state=None, output_final_state=False, cu_seqlens=None, chunk_size=64,
+                      check_inputs=True):
+    """Mamba-2 (SSD) prefill, chunked: dense tile products inside chunks, the state carried between chunks.
+
+    x: [B, T, H, P]; dt: [B, T, H]; A: [H] (negative, one scalar per head); B, C: [B, T, G, N] with G dividing H
+    (head h uses group h // (H // G)); D: [H] or [H, P] skip weight; z: [B, T, H, P] gate; dt_bias: [H].
+    With dt' = clamp(softplus?(dt + dt_bias), *dt_limit):
+        h_t = exp(A dt'_t) h_{t-1} + dt'_t x_t B_t^T   (h: [P, N] per head),   y_t = h_t C_t + D x_t
+    and y_t *= silu(z_t) when z is given. This is mamba_ssm's mamba_chunk_scan_combined without the gated
+    RMSNorm that Mamba-2 blocks apply afterwards (pass z=None and normalize outside to reproduce those blocks).
+    dt_limit: (min, max) clamp applied after softplus, or None for no clamp.
+    initial_state: [N_seq, H, P, N] (mamba_ssm's layout), converted to float32. cu_seqlens: int32 [N_seq + 1]
+    offsets of packed sequences (then B must be 1). chunk_size: 16, 32, 64 or 128.
+    Returns (y [B, T, H, P] in x's dtype, final_state [N_seq, H, P, N] float32 or None).
+    check_inputs: refuse NaN / Inf in the inputs (one pass over each).
+    """
+    return _mamba2("chunk", x, dt, A, B, C, D, z, dt_bias, dt_softplus, dt_limit, initial_state, output_final_state,
+                   cu_seqlens, chunk_size, check_inputs)
+
+
+def mamba2_recurrent(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, dt_limit=None,
+                     initial_state=None, output_final_state=False, cu_seqlens=None, check_inputs=True):
+    """Mamba-2 token by token (O(1) state per step); same arguments and results as mamba2_chunk_scan."""
+    return _mamba2("recurrent", x, dt, A, B, C, D, z, dt_bias, dt_softplus, dt_limit, initial_state,
+                   output_final_state, cu_seqlens, 64, check_inputs)
+
+
+def mamba2_reference(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, dt_limit=None,
+                     initial_state=None, output_final_state=False, cu_seqlens=None):
+    """The plain recurrence in double precision (slow); same arguments and results as mamba2_chunk_scan."""
+    return _mamba2("reference", x, dt, A, B, C, D, z, dt_bias, dt_softplus, dt_limit, initial_state,
+                   output_final_state, cu_seqlens, 64, True)
+
+
+def mamba2_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False, dt_limit=None,
+                        check_inputs=True):
+    """One Mamba-2 decode step for a batch, updating `state` in place (mamba_ssm's selective_state_update).
+
+    state: [Bn, H, P, N] float32, contiguous (written in place); x, z: [Bn, H, P]; dt: [Bn, H]; A: [H];
+    B, C: [Bn, G, N]; D: [H] or [H, P]; dt_bias: [H]. Returns y [Bn, H, P] in x's dtype.
+    """
+    state = as_input(state, "state")
+    x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
+    B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
+    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
+    dt_bias = _contiguous(dt_bias, "dt_bias", check_inputs)
+    y = empty_like_input(x, shape_of(x))
+    _core.mamba2_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), y)
+    return y
+
+
+def _selective_scan(reference, u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state,
+                    initial_state, cu_seqlens, check_inputs):
+    u, delta = _contiguous(u, "u", check_inputs), _contiguous(delta, "delta", check_inputs)
+    A, B, C = _contiguous(A, "A", check_inputs), _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
+    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
+    delta_bias = _contiguous(delta_bias, "delta_bias", check_inputs)
+    initial_state = _float32(initial_state, "initial_state")
+    if initial_state is not None and check_inputs:
+        check_finite(initial_state, "initial_state")
+    cu = as_i32_vector(cu_seqlens, "cu_seqlens")
+    if len(shape_of(u)) != 3 or len(shape_of(A)) != 2:
+        raise ValueError(f"u: expected [batch, channels, seq_len] with A [channels, N], got u {shape_of(u)}, "
+                         f"A {shape_of(A)}")
+    out = empty_like_input(u, shape_of(u))
+    last = None
+    if return_last_state:
+        last = _empty_f32(u, (_num_seqs(shape_of(u)[0], cu), shape_of(u)[1], shape_of(A)[1]))
+    _core.selective_scan(reference, u, delta, A, B, C, D, z, delta_bias, bool(delta_softplus), initial_state, out,
+                         last, cu)
+    return (out, last) if return_last_state else out
+
+
+def selective_scan_fn(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                      return_last_state=False, initial_state=None, cu_seqlens=None, check_inputs=True):
+    """Mamba's selective scan (S6), as mamba_ssm.ops.selective_scan_interface.selective_scan_fn.
+
+    u, delta, z: [B, D, L] (channel-major, mamba_ssm's layout); A: [D, N] (real); B, C: [B, N, L] or
+    [B, G, N, L] with G dividing D (channel d uses group d // (D // G)); D, delta_bias: [D].
+    With dt = softplus?(delta + delta_bias):
+        h_t[d, n] = exp(dt_t[d] A[d, n]) h_{t-1}[d, n] + dt_t[d] B_t[n] u_t[d]
+        out_t[d] = sum_n h_t[d, n] C_t[n] + D[d] u_t[d],   out *= silu(z) when z is given.
+    Additions to mamba_ssm's API: initial_state [N_seq, D, N] (float32 after conversion) and cu_seqlens
+    (int32 [N_seq + 1] offsets along L of packed sequences, batch 1). B and C as a fixed [D, N] matrix
+    (mamba_ssm's non-selective case) are not supported.
+    Returns out [B, D, L] in u's dtype, or (out, last_state [N_seq, D, N] float32) when return_last_state.
+    """
+    return _selective_scan(False, u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state,
+                           initial_state, cu_seqlens, check_inputs)
+
+
+def selective_scan_reference(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                             return_last_state=False, initial_state=None, cu_seqlens=None):
+    """The plain recurrence in double precision (slow); same arguments and results as selective_scan_fn."""
+    return _selective_scan(True, u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state,
+                           initial_state, cu_seqlens, True)
+
+
+def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
+                           check_inputs=True):
+    """One decode step, updating `state` in place (mamba_ssm.ops.triton.selective_state_update).
+
+    Mamba: state [Bn, D, N] float32; x, dt, z: [Bn, D]; A: [D, N]; B, C: [Bn, N] or [Bn, G, N]; D, dt_bias: [D].
+    Mamba-2 (state [Bn, H, P, N]): forwards to mamba2_state_update, which takes A, dt_bias, D per head.
+    Returns y with x's shape and dtype.
+    """
+    state = as_input(state, "state")
+    if len(shape_of(state)) == 4:
+        return mamba2_state_update(state, x, dt, A, B, C, D=D, z=z, dt_bias=dt_bias, dt_softplus=dt_softplus,
+                                   check_inputs=check_inputs)
+    x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
+    B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
+    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
+    dt_bias = _contiguous(dt_bias, "dt_bias", check_inputs)
+    y = empty_like_input(x, shape_of(x))
+    _core.selective_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), y)
+    return y
+
+
+def _rwkv4(reference, w, u, k, v, state, output_final_state, cu_seqlens, check_inputs):
+    w, u = _contiguous(w, "w", check_inputs), _contiguous(u, "u", check_inputs)
+    k, v = _contiguous(k, "k", check_inputs), _contiguous(v, "v", check_inputs)
+    if state is not None:
+        if isinstance(state, (tuple, list)):
+            if len(state) != 3:
+                raise ValueError(f"state: expected (num, den, max), got {len(state)} tensors")
+            parts = [_float32(x, "state") for x in state]
+            if _is_torch(parts[0]):
+                import torch
+                state = torch.stack(parts, 1)
+            else:
+                state = np.stack(parts, 1)
+        else:
+            state = _float32(state, "state")
+        if check_inputs:  # the max slot may hold the -1e38 "nothing seen yet" marker, which is finite
+            check_finite(state, "state")
+    cu = as_i32_vector(cu_seqlens, "cu_seqlens")
+    if len(shape_of(k)) != 3:
+        raise ValueError(f"k: expected [batch, seq_len, channels], got shape {shape_of(k)}")
+    out = empty_like_input(k, shape_of(k))
+    final = _empty_f32(k, (_num_seqs(shape_of(k)[0], cu), 3, shape_of(k)[2])) if output_final_state else None
+    _core.rwkv4(reference, w, u, k, v, state, out, final, cu)
+    return out, final
+
+
+def rwkv4_wkv(w, u, k, v, state=None, output_final_state=False, cu_seqlens=None, check_inputs=True):
+    """RWKV-4 WKV (time mixing core), numerically stable running-maximum form.
+
+    w: [C] raw time_decay (the per-step decay is exp(-exp(w))); u: [C] time_first bonus for the current token;
+    k, v: [B, T, C]. state: [N_seq, 3, C] float32 holding (num, den, max) per channel, or a (num, den, max)
+    tuple of [N_seq, C] tensors (transformers' layout), or None (num = den = 0, max = -1e38).
+        out_t = (e^{max-q} num + e^{u+k_t-q} v_t) / (e^{max-q} den + e^{u+k_t-q}),  q = max(max, u + k_t)
+    then the state absorbs token t with decay -exp(w). cu_seqlens: int32 [N_seq + 1] packed offsets (B = 1).
+    Returns (out [B, T, C] in k's dtype, final state [N_seq, 3, C] float32 or None).
+    """
+    return _rwkv4(False, w, u, k, v, state, output_final_state, cu_seqlens, check_inputs)
+
+
+recurrent_rwkv4 = rwkv4_wkv
+
+
+def rwkv4_reference(w, u, k, v, state=None, output_final_state=False, cu_seqlens=None):
+    """The same recurrence in double precision (slow); same arguments and results as rwkv4_wkv."""
+    return _rwkv4(True, w, u, k, v, state, output_final_state, cu_seqlens, True)
+
+
+def fused_recurrent_rwkv4(w, u, k, v, state):
+    """flash-linear-attention's signature: state [B, 3, 1, C] (alpha, beta, eps) in, (wkv, state [B, 3, 1, C]) out."""
+    state = as_input(state, "state")
+    if len(shape_of(state)) != 4 or shape_of(state)[1:3] != (3, 1):
+        raise ValueError(f"state: expected [batch, 3, 1, channels], got shape {shape_of(state)}")
+    out, final = rwkv4_wkv(w, u, k, v, state=state[:, :, 0], output_final_state=True)
+    return out, final[:, :, None]
+
+
+def _rwkv7(reference, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs):
+    r, w, k = _contiguous(r, "r", check_inputs), _contiguous(w, "w", check_inputs), _contiguous(k, "k", check_inputs)
+    v, a, b = _contiguous(v, "v", check_inputs), _contiguous(a, "a", check_inputs), _contiguous(b, "b", check_inputs)
+    initial_state = _float32(initial_state, "initial_state")
+    if initial_state is not None and check_inputs:
+        check_finite(initial_state, "initial_state")
+    cu = as_i32_vector(cu_seqlens, "cu_seqlens")
+    if len(shape_of(r)) != 4 or len(shape_of(v)) != 4:
+        raise ValueError(f"r: expected r [B, T, H, K] and v [B, T, H, V], got {shape_of(r)} and {shape_of(v)}")
+    Bsz, _, H, K = shape_of(r)
+    if scale is None:
+        scale = K ** -0.5
+    o = empty_like_input(r, shape_of(v))
+    final = _empty_f32(r, (_num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
+    _core.rwkv7(reference, r, w, k, v, a, b, float(scale), initial_state, o, final, cu)
+    return o, final
+
+
+def recurrent_rwkv7(r, w, k, v, a, b, scale=None, initial_state=None, output_final_state=True, cu_seqlens=None,
+                    check_inputs=True):
+    """RWKV-7 time mixing core, token by token (fla's fused_recurrent_rwkv7; same arguments and defaults).
+
+    r, w, k, a, b: [B, T, H, K]; v: [B, T, H, V]; w is the log decay (natural log). Per head, state S [K, V]:
+        S_t = diag(exp(w_t)) S_{t-1} + b_t (a_t^T S_{t-1}) + k_t v_t^T,     o_t = S_t^T (scale * r_t)
+    (RWKV-7 blocks pass a = -kk, b = kk * iclr). scale: default K ** -0.5 as in fla's fused_recurrent_rwkv7
+    (fla's chunk_rwkv7 defaults to 1.0: pass scale=1.0 to match RWKV-7 models). initial_state: [N_seq, H, K, V]
+    (converted to float32). cu_seqlens: int32 [N_seq + 1] packed offsets (B = 1).
+    Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
+    A chunked (DPLR) prefill form is not implemented yet; this recurrence serves prefill and decode.
+    """
+    return _rwkv7(False, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs)
+
+
+fused_recurrent_rwkv7 = recurrent_rwkv7
+
+
+def rwkv7_reference(r, w, k, v, a, b, scale=None, initial_state=None, output_final_state=True, cu_seqlens=None):
+    """The same recurrence in double precision (slow); same arguments and results as recurrent_rwkv7."""
+    return _rwkv7(True, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, True)

@@ -1,0 +1,95 @@
+"""RWKV-7 against flash-linear-attention's naive DPLR recurrence (fla/ops/generalized_delta_rule/dplr/naive.py,
+loaded by path: the package's __init__ needs triton)."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import attnzoo.linear as L
+from conftest import rel_rms
+
+fla = pytest.importorskip("fla")
+_path = os.path.join(os.path.dirname(fla.__file__), "ops", "generalized_delta_rule", "dplr", "naive.py")
+_spec = importlib.util.spec_from_file_location("fla_dplr_naive", _path)
+naive = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(naive)
+
+
+def make(B=2, T=70, H=2, K=32, V=32, dtype=torch.float32, seed=0, w_value=None):
+    """RWKV-7-shaped inputs: a = -kk, b = kk * iclr with kk unit-norm per head, w = -exp(.) log decays."""
+    g = torch.Generator().manual_seed(seed)
+    r = torch.randn(B, T, H, K, generator=g)
+    w = -torch.exp(torch.randn(B, T, H, K, generator=g)) - 0.01 if w_value is None else torch.full((B, T, H, K), w_value)
+    k = torch.randn(B, T, H, K, generator=g) / K ** 0.5
+    v = torch.randn(B, T, H, V, generator=g)
+    kk = torch.nn.functional.normalize(torch.randn(B, T, H, K, generator=g), dim=-1)
+    iclr = torch.sigmoid(torch.randn(B, T, H, K, generator=g))
+    h0 = torch.randn(B, H, K, V, generator=g)
+    return [x.to(dtype) for x in (r, w, k, v, -kk, kk * iclr)] + [h0]
+
+
+def fla_ref(r, w, k, v, a, b, scale, h0):
+    K = r.shape[-1]
+    tr = lambda x: x.float().transpose(1, 2)  # noqa: E731  [B, T, H, D] -> [B, H, T, D]
+    # naive scales q by K ** -0.5 itself: undo it so `scale` is what applies.
+    o, s = naive.dplr_recurrence(tr(r) * scale * K ** 0.5, tr(k), tr(v), tr(a), tr(b), tr(w), initial_state=h0,
+                                 output_final_state=True)
+    return o.transpose(1, 2), s
+
+
+@pytest.mark.parametrize("T,K,V", [(1, 16, 16), (63, 60, 64), (65, 64, 100), (200, 128, 128)])
+def test_matches_fla_naive(T, K, V):
+    r, w, k, v, a, b, h0 = make(T=T, K=K, V=V)
+    o_ref, s_ref = fla_ref(r, w, k, v, a, b, 1.0, h0)
+    o, s = L.fused_recurrent_rwkv7(r, w, k, v, a, b, scale=1.0, initial_state=h0)
+    assert rel_rms(o, o_ref) <= 1e-4 and rel_rms(s, s_ref) <= 1e-4
+
+
+def test_default_scale_head_dim_256_numpy():
+    r, w, k, v, a, b, h0 = make(B=1, T=20, H=1, K=256, V=64)
+    o_ref, s_ref = fla_ref(r, w, k, v, a, b, 256 ** -0.5, h0)
+    o, s = L.recurrent_rwkv7(*(x.numpy() for x in (r, w, k, v, a, b)), initial_state=h0.numpy())
+    assert isinstance(o, np.ndarray)
+    assert rel_rms(o, o_ref) <= 1e-4 and rel_rms(s, s_ref) <= 1e-4
+
+
+def test_packed_sequences_and_4097():
+    lens = [1, 64, 4032]
+    r, w, k, v, a, b, _ = make(B=1, T=sum(lens), H=1, K=16, V=16)
+    cu = torch.tensor(np.cumsum([0] + lens), dtype=torch.int32)
+    o, s = L.recurrent_rwkv7(r, w, k, v, a, b, scale=1.0, cu_seqlens=cu)
+    for i, (lo, hi) in enumerate(zip(cu[:-1].tolist(), cu[1:].tolist())):
+        sl = slice(lo, hi)
+        oi, si = fla_ref(r[:, sl], w[:, sl], k[:, sl], v[:, sl], a[:, sl], b[:, sl], 1.0, None)
+        assert rel_rms(o[:, sl], oi) <= 1e-4 and rel_rms(s[i:i + 1], si) <= 1e-4
+
+
+def test_bf16_inputs():
+    r, w, k, v, a, b, h0 = make(T=100, dtype=torch.bfloat16)
+    o_ref, s_ref = fla_ref(r, w, k, v, a, b, 1.0, h0)
+    o, s = L.recurrent_rwkv7(r, w, k, v, a, b, scale=1.0, initial_state=h0)
+    assert o.dtype == torch.bfloat16
+    assert rel_rms(o.float(), o_ref) <= 1e-2 and rel_rms(s, s_ref) <= 1e-2
+
+
+@pytest.mark.parametrize("wv", [-8.0, 0.0])
+def test_long_sequence_65536_stays_finite(wv):
+    r, w, k, v, a, b, _ = make(B=1, T=65536, H=1, K=16, V=16, w_value=wv)
+    o, s = L.recurrent_rwkv7(r, w, k, v, a, b)
+    assert torch.isfinite(o).all() and torch.isfinite(s).all()
+
+
+def test_errors_name_the_argument():
+    r, w, k, v, a, b, h0 = make(T=10)
+    with pytest.raises(ValueError, match="b:"):
+        L.recurrent_rwkv7(r, w, k, v, a, b[..., :5])
+    with pytest.raises(ValueError, match="initial_state"):
+        L.recurrent_rwkv7(r, w, k, v, a, b, initial_state=h0[:, :1])
+    bad = w.clone()
+    bad[0, 0, 0, 0] = float("-inf")
+    with pytest.raises(ValueError, match="w:"):
+        L.recurrent_rwkv7(r, bad, k, v, a, b)
+    with pytest.raises(TypeError, match="k:"):
+        L.recurrent_rwkv7(r, w, k.to(torch.int32), v, a, b, check_inputs=False)

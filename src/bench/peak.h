@@ -1,0 +1,41 @@
+#pragma once
+// What this machine can do at best, measured rather than looked up: the f32 FMA rate of the active SIMD
+// target and the streaming read bandwidth from DRAM, both on every thread of the global pool. Kernel
+// benchmarks report their speed as a fraction of these two numbers.
+#include <cstdint>
+#include <functional>
+
+#include "core/dispatch.h"
+
+namespace attnzoo::bench {
+
+struct FmaPeak {
+  double gflops = 0;             // all threads together, best run
+  double gflops_per_thread = 0;  // gflops / threads
+  int threads = 0;
+  int lanes = 0;   // f32 lanes per vector on the measured target
+  int chains = 0;  // independent FMA dependency chains per thread
+  Target target = Target::scalar;
+  double seconds = 0;  // wall time of the best run
+  int runs = 0;
+};
+
+struct MemoryBandwidth {
+  double gbps = 0;  // 1e9 bytes per second, best run
+  int64_t bytes = 0;
+  int threads = 0;
+  double seconds = 0;  // wall time of the best run
+  int runs = 0;
+};
+
+// Each run lasts about `seconds_per_run`; the best of `runs` is reported. Throws ArgumentError on bad input.
+FmaPeak measure_fma_peak(double seconds_per_run = 0.25, int runs = 3);
+
+// Streams a `bytes` buffer (pick several times the L3 size) through every thread, best of `runs`.
+MemoryBandwidth measure_memory_bandwidth(int64_t bytes, int runs = 3);
+
+// Runs fn(thread) exactly once on each thread of the global pool, all starting together (a barrier stops a
+// fast thread from claiming a second task). Returns seconds from the common start to the last finish.
+double run_on_every_thread(const std::function<void(int thread)>& fn);
+
+}  // namespace attnzoo::bench

@@ -1,0 +1,139 @@
+#include "kernels/linear/common/gla_problem.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+void require_float(const TensorView& t, const char* name) {
+  if (!is_float(t.dtype))
+    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
+}
+
+void require_f32(const TensorView& t, const char* name) {
+  if (t.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(t.dtype));
+}
+
+void require_shape(const TensorView& t, const char* name, std::initializer_list<int64_t> shape) {
+  bool ok = t.ndim == int(shape.size());
+  int d = 0;
+  std::string want = "[";
+  for (int64_t s : shape) {
+    if (ok && t.shape[size_t(d)] != s) ok = false;
+    want += (d ? ", " : "") + std::to_string(s);
+    ++d;
+  }
+  want += "]";
+  require(ok, name, "expected shape " + want + ", got " + t.shape_str());
+  require(t.is_contiguous(), name, "must be contiguous");
+}
+
+}  // namespace
+
+GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                            GateKind gate, const TensorView& g_gamma, const TensorView& o, const GlaOptions& opts) {
+  require(q.ndim == 4, "q", "expected [B, T, H, K], got " + q.shape_str());
+  require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
+  require_float(q, "q");
+  require_float(k, "k");
+  require_float(v, "v");
+  require_float(o, "o");
+  GlaProblem p;
+  p.B = q.shape[0];
+  p.T = q.shape[1];
+  p.H = q.shape[2];
+  p.K = q.shape[3];
+  p.HV = v.shape[2];
+  p.V = v.shape[3];
+  require(p.H >= 1 && p.K >= 1, "q", "needs at least one head and one channel, got " + q.shape_str());
+  require(p.HV >= 1 && p.V >= 1, "v", "needs at least one head and one channel, got " + v.shape_str());
+  require(q.is_contiguous(), "q", "must be contiguous");
+  require_shape(k, "k", {p.B, p.T, p.H, p.K});
+  require(v.shape[0] == p.B && v.shape[1] == p.T, "v",
+          "batch and time must match q " + q.shape_str() + ", got " + v.shape_str());
+  require(v.is_contiguous(), "v", "must be contiguous");
+  require(p.HV % p.H == 0, "v",
+          "value heads (" + std::to_string(p.HV) + ") must be a multiple of query/key heads (" +
+              std::to_string(p.H) + ")");
+  require_shape(o, "o", {p.B, p.T, p.HV, p.V});
+
+  p.q = q.data;
+  p.k = k.data;
+  p.v = v.data;
+  p.q_dtype = q.dtype;
+  p.k_dtype = k.dtype;
+  p.v_dtype = v.dtype;
+  p.o = o.data;
+  p.o_dtype = o.dtype;
+  p.seqs = make_sequence_spans(p.B, p.T, opts.cu_seqlens, opts.cu_seqlens_len);
+  const int64_t N = p.seqs.count();
+
+  if (!g.empty()) {
+    require_float(g, "g");
+    if (gate == GateKind::channel)
+      require_shape(g, "g", {p.B, p.T, p.HV, p.K});
+    else
+      require_shape(g, "g", {p.B, p.T, p.HV});
+    p.gate = gate;
+    p.g = g.data;
+    p.g_dtype = g.dtype;
+  }
+  if (!g_gamma.empty()) {
+    require_f32(g_gamma, "g_gamma");
+    require_shape(g_gamma, "g_gamma", {p.HV});
+    p.g_gamma = g_gamma.ptr<float>();
+    for (int64_t h = 0; h < p.HV; ++h)
+      require(std::isfinite(p.g_gamma[h]) && p.g_gamma[h] <= 0.f, "g_gamma",
+              "must be finite and <= 0 (a log decay), entry " + std::to_string(h) + " is " +
+                  std::to_string(p.g_gamma[h]));
+    if (p.gate == GateKind::none) p.gate = GateKind::scalar;
+  }
+
+  p.scale = opts.scale ? *opts.scale : float(1.0 / std::sqrt(double(p.K)));
+  require(std::isfinite(p.scale), "scale", "must be finite");
+  if (!opts.initial_state.empty()) {
+    require_f32(opts.initial_state, "initial_state");
+    require_shape(opts.initial_state, "initial_state", {N, p.HV, p.K, p.V});
+    p.initial_state = opts.initial_state.ptr<float>();
+  }
+  if (!opts.final_state.empty()) {
+    require_f32(opts.final_state, "final_state");
+    require_shape(opts.final_state, "final_state", {N, p.HV, p.K, p.V});
+    p.final_state = opts.final_state.ptr<float>();
+  }
+  require(opts.chunk_size == 16 || opts.chunk_size == 32 || opts.chunk_size == 64 || opts.chunk_size == 128,
+          "chunk_size", "must be 16, 32, 64 or 128, got " + std::to_string(opts.chunk_size));
+  p.chunk_size = opts.chunk_size;
+  return p;
+}
+
+void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const TensorView& final_z) {
+  p.normalize = true;
+  const int64_t N = p.seqs.count();
+  if (!initial_z.empty()) {
+    require_f32(initial_z, "initial_z");
+    require_shape(initial_z, "initial_z", {N, 1, p.H, p.K});
+    p.initial_z = initial_z.ptr<float>();
+  }
+  if (!final_z.empty()) {
+    require_f32(final_z, "final_z");
+    require_shape(final_z, "final_z", {N, 1, p.H, p.K});
+    p.final_z = final_z.ptr<float>();
+  }
+}
+
+void run_gla(const GlaProblem& p, GlaPath path) {
+  switch (path) {
+    case GlaPath::reference: return gated_linear_reference(p);
+    case GlaPath::recurrent: return gated_linear_recurrent(p);
+    case GlaPath::chunk:
+      return p.gate == GateKind::channel ? gated_linear_chunk_channel_decay(p) : gated_linear_chunk_scalar_decay(p);
+  }
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,83 @@
+#pragma once
+// The gated linear recurrence shared by linear attention, RetNet retention, simple GLA and GLA:
+//
+//   S_t = diag(exp(g_t)) S_{t-1} + phi(k_t)^T v_t          S: [K, V] per (sequence, value head)
+//   o_t = scale * phi(q_t) S_t
+//
+// with g_t a scalar per (token, head) (simple GLA; retention's constant log gamma; none for linear attention)
+// or a vector over K (GLA). Linear attention may also normalise: o_t /= scale * phi(q_t) . z_t + 1e-10 with
+// z_t = z_{t-1} + phi(k_t), fla's definition. The families are thin front ends over one validated problem.
+#include <cstdint>
+#include <optional>
+
+#include "core/tensor.h"
+#include "kernels/linear/common/sequences.h"
+
+namespace attnzoo {
+
+// Applied elementwise to q and k before anything else (Katharopoulos et al.: elu(x) + 1 keeps scores positive).
+enum class FeatureMap { identity, elu_plus_one, relu };
+
+enum class GateKind { none, scalar, channel };
+
+// Options every family of the gated-linear group shares (fla's keyword arguments).
+struct GlaOptions {
+  std::optional<float> scale;        // default K^-0.5
+  TensorView initial_state;          // [N, HV, K, V] f32, may be empty (zeros)
+  TensorView final_state;            // [N, HV, K, V] f32, may be empty (not written)
+  const int32_t* cu_seqlens = nullptr;  // [N + 1] token offsets of packed sequences (B must be 1)
+  int64_t cu_seqlens_len = 0;
+  int64_t chunk_size = 64;           // chunked kernels: 16, 32, 64 or 128
+};
+
+// A validated call: raw pointers and sizes, ready for any of the kernels below.
+struct GlaProblem {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  DType q_dtype = DType::f32, k_dtype = DType::f32, v_dtype = DType::f32;
+  int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0;
+  SequenceSpans seqs;
+
+  GateKind gate = GateKind::none;
+  const void* g = nullptr;             // scalar: [B, T, HV]; channel: [B, T, HV, K]; natural-log decay
+  DType g_dtype = DType::f32;
+  const float* g_gamma = nullptr;      // [HV] constant log decay added to every step (retention), may be null
+
+  float scale = 1.f;
+  FeatureMap feature_map = FeatureMap::identity;
+  bool normalize = false;
+
+  const float* initial_state = nullptr;  // [N, HV, K, V]
+  float* final_state = nullptr;
+  const float* initial_z = nullptr;      // [N, 1, H, K] (normalize only)
+  float* final_z = nullptr;
+
+  void* o = nullptr;                      // [B, T, HV, V]
+  DType o_dtype = DType::f32;
+  int64_t chunk_size = 64;
+
+  int64_t group() const { return HV / H; }
+  int64_t num_tasks() const { return seqs.count() * HV; }
+};
+
+// Checks shapes, dtypes and head counts and names the offending argument. `g` may be empty (no data-dependent
+// gate); `g_gamma` may be empty; when both are empty the recurrence does not decay.
+GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                            GateKind gate, const TensorView& g_gamma, const TensorView& o, const GlaOptions& opts);
+
+// Linear-attention extras: the normaliser's running key sum z, [N, 1, H, K] f32 (fla's z_state).
+void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const TensorView& final_z);
+
+// The kernels, all on the global thread pool, one task per (sequence, value head).
+void gated_linear_reference(const GlaProblem& p);          // plain recurrence, double accumulation
+void gated_linear_recurrent(const GlaProblem& p);          // O(1) per token (decode); any gate kind
+void gated_linear_chunk_scalar_decay(const GlaProblem& p);  // chunkwise, gate none / scalar
+void gated_linear_chunk_channel_decay(const GlaProblem& p); // chunkwise, gate channel (sub-chunked for strong decays)
+void gated_linear_parallel_constant_decay(const GlaProblem& p);  // quadratic (RetNet parallel) form; g_gamma only, no state
+
+enum class GlaPath { reference, recurrent, chunk };
+// Runs the chosen path; `chunk` picks the scalar- or channel-decay kernel from the gate kind.
+void run_gla(const GlaProblem& p, GlaPath path);
+
+}  // namespace attnzoo

@@ -1,0 +1,45 @@
+#pragma once
+// Argument checks and small conversions shared by the state-space kernels (Mamba, Mamba-2, RWKV-4/7).
+// Every check names the argument it rejects, so Python callers see e.g. "dt: expected shape [2, 64, 8] ...".
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace attnzoo::ssm {
+
+// A float tensor (f32, bf16 or f16), contiguous, with exactly this shape. Throws DTypeError / ArgumentError.
+void require_float_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape);
+// As above but the state tensors, which are always f32.
+void require_f32_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape);
+// Number of dims and contiguity only (shape checked by the caller).
+void require_float_rank(const TensorView& t, const char* name, int ndim);
+
+// The whole tensor widened to f32 (small per-channel parameters: A, D, biases).
+std::vector<float> to_f32_vector(const TensorView& t);
+
+inline float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
+inline double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+inline float silu(float x) { return x / (1.f + std::exp(-x)); }
+inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// The step size every Mamba variant feeds its recurrence: dt + bias, then softplus, then clamped.
+struct StepTransform {
+  const float* bias = nullptr;  // per channel / head, or null
+  bool softplus = false;
+  float lo = 0.f, hi = INFINITY;
+  bool clamp = false;
+  float apply(float dt, int64_t channel) const {
+    if (bias) dt += bias[channel];
+    if (softplus) dt = ssm::softplus(dt);
+    if (clamp) dt = std::fmin(std::fmax(dt, lo), hi);
+    return dt;
+  }
+};
+
+std::string shape_string(std::initializer_list<int64_t> shape);
+
+}  // namespace attnzoo::ssm

@@ -1,0 +1,81 @@
+#include "kernels/linear/mamba/problem.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace attnzoo {
+
+SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a) {
+  SelectiveScanProblem p;
+  ssm::require_float_rank(a.u, "u", 3);
+  p.batch = a.u.shape[0], p.D = a.u.shape[1], p.L = a.u.shape[2];
+  ssm::require_float_rank(a.A, "A", 2);
+  p.N = a.A.shape[1];
+  require(p.D >= 1, "u", "needs at least one channel, got " + a.u.shape_str());
+  ssm::require_float_tensor(a.A, "A", {p.D, p.N});
+  require(a.B.ndim == 3 || a.B.ndim == 4, "B", "expected [batch, N, L] or [batch, groups, N, L], got " + a.B.shape_str());
+  p.G = a.B.ndim == 4 ? a.B.shape[1] : 1;
+  require(p.G >= 1 && p.D % p.G == 0, "B", "group count " + std::to_string(p.G) + " must divide the channel count " +
+                                                std::to_string(p.D));
+  if (a.B.ndim == 4) {
+    ssm::require_float_tensor(a.B, "B", {p.batch, p.G, p.N, p.L});
+    ssm::require_float_tensor(a.C, "C", {p.batch, p.G, p.N, p.L});
+  } else {
+    ssm::require_float_tensor(a.B, "B", {p.batch, p.N, p.L});
+    ssm::require_float_tensor(a.C, "C", {p.batch, p.N, p.L});
+  }
+  ssm::require_float_tensor(a.delta, "delta", {p.batch, p.D, p.L});
+  ssm::require_float_tensor(a.out, "out", {p.batch, p.D, p.L});
+  if (!a.z.empty()) ssm::require_float_tensor(a.z, "z", {p.batch, p.D, p.L});
+  if (!a.D.empty()) ssm::require_float_tensor(a.D, "D", {p.D});
+  if (!a.delta_bias.empty()) ssm::require_float_tensor(a.delta_bias, "delta_bias", {p.D});
+  p.packed = a.cu_seqlens != nullptr;
+  p.seqs = make_sequence_spans(p.batch, p.L, a.cu_seqlens, a.cu_seqlens_len);
+  if (!p.packed)  // spans index positions along L, per batch row
+    for (auto& b : p.seqs.begin) b = 0;
+  const int64_t nseq = p.seqs.count();
+  if (!a.initial_state.empty()) {
+    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N});
+    p.h0 = a.initial_state.ptr<float>();
+  }
+  if (!a.final_state.empty()) {
+    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N});
+    p.ht = a.final_state.ptr<float>();
+  }
+  p.A = ssm::to_f32_vector(a.A);
+  if (!a.D.empty()) p.skip = ssm::to_f32_vector(a.D);
+  if (!a.delta_bias.empty()) p.bias = ssm::to_f32_vector(a.delta_bias);
+  p.softplus = a.delta_softplus;
+  p.u = a.u.data, p.u_dtype = a.u.dtype;
+  p.delta = a.delta.data, p.delta_dtype = a.delta.dtype;
+  p.Bm = a.B.data, p.b_dtype = a.B.dtype;
+  p.Cm = a.C.data, p.c_dtype = a.C.dtype;
+  if (!a.z.empty()) p.z = a.z.data, p.z_dtype = a.z.dtype;
+  p.out = a.out.data, p.out_dtype = a.out.dtype;
+  return p;
+}
+
+SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs& a) {
+  // [Bn, D] -> [Bn, D, 1] and [Bn, (G,) N] -> [Bn, (G,) N, 1]: a scan of length 1 with h0 == ht == state.
+  auto add_len = [](TensorView v) {
+    if (v.empty()) return v;
+    v.shape[size_t(v.ndim)] = 1;
+    v.strides[size_t(v.ndim)] = 1;
+    ++v.ndim;
+    return v;
+  };
+  require(!a.state.empty(), "state", "is required");
+  require(a.x.ndim == 2, "x", "expected [batch, channels], got " + a.x.shape_str());
+  require(a.dt.ndim == 2, "dt", "expected [batch, channels], got " + a.dt.shape_str());
+  require(a.y.ndim == 2, "y", "expected [batch, channels], got " + a.y.shape_str());
+  require(a.z.empty() || a.z.ndim == 2, "z", "expected [batch, channels], got " + a.z.shape_str());
+  require(a.B.ndim == 2 || a.B.ndim == 3, "B", "expected [batch, N] or [batch, groups, N], got " + a.B.shape_str());
+  SelectiveScanArgs s;
+  s.u = add_len(a.x), s.delta = add_len(a.dt), s.A = a.A, s.B = add_len(a.B), s.C = add_len(a.C);
+  s.D = a.D, s.z = add_len(a.z), s.delta_bias = a.dt_bias, s.delta_softplus = a.dt_softplus;
+  s.initial_state = a.state, s.final_state = a.state, s.out = add_len(a.y);
+  return make_selective_scan_problem(s);
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,39 @@
+#pragma once
+// A validated selective scan (or decode step, seen as a scan of length 1), shared by every path.
+#include <vector>
+
+#include "kernels/linear/common/sequences.h"
+#include "kernels/linear/common/ssm_args.h"
+#include "kernels/linear/mamba/mamba.h"
+
+namespace attnzoo {
+
+struct SelectiveScanProblem {
+  int64_t batch = 0, D = 0, L = 0, N = 0, G = 1;
+  SequenceSpans seqs;  // begin is a position along L within batch row `batch_of(s)`
+  std::vector<float> A;     // [D, N]
+  std::vector<float> skip;  // [D] or empty
+  std::vector<float> bias;  // [D] or empty
+  bool softplus = false;
+  const void *u = nullptr, *delta = nullptr, *Bm = nullptr, *Cm = nullptr, *z = nullptr;
+  DType u_dtype{}, delta_dtype{}, b_dtype{}, c_dtype{}, z_dtype{};
+  const float* h0 = nullptr;  // [Nseq, D, N]
+  float* ht = nullptr;
+  void* out = nullptr;
+  DType out_dtype{};
+  bool packed = false;  // cu_seqlens given: every sequence lives in batch row 0
+  // The step size of channel d: delta + bias, then softplus.
+  float step(float delta, int64_t d) const {
+    return ssm::StepTransform{bias.empty() ? nullptr : bias.data(), softplus}.apply(delta, d);
+  }
+  int64_t channels_per_group() const { return D / G; }
+  int64_t batch_of(int64_t s) const { return packed ? 0 : s; }
+  // Element offsets of (batch row, channel, position) in [Bt, D, L] and of (row, group, n, position) in B / C.
+  int64_t channel_index(int64_t b, int64_t d, int64_t t) const { return (b * D + d) * L + t; }
+  int64_t state_index(int64_t b, int64_t g, int64_t n, int64_t t) const { return ((b * G + g) * N + n) * L + t; }
+};
+
+SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a);
+SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs& a);
+
+}  // namespace attnzoo

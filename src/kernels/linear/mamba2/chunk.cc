@@ -1,0 +1,167 @@
+// Chunked SSD prefill. Inside a chunk of Q tokens, with b_i the running sum of g = A dt' from the chunk start:
+//   y_i  = exp(b_i) C_i S0                                   (what the carried state contributes)
+//        + sum_{j <= i} (C_i . B_j) exp(b_i - b_j) dt'_j x_j   (the quadratic, attention-like part)
+//   S_Q  = exp(b_Q) S0 + sum_j exp(b_Q - b_j) B_j (dt'_j x_j)^T
+// with the state S kept as [N, P] (state size x head dim). Every term is a tile product. One task = (sequence,
+// group, block of heads in the group): C B^T depends only on the group, so it is computed once per chunk and
+// shared by the heads of the block, and the blocks are sized so there are enough tasks for the pool.
+#include <algorithm>
+#include <cmath>
+
+#include "core/aligned_buffer.h"
+#include "core/convert.h"
+#include "core/dispatch.h"
+#include "core/threads.h"
+#include "kernels/linear/mamba2/problem.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/linear/mamba2/chunk.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include "kernels/common/tile_gemm-inl.h"
+#include "kernels/linear/common/ssm_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnzoo {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace {
+struct Scratch {
+  AlignedBuffer<float> c, bt, cb, states, cum, tail_decay, xs, x, cs, m, y, bw, z, row;
+};
+
+const char* at(const void* base, DType t, int64_t index) {
+  return static_cast<const char*>(base) + index * int64_t(dtype_size(t));
+}
+}  // namespace
+
+// Head blocks: task = ((seq * G + group) * blocks + block).
+void Mamba2ChunkTask(const Mamba2Problem& p, int64_t blocks, int64_t task) {
+  static thread_local Scratch sc;
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  const int64_t block = task % blocks, sg = task / blocks, g = sg % p.G, s = sg / p.G;
+  const int64_t hpg = p.heads_per_group(), per_block = (hpg + blocks - 1) / blocks;
+  const int64_t head0 = g * hpg + block * per_block, head1 = std::min(g * hpg + hpg, head0 + per_block);
+  if (head0 >= head1) return;
+  const size_t Q = size_t(p.chunk_size), N = size_t(p.N), P = size_t(p.P);
+  const size_t Pp = (P + 15) / 16 * 16;  // padded so tile products see whole vectors on every target
+  const size_t nheads = size_t(head1 - head0);
+  sc.c.resize(Q * N), sc.bt.resize(N * Q), sc.cb.resize(Q * Q), sc.states.resize(nheads * N * Pp);
+  sc.cum.resize(Q), sc.tail_decay.resize(Q), sc.xs.resize(Q * Pp), sc.x.resize(Q * P), sc.cs.resize(Q * N), sc.m.resize(Q * Q);
+  sc.y.resize(Q * Pp), sc.bw.resize(N * Q), sc.z.resize(P), sc.row.resize(N);
+
+  // States enter as [P, N] and are kept as [N, Pp] (zero padding columns stay zero: x is zero-padded too).
+  for (size_t hh = 0; hh < nheads; ++hh) {
+    float* S = sc.states.data() + hh * N * Pp;
+    std::fill(S, S + N * Pp, 0.f);
+    if (!p.h0) continue;
+    const float* src = p.h0 + ((s * p.H + head0 + int64_t(hh)) * p.P) * p.N;
+    for (size_t i = 0; i < P; ++i)
+      for (size_t n = 0; n < N; ++n) S[n * Pp + i] = src[i * N + n];
+  }
+  std::fill(sc.xs.data(), sc.xs.data() + Q * Pp, 0.f);
+
+  const int64_t len = p.seqs.length[size_t(s)];
+  for (int64_t t0 = 0; t0 < len; t0 += int64_t(Q)) {
+    const size_t rows = size_t(std::min<int64_t>(int64_t(Q), len - t0));
+    const int64_t row0 = p.seqs.begin[size_t(s)] + t0;
+    // C rows and B^T for the group; rows past the sequence end are zero.
+    for (size_t i = 0; i < rows; ++i) {
+      const int64_t bi = ((row0 + int64_t(i)) * p.G + g) * p.N;
+      convert_to_f32(at(p.Cm, p.c_dtype, bi), p.c_dtype, sc.c.data() + i * N, N);
+      convert_to_f32(at(p.Bm, p.b_dtype, bi), p.b_dtype, sc.row.data(), N);
+      for (size_t n = 0; n < N; ++n) sc.bt[n * Q + i] = sc.row[n];
+    }
+    for (size_t n = 0; n < N; ++n) std::fill(sc.bt.data() + n * Q + rows, sc.bt.data() + (n + 1) * Q, 0.f);
+    TileGemm(rows, Q, N, sc.c.data(), N, sc.bt.data(), Q, sc.cb.data(), Q, /*accumulate=*/false);
+
+    for (int64_t head = head0; head < head1; ++head) {
+      float* S = sc.states.data() + size_t(head - head0) * N * Pp;
+      const float A = p.A[size_t(head)];
+      float run = 0.f;
+      for (size_t i = 0; i < Q; ++i) {
+        if (i < rows) run += A * p.dt[size_t((row0 + int64_t(i)) * p.H + head)];
+        sc.cum[i] = run;  // padding rows repeat the last sum: their decay factors stay finite
+      }
+      for (size_t i = 0; i < rows; ++i) {
+        const int64_t xi = ((row0 + int64_t(i)) * p.H + head) * p.P;
+        float* xrow = sc.x.data() + i * P;
+        convert_to_f32(at(p.x, p.x_dtype, xi), p.x_dtype, xrow, P);
+        const float dt = p.dt[size_t((row0 + int64_t(i)) * p.H + head)];
+        for (size_t k = 0; k < P; ++k) sc.xs[i * Pp + k] = dt * xrow[k];
+      }
+      for (size_t i = rows; i < Q; ++i) std::fill(sc.xs.data() + i * Pp, sc.xs.data() + (i + 1) * Pp, 0.f);
+
+      // Decay-masked scores M = (C B^T) * exp(b_i - b_j) for j <= i, and C scaled by exp(b_i).
+      for (size_t i = 0; i < rows; ++i) {
+        const auto bi = hn::Set(d, sc.cum[i]);
+        float* mrow = sc.m.data() + i * Q;
+        const float* cbrow = sc.cb.data() + i * Q;
+        const size_t visible = i + 1;
+        for (size_t j = 0; j < visible; j += L)  // Q is a multiple of L; lanes past i are zeroed below
+          hn::Store(hn::Mul(hn::Load(d, cbrow + j), hn::Exp(d, hn::Sub(bi, hn::Load(d, sc.cum.data() + j)))), d,
+                    mrow + j);
+        std::fill(mrow + visible, mrow + Q, 0.f);
+        const float e = std::exp(sc.cum[i]);
+        const float* crow = sc.c.data() + i * N;
+        float* csrow = sc.cs.data() + i * N;
+        for (size_t n = 0; n < N; ++n) csrow[n] = e * crow[n];
+      }
+      TileGemm(rows, Pp, N, sc.cs.data(), N, S, Pp, sc.y.data(), Pp, /*accumulate=*/false);
+      TileGemm(rows, Pp, rows, sc.m.data(), Q, sc.xs.data(), Pp, sc.y.data(), Pp, /*accumulate=*/true);
+
+      const float* D = p.D.empty() ? nullptr : p.D.data() + head * p.P;
+      for (size_t i = 0; i < rows; ++i) {
+        const int64_t xi = ((row0 + int64_t(i)) * p.H + head) * p.P;
+        float* yrow = sc.y.data() + i * Pp;
+        if (p.z) convert_to_f32(at(p.z, p.z_dtype, xi), p.z_dtype, sc.z.data(), P);
+        SkipAndGate(yrow, P, D, sc.x.data() + i * P, p.z ? sc.z.data() : nullptr);
+        convert_from_f32(yrow, static_cast<char*>(p.y) + xi * int64_t(dtype_size(p.y_dtype)), p.y_dtype, P);
+      }
+
+      // Carry the state to the chunk end: S = exp(b_last) S + (B * exp(b_last - b_j))^T (dt' x).
+      const float last = sc.cum[rows - 1];
+      const float e_last = std::exp(last);
+      for (size_t k = 0; k < N * Pp; k += L) hn::Store(hn::Mul(hn::Set(d, e_last), hn::Load(d, S + k)), d, S + k);
+      for (size_t j = 0; j < rows; ++j) sc.tail_decay[j] = std::exp(last - sc.cum[j]);
+      for (size_t n = 0; n < N; ++n)
+        for (size_t j = 0; j < rows; ++j) sc.bw[n * Q + j] = sc.bt[n * Q + j] * sc.tail_decay[j];
+      TileGemm(N, Pp, rows, sc.bw.data(), Q, sc.xs.data(), Pp, S, Pp, /*accumulate=*/true);
+    }
+  }
+
+  if (!p.ht) return;
+  for (size_t hh = 0; hh < nheads; ++hh) {
+    const float* S = sc.states.data() + hh * N * Pp;
+    float* dst = p.ht + ((s * p.H + head0 + int64_t(hh)) * p.P) * p.N;
+    for (size_t i = 0; i < P; ++i)
+      for (size_t n = 0; n < N; ++n) dst[i * N + n] = S[n * Pp + i];
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnzoo
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attnzoo {
+HWY_EXPORT(Mamba2ChunkTask);
+
+void mamba2_chunk_scan(const Mamba2Args& args) {
+  const Mamba2Problem p = make_mamba2_problem(args);
+  active_target();
+  // Split a group's heads into blocks only as far as needed to give every thread a few tasks: each block
+  // recomputes C B^T for its chunks.
+  const int64_t base = p.seqs.count() * p.G, want = 4 * ThreadPool::global().num_threads();
+  const int64_t blocks = std::clamp<int64_t>((want + base - 1) / std::max<int64_t>(base, 1), 1, p.heads_per_group());
+  ThreadPool::global().parallel_for(base * blocks, [&](int64_t task, int) {
+    HWY_DYNAMIC_DISPATCH(Mamba2ChunkTask)(p, blocks, task);
+  });
+}
+
+}  // namespace attnzoo
+#endif

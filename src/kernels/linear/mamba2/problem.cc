@@ -1,0 +1,97 @@
+#include "kernels/linear/mamba2/problem.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "kernels/linear/common/ssm_args.h"
+
+namespace attnzoo {
+
+Mamba2Problem make_mamba2_problem(const Mamba2Args& a) {
+  Mamba2Problem p;
+  ssm::require_float_rank(a.x, "x", 4);
+  p.batch = a.x.shape[0], p.T = a.x.shape[1], p.H = a.x.shape[2], p.P = a.x.shape[3];
+  ssm::require_float_rank(a.B, "B", 4);
+  p.G = a.B.shape[2], p.N = a.B.shape[3];
+  require(p.H >= 1 && p.P >= 1, "x", "needs at least one head and head dim >= 1, got " + a.x.shape_str());
+  require(p.G >= 1 && p.N >= 1, "B", "needs at least one group and state size >= 1, got " + a.B.shape_str());
+  require(p.H % p.G == 0, "B", "group count " + std::to_string(p.G) + " must divide the head count " +
+                                    std::to_string(p.H));
+  ssm::require_float_tensor(a.B, "B", {p.batch, p.T, p.G, p.N});
+  ssm::require_float_tensor(a.C, "C", {p.batch, p.T, p.G, p.N});
+  ssm::require_float_tensor(a.dt, "dt", {p.batch, p.T, p.H});
+  ssm::require_float_tensor(a.A, "A", {p.H});
+  ssm::require_float_tensor(a.y, "y", {p.batch, p.T, p.H, p.P});
+  if (!a.z.empty()) ssm::require_float_tensor(a.z, "z", {p.batch, p.T, p.H, p.P});
+  if (!a.D.empty()) {
+    ssm::require_float_rank(a.D, "D", a.D.ndim);
+    require((a.D.ndim == 1 && a.D.shape[0] == p.H) || (a.D.ndim == 2 && a.D.shape[0] == p.H && a.D.shape[1] == p.P),
+            "D", "expected shape [" + std::to_string(p.H) + "] or [" + std::to_string(p.H) + ", " +
+                     std::to_string(p.P) + "], got " + a.D.shape_str());
+  }
+  if (!a.dt_bias.empty()) ssm::require_float_tensor(a.dt_bias, "dt_bias", {p.H});
+  require(!a.dt_limit || a.dt_min <= a.dt_max, "dt_limit", "needs min <= max");
+  p.seqs = make_sequence_spans(p.batch, p.T, a.cu_seqlens, a.cu_seqlens_len);
+  const int64_t nseq = p.seqs.count();
+  if (!a.initial_state.empty()) {
+    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N});
+    p.h0 = a.initial_state.ptr<float>();
+  }
+  if (!a.final_state.empty()) {
+    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N});
+    p.ht = a.final_state.ptr<float>();
+  }
+  require(a.chunk_size == 16 || a.chunk_size == 32 || a.chunk_size == 64 || a.chunk_size == 128, "chunk_size",
+          "must be 16, 32, 64 or 128, got " + std::to_string(a.chunk_size));
+  p.chunk_size = a.chunk_size;
+
+  p.A = ssm::to_f32_vector(a.A);
+  if (!a.D.empty()) {
+    const std::vector<float> d = ssm::to_f32_vector(a.D);
+    p.D.resize(size_t(p.H * p.P));
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.P; ++i) p.D[size_t(h * p.P + i)] = a.D.ndim == 1 ? d[size_t(h)] : d[size_t(h * p.P + i)];
+  }
+  const std::vector<float> bias = a.dt_bias.empty() ? std::vector<float>() : ssm::to_f32_vector(a.dt_bias);
+  const ssm::StepTransform step{bias.empty() ? nullptr : bias.data(), a.dt_softplus, a.dt_min, a.dt_max, a.dt_limit};
+  p.dt.resize(size_t(p.batch * p.T * p.H));
+  for (int64_t i = 0; i < p.batch * p.T; ++i)
+    for (int64_t h = 0; h < p.H; ++h)
+      p.dt[size_t(i * p.H + h)] = step.apply(load_as_f32(a.dt.data, a.dt.dtype, i * p.H + h), h);
+
+  p.x = a.x.data, p.x_dtype = a.x.dtype;
+  p.Bm = a.B.data, p.b_dtype = a.B.dtype;
+  p.Cm = a.C.data, p.c_dtype = a.C.dtype;
+  if (!a.z.empty()) p.z = a.z.data, p.z_dtype = a.z.dtype;
+  p.y = a.y.data, p.y_dtype = a.y.dtype;
+  return p;
+}
+
+Mamba2Problem make_mamba2_step_problem(const Mamba2StepArgs& a) {
+  // Views the step as a length-1 sequence per batch row and reuses the sequence checks.
+  ssm::require_float_rank(a.x, "x", 3);
+  ssm::require_float_rank(a.B, "B", 3);
+  Mamba2Args s;
+  auto add_time = [](TensorView v) {  // [Bn, ...] -> [Bn, 1, ...]
+    if (v.empty()) return v;
+    for (int d = v.ndim; d > 1; --d) v.shape[size_t(d)] = v.shape[size_t(d - 1)], v.strides[size_t(d)] = v.strides[size_t(d - 1)];
+    v.shape[1] = 1;
+    v.strides[1] = v.strides[0];
+    ++v.ndim;
+    return v;
+  };
+  require(a.dt.ndim == 2, "dt", "expected 2 dims [batch, heads], got " + a.dt.shape_str());
+  require(a.C.ndim == 3, "C", "expected 3 dims [batch, groups, state], got " + a.C.shape_str());
+  require(a.y.ndim == 3, "y", "expected 3 dims [batch, heads, head_dim], got " + a.y.shape_str());
+  require(a.z.empty() || a.z.ndim == 3, "z", "expected 3 dims [batch, heads, head_dim], got " + a.z.shape_str());
+  s.x = add_time(a.x), s.dt = add_time(a.dt), s.B = add_time(a.B), s.C = add_time(a.C), s.z = add_time(a.z);
+  s.y = add_time(a.y);
+  s.A = a.A, s.D = a.D, s.dt_bias = a.dt_bias;
+  s.dt_softplus = a.dt_softplus, s.dt_limit = a.dt_limit, s.dt_min = a.dt_min, s.dt_max = a.dt_max;
+  s.initial_state = a.state;
+  s.final_state = a.state;
+  require(!a.state.empty(), "state", "is required");
+  return make_mamba2_problem(s);
+}
+
+}  // namespace attnzoo

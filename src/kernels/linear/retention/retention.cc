@@ -1,0 +1,51 @@
+#include "kernels/linear/retention/retention.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+void run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o, const GlaOptions& opts,
+         GlaPath path) {
+  require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
+  std::vector<float> gamma = retention_log_decays(v.shape[2]);
+  const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
+  run_gla(make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts), path);
+}
+
+}  // namespace
+
+std::vector<float> retention_log_decays(int64_t num_heads) {
+  std::vector<float> out(static_cast<size_t>(num_heads));
+  for (int64_t h = 0; h < num_heads; ++h) out[size_t(h)] = float(std::log1p(-std::exp2(-5.0 - double(h))));
+  return out;
+}
+
+void chunk_retention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
+                     const GlaOptions& opts) {
+  run(q, k, v, o, opts, GlaPath::chunk);
+}
+
+void recurrent_retention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
+                         const GlaOptions& opts) {
+  run(q, k, v, o, opts, GlaPath::recurrent);
+}
+
+void retention_reference(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
+                         const GlaOptions& opts) {
+  run(q, k, v, o, opts, GlaPath::reference);
+}
+
+void parallel_retention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
+                        const GlaOptions& opts) {
+  require(opts.initial_state.empty(), "initial_state", "the parallel form has no state; use chunk_retention");
+  require(opts.final_state.empty(), "final_state", "the parallel form has no state; use chunk_retention");
+  require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
+  std::vector<float> gamma = retention_log_decays(v.shape[2]);
+  const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
+  gated_linear_parallel_constant_decay(make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts));
+}
+
+}  // namespace attnzoo

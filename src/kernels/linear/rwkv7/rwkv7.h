@@ -1,0 +1,30 @@
+#pragma once
+// RWKV-7 ("Goose"): the generalized delta rule with a diagonal-plus-low-rank transition, in fla's convention
+// (state S [K, V] per head; fla.ops.rwkv7 / generalized_delta_rule.dplr):
+//
+//   S_t = diag(exp(w_t)) S_{t-1} + b_t (a_t^T S_{t-1}) + k_t v_t^T,     o_t = S_t^T (scale * r_t)
+//
+// w is the log decay (natural log, <= 0 in RWKV-7 models); a and b are given as they are (RWKV-7 blocks pass
+// a = -kk and b = kk * iclr). Layouts: r, w, k, a, b [B, T, H, K]; v, o [B, T, H, V]; states [Nseq, H, K, V]
+// f32. Packed sequences: cu_seqlens with B = 1.
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace attnzoo {
+
+struct Rwkv7Args {
+  TensorView r, w, k, v, a, b;
+  float scale = 1.f;
+  TensorView initial_state;  // optional [Nseq, H, K, V] f32
+  TensorView final_state;    // optional [Nseq, H, K, V] f32, written (may alias initial_state)
+  TensorView o;              // [B, T, H, V]
+  const int32_t* cu_seqlens = nullptr;
+  int64_t cu_seqlens_len = 0;
+};
+
+// Token by token, O(1) state per step (prefill and decode).
+void recurrent_rwkv7(const Rwkv7Args& args);
+void rwkv7_reference(const Rwkv7Args& args);
+
+}  // namespace attnzoo

@@ -1,0 +1,139 @@
+// RWKV-7: the vectorized recurrence == double reference, on every SIMD target.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/linear/rwkv7/rwkv7.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+using testing::HostTensor;
+
+struct Case {
+  int64_t B = 1, T = 64, H = 2, K = 16, V = 16;
+  float w_value = NAN;  // NaN: w = -exp(N(0, 1)) - 0.01 (RWKV-7 style); else every w equal
+  bool with_h0 = true;
+  std::vector<int32_t> cu;
+  DType dtype = DType::f32;
+};
+
+struct Inputs {
+  HostTensor r, w, k, v, a, b, h0;
+  Inputs(const Case& c, int64_t nseq)
+      : r(c.dtype, {c.B, c.T, c.H, c.K}, 1), w(c.dtype, {c.B, c.T, c.H, c.K}, 2), k(c.dtype, {c.B, c.T, c.H, c.K}, 3),
+        v(c.dtype, {c.B, c.T, c.H, c.V}, 4), a(c.dtype, {c.B, c.T, c.H, c.K}, 5), b(c.dtype, {c.B, c.T, c.H, c.K}, 6),
+        h0(DType::f32, {nseq, c.H, c.K, c.V}, 7) {
+    // RWKV-7 shapes the transition as kk (unit norm per head) with a = -kk, b = kk * iclr, iclr in (0, 1): the
+    // low-rank part then removes at most what it finds along kk, which keeps the state bounded.
+    const int64_t rows = c.B * c.T * c.H;
+    for (int64_t i = 0; i < rows; ++i) {
+      double norm = 0;
+      for (int64_t j = 0; j < c.K; ++j) norm += double(a.at(i * c.K + j)) * a.at(i * c.K + j);
+      norm = std::sqrt(norm) + 1e-6;
+      for (int64_t j = 0; j < c.K; ++j) {
+        const int64_t e = i * c.K + j;
+        const float kk = float(a.at(e) / norm), iclr = 1.f / (1.f + std::exp(-b.at(e)));
+        store_from_f32(a.view.data, c.dtype, e, -kk);
+        store_from_f32(b.view.data, c.dtype, e, kk * iclr);
+        const float wv = std::isnan(c.w_value) ? -std::exp(w.at(e)) - 0.01f : c.w_value;
+        store_from_f32(w.view.data, c.dtype, e, wv);
+        store_from_f32(k.view.data, c.dtype, e, k.at(e) / std::sqrt(float(c.K)));
+      }
+    }
+  }
+  Rwkv7Args args(const Case& c) const {
+    Rwkv7Args x{.r = r.view, .w = w.view, .k = k.view, .v = v.view, .a = a.view, .b = b.view};
+    x.scale = 1.f / std::sqrt(float(c.K));
+    if (c.with_h0) x.initial_state = h0.view;
+    if (!c.cu.empty()) x.cu_seqlens = c.cu.data(), x.cu_seqlens_len = int64_t(c.cu.size());
+    return x;
+  }
+};
+
+void check(const Case& c) {
+  const int64_t nseq = c.cu.empty() ? c.B : int64_t(c.cu.size()) - 1;
+  Inputs in(c, nseq);
+  HostTensor o_ref(DType::f32, {c.B, c.T, c.H, c.V}, 0, 0), s_ref(DType::f32, {nseq, c.H, c.K, c.V}, 0, 0);
+  HostTensor o(DType::f32, {c.B, c.T, c.H, c.V}, 0, 0), s(DType::f32, {nseq, c.H, c.K, c.V}, 0, 0);
+  Rwkv7Args a = in.args(c);
+  a.o = o_ref.view, a.final_state = s_ref.view;
+  rwkv7_reference(a);
+  a.o = o.view, a.final_state = s.view;
+  const double tol = c.dtype == DType::f32 ? 1e-4 : 1e-2;
+  testing::for_each_target([&](Target) {
+    recurrent_rwkv7(a);
+    EXPECT_LE(testing::relative_rms(o, o_ref), tol) << "T=" << c.T << " K=" << c.K << " V=" << c.V;
+    EXPECT_LE(testing::relative_rms(s, s_ref), tol) << "state T=" << c.T;
+  });
+}
+
+TEST(Rwkv7, RaggedLengths) {
+  for (int64_t T : {1, 15, 63, 64, 65, 500}) check({.T = T});
+}
+
+TEST(Rwkv7, HeadDims) {
+  for (int64_t K : {16, 60, 64, 100, 128}) check({.T = 40, .H = 1, .K = K, .V = 32});
+  for (int64_t V : {1, 16, 60, 100, 128}) check({.T = 40, .H = 1, .K = 32, .V = V});
+}
+
+TEST(Rwkv7, PackedSequencesAndBatches) {
+  check({.T = 300, .cu = {0, 1, 64, 65, 300}});
+  check({.T = 70, .with_h0 = false, .cu = {0, 0, 70}});
+  check({.B = 3, .T = 50, .H = 3});
+}
+
+TEST(Rwkv7, DecayRange) {
+  check({.T = 200, .w_value = 0.f});   // no decay: only the low-rank part forgets
+  check({.T = 200, .w_value = -8.f});  // strong decay
+}
+
+TEST(Rwkv7, Bf16Inputs) { check({.B = 2, .T = 100, .H = 2, .K = 32, .V = 32, .dtype = DType::bf16}); }
+
+TEST(Rwkv7, InPlaceDecodeStep) {
+  // The state as both initial and final state (decode), with V a multiple of the vector length.
+  Case c{.B = 2, .T = 1, .H = 2, .K = 32, .V = 64};
+  Inputs in(c, 2);
+  HostTensor s_ref(DType::f32, {2, 2, 32, 64}, 0, 0), o_ref(DType::f32, {2, 1, 2, 64}, 0, 0), o(DType::f32, {2, 1, 2, 64}, 0, 0);
+  Rwkv7Args a = in.args(c);
+  a.o = o_ref.view, a.final_state = s_ref.view;
+  rwkv7_reference(a);
+  a.o = o.view, a.final_state = in.h0.view;  // aliases initial_state
+  recurrent_rwkv7(a);
+  EXPECT_LE(testing::relative_rms(o, o_ref), 1e-5);
+  EXPECT_LE(testing::relative_rms(in.h0, s_ref), 1e-5);
+}
+
+TEST(Rwkv7, LongSequenceStaysFinite) {
+  for (float w : {-8.f, 0.f}) {
+    Case c{.T = 65536, .H = 1, .K = 16, .V = 16, .w_value = w};
+    Inputs in(c, 1);
+    HostTensor o(DType::f32, {1, c.T, 1, 16}, 0, 0), o_ref(DType::f32, {1, c.T, 1, 16}, 0, 0);
+    Rwkv7Args a = in.args(c);
+    a.o = o.view;
+    recurrent_rwkv7(a);
+    a.o = o_ref.view;
+    rwkv7_reference(a);
+    for (int64_t i = 0; i < o.numel(); ++i) ASSERT_TRUE(std::isfinite(o.at(i)));
+    EXPECT_LE(testing::relative_rms(o, o_ref), 1e-4);
+  }
+}
+
+TEST(Rwkv7, RejectsBadArguments) {
+  Case c{.T = 8};
+  Inputs in(c, 1);
+  HostTensor o(DType::f32, {1, 8, 2, 16}, 0, 0), short_b(DType::f32, {1, 8, 2, 15}, 1), bad_state(DType::bf16, {1, 2, 16, 16}, 1);
+  Rwkv7Args a = in.args(c);
+  a.o = o.view;
+  a.b = short_b.view;
+  EXPECT_THROW(recurrent_rwkv7(a), ArgumentError);
+  a = in.args(c);
+  a.o = o.view;
+  a.initial_state = bad_state.view;
+  EXPECT_THROW(recurrent_rwkv7(a), DTypeError);
+}
+
+}  // namespace
+}  // namespace attnzoo

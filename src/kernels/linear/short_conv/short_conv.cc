@@ -1,0 +1,128 @@
+#include "kernels/linear/short_conv/short_conv.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "kernels/linear/short_conv/conv_problem.h"
+
+namespace attnzoo {
+namespace {
+
+bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+void require_float(const TensorView& t, const char* name) {
+  if (!is_float(t.dtype))
+    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
+}
+
+void check_state(const TensorView& s, const char* name, int64_t N, int64_t D, int64_t W, int64_t* S) {
+  if (s.empty()) return;
+  if (s.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(s.dtype));
+  require(s.ndim == 3 && s.shape[0] == N && s.shape[1] == D && s.shape[2] >= W - 1, name,
+          "expected [" + std::to_string(N) + ", " + std::to_string(D) + ", S] with S >= " + std::to_string(W - 1) +
+              ", got " + s.shape_str());
+  require(s.is_contiguous(), name, "must be contiguous");
+  require(*S == 0 || *S == s.shape[2], name, "state lengths of initial_state and final_state differ");
+  *S = s.shape[2];
+}
+
+}  // namespace
+
+ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, const TensorView& y,
+                              const CausalConv1dOptions& opts) {
+  require(x.ndim == 3, "x", "expected [B, T, D], got " + x.shape_str());
+  require(x.is_contiguous(), "x", "must be contiguous");
+  require_float(x, "x");
+  require_float(weight, "weight");
+  require_float(y, "y");
+  ConvProblem p;
+  const int64_t B = x.shape[0], T = x.shape[1];
+  p.D = x.shape[2];
+  require(p.D >= 1, "x", "needs at least one channel");
+  require(weight.ndim == 2 && weight.shape[0] == p.D && weight.shape[1] >= 1, "weight",
+          "expected [" + std::to_string(p.D) + ", W], got " + weight.shape_str());
+  require(weight.is_contiguous(), "weight", "must be contiguous");
+  p.W = weight.shape[1];
+  require(p.W <= 16, "weight", "width " + std::to_string(p.W) + " is not a short convolution (at most 16)");
+  require(y.ndim == 3 && y.shape[0] == B && y.shape[1] == T && y.shape[2] == p.D, "y",
+          "expected " + x.shape_str() + ", got " + y.shape_str());
+  require(y.is_contiguous(), "y", "must be contiguous");
+  p.seqs = make_sequence_spans(B, T, opts.cu_seqlens, opts.cu_seqlens_len);
+  const int64_t N = p.seqs.count();
+  check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
+  check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
+  p.x = x.data;
+  p.x_dtype = x.dtype;
+  p.y = y.data;
+  p.y_dtype = y.dtype;
+  p.weight_t.resize(size_t(p.W * p.D));
+  for (int64_t d = 0; d < p.D; ++d)
+    for (int64_t w = 0; w < p.W; ++w) p.weight_t[size_t(w * p.D + d)] = load_as_f32(weight.data, weight.dtype, d * p.W + w);
+  p.bias.assign(size_t(p.D), 0.f);
+  if (!opts.bias.empty()) {
+    require_float(opts.bias, "bias");
+    require(opts.bias.ndim == 1 && opts.bias.shape[0] == p.D, "bias",
+            "expected [" + std::to_string(p.D) + "], got " + opts.bias.shape_str());
+    require(opts.bias.is_contiguous(), "bias", "must be contiguous");
+    for (int64_t d = 0; d < p.D; ++d) p.bias[size_t(d)] = load_as_f32(opts.bias.data, opts.bias.dtype, d);
+  }
+  p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
+  p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
+  p.activation = opts.activation;
+  return p;
+}
+
+void causal_conv1d(const TensorView& x, const TensorView& weight, const TensorView& y,
+                   const CausalConv1dOptions& opts) {
+  run_causal_conv1d(make_conv_problem(x, weight, y, opts));
+}
+
+// The definition, in double: each output reads its W inputs from the sequence or, before its start, from the
+// initial state; the final state is the last S inputs of (initial state ++ sequence).
+void causal_conv1d_reference(const TensorView& x, const TensorView& weight, const TensorView& y,
+                             const CausalConv1dOptions& opts) {
+  const ConvProblem p = make_conv_problem(x, weight, y, opts);
+  const int64_t D = p.D, W = p.W, S = p.S;
+  ThreadPool::global().parallel_for(p.seqs.count(), [&](int64_t n, int) {
+    const int64_t begin = p.seqs.begin[size_t(n)], len = p.seqs.length[size_t(n)];
+    auto input = [&](int64_t t, int64_t d) -> double {  // t relative to the sequence start, may be negative
+      if (t >= 0) return load_as_f32(p.x, p.x_dtype, (begin + t) * D + d);
+      if (p.initial_state && t >= -S) return p.initial_state[(n * D + d) * S + (S + t)];
+      return 0.0;
+    };
+    for (int64_t t = 0; t < len; ++t)
+      for (int64_t d = 0; d < D; ++d) {
+        double acc = p.bias[size_t(d)];
+        for (int64_t w = 0; w < W; ++w) acc += double(p.weight_t[size_t(w * D + d)]) * input(t - (W - 1) + w, d);
+        if (p.activation == ConvActivation::silu) acc = acc / (1.0 + std::exp(-acc));
+        store_from_f32(p.y, p.y_dtype, (begin + t) * D + d, float(acc));
+      }
+    if (p.final_state)  // increasing s reads entries at or after s: safe when final_state aliases initial_state
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t s = 0; s < S; ++s) p.final_state[(n * D + d) * S + s] = float(input(len - S + s, d));
+  });
+}
+
+void causal_conv1d_update(const TensorView& x, const TensorView& conv_state, const TensorView& weight,
+                          const TensorView& bias, const TensorView& y, ConvActivation activation) {
+  require(x.ndim == 2 || x.ndim == 3, "x", "expected [N, D] or [N, L, D], got " + x.shape_str());
+  require(!conv_state.empty(), "conv_state", "is required");
+  require(y.ndim == x.ndim, "y", "must have x's shape " + x.shape_str() + ", got " + y.shape_str());
+  TensorView x3 = x, y3 = y;
+  if (x.ndim == 2) {
+    x3 = TensorView::contiguous(x.data, x.dtype, {x.shape[0], 1, x.shape[1]});
+    require(x.is_contiguous(), "x", "must be contiguous");
+    y3 = TensorView::contiguous(y.data, y.dtype, {y.shape[0], 1, y.shape[1]});
+    require(y.is_contiguous(), "y", "must be contiguous");
+  }
+  CausalConv1dOptions opts;
+  opts.bias = bias;
+  opts.initial_state = conv_state;
+  opts.final_state = conv_state;
+  opts.activation = activation;
+  run_causal_conv1d(make_conv_problem(x3, weight, y3, opts));
+}
+
+}  // namespace attnzoo

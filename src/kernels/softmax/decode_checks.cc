@@ -1,0 +1,117 @@
+// Boundary checks for decode: everything the kernel later trusts (shapes, strides, lengths, block ids) is
+// verified here, once per call. Cache contents are not scanned (that would read the whole cache again and
+// double the cost of a bandwidth-bound kernel); NaN / Inf in the cache propagate to the outputs that see them.
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/softmax/decode_problem.h"
+#include "kernels/softmax/problem.h"
+
+namespace attnzoo {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void check_layout(const TensorView& t, const char* name, const char* layout) {
+  require(t.ndim == 4, name, std::string("must be ") + layout + ", got " + t.shape_str());
+  require(t.stride(-1) == 1 || t.size(-1) == 1, name,
+          "last dimension (head_dim) must be contiguous (stride 1), got stride " + str(t.stride(-1)));
+  for (int d = 0; d < t.ndim; ++d) require(t.strides[d] >= 0, name, "negative strides are not supported");
+}
+
+}  // namespace
+
+DecodeProblem make_decode_problem(const TensorView& q, const KvCacheView& cache, const TensorView& out,
+                                  const AttentionOptions& opts) {
+  check_float_tensor(q, "q");
+  check_float_tensor(cache.k, "k_cache");
+  check_float_tensor(cache.v, "v_cache");
+  check_float_tensor(out, "out");
+  const bool paged = cache.block_table != nullptr;
+  const char* cache_layout = paged ? "[num_blocks, block_size, kv_heads, head_dim] (paged)"
+                                   : "[batch, max_seqlen, kv_heads, head_dim]";
+  check_layout(q, "q", "[batch, new_tokens, heads, head_dim]");
+  check_layout(cache.k, "k_cache", cache_layout);
+  check_layout(cache.v, "v_cache", cache_layout);
+  check_layout(out, "out", "[batch, new_tokens, heads, v_head_dim]");
+  require(cache.k.dtype == cache.v.dtype, "v_cache", std::string("dtype ") + dtype_name(cache.v.dtype) +
+                                                         " differs from k_cache's " + dtype_name(cache.k.dtype));
+
+  DecodeProblem p;
+  p.B = q.shape[0];
+  p.Tq = q.shape[1];
+  p.Hq = q.shape[2];
+  p.D = q.shape[3];
+  p.Hkv = cache.k.shape[2];
+  p.Dv = cache.v.shape[3];
+  require(p.Tq >= 1 && p.Tq <= kMaxDecodeQueries, "q",
+          "new_tokens (dim 1) must be in [1, " + str(kMaxDecodeQueries) + "], got " + str(p.Tq) +
+              " (use prefill attention for longer spans)");
+  require(p.Hq >= 1, "q", "needs at least one head");
+  require(p.Hkv >= 1, "k_cache", "needs at least one kv head");
+  require(p.Hq % p.Hkv == 0, "q", "head count " + str(p.Hq) + " is not a multiple of k_cache's " + str(p.Hkv) +
+                                      " (GQA needs Hq = group * Hkv)");
+  const std::string dim_range = "head_dim must be in [1, " + str(kMaxHeadDim) + "], got ";
+  require(p.D >= 1 && p.D <= kMaxHeadDim, "q", dim_range + str(p.D));
+  require(cache.k.shape[3] == p.D, "k_cache", "head_dim " + str(cache.k.shape[3]) + " differs from q's " + str(p.D));
+  require(p.Dv >= 1 && p.Dv <= kMaxHeadDim, "v_cache", dim_range + str(p.Dv));
+  for (int d = 0; d < 3; ++d)
+    require(cache.v.shape[d] == cache.k.shape[d], "v_cache",
+            "shape " + cache.v.shape_str() + " must match k_cache's " + cache.k.shape_str() + " except head_dim");
+  require(out.shape[0] == p.B && out.shape[1] == p.Tq && out.shape[2] == p.Hq && out.shape[3] == p.Dv, "out",
+          "must be [" + str(p.B) + ", " + str(p.Tq) + ", " + str(p.Hq) + ", " + str(p.Dv) + "], got " +
+              out.shape_str());
+  check_head_options(opts, p.Hq);
+  p.scale = resolve_scale(opts.scale, p.D);
+  p.opts = opts;
+
+  p.q = q.data; p.q_dtype = q.dtype;
+  p.q_batch = q.strides[0]; p.q_token = q.strides[1]; p.q_head = q.strides[2];
+  p.o = out.data; p.o_dtype = out.dtype;
+  p.o_batch = out.strides[0]; p.o_token = out.strides[1]; p.o_head = out.strides[2];
+  p.k = cache.k.data; p.v = cache.v.data; p.kv_dtype = cache.k.dtype;
+  p.k_block = cache.k.strides[0]; p.k_token = cache.k.strides[1]; p.k_head = cache.k.strides[2];
+  p.v_block = cache.v.strides[0]; p.v_token = cache.v.strides[1]; p.v_head = cache.v.strides[2];
+  p.block_size = cache.k.shape[1];
+
+  require(cache.cache_seqlens != nullptr || p.B == 0, "cache_seqlens", "is required");
+  p.seqlens = cache.cache_seqlens;
+  int64_t capacity = p.block_size;
+  if (paged) {
+    require(p.block_size >= 1, "k_cache", "block_size (dim 1) must be >= 1");
+    require(cache.max_blocks_per_seq >= 1, "block_table", "must have at least one column");
+    p.block_table = cache.block_table;
+    p.max_blocks_per_seq = cache.max_blocks_per_seq;
+    capacity = p.max_blocks_per_seq * p.block_size;
+  } else {
+    require(cache.k.shape[0] == p.B, "k_cache", "batch " + str(cache.k.shape[0]) + " differs from q's " + str(p.B));
+  }
+  const int64_t num_blocks = cache.k.shape[0];
+  int64_t longest = 0;
+  for (int64_t b = 0; b < p.B; ++b) {
+    const int64_t len = p.seqlens[b];
+    require(len >= p.Tq, "cache_seqlens",
+            "entry " + str(b) + " is " + str(len) + ", but it counts the " + str(p.Tq) +
+                " new tokens too, so it must be >= " + str(p.Tq));
+    require(len <= capacity, "cache_seqlens",
+            "entry " + str(b) + " is " + str(len) + ", beyond the cache capacity of " + str(capacity) +
+                (paged ? " (max_blocks_per_seq * block_size)" : " (k_cache dim 1)"));
+    if (paged) {
+      // Only the blocks a sequence uses must be valid; the rest of its row may hold padding such as -1.
+      for (int64_t i = 0; i < (len + p.block_size - 1) / p.block_size; ++i) {
+        const int64_t id = p.block_table[b * p.max_blocks_per_seq + i];
+        require(id >= 0 && id < num_blocks, "block_table",
+                "entry [" + str(b) + ", " + str(i) + "] = " + str(id) + " is not a block of k_cache (0.." +
+                    str(num_blocks - 1) + ")");
+      }
+    }
+    longest = std::max(longest, len);
+  }
+  if (opts.block_mask)
+    require(longest <= opts.block_mask->spec().seq_len, "block_mask",
+            "covers " + str(opts.block_mask->spec().seq_len) + " tokens, a sequence has " + str(longest));
+  return p;
+}
+
+}  // namespace attnzoo

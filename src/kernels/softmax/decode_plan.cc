@@ -1,0 +1,69 @@
+// Split-K for decode. A decode step reads every cached key once and does little arithmetic per byte, so the
+// only way to use every core at batch 1 is to split each sequence's key range into chunks that run in
+// parallel and merge their partial softmax states afterwards. A task reads all kv heads of its keys: in the
+// [tokens, kv_heads, head_dim] layout that is one sequential stream, which hardware prefetchers follow and
+// which touches each memory page once (reading one head at a time strides over the pages, and on machines
+// with costly page walks, virtual machines above all, that halves the achieved bandwidth). Chunks stay long
+// (>= min_chunk keys) so the merge and per-chunk set-up stay negligible next to the streaming.
+#include <algorithm>
+
+#include "kernels/softmax/decode_problem.h"
+#include "kernels/softmax/tiling.h"
+
+namespace attnzoo {
+
+DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min_chunk) {
+  DecodePlan plan;
+  // Block-sparse masks are skipped tile by tile, so tiles follow a small mask block.
+  if (p.opts.block_mask && p.opts.block_mask->block() < plan.block_k)
+    plan.block_k = std::max<int64_t>(16, (p.opts.block_mask->block() / 16) * 16);
+  const MaskGeometry mask = mask_geometry(p.opts);
+  std::vector<KeyRange> ranges(size_t(p.B));
+  int64_t total = 0;
+  for (int64_t b = 0; b < p.B; ++b) {
+    const int64_t len = p.seqlens[b];
+    ranges[size_t(b)] = visible_key_range(mask, len - p.Tq, len - 1, len, plan.block_k);
+    total += ranges[size_t(b)].end - ranges[size_t(b)].begin;
+  }
+  int64_t chunk = INT64_MAX;
+  if (num_threads > 1) {
+    const int64_t want = total / (4 * int64_t(num_threads));
+    chunk = std::max(min_chunk, (want + plan.block_k - 1) / plan.block_k * plan.block_k);
+  }
+  // Even chunks, each a whole number of tiles.
+  auto chunk_len = [&](int64_t len) {
+    const int64_t n = std::max<int64_t>(1, (len + chunk - 1) / chunk);
+    return std::max(plan.block_k, ((len + n - 1) / n + plan.block_k - 1) / plan.block_k * plan.block_k);
+  };
+  int64_t key_tasks = 0;
+  for (const KeyRange& r : ranges) {
+    const int64_t len = r.end - r.begin;
+    key_tasks += std::max<int64_t>(1, (len + chunk_len(len) - 1) / chunk_len(len));
+  }
+  // Too few tasks (short sequences, few of them): also split the kv heads, into as few groups as suffice.
+  int64_t groups = 1;
+  if (num_threads > 1)
+    while (key_tasks * groups < 2 * int64_t(num_threads) && groups < p.Hkv) {
+      do ++groups; while (p.Hkv % groups != 0);
+    }
+  plan.heads_per_task = p.Hkv / std::max<int64_t>(groups, 1);
+
+  for (int64_t b = 0; b < p.B; ++b) {
+    const KeyRange r = ranges[size_t(b)];
+    const int64_t len = r.end - r.begin, per = chunk_len(len);
+    const int64_t pieces = std::max<int64_t>(1, (len + per - 1) / per);
+    for (int64_t hk = 0; hk < p.Hkv; hk += plan.heads_per_task) {
+      if (pieces > 1) plan.merges.push_back({int32_t(b), int32_t(hk), plan.num_slots, pieces});
+      for (int64_t i = 0; i < pieces; ++i) {
+        const int64_t k0 = r.begin + i * per, k1 = std::min(r.end, k0 + per);
+        plan.chunks.push_back({int32_t(b), int32_t(hk), k0, k1, pieces > 1 ? plan.num_slots++ : -1});
+      }
+    }
+  }
+  std::stable_sort(plan.chunks.begin(), plan.chunks.end(), [](const DecodeChunk& a, const DecodeChunk& b) {
+    return a.k_end - a.k_begin > b.k_end - b.k_begin;
+  });
+  return plan;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,177 @@
+#include "kernels/softmax/mla_problem.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void check_layout(const TensorView& t, const char* name) {
+  check_float_tensor(t, name);
+  require(t.ndim >= 1 && t.stride(-1) == 1, name, "last dimension must be contiguous (stride 1)");
+  for (int d = 0; d < t.ndim; ++d) require(t.strides[d] >= 0, name, "negative strides are not supported");
+}
+
+MlaDims check_weights(const MlaWeights& w) {
+  MlaDims d{w.num_heads, w.qk_nope_head_dim, w.qk_rope_head_dim, w.v_head_dim, w.kv_lora_rank};
+  require(d.H >= 1, "num_heads", "must be >= 1, got " + str(d.H));
+  require(d.dn >= 1, "qk_nope_head_dim", "must be >= 1, got " + str(d.dn));
+  require(d.dr >= 0, "qk_rope_head_dim", "must be >= 0, got " + str(d.dr));
+  require(d.dv >= 1, "v_head_dim", "must be >= 1, got " + str(d.dv));
+  require(d.r >= 1, "kv_lora_rank", "must be >= 1, got " + str(d.r));
+  check_layout(w.w_kv_b, "w_kv_b");
+  require(w.w_kv_b.ndim == 2 && w.w_kv_b.shape[0] == d.H * (d.dn + d.dv) && w.w_kv_b.shape[1] == d.r, "w_kv_b",
+          "must be [num_heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank] = [" + str(d.H * (d.dn + d.dv)) +
+              ", " + str(d.r) + "], got " + w.w_kv_b.shape_str());
+  return d;
+}
+
+// Fills the fields shared by prefill and decode problems from q, out and the weights.
+MlaProblem start_problem(const TensorView& q, const TensorView& out, const MlaWeights& weights,
+                         const MlaOptions& opts) {
+  MlaProblem p;
+  p.dims = check_weights(weights);
+  const MlaDims& d = p.dims;
+  check_layout(q, "q");
+  check_layout(out, "out");
+  require(q.ndim >= 3 && q.size(-2) == d.H && q.size(-1) == d.qk_dim(), "q",
+          "must end in [num_heads, qk_nope_head_dim + qk_rope_head_dim] = [" + str(d.H) + ", " + str(d.qk_dim()) +
+              "], got " + q.shape_str());
+  require(out.ndim == q.ndim && out.size(-2) == d.H && out.size(-1) == d.dv, "out",
+          "must end in [num_heads, v_head_dim] = [" + str(d.H) + ", " + str(d.dv) + "] with q's rank, got " +
+              out.shape_str());
+  p.scale = resolve_scale(opts.scale, d.qk_dim());
+  p.causal = opts.causal;
+  p.q = q.data;
+  p.o = out.data;
+  p.w = weights.w_kv_b.data;
+  p.q_dtype = q.dtype;
+  p.o_dtype = out.dtype;
+  p.w_dtype = weights.w_kv_b.dtype;
+  p.q_token = q.stride(-3);
+  p.q_head = q.stride(-2);
+  p.o_token = out.stride(-3);
+  p.o_head = out.stride(-2);
+  p.w_row = weights.w_kv_b.strides[0];
+  return p;
+}
+
+}  // namespace
+
+int64_t MlaProblem::total_q() const {
+  int64_t n = 0;
+  for (const auto& s : seqs) n += s.Tq;
+  return n;
+}
+
+int64_t MlaProblem::total_k() const {
+  int64_t n = 0;
+  for (const auto& s : seqs) n += s.Tk;
+  return n;
+}
+
+MlaProblem make_mla_prefill_problem(const TensorView& q, const TensorView& latent, const MlaWeights& weights,
+                                    const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
+  MlaProblem p = start_problem(q, out, weights, opts);
+  check_layout(latent, "kv_latent");
+  require(latent.size(-1) == p.dims.latent_dim(), "kv_latent",
+          "last dim must be kv_lora_rank + qk_rope_head_dim = " + str(p.dims.latent_dim()) + ", got " +
+              latent.shape_str());
+  p.latent = latent.data;
+  p.latent_dtype = latent.dtype;
+  p.latent_token = latent.stride(-2);
+  const bool packed = varlen.cu_seqlens_q != nullptr;
+  require(varlen.cu_seqlens_k == nullptr || packed, "cu_seqlens_k", "given without cu_seqlens");
+  if (!packed) {
+    require(q.ndim == 4, "q", "must be [batch, time, heads, head_dim], got " + q.shape_str());
+    require(latent.ndim == 3, "kv_latent", "must be [batch, time, kv_lora_rank + qk_rope_head_dim], got " +
+                                            latent.shape_str());
+    const int64_t B = q.shape[0], Tq = q.shape[1], Tk = latent.shape[1];
+    require(latent.shape[0] == B, "kv_latent", "batch " + str(latent.shape[0]) + " differs from q's " + str(B));
+    require(out.shape[0] == B && out.shape[1] == Tq, "out", "batch and time must match q's, got " +
+                                                                out.shape_str());
+    require(Tq <= Tk, "q", "has more time steps (" + str(Tq) + ") than kv_latent (" + str(Tk) + ")");
+    for (int64_t b = 0; b < B; ++b)
+      p.seqs.push_back({b * q.strides[0], b * out.strides[0], b * latent.strides[0], nullptr, Tq, Tk});
+    return p;
+  }
+  require(q.ndim == 3 || (q.ndim == 4 && q.shape[0] == 1), "q",
+          "with cu_seqlens must be [total, heads, head_dim] or [1, total, heads, head_dim], got " + q.shape_str());
+  require(latent.ndim == 2 || (latent.ndim == 3 && latent.shape[0] == 1), "kv_latent",
+          "with cu_seqlens must be [total, kv_lora_rank + qk_rope_head_dim] (or with a leading 1), got " +
+              latent.shape_str());
+  require(out.size(-3) == q.size(-3), "out", "token count differs from q's");
+  const int64_t n = varlen.num_seqs;
+  require(n >= 1, "cu_seqlens", "needs at least 2 entries (one sequence)");
+  const int32_t* cq = varlen.cu_seqlens_q;
+  const int32_t* ck = varlen.cu_seqlens_k ? varlen.cu_seqlens_k : cq;
+  require(cq[0] == 0, "cu_seqlens", "must start at 0");
+  require(ck[0] == 0, "cu_seqlens_k", "must start at 0");
+  for (int64_t s = 0; s < n; ++s) {
+    require(cq[s + 1] >= cq[s], "cu_seqlens", "must be non-decreasing (entry " + str(s + 1) + ")");
+    require(ck[s + 1] >= ck[s], "cu_seqlens_k", "must be non-decreasing (entry " + str(s + 1) + ")");
+    const int64_t Tq = cq[s + 1] - cq[s], Tk = ck[s + 1] - ck[s];
+    require(Tq <= Tk, "cu_seqlens", "sequence " + str(s) + " has more queries (" + str(Tq) + ") than latent rows (" +
+                                        str(Tk) + ")");
+    p.seqs.push_back({cq[s] * p.q_token, cq[s] * p.o_token, ck[s] * p.latent_token, nullptr, Tq, Tk});
+  }
+  require(cq[n] == q.size(-3), "cu_seqlens", "last entry " + str(cq[n]) + " must equal q's token count " +
+                                                 str(q.size(-3)));
+  require(ck[n] == latent.size(-2), (varlen.cu_seqlens_k ? "cu_seqlens_k" : "cu_seqlens"),
+          "last entry " + str(ck[n]) + " must equal kv_latent's token count " + str(latent.size(-2)));
+  return p;
+}
+
+MlaProblem make_mla_decode_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                                   const TensorView& out, const MlaOptions& opts) {
+  MlaProblem p = start_problem(q, out, weights, opts);
+  require(q.ndim == 4, "q", "must be [batch, new_tokens, heads, head_dim], got " + q.shape_str());
+  const int64_t B = q.shape[0], Tq = q.shape[1];
+  require(Tq >= 1, "q", "needs at least one new token");
+  require(out.shape[0] == B && out.shape[1] == Tq, "out", "batch and time must match q's, got " + out.shape_str());
+  const TensorView& c = cache.latent;
+  check_layout(c, "latent_cache");
+  require(c.ndim == 3 && c.shape[2] == p.dims.latent_dim(), "latent_cache",
+          "must be [batch, max_seqlen, " + str(p.dims.latent_dim()) + "] or [num_blocks, block_size, " +
+              str(p.dims.latent_dim()) + "] (kv_lora_rank + qk_rope_head_dim), got " + c.shape_str());
+  require(cache.cache_seqlens != nullptr, "cache_seqlens", "is required");
+  p.latent = c.data;
+  p.latent_dtype = c.dtype;
+  p.latent_token = c.strides[1];
+  p.latent_block = c.strides[0];
+  p.block_size = c.shape[1];  // a contiguous cache is one block of S_max rows per sequence
+  p.cache_seqlens = cache.cache_seqlens;
+  p.block_table = cache.block_table;
+  p.max_blocks_per_seq = cache.max_blocks_per_seq;
+  int64_t capacity = c.shape[1];
+  if (cache.block_table) {
+    require(p.block_size >= 1, "latent_cache", "block_size must be >= 1");
+    require(cache.max_blocks_per_seq >= 1, "block_table", "must have at least one column");
+    capacity = cache.max_blocks_per_seq * p.block_size;
+  } else {
+    require(c.shape[0] == B, "latent_cache", "batch " + str(c.shape[0]) + " differs from q's " + str(B) +
+                                                 " (pass block_table for a paged cache)");
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = cache.cache_seqlens[b];
+    require(len >= Tq && len <= capacity, "cache_seqlens",
+            "entry " + str(b) + " is " + str(len) + ", must be in [" + str(Tq) + " (new tokens), " + str(capacity) +
+                " (cache capacity)]");
+    MlaSeq s{b * q.strides[0], b * out.strides[0], b * c.strides[0], nullptr, Tq, len};
+    if (cache.block_table) {
+      s.blocks = cache.block_table + b * cache.max_blocks_per_seq;
+      s.latent_offset = 0;
+      for (int64_t i = 0; i < (len + p.block_size - 1) / p.block_size; ++i)
+        require(s.blocks[i] >= 0 && s.blocks[i] < c.shape[0], "block_table",
+                "entry [" + str(b) + ", " + str(i) + "] is " + str(s.blocks[i]) + ", must be in [0, " +
+                    str(c.shape[0]) + ")");
+    }
+    p.seqs.push_back(s);
+  }
+  return p;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,89 @@
+#pragma once
+// What a fuzzer does with one input: parse it, and when it is accepted, touch everything the parser handed
+// out (every tensor byte, every JSON node, every config getter) so a sanitizer sees any out-of-bounds read.
+// Shared by the in-tree mutation fuzz test and the libFuzzer entry points in fuzz/.
+// Contract: these return normally or throw LoadError (DTypeError for views of dtypes attnzoo lacks); any other
+// exception or a crash is a bug.
+#include <cstdint>
+#include <vector>
+
+#include "loader/config.h"
+#include "loader/json.h"
+#include "loader/safetensors.h"
+
+namespace attnzoo::fuzzing {
+
+inline uint64_t touch_json(const json::Value& v) {
+  uint64_t h = uint64_t(v.kind());
+  switch (v.kind()) {
+    case json::Value::Kind::string:
+      for (char c : v.as_string()) h = h * 31 + uint8_t(c);
+      break;
+    case json::Value::Kind::number: h += v.is_integer() ? uint64_t(v.as_int()) : uint64_t(v.as_double() != 0); break;
+    case json::Value::Kind::array:
+      for (const json::Value& e : v.as_array()) h = h * 7 + touch_json(e);
+      break;
+    case json::Value::Kind::object:
+      for (const json::Member& m : v.as_object()) h = h * 5 + m.first.size() + touch_json(m.second);
+      break;
+    default: break;
+  }
+  return h;
+}
+
+// Returns true when the input was accepted.
+inline bool exercise_safetensors(const uint8_t* data, size_t size) {
+  SafetensorsFile f = SafetensorsFile::parse(MappedFile::from_bytes(std::vector<uint8_t>(data, data + size), "fuzz"));
+  const uint8_t* begin = f.mapping()->data();
+  const uint8_t* end = begin + f.mapping()->size();
+  volatile uint64_t sum = 0;
+  for (const TensorInfo& t : f.tensors()) {
+    const uint8_t* p = f.data(t.name);
+    // Invariants the parser promises; a violation is a bug even when memory happens to be readable.
+    if (p < begin || p + t.nbytes() > end || t.nbytes() != uint64_t(t.numel()) * file_dtype_size(t.dtype)) {
+      __builtin_trap();
+    }
+    for (uint64_t i = 0; i < t.nbytes(); ++i) sum = sum + p[i];
+    try {
+      TensorView v = f.view(t.name);
+      if (v.numel() != t.numel()) __builtin_trap();
+    } catch (const DTypeError&) {
+    } catch (const LoadError&) {
+    }
+  }
+  for (const auto& [k, v] : f.metadata()) sum = sum + k.size() + v.size();
+  return true;
+}
+
+inline bool exercise_json(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  json::Value v = json::parse(text);
+  volatile uint64_t h = touch_json(v);
+  (void)h;
+  if (!v.is_object()) return true;
+  // Every getter on every key: each must answer or throw LoadError, whatever the value's type.
+  Config c = Config::parse(text, "fuzz.json");
+  for (const std::string& key : c.keys()) {
+    auto quiet = [](auto&& fn) {
+      try {
+        fn();
+      } catch (const LoadError&) {
+      }
+    };
+    quiet([&] { c.get_int(key); });
+    quiet([&] { c.get_float(key); });
+    quiet([&] { c.get_bool(key); });
+    quiet([&] { c.get_string(key); });
+    quiet([&] { c.get_int_list(key); });
+    quiet([&] { c.get_float_list(key); });
+    quiet([&] { c.get_string_list(key); });
+    quiet([&] { c.sub(key).keys(); });
+  }
+  try {
+    c.text_config().dtype_or(DType::f32);
+  } catch (const LoadError&) {
+  }
+  return true;
+}
+
+}  // namespace attnzoo::fuzzing

@@ -1,0 +1,196 @@
+// A deterministic mutation fuzzer over the loaders: valid safetensors files and JSON configs made here are
+// mutated (bit flips, byte edits, insertions, deletions, truncation, header-length edits, number swaps) and each
+// result must either parse or throw the documented LoadError — never crash, hang or read out of bounds (run under
+// -fsanitize=address for the last part). Seeded, so a failure names an iteration that reproduces.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <random>
+
+#include "loader/fuzz_exercise.h"
+#include "loader/test_files.h"
+#include "loader/testdata/python_fixture.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::raw_tensor;
+using testing::safetensors_bytes;
+using Bytes = std::vector<uint8_t>;
+
+// Each target stops at kIterations or after kSeconds, whichever comes first. For a longer manual run (e.g. under
+// -fsanitize=address): ATTNZOO_FUZZ_ITERATIONS=1000000 ATTNZOO_FUZZ_SECONDS=600 test_loader --gtest_filter='LoaderFuzz*'
+int env_or(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+const int kIterations = env_or("ATTNZOO_FUZZ_ITERATIONS", 40000);
+const double kSeconds = env_or("ATTNZOO_FUZZ_SECONDS", 3);
+
+std::vector<Bytes> safetensors_seeds() {
+  std::vector<Bytes> seeds;
+  seeds.push_back(safetensors_bytes({raw_tensor("w", "F32", {2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6})}));
+  seeds.push_back(safetensors_bytes(
+      {raw_tensor("model.layers.0.mlp.down_proj.weight", "BF16", {2, 4}, std::vector<uint16_t>(8, 0x3f80)),
+       raw_tensor("b", "I64", {3}, std::vector<int64_t>{1, -1, 7}),
+       raw_tensor("s", "F16", {}, std::vector<uint16_t>{0x3c00}),
+       raw_tensor("e", "U8", {0}, std::vector<uint8_t>{}),
+       raw_tensor("d", "F64", {1, 1, 1, 1, 1, 1, 1}, std::vector<double>{2.5})},
+      {{"format", "pt"}, {"k\"\\", "v\xC3\xA9"}}));
+  seeds.emplace_back(std::begin(testdata::kPythonFixture), std::end(testdata::kPythonFixture));
+  return seeds;
+}
+
+std::vector<Bytes> json_seeds() {
+  const char* texts[] = {
+      R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "rope_theta": 500000.0,
+          "rope_scaling": {"factor": 8.0, "rope_type": "llama3"}, "torch_dtype": "bfloat16",
+          "eos_token_id": [128001, 128009], "tie_word_embeddings": false, "sliding_window": null,
+          "text_config": {"num_attention_heads": 32, "dtype": "float16"}})",
+      R"({"weight_map": {"a.weight": "model-00001-of-00002.safetensors", "b": "x"}, "metadata": {"total_size": 1e3}})",
+      R"(["\ud83d\ude00\u00e9\n", -0.5e-7, 12345678901234567890, [[[]]], {"": true}])",
+  };
+  std::vector<Bytes> seeds;
+  for (const char* t : texts) seeds.emplace_back(t, t + std::strlen(t));
+  return seeds;
+}
+
+class Mutator {
+ public:
+  explicit Mutator(uint64_t seed) : rng_(seed) {}
+
+  size_t below(size_t n) { return n ? size_t(rng_() % n) : 0; }
+
+  uint8_t interesting_byte() {
+    static const uint8_t kBytes[] = {0, 1, 0x7f, 0x80, 0xbf, 0xc3, 0xed, 0xf4, 0xff, '"', '\\', '{', '}', '[',
+                                     ']', ',', ':', '-', '.', 'e', '0', '9', 'u', ' ', '\n'};
+    return rng_() % 3 ? kBytes[below(sizeof kBytes)] : uint8_t(rng_());
+  }
+
+  void mutate(Bytes& b, bool is_safetensors) {
+    int n = 1 + int(below(4));
+    for (int i = 0; i < n; ++i) {
+      switch (below(is_safetensors ? 9 : 8)) {
+        case 0:  // bit flip
+          if (!b.empty()) b[below(b.size())] ^= uint8_t(1u << below(8));
+          break;
+        case 1:  // byte overwrite
+          if (!b.empty()) b[below(b.size())] = interesting_byte();
+          break;
+        case 2: {  // insertion
+          size_t at = below(b.size() + 1), len = 1 + below(8);
+          Bytes ins(len);
+          for (auto& c : ins) c = interesting_byte();
+          b.insert(b.begin() + long(at), ins.begin(), ins.end());
+          break;
+        }
+        case 3: {  // deletion
+          if (b.empty()) break;
+          size_t at = below(b.size()), len = 1 + below(std::min<size_t>(16, b.size() - at));
+          b.erase(b.begin() + long(at), b.begin() + long(at + len));
+          break;
+        }
+        case 4:  // truncation
+          b.resize(below(b.size() + 1));
+          break;
+        case 5: {  // duplicate a span elsewhere
+          if (b.empty()) break;
+          size_t from = below(b.size()), len = 1 + below(std::min<size_t>(32, b.size() - from));
+          Bytes span(b.begin() + long(from), b.begin() + long(from + len));
+          size_t at = below(b.size() + 1);
+          b.insert(b.begin() + long(at), span.begin(), span.end());
+          break;
+        }
+        case 6:    // replace a number with an extreme one
+        case 7: {  // (twice as likely: numbers carry shapes and offsets)
+          static const char* kNumbers[] = {"0", "-1", "1", "7", "4294967296", "9223372036854775807",
+                                           "18446744073709551615", "1e308", "1e999", "-0", "2.5", "99999999999"};
+          size_t at = below(b.size());
+          while (at < b.size() && !(b[at] >= '0' && b[at] <= '9')) ++at;
+          if (at >= b.size()) break;
+          size_t end = at;
+          while (end < b.size() && b[end] >= '0' && b[end] <= '9') ++end;
+          std::string num = kNumbers[below(std::size(kNumbers))];
+          b.erase(b.begin() + long(at), b.begin() + long(end));
+          b.insert(b.begin() + long(at), num.begin(), num.end());
+          break;
+        }
+        case 8: {  // header length field
+          if (b.size() < 8) break;
+          uint64_t n;
+          std::memcpy(&n, b.data(), 8);
+          switch (below(4)) {
+            case 0: n += below(17) - 8; break;
+            case 1: n = rng_(); break;
+            case 2: n = b.size() - 8 + below(3); break;
+            default: n = uint64_t(1) << below(64); break;
+          }
+          std::memcpy(b.data(), &n, 8);
+          break;
+        }
+      }
+    }
+  }
+
+  // Keeps the length field consistent with an edited header, so mutations reach the entry validation.
+  static void fix_header_length(Bytes& b, size_t header_len) {
+    uint64_t n = header_len;
+    std::memcpy(b.data(), &n, 8);
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+template <typename Fn>
+void run_fuzz(const char* what, const std::vector<Bytes>& seeds, bool is_safetensors, Fn exercise) {
+  const auto start = std::chrono::steady_clock::now();
+  int accepted = 0, rejected = 0, i = 0;
+  for (; i < kIterations; ++i) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kSeconds) break;
+    Mutator m(0x5eed0000u + uint64_t(i));
+    Bytes b = seeds[size_t(i) % seeds.size()];
+    if (is_safetensors && i % 2 == 1) {
+      // Structure-aware half: mutate only the JSON header and rewrite its length.
+      uint64_t n;
+      std::memcpy(&n, b.data(), 8);
+      Bytes header(b.begin() + 8, b.begin() + 8 + long(n));
+      Bytes data(b.begin() + 8 + long(n), b.end());
+      m.mutate(header, false);
+      b.assign(8, 0);
+      b.insert(b.end(), header.begin(), header.end());
+      b.insert(b.end(), data.begin(), data.end());
+      Mutator::fix_header_length(b, header.size());
+    } else {
+      m.mutate(b, is_safetensors);
+    }
+    try {
+      exercise(b.data(), b.size());
+      ++accepted;
+    } catch (const LoadError&) {
+      ++rejected;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << what << " iteration " << i << ": undocumented exception: " << e.what();
+    }
+  }
+  std::printf("[fuzz] %s: %d inputs, %d accepted, %d rejected\n", what, i, accepted, rejected);
+  // A fuzzer whose every input is rejected tests nothing past the first check.
+  EXPECT_GT(accepted, i / 50) << what;
+  EXPECT_GT(rejected, i / 50) << what;
+  EXPECT_GT(i, 1000) << what << ": too few iterations in the time budget";
+}
+
+TEST(LoaderFuzz, SeedsAreValid) {
+  for (const Bytes& s : safetensors_seeds()) EXPECT_TRUE(fuzzing::exercise_safetensors(s.data(), s.size()));
+  for (const Bytes& s : json_seeds()) EXPECT_TRUE(fuzzing::exercise_json(s.data(), s.size()));
+}
+
+TEST(LoaderFuzz, SafetensorsMutations) {
+  run_fuzz("safetensors", safetensors_seeds(), true, fuzzing::exercise_safetensors);
+}
+
+TEST(LoaderFuzz, JsonMutations) { run_fuzz("json", json_seeds(), false, fuzzing::exercise_json); }
+
+}  // namespace
+}  // namespace attnzoo

@@ -1,0 +1,58 @@
+#include "loader/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "loader/load_error.h"
+
+namespace attnzoo {
+
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw LoadError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw LoadError(path + ": cannot stat: " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw LoadError(path + ": not a regular file");
+  }
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = path;
+  f->size_ = size_t(st.st_size);
+  if (f->size_ > 0) {  // mmap of zero bytes is an error; an empty file simply has no data
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      throw LoadError(path + ": mmap failed: " + std::strerror(err));
+    }
+    f->data_ = static_cast<const uint8_t*>(p);
+    f->mapped_ = true;
+  }
+  ::close(fd);  // the mapping keeps its own reference to the file
+  return f;
+}
+
+std::shared_ptr<const MappedFile> MappedFile::from_bytes(std::vector<uint8_t> bytes, std::string name) {
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->owned_ = std::move(bytes);
+  f->data_ = f->owned_.data();
+  f->size_ = f->owned_.size();
+  f->path_ = std::move(name);
+  return f;
+}
+
+MappedFile::~MappedFile() {
+  if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,36 @@
+#pragma once
+// Read-only bytes of a file, memory-mapped, shared by every view into them: tensors borrowed from a mapping
+// stay valid as long as someone holds the shared_ptr. In-memory bytes (tests, fuzzers) take the same shape.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnzoo {
+
+class MappedFile {
+ public:
+  // Maps the whole file read-only. Throws LoadError naming the path (missing, not a regular file, mmap failed).
+  static std::shared_ptr<const MappedFile> open(const std::string& path);
+  // Owns a copy of the bytes; `name` stands in for the path in error messages.
+  static std::shared_ptr<const MappedFile> from_bytes(std::vector<uint8_t> bytes, std::string name);
+
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  std::vector<uint8_t> owned_;
+  std::string path_;
+};
+
+}  // namespace attnzoo

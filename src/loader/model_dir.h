@@ -1,0 +1,46 @@
+#pragma once
+// A Hugging Face model directory: config.json plus weights in either one model.safetensors or shards
+// listed by model.safetensors.index.json ({"weight_map": {tensor name: shard file}}). Everything is validated
+// when the directory is opened, so a missing shard or a tensor absent from its shard fails early, by name.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+#include "loader/config.h"
+#include "loader/safetensors.h"
+
+namespace attnzoo {
+
+class ModelFiles {
+ public:
+  // Throws LoadError naming the directory, file or tensor at fault. The single-file layout wins when both exist
+  // (as in transformers).
+  static ModelFiles open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const Config& config() const { return config_; }
+  // The weight files in use (one, or every shard named by the index), as opened.
+  const std::vector<SafetensorsFile>& files() const { return files_; }
+
+  bool has(std::string_view name) const;
+  // Zero-copy read-only view (see SafetensorsFile::view); throws LoadError naming the tensor and directory.
+  TensorView tensor(std::string_view name) const;
+  const TensorInfo& info(std::string_view name) const;
+  // The file holding a tensor (for dtypes TensorView cannot express: file(name).data(name)).
+  const SafetensorsFile& file(std::string_view name) const;
+  std::vector<std::string> names() const;  // sorted
+  uint64_t total_bytes() const;            // bytes of all tensors named by the layout
+
+ private:
+  const SafetensorsFile& locate(std::string_view name) const;
+
+  std::string dir_;
+  Config config_ = Config::parse("{}", "");
+  std::vector<SafetensorsFile> files_;
+  std::map<std::string, size_t, std::less<>> where_;  // tensor name -> index into files_
+};
+
+}  // namespace attnzoo

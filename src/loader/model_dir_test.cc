@@ -1,0 +1,149 @@
+#include "loader/model_dir.h"
+
+#include <gtest/gtest.h>
+
+#include "loader/test_files.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::raw_tensor;
+using testing::safetensors_bytes;
+using testing::ScratchDir;
+using testing::write_file;
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const LoadError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no LoadError";
+  return "";
+}
+
+void expect_contains(const std::string& s, std::initializer_list<std::string> parts) {
+  for (const std::string& p : parts) EXPECT_NE(s.find(p), std::string::npos) << "missing '" << p << "' in: " << s;
+}
+
+const char* kConfig = R"({"num_attention_heads": 2, "torch_dtype": "float32"})";
+
+// Two shards and their index, as transformers writes them.
+void write_sharded(const ScratchDir& dir, const std::string& weight_map) {
+  write_file(dir.path() / "config.json", std::string(kConfig));
+  write_file(dir.path() / "model-00001-of-00002.safetensors",
+             safetensors_bytes({raw_tensor("a", "F32", {2}, std::vector<float>{1, 2}),
+                                raw_tensor("b", "F32", {1, 3}, std::vector<float>{3, 4, 5})}));
+  write_file(dir.path() / "model-00002-of-00002.safetensors",
+             safetensors_bytes({raw_tensor("c", "BF16", {2}, std::vector<uint16_t>{f32_to_bf16(6), f32_to_bf16(7)})}));
+  write_file(dir.path() / "model.safetensors.index.json",
+             "{\"metadata\": {\"total_size\": 24}, \"weight_map\": " + weight_map + "}");
+}
+
+const char* kWeightMap = R"({"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors",
+                             "c": "model-00002-of-00002.safetensors"})";
+
+TEST(ModelFiles, SingleFile) {
+  ScratchDir dir;
+  write_file(dir.path() / "config.json", std::string(kConfig));
+  write_file(dir.path() / "model.safetensors",
+             safetensors_bytes({raw_tensor("w", "F32", {2, 2}, std::vector<float>{1, 2, 3, 4}),
+                                raw_tensor("v", "F32", {1}, std::vector<float>{9})}));
+  ModelFiles m = ModelFiles::open(dir.str());
+  EXPECT_EQ(m.config().get_int("num_attention_heads"), 2);
+  EXPECT_EQ(m.names(), (std::vector<std::string>{"v", "w"}));
+  EXPECT_EQ(m.total_bytes(), 20u);
+  EXPECT_TRUE(m.has("w"));
+  EXPECT_FALSE(m.has("x"));
+  EXPECT_EQ(m.tensor("w").ptr<float>()[3], 4.f);
+  EXPECT_EQ(m.files().size(), 1u);
+  expect_contains(error_of([&] { m.tensor("model.layers.0.q_proj.weight"); }),
+                  {"'model.layers.0.q_proj.weight'", dir.str()});
+}
+
+TEST(ModelFiles, Sharded) {
+  ScratchDir dir;
+  write_sharded(dir, kWeightMap);
+  ModelFiles m = ModelFiles::open(dir.str());
+  EXPECT_EQ(m.files().size(), 2u);
+  EXPECT_EQ(m.names(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(m.total_bytes(), 8u + 12 + 4);
+  EXPECT_EQ(m.tensor("b").ptr<float>()[2], 5.f);
+  EXPECT_EQ(m.tensor("b").shape_str(), "[1, 3]");
+  TensorView c = m.tensor("c");
+  EXPECT_EQ(c.dtype, DType::bf16);
+  EXPECT_EQ(bf16_to_f32(c.ptr<uint16_t>()[1]), 7.f);
+  EXPECT_EQ(m.info("c").dtype, FileDType::BF16);
+  EXPECT_NE(m.file("c").path().find("model-00002-of-00002"), std::string::npos);
+  EXPECT_FALSE(m.has("d"));
+}
+
+TEST(ModelFiles, TensorsOutsideTheIndexAreNotExposed) {
+  ScratchDir dir;
+  write_sharded(dir, R"({"a": "model-00001-of-00002.safetensors", "c": "model-00002-of-00002.safetensors"})");
+  ModelFiles m = ModelFiles::open(dir.str());
+  EXPECT_EQ(m.names(), (std::vector<std::string>{"a", "c"}));
+  EXPECT_FALSE(m.has("b"));
+}
+
+TEST(ModelFiles, SingleFileWinsOverIndex) {
+  ScratchDir dir;
+  write_sharded(dir, kWeightMap);
+  write_file(dir.path() / "model.safetensors", safetensors_bytes({raw_tensor("z", "U8", {1}, std::vector<uint8_t>{1})}));
+  EXPECT_EQ(ModelFiles::open(dir.str()).names(), (std::vector<std::string>{"z"}));
+}
+
+TEST(ModelFiles, BrokenLayoutsNamed) {
+  {
+    ScratchDir dir;
+    write_sharded(dir, R"({"a": "model-00001-of-00002.safetensors", "q": "model-00003-of-00003.safetensors"})");
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"model-00003-of-00003.safetensors", "'q'", "does not exist"});
+  }
+  {
+    ScratchDir dir;
+    write_sharded(dir, R"({"a": "model-00001-of-00002.safetensors", "c": "model-00001-of-00002.safetensors"})");
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"'c'", "model-00001-of-00002.safetensors", "does not contain"});
+  }
+  {
+    ScratchDir dir;
+    write_sharded(dir, R"({"a": "../model-00001-of-00002.safetensors"})");
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"'a'", "not a plain file name"});
+  }
+  {
+    ScratchDir dir;
+    write_sharded(dir, R"({"a": 3})");
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"'a'", "not a file name"});
+  }
+  {
+    ScratchDir dir;
+    write_sharded(dir, "[]");
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"model.safetensors.index.json", "weight_map"});
+  }
+  {
+    ScratchDir dir;
+    write_sharded(dir, kWeightMap);
+    write_file(dir.path() / "model.safetensors.index.json", std::string("{\"weight_map\": {"));
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"model.safetensors.index.json", "invalid JSON"});
+  }
+  {
+    ScratchDir dir;
+    write_sharded(dir, kWeightMap);
+    // A truncated shard is caught when the directory is opened.
+    write_file(dir.path() / "model-00002-of-00002.safetensors", std::vector<uint8_t>{8, 0, 0});
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"model-00002-of-00002.safetensors", "too short"});
+  }
+  {
+    ScratchDir dir;
+    write_file(dir.path() / "config.json", std::string(kConfig));
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {dir.str(), "no weights"});
+  }
+  {
+    ScratchDir dir;
+    write_file(dir.path() / "model.safetensors", safetensors_bytes({raw_tensor("z", "U8", {1}, std::vector<uint8_t>{1})}));
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"config.json", "cannot open"});
+  }
+  expect_contains(error_of([&] { ModelFiles::open("/nonexistent/model"); }), {"/nonexistent/model", "not a directory"});
+}
+
+}  // namespace
+}  // namespace attnzoo
