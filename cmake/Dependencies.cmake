@@ -42,3 +42,20 @@ if(Python_FOUND)
   endif()
 endif()
 message(STATUS "attnzoo: Python module ${ATTNZOO_WITH_PYTHON}")
+
+# PCRE2 (8-bit, with Unicode properties) runs the tokenizers' pre-tokenizer regexes.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+add_library(attnzoo_pcre2 INTERFACE)
+target_link_libraries(attnzoo_pcre2 INTERFACE PkgConfig::PCRE2)
+
+# BLAS for the model GEMMs (OpenBLAS from Debian). Our pool owns the threads: the library is told to use one
+# thread and is called from inside our tasks.
+find_package(BLAS REQUIRED)
+add_library(attnzoo_blas INTERFACE)
+target_link_libraries(attnzoo_blas INTERFACE ${BLAS_LIBRARIES})
+find_path(ATTNZOO_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas x86_64-linux-gnu/openblas-pthread)
+if(ATTNZOO_CBLAS_INCLUDE)
+  target_include_directories(attnzoo_blas INTERFACE ${ATTNZOO_CBLAS_INCLUDE})
+endif()
+message(STATUS "attnzoo: BLAS ${BLAS_LIBRARIES} (cblas.h in ${ATTNZOO_CBLAS_INCLUDE})")

@@ -1,8 +1,65 @@
-// Bindings for the linear family, delta part.
+// Bindings for the linear family, delta part: the delta rule, the gated delta rule and KDA, each in chunked,
+// recurrent and reference form. The Python wrappers (attnzoo/linear/_delta.py) allocate o and the final state in
+// the caller's framework, make inputs contiguous and check them for NaN / Inf; shapes, dtypes and gates are
+// validated here (C++ errors name the argument).
+#include <nanobind/stl/optional.h>
+
+#include <optional>
+
 #include "bindings.h"
+#include "core/error.h"
+#include "kernels/linear/delta_rule/delta_rule.h"
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/kda/kda.h"
 
 namespace attnzoo::py {
+namespace {
 
-void bind_linear_delta(nb::module_& m) {}
+using DeltaEntry = void (*)(const DeltaArgs&);
+
+void bind_entry(nb::module_& m, const char* name, DeltaEntry entry) {
+  m.def(
+      name,
+      [entry](const AnyArray& q, const AnyArray& k, const AnyArray& v, std::optional<AnyArray> g,
+              std::optional<AnyArray> beta, const OutArray& o, std::optional<AnyArray> initial_state,
+              std::optional<OutArray> final_state, std::optional<float> scale, std::optional<AnyArray> cu_seqlens,
+              bool use_qk_l2norm_in_kernel, int64_t chunk_size) {
+        DeltaArgs a;
+        a.q = as_view(q, "q");
+        a.k = as_view(k, "k");
+        a.v = as_view(v, "v");
+        if (g) a.g = as_view(*g, "g");
+        if (beta) a.beta = as_view(*beta, "beta");
+        a.o = as_view(o, "o");
+        if (initial_state) a.initial_state = as_view(*initial_state, "initial_state");
+        if (final_state) a.final_state = as_view(*final_state, "final_state");
+        if (cu_seqlens) {
+          a.cu_seqlens = as_int32(*cu_seqlens, "cu_seqlens");
+          a.cu_seqlens_len = int64_t(cu_seqlens->shape(0));
+        }
+        a.scale = scale;
+        a.use_qk_l2norm_in_kernel = use_qk_l2norm_in_kernel;
+        a.chunk_size = chunk_size;
+        nb::gil_scoped_release release;
+        entry(a);
+      },
+      nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("g").none(), nb::arg("beta").none(), nb::arg("o"),
+      nb::arg("initial_state").none(), nb::arg("final_state").none(), nb::arg("scale").none(),
+      nb::arg("cu_seqlens").none(), nb::arg("use_qk_l2norm_in_kernel"), nb::arg("chunk_size"));
+}
+
+}  // namespace
+
+void bind_linear_delta(nb::module_& m) {
+  bind_entry(m, "chunk_delta_rule", chunk_delta_rule);
+  bind_entry(m, "recurrent_delta_rule", recurrent_delta_rule);
+  bind_entry(m, "delta_rule_reference", delta_rule_reference);
+  bind_entry(m, "chunk_gated_delta_rule", chunk_gated_delta_rule);
+  bind_entry(m, "recurrent_gated_delta_rule", recurrent_gated_delta_rule);
+  bind_entry(m, "gated_delta_rule_reference", gated_delta_rule_reference);
+  bind_entry(m, "chunk_kda", chunk_kda);
+  bind_entry(m, "recurrent_kda", recurrent_kda);
+  bind_entry(m, "kda_reference", kda_reference);
+}
 
 }  // namespace attnzoo::py

@@ -1,1 +1,211 @@
-__all__ = []
+"""The delta-rule family: DeltaNet, Gated DeltaNet and Kimi Delta Attention (KDA), in fla's API.
+
+All three are one recurrence over a [K, V] state per (sequence, value head):
+
+    S_t = D_t S_{t-1} + beta_t k_t (v_t - (D_t S_{t-1})^T k_t)^T,        o_t = S_t^T (scale * q_t)
+
+with D_t = I (delta rule), exp(g_t) I (gated delta rule, g [B, T, HV]) or diag(exp(g_t)) (KDA, g [B, T, HV, K]).
+
+Shapes (fla's layout): q, k [B, T, H, K]; v [B, T, HV, V] with HV a multiple of H (grouped value heads: value
+head hv reads q/k head hv // (HV // H)); beta [B, T, HV]; g log decays (natural log, finite, <= 0). With
+`cu_seqlens` (int [N + 1] token offsets) the batch is N packed sequences and B must be 1. States are
+[N, HV, K, V] float32 (N = B without cu_seqlens).
+
+dtypes: q, k, v, g, beta float32, bfloat16 or float16 (computed in float32); o has q's dtype.
+Arrays: numpy in -> numpy out, torch (CPU) in -> torch out.
+Errors: ValueError naming the argument for bad shapes, head counts, non-finite inputs, positive gates or an
+unsupported chunk size; TypeError for unsupported dtypes.
+
+Every function returns (o, final_state), final_state None unless output_final_state.
+chunk_*: the chunked (WY / UT) form for prefill, chunk_size 16, 32, 64 or 128.
+recurrent_* (alias fused_recurrent_*): one token at a time, for decode.
+*_reference: the plain recurrence in double precision (slow; for tests).
+"""
+import numpy as np
+
+from .. import _core
+from .._arrays import _is_torch, as_i32_vector, as_input, empty_like_input, shape_of
+
+__all__ = [
+    "chunk_delta_rule", "recurrent_delta_rule", "fused_recurrent_delta_rule", "delta_rule_reference",
+    "chunk_gated_delta_rule", "recurrent_gated_delta_rule", "fused_recurrent_gated_delta_rule",
+    "gated_delta_rule_reference",
+    "chunk_kda", "recurrent_kda", "fused_recurrent_kda", "kda_reference",
+]
+
+
+def _contiguous(x):
+    if _is_torch(x):
+        return x.contiguous()
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x)
+    return x
+
+
+def _prepared(x, name):
+    """Input as a contiguous CPU array. Values (NaN / Inf, positive gates) are checked by the kernel entry in one
+    fast pass, cheaper than a framework-side isfinite()."""
+    if x is None:
+        return None
+    return _contiguous(as_input(x, name))
+
+
+def _state_input(s, name):
+    """Initial states are float32; other float dtypes are converted, integer ones left for the kernel to refuse."""
+    s = _prepared(s, name)
+    if s is None:
+        return None
+    if _is_torch(s):
+        import torch
+        return s.to(torch.float32).contiguous() if s.is_floating_point() else s
+    return np.ascontiguousarray(s, dtype=np.float32) if s.dtype.kind == "f" else s
+
+
+def _float32_of(x):
+    if _is_torch(x):
+        import torch
+        return torch.float32
+    return np.float32
+
+
+def _run(entry, q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, cu_seqlens,
+         chunk_size):
+    q, k, v = _prepared(q, "q"), _prepared(k, "k"), _prepared(v, "v")
+    g, beta = _prepared(g, "g"), _prepared(beta, "beta")
+    initial_state = _state_input(initial_state, "initial_state")
+    cu_seqlens = as_i32_vector(cu_seqlens, "cu_seqlens")
+    if len(shape_of(q)) != 4:
+        raise ValueError(f"q: expected [B, T, H, K], got shape {shape_of(q)}")
+    if len(shape_of(v)) != 4:
+        raise ValueError(f"v: expected [B, T, HV, V], got shape {shape_of(v)}")
+    B, T, H, K = shape_of(q)
+    HV, V = shape_of(v)[2:]
+    if cu_seqlens is not None and len(shape_of(cu_seqlens)) != 1:
+        raise ValueError(f"cu_seqlens: must be 1-D, got shape {shape_of(cu_seqlens)}")
+    N = B if cu_seqlens is None else max(shape_of(cu_seqlens)[0] - 1, 0)
+    o = empty_like_input(q, (B, T, HV, V))
+    final_state = empty_like_input(q, (N, HV, K, V), dtype=_float32_of(q)) if output_final_state else None
+    entry(q, k, v, g, beta, o, initial_state, final_state, None if scale is None else float(scale), cu_seqlens,
+          bool(use_qk_l2norm_in_kernel), int(chunk_size))
+    return o, final_state
+
+
+# --- DeltaNet -------------------------------------------------------------------------------------------------
+
+def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None, output_final_state=False,
+                     use_qk_l2norm_in_kernel=False, cu_seqlens=None, chunk_size=64):
+    """DeltaNet, chunked (prefill): S_t = S_{t-1} + beta_t k_t (v_t - S_{t-1}^T k_t)^T, o_t = S_t^T (scale q_t).
+
+    q, k: [B, T, H, K]; v: [B, T, HV, V]; beta: [B, T, HV] (None means 1). scale: default K ** -0.5.
+    initial_state: [N, HV, K, V] or None. use_qk_l2norm_in_kernel: q, k <- x / sqrt(|x|^2 + 1e-6) first.
+    cu_seqlens: int [N + 1] offsets of packed sequences (B == 1). chunk_size: 16, 32, 64 or 128.
+    Returns (o [B, T, HV, V] in q's dtype, final_state [N, HV, K, V] float32 or None).
+    """
+    return _run(_core.chunk_delta_rule, q, k, v, None, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, chunk_size)
+
+
+def recurrent_delta_rule(q, k, v, beta=None, scale=None, initial_state=None, output_final_state=False,
+                         use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """DeltaNet, one token at a time (decode). Same arguments and results as chunk_delta_rule (no chunk_size)."""
+    return _run(_core.recurrent_delta_rule, q, k, v, None, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+
+
+fused_recurrent_delta_rule = recurrent_delta_rule
+
+
+def delta_rule_reference(q, k, v, beta=None, scale=None, initial_state=None, output_final_state=False,
+                         use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """DeltaNet as the plain recurrence in double precision (slow). Arguments as recurrent_delta_rule."""
+    return _run(_core.delta_rule_reference, q, k, v, None, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+
+
+# --- Gated DeltaNet -------------------------------------------------------------------------------------------
+
+def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+                           use_qk_l2norm_in_kernel=False, cu_seqlens=None, chunk_size=64):
+    """Gated DeltaNet (Qwen3-Next), chunked (prefill).
+
+    S_t = exp(g_t) S_{t-1} + beta_t k_t (v_t - exp(g_t) S_{t-1}^T k_t)^T, o_t = S_t^T (scale q_t).
+    q, k: [B, T, H, K]; v: [B, T, HV, V]; g: [B, T, HV] log decays (<= 0); beta: [B, T, HV] (None means 1;
+    values up to 2 allow negative eigenvalues). scale: default K ** -0.5. initial_state: [N, HV, K, V] or None.
+    use_qk_l2norm_in_kernel: q, k <- x / sqrt(|x|^2 + 1e-6) first (as fla and Qwen3-Next).
+    cu_seqlens: int [N + 1] offsets of packed sequences (B == 1). chunk_size: 16, 32, 64 or 128.
+    Returns (o [B, T, HV, V] in q's dtype, final_state [N, HV, K, V] float32 or None).
+    """
+    return _run(_core.chunk_gated_delta_rule, q, k, v, g, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, chunk_size)
+
+
+def recurrent_gated_delta_rule(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,
+                               use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """Gated DeltaNet, one token at a time (decode). Arguments as chunk_gated_delta_rule (no chunk_size)."""
+    return _run(_core.recurrent_gated_delta_rule, q, k, v, g, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+
+
+def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=None, scale=None, initial_state=None,
+                                     output_final_state=False, use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """fla's fused_recurrent_gated_delta_rule, argument for argument: g [B, T, HV] per-head log decay, or
+    gk [B, T, HV, K] per-key-channel log decay (then this is KDA); gv (per-value-channel decay) and g together
+    with gk are not supported. Otherwise as recurrent_gated_delta_rule."""
+    if gv is not None:
+        raise ValueError("gv: per-value-channel decay is not supported")
+    if gk is not None:
+        if g is not None:
+            raise ValueError("gk: give either g (per head) or gk (per key channel), not both")
+        return recurrent_kda(q, k, v, gk, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
+                             cu_seqlens)
+    if g is None:
+        return recurrent_delta_rule(q, k, v, beta, scale, initial_state, output_final_state,
+                                    use_qk_l2norm_in_kernel, cu_seqlens)
+    return recurrent_gated_delta_rule(q, k, v, g, beta, scale, initial_state, output_final_state,
+                                      use_qk_l2norm_in_kernel, cu_seqlens)
+
+
+def gated_delta_rule_reference(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,
+                               use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """Gated DeltaNet as the plain recurrence in double precision (slow). Arguments as recurrent_gated_delta_rule."""
+    return _run(_core.gated_delta_rule_reference, q, k, v, g, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+
+
+# --- Kimi Delta Attention -------------------------------------------------------------------------------------
+
+def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+              use_qk_l2norm_in_kernel=False, cu_seqlens=None, chunk_size=64):
+    """Kimi Delta Attention, chunked (prefill): the gated delta rule with one decay per key channel.
+
+    S_t = diag(exp(g_t)) S_{t-1} + beta_t k_t (v_t - (diag(exp(g_t)) S_{t-1})^T k_t)^T, o_t = S_t^T (scale q_t).
+    q, k: [B, T, H, K]; v: [B, T, HV, V]; g: [B, T, HV, K] log decays (<= 0, already activated: fla's
+    use_gate_in_kernel is not offered); beta: [B, T, HV] (None means 1). Other arguments and the results as
+    chunk_gated_delta_rule.
+    """
+    return _run(_core.chunk_kda, q, k, v, g, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, chunk_size)
+
+
+def recurrent_kda(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,
+                  use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """Kimi Delta Attention, one token at a time (decode). Arguments as chunk_kda (no chunk_size)."""
+    return _run(_core.recurrent_kda, q, k, v, g, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+
+
+def fused_recurrent_kda(q, k, v, g, beta=None, A_log=None, dt_bias=None, scale=None, initial_state=None,
+                        output_final_state=False, use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """fla's fused_recurrent_kda, argument for argument. The in-kernel gate activation (A_log, dt_bias) is not
+    supported: pass the activated log decays as g. Otherwise as recurrent_kda."""
+    if A_log is not None or dt_bias is not None:
+        raise ValueError("A_log: the in-kernel gate activation is not supported; pass activated log decays as g")
+    return recurrent_kda(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
+                         cu_seqlens)
+
+
+def kda_reference(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,
+                  use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+    """Kimi Delta Attention as the plain recurrence in double precision (slow). Arguments as recurrent_kda."""
+    return _run(_core.kda_reference, q, k, v, g, beta, scale, initial_state, output_final_state,
+                use_qk_l2norm_in_kernel, cu_seqlens, 64)

@@ -13,7 +13,7 @@ from .._arrays import _is_torch, as_i32_vector, as_input, check_finite, empty_li
 
 __all__ = [
     "mamba2_chunk_scan", "mamba2_recurrent", "mamba2_reference", "mamba2_state_update",
-    "selective_scan_fn", "selective_scan_reference", "selective_state_update",
+    "selective_scan_fn", "selective_scan", "selective_scan_reference", "selective_state_update",
     "rwkv4_wkv", "recurrent_rwkv4", "fused_recurrent_rwkv4", "rwkv4_reference",
     "recurrent_rwkv7", "fused_recurrent_rwkv7", "rwkv7_reference",
 ]
@@ -301,3 +301,7 @@ fused_recurrent_rwkv7 = recurrent_rwkv7
 def rwkv7_reference(r, w, k, v, a, b, scale=None, initial_state=None, output_final_state=True, cu_seqlens=None):
     """The same recurrence in double precision (slow); same arguments and results as recurrent_rwkv7."""
     return _rwkv7(True, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, True)
+
+
+# The issue's (and mamba_ssm's ops module's) short name for the same function.
+selective_scan = selective_scan_fn

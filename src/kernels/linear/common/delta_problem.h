@@ -1,0 +1,63 @@
+#pragma once
+// The delta-rule family (DeltaNet, Gated DeltaNet, Kimi Delta Attention) is one recurrence with three kinds of
+// decay, so it has one argument struct, one validated problem description and one set of kernels:
+//   S_t = D_t S_{t-1} + beta_t k_t (v_t - (D_t S_{t-1})^T k_t)^T,   o_t = S_t^T (scale * q_t)
+// with D_t = I (delta rule), exp(g_t) I (gated delta rule, g [B,T,HV]) or diag(exp(g_t)) (KDA, g [B,T,HV,K]).
+// State S is [K, V] per (sequence, value head), fla's layout.
+#include <cstdint>
+#include <optional>
+
+#include "core/tensor.h"
+#include "kernels/linear/common/sequences.h"
+
+namespace attnzoo {
+
+enum class DeltaGate { none, head, channel };
+
+// Arguments of every public delta-family entry point. Views must be contiguous; empty views mean "absent".
+struct DeltaArgs {
+  TensorView q;              // [B, T, H, K]  f32 / bf16 / f16
+  TensorView k;              // [B, T, H, K]
+  TensorView v;              // [B, T, HV, V], HV a multiple of H (value head hv reads key head hv / (HV/H))
+  TensorView g;              // log decay: absent, [B, T, HV] or [B, T, HV, K] depending on the family; <= 0
+  TensorView beta;           // [B, T, HV] write strength (any real; (0, 2) keeps the state bounded); absent = 1
+  TensorView o;              // [B, T, HV, V] output, any float dtype
+  TensorView initial_state;  // absent or [N, HV, K, V] f32
+  TensorView final_state;    // absent or [N, HV, K, V] f32, written (may alias initial_state)
+  const int32_t* cu_seqlens = nullptr;  // N + 1 token offsets of packed sequences (then B == 1)
+  int64_t cu_seqlens_len = 0;
+  std::optional<float> scale;           // default K^-0.5
+  bool use_qk_l2norm_in_kernel = false;  // q, k <- x / sqrt(|x|^2 + 1e-6) before use (fla's l2norm)
+  int64_t chunk_size = 64;               // chunked form only: 16, 32, 64 or 128
+};
+
+// A validated call: dimensions, the decay kind and the sequences.
+struct DeltaProblem {
+  DeltaGate gate = DeltaGate::none;
+  int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0;
+  float scale = 1.f;
+  bool l2norm = false;
+  int64_t chunk_size = 64;
+  SequenceSpans seqs;
+  TensorView q, k, v, g, beta, o;
+  const float* initial_state = nullptr;  // [N, HV, K, V]
+  float* final_state = nullptr;
+
+  int64_t group() const { return HV / H; }
+  // Element offsets of token row `row` (index into the flattened B*T tokens) for a head.
+  int64_t qk_offset(int64_t row, int64_t h) const { return (row * H + h) * K; }
+  int64_t v_offset(int64_t row, int64_t hv) const { return (row * HV + hv) * V; }
+  int64_t gate_offset(int64_t row, int64_t hv) const {
+    return gate == DeltaGate::channel ? (row * HV + hv) * K : row * HV + hv;
+  }
+  int64_t state_offset(int64_t seq, int64_t hv) const { return (seq * HV + hv) * K * V; }
+};
+
+// Checks shapes, dtypes, contiguity, head counts, values (finite inputs and states, gates <= 0), states and chunk
+// size against the family's gate kind; every error names the argument.
+DeltaProblem make_delta_problem(const DeltaArgs& args, DeltaGate gate);
+
+// The plain recurrence in double precision, one token at a time (the definition the fast paths are tested against).
+void delta_reference(const DeltaProblem& p);
+
+}  // namespace attnzoo

@@ -1,0 +1,18 @@
+#pragma once
+// Gated DeltaNet (Yang et al. 2024; Qwen3-Next): the delta rule with one scalar log decay g per value head and
+// token, in fla's layout and conventions:
+//   S_t = exp(g_t) S_{t-1} + beta_t k_t (v_t - exp(g_t) S_{t-1}^T k_t)^T,   o_t = S_t^T (scale q_t)
+// q, k [B, T, H, K]; v [B, T, HV, V] (HV a multiple of H); g, beta [B, T, HV]; state [N, HV, K, V] f32.
+// An absent g is the plain delta rule (see delta_rule/delta_rule.h), run by the same kernels.
+#include "kernels/linear/common/delta_problem.h"
+
+namespace attnzoo {
+
+// Chunked prefill (WY representation, tile GEMMs inside chunks of args.chunk_size tokens).
+void chunk_gated_delta_rule(const DeltaArgs& args);
+// Token-by-token recurrence (decode; any length).
+void recurrent_gated_delta_rule(const DeltaArgs& args);
+// The plain recurrence with double accumulation (tests).
+void gated_delta_rule_reference(const DeltaArgs& args);
+
+}  // namespace attnzoo

@@ -1,0 +1,9 @@
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+
+namespace attnzoo {
+
+void gated_delta_rule_reference(const DeltaArgs& args) {
+  delta_reference(make_delta_problem(args, args.g.empty() ? DeltaGate::none : DeltaGate::head));
+}
+
+}  // namespace attnzoo
