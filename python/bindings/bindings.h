@@ -35,5 +35,9 @@ void bind_linear_gla(nb::module_& m);
 void bind_linear_delta(nb::module_& m);
 void bind_linear_ssm(nb::module_& m);
 void bind_bench(nb::module_& m);
+void bind_tokenizer(nb::module_& m);
+void bind_model(nb::module_& m);
+void bind_engine(nb::module_& m);
+void bind_explain(nb::module_& m);
 
 }  // namespace attnzoo::py

@@ -26,4 +26,8 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_linear_delta(m);
   attnzoo::py::bind_linear_ssm(m);
   attnzoo::py::bind_bench(m);
+  attnzoo::py::bind_tokenizer(m);
+  attnzoo::py::bind_model(m);
+  attnzoo::py::bind_engine(m);
+  attnzoo::py::bind_explain(m);
 }

@@ -18,6 +18,10 @@ void usage() {
       "  info                    CPU targets, threads, caches, library versions\n"
       "  bench kernels [--quick] [--json] [--no-torch]\n"
       "                          kernel timings vs this machine's measured peak and vs PyTorch\n"
+      "  tokenize -m DIR TEXT    token ids and pieces (--report FILE: tokenizer statistics)\n"
+      "  inspect -m DIR          architecture, layers, parameters, KV / state bytes per token\n"
+      "  generate -m DIR -p TEXT text generation\n"
+      "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"
       "\n"
       "global options: --threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16");
 }
@@ -36,6 +40,10 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     if (cmd == "info") return attnzoo::cli::run_info(args);
     if (cmd == "bench") return attnzoo::cli::run_bench(args, argv[0]);
+    if (cmd == "tokenize") return attnzoo::cli::run_tokenize(args);
+    if (cmd == "inspect") return attnzoo::cli::run_inspect(args);
+    if (cmd == "generate") return attnzoo::cli::run_generate(args);
+    if (cmd == "explain") return attnzoo::cli::run_explain(args, argv[0]);
     std::fprintf(stderr, "attnzoo: unknown command '%s'\n", cmd.c_str());
     usage();
     return 2;

@@ -1,0 +1,12 @@
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace attnzoo::cli {
+
+int run_inspect(const std::vector<std::string>& args) {
+  std::fputs("attnzoo inspect: not available yet\n", stderr);
+  return 2;
+}
+
+}  // namespace attnzoo::cli
