@@ -334,7 +334,8 @@ def test_fuzz_arguments_never_crash():
         attnzoo.set_target(before)
     # The generator must exercise both sides of the checker, or the fuzz proves little.
     assert counts["ok"] >= 300 and counts["ValueError"] >= 200 and counts["TypeError"] >= 50, counts
-    assert time.monotonic() - start < 20
+    # A hang guard, not a speed test: 1000 tiny calls take seconds even on a loaded 2-core machine.
+    assert time.monotonic() - start < 300
 
 
 def test_fuzz_errors_agree_with_reference():
