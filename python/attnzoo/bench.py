@@ -300,7 +300,7 @@ def _apply_goals(cases, rows):
         row["goals"] = [{"goal": g.text, "met": g.check(row, by_key)} for g in case.goals]
 
 
-def run_kernels(scale="full", use_torch=True, progress=None):
+def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
     """Measures the peaks, then every case; returns the document `--json` prints.
 
     scale: "full" (headline shapes), "quick" (about a minute on 2 cores) or "tiny" (tests only).
@@ -321,9 +321,16 @@ def run_kernels(scale="full", use_torch=True, progress=None):
     for case in cases:
         say(f"timing {case.key} ({case.shape})")
         timed.append(run_case(case, None, config["timing"], use_torch))
+    linear = None
+    if with_linear:
+        from .bench_linear import run_linear
+        linear = run_linear(scale, config["timing"], peaks, say)
     say("measuring the peaks again")
     peaks = _better_peaks(peaks, measure_peaks(config))
     rows = [_rate_row(case, row, peaks) for case, row in zip(cases, timed)]
+    if linear is not None:
+        for d in linear["decode"]:
+            d["fraction_of_bandwidth"] = d["gbps"] / peaks["memory"]["gbps"]
     _apply_goals(cases, rows)
     cpu = _core.cpu_info()
     return {
@@ -335,6 +342,7 @@ def run_kernels(scale="full", use_torch=True, progress=None):
         "timing": config["timing"],
         "peaks": peaks,
         "rows": rows,
+        "linear": linear,
         "note": "" if use_torch else ("torch comparison disabled (--no-torch)" if torch is not None
                                       else "torch unavailable: no PyTorch ratios"),
     }
@@ -392,6 +400,9 @@ def format_table(doc):
     for row in table:
         cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
         lines.append("  ".join(cells + [row[-1]]).rstrip())
+    if doc.get("linear"):
+        from .bench_linear import format_linear
+        lines += format_linear(doc["linear"])
     if doc["note"]:
         lines += ["", doc["note"]]
     return "\n".join(lines)
