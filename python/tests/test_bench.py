@@ -178,3 +178,19 @@ def test_decode_rows_once_decode_exists(monkeypatch):
         assert row["rel_error_vs_torch"] < 1e-2  # the paged layout really holds the same cache
     paged_goals = {g["goal"]: g["met"] for g in rows[1]["goals"]}
     assert paged_goals["within 10% of contiguous bf16"] == (rows[1]["time_ms"] <= 1.1 * rows[0]["time_ms"])
+
+
+def test_linear_section_compares_every_family_at_every_length(tiny_doc):
+    linear = tiny_doc["linear"]
+    families = {"gated delta rule", "kda", "simple gla", "mamba2"}
+    lengths = sorted({r["T"] for r in linear["rows"]})
+    assert len(lengths) >= 2
+    assert {(r["family"], r["T"]) for r in linear["rows"]} == {(f, T) for f in families for T in lengths}
+    for r in linear["rows"]:
+        assert r["chunk_ms"] > 0 and r["recurrent_ms"] > 0
+        assert r["chunk_vs_recurrent"] == pytest.approx(r["recurrent_ms"] / r["chunk_ms"])
+        assert r["softmax_ms"] is None or r["softmax_ms"] > 0
+    assert set(linear["crossover"]) == families
+    step = linear["decode"][0]
+    assert step["gbps"] > 0 and step["fraction_of_bandwidth"] > 0
+    assert "linear family" in bench.format_table(tiny_doc)
