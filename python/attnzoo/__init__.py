@@ -10,6 +10,7 @@ from .softmax import attention, attention_reference, block_mask, BlockMask
 from .decode import attention_decode
 from .mla import mla_decode, mla_prefill
 from . import linear
+from .tokenizer import StreamDecoder, Tokenizer
 
 supported_targets = _core.supported_targets
 active_target = _core.active_target
@@ -20,5 +21,6 @@ cpu_info = _core.cpu_info
 
 __all__ = [
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "linear",
+    "Tokenizer", "StreamDecoder",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
 ]

@@ -1,8 +1,45 @@
-// Bindings for the tokenizer (filled in by its work).
+// Bindings for the tokenizer: attnzoo._core.Tokenizer and StreamDecoder (wrapped by attnzoo/tokenizer.py).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
 #include "bindings.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnzoo::py {
 
-void bind_tokenizer(nb::module_& m) {}
+void bind_tokenizer(nb::module_& m) {
+  using tok::Tokenizer;
+  nb::class_<Tokenizer>(m, "Tokenizer")
+      .def_static("load", &Tokenizer::load, nb::arg("path"), nb::call_guard<nb::gil_scoped_release>())
+      .def_static("from_json", &Tokenizer::from_json, nb::arg("text"), nb::arg("name"))
+      .def("encode", &Tokenizer::encode, nb::arg("text"), nb::arg("add_special_tokens") = true,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "decode",
+          [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip) { return t.decode(ids, skip); },
+          nb::arg("ids"), nb::arg("skip_special_tokens") = false, nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "decode_bytes",
+          [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip) {
+            const std::string s = t.decode_bytes(ids, skip);
+            return nb::bytes(s.data(), s.size());
+          },
+          nb::arg("ids"), nb::arg("skip_special_tokens") = false)
+      .def("token_to_id", &Tokenizer::token_to_id, nb::arg("token"))
+      .def("id_to_token", &Tokenizer::id_to_token, nb::arg("id"))
+      .def("is_special", &Tokenizer::is_special, nb::arg("id"))
+      .def_prop_ro("vocab_size", &Tokenizer::vocab_size)
+      .def_prop_ro("eos_token_ids", [](const Tokenizer& t) { return t.eos_token_ids(); });
+
+  nb::class_<tok::StreamDecoder>(m, "StreamDecoder")
+      .def(nb::init<std::shared_ptr<const Tokenizer>, bool>(), nb::arg("tokenizer"),
+           nb::arg("skip_special_tokens") = false)
+      .def("push", &tok::StreamDecoder::push, nb::arg("id"))
+      .def("finish", &tok::StreamDecoder::finish);
+}
 
 }  // namespace attnzoo::py

@@ -1,0 +1,129 @@
+"""Hugging Face ``tokenizer.json`` tokenizers (BPE: byte-level as in GPT-2 / Llama-3 / Qwen, or with byte
+fallback), run natively. Token ids match the ``tokenizers`` library for the components supported; a file using
+anything else is refused when loaded, with a ``ValueError`` naming the file and the field.
+
+    tok = Tokenizer.load("path/to/model_dir")      # or the tokenizer.json itself
+    ids = tok.encode("Hello world")                 # add_special_tokens=True: BOS/EOS per the post-processor
+    text = tok.decode(ids, skip_special_tokens=True)
+"""
+import operator
+import os
+
+from . import _core
+
+_MAX_ID = 2**31 - 1
+
+
+def _ids(ids):
+    if hasattr(ids, "tolist"):  # numpy arrays, torch tensors
+        ids = ids.tolist()
+    if isinstance(ids, (str, bytes)):
+        raise TypeError("ids: expected a sequence of ints, got a string")
+    out = []
+    for i, x in enumerate(ids):
+        if isinstance(x, bool):
+            raise TypeError(f"ids[{i}]: expected an int, got bool")
+        try:
+            v = operator.index(x)
+        except TypeError:
+            raise TypeError(f"ids[{i}]: expected an int, got {type(x).__name__}") from None
+        if v < 0:
+            raise ValueError(f"ids[{i}]: token ids are non-negative, got {v}")
+        # Ids past the vocabulary are skipped when decoding, as in `tokenizers`; clamp so they stay unknown.
+        out.append(min(v, _MAX_ID))
+    return out
+
+
+class Tokenizer:
+    """A loaded tokenizer. Build with :meth:`load` or :meth:`from_str`."""
+
+    def __init__(self, native):
+        self._native = native
+
+    @classmethod
+    def load(cls, path):
+        """Loads ``path``: a ``tokenizer.json`` file or a model directory holding one (whose
+        generation_config.json / config.json / tokenizer_config.json then supply ``eos_token_ids``)."""
+        return cls(_core.Tokenizer.load(os.fspath(path)))
+
+    @classmethod
+    def from_str(cls, text, name="tokenizer.json"):
+        """Parses tokenizer.json text; ``name`` stands for the file in error messages."""
+        if not isinstance(text, str):
+            raise TypeError(f"text: expected str, got {type(text).__name__}")
+        return cls(_core.Tokenizer.from_json(text, name))
+
+    def encode(self, text, add_special_tokens=True):
+        """Token ids of ``text`` (a str)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text: expected str, got {type(text).__name__}")
+        if _has_surrogates(text):
+            raise ValueError("text: contains a lone surrogate (not encodable as UTF-8)")
+        return self._native.encode(text, bool(add_special_tokens))
+
+    def decode(self, ids, skip_special_tokens=False):
+        """Text of ``ids``; unknown ids are skipped, invalid UTF-8 becomes U+FFFD."""
+        return self._native.decode(_ids(ids), bool(skip_special_tokens))
+
+    def decode_bytes(self, ids, skip_special_tokens=False):
+        """The bytes ``ids`` spell, partial or invalid UTF-8 kept as is (byte-level and byte-fallback tokens)."""
+        return self._native.decode_bytes(_ids(ids), bool(skip_special_tokens))
+
+    def stream(self, skip_special_tokens=False):
+        """A :class:`StreamDecoder` for incremental decoding."""
+        return StreamDecoder(self, skip_special_tokens)
+
+    @property
+    def vocab_size(self):
+        """Distinct tokens: the model vocabulary and the added tokens together."""
+        return self._native.vocab_size
+
+    @property
+    def eos_token_ids(self):
+        """End-of-sequence ids from the model directory's configs ([] when loaded from a bare file)."""
+        return list(self._native.eos_token_ids)
+
+    def token_to_id(self, token):
+        """The id of ``token`` (a vocabulary or added token), or None."""
+        if not isinstance(token, str):
+            raise TypeError(f"token: expected str, got {type(token).__name__}")
+        return self._native.token_to_id(token)
+
+    def id_to_token(self, id):
+        """The token string of ``id``, or None."""
+        v = operator.index(id)
+        if v < 0 or v > _MAX_ID:
+            return None
+        return self._native.id_to_token(v)
+
+    def is_special(self, id):
+        v = operator.index(id)
+        return 0 <= v <= _MAX_ID and self._native.is_special(v)
+
+
+class StreamDecoder:
+    """Feed ids one at a time; each :meth:`push` returns the text they complete, never half a character."""
+
+    def __init__(self, tokenizer, skip_special_tokens=False):
+        self._native = _core.StreamDecoder(tokenizer._native, bool(skip_special_tokens))
+
+    def push(self, id):
+        v = operator.index(id)
+        if v < 0:
+            raise ValueError(f"id: token ids are non-negative, got {v}")
+        return self._native.push(min(v, _MAX_ID))
+
+    def finish(self):
+        """What is still held back (incomplete characters as U+FFFD); the stream starts over."""
+        return self._native.finish()
+
+
+def _has_surrogates(text):
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+__all__ = ["Tokenizer", "StreamDecoder"]
