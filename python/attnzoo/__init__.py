@@ -11,6 +11,9 @@ from .decode import attention_decode
 from .mla import mla_decode, mla_prefill
 from . import linear
 from .tokenizer import StreamDecoder, Tokenizer
+from .model import Model, Sequence
+from . import generate  # noqa: F401  (the module: attnzoo.generate.generate)
+from .generate import Sampler, sample
 
 supported_targets = _core.supported_targets
 active_target = _core.active_target
@@ -21,6 +24,6 @@ cpu_info = _core.cpu_info
 
 __all__ = [
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "linear",
-    "Tokenizer", "StreamDecoder",
+    "Tokenizer", "StreamDecoder", "Model", "Sequence", "generate", "Sampler", "sample",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
 ]

@@ -1,8 +1,175 @@
-// Bindings for the engine (filled in by its work).
+// Bindings for the engine: the sampler (one-shot over a batch of rows, or stateful across steps), stop-string
+// matching and the checkpoint's EOS ids. The generation loop itself is Python (attnzoo/generate.py) over the
+// model's Python API; the C++ loop (engine/generate.h) serves the CLI.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <span>
+
 #include "bindings.h"
+#include "core/error.h"
+#include "engine/generate.h"
+#include "engine/model_adapters.h"
+#include "engine/sampler.h"
+#include "engine/stop.h"
 
 namespace attnzoo::py {
+namespace {
 
-void bind_engine(nb::module_& m) {}
+SamplingParams make_params(float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
+                           float presence_penalty, float frequency_penalty, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.repetition_penalty = repetition_penalty;
+  p.presence_penalty = presence_penalty;
+  p.frequency_penalty = frequency_penalty;
+  p.seed = seed;
+  p.validate();
+  return p;
+}
+
+// Logits as [rows, vocab] f32, contiguous along the vocabulary.
+struct Rows {
+  const float* data;
+  int64_t rows, vocab, row_stride;
+};
+
+Rows logits_rows(const AnyArray& logits) {
+  const TensorView v = as_view(logits, "logits");
+  if (v.dtype != DType::f32) throw DTypeError(std::string("logits: expected float32, got ") + dtype_name(v.dtype));
+  require(v.ndim == 1 || v.ndim == 2, "logits", "must be [vocab] or [batch, vocab], got " + v.shape_str());
+  require(v.size(-1) > 0, "logits", "has an empty vocabulary dimension");
+  require(v.stride(-1) == 1, "logits", "must be contiguous along the vocabulary");
+  return {v.ptr<float>(), v.ndim == 2 ? v.shape[0] : 1, v.size(-1), v.ndim == 2 ? v.strides[0] : v.shape[0]};
+}
+
+std::span<const int32_t> context_span(const std::optional<AnyArray>& ids) {
+  if (!ids) return {};
+  const TensorView v = as_view(*ids, "context_ids");
+  if (v.numel() == 0) return {};
+  return {as_int32(*ids, "context_ids"), size_t(v.shape[0])};
+}
+
+}  // namespace
+
+void bind_engine(nb::module_& m) {
+  m.def("sample",
+        [](const AnyArray& logits, float temperature, int64_t top_k, float top_p, float min_p,
+           float repetition_penalty, float presence_penalty, float frequency_penalty,
+           std::optional<AnyArray> context_ids, std::optional<AnyArray> context_offsets, uint64_t seed) {
+          Sampler sampler(make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                      frequency_penalty, seed));
+          const Rows r = logits_rows(logits);
+          const std::span<const int32_t> ctx = context_span(context_ids);
+          const int32_t* offsets = nullptr;
+          if (context_offsets) {
+            require(context_ids.has_value(), "context_offsets", "given without context_ids");
+            offsets = as_int32(*context_offsets, "context_offsets", r.rows + 1);
+            require(offsets[0] == 0 && offsets[r.rows] == int32_t(ctx.size()), "context_offsets",
+                    "must start at 0 and end at len(context_ids)");
+            for (int64_t b = 0; b < r.rows; ++b)
+              require(offsets[b] <= offsets[b + 1], "context_offsets", "must be non-decreasing");
+          }
+          auto* out = new std::vector<int32_t>(size_t(r.rows));
+          nb::capsule owner(out, [](void* p) noexcept { delete static_cast<std::vector<int32_t>*>(p); });
+          {
+            nb::gil_scoped_release release;
+            // Rows draw in order from one generator: the same seed gives the same ids for the same batch.
+            for (int64_t b = 0; b < r.rows; ++b) {
+              const auto row_ctx = offsets ? ctx.subspan(size_t(offsets[b]), size_t(offsets[b + 1] - offsets[b])) : ctx;
+              (*out)[size_t(b)] = sampler.sample({r.data + b * r.row_stride, size_t(r.vocab)}, row_ctx);
+            }
+          }
+          return nb::ndarray<nb::numpy, int32_t, nb::ndim<1>>(out->data(), {size_t(r.rows)}, owner);
+        },
+        nb::arg("logits"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("min_p"),
+        nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"),
+        nb::arg("context_ids").none(), nb::arg("context_offsets").none(), nb::arg("seed"),
+        "One token id per row of float32 logits [vocab] or [batch, vocab] (see attnzoo.generate.sample).");
+
+  nb::class_<Sampler>(m, "Sampler", "A sampler whose generator advances across calls (one per generation).")
+      .def("__init__",
+           [](Sampler* self, float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
+              float presence_penalty, float frequency_penalty, uint64_t seed) {
+             new (self) Sampler(make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                            frequency_penalty, seed));
+           },
+           nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("min_p"),
+           nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"), nb::arg("seed"))
+      .def("sample",
+           [](Sampler& s, const AnyArray& logits, std::optional<AnyArray> context_ids) {
+             const Rows r = logits_rows(logits);
+             require(r.rows == 1 && logits.ndim() == 1, "logits", "must be one row [vocab]");
+             const auto ctx = context_span(context_ids);
+             nb::gil_scoped_release release;
+             return s.sample({r.data, size_t(r.vocab)}, ctx);
+           },
+           nb::arg("logits"), nb::arg("context_ids").none());
+
+  nb::class_<StopStringMatcher>(m, "StopStringMatcher")
+      .def(nb::init<std::vector<std::string>>(), nb::arg("stops"))
+      .def("push",
+           [](StopStringMatcher& m, const std::string& piece) {
+             auto step = m.push(piece);
+             return std::make_pair(step.text, step.stopped);
+           },
+           nb::arg("piece"), "Returns (text safe to emit, whether a stop string completed).")
+      .def("flush", &StopStringMatcher::flush);
+
+  // The C++ generation loop over a loaded model (and tokenizer, for text and stop strings). `stream` is called
+  // with each piece of text, with the GIL held; it needs a tokenizer.
+  m.def("generate",
+        [](const Model& model, const AnyArray& ids, std::shared_ptr<const tok::Tokenizer> tokenizer,
+           float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
+           float presence_penalty, float frequency_penalty, uint64_t seed, int64_t max_new_tokens,
+           std::vector<int32_t> eos_token_ids, std::vector<std::string> stop, nb::object stream) {
+          GenerationOptions o;
+          o.sampling = make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                   frequency_penalty, seed);
+          o.max_new_tokens = max_new_tokens;
+          o.eos_token_ids = std::move(eos_token_ids);
+          o.stop = std::move(stop);
+          const TensorView v = as_view(ids, "ids");
+          const std::span<const int32_t> prompt(v.numel() ? as_int32(ids, "ids") : nullptr, size_t(v.numel()));
+          ModelSequence sequence(model);
+          std::unique_ptr<TokenizerTextStream> text;
+          if (tokenizer) text = std::make_unique<TokenizerTextStream>(tokenizer);
+          require(stream.is_none() || text, "stream", "needs a tokenizer (the native loop streams text)");
+          TextCallback on_text;
+          if (!stream.is_none()) {
+            on_text = [&](std::string_view piece) {
+              nb::gil_scoped_acquire acquire;
+              stream(nb::str(piece.data(), piece.size()));
+            };
+          }
+          GenerationResult r;
+          {
+            nb::gil_scoped_release release;
+            r = generate(sequence, prompt, o, text.get(), on_text);
+          }
+          nb::dict out;
+          out["tokens"] = r.tokens;
+          out["text"] = r.text;
+          out["stop_reason"] = std::string(stop_reason_name(r.reason));
+          out["prompt_tokens"] = r.prompt_tokens;
+          out["prefill_seconds"] = r.prefill_seconds;
+          out["decode_seconds"] = r.decode_seconds;
+          out["decode_steps"] = r.decode_steps;
+          return out;
+        },
+        nb::arg("model"), nb::arg("ids"), nb::arg("tokenizer").none(), nb::arg("temperature"), nb::arg("top_k"),
+        nb::arg("top_p"), nb::arg("min_p"), nb::arg("repetition_penalty"), nb::arg("presence_penalty"),
+        nb::arg("frequency_penalty"), nb::arg("seed"), nb::arg("max_new_tokens"), nb::arg("eos_token_ids"),
+        nb::arg("stop"), nb::arg("stream").none());
+
+  m.def("load_eos_token_ids", &load_eos_token_ids, nb::arg("model_dir"),
+        "EOS ids from generation_config.json, else config.json (empty list when neither names one).");
+}
 
 }  // namespace attnzoo::py

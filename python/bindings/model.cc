@@ -1,8 +1,132 @@
-// Bindings for the model (filled in by its work).
+// Bindings for models: _core.Model (load, new_sequence, forward over one sequence or a ragged batch, inspect) and
+// _core.Sequence (a sequence's caches). Python wraps them in attnzoo/model.py.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <span>
+
 #include "bindings.h"
+#include "core/error.h"
+#include "loader/config.h"
+#include "models/model.h"
 
 namespace attnzoo::py {
+namespace {
 
-void bind_model(nb::module_& m) {}
+using Logits = nb::ndarray<nb::numpy, float, nb::ndim<2>>;
+
+Logits to_numpy(std::vector<float>&& values, int64_t rows, int64_t vocab) {
+  auto* owned = new std::vector<float>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  return Logits(owned->data(), {size_t(rows), size_t(vocab)}, owner);
+}
+
+std::span<const int32_t> ids_span(const AnyArray& ids, const char* name) {
+  const TensorView v = as_view(ids, name);
+  require(v.ndim == 1, name, "must be 1-D, got " + v.shape_str());
+  require(v.shape[0] > 0, name, "must hold at least one token");
+  return {as_int32(ids, name), size_t(v.shape[0])};
+}
+
+nb::dict cache_spec_dict(const CacheSpec& s) {
+  nb::dict d;
+  d["kind"] = s.kind;
+  d["bytes_per_token"] = s.bytes_per_token;
+  d["fixed_bytes"] = s.fixed_bytes;
+  d["block_tokens"] = s.block_tokens;
+  d["max_tokens"] = s.max_tokens;
+  return d;
+}
+
+nb::dict info_dict(const ModelInfo& i) {
+  nb::dict d;
+  d["architecture"] = i.architecture;
+  d["model_type"] = i.model_type;
+  d["vocab_size"] = i.vocab_size;
+  d["hidden_size"] = i.hidden_size;
+  d["intermediate_size"] = i.intermediate_size;
+  d["num_layers"] = i.num_layers;
+  d["num_attention_heads"] = i.num_heads;
+  d["num_key_value_heads"] = i.num_kv_heads;
+  d["head_dim"] = i.head_dim;
+  d["max_position_embeddings"] = i.max_position_embeddings;
+  d["tied_embeddings"] = i.tied_embeddings;
+  d["checkpoint_dtype"] = i.checkpoint_dtype;
+  d["weights_dtype"] = std::string(dtype_name(i.weights));
+  d["parameter_count"] = i.parameter_count;
+  d["checkpoint_bytes"] = i.checkpoint_bytes;
+  d["owned_weight_bytes"] = i.owned_weight_bytes;
+  nb::list layers;
+  for (const auto& l : i.layers) {
+    nb::dict ld;
+    ld["kind"] = l.kind;
+    ld["window"] = l.window;
+    ld["cache"] = cache_spec_dict(l.cache);
+    layers.append(ld);
+  }
+  d["layers"] = layers;
+  d["cache_bytes_per_token"] = i.cache_bytes_per_token();
+  nb::dict at;
+  for (int64_t t : {int64_t(4096), int64_t(131072), int64_t(1048576)}) at[nb::int_(t)] = i.cache_bytes_for(t);
+  d["cache_bytes_at"] = at;
+  return d;
+}
+
+}  // namespace
+
+void bind_model(nb::module_& m) {
+  nb::class_<SequenceState>(m, "Sequence", "One sequence's caches (one state per layer) and its length.")
+      .def_prop_ro("length", [](const SequenceState& s) { return s.length; })
+      .def_prop_ro("cache_bytes", [](const SequenceState& s) { return s.bytes(); });
+
+  nb::class_<Model>(m, "Model")
+      .def_static(
+          "load",
+          [](const std::string& dir, const std::string& dtype, int64_t kv_block_tokens) {
+            const Config cfg = dtype == "auto" ? Config::load(dir + "/config.json") : Config::parse("{}", "");
+            LoadOptions opts = parse_load_dtype(dtype, cfg);
+            opts.kv_block_tokens = kv_block_tokens;
+            nb::gil_scoped_release release;
+            return Model::load(dir, opts);
+          },
+          nb::arg("dir"), nb::arg("dtype") = "float32", nb::arg("kv_block_tokens") = int64_t(256))
+      .def("new_sequence", [](const Model& model) { return model.new_sequence(); }, nb::keep_alive<0, 1>())
+      .def(
+          "forward",
+          [](const Model& model, const AnyArray& ids, SequenceState& seq, bool last_only) {
+            Batch batch;
+            batch.add(seq, ids_span(ids, "ids"));
+            std::vector<float> logits;
+            {
+              nb::gil_scoped_release release;
+              logits = model.forward(batch, last_only);
+            }
+            return to_numpy(std::move(logits), last_only ? 1 : batch.num_tokens(), model.info().vocab_size);
+          },
+          nb::arg("ids"), nb::arg("seq"), nb::arg("last_only") = false)
+      .def(
+          "forward_batch",
+          [](const Model& model, const std::vector<SequenceState*>& seqs, const std::vector<AnyArray>& ids,
+             bool last_only) {
+            require(seqs.size() == ids.size(), "ids", "needs one id array per sequence");
+            Batch batch;
+            for (size_t i = 0; i < seqs.size(); ++i) {
+              require(seqs[i] != nullptr, "seqs", "contains None");
+              batch.add(*seqs[i], ids_span(ids[i], "ids"));
+            }
+            std::vector<float> logits;
+            {
+              nb::gil_scoped_release release;
+              logits = model.forward(batch, last_only);
+            }
+            return to_numpy(std::move(logits), last_only ? batch.num_sequences() : batch.num_tokens(),
+                            model.info().vocab_size);
+          },
+          nb::arg("seqs"), nb::arg("ids"), nb::arg("last_only") = false,
+          "Ragged batch: sequence i gets ids[i]; logits rows follow the packed token order.")
+      .def("inspect", [](const Model& model) { return info_dict(model.info()); })
+      .def_prop_ro("vocab_size", [](const Model& model) { return model.info().vocab_size; });
+}
 
 }  // namespace attnzoo::py

@@ -1,0 +1,282 @@
+"""Sampling and text generation.
+
+``sample`` draws token ids from logits with Hugging Face's processing order (repetition penalty, presence /
+frequency penalties, temperature, top-k, top-p, min-p); ``temperature=0`` is greedy. A seed gives the same
+tokens on every machine (the generator is attnzoo's own xoshiro256**).
+
+``generate`` runs a model through its Python API (``model.new_sequence()``, ``model.forward(ids, seq=state)`` ->
+logits ``[T, vocab]``): the prompt is prefilled once, then each sampled token is fed back alone, reusing the
+sequence's cache. Ids in -> new ids out; text in -> new text out.
+"""
+import numpy as np
+
+from . import _core
+from ._arrays import _is_torch, as_input
+
+__all__ = ["sample", "Sampler", "generate"]
+
+
+def _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed):
+    if temperature is None:
+        raise ValueError("temperature: must be a number >= 0 (0 = greedy), got None")
+    if top_k is None:
+        top_k = 0
+    if seed is None:
+        seed = 0
+    if int(seed) < 0:
+        raise ValueError(f"seed: must be >= 0, got {seed}")
+    return dict(temperature=float(temperature), top_k=int(top_k), top_p=float(top_p), min_p=float(min_p),
+                repetition_penalty=float(repetition_penalty), presence_penalty=float(presence_penalty),
+                frequency_penalty=float(frequency_penalty), seed=int(seed))
+
+
+def _f32_rows(logits):
+    x = as_input(logits, "logits")
+    if _is_torch(x):
+        import torch
+        if not x.is_floating_point():
+            raise TypeError(f"logits: expected a floating-point tensor, got {x.dtype}")
+        return x.to(torch.float32).contiguous().numpy()
+    x = np.asarray(x)
+    if x.dtype.kind != "f":
+        raise TypeError(f"logits: expected a floating-point array, got {x.dtype}")
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def _ids(ids, name):
+    if ids is None:
+        return None
+    if _is_torch(ids):
+        ids = ids.detach().cpu().numpy()
+    ids = np.asarray(ids)
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.int32)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected integer token ids, got {ids.dtype}")
+    if ids.ndim != 1:
+        raise ValueError(f"{name}: must be 1-D, got shape {ids.shape}")
+    return np.ascontiguousarray(ids, dtype=np.int32)
+
+
+def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, presence_penalty=0.0,
+           frequency_penalty=0.0, context_ids=None, seed=0):
+    """Token ids from logits ``[vocab]`` (returns an int) or ``[batch, vocab]`` (returns int32 ids ``[batch]``,
+    numpy or torch like the input).
+
+    ``context_ids``: the tokens seen so far, for the penalties: one sequence (shared by every row) or, for a
+    batch, a list with one sequence per row. Rows draw in order from one generator seeded by ``seed``.
+    """
+    p = _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed)
+    x = _f32_rows(logits)
+    ctx, offsets = None, None
+    if context_ids is not None:
+        per_row = x.ndim == 2 and isinstance(context_ids, (list, tuple)) and len(context_ids) > 0 and \
+            not np.isscalar(context_ids[0])
+        if per_row:
+            if len(context_ids) != x.shape[0]:
+                raise ValueError(f"context_ids: has {len(context_ids)} sequences for {x.shape[0]} rows of logits")
+            rows = [_ids(c, "context_ids") for c in context_ids]
+            offsets = np.zeros(len(rows) + 1, dtype=np.int32)
+            offsets[1:] = np.cumsum([len(r) for r in rows])
+            ctx = np.concatenate(rows).astype(np.int32) if offsets[-1] else np.zeros(0, dtype=np.int32)
+        else:
+            ctx = _ids(context_ids, "context_ids")
+    ids = _core.sample(x, p["temperature"], p["top_k"], p["top_p"], p["min_p"], p["repetition_penalty"],
+                       p["presence_penalty"], p["frequency_penalty"], ctx, offsets, p["seed"])
+    if x.ndim == 1:
+        return int(ids[0])
+    if _is_torch(logits):
+        import torch
+        return torch.from_numpy(np.array(ids))
+    return np.array(ids)
+
+
+class Sampler:
+    """A sampler whose generator advances from call to call: the draws of one generation."""
+
+    def __init__(self, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0,
+                 presence_penalty=0.0, frequency_penalty=0.0, seed=0):
+        self._s = _core.Sampler(**_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                          frequency_penalty, seed))
+
+    def sample(self, logits, context_ids=None):
+        """One token id from one row of logits ``[vocab]``."""
+        x = _f32_rows(logits)
+        return self._s.sample(x, _ids(context_ids, "context_ids"))
+
+
+class _TextStream:
+    """Token ids to text, piece by piece, never splitting a UTF-8 character.
+
+    Uses the tokenizer's own streaming decoder when it has one; otherwise decodes the generated ids and emits the
+    growth, holding back a trailing U+FFFD (a character whose bytes have not all arrived)."""
+
+    def __init__(self, tokenizer):
+        self._tok = tokenizer
+        self._stream = None
+        for name in ("stream", "stream_decoder", "decode_stream"):
+            if hasattr(tokenizer, name):
+                try:
+                    self._stream = getattr(tokenizer, name)(skip_special_tokens=True)
+                except TypeError:
+                    self._stream = getattr(tokenizer, name)()
+                break
+        self._ids, self._emitted = [], ""
+
+    def _decode(self):
+        try:
+            return self._tok.decode(self._ids, skip_special_tokens=True)
+        except TypeError:
+            return self._tok.decode(self._ids)
+
+    def push(self, token):
+        if self._stream is not None:
+            return self._stream.push(token)
+        self._ids.append(int(token))
+        text = self._decode()
+        if text.endswith("\ufffd") or not text.startswith(self._emitted):
+            return ""
+        piece, self._emitted = text[len(self._emitted):], text
+        return piece
+
+    def flush(self):
+        if self._stream is not None:
+            for name in ("finish", "flush"):
+                if hasattr(self._stream, name):
+                    return getattr(self._stream, name)()
+            return ""
+        text = self._decode()
+        piece = text[len(self._emitted):] if text.startswith(self._emitted) else ""
+        self._emitted = text
+        return piece
+
+
+def _eos_ids(model, tokenizer, eos_token_id):
+    if eos_token_id is not None:
+        return {int(eos_token_id)} if np.isscalar(eos_token_id) else {int(i) for i in eos_token_id}
+    for source in (tokenizer, model):
+        ids = getattr(source, "eos_token_ids", None) if source is not None else None
+        if ids:
+            return {int(i) for i in ids}
+    for attr in ("directory", "path", "dir", "model_dir"):
+        d = getattr(model, attr, None)
+        if isinstance(d, str):
+            return set(_core.load_eos_token_ids(d))
+    return set()
+
+
+def _forward_last(model):
+    """model.forward returning at least the last row; asks for only that row when the model can say so."""
+    import inspect
+    try:
+        last_only = "last_only" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        last_only = False
+    if last_only:
+        return lambda ids, seq: model.forward(ids, seq=seq, last_only=True)
+    return lambda ids, seq: model.forward(ids, seq=seq)
+
+
+def _last_row(logits):
+    if _is_torch(logits):
+        return logits[-1].detach().to("cpu").float().contiguous().numpy()
+    x = np.asarray(logits)
+    return np.ascontiguousarray(x[-1] if x.ndim == 2 else x, dtype=np.float32)
+
+
+def _native_parts(model, tokenizer, stream):
+    """(core model, core tokenizer) when the C++ loop can run this generation, else None."""
+    core_model = getattr(model, "_core", None)
+    if not isinstance(core_model, getattr(_core, "Model", ())):
+        return None
+    if tokenizer is None:
+        return None if stream is not None else (core_model, None)
+    core_tok = getattr(tokenizer, "_native", None)
+    if not isinstance(core_tok, getattr(_core, "Tokenizer", ())):
+        return None
+    return core_model, core_tok
+
+
+def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
+             repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, seed=0, stop=None,
+             eos_token_id=None, stream=None, native=None):
+    """Continue a prompt.
+
+    ``prompt_or_ids``: text (needs ``tokenizer``; returns the new text) or token ids (returns the list of new
+    ids; an EOS that ended generation is included, as transformers does). ``stop``: a string or list of strings
+    that end generation; the text is trimmed before it (needs ``tokenizer``). ``eos_token_id``: int or list,
+    default from the tokenizer / the model's directory. ``stream``: called with each new piece of text as soon
+    as it is final (with ids in and no tokenizer: with each new id). ``temperature=0`` is greedy.
+
+    ``native``: run the C++ loop (attnzoo models and tokenizers only; no Python between tokens). Default: when
+    possible. The Python loop serves any object with the model API. Both draw the same tokens for a seed.
+    """
+    text_in = isinstance(prompt_or_ids, str)
+    if text_in:
+        if tokenizer is None:
+            raise ValueError("tokenizer: needed to encode a text prompt")
+        ids = [int(i) for i in tokenizer.encode(prompt_or_ids)]
+    else:
+        arr = _ids(prompt_or_ids, "prompt_or_ids")
+        ids = [] if arr is None else [int(i) for i in arr]
+    if not ids:
+        raise ValueError("prompt_or_ids: is empty: generation needs at least one token")
+    if int(max_new_tokens) < 0:
+        raise ValueError(f"max_new_tokens: must be >= 0, got {max_new_tokens}")
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    if stops and tokenizer is None:
+        raise ValueError("stop: stop strings need a tokenizer to decode the text")
+    params = _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty,
+                     seed)
+    eos = _eos_ids(model, tokenizer, eos_token_id)
+    parts = _native_parts(model, tokenizer, stream) if native in (None, True) else None
+    if native and parts is None:
+        raise ValueError("native: the C++ loop needs an attnzoo Model, an attnzoo Tokenizer (or None) and, without "
+                         "a tokenizer, no stream callback")
+    if parts is not None:
+        out = _core.generate(parts[0], np.asarray(ids, dtype=np.int32), parts[1], params["temperature"],
+                             params["top_k"], params["top_p"], params["min_p"], params["repetition_penalty"],
+                             params["presence_penalty"], params["frequency_penalty"], params["seed"],
+                             int(max_new_tokens), sorted(eos), stops, stream)
+        return out["text"] if text_in else list(out["tokens"])
+    sampler = Sampler(**params)
+    matcher = _core.StopStringMatcher(stops)
+    text = _TextStream(tokenizer) if tokenizer is not None else None
+
+    new_ids, pieces = [], []
+
+    def emit(piece):
+        if piece:
+            pieces.append(piece)
+            if stream is not None:
+                stream(piece)
+
+    if int(max_new_tokens) == 0:
+        return "" if text_in else []
+    forward = _forward_last(model)
+    seq = model.new_sequence()
+    logits = forward(np.asarray(ids, dtype=np.int32), seq)
+    context = list(ids)
+    stopped = False
+    while True:
+        token = sampler.sample(_last_row(logits), np.asarray(context, dtype=np.int32))
+        new_ids.append(token)
+        context.append(token)
+        if token in eos:
+            break
+        if text is not None:
+            piece, stopped = matcher.push(text.push(token))
+            emit(piece)
+            if stopped:
+                break
+        elif stream is not None:
+            stream(token)
+        if len(new_ids) >= int(max_new_tokens):
+            break
+        logits = forward(np.asarray([token], dtype=np.int32), seq)
+    if text is not None and not stopped:
+        piece, stopped = matcher.push(text.flush())
+        emit(piece)
+        if not stopped:
+            emit(matcher.flush())
+    return "".join(pieces) if text_in else new_ids

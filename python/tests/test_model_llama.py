@@ -1,0 +1,262 @@
+"""Llama-family forward passes against transformers (eager attention, float32) on tiny random checkpoints:
+whole prompt, chunked prefill through the cache, token-by-token decode, ragged batches, bf16 weights, errors."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from attnzoo.model import Model  # noqa: E402
+
+PROMPT_LEN = 40
+VOCAB = 320
+
+
+def _config(kind):
+    common = dict(vocab_size=VOCAB, num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-5,
+                  initializer_range=0.1, attn_implementation="eager")
+    if kind == "llama_hd64":
+        return transformers.LlamaConfig(hidden_size=128, intermediate_size=192, num_attention_heads=2,
+                                        num_key_value_heads=1, tie_word_embeddings=False, **common)
+    if kind == "llama_hd32_llama3_tied":
+        return transformers.LlamaConfig(
+            hidden_size=128, intermediate_size=160, num_attention_heads=4, num_key_value_heads=2,
+            tie_word_embeddings=True,
+            rope_parameters=dict(rope_type="llama3", rope_theta=10000.0, factor=8.0, low_freq_factor=1.0,
+                                 high_freq_factor=4.0, original_max_position_embeddings=16), **common)
+    if kind == "llama_yarn_bias":
+        return transformers.LlamaConfig(
+            hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=4,
+            attention_bias=True, mlp_bias=False,
+            rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
+                                 original_max_position_embeddings=32), **common)
+    if kind == "qwen2":
+        return transformers.Qwen2Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                        num_key_value_heads=2, **common)
+    if kind == "qwen3":
+        return transformers.Qwen3Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                        num_key_value_heads=2, head_dim=32, **common)
+    if kind == "mistral_swa":
+        return transformers.MistralConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                          num_key_value_heads=2, sliding_window=12, **common)
+    raise ValueError(kind)
+
+
+KINDS = ["llama_hd64", "llama_hd32_llama3_tied", "llama_yarn_bias", "qwen2", "qwen3", "mistral_swa"]
+
+
+def _build(kind, directory, dtype=torch.float32):
+    """Saves a random checkpoint; returns the transformers model (float32, eager) holding the saved values."""
+    torch.manual_seed(sum(map(ord, kind)))
+    model = transformers.AutoModelForCausalLM.from_config(_config(kind), attn_implementation="eager")
+    with torch.no_grad():
+        # Norm weights and biases start at 1 / 0: randomise them so q/k norms and biases are really exercised.
+        for name, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_((1.0 if "norm" in name else 0.0) + 0.2 * torch.randn_like(p))
+    model = model.to(dtype)
+    model.save_pretrained(directory, safe_serialization=True)
+    if dtype == torch.float32:
+        return model.eval()
+    # Reload rather than cast back: .to(bf16) also rounded the RoPE inverse-frequency buffer, which a fresh load
+    # recomputes in f32.
+    return transformers.AutoModelForCausalLM.from_pretrained(
+        directory, dtype=torch.float32, attn_implementation="eager").eval()
+
+
+def _prompt(n=PROMPT_LEN, seed=0):
+    return np.random.default_rng(seed).integers(0, VOCAB, size=n).astype(np.int64)
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def case(request, tmp_path_factory):
+    directory = tmp_path_factory.mktemp(request.param)
+    ref = _build(request.param, directory)
+    ids = _prompt()
+    with torch.no_grad():
+        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
+    assert want.std() > 0.1  # the comparison below is meaningful, not between near-zero logits
+    return request.param, Model.load(directory), ids, want
+
+
+def test_full_prompt_matches_transformers(case):
+    kind, m, ids, want = case
+    got = m.forward(ids)
+    assert got.shape == (PROMPT_LEN, VOCAB) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+
+
+def test_chunked_prefill_through_the_cache(case):
+    kind, m, ids, want = case
+    seq = m.new_sequence()
+    rows, start = [], 0
+    for size in [1, 7, 17, 15]:  # decode-sized and prefill-sized chunks, 40 in all
+        rows.append(m.forward(ids[start:start + size], seq=seq))
+        start += size
+    assert seq.length == PROMPT_LEN
+    np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+
+
+def test_token_by_token_decode(case):
+    kind, m, ids, want = case
+    seq = m.new_sequence()
+    np.testing.assert_allclose(m.forward(ids[:25], seq=seq, last_only=True)[0], want[24], atol=1e-4, rtol=0)
+    for t in range(25, PROMPT_LEN):
+        np.testing.assert_allclose(m.forward(ids[t:t + 1], seq=seq)[0], want[t], atol=1e-4, rtol=0)
+
+
+def test_ragged_batch_mixes_prefill_and_decode(case):
+    kind, m, ids, want = case
+    other = _prompt(23, seed=1)
+    a, b = m.new_sequence(), m.new_sequence()
+    m.forward(ids[:30], seq=a)
+    # Sequence a decodes 3 tokens while b prefills its whole prompt, in one call.
+    out_a, out_b = m.forward_batch([a, b], [ids[30:33], other])
+    np.testing.assert_allclose(out_a, want[30:33], atol=1e-4, rtol=0)
+    np.testing.assert_allclose(out_b, m.forward(other), atol=1e-4, rtol=0)
+    # Then both decode a single token together (the parallel-over-sequences path).
+    out_a, out_b = m.forward_batch([a, b], [ids[33:34], ids[:1]], last_only=True)
+    np.testing.assert_allclose(out_a[0], want[33], atol=1e-4, rtol=0)
+    np.testing.assert_allclose(out_b[0], m.forward(np.concatenate([other, ids[:1]]))[-1], atol=1e-4, rtol=0)
+
+
+def test_sliding_window_cache_drops_old_tokens(tmp_path):
+    ref = _build("mistral_swa", tmp_path)  # window 12
+    ids = _prompt()
+    with torch.no_grad():
+        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
+    m = Model.load(tmp_path, kv_block_tokens=4)  # drops once more than 12 + 4 tokens are held
+    seq = m.new_sequence()
+    rows = [m.forward(ids[:9], seq=seq)]
+    for t in range(9, PROMPT_LEN):
+        rows.append(m.forward(ids[t:t + 1], seq=seq))
+    np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+    # Memory stays bounded as the sequence grows: per layer 2 kv heads x 16 dims x (K, V) x 4 B = 256 B per
+    # token, at most 12 + 4 (+1 appended) tokens held, the buffer grown by doubling in blocks of 4.
+    for t in range(200):
+        m.forward([t % VOCAB], seq=seq)
+    assert seq.length == PROMPT_LEN + 200
+    assert seq.cache_bytes <= 2 * 2 * 20 * 256
+    assert m.inspect()["cache_bytes_at"][1048576] == 2 * 16 * 256
+
+
+def test_inspect_describes_layers_and_cache(case):
+    kind, m, ids, want = case
+    info = m.inspect()
+    cfg = m.config
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    per_layer = 2 * cfg["num_key_value_heads"] * hd * 4
+    assert info["num_layers"] == 2 and len(info["layers"]) == 2
+    assert info["cache_bytes_per_token"] == 2 * per_layer
+    window = info["layers"][0]["window"]
+    held_at_4k = 512 if window else 4096  # a windowed cache keeps window + one block, rounded to blocks of 256
+    assert info["cache_bytes_at"][4096] == held_at_4k * 2 * per_layer
+    from safetensors import safe_open
+    with safe_open(os.path.join(m.directory, "model.safetensors"), "np") as f:
+        assert info["parameter_count"] == sum(f.get_slice(k).get_shape() and int(np.prod(f.get_slice(k).get_shape()))
+                                              for k in f.keys())
+    kinds = {layer["kind"] for layer in info["layers"]}
+    assert kinds == ({"sliding_attention"} if kind == "mistral_swa" else {"attention"})
+    assert info["tied_embeddings"] == (kind == "llama_hd32_llama3_tied")
+
+
+@pytest.mark.parametrize("kind", ["llama_hd32_llama3_tied", "qwen3"])
+def test_bf16_checkpoint(kind, tmp_path):
+    ref = _build(kind, tmp_path, dtype=torch.bfloat16)  # f32 model holding the saved bf16 values
+    ids = _prompt()
+    with torch.no_grad():
+        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy().astype(np.float64)
+    for dtype in ["float32", "bfloat16", "auto"]:
+        got = Model.load(tmp_path, dtype=dtype).forward(ids)
+        rel = np.sqrt(((got - want) ** 2).sum() / (want ** 2).sum())
+        assert rel <= 2e-2, (dtype, rel)
+        if dtype == "float32":  # bf16 widens exactly: only summation order differs from transformers
+            np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+
+
+def test_f32_checkpoint_held_in_bf16(tmp_path):
+    ref = _build("qwen2", tmp_path)
+    ids = _prompt()
+    with torch.no_grad():
+        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy().astype(np.float64)
+    m = Model.load(tmp_path, dtype="bfloat16")
+    got = m.forward(ids)
+    rel = np.sqrt(((got - want) ** 2).sum() / (want ** 2).sum())
+    assert 0 < rel <= 2e-2
+    assert m.inspect()["owned_weight_bytes"] > 0
+
+
+@pytest.fixture(scope="module")
+def small_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("small")
+    _build("qwen2", directory)
+    return directory
+
+
+def _copy_with(src, dst, config_edit=None, tensors_edit=None):
+    from safetensors.numpy import load_file, save_file
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    if config_edit:
+        config_edit(cfg)
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    tensors = load_file(os.path.join(src, "model.safetensors"))
+    if tensors_edit:
+        tensors_edit(tensors)
+    save_file(tensors, os.path.join(dst, "model.safetensors"))
+    return dst
+
+
+def test_unknown_architecture_is_named(small_dir, tmp_path):
+    d = _copy_with(small_dir, tmp_path / "m", config_edit=lambda c: c.update(architectures=["FooForCausalLM"]))
+    with pytest.raises(ValueError, match="FooForCausalLM"):
+        Model.load(d)
+
+
+def test_missing_and_misshapen_tensors_are_named(small_dir, tmp_path):
+    name = "model.layers.1.self_attn.k_proj.weight"
+    d = _copy_with(small_dir, tmp_path / "a", tensors_edit=lambda t: t.pop(name))
+    with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+        Model.load(d)
+
+    def shrink(t):
+        t[name] = t[name][:-1].copy()
+    d = _copy_with(small_dir, tmp_path / "b", tensors_edit=shrink)
+    with pytest.raises(ValueError, match=r"k_proj\.weight.*model\.safetensors|model\.safetensors.*k_proj\.weight"):
+        Model.load(d)
+
+
+def test_unsupported_rope_type_is_named(small_dir, tmp_path):
+    d = _copy_with(small_dir, tmp_path / "r", config_edit=lambda c: c.update(
+        rope_parameters=dict(rope_type="dynamic", rope_theta=10000.0, factor=2.0)))
+    with pytest.raises(ValueError, match="dynamic"):
+        Model.load(d)
+
+
+def test_bad_arguments(small_dir):
+    m = Model.load(small_dir)
+    with pytest.raises(ValueError, match="tokens"):
+        m.forward([1, VOCAB])
+    with pytest.raises(ValueError, match="tokens"):
+        m.forward([-1])
+    with pytest.raises(ValueError, match="ids"):
+        m.forward(np.zeros((2, 2), dtype=np.int64))
+    with pytest.raises(ValueError, match="ids"):
+        m.forward(np.zeros(0, dtype=np.int64))
+    with pytest.raises(TypeError, match="ids"):
+        m.forward(np.zeros(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="dtype"):
+        Model.load(small_dir, dtype="int8")
+    other = Model.load(small_dir)
+    with pytest.raises(ValueError, match="different model"):
+        m.forward([1, 2], seq=other.new_sequence())
+    s = m.new_sequence()
+    with pytest.raises(ValueError, match="twice"):
+        m.forward_batch([s, s], [[1], [2]])
+    with pytest.raises((ValueError, FileNotFoundError)):
+        Model.load(os.path.join(str(small_dir), "missing"))

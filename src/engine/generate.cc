@@ -1,0 +1,95 @@
+#include "engine/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "engine/stop.h"
+
+namespace attnzoo {
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::max_new_tokens: return "max_new_tokens";
+    case StopReason::eos: return "eos";
+    case StopReason::stop_string: return "stop_string";
+  }
+  return "?";
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, const GenerationOptions& options,
+                          TextStream* text, const TextCallback& on_text) {
+  require(!prompt.empty(), "prompt", "is empty: generation needs at least one token to condition on");
+  require(options.max_new_tokens >= 0, "max_new_tokens", "must be >= 0, got " + std::to_string(options.max_new_tokens));
+  require(options.stop.empty() || text != nullptr, "stop", "stop strings need a tokenizer to decode the text");
+  Sampler sampler(options.sampling);
+  StopStringMatcher matcher(options.stop);
+  const int64_t vocab = model.vocab_size();
+  for (int32_t id : prompt)
+    require(id >= 0 && id < vocab, "prompt", "token id " + std::to_string(id) + " is outside the vocabulary");
+
+  GenerationResult result;
+  result.prompt_tokens = int64_t(prompt.size());
+  if (options.max_new_tokens == 0) return result;
+
+  auto emit = [&](const std::string& s) {
+    if (s.empty()) return;
+    result.text += s;
+    if (on_text) on_text(s);
+  };
+
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  auto t0 = std::chrono::steady_clock::now();
+  model.append(prompt, logits);
+  result.prefill_seconds = seconds_since(t0);
+
+  // Penalties look at everything the model has seen: the prompt and the tokens generated so far.
+  std::vector<int32_t> context(prompt.begin(), prompt.end());
+  bool stopped_by_text = false;
+  for (;;) {
+    const int32_t id = sampler.sample(logits, context);
+    result.tokens.push_back(id);
+    context.push_back(id);
+    if (std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), id) != options.eos_token_ids.end()) {
+      result.reason = StopReason::eos;
+      break;
+    }
+    if (text) {
+      const auto step = matcher.push(text->push(id));
+      emit(step.text);
+      if (step.stopped) {
+        result.reason = StopReason::stop_string;
+        stopped_by_text = true;
+        break;
+      }
+    }
+    if (int64_t(result.tokens.size()) >= options.max_new_tokens) {
+      result.reason = StopReason::max_new_tokens;
+      break;
+    }
+    t0 = std::chrono::steady_clock::now();
+    model.append(std::span<const int32_t>(&id, 1), logits);
+    result.decode_seconds += seconds_since(t0);
+    ++result.decode_steps;
+  }
+  if (text && !stopped_by_text) {
+    const auto step = matcher.push(text->flush());
+    emit(step.text);
+    if (step.stopped) {
+      result.reason = StopReason::stop_string;
+    } else {
+      emit(matcher.flush());
+    }
+  }
+  return result;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,60 @@
+#pragma once
+// The generation loop: prefill the prompt, then decode one token at a time from the cache, sampling each step
+// and streaming the new text. It knows the model and the tokenizer only through two small interfaces, so any
+// model (or a test double) can drive it; a batch scheduler will later replace this loop, not these seams.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace attnzoo {
+
+// One sequence of a model, with its cache: each call appends tokens and returns the logits after the last one.
+class LogitsSource {
+ public:
+  virtual ~LogitsSource() = default;
+  virtual int64_t vocab_size() const = 0;
+  // Appends `tokens` (the prompt, or one sampled token) to the sequence and writes the next-token logits that
+  // follow the last of them into `logits` (vocab_size() entries).
+  virtual void append(std::span<const int32_t> tokens, std::span<float> logits) = 0;
+};
+
+// Token ids to text, piece by piece: push returns only whole UTF-8 characters, holding partial ones back.
+class TextStream {
+ public:
+  virtual ~TextStream() = default;
+  virtual std::string push(int32_t token) = 0;
+  virtual std::string flush() = 0;  // whatever is still held when generation ends
+};
+
+struct GenerationOptions {
+  SamplingParams sampling;
+  int64_t max_new_tokens = 128;
+  std::vector<int32_t> eos_token_ids;  // see load_eos_token_ids
+  std::vector<std::string> stop;       // stop strings: need a TextStream
+};
+
+enum class StopReason { max_new_tokens, eos, stop_string };
+const char* stop_reason_name(StopReason r);
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // the new tokens; an EOS that ended generation is included (as transformers does)
+  std::string text;             // everything streamed: no EOS text, stop string and anything after it trimmed
+  StopReason reason = StopReason::max_new_tokens;
+  int64_t prompt_tokens = 0;
+  double prefill_seconds = 0;  // the prompt's forward pass
+  double decode_seconds = 0;   // the forward passes of the tokens after the first
+  int64_t decode_steps = 0;    // how many of those passes ran
+};
+
+using TextCallback = std::function<void(std::string_view)>;
+
+// Throws ArgumentError for an empty prompt ("prompt"), max_new_tokens < 0, or stop strings without `text`.
+GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, const GenerationOptions& options,
+                          TextStream* text = nullptr, const TextCallback& on_text = {});
+
+}  // namespace attnzoo

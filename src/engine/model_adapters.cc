@@ -1,0 +1,18 @@
+#include "engine/model_adapters.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace attnzoo {
+
+void ModelSequence::append(std::span<const int32_t> tokens, std::span<float> logits) {
+  Batch batch;
+  batch.add(*state_, tokens);
+  const std::vector<float> last = model_.forward(batch, /*last_only=*/true);
+  require(last.size() == logits.size(), "logits", "model returned " + std::to_string(last.size()) +
+                                                      " logits for a vocabulary of " + std::to_string(logits.size()));
+  std::copy(last.begin(), last.end(), logits.begin());
+}
+
+}  // namespace attnzoo

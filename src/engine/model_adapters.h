@@ -1,0 +1,35 @@
+#pragma once
+// The generation loop's two seams (engine/generate.h) filled by the real model runtime and tokenizer.
+#include <memory>
+
+#include "engine/generate.h"
+#include "models/model.h"
+#include "tokenizer/stream_decoder.h"
+
+namespace attnzoo {
+
+// One sequence of a Model: each append runs a batch of one and keeps only the last token's logits.
+class ModelSequence : public LogitsSource {
+ public:
+  explicit ModelSequence(const Model& model) : model_(model), state_(model.new_sequence()) {}
+  int64_t vocab_size() const override { return model_.info().vocab_size; }
+  void append(std::span<const int32_t> tokens, std::span<float> logits) override;
+
+ private:
+  const Model& model_;
+  std::unique_ptr<SequenceState> state_;
+};
+
+// The tokenizer's streaming decoder (whole characters only), special tokens left out of the text.
+class TokenizerTextStream : public TextStream {
+ public:
+  explicit TokenizerTextStream(std::shared_ptr<const tok::Tokenizer> tokenizer)
+      : decoder_(std::move(tokenizer), /*skip_special_tokens=*/true) {}
+  std::string push(int32_t token) override { return decoder_.push(token); }
+  std::string flush() override { return decoder_.finish(); }
+
+ private:
+  tok::StreamDecoder decoder_;
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,68 @@
+#pragma once
+// Next-token sampling from one row of logits, with Hugging Face's semantics and order:
+//   repetition penalty -> presence / frequency penalties -> temperature -> top-k -> top-p -> min-p -> draw.
+// temperature == 0 is greedy: the argmax of the penalised logits (ties: lowest id, as torch.argmax).
+// Draws come from the sampler's own generator (xoshiro256** seeded through splitmix64), so a seed gives the
+// same tokens on every machine and library version.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+
+namespace attnzoo {
+
+struct SamplingParams {
+  float temperature = 1.f;         // 0: greedy
+  int64_t top_k = 0;               // keep the k largest logits (ties with the k-th kept, as HF); 0: off
+  float top_p = 1.f;               // keep the smallest prefix of the sorted distribution with mass >= top_p; 1: off
+  float min_p = 0.f;               // drop tokens with probability < min_p * the largest probability; 0: off
+  float repetition_penalty = 1.f;  // HF/CTRL: a seen token's logit l becomes l > 0 ? l / r : l * r; 1: off
+  float presence_penalty = 0.f;    // OpenAI: l -= presence if the token was seen (count > 0)
+  float frequency_penalty = 0.f;   // OpenAI: l -= frequency * count
+  uint64_t seed = 0;
+
+  // Throws ArgumentError naming the field (e.g. "top_p: must be in (0, 1], got 0").
+  void validate() const;
+  bool greedy() const { return temperature == 0.f; }
+};
+
+// xoshiro256** (Blackman & Vigna), state filled by splitmix64 from the seed: fully specified, so portable.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  uint64_t next();
+  double uniform();  // [0, 1) with 53 random bits
+ private:
+  uint64_t s_[4];
+};
+
+// Applies the three penalties in place to one row. `context` holds the tokens seen so far (prompt and
+// generated); every id must lie in [0, vocab) (ArgumentError naming "context_ids" otherwise).
+void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> context, const SamplingParams& p);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);  // validates
+
+  // One token from one row of logits (not modified). Throws ArgumentError("logits", ...) for an empty row,
+  // NaN or +inf entries, or a row that is all -inf.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> context = {});
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  int32_t sample_filtered(int64_t vocab, float max);
+  int32_t sample_full(int64_t vocab, float max);
+  int32_t draw_from_candidates(size_t count, float max);
+
+  SamplingParams params_;
+  Rng rng_;
+  AlignedBuffer<float> work_, exp_;
+  AlignedBuffer<int32_t> candidates_;
+  std::vector<double> block_sums_;
+  std::vector<float> values_;
+  std::vector<int32_t> sorted_context_;
+};
+
+}  // namespace attnzoo

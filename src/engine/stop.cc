@@ -1,0 +1,84 @@
+#include "engine/stop.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.h"
+#include "loader/config.h"
+
+namespace attnzoo {
+
+namespace {
+
+std::vector<int32_t> eos_from(const Config& c) {
+  const json::Value* v = c.find("eos_token_id");
+  if (!v) return {};
+  std::vector<int64_t> ids;
+  if (v->is_array()) {
+    ids = c.get_int_list("eos_token_id");
+  } else {
+    ids.push_back(c.get_int("eos_token_id"));
+  }
+  return {ids.begin(), ids.end()};
+}
+
+}  // namespace
+
+std::vector<int32_t> load_eos_token_ids(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  const fs::path gen = fs::path(model_dir) / "generation_config.json";
+  if (fs::exists(gen)) {
+    auto ids = eos_from(Config::load(gen.string()));
+    if (!ids.empty()) return ids;
+  }
+  const fs::path cfg = fs::path(model_dir) / "config.json";
+  if (!fs::exists(cfg)) return {};
+  const Config c = Config::load(cfg.string());
+  auto ids = eos_from(c);
+  if (ids.empty() && c.has_text_config()) ids = eos_from(c.text_config());
+  return ids;
+}
+
+StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+  for (const auto& s : stops_) require(!s.empty(), "stop", "stop strings must not be empty");
+}
+
+StopStringMatcher::Step StopStringMatcher::push(std::string_view piece) {
+  Step step;
+  if (stopped_) return step;
+  pending_.append(piece);
+  if (stops_.empty()) {
+    step.text.swap(pending_);
+    return step;
+  }
+  // The earliest complete match wins (the text before it is what a reader saw first).
+  size_t first = std::string::npos;
+  for (const auto& s : stops_) first = std::min(first, pending_.find(s));
+  if (first != std::string::npos) {
+    step.text = pending_.substr(0, first);
+    step.stopped = stopped_ = true;
+    pending_.clear();
+    return step;
+  }
+  // Hold back the longest tail that is a proper prefix of some stop string.
+  size_t hold = 0;
+  for (const auto& s : stops_) {
+    for (size_t len = std::min(s.size() - 1, pending_.size()); len > hold; --len) {
+      if (pending_.compare(pending_.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+    }
+  }
+  step.text = pending_.substr(0, pending_.size() - hold);
+  pending_.erase(0, pending_.size() - hold);
+  return step;
+}
+
+std::string StopStringMatcher::flush() {
+  std::string out;
+  out.swap(pending_);
+  return out;
+}
+
+}  // namespace attnzoo

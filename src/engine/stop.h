@@ -1,0 +1,36 @@
+#pragma once
+// When generation ends: end-of-sequence ids from the checkpoint, and stop strings found in the streamed text.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnzoo {
+
+// The checkpoint's end-of-sequence ids: generation_config.json "eos_token_id" (an int or a list) when present,
+// else config.json's (or its text_config's). Empty when neither names one. Throws LoadError for unreadable or
+// malformed files, naming the file and key.
+std::vector<int32_t> load_eos_token_ids(const std::string& model_dir);
+
+// Finds stop strings in text that arrives piece by piece. Text that might be the start of a stop string is held
+// back until the next piece settles it, so the caller never streams a partial stop string it must then retract.
+class StopStringMatcher {
+ public:
+  explicit StopStringMatcher(std::vector<std::string> stops);  // empty strings are rejected (ArgumentError "stop")
+
+  struct Step {
+    std::string text;      // safe to emit now
+    bool stopped = false;  // a stop string completed: `text` ends just before it; feed nothing more
+  };
+  Step push(std::string_view piece);
+  // The held-back tail, once no more text will come.
+  std::string flush();
+  bool empty() const { return stops_.empty(); }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string pending_;
+  bool stopped_ = false;
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,77 @@
+#include "engine/stop.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+// Feeds pieces one at a time; returns the emitted text and whether a stop string fired.
+std::pair<std::string, bool> run(std::vector<std::string> stops, const std::vector<std::string>& pieces) {
+  StopStringMatcher m(std::move(stops));
+  std::string out;
+  for (const auto& p : pieces) {
+    auto step = m.push(p);
+    out += step.text;
+    if (step.stopped) return {out, true};
+  }
+  return {out + m.flush(), false};
+}
+
+TEST(StopStrings, TrimsTheStopStringAndWhatFollows) {
+  EXPECT_EQ(run({"END"}, {"hello ", "wor", "ld EN", "D and more"}), std::make_pair(std::string("hello world "), true));
+  EXPECT_EQ(run({"\n\n"}, {"a\n", "\nb"}), std::make_pair(std::string("a"), true));
+  EXPECT_EQ(run({"stop"}, {"xxstopyy"}), std::make_pair(std::string("xx"), true));
+}
+
+TEST(StopStrings, NearMissesAreReleased) {
+  StopStringMatcher m({"END"});
+  auto s = m.push("abcE");
+  EXPECT_EQ(s.text, "abc");  // "E" could begin "END": held back
+  s = m.push("N");
+  EXPECT_EQ(s.text, "");
+  s = m.push("x");
+  EXPECT_EQ(s.text, "ENx");
+  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(m.flush(), "");
+  EXPECT_EQ(run({"END"}, {"E", "N"}), std::make_pair(std::string("EN"), false));
+}
+
+TEST(StopStrings, EarliestOfSeveralWins) {
+  EXPECT_EQ(run({"world", "lo w"}, {"hello world"}), std::make_pair(std::string("hel"), true));
+  EXPECT_EQ(run({}, {"a", "b"}), std::make_pair(std::string("ab"), false));
+  EXPECT_THROW(StopStringMatcher({""}), ArgumentError);
+}
+
+class EosFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("attnzoo_eos_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const char* name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::filesystem::path dir_;
+};
+
+TEST_F(EosFiles, GenerationConfigWinsAndListsWork) {
+  write("config.json", R"({"eos_token_id": 2})");
+  EXPECT_EQ(load_eos_token_ids(dir_.string()), std::vector<int32_t>{2});
+  write("generation_config.json", R"({"eos_token_id": [128001, 128009], "do_sample": true})");
+  EXPECT_EQ(load_eos_token_ids(dir_.string()), (std::vector<int32_t>{128001, 128009}));
+  write("generation_config.json", R"({"bos_token_id": 1})");  // no eos there: fall back to config.json
+  EXPECT_EQ(load_eos_token_ids(dir_.string()), std::vector<int32_t>{2});
+  write("config.json", R"({"text_config": {"eos_token_id": 106}})");
+  EXPECT_EQ(load_eos_token_ids(dir_.string()), std::vector<int32_t>{106});
+  write("config.json", R"({"eos_token_id": null})");
+  EXPECT_TRUE(load_eos_token_ids(dir_.string()).empty());
+  write("config.json", R"({"eos_token_id": "two"})");
+  EXPECT_ANY_THROW(load_eos_token_ids(dir_.string()));
+}
+
+}  // namespace
+}  // namespace attnzoo

@@ -1,0 +1,50 @@
+#pragma once
+// Softmax self-attention with its KV cache: q/k/v projections (optional bias), optional per-head q/k RMSNorm
+// (Qwen3), RoPE at each token's position, then per sequence: append K/V to the sequence's cache and attend with
+// the prefill kernel (chunks longer than kMaxDecodeQueries) or the decode kernel, optionally over a sliding
+// window; finally the output projection.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "layers/batch.h"
+#include "layers/kv_cache.h"
+#include "layers/linear.h"
+#include "layers/norm.h"
+#include "layers/rope.h"
+
+namespace attnzoo {
+
+struct AttentionConfig {
+  int64_t hidden = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int64_t window = 0;  // >0: sliding window of this many keys (query included)
+  float scale = std::numeric_limits<float>::quiet_NaN();  // NaN: head_dim^-0.5
+  int64_t cache_block_tokens = KvCache::kDefaultBlockTokens;
+};
+
+class AttentionLayer {
+ public:
+  // Validates projection shapes against the config (ArgumentError naming `name`.q_proj etc.).
+  AttentionLayer(const AttentionConfig& config, Linear q, Linear k, Linear v, Linear o, std::optional<RmsNorm> q_norm,
+                 std::optional<RmsNorm> k_norm, Rope rope, const std::string& name);
+
+  const AttentionConfig& config() const { return config_; }
+  CacheSpec cache_spec() const {
+    return KvCache::spec(config_.num_kv_heads, config_.head_dim, config_.cache_block_tokens, config_.window);
+  }
+  std::unique_ptr<LayerState> new_state() const;
+  uint64_t weight_bytes() const;
+
+  // x [T, hidden] for the batch's packed tokens -> out [T, hidden]. Appends to every sequence's cache at
+  // `layer_index` (which must be a KvCache made by new_state()).
+  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const;
+
+ private:
+  AttentionConfig config_;
+  Linear q_, k_, v_, o_;
+  std::optional<RmsNorm> q_norm_, k_norm_;
+  Rope rope_;
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,33 @@
+#include "layers/mlp.h"
+
+#include <vector>
+
+#include "core/error.h"
+#include "core/threads.h"
+
+namespace attnzoo {
+
+GatedMlp::GatedMlp(Linear gate, Linear up, Linear down, Activation act, const std::string& name)
+    : gate_(std::move(gate)), up_(std::move(up)), down_(std::move(down)), act_(act) {
+  const int64_t H = down_.out_features(), I = down_.in_features();
+  auto check = [](const Linear& l, int64_t out, int64_t in, const std::string& n) {
+    require(l.out_features() == out && l.in_features() == in, n.c_str(),
+            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
+  };
+  check(gate_, I, H, name + ".gate_proj.weight");
+  check(up_, I, H, name + ".up_proj.weight");
+}
+
+void GatedMlp::forward(const float* x, int64_t T, float* out) const {
+  const int64_t I = intermediate();
+  std::vector<float> g(size_t(T * I)), u(size_t(T * I));
+  gate_.forward(x, T, g.data());
+  up_.forward(x, T, u.data());
+  // exp/tanh per element is not free at prefill sizes: split rows over the pool.
+  ThreadPool::global().parallel_for(T, [&](int64_t t, int) {
+    gated_activation(act_, g.data() + t * I, u.data() + t * I, g.data() + t * I, I);
+  });
+  down_.forward(g.data(), T, out);
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,134 @@
+#include "layers/rope.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+double yarn_mscale(double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+// The dimension index at which a frequency completes `rotations` turns over the original context.
+double yarn_correction_dim(double rotations, double dim, double base, double max_pos) {
+  return dim * std::log(max_pos / (rotations * 2.0 * M_PI)) / (2.0 * std::log(base));
+}
+
+}  // namespace
+
+Rope::Rope(const RopeConfig& config) : config_(config) {
+  RopeConfig& c = config_;
+  require(c.head_dim > 0, "head_dim", "must be positive");
+  if (c.rotary_dim == 0) c.rotary_dim = c.head_dim;
+  require(c.rotary_dim > 0 && c.rotary_dim <= c.head_dim && c.rotary_dim % 2 == 0, "rotary_dim",
+          "must be even and at most head_dim, got " + std::to_string(c.rotary_dim));
+  require(c.theta > 0, "rope_theta", "must be positive");
+  const int64_t dim = c.rotary_dim, half = dim / 2;
+  std::vector<double> base(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) base[size_t(i)] = 1.0 / std::pow(c.theta, double(2 * i) / double(dim));
+  inv_freq_.resize(size_t(half));
+  if (c.type == "default") {
+    for (int64_t i = 0; i < half; ++i) inv_freq_[size_t(i)] = float(base[size_t(i)]);
+  } else if (c.type == "llama3") {
+    require(c.factor > 0, "rope_scaling.factor", "must be positive");
+    require(c.original_max_position_embeddings > 0, "rope_scaling.original_max_position_embeddings", "must be set");
+    require(c.high_freq_factor != c.low_freq_factor, "rope_scaling.high_freq_factor", "must differ from low_freq_factor");
+    const double old_len = double(c.original_max_position_embeddings);
+    const double low_wavelen = old_len / c.low_freq_factor, high_wavelen = old_len / c.high_freq_factor;
+    for (int64_t i = 0; i < half; ++i) {
+      const double f = base[size_t(i)], wavelen = 2.0 * M_PI / f;
+      double out;
+      if (wavelen > low_wavelen) {
+        out = f / c.factor;  // long wavelengths: interpolate fully
+      } else if (wavelen < high_wavelen) {
+        out = f;  // short wavelengths: untouched
+      } else {
+        const double smooth = (old_len / wavelen - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
+        out = (1.0 - smooth) * f / c.factor + smooth * f;
+      }
+      inv_freq_[size_t(i)] = float(out);
+    }
+  } else if (c.type == "yarn") {
+    require(c.factor > 0, "rope_scaling.factor", "must be positive");
+    require(c.original_max_position_embeddings > 0, "rope_scaling.original_max_position_embeddings", "must be set");
+    double low = yarn_correction_dim(c.beta_fast, double(dim), c.theta, double(c.original_max_position_embeddings));
+    double high = yarn_correction_dim(c.beta_slow, double(dim), c.theta, double(c.original_max_position_embeddings));
+    if (c.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, double(dim - 1));
+    if (low == high) high += 0.001;
+    for (int64_t i = 0; i < half; ++i) {
+      const double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      const double extrapolation = 1.0 - ramp;  // weight of the unscaled frequency
+      const double f = base[size_t(i)];
+      inv_freq_[size_t(i)] = float(f / c.factor * (1.0 - extrapolation) + f * extrapolation);
+    }
+    double af = c.attention_factor;
+    if (af <= 0) af = (c.mscale > 0 && c.mscale_all_dim > 0) ? yarn_mscale(c.factor, c.mscale) / yarn_mscale(c.factor, c.mscale_all_dim)
+                                                              : yarn_mscale(c.factor, 1.0);
+    attention_scale_ = float(af);
+  } else {
+    throw ArgumentError("rope_type: unsupported '" + c.type + "' (supported: default, llama3, yarn)");
+  }
+}
+
+void Rope::angles(int32_t position, float* cos_out, float* sin_out) const {
+  for (size_t i = 0; i < inv_freq_.size(); ++i) {
+    // The angle is rounded to f32 first, as transformers computes it (position * inv_freq in f32).
+    const float a = float(position) * inv_freq_[i];
+    cos_out[i] = float(std::cos(double(a))) * attention_scale_;
+    sin_out[i] = float(std::sin(double(a))) * attention_scale_;
+  }
+}
+
+void Rope::apply(float* x, int64_t tokens, int64_t heads, int64_t token_stride, const int32_t* positions) const {
+  const int64_t half = config_.rotary_dim / 2, D = config_.head_dim;
+  std::vector<float> cs(size_t(2 * half));
+  float* c = cs.data();
+  float* s = cs.data() + half;
+  const bool interleaved = config_.layout == RopeLayout::interleaved;
+  for (int64_t t = 0; t < tokens; ++t) {
+    angles(positions[t], c, s);
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + t * token_stride + h * D;
+      if (interleaved) {
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[2 * i], b = v[2 * i + 1];
+          v[2 * i] = a * c[i] - b * s[i];
+          v[2 * i + 1] = b * c[i] + a * s[i];
+        }
+      } else {
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * c[i] - b * s[i];
+          v[i + half] = b * c[i] + a * s[i];
+        }
+      }
+    }
+  }
+}
+
+void rope_reference(const Rope& rope, float* x, int64_t tokens, int64_t heads, int64_t token_stride,
+                    const int32_t* positions) {
+  const RopeConfig& cfg = rope.config();
+  const int64_t half = cfg.rotary_dim / 2, D = cfg.head_dim;
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + t * token_stride + h * D;
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = double(positions[t]) * double(rope.inv_freq()[size_t(i)]);
+        const double c = std::cos(a) * rope.attention_scale(), s = std::sin(a) * rope.attention_scale();
+        const int64_t i0 = cfg.layout == RopeLayout::interleaved ? 2 * i : i;
+        const int64_t i1 = cfg.layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
+        const double p = v[i0], q = v[i1];
+        v[i0] = float(p * c - q * s);
+        v[i1] = float(q * c + p * s);
+      }
+    }
+}
+
+}  // namespace attnzoo

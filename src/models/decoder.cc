@@ -1,0 +1,67 @@
+#include "models/decoder.h"
+
+#include <vector>
+
+#include "loader/load_error.h"
+
+namespace attnzoo {
+
+TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape) {
+  const TensorView t = files.tensor(name);
+  bool ok = t.ndim == int(shape.size());
+  int d = 0;
+  for (int64_t s : shape) ok = ok && t.shape[size_t(d++)] == s;
+  if (!ok) {
+    std::string want = "[";
+    for (int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
+    throw LoadError(files.file(name).path() + ": tensor '" + name + "' has shape " + t.shape_str() +
+                    ", expected " + want + "]");
+  }
+  return t;
+}
+
+TensorView optional_weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape) {
+  return files.has(name) ? weight(files, name, shape) : TensorView{};
+}
+
+DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, std::vector<DecoderBlock> blocks,
+                           RmsNorm norm, Linear lm_head)
+    : files_(std::move(files)), info_(std::move(info)), embed_(std::move(embed)), blocks_(std::move(blocks)),
+      norm_(std::move(norm)), lm_head_(std::move(lm_head)) {}
+
+std::unique_ptr<SequenceState> DecoderModel::new_sequence() const {
+  auto s = std::make_unique<SequenceState>();
+  s->owner = this;
+  for (const auto& b : blocks_) s->layers.push_back(b.attention.new_state());
+  return s;
+}
+
+void DecoderModel::run(const Batch& batch, bool last_only, float* logits) const {
+  const int64_t T = batch.num_tokens(), H = info_.hidden_size;
+  std::vector<float> x(size_t(T * H)), h(size_t(T * H)), y(size_t(T * H));
+  embed_.lookup(batch.tokens.data(), T, x.data());
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    const DecoderBlock& b = blocks_[l];
+    b.input_norm.forward(x.data(), T, H, h.data(), H);
+    b.attention.forward(h.data(), batch, int64_t(l), y.data());
+    for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+    b.post_attention_norm.forward(x.data(), T, H, h.data(), H);
+    b.mlp.forward(h.data(), T, y.data());
+    for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+  }
+  // Only the rows whose logits are wanted go through the final norm and the (large) vocabulary projection.
+  int64_t rows = T;
+  if (last_only) {
+    rows = batch.num_sequences();
+    for (int64_t s = 0; s < rows; ++s) {
+      const int64_t last = batch.seq_begin(s) + batch.seq_len(s) - 1;
+      std::copy(x.begin() + last * H, x.begin() + (last + 1) * H, h.begin() + s * H);
+    }
+    norm_.forward(h.data(), rows, H, h.data(), H);
+  } else {
+    norm_.forward(x.data(), rows, H, h.data(), H);
+  }
+  lm_head_.forward(h.data(), rows, logits);
+}
+
+}  // namespace attnzoo

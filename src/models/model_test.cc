@@ -1,0 +1,123 @@
+#include "models/model.h"
+
+#include <gtest/gtest.h>
+
+#include "loader/load_error.h"
+#include "loader/test_files.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::raw_tensor;
+using testing::ScratchDir;
+
+constexpr const char* kConfig = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 8,
+  "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+  "vocab_size": 5, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": true})";
+
+// A one-layer Llama: every tensor filled with small values, optionally one missing or misshapen.
+void write_model(const ScratchDir& dir, const std::string& config, const std::string& skip = "",
+                 const std::string& misshape = "") {
+  testing::write_file(dir.path() / "config.json", config);
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {5, 8}},
+      {"model.norm.weight", {8}},
+      {"model.layers.0.input_layernorm.weight", {8}},
+      {"model.layers.0.post_attention_layernorm.weight", {8}},
+      {"model.layers.0.self_attn.q_proj.weight", {8, 8}},
+      {"model.layers.0.self_attn.k_proj.weight", {4, 8}},
+      {"model.layers.0.self_attn.v_proj.weight", {4, 8}},
+      {"model.layers.0.self_attn.o_proj.weight", {8, 8}},
+      {"model.layers.0.mlp.gate_proj.weight", {16, 8}},
+      {"model.layers.0.mlp.up_proj.weight", {16, 8}},
+      {"model.layers.0.mlp.down_proj.weight", {8, 16}},
+  };
+  std::vector<testing::RawTensor> tensors;
+  for (auto [name, shape] : shapes) {
+    if (name == skip) continue;
+    if (name == misshape) shape[0] += 1;
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = 0.01f * float((i * 7) % 13) - 0.05f;
+    tensors.push_back(raw_tensor(name, "F32", shape, v));
+  }
+  testing::write_file(dir.path() / "model.safetensors", testing::safetensors_bytes(tensors));
+}
+
+std::string load_error(const std::string& dir) {
+  try {
+    Model::load(dir);
+  } catch (const LoadError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Model, LoadsAndRunsARaggedBatch) {
+  ScratchDir dir;
+  write_model(dir, kConfig);
+  auto model = Model::load(dir.str());
+  EXPECT_EQ(model->info().num_layers, 1);
+  EXPECT_TRUE(model->info().tied_embeddings);
+  EXPECT_EQ(model->info().cache_bytes_per_token(), 2 * 1 * 4 * 4);
+  auto a = model->new_sequence(), b = model->new_sequence();
+  Batch batch;
+  const std::vector<int32_t> ia = {1, 2, 3}, ib = {4};
+  batch.add(*a, ia);
+  batch.add(*b, ib);
+  const std::vector<float> logits = model->forward(batch);
+  EXPECT_EQ(logits.size(), 4u * 5u);
+  EXPECT_EQ(a->length, 3);
+  EXPECT_EQ(b->length, 1);
+  // The same tokens alone give the same rows: sequences in one batch do not see each other.
+  auto c = model->new_sequence();
+  Batch alone;
+  alone.add(*c, ib);
+  const std::vector<float> lc = model->forward(alone);
+  for (int v = 0; v < 5; ++v) EXPECT_NEAR(lc[size_t(v)], logits[size_t(3 * 5 + v)], 1e-6);
+}
+
+TEST(Model, ErrorsNameTheArchitectureTensorAndFile) {
+  {
+    ScratchDir dir;
+    std::string cfg = kConfig;
+    cfg.replace(cfg.find("LlamaForCausalLM"), 16, "FooForCausalLM");
+    write_model(dir, cfg);
+    EXPECT_NE(load_error(dir.str()).find("FooForCausalLM"), std::string::npos);
+  }
+  {
+    ScratchDir dir;
+    write_model(dir, kConfig, "model.layers.0.mlp.up_proj.weight");
+    EXPECT_NE(load_error(dir.str()).find("model.layers.0.mlp.up_proj.weight"), std::string::npos);
+  }
+  {
+    ScratchDir dir;
+    write_model(dir, kConfig, "", "model.layers.0.self_attn.k_proj.weight");
+    const std::string e = load_error(dir.str());
+    EXPECT_NE(e.find("model.layers.0.self_attn.k_proj.weight"), std::string::npos) << e;
+    EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
+  }
+  EXPECT_EQ(find_model_builder("NopeForCausalLM"), nullptr);
+}
+
+TEST(Model, RejectsABadBatch) {
+  ScratchDir dir;
+  write_model(dir, kConfig);
+  auto model = Model::load(dir.str());
+  auto s = model->new_sequence();
+  Batch bad;
+  const std::vector<int32_t> ids = {5};  // vocab is 5
+  bad.add(*s, ids);
+  EXPECT_THROW(model->forward(bad), ArgumentError);
+  EXPECT_EQ(s->length, 0);
+  Batch twice;
+  const std::vector<int32_t> one = {1};
+  twice.add(*s, one);
+  twice.add(*s, one);
+  EXPECT_THROW(model->forward(twice), ArgumentError);
+}
+
+}  // namespace
+}  // namespace attnzoo

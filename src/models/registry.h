@@ -1,0 +1,22 @@
+#pragma once
+// Architecture name (config.json "architectures"[0]) -> builder. Adding a model family = one builder file plus
+// one line in registry.cc; the engine never sees model names.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loader/model_dir.h"
+#include "models/model.h"
+
+namespace attnzoo {
+
+using ModelBuilder = std::unique_ptr<Model> (*)(ModelFiles files, const LoadOptions& options);
+
+// nullptr when the architecture is unknown.
+ModelBuilder find_model_builder(const std::string& architecture);
+std::vector<std::string> supported_architectures();
+
+// Builders (one file each).
+std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& options);
+
+}  // namespace attnzoo
