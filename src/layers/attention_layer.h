@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "layers/batch.h"
+#include "layers/block_parts.h"
 #include "layers/kv_cache.h"
 #include "layers/linear.h"
 #include "layers/norm.h"
@@ -23,22 +24,24 @@ struct AttentionConfig {
   int64_t cache_block_tokens = KvCache::kDefaultBlockTokens;
 };
 
-class AttentionLayer {
+class AttentionLayer : public SequenceMixer {
  public:
   // Validates projection shapes against the config (ArgumentError naming `name`.q_proj etc.).
   AttentionLayer(const AttentionConfig& config, Linear q, Linear k, Linear v, Linear o, std::optional<RmsNorm> q_norm,
                  std::optional<RmsNorm> k_norm, Rope rope, const std::string& name);
 
   const AttentionConfig& config() const { return config_; }
-  CacheSpec cache_spec() const {
+  CacheSpec cache_spec() const override {
     return KvCache::spec(config_.num_kv_heads, config_.head_dim, config_.cache_block_tokens, config_.window);
   }
-  std::unique_ptr<LayerState> new_state() const;
-  uint64_t weight_bytes() const;
+  std::unique_ptr<LayerState> new_state() const override;
+  uint64_t weight_bytes() const override;
+  std::string kind() const override { return config_.window > 0 ? "sliding_attention" : "attention"; }
+  int64_t window() const override { return config_.window; }
 
   // x [T, hidden] for the batch's packed tokens -> out [T, hidden]. Appends to every sequence's cache at
   // `layer_index` (which must be a KvCache made by new_state()).
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const;
+  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
 
  private:
   AttentionConfig config_;

@@ -1,19 +1,20 @@
 #pragma once
 // The gated feed-forward block of Llama-family models: down(act(gate(x)) * up(x)).
 #include "layers/activations.h"
+#include "layers/block_parts.h"
 #include "layers/linear.h"
 
 namespace attnzoo {
 
-class GatedMlp {
+class GatedMlp : public FeedForward {
  public:
   // Validates shapes: gate/up [intermediate, hidden], down [hidden, intermediate]; `name` prefixes errors.
   GatedMlp(Linear gate, Linear up, Linear down, Activation act, const std::string& name);
   int64_t hidden() const { return down_.out_features(); }
   int64_t intermediate() const { return gate_.out_features(); }
-  uint64_t weight_bytes() const { return gate_.weight_bytes() + up_.weight_bytes() + down_.weight_bytes(); }
+  uint64_t weight_bytes() const override { return gate_.weight_bytes() + up_.weight_bytes() + down_.weight_bytes(); }
   // x [T, hidden] -> out [T, hidden].
-  void forward(const float* x, int64_t T, float* out) const;
+  void forward(const float* x, int64_t T, float* out) const override;
 
  private:
   Linear gate_, up_, down_;

@@ -1,5 +1,7 @@
 #include "models/decoder.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "loader/load_error.h"
@@ -25,29 +27,39 @@ TensorView optional_weight(const ModelFiles& files, const std::string& name, std
 }
 
 DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, std::vector<DecoderBlock> blocks,
-                           RmsNorm norm, Linear lm_head)
+                           RmsNorm norm, Linear lm_head, DecoderOptions options)
     : files_(std::move(files)), info_(std::move(info)), embed_(std::move(embed)), blocks_(std::move(blocks)),
-      norm_(std::move(norm)), lm_head_(std::move(lm_head)) {}
+      norm_(std::move(norm)), lm_head_(std::move(lm_head)), options_(options) {}
 
 std::unique_ptr<SequenceState> DecoderModel::new_sequence() const {
   auto s = std::make_unique<SequenceState>();
   s->owner = this;
-  for (const auto& b : blocks_) s->layers.push_back(b.attention.new_state());
+  for (const auto& b : blocks_) s->layers.push_back(b.mixer->new_state());
   return s;
 }
 
 void DecoderModel::run(const Batch& batch, bool last_only, float* logits) const {
   const int64_t T = batch.num_tokens(), H = info_.hidden_size;
   std::vector<float> x(size_t(T * H)), h(size_t(T * H)), y(size_t(T * H));
-  embed_.lookup(batch.tokens.data(), T, x.data());
+  embed_.lookup(batch.tokens.data(), T, x.data(), options_.embedding_scale);
+  auto add_residual = [&] {
+    for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+  };
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
     b.input_norm.forward(x.data(), T, H, h.data(), H);
-    b.attention.forward(h.data(), batch, int64_t(l), y.data());
-    for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
-    b.post_attention_norm.forward(x.data(), T, H, h.data(), H);
-    b.mlp.forward(h.data(), T, y.data());
-    for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+    b.mixer->forward(h.data(), batch, int64_t(l), y.data());
+    if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
+    add_residual();
+    if (!b.ffn) continue;
+    if (b.pre_ffn_norm) {
+      b.pre_ffn_norm->forward(x.data(), T, H, h.data(), H);
+    } else {
+      std::copy(x.begin(), x.end(), h.begin());
+    }
+    b.ffn->forward(h.data(), T, y.data());
+    if (b.post_ffn_norm) b.post_ffn_norm->forward(y.data(), T, H, y.data(), H);
+    add_residual();
   }
   // Only the rows whose logits are wanted go through the final norm and the (large) vocabulary projection.
   int64_t rows = T;
@@ -62,6 +74,13 @@ void DecoderModel::run(const Batch& batch, bool last_only, float* logits) const 
     norm_.forward(x.data(), rows, H, h.data(), H);
   }
   lm_head_.forward(h.data(), rows, logits);
+  const int64_t n = rows * info_.vocab_size;
+  if (options_.logits_scale != 1.f)
+    for (int64_t i = 0; i < n; ++i) logits[i] *= options_.logits_scale;
+  if (options_.final_logit_softcap > 0.f) {
+    const float c = options_.final_logit_softcap;
+    for (int64_t i = 0; i < n; ++i) logits[i] = c * std::tanh(logits[i] / c);
+  }
 }
 
 }  // namespace attnzoo

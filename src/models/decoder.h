@@ -1,7 +1,11 @@
 #pragma once
-// The pre-norm decoder stack shared by Llama-like architectures:
-//   x = embed(tokens); per block: x += attn(norm1(x)); x += mlp(norm2(x)); logits = lm_head(norm(x)).
+// The pre-norm decoder stack every architecture builds (Llama-like, Gemma, hybrids):
+//   x = embed(tokens) * embedding_scale
+//   per block: x += post_mixer_norm?(mixer(input_norm(x))); x += post_ffn_norm?(ffn(pre_ffn_norm(x)))
+//   logits = softcap?(lm_head(norm(x)) * logits_scale)
 // Builders fill the parts; this class runs them and owns the checkpoint mapping the weights borrow from.
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "layers/attention_layer.h"
@@ -16,15 +20,23 @@ namespace attnzoo {
 
 struct DecoderBlock {
   RmsNorm input_norm;
-  AttentionLayer attention;
-  RmsNorm post_attention_norm;
-  GatedMlp mlp;
+  std::unique_ptr<SequenceMixer> mixer;
+  std::optional<RmsNorm> post_mixer_norm;  // Gemma 2/3: the mixer's output is normed before the residual add
+  std::optional<RmsNorm> pre_ffn_norm;     // Llama's post_attention_layernorm; absent with no feed-forward
+  std::unique_ptr<FeedForward> ffn;        // null: the block has no feed-forward (Mamba-2)
+  std::optional<RmsNorm> post_ffn_norm;    // Gemma 2/3
+};
+
+struct DecoderOptions {
+  float embedding_scale = 1.f;     // Gemma: sqrt(hidden)
+  float logits_scale = 1.f;        // muP-style output multipliers
+  float final_logit_softcap = 0.f;  // Gemma 2: logits = c * tanh(logits / c)
 };
 
 class DecoderModel : public Model {
  public:
   DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, std::vector<DecoderBlock> blocks, RmsNorm norm,
-               Linear lm_head);
+               Linear lm_head, DecoderOptions options = {});
 
   const ModelInfo& info() const override { return info_; }
   const Config& config() const override { return files_.config(); }
@@ -40,6 +52,7 @@ class DecoderModel : public Model {
   std::vector<DecoderBlock> blocks_;
   RmsNorm norm_;
   Linear lm_head_;
+  DecoderOptions options_;
 };
 
 // Fetches a tensor and checks its shape; LoadError names the tensor and the file holding it.

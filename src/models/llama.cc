@@ -7,57 +7,10 @@
 #include "layers/activations.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/hf_config.h"
 #include "models/registry.h"
 
 namespace attnzoo {
-namespace {
-
-// RoPE settings: "rope_parameters" (transformers >= 5) or "rope_scaling" (older), with rope_theta and
-// partial_rotary_factor either inside it or at the top level, as transformers' standardize_rope_params reads them.
-RopeConfig read_rope(const Config& c, int64_t head_dim) {
-  RopeConfig r;
-  r.head_dim = head_dim;
-  const bool nested = c.has("rope_parameters");
-  const bool scaling = !nested && c.has("rope_scaling");
-  const Config p = nested ? c.sub("rope_parameters") : scaling ? c.sub("rope_scaling") : c;
-  r.theta = p.get_float_or("rope_theta", c.get_float_or("rope_theta", 10000.0));
-  r.type = p.get_string_or("rope_type", p.get_string_or("type", "default"));
-  const double partial = p.get_float_or("partial_rotary_factor", c.get_float_or("partial_rotary_factor", 1.0));
-  r.rotary_dim = int64_t(double(head_dim) * partial);
-  if (r.type == "llama3" || r.type == "yarn") {
-    const int64_t max_pos = c.get_int_or("max_position_embeddings", 0);
-    r.original_max_position_embeddings =
-        p.get_int_or("original_max_position_embeddings", c.get_int_or("original_max_position_embeddings", max_pos));
-    r.factor = p.has("factor") ? p.get_float("factor")
-                               : double(max_pos) / double(std::max<int64_t>(1, r.original_max_position_embeddings));
-    r.low_freq_factor = p.get_float_or("low_freq_factor", 1.0);
-    r.high_freq_factor = p.get_float_or("high_freq_factor", 4.0);
-    r.beta_fast = p.get_float_or("beta_fast", 32.0);
-    r.beta_slow = p.get_float_or("beta_slow", 1.0);
-    r.attention_factor = p.get_float_or("attention_factor", 0.0);
-    r.mscale = p.get_float_or("mscale", 0.0);
-    r.mscale_all_dim = p.get_float_or("mscale_all_dim", 0.0);
-    r.truncate = p.get_bool_or("truncate", true);
-  } else if (r.type != "default") {
-    throw LoadError(c.source() + ": rope type '" + r.type + "' is not supported (default, llama3, yarn)");
-  }
-  return r;
-}
-
-// Sliding window of layer i, 0 for full attention.
-int64_t layer_window(const Config& c, int64_t i, int64_t num_layers) {
-  const int64_t window = c.get_int_or("sliding_window", 0);
-  if (c.has("layer_types")) {
-    const auto types = c.get_string_list("layer_types");
-    if (int64_t(types.size()) != num_layers)
-      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(num_layers) + " entries");
-    return types[size_t(i)] == "sliding_attention" ? window : 0;
-  }
-  if (c.has("use_sliding_window") && !c.get_bool("use_sliding_window")) return 0;
-  return window;
-}
-
-}  // namespace
 
 std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& options) {
   const Config c = files.config().text_config();
@@ -107,16 +60,20 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
     std::optional<RmsNorm> qn, kn;
     if (files.has(a + ".q_norm.weight")) qn.emplace(weight(files, a + ".q_norm.weight", {D}), eps, false, a + ".q_norm");
     if (files.has(a + ".k_norm.weight")) kn.emplace(weight(files, a + ".k_norm.weight", {D}), eps, false, a + ".k_norm");
-    AttentionLayer attn(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H), linear(a + ".v_proj", kw, H),
-                        linear(a + ".o_proj", H, qw), std::move(qn), std::move(kn), rope, a);
+    auto attn = std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
+                                                 linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
+                                                 std::move(qn), std::move(kn), rope, a);
     const std::string m = p + ".mlp";
-    GatedMlp mlp(linear(m + ".gate_proj", I, H), linear(m + ".up_proj", I, H), linear(m + ".down_proj", H, I), act, m);
-    info.layers.push_back({ac.window > 0 ? "sliding_attention" : "attention", ac.window, attn.cache_spec()});
-    blocks.push_back({RmsNorm(weight(files, p + ".input_layernorm.weight", {H}), eps, false, p + ".input_layernorm"),
-                      std::move(attn),
-                      RmsNorm(weight(files, p + ".post_attention_layernorm.weight", {H}), eps, false,
-                              p + ".post_attention_layernorm"),
-                      std::move(mlp)});
+    auto mlp = std::make_unique<GatedMlp>(linear(m + ".gate_proj", I, H), linear(m + ".up_proj", I, H),
+                                          linear(m + ".down_proj", H, I), act, m);
+    info.layers.push_back({attn->kind(), attn->window(), attn->cache_spec()});
+    DecoderBlock block;
+    block.input_norm = RmsNorm(weight(files, p + ".input_layernorm.weight", {H}), eps, false, p + ".input_layernorm");
+    block.mixer = std::move(attn);
+    block.pre_ffn_norm.emplace(weight(files, p + ".post_attention_layernorm.weight", {H}), eps, false,
+                               p + ".post_attention_layernorm");
+    block.ffn = std::move(mlp);
+    blocks.push_back(std::move(block));
   }
   RmsNorm norm(weight(files, "model.norm.weight", {H}), eps, false, "model.norm");
   info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");

@@ -1,0 +1,38 @@
+#pragma once
+// The two interfaces a decoder block is built from, so architectures compose layers instead of the engine
+// knowing them: a SequenceMixer (softmax attention, MLA, Gated DeltaNet, Mamba-2, short conv ...) mixes
+// information across the tokens of each sequence and owns that sequence's memory for its layer; a FeedForward
+// (gated MLP, MoE) works token by token.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "layers/batch.h"
+#include "layers/kv_cache.h"
+
+namespace attnzoo {
+
+class SequenceMixer {
+ public:
+  virtual ~SequenceMixer() = default;
+  // The layer's per-sequence memory, one formula for inspect / admission / the explainer (DESIGN-SKETCH seam 2).
+  virtual CacheSpec cache_spec() const = 0;
+  virtual std::unique_ptr<LayerState> new_state() const = 0;
+  // x [T, hidden] for the batch's packed tokens -> out [T, hidden]; reads and updates every sequence's state at
+  // `layer_index` (made by new_state()).
+  virtual void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const = 0;
+  virtual uint64_t weight_bytes() const = 0;
+  // "attention", "sliding_attention", "linear_attention", "mamba", ... (what `inspect` prints per layer).
+  virtual std::string kind() const = 0;
+  virtual int64_t window() const { return 0; }
+};
+
+class FeedForward {
+ public:
+  virtual ~FeedForward() = default;
+  // x [T, hidden] -> out [T, hidden].
+  virtual void forward(const float* x, int64_t T, float* out) const = 0;
+  virtual uint64_t weight_bytes() const = 0;
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,53 @@
+#include "models/hf_config.h"
+
+#include <algorithm>
+#include <string>
+
+#include "loader/load_error.h"
+
+namespace attnzoo {
+
+RopeConfig read_rope(const Config& c, int64_t head_dim) {
+  RopeConfig r;
+  r.head_dim = head_dim;
+  const bool nested = c.has("rope_parameters");
+  const bool scaling = !nested && c.has("rope_scaling");
+  const Config p = nested ? c.sub("rope_parameters") : scaling ? c.sub("rope_scaling") : c;
+  r.theta = p.get_float_or("rope_theta", c.get_float_or("rope_theta", 10000.0));
+  r.type = p.get_string_or("rope_type", p.get_string_or("type", "default"));
+  const double partial = p.get_float_or("partial_rotary_factor", c.get_float_or("partial_rotary_factor", 1.0));
+  r.rotary_dim = int64_t(double(head_dim) * partial);
+  if (r.type == "llama3" || r.type == "yarn") {
+    const int64_t max_pos = c.get_int_or("max_position_embeddings", 0);
+    r.original_max_position_embeddings =
+        p.get_int_or("original_max_position_embeddings", c.get_int_or("original_max_position_embeddings", max_pos));
+    r.factor = p.has("factor") ? p.get_float("factor")
+                               : double(max_pos) / double(std::max<int64_t>(1, r.original_max_position_embeddings));
+    r.low_freq_factor = p.get_float_or("low_freq_factor", 1.0);
+    r.high_freq_factor = p.get_float_or("high_freq_factor", 4.0);
+    r.beta_fast = p.get_float_or("beta_fast", 32.0);
+    r.beta_slow = p.get_float_or("beta_slow", 1.0);
+    r.attention_factor = p.get_float_or("attention_factor", 0.0);
+    r.mscale = p.get_float_or("mscale", 0.0);
+    r.mscale_all_dim = p.get_float_or("mscale_all_dim", 0.0);
+    r.truncate = p.get_bool_or("truncate", true);
+  } else if (r.type != "default") {
+    throw LoadError(c.source() + ": rope type '" + r.type + "' is not supported (default, llama3, yarn)");
+  }
+  return r;
+}
+
+int64_t layer_window(const Config& c, int64_t i, int64_t num_layers) {
+  const int64_t window = c.get_int_or("sliding_window", 0);
+  if (c.has("layer_types")) {
+    const auto types = c.get_string_list("layer_types");
+    if (int64_t(types.size()) != num_layers)
+      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(num_layers) + " entries");
+    return types[size_t(i)] == "sliding_attention" ? window : 0;
+  }
+  if (c.has("use_sliding_window") && !c.get_bool("use_sliding_window")) return 0;
+  return window;
+}
+
+
+}  // namespace attnzoo

@@ -1,0 +1,18 @@
+#pragma once
+// Readers for config.json settings that several architectures share, written once so every builder reads them
+// the way transformers does.
+#include <cstdint>
+
+#include "layers/rope.h"
+#include "loader/config.h"
+
+namespace attnzoo {
+
+// RoPE settings: "rope_parameters" (transformers >= 5) or "rope_scaling" (older), with rope_theta and
+// partial_rotary_factor either inside it or at the top level. Unsupported rope types -> LoadError.
+RopeConfig read_rope(const Config& c, int64_t head_dim);
+
+// Sliding window of layer i (0 = full attention), from layer_types / sliding_window / use_sliding_window.
+int64_t layer_window(const Config& c, int64_t i, int64_t num_layers);
+
+}  // namespace attnzoo
