@@ -1,6 +1,9 @@
 #include <cstdio>
 #include <string>
 
+#include <cblas.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 #include <hwy/targets.h>
 
 #include "cli/commands.h"
@@ -45,6 +48,10 @@ int run_info(const std::vector<std::string>& args) {
   std::printf("active       %s\n", target_name(active_target()));
   std::printf("threads      %d (ATTNZOO_THREADS / --threads)\n", ThreadPool::global().num_threads());
   std::printf("highway      %s\n", ATTNZOO_HWY_VERSION);
+  std::printf("blas         %s (single-threaded inside attnzoo's pool)\n", openblas_get_config());
+  char pcre2_version[64] = {};
+  pcre2_config(PCRE2_CONFIG_VERSION, pcre2_version);
+  std::printf("pcre2        %s\n", pcre2_version);
   std::printf("compiler     g++ %d.%d.%d, C++%ld\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
               long(__cplusplus / 100 % 100));
   return 0;
