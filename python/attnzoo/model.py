@@ -94,6 +94,15 @@ class Model:
                         temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
                         repetition_penalty=repetition_penalty, seed=seed, stop=stop, stream=stream, **kwargs)
 
+    def trace(self, ids):
+        """What each layer computed for `ids` run as a fresh sequence (explainer hook; short prompts).
+
+        One dict per layer: "kind"; softmax attention adds "q" [T, heads, head_dim] and "k" [T, kv_heads,
+        head_dim] exactly as the kernel saw them (after q/k norm and RoPE) with "scale", "window", "softcap" and
+        "sinks"; recurrent layers may add "state_norms" (per head, after the prompt).
+        """
+        return self._core.trace(_ids(ids))
+
     def inspect(self):
         """Architecture, layer kinds, parameter count, weight bytes and per-sequence cache bytes."""
         return self._core.inspect()

@@ -57,6 +57,7 @@ nb::dict info_dict(const ModelInfo& i) {
   d["parameter_count"] = i.parameter_count;
   d["checkpoint_bytes"] = i.checkpoint_bytes;
   d["owned_weight_bytes"] = i.owned_weight_bytes;
+  d["decode_weight_bytes"] = i.decode_weight_bytes;
   nb::list layers;
   for (const auto& l : i.layers) {
     nb::dict ld;
@@ -70,6 +71,34 @@ nb::dict info_dict(const ModelInfo& i) {
   nb::dict at;
   for (int64_t t : {int64_t(4096), int64_t(131072), int64_t(1048576)}) at[nb::int_(t)] = i.cache_bytes_for(t);
   d["cache_bytes_at"] = at;
+  return d;
+}
+
+nb::ndarray<nb::numpy, float> float_array(std::vector<float>&& values, std::vector<size_t> shape) {
+  auto* owned = new std::vector<float>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  return nb::ndarray<nb::numpy, float>(owned->data(), shape.size(), shape.data(), owner);
+}
+
+// One layer's trace: q/k [T, heads, head_dim] for softmax attention, state_norms for recurrent layers.
+nb::dict trace_dict(LayerTrace&& t, int64_t T) {
+  nb::dict d;
+  d["kind"] = t.kind;
+  if (!t.q.empty()) {
+    d["q"] = float_array(std::move(t.q), {size_t(T), size_t(t.num_heads), size_t(t.head_dim)});
+    d["k"] = float_array(std::move(t.k), {size_t(T), size_t(t.num_kv_heads), size_t(t.head_dim)});
+    d["scale"] = t.scale;
+    d["window"] = t.window;
+    d["softcap"] = t.softcap;
+    if (t.sinks.empty())
+      d["sinks"] = nb::none();
+    else
+      d["sinks"] = float_array(std::move(t.sinks), {size_t(t.num_heads)});
+  }
+  if (!t.state_norms.empty()) {
+    const size_t n = t.state_norms.size();
+    d["state_norms"] = float_array(std::move(t.state_norms), {n});
+  }
   return d;
 }
 
@@ -125,6 +154,22 @@ void bind_model(nb::module_& m) {
           },
           nb::arg("seqs"), nb::arg("ids"), nb::arg("last_only") = false,
           "Ragged batch: sequence i gets ids[i]; logits rows follow the packed token order.")
+      .def(
+          "trace",
+          [](const Model& model, const AnyArray& ids) {
+            const std::span<const int32_t> span = ids_span(ids, "ids");
+            std::vector<LayerTrace> layers;
+            {
+              nb::gil_scoped_release release;
+              layers = model.trace(span);
+            }
+            nb::list out;
+            for (LayerTrace& t : layers) out.append(trace_dict(std::move(t), int64_t(span.size())));
+            return out;
+          },
+          nb::arg("ids"),
+          "Runs ids as a fresh sequence; one dict per layer: kind, and q/k [T, heads, head_dim] after RoPE with "
+          "scale, window, softcap, sinks (softmax attention) or state_norms (recurrent layers).")
       .def("inspect", [](const Model& model) { return info_dict(model.info()); })
       .def_prop_ro("vocab_size", [](const Model& model) { return model.info().vocab_size; });
 }

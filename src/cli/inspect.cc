@@ -43,13 +43,23 @@ void print_text(const ModelInfo& i, const std::string& dir) {
   std::printf("layers      ");
   for (const auto& [k, n] : kinds) std::printf(" %d x %s", n, k.c_str());
   std::printf("\n");
-  std::printf("parameters   %lld (%.3f B)%s\n", (long long)i.parameter_count, double(i.parameter_count) * 1e-9,
+  std::printf("parameters   %lld (%.6g B)%s\n", (long long)i.parameter_count, double(i.parameter_count) * 1e-9,
               i.tied_embeddings ? ", embeddings tied" : "");
   std::printf("weights      %s in the checkpoint (%s), %s converted at load, projections in %s\n",
               human_bytes(double(i.checkpoint_bytes)).c_str(),
               i.checkpoint_dtype.empty() ? "dtype unset" : i.checkpoint_dtype.c_str(),
               human_bytes(double(i.owned_weight_bytes)).c_str(), dtype_name(i.weights));
   std::printf("cache        %s per token per sequence\n", human_bytes(double(i.cache_bytes_per_token())).c_str());
+  // Per layer kind: what grows with the context (KV, latent) and what does not (recurrent state, conv tail).
+  std::map<std::string, std::pair<int64_t, int64_t>> per_kind;  // kind -> (bytes per token, fixed bytes)
+  for (const auto& l : i.layers) {
+    auto& [per_token, fixed] = per_kind[l.kind + " [" + l.cache.kind + "]"];
+    per_token += l.cache.bytes_per_token;
+    fixed += l.cache.fixed_bytes;
+  }
+  for (const auto& [k, v] : per_kind)
+    std::printf("  %-32s %s per token, %s fixed state per sequence\n", k.c_str(), human_bytes(double(v.first)).c_str(),
+                human_bytes(double(v.second)).c_str());
   for (int64_t t : kContexts)
     std::printf("  at %7lld tokens: %s\n", (long long)t, human_bytes(double(i.cache_bytes_for(t))).c_str());
 }

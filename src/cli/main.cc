@@ -18,6 +18,8 @@ void usage() {
       "  info                    CPU targets, threads, caches, library versions\n"
       "  bench kernels [--quick] [--json] [--no-torch]\n"
       "                          kernel timings vs this machine's measured peak and vs PyTorch\n"
+      "  bench model -m DIR [--prompt N] [--gen N] [--linear-prefill chunked|recurrent] [--json]\n"
+      "                          prefill / decode tok/s of a model vs measured peaks\n"
       "  tokenize -m DIR TEXT    token ids and pieces (--report FILE: tokenizer statistics)\n"
       "  inspect -m DIR          architecture, layers, parameters, KV / state bytes per token\n"
       "  generate -m DIR -p TEXT text generation\n"

@@ -1,7 +1,10 @@
 #include "layers/attention_layer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
+#include "core/convert.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/softmax/attention.h"
@@ -25,13 +28,25 @@ AttentionLayer::AttentionLayer(const AttentionConfig& config, Linear q, Linear k
   const auto& c = config_;
   require(c.num_heads > 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0, "num_key_value_heads",
           "must divide num_attention_heads (" + std::to_string(c.num_heads) + "), got " + std::to_string(c.num_kv_heads));
-  check_linear(q_, c.num_heads * c.head_dim, c.hidden, name + ".q_proj.weight");
+  check_linear(q_, c.num_heads * c.head_dim * (c.output_gate ? 2 : 1), c.hidden, name + ".q_proj.weight");
   check_linear(k_, c.num_kv_heads * c.head_dim, c.hidden, name + ".k_proj.weight");
   check_linear(v_, c.num_kv_heads * c.head_dim, c.hidden, name + ".v_proj.weight");
   check_linear(o_, c.hidden, c.num_heads * c.head_dim, name + ".o_proj.weight");
   if (q_norm_) require(q_norm_->dim() == c.head_dim, (name + ".q_norm.weight").c_str(), "must have head_dim entries");
   if (k_norm_) require(k_norm_->dim() == c.head_dim, (name + ".k_norm.weight").c_str(), "must have head_dim entries");
   require(rope_.config().head_dim == c.head_dim, "rope", "head_dim differs from the attention's");
+  require(std::isfinite(c.softcap) && c.softcap >= 0.f, (name + ".softcap").c_str(), "must be a finite number >= 0");
+}
+
+void AttentionLayer::set_sinks(const TensorView& sinks, const std::string& name) {
+  require(sinks.ndim == 1 && sinks.shape[0] == config_.num_heads && sinks.is_contiguous(), name.c_str(),
+          "expected a contiguous [" + std::to_string(config_.num_heads) + "] tensor, got " + sinks.shape_str());
+  require(sinks.dtype == DType::f32 || sinks.dtype == DType::bf16 || sinks.dtype == DType::f16, name.c_str(),
+          "must be f32, bf16 or f16");
+  std::vector<float> w(size_t(config_.num_heads));
+  convert_to_f32(sinks.data, sinks.dtype, w.data(), w.size());
+  for (float x : w) require(std::isfinite(x), name.c_str(), "must be finite");
+  sinks_ = std::move(w);
 }
 
 std::unique_ptr<LayerState> AttentionLayer::new_state() const {
@@ -46,8 +61,20 @@ void AttentionLayer::forward(const float* x, const Batch& batch, int64_t layer_i
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), D = c.head_dim;
   const int64_t qw = c.num_heads * D, kw = c.num_kv_heads * D;
-  std::vector<float> q(size_t(T * qw)), k(size_t(T * kw)), v(size_t(T * kw)), attn(size_t(T * qw));
-  q_.forward(x, T, q.data());
+  std::vector<float> q(size_t(T * qw)), k(size_t(T * kw)), v(size_t(T * kw)), attn(size_t(T * qw)), gate;
+  if (c.output_gate) {
+    // Split each head's [q ; gate] pair so q is the contiguous [T, H, D] the norm, RoPE and kernels expect.
+    std::vector<float> qg(size_t(T * qw * 2));
+    q_.forward(x, T, qg.data());
+    gate.resize(size_t(T * qw));
+    for (int64_t r = 0; r < T * c.num_heads; ++r) {
+      const float* src = qg.data() + r * 2 * D;
+      std::copy(src, src + D, q.data() + r * D);
+      std::copy(src + D, src + 2 * D, gate.data() + r * D);
+    }
+  } else {
+    q_.forward(x, T, q.data());
+  }
   k_.forward(x, T, k.data());
   v_.forward(x, T, v.data());
   if (q_norm_) q_norm_->forward(q.data(), T * c.num_heads, D, q.data(), D);
@@ -59,6 +86,8 @@ void AttentionLayer::forward(const float* x, const Batch& batch, int64_t layer_i
   opts.scale = c.scale;
   opts.causal = true;
   opts.window = c.window;
+  opts.softcap = c.softcap;
+  opts.sinks = sinks_.empty() ? nullptr : sinks_.data();
   const int64_t S = batch.num_sequences();
   bool all_decode = true;
   for (int64_t s = 0; s < S; ++s) {
@@ -84,7 +113,44 @@ void AttentionLayer::forward(const float* x, const Batch& batch, int64_t layer_i
     ThreadPool::global().parallel_for(S, [&](int64_t s, int) { attend(s); });
   else
     for (int64_t s = 0; s < S; ++s) attend(s);
+  if (c.output_gate)
+    for (size_t i = 0; i < attn.size(); ++i) attn[i] *= 1.f / (1.f + std::exp(-gate[i]));
   o_.forward(attn.data(), T, out);
+}
+
+// The q/k half of forward(), kept beside it for the explainer's trace (it must apply the same steps in the
+// same order: projection, output-gate split, q/k norm, RoPE).
+void AttentionLayer::project_qk(const float* x, const Batch& batch, float* q, float* k) const {
+  const auto& c = config_;
+  const int64_t T = batch.num_tokens(), D = c.head_dim;
+  if (c.output_gate) {
+    std::vector<float> qg(size_t(T * c.num_heads * D * 2));
+    q_.forward(x, T, qg.data());
+    for (int64_t r = 0; r < T * c.num_heads; ++r) std::copy_n(qg.data() + r * 2 * D, D, q + r * D);
+  } else {
+    q_.forward(x, T, q);
+  }
+  k_.forward(x, T, k);
+  if (q_norm_) q_norm_->forward(q, T * c.num_heads, D, q, D);
+  if (k_norm_) k_norm_->forward(k, T * c.num_kv_heads, D, k, D);
+  rope_.apply(q, T, c.num_heads, c.num_heads * D, batch.positions.data());
+  rope_.apply(k, T, c.num_kv_heads, c.num_kv_heads * D, batch.positions.data());
+}
+
+void AttentionLayer::trace(const float* x, const Batch& batch, int64_t, LayerTrace& out) const {
+  const auto& c = config_;
+  const int64_t T = batch.num_tokens();
+  out.kind = kind();
+  out.num_heads = c.num_heads;
+  out.num_kv_heads = c.num_kv_heads;
+  out.head_dim = c.head_dim;
+  out.scale = std::isnan(c.scale) ? 1.f / std::sqrt(float(c.head_dim)) : c.scale;
+  out.window = c.window;
+  out.softcap = c.softcap;
+  out.sinks = sinks_;
+  out.q.resize(size_t(T * c.num_heads * c.head_dim));
+  out.k.resize(size_t(T * c.num_kv_heads * c.head_dim));
+  project_qk(x, batch, out.q.data(), out.k.data());
 }
 
 }  // namespace attnzoo

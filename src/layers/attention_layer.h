@@ -2,11 +2,14 @@
 // Softmax self-attention with its KV cache: q/k/v projections (optional bias), optional per-head q/k RMSNorm
 // (Qwen3), RoPE at each token's position, then per sequence: append K/V to the sequence's cache and attend with
 // the prefill kernel (chunks longer than kMaxDecodeQueries) or the decode kernel, optionally over a sliding
-// window; finally the output projection.
+// window; finally the output projection. Options for other families: attention-logit softcapping (Gemma 2),
+// per-head learned sink logits (gpt-oss) and a sigmoid output gate (Qwen3-Next "gated attention").
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "layers/batch.h"
 #include "layers/block_parts.h"
@@ -22,6 +25,10 @@ struct AttentionConfig {
   int64_t window = 0;  // >0: sliding window of this many keys (query included)
   float scale = std::numeric_limits<float>::quiet_NaN();  // NaN: head_dim^-0.5
   int64_t cache_block_tokens = KvCache::kDefaultBlockTokens;
+  float softcap = 0.f;  // >0: scores = softcap * tanh(scores / softcap) before masking (Gemma 2 attn_logit_softcapping)
+  // Qwen3-Next: q_proj yields num_heads * 2 * head_dim features, per head [q (head_dim) ; gate (head_dim)];
+  // the attention output is multiplied by sigmoid(gate) before o_proj.
+  bool output_gate = false;
 };
 
 class AttentionLayer : public SequenceMixer {
@@ -31,6 +38,10 @@ class AttentionLayer : public SequenceMixer {
                  std::optional<RmsNorm> k_norm, Rope rope, const std::string& name);
 
   const AttentionConfig& config() const { return config_; }
+  // gpt-oss attention sinks: sinks [num_heads] (f32/bf16/f16, widened here) is one learned logit per head that
+  // joins every query's softmax denominator. `name` appears in errors.
+  void set_sinks(const TensorView& sinks, const std::string& name);
+  const std::vector<float>& sinks() const { return sinks_; }
   CacheSpec cache_spec() const override {
     return KvCache::spec(config_.num_kv_heads, config_.head_dim, config_.cache_block_tokens, config_.window);
   }
@@ -42,12 +53,17 @@ class AttentionLayer : public SequenceMixer {
   // x [T, hidden] for the batch's packed tokens -> out [T, hidden]. Appends to every sequence's cache at
   // `layer_index` (which must be a KvCache made by new_state()).
   void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  // q and k after norm and RoPE for the batch's tokens (stateless), plus scale and window.
+  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
 
  private:
+  // x [T, hidden] -> q [T, num_heads * D], k [T, num_kv_heads * D] after the q/k norms and RoPE.
+  void project_qk(const float* x, const Batch& batch, float* q, float* k) const;
   AttentionConfig config_;
   Linear q_, k_, v_, o_;
   std::optional<RmsNorm> q_norm_, k_norm_;
   Rope rope_;
+  std::vector<float> sinks_;  // empty: no sinks
 };
 
 }  // namespace attnzoo

@@ -9,6 +9,7 @@
 
 #include "layers/batch.h"
 #include "layers/kv_cache.h"
+#include "layers/layer_trace.h"
 
 namespace attnzoo {
 
@@ -25,6 +26,12 @@ class SequenceMixer {
   // "attention", "sliding_attention", "linear_attention", "mamba", ... (what `inspect` prints per layer).
   virtual std::string kind() const = 0;
   virtual int64_t window() const { return 0; }
+  // Explainer hook, called right after forward() on the same x and batch (one sequence): fills what the layer
+  // computed (attention: q and k after RoPE; recurrent mixers: state norms). Default: only `kind`.
+  virtual void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const {
+    (void)x, (void)batch, (void)layer_index;
+    out.kind = kind();
+  }
 };
 
 class FeedForward {
@@ -33,6 +40,8 @@ class FeedForward {
   // x [T, hidden] -> out [T, hidden].
   virtual void forward(const float* x, int64_t T, float* out) const = 0;
   virtual uint64_t weight_bytes() const = 0;
+  // Weights one decode token reads (MoE: the routed top-k experts plus shared parts, not every expert).
+  virtual uint64_t decode_weight_bytes() const { return weight_bytes(); }
 };
 
 }  // namespace attnzoo

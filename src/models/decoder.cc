@@ -29,7 +29,11 @@ TensorView optional_weight(const ModelFiles& files, const std::string& name, std
 DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, std::vector<DecoderBlock> blocks,
                            RmsNorm norm, Linear lm_head, DecoderOptions options)
     : files_(std::move(files)), info_(std::move(info)), embed_(std::move(embed)), blocks_(std::move(blocks)),
-      norm_(std::move(norm)), lm_head_(std::move(lm_head)), options_(options) {}
+      norm_(std::move(norm)), lm_head_(std::move(lm_head)), options_(options) {
+  info_.decode_weight_bytes = lm_head_.weight_bytes();
+  for (const auto& b : blocks_)
+    info_.decode_weight_bytes += b.mixer->weight_bytes() + (b.ffn ? b.ffn->decode_weight_bytes() : 0);
+}
 
 std::unique_ptr<SequenceState> DecoderModel::new_sequence() const {
   auto s = std::make_unique<SequenceState>();
@@ -39,6 +43,18 @@ std::unique_ptr<SequenceState> DecoderModel::new_sequence() const {
 }
 
 void DecoderModel::run(const Batch& batch, bool last_only, float* logits) const {
+  run_layers(batch, last_only, logits, nullptr);
+}
+
+std::vector<LayerTrace> DecoderModel::run_trace(const Batch& batch) const {
+  std::vector<LayerTrace> trace(blocks_.size());
+  std::vector<float> logits(size_t(batch.num_sequences() * info_.vocab_size));
+  run_layers(batch, true, logits.data(), &trace);
+  return trace;
+}
+
+void DecoderModel::run_layers(const Batch& batch, bool last_only, float* logits,
+                              std::vector<LayerTrace>* trace) const {
   const int64_t T = batch.num_tokens(), H = info_.hidden_size;
   std::vector<float> x(size_t(T * H)), h(size_t(T * H)), y(size_t(T * H));
   embed_.lookup(batch.tokens.data(), T, x.data(), options_.embedding_scale);
@@ -49,6 +65,7 @@ void DecoderModel::run(const Batch& batch, bool last_only, float* logits) const 
     const DecoderBlock& b = blocks_[l];
     b.input_norm.forward(x.data(), T, H, h.data(), H);
     b.mixer->forward(h.data(), batch, int64_t(l), y.data());
+    if (trace) b.mixer->trace(h.data(), batch, int64_t(l), (*trace)[l]);
     if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
     add_residual();
     if (!b.ffn) continue;

@@ -44,8 +44,11 @@ class DecoderModel : public Model {
 
  protected:
   void run(const Batch& batch, bool last_only, float* logits) const override;
+  std::vector<LayerTrace> run_trace(const Batch& batch) const override;
 
  private:
+  // The forward pass; with `trace`, each mixer also records its LayerTrace (one per block).
+  void run_layers(const Batch& batch, bool last_only, float* logits, std::vector<LayerTrace>* trace) const;
   ModelFiles files_;  // keeps the mapping alive: weights below are views into it
   ModelInfo info_;
   Embedding embed_;

@@ -77,4 +77,19 @@ std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
   return logits;
 }
 
+std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {
+  require(!ids.empty(), "ids", "must hold at least one token");
+  const std::unique_ptr<SequenceState> seq = new_sequence();
+  Batch batch;
+  batch.add(*seq, ids);
+  for (int32_t id : ids)
+    require(id >= 0 && id < info().vocab_size, "ids",
+            "id " + std::to_string(id) + " outside the vocabulary [0, " + std::to_string(info().vocab_size) + ")");
+  return run_trace(batch);
+}
+
+std::vector<LayerTrace> Model::run_trace(const Batch&) const {
+  throw ArgumentError("trace: this model (" + info().architecture + ") has no trace hook");
+}
+
 }  // namespace attnzoo

@@ -4,11 +4,13 @@
 // (llama.cc ...) registered by their config.json "architectures" name in registry.cc.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "layers/batch.h"
 #include "layers/kv_cache.h"
+#include "layers/layer_trace.h"
 #include "loader/config.h"
 
 namespace attnzoo {
@@ -41,6 +43,9 @@ struct ModelInfo {
   int64_t parameter_count = 0;    // elements of every tensor in the checkpoint
   uint64_t checkpoint_bytes = 0;  // bytes of every tensor in the checkpoint (borrowed through the mapping)
   uint64_t owned_weight_bytes = 0;  // converted copies made at load
+  // Weight bytes one decode step streams: every layer's projections and the lm_head as held (not the
+  // embedding table, of which one row is read). Set by DecoderModel.
+  uint64_t decode_weight_bytes = 0;
   std::vector<LayerInfo> layers;
 
   // Per-sequence cache bytes after `tokens` tokens, summed over the layers' CacheSpecs.
@@ -67,8 +72,14 @@ class Model {
   // mid-way, the sequences' caches are unspecified: discard them.
   std::vector<float> forward(const Batch& batch, bool last_only = false) const;
 
+  // Explainer hook: runs `ids` as a fresh sequence and returns one LayerTrace per layer (attention: q and k
+  // after RoPE; recurrent layers: state norms). Slow path, short prompts. ArgumentError for bad ids or a model
+  // that cannot trace.
+  std::vector<LayerTrace> trace(std::span<const int32_t> ids) const;
+
  protected:
   virtual void run(const Batch& batch, bool last_only, float* logits) const = 0;
+  virtual std::vector<LayerTrace> run_trace(const Batch& batch) const;
 };
 
 }  // namespace attnzoo

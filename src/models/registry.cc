@@ -7,9 +7,16 @@ namespace {
 
 const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"LlamaForCausalLM", build_llama_family},
+    {"Mamba2ForCausalLM", build_mamba2},
+    {"Lfm2ForCausalLM", build_lfm2},
+    {"FalconH1ForCausalLM", build_falcon_h1},
+    {"Gemma2ForCausalLM", build_gemma},
+    {"Gemma3ForCausalLM", build_gemma},
     {"MistralForCausalLM", build_llama_family},
     {"Qwen2ForCausalLM", build_llama_family},
     {"Qwen3ForCausalLM", build_llama_family},
+    {"Qwen3NextForCausalLM", build_qwen3_next},
+    {"Qwen3_5ForCausalLM", build_qwen3_next},
 };
 
 }  // namespace

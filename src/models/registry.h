@@ -18,5 +18,10 @@ std::vector<std::string> supported_architectures();
 
 // Builders (one file each).
 std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);
 
 }  // namespace attnzoo

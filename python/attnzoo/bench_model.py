@@ -1,0 +1,280 @@
+"""Model benchmark: prefill and decode speed of a loaded checkpoint, against this machine's measured peaks.
+
+    python -m attnzoo.bench_model model -m DIR [--prompt 512] [--gen 128] [--contexts 64,512,2048] [--json]
+                                        [--dtype float32|bfloat16|auto] [--linear-prefill chunked|recurrent]
+
+In one run: the f32 FMA peak and the streaming read bandwidth (attnzoo.bench's probes, best of a run at the
+start and one at the end), then
+  prefill   a random prompt of --prompt tokens through a fresh sequence (median of --repeats runs): tokens/s,
+            and the projection GEMMs' GFLOP/s as a fraction of the FMA peak (bf16 weights are widened to f32
+            in the kernels, so the f32 FMA peak is their ceiling too);
+  decode    --gen single-token steps after that prompt: tokens/s, and the weight bytes each step streams
+            (every layer's projections and the lm_head as held) / step time, as a fraction of the bandwidth;
+  contexts  shorter decode runs after prompts of several lengths: attention layers slow down as their KV
+            cache grows, linear / SSM layers (fixed-size state) stay flat.
+--linear-prefill=recurrent makes linear / SSM mixers run prompts token by token on their recurrent kernels
+(what the chunked kernels buy); softmax attention is unaffected.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+
+from . import _core
+from .bench import _better_peaks, measure_peaks
+
+PROBE_SCALES = ("full", "quick", "tiny")
+LINEAR_PREFILL = ("chunked", "recurrent")
+SOFTMAX_KINDS = ("attention", "sliding_attention")
+
+
+# --- what the model costs per token ------------------------------------------------------------------------
+
+def _safetensors_headers(model_dir):
+    """{tensor name: shape} from every *.safetensors header in the directory (reads headers only)."""
+    shapes = {}
+    for name in sorted(os.listdir(model_dir)):
+        if not name.endswith(".safetensors"):
+            continue
+        with open(os.path.join(model_dir, name), "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+        shapes.update({k: v["shape"] for k, v in header.items() if k != "__metadata__"})
+    return shapes
+
+
+def layer_matrix_elements(model_dir):
+    """Elements of the 2-D weights inside the decoder layers: a token costs 2 FLOPs per element in the
+    projections (dense models; a mixture of experts would count only its active experts)."""
+    return sum(int(np.prod(s)) for k, s in _safetensors_headers(model_dir).items()
+               if len(s) == 2 and ".layers." in k)
+
+
+def attention_flops(info, start, tokens):
+    """Score and value FLOPs of the softmax layers for `tokens` new queries after `start` cached tokens."""
+    hq, d = info["num_attention_heads"], info["head_dim"]
+    total = 0
+    for layer in info["layers"]:
+        if layer["kind"] not in SOFTMAX_KINDS:
+            continue
+        for i in range(start, start + tokens):  # query i sees keys 0..i (its last `window` with a window)
+            total += min(i + 1, layer["window"]) if layer["window"] else i + 1
+    return 4.0 * hq * d * total
+
+
+def cache_bytes_read(info, context):
+    """Bytes of per-sequence memory a decode step reads at `context` tokens: the visible part of every KV cache
+    and every fixed-size state."""
+    total = 0
+    for layer in info["layers"]:
+        c = layer["cache"]
+        visible = min(context, c["max_tokens"]) if c["max_tokens"] else context
+        total += c["bytes_per_token"] * visible + c["fixed_bytes"]
+    return total
+
+
+# --- timing ------------------------------------------------------------------------------------------------
+
+def _decode_steps(model, seq, n, rng):
+    """n single-token steps on seq; returns each step's seconds."""
+    times = []
+    for _ in range(n):
+        token = np.array([rng.integers(model.vocab_size)], np.int32)
+        t0 = time.perf_counter()
+        model.forward(token, seq=seq, last_only=True)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _decode_row(info, context, times, bandwidth):
+    step = float(np.median(times))
+    weights = info["decode_weight_bytes"]
+    cache = cache_bytes_read(info, context)
+    return {"context": context, "tokens": len(times), "seconds": float(sum(times)),
+            "tokens_per_s": len(times) / sum(times), "median_step_ms": step * 1e3,
+            "weight_bytes_per_token": weights, "cache_bytes_per_token": cache,
+            "weight_gbps": weights / step * 1e-9, "total_gbps": (weights + cache) / step * 1e-9,
+            "fraction_of_bandwidth": weights / step * 1e-9 / bandwidth if bandwidth else None}
+
+
+def default_contexts(prompt, max_positions):
+    contexts = sorted({max(1, prompt // 8), prompt, prompt * 4})
+    return [c for c in contexts if not max_positions or c < max_positions] or [min(prompt, max_positions - 1)]
+
+
+def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
+                    linear_prefill="chunked", repeats=3, probes="quick", seed=0, progress=None):
+    """Measures the machine, then the model; returns the document `--json` prints.
+
+    contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
+    model's max_position_embeddings); context_gen: decode steps at each (None: min(gen, 32)).
+    probes: scale of the peak probes ("full", "quick" or "tiny" for tests).
+    """
+    from .model import Model
+    if prompt < 1 or gen < 1 or repeats < 1:
+        raise ValueError("prompt, gen and repeats must be >= 1")
+    if linear_prefill not in LINEAR_PREFILL:
+        raise ValueError(f"linear_prefill: expected one of {', '.join(LINEAR_PREFILL)}, got {linear_prefill!r}")
+    if probes not in PROBE_SCALES:
+        raise ValueError(f"probes: expected one of {', '.join(PROBE_SCALES)}, got {probes!r}")
+    say = progress or (lambda s: None)
+    rng = np.random.default_rng(seed)
+    config = _core.bench_config(probes)
+
+    say("measuring FMA peak and memory bandwidth")
+    peaks = measure_peaks(config)
+    say(f"loading {model_dir} ({dtype})")
+    t0 = time.perf_counter()
+    model = Model.load(model_dir, dtype=dtype)
+    load_s = time.perf_counter() - t0
+    info = model.inspect()
+    max_pos = info["max_position_embeddings"]
+    if max_pos and prompt + gen > max_pos:
+        raise ValueError(f"prompt + gen ({prompt + gen}) exceeds the model's max_position_embeddings ({max_pos})")
+    contexts = sorted(set(contexts)) if contexts else default_contexts(prompt, max_pos)
+    if any(c < 1 for c in contexts):
+        raise ValueError("contexts must be >= 1")
+    context_gen = context_gen or min(gen, 32)
+    linear_layers = sum(1 for l in info["layers"] if l["kind"] not in SOFTMAX_KINDS)
+
+    previous_mode = _core.linear_prefill()
+    _core.set_linear_prefill(linear_prefill)
+    try:
+        # Warm-up: touches every weight page once so the first timed run does not pay the mapping in.
+        model.forward(rng.integers(model.vocab_size, size=min(prompt, 8)).astype(np.int32), last_only=True)
+        ids = rng.integers(model.vocab_size, size=prompt).astype(np.int32)
+        say(f"prefill {prompt} tokens x {repeats}")
+        prefill_times, seq = [], None
+        for _ in range(repeats):
+            seq = model.new_sequence()
+            t0 = time.perf_counter()
+            model.forward(ids, seq=seq, last_only=True)
+            prefill_times.append(time.perf_counter() - t0)
+        say(f"decode {gen} tokens after {prompt}")
+        decode_times = _decode_steps(model, seq, gen, rng)
+
+        sweep = []
+        seq = model.new_sequence()
+        for c in contexts:
+            say(f"decode {context_gen} tokens at context {c}")
+            if seq.length < c:  # grow the one sequence through every context in turn
+                model.forward(rng.integers(model.vocab_size, size=c - seq.length).astype(np.int32), seq=seq,
+                              last_only=True)
+            sweep.append((seq.length, _decode_steps(model, seq, context_gen, rng)))
+    finally:
+        _core.set_linear_prefill(previous_mode)
+
+    say("measuring the peaks again")
+    peaks = _better_peaks(peaks, measure_peaks(config))
+    fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
+
+    prefill_s = float(np.median(prefill_times))
+    linear_flops = 2.0 * layer_matrix_elements(model_dir) * prompt + 2.0 * info["hidden_size"] * info["vocab_size"]
+    attn_flops = attention_flops(info, 0, prompt)
+    prefill = {"tokens": prompt, "runs": repeats, "seconds": prefill_s, "min_seconds": float(min(prefill_times)),
+               "tokens_per_s": prompt / prefill_s,
+               "linear_gflop": linear_flops * 1e-9, "attention_gflop": attn_flops * 1e-9,
+               "linear_gflops": linear_flops / prefill_s * 1e-9,
+               "total_gflops": (linear_flops + attn_flops) / prefill_s * 1e-9}
+    prefill["fraction_of_fma_peak"] = prefill["linear_gflops"] / fma
+    decode = _decode_row(info, prompt, decode_times, bandwidth)
+    by_context = [_decode_row(info, c, times, bandwidth) for c, times in sweep]
+
+    cpu = _core.cpu_info()
+    notes = []
+    if linear_prefill == "recurrent" and not linear_layers:
+        notes.append("--linear-prefill=recurrent has no effect: the model has no linear / SSM layers")
+    return {
+        "model": {"directory": os.path.abspath(model_dir), "architecture": info["architecture"],
+                  "parameter_count": info["parameter_count"], "weights_dtype": info["weights_dtype"],
+                  "checkpoint_dtype": info["checkpoint_dtype"], "num_layers": info["num_layers"],
+                  "layer_kinds": sorted({l["kind"] for l in info["layers"]}), "linear_layers": linear_layers,
+                  "decode_weight_bytes": info["decode_weight_bytes"], "load_seconds": load_s},
+        "machine": {"cpu": cpu["model"], "threads": _core.num_threads(), "target": _core.active_target(),
+                    "load_average": os.getloadavg()[0]},
+        "settings": {"prompt": prompt, "gen": gen, "contexts": contexts, "context_gen": context_gen,
+                     "dtype": dtype, "linear_prefill": linear_prefill, "repeats": repeats, "probes": probes},
+        "peaks": peaks,
+        "prefill": prefill,
+        "decode": decode,
+        "decode_by_context": by_context,
+        "note": "; ".join(notes),
+    }
+
+
+# --- printing ----------------------------------------------------------------------------------------------
+
+def format_report(doc):
+    m, mach, s = doc["model"], doc["machine"], doc["settings"]
+    fma, mem = doc["peaks"]["fma"], doc["peaks"]["memory"]
+    p, d = doc["prefill"], doc["decode"]
+    lines = [
+        f"attnzoo bench model: {m['architecture']} ({m['parameter_count'] / 1e6:.0f}M parameters, "
+        f"{m['num_layers']} layers: {', '.join(m['layer_kinds'])}), weights {m['weights_dtype']}, "
+        f"linear prefill {s['linear_prefill']}",
+        f"machine         {mach['cpu']}, {mach['threads']} threads, target {mach['target']}, "
+        f"load average {mach['load_average']:.1f}",
+        f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s  (bf16 weights are widened to f32: the same ceiling)",
+        f"memory read     {mem['gbps']:8.1f} GB/s",
+        "",
+        f"prefill  {p['tokens']:6d} tokens   {p['tokens_per_s']:9.1f} tok/s   {p['seconds'] * 1e3:9.1f} ms "
+        f"(median of {p['runs']})   projections {p['linear_gflops']:.1f} GFLOP/s = "
+        f"{p['fraction_of_fma_peak']:.1%} of FMA peak   (+ attention {p['attention_gflop']:.2f} GFLOP: "
+        f"{p['total_gflops']:.1f} GFLOP/s in all)",
+        f"decode   {d['tokens']:6d} tokens   {d['tokens_per_s']:9.1f} tok/s   {d['median_step_ms']:9.2f} ms/token "
+        f"(median)   weights {d['weight_bytes_per_token'] / 2**20:.0f} MiB/token at {d['weight_gbps']:.1f} GB/s = "
+        f"{d['fraction_of_bandwidth']:.1%} of bandwidth",
+        "",
+        "decode by context (attention slows as its cache grows; linear / SSM layers stay flat):",
+        f"  {'context':>8}  {'tok/s':>8}  {'ms/token':>9}  {'weights GB/s':>12}  {'cache MiB read':>14}  "
+        f"{'of bandwidth':>12}",
+    ]
+    for r in doc["decode_by_context"]:
+        lines.append(f"  {r['context']:8d}  {r['tokens_per_s']:8.1f}  {r['median_step_ms']:9.2f}  "
+                     f"{r['weight_gbps']:12.1f}  {r['cache_bytes_per_token'] / 2**20:14.2f}  "
+                     f"{r['fraction_of_bandwidth']:12.1%}")
+    if doc["note"]:
+        lines += ["", doc["note"]]
+    return "\n".join(lines)
+
+
+def _int_list(text):
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="attnzoo bench model", description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=["model"], help="what to benchmark")
+    parser.add_argument("-m", "--model", required=True, help="Hugging Face model directory")
+    parser.add_argument("--prompt", type=int, default=512, help="prompt tokens for prefill (default 512)")
+    parser.add_argument("--gen", type=int, default=128, help="decode steps after the prompt (default 128)")
+    parser.add_argument("--contexts", type=_int_list, help="prompt lengths for the decode sweep, e.g. 64,512,2048")
+    parser.add_argument("--context-gen", type=int, help="decode steps at each sweep length (default min(gen, 32))")
+    parser.add_argument("--dtype", default="auto", choices=["float32", "bfloat16", "auto"],
+                        help="precision the weights are held in (default: as stored)")
+    parser.add_argument("--linear-prefill", default="chunked", choices=list(LINEAR_PREFILL),
+                        help="linear / SSM mixers' prompt path (recurrent: token by token, to measure the chunked "
+                             "kernels' gain)")
+    parser.add_argument("--repeats", type=int, default=3, help="prefill runs; the median is reported")
+    parser.add_argument("--probes", default="quick", choices=list(PROBE_SCALES), help="size of the peak probes")
+    parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.model):
+        parser.error(f"-m: {args.model!r} is not a directory")
+    progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
+    doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
+                          context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,
+                          repeats=args.repeats, probes=args.probes, progress=progress)
+    print(json.dumps(doc, indent=2) if args.json else format_report(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""attnzoo bench model on a tiny random Llama: the document's structure, positive rates, the process-wide linear
+prefill switch, and errors. No timing thresholds (a shared 2-core machine)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from attnzoo import _core  # noqa: E402
+from attnzoo.bench_model import (attention_flops, cache_bytes_read, layer_matrix_elements,  # noqa: E402
+                                 run_model_bench)
+
+HIDDEN, INTER, LAYERS, VOCAB = 64, 128, 2, 256
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bench_llama")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(hidden_size=HIDDEN, intermediate_size=INTER, num_hidden_layers=LAYERS,
+                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+                                      max_position_embeddings=128, tie_word_embeddings=False)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(directory, safe_serialization=True)
+    return str(directory)
+
+
+def _check_doc(doc, prompt, gen, contexts):
+    assert doc["model"]["architecture"] == "LlamaForCausalLM"
+    assert doc["model"]["layer_kinds"] == ["attention"] and doc["model"]["linear_layers"] == 0
+    # q, k, v, o, gate, up, down of every layer plus the lm_head, all f32.
+    per_layer = 2 * HIDDEN * HIDDEN + 2 * HIDDEN * (HIDDEN // 2) + 3 * HIDDEN * INTER
+    assert doc["model"]["decode_weight_bytes"] == 4 * (LAYERS * per_layer + VOCAB * HIDDEN)
+    assert doc["peaks"]["fma"]["gflops"] > 0 and doc["peaks"]["memory"]["gbps"] > 0
+    p = doc["prefill"]
+    assert p["tokens"] == prompt and p["tokens_per_s"] > 0 and p["linear_gflops"] > 0
+    assert 0 < p["fraction_of_fma_peak"] and p["total_gflops"] > p["linear_gflops"]
+    d = doc["decode"]
+    assert d["tokens"] == gen and d["context"] == prompt and d["tokens_per_s"] > 0
+    assert d["weight_gbps"] > 0 and d["fraction_of_bandwidth"] > 0 and d["total_gbps"] > d["weight_gbps"]
+    assert [r["context"] for r in doc["decode_by_context"]] == contexts
+    for r in doc["decode_by_context"]:
+        assert r["tokens_per_s"] > 0 and r["median_step_ms"] > 0
+    # KV bytes read grow with the context (f32 K and V of 2 kv heads x 16 dims per layer and token).
+    assert [r["cache_bytes_per_token"] for r in doc["decode_by_context"]] == \
+        [LAYERS * 2 * 2 * 16 * 4 * c for c in contexts]
+
+
+def test_bench_model_document(model_dir):
+    said = []
+    doc = run_model_bench(model_dir, prompt=16, gen=3, contexts=[24, 4], context_gen=2, dtype="float32",
+                          repeats=1, probes="tiny", progress=said.append)
+    _check_doc(doc, 16, 3, [4, 24])
+    assert doc["settings"]["linear_prefill"] == "chunked" and doc["note"] == ""
+    assert any("prefill" in s for s in said)
+    json.dumps(doc)  # serialisable as --json prints it
+
+
+def test_recurrent_prefill_switch_is_set_and_restored(model_dir):
+    assert _core.linear_prefill() == "chunked"
+    doc = run_model_bench(model_dir, prompt=8, gen=2, contexts=[8], context_gen=1, dtype="bfloat16",
+                          linear_prefill="recurrent", repeats=1, probes="tiny")
+    assert doc["settings"]["linear_prefill"] == "recurrent"
+    assert "no linear" in doc["note"]
+    assert doc["model"]["weights_dtype"] == "bfloat16"
+    per_layer = 2 * HIDDEN * HIDDEN + 2 * HIDDEN * (HIDDEN // 2) + 3 * HIDDEN * INTER
+    assert doc["model"]["decode_weight_bytes"] == 2 * (LAYERS * per_layer + VOCAB * HIDDEN)  # bf16: 2 bytes each
+    assert _core.linear_prefill() == "chunked"
+
+
+def test_linear_prefill_binding():
+    try:
+        _core.set_linear_prefill("recurrent")
+        assert _core.linear_prefill() == "recurrent"
+    finally:
+        _core.set_linear_prefill("chunked")
+    with pytest.raises(ValueError, match="mode"):
+        _core.set_linear_prefill("fast")
+    assert _core.linear_prefill() == "chunked"
+
+
+def test_cost_model_counts():
+    info = {"num_attention_heads": 2, "head_dim": 4, "layers": [
+        {"kind": "attention", "window": 0, "cache": {"bytes_per_token": 10, "fixed_bytes": 0, "max_tokens": 0}},
+        {"kind": "sliding_attention", "window": 2,
+         "cache": {"bytes_per_token": 10, "fixed_bytes": 0, "max_tokens": 2}},
+        {"kind": "linear_attention", "window": 0, "cache": {"bytes_per_token": 0, "fixed_bytes": 7, "max_tokens": 0}},
+    ]}
+    # 3 queries: full causal sees 1+2+3 keys, the window 1+2+2; 4 FLOPs per pair per head-dim element.
+    assert attention_flops(info, 0, 3) == 4.0 * 2 * 4 * (6 + 5)
+    assert cache_bytes_read(info, 5) == 10 * 5 + 10 * 2 + 7
+
+
+def test_layer_matrix_elements(model_dir):
+    per_layer = 2 * HIDDEN * HIDDEN + 2 * HIDDEN * (HIDDEN // 2) + 3 * HIDDEN * INTER
+    assert layer_matrix_elements(model_dir) == LAYERS * per_layer
+
+
+def test_errors(model_dir):
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        run_model_bench(model_dir, prompt=120, gen=20, probes="tiny")
+    with pytest.raises(ValueError, match="linear_prefill"):
+        run_model_bench(model_dir, prompt=8, gen=2, linear_prefill="fast", probes="tiny")
+    with pytest.raises(ValueError, match="prompt"):
+        run_model_bench(model_dir, prompt=0, gen=2, probes="tiny")
+
+
+def test_command_line_json(model_dir):
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), ".."))
+    out = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
+                          "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "1", "--probes",
+                          "tiny", "--dtype", "float32", "--json"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    _check_doc(json.loads(out.stdout), 8, 2, [4, 8])
+    text = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
+                           "--gen", "2", "--contexts", "8", "--context-gen", "1", "--repeats", "1", "--probes",
+                           "tiny"], capture_output=True, text=True, env=env, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert "prefill" in text.stdout and "of bandwidth" in text.stdout and "decode by context" in text.stdout

@@ -1,0 +1,186 @@
+"""Gemma 2 / Gemma 3 (text) forward passes against transformers (eager attention, float32) on tiny random
+checkpoints: attention and final logit softcapping, sliding layers shorter than the prompt, (1 + w) norms,
+query_pre_attn_scalar, Gemma 3 q/k norms and separate local/global RoPE, configs with and without layer_types;
+whole prompt, chunked prefill, token-by-token decode, greedy generation, errors."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from attnzoo import generate as gen  # noqa: E402
+from attnzoo.model import Model  # noqa: E402
+
+PROMPT_LEN = 40
+VOCAB = 320
+WINDOW = 8
+
+
+def _config(kind):
+    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, initializer_range=0.1,
+                  sliding_window=WINDOW, attn_implementation="eager")
+    if kind == "gemma2":
+        # Softcaps small enough that tanh really bends scores and logits; query_pre_attn_scalar != head_dim.
+        return transformers.Gemma2Config(num_hidden_layers=3, head_dim=16, query_pre_attn_scalar=24,
+                                         attn_logit_softcapping=2.0, final_logit_softcapping=6.0, **common)
+    if kind in ("gemma3", "gemma3_legacy"):
+        # Very different RoPE bases so a layer using the wrong one cannot pass.
+        return transformers.Gemma3TextConfig(
+            num_hidden_layers=4, head_dim=32, query_pre_attn_scalar=20,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"],
+            rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                             "full_attention": dict(rope_type="default", rope_theta=300.0)},
+            tie_word_embeddings=kind == "gemma3", **common)
+    raise ValueError(kind)
+
+
+def _legacy(cfg):
+    """Rewrites a Gemma 3 config.json the way transformers 4 wrote it: no layer_types (a pattern instead) and
+    rope_theta / rope_local_base_freq at the top level."""
+    rope = cfg.pop("rope_parameters")
+    cfg.pop("layer_types")
+    cfg.update(rope_theta=rope["full_attention"]["rope_theta"],
+               rope_local_base_freq=rope["sliding_attention"]["rope_theta"], sliding_window_pattern=2)
+
+
+def _build(kind, directory):
+    """Saves a random checkpoint; returns the transformers model (float32, eager) loaded from it."""
+    torch.manual_seed(sum(map(ord, kind)))
+    model = transformers.AutoModelForCausalLM.from_config(_config(kind), attn_implementation="eager")
+    with torch.no_grad():
+        # Gemma norms are (1 + w) with w = 0 at init: randomise every one of them.
+        for name, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_(0.3 * torch.randn_like(p))
+    model.save_pretrained(directory, safe_serialization=True)
+    if kind == "gemma3_legacy":
+        path = os.path.join(directory, "config.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        _legacy(cfg)
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+    ref = transformers.AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32,
+                                                            attn_implementation="eager").eval()
+    if kind == "gemma3_legacy":  # transformers read the pattern the way we must: sliding, full, sliding, full
+        assert ref.config.layer_types == ["sliding_attention", "full_attention"] * 2
+    return ref
+
+
+def _prompt(n=PROMPT_LEN, seed=0):
+    return np.random.default_rng(seed).integers(0, VOCAB, size=n).astype(np.int64)
+
+
+KINDS = ["gemma2", "gemma3", "gemma3_legacy"]
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def case(request, tmp_path_factory):
+    directory = tmp_path_factory.mktemp(request.param)
+    ref = _build(request.param, directory)
+    ids = _prompt()
+    with torch.no_grad():
+        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
+    assert want.std() > 0.1
+    return request.param, ref, Model.load(directory, kv_block_tokens=4), ids, want
+
+
+def test_full_prompt_matches_transformers(case):
+    kind, ref, m, ids, want = case
+    got = m.forward(ids)
+    assert got.shape == (PROMPT_LEN, VOCAB) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+
+
+def test_chunked_prefill_through_the_cache(case):
+    kind, ref, m, ids, want = case
+    seq = m.new_sequence()
+    rows, start = [], 0
+    for size in [1, 7, 17, 15]:
+        rows.append(m.forward(ids[start:start + size], seq=seq))
+        start += size
+    assert seq.length == PROMPT_LEN
+    np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+
+
+def test_token_by_token_decode(case):
+    kind, ref, m, ids, want = case
+    seq = m.new_sequence()
+    rows = [m.forward(ids[:1], seq=seq)]
+    for t in range(1, PROMPT_LEN):
+        rows.append(m.forward(ids[t:t + 1], seq=seq))
+    np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+
+
+def test_greedy_generation_matches_transformers(case):
+    kind, ref, m, ids, want = case
+    prompt = ids[:12].tolist()
+    hf = ref.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=32, min_new_tokens=32,
+                      eos_token_id=None, pad_token_id=0)[0, len(prompt):].tolist()
+    got = gen.generate(m, None, prompt, max_new_tokens=32, temperature=0, eos_token_id=[])
+    assert got == hf
+
+
+def test_inspect_layer_kinds_and_windows(case):
+    kind, ref, m, ids, want = case
+    info = m.inspect()
+    got = [(layer["kind"], layer["window"]) for layer in info["layers"]]
+    want_kinds = [("sliding_attention", WINDOW) if t == "sliding_attention" else ("attention", 0)
+                  for t in ref.config.layer_types]
+    assert got == want_kinds
+    assert info["tied_embeddings"] == (kind != "gemma3_legacy")
+
+
+def test_sliding_layers_keep_bounded_caches(case):
+    kind, ref, m, ids, want = case
+    seq = m.new_sequence()
+    m.forward(ids[:2], seq=seq)
+    n = 140
+    for t in range(2, n):
+        m.forward([int(ids[t % PROMPT_LEN])], seq=seq)
+    cfg = ref.config
+    per_token = 2 * cfg.num_key_value_heads * cfg.head_dim * 4  # K and V, f32
+    n_full = cfg.layer_types.count("full_attention")
+    n_sliding = len(cfg.layer_types) - n_full
+    # Full layers hold every token (capacity doubling in blocks of 4); sliding ones at most window + one block
+    # + the appended token (8 + 4 + 1), i.e. a 16-token buffer.
+    assert n_full * n * per_token < seq.cache_bytes <= (n_full * 2 * n + n_sliding * 16) * per_token
+
+
+def _edit(directory, dst, config_edit=None, drop=None):
+    from safetensors.numpy import load_file, save_file
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(directory, "config.json")) as f:
+        cfg = json.load(f)
+    if config_edit:
+        config_edit(cfg)
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    tensors = load_file(os.path.join(directory, "model.safetensors"))
+    if drop:
+        tensors.pop(drop)
+    save_file(tensors, os.path.join(dst, "model.safetensors"))
+    return dst
+
+
+@pytest.fixture(scope="module")
+def gemma3_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("g3")
+    _build("gemma3", directory)
+    return directory
+
+
+def test_errors_are_named(gemma3_dir, tmp_path):
+    name = "model.layers.2.self_attn.k_norm.weight"
+    with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+        Model.load(_edit(gemma3_dir, tmp_path / "a", drop=name))
+    with pytest.raises(ValueError, match="use_bidirectional_attention"):
+        Model.load(_edit(gemma3_dir, tmp_path / "b", lambda c: c.update(use_bidirectional_attention=True)))
+    with pytest.raises(ValueError, match="layer_types"):
+        Model.load(_edit(gemma3_dir, tmp_path / "c", lambda c: c.update(layer_types=["full_attention"])))
+    with pytest.raises(ValueError, match="query_pre_attn_scalar"):
+        Model.load(_edit(gemma3_dir, tmp_path / "d", lambda c: c.update(query_pre_attn_scalar=0)))

@@ -1,0 +1,64 @@
+// Decode scores with vdpbf16ps, for bf16 queries against a bf16 cache: the products of two bf16 values are
+// exact in f32 and summed in f32, so this computes what the widening f32 path computes (up to summation
+// order) with one instruction per 32 elements instead of a load, two widening ops and two FMAs per row.
+// Compiled with -mavx512bf16 (see CMakeLists.txt); reached only when bf16_dot_enabled().
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attnzoo {
+namespace {
+
+// [sum a, sum b, sum c, sum e]: two interleave levels, then the four 128-bit blocks folded.
+inline __m128 sums_of_four(__m512 a, __m512 b, __m512 c, __m512 e) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 ce = _mm512_add_ps(_mm512_unpacklo_ps(c, e), _mm512_unpackhi_ps(c, e));
+  const __m512d ab64 = _mm512_castps_pd(ab), ce64 = _mm512_castps_pd(ce);
+  const __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(ab64, ce64)),
+                                 _mm512_castpd_ps(_mm512_unpackhi_pd(ab64, ce64)));
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+}
+
+template <size_t kRows>
+inline void score_rows(const uint16_t* __restrict k, size_t D, const uint16_t* __restrict q, size_t ldq,
+                       float* __restrict s, size_t lds) {
+  __m512 acc[kRows];
+  for (size_t r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  for (size_t d = 0; d < D; d += 32) {
+    const __m512bh kv = (__m512bh)_mm512_loadu_si512(k + d);
+    for (size_t r = 0; r < kRows; ++r)
+      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_loadu_si512(q + r * ldq + d), kv);
+  }
+  if constexpr (kRows == 4) {
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, sums_of_four(acc[0], acc[1], acc[2], acc[3]));
+    for (size_t r = 0; r < 4; ++r) s[r * lds] = sums[r];
+  } else {
+    for (size_t r = 0; r < kRows; ++r) s[r * lds] = _mm512_reduce_add_ps(acc[r]);
+  }
+}
+
+}  // namespace
+
+// s[h * lds_head + r * lds] = dot(q[(h * R + r) * D ...], key row of head h) for H heads and R rows each;
+// head h's key row starts at k + h * k_head. D is a multiple of 32.
+void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                           float* s, size_t lds_head, size_t lds) {
+  for (size_t h = 0; h < H; ++h) {
+    const uint16_t* kh = k + int64_t(h) * k_head;
+    const uint16_t* qh = q + h * R * D;
+    float* sh = s + h * lds_head;
+    size_t r = 0;
+    for (; r + 4 <= R; r += 4) score_rows<4>(kh, D, qh + r * D, D, sh + r * lds, lds);
+    switch (R - r) {
+      case 3: score_rows<3>(kh, D, qh + r * D, D, sh + r * lds, lds); break;
+      case 2: score_rows<2>(kh, D, qh + r * D, D, sh + r * lds, lds); break;
+      case 1: score_rows<1>(kh, D, qh + r * D, D, sh + r * lds, lds); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace attnzoo

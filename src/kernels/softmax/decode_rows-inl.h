@@ -1,0 +1,342 @@
+// Highway row helpers of the decode kernel (decode.cc), compiled once per SIMD target: widening cache rows,
+// query-key scores, the online-softmax row update and the P * V accumulation.
+//
+// bf16 caches are widened in *pair order*: 2L elements are loaded as L u32 lanes and split into the even
+// elements (lane << 16) and the odd ones (lane & 0xffff0000), two cheap ops for 2L elements where a widening
+// PromoteTo costs a shuffle and a shift per L. Each 2L-element group of a row then comes out as [evens, odds];
+// the query rows are permuted the same way once per chunk (a dot product does not care about order) and the
+// output rows are put back in order once per chunk, so the per-key work never reorders anything.
+#if defined(ATTNZOO_DECODE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNZOO_DECODE_ROWS_INL_H_
+#undef ATTNZOO_DECODE_ROWS_INL_H_
+#else
+#define ATTNZOO_DECODE_ROWS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include "core/convert.h"
+#include "kernels/softmax/tiling.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attnzoo {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pair splitting assumes element 2i sits in the low half of u32 lane i");
+
+template <class T>
+constexpr bool kPairOrder = std::is_same_v<T, hwy::bfloat16_t>;
+
+// Elements of an n-element row that are widened in pair order (whole 2L groups; the rest keep their order).
+template <class T>
+HWY_INLINE size_t PairedPrefix(size_t n) {
+  if constexpr (kPairOrder<T>) {
+    const size_t group = 2 * hn::Lanes(DF());
+    return n / group * group;
+  } else {
+    return 0;
+  }
+}
+
+// row[0, n) (n a multiple of 2L) from natural order to pair order, or back (inverse = true).
+HWY_INLINE void PermutePairs(float* HWY_RESTRICT row, size_t n, bool inverse) {
+  const size_t L = hn::Lanes(DF());
+  alignas(64) float tmp[2 * HWY_MAX_BYTES / sizeof(float)];
+  for (size_t g = 0; g < n; g += 2 * L) {
+    for (size_t i = 0; i < L; ++i) {
+      if (inverse) {
+        tmp[2 * i] = row[g + i];
+        tmp[2 * i + 1] = row[g + L + i];
+      } else {
+        tmp[i] = row[g + 2 * i];
+        tmp[L + i] = row[g + 2 * i + 1];
+      }
+    }
+    std::copy(tmp, tmp + 2 * L, row + g);
+  }
+}
+
+inline float ScalarToF32(float x) { return x; }
+inline float ScalarToF32(hwy::bfloat16_t x) {
+  uint16_t bits;
+  std::memcpy(&bits, &x, 2);
+  return bf16_to_f32(bits);
+}
+inline float ScalarToF32(hwy::float16_t x) {
+  uint16_t bits;
+  std::memcpy(&bits, &x, 2);
+  return f16_to_f32(bits);
+}
+
+// 2L bf16 elements as [even elements], [odd elements] in f32.
+HWY_INLINE void SplitPairs(const hwy::bfloat16_t* HWY_RESTRICT p, VF& even, VF& odd) {
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+  even = hn::BitCast(df, hn::ShiftLeft<16>(pairs));
+  odd = hn::BitCast(df, hn::And(pairs, hn::Set(du, 0xFFFF0000u)));
+}
+
+template <class T>
+HWY_INLINE VF LoadF32(DF df, const T* HWY_RESTRICT p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hn::LoadU(df, p);
+  } else {
+    const hn::Rebind<T, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, p));
+  }
+}
+
+// The last n < L elements of a row, widened and zero padded to a full vector.
+template <class T>
+HWY_INLINE VF LoadTailF32(DF df, const T* HWY_RESTRICT p, size_t n) {
+  alignas(64) float tmp[HWY_MAX_BYTES / sizeof(float)] = {};
+  for (size_t i = 0; i < n; ++i) tmp[i] = ScalarToF32(p[i]);
+  return hn::Load(df, tmp);
+}
+
+#if HWY_TARGET == HWY_SCALAR
+HWY_INLINE void SumsOfFour(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
+  out[0] = hn::GetLane(a);
+  out[1] = hn::GetLane(b);
+  out[2] = hn::GetLane(c);
+  out[3] = hn::GetLane(e);
+}
+#else
+// Adds the 128-bit blocks of v and stores the resulting four lanes.
+template <class D>
+HWY_INLINE void StoreBlockSum(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+  if constexpr (hn::MaxLanes(D()) > 4) {
+    const hn::Half<D> dh;
+    StoreBlockSum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
+  } else {
+    hn::StoreU(v, d, out);
+  }
+}
+
+// The lane sums of four vectors: a transposing tree (two interleave levels, then one fold of the blocks)
+// costs about a third of four separate full reductions, which matter at one reduction per (row, key).
+HWY_INLINE void SumsOfFour(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
+  const DF d;
+  const hn::Repartition<double, DF> dd;
+  // Per 128-bit block: ab = [a0+a2, b0+b2, a1+a3, b1+b3], likewise ce.
+  const VF ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+  const VF ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
+  const auto ab64 = hn::BitCast(dd, ab), ce64 = hn::BitCast(dd, ce);
+  // Per block: [sum a, sum b, sum c, sum e] over that block's lanes.
+  const VF sums = hn::Add(hn::BitCast(d, hn::InterleaveLower(dd, ab64, ce64)),
+                          hn::BitCast(d, hn::InterleaveUpper(dd, ab64, ce64)));
+  StoreBlockSum(d, sums, out);
+}
+#endif
+
+// s[r * lds] = dot(q row r, k row) for kNR query rows (q rows are Dp apart, zero padded past D, and in pair
+// order over their first `paired` elements).
+template <size_t kNR, class T>
+HWY_INLINE void ScoreRows(const T* HWY_RESTRICT k, size_t D, size_t paired, const float* HWY_RESTRICT q, size_t Dp,
+                          float* HWY_RESTRICT s, size_t lds) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  VF acc[kNR];
+  for (size_t r = 0; r < kNR; ++r) acc[r] = hn::Zero(df);
+  size_t d = 0;
+  if constexpr (kPairOrder<T>) {
+#pragma GCC unroll 4
+    for (; d < paired; d += 2 * L) {
+      VF even, odd;
+      SplitPairs(k + d, even, odd);
+      for (size_t r = 0; r < kNR; ++r) {
+        acc[r] = hn::MulAdd(hn::Load(df, q + r * Dp + d), even, acc[r]);
+        acc[r] = hn::MulAdd(hn::Load(df, q + r * Dp + d + L), odd, acc[r]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (; d + L <= D; d += L) {
+    const VF kv = LoadF32(df, k + d);
+    for (size_t r = 0; r < kNR; ++r) acc[r] = hn::MulAdd(hn::Load(df, q + r * Dp + d), kv, acc[r]);
+  }
+  if (d < D) {
+    const VF kv = LoadTailF32(df, k + d, D - d);
+    for (size_t r = 0; r < kNR; ++r) acc[r] = hn::MulAdd(hn::Load(df, q + r * Dp + d), kv, acc[r]);
+  }
+  size_t r = 0;
+  for (; r + 4 <= kNR; r += 4) {
+    alignas(16) float sums[4];
+    SumsOfFour(acc[r], acc[r + 1], acc[r + 2], acc[r + 3], sums);
+    for (size_t i = 0; i < 4; ++i) s[(r + i) * lds] = sums[i];
+  }
+  for (; r < kNR; ++r) s[r * lds] = hn::GetLane(hn::SumOfLanes(df, acc[r]));
+}
+
+constexpr size_t kRowsPerPass = 8;  // query rows whose accumulators live in registers during one K-row pass
+
+// Scores of one key against all R query rows, kRowsPerPass rows per pass over the (L1-resident) K row.
+template <class T>
+HWY_INLINE void ScoreKey(const T* HWY_RESTRICT k, size_t D, size_t paired, const float* HWY_RESTRICT q, size_t Dp,
+                         size_t R, float* HWY_RESTRICT s, size_t lds) {
+  for (size_t r0 = 0; r0 < R; r0 += kRowsPerPass) {
+    const float* qr = q + r0 * Dp;
+    float* sr = s + r0 * lds;
+    switch (std::min(kRowsPerPass, R - r0)) {
+      case 8: ScoreRows<8>(k, D, paired, qr, Dp, sr, lds); break;
+      case 7: ScoreRows<7>(k, D, paired, qr, Dp, sr, lds); break;
+      case 6: ScoreRows<6>(k, D, paired, qr, Dp, sr, lds); break;
+      case 5: ScoreRows<5>(k, D, paired, qr, Dp, sr, lds); break;
+      case 4: ScoreRows<4>(k, D, paired, qr, Dp, sr, lds); break;
+      case 3: ScoreRows<3>(k, D, paired, qr, Dp, sr, lds); break;
+      case 2: ScoreRows<2>(k, D, paired, qr, Dp, sr, lds); break;
+      default: ScoreRows<1>(k, D, paired, qr, Dp, sr, lds); break;
+    }
+  }
+}
+
+// One block of output columns for kRows rows: acc[r][c] += p[r][j] * x_c(j) over the tile's keys j, where
+// load(j, x) widens key j's kVecs vectors of this block. The accumulators stay in registers for the whole
+// tile and each V vector is widened once and used by every row straight from its register.
+template <size_t kRows, size_t kVecs, class Load>
+HWY_INLINE void AccumulateBlock(size_t cols, const float* HWY_RESTRICT p, size_t ldp, float* HWY_RESTRICT o,
+                                size_t ldo, const Load& load) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  VF acc[kRows][kVecs];
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t c = 0; c < kVecs; ++c) acc[r][c] = hn::Load(df, o + r * ldo + c * L);
+  for (size_t j = 0; j < cols; ++j) {
+    VF x[kVecs];
+    load(j, x);
+    for (size_t r = 0; r < kRows; ++r) {
+      const VF w = hn::Set(df, p[r * ldp + j]);
+      for (size_t c = 0; c < kVecs; ++c) acc[r][c] = hn::MulAdd(w, x[c], acc[r][c]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t c = 0; c < kVecs; ++c) hn::Store(acc[r][c], df, o + r * ldo + c * L);
+}
+
+// Wide targets have 32 vector registers: 4 rows x 4 vectors of accumulators; narrow ones 16: 4 x 2.
+constexpr size_t kAccVecs = HWY_MAX_BYTES >= 64 ? 4 : 2;
+
+// o[r][0, Dv) += sum_j p[r * ldp + j] * V row j for kRows rows (o rows ldo apart, in pair order over their
+// first `paired` elements). Key j's row is v + vofs[j].
+template <size_t kRows, class T>
+HWY_INLINE void AccumulateRows(const T* HWY_RESTRICT v, const int64_t* HWY_RESTRICT vofs, size_t cols, size_t Dv,
+                               size_t paired, const float* HWY_RESTRICT p, size_t ldp, float* HWY_RESTRICT o,
+                               size_t ldo) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  size_t d = 0;
+  if constexpr (kPairOrder<T>) {
+    for (; d + kAccVecs * L <= paired; d += kAccVecs * L)
+      AccumulateBlock<kRows, kAccVecs>(cols, p, ldp, o + d, ldo, [&](size_t j, VF* x) {
+        for (size_t c = 0; c < kAccVecs; c += 2) SplitPairs(v + vofs[j] + d + c * L, x[c], x[c + 1]);
+      });
+    for (; d < paired; d += 2 * L)
+      AccumulateBlock<kRows, 2>(cols, p, ldp, o + d, ldo,
+                                [&](size_t j, VF* x) { SplitPairs(v + vofs[j] + d, x[0], x[1]); });
+  }
+  for (; d + kAccVecs * L <= Dv; d += kAccVecs * L)
+    AccumulateBlock<kRows, kAccVecs>(cols, p, ldp, o + d, ldo, [&](size_t j, VF* x) {
+      for (size_t c = 0; c < kAccVecs; ++c) x[c] = LoadF32(df, v + vofs[j] + d + c * L);
+    });
+  for (; d + L <= Dv; d += L)
+    AccumulateBlock<kRows, 1>(cols, p, ldp, o + d, ldo, [&](size_t j, VF* x) { x[0] = LoadF32(df, v + vofs[j] + d); });
+  if (d < Dv)
+    AccumulateBlock<kRows, 1>(cols, p, ldp, o + d, ldo,
+                              [&](size_t j, VF* x) { x[0] = LoadTailF32(df, v + vofs[j] + d, Dv - d); });
+}
+
+// All R rows of one head, four at a time.
+template <class T>
+HWY_INLINE void AccumulateHead(const T* HWY_RESTRICT v, const int64_t* HWY_RESTRICT vofs, size_t cols, size_t Dv,
+                               size_t paired, size_t R, const float* HWY_RESTRICT p, size_t ldp,
+                               float* HWY_RESTRICT o, size_t ldo) {
+  for (size_t r = 0; r < R; r += 4) {
+    const float* pr = p + r * ldp;
+    float* orow = o + r * ldo;
+    switch (std::min<size_t>(4, R - r)) {
+      case 4: AccumulateRows<4>(v, vofs, cols, Dv, paired, pr, ldp, orow, ldo); break;
+      case 3: AccumulateRows<3>(v, vofs, cols, Dv, paired, pr, ldp, orow, ldo); break;
+      case 2: AccumulateRows<2>(v, vofs, cols, Dv, paired, pr, ldp, orow, ldo); break;
+      default: AccumulateRows<1>(v, vofs, cols, Dv, paired, pr, ldp, orow, ldo); break;
+    }
+  }
+}
+
+HWY_INLINE void ScaleRow(float* HWY_RESTRICT o, size_t n, float alpha) {
+  const DF df;
+  const auto va = hn::Set(df, alpha);
+  for (size_t j = 0; j < n; j += hn::Lanes(df)) hn::Store(hn::Mul(hn::Load(df, o + j), va), df, o + j);
+}
+
+// What one score row needs to finish its scores (a copy of prefill's notion, kept local so the two kernels
+// can evolve independently).
+struct RowContext {
+  float scale;  // applied to the scores first (1 when the queries carry it)
+  float softcap;
+  float alibi_slope;
+  bool partial;  // the tile straddles the mask: test every element
+  const MaskGeometry* mask;
+  int64_t qpos;
+  int64_t kpos0;
+};
+
+// Applies the scale, softcap, ALiBi and (in partial tiles) the element mask to one row of scores, folds it into the
+// running (m, l) and leaves exp(s - m) in place; returns the factor for the row's output accumulator.
+HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t cols, const RowContext& ctx, float* m, float* l) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  const size_t ncols = (cols + L - 1) / L * L;
+  if (ctx.scale != 1.f) ScaleRow(s, ncols, ctx.scale);
+  if (ctx.softcap > 0.f) {
+    const auto cap = hn::Set(df, ctx.softcap), inv = hn::Set(df, 1.f / ctx.softcap);
+    for (size_t j = 0; j < ncols; j += L)
+      hn::Store(hn::Mul(cap, hn::Tanh(df, hn::Mul(hn::Load(df, s + j), inv))), df, s + j);
+  }
+  if (ctx.alibi_slope != 0.f) {
+    for (size_t j = 0; j < cols; ++j) {
+      const int64_t dist = ctx.qpos - (ctx.kpos0 + int64_t(j));
+      s[j] -= ctx.alibi_slope * float(dist < 0 ? -dist : dist);
+    }
+  }
+  if (ctx.partial) {
+    for (size_t j = 0; j < cols; ++j)
+      if (!ctx.mask->visible(ctx.qpos, ctx.kpos0 + int64_t(j))) s[j] = -INFINITY;
+  }
+  for (size_t j = cols; j < ncols; ++j) s[j] = -INFINITY;
+
+  auto vmax = hn::Set(df, -INFINITY);
+  for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(df, s + j));
+  const float m_old = *m;
+  const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, vmax)));
+  if (m_new == -INFINITY) {  // nothing visible to this row yet: the tile adds nothing
+    for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(df), df, s + j);
+    return 1.f;
+  }
+  const auto vm = hn::Set(df, m_new);
+  auto vsum = hn::Zero(df);
+  for (size_t j = 0; j < ncols; j += L) {
+    const auto e = hn::Exp(df, hn::Sub(hn::Load(df, s + j), vm));  // masked entries: exp(-inf) = 0
+    vsum = hn::Add(vsum, e);
+    hn::Store(e, df, s + j);
+  }
+  const float alpha = (m_old == -INFINITY) ? 0.f : std::exp(m_old - m_new);
+  *l = *l * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
+  *m = m_new;
+  return alpha;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnzoo
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNZOO_DECODE_ROWS_INL_H_

@@ -1,0 +1,238 @@
+#include "layers/gated_deltanet_mixer.h"
+
+#include "layers/linear_prefill_mode.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "kernels/linear/common/ssm_args.h"
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/short_conv/short_conv.h"
+#include "layers/mamba2_mixer.h"
+
+namespace attnzoo {
+namespace {
+
+void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
+  require(l.out_features() == out && l.in_features() == in, name.c_str(),
+          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
+}
+
+std::vector<float> widen_vector(const TensorView& t, int64_t n, const std::string& name) {
+  require(!t.empty(), name.c_str(), "is required");
+  require(t.numel() == n, name.c_str(), "expected " + std::to_string(n) + " values, got shape " + t.shape_str());
+  return ssm::to_f32_vector(t);
+}
+
+// torch.nn.functional.softplus (beta 1, threshold 20).
+float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
+
+}  // namespace
+
+std::vector<ProjectionRun> qwen3_next_in_proj_runs(const GatedDeltaNetConfig& c) {
+  const int64_t H = c.num_k_heads, K = c.head_k_dim, r = c.num_v_heads / c.num_k_heads, V = c.head_v_dim;
+  const int64_t group = 2 * K + 2 * r * V;  // one key head's slice of in_proj_qkvz
+  std::vector<ProjectionRun> runs;
+  for (int64_t h = 0; h < H; ++h) runs.push_back({0, h * group, K});                      // q
+  for (int64_t h = 0; h < H; ++h) runs.push_back({0, h * group + K, K});                  // k
+  for (int64_t h = 0; h < H; ++h) runs.push_back({0, h * group + 2 * K, r * V});          // v
+  for (int64_t h = 0; h < H; ++h) runs.push_back({0, h * group + 2 * K + r * V, r * V});  // z
+  for (int64_t h = 0; h < H; ++h) runs.push_back({1, h * 2 * r, r});                      // b
+  for (int64_t h = 0; h < H; ++h) runs.push_back({1, h * 2 * r + r, r});                  // a
+  return runs;
+}
+
+std::vector<ProjectionRun> qwen3_5_in_proj_runs(const GatedDeltaNetConfig& c) {
+  return {{0, 0, c.conv_dim()}, {1, 0, c.value_dim()}, {2, 0, c.num_v_heads}, {3, 0, c.num_v_heads}};
+}
+
+GatedDeltaNetState::GatedDeltaNetState(int64_t conv_elems, int64_t recurrent_elems)
+    : conv_elems_(conv_elems), recurrent_elems_(recurrent_elems), conv_(size_t(conv_elems)),
+      recurrent_(size_t(recurrent_elems)) {
+  std::fill(conv_.data(), conv_.data() + conv_elems, 0.f);
+  std::fill(recurrent_.data(), recurrent_.data() + recurrent_elems, 0.f);
+}
+
+GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedDeltaNetWeights weights,
+                                       const std::string& name)
+    : config_(config), w_(std::move(weights)) {
+  const auto& c = config_;
+  require(c.hidden > 0 && c.num_k_heads > 0 && c.num_v_heads > 0 && c.head_k_dim > 0 && c.head_v_dim > 0,
+          "gated_deltanet", "hidden, head counts and head dims must be positive");
+  require(c.num_v_heads % c.num_k_heads == 0, "linear_num_value_heads",
+          "must be a multiple of linear_num_key_heads (" + std::to_string(c.num_k_heads) + "), got " +
+              std::to_string(c.num_v_heads));
+  require(c.conv_kernel >= 1 && c.conv_kernel <= 16, "linear_conv_kernel_dim", "must be in [1, 16]");
+  require(!w_.in_proj.empty(), (name + ".in_proj").c_str(), "needs at least one input projection");
+  std::vector<int64_t> offsets;
+  for (const Linear& l : w_.in_proj) {
+    require(l.in_features() == c.hidden, (name + ".in_proj").c_str(),
+            "expected weights [*, " + std::to_string(c.hidden) + "], got " + l.weight().shape_str());
+    offsets.push_back(in_proj_width_);
+    in_proj_width_ += l.out_features();
+  }
+  int64_t features = 0;
+  for (ProjectionRun& run : w_.in_proj_runs) {
+    require(run.source >= 0 && run.source < int(w_.in_proj.size()) && run.begin >= 0 && run.count >= 0 &&
+                run.begin + run.count <= w_.in_proj[size_t(run.source)].out_features(),
+            (name + ".in_proj").c_str(), "a projection run lies outside its source weight");
+    run.begin += offsets[size_t(run.source)];  // from here on: a column of the sources' outputs side by side
+    features += run.count;
+  }
+  require(features == c.proj_dim(), (name + ".in_proj").c_str(),
+          "the runs give " + std::to_string(features) + " features, expected " + std::to_string(c.proj_dim()));
+  check_linear(w_.out_proj, c.hidden, c.value_dim(), name + ".out_proj.weight");
+  const TensorView& cw = w_.conv_weight;
+  const bool conv_ok = (cw.ndim == 3 && cw.shape[0] == c.conv_dim() && cw.shape[1] == 1 && cw.shape[2] == c.conv_kernel) ||
+                       (cw.ndim == 2 && cw.shape[0] == c.conv_dim() && cw.shape[1] == c.conv_kernel);
+  require(conv_ok && cw.is_contiguous(), (name + ".conv1d.weight").c_str(),
+          "expected [" + std::to_string(c.conv_dim()) + ", 1, " + std::to_string(c.conv_kernel) + "], got " +
+              cw.shape_str());
+  conv_weight_ = TensorView::contiguous(cw.data, cw.dtype, {c.conv_dim(), c.conv_kernel});
+  if (!w_.conv_bias.empty())
+    require(w_.conv_bias.ndim == 1 && w_.conv_bias.shape[0] == c.conv_dim(), (name + ".conv1d.bias").c_str(),
+            "expected [" + std::to_string(c.conv_dim()) + "], got " + w_.conv_bias.shape_str());
+  neg_A_ = widen_vector(w_.A_log, c.num_v_heads, name + ".A_log");
+  for (float& a : neg_A_) a = -std::exp(a);
+  dt_bias_ = widen_vector(w_.dt_bias, c.num_v_heads, name + ".dt_bias");
+  norm_w_ = widen_vector(w_.norm_weight, c.head_v_dim, name + ".norm.weight");
+}
+
+CacheSpec GatedDeltaNetMixer::spec(const GatedDeltaNetConfig& c) {
+  const int64_t elems = c.conv_dim() * c.conv_state_len() + c.num_v_heads * c.head_k_dim * c.head_v_dim;
+  return {"state", 0, elems * int64_t(sizeof(float)), 0, 0};
+}
+
+std::unique_ptr<LayerState> GatedDeltaNetMixer::new_state() const {
+  const auto& c = config_;
+  return std::make_unique<GatedDeltaNetState>(c.conv_dim() * c.conv_state_len(),
+                                              c.num_v_heads * c.head_k_dim * c.head_v_dim);
+}
+
+uint64_t GatedDeltaNetMixer::weight_bytes() const {
+  uint64_t b = 0;
+  for (const Linear& l : w_.in_proj) b += l.weight_bytes();
+  return b + w_.out_proj.weight_bytes() +
+         uint64_t(conv_weight_.numel()) * dtype_size(conv_weight_.dtype);
+}
+
+void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+  const auto& c = config_;
+  const int64_t T = batch.num_tokens(), P = c.proj_dim(), C = c.conv_dim(), HV = c.num_v_heads;
+  const int64_t H = c.num_k_heads, K = c.head_k_dim, V = c.head_v_dim, kd = c.key_dim(), vd = c.value_dim();
+  // The sources' outputs side by side [T, in_proj_width_] (written in place with the row stride when there is
+  // no bias to add), then each token's runs in q k v z b a order.
+  std::vector<float> raw(size_t(T * in_proj_width_)), proj(size_t(T * P)), with_bias;
+  int64_t col = 0;
+  for (const Linear& l : w_.in_proj) {
+    const int64_t n = l.out_features();
+    if (!l.has_bias()) {
+      linear_forward(l.weight(), nullptr, x, T, raw.data() + col, in_proj_width_);
+    } else {
+      with_bias.resize(size_t(T * n));
+      l.forward(x, T, with_bias.data());
+      for (int64_t t = 0; t < T; ++t) std::copy_n(with_bias.data() + t * n, n, raw.data() + t * in_proj_width_ + col);
+    }
+    col += n;
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    float* dst = proj.data() + t * P;
+    for (const ProjectionRun& run : w_.in_proj_runs) {
+      std::copy_n(raw.data() + t * in_proj_width_ + run.begin, run.count, dst);
+      dst += run.count;
+    }
+  }
+
+  // The kernels want each tensor contiguous: split the projection into conv input, z, and the gate inputs.
+  std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C)), z(size_t(T * vd)), g(size_t(T * HV)),
+      beta(size_t(T * HV));
+  for (int64_t t = 0; t < T; ++t) {
+    const float* row = proj.data() + t * P;
+    std::copy_n(row, C, mixed.data() + t * C);
+    std::copy_n(row + C, vd, z.data() + t * vd);
+    const float* b = row + C + vd;
+    const float* a = b + HV;
+    for (int64_t h = 0; h < HV; ++h) {
+      beta[size_t(t * HV + h)] = 1.f / (1.f + std::exp(-b[h]));
+      g[size_t(t * HV + h)] = neg_A_[size_t(h)] * softplus(a[h] + dt_bias_[size_t(h)]);
+    }
+  }
+
+  const int64_t S = batch.num_sequences(), Wm1 = c.conv_state_len();
+  auto state_of = [&](int64_t s) {
+    return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
+  };
+  std::vector<float> q(size_t(T * kd)), k(size_t(T * kd)), v(size_t(T * vd)), o(size_t(T * vd));
+  bool all_decode = true;
+  for (int64_t s = 0; s < S; ++s) all_decode = all_decode && batch.seq_len(s) <= 1;
+
+  auto conv_sequence = [&](int64_t s) {
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    if (n == 0) return;
+    CausalConv1dOptions opts;
+    opts.bias = w_.conv_bias;
+    opts.initial_state = TensorView::contiguous(state_of(s)->conv(), DType::f32, {1, C, Wm1});
+    opts.final_state = opts.initial_state;
+    opts.activation = ConvActivation::silu;
+    causal_conv1d(TensorView::contiguous(mixed.data() + b * C, DType::f32, {1, n, C}), conv_weight_,
+                  TensorView::contiguous(conv_out.data() + b * C, DType::f32, {1, n, C}), opts);
+  };
+  auto delta_sequence = [&](int64_t s) {
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    if (n == 0) return;
+    DeltaArgs args;
+    args.q = TensorView::contiguous(q.data() + b * kd, DType::f32, {1, n, H, K});
+    args.k = TensorView::contiguous(k.data() + b * kd, DType::f32, {1, n, H, K});
+    args.v = TensorView::contiguous(v.data() + b * vd, DType::f32, {1, n, HV, V});
+    args.g = TensorView::contiguous(g.data() + b * HV, DType::f32, {1, n, HV});
+    args.beta = TensorView::contiguous(beta.data() + b * HV, DType::f32, {1, n, HV});
+    args.o = TensorView::contiguous(o.data() + b * vd, DType::f32, {1, n, HV, V});
+    args.initial_state = TensorView::contiguous(state_of(s)->recurrent(), DType::f32, {1, HV, K, V});
+    args.final_state = args.initial_state;  // the kernels read each head's state before writing it
+    args.use_qk_l2norm_in_kernel = true;
+    // `attnzoo bench model --linear-prefill=recurrent` forces the token loop to measure what the chunked kernel buys.
+    if (n == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
+      recurrent_gated_delta_rule(args);
+    else
+      chunk_gated_delta_rule(args);
+  };
+  // Many decode sequences: one task each (the kernels then run serially inside); otherwise one sequence at a
+  // time with each kernel spreading its heads over the pool.
+  auto for_sequences = [&](const auto& fn) {
+    if (all_decode && S > 1)
+      ThreadPool::global().parallel_for(S, [&](int64_t s, int) { fn(s); });
+    else
+      for (int64_t s = 0; s < S; ++s) fn(s);
+  };
+  for_sequences(conv_sequence);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* row = conv_out.data() + t * C;
+    std::copy_n(row, kd, q.data() + t * kd);
+    std::copy_n(row + kd, kd, k.data() + t * kd);
+    std::copy_n(row + 2 * kd, vd, v.data() + t * vd);
+  }
+  for_sequences(delta_sequence);
+
+  // Norm first, then the gate (Qwen3NextRMSNormGated), per value head.
+  gated_rms_norm(o.data(), z.data(), T * HV, V, V, 1, norm_w_.data(), c.norm_eps, /*norm_before_gate=*/true);
+  w_.out_proj.forward(o.data(), T, out);
+}
+
+void GatedDeltaNetMixer::trace(const float*, const Batch& batch, int64_t layer_index, LayerTrace& out) const {
+  const auto& c = config_;
+  out.kind = kind();
+  if (batch.num_sequences() < 1) return;
+  auto* st = static_cast<GatedDeltaNetState*>(batch.sequences[0]->layers[size_t(layer_index)].get());
+  const int64_t per_head = c.head_k_dim * c.head_v_dim;
+  out.state_norms.assign(size_t(c.num_v_heads), 0.f);
+  for (int64_t h = 0; h < c.num_v_heads; ++h) {
+    double ss = 0;
+    const float* s = st->recurrent() + h * per_head;
+    for (int64_t i = 0; i < per_head; ++i) ss += double(s[i]) * s[i];
+    out.state_norms[size_t(h)] = float(std::sqrt(ss));
+  }
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,94 @@
+#pragma once
+// The Gated DeltaNet mixer (Qwen3-Next / Qwen3.5 "linear_attention" layers):
+//   [q | k | v | z | b | a] = in_proj(x)                      (outputs regrouped per token, see ProjectionRun)
+//   q | k | v = silu(causal depthwise conv over time of [q | k | v])   (width W, conv tail kept per sequence)
+//   g = -exp(A_log) * softplus(a + dt_bias);  beta = sigmoid(b)       (per value head and token)
+//   o = gated delta rule(l2norm(q), l2norm(k), v, g, beta)            (state [HV, K, V] f32 per sequence)
+//   out = out_proj(rmsnorm(o) * w * silu(z))                          (per value head, weight w as stored)
+// Value heads outnumber key heads (GVA): value head hv reads key head hv / (HV / H).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/tensor.h"
+#include "layers/block_parts.h"
+#include "layers/linear.h"
+
+namespace attnzoo {
+
+struct GatedDeltaNetConfig {
+  int64_t hidden = 0, num_k_heads = 0, num_v_heads = 0, head_k_dim = 0, head_v_dim = 0, conv_kernel = 4;
+  float norm_eps = 1e-6f;
+
+  int64_t key_dim() const { return num_k_heads * head_k_dim; }
+  int64_t value_dim() const { return num_v_heads * head_v_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
+  // in_proj output features: q, k, v, z, b, a.
+  int64_t proj_dim() const { return conv_dim() + value_dim() + 2 * num_v_heads; }
+  int64_t conv_state_len() const { return conv_kernel > 1 ? conv_kernel - 1 : 1; }
+};
+
+// A run of consecutive output features of one source projection. The mixer's input projection is one or more
+// checkpoint Linears (borrowed as stored); their outputs are regrouped per token, run after run, into the
+// mixer's [q | k | v | z | b | a] order. Regrouping activations (a copy of T * proj_dim floats) keeps the
+// weights zero-copy, where regrouping weight rows would duplicate the largest projection of the layer.
+struct ProjectionRun {
+  int source = 0;
+  int64_t begin = 0, count = 0;
+};
+
+struct GatedDeltaNetWeights {
+  std::vector<Linear> in_proj;           // the checkpoint's input projections, each [out_i, hidden]
+  std::vector<ProjectionRun> in_proj_runs;  // concatenated: proj_dim features in q, k, v, z, b, a order
+  Linear out_proj;                       // [hidden, HV*V]
+  TensorView conv_weight;  // [conv_dim, 1, W] as Hugging Face stores it (or [conv_dim, W])
+  TensorView conv_bias;    // [conv_dim] or empty
+  TensorView A_log, dt_bias;  // [HV]
+  TensorView norm_weight;     // [V], shared by every value head; applied as w (not 1 + w)
+};
+
+// Qwen3-Next stores in_proj_qkvz (source 0) per key head as [q (K) | k (K) | v (r*V) | z (r*V)] and in_proj_ba
+// (source 1) per key head as [b (r) | a (r)], r = HV / H (transformers' fix_query_key_value_ordering).
+std::vector<ProjectionRun> qwen3_next_in_proj_runs(const GatedDeltaNetConfig& c);
+// Qwen3.5 stores in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (sources 0..3) already in order.
+std::vector<ProjectionRun> qwen3_5_in_proj_runs(const GatedDeltaNetConfig& c);
+
+// One sequence's memory for the layer: the conv tail (last W - 1 inputs, oldest first) and the delta-rule state.
+class GatedDeltaNetState : public LayerState {
+ public:
+  GatedDeltaNetState(int64_t conv_elems, int64_t recurrent_elems);
+  int64_t bytes() const override { return (conv_elems_ + recurrent_elems_) * int64_t(sizeof(float)); }
+  float* conv() { return conv_.data(); }            // [conv_dim, W - 1]
+  float* recurrent() { return recurrent_.data(); }  // [HV, K, V]
+
+ private:
+  int64_t conv_elems_, recurrent_elems_;
+  AlignedBuffer<float> conv_, recurrent_;
+};
+
+class GatedDeltaNetMixer : public SequenceMixer {
+ public:
+  // Validates every weight against the config; errors name `name`.<tensor>.
+  GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedDeltaNetWeights weights, const std::string& name);
+
+  const GatedDeltaNetConfig& config() const { return config_; }
+  static CacheSpec spec(const GatedDeltaNetConfig& c);
+  CacheSpec cache_spec() const override { return spec(config_); }
+  std::unique_ptr<LayerState> new_state() const override;
+  uint64_t weight_bytes() const override;
+  std::string kind() const override { return "linear_attention"; }
+
+  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  // Frobenius norm of each value head's state (after forward() has run on this batch).
+  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
+
+ private:
+  GatedDeltaNetConfig config_;
+  GatedDeltaNetWeights w_;
+  TensorView conv_weight_;  // [conv_dim, W]
+  int64_t in_proj_width_ = 0;  // summed out_features of the in_proj sources
+  std::vector<float> neg_A_, dt_bias_, norm_w_;
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,187 @@
+#include "layers/gated_deltanet_mixer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::HostTensor;
+
+TEST(GatedDeltaNetMixer, RegroupsQwen3NextProjectionsPerKeyHead) {
+  // H = 2 key heads of K = 2, r = 2 value heads each of V = 1: per key head qkvz holds q q k k v v z z, ba b b a a.
+  GatedDeltaNetConfig c{.hidden = 1, .num_k_heads = 2, .num_v_heads = 4, .head_k_dim = 2, .head_v_dim = 1};
+  std::vector<float> got;
+  for (const ProjectionRun& run : qwen3_next_in_proj_runs(c))
+    for (int64_t i = 0; i < run.count; ++i) got.push_back(float((run.source == 0 ? 0 : 100) + run.begin + i));
+  const std::vector<float> want = {0, 1, 8, 9,          // q of heads 0, 1
+                                   2, 3, 10, 11,        // k
+                                   4, 5, 12, 13,        // v (value heads 0..3)
+                                   6, 7, 14, 15,        // z
+                                   100, 101, 104, 105,  // b
+                                   102, 103, 106, 107};  // a
+  EXPECT_EQ(got, want);
+}
+
+struct MixerFixture {
+  GatedDeltaNetConfig c{.hidden = 32, .num_k_heads = 2, .num_v_heads = 4, .head_k_dim = 16, .head_v_dim = 8,
+                        .conv_kernel = 4};
+  HostTensor in{DType::f32, {c.proj_dim(), c.hidden}, 1, 0.2f}, out{DType::f32, {c.hidden, c.value_dim()}, 2, 0.2f};
+  HostTensor conv{DType::bf16, {c.conv_dim(), 1, c.conv_kernel}, 3, 0.5f}, A_log{DType::f32, {c.num_v_heads}, 4},
+      dt{DType::f32, {c.num_v_heads}, 5}, norm{DType::f32, {c.head_v_dim}, 6};
+  GatedDeltaNetMixer build() const {
+    GatedDeltaNetWeights w;
+    w.in_proj.push_back(Linear::from_weights(in.view, {}, "in"));
+    w.in_proj_runs = {{0, 0, c.proj_dim()}};
+    w.out_proj = Linear::from_weights(out.view, {}, "out");
+    w.conv_weight = conv.view;
+    w.A_log = A_log.view;
+    w.dt_bias = dt.view;
+    w.norm_weight = norm.view;
+    return GatedDeltaNetMixer(c, std::move(w), "mixer");
+  }
+};
+
+// Runs x [T, hidden] through the mixer in pieces of the given sizes, carrying the state.
+std::vector<float> run_pieces(const GatedDeltaNetMixer& m, const float* x, const std::vector<int64_t>& pieces) {
+  const int64_t H = m.config().hidden;
+  int64_t T = 0;
+  for (int64_t p : pieces) T += p;
+  std::vector<float> y(size_t(T * H));
+  SequenceState s;
+  s.layers.push_back(m.new_state());
+  int64_t at = 0;
+  for (int64_t p : pieces) {
+    Batch b;
+    b.add(s, std::vector<int32_t>(size_t(p), 0));
+    m.forward(x + at * H, b, 0, y.data() + at * H);
+    s.length += p;
+    at += p;
+  }
+  return y;
+}
+
+TEST(GatedDeltaNetMixer, PiecesCarryConvTailAndStateExactly) {
+  MixerFixture f;
+  const GatedDeltaNetMixer m = f.build();
+  HostTensor x(DType::f32, {150, f.c.hidden}, 9);
+  const auto whole = run_pieces(m, x.view.ptr<float>(), {150});
+  double scale = 0;
+  for (float v : whole) scale = std::max(scale, double(std::fabs(v)));
+  ASSERT_GT(scale, 1e-3);
+  for (const auto& pieces : std::vector<std::vector<int64_t>>{{1, 2, 1, 17, 64, 65}, std::vector<int64_t>(150, 1)}) {
+    const auto got = run_pieces(m, x.view.ptr<float>(), pieces);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], whole[i], 2e-5 * (1 + scale)) << i;
+  }
+  EXPECT_EQ(m.cache_spec().fixed_bytes,
+            4 * (f.c.conv_dim() * 3 + f.c.num_v_heads * f.c.head_k_dim * f.c.head_v_dim));
+  EXPECT_EQ(m.cache_spec().bytes_per_token, 0);
+
+  // The explainer's trace reads each value head's state norm after a forward pass.
+  SequenceState s;
+  s.layers.push_back(m.new_state());
+  Batch b;
+  b.add(s, std::vector<int32_t>(20, 0));
+  std::vector<float> y(size_t(20 * f.c.hidden));
+  m.forward(x.view.ptr<float>(), b, 0, y.data());
+  LayerTrace trace;
+  m.trace(x.view.ptr<float>(), b, 0, trace);
+  EXPECT_EQ(trace.kind, "linear_attention");
+  ASSERT_EQ(int64_t(trace.state_norms.size()), f.c.num_v_heads);
+  for (float n : trace.state_norms) EXPECT_GT(n, 0.f);
+}
+
+TEST(GatedDeltaNetMixer, BatchedDecodeMatchesSingleSequences) {
+  MixerFixture f;
+  const GatedDeltaNetMixer m = f.build();
+  const int64_t H = f.c.hidden;
+  HostTensor x(DType::f32, {2, 10, H}, 11);
+  const float* xa = x.view.ptr<float>();
+  const float* xb = xa + 10 * H;
+  const auto want_a = run_pieces(m, xa, {9, 1}), want_b = run_pieces(m, xb, {9, 1});
+  SequenceState a, b;
+  a.layers.push_back(m.new_state());
+  b.layers.push_back(m.new_state());
+  std::vector<float> y(size_t(10 * H));
+  for (SequenceState* s : {&a, &b}) {
+    Batch batch;
+    batch.add(*s, std::vector<int32_t>(9, 0));
+    m.forward(s == &a ? xa : xb, batch, 0, y.data());
+    s->length = 9;
+  }
+  Batch batch;
+  batch.add(a, std::vector<int32_t>(1, 0));
+  batch.add(b, std::vector<int32_t>(1, 0));
+  std::vector<float> xin(size_t(2 * H)), got(size_t(2 * H));
+  std::copy_n(xa + 9 * H, H, xin.data());
+  std::copy_n(xb + 9 * H, H, xin.data() + H);
+  m.forward(xin.data(), batch, 0, got.data());
+  for (int64_t i = 0; i < H; ++i) {
+    EXPECT_NEAR(got[size_t(i)], want_a[size_t(9 * H + i)], 1e-6);
+    EXPECT_NEAR(got[size_t(H + i)], want_b[size_t(9 * H + i)], 1e-6);
+  }
+}
+
+TEST(GatedDeltaNetMixer, SplitSourcesRegroupedPerTokenMatchOneFusedProjection) {
+  // Qwen3-Next's two checkpoint projections, against one projection whose rows were put in q k v z b a order.
+  MixerFixture f;
+  const auto& c = f.c;
+  const int64_t Hd = c.hidden, r = c.num_v_heads / c.num_k_heads;
+  HostTensor qkvz(DType::f32, {c.conv_dim() + c.value_dim(), Hd}, 21, 0.2f), ba(DType::f32, {2 * c.num_v_heads, Hd}, 22, 0.2f);
+  HostTensor fused(DType::f32, {c.proj_dim(), Hd}, 0, 0.f);
+  int64_t row = 0;
+  for (const ProjectionRun& run : qwen3_next_in_proj_runs(c))
+    for (int64_t i = 0; i < run.count; ++i, ++row)
+      std::copy_n((run.source == 0 ? qkvz : ba).view.ptr<float>() + (run.begin + i) * Hd, Hd,
+                  fused.view.ptr<float>() + row * Hd);
+  auto build = [&](bool split) {
+    GatedDeltaNetWeights w;
+    if (split) {
+      w.in_proj.push_back(Linear::from_weights(qkvz.view, {}, "qkvz"));
+      w.in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
+      w.in_proj_runs = qwen3_next_in_proj_runs(c);
+    } else {
+      w.in_proj.push_back(Linear::from_weights(fused.view, {}, "fused"));
+      w.in_proj_runs = {{0, 0, c.proj_dim()}};
+    }
+    w.out_proj = Linear::from_weights(f.out.view, {}, "out");
+    w.conv_weight = f.conv.view;
+    w.A_log = f.A_log.view;
+    w.dt_bias = f.dt.view;
+    w.norm_weight = f.norm.view;
+    return GatedDeltaNetMixer(c, std::move(w), "mixer");
+  };
+  EXPECT_EQ(r, 2);
+  HostTensor x(DType::f32, {70, Hd}, 23);
+  const auto a = run_pieces(build(true), x.view.ptr<float>(), {69, 1});
+  const auto b = run_pieces(build(false), x.view.ptr<float>(), {69, 1});
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << i;
+}
+
+TEST(GatedDeltaNetMixer, RejectsBadWeightsNamingThem) {
+  MixerFixture f;
+  f.c.num_v_heads = 3;  // not a multiple of the key heads
+  EXPECT_THROW(f.build(), ArgumentError);
+  MixerFixture g;
+  GatedDeltaNetWeights w;
+  w.in_proj.push_back(Linear::from_weights(g.in.view, {}, "in"));
+  w.in_proj_runs = {{0, 0, g.c.proj_dim()}};
+  w.out_proj = Linear::from_weights(g.out.view, {}, "out");
+  w.conv_weight = g.norm.view;  // wrong shape
+  w.A_log = g.A_log.view;
+  w.dt_bias = g.dt.view;
+  w.norm_weight = g.norm.view;
+  try {
+    GatedDeltaNetMixer(g.c, std::move(w), "mixer");
+    FAIL();
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("mixer.conv1d.weight"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo

@@ -1,0 +1,191 @@
+// FalconH1ForCausalLM: every layer runs softmax attention and a Mamba-2 mixer side by side on the same normed
+// input and adds their outputs, then a SwiGLU feed-forward. muP multipliers are applied where transformers applies
+// them: embeddings (embedding_multiplier), logits (lm_head_multiplier), the attention input / output
+// (attention_in/out_multiplier), keys (key_multiplier, folded into the attention scale: keys only meet queries in
+// the dot product), the SSM input / output (ssm_in/out_multiplier), the Mamba in_proj outputs per section
+// (ssm_multipliers over z, x, B, C, dt) and the MLP gate / down projections (mlp_multipliers).
+#include <cmath>
+
+#include "core/threads.h"
+#include "layers/activations.h"
+#include "layers/mamba2_mixer.h"
+#include "layers/parallel_mixer.h"
+#include "loader/json.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/hf_config.h"
+#include "models/mamba2_config.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+namespace {
+
+// down(act(gate(x) * gate_multiplier) * up(x)) * down_multiplier.
+class FalconH1Mlp : public FeedForward {
+ public:
+  FalconH1Mlp(Linear gate, Linear up, Linear down, Activation act, float gate_mult, float down_mult)
+      : gate_(std::move(gate)), up_(std::move(up)), down_(std::move(down)), act_(act), gate_mult_(gate_mult),
+        down_mult_(down_mult) {}
+  uint64_t weight_bytes() const override { return gate_.weight_bytes() + up_.weight_bytes() + down_.weight_bytes(); }
+  void forward(const float* x, int64_t T, float* out) const override {
+    const int64_t I = gate_.out_features(), H = down_.out_features();
+    std::vector<float> g(size_t(T * I)), u(size_t(T * I));
+    gate_.forward(x, T, g.data());
+    up_.forward(x, T, u.data());
+    ThreadPool::global().parallel_for(T, [&](int64_t t, int) {
+      float* gr = g.data() + t * I;
+      if (gate_mult_ != 1.f)
+        for (int64_t i = 0; i < I; ++i) gr[i] *= gate_mult_;
+      gated_activation(act_, gr, u.data() + t * I, gr, I);
+    });
+    down_.forward(g.data(), T, out);
+    if (down_mult_ != 1.f)
+      for (int64_t i = 0; i < T * H; ++i) out[i] *= down_mult_;
+  }
+
+ private:
+  Linear gate_, up_, down_;
+  Activation act_;
+  float gate_mult_, down_mult_;
+};
+
+std::vector<double> float_list_or(const Config& c, const char* key, std::vector<double> fallback, size_t n) {
+  std::vector<double> v = c.has(key) ? c.get_float_list(key) : fallback;
+  if (v.size() != n)
+    throw LoadError(c.source() + ": key '" + key + "': expected " + std::to_string(n) + " values, got " +
+                    std::to_string(v.size()));
+  return v;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  ModelInfo info;
+  info.architecture = files.config().get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", "falcon_h1");
+  info.hidden_size = c.get_int("hidden_size");
+  info.intermediate_size = c.get_int("intermediate_size");
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.num_heads = c.get_int("num_attention_heads");
+  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
+  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
+  info.vocab_size = c.get_int("vocab_size");
+  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  const float eps = float(c.get_float_or("rms_norm_eps", 1e-5));
+  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
+  if (H <= 0 || I <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
+      info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
+  const std::string act_name = c.get_string_or("hidden_act", "silu");
+  const Activation act = parse_activation(act_name);
+  if (act != Activation::silu)
+    throw LoadError(c.source() + ": hidden_act '" + act_name + "' is not supported by the Mamba-2 conv (only silu)");
+
+  Mamba2MixerConfig mc;
+  mc.hidden = H;
+  const int64_t inner = c.has("mamba_d_ssm") ? c.get_int("mamba_d_ssm") : c.get_int_or("mamba_expand", 2) * H;
+  mc.num_heads = c.get_int("mamba_n_heads");
+  const json::Value* d_head = c.find("mamba_d_head");
+  mc.head_dim = d_head && d_head->is_number() ? c.get_int("mamba_d_head") : inner / std::max<int64_t>(1, mc.num_heads);
+  mc.n_groups = c.get_int_or("mamba_n_groups", 1);
+  mc.state_size = c.get_int("mamba_d_state");
+  mc.conv_kernel = c.get_int_or("mamba_d_conv", 4);
+  mc.gated_norm = c.get_bool_or("mamba_rms_norm", false);
+  mc.norm_before_gate = c.get_bool_or("mamba_norm_before_gate", true);
+  mc.norm_groups = mc.n_groups;
+  mc.norm_eps = eps;
+  std::tie(mc.dt_min, mc.dt_max) = read_time_step_limit(c);
+  if (mc.num_heads <= 0 || mc.head_dim <= 0 || mc.state_size <= 0 || mc.n_groups <= 0 || mc.conv_kernel <= 0 ||
+      mc.num_heads * mc.head_dim != inner)
+    throw LoadError(c.source() + ": mamba sizes must be positive and mamba_n_heads * mamba_d_head must equal the "
+                                 "SSM width (" + std::to_string(inner) + ")");
+  if (mc.num_heads % mc.n_groups != 0)
+    throw LoadError(c.source() + ": mamba_n_groups (" + std::to_string(mc.n_groups) + ") must divide mamba_n_heads (" +
+                    std::to_string(mc.num_heads) + ")");
+  const std::vector<double> ssm_m = float_list_or(c, "ssm_multipliers", {1, 1, 1, 1, 1}, 5);
+  const std::vector<double> mlp_m = float_list_or(c, "mlp_multipliers", {1, 1}, 2);
+  {
+    // The muP vector over in_proj's outputs [z | x | B | C | dt].
+    const int64_t GN = mc.n_groups * mc.state_size;
+    const int64_t bounds[6] = {0, inner, 2 * inner, 2 * inner + GN, 2 * inner + 2 * GN, mc.proj_dim()};
+    bool any = false;
+    for (double m : ssm_m) any = any || m != 1.0;
+    if (any) {
+      mc.proj_multipliers.resize(size_t(mc.proj_dim()));
+      for (int k = 0; k < 5; ++k)
+        for (int64_t i = bounds[k]; i < bounds[k + 1]; ++i) mc.proj_multipliers[size_t(i)] = float(ssm_m[size_t(k)]);
+    }
+  }
+  const float attn_in = float(c.get_float_or("attention_in_multiplier", 1.0));
+  const float attn_out = float(c.get_float_or("attention_out_multiplier", 1.0));
+  const float key_mult = float(c.get_float_or("key_multiplier", 1.0));
+  const float ssm_in = float(c.get_float_or("ssm_in_multiplier", 1.0));
+  const float ssm_out = float(c.get_float_or("ssm_out_multiplier", 1.0));
+  DecoderOptions dopts;
+  dopts.embedding_scale = float(c.get_float_or("embedding_multiplier", 1.0));
+  dopts.logits_scale = float(c.get_float_or("lm_head_multiplier", 1.0));
+  const Rope rope(read_rope(c, D));
+
+  for (const auto& t : files.names()) {
+    info.parameter_count += files.info(t).numel();
+    info.checkpoint_bytes += files.info(t).nbytes();
+  }
+  uint64_t owned = 0;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
+                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
+    if (l.owns_weight()) owned += l.weight_bytes();
+    return l;
+  };
+
+  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  std::vector<DecoderBlock> blocks;
+  const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
+  for (int64_t i = 0; i < info.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    const std::string a = p + ".self_attn";
+    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, 0};
+    ac.scale = key_mult / std::sqrt(float(D));
+    ac.cache_block_tokens = options.kv_block_tokens;
+    auto attn = std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
+                                                 linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
+                                                 std::nullopt, std::nullopt, rope, a);
+    const std::string m = p + ".mamba";
+    Mamba2MixerWeights w;
+    w.in_proj = linear(m + ".in_proj", mc.proj_dim(), H);
+    w.out_proj = linear(m + ".out_proj", H, mc.inner());
+    w.conv_weight = weight(files, m + ".conv1d.weight", {mc.conv_dim(), 1, mc.conv_kernel});
+    w.conv_bias = optional_weight(files, m + ".conv1d.bias", {mc.conv_dim()});
+    w.dt_bias = weight(files, m + ".dt_bias", {mc.num_heads});
+    w.A_log = weight(files, m + ".A_log", {mc.num_heads});
+    w.D = weight(files, m + ".D", {mc.num_heads});
+    if (mc.gated_norm) w.norm_weight = weight(files, m + ".norm.weight", {mc.inner()});
+    std::vector<ParallelBranch> branches;
+    branches.push_back({std::move(attn), attn_in, attn_out});
+    branches.push_back({std::make_unique<Mamba2Mixer>(mc, std::move(w), m), ssm_in, ssm_out});
+    auto mixer = std::make_unique<ParallelMixer>(H, std::move(branches));
+    info.layers.push_back({mixer->kind(), mixer->window(), mixer->cache_spec()});
+    const std::string f = p + ".feed_forward";
+    DecoderBlock block;
+    block.input_norm = RmsNorm(weight(files, p + ".input_layernorm.weight", {H}), eps, false, p + ".input_layernorm");
+    block.mixer = std::move(mixer);
+    block.pre_ffn_norm.emplace(weight(files, p + ".pre_ff_layernorm.weight", {H}), eps, false, p + ".pre_ff_layernorm");
+    block.ffn = std::make_unique<FalconH1Mlp>(linear(f + ".gate_proj", I, H), linear(f + ".up_proj", I, H),
+                                              linear(f + ".down_proj", H, I), act, float(mlp_m[0]), float(mlp_m[1]));
+    blocks.push_back(std::move(block));
+  }
+  RmsNorm norm(weight(files, "model.final_layernorm.weight", {H}), eps, false, "model.final_layernorm");
+  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  Linear lm_head = info.tied_embeddings
+                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
+                       : linear("lm_head", info.vocab_size, H);
+  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(norm), std::move(lm_head), dopts);
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,113 @@
+// Lfm2ForCausalLM (Liquid LFM2): a pre-norm stack whose mixers are either gated short convolutions ("conv") or
+// softmax attention with per-head RMSNorm on q and k ("full_attention"), chosen per layer by layer_types; every
+// block has a SwiGLU feed-forward (w2(silu(w1 x) * w3 x)). The final norm is model.embedding_norm.
+#include <algorithm>
+
+#include "layers/activations.h"
+#include "layers/short_conv_mixer.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/hf_config.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+
+std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  ModelInfo info;
+  info.architecture = files.config().get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", "lfm2");
+  info.hidden_size = c.get_int("hidden_size");
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.num_heads = c.get_int("num_attention_heads");
+  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
+  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
+  info.vocab_size = c.get_int("vocab_size");
+  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  const float eps = float(c.get_float_or("norm_eps", 1e-5));
+  const int64_t H = info.hidden_size, D = info.head_dim;
+  if (H <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 || info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, num_hidden_layers, num_*_heads, vocab_size) must be positive");
+  // layer_types, or the older full_attn_idxs list (layers not named there are short convolutions).
+  std::vector<std::string> types;
+  if (c.has("layer_types")) {
+    types = c.get_string_list("layer_types");
+  } else {
+    std::vector<int64_t> attn = c.has("full_attn_idxs") ? c.get_int_list("full_attn_idxs") : std::vector<int64_t>{};
+    for (int64_t i = 0; i < info.num_layers; ++i)
+      types.push_back(std::find(attn.begin(), attn.end(), i) != attn.end() || !c.has("full_attn_idxs")
+                          ? "full_attention" : "conv");
+  }
+  if (int64_t(types.size()) != info.num_layers)
+    throw LoadError(c.source() + ": layer_types has " + std::to_string(types.size()) + " entries, expected " +
+                    std::to_string(info.num_layers));
+  const Rope rope(read_rope(c, D));
+
+  for (const auto& t : files.names()) {
+    info.parameter_count += files.info(t).numel();
+    info.checkpoint_bytes += files.info(t).nbytes();
+  }
+  uint64_t owned = 0;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
+                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
+    if (l.owns_weight()) owned += l.weight_bytes();
+    return l;
+  };
+
+  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  std::vector<DecoderBlock> blocks;
+  for (int64_t i = 0; i < info.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    std::unique_ptr<SequenceMixer> mixer;
+    if (types[size_t(i)] == "conv") {
+      const std::string m = p + ".conv";
+      const TensorView w = files.tensor(m + ".conv.weight");
+      const int64_t L = w.ndim >= 1 ? w.shape[size_t(w.ndim - 1)] : 0;
+      mixer = std::make_unique<ShortConvMixer>(H, linear(m + ".in_proj", 3 * H, H), linear(m + ".out_proj", H, H),
+                                               weight(files, m + ".conv.weight", {H, 1, L}),
+                                               optional_weight(files, m + ".conv.bias", {H}), m);
+    } else if (types[size_t(i)] == "full_attention") {
+      const std::string a = p + ".self_attn";
+      AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, 0};
+      ac.cache_block_tokens = options.kv_block_tokens;
+      const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
+      mixer = std::make_unique<AttentionLayer>(
+          ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H), linear(a + ".v_proj", kw, H),
+          linear(a + ".out_proj", H, qw),
+          RmsNorm(weight(files, a + ".q_layernorm.weight", {D}), eps, false, a + ".q_layernorm"),
+          RmsNorm(weight(files, a + ".k_layernorm.weight", {D}), eps, false, a + ".k_layernorm"), rope, a);
+    } else {
+      throw LoadError(c.source() + ": layer_types[" + std::to_string(i) + "] is '" + types[size_t(i)] +
+                      "' (expected conv or full_attention)");
+    }
+    // The feed-forward width follows LFM2's auto-adjust rules; the checkpoint's w1 states the outcome.
+    const std::string f = p + ".feed_forward";
+    const TensorView w1 = files.tensor(f + ".w1.weight");
+    const int64_t I = w1.ndim == 2 ? w1.shape[0] : 0;
+    if (i == 0) info.intermediate_size = I;
+    auto ffn = std::make_unique<GatedMlp>(linear(f + ".w1", I, H), linear(f + ".w3", I, H), linear(f + ".w2", H, I),
+                                          Activation::silu, f);
+    info.layers.push_back({mixer->kind(), mixer->window(), mixer->cache_spec()});
+    DecoderBlock block;
+    block.input_norm = RmsNorm(weight(files, p + ".operator_norm.weight", {H}), eps, false, p + ".operator_norm");
+    block.mixer = std::move(mixer);
+    block.pre_ffn_norm.emplace(weight(files, p + ".ffn_norm.weight", {H}), eps, false, p + ".ffn_norm");
+    block.ffn = std::move(ffn);
+    blocks.push_back(std::move(block));
+  }
+  RmsNorm norm(weight(files, "model.embedding_norm.weight", {H}), eps, false, "model.embedding_norm");
+  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", c.get_bool_or("tie_embedding", true)) ||
+                         !files.has("lm_head.weight");
+  Linear lm_head = info.tied_embeddings
+                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
+                       : linear("lm_head", info.vocab_size, H);
+  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(norm), std::move(lm_head));
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,95 @@
+// Mamba2ForCausalLM: every block is RMSNorm -> Mamba-2 mixer -> residual, with no feed-forward. Tensors live
+// under backbone.embeddings / backbone.layers.N.{norm, mixer} / backbone.norm_f, with lm_head (or tied).
+#include <algorithm>
+
+#include "layers/mamba2_mixer.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/mamba2_config.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+
+std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options) {
+  const Config& c = files.config();
+  ModelInfo info;
+  info.architecture = c.get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", "mamba2");
+  info.hidden_size = c.get_int("hidden_size");
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.vocab_size = c.get_int("vocab_size");
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  const int64_t H = info.hidden_size;
+
+  Mamba2MixerConfig mc;
+  mc.hidden = H;
+  mc.num_heads = c.get_int("num_heads");
+  mc.head_dim = c.get_int("head_dim");
+  mc.n_groups = c.get_int_or("n_groups", 1);
+  mc.state_size = c.get_int("state_size");
+  mc.conv_kernel = c.get_int_or("conv_kernel", 4);
+  mc.norm_eps = float(c.get_float_or("layer_norm_epsilon", 1e-5));
+  mc.norm_groups = mc.n_groups;
+  std::tie(mc.dt_min, mc.dt_max) = read_time_step_limit(c);
+  info.num_heads = mc.num_heads;
+  info.head_dim = mc.head_dim;
+  info.intermediate_size = mc.inner();
+  if (H <= 0 || info.num_layers <= 0 || info.vocab_size <= 0 || mc.num_heads <= 0 || mc.head_dim <= 0 ||
+      mc.state_size <= 0 || mc.n_groups <= 0 || mc.conv_kernel <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, num_hidden_layers, vocab_size, num_heads, head_dim, "
+                                 "state_size, n_groups, conv_kernel) must be positive");
+  if (mc.num_heads % mc.n_groups != 0)
+    throw LoadError(c.source() + ": n_groups (" + std::to_string(mc.n_groups) + ") must divide num_heads (" +
+                    std::to_string(mc.num_heads) + ")");
+  const std::string act = c.get_string_or("hidden_act", "silu");
+  if (act != "silu" && act != "swish")
+    throw LoadError(c.source() + ": hidden_act '" + act + "' is not supported by the Mamba-2 conv (only silu)");
+
+  for (const auto& t : files.names()) {
+    info.parameter_count += files.info(t).numel();
+    info.checkpoint_bytes += files.info(t).nbytes();
+  }
+  uint64_t owned = 0;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
+                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
+    if (l.owns_weight()) owned += l.weight_bytes();
+    return l;
+  };
+
+  // Older conversions name the table backbone.embedding (transformers renames it on load).
+  const std::string embed_name =
+      files.has("backbone.embeddings.weight") ? "backbone.embeddings.weight" : "backbone.embedding.weight";
+  Embedding embed(weight(files, embed_name, {info.vocab_size, H}), embed_name);
+  std::vector<DecoderBlock> blocks;
+  for (int64_t i = 0; i < info.num_layers; ++i) {
+    const std::string p = "backbone.layers." + std::to_string(i);
+    const std::string m = p + ".mixer";
+    Mamba2MixerWeights w;
+    w.in_proj = linear(m + ".in_proj", mc.proj_dim(), H);
+    w.out_proj = linear(m + ".out_proj", H, mc.inner());
+    w.conv_weight = weight(files, m + ".conv1d.weight", {mc.conv_dim(), 1, mc.conv_kernel});
+    w.conv_bias = optional_weight(files, m + ".conv1d.bias", {mc.conv_dim()});
+    w.dt_bias = weight(files, m + ".dt_bias", {mc.num_heads});
+    w.A_log = weight(files, m + ".A_log", {mc.num_heads});
+    w.D = weight(files, m + ".D", {mc.num_heads});
+    w.norm_weight = weight(files, m + ".norm.weight", {mc.inner()});
+    auto mixer = std::make_unique<Mamba2Mixer>(mc, std::move(w), m);
+    info.layers.push_back({mixer->kind(), 0, mixer->cache_spec()});
+    DecoderBlock block;
+    block.input_norm = RmsNorm(weight(files, p + ".norm.weight", {H}), mc.norm_eps, false, p + ".norm");
+    block.mixer = std::move(mixer);
+    blocks.push_back(std::move(block));
+  }
+  RmsNorm norm(weight(files, "backbone.norm_f.weight", {H}), mc.norm_eps, false, "backbone.norm_f");
+  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  Linear lm_head = info.tied_embeddings ? Linear::from_weights(embed.table(), {}, embed_name, options.weights)
+                                        : linear("lm_head", info.vocab_size, H);
+  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(norm), std::move(lm_head));
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,183 @@
+// Qwen3NextForCausalLM and Qwen3_5ForCausalLM (text): hybrid stacks of Gated DeltaNet layers ("linear_attention")
+// and gated full-attention layers ("full_attention"), chosen by layer_types or every full_attention_interval-th
+// layer. Full attention: q_proj yields [q ; gate] per head, the output is multiplied by sigmoid(gate); q/k RMSNorm;
+// partial RoPE. Every RMSNorm except the DeltaNet's gated one is zero-centred ((1 + w)). Feed-forward: a sparse
+// MoE (softmax top-k, shared expert gated by sigmoid(shared_expert_gate(x))) on layers where num_experts > 0,
+// (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers; a dense gated MLP elsewhere.
+// The two differ in the DeltaNet input projection: Qwen3-Next fuses in_proj_qkvz / in_proj_ba grouped per key
+// head, Qwen3.5 stores in_proj_qkv / in_proj_z / in_proj_b / in_proj_a separately; both are regrouped at load
+// per token into the mixer's [q k v z b a] order (the weights stay borrowed from the checkpoint).
+#include <algorithm>
+
+#include "layers/activations.h"
+#include "layers/gated_deltanet_mixer.h"
+#include "layers/moe.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/hf_config.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+namespace {
+
+bool is_full_attention(const Config& c, int64_t i, int64_t num_layers) {
+  if (c.has("layer_types")) {
+    const auto types = c.get_string_list("layer_types");
+    if (int64_t(types.size()) != num_layers)
+      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(num_layers) + " entries");
+    const std::string& t = types[size_t(i)];
+    if (t != "full_attention" && t != "linear_attention")
+      throw LoadError(c.source() + ": key 'layer_types': unknown layer type '" + t + "'");
+    return t == "full_attention";
+  }
+  const int64_t interval = c.get_int_or("full_attention_interval", 4);
+  if (interval <= 0) throw LoadError(c.source() + ": key 'full_attention_interval' must be positive");
+  return (i + 1) % interval == 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  ModelInfo info;
+  info.architecture = files.config().get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", "");
+  info.hidden_size = c.get_int("hidden_size");
+  info.intermediate_size = c.get_int_or("intermediate_size", 0);
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.num_heads = c.get_int("num_attention_heads");
+  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
+  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
+  info.vocab_size = c.get_int("vocab_size");
+  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  const float eps = float(c.get_float_or("rms_norm_eps", 1e-6));
+  const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
+  const int64_t H = info.hidden_size, D = info.head_dim;
+  if (H <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 || info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, num_*, head_dim, vocab_size) must be positive");
+  const Rope rope(read_rope(c, D));
+
+  GatedDeltaNetConfig dc;
+  dc.hidden = H;
+  dc.num_k_heads = c.get_int("linear_num_key_heads");
+  dc.num_v_heads = c.get_int("linear_num_value_heads");
+  dc.head_k_dim = c.get_int("linear_key_head_dim");
+  dc.head_v_dim = c.get_int("linear_value_head_dim");
+  dc.conv_kernel = c.get_int_or("linear_conv_kernel_dim", 4);
+  dc.norm_eps = eps;
+  if (dc.num_k_heads <= 0 || dc.num_v_heads <= 0 || dc.head_k_dim <= 0 || dc.head_v_dim <= 0 ||
+      dc.num_v_heads % dc.num_k_heads != 0)
+    throw LoadError(c.source() + ": linear_num_value_heads must be a positive multiple of linear_num_key_heads, "
+                    "and the linear head dims positive");
+  if (dc.conv_kernel < 1 || dc.conv_kernel > 16)
+    throw LoadError(c.source() + ": key 'linear_conv_kernel_dim' must be in [1, 16]");
+
+  const int64_t num_experts = c.get_int_or("num_experts", 0);
+  const int64_t sparse_step = std::max<int64_t>(1, c.get_int_or("decoder_sparse_step", 1));
+  const std::vector<int64_t> mlp_only = c.has("mlp_only_layers") ? c.get_int_list("mlp_only_layers") : std::vector<int64_t>{};
+  MoeConfig mc;
+  mc.top_k = c.get_int_or("num_experts_per_tok", 1);
+  mc.normalize_top_k = c.get_bool_or("norm_topk_prob", true);
+
+  for (const auto& t : files.names()) {
+    const TensorInfo& ti = files.info(t);
+    info.parameter_count += ti.numel();
+    info.checkpoint_bytes += ti.nbytes();
+  }
+
+  uint64_t owned = 0;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
+                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
+    if (l.owns_weight()) owned += l.weight_bytes();
+    return l;
+  };
+  auto norm = [&](const std::string& name, int64_t dim) {
+    return RmsNorm(weight(files, name + ".weight", {dim}), eps, /*add_one=*/true, name);
+  };
+  auto gated_mlp = [&](const std::string& m, int64_t inter) {
+    return GatedMlp(linear(m + ".gate_proj", inter, H), linear(m + ".up_proj", inter, H),
+                    linear(m + ".down_proj", H, inter), act, m);
+  };
+
+  auto deltanet = [&](const std::string& a) {
+    GatedDeltaNetWeights w;
+    if (files.has(a + ".in_proj_qkvz.weight")) {
+      w.in_proj.push_back(linear(a + ".in_proj_qkvz", dc.conv_dim() + dc.value_dim(), H));
+      w.in_proj.push_back(linear(a + ".in_proj_ba", 2 * dc.num_v_heads, H));
+      w.in_proj_runs = qwen3_next_in_proj_runs(dc);
+    } else {
+      w.in_proj.push_back(linear(a + ".in_proj_qkv", dc.conv_dim(), H));
+      w.in_proj.push_back(linear(a + ".in_proj_z", dc.value_dim(), H));
+      w.in_proj.push_back(linear(a + ".in_proj_b", dc.num_v_heads, H));
+      w.in_proj.push_back(linear(a + ".in_proj_a", dc.num_v_heads, H));
+      w.in_proj_runs = qwen3_5_in_proj_runs(dc);
+    }
+    w.out_proj = linear(a + ".out_proj", H, dc.value_dim());
+    w.conv_weight = weight(files, a + ".conv1d.weight", {dc.conv_dim(), 1, dc.conv_kernel});
+    w.conv_bias = optional_weight(files, a + ".conv1d.bias", {dc.conv_dim()});
+    w.A_log = weight(files, a + ".A_log", {dc.num_v_heads});
+    w.dt_bias = weight(files, a + ".dt_bias", {dc.num_v_heads});
+    w.norm_weight = weight(files, a + ".norm.weight", {dc.head_v_dim});
+    return std::make_unique<GatedDeltaNetMixer>(dc, std::move(w), a);
+  };
+
+  auto attention = [&](const std::string& a) {
+    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, /*window=*/0};
+    ac.cache_block_tokens = options.kv_block_tokens;
+    ac.output_gate = true;
+    const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
+    std::optional<RmsNorm> qn, kn;
+    qn.emplace(norm(a + ".q_norm", D));
+    kn.emplace(norm(a + ".k_norm", D));
+    return std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", 2 * qw, H), linear(a + ".k_proj", kw, H),
+                                            linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw), std::move(qn),
+                                            std::move(kn), rope, a);
+  };
+
+  auto feed_forward = [&](const std::string& m, int64_t i) -> std::unique_ptr<FeedForward> {
+    const bool sparse = num_experts > 0 && (i + 1) % sparse_step == 0 &&
+                        std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end();
+    if (!sparse) return std::make_unique<GatedMlp>(gated_mlp(m, c.get_int("intermediate_size")));
+    const int64_t I = c.get_int("moe_intermediate_size");
+    std::vector<GatedMlp> experts;
+    for (int64_t e = 0; e < num_experts; ++e) experts.push_back(gated_mlp(m + ".experts." + std::to_string(e), I));
+    std::optional<GatedMlp> shared;
+    std::optional<Linear> shared_gate;
+    if (files.has(m + ".shared_expert.gate_proj.weight")) {
+      shared.emplace(gated_mlp(m + ".shared_expert", c.get_int("shared_expert_intermediate_size")));
+      if (files.has(m + ".shared_expert_gate.weight")) shared_gate.emplace(linear(m + ".shared_expert_gate", 1, H));
+    }
+    return std::make_unique<SparseMoe>(mc, linear(m + ".gate", num_experts, H), std::move(experts),
+                                       std::move(shared), std::move(shared_gate), m);
+  };
+
+  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  std::vector<DecoderBlock> blocks;
+  for (int64_t i = 0; i < info.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    DecoderBlock block;
+    if (is_full_attention(c, i, info.num_layers))
+      block.mixer = attention(p + ".self_attn");
+    else
+      block.mixer = deltanet(p + ".linear_attn");
+    info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
+    block.input_norm = norm(p + ".input_layernorm", H);
+    block.pre_ffn_norm.emplace(norm(p + ".post_attention_layernorm", H));
+    block.ffn = feed_forward(p + ".mlp", i);
+    blocks.push_back(std::move(block));
+  }
+  RmsNorm final_norm = norm("model.norm", H);
+  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  Linear lm_head = info.tied_embeddings
+                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
+                       : linear("lm_head", info.vocab_size, H);
+  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(final_norm), std::move(lm_head));
+}
+
+}  // namespace attnzoo
