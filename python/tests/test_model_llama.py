@@ -33,6 +33,10 @@ def _config(kind):
             attention_bias=True, mlp_bias=False,
             rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
                                  original_max_position_embeddings=32), **common)
+    if kind == "llama_linear_rope":  # position interpolation, as Gemma 3's full-attention layers use
+        return transformers.LlamaConfig(
+            hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+            rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=4.0), **common)
     if kind == "qwen2":
         return transformers.Qwen2Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                         num_key_value_heads=2, **common)
@@ -45,7 +49,8 @@ def _config(kind):
     raise ValueError(kind)
 
 
-KINDS = ["llama_hd64", "llama_hd32_llama3_tied", "llama_yarn_bias", "qwen2", "qwen3", "mistral_swa"]
+KINDS = ["llama_hd64", "llama_hd32_llama3_tied", "llama_yarn_bias", "llama_linear_rope", "qwen2", "qwen3",
+         "mistral_swa"]
 
 
 def _build(kind, directory, dtype=torch.float32):

@@ -30,6 +30,9 @@ Rope::Rope(const RopeConfig& config) : config_(config) {
   inv_freq_.resize(size_t(half));
   if (c.type == "default") {
     for (int64_t i = 0; i < half; ++i) inv_freq_[size_t(i)] = float(base[size_t(i)]);
+  } else if (c.type == "linear") {  // position interpolation: positions divided by the factor
+    require(c.factor > 0, "rope_scaling.factor", "must be positive");
+    for (int64_t i = 0; i < half; ++i) inv_freq_[size_t(i)] = float(base[size_t(i)] / c.factor);
   } else if (c.type == "llama3") {
     require(c.factor > 0, "rope_scaling.factor", "must be positive");
     require(c.original_max_position_embeddings > 0, "rope_scaling.original_max_position_embeddings", "must be set");
@@ -72,7 +75,7 @@ Rope::Rope(const RopeConfig& config) : config_(config) {
                                                               : yarn_mscale(c.factor, 1.0);
     attention_scale_ = float(af);
   } else {
-    throw ArgumentError("rope_type: unsupported '" + c.type + "' (supported: default, llama3, yarn)");
+    throw ArgumentError("rope_type: unsupported '" + c.type + "' (supported: default, linear, llama3, yarn)");
   }
 }
 

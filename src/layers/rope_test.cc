@@ -79,6 +79,15 @@ TEST(Rope, Llama3LeavesHighFrequenciesAndDividesLowOnes) {
   EXPECT_FLOAT_EQ(rope.inv_freq()[31], plain.inv_freq()[31] / 8.f);  // wavelength far above 8192
 }
 
+TEST(Rope, LinearScalingIsPositionInterpolation) {
+  RopeConfig c{.head_dim = 32, .theta = 10000.0};
+  c.type = "linear";
+  c.factor = 4.0;
+  Rope rope(c), plain(RopeConfig{.head_dim = 32, .theta = 10000.0});
+  for (size_t i = 0; i < rope.inv_freq().size(); ++i)
+    EXPECT_FLOAT_EQ(rope.inv_freq()[i], plain.inv_freq()[i] / 4.f);  // angle at position p == plain at p / 4
+}
+
 TEST(Rope, YarnScalesCosSinByTheAttentionFactor) {
   RopeConfig c;
   c.head_dim = 16;

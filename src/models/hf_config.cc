@@ -31,8 +31,10 @@ RopeConfig read_rope(const Config& c, int64_t head_dim) {
     r.mscale = p.get_float_or("mscale", 0.0);
     r.mscale_all_dim = p.get_float_or("mscale_all_dim", 0.0);
     r.truncate = p.get_bool_or("truncate", true);
+  } else if (r.type == "linear") {
+    r.factor = p.get_float("factor");
   } else if (r.type != "default") {
-    throw LoadError(c.source() + ": rope type '" + r.type + "' is not supported (default, llama3, yarn)");
+    throw LoadError(c.source() + ": rope type '" + r.type + "' is not supported (default, linear, llama3, yarn)");
   }
   return r;
 }
