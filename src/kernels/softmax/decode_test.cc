@@ -70,9 +70,9 @@ void check_case(const Case& c, uint64_t seed = 1) {
   HostTensor q(c.q_dtype, {B, c.Tq, c.Hq, c.D}, seed + 7);
   HostTensor ref(DType::f32, {B, c.Tq, c.Hq, Dv}, 0, 0.f), out(c.o_dtype, {B, c.Tq, c.Hq, Dv}, 0, 0.f);
   attention_decode_reference(q.view, cache, ref.view, c.opts);
-  // With f32 queries and outputs only f32 rounding separates kernel and reference, whatever the cache holds
-  // (its bf16 / f16 values widen exactly).
-  const bool exact = c.q_dtype == DType::f32 && c.o_dtype == DType::f32;
+  // With f32 outputs only f32 rounding separates kernel and reference, whatever the queries and the cache hold
+  // (bf16 / f16 values widen exactly; bf16 products are exact in f32).
+  const bool exact = c.o_dtype == DType::f32;
   testing::for_each_target([&](Target) {
     attention_decode(q.view, cache, out.view, c.opts);
     if (exact)
@@ -273,6 +273,31 @@ TEST(Decode, ReducedPrecisionHeadDims) {
       c.block_size = 16;
       check_case(c);
     }
+}
+
+// bf16 queries against a bf16 cache take vdpbf16ps where the CPU has it: every row count of its 4-row blocks,
+// and the scale moved onto the scores under softcap, ALiBi and sinks.
+TEST(Decode, Bf16QueriesEveryRowCount) {
+  for (auto [Tq, Hq, Hkv] : {std::tuple{1, 6, 2}, {2, 6, 2}, {1, 4, 4}, {3, 2, 1}, {1, 32, 8}})
+    for (int64_t bs : {0, 16}) {
+      Case c{Tq, Hq, Hkv, 64, {70, 300}};
+      c.kv_dtype = DType::bf16;
+      c.q_dtype = DType::bf16;
+      c.block_size = bs;
+      check_case(c);
+    }
+  std::vector<float> sinks(8), slopes(8);
+  for (size_t h = 0; h < 8; ++h) {
+    sinks[h] = 0.3f * float(h) - 1.f;
+    slopes[h] = 0.05f * float(h + 1);
+  }
+  Case c{2, 8, 2, 128, {65, 1000}};
+  c.kv_dtype = DType::bf16;
+  c.q_dtype = DType::bf16;
+  c.opts.softcap = 20.f;
+  c.opts.sinks = sinks.data();
+  c.opts.alibi_slopes = slopes.data();
+  check_case(c);
 }
 
 TEST(Decode, AgreesWithPrefill) {
