@@ -12,6 +12,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"FalconH1ForCausalLM", build_falcon_h1},
     {"Gemma2ForCausalLM", build_gemma},
     {"Gemma3ForCausalLM", build_gemma},
+    {"GptOssForCausalLM", build_gpt_oss},
     {"MistralForCausalLM", build_llama_family},
     {"Qwen2ForCausalLM", build_llama_family},
     {"Qwen3ForCausalLM", build_llama_family},

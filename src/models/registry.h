@@ -23,5 +23,6 @@ std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options
 std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& options);
 
 }  // namespace attnzoo

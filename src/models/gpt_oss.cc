@@ -1,0 +1,111 @@
+// GptOssForCausalLM: a Llama-shaped pre-norm decoder with
+//   attention   q/k/v/o biases, one learned sink logit per head (joins the softmax denominator, then dropped),
+//               sliding-window and full layers alternating by layer_types, YaRN RoPE (rope_theta 150000 when the
+//               config leaves it out, as GptOssConfig's default)
+//   feed-forward a GptOssMoe on every layer: biased router, softmax over the top-k logits, fused experts with
+//               the clamped SwiGLU (swiglu_alpha, swiglu_limit)
+// Only dense (f32 / bf16 / f16) expert tensors load; the MXFP4 "_blocks" / "_scales" form of the released
+// checkpoints is rejected with a LoadError naming it.
+#include <algorithm>
+
+#include "layers/gpt_oss_moe.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/hf_config.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+
+std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  ModelInfo info;
+  info.architecture = files.config().get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", "");
+  info.hidden_size = c.get_int("hidden_size");
+  info.intermediate_size = c.get_int("intermediate_size");
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.num_heads = c.get_int("num_attention_heads");
+  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
+  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
+  info.vocab_size = c.get_int("vocab_size");
+  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  const float eps = float(c.get_float_or("rms_norm_eps", 1e-5));
+  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
+  const int64_t E = c.get_int("num_local_experts");
+  const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
+  if (H <= 0 || I <= 0 || E <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
+      info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_local_experts, num_*, head_dim, "
+                    "vocab_size) must be positive");
+  RopeConfig rc = read_rope(c, D);
+  const bool has_theta = c.has("rope_theta") || (c.has("rope_parameters") && c.sub("rope_parameters").has("rope_theta")) ||
+                         (c.has("rope_scaling") && c.sub("rope_scaling").has("rope_theta"));
+  if (!has_theta) rc.theta = 150000.0;
+  const Rope rope(rc);
+  GptOssMoeConfig mc;
+  mc.top_k = c.get_int_or("num_experts_per_tok", 4);
+  mc.alpha = float(c.get_float_or("swiglu_alpha", 1.702));
+  mc.limit = float(c.get_float_or("swiglu_limit", 7.0));
+
+  for (const auto& t : files.names()) {
+    const TensorInfo& ti = files.info(t);
+    info.parameter_count += ti.numel();
+    info.checkpoint_bytes += ti.nbytes();
+  }
+
+  uint64_t owned = 0;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
+                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
+    if (l.owns_weight()) owned += l.weight_bytes();
+    return l;
+  };
+
+  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  std::vector<DecoderBlock> blocks;
+  for (int64_t i = 0; i < info.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    const std::string a = p + ".self_attn";
+    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, layer_window(c, i, info.num_layers)};
+    ac.cache_block_tokens = options.kv_block_tokens;
+    auto attn = std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
+                                                 linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
+                                                 std::nullopt, std::nullopt, rope, a);
+    attn->set_sinks(weight(files, a + ".sinks", {info.num_heads}), a + ".sinks");
+
+    const std::string m = p + ".mlp";
+    const std::string x = m + ".experts";
+    if (files.has(x + ".gate_up_proj_blocks"))
+      throw LoadError(x + ".gate_up_proj_blocks: MXFP4-quantized experts are not supported; dequantize the "
+                      "checkpoint to bf16 first");
+    GptOssExpertTensors et;
+    et.gate_up = weight(files, x + ".gate_up_proj", {E, H, 2 * I});
+    et.gate_up_bias = weight(files, x + ".gate_up_proj_bias", {E, 2 * I});
+    et.down = weight(files, x + ".down_proj", {E, I, H});
+    et.down_bias = weight(files, x + ".down_proj_bias", {E, H});
+    auto moe = std::make_unique<GptOssMoe>(mc, linear(m + ".router", E, H), et, options.weights, m);
+    owned += moe->owned_weight_bytes();
+
+    info.layers.push_back({attn->kind(), attn->window(), attn->cache_spec()});
+    DecoderBlock block;
+    block.input_norm = RmsNorm(weight(files, p + ".input_layernorm.weight", {H}), eps, false, p + ".input_layernorm");
+    block.mixer = std::move(attn);
+    block.pre_ffn_norm.emplace(weight(files, p + ".post_attention_layernorm.weight", {H}), eps, false,
+                               p + ".post_attention_layernorm");
+    block.ffn = std::move(moe);
+    blocks.push_back(std::move(block));
+  }
+  RmsNorm norm(weight(files, "model.norm.weight", {H}), eps, false, "model.norm");
+  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  Linear lm_head = info.tied_embeddings
+                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
+                       : linear("lm_head", info.vocab_size, H);
+  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(norm), std::move(lm_head));
+}
+
+}  // namespace attnzoo
