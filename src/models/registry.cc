@@ -10,6 +10,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Mamba2ForCausalLM", build_mamba2},
     {"Lfm2ForCausalLM", build_lfm2},
     {"FalconH1ForCausalLM", build_falcon_h1},
+    {"DeepseekV3ForCausalLM", build_deepseek_v3},
     {"Gemma2ForCausalLM", build_gemma},
     {"Gemma3ForCausalLM", build_gemma},
     {"GptOssForCausalLM", build_gpt_oss},

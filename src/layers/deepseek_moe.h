@@ -1,0 +1,57 @@
+#pragma once
+// DeepSeek-V3 mixture of experts: sigmoid router with grouped top-k and a bias that only steers the choice.
+//   s = sigmoid(gate(x))  (gate held in f32, as transformers keeps it);  c = s + e_score_correction_bias
+//   groups: E experts in n_group equal groups, each scored by the sum of its two largest c; the topk_group best
+//   groups stay, experts of the others are masked out; the top_k remaining c pick the experts
+//   weights = s of the chosen experts (not c), / (their sum + 1e-20) when norm_topk_prob, * routed_scaling_factor
+//   out = sum_j weights_j * expert_j(x) + shared_experts(x)
+// Each expert (and the shared experts, fused as one wider MLP in the checkpoint) is a gated MLP.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "layers/block_parts.h"
+#include "layers/linear.h"
+#include "layers/mlp.h"
+#include "layers/moe.h"
+
+namespace attnzoo {
+
+struct DeepseekMoeConfig {
+  int64_t top_k = 1;
+  int64_t n_group = 1, topk_group = 1;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.f;
+};
+
+// Routing as above from router logits [T, E] and the correction bias [E]; ties go to the lower index (group or
+// expert). Slots in descending choice score c. Validates the config against E (ArgumentError naming the key).
+void route_sigmoid_grouped_top_k(const float* logits, const float* correction_bias, int64_t T, int64_t E,
+                                 const DeepseekMoeConfig& config, MoeRouting& out);
+
+class DeepseekMoe : public FeedForward {
+ public:
+  // router [E, hidden]; correction_bias [E] (f32/bf16/f16, widened once; an empty view means zeros); experts: E
+  // gated MLPs of one hidden size; shared_experts optional. Errors name `name`.
+  DeepseekMoe(const DeepseekMoeConfig& config, Linear router, const TensorView& correction_bias,
+              std::vector<GatedMlp> experts, std::optional<GatedMlp> shared_experts, const std::string& name);
+
+  int64_t num_experts() const { return int64_t(experts_.size()); }
+  uint64_t weight_bytes() const override;
+  // Router, top_k experts and the shared experts: what one decode token streams.
+  uint64_t decode_weight_bytes() const override;
+  void forward(const float* x, int64_t T, float* out) const override;
+  // The routing forward() uses, for tests.
+  void route(const float* x, int64_t T, MoeRouting& out) const;
+
+ private:
+  DeepseekMoeConfig config_;
+  Linear router_;
+  std::vector<float> bias_;
+  std::vector<GatedMlp> experts_;
+  std::optional<GatedMlp> shared_;
+};
+
+}  // namespace attnzoo

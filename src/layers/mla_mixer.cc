@@ -1,0 +1,168 @@
+#include "layers/mla_mixer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "kernels/softmax/decode.h"
+
+namespace attnzoo {
+namespace {
+
+void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
+  require(l.out_features() == out && l.in_features() == in, name.c_str(),
+          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
+}
+
+}  // namespace
+
+LatentCache::LatentCache(int64_t latent_dim, int64_t block_tokens) : latent_dim_(latent_dim), block_tokens_(block_tokens) {
+  require(latent_dim > 0, "latent_dim", "must be positive");
+  require(block_tokens > 0, "block_tokens", "must be positive");
+}
+
+CacheSpec LatentCache::spec(int64_t latent_dim, int64_t block_tokens) {
+  return {"latent", latent_dim * int64_t(sizeof(float)), 0, block_tokens, 0};
+}
+
+void LatentCache::append(const float* rows, int64_t T, int64_t src_stride) {
+  if (stored_ + T > capacity_) {
+    int64_t cap = std::max(stored_ + T, 2 * capacity_);
+    cap = (cap + block_tokens_ - 1) / block_tokens_ * block_tokens_;
+    AlignedBuffer<float> grown(size_t(cap * latent_dim_));
+    if (stored_ > 0) std::memcpy(grown.data(), rows_.data(), size_t(stored_ * latent_dim_) * sizeof(float));
+    rows_ = std::move(grown);
+    capacity_ = cap;
+  }
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(rows_.data() + (stored_ + t) * latent_dim_, rows + t * src_stride, size_t(latent_dim_) * sizeof(float));
+  stored_ += T;
+  stored32_ = int32_t(stored_);
+}
+
+void LatentCache::truncate(int64_t length) {
+  require(length >= 0 && length <= stored_, "length",
+          "must be in [0, " + std::to_string(stored_) + "], got " + std::to_string(length));
+  stored_ = length;
+  stored32_ = int32_t(stored_);
+}
+
+TensorView LatentCache::latent() const {
+  return TensorView::contiguous(rows_.data(), DType::f32, {1, stored_, latent_dim_});
+}
+
+LatentCacheView LatentCache::decode_view() const {
+  LatentCacheView v;
+  v.latent = TensorView::contiguous(rows_.data(), DType::f32, {1, capacity_, latent_dim_});
+  v.cache_seqlens = &stored32_;
+  return v;
+}
+
+MlaMixer::MlaMixer(const MlaConfig& config, MlaLayerWeights weights, Rope rope, const std::string& name)
+    : config_(config), w_(std::move(weights)), rope_(std::move(rope)) {
+  const auto& c = config_;
+  require(c.hidden > 0 && c.num_heads > 0 && c.kv_lora_rank > 0 && c.qk_nope_head_dim > 0 && c.qk_rope_head_dim > 0 &&
+              c.v_head_dim > 0 && c.q_lora_rank >= 0,
+          (name + ".config").c_str(), "hidden, heads, kv_lora_rank and head dims must be positive");
+  const int64_t qw = c.num_heads * c.qk_head_dim();
+  if (c.q_lora_rank > 0) {
+    require(w_.q_a_proj && w_.q_b_proj && w_.q_a_norm, (name + ".q_a_proj").c_str(),
+            "q_lora_rank is set: q_a_proj, q_a_layernorm and q_b_proj are required");
+    check_linear(*w_.q_a_proj, c.q_lora_rank, c.hidden, name + ".q_a_proj.weight");
+    check_linear(*w_.q_b_proj, qw, c.q_lora_rank, name + ".q_b_proj.weight");
+    require(w_.q_a_norm->dim() == c.q_lora_rank, (name + ".q_a_layernorm.weight").c_str(),
+            "must have q_lora_rank entries");
+  } else {
+    require(w_.q_proj.has_value(), (name + ".q_proj").c_str(), "required without q_lora_rank");
+    check_linear(*w_.q_proj, qw, c.hidden, name + ".q_proj.weight");
+  }
+  check_linear(w_.kv_a_proj, c.latent_dim(), c.hidden, name + ".kv_a_proj_with_mqa.weight");
+  require(w_.kv_a_norm.dim() == c.kv_lora_rank, (name + ".kv_a_layernorm.weight").c_str(),
+          "must have kv_lora_rank entries");
+  check_linear(w_.kv_b_proj, c.num_heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank,
+               name + ".kv_b_proj.weight");
+  require(!w_.kv_b_proj.has_bias(), (name + ".kv_b_proj.bias").c_str(), "is not supported (the kernels absorb kv_b_proj)");
+  check_linear(w_.o_proj, c.hidden, c.num_heads * c.v_head_dim, name + ".o_proj.weight");
+  require(rope_.config().head_dim == c.qk_rope_head_dim, "rope", "head_dim must be qk_rope_head_dim");
+}
+
+std::unique_ptr<LayerState> MlaMixer::new_state() const {
+  return std::make_unique<LatentCache>(config_.latent_dim(), config_.cache_block_tokens);
+}
+
+uint64_t MlaMixer::weight_bytes() const {
+  uint64_t b = w_.kv_a_proj.weight_bytes() + w_.kv_b_proj.weight_bytes() + w_.o_proj.weight_bytes();
+  if (w_.q_proj) b += w_.q_proj->weight_bytes();
+  if (w_.q_a_proj) b += w_.q_a_proj->weight_bytes() + w_.q_b_proj->weight_bytes();
+  return b;
+}
+
+MlaWeights MlaMixer::kernel_weights() const {
+  const auto& c = config_;
+  MlaWeights mw;
+  mw.w_kv_b = w_.kv_b_proj.weight();
+  mw.num_heads = c.num_heads;
+  mw.qk_nope_head_dim = c.qk_nope_head_dim;
+  mw.qk_rope_head_dim = c.qk_rope_head_dim;
+  mw.v_head_dim = c.v_head_dim;
+  mw.kv_lora_rank = c.kv_lora_rank;
+  return mw;
+}
+
+void MlaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+  const auto& c = config_;
+  const int64_t T = batch.num_tokens(), H = c.num_heads, Dq = c.qk_head_dim(), L = c.latent_dim();
+  const int64_t dn = c.qk_nope_head_dim, r = c.kv_lora_rank, dv = c.v_head_dim;
+  std::vector<float> q(size_t(T * H * Dq)), latent(size_t(T * L)), attn(size_t(T * H * dv));
+  if (w_.q_proj) {
+    w_.q_proj->forward(x, T, q.data());
+  } else {
+    std::vector<float> qa(size_t(T * c.q_lora_rank));
+    w_.q_a_proj->forward(x, T, qa.data());
+    w_.q_a_norm->forward(qa.data(), T, c.q_lora_rank, qa.data(), c.q_lora_rank);
+    w_.q_b_proj->forward(qa.data(), T, q.data());
+  }
+  w_.kv_a_proj.forward(x, T, latent.data());
+  w_.kv_a_norm.forward(latent.data(), T, L, latent.data(), L);
+
+  // q_pe sits after q_nope inside each head: rotate it as T * H one-head rows, each at its token's position.
+  std::vector<int32_t> head_positions(size_t(T * H));
+  for (int64_t t = 0; t < T; ++t)
+    std::fill_n(head_positions.begin() + t * H, H, batch.positions[size_t(t)]);
+  rope_.apply(q.data() + dn, T * H, 1, Dq, head_positions.data());
+  rope_.apply(latent.data() + r, T, 1, L, batch.positions.data());
+
+  MlaOptions opts;
+  opts.scale = c.scale;
+  opts.causal = true;
+  const MlaWeights mw = kernel_weights();
+  const int64_t S = batch.num_sequences();
+  bool all_decode = true;
+  for (int64_t s = 0; s < S; ++s) {
+    auto* cache = static_cast<LatentCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    cache->append(latent.data() + b * L, n, L);
+    all_decode = all_decode && n <= kMaxDecodeQueries;
+  }
+  auto attend = [&](int64_t s) {
+    const auto* cache = static_cast<const LatentCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    if (n == 0) return;
+    const TensorView qv = TensorView::contiguous(q.data() + b * H * Dq, DType::f32, {1, n, H, Dq});
+    const TensorView ov = TensorView::contiguous(attn.data() + b * H * dv, DType::f32, {1, n, H, dv});
+    if (n <= kMaxDecodeQueries)
+      mla_decode(qv, cache->decode_view(), mw, ov, opts);
+    else
+      mla_prefill(qv, cache->latent(), mw, ov, opts);
+  };
+  // As AttentionLayer: many decode sequences one task each, otherwise one sequence at a time using the pool.
+  if (all_decode && S > 1)
+    ThreadPool::global().parallel_for(S, [&](int64_t s, int) { attend(s); });
+  else
+    for (int64_t s = 0; s < S; ++s) attend(s);
+  w_.o_proj.forward(attn.data(), T, out);
+}
+
+}  // namespace attnzoo
