@@ -2,16 +2,13 @@
 against transformers' eager float32 path on tiny random checkpoints: whole prompt, prompt in pieces (decode-sized
 pieces take the absorbed MLA path, longer ones the naive one), token-by-token decode, greedy continuation, ragged
 batches, what `inspect` reports and load errors."""
-import json
-import os
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from attnzoo.generate import generate  # noqa: E402
+import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 160
@@ -42,27 +39,26 @@ def _config(kind):
 KINDS = ["q_lora_yarn", "plain_q"]
 
 
-def _build(kind, directory):
-    torch.manual_seed(sum(map(ord, kind)))
-    model = transformers.AutoModelForCausalLM.from_config(_config(kind), attn_implementation="eager",
-                                                          experts_implementation="eager")
+def _randomize(model):
     # The reference must be the plain per-expert loop, not a grouped-GEMM kernel.
     assert model.config._experts_implementation == "eager"
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                p.copy_(1.0 + 0.2 * torch.randn_like(p))
-            elif name.endswith(".bias"):
-                p.copy_(0.2 * torch.randn_like(p))
-        for name, b in model.named_buffers():
-            if name.endswith("e_score_correction_bias"):  # large enough to change which experts win
-                b.copy_(0.05 * torch.randn_like(b))
-    model.save_pretrained(directory, safe_serialization=True)
-    return model.eval()
+    for name, p in model.named_parameters():
+        if name.endswith("norm.weight"):
+            p.copy_(1.0 + 0.2 * torch.randn_like(p))
+        elif name.endswith(".bias"):
+            p.copy_(0.2 * torch.randn_like(p))
+    for name, b in model.named_buffers():
+        if name.endswith("e_score_correction_bias"):  # large enough to change which experts win
+            b.copy_(0.05 * torch.randn_like(b))
+
+
+def _build(kind, directory):
+    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager",
+                                    experts_implementation="eager")
 
 
 def _prompt(n=PROMPT_LEN, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, size=n).astype(np.int64)
+    return checks.prompt(VOCAB, n, seed)
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -70,17 +66,13 @@ def case(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp(request.param)
     ref = _build(request.param, directory)
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
-    assert want.std() > 0.1
+    want = checks.meaningful_logits(ref, ids)
     return request.param, ref, Model.load(directory), ids, want, directory
 
 
 def test_full_prompt_matches_transformers(case):
     kind, ref, m, ids, want, _ = case
-    got = m.forward(ids)
-    assert got.shape == (PROMPT_LEN, VOCAB) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    checks.check_full_prompt(m, ids, want, VOCAB)
 
 
 def test_correction_bias_changes_the_routing(case, tmp_path):
@@ -92,54 +84,28 @@ def test_correction_bias_changes_the_routing(case, tmp_path):
         for k in t:
             if k.endswith("e_score_correction_bias"):
                 t[k] = np.zeros_like(t[k])
-    d = _copy_with(directory, tmp_path / "nobias", tensors_edit=zero_bias)
+    d = checks.copy_with(directory, tmp_path / "nobias", tensors_edit=zero_bias)
     assert np.abs(Model.load(d).forward(ids[:30]) - want[:30]).max() > 1e-3
 
 
 def test_prompt_in_pieces_uses_the_latent_cache(case):
     kind, ref, m, ids, want, _ = case
-    for pieces in (PIECES, PIECES[::-1]):
-        seq, rows, start = m.new_sequence(), [], 0
-        for size in pieces:
-            rows.append(m.forward(ids[start:start + size], seq=seq))
-            start += size
-        assert seq.length == PROMPT_LEN
-        np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+    checks.check_prompt_in_pieces(m, ids, want, (PIECES, PIECES[::-1]))
 
 
 def test_token_by_token_decode(case):
     kind, ref, m, ids, want, _ = case
-    seq = m.new_sequence()
-    np.testing.assert_allclose(m.forward(ids[:20], seq=seq, last_only=True)[0], want[19], atol=1e-4, rtol=0)
-    for t in range(20, PROMPT_LEN):
-        np.testing.assert_allclose(m.forward(ids[t:t + 1], seq=seq)[0], want[t], atol=1e-4, rtol=0)
+    checks.check_token_by_token_decode(m, ids, want, prefill=20, stop=PROMPT_LEN)
 
 
 def test_greedy_continuation_matches_transformers(case):
     kind, ref, m, ids, want, _ = case
-    prompt = ids[:24]
-    with torch.no_grad():
-        # An explicit mask: otherwise generate() takes prompt tokens equal to pad_token_id for padding.
-        x = torch.from_numpy(prompt)[None]
-        out = ref.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=32, do_sample=False,
-                           min_new_tokens=32, pad_token_id=0, eos_token_id=None)
-    expect = out[0, len(prompt):].tolist()
-    got = generate(m, None, prompt, max_new_tokens=32, temperature=0, eos_token_id=[])
-    assert list(got) == expect
+    checks.check_greedy_continuation(ref, m, ids[:24], pad_token_id=0)
 
 
 def test_ragged_batch_mixes_prefill_and_decode(case):
     kind, ref, m, ids, want, _ = case
-    other = _prompt(23, seed=1)
-    a, b = m.new_sequence(), m.new_sequence()
-    m.forward(ids[:30], seq=a)
-    out_a, out_b = m.forward_batch([a, b], [ids[30:33], other])
-    np.testing.assert_allclose(out_a, want[30:33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b, m.forward(other), atol=1e-4, rtol=0)
-    # Both decode one token together: sequences attended in parallel.
-    out_a, out_b = m.forward_batch([a, b], [ids[33:34], ids[:1]], last_only=True)
-    np.testing.assert_allclose(out_a[0], want[33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b[0], m.forward(np.concatenate([other, ids[:1]]))[-1], atol=1e-4, rtol=0)
+    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
 
 
 def test_inspect_reports_latent_cache(case):
@@ -162,22 +128,6 @@ def test_bf16_weights_stay_close(case):
     assert 0 < rel <= 3e-2, rel
 
 
-def _copy_with(src, dst, config_edit=None, tensors_edit=None):
-    from safetensors.numpy import load_file, save_file
-    os.makedirs(dst, exist_ok=True)
-    with open(os.path.join(src, "config.json")) as f:
-        cfg = json.load(f)
-    if config_edit:
-        config_edit(cfg)
-    with open(os.path.join(dst, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    tensors = load_file(os.path.join(src, "model.safetensors"))
-    if tensors_edit:
-        tensors_edit(tensors)
-    save_file(tensors, os.path.join(dst, "model.safetensors"))
-    return dst
-
-
 @pytest.fixture(scope="module")
 def small_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("small")
@@ -186,20 +136,15 @@ def small_dir(tmp_path_factory):
 
 
 def test_load_errors_name_the_problem(small_dir, tmp_path):
-    for i, name in enumerate(["model.layers.0.self_attn.kv_b_proj.weight", "model.layers.1.self_attn.q_a_layernorm.weight",
-                              "model.layers.2.mlp.experts.5.down_proj.weight",
-                              "model.layers.1.mlp.shared_experts.up_proj.weight", "model.layers.2.mlp.gate.weight"]):
-        d = _copy_with(small_dir, tmp_path / f"missing{i}", tensors_edit=lambda t: t.pop(name))
-        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
-            Model.load(d)
+    checks.check_missing_tensors_are_named(small_dir, tmp_path, [
+        "model.layers.0.self_attn.kv_b_proj.weight", "model.layers.1.self_attn.q_a_layernorm.weight",
+        "model.layers.2.mlp.experts.5.down_proj.weight", "model.layers.1.mlp.shared_experts.up_proj.weight",
+        "model.layers.2.mlp.gate.weight"])
     kv_a = "model.layers.0.self_attn.kv_a_proj_with_mqa.weight"
 
     def shrink(t):
         t[kv_a] = t[kv_a][:-1].copy()
-    d = _copy_with(small_dir, tmp_path / "kv_a", tensors_edit=shrink)
-    with pytest.raises(ValueError, match=kv_a.replace(".", r"\.")):
-        Model.load(d)
+    checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "kv_a", tensors_edit=shrink),
+                             kv_a.replace(".", r"\."))
     for key, value in [("n_group", 3), ("topk_group", 3), ("num_experts_per_tok", 9)]:
-        d = _copy_with(small_dir, tmp_path / key, config_edit=lambda c: c.update({key: value}))
-        with pytest.raises(ValueError, match=key):
-            Model.load(d)
+        checks.check_config_error_is_named(small_dir, tmp_path / key, key, **{key: value})

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from attnzoo import generate as gen  # noqa: E402
+import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 PROMPT_LEN = 40
@@ -47,15 +47,16 @@ def _legacy(cfg):
                rope_local_base_freq=rope["sliding_attention"]["rope_theta"], sliding_window_pattern=2)
 
 
+def _randomize(model):
+    # Gemma norms are (1 + w) with w = 0 at init: randomise every one of them.
+    for name, p in model.named_parameters():
+        if p.ndim == 1:
+            p.copy_(0.3 * torch.randn_like(p))
+
+
 def _build(kind, directory):
     """Saves a random checkpoint; returns the transformers model (float32, eager) loaded from it."""
-    torch.manual_seed(sum(map(ord, kind)))
-    model = transformers.AutoModelForCausalLM.from_config(_config(kind), attn_implementation="eager")
-    with torch.no_grad():
-        # Gemma norms are (1 + w) with w = 0 at init: randomise every one of them.
-        for name, p in model.named_parameters():
-            if p.ndim == 1:
-                p.copy_(0.3 * torch.randn_like(p))
+    model = checks.random_model(kind, _config(kind), _randomize, attn_implementation="eager")
     model.save_pretrained(directory, safe_serialization=True)
     if kind == "gemma3_legacy":
         path = os.path.join(directory, "config.json")
@@ -72,7 +73,7 @@ def _build(kind, directory):
 
 
 def _prompt(n=PROMPT_LEN, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, size=n).astype(np.int64)
+    return checks.prompt(VOCAB, n, seed)
 
 
 KINDS = ["gemma2", "gemma3", "gemma3_legacy"]
@@ -83,28 +84,18 @@ def case(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp(request.param)
     ref = _build(request.param, directory)
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
-    assert want.std() > 0.1
+    want = checks.meaningful_logits(ref, ids)
     return request.param, ref, Model.load(directory, kv_block_tokens=4), ids, want
 
 
 def test_full_prompt_matches_transformers(case):
     kind, ref, m, ids, want = case
-    got = m.forward(ids)
-    assert got.shape == (PROMPT_LEN, VOCAB) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    checks.check_full_prompt(m, ids, want, VOCAB)
 
 
 def test_chunked_prefill_through_the_cache(case):
     kind, ref, m, ids, want = case
-    seq = m.new_sequence()
-    rows, start = [], 0
-    for size in [1, 7, 17, 15]:
-        rows.append(m.forward(ids[start:start + size], seq=seq))
-        start += size
-    assert seq.length == PROMPT_LEN
-    np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+    checks.check_prompt_in_pieces(m, ids, want, ([1, 7, 17, 15],))
 
 
 def test_token_by_token_decode(case):
@@ -118,11 +109,7 @@ def test_token_by_token_decode(case):
 
 def test_greedy_generation_matches_transformers(case):
     kind, ref, m, ids, want = case
-    prompt = ids[:12].tolist()
-    hf = ref.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=32, min_new_tokens=32,
-                      eos_token_id=None, pad_token_id=0)[0, len(prompt):].tolist()
-    got = gen.generate(m, None, prompt, max_new_tokens=32, temperature=0, eos_token_id=[])
-    assert got == hf
+    checks.check_greedy_continuation(ref, m, ids[:12].tolist(), pad_token_id=0, explicit_mask=False)
 
 
 def test_inspect_layer_kinds_and_windows(case):
@@ -151,22 +138,6 @@ def test_sliding_layers_keep_bounded_caches(case):
     assert n_full * n * per_token < seq.cache_bytes <= (n_full * 2 * n + n_sliding * 16) * per_token
 
 
-def _edit(directory, dst, config_edit=None, drop=None):
-    from safetensors.numpy import load_file, save_file
-    os.makedirs(dst, exist_ok=True)
-    with open(os.path.join(directory, "config.json")) as f:
-        cfg = json.load(f)
-    if config_edit:
-        config_edit(cfg)
-    with open(os.path.join(dst, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    tensors = load_file(os.path.join(directory, "model.safetensors"))
-    if drop:
-        tensors.pop(drop)
-    save_file(tensors, os.path.join(dst, "model.safetensors"))
-    return dst
-
-
 @pytest.fixture(scope="module")
 def gemma3_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("g3")
@@ -175,12 +146,8 @@ def gemma3_dir(tmp_path_factory):
 
 
 def test_errors_are_named(gemma3_dir, tmp_path):
-    name = "model.layers.2.self_attn.k_norm.weight"
-    with pytest.raises(ValueError, match=name.replace(".", r"\.")):
-        Model.load(_edit(gemma3_dir, tmp_path / "a", drop=name))
-    with pytest.raises(ValueError, match="use_bidirectional_attention"):
-        Model.load(_edit(gemma3_dir, tmp_path / "b", lambda c: c.update(use_bidirectional_attention=True)))
-    with pytest.raises(ValueError, match="layer_types"):
-        Model.load(_edit(gemma3_dir, tmp_path / "c", lambda c: c.update(layer_types=["full_attention"])))
-    with pytest.raises(ValueError, match="query_pre_attn_scalar"):
-        Model.load(_edit(gemma3_dir, tmp_path / "d", lambda c: c.update(query_pre_attn_scalar=0)))
+    checks.check_missing_tensors_are_named(gemma3_dir, tmp_path, ["model.layers.2.self_attn.k_norm.weight"])
+    checks.check_config_error_is_named(gemma3_dir, tmp_path / "b", "use_bidirectional_attention",
+                                       use_bidirectional_attention=True)
+    checks.check_config_error_is_named(gemma3_dir, tmp_path / "c", "layer_types", layer_types=["full_attention"])
+    checks.check_config_error_is_named(gemma3_dir, tmp_path / "d", "query_pre_attn_scalar", query_pre_attn_scalar=0)

@@ -2,16 +2,13 @@
 with fused interleaved experts and the clamped SwiGLU) against transformers' eager attention and eager experts
 (float32) on tiny random checkpoints: whole prompt, prompt in pieces, token-by-token decode, greedy
 continuation, ragged batches, `inspect`, bf16 storage and load errors."""
-import json
-import os
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from attnzoo.generate import generate  # noqa: E402
+import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 160
@@ -40,26 +37,25 @@ def _config(kind):
 KINDS = ["alternating_no_truncate", "layer_types_low_limit"]
 
 
-def _build(kind, directory):
-    torch.manual_seed(sum(map(ord, kind)))
-    model = transformers.AutoModelForCausalLM.from_config(_config(kind), attn_implementation="eager",
-                                                          experts_implementation="eager")
+def _randomize(model):
     # The reference is transformers' own eager attention (sinks in the softmax) and its per-expert loop.
     assert model.config._attn_implementation == "eager" and model.config._experts_implementation == "eager"
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.copy_(1.0 + 0.2 * torch.randn_like(p))
-            elif name.endswith("sinks"):  # logits comparable to the scores, so the sink takes a real share
-                p.copy_(torch.randn_like(p))
-            elif "bias" in name:
-                p.copy_(0.2 * torch.randn_like(p))
-    model.save_pretrained(directory, safe_serialization=True)
-    return model.eval()
+    for name, p in model.named_parameters():
+        if "norm" in name:
+            p.copy_(1.0 + 0.2 * torch.randn_like(p))
+        elif name.endswith("sinks"):  # logits comparable to the scores, so the sink takes a real share
+            p.copy_(torch.randn_like(p))
+        elif "bias" in name:
+            p.copy_(0.2 * torch.randn_like(p))
+
+
+def _build(kind, directory):
+    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager",
+                                    experts_implementation="eager")
 
 
 def _prompt(n=PROMPT_LEN, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, size=n).astype(np.int64)
+    return checks.prompt(VOCAB, n, seed)
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -67,62 +63,33 @@ def case(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp(request.param)
     ref = _build(request.param, directory)
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
-    assert want.std() > 0.1
+    want = checks.meaningful_logits(ref, ids)
     return request.param, ref, Model.load(directory), ids, want
 
 
 def test_full_prompt_matches_transformers(case):
     kind, ref, m, ids, want = case
-    got = m.forward(ids)
-    assert got.shape == (PROMPT_LEN, VOCAB) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    checks.check_full_prompt(m, ids, want, VOCAB)
 
 
 def test_prompt_in_pieces_matches_one_shot(case):
     kind, ref, m, ids, want = case
-    for pieces in ([1, 7, 17, 15], [15, 17, 7, 1]):
-        seq, rows, start = m.new_sequence(), [], 0
-        for size in pieces:
-            rows.append(m.forward(ids[start:start + size], seq=seq))
-            start += size
-        assert seq.length == PROMPT_LEN
-        np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+    checks.check_prompt_in_pieces(m, ids, want, ([1, 7, 17, 15], [15, 17, 7, 1]))
 
 
 def test_token_by_token_decode(case):
     kind, ref, m, ids, want = case
-    seq = m.new_sequence()
-    np.testing.assert_allclose(m.forward(ids[:3], seq=seq, last_only=True)[0], want[2], atol=1e-4, rtol=0)
-    for t in range(3, PROMPT_LEN):
-        np.testing.assert_allclose(m.forward(ids[t:t + 1], seq=seq)[0], want[t], atol=1e-4, rtol=0)
+    checks.check_token_by_token_decode(m, ids, want, prefill=3, stop=PROMPT_LEN)
 
 
 def test_greedy_continuation_matches_transformers(case):
     kind, ref, m, ids, want = case
-    prompt = ids[:24]
-    with torch.no_grad():
-        # An explicit mask: otherwise generate() takes prompt tokens equal to pad_token_id for padding.
-        x = torch.from_numpy(prompt)[None]
-        out = ref.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=32, do_sample=False,
-                           min_new_tokens=32, pad_token_id=0, eos_token_id=None)
-    expect = out[0, len(prompt):].tolist()
-    got = generate(m, None, prompt, max_new_tokens=32, temperature=0, eos_token_id=[])
-    assert list(got) == expect
+    checks.check_greedy_continuation(ref, m, ids[:24], pad_token_id=0)
 
 
 def test_ragged_batch_mixes_prefill_and_decode(case):
     kind, ref, m, ids, want = case
-    other = _prompt(23, seed=1)
-    a, b = m.new_sequence(), m.new_sequence()
-    m.forward(ids[:30], seq=a)
-    out_a, out_b = m.forward_batch([a, b], [ids[30:33], other])
-    np.testing.assert_allclose(out_a, want[30:33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b, m.forward(other), atol=1e-4, rtol=0)
-    out_a, out_b = m.forward_batch([a, b], [ids[33:34], ids[:1]], last_only=True)
-    np.testing.assert_allclose(out_a[0], want[33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b[0], m.forward(np.concatenate([other, ids[:1]]))[-1], atol=1e-4, rtol=0)
+    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
 
 
 def test_sinks_and_clamp_matter(case, tmp_path):
@@ -133,9 +100,9 @@ def test_sinks_and_clamp_matter(case, tmp_path):
         for k in t:
             if k.endswith("sinks"):
                 t[k] = np.full_like(t[k], -1e30)  # exp(-inf): the sink takes no share
-    d = _copy_with(m.directory, tmp_path / "nosinks", tensors_edit=zero_sinks)
+    d = checks.copy_with(m.directory, tmp_path / "nosinks", tensors_edit=zero_sinks)
     assert np.abs(Model.load(d).forward(ids) - want).max() > 1e-2
-    d = _copy_with(m.directory, tmp_path / "nolimit", config_edit=lambda c: c.update(swiglu_limit=1e9))
+    d = checks.copy_with(m.directory, tmp_path / "nolimit", config_edit=lambda c: c.update(swiglu_limit=1e9))
     diff = np.abs(Model.load(d).forward(ids) - want).max()
     if kind == "layer_types_low_limit":
         assert diff > 1e-2
@@ -181,22 +148,6 @@ def test_bf16_weights(tmp_path):
     assert m.inspect()["owned_weight_bytes"] > 2 * cfg.num_hidden_layers * cfg.num_local_experts * 3 * 32 * 64
 
 
-def _copy_with(src, dst, config_edit=None, tensors_edit=None):
-    from safetensors.numpy import load_file, save_file
-    os.makedirs(dst, exist_ok=True)
-    with open(os.path.join(src, "config.json")) as f:
-        cfg = json.load(f)
-    if config_edit:
-        config_edit(cfg)
-    with open(os.path.join(dst, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    tensors = load_file(os.path.join(src, "model.safetensors"))
-    if tensors_edit:
-        tensors_edit(tensors)
-    save_file(tensors, os.path.join(dst, "model.safetensors"))
-    return dst
-
-
 @pytest.fixture(scope="module")
 def small_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("small")
@@ -205,27 +156,19 @@ def small_dir(tmp_path_factory):
 
 
 def test_load_errors_name_the_problem(small_dir, tmp_path):
-    for i, name in enumerate(["model.layers.0.self_attn.sinks", "model.layers.1.mlp.experts.gate_up_proj_bias",
-                              "model.layers.2.mlp.experts.down_proj", "model.layers.0.mlp.router.weight"]):
-        d = _copy_with(small_dir, tmp_path / f"missing{i}", tensors_edit=lambda t: t.pop(name))
-        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
-            Model.load(d)
+    checks.check_missing_tensors_are_named(small_dir, tmp_path, [
+        "model.layers.0.self_attn.sinks", "model.layers.1.mlp.experts.gate_up_proj_bias",
+        "model.layers.2.mlp.experts.down_proj", "model.layers.0.mlp.router.weight"])
     gu = "model.layers.1.mlp.experts.gate_up_proj"
 
     def shrink(t):
         t[gu] = t[gu][:, :, :-2].copy()
-    d = _copy_with(small_dir, tmp_path / "shape", tensors_edit=shrink)
-    with pytest.raises(ValueError, match=gu.replace(".", r"\.")):
-        Model.load(d)
+    checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "shape", tensors_edit=shrink),
+                             gu.replace(".", r"\."))
 
     def mxfp4(t):
         t[gu + "_blocks"] = np.zeros((4, 64, 2, 16), np.uint8)
-    d = _copy_with(small_dir, tmp_path / "mxfp4", tensors_edit=mxfp4)
-    with pytest.raises(ValueError, match="MXFP4"):
-        Model.load(d)
-    d = _copy_with(small_dir, tmp_path / "topk", config_edit=lambda c: c.update(num_experts_per_tok=5))
-    with pytest.raises(ValueError, match="num_experts_per_tok"):
-        Model.load(d)
-    d = _copy_with(small_dir, tmp_path / "types", config_edit=lambda c: c.update(layer_types=["full_attention"] * 2))
-    with pytest.raises(ValueError, match="layer_types"):
-        Model.load(d)
+    checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "mxfp4", tensors_edit=mxfp4), "MXFP4")
+    checks.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_tok=5)
+    checks.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
+                                       layer_types=["full_attention"] * 2)

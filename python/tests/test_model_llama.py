@@ -1,6 +1,5 @@
 """Llama-family forward passes against transformers (eager attention, float32) on tiny random checkpoints:
 whole prompt, chunked prefill through the cache, token-by-token decode, ragged batches, bf16 weights, errors."""
-import json
 import os
 
 import numpy as np
@@ -9,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 PROMPT_LEN = 40
@@ -53,15 +53,16 @@ KINDS = ["llama_hd64", "llama_hd32_llama3_tied", "llama_yarn_bias", "llama_linea
          "mistral_swa"]
 
 
+def _randomize(model):
+    # Norm weights and biases start at 1 / 0: randomise them so q/k norms and biases are really exercised.
+    for name, p in model.named_parameters():
+        if p.ndim == 1:
+            p.copy_((1.0 if "norm" in name else 0.0) + 0.2 * torch.randn_like(p))
+
+
 def _build(kind, directory, dtype=torch.float32):
     """Saves a random checkpoint; returns the transformers model (float32, eager) holding the saved values."""
-    torch.manual_seed(sum(map(ord, kind)))
-    model = transformers.AutoModelForCausalLM.from_config(_config(kind), attn_implementation="eager")
-    with torch.no_grad():
-        # Norm weights and biases start at 1 / 0: randomise them so q/k norms and biases are really exercised.
-        for name, p in model.named_parameters():
-            if p.ndim == 1:
-                p.copy_((1.0 if "norm" in name else 0.0) + 0.2 * torch.randn_like(p))
+    model = checks.random_model(kind, _config(kind), _randomize, attn_implementation="eager")
     model = model.to(dtype)
     model.save_pretrained(directory, safe_serialization=True)
     if dtype == torch.float32:
@@ -73,7 +74,7 @@ def _build(kind, directory, dtype=torch.float32):
 
 
 def _prompt(n=PROMPT_LEN, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, size=n).astype(np.int64)
+    return checks.prompt(VOCAB, n, seed)
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -81,58 +82,34 @@ def case(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp(request.param)
     ref = _build(request.param, directory)
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
-    assert want.std() > 0.1  # the comparison below is meaningful, not between near-zero logits
+    want = checks.meaningful_logits(ref, ids)  # the comparisons are meaningful, not between near-zero logits
     return request.param, Model.load(directory), ids, want
 
 
 def test_full_prompt_matches_transformers(case):
     kind, m, ids, want = case
-    got = m.forward(ids)
-    assert got.shape == (PROMPT_LEN, VOCAB) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    checks.check_full_prompt(m, ids, want, VOCAB)
 
 
 def test_chunked_prefill_through_the_cache(case):
     kind, m, ids, want = case
-    seq = m.new_sequence()
-    rows, start = [], 0
-    for size in [1, 7, 17, 15]:  # decode-sized and prefill-sized chunks, 40 in all
-        rows.append(m.forward(ids[start:start + size], seq=seq))
-        start += size
-    assert seq.length == PROMPT_LEN
-    np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+    checks.check_prompt_in_pieces(m, ids, want, ([1, 7, 17, 15],))  # decode-sized and prefill-sized chunks
 
 
 def test_token_by_token_decode(case):
     kind, m, ids, want = case
-    seq = m.new_sequence()
-    np.testing.assert_allclose(m.forward(ids[:25], seq=seq, last_only=True)[0], want[24], atol=1e-4, rtol=0)
-    for t in range(25, PROMPT_LEN):
-        np.testing.assert_allclose(m.forward(ids[t:t + 1], seq=seq)[0], want[t], atol=1e-4, rtol=0)
+    checks.check_token_by_token_decode(m, ids, want, prefill=25, stop=PROMPT_LEN)
 
 
 def test_ragged_batch_mixes_prefill_and_decode(case):
     kind, m, ids, want = case
-    other = _prompt(23, seed=1)
-    a, b = m.new_sequence(), m.new_sequence()
-    m.forward(ids[:30], seq=a)
-    # Sequence a decodes 3 tokens while b prefills its whole prompt, in one call.
-    out_a, out_b = m.forward_batch([a, b], [ids[30:33], other])
-    np.testing.assert_allclose(out_a, want[30:33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b, m.forward(other), atol=1e-4, rtol=0)
-    # Then both decode a single token together (the parallel-over-sequences path).
-    out_a, out_b = m.forward_batch([a, b], [ids[33:34], ids[:1]], last_only=True)
-    np.testing.assert_allclose(out_a[0], want[33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b[0], m.forward(np.concatenate([other, ids[:1]]))[-1], atol=1e-4, rtol=0)
+    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
 
 
 def test_sliding_window_cache_drops_old_tokens(tmp_path):
     ref = _build("mistral_swa", tmp_path)  # window 12
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
+    want = checks.reference_logits(ref, ids)
     m = Model.load(tmp_path, kv_block_tokens=4)  # drops once more than 12 + 4 tokens are held
     seq = m.new_sequence()
     rows = [m.forward(ids[:9], seq=seq)]
@@ -172,8 +149,7 @@ def test_inspect_describes_layers_and_cache(case):
 def test_bf16_checkpoint(kind, tmp_path):
     ref = _build(kind, tmp_path, dtype=torch.bfloat16)  # f32 model holding the saved bf16 values
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy().astype(np.float64)
+    want = checks.reference_logits(ref, ids).astype(np.float64)
     for dtype in ["float32", "bfloat16", "auto"]:
         got = Model.load(tmp_path, dtype=dtype).forward(ids)
         rel = np.sqrt(((got - want) ** 2).sum() / (want ** 2).sum())
@@ -185,8 +161,7 @@ def test_bf16_checkpoint(kind, tmp_path):
 def test_f32_checkpoint_held_in_bf16(tmp_path):
     ref = _build("qwen2", tmp_path)
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy().astype(np.float64)
+    want = checks.reference_logits(ref, ids).astype(np.float64)
     m = Model.load(tmp_path, dtype="bfloat16")
     got = m.forward(ids)
     rel = np.sqrt(((got - want) ** 2).sum() / (want ** 2).sum())
@@ -201,46 +176,24 @@ def small_dir(tmp_path_factory):
     return directory
 
 
-def _copy_with(src, dst, config_edit=None, tensors_edit=None):
-    from safetensors.numpy import load_file, save_file
-    os.makedirs(dst, exist_ok=True)
-    with open(os.path.join(src, "config.json")) as f:
-        cfg = json.load(f)
-    if config_edit:
-        config_edit(cfg)
-    with open(os.path.join(dst, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    tensors = load_file(os.path.join(src, "model.safetensors"))
-    if tensors_edit:
-        tensors_edit(tensors)
-    save_file(tensors, os.path.join(dst, "model.safetensors"))
-    return dst
-
-
 def test_unknown_architecture_is_named(small_dir, tmp_path):
-    d = _copy_with(small_dir, tmp_path / "m", config_edit=lambda c: c.update(architectures=["FooForCausalLM"]))
-    with pytest.raises(ValueError, match="FooForCausalLM"):
-        Model.load(d)
+    checks.check_config_error_is_named(small_dir, tmp_path / "m", "FooForCausalLM", architectures=["FooForCausalLM"])
 
 
 def test_missing_and_misshapen_tensors_are_named(small_dir, tmp_path):
     name = "model.layers.1.self_attn.k_proj.weight"
-    d = _copy_with(small_dir, tmp_path / "a", tensors_edit=lambda t: t.pop(name))
-    with pytest.raises(ValueError, match=name.replace(".", r"\.")):
-        Model.load(d)
+    checks.check_missing_tensors_are_named(small_dir, tmp_path, [name])
 
     def shrink(t):
         t[name] = t[name][:-1].copy()
-    d = _copy_with(small_dir, tmp_path / "b", tensors_edit=shrink)
+    d = checks.copy_with(small_dir, tmp_path / "b", tensors_edit=shrink)
     with pytest.raises(ValueError, match=r"k_proj\.weight.*model\.safetensors|model\.safetensors.*k_proj\.weight"):
         Model.load(d)
 
 
 def test_unsupported_rope_type_is_named(small_dir, tmp_path):
-    d = _copy_with(small_dir, tmp_path / "r", config_edit=lambda c: c.update(
-        rope_parameters=dict(rope_type="dynamic", rope_theta=10000.0, factor=2.0)))
-    with pytest.raises(ValueError, match="dynamic"):
-        Model.load(d)
+    checks.check_config_error_is_named(small_dir, tmp_path / "r", "dynamic", rope_parameters=dict(
+        rope_type="dynamic", rope_theta=10000.0, factor=2.0))
 
 
 def test_bad_arguments(small_dir):

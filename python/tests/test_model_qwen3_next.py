@@ -2,16 +2,13 @@
 pure-PyTorch path (float32) on tiny random checkpoints: whole prompt, prompt in pieces (the conv tail and the
 delta-rule state carried exactly), token-by-token decode, greedy continuation, ragged batches, the per-layer
 state `inspect` reports, and load errors."""
-import json
-import os
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from attnzoo.generate import generate  # noqa: E402
+import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 160
@@ -66,23 +63,22 @@ def _uses_torch_path():
     return True
 
 
+def _randomize(model):
+    for name, p in model.named_parameters():
+        if name.endswith("A_log"):  # decay rates exp(A_log) in [0.05, 1): the state keeps a long memory
+            p.copy_(torch.empty_like(p).uniform_(0.05, 1.0).log())
+        elif name.endswith("linear_attn.norm.weight"):  # the gated norm multiplies by w itself
+            p.copy_(1.0 + 0.2 * torch.randn_like(p))
+        elif p.ndim == 1:  # zero-centred (1 + w) norms, dt_bias
+            p.copy_(0.2 * torch.randn_like(p))
+
+
 def _build(kind, directory):
-    torch.manual_seed(sum(map(ord, kind)))
-    model = transformers.AutoModelForCausalLM.from_config(_config(kind), attn_implementation="eager")
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("A_log"):  # decay rates exp(A_log) in [0.05, 1): the state keeps a long memory
-                p.copy_(torch.empty_like(p).uniform_(0.05, 1.0).log())
-            elif name.endswith("linear_attn.norm.weight"):  # the gated norm multiplies by w itself
-                p.copy_(1.0 + 0.2 * torch.randn_like(p))
-            elif p.ndim == 1:  # zero-centred (1 + w) norms, dt_bias
-                p.copy_(0.2 * torch.randn_like(p))
-    model.save_pretrained(directory, safe_serialization=True)
-    return model.eval()
+    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager")
 
 
 def _prompt(n=PROMPT_LEN, seed=0):
-    return np.random.default_rng(seed).integers(0, VOCAB, size=n).astype(np.int64)
+    return checks.prompt(VOCAB, n, seed)
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -91,63 +87,33 @@ def case(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp(request.param)
     ref = _build(request.param, directory)
     ids = _prompt()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy()
-    assert want.std() > 0.1
+    want = checks.meaningful_logits(ref, ids)
     return request.param, ref, Model.load(directory), ids, want
 
 
 def test_full_prompt_matches_transformers(case):
     kind, ref, m, ids, want = case
-    got = m.forward(ids)
-    assert got.shape == (PROMPT_LEN, VOCAB) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    checks.check_full_prompt(m, ids, want, VOCAB)
 
 
 def test_prompt_in_pieces_carries_the_state(case):
     kind, ref, m, ids, want = case
-    for pieces in (PIECES, PIECES[::-1]):
-        seq, rows, start = m.new_sequence(), [], 0
-        for size in pieces:
-            rows.append(m.forward(ids[start:start + size], seq=seq))
-            start += size
-        assert seq.length == PROMPT_LEN
-        np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
+    checks.check_prompt_in_pieces(m, ids, want, (PIECES, PIECES[::-1]))
 
 
 def test_token_by_token_decode(case):
     kind, ref, m, ids, want = case
-    seq = m.new_sequence()
-    np.testing.assert_allclose(m.forward(ids[:3], seq=seq, last_only=True)[0], want[2], atol=1e-4, rtol=0)
-    for t in range(3, 70):
-        np.testing.assert_allclose(m.forward(ids[t:t + 1], seq=seq)[0], want[t], atol=1e-4, rtol=0)
+    checks.check_token_by_token_decode(m, ids, want, prefill=3, stop=70)
 
 
 def test_greedy_continuation_matches_transformers(case):
     kind, ref, m, ids, want = case
-    prompt = ids[:24]
-    with torch.no_grad():
-        # An explicit mask: otherwise generate() takes prompt tokens equal to pad_token_id for padding.
-        x = torch.from_numpy(prompt)[None]
-        out = ref.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=32, do_sample=False,
-                           min_new_tokens=32, pad_token_id=0, eos_token_id=None)
-    expect = out[0, len(prompt):].tolist()
-    got = generate(m, None, prompt, max_new_tokens=32, temperature=0, eos_token_id=[])
-    assert list(got) == expect
+    checks.check_greedy_continuation(ref, m, ids[:24], pad_token_id=0)
 
 
 def test_ragged_batch_mixes_prefill_and_decode(case):
     kind, ref, m, ids, want = case
-    other = _prompt(23, seed=1)
-    a, b = m.new_sequence(), m.new_sequence()
-    m.forward(ids[:30], seq=a)
-    out_a, out_b = m.forward_batch([a, b], [ids[30:33], other])
-    np.testing.assert_allclose(out_a, want[30:33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b, m.forward(other), atol=1e-4, rtol=0)
-    # Both decode one token together: the parallel-over-sequences path of every layer.
-    out_a, out_b = m.forward_batch([a, b], [ids[33:34], ids[:1]], last_only=True)
-    np.testing.assert_allclose(out_a[0], want[33], atol=1e-4, rtol=0)
-    np.testing.assert_allclose(out_b[0], m.forward(np.concatenate([other, ids[:1]]))[-1], atol=1e-4, rtol=0)
+    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
 
 
 def test_inspect_reports_fixed_state_beside_kv(case):
@@ -186,7 +152,7 @@ def test_full_attention_interval_without_layer_types(case, tmp_path):
     def edit(c):
         c.pop("layer_types")
         c["full_attention_interval"] = interval
-    d = _copy_with(m.directory, tmp_path / "interval", config_edit=edit)
+    d = checks.copy_with(m.directory, tmp_path / "interval", config_edit=edit)
     np.testing.assert_allclose(Model.load(d).forward(ids[:40]), want[:40], atol=1e-4, rtol=0)
 
 
@@ -195,33 +161,15 @@ def test_bf16_checkpoint_and_bf16_weights(tmp_path):
     ids = _prompt(70)
     ref.to(torch.bfloat16).save_pretrained(tmp_path / "bf16", safe_serialization=True)
     ref = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "bf16", dtype=torch.float32).eval()
-    with torch.no_grad():
-        want = ref(torch.from_numpy(ids)[None]).logits[0].numpy().astype(np.float64)
+    want = checks.reference_logits(ref, ids).astype(np.float64)
     # bf16 weights widen exactly: only summation order differs from transformers.
     np.testing.assert_allclose(Model.load(tmp_path / "bf16").forward(ids), want, atol=1e-4, rtol=0)
     m = Model.load(tmp_path / "f32", dtype="bfloat16")  # f32 weights rounded once at load (in_proj included)
     got = m.forward(ids)
-    with torch.no_grad():
-        want32 = _build("moe_interval", tmp_path / "again")(torch.from_numpy(ids)[None]).logits[0].numpy()
+    want32 = checks.reference_logits(_build("moe_interval", tmp_path / "again"), ids)
     rel = np.sqrt(((got - want32) ** 2).sum() / (want32 ** 2).sum())
     assert 0 < rel <= 3e-2, rel
     assert m.inspect()["owned_weight_bytes"] > 0
-
-
-def _copy_with(src, dst, config_edit=None, tensors_edit=None):
-    from safetensors.numpy import load_file, save_file
-    os.makedirs(dst, exist_ok=True)
-    with open(os.path.join(src, "config.json")) as f:
-        cfg = json.load(f)
-    if config_edit:
-        config_edit(cfg)
-    with open(os.path.join(dst, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    tensors = load_file(os.path.join(src, "model.safetensors"))
-    if tensors_edit:
-        tensors_edit(tensors)
-    save_file(tensors, os.path.join(dst, "model.safetensors"))
-    return dst
 
 
 @pytest.fixture(scope="module")
@@ -232,24 +180,16 @@ def small_dir(tmp_path_factory):
 
 
 def test_load_errors_name_the_problem(small_dir, tmp_path):
-    for i, name in enumerate(["model.layers.0.linear_attn.in_proj_ba.weight", "model.layers.0.linear_attn.A_log",
-                              "model.layers.2.mlp.experts.3.up_proj.weight", "model.layers.1.self_attn.q_norm.weight"]):
-        d = _copy_with(small_dir, tmp_path / f"missing{i}", tensors_edit=lambda t: t.pop(name))
-        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
-            Model.load(d)
+    checks.check_missing_tensors_are_named(small_dir, tmp_path, [
+        "model.layers.0.linear_attn.in_proj_ba.weight", "model.layers.0.linear_attn.A_log",
+        "model.layers.2.mlp.experts.3.up_proj.weight", "model.layers.1.self_attn.q_norm.weight"])
     conv = "model.layers.0.linear_attn.conv1d.weight"
 
     def shrink(t):
         t[conv] = t[conv][:, :, :3].copy()
-    d = _copy_with(small_dir, tmp_path / "conv", tensors_edit=shrink)
-    with pytest.raises(ValueError, match=conv.replace(".", r"\.")):
-        Model.load(d)
-    d = _copy_with(small_dir, tmp_path / "gva", config_edit=lambda c: c.update(linear_num_value_heads=3))
-    with pytest.raises(ValueError, match="linear_num_value_heads"):
-        Model.load(d)
-    d = _copy_with(small_dir, tmp_path / "types", config_edit=lambda c: c.update(layer_types=["full_attention"] * 3))
-    with pytest.raises(ValueError, match="layer_types"):
-        Model.load(d)
-    d = _copy_with(small_dir, tmp_path / "topk", config_edit=lambda c: c.update(num_experts_per_tok=9))
-    with pytest.raises(ValueError, match="num_experts_per_tok"):
-        Model.load(d)
+    checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "conv", tensors_edit=shrink),
+                             conv.replace(".", r"\."))
+    checks.check_config_error_is_named(small_dir, tmp_path / "gva", "linear_num_value_heads", linear_num_value_heads=3)
+    checks.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
+                                       layer_types=["full_attention"] * 3)
+    checks.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_tok=9)

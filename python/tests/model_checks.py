@@ -1,0 +1,135 @@
+"""Checks shared by the test_model_*.py files: tiny random transformers checkpoints and the comparisons of
+attnzoo's Model against them. Plain helpers (no test_* names), so pytest collects nothing here."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from attnzoo.generate import generate
+from attnzoo.model import Model
+
+ATOL = 1e-4
+
+
+def prompt(vocab, n, seed=0):
+    return np.random.default_rng(seed).integers(0, vocab, size=n).astype(np.int64)
+
+
+def random_model(kind, config, randomize, **from_config_kwargs):
+    """A transformers model seeded by its kind's name; randomize(model) runs under no_grad to move the
+    parameters that start at constants (norms, biases) so that they are really exercised."""
+    import torch
+    import transformers
+    torch.manual_seed(sum(map(ord, kind)))
+    model = transformers.AutoModelForCausalLM.from_config(config, **from_config_kwargs)
+    with torch.no_grad():
+        randomize(model)
+    return model
+
+
+def save_random_model(kind, config, directory, randomize, **from_config_kwargs):
+    """Saves a random checkpoint; returns the transformers model (eval mode) holding the saved values."""
+    model = random_model(kind, config, randomize, **from_config_kwargs)
+    model.save_pretrained(directory, safe_serialization=True)
+    return model.eval()
+
+
+def reference_logits(ref, ids):
+    import torch
+    with torch.no_grad():
+        return ref(torch.from_numpy(ids)[None]).logits[0].numpy()
+
+
+def meaningful_logits(ref, ids):
+    """transformers' logits for ids, checked to be large enough that comparing against them means something."""
+    want = reference_logits(ref, ids)
+    assert want.std() > 0.1
+    return want
+
+
+def check_full_prompt(m, ids, want, vocab):
+    got = m.forward(ids)
+    assert got.shape == (len(ids), vocab) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=ATOL, rtol=0)
+
+
+def check_prompt_in_pieces(m, ids, want, piece_orders):
+    """Feeds the prompt through one sequence in each order of piece sizes; the rows match the one-shot logits."""
+    for pieces in piece_orders:
+        seq, rows, start = m.new_sequence(), [], 0
+        for size in pieces:
+            rows.append(m.forward(ids[start:start + size], seq=seq))
+            start += size
+        assert seq.length == len(ids)
+        np.testing.assert_allclose(np.concatenate(rows), want, atol=ATOL, rtol=0)
+
+
+def check_token_by_token_decode(m, ids, want, prefill, stop):
+    """Prefills ids[:prefill] (last row only), then decodes tokens prefill..stop-1 one at a time."""
+    seq = m.new_sequence()
+    np.testing.assert_allclose(m.forward(ids[:prefill], seq=seq, last_only=True)[0], want[prefill - 1],
+                               atol=ATOL, rtol=0)
+    for t in range(prefill, stop):
+        np.testing.assert_allclose(m.forward(ids[t:t + 1], seq=seq)[0], want[t], atol=ATOL, rtol=0)
+
+
+def check_greedy_continuation(ref, m, prompt_ids, pad_token_id, explicit_mask=True, new_tokens=32):
+    """Greedy generate() against transformers' generate(). With explicit_mask, an all-ones attention_mask is
+    passed: otherwise generate() takes prompt tokens equal to pad_token_id for padding."""
+    import torch
+    with torch.no_grad():
+        x = torch.tensor(np.asarray(prompt_ids, dtype=np.int64))[None]
+        mask = dict(attention_mask=torch.ones_like(x)) if explicit_mask else {}
+        out = ref.generate(x, **mask, max_new_tokens=new_tokens, do_sample=False, min_new_tokens=new_tokens,
+                           pad_token_id=pad_token_id, eos_token_id=None)
+    expect = out[0, len(prompt_ids):].tolist()
+    got = generate(m, None, prompt_ids, max_new_tokens=new_tokens, temperature=0, eos_token_id=[])
+    assert list(got) == expect
+
+
+def check_ragged_batch(m, ids, want, other):
+    """Sequence a decodes 3 tokens while b prefills all of `other`, in one call; then both decode a single
+    token together (the parallel-over-sequences path)."""
+    a, b = m.new_sequence(), m.new_sequence()
+    m.forward(ids[:30], seq=a)
+    out_a, out_b = m.forward_batch([a, b], [ids[30:33], other])
+    np.testing.assert_allclose(out_a, want[30:33], atol=ATOL, rtol=0)
+    np.testing.assert_allclose(out_b, m.forward(other), atol=ATOL, rtol=0)
+    out_a, out_b = m.forward_batch([a, b], [ids[33:34], ids[:1]], last_only=True)
+    np.testing.assert_allclose(out_a[0], want[33], atol=ATOL, rtol=0)
+    np.testing.assert_allclose(out_b[0], m.forward(np.concatenate([other, ids[:1]]))[-1], atol=ATOL, rtol=0)
+
+
+def copy_with(src, dst, config_edit=None, tensors_edit=None):
+    """Copies a checkpoint, editing its config dict and / or its tensor dict in place on the way."""
+    from safetensors.numpy import load_file, save_file
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    if config_edit:
+        config_edit(cfg)
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    tensors = load_file(os.path.join(src, "model.safetensors"))
+    if tensors_edit:
+        tensors_edit(tensors)
+    save_file(tensors, os.path.join(dst, "model.safetensors"))
+    return dst
+
+
+def expect_load_error(directory, match):
+    with pytest.raises(ValueError, match=match):
+        Model.load(directory)
+
+
+def check_missing_tensors_are_named(src, tmp_path, names):
+    """A checkpoint missing any one of `names` fails to load with an error naming it."""
+    for i, name in enumerate(names):
+        d = copy_with(src, tmp_path / f"missing{i}", tensors_edit=lambda t: t.pop(name))
+        expect_load_error(d, name.replace(".", r"\."))
+
+
+def check_config_error_is_named(src, dst, match, **updates):
+    """A config with `updates` applied fails to load with an error matching `match`."""
+    expect_load_error(copy_with(src, dst, config_edit=lambda c: c.update(updates)), match)
