@@ -1,6 +1,10 @@
-"""Writes a random ~0.6B-parameter Qwen3-shaped checkpoint (bf16 safetensors) for `attnzoo bench model`.
+"""Writes a random ~0.5B-parameter checkpoint (bf16 safetensors) for `attnzoo bench model`.
 
-    .venv/bin/python scripts/make_bench_model.py DIR [--seed 0]
+    .venv/bin/python scripts/make_bench_model.py DIR [--arch qwen3|qwen3-next] [--seed 0]
+
+qwen3-next: the same width and depth as a hybrid: 3 Gated DeltaNet layers per gated full-attention layer
+(16 key / 16 value heads of 128, conv 4), dense MLPs instead of the MoE, so prefill can be compared between the
+chunked kernels and `--linear-prefill=recurrent`.
 
 Qwen3-0.6B's shape (hidden 1024, 28 -> 24 layers, 16 query / 8 kv heads of 128, intermediate 3072, vocabulary
 151936, tied embeddings): the numbers a benchmark gets are those of a real small model, without downloading one.
@@ -14,21 +18,29 @@ import sys
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", help="where to write config.json and model.safetensors")
+    parser.add_argument("--arch", choices=["qwen3", "qwen3-next"], default="qwen3")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     import torch
     import transformers
     torch.manual_seed(args.seed)
-    config = transformers.Qwen3Config(
-        vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=24,
-        num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
-        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True, dtype="bfloat16")
+    common = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=24,
+                  num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
+                  rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True, dtype="bfloat16")
+    if args.arch == "qwen3":
+        config = transformers.Qwen3Config(**common)
+    else:
+        config = transformers.Qwen3NextConfig(
+            **common, full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=16,
+            linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4,
+            mlp_only_layers=list(range(24)), num_experts=0, partial_rotary_factor=0.25)
     with torch.device("cpu"):
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
     os.makedirs(args.directory, exist_ok=True)
     model.save_pretrained(args.directory, safe_serialization=True)
     n = sum(p.numel() for p in model.parameters())
-    print(f"wrote {args.directory}: Qwen3ForCausalLM, {n / 1e6:.0f}M parameters, bf16")
+    print(f"wrote {args.directory}: {config.architectures[0] if config.architectures else args.arch}, "
+          f"{n / 1e6:.0f}M parameters, bf16")
     return 0
 
 
