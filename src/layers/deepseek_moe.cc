@@ -125,47 +125,11 @@ void DeepseekMoe::route(const float* x, int64_t T, MoeRouting& out) const {
 }
 
 void DeepseekMoe::forward(const float* x, int64_t T, float* out) const {
-  const int64_t E = num_experts(), H = experts_[0].hidden(), k = config_.top_k;
   MoeRouting routing;
   route(x, T, routing);
 
-  // Group the (token, slot) assignments by expert so each expert runs its tokens as one GEMM.
-  std::vector<std::vector<int64_t>> assigned(static_cast<size_t>(E));  // entries: t * k + slot
-  for (int64_t i = 0; i < T * k; ++i) assigned[size_t(routing.experts[size_t(i)])].push_back(i);
-  std::vector<int32_t> active;
-  for (int64_t e = 0; e < E; ++e)
-    if (!assigned[size_t(e)].empty()) active.push_back(int32_t(e));
-
-  // Each (token, slot) result lands in its own row, summed in slot order below: thread timing cannot change it.
-  std::vector<float> slots(size_t(T * k * H));
-  auto run_expert = [&](int64_t a) {
-    const int32_t e = active[size_t(a)];
-    const auto& rows = assigned[size_t(e)];
-    const int64_t n = int64_t(rows.size());
-    std::vector<float> in(size_t(n * H)), res(size_t(n * H));
-    for (int64_t r = 0; r < n; ++r) std::copy_n(x + (rows[size_t(r)] / k) * H, H, in.data() + r * H);
-    experts_[size_t(e)].forward(in.data(), n, res.data());
-    for (int64_t r = 0; r < n; ++r) {
-      const float w = routing.weights[size_t(rows[size_t(r)])];
-      float* dst = slots.data() + rows[size_t(r)] * H;
-      for (int64_t i = 0; i < H; ++i) dst[i] = w * res[size_t(r * H + i)];
-    }
-  };
-  const int64_t A = int64_t(active.size());
-  if (A >= ThreadPool::global().num_threads())
-    ThreadPool::global().parallel_for(A, [&](int64_t a, int) { run_expert(a); });
-  else
-    for (int64_t a = 0; a < A; ++a) run_expert(a);
-
-  if (shared_)
-    shared_->forward(x, T, out);
-  else
-    std::fill(out, out + T * H, 0.f);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j) {
-      const float* src = slots.data() + (t * k + j) * H;
-      for (int64_t i = 0; i < H; ++i) out[t * H + i] += src[i];
-    }
+  if (shared_) shared_->forward(x, T, out);
+  run_routed_experts(experts_, routing, config_.top_k, x, T, out, /*accumulate=*/shared_.has_value());
 }
 
 }  // namespace attnzoo

@@ -79,12 +79,9 @@ void SparseMoe::route(const float* x, int64_t T, MoeRouting& out) const {
   route_softmax_top_k(logits.data(), T, E, config_.top_k, config_.normalize_top_k, out);
 }
 
-void SparseMoe::forward(const float* x, int64_t T, float* out) const {
-  const int64_t E = num_experts(), H = experts_[0].hidden(), k = config_.top_k;
-  MoeRouting routing;
-  route(x, T, routing);
-
-  // Group the (token, slot) assignments by expert.
+void run_routed_experts(const std::vector<GatedMlp>& experts, const MoeRouting& routing, int64_t k, const float* x,
+                        int64_t T, float* out, bool accumulate) {
+  const int64_t E = int64_t(experts.size()), H = experts[0].hidden();
   std::vector<std::vector<int64_t>> assigned(static_cast<size_t>(E));  // entries: t * k + slot
   for (int64_t i = 0; i < T * k; ++i) assigned[size_t(routing.experts[size_t(i)])].push_back(i);
   std::vector<int32_t> active;
@@ -98,7 +95,7 @@ void SparseMoe::forward(const float* x, int64_t T, float* out) const {
     const int64_t n = int64_t(rows.size());
     std::vector<float> in(size_t(n * H)), res(size_t(n * H));
     for (int64_t r = 0; r < n; ++r) std::copy_n(x + (rows[size_t(r)] / k) * H, H, in.data() + r * H);
-    experts_[size_t(e)].forward(in.data(), n, res.data());
+    experts[size_t(e)].forward(in.data(), n, res.data());
     for (int64_t r = 0; r < n; ++r) {
       const float w = routing.weights[size_t(rows[size_t(r)])];
       float* dst = slots.data() + rows[size_t(r)] * H;
@@ -111,6 +108,18 @@ void SparseMoe::forward(const float* x, int64_t T, float* out) const {
     ThreadPool::global().parallel_for(A, [&](int64_t a, int) { run_expert(a); });
   else
     for (int64_t a = 0; a < A; ++a) run_expert(a);
+  if (!accumulate) std::fill(out, out + T * H, 0.f);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      const float* src = slots.data() + (t * k + j) * H;
+      for (int64_t i = 0; i < H; ++i) out[t * H + i] += src[i];
+    }
+}
+
+void SparseMoe::forward(const float* x, int64_t T, float* out) const {
+  const int64_t H = experts_[0].hidden(), k = config_.top_k;
+  MoeRouting routing;
+  route(x, T, routing);
 
   if (shared_expert_) {
     shared_expert_->forward(x, T, out);
@@ -122,14 +131,8 @@ void SparseMoe::forward(const float* x, int64_t T, float* out) const {
         for (int64_t i = 0; i < H; ++i) out[t * H + i] *= s;
       }
     }
-  } else {
-    std::fill(out, out + T * H, 0.f);
   }
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j) {
-      const float* src = slots.data() + (t * k + j) * H;
-      for (int64_t i = 0; i < H; ++i) out[t * H + i] += src[i];
-    }
+  run_routed_experts(experts_, routing, k, x, T, out, /*accumulate=*/shared_expert_.has_value());
 }
 
 }  // namespace attnzoo

@@ -31,6 +31,12 @@ struct MoeRouting {
   std::vector<float> weights;
 };
 
+// Runs every routed (token, slot) through its expert, grouped so each expert sees its tokens as one GEMM, and
+// writes out[t] = sum over slots of weight * expert(x[t]) (in slot order: thread timing cannot change it);
+// accumulate: add to out instead of overwriting it (after a shared expert wrote there).
+void run_routed_experts(const std::vector<GatedMlp>& experts, const MoeRouting& routing, int64_t top_k,
+                        const float* x, int64_t T, float* out, bool accumulate);
+
 // Softmax over the E router logits of each token, then the top_k largest probabilities (ties to the lower
 // expert index, as torch.topk on CPU), renormalized when `normalize`.
 void route_softmax_top_k(const float* logits, int64_t T, int64_t E, int64_t top_k, bool normalize, MoeRouting& out);
