@@ -14,6 +14,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Gemma2ForCausalLM", build_gemma},
     {"Gemma3ForCausalLM", build_gemma},
     {"GptOssForCausalLM", build_gpt_oss},
+    {"KimiLinearForCausalLM", build_kimi_linear},
     {"MistralForCausalLM", build_llama_family},
     {"Qwen2ForCausalLM", build_llama_family},
     {"Qwen3ForCausalLM", build_llama_family},

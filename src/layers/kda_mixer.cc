@@ -1,0 +1,189 @@
+#include "layers/kda_mixer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "kernels/linear/common/ssm_args.h"
+#include "kernels/linear/kda/kda.h"
+#include "kernels/linear/short_conv/short_conv.h"
+#include "layers/gated_deltanet_mixer.h"
+#include "layers/linear_prefill_mode.h"
+
+namespace attnzoo {
+namespace {
+
+void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
+  require(l.out_features() == out && l.in_features() == in, name.c_str(),
+          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
+}
+
+std::vector<float> widen_vector(const TensorView& t, int64_t n, const std::string& name) {
+  require(!t.empty(), name.c_str(), "is required");
+  require(t.numel() == n, name.c_str(), "expected " + std::to_string(n) + " values, got shape " + t.shape_str());
+  return ssm::to_f32_vector(t);
+}
+
+// transformers' KimiLinearForgetGate softplus: x above 20 passes through, log(1 + exp(x)) below.
+float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
+
+}  // namespace
+
+KdaMixer::KdaMixer(const KdaConfig& config, KdaWeights weights, const std::string& name)
+    : config_(config), w_(std::move(weights)) {
+  const auto& c = config_;
+  require(c.hidden > 0 && c.num_heads > 0 && c.head_dim > 0, "kda", "hidden, num_heads and head_dim must be positive");
+  require(c.conv_kernel >= 1 && c.conv_kernel <= 16, "short_conv_kernel_size", "must be in [1, 16]");
+  const int64_t D = c.qkv_dim(), K = c.head_dim, W = c.conv_kernel;
+  check_linear(w_.q_proj, D, c.hidden, name + ".q_proj.weight");
+  check_linear(w_.k_proj, D, c.hidden, name + ".k_proj.weight");
+  check_linear(w_.v_proj, D, c.hidden, name + ".v_proj.weight");
+  check_linear(w_.f_a_proj, K, c.hidden, name + ".f_a_proj.weight");
+  check_linear(w_.f_b_proj, D, K, name + ".f_b_proj.weight");
+  check_linear(w_.b_proj, c.num_heads, c.hidden, name + ".b_proj.weight");
+  check_linear(w_.g_a_proj, K, c.hidden, name + ".g_a_proj.weight");
+  check_linear(w_.g_b_proj, D, K, name + ".g_b_proj.weight");
+  check_linear(w_.o_proj, c.hidden, D, name + ".o_proj.weight");
+  require(!w_.q_proj.has_bias() && !w_.k_proj.has_bias() && !w_.v_proj.has_bias(), (name + ".q_proj").c_str(),
+          "q/k/v projections must have no bias");
+  const char* conv_names[3] = {".q_conv1d.weight", ".k_conv1d.weight", ".v_conv1d.weight"};
+  const TensorView* convs[3] = {&w_.q_conv, &w_.k_conv, &w_.v_conv};
+  conv_weight_.reserve(size_t(c.conv_dim() * W));
+  for (int i = 0; i < 3; ++i) {
+    const TensorView& cw = *convs[i];
+    const bool ok = (cw.ndim == 3 && cw.shape[0] == D && cw.shape[1] == 1 && cw.shape[2] == W) ||
+                    (cw.ndim == 2 && cw.shape[0] == D && cw.shape[1] == W);
+    require(ok && cw.is_contiguous(), (name + conv_names[i]).c_str(),
+            "expected [" + std::to_string(D) + ", 1, " + std::to_string(W) + "], got " + cw.shape_str());
+    const std::vector<float> f = ssm::to_f32_vector(cw);
+    conv_weight_.insert(conv_weight_.end(), f.begin(), f.end());
+  }
+  neg_A_ = widen_vector(w_.A_log, c.num_heads, name + ".A_log");
+  for (float& a : neg_A_) a = -std::exp(a);
+  dt_bias_ = widen_vector(w_.dt_bias, D, name + ".dt_bias");
+  norm_w_ = widen_vector(w_.o_norm_weight, K, name + ".o_norm.weight");
+}
+
+CacheSpec KdaMixer::spec(const KdaConfig& c) {
+  const int64_t elems = c.conv_dim() * c.conv_state_len() + c.num_heads * c.head_dim * c.head_dim;
+  return {"state", 0, elems * int64_t(sizeof(float)), 0, 0};
+}
+
+std::unique_ptr<LayerState> KdaMixer::new_state() const {
+  const auto& c = config_;
+  return std::make_unique<GatedDeltaNetState>(c.conv_dim() * c.conv_state_len(), c.num_heads * c.head_dim * c.head_dim);
+}
+
+uint64_t KdaMixer::weight_bytes() const {
+  return w_.q_proj.weight_bytes() + w_.k_proj.weight_bytes() + w_.v_proj.weight_bytes() +
+         w_.f_a_proj.weight_bytes() + w_.f_b_proj.weight_bytes() + w_.b_proj.weight_bytes() +
+         w_.g_a_proj.weight_bytes() + w_.g_b_proj.weight_bytes() + w_.o_proj.weight_bytes() +
+         uint64_t(conv_weight_.size()) * sizeof(float);
+}
+
+void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+  const auto& c = config_;
+  const int64_t T = batch.num_tokens(), C = c.conv_dim(), D = c.qkv_dim(), H = c.num_heads, K = c.head_dim;
+  // [q | k | v] per token, written in place by the three projections (row stride C), then convolved.
+  std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C));
+  linear_forward(w_.q_proj.weight(), nullptr, x, T, mixed.data(), C);
+  linear_forward(w_.k_proj.weight(), nullptr, x, T, mixed.data() + D, C);
+  linear_forward(w_.v_proj.weight(), nullptr, x, T, mixed.data() + 2 * D, C);
+
+  // Forget gate (per channel log decay), write strength, and the output gate's input.
+  std::vector<float> low(size_t(T * K)), g(size_t(T * D)), beta(size_t(T * H)), gate(size_t(T * D));
+  w_.f_a_proj.forward(x, T, low.data());
+  w_.f_b_proj.forward(low.data(), T, g.data());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < D; ++j) {
+      float& v = g[size_t(t * D + j)];
+      v = neg_A_[size_t(j / K)] * softplus(v + dt_bias_[size_t(j)]);
+    }
+  w_.b_proj.forward(x, T, beta.data());
+  for (float& b : beta) b = 1.f / (1.f + std::exp(-b));
+  w_.g_a_proj.forward(x, T, low.data());
+  w_.g_b_proj.forward(low.data(), T, gate.data());
+
+  const int64_t S = batch.num_sequences(), Wm1 = c.conv_state_len();
+  auto state_of = [&](int64_t s) {
+    return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
+  };
+  const TensorView conv_w = TensorView::contiguous(const_cast<float*>(conv_weight_.data()), DType::f32, {C, c.conv_kernel});
+  std::vector<float> q(size_t(T * D)), k(size_t(T * D)), v(size_t(T * D)), o(size_t(T * D));
+  bool all_decode = true;
+  for (int64_t s = 0; s < S; ++s) all_decode = all_decode && batch.seq_len(s) <= 1;
+
+  auto conv_sequence = [&](int64_t s) {
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    if (n == 0) return;
+    CausalConv1dOptions opts;
+    opts.initial_state = TensorView::contiguous(state_of(s)->conv(), DType::f32, {1, C, Wm1});
+    opts.final_state = opts.initial_state;
+    opts.activation = ConvActivation::silu;
+    causal_conv1d(TensorView::contiguous(mixed.data() + b * C, DType::f32, {1, n, C}), conv_w,
+                  TensorView::contiguous(conv_out.data() + b * C, DType::f32, {1, n, C}), opts);
+  };
+  auto kda_sequence = [&](int64_t s) {
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    if (n == 0) return;
+    DeltaArgs args;
+    args.q = TensorView::contiguous(q.data() + b * D, DType::f32, {1, n, H, K});
+    args.k = TensorView::contiguous(k.data() + b * D, DType::f32, {1, n, H, K});
+    args.v = TensorView::contiguous(v.data() + b * D, DType::f32, {1, n, H, K});
+    args.g = TensorView::contiguous(g.data() + b * D, DType::f32, {1, n, H, K});
+    args.beta = TensorView::contiguous(beta.data() + b * H, DType::f32, {1, n, H});
+    args.o = TensorView::contiguous(o.data() + b * D, DType::f32, {1, n, H, K});
+    args.initial_state = TensorView::contiguous(state_of(s)->recurrent(), DType::f32, {1, H, K, K});
+    args.final_state = args.initial_state;  // the kernels read each head's state before writing it
+    args.use_qk_l2norm_in_kernel = true;
+    if (n == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
+      recurrent_kda(args);
+    else
+      chunk_kda(args);
+  };
+  // Many decode sequences: one task each (the kernels then run serially inside); otherwise one sequence at a
+  // time with each kernel spreading its heads over the pool.
+  auto for_sequences = [&](const auto& fn) {
+    if (all_decode && S > 1)
+      ThreadPool::global().parallel_for(S, [&](int64_t s, int) { fn(s); });
+    else
+      for (int64_t s = 0; s < S; ++s) fn(s);
+  };
+  for_sequences(conv_sequence);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* row = conv_out.data() + t * C;
+    std::copy_n(row, D, q.data() + t * D);
+    std::copy_n(row + D, D, k.data() + t * D);
+    std::copy_n(row + 2 * D, D, v.data() + t * D);
+  }
+  for_sequences(kda_sequence);
+
+  // KimiLinearRMSNormGated: rmsnorm per head, times w, then times sigmoid(gate).
+  for (int64_t r = 0; r < T * H; ++r) {
+    float* y = o.data() + r * K;
+    const float* z = gate.data() + r * K;
+    double ss = 0;
+    for (int64_t i = 0; i < K; ++i) ss += double(y[i]) * y[i];
+    const float inv = float(1.0 / std::sqrt(ss / double(K) + double(c.norm_eps)));
+    for (int64_t i = 0; i < K; ++i) y[i] = y[i] * inv * norm_w_[size_t(i)] * (1.f / (1.f + std::exp(-z[i])));
+  }
+  w_.o_proj.forward(o.data(), T, out);
+}
+
+void KdaMixer::trace(const float*, const Batch& batch, int64_t layer_index, LayerTrace& out) const {
+  const auto& c = config_;
+  out.kind = kind();
+  if (batch.num_sequences() < 1) return;
+  auto* st = static_cast<GatedDeltaNetState*>(batch.sequences[0]->layers[size_t(layer_index)].get());
+  const int64_t per_head = c.head_dim * c.head_dim;
+  out.state_norms.assign(size_t(c.num_heads), 0.f);
+  for (int64_t h = 0; h < c.num_heads; ++h) {
+    double ss = 0;
+    const float* s = st->recurrent() + h * per_head;
+    for (int64_t i = 0; i < per_head; ++i) ss += double(s[i]) * s[i];
+    out.state_norms[size_t(h)] = float(std::sqrt(ss));
+  }
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,271 @@
+// KimiLinearForCausalLM: a hybrid of Kimi Delta Attention layers ("linear_attention", layers/kda_mixer.h) and
+// multi-head latent attention layers ("full_attention") WITHOUT positional encoding: transformers' KimiLinearAttention
+// keeps DeepSeek's MLA layout (the shared k_pe part of the latent included) but never rotates it. Layer kinds come
+// from layer_types, else from linear_attn_config's 1-indexed kda_layers / full_attn_layers. Feed-forward: a dense
+// gated MLP on "dense" mlp_layer_types (else the first first_k_dense_replace layers), DeepSeek's sigmoid
+// grouped-top-k MoE with shared experts elsewhere. Checkpoint key names are the original Moonshot ones
+// (num_experts, num_experts_per_token, num_expert_group, moe_renormalize, num_shared_experts,
+// block_sparse_moe.experts.<e>.w1/w2/w3); transformers' aliases are accepted too.
+#include <algorithm>
+#include <cmath>
+
+#include "layers/activations.h"
+#include "layers/deepseek_moe.h"
+#include "layers/kda_mixer.h"
+#include "layers/mla_mixer.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/hf_config.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+namespace {
+
+// MLA with no RoPE: the inner mixer rotates q_pe / k_pe at the batch's positions, so it runs on a copy of the
+// batch with every position 0, where the rotation is exactly the identity (cos 1, sin 0). Causality comes from the
+// latent cache lengths, not from positions.
+class NopeMlaMixer : public SequenceMixer {
+ public:
+  explicit NopeMlaMixer(std::unique_ptr<MlaMixer> inner) : inner_(std::move(inner)) {}
+  CacheSpec cache_spec() const override { return inner_->cache_spec(); }
+  std::unique_ptr<LayerState> new_state() const override { return inner_->new_state(); }
+  uint64_t weight_bytes() const override { return inner_->weight_bytes(); }
+  std::string kind() const override { return inner_->kind(); }
+  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override {
+    Batch at_zero = batch;
+    std::fill(at_zero.positions.begin(), at_zero.positions.end(), 0);
+    inner_->forward(x, at_zero, layer_index, out);
+  }
+
+ private:
+  std::unique_ptr<MlaMixer> inner_;
+};
+
+int64_t int_alias(const Config& c, const char* key, const char* alias, int64_t fallback) {
+  return c.has(key) ? c.get_int(key) : c.get_int_or(alias, fallback);
+}
+
+std::vector<std::string> layer_kinds(const Config& c, int64_t n) {
+  std::vector<std::string> types;
+  if (c.has("layer_types")) {
+    types = c.get_string_list("layer_types");
+  } else if (c.has("linear_attn_config")) {
+    const Config la = c.sub("linear_attn_config");
+    types.assign(size_t(n), "");
+    auto mark = [&](const char* key, const char* kind) {
+      for (int64_t l : la.get_int_list(key)) {
+        if (l < 1 || l > n)
+          throw LoadError(c.source() + ": key 'linear_attn_config." + key + "': layer " + std::to_string(l) +
+                          " outside 1.." + std::to_string(n));
+        types[size_t(l - 1)] = kind;
+      }
+    };
+    mark("full_attn_layers", "full_attention");
+    mark("kda_layers", "linear_attention");
+  } else {
+    for (int64_t i = 0; i < n; ++i) types.push_back(i && i % 4 == 0 ? "full_attention" : "linear_attention");
+  }
+  if (int64_t(types.size()) != n)
+    throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(n) + " entries");
+  for (const auto& t : types)
+    if (t != "full_attention" && t != "linear_attention")
+      throw LoadError(c.source() + ": key 'layer_types': unknown or missing layer type '" + t + "'");
+  return types;
+}
+
+std::vector<bool> sparse_layers(const Config& c, int64_t n) {
+  std::vector<bool> sparse;
+  if (c.has("mlp_layer_types")) {
+    const auto types = c.get_string_list("mlp_layer_types");
+    if (int64_t(types.size()) != n)
+      throw LoadError(c.source() + ": key 'mlp_layer_types': expected " + std::to_string(n) + " entries");
+    for (const auto& t : types) {
+      if (t != "dense" && t != "sparse") throw LoadError(c.source() + ": key 'mlp_layer_types': unknown type '" + t + "'");
+      sparse.push_back(t == "sparse");
+    }
+  } else {
+    const int64_t first_dense = c.get_int_or("first_k_dense_replace", 1);
+    for (int64_t i = 0; i < n; ++i) sparse.push_back(i >= first_dense);
+  }
+  return sparse;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& options) {
+  const Config& c = files.config();
+  ModelInfo info;
+  info.architecture = c.get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", "");
+  info.hidden_size = c.get_int("hidden_size");
+  info.intermediate_size = c.get_int_or("intermediate_size", 0);
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.num_heads = c.get_int("num_attention_heads");
+  info.num_kv_heads = info.num_heads;  // MLA: every head reads the one shared latent
+  info.vocab_size = c.get_int("vocab_size");
+  info.max_position_embeddings = c.get_int_or("max_position_embeddings", c.get_int_or("model_max_length", 0));
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  const float eps = float(c.get_float_or("rms_norm_eps", 1e-5));
+  const std::string act_name = c.get_string_or("hidden_act", "silu");
+  const Activation act = parse_activation(act_name);
+  const int64_t H = info.hidden_size;
+  if (act_name != "silu") throw LoadError(c.source() + ": key 'hidden_act': the KDA short conv supports only silu");
+
+  MlaConfig mc;
+  mc.hidden = H;
+  mc.num_heads = info.num_heads;
+  mc.q_lora_rank = c.has("q_lora_rank") ? c.get_int("q_lora_rank") : 0;
+  mc.kv_lora_rank = c.get_int("kv_lora_rank");
+  mc.qk_nope_head_dim = c.get_int("qk_nope_head_dim");
+  mc.qk_rope_head_dim = c.get_int("qk_rope_head_dim");
+  mc.v_head_dim = c.get_int("v_head_dim");
+  mc.norm_eps = eps;
+  mc.cache_block_tokens = options.kv_block_tokens;
+  mc.scale = float(1.0 / std::sqrt(double(mc.qk_head_dim())));
+  info.head_dim = mc.qk_head_dim();
+
+  KdaConfig kc;
+  kc.hidden = H;
+  kc.norm_eps = eps;
+  kc.num_heads = c.get_int_or("linear_num_heads", 32);
+  kc.head_dim = c.get_int_or("linear_head_dim", 128);
+  kc.conv_kernel = c.get_int_or("linear_conv_kernel_dim", 4);
+  if (c.has("linear_attn_config")) {
+    const Config la = c.sub("linear_attn_config");
+    kc.num_heads = la.get_int_or("num_heads", kc.num_heads);
+    kc.head_dim = la.get_int_or("head_dim", kc.head_dim);
+    kc.conv_kernel = la.get_int_or("short_conv_kernel_size", kc.conv_kernel);
+  }
+  if (H <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.vocab_size <= 0 || mc.kv_lora_rank <= 0 ||
+      mc.qk_nope_head_dim <= 0 || mc.qk_rope_head_dim <= 0 || mc.v_head_dim <= 0 || mc.q_lora_rank < 0 ||
+      kc.num_heads <= 0 || kc.head_dim <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, num_*, kv_lora_rank, q_lora_rank, qk_*_head_dim, "
+                    "v_head_dim, vocab_size, linear head count / dim) must be positive");
+  if (kc.conv_kernel < 1 || kc.conv_kernel > 16)
+    throw LoadError(c.source() + ": key 'short_conv_kernel_size' must be in [1, 16]");
+  RopeConfig rc;
+  rc.head_dim = mc.qk_rope_head_dim;
+  const Rope identity_at_zero(rc);
+
+  const std::vector<std::string> kinds = layer_kinds(c, info.num_layers);
+  const std::vector<bool> sparse = sparse_layers(c, info.num_layers);
+  const int64_t num_experts = int_alias(c, "num_experts", "num_local_experts", 0);
+  DeepseekMoeConfig moe;
+  moe.top_k = int_alias(c, "num_experts_per_token", "num_experts_per_tok", 1);
+  moe.n_group = int_alias(c, "num_expert_group", "n_group", 1);
+  moe.topk_group = c.get_int_or("topk_group", 1);
+  moe.norm_topk_prob = c.has("moe_renormalize") ? c.get_bool("moe_renormalize") : c.get_bool_or("norm_topk_prob", true);
+  moe.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
+  const int64_t n_shared = int_alias(c, "num_shared_experts", "n_shared_experts", 0);
+
+  for (const auto& t : files.names()) {
+    const TensorInfo& ti = files.info(t);
+    info.parameter_count += ti.numel();
+    info.checkpoint_bytes += ti.nbytes();
+  }
+
+  uint64_t owned = 0;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in, DType store) {
+    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
+                                    optional_weight(files, name + ".bias", {out}), name, store);
+    if (l.owns_weight()) owned += l.weight_bytes();
+    return l;
+  };
+  auto proj = [&](const std::string& name, int64_t out, int64_t in) { return linear(name, out, in, options.weights); };
+  auto norm = [&](const std::string& name, int64_t dim) {
+    return RmsNorm(weight(files, name + ".weight", {dim}), eps, /*add_one=*/false, name);
+  };
+
+  auto mla = [&](const std::string& a) -> std::unique_ptr<SequenceMixer> {
+    const int64_t qw = mc.num_heads * mc.qk_head_dim();
+    MlaLayerWeights w;
+    if (mc.q_lora_rank > 0) {
+      w.q_a_proj.emplace(proj(a + ".q_a_proj", mc.q_lora_rank, H));
+      w.q_a_norm.emplace(norm(a + ".q_a_layernorm", mc.q_lora_rank));
+      w.q_b_proj.emplace(proj(a + ".q_b_proj", qw, mc.q_lora_rank));
+    } else {
+      w.q_proj.emplace(proj(a + ".q_proj", qw, H));
+    }
+    w.kv_a_proj = proj(a + ".kv_a_proj_with_mqa", mc.latent_dim(), H);
+    w.kv_a_norm = norm(a + ".kv_a_layernorm", mc.kv_lora_rank);
+    w.kv_b_proj = proj(a + ".kv_b_proj", mc.num_heads * (mc.qk_nope_head_dim + mc.v_head_dim), mc.kv_lora_rank);
+    w.o_proj = proj(a + ".o_proj", H, mc.num_heads * mc.v_head_dim);
+    return std::make_unique<NopeMlaMixer>(std::make_unique<MlaMixer>(mc, std::move(w), identity_at_zero, a));
+  };
+
+  auto kda = [&](const std::string& a) -> std::unique_ptr<SequenceMixer> {
+    const int64_t D = kc.qkv_dim(), K = kc.head_dim;
+    KdaWeights w;
+    w.q_proj = proj(a + ".q_proj", D, H);
+    w.k_proj = proj(a + ".k_proj", D, H);
+    w.v_proj = proj(a + ".v_proj", D, H);
+    w.q_conv = weight(files, a + ".q_conv1d.weight", {D, 1, kc.conv_kernel});
+    w.k_conv = weight(files, a + ".k_conv1d.weight", {D, 1, kc.conv_kernel});
+    w.v_conv = weight(files, a + ".v_conv1d.weight", {D, 1, kc.conv_kernel});
+    w.f_a_proj = proj(a + ".f_a_proj", K, H);
+    w.f_b_proj = proj(a + ".f_b_proj", D, K);
+    w.A_log = weight(files, a + ".A_log", {1, 1, kc.num_heads, 1});
+    w.dt_bias = weight(files, a + ".dt_bias", {D});
+    w.b_proj = proj(a + ".b_proj", kc.num_heads, H);
+    w.g_a_proj = proj(a + ".g_a_proj", K, H);
+    w.g_b_proj = proj(a + ".g_b_proj", D, K);
+    w.o_norm_weight = weight(files, a + ".o_norm.weight", {K});
+    w.o_proj = proj(a + ".o_proj", H, D);
+    return std::make_unique<KdaMixer>(kc, std::move(w), a);
+  };
+
+  // Gated MLP from explicit gate / up / down tensor names.
+  auto gated_mlp = [&](const std::string& gate, const std::string& up, const std::string& down, int64_t inter,
+                       const std::string& name) {
+    return GatedMlp(proj(gate, inter, H), proj(up, inter, H), proj(down, H, inter), act, name);
+  };
+  auto feed_forward = [&](const std::string& p, int64_t i) -> std::unique_ptr<FeedForward> {
+    if (!sparse[size_t(i)] || num_experts <= 0) {
+      // The original checkpoints call the dense layers' MLP block_sparse_moe too; transformers' own names: mlp.
+      const std::string m = files.has(p + ".mlp.gate_proj.weight") ? p + ".mlp" : p + ".block_sparse_moe";
+      return std::make_unique<GatedMlp>(gated_mlp(m + ".gate_proj", m + ".up_proj", m + ".down_proj",
+                                                  c.get_int("intermediate_size"), m));
+    }
+    const std::string m = p + ".block_sparse_moe";
+    const int64_t I = c.get_int("moe_intermediate_size");
+    std::vector<GatedMlp> experts;
+    for (int64_t e = 0; e < num_experts; ++e) {
+      const std::string x = m + ".experts." + std::to_string(e);
+      experts.push_back(gated_mlp(x + ".w1", x + ".w3", x + ".w2", I, x));
+    }
+    std::optional<GatedMlp> shared;
+    if (n_shared > 0) {
+      const std::string s = m + ".shared_experts";
+      shared.emplace(gated_mlp(s + ".gate_proj", s + ".up_proj", s + ".down_proj", I * n_shared, s));
+    }
+    // The router stays f32 whatever the weight precision, as transformers keeps gate.weight.
+    return std::make_unique<DeepseekMoe>(moe, linear(m + ".gate", num_experts, H, DType::f32),
+                                         optional_weight(files, m + ".gate.e_score_correction_bias", {num_experts}),
+                                         std::move(experts), std::move(shared), m);
+  };
+
+  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  std::vector<DecoderBlock> blocks;
+  for (int64_t i = 0; i < info.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    DecoderBlock block;
+    block.mixer = kinds[size_t(i)] == "full_attention" ? mla(p + ".self_attn") : kda(p + ".self_attn");
+    info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
+    block.input_norm = norm(p + ".input_layernorm", H);
+    block.pre_ffn_norm.emplace(norm(p + ".post_attention_layernorm", H));
+    block.ffn = feed_forward(p, i);
+    blocks.push_back(std::move(block));
+  }
+  RmsNorm final_norm = norm("model.norm", H);
+  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  Linear lm_head = info.tied_embeddings
+                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
+                       : proj("lm_head", info.vocab_size, H);
+  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(final_norm), std::move(lm_head));
+}
+
+}  // namespace attnzoo
