@@ -11,6 +11,7 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/short_conv/short_conv.h"
 #include "layers/mamba2_mixer.h"
+#include "layers/sequence_schedule.h"
 
 namespace attnzoo {
 namespace {
@@ -84,16 +85,7 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedD
   require(features == c.proj_dim(), (name + ".in_proj").c_str(),
           "the runs give " + std::to_string(features) + " features, expected " + std::to_string(c.proj_dim()));
   check_linear(w_.out_proj, c.hidden, c.value_dim(), name + ".out_proj.weight");
-  const TensorView& cw = w_.conv_weight;
-  const bool conv_ok = (cw.ndim == 3 && cw.shape[0] == c.conv_dim() && cw.shape[1] == 1 && cw.shape[2] == c.conv_kernel) ||
-                       (cw.ndim == 2 && cw.shape[0] == c.conv_dim() && cw.shape[1] == c.conv_kernel);
-  require(conv_ok && cw.is_contiguous(), (name + ".conv1d.weight").c_str(),
-          "expected [" + std::to_string(c.conv_dim()) + ", 1, " + std::to_string(c.conv_kernel) + "], got " +
-              cw.shape_str());
-  conv_weight_ = TensorView::contiguous(cw.data, cw.dtype, {c.conv_dim(), c.conv_kernel});
-  if (!w_.conv_bias.empty())
-    require(w_.conv_bias.ndim == 1 && w_.conv_bias.shape[0] == c.conv_dim(), (name + ".conv1d.bias").c_str(),
-            "expected [" + std::to_string(c.conv_dim()) + "], got " + w_.conv_bias.shape_str());
+  conv_weight_ = depthwise_conv_weight(w_.conv_weight, w_.conv_bias, c.conv_dim(), c.conv_kernel, name);
   neg_A_ = widen_vector(w_.A_log, c.num_v_heads, name + ".A_log");
   for (float& a : neg_A_) a = -std::exp(a);
   dt_bias_ = widen_vector(w_.dt_bias, c.num_v_heads, name + ".dt_bias");
@@ -160,14 +152,11 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
     }
   }
 
-  const int64_t S = batch.num_sequences(), Wm1 = c.conv_state_len();
+  const int64_t Wm1 = c.conv_state_len();
   auto state_of = [&](int64_t s) {
     return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
   };
   std::vector<float> q(size_t(T * kd)), k(size_t(T * kd)), v(size_t(T * vd)), o(size_t(T * vd));
-  bool all_decode = true;
-  for (int64_t s = 0; s < S; ++s) all_decode = all_decode && batch.seq_len(s) <= 1;
-
   auto conv_sequence = [&](int64_t s) {
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0) return;
@@ -198,22 +187,14 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
     else
       chunk_gated_delta_rule(args);
   };
-  // Many decode sequences: one task each (the kernels then run serially inside); otherwise one sequence at a
-  // time with each kernel spreading its heads over the pool.
-  auto for_sequences = [&](const auto& fn) {
-    if (all_decode && S > 1)
-      ThreadPool::global().parallel_for(S, [&](int64_t s, int) { fn(s); });
-    else
-      for (int64_t s = 0; s < S; ++s) fn(s);
-  };
-  for_sequences(conv_sequence);
+  for_each_sequence(batch, 1, conv_sequence);
   for (int64_t t = 0; t < T; ++t) {
     const float* row = conv_out.data() + t * C;
     std::copy_n(row, kd, q.data() + t * kd);
     std::copy_n(row + kd, kd, k.data() + t * kd);
     std::copy_n(row + 2 * kd, vd, v.data() + t * vd);
   }
-  for_sequences(delta_sequence);
+  for_each_sequence(batch, 1, delta_sequence);
 
   // Norm first, then the gate (Qwen3NextRMSNormGated), per value head.
   gated_rms_norm(o.data(), z.data(), T * HV, V, V, 1, norm_w_.data(), c.norm_eps, /*norm_before_gate=*/true);
@@ -225,14 +206,7 @@ void GatedDeltaNetMixer::trace(const float*, const Batch& batch, int64_t layer_i
   out.kind = kind();
   if (batch.num_sequences() < 1) return;
   auto* st = static_cast<GatedDeltaNetState*>(batch.sequences[0]->layers[size_t(layer_index)].get());
-  const int64_t per_head = c.head_k_dim * c.head_v_dim;
-  out.state_norms.assign(size_t(c.num_v_heads), 0.f);
-  for (int64_t h = 0; h < c.num_v_heads; ++h) {
-    double ss = 0;
-    const float* s = st->recurrent() + h * per_head;
-    for (int64_t i = 0; i < per_head; ++i) ss += double(s[i]) * s[i];
-    out.state_norms[size_t(h)] = float(std::sqrt(ss));
-  }
+  out.state_norms = head_state_norms(st->recurrent(), c.num_v_heads, c.head_k_dim * c.head_v_dim);
 }
 
 }  // namespace attnzoo

@@ -10,6 +10,7 @@
 #include "kernels/linear/short_conv/short_conv.h"
 #include "layers/gated_deltanet_mixer.h"
 #include "layers/linear_prefill_mode.h"
+#include "layers/sequence_schedule.h"
 
 namespace attnzoo {
 namespace {
@@ -105,15 +106,12 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
   w_.g_a_proj.forward(x, T, low.data());
   w_.g_b_proj.forward(low.data(), T, gate.data());
 
-  const int64_t S = batch.num_sequences(), Wm1 = c.conv_state_len();
+  const int64_t Wm1 = c.conv_state_len();
   auto state_of = [&](int64_t s) {
     return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
   };
   const TensorView conv_w = TensorView::contiguous(const_cast<float*>(conv_weight_.data()), DType::f32, {C, c.conv_kernel});
   std::vector<float> q(size_t(T * D)), k(size_t(T * D)), v(size_t(T * D)), o(size_t(T * D));
-  bool all_decode = true;
-  for (int64_t s = 0; s < S; ++s) all_decode = all_decode && batch.seq_len(s) <= 1;
-
   auto conv_sequence = [&](int64_t s) {
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0) return;
@@ -142,22 +140,14 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
     else
       chunk_kda(args);
   };
-  // Many decode sequences: one task each (the kernels then run serially inside); otherwise one sequence at a
-  // time with each kernel spreading its heads over the pool.
-  auto for_sequences = [&](const auto& fn) {
-    if (all_decode && S > 1)
-      ThreadPool::global().parallel_for(S, [&](int64_t s, int) { fn(s); });
-    else
-      for (int64_t s = 0; s < S; ++s) fn(s);
-  };
-  for_sequences(conv_sequence);
+  for_each_sequence(batch, 1, conv_sequence);
   for (int64_t t = 0; t < T; ++t) {
     const float* row = conv_out.data() + t * C;
     std::copy_n(row, D, q.data() + t * D);
     std::copy_n(row + D, D, k.data() + t * D);
     std::copy_n(row + 2 * D, D, v.data() + t * D);
   }
-  for_sequences(kda_sequence);
+  for_each_sequence(batch, 1, kda_sequence);
 
   // KimiLinearRMSNormGated: rmsnorm per head, times w, then times sigmoid(gate).
   for (int64_t r = 0; r < T * H; ++r) {
@@ -176,14 +166,7 @@ void KdaMixer::trace(const float*, const Batch& batch, int64_t layer_index, Laye
   out.kind = kind();
   if (batch.num_sequences() < 1) return;
   auto* st = static_cast<GatedDeltaNetState*>(batch.sequences[0]->layers[size_t(layer_index)].get());
-  const int64_t per_head = c.head_dim * c.head_dim;
-  out.state_norms.assign(size_t(c.num_heads), 0.f);
-  for (int64_t h = 0; h < c.num_heads; ++h) {
-    double ss = 0;
-    const float* s = st->recurrent() + h * per_head;
-    for (int64_t i = 0; i < per_head; ++i) ss += double(s[i]) * s[i];
-    out.state_norms[size_t(h)] = float(std::sqrt(ss));
-  }
+  out.state_norms = head_state_norms(st->recurrent(), c.num_heads, c.head_dim * c.head_dim);
 }
 
 }  // namespace attnzoo

@@ -11,6 +11,7 @@
 #include "layers/activations.h"
 #include "layers/linear_prefill_mode.h"
 #include "layers/norm.h"
+#include "layers/sequence_schedule.h"
 
 namespace attnzoo {
 namespace {
@@ -52,16 +53,7 @@ Mamba2Mixer::Mamba2Mixer(const Mamba2MixerConfig& config, Mamba2MixerWeights wei
           "needs one value per in_proj output (" + std::to_string(c.proj_dim()) + ")");
   check_linear(w_.in_proj, c.proj_dim(), c.hidden, name + ".in_proj.weight");
   check_linear(w_.out_proj, c.hidden, c.inner(), name + ".out_proj.weight");
-  const TensorView& cw = w_.conv_weight;
-  const bool conv_ok = (cw.ndim == 3 && cw.shape[0] == c.conv_dim() && cw.shape[1] == 1 && cw.shape[2] == c.conv_kernel) ||
-                       (cw.ndim == 2 && cw.shape[0] == c.conv_dim() && cw.shape[1] == c.conv_kernel);
-  require(conv_ok && cw.is_contiguous(), (name + ".conv1d.weight").c_str(),
-          "expected [" + std::to_string(c.conv_dim()) + ", 1, " + std::to_string(c.conv_kernel) + "], got " +
-              cw.shape_str());
-  conv_weight_ = TensorView::contiguous(cw.data, cw.dtype, {c.conv_dim(), c.conv_kernel});
-  if (!w_.conv_bias.empty())
-    require(w_.conv_bias.ndim == 1 && w_.conv_bias.shape[0] == c.conv_dim(), (name + ".conv1d.bias").c_str(),
-            "expected [" + std::to_string(c.conv_dim()) + "], got " + w_.conv_bias.shape_str());
+  conv_weight_ = depthwise_conv_weight(w_.conv_weight, w_.conv_bias, c.conv_dim(), c.conv_kernel, name);
   A_ = widen_vector(w_.A_log, c.num_heads, name + ".A_log");
   for (float& a : A_) a = -std::exp(a);
   D_ = widen_vector(w_.D, c.num_heads, name + ".D");
@@ -175,14 +167,7 @@ void Mamba2Mixer::forward_states(const float* x, const Batch& batch, Mamba2State
     else
       mamba2_recurrent(a);
   };
-  bool all_decode = true;
-  for (int64_t s = 0; s < nseq; ++s) all_decode = all_decode && batch.seq_len(s) <= 1;
-  // Many decoding sequences: one task each (the kernels then run serially inside); otherwise each kernel spreads
-  // its heads over the pool.
-  if (all_decode && nseq > 1)
-    pool.parallel_for(nseq, [&](int64_t s, int) { scan(s); });
-  else
-    for (int64_t s = 0; s < nseq; ++s) scan(s);
+  for_each_sequence(batch, 1, scan);
 
   gate_and_norm(proj.data(), T, y.data());
   w_.out_proj.forward(y.data(), T, out);
@@ -193,14 +178,7 @@ void Mamba2Mixer::trace(const float*, const Batch& batch, int64_t layer_index, L
   out.kind = kind();
   if (batch.num_sequences() < 1) return;
   auto* st = static_cast<Mamba2State*>(batch.sequences[0]->layers[size_t(layer_index)].get());
-  const int64_t per_head = c.head_dim * c.state_size;
-  out.state_norms.assign(size_t(c.num_heads), 0.f);
-  for (int64_t h = 0; h < c.num_heads; ++h) {
-    double ss = 0;
-    const float* s = st->ssm() + h * per_head;
-    for (int64_t i = 0; i < per_head; ++i) ss += double(s[i]) * s[i];
-    out.state_norms[size_t(h)] = float(std::sqrt(ss));
-  }
+  out.state_norms = head_state_norms(st->ssm(), c.num_heads, c.head_dim * c.state_size);
 }
 
 void Mamba2Mixer::gate_and_norm(const float* proj, int64_t T, float* y) const {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/softmax/decode.h"
+#include "layers/sequence_schedule.h"
 
 namespace attnzoo {
 namespace {
@@ -139,12 +140,10 @@ void MlaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
   opts.causal = true;
   const MlaWeights mw = kernel_weights();
   const int64_t S = batch.num_sequences();
-  bool all_decode = true;
   for (int64_t s = 0; s < S; ++s) {
     auto* cache = static_cast<LatentCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     cache->append(latent.data() + b * L, n, L);
-    all_decode = all_decode && n <= kMaxDecodeQueries;
   }
   auto attend = [&](int64_t s) {
     const auto* cache = static_cast<const LatentCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
@@ -157,11 +156,7 @@ void MlaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
     else
       mla_prefill(qv, cache->latent(), mw, ov, opts);
   };
-  // As AttentionLayer: many decode sequences one task each, otherwise one sequence at a time using the pool.
-  if (all_decode && S > 1)
-    ThreadPool::global().parallel_for(S, [&](int64_t s, int) { attend(s); });
-  else
-    for (int64_t s = 0; s < S; ++s) attend(s);
+  for_each_sequence(batch, kMaxDecodeQueries, attend);
   w_.o_proj.forward(attn.data(), T, out);
 }
 
