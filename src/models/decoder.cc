@@ -26,6 +26,22 @@ TensorView optional_weight(const ModelFiles& files, const std::string& name, std
   return files.has(name) ? weight(files, name, shape) : TensorView{};
 }
 
+void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
+  for (const auto& t : files.names()) {
+    const TensorInfo& ti = files.info(t);
+    info.parameter_count += ti.numel();
+    info.checkpoint_bytes += ti.nbytes();
+  }
+}
+
+Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
+                   uint64_t* owned) {
+  Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
+                                  optional_weight(files, name + ".bias", {out}), name, store);
+  if (l.owns_weight()) *owned += l.weight_bytes();
+  return l;
+}
+
 DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, std::vector<DecoderBlock> blocks,
                            RmsNorm norm, Linear lm_head, DecoderOptions options)
     : files_(std::move(files)), info_(std::move(info)), embed_(std::move(embed)), blocks_(std::move(blocks)),

@@ -58,6 +58,13 @@ class DecoderModel : public Model {
   DecoderOptions options_;
 };
 
+// Adds the checkpoint's parameter count and bytes to info (what `inspect` reports).
+void count_checkpoint(const ModelFiles& files, ModelInfo& info);
+// A Linear from `name`.weight [out, in] and an optional `name`.bias, held as `store`; bytes it had to convert (not
+// borrow from the mapping) are added to *owned.
+Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
+                   uint64_t* owned);
+
 // Fetches a tensor and checks its shape; LoadError names the tensor and the file holding it.
 TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);
 // As weight(), but an empty view when the checkpoint has no such tensor.

@@ -74,18 +74,11 @@ std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& op
   moe.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
   const int64_t n_shared = c.get_int_or("n_shared_experts", 0);
 
-  for (const auto& t : files.names()) {
-    const TensorInfo& ti = files.info(t);
-    info.parameter_count += ti.numel();
-    info.checkpoint_bytes += ti.nbytes();
-  }
+  count_checkpoint(files, info);
 
   uint64_t owned = 0;
   auto linear = [&](const std::string& name, int64_t out, int64_t in, DType store) {
-    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
-                                    optional_weight(files, name + ".bias", {out}), name, store);
-    if (l.owns_weight()) owned += l.weight_bytes();
-    return l;
+    return load_linear(files, name, out, in, store, &owned);
   };
   auto proj = [&](const std::string& name, int64_t out, int64_t in) { return linear(name, out, in, options.weights); };
   auto norm = [&](const std::string& name, int64_t dim) {

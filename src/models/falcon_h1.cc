@@ -129,16 +129,10 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   dopts.logits_scale = float(c.get_float_or("lm_head_multiplier", 1.0));
   const Rope rope(read_rope(c, D));
 
-  for (const auto& t : files.names()) {
-    info.parameter_count += files.info(t).numel();
-    info.checkpoint_bytes += files.info(t).nbytes();
-  }
+  count_checkpoint(files, info);
   uint64_t owned = 0;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
-                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
-    if (l.owns_weight()) owned += l.weight_bytes();
-    return l;
+    return load_linear(files, name, out, in, options.weights, &owned);
   };
 
   Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");

@@ -49,18 +49,11 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
   mc.alpha = float(c.get_float_or("swiglu_alpha", 1.702));
   mc.limit = float(c.get_float_or("swiglu_limit", 7.0));
 
-  for (const auto& t : files.names()) {
-    const TensorInfo& ti = files.info(t);
-    info.parameter_count += ti.numel();
-    info.checkpoint_bytes += ti.nbytes();
-  }
+  count_checkpoint(files, info);
 
   uint64_t owned = 0;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
-                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
-    if (l.owns_weight()) owned += l.weight_bytes();
-    return l;
+    return load_linear(files, name, out, in, options.weights, &owned);
   };
 
   Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");

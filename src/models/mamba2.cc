@@ -46,16 +46,10 @@ std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options
   if (act != "silu" && act != "swish")
     throw LoadError(c.source() + ": hidden_act '" + act + "' is not supported by the Mamba-2 conv (only silu)");
 
-  for (const auto& t : files.names()) {
-    info.parameter_count += files.info(t).numel();
-    info.checkpoint_bytes += files.info(t).nbytes();
-  }
+  count_checkpoint(files, info);
   uint64_t owned = 0;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
-                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
-    if (l.owns_weight()) owned += l.weight_bytes();
-    return l;
+    return load_linear(files, name, out, in, options.weights, &owned);
   };
 
   // Older conversions name the table backbone.embedding (transformers renames it on load).

@@ -81,18 +81,11 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
   mc.top_k = c.get_int_or("num_experts_per_tok", 1);
   mc.normalize_top_k = c.get_bool_or("norm_topk_prob", true);
 
-  for (const auto& t : files.names()) {
-    const TensorInfo& ti = files.info(t);
-    info.parameter_count += ti.numel();
-    info.checkpoint_bytes += ti.nbytes();
-  }
+  count_checkpoint(files, info);
 
   uint64_t owned = 0;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
-                                    optional_weight(files, name + ".bias", {out}), name, options.weights);
-    if (l.owns_weight()) owned += l.weight_bytes();
-    return l;
+    return load_linear(files, name, out, in, options.weights, &owned);
   };
   auto norm = [&](const std::string& name, int64_t dim) {
     return RmsNorm(weight(files, name + ".weight", {dim}), eps, /*add_one=*/true, name);
