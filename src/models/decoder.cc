@@ -26,6 +26,24 @@ TensorView optional_weight(const ModelFiles& files, const std::string& name, std
   return files.has(name) ? weight(files, name, shape) : TensorView{};
 }
 
+ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOptions& options,
+                          const std::string& default_model_type, bool with_intermediate) {
+  ModelInfo info;
+  info.architecture = files.config().get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", default_model_type);
+  info.hidden_size = c.get_int("hidden_size");
+  if (with_intermediate) info.intermediate_size = c.get_int("intermediate_size");
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.num_heads = c.get_int("num_attention_heads");
+  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
+  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
+  info.vocab_size = c.get_int("vocab_size");
+  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  return info;
+}
+
 void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
   for (const auto& t : files.names()) {
     const TensorInfo& ti = files.info(t);

@@ -58,6 +58,10 @@ class DecoderModel : public Model {
   DecoderOptions options_;
 };
 
+// The shape fields most decoder configs share, read under transformers' key names (missing required keys ->
+// LoadError naming them); `with_intermediate`: the config has a dense MLP width (intermediate_size).
+ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOptions& options,
+                          const std::string& default_model_type, bool with_intermediate);
 // Adds the checkpoint's parameter count and bytes to info (what `inspect` reports).
 void count_checkpoint(const ModelFiles& files, ModelInfo& info);
 // A Linear from `name`.weight [out, in] and an optional `name`.bias, held as `store`; bytes it had to convert (not

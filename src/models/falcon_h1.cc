@@ -61,19 +61,7 @@ std::vector<double> float_list_or(const Config& c, const char* key, std::vector<
 
 std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options) {
   const Config c = files.config().text_config();
-  ModelInfo info;
-  info.architecture = files.config().get_string_list("architectures")[0];
-  info.model_type = c.get_string_or("model_type", "falcon_h1");
-  info.hidden_size = c.get_int("hidden_size");
-  info.intermediate_size = c.get_int("intermediate_size");
-  info.num_layers = c.get_int("num_hidden_layers");
-  info.num_heads = c.get_int("num_attention_heads");
-  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
-  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
-  info.vocab_size = c.get_int("vocab_size");
-  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
-  info.checkpoint_dtype = c.dtype();
-  info.weights = options.weights;
+  ModelInfo info = read_model_info(files, c, options, "falcon_h1", /*with_intermediate=*/true);
   const float eps = float(c.get_float_or("rms_norm_eps", 1e-5));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   if (H <= 0 || I <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
