@@ -1,7 +1,8 @@
 """The linear family in the kernel benchmark: chunked prefill vs our recurrent form vs our softmax prefill.
 
 For each sequence length it times, on the same machine in the same run, the chunked (prefill) form and the
-recurrent (decode) form of Gated DeltaNet, KDA, simple GLA and Mamba-2, and our flash softmax attention at the
+recurrent (decode) form of every family that has both (Gated DeltaNet, KDA, simple GLA, GLA, retention, linear
+attention, DeltaNet, Mamba-2), and our flash softmax attention at the
 same shape; it reports the crossover length where linear overtakes softmax, the state bytes per sequence against
 the KV-cache bytes softmax would need, and the decode step's state streaming rate against memory bandwidth.
 """
@@ -45,6 +46,11 @@ def _families(q, k, v, g, gk, beta):
          lambda: L.recurrent_gated_delta_rule(q, k, v, g, beta)),
         ("kda", lambda: L.chunk_kda(q, k, v, gk, beta), lambda: L.recurrent_kda(q, k, v, gk, beta)),
         ("simple gla", lambda: L.chunk_simple_gla(q, k, v, g), lambda: L.recurrent_simple_gla(q, k, v, g)),
+        ("gla", lambda: L.chunk_gla(q, k, v, gk), lambda: L.recurrent_gla(q, k, v, gk=gk)),
+        ("retention", lambda: L.chunk_retention(q, k, v), lambda: L.recurrent_retention(q, k, v)),
+        ("linear attention", lambda: L.chunk_linear_attn(q, k, v, normalize=False),
+         lambda: L.recurrent_linear_attn(q, k, v, normalize=False)),
+        ("delta rule", lambda: L.chunk_delta_rule(q, k, v, beta), lambda: L.recurrent_delta_rule(q, k, v, beta)),
         ("mamba2", lambda: L.mamba2_chunk_scan(x, dt, A, B, C, check_inputs=False),
          lambda: L.mamba2_recurrent(x, dt, A, B, C, check_inputs=False)),
     ]

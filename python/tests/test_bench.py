@@ -182,7 +182,8 @@ def test_decode_rows_once_decode_exists(monkeypatch):
 
 def test_linear_section_compares_every_family_at_every_length(tiny_doc):
     linear = tiny_doc["linear"]
-    families = {"gated delta rule", "kda", "simple gla", "mamba2"}
+    families = {"gated delta rule", "kda", "simple gla", "gla", "retention", "linear attention", "delta rule",
+                "mamba2"}
     lengths = sorted({r["T"] for r in linear["rows"]})
     assert len(lengths) >= 2
     assert {(r["family"], r["T"]) for r in linear["rows"]} == {(f, T) for f in families for T in lengths}
