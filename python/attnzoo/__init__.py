@@ -21,9 +21,12 @@ set_target = _core.set_target
 num_threads = _core.num_threads
 set_num_threads = _core.set_num_threads
 cpu_info = _core.cpu_info
+set_float32_matmul_precision = _core.set_float32_matmul_precision
+get_float32_matmul_precision = _core.get_float32_matmul_precision
 
 __all__ = [
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "linear",
     "Tokenizer", "StreamDecoder", "Model", "Sequence", "generate", "Sampler", "sample",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
+    "set_float32_matmul_precision", "get_float32_matmul_precision",
 ]

@@ -228,7 +228,13 @@ def softmax_decode_cases(config):
     ]
 
 
-CASE_BUILDERS = [softmax_prefill_cases, softmax_decode_cases]
+def single_form_cases(config):
+    """MLA, Mamba, RWKV-4, RWKV-7 and the causal conv (bench_single.py, which imports this module)."""
+    from .bench_single import single_form_cases as cases
+    return cases(config)
+
+
+CASE_BUILDERS = [softmax_prefill_cases, softmax_decode_cases, single_form_cases]
 
 
 # --- running -----------------------------------------------------------------------------------------------
@@ -329,8 +335,8 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
     peaks = _better_peaks(peaks, measure_peaks(config))
     rows = [_rate_row(case, row, peaks) for case, row in zip(cases, timed)]
     if linear is not None:
-        for d in linear["decode"]:
-            d["fraction_of_bandwidth"] = d["gbps"] / peaks["memory"]["gbps"]
+        from .bench_linear import rate_decode
+        rate_decode(linear["decode"], peaks)
     _apply_goals(cases, rows)
     cpu = _core.cpu_info()
     return {

@@ -29,6 +29,7 @@ from .bench import _better_peaks, measure_peaks
 
 PROBE_SCALES = ("full", "quick", "tiny")
 LINEAR_PREFILL = ("chunked", "recurrent")
+MATMUL_PRECISIONS = ("highest", "high", "medium")
 SOFTMAX_KINDS = ("attention", "sliding_attention")
 
 
@@ -107,18 +108,24 @@ def default_contexts(prompt, max_positions):
 
 
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
-                    linear_prefill="chunked", repeats=3, probes="quick", seed=0, progress=None):
+                    linear_prefill="chunked", matmul_precision="highest", repeats=3, probes="quick", seed=0,
+                    progress=None):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
     model's max_position_embeddings); context_gen: decode steps at each (None: min(gen, 32)).
     probes: scale of the peak probes ("full", "quick" or "tiny" for tests).
+    matmul_precision: "highest" (f32 products) or "medium" (bf16 products on AVX-512-BF16 CPUs, see
+    attnzoo.set_float32_matmul_precision); projections are then compared with the bf16 product peak.
     """
     from .model import Model
     if prompt < 1 or gen < 1 or repeats < 1:
         raise ValueError("prompt, gen and repeats must be >= 1")
     if linear_prefill not in LINEAR_PREFILL:
         raise ValueError(f"linear_prefill: expected one of {', '.join(LINEAR_PREFILL)}, got {linear_prefill!r}")
+    if matmul_precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"matmul_precision: expected one of {', '.join(MATMUL_PRECISIONS)}, "
+                         f"got {matmul_precision!r}")
     if probes not in PROBE_SCALES:
         raise ValueError(f"probes: expected one of {', '.join(PROBE_SCALES)}, got {probes!r}")
     say = progress or (lambda s: None)
@@ -141,8 +148,9 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     context_gen = context_gen or min(gen, 32)
     linear_layers = sum(1 for l in info["layers"] if l["kind"] not in SOFTMAX_KINDS)
 
-    previous_mode = _core.linear_prefill()
+    previous_mode, previous_precision = _core.linear_prefill(), _core.get_float32_matmul_precision()
     _core.set_linear_prefill(linear_prefill)
+    _core.set_float32_matmul_precision(matmul_precision)
     try:
         # Warm-up: touches every weight page once so the first timed run does not pay the mapping in.
         model.forward(rng.integers(model.vocab_size, size=min(prompt, 8)).astype(np.int32), last_only=True)
@@ -167,10 +175,16 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
             sweep.append((seq.length, _decode_steps(model, seq, context_gen, rng)))
     finally:
         _core.set_linear_prefill(previous_mode)
+        _core.set_float32_matmul_precision(previous_precision)
 
     say("measuring the peaks again")
     peaks = _better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
+    bf16_products = matmul_precision == "medium" and _core.active_target() == "avx512_bf16"
+    if bf16_products:
+        p = config["probes"]
+        peaks["bf16_dot"] = max((_core.measure_bf16_dot_peak(p["fma_seconds"], p["fma_runs"]) for _ in range(2)),
+                                key=lambda d: d["gflops"])
 
     prefill_s = float(np.median(prefill_times))
     linear_flops = 2.0 * layer_matrix_elements(model_dir) * prompt + 2.0 * info["hidden_size"] * info["vocab_size"]
@@ -181,11 +195,16 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                "linear_gflops": linear_flops / prefill_s * 1e-9,
                "total_gflops": (linear_flops + attn_flops) / prefill_s * 1e-9}
     prefill["fraction_of_fma_peak"] = prefill["linear_gflops"] / fma
+    prefill["products"] = "bf16" if bf16_products else "f32"
+    prefill["ceiling_gflops"] = peaks["bf16_dot"]["gflops"] if bf16_products else fma
+    prefill["fraction_of_ceiling"] = prefill["linear_gflops"] / prefill["ceiling_gflops"]
     decode = _decode_row(info, prompt, decode_times, bandwidth)
     by_context = [_decode_row(info, c, times, bandwidth) for c, times in sweep]
 
     cpu = _core.cpu_info()
     notes = []
+    if matmul_precision == "medium" and not bf16_products:
+        notes.append("--matmul-precision=medium has no effect here: no AVX-512-BF16 (products stay f32)")
     if linear_prefill == "recurrent" and not linear_layers:
         notes.append("--linear-prefill=recurrent has no effect: the model has no linear / SSM layers")
     return {
@@ -197,7 +216,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         "machine": {"cpu": cpu["model"], "threads": _core.num_threads(), "target": _core.active_target(),
                     "load_average": os.getloadavg()[0]},
         "settings": {"prompt": prompt, "gen": gen, "contexts": contexts, "context_gen": context_gen,
-                     "dtype": dtype, "linear_prefill": linear_prefill, "repeats": repeats, "probes": probes},
+                     "dtype": dtype, "linear_prefill": linear_prefill, "matmul_precision": matmul_precision,
+                     "repeats": repeats, "probes": probes},
         "peaks": peaks,
         "prefill": prefill,
         "decode": decode,
@@ -215,15 +235,18 @@ def format_report(doc):
     lines = [
         f"attnzoo bench model: {m['architecture']} ({m['parameter_count'] / 1e6:.0f}M parameters, "
         f"{m['num_layers']} layers: {', '.join(m['layer_kinds'])}), weights {m['weights_dtype']}, "
-        f"linear prefill {s['linear_prefill']}",
+        f"linear prefill {s['linear_prefill']}, matmul precision {s.get('matmul_precision', 'highest')}",
         f"machine         {mach['cpu']}, {mach['threads']} threads, target {mach['target']}, "
         f"load average {mach['load_average']:.1f}",
-        f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s  (bf16 weights are widened to f32: the same ceiling)",
+        f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s" + (
+            f"   peak bf16 products {doc['peaks']['bf16_dot']['gflops']:.1f} GFLOP/s (vdpbf16ps)"
+            if p.get("products") == "bf16" else "  (f32 products: bf16 weights are widened exactly)"),
         f"memory read     {mem['gbps']:8.1f} GB/s",
         "",
         f"prefill  {p['tokens']:6d} tokens   {p['tokens_per_s']:9.1f} tok/s   {p['seconds'] * 1e3:9.1f} ms "
         f"(median of {p['runs']})   projections {p['linear_gflops']:.1f} GFLOP/s = "
-        f"{p['fraction_of_fma_peak']:.1%} of FMA peak   (+ attention {p['attention_gflop']:.2f} GFLOP: "
+        f"{p.get('fraction_of_ceiling', p['fraction_of_fma_peak']):.1%} of the {p.get('products', 'f32')} "
+        f"product peak   (+ attention {p['attention_gflop']:.2f} GFLOP: "
         f"{p['total_gflops']:.1f} GFLOP/s in all)",
         f"decode   {d['tokens']:6d} tokens   {d['tokens_per_s']:9.1f} tok/s   {d['median_step_ms']:9.2f} ms/token "
         f"(median)   weights {d['weight_bytes_per_token'] / 2**20:.0f} MiB/token at {d['weight_gbps']:.1f} GB/s = "
@@ -262,6 +285,9 @@ def main(argv=None):
     parser.add_argument("--linear-prefill", default="chunked", choices=list(LINEAR_PREFILL),
                         help="linear / SSM mixers' prompt path (recurrent: token by token, to measure the chunked "
                              "kernels' gain)")
+    parser.add_argument("--matmul-precision", default="highest", choices=list(MATMUL_PRECISIONS),
+                        help="prefill projections: highest = f32 products (default), medium = bf16 products with "
+                             "f32 accumulation on AVX-512-BF16 CPUs (torch.set_float32_matmul_precision's names)")
     parser.add_argument("--repeats", type=int, default=3, help="prefill runs; the median is reported")
     parser.add_argument("--probes", default="quick", choices=list(PROBE_SCALES), help="size of the peak probes")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
@@ -271,6 +297,7 @@ def main(argv=None):
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
                           context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,
+                          matmul_precision=args.matmul_precision,
                           repeats=args.repeats, probes=args.probes, progress=progress)
     print(json.dumps(doc, indent=2) if args.json else format_report(doc))
     return 0

@@ -9,6 +9,11 @@ All sizes are per sequence and per layer; multiply by the batch for a batch. Byt
 the kernels read: softmax caches [T, Hkv, D] for K and [T, Hkv, Dv] for V, the MLA latent cache
 [T, kv_lora_rank + qk_rope_head_dim], linear-family states [H, K, V] float32 and the short-conv tail
 [channels, width - 1] float32 (attnzoo.linear.causal_conv1d's final_state).
+
+These are not the engine's numbers: the engine sizes its own caches (always float32, rounded up to whole
+allocation blocks) with the C++ CacheSpec of each mixer, which `attnzoo inspect` reports (also from a config
+alone, `attnzoo inspect --config FILE`). The formulas here take any dtype, separate K / V head dims and
+separate state / conv dtypes, which CacheSpec does not express, so they stay in Python for the explainer.
 """
 from dataclasses import dataclass
 from typing import Iterable, Optional

@@ -1,7 +1,8 @@
 // Bindings for the linear family, delta part: the delta rule, the gated delta rule and KDA, each in chunked,
 // recurrent and reference form. The Python wrappers (attnzoo/linear/_delta.py) allocate o and the final state in
-// the caller's framework, make inputs contiguous and check them for NaN / Inf; shapes, dtypes and gates are
-// validated here (C++ errors name the argument).
+// the caller's framework (or pass initial_state again as final_state for an in-place update) and make inputs
+// contiguous; shapes, dtypes, gates and (unless check_values is false) NaN / Inf are validated in C++, errors
+// naming the argument.
 #include <nanobind/stl/optional.h>
 
 #include <optional>
@@ -23,7 +24,7 @@ void bind_entry(nb::module_& m, const char* name, DeltaEntry entry) {
       [entry](const AnyArray& q, const AnyArray& k, const AnyArray& v, std::optional<AnyArray> g,
               std::optional<AnyArray> beta, const OutArray& o, std::optional<AnyArray> initial_state,
               std::optional<OutArray> final_state, std::optional<float> scale, std::optional<AnyArray> cu_seqlens,
-              bool use_qk_l2norm_in_kernel, int64_t chunk_size) {
+              bool use_qk_l2norm_in_kernel, int64_t chunk_size, bool check_values) {
         DeltaArgs a;
         a.q = as_view(q, "q");
         a.k = as_view(k, "k");
@@ -40,12 +41,14 @@ void bind_entry(nb::module_& m, const char* name, DeltaEntry entry) {
         a.scale = scale;
         a.use_qk_l2norm_in_kernel = use_qk_l2norm_in_kernel;
         a.chunk_size = chunk_size;
+        a.check_values = check_values;
         nb::gil_scoped_release release;
         entry(a);
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("g").none(), nb::arg("beta").none(), nb::arg("o"),
       nb::arg("initial_state").none(), nb::arg("final_state").none(), nb::arg("scale").none(),
-      nb::arg("cu_seqlens").none(), nb::arg("use_qk_l2norm_in_kernel"), nb::arg("chunk_size"));
+      nb::arg("cu_seqlens").none(), nb::arg("use_qk_l2norm_in_kernel"), nb::arg("chunk_size"),
+      nb::arg("check_values") = true);
 }
 
 }  // namespace

@@ -183,7 +183,7 @@ def test_decode_rows_once_decode_exists(monkeypatch):
 def test_linear_section_compares_every_family_at_every_length(tiny_doc):
     linear = tiny_doc["linear"]
     families = {"gated delta rule", "kda", "simple gla", "gla", "retention", "linear attention", "delta rule",
-                "mamba2"}
+                "mamba2", "rwkv7"}
     lengths = sorted({r["T"] for r in linear["rows"]})
     assert len(lengths) >= 2
     assert {(r["family"], r["T"]) for r in linear["rows"]} == {(f, T) for f in families for T in lengths}
@@ -192,6 +192,69 @@ def test_linear_section_compares_every_family_at_every_length(tiny_doc):
         assert r["chunk_vs_recurrent"] == pytest.approx(r["recurrent_ms"] / r["chunk_ms"])
         assert r["softmax_ms"] is None or r["softmax_ms"] > 0
     assert set(linear["crossover"]) == families
-    step = linear["decode"][0]
-    assert step["gbps"] > 0 and step["fraction_of_bandwidth"] > 0
     assert "linear family" in bench.format_table(tiny_doc)
+
+
+def test_linear_decode_rows(tiny_doc):
+    """Gated DeltaNet and KDA decode steps at batch 1 and 16 on each path; in-place rows carry the 60% target."""
+    decode = tiny_doc["linear"]["decode"]
+    paths = {"kernel in place", "python in place", "python default"}
+    assert {(d["family"], d["path"], d["batch"]) for d in decode} == {
+        (f, p, b) for f in ("gated delta rule", "kda") for p in paths for b in (1, 16)}
+    bandwidth = tiny_doc["peaks"]["memory"]["gbps"]
+    for d in decode:
+        state_bytes = d["batch"] * d["H"] * d["K"] * d["K"] * 4
+        assert d["state_mib"] == pytest.approx(state_bytes / 2**20)
+        assert d["ms"] > 0 and math.isfinite(d["ms"]) and d["state_sets"] >= 2
+        assert d["gbps"] == pytest.approx(2 * state_bytes / (d["ms"] * 1e-3) * 1e-9)
+        assert d["fraction_of_bandwidth"] == pytest.approx(d["gbps"] / bandwidth)
+        if d["path"].endswith("in place"):
+            assert d["target"] == 0.6 and d["met"] == (d["fraction_of_bandwidth"] >= 0.6)
+        else:
+            assert d["target"] is None and d["met"] is None
+    text = bench.format_table(tiny_doc)
+    assert "decode step" in text and "python in place" in text and "of bandwidth)" in text
+
+
+SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbed decode f32"): "memory",
+                    ("mamba", "selective scan f32"): "fma", ("rwkv4", "wkv f32"): "memory",
+                    ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory"}
+
+
+def test_single_form_kernels_have_rows(tiny_doc):
+    """MLA (both forms), the selective scan, RWKV-4, RWKV-7 and the causal conv are in the kernel table, timed and
+    rated against the right peak; their torch peers (where they have one) agree with them."""
+    rows = {(r["kernel"], r["name"]): r for r in tiny_doc["rows"]}
+    peaks = tiny_doc["peaks"]
+    for key, peak in SINGLE_FORM_ROWS.items():
+        r = rows[key]
+        assert r["note"] == "" and r["time_ms"] > 0 and math.isfinite(r["time_ms"]), r
+        assert r["peak"] == peak
+        if peak == "fma":
+            assert r["gflops"] > 0 and r["fraction_of_peak"] == pytest.approx(r["gflops"] / peaks["fma"]["gflops"])
+        else:
+            assert r["gbps"] > 0 and r["fraction_of_peak"] == pytest.approx(r["gbps"] / peaks["memory"]["gbps"])
+    for key in (("mla", "prefill f32 (naive form)"), ("mla", "absorbed decode f32"),
+                ("causal conv1d", "width 4 silu f32")):
+        r = rows[key]
+        assert r["torch_ms"] > 0 and r["rel_error_vs_torch"] < 1e-4, r
+    text = bench.format_table(tiny_doc)
+    for kernel, name in SINGLE_FORM_ROWS:
+        assert name in text
+
+
+def test_single_form_work_counts():
+    from attnzoo import bench_single
+    config = _core.bench_config("tiny")
+    cases = {(c.kernel, c.name): c for c in bench_single.single_form_cases(config)}
+    assert set(cases) == set(SINGLE_FORM_ROWS)
+    s = bench_single._shapes("tiny")
+    m = s["mla"]
+    pairs = m["T"] * (m["T"] + 1) // 2
+    assert cases[("mla", "prefill f32 (naive form)")].flops == (
+        2 * m["T"] * m["H"] * (m["dn"] + m["dv"]) * m["r"] + 2 * pairs * m["H"] * (m["dn"] + m["dr"] + m["dv"]))
+    assert cases[("mla", "absorbed decode f32")].bytes == 4 * (m["S"] * (m["r"] + m["dr"]) +
+                                                             m["H"] * (m["dn"] + m["dv"]) * m["r"])
+    assert cases[("causal conv1d", "width 4 silu f32")].bytes == 4 * s["conv"]["T"] * s["conv"]["D"]
+    for case in cases.values():
+        assert (case.flops > 0) != (case.bytes > 0)

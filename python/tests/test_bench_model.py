@@ -82,6 +82,46 @@ def test_linear_prefill_binding():
     assert _core.linear_prefill() == "chunked"
 
 
+def test_matmul_precision_is_set_restored_and_reported(model_dir):
+    import attnzoo
+    assert attnzoo.get_float32_matmul_precision() == "highest"
+    doc = run_model_bench(model_dir, prompt=16, gen=2, contexts=[16], context_gen=1, dtype="bfloat16",
+                          matmul_precision="medium", repeats=1, probes="tiny")
+    assert attnzoo.get_float32_matmul_precision() == "highest"
+    assert doc["settings"]["matmul_precision"] == "medium"
+    p = doc["prefill"]
+    if _core.active_target() == "avx512_bf16":
+        assert p["products"] == "bf16" and doc["peaks"]["bf16_dot"]["gflops"] > 0
+        assert p["ceiling_gflops"] == doc["peaks"]["bf16_dot"]["gflops"] and doc["note"] == ""
+    else:
+        assert p["products"] == "f32" and "no effect" in doc["note"]
+    assert p["fraction_of_ceiling"] > 0
+    with pytest.raises(ValueError, match="matmul_precision"):
+        run_model_bench(model_dir, matmul_precision="low", probes="tiny")
+
+
+def test_medium_precision_prefill_tracks_f32(model_dir):
+    """bf16 products change prefill logits by about bf16 rounding, not more; decode steps are untouched."""
+    import numpy as np
+    import attnzoo
+    m = attnzoo.Model.load(model_dir)
+    ids = np.arange(40, dtype=np.int32) * 5 % VOCAB
+    exact = m.forward(ids)
+    try:
+        attnzoo.set_float32_matmul_precision("medium")
+        fast = m.forward(ids)
+        one = m.forward(ids[:1])
+    finally:
+        attnzoo.set_float32_matmul_precision("highest")
+    np.testing.assert_array_equal(one, m.forward(ids[:1]))
+    err = np.abs(fast - exact).max() / np.abs(exact).max()
+    assert err < 3e-2
+    if _core.active_target() == "avx512_bf16":
+        assert err > 0  # the bf16 path really ran
+    with pytest.raises(ValueError, match="precision"):
+        attnzoo.set_float32_matmul_precision("low")
+
+
 def test_cost_model_counts():
     info = {"num_attention_heads": 2, "head_dim": 4, "layers": [
         {"kind": "attention", "window": 0, "cache": {"bytes_per_token": 10, "fixed_bytes": 0, "max_tokens": 0}},

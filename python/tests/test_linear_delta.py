@@ -274,3 +274,83 @@ def test_errors_name_the_argument():
         L.recurrent_delta_rule(q, k, v.double(), beta)
     with pytest.raises(ValueError, match="gv"):
         L.fused_recurrent_gated_delta_rule(q, k, v, gv=g, beta=beta)
+
+
+# --- the decode path: in place, without the value scans --------------------------------------------------------
+
+@pytest.mark.parametrize("family", ["delta rule", "gated delta rule", "kda"])
+@pytest.mark.parametrize("V, T", [(32, 1), (128, 1), (60, 1), (32, 3)])
+def test_inplace_final_state_equals_out_of_place(family, V, T):
+    """The buffer is updated and returned; o and the state equal the out-of-place call bit for bit, and fla's
+    naive recurrence."""
+    B, H, HV, K = 2, 2, 4, 32
+    gate = {"delta rule": None, "gated delta rule": "head", "kda": "channel"}[family]
+    q, k, v, g, beta = make(B=B, T=T, H=H, HV=HV, K=K, V=V, gate=gate, seed=11)
+    h0 = torch.randn(B, HV, K, V, generator=torch.Generator().manual_seed(3)) * 0.3
+    call = {"delta rule": lambda **kw: L.recurrent_delta_rule(q, k, v, beta, **kw),
+            "gated delta rule": lambda **kw: L.recurrent_gated_delta_rule(q, k, v, g, beta, **kw),
+            "kda": lambda **kw: L.recurrent_kda(q, k, v, g, beta, **kw)}[family]
+    o_ref, s_ref = call(initial_state=h0.clone(), output_final_state=True)
+    for check_inputs in (True, False):
+        buf = h0.clone()
+        o, s = call(initial_state=buf, inplace_final_state=True, check_inputs=check_inputs)
+        assert s is buf  # the caller's buffer, not a copy
+        assert torch.equal(o, o_ref) and torch.equal(buf, s_ref)
+    gq, gk = q.repeat_interleave(HV // H, 2), k.repeat_interleave(HV // H, 2)
+    if family == "delta rule":
+        o_n, s_n = delta_rule_recurrence(gq.transpose(1, 2), gk.transpose(1, 2), v.transpose(1, 2),
+                                         beta.transpose(1, 2), initial_state=h0, output_final_state=True)
+        o_n = o_n.transpose(1, 2)
+    elif family == "gated delta rule":
+        o_n, s_n = naive_recurrent_gated_delta_rule(gq, gk, v, beta, g, initial_state=h0, output_final_state=True)
+    else:
+        o_n, s_n = naive_recurrent_kda(gq, gk, v, g, beta, initial_state=h0, output_final_state=True)
+    assert rel_rms(o_ref, o_n) <= F32_TOL and rel_rms(s_ref, s_n) <= F32_TOL
+
+
+def test_inplace_numpy_decode_loop_and_varlen():
+    """Token by token with one state buffer, numpy, packed sequences: equals one recurrent call over the tokens."""
+    rng = np.random.default_rng(5)
+    N, T, H, K = 3, 4, 2, 16
+    q = rng.standard_normal((N, T, H, K), dtype=np.float32)
+    k = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    v = rng.standard_normal((N, T, H, K), dtype=np.float32)
+    g = -rng.uniform(0, 1, (N, T, H)).astype(np.float32)
+    beta = rng.uniform(0, 1, (N, T, H)).astype(np.float32)
+    h0 = rng.standard_normal((N, H, K, K), dtype=np.float32)
+    o_all, s_all = L.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True)
+    state = h0.copy()
+    for t in range(T):
+        pack = lambda x: np.ascontiguousarray(x[:, t][None])  # the N sequences' token t, packed as B=1
+        o, s = L.recurrent_gated_delta_rule(pack(q), pack(k), pack(v), pack(g), pack(beta), initial_state=state,
+                                            cu_seqlens=np.arange(N + 1, dtype=np.int32), inplace_final_state=True,
+                                            check_inputs=False)
+        assert s is state
+        np.testing.assert_allclose(o[0], o_all[:, t], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(state, s_all, rtol=1e-5, atol=1e-5)
+
+
+def test_inplace_and_check_inputs_errors():
+    q, k, v, g, beta = make(T=1, gate="head")
+    h0 = torch.zeros(1, 2, 32, 32)
+    with pytest.raises(ValueError, match="initial_state"):
+        L.recurrent_gated_delta_rule(q, k, v, g, beta, inplace_final_state=True)
+    with pytest.raises(TypeError, match="initial_state"):
+        L.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=h0.double(), inplace_final_state=True)
+    with pytest.raises(ValueError, match="initial_state"):
+        L.recurrent_kda(q, k, v, torch.zeros(1, 1, 2, 32), beta, initial_state=h0.transpose(-1, -2),
+                        inplace_final_state=True)
+    with pytest.raises(ValueError, match="initial_state"):
+        L.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=torch.zeros(1, 2, 32, 16),
+                                     inplace_final_state=True, check_inputs=False)
+    bad = h0.clone()
+    bad[0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="initial_state"):
+        L.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=bad, inplace_final_state=True)
+    assert torch.isnan(bad[0, 0, 0, 0])  # refused before anything was written
+    with pytest.raises(ValueError, match="g"):
+        L.recurrent_gated_delta_rule(q, k, v, -g + 1, beta, initial_state=h0)
+    # check_inputs=False trusts the values: a NaN state stays confined to its own head.
+    o, _ = L.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=bad, inplace_final_state=True,
+                                        check_inputs=False)
+    assert torch.isnan(o[0, 0, 0, 0]) and torch.isfinite(o[0, 0, 1]).all()

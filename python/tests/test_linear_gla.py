@@ -250,3 +250,55 @@ def test_bad_arguments():
         linear.chunk_retention(q.to(torch.int32), k, v)
     with pytest.raises(ValueError, match="gv"):
         linear.fused_recurrent_gla(q, k, v, gv=torch.zeros(1, 8, 2, 16))
+
+
+# --- the decode path: in place, without the value scans --------------------------------------------------------
+
+@pytest.mark.parametrize("family", ["simple_gla", "simple_gla_gamma", "gla"])
+@pytest.mark.parametrize("T", [1, 3])
+def test_inplace_final_state_equals_out_of_place(family, T):
+    B, H, HV, K, V = 2, 1, 2, 32, 48
+    q, k, v = qkv(B, T, H, K, V, HV=HV, seed=21)
+    h0 = rnd(B, HV, K, V, seed=4) * 0.3
+    g = -torch.rand(B, T, HV, generator=torch.Generator().manual_seed(1))
+    gk = -torch.rand(B, T, HV, K, generator=torch.Generator().manual_seed(2))
+    call = {"simple_gla": lambda **kw: linear.recurrent_simple_gla(q, k, v, g=g, **kw),
+            "simple_gla_gamma": lambda **kw: linear.recurrent_simple_gla(q, k, v, g_gamma=torch.tensor([-0.1, -1.0]),
+                                                                         **kw),
+            "gla": lambda **kw: linear.recurrent_gla(q, k, v, gk=gk, **kw)}[family]
+    o_ref, s_ref = call(initial_state=h0.clone(), output_final_state=True)
+    for check_inputs in (True, False):
+        buf = h0.clone()
+        o, s = call(initial_state=buf, inplace_final_state=True, check_inputs=check_inputs)
+        assert s is buf
+        assert torch.equal(o, o_ref) and torch.equal(buf, s_ref)
+    if family == "gla":  # and the independent reference
+        o_n, s_n = naive_recurrent_gla(expand_heads(q, HV), expand_heads(k, HV), v, gk, initial_state=h0,
+                                       output_final_state=True)
+        check(o_ref, o_n)
+        check(s_ref, s_n)
+
+
+def test_inplace_numpy_and_errors():
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 1, 2, 16), dtype=np.float32) for _ in range(3))
+    state = rng.standard_normal((1, 2, 16, 16), dtype=np.float32)
+    o_ref, s_ref = linear.recurrent_simple_gla(q, k, v, initial_state=state, output_final_state=True)
+    o, s = linear.recurrent_simple_gla(q, k, v, initial_state=state, inplace_final_state=True)
+    assert s is state
+    np.testing.assert_array_equal(o, o_ref)
+    np.testing.assert_array_equal(state, s_ref)
+    with pytest.raises(ValueError, match="initial_state"):
+        linear.recurrent_gla(q, k, v, inplace_final_state=True)
+    with pytest.raises(TypeError, match="initial_state"):
+        linear.recurrent_gla(q, k, v, initial_state=state.astype(np.float64), inplace_final_state=True)
+    with pytest.raises(ValueError, match="initial_state"):
+        linear.recurrent_gla(q, k, v, initial_state=np.swapaxes(state, -1, -2), inplace_final_state=True)
+    with pytest.raises(ValueError, match="state_v_first"):
+        linear.recurrent_simple_gla(q, k, v, initial_state=state, inplace_final_state=True, state_v_first=True)
+    bad = q.copy()
+    bad[0, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="q"):
+        linear.recurrent_simple_gla(bad, k, v, initial_state=state, inplace_final_state=True)
+    o, _ = linear.recurrent_simple_gla(bad, k, v, initial_state=state, inplace_final_state=True, check_inputs=False)
+    assert np.isnan(o[0, 0, 0]).all() and np.isfinite(o[0, 0, 1]).all()

@@ -93,3 +93,105 @@ def test_errors_name_the_argument():
         L.recurrent_rwkv7(r, bad, k, v, a, b)
     with pytest.raises(TypeError, match="k:"):
         L.recurrent_rwkv7(r, w, k.to(torch.int32), v, a, b, check_inputs=False)
+
+
+# ---- chunked (DPLR) prefill: chunk_rwkv7 / chunk_dplr_delta_rule ----
+
+@pytest.mark.parametrize("T,K,V,chunk_size", [(1, 16, 16, 64), (63, 60, 64, 16), (65, 64, 100, 32), (200, 128, 128, 64),
+                                              (300, 32, 48, 128)])
+@pytest.mark.parametrize("with_h0", [True, False])
+def test_chunk_matches_fla_naive(T, K, V, chunk_size, with_h0):
+    r, w, k, v, a, b, h0 = make(T=T, K=K, V=V)
+    h0 = h0 if with_h0 else None
+    o_ref, s_ref = fla_ref(r, w, k, v, a, b, 1.0, h0)
+    o, s = L.chunk_rwkv7(r, w, k, v, a, b, initial_state=h0, output_final_state=True, chunk_size=chunk_size)
+    assert rel_rms(o, o_ref) <= 1e-4 and rel_rms(s, s_ref) <= 1e-4
+    o_rec, s_rec = L.recurrent_rwkv7(r, w, k, v, a, b, scale=1.0, initial_state=h0)
+    assert rel_rms(o, o_rec) <= 1e-4 and rel_rms(s, s_rec) <= 1e-4
+
+
+def test_chunk_matches_fla_naive_chunkwise():
+    # fla's own chunked naive form (needs T a multiple of its chunk) as a second, independent reference.
+    r, w, k, v, a, b, h0 = make(T=128, K=32, V=32)
+    tr = lambda x: x.float().transpose(1, 2)  # noqa: E731
+    o_ref, s_ref = naive.dplr_chunkwise(tr(r) * 32 ** 0.5, tr(k), tr(v), tr(a), tr(b), tr(w), initial_state=h0,
+                                        output_final_state=True, chunk_size=32)
+    o, s = L.chunk_rwkv7(r, w, k, v, a, b, initial_state=h0, output_final_state=True, chunk_size=32)
+    assert rel_rms(o, o_ref.transpose(1, 2)) <= 1e-4 and rel_rms(s, s_ref) <= 1e-4
+
+
+@pytest.mark.parametrize("wv", [0.0, -0.5, -8.0, "spread"])
+def test_chunk_decay_range(wv):
+    r, w, k, v, a, b, h0 = make(T=150, K=64, V=64, w_value=None if wv == "spread" else wv)
+    if wv == "spread":  # every strength from none to e^-8 per step, channel by channel
+        w = -8.0 * torch.rand(w.shape, generator=torch.Generator().manual_seed(1))
+    o_ref, s_ref = fla_ref(r, w, k, v, a, b, 1.0, h0)
+    for cs in (16, 32, 64, 128):
+        o, s = L.chunk_rwkv7(r, w, k, v, a, b, initial_state=h0, output_final_state=True, chunk_size=cs)
+        assert rel_rms(o, o_ref) <= 1e-4 and rel_rms(s, s_ref) <= 1e-4, cs
+
+
+def test_chunk_packed_sequences_4097_and_state_aliasing():
+    lens = [1, 64, 4032]
+    r, w, k, v, a, b, _ = make(B=1, T=sum(lens), H=1, K=16, V=16)
+    h0 = torch.randn(3, 1, 16, 16, generator=torch.Generator().manual_seed(3))
+    cu = torch.tensor(np.cumsum([0] + lens), dtype=torch.int32)
+    o, s = L.chunk_rwkv7(r, w, k, v, a, b, initial_state=h0, output_final_state=True, cu_seqlens=cu)
+    for i, (lo, hi) in enumerate(zip(cu[:-1].tolist(), cu[1:].tolist())):
+        sl = slice(lo, hi)
+        oi, si = fla_ref(r[:, sl], w[:, sl], k[:, sl], v[:, sl], a[:, sl], b[:, sl], 1.0, h0[i:i + 1])
+        assert rel_rms(o[:, sl], oi) <= 1e-4 and rel_rms(s[i:i + 1], si) <= 1e-4
+
+
+def test_chunk_head_dim_256_numpy_and_default_scale():
+    r, w, k, v, a, b, h0 = make(B=1, T=40, H=1, K=256, V=64)
+    o_ref, s_ref = fla_ref(r, w, k, v, a, b, 1.0, h0)  # chunk_rwkv7's default scale is 1.0, as in fla
+    o, s = L.chunk_rwkv7(*(x.numpy() for x in (r, w, k, v, a, b)), initial_state=h0.numpy(), output_final_state=True)
+    assert isinstance(o, np.ndarray)
+    assert rel_rms(o, o_ref) <= 1e-4 and rel_rms(s, s_ref) <= 1e-4
+
+
+def test_chunk_defaults_and_dplr_alias():
+    r, w, k, v, a, b, h0 = make(T=50)
+    o, s = L.chunk_rwkv7(r, w, k, v, a, b)
+    assert s is None  # fla's chunk_rwkv7: output_final_state=False
+    o_ref, _ = fla_ref(r, w, k, v, a, b, 1.0, None)
+    assert rel_rms(o, o_ref) <= 1e-4
+    # chunk_dplr_delta_rule(q, k, v, a, b, gk): fla's order, default scale K ** -0.5.
+    o2, s2 = L.chunk_dplr_delta_rule(r, k, v, a, b, w, initial_state=h0, output_final_state=True)
+    o2_ref, s2_ref = fla_ref(r, w, k, v, a, b, 32 ** -0.5, h0)
+    assert rel_rms(o2, o2_ref) <= 1e-4 and rel_rms(s2, s2_ref) <= 1e-4
+
+
+def test_chunk_bf16_inputs():
+    r, w, k, v, a, b, h0 = make(T=100, dtype=torch.bfloat16)
+    o_ref, s_ref = fla_ref(r, w, k, v, a, b, 1.0, h0)
+    o, s = L.chunk_rwkv7(r, w, k, v, a, b, initial_state=h0, output_final_state=True)
+    assert o.dtype == torch.bfloat16
+    assert rel_rms(o.float(), o_ref) <= 1e-2 and rel_rms(s, s_ref) <= 1e-2
+
+
+@pytest.mark.parametrize("wv", [-8.0, 0.0])
+def test_chunk_long_sequence_65536_matches_recurrent(wv):
+    r, w, k, v, a, b, _ = make(B=1, T=65536, H=1, K=16, V=16, w_value=wv)
+    o, s = L.chunk_rwkv7(r, w, k, v, a, b, output_final_state=True)
+    assert torch.isfinite(o).all() and torch.isfinite(s).all()
+    o_rec, s_rec = L.recurrent_rwkv7(r, w, k, v, a, b, scale=1.0)
+    assert rel_rms(o, o_rec) <= 1e-4 and rel_rms(s, s_rec) <= 1e-4
+
+
+def test_chunk_errors_name_the_argument():
+    r, w, k, v, a, b, h0 = make(T=10)
+    for bad_size in (0, 8, 48, 256, 64.0, "64"):
+        with pytest.raises(ValueError, match="chunk_size"):
+            L.chunk_rwkv7(r, w, k, v, a, b, chunk_size=bad_size)
+    bad = w.clone()
+    bad[0, 3, 1, 2] = float("nan")
+    with pytest.raises(ValueError, match="w:"):
+        L.chunk_rwkv7(r, bad, k, v, a, b)
+    with pytest.raises(ValueError, match="a:"):
+        L.chunk_rwkv7(r, w, k, v, a[..., :5], b)
+    with pytest.raises(ValueError, match="initial_state"):
+        L.chunk_rwkv7(r, w, k, v, a, b, initial_state=h0[:, :1])
+    with pytest.raises(TypeError, match="v:"):
+        L.chunk_rwkv7(r, w, k, v.to(torch.int32), a, b, check_inputs=False)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,6 +83,8 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace attnzoo::bench {
+float Bf16DotChains(int64_t iterations, float seed);  // peak_avx512bf16.cc
+
 HWY_EXPORT(FmaLanes);
 HWY_EXPORT(FmaChains);
 HWY_EXPORT(SumFloats);
@@ -111,33 +114,29 @@ double run_on_every_thread(const std::function<void(int thread)>& fn) {
   return *std::max_element(end.begin(), end.end()) - *std::min_element(start.begin(), start.end());
 }
 
-FmaPeak measure_fma_peak(double seconds_per_run, int runs) {
+// Calibrates `chains(iterations, seed)` on one thread to last about seconds_per_run, then runs it on every
+// thread `runs` times; fills r.gflops (best run) from flops_per_iteration.
+void run_peak_probe(double seconds_per_run, int runs, double flops_per_iteration,
+                    const std::function<float(int64_t, float)>& chains, FmaPeak& r) {
   require(seconds_per_run > 0 && seconds_per_run <= 60, "seconds", "must be in (0, 60]");
   require(runs >= 1 && runs <= 1000, "runs", "must be in [1, 1000]");
-  FmaPeak r;
-  r.target = active_target();
-  r.lanes = HWY_DYNAMIC_DISPATCH(FmaLanes)();
-  r.chains = HWY_NAMESPACE::kChains;
   r.threads = ThreadPool::global().num_threads();
   r.runs = runs;
-
-  // Calibrate the iteration count on one thread so that a run lasts about seconds_per_run.
   int64_t iterations = 1 << 14;
   double probe = 0;
   for (;;) {
     const double t0 = now_seconds();
-    consume(HWY_DYNAMIC_DISPATCH(FmaChains)(iterations, 1.f));
+    consume(chains(iterations, 1.f));
     probe = now_seconds() - t0;
     if (probe > 0.01 || iterations > (int64_t(1) << 40)) break;
     iterations *= 4;
   }
   iterations = std::max<int64_t>(1024, int64_t(double(iterations) * seconds_per_run / probe));
 
-  const double flops_per_thread = 2.0 * double(iterations) * r.chains * r.lanes;
+  const double flops_per_thread = flops_per_iteration * double(iterations);
   double best = 0;
   for (int run = 0; run < runs; ++run) {
-    const double seconds = run_on_every_thread(
-        [&](int thread) { consume(HWY_DYNAMIC_DISPATCH(FmaChains)(iterations, 1.f + float(thread))); });
+    const double seconds = run_on_every_thread([&](int thread) { consume(chains(iterations, 1.f + float(thread))); });
     const double gflops = flops_per_thread * r.threads / seconds * 1e-9;
     if (gflops > best) {
       best = gflops;
@@ -146,6 +145,25 @@ FmaPeak measure_fma_peak(double seconds_per_run, int runs) {
   }
   r.gflops = best;
   r.gflops_per_thread = best / r.threads;
+}
+
+FmaPeak measure_fma_peak(double seconds_per_run, int runs) {
+  FmaPeak r;
+  r.target = active_target();
+  r.lanes = HWY_DYNAMIC_DISPATCH(FmaLanes)();
+  r.chains = HWY_NAMESPACE::kChains;
+  run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes,
+                 [](int64_t n, float seed) { return HWY_DYNAMIC_DISPATCH(FmaChains)(n, seed); }, r);
+  return r;
+}
+
+FmaPeak measure_bf16_dot_peak(double seconds_per_run, int runs) {
+  FmaPeak r;
+  r.target = active_target();
+  if (!bf16_dot_enabled()) return r;
+  r.lanes = 32;  // bf16 products per instruction
+  r.chains = 12;
+  run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, Bf16DotChains, r);
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "engine/stop.h"
+#include "layers/matmul_precision.h"
 #include "loader/config.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
@@ -34,7 +35,8 @@ struct GenerateArgs {
 const char* kUsage =
     "usage: attnzoo generate -m DIR -p TEXT [-n 128] [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
-    "         [--dtype float32|bfloat16|auto] [--stop STR]... [--no-special]\n";
+    "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...\n"
+    "         [--no-special]\n";
 
 template <typename T>
 T parse_number(const std::string& flag, const std::string& v) {
@@ -70,6 +72,7 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--frequency-penalty") a.frequency_penalty = parse_number<float>(s, value());
     else if (s == "--seed") a.seed = parse_number<uint64_t>(s, value());
     else if (s == "--dtype") a.dtype = value();
+    else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
     else if (s == "--stop") a.stop.push_back(value());
     else if (s == "--no-special") a.add_special = false;
     else if (s == "-h" || s == "--help") throw ArgumentError(std::string("generate: help requested\n") + kUsage);

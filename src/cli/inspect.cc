@@ -1,11 +1,20 @@
-// attnzoo inspect: what a checkpoint is made of and what it costs to run: architecture, layer kinds, parameters,
-// weight bytes, and per-sequence cache bytes from each layer's CacheSpec (the one formula the engine also uses).
+// attnzoo inspect: what a model is made of and what it costs to run: architecture, layer kinds, parameters,
+// weight bytes, and per-sequence memory from each layer's CacheSpec (the one formula the engine also uses),
+// grouped by layer type at 4k / 128k / 1M tokens. With a full checkpoint the layers are the built model's; with
+// config.json alone (--config FILE, or a directory holding no weights) they come from the architecture's
+// describer, which asks the same mixer spec() functions. Hybrids are compared with the same stack made all
+// softmax attention (and, for MLA models, all MLA).
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "loader/config.h"
+#include "models/describe.h"
 #include "models/model.h"
 
 namespace attnzoo::cli {
@@ -31,9 +40,105 @@ std::string json_string(const std::string& s) {
 }
 
 constexpr int64_t kContexts[] = {4096, 131072, 1048576};
+const char* const kContextNames[] = {"4k", "128k", "1M"};
 
-void print_text(const ModelInfo& i, const std::string& dir) {
-  std::printf("model        %s\n", dir.c_str());
+// Layers of one kind (and cache kind, and window): how many, and their summed specs' bytes.
+struct KindRow {
+  std::string label;
+  int layers = 0;
+  int64_t per_token = 0, fixed = 0;
+  int64_t at[3] = {0, 0, 0};
+};
+
+std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers) {
+  std::map<std::string, KindRow> rows;
+  for (const auto& l : layers) {
+    const std::string label =
+        l.kind + (l.window ? " (window " + std::to_string(l.window) + ")" : "") + " [" + l.cache.kind + "]";
+    KindRow& r = rows[label];
+    r.label = label;
+    r.layers += 1;
+    r.per_token += l.cache.bytes_per_token;
+    r.fixed += l.cache.fixed_bytes;
+    for (int c = 0; c < 3; ++c) r.at[c] += l.cache.bytes_for(kContexts[c]);
+  }
+  std::vector<KindRow> out;
+  for (auto& [k, r] : rows) out.push_back(r);
+  return out;
+}
+
+KindRow total_of(const std::vector<LayerInfo>& layers, const std::string& label) {
+  KindRow t;
+  t.label = label;
+  for (const auto& r : per_kind(layers)) {
+    t.layers += r.layers;
+    t.per_token += r.per_token;
+    t.fixed += r.fixed;
+    for (int c = 0; c < 3; ++c) t.at[c] += r.at[c];
+  }
+  return t;
+}
+
+// 100 * (1 - ours / theirs): how much less this model holds; nullopt when the other holds nothing.
+std::optional<double> saving(int64_t ours, int64_t theirs) {
+  if (theirs <= 0) return std::nullopt;
+  return 100.0 * (1.0 - double(ours) / double(theirs));
+}
+
+std::string percent(std::optional<double> p) {
+  if (!p) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", *p);
+  return buf;
+}
+
+struct Comparison {
+  std::string name, heads;  // "all_attention" / "all_mla"; what one layer of it is
+  std::vector<LayerInfo> layers;
+};
+
+// The comparisons worth printing: all-attention when some layer is not plain full softmax attention, all-MLA
+// for MLA models with some non-MLA layer.
+std::vector<Comparison> comparisons(const ModelInfo& info, const std::optional<ModelDescription>& d) {
+  std::vector<Comparison> out;
+  if (!d) return out;
+  bool all_attention = true, all_mla = true;
+  for (const auto& l : info.layers) {
+    all_attention = all_attention && l.kind == "attention";
+    all_mla = all_mla && l.kind == MlaMixer::kKind;
+  }
+  if (!all_attention) {
+    std::vector<LayerInfo> layers = all_attention_stack(*d);
+    if (!layers.empty()) {
+      char heads[160];
+      if (d->mla) {
+        std::snprintf(heads, sizeof heads, "%lld heads, K %lld + V %lld per head (MLA uncompressed)",
+                      (long long)d->mla->num_heads, (long long)d->mla->qk_head_dim(), (long long)d->mla->v_head_dim);
+      } else {
+        std::snprintf(heads, sizeof heads, "%lld q / %lld kv heads x %lld", (long long)d->attention->num_heads,
+                      (long long)d->attention->num_kv_heads, (long long)d->attention->head_dim);
+      }
+      out.push_back({"all_attention", heads, std::move(layers)});
+    }
+  }
+  if (d->mla && !all_mla) {
+    char heads[96];
+    std::snprintf(heads, sizeof heads, "latent %lld + rope %lld per token", (long long)d->mla->kv_lora_rank,
+                  (long long)d->mla->qk_rope_head_dim);
+    out.push_back({"all_mla", heads, all_mla_stack(*d)});
+  }
+  return out;
+}
+
+void print_row(const KindRow& r) {
+  std::printf("  %-40s %6d %12s %12s %12s %12s %12s\n", r.label.c_str(), r.layers, human_bytes(double(r.per_token)).c_str(),
+              human_bytes(double(r.fixed)).c_str(), human_bytes(double(r.at[0])).c_str(),
+              human_bytes(double(r.at[1])).c_str(), human_bytes(double(r.at[2])).c_str());
+}
+
+void print_text(const ModelInfo& i, const std::string& source, const std::optional<ModelDescription>& d,
+                bool config_only) {
+  std::printf("model        %s%s\n", source.c_str(), config_only ? " (config only: no weights read)" : "");
   std::printf("architecture %s (%s)\n", i.architecture.c_str(), i.model_type.c_str());
   std::printf("shape        %lld layers, hidden %lld, intermediate %lld, heads %lld (kv %lld) x %lld, vocab %lld\n",
               (long long)i.num_layers, (long long)i.hidden_size, (long long)i.intermediate_size,
@@ -43,41 +148,65 @@ void print_text(const ModelInfo& i, const std::string& dir) {
   std::printf("layers      ");
   for (const auto& [k, n] : kinds) std::printf(" %d x %s", n, k.c_str());
   std::printf("\n");
-  std::printf("parameters   %lld (%.6g B)%s\n", (long long)i.parameter_count, double(i.parameter_count) * 1e-9,
-              i.tied_embeddings ? ", embeddings tied" : "");
-  std::printf("weights      %s in the checkpoint (%s), %s converted at load, projections in %s\n",
-              human_bytes(double(i.checkpoint_bytes)).c_str(),
-              i.checkpoint_dtype.empty() ? "dtype unset" : i.checkpoint_dtype.c_str(),
-              human_bytes(double(i.owned_weight_bytes)).c_str(), dtype_name(i.weights));
-  std::printf("cache        %s per token per sequence\n", human_bytes(double(i.cache_bytes_per_token())).c_str());
-  // Per layer kind: what grows with the context (KV, latent) and what does not (recurrent state, conv tail).
-  std::map<std::string, std::pair<int64_t, int64_t>> per_kind;  // kind -> (bytes per token, fixed bytes)
-  for (const auto& l : i.layers) {
-    auto& [per_token, fixed] = per_kind[l.kind + " [" + l.cache.kind + "]"];
-    per_token += l.cache.bytes_per_token;
-    fixed += l.cache.fixed_bytes;
+  if (!config_only) {
+    std::printf("parameters   %lld (%.6g B)%s\n", (long long)i.parameter_count, double(i.parameter_count) * 1e-9,
+                i.tied_embeddings ? ", embeddings tied" : "");
+    std::printf("weights      %s in the checkpoint (%s), %s converted at load, projections in %s\n",
+                human_bytes(double(i.checkpoint_bytes)).c_str(),
+                i.checkpoint_dtype.empty() ? "dtype unset" : i.checkpoint_dtype.c_str(),
+                human_bytes(double(i.owned_weight_bytes)).c_str(), dtype_name(i.weights));
+  } else if (d && d->parameters_estimated) {
+    std::printf("parameters   %lld (%.6g B), estimated from the config (the tensors the builder would load)%s\n",
+                (long long)i.parameter_count, double(i.parameter_count) * 1e-9,
+                i.tied_embeddings ? ", embeddings tied" : "");
+  } else {
+    std::printf("parameters   not computed from the config for this architecture (inspect the checkpoint)\n");
   }
-  for (const auto& [k, v] : per_kind)
-    std::printf("  %-32s %s per token, %s fixed state per sequence\n", k.c_str(), human_bytes(double(v.first)).c_str(),
-                human_bytes(double(v.second)).c_str());
-  for (int64_t t : kContexts)
-    std::printf("  at %7lld tokens: %s\n", (long long)t, human_bytes(double(i.cache_bytes_for(t))).c_str());
+  std::printf("memory per sequence (f32, as this engine holds caches and states), by layer type:\n");
+  std::printf("  %-40s %6s %12s %12s %12s %12s %12s\n", "layer type [cache]", "layers", "per token", "fixed",
+              "at 4k", "at 128k", "at 1M");
+  for (const auto& r : per_kind(i.layers)) print_row(r);
+  const KindRow total = total_of(i.layers, "total");
+  print_row(total);
+  for (const auto& c : comparisons(i, d)) {
+    const KindRow other = total_of(c.layers, c.name == "all_mla" ? "same stack, all MLA" : "same stack, all attention");
+    std::printf("compared with %s (%s):\n", other.label.c_str(), c.heads.c_str());
+    print_row(other);
+    std::printf("  this model holds %s less per token (KV / latent growth)", percent(saving(total.per_token, other.per_token)).c_str());
+    for (int k = 0; k < 3; ++k)
+      std::printf(", %s less at %s", percent(saving(total.at[k], other.at[k])).c_str(), kContextNames[k]);
+    std::printf(" (fixed state included)\n");
+  }
 }
 
-void print_json(const ModelInfo& i, const std::string& dir) {
-  std::printf("{\"model\": %s, \"architecture\": %s, \"model_type\": %s, ", json_string(dir).c_str(),
-              json_string(i.architecture).c_str(), json_string(i.model_type).c_str());
+void print_kind_json(const KindRow& r) {
+  std::printf("{\"label\": %s, \"layers\": %d, \"bytes_per_token\": %lld, \"fixed_bytes\": %lld, \"bytes_at\": {",
+              json_string(r.label).c_str(), r.layers, (long long)r.per_token, (long long)r.fixed);
+  for (int c = 0; c < 3; ++c) std::printf("%s\"%lld\": %lld", c ? ", " : "", (long long)kContexts[c], (long long)r.at[c]);
+  std::printf("}}");
+}
+
+void print_json(const ModelInfo& i, const std::string& source, const std::optional<ModelDescription>& d,
+                bool config_only) {
+  std::printf("{\"model\": %s, \"config_only\": %s, \"architecture\": %s, \"model_type\": %s, ",
+              json_string(source).c_str(), config_only ? "true" : "false", json_string(i.architecture).c_str(),
+              json_string(i.model_type).c_str());
   std::printf("\"num_layers\": %lld, \"hidden_size\": %lld, \"intermediate_size\": %lld, ", (long long)i.num_layers,
               (long long)i.hidden_size, (long long)i.intermediate_size);
   std::printf("\"num_attention_heads\": %lld, \"num_key_value_heads\": %lld, \"head_dim\": %lld, \"vocab_size\": %lld, ",
               (long long)i.num_heads, (long long)i.num_kv_heads, (long long)i.head_dim, (long long)i.vocab_size);
-  std::printf("\"parameter_count\": %lld, \"checkpoint_bytes\": %llu, \"owned_weight_bytes\": %llu, ",
-              (long long)i.parameter_count, (unsigned long long)i.checkpoint_bytes,
-              (unsigned long long)i.owned_weight_bytes);
-  std::printf("\"checkpoint_dtype\": %s, \"weights_dtype\": %s, \"tied_embeddings\": %s, ",
-              json_string(i.checkpoint_dtype).c_str(), json_string(dtype_name(i.weights)).c_str(),
-              i.tied_embeddings ? "true" : "false");
-  std::printf("\"layers\": [");
+  const bool have_params = !config_only || (d && d->parameters_estimated);
+  if (have_params)
+    std::printf("\"parameter_count\": %lld, ", (long long)i.parameter_count);
+  else
+    std::printf("\"parameter_count\": null, ");
+  std::printf("\"parameters_estimated\": %s, ", config_only && have_params ? "true" : "false");
+  if (!config_only)
+    std::printf("\"checkpoint_bytes\": %llu, \"owned_weight_bytes\": %llu, \"checkpoint_dtype\": %s, "
+                "\"weights_dtype\": %s, ",
+                (unsigned long long)i.checkpoint_bytes, (unsigned long long)i.owned_weight_bytes,
+                json_string(i.checkpoint_dtype).c_str(), json_string(dtype_name(i.weights)).c_str());
+  std::printf("\"tied_embeddings\": %s, \"layers\": [", i.tied_embeddings ? "true" : "false");
   for (size_t l = 0; l < i.layers.size(); ++l) {
     const auto& L = i.layers[l];
     std::printf("%s{\"kind\": %s, \"window\": %lld, \"cache\": {\"kind\": %s, \"bytes_per_token\": %lld, "
@@ -87,35 +216,90 @@ void print_json(const ModelInfo& i, const std::string& dir) {
                 (long long)L.cache.max_tokens);
   }
   std::printf("], \"cache_bytes_per_token\": %lld, \"cache_bytes_at\": {", (long long)i.cache_bytes_per_token());
-  bool first = true;
-  for (int64_t t : kContexts) {
-    std::printf("%s\"%lld\": %lld", first ? "" : ", ", (long long)t, (long long)i.cache_bytes_for(t));
-    first = false;
+  for (int c = 0; c < 3; ++c)
+    std::printf("%s\"%lld\": %lld", c ? ", " : "", (long long)kContexts[c], (long long)i.cache_bytes_for(kContexts[c]));
+  std::printf("}, \"per_kind\": [");
+  const auto rows = per_kind(i.layers);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (r) std::printf(", ");
+    print_kind_json(rows[r]);
+  }
+  std::printf("], \"comparisons\": {");
+  const KindRow total = total_of(i.layers, "total");
+  const auto cs = comparisons(i, d);
+  for (size_t k = 0; k < cs.size(); ++k) {
+    const KindRow other = total_of(cs[k].layers, cs[k].name);
+    std::printf("%s%s: {\"heads\": %s, \"stack\": ", k ? ", " : "", json_string(cs[k].name).c_str(),
+                json_string(cs[k].heads).c_str());
+    print_kind_json(other);
+    std::printf(", \"saving_percent_per_token\": ");
+    const auto p = saving(total.per_token, other.per_token);
+    p ? std::printf("%.6f", *p) : std::printf("null");
+    std::printf(", \"saving_percent_at\": {");
+    for (int c = 0; c < 3; ++c) {
+      const auto q = saving(total.at[c], other.at[c]);
+      std::printf("%s\"%lld\": ", c ? ", " : "", (long long)kContexts[c]);
+      q ? std::printf("%.6f", *q) : std::printf("null");
+    }
+    std::printf("}}");
   }
   std::printf("}}\n");
+}
+
+bool holds_weights(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "model.safetensors") ||
+         std::filesystem::exists(dir / "model.safetensors.index.json");
 }
 
 }  // namespace
 
 int run_inspect(const std::vector<std::string>& args) {
-  std::string dir;
+  std::string dir, config_file;
   bool json = false;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-m" || args[i] == "--model") {
+    if (args[i] == "-m" || args[i] == "--model" || args[i] == "--config") {
       if (i + 1 >= args.size()) throw ArgumentError(args[i] + ": needs a value");
-      dir = args[++i];
+      (args[i] == "--config" ? config_file : dir) = args[i + 1];
+      ++i;
     } else if (args[i] == "--json") {
       json = true;
+    } else if (!args[i].empty() && args[i][0] != '-' && dir.empty() && config_file.empty()) {
+      dir = args[i];
     } else {
       throw ArgumentError("inspect: unknown option '" + args[i] + "'");
     }
   }
-  if (dir.empty()) throw ArgumentError("inspect: -m DIR (Hugging Face model directory) is required");
-  const auto model = Model::load(dir);
+  if (dir.empty() && config_file.empty())
+    throw ArgumentError("inspect: give a model directory (DIR or -m DIR) or a config file (--config FILE)");
+  if (!dir.empty() && !config_file.empty()) throw ArgumentError("inspect: give either a directory or --config, not both");
+  // A directory without weights (config.json alone) is inspected from its config.
+  if (!dir.empty() && std::filesystem::is_directory(dir) && !holds_weights(dir))
+    config_file = (std::filesystem::path(dir) / "config.json").string();
+
+  const bool config_only = !config_file.empty();
+  std::optional<ModelDescription> description;
+  std::unique_ptr<Model> model;
+  ModelInfo info;
+  if (config_only) {
+    description = describe_model(Config::load(config_file));
+    info = description->info;
+  } else {
+    model = Model::load(dir);
+    info = model->info();
+    // Only for the comparisons' head shapes; the layers printed are the built model's own.
+    if (find_model_describer(info.architecture)) {
+      try {
+        description = describe_model(model->config());
+      } catch (const std::exception&) {
+        description.reset();  // the checkpoint loaded; without a description there are just no comparisons
+      }
+    }
+  }
+  const std::string source = config_only ? config_file : dir;
   if (json)
-    print_json(model->info(), dir);
+    print_json(info, source, description, config_only);
   else
-    print_text(model->info(), dir);
+    print_text(info, source, description, config_only);
   return 0;
 }
 

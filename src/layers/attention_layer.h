@@ -42,12 +42,15 @@ class AttentionLayer : public SequenceMixer {
   // joins every query's softmax denominator. `name` appears in errors.
   void set_sinks(const TensorView& sinks, const std::string& name);
   const std::vector<float>& sinks() const { return sinks_; }
-  CacheSpec cache_spec() const override {
-    return KvCache::spec(config_.num_kv_heads, config_.head_dim, config_.cache_block_tokens, config_.window);
+  // The cache and kind of a layer with this config, without weights (config-only `inspect` calls these too).
+  static CacheSpec spec(const AttentionConfig& c) {
+    return KvCache::spec(c.num_kv_heads, c.head_dim, c.cache_block_tokens, c.window);
   }
+  static std::string kind_of(const AttentionConfig& c) { return c.window > 0 ? "sliding_attention" : "attention"; }
+  CacheSpec cache_spec() const override { return spec(config_); }
   std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
-  std::string kind() const override { return config_.window > 0 ? "sliding_attention" : "attention"; }
+  std::string kind() const override { return kind_of(config_); }
   int64_t window() const override { return config_.window; }
 
   // x [T, hidden] for the batch's packed tokens -> out [T, hidden]. Appends to every sequence's cache at

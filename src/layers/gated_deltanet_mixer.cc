@@ -181,6 +181,9 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
     args.initial_state = TensorView::contiguous(state_of(s)->recurrent(), DType::f32, {1, HV, K, V});
     args.final_state = args.initial_state;  // the kernels read each head's state before writing it
     args.use_qk_l2norm_in_kernel = true;
+    // Inputs are this layer's own projections and the state its own: scanning them for NaN each step would read
+    // the whole state a second time (a model that yields NaN shows it in its logits, as in transformers).
+    args.check_values = false;
     // `attnzoo bench model --linear-prefill=recurrent` forces the token loop to measure what the chunked kernel buys.
     if (n == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
       recurrent_gated_delta_rule(args);

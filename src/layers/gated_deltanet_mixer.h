@@ -77,7 +77,8 @@ class GatedDeltaNetMixer : public SequenceMixer {
   CacheSpec cache_spec() const override { return spec(config_); }
   std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
-  std::string kind() const override { return "linear_attention"; }
+  static constexpr const char* kKind = "linear_attention";
+  std::string kind() const override { return kKind; }
 
   void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
   // Frobenius norm of each value head's state (after forward() has run on this batch).

@@ -49,7 +49,8 @@ class KdaMixer : public SequenceMixer {
   // A GatedDeltaNetState: conv tail [3*H*K, W-1] and recurrent state [H, K, K].
   std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
-  std::string kind() const override { return "linear_attention"; }
+  static constexpr const char* kKind = "linear_attention";
+  std::string kind() const override { return kKind; }
 
   void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
   // Frobenius norm of each head's state (after forward() has run on this batch).

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "layers/linear_kernels.h"
+#include "layers/matmul_precision.h"
 
 namespace attnzoo {
 namespace {
@@ -54,6 +55,11 @@ void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t
   const int64_t N = w.shape[0], K = w.shape[1];
   const int64_t rows = panel_rows(N, 32, 16);
   const int64_t tasks = (N + rows - 1) / rows;
+  if (backend == LinearGemmBackend::bf16_dot) {
+    require(bf16_dot_enabled(), "backend", "bf16_dot needs AVX-512-BF16 and the avx512_bf16 target");
+    linear_gemm_bf16(w, bias, x, T, y, ldy, rows);
+    return;
+  }
   if (backend == LinearGemmBackend::tile) {
     ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
       tile_gemm_panel({w.data, w.dtype, size_t(K), x, size_t(T), size_t(task * rows),
@@ -90,6 +96,8 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
   if (T <= 0) return;
   if (T <= kGemvMaxTokens)
     linear_gemv(w, bias, x, T, y, ldy);
+  else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled())
+    linear_gemm(w, bias, x, T, y, ldy, LinearGemmBackend::bf16_dot);
   else
     linear_gemm(w, bias, x, T, y, ldy);
 }

@@ -8,7 +8,8 @@
 //    and multiplied by single-threaded OpenBLAS (or our tile GEMM, see LinearGemmBackend). Measured on the
 //    2-core AMD EPYC dev box (T=256, N=2048, K=1024, Linear.DISABLED_BenchPrefillGemmBackends): OpenBLAS
 //    ~225-235 GFLOP/s for f32 and bf16 panels, the tile GEMM ~185 (its transposed packing is the extra cost),
-//    so OpenBLAS is the default.
+//    so OpenBLAS is the default. With matmul precision "medium" (matmul_precision.h) on AVX-512-BF16 CPUs,
+//    activations and weights are rounded to bf16 and multiplied on vdpbf16ps tiles (linear_bf16_gemm.cc).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,7 +21,7 @@ namespace attnzoo {
 
 constexpr int64_t kGemvMaxTokens = 8;
 
-enum class LinearGemmBackend { openblas, tile };
+enum class LinearGemmBackend { openblas, tile, bf16_dot };  // bf16_dot only where bf16_dot_enabled()
 
 // Low-level entry points on raw views. w [N, K] contiguous f32 or bf16; x [T, K] f32 contiguous; y [T, N] f32
 // with row stride ldy; bias [N] f32 or nullptr. Callers validate shapes.
@@ -28,6 +29,9 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
 void linear_gemv(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
+// bf16 products (x and w rounded to bf16, f32 accumulation); `panel` output rows per task. Needs bf16_dot_enabled().
+void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                      int64_t panel);
 // Plain double-accumulation definition, for tests (w may be f32, bf16 or f16).
 void linear_reference(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 

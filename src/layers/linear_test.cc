@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/dispatch.h"
 #include "core/error.h"
+#include "layers/matmul_precision.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -85,6 +87,55 @@ TEST(Linear, RejectsBadWeightsByName) {
   EXPECT_THROW(Linear::from_weights(wi.view, {}, "i"), DTypeError);
 }
 
+// bf16 products: exact against the reference on bf16-rounded inputs (only f32 summation order differs), and
+// close to the f32 result (one bf16 rounding of each input, relative 2^-9).
+TEST(Linear, Bf16DotGemmMatchesRoundedReference) {
+  if (!bf16_dot_enabled()) GTEST_SKIP() << "no AVX-512-BF16 on this CPU";
+  for (const Case& c : {Case{9, 16, 32, DType::bf16, false}, Case{37, 100, 257, DType::bf16, true},
+                        Case{200, 300, 640, DType::f32, true}, Case{13, 48, 3, DType::f32, false},
+                        Case{400, 64, 130, DType::bf16, true}}) {
+    HostTensor w(c.dtype, {c.N, c.K}, 1 + uint64_t(c.N), 0.5f), x(DType::f32, {c.T, c.K}, 2 + uint64_t(c.T), 1.f);
+    HostTensor b(DType::f32, {c.N}, 3, 1.f);
+    const float* bias = c.bias ? b.view.ptr<float>() : nullptr;
+    std::vector<float> xr(size_t(c.T * c.K)), wr(size_t(c.N * c.K));
+    for (size_t i = 0; i < xr.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x.view.ptr<float>()[i]));
+    for (size_t i = 0; i < wr.size(); ++i) wr[i] = bf16_to_f32(f32_to_bf16(load_as_f32(w.view.data, c.dtype, int64_t(i))));
+    const TensorView wrv = TensorView::contiguous(wr.data(), DType::f32, {c.N, c.K});
+    std::vector<float> got(size_t(c.T * c.N), -1.f), rounded(got.size()), exact(got.size());
+    linear_gemm(w.view, bias, x.view.ptr<float>(), c.T, got.data(), c.N, LinearGemmBackend::bf16_dot);
+    linear_reference(wrv, bias, xr.data(), c.T, rounded.data(), c.N);
+    linear_reference(w.view, bias, x.view.ptr<float>(), c.T, exact.data(), c.N);
+    double err = 0, dev = 0, scale = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      err = std::max(err, double(std::fabs(got[i] - rounded[i])));
+      dev = std::max(dev, double(std::fabs(got[i] - exact[i])));
+      scale = std::max(scale, double(std::fabs(exact[i])));
+    }
+    EXPECT_LT(err, 2e-5 * std::sqrt(double(c.K))) << "T=" << c.T << " N=" << c.N << " K=" << c.K;
+    EXPECT_GT(dev, 0.0) << "inputs were not rounded: the test would not see a wrong path";
+    EXPECT_LT(dev, 1e-2 * scale) << "T=" << c.T << " N=" << c.N << " K=" << c.K;
+  }
+}
+
+TEST(Linear, MatmulPrecisionMediumRoutesPrefillOnly) {
+  if (!bf16_dot_enabled()) GTEST_SKIP() << "no AVX-512-BF16 on this CPU";
+  HostTensor w(DType::bf16, {64, 96}, 5, 0.5f), x(DType::f32, {32, 96}, 6, 1.f);
+  std::vector<float> fast(32 * 64), exact(32 * 64), direct(32 * 64);
+  linear_forward(w.view, nullptr, x.view.ptr<float>(), 32, exact.data(), 64);
+  set_matmul_precision(MatmulPrecision::medium);
+  linear_forward(w.view, nullptr, x.view.ptr<float>(), 32, fast.data(), 64);
+  std::vector<float> one(64), one_exact(64);
+  linear_forward(w.view, nullptr, x.view.ptr<float>(), 1, one.data(), 64);  // decode: still f32 products
+  set_matmul_precision(MatmulPrecision::highest);
+  linear_forward(w.view, nullptr, x.view.ptr<float>(), 1, one_exact.data(), 64);
+  linear_gemm(w.view, nullptr, x.view.ptr<float>(), 32, direct.data(), 64, LinearGemmBackend::bf16_dot);
+  EXPECT_EQ(fast, direct);
+  EXPECT_NE(fast, exact);
+  EXPECT_EQ(one, one_exact);
+  EXPECT_EQ(parse_matmul_precision("medium"), MatmulPrecision::medium);
+  EXPECT_THROW(parse_matmul_precision("low"), ArgumentError);
+}
+
 // Run by hand: test_layers --gtest_also_run_disabled_tests --gtest_filter='*Bench*'. Chooses the prefill backend.
 TEST(Linear, DISABLED_BenchPrefillGemmBackends) {
   for (DType dt : {DType::f32, DType::bf16}) {
@@ -93,12 +144,14 @@ TEST(Linear, DISABLED_BenchPrefillGemmBackends) {
     std::vector<float> y(size_t(T * N));
     for (int path = 1; path <= 2; ++path) {
       auto backend = path == 1 ? LinearGemmBackend::openblas : LinearGemmBackend::tile;
+      if (path == 2 && bf16_dot_enabled()) backend = LinearGemmBackend::bf16_dot;
       linear_gemm(w.view, nullptr, x.view.ptr<float>(), T, y.data(), N, backend);
       const auto t0 = std::chrono::steady_clock::now();
       const int reps = 5;
       for (int r = 0; r < reps; ++r) linear_gemm(w.view, nullptr, x.view.ptr<float>(), T, y.data(), N, backend);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-      std::printf("%s %s: %.2f ms, %.1f GFLOP/s\n", dtype_name(dt), path == 1 ? "openblas" : "tile", s * 1e3,
+      const char* name = path == 1 ? "openblas" : bf16_dot_enabled() ? "bf16_dot" : "tile";
+      std::printf("%s %s: %.2f ms, %.1f GFLOP/s\n", dtype_name(dt), name, s * 1e3,
                   2.0 * T * N * K / s * 1e-9);
     }
     const auto t0 = std::chrono::steady_clock::now();

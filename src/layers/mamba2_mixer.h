@@ -66,7 +66,8 @@ class Mamba2Mixer : public SequenceMixer {
   CacheSpec cache_spec() const override { return spec(config_); }
   std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
-  std::string kind() const override { return "mamba2"; }
+  static constexpr const char* kKind = "mamba2";
+  std::string kind() const override { return kKind; }
 
   void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
   // Explainer: the Frobenius norm of each head's [P, N] state of the first sequence.

@@ -79,10 +79,12 @@ class MlaMixer : public SequenceMixer {
   MlaMixer(const MlaConfig& config, MlaLayerWeights weights, Rope rope, const std::string& name);
 
   const MlaConfig& config() const { return config_; }
-  CacheSpec cache_spec() const override { return LatentCache::spec(config_.latent_dim(), config_.cache_block_tokens); }
+  static constexpr const char* kKind = "mla";
+  static CacheSpec spec(const MlaConfig& c) { return LatentCache::spec(c.latent_dim(), c.cache_block_tokens); }
+  CacheSpec cache_spec() const override { return spec(config_); }
   std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
-  std::string kind() const override { return "mla"; }
+  std::string kind() const override { return kKind; }
   // Appends the tokens' latent rows to every sequence's LatentCache at `layer_index`, then attends.
   void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
 

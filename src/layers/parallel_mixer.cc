@@ -41,10 +41,15 @@ ParallelMixer::ParallelMixer(int64_t hidden, std::vector<ParallelBranch> branche
 }
 
 CacheSpec ParallelMixer::cache_spec() const {
+  std::vector<CacheSpec> specs;
+  for (const auto& b : branches_) specs.push_back(b.mixer->cache_spec());
+  return combine(specs);
+}
+
+CacheSpec ParallelMixer::combine(const std::vector<CacheSpec>& branch_specs) {
   CacheSpec spec;
   bool unbounded = false;
-  for (const auto& b : branches_) {
-    const CacheSpec s = b.mixer->cache_spec();
+  for (const CacheSpec& s : branch_specs) {
     spec.kind += (spec.kind.empty() ? "" : "+") + s.kind;
     spec.bytes_per_token += s.bytes_per_token;
     spec.fixed_bytes += s.fixed_bytes;
@@ -71,8 +76,14 @@ uint64_t ParallelMixer::weight_bytes() const {
 }
 
 std::string ParallelMixer::kind() const {
+  std::vector<std::string> kinds;
+  for (const auto& b : branches_) kinds.push_back(b.mixer->kind());
+  return join_kinds(kinds);
+}
+
+std::string ParallelMixer::join_kinds(const std::vector<std::string>& branch_kinds) {
   std::string k;
-  for (const auto& b : branches_) k += (k.empty() ? "" : "+") + b.mixer->kind();
+  for (const auto& b : branch_kinds) k += (k.empty() ? "" : "+") + b;
   return k;
 }
 

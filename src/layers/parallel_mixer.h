@@ -35,6 +35,9 @@ class ParallelMixer : public SequenceMixer {
   // Byte counts add up; kinds are joined with '+' ("kv+ssm_state"). Tokens are rounded to the growing branch's
   // blocks, so the sum is exact when at most one branch grows with the sequence (Falcon-H1: the KV cache).
   CacheSpec cache_spec() const override;
+  // The same combination over branch specs / kinds given without weights (config-only `inspect`).
+  static CacheSpec combine(const std::vector<CacheSpec>& branch_specs);
+  static std::string join_kinds(const std::vector<std::string>& branch_kinds);
   std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
   std::string kind() const override;  // the branches' kinds joined with '+'

@@ -36,8 +36,8 @@ ShortConvMixer::ShortConvMixer(int64_t hidden, Linear in_proj, Linear out_proj, 
             "expected [" + std::to_string(hidden) + "], got " + conv_bias_.shape_str());
 }
 
-CacheSpec ShortConvMixer::cache_spec() const {
-  return {"conv_state", 0, hidden_ * state_len() * int64_t(sizeof(float)), 0, 0};
+CacheSpec ShortConvMixer::spec(int64_t hidden, int64_t kernel) {
+  return {"conv_state", 0, hidden * state_len(kernel) * int64_t(sizeof(float)), 0, 0};
 }
 
 std::unique_ptr<LayerState> ShortConvMixer::new_state() const {

@@ -33,11 +33,15 @@ class ShortConvMixer : public SequenceMixer {
 
   int64_t hidden() const { return hidden_; }
   int64_t kernel() const { return kernel_; }
-  int64_t state_len() const { return kernel_ > 1 ? kernel_ - 1 : 1; }
-  CacheSpec cache_spec() const override;
+  static int64_t state_len(int64_t kernel) { return kernel > 1 ? kernel - 1 : 1; }
+  int64_t state_len() const { return state_len(kernel_); }
+  // The conv tail of a layer of this width and conv length, without weights (config-only `inspect`).
+  static CacheSpec spec(int64_t hidden, int64_t kernel);
+  static constexpr const char* kKind = "short_conv";
+  CacheSpec cache_spec() const override { return spec(hidden_, kernel_); }
   std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
-  std::string kind() const override { return "short_conv"; }
+  std::string kind() const override { return kKind; }
   void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
 
  private:

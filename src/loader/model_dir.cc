@@ -1,7 +1,9 @@
 #include "loader/model_dir.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace attnzoo {
@@ -24,6 +26,24 @@ bool plain_file_name(const std::string& name) {
          name.find('\\') == std::string::npos && name.find('\0') == std::string::npos;
 }
 
+// The text model's name for a wrapper's tensor, or nullopt for another tower's. Both layouts transformers has
+// written: "model.language_model.*" with "lm_head.*" (v4.52+), "language_model.model.*" / "language_model.lm_head.*".
+std::optional<std::string> language_model_name(const std::string& stored) {
+  static const std::pair<std::string_view, std::string_view> kPrefixes[] = {
+      {"model.language_model.", "model."},
+      {"language_model.model.", "model."},
+      {"language_model.lm_head.", "lm_head."},
+      {"lm_head.", "lm_head."},
+  };
+  for (const auto& [from, to] : kPrefixes)
+    if (stored.starts_with(from)) return std::string(to) + stored.substr(from.size());
+  return std::nullopt;
+}
+
+bool is_wrapped_language_model(const std::string& stored) {
+  return stored.starts_with("model.language_model.") || stored.starts_with("language_model.");
+}
+
 }  // namespace
 
 ModelFiles ModelFiles::open(const std::string& dir) {
@@ -37,7 +57,8 @@ ModelFiles ModelFiles::open(const std::string& dir) {
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(single, ec)) {
     m.files_.push_back(SafetensorsFile::open(single.string()));
-    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, 0);
+    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, Entry{0, t.name});
+    m.expose_language_model();
     return m;
   }
   if (!fs::exists(index_path, ec)) {
@@ -75,22 +96,50 @@ ModelFiles ModelFiles::open(const std::string& dir) {
     if (!m.files_[it->second].has(tensor)) {
       throw LoadError(ipath + ": tensor '" + tensor + "' is mapped to '" + shard + "', which does not contain it");
     }
-    m.where_.emplace(tensor, it->second);
+    m.where_.emplace(tensor, Entry{it->second, tensor});
   }
+  m.expose_language_model();
   return m;
+}
+
+void ModelFiles::expose_language_model() {
+  if (!config_.has_text_config()) return;
+  if (std::none_of(where_.begin(), where_.end(), [](const auto& e) { return is_wrapped_language_model(e.first); }))
+    return;
+  std::map<std::string, Entry, std::less<>> exposed;
+  for (auto& [stored, entry] : where_) {
+    std::optional<std::string> name = language_model_name(stored);
+    if (!name) {
+      set_aside_.push_back(stored);
+      continue;
+    }
+    auto [it, fresh] = exposed.emplace(*name, entry);
+    if (!fresh) {
+      throw LoadError(dir_ + ": tensors '" + it->second.stored + "' and '" + stored + "' both map to the language " +
+                      "model's '" + *name + "'");
+    }
+  }
+  where_ = std::move(exposed);
 }
 
 bool ModelFiles::has(std::string_view name) const { return where_.find(name) != where_.end(); }
 
-const SafetensorsFile& ModelFiles::locate(std::string_view name) const {
+const ModelFiles::Entry& ModelFiles::locate(std::string_view name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw LoadError(dir_ + ": no tensor named '" + std::string(name) + "' in the model files");
-  return files_[it->second];
+  return it->second;
 }
 
-TensorView ModelFiles::tensor(std::string_view name) const { return locate(name).view(name); }
-const TensorInfo& ModelFiles::info(std::string_view name) const { return locate(name).info(name); }
-const SafetensorsFile& ModelFiles::file(std::string_view name) const { return locate(name); }
+TensorView ModelFiles::tensor(std::string_view name) const {
+  const Entry& e = locate(name);
+  return files_[e.file].view(e.stored);
+}
+const TensorInfo& ModelFiles::info(std::string_view name) const {
+  const Entry& e = locate(name);
+  return files_[e.file].info(e.stored);
+}
+const SafetensorsFile& ModelFiles::file(std::string_view name) const { return files_[locate(name).file]; }
+const std::string& ModelFiles::stored_name(std::string_view name) const { return locate(name).stored; }
 
 std::vector<std::string> ModelFiles::names() const {
   std::vector<std::string> out;
@@ -101,7 +150,7 @@ std::vector<std::string> ModelFiles::names() const {
 
 uint64_t ModelFiles::total_bytes() const {
   uint64_t n = 0;
-  for (const auto& [name, file] : where_) n += files_[file].info(name).nbytes();
+  for (const auto& [name, e] : where_) n += files_[e.file].info(e.stored).nbytes();
   return n;
 }
 

@@ -145,5 +145,49 @@ TEST(ModelFiles, BrokenLayoutsNamed) {
   expect_contains(error_of([&] { ModelFiles::open("/nonexistent/model"); }), {"/nonexistent/model", "not a directory"});
 }
 
+void write_wrapper(const ScratchDir& dir, std::initializer_list<std::string> names) {
+  write_file(dir.path() / "config.json", std::string(R"({"text_config": {"hidden_size": 2}})"));
+  std::vector<testing::RawTensor> tensors;
+  float x = 0;
+  for (const std::string& n : names) tensors.push_back(raw_tensor(n, "F32", {1}, std::vector<float>{x++}));
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+TEST(ModelFiles, WrapperExposesItsLanguageModelUnderTextNames) {
+  ScratchDir dir;
+  write_wrapper(dir, {"lm_head.weight", "model.language_model.embed_tokens.weight", "model.language_model.norm.weight",
+                      "model.visual.patch_embed.proj.weight", "model.multi_modal_projector.linear.weight"});
+  ModelFiles m = ModelFiles::open(dir.str());
+  EXPECT_EQ(m.names(), (std::vector<std::string>{"lm_head.weight", "model.embed_tokens.weight", "model.norm.weight"}));
+  EXPECT_EQ(m.set_aside(),
+            (std::vector<std::string>{"model.multi_modal_projector.linear.weight", "model.visual.patch_embed.proj.weight"}));
+  EXPECT_EQ(m.tensor("model.norm.weight").ptr<float>()[0], 2.f);
+  EXPECT_EQ(m.stored_name("model.norm.weight"), "model.language_model.norm.weight");
+  EXPECT_EQ(m.total_bytes(), 12u);
+  EXPECT_FALSE(m.has("model.language_model.norm.weight"));
+  expect_contains(error_of([&] { m.tensor("model.layers.0.q_proj.weight"); }), {"'model.layers.0.q_proj.weight'"});
+}
+
+TEST(ModelFiles, OlderWrapperLayoutToo) {
+  ScratchDir dir;
+  write_wrapper(dir, {"language_model.model.norm.weight", "language_model.lm_head.weight", "vision_tower.x"});
+  ModelFiles m = ModelFiles::open(dir.str());
+  EXPECT_EQ(m.names(), (std::vector<std::string>{"lm_head.weight", "model.norm.weight"}));
+  EXPECT_EQ(m.set_aside(), (std::vector<std::string>{"vision_tower.x"}));
+}
+
+TEST(ModelFiles, TextOnlyCheckpointsKeepTheirNames) {
+  ScratchDir dir;  // a text_config alone (some text models nest their settings) does not rename anything
+  write_wrapper(dir, {"model.norm.weight", "vision.x"});
+  EXPECT_EQ(ModelFiles::open(dir.str()).names(), (std::vector<std::string>{"model.norm.weight", "vision.x"}));
+}
+
+TEST(ModelFiles, WrapperNamesThatCollideAreNamed) {
+  ScratchDir dir;
+  write_wrapper(dir, {"model.language_model.norm.weight", "language_model.model.norm.weight"});
+  expect_contains(error_of([&] { ModelFiles::open(dir.str()); }),
+                  {"'language_model.model.norm.weight'", "'model.language_model.norm.weight'", "'model.norm.weight'"});
+}
+
 }  // namespace
 }  // namespace attnzoo

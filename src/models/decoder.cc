@@ -28,8 +28,13 @@ TensorView optional_weight(const ModelFiles& files, const std::string& name, std
 
 ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOptions& options,
                           const std::string& default_model_type, bool with_intermediate) {
+  return read_model_info(files.config(), c, options, default_model_type, with_intermediate);
+}
+
+ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions& options,
+                          const std::string& default_model_type, bool with_intermediate) {
   ModelInfo info;
-  info.architecture = files.config().get_string_list("architectures")[0];
+  info.architecture = root.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", default_model_type);
   info.hidden_size = c.get_int("hidden_size");
   if (with_intermediate) info.intermediate_size = c.get_int("intermediate_size");
@@ -50,6 +55,13 @@ void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
     info.parameter_count += ti.numel();
     info.checkpoint_bytes += ti.nbytes();
   }
+}
+
+bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback) {
+  if (!files.has("lm_head.weight")) return true;
+  const Config& root = files.config();
+  if (root.has("tie_word_embeddings")) return root.get_bool("tie_word_embeddings");
+  return c.get_bool_or("tie_word_embeddings", fallback);
 }
 
 Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,

@@ -62,12 +62,20 @@ class DecoderModel : public Model {
 // LoadError naming them); `with_intermediate`: the config has a dense MLP width (intermediate_size).
 ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOptions& options,
                           const std::string& default_model_type, bool with_intermediate);
+// The same from config.json alone (`root`: the file's top level, holding "architectures"; `c`: its text config).
+ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions& options,
+                          const std::string& default_model_type, bool with_intermediate);
 // Adds the checkpoint's parameter count and bytes to info (what `inspect` reports).
 void count_checkpoint(const ModelFiles& files, ModelInfo& info);
 // A Linear from `name`.weight [out, in] and an optional `name`.bias, held as `store`; bytes it had to convert (not
 // borrow from the mapping) are added to *owned.
 Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
                    uint64_t* owned);
+
+// Whether the output head reuses the embedding: always when the checkpoint has no lm_head.weight; otherwise by
+// "tie_word_embeddings" of the top-level config (a multimodal wrapper's flag is the one transformers obeys, not
+// its text_config's), else of the text config `c`, else `fallback`.
+bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback);
 
 // Fetches a tensor and checks its shape; LoadError names the tensor and the file holding it.
 TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);

@@ -13,6 +13,7 @@
 #include "loader/json.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/mamba2_config.h"
 #include "models/registry.h"
@@ -57,22 +58,30 @@ std::vector<double> float_list_or(const Config& c, const char* key, std::vector<
   return v;
 }
 
-}  // namespace
+// The config.json reading shared by the builder and describe_falcon_h1 (`c`: the text config); the Mamba-2
+// config is complete except for the muP proj_multipliers, which the builder adds.
+struct FalconH1Shape {
+  ModelInfo info;
+  float eps = 1e-5f;
+  Activation act = Activation::silu;
+  Mamba2MixerConfig mc;
+};
 
-std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options) {
-  const Config c = files.config().text_config();
-  ModelInfo info = read_model_info(files, c, options, "falcon_h1", /*with_intermediate=*/true);
-  const float eps = float(c.get_float_or("rms_norm_eps", 1e-5));
+FalconH1Shape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
+  FalconH1Shape s;
+  ModelInfo& info = s.info;
+  info = read_model_info(root, c, options, "falcon_h1", /*with_intermediate=*/true);
+  const float eps = s.eps = float(c.get_float_or("rms_norm_eps", 1e-5));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   if (H <= 0 || I <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
       info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
   const std::string act_name = c.get_string_or("hidden_act", "silu");
-  const Activation act = parse_activation(act_name);
+  const Activation act = s.act = parse_activation(act_name);
   if (act != Activation::silu)
     throw LoadError(c.source() + ": hidden_act '" + act_name + "' is not supported by the Mamba-2 conv (only silu)");
 
-  Mamba2MixerConfig mc;
+  Mamba2MixerConfig& mc = s.mc;
   mc.hidden = H;
   const int64_t inner = c.has("mamba_d_ssm") ? c.get_int("mamba_d_ssm") : c.get_int_or("mamba_expand", 2) * H;
   mc.num_heads = c.get_int("mamba_n_heads");
@@ -93,6 +102,28 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   if (mc.num_heads % mc.n_groups != 0)
     throw LoadError(c.source() + ": mamba_n_groups (" + std::to_string(mc.n_groups) + ") must divide mamba_n_heads (" +
                     std::to_string(mc.num_heads) + ")");
+  (void)I;
+  return s;
+}
+
+AttentionConfig attention_config(const ModelInfo& info, const Config& c, const LoadOptions& options) {
+  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, 0};
+  ac.scale = float(c.get_float_or("key_multiplier", 1.0)) / std::sqrt(float(info.head_dim));
+  ac.cache_block_tokens = options.kv_block_tokens;
+  return ac;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  const FalconH1Shape shape = read_shape(files.config(), c, options);
+  ModelInfo info = shape.info;
+  const float eps = shape.eps;
+  const Activation act = shape.act;
+  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
+  Mamba2MixerConfig mc = shape.mc;
+  const int64_t inner = mc.inner();
   const std::vector<double> ssm_m = float_list_or(c, "ssm_multipliers", {1, 1, 1, 1, 1}, 5);
   const std::vector<double> mlp_m = float_list_or(c, "mlp_multipliers", {1, 1}, 2);
   {
@@ -109,7 +140,6 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   }
   const float attn_in = float(c.get_float_or("attention_in_multiplier", 1.0));
   const float attn_out = float(c.get_float_or("attention_out_multiplier", 1.0));
-  const float key_mult = float(c.get_float_or("key_multiplier", 1.0));
   const float ssm_in = float(c.get_float_or("ssm_in_multiplier", 1.0));
   const float ssm_out = float(c.get_float_or("ssm_out_multiplier", 1.0));
   DecoderOptions dopts;
@@ -129,9 +159,7 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     const std::string a = p + ".self_attn";
-    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, 0};
-    ac.scale = key_mult / std::sqrt(float(D));
-    ac.cache_block_tokens = options.kv_block_tokens;
+    const AttentionConfig ac = attention_config(info, c, options);
     auto attn = std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
                                                  linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
                                                  std::nullopt, std::nullopt, rope, a);
@@ -160,7 +188,7 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
     blocks.push_back(std::move(block));
   }
   RmsNorm norm(weight(files, "model.final_layernorm.weight", {H}), eps, false, "model.final_layernorm");
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, false);
   Linear lm_head = info.tied_embeddings
                        ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
                        : linear("lm_head", info.vocab_size, H);
@@ -168,6 +196,19 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head), dopts);
+}
+
+ModelDescription describe_falcon_h1(const Config& root, const LoadOptions& options) {
+  const Config c = root.text_config();
+  const FalconH1Shape s = read_shape(root, c, options);
+  ModelDescription d;
+  d.info = s.info;
+  d.attention = attention_config(s.info, c, options);
+  const LayerInfo layer{ParallelMixer::join_kinds({AttentionLayer::kind_of(*d.attention), Mamba2Mixer::kKind}), 0,
+                        ParallelMixer::combine({AttentionLayer::spec(*d.attention), Mamba2Mixer::spec(s.mc)})};
+  d.info.layers.assign(size_t(d.info.num_layers), layer);
+  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false);
+  return d;
 }
 
 }  // namespace attnzoo

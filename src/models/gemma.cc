@@ -12,6 +12,7 @@
 #include "layers/activations.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/registry.h"
 
@@ -69,14 +70,22 @@ float embedding_scale(int64_t hidden, DType table_dtype) {
   return s;
 }
 
-}  // namespace
-
-std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options) {
-  const Config c = files.config().text_config();
+// Everything the builder reads from config.json (`c`: the text config), shared with describe_gemma.
+struct GemmaShape {
   ModelInfo info;
-  info.architecture = files.config().get_string_list("architectures")[0];
+  bool gemma3 = false;
+  float eps = 1e-6f;
+  Activation act = Activation::gelu_tanh;
+  double pre_attn_scalar = 256.0, attn_softcap = 0.0, final_softcap = 0.0;
+  int64_t window = 0;
+};
+
+GemmaShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
+  GemmaShape s;
+  ModelInfo& info = s.info;
+  info.architecture = root.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", "");
-  const bool gemma3 = info.architecture == "Gemma3ForCausalLM" || info.model_type == "gemma3_text";
+  s.gemma3 = info.architecture == "Gemma3ForCausalLM" || info.model_type == "gemma3_text";
   info.hidden_size = c.get_int("hidden_size");
   info.intermediate_size = c.get_int("intermediate_size");
   info.num_layers = c.get_int("num_hidden_layers");
@@ -87,24 +96,48 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
   info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
   info.checkpoint_dtype = c.dtype();
   info.weights = options.weights;
-  const float eps = float(c.get_float_or("rms_norm_eps", 1e-6));
-  const Activation act =
+  s.eps = float(c.get_float_or("rms_norm_eps", 1e-6));
+  s.act =
       parse_activation(c.get_string_or("hidden_activation", c.get_string_or("hidden_act", "gelu_pytorch_tanh")));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
-  const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
   if (H <= 0 || I <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
       info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
   if (c.get_bool_or("use_bidirectional_attention", false))
     throw LoadError(c.source() + ": key 'use_bidirectional_attention': bidirectional Gemma is not supported");
-  const double pre_attn_scalar = c.get_float_or("query_pre_attn_scalar", 256.0);
+  const double pre_attn_scalar = s.pre_attn_scalar = c.get_float_or("query_pre_attn_scalar", 256.0);
   if (!(pre_attn_scalar > 0)) throw LoadError(c.source() + ": key 'query_pre_attn_scalar': must be positive");
-  const double attn_softcap = c.get_float_or("attn_logit_softcapping", 0.0);
-  const double final_softcap = c.get_float_or("final_logit_softcapping", 0.0);
+  const double attn_softcap = s.attn_softcap = c.get_float_or("attn_logit_softcapping", 0.0);
+  const double final_softcap = s.final_softcap = c.get_float_or("final_logit_softcapping", 0.0);
   if (attn_softcap < 0 || final_softcap < 0)
     throw LoadError(c.source() + ": softcapping values (attn_logit_softcapping, final_logit_softcapping) must be >= 0");
-  const int64_t window = c.get_int_or("sliding_window", 4096);
+  const int64_t window = s.window = c.get_int_or("sliding_window", 4096);
   if (window <= 0) throw LoadError(c.source() + ": key 'sliding_window': must be positive");
+  return s;
+}
+
+AttentionConfig attention_config(const GemmaShape& s, const Config& c, int64_t i, const LoadOptions& options) {
+  const ModelInfo& info = s.info;
+  const bool sliding = is_sliding(c, i, info.num_layers, s.gemma3);
+  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, sliding ? s.window : 0};
+  ac.scale = float(1.0 / std::sqrt(s.pre_attn_scalar));
+  ac.softcap = float(s.attn_softcap);
+  ac.cache_block_tokens = options.kv_block_tokens;
+  return ac;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  const GemmaShape shape = read_shape(files.config(), c, options);
+  ModelInfo info = shape.info;
+  const bool gemma3 = shape.gemma3;
+  const float eps = shape.eps;
+  const Activation act = shape.act;
+  const double final_softcap = shape.final_softcap;
+  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
+  const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
 
   const Rope global_rope(gemma3 ? gemma3_rope(c, D, false) : read_rope(c, D));
   const Rope local_rope(gemma3 ? gemma3_rope(c, D, true) : read_rope(c, D));
@@ -125,10 +158,7 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
     const std::string p = "model.layers." + std::to_string(i);
     const std::string a = p + ".self_attn";
     const bool sliding = is_sliding(c, i, info.num_layers, gemma3);
-    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, sliding ? window : 0};
-    ac.scale = float(1.0 / std::sqrt(pre_attn_scalar));
-    ac.softcap = float(attn_softcap);
-    ac.cache_block_tokens = options.kv_block_tokens;
+    const AttentionConfig ac = attention_config(shape, c, i, options);
     std::optional<RmsNorm> qn, kn;
     if (gemma3) {
       qn.emplace(norm(a + ".q_norm", D));
@@ -152,7 +182,7 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
     blocks.push_back(std::move(block));
   }
   RmsNorm final_norm = norm("model.norm", H);
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", true) || !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, true);
   Linear lm_head = info.tied_embeddings
                        ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
                        : linear("lm_head", info.vocab_size, H);
@@ -163,6 +193,22 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
   opts.final_logit_softcap = float(final_softcap);
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head), opts);
+}
+
+ModelDescription describe_gemma(const Config& root, const LoadOptions& options) {
+  const Config c = root.text_config();
+  const GemmaShape s = read_shape(root, c, options);
+  ModelDescription d;
+  d.info = s.info;
+  AttentionConfig full = attention_config(s, c, 0, options);
+  full.window = 0;
+  d.attention = full;
+  for (int64_t i = 0; i < d.info.num_layers; ++i) {
+    const AttentionConfig ac = attention_config(s, c, i, options);
+    d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
+  }
+  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", true);
+  return d;
 }
 
 }  // namespace attnzoo

@@ -11,22 +11,39 @@
 #include "layers/gpt_oss_moe.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/registry.h"
 
 namespace attnzoo {
+namespace {
+
+// Shared by the builder and describe_gpt_oss: the shape fields, validated.
+ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& options) {
+  ModelInfo info = read_model_info(root, c, options, "", /*with_intermediate=*/true);
+  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || c.get_int("num_local_experts") <= 0 ||
+      info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_local_experts, num_*, head_dim, "
+                    "vocab_size) must be positive");
+  return info;
+}
+
+AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t i, const LoadOptions& options) {
+  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim,
+                     layer_window(c, i, info.num_layers)};
+  ac.cache_block_tokens = options.kv_block_tokens;
+  return ac;
+}
+
+}  // namespace
 
 std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& options) {
   const Config c = files.config().text_config();
-  ModelInfo info = read_model_info(files, c, options, "", /*with_intermediate=*/true);
+  ModelInfo info = read_info(files.config(), c, options);
   const float eps = float(c.get_float_or("rms_norm_eps", 1e-5));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t E = c.get_int("num_local_experts");
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  if (H <= 0 || I <= 0 || E <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
-      info.vocab_size <= 0)
-    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_local_experts, num_*, head_dim, "
-                    "vocab_size) must be positive");
   RopeConfig rc = read_rope(c, D);
   const bool has_theta = c.has("rope_theta") || (c.has("rope_parameters") && c.sub("rope_parameters").has("rope_theta")) ||
                          (c.has("rope_scaling") && c.sub("rope_scaling").has("rope_theta"));
@@ -49,8 +66,7 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     const std::string a = p + ".self_attn";
-    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, layer_window(c, i, info.num_layers)};
-    ac.cache_block_tokens = options.kv_block_tokens;
+    const AttentionConfig ac = attention_config(info, c, i, options);
     auto attn = std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
                                                  linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
                                                  std::nullopt, std::nullopt, rope, a);
@@ -79,7 +95,7 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
     blocks.push_back(std::move(block));
   }
   RmsNorm norm(weight(files, "model.norm.weight", {H}), eps, false, "model.norm");
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, false);
   Linear lm_head = info.tied_embeddings
                        ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
                        : linear("lm_head", info.vocab_size, H);
@@ -87,6 +103,21 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head));
+}
+
+ModelDescription describe_gpt_oss(const Config& root, const LoadOptions& options) {
+  const Config c = root.text_config();
+  ModelDescription d;
+  d.info = read_info(root, c, options);
+  AttentionConfig full = attention_config(d.info, c, 0, options);
+  full.window = 0;
+  d.attention = full;
+  for (int64_t i = 0; i < d.info.num_layers; ++i) {
+    const AttentionConfig ac = attention_config(d.info, c, i, options);
+    d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
+  }
+  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false);
+  return d;
 }
 
 }  // namespace attnzoo

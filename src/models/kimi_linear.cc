@@ -15,6 +15,7 @@
 #include "layers/mla_mixer.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/registry.h"
 
@@ -90,11 +91,22 @@ std::vector<bool> sparse_layers(const Config& c, int64_t n) {
   return sparse;
 }
 
-}  // namespace
-
-std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& options) {
-  const Config& c = files.config();
+// Everything the builder reads from config.json, shared with describe_kimi_linear.
+struct KimiShape {
   ModelInfo info;
+  float eps = 1e-5f;
+  Activation act = Activation::silu;
+  MlaConfig mc;
+  KdaConfig kc;
+  std::vector<std::string> kinds;
+  std::vector<bool> sparse;
+  int64_t num_experts = 0, n_shared = 0;
+  DeepseekMoeConfig moe;
+};
+
+KimiShape read_shape(const Config& c, const LoadOptions& options) {
+  KimiShape s;
+  ModelInfo& info = s.info;
   info.architecture = c.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", "");
   info.hidden_size = c.get_int("hidden_size");
@@ -106,13 +118,13 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
   info.max_position_embeddings = c.get_int_or("max_position_embeddings", c.get_int_or("model_max_length", 0));
   info.checkpoint_dtype = c.dtype();
   info.weights = options.weights;
-  const float eps = float(c.get_float_or("rms_norm_eps", 1e-5));
+  const float eps = s.eps = float(c.get_float_or("rms_norm_eps", 1e-5));
   const std::string act_name = c.get_string_or("hidden_act", "silu");
-  const Activation act = parse_activation(act_name);
+  s.act = parse_activation(act_name);
   const int64_t H = info.hidden_size;
   if (act_name != "silu") throw LoadError(c.source() + ": key 'hidden_act': the KDA short conv supports only silu");
 
-  MlaConfig mc;
+  MlaConfig& mc = s.mc;
   mc.hidden = H;
   mc.num_heads = info.num_heads;
   mc.q_lora_rank = c.has("q_lora_rank") ? c.get_int("q_lora_rank") : 0;
@@ -125,7 +137,7 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
   mc.scale = float(1.0 / std::sqrt(double(mc.qk_head_dim())));
   info.head_dim = mc.qk_head_dim();
 
-  KdaConfig kc;
+  KdaConfig& kc = s.kc;
   kc.hidden = H;
   kc.norm_eps = eps;
   kc.num_heads = c.get_int_or("linear_num_heads", 32);
@@ -144,20 +156,38 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
                     "v_head_dim, vocab_size, linear head count / dim) must be positive");
   if (kc.conv_kernel < 1 || kc.conv_kernel > 16)
     throw LoadError(c.source() + ": key 'short_conv_kernel_size' must be in [1, 16]");
-  RopeConfig rc;
-  rc.head_dim = mc.qk_rope_head_dim;
-  const Rope identity_at_zero(rc);
-
-  const std::vector<std::string> kinds = layer_kinds(c, info.num_layers);
-  const std::vector<bool> sparse = sparse_layers(c, info.num_layers);
-  const int64_t num_experts = int_alias(c, "num_experts", "num_local_experts", 0);
-  DeepseekMoeConfig moe;
+  s.kinds = layer_kinds(c, info.num_layers);
+  s.sparse = sparse_layers(c, info.num_layers);
+  s.num_experts = int_alias(c, "num_experts", "num_local_experts", 0);
+  DeepseekMoeConfig& moe = s.moe;
   moe.top_k = int_alias(c, "num_experts_per_token", "num_experts_per_tok", 1);
   moe.n_group = int_alias(c, "num_expert_group", "n_group", 1);
   moe.topk_group = c.get_int_or("topk_group", 1);
   moe.norm_topk_prob = c.has("moe_renormalize") ? c.get_bool("moe_renormalize") : c.get_bool_or("norm_topk_prob", true);
   moe.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
-  const int64_t n_shared = int_alias(c, "num_shared_experts", "n_shared_experts", 0);
+  s.n_shared = int_alias(c, "num_shared_experts", "n_shared_experts", 0);
+
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& options) {
+  const Config& c = files.config();
+  KimiShape shape = read_shape(c, options);
+  ModelInfo info = shape.info;
+  const float eps = shape.eps;
+  const Activation act = shape.act;
+  const int64_t H = info.hidden_size;
+  const MlaConfig& mc = shape.mc;
+  const KdaConfig& kc = shape.kc;
+  const std::vector<std::string>& kinds = shape.kinds;
+  const std::vector<bool>& sparse = shape.sparse;
+  const int64_t num_experts = shape.num_experts, n_shared = shape.n_shared;
+  const DeepseekMoeConfig& moe = shape.moe;
+  RopeConfig rc;
+  rc.head_dim = mc.qk_rope_head_dim;
+  const Rope identity_at_zero(rc);
 
   count_checkpoint(files, info);
 
@@ -251,7 +281,7 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
     blocks.push_back(std::move(block));
   }
   RmsNorm final_norm = norm("model.norm", H);
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, false);
   Linear lm_head = info.tied_embeddings
                        ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
                        : proj("lm_head", info.vocab_size, H);
@@ -259,6 +289,44 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head));
+}
+
+ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& options) {
+  const KimiShape s = read_shape(root, options);
+  ModelDescription d;
+  d.info = s.info;
+  d.mla = s.mc;
+  const MlaConfig& mc = s.mc;
+  const KdaConfig& kc = s.kc;
+  const int64_t H = s.info.hidden_size, V = s.info.vocab_size, D = kc.qkv_dim(), K = kc.head_dim;
+  d.info.tied_embeddings = root.get_bool_or("tie_word_embeddings", false);
+  int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  for (int64_t i = 0; i < d.info.num_layers; ++i) {
+    params += 2 * H;
+    if (s.kinds[size_t(i)] == "full_attention") {
+      d.info.layers.push_back({MlaMixer::kKind, 0, MlaMixer::spec(mc)});
+      const int64_t qw = mc.num_heads * mc.qk_head_dim();
+      params += mc.q_lora_rank > 0 ? linear_params(mc.q_lora_rank, H) + mc.q_lora_rank + linear_params(qw, mc.q_lora_rank)
+                                   : linear_params(qw, H);
+      params += linear_params(mc.latent_dim(), H) + mc.kv_lora_rank +
+                linear_params(mc.num_heads * (mc.qk_nope_head_dim + mc.v_head_dim), mc.kv_lora_rank) +
+                linear_params(H, mc.num_heads * mc.v_head_dim);
+    } else {
+      d.info.layers.push_back({KdaMixer::kKind, 0, KdaMixer::spec(kc)});
+      params += 3 * linear_params(D, H) + 3 * D * kc.conv_kernel + 2 * (linear_params(K, H) + linear_params(D, K)) +
+                kc.num_heads + D + linear_params(kc.num_heads, H) + K + linear_params(H, D);
+    }
+    if (!s.sparse[size_t(i)] || s.num_experts <= 0) {
+      params += 3 * linear_params(root.get_int("intermediate_size"), H);
+    } else {
+      const int64_t I = root.get_int("moe_intermediate_size");
+      params += s.num_experts * 3 * linear_params(I, H) + 3 * linear_params(I * s.n_shared, H) +
+                linear_params(s.num_experts, H) + s.num_experts;  // router + e_score_correction_bias
+    }
+  }
+  d.info.parameter_count = params;
+  d.parameters_estimated = true;
+  return d;
 }
 
 }  // namespace attnzoo

@@ -7,18 +7,23 @@
 #include "layers/short_conv_mixer.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/registry.h"
 
 namespace attnzoo {
+namespace {
 
-std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) {
-  const Config c = files.config().text_config();
-  ModelInfo info = read_model_info(files, c, options, "lfm2", /*with_intermediate=*/false);
-  const float eps = float(c.get_float_or("norm_eps", 1e-5));
-  const int64_t H = info.hidden_size, D = info.head_dim;
-  if (H <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 || info.vocab_size <= 0)
+// Shared by the builder and describe_lfm2: the shape fields (validated) and each layer's mixer type.
+ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& options) {
+  ModelInfo info = read_model_info(root, c, options, "lfm2", /*with_intermediate=*/false);
+  if (info.hidden_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 ||
+      info.head_dim <= 0 || info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, num_hidden_layers, num_*_heads, vocab_size) must be positive");
+  return info;
+}
+
+std::vector<std::string> layer_types(const Config& c, const ModelInfo& info) {
   // layer_types, or the older full_attn_idxs list (layers not named there are short convolutions).
   std::vector<std::string> types;
   if (c.has("layer_types")) {
@@ -32,6 +37,27 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
   if (int64_t(types.size()) != info.num_layers)
     throw LoadError(c.source() + ": layer_types has " + std::to_string(types.size()) + " entries, expected " +
                     std::to_string(info.num_layers));
+  for (size_t i = 0; i < types.size(); ++i)
+    if (types[i] != "conv" && types[i] != "full_attention")
+      throw LoadError(c.source() + ": layer_types[" + std::to_string(i) + "] is '" + types[i] +
+                      "' (expected conv or full_attention)");
+  return types;
+}
+
+AttentionConfig attention_config(const ModelInfo& info, const LoadOptions& options) {
+  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, 0};
+  ac.cache_block_tokens = options.kv_block_tokens;
+  return ac;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  ModelInfo info = read_info(files.config(), c, options);
+  const float eps = float(c.get_float_or("norm_eps", 1e-5));
+  const int64_t H = info.hidden_size, D = info.head_dim;
+  const std::vector<std::string> types = layer_types(c, info);
   const Rope rope(read_rope(c, D));
 
   count_checkpoint(files, info);
@@ -54,8 +80,7 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
                                                optional_weight(files, m + ".conv.bias", {H}), m);
     } else if (types[size_t(i)] == "full_attention") {
       const std::string a = p + ".self_attn";
-      AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, 0};
-      ac.cache_block_tokens = options.kv_block_tokens;
+      const AttentionConfig ac = attention_config(info, options);
       const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
       mixer = std::make_unique<AttentionLayer>(
           ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H), linear(a + ".v_proj", kw, H),
@@ -82,8 +107,7 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
     blocks.push_back(std::move(block));
   }
   RmsNorm norm(weight(files, "model.embedding_norm.weight", {H}), eps, false, "model.embedding_norm");
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", c.get_bool_or("tie_embedding", true)) ||
-                         !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, c.get_bool_or("tie_embedding", true));
   Linear lm_head = info.tied_embeddings
                        ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
                        : linear("lm_head", info.vocab_size, H);
@@ -91,6 +115,24 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head));
+}
+
+ModelDescription describe_lfm2(const Config& root, const LoadOptions& options) {
+  const Config c = root.text_config();
+  ModelDescription d;
+  d.info = read_info(root, c, options);
+  d.attention = attention_config(d.info, options);
+  // The conv length, which the builder reads off the conv weights, is conv_L_cache in the config.
+  const int64_t L = c.get_int_or("conv_L_cache", 3);
+  if (L < 1) throw LoadError(c.source() + ": key 'conv_L_cache': must be positive");
+  for (const std::string& t : layer_types(c, d.info)) {
+    if (t == "conv")
+      d.info.layers.push_back({ShortConvMixer::kKind, 0, ShortConvMixer::spec(d.info.hidden_size, L)});
+    else
+      d.info.layers.push_back({AttentionLayer::kind_of(*d.attention), 0, AttentionLayer::spec(*d.attention)});
+  }
+  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", c.get_bool_or("tie_embedding", true));
+  return d;
 }
 
 }  // namespace attnzoo

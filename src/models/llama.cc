@@ -7,21 +7,38 @@
 #include "layers/activations.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/registry.h"
 
 namespace attnzoo {
+namespace {
+
+// Shared by the builder and describe_llama_family: the shape fields, validated.
+ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& options) {
+  ModelInfo info = read_model_info(root, c, options, "", /*with_intermediate=*/true);
+  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
+      info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
+  return info;
+}
+
+AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t i, const LoadOptions& options) {
+  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim,
+                     layer_window(c, i, info.num_layers)};
+  ac.cache_block_tokens = options.kv_block_tokens;
+  return ac;
+}
+
+}  // namespace
 
 std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& options) {
   const Config c = files.config().text_config();
-  ModelInfo info = read_model_info(files, c, options, "", /*with_intermediate=*/true);
+  ModelInfo info = read_info(files.config(), c, options);
   const float eps = float(c.get_float_or("rms_norm_eps", 1e-6));
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  if (H <= 0 || I <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
-      info.vocab_size <= 0)
-    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
   const Rope rope(read_rope(c, D));
 
   count_checkpoint(files, info);
@@ -36,8 +53,7 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     const std::string a = p + ".self_attn";
-    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, layer_window(c, i, info.num_layers)};
-    ac.cache_block_tokens = options.kv_block_tokens;
+    const AttentionConfig ac = attention_config(info, c, i, options);
     std::optional<RmsNorm> qn, kn;
     if (files.has(a + ".q_norm.weight")) qn.emplace(weight(files, a + ".q_norm.weight", {D}), eps, false, a + ".q_norm");
     if (files.has(a + ".k_norm.weight")) kn.emplace(weight(files, a + ".k_norm.weight", {D}), eps, false, a + ".k_norm");
@@ -57,7 +73,7 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
     blocks.push_back(std::move(block));
   }
   RmsNorm norm(weight(files, "model.norm.weight", {H}), eps, false, "model.norm");
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, false);
   Linear lm_head = info.tied_embeddings
                        ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
                        : linear("lm_head", info.vocab_size, H);
@@ -65,6 +81,33 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head));
+}
+
+ModelDescription describe_llama_family(const Config& root, const LoadOptions& options) {
+  const Config c = root.text_config();
+  ModelDescription d;
+  d.info = read_info(root, c, options);
+  const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
+  const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
+  (void)read_rope(c, d.info.head_dim);  // the builder rejects unsupported rope types; so does the description
+  d.attention = attention_config(d.info, c, 0, options);
+  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false);
+  // Biases and q/k norms as transformers' classes create them: Qwen2 q/k/v biases, Qwen3 q/k norms,
+  // attention_bias (Llama, Qwen3: all four projections), mlp_bias (Llama).
+  const std::string type = d.info.model_type;
+  const bool qkv_bias = type == "qwen2" || c.get_bool_or("attention_bias", false);
+  const bool o_bias = type != "qwen2" && c.get_bool_or("attention_bias", false);
+  const bool mlp_bias = c.get_bool_or("mlp_bias", false);
+  int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  for (int64_t i = 0; i < d.info.num_layers; ++i) {
+    const AttentionConfig ac = attention_config(d.info, c, i, options);
+    d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
+    params += 2 * H + linear_params(qw, H, qkv_bias) + 2 * linear_params(kw, H, qkv_bias) + linear_params(H, qw, o_bias) +
+              (type == "qwen3" ? 2 * d.info.head_dim : 0) + 2 * linear_params(I, H, mlp_bias) + linear_params(H, I, mlp_bias);
+  }
+  d.info.parameter_count = params;
+  d.parameters_estimated = true;
+  return d;
 }
 
 }  // namespace attnzoo

@@ -5,14 +5,23 @@
 #include "layers/mamba2_mixer.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/mamba2_config.h"
 #include "models/registry.h"
 
 namespace attnzoo {
 
-std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options) {
-  const Config& c = files.config();
+namespace {
+
+// Everything the builder reads from config.json, shared with describe_mamba2.
+struct Mamba2Shape {
   ModelInfo info;
+  Mamba2MixerConfig mc;
+};
+
+Mamba2Shape read_shape(const Config& c, const LoadOptions& options) {
+  Mamba2Shape s;
+  ModelInfo& info = s.info;
   info.architecture = c.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", "mamba2");
   info.hidden_size = c.get_int("hidden_size");
@@ -22,7 +31,7 @@ std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options
   info.weights = options.weights;
   const int64_t H = info.hidden_size;
 
-  Mamba2MixerConfig mc;
+  Mamba2MixerConfig& mc = s.mc;
   mc.hidden = H;
   mc.num_heads = c.get_int("num_heads");
   mc.head_dim = c.get_int("head_dim");
@@ -45,6 +54,18 @@ std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options
   const std::string act = c.get_string_or("hidden_act", "silu");
   if (act != "silu" && act != "swish")
     throw LoadError(c.source() + ": hidden_act '" + act + "' is not supported by the Mamba-2 conv (only silu)");
+
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options) {
+  const Config& c = files.config();
+  const Mamba2Shape shape = read_shape(c, options);
+  ModelInfo info = shape.info;
+  const int64_t H = info.hidden_size;
+  const Mamba2MixerConfig& mc = shape.mc;
 
   count_checkpoint(files, info);
   uint64_t owned = 0;
@@ -77,13 +98,23 @@ std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options
     blocks.push_back(std::move(block));
   }
   RmsNorm norm(weight(files, "backbone.norm_f.weight", {H}), mc.norm_eps, false, "backbone.norm_f");
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, false);
   Linear lm_head = info.tied_embeddings ? Linear::from_weights(embed.table(), {}, embed_name, options.weights)
                                         : linear("lm_head", info.vocab_size, H);
   if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head));
+}
+
+ModelDescription describe_mamba2(const Config& root, const LoadOptions& options) {
+  const Mamba2Shape s = read_shape(root, options);
+  ModelDescription d;
+  d.info = s.info;
+  for (int64_t i = 0; i < d.info.num_layers; ++i)
+    d.info.layers.push_back({Mamba2Mixer::kKind, 0, Mamba2Mixer::spec(s.mc)});
+  d.info.tied_embeddings = root.get_bool_or("tie_word_embeddings", false);
+  return d;
 }
 
 }  // namespace attnzoo

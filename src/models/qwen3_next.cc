@@ -14,6 +14,7 @@
 #include "layers/moe.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/registry.h"
 
@@ -35,12 +36,27 @@ bool is_full_attention(const Config& c, int64_t i, int64_t num_layers) {
   return (i + 1) % interval == 0;
 }
 
-}  // namespace
-
-std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& options) {
-  const Config c = files.config().text_config();
+// Everything the builder reads from config.json (`c`: the text config), shared with describe_qwen3_next.
+struct Qwen3NextShape {
   ModelInfo info;
-  info.architecture = files.config().get_string_list("architectures")[0];
+  float eps = 1e-6f;
+  Activation act = Activation::silu;
+  RopeConfig rope;
+  GatedDeltaNetConfig dc;
+  int64_t num_experts = 0, sparse_step = 1;
+  std::vector<int64_t> mlp_only;
+  MoeConfig mc;
+  AttentionConfig attention;  // the full_attention layers
+
+  bool sparse(int64_t i) const {
+    return num_experts > 0 && (i + 1) % sparse_step == 0 && std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end();
+  }
+};
+
+Qwen3NextShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
+  Qwen3NextShape s;
+  ModelInfo& info = s.info;
+  info.architecture = root.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", "");
   info.hidden_size = c.get_int("hidden_size");
   info.intermediate_size = c.get_int_or("intermediate_size", 0);
@@ -52,14 +68,14 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
   info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
   info.checkpoint_dtype = c.dtype();
   info.weights = options.weights;
-  const float eps = float(c.get_float_or("rms_norm_eps", 1e-6));
-  const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
+  const float eps = s.eps = float(c.get_float_or("rms_norm_eps", 1e-6));
+  s.act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, D = info.head_dim;
   if (H <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 || info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, num_*, head_dim, vocab_size) must be positive");
-  const Rope rope(read_rope(c, D));
+  s.rope = read_rope(c, D);
 
-  GatedDeltaNetConfig dc;
+  GatedDeltaNetConfig& dc = s.dc;
   dc.hidden = H;
   dc.num_k_heads = c.get_int("linear_num_key_heads");
   dc.num_v_heads = c.get_int("linear_num_value_heads");
@@ -74,12 +90,32 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
   if (dc.conv_kernel < 1 || dc.conv_kernel > 16)
     throw LoadError(c.source() + ": key 'linear_conv_kernel_dim' must be in [1, 16]");
 
-  const int64_t num_experts = c.get_int_or("num_experts", 0);
-  const int64_t sparse_step = std::max<int64_t>(1, c.get_int_or("decoder_sparse_step", 1));
-  const std::vector<int64_t> mlp_only = c.has("mlp_only_layers") ? c.get_int_list("mlp_only_layers") : std::vector<int64_t>{};
-  MoeConfig mc;
+  s.num_experts = c.get_int_or("num_experts", 0);
+  s.sparse_step = std::max<int64_t>(1, c.get_int_or("decoder_sparse_step", 1));
+  s.mlp_only = c.has("mlp_only_layers") ? c.get_int_list("mlp_only_layers") : std::vector<int64_t>{};
+  MoeConfig& mc = s.mc;
   mc.top_k = c.get_int_or("num_experts_per_tok", 1);
   mc.normalize_top_k = c.get_bool_or("norm_topk_prob", true);
+
+  s.attention = AttentionConfig{H, info.num_heads, info.num_kv_heads, D, /*window=*/0};
+  s.attention.cache_block_tokens = options.kv_block_tokens;
+  s.attention.output_gate = true;
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  const Qwen3NextShape shape = read_shape(files.config(), c, options);
+  ModelInfo info = shape.info;
+  const float eps = shape.eps;
+  const Activation act = shape.act;
+  const int64_t H = info.hidden_size, D = info.head_dim;
+  const Rope rope(shape.rope);
+  const GatedDeltaNetConfig& dc = shape.dc;
+  const int64_t num_experts = shape.num_experts;
+  const MoeConfig& mc = shape.mc;
 
   count_checkpoint(files, info);
 
@@ -118,9 +154,7 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
   };
 
   auto attention = [&](const std::string& a) {
-    AttentionConfig ac{H, info.num_heads, info.num_kv_heads, D, /*window=*/0};
-    ac.cache_block_tokens = options.kv_block_tokens;
-    ac.output_gate = true;
+    const AttentionConfig& ac = shape.attention;
     const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
     std::optional<RmsNorm> qn, kn;
     qn.emplace(norm(a + ".q_norm", D));
@@ -131,8 +165,7 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
   };
 
   auto feed_forward = [&](const std::string& m, int64_t i) -> std::unique_ptr<FeedForward> {
-    const bool sparse = num_experts > 0 && (i + 1) % sparse_step == 0 &&
-                        std::find(mlp_only.begin(), mlp_only.end(), i) == mlp_only.end();
+    const bool sparse = shape.sparse(i);
     if (!sparse) return std::make_unique<GatedMlp>(gated_mlp(m, c.get_int("intermediate_size")));
     const int64_t I = c.get_int("moe_intermediate_size");
     std::vector<GatedMlp> experts;
@@ -163,7 +196,7 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
     blocks.push_back(std::move(block));
   }
   RmsNorm final_norm = norm("model.norm", H);
-  info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false) || !files.has("lm_head.weight");
+  info.tied_embeddings = ties_embeddings(files, c, false);
   Linear lm_head = info.tied_embeddings
                        ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
                        : linear("lm_head", info.vocab_size, H);
@@ -171,6 +204,42 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head));
+}
+
+ModelDescription describe_qwen3_next(const Config& root, const LoadOptions& options) {
+  const Config c = root.text_config();
+  const Qwen3NextShape s = read_shape(root, c, options);
+  ModelDescription d;
+  d.info = s.info;
+  d.attention = s.attention;
+  const GatedDeltaNetConfig& dc = s.dc;
+  const int64_t H = s.info.hidden_size, V = s.info.vocab_size, D = s.info.head_dim;
+  const int64_t qw = s.info.num_heads * D, kw = s.info.num_kv_heads * D;
+  // A multimodal wrapper's own tie_word_embeddings decides its head (the text config's may say otherwise).
+  d.info.tied_embeddings = root.get_bool_or("tie_word_embeddings", c.get_bool_or("tie_word_embeddings", false));
+  int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  for (int64_t i = 0; i < d.info.num_layers; ++i) {
+    params += 2 * H;
+    if (is_full_attention(c, i, d.info.num_layers)) {
+      d.info.layers.push_back({AttentionLayer::kind_of(s.attention), 0, AttentionLayer::spec(s.attention)});
+      params += linear_params(2 * qw, H) + 2 * linear_params(kw, H) + linear_params(H, qw) + 2 * D;
+    } else {
+      d.info.layers.push_back({GatedDeltaNetMixer::kKind, 0, GatedDeltaNetMixer::spec(dc)});
+      // in_proj (q k v z b a, fused or split: the same total), conv (no bias), A_log, dt_bias, norm, out_proj.
+      params += linear_params(dc.proj_dim(), H) + dc.conv_dim() * dc.conv_kernel + 2 * dc.num_v_heads + dc.head_v_dim +
+                linear_params(H, dc.value_dim());
+    }
+    if (!s.sparse(i)) {
+      params += 3 * linear_params(c.get_int("intermediate_size"), H);
+    } else {
+      const int64_t shared = c.get_int_or("shared_expert_intermediate_size", 0);
+      params += s.num_experts * 3 * linear_params(c.get_int("moe_intermediate_size"), H) +
+                linear_params(s.num_experts, H) + (shared > 0 ? 3 * linear_params(shared, H) + H : 0);
+    }
+  }
+  d.info.parameter_count = params;
+  d.parameters_estimated = true;
+  return d;
 }
 
 }  // namespace attnzoo

@@ -13,6 +13,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"DeepseekV3ForCausalLM", build_deepseek_v3},
     {"Gemma2ForCausalLM", build_gemma},
     {"Gemma3ForCausalLM", build_gemma},
+    {"Gemma3ForConditionalGeneration", build_gemma},  // multimodal wrappers: their language model (model_dir.h)
     {"GptOssForCausalLM", build_gpt_oss},
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"MistralForCausalLM", build_llama_family},
@@ -20,6 +21,10 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Qwen3ForCausalLM", build_llama_family},
     {"Qwen3NextForCausalLM", build_qwen3_next},
     {"Qwen3_5ForCausalLM", build_qwen3_next},
+    {"Qwen3_5ForConditionalGeneration", build_qwen3_next},
+    {"Qwen3_5MoeForCausalLM", build_qwen3_next},
+    {"Qwen3_5MoeForConditionalGeneration", build_qwen3_next},
+    {"RWKV7ForCausalLM", build_rwkv7},
 };
 
 }  // namespace

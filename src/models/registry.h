@@ -26,5 +26,6 @@ std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& op
 std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_rwkv7(ModelFiles files, const LoadOptions& options);
 
 }  // namespace attnzoo

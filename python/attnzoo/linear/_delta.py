@@ -18,7 +18,13 @@ unsupported chunk size; TypeError for unsupported dtypes.
 
 Every function returns (o, final_state), final_state None unless output_final_state.
 chunk_*: the chunked (WY / UT) form for prefill, chunk_size 16, 32, 64 or 128.
-recurrent_* (alias fused_recurrent_*): one token at a time, for decode.
+recurrent_* (alias fused_recurrent_*): one token at a time, for decode. Two keywords make a decode step cost one
+read and one write of the state (as vLLM's fla decode ops do):
+    inplace_final_state=True   initial_state (float32, contiguous, required) is updated in place and returned
+                               as the final state: no [N, HV, K, V] allocation, no separate write target.
+                               (fla's fused_recurrent_kda_fwd has the same argument.)
+    check_inputs=False         skip the NaN / Inf / gate-sign scans of the inputs and of initial_state (an
+                               O(state) read per call); shapes and dtypes are still checked.
 *_reference: the plain recurrence in double precision (slow; for tests).
 """
 import numpy as np
@@ -68,11 +74,35 @@ def _float32_of(x):
     return np.float32
 
 
+def _in_place_state(s):
+    """The caller's state buffer itself, refused (ValueError / TypeError) if it would have to be copied."""
+    if s is None:
+        raise ValueError("initial_state: inplace_final_state=True needs the state buffer to update")
+    s = as_input(s, "initial_state")
+    if _is_torch(s):
+        import torch
+        if s.dtype != torch.float32:
+            raise TypeError(f"initial_state: inplace_final_state=True needs float32, got {s.dtype}")
+        if not s.is_contiguous():
+            raise ValueError("initial_state: inplace_final_state=True needs a contiguous tensor")
+        return s
+    s = np.asarray(s) if not isinstance(s, np.ndarray) else s
+    if s.dtype != np.float32:
+        raise TypeError(f"initial_state: inplace_final_state=True needs float32, got {s.dtype}")
+    if not s.flags.c_contiguous or not s.flags.writeable:
+        raise ValueError("initial_state: inplace_final_state=True needs a writeable C-contiguous array")
+    return s
+
+
 def _run(entry, q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, cu_seqlens,
-         chunk_size):
+         chunk_size, inplace_final_state=False, check_inputs=True):
     q, k, v = _prepared(q, "q"), _prepared(k, "k"), _prepared(v, "v")
     g, beta = _prepared(g, "g"), _prepared(beta, "beta")
-    initial_state = _state_input(initial_state, "initial_state")
+    caller_state = initial_state
+    if inplace_final_state:
+        initial_state = _in_place_state(initial_state)
+    else:
+        initial_state = _state_input(initial_state, "initial_state")
     cu_seqlens = as_i32_vector(cu_seqlens, "cu_seqlens")
     if len(shape_of(q)) != 4:
         raise ValueError(f"q: expected [B, T, H, K], got shape {shape_of(q)}")
@@ -84,10 +114,13 @@ def _run(entry, q, k, v, g, beta, scale, initial_state, output_final_state, use_
         raise ValueError(f"cu_seqlens: must be 1-D, got shape {shape_of(cu_seqlens)}")
     N = B if cu_seqlens is None else max(shape_of(cu_seqlens)[0] - 1, 0)
     o = empty_like_input(q, (B, T, HV, V))
-    final_state = empty_like_input(q, (N, HV, K, V), dtype=_float32_of(q)) if output_final_state else None
+    if inplace_final_state:
+        final_state = initial_state
+    else:
+        final_state = empty_like_input(q, (N, HV, K, V), dtype=_float32_of(q)) if output_final_state else None
     entry(q, k, v, g, beta, o, initial_state, final_state, None if scale is None else float(scale), cu_seqlens,
-          bool(use_qk_l2norm_in_kernel), int(chunk_size))
-    return o, final_state
+          bool(use_qk_l2norm_in_kernel), int(chunk_size), bool(check_inputs))
+    return o, (caller_state if inplace_final_state else final_state)
 
 
 # --- DeltaNet -------------------------------------------------------------------------------------------------
@@ -106,10 +139,13 @@ def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None, output_final
 
 
 def recurrent_delta_rule(q, k, v, beta=None, scale=None, initial_state=None, output_final_state=False,
-                         use_qk_l2norm_in_kernel=False, cu_seqlens=None):
-    """DeltaNet, one token at a time (decode). Same arguments and results as chunk_delta_rule (no chunk_size)."""
+                         use_qk_l2norm_in_kernel=False, cu_seqlens=None, inplace_final_state=False,
+                         check_inputs=True):
+    """DeltaNet, one token at a time (decode). Same arguments and results as chunk_delta_rule (no chunk_size),
+    plus inplace_final_state (update initial_state in place and return it as the final state) and check_inputs
+    (False skips the value scans); see the module docstring."""
     return _run(_core.recurrent_delta_rule, q, k, v, None, beta, scale, initial_state, output_final_state,
-                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+                use_qk_l2norm_in_kernel, cu_seqlens, 64, inplace_final_state, check_inputs)
 
 
 fused_recurrent_delta_rule = recurrent_delta_rule
@@ -140,29 +176,39 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, out
 
 
 def recurrent_gated_delta_rule(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,
-                               use_qk_l2norm_in_kernel=False, cu_seqlens=None):
-    """Gated DeltaNet, one token at a time (decode). Arguments as chunk_gated_delta_rule (no chunk_size)."""
+                               use_qk_l2norm_in_kernel=False, cu_seqlens=None, inplace_final_state=False,
+                               check_inputs=True):
+    """Gated DeltaNet, one token at a time (decode). Arguments as chunk_gated_delta_rule (no chunk_size), plus:
+
+    inplace_final_state: initial_state ([N, HV, K, V] float32, contiguous) is updated in place and returned as
+        the final state (whatever output_final_state says); ValueError / TypeError if it would need a copy.
+    check_inputs: False skips the NaN / Inf / gate-sign scans of the inputs and of initial_state (shapes and
+        dtypes are still checked); for decode loops whose values are known to be finite.
+    """
     return _run(_core.recurrent_gated_delta_rule, q, k, v, g, beta, scale, initial_state, output_final_state,
-                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+                use_qk_l2norm_in_kernel, cu_seqlens, 64, inplace_final_state, check_inputs)
 
 
 def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=None, scale=None, initial_state=None,
-                                     output_final_state=False, use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+                                     output_final_state=False, use_qk_l2norm_in_kernel=False, cu_seqlens=None,
+                                     inplace_final_state=False, check_inputs=True):
     """fla's fused_recurrent_gated_delta_rule, argument for argument: g [B, T, HV] per-head log decay, or
     gk [B, T, HV, K] per-key-channel log decay (then this is KDA); gv (per-value-channel decay) and g together
-    with gk are not supported. Otherwise as recurrent_gated_delta_rule."""
+    with gk are not supported. Otherwise as recurrent_gated_delta_rule (inplace_final_state, check_inputs
+    included)."""
     if gv is not None:
         raise ValueError("gv: per-value-channel decay is not supported")
+    extra = dict(inplace_final_state=inplace_final_state, check_inputs=check_inputs)
     if gk is not None:
         if g is not None:
             raise ValueError("gk: give either g (per head) or gk (per key channel), not both")
         return recurrent_kda(q, k, v, gk, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
-                             cu_seqlens)
+                             cu_seqlens, **extra)
     if g is None:
         return recurrent_delta_rule(q, k, v, beta, scale, initial_state, output_final_state,
-                                    use_qk_l2norm_in_kernel, cu_seqlens)
+                                    use_qk_l2norm_in_kernel, cu_seqlens, **extra)
     return recurrent_gated_delta_rule(q, k, v, g, beta, scale, initial_state, output_final_state,
-                                      use_qk_l2norm_in_kernel, cu_seqlens)
+                                      use_qk_l2norm_in_kernel, cu_seqlens, **extra)
 
 
 def gated_delta_rule_reference(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,
@@ -188,20 +234,23 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
 
 
 def recurrent_kda(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,
-                  use_qk_l2norm_in_kernel=False, cu_seqlens=None):
-    """Kimi Delta Attention, one token at a time (decode). Arguments as chunk_kda (no chunk_size)."""
+                  use_qk_l2norm_in_kernel=False, cu_seqlens=None, inplace_final_state=False, check_inputs=True):
+    """Kimi Delta Attention, one token at a time (decode). Arguments as chunk_kda (no chunk_size), plus
+    inplace_final_state and check_inputs as in recurrent_gated_delta_rule."""
     return _run(_core.recurrent_kda, q, k, v, g, beta, scale, initial_state, output_final_state,
-                use_qk_l2norm_in_kernel, cu_seqlens, 64)
+                use_qk_l2norm_in_kernel, cu_seqlens, 64, inplace_final_state, check_inputs)
 
 
 def fused_recurrent_kda(q, k, v, g, beta=None, A_log=None, dt_bias=None, scale=None, initial_state=None,
-                        output_final_state=False, use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+                        output_final_state=False, use_qk_l2norm_in_kernel=False, cu_seqlens=None,
+                        inplace_final_state=False, check_inputs=True):
     """fla's fused_recurrent_kda, argument for argument. The in-kernel gate activation (A_log, dt_bias) is not
-    supported: pass the activated log decays as g. Otherwise as recurrent_kda."""
+    supported: pass the activated log decays as g. Otherwise as recurrent_kda (inplace_final_state is the name
+    fla's fused_recurrent_kda_fwd uses)."""
     if A_log is not None or dt_bias is not None:
         raise ValueError("A_log: the in-kernel gate activation is not supported; pass activated log decays as g")
     return recurrent_kda(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
-                         cu_seqlens)
+                         cu_seqlens, inplace_final_state=inplace_final_state, check_inputs=check_inputs)
 
 
 def kda_reference(q, k, v, g, beta=None, scale=None, initial_state=None, output_final_state=False,

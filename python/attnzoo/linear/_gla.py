@@ -33,8 +33,9 @@ def _contiguous(x):
     return np.ascontiguousarray(x)
 
 
-def _float_input(x, name):
-    """A contiguous, finite float tensor (TypeError for non-float dtypes, ValueError for NaN / Inf)."""
+def _float_input(x, name, check=True):
+    """A contiguous, finite float tensor (TypeError for non-float dtypes, ValueError for NaN / Inf unless not
+    `check`)."""
     x = as_input(x, name)
     if _is_torch(x):
         if not x.is_floating_point():
@@ -42,7 +43,8 @@ def _float_input(x, name):
     elif np.asarray(x).dtype.kind != "f":
         raise TypeError(f"{name}: expected a float array, got {np.asarray(x).dtype}")
     x = _contiguous(x)
-    check_finite(x, name)
+    if check:
+        check_finite(x, name)
     return x
 
 
@@ -99,11 +101,34 @@ def _state_out(s, state_v_first):
     return s
 
 
+def _in_place_state(s, state_v_first):
+    """The caller's [N, HV, K, V] float32 contiguous state itself; refused when it would have to be copied."""
+    if s is None:
+        raise ValueError("initial_state: inplace_final_state=True needs the state buffer to update")
+    if state_v_first:
+        raise ValueError("initial_state: inplace_final_state=True needs the [N, HV, K, V] layout "
+                         "(state_v_first=False)")
+    x = as_input(s, "initial_state")
+    if _is_torch(x):
+        import torch
+        if x.dtype != torch.float32:
+            raise TypeError(f"initial_state: inplace_final_state=True needs float32, got {x.dtype}")
+        if not x.is_contiguous():
+            raise ValueError("initial_state: inplace_final_state=True needs a contiguous tensor")
+        return x
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        raise TypeError(f"initial_state: inplace_final_state=True needs a float32 array, got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    if not x.flags.c_contiguous or not x.flags.writeable:
+        raise ValueError("initial_state: inplace_final_state=True needs a writeable C-contiguous array")
+    return x
+
+
 def _run(family, path, q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
          cu_seqlens=None, chunk_size=64, feature_map=None, normalize=False, initial_z=None, reverse=False,
-         state_v_first=False):
-    q, k, v = _float_input(q, "q"), _float_input(k, "k"), _float_input(v, "v")
-    g = None if g is None else _float_input(g, "g")
+         state_v_first=False, inplace_final_state=False, check_inputs=True):
+    q, k, v = (_float_input(x, n, check_inputs) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    g = None if g is None else _float_input(g, "g", check_inputs)
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
     if len(shape_of(q)) != 4:
         raise ValueError(f"q: expected [B, T, H, K], got {shape_of(q)}")
@@ -117,14 +142,19 @@ def _run(family, path, q, k, v, g=None, g_gamma=None, scale=None, initial_state=
     HV, V = shape_of(v)[2], shape_of(v)[3]
     N = _num_seqs(q, cu)
     o = empty_like_input(q, (B, T, HV, V))
-    h0 = _state_in(initial_state, state_v_first, "initial_state")
-    ht = _empty_f32(q, (N, HV, K, V)) if output_final_state else None
+    if inplace_final_state:  # the kernel reads each (sequence, head) state before writing it back
+        h0 = ht = _in_place_state(initial_state, state_v_first)
+    else:
+        h0 = _state_in(initial_state, state_v_first, "initial_state")
+        ht = _empty_f32(q, (N, HV, K, V)) if output_final_state else None
     z0 = _f32(initial_z, "initial_z")
     zt = _empty_f32(q, (N, 1, H, K)) if (output_final_state and normalize) else None
     _core.gla_forward(family, path, q, k, v, g, _f32(g_gamma, "g_gamma"), o, None if scale is None else float(scale),
                       h0, ht, cu, int(chunk_size), feature_map, bool(normalize), z0, zt)
     if reverse:
         o = _reverse_time(o, cu)
+    if inplace_final_state:
+        return o, initial_state, zt
     return o, _state_out(ht, state_v_first), zt
 
 
@@ -226,11 +256,18 @@ def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=No
 
 
 def recurrent_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
-                         reverse=False, state_v_first=False, cu_seqlens=None):
-    """Simple GLA, token by token; fla.ops.simple_gla.fused_recurrent_simple_gla. Shapes as chunk_simple_gla."""
+                         reverse=False, state_v_first=False, cu_seqlens=None, inplace_final_state=False,
+                         check_inputs=True):
+    """Simple GLA, token by token; fla.ops.simple_gla.fused_recurrent_simple_gla. Shapes as chunk_simple_gla.
+
+    For decode loops: inplace_final_state=True updates initial_state ([N, HV, K, V] float32, contiguous) in
+    place and returns it as the final state (no new state allocation; ValueError / TypeError if it would need a
+    copy); check_inputs=False skips the NaN / Inf scans of q, k, v, g (shapes and dtypes are still checked).
+    """
     o, ht, _ = _run("simple_gla", "recurrent", q, k, v, g=g, g_gamma=g_gamma, scale=scale,
                     initial_state=initial_state, output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                    reverse=reverse, state_v_first=state_v_first)
+                    reverse=reverse, state_v_first=state_v_first, inplace_final_state=inplace_final_state,
+                    check_inputs=check_inputs)
     return o, ht
 
 
@@ -255,15 +292,16 @@ def chunk_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=Fal
 
 
 def recurrent_gla(q, k, v, gk=None, gv=None, scale=None, initial_state=None, output_final_state=False,
-                  reverse=False, state_v_first=False, cu_seqlens=None):
+                  reverse=False, state_v_first=False, cu_seqlens=None, inplace_final_state=False, check_inputs=True):
     """GLA token by token; fla.ops.gla.fused_recurrent_gla. gk: [B, T, HV, K] (None: no decay). Gating of the
-    value dimension (gv) is not supported and raises ValueError."""
+    value dimension (gv) is not supported and raises ValueError. inplace_final_state and check_inputs as in
+    recurrent_simple_gla."""
     if gv is not None:
         raise ValueError("gv: value-dimension gates are not supported")
     family = "gla" if gk is not None else "simple_gla"
     o, ht, _ = _run(family, "recurrent", q, k, v, g=gk, scale=scale, initial_state=initial_state,
                     output_final_state=output_final_state, cu_seqlens=cu_seqlens, reverse=reverse,
-                    state_v_first=state_v_first)
+                    state_v_first=state_v_first, inplace_final_state=inplace_final_state, check_inputs=check_inputs)
     return o, ht
 
 

@@ -15,7 +15,7 @@ __all__ = [
     "mamba2_chunk_scan", "mamba2_recurrent", "mamba2_reference", "mamba2_state_update",
     "selective_scan_fn", "selective_scan", "selective_scan_reference", "selective_state_update",
     "rwkv4_wkv", "recurrent_rwkv4", "fused_recurrent_rwkv4", "rwkv4_reference",
-    "recurrent_rwkv7", "fused_recurrent_rwkv7", "rwkv7_reference",
+    "recurrent_rwkv7", "fused_recurrent_rwkv7", "rwkv7_reference", "chunk_rwkv7", "chunk_dplr_delta_rule",
 ]
 
 
@@ -262,7 +262,9 @@ def fused_recurrent_rwkv4(w, u, k, v, state):
     return out, final[:, :, None]
 
 
-def _rwkv7(reference, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs):
+def _rwkv7(reference, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
+           chunk_size=None):
+    """chunk_size None runs the recurrence (or the double reference); an int runs the chunked form."""
     r, w, k = _contiguous(r, "r", check_inputs), _contiguous(w, "w", check_inputs), _contiguous(k, "k", check_inputs)
     v, a, b = _contiguous(v, "v", check_inputs), _contiguous(a, "a", check_inputs), _contiguous(b, "b", check_inputs)
     initial_state = _float32(initial_state, "initial_state")
@@ -276,7 +278,10 @@ def _rwkv7(reference, r, w, k, v, a, b, scale, initial_state, output_final_state
         scale = K ** -0.5
     o = empty_like_input(r, shape_of(v))
     final = _empty_f32(r, (_num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
-    _core.rwkv7(reference, r, w, k, v, a, b, float(scale), initial_state, o, final, cu)
+    if chunk_size is None:
+        _core.rwkv7(reference, r, w, k, v, a, b, float(scale), initial_state, o, final, cu)
+    else:
+        _core.rwkv7_chunk(r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size)
     return o, final
 
 
@@ -290,12 +295,51 @@ def recurrent_rwkv7(r, w, k, v, a, b, scale=None, initial_state=None, output_fin
     (fla's chunk_rwkv7 defaults to 1.0: pass scale=1.0 to match RWKV-7 models). initial_state: [N_seq, H, K, V]
     (converted to float32). cu_seqlens: int32 [N_seq + 1] packed offsets (B = 1).
     Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
-    A chunked (DPLR) prefill form is not implemented yet; this recurrence serves prefill and decode.
+    For prefill, chunk_rwkv7 gives the same results with dense chunk products.
     """
     return _rwkv7(False, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs)
 
 
 fused_recurrent_rwkv7 = recurrent_rwkv7
+
+
+def _chunk_size_arg(chunk_size):
+    if chunk_size is None:  # fla picks by gate bounds; ours is stable at any decay, so one default
+        return 64
+    valid = isinstance(chunk_size, (int, np.integer)) and not isinstance(chunk_size, bool)
+    if not valid or chunk_size not in (16, 32, 64, 128):
+        raise ValueError(f"chunk_size: must be 16, 32, 64 or 128, got {chunk_size!r}")
+    return int(chunk_size)
+
+
+def chunk_rwkv7(r, w, k, v, a, b, scale=1.0, initial_state=None, output_final_state=False, cu_seqlens=None,
+                chunk_size=64, check_inputs=True):
+    """RWKV-7 time mixing core, chunkwise parallel (prefill); fla's chunk_rwkv7 argument names, order and defaults
+    (scale=1.0 and output_final_state=False there, unlike fused_recurrent_rwkv7). fla's GPU-only arguments
+    cu_seqlens_cpu, safe_gate, disable_recompute, cp_context and lower_bound are not taken, so chunk_size follows
+    cu_seqlens directly (pass it by keyword to stay portable between the two).
+
+    r, w, k, a, b: [B, T, H, K]; v: [B, T, H, V]; w is the log decay (natural log, <= 0 in RWKV-7 models).
+    Per head, state S [K, V]:
+        S_t = diag(exp(w_t)) S_{t-1} + b_t (a_t^T S_{t-1}) + k_t v_t^T,     o_t = S_t^T (scale * r_t)
+    (RWKV-7 blocks pass a = -kk, b = kk * iclr). Chunks of chunk_size tokens (16, 32, 64 or 128; None means 64)
+    are done as dense products (fla's chunk_dplr_delta_rule algorithm); results match recurrent_rwkv7 to float32
+    rounding at every decay strength. initial_state: [N_seq, H, K, V] (converted to float32). cu_seqlens: int32
+    [N_seq + 1] packed offsets (B = 1). check_inputs=False skips the finiteness scan of the inputs.
+    Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
+    """
+    chunk_size = _chunk_size_arg(chunk_size)
+    return _rwkv7(False, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
+                  chunk_size)
+
+
+def chunk_dplr_delta_rule(q, k, v, a, b, gk, scale=None, initial_state=None, output_final_state=False,
+                          cu_seqlens=None, chunk_size=64, check_inputs=True):
+    """fla's generalized (DPLR) delta rule, chunked: chunk_rwkv7 with fla's chunk_dplr_delta_rule argument order
+    (q = r, gk = w) and default scale K ** -0.5. Shapes and results as chunk_rwkv7."""
+    return chunk_rwkv7(q, gk, k, v, a, b, scale=scale, initial_state=initial_state,
+                       output_final_state=output_final_state, cu_seqlens=cu_seqlens, chunk_size=chunk_size,
+                       check_inputs=check_inputs)
 
 
 def rwkv7_reference(r, w, k, v, a, b, scale=None, initial_state=None, output_final_state=True, cu_seqlens=None):

@@ -1,6 +1,8 @@
 // Compiled with -mavx512bf16 (see CMakeLists.txt); reached only through a CPUID-checked dispatch.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "core/dtype.h"
 #include "kernels/common/bf16_dot.h"
 
@@ -52,6 +54,20 @@ void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda
   for (; n < N; n += 16)
     for (size_t m = 0; m < M; m += kRows)
       rows_of_tile<1>(std::min(kRows, M - m), K2, A + m * lda, lda, B + n, ldb, C + m * ldc + n, ldc, accumulate);
+}
+
+void transpose_pairs(const uint32_t* src, size_t ld_src, size_t rows, size_t cols, uint32_t* dst, size_t ld_dst) {
+  const __m512i index = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(int(ld_src)));
+  for (size_t r0 = 0; r0 < rows; r0 += 16) {
+    const size_t n = std::min<size_t>(16, rows - r0);
+    const __mmask16 valid = __mmask16((1u << n) - 1u);
+    const uint32_t* base = src + r0 * ld_src;
+    for (size_t c = 0; c < cols; ++c) {
+      const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, index, base + c, 4);
+      _mm512_storeu_si512(dst + c * ld_dst + r0, v);
+    }
+  }
 }
 
 void pack_f32_to_bf16_pairs(const float* src, size_t n, uint32_t* dst) {

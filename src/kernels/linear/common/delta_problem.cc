@@ -97,11 +97,13 @@ DeltaProblem make_delta_problem(const DeltaArgs& a, DeltaGate gate) {
     require_float(a.beta, "beta");
     require_shape(a.beta, "beta", {p.B, p.T, p.HV}, "[B, T, HV]");
   }
-  require_finite(a.q, "q", false);
-  require_finite(a.k, "k", false);
-  require_finite(a.v, "v", false);
-  if (!a.g.empty()) require_finite(a.g, "g", true);
-  if (!a.beta.empty()) require_finite(a.beta, "beta", false);
+  if (a.check_values) {
+    require_finite(a.q, "q", false);
+    require_finite(a.k, "k", false);
+    require_finite(a.v, "v", false);
+    if (!a.g.empty()) require_finite(a.g, "g", true);
+    if (!a.beta.empty()) require_finite(a.beta, "beta", false);
+  }
   require(!a.o.empty(), "o", "is required");
   require_float(a.o, "o");
   require_shape(a.o, "o", {p.B, p.T, p.HV, p.V}, "[B, T, HV, V]");
@@ -110,7 +112,7 @@ DeltaProblem make_delta_problem(const DeltaArgs& a, DeltaGate gate) {
   const int64_t N = p.seqs.count();
   if (!a.initial_state.empty()) {
     require_state(a.initial_state, "initial_state", N, p.HV, p.K, p.V);
-    require_finite(a.initial_state, "initial_state", false);
+    if (a.check_values) require_finite(a.initial_state, "initial_state", false);
     p.initial_state = a.initial_state.ptr<const float>();
   }
   if (!a.final_state.empty()) {

@@ -29,6 +29,10 @@ struct DeltaArgs {
   std::optional<float> scale;           // default K^-0.5
   bool use_qk_l2norm_in_kernel = false;  // q, k <- x / sqrt(|x|^2 + 1e-6) before use (fla's l2norm)
   int64_t chunk_size = 64;               // chunked form only: 16, 32, 64 or 128
+  // false skips the value scans (NaN / Inf in inputs and initial_state, gate signs): they read every input and
+  // the whole state, which for a one-token decode step costs as much as the step. Shapes and dtypes are
+  // always checked.
+  bool check_values = true;
 };
 
 // A validated call: dimensions, the decay kind and the sequences.
@@ -53,8 +57,9 @@ struct DeltaProblem {
   int64_t state_offset(int64_t seq, int64_t hv) const { return (seq * HV + hv) * K * V; }
 };
 
-// Checks shapes, dtypes, contiguity, head counts, values (finite inputs and states, gates <= 0), states and chunk
-// size against the family's gate kind; every error names the argument.
+// Checks shapes, dtypes, contiguity, head counts, values (finite inputs and states, gates <= 0; unless
+// args.check_values is false), states and chunk size against the family's gate kind; every error names the
+// argument.
 DeltaProblem make_delta_problem(const DeltaArgs& args, DeltaGate gate);
 
 // The plain recurrence in double precision, one token at a time (the definition the fast paths are tested against).

@@ -25,6 +25,10 @@ struct Rwkv7Args {
 
 // Token by token, O(1) state per step (prefill and decode).
 void recurrent_rwkv7(const Rwkv7Args& args);
+// Chunkwise-parallel prefill (fla's chunk_dplr_delta_rule): the same results as recurrent_rwkv7, with the work of
+// each chunk of chunk_size tokens (16, 32, 64 or 128; otherwise ArgumentError naming chunk_size) done as dense
+// products. Stable at any decay w <= 0.
+void chunk_rwkv7(const Rwkv7Args& args, int64_t chunk_size = 64);
 void rwkv7_reference(const Rwkv7Args& args);
 
 }  // namespace attnzoo

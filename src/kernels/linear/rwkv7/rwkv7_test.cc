@@ -1,7 +1,9 @@
-// RWKV-7: the vectorized recurrence == double reference, on every SIMD target.
+// RWKV-7: the vectorized recurrence and the chunked (DPLR) form == double reference, on every SIMD target, at
+// every chunk size.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -15,6 +17,7 @@ using testing::HostTensor;
 struct Case {
   int64_t B = 1, T = 64, H = 2, K = 16, V = 16;
   float w_value = NAN;  // NaN: w = -exp(N(0, 1)) - 0.01 (RWKV-7 style); else every w equal
+  float w_low = NAN;    // if set: w spread over (w_low, 0), per element (strong and no decay side by side)
   bool with_h0 = true;
   std::vector<int32_t> cu;
   DType dtype = DType::f32;
@@ -38,7 +41,8 @@ struct Inputs {
         const float kk = float(a.at(e) / norm), iclr = 1.f / (1.f + std::exp(-b.at(e)));
         store_from_f32(a.view.data, c.dtype, e, -kk);
         store_from_f32(b.view.data, c.dtype, e, kk * iclr);
-        const float wv = std::isnan(c.w_value) ? -std::exp(w.at(e)) - 0.01f : c.w_value;
+        float wv = std::isnan(c.w_value) ? -std::exp(w.at(e)) - 0.01f : c.w_value;
+        if (!std::isnan(c.w_low)) wv = c.w_low * 0.5f * (1.f + std::tanh(w.at(e)));
         store_from_f32(w.view.data, c.dtype, e, wv);
         store_from_f32(k.view.data, c.dtype, e, k.at(e) / std::sqrt(float(c.K)));
       }
@@ -53,6 +57,13 @@ struct Inputs {
   }
 };
 
+constexpr int64_t kChunkSizes[] = {16, 32, 64, 128};
+
+// Outputs start as NaN so that anything a kernel forgets to write fails the comparison.
+void poison(HostTensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i) store_from_f32(t.view.data, t.view.dtype, i, NAN);
+}
+
 void check(const Case& c) {
   const int64_t nseq = c.cu.empty() ? c.B : int64_t(c.cu.size()) - 1;
   Inputs in(c, nseq);
@@ -64,19 +75,31 @@ void check(const Case& c) {
   a.o = o.view, a.final_state = s.view;
   const double tol = c.dtype == DType::f32 ? 1e-4 : 1e-2;
   testing::for_each_target([&](Target) {
+    poison(o), poison(s);
     recurrent_rwkv7(a);
     EXPECT_LE(testing::relative_rms(o, o_ref), tol) << "T=" << c.T << " K=" << c.K << " V=" << c.V;
     EXPECT_LE(testing::relative_rms(s, s_ref), tol) << "state T=" << c.T;
+    for (int64_t chunk : kChunkSizes) {
+      poison(o), poison(s);
+      chunk_rwkv7(a, chunk);
+      EXPECT_LE(testing::relative_rms(o, o_ref), tol)
+          << "chunk " << chunk << " T=" << c.T << " K=" << c.K << " V=" << c.V;
+      EXPECT_LE(testing::relative_rms(s, s_ref), tol) << "chunk " << chunk << " state T=" << c.T;
+    }
   });
 }
 
 TEST(Rwkv7, RaggedLengths) {
-  for (int64_t T : {1, 15, 63, 64, 65, 500}) check({.T = T});
+  for (int64_t T : {1, 15, 63, 64, 65, 500}) {
+    check({.T = T});
+    check({.T = T, .with_h0 = false});
+  }
+  check({.T = 1000, .H = 1, .K = 64, .V = 64});
 }
 
 TEST(Rwkv7, HeadDims) {
-  for (int64_t K : {16, 60, 64, 100, 128}) check({.T = 40, .H = 1, .K = K, .V = 32});
-  for (int64_t V : {1, 16, 60, 100, 128}) check({.T = 40, .H = 1, .K = 32, .V = V});
+  for (int64_t K : {16, 60, 64, 100, 128}) check({.T = 150, .H = 1, .K = K, .V = 32});
+  for (int64_t V : {1, 16, 60, 100, 128}) check({.T = 150, .H = 1, .K = 32, .V = V});
 }
 
 TEST(Rwkv7, PackedSequencesAndBatches) {
@@ -88,9 +111,26 @@ TEST(Rwkv7, PackedSequencesAndBatches) {
 TEST(Rwkv7, DecayRange) {
   check({.T = 200, .w_value = 0.f});   // no decay: only the low-rank part forgets
   check({.T = 200, .w_value = -8.f});  // strong decay
+  check({.T = 200, .w_value = -0.5f});
+  check({.T = 300, .K = 64, .V = 64, .w_low = -8.f});  // every strength in one chunk, channel by channel
+  check({.T = 300, .K = 64, .V = 64, .w_low = -8.f, .with_h0 = false});
 }
 
 TEST(Rwkv7, Bf16Inputs) { check({.B = 2, .T = 100, .H = 2, .K = 32, .V = 32, .dtype = DType::bf16}); }
+
+TEST(Rwkv7, ChunkFinalStateMayAliasInitialState) {
+  Case c{.B = 2, .T = 77, .H = 2, .K = 32, .V = 48};
+  Inputs in(c, 2);
+  HostTensor s_ref(DType::f32, {2, 2, 32, 48}, 0, 0), o_ref(DType::f32, {2, 77, 2, 48}, 0, 0);
+  HostTensor o(DType::f32, {2, 77, 2, 48}, 0, 0);
+  Rwkv7Args a = in.args(c);
+  a.o = o_ref.view, a.final_state = s_ref.view;
+  rwkv7_reference(a);
+  a.o = o.view, a.final_state = in.h0.view;
+  chunk_rwkv7(a, 32);
+  EXPECT_LE(testing::relative_rms(o, o_ref), 1e-4);
+  EXPECT_LE(testing::relative_rms(in.h0, s_ref), 1e-4);
+}
 
 TEST(Rwkv7, InPlaceDecodeStep) {
   // The state as both initial and final state (decode), with V a multiple of the vector length.
@@ -118,6 +158,22 @@ TEST(Rwkv7, LongSequenceStaysFinite) {
     rwkv7_reference(a);
     for (int64_t i = 0; i < o.numel(); ++i) ASSERT_TRUE(std::isfinite(o.at(i)));
     EXPECT_LE(testing::relative_rms(o, o_ref), 1e-4);
+    HostTensor oc(DType::f32, {1, c.T, 1, 16}, 0, 0), sc(DType::f32, {1, 1, 16, 16}, 0, 0);
+    HostTensor sr(DType::f32, {1, 1, 16, 16}, 0, 0);
+    a.o = o.view, a.final_state = sr.view;
+    recurrent_rwkv7(a);
+    a.o = oc.view, a.final_state = sc.view;
+    testing::for_each_target([&](Target) {
+      for (int64_t chunk : kChunkSizes) {
+        poison(oc);
+        chunk_rwkv7(a, chunk);
+        for (int64_t i = 0; i < oc.numel(); ++i)
+          ASSERT_TRUE(std::isfinite(oc.at(i))) << "chunk " << chunk << " w=" << w;
+        EXPECT_LE(testing::relative_rms(oc, o_ref), 1e-4) << "chunk " << chunk << " w=" << w;
+        EXPECT_LE(testing::relative_rms(oc, o), 1e-4) << "chunk vs recurrent, chunk " << chunk << " w=" << w;
+        EXPECT_LE(testing::relative_rms(sc, sr), 1e-4) << "state, chunk " << chunk << " w=" << w;
+      }
+    });
   }
 }
 
@@ -133,6 +189,17 @@ TEST(Rwkv7, RejectsBadArguments) {
   a.o = o.view;
   a.initial_state = bad_state.view;
   EXPECT_THROW(recurrent_rwkv7(a), DTypeError);
+  EXPECT_THROW(chunk_rwkv7(a, 64), DTypeError);
+  a = in.args(c);
+  a.o = o.view;
+  for (int64_t bad : {0, 8, 48, 100, 256}) {
+    try {
+      chunk_rwkv7(a, bad);
+      ADD_FAILURE() << "chunk_size " << bad << " accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("chunk_size"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,181 @@
+"""Kernel-table rows for kernels that have one form (no chunked-vs-recurrent pair): MLA prefill and absorbed
+decode, Mamba's selective scan, RWKV-4, RWKV-7 (recurrent) and the causal short convolution.
+
+Each is a bench.BenchCase, so it is timed, rated and printed like the softmax rows: compute-bound kernels report
+GFLOP/s of useful work against the FMA peak, memory-bound ones GB/s of bytes read against the bandwidth. A
+PyTorch peer runs on the same tensors where one is a few lines and cheap to time (MLA in both forms, the
+convolution); the scans have no such peer (a per-token Python loop would time the interpreter).
+"""
+
+
+def _shapes(scale):
+    if scale == "full":
+        return {"mla": dict(H=16, r=512, dn=128, dr=64, dv=128, T=1024, S=4096),
+                "mamba": dict(D=1536, N=16, L=1024), "rwkv4": dict(C=2048, T=1024),
+                "rwkv7": dict(H=32, K=64, T=256), "conv": dict(D=4096, W=4, T=4096)}
+    if scale == "quick":
+        return {"mla": dict(H=16, r=512, dn=128, dr=64, dv=128, T=256, S=4096),
+                "mamba": dict(D=1536, N=16, L=256), "rwkv4": dict(C=2048, T=256),
+                "rwkv7": dict(H=32, K=64, T=64), "conv": dict(D=4096, W=4, T=1024)}
+    return {"mla": dict(H=2, r=32, dn=16, dr=8, dv=16, T=32, S=64), "mamba": dict(D=32, N=8, L=32),
+            "rwkv4": dict(C=64, T=32), "rwkv7": dict(H=2, K=16, T=16), "conv": dict(D=64, W=4, T=64)}
+
+
+def _mla_weights(s, seed):
+    from .bench import _randn
+    H, r, dn, dv = s["H"], s["r"], s["dn"], s["dv"]
+    w = _randn((H * (dn + dv), r), "float32", seed)
+    return w * (r ** -0.5)
+
+
+def _mla_torch_parts(w, s):
+    H, r, dn, dv = s["H"], s["r"], s["dn"], s["dv"]
+    W = w.view(H, dn + dv, r)
+    return W[:, :dn], W[:, dn:]
+
+
+def _mla_prefill_case(cfg):
+    from .bench import BenchCase, Prepared, _torch, _randn
+    from .mla import mla_prefill
+    s = cfg["mla"]
+    H, r, dn, dr, dv, T = s["H"], s["r"], s["dn"], s["dr"], s["dv"], s["T"]
+    dims = dict(kv_lora_rank=r, qk_nope_head_dim=dn, qk_rope_head_dim=dr, v_head_dim=dv)
+
+    def setup():
+        q, kv, w = _randn((1, T, H, dn + dr), "float32", 11), _randn((1, T, r + dr), "float32", 12), _mla_weights(s, 13)
+        out = q.new_empty((1, T, H, dv)) if hasattr(q, "new_empty") else None
+        ours = lambda: mla_prefill(q, kv, w, **dims, out=out, check_inputs=False)
+        torch = _torch()
+        if torch is None:
+            return Prepared(ours)
+        import torch.nn.functional as F
+        W_UK, W_UV = _mla_torch_parts(w, s)
+
+        def peer():  # the naive form in torch: expand K and V per head, then SDPA
+            c, kpe = kv[..., :r], kv[..., r:]
+            k = torch.cat([torch.einsum("btr,hdr->bthd", c, W_UK), kpe[:, :, None].expand(1, T, H, dr)], -1)
+            v = torch.einsum("btr,hdr->bthd", c, W_UV)
+            return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                  is_causal=True).transpose(1, 2)
+        return Prepared(ours, peer)
+
+    pairs = T * (T + 1) // 2
+    flops = 2.0 * T * H * (dn + dv) * r + 2.0 * pairs * H * (dn + dr + dv)
+    return BenchCase("mla", "prefill f32 (naive form)", f"T={T} H={H} r={r} nope={dn} rope={dr} v={dv}", setup,
+                     flops=flops)
+
+
+def _mla_decode_case(cfg):
+    from .bench import BenchCase, Prepared, _torch, _randn
+    from .mla import mla_decode
+    s = cfg["mla"]
+    H, r, dn, dr, dv, S = s["H"], s["r"], s["dn"], s["dr"], s["dv"], s["S"]
+    dims = dict(kv_lora_rank=r, qk_nope_head_dim=dn, qk_rope_head_dim=dr, v_head_dim=dv)
+
+    def setup():
+        import numpy as np
+        q, cache, w = _randn((1, 1, H, dn + dr), "float32", 21), _randn((1, S, r + dr), "float32", 22), \
+            _mla_weights(s, 23)
+        seqlens = np.array([S], np.int32)
+        ours = lambda: mla_decode(q, cache, seqlens, w, **dims)
+        torch = _torch()
+        if torch is None:
+            return Prepared(ours)
+        W_UK, W_UV = _mla_torch_parts(w, s)
+        scale = (dn + dr) ** -0.5
+
+        def peer():  # the absorbed form in torch: scores against the latent cache itself
+            c, kpe = cache[..., :r], cache[..., r:]
+            q_lat = torch.einsum("bthd,hdr->bthr", q[..., :dn], W_UK)
+            scores = (torch.einsum("bthr,bsr->bhts", q_lat, c) + torch.einsum("bthd,bsd->bhts", q[..., dn:], kpe))
+            p = torch.softmax(scores * scale, -1)
+            return torch.einsum("bthr,hdr->bthd", torch.einsum("bhts,bsr->bthr", p, c), W_UV)
+        return Prepared(ours, peer)
+
+    read = 4.0 * (S * (r + dr) + H * (dn + dv) * r)  # the latent cache and w_kv_b, f32
+    return BenchCase("mla", "absorbed decode f32", f"context={S} H={H} r={r} rope={dr} (cache + w_kv_b read)",
+                     setup, bytes=read)
+
+
+def _selective_scan_case(cfg):
+    from .bench import BenchCase, Prepared, _randn
+    from .linear import selective_scan_fn
+    s = cfg["mamba"]
+    D, N, L = s["D"], s["N"], s["L"]
+
+    def setup():
+        u, delta = _randn((1, D, L), "float32", 31), _randn((1, D, L), "float32", 32)
+        A = -abs(_randn((D, N), "float32", 33)) - 0.5
+        B, C = _randn((1, N, L), "float32", 34), _randn((1, N, L), "float32", 35)
+        Dskip, bias = _randn((D,), "float32", 36), _randn((D,), "float32", 37) * 0.1 - 2.0
+        return Prepared(lambda: selective_scan_fn(u, delta, A, B, C, Dskip, delta_bias=bias, delta_softplus=True,
+                                                  check_inputs=False))
+
+    # per (token, channel, state): h = exp(dt A) h + dt B u (2 FMAs) and y += C h (1 FMA); exp not counted
+    return BenchCase("mamba", "selective scan f32", f"L={L} D={D} N={N}", setup, flops=6.0 * L * D * N)
+
+
+def _rwkv4_case(cfg):
+    from .bench import BenchCase, Prepared, _randn
+    from .linear import rwkv4_wkv
+    s = cfg["rwkv4"]
+    C, T = s["C"], s["T"]
+
+    def setup():
+        w, u = _randn((C,), "float32", 41), _randn((C,), "float32", 42)
+        k, v = _randn((1, T, C), "float32", 43), _randn((1, T, C), "float32", 44)
+        return Prepared(lambda: rwkv4_wkv(w, u, k, v, check_inputs=False))
+
+    return BenchCase("rwkv4", "wkv f32", f"T={T} C={C} (k, v read)", setup, bytes=2.0 * T * C * 4)
+
+
+def _rwkv7_case(cfg):
+    from .bench import BenchCase, Prepared, _torch, _randn
+    from .linear import recurrent_rwkv7
+    s = cfg["rwkv7"]
+    H, K, T = s["H"], s["K"], s["T"]
+
+    def setup():
+        r, k, v = (_randn((1, T, H, K), "float32", seed) for seed in (51, 52, 53))
+        w = -abs(_randn((1, T, H, K), "float32", 54)) * 0.5
+        kk = _randn((1, T, H, K), "float32", 55)
+        torch = _torch()
+        if torch is not None:
+            kk = torch.nn.functional.normalize(kk, dim=-1)
+        else:
+            import numpy as np
+            kk = kk / np.linalg.norm(kk, axis=-1, keepdims=True)
+        a, b = -kk, kk * 0.5
+        return Prepared(lambda: recurrent_rwkv7(r, w, k, v, a, b, output_final_state=False, check_inputs=False))
+
+    # per (token, head, k, v): a^T S, the decay-plus-rank-1 update (2 FMAs) and S^T r: 4 FMAs
+    return BenchCase("rwkv7", "recurrent f32", f"T={T} H={H} K=V={K}", setup, flops=8.0 * T * H * K * K)
+
+
+def _causal_conv_case(cfg):
+    from .bench import BenchCase, Prepared, _torch, _randn
+    from .linear import causal_conv1d
+    s = cfg["conv"]
+    D, W, T = s["D"], s["W"], s["T"]
+
+    def setup():
+        x, weight, bias = _randn((1, T, D), "float32", 61), _randn((D, W), "float32", 62), \
+            _randn((D,), "float32", 63)
+        ours = lambda: causal_conv1d(x, weight, bias, activation="silu")[0]
+        torch = _torch()
+        if torch is None:
+            return Prepared(ours)
+        import torch.nn.functional as F
+        # what a torch user writes: channels-first depthwise conv1d with left padding, then SiLU
+        peer = lambda: F.silu(F.conv1d(x.transpose(1, 2), weight[:, None, :], bias, padding=W - 1,
+                                       groups=D)[..., :T]).transpose(1, 2)
+        return Prepared(ours, peer)
+
+    return BenchCase("causal conv1d", f"width {W} silu f32", f"T={T} D={D} (x read)", setup, bytes=4.0 * T * D)
+
+
+def single_form_cases(config):
+    """The BenchCases of this file at the config's scale ("full", "quick" or "tiny")."""
+    cfg = _shapes(config["scale"])
+    return [_mla_prefill_case(cfg), _mla_decode_case(cfg), _selective_scan_case(cfg), _rwkv4_case(cfg),
+            _rwkv7_case(cfg), _causal_conv_case(cfg)]

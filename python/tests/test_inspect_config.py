@@ -1,0 +1,190 @@
+"""`attnzoo inspect` from config.json alone.
+
+1. For every registered architecture family, the tiny random checkpoints the model tests build: inspect on the
+   config alone reports exactly the layers (kind, window, CacheSpec) and cache bytes that inspect on the full
+   checkpoint reports, and the estimated parameter count equals the checkpoint's where one is estimated.
+2. The two published configs in configs/published: the KV / latent bytes per token, the fixed recurrent state
+   and the savings against all-attention / all-MLA stacks, checked against formulas written here from the
+   config values (independent arithmetic, not a call into attnzoo).
+
+The CLI binary is $ATTNZOO_CLI, else build/attnzoo of this checkout."""
+import importlib
+import json
+import math
+import os
+import shutil
+import subprocess
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CLI = os.environ.get("ATTNZOO_CLI", os.path.join(ROOT, "build", "attnzoo"))
+PUBLISHED = os.path.join(ROOT, "configs", "published")
+CONTEXTS = (4096, 131072, 1048576)
+F32 = 4
+
+pytestmark = pytest.mark.skipif(not os.access(CLI, os.X_OK),
+                                reason=f"attnzoo CLI not built at {CLI} (set ATTNZOO_CLI)")
+
+
+def inspect(*args):
+    r = subprocess.run([CLI, "inspect", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def inspect_json(*args):
+    return json.loads(inspect(*args, "--json"))
+
+
+# One checkpoint per family and config switch that changes the layers: (test module, kind).
+CASES = [
+    ("test_model_llama", "llama_hd32_llama3_tied"), ("test_model_llama", "llama_yarn_bias"),
+    ("test_model_llama", "qwen2"), ("test_model_llama", "qwen3"), ("test_model_llama", "mistral_swa"),
+    ("test_model_qwen3_next", "moe_interval"), ("test_model_qwen3_next", "dense_layer_types"),
+    ("test_model_qwen3_next", "sparse_step_unnormalized"), ("test_model_qwen3_next", "qwen3_5"),
+    ("test_model_kimi_linear", "moe"), ("test_model_kimi_linear", "dense_qlora"),
+    ("test_model_deepseek_v3", "q_lora_yarn"), ("test_model_deepseek_v3", "plain_q"),
+    ("test_model_gemma", "gemma2"), ("test_model_gemma", "gemma3"), ("test_model_gemma", "gemma3_legacy"),
+    ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
+    ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
+    ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
+    ("test_model_falcon_h1", "gated_norm_g2"), ("test_model_falcon_h1", "norm_before_gate_tied"),
+    ("test_model_wrappers", "qwen3_5_vl"), ("test_model_wrappers", "qwen3_5_moe"),
+    ("test_model_wrappers", "gemma3_vl"),
+    ("test_model_rwkv7", "h64_hd16_2l"), ("test_model_rwkv7", "h128_hd32_3l_wide_v_tied"),
+]
+
+
+def _build(module, kind, directory):
+    mod = importlib.import_module(module)
+    if module == "test_model_wrappers":  # multimodal wrappers: only the language model is described
+        import torch
+        torch.manual_seed(0)
+        mod._model(kind).save_pretrained(directory, safe_serialization=True)
+    else:
+        mod._build(kind, directory)
+
+
+@pytest.mark.parametrize("module,kind", CASES, ids=[f"{m[11:]}-{k}" for m, k in CASES])
+def test_config_alone_describes_the_built_model(module, kind, tmp_path):
+    _build(module, kind, str(tmp_path / "full"))
+    (tmp_path / "config").mkdir()
+    shutil.copy(tmp_path / "full" / "config.json", tmp_path / "config" / "config.json")
+
+    full = inspect_json("-m", str(tmp_path / "full"))
+    alone = inspect_json(str(tmp_path / "config"))  # a directory without weights: config only
+    by_file = inspect_json("--config", str(tmp_path / "config" / "config.json"))
+    assert not full["config_only"] and alone["config_only"] and by_file["config_only"]
+    assert alone["layers"] == full["layers"]
+    assert by_file["layers"] == full["layers"]
+    for key in ("architecture", "num_layers", "hidden_size", "vocab_size", "cache_bytes_per_token",
+                "cache_bytes_at", "per_kind", "comparisons"):
+        assert alone[key] == full[key], key
+    if alone["parameters_estimated"]:
+        assert alone["parameter_count"] == full["parameter_count"]
+    else:
+        assert alone["parameter_count"] is None
+
+
+def test_every_family_is_covered():
+    """CASES reaches every describer-backed family the model tests build (a new test_model_* needs a case)."""
+    tests = {f[:-3] for f in os.listdir(os.path.dirname(__file__)) if f.startswith("test_model_") and f.endswith(".py")}
+    assert tests <= {m for m, _ in CASES}, tests - {m for m, _ in CASES}
+
+
+def _blocks(tokens, block=256):
+    return math.ceil(tokens / block) * block
+
+
+def _kimi():
+    with open(os.path.join(PUBLISHED, "kimi-linear-48b-a3b-instruct.json")) as f:
+        return json.load(f)
+
+
+def _qwen3_next():
+    with open(os.path.join(PUBLISHED, "qwen3-next-80b-a3b-instruct.json")) as f:
+        return json.load(f)
+
+
+def test_kimi_linear_published_config():
+    c = _kimi()
+    la = c["linear_attn_config"]
+    n = c["num_hidden_layers"]
+    mla_layers, kda_layers = len(la["full_attn_layers"]), len(la["kda_layers"])
+    assert (mla_layers, kda_layers, n) == (7, 20, 27)
+    # MLA keeps one latent [kv_lora_rank + qk_rope_head_dim] per token; KDA a [H, K, K] state plus the conv
+    # tails of q, k and v ([3 H K, W - 1]); everything f32 in this engine.
+    latent = (c["kv_lora_rank"] + c["qk_rope_head_dim"]) * F32
+    kda_state = (la["num_heads"] * la["head_dim"] ** 2 + 3 * la["num_heads"] * la["head_dim"] *
+                 (la["short_conv_kernel_size"] - 1)) * F32
+    per_token = mla_layers * latent
+    fixed = kda_layers * kda_state
+
+    got = inspect_json("--config", os.path.join(PUBLISHED, "kimi-linear-48b-a3b-instruct.json"))
+    assert got["architecture"] == "KimiLinearForCausalLM"
+    assert got["cache_bytes_per_token"] == per_token == 7 * 576 * 4
+    kinds = {k["label"]: k for k in got["per_kind"]}
+    assert kinds["mla [latent]"]["layers"] == 7 and kinds["mla [latent]"]["bytes_per_token"] == per_token
+    assert kinds["linear_attention [state]"]["layers"] == 20
+    assert kinds["linear_attention [state]"]["fixed_bytes"] == fixed
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t)
+
+    # "75% less KV cache": against the same 27 layers all MLA, per token 1 - 7/27.
+    all_mla = got["comparisons"]["all_mla"]
+    assert all_mla["stack"]["bytes_per_token"] == n * latent
+    assert got["comparisons"]["all_mla"]["saving_percent_per_token"] == pytest.approx(100 * (1 - 7 / 27))
+    for t in CONTEXTS:
+        want = 100 * (1 - (fixed + per_token * t) / (n * latent * t))
+        assert all_mla["saving_percent_at"][str(t)] == pytest.approx(want)
+    # All MHA: the MLA heads uncompressed, K (nope + rope) and V per head.
+    mha = (c["num_attention_heads"] * (c["qk_nope_head_dim"] + c["qk_rope_head_dim"] + c["v_head_dim"])) * F32
+    all_att = got["comparisons"]["all_attention"]
+    assert all_att["stack"]["bytes_per_token"] == n * mha
+    assert all_att["saving_percent_per_token"] == pytest.approx(100 * (1 - per_token / (n * mha)))
+    # The estimate lands on the name: 48B total.
+    assert got["parameters_estimated"] and 47e9 < got["parameter_count"] < 50e9
+
+
+def test_qwen3_next_published_config():
+    c = _qwen3_next()
+    n = c["num_hidden_layers"]
+    full = sum(1 for i in range(n) if (i + 1) % c["full_attention_interval"] == 0)
+    linear = n - full
+    assert (full, linear) == (12, 36)
+    kv = 2 * c["num_key_value_heads"] * c["head_dim"] * F32
+    hk, hv = c["linear_num_key_heads"], c["linear_num_value_heads"]
+    dk, dv, w = c["linear_key_head_dim"], c["linear_value_head_dim"], c["linear_conv_kernel_dim"]
+    gdn = (hv * dk * dv + (2 * hk * dk + hv * dv) * (w - 1)) * F32
+    per_token, fixed = full * kv, linear * gdn
+
+    got = inspect_json("--config", os.path.join(PUBLISHED, "qwen3-next-80b-a3b-instruct.json"))
+    assert got["cache_bytes_per_token"] == per_token == 12 * 2 * 2 * 256 * 4
+    kinds = {k["label"]: k for k in got["per_kind"]}
+    assert kinds["attention [kv]"]["layers"] == 12
+    assert kinds["linear_attention [state]"]["fixed_bytes"] == fixed
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t)
+    all_att = got["comparisons"]["all_attention"]
+    assert all_att["stack"]["bytes_per_token"] == n * kv
+    assert all_att["saving_percent_per_token"] == pytest.approx(75.0)
+    for t in CONTEXTS:
+        assert all_att["saving_percent_at"][str(t)] == pytest.approx(100 * (1 - (fixed + per_token * t) / (n * kv * t)))
+    assert "all_mla" not in got["comparisons"]
+    assert got["parameters_estimated"] and 78e9 < got["parameter_count"] < 83e9
+
+
+def test_text_report_and_errors(tmp_path):
+    text = inspect("--config", os.path.join(PUBLISHED, "kimi-linear-48b-a3b-instruct.json"))
+    assert "config only" in text and "same stack, all MLA" in text and "74.1% less per token" in text
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"architectures": ["NopeForCausalLM"]}))
+    r = subprocess.run([CLI, "inspect", "--config", str(bad)], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "NopeForCausalLM" in r.stderr
+    r = subprocess.run([CLI, "inspect", "--config", str(tmp_path / "missing.json")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0 and "missing.json" in r.stderr

@@ -1,0 +1,79 @@
+// Prefill projections with bf16 products (matmul precision "medium"): y = x W^T on AVX-512-BF16 tiles.
+// x is rounded to bf16 pairs once per call; each task takes a panel of W's rows, transposes it into the
+// [K/2][N] pair layout the tile kernel multiplies against (with gathers: see transpose_pairs), and multiplies it
+// block by block: kKc pairs of the
+// reduction (the B block, kKc x panel x 4 bytes, stays in L2; a 64-column strip of it in L1) times kMc
+// activation rows (the A block stays in L2).
+#include <algorithm>
+
+#include "core/aligned_buffer.h"
+#include "core/dispatch.h"
+#include "core/dtype.h"
+#include "core/threads.h"
+#include "kernels/common/bf16_dot.h"
+#include "layers/linear.h"
+
+namespace attnzoo {
+namespace {
+
+constexpr size_t kKc = 128;  // reduction pairs per block
+constexpr size_t kMc = 192;  // activation rows per block (a multiple of the tile kernel's 6)
+
+// One row of W (f32, or bf16 with K odd) as bf16 pairs; the last pair's high half is zero when K is odd.
+void row_pairs(const TensorView& w, int64_t row, size_t K, uint32_t* out) {
+  if (w.dtype == DType::f32) {
+    pack_f32_to_bf16_pairs(w.ptr<float>() + row * int64_t(K), K, out);
+    return;
+  }
+  const uint16_t* r = w.ptr<uint16_t>() + row * int64_t(K);
+  for (size_t i = 0; i < (K + 1) / 2; ++i)
+    out[i] = uint32_t(r[2 * i]) | (2 * i + 1 < K ? uint32_t(r[2 * i + 1]) << 16 : 0u);
+}
+
+}  // namespace
+
+void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                      int64_t panel) {
+  const size_t N = size_t(w.shape[0]), K = size_t(w.shape[1]), K2 = (K + 1) / 2;
+  AlignedBuffer<uint32_t> a(size_t(T) * K2);
+  const int64_t rows_per_task = 64;
+  ThreadPool::global().parallel_for((T + rows_per_task - 1) / rows_per_task, [&](int64_t task, int) {
+    for (int64_t t = task * rows_per_task; t < std::min(T, (task + 1) * rows_per_task); ++t)
+      pack_f32_to_bf16_pairs(x + t * int64_t(K), K, a.data() + size_t(t) * K2);
+  });
+  const int64_t tasks = (int64_t(N) + panel - 1) / panel;
+  ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
+    const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0, nbp = (nb + 15) / 16 * 16;
+    thread_local AlignedBuffer<uint32_t> b, pairs;
+    thread_local AlignedBuffer<float> c;
+    b.resize(K2 * nbp);
+    c.resize(size_t(T) * nbp);
+    // bf16 rows of even length already are pairs (little-endian: element 2i is the low half of pair i).
+    const uint32_t* src;
+    if (w.dtype == DType::bf16 && K % 2 == 0) {
+      src = reinterpret_cast<const uint32_t*>(w.ptr<uint16_t>() + n0 * K);
+    } else {
+      pairs.resize(nb * K2);
+      for (size_t r = 0; r < nb; ++r) row_pairs(w, int64_t(n0 + r), K, pairs.data() + r * K2);
+      src = pairs.data();
+    }
+    transpose_pairs(src, K2, nb, K2, b.data(), nbp);
+    for (int64_t t = 0; t < T; ++t) {
+      float* ct = c.data() + size_t(t) * nbp;
+      if (bias)
+        std::copy(bias + n0, bias + n0 + nb, ct);
+      else
+        std::fill(ct, ct + nb, 0.f);
+      std::fill(ct + nb, ct + nbp, 0.f);
+    }
+    for (size_t k0 = 0; k0 < K2; k0 += kKc) {
+      const size_t kc = std::min(kKc, K2 - k0);
+      for (size_t m0 = 0; m0 < size_t(T); m0 += kMc)
+        bf16_pair_gemm(std::min(kMc, size_t(T) - m0), nbp, kc, a.data() + m0 * K2 + k0, K2, b.data() + k0 * nbp,
+                       nbp, c.data() + m0 * nbp, nbp, /*accumulate=*/true);
+    }
+    for (int64_t t = 0; t < T; ++t) std::copy_n(c.data() + size_t(t) * nbp, nb, y + t * ldy + int64_t(n0));
+  });
+}
+
+}  // namespace attnzoo

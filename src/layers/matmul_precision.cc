@@ -1,0 +1,34 @@
+#include "layers/matmul_precision.h"
+
+#include <atomic>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::highest};
+
+}  // namespace
+
+MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+void set_matmul_precision(MatmulPrecision p) { g_precision.store(p, std::memory_order_relaxed); }
+
+const char* matmul_precision_name(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::highest: return "highest";
+    case MatmulPrecision::high: return "high";
+    case MatmulPrecision::medium: return "medium";
+  }
+  return "?";
+}
+
+MatmulPrecision parse_matmul_precision(const std::string& name) {
+  if (name == "highest") return MatmulPrecision::highest;
+  if (name == "high") return MatmulPrecision::high;
+  if (name == "medium") return MatmulPrecision::medium;
+  throw ArgumentError("precision: expected 'highest', 'high' or 'medium', got '" + name + "'");
+}
+
+}  // namespace attnzoo

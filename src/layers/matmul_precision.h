@@ -1,0 +1,23 @@
+#pragma once
+// Process-wide precision of prefill projections, named and behaving like torch.set_float32_matmul_precision:
+//   highest (default): f32 products (bf16 weights are widened exactly), matching transformers' f32 path to 1e-4;
+//   high: the same on CPU (torch's TF32 has no CPU counterpart);
+//   medium: activations and weights rounded to bf16, products accumulated in f32 with AVX-512-BF16 (vdpbf16ps),
+//           twice the f32 FMA rate; what llama.cpp and torch's bf16 CPU path do for bf16 models. CPUs or forced
+//           targets without AVX-512-BF16 keep f32 products.
+// Only prefill GEMMs (more than kGemvMaxTokens tokens) are affected: decode projections are bound by memory
+// bandwidth, where rounding activations buys nothing. Read once per projection call, set rarely.
+#include <string>
+
+namespace attnzoo {
+
+enum class MatmulPrecision { highest, high, medium };
+
+MatmulPrecision matmul_precision();
+void set_matmul_precision(MatmulPrecision p);
+
+// "highest" / "high" / "medium"; parse throws ArgumentError naming `precision` for anything else.
+const char* matmul_precision_name(MatmulPrecision p);
+MatmulPrecision parse_matmul_precision(const std::string& name);
+
+}  // namespace attnzoo
