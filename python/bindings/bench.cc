@@ -69,40 +69,32 @@ nb::dict config_dict(Scale s) {
 }  // namespace
 
 void bind_bench(nb::module_& m) {
-  auto peak_dict = [](const FmaPeak& p) {
-    nb::dict d;
-    d["gflops"] = p.gflops;
-    d["gflops_per_thread"] = p.gflops_per_thread;
-    d["threads"] = p.threads;
-    d["lanes"] = p.lanes;
-    d["chains"] = p.chains;
-    d["target"] = target_name(p.target);
-    d["seconds"] = p.seconds;
-    d["runs"] = p.runs;
-    return d;
+  auto bind_peak = [&m](const char* name, FmaPeak (*measure)(double, int), const char* doc) {
+    m.def(name,
+          [measure](double seconds, int runs) {
+            FmaPeak p;
+            {
+              nb::gil_scoped_release release;
+              p = measure(seconds, runs);
+            }
+            nb::dict d;
+            d["gflops"] = p.gflops;
+            d["gflops_per_thread"] = p.gflops_per_thread;
+            d["threads"] = p.threads;
+            d["lanes"] = p.lanes;
+            d["chains"] = p.chains;
+            d["target"] = target_name(p.target);
+            d["seconds"] = p.seconds;
+            d["runs"] = p.runs;
+            return d;
+          },
+          nb::arg("seconds") = 0.25, nb::arg("runs") = 3, doc);
   };
-  m.def("measure_fma_peak",
-        [peak_dict](double seconds, int runs) {
-          FmaPeak p;
-          {
-            nb::gil_scoped_release release;
-            p = measure_fma_peak(seconds, runs);
-          }
-          return peak_dict(p);
-        },
-        nb::arg("seconds") = 0.25, nb::arg("runs") = 3,
-        "f32 FMA throughput of the active target on every thread (best of `runs` runs of ~`seconds` each).");
-  m.def("measure_bf16_dot_peak",
-        [peak_dict](double seconds, int runs) {
-          FmaPeak p;
-          {
-            nb::gil_scoped_release release;
-            p = measure_bf16_dot_peak(seconds, runs);
-          }
-          return peak_dict(p);
-        },
-        nb::arg("seconds") = 0.25, nb::arg("runs") = 3,
-        "bf16-product (vdpbf16ps) throughput on every thread; gflops 0 where the CPU or target lacks AVX-512-BF16.");
+  bind_peak("measure_fma_peak", measure_fma_peak,
+            "f32 FMA throughput of the active target on every thread (best of `runs` runs of ~`seconds` each).");
+  bind_peak("measure_bf16_dot_peak", measure_bf16_dot_peak,
+            "bf16-product (vdpbf16ps) throughput on every thread; gflops 0 where the CPU or target lacks "
+            "AVX-512-BF16.");
   m.def("measure_memory_bandwidth",
         [](int64_t bytes, int runs) {
           MemoryBandwidth b;

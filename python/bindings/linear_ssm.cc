@@ -140,10 +140,13 @@ void bind_rwkv4(nb::module_& m) {
 }
 
 void bind_rwkv7(nb::module_& m) {
+  // form: "reference" (double precision), "recurrent" or "chunk" (chunk_size used only there).
   m.def("rwkv7",
-        [](bool reference, const AnyArray& r, const AnyArray& w, const AnyArray& k, const AnyArray& v,
+        [](const std::string& form, const AnyArray& r, const AnyArray& w, const AnyArray& k, const AnyArray& v,
            const AnyArray& a, const AnyArray& b, float scale, const OptIn& initial_state, const OutArray& o,
-           const OptOut& final_state, const OptIn& cu_seqlens) {
+           const OptOut& final_state, const OptIn& cu_seqlens, int64_t chunk_size) {
+          require(form == "reference" || form == "recurrent" || form == "chunk", "form",
+                  "expected 'reference', 'recurrent' or 'chunk', got '" + form + "'");
           Rwkv7Args x;
           x.r = as_view(r, "r"), x.w = as_view(w, "w"), x.k = as_view(k, "k"), x.v = as_view(v, "v");
           x.a = as_view(a, "a"), x.b = as_view(b, "b"), x.scale = scale;
@@ -151,28 +154,13 @@ void bind_rwkv7(nb::module_& m) {
           x.o = as_view(o, "o"), x.final_state = view_or_empty(final_state, "final_state");
           std::tie(x.cu_seqlens, x.cu_seqlens_len) = seqlens_of(cu_seqlens);
           nb::gil_scoped_release release;
-          if (reference) rwkv7_reference(x);
-          else recurrent_rwkv7(x);
+          if (form == "reference") rwkv7_reference(x);
+          else if (form == "recurrent") recurrent_rwkv7(x);
+          else chunk_rwkv7(x, chunk_size);
         },
-        nb::arg("reference"), nb::arg("r"), nb::arg("w"), nb::arg("k"), nb::arg("v"), nb::arg("a"), nb::arg("b"),
+        nb::arg("form"), nb::arg("r"), nb::arg("w"), nb::arg("k"), nb::arg("v"), nb::arg("a"), nb::arg("b"),
         nb::arg("scale"), nb::arg("initial_state").none(), nb::arg("o"), nb::arg("final_state").none(),
-        nb::arg("cu_seqlens").none());
-  m.def("rwkv7_chunk",
-        [](const AnyArray& r, const AnyArray& w, const AnyArray& k, const AnyArray& v, const AnyArray& a,
-           const AnyArray& b, float scale, const OptIn& initial_state, const OutArray& o, const OptOut& final_state,
-           const OptIn& cu_seqlens, int64_t chunk_size) {
-          Rwkv7Args x;
-          x.r = as_view(r, "r"), x.w = as_view(w, "w"), x.k = as_view(k, "k"), x.v = as_view(v, "v");
-          x.a = as_view(a, "a"), x.b = as_view(b, "b"), x.scale = scale;
-          x.initial_state = view_or_empty(initial_state, "initial_state");
-          x.o = as_view(o, "o"), x.final_state = view_or_empty(final_state, "final_state");
-          std::tie(x.cu_seqlens, x.cu_seqlens_len) = seqlens_of(cu_seqlens);
-          nb::gil_scoped_release release;
-          chunk_rwkv7(x, chunk_size);
-        },
-        nb::arg("r"), nb::arg("w"), nb::arg("k"), nb::arg("v"), nb::arg("a"), nb::arg("b"), nb::arg("scale"),
-        nb::arg("initial_state").none(), nb::arg("o"), nb::arg("final_state").none(), nb::arg("cu_seqlens").none(),
-        nb::arg("chunk_size"));
+        nb::arg("cu_seqlens").none(), nb::arg("chunk_size") = 64);
 }
 
 }  // namespace

@@ -57,6 +57,12 @@ void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
   }
 }
 
+AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, const LoadOptions& options) {
+  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, window};
+  ac.cache_block_tokens = options.kv_block_tokens;
+  return ac;
+}
+
 bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback) {
   if (!files.has("lm_head.weight")) return true;
   const Config& root = files.config();

@@ -72,6 +72,10 @@ void count_checkpoint(const ModelFiles& files, ModelInfo& info);
 Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
                    uint64_t* owned);
 
+// Softmax attention with the model's head shape, `window` (0: full causal) and the load's KV block size; builders
+// add their own scale / softcap / output gate on top.
+AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, const LoadOptions& options);
+
 // Whether the output head reuses the embedding: always when the checkpoint has no lm_head.weight; otherwise by
 // "tie_word_embeddings" of the top-level config (a multimodal wrapper's flag is the one transformers obeys, not
 // its text_config's), else of the text config `c`, else `fallback`.

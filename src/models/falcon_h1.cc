@@ -107,9 +107,8 @@ FalconH1Shape read_shape(const Config& root, const Config& c, const LoadOptions&
 }
 
 AttentionConfig attention_config(const ModelInfo& info, const Config& c, const LoadOptions& options) {
-  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, 0};
+  AttentionConfig ac = model_attention_config(info, 0, options);
   ac.scale = float(c.get_float_or("key_multiplier", 1.0)) / std::sqrt(float(info.head_dim));
-  ac.cache_block_tokens = options.kv_block_tokens;
   return ac;
 }
 

@@ -119,10 +119,9 @@ GemmaShape read_shape(const Config& root, const Config& c, const LoadOptions& op
 AttentionConfig attention_config(const GemmaShape& s, const Config& c, int64_t i, const LoadOptions& options) {
   const ModelInfo& info = s.info;
   const bool sliding = is_sliding(c, i, info.num_layers, s.gemma3);
-  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, sliding ? s.window : 0};
+  AttentionConfig ac = model_attention_config(info, sliding ? s.window : 0, options);
   ac.scale = float(1.0 / std::sqrt(s.pre_attn_scalar));
   ac.softcap = float(s.attn_softcap);
-  ac.cache_block_tokens = options.kv_block_tokens;
   return ac;
 }
 

@@ -29,10 +29,7 @@ ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& opti
 }
 
 AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t i, const LoadOptions& options) {
-  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim,
-                     layer_window(c, i, info.num_layers)};
-  ac.cache_block_tokens = options.kv_block_tokens;
-  return ac;
+  return model_attention_config(info, layer_window(c, i, info.num_layers), options);
 }
 
 }  // namespace

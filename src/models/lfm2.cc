@@ -44,12 +44,6 @@ std::vector<std::string> layer_types(const Config& c, const ModelInfo& info) {
   return types;
 }
 
-AttentionConfig attention_config(const ModelInfo& info, const LoadOptions& options) {
-  AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, 0};
-  ac.cache_block_tokens = options.kv_block_tokens;
-  return ac;
-}
-
 }  // namespace
 
 std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) {
@@ -80,7 +74,7 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
                                                optional_weight(files, m + ".conv.bias", {H}), m);
     } else if (types[size_t(i)] == "full_attention") {
       const std::string a = p + ".self_attn";
-      const AttentionConfig ac = attention_config(info, options);
+      const AttentionConfig ac = model_attention_config(info, 0, options);
       const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
       mixer = std::make_unique<AttentionLayer>(
           ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H), linear(a + ".v_proj", kw, H),
@@ -121,7 +115,7 @@ ModelDescription describe_lfm2(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   ModelDescription d;
   d.info = read_info(root, c, options);
-  d.attention = attention_config(d.info, options);
+  d.attention = model_attention_config(d.info, 0, options);
   // The conv length, which the builder reads off the conv weights, is conv_L_cache in the config.
   const int64_t L = c.get_int_or("conv_L_cache", 3);
   if (L < 1) throw LoadError(c.source() + ": key 'conv_L_cache': must be positive");

@@ -97,8 +97,7 @@ Qwen3NextShape read_shape(const Config& root, const Config& c, const LoadOptions
   mc.top_k = c.get_int_or("num_experts_per_tok", 1);
   mc.normalize_top_k = c.get_bool_or("norm_topk_prob", true);
 
-  s.attention = AttentionConfig{H, info.num_heads, info.num_kv_heads, D, /*window=*/0};
-  s.attention.cache_block_tokens = options.kv_block_tokens;
+  s.attention = model_attention_config(info, /*window=*/0, options);
   s.attention.output_gate = true;
   return s;
 }

@@ -262,9 +262,9 @@ def fused_recurrent_rwkv4(w, u, k, v, state):
     return out, final[:, :, None]
 
 
-def _rwkv7(reference, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
-           chunk_size=None):
-    """chunk_size None runs the recurrence (or the double reference); an int runs the chunked form."""
+def _rwkv7(form, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
+           chunk_size=64):
+    """form: "reference" (double precision), "recurrent" or "chunk" (with chunk_size)."""
     r, w, k = _contiguous(r, "r", check_inputs), _contiguous(w, "w", check_inputs), _contiguous(k, "k", check_inputs)
     v, a, b = _contiguous(v, "v", check_inputs), _contiguous(a, "a", check_inputs), _contiguous(b, "b", check_inputs)
     initial_state = _float32(initial_state, "initial_state")
@@ -278,10 +278,7 @@ def _rwkv7(reference, r, w, k, v, a, b, scale, initial_state, output_final_state
         scale = K ** -0.5
     o = empty_like_input(r, shape_of(v))
     final = _empty_f32(r, (_num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
-    if chunk_size is None:
-        _core.rwkv7(reference, r, w, k, v, a, b, float(scale), initial_state, o, final, cu)
-    else:
-        _core.rwkv7_chunk(r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size)
+    _core.rwkv7(form, r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size)
     return o, final
 
 
@@ -297,7 +294,7 @@ def recurrent_rwkv7(r, w, k, v, a, b, scale=None, initial_state=None, output_fin
     Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
     For prefill, chunk_rwkv7 gives the same results with dense chunk products.
     """
-    return _rwkv7(False, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs)
+    return _rwkv7("recurrent", r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs)
 
 
 fused_recurrent_rwkv7 = recurrent_rwkv7
@@ -329,7 +326,7 @@ def chunk_rwkv7(r, w, k, v, a, b, scale=1.0, initial_state=None, output_final_st
     Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
     """
     chunk_size = _chunk_size_arg(chunk_size)
-    return _rwkv7(False, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
+    return _rwkv7("chunk", r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
                   chunk_size)
 
 
@@ -344,7 +341,7 @@ def chunk_dplr_delta_rule(q, k, v, a, b, gk, scale=None, initial_state=None, out
 
 def rwkv7_reference(r, w, k, v, a, b, scale=None, initial_state=None, output_final_state=True, cu_seqlens=None):
     """The same recurrence in double precision (slow); same arguments and results as recurrent_rwkv7."""
-    return _rwkv7(True, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, True)
+    return _rwkv7("reference", r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, True)
 
 
 # The issue's (and mamba_ssm's ops module's) short name for the same function.
