@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/linear/common/ssm_args.h"
@@ -84,6 +85,20 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedD
   }
   require(features == c.proj_dim(), (name + ".in_proj").c_str(),
           "the runs give " + std::to_string(features) + " features, expected " + std::to_string(c.proj_dim()));
+  // The runs give the features in q k v z b a order; split where a run crosses from one part to the next, so
+  // tokens can be scattered straight into the tensors the kernels read.
+  const int64_t part_end[4] = {c.conv_dim(), c.conv_dim() + c.value_dim(), c.conv_dim() + c.value_dim() + c.num_v_heads,
+                               c.proj_dim()};
+  int64_t f = 0;
+  for (const ProjectionRun& run : w_.in_proj_runs) {
+    for (int64_t done = 0; done < run.count;) {
+      int part = 0;
+      while (f >= part_end[part]) ++part;
+      const int64_t n = std::min(run.count - done, part_end[part] - f);
+      run_targets_.push_back({run.begin + done, n, part, f - (part ? part_end[part - 1] : 0)});
+      done += n, f += n;
+    }
+  }
   check_linear(w_.out_proj, c.hidden, c.value_dim(), name + ".out_proj.weight");
   conv_weight_ = depthwise_conv_weight(w_.conv_weight, w_.conv_bias, c.conv_dim(), c.conv_kernel, name);
   neg_A_ = widen_vector(w_.A_log, c.num_v_heads, name + ".A_log");
@@ -112,11 +127,13 @@ uint64_t GatedDeltaNetMixer::weight_bytes() const {
 
 void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
   const auto& c = config_;
-  const int64_t T = batch.num_tokens(), P = c.proj_dim(), C = c.conv_dim(), HV = c.num_v_heads;
+  const int64_t T = batch.num_tokens(), C = c.conv_dim(), HV = c.num_v_heads;
   const int64_t H = c.num_k_heads, K = c.head_k_dim, V = c.head_v_dim, kd = c.key_dim(), vd = c.value_dim();
   // The sources' outputs side by side [T, in_proj_width_] (written in place with the row stride when there is
-  // no bias to add), then each token's runs in q k v z b a order.
-  std::vector<float> raw(size_t(T * in_proj_width_)), proj(size_t(T * P)), with_bias;
+  // no bias to add), then each token's runs scattered into the parts. Buffers are written in full before they
+  // are read, so they are not zero-filled.
+  AlignedBuffer<float> raw(size_t(T * in_proj_width_));
+  std::vector<float> with_bias;
   int64_t col = 0;
   for (const Linear& l : w_.in_proj) {
     const int64_t n = l.out_features();
@@ -129,34 +146,30 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
     }
     col += n;
   }
-  for (int64_t t = 0; t < T; ++t) {
-    float* dst = proj.data() + t * P;
-    for (const ProjectionRun& run : w_.in_proj_runs) {
-      std::copy_n(raw.data() + t * in_proj_width_ + run.begin, run.count, dst);
-      dst += run.count;
+  // The kernels want each tensor contiguous: conv input, z, and the gates from b and a (parallel over tokens).
+  AlignedBuffer<float> mixed(size_t(T * C)), conv_out(size_t(T * C)), z(size_t(T * vd)), g(size_t(T * HV)),
+      beta(size_t(T * HV)), ba(size_t(T * 2 * HV));
+  constexpr int64_t kTokensPerTask = 16;
+  ThreadPool::global().parallel_for((T + kTokensPerTask - 1) / kTokensPerTask, [&](int64_t task, int) {
+    for (int64_t t = task * kTokensPerTask; t < std::min(T, (task + 1) * kTokensPerTask); ++t) {
+      float* const parts[4] = {mixed.data() + t * C, z.data() + t * vd, ba.data() + t * 2 * HV,
+                               ba.data() + t * 2 * HV + HV};
+      for (const RunTarget& r : run_targets_)
+        std::copy_n(raw.data() + t * in_proj_width_ + r.begin, r.count, parts[r.part] + r.offset);
+      const float* b = parts[2];
+      const float* a = parts[3];
+      for (int64_t h = 0; h < HV; ++h) {
+        beta[size_t(t * HV + h)] = 1.f / (1.f + std::exp(-b[h]));
+        g[size_t(t * HV + h)] = neg_A_[size_t(h)] * softplus(a[h] + dt_bias_[size_t(h)]);
+      }
     }
-  }
-
-  // The kernels want each tensor contiguous: split the projection into conv input, z, and the gate inputs.
-  std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C)), z(size_t(T * vd)), g(size_t(T * HV)),
-      beta(size_t(T * HV));
-  for (int64_t t = 0; t < T; ++t) {
-    const float* row = proj.data() + t * P;
-    std::copy_n(row, C, mixed.data() + t * C);
-    std::copy_n(row + C, vd, z.data() + t * vd);
-    const float* b = row + C + vd;
-    const float* a = b + HV;
-    for (int64_t h = 0; h < HV; ++h) {
-      beta[size_t(t * HV + h)] = 1.f / (1.f + std::exp(-b[h]));
-      g[size_t(t * HV + h)] = neg_A_[size_t(h)] * softplus(a[h] + dt_bias_[size_t(h)]);
-    }
-  }
+  });
 
   const int64_t Wm1 = c.conv_state_len();
   auto state_of = [&](int64_t s) {
     return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
   };
-  std::vector<float> q(size_t(T * kd)), k(size_t(T * kd)), v(size_t(T * vd)), o(size_t(T * vd));
+  AlignedBuffer<float> q(size_t(T * kd)), k(size_t(T * kd)), v(size_t(T * vd)), o(size_t(T * vd));
   auto conv_sequence = [&](int64_t s) {
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0) return;
@@ -191,12 +204,14 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
       chunk_gated_delta_rule(args);
   };
   for_each_sequence(batch, 1, conv_sequence);
-  for (int64_t t = 0; t < T; ++t) {
-    const float* row = conv_out.data() + t * C;
-    std::copy_n(row, kd, q.data() + t * kd);
-    std::copy_n(row + kd, kd, k.data() + t * kd);
-    std::copy_n(row + 2 * kd, vd, v.data() + t * vd);
-  }
+  ThreadPool::global().parallel_for((T + kTokensPerTask - 1) / kTokensPerTask, [&](int64_t task, int) {
+    for (int64_t t = task * kTokensPerTask; t < std::min(T, (task + 1) * kTokensPerTask); ++t) {
+      const float* row = conv_out.data() + t * C;
+      std::copy_n(row, kd, q.data() + t * kd);
+      std::copy_n(row + kd, kd, k.data() + t * kd);
+      std::copy_n(row + 2 * kd, vd, v.data() + t * vd);
+    }
+  });
   for_each_sequence(batch, 1, delta_sequence);
 
   // Norm first, then the gate (Qwen3NextRMSNormGated), per value head.

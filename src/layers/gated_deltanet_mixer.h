@@ -89,6 +89,13 @@ class GatedDeltaNetMixer : public SequenceMixer {
   GatedDeltaNetWeights w_;
   TensorView conv_weight_;  // [conv_dim, W]
   int64_t in_proj_width_ = 0;  // summed out_features of the in_proj sources
+  // Where each projection run lands: part 0 = conv input (q k v), 1 = z, 2 = b, 3 = a; offset within the part.
+  struct RunTarget {
+    int64_t begin, count;  // columns of the sources' outputs side by side
+    int part;
+    int64_t offset;
+  };
+  std::vector<RunTarget> run_targets_;
   std::vector<float> neg_A_, dt_bias_, norm_w_;
 };
 

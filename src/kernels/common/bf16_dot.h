@@ -13,9 +13,9 @@ void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda
                     float* C, size_t ldc, bool accumulate);
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols: a [rows][cols] matrix of pairs becomes the
-// [cols][rows] operand B above. dst rows are padded with zeros to a multiple of 16 columns. Gathers 16 source rows
-// per store, so every write is a whole cache line (a plain strided scatter thrashed L1 and cost more than the
-// GEMM it fed). ld_src * 16 must fit in int32.
+// [cols][rows] operand B above. dst rows are padded with zeros to a multiple of 16 columns. 16x16 blocks are
+// transposed in registers, edges gathered, so every write is a whole cache line (a plain strided scatter thrashed
+// L1 and cost more than the GEMM it fed). ld_src * 16 must fit in int32.
 void transpose_pairs(const uint32_t* src, size_t ld_src, size_t rows, size_t cols, uint32_t* dst, size_t ld_dst);
 
 // Packs n f32 values into bf16 pairs (round to nearest even); n may be odd (the last pair's high half is zero).

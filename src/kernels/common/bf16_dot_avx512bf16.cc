@@ -1,4 +1,7 @@
 // Compiled with -mavx512bf16 (see CMakeLists.txt); reached only through a CPUID-checked dispatch.
+// GCC 12 flags its own AVX-512 headers (results seeded from _mm512_undefined_*) once they inline here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -56,14 +59,50 @@ void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda
       rows_of_tile<1>(std::min(kRows, M - m), K2, A + m * lda, lda, B + n, ldb, C + m * ldc + n, ldc, accumulate);
 }
 
+namespace {
+
+// 16 rows of 16 uint32 at src (row stride ld_src) -> 16 rows of 16 at dst (row stride ld_dst), transposed in
+// registers: 32-bit and 64-bit interleaves within 128-bit lanes, then two rounds of 128-bit lane shuffles.
+inline void transpose_16x16(const uint32_t* src, size_t ld_src, uint32_t* dst, size_t ld_dst) {
+  __m512i r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + size_t(i) * ld_src);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dst + size_t(i) * ld_dst, r[i]);
+}
+
+}  // namespace
+
 void transpose_pairs(const uint32_t* src, size_t ld_src, size_t rows, size_t cols, uint32_t* dst, size_t ld_dst) {
   const __m512i index = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(int(ld_src)));
   for (size_t r0 = 0; r0 < rows; r0 += 16) {
     const size_t n = std::min<size_t>(16, rows - r0);
-    const __mmask16 valid = __mmask16((1u << n) - 1u);
     const uint32_t* base = src + r0 * ld_src;
-    for (size_t c = 0; c < cols; ++c) {
+    size_t c = 0;
+    if (n == 16)
+      for (; c + 16 <= cols; c += 16) transpose_16x16(base + c, ld_src, dst + c * ld_dst + r0, ld_dst);
+    // Edges (a last group of fewer than 16 rows, or columns past the last multiple of 16): masked gathers.
+    const __mmask16 valid = __mmask16((1u << n) - 1u);
+    for (; c < cols; ++c) {
       const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, index, base + c, 4);
       _mm512_storeu_si512(dst + c * ld_dst + r0, v);
     }
