@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/linear/common/ssm_args.h"
@@ -130,10 +129,8 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
   const int64_t T = batch.num_tokens(), C = c.conv_dim(), HV = c.num_v_heads;
   const int64_t H = c.num_k_heads, K = c.head_k_dim, V = c.head_v_dim, kd = c.key_dim(), vd = c.value_dim();
   // The sources' outputs side by side [T, in_proj_width_] (written in place with the row stride when there is
-  // no bias to add), then each token's runs scattered into the parts. Buffers are written in full before they
-  // are read, so they are not zero-filled.
-  AlignedBuffer<float> raw(size_t(T * in_proj_width_));
-  std::vector<float> with_bias;
+  // no bias to add), then each token's runs scattered into the parts.
+  std::vector<float> raw(size_t(T * in_proj_width_)), with_bias;
   int64_t col = 0;
   for (const Linear& l : w_.in_proj) {
     const int64_t n = l.out_features();
@@ -147,7 +144,7 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
     col += n;
   }
   // The kernels want each tensor contiguous: conv input, z, and the gates from b and a (parallel over tokens).
-  AlignedBuffer<float> mixed(size_t(T * C)), conv_out(size_t(T * C)), z(size_t(T * vd)), g(size_t(T * HV)),
+  std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C)), z(size_t(T * vd)), g(size_t(T * HV)),
       beta(size_t(T * HV)), ba(size_t(T * 2 * HV));
   constexpr int64_t kTokensPerTask = 16;
   ThreadPool::global().parallel_for((T + kTokensPerTask - 1) / kTokensPerTask, [&](int64_t task, int) {
@@ -169,7 +166,7 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
   auto state_of = [&](int64_t s) {
     return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
   };
-  AlignedBuffer<float> q(size_t(T * kd)), k(size_t(T * kd)), v(size_t(T * vd)), o(size_t(T * vd));
+  std::vector<float> q(size_t(T * kd)), k(size_t(T * kd)), v(size_t(T * vd)), o(size_t(T * vd));
   auto conv_sequence = [&](int64_t s) {
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0) return;

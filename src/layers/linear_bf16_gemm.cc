@@ -45,9 +45,14 @@ void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, in
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0, nbp = (nb + 15) / 16 * 16;
     thread_local AlignedBuffer<uint32_t> b, pairs;
-    thread_local AlignedBuffer<float> c;
+    thread_local AlignedBuffer<float> staged;
     b.resize(K2 * nbp);
-    c.resize(size_t(T) * nbp);
+    // The tile kernel writes whole 16-column groups: straight into y when the panel is made of them (every
+    // panel but perhaps the last), else into a staging buffer copied out at the end.
+    const bool direct = nb == nbp;
+    if (!direct) staged.resize(size_t(T) * nbp);
+    float* const c = direct ? y + n0 : staged.data();
+    const size_t ldc = direct ? size_t(ldy) : nbp;
     // bf16 rows of even length already are pairs (little-endian: element 2i is the low half of pair i).
     const uint32_t* src;
     if (w.dtype == DType::bf16 && K % 2 == 0) {
@@ -59,7 +64,7 @@ void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, in
     }
     transpose_pairs(src, K2, nb, K2, b.data(), nbp);
     for (int64_t t = 0; t < T; ++t) {
-      float* ct = c.data() + size_t(t) * nbp;
+      float* ct = c + size_t(t) * ldc;
       if (bias)
         std::copy(bias + n0, bias + n0 + nb, ct);
       else
@@ -70,9 +75,10 @@ void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, in
       const size_t kc = std::min(kKc, K2 - k0);
       for (size_t m0 = 0; m0 < size_t(T); m0 += kMc)
         bf16_pair_gemm(std::min(kMc, size_t(T) - m0), nbp, kc, a.data() + m0 * K2 + k0, K2, b.data() + k0 * nbp,
-                       nbp, c.data() + m0 * nbp, nbp, /*accumulate=*/true);
+                       nbp, c + m0 * ldc, ldc, /*accumulate=*/true);
     }
-    for (int64_t t = 0; t < T; ++t) std::copy_n(c.data() + size_t(t) * nbp, nb, y + t * ldy + int64_t(n0));
+    if (!direct)
+      for (int64_t t = 0; t < T; ++t) std::copy_n(staged.data() + size_t(t) * nbp, nb, y + t * ldy + int64_t(n0));
   });
 }
 

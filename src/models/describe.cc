@@ -12,6 +12,7 @@ namespace {
 const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"LlamaForCausalLM", describe_llama_family},
     {"Mamba2ForCausalLM", describe_mamba2},
+    {"MambaForCausalLM", describe_mamba}, {"FalconMambaForCausalLM", describe_mamba},
     {"Lfm2ForCausalLM", describe_lfm2},
     {"FalconH1ForCausalLM", describe_falcon_h1},
     {"DeepseekV3ForCausalLM", describe_deepseek_v3},

@@ -50,6 +50,7 @@ inline int64_t linear_params(int64_t out, int64_t in, bool bias = false) { retur
 ModelDescription describe_llama_family(const Config& root, const LoadOptions& options);
 ModelDescription describe_qwen3_next(const Config& root, const LoadOptions& options);
 ModelDescription describe_mamba2(const Config& root, const LoadOptions& options);
+ModelDescription describe_mamba(const Config& root, const LoadOptions& options);
 ModelDescription describe_lfm2(const Config& root, const LoadOptions& options);
 ModelDescription describe_falcon_h1(const Config& root, const LoadOptions& options);
 ModelDescription describe_deepseek_v3(const Config& root, const LoadOptions& options);

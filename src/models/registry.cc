@@ -8,6 +8,7 @@ namespace {
 const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"LlamaForCausalLM", build_llama_family},
     {"Mamba2ForCausalLM", build_mamba2},
+    {"MambaForCausalLM", build_mamba}, {"FalconMambaForCausalLM", build_mamba},
     {"Lfm2ForCausalLM", build_lfm2},
     {"FalconH1ForCausalLM", build_falcon_h1},
     {"DeepseekV3ForCausalLM", build_deepseek_v3},

@@ -20,6 +20,7 @@ std::vector<std::string> supported_architectures();
 std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& options);

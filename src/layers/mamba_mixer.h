@@ -1,0 +1,87 @@
+#pragma once
+// The Mamba-1 mixer (MambaForCausalLM, FalconMambaForCausalLM): a selective SSM with one state of N values per
+// inner channel.
+//   [x | z] = in_proj(h)                                       (inner channels each)
+//   x = silu(causal depthwise conv over time of x)             (width W, conv tail kept per sequence)
+//   [dt_low | B | C] = x_proj(x)                               (dt_rank, N, N)
+//   Falcon-Mamba only: dt_low, B and C each RMS-normalised (no weight, eps mixer_rms_eps)
+//   dt = softplus(dt_proj(dt_low) + dt_bias);  A = -exp(A_log)  [inner, N]
+//   selective scan: s_t = exp(dt A) s_{t-1} + dt B_t x_t,  y_t = s_t C_t + D x_t,  y_t *= silu(z_t)
+//   out = out_proj(y)
+// Prompt pieces go through selective_scan (channel-major, so the token-major activations are transposed per
+// sequence); single decode tokens through selective_state_update, token-major as they are.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/tensor.h"
+#include "layers/block_parts.h"
+#include "layers/linear.h"
+
+namespace attnzoo {
+
+struct MambaMixerConfig {
+  int64_t hidden = 0, inner = 0, state_size = 0, dt_rank = 0, conv_kernel = 4;
+  bool bcdt_rms_norm = false;  // Falcon-Mamba's weightless RMSNorm of dt_low, B and C
+  float mixer_rms_eps = 1e-6f;
+
+  int64_t x_proj_dim() const { return dt_rank + 2 * state_size; }
+  int64_t conv_state_len() const { return conv_kernel > 1 ? conv_kernel - 1 : 1; }
+};
+
+struct MambaMixerWeights {
+  Linear in_proj;          // [2 inner, hidden] (bias optional)
+  Linear x_proj;           // [dt_rank + 2 N, inner]
+  Linear dt_proj;          // [inner, dt_rank], no bias (dt_bias is added inside the scan, before softplus)
+  Linear out_proj;         // [hidden, inner] (bias optional)
+  TensorView conv_weight;  // [inner, 1, W] as Hugging Face stores it (or [inner, W])
+  TensorView conv_bias;    // [inner] or empty
+  TensorView dt_bias;      // [inner] (dt_proj.bias)
+  TensorView A_log;        // [inner, N]
+  TensorView D;            // [inner]
+};
+
+// One sequence's memory for this layer: the conv tail (last W - 1 conv inputs, oldest first) and the SSM state.
+class MambaState : public LayerState {
+ public:
+  MambaState(int64_t conv_elems, int64_t ssm_elems);
+  int64_t bytes() const override { return (conv_elems_ + ssm_elems_) * int64_t(sizeof(float)); }
+  float* conv() { return conv_.data(); }  // [inner, W - 1]
+  float* ssm() { return ssm_.data(); }    // [inner, N]
+
+ private:
+  int64_t conv_elems_, ssm_elems_;
+  AlignedBuffer<float> conv_, ssm_;
+};
+
+class MambaMixer : public SequenceMixer {
+ public:
+  // Validates every weight against the config; errors name `name`.<tensor>.
+  MambaMixer(const MambaMixerConfig& config, MambaMixerWeights weights, const std::string& name);
+
+  const MambaMixerConfig& config() const { return config_; }
+  static CacheSpec spec(const MambaMixerConfig& c);
+  CacheSpec cache_spec() const override { return spec(config_); }
+  std::unique_ptr<LayerState> new_state() const override;
+  uint64_t weight_bytes() const override;
+  static constexpr const char* kKind = "mamba";
+  std::string kind() const override { return kKind; }
+
+  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  // Explainer: the norm of each inner channel's [N] state of the first sequence.
+  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
+
+ private:
+  MambaMixerConfig config_;
+  MambaMixerWeights w_;
+  TensorView conv_weight_;  // [inner, W]
+  std::vector<float> A_, D_, dt_bias_;
+};
+
+// Transposes n token rows (row t at src + t * src_stride, `cols` values) into channel-major [cols, n], and back.
+// Blocked so that both sides are touched a cache line at a time.
+void rows_to_channels(const float* src, int64_t src_stride, int64_t n, int64_t cols, float* dst);
+void channels_to_rows(const float* src, int64_t n, int64_t cols, float* dst, int64_t dst_stride);
+
+}  // namespace attnzoo

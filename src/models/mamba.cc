@@ -1,0 +1,142 @@
+// MambaForCausalLM and FalconMambaForCausalLM: every block is RMSNorm -> Mamba-1 mixer -> residual, with no
+// feed-forward. Tensors live under backbone.embeddings / backbone.layers.N.{norm, mixer} / backbone.norm_f, with
+// lm_head (or tied). Falcon-Mamba differs only inside the mixer: dt_low, B and C are RMS-normalised.
+#include <string>
+
+#include "layers/mamba_mixer.h"
+#include "loader/json.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/describe.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+
+namespace {
+
+// Everything the builder reads from config.json, shared with describe_mamba.
+struct MambaShape {
+  ModelInfo info;
+  MambaMixerConfig mc;
+  float norm_eps = 1e-5f;
+  bool use_bias = false, use_conv_bias = true;
+};
+
+MambaShape read_shape(const Config& c, const LoadOptions& options) {
+  MambaShape s;
+  ModelInfo& info = s.info;
+  info.architecture = c.get_string_list("architectures")[0];
+  const bool falcon = info.architecture == "FalconMambaForCausalLM";
+  info.model_type = c.get_string_or("model_type", falcon ? "falcon_mamba" : "mamba");
+  info.hidden_size = c.get_int("hidden_size");
+  info.num_layers = c.get_int("num_hidden_layers");
+  info.vocab_size = c.get_int("vocab_size");
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  const int64_t H = info.hidden_size;
+
+  MambaMixerConfig& mc = s.mc;
+  mc.hidden = H;
+  mc.inner = c.get_int_or("intermediate_size", c.get_int_or("expand", 2) * H);
+  mc.state_size = c.get_int("state_size");
+  mc.conv_kernel = c.get_int_or("conv_kernel", 4);
+  // transformers resolves "auto" to ceil(hidden / 16) when it builds the config; older files keep the string.
+  const json::Value* rank = c.find("time_step_rank");
+  mc.dt_rank = !rank || (rank->is_string() && rank->as_string() == "auto") ? (H + 15) / 16
+                                                                           : c.get_int("time_step_rank");
+  mc.bcdt_rms_norm = falcon;
+  mc.mixer_rms_eps = float(c.get_float_or("mixer_rms_eps", 1e-6));
+  s.norm_eps = float(c.get_float_or("layer_norm_epsilon", 1e-5));
+  s.use_bias = c.get_bool_or("use_bias", false);
+  s.use_conv_bias = c.get_bool_or("use_conv_bias", true);
+  info.intermediate_size = mc.inner;
+  if (H <= 0 || info.num_layers <= 0 || info.vocab_size <= 0 || mc.inner <= 0 || mc.state_size <= 0 ||
+      mc.dt_rank <= 0 || mc.conv_kernel <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, num_hidden_layers, vocab_size, intermediate_size, "
+                                 "state_size, time_step_rank, conv_kernel) must be positive");
+  if (mc.conv_kernel > 16)
+    throw LoadError(c.source() + ": conv_kernel (" + std::to_string(mc.conv_kernel) + ") must be at most 16");
+  const std::string act = c.get_string_or("hidden_act", "silu");
+  if (act != "silu" && act != "swish")
+    throw LoadError(c.source() + ": hidden_act '" + act + "' is not supported by the Mamba conv (only silu)");
+  return s;
+}
+
+// Parameters of one checkpoint as transformers writes it (the tied lm_head is not stored).
+int64_t parameter_estimate(const MambaShape& s, bool tied) {
+  const ModelInfo& info = s.info;
+  const MambaMixerConfig& mc = s.mc;
+  const int64_t H = info.hidden_size, E = mc.inner;
+  const int64_t layer = H + linear_params(2 * E, H, s.use_bias) + E * mc.conv_kernel + (s.use_conv_bias ? E : 0) +
+                        linear_params(mc.x_proj_dim(), E) + linear_params(E, mc.dt_rank, true) +
+                        E * mc.state_size + E + linear_params(H, E, s.use_bias);
+  return info.vocab_size * H * (tied ? 1 : 2) + info.num_layers * layer + H;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options) {
+  const Config& c = files.config();
+  const MambaShape shape = read_shape(c, options);
+  ModelInfo info = shape.info;
+  const int64_t H = info.hidden_size;
+  const MambaMixerConfig& mc = shape.mc;
+  const int64_t E = mc.inner;
+
+  count_checkpoint(files, info);
+  uint64_t owned = 0;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    return load_linear(files, name, out, in, options.weights, &owned);
+  };
+
+  // Older conversions name the table backbone.embedding (transformers renames it on load).
+  const std::string embed_name =
+      files.has("backbone.embeddings.weight") ? "backbone.embeddings.weight" : "backbone.embedding.weight";
+  Embedding embed(weight(files, embed_name, {info.vocab_size, H}), embed_name);
+  std::vector<DecoderBlock> blocks;
+  for (int64_t i = 0; i < info.num_layers; ++i) {
+    const std::string p = "backbone.layers." + std::to_string(i);
+    const std::string m = p + ".mixer";
+    MambaMixerWeights w;
+    w.in_proj = linear(m + ".in_proj", 2 * E, H);
+    w.x_proj = linear(m + ".x_proj", mc.x_proj_dim(), E);
+    // The dt bias goes to the scan (added before softplus), so dt_proj itself runs without it.
+    w.dt_proj = Linear::from_weights(weight(files, m + ".dt_proj.weight", {E, mc.dt_rank}), {}, m + ".dt_proj",
+                                     options.weights);
+    if (w.dt_proj.owns_weight()) owned += w.dt_proj.weight_bytes();
+    w.dt_bias = weight(files, m + ".dt_proj.bias", {E});
+    w.out_proj = linear(m + ".out_proj", H, E);
+    w.conv_weight = weight(files, m + ".conv1d.weight", {E, 1, mc.conv_kernel});
+    if (shape.use_conv_bias) w.conv_bias = weight(files, m + ".conv1d.bias", {E});
+    w.A_log = weight(files, m + ".A_log", {E, mc.state_size});
+    w.D = weight(files, m + ".D", {E});
+    auto mixer = std::make_unique<MambaMixer>(mc, std::move(w), m);
+    info.layers.push_back({mixer->kind(), 0, mixer->cache_spec()});
+    DecoderBlock block;
+    block.input_norm = RmsNorm(weight(files, p + ".norm.weight", {H}), shape.norm_eps, false, p + ".norm");
+    block.mixer = std::move(mixer);
+    blocks.push_back(std::move(block));
+  }
+  RmsNorm norm(weight(files, "backbone.norm_f.weight", {H}), shape.norm_eps, false, "backbone.norm_f");
+  info.tied_embeddings = ties_embeddings(files, c, true);  // MambaConfig ties by default
+  Linear lm_head = info.tied_embeddings ? Linear::from_weights(embed.table(), {}, embed_name, options.weights)
+                                        : linear("lm_head", info.vocab_size, H);
+  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(norm), std::move(lm_head));
+}
+
+ModelDescription describe_mamba(const Config& root, const LoadOptions& options) {
+  const MambaShape s = read_shape(root, options);
+  ModelDescription d;
+  d.info = s.info;
+  for (int64_t i = 0; i < d.info.num_layers; ++i)
+    d.info.layers.push_back({MambaMixer::kKind, 0, MambaMixer::spec(s.mc)});
+  d.info.tied_embeddings = root.get_bool_or("tie_word_embeddings", true);
+  d.info.parameter_count = parameter_estimate(s, d.info.tied_embeddings);
+  d.parameters_estimated = true;
+  return d;
+}
+
+}  // namespace attnzoo
