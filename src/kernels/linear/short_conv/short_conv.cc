@@ -49,6 +49,12 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
   require(y.ndim == 3 && y.shape[0] == B && y.shape[1] == T && y.shape[2] == p.D, "y",
           "expected " + x.shape_str() + ", got " + y.shape_str());
   require(y.is_contiguous(), "y", "must be contiguous");
+  {  // token blocks run in parallel, so a y overlapping x would be read after being written
+    const auto* xb = static_cast<const char*>(x.data);
+    const auto* yb = static_cast<const char*>(y.data);
+    const size_t xn = size_t(x.numel()) * dtype_size(x.dtype), yn = size_t(y.numel()) * dtype_size(y.dtype);
+    require(yb + yn <= xb || xb + xn <= yb, "y", "must not overlap x");
+  }
   p.seqs = make_sequence_spans(B, T, opts.cu_seqlens, opts.cu_seqlens_len);
   const int64_t N = p.seqs.count();
   check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);

@@ -58,6 +58,39 @@ TEST(ShortConv, StatesActivationVarlen) {
   check({.B = 1, .T = 30, .D = 70, .W = 4, .S = 3, .bias = false, .dtype = DType::bf16});
 }
 
+// Several token blocks (64 rows) and channel chunks (1024) per sequence, the final state written over the
+// initial state that the first token block reads.
+TEST(ShortConv, BlocksChunksAndAliasedState) {
+  check({.B = 1, .T = 200, .D = 1500, .W = 4, .S = 3, .cu = {0, 2, 130, 200}, .act = ConvActivation::silu});
+  check({.B = 2, .T = 129, .D = 2049, .W = 3, .S = 2});
+  const int64_t N = 2, T = 150, D = 1100, W = 4;
+  HostTensor x(DType::f32, {N, T, D}, 1), w(DType::f32, {D, W}, 2), h0(DType::f32, {N, D, W - 1}, 4);
+  HostTensor y(DType::f32, {N, T, D}, 0, 0.f), y_ref(DType::f32, {N, T, D}, 0, 0.f);
+  HostTensor s_ref(DType::f32, {N, D, W - 1}, 0, 0.f), state(DType::f32, {N, D, W - 1}, 0, 0.f);
+  CausalConv1dOptions opts;
+  opts.initial_state = h0.view;
+  opts.final_state = s_ref.view;
+  causal_conv1d_reference(x.view, w.view, y_ref.view, opts);
+  testing::for_each_target([&](Target) {
+    std::copy_n(h0.view.ptr<float>(), N * D * (W - 1), state.view.ptr<float>());
+    opts.initial_state = opts.final_state = state.view;
+    causal_conv1d(x.view, w.view, y.view, opts);
+    EXPECT_LE(testing::relative_rms(y, y_ref), 1e-6);
+    EXPECT_EQ(testing::max_abs_diff(state, s_ref), 0.0);
+  });
+}
+
+TEST(ShortConv, OutputOverlappingInputIsRefused) {
+  HostTensor x(DType::f32, {1, 8, 16}, 1), w(DType::f32, {16, 4}, 2);
+  try {
+    causal_conv1d(x.view, w.view, x.view, {});
+    FAIL() << "no error";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("y"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ShortConv, TorchConvDefinition) {
   // y[t] = sum_w weight[w] x[t - 3 + w] with zero left padding, checked by hand on one channel.
   HostTensor x(DType::f32, {1, 5, 1}, 0, 0.f), w(DType::f32, {1, 4}, 0, 0.f), y(DType::f32, {1, 5, 1}, 0, 0.f);
