@@ -1,4 +1,4 @@
-"""Multimodal wrappers (Qwen3.5, Gemma 3 "ForConditionalGeneration") and Qwen3.5-MoE: real checkpoints of these
+"""Multimodal wrappers (Qwen3.5, Gemma 3, LLaVA, Mistral 3 "ForConditionalGeneration") and Qwen3.5-MoE: real checkpoints of these
 families ship as the wrapper, with the language model under model.language_model.* beside a vision tower. attnzoo
 runs their language model; text-only prompts must give transformers' logits for the whole wrapper (float32,
 pure-torch paths), in pieces and greedily."""
@@ -37,7 +37,29 @@ def _gemma3_text():
                 max_position_embeddings=256, rms_norm_eps=1e-5, initializer_range=0.1)
 
 
+def _dense_text(model_type, **extra):
+    return dict(model_type=model_type, vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5,
+                initializer_range=0.1, **extra)
+
+
+_CLIP = dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+             num_attention_heads=2, image_size=28, patch_size=14)
+_PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                image_size=28, patch_size=14, head_dim=16)
+
+
 def _model(kind):
+    if kind == "llava_llama":  # saved in the older language_model.model.* layout
+        cfg = transformers.LlavaConfig(text_config=_dense_text("llama"), vision_config=_CLIP)
+        return transformers.LlavaForConditionalGeneration(cfg)
+    if kind == "llava_qwen2":
+        cfg = transformers.LlavaConfig(text_config=_dense_text("qwen2"), vision_config=_CLIP)
+        return transformers.LlavaForConditionalGeneration(cfg)
+    if kind == "mistral3":  # sliding window, tied head
+        cfg = transformers.Mistral3Config(text_config=_dense_text("mistral", sliding_window=8), vision_config=_PIXTRAL,
+                                          tie_word_embeddings=True)
+        return transformers.Mistral3ForConditionalGeneration(cfg)
     if kind == "qwen3_5_vl":
         cfg = transformers.Qwen3_5Config(text_config=_qwen3_5_text(), vision_config=_QWEN_VISION)
         return transformers.Qwen3_5ForConditionalGeneration(cfg)
@@ -64,7 +86,7 @@ def _randomize(model):
             p.copy_(0.2 * torch.randn_like(p))
 
 
-KINDS = ["qwen3_5_vl", "qwen3_5_moe_vl", "qwen3_5_moe", "gemma3_vl"]
+KINDS = ["qwen3_5_vl", "qwen3_5_moe_vl", "qwen3_5_moe", "gemma3_vl", "llava_llama", "llava_qwen2", "mistral3"]
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -106,6 +128,14 @@ def test_only_the_language_model_is_counted(case):
         expected += ref.lm_head.weight.numel()
     assert info["parameter_count"] == expected
     assert info["architecture"] == ref.config.architectures[0]
+
+
+def test_unsupported_language_model_of_a_wrapper_is_named(tmp_path):
+    torch.manual_seed(0)
+    _model("llava_llama").save_pretrained(tmp_path / "src", safe_serialization=True)
+    d = checks.copy_with(tmp_path / "src", tmp_path / "odd",
+                         config_edit=lambda c: c["text_config"].update(model_type="phi3"))
+    checks.expect_load_error(d, r"text_config\.model_type.*'phi3'")
 
 
 def test_wrapper_missing_a_language_model_tensor_is_named(tmp_path):

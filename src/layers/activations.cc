@@ -21,7 +21,7 @@ const char* activation_name(Activation a) {
   }
 }
 
-float apply_activation(Activation a, float x) {
+float activation_reference(Activation a, float x) {
   switch (a) {
     case Activation::silu: return x / (1.f + std::exp(-x));
     case Activation::gelu_tanh: {
@@ -30,10 +30,6 @@ float apply_activation(Activation a, float x) {
     }
     default: return 0.5f * x * (1.f + std::erf(x * 0.7071067811865476f));
   }
-}
-
-void gated_activation(Activation a, const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = apply_activation(a, gate[i]) * up[i];
 }
 
 }  // namespace attnzoo

@@ -64,8 +64,10 @@ AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, co
 }
 
 bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback) {
-  if (!files.has("lm_head.weight")) return true;
-  const Config& root = files.config();
+  return !files.has("lm_head.weight") || config_ties_embeddings(files.config(), c, fallback);
+}
+
+bool config_ties_embeddings(const Config& root, const Config& c, bool fallback) {
   if (root.has("tie_word_embeddings")) return root.get_bool("tie_word_embeddings");
   return c.get_bool_or("tie_word_embeddings", fallback);
 }

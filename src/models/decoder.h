@@ -80,6 +80,9 @@ AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, co
 // "tie_word_embeddings" of the top-level config (a multimodal wrapper's flag is the one transformers obeys, not
 // its text_config's), else of the text config `c`, else `fallback`.
 bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback);
+// The config's side of that rule (what a config-only description can know): the top-level flag, else c's, else
+// fallback.
+bool config_ties_embeddings(const Config& root, const Config& c, bool fallback);
 
 // Fetches a tensor and checks its shape; LoadError names the tensor and the file holding it.
 TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);

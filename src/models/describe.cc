@@ -30,6 +30,8 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"Qwen3_5MoeForCausalLM", describe_qwen3_next},
     {"Qwen3_5MoeForConditionalGeneration", describe_qwen3_next},
     {"RWKV7ForCausalLM", describe_rwkv7},
+    {"LlavaForConditionalGeneration", describe_wrapped_language_model},
+    {"Mistral3ForConditionalGeneration", describe_wrapped_language_model},
 };
 
 }  // namespace

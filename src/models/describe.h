@@ -58,5 +58,6 @@ ModelDescription describe_gemma(const Config& root, const LoadOptions& options);
 ModelDescription describe_gpt_oss(const Config& root, const LoadOptions& options);
 ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& options);
 ModelDescription describe_rwkv7(const Config& root, const LoadOptions& options);
+ModelDescription describe_wrapped_language_model(const Config& root, const LoadOptions& options);
 
 }  // namespace attnzoo

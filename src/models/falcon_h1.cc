@@ -16,6 +16,8 @@
 #include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/mamba2_config.h"
+#include "models/mamba2_from_checkpoint.h"
+#include "models/output_head.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -163,18 +165,9 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
                                                  linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
                                                  std::nullopt, std::nullopt, rope, a);
     const std::string m = p + ".mamba";
-    Mamba2MixerWeights w;
-    w.in_proj = linear(m + ".in_proj", mc.proj_dim(), H);
-    w.out_proj = linear(m + ".out_proj", H, mc.inner());
-    w.conv_weight = weight(files, m + ".conv1d.weight", {mc.conv_dim(), 1, mc.conv_kernel});
-    w.conv_bias = optional_weight(files, m + ".conv1d.bias", {mc.conv_dim()});
-    w.dt_bias = weight(files, m + ".dt_bias", {mc.num_heads});
-    w.A_log = weight(files, m + ".A_log", {mc.num_heads});
-    w.D = weight(files, m + ".D", {mc.num_heads});
-    if (mc.gated_norm) w.norm_weight = weight(files, m + ".norm.weight", {mc.inner()});
     std::vector<ParallelBranch> branches;
     branches.push_back({std::move(attn), attn_in, attn_out});
-    branches.push_back({std::make_unique<Mamba2Mixer>(mc, std::move(w), m), ssm_in, ssm_out});
+    branches.push_back({load_mamba2_mixer(files, mc, m, options.weights, &owned), ssm_in, ssm_out});
     auto mixer = std::make_unique<ParallelMixer>(H, std::move(branches));
     info.layers.push_back({mixer->kind(), mixer->window(), mixer->cache_spec()});
     const std::string f = p + ".feed_forward";
@@ -188,10 +181,8 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   }
   RmsNorm norm(weight(files, "model.final_layernorm.weight", {H}), eps, false, "model.final_layernorm");
   info.tied_embeddings = ties_embeddings(files, c, false);
-  Linear lm_head = info.tied_embeddings
-                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
-                       : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  Linear lm_head =
+      load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head), dopts);
@@ -206,7 +197,7 @@ ModelDescription describe_falcon_h1(const Config& root, const LoadOptions& optio
   const LayerInfo layer{ParallelMixer::join_kinds({AttentionLayer::kind_of(*d.attention), Mamba2Mixer::kKind}), 0,
                         ParallelMixer::combine({AttentionLayer::spec(*d.attention), Mamba2Mixer::spec(s.mc)})};
   d.info.layers.assign(size_t(d.info.num_layers), layer);
-  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false);
+  d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   return d;
 }
 

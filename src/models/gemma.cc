@@ -14,6 +14,7 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
+#include "models/output_head.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -182,10 +183,8 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
   }
   RmsNorm final_norm = norm("model.norm", H);
   info.tied_embeddings = ties_embeddings(files, c, true);
-  Linear lm_head = info.tied_embeddings
-                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
-                       : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  Linear lm_head =
+      load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
   info.owned_weight_bytes = owned;
   DecoderOptions opts;
   opts.embedding_scale = embedding_scale(H, embed.table().dtype);
@@ -206,7 +205,7 @@ ModelDescription describe_gemma(const Config& root, const LoadOptions& options) 
     const AttentionConfig ac = attention_config(s, c, i, options);
     d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
   }
-  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", true);
+  d.info.tied_embeddings = config_ties_embeddings(root, c, true);
   return d;
 }
 

@@ -13,6 +13,7 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
+#include "models/llama_layout.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -58,17 +59,18 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
     return load_linear(files, name, out, in, options.weights, &owned);
   };
 
-  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
+  LlamaLayoutParts parts;
+  parts.norm_eps = eps;
+  parts.mixer = [&](int64_t i, const std::string& p) -> std::unique_ptr<SequenceMixer> {
     const std::string a = p + ".self_attn";
     const AttentionConfig ac = attention_config(info, c, i, options);
     auto attn = std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
                                                  linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
                                                  std::nullopt, std::nullopt, rope, a);
     attn->set_sinks(weight(files, a + ".sinks", {info.num_heads}), a + ".sinks");
-
+    return attn;
+  };
+  parts.ffn = [&](int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
     const std::string m = p + ".mlp";
     const std::string x = m + ".experts";
     if (files.has(x + ".gate_up_proj_blocks"))
@@ -81,25 +83,9 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
     et.down_bias = weight(files, x + ".down_proj_bias", {E, H});
     auto moe = std::make_unique<GptOssMoe>(mc, linear(m + ".router", E, H), et, options.weights, m);
     owned += moe->owned_weight_bytes();
-
-    info.layers.push_back({attn->kind(), attn->window(), attn->cache_spec()});
-    DecoderBlock block;
-    block.input_norm = RmsNorm(weight(files, p + ".input_layernorm.weight", {H}), eps, false, p + ".input_layernorm");
-    block.mixer = std::move(attn);
-    block.pre_ffn_norm.emplace(weight(files, p + ".post_attention_layernorm.weight", {H}), eps, false,
-                               p + ".post_attention_layernorm");
-    block.ffn = std::move(moe);
-    blocks.push_back(std::move(block));
-  }
-  RmsNorm norm(weight(files, "model.norm.weight", {H}), eps, false, "model.norm");
-  info.tied_embeddings = ties_embeddings(files, c, false);
-  Linear lm_head = info.tied_embeddings
-                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
-                       : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
-  info.owned_weight_bytes = owned;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(norm), std::move(lm_head));
+    return moe;
+  };
+  return assemble_llama_layout(std::move(files), c, std::move(info), parts, options.weights, owned);
 }
 
 ModelDescription describe_gpt_oss(const Config& root, const LoadOptions& options) {
@@ -113,7 +99,7 @@ ModelDescription describe_gpt_oss(const Config& root, const LoadOptions& options
     const AttentionConfig ac = attention_config(d.info, c, i, options);
     d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
   }
-  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false);
+  d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   return d;
 }
 

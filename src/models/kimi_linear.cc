@@ -7,16 +7,15 @@
 // (num_experts, num_experts_per_token, num_expert_group, moe_renormalize, num_shared_experts,
 // block_sparse_moe.experts.<e>.w1/w2/w3); transformers' aliases are accepted too.
 #include <algorithm>
-#include <cmath>
 
 #include "layers/activations.h"
-#include "layers/deepseek_moe.h"
 #include "layers/kda_mixer.h"
-#include "layers/mla_mixer.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/deepseek_moe_from_checkpoint.h"
 #include "models/describe.h"
-#include "models/hf_config.h"
+#include "models/llama_layout.h"
+#include "models/mla_from_checkpoint.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -100,42 +99,20 @@ struct KimiShape {
   KdaConfig kc;
   std::vector<std::string> kinds;
   std::vector<bool> sparse;
-  int64_t num_experts = 0, n_shared = 0;
-  DeepseekMoeConfig moe;
+  DeepseekMoeShape moe;
 };
 
 KimiShape read_shape(const Config& c, const LoadOptions& options) {
   KimiShape s;
-  ModelInfo& info = s.info;
-  info.architecture = c.get_string_list("architectures")[0];
-  info.model_type = c.get_string_or("model_type", "");
-  info.hidden_size = c.get_int("hidden_size");
-  info.intermediate_size = c.get_int_or("intermediate_size", 0);
-  info.num_layers = c.get_int("num_hidden_layers");
-  info.num_heads = c.get_int("num_attention_heads");
-  info.num_kv_heads = info.num_heads;  // MLA: every head reads the one shared latent
-  info.vocab_size = c.get_int("vocab_size");
-  info.max_position_embeddings = c.get_int_or("max_position_embeddings", c.get_int_or("model_max_length", 0));
-  info.checkpoint_dtype = c.dtype();
-  info.weights = options.weights;
+  ModelInfo& info = s.info = read_mla_model_info(c, options, c.get_int_or("model_max_length", 0));
   const float eps = s.eps = float(c.get_float_or("rms_norm_eps", 1e-5));
   const std::string act_name = c.get_string_or("hidden_act", "silu");
   s.act = parse_activation(act_name);
   const int64_t H = info.hidden_size;
   if (act_name != "silu") throw LoadError(c.source() + ": key 'hidden_act': the KDA short conv supports only silu");
 
-  MlaConfig& mc = s.mc;
-  mc.hidden = H;
-  mc.num_heads = info.num_heads;
-  mc.q_lora_rank = c.has("q_lora_rank") ? c.get_int("q_lora_rank") : 0;
-  mc.kv_lora_rank = c.get_int("kv_lora_rank");
-  mc.qk_nope_head_dim = c.get_int("qk_nope_head_dim");
-  mc.qk_rope_head_dim = c.get_int("qk_rope_head_dim");
-  mc.v_head_dim = c.get_int("v_head_dim");
-  mc.norm_eps = eps;
-  mc.cache_block_tokens = options.kv_block_tokens;
-  mc.scale = float(1.0 / std::sqrt(double(mc.qk_head_dim())));
-  info.head_dim = mc.qk_head_dim();
+  // No RoPE, hence no YaRN mscale either: the plain (dn + dr)^-0.5 softmax scale.
+  const MlaConfig& mc = s.mc = read_mla_config(c, info, eps, options);
 
   KdaConfig& kc = s.kc;
   kc.hidden = H;
@@ -158,14 +135,14 @@ KimiShape read_shape(const Config& c, const LoadOptions& options) {
     throw LoadError(c.source() + ": key 'short_conv_kernel_size' must be in [1, 16]");
   s.kinds = layer_kinds(c, info.num_layers);
   s.sparse = sparse_layers(c, info.num_layers);
-  s.num_experts = int_alias(c, "num_experts", "num_local_experts", 0);
-  DeepseekMoeConfig& moe = s.moe;
+  s.moe.num_experts = int_alias(c, "num_experts", "num_local_experts", 0);
+  DeepseekMoeConfig& moe = s.moe.config;
   moe.top_k = int_alias(c, "num_experts_per_token", "num_experts_per_tok", 1);
   moe.n_group = int_alias(c, "num_expert_group", "n_group", 1);
   moe.topk_group = c.get_int_or("topk_group", 1);
   moe.norm_topk_prob = c.has("moe_renormalize") ? c.get_bool("moe_renormalize") : c.get_bool_or("norm_topk_prob", true);
   moe.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
-  s.n_shared = int_alias(c, "num_shared_experts", "n_shared_experts", 0);
+  s.moe.n_shared = int_alias(c, "num_shared_experts", "n_shared_experts", 0);
 
   return s;
 }
@@ -176,45 +153,22 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
   const Config& c = files.config();
   KimiShape shape = read_shape(c, options);
   ModelInfo info = shape.info;
-  const float eps = shape.eps;
-  const Activation act = shape.act;
   const int64_t H = info.hidden_size;
-  const MlaConfig& mc = shape.mc;
   const KdaConfig& kc = shape.kc;
-  const std::vector<std::string>& kinds = shape.kinds;
-  const std::vector<bool>& sparse = shape.sparse;
-  const int64_t num_experts = shape.num_experts, n_shared = shape.n_shared;
-  const DeepseekMoeConfig& moe = shape.moe;
-  RopeConfig rc;
-  rc.head_dim = mc.qk_rope_head_dim;
+  RopeConfig rc;  // a plain rope, rotating by nothing at the position 0 NopeMlaMixer runs it at
+  rc.head_dim = shape.mc.qk_rope_head_dim;
   const Rope identity_at_zero(rc);
 
   count_checkpoint(files, info);
 
   uint64_t owned = 0;
-  auto linear = [&](const std::string& name, int64_t out, int64_t in, DType store) {
-    return load_linear(files, name, out, in, store, &owned);
-  };
-  auto proj = [&](const std::string& name, int64_t out, int64_t in) { return linear(name, out, in, options.weights); };
-  auto norm = [&](const std::string& name, int64_t dim) {
-    return RmsNorm(weight(files, name + ".weight", {dim}), eps, /*add_one=*/false, name);
+  auto proj = [&](const std::string& name, int64_t out, int64_t in) {
+    return load_linear(files, name, out, in, options.weights, &owned);
   };
 
   auto mla = [&](const std::string& a) -> std::unique_ptr<SequenceMixer> {
-    const int64_t qw = mc.num_heads * mc.qk_head_dim();
-    MlaLayerWeights w;
-    if (mc.q_lora_rank > 0) {
-      w.q_a_proj.emplace(proj(a + ".q_a_proj", mc.q_lora_rank, H));
-      w.q_a_norm.emplace(norm(a + ".q_a_layernorm", mc.q_lora_rank));
-      w.q_b_proj.emplace(proj(a + ".q_b_proj", qw, mc.q_lora_rank));
-    } else {
-      w.q_proj.emplace(proj(a + ".q_proj", qw, H));
-    }
-    w.kv_a_proj = proj(a + ".kv_a_proj_with_mqa", mc.latent_dim(), H);
-    w.kv_a_norm = norm(a + ".kv_a_layernorm", mc.kv_lora_rank);
-    w.kv_b_proj = proj(a + ".kv_b_proj", mc.num_heads * (mc.qk_nope_head_dim + mc.v_head_dim), mc.kv_lora_rank);
-    w.o_proj = proj(a + ".o_proj", H, mc.num_heads * mc.v_head_dim);
-    return std::make_unique<NopeMlaMixer>(std::make_unique<MlaMixer>(mc, std::move(w), identity_at_zero, a));
+    return std::make_unique<NopeMlaMixer>(
+        load_mla_mixer(files, shape.mc, identity_at_zero, a, options.weights, &owned));
   };
 
   auto kda = [&](const std::string& a) -> std::unique_ptr<SequenceMixer> {
@@ -238,57 +192,23 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
     return std::make_unique<KdaMixer>(kc, std::move(w), a);
   };
 
-  // Gated MLP from explicit gate / up / down tensor names.
-  auto gated_mlp = [&](const std::string& gate, const std::string& up, const std::string& down, int64_t inter,
-                       const std::string& name) {
-    return GatedMlp(proj(gate, inter, H), proj(up, inter, H), proj(down, H, inter), act, name);
+  LlamaLayoutParts parts;
+  parts.norm_eps = shape.eps;
+  parts.mixer = [&](int64_t i, const std::string& p) {
+    return shape.kinds[size_t(i)] == "full_attention" ? mla(p + ".self_attn") : kda(p + ".self_attn");
   };
-  auto feed_forward = [&](const std::string& p, int64_t i) -> std::unique_ptr<FeedForward> {
-    if (!sparse[size_t(i)] || num_experts <= 0) {
+  parts.ffn = [&](int64_t i, const std::string& p) -> std::unique_ptr<FeedForward> {
+    if (!shape.sparse[size_t(i)] || shape.moe.num_experts <= 0) {
       // The original checkpoints call the dense layers' MLP block_sparse_moe too; transformers' own names: mlp.
       const std::string m = files.has(p + ".mlp.gate_proj.weight") ? p + ".mlp" : p + ".block_sparse_moe";
-      return std::make_unique<GatedMlp>(gated_mlp(m + ".gate_proj", m + ".up_proj", m + ".down_proj",
-                                                  c.get_int("intermediate_size"), m));
+      return std::make_unique<GatedMlp>(load_gated_mlp(files, m, kGatedMlpProjNames, c.get_int("intermediate_size"),
+                                                       H, shape.act, options.weights, &owned));
     }
-    const std::string m = p + ".block_sparse_moe";
-    const int64_t I = c.get_int("moe_intermediate_size");
-    std::vector<GatedMlp> experts;
-    for (int64_t e = 0; e < num_experts; ++e) {
-      const std::string x = m + ".experts." + std::to_string(e);
-      experts.push_back(gated_mlp(x + ".w1", x + ".w3", x + ".w2", I, x));
-    }
-    std::optional<GatedMlp> shared;
-    if (n_shared > 0) {
-      const std::string s = m + ".shared_experts";
-      shared.emplace(gated_mlp(s + ".gate_proj", s + ".up_proj", s + ".down_proj", I * n_shared, s));
-    }
-    // The router stays f32 whatever the weight precision, as transformers keeps gate.weight.
-    return std::make_unique<DeepseekMoe>(moe, linear(m + ".gate", num_experts, H, DType::f32),
-                                         optional_weight(files, m + ".gate.e_score_correction_bias", {num_experts}),
-                                         std::move(experts), std::move(shared), m);
+    // Moonshot's expert names: w1 gate, w3 up, w2 down.
+    return load_deepseek_moe(files, shape.moe, p + ".block_sparse_moe", {".w1", ".w3", ".w2"},
+                             c.get_int("moe_intermediate_size"), H, shape.act, options.weights, &owned);
   };
-
-  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
-    DecoderBlock block;
-    block.mixer = kinds[size_t(i)] == "full_attention" ? mla(p + ".self_attn") : kda(p + ".self_attn");
-    info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
-    block.input_norm = norm(p + ".input_layernorm", H);
-    block.pre_ffn_norm.emplace(norm(p + ".post_attention_layernorm", H));
-    block.ffn = feed_forward(p, i);
-    blocks.push_back(std::move(block));
-  }
-  RmsNorm final_norm = norm("model.norm", H);
-  info.tied_embeddings = ties_embeddings(files, c, false);
-  Linear lm_head = info.tied_embeddings
-                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
-                       : proj("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
-  info.owned_weight_bytes = owned;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(final_norm), std::move(lm_head));
+  return assemble_llama_layout(std::move(files), c, std::move(info), parts, options.weights, owned);
 }
 
 ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& options) {
@@ -305,24 +225,13 @@ ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& opt
     params += 2 * H;
     if (s.kinds[size_t(i)] == "full_attention") {
       d.info.layers.push_back({MlaMixer::kKind, 0, MlaMixer::spec(mc)});
-      const int64_t qw = mc.num_heads * mc.qk_head_dim();
-      params += mc.q_lora_rank > 0 ? linear_params(mc.q_lora_rank, H) + mc.q_lora_rank + linear_params(qw, mc.q_lora_rank)
-                                   : linear_params(qw, H);
-      params += linear_params(mc.latent_dim(), H) + mc.kv_lora_rank +
-                linear_params(mc.num_heads * (mc.qk_nope_head_dim + mc.v_head_dim), mc.kv_lora_rank) +
-                linear_params(H, mc.num_heads * mc.v_head_dim);
+      params += mla_parameter_count(mc, /*attention_bias=*/false);
     } else {
       d.info.layers.push_back({KdaMixer::kKind, 0, KdaMixer::spec(kc)});
       params += 3 * linear_params(D, H) + 3 * D * kc.conv_kernel + 2 * (linear_params(K, H) + linear_params(D, K)) +
                 kc.num_heads + D + linear_params(kc.num_heads, H) + K + linear_params(H, D);
     }
-    if (!s.sparse[size_t(i)] || s.num_experts <= 0) {
-      params += 3 * linear_params(root.get_int("intermediate_size"), H);
-    } else {
-      const int64_t I = root.get_int("moe_intermediate_size");
-      params += s.num_experts * 3 * linear_params(I, H) + 3 * linear_params(I * s.n_shared, H) +
-                linear_params(s.num_experts, H) + s.num_experts;  // router + e_score_correction_bias
-    }
+    params += deepseek_ffn_parameter_count(root, s.moe, s.sparse[size_t(i)] && s.moe.num_experts > 0, H);
   }
   d.info.parameter_count = params;
   d.parameters_estimated = true;

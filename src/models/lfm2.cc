@@ -9,6 +9,7 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
+#include "models/output_head.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -102,10 +103,8 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
   }
   RmsNorm norm(weight(files, "model.embedding_norm.weight", {H}), eps, false, "model.embedding_norm");
   info.tied_embeddings = ties_embeddings(files, c, c.get_bool_or("tie_embedding", true));
-  Linear lm_head = info.tied_embeddings
-                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
-                       : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  Linear lm_head =
+      load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head));
@@ -125,7 +124,7 @@ ModelDescription describe_lfm2(const Config& root, const LoadOptions& options) {
     else
       d.info.layers.push_back({AttentionLayer::kind_of(*d.attention), 0, AttentionLayer::spec(*d.attention)});
   }
-  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", c.get_bool_or("tie_embedding", true));
+  d.info.tied_embeddings = config_ties_embeddings(root, c, c.get_bool_or("tie_embedding", true));
   return d;
 }
 

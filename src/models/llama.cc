@@ -9,6 +9,7 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
+#include "models/llama_layout.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -45,39 +46,24 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
     return load_linear(files, name, out, in, options.weights, &owned);
   };
 
-  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
+  LlamaLayoutParts parts;
+  parts.norm_eps = eps;
+  parts.mixer = [&](int64_t i, const std::string& p) -> std::unique_ptr<SequenceMixer> {
     const std::string a = p + ".self_attn";
     const AttentionConfig ac = attention_config(info, c, i, options);
     std::optional<RmsNorm> qn, kn;
     if (files.has(a + ".q_norm.weight")) qn.emplace(weight(files, a + ".q_norm.weight", {D}), eps, false, a + ".q_norm");
     if (files.has(a + ".k_norm.weight")) kn.emplace(weight(files, a + ".k_norm.weight", {D}), eps, false, a + ".k_norm");
-    auto attn = std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
-                                                 linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
-                                                 std::move(qn), std::move(kn), rope, a);
+    return std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
+                                            linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw), std::move(qn),
+                                            std::move(kn), rope, a);
+  };
+  parts.ffn = [&](int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
     const std::string m = p + ".mlp";
-    auto mlp = std::make_unique<GatedMlp>(linear(m + ".gate_proj", I, H), linear(m + ".up_proj", I, H),
-                                          linear(m + ".down_proj", H, I), act, m);
-    info.layers.push_back({attn->kind(), attn->window(), attn->cache_spec()});
-    DecoderBlock block;
-    block.input_norm = RmsNorm(weight(files, p + ".input_layernorm.weight", {H}), eps, false, p + ".input_layernorm");
-    block.mixer = std::move(attn);
-    block.pre_ffn_norm.emplace(weight(files, p + ".post_attention_layernorm.weight", {H}), eps, false,
-                               p + ".post_attention_layernorm");
-    block.ffn = std::move(mlp);
-    blocks.push_back(std::move(block));
-  }
-  RmsNorm norm(weight(files, "model.norm.weight", {H}), eps, false, "model.norm");
-  info.tied_embeddings = ties_embeddings(files, c, false);
-  Linear lm_head = info.tied_embeddings
-                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
-                       : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
-  info.owned_weight_bytes = owned;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(norm), std::move(lm_head));
+    return std::make_unique<GatedMlp>(linear(m + ".gate_proj", I, H), linear(m + ".up_proj", I, H),
+                                      linear(m + ".down_proj", H, I), act, m);
+  };
+  return assemble_llama_layout(std::move(files), c, std::move(info), parts, options.weights, owned);
 }
 
 ModelDescription describe_llama_family(const Config& root, const LoadOptions& options) {
@@ -88,7 +74,7 @@ ModelDescription describe_llama_family(const Config& root, const LoadOptions& op
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
   (void)read_rope(c, d.info.head_dim);  // the builder rejects unsupported rope types; so does the description
   d.attention = attention_config(d.info, c, 0, options);
-  d.info.tied_embeddings = c.get_bool_or("tie_word_embeddings", false);
+  d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   // Biases and q/k norms as transformers' classes create them: Qwen2 q/k/v biases, Qwen3 q/k norms,
   // attention_bias (Llama, Qwen3: all four projections), mlp_bias (Llama).
   const std::string type = d.info.model_type;

@@ -6,6 +6,7 @@
 #include "layers/mamba_mixer.h"
 #include "loader/json.h"
 #include "loader/load_error.h"
+#include "models/backbone_layout.h"
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/registry.h"
@@ -89,14 +90,10 @@ std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options)
     return load_linear(files, name, out, in, options.weights, &owned);
   };
 
-  // Older conversions name the table backbone.embedding (transformers renames it on load).
-  const std::string embed_name =
-      files.has("backbone.embeddings.weight") ? "backbone.embeddings.weight" : "backbone.embedding.weight";
-  Embedding embed(weight(files, embed_name, {info.vocab_size, H}), embed_name);
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "backbone.layers." + std::to_string(i);
-    const std::string m = p + ".mixer";
+  BackboneLayoutParts parts;
+  parts.norm_eps = shape.norm_eps;
+  parts.tie_fallback = true;  // MambaConfig ties by default
+  parts.mixer = [&](const std::string& m) -> std::unique_ptr<SequenceMixer> {
     MambaMixerWeights w;
     w.in_proj = linear(m + ".in_proj", 2 * E, H);
     w.x_proj = linear(m + ".x_proj", mc.x_proj_dim(), E);
@@ -110,21 +107,9 @@ std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options)
     if (shape.use_conv_bias) w.conv_bias = weight(files, m + ".conv1d.bias", {E});
     w.A_log = weight(files, m + ".A_log", {E, mc.state_size});
     w.D = weight(files, m + ".D", {E});
-    auto mixer = std::make_unique<MambaMixer>(mc, std::move(w), m);
-    info.layers.push_back({mixer->kind(), 0, mixer->cache_spec()});
-    DecoderBlock block;
-    block.input_norm = RmsNorm(weight(files, p + ".norm.weight", {H}), shape.norm_eps, false, p + ".norm");
-    block.mixer = std::move(mixer);
-    blocks.push_back(std::move(block));
-  }
-  RmsNorm norm(weight(files, "backbone.norm_f.weight", {H}), shape.norm_eps, false, "backbone.norm_f");
-  info.tied_embeddings = ties_embeddings(files, c, true);  // MambaConfig ties by default
-  Linear lm_head = info.tied_embeddings ? Linear::from_weights(embed.table(), {}, embed_name, options.weights)
-                                        : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
-  info.owned_weight_bytes = owned;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(norm), std::move(lm_head));
+    return std::make_unique<MambaMixer>(mc, std::move(w), m);
+  };
+  return assemble_backbone_layout(std::move(files), std::move(info), parts, options.weights, owned);
 }
 
 ModelDescription describe_mamba(const Config& root, const LoadOptions& options) {

@@ -4,9 +4,11 @@
 
 #include "layers/mamba2_mixer.h"
 #include "loader/load_error.h"
+#include "models/backbone_layout.h"
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/mamba2_config.h"
+#include "models/mamba2_from_checkpoint.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -64,47 +66,16 @@ std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options
   const Config& c = files.config();
   const Mamba2Shape shape = read_shape(c, options);
   ModelInfo info = shape.info;
-  const int64_t H = info.hidden_size;
   const Mamba2MixerConfig& mc = shape.mc;
 
   count_checkpoint(files, info);
   uint64_t owned = 0;
-  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    return load_linear(files, name, out, in, options.weights, &owned);
+  BackboneLayoutParts parts;
+  parts.norm_eps = mc.norm_eps;
+  parts.mixer = [&](const std::string& m) -> std::unique_ptr<SequenceMixer> {
+    return load_mamba2_mixer(files, mc, m, options.weights, &owned);  // mc.gated_norm: always here
   };
-
-  // Older conversions name the table backbone.embedding (transformers renames it on load).
-  const std::string embed_name =
-      files.has("backbone.embeddings.weight") ? "backbone.embeddings.weight" : "backbone.embedding.weight";
-  Embedding embed(weight(files, embed_name, {info.vocab_size, H}), embed_name);
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "backbone.layers." + std::to_string(i);
-    const std::string m = p + ".mixer";
-    Mamba2MixerWeights w;
-    w.in_proj = linear(m + ".in_proj", mc.proj_dim(), H);
-    w.out_proj = linear(m + ".out_proj", H, mc.inner());
-    w.conv_weight = weight(files, m + ".conv1d.weight", {mc.conv_dim(), 1, mc.conv_kernel});
-    w.conv_bias = optional_weight(files, m + ".conv1d.bias", {mc.conv_dim()});
-    w.dt_bias = weight(files, m + ".dt_bias", {mc.num_heads});
-    w.A_log = weight(files, m + ".A_log", {mc.num_heads});
-    w.D = weight(files, m + ".D", {mc.num_heads});
-    w.norm_weight = weight(files, m + ".norm.weight", {mc.inner()});
-    auto mixer = std::make_unique<Mamba2Mixer>(mc, std::move(w), m);
-    info.layers.push_back({mixer->kind(), 0, mixer->cache_spec()});
-    DecoderBlock block;
-    block.input_norm = RmsNorm(weight(files, p + ".norm.weight", {H}), mc.norm_eps, false, p + ".norm");
-    block.mixer = std::move(mixer);
-    blocks.push_back(std::move(block));
-  }
-  RmsNorm norm(weight(files, "backbone.norm_f.weight", {H}), mc.norm_eps, false, "backbone.norm_f");
-  info.tied_embeddings = ties_embeddings(files, c, false);
-  Linear lm_head = info.tied_embeddings ? Linear::from_weights(embed.table(), {}, embed_name, options.weights)
-                                        : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
-  info.owned_weight_bytes = owned;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(norm), std::move(lm_head));
+  return assemble_backbone_layout(std::move(files), std::move(info), parts, options.weights, owned);
 }
 
 ModelDescription describe_mamba2(const Config& root, const LoadOptions& options) {

@@ -16,6 +16,7 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
+#include "models/llama_layout.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -55,19 +56,8 @@ struct Qwen3NextShape {
 
 Qwen3NextShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
   Qwen3NextShape s;
-  ModelInfo& info = s.info;
-  info.architecture = root.get_string_list("architectures")[0];
-  info.model_type = c.get_string_or("model_type", "");
-  info.hidden_size = c.get_int("hidden_size");
-  info.intermediate_size = c.get_int_or("intermediate_size", 0);
-  info.num_layers = c.get_int("num_hidden_layers");
-  info.num_heads = c.get_int("num_attention_heads");
-  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
-  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
-  info.vocab_size = c.get_int("vocab_size");
-  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
-  info.checkpoint_dtype = c.dtype();
-  info.weights = options.weights;
+  ModelInfo& info = s.info = read_model_info(root, c, options, "", /*with_intermediate=*/false);
+  info.intermediate_size = c.get_int_or("intermediate_size", 0);  // optional here, unlike with_intermediate
   const float eps = s.eps = float(c.get_float_or("rms_norm_eps", 1e-6));
   s.act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, D = info.head_dim;
@@ -179,30 +169,15 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
                                        std::move(shared), std::move(shared_gate), m);
   };
 
-  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
-    DecoderBlock block;
-    if (is_full_attention(c, i, info.num_layers))
-      block.mixer = attention(p + ".self_attn");
-    else
-      block.mixer = deltanet(p + ".linear_attn");
-    info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
-    block.input_norm = norm(p + ".input_layernorm", H);
-    block.pre_ffn_norm.emplace(norm(p + ".post_attention_layernorm", H));
-    block.ffn = feed_forward(p + ".mlp", i);
-    blocks.push_back(std::move(block));
-  }
-  RmsNorm final_norm = norm("model.norm", H);
-  info.tied_embeddings = ties_embeddings(files, c, false);
-  Linear lm_head = info.tied_embeddings
-                       ? Linear::from_weights(embed.table(), {}, "model.embed_tokens.weight", options.weights)
-                       : linear("lm_head", info.vocab_size, H);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
-  info.owned_weight_bytes = owned;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(final_norm), std::move(lm_head));
+  LlamaLayoutParts parts;
+  parts.norm_eps = eps;
+  parts.norm_add_one = true;
+  parts.mixer = [&](int64_t i, const std::string& p) -> std::unique_ptr<SequenceMixer> {
+    if (is_full_attention(c, i, info.num_layers)) return attention(p + ".self_attn");
+    return deltanet(p + ".linear_attn");
+  };
+  parts.ffn = [&](int64_t i, const std::string& p) { return feed_forward(p + ".mlp", i); };
+  return assemble_llama_layout(std::move(files), c, std::move(info), parts, options.weights, owned);
 }
 
 ModelDescription describe_qwen3_next(const Config& root, const LoadOptions& options) {
@@ -215,7 +190,7 @@ ModelDescription describe_qwen3_next(const Config& root, const LoadOptions& opti
   const int64_t H = s.info.hidden_size, V = s.info.vocab_size, D = s.info.head_dim;
   const int64_t qw = s.info.num_heads * D, kw = s.info.num_kv_heads * D;
   // A multimodal wrapper's own tie_word_embeddings decides its head (the text config's may say otherwise).
-  d.info.tied_embeddings = root.get_bool_or("tie_word_embeddings", c.get_bool_or("tie_word_embeddings", false));
+  d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     params += 2 * H;

@@ -17,6 +17,8 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Gemma3ForConditionalGeneration", build_gemma},  // multimodal wrappers: their language model (model_dir.h)
     {"GptOssForCausalLM", build_gpt_oss},
     {"KimiLinearForCausalLM", build_kimi_linear},
+    {"LlavaForConditionalGeneration", build_wrapped_language_model},
+    {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
     {"MistralForCausalLM", build_llama_family},
     {"Qwen2ForCausalLM", build_llama_family},
     {"Qwen3ForCausalLM", build_llama_family},

@@ -28,5 +28,7 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
 std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_rwkv7(ModelFiles files, const LoadOptions& options);
+// LLaVA / Mistral 3 wrappers: the builder of text_config.model_type (wrapped.cc).
+std::unique_ptr<Model> build_wrapped_language_model(ModelFiles files, const LoadOptions& options);
 
 }  // namespace attnzoo

@@ -7,6 +7,7 @@
 #include "loader/load_error.h"
 #include "models/decoder.h"
 #include "models/describe.h"
+#include "models/output_head.h"
 #include "models/registry.h"
 #include "models/rwkv7_model.h"
 
@@ -153,9 +154,7 @@ std::unique_ptr<Model> build_rwkv7(ModelFiles files, const LoadOptions& options)
     blocks.push_back(std::move(block));
   }
   LayerNorm norm = layer_norm("model.norm");
-  Linear lm_head = info.tied_embeddings ? Linear::from_weights(embed.table(), {}, embed_name, options.weights)
-                                        : linear("lm_head", info.vocab_size, C);
-  if (info.tied_embeddings && lm_head.owns_weight()) owned += lm_head.weight_bytes();
+  Linear lm_head = load_output_head(files, embed, embed_name, info.tied_embeddings, options.weights, &owned);
   info.owned_weight_bytes = owned;
   return std::make_unique<Rwkv7Model>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                       std::move(norm), std::move(lm_head));

@@ -2,6 +2,9 @@
 // exact in f32 and summed in f32, so this computes what the widening f32 path computes (up to summation
 // order) with one instruction per 32 elements instead of a load, two widening ops and two FMAs per row.
 // Compiled with -mavx512bf16 (see CMakeLists.txt); reached only when bf16_dot_enabled().
+// GCC 12 flags its own AVX-512 headers (results seeded from _mm512_undefined_*) once they inline here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstddef>

@@ -1,0 +1,44 @@
+#pragma once
+// DeepSeek's routed-expert feed-forward (layers/deepseek_moe.h) read from a checkpoint, shared by the DeepSeek-V3
+// and Kimi Linear builders and their describers. The two differ only in the experts' tensor names and in the
+// config keys (each builder reads its own), so those are the parameters.
+#include <memory>
+#include <string>
+
+#include "layers/activations.h"
+#include "layers/deepseek_moe.h"
+#include "layers/mlp.h"
+#include "loader/config.h"
+#include "loader/model_dir.h"
+
+namespace attnzoo {
+
+// Suffixes of a gated MLP's three projections under its prefix.
+struct GatedMlpNames {
+  std::string gate, up, down;
+};
+// transformers' names (DeepSeek's experts, both models' dense MLPs and shared experts).
+inline const GatedMlpNames kGatedMlpProjNames{".gate_proj", ".up_proj", ".down_proj"};
+
+// A GatedMlp [inter, hidden] named `prefix`, Linears held as `store`; converted bytes are added to *owned.
+GatedMlp load_gated_mlp(const ModelFiles& files, const std::string& prefix, const GatedMlpNames& names,
+                        int64_t inter, int64_t hidden, Activation act, DType store, uint64_t* owned);
+
+struct DeepseekMoeShape {
+  DeepseekMoeConfig config;
+  int64_t num_experts = 0;
+  int64_t n_shared = 0;  // the shared experts are one gated MLP n_shared times as wide
+};
+
+// `prefix`.experts.<e> (projections named `expert_names`), `prefix`.shared_experts when n_shared > 0, and the
+// router `prefix`.gate with its optional e_score_correction_bias. `inter`: moe_intermediate_size.
+std::unique_ptr<DeepseekMoe> load_deepseek_moe(const ModelFiles& files, const DeepseekMoeShape& shape,
+                                               const std::string& prefix, const GatedMlpNames& expert_names,
+                                               int64_t inter, int64_t hidden, Activation act, DType store,
+                                               uint64_t* owned);
+
+// Parameters of one layer's feed-forward as transformers writes it: with `sparse`, those tensors (router and
+// correction bias included) at moe_intermediate_size; else a dense gated MLP of intermediate_size.
+int64_t deepseek_ffn_parameter_count(const Config& c, const DeepseekMoeShape& shape, bool sparse, int64_t hidden);
+
+}  // namespace attnzoo
