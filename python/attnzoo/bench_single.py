@@ -161,7 +161,7 @@ def _causal_conv_case(cfg):
     def setup():
         x, weight, bias = _randn((1, T, D), "float32", 61), _randn((D, W), "float32", 62), \
             _randn((D,), "float32", 63)
-        ours = lambda: causal_conv1d(x, weight, bias, activation="silu")[0]
+        ours = lambda: causal_conv1d(x, weight, bias, activation="silu", check_inputs=False)[0]
         torch = _torch()
         if torch is None:
             return Prepared(ours)

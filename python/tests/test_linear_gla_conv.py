@@ -92,6 +92,10 @@ def test_bad_arguments():
         linear.causal_conv1d(x, w, activation="gelu")
     with pytest.raises(ValueError, match="^x"):
         linear.causal_conv1d(x.clone().fill_(float("nan")), w)
+    # check_inputs=False skips only the value scan: NaN propagates, shapes are still checked
+    assert torch.isnan(linear.causal_conv1d(x.clone().fill_(float("nan")), w, check_inputs=False)[0]).all()
+    with pytest.raises(ValueError, match="^weight"):
+        linear.causal_conv1d(x, w[:7], check_inputs=False)
     with pytest.raises(TypeError, match="^x"):
         linear.causal_conv1d(x.to(torch.int32), w)
     with pytest.raises(TypeError, match="^conv_state"):

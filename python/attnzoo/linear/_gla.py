@@ -311,7 +311,7 @@ fused_recurrent_gla = recurrent_gla
 # --- causal short convolution -------------------------------------------------------------------------
 
 def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=False, activation=None,
-                  cu_seqlens=None):
+                  cu_seqlens=None, check_inputs=True):
     """Depthwise causal convolution over time (Mamba / DeltaNet short conv), width W = weight.shape[1].
 
     y[t, d] = act(bias[d] + sum_w weight[d, w] * x[t - (W - 1) + w, d]), i.e. torch conv1d with groups=D and
@@ -319,8 +319,9 @@ def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=F
     bias: [D]; activation: None, 'silu' or 'swish'. initial_state: [N, D, S] float32 with S >= W - 1, the last
     S inputs before each sequence, oldest first (causal-conv1d's layout; S = W reads fla's caches).
     Returns (y [B, T, D] in x's dtype, final_state [N, D, S] or None; S = W - 1 without an initial state).
+    check_inputs=False skips the NaN / Inf scan of x (it reads x once more; shapes and dtypes are still checked).
     """
-    x = _float_input(x, "x")
+    x = _float_input(x, "x", check_inputs)
     weight = _float_input(weight, "weight")
     bias = None if bias is None else _float_input(bias, "bias")
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
