@@ -80,7 +80,14 @@ TensorInfo parse_entry(const Context& ctx, const std::string& name, const json::
   }
   t.begin = uint64_t(offsets->as_array()[0].as_int());
   t.end = uint64_t(offsets->as_array()[1].as_int());
-  auto range = [&] { return "[" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "]"; };
+  auto range = [&] {  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "[" + std::to_string(...)
+    std::string r("[");
+    r += std::to_string(t.begin);
+    r += ", ";
+    r += std::to_string(t.end);
+    r += "]";
+    return r;
+  };
   if (t.end < t.begin) ctx.fail_tensor(name, "data_offsets " + range() + " end before begin");
   if (t.end > data_size) {
     ctx.fail_tensor(name, "data_offsets " + range() + " run past the data section (" + std::to_string(data_size) +
