@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/error.h"
 #include "core/threads.h"
@@ -96,13 +97,21 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
   std::vector<float> low(size_t(T * K)), g(size_t(T * D)), beta(size_t(T * H)), gate(size_t(T * D));
   w_.f_a_proj.forward(x, T, low.data());
   w_.f_b_proj.forward(low.data(), T, g.data());
-  for (int64_t t = 0; t < T; ++t)
+  w_.b_proj.forward(x, T, beta.data());
+  // Element-wise gates with an exp / log1p each: T * D of them, so split over the pool by tokens.
+  auto for_token_blocks = [&](const std::function<void(int64_t)>& per_token) {
+    constexpr int64_t kTokensPerTask = 16;
+    ThreadPool::global().parallel_for((T + kTokensPerTask - 1) / kTokensPerTask, [&](int64_t task, int) {
+      for (int64_t t = task * kTokensPerTask; t < std::min(T, (task + 1) * kTokensPerTask); ++t) per_token(t);
+    });
+  };
+  for_token_blocks([&](int64_t t) {
     for (int64_t j = 0; j < D; ++j) {
       float& v = g[size_t(t * D + j)];
       v = neg_A_[size_t(j / K)] * softplus(v + dt_bias_[size_t(j)]);
     }
-  w_.b_proj.forward(x, T, beta.data());
-  for (float& b : beta) b = 1.f / (1.f + std::exp(-b));
+    for (int64_t h = 0; h < H; ++h) beta[size_t(t * H + h)] = 1.f / (1.f + std::exp(-beta[size_t(t * H + h)]));
+  });
   w_.g_a_proj.forward(x, T, low.data());
   w_.g_b_proj.forward(low.data(), T, gate.data());
 
@@ -144,23 +153,25 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
       chunk_kda(args);
   };
   for_each_sequence(batch, 1, conv_sequence);
-  for (int64_t t = 0; t < T; ++t) {
+  for_token_blocks([&](int64_t t) {
     const float* row = conv_out.data() + t * C;
     std::copy_n(row, D, q.data() + t * D);
     std::copy_n(row + D, D, k.data() + t * D);
     std::copy_n(row + 2 * D, D, v.data() + t * D);
-  }
+  });
   for_each_sequence(batch, 1, kda_sequence);
 
   // KimiLinearRMSNormGated: rmsnorm per head, times w, then times sigmoid(gate).
-  for (int64_t r = 0; r < T * H; ++r) {
-    float* y = o.data() + r * K;
-    const float* z = gate.data() + r * K;
-    double ss = 0;
-    for (int64_t i = 0; i < K; ++i) ss += double(y[i]) * y[i];
-    const float inv = float(1.0 / std::sqrt(ss / double(K) + double(c.norm_eps)));
-    for (int64_t i = 0; i < K; ++i) y[i] = y[i] * inv * norm_w_[size_t(i)] * (1.f / (1.f + std::exp(-z[i])));
-  }
+  for_token_blocks([&](int64_t t) {
+    for (int64_t r = t * H; r < (t + 1) * H; ++r) {
+      float* y = o.data() + r * K;
+      const float* z = gate.data() + r * K;
+      double ss = 0;
+      for (int64_t i = 0; i < K; ++i) ss += double(y[i]) * y[i];
+      const float inv = float(1.0 / std::sqrt(ss / double(K) + double(c.norm_eps)));
+      for (int64_t i = 0; i < K; ++i) y[i] = y[i] * inv * norm_w_[size_t(i)] * (1.f / (1.f + std::exp(-z[i])));
+    }
+  });
   w_.o_proj.forward(o.data(), T, out);
 }
 
