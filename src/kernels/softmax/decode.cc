@@ -93,7 +93,7 @@ class RowPrefetcher {
   // Paged caches: on entering a block, the whole next block (this task's heads) goes to L2, since the hardware
   // prefetcher restarts on every block. Same-process A/B at 16-token blocks, 32k keys, bf16 on the 2-core
   // Zen 5 VM: paged decode 0-20% faster (the more other traffic, the larger the gain); still 20-40% behind
-  // contiguous, so the rest is not prefetch distance (untested suspect: 4 KiB pages, THP being madvise-only).
+  // contiguous, so the rest is not prefetch distance (MADV_HUGEPAGE on the buffers changed nothing either).
   void PrefetchNextBlock(int64_t pos) {
     const int64_t next = (pos / p_.block_size + 1) * p_.block_size;
     if (next >= end_) return;
