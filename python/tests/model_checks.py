@@ -133,3 +133,38 @@ def check_missing_tensors_are_named(src, tmp_path, names):
 def check_config_error_is_named(src, dst, match, **updates):
     """A config with `updates` applied fails to load with an error matching `match`."""
     expect_load_error(copy_with(src, dst, config_edit=lambda c: c.update(updates)), match)
+
+
+def add_standard_tests(namespace, vocab, piece_orders, prefill, stop, pad_token_id, other_prompt,
+                       greedy_prompt_len=24, unpack=lambda case: case):
+    """Defines, in a test module's `namespace`, the five checks every architecture runs on its `case` fixture
+    (kind, transformers model, attnzoo model, prompt ids, transformers logits; `unpack` picks those five):
+    the whole prompt, the prompt in pieces (each order in piece_orders), token-by-token decode after `prefill`
+    tokens up to `stop`, a greedy continuation of the first greedy_prompt_len ids, and a ragged batch that
+    prefills other_prompt beside a decoding sequence."""
+
+    def test_full_prompt_matches_transformers(case):
+        kind, ref, m, ids, want = unpack(case)
+        check_full_prompt(m, ids, want, vocab)
+
+    def test_prompt_in_pieces_carries_the_state(case):
+        kind, ref, m, ids, want = unpack(case)
+        check_prompt_in_pieces(m, ids, want, piece_orders)
+
+    def test_token_by_token_decode(case):
+        kind, ref, m, ids, want = unpack(case)
+        check_token_by_token_decode(m, ids, want, prefill=prefill, stop=stop)
+
+    def test_greedy_continuation_matches_transformers(case):
+        kind, ref, m, ids, want = unpack(case)
+        check_greedy_continuation(ref, m, ids[:greedy_prompt_len], pad_token_id=pad_token_id)
+
+    def test_ragged_batch_mixes_prefill_and_decode(case):
+        kind, ref, m, ids, want = unpack(case)
+        check_ragged_batch(m, ids, want, other_prompt)
+
+    for fn in (test_full_prompt_matches_transformers, test_prompt_in_pieces_carries_the_state,
+               test_token_by_token_decode, test_greedy_continuation_matches_transformers,
+               test_ragged_batch_mixes_prefill_and_decode):
+        fn.__module__ = namespace["__name__"]
+        namespace[fn.__name__] = fn

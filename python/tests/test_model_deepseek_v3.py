@@ -70,9 +70,9 @@ def case(request, tmp_path_factory):
     return request.param, ref, Model.load(directory), ids, want, directory
 
 
-def test_full_prompt_matches_transformers(case):
-    kind, ref, m, ids, want, _ = case
-    checks.check_full_prompt(m, ids, want, VOCAB)
+checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
+                          prefill=20, stop=PROMPT_LEN, pad_token_id=0, other_prompt=_prompt(23, seed=1),
+                          unpack=lambda case: case[:5])
 
 
 def test_correction_bias_changes_the_routing(case, tmp_path):
@@ -86,26 +86,6 @@ def test_correction_bias_changes_the_routing(case, tmp_path):
                 t[k] = np.zeros_like(t[k])
     d = checks.copy_with(directory, tmp_path / "nobias", tensors_edit=zero_bias)
     assert np.abs(Model.load(d).forward(ids[:30]) - want[:30]).max() > 1e-3
-
-
-def test_prompt_in_pieces_uses_the_latent_cache(case):
-    kind, ref, m, ids, want, _ = case
-    checks.check_prompt_in_pieces(m, ids, want, (PIECES, PIECES[::-1]))
-
-
-def test_token_by_token_decode(case):
-    kind, ref, m, ids, want, _ = case
-    checks.check_token_by_token_decode(m, ids, want, prefill=20, stop=PROMPT_LEN)
-
-
-def test_greedy_continuation_matches_transformers(case):
-    kind, ref, m, ids, want, _ = case
-    checks.check_greedy_continuation(ref, m, ids[:24], pad_token_id=0)
-
-
-def test_ragged_batch_mixes_prefill_and_decode(case):
-    kind, ref, m, ids, want, _ = case
-    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
 
 
 def test_inspect_reports_latent_cache(case):

@@ -67,29 +67,8 @@ def case(request, tmp_path_factory):
     return request.param, ref, Model.load(directory), ids, want
 
 
-def test_full_prompt_matches_transformers(case):
-    kind, ref, m, ids, want = case
-    checks.check_full_prompt(m, ids, want, VOCAB)
-
-
-def test_prompt_in_pieces_matches_one_shot(case):
-    kind, ref, m, ids, want = case
-    checks.check_prompt_in_pieces(m, ids, want, ([1, 7, 17, 15], [15, 17, 7, 1]))
-
-
-def test_token_by_token_decode(case):
-    kind, ref, m, ids, want = case
-    checks.check_token_by_token_decode(m, ids, want, prefill=3, stop=PROMPT_LEN)
-
-
-def test_greedy_continuation_matches_transformers(case):
-    kind, ref, m, ids, want = case
-    checks.check_greedy_continuation(ref, m, ids[:24], pad_token_id=0)
-
-
-def test_ragged_batch_mixes_prefill_and_decode(case):
-    kind, ref, m, ids, want = case
-    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
+checks.add_standard_tests(globals(), VOCAB, ([1, 7, 17, 15], [15, 17, 7, 1]),
+                          prefill=3, stop=PROMPT_LEN, pad_token_id=0, other_prompt=_prompt(23, seed=1))
 
 
 def test_sinks_and_clamp_matter(case, tmp_path):

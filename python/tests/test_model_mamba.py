@@ -64,6 +64,10 @@ def case(request, tmp_path_factory):
     return request.param, ref, Model.load(directory), ids, want
 
 
+checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
+                          prefill=20, stop=60, pad_token_id=VOCAB + 1, other_prompt=_prompt(23, seed=1))
+
+
 def test_reference_is_the_pure_torch_path():
     """No CUDA kernels, hub kernels or mamba.py here: transformers runs its sequential torch scan."""
     for package in ("mamba_ssm", "causal_conv1d", "kernels", "mambapy"):
@@ -73,31 +77,6 @@ def test_reference_is_the_pure_torch_path():
     for module in (modeling_mamba, modeling_falcon_mamba):
         assert not getattr(module, "is_fast_path_available", False)
     assert not _config(KINDS[0]).use_mambapy and not torch.cuda.is_available()
-
-
-def test_full_prompt_matches_transformers(case):
-    kind, ref, m, ids, want = case
-    checks.check_full_prompt(m, ids, want, VOCAB)
-
-
-def test_prompt_in_pieces_carries_the_state(case):
-    kind, ref, m, ids, want = case
-    checks.check_prompt_in_pieces(m, ids, want, (PIECES, PIECES[::-1]))
-
-
-def test_token_by_token_decode(case):
-    kind, ref, m, ids, want = case
-    checks.check_token_by_token_decode(m, ids, want, prefill=20, stop=60)
-
-
-def test_greedy_continuation_matches_transformers(case):
-    kind, ref, m, ids, want = case
-    checks.check_greedy_continuation(ref, m, ids[:24], pad_token_id=VOCAB + 1)
-
-
-def test_ragged_batch_mixes_prefill_and_decode(case):
-    kind, ref, m, ids, want = case
-    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
 
 
 def test_inspect_reports_the_fixed_state(case):

@@ -91,29 +91,8 @@ def case(request, tmp_path_factory):
     return request.param, ref, Model.load(directory), ids, want
 
 
-def test_full_prompt_matches_transformers(case):
-    kind, ref, m, ids, want = case
-    checks.check_full_prompt(m, ids, want, VOCAB)
-
-
-def test_prompt_in_pieces_carries_the_state(case):
-    kind, ref, m, ids, want = case
-    checks.check_prompt_in_pieces(m, ids, want, (PIECES, PIECES[::-1]))
-
-
-def test_token_by_token_decode(case):
-    kind, ref, m, ids, want = case
-    checks.check_token_by_token_decode(m, ids, want, prefill=3, stop=70)
-
-
-def test_greedy_continuation_matches_transformers(case):
-    kind, ref, m, ids, want = case
-    checks.check_greedy_continuation(ref, m, ids[:24], pad_token_id=0)
-
-
-def test_ragged_batch_mixes_prefill_and_decode(case):
-    kind, ref, m, ids, want = case
-    checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))
+checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
+                          prefill=3, stop=70, pad_token_id=0, other_prompt=_prompt(23, seed=1))
 
 
 def test_inspect_reports_fixed_state_beside_kv(case):
