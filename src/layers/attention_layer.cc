@@ -11,15 +11,6 @@
 #include "kernels/softmax/decode.h"
 
 namespace attnzoo {
-namespace {
-
-void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
-  require(l.out_features() == out && l.in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
-}
-
-}  // namespace
-
 AttentionLayer::AttentionLayer(const AttentionConfig& config, Linear q, Linear k, Linear v, Linear o,
                                std::optional<RmsNorm> q_norm, std::optional<RmsNorm> k_norm, Rope rope,
                                const std::string& name)
@@ -28,10 +19,10 @@ AttentionLayer::AttentionLayer(const AttentionConfig& config, Linear q, Linear k
   const auto& c = config_;
   require(c.num_heads > 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0, "num_key_value_heads",
           "must divide num_attention_heads (" + std::to_string(c.num_heads) + "), got " + std::to_string(c.num_kv_heads));
-  check_linear(q_, c.num_heads * c.head_dim * (c.output_gate ? 2 : 1), c.hidden, name + ".q_proj.weight");
-  check_linear(k_, c.num_kv_heads * c.head_dim, c.hidden, name + ".k_proj.weight");
-  check_linear(v_, c.num_kv_heads * c.head_dim, c.hidden, name + ".v_proj.weight");
-  check_linear(o_, c.hidden, c.num_heads * c.head_dim, name + ".o_proj.weight");
+  q_.require_shape(c.num_heads * c.head_dim * (c.output_gate ? 2 : 1), c.hidden, name + ".q_proj.weight");
+  k_.require_shape(c.num_kv_heads * c.head_dim, c.hidden, name + ".k_proj.weight");
+  v_.require_shape(c.num_kv_heads * c.head_dim, c.hidden, name + ".v_proj.weight");
+  o_.require_shape(c.hidden, c.num_heads * c.head_dim, name + ".o_proj.weight");
   if (q_norm_) require(q_norm_->dim() == c.head_dim, (name + ".q_norm.weight").c_str(), "must have head_dim entries");
   if (k_norm_) require(k_norm_->dim() == c.head_dim, (name + ".k_norm.weight").c_str(), "must have head_dim entries");
   require(rope_.config().head_dim == c.head_dim, "rope", "head_dim differs from the attention's");

@@ -7,31 +7,12 @@
 
 #include "core/error.h"
 #include "core/threads.h"
-#include "kernels/linear/common/ssm_args.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/short_conv/short_conv.h"
 #include "layers/mamba2_mixer.h"
 #include "layers/sequence_schedule.h"
 
 namespace attnzoo {
-namespace {
-
-void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
-  require(l.out_features() == out && l.in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
-}
-
-std::vector<float> widen_vector(const TensorView& t, int64_t n, const std::string& name) {
-  require(!t.empty(), name.c_str(), "is required");
-  require(t.numel() == n, name.c_str(), "expected " + std::to_string(n) + " values, got shape " + t.shape_str());
-  return ssm::to_f32_vector(t);
-}
-
-// torch.nn.functional.softplus (beta 1, threshold 20).
-float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
-
-}  // namespace
-
 std::vector<ProjectionRun> qwen3_next_in_proj_runs(const GatedDeltaNetConfig& c) {
   const int64_t H = c.num_k_heads, K = c.head_k_dim, r = c.num_v_heads / c.num_k_heads, V = c.head_v_dim;
   const int64_t group = 2 * K + 2 * r * V;  // one key head's slice of in_proj_qkvz
@@ -98,7 +79,7 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedD
       done += n, f += n;
     }
   }
-  check_linear(w_.out_proj, c.hidden, c.value_dim(), name + ".out_proj.weight");
+  w_.out_proj.require_shape(c.hidden, c.value_dim(), name + ".out_proj.weight");
   conv_weight_ = depthwise_conv_weight(w_.conv_weight, w_.conv_bias, c.conv_dim(), c.conv_kernel, name);
   neg_A_ = widen_vector(w_.A_log, c.num_v_heads, name + ".A_log");
   for (float& a : neg_A_) a = -std::exp(a);

@@ -14,39 +14,21 @@
 #include "layers/sequence_schedule.h"
 
 namespace attnzoo {
-namespace {
-
-void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
-  require(l.out_features() == out && l.in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
-}
-
-std::vector<float> widen_vector(const TensorView& t, int64_t n, const std::string& name) {
-  require(!t.empty(), name.c_str(), "is required");
-  require(t.numel() == n, name.c_str(), "expected " + std::to_string(n) + " values, got shape " + t.shape_str());
-  return ssm::to_f32_vector(t);
-}
-
-// transformers' KimiLinearForgetGate softplus: x above 20 passes through, log(1 + exp(x)) below.
-float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); }
-
-}  // namespace
-
 KdaMixer::KdaMixer(const KdaConfig& config, KdaWeights weights, const std::string& name)
     : config_(config), w_(std::move(weights)) {
   const auto& c = config_;
   require(c.hidden > 0 && c.num_heads > 0 && c.head_dim > 0, "kda", "hidden, num_heads and head_dim must be positive");
   require(c.conv_kernel >= 1 && c.conv_kernel <= 16, "short_conv_kernel_size", "must be in [1, 16]");
   const int64_t D = c.qkv_dim(), K = c.head_dim, W = c.conv_kernel;
-  check_linear(w_.q_proj, D, c.hidden, name + ".q_proj.weight");
-  check_linear(w_.k_proj, D, c.hidden, name + ".k_proj.weight");
-  check_linear(w_.v_proj, D, c.hidden, name + ".v_proj.weight");
-  check_linear(w_.f_a_proj, K, c.hidden, name + ".f_a_proj.weight");
-  check_linear(w_.f_b_proj, D, K, name + ".f_b_proj.weight");
-  check_linear(w_.b_proj, c.num_heads, c.hidden, name + ".b_proj.weight");
-  check_linear(w_.g_a_proj, K, c.hidden, name + ".g_a_proj.weight");
-  check_linear(w_.g_b_proj, D, K, name + ".g_b_proj.weight");
-  check_linear(w_.o_proj, c.hidden, D, name + ".o_proj.weight");
+  w_.q_proj.require_shape(D, c.hidden, name + ".q_proj.weight");
+  w_.k_proj.require_shape(D, c.hidden, name + ".k_proj.weight");
+  w_.v_proj.require_shape(D, c.hidden, name + ".v_proj.weight");
+  w_.f_a_proj.require_shape(K, c.hidden, name + ".f_a_proj.weight");
+  w_.f_b_proj.require_shape(D, K, name + ".f_b_proj.weight");
+  w_.b_proj.require_shape(c.num_heads, c.hidden, name + ".b_proj.weight");
+  w_.g_a_proj.require_shape(K, c.hidden, name + ".g_a_proj.weight");
+  w_.g_b_proj.require_shape(D, K, name + ".g_b_proj.weight");
+  w_.o_proj.require_shape(c.hidden, D, name + ".o_proj.weight");
   require(!w_.q_proj.has_bias() && !w_.k_proj.has_bias() && !w_.v_proj.has_bias(), (name + ".q_proj").c_str(),
           "q/k/v projections must have no bias");
   const char* conv_names[3] = {".q_conv1d.weight", ".k_conv1d.weight", ".v_conv1d.weight"};

@@ -112,6 +112,11 @@ void linear_reference(const TensorView& w, const float* bias, const float* x, in
     }
 }
 
+void Linear::require_shape(int64_t out, int64_t in, const std::string& name) const {
+  require(out_features() == out && in_features() == in, name.c_str(),
+          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + w_.shape_str());
+}
+
 Linear Linear::from_weights(const TensorView& weight, const TensorView& bias, const std::string& name, DType store) {
   require(weight.ndim == 2, name.c_str(), "weight must be 2-D [out, in], got " + weight.shape_str());
   require(weight.is_contiguous(), name.c_str(), "weight must be contiguous");

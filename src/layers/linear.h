@@ -51,6 +51,9 @@ class Linear {
   bool owns_weight() const { return owned_ != nullptr; }
   uint64_t weight_bytes() const { return uint64_t(w_.numel()) * dtype_size(w_.dtype); }
 
+  // ArgumentError naming `name` unless the weight is [out, in].
+  void require_shape(int64_t out, int64_t in, const std::string& name) const;
+
   // x [T, in] f32 contiguous -> y [T, out] f32 contiguous.
   void forward(const float* x, int64_t T, float* y) const { linear_forward(w_, bias_ptr(), x, T, y, out_features()); }
 

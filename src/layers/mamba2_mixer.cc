@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "core/threads.h"
-#include "kernels/linear/common/ssm_args.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/short_conv/short_conv.h"
 #include "layers/activations.h"
@@ -19,17 +18,6 @@ namespace {
 // Prompt chunks at least this long go through the chunked SSD scan (tile products); shorter ones step the
 // recurrence token by token, which is cheaper when there is little to amortise the chunk set-up over.
 constexpr int64_t kMinChunkScanTokens = 16;
-
-void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
-  require(l.out_features() == out && l.in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
-}
-
-std::vector<float> widen_vector(const TensorView& t, int64_t n, const std::string& name) {
-  require(!t.empty(), name.c_str(), "is required");
-  require(t.numel() == n, name.c_str(), "expected " + std::to_string(n) + " values, got shape " + t.shape_str());
-  return ssm::to_f32_vector(t);
-}
 
 }  // namespace
 
@@ -51,8 +39,8 @@ Mamba2Mixer::Mamba2Mixer(const Mamba2MixerConfig& config, Mamba2MixerWeights wei
           "must divide the inner size " + std::to_string(c.inner()));
   require(c.proj_multipliers.empty() || int64_t(c.proj_multipliers.size()) == c.proj_dim(), "proj_multipliers",
           "needs one value per in_proj output (" + std::to_string(c.proj_dim()) + ")");
-  check_linear(w_.in_proj, c.proj_dim(), c.hidden, name + ".in_proj.weight");
-  check_linear(w_.out_proj, c.hidden, c.inner(), name + ".out_proj.weight");
+  w_.in_proj.require_shape(c.proj_dim(), c.hidden, name + ".in_proj.weight");
+  w_.out_proj.require_shape(c.hidden, c.inner(), name + ".out_proj.weight");
   conv_weight_ = depthwise_conv_weight(w_.conv_weight, w_.conv_bias, c.conv_dim(), c.conv_kernel, name);
   A_ = widen_vector(w_.A_log, c.num_heads, name + ".A_log");
   for (float& a : A_) a = -std::exp(a);

@@ -18,11 +18,6 @@ namespace {
 // Transpose tile: 32 floats are two cache lines on each side, and 32 x 32 floats (4 KiB) sit in L1.
 constexpr int64_t kTransposeTile = 32;
 
-void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
-  require(l.out_features() == out && l.in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
-}
-
 std::vector<float> widen(const TensorView& t, std::initializer_list<int64_t> shape, const std::string& name) {
   require(!t.empty(), name.c_str(), "is required");
   std::string want = "[";
@@ -74,12 +69,12 @@ MambaMixer::MambaMixer(const MambaMixerConfig& config, MambaMixerWeights weights
   require(c.hidden > 0 && c.inner > 0 && c.state_size > 0 && c.dt_rank > 0, "mamba",
           "hidden, inner, state_size and dt_rank must be positive");
   require(c.conv_kernel >= 1 && c.conv_kernel <= 16, "conv_kernel", "must be in [1, 16]");
-  check_linear(w_.in_proj, 2 * c.inner, c.hidden, name + ".in_proj.weight");
-  check_linear(w_.x_proj, c.x_proj_dim(), c.inner, name + ".x_proj.weight");
-  check_linear(w_.dt_proj, c.inner, c.dt_rank, name + ".dt_proj.weight");
+  w_.in_proj.require_shape(2 * c.inner, c.hidden, name + ".in_proj.weight");
+  w_.x_proj.require_shape(c.x_proj_dim(), c.inner, name + ".x_proj.weight");
+  w_.dt_proj.require_shape(c.inner, c.dt_rank, name + ".dt_proj.weight");
   require(!w_.dt_proj.has_bias(), (name + ".dt_proj").c_str(),
           "pass the bias as dt_bias (it is added inside the scan, before softplus)");
-  check_linear(w_.out_proj, c.hidden, c.inner, name + ".out_proj.weight");
+  w_.out_proj.require_shape(c.hidden, c.inner, name + ".out_proj.weight");
   conv_weight_ = depthwise_conv_weight(w_.conv_weight, w_.conv_bias, c.inner, c.conv_kernel, name);
   A_ = widen(w_.A_log, {c.inner, c.state_size}, name + ".A_log");
   for (float& a : A_) a = -std::exp(a);

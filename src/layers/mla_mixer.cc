@@ -10,15 +10,6 @@
 #include "layers/sequence_schedule.h"
 
 namespace attnzoo {
-namespace {
-
-void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
-  require(l.out_features() == out && l.in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
-}
-
-}  // namespace
-
 LatentCache::LatentCache(int64_t latent_dim, int64_t block_tokens) : latent_dim_(latent_dim), block_tokens_(block_tokens) {
   require(latent_dim > 0, "latent_dim", "must be positive");
   require(block_tokens > 0, "block_tokens", "must be positive");
@@ -71,21 +62,21 @@ MlaMixer::MlaMixer(const MlaConfig& config, MlaLayerWeights weights, Rope rope, 
   if (c.q_lora_rank > 0) {
     require(w_.q_a_proj && w_.q_b_proj && w_.q_a_norm, (name + ".q_a_proj").c_str(),
             "q_lora_rank is set: q_a_proj, q_a_layernorm and q_b_proj are required");
-    check_linear(*w_.q_a_proj, c.q_lora_rank, c.hidden, name + ".q_a_proj.weight");
-    check_linear(*w_.q_b_proj, qw, c.q_lora_rank, name + ".q_b_proj.weight");
+    w_.q_a_proj->require_shape(c.q_lora_rank, c.hidden, name + ".q_a_proj.weight");
+    w_.q_b_proj->require_shape(qw, c.q_lora_rank, name + ".q_b_proj.weight");
     require(w_.q_a_norm->dim() == c.q_lora_rank, (name + ".q_a_layernorm.weight").c_str(),
             "must have q_lora_rank entries");
   } else {
     require(w_.q_proj.has_value(), (name + ".q_proj").c_str(), "required without q_lora_rank");
-    check_linear(*w_.q_proj, qw, c.hidden, name + ".q_proj.weight");
+    w_.q_proj->require_shape(qw, c.hidden, name + ".q_proj.weight");
   }
-  check_linear(w_.kv_a_proj, c.latent_dim(), c.hidden, name + ".kv_a_proj_with_mqa.weight");
+  w_.kv_a_proj.require_shape(c.latent_dim(), c.hidden, name + ".kv_a_proj_with_mqa.weight");
   require(w_.kv_a_norm.dim() == c.kv_lora_rank, (name + ".kv_a_layernorm.weight").c_str(),
           "must have kv_lora_rank entries");
-  check_linear(w_.kv_b_proj, c.num_heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank,
+  w_.kv_b_proj.require_shape(c.num_heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank,
                name + ".kv_b_proj.weight");
   require(!w_.kv_b_proj.has_bias(), (name + ".kv_b_proj.bias").c_str(), "is not supported (the kernels absorb kv_b_proj)");
-  check_linear(w_.o_proj, c.hidden, c.num_heads * c.v_head_dim, name + ".o_proj.weight");
+  w_.o_proj.require_shape(c.hidden, c.num_heads * c.v_head_dim, name + ".o_proj.weight");
   require(rope_.config().head_dim == c.qk_rope_head_dim, "rope", "head_dim must be qk_rope_head_dim");
 }
 

@@ -25,15 +25,10 @@ std::vector<float> widen(const TensorView& t, int64_t n, const std::string& name
   return out;
 }
 
-void check_linear(const Linear& l, int64_t out, int64_t in, const std::string& name) {
-  require(l.out_features() == out && l.in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
-}
-
 void check_lora(const Rwkv7Lora& l, int64_t hidden, int64_t out, const std::string& name) {
   require(l.down.in_features() == hidden, (name + ".lora.0.weight").c_str(),
           "expected [rank, " + std::to_string(hidden) + "], got " + l.down.weight().shape_str());
-  check_linear(l.up, out, l.down.out_features(), name + ".lora.2.weight");
+  l.up.require_shape(out, l.down.out_features(), name + ".lora.2.weight");
 }
 
 enum class LoraActivation { none, tanh, sigmoid };
@@ -62,10 +57,10 @@ Rwkv7TimeMix::Rwkv7TimeMix(const Rwkv7TimeMixConfig& config, Rwkv7TimeMixWeights
   k_k_ = widen(w_.k_k, C, name + ".k_k");
   k_a_ = widen(w_.k_a, C, name + ".k_a");
   r_k_ = widen(w_.r_k, C, name + ".r_k");
-  check_linear(w_.r_proj, C, C, name + ".r_proj.weight");
-  check_linear(w_.k_proj, C, C, name + ".k_proj.weight");
-  check_linear(w_.v_proj, Dv, C, name + ".v_proj.weight");
-  check_linear(w_.o_proj, C, Dv, name + ".o_proj.weight");
+  w_.r_proj.require_shape(C, C, name + ".r_proj.weight");
+  w_.k_proj.require_shape(C, C, name + ".k_proj.weight");
+  w_.v_proj.require_shape(Dv, C, name + ".v_proj.weight");
+  w_.o_proj.require_shape(C, Dv, name + ".o_proj.weight");
   check_lora(w_.w_lora, C, C, name + ".w_lora");
   check_lora(w_.a_lora, C, C, name + ".a_lora");
   check_lora(w_.g_lora, C, Dv, name + ".g_lora");

@@ -4,8 +4,15 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
+
+std::vector<float> widen_vector(const TensorView& t, int64_t n, const std::string& name) {
+  require(!t.empty(), name.c_str(), "is required");
+  require(t.numel() == n, name.c_str(), "expected " + std::to_string(n) + " values, got shape " + t.shape_str());
+  return ssm::to_f32_vector(t);
+}
 
 void for_each_sequence(const Batch& batch, int64_t decode_tokens, const std::function<void(int64_t)>& fn) {
   const int64_t S = batch.num_sequences();
