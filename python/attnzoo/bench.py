@@ -46,6 +46,7 @@ class BenchCase:
     setup: Callable[[], Prepared]  # allocates inputs only when the case runs, so big cases do not pile up
     flops: float = 0.0  # useful FLOPs per call (compute-bound rows)
     bytes: float = 0.0  # bytes that must be read per call (memory-bound rows)
+    peak: str = ""      # compute rows rated against another peak than the f32 FMA one ("bf16_dot")
     goals: List[Goal] = field(default_factory=list)
 
     @property
@@ -240,9 +241,13 @@ CASE_BUILDERS = [softmax_prefill_cases, softmax_decode_cases, single_form_cases]
 # --- running -----------------------------------------------------------------------------------------------
 
 def measure_peaks(config):
+    """f32 FMA and memory read peaks, plus the bf16-product peak where the target has AVX-512-BF16."""
     p = config["probes"]
-    return {"fma": _core.measure_fma_peak(p["fma_seconds"], p["fma_runs"]),
-            "memory": _core.measure_memory_bandwidth(p["memory_bytes"], p["memory_runs"])}
+    peaks = {"fma": _core.measure_fma_peak(p["fma_seconds"], p["fma_runs"]),
+             "memory": _core.measure_memory_bandwidth(p["memory_bytes"], p["memory_runs"])}
+    if _core.active_target() == "avx512_bf16":
+        peaks["bf16_dot"] = _core.measure_bf16_dot_peak(p["fma_seconds"], p["fma_runs"])
+    return peaks
 
 
 def _better_peaks(first, second):
@@ -251,7 +256,10 @@ def _better_peaks(first, second):
     memory = max(first["memory"], second["memory"], key=lambda d: d["gbps"])
     fma["samples"] = [first["fma"]["gflops"], second["fma"]["gflops"]]
     memory["samples"] = [first["memory"]["gbps"], second["memory"]["gbps"]]
-    return {"fma": fma, "memory": memory}
+    out = {"fma": fma, "memory": memory}
+    if "bf16_dot" in first and "bf16_dot" in second:
+        out["bf16_dot"] = max(first["bf16_dot"], second["bf16_dot"], key=lambda d: d["gflops"])
+    return out
 
 
 def _time(fn, timing):
@@ -261,7 +269,8 @@ def _time(fn, timing):
 def run_case(case, peaks, timing, use_torch):
     """Times one case (ours, then torch on the same inputs); peaks=None leaves the rate columns empty."""
     row = {"kernel": case.kernel, "name": case.name, "shape": case.shape, "time_ms": None, "runs": 0,
-           "gflops": None, "gbps": None, "peak": "memory" if case.bytes else "fma", "fraction_of_peak": None,
+           "gflops": None, "gbps": None, "peak": "memory" if case.bytes else (case.peak or "fma"),
+           "fraction_of_peak": None,
            "torch_ms": None, "torch_ratio": None, "rel_error_vs_torch": None, "goals": [], "note": ""}
     try:
         prepared = case.setup()
@@ -296,7 +305,7 @@ def _rate_row(case, row, peaks):
         row["fraction_of_peak"] = row["gbps"] / peaks["memory"]["gbps"]
     else:
         row["gflops"] = case.flops / seconds * 1e-9
-        row["fraction_of_peak"] = row["gflops"] / peaks["fma"]["gflops"]
+        row["fraction_of_peak"] = row["gflops"] / peaks[case.peak or "fma"]["gflops"]
     return row
 
 
@@ -386,6 +395,8 @@ def format_table(doc):
         "end)",
         f"memory read     {mem['gbps']:8.1f} GB/s     ({mem['bytes'] >> 20} MiB, {mem['threads']} threads, "
         f"best of {mem['runs']} at start and end)",
+    ] + ([f"peak bf16 dot   {doc['peaks']['bf16_dot']['gflops']:8.1f} GFLOP/s  (vdpbf16ps, the ceiling of "
+          "'bf16 products' rows)"] if "bf16_dot" in doc["peaks"] else []) + [
         f"times: median of >= {doc['timing']['min_runs']} runs after {doc['timing']['warmup']} warm-up; "
         "'vs torch' = torch time / our time",
         "",

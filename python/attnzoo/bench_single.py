@@ -1,5 +1,6 @@
 """Kernel-table rows for kernels that have one form (no chunked-vs-recurrent pair): MLA prefill and absorbed
-decode, Mamba's selective scan, RWKV-4, RWKV-7 (recurrent) and the causal short convolution.
+decode, Mamba's selective scan, RWKV-4, RWKV-7 (recurrent), the causal short convolution, and the prefill
+projection GEMM with f32 products (OpenBLAS) and with bf16 products (matmul precision "medium").
 
 Each is a bench.BenchCase, so it is timed, rated and printed like the softmax rows: compute-bound kernels report
 GFLOP/s of useful work against the FMA peak, memory-bound ones GB/s of bytes read against the bandwidth. A
@@ -12,13 +13,16 @@ def _shapes(scale):
     if scale == "full":
         return {"mla": dict(H=16, r=512, dn=128, dr=64, dv=128, T=1024, S=4096),
                 "mamba": dict(D=1536, N=16, L=1024), "rwkv4": dict(C=2048, T=1024),
-                "rwkv7": dict(H=32, K=64, T=256), "conv": dict(D=4096, W=4, T=4096)}
+                "rwkv7": dict(H=32, K=64, T=256), "conv": dict(D=4096, W=4, T=4096),
+                "gemm": dict(T=512, N=4096, K=2048)}
     if scale == "quick":
         return {"mla": dict(H=16, r=512, dn=128, dr=64, dv=128, T=256, S=4096),
                 "mamba": dict(D=1536, N=16, L=256), "rwkv4": dict(C=2048, T=256),
-                "rwkv7": dict(H=32, K=64, T=64), "conv": dict(D=4096, W=4, T=1024)}
+                "rwkv7": dict(H=32, K=64, T=64), "conv": dict(D=4096, W=4, T=1024),
+                "gemm": dict(T=256, N=2048, K=1024)}
     return {"mla": dict(H=2, r=32, dn=16, dr=8, dv=16, T=32, S=64), "mamba": dict(D=32, N=8, L=32),
-            "rwkv4": dict(C=64, T=32), "rwkv7": dict(H=2, K=16, T=16), "conv": dict(D=64, W=4, T=64)}
+            "rwkv4": dict(C=64, T=32), "rwkv7": dict(H=2, K=16, T=16), "conv": dict(D=64, W=4, T=64),
+            "gemm": dict(T=16, N=64, K=32)}
 
 
 def _mla_weights(s, seed):
@@ -174,8 +178,45 @@ def _causal_conv_case(cfg):
     return BenchCase("causal conv1d", f"width {W} silu f32", f"T={T} D={D} (x read)", setup, bytes=4.0 * T * D)
 
 
+def _gemm_case(cfg, products):
+    """y = x w^T as a bf16 model's prefill projection runs it: bf16 weights, f32 activations; "f32" products widen
+    the weights (exact, OpenBLAS), "bf16" products round the activations too (vdpbf16ps). The torch peer is the
+    same product in torch: f32 matmul, or bf16 matmul for bf16 products."""
+    from .bench import BenchCase, Prepared, _torch, _randn
+    from . import _core
+    s = cfg["gemm"]
+    T, N, K = s["T"], s["N"], s["K"]
+
+    def setup():
+        x, w = _randn((T, K), "float32", 71), _randn((N, K), "bfloat16", 72)
+        y = x.new_empty((T, N))
+        backend = "openblas" if products == "f32" else "bf16_dot"
+
+        def ours():
+            _core.linear_gemm(w, x, y, backend)
+            return y
+        torch = _torch()
+        if products == "f32":
+            wf = w.float()
+            peer = lambda: torch.matmul(x, wf.T)
+        else:
+            xb = x.bfloat16()
+            peer = lambda: torch.matmul(xb, w.T).float()  # f32 out, as ours (the comparison needs it too)
+        return Prepared(ours, peer)
+
+    return BenchCase("projection gemm", f"bf16 weights, {products} products", f"T={T} N={N} K={K}", setup,
+                     flops=2.0 * T * N * K, peak="" if products == "f32" else "bf16_dot")
+
+
 def single_form_cases(config):
     """The BenchCases of this file at the config's scale ("full", "quick" or "tiny")."""
+    from . import _core
+    from .bench import _torch
     cfg = _shapes(config["scale"])
-    return [_mla_prefill_case(cfg), _mla_decode_case(cfg), _selective_scan_case(cfg), _rwkv4_case(cfg),
-            _rwkv7_case(cfg), _causal_conv_case(cfg)]
+    cases = [_mla_prefill_case(cfg), _mla_decode_case(cfg), _selective_scan_case(cfg), _rwkv4_case(cfg),
+             _rwkv7_case(cfg), _causal_conv_case(cfg)]
+    if _torch() is not None:  # bf16 weights come from torch (numpy has no bfloat16)
+        cases.append(_gemm_case(cfg, "f32"))
+        if _core.active_target() == "avx512_bf16":
+            cases.append(_gemm_case(cfg, "bf16"))
+    return cases

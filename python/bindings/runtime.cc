@@ -4,6 +4,8 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "core/error.h"
+#include "layers/linear.h"
 #include "layers/linear_prefill_mode.h"
 #include "layers/matmul_precision.h"
 
@@ -19,6 +21,28 @@ void bind_runtime(nb::module_& m) {
         [](const std::string& p) { set_matmul_precision(parse_matmul_precision(p)); }, nb::arg("precision"),
         "'highest' (default: f32 products), 'high' (the same on CPU) or 'medium' (prefill projections round "
         "activations and weights to bf16 and accumulate in f32 on AVX-512-BF16 CPUs), for the whole process.");
+  // The projection GEMM of prefill on one backend, for the kernel benchmark and tests: y [T, N] = x [T, K] w^T.
+  m.def("linear_gemm",
+        [](const AnyArray& w, const AnyArray& x, const OutArray& y, const std::string& backend) {
+          const TensorView wv = as_view(w, "w"), xv = as_view(x, "x"), yv = as_view(y, "y");
+          require(wv.ndim == 2 && wv.is_contiguous() && (wv.dtype == DType::f32 || wv.dtype == DType::bf16), "w",
+                  "expected a contiguous [N, K] float32 or bfloat16 array");
+          const int64_t N = wv.shape[0], K = wv.shape[1];
+          require(xv.ndim == 2 && xv.shape[1] == K && xv.dtype == DType::f32 && xv.is_contiguous(), "x",
+                  "expected a contiguous [T, " + std::to_string(K) + "] float32 array");
+          const int64_t T = xv.shape[0];
+          require(yv.ndim == 2 && yv.shape[0] == T && yv.shape[1] == N && yv.dtype == DType::f32 && yv.is_contiguous(),
+                  "y", "expected a contiguous [" + std::to_string(T) + ", " + std::to_string(N) + "] float32 array");
+          LinearGemmBackend b = LinearGemmBackend::openblas;
+          if (backend == "bf16_dot") b = LinearGemmBackend::bf16_dot;
+          else if (backend == "tile") b = LinearGemmBackend::tile;
+          else require(backend == "openblas", "backend", "expected 'openblas', 'tile' or 'bf16_dot', got '" + backend + "'");
+          nb::gil_scoped_release release;
+          linear_gemm(wv, nullptr, xv.ptr<float>(), T, yv.ptr<float>(), N, b);
+        },
+        nb::arg("w"), nb::arg("x"), nb::arg("y"), nb::arg("backend") = "openblas",
+        "y = x w^T with the prefill GEMM backend 'openblas' (f32 products), 'tile' or 'bf16_dot' (bf16 products; "
+        "ValueError without AVX-512-BF16).");
   m.def("get_float32_matmul_precision", [] { return std::string(matmul_precision_name(matmul_precision())); },
         "The current matmul precision: 'highest', 'high' or 'medium'.");
 }

@@ -218,7 +218,10 @@ def test_linear_decode_rows(tiny_doc):
 
 SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbed decode f32"): "memory",
                     ("mamba", "selective scan f32"): "fma", ("rwkv4", "wkv f32"): "memory",
-                    ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory"}
+                    ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory",
+                    ("projection gemm", "bf16 weights, f32 products"): "fma"}
+if _core.active_target() == "avx512_bf16":
+    SINGLE_FORM_ROWS[("projection gemm", "bf16 weights, bf16 products")] = "bf16_dot"
 
 
 def test_single_form_kernels_have_rows(tiny_doc):
@@ -230,14 +233,17 @@ def test_single_form_kernels_have_rows(tiny_doc):
         r = rows[key]
         assert r["note"] == "" and r["time_ms"] > 0 and math.isfinite(r["time_ms"]), r
         assert r["peak"] == peak
-        if peak == "fma":
-            assert r["gflops"] > 0 and r["fraction_of_peak"] == pytest.approx(r["gflops"] / peaks["fma"]["gflops"])
+        if peak in ("fma", "bf16_dot"):
+            assert r["gflops"] > 0 and r["fraction_of_peak"] == pytest.approx(r["gflops"] / peaks[peak]["gflops"])
         else:
             assert r["gbps"] > 0 and r["fraction_of_peak"] == pytest.approx(r["gbps"] / peaks["memory"]["gbps"])
     for key in (("mla", "prefill f32 (naive form)"), ("mla", "absorbed decode f32"),
-                ("causal conv1d", "width 4 silu f32")):
+                ("causal conv1d", "width 4 silu f32"), ("projection gemm", "bf16 weights, f32 products")):
         r = rows[key]
         assert r["torch_ms"] > 0 and r["rel_error_vs_torch"] < 1e-4, r
+    bf16 = rows.get(("projection gemm", "bf16 weights, bf16 products"))
+    if bf16:  # torch's bf16 matmul rounds its output to bf16; ours stays f32
+        assert bf16["torch_ms"] > 0 and bf16["rel_error_vs_torch"] < 1e-2, bf16
     text = bench.format_table(tiny_doc)
     for kernel, name in SINGLE_FORM_ROWS:
         assert name in text
