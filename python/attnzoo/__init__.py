@@ -11,7 +11,7 @@ from .decode import attention_decode
 from .mla import mla_decode, mla_prefill
 from . import linear
 from .tokenizer import StreamDecoder, Tokenizer
-from .model import Model, Sequence
+from .model import Model, PoolExhaustedError, Sequence
 from . import generate  # noqa: F401  (the module: attnzoo.generate.generate)
 from .generate import Sampler, sample
 
@@ -26,7 +26,7 @@ get_float32_matmul_precision = _core.get_float32_matmul_precision
 
 __all__ = [
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "linear",
-    "Tokenizer", "StreamDecoder", "Model", "Sequence", "generate", "Sampler", "sample",
+    "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "Sampler", "sample",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
     "set_float32_matmul_precision", "get_float32_matmul_precision",
 ]

@@ -8,7 +8,10 @@
 
 ``dtype`` is the precision the projection weights are held in: "float32" (f32 and bf16 checkpoints are used
 in place, zero copy), "bfloat16" (f32 weights rounded once to bf16) or "auto" (as the checkpoint is stored).
-Activations and the KV cache are float32.
+Activations are float32. Every sequence lives in the model's memory pool (paged KV blocks of ``block_size``
+tokens in ``kv_cache_dtype``, recurrent-state slots), sized once from ``kv_cache_bytes``; a fresh sequence whose
+prompt starts like an earlier one reuses the cached prefix (``enable_prefix_caching``). ``fork(seq)`` continues a
+sequence in two directions, sharing its blocks copy-on-write.
 """
 import json
 import os
@@ -19,6 +22,7 @@ from . import _core
 from ._arrays import as_input, _is_torch
 
 Sequence = _core.Sequence
+PoolExhaustedError = _core.PoolExhaustedError
 
 
 def _ids(ids, name="ids"):
@@ -45,18 +49,40 @@ class Model:
             self.config = json.load(f)
 
     @classmethod
-    def load(cls, directory, dtype="float32", kv_block_tokens=256):
-        """kv_block_tokens: KV caches grow, and sliding-window caches drop old tokens, in blocks of this size."""
+    def load(cls, directory, dtype="float32", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,
+             max_num_seqs=64, enable_prefix_caching=True, snapshot_interval_blocks=0, shuffle_blocks_seed=0):
+        """Loads a checkpoint and sizes its memory pool.
+
+        block_size: tokens per KV block (vLLM's name). kv_cache_dtype: "auto" (follows dtype), "float32",
+        "bfloat16" or "float16". kv_cache_bytes: the pool's budget (None: a quarter of the free memory, at most
+        16 GiB; reserved, committed only as used). max_num_seqs: sequences that can hold recurrent state at once.
+        snapshot_interval_blocks: models with recurrent layers snapshot their state every this many blocks, where
+        a prefix-cache hit can end (0: every 256 tokens). shuffle_blocks_seed: tests only.
+        """
         directory = os.fspath(directory)
-        return cls(_core.Model.load(directory, dtype, kv_block_tokens), directory)
+        core = _core.Model.load(directory, dtype, block_size, kv_cache_dtype, kv_cache_bytes or 0, max_num_seqs,
+                                enable_prefix_caching, snapshot_interval_blocks, shuffle_blocks_seed)
+        return cls(core, directory)
 
     @property
     def vocab_size(self):
         return self._core.vocab_size
 
     def new_sequence(self):
-        """An empty sequence whose caches persist across forward() calls."""
+        """An empty sequence whose caches persist across forward() calls (freed with the object)."""
         return self._core.new_sequence()
+
+    def fork(self, seq):
+        """A new sequence continuing from `seq` (beam search, parallel sampling): shared blocks, copied state."""
+        return self._core.fork(seq)
+
+    def pool_stats(self):
+        """The memory pool: blocks (free, cached), state slots, snapshots, prefix-cache queries and hits."""
+        return self._core.pool_stats()
+
+    def clear_prefix_cache(self):
+        """Forgets every cached block and state snapshot that no sequence is using."""
+        self._core.clear_prefix_cache()
 
     def forward(self, ids, seq=None, last_only=False):
         """Logits [len(ids), vocab] (or [1, vocab] with last_only) for ids appended to `seq` (a fresh one if None)."""
