@@ -30,9 +30,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 namespace {
 constexpr size_t kCausalRows = 2 * kTileRows;  // row block of the triangular intra-chunk product
+constexpr size_t kTransposeRows = 16;
 
 struct Scratch {
-  AlignedBuffer<float> c, bt, cb, states, cum, tail_decay, xs, x, cs, m, y, bw, z, row;
+  AlignedBuffer<float> c, b, bt, cb, states, cum, tail_decay, xs, x, cs, m, y, bw, z;
 };
 
 const char* at(const void* base, DType t, int64_t index) {
@@ -85,9 +86,9 @@ void Mamba2ChunkTask(const Mamba2Problem& p, int64_t blocks, int64_t task) {
   const size_t Q = size_t(p.chunk_size), N = size_t(p.N), P = size_t(p.P);
   const size_t Pp = (P + 15) / 16 * 16;  // padded so tile products see whole vectors on every target
   const size_t nheads = size_t(head1 - head0);
-  sc.c.resize(Q * N), sc.bt.resize(N * Q), sc.cb.resize(Q * Q), sc.states.resize(nheads * N * Pp);
+  sc.c.resize(Q * N), sc.b.resize(Q * N), sc.bt.resize(N * Q), sc.cb.resize(Q * Q), sc.states.resize(nheads * N * Pp);
   sc.cum.resize(Q), sc.tail_decay.resize(Q), sc.xs.resize(Q * Pp), sc.x.resize(Q * P), sc.cs.resize(Q * N), sc.m.resize(Q * Q);
-  sc.y.resize(Q * Pp), sc.bw.resize(N * Q), sc.z.resize(P), sc.row.resize(N);
+  sc.y.resize(Q * Pp), sc.bw.resize(N * Q), sc.z.resize(P);
 
   // States enter as [P, N] and are kept as [N, Pp] (zero padding columns stay zero: x is zero-padded too).
   for (size_t hh = 0; hh < nheads; ++hh) {
@@ -109,11 +110,17 @@ void Mamba2ChunkTask(const Mamba2Problem& p, int64_t blocks, int64_t task) {
     const bool c_direct = p.c_dtype == DType::f32;
     const size_t ldc = c_direct ? size_t(p.G * p.N) : N;
     const float* c = c_direct ? static_cast<const float*>(p.Cm) + (row0 * p.G + g) * p.N : sc.c.data();
-    for (size_t i = 0; i < rows; ++i) {
-      const int64_t bi = ((row0 + int64_t(i)) * p.G + g) * p.N;
-      if (!c_direct) convert_to_f32(at(p.Cm, p.c_dtype, bi), p.c_dtype, sc.c.data() + i * N, N);
-      const float* brow = RowF32(p.Bm, p.b_dtype, bi, sc.row.data(), N);
-      for (size_t n = 0; n < N; ++n) sc.bt[n * Q + i] = brow[n];
+    // B is transposed kTransposeRows rows at a time, so each B^T row is written a whole cache line at once.
+    for (size_t i0 = 0; i0 < rows; i0 += kTransposeRows) {
+      const size_t i1 = std::min(rows, i0 + kTransposeRows);
+      const float* brows[kTransposeRows];
+      for (size_t i = i0; i < i1; ++i) {
+        const int64_t bi = ((row0 + int64_t(i)) * p.G + g) * p.N;
+        if (!c_direct) convert_to_f32(at(p.Cm, p.c_dtype, bi), p.c_dtype, sc.c.data() + i * N, N);
+        brows[i - i0] = RowF32(p.Bm, p.b_dtype, bi, sc.b.data() + i * N, N);
+      }
+      for (size_t n = 0; n < N; ++n)
+        for (size_t i = i0; i < i1; ++i) sc.bt[n * Q + i] = brows[i - i0][n];
     }
     for (size_t n = 0; n < N; ++n) std::fill(sc.bt.data() + n * Q + rows, sc.bt.data() + (n + 1) * Q, 0.f);
     TileGemm(rows, Q, N, c, ldc, sc.bt.data(), Q, sc.cb.data(), Q, /*accumulate=*/false);
