@@ -47,12 +47,15 @@ const float* StepsF32(const void* base, DType t, int64_t index, float* scratch, 
 // 2^x for the decays (x = dt * A * log2(e) <= 0 in every Mamba; any sign works): x = k + r with |r| <= 1/2,
 // 2^r by its Taylor polynomial of degree 6 (relative error < 2e-7), 2^k built in the exponent bits. Below
 // 2^-126 the result is flushed to 0 (kernels run with subnormals flushed anyway); x is clamped to [-127, 127].
+// Adding 1.5 * 2^23 rounds x to an integer k and leaves k in the low mantissa bits, so the exponent of 2^k
+// is (bits + 127) << 23 (the magic number's own bits shift out) without a float-to-int conversion.
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V Exp2Decay(D d, V x) {
   const hn::RebindToSigned<D> di;
+  const V magic = hn::Set(d, 12582912.f);
   x = hn::Min(hn::Max(x, hn::Set(d, -127.f)), hn::Set(d, 127.f));
-  const V k = hn::Round(x);
-  const V r = hn::Sub(x, k);
+  const V shifted = hn::Add(x, magic);
+  const V r = hn::Sub(x, hn::Sub(shifted, magic));
   V p = hn::Set(d, 1.5403530393381606e-4f);  // ln2^6 / 6!
   p = hn::MulAdd(p, r, hn::Set(d, 1.3333558146428443e-3f));
   p = hn::MulAdd(p, r, hn::Set(d, 9.6181291076284772e-3f));
@@ -60,7 +63,7 @@ HWY_INLINE V Exp2Decay(D d, V x) {
   p = hn::MulAdd(p, r, hn::Set(d, 2.4022650695910071e-1f));
   p = hn::MulAdd(p, r, hn::Set(d, 6.9314718055994531e-1f));
   p = hn::MulAdd(p, r, hn::Set(d, 1.f));
-  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 127)));
+  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, shifted), hn::Set(di, 127)));
   return hn::Mul(p, hn::BitCast(d, bits));
 }
 
@@ -75,12 +78,14 @@ HWY_INLINE void ScanTile(size_t rows, size_t N, size_t c0, float* HWY_RESTRICT h
   using V = hn::Vec<decltype(d)>;
   if constexpr (kN > 0) {
     V hv[kN];
+#pragma GCC unroll 32
     for (size_t n = 0; n < kN; ++n) hv[n] = hn::Load(d, h + n * kBlock + c0);
     for (size_t t = 0; t < rows; ++t) {
       const V vdt = hn::Load(d, dt + t * kBlock + c0), vdu = hn::Load(d, du + t * kBlock + c0);
       const float* bt = b + t * kN;
       const float* ct = c + t * kN;
       V acc0 = hn::Zero(d), acc1 = hn::Zero(d);
+#pragma GCC unroll 32  // unrolled, the state stays in registers
       for (size_t n = 0; n < kN; ++n) {
         const V decay = Exp2Decay(d, hn::Mul(vdt, hn::Load(d, a2 + n * kBlock + c0)));
         hv[n] = hn::MulAdd(decay, hv[n], hn::Mul(vdu, hn::Set(d, bt[n])));
@@ -89,6 +94,7 @@ HWY_INLINE void ScanTile(size_t rows, size_t N, size_t c0, float* HWY_RESTRICT h
       }
       hn::Store(hn::Add(acc0, acc1), d, y + t * kBlock + c0);
     }
+#pragma GCC unroll 32
     for (size_t n = 0; n < kN; ++n) hn::Store(hv[n], d, h + n * kBlock + c0);
   } else {
     for (size_t t = 0; t < rows; ++t) {
