@@ -243,7 +243,8 @@ def test_linear_decode_rows(tiny_doc):
 
 
 SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbed decode f32"): "memory",
-                    ("mamba", "selective scan f32"): "fma", ("rwkv4", "wkv f32"): "memory",
+                    ("mamba", "selective scan f32 (Mamba-130M)"): "fma",
+                    ("mamba", "selective scan f32 (Falcon-Mamba-7B)"): "fma", ("rwkv4", "wkv f32"): "memory",
                     ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory",
                     ("projection gemm", "bf16 weights, f32 products"): "fma"}
 if _core.active_target() == "avx512_bf16":
