@@ -4,7 +4,8 @@
 //   S_Q  = exp(b_Q) S0 + sum_j exp(b_Q - b_j) B_j (dt'_j x_j)^T
 // with the state S kept as [N, P] (state size x head dim). Every term is a tile product. One task = (sequence,
 // group, block of heads in the group): C B^T depends only on the group, so it is computed once per chunk and
-// shared by the heads of the block, and the blocks are sized so there are enough tasks for the pool.
+// shared by the heads of the block; choose_head_blocks sizes the blocks against that recomputation and the
+// waves of tasks the pool runs.
 #include <algorithm>
 #include <cmath>
 
@@ -207,13 +208,33 @@ HWY_AFTER_NAMESPACE();
 namespace attnzoo {
 HWY_EXPORT(Mamba2ChunkTask);
 
+namespace {
+// How many blocks to cut each group's heads into. Every block recomputes C B^T for its chunks (Q N multiply-adds
+// per token), every head costs 2 N P + Q P / 2 per token, and tasks run in waves of `threads`: the estimate is
+// waves x (heads per block x head cost + C B^T). Among the estimates within 3% of the best, the most blocks win
+// (more tasks absorb a thread that another process slows down).
+int64_t choose_head_blocks(const Mamba2Problem& p, int64_t threads) {
+  const int64_t hpg = p.heads_per_group(), base = std::max<int64_t>(p.seqs.count() * p.G, 1);
+  const double head = 2.0 * double(p.N * p.P) + 0.5 * double(p.chunk_size * p.P);
+  const double cb = double(p.chunk_size * p.N);
+  const auto cost = [&](int64_t blocks) {
+    const int64_t per_block = (hpg + blocks - 1) / blocks, waves = (base * blocks + threads - 1) / threads;
+    return double(waves) * (double(per_block) * head + cb);
+  };
+  double best = cost(1);
+  for (int64_t blocks = 2; blocks <= hpg; ++blocks) best = std::min(best, cost(blocks));
+  int64_t chosen = 1;
+  for (int64_t blocks = 1; blocks <= hpg; ++blocks)
+    if (cost(blocks) <= 1.03 * best) chosen = blocks;
+  return chosen;
+}
+}  // namespace
+
 void mamba2_chunk_scan(const Mamba2Args& args) {
   const Mamba2Problem p = make_mamba2_problem(args);
   active_target();
-  // Split a group's heads into blocks only as far as needed to give every thread a few tasks: each block
-  // recomputes C B^T for its chunks.
-  const int64_t base = p.seqs.count() * p.G, want = 4 * ThreadPool::global().num_threads();
-  const int64_t blocks = std::clamp<int64_t>((want + base - 1) / std::max<int64_t>(base, 1), 1, p.heads_per_group());
+  const int64_t base = p.seqs.count() * p.G;
+  const int64_t blocks = choose_head_blocks(p, ThreadPool::global().num_threads());
   ThreadPool::global().parallel_for(base * blocks, [&](int64_t task, int) {
     HWY_DYNAMIC_DISPATCH(Mamba2ChunkTask)(p, blocks, task);
   });
