@@ -345,7 +345,9 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
     rows = [_rate_row(case, row, peaks) for case, row in zip(cases, timed)]
     if linear is not None:
         from .bench_linear import rate_decode
+        from .bench_ssm import rate_mamba2
         rate_decode(linear["decode"], peaks)
+        rate_mamba2(linear["mamba2_shapes"], peaks)
     _apply_goals(cases, rows)
     cpu = _core.cpu_info()
     return {

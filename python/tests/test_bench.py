@@ -195,6 +195,32 @@ def test_linear_section_compares_every_family_at_every_length(tiny_doc):
     assert "linear family" in bench.format_table(tiny_doc)
 
 
+
+def test_strong_decay_rows_cover_every_exp_decay_family(tiny_doc):
+    rows = tiny_doc["linear"]["strong_decay"]
+    assert {(r["family"], r["form"]) for r in rows} == {
+        ("mamba2", "chunk"), ("mamba2", "recurrent"), ("mamba", "selective scan"), ("rwkv4", "wkv")} | {
+        (f, form) for f in ("gla", "simple gla", "kda", "gated delta rule", "rwkv7") for form in ("chunk", "recurrent")}
+    for r in rows:
+        assert r["normal_ms"] > 0 and r["strong_ms"] > 0
+        assert r["strong_vs_normal"] == pytest.approx(r["strong_ms"] / r["normal_ms"])
+    assert "strong decays" in bench.format_table(tiny_doc)
+
+
+def test_mamba2_shape_rows(tiny_doc):
+    from attnzoo.bench_ssm import mamba2_chunk_flops
+    rows = tiny_doc["linear"]["mamba2_shapes"]
+    assert len({r["T"] for r in rows}) >= 2
+    peak = tiny_doc["peaks"]["fma"]["gflops"]
+    for r in rows:
+        assert r["chunk_vs_recurrent"] == pytest.approx(r["recurrent_ms"] / r["chunk_ms"])
+        flops = mamba2_chunk_flops(r["T"], r["H"], r["P"], r["N"], r["G"])
+        assert r["chunk_gflops"] == pytest.approx(flops / (r["chunk_ms"] * 1e-3) * 1e-9)
+        assert r["fraction_of_peak"] == pytest.approx(r["chunk_gflops"] / peak)
+        assert r["met"] is None  # tiny lengths are below the targets' T >= 2048
+    assert mamba2_chunk_flops(64, 2, 4, 8, 1, chunk=64) == 2.0 * 64 * (64 * 8 + 2 * (2 * 8 * 4 + 32 * 4))
+    assert "Mamba-2 chunked SSD at model shapes" in bench.format_table(tiny_doc)
+
 def test_linear_decode_rows(tiny_doc):
     """Gated DeltaNet and KDA decode steps at batch 1 and 16 on each path; in-place rows carry the 60% target."""
     decode = tiny_doc["linear"]["decode"]
@@ -217,7 +243,8 @@ def test_linear_decode_rows(tiny_doc):
 
 
 SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbed decode f32"): "memory",
-                    ("mamba", "selective scan f32"): "fma", ("rwkv4", "wkv f32"): "memory",
+                    ("mamba", "selective scan f32 (Mamba-130M)"): "fma",
+                    ("mamba", "selective scan f32 (Falcon-Mamba-7B)"): "fma", ("rwkv4", "wkv f32"): "memory",
                     ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory",
                     ("projection gemm", "bf16 weights, f32 products"): "fma"}
 if _core.active_target() == "avx512_bf16":

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/denormals.h"
 #include "core/error.h"
 
 namespace attnzoo {
@@ -52,6 +53,7 @@ void ThreadPool::run_tasks(int worker) {
 }
 
 void ThreadPool::worker_loop(int worker) {
+  flush_denormals_in_this_thread();
   uint64_t seen = 0;
   for (;;) {
     {
@@ -70,6 +72,7 @@ void ThreadPool::worker_loop(int worker) {
 
 void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   if (num_tasks <= 0) return;
+  const FlushDenormalsGuard flush;  // the caller's own setting comes back when the tasks are done
   if (t_inside_task || workers_.empty() || num_tasks == 1) {
     bool was_inside = t_inside_task;
     t_inside_task = true;
