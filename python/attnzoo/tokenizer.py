@@ -53,6 +53,27 @@ class Tokenizer:
             raise TypeError(f"text: expected str, got {type(text).__name__}")
         return cls(_core.Tokenizer.from_json(text, name))
 
+    _GGUF_KEYS = {"model": "", "pre": "", "tokens": None, "scores": (), "token_types": (), "merges": (), "bos": -1,
+                  "eos": -1, "eot": -1, "unk": -1, "pad": -1, "add_bos": None, "add_eos": None}
+
+    @classmethod
+    def from_gguf_vocab(cls, vocab):
+        """Builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes. ``vocab`` is a dict with
+        ``model`` (``"gpt2"`` or ``"llama"``), ``pre``, ``tokens`` and optionally ``scores``, ``token_types``,
+        ``merges``, ``bos`` / ``eos`` / ``eot`` / ``unk`` / ``pad`` (ids, -1 for none) and ``add_bos`` /
+        ``add_eos`` (None: llama.cpp's default for the vocabulary)."""
+        if not isinstance(vocab, dict):
+            raise TypeError(f"vocab: expected a dict, got {type(vocab).__name__}")
+        unknown = sorted(set(vocab) - set(cls._GGUF_KEYS))
+        if unknown:
+            raise ValueError(f"vocab: unknown keys {unknown} (known: {sorted(cls._GGUF_KEYS)})")
+        args = {k: vocab.get(k, d) for k, d in cls._GGUF_KEYS.items()}
+        if args["tokens"] is None:
+            raise ValueError("vocab: 'tokens' is required")
+        for k in ("tokens", "scores", "token_types", "merges"):
+            args[k] = list(args[k])
+        return cls(_core.Tokenizer.from_gguf_vocab(**args))
+
     def encode(self, text, add_special_tokens=True):
         """Token ids of ``text`` (a str)."""
         if not isinstance(text, str):
