@@ -5,6 +5,11 @@ anything else is refused when loaded, with a ``ValueError`` naming the file and 
     tok = Tokenizer.load("path/to/model_dir")      # or the tokenizer.json itself
     ids = tok.encode("Hello world")                 # add_special_tokens=True: BOS/EOS per the post-processor
     text = tok.decode(ids, skip_special_tokens=True)
+
+``Tokenizer.from_gguf_vocab(dict)`` builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes
+(``gpt2`` byte-level BPE, pre-tokenized as llama.cpp does for the file's ``tokenizer.ggml.pre``, or ``llama``
+SentencePiece-style BPE); ids match transformers' tokenizer for the file wherever transformers knows that
+pre-tokenizer.
 """
 import operator
 import os

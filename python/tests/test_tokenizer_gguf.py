@@ -290,10 +290,11 @@ def spm_vocabulary(docs, vocab_size=2000):
     tokens.append("<tool>")
     scores.append(0.0)
     types.append(USER_DEFINED)
-    return tokens, scores, types
+    merges = [" ".join(m) if not isinstance(m, str) else m for m in json.loads(tok.to_str())["model"]["merges"]]
+    return tokens, scores, types, merges
 
 
-def write_spm_gguf(path, tokens, scores, types, **flags):
+def write_spm_gguf(path, tokens, scores, types, merges=None, **flags):
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_block_count(1)
     w.add_context_length(64)
@@ -304,6 +305,8 @@ def write_spm_gguf(path, tokens, scores, types, **flags):
     w.add_token_list(tokens)
     w.add_token_scores(scores)
     w.add_token_types(types)
+    if merges:
+        w.add_token_merges(merges)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
@@ -317,7 +320,7 @@ def write_spm_gguf(path, tokens, scores, types, **flags):
 
 @pytest.fixture(scope="module")
 def spm(tmp_path_factory, corpus):
-    tokens, scores, types = spm_vocabulary(corpus[::25])
+    tokens, scores, types, _ = spm_vocabulary(corpus[::25])
     path = tmp_path_factory.mktemp("spm") / "spm.gguf"
     write_spm_gguf(path, tokens, scores, types)
     return str(path)
@@ -349,11 +352,14 @@ def test_sentencepiece_vocab_matches_transformers(spm, corpus):
     assert ours.eos_token_ids == [2]
 
 
-def test_sentencepiece_without_bos(tmp_path, corpus):
-    tokens, scores, types = spm_vocabulary(corpus[::97], vocab_size=600)
-    path = tmp_path / "nobos.gguf"
-    write_spm_gguf(path, tokens, scores, types, add_bos=False)
-    ours = Tokenizer.from_gguf_vocab(read_gguf_vocab(str(path)))
+def test_sentencepiece_with_merges_without_bos(tmp_path, corpus):
+    """A `llama` vocabulary converted from a BPE tokenizer.json lists its merges: those are used as they are."""
+    tokens, scores, types, merges = spm_vocabulary(corpus[::97], vocab_size=600)
+    path = tmp_path / "merges.gguf"
+    write_spm_gguf(path, tokens, [0.0] * len(scores), types, merges=merges, add_bos=False)
+    vocab = read_gguf_vocab(str(path))
+    assert len(vocab["merges"]) == len(merges) and vocab["add_bos"] is False
+    ours = Tokenizer.from_gguf_vocab(vocab)
     hf = transformers_gguf_tokenizer(str(path)).backend_tokenizer
     assert_same_ids(ours, hf, corpus[7::50])
     assert ours.encode("hello")[0] != 1
