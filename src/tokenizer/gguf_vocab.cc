@@ -15,6 +15,8 @@ namespace {
 
 const std::string kPrefix = "tokenizer.ggml.";
 const char* const kMetaspace = "\xE2\x96\x81";  // "▁"
+// Real vocabularies need well under 1e8 (256k tokens of a few dozen bytes); this allows a few seconds of work.
+constexpr uint64_t kMaxMergeDerivationWork = uint64_t(1) << 32;
 
 [[noreturn]] void fail(const std::string& key, const std::string& message) {
   throw LoadError(kPrefix + key + ": " + message);
@@ -103,6 +105,13 @@ std::unique_ptr<Bpe> make_model(const GgufVocab& v, const GgufPreTokenizer* pre)
     merges = read_merges(v);
   } else if (!byte_level) {
     if (v.scores.empty()) fail("scores", "missing: a vocabulary without merges needs scores to derive them from");
+    // Deriving merges looks up both halves of every cut of every token: quadratic in a token's length, so a file
+    // of absurdly long tokens must not be able to stall the load.
+    uint64_t work = 0;
+    for (const std::string& t : v.tokens) work += uint64_t(t.size()) * t.size();
+    if (work > kMaxMergeDerivationWork)
+      fail("tokens", "tokens too long to derive merges from (sum of squared lengths " + std::to_string(work) +
+                         " > " + std::to_string(kMaxMergeDerivationWork) + ")");
     merges = merges_from_scores(v.tokens, v.scores);
   }
   BpeOptions options;

@@ -137,6 +137,7 @@ TEST(GgufVocab, RejectsBadMetadataNamingTheKey) {
   expect_error([](GgufVocab& v) { v.add_bos = true; }, "tokenizer.ggml.add_bos_token");
   expect_error([](GgufVocab& v) { v.eos = -1, v.add_eos = true; }, "tokenizer.ggml.add_eos_token");
   expect_error([](GgufVocab& v) { v.scores.clear(); }, "tokenizer.ggml.scores", spm_vocab());
+  expect_error([](GgufVocab& v) { v.tokens[7] = std::string(70000, 'a'); }, "tokenizer.ggml.tokens", spm_vocab());
 }
 
 }  // namespace
