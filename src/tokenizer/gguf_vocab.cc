@@ -143,9 +143,14 @@ std::vector<AddedToken> added_tokens(const GgufVocab& v) {
     a.normalized = false;
     out.push_back(std::move(a));
   };
-  // The named tokens first: transformers registers them as special whatever their type says.
-  for (int64_t id : {v.bos, v.eos, v.unk, v.pad})
-    if (id >= 0) add(id, true);
+  // The named tokens first, as special. transformers registers them whatever their type; we leave out those the
+  // file calls ordinary text (normal / unused / byte), which llama.cpp never matches as special either: a padding
+  // id that points at "!" must not change how every "!" is read.
+  for (int64_t id : {v.bos, v.eos, v.unk, v.pad}) {
+    if (id < 0) continue;
+    const GgufTokenType type = v.token_types.empty() ? GgufTokenType::undefined : type_of(v, size_t(id));
+    if (type != GgufTokenType::normal && type != GgufTokenType::unused && type != GgufTokenType::byte) add(id, true);
+  }
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     const GgufTokenType type = type_of(v, i);
     if (type != GgufTokenType::control && type != GgufTokenType::user_defined) continue;

@@ -6,8 +6,9 @@
 // - `llama`: SentencePiece-style BPE: "▁" for spaces and before the text, byte fallback to <0xNN> tokens, merges
 //   from the file or, when it has none, derived from the scores (merges_from_scores.h); decoding turns "▁" back
 //   into spaces, fuses byte tokens and drops the leading space.
-// Control tokens (type 3) and the named special tokens become special added tokens, user-defined tokens (type 4)
-// plain added tokens: both are found in the text before the model runs. BOS / EOS are added per add_bos / add_eos.
+// Control tokens (type 3) and the named BOS / EOS / UNK / PAD tokens (unless typed as ordinary text) become special
+// added tokens, user-defined tokens (type 4) plain added tokens: all are found in the text before the model runs.
+// BOS / EOS are added per add_bos / add_eos.
 #include <cstdint>
 #include <memory>
 #include <optional>

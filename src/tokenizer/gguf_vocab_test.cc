@@ -51,6 +51,13 @@ TEST(GgufVocab, ByteLevelVocabulary) {
   EXPECT_FALSE(t->is_special(7));
   EXPECT_EQ(t->eos_token_ids(), Ids{0});
   EXPECT_EQ(t->encode("12"), (Ids{10}));
+
+  GgufVocab v = byte_level_vocab();
+  v.pad = 4;  // a named token the file calls normal text stays ordinary
+  EXPECT_EQ(tokenizer_from_gguf_vocab(v)->encode("hi hi"), (Ids{4, 6}));
+  EXPECT_FALSE(tokenizer_from_gguf_vocab(v)->is_special(4));
+  v.token_types.clear();  // without types, every named token is special, as transformers makes it
+  EXPECT_EQ(tokenizer_from_gguf_vocab(v)->encode("hi hi"), (Ids{4, 3, 4}));
 }
 
 TEST(GgufVocab, PreTokenizerChoosesSplitsAndDefaults) {
