@@ -65,14 +65,15 @@ class Tokenizer:
     def from_gguf_vocab(cls, vocab):
         """Builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes. ``vocab`` is a dict with
         ``model`` (``"gpt2"`` or ``"llama"``), ``pre``, ``tokens`` and optionally ``scores``, ``token_types``,
-        ``merges``, ``bos`` / ``eos`` / ``eot`` / ``unk`` / ``pad`` (ids, -1 for none) and ``add_bos`` /
-        ``add_eos`` (None: llama.cpp's default for the vocabulary)."""
+        ``merges``, ``bos`` / ``eos`` / ``eot`` / ``unk`` / ``pad`` (ids; None or -1 for none) and ``add_bos`` /
+        ``add_eos`` (None: llama.cpp's default for the vocabulary). Bad metadata raises ``ValueError`` naming the
+        GGUF key (``tokenizer.ggml.merges[3]: ...``)."""
         if not isinstance(vocab, dict):
             raise TypeError(f"vocab: expected a dict, got {type(vocab).__name__}")
         unknown = sorted(set(vocab) - set(cls._GGUF_KEYS))
         if unknown:
             raise ValueError(f"vocab: unknown keys {unknown} (known: {sorted(cls._GGUF_KEYS)})")
-        args = {k: vocab.get(k, d) for k, d in cls._GGUF_KEYS.items()}
+        args = {k: d if vocab.get(k) is None else vocab[k] for k, d in cls._GGUF_KEYS.items()}
         if args["tokens"] is None:
             raise ValueError("vocab: 'tokens' is required")
         for k in ("tokens", "scores", "token_types", "merges"):

@@ -373,7 +373,8 @@ def test_sentencepiece_with_merges_without_bos(tmp_path, corpus):
 def test_bad_vocabularies():
     tokens = ["a", "b", "ab", "<s>"]
     good = {"model": "gpt2", "pre": "gpt-2", "tokens": tokens, "merges": ["a b"], "bos": 3}
-    Tokenizer.from_gguf_vocab(good)
+    assert Tokenizer.from_gguf_vocab(good).encode("ab") == [2]
+    assert Tokenizer.from_gguf_vocab({**good, "bos": None, "add_bos": None}).encode("ab") == [2]
     cases = [
         ({"model": "bert"}, "tokenizer.ggml.model"),
         ({"model": ""}, "tokenizer.ggml.model"),
