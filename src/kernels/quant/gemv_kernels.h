@@ -1,0 +1,35 @@
+#pragma once
+// Per-target pieces of quant_gemv (gemv_kernels.cc); call active_target() once before using them.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/quant/quant.h"
+
+namespace attnzoo {
+
+// Activation rows quantized once per call, llama.cpp's Q8 style: blocks of 32 with an f32 scale d = amax / 127
+// and values round(x / d) in [-127, 127], held as int16 (the width the pair products take), plus the sum of
+// each 16 values (for formats with a per-sub-block offset: sum_k (s q_k + m) x_k = s q.x + m sum x).
+struct QuantActivations {
+  const int16_t* q;    // [T, K]
+  const float* d;      // [T, K / 32]
+  const int32_t* sum;  // [T, K / 16]
+};
+
+struct QuantGemvTask {
+  QuantMatrix w;
+  const float* x;  // [T, K] f32 (the f32 path)
+  QuantActivations act;  // the integer path
+  size_t T;        // 1..8
+  size_t n0, n1;   // output rows of this task
+  const float* bias;
+  float* y;  // [T, ldy]
+  size_t ldy;
+};
+
+// Row t of x [T, K] (K a multiple of 32) into the arrays of QuantActivations at row t.
+void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, int32_t* sum);
+void quant_gemv_rows_int8(const QuantGemvTask& task);
+void quant_gemv_rows_f32(const QuantGemvTask& task);
+
+}  // namespace attnzoo
