@@ -25,15 +25,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- unpacking: one block of each format into q (int16), scale and offset per sub-block ----------------------
 
+using D16 = hn::CappedTag<int16_t, 16>;
+
+// n packed bytes (n a multiple of 16): low nibbles - bias to lo[0, n), high nibbles - bias to hi[0, n).
+HWY_INLINE void UnpackNibbles(const uint8_t* HWY_RESTRICT p, size_t n, int16_t* HWY_RESTRICT lo,
+                              int16_t* HWY_RESTRICT hi, int16_t bias) {
+  const D16 d;
+  const hn::Rebind<uint8_t, D16> du8;
+  const auto mask = hn::Set(d, int16_t(0xF)), b = hn::Set(d, bias);
+  for (size_t j = 0; j < n; j += hn::Lanes(d)) {
+    const auto v = hn::PromoteTo(d, hn::LoadU(du8, p + j));
+    hn::StoreU(hn::Sub(hn::And(v, mask), b), d, lo + j);
+    hn::StoreU(hn::Sub(hn::ShiftRight<4>(v), b), d, hi + j);
+  }
+}
+
 struct Q4_0U {
   static constexpr int S = 32, kBlock = 32, kBytes = 18;
   static constexpr bool kOffset = false;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
-    sc[0] = f16_to_f32(load_u16(b));
-    for (int j = 0; j < 16; ++j) {
-      q[j] = int16_t((b[2 + j] & 0xF) - 8);
-      q[j + 16] = int16_t((b[2 + j] >> 4) - 8);
-    }
+    sc[0] = load_half(b);
+    UnpackNibbles(b + 2, 16, q, q + 16, 8);
   }
 };
 
@@ -41,12 +53,9 @@ struct Q4_1U {
   static constexpr int S = 32, kBlock = 32, kBytes = 20;
   static constexpr bool kOffset = true;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float* off) {
-    sc[0] = f16_to_f32(load_u16(b));
-    off[0] = f16_to_f32(load_u16(b + 2));
-    for (int j = 0; j < 16; ++j) {
-      q[j] = int16_t(b[4 + j] & 0xF);
-      q[j + 16] = int16_t(b[4 + j] >> 4);
-    }
+    sc[0] = load_half(b);
+    off[0] = load_half(b + 2);
+    UnpackNibbles(b + 4, 16, q, q + 16, 0);
   }
 };
 
@@ -55,8 +64,8 @@ struct Q5U {
   static constexpr int S = 32, kBlock = 32, kBytes = kMin ? 24 : 22;
   static constexpr bool kOffset = kMin;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float* off) {
-    sc[0] = f16_to_f32(load_u16(b));
-    if (kMin) off[0] = f16_to_f32(load_u16(b + 2));
+    sc[0] = load_half(b);
+    if (kMin) off[0] = load_half(b + 2);
     const uint8_t* p = b + (kMin ? 4 : 2);
     const uint32_t qh = load_u32(p);
     const int bias = kMin ? 0 : 16;
@@ -71,8 +80,11 @@ struct Q8_0U {
   static constexpr int S = 32, kBlock = 32, kBytes = 34;
   static constexpr bool kOffset = false;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
-    sc[0] = f16_to_f32(load_u16(b));
-    for (int j = 0; j < 32; ++j) q[j] = int16_t(int8_t(b[2 + j]));
+    sc[0] = load_half(b);
+    const D16 d;
+    const hn::Rebind<int8_t, D16> di8;
+    for (size_t j = 0; j < 32; j += hn::Lanes(d))
+      hn::StoreU(hn::PromoteTo(d, hn::LoadU(di8, reinterpret_cast<const int8_t*>(b + 2) + j)), d, q + j);
   }
 };
 
@@ -100,7 +112,7 @@ struct Q2_KU {
   static constexpr int S = 16, kBlock = 256, kBytes = 84;
   static constexpr bool kOffset = true;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float* off) {
-    const float d = f16_to_f32(load_u16(b + 80)), dmin = f16_to_f32(load_u16(b + 82));
+    const float d = load_half(b + 80), dmin = load_half(b + 82);
     for (int s = 0; s < 16; ++s) {
       sc[s] = d * float(b[s] & 0xF);
       off[s] = -(dmin * float(b[s] >> 4));
@@ -115,7 +127,7 @@ struct Q3_KU {
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
     const uint8_t* hmask = b;
     const uint8_t* s12 = b + 96;
-    const float d = f16_to_f32(load_u16(b + 108));
+    const float d = load_half(b + 108);
     for (int s = 0; s < 16; ++s) {
       const int lo4 = s < 8 ? s12[s] & 0xF : s12[s - 8] >> 4;
       const int hi2 = (s12[8 + s % 4] >> (2 * (s / 4))) & 3;
@@ -132,7 +144,7 @@ struct QK_U {  // Q4_K and Q5_K
   static constexpr int S = 32, kBlock = 256, kBytes = kFive ? 176 : 144;
   static constexpr bool kOffset = true;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float* off) {
-    const float d = f16_to_f32(load_u16(b)), dmin = f16_to_f32(load_u16(b + 2));
+    const float d = load_half(b), dmin = load_half(b + 2);
     const uint8_t* qh = b + 16;
     const uint8_t* qs = b + (kFive ? 48 : 16);
     for (int j = 0; j < 8; ++j) {
@@ -140,11 +152,7 @@ struct QK_U {  // Q4_K and Q5_K
       sc[j] = d * float(sm.scale);
       off[j] = -(dmin * float(sm.min));
     }
-    for (int c = 0; c < 4; ++c)
-      for (int l = 0; l < 32; ++l) {
-        q[64 * c + l] = int16_t(qs[32 * c + l] & 0xF);
-        q[64 * c + 32 + l] = int16_t(qs[32 * c + l] >> 4);
-      }
+    for (int c = 0; c < 4; ++c) UnpackNibbles(qs + 32 * c, 32, q + 64 * c, q + 64 * c + 32, 0);
     if (kFive)
       for (int j = 0; j < 8; ++j)
         for (int l = 0; l < 32; ++l) q[32 * j + l] = int16_t(q[32 * j + l] | (((qh[l] >> j) & 1) << 4));
@@ -156,7 +164,7 @@ struct Q6_KU {
   static constexpr bool kOffset = false;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
     const uint8_t* ql = b;
-    const float d = f16_to_f32(load_u16(b + 208));
+    const float d = load_half(b + 208);
     for (int s = 0; s < 16; ++s) sc[s] = d * float(int8_t(b[192 + s]));
     Unpack2Bit(b + 128, q);  // the high 2 bits, then the low nibbles joined in
     for (int half = 0; half < 2; ++half)

@@ -16,6 +16,26 @@ inline uint32_t load_u32(const uint8_t* p) {
   return v;
 }
 
+// IEEE half to f32, exactly (subnormals included), inline: block scales are converted once per block, and an
+// out-of-line call per block costs more than the block's arithmetic.
+inline float half_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16, em = h & 0x7FFF;
+  uint32_t bits;
+  if (em >= 0x7C00) {
+    bits = sign | 0x7F800000u | ((em & 0x3FF) << 13);  // inf / NaN
+  } else if (em >= 0x0400) {
+    bits = sign | ((em << 13) + ((127u - 15u) << 23));
+  } else {  // subnormal or zero: m * 2^-24 is exact in f32
+    float f = float(em) * 5.9604644775390625e-8f;
+    std::memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+inline float load_half(const uint8_t* p) { return half_to_f32(load_u16(p)); }
+
 // Q4_K / Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes: sub-blocks 0-3 in the low 6 bits of
 // bytes 0-3 (scales) and 4-7 (mins); sub-blocks 4-7 in the nibbles of bytes 8-11 plus the top 2 bits of bytes 0-7.
 struct KScaleMin {

@@ -2,12 +2,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/quant/quant.h"
+#include "testing/random_blocks.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -17,47 +17,11 @@ const QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, Q
                             QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0, QuantType::Q2_K, QuantType::Q3_K,
                             QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::MXFP4};
 
-// Byte offsets of the f16 scales inside one block of each format (everything else is packed integers, any bits
-// valid); random bytes with finite scales make random valid blocks.
-std::vector<int> f16_fields(QuantType t) {
-  switch (t) {
-    case QuantType::Q4_0: case QuantType::Q5_0: case QuantType::Q8_0: return {0};
-    case QuantType::Q4_1: case QuantType::Q5_1: case QuantType::Q4_K: case QuantType::Q5_K: return {0, 2};
-    case QuantType::Q2_K: return {80, 82};
-    case QuantType::Q3_K: return {108};
-    case QuantType::Q6_K: return {208};
-    default: return {};
-  }
-}
-
-std::vector<uint8_t> random_rows(QuantType t, int64_t rows, int64_t cols, uint64_t seed) {
-  const QuantTypeInfo info = *quant_type_info(uint32_t(t));
-  const int64_t row_bytes = *quant_row_bytes(t, cols);
-  std::vector<uint8_t> out(size_t(rows * row_bytes));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  if (!quant_is_blocked(t)) {
-    const DType dt = t == QuantType::F32 ? DType::f32 : t == QuantType::F16 ? DType::f16 : DType::bf16;
-    for (int64_t i = 0; i < rows * cols; ++i) store_from_f32(out.data(), dt, i, normal(rng));
-    return out;
-  }
-  for (auto& b : out) b = uint8_t(rng());
-  for (int64_t blk = 0; blk < rows * cols / info.block_elems; ++blk) {
-    uint8_t* p = out.data() + blk * info.block_bytes;
-    for (int off : f16_fields(t)) {
-      const uint16_t h = f32_to_f16(0.05f * normal(rng));
-      std::memcpy(p + off, &h, 2);
-    }
-    if (t == QuantType::MXFP4) p[0] = uint8_t(118 + rng() % 8);  // scales 2^-10 .. 2^-3
-  }
-  return out;
-}
-
 TEST(Quant, FastDequantizationIsBitIdenticalToTheReferenceOnEveryTarget) {
   testing::for_each_target([](Target) {
     for (QuantType t : kTypes) {
       const int64_t n = 256 * 3;
-      const std::vector<uint8_t> raw = random_rows(t, 1, n, 11 + uint64_t(t));
+      const std::vector<uint8_t> raw = testing::random_quant_rows(t, 1, n, 11 + uint64_t(t));
       std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n), -7.f);
       dequantize_row_reference(t, raw.data(), want.data(), n);
       dequantize_row(t, raw.data(), got.data(), n);
@@ -86,7 +50,7 @@ TEST(Quant, Q4_0BlockByHand) {
 // The integer path quantizes each block of 32 activations to x = d q with |x - d q| <= d / 2, d = amax / 127:
 // |error| <= sum_k |w_k| d_k / 2 (plus f32 rounding). The f32 path differs from the reference only by rounding.
 void check_gemv(QuantType t, int64_t T, int64_t N, int64_t K, bool bias, bool int8) {
-  const std::vector<uint8_t> raw = random_rows(t, N, K, 100 + uint64_t(t) * 7 + uint64_t(N));
+  const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 100 + uint64_t(t) * 7 + uint64_t(N));
   const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
   testing::HostTensor x(DType::f32, {T, K}, 3 + uint64_t(T)), b(DType::f32, {N}, 4);
   const float* bp = bias ? b.view.ptr<float>() : nullptr;
@@ -132,7 +96,7 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
 TEST(Quant, Int8GemvErrorIsSmallRelativeToTheOutput) {
   for (QuantType t : {QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0}) {
     const int64_t N = 64, K = 1024;
-    const std::vector<uint8_t> raw = random_rows(t, N, K, 5);
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 5);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
     testing::HostTensor x(DType::f32, {1, K}, 6);
     std::vector<float> got(static_cast<size_t>(N)), want(static_cast<size_t>(N));
