@@ -116,24 +116,21 @@ void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_
 }
 
 void linear_forward(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
-  if (T <= 0) return;
-  if (T <= kGemvMaxTokens)
-    linear_gemv(w, bias, x, T, y, ldy);
-  else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled())
-    linear_gemm(w, bias, x, T, y, ldy, LinearGemmBackend::bf16_dot);
-  else
-    linear_gemm(w, bias, x, T, y, ldy);
+  linear_forward(dense_matrix(w), bias, x, T, y, ldy);
 }
 
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
-  if (w.type == QuantType::F32 || w.type == QuantType::BF16) return linear_forward(dense_view(w), bias, x, T, y, ldy);
   if (T <= 0) return;
-  if (T <= kGemvMaxTokens)
-    quant_gemv(w, bias, x, T, y, ldy);
-  else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled())
+  if (T <= kGemvMaxTokens) {
+    if (w.type == QuantType::F32 || w.type == QuantType::BF16)
+      linear_gemv(dense_view(w), bias, x, T, y, ldy);
+    else
+      quant_gemv(w, bias, x, T, y, ldy);
+  } else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled()) {
     linear_gemm(w, bias, x, T, y, ldy, LinearGemmBackend::bf16_dot);
-  else
+  } else {
     linear_gemm(w, bias, x, T, y, ldy);
+  }
 }
 
 void linear_reference(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
