@@ -49,16 +49,17 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   const int64_t K = w.cols;
   thread_local AlignedBuffer<int16_t> q;
   thread_local AlignedBuffer<float> d;
-  thread_local AlignedBuffer<int32_t> sum;
+  thread_local AlignedBuffer<float> dsum16, dsum32;
   for (int64_t t0 = 0; t0 < T; t0 += kMaxTokens) {
     const int64_t tb = std::min(kMaxTokens, T - t0);
     q.resize(size_t(tb * K));
     d.resize(size_t(tb * K / 32));
-    sum.resize(size_t(tb * K / 16));
-    quantize_activations(x + t0 * K, size_t(tb), size_t(K), q.data(), d.data(), sum.data());
+    dsum16.resize(size_t(tb * K / 16));
+    dsum32.resize(size_t(tb * K / 32));
+    quantize_activations(x + t0 * K, size_t(tb), size_t(K), q.data(), d.data(), dsum16.data(), dsum32.data());
     run_rows(w,
-             QuantGemvTask{w, x + t0 * K, {q.data(), d.data(), sum.data()}, size_t(tb), 0, 0, bias, y + t0 * ldy,
-                           size_t(ldy)},
+             QuantGemvTask{w, x + t0 * K, {q.data(), d.data(), dsum16.data(), dsum32.data()}, size_t(tb), 0, 0, bias,
+                           y + t0 * ldy, size_t(ldy)},
              quant_gemv_rows_int8);
   }
 }

@@ -176,6 +176,24 @@ struct Q6_KU {
   }
 };
 
+template <size_t kT>
+HWY_INLINE void DotF32(const float* HWY_RESTRICT w, const float* HWY_RESTRICT x, size_t K, float* out) {
+  const hn::ScalableTag<float> df;
+  const size_t L = hn::Lanes(df);
+  hn::Vec<decltype(df)> acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
+  size_t k = 0;
+  for (; k + L <= K; k += L) {
+    const auto wv = hn::LoadU(df, w + k);
+    for (size_t t = 0; t < kT; ++t) acc[t] = hn::MulAdd(wv, hn::LoadU(df, x + t * K + k), acc[t]);
+  }
+  for (size_t t = 0; t < kT; ++t) {
+    float s = hn::GetLane(hn::SumOfLanes(df, acc[t]));
+    for (size_t kk = k; kk < K; ++kk) s += w[kk] * x[t * K + kk];
+    out[t] = s;
+  }
+}
+
 // ---- the integer dot ---------------------------------------------------------------------------------------
 
 // Output rows of a task, kT (<= 4) tokens starting at t0, against one unpacked row.
@@ -183,7 +201,6 @@ template <int S, bool kOffset, size_t kT>
 HWY_INLINE void DotRow(const int16_t* HWY_RESTRICT w, const float* HWY_RESTRICT sc, const float* HWY_RESTRICT off,
                        size_t K, const QuantActivations& a, size_t t0, float* out) {
   const size_t nsub = K / S;
-  float offset_sum[kT] = {};
 #if HWY_TARGET == HWY_SCALAR
   float acc[kT] = {};
   for (size_t j = 0; j < nsub; ++j)
@@ -201,9 +218,12 @@ HWY_INLINE void DotRow(const int16_t* HWY_RESTRICT w, const float* HWY_RESTRICT 
   using VF = hn::Vec<decltype(df)>;
   using V32 = hn::Vec<decltype(d32)>;
   const size_t L = hn::Lanes(d16);
-  VF acc[kT];
-  for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
-  for (size_t j = 0; j < nsub; ++j) {
+  // kU accumulators per token: with one token, a single chain of FMAs would wait on its own latency.
+  constexpr size_t kU = kT == 1 ? 4 : kT == 2 ? 2 : 1;
+  VF acc[kT][kU];
+  for (size_t t = 0; t < kT; ++t)
+    for (size_t u = 0; u < kU; ++u) acc[t][u] = hn::Zero(df);
+  auto sub_block = [&](size_t j, size_t u) HWY_ATTR {
     V32 isum[kT], unused[kT];
     for (size_t t = 0; t < kT; ++t) isum[t] = unused[t] = hn::Zero(d32);
     for (size_t i = 0; i < size_t(S); i += L) {
@@ -215,20 +235,23 @@ HWY_INLINE void DotRow(const int16_t* HWY_RESTRICT w, const float* HWY_RESTRICT 
     for (size_t t = 0; t < kT; ++t) {
       const float dx = a.d[(t0 + t) * (K / 32) + j * S / 32];
       // unused[t] is zero on x86 (vpmaddwd sums the pairs itself); added for targets that split the pairs.
-      acc[t] = hn::MulAdd(hn::ConvertTo(df, hn::Add(isum[t], unused[t])), hn::Set(df, sc[j] * dx), acc[t]);
+      acc[t][u] = hn::MulAdd(hn::ConvertTo(df, hn::Add(isum[t], unused[t])), hn::Set(df, sc[j] * dx), acc[t][u]);
     }
-  }
-  for (size_t t = 0; t < kT; ++t) out[t] = hn::GetLane(hn::SumOfLanes(df, acc[t]));
+  };
+  size_t j = 0;
+  for (; j + kU <= nsub; j += kU)
+    for (size_t u = 0; u < kU; ++u) sub_block(j + u, u);
+  for (; j < nsub; ++j) sub_block(j, 0);
+  for (size_t t = 0; t < kT; ++t)
+    for (size_t u = 1; u < kU; ++u) acc[t][0] = hn::Add(acc[t][0], acc[t][u]);
+  for (size_t t = 0; t < kT; ++t) out[t] = hn::GetLane(hn::SumOfLanes(df, acc[t][0]));
 #endif
-  if (kOffset) {
-    for (size_t j = 0; j < nsub; ++j)
-      for (size_t t = 0; t < kT; ++t) {
-        const int32_t* s16 = a.sum + (t0 + t) * (K / 16) + j * S / 16;
-        const int32_t xs = S == 32 ? s16[0] + s16[1] : s16[0];
-        offset_sum[t] += off[j] * a.d[(t0 + t) * (K / 32) + j * S / 32] * float(xs);
-      }
-    for (size_t t = 0; t < kT; ++t) out[t] += offset_sum[t];
-  }
+  if (kOffset)
+    for (size_t t = 0; t < kT; ++t) {
+      float o;
+      DotF32<1>(off, (S == 32 ? a.dsum32 + (t0 + t) * (K / 32) : a.dsum16 + (t0 + t) * (K / 16)), nsub, &o);
+      out[t] += o;
+    }
 }
 
 template <class U>
@@ -277,24 +300,6 @@ void GemvRowsInt8(const QuantGemvTask& g) {
 
 // ---- the f32 path ------------------------------------------------------------------------------------------
 
-template <size_t kT>
-HWY_INLINE void DotF32(const float* HWY_RESTRICT w, const float* HWY_RESTRICT x, size_t K, float* out) {
-  const hn::ScalableTag<float> df;
-  const size_t L = hn::Lanes(df);
-  hn::Vec<decltype(df)> acc[kT];
-  for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
-  size_t k = 0;
-  for (; k + L <= K; k += L) {
-    const auto wv = hn::LoadU(df, w + k);
-    for (size_t t = 0; t < kT; ++t) acc[t] = hn::MulAdd(wv, hn::LoadU(df, x + t * K + k), acc[t]);
-  }
-  for (size_t t = 0; t < kT; ++t) {
-    float s = hn::GetLane(hn::SumOfLanes(df, acc[t]));
-    for (size_t kk = k; kk < K; ++kk) s += w[kk] * x[t * K + kk];
-    out[t] = s;
-  }
-}
-
 void GemvRowsF32(const QuantGemvTask& g) {
   const size_t K = size_t(g.w.cols);
   thread_local AlignedBuffer<float> row;
@@ -328,7 +333,7 @@ void quant_gemv_rows_int8(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(Gemv
 void quant_gemv_rows_f32(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
 
 // Round to nearest (ties away from zero, as llama.cpp's roundf); an all-zero block keeps d = 0 and q = 0.
-void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, int32_t* sum) {
+void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, float* dsum16, float* dsum32) {
   for (size_t t = 0; t < T; ++t)
     for (size_t b = 0; b < K / 32; ++b) {
       const float* xb = x + t * K + 32 * b;
@@ -337,10 +342,11 @@ void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float*
       const float db = amax / 127.f, id = db != 0.f ? 1.f / db : 0.f;
       d[t * (K / 32) + b] = db;
       int16_t* qb = q + t * K + 32 * b;
-      for (int i = 0; i < 32; ++i) qb[i] = int16_t(std::lround(xb[i] * id));
-      int32_t* sb = sum + t * (K / 16) + 2 * b;
-      sb[0] = sb[1] = 0;
-      for (int i = 0; i < 32; ++i) sb[i / 16] += qb[i];
+      int32_t sum[2] = {0, 0};
+      for (int i = 0; i < 32; ++i) sum[i / 16] += qb[i] = int16_t(std::lround(xb[i] * id));
+      dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
+      dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
+      dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
     }
 }
 

@@ -8,12 +8,13 @@
 namespace attnzoo {
 
 // Activation rows quantized once per call, llama.cpp's Q8 style: blocks of 32 with an f32 scale d = amax / 127
-// and values round(x / d) in [-127, 127], held as int16 (the width the pair products take), plus the sum of
-// each 16 values (for formats with a per-sub-block offset: sum_k (s q_k + m) x_k = s q.x + m sum x).
+// and values round(x / d) in [-127, 127], held as int16 (the width the pair products take), plus d times the sum
+// of each 16 and each 32 values (formats with a per-sub-block offset m: sum_k (s q_k + m) x_k = s q.x + m sum x).
 struct QuantActivations {
-  const int16_t* q;    // [T, K]
-  const float* d;      // [T, K / 32]
-  const int32_t* sum;  // [T, K / 16]
+  const int16_t* q;      // [T, K]
+  const float* d;        // [T, K / 32]
+  const float* dsum16;   // [T, K / 16]
+  const float* dsum32;   // [T, K / 32]
 };
 
 struct QuantGemvTask {
@@ -27,8 +28,8 @@ struct QuantGemvTask {
   size_t ldy;
 };
 
-// Row t of x [T, K] (K a multiple of 32) into the arrays of QuantActivations at row t.
-void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, int32_t* sum);
+// The rows of x [T, K] (K a multiple of 32) into the arrays of QuantActivations.
+void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, float* dsum16, float* dsum32);
 void quant_gemv_rows_int8(const QuantGemvTask& task);
 void quant_gemv_rows_f32(const QuantGemvTask& task);
 
