@@ -33,6 +33,24 @@ void run_rows(const QuantMatrix& w, const QuantGemvTask& base, RowFn fn) {
 
 bool quant_gemv_has_int8(QuantType type) { return quant_is_blocked(type); }
 
+bool quant_gemv_vnni_handles(QuantType type) {
+  return type == QuantType::Q4_0 || type == QuantType::Q8_0 || type == QuantType::Q4_K;
+}
+
+bool quant_gemv_vnni_enabled() {
+#if defined(__x86_64__)
+  static const bool cpu = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
+  const Target t = active_target();
+  return cpu && (t == Target::avx512 || t == Target::avx512_bf16);
+#else
+  return false;
+#endif
+}
+
 void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
   active_target();
   const int64_t K = w.cols;
@@ -49,7 +67,11 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   const int64_t K = w.cols;
   thread_local AlignedBuffer<int16_t> q;
   thread_local AlignedBuffer<float> d;
-  thread_local AlignedBuffer<float> dsum16, dsum32;
+  thread_local AlignedBuffer<float> dsum16, dsum32, dx8;
+  thread_local AlignedBuffer<uint8_t> xu8;
+  thread_local AlignedBuffer<int8_t> xs8;
+  const bool vnni = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
+  const int64_t ld8 = (K + 63) / 64 * 64;
   for (int64_t t0 = 0; t0 < T; t0 += kMaxTokens) {
     const int64_t tb = std::min(kMaxTokens, T - t0);
     q.resize(size_t(tb * K));
@@ -57,10 +79,27 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
     dsum16.resize(size_t(tb * K / 16));
     dsum32.resize(size_t(tb * K / 32));
     quantize_activations(x + t0 * K, size_t(tb), size_t(K), q.data(), d.data(), dsum16.data(), dsum32.data());
-    run_rows(w,
-             QuantGemvTask{w, x + t0 * K, {q.data(), d.data(), dsum16.data(), dsum32.data()}, size_t(tb), 0, 0, bias,
-                           y + t0 * ldy, size_t(ldy)},
-             quant_gemv_rows_int8);
+    if (vnni) {  // s8 and u8 (+ 128) copies padded to whole registers, each block's scale over its 8 i32 lanes
+      xs8.resize(size_t(tb * ld8));
+      xu8.resize(size_t(tb * ld8));
+      dx8.resize(size_t(tb * K / 4));
+      for (int64_t t = 0; t < tb; ++t) {
+        for (int64_t k = 0; k < ld8; ++k) {
+          const int v = k < K ? q[size_t(t * K + k)] : 0;
+          xs8[size_t(t * ld8 + k)] = int8_t(v);
+          xu8[size_t(t * ld8 + k)] = uint8_t(v + 128);
+        }
+        for (int64_t i = 0; i < K / 4; ++i) dx8[size_t(t * (K / 4) + i)] = d[size_t(t * (K / 32) + i / 8)];
+      }
+    }
+    const QuantActivations act{q.data(),     vnni ? xs8.data() : nullptr, vnni ? xu8.data() : nullptr,
+                               dx8.data(),   d.data(),
+                               dsum16.data(), dsum32.data()};
+    const QuantGemvTask task{w, x + t0 * K, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
+    if (vnni)
+      run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_vnni(g); });
+    else
+      run_rows(w, task, quant_gemv_rows_int8);
   }
 }
 

@@ -12,6 +12,10 @@ namespace attnzoo {
 // of each 16 and each 32 values (formats with a per-sub-block offset m: sum_k (s q_k + m) x_k = s q.x + m sum x).
 struct QuantActivations {
   const int16_t* q;      // [T, K]
+  // For the VNNI rows only (null otherwise): rows of K rounded up to 64, padded with zeros.
+  const int8_t* xs8;     // [T, K64]: q
+  const uint8_t* xu8;    // [T, K64]: q + 128
+  const float* dx8;      // [T, K / 4]: d of each block repeated 8 times (one per i32 lane)
   const float* d;        // [T, K / 32]
   const float* dsum16;   // [T, K / 16]
   const float* dsum32;   // [T, K / 32]
@@ -31,6 +35,11 @@ struct QuantGemvTask {
 // The rows of x [T, K] (K a multiple of 32) into the arrays of QuantActivations.
 void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, float* dsum16, float* dsum32);
 void quant_gemv_rows_int8(const QuantGemvTask& task);
+// True when the CPU has AVX-512 VNNI and the active target is an AVX-512 one.
+bool quant_gemv_vnni_enabled();
+// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q8_0 and Q4_K; false (nothing written) for other formats.
+bool quant_gemv_rows_vnni(const QuantGemvTask& task);
+bool quant_gemv_vnni_handles(QuantType type);
 void quant_gemv_rows_f32(const QuantGemvTask& task);
 
 }  // namespace attnzoo

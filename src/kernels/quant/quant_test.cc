@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -84,10 +86,12 @@ void check_gemv(QuantType t, int64_t T, int64_t N, int64_t K, bool bias, bool in
 TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
   testing::for_each_target([](Target) {
     for (QuantType t : kTypes)
-      for (int64_t T : {1, 3, 8, 11}) {
-        check_gemv(t, T, 37, 512, T % 2 == 1, false);
-        if (quant_gemv_has_int8(t)) check_gemv(t, T, 37, 512, T % 2 == 0, true);
-      }
+      for (int64_t T : {1, 3, 8, 11})
+        // K = 96: an odd number of blocks of 32 (the VNNI rows pair them)
+        for (int64_t K : {int64_t(512), quant_type_info(uint32_t(t))->block_elems == 32 ? int64_t(96) : int64_t(256)}) {
+          check_gemv(t, T, 37, K, T % 2 == 1, false);
+          if (quant_gemv_has_int8(t)) check_gemv(t, T, 37, K, T % 2 == 0, true);
+        }
   });
 }
 
@@ -127,6 +131,34 @@ TEST(Quant, MakeQuantMatrixNamesTheProblem) {
   EXPECT_NE(message(QuantType::Q4_0, 2, 40).find("whole number"), std::string::npos);
   EXPECT_NE(message(QuantType::Q4_0, 3, 64).find("too few"), std::string::npos);
   EXPECT_NE(message(QuantType::Q4_0, 0, 64).find("positive"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnzoo
+
+namespace attnzoo {
+namespace {
+
+// Run by hand: test_kernels_quant --gtest_also_run_disabled_tests --gtest_filter='*Bench*'.
+TEST(Quant, DISABLED_BenchGemv) {
+  const int64_t N = 1024, K = 1024;
+  testing::HostTensor x(DType::f32, {8, K}, 1);
+  std::vector<float> y(size_t(8 * N));
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::BF16}) {
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 2);
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+    for (int64_t T : {1, 4}) {
+      quant_gemv(w, nullptr, x.view.ptr<float>(), T, y.data(), N);
+      double best = 1e9;
+      for (int r = 0; r < 200; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        quant_gemv(w, nullptr, x.view.ptr<float>(), T, y.data(), N);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("%s T=%lld: %.1f us, %.1f GB/s\n", quant_type_name(t), (long long)T, best * 1e6,
+                  double(raw.size()) / best * 1e-9);
+    }
+  }
 }
 
 }  // namespace
