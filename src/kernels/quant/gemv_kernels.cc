@@ -7,6 +7,7 @@
 // row is dequantized into L1 and dotted with f32 FMAs, for T tokens at once.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
@@ -345,9 +346,16 @@ void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float*
   for (size_t t = 0; t < T; ++t)
     for (size_t b = 0; b < K / 32; ++b) {
       const float* xb = x + t * K + 32 * b;
-      float amax = 0.f;
-      for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-      const float db = amax / 127.f, id = db != 0.f ? 1.f / db : 0.f;
+      float amax = 0.f, poison = 0.f;
+      for (int i = 0; i < 32; ++i) {
+        amax = std::fmax(amax, std::fabs(xb[i]));
+        poison += xb[i] * 0.f;  // NaN if any value is inf or NaN
+      }
+      // A non-finite activation makes the block's scale NaN (values 0), so the outputs are NaN as with dense
+      // weights instead of finite garbage.
+      const bool finite = poison == 0.f;
+      const float db = finite ? amax / 127.f : std::numeric_limits<float>::quiet_NaN();
+      const float id = finite && db != 0.f ? 1.f / db : 0.f;
       d[t * (K / 32) + b] = db;
       int16_t* qb = q + t * K + 32 * b;
       int32_t sum[2] = {0, 0};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/dtype.h"
@@ -113,6 +114,22 @@ TEST(Quant, Int8GemvErrorIsSmallRelativeToTheOutput) {
     }
     EXPECT_LT(std::sqrt(num / den), 0.02) << quant_type_name(t);
   }
+}
+
+TEST(Quant, NonFiniteActivationsGiveNaN) {
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_K, 4, 256, 3);
+  const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_K, 4, 256, "w");
+  testing::for_each_target([&](Target) {
+    for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+      std::vector<float> x(512, 0.5f), y(8, 0.f);
+      x[300] = bad;  // token 1
+      quant_gemv(w, nullptr, x.data(), 2, y.data(), 4);
+      for (int n = 0; n < 4; ++n) {
+        EXPECT_TRUE(std::isfinite(y[size_t(n)]));
+        EXPECT_TRUE(std::isnan(y[size_t(4 + n)]));
+      }
+    }
+  });
 }
 
 TEST(Quant, MakeQuantMatrixNamesTheProblem) {
