@@ -34,7 +34,7 @@ void run_rows(const QuantMatrix& w, const QuantGemvTask& base, RowFn fn) {
 bool quant_gemv_has_int8(QuantType type) { return quant_is_blocked(type); }
 
 bool quant_gemv_vnni_handles(QuantType type) {
-  return type == QuantType::Q4_0 || type == QuantType::Q8_0 || type == QuantType::Q4_K;
+  return type == QuantType::Q4_0 || type == QuantType::Q8_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
 }
 
 bool quant_gemv_vnni_enabled() {

@@ -37,7 +37,8 @@ void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float*
 void quant_gemv_rows_int8(const QuantGemvTask& task);
 // True when the CPU has AVX-512 VNNI and the active target is an AVX-512 one.
 bool quant_gemv_vnni_enabled();
-// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q8_0 and Q4_K; false (nothing written) for other formats.
+// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q8_0, Q4_K and Q6_K (quant_gemv_vnni_handles); false
+// (nothing written) for other formats.
 bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
 void quant_gemv_rows_f32(const QuantGemvTask& task);
