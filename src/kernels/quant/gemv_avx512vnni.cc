@@ -11,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cstring>
 #include <vector>
 
 #include "kernels/quant/gemv_kernels.h"
@@ -145,13 +146,19 @@ void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
   auto pair = [&](size_t p, __m512i& w, __m512& s) {
     const uint8_t* b = row + (p / 4) * 144;
     const size_t c = p % 4;
-    if (c == 0) {
-      const float d = half(b), dmin = half(b + 2);
-      for (int j = 0; j < 8; ++j) {
-        const KScaleMin sm = k_scale_min(b + 4, j);
-        sc_block[j] = d * float(sm.scale);
-        off[2 * p + size_t(j)] = -(dmin * float(sm.min));
-      }
+    if (c == 0) {  // the 8 scales and 8 mins of k_scale_min, unpacked 4 at a time in 32-bit words
+      uint32_t u[4];
+      std::memcpy(u, b + 4, 12);
+      const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
+      u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & top2) << 4);  // mins 4-7
+      const uint32_t mins03 = u[1] & low6;
+      u[1] = (u[2] & low4) | (((u[0] >> 6) & top2) << 4);  // scales 4-7
+      u[2] = mins03;
+      u[0] &= low6;  // scales 0-3
+      const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
+      const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2))));
+      _mm256_storeu_ps(sc_block, _mm256_mul_ps(_mm256_set1_ps(half(b)), sc));
+      _mm256_storeu_ps(off + 2 * p, _mm256_mul_ps(_mm256_set1_ps(-half(b + 2)), mn));
     }
     s = join(sc_block[2 * c], sc_block[2 * c + 1]);
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
