@@ -16,18 +16,13 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "kernels/quant/half-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace attnzoo {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// An f16 block scale to f32 through the target's conversion (F16C on x86: exact, and cheaper than bit
-// manipulation once per block).
-HWY_INLINE float Half(const uint8_t* p) {
-  const hn::CappedTag<float, 1> d1;
-  const hn::Rebind<hwy::float16_t, decltype(d1)> dh;
-  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p))));
-}
 using DF = hn::ScalableTag<float>;
 using DI = hn::RebindToSigned<DF>;
 using VF = hn::Vec<DF>;
