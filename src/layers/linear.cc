@@ -194,7 +194,8 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
 }
 
 Linear Linear::densified(DType store) const {
-  if (!is_quantized() && (w_.type == QuantType::F32 ? store == DType::f32 : store == DType::bf16)) return *this;
+  if ((w_.type == QuantType::F32 && store == DType::f32) || (w_.type == QuantType::BF16 && store == DType::bf16))
+    return *this;
   require(store == DType::f32 || store == DType::bf16, "store", "weights are held as f32 or bf16");
   Linear l = *this;
   const size_t n = size_t(w_.rows * w_.cols);

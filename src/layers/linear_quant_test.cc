@@ -84,6 +84,9 @@ TEST(LinearQuant, StridedOutputAndF16Bytes) {
   const Linear lh = Linear::from_quantized(h.data(), h.size(), QuantType::F16, N, K, {}, "h");
   EXPECT_TRUE(lh.owns_weight());
   EXPECT_EQ(lh.weight().dtype, DType::f32);
+  const Linear lb = Linear::from_quantized(h.data(), h.size(), QuantType::F16, N, K, {}, "h", DType::bf16);
+  EXPECT_TRUE(lb.owns_weight());
+  EXPECT_EQ(lb.weight().dtype, DType::bf16);
 }
 
 TEST(LinearQuant, RejectsBadBytesNamingTheTensor) {
