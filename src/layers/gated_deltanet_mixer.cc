@@ -44,7 +44,7 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedD
   std::vector<int64_t> offsets;
   for (const Linear& l : w_.in_proj) {
     require(l.in_features() == c.hidden, (name + ".in_proj").c_str(),
-            "expected weights [*, " + std::to_string(c.hidden) + "], got " + l.weight().shape_str());
+            "expected weights [*, " + std::to_string(c.hidden) + "], got " + l.shape_str());
     offsets.push_back(in_proj_width_);
     in_proj_width_ += l.out_features();
   }
@@ -103,7 +103,7 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, const Layer
   for (const Linear& l : w_.in_proj) {
     const int64_t n = l.out_features();
     if (!l.has_bias()) {
-      linear_forward(l.weight(), nullptr, x, T, raw.data() + col, in_proj_width_);
+      l.forward(x, T, raw.data() + col, in_proj_width_);
     } else {
       with_bias.resize(size_t(T * n));
       l.forward(x, T, with_bias.data());

@@ -66,9 +66,9 @@ void KdaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
   const int64_t T = batch.num_tokens(), C = c.conv_dim(), D = c.qkv_dim(), H = c.num_heads, K = c.head_dim;
   // [q | k | v] per token, written in place by the three projections (row stride C), then convolved.
   std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C));
-  linear_forward(w_.q_proj.weight(), nullptr, x, T, mixed.data(), C);
-  linear_forward(w_.k_proj.weight(), nullptr, x, T, mixed.data() + D, C);
-  linear_forward(w_.v_proj.weight(), nullptr, x, T, mixed.data() + 2 * D, C);
+  w_.q_proj.forward(x, T, mixed.data(), C);
+  w_.k_proj.forward(x, T, mixed.data() + D, C);
+  w_.v_proj.forward(x, T, mixed.data() + 2 * D, C);
 
   // Forget gate (per channel log decay), write strength, and the output gate's input.
   std::vector<float> low(size_t(T * K)), g(size_t(T * D)), beta(size_t(T * H)), gate(size_t(T * D));

@@ -36,6 +36,8 @@ MlaMixer::MlaMixer(const MlaConfig& config, MlaLayerWeights weights, Rope rope, 
   w_.kv_b_proj.require_shape(c.num_heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank,
                name + ".kv_b_proj.weight");
   require(!w_.kv_b_proj.has_bias(), (name + ".kv_b_proj.bias").c_str(), "is not supported (the kernels absorb kv_b_proj)");
+  // The absorbed kernels multiply by kv_b_proj's blocks as a matrix: a block-quantized one is widened once.
+  if (w_.kv_b_proj.is_quantized()) w_.kv_b_proj = w_.kv_b_proj.densified();
   w_.o_proj.require_shape(c.hidden, c.num_heads * c.v_head_dim, name + ".o_proj.weight");
   require(rope_.config().head_dim == c.qk_rope_head_dim, "rope", "head_dim must be qk_rope_head_dim");
 }

@@ -14,11 +14,11 @@ Rwkv7ChannelMix::Rwkv7ChannelMix(int64_t hidden, Rwkv7ChannelMixWeights weights,
   require(w_.x_k.numel() == hidden, (name + ".x_k").c_str(),
           "expected " + std::to_string(hidden) + " values, got " + w_.x_k.shape_str());
   require(w_.key.in_features() == hidden, (name + ".key.weight").c_str(),
-          "expected [*, " + std::to_string(hidden) + "], got " + w_.key.weight().shape_str());
+          "expected [*, " + std::to_string(hidden) + "], got " + w_.key.shape_str());
   require(w_.value.out_features() == hidden && w_.value.in_features() == w_.key.out_features(),
           (name + ".value.weight").c_str(),
           "expected [" + std::to_string(hidden) + ", " + std::to_string(w_.key.out_features()) + "], got " +
-              w_.value.weight().shape_str());
+              w_.value.shape_str());
   x_k_.resize(size_t(hidden));
   convert_to_f32(w_.x_k.data, w_.x_k.dtype, x_k_.data(), x_k_.size());
 }

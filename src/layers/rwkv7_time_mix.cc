@@ -27,7 +27,7 @@ std::vector<float> widen(const TensorView& t, int64_t n, const std::string& name
 
 void check_lora(const Rwkv7Lora& l, int64_t hidden, int64_t out, const std::string& name) {
   require(l.down.in_features() == hidden, (name + ".lora.0.weight").c_str(),
-          "expected [rank, " + std::to_string(hidden) + "], got " + l.down.weight().shape_str());
+          "expected [rank, " + std::to_string(hidden) + "], got " + l.down.shape_str());
   l.up.require_shape(out, l.down.out_features(), name + ".lora.2.weight");
 }
 

@@ -16,7 +16,7 @@ ShortConvMixer::ShortConvMixer(int64_t hidden, Linear in_proj, Linear out_proj, 
   require(hidden > 0, "hidden", "must be positive");
   auto check = [](const Linear& l, int64_t out, int64_t in, const std::string& n) {
     require(l.out_features() == out && l.in_features() == in, n.c_str(),
-            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
+            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.shape_str());
   };
   check(in_proj_, 3 * hidden, hidden, name + ".in_proj.weight");
   check(out_proj_, hidden, hidden, name + ".out_proj.weight");
