@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "core/error.h"
 #include "loader/config.h"
+#include "loader/model_dir.h"
 #include "models/model.h"
 
 namespace attnzoo::py {
@@ -113,7 +114,7 @@ void bind_model(nb::module_& m) {
       .def_static(
           "load",
           [](const std::string& dir, const std::string& dtype, int64_t kv_block_tokens) {
-            const Config cfg = dtype == "auto" ? Config::load(dir + "/config.json") : Config::parse("{}", "");
+            const Config cfg = dtype == "auto" ? ModelFiles::read_config(dir) : Config::parse("{}", "");
             LoadOptions opts = parse_load_dtype(dtype, cfg);
             opts.kv_block_tokens = kv_block_tokens;
             nb::gil_scoped_release release;
