@@ -193,7 +193,22 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     if (has("attention.sliding_window")) c.add_int("sliding_window", get_int("attention.sliding_window"));
     if (has("attn_logit_softcapping")) c.add_float("attn_logit_softcapping", get_float("attn_logit_softcapping"));
     if (has("final_logit_softcapping")) c.add_float("final_logit_softcapping", get_float("final_logit_softcapping"));
-    if (std::string(a.gguf) == "gemma3") c.add_float("rope_local_base_freq", 10000.0);  // fixed in llama.cpp too
+    if (std::string(a.gguf) == "gemma3") {
+      c.add_float("rope_local_base_freq", 10000.0);  // fixed in llama.cpp too
+      // Which layers slide: a period n (layer i slides unless (i + 1) % n == 0, as in transformers) or one bool
+      // per layer; without the key, transformers' and llama.cpp's default period of 6.
+      const std::string key = p + "attention.sliding_window_pattern";
+      if (const GgufValue* v = f.find(key); v && v->is_array()) {
+        if (v->elem_type() != GgufType::BOOL || int64_t(v->size()) != layers)
+          throw LoadError(f.path() + ": key '" + key + "': expected " + std::to_string(layers) + " bools (one per layer)");
+        std::string types = "[";
+        for (uint64_t i = 0; i < v->size(); ++i)
+          types += std::string(i ? ", " : "") + (v->at(i).as_bool(key) ? "\"sliding_attention\"" : "\"full_attention\"");
+        c.add("layer_types", types + "]");
+      } else if (v) {
+        c.add_int("sliding_window_pattern", f.get_int(key));
+      }
+    }
   } else {
     c.add_string("hidden_act", "silu");
   }
