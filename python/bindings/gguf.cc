@@ -1,6 +1,7 @@
 // Bindings for the GGUF reader: _core.gguf_read(path) hands back the header, every metadata value and every tensor
 // (info + raw bytes) as plain Python objects, so tests can compare it with the gguf package field by field;
-// _core.model_config_json(path) is the config.json a model path (directory or .gguf) loads with.
+// _core.model_config_json(path) is the config.json a model path (directory or .gguf) loads with, and
+// _core.model_tensors(path) its tensors as the builders see them.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -95,6 +96,27 @@ nb::dict read(const std::string& path) {
   return d;
 }
 
+// Every tensor of a model path as ModelFiles exposes it to the builders: Hugging Face name, name in the file,
+// torch-order shape, storage format and the bytes the builders read (after the converter's edits are undone).
+nb::list model_tensors(const std::string& path) {
+  const ModelFiles files = ModelFiles::open(path);
+  nb::list out;
+  for (const std::string& name : files.names()) {
+    const StoredTensor t = files.stored(name);
+    nb::dict d;
+    d["name"] = name;
+    d["stored_name"] = files.stored_name(name);
+    nb::list shape;
+    for (int64_t n : t.shape) shape.append(n);
+    d["shape"] = shape;
+    d["type_name"] = quant_type_name(t.type);
+    d["quantized"] = files.is_quantized(name);
+    d["data"] = nb::bytes(reinterpret_cast<const char*>(t.data), size_t(t.bytes));
+    out.append(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_gguf(nb::module_& m) {
@@ -104,6 +126,8 @@ void bind_gguf(nb::module_& m) {
       "model_config_json",
       [](const std::string& path) { return ModelFiles::read_config_json(path); }, nb::arg("path"),
       "The config.json text a model path loads with (synthesized from the metadata for a GGUF).");
+  m.def("model_tensors", &model_tensors, nb::arg("path"),
+        "Every tensor of a model path as the architecture builders see it (name, stored name, shape, format, bytes).");
 }
 
 }  // namespace attnzoo::py

@@ -2,6 +2,7 @@
 (convert_hf_to_gguf.py) writes them — tensor names from the gguf package's own name map, Llama's Q/K rows
 permuted for ggml's RoPE, Gemma's norms stored as 1 + w, 1-D tensors in F32 — in F32 and F16, loaded with
 attnzoo's Model.load and compared with the transformers model, and with transformers' own GGUF loader."""
+import json
 import os
 
 import numpy as np
@@ -219,3 +220,38 @@ def test_two_ggufs_in_a_directory_are_refused(tmp_path):
         (tmp_path / name).write_bytes(b"")
     with pytest.raises(ValueError, match=r"several \.gguf files \(a\.gguf, b\.gguf\)"):
         Model.load(str(tmp_path))
+
+
+def _unpermute_rows(rows, n_head):
+    """The inverse of the converter's permute on whole rows (raw bytes of any format: blocks run along a row)."""
+    return rows.reshape(n_head, rows.shape[0] // n_head // 2, 2, -1).swapaxes(1, 2).reshape(rows.shape)
+
+
+def test_smollm2_tensors_under_hf_names():
+    """The real Q4_1 SmolLM2 file: every tensor exposed under its Hugging Face name with the converter's shape,
+    format and bytes; Q and K with their (quantized) rows put back in Hugging Face order."""
+    from test_gguf_reader import SMOLLM2
+    assert os.path.exists(SMOLLM2), f"{SMOLLM2} is missing: run scripts/setup.sh"
+    cfg = json.loads(_core.model_config_json(SMOLLM2))  # config only: running it needs quantized Linear weights
+    assert cfg["architectures"] == ["LlamaForCausalLM"] and cfg["model_type"] == "llama"
+    assert (cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+            cfg["intermediate_size"], cfg["vocab_size"], cfg["head_dim"]) == (576, 30, 9, 3, 1536, 49152, 64)
+    assert cfg["tie_word_embeddings"] is True and cfg["rope_theta"] == 100000.0
+    assert (cfg["bos_token_id"], cfg["eos_token_id"], cfg["pad_token_id"]) == (1, 2, 2)
+
+    reader = gguf.GGUFReader(SMOLLM2)
+    raw = {t.name: t for t in reader.tensors}
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 30)
+    tensors = _core.model_tensors(SMOLLM2)
+    assert len(tensors) == len(raw) == 272
+    for t in tensors:
+        r = raw[t["stored_name"]]
+        assert names.get_name(t["name"], try_suffixes=(".weight", ".bias")) == t["stored_name"]
+        assert t["shape"] == [int(n) for n in reversed(r.shape)] and t["type_name"] == r.tensor_type.name
+        assert t["quantized"] == (r.tensor_type.name not in ("F32", "F16", "BF16"))
+        rows = np.frombuffer(r.data.tobytes(), np.uint8).reshape(t["shape"][0], -1)
+        if t["stored_name"].endswith(("attn_q.weight", "attn_k.weight")):
+            rows = _unpermute_rows(rows, 9 if "attn_q" in t["stored_name"] else 3)
+        assert t["data"] == rows.tobytes(), t["name"]
+    q = next(t for t in tensors if t["name"] == "model.layers.0.self_attn.q_proj.weight")
+    assert q["type_name"] == "Q4_1" and q["shape"] == [576, 576] and q["data"] != raw["blk.0.attn_q.weight"].data.tobytes()
