@@ -9,6 +9,7 @@
 
 #include "loader/config.h"
 #include "loader/gguf.h"
+#include "loader/gguf_checkpoint.h"
 #include "loader/json.h"
 #include "loader/safetensors.h"
 
@@ -80,6 +81,18 @@ inline bool exercise_gguf(const uint8_t* data, size_t size) {
       __builtin_trap();
     }
     for (int64_t i = 0; i < t.bytes; ++i) sum = sum + t.data[i];
+  }
+  // The Hugging Face view of an accepted file: config synthesis and name mapping answer or throw LoadError.
+  try {
+    sum = sum + gguf_hf_config_json(f).size();
+  } catch (const LoadError&) {
+  }
+  try {
+    for (const GgufHfTensor& t : gguf_hf_tensors(f)) {
+      if (t.data < begin || t.bytes < 0 || t.bytes > end - t.data) __builtin_trap();
+      if (t.bytes > 0) sum = sum + t.data[0] + t.data[t.bytes - 1];
+    }
+  } catch (const LoadError&) {
   }
   return true;
 }

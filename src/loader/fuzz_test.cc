@@ -46,8 +46,12 @@ std::vector<Bytes> safetensors_seeds() {
 std::vector<Bytes> gguf_seeds() {
   using namespace testing;  // NOLINT: the GGUF spec helpers
   GgufSpec small;
-  small.kvs = {kv_string("general.architecture", "llama"), kv_scalar<uint32_t>("llama.block_count", 4, 2)};
-  small.tensors = {{"token_embd.weight", {4, 2}, 0, Bytes(32, 0x3f), std::nullopt}};
+  small.kvs = {kv_string("general.architecture", "llama"), kv_scalar<uint32_t>("llama.block_count", 4, 1),
+               kv_scalar<uint32_t>("llama.embedding_length", 4, 4), kv_scalar<uint32_t>("llama.attention.head_count", 4, 1),
+               kv_scalar<uint32_t>("llama.feed_forward_length", 4, 8)};
+  small.tensors = {{"token_embd.weight", {4, 2}, 0, Bytes(32, 0x3f), std::nullopt},
+                   {"blk.0.attn_q.weight", {4, 4}, 0, Bytes(64, 0x3e), std::nullopt},
+                   {"blk.0.ffn_norm.weight", {4}, 0, Bytes(16, 0x3d), std::nullopt}};
   GgufSpec rich;
   rich.version = 2;
   rich.alignment = 64;

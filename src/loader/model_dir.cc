@@ -6,7 +6,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/convert.h"
+#include "core/dtype.h"
 #include "loader/gguf_checkpoint.h"
 
 namespace attnzoo {
@@ -61,11 +61,8 @@ std::shared_ptr<const MappedFile> undo_gguf_edit(const GgufHfTensor& t, const st
     unpermute_rope_rows(t.data, bytes.data(), rows, row_bytes, t.heads);
   } else {  // subtract_one: norm weights, F32 / F16 / BF16 (checked when mapped)
     const DType dt = t.type == QuantType::F32 ? DType::f32 : t.type == QuantType::F16 ? DType::f16 : DType::bf16;
-    const size_t n = size_t(t.bytes) / dtype_size(dt);
-    std::vector<float> w(n);
-    convert_to_f32(t.data, dt, w.data(), n);
-    for (float& x : w) x -= 1.0f;
-    convert_from_f32(w.data(), bytes.data(), dt, n);
+    const int64_t n = t.bytes / int64_t(dtype_size(dt));
+    for (int64_t i = 0; i < n; ++i) store_from_f32(bytes.data(), dt, i, load_as_f32(t.data, dt, i) - 1.0f);
   }
   return MappedFile::from_bytes(std::move(bytes), path + ":" + t.gguf_name);
 }
