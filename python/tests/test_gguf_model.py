@@ -3,6 +3,7 @@
 permuted for ggml's RoPE, Gemma's norms stored as 1 + w, 1-D tensors in F32 — in F32 and F16, loaded with
 attnzoo's Model.load and compared with the transformers model, and with transformers' own GGUF loader."""
 import json
+import math
 import os
 
 import numpy as np
@@ -34,6 +35,12 @@ def _config(kind):
                                         num_attention_heads=2, num_key_value_heads=2, tie_word_embeddings=True,
                                         rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=4.0),
                                         **common)
+    if kind == "llama_rope_llama3":  # Llama 3.1's RoPE scaling, which GGUF stores as the rope_freqs tensor
+        return transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=1, tie_word_embeddings=False,
+                                        rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0,
+                                                             low_freq_factor=1.0, high_freq_factor=4.0,
+                                                             original_max_position_embeddings=8192), **common)
     if kind == "qwen2":  # q/k/v biases
         return transformers.Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
@@ -79,6 +86,24 @@ def _rope(cfg, layer_type="full_attention"):
     return p.get(layer_type, p) if isinstance(p, dict) else {}
 
 
+def _llama3_rope_factors(rope, dim):
+    """convert_hf_to_gguf.py's LlamaModel rope_freqs: per-frequency divisors of theta (1, factor, smooth between)."""
+    freqs = 1.0 / (rope["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
+    old = rope["original_max_position_embeddings"]
+    out = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def write_gguf(model, kind, path, ftype):
     """The converter's output for this model: metadata, names, edits, and tensor types (F32 or F16 for
     matrices; 1-D tensors and norms always F32)."""
@@ -100,6 +125,8 @@ def write_gguf(model, kind, path, ftype):
     if rope.get("rope_type") == "linear":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(rope["factor"])
+    if rope.get("rope_type") == "llama3":
+        w.add_tensor("rope_freqs.weight", _llama3_rope_factors(rope, head_dim))
     if arch == "llama":
         w.add_rope_dimension_count(head_dim)
         w.add_vocab_size(cfg.vocab_size)
@@ -150,7 +177,7 @@ def _build(kind, ftype, directory):
     return model, path
 
 
-CASES = [(k, f) for k in ("llama", "llama_linear_tied", "qwen2", "qwen3", "gemma2", "gemma3") for f in ("f32", "f16")]
+CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qwen2", "qwen3", "gemma2", "gemma3") for f in ("f32", "f16")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")

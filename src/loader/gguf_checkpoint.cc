@@ -120,6 +120,47 @@ std::optional<std::string> block_suffix(const Arch& a, const std::string& base, 
 
 std::vector<int64_t> torch_shape(const GgufTensor& t) { return std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()); }
 
+// Llama 3.1-style RoPE scaling reaches GGUF only as rope_freqs.weight, the converter's per-frequency divisors of
+// theta. transformers' config needs rope_scaling {llama3, factor, low / high_freq_factor, original context}: the
+// factor is the largest divisor, the rest are the values every Llama 3.x release uses, and the stored divisors are
+// recomputed from them with the converter's rule, so a file made with other values is refused, not misread.
+std::string llama3_rope_scaling(const GgufFile& f, const GgufTensor& t, double theta, int64_t rope_dim) {
+  auto fail = [&](const std::string& m) -> std::string { throw LoadError(f.path() + ": tensor 'rope_freqs.weight': " + m); };
+  if (t.type != QuantType::F32 || t.ne.size() != 1 || rope_dim <= 0 || t.ne[0] != rope_dim / 2)
+    return fail("expected " + std::to_string(rope_dim / 2) + " F32 values (one per rotary frequency)");
+  std::vector<float> stored(size_t(t.ne[0]));
+  std::memcpy(stored.data(), t.data, stored.size() * sizeof(float));
+  double factor = 1.0;
+  for (float v : stored) {
+    if (!std::isfinite(v) || v < 1.0f) return fail("RoPE factors must be finite and >= 1");
+    factor = std::max(factor, double(v));
+  }
+  constexpr double kLow = 1.0, kHigh = 4.0, kOriginal = 8192.0, kPi = 3.14159265358979323846;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    const double freq = 1.0 / std::pow(theta, double(2 * i) / double(rope_dim));
+    const double wavelen = 2 * kPi / freq;
+    double want = factor;
+    if (wavelen < kOriginal / kHigh) {
+      want = 1.0;
+    } else if (wavelen <= kOriginal / kLow) {
+      const double smooth = (kOriginal / wavelen - kLow) / (kHigh - kLow);
+      want = 1.0 / ((1 - smooth) / factor + smooth);
+    }
+    if (std::abs(double(stored[i]) - want) > 1e-4 * want) {
+      return fail("factor " + std::to_string(stored[i]) + " at frequency " + std::to_string(i) +
+                  " does not follow Llama 3's rule (factor " + std::to_string(factor) +
+                  ", low_freq_factor 1, high_freq_factor 4, original context 8192)");
+    }
+  }
+  JsonObject r;
+  r.add_string("rope_type", "llama3");
+  r.add_float("factor", factor);
+  r.add_float("low_freq_factor", kLow);
+  r.add_float("high_freq_factor", kHigh);
+  r.add_int("original_max_position_embeddings", int64_t(kOriginal));
+  return r.str();
+}
+
 }  // namespace
 
 std::string gguf_hf_config_json(const GgufFile& f) {
@@ -148,7 +189,15 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   if (has("context_length")) c.add_int("max_position_embeddings", get_int("context_length"));
 
   const std::string scaling = has("rope.scaling.type") ? f.get_string(p + "rope.scaling.type") : "none";
-  if (scaling == "linear" || scaling == "yarn") {
+  const GgufTensor* rope_freqs = f.find_tensor("rope_freqs.weight");
+  if (rope_freqs && (!a.permuted_qk || scaling != "none"))
+    throw LoadError(f.path() + ": tensor 'rope_freqs.weight': per-frequency RoPE factors are supported for llama "
+                    "without another rope.scaling.type");
+  if (rope_freqs) {
+    const int64_t rope_dim = has("rope.dimension_count") ? get_int("rope.dimension_count") : head_dim;
+    c.add("rope_scaling", llama3_rope_scaling(f, *rope_freqs, has("rope.freq_base") ? get_float("rope.freq_base") : 10000.0,
+                                              rope_dim));
+  } else if (scaling == "linear" || scaling == "yarn") {
     JsonObject r;
     r.add_string("rope_type", scaling);
     r.add_float("factor", get_float("rope.scaling.factor"));
@@ -277,8 +326,8 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
         if (t.ne.size() == 1 && quant_type_info(uint32_t(t.type))->block_elems != 1)
           fail(t, "a quantized 1-D tensor cannot be permuted row by row");
       }
-    } else if (t.name == "rope_freqs.weight") {
-      fail(t, "per-frequency RoPE factors (Llama 3.1-style rope scaling) are not supported yet");
+    } else if (t.name == "rope_freqs.weight" && a.permuted_qk) {
+      continue;  // read into the config's rope_scaling (llama3_rope_scaling)
     } else {
       fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
     }

@@ -6,6 +6,7 @@
 //              a row permutation, so it holds for quantized rows too (blocks run along the row)
 //   gemma*     RMSNorm weights are stored with the +1 of Gemma's x * (1 + w) folded in; it is taken off again
 //   *moe       the experts' stacked [n_expert, rows, cols] tensors are exposed per expert, as transformers names them
+//   llama 3.1+ RoPE scaling is stored as rope_freqs.weight (per-frequency divisors); it becomes rope_scaling
 // Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3.
 #include <cstdint>
 #include <string>

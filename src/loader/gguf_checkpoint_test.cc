@@ -251,6 +251,21 @@ TEST(GgufCheckpoint, RefusalsAreNamed) {
                     "b.gguf")
                 .find("b.gguf: tensor 'rope_freqs.weight': per-frequency RoPE factors"),
             std::string::npos);
+  auto rope_freqs = [](std::vector<float> v) {
+    return [v](GgufSpec& s) {
+      s.kvs.pop_back();  // no linear scaling: the factors are the only RoPE scaling
+      s.kvs.pop_back();
+      s.tensors.push_back({"rope_freqs.weight", {uint64_t(v.size())}, kF32, bytes_of(v), std::nullopt});
+    };
+  };
+  // head_dim 4: frequency 1's wavelength (4443 at theta 500000) is in the smooth band, so its factor is 1.92.
+  EXPECT_NE(refused(rope_freqs({1.f, 3.f}), "b2.gguf")
+                .find("b2.gguf: tensor 'rope_freqs.weight': factor 3.000000 at frequency 1 does not follow Llama 3's rule"),
+            std::string::npos);
+  EXPECT_NE(refused(rope_freqs({1.f, 1.f, 1.f}), "b3.gguf")
+                .find("b3.gguf: tensor 'rope_freqs.weight': expected 2 F32 values"),
+            std::string::npos);
+  EXPECT_NE(refused(rope_freqs({0.5f, 1.f}), "b4.gguf").find("RoPE factors must be finite and >= 1"), std::string::npos);
   EXPECT_NE(refused([](GgufSpec& s) { s.kvs[0] = kv_string("general.architecture", "rwkv6"); }, "c.gguf")
                 .find("c.gguf: key 'general.architecture': 'rwkv6' is not supported as a model source"),
             std::string::npos);
