@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 
+#include "loader/json.h"
+
 namespace attnzoo {
 namespace {
 
@@ -39,23 +41,6 @@ const Arch& find_arch(const GgufFile& f) {
                   known + ")");
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string json_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -68,11 +53,11 @@ std::string json_number(double v) {
 class JsonObject {
  public:
   void add(const std::string& key, const std::string& encoded) {
-    text_ += (text_.empty() ? "{" : ", ") + json_string(key) + ": " + encoded;
+    text_ += (text_.empty() ? "{" : ", ") + json::quote(key) + ": " + encoded;
   }
   void add_int(const std::string& key, int64_t v) { add(key, std::to_string(v)); }
   void add_float(const std::string& key, double v) { add(key, json_number(v)); }
-  void add_string(const std::string& key, const std::string& v) { add(key, json_string(v)); }
+  void add_string(const std::string& key, const std::string& v) { add(key, json::quote(v)); }
   void add_bool(const std::string& key, bool v) { add(key, v ? "true" : "false"); }
   std::string str() const { return text_.empty() ? "{}" : text_ + "}"; }
 
@@ -171,7 +156,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   auto get_float = [&](const std::string& k) { return f.get_float(p + k); };
 
   JsonObject c;
-  c.add("architectures", "[" + json_string(a.hf_class) + "]");
+  c.add("architectures", "[" + json::quote(a.hf_class) + "]");
   c.add_string("model_type", a.model_type);
   const int64_t hidden = get_int("embedding_length");
   const int64_t heads = get_int("attention.head_count");
