@@ -30,9 +30,10 @@ def _config(kind):
         return transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
                                         rope_parameters=dict(rope_type="default", rope_theta=5000.0), **common)
-    if kind == "llama_linear_tied":
+    if kind == "llama_linear_tied":  # with biases, which the converter permutes like their weights
         return transformers.LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                         num_attention_heads=2, num_key_value_heads=2, tie_word_embeddings=True,
+                                        attention_bias=True,
                                         rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=4.0),
                                         **common)
     if kind == "llama_rope_llama3":  # Llama 3.1's RoPE scaling, which GGUF stores as the rope_freqs tensor
@@ -222,6 +223,7 @@ def test_transformers_gguf_loader_agrees(case):
     norm - 1). Its synthesized config drops what this test's models rely on (rope scaling, Gemma's softcaps,
     query_pre_attn_scalar and layer pattern; qwen3's head_dim), so the weights it reads are run under the
     true config."""
+    pytest.importorskip("accelerate")  # transformers loads GGUF only with it (requirements.txt has it)
     kind, ftype, directory, path, ids, want = case
     ref = transformers.AutoModelForCausalLM.from_pretrained(
         directory, gguf_file=os.path.basename(path), config=_config(kind), dtype=torch.float32,
