@@ -74,12 +74,20 @@ class GgufParser {
     return v;
   }
 
+  // Counts what parsed values will hold in memory before they are allocated.
+  void charge(uint64_t bytes, const std::string& what) {
+    if (bytes > GgufFile::kMaxMetadataMemory - memory_)
+      fail(what + ": the metadata would take more than " + std::to_string(GgufFile::kMaxMetadataMemory) + " bytes in memory");
+    memory_ += bytes;
+  }
+
   std::string read_string(const std::string& what) {
     const uint64_t n = read<uint64_t>(what + " (string length)");
     if (n > left()) {
       fail(what + ": string length " + std::to_string(n) + " at file offset " + std::to_string(pos_ - 8) +
            " is more than the " + std::to_string(left()) + " bytes left");
     }
+    charge(sizeof(std::string) + n, what);
     std::string s(reinterpret_cast<const char*>(f_.data() + pos_), size_t(n));
     pos_ += n;
     return s;
@@ -123,6 +131,8 @@ class GgufParser {
       fail(what + ": array length " + std::to_string(v.count_) + " of " + gguf_type_name(v.elem_type_) +
            " cannot fit in the " + std::to_string(left()) + " bytes left");
     }
+    charge(v.count_ * (is_scalar(v.elem_type_) ? min : v.elem_type_ == GgufType::STRING ? sizeof(std::string) : sizeof(GgufValue)),
+           what);
     if (is_scalar(v.elem_type_)) {
       const uint64_t n = v.count_ * min;
       v.packed_.assign(f_.data() + pos_, f_.data() + pos_ + n);
@@ -145,6 +155,7 @@ class GgufParser {
   const MappedFile& f_;
   uint64_t end_;
   uint64_t pos_ = 0;
+  uint64_t memory_ = 0;
 };
 
 int64_t GgufValue::as_int(std::string_view what) const {
@@ -224,6 +235,7 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> bytes) {
   if (n_kv > p.left() / 13) p.fail("metadata count " + std::to_string(n_kv) + " cannot fit in the file");
   if (n_tensors > p.left() / 32) p.fail("tensor count " + std::to_string(n_tensors) + " cannot fit in the file");
 
+  p.charge(n_kv * sizeof(std::pair<std::string, GgufValue>) + n_tensors * sizeof(GgufTensor), "metadata and tensor counts");
   g.metadata_.reserve(size_t(n_kv));
   for (uint64_t i = 0; i < n_kv; ++i) {
     const std::string entry = "metadata entry " + std::to_string(i);

@@ -75,8 +75,10 @@ struct GgufTensor {
 class GgufFile {
  public:
   static constexpr uint32_t kMaxDims = 4;                  // GGML_MAX_DIMS
-  static constexpr uint64_t kMaxMetadataBytes = 512u << 20;  // header + metadata + tensor infos; real ones are MBs
-  static constexpr int kMaxArrayDepth = 8;                 // nested arrays deeper than this are refused
+  static constexpr uint64_t kMaxMetadataBytes = 256u << 20;  // header + metadata + tensor infos; real ones are MBs
+  // What the parsed metadata may take in memory (a string or nested array costs more than its bytes in the file).
+  static constexpr uint64_t kMaxMetadataMemory = 1u << 30;
+  static constexpr int kMaxArrayDepth = 8;                   // nested arrays deeper than this are refused
 
   // Maps and validates the file. Throws LoadError naming the file and the key / tensor / field at fault.
   static GgufFile open(const std::string& path);
