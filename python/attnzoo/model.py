@@ -44,9 +44,9 @@ class Model:
 
     def __init__(self, core, directory):
         self._core = core
-        self.directory = directory
-        with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
-            self.config = json.load(f)
+        # A .gguf path: its directory holds the tokenizer, and its config is synthesized from the metadata.
+        self.directory = os.path.dirname(directory) if os.path.isfile(directory) else directory
+        self.config = json.loads(_core.model_config_json(directory))
 
     @classmethod
     def load(cls, directory, dtype="float32", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,

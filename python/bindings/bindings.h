@@ -37,6 +37,7 @@ void bind_linear_ssm(nb::module_& m);
 void bind_bench(nb::module_& m);
 void bind_tokenizer(nb::module_& m);
 void bind_model(nb::module_& m);
+void bind_gguf(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_engine(nb::module_& m);
 void bind_explain(nb::module_& m);

@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "core/error.h"
 #include "loader/config.h"
+#include "loader/model_dir.h"
 #include "models/model.h"
 
 namespace attnzoo::py {
@@ -158,7 +159,7 @@ void bind_model(nb::module_& m) {
           [](const std::string& dir, const std::string& dtype, int64_t block_size, const std::string& kv_cache_dtype,
              int64_t kv_cache_bytes, int64_t max_num_seqs, bool enable_prefix_caching,
              int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed) {
-            const Config cfg = dtype == "auto" ? Config::load(dir + "/config.json") : Config::parse("{}", "");
+            const Config cfg = dtype == "auto" ? ModelFiles::read_config(dir) : Config::parse("{}", "");
             LoadOptions opts = parse_load_dtype(dtype, cfg);
             opts.pool.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype, opts.pool.kv_dtype);
             opts.pool.block_tokens = block_size;

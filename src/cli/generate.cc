@@ -14,6 +14,7 @@
 #include "engine/stop.h"
 #include "layers/matmul_precision.h"
 #include "loader/config.h"
+#include "loader/model_dir.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -119,7 +120,7 @@ int run_generate(const std::vector<std::string>& args) {
   options.max_new_tokens = a.max_new_tokens;
   options.stop = a.stop;
 
-  const Config config = Config::load((std::filesystem::path(a.model) / "config.json").string());
+  const Config config = ModelFiles::read_config(a.model);
   const auto model = Model::load(a.model, parse_load_dtype(a.dtype, config));
   const auto tokenizer = tok::Tokenizer::load(a.model);
   options.eos_token_ids = load_eos_token_ids(a.model);

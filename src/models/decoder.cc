@@ -16,7 +16,7 @@ TensorView weight(const ModelFiles& files, const std::string& name, std::initial
   if (!ok) {
     std::string want = "[";
     for (int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
-    throw LoadError(files.file(name).path() + ": tensor '" + name + "' has shape " + t.shape_str() +
+    throw LoadError(files.source(name) + ": tensor '" + name + "' has shape " + t.shape_str() +
                     ", expected " + want + "]");
   }
   return t;
@@ -51,9 +51,8 @@ ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions
 
 void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
   for (const auto& t : files.names()) {
-    const TensorInfo& ti = files.info(t);
-    info.parameter_count += ti.numel();
-    info.checkpoint_bytes += ti.nbytes();
+    info.parameter_count += files.numel(t);
+    info.checkpoint_bytes += files.nbytes(t);
   }
 }
 
