@@ -12,6 +12,7 @@
 #include "core/threads.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode_problem.h"
+#include "testing/paged_cache.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -31,8 +32,9 @@ struct Case {
 struct Caches {
   int64_t B, S_max, block_size, max_blocks, num_blocks;
   HostTensor k, v;                       // contiguous [B, S_max, Hkv, D]
+  std::vector<int32_t> block_table;
   HostTensor k_paged, v_paged;           // [num_blocks, block_size, Hkv, D]
-  std::vector<int32_t> lens, block_table;
+  std::vector<int32_t> lens;
 
   Caches(const Case& c, uint64_t seed)
       : B(int64_t(c.lens.size())),
@@ -42,23 +44,10 @@ struct Caches {
         num_blocks(B * max_blocks + 2),
         k(c.kv_dtype, {B, S_max, c.Hkv, c.D}, seed),
         v(c.kv_dtype, {B, S_max, c.Hkv, c.Dv ? c.Dv : c.D}, seed + 1),
-        k_paged(c.kv_dtype, {num_blocks, block_size, c.Hkv, c.D}, 0, 0.f),  // the spare blocks stay zero
-        v_paged(c.kv_dtype, {num_blocks, block_size, c.Hkv, c.Dv ? c.Dv : c.D}, 0, 0.f),
-        lens(c.lens) {
-    std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), std::mt19937(uint32_t(seed)));
-    block_table.assign(ids.begin(), ids.begin() + B * max_blocks);
-    const size_t elem = dtype_size(c.kv_dtype);
-    const int64_t krow = c.Hkv * c.D, vrow = c.Hkv * (c.Dv ? c.Dv : c.D);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t pos = 0; pos < S_max; ++pos) {
-        const int64_t phys = block_table[size_t(b * max_blocks + pos / block_size)];
-        const int64_t dst = phys * block_size + pos % block_size, src = b * S_max + pos;
-        std::memcpy(k_paged.bytes.data() + dst * krow * elem, k.bytes.data() + src * krow * elem, krow * elem);
-        std::memcpy(v_paged.bytes.data() + dst * vrow * elem, v.bytes.data() + src * vrow * elem, vrow * elem);
-      }
-  }
+        block_table(testing::shuffled_block_table(B, max_blocks, num_blocks, seed)),
+        k_paged(testing::to_paged(k, block_table, max_blocks, block_size, num_blocks)),
+        v_paged(testing::to_paged(v, block_table, max_blocks, block_size, num_blocks)),
+        lens(c.lens) {}
   KvCacheView contiguous() const { return {k.view, v.view, lens.data(), nullptr, 0}; }
   KvCacheView paged() const { return {k_paged.view, v_paged.view, lens.data(), block_table.data(), max_blocks}; }
 };
