@@ -303,6 +303,11 @@ void mla_prefill_reference(const TensorView& q, const TensorView& latent, const 
   mla_run_reference(make_mla_prefill_problem(q, latent, weights, out, opts, varlen));
 }
 
+void mla_prefill_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                           const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
+  mla_run_reference(make_mla_cache_problem(q, cache, weights, out, opts, varlen));
+}
+
 void mla_decode_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
                           const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
   mla_run_reference(make_mla_cache_problem(q, cache, weights, out, opts, varlen));

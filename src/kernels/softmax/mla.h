@@ -66,6 +66,8 @@ void mla_decode(const TensorView& q, const LatentCacheView& cache, const MlaWeig
 // The naive form written plainly with double accumulation (slow, for tests); same arguments as above.
 void mla_prefill_reference(const TensorView& q, const TensorView& latent, const MlaWeights& weights,
                            const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
+void mla_prefill_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                           const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
 void mla_decode_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
                           const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
 
