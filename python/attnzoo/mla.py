@@ -25,22 +25,6 @@ def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
     return out
 
 
-def _block_table(x):
-    if x is None:
-        return None
-    x = as_input(x, "block_table")
-    if type(x).__module__.startswith("torch"):
-        import torch
-        if x.is_floating_point():
-            raise TypeError(f"block_table: expected an integer tensor, got {x.dtype}")
-        return x.to(torch.int32).contiguous()
-    import numpy as np
-    x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.integer):
-        raise TypeError(f"block_table: expected an integer array, got {x.dtype}")
-    return np.ascontiguousarray(x, dtype=np.int32)
-
-
 def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
                 scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, cache_seqlens=None, block_table=None,
                 out=None, check_inputs=True):
@@ -80,7 +64,7 @@ def _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
     _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
                       as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
-                      as_i32_vector(cache_seqlens, "cache_seqlens"), _block_table(block_table), reference=reference)
+                      as_i32_vector(cache_seqlens, "cache_seqlens"), as_i32_vector(block_table, "block_table"), reference=reference)
     return out
 
 
@@ -105,7 +89,7 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
     _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, out, r, dn, dr, dv,
-                     _block_table(block_table), scale, bool(causal))
+                     as_i32_vector(block_table, "block_table"), scale, bool(causal))
     return out
 
 

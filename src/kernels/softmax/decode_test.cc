@@ -305,16 +305,6 @@ TEST(Decode, AgreesWithPrefill) {
   }
 }
 
-template <class E>
-void expect_error(const std::function<void()>& fn, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(Decode, ErrorsNameTheArgument) {
   Case c{2, 4, 2, 16, {10, 20}};
   c.block_size = 4;
@@ -325,27 +315,27 @@ TEST(Decode, ErrorsNameTheArgument) {
     return [=] { attention_decode(qv, cache, ov, o); };
   };
   HostTensor q9(DType::f32, {2, 9, 4, 16}, 1), out9(DType::f32, {2, 9, 4, 16}, 0, 0.f);
-  expect_error<ArgumentError>(run(q9.view, flat, out9.view), "q: new_tokens");
+  testing::expect_error<ArgumentError>(run(q9.view, flat, out9.view), "q: new_tokens");
   HostTensor q3(DType::f32, {2, 2, 3, 16}, 1), out3(DType::f32, {2, 2, 3, 16}, 0, 0.f);
-  expect_error<ArgumentError>(run(q3.view, flat, out3.view), "q: head count 3");
+  testing::expect_error<ArgumentError>(run(q3.view, flat, out3.view), "q: head count 3");
   HostTensor q8(DType::f32, {2, 2, 4, 8}, 1);
-  expect_error<ArgumentError>(run(q8.view, flat, out.view), "k_cache: head_dim");
+  testing::expect_error<ArgumentError>(run(q8.view, flat, out.view), "k_cache: head_dim");
   HostTensor bad_out(DType::f32, {2, 1, 4, 16}, 0, 0.f);
-  expect_error<ArgumentError>(run(q.view, flat, bad_out.view), "out: must be [2, 2, 4, 16]");
+  testing::expect_error<ArgumentError>(run(q.view, flat, bad_out.view), "out: must be [2, 2, 4, 16]");
 
   std::vector<int32_t> short_lens = {1, 20}, long_lens = {10, 24}, paged_long = {10, 30};
-  expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, short_lens.data(), nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, short_lens.data(), nullptr, 0}, out.view),
                               "cache_seqlens: entry 0 is 1");
-  expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, long_lens.data(), nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, long_lens.data(), nullptr, 0}, out.view),
                               "cache_seqlens: entry 1 is 24, beyond the cache capacity of 23");
-  expect_error<ArgumentError>(
+  testing::expect_error<ArgumentError>(
       run(q.view, {paged.k, paged.v, paged_long.data(), paged.block_table, paged.max_blocks_per_seq}, out.view),
       "cache_seqlens: entry 1 is 30, beyond the cache capacity of 24");
-  expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, nullptr, nullptr, 0}, out.view), "cache_seqlens");
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, nullptr, nullptr, 0}, out.view), "cache_seqlens");
 
   std::vector<int32_t> table = caches.block_table;
   table[size_t(caches.max_blocks + 2)] = int32_t(caches.num_blocks);  // sequence 1, block 2: used (20 keys)
-  expect_error<ArgumentError>(run(q.view, {paged.k, paged.v, paged.cache_seqlens, table.data(),
+  testing::expect_error<ArgumentError>(run(q.view, {paged.k, paged.v, paged.cache_seqlens, table.data(),
                                            paged.max_blocks_per_seq}, out.view),
                               "block_table: entry [1, 2]");
   table = caches.block_table;
@@ -354,22 +344,22 @@ TEST(Decode, ErrorsNameTheArgument) {
                       out.view)());
 
   HostTensor k_bf16(DType::bf16, {2, 23, 2, 16}, 1);
-  expect_error<ArgumentError>(run(q.view, {flat.k, k_bf16.view, flat.cache_seqlens, nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, k_bf16.view, flat.cache_seqlens, nullptr, 0}, out.view),
                               "v_cache: dtype bfloat16");
   HostTensor k_int(DType::i32, {2, 23, 2, 16}, 0, 0.f);
-  expect_error<DTypeError>(run(q.view, {k_int.view, k_int.view, flat.cache_seqlens, nullptr, 0}, out.view),
+  testing::expect_error<DTypeError>(run(q.view, {k_int.view, k_int.view, flat.cache_seqlens, nullptr, 0}, out.view),
                            "k_cache");
   HostTensor k_3d(DType::f32, {2, 23, 32}, 1);
-  expect_error<ArgumentError>(run(q.view, {k_3d.view, k_3d.view, flat.cache_seqlens, nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {k_3d.view, k_3d.view, flat.cache_seqlens, nullptr, 0}, out.view),
                               "k_cache: must be [batch, max_seqlen, kv_heads, head_dim]");
 
   BlockMask small({.seq_len = 15, .block = 16});
   AttentionOptions o;
   o.block_mask = &small;
-  expect_error<ArgumentError>(run(q.view, flat, out.view, o), "block_mask: covers 15");
+  testing::expect_error<ArgumentError>(run(q.view, flat, out.view, o), "block_mask: covers 15");
   o = {};
   o.window = -1;
-  expect_error<ArgumentError>(run(q.view, flat, out.view, o), "window");
+  testing::expect_error<ArgumentError>(run(q.view, flat, out.view, o), "window");
 }
 
 }  // namespace

@@ -89,35 +89,25 @@ TEST(WriteKvPaged, LatentRowsWithoutHeadAxis) {
   }
 }
 
-template <class E>
-void expect_error(const std::function<void()>& fn, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(WriteKvPaged, BadArgumentsWriteNothing) {
   const int64_t T = 4, num_blocks = 2, bs = 4;
   HostTensor k_new(DType::f32, {T, 2, 8}, 1), v_new(DType::f32, {T, 2, 8}, 2);
   HostTensor k_cache(DType::bf16, {num_blocks, bs, 2, 8}, 0, 0.f), v_cache(DType::bf16, {num_blocks, bs, 2, 8}, 0, 0.f);
   std::vector<int64_t> slots = {0, 3, 8, 1};  // slot 8 is past the 8 slots
-  expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_new.view, slots.data(), k_cache.view, v_cache.view); },
+  testing::expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_new.view, slots.data(), k_cache.view, v_cache.view); },
                               "slot_mapping: entry 2 = 8 is past the cache's 8 slots");
   for (int64_t i = 0; i < k_cache.numel(); ++i) ASSERT_EQ(k_cache.at(i), 0.f);
   slots[2] = 5;
   HostTensor v_wide(DType::f32, {T, 2, 9}, 2);
-  expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_wide.view, slots.data(), k_cache.view, v_cache.view); },
+  testing::expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_wide.view, slots.data(), k_cache.view, v_cache.view); },
                               "v_cache: shape");
   for (int64_t i = 0; i < k_cache.numel(); ++i) ASSERT_EQ(k_cache.at(i), 0.f);
   HostTensor v_f16(DType::f16, {num_blocks, bs, 2, 8}, 0, 0.f);
-  expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_new.view, slots.data(), k_cache.view, v_f16.view); },
+  testing::expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_new.view, slots.data(), k_cache.view, v_f16.view); },
                               "v_cache: dtype float16");
   HostTensor ints(DType::i32, {T, 2, 8}, 0, 0.f);
   EXPECT_THROW(write_kv_paged(ints.view, v_new.view, slots.data(), k_cache.view, v_cache.view), DTypeError);
-  expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_new.view, nullptr, k_cache.view, v_cache.view); },
+  testing::expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_new.view, nullptr, k_cache.view, v_cache.view); },
                               "slot_mapping");
 }
 

@@ -132,16 +132,6 @@ TEST(PrefillPaged, HalfPrecisionCaches) {
   }
 }
 
-template <class E>
-void expect_error(const std::function<void()>& fn, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(PrefillPaged, ErrorsNameTheArgument) {
   const int64_t bs = 4, max_blocks = 5, num_blocks = 8;
   HostTensor k(DType::f32, {num_blocks, bs, 2, 16}, 1), v(DType::f32, {num_blocks, bs, 2, 16}, 2);
@@ -155,32 +145,32 @@ TEST(PrefillPaged, ErrorsNameTheArgument) {
   EXPECT_NO_THROW(run(good, vl)());  // -1 past a sequence's last used block is padding
 
   std::vector<int32_t> short_lens = {10, 3}, long_lens = {10, 21};
-  expect_error<ArgumentError>(run({k.view, v.view, short_lens.data(), table.data(), max_blocks}, vl),
+  testing::expect_error<ArgumentError>(run({k.view, v.view, short_lens.data(), table.data(), max_blocks}, vl),
                               "cache_seqlens: entry 1 is 3, but it counts the 4 new tokens");
-  expect_error<ArgumentError>(run({k.view, v.view, long_lens.data(), table.data(), max_blocks}, vl),
+  testing::expect_error<ArgumentError>(run({k.view, v.view, long_lens.data(), table.data(), max_blocks}, vl),
                               "cache_seqlens: entry 1 is 21, beyond the cache capacity of 20");
   std::vector<int32_t> bad_table = table;
   bad_table[7] = 8;
-  expect_error<ArgumentError>(run({k.view, v.view, lens.data(), bad_table.data(), max_blocks}, vl),
+  testing::expect_error<ArgumentError>(run({k.view, v.view, lens.data(), bad_table.data(), max_blocks}, vl),
                               "block_table: entry [1, 2] = 8");
-  expect_error<ArgumentError>(run({k.view, v.view, nullptr, table.data(), max_blocks}, vl), "cache_seqlens");
+  testing::expect_error<ArgumentError>(run({k.view, v.view, nullptr, table.data(), max_blocks}, vl), "cache_seqlens");
   const VarlenInfo with_k{cu.data(), cu.data(), 2};
-  expect_error<ArgumentError>(run(good, with_k), "cu_seqlens_k");
+  testing::expect_error<ArgumentError>(run(good, with_k), "cu_seqlens_k");
   HostTensor v_short(DType::f32, {num_blocks, bs + 1, 2, 16}, 2);
-  expect_error<ArgumentError>(run({k.view, v_short.view, lens.data(), table.data(), max_blocks}, vl),
+  testing::expect_error<ArgumentError>(run({k.view, v_short.view, lens.data(), table.data(), max_blocks}, vl),
                               "v_cache: shape");
   HostTensor v_bf16(DType::bf16, {num_blocks, bs, 2, 16}, 2);
-  expect_error<ArgumentError>(run({k.view, v_bf16.view, lens.data(), table.data(), max_blocks}, vl),
+  testing::expect_error<ArgumentError>(run({k.view, v_bf16.view, lens.data(), table.data(), max_blocks}, vl),
                               "v_cache: dtype bfloat16");
   HostTensor k3(DType::f32, {num_blocks, bs, 32}, 1);
-  expect_error<ArgumentError>(run({k3.view, k3.view, lens.data(), table.data(), max_blocks}, vl),
+  testing::expect_error<ArgumentError>(run({k3.view, k3.view, lens.data(), table.data(), max_blocks}, vl),
                               "k_cache: must be [num_blocks, block_size, kv_heads, head_dim]");
   // A contiguous cache must have one row per sequence.
-  expect_error<ArgumentError>(run({k.view, v.view, lens.data(), nullptr, 0}, vl), "k_cache: batch 8");
+  testing::expect_error<ArgumentError>(run({k.view, v.view, lens.data(), nullptr, 0}, vl), "k_cache: batch 8");
   BlockMask small({.seq_len = 16, .block = 16});
   AttentionOptions o;
   o.block_mask = &small;
-  expect_error<ArgumentError>([&] { attention_prefill(q.view, good, out.view, o, vl); }, "block_mask: covers 16");
+  testing::expect_error<ArgumentError>([&] { attention_prefill(q.view, good, out.view, o, vl); }, "block_mask: covers 16");
 }
 
 }  // namespace
