@@ -39,7 +39,8 @@ def as_f32_vector(x, name):
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
-def as_i32_vector(x, name):
+def as_int_array(x, name, bits=32):
+    """Integer arrays (tables, lengths, slots) as contiguous int32 / int64 in the caller's framework."""
     if x is None:
         return None
     x = as_input(x, name)
@@ -47,11 +48,15 @@ def as_i32_vector(x, name):
         import torch
         if x.is_floating_point():
             raise TypeError(f"{name}: expected an integer tensor, got {x.dtype}")
-        return x.to(torch.int32).contiguous()
+        return x.to(torch.int64 if bits == 64 else torch.int32).contiguous()
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.integer):
         raise TypeError(f"{name}: expected an integer array, got {x.dtype}")
-    return np.ascontiguousarray(x, dtype=np.int32)
+    return np.ascontiguousarray(x, dtype=np.int64 if bits == 64 else np.int32)
+
+
+def as_i32_vector(x, name):
+    return as_int_array(x, name)
 
 
 def shape_of(x):

@@ -19,7 +19,10 @@ TensorView as_view(const AnyArray& a, const char* name);
 TensorView as_view(const OutArray& a, const char* name);
 // As above, but also requires a given dtype family ("int32 array", float32 array ...).
 const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len = -1);
+const int64_t* as_int64(const AnyArray& a, const char* name, int64_t expected_len);
 const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len);
+// int32 [rows, max_blocks_per_seq], contiguous; its column count goes to *cols.
+const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols);
 
 // Softmax options from Python arguments (None = off); validates values and names the argument.
 AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<float> scale,

@@ -86,7 +86,7 @@ def test_tiny_document_structure(tiny_doc):
     assert doc["machine"]["threads"] == attnzoo.num_threads()
     assert doc["machine"]["target"] == attnzoo.active_target() and doc["machine"]["load_average"] >= 0
     rows = {(r["kernel"], r["name"]): r for r in doc["rows"]}
-    for name in ("causal f32", "causal bf16", "sliding window bf16", "block-sparse bf16"):
+    for name in ("causal f32", "causal bf16", "paged bf16", "sliding window bf16", "block-sparse bf16"):
         r = rows[("softmax prefill", name)]
         assert r["time_ms"] > 0 and r["runs"] >= 2, r
         assert r["gflops"] > 0 and r["peak"] == "fma"
@@ -95,7 +95,7 @@ def test_tiny_document_structure(tiny_doc):
         assert r["torch_ms"] > 0
         assert r["torch_ratio"] == pytest.approx(r["torch_ms"] / r["time_ms"])
         assert r["rel_error_vs_torch"] < 2e-2, r
-    for name in ("contiguous bf16", "paged bf16"):
+    for name in ("contiguous bf16", "paged bf16", "paged bf16 block 7", "paged bf16 block 48"):
         r = rows[("softmax decode", name)]
         if r["time_ms"] is None:  # decode not implemented yet: the row says so instead of vanishing
             assert r["note"].startswith("skipped") or r["note"].startswith("error"), r
