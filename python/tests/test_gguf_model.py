@@ -267,6 +267,12 @@ def test_smollm2_tensors_under_hf_names():
             cfg["intermediate_size"], cfg["vocab_size"], cfg["head_dim"]) == (576, 30, 9, 3, 1536, 49152, 64)
     assert cfg["tie_word_embeddings"] is True and cfg["rope_theta"] == 100000.0
     assert (cfg["bos_token_id"], cfg["eos_token_id"], cfg["pad_token_id"]) == (1, 2, 2)
+    # transformers' own reading of the same metadata agrees on every key it maps
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    ref = load_gguf_checkpoint(SMOLLM2, return_tensors=False)["config"]
+    for key, value in ref.items():
+        if key not in ("_model_name_or_path", "unk_token_id"):
+            assert cfg[key] == (pytest.approx(value) if isinstance(value, float) else value), key
 
     reader = gguf.GGUFReader(SMOLLM2)
     raw = {t.name: t for t in reader.tensors}
