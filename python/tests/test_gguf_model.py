@@ -1,6 +1,6 @@
 """GGUF as a model source: tiny random transformers models written to GGUF the way llama.cpp's converter
 (convert_hf_to_gguf.py) writes them — tensor names from the gguf package's own name map, Llama's Q/K rows
-permuted for ggml's RoPE, Gemma's norms stored as 1 + w, 1-D tensors in F32 — in F32 and F16, loaded with
+permuted for ggml's RoPE, Gemma's norms stored as 1 + w, 1-D tensors in F32 — in F32, F16 and BF16, loaded with
 attnzoo's Model.load and compared with the transformers model, and with transformers' own GGUF loader."""
 import json
 import math
@@ -157,9 +157,14 @@ def write_gguf(model, kind, path, ftype):
             data = data + 1
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
-        if ftype == "f16" and data.ndim > 1 and not new_name.endswith("_norm.weight"):
+        data = np.ascontiguousarray(data)
+        if ftype != "f32" and data.ndim > 1 and not new_name.endswith("_norm.weight"):
+            if ftype == "bf16":
+                w.add_tensor(new_name, gguf.quants.quantize(data, gguf.GGMLQuantizationType.BF16),
+                             raw_dtype=gguf.GGMLQuantizationType.BF16)
+                continue
             data = data.astype(np.float16)
-        w.add_tensor(new_name, np.ascontiguousarray(data))
+        w.add_tensor(new_name, data)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -168,17 +173,19 @@ def write_gguf(model, kind, path, ftype):
 
 def _build(kind, ftype, directory):
     model = checks.random_model(kind, _config(kind), _randomize, attn_implementation="eager").eval()
-    if ftype == "f16":  # the reference holds the values the file holds, and computes in f32
+    if ftype != "f32":  # the reference holds the values the file holds, and computes in f32
+        low = torch.float16 if ftype == "f16" else torch.bfloat16
         with torch.no_grad():
             for p in model.parameters():
                 if p.ndim > 1:
-                    p.copy_(p.half().float())
+                    p.copy_(p.to(low).float())
     path = os.path.join(directory, f"{kind}-{ftype}.gguf")
     write_gguf(model, kind, path, ftype)
     return model, path
 
 
-CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qwen2", "qwen3", "gemma2", "gemma3") for f in ("f32", "f16")]
+CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qwen2", "qwen3", "gemma2", "gemma3")
+         for f in ("f32", "f16")] + [("llama", "bf16"), ("qwen3", "bf16"), ("gemma2", "bf16")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
@@ -215,7 +222,7 @@ def test_synthesized_config(case):
         assert cfg[key] == getattr(ref, key), key
     assert cfg["rms_norm_eps"] == pytest.approx(ref.rms_norm_eps, rel=1e-6)
     assert cfg["bos_token_id"] == 1 and cfg["eos_token_id"] == 2
-    assert cfg["torch_dtype"] == ("float16" if ftype == "f16" else "float32")
+    assert cfg["torch_dtype"] == {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[ftype]
 
 
 def test_transformers_gguf_loader_agrees(case):
@@ -267,6 +274,12 @@ def test_smollm2_tensors_under_hf_names():
             cfg["intermediate_size"], cfg["vocab_size"], cfg["head_dim"]) == (576, 30, 9, 3, 1536, 49152, 64)
     assert cfg["tie_word_embeddings"] is True and cfg["rope_theta"] == 100000.0
     assert (cfg["bos_token_id"], cfg["eos_token_id"], cfg["pad_token_id"]) == (1, 2, 2)
+    # transformers' own reading of the same metadata agrees on every key it maps
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    ref = load_gguf_checkpoint(SMOLLM2, return_tensors=False)["config"]
+    for key, value in ref.items():
+        if key not in ("_model_name_or_path", "unk_token_id"):
+            assert cfg[key] == (pytest.approx(value) if isinstance(value, float) else value), key
 
     reader = gguf.GGUFReader(SMOLLM2)
     raw = {t.name: t for t in reader.tensors}
