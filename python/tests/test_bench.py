@@ -144,7 +144,8 @@ def test_a_not_implemented_kernel_is_skipped_with_a_note():
 
 def test_cpp_prefill_table():
     rows = _core.bench_prefill_cases("tiny")
-    assert [r["name"] for r in rows] == ["causal f32", "causal bf16", "sliding window bf16", "block-sparse bf16"]
+    assert [r["name"] for r in rows] == ["causal f32", "causal bf16", "paged bf16", "sliding window bf16",
+                                        "block-sparse bf16"]
     for r in rows:
         assert r["timing"]["median_s"] > 0 and r["timing"]["runs"] >= 2 and r["flops"] > 0
 
