@@ -168,14 +168,22 @@ struct Q6_KU {
   static constexpr bool kOffset = false;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
     const uint8_t* ql = b;
-    const float d = Half(b + 208);
-    for (int s = 0; s < 16; ++s) sc[s] = d * float(int8_t(b[192 + s]));
-    Unpack2Bit(b + 128, q);  // the high 2 bits, then the low nibbles joined in
+    const float scale = Half(b + 208);
+    for (int s = 0; s < 16; ++s) sc[s] = scale * float(int8_t(b[192 + s]));
+    // Element m of a half (m < 64): low nibble of ql[m], bits 2 (m / 32) of qh[m % 32]; element 64 + m: high
+    // nibble, bits 2 (m / 32) + 4. A vector of m never crosses a multiple of 32.
+    const D16 d;
+    const hn::Rebind<uint8_t, D16> du8;
+    const auto mask4 = hn::Set(d, int16_t(0xF)), mask2 = hn::Set(d, int16_t(3)), bias = hn::Set(d, int16_t(32));
     for (int half = 0; half < 2; ++half)
-      for (int m = 0; m < 64; ++m) {
-        int16_t* lo = q + 128 * half + m;
-        lo[0] = int16_t(((ql[64 * half + m] & 0xF) | (lo[0] << 4)) - 32);
-        lo[64] = int16_t(((ql[64 * half + m] >> 4) | (lo[64] << 4)) - 32);
+      for (size_t m = 0; m < 64; m += hn::Lanes(d)) {
+        const auto l4 = hn::PromoteTo(d, hn::LoadU(du8, ql + 64 * half + m));
+        const auto h2 = hn::PromoteTo(d, hn::LoadU(du8, b + 128 + 32 * half + m % 32));
+        const int f = 2 * int(m / 32);
+        const auto hi_a = hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h2, f), mask2));
+        const auto hi_b = hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h2, f + 4), mask2));
+        hn::StoreU(hn::Sub(hn::Or(hn::And(l4, mask4), hi_a), bias), d, q + 128 * half + m);
+        hn::StoreU(hn::Sub(hn::Or(hn::ShiftRight<4>(l4), hi_b), bias), d, q + 128 * half + 64 + m);
       }
   }
 };
