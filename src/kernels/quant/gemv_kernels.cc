@@ -332,6 +332,56 @@ void GemvRowsF32(const QuantGemvTask& g) {
   }
 }
 
+// ---- activations -------------------------------------------------------------------------------------------
+
+// Vectors of at most 16 floats, so that one never straddles two groups of 16.
+void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivationsOut& o) {
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int16_t, decltype(df)> d16;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t L = hn::Lanes(df);
+  for (size_t t = 0; t < T; ++t) {
+    for (size_t b = 0; b < K / 32; ++b) {
+      const float* xb = x + t * K + 32 * b;
+      auto vmax = hn::Zero(df), poison = hn::Zero(df);
+      for (size_t i = 0; i < 32; i += L) {
+        const auto v = hn::LoadU(df, xb + i);
+        vmax = hn::Max(vmax, hn::Abs(v));
+        poison = hn::Add(poison, hn::Mul(v, hn::Zero(df)));  // NaN if any value is inf or NaN
+      }
+      // A non-finite activation makes the block's scale NaN (values 0), so the outputs are NaN as with dense
+      // weights instead of finite garbage.
+      const bool finite = hn::GetLane(hn::SumOfLanes(df, poison)) == 0.f;
+      const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+      const float db = finite ? amax / 127.f : std::numeric_limits<float>::quiet_NaN();
+      const float id = finite && db != 0.f ? 1.f / db : 0.f;
+      o.d[t * (K / 32) + b] = db;
+      int32_t sum[2] = {0, 0};
+      for (size_t i = 0; i < 32; i += L) {
+        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), hn::Set(df, id)));  // |qi| <= 127
+        hn::StoreU(hn::DemoteTo(d16, qi), d16, o.q + t * K + 32 * b + i);
+        sum[i / 16] += hn::GetLane(hn::SumOfLanes(di, qi));
+        if (o.xs8) {
+          hn::StoreU(hn::DemoteTo(d8, qi), d8, o.xs8 + t * o.ld8 + 32 * b + i);
+          hn::StoreU(hn::DemoteTo(du8, hn::Add(qi, hn::Set(di, 128))), du8, o.xu8 + t * o.ld8 + 32 * b + i);
+        }
+      }
+      o.dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
+      o.dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
+      o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
+      if (o.dx8)
+        for (size_t i = 0; i < 8; ++i) o.dx8[t * (K / 4) + 8 * b + i] = db;
+    }
+    if (o.xs8)
+      for (size_t k = K; k < o.ld8; ++k) {  // padding: the value 0
+        o.xs8[t * o.ld8 + k] = 0;
+        o.xu8[t * o.ld8 + k] = 128;
+      }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnzoo
 HWY_AFTER_NAMESPACE();
@@ -340,33 +390,12 @@ HWY_AFTER_NAMESPACE();
 namespace attnzoo {
 HWY_EXPORT(GemvRowsInt8);
 HWY_EXPORT(GemvRowsF32);
+HWY_EXPORT(QuantizeActivations);
 
 void quant_gemv_rows_int8(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsInt8)(task); }
 void quant_gemv_rows_f32(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
-
-// Round to nearest (ties away from zero, as llama.cpp's roundf); an all-zero block keeps d = 0 and q = 0.
-void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, float* dsum16, float* dsum32) {
-  for (size_t t = 0; t < T; ++t)
-    for (size_t b = 0; b < K / 32; ++b) {
-      const float* xb = x + t * K + 32 * b;
-      float amax = 0.f, poison = 0.f;
-      for (int i = 0; i < 32; ++i) {
-        amax = std::fmax(amax, std::fabs(xb[i]));
-        poison += xb[i] * 0.f;  // NaN if any value is inf or NaN
-      }
-      // A non-finite activation makes the block's scale NaN (values 0), so the outputs are NaN as with dense
-      // weights instead of finite garbage.
-      const bool finite = poison == 0.f;
-      const float db = finite ? amax / 127.f : std::numeric_limits<float>::quiet_NaN();
-      const float id = finite && db != 0.f ? 1.f / db : 0.f;
-      d[t * (K / 32) + b] = db;
-      int16_t* qb = q + t * K + 32 * b;
-      int32_t sum[2] = {0, 0};
-      for (int i = 0; i < 32; ++i) sum[i / 16] += qb[i] = int16_t(std::lround(xb[i] * id));
-      dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
-      dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
-      dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
-    }
+void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, T, K, out);
 }
 
 }  // namespace attnzoo
