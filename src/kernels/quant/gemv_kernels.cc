@@ -3,8 +3,9 @@
 // w_k = scale * q_k + offset; it is then dotted with every token's 8-bit activations by int16 pair products
 // (vpmaddwd) summed per sub-block in i32 lanes, converted once and scaled: per sub-block
 //   sum_k w_k x_k = d_x (scale * sum_k q_k xq_k + offset * sum_k xq_k).
-// The unpack loops are plain C++ over bytes, compiled per target (the compiler vectorises them). f32 path: the
-// row is dequantized into L1 and dotted with f32 FMAs, for T tokens at once.
+// The hot formats unpack with vector ops; the others are plain loops over bytes, compiled per target. (On CPUs
+// with AVX-512 VNNI, gemv_avx512vnni.cc replaces this path for Q4_0, Q8_0, Q4_K and Q6_K.) f32 path: the row is
+// dequantized into L1 and dotted with f32 FMAs, for T tokens at once. Activations are quantized here too.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,7 +26,6 @@ HWY_BEFORE_NAMESPACE();
 namespace attnzoo {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
 
 // ---- unpacking: one block of each format into q (int16), scale and offset per sub-block ----------------------
 
