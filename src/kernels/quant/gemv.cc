@@ -66,8 +66,7 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   active_target();
   const int64_t K = w.cols;
   thread_local AlignedBuffer<int16_t> q;
-  thread_local AlignedBuffer<float> d;
-  thread_local AlignedBuffer<float> dsum16, dsum32, dx8;
+  thread_local AlignedBuffer<float> d, dsum16, dsum32, dx8;
   thread_local AlignedBuffer<uint8_t> xu8;
   thread_local AlignedBuffer<int8_t> xs8;
   const bool vnni = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
@@ -78,23 +77,16 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
     d.resize(size_t(tb * K / 32));
     dsum16.resize(size_t(tb * K / 16));
     dsum32.resize(size_t(tb * K / 32));
-    quantize_activations(x + t0 * K, size_t(tb), size_t(K), q.data(), d.data(), dsum16.data(), dsum32.data());
-    if (vnni) {  // s8 and u8 (+ 128) copies padded to whole registers, each block's scale over its 8 i32 lanes
+    if (vnni) {
       xs8.resize(size_t(tb * ld8));
       xu8.resize(size_t(tb * ld8));
       dx8.resize(size_t(tb * K / 4));
-      for (int64_t t = 0; t < tb; ++t) {
-        for (int64_t k = 0; k < ld8; ++k) {
-          const int v = k < K ? q[size_t(t * K + k)] : 0;
-          xs8[size_t(t * ld8 + k)] = int8_t(v);
-          xu8[size_t(t * ld8 + k)] = uint8_t(v + 128);
-        }
-        for (int64_t i = 0; i < K / 4; ++i) dx8[size_t(t * (K / 4) + i)] = d[size_t(t * (K / 32) + i / 8)];
-      }
     }
-    const QuantActivations act{q.data(),     vnni ? xs8.data() : nullptr, vnni ? xu8.data() : nullptr,
-                               dx8.data(),   d.data(),
-                               dsum16.data(), dsum32.data()};
+    quantize_activations(x + t0 * K, size_t(tb), size_t(K),
+                         {q.data(), d.data(), dsum16.data(), dsum32.data(), vnni ? xs8.data() : nullptr,
+                          vnni ? xu8.data() : nullptr, vnni ? dx8.data() : nullptr, size_t(ld8)});
+    const QuantActivations act{q.data(), vnni ? xs8.data() : nullptr, vnni ? xu8.data() : nullptr, dx8.data(),
+                               d.data(), dsum16.data(), dsum32.data()};
     const QuantGemvTask task{w, x + t0 * K, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
     if (vnni)
       run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_vnni(g); });

@@ -3,8 +3,9 @@
 // w_k = scale * q_k + offset; it is then dotted with every token's 8-bit activations by int16 pair products
 // (vpmaddwd) summed per sub-block in i32 lanes, converted once and scaled: per sub-block
 //   sum_k w_k x_k = d_x (scale * sum_k q_k xq_k + offset * sum_k xq_k).
-// The unpack loops are plain C++ over bytes, compiled per target (the compiler vectorises them). f32 path: the
-// row is dequantized into L1 and dotted with f32 FMAs, for T tokens at once.
+// The hot formats unpack with vector ops; the others are plain loops over bytes, compiled per target. (On CPUs
+// with AVX-512 VNNI, gemv_avx512vnni.cc replaces this path for Q4_0, Q8_0, Q4_K and Q6_K.) f32 path: the row is
+// dequantized into L1 and dotted with f32 FMAs, for T tokens at once. Activations are quantized here too.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,7 +26,6 @@ HWY_BEFORE_NAMESPACE();
 namespace attnzoo {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
 
 // ---- unpacking: one block of each format into q (int16), scale and offset per sub-block ----------------------
 
@@ -168,14 +168,22 @@ struct Q6_KU {
   static constexpr bool kOffset = false;
   static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
     const uint8_t* ql = b;
-    const float d = Half(b + 208);
-    for (int s = 0; s < 16; ++s) sc[s] = d * float(int8_t(b[192 + s]));
-    Unpack2Bit(b + 128, q);  // the high 2 bits, then the low nibbles joined in
+    const float scale = Half(b + 208);
+    for (int s = 0; s < 16; ++s) sc[s] = scale * float(int8_t(b[192 + s]));
+    // Element m of a half (m < 64): low nibble of ql[m], bits 2 (m / 32) of qh[m % 32]; element 64 + m: high
+    // nibble, bits 2 (m / 32) + 4. A vector of m never crosses a multiple of 32.
+    const D16 d;
+    const hn::Rebind<uint8_t, D16> du8;
+    const auto mask4 = hn::Set(d, int16_t(0xF)), mask2 = hn::Set(d, int16_t(3)), bias = hn::Set(d, int16_t(32));
     for (int half = 0; half < 2; ++half)
-      for (int m = 0; m < 64; ++m) {
-        int16_t* lo = q + 128 * half + m;
-        lo[0] = int16_t(((ql[64 * half + m] & 0xF) | (lo[0] << 4)) - 32);
-        lo[64] = int16_t(((ql[64 * half + m] >> 4) | (lo[64] << 4)) - 32);
+      for (size_t m = 0; m < 64; m += hn::Lanes(d)) {
+        const auto l4 = hn::PromoteTo(d, hn::LoadU(du8, ql + 64 * half + m));
+        const auto h2 = hn::PromoteTo(d, hn::LoadU(du8, b + 128 + 32 * half + m % 32));
+        const int f = 2 * int(m / 32);
+        const auto hi_a = hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h2, f), mask2));
+        const auto hi_b = hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h2, f + 4), mask2));
+        hn::StoreU(hn::Sub(hn::Or(hn::And(l4, mask4), hi_a), bias), d, q + 128 * half + m);
+        hn::StoreU(hn::Sub(hn::Or(hn::ShiftRight<4>(l4), hi_b), bias), d, q + 128 * half + 64 + m);
       }
   }
 };
@@ -324,6 +332,56 @@ void GemvRowsF32(const QuantGemvTask& g) {
   }
 }
 
+// ---- activations -------------------------------------------------------------------------------------------
+
+// Vectors of at most 16 floats, so that one never straddles two groups of 16.
+void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivationsOut& o) {
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int16_t, decltype(df)> d16;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t L = hn::Lanes(df);
+  for (size_t t = 0; t < T; ++t) {
+    for (size_t b = 0; b < K / 32; ++b) {
+      const float* xb = x + t * K + 32 * b;
+      auto vmax = hn::Zero(df), poison = hn::Zero(df);
+      for (size_t i = 0; i < 32; i += L) {
+        const auto v = hn::LoadU(df, xb + i);
+        vmax = hn::Max(vmax, hn::Abs(v));
+        poison = hn::Add(poison, hn::Mul(v, hn::Zero(df)));  // NaN if any value is inf or NaN
+      }
+      // A non-finite activation makes the block's scale NaN (values 0), so the outputs are NaN as with dense
+      // weights instead of finite garbage.
+      const bool finite = hn::GetLane(hn::SumOfLanes(df, poison)) == 0.f;
+      const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+      const float db = finite ? amax / 127.f : std::numeric_limits<float>::quiet_NaN();
+      const float id = finite && db != 0.f ? 1.f / db : 0.f;
+      o.d[t * (K / 32) + b] = db;
+      int32_t sum[2] = {0, 0};
+      for (size_t i = 0; i < 32; i += L) {
+        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), hn::Set(df, id)));  // |qi| <= 127
+        hn::StoreU(hn::DemoteTo(d16, qi), d16, o.q + t * K + 32 * b + i);
+        sum[i / 16] += hn::GetLane(hn::SumOfLanes(di, qi));
+        if (o.xs8) {
+          hn::StoreU(hn::DemoteTo(d8, qi), d8, o.xs8 + t * o.ld8 + 32 * b + i);
+          hn::StoreU(hn::DemoteTo(du8, hn::Add(qi, hn::Set(di, 128))), du8, o.xu8 + t * o.ld8 + 32 * b + i);
+        }
+      }
+      o.dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
+      o.dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
+      o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
+      if (o.dx8)
+        for (size_t i = 0; i < 8; ++i) o.dx8[t * (K / 4) + 8 * b + i] = db;
+    }
+    if (o.xs8)
+      for (size_t k = K; k < o.ld8; ++k) {  // padding: the value 0
+        o.xs8[t * o.ld8 + k] = 0;
+        o.xu8[t * o.ld8 + k] = 128;
+      }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnzoo
 HWY_AFTER_NAMESPACE();
@@ -332,33 +390,12 @@ HWY_AFTER_NAMESPACE();
 namespace attnzoo {
 HWY_EXPORT(GemvRowsInt8);
 HWY_EXPORT(GemvRowsF32);
+HWY_EXPORT(QuantizeActivations);
 
 void quant_gemv_rows_int8(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsInt8)(task); }
 void quant_gemv_rows_f32(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
-
-// Round to nearest (ties away from zero, as llama.cpp's roundf); an all-zero block keeps d = 0 and q = 0.
-void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, float* dsum16, float* dsum32) {
-  for (size_t t = 0; t < T; ++t)
-    for (size_t b = 0; b < K / 32; ++b) {
-      const float* xb = x + t * K + 32 * b;
-      float amax = 0.f, poison = 0.f;
-      for (int i = 0; i < 32; ++i) {
-        amax = std::fmax(amax, std::fabs(xb[i]));
-        poison += xb[i] * 0.f;  // NaN if any value is inf or NaN
-      }
-      // A non-finite activation makes the block's scale NaN (values 0), so the outputs are NaN as with dense
-      // weights instead of finite garbage.
-      const bool finite = poison == 0.f;
-      const float db = finite ? amax / 127.f : std::numeric_limits<float>::quiet_NaN();
-      const float id = finite && db != 0.f ? 1.f / db : 0.f;
-      d[t * (K / 32) + b] = db;
-      int16_t* qb = q + t * K + 32 * b;
-      int32_t sum[2] = {0, 0};
-      for (int i = 0; i < 32; ++i) sum[i / 16] += qb[i] = int16_t(std::lround(xb[i] * id));
-      dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
-      dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
-      dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
-    }
+void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, T, K, out);
 }
 
 }  // namespace attnzoo

@@ -32,8 +32,17 @@ struct QuantGemvTask {
   size_t ldy;
 };
 
-// The rows of x [T, K] (K a multiple of 32) into the arrays of QuantActivations.
-void quantize_activations(const float* x, size_t T, size_t K, int16_t* q, float* d, float* dsum16, float* dsum32);
+// Where quantize_activations writes (the arrays of QuantActivations); xs8, xu8 and dx8 may be null.
+struct QuantActivationsOut {
+  int16_t* q;
+  float *d, *dsum16, *dsum32;
+  int8_t* xs8;
+  uint8_t* xu8;
+  float* dx8;
+  size_t ld8;  // row stride of xs8 / xu8 (K rounded up to 64)
+};
+// The rows of x [T, K] (K a multiple of 32), rounded to nearest (ties to even).
+void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out);
 void quant_gemv_rows_int8(const QuantGemvTask& task);
 // True when the CPU has AVX-512 VNNI and the active target is an AVX-512 one.
 bool quant_gemv_vnni_enabled();
