@@ -40,5 +40,6 @@ void bind_model(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_engine(nb::module_& m);
 void bind_explain(nb::module_& m);
+void bind_chat(nb::module_& m);
 
 }  // namespace attnzoo::py

@@ -31,4 +31,5 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_runtime(m);
   attnzoo::py::bind_engine(m);
   attnzoo::py::bind_explain(m);
+  attnzoo::py::bind_chat(m);
 }

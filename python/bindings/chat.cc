@@ -1,0 +1,32 @@
+// Bindings for chat templates: attnzoo._core.ChatTemplate and load_chat_template (wrapped by attnzoo/chat.py).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include "bindings.h"
+#include "chat/chat_template.h"
+
+namespace attnzoo::py {
+
+void bind_chat(nb::module_& m) {
+  using chat::ChatTemplate;
+  nb::class_<ChatTemplate>(m, "ChatTemplate")
+      .def(nb::init<std::string_view>(), nb::arg("source"))
+      .def("render_json", &ChatTemplate::render_json, nb::arg("context_json"), nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "load_chat_template",
+      [](const std::string& dir, const std::string& name) -> nb::object {
+        const auto info = chat::load_chat_template(dir, name);
+        if (!info) return nb::none();
+        nb::dict tokens;
+        for (const auto& [k, v] : info->special_tokens.items) tokens[k.c_str()] = v.as_string();
+        nb::dict out;
+        out["source"] = info->source;
+        out["origin"] = info->origin;
+        out["special_tokens"] = tokens;
+        return out;
+      },
+      nb::arg("model_dir"), nb::arg("name") = "");
+}
+
+}  // namespace attnzoo::py
