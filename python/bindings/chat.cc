@@ -19,7 +19,7 @@ void bind_chat(nb::module_& m) {
         const auto info = chat::load_chat_template(dir, name);
         if (!info) return nb::none();
         nb::dict tokens;
-        for (const auto& [k, v] : info->special_tokens.items) tokens[k.c_str()] = v.as_string();
+        for (const auto& [k, v] : info->special_tokens.items) tokens[k.as_string().c_str()] = v.as_string();
         nb::dict out;
         out["source"] = info->source;
         out["origin"] = info->origin;

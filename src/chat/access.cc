@@ -115,14 +115,14 @@ Value string_method(Interpreter& in, const std::string& s, const std::string& na
 Value dict_method(Interpreter& in, const Dict& d, const std::string& name, CallArgs& a) {
   if (name == "get") {
     const Value key = a.take(0, "key");
-    const Value* v = key.is_string() ? d.find(key.as_string()) : nullptr;
+    const Value* v = d.find(key);
     return v ? *v : a.take(1, "default", Value::none());
   }
   List out;
   for (const auto& [k, v] : d.items) {
-    if (name == "keys") out.push_back(Value::string(k));
+    if (name == "keys") out.push_back(k);
     else if (name == "values") out.push_back(v);
-    else out.push_back(Value::list({Value::string(k), v}, true));
+    else out.push_back(Value::list({k, v}, true));
   }
   return Value::list(std::move(out));
 }
@@ -188,8 +188,8 @@ Value get_attr(Interpreter& in, const Value& obj, const std::string& name) {
 
 Value get_item(Interpreter& in, const Value& obj, const Value& key) {
   if (obj.is_undefined()) in.fail("'" + obj.undefined_name() + "' is undefined (reading an item of it)");
-  if (obj.is_dict() && key.is_string()) {
-    const Value* v = obj.as_dict().find(key.as_string());
+  if (obj.is_dict() && !key.is_list() && !key.is_dict()) {
+    const Value* v = obj.as_dict().find(key);
     if (v) return *v;
   }
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
@@ -243,7 +243,7 @@ bool contains(Interpreter& in, const Value& container, const Value& item) {
   if (container.is_list()) {
     return std::any_of(container.as_list().begin(), container.as_list().end(), [&](const Value& x) { return equals(x, item); });
   }
-  if (container.is_dict()) return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+  if (container.is_dict()) return container.as_dict().find(item) != nullptr;
   if (container.is_undefined()) return false;
   in.fail(std::string("argument of type '") + container.type_name() + "' is not iterable");
 }
@@ -294,7 +294,9 @@ Value global(const std::string& name) {
     return Value::callable(name, [](Interpreter& in, CallArgs& a) {
       Dict d = keyword_dict(in, a, "namespace");
       for (const auto& [k, v] : d.items) {
-        if (!k.empty() && k[0] == '_') in.fail("namespace attributes may not start with '_': " + k);
+        if (k.is_string() && !k.as_string().empty() && k.as_string()[0] == '_') {
+          in.fail("namespace attributes may not start with '_': " + k.as_string());
+        }
       }
       return Value::make_namespace(std::move(d));
     });

@@ -31,7 +31,7 @@ List as_list(Interpreter& in, const Value& v) {
   if (v.is_string()) {
     for (auto& c : code_points(v.as_string())) out.push_back(Value::string(std::move(c)));
   } else if (v.is_dict()) {
-    for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::string(k));
+    for (const auto& [k, x] : v.as_dict().items) out.push_back(k);
   } else {
     in.fail(std::string("'") + v.type_name() + "' object is not iterable");
   }
@@ -182,7 +182,7 @@ Value sort_filter(Interpreter& in, const std::string& name, const Value& v, Call
     const bool reverse = a.take(2, "reverse").truthy();
     const size_t pos = by.is_string() && by.as_string() == "value" ? 1 : 0;
     List items;
-    for (const auto& [k, x] : v.as_dict().items) items.push_back(Value::list({Value::string(k), x}, true));
+    for (const auto& [k, x] : v.as_dict().items) items.push_back(Value::list({k, x}, true));
     std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
       const Value kp = sort_key(p.as_list()[pos], cs), kq = sort_key(q.as_list()[pos], cs);
       return reverse ? ordered_before(in, kq, kp) : ordered_before(in, kp, kq);
@@ -300,7 +300,7 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
     if (v.is_undefined()) return Value::list({});
     if (!v.is_dict()) in.fail("items: can only get item pairs from a mapping");
     List out;
-    for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::list({Value::string(k), x}, true));
+    for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::list({k, x}, true));
     return Value::list(std::move(out));
   }
   if (name == "int") {

@@ -99,8 +99,9 @@ void Interpreter::emit(std::string_view text) {
 void Interpreter::render(const Body& body, const Dict& context) {
   Frame root;
   for (const auto& [k, v] : context.items) {
+    if (!k.is_string()) fail("template variable names must be strings, got " + to_repr(k));
     check_depth(v);
-    root.vars.emplace_back(k, v);
+    root.vars.emplace_back(k.as_string(), v);
   }
   root_ = frame_ = &root;
   const Flow flow = exec(body);
@@ -214,7 +215,7 @@ List iteration_items(Interpreter& in, const Value& v) {
   if (v.is_undefined()) return {};
   List out;
   if (v.is_dict()) {
-    for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::string(k));
+    for (const auto& [k, x] : v.as_dict().items) out.push_back(k);
     return out;
   }
   if (v.is_string()) {
@@ -261,14 +262,16 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s) {
     }
     frame.vars.clear();
     Dict loop;
-    loop.items = {{"index", Value::integer(i + 1)},      {"index0", Value::integer(i)},
-                  {"revindex", Value::integer(n - i)},   {"revindex0", Value::integer(n - i - 1)},
-                  {"first", Value::boolean(i == 0)},     {"last", Value::boolean(i == n - 1)},
-                  {"length", Value::integer(n)},         {"depth", Value::integer(1)},
-                  {"depth0", Value::integer(0)},
-                  {"previtem", i > 0 ? items[size_t(i - 1)] : Value::undefined("loop.previtem")},
-                  {"nextitem", i + 1 < n ? items[size_t(i + 1)] : Value::undefined("loop.nextitem")}};
-    loop.items.emplace_back("cycle", Value::callable("loop.cycle", [i](Interpreter& in, CallArgs& a) {
+    const std::pair<const char*, Value> fields[] = {
+        {"index", Value::integer(i + 1)},    {"index0", Value::integer(i)},
+        {"revindex", Value::integer(n - i)}, {"revindex0", Value::integer(n - i - 1)},
+        {"first", Value::boolean(i == 0)},   {"last", Value::boolean(i == n - 1)},
+        {"length", Value::integer(n)},       {"depth", Value::integer(1)},
+        {"depth0", Value::integer(0)},
+        {"previtem", i > 0 ? items[size_t(i - 1)] : Value::undefined("loop.previtem")},
+        {"nextitem", i + 1 < n ? items[size_t(i + 1)] : Value::undefined("loop.nextitem")}};
+    for (const auto& [k, v] : fields) loop.items.emplace_back(Value::string(k), v);
+    loop.set("cycle", Value::callable("loop.cycle", [i](Interpreter& in, CallArgs& a) {
       if (a.args.empty()) in.fail("loop.cycle() needs at least one value");
       return a.args[size_t(i) % a.args.size()];
     }));
@@ -389,10 +392,12 @@ Value Interpreter::eval(const Expr& e) {
       Dict d;
       for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
         Value k = eval(*e.items[i]);
-        if (!k.is_string()) fail(std::string("dict keys must be strings here, got ") + k.type_name());
+        if (k.is_list() || k.is_dict() || k.is_namespace() || k.is_undefined()) {
+          fail(std::string("unhashable type: '") + k.type_name() + "'");
+        }
         Value v = eval(*e.items[i + 1]);
         if (v.is_namespace()) fail("a dict cannot hold a namespace");
-        d.set(k.as_string(), std::move(v));
+        d.set(std::move(k), std::move(v));
       }
       Value v = Value::dict(std::move(d));
       check_depth(v);

@@ -75,10 +75,20 @@ struct Dumper {
         return;
       }
       case Value::Kind::dict: {
-        std::vector<const std::pair<std::string, Value>*> members;
-        for (const auto& m : v.as_dict().items) members.push_back(&m);
+        // json.dumps turns scalar keys into strings (1 -> "1", True -> "true", None -> "null").
+        std::vector<std::pair<std::string, const Value*>> members;
+        for (const auto& [k, x] : v.as_dict().items) {
+          std::string key;
+          if (k.is_string()) key = k.as_string();
+          else if (k.is_bool()) key = k.as_bool() ? "true" : "false";
+          else if (k.is_none()) key = "null";
+          else if (k.is_int()) key = std::to_string(k.as_int());
+          else if (k.is_float()) key = float_repr(k.as_double());
+          else in.fail(std::string("tojson: keys must be str, int, float, bool or None, not ") + k.type_name());
+          members.emplace_back(std::move(key), &x);
+        }
         if (sort_keys) {
-          std::stable_sort(members.begin(), members.end(), [](auto* a, auto* b) { return a->first < b->first; });
+          std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         }
         if (members.empty()) {
           out += "{}";
@@ -88,9 +98,9 @@ struct Dumper {
         for (size_t i = 0; i < members.size(); ++i) {
           if (i) out += item_sep;
           if (indent) newline(level + 1);
-          dump_string(members[i]->first, out);
+          dump_string(members[i].first, out);
           out += key_sep;
-          dump(members[i]->second, level + 1);
+          dump(*members[i].second, level + 1);
         }
         if (indent) newline(level);
         out += '}';

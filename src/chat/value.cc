@@ -8,20 +8,30 @@ namespace attnzoo::chat {
 
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [k, v] : items) {
-    if (k == key) return &v;
+    if (k.is_string() && k.as_string() == key) return &v;
   }
   return nullptr;
 }
 
-void Dict::set(std::string key, Value value) {
+const Value* Dict::find(const Value& key) const {
+  if (key.is_string()) return find(std::string_view(key.as_string()));
+  for (const auto& [k, v] : items) {
+    if (equals(k, key)) return &v;
+  }
+  return nullptr;
+}
+
+void Dict::set(Value key, Value value) {
   for (auto& [k, v] : items) {
-    if (k == key) {
+    if (equals(k, key)) {
       v = std::move(value);
       return;
     }
   }
   items.emplace_back(std::move(key), std::move(value));
 }
+
+void Dict::set(std::string key, Value value) { set(Value::string(std::move(key)), std::move(value)); }
 
 Value Value::undefined(std::string name) {
   Value v;
@@ -108,7 +118,7 @@ Value Value::from_json(const json::Value& j) {
     }
     case json::Value::Kind::object: {
       Dict d;
-      for (const json::Member* m : j.members_in_source_order()) d.items.emplace_back(m->first, from_json(m->second));
+      for (const json::Member* m : j.members_in_source_order()) d.items.emplace_back(string(m->first), from_json(m->second));
       return dict(std::move(d));
     }
   }
@@ -244,7 +254,7 @@ std::string to_repr(const Value& v) {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, x] : v.as_dict().items) {
-        out += (first ? "" : ", ") + string_repr(k) + ": " + to_repr(x);
+        out += (first ? "" : ", ") + to_repr(k) + ": " + to_repr(x);
         first = false;
       }
       return out + "}";
@@ -253,7 +263,7 @@ std::string to_repr(const Value& v) {
       std::string out = "<Namespace {";
       bool first = true;
       for (const auto& [k, x] : v.as_namespace().attrs.items) {
-        out += (first ? "" : ", ") + string_repr(k) + ": " + to_repr(x);
+        out += (first ? "" : ", ") + to_repr(k) + ": " + to_repr(x);
         first = false;
       }
       return out + "}>";

@@ -18,12 +18,14 @@ namespace attnzoo::chat {
 class Value;
 using List = std::vector<Value>;
 
-// A dict in insertion order (Python 3.7+ semantics), string keys only: chat data is JSON, and templates build
-// dicts with string keys.
+// A dict in insertion order (Python 3.7+ semantics). Keys are strings (all of JSON's) or other scalars
+// (templates write {0: 0, 512: 128}); keys that compare equal (1, 1.0, True) are one key, as in Python.
 struct Dict {
-  std::vector<std::pair<std::string, Value>> items;
+  std::vector<std::pair<Value, Value>> items;
   const Value* find(std::string_view key) const;
-  void set(std::string key, Value value);  // replaces in place, or appends
+  const Value* find(const Value& key) const;
+  void set(Value key, Value value);  // replaces in place, or appends
+  void set(std::string key, Value value);
 };
 
 struct Namespace {
