@@ -58,26 +58,6 @@ ExprPtr Parser::binary(const Token& t, std::string op, ExprPtr l, ExprPtr r) {
   return e;
 }
 
-ExprPtr Parser::parse_or() {
-  ExprPtr e = parse_and();
-  while (is_name("or")) {
-    const Token t = cur();
-    next();
-    e = binary(t, "or", std::move(e), parse_and());
-  }
-  return e;
-}
-
-ExprPtr Parser::parse_and() {
-  ExprPtr e = parse_not();
-  while (is_name("and")) {
-    const Token t = cur();
-    next();
-    e = binary(t, "and", std::move(e), parse_not());
-  }
-  return e;
-}
-
 ExprPtr Parser::parse_not() {
   if (is_name("not")) {
     Nest nest(*this);
@@ -121,45 +101,28 @@ ExprPtr Parser::parse_compare() {
   return e ? std::move(e) : std::move(first);
 }
 
-ExprPtr Parser::parse_math1() {
-  ExprPtr e = parse_concat();
-  while (is_op("+") || is_op("-")) {
+// Left-associative binary operators of one precedence level: `operand op operand op ...`.
+ExprPtr Parser::left_assoc(std::initializer_list<const char*> ops, bool keywords, ExprPtr (Parser::*operand)()) {
+  ExprPtr e = (this->*operand)();
+  for (;;) {
+    const char* op = nullptr;
+    for (const char* o : ops) {
+      if (keywords ? is_name(o) : is_op(o)) op = o;
+    }
+    if (!op) return e;
     const Token t = cur();
     next();
-    e = binary(t, t.text, std::move(e), parse_concat());
+    e = binary(t, op, std::move(e), (this->*operand)());
   }
-  return e;
 }
 
-ExprPtr Parser::parse_concat() {
-  ExprPtr e = parse_math2();
-  while (is_op("~")) {
-    const Token t = cur();
-    next();
-    e = binary(t, "~", std::move(e), parse_math2());
-  }
-  return e;
-}
-
-ExprPtr Parser::parse_math2() {
-  ExprPtr e = parse_pow();
-  while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-    const Token t = cur();
-    next();
-    e = binary(t, t.text, std::move(e), parse_pow());
-  }
-  return e;
-}
-
-ExprPtr Parser::parse_pow() {
-  ExprPtr e = parse_unary(true);
-  while (is_op("**")) {
-    const Token t = cur();
-    next();
-    e = binary(t, "**", std::move(e), parse_unary(true));
-  }
-  return e;
-}
+ExprPtr Parser::parse_or() { return left_assoc({"or"}, true, &Parser::parse_and); }
+ExprPtr Parser::parse_and() { return left_assoc({"and"}, true, &Parser::parse_not); }
+ExprPtr Parser::parse_math1() { return left_assoc({"+", "-"}, false, &Parser::parse_concat); }
+ExprPtr Parser::parse_concat() { return left_assoc({"~"}, false, &Parser::parse_math2); }
+ExprPtr Parser::parse_math2() { return left_assoc({"*", "/", "//", "%"}, false, &Parser::parse_pow); }
+ExprPtr Parser::parse_pow() { return left_assoc({"**"}, false, &Parser::parse_filtered_unary); }
+ExprPtr Parser::parse_filtered_unary() { return parse_unary(true); }
 
 ExprPtr Parser::parse_unary(bool with_filter) {
   Nest nest(*this);
@@ -338,7 +301,8 @@ std::string Parser::dotted_name() {
   std::string n = expect_name();
   while (is_op(".") && peek().kind == TK::name) {
     next();
-    n += "." + expect_name();
+    n += '.';
+    n += expect_name();
   }
   return n;
 }

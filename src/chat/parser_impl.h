@@ -1,5 +1,6 @@
 #pragma once
 // The parser class shared by parser.cc (statements) and parser_expressions.cc (expressions); not an API.
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,8 @@ class Parser {
   ExprPtr parse_concat();
   ExprPtr parse_math2();
   ExprPtr parse_pow();
+  ExprPtr parse_filtered_unary();
+  ExprPtr left_assoc(std::initializer_list<const char*> ops, bool keywords, ExprPtr (Parser::*operand)());
   ExprPtr parse_unary(bool with_filter);
   ExprPtr parse_primary();
   ExprPtr parse_postfix(ExprPtr e);
