@@ -170,6 +170,7 @@ Value get_attr(Interpreter& in, const Value& obj, const std::string& name) {
   }
   if (is_method(obj, name)) {
     return Value::callable(name, [obj, name](Interpreter& interp, CallArgs& a) {
+      interp.charge(1 + Interpreter::size_steps(obj));
       if (obj.is_string()) return string_method(interp, obj.as_string(), name, a);
       if (obj.is_dict()) return dict_method(interp, obj.as_dict(), name, a);
       return list_method(interp, obj.as_list(), name, a);
@@ -193,12 +194,13 @@ Value get_item(Interpreter& in, const Value& obj, const Value& key) {
     if (v) return *v;
   }
   if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+    if (obj.is_string()) in.charge(Interpreter::size_steps(obj));
     const int64_t n = obj.is_list() ? int64_t(obj.as_list().size()) : int64_t(text::length(obj.as_string()));
     int64_t i = key.as_int();
     if (i < 0) i += n;
     if (i < 0 || i >= n) return Value::undefined("index " + std::to_string(key.as_int()));
     if (obj.is_list()) return obj.as_list()[size_t(i)];
-    return Value::string(code_points(obj.as_string())[size_t(i)]);
+    return Value::string(text::char_at(obj.as_string(), size_t(i)));
   }
   if (key.is_string()) return get_attr(in, obj, key.as_string());
   return Value::undefined(to_repr(key));
@@ -207,6 +209,7 @@ Value get_item(Interpreter& in, const Value& obj, const Value& key) {
 Value get_slice(Interpreter& in, const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) in.fail("'" + obj.undefined_name() + "' is undefined (slicing it)");
   if (!obj.is_list() && !obj.is_string()) in.fail(std::string("'") + obj.type_name() + "' object is not subscriptable");
+  in.charge(Interpreter::size_steps(obj));
   std::vector<std::string> chars;
   if (obj.is_string()) chars = code_points(obj.as_string());
   const int64_t n = obj.is_list() ? int64_t(obj.as_list().size()) : int64_t(chars.size());
@@ -236,6 +239,7 @@ Value get_slice(Interpreter& in, const Value& obj, const Value& start, const Val
 }
 
 bool contains(Interpreter& in, const Value& container, const Value& item) {
+  in.charge(Interpreter::size_steps(container));
   if (container.is_string()) {
     if (!item.is_string()) in.fail(std::string("'in <string>' requires a string as left operand, not ") + item.type_name());
     return container.as_string().find(item.as_string()) != std::string::npos;

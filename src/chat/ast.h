@@ -33,6 +33,7 @@ struct Expr {
   };
   Kind kind{};
   int line = 0, column = 0;
+  int depth = 1;  // of the tree below and including this node
   Value value;
   std::string name;  // name / attribute / operator / filter / test
   ExprPtr a, b, c;

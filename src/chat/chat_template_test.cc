@@ -125,6 +125,41 @@ TEST(ChatTemplate, LimitsAreNamedErrors) {
   EXPECT_EQ(error_of("{{ ([1] * 1000) | length }}", "{}", small).kind, TemplateError::Kind::limit);
 }
 
+TEST(ChatTemplate, LongChainsAreRefusedNotRecursedInto) {
+  // Operator, attribute and filter chains are parsed by loops; their trees must still stay shallow.
+  std::string sum = "{{ 1";
+  for (int i = 0; i < 100000; ++i) sum += " + 1";
+  EXPECT_NE(error_of(sum + " }}").detail.find("nested deeper than 128"), std::string::npos);
+  std::string path = "{{ x";
+  for (int i = 0; i < 100000; ++i) path += ".a";
+  EXPECT_EQ(error_of(path + " }}").kind, TemplateError::Kind::syntax);
+  std::string filters = "{{ x";
+  for (int i = 0; i < 100000; ++i) filters += "|trim";
+  EXPECT_EQ(error_of(filters + " }}").kind, TemplateError::Kind::syntax);
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100; ++i) chain += " + 1";
+  EXPECT_EQ(render(chain + " }}"), "101");  // a long but reasonable chain is fine
+}
+
+TEST(ChatTemplate, WorkIsBounded) {
+  // Exponentially many macro calls within the depth limit, and quadratic work hidden in filters.
+  Limits small;
+  small.max_steps = 1000000;
+  TemplateError e = error_of("{% macro f(n) %}{% if n < 40 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}",
+                             "{}", small);
+  EXPECT_EQ(e.kind, TemplateError::Kind::limit);
+  EXPECT_NE(e.detail.find("steps of work"), std::string::npos);
+  e = error_of("{% set big = range(100000) | list %}{% for i in range(1000) %}{{ big | length }}{% endfor %}", "{}", small);
+  EXPECT_NE(e.detail.find("steps of work"), std::string::npos);
+  e = error_of("{% set s = 'x' * 1000000 %}{% for i in range(1000) %}{{ s.strip() | length }}{% endfor %}", "{}", small);
+  EXPECT_NE(e.detail.find("steps of work"), std::string::npos);
+  // Deep values built through builtins that wrap their input are refused where they are kept.
+  e = error_of("{% set ns = namespace(x=1) %}{% for i in range(300) %}{% set ns.x = dict(a=ns.x) %}{% endfor %}");
+  EXPECT_NE(e.detail.find("nested deeper than 256"), std::string::npos);
+  e = error_of("{% set ns = namespace(x=[1]) %}{% for i in range(300) %}{% set ns.x = ns.x | batch(1) | list %}{% endfor %}");
+  EXPECT_NE(e.detail.find("nested deeper than 256"), std::string::npos);
+}
+
 TEST(ChatTemplate, NamespacesCannotHoldThemselves) {
   EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}").detail.find("namespace"), std::string::npos);
   EXPECT_NE(error_of("{% set ns = namespace() %}{% set l = [ns] %}").detail.find("namespace"), std::string::npos);

@@ -228,6 +228,7 @@ bool is_filter(std::string_view name) {
 }
 
 Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& a) {
+  in.charge(1 + Interpreter::size_steps(v));
   if (name == "safe" || name == "string") return Value::string(to_str(v));
   if (name == "default" || name == "d") {
     const Value fallback = a.take(0, "default_value", Value::string(""));

@@ -60,36 +60,37 @@ void Interpreter::raise(const std::string& message) const {
   throw TemplateError(TemplateError::Kind::raised, line_, column_, message);
 }
 
-void Interpreter::check_string(const std::string& s) const {
+void Interpreter::charge(uint64_t steps) {
+  steps_ += steps;
+  if (steps_ > limits_.max_steps) {
+    fail_limit("the template did more than " + std::to_string(limits_.max_steps) +
+               " steps of work (expressions, loop iterations, calls, items and bytes processed)");
+  }
+}
+
+uint64_t Interpreter::size_steps(const Value& v) {
+  if (v.is_string()) return v.as_string().size() / 16;
+  if (v.is_list()) return v.as_list().size();
+  if (v.is_dict()) return v.as_dict().items.size();
+  return 0;
+}
+
+void Interpreter::check_string(const std::string& s) {
+  charge(s.size() / 16);
   if (s.size() > limits_.max_output_bytes) {
     fail_limit("a string of " + std::to_string(s.size()) + " bytes exceeds the output limit of " +
                std::to_string(limits_.max_output_bytes) + " bytes");
   }
 }
 
-namespace {
-int value_depth(const Value& v, int limit) {
-  if (limit < 0) return 0;
-  int d = 0;
-  if (v.is_list()) {
-    for (const auto& x : v.as_list()) d = std::max(d, value_depth(x, limit - 1));
-    return d + 1;
-  }
-  if (v.is_dict()) {
-    for (const auto& [k, x] : v.as_dict().items) d = std::max(d, value_depth(x, limit - 1));
-    return d + 1;
-  }
-  return 0;
-}
-}  // namespace
-
 void Interpreter::check_depth(const Value& v) const {
-  if (value_depth(v, limits_.max_value_depth + 1) > limits_.max_value_depth) {
+  if (v.depth() > limits_.max_value_depth) {
     fail_limit("lists and dicts nested deeper than " + std::to_string(limits_.max_value_depth) + " levels");
   }
 }
 
 void Interpreter::emit(std::string_view text) {
+  charge(text.size() / 16);
   if (out_->size() + text.size() > limits_.max_output_bytes) {
     fail_limit("the output exceeds " + std::to_string(limits_.max_output_bytes) + " bytes");
   }
@@ -119,6 +120,7 @@ Value Interpreter::lookup(const std::string& name) const {
 }
 
 void Interpreter::assign(const std::string& name, Value v) {
+  check_depth(v);
   for (auto& [k, x] : frame_->vars) {
     if (k == name) {
       x = std::move(v);
@@ -156,6 +158,7 @@ Interpreter::Flow Interpreter::exec(const Body& body) {
 
 Interpreter::Flow Interpreter::exec(const Stmt& s) {
   Place place(*this, s.line, s.column);
+  charge(1);
   switch (s.kind) {
     case Stmt::Kind::text: emit(s.name); return Flow::normal;
     case Stmt::Kind::output: emit(to_str(eval(*s.expr))); return Flow::normal;
@@ -198,6 +201,7 @@ void Interpreter::exec_set(const Stmt& s, Value v) {
     if (!ns.is_namespace()) fail("cannot assign attribute '" + s.name + "' on '" + s.target_namespace + "' (a " + ns.type_name() + ", not a namespace)");
     if (!s.name.empty() && s.name[0] == '_') fail("namespace attributes may not start with '_': " + s.name);
     if (v.is_namespace()) fail("a namespace cannot hold another namespace");
+    check_depth(v);
     ns.as_namespace().attrs.set(s.name, std::move(v));
     return;
   }
@@ -228,6 +232,7 @@ List iteration_items(Interpreter& in, const Value& v) {
 
 Interpreter::Flow Interpreter::exec_for(const Stmt& s) {
   const List all = iteration_items(*this, eval(*s.expr));
+  charge(all.size());
   Frame frame{{}, frame_};
   Frame* saved = frame_;
   frame_ = &frame;
@@ -292,6 +297,7 @@ Value Interpreter::define_macro(const Stmt& s, Frame* caller_frame) {
   const Stmt* stmt = &s;
   const std::string name = s.kind == Stmt::Kind::macro ? s.name : "caller";
   return Value::callable(name, [stmt, caller_frame, name](Interpreter& in, CallArgs& a) {
+    in.charge(1 + a.args.size() + a.kwargs.size());
     if (in.call_depth_ >= in.limits_.max_call_depth) {
       in.fail_limit("macro calls nested deeper than " + std::to_string(in.limits_.max_call_depth) + " levels");
     }
@@ -374,6 +380,7 @@ Value Interpreter::eval_filter(const Expr& e, const Value* input) {
 
 Value Interpreter::eval(const Expr& e) {
   Place place(*this, e.line, e.column);
+  charge(1);
   switch (e.kind) {
     case Expr::Kind::literal: return e.value;
     case Expr::Kind::name: return lookup(e.name);

@@ -21,6 +21,9 @@ struct Limits {
   size_t max_output_bytes = 16u << 20;      // the rendered text, and any string the template builds
   uint64_t max_loop_iterations = 1000000;   // all for-loop iterations of one render together
   size_t max_list_items = 1000000;          // range() and list products
+  // All work of one render: one step per expression evaluated, statement run, loop iteration and macro call,
+  // plus one per item (or 16 bytes) a filter, method or string operation goes through.
+  uint64_t max_steps = 50000000;  // about a second or two
 };
 
 struct CallArgs {
@@ -42,8 +45,10 @@ class Interpreter {
   [[noreturn]] void fail(const std::string& message) const;         // a runtime error here
   [[noreturn]] void fail_limit(const std::string& message) const;   // a resource limit hit here
   [[noreturn]] void raise(const std::string& message) const;        // the template's raise_exception
-  void check_string(const std::string& s) const;  // within max_output_bytes
-  void check_depth(const Value& v) const;         // within max_value_depth
+  void check_string(const std::string& s);  // within max_output_bytes; charges its bytes as steps
+  void check_depth(const Value& v) const;   // within max_value_depth
+  void charge(uint64_t steps);              // within max_steps
+  static uint64_t size_steps(const Value& v);  // what going through v costs: items, or 16-byte chunks of text
   const Limits& limits() const { return limits_; }
   // Calls a callable value (macro, builtin or bound method).
   Value call(const Value& callee, CallArgs& args, std::string_view shown_name);
@@ -82,6 +87,7 @@ class Interpreter {
   Frame* root_ = nullptr;
   int call_depth_ = 0;
   uint64_t iterations_ = 0;
+  uint64_t steps_ = 0;
   mutable int line_ = 0, column_ = 0;
 };
 

@@ -27,6 +27,7 @@ Value repeat(Interpreter& in, const Value& seq, int64_t n) {
     std::string out;
     out.reserve(s.size() * size_t(n));
     for (int64_t i = 0; i < n; ++i) out += s;
+    in.check_string(out);
     return Value::string(std::move(out));
   }
   const List& items = seq.as_list();
@@ -34,6 +35,7 @@ Value repeat(Interpreter& in, const Value& seq, int64_t n) {
     in.fail_limit("list repetition beyond " + std::to_string(in.limits().max_list_items) + " items");
   }
   List out;
+  in.charge(items.size() * uint64_t(n));
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), seq.is_tuple());
 }
@@ -59,6 +61,7 @@ Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const V
       return Value::string(std::move(s));
     }
     if (a.is_list() && b.is_list()) {
+      in.charge(Interpreter::size_steps(a) + Interpreter::size_steps(b));
       List items = a.as_list();
       items.insert(items.end(), b.as_list().begin(), b.as_list().end());
       if (items.size() > in.limits().max_list_items) in.fail_limit("a list longer than the item limit");
@@ -157,6 +160,7 @@ Value Interpreter::eval_compare(const Expr& e) {
     Value right = eval(*e.items[i]);
     Place place(*this, e.items[i]->line, e.items[i]->column);
     const std::string& op = e.ops[i];
+    charge(size_steps(left) + size_steps(right));
     bool r;
     if (op == "==") r = equals(left, right);
     else if (op == "!=") r = !equals(left, right);

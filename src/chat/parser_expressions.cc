@@ -1,9 +1,26 @@
 // Expressions: Jinja2's precedence climbing (jinja2/parser.py), from the conditional expression down to
 // literals, with filters, tests, calls and subscripts bound tightest.
+#include <algorithm>
+
 #include "chat/builtins.h"
 #include "chat/parser_impl.h"
 
 namespace attnzoo::chat::parsing {
+
+// Records the depth of a finished node (its children are finished) and refuses trees deeper than max_nesting:
+// operator chains, attribute paths and filter chains are built by loops, not recursion, so this is what keeps
+// evaluating and destroying an expression from recursing without bound.
+ExprPtr Parser::seal(ExprPtr e) {
+  int d = 0;
+  for (const Expr* c : {e->a.get(), e->b.get(), e->c.get()}) d = c ? std::max(d, c->depth) : d;
+  for (const auto& c : e->items) d = c ? std::max(d, c->depth) : d;
+  for (const auto& kw : e->kwargs) d = std::max(d, kw.second->depth);
+  e->depth = d + 1;
+  if (e->depth > max_nesting_) {
+    fail_at_node(*e, "expression nested deeper than " + std::to_string(max_nesting_) + " levels");
+  }
+  return e;
+}
 
 bool Parser::tuple_end(const char* extra) const {
   if (cur().kind == TK::var_end || cur().kind == TK::block_end || cur().kind == TK::eof) return true;
@@ -28,7 +45,7 @@ ExprPtr Parser::parse_tuple(bool with_condexpr, const char* extra_end, bool expl
   }
   ExprPtr e = make(Expr::Kind::tuple, start);
   e->items = std::move(items);
-  return e;
+  return seal(std::move(e));
 }
 
 ExprPtr Parser::parse_expression(bool with_condexpr) {
@@ -45,7 +62,7 @@ ExprPtr Parser::parse_condexpr() {
     node->a = parse_or();
     node->b = std::move(e);
     if (skip_name("else")) node->c = parse_condexpr();
-    e = std::move(node);
+    e = seal(std::move(node));
   }
   return e;
 }
@@ -55,7 +72,7 @@ ExprPtr Parser::binary(const Token& t, std::string op, ExprPtr l, ExprPtr r) {
   e->name = std::move(op);
   e->a = std::move(l);
   e->b = std::move(r);
-  return e;
+  return seal(std::move(e));
 }
 
 ExprPtr Parser::parse_not() {
@@ -66,7 +83,7 @@ ExprPtr Parser::parse_not() {
     ExprPtr e = make(Expr::Kind::unary, t);
     e->name = "not";
     e->a = parse_not();
-    return e;
+    return seal(std::move(e));
   }
   return parse_compare();
 }
@@ -98,7 +115,7 @@ ExprPtr Parser::parse_compare() {
     e->ops.push_back(op);
     e->items.push_back(parse_math1());
   }
-  return e ? std::move(e) : std::move(first);
+  return e ? seal(std::move(e)) : std::move(first);
 }
 
 // Left-associative binary operators of one precedence level: `operand op operand op ...`.
@@ -133,6 +150,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
     e = make(Expr::Kind::unary, t);
     e->name = t.text;
     e->a = parse_unary(false);
+    e = seal(std::move(e));
   } else {
     e = parse_primary();
   }
@@ -188,7 +206,7 @@ ExprPtr Parser::parse_primary() {
           if (skip_op("]")) break;
           e->items.push_back(parse_expression(true));
         }
-        return e;
+        return seal(std::move(e));
       }
       if (t.text == "{") {
         next();
@@ -200,7 +218,7 @@ ExprPtr Parser::parse_primary() {
           expect_op(":");
           e->items.push_back(parse_expression(true));
         }
-        return e;
+        return seal(std::move(e));
       }
       break;
     default: break;
@@ -210,17 +228,17 @@ ExprPtr Parser::parse_primary() {
 
 ExprPtr Parser::parse_postfix(ExprPtr e) {
   for (;;) {
-    if (is_op(".") || is_op("[")) e = parse_subscript(std::move(e));
-    else if (is_op("(")) e = parse_call(std::move(e));
+    if (is_op(".") || is_op("[")) e = seal(parse_subscript(std::move(e)));
+    else if (is_op("(")) e = seal(parse_call(std::move(e)));
     else return e;
   }
 }
 
 ExprPtr Parser::parse_filter_expr(ExprPtr e) {
   for (;;) {
-    if (is_op("|")) e = parse_filter_chain(std::move(e), true);
-    else if (is_name("is")) e = parse_test(std::move(e));
-    else if (is_op("(")) e = parse_call(std::move(e));
+    if (is_op("|")) e = seal(parse_filter_chain(std::move(e), true));
+    else if (is_name("is")) e = seal(parse_test(std::move(e)));
+    else if (is_op("(")) e = seal(parse_call(std::move(e)));
     else return e;
   }
 }
@@ -316,7 +334,7 @@ ExprPtr Parser::parse_filter_chain(ExprPtr operand, bool one) {
     if (!is_filter(e->name)) fail_at(nt, "no filter named '" + e->name + "'");
     if (is_op("(")) parse_args(*e);
     e->a = std::move(operand);
-    operand = std::move(e);
+    operand = seal(std::move(e));
   } while (!one && is_op("|"));
   return operand;
 }

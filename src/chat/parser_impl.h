@@ -39,6 +39,9 @@ class Parser {
   }
 
   [[noreturn]] void fail(const std::string& message) const { fail_at(cur(), message); }
+  [[noreturn]] static void fail_at_node(const Expr& e, const std::string& message) {
+    throw TemplateError(TemplateError::Kind::syntax, e.line, e.column, message);
+  }
   [[noreturn]] static void fail_at(const Token& t, const std::string& message) {
     throw TemplateError(TemplateError::Kind::syntax, t.line, t.column, message);
   }
@@ -127,6 +130,7 @@ class Parser {
   ExprPtr parse_concat();
   ExprPtr parse_math2();
   ExprPtr parse_pow();
+  ExprPtr seal(ExprPtr e);
   ExprPtr parse_filtered_unary();
   ExprPtr left_assoc(std::initializer_list<const char*> ops, bool keywords, ExprPtr (Parser::*operand)());
   ExprPtr parse_unary(bool with_filter);

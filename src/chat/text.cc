@@ -237,6 +237,17 @@ size_t find(const std::string& s, const std::string& sub, bool from_right) {
   return from_right ? s.rfind(sub) : s.find(sub);
 }
 
+std::string char_at(const std::string& s, size_t i) {
+  size_t begin = 0;
+  for (size_t seen = 0; begin < s.size(); ++begin) {
+    if ((static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80) continue;
+    if (seen++ == i) break;
+  }
+  size_t end = begin + 1;
+  while (end < s.size() && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) ++end;
+  return s.substr(begin, end - begin);
+}
+
 int64_t char_index(const std::string& s, size_t byte_offset) { return int64_t(length(s.substr(0, byte_offset))); }
 
 }  // namespace attnzoo::chat::text

@@ -26,6 +26,8 @@ size_t length(const std::string& s);            // code points
 int64_t count(const std::string& s, const std::string& sub);
 // Byte offset of sub found from the left (or right), or npos.
 size_t find(const std::string& s, const std::string& sub, bool from_right);
+// The code point at index i (which must be < length(s)), as UTF-8.
+std::string char_at(const std::string& s, size_t i);
 // Code point index of a byte offset.
 int64_t char_index(const std::string& s, size_t byte_offset);
 

@@ -1,5 +1,6 @@
 #include "chat/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -33,9 +34,22 @@ void Dict::set(Value key, Value value) {
 
 void Dict::set(std::string key, Value value) { set(Value::string(std::move(key)), std::move(value)); }
 
+const std::shared_ptr<const std::string>& Value::empty_string() {
+  static const auto empty = std::make_shared<const std::string>();
+  return empty;
+}
+
+namespace {
+uint16_t depth_of(const List& items) {
+  int d = 0;
+  for (const Value& x : items) d = std::max(d, x.depth());
+  return uint16_t(std::min(d + 1, 65535));
+}
+}  // namespace
+
 Value Value::undefined(std::string name) {
   Value v;
-  v.string_ = std::move(name);
+  v.string_ = std::make_shared<const std::string>(std::move(name));
   return v;
 }
 
@@ -69,7 +83,7 @@ Value Value::floating(double d) {
 Value Value::string(std::string s) {
   Value v;
   v.kind_ = Kind::string;
-  v.string_ = std::move(s);
+  v.string_ = std::make_shared<const std::string>(std::move(s));
   return v;
 }
 
@@ -77,6 +91,7 @@ Value Value::list(List items, bool tuple) {
   Value v;
   v.kind_ = Kind::list;
   v.tuple_ = tuple;
+  v.depth_ = depth_of(items);
   v.list_ = std::make_shared<const List>(std::move(items));
   return v;
 }
@@ -84,6 +99,9 @@ Value Value::list(List items, bool tuple) {
 Value Value::dict(Dict d) {
   Value v;
   v.kind_ = Kind::dict;
+  int depth = 0;
+  for (const auto& [k, x] : d.items) depth = std::max(depth, x.depth());
+  v.depth_ = uint16_t(std::min(depth + 1, 65535));
   v.dict_ = std::make_shared<const Dict>(std::move(d));
   return v;
 }
@@ -132,7 +150,7 @@ bool Value::truthy() const {
     case Kind::boolean: return bool_;
     case Kind::integer: return int_ != 0;
     case Kind::floating: return double_ != 0;
-    case Kind::string: return !string_.empty();
+    case Kind::string: return !string_->empty();
     case Kind::list: return !list_->empty();
     case Kind::dict: return !dict_->items.empty();
     case Kind::ns:

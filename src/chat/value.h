@@ -77,13 +77,16 @@ class Value {
   bool as_bool() const { return bool_; }
   int64_t as_int() const { return kind_ == Kind::boolean ? int64_t(bool_) : int_; }
   double as_double() const { return kind_ == Kind::floating ? double_ : double(as_int()); }
-  const std::string& as_string() const { return string_; }
+  const std::string& as_string() const { return *string_; }
   const List& as_list() const { return *list_; }
   const Dict& as_dict() const { return *dict_; }
   Namespace& as_namespace() const { return *ns_; }
   const Callable& as_callable() const { return *fn_; }
   // The name an undefined value was looked up under (for "'x' is undefined").
-  const std::string& undefined_name() const { return string_; }
+  const std::string& undefined_name() const { return *string_; }
+  // Lists and dicts inside each other: 0 for scalars, 1 + the deepest item for a list or dict. Bounded by the
+  // interpreter, so printing, comparing and destroying a value never recurses deeply.
+  int depth() const { return depth_; }
 
   bool truthy() const;
   const char* type_name() const;  // Python's: 'str', 'dict', 'NoneType', ...
@@ -94,11 +97,13 @@ class Value {
   bool tuple_ = false;
   int64_t int_ = 0;
   double double_ = 0;
-  std::string string_;
+  uint16_t depth_ = 0;
+  std::shared_ptr<const std::string> string_ = empty_string();  // shared: copying a value never copies text
   std::shared_ptr<const List> list_;
   std::shared_ptr<const Dict> dict_;
   std::shared_ptr<Namespace> ns_;
   std::shared_ptr<const Callable> fn_;
+  static const std::shared_ptr<const std::string>& empty_string();
 };
 
 // Python's str() / repr() of a value (str of a list shows its items' repr: ['a', 1]).
