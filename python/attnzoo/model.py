@@ -112,6 +112,12 @@ class Model:
             raise ValueError(f"{self.directory}: no chat template (neither chat_template.jinja nor a "
                              "\"chat_template\" in tokenizer_config.json)")
         source, special = self.chat_template
+        if kwargs.get("tools") is not None:  # transformers picks a "tool_use" template when there is one
+            from .chat import load_chat_template
+            try:
+                source, special = load_chat_template(self.directory, "tool_use")
+            except ValueError:
+                pass
         text = apply_chat_template(source, messages, add_generation_prompt, **{**special, **kwargs})
         if not tokenize:
             return text

@@ -97,6 +97,44 @@ def test_checkpoint_template_and_special_tokens(chat_model):
     assert attnzoo._core.end_of_turn_ids(source, special, m.tokenizer._native) == [IM_END]
 
 
+def test_model_templates_match_transformers_tokenizer(chat_model, tmp_path):
+    """Which template a directory yields (string, named list, chat_template.jinja, additional_chat_templates/) and
+    the text and ids it renders, against transformers' own tokenizer loaded from the same directory."""
+    from transformers import AutoTokenizer
+    _, path, tok = chat_model
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": QUESTION}]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    named = [{"name": "tool_use", "template": "TOOLS {{ tools | tojson }} " + CHATML},
+             {"name": "default", "template": "{{ bos_token }}" + CHATML}]
+    layouts = {
+        "string": {"tokenizer_config.json": {"chat_template": CHATML}},
+        "named": {"tokenizer_config.json": {"chat_template": named}},
+        "jinja_files": {"tokenizer_config.json": {"chat_template": "IGNORED"}, "chat_template.jinja": "J " + CHATML,
+                        "additional_chat_templates/tool_use.jinja": "TJ {{ eos_token }} " + CHATML},
+    }
+    for name, files in layouts.items():
+        d = tmp_path / name
+        (d / "additional_chat_templates").mkdir(parents=True)
+        shutil.copy(os.path.join(path, "config.json"), d)
+        shutil.copy(os.path.join(path, "model.safetensors"), d)
+        tok.save(str(d / "tokenizer.json"))
+        for f, content in files.items():
+            if f == "tokenizer_config.json":
+                content = {**content, "bos_token": "<s>", "eos_token": "</s>", "tokenizer_class": "PreTrainedTokenizerFast"}
+                (d / f).write_text(json.dumps(content))
+            else:
+                (d / f).write_text(content)
+        ref = AutoTokenizer.from_pretrained(str(d))
+        m = attnzoo.Model.load(d)
+        for kw in ({}, {"tools": tools}):
+            want = ref.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kw)
+            assert m.apply_chat_template(messages, add_generation_prompt=True, **kw) == want, (name, kw)
+            want_ids = ref.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, **kw)
+            if hasattr(want_ids, "keys"):  # a BatchEncoding
+                want_ids = want_ids["input_ids"]
+            assert m.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **kw) == list(want_ids)
+
+
 def _reference_answer(chat_model, messages, n=40):
     model, _, tok = chat_model
     text = attnzoo.apply_chat_template(CHATML, messages, add_generation_prompt=True)

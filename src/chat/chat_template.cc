@@ -103,8 +103,14 @@ std::optional<ChatTemplateInfo> load_chat_template(const std::string& model_dir,
       if (auto s = token_string(*config, key, file)) info.special_tokens.set(key, Value::string(*s));
     }
   }
-  const fs::path jinja = fs::path(model_dir) / "chat_template.jinja";
-  if (name.empty() && fs::exists(jinja)) {
+  // Template files win over tokenizer_config.json entries, as in transformers: chat_template.jinja is the
+  // default, additional_chat_templates/NAME.jinja the named ones.
+  const bool plain_name = name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+                          std::string::npos;
+  const fs::path jinja = name.empty() || name == "default"
+                             ? fs::path(model_dir) / "chat_template.jinja"
+                             : fs::path(model_dir) / "additional_chat_templates" / (name + ".jinja");
+  if (plain_name && fs::exists(jinja)) {
     info.source = read_file(jinja);
     info.origin = jinja.string();
     return info;

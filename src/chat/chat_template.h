@@ -34,9 +34,11 @@ struct ChatTemplateInfo {
   Dict special_tokens;  // bos_token, eos_token, unk_token, pad_token strings that tokenizer_config.json sets
 };
 
-// The checkpoint's chat template: chat_template.jinja, else tokenizer_config.json "chat_template" (a string, or a
-// list of {"name", "template"} where "default" wins, as transformers picks). `name` chooses a named template.
-// nullopt when the directory has none. Throws LoadError for unreadable or malformed files.
+// The checkpoint's chat template, found as transformers finds it: chat_template.jinja, else tokenizer_config.json
+// "chat_template" (a string, or a list of {"name", "template"} where "default" wins). `name` chooses a named one:
+// additional_chat_templates/NAME.jinja, else the list entry. nullopt when the directory has no template at all;
+// LoadError for unreadable or malformed files and for a named template that is missing. This is the one place
+// that knows where templates live.
 std::optional<ChatTemplateInfo> load_chat_template(const std::string& model_dir, const std::string& name = "");
 
 // transformers' template inputs: {"messages": ..., "tools": ..., "documents": ..., "add_generation_prompt": ...},

@@ -199,6 +199,11 @@ TEST_F(ChatTemplateDir, NamedTemplatesDefaultWinsAndJinjaFileFirst) {
   EXPECT_THROW(load_chat_template(dir_.string(), "rag"), LoadError);
   write("chat_template.jinja", "J");
   EXPECT_EQ(load_chat_template(dir_.string())->source, "J");
+  EXPECT_EQ(load_chat_template(dir_.string(), "tool_use")->source, "T");
+  std::filesystem::create_directories(dir_ / "additional_chat_templates");
+  write("additional_chat_templates/tool_use.jinja", "TJ");
+  EXPECT_EQ(load_chat_template(dir_.string(), "tool_use")->source, "TJ");
+  EXPECT_THROW(load_chat_template(dir_.string(), "../chat_template"), LoadError);  // names are not paths
 }
 
 TEST_F(ChatTemplateDir, MissingAndMalformed) {
