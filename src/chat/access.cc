@@ -261,7 +261,7 @@ Dict keyword_dict(Interpreter& in, CallArgs& a, const char* what) {
     d = a.args[0].as_dict();
   }
   for (auto& [k, v] : a.kwargs) {
-    if (v.is_namespace()) in.fail(std::string(what) + "(): a namespace cannot hold another namespace");
+    if (v.is_namespace() || v.is_callable()) in.fail(std::string(what) + "(): cannot hold a " + v.type_name());
     d.set(k, v);
   }
   return d;

@@ -160,9 +160,18 @@ TEST(ChatTemplate, WorkIsBounded) {
   EXPECT_NE(e.detail.find("nested deeper than 256"), std::string::npos);
 }
 
-TEST(ChatTemplate, NamespacesCannotHoldThemselves) {
+TEST(ChatTemplate, NamespacesAndContainersHoldOnlyData) {
   EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}").detail.find("namespace"), std::string::npos);
-  EXPECT_NE(error_of("{% set ns = namespace() %}{% set l = [ns] %}").detail.find("namespace"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set l = [ns] %}").detail.find("cannot hold a Namespace"), std::string::npos);
+  // A call block's caller refers to the loop scope it was made in; it must not be callable after the loop.
+  const char* escape =
+      "{% set ns = namespace() %}{% macro m() %}{% set ns.c = caller %}{% endmacro %}"
+      "{% for i in range(1) %}{% call m() %}x{{ i }}{% endcall %}{% endfor %}{{ ns.c() }}";
+  EXPECT_NE(error_of(escape).detail.find("cannot hold a macro"), std::string::npos);
+  EXPECT_EQ(error_of("{% macro m() %}{% set ns = namespace(c=[caller]) %}{% endmacro %}{% call m() %}{% endcall %}").kind,
+            TemplateError::Kind::runtime);
+  EXPECT_EQ(error_of("{% macro m() %}{% set d = dict(c=caller) %}{% endmacro %}{% call m() %}{% endcall %}").kind,
+            TemplateError::Kind::runtime);
 }
 
 class ChatTemplateDir : public ::testing::Test {

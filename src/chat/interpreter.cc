@@ -200,7 +200,10 @@ void Interpreter::exec_set(const Stmt& s, Value v) {
     Value ns = lookup(s.target_namespace);
     if (!ns.is_namespace()) fail("cannot assign attribute '" + s.name + "' on '" + s.target_namespace + "' (a " + ns.type_name() + ", not a namespace)");
     if (!s.name.empty() && s.name[0] == '_') fail("namespace attributes may not start with '_': " + s.name);
+    // Namespaces are the one way values outlive the scope that made them: they hold data only, so no macro or
+    // call-block caller (which refers to its scope) can be called after that scope has ended.
     if (v.is_namespace()) fail("a namespace cannot hold another namespace");
+    if (v.is_callable()) fail("a namespace cannot hold a macro or function");
     check_depth(v);
     ns.as_namespace().attrs.set(s.name, std::move(v));
     return;
@@ -389,7 +392,9 @@ Value Interpreter::eval(const Expr& e) {
       List items;
       for (const auto& x : e.items) {
         items.push_back(eval(*x));
-        if (items.back().is_namespace()) fail("a list cannot hold a namespace");
+        if (items.back().is_namespace() || items.back().is_callable()) {
+          fail(std::string("a list cannot hold a ") + items.back().type_name());
+        }
       }
       Value v = Value::list(std::move(items), e.kind == Expr::Kind::tuple);
       check_depth(v);
@@ -403,7 +408,7 @@ Value Interpreter::eval(const Expr& e) {
           fail(std::string("unhashable type: '") + k.type_name() + "'");
         }
         Value v = eval(*e.items[i + 1]);
-        if (v.is_namespace()) fail("a dict cannot hold a namespace");
+        if (v.is_namespace() || v.is_callable()) fail(std::string("a dict cannot hold a ") + v.type_name());
         d.set(std::move(k), std::move(v));
       }
       Value v = Value::dict(std::move(d));
