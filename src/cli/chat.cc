@@ -83,8 +83,10 @@ int run_chat(const std::vector<std::string>& args) {
   std::string system;
   for (size_t i = 0; i < args.size(); ++i) {
     if (parse_generation_flag(args, i, flags)) continue;
-    if (args[i] == "--system" && i + 1 < args.size()) system = args[++i];
-    else if (args[i] == "-h" || args[i] == "--help") throw ArgumentError("chat: help requested\n" + usage());
+    if (args[i] == "--system") {
+      if (i + 1 >= args.size()) throw ArgumentError("--system: needs a value");
+      system = args[++i];
+    } else if (args[i] == "-h" || args[i] == "--help") throw ArgumentError("chat: help requested\n" + usage());
     else throw ArgumentError("chat: unknown option '" + args[i] + "'\n" + usage());
   }
   if (flags.model.empty()) throw ArgumentError("chat: -m DIR is required\n" + usage());
