@@ -120,6 +120,60 @@ class Model:
                         temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
                         repetition_penalty=repetition_penalty, seed=seed, stop=stop, stream=stream, **kwargs)
 
+    @property
+    def chat_template(self):
+        """(template source, special-token strings) from the directory's chat_template.jinja or
+        tokenizer_config.json, or None when it has no chat template."""
+        if not hasattr(self, "_chat_template"):
+            from .chat import load_chat_template
+            self._chat_template = load_chat_template(self.directory)
+        return self._chat_template
+
+    def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=False, **kwargs):
+        """The checkpoint's chat template applied to ``messages``, as transformers' tokenizer method: text, or with
+        ``tokenize=True`` its token ids (no special tokens added: the template writes BOS itself). kwargs become
+        template variables (tools, documents, enable_thinking, ...) and override the special-token strings."""
+        from .chat import apply_chat_template
+        if self.chat_template is None:
+            raise ValueError(f"{self.directory}: no chat template (neither chat_template.jinja nor a "
+                             "\"chat_template\" in tokenizer_config.json)")
+        source, special = self.chat_template
+        if kwargs.get("tools") is not None:  # transformers picks a "tool_use" template when there is one
+            from .chat import load_chat_template
+            try:
+                source, special = load_chat_template(self.directory, "tool_use")
+            except ValueError:
+                pass
+        text = apply_chat_template(source, messages, add_generation_prompt, **{**special, **kwargs})
+        if not tokenize:
+            return text
+        if self.tokenizer is None:
+            raise ValueError("tokenize: the model directory has no tokenizer.json")
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def chat(self, messages, max_new_tokens=256, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
+             repetition_penalty=1.0, seed=0, stop=None, stream=None, eos_token_id=None, **template_kwargs):
+        """The assistant's reply to ``messages`` (a list of {"role", "content"} dicts) as text.
+
+        The conversation goes through the checkpoint's chat template with the assistant header added; the reply
+        ends at EOS or at the template's end-of-turn token (<|im_end|>, <|eot_id|>, ...). ``stream`` gets each
+        new piece of text. template_kwargs become template variables.
+        """
+        from .generate import generate
+        ids = self.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **template_kwargs)
+        if eos_token_id is None:
+            source, special = self.chat_template
+            eos = set(_core.load_eos_token_ids(self.directory)) | set(self.tokenizer.eos_token_ids)
+            eos |= set(_core.end_of_turn_ids(source, special, self.tokenizer._native))
+            eos_token_id = sorted(eos)
+        out = generate(self, self.tokenizer, ids, max_new_tokens=max_new_tokens, temperature=temperature,
+                       top_k=top_k, top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed,
+                       stop=stop, stream=stream, eos_token_id=eos_token_id)
+        ends = {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
+        if out and out[-1] in ends:
+            out = out[:-1]
+        return self.tokenizer.decode(out, skip_special_tokens=True)
+
     def trace(self, ids):
         """What each layer computed for `ids` run as a fresh sequence (explainer hook; short prompts).
 

@@ -45,5 +45,6 @@ void bind_runtime(nb::module_& m);
 void bind_engine(nb::module_& m);
 void bind_explain(nb::module_& m);
 void bind_quant(nb::module_& m);
+void bind_chat(nb::module_& m);
 
 }  // namespace attnzoo::py

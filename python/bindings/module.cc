@@ -33,4 +33,5 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_engine(m);
   attnzoo::py::bind_explain(m);
   attnzoo::py::bind_quant(m);
+  attnzoo::py::bind_chat(m);
 }

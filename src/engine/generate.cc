@@ -13,6 +13,7 @@ const char* stop_reason_name(StopReason r) {
     case StopReason::max_new_tokens: return "max_new_tokens";
     case StopReason::eos: return "eos";
     case StopReason::stop_string: return "stop_string";
+    case StopReason::cancelled: return "cancelled";
   }
   return "?";
 }
@@ -73,6 +74,10 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
     }
     if (int64_t(result.tokens.size()) >= options.max_new_tokens) {
       result.reason = StopReason::max_new_tokens;
+      break;
+    }
+    if (options.cancel && options.cancel()) {
+      result.reason = StopReason::cancelled;
       break;
     }
     t0 = std::chrono::steady_clock::now();

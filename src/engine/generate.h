@@ -36,9 +36,10 @@ struct GenerationOptions {
   int64_t max_new_tokens = 128;
   std::vector<int32_t> eos_token_ids;  // see load_eos_token_ids
   std::vector<std::string> stop;       // stop strings: need a TextStream
+  std::function<bool()> cancel;        // polled before each decode step: true ends generation (an interrupt)
 };
 
-enum class StopReason { max_new_tokens, eos, stop_string };
+enum class StopReason { max_new_tokens, eos, stop_string, cancelled };
 const char* stop_reason_name(StopReason r);
 
 struct GenerationResult {
