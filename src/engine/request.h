@@ -1,0 +1,83 @@
+#pragma once
+// What a client asks the serving engine for (a Request: prompt ids and RequestParams) and what comes back while
+// it runs (RequestOutput, streamed step by step). The names follow vLLM / OpenAI: max_tokens, n, stop,
+// stop_token_ids, ignore_eos, logprobs / top_logprobs, finish_reason "stop" / "length" / "abort".
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace attnzoo {
+
+using EngineClock = std::chrono::steady_clock;
+
+struct RequestParams {
+  // Temperature, top-k / top-p / min-p, the three penalties and the seed. Sample i of n draws from its own
+  // generator seeded with sampling.seed + i, so a seeded request gives the same tokens however it is batched.
+  SamplingParams sampling;
+  int64_t max_tokens = 16;               // new tokens per sample (the model's context may end it sooner: "length")
+  int64_t n = 1;                         // samples; they share the prompt's blocks (forked after its prefill)
+  std::vector<std::string> stop;         // stop strings (need the engine's tokenizer); the text ends before one
+  std::vector<int32_t> stop_token_ids;   // end a sample like EOS (the id counts as generated, its text is not shown)
+  bool ignore_eos = false;               // keep going past the model's EOS ids (stop_token_ids still stop)
+  bool logprobs = false;                 // report the chosen token's log-probability
+  int64_t top_logprobs = 0;              // and this many most likely alternatives (needs logprobs)
+
+  // ArgumentError naming the field: max_tokens < 1, n < 1, top_logprobs < 0 or without logprobs, empty stop
+  // strings, and whatever SamplingParams::validate rejects.
+  void validate() const;
+};
+
+struct Request {
+  std::vector<int32_t> prompt;  // token ids (a chat template, if any, is already applied)
+  RequestParams params;
+};
+
+enum class FinishReason { stop, length, abort, error };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;  // log-softmax of the model's raw logits (before penalties and temperature), as vLLM reports
+};
+
+// What one sample (index in [0, n)) produced since the previous output of its request.
+struct SampleDelta {
+  int64_t index = 0;
+  std::vector<int32_t> token_ids;       // new tokens (an EOS / stop token that ended the sample is included)
+  std::vector<EngineClock::time_point> token_times;  // when each new token was sampled (for inter-token latency)
+  std::string text;                     // new text: whole UTF-8 characters; text that may begin a stop string is
+                                        // held back until the next token settles it; special tokens left out
+  std::vector<TokenLogprob> logprobs;   // one per new token when params.logprobs
+  std::vector<std::vector<TokenLogprob>> top_logprobs;  // per new token, the top_logprobs most likely, best first
+  std::optional<FinishReason> finish_reason;            // set once, on the sample's last delta
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;  // over all samples
+  int64_t cached_tokens = 0;      // prompt tokens the prefix cache supplied (first prefill)
+};
+
+// One call of the request's callback: what some of its samples produced in one engine step.
+struct RequestOutput {
+  uint64_t request_id = 0;
+  std::vector<SampleDelta> samples;  // only samples with news
+  bool finished = false;             // every sample has finished; this is the request's last output
+  std::string error;                 // finish_reason error: why (the request's sequences were dropped)
+  Usage usage;                       // running totals
+  EngineClock::time_point arrival;   // add_request was called
+  std::optional<EngineClock::time_point> first_token;  // the first token of any sample was sampled
+  std::optional<EngineClock::time_point> finish;       // set on the last output
+  int64_t preemptions = 0;           // how often the request was preempted (and recomputed) so far
+};
+
+// Called on the engine thread after each step that produced something for the request, in order, and once more
+// with finished = true. It must not block (hand the output to a queue: see OutputQueue).
+using OutputCallback = std::function<void(RequestOutput&&)>;
+
+}  // namespace attnzoo
