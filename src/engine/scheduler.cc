@@ -1,0 +1,532 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "engine/logprobs.h"
+#include "models/model.h"
+#include "tokenizer/stream_decoder.h"
+
+namespace attnzoo {
+
+struct Scheduler::Sample {
+  int64_t index = 0;
+  std::vector<int32_t> tokens;  // prompt + generated: what a recompute re-prefills
+  int64_t generated = 0;
+  std::unique_ptr<Sequence> seq;  // null while waiting (or finished)
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<tok::StreamDecoder> decoder;
+  std::unique_ptr<StopStringMatcher> matcher;
+  bool finished = false, stopped_by_text = false;
+  SampleDelta delta;  // news since the last output
+
+  int64_t remaining() const { return int64_t(tokens.size()) - (seq ? seq->length() : 0); }
+  bool has_news() const { return !delta.token_ids.empty() || !delta.text.empty() || delta.finish_reason; }
+};
+
+struct Scheduler::RequestState {
+  uint64_t id = 0;
+  Request request;
+  OutputCallback on_output;
+  EngineClock::time_point arrival;
+  std::optional<EngineClock::time_point> first_token;
+  // One sample until the prompt's prefill completes, then n (forked from the first).
+  std::vector<std::unique_ptr<Sample>> samples;
+  bool forked = false;
+  bool running = false;
+  bool admitted_before = false;
+  Usage usage;
+  int64_t preemptions = 0;
+  std::string error;
+
+  bool done() const {
+    if (!forked) return samples[0]->finished;
+    for (const auto& s : samples)
+      if (!s->finished) return false;
+    return true;
+  }
+  // Sequences it holds or will hold once forked.
+  int64_t sequences() const {
+    int64_t k = 0;
+    for (const auto& s : samples) k += s->finished ? 0 : 1;
+    return forked ? k : request.params.n;
+  }
+};
+
+Scheduler::Scheduler(const Model& model, std::shared_ptr<const tok::Tokenizer> tokenizer, EngineOptions options)
+    : model_(model), tokenizer_(std::move(tokenizer)), options_(std::move(options)) {
+  options_.validate();
+  max_model_len_ = options_.max_model_len > 0 ? options_.max_model_len : model_.info().max_position_embeddings;
+  eos_ = options_.eos_token_ids;
+  if (eos_.empty() && tokenizer_) eos_ = tokenizer_->eos_token_ids();
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::check(const Request& request) const {
+  const auto& p = request.params;
+  p.validate();
+  const int64_t P = int64_t(request.prompt.size()), V = model_.info().vocab_size;
+  require(P > 0, "prompt", "is empty: generation needs at least one token to condition on");
+  for (int32_t id : request.prompt)
+    require(id >= 0 && id < V, "prompt",
+            "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  require(p.stop.empty() || tokenizer_ != nullptr, "stop", "stop strings need the engine to have a tokenizer");
+  require(p.n <= options_.max_num_seqs, "n",
+          std::to_string(p.n) + " samples exceed max_num_seqs " + std::to_string(options_.max_num_seqs));
+  if (max_model_len_ > 0)
+    require(P + p.max_tokens <= max_model_len_, "prompt",
+            std::to_string(P) + " tokens + max_tokens " + std::to_string(p.max_tokens) + " exceed max_model_len " +
+                std::to_string(max_model_len_));
+  const MemoryPool& pool = model_.pool();
+  const PoolStats st = pool.stats();
+  if (pool.has_state())
+    require(p.n <= st.state_slots, "n",
+            std::to_string(p.n) + " samples need as many state slots; the pool has " + std::to_string(st.state_slots));
+  if (pool.has_paged()) {
+    // The last sampled token is never written: a sample holds prompt + max_tokens - 1 tokens at most; samples
+    // share the prompt's full blocks.
+    const int64_t B = pool.block_tokens();
+    const int64_t shared = P / B, own = (P + p.max_tokens - 1 + B - 1) / B - shared;
+    const int64_t need = shared + p.n * own;
+    require(need <= st.num_blocks, "prompt",
+            std::to_string(P) + " tokens + max_tokens " + std::to_string(p.max_tokens) + " x n " +
+                std::to_string(p.n) + " need " + std::to_string(need) + " blocks of " + std::to_string(B) +
+                " tokens; the whole memory pool has " + std::to_string(st.num_blocks));
+  }
+}
+
+std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r, int64_t index) const {
+  auto s = std::make_unique<Sample>();
+  s->index = index;
+  s->delta.index = index;
+  SamplingParams sp = r.request.params.sampling;
+  sp.seed += uint64_t(index);
+  s->sampler = std::make_unique<Sampler>(sp);
+  if (tokenizer_) s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, /*skip_special_tokens=*/true);
+  s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
+  return s;
+}
+
+void Scheduler::add(uint64_t id, Request request, OutputCallback on_output, EngineClock::time_point arrival) {
+  auto r = std::make_unique<RequestState>();
+  r->id = id;
+  r->request = std::move(request);
+  r->on_output = std::move(on_output);
+  r->arrival = arrival;
+  r->forked = r->request.params.n == 1;
+  r->usage.prompt_tokens = int64_t(r->request.prompt.size());
+  auto s = make_sample(*r, 0);
+  s->tokens = r->request.prompt;
+  r->samples.push_back(std::move(s));
+  waiting_.push_back(std::move(r));
+}
+
+int64_t Scheduler::live_sequences() const {
+  int64_t k = 0;
+  for (const auto& r : running_) k += r->sequences();
+  return k;
+}
+
+bool Scheduler::fits(std::vector<Planned>& planned, Sample& sample, int64_t num_tokens) const {
+  std::vector<Sequence*> seqs;
+  std::vector<int64_t> counts;
+  for (const auto& p : planned) {
+    seqs.push_back(p.sample->seq.get());
+    counts.push_back(p.num_tokens);
+  }
+  seqs.push_back(sample.seq.get());
+  counts.push_back(num_tokens);
+  return model_.pool().blocks_needed(seqs, counts) <= model_.pool().stats().free_blocks;
+}
+
+void Scheduler::preempt(RequestState& r, std::vector<Planned>& planned, int64_t& budget) {
+  for (auto it = planned.begin(); it != planned.end();) {
+    if (it->request == &r) {
+      budget += it->num_tokens;
+      it = planned.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& s : r.samples) s->seq.reset();
+  r.running = false;
+  ++r.preemptions;
+  ++counters_.preemptions;
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if (it->get() == &r) {
+      waiting_.push_front(std::move(*it));
+      running_.erase(it);
+      break;
+    }
+  }
+}
+
+void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget, StepReport& report) {
+  std::vector<RequestState*> order;
+  for (auto& r : running_) order.push_back(r.get());
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool decode_pass = pass == 0;
+    for (RequestState* r : order) {
+      for (size_t i = 0; i < r->samples.size() && r->running; ++i) {
+        Sample& s = *r->samples[i];
+        if (s.finished || !s.seq) continue;
+        const int64_t rem = s.remaining();
+        if (decode_pass != (rem == 1)) continue;
+        int64_t n = std::min(rem, budget);
+        if (!decode_pass && !options_.enable_chunked_prefill && rem > budget) {
+          if (!planned.empty()) continue;
+          n = rem;
+        }
+        if (n <= 0) continue;
+        if (!decode_pass && !fits(planned, s, n)) {
+          // A smaller chunk that fits keeps the prompt's progress; preempt only when not even one token fits.
+          int64_t lo = 0, hi = n;
+          while (hi - lo > 1) {
+            const int64_t mid = (lo + hi) / 2;
+            (fits(planned, s, mid) ? lo : hi) = mid;
+          }
+          if (lo > 0 && options_.enable_chunked_prefill) n = lo;
+        }
+        while (!fits(planned, s, n)) {
+          RequestState* victim = nullptr;
+          for (auto it = running_.rbegin(); it != running_.rend(); ++it)
+            if ((*it)->running) {
+              victim = it->get();
+              break;
+            }
+          report.preempted.push_back(victim->id);
+          preempt(*victim, planned, budget);
+          if (victim == r) break;
+        }
+        if (!r->running) break;
+        planned.push_back({r, &s, n});
+        budget -= n;
+      }
+    }
+  }
+}
+
+void Scheduler::admit_waiting(std::vector<Planned>& planned, int64_t& budget, StepReport& report) {
+  MemoryPool& pool = model_.pool();
+  int64_t reserved_slots = 0;  // state slots the unforked running requests will take when they fork
+  for (const auto& r : running_)
+    if (!r->forked) reserved_slots += r->request.params.n - 1;
+  while (!waiting_.empty() && budget > 0) {
+    RequestState& r = *waiting_.front();
+    const int64_t need_seqs = r.sequences();
+    if (live_sequences() + need_seqs > options_.max_num_seqs) break;
+    if (pool.has_state() && pool.stats().free_state_slots - reserved_slots < need_seqs) break;
+    std::vector<Planned> tentative;
+    int64_t left = budget;
+    bool ok = true;
+    for (auto& sp : r.samples) {
+      Sample& s = *sp;
+      if (s.finished) continue;
+      try {
+        s.seq = model_.new_sequence();
+      } catch (const PoolExhausted&) {
+        ok = false;
+        break;
+      }
+      if (pool.options().prefix_caching) pool.attach_cached_prefix(*s.seq, s.tokens);
+      const int64_t rem = s.remaining();
+      int64_t n = std::min(rem, left);
+      if (!options_.enable_chunked_prefill && rem > left) {
+        if (!planned.empty() || !tentative.empty()) {
+          ok = false;
+          break;
+        }
+        n = rem;
+      }
+      if (n <= 0) continue;
+      std::vector<Planned> all = planned;
+      all.insert(all.end(), tentative.begin(), tentative.end());
+      if (!fits(all, s, n)) {
+        ok = false;
+        break;
+      }
+      tentative.push_back({&r, &s, n});
+      left -= n;
+    }
+    if (!ok) {
+      for (auto& s : r.samples) s->seq.reset();
+      break;
+    }
+    for (auto& s : r.samples) {
+      if (!s->seq) continue;
+      counters_.prefix_cache_queries += int64_t(s->tokens.size());
+      counters_.prefix_cache_hits += s->seq->cached_tokens();
+    }
+    if (!r.admitted_before) r.usage.cached_tokens = r.samples[0]->seq->cached_tokens();
+    r.admitted_before = true;
+    r.running = true;
+    if (!r.forked) reserved_slots += r.request.params.n - 1;
+    planned.insert(planned.end(), tentative.begin(), tentative.end());
+    budget = left;
+    report.admitted.push_back(r.id);
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+std::vector<Scheduler::Planned> Scheduler::plan(StepReport& report) {
+  std::vector<Planned> planned;
+  int64_t budget = options_.max_num_batched_tokens;
+  schedule_running(planned, budget, report);
+  // vLLM: a step that had to preempt admits nobody (the pool is short already).
+  if (report.preempted.empty()) admit_waiting(planned, budget, report);
+  return planned;
+}
+
+StepReport Scheduler::step() {
+  StepReport report;
+  std::vector<Planned> planned = plan(report);
+  if (planned.empty() && running_.empty() && !waiting_.empty()) {
+    // Nothing runs and the first waiting request cannot start even in an empty pool.
+    std::unique_ptr<RequestState> r = std::move(waiting_.front());
+    waiting_.pop_front();
+    fail(*r, "the memory pool cannot hold this request's next step even with nothing else running");
+    deliver(*r);
+    return report;
+  }
+  for (const auto& p : planned) {
+    report.chunks.push_back({p.request->id, p.sample->index, p.num_tokens, p.sample->remaining() == 1 && p.sample->generated > 0});
+    report.num_tokens += p.num_tokens;
+  }
+  if (!planned.empty()) run(planned, report);
+  for (auto& r : running_) deliver(*r);
+  retire_finished();
+  return report;
+}
+
+void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
+  Batch batch;
+  std::vector<int64_t> rows;
+  std::vector<int64_t> row_of(planned.size(), -1);
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Planned& p = planned[i];
+    const int64_t from = p.sample->seq->length();
+    batch.add(*p.sample->seq, std::span<const int32_t>(p.sample->tokens).subspan(size_t(from), size_t(p.num_tokens)));
+    if (from + p.num_tokens == int64_t(p.sample->tokens.size())) {
+      row_of[i] = int64_t(rows.size());
+      rows.push_back(batch.num_tokens() - 1);
+    }
+  }
+  // An empty span would ask for every row: a step of prefill chunks only asks for one and ignores it.
+  if (rows.empty()) rows.push_back(0);
+  std::vector<float> logits;
+  try {
+    logits = model_.forward(batch, rows);
+  } catch (const PoolExhausted&) {
+    // Planning checked the pool; reaching here means the pool changed under us. Nothing was written: preempt
+    // the newest request and let the next step re-plan.
+    std::vector<Planned> none;
+    int64_t budget = 0;
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+      report.preempted.push_back((*it)->id);
+      preempt(**it, none, budget);
+      break;
+    }
+    return;
+  } catch (const std::exception& e) {
+    for (const auto& p : planned) {
+      if (!p.request->done()) fail(*p.request, std::string("forward pass failed: ") + e.what());
+    }
+    return;
+  }
+  const auto now = EngineClock::now();
+  ++counters_.steps;
+  const int64_t V = model_.info().vocab_size;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Planned& p = planned[i];
+    const bool decode = p.num_tokens == 1 && p.sample->generated > 0;
+    if (!decode) counters_.prompt_tokens += p.num_tokens;
+    if (row_of[i] < 0 || p.sample->finished) continue;
+    const float* row = logits.data() + row_of[i] * V;
+    RequestState& r = *p.request;
+    if (!r.forked) {
+      fork_samples(r);
+      if (r.done()) continue;  // forking failed
+      for (auto& s : r.samples)
+        if (!s->finished) sample_next(r, *s, row, now);
+    } else {
+      sample_next(r, *p.sample, row, now);
+    }
+  }
+}
+
+void Scheduler::fork_samples(RequestState& r) {
+  Sample& first = *r.samples[0];
+  try {
+    for (int64_t i = 1; i < r.request.params.n; ++i) {
+      auto s = make_sample(r, i);
+      s->tokens = first.tokens;
+      s->seq = model_.fork(*first.seq);
+      r.samples.push_back(std::move(s));
+    }
+  } catch (const std::exception& e) {
+    r.samples.resize(1);
+    r.forked = true;
+    fail(r, std::string("forking the prompt's sequence failed: ") + e.what());
+    return;
+  }
+  r.forked = true;
+}
+
+void Scheduler::sample_next(RequestState& r, Sample& s, const float* logits, EngineClock::time_point now) {
+  const auto& params = r.request.params;
+  const int64_t V = model_.info().vocab_size;
+  const std::span<const float> row(logits, size_t(V));
+  int32_t token;
+  try {
+    token = s.sampler->sample(row, s.tokens);
+  } catch (const std::exception& e) {
+    fail(r, std::string("sampling failed: ") + e.what());
+    return;
+  }
+  if (params.logprobs) {
+    RowLogprobs lp = row_logprobs(row, token, params.top_logprobs);
+    s.delta.logprobs.push_back({token, lp.chosen});
+    s.delta.top_logprobs.push_back(std::move(lp.top));
+  }
+  s.tokens.push_back(token);
+  ++s.generated;
+  ++counters_.generation_tokens;
+  ++r.usage.completion_tokens;
+  if (!r.first_token) r.first_token = now;
+  s.delta.token_ids.push_back(token);
+  s.delta.token_times.push_back(now);
+
+  std::optional<FinishReason> reason;
+  const bool eos = !params.ignore_eos && std::find(eos_.begin(), eos_.end(), token) != eos_.end();
+  const bool stop_id = std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), token) !=
+                       params.stop_token_ids.end();
+  if (eos || stop_id) {
+    reason = FinishReason::stop;
+  } else if (s.decoder) {
+    const auto step = s.matcher->push(s.decoder->push(token));
+    s.delta.text += step.text;
+    if (step.stopped) {
+      s.stopped_by_text = true;
+      reason = FinishReason::stop;
+    }
+  }
+  if (!reason && (s.generated >= params.max_tokens || (max_model_len_ > 0 && int64_t(s.tokens.size()) >= max_model_len_)))
+    reason = FinishReason::length;
+  if (reason) finish_sample(r, s, *reason);
+}
+
+void Scheduler::finish_sample(RequestState&, Sample& s, FinishReason reason) {
+  if (s.decoder && !s.stopped_by_text && reason != FinishReason::abort && reason != FinishReason::error) {
+    const auto step = s.matcher->push(s.decoder->finish());
+    s.delta.text += step.text;
+    if (step.stopped)
+      reason = FinishReason::stop;
+    else
+      s.delta.text += s.matcher->flush();
+  }
+  s.finished = true;
+  s.delta.finish_reason = reason;
+  s.seq.reset();
+}
+
+void Scheduler::fail(RequestState& r, const std::string& why) {
+  r.error = why;
+  for (auto& s : r.samples)
+    if (!s->finished) finish_sample(r, *s, FinishReason::error);
+  ++counters_.failed_requests;
+}
+
+void Scheduler::deliver(RequestState& r) {
+  // A request that ends before it forked still reports every one of its n samples.
+  if (!r.forked && r.samples[0]->finished) {
+    const auto reason = r.samples[0]->delta.finish_reason;
+    for (int64_t i = 1; i < r.request.params.n; ++i) {
+      auto s = make_sample(r, i);
+      s->finished = true;
+      s->delta.finish_reason = reason;
+      r.samples.push_back(std::move(s));
+    }
+    r.forked = true;
+  }
+  RequestOutput out;
+  for (auto& s : r.samples) {
+    if (!s->has_news()) continue;
+    out.samples.push_back(std::move(s->delta));
+    s->delta = SampleDelta{};
+    s->delta.index = s->index;
+  }
+  out.finished = r.done();
+  if (out.samples.empty() && !out.finished) return;
+  out.request_id = r.id;
+  out.error = r.error;
+  out.usage = r.usage;
+  out.arrival = r.arrival;
+  out.first_token = r.first_token;
+  if (out.finished) out.finish = EngineClock::now();
+  out.preemptions = r.preemptions;
+  if (!r.on_output) return;
+  try {
+    r.on_output(std::move(out));
+  } catch (...) {
+    // A consumer's failure must not stop the engine; the request simply runs on unobserved.
+  }
+}
+
+void Scheduler::retire_finished() {
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->done()) {
+      if ((*it)->error.empty()) ++counters_.finished_requests;
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool Scheduler::abort(uint64_t id) {
+  auto end_it = [&](RequestState& r) {
+    for (auto& s : r.samples)
+      if (!s->finished) finish_sample(r, *s, FinishReason::abort);
+    ++counters_.aborted_requests;
+    deliver(r);
+  };
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if ((*it)->id == id) {
+      end_it(**it);
+      running_.erase(it);
+      return true;
+    }
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id == id) {
+      end_it(**it);
+      waiting_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Scheduler::abort_all() {
+  while (!running_.empty()) abort(running_.front()->id);
+  while (!waiting_.empty()) abort(waiting_.front()->id);
+}
+
+EngineStats Scheduler::stats() const {
+  EngineStats s = counters_;
+  s.running_requests = int64_t(running_.size());
+  s.waiting_requests = int64_t(waiting_.size());
+  s.running_sequences = 0;
+  for (const auto& r : running_)
+    for (const auto& x : r->samples) s.running_sequences += x->seq ? 1 : 0;
+  const PoolStats ps = model_.pool().stats();
+  s.num_blocks = ps.num_blocks;
+  s.free_blocks = ps.free_blocks;
+  s.kv_cache_usage = ps.num_blocks > 0 ? double(ps.num_blocks - ps.free_blocks) / double(ps.num_blocks) : 0.0;
+  return s;
+}
+
+}  // namespace attnzoo

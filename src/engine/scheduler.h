@@ -1,0 +1,102 @@
+#pragma once
+// Continuous batching over a model's memory pool (vLLM's scheduler, recompute policy). Every step re-forms the
+// batch: running sequences first, decodes before prefill chunks, then waiting requests are admitted in arrival
+// order while the step's token budget, the sequence cap and the pool allow. A prompt longer than what is left of
+// the budget is split across steps (chunked prefill). When the pool cannot hold a running sequence's next step,
+// the newest running request is preempted: its sequences are freed and it goes back to the front of the queue,
+// to be recomputed later (prompt + generated tokens re-prefilled; the prefix cache usually returns most of it).
+// n > 1 runs the prompt once and forks its sequence into n samples (shared blocks, copy on write).
+//
+// Single-threaded: the Engine runs it on its own thread; tests drive it step by step.
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <vector>
+
+#include "engine/engine_options.h"
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/stop.h"
+#include "state/sequence.h"
+
+namespace attnzoo {
+
+class Model;
+namespace tok {
+class Tokenizer;
+class StreamDecoder;
+}  // namespace tok
+
+// What one step ran (for tests and tracing).
+struct StepReport {
+  struct Chunk {
+    uint64_t request_id = 0;
+    int64_t sample = 0;
+    int64_t num_tokens = 0;
+    bool decode = false;  // one token after the sample's prompt was prefilled
+  };
+  std::vector<Chunk> chunks;
+  int64_t num_tokens = 0;
+  std::vector<uint64_t> preempted;  // requests preempted while planning this step
+  std::vector<uint64_t> admitted;   // requests that left the waiting queue this step
+};
+
+class Scheduler {
+ public:
+  Scheduler(const Model& model, std::shared_ptr<const tok::Tokenizer> tokenizer, EngineOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // ArgumentError for a request that could never run (see Engine::add_request).
+  void check(const Request& request) const;
+  // Queues a checked request.
+  void add(uint64_t id, Request request, OutputCallback on_output, EngineClock::time_point arrival);
+  // Frees the request's sequences and sends its last output (finish_reason abort). False if unknown / finished.
+  bool abort(uint64_t id);
+  void abort_all();
+
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  // Plans and runs one forward pass, samples, and calls the callbacks of requests with news.
+  StepReport step();
+
+  EngineStats stats() const;  // counters and queue sizes (pool numbers read from the pool)
+  const EngineOptions& options() const { return options_; }
+  int64_t max_model_len() const { return max_model_len_; }
+
+ private:
+  struct Sample;
+  struct RequestState;
+  struct Planned {
+    RequestState* request;
+    Sample* sample;
+    int64_t num_tokens;
+  };
+
+  std::vector<Planned> plan(StepReport& report);
+  bool fits(std::vector<Planned>& planned, Sample& sample, int64_t num_tokens) const;
+  void schedule_running(std::vector<Planned>& planned, int64_t& budget, StepReport& report);
+  void admit_waiting(std::vector<Planned>& planned, int64_t& budget, StepReport& report);
+  void preempt(RequestState& r, std::vector<Planned>& planned, int64_t& budget);
+  void run(const std::vector<Planned>& planned, StepReport& report);
+  void sample_next(RequestState& r, Sample& s, const float* logits, EngineClock::time_point now);
+  void fork_samples(RequestState& r);
+  void finish_sample(RequestState& r, Sample& s, FinishReason reason);
+  void fail(RequestState& r, const std::string& why);
+  void deliver(RequestState& r);
+  void retire_finished();
+  int64_t live_sequences() const;
+  std::unique_ptr<Sample> make_sample(const RequestState& r, int64_t index) const;
+
+  const Model& model_;
+  std::shared_ptr<const tok::Tokenizer> tokenizer_;
+  EngineOptions options_;
+  int64_t max_model_len_ = 0;
+  std::vector<int32_t> eos_;
+  std::list<std::unique_ptr<RequestState>> running_;  // admission order: the back is the newest
+  std::deque<std::unique_ptr<RequestState>> waiting_;  // arrival order; preempted requests return to the front
+  EngineStats counters_;
+};
+
+}  // namespace attnzoo
