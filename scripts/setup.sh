@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 STAMPS=.stamps
 mkdir -p "$STAMPS"
 
-APT_PACKAGES="g++ cmake ninja-build pkg-config libhwy-dev libgtest-dev libpcre2-dev libopenblas-dev python3-venv python3-dev chromium tmux"
+APT_PACKAGES="g++ cmake ninja-build pkg-config libhwy-dev libgtest-dev libpcre2-dev libopenblas-dev libcpp-httplib-dev python3-venv python3-dev chromium tmux"
 need_apt=0
 for p in $APT_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt=1

@@ -1,4 +1,4 @@
-// `attnzoo bench kernels [--quick] [--json] [--no-torch]` (and `bench model -m DIR ...`, which is Python only).
+// `attnzoo bench kernels [--quick] [--json] [--no-torch]` (and `bench model` / `bench serve`, Python only).
 // The full table compares our kernels with PyTorch on identical tensors, which needs both in one process: so
 // the CLI hands over to `python -m attnzoo.bench` when a Python that can import attnzoo (and torch) is around,
 // and prints the C++-only table otherwise.
@@ -21,7 +21,7 @@ struct BenchArgs {
 
 BenchArgs parse_bench_args(const std::vector<std::string>& args) {
   if (args.empty() || args[0] != "kernels")
-    throw ArgumentError("bench: expected 'kernels' or 'model' (usage: attnzoo bench kernels [--quick] [--json] "
+    throw ArgumentError("bench: expected 'kernels', 'model' or 'serve' (usage: attnzoo bench kernels [--quick] [--json] "
                         "[--no-torch] | attnzoo bench model -m DIR [--prompt N] [--gen N] [--json] ...)");
   BenchArgs b;
   for (size_t i = 1; i < args.size(); ++i) {
@@ -42,19 +42,20 @@ int run_cpp_table(const BenchArgs& b, const std::string& why) {
   return 0;
 }
 
-// `bench model -m DIR ...` loads and times a whole checkpoint; all of it lives in attnzoo.bench_model, which
-// parses (and reports errors in) the options itself.
-int run_bench_model(const std::vector<std::string>& args) {
+// `bench model -m DIR ...` loads and times a whole checkpoint (attnzoo.bench_model); `bench serve ...` is a load
+// generator against a running `attnzoo serve` (attnzoo.bench_serve). Both modules parse (and report errors in)
+// the options themselves.
+int run_python_bench(const std::vector<std::string>& args) {
+  const std::string module = "attnzoo.bench_" + args[0];
   export_child_environment();
-  if (const auto python = find_python("import attnzoo.bench_model", "attnzoo"))
-    exec_python_module(*python, "attnzoo.bench_model", args);
-  throw ArgumentError("bench model: needs a Python that can import attnzoo (set ATTNZOO_PYTHON)");
+  if (const auto python = find_python("import " + module, "attnzoo")) exec_python_module(*python, module, args);
+  throw ArgumentError("bench " + args[0] + ": needs a Python that can import attnzoo (set ATTNZOO_PYTHON)");
 }
 
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args, const char* argv0) {
-  if (!args.empty() && args[0] == "model") return run_bench_model(args);
+  if (!args.empty() && (args[0] == "model" || args[0] == "serve")) return run_python_bench(args);
   const BenchArgs b = parse_bench_args(args);
   export_child_environment();  // also applies ATTNZOO_TARGET before anything is measured here
   const char* import_code = b.no_torch ? "import attnzoo.bench" : "import torch, attnzoo.bench";

@@ -1,7 +1,6 @@
 #include "cli/generation_flags.h"
 
 #include <filesystem>
-#include <type_traits>
 
 #include "core/error.h"
 #include "engine/stop.h"
@@ -15,23 +14,6 @@ const char* kGenerationFlagsUsage =
     "         [--repetition-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
     "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...";
 
-namespace {
-
-template <typename T>
-T parse_number(const std::string& flag, const std::string& v) {
-  try {
-    size_t used = 0;
-    T out;
-    if constexpr (std::is_floating_point_v<T>) out = T(std::stod(v, &used));
-    else if constexpr (std::is_unsigned_v<T>) out = T(std::stoull(v, &used));
-    else out = T(std::stoll(v, &used));
-    if (used == v.size()) return out;
-  } catch (const std::exception&) {
-  }
-  throw ArgumentError(flag + ": expected a number, got '" + v + "'");
-}
-
-}  // namespace
 
 bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, GenerationFlags& a) {
   const std::string& s = args[i];

@@ -2,9 +2,12 @@
 // The flags `attnzoo generate` and `attnzoo chat` share: model, sampling, length, dtype, stop strings.
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "engine/generate.h"
 
 namespace attnzoo::cli {
@@ -20,6 +23,21 @@ struct GenerationFlags {
 };
 
 extern const char* kGenerationFlagsUsage;
+
+// `v` as a T, all of it; ArgumentError naming `flag` otherwise.
+template <typename T>
+T parse_number(const std::string& flag, const std::string& v) {
+  try {
+    size_t used = 0;
+    T out;
+    if constexpr (std::is_floating_point_v<T>) out = T(std::stod(v, &used));
+    else if constexpr (std::is_unsigned_v<T>) out = T(std::stoull(v, &used));
+    else out = T(std::stoll(v, &used));
+    if (used == v.size()) return out;
+  } catch (const std::exception&) {
+  }
+  throw ArgumentError(flag + ": expected a number, got '" + v + "'");
+}
 
 // Consumes args[i] (and its value, advancing i) when it is one of the shared flags; false when it is not.
 // Throws ArgumentError for a missing or malformed value.

@@ -28,6 +28,11 @@ void usage() {
       "  generate -m DIR -p TEXT [--chat]\n"
       "                          text generation (--chat: the prompt as a user message in the chat template)\n"
       "  chat -m DIR             interactive chat in the checkpoint's chat template, streamed\n"
+      "  serve -m DIR [--host 127.0.0.1] [--port 8000] [--max-num-seqs N] [--max-num-batched-tokens N]\n"
+      "        [--kv-cache-memory BYTES] [--kv-cache-dtype T] [--block-size N]\n"
+      "                          OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)\n"
+      "  bench serve --base-url URL [--num-prompts N] [--request-rate R] [--max-concurrency C] [--json]\n"
+      "                          load generator against a running server (TTFT, TPOT, ITL, throughput)\n"
       "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"
       "\n"
       "global options: --threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16");
@@ -51,6 +56,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return attnzoo::cli::run_inspect(args);
     if (cmd == "generate") return attnzoo::cli::run_generate(args);
     if (cmd == "chat") return attnzoo::cli::run_chat(args);
+    if (cmd == "serve") return attnzoo::cli::run_serve(args);
     if (cmd == "explain") return attnzoo::cli::run_explain(args, argv[0]);
     std::fprintf(stderr, "attnzoo: unknown command '%s'\n", cmd.c_str());
     usage();

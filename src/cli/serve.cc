@@ -1,0 +1,142 @@
+// attnzoo serve: the OpenAI-compatible HTTP server over the serving engine. It listens first (GET /health is
+// 503 while the model loads), prints "listening on http://HOST:PORT" (the port actually bound, for --port 0),
+// then "ready" once requests are taken; SIGINT / SIGTERM stop it (unfinished requests are aborted).
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <pthread.h>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/generation_flags.h"
+#include "core/error.h"
+#include "engine/chat_turns.h"
+#include "engine/engine.h"
+#include "loader/model_dir.h"
+#include "models/model.h"
+#include "server/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnzoo::cli {
+namespace {
+
+const char* kUsage =
+    "usage: attnzoo serve -m DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
+    "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
+    "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16]\n"
+    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--max-waiting-requests 256]\n"
+    "         [--max-n 16] [--max-body-bytes 4194304]";
+
+struct ServeArgs {
+  std::string model, dtype = "float32", kv_cache_dtype = "auto";
+  server::ServerOptions server;
+  EngineOptions engine;
+  std::optional<int64_t> kv_cache_memory, block_size;
+  bool prefix_caching = true;
+};
+
+ServeArgs parse_args(const std::vector<std::string>& args) {
+  ServeArgs a;
+  a.engine.max_waiting_requests = 256;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& s = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw ArgumentError(s + ": needs a value");
+      return args[++i];
+    };
+    auto integer = [&]() { return parse_number<int64_t>(s, value()); };
+    if (s == "-m" || s == "--model") a.model = value();
+    else if (s == "--host") a.server.host = value();
+    else if (s == "--port") a.server.port = int(integer());
+    else if (s == "--served-model-name") a.server.model_name = value();
+    else if (s == "--max-num-seqs") a.engine.max_num_seqs = integer();
+    else if (s == "--max-num-batched-tokens") a.engine.max_num_batched_tokens = integer();
+    else if (s == "--max-model-len") a.engine.max_model_len = integer();
+    else if (s == "--no-chunked-prefill") a.engine.enable_chunked_prefill = false;
+    else if (s == "--max-waiting-requests") a.engine.max_waiting_requests = integer();
+    else if (s == "--kv-cache-memory") a.kv_cache_memory = integer();
+    else if (s == "--kv-cache-dtype") a.kv_cache_dtype = value();
+    else if (s == "--block-size") a.block_size = integer();
+    else if (s == "--no-prefix-caching") a.prefix_caching = false;
+    else if (s == "--dtype") a.dtype = value();
+    else if (s == "--max-n") a.server.limits.max_n = integer();
+    else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
+    else if (s == "-h" || s == "--help") throw ArgumentError(std::string("serve: help requested\n") + kUsage);
+    else throw ArgumentError("serve: unknown option '" + s + "'\n" + kUsage);
+  }
+  if (a.model.empty()) throw ArgumentError(std::string("serve: -m DIR is required\n") + kUsage);
+  if (a.server.port < 0 || a.server.port > 65535) throw ArgumentError("--port: must be in [0, 65535]");
+  if (a.kv_cache_memory && *a.kv_cache_memory <= 0) throw ArgumentError("--kv-cache-memory: must be positive");
+  if (a.block_size && *a.block_size <= 0) throw ArgumentError("--block-size: must be positive");
+  if (a.server.limits.max_n < 1) throw ArgumentError("--max-n: must be at least 1");
+  if (a.server.max_body_bytes < 1024) throw ArgumentError("--max-body-bytes: must be at least 1024");
+  a.engine.validate();
+  if (a.server.model_name.empty()) a.server.model_name = std::filesystem::path(a.model).lexically_normal().filename();
+  if (a.server.model_name.empty()) a.server.model_name = a.model;
+  // Every admitted sequence may hold an HTTP thread while it streams, and so may every waiting request.
+  a.server.http_threads = int(a.engine.max_num_seqs + std::max<int64_t>(a.engine.max_waiting_requests, 16) + 8);
+  return a;
+}
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& args) {
+  ServeArgs a = parse_args(args);
+  // SIGINT / SIGTERM are taken by sigwait below: block them before any thread starts so all threads inherit the
+  // mask. A client that hangs up must not kill the process with SIGPIPE.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  const Config config = ModelFiles::read_config(a.model);
+  LoadOptions load = parse_load_dtype(a.dtype, config);
+  load.pool.kv_dtype = parse_kv_cache_dtype(a.kv_cache_dtype, load.pool.kv_dtype);
+  if (a.kv_cache_memory) load.pool.bytes = *a.kv_cache_memory;
+  if (a.block_size) load.pool.block_tokens = *a.block_size;
+  load.pool.prefix_caching = a.prefix_caching;
+  load.pool.max_sequences = std::max(load.pool.max_sequences, a.engine.max_num_seqs);
+
+  server::Server http(a.server);
+  const int port = http.bind();
+  std::printf("attnzoo serve: listening on http://%s:%d\n", a.server.host.c_str(), port);
+  std::fflush(stdout);
+  std::thread listener([&] { http.listen(); });
+
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<ChatFormat> chat;
+  try {
+    model = Model::load(a.model, load);
+    auto tokenizer = tok::Tokenizer::load(a.model);
+    try {
+      chat = std::make_unique<ChatFormat>(a.model, tokenizer);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "attnzoo serve: no chat template (%s): /v1/chat/completions answers 400\n", e.what());
+    }
+    engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
+    http.set_ready({engine.get(), tokenizer, chat.get()});
+  } catch (...) {
+    http.stop();
+    listener.join();
+    throw;
+  }
+  std::printf("attnzoo serve: ready (model %s, max_model_len %lld)\n", a.server.model_name.c_str(),
+              (long long)engine->max_model_len());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "attnzoo serve: signal %d, stopping\n", sig);
+  engine->stop();  // streams get their abort output and end
+  http.stop();
+  listener.join();
+  return 0;
+}
+
+}  // namespace attnzoo::cli

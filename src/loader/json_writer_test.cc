@@ -1,0 +1,85 @@
+#include "loader/json_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "loader/json.h"
+
+namespace attnzoo::json {
+namespace {
+
+TEST(JsonWriter, NestedValuesParseBack) {
+  Writer w;
+  w.begin_object()
+      .member("id", "cmpl-1")
+      .member("n", int64_t(-3))
+      .member("p", 0.1)
+      .member("ok", true)
+      .key("list")
+      .begin_array()
+      .value(1)
+      .null()
+      .begin_object()
+      .end_object()
+      .begin_array()
+      .end_array()
+      .end_array()
+      .end_object();
+  const std::string text = w.take();
+  EXPECT_EQ(text, R"({"id":"cmpl-1","n":-3,"p":0.1,"ok":true,"list":[1,null,{},[]]})");
+  const Value v = parse(text);
+  EXPECT_EQ(v.find("p")->as_double(), 0.1);
+  EXPECT_EQ(v.find("list")->as_array().size(), 4u);
+}
+
+TEST(JsonWriter, NumbersRoundTripAndNonFiniteIsNull) {
+  for (double d : {0.0, -0.5, 1e-300, 123456789.125, 1.0 / 3.0, -std::numeric_limits<double>::max()}) {
+    EXPECT_EQ(parse(number_text(d)).as_double(), d) << number_text(d);
+  }
+  EXPECT_EQ(number_text(std::nan("")), "null");
+  EXPECT_EQ(number_text(-std::numeric_limits<double>::infinity()), "null");
+  Writer w;
+  w.begin_array().value(std::numeric_limits<float>::infinity()).end_array();
+  EXPECT_EQ(w.take(), "[null]");
+}
+
+TEST(JsonWriter, StringsEscapedAndInvalidUtf8Replaced) {
+  std::string out;
+  append_string(out, std::string("a\"b\\c\n\t\x01\x7f", 10));
+  EXPECT_EQ(out, R"("a\"b\\c\n\t\u0001\u007f")");
+  EXPECT_EQ(parse(out).as_string(), std::string("a\"b\\c\n\t\x01\x7f", 10));
+  out.clear();
+  // é, 😀, then a lone continuation byte, a truncated 3-byte sequence, an overlong '/', and a surrogate.
+  append_string(out, "\xC3\xA9\xF0\x9F\x98\x80|\x80|\xE2\x82|\xC0\xAF|\xED\xA0\x80");
+  EXPECT_EQ(parse(out).as_string(),
+            "\xC3\xA9\xF0\x9F\x98\x80|\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD|"
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(JsonWriter, ParsedValueWrittenBackInSourceOrder) {
+  const std::string text = R"({"z":[1,2.5,"x",null,false],"a":{"k":1e3}})";
+  Writer w;
+  w.value(parse(text));
+  EXPECT_EQ(w.take(), R"({"z":[1,2.5,"x",null,false],"a":{"k":1000}})");
+}
+
+TEST(JsonWriter, MisuseIsALogicError) {
+  Writer w;
+  w.begin_object();
+  EXPECT_THROW(w.str(), std::logic_error);
+  EXPECT_THROW(w.value(1), std::logic_error);  // an object member needs its key first
+  Writer a;
+  a.begin_array();
+  EXPECT_THROW(a.key("k"), std::logic_error);
+  EXPECT_THROW(a.end_object(), std::logic_error);
+  Writer b;
+  b.value(1);
+  EXPECT_THROW(b.value(2), std::logic_error);
+}
+
+}  // namespace
+}  // namespace attnzoo::json

@@ -1,0 +1,212 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "engine/chat_turns.h"
+#include "loader/json_writer.h"
+#include "server/api_error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnzoo::server {
+namespace {
+
+using json::Value;
+
+const Value* field(const Value& body, const char* key) {
+  const Value* v = body.find(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+double number_field(const Value& v, const char* key, double lo, double hi) {
+  if (!v.is_number()) throw bad_request(std::string(key) + ": must be a number", key);
+  const double d = v.as_double();
+  if (!(d >= lo && d <= hi))
+    throw bad_request(std::string(key) + ": must be in [" + json::number_text(lo) + ", " + json::number_text(hi) +
+                          "], got " + json::number_text(d),
+                      key);
+  return d;
+}
+
+int64_t int_field(const Value& v, const char* key, int64_t lo, int64_t hi) {
+  if (!v.is_integer()) throw bad_request(std::string(key) + ": must be an integer", key);
+  const int64_t i = v.as_int();
+  if (i < lo || i > hi)
+    throw bad_request(std::string(key) + ": must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                          "], got " + std::to_string(i),
+                      key);
+  return i;
+}
+
+bool bool_field(const Value& v, const char* key) {
+  if (!v.is_bool()) throw bad_request(std::string(key) + ": must be true or false", key);
+  return v.as_bool();
+}
+
+std::vector<std::string> stop_strings(const Value& v) {
+  std::vector<std::string> out;
+  if (v.is_string()) {
+    out.push_back(v.as_string());
+  } else if (v.is_array()) {
+    for (const Value& s : v.as_array()) {
+      if (!s.is_string()) throw bad_request("stop: must be a string or a list of strings", "stop");
+      out.push_back(s.as_string());
+    }
+  } else {
+    throw bad_request("stop: must be a string or a list of strings", "stop");
+  }
+  for (const std::string& s : out)
+    if (s.empty()) throw bad_request("stop: empty stop strings are not allowed", "stop");
+  return out;
+}
+
+std::vector<int32_t> token_ids(const Value& v, const char* key, int64_t vocab) {
+  std::vector<int32_t> out;
+  for (const Value& id : v.as_array()) {
+    if (!id.is_integer() || id.as_int() < 0 || id.as_int() >= vocab)
+      throw bad_request(std::string(key) + ": token ids must be integers in [0, " + std::to_string(vocab) + ")", key);
+    out.push_back(int32_t(id.as_int()));
+  }
+  return out;
+}
+
+std::vector<int32_t> completion_prompt(const Value& body, const tok::Tokenizer& tokenizer) {
+  const Value* p = field(body, "prompt");
+  if (!p) throw bad_request("prompt: required", "prompt");
+  const Value* one = p;
+  // A list holding one prompt is the same request; several prompts in one call are not supported (send one
+  // request per prompt: the engine batches them anyway).
+  if (p->is_array() && p->as_array().size() == 1 && !p->as_array()[0].is_integer()) one = &p->as_array()[0];
+  if (one->is_string()) return tokenizer.encode(one->as_string(), /*add_special_tokens=*/true);
+  if (one->is_array() && !one->as_array().empty() && one->as_array()[0].is_integer())
+    return token_ids(*one, "prompt", int64_t(tokenizer.vocab_size()));
+  throw bad_request("prompt: must be a string or a list of token ids (one prompt per request)", "prompt");
+}
+
+std::string message_content(const Value& content) {
+  if (content.is_string()) return content.as_string();
+  if (!content.is_array()) throw bad_request("messages: content must be a string or a list of text parts", "messages");
+  std::string text;
+  for (const Value& part : content.as_array()) {
+    const Value* type = part.find("type");
+    const Value* t = part.find("text");
+    if (!type || !type->is_string() || type->as_string() != "text" || !t || !t->is_string())
+      throw bad_request("messages: only text content parts are supported", "messages");
+    text += t->as_string();
+  }
+  return text;
+}
+
+std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat) {
+  if (!chat) throw bad_request("this model has no chat template: use /v1/completions", "messages");
+  const Value* m = field(body, "messages");
+  if (!m || !m->is_array() || m->as_array().empty())
+    throw bad_request("messages: required, a non-empty list of {role, content}", "messages");
+  chat::List messages;
+  for (const Value& msg : m->as_array()) {
+    const Value* role = msg.find("role");
+    const Value* content = msg.find("content");
+    if (!role || !role->is_string()) throw bad_request("messages: every message needs a string role", "messages");
+    messages.push_back(ChatFormat::message(role->as_string(), content ? message_content(*content) : ""));
+  }
+  try {
+    return chat->prompt_ids(chat::Value::list(std::move(messages)), /*add_generation_prompt=*/true);
+  } catch (const std::exception& e) {  // raise_exception in the template, a render limit
+    throw bad_request(std::string("messages: the chat template refused them: ") + e.what(), "messages");
+  }
+}
+
+void sampling_fields(const Value& body, SamplingParams& s) {
+  if (const Value* v = field(body, "temperature")) s.temperature = float(number_field(*v, "temperature", 0, 2));
+  if (const Value* v = field(body, "top_p")) s.top_p = float(number_field(*v, "top_p", 1e-9, 1));
+  if (const Value* v = field(body, "top_k")) {
+    const int64_t k = int_field(*v, "top_k", -1, INT64_MAX);
+    s.top_k = k < 0 ? 0 : k;  // vLLM: -1 (or 0) turns it off
+  }
+  if (const Value* v = field(body, "min_p")) s.min_p = float(number_field(*v, "min_p", 0, 1));
+  if (const Value* v = field(body, "presence_penalty"))
+    s.presence_penalty = float(number_field(*v, "presence_penalty", -2, 2));
+  if (const Value* v = field(body, "frequency_penalty"))
+    s.frequency_penalty = float(number_field(*v, "frequency_penalty", -2, 2));
+  if (const Value* v = field(body, "repetition_penalty"))
+    s.repetition_penalty = float(number_field(*v, "repetition_penalty", 1e-6, 100));
+  if (const Value* v = field(body, "seed")) s.seed = uint64_t(int_field(*v, "seed", 0, INT64_MAX));
+}
+
+void logprob_fields(Endpoint endpoint, const Value& body, const ApiLimits& limits, RequestParams& p) {
+  if (endpoint == Endpoint::completions) {
+    // Completions: logprobs is the number of alternatives per token (0: only the chosen token's).
+    if (const Value* v = field(body, "logprobs")) {
+      p.logprobs = true;
+      p.top_logprobs = int_field(*v, "logprobs", 0, limits.max_top_logprobs);
+    }
+    return;
+  }
+  if (const Value* v = field(body, "logprobs")) p.logprobs = bool_field(*v, "logprobs");
+  if (const Value* v = field(body, "top_logprobs")) {
+    p.top_logprobs = int_field(*v, "top_logprobs", 0, limits.max_top_logprobs);
+    if (!p.logprobs && p.top_logprobs > 0) throw bad_request("top_logprobs: needs logprobs: true", "top_logprobs");
+  }
+}
+
+}  // namespace
+
+ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::Tokenizer& tokenizer,
+                         const ChatFormat* chat, const ApiLimits& limits) {
+  Value body;
+  try {
+    body = json::parse(text);
+  } catch (const json::ParseError& e) {
+    throw bad_request(std::string("malformed JSON body: ") + e.what());
+  }
+  if (!body.is_object()) throw bad_request("the body must be a JSON object");
+
+  ApiRequest r;
+  r.endpoint = endpoint;
+  if (const Value* v = field(body, "model")) {
+    if (!v->is_string()) throw bad_request("model: must be a string", "model");
+    r.model = v->as_string();
+  }
+  if (const Value* v = field(body, "stream")) r.stream = bool_field(*v, "stream");
+  if (const Value* v = field(body, "stream_options")) {
+    if (!v->is_object()) throw bad_request("stream_options: must be an object", "stream_options");
+    if (!r.stream) throw bad_request("stream_options: only allowed with stream: true", "stream_options");
+    if (const Value* u = field(*v, "include_usage")) r.include_usage = bool_field(*u, "stream_options.include_usage");
+  }
+
+  RequestParams& p = r.request.params;
+  sampling_fields(body, p.sampling);
+  if (const Value* v = field(body, "n")) p.n = int_field(*v, "n", 1, limits.max_n);
+  if (const Value* v = field(body, "stop")) p.stop = stop_strings(*v);
+  if (const Value* v = field(body, "stop_token_ids")) {
+    if (!v->is_array()) throw bad_request("stop_token_ids: must be a list of token ids", "stop_token_ids");
+    p.stop_token_ids = token_ids(*v, "stop_token_ids", int64_t(tokenizer.vocab_size()));
+  }
+  if (const Value* v = field(body, "ignore_eos")) p.ignore_eos = bool_field(*v, "ignore_eos");
+  logprob_fields(endpoint, body, limits, p);
+
+  r.request.prompt = endpoint == Endpoint::completions ? completion_prompt(body, tokenizer) : chat_prompt(body, chat);
+  if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");
+  if (endpoint == Endpoint::chat_completions)
+    for (int32_t id : chat->end_of_turn()) p.stop_token_ids.push_back(id);
+
+  // OpenAI's defaults: 16 new tokens for a completion; a chat answer may fill the context.
+  const Value* max_tokens = field(body, "max_tokens");
+  if (!max_tokens && endpoint == Endpoint::chat_completions) max_tokens = field(body, "max_completion_tokens");
+  const int64_t room = limits.max_model_len > 0 ? limits.max_model_len - int64_t(r.request.prompt.size()) : 0;
+  if (max_tokens) {
+    p.max_tokens = int_field(*max_tokens, "max_tokens", 1, limits.max_model_len > 0 ? limits.max_model_len : INT64_MAX);
+  } else if (endpoint == Endpoint::chat_completions && room > 0) {
+    p.max_tokens = room;
+  }
+  try {
+    p.validate();
+  } catch (const ArgumentError& e) {
+    throw bad_request(e.what());
+  }
+  return r;
+}
+
+}  // namespace attnzoo::server

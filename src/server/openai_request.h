@@ -1,0 +1,41 @@
+#pragma once
+// The body of POST /v1/completions and /v1/chat/completions read into what the engine needs. Every field is
+// checked here, naming it in the ApiError; the engine's own checks (context length, pool size) come later.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "loader/json.h"
+
+namespace attnzoo {
+class ChatFormat;
+namespace tok {
+class Tokenizer;
+}
+}  // namespace attnzoo
+
+namespace attnzoo::server {
+
+struct ApiLimits {
+  int64_t max_n = 16;            // samples per request
+  int64_t max_top_logprobs = 20;  // alternatives per token (OpenAI allows 20)
+  int64_t max_model_len = 0;     // the engine's; the default max_tokens of a chat request fills it
+};
+
+enum class Endpoint { completions, chat_completions };
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model;  // as the client named it ("" when absent)
+  Request request;    // prompt ids and engine parameters
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+};
+
+// Throws ApiError (400, naming the field) for malformed JSON, wrong types, values out of range; chat requests
+// need `chat` (a 400 says the model has no chat template otherwise).
+ApiRequest parse_request(Endpoint endpoint, const std::string& body, const tok::Tokenizer& tokenizer,
+                         const ChatFormat* chat, const ApiLimits& limits);
+
+}  // namespace attnzoo::server

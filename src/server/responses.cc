@@ -1,0 +1,180 @@
+#include "server/responses.h"
+
+#include "loader/json_writer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnzoo::server {
+namespace {
+
+using json::Writer;
+
+const char* object_name(Endpoint e, bool chunk) {
+  if (e == Endpoint::completions) return "text_completion";
+  return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+std::string token_text(const ResponseContext& ctx, int32_t id) {
+  const int32_t ids[1] = {id};
+  return ctx.tokenizer ? ctx.tokenizer->decode(ids) : std::to_string(id);
+}
+
+void header(Writer& w, const ResponseContext& ctx, bool chunk) {
+  w.member("id", ctx.id).member("object", object_name(ctx.endpoint, chunk)).member("created", ctx.created);
+  w.member("model", ctx.model);
+}
+
+void write_usage(Writer& w, const Usage& u) {
+  w.begin_object()
+      .member("prompt_tokens", u.prompt_tokens)
+      .member("completion_tokens", u.completion_tokens)
+      .member("total_tokens", u.prompt_tokens + u.completion_tokens);
+  w.key("prompt_tokens_details").begin_object().member("cached_tokens", u.cached_tokens).end_object();
+  w.end_object();
+}
+
+void write_bytes(Writer& w, const std::string& s) {
+  w.key("bytes").begin_array();
+  for (unsigned char c : s) w.value(int64_t(c));
+  w.end_array();
+}
+
+// Completions: {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}.
+void completion_logprobs(Writer& w, const ResponseContext& ctx, const std::vector<TokenLogprob>& chosen,
+                         const std::vector<std::vector<TokenLogprob>>& top, int64_t& offset) {
+  std::vector<std::string> texts;
+  for (const TokenLogprob& t : chosen) texts.push_back(token_text(ctx, t.token));
+  w.begin_object();
+  w.key("tokens").begin_array();
+  for (const std::string& s : texts) w.value(s);
+  w.end_array().key("token_logprobs").begin_array();
+  for (const TokenLogprob& t : chosen) w.value(t.logprob);
+  w.end_array().key("top_logprobs").begin_array();
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    w.begin_object();
+    std::vector<std::string> seen;
+    if (i < top.size())
+      for (const TokenLogprob& alt : top[i]) {
+        std::string s = token_text(ctx, alt.token);
+        bool dup = false;
+        for (const std::string& k : seen) dup = dup || k == s;
+        if (dup) continue;  // two ids with the same text: the likelier one (listed first) stands for both
+        w.member(s, alt.logprob);
+        seen.push_back(std::move(s));
+      }
+    w.end_object();
+  }
+  w.end_array().key("text_offset").begin_array();
+  for (const std::string& s : texts) {
+    w.value(offset);
+    offset += int64_t(s.size());
+  }
+  w.end_array().end_object();
+}
+
+// Chat: {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}.
+void chat_logprobs(Writer& w, const ResponseContext& ctx, const std::vector<TokenLogprob>& chosen,
+                   const std::vector<std::vector<TokenLogprob>>& top) {
+  w.begin_object().key("content").begin_array();
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const std::string s = token_text(ctx, chosen[i].token);
+    w.begin_object().member("token", s).member("logprob", chosen[i].logprob);
+    write_bytes(w, s);
+    w.key("top_logprobs").begin_array();
+    if (i < top.size())
+      for (const TokenLogprob& alt : top[i]) {
+        const std::string a = token_text(ctx, alt.token);
+        w.begin_object().member("token", a).member("logprob", alt.logprob);
+        write_bytes(w, a);
+        w.end_object();
+      }
+    w.end_array().end_object();
+  }
+  w.end_array().end_object();
+}
+
+void finish(Writer& w, const std::optional<FinishReason>& r) {
+  w.key("finish_reason");
+  if (r) w.value(finish_reason_name(*r));
+  else w.null();
+}
+
+}  // namespace
+
+void Choices::add(const SampleDelta& d) {
+  if (d.index < 0 || size_t(d.index) >= choices_.size()) return;
+  Choice& c = choices_[size_t(d.index)];
+  c.text += d.text;
+  c.logprobs.insert(c.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+  c.top_logprobs.insert(c.top_logprobs.end(), d.top_logprobs.begin(), d.top_logprobs.end());
+  if (d.finish_reason) c.finish_reason = d.finish_reason;
+}
+
+std::string full_response(const ResponseContext& ctx, const std::vector<Choice>& choices, const Usage& usage,
+                          bool logprobs) {
+  Writer w;
+  w.begin_object();
+  header(w, ctx, false);
+  w.key("choices").begin_array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const Choice& c = choices[i];
+    w.begin_object().member("index", int64_t(i));
+    if (ctx.endpoint == Endpoint::completions) {
+      w.member("text", c.text).key("logprobs");
+      int64_t offset = 0;
+      if (logprobs) completion_logprobs(w, ctx, c.logprobs, c.top_logprobs, offset);
+      else w.null();
+    } else {
+      w.key("message").begin_object().member("role", "assistant").member("content", c.text).end_object();
+      w.key("logprobs");
+      if (logprobs) chat_logprobs(w, ctx, c.logprobs, c.top_logprobs);
+      else w.null();
+    }
+    finish(w, c.finish_reason);
+    w.end_object();
+  }
+  w.end_array().key("usage");
+  write_usage(w, usage);
+  w.end_object();
+  return w.take();
+}
+
+StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs, bool include_usage)
+    : ctx_(ctx), logprobs_(logprobs), include_usage_(include_usage), started_(size_t(n)), text_offset_(size_t(n)) {}
+
+std::string StreamWriter::chunk(const SampleDelta& d) {
+  const size_t i = size_t(d.index);
+  Writer w;
+  w.begin_object();
+  header(w, ctx_, true);
+  w.key("choices").begin_array().begin_object().member("index", d.index);
+  if (ctx_.endpoint == Endpoint::completions) {
+    w.member("text", d.text).key("logprobs");
+    if (logprobs_) completion_logprobs(w, ctx_, d.logprobs, d.top_logprobs, text_offset_.at(i));
+    else w.null();
+  } else {
+    w.key("delta").begin_object();
+    if (!started_.at(i)) w.member("role", "assistant");
+    if (!d.text.empty() || !started_.at(i)) w.member("content", d.text);
+    w.end_object().key("logprobs");
+    if (logprobs_) chat_logprobs(w, ctx_, d.logprobs, d.top_logprobs);
+    else w.null();
+  }
+  started_.at(i) = true;
+  finish(w, d.finish_reason);
+  w.end_object().end_array();
+  if (include_usage_) w.key("usage").null();
+  w.end_object();
+  return event(w.take());
+}
+
+std::string StreamWriter::usage_chunk(const Usage& usage) const {
+  Writer w;
+  w.begin_object();
+  header(w, ctx_, true);
+  w.key("choices").begin_array().end_array().key("usage");
+  write_usage(w, usage);
+  w.end_object();
+  return event(w.take());
+}
+
+}  // namespace attnzoo::server

@@ -1,0 +1,65 @@
+#pragma once
+// OpenAI's response objects built from the engine's outputs: a whole completion / chat completion, or the
+// server-sent-event chunks of a stream (one per sample delta, then an optional usage chunk).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/openai_request.h"
+
+namespace attnzoo::tok {
+class Tokenizer;
+}
+
+namespace attnzoo::server {
+
+struct ResponseContext {
+  Endpoint endpoint = Endpoint::completions;
+  std::string id;  // "cmpl-N" / "chatcmpl-N"
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+  const tok::Tokenizer* tokenizer = nullptr;  // token strings of logprobs
+};
+
+// One choice gathered over all its deltas (the non-streamed response).
+struct Choice {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
+  std::optional<FinishReason> finish_reason;
+};
+
+class Choices {
+ public:
+  explicit Choices(int64_t n) : choices_(size_t(n)) {}
+  void add(const SampleDelta& delta);
+  const std::vector<Choice>& all() const { return choices_; }
+
+ private:
+  std::vector<Choice> choices_;
+};
+
+std::string full_response(const ResponseContext& ctx, const std::vector<Choice>& choices, const Usage& usage,
+                          bool logprobs);
+
+// Streaming: the SSE chunk for one delta (`first`: the choice's first chunk, where chat sends the role), and the
+// usage chunk that ends a stream with stream_options.include_usage. `text_offset` is the choice's text length
+// before this delta (completions' logprobs.text_offset); it is advanced.
+class StreamWriter {
+ public:
+  StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs, bool include_usage);
+  std::string chunk(const SampleDelta& delta);
+  std::string usage_chunk(const Usage& usage) const;
+  static std::string event(const std::string& json) { return "data: " + json + "\n\n"; }
+  static const char* done() { return "data: [DONE]\n\n"; }
+
+ private:
+  ResponseContext ctx_;
+  bool logprobs_, include_usage_;
+  std::vector<bool> started_;
+  std::vector<int64_t> text_offset_;
+};
+
+}  // namespace attnzoo::server
