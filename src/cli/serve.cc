@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
+#include "engine/stop.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
 #include "server/server.h"
@@ -114,6 +115,8 @@ int run_serve(const std::vector<std::string>& args) {
   try {
     model = Model::load(a.model, load);
     auto tokenizer = tok::Tokenizer::load(a.model);
+    // As `attnzoo generate`: the checkpoint's EOS ids (generation_config.json / config.json), else the tokenizer's.
+    if (a.engine.eos_token_ids.empty()) a.engine.eos_token_ids = load_eos_token_ids(a.model);
     try {
       chat = std::make_unique<ChatFormat>(a.model, tokenizer);
     } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "server/responses.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
 namespace {
@@ -127,7 +128,10 @@ struct Server::Handlers {
     w.begin_object().member("object", "list").key("data").begin_array();
     w.begin_object().member("id", options.model_name).member("object", "model").member("created", unix_seconds());
     w.member("owned_by", "attnzoo").member("root", options.model_name);
-    if (s) w.member("max_model_len", s->engine->max_model_len()).member("vocab_size", int64_t(s->tokenizer->vocab_size()));
+    if (s) {
+      w.member("max_model_len", s->engine->max_model_len());
+      w.member("vocab_size", int64_t(s->tokenizer->vocab_size()));  // attnzoo's: bench serve draws ids below it
+    }
     w.end_object().end_array().end_object();
     return w.take();
   }

@@ -1,0 +1,323 @@
+"""`attnzoo serve` driven by the official `openai` client, as users of vLLM's server drive it: completions and chat,
+streamed and not, n > 1, stop strings, logprobs, 32 concurrent streams, and the faults a public server meets
+(malformed and oversized bodies, over-long prompts, unknown models, clients that hang up mid-stream, a pool too
+small for every request at once).
+
+References: greedy (and seeded) outputs equal attnzoo's own single-sequence `Model.generate` / `Model.chat` on the
+same checkpoint, which the model tests check against transformers; logprobs equal log_softmax of
+`Model.forward`'s logits. The checkpoint is test_chat_cli's tiny random Llama with a trained byte-level BPE and a
+ChatML template. Servers run on 127.0.0.1 with an ephemeral port and are stopped by the fixtures."""
+import http.client
+import json
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+openai = pytest.importorskip("openai")
+pytest.importorskip("tokenizers")
+
+from attnzoo.model import Model  # noqa: E402
+from test_chat_cli import CLI, EOS, _tokenizer, _write_checkpoint, needs_cli  # noqa: E402
+
+pytestmark = needs_cli
+MAX_LEN = 512
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    tok = _tokenizer()
+    torch.manual_seed(1)
+    cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=MAX_LEN,
+                      bos_token_id=1, eos_token_id=EOS, tie_word_embeddings=False)
+    model = LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(4.0)  # peaked distributions: greedy answers are not ties between near-equal logits
+    path = tmp_path_factory.mktemp("serve_llama")
+    _write_checkpoint(path, model, tok)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def reference(checkpoint):
+    return Model.load(checkpoint)
+
+
+class ServerProcess:
+    def __init__(self, directory, *extra):
+        self.proc = subprocess.Popen([CLI, "serve", "-m", directory, "--port", "0", "--served-model-name", "tiny",
+                                      *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.port = None
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                line = self.lines.get(timeout=max(0.1, deadline - time.time()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if "listening on http://" in line:
+                self.port = int(line.rsplit(":", 1)[1])
+            if "ready" in line and self.port:
+                self.url = f"http://127.0.0.1:{self.port}"
+                return
+        self.stop()
+        raise RuntimeError("attnzoo serve did not become ready")
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)
+
+    def client(self):
+        return openai.OpenAI(base_url=self.url + "/v1", api_key="none", max_retries=0, timeout=60)
+
+    def raw(self, method, path, body=None, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+
+    def metrics(self):
+        """{sample name with its labels other than model_name: value}, e.g. 'vllm:num_requests_running'."""
+        status, text = self.raw("GET", "/metrics")
+        assert status == 200
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                name = re.sub(r'\{?model_name="tiny",?', "{", name).replace("{}", "").replace("{{", "{")
+                out[name] = float(value)
+        return out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint):
+    s = ServerProcess(checkpoint, "--max-num-seqs", "48", "--max-body-bytes", "65536", "--kv-cache-memory",
+                      str(64 << 20))
+    yield s
+    assert s.stop() == 0
+
+
+def _prompt(reference, n, seed):
+    rng = np.random.default_rng(seed)
+    return [int(t) for t in rng.integers(5, reference.vocab_size, n)]
+
+
+def _text(reference, ids):
+    return reference.tokenizer.decode([i for i in ids if i != EOS], skip_special_tokens=True)
+
+
+def test_health_and_models(server):
+    assert server.raw("GET", "/health")[0] == 200
+    models = server.client().models.list().data
+    assert [m.id for m in models] == ["tiny"]
+
+
+def test_completion_greedy_equals_generate(server, reference):
+    client = server.client()
+    for seed, n in ((0, 7), (1, 30)):
+        ids = _prompt(reference, n, seed)
+        want = reference.generate(ids, max_new_tokens=20)
+        r = client.completions.create(model="tiny", prompt=ids, max_tokens=20, temperature=0)
+        assert r.choices[0].text == _text(reference, want)
+        assert r.usage.prompt_tokens == n and r.usage.completion_tokens == len(want)
+        assert r.choices[0].finish_reason == ("stop" if want[-1] == EOS else "length")
+    text = "the quick brown fox jumps"
+    r = client.completions.create(model="tiny", prompt=text, max_tokens=12, temperature=0)
+    assert r.choices[0].text == reference.generate(text, max_new_tokens=12)
+
+
+def test_streaming_completion_with_usage(server, reference):
+    ids = _prompt(reference, 11, 2)
+    want = reference.generate(ids, max_new_tokens=24)
+    chunks = list(server.client().completions.create(model="tiny", prompt=ids, max_tokens=24, temperature=0,
+                                                     stream=True, stream_options={"include_usage": True}))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == _text(reference, want)
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == len(want)
+    assert chunks[-1].usage.prompt_tokens == 11
+    assert all(c.usage is None for c in chunks[:-1])
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] in ("stop", "length")
+
+
+def test_chat_streamed_and_not_equals_model_chat(server, reference):
+    messages = [{"role": "system", "content": "hello world"}, {"role": "user", "content": "the lazy dog"}]
+    want = reference.chat(messages, max_new_tokens=16)
+    client = server.client()
+    r = client.chat.completions.create(model="tiny", messages=messages, max_tokens=16, temperature=0)
+    assert r.choices[0].message.role == "assistant" and r.choices[0].message.content == want
+    stream = client.chat.completions.create(model="tiny", messages=messages, max_tokens=16, temperature=0,
+                                            stream=True)
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == want
+
+
+def test_n_samples_with_seed_equal_seeded_generate(server, reference):
+    ids = _prompt(reference, 9, 3)
+    r = server.client().completions.create(model="tiny", prompt=ids, max_tokens=10, temperature=1.0, seed=7, n=3)
+    got = sorted(r.choices, key=lambda c: c.index)
+    assert [c.index for c in got] == [0, 1, 2]
+    for i, c in enumerate(got):  # sample i draws from its own generator seeded with seed + i
+        assert c.text == _text(reference, reference.generate(ids, max_new_tokens=10, temperature=1.0, seed=7 + i))
+    assert len({c.text for c in got}) > 1
+
+
+def test_stop_string_trims_the_text(server, reference):
+    ids = _prompt(reference, 12, 4)
+    full = _text(reference, reference.generate(ids, max_new_tokens=30))
+    assert len(full) > 6
+    stop = full[len(full) // 2:len(full) // 2 + 2]
+    r = server.client().completions.create(model="tiny", prompt=ids, max_tokens=30, temperature=0, stop=[stop])
+    assert r.choices[0].text == full[:full.index(stop)]
+    assert r.choices[0].finish_reason == "stop"
+
+
+def _log_softmax(x):
+    x = np.asarray(x, dtype=np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def test_logprobs_equal_log_softmax_of_the_logits(server, reference):
+    ids = _prompt(reference, 10, 5)
+    want = reference.generate(ids, max_new_tokens=8)
+    want = want[:-1] if want[-1] == EOS else want
+    ref = _log_softmax(np.asarray(reference.forward(np.asarray(ids + want, dtype=np.int32))))
+    r = server.client().completions.create(model="tiny", prompt=ids, max_tokens=len(want), temperature=0,
+                                           logprobs=3)
+    lp = r.choices[0].logprobs
+    assert len(lp.token_logprobs) == len(want)
+    for step, token in enumerate(want):
+        row = ref[len(ids) - 1 + step]
+        assert lp.token_logprobs[step] == pytest.approx(row[token], abs=1e-3)
+        best = np.argsort(-row)[:3]
+        assert sorted(lp.top_logprobs[step].values(), reverse=True) == pytest.approx(row[best], abs=1e-3)
+    c = server.client().chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hello"}],
+                                                max_tokens=4, temperature=0, logprobs=True, top_logprobs=2)
+    content = c.choices[0].logprobs.content
+    assert content and all(len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob >= t.logprob - 1e-5
+                           for t in content)
+
+
+def test_32_concurrent_streams_equal_running_alone(server, reference):
+    prompts = [_prompt(reference, 3 + (i * 37) % 120, 100 + i) for i in range(32)]
+    wants = [_text(reference, reference.generate(p, max_new_tokens=16)) for p in prompts]
+    got = [None] * len(prompts)
+
+    def run(i):
+        stream = server.client().completions.create(model="tiny", prompt=prompts[i], max_tokens=16, temperature=0,
+                                                    stream=True)
+        got[i] = "".join(c.choices[0].text for c in stream if c.choices)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert got == wants
+
+
+def _error(status_body):
+    status, body = status_body
+    return status, json.loads(body)["error"]
+
+
+def test_malformed_oversized_and_invalid_requests(server, reference):
+    status, err = _error(server.raw("POST", "/v1/completions", '{"prompt": "a", ', {"Content-Type": "application/json"}))
+    assert status == 400 and "JSON" in err["message"] and err["type"] == "invalid_request_error"
+    status, err = _error(server.raw("POST", "/v1/completions", json.dumps({"prompt": "a" * 100000}),
+                                    {"Content-Type": "application/json"}))
+    assert status == 413 and "65536" in err["message"]
+    client = server.client()
+    with pytest.raises(openai.BadRequestError, match="500 tokens.*max_tokens 100"):
+        client.completions.create(model="tiny", prompt=_prompt(reference, 500, 6), max_tokens=100)
+    with pytest.raises(openai.NotFoundError, match="gpt-9"):
+        client.completions.create(model="gpt-9", prompt="hello", max_tokens=2)
+    with pytest.raises(openai.BadRequestError, match="n: must be in"):
+        client.completions.create(model="tiny", prompt="hello", max_tokens=2, n=1000)
+    with pytest.raises(openai.BadRequestError, match="temperature"):
+        client.completions.create(model="tiny", prompt="hello", max_tokens=2, temperature=-1)
+    with pytest.raises(openai.BadRequestError, match="prompt"):
+        client.completions.create(model="tiny", prompt=[reference.vocab_size + 5], max_tokens=2)
+    assert server.raw("GET", "/health")[0] == 200  # the server lives on
+
+
+def test_client_disconnect_frees_the_blocks(server, reference):
+    deadline = time.time() + 20
+    while server.metrics()["vllm:num_requests_running"] > 0 and time.time() < deadline:
+        time.sleep(0.05)
+    before = server.metrics()
+    baseline = before["vllm:kv_cache_usage_perc"]
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    body = {"model": "tiny", "prompt": _prompt(reference, 40, 7), "max_tokens": 400, "temperature": 0,
+            "ignore_eos": True, "stream": True}
+    conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    for _ in range(3):
+        assert resp.readline().startswith(b"data:")
+        resp.readline()
+    assert server.metrics()["vllm:kv_cache_usage_perc"] > baseline
+    conn.sock.shutdown(2)
+    conn.close()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        m = server.metrics()
+        if m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == baseline:
+            break
+        time.sleep(0.02)
+    assert m["vllm:num_requests_running"] == 0
+    assert m["vllm:kv_cache_usage_perc"] == baseline
+    # Aborted (stopped early), not run to max_tokens.
+    assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < 300
+    abort = 'vllm:request_success_total{finished_reason="abort"}'
+    assert m[abort] == before[abort] + 1
+
+
+def test_small_pool_preempts_and_every_request_completes(checkpoint, reference):
+    # 2 layers x (K + V) x 2 heads x 16 dims x 4 bytes = 512 bytes per token: 24 blocks of 16 tokens hold 384
+    # tokens, while 8 requests of up to ~110 tokens each need ~56 blocks at once.
+    s = ServerProcess(checkpoint, "--kv-cache-memory", str(24 * 16 * 512), "--block-size", "16")
+    try:
+        prompts = [_prompt(reference, 30 + 7 * i, 200 + i) for i in range(8)]
+        wants = [_text(reference, reference.generate(p, max_new_tokens=60)) for p in prompts]
+        got = [None] * len(prompts)
+
+        def run(i):
+            got[i] = s.client().completions.create(model="tiny", prompt=prompts[i], max_tokens=60,
+                                                   temperature=0).choices[0].text
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert got == wants
+        assert s.metrics()["vllm:num_preemptions_total"] > 0
+    finally:
+        assert s.stop() == 0
