@@ -321,3 +321,23 @@ def test_small_pool_preempts_and_every_request_completes(checkpoint, reference):
         assert s.metrics()["vllm:num_preemptions_total"] > 0
     finally:
         assert s.stop() == 0
+
+
+def test_bench_serve_reports_every_request_and_the_prefix_hits(server):
+    """`attnzoo bench serve` (through the CLI's hand-over) against the running server: every request completes,
+    token counts add up, and a shared-prefix dataset shows prefix-cache hits in the server's /metrics."""
+    out = subprocess.run([CLI, "bench", "serve", "--base-url", server.url, "--dataset", "shared-prefix",
+                          "--prefix-len", "64", "--input-len", "8", "--output-len", "6", "--num-prompts", "12",
+                          "--request-rate", "200", "--max-concurrency", "4", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["completed"] == 12 and doc["failed"] == 0
+    assert doc["total_input_tokens"] == 12 * (64 + 8) and doc["total_output_tokens"] == 12 * 6
+    assert doc["ttft_ms"]["median"] > 0 and doc["tpot_ms"]["p99"] >= doc["tpot_ms"]["median"] > 0
+    assert doc["e2el_ms"]["mean"] >= doc["ttft_ms"]["mean"]
+    # 64 shared tokens are 4 full blocks: every prompt after the first finds them cached.
+    assert doc["prefix_cache_hit_rate"] > 0.5  # even if the first 4 (concurrent) all miss: 8 * 64 / 864
+    table = subprocess.run([CLI, "bench", "serve", "--base-url", server.url, "--num-prompts", "2", "--input-len",
+                            "5", "--output-len", "3"], capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0 and "Successful requests" in table.stdout and "Median TTFT (ms)" in table.stdout
