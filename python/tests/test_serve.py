@@ -264,6 +264,8 @@ def test_malformed_oversized_and_invalid_requests(server, reference):
         client.completions.create(model="tiny", prompt="hello", max_tokens=2, temperature=-1)
     with pytest.raises(openai.BadRequestError, match="prompt"):
         client.completions.create(model="tiny", prompt=[reference.vocab_size + 5], max_tokens=2)
+    with pytest.raises(openai.BadRequestError, match="echo: not supported"):
+        client.completions.create(model="tiny", prompt="hello", max_tokens=2, echo=True)
     assert server.raw("GET", "/health")[0] == 200  # the server lives on
 
 
@@ -297,6 +299,30 @@ def test_client_disconnect_frees_the_blocks(server, reference):
     assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < 300
     abort = 'vllm:request_success_total{finished_reason="abort"}'
     assert m[abort] == before[abort] + 1
+
+
+def test_queue_depth_limit_answers_429(checkpoint, reference):
+    s = ServerProcess(checkpoint, "--max-num-seqs", "1", "--max-waiting-requests", "1")
+    try:
+        statuses = []
+
+        def run(i):
+            body = {"model": "tiny", "prompt": _prompt(reference, 8, 300 + i), "max_tokens": 150, "temperature": 0,
+                    "ignore_eos": True}
+            status, text = s.raw("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+            statuses.append((status, json.loads(text)))
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        codes = sorted(code for code, _ in statuses)
+        assert codes.count(200) >= 2 and 429 in codes and set(codes) <= {200, 429}
+        assert all(body["error"]["type"] == "rate_limit_error" for code, body in statuses if code == 429)
+        assert all(body["usage"]["completion_tokens"] == 150 for code, body in statuses if code == 200)
+    finally:
+        assert s.stop() == 0
 
 
 def test_small_pool_preempts_and_every_request_completes(checkpoint, reference):

@@ -163,6 +163,14 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   }
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
 
+  // Fields whose meaning we do not implement are refused rather than silently ignored.
+  for (const char* unsupported : {"echo", "suffix", "best_of", "tools", "functions", "response_format"}) {
+    const Value* v = field(body, unsupported);
+    if (v && !(v->is_bool() && !v->as_bool()) && !(v->is_integer() && v->as_int() <= 1) &&
+        !(v->is_array() && v->as_array().empty()))
+      throw bad_request(std::string(unsupported) + ": not supported by this server", unsupported);
+  }
+
   ApiRequest r;
   r.endpoint = endpoint;
   if (const Value* v = field(body, "model")) {
