@@ -128,6 +128,15 @@ def _prompt(reference, n, seed):
     return [int(t) for t in rng.integers(5, reference.vocab_size, n)]
 
 
+def _in_threads(fn, count):
+    """fn(0) ... fn(count - 1) at once, each on its own thread (the clients of a concurrency test)."""
+    threads = [threading.Thread(target=fn, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+
+
 def _text(reference, ids):
     return reference.tokenizer.decode([i for i in ids if i != EOS], skip_special_tokens=True)
 
@@ -234,11 +243,7 @@ def test_32_concurrent_streams_equal_running_alone(server, reference):
                                                     stream=True)
         got[i] = "".join(c.choices[0].text for c in stream if c.choices)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    _in_threads(run, len(prompts))
     assert got == wants
 
 
@@ -312,11 +317,7 @@ def test_queue_depth_limit_answers_429(checkpoint, reference):
             status, text = s.raw("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
             statuses.append((status, json.loads(text)))
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
+        _in_threads(run, 6)
         codes = sorted(code for code, _ in statuses)
         assert codes.count(200) >= 2 and 429 in codes and set(codes) <= {200, 429}
         assert all(body["error"]["type"] == "rate_limit_error" for code, body in statuses if code == 429)
@@ -338,11 +339,7 @@ def test_small_pool_preempts_and_every_request_completes(checkpoint, reference):
             got[i] = s.client().completions.create(model="tiny", prompt=prompts[i], max_tokens=60,
                                                    temperature=0).choices[0].text
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
+        _in_threads(run, len(prompts))
         assert got == wants
         assert s.metrics()["vllm:num_preemptions_total"] > 0
     finally:

@@ -5,33 +5,12 @@
 #include <cstdio>
 
 #include "chat/builtins.h"
+#include "loader/json_writer.h"
 
 namespace attnzoo::chat {
 namespace {
 
-void dump_string(const std::string& s, std::string& out) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  out += '"';
-}
+void dump_string(const std::string& s, std::string& out) { json::append_string(out, s); }
 
 struct Dumper {
   Interpreter& in;

@@ -84,8 +84,8 @@ struct ParseOptions {
 // Parses exactly one JSON value surrounded by optional whitespace. Throws ParseError.
 Value parse(std::string_view text, ParseOptions options = {});
 
-// `s` as a JSON string literal: quotes, backslashes and control characters escaped, other bytes as they are
-// (callers writing text that must parse again pass valid UTF-8).
+// `s` as a JSON string literal, escaped as Python's json.dumps(ensure_ascii=False) does; bytes that are not valid
+// UTF-8 become U+FFFD (json_writer.cc).
 std::string quote(std::string_view s);
 
 }  // namespace attnzoo::json

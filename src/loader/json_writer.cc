@@ -51,8 +51,10 @@ void append_string(std::string& out, std::string_view s) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
       default:
-        if (c < 0x20 || c == 0x7F) {
+        if (c < 0x20) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
@@ -62,6 +64,12 @@ void append_string(std::string& out, std::string_view s) {
     }
   }
   out += '"';
+}
+
+std::string quote(std::string_view s) {
+  std::string out;
+  append_string(out, s);
+  return out;
 }
 
 std::string number_text(double d) {

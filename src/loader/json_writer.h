@@ -53,7 +53,8 @@ class Writer {
   bool after_key_ = false;
 };
 
-// `s` as a JSON string literal with invalid UTF-8 bytes replaced by U+FFFD.
+// `s` as a JSON string literal appended to `out`, escaped as Python's json.dumps(ensure_ascii=False) does
+// (", \\, \n, \r, \t, \b, \f, other control characters as \u00XX), invalid UTF-8 bytes replaced by U+FFFD.
 void append_string(std::string& out, std::string_view s);
 
 // Shortest text that reads back as exactly `d` (std::to_chars); "null" for NaN and infinities.

@@ -49,9 +49,11 @@ TEST(JsonWriter, NumbersRoundTripAndNonFiniteIsNull) {
 
 TEST(JsonWriter, StringsEscapedAndInvalidUtf8Replaced) {
   std::string out;
-  append_string(out, std::string("a\"b\\c\n\t\x01\x7f", 9));
-  EXPECT_EQ(out, R"("a\"b\\c\n\t\u0001\u007f")");
-  EXPECT_EQ(parse(out).as_string(), std::string("a\"b\\c\n\t\x01\x7f", 9));
+  const std::string s("a\"b\\c\n\t\x01\x7f\b\f\r", 12);
+  append_string(out, s);
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\t\\u0001\x7f\\b\\f\\r\"");  // as Python's json.dumps(ensure_ascii=False)
+  EXPECT_EQ(parse(out).as_string(), s);
+  EXPECT_EQ(quote(s), out);
   out.clear();
   // é, 😀, then a lone continuation byte, a truncated 3-byte sequence, an overlong '/', and a surrogate.
   append_string(out, "\xC3\xA9\xF0\x9F\x98\x80|\x80|\xE2\x82|\xC0\xAF|\xED\xA0\x80");
