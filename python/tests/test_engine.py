@@ -104,7 +104,7 @@ def test_abort_frees_every_block_and_logprobs_are_reported(checkpoint):
     model = Model.load(directory)
     baseline = model.pool_stats()["free_blocks"]
     engine = Engine(model)
-    streams = [engine.add_request(p, SamplingParams(max_tokens=200, ignore_eos=True, logprobs=2, n=2))
+    streams = [engine.add_request(p, SamplingParams(max_tokens=100, ignore_eos=True, logprobs=2, n=2))
                for p in _prompts(vocab, 5, seed=4)]
     first = streams[0].next()
     assert first["samples"] and len(first["samples"][0]["top_logprobs"][0]) == 2

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "engine/generate.h"
@@ -85,7 +86,7 @@ class SchedulerTest : public ::testing::Test {
 
   testing::ScratchDir dir_;
   std::unique_ptr<Model> reference_;
-  std::vector<int32_t> eos_ = {5};
+  std::vector<int32_t> eos_ = {63};  // a token this model often produces
 };
 
 TEST_F(SchedulerTest, GreedyBatchesMatchEachRequestAlone) {
@@ -125,6 +126,15 @@ TEST_F(SchedulerTest, GreedyBatchesMatchEachRequestAlone) {
     EXPECT_EQ(got[size_t(i)].usage.prompt_tokens, int64_t(reqs[size_t(i)].prompt.size()));
     EXPECT_EQ(got[size_t(i)].usage.completion_tokens, int64_t(got[size_t(i)].tokens[0].size()));
   }
+  // The model is not degenerate: the continuations differ, and some end at EOS.
+  std::set<std::vector<int32_t>> distinct;
+  int eos_stops = 0;
+  for (auto& g : got) {
+    distinct.insert(g.tokens[0]);
+    eos_stops += g.reasons[0] == FinishReason::stop;
+  }
+  EXPECT_GT(distinct.size(), size_t(N / 2));
+  EXPECT_GT(eos_stops, 0);
   const EngineStats st = s.stats();
   EXPECT_EQ(st.finished_requests, N);
   EXPECT_EQ(st.free_blocks, st.num_blocks);
