@@ -125,3 +125,45 @@ def test_abort_frees_every_block_and_logprobs_are_reported(checkpoint):
     engine.stop()
     with pytest.raises(ValueError, match="prompt"):
         Engine(model).add_request([vocab + 5], SamplingParams())
+
+
+@pytest.fixture(scope="module")
+def text_model(tmp_path_factory):
+    """A random Llama with a small trained byte-level BPE tokenizer (test_chat_cli's), so outputs have text."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from test_chat_cli import _tokenizer, _write_checkpoint
+    tok = _tokenizer()
+    torch.manual_seed(1)
+    cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, bos_token_id=1,
+                      eos_token_id=2, tie_word_embeddings=False)
+    model = LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(4.0)
+    directory = tmp_path_factory.mktemp("text_model")
+    _write_checkpoint(str(directory), model, tok)
+    return str(directory)
+
+
+def test_text_and_stop_strings_match_model_generate(text_model):
+    reference = Model.load(text_model)
+    llm = LLM(Model.load(text_model))
+    prompts = ["the quick brown fox", "hello world", "the lazy dog jumps"]
+    full = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=30))
+    for prompt, out in zip(prompts, full):
+        want = reference.generate(prompt, max_new_tokens=30, temperature=0)
+        assert out.outputs[0].text == want
+        assert len(want) > 8
+        # A stop string taken from the middle of the text ends it just before its first occurrence.
+        stop = want[5:8]
+        cut = llm.generate([prompt], SamplingParams(temperature=0, max_tokens=30, stop=[stop]))[0].outputs[0]
+        assert cut.text == reference.generate(prompt, max_new_tokens=30, temperature=0, stop=[stop])
+        assert cut.text == want[:want.index(stop)]
+        assert cut.finish_reason == "stop"
+    # stop_token_ids end a sample like EOS: the id is the last token, its text is not shown.
+    ids = full[0].outputs[0].token_ids
+    out = llm.generate([prompts[0]], SamplingParams(temperature=0, max_tokens=30, stop_token_ids=[ids[3]]))[0]
+    assert out.outputs[0].token_ids == ids[:ids.index(ids[3]) + 1]
+    assert out.outputs[0].finish_reason == "stop"
