@@ -43,6 +43,7 @@ void bind_model(nb::module_& m);
 void bind_gguf(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_engine(nb::module_& m);
+void bind_serving(nb::module_& m);
 void bind_explain(nb::module_& m);
 void bind_quant(nb::module_& m);
 void bind_chat(nb::module_& m);

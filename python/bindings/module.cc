@@ -31,6 +31,7 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_gguf(m);
   attnzoo::py::bind_runtime(m);
   attnzoo::py::bind_engine(m);
+  attnzoo::py::bind_serving(m);
   attnzoo::py::bind_explain(m);
   attnzoo::py::bind_quant(m);
   attnzoo::py::bind_chat(m);

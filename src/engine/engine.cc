@@ -34,6 +34,11 @@ Engine::Engine(const Model& model, std::shared_ptr<const tok::Tokenizer> tokeniz
       shared_(std::make_unique<Shared>()),
       scheduler_(std::make_unique<Scheduler>(model, std::move(tokenizer), std::move(options))) {
   shared_->stats = scheduler_->stats();
+  scheduler_->set_before_outputs([this] {
+    const EngineStats st = scheduler_->stats();
+    std::lock_guard lock(shared_->mu);
+    shared_->stats = st;
+  });
   shared_->thread = std::thread([this] { loop(); });
 }
 
@@ -75,7 +80,7 @@ EngineStats Engine::stats() const {
   std::lock_guard lock(shared_->mu);
   EngineStats s = shared_->stats;
   s.waiting_requests += int64_t(shared_->inbox.size());
-  return s;
+  return s;  // as of the last outputs handed out: a client that saw a request end sees its blocks freed
 }
 
 void Engine::stop() {

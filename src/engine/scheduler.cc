@@ -288,6 +288,7 @@ StepReport Scheduler::step() {
     std::unique_ptr<RequestState> r = std::move(waiting_.front());
     waiting_.pop_front();
     fail(*r, "the memory pool cannot hold this request's next step even with nothing else running");
+    if (before_outputs_) before_outputs_();
     deliver(*r);
     return report;
   }
@@ -296,8 +297,10 @@ StepReport Scheduler::step() {
     report.num_tokens += p.num_tokens;
   }
   if (!planned.empty()) run(planned, report);
+  std::vector<std::unique_ptr<RequestState>> retired = retire_finished();
+  if (before_outputs_) before_outputs_();
   for (auto& r : running_) deliver(*r);
-  retire_finished();
+  for (auto& r : retired) deliver(*r);
   return report;
 }
 
@@ -475,39 +478,43 @@ void Scheduler::deliver(RequestState& r) {
   }
 }
 
-void Scheduler::retire_finished() {
+std::vector<std::unique_ptr<Scheduler::RequestState>> Scheduler::retire_finished() {
+  std::vector<std::unique_ptr<RequestState>> retired;
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->done()) {
       if ((*it)->error.empty()) ++counters_.finished_requests;
+      retired.push_back(std::move(*it));
       it = running_.erase(it);
     } else {
       ++it;
     }
   }
+  return retired;
 }
 
 bool Scheduler::abort(uint64_t id) {
-  auto end_it = [&](RequestState& r) {
-    for (auto& s : r.samples)
-      if (!s->finished) finish_sample(r, *s, FinishReason::abort);
-    ++counters_.aborted_requests;
-    deliver(r);
-  };
-  for (auto it = running_.begin(); it != running_.end(); ++it) {
+  std::unique_ptr<RequestState> r;
+  for (auto it = running_.begin(); it != running_.end() && !r; ++it) {
     if ((*it)->id == id) {
-      end_it(**it);
+      r = std::move(*it);
       running_.erase(it);
-      return true;
+      break;
     }
   }
-  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+  for (auto it = waiting_.begin(); it != waiting_.end() && !r; ++it) {
     if ((*it)->id == id) {
-      end_it(**it);
+      r = std::move(*it);
       waiting_.erase(it);
-      return true;
+      break;
     }
   }
-  return false;
+  if (!r) return false;
+  for (auto& s : r->samples)
+    if (!s->finished) finish_sample(*r, *s, FinishReason::abort);
+  ++counters_.aborted_requests;
+  if (before_outputs_) before_outputs_();
+  deliver(*r);
+  return true;
 }
 
 void Scheduler::abort_all() {

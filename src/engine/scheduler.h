@@ -10,6 +10,7 @@
 // Single-threaded: the Engine runs it on its own thread; tests drive it step by step.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <vector>
@@ -62,6 +63,9 @@ class Scheduler {
   StepReport step();
 
   EngineStats stats() const;  // counters and queue sizes (pool numbers read from the pool)
+  // Called once the step's (or abort's) state is final and before any callback hears of it, so whoever reads
+  // stats() there publishes numbers that are never older than the outputs a client has seen.
+  void set_before_outputs(std::function<void()> hook) { before_outputs_ = std::move(hook); }
   const EngineOptions& options() const { return options_; }
   int64_t max_model_len() const { return max_model_len_; }
 
@@ -85,7 +89,7 @@ class Scheduler {
   void finish_sample(RequestState& r, Sample& s, FinishReason reason);
   void fail(RequestState& r, const std::string& why);
   void deliver(RequestState& r);
-  void retire_finished();
+  std::vector<std::unique_ptr<RequestState>> retire_finished();
   int64_t live_sequences() const;
   std::unique_ptr<Sample> make_sample(const RequestState& r, int64_t index) const;
 
@@ -97,6 +101,7 @@ class Scheduler {
   std::list<std::unique_ptr<RequestState>> running_;  // admission order: the back is the newest
   std::deque<std::unique_ptr<RequestState>> waiting_;  // arrival order; preempted requests return to the front
   EngineStats counters_;
+  std::function<void()> before_outputs_;
 };
 
 }  // namespace attnzoo

@@ -1,0 +1,212 @@
+"""Serving many requests at once: the C++ engine (continuous batching, chunked prefill, preemption by recompute,
+prefix caching, parallel samples) on its own thread, with a vLLM-shaped Python API.
+
+    llm = LLM(Model.load("path/to/model"))
+    outs = llm.generate([[1, 2, 3], "text prompt"], SamplingParams(max_tokens=32, temperature=0))
+    outs[0].outputs[0].token_ids, outs[0].outputs[0].text, outs[0].outputs[0].finish_reason
+
+    engine = Engine(model)                       # the streaming interface underneath
+    req = engine.add_request(ids, SamplingParams(max_tokens=8))
+    for out in req:                              # one dict per engine step with news, until finished
+        ...
+
+Sample i of a request with ``n`` samples draws with seed ``seed + i``; a seeded request gives the same tokens
+however it is batched, and the same as ``Model.generate(ids, seed=seed + i, ...)`` run alone.
+"""
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from . import _core
+from .generate import _eos_ids
+from .model import Model, _ids
+
+__all__ = ["SamplingParams", "Engine", "LLM", "RequestStream", "CompletionOutput", "RequestOutput",
+           "EngineStoppedError", "EngineBusyError"]
+
+EngineStoppedError = _core.EngineStoppedError
+EngineBusyError = _core.EngineBusyError
+
+
+@dataclass
+class SamplingParams:
+    """vLLM's names. temperature 0 is greedy; logprobs: how many top alternatives to report per token (None: no
+    log-probabilities; 0: only the chosen token's)."""
+    max_tokens: int = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int = 0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    n: int = 1
+    stop: List[str] = field(default_factory=list)
+    stop_token_ids: List[int] = field(default_factory=list)
+    ignore_eos: bool = False
+    logprobs: Optional[int] = None
+
+    def _core_kwargs(self):
+        stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        if self.seed is None or int(self.seed) < 0:
+            raise ValueError(f"seed: must be an integer >= 0, got {self.seed}")
+        return dict(temperature=float(self.temperature), top_k=int(self.top_k or 0), top_p=float(self.top_p),
+                    min_p=float(self.min_p), repetition_penalty=float(self.repetition_penalty),
+                    presence_penalty=float(self.presence_penalty), frequency_penalty=float(self.frequency_penalty),
+                    seed=int(self.seed), max_tokens=int(self.max_tokens), n=int(self.n), stop=stop,
+                    stop_token_ids=[int(t) for t in self.stop_token_ids], ignore_eos=bool(self.ignore_eos),
+                    logprobs=self.logprobs is not None, top_logprobs=int(self.logprobs or 0))
+
+
+class RequestStream:
+    """One request's outputs: iterate to get each step's dict (see _core output dicts) until the last one."""
+
+    def __init__(self, engine, request_id, queue):
+        self._engine, self.request_id, self._queue = engine, request_id, queue
+        self.done = False
+
+    def next(self, timeout=None):
+        """The next output dict, or None when `timeout` seconds pass first (None: wait as long as it takes)."""
+        if self.done:
+            raise StopIteration
+        while True:
+            out = self._queue.pop(1.0 if timeout is None else float(timeout))
+            if out is not None or timeout is not None:
+                break
+        if out is not None and out["finished"]:
+            self.done = True
+        return out
+
+    def __iter__(self):
+        while not self.done:
+            yield self.next()
+
+    def abort(self):
+        self._engine.abort(self.request_id)
+
+
+class Engine:
+    """The serving engine over a loaded :class:`Model` (and its tokenizer, for text and stop strings).
+
+    max_num_batched_tokens: tokens per step (decodes first, prefill chunks fill the rest). max_num_seqs: sequences
+    running at once. max_model_len: prompt + generated tokens (0: the model's max_position_embeddings).
+    eos_token_ids: None means Model.generate's default (the tokenizer's, else the checkpoint's).
+    """
+
+    def __init__(self, model, max_num_batched_tokens=2048, max_num_seqs=64, max_model_len=0,
+                 enable_chunked_prefill=True, eos_token_ids=None, max_waiting_requests=0, tokenizer=None):
+        if not isinstance(model, Model):
+            model = Model.load(model)
+        self.model = model
+        tok = tokenizer if tokenizer is not None else model.tokenizer
+        self.tokenizer = tok
+        # The same end-of-sequence ids as Model.generate: the tokenizer's, else the checkpoint's configs.
+        self.eos_token_ids = sorted(_eos_ids(model, tok, eos_token_ids))
+        self._core = _core.Engine(model._core, tok._native if tok is not None else None, int(max_num_batched_tokens),
+                                  int(max_num_seqs), int(max_model_len), bool(enable_chunked_prefill),
+                                  self.eos_token_ids, int(max_waiting_requests))
+
+    def _prompt_ids(self, prompt):
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise ValueError("prompt: text needs the model directory's tokenizer.json; pass token ids")
+            return list(self.tokenizer.encode(prompt))
+        return [int(t) for t in _ids(prompt, "prompt")]
+
+    def add_request(self, prompt, params=None):
+        """Queues a prompt (token ids or text) and returns its :class:`RequestStream`."""
+        params = params or SamplingParams()
+        queue = _core.OutputQueue.make()
+        rid = self._core.add_request(self._prompt_ids(prompt), queue, **params._core_kwargs())
+        return RequestStream(self, rid, queue)
+
+    def abort(self, request_id):
+        self._core.abort(int(request_id))
+
+    def stats(self):
+        """Running / waiting requests, preemptions, pool blocks and usage, prefix-cache queries and hits, tokens."""
+        return self._core.stats()
+
+    @property
+    def max_model_len(self):
+        return self._core.max_model_len
+
+    def stop(self):
+        """Aborts what is unfinished and joins the engine thread."""
+        self._core.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+@dataclass
+class CompletionOutput:
+    index: int
+    token_ids: List[int]
+    text: str
+    finish_reason: Optional[str]
+    logprobs: Optional[list] = None  # per token: (chosen token, logprob), and top alternatives in top_logprobs
+    top_logprobs: Optional[list] = None
+
+
+@dataclass
+class RequestOutput:
+    request_id: int
+    prompt_token_ids: List[int]
+    outputs: List[CompletionOutput]
+    usage: dict
+    metrics: dict  # arrival, first_token, finish (monotonic seconds), preemptions
+
+
+def _collect(stream, n, prompt_ids, want_logprobs):
+    outs = [CompletionOutput(i, [], "", None, [] if want_logprobs else None, [] if want_logprobs else None)
+            for i in range(n)]
+    last = None
+    for out in stream:
+        last = out
+        for s in out["samples"]:
+            o = outs[s["index"]]
+            o.token_ids += s["token_ids"]
+            o.text += s["text"]
+            if want_logprobs:
+                o.logprobs += s["logprobs"]
+                o.top_logprobs += s["top_logprobs"]
+            if s["finish_reason"] is not None:
+                o.finish_reason = s["finish_reason"]
+    if last["error"]:
+        raise RuntimeError(f"request {stream.request_id}: {last['error']}")
+    metrics = {k: last[k] for k in ("arrival", "first_token", "finish", "preemptions")}
+    return RequestOutput(stream.request_id, prompt_ids, outs, last["usage"], metrics)
+
+
+class LLM:
+    """Offline batch generation (vLLM's LLM): every prompt is queued at once and the engine batches them."""
+
+    def __init__(self, model, **engine_kwargs):
+        self.engine = Engine(model, **engine_kwargs)
+
+    def generate(self, prompts, sampling_params=None):
+        """One :class:`RequestOutput` per prompt (ids or text), in order. `sampling_params`: one for all, or a
+        list with one per prompt."""
+        if isinstance(prompts, str) or (len(prompts) > 0 and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        if sampling_params is None or isinstance(sampling_params, SamplingParams):
+            sampling_params = [sampling_params or SamplingParams()] * len(prompts)
+        if len(sampling_params) != len(prompts):
+            raise ValueError(f"sampling_params: {len(sampling_params)} given for {len(prompts)} prompts")
+        streams = []
+        try:
+            for prompt, params in zip(prompts, sampling_params):
+                ids = self.engine._prompt_ids(prompt)
+                streams.append((self.engine.add_request(ids, params), params, ids))
+            return [_collect(s, p.n, ids, p.logprobs is not None) for s, p, ids in streams]
+        except BaseException:
+            for s, _, _ in streams:
+                s.abort()
+            raise
+
+    def stop(self):
+        self.engine.stop()

@@ -1,0 +1,156 @@
+// Bindings for the serving engine (engine/engine.h): _core.Engine runs the scheduler on its own thread;
+// _core.OutputQueue hands each request's outputs to Python, waiting with the GIL released. Python wraps them in
+// attnzoo/engine.py (Engine, LLM, SamplingParams).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+
+#include "bindings.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnzoo::py {
+namespace {
+
+double seconds(EngineClock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+nb::list logprob_list(const std::vector<TokenLogprob>& v) {
+  nb::list l;
+  for (const auto& t : v) l.append(nb::make_tuple(t.token, t.logprob));
+  return l;
+}
+
+// One output as a dict; times are seconds on the monotonic clock (time.monotonic()'s clock on Linux).
+nb::dict output_dict(const RequestOutput& o) {
+  nb::dict d;
+  d["request_id"] = o.request_id;
+  d["finished"] = o.finished;
+  d["error"] = o.error;
+  nb::list samples;
+  for (const auto& s : o.samples) {
+    nb::dict sd;
+    sd["index"] = s.index;
+    sd["token_ids"] = s.token_ids;
+    sd["text"] = s.text;
+    nb::list times;
+    for (auto t : s.token_times) times.append(seconds(t));
+    sd["token_times"] = times;
+    sd["logprobs"] = logprob_list(s.logprobs);
+    nb::list top;
+    for (const auto& t : s.top_logprobs) top.append(logprob_list(t));
+    sd["top_logprobs"] = top;
+    sd["finish_reason"] = s.finish_reason ? nb::object(nb::str(finish_reason_name(*s.finish_reason))) : nb::none();
+    samples.append(sd);
+  }
+  d["samples"] = samples;
+  nb::dict usage;
+  usage["prompt_tokens"] = o.usage.prompt_tokens;
+  usage["completion_tokens"] = o.usage.completion_tokens;
+  usage["cached_tokens"] = o.usage.cached_tokens;
+  d["usage"] = usage;
+  d["arrival"] = seconds(o.arrival);
+  d["first_token"] = o.first_token ? nb::object(nb::float_(seconds(*o.first_token))) : nb::none();
+  d["finish"] = o.finish ? nb::object(nb::float_(seconds(*o.finish))) : nb::none();
+  d["preemptions"] = o.preemptions;
+  return d;
+}
+
+nb::dict stats_dict(const EngineStats& s) {
+  nb::dict d;
+  d["running_requests"] = s.running_requests;
+  d["waiting_requests"] = s.waiting_requests;
+  d["running_sequences"] = s.running_sequences;
+  d["preemptions"] = s.preemptions;
+  d["num_blocks"] = s.num_blocks;
+  d["free_blocks"] = s.free_blocks;
+  d["kv_cache_usage"] = s.kv_cache_usage;
+  d["prefix_cache_queries"] = s.prefix_cache_queries;
+  d["prefix_cache_hits"] = s.prefix_cache_hits;
+  d["prompt_tokens"] = s.prompt_tokens;
+  d["generation_tokens"] = s.generation_tokens;
+  d["finished_requests"] = s.finished_requests;
+  d["aborted_requests"] = s.aborted_requests;
+  d["failed_requests"] = s.failed_requests;
+  d["steps"] = s.steps;
+  return d;
+}
+
+}  // namespace
+
+void bind_serving(nb::module_& m) {
+  nb::exception<EngineStopped>(m, "EngineStoppedError", PyExc_RuntimeError);
+  nb::exception<EngineBusy>(m, "EngineBusyError", PyExc_RuntimeError);
+
+  nb::class_<OutputQueue>(m, "OutputQueue")
+      .def_static("make", &OutputQueue::make)
+      .def("pop",
+           [](OutputQueue& q, double timeout) -> nb::object {
+             std::optional<RequestOutput> out;
+             {
+               nb::gil_scoped_release release;
+               out = q.pop(std::chrono::milliseconds(int64_t(timeout * 1000)));
+             }
+             if (!out) return nb::none();
+             return output_dict(*out);
+           },
+           nb::arg("timeout"), "The next output as a dict, or None after `timeout` seconds.")
+      .def_prop_ro("finished", &OutputQueue::finished);
+
+  nb::class_<Engine>(m, "Engine")
+      .def("__init__",
+           [](Engine* self, const Model& model, std::shared_ptr<const tok::Tokenizer> tokenizer,
+              int64_t max_num_batched_tokens, int64_t max_num_seqs, int64_t max_model_len, bool enable_chunked_prefill,
+              std::vector<int32_t> eos_token_ids, int64_t max_waiting_requests) {
+             EngineOptions o;
+             o.max_num_batched_tokens = max_num_batched_tokens;
+             o.max_num_seqs = max_num_seqs;
+             o.max_model_len = max_model_len;
+             o.enable_chunked_prefill = enable_chunked_prefill;
+             o.eos_token_ids = std::move(eos_token_ids);
+             o.max_waiting_requests = max_waiting_requests;
+             new (self) Engine(model, std::move(tokenizer), o);
+           },
+           nb::arg("model"), nb::arg("tokenizer").none(), nb::arg("max_num_batched_tokens"), nb::arg("max_num_seqs"),
+           nb::arg("max_model_len"), nb::arg("enable_chunked_prefill"), nb::arg("eos_token_ids"),
+           nb::arg("max_waiting_requests"), nb::keep_alive<1, 2>())
+      .def("add_request",
+           [](Engine& e, std::vector<int32_t> prompt, std::shared_ptr<OutputQueue> queue, float temperature,
+              int64_t top_k, float top_p, float min_p, float repetition_penalty, float presence_penalty,
+              float frequency_penalty, uint64_t seed, int64_t max_tokens, int64_t n, std::vector<std::string> stop,
+              std::vector<int32_t> stop_token_ids, bool ignore_eos, bool logprobs, int64_t top_logprobs) {
+             Request r;
+             r.prompt = std::move(prompt);
+             auto& p = r.params;
+             p.sampling.temperature = temperature;
+             p.sampling.top_k = top_k;
+             p.sampling.top_p = top_p;
+             p.sampling.min_p = min_p;
+             p.sampling.repetition_penalty = repetition_penalty;
+             p.sampling.presence_penalty = presence_penalty;
+             p.sampling.frequency_penalty = frequency_penalty;
+             p.sampling.seed = seed;
+             p.max_tokens = max_tokens;
+             p.n = n;
+             p.stop = std::move(stop);
+             p.stop_token_ids = std::move(stop_token_ids);
+             p.ignore_eos = ignore_eos;
+             p.logprobs = logprobs;
+             p.top_logprobs = top_logprobs;
+             return e.add_request(std::move(r), queue->callback());
+           },
+           nb::arg("prompt"), nb::arg("queue"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"),
+           nb::arg("min_p"), nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"),
+           nb::arg("seed"), nb::arg("max_tokens"), nb::arg("n"), nb::arg("stop"), nb::arg("stop_token_ids"),
+           nb::arg("ignore_eos"), nb::arg("logprobs"), nb::arg("top_logprobs"))
+      .def("abort", &Engine::abort, nb::arg("request_id"))
+      .def("stats", [](const Engine& e) { return stats_dict(e.stats()); })
+      .def("stop", &Engine::stop, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("max_model_len", &Engine::max_model_len);
+}
+
+}  // namespace attnzoo::py

@@ -1,0 +1,50 @@
+#pragma once
+// A small random Llama checkpoint written to a scratch directory, for tests that need a real model with
+// distinct, untied logits (greedy ties are practically impossible): 2 layers, hidden 32, 4 query heads over
+// 2 KV heads, vocabulary 97. Weights are normal draws from a fixed seed.
+#include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loader/test_files.h"
+
+namespace attnzoo::testing {
+
+inline constexpr int64_t kTinyLlamaVocab = 97;
+
+inline void write_tiny_llama(const ScratchDir& dir, uint32_t seed = 7) {
+  const int64_t V = kTinyLlamaVocab, H = 32, I = 64, KV = 2 * 8, L = 2;
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 32, "intermediate_size": 64,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 97,
+  "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false})");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {".input_layernorm.weight", {H}}, {".post_attention_layernorm.weight", {H}},
+             {".self_attn.q_proj.weight", {H, H}}, {".self_attn.k_proj.weight", {KV, H}},
+             {".self_attn.v_proj.weight", {KV, H}}, {".self_attn.o_proj.weight", {H, H}},
+             {".mlp.gate_proj.weight", {I, H}}, {".mlp.up_proj.weight", {I, H}}, {".mlp.down_proj.weight", {H, I}}})
+      shapes.emplace_back(p + name, shape);
+  }
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const bool norm = name.find("norm") != std::string::npos;
+    // Fan-in scaling keeps activations O(1); the head is scaled up so the next token depends on the context.
+    const float scale = name == "lm_head.weight" ? 2.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()));
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = norm ? 1.f + 0.1f * normal(rng) : (name.find("embed") != std::string::npos ? normal(rng) : scale * normal(rng));
+    tensors.push_back(raw_tensor(name, "F32", shape, v));
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+}  // namespace attnzoo::testing
