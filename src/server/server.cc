@@ -1,9 +1,11 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "core/error.h"
 #include "engine/engine.h"
@@ -145,6 +147,12 @@ Server::Server(ServerOptions options)
   if (threads <= 0) threads = 256;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // SO_REUSEADDR (a restart need not wait for TIME_WAIT) but not the library's default SO_REUSEPORT, with which a
+  // second server on the same port would bind silently and take half the connections.
+  http_->set_socket_options([](int sock) {  // socket_t is int on POSIX
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 
   const auto guarded = [](auto fn) {
     return [fn](const httplib::Request& req, httplib::Response& res) {
@@ -198,7 +206,14 @@ int Server::bind() {
   return port_;
 }
 
-void Server::listen() { http_->listen_after_bind(); }
+void Server::listen() {
+  {
+    std::lock_guard lock(listen_mu_);
+    if (stopped_) return;
+    listening_ = true;
+  }
+  http_->listen_after_bind();
+}
 
 void Server::set_ready(const ServingState& state) {
   handlers_->owned = state;
@@ -206,7 +221,13 @@ void Server::set_ready(const ServingState& state) {
 }
 
 void Server::stop() {
-  if (http_) http_->stop();
+  std::lock_guard lock(listen_mu_);
+  stopped_ = true;
+  if (!listening_) return;
+  // listen() may not have reached the library's loop yet, and the library's stop() does nothing before it has:
+  // wait (briefly: the loop starts at once on a bound socket) until it runs, then stop it.
+  for (int i = 0; i < 5000 && !http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->stop();
 }
 
 }  // namespace attnzoo::server

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "server/metrics.h"
@@ -48,7 +49,7 @@ class Server {
   // Binds the socket (throws std::runtime_error naming host:port on failure); returns the port bound.
   int bind();
   int port() const { return port_; }
-  // Serves until stop(); call after bind(), typically on a thread of its own.
+  // Serves until stop(); call after bind(), typically on a thread of its own. Returns at once after stop().
   void listen();
   void set_ready(const ServingState& state);
   void stop();
@@ -59,6 +60,8 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<Handlers> handlers_;
   int port_ = 0;
+  std::mutex listen_mu_;
+  bool listening_ = false, stopped_ = false;
 };
 
 }  // namespace attnzoo::server
