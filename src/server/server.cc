@@ -147,6 +147,7 @@ Server::Server(ServerOptions options)
   if (threads <= 0) threads = 256;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_keep_alive_max_count(1000);  // the library's 5 would make a busy client reconnect every 5 requests
   // SO_REUSEADDR (a restart need not wait for TIME_WAIT) but not the library's default SO_REUSEPORT, with which a
   // second server on the same port would bind silently and take half the connections.
   http_->set_socket_options([](int sock) {  // socket_t is int on POSIX
