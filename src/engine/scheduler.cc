@@ -73,8 +73,11 @@ void Scheduler::check(const Request& request) const {
     require(id >= 0 && id < V, "prompt",
             "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
   require(p.stop.empty() || tokenizer_ != nullptr, "stop", "stop strings need the engine to have a tokenizer");
-  require(p.n <= options_.max_num_seqs, "n",
-          std::to_string(p.n) + " samples exceed max_num_seqs " + std::to_string(options_.max_num_seqs));
+  require(p.n <= seq_cap(), "n",
+          std::to_string(p.n) + " samples exceed max_num_seqs " + std::to_string(options_.max_num_seqs) +
+              (seq_cap() < options_.max_num_seqs
+                   ? " (capped at max_num_batched_tokens " + std::to_string(options_.max_num_batched_tokens) + ")"
+                   : std::string()));
   if (max_model_len_ > 0)
     require(P + p.max_tokens <= max_model_len_, "prompt",
             std::to_string(P) + " tokens + max_tokens " + std::to_string(p.max_tokens) + " exceed max_model_len " +
@@ -216,7 +219,7 @@ void Scheduler::admit_waiting(std::vector<Planned>& planned, int64_t& budget, St
   while (!waiting_.empty() && budget > 0) {
     RequestState& r = *waiting_.front();
     const int64_t need_seqs = r.sequences();
-    if (live_sequences() + need_seqs > options_.max_num_seqs) break;
+    if (live_sequences() + need_seqs > seq_cap()) break;
     if (pool.has_state() && pool.stats().free_state_slots - reserved_slots < need_seqs) break;
     std::vector<Planned> tentative;
     int64_t left = budget;
