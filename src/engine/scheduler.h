@@ -8,6 +8,7 @@
 // n > 1 runs the prompt once and forks its sequence into n samples (shared blocks, copy on write).
 //
 // Single-threaded: the Engine runs it on its own thread; tests drive it step by step.
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -91,6 +92,8 @@ class Scheduler {
   void deliver(RequestState& r);
   std::vector<std::unique_ptr<RequestState>> retire_finished();
   int64_t live_sequences() const;
+  // Every running sequence must be able to decode in every step, so no more run than a step has tokens.
+  int64_t seq_cap() const { return std::min(options_.max_num_seqs, options_.max_num_batched_tokens); }
   std::unique_ptr<Sample> make_sample(const RequestState& r, int64_t index) const;
 
   const Model& model_;

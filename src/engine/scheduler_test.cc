@@ -207,9 +207,21 @@ TEST_F(SchedulerTest, PreemptsTheNewestWhenThePoolRunsOutAndEveryRequestComplete
     s.check(reqs[size_t(i)]);
     s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
   }
-  const auto steps = drain(s);
+  // Replays admission order from the step reports: each preempted request must be the newest still running.
+  std::vector<uint64_t> running;
   int64_t preempted = 0;
-  for (const auto& st : steps) preempted += int64_t(st.preempted.size());
+  for (int k = 0; k < 5000 && s.has_work(); ++k) {
+    const StepReport st = s.step();
+    for (uint64_t id : st.preempted) {
+      ASSERT_FALSE(running.empty());
+      EXPECT_EQ(id, running.back()) << "preempted a request that was not the newest";
+      running.pop_back();
+      ++preempted;
+    }
+    running.insert(running.end(), st.admitted.begin(), st.admitted.end());
+    std::erase_if(running, [&](uint64_t id) { return got[size_t(id - 1)].finished; });
+  }
+  EXPECT_FALSE(s.has_work());
   EXPECT_GT(preempted, 0);
   EXPECT_EQ(s.stats().preemptions, preempted);
   for (int i = 0; i < N; ++i) {
