@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from . import _core
+from ._units import human_parameters
 from .bench import _better_peaks, measure_peaks
 
 PROBE_SCALES = ("full", "quick", "tiny")
@@ -233,7 +234,7 @@ def format_report(doc):
     fma, mem = doc["peaks"]["fma"], doc["peaks"]["memory"]
     p, d = doc["prefill"], doc["decode"]
     lines = [
-        f"attnzoo bench model: {m['architecture']} ({m['parameter_count'] / 1e6:.0f}M parameters, "
+        f"attnzoo bench model: {m['architecture']} ({human_parameters(m['parameter_count'])} parameters, "
         f"{m['num_layers']} layers: {', '.join(m['layer_kinds'])}), weights {m['weights_dtype']}, "
         f"linear prefill {s['linear_prefill']}, matmul precision {s.get('matmul_precision', 'highest')}",
         f"machine         {mach['cpu']}, {mach['threads']} threads, target {mach['target']}, "
@@ -293,7 +294,8 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.model):
-        parser.error(f"-m: {args.model!r} is not a directory")
+        parser.error(f"model path not found: {args.model}" if not os.path.exists(args.model)
+                     else f"-m: {args.model!r} is not a directory")
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
                           context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,

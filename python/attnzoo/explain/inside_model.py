@@ -12,6 +12,7 @@ import zlib
 
 import numpy as np
 
+from .._units import human_parameters
 from .page import Section, animated_figure, figure, table
 from .svg import class_grid, esc, human_bytes, human_tokens, legend, legend_html, line_chart, svg, text, value_grid
 
@@ -172,7 +173,7 @@ def explain_model(model_dir, prompt):
     T = len(ids)
     facts = {"architecture": info["architecture"], "tokens": T, "layer_kinds": kinds}
     body = [f"<p><code>{esc(os.path.basename(os.path.normpath(model_dir)))}</code>: {esc(info['architecture'])}, "
-            f"{info['parameter_count'] / 1e6:.1f}M parameters, {len(kinds)} layers, run on {T} prompt tokens "
+            f"{human_parameters(info['parameter_count'])} parameters, {len(kinds)} layers, run on {T} prompt tokens "
             "through attnzoo's runtime while this page was made.</p>"]
     figures = 0
 
