@@ -241,7 +241,9 @@ def format_report(doc):
         f"load average {mach['load_average']:.1f}",
         f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s" + (
             f"   peak bf16 products {doc['peaks']['bf16_dot']['gflops']:.1f} GFLOP/s (vdpbf16ps)"
-            if p.get("products") == "bf16" else "  (f32 products: bf16 weights are widened exactly)"),
+            if p.get("products") == "bf16"
+            else "  (f32 products: bf16 weights are widened exactly)" if m["weights_dtype"] == "bfloat16"
+            else "  (f32 products)"),
         f"memory read     {mem['gbps']:8.1f} GB/s",
         "",
         f"prefill  {p['tokens']:6d} tokens   {p['tokens_per_s']:9.1f} tok/s   {p['seconds'] * 1e3:9.1f} ms "

@@ -246,7 +246,10 @@ def explain_model(model_dir, prompt):
     summary = ", ".join(f"{human_tokens(t)}: {human_bytes(at[t])} ({at[t] / mem['weight_bytes']:.2g}&times; the "
                         "weights)" for t in sorted(at))
     body.append("<h3>Where the memory goes</h3><p>Weights: " + human_bytes(mem["weight_bytes"]) +
-                f" ({esc(info['weights_dtype'])} projections as loaded). Cache of one sequence (f32) at {summary}."
+                f" ({esc(info['weights_dtype'])} projections as held in memory"
+                + (f"; the checkpoint stores {esc(info['checkpoint_dtype'])}"
+                   if info.get("checkpoint_dtype") and info["checkpoint_dtype"] != info["weights_dtype"] else "")
+                + f"). Cache of one sequence (f32) at {summary}."
                 "</p>" + table(["layer kind", "layers", "grows", "fixed", "keeps tokens"], rows))
     body.append(figure(_memory_chart(mem), "the weights are paid once; the cache is paid per sequence and, for "
                                            "softmax layers, per token - at long contexts it is the bigger bill."))
