@@ -124,14 +124,24 @@ def _pattern_svg(kinds):
     return svg(max(6 + len(kinds) * cell + 6, 360), 6 + cell + 40, body, "layer pattern")
 
 
+LABEL_CHARS = 10  # token labels longer than this end in an ellipsis
+
+
+def _short_label(s):
+    s = s.strip() or repr(s)
+    return s if len(s) <= LABEL_CHARS else s[:LABEL_CHARS - 1] + "\u2026"
+
+
 def _heads_frame(maps, labels, heads, cell):
-    pad = 26
+    shown = [_short_label(s) for s in labels]
+    # Room on the left for the longest label at 6 px type (about 3.6 px a character) so none is clipped.
+    pad = max(26, int(6 + 3.6 * max((len(s) for s in shown), default=0)))
     size = maps.shape[-1] * cell
     parts = []
     for h in heads:
         grid = value_grid(maps[h], pad, pad, cell, vmax=1.0)
-        for i, s in enumerate(labels):
-            grid += text(pad - 2, pad + i * cell + cell * 0.8, s[:4], "small", "end", size=6)
+        for i, s in enumerate(shown):
+            grid += text(pad - 2, pad + i * cell + cell * 0.8, s, "small", "end", size=6)
         parts.append(f'<div>{svg(pad + size + 4, pad + size + 4, grid, f"head {h}")}'
                      f'<div class="sub">head {h}</div></div>')
     return '<div class="row">' + "".join(parts) + "</div>"
@@ -199,8 +209,10 @@ def explain_model(model_dir, prompt):
                                              else 0.0)
             frames.append(_heads_frame(maps, labels, heads, cell))
             first = np.mean(stats[l]["first_token"]) if stats[l]["first_token"] else 0.0
-            captions.append(f"layer {l} ({trace[l]['kind']}): heads {', '.join(map(str, heads))} of {H}; "
-                            f"{first:.0%} of attention on the first token")
+            shown = (f"heads {', '.join(map(str, heads))} of {H}" if len(heads) == H else
+                     f"{len(heads)} evenly spaced heads of {H} ({', '.join(map(str, heads))}; the page draws at most "
+                     f"{HEADS_SHOWN} per layer)")
+            captions.append(f"layer {l} ({trace[l]['kind']}): {shown}; {first:.0%} of attention on the first token")
         facts["first_token_share"] = {l: float(np.mean(s["first_token"])) if s["first_token"] else None
                                       for l, s in stats.items()}
         facts["look_back_tokens"] = {l: float(np.mean(s["look_back"])) if s["look_back"] else None
