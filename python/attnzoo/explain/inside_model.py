@@ -14,7 +14,8 @@ import numpy as np
 
 from .._units import human_parameters
 from .page import Section, animated_figure, figure, table
-from .svg import class_grid, esc, human_bytes, human_tokens, legend, legend_html, line_chart, svg, text, value_grid
+from .svg import (class_grid, esc, human_bytes, human_tokens, legend, legend_html, line_chart, short_label, svg, text,
+                  value_grid)
 
 ID = "inside-a-model"
 TITLE = "7. Inside a model"
@@ -124,16 +125,8 @@ def _pattern_svg(kinds):
     return svg(max(6 + len(kinds) * cell + 6, 360), 6 + cell + 40, body, "layer pattern")
 
 
-LABEL_CHARS = 10  # token labels longer than this end in an ellipsis
-
-
-def _short_label(s):
-    s = s.strip() or repr(s)
-    return s if len(s) <= LABEL_CHARS else s[:LABEL_CHARS - 1] + "\u2026"
-
-
 def _heads_frame(maps, labels, heads, cell):
-    shown = [_short_label(s) for s in labels]
+    shown = [short_label(s) for s in labels]
     # Room on the left for the longest label at 6 px type (about 3.6 px a character) so none is clipped.
     pad = max(26, int(6 + 3.6 * max((len(s) for s in shown), default=0)))
     size = maps.shape[-1] * cell
