@@ -25,18 +25,22 @@ def run(*args, stdin=None):
     return subprocess.run([CLI, *args], input=stdin, capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
+def write_tiny_model(d):
+    """A tiny random Llama with a trained byte-level BPE and a ChatML template: every CLI command can run on it."""
     from transformers import LlamaConfig, LlamaForCausalLM
-    d = str(tmp_path_factory.mktemp("cli_model"))
+    from test_chat_cli import _write_checkpoint
     tok = _tokenizer()
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1,
                       eos_token_id=2)
-    LlamaForCausalLM(cfg).save_pretrained(d)
-    tok.save(os.path.join(d, "tokenizer.json"))
+    _write_checkpoint(d, LlamaForCausalLM(cfg), tok)
     return d
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return write_tiny_model(str(tmp_path_factory.mktemp("cli_model")))
 
 
 @pytest.mark.parametrize("command", [[], ["info"], ["bench"], ["bench", "kernels"], ["tokenize"], ["inspect"],

@@ -56,18 +56,10 @@ def test_python_block_runs(code, line, tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     pytest.importorskip("tokenizers")
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from test_chat_cli import _tokenizer, _write_checkpoint
-    d = str(tmp_path_factory.mktemp("readme_model"))
-    tok = _tokenizer()
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1,
-                      eos_token_id=2)
-    _write_checkpoint(d, LlamaForCausalLM(cfg), tok)
-    return d
+    from test_cli import write_tiny_model
+    return write_tiny_model(str(tmp_path_factory.mktemp("readme_model")))
 
 
 @pytest.mark.skipif(not os.access(CLI, os.X_OK), reason=f"attnzoo CLI not built at {CLI}")
