@@ -140,3 +140,14 @@ def test_missing_model_path_gives_one_message(command, tmp_path):
 def test_explain_into_a_missing_directory_fails_first(tmp_path):
     r = run("explain", "-o", str(tmp_path / "nowhere" / "page.html"))
     assert r.returncode != 0 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_generation_stays_inside_the_models_context(model_dir):
+    """The tiny model has max_position_embeddings=256: a longer prompt is refused before any work, and an answer
+    that would run past it is shortened with a notice."""
+    r = run("generate", "-m", model_dir, "-p", "the quick brown fox jumps over the lazy dog. " * 40)
+    assert r.returncode != 0 and "max_position_embeddings) is 256" in r.stderr and r.stdout == ""
+    r = run("generate", "-m", model_dir, "-p", "hello world", "-n", "100000")
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"-n lowered to (\d+): prompt (\d+) \+ answer must fit the model's context of 256", r.stderr)
+    assert m and int(m.group(1)) + int(m.group(2)) == 256
