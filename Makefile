@@ -24,7 +24,7 @@ test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-python: build
-	PYTHONPATH=$(CURDIR)/python $(PY) -m pytest -q python/tests
+	ATTNZOO_BUILD=$(BUILD) $(PY) -m pytest -q python/tests  # conftest.py puts python/ and $(BUILD)/python on the path
 
 test: test-cpp test-python
 

@@ -4,8 +4,17 @@ Arrays in: numpy arrays or any CPU object with ``__dlpack__`` (torch tensors), w
 layout allows. Arrays out: the same kind as the main input (numpy in -> numpy out, torch in -> torch out).
 Errors: ``ValueError`` names the offending argument, ``TypeError`` the argument with an unsupported dtype.
 """
-from . import _core
-from ._arrays import empty_like_input
+# In a checkout, the compiled module is in the build tree (<build>/python/attnzoo/_core*.so) while these files
+# stay in python/attnzoo: with both on sys.path, extend_path makes them one package. An installed package (pip)
+# holds both in one directory and is unaffected.
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)
+
+from . import _core  # noqa: E402
+
+__version__ = _core.__version__
+from ._arrays import empty_like_input  # noqa: E402
 from .softmax import attention, attention_reference, block_mask, BlockMask
 from .decode import attention_decode
 from .mla import mla_decode, mla_prefill
@@ -28,6 +37,7 @@ set_float32_matmul_precision = _core.set_float32_matmul_precision
 get_float32_matmul_precision = _core.get_float32_matmul_precision
 
 __all__ = [
+    "__version__",
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "write_kv_paged",
     "write_paged_rows", "linear",
     "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "Sampler", "sample",

@@ -14,13 +14,26 @@ def empty_like_input(x, shape, dtype=None):
     return np.empty(tuple(shape), dtype=dtype or x.dtype)
 
 
+def in_callers_framework(x, out):
+    """`out` (a numpy array) as the caller's framework: a torch tensor (sharing memory) when x is one."""
+    if _is_torch(x):
+        import torch
+        return torch.from_numpy(out)
+    return out
+
+
 def as_input(x, name):
-    """Numpy arrays and DLPack objects pass through (torch tensors are detached: kernels never track grads)."""
+    """Numpy arrays and DLPack objects pass through. There is no autograd: torch tensors are read detached, and a
+    tensor that requires grad gets a warning saying so (results never carry a grad_fn)."""
     if x is None:
         return None
     if _is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: must be a CPU tensor, got device {x.device}")
+        if x.requires_grad:
+            import warnings
+            warnings.warn(f"{name}: requires grad, but attnzoo has no autograd: it is read detached and the "
+                          "result has no grad_fn (inference only)", stacklevel=3)
         return x.detach()
     if isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
         return x

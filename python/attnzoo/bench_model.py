@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from . import _core
+from ._units import human_parameters
 from .bench import _better_peaks, measure_peaks
 
 PROBE_SCALES = ("full", "quick", "tiny")
@@ -233,14 +234,16 @@ def format_report(doc):
     fma, mem = doc["peaks"]["fma"], doc["peaks"]["memory"]
     p, d = doc["prefill"], doc["decode"]
     lines = [
-        f"attnzoo bench model: {m['architecture']} ({m['parameter_count'] / 1e6:.0f}M parameters, "
+        f"attnzoo bench model: {m['architecture']} ({human_parameters(m['parameter_count'])} parameters, "
         f"{m['num_layers']} layers: {', '.join(m['layer_kinds'])}), weights {m['weights_dtype']}, "
         f"linear prefill {s['linear_prefill']}, matmul precision {s.get('matmul_precision', 'highest')}",
         f"machine         {mach['cpu']}, {mach['threads']} threads, target {mach['target']}, "
         f"load average {mach['load_average']:.1f}",
         f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s" + (
             f"   peak bf16 products {doc['peaks']['bf16_dot']['gflops']:.1f} GFLOP/s (vdpbf16ps)"
-            if p.get("products") == "bf16" else "  (f32 products: bf16 weights are widened exactly)"),
+            if p.get("products") == "bf16"
+            else "  (f32 products: bf16 weights are widened exactly)" if m["weights_dtype"] == "bfloat16"
+            else "  (f32 products)"),
         f"memory read     {mem['gbps']:8.1f} GB/s",
         "",
         f"prefill  {p['tokens']:6d} tokens   {p['tokens_per_s']:9.1f} tok/s   {p['seconds'] * 1e3:9.1f} ms "
@@ -293,7 +296,8 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.model):
-        parser.error(f"-m: {args.model!r} is not a directory")
+        parser.error(f"model path not found: {args.model}" if not os.path.exists(args.model)
+                     else f"-m: {args.model!r} is not a directory")
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
                           context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,

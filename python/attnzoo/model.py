@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from . import _core
-from ._arrays import as_input, _is_torch
+from ._arrays import as_input, in_callers_framework, _is_torch
 
 Sequence = _core.Sequence
 PoolExhaustedError = _core.PoolExhaustedError
@@ -85,19 +85,20 @@ class Model:
         self._core.clear_prefix_cache()
 
     def forward(self, ids, seq=None, last_only=False):
-        """Logits [len(ids), vocab] (or [1, vocab] with last_only) for ids appended to `seq` (a fresh one if None)."""
+        """Logits [len(ids), vocab] (or [1, vocab] with last_only) for ids appended to `seq` (a fresh one if None),
+        float32 in the caller's framework: torch ids in, a torch tensor out; numpy / lists in, numpy out."""
         if seq is None:
             seq = self._core.new_sequence()
-        return self._core.forward(_ids(ids), seq, last_only)
+        return in_callers_framework(ids, self._core.forward(_ids(ids), seq, last_only))
 
     def forward_batch(self, seqs, ids, last_only=False):
         """One ragged batch: sequence i gets ids[i]. Returns one logits array per sequence."""
         arrays = [_ids(x, f"ids[{i}]") for i, x in enumerate(ids)]
         out = self._core.forward_batch(list(seqs), arrays, last_only)
         if last_only:
-            return [out[i:i + 1] for i in range(len(arrays))]
+            return [in_callers_framework(x, out[i:i + 1]) for i, x in enumerate(ids)]
         bounds = np.cumsum([0] + [len(a) for a in arrays])
-        return [out[bounds[i]:bounds[i + 1]] for i in range(len(arrays))]
+        return [in_callers_framework(x, out[bounds[i]:bounds[i + 1]]) for i, x in enumerate(ids)]
 
     @property
     def tokenizer(self):

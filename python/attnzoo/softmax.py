@@ -17,9 +17,33 @@ def block_mask(seq_len, *, block=64, local_blocks=1, global_tokens=0, stride=0, 
                            int(random_blocks), int(seed))
 
 
+def flash_attn_aliases(causal, scale, window, softmax_scale=None, window_size=None):
+    """(scale, window) from flash-attn's spellings: softmax_scale = scale; window_size=(left, right) with -1 for
+    unbounded, key j visible from query i iff i - left <= j <= i + right, i.e. window = left + 1. A right bound
+    other than unbounded (or 0 under causal, which flash-attn implies) has no equivalent here."""
+    if softmax_scale is not None:
+        if scale is not None:
+            raise ValueError("softmax_scale: give scale or softmax_scale (flash-attn's name), not both")
+        scale = softmax_scale
+    if window_size is not None:
+        if window is not None:
+            raise ValueError("window_size: give window=W or window_size=(W - 1, 0) (flash-attn's form), not both")
+        try:
+            left, right = (int(x) for x in window_size)
+        except (TypeError, ValueError):
+            raise ValueError(f"window_size: expected (left, right) integers, got {window_size!r}") from None
+        if right != -1 and not (causal and right == 0):
+            raise ValueError(f"window_size: right={right} is not supported: keys after the query are either all "
+                             "masked (causal=True, right 0 or -1) or all visible (causal=False, right -1)")
+        if left < -1:
+            raise ValueError(f"window_size: left must be >= -1 (-1: unbounded), got {left}")
+        window = None if left == -1 else left + 1
+    return scale, window
+
+
 def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, sinks=None, alibi_slopes=None,
               cu_seqlens=None, cu_seqlens_k=None, block_mask=None, block_table=None, seqused_k=None,
-              cache_seqlens=None, out=None, check_inputs=True):
+              cache_seqlens=None, out=None, check_inputs=True, softmax_scale=None, window_size=None):
     """Softmax attention for prefill (FlashAttention-2 style tiles, online softmax, f32 accumulation).
 
     q: [B, Tq, Hq, D]; k, v: [B, Tk, Hkv, D] with Hq a multiple of Hkv (MHA / GQA / MQA). With `cu_seqlens`
@@ -28,7 +52,8 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     (bottom-right aligned causal mask, as flash-attn >= 2.1).
 
     causal: mask keys after the query. scale: default D**-0.5. window=W: key j visible from query i iff
-    j > i - W (and j <= i when causal: the transformers / Mistral sliding window). softcap=c: scores become c * tanh(s / c) (Gemma 2). sinks: [Hq] learned logits that join
+    j > i - W (and j <= i when causal: the transformers / Mistral sliding window); flash-attn's
+    window_size=(W - 1, 0) and softmax_scale are accepted as aliases. softcap=c: scores become c * tanh(s / c) (Gemma 2). sinks: [Hq] learned logits that join
     the softmax denominator and are dropped (gpt-oss). alibi_slopes: [Hq], scores -= slope * |i - j|.
     block_mask: an attnzoo.BlockMask. Order: scale, softcap, ALiBi, masks. Rows that see no key give zeros.
     dtypes: float32, bfloat16, float16 (q and k/v may differ); output has q's dtype, or `out`'s if given.
@@ -44,6 +69,7 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     positions. Every mask option above applies. Caches may be float32 / bfloat16 / float16.
     """
     q = as_input(q, "q")
+    scale, window = flash_attn_aliases(causal, scale, window, softmax_scale, window_size)
     if seqused_k is not None and cache_seqlens is not None:
         raise ValueError("cache_seqlens: give seqused_k or cache_seqlens, not both (they are the same)")
     seqused_k = seqused_k if seqused_k is not None else cache_seqlens
@@ -64,6 +90,8 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
 def attention_reference(q, k, v, **kw):
     """The plain double-accumulation definition (slow); same arguments as attention()."""
     q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")
+    kw["scale"], kw["window"] = flash_attn_aliases(kw.get("causal", True), kw.get("scale"), kw.get("window"),
+                                                   kw.pop("softmax_scale", None), kw.pop("window_size", None))
     out = kw.pop("out", None)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))

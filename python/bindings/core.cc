@@ -20,8 +20,18 @@ DType dtype_of(nb::dlpack::dtype t, const char* name) {
     if (t.code == uint8_t(code::Int) && t.bits == 64) return DType::i64;
     if (t.code == uint8_t(code::UInt) && t.bits == 8) return DType::u8;
   }
-  throw DTypeError(std::string(name) + ": unsupported dtype (code " + std::to_string(t.code) + ", " +
-                   std::to_string(t.bits) + " bits)");
+  // Named as numpy / torch name it (float64 is what a plain Python list of floats becomes).
+  std::string family = "dtype code " + std::to_string(t.code) + ", bits ";
+  if (t.code == uint8_t(code::Float)) family = "float";
+  else if (t.code == uint8_t(code::Int)) family = "int";
+  else if (t.code == uint8_t(code::UInt)) family = "uint";
+  else if (t.code == uint8_t(code::Bfloat)) family = "bfloat";
+  else if (t.code == uint8_t(code::Complex)) family = "complex";
+  else if (t.code == uint8_t(code::Bool)) family = "bool";
+  std::string dtype = family == "bool" ? family : family + std::to_string(t.bits);
+  if (t.lanes != 1) dtype += "x" + std::to_string(t.lanes);
+  throw DTypeError(std::string(name) + ": " + dtype +
+                   " is not supported; use float32, bfloat16 or float16 (int32 / int64 for ids and offsets)");
 }
 
 template <typename Array>

@@ -9,6 +9,7 @@ namespace nb = nanobind;
 
 NB_MODULE(_core, m) {
   m.doc() = "attnzoo native kernels (use the attnzoo package, not this module directly)";
+  m.attr("__version__") = ATTNZOO_VERSION;  // project(VERSION) in CMakeLists.txt, the one source
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

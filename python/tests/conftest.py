@@ -4,7 +4,18 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..")) if "attnzoo" not in sys.modules else None
+
+def _checkout_paths():
+    """The checkout's Python sources and the build tree's compiled module ($ATTNZOO_BUILD, else build/): the one
+    way the tests find attnzoo, for this process and (through PYTHONPATH) for the processes it starts."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    build = os.path.abspath(os.environ.get("ATTNZOO_BUILD") or os.path.join(root, "build"))
+    return [os.path.join(root, "python"), os.path.join(build, "python")]
+
+
+_paths = _checkout_paths()
+sys.path[:0] = _paths
+os.environ["PYTHONPATH"] = os.pathsep.join(_paths + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 
 def rel_rms(got, want):

@@ -149,7 +149,7 @@ def test_errors(model_dir):
 
 
 def test_command_line_json(model_dir):
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), ".."))
+    env = dict(os.environ)  # conftest's PYTHONPATH: the checkout and its build tree
     out = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
                           "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "1", "--probes",
                           "tiny", "--dtype", "float32", "--json"], capture_output=True, text=True, env=env,

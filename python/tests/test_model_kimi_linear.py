@@ -115,6 +115,20 @@ def test_layer_types_and_mlp_types_from_the_checkpoint_keys(case, tmp_path):
     np.testing.assert_allclose(Model.load(d).forward(ids[:40]), want[:40], atol=1e-4, rtol=0)
 
 
+def test_tie_word_embeddings_true_still_uses_the_checkpoints_lm_head(case, tmp_path):
+    """transformers never ties Kimi Linear: with tie_word_embeddings true in config.json it still loads the
+    checkpoint's own lm_head.weight, and so must we."""
+    kind, ref, m, ids, want = case
+    d = checks.copy_with(m.directory, tmp_path / "tied", config_edit=lambda c: c.update(tie_word_embeddings=True))
+    ref_tied = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32,
+                                                                 attn_implementation="eager").eval()
+    want_tied = checks.reference_logits(ref_tied, ids[:40])
+    np.testing.assert_allclose(want_tied, want[:40], atol=1e-5, rtol=0)  # the premise: transformers ignores the flag
+    got = Model.load(d)
+    assert got.inspect()["tied_embeddings"] is False
+    np.testing.assert_allclose(got.forward(ids[:40]), want_tied, atol=1e-4, rtol=0)
+
+
 @pytest.fixture(scope="module")
 def small_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("small")

@@ -126,6 +126,31 @@ def test_sliding_window_cache_drops_old_tokens(tmp_path):
     assert m.pool_stats()["free_blocks"] >= free_before - 1
 
 
+@pytest.mark.parametrize("kind", ["qwen2", "qwen3"])
+def test_qwen_window_without_layer_types_covers_layers_from_max_window_layers(kind, tmp_path):
+    """Older Qwen2 / Qwen3 configs carry no layer_types: with use_sliding_window, transformers windows only the
+    layers >= max_window_layers (here layer 1 of 2), so a prompt longer than the window tells the two apart."""
+    config = _config(kind)
+    config.use_sliding_window, config.sliding_window, config.max_window_layers = True, 12, 1
+    config.layer_types = None
+    config.__post_init__()  # recompute sliding_window / layer_types as a fresh config would
+    assert config.layer_types == ["full_attention", "sliding_attention"]
+    model = checks.save_random_model(kind, config, tmp_path / "src", _randomize, attn_implementation="eager")
+    d = checks.copy_with(tmp_path / "src", tmp_path / "old", config_edit=lambda c: c.pop("layer_types"))
+    ref = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32,
+                                                            attn_implementation="eager").eval()
+    assert ref.config.layer_types == ["full_attention", "sliding_attention"]
+    ids = _prompt()
+    want = checks.meaningful_logits(ref, ids)
+    np.testing.assert_allclose(checks.reference_logits(model, ids), want, atol=1e-5, rtol=0)
+    m = Model.load(d)
+    assert [layer["window"] for layer in m.inspect()["layers"]] == [0, 12]
+    np.testing.assert_allclose(m.forward(ids), want, atol=1e-4, rtol=0)
+    # use_sliding_window false (or absent): no layer is windowed, whatever sliding_window says.
+    d2 = checks.copy_with(d, tmp_path / "off", config_edit=lambda c: c.pop("use_sliding_window"))
+    assert [layer["window"] for layer in Model.load(d2).inspect()["layers"]] == [0, 0]
+
+
 def test_inspect_describes_layers_and_cache(case):
     kind, m, ids, want = case
     info = m.inspect()

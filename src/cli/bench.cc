@@ -7,6 +7,7 @@
 
 #include "bench/report.h"
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "cli/python_handoff.h"
 #include "core/dispatch.h"
 #include "core/error.h"
@@ -19,16 +20,25 @@ struct BenchArgs {
   bool quick = false, json = false, no_torch = false;
 };
 
+const char* kBenchUsage =
+    "usage: attnzoo bench kernels [--quick] [--json] [--no-torch]\n"
+    "         kernel timings vs this machine's measured peaks and vs PyTorch\n"
+    "       attnzoo bench model -m DIR [--prompt N] [--gen N] [--json] ...   (attnzoo bench model --help)\n"
+    "         prefill / decode tok/s of a model vs measured peaks\n"
+    "       attnzoo bench serve [--base-url URL] [--num-prompts N] [--request-rate R] ...   (attnzoo bench serve --help)\n"
+    "         load generator against a running attnzoo serve (TTFT, TPOT, ITL, throughput)\n";
+
 BenchArgs parse_bench_args(const std::vector<std::string>& args) {
+  if (!args.empty() && is_help(args[0])) throw HelpRequested(kBenchUsage);
   if (args.empty() || args[0] != "kernels")
-    throw ArgumentError("bench: expected 'kernels', 'model' or 'serve' (usage: attnzoo bench kernels [--quick] [--json] "
-                        "[--no-torch] | attnzoo bench model -m DIR [--prompt N] [--gen N] [--json] ...)");
+    throw ArgumentError(std::string("bench: expected 'kernels', 'model' or 'serve'\n") + kBenchUsage);
   BenchArgs b;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--quick") b.quick = true;
     else if (args[i] == "--json") b.json = true;
     else if (args[i] == "--no-torch") b.no_torch = true;
-    else throw ArgumentError("bench kernels: unknown option '" + args[i] + "'");
+    else if (is_help(args[i])) throw HelpRequested(kBenchUsage);
+    else throw_unknown_option("bench kernels", args[i], kBenchUsage);
   }
   return b;
 }

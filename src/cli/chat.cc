@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/usage.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/generate.h"
@@ -87,8 +88,8 @@ int run_chat(const std::vector<std::string>& args) {
     if (args[i] == "--system") {
       if (i + 1 >= args.size()) throw ArgumentError("--system: needs a value");
       system = args[++i];
-    } else if (args[i] == "-h" || args[i] == "--help") throw ArgumentError("chat: help requested\n" + usage());
-    else throw ArgumentError("chat: unknown option '" + args[i] + "'\n" + usage());
+    } else if (is_help(args[i])) throw HelpRequested(usage());
+    else throw_unknown_option("chat", args[i], usage());
   }
   if (flags.model.empty()) throw ArgumentError("chat: -m DIR is required\n" + usage());
 

@@ -16,8 +16,8 @@ int run_explain(const std::vector<std::string>& args, const char* argv0) {
   }
   std::fprintf(stderr,
                "attnzoo explain: no Python that can import numpy and attnzoo.explain was found (tried "
-               "$ATTNZOO_PYTHON and %s/.venv/bin/python); run scripts/setup.sh or set ATTNZOO_PYTHON\n",
-               ATTNZOO_SOURCE_DIR);
+               "$ATTNZOO_PYTHON, the checkout's .venv, python3 beside this program and on PATH); pip install "
+               "attnzoo into it, run scripts/setup.sh in a checkout, or set ATTNZOO_PYTHON\n");
   return 1;
 }
 

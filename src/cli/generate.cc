@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/usage.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/generate.h"
@@ -30,8 +31,34 @@ struct GenerateArgs {
 };
 
 std::string usage() {
-  return std::string("usage: attnzoo generate -m DIR -p TEXT [--chat [--system TEXT]] [--no-special]\n         ") +
+  return std::string("usage: attnzoo generate -m DIR (-p TEXT | -p - (stdin) | -f FILE) [--chat [--system TEXT]]\n"
+                     "         [--no-special] ") +
          kGenerationFlagsUsage + "\n";
+}
+
+// llama.cpp's -f FILE and -p -: the prompt from a file or from stdin, byte for byte.
+std::string read_all(std::FILE* f, const std::string& what) {
+  std::string out;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  if (std::ferror(f)) throw ArgumentError(what + ": read failed");
+  return out;
+}
+
+std::string read_stdin() { return read_all(stdin, "-p -: stdin"); }
+
+std::string read_prompt_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw ArgumentError("-f: cannot open prompt file '" + path + "'");
+  std::string text;
+  try {
+    text = read_all(f, "-f: " + path);
+  } catch (...) {
+    std::fclose(f);
+    throw;
+  }
+  std::fclose(f);
+  return text;
 }
 
 GenerateArgs parse_args(const std::vector<std::string>& args) {
@@ -43,12 +70,13 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (parse_generation_flag(args, i, a.flags)) continue;
-    if (s == "-p" || s == "--prompt") a.prompt = value(), a.have_prompt = true;
+    if (s == "-p" || s == "--prompt") a.prompt = value() == "-" ? read_stdin() : args[i], a.have_prompt = true;
     else if (s == "--no-special") a.add_special = false;
     else if (s == "--chat") a.chat = true;
     else if (s == "--system") a.system = value();
-    else if (s == "-h" || s == "--help") throw ArgumentError("generate: help requested\n" + usage());
-    else throw ArgumentError("generate: unknown option '" + s + "'\n" + usage());
+    else if (s == "-f" || s == "--file") a.prompt = read_prompt_file(value()), a.have_prompt = true;
+    else if (is_help(s)) throw HelpRequested(usage());
+    else throw_unknown_option("generate", s, usage());
   }
   if (a.flags.model.empty()) throw ArgumentError("generate: -m DIR is required\n" + usage());
   if (!a.have_prompt) throw ArgumentError("generate: -p TEXT is required\n" + usage());
@@ -78,6 +106,20 @@ int run_generate(const std::vector<std::string>& args) {
   } else {
     prompt = tokenizer->encode(a.prompt, a.add_special);
   }
+  // Never a silent run past the positions the model was trained for: a prompt that does not fit is an error; a
+  // generation that would overrun is shortened, and says so.
+  if (const int64_t context = model->info().max_position_embeddings; context > 0) {
+    const int64_t n = int64_t(prompt.size());
+    if (n >= context)
+      throw ArgumentError("generate: the prompt is " + std::to_string(n) +
+                          " tokens; the model's context (max_position_embeddings) is " + std::to_string(context) +
+                          " and must leave room for an answer");
+    if (n + options.max_new_tokens > context) {
+      options.max_new_tokens = context - n;
+      std::fprintf(stderr, "[attnzoo] -n lowered to %lld: prompt %lld + answer must fit the model's context of %lld "
+                   "tokens\n", (long long)options.max_new_tokens, (long long)n, (long long)context);
+    }
+  }
   ModelSequence sequence(*model);
   TokenizerTextStream text(tokenizer);
   const GenerationResult r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
@@ -89,13 +131,19 @@ int run_generate(const std::vector<std::string>& args) {
 
   const double prefill_rate = r.prefill_seconds > 0 ? double(r.prompt_tokens) / r.prefill_seconds : 0.0;
   const double decode_rate = r.decode_seconds > 0 ? double(r.decode_steps) / r.decode_seconds : 0.0;
+  // Only the settings that shaped the output: a greedy run has no top_k / top_p / min_p / seed to report.
+  const SamplingParams& sp = options.sampling;
+  char sampling[160];
+  if (sp.greedy())
+    std::snprintf(sampling, sizeof sampling, "greedy");
+  else
+    std::snprintf(sampling, sizeof sampling, "temperature %g top_k %lld top_p %g min_p %g seed %llu", sp.temperature,
+                  (long long)sp.top_k, sp.top_p, sp.min_p, (unsigned long long)sp.seed);
   std::fprintf(stderr,
                "\n[attnzoo] prompt %lld tokens, prefill %.3f s (%.1f tok/s); generated %zu tokens, decode %.3f s "
-               "(%.1f tok/s); stop: %s; temperature %g top_k %lld top_p %g min_p %g seed %llu\n",
+               "(%.1f tok/s); stop: %s; %s\n",
                (long long)r.prompt_tokens, r.prefill_seconds, prefill_rate, r.tokens.size(), r.decode_seconds,
-               decode_rate, stop_reason_name(r.reason), options.sampling.temperature,
-               (long long)options.sampling.top_k, options.sampling.top_p, options.sampling.min_p,
-               (unsigned long long)options.sampling.seed);
+               decode_rate, stop_reason_name(r.reason), sampling);
   return 0;
 }
 

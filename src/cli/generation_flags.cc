@@ -10,8 +10,8 @@
 namespace attnzoo::cli {
 
 const char* kGenerationFlagsUsage =
-    "[-n 128] [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
-    "         [--repetition-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
+    "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
+    "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
     "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...";
 
 
@@ -22,12 +22,13 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
     return args[++i];
   };
   if (s == "-m" || s == "--model") a.model = value();
-  else if (s == "-n" || s == "--max-new-tokens") a.max_new_tokens = parse_number<int64_t>(s, value());
-  else if (s == "--temperature") a.temperature = parse_number<float>(s, value());
+  // llama.cpp's spellings (--n-predict, --temp, --repeat-penalty) as aliases: same meaning, same flag.
+  else if (s == "-n" || s == "--max-new-tokens" || s == "--n-predict") a.max_new_tokens = parse_number<int64_t>(s, value());
+  else if (s == "--temperature" || s == "--temp") a.temperature = parse_number<float>(s, value());
   else if (s == "--top-k") a.top_k = parse_number<int64_t>(s, value());
   else if (s == "--top-p") a.top_p = parse_number<float>(s, value());
   else if (s == "--min-p") a.min_p = parse_number<float>(s, value());
-  else if (s == "--repetition-penalty") a.repetition_penalty = parse_number<float>(s, value());
+  else if (s == "--repetition-penalty" || s == "--repeat-penalty") a.repetition_penalty = parse_number<float>(s, value());
   else if (s == "--presence-penalty") a.presence_penalty = parse_number<float>(s, value());
   else if (s == "--frequency-penalty") a.frequency_penalty = parse_number<float>(s, value());
   else if (s == "--seed") a.seed = parse_number<uint64_t>(s, value());

@@ -7,6 +7,7 @@
 #include <hwy/targets.h>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/cpu_info.h"
 #include "core/dispatch.h"
 #include "core/error.h"
@@ -16,6 +17,7 @@ namespace attnzoo::cli {
 
 void apply_global_options(std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size();) {
+    if (args[i] == "-t") args[i] = "--threads";  // llama.cpp's spelling
     if ((args[i] == "--threads" || args[i] == "--target") && i + 1 >= args.size())
       throw ArgumentError(args[i] + ": needs a value");
     if (args[i] == "--threads") {
@@ -37,6 +39,11 @@ void apply_global_options(std::vector<std::string>& args) {
 }
 
 int run_info(const std::vector<std::string>& args) {
+  const char* usage = "usage: attnzoo info\n  CPU, caches, SIMD targets, threads and library versions\n";
+  for (const std::string& a : args) {
+    if (is_help(a)) throw HelpRequested(usage);
+    throw_unknown_option("info", a, usage);
+  }
   const CpuInfo cpu = read_cpu_info();
   std::printf("attnzoo %s\n", ATTNZOO_VERSION);
   std::printf("cpu          %s (%d logical CPUs)\n", cpu.model.c_str(), cpu.logical_cpus);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/error.h"
 #include "loader/config.h"
 #include "models/describe.h"
@@ -27,6 +28,19 @@ std::string human_bytes(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
   return buf;
+}
+
+// Parameter counts as model cards write them: 120.8K, 135M, 1.2B (one decimal, a trailing .0 dropped).
+std::string human_count(int64_t n) {
+  const char* units[] = {"", "K", "M", "B", "T"};
+  double v = double(n);
+  int u = 0;
+  while (v >= 999.95 && u < 4) v /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f" : "%.1f", v);
+  std::string out = buf;
+  if (out.size() > 2 && out.compare(out.size() - 2, 2, ".0") == 0) out.resize(out.size() - 2);
+  return out + units[u];
 }
 
 std::string json_string(const std::string& s) {
@@ -149,15 +163,15 @@ void print_text(const ModelInfo& i, const std::string& source, const std::option
   for (const auto& [k, n] : kinds) std::printf(" %d x %s", n, k.c_str());
   std::printf("\n");
   if (!config_only) {
-    std::printf("parameters   %lld (%.6g B)%s\n", (long long)i.parameter_count, double(i.parameter_count) * 1e-9,
+    std::printf("parameters   %s (%lld)%s\n", human_count(i.parameter_count).c_str(), (long long)i.parameter_count,
                 i.tied_embeddings ? ", embeddings tied" : "");
     std::printf("weights      %s in the checkpoint (%s), %s converted at load, projections in %s\n",
                 human_bytes(double(i.checkpoint_bytes)).c_str(),
                 i.checkpoint_dtype.empty() ? "dtype unset" : i.checkpoint_dtype.c_str(),
                 human_bytes(double(i.owned_weight_bytes)).c_str(), dtype_name(i.weights));
   } else if (d && d->parameters_estimated) {
-    std::printf("parameters   %lld (%.6g B), estimated from the config (the tensors the builder would load)%s\n",
-                (long long)i.parameter_count, double(i.parameter_count) * 1e-9,
+    std::printf("parameters   %s (%lld), estimated from the config (the tensors the builder would load)%s\n",
+                human_count(i.parameter_count).c_str(), (long long)i.parameter_count,
                 i.tied_embeddings ? ", embeddings tied" : "");
   } else {
     std::printf("parameters   not computed from the config for this architecture (inspect the checkpoint)\n");
@@ -267,6 +281,12 @@ bool holds_weights(const std::filesystem::path& dir) {
 
 }  // namespace
 
+const char* kInspectUsage =
+    "usage: attnzoo inspect DIR | -m DIR | --config FILE [--json] [--kv-cache-dtype float32|bfloat16|...]\n"
+    "                       [--block-size N]\n"
+    "  layers, parameters and KV / state bytes per layer type (config.json alone is enough), beside the same\n"
+    "  stack built all-attention / all-MLA\n";
+
 int run_inspect(const std::vector<std::string>& args) {
   std::string dir, config_file;
   bool json = false;
@@ -291,7 +311,8 @@ int run_inspect(const std::vector<std::string>& args) {
     } else if (!args[i].empty() && args[i][0] != '-' && dir.empty() && config_file.empty()) {
       dir = args[i];
     } else {
-      throw ArgumentError("inspect: unknown option '" + args[i] + "'");
+      if (is_help(args[i])) throw HelpRequested(kInspectUsage);
+      throw_unknown_option("inspect", args[i], kInspectUsage);
     }
   }
   if (dir.empty() && config_file.empty())

@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/error.h"
 
 namespace {
 
 void usage() {
   std::puts(
-      "usage: attnzoo <command> [options]\n"
+      "usage: attnzoo <command> [options]    (attnzoo <command> --help: that command's options)\n"
       "\n"
       "commands:\n"
       "  info                    CPU targets, threads, caches, library versions\n"
@@ -35,7 +36,8 @@ void usage() {
       "                          load generator against a running server (TTFT, TPOT, ITL, throughput)\n"
       "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"
       "\n"
-      "global options: --threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16");
+      "global options: -t|--threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16\n"
+      "                --version: print the version");
 }
 
 }  // namespace
@@ -45,6 +47,10 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     usage();
     return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    std::printf("attnzoo %s\n", ATTNZOO_VERSION);  // project(VERSION) in CMakeLists.txt, as attnzoo.__version__
+    return 0;
   }
   try {
     attnzoo::cli::apply_global_options(args);
@@ -61,6 +67,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attnzoo: unknown command '%s'\n", cmd.c_str());
     usage();
     return 2;
+  } catch (const attnzoo::cli::HelpRequested& h) {
+    std::fputs(h.what(), stdout);
+    return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attnzoo: error: %s\n", e.what());
     return 1;

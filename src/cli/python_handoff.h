@@ -7,10 +7,13 @@
 
 namespace attnzoo::cli {
 
-// Sets PYTHONPATH (the source tree's python/ first), ATTNZOO_THREADS and ATTNZOO_TARGET for the child.
+// Sets ATTNZOO_THREADS and ATTNZOO_TARGET for the child and, for the binary in its checkout's build tree, puts
+// the checkout's python/ and <build>/python first on PYTHONPATH (an installed binary uses the installed package).
 void export_child_environment();
-// The first of $ATTNZOO_PYTHON, <source>/.venv/bin/python that runs `import_code` without error (checked in a
-// silenced child); `what` names the requirement in the message printed when $ATTNZOO_PYTHON falls short.
+// The first of $ATTNZOO_PYTHON, <checkout>/.venv/bin/python (build-tree binary only), python3 / python beside this
+// executable (a pip install puts it in the environment's bin/), python3 on PATH that runs `import_code` without
+// error (checked in a silenced child); `what` names the requirement in the message printed when $ATTNZOO_PYTHON
+// falls short.
 std::optional<std::string> find_python(const std::string& import_code, const std::string& what);
 // Replaces this process with `python -m module args...`; returns only if exec failed.
 void exec_python_module(const std::string& python, const std::string& module, const std::vector<std::string>& args);

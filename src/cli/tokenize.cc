@@ -2,13 +2,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "core/error.h"
 #include "loader/json.h"
+#include "loader/load_error.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -24,6 +27,12 @@ struct TokenizeArgs {
   bool add_special = true;
 };
 
+const char* kUsage =
+    "usage: attnzoo tokenize -m DIR TEXT [--no-special] [--json]\n"
+    "       attnzoo tokenize -m DIR --report FILE [--json]\n"
+    "  token ids and pieces of TEXT (DIR: a model directory or a tokenizer.json); --report: statistics over a\n"
+    "  text file, checked by decoding every piece back\n";
+
 TokenizeArgs parse_args(const std::vector<std::string>& args) {
   TokenizeArgs a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -36,7 +45,8 @@ TokenizeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--report") a.report = value();
     else if (s == "--json") a.json = true;
     else if (s == "--no-special") a.add_special = false;
-    else if (!s.empty() && s[0] == '-' && s != "-") throw ArgumentError("tokenize: unknown option '" + s + "'");
+    else if (is_help(s)) throw HelpRequested(kUsage);
+    else if (!s.empty() && s[0] == '-' && s != "-") throw_unknown_option("tokenize", s, kUsage);
     else if (a.have_text) throw ArgumentError("tokenize: more than one text given (quote it)");
     else a.text = s, a.have_text = true;
   }
@@ -163,6 +173,8 @@ int print_report(const tok::Tokenizer& t, const TokenizeArgs& a) {
 
 int run_tokenize(const std::vector<std::string>& args) {
   const TokenizeArgs a = parse_args(args);
+  std::error_code ec;
+  if (!std::filesystem::exists(a.model, ec)) throw LoadError("model path not found: " + a.model);  // as Model::load
   const auto t = tok::Tokenizer::load(a.model);
   if (!a.report.empty()) return print_report(*t, a);
   return print_tokens(*t, a);

@@ -99,6 +99,8 @@ ModelFiles ModelFiles::open_gguf(const std::string& path) {
 static std::optional<std::string> gguf_path_of(const std::string& path) {
   std::error_code ec;
   if (is_gguf_name(path) && fs::is_regular_file(path, ec)) return path;
+  // The one wording every command and the Python API give for a path that is not there.
+  if (!fs::exists(path, ec)) throw LoadError("model path not found: " + path);
   if (!fs::is_directory(path, ec)) throw LoadError(path + ": not a directory (nor a .gguf file)");
   if (fs::exists(fs::path(path) / "model.safetensors", ec) || fs::exists(fs::path(path) / "model.safetensors.index.json", ec))
     return std::nullopt;

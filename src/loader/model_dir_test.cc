@@ -142,7 +142,14 @@ TEST(ModelFiles, BrokenLayoutsNamed) {
     write_file(dir.path() / "model.safetensors", safetensors_bytes({raw_tensor("z", "U8", {1}, std::vector<uint8_t>{1})}));
     expect_contains(error_of([&] { ModelFiles::open(dir.str()); }), {"config.json", "cannot open"});
   }
-  expect_contains(error_of([&] { ModelFiles::open("/nonexistent/model"); }), {"/nonexistent/model", "not a directory"});
+  expect_contains(error_of([&] { ModelFiles::open("/nonexistent/model"); }), {"model path not found", "/nonexistent/model"});
+  expect_contains(error_of([&] { ModelFiles::read_config("/nonexistent/model"); }),
+                  {"model path not found", "/nonexistent/model"});
+  {
+    ScratchDir dir;
+    write_file(dir.path() / "plain.bin", std::string("x"));
+    expect_contains(error_of([&] { ModelFiles::open((dir.path() / "plain.bin").string()); }), {"not a directory"});
+  }
 }
 
 void write_wrapper(const ScratchDir& dir, std::initializer_list<std::string> names) {

@@ -41,6 +41,11 @@ RopeConfig read_rope(const Config& c, int64_t head_dim) {
 
 int64_t layer_window(const Config& c, int64_t i, int64_t num_layers) {
   const int64_t window = c.get_int_or("sliding_window", 0);
+  // Qwen2 / Qwen3 window nothing unless use_sliding_window (default false) says so, and then, in configs written
+  // before layer_types existed, only the layers from max_window_layers (default 28) on.
+  const std::string type = c.get_string_or("model_type", "");
+  const bool qwen = type == "qwen2" || type == "qwen3";
+  if (qwen && !c.get_bool_or("use_sliding_window", false)) return 0;
   if (c.has("layer_types")) {
     const auto types = c.get_string_list("layer_types");
     if (int64_t(types.size()) != num_layers)
@@ -48,6 +53,7 @@ int64_t layer_window(const Config& c, int64_t i, int64_t num_layers) {
     return types[size_t(i)] == "sliding_attention" ? window : 0;
   }
   if (c.has("use_sliding_window") && !c.get_bool("use_sliding_window")) return 0;
+  if (qwen && i < c.get_int_or("max_window_layers", 28)) return 0;
   return window;
 }
 

@@ -12,7 +12,8 @@ namespace attnzoo {
 // partial_rotary_factor either inside it or at the top level. Unsupported rope types -> LoadError.
 RopeConfig read_rope(const Config& c, int64_t head_dim);
 
-// Sliding window of layer i (0 = full attention), from layer_types / sliding_window / use_sliding_window.
+// Sliding window of layer i (0 = full attention), from layer_types / sliding_window / use_sliding_window (and, for
+// Qwen2 / Qwen3 configs without layer_types, max_window_layers), as transformers reads them.
 int64_t layer_window(const Config& c, int64_t i, int64_t num_layers);
 
 }  // namespace attnzoo

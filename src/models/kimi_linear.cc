@@ -175,6 +175,7 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
 
   LlamaLayoutParts parts;
   parts.norm_eps = shape.eps;
+  parts.may_tie = false;  // transformers' KimiLinearForCausalLM has no tied weights, whatever config.json says
   parts.mixer = [&](int64_t i, const std::string& p) {
     return shape.kinds[size_t(i)] == "full_attention" ? mla(p + ".self_attn") : kda(p + ".self_attn");
   };
@@ -200,7 +201,7 @@ ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& opt
   const MlaConfig& mc = s.mc;
   const KdaConfig& kc = s.kc;
   const int64_t H = s.info.hidden_size, V = s.info.vocab_size, D = kc.qkv_dim(), K = kc.head_dim;
-  d.info.tied_embeddings = root.get_bool_or("tie_word_embeddings", false);
+  d.info.tied_embeddings = false;  // never tied (see the builder)
   int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     params += 2 * H;

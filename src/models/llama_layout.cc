@@ -25,7 +25,7 @@ std::unique_ptr<Model> assemble_llama_layout(ModelFiles&& files, const Config& c
     blocks.push_back(std::move(block));
   }
   RmsNorm final_norm = norm("model.norm");
-  info.tied_embeddings = ties_embeddings(files, c, parts.tie_fallback);
+  info.tied_embeddings = parts.may_tie && ties_embeddings(files, c, parts.tie_fallback);
   Linear lm_head = load_output_head(files, embed, embed_name, info.tied_embeddings, store, &owned);
   info.owned_weight_bytes = owned;
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),

@@ -19,6 +19,9 @@ struct LlamaLayoutParts {
   float norm_eps = 1e-6f;
   bool norm_add_one = false;  // (1 + w) RmsNorms (Qwen3-Next), for every norm of the layout
   bool tie_fallback = false;  // ties_embeddings' fallback when neither config says
+  // False for architectures transformers never ties (Kimi Linear): the checkpoint's lm_head.weight is used whatever
+  // tie_word_embeddings says, and its absence is an error.
+  bool may_tie = true;
   // Called in layer order, each layer's mixer before its feed-forward; `prefix` is model.layers.<layer>.
   std::function<std::unique_ptr<SequenceMixer>(int64_t layer, const std::string& prefix)> mixer;
   std::function<std::unique_ptr<FeedForward>(int64_t layer, const std::string& prefix)> ffn;

@@ -21,7 +21,13 @@ def main(argv=None):
     parser.add_argument("--facts", help="also write the numbers each section drew as JSON to this file")
     args = parser.parse_args(argv)
     if args.model and not os.path.isdir(args.model):
-        parser.error(f"-m: {args.model!r} is not a directory")
+        parser.error(f"model path not found: {args.model}" if not os.path.exists(args.model)
+                     else f"-m: {args.model!r} is not a directory")
+    # Checked before the slow sections run, not after: the page and the facts go into existing directories.
+    for flag, path in (("-o", args.output), ("--facts", args.facts)):
+        parent = os.path.dirname(os.path.abspath(path)) if path else None
+        if parent and not os.path.isdir(parent):
+            parser.error(f"{flag}: directory {parent!r} does not exist")
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     ctx = Context(prompt=args.prompt, full=args.full, model_dir=args.model, progress=progress)
     page, sections = build_page(args.section, ctx)

@@ -12,8 +12,10 @@ import zlib
 
 import numpy as np
 
+from .._units import human_parameters
 from .page import Section, animated_figure, figure, table
-from .svg import class_grid, esc, human_bytes, human_tokens, legend, legend_html, line_chart, svg, text, value_grid
+from .svg import (class_grid, esc, human_bytes, human_tokens, legend, legend_html, line_chart, short_label, svg, text,
+                  value_grid)
 
 ID = "inside-a-model"
 TITLE = "7. Inside a model"
@@ -124,13 +126,15 @@ def _pattern_svg(kinds):
 
 
 def _heads_frame(maps, labels, heads, cell):
-    pad = 26
+    shown = [short_label(s) for s in labels]
+    # Room on the left for the longest label at 6 px type (about 3.6 px a character) so none is clipped.
+    pad = max(26, int(6 + 3.6 * max((len(s) for s in shown), default=0)))
     size = maps.shape[-1] * cell
     parts = []
     for h in heads:
         grid = value_grid(maps[h], pad, pad, cell, vmax=1.0)
-        for i, s in enumerate(labels):
-            grid += text(pad - 2, pad + i * cell + cell * 0.8, s[:4], "small", "end", size=6)
+        for i, s in enumerate(shown):
+            grid += text(pad - 2, pad + i * cell + cell * 0.8, s, "small", "end", size=6)
         parts.append(f'<div>{svg(pad + size + 4, pad + size + 4, grid, f"head {h}")}'
                      f'<div class="sub">head {h}</div></div>')
     return '<div class="row">' + "".join(parts) + "</div>"
@@ -172,7 +176,7 @@ def explain_model(model_dir, prompt):
     T = len(ids)
     facts = {"architecture": info["architecture"], "tokens": T, "layer_kinds": kinds}
     body = [f"<p><code>{esc(os.path.basename(os.path.normpath(model_dir)))}</code>: {esc(info['architecture'])}, "
-            f"{info['parameter_count'] / 1e6:.1f}M parameters, {len(kinds)} layers, run on {T} prompt tokens "
+            f"{human_parameters(info['parameter_count'])} parameters, {len(kinds)} layers, run on {T} prompt tokens "
             "through attnzoo's runtime while this page was made.</p>"]
     figures = 0
 
@@ -198,8 +202,10 @@ def explain_model(model_dir, prompt):
                                              else 0.0)
             frames.append(_heads_frame(maps, labels, heads, cell))
             first = np.mean(stats[l]["first_token"]) if stats[l]["first_token"] else 0.0
-            captions.append(f"layer {l} ({trace[l]['kind']}): heads {', '.join(map(str, heads))} of {H}; "
-                            f"{first:.0%} of attention on the first token")
+            shown = (f"heads {', '.join(map(str, heads))} of {H}" if len(heads) == H else
+                     f"{len(heads)} evenly spaced heads of {H} ({', '.join(map(str, heads))}; the page draws at most "
+                     f"{HEADS_SHOWN} per layer)")
+            captions.append(f"layer {l} ({trace[l]['kind']}): {shown}; {first:.0%} of attention on the first token")
         facts["first_token_share"] = {l: float(np.mean(s["first_token"])) if s["first_token"] else None
                                       for l, s in stats.items()}
         facts["look_back_tokens"] = {l: float(np.mean(s["look_back"])) if s["look_back"] else None
@@ -245,7 +251,10 @@ def explain_model(model_dir, prompt):
     summary = ", ".join(f"{human_tokens(t)}: {human_bytes(at[t])} ({at[t] / mem['weight_bytes']:.2g}&times; the "
                         "weights)" for t in sorted(at))
     body.append("<h3>Where the memory goes</h3><p>Weights: " + human_bytes(mem["weight_bytes"]) +
-                f" ({esc(info['weights_dtype'])} projections as loaded). Cache of one sequence (f32) at {summary}."
+                f" ({esc(info['weights_dtype'])} projections as held in memory"
+                + (f"; the checkpoint stores {esc(info['checkpoint_dtype'])}"
+                   if info.get("checkpoint_dtype") and info["checkpoint_dtype"] != info["weights_dtype"] else "")
+                + f"). Cache of one sequence (f32) at {summary}."
                 "</p>" + table(["layer kind", "layers", "grows", "fixed", "keeps tokens"], rows))
     body.append(figure(_memory_chart(mem), "the weights are paid once; the cache is paid per sequence and, for "
                                            "softmax layers, per token - at long contexts it is the bigger bill."))

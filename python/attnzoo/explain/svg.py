@@ -81,6 +81,20 @@ def value_grid(values, x0, y0, cell, vmax=None, levels=12):
     return "".join(out)
 
 
+LABEL_CHARS = 10  # token labels longer than this end in an ellipsis
+
+
+def short_label(s):
+    """A token as an axis label: whitespace-only tokens shown as their repr, long ones cut with an ellipsis."""
+    s = s.strip() or repr(s)
+    return s if len(s) <= LABEL_CHARS else s[:LABEL_CHARS - 1] + "\u2026"
+
+
+def legend_width(items, size=10):
+    """The width legend() draws `items` in, so a figure can make room for all of it."""
+    return sum(size + 10 + 6.2 * len(label) for _, label in items)
+
+
 def legend(items, x, y, size=10, step=None):
     """items: [(css class, label)], drawn left to right."""
     out, cx = [], x
@@ -147,7 +161,8 @@ def line_chart(series, *, width=640, height=320, xlabel="", ylabel="", xlog=Fals
         yhi = yhi * 1.05 or 1.0
     if ylog and ylo <= 0:
         ylo = min(y for y in ys if y > 0)
-    left, right, top, bottom = 64, 14, 12, 44
+    # Vertical-line labels go in a strip above the plot, where no data line can run over them.
+    left, right, top, bottom = 64, 14, 26 if vlines else 12, 44
     pw, ph = width - left - right, height - top - bottom
 
     def fx(x):
@@ -170,7 +185,7 @@ def line_chart(series, *, width=640, height=320, xlabel="", ylabel="", xlog=Fals
         out.append(text(left - 4, fy(t) + 3, yfmt(t) if yfmt else _num(t), "small", "end"))
     for x, note in vlines:
         out.append(f'<line x1="{fx(x):.1f}" y1="{top}" x2="{fx(x):.1f}" y2="{top + ph}" class="vline"/>')
-        out.append(text(fx(x) + 3, top + 10, note, "small"))
+        out.append(text(fx(x), top - 6, note, "small", "middle"))
     for s in series:
         pts = " ".join(f"{fx(x):.1f},{fy(y):.1f}" for x, y in s["points"])
         dash = ' stroke-dasharray="5 3"' if s.get("dash") else ""

@@ -97,7 +97,12 @@ def _softmax_frames(steps, direct, tile):
         body.append(f'<path d="{"".join(pts)}" stroke="var(--c1)" stroke-width="1.2"/>')
         body.append(f'<line x1="{left}" x2="{fx(k_end):.1f}" y1="{fy(st["m"]):.1f}" y2="{fy(st["m"]):.1f}" '
                     'stroke="var(--c4)" stroke-width="1.5"/>')
-        body.append(text(fx(k_end) + 3, fy(st["m"]) + 3, f"m = {st['m']:.3f}", "small"))
+        # Right of the line's end while there is room; in the last tiles, left of it and above the line.
+        m_label = f"m = {st['m']:.3f}"
+        if fx(k_end) + 8 + 6.2 * len(m_label) <= width:
+            body.append(text(fx(k_end) + 3, fy(st["m"]) + 3, m_label, "small"))
+        else:
+            body.append(text(fx(k_end) - 3, fy(st["m"]) - 4, m_label, "small", "end"))
         for x in range(0, T + 1, tile):
             body.append(text(fx(x), top + ph + 12, str(x), "small", "middle"))
         body.append(text(left + (width - left) / 2, top + ph + 26, "key position (raw score per key, read back "

@@ -9,7 +9,7 @@ import numpy as np
 from .. import attention, block_mask
 from ..linear import chunk_linear_attn
 from .page import Section, figure
-from .svg import class_grid, legend, svg, text
+from .svg import class_grid, legend, legend_width, short_label, svg, text
 
 ID = "who-sees-whom"
 TITLE = "1. Who sees whom"
@@ -54,18 +54,21 @@ def probe_chunked_linear(T, chunk):
 
 def _matrix_svg(mask, classes_of, label, cell, labels=None, legend_items=()):
     n = mask.shape[0]
-    pad = 28 if labels else 6
+    shown = [short_label(s) for s in labels] if labels else []
+    longest = max((len(s) for s in shown), default=0)
+    # Room for the longest label: about 6 px a character to the left, and its -60 degree slant above.
+    left = max(28, int(8 + 6 * longest)) if labels else 6
+    top = max(28, int(8 + 5.2 * longest)) if labels else 6
     cells = [[classes_of(i, j, mask[i, j]) for j in range(mask.shape[1])] for i in range(n)]
-    body = class_grid(cells, pad, pad, cell, ("c0", "c1", "c2", "c3", "c4", "c5"))
-    if labels:
-        for i, s in enumerate(labels):
-            body += text(pad - 3, pad + i * cell + cell * 0.75, s[:4], "small", "end")
-            body += text(pad + i * cell + cell * 0.7, pad - 3, s[:4], "small", rotate=-60)
-    h = pad + n * cell + (18 if legend_items else 6)
-    min_width = 360 if legend_items else 220
+    body = class_grid(cells, left, top, cell, ("c0", "c1", "c2", "c3", "c4", "c5"))
+    for i, s in enumerate(shown):
+        body += text(left - 3, top + i * cell + cell * 0.75, s, "small", "end")
+        body += text(left + i * cell + cell * 0.7, top - 3, s, "small", rotate=-60)
+    h = top + n * cell + (18 if legend_items else 6)
+    min_width = max(220, 6 + legend_width(legend_items) + 6) if legend_items else 220
     if legend_items:
-        body += legend(legend_items, pad, h - 4)
-    return svg(max(pad + mask.shape[1] * cell + 6, min_width), h, body, label)
+        body += legend(legend_items, 6, h - 4)
+    return svg(max(left + mask.shape[1] * cell + 6, min_width), h, body, label)
 
 
 def build(ctx):

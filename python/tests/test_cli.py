@@ -1,0 +1,153 @@
+"""The CLI as a new user meets it: --help / -h on every command (usage on stdout, exit 0), --version from the
+same source as attnzoo.__version__, misspelt options answered with the closest valid one, llama.cpp's spellings
+(-t, --temp, --n-predict, --repeat-penalty, -f FILE, -p - from stdin) meaning exactly what the long flags mean,
+parameter counts in units, and a greedy run's summary without sampling settings it did not use.
+
+The CLI binary is $ATTNZOO_CLI, else build/attnzoo of this checkout."""
+import os
+import re
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("tokenizers")
+
+import attnzoo  # noqa: E402
+from test_chat_cli import _tokenizer  # noqa: E402  (a tiny trained byte-level BPE)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CLI = os.environ.get("ATTNZOO_CLI", os.path.join(ROOT, "build", "attnzoo"))
+pytestmark = pytest.mark.skipif(not os.access(CLI, os.X_OK), reason=f"attnzoo CLI not built at {CLI}")
+
+
+def run(*args, stdin=None):
+    return subprocess.run([CLI, *args], input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def write_tiny_model(d):
+    """A tiny random Llama with a trained byte-level BPE and a ChatML template: every CLI command can run on it."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from test_chat_cli import _write_checkpoint
+    tok = _tokenizer()
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1,
+                      eos_token_id=2)
+    _write_checkpoint(d, LlamaForCausalLM(cfg), tok)
+    return d
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return write_tiny_model(str(tmp_path_factory.mktemp("cli_model")))
+
+
+@pytest.mark.parametrize("command", [[], ["info"], ["bench"], ["bench", "kernels"], ["tokenize"], ["inspect"],
+                                     ["generate"], ["chat"]])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_command_answers_help(command, flag):
+    r = run(*command, flag)
+    assert r.returncode == 0, (command, r.stderr)
+    assert r.stdout.startswith("usage: attnzoo"), (command, r.stdout)
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("command", [["bench", "model"], ["explain"]])
+def test_python_backed_commands_answer_help(command):
+    r = run(*command, "--help")
+    assert r.returncode == 0, (command, r.stderr)
+    assert "usage:" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_version_is_the_packages():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"attnzoo {attnzoo.__version__}"
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:  # the one place it is written
+        assert re.search(r"project\(attnzoo LANGUAGES CXX VERSION ([0-9.]+)\)", f.read()).group(1) == \
+            attnzoo.__version__
+
+
+@pytest.mark.parametrize("command, typo, near", [
+    (["generate", "-m", "x", "-p", "y"], "--temprature", "--temperature"),
+    (["chat", "-m", "x"], "--top_k", "--top-k"),
+    (["tokenize", "-m", "x"], "--jsn", "--json"),
+    (["inspect", "x"], "--block-sise", "--block-size"),
+    (["bench", "kernels"], "--quik", "--quick"),
+])
+def test_unknown_option_names_the_closest(command, typo, near):
+    r = run(*command, typo)
+    assert r.returncode != 0
+    assert f"unknown option '{typo}' (did you mean {near}?)" in r.stderr
+
+
+def test_unrelated_option_gets_no_guess():
+    r = run("generate", "-m", "x", "-p", "y", "--frobnicate")
+    assert r.returncode != 0 and "unknown option '--frobnicate'" in r.stderr and "did you mean" not in r.stderr
+
+
+def _generated(r):
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_prompt_from_stdin_and_file_equals_the_flag(model_dir, tmp_path):
+    text = "the quick brown fox"
+    want = _generated(run("generate", "-m", model_dir, "-p", text, "-n", "6"))
+    assert _generated(run("generate", "-m", model_dir, "-p", "-", "-n", "6", stdin=text)) == want
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text(text)
+    assert _generated(run("generate", "-m", model_dir, "-f", str(prompt_file), "--n-predict", "6")) == want
+    r = run("generate", "-m", model_dir, "-f", str(tmp_path / "missing.txt"))
+    assert r.returncode != 0 and "missing.txt" in r.stderr
+
+
+def test_llama_cpp_sampling_spellings_are_aliases(model_dir):
+    common = ["generate", "-m", model_dir, "-p", "hello world", "-n", "8", "--seed", "3", "--top-k", "20"]
+    long = run(*common, "--temperature", "1.5", "--repetition-penalty", "1.3", "--threads", "1")
+    short = run(*common, "--temp", "1.5", "--repeat-penalty", "1.3", "-t", "1")
+    assert _generated(short) == _generated(long)
+    assert "temperature 1.5 top_k 20" in short.stderr
+
+
+def test_greedy_summary_shows_no_sampling_settings(model_dir):
+    r = run("generate", "-m", model_dir, "-p", "hello", "-n", "3")
+    assert r.returncode == 0, r.stderr
+    assert "greedy" in r.stderr and "top_k" not in r.stderr
+
+
+def test_parameter_count_in_units(model_dir):
+    r = run("inspect", model_dir)
+    assert r.returncode == 0, r.stderr
+    n = attnzoo.Model.load(model_dir).inspect()["parameter_count"]
+    assert 1_000 < n < 1_000_000  # the tiny model: shown as e.g. 85.2K
+    line = next(x for x in r.stdout.splitlines() if x.startswith("parameters"))
+    want = f"{n / 1e3:.1f}".removesuffix(".0") + f"K ({n})"
+    assert want in line, line
+
+
+@pytest.mark.parametrize("command", [["generate", "-p", "x", "-m"], ["chat", "-m"], ["inspect", "-m"],
+                                     ["tokenize", "hello", "-m"], ["bench", "model", "-m"],
+                                     ["explain", "-o", "/tmp/attnzoo_never_written.html", "-m"]])
+def test_missing_model_path_gives_one_message(command, tmp_path):
+    missing = str(tmp_path / "no_such_model")
+    r = run(*command, missing)
+    assert r.returncode != 0
+    assert f"model path not found: {missing}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_explain_into_a_missing_directory_fails_first(tmp_path):
+    r = run("explain", "-o", str(tmp_path / "nowhere" / "page.html"))
+    assert r.returncode != 0 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_generation_stays_inside_the_models_context(model_dir):
+    """The tiny model has max_position_embeddings=256: a longer prompt is refused before any work, and an answer
+    that would run past it is shortened with a notice."""
+    r = run("generate", "-m", model_dir, "-p", "the quick brown fox jumps over the lazy dog. " * 40)
+    assert r.returncode != 0 and "max_position_embeddings) is 256" in r.stderr and r.stdout == ""
+    r = run("generate", "-m", model_dir, "-p", "hello world", "-n", "100000")
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"-n lowered to (\d+): prompt (\d+) \+ answer must fit the model's context of 256", r.stderr)
+    assert m and int(m.group(1)) + int(m.group(2)) == 256
