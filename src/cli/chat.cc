@@ -72,7 +72,7 @@ std::string trim(const std::string& s) {
 }
 
 std::string usage() {
-  return std::string("usage: attnzoo chat -m DIR [--system TEXT] ") + kGenerationFlagsUsage +
+  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] ") + kGenerationFlagsUsage +
          "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
 }
 
@@ -90,7 +90,7 @@ int run_chat(const std::vector<std::string>& args) {
     } else if (args[i] == "-h" || args[i] == "--help") throw ArgumentError("chat: help requested\n" + usage());
     else throw ArgumentError("chat: unknown option '" + args[i] + "'\n" + usage());
   }
-  if (flags.model.empty()) throw ArgumentError("chat: -m DIR is required\n" + usage());
+  use_default_model(flags, "chat");
 
   GenerationOptions options = generation_options(flags);
   const Config config = ModelFiles::read_config(flags.model);

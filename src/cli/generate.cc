@@ -30,7 +30,7 @@ struct GenerateArgs {
 };
 
 std::string usage() {
-  return std::string("usage: attnzoo generate -m DIR -p TEXT [--chat [--system TEXT]] [--no-special]\n         ") +
+  return std::string("usage: attnzoo generate [-m MODEL] -p TEXT [--chat [--system TEXT]] [--no-special]\n         ") +
          kGenerationFlagsUsage + "\n";
 }
 
@@ -50,7 +50,7 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "-h" || s == "--help") throw ArgumentError("generate: help requested\n" + usage());
     else throw ArgumentError("generate: unknown option '" + s + "'\n" + usage());
   }
-  if (a.flags.model.empty()) throw ArgumentError("generate: -m DIR is required\n" + usage());
+  use_default_model(a.flags, "generate");
   if (!a.have_prompt) throw ArgumentError("generate: -p TEXT is required\n" + usage());
   if (!a.system.empty() && !a.chat) throw ArgumentError("generate: --system needs --chat");
   return a;

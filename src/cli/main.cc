@@ -25,9 +25,11 @@ void usage() {
       "  inspect DIR | -m DIR | --config FILE [--json]\n"
       "                          layers, parameters, KV / state bytes per layer type (config.json alone\n"
       "                          is enough); vs the same stack all-attention / all-MLA\n"
-      "  generate -m DIR -p TEXT [--chat]\n"
+      "  generate [-m MODEL] -p TEXT [--chat]\n"
       "                          text generation (--chat: the prompt as a user message in the chat template)\n"
-      "  chat -m DIR             interactive chat in the checkpoint's chat template, streamed\n"
+      "  chat [-m MODEL]         interactive chat in the checkpoint's chat template, streamed\n"
+      "                          (MODEL: a checkpoint directory, a .gguf file or a directory with one;\n"
+      "                          default .models/SmolLM2-135M-Instruct.Q4_1.gguf from scripts/setup.sh)\n"
       "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"
       "\n"
       "global options: --threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16");

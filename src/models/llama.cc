@@ -2,9 +2,12 @@
 //   Qwen2   q/k/v biases (found by tensor presence; Llama's attention_bias adds o_proj's too)
 //   Qwen3   per-head RMSNorm on q and k before RoPE (q_norm / k_norm), explicit head_dim
 //   Mistral sliding_window on every layer; Qwen2/3 may window some layers via layer_types
+//   Qwen3-MoE Qwen3's attention; feed-forwards are sparse MoEs (softmax top-k router, no shared expert) on the
+//           layers decoder_sparse_step and mlp_only_layers select, dense MLPs elsewhere
 #include <algorithm>
 
 #include "layers/activations.h"
+#include "layers/moe.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
 #include "models/describe.h"
@@ -58,10 +61,28 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
                                             linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw), std::move(qn),
                                             std::move(kn), rope, a);
   };
-  parts.ffn = [&](int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
+  auto gated_mlp = [&](const std::string& m, int64_t inter) {
+    return GatedMlp(linear(m + ".gate_proj", inter, H), linear(m + ".up_proj", inter, H),
+                    linear(m + ".down_proj", H, inter), act, m);
+  };
+  const int64_t num_experts = c.get_int_or("num_experts", 0);
+  const int64_t sparse_step = c.get_int_or("decoder_sparse_step", 1);
+  const std::vector<int64_t> dense_layers = c.has("mlp_only_layers") ? c.get_int_list("mlp_only_layers") : std::vector<int64_t>{};
+  if (num_experts > 0 && sparse_step <= 0) throw LoadError(c.source() + ": decoder_sparse_step must be positive");
+  parts.ffn = [&](int64_t i, const std::string& p) -> std::unique_ptr<FeedForward> {
     const std::string m = p + ".mlp";
-    return std::make_unique<GatedMlp>(linear(m + ".gate_proj", I, H), linear(m + ".up_proj", I, H),
-                                      linear(m + ".down_proj", H, I), act, m);
+    // transformers' Qwen3MoeDecoderLayer: sparse unless listed in mlp_only_layers or off the sparse step.
+    const bool sparse = num_experts > 0 && (i + 1) % sparse_step == 0 &&
+                        std::find(dense_layers.begin(), dense_layers.end(), i) == dense_layers.end();
+    if (!sparse) return std::make_unique<GatedMlp>(gated_mlp(m, I));
+    MoeConfig mc;
+    mc.top_k = c.get_int("num_experts_per_tok");
+    mc.normalize_top_k = c.get_bool_or("norm_topk_prob", false);
+    const int64_t expert_inter = c.get_int("moe_intermediate_size");
+    std::vector<GatedMlp> experts;
+    for (int64_t e = 0; e < num_experts; ++e) experts.push_back(gated_mlp(m + ".experts." + std::to_string(e), expert_inter));
+    return std::make_unique<SparseMoe>(mc, linear(m + ".gate", num_experts, H), std::move(experts), std::nullopt,
+                                       std::nullopt, m);
   };
   return assemble_llama_layout(std::move(files), c, std::move(info), parts, options.weights, owned);
 }
