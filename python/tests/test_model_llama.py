@@ -1,4 +1,4 @@
-"""Llama-family forward passes against transformers (eager attention, float32) on tiny random checkpoints:
+"""Llama-family (Qwen3-MoE included) forward passes against transformers (eager attention, float32) on tiny random checkpoints:
 whole prompt, chunked prefill through the cache, token-by-token decode, ragged batches, bf16 weights, errors."""
 import os
 
@@ -43,6 +43,11 @@ def _config(kind):
     if kind == "qwen3":
         return transformers.Qwen3Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                         num_key_value_heads=2, head_dim=32, **common)
+    if kind == "qwen3_moe":  # layer 0 a sparse MoE (top-2 of 4 experts, renormalized), layer 1 dense
+        return transformers.Qwen3MoeConfig(hidden_size=64, intermediate_size=128, moe_intermediate_size=48,
+                                           num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+                                           mlp_only_layers=[1], num_attention_heads=4, num_key_value_heads=2,
+                                           head_dim=32, **common)
     if kind == "mistral_swa":
         return transformers.MistralConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                           num_key_value_heads=2, sliding_window=12, **common)
@@ -50,7 +55,7 @@ def _config(kind):
 
 
 KINDS = ["llama_hd64", "llama_hd32_llama3_tied", "llama_yarn_bias", "llama_linear_rope", "qwen2", "qwen3",
-         "mistral_swa"]
+         "qwen3_moe", "mistral_swa"]
 
 
 def _randomize(model):
