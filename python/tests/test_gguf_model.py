@@ -345,3 +345,35 @@ def test_smollm2_tensors_under_hf_names():
         assert t["data"] == rows.tobytes(), t["name"]
     q = next(t for t in tensors if t["name"] == "model.layers.0.self_attn.q_proj.weight")
     assert q["type_name"] == "Q4_1" and q["shape"] == [576, 576] and q["data"] != raw["blk.0.attn_q.weight"].data.tobytes()
+
+
+def test_chat_template_and_eos_ids_from_the_metadata(tmp_path):
+    """A GGUF's tokenizer.chat_template (and the named ones the converter writes as tokenizer.chat_template.NAME),
+    with the special-token strings its ids name, and its EOS / EOT ids: from the file or its directory."""
+    from attnzoo.chat import load_chat_template
+    path = str(tmp_path / "chat.gguf")
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(["a", "<s>", "</s>", "<|eot|>", "<unk>"])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_eot_token_id(3)
+    w.add_unk_token_id(4)
+    w.add_chat_template([{"name": "default", "template": "{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}"},
+                         {"name": "tool_use", "template": "tools: {{ tools | length }} {{ unk_token }}"}])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    for source in (path, str(tmp_path)):
+        assert load_chat_template(source) == ("{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}", special)
+        assert load_chat_template(source, "tool_use") == ("tools: {{ tools | length }} {{ unk_token }}", special)
+        with pytest.raises(ValueError, match=r"chat\.gguf: no chat template named 'rag' \(key "
+                                             r"'tokenizer\.chat_template\.rag' is absent\)"):
+            load_chat_template(source, "rag")
+        assert _core.load_eos_token_ids(source) == [2, 3]
+    # A directory with Hugging Face tokenizer files keeps using them.
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "hf", "eos_token": "</s>"}))
+    assert load_chat_template(str(tmp_path)) == ("hf", {"eos_token": "</s>"})
+    assert load_chat_template(path)[0].startswith("{{ bos_token }}")
