@@ -88,3 +88,16 @@ def test_inspect_counts_stored_sizes(models):
     assert info["parameter_count"] == sum(int(t.n_elements) for t in tensors) == 134515008
     assert info["checkpoint_bytes"] == sum(int(t.n_bytes) for t in tensors)
     assert info["checkpoint_dtype"] == "GGUF Q4_1 x210 F32 x61 Q8_0 x1"
+
+
+def test_cli_runs_the_default_model(models):
+    """`attnzoo generate --chat` without -m runs this file (the default model) and streams the answer Model.chat
+    gives, which the test above ties to transformers; -m takes the file and its directory too."""
+    import subprocess
+    cli = os.environ.get("ATTNZOO_CLI", os.path.join(os.path.dirname(os.path.dirname(SMOLLM2)), "build", "attnzoo"))
+    want = models[0].chat(QUESTION, max_new_tokens=24) + "\n"
+    for model_args in ([], ["-m", SMOLLM2], ["-m", os.path.dirname(SMOLLM2)]):
+        r = subprocess.run([cli, "generate", *model_args, "--chat", "-p", QUESTION[0]["content"], "-n", "24"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == want and "stop: eos" in r.stderr
