@@ -36,7 +36,9 @@ struct MoeLayout {
   int64_t num_experts = 0, sparse_step = 1;
   std::vector<int64_t> dense_layers;  // mlp_only_layers
   explicit MoeLayout(const Config& c)
-      : num_experts(c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0))),  // transformers 5 renamed it sparse_step(c.get_int_or("decoder_sparse_step", 1)),
+      // transformers 5 saves num_experts as num_local_experts
+      : num_experts(c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0))),
+        sparse_step(c.get_int_or("decoder_sparse_step", 1)),
         dense_layers(c.has("mlp_only_layers") ? c.get_int_list("mlp_only_layers") : std::vector<int64_t>{}) {
     if (num_experts > 0 && sparse_step <= 0) throw LoadError(c.source() + ": decoder_sparse_step must be positive");
   }
