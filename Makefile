@@ -13,7 +13,13 @@ build: setup
 	  cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(CURDIR)/$(PY) >/dev/null; fi
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# A real model first (SmolLM2-135M-Instruct, the Q4_1 GGUF setup fetched: the CLI's default model), then the
+# kernel tour.
+DEMO_MODEL := .models/SmolLM2-135M-Instruct.Q4_1.gguf
+
 demo: build
+	$(BUILD)/attnzoo generate --chat -p "What is the capital of France?" -n 48
+	$(BUILD)/attnzoo inspect $(DEMO_MODEL)
 	$(BUILD)/attnzoo info
 	$(BUILD)/attnzoo bench kernels --quick
 

@@ -37,7 +37,10 @@ SOFTMAX_KINDS = ("attention", "sliding_attention")
 # --- what the model costs per token ------------------------------------------------------------------------
 
 def _safetensors_headers(model_dir):
-    """{tensor name: shape} from every *.safetensors header in the directory (reads headers only)."""
+    """{tensor name: shape} from every *.safetensors header in the directory (reads headers only); for a GGUF
+    (the file, or a directory holding one) its tensors under their Hugging Face names."""
+    if _core.find_model_gguf(model_dir):
+        return {t["name"]: t["shape"] for t in _core.model_tensors(model_dir)}
     shapes = {}
     for name in sorted(os.listdir(model_dir)):
         if not name.endswith(".safetensors"):
@@ -290,14 +293,16 @@ def main(argv=None):
                              "kernels' gain)")
     parser.add_argument("--matmul-precision", default="highest", choices=list(MATMUL_PRECISIONS),
                         help="prefill projections: highest = f32 products (default), medium = bf16 products with "
-                             "f32 accumulation on AVX-512-BF16 CPUs (torch.set_float32_matmul_precision's names)")
+                             "f32 accumulation on AVX-512-BF16 CPUs, and 8-bit activations in quantized decode "
+                             "GEMVs (torch.set_float32_matmul_precision's names)")
     parser.add_argument("--repeats", type=int, default=3, help="prefill runs; the median is reported")
     parser.add_argument("--probes", default="quick", choices=list(PROBE_SCALES), help="size of the peak probes")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
-    if not os.path.isdir(args.model):
-        parser.error(f"model path not found: {args.model}" if not os.path.exists(args.model)
-                     else f"-m: {args.model!r} is not a directory")
+    if not os.path.exists(args.model):
+        parser.error(f"model path not found: {args.model}")
+    if not os.path.isdir(args.model) and not (os.path.isfile(args.model) and args.model.endswith(".gguf")):
+        parser.error(f"-m: {args.model!r} is neither a directory nor a .gguf file")
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
                           context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,

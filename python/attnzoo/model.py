@@ -44,9 +44,17 @@ class Model:
 
     def __init__(self, core, directory):
         self._core = core
-        # A .gguf path: its directory holds the tokenizer, and its config is synthesized from the metadata.
+        # A GGUF (the file, or the one in a directory) carries its config, tokenizer, chat template and EOS ids in
+        # its metadata; those lookups go to the path as given, which names it.
+        self.path = directory
         self.directory = os.path.dirname(directory) if os.path.isfile(directory) else directory
+        self.gguf = _core.find_model_gguf(directory)
         self.config = json.loads(_core.model_config_json(directory))
+
+    @property
+    def _source(self):
+        """Where the tokenizer, chat template and EOS ids come from: the GGUF, else the checkpoint directory."""
+        return self.gguf or self.directory
 
     @classmethod
     def load(cls, directory, dtype="float32", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,
@@ -102,16 +110,17 @@ class Model:
 
     @property
     def tokenizer(self):
-        """The directory's tokenizer.json as an attnzoo Tokenizer (None when the directory has none)."""
+        """The directory's tokenizer.json (or a GGUF's own vocabulary) as an attnzoo Tokenizer (None when the
+        checkpoint has neither)."""
         if not hasattr(self, "_tokenizer"):
             from .tokenizer import Tokenizer
-            path = os.path.join(self.directory, "tokenizer.json")
+            path = self.gguf or os.path.join(self.directory, "tokenizer.json")
             self._tokenizer = Tokenizer.load(path) if os.path.exists(path) else None
         return self._tokenizer
 
     def generate(self, prompt_or_ids, max_new_tokens=128, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
                  repetition_penalty=1.0, seed=0, stop=None, stream=None, **kwargs):
-        """Continue a prompt: ids in -> the new ids out; text in -> the new text out (needs tokenizer.json).
+        """Continue a prompt: ids in -> the new ids out; text in -> the new text out (needs a tokenizer).
 
         temperature=0 is greedy. Other arguments (presence_penalty, frequency_penalty, eos_token_id) as in
         attnzoo.generate.generate, which this calls with the directory's tokenizer.
@@ -124,10 +133,10 @@ class Model:
     @property
     def chat_template(self):
         """(template source, special-token strings) from the directory's chat_template.jinja or
-        tokenizer_config.json, or None when it has no chat template."""
+        tokenizer_config.json (a GGUF's tokenizer.chat_template), or None when it has no chat template."""
         if not hasattr(self, "_chat_template"):
             from .chat import load_chat_template
-            self._chat_template = load_chat_template(self.directory)
+            self._chat_template = load_chat_template(self._source)
         return self._chat_template
 
     def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=False, **kwargs):
@@ -142,14 +151,14 @@ class Model:
         if kwargs.get("tools") is not None:  # transformers picks a "tool_use" template when there is one
             from .chat import load_chat_template
             try:
-                source, special = load_chat_template(self.directory, "tool_use")
+                source, special = load_chat_template(self._source, "tool_use")
             except ValueError:
                 pass
         text = apply_chat_template(source, messages, add_generation_prompt, **{**special, **kwargs})
         if not tokenize:
             return text
         if self.tokenizer is None:
-            raise ValueError("tokenize: the model directory has no tokenizer.json")
+            raise ValueError("tokenize: the checkpoint has no tokenizer (no tokenizer.json, no GGUF vocabulary)")
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def chat(self, messages, max_new_tokens=256, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
@@ -164,7 +173,7 @@ class Model:
         ids = self.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **template_kwargs)
         if eos_token_id is None:
             source, special = self.chat_template
-            eos = set(_core.load_eos_token_ids(self.directory)) | set(self.tokenizer.eos_token_ids)
+            eos = set(_core.load_eos_token_ids(self._source)) | set(self.tokenizer.eos_token_ids)
             eos |= set(_core.end_of_turn_ids(source, special, self.tokenizer._native))
             eos_token_id = sorted(eos)
         out = generate(self, self.tokenizer, ids, max_new_tokens=max_new_tokens, temperature=temperature,

@@ -2,6 +2,7 @@
 // (info + raw bytes) as plain Python objects, so tests can compare it with the gguf package field by field;
 // _core.model_config_json(path) is the config.json a model path (directory or .gguf) loads with, and
 // _core.model_tensors(path) its tensors as the builders see them.
+#include <nanobind/stl/optional.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -126,6 +127,8 @@ void bind_gguf(nb::module_& m) {
       "model_config_json",
       [](const std::string& path) { return ModelFiles::read_config_json(path); }, nb::arg("path"),
       "The config.json text a model path loads with (synthesized from the metadata for a GGUF).");
+  m.def("find_model_gguf", &find_model_gguf, nb::arg("path"),
+        "The GGUF file a model path names (the .gguf itself, or the one in a directory without safetensors), or None.");
   m.def("model_tensors", &model_tensors, nb::arg("path"),
         "Every tensor of a model path as the architecture builders see it (name, stored name, shape, format, bytes).");
 }

@@ -1,7 +1,9 @@
 """GGUF as a model source: tiny random transformers models written to GGUF the way llama.cpp's converter
 (convert_hf_to_gguf.py) writes them — tensor names from the gguf package's own name map, Llama's Q/K rows
-permuted for ggml's RoPE, Gemma's norms stored as 1 + w, 1-D tensors in F32 — in F32, F16 and BF16, loaded with
-attnzoo's Model.load and compared with the transformers model, and with transformers' own GGUF loader."""
+permuted for ggml's RoPE, Gemma's norms stored as 1 + w, 1-D tensors in F32 — in F32, F16 and BF16, and with
+block-quantized matrices (Q8_0 / Q4_0 from the gguf package's quantizers; Q4_K, which it cannot quantize, as
+random blocks), loaded with attnzoo's Model.load and compared with the transformers model holding the values
+the file decodes to (gguf.quants.dequantize), and with transformers' own GGUF loader."""
 import json
 import math
 import os
@@ -42,6 +44,10 @@ def _config(kind):
                                         rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0,
                                                              low_freq_factor=1.0, high_freq_factor=4.0,
                                                              original_max_position_embeddings=8192), **common)
+    if kind == "llama_wide":  # every matrix a whole number of 256-wide K-quant blocks
+        return transformers.LlamaConfig(hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
+                                        rope_parameters=dict(rope_type="default", rope_theta=10000.0), **common)
     if kind == "qwen2":  # q/k/v biases
         return transformers.Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
@@ -105,9 +111,43 @@ def _llama3_rope_factors(rope, dim):
     return np.array(out, dtype=np.float32)
 
 
-def write_gguf(model, kind, path, ftype):
+QUANT = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
+         "q4_k": gguf.GGMLQuantizationType.Q4_K}
+
+
+def _random_q4_k(rows, cols, rng):
+    """Random Q4_K blocks (144 bytes per 256 values: f16 d, f16 dmin, 12 bytes of 6-bit scales / mins, 128 of
+    nibbles) with scales that keep the decoded weights around +-0.1."""
+    blocks = rng.integers(0, 256, size=(rows, cols // 256, 144), dtype=np.uint8)
+    d = (rng.uniform(0.5, 1.5, size=(rows, cols // 256)) * 0.2 / (63 * 15)).astype(np.float16)
+    blocks[:, :, 0:2] = d.view(np.uint8).reshape(rows, cols // 256, 2)
+    blocks[:, :, 2:4] = (d * np.float16(8)).view(np.uint8).reshape(rows, cols // 256, 2)
+    return blocks.reshape(rows, -1)
+
+
+def quantize_matrices(model, kind, ftype):
+    """Quantizes every matrix the converter would (not norms, not 1-D tensors) and sets the model's parameter to
+    the values the blocks decode to; returns {parameter name: blocks in Hugging Face row order}."""
+    rng, out = np.random.default_rng(sum(map(ord, kind + ftype))), {}
+    qtype = QUANT[ftype]
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim < 2 or name.endswith("norm.weight"):
+                continue
+            data = p.detach().float().numpy()
+            if ftype == "q4_k":
+                blocks = _random_q4_k(*data.shape, rng)
+            else:
+                blocks = gguf.quants.quantize(np.ascontiguousarray(data), qtype)
+            p.copy_(torch.from_numpy(gguf.quants.dequantize(blocks, qtype).reshape(data.shape)))
+            out[name] = blocks
+    return out
+
+
+def write_gguf(model, kind, path, ftype, blocks=None):
     """The converter's output for this model: metadata, names, edits, and tensor types (F32 or F16 for
-    matrices; 1-D tensors and norms always F32)."""
+    matrices; 1-D tensors and norms always F32). `blocks`: quantized matrices (quantize_matrices) written as
+    they are, their rows permuted like the weights'."""
     cfg, arch = model.config, _arch(kind)
     w = gguf.GGUFWriter(path, arch)
     w.add_block_count(cfg.num_hidden_layers)
@@ -148,7 +188,8 @@ def write_gguf(model, kind, path, ftype):
     for name, t in model.state_dict().items():
         if "rotary_emb" in name or (name == "lm_head.weight" and cfg.tie_word_embeddings):
             continue
-        data = t.float().numpy()
+        raw = blocks is not None and name in blocks
+        data = blocks[name] if raw else t.float().numpy()
         if arch == "llama" and name.endswith(("q_proj.weight", "q_proj.bias")):
             data = _permute(data, cfg.num_attention_heads, cfg.num_attention_heads)
         if arch == "llama" and name.endswith(("k_proj.weight", "k_proj.bias")):
@@ -158,6 +199,9 @@ def write_gguf(model, kind, path, ftype):
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
         data = np.ascontiguousarray(data)
+        if raw:
+            w.add_tensor(new_name, data, raw_dtype=QUANT[ftype])
+            continue
         if ftype != "f32" and data.ndim > 1 and not new_name.endswith("_norm.weight"):
             if ftype == "bf16":
                 w.add_tensor(new_name, gguf.quants.quantize(data, gguf.GGMLQuantizationType.BF16),
@@ -173,19 +217,22 @@ def write_gguf(model, kind, path, ftype):
 
 def _build(kind, ftype, directory):
     model = checks.random_model(kind, _config(kind), _randomize, attn_implementation="eager").eval()
-    if ftype != "f32":  # the reference holds the values the file holds, and computes in f32
+    blocks = quantize_matrices(model, kind, ftype) if ftype in QUANT else None
+    if ftype in ("f16", "bf16"):  # the reference holds the values the file holds, and computes in f32
         low = torch.float16 if ftype == "f16" else torch.bfloat16
         with torch.no_grad():
             for p in model.parameters():
                 if p.ndim > 1:
                     p.copy_(p.to(low).float())
     path = os.path.join(directory, f"{kind}-{ftype}.gguf")
-    write_gguf(model, kind, path, ftype)
+    write_gguf(model, kind, path, ftype, blocks)
     return model, path
 
 
 CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qwen2", "qwen3", "gemma2", "gemma3")
-         for f in ("f32", "f16")] + [("llama", "bf16"), ("qwen3", "bf16"), ("gemma2", "bf16")]
+         for f in ("f32", "f16")] + [("llama", "bf16"), ("qwen3", "bf16"), ("gemma2", "bf16")] + \
+        [("llama", "q8_0"), ("llama_linear_tied", "q4_0"), ("qwen2", "q4_0"), ("qwen3", "q8_0"),
+         ("gemma2", "q8_0"), ("gemma3", "q4_0"), ("llama_wide", "q4_k")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
@@ -222,7 +269,8 @@ def test_synthesized_config(case):
         assert cfg[key] == getattr(ref, key), key
     assert cfg["rms_norm_eps"] == pytest.approx(ref.rms_norm_eps, rel=1e-6)
     assert cfg["bos_token_id"] == 1 and cfg["eos_token_id"] == 2
-    assert cfg["torch_dtype"] == {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[ftype]
+    # quantized files compute in f32
+    assert cfg["torch_dtype"] == {"f16": "float16", "bf16": "bfloat16"}.get(ftype, "float32")
 
 
 def test_transformers_gguf_loader_agrees(case):
@@ -297,3 +345,35 @@ def test_smollm2_tensors_under_hf_names():
         assert t["data"] == rows.tobytes(), t["name"]
     q = next(t for t in tensors if t["name"] == "model.layers.0.self_attn.q_proj.weight")
     assert q["type_name"] == "Q4_1" and q["shape"] == [576, 576] and q["data"] != raw["blk.0.attn_q.weight"].data.tobytes()
+
+
+def test_chat_template_and_eos_ids_from_the_metadata(tmp_path):
+    """A GGUF's tokenizer.chat_template (and the named ones the converter writes as tokenizer.chat_template.NAME),
+    with the special-token strings its ids name, and its EOS / EOT ids: from the file or its directory."""
+    from attnzoo.chat import load_chat_template
+    path = str(tmp_path / "chat.gguf")
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(["a", "<s>", "</s>", "<|eot|>", "<unk>"])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_eot_token_id(3)
+    w.add_unk_token_id(4)
+    w.add_chat_template([{"name": "default", "template": "{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}"},
+                         {"name": "tool_use", "template": "tools: {{ tools | length }} {{ unk_token }}"}])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    for source in (path, str(tmp_path)):
+        assert load_chat_template(source) == ("{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}", special)
+        assert load_chat_template(source, "tool_use") == ("tools: {{ tools | length }} {{ unk_token }}", special)
+        with pytest.raises(ValueError, match=r"chat\.gguf: no chat template named 'rag' \(key "
+                                             r"'tokenizer\.chat_template\.rag' is absent\)"):
+            load_chat_template(source, "rag")
+        assert _core.load_eos_token_ids(source) == [2, 3]
+    # A directory with Hugging Face tokenizer files keeps using them.
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "hf", "eos_token": "</s>"}))
+    assert load_chat_template(str(tmp_path)) == ("hf", {"eos_token": "</s>"})
+    assert load_chat_template(path)[0].startswith("{{ bos_token }}")

@@ -1,4 +1,4 @@
-"""Llama-family forward passes against transformers (eager attention, float32) on tiny random checkpoints:
+"""Llama-family (Qwen3-MoE included) forward passes against transformers (eager attention, float32) on tiny random checkpoints:
 whole prompt, chunked prefill through the cache, token-by-token decode, ragged batches, bf16 weights, errors."""
 import os
 
@@ -43,6 +43,12 @@ def _config(kind):
     if kind == "qwen3":
         return transformers.Qwen3Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                         num_key_value_heads=2, head_dim=32, **common)
+    if kind == "qwen3_moe":  # sparse MoEs (top-2 of 4 experts, renormalized) on layers 1 and 5 only: every
+        # second layer (decoder_sparse_step) except layer 3 (mlp_only_layers); dense MLPs elsewhere
+        return transformers.Qwen3MoeConfig(hidden_size=64, intermediate_size=128, moe_intermediate_size=48,
+                                           num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+                                           decoder_sparse_step=2, mlp_only_layers=[3], num_attention_heads=4,
+                                           num_key_value_heads=2, head_dim=32, **{**common, "num_hidden_layers": 6})
     if kind == "mistral_swa":
         return transformers.MistralConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                           num_key_value_heads=2, sliding_window=12, **common)
@@ -50,7 +56,7 @@ def _config(kind):
 
 
 KINDS = ["llama_hd64", "llama_hd32_llama3_tied", "llama_yarn_bias", "llama_linear_rope", "qwen2", "qwen3",
-         "mistral_swa"]
+         "qwen3_moe", "mistral_swa"]
 
 
 def _randomize(model):
@@ -157,14 +163,14 @@ def test_inspect_describes_layers_and_cache(case):
     cfg = m.config
     hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     per_layer = 2 * cfg["num_key_value_heads"] * hd * 4
-    assert info["num_layers"] == 2 and len(info["layers"]) == 2
-    assert info["cache_bytes_per_token"] == 2 * per_layer
-    window = info["layers"][0]["window"]
+    L = cfg["num_hidden_layers"]
+    assert info["num_layers"] == L and len(info["layers"]) == L
+    assert info["cache_bytes_per_token"] == L * per_layer
     window = info["layers"][0]["window"]
     # A window-only model holds the blocks covering its window plus the one being filled (blocks of 16 tokens).
     held_at_4k = ((window + 15) // 16 + 1) * 16 if window else 4096
-    assert info["cache_bytes_at"][4096] == held_at_4k * 2 * per_layer
-    assert info["pool"]["block_tokens"] == 16 and info["pool"]["block_bytes"] == 16 * 2 * per_layer
+    assert info["cache_bytes_at"][4096] == held_at_4k * L * per_layer
+    assert info["pool"]["block_tokens"] == 16 and info["pool"]["block_bytes"] == 16 * L * per_layer
     from safetensors import safe_open
     with safe_open(os.path.join(m.directory, "model.safetensors"), "np") as f:
         assert info["parameter_count"] == sum(f.get_slice(k).get_shape() and int(np.prod(f.get_slice(k).get_shape()))

@@ -7,6 +7,7 @@ gguf = pytest.importorskip("gguf")
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q  # noqa: E402
 from gguf import quants  # noqa: E402
 
+import attnzoo  # noqa: E402
 from attnzoo import quant  # noqa: E402
 
 SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K,
@@ -79,9 +80,17 @@ def test_matmul_against_dequantized_float64(qtype, T):
     bound = (amax / 254) @ np.abs(w).T + 1e-4 * (np.abs(x) @ np.abs(w).T)
     for path in ("auto", "f32", "reference") + (("int8",) if qtype != Q.F16 else ()):
         got = quant.matmul(x, raw, qtype, n, k, path=path)
-        exact = path in ("f32", "reference") or (path == "auto" and (T > 8 or qtype == Q.F16))
+        exact = path != "int8"  # a model's Linear ("auto") keeps f32 activations at the default precision
         tol = 1e-4 * (np.abs(x) @ np.abs(w).T) + 1e-5 if exact else bound
         assert np.all(np.abs(got - want) <= tol), (path, float(np.abs(got - want).max()))
+    # Under matmul precision "medium" a decode-sized Linear takes llama.cpp's 8-bit activations.
+    if T <= 8 and qtype != Q.F16:
+        attnzoo.set_float32_matmul_precision("medium")
+        try:
+            got = quant.matmul(x, raw, qtype, n, k, path="auto")
+        finally:
+            attnzoo.set_float32_matmul_precision("highest")
+        assert np.array_equal(got, quant.matmul(x, raw, qtype, n, k, path="int8"))
 
 
 def test_errors_name_the_argument():

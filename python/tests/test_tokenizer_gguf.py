@@ -266,6 +266,10 @@ def test_smollm2_vocabulary(tmp_path_factory, corpus):
     assert ours.decode(ids, skip_special_tokens=True) == ref.decode(ids, skip_special_tokens=True)
     assert ours.eos_token_ids == [ref.eos_token_id]
     assert ours.vocab_size == len(ref)
+    # Tokenizer.load reads the same metadata from the file itself (C++ reader, not gguf's).
+    loaded = Tokenizer.load(path)
+    assert_same_ids(loaded, hf, corpus[::7])
+    assert loaded.encode(chat) == hf.encode(chat).ids and loaded.eos_token_ids == ours.eos_token_ids
 
 
 def spm_vocabulary(docs, vocab_size=2000):
@@ -353,6 +357,11 @@ def test_sentencepiece_vocab_matches_transformers(spm, corpus):
         assert "".join(parts) == ours.decode(ids)
     special = "<s>hi</s> <unk> <tool>x"
     assert ours.encode(special) == hf.encode(special).ids
+    # The file read by Tokenizer.load (itself, or the one .gguf of its directory): the same tokenizer, BOS added
+    # by default because the file has no add_bos_token key.
+    for loaded in (Tokenizer.load(spm), Tokenizer.load(os.path.dirname(spm))):
+        assert_same_ids(loaded, hf, docs[::5])
+        assert loaded.encode(special) == hf.encode(special).ids and loaded.eos_token_ids == [2]
     assert ours.encode("日本語 😀")[:1] == [1]
     assert ours.eos_token_ids == [2]
 
@@ -368,6 +377,9 @@ def test_sentencepiece_with_merges_without_bos(tmp_path, corpus):
     hf = transformers_gguf_tokenizer(str(path)).backend_tokenizer
     assert_same_ids(ours, hf, corpus[7::50])
     assert ours.encode("hello")[0] != 1
+    loaded = Tokenizer.load(str(path))  # add_bos_token false, read from the file
+    assert_same_ids(loaded, hf, corpus[7::50])
+    assert loaded.encode("hello") == ours.encode("hello")
 
 
 def test_bad_vocabularies():

@@ -6,8 +6,10 @@
 
 #include "chat/error.h"
 #include "chat/parser.h"
+#include "loader/gguf.h"
 #include "loader/json.h"
 #include "loader/load_error.h"
+#include "loader/model_dir.h"
 
 namespace attnzoo::chat {
 
@@ -84,10 +86,45 @@ std::string pick_template(const json::Value& field, const std::string& name, con
   throw LoadError(file + ": chat_template: no template named '" + want + "' (it has: " + names + ")");
 }
 
+// A GGUF's template: tokenizer.chat_template, or tokenizer.chat_template.NAME for a named one (llama.cpp's
+// converter writes tokenizer_config.json's named templates so); the special-token strings from the ids it names.
+std::optional<ChatTemplateInfo> gguf_chat_template(const GgufFile& f, const std::string& name) {
+  const bool named = !name.empty() && name != "default";
+  const std::string key = named ? "tokenizer.chat_template." + name : "tokenizer.chat_template";
+  if (!f.has(key)) {
+    if (named) throw LoadError(f.path() + ": no chat template named '" + name + "' (key '" + key + "' is absent)");
+    return std::nullopt;
+  }
+  ChatTemplateInfo info;
+  info.source = f.get_string(key);
+  info.origin = f.path() + " " + key;
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  if (!tokens || !tokens->is_array() || tokens->elem_type() != GgufType::STRING) return info;
+  const std::pair<const char*, const char*> specials[] = {{"bos_token", "tokenizer.ggml.bos_token_id"},
+                                                          {"eos_token", "tokenizer.ggml.eos_token_id"},
+                                                          {"unk_token", "tokenizer.ggml.unknown_token_id"},
+                                                          {"pad_token", "tokenizer.ggml.padding_token_id"}};
+  for (const auto& [var, id_key] : specials) {
+    if (!f.has(id_key)) continue;
+    const int64_t id = f.get_int(id_key);
+    if (id < 0 || uint64_t(id) >= tokens->size())
+      throw LoadError(f.path() + ": key '" + id_key + "': token id " + std::to_string(id) + " is outside the vocabulary");
+    info.special_tokens.set(var, Value::string(tokens->strings()[size_t(id)]));
+  }
+  return info;
+}
+
 }  // namespace
 
 std::optional<ChatTemplateInfo> load_chat_template(const std::string& model_dir, const std::string& name) {
   namespace fs = std::filesystem;
+  // A GGUF file, or a directory holding one and no Hugging Face tokenizer files: the GGUF's own template.
+  std::error_code ec;
+  if (fs::is_regular_file(model_dir, ec) ||
+      (fs::is_directory(model_dir, ec) && !fs::exists(fs::path(model_dir) / "tokenizer_config.json", ec) &&
+       !fs::exists(fs::path(model_dir) / "chat_template.jinja", ec))) {
+    if (auto gguf = find_model_gguf(model_dir)) return gguf_chat_template(GgufFile::open(*gguf), name);
+  }
   ChatTemplateInfo info;
   const fs::path config_path = fs::path(model_dir) / "tokenizer_config.json";
   std::optional<json::Value> config;

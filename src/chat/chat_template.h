@@ -37,8 +37,10 @@ struct ChatTemplateInfo {
 // The checkpoint's chat template, found as transformers finds it: chat_template.jinja, else tokenizer_config.json
 // "chat_template" (a string, or a list of {"name", "template"} where "default" wins). `name` chooses a named one:
 // additional_chat_templates/NAME.jinja, else the list entry. nullopt when the directory has no template at all;
-// LoadError for unreadable or malformed files and for a named template that is missing. This is the one place
-// that knows where templates live.
+// LoadError for unreadable or malformed files and for a named template that is missing. A .gguf file (or a
+// directory holding one and neither tokenizer_config.json nor chat_template.jinja) gives its
+// tokenizer.chat_template (tokenizer.chat_template.NAME for a named one), with the special-token strings of the
+// ids its metadata names. This is the one place that knows where templates live.
 std::optional<ChatTemplateInfo> load_chat_template(const std::string& model_dir, const std::string& name = "");
 
 // transformers' template inputs: {"messages": ..., "tools": ..., "documents": ..., "add_generation_prompt": ...},

@@ -73,7 +73,7 @@ std::string trim(const std::string& s) {
 }
 
 std::string usage() {
-  return std::string("usage: attnzoo chat -m DIR [--system TEXT] ") + kGenerationFlagsUsage +
+  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] ") + kGenerationFlagsUsage +
          "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
 }
 
@@ -91,7 +91,7 @@ int run_chat(const std::vector<std::string>& args) {
     } else if (is_help(args[i])) throw HelpRequested(usage());
     else throw_unknown_option("chat", args[i], usage());
   }
-  if (flags.model.empty()) throw ArgumentError("chat: -m DIR is required\n" + usage());
+  use_default_model(flags, "chat");
 
   GenerationOptions options = generation_options(flags);
   const Config config = ModelFiles::read_config(flags.model);

@@ -31,7 +31,7 @@ struct GenerateArgs {
 };
 
 std::string usage() {
-  return std::string("usage: attnzoo generate -m DIR (-p TEXT | -p - (stdin) | -f FILE) [--chat [--system TEXT]]\n"
+  return std::string("usage: attnzoo generate [-m MODEL] (-p TEXT | -p - (stdin) | -f FILE) [--chat [--system TEXT]]\n"
                      "         [--no-special] ") +
          kGenerationFlagsUsage + "\n";
 }
@@ -78,7 +78,7 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
     else if (is_help(s)) throw HelpRequested(usage());
     else throw_unknown_option("generate", s, usage());
   }
-  if (a.flags.model.empty()) throw ArgumentError("generate: -m DIR is required\n" + usage());
+  use_default_model(a.flags, "generate");
   if (!a.have_prompt) throw ArgumentError("generate: -p TEXT is required\n" + usage());
   if (!a.system.empty() && !a.chat) throw ArgumentError("generate: --system needs --chat");
   return a;

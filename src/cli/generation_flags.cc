@@ -39,6 +39,20 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   return true;
 }
 
+std::string default_model_path() {
+  return std::string(ATTNZOO_SOURCE_DIR) + "/.models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+void use_default_model(GenerationFlags& flags, const std::string& command) {
+  if (!flags.model.empty()) return;
+  flags.model = default_model_path();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(flags.model, ec))
+    throw ArgumentError(command + ": no -m MODEL given and the default model " + flags.model +
+                        " is missing: run scripts/setup.sh to fetch it, or pass -m (a .gguf file, a checkpoint "
+                        "directory, or a directory holding one .gguf)");
+}
+
 GenerationOptions generation_options(const GenerationFlags& a) {
   GenerationOptions options;
   SamplingParams& p = options.sampling;

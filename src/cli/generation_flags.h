@@ -38,6 +38,11 @@ T parse_number(const std::string& flag, const std::string& v) {
   }
   throw ArgumentError(flag + ": expected a number, got '" + v + "'");
 }
+// The model `generate` and `chat` run without -m: SmolLM2-135M-Instruct (Q4_1 GGUF) where scripts/setup.sh puts it.
+std::string default_model_path();
+// Fills flags.model with default_model_path() when -m was not given; ArgumentError naming the file and
+// scripts/setup.sh when it is missing. `command` prefixes the message.
+void use_default_model(GenerationFlags& flags, const std::string& command);
 
 // Consumes args[i] (and its value, advancing i) when it is one of the shared flags; false when it is not.
 // Throws ArgumentError for a missing or malformed value.

@@ -15,6 +15,7 @@
 #include "cli/usage.h"
 #include "core/error.h"
 #include "loader/config.h"
+#include "loader/model_dir.h"
 #include "models/describe.h"
 #include "models/model.h"
 
@@ -276,7 +277,7 @@ void print_json(const ModelInfo& i, const std::string& source, const std::option
 
 bool holds_weights(const std::filesystem::path& dir) {
   return std::filesystem::exists(dir / "model.safetensors") ||
-         std::filesystem::exists(dir / "model.safetensors.index.json");
+         std::filesystem::exists(dir / "model.safetensors.index.json") || find_model_gguf(dir.string());
 }
 
 }  // namespace

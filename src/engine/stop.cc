@@ -1,10 +1,14 @@
 #include "engine/stop.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "core/error.h"
 #include "loader/config.h"
+#include "loader/gguf.h"
+#include "loader/load_error.h"
+#include "loader/model_dir.h"
 
 namespace attnzoo {
 
@@ -22,10 +26,28 @@ std::vector<int32_t> eos_from(const Config& c) {
   return {ids.begin(), ids.end()};
 }
 
+// llama.cpp stops at the end-of-generation tokens a GGUF names: EOS and, for chat models, EOT.
+std::vector<int32_t> gguf_eos_ids(const GgufFile& f) {
+  std::vector<int32_t> ids;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"}) {
+    if (!f.has(key)) continue;
+    const int64_t id = f.get_int(key);
+    if (id < 0 || id > INT32_MAX) throw LoadError(f.path() + ": key '" + key + "': token id " + std::to_string(id) + " is out of range");
+    if (std::find(ids.begin(), ids.end(), int32_t(id)) == ids.end()) ids.push_back(int32_t(id));
+  }
+  return ids;
+}
+
 }  // namespace
 
 std::vector<int32_t> load_eos_token_ids(const std::string& model_dir) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(model_dir, ec) ||
+      (fs::is_directory(model_dir, ec) && !fs::exists(fs::path(model_dir) / "generation_config.json", ec) &&
+       !fs::exists(fs::path(model_dir) / "config.json", ec))) {
+    if (auto gguf = find_model_gguf(model_dir)) return gguf_eos_ids(GgufFile::open(*gguf));
+  }
   const fs::path gen = fs::path(model_dir) / "generation_config.json";
   if (fs::exists(gen)) {
     auto ids = eos_from(Config::load(gen.string()));

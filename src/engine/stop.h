@@ -8,7 +8,8 @@
 namespace attnzoo {
 
 // The checkpoint's end-of-sequence ids: generation_config.json "eos_token_id" (an int or a list) when present,
-// else config.json's (or its text_config's). Empty when neither names one. Throws LoadError for unreadable or
+// else config.json's (or its text_config's); for a GGUF (the file, or a directory holding one and neither json
+// file) its tokenizer.ggml.eos_token_id and eot_token_id. Empty when none names one. Throws LoadError for unreadable or
 // malformed files, naming the file and key.
 std::vector<int32_t> load_eos_token_ids(const std::string& model_dir);
 

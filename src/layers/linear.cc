@@ -122,10 +122,15 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
   if (T <= 0) return;
   if (T <= kGemvMaxTokens) {
+    // Block weights: f32 activations by default (the products of the dequantized weights, as exact as the
+    // GEMM); llama.cpp's 8-bit activations (integer dots, ~0.5% error per projection, enough to flip near-tied
+    // greedy choices of a small model) only when reduced-precision products are allowed.
     if (w.type == QuantType::F32 || w.type == QuantType::BF16)
       linear_gemv(dense_view(w), bias, x, T, y, ldy);
-    else
+    else if (matmul_precision() == MatmulPrecision::medium)
       quant_gemv(w, bias, x, T, y, ldy);
+    else
+      quant_gemv_f32(w, bias, x, T, y, ldy);
   } else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled()) {
     linear_gemm(w, bias, x, T, y, ldy, LinearGemmBackend::bf16_dot);
   } else {

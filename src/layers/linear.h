@@ -10,9 +10,10 @@
 //    ~225-235 GFLOP/s for f32 and bf16 panels, the tile GEMM ~185 (its transposed packing is the extra cost),
 //    so OpenBLAS is the default. With matmul precision "medium" (matmul_precision.h) on AVX-512-BF16 CPUs,
 //    activations and weights are rounded to bf16 and multiplied on vdpbf16ps tiles (linear_bf16_gemm.cc).
-// Block-quantized weights (GGUF formats, kernels/quant/) are borrowed as raw blocks: decode runs quant_gemv on
-// them (integer dots over 8-bit activations), prefill dequantizes each panel to f32 (or rounds it to bf16 pairs
-// under precision "medium") and runs the same GEMM.
+// Block-quantized weights (GGUF formats, kernels/quant/) are borrowed as raw blocks: decode runs the quantized
+// GEMV on them (f32 activations; under matmul precision "medium", llama.cpp's integer dots over 8-bit
+// activations), prefill dequantizes each panel to f32 (or rounds it to bf16 pairs under "medium") and runs the
+// same GEMM.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,8 +34,9 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
 void linear_gemv(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
-// The same for any weight format (F32, F16, BF16 or block-quantized): GEMV for T <= kGemvMaxTokens, else the
-// GEMM with panels widened to f32 (openblas) or rounded to bf16 (bf16_dot; the tile backend takes dense weights).
+// The same for any weight format (F32, F16, BF16 or block-quantized): GEMV for T <= kGemvMaxTokens (8-bit
+// activations for block formats under matmul precision "medium"), else the GEMM with panels widened to f32
+// (openblas) or rounded to bf16 (bf16_dot; the tile backend takes dense weights).
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);

@@ -5,8 +5,10 @@
 //   medium: activations and weights rounded to bf16, products accumulated in f32 with AVX-512-BF16 (vdpbf16ps),
 //           twice the f32 FMA rate; what llama.cpp and torch's bf16 CPU path do for bf16 models. CPUs or forced
 //           targets without AVX-512-BF16 keep f32 products.
-// Only prefill GEMMs (more than kGemvMaxTokens tokens) are affected: decode projections are bound by memory
-// bandwidth, where rounding activations buys nothing. Read once per projection call, set rarely.
+// Dense weights: only prefill GEMMs (more than kGemvMaxTokens tokens) are affected: decode projections are bound
+// by memory bandwidth, where rounding activations buys nothing. Block-quantized weights: "medium" also lets
+// decode GEMVs quantize activations to 8 bits for integer dot products (llama.cpp's trade). Read once per
+// projection call, set rarely.
 #include <string>
 
 namespace attnzoo {

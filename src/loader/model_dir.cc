@@ -95,8 +95,7 @@ ModelFiles ModelFiles::open_gguf(const std::string& path) {
   return m;
 }
 
-// The GGUF file a model path names: the path itself, or the one .gguf of a directory with no safetensors weights.
-static std::optional<std::string> gguf_path_of(const std::string& path) {
+std::optional<std::string> find_model_gguf(const std::string& path) {
   std::error_code ec;
   if (is_gguf_name(path) && fs::is_regular_file(path, ec)) return path;
   // The one wording every command and the Python API give for a path that is not there.
@@ -118,17 +117,17 @@ static std::optional<std::string> gguf_path_of(const std::string& path) {
 }
 
 std::string ModelFiles::read_config_json(const std::string& path) {
-  if (auto g = gguf_path_of(path)) return gguf_hf_config_json(GgufFile::open(*g));
+  if (auto g = find_model_gguf(path)) return gguf_hf_config_json(GgufFile::open(*g));
   return read_text((fs::path(path) / "config.json").string());
 }
 
 Config ModelFiles::read_config(const std::string& path) {
-  if (auto g = gguf_path_of(path)) return Config::parse(gguf_hf_config_json(GgufFile::open(*g)), gguf_config_source(*g));
+  if (auto g = find_model_gguf(path)) return Config::parse(gguf_hf_config_json(GgufFile::open(*g)), gguf_config_source(*g));
   return Config::load((fs::path(path) / "config.json").string());
 }
 
 ModelFiles ModelFiles::open(const std::string& dir) {
-  if (auto g = gguf_path_of(dir)) return open_gguf(*g);
+  if (auto g = find_model_gguf(dir)) return open_gguf(*g);
   std::error_code ec;
   ModelFiles m;
   m.dir_ = dir;

@@ -36,6 +36,11 @@ struct StoredTensor {
   bool quantized() const;  // a block format: no TensorView can express it
 };
 
+// The GGUF file a model path names: the path itself (a .gguf file), or the one .gguf of a directory with no
+// safetensors weights; nullopt for a safetensors (or empty) directory. LoadError when the path is neither a
+// directory nor a .gguf file, or when a directory holds several .gguf files.
+std::optional<std::string> find_model_gguf(const std::string& path);
+
 class ModelFiles {
  public:
   // `path`: a model directory (safetensors, or exactly one .gguf and no safetensors weights) or a .gguf file.

@@ -14,7 +14,7 @@ std::unique_ptr<Model> assemble_backbone_layout(ModelFiles&& files, ModelInfo&& 
   // Older conversions name the table backbone.embedding (transformers renames it on load).
   const std::string embed_name =
       files.has("backbone.embeddings.weight") ? "backbone.embeddings.weight" : "backbone.embedding.weight";
-  Embedding embed(weight(files, embed_name, {info.vocab_size, H}), embed_name);
+  Embedding embed = load_embedding(files, embed_name, info.vocab_size, H);
   std::vector<DecoderBlock> blocks;
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "backbone.layers." + std::to_string(i);

@@ -2,23 +2,40 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <span>
 #include <vector>
 
 #include "loader/load_error.h"
 
 namespace attnzoo {
 
+namespace {
+
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (int64_t d : shape) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
+
+void check_shape(const ModelFiles& files, const std::string& name, std::span<const int64_t> got,
+                 std::initializer_list<int64_t> want) {
+  if (std::equal(got.begin(), got.end(), want.begin(), want.end())) return;
+  throw LoadError(files.source(name) + ": tensor '" + name + "' has shape " + shape_text(got) + ", expected " +
+                  shape_text(std::span(want.begin(), want.size())));
+}
+
+}  // namespace
+
 TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape) {
   const TensorView t = files.tensor(name);
-  bool ok = t.ndim == int(shape.size());
-  int d = 0;
-  for (int64_t s : shape) ok = ok && t.shape[size_t(d++)] == s;
-  if (!ok) {
-    std::string want = "[";
-    for (int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
-    throw LoadError(files.source(name) + ": tensor '" + name + "' has shape " + t.shape_str() +
-                    ", expected " + want + "]");
-  }
+  check_shape(files, name, std::span(t.shape.data(), size_t(t.ndim)), shape);
+  return t;
+}
+
+StoredTensor stored_weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape) {
+  StoredTensor t = files.stored(name);
+  check_shape(files, name, t.shape, shape);
   return t;
 }
 
@@ -50,9 +67,19 @@ ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions
 }
 
 void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
+  std::map<std::string, int> formats;  // a GGUF's storage formats, tensors of each
   for (const auto& t : files.names()) {
     info.parameter_count += files.numel(t);
     info.checkpoint_bytes += files.nbytes(t);
+    if (files.gguf()) ++formats[quant_type_name(files.stored(t).type)];
+  }
+  // A GGUF mixes formats (Q4_1 projections, a Q8_0 embedding, F32 norms): name them all, most used first.
+  if (!formats.empty()) {
+    std::vector<std::pair<int, std::string>> by_count;
+    for (const auto& [name, n] : formats) by_count.emplace_back(-n, name);
+    std::sort(by_count.begin(), by_count.end());
+    info.checkpoint_dtype = "GGUF";
+    for (const auto& [n, name] : by_count) info.checkpoint_dtype += " " + name + " x" + std::to_string(-n);
   }
 }
 
@@ -72,10 +99,24 @@ bool config_ties_embeddings(const Config& root, const Config& c, bool fallback) 
 
 Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
                    uint64_t* owned) {
-  Linear l = Linear::from_weights(weight(files, name + ".weight", {out, in}),
-                                  optional_weight(files, name + ".bias", {out}), name, store);
+  const std::string w = name + ".weight";
+  const TensorView bias = optional_weight(files, name + ".bias", {out});
+  Linear l;
+  if (files.is_quantized(w)) {
+    // Block-quantized (GGUF): the blocks stay in the mapping and the kernels compute on them directly.
+    const StoredTensor t = stored_weight(files, w, {out, in});
+    l = Linear::from_quantized(t.data, uint64_t(t.bytes), t.type, out, in, bias, name, store);
+  } else {
+    l = Linear::from_weights(weight(files, w, {out, in}), bias, name, store);
+  }
   if (l.owns_weight()) *owned += l.weight_bytes();
   return l;
+}
+
+Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim) {
+  if (!files.is_quantized(name)) return Embedding(weight(files, name, {vocab, dim}), name);
+  const StoredTensor t = stored_weight(files, name, {vocab, dim});
+  return Embedding::from_quantized(t.data, uint64_t(t.bytes), t.type, vocab, dim, name);
 }
 
 DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, std::vector<DecoderBlock> blocks,

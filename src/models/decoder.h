@@ -64,10 +64,11 @@ ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOp
 // The same from config.json alone (`root`: the file's top level, holding "architectures"; `c`: its text config).
 ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions& options,
                           const std::string& default_model_type, bool with_intermediate);
-// Adds the checkpoint's parameter count and bytes to info (what `inspect` reports).
+// Adds the checkpoint's parameter count and bytes (as stored: a quantized tensor's blocks) to info (what `inspect`
+// reports); for a GGUF, checkpoint_dtype lists its storage formats ("GGUF Q4_1 x210 F32 x61 Q8_0 x1").
 void count_checkpoint(const ModelFiles& files, ModelInfo& info);
 // A Linear from `name`.weight [out, in] and an optional `name`.bias, held as `store`; bytes it had to convert (not
-// borrow from the mapping) are added to *owned.
+// borrow from the mapping) are added to *owned. A block-quantized weight (GGUF) is borrowed as its blocks.
 Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
                    uint64_t* owned);
 
@@ -83,8 +84,13 @@ bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback);
 // fallback.
 bool config_ties_embeddings(const Config& root, const Config& c, bool fallback);
 
+// The token embedding table `name` [vocab, dim], dense or block-quantized, borrowed from the mapping.
+Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim);
+
 // Fetches a tensor and checks its shape; LoadError names the tensor and the file holding it.
 TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);
+// Any tensor as stored (quantized or not), shape checked the same way.
+StoredTensor stored_weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);
 // As weight(), but an empty view when the checkpoint has no such tensor.
 TensorView optional_weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);
 

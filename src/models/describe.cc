@@ -24,6 +24,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"MistralForCausalLM", describe_llama_family},
     {"Qwen2ForCausalLM", describe_llama_family},
     {"Qwen3ForCausalLM", describe_llama_family},
+    {"Qwen3MoeForCausalLM", describe_llama_family},
     {"Qwen3NextForCausalLM", describe_qwen3_next},
     {"Qwen3_5ForCausalLM", describe_qwen3_next},
     {"Qwen3_5ForConditionalGeneration", describe_qwen3_next},

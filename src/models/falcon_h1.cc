@@ -154,7 +154,7 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
     return load_linear(files, name, out, in, options.weights, &owned);
   };
 
-  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  Embedding embed = load_embedding(files, "model.embed_tokens.weight", info.vocab_size, H);
   std::vector<DecoderBlock> blocks;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
   for (int64_t i = 0; i < info.num_layers; ++i) {

@@ -152,7 +152,7 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
     return RmsNorm(weight(files, name + ".weight", {dim}), eps, true, name);
   };
 
-  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  Embedding embed = load_embedding(files, "model.embed_tokens.weight", info.vocab_size, H);
   std::vector<DecoderBlock> blocks;
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);

@@ -61,7 +61,7 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
     return load_linear(files, name, out, in, options.weights, &owned);
   };
 
-  Embedding embed(weight(files, "model.embed_tokens.weight", {info.vocab_size, H}), "model.embed_tokens.weight");
+  Embedding embed = load_embedding(files, "model.embed_tokens.weight", info.vocab_size, H);
   std::vector<DecoderBlock> blocks;
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);

@@ -2,9 +2,12 @@
 //   Qwen2   q/k/v biases (found by tensor presence; Llama's attention_bias adds o_proj's too)
 //   Qwen3   per-head RMSNorm on q and k before RoPE (q_norm / k_norm), explicit head_dim
 //   Mistral sliding_window on every layer; Qwen2/3 may window some layers via layer_types
+//   Qwen3-MoE Qwen3's attention; feed-forwards are sparse MoEs (softmax top-k router, no shared expert) on the
+//           layers decoder_sparse_step and mlp_only_layers select, dense MLPs elsewhere
 #include <algorithm>
 
 #include "layers/activations.h"
+#include "layers/moe.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
 #include "models/describe.h"
@@ -27,6 +30,23 @@ ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& opti
 AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t i, const LoadOptions& options) {
   return model_attention_config(info, layer_window(c, i, info.num_layers), options);
 }
+
+// Qwen3-MoE's feed-forward layout (transformers' Qwen3MoeDecoderLayer): which layers are sparse MoEs.
+struct MoeLayout {
+  int64_t num_experts = 0, sparse_step = 1;
+  std::vector<int64_t> dense_layers;  // mlp_only_layers
+  explicit MoeLayout(const Config& c)
+      // transformers 5 saves num_experts as num_local_experts
+      : num_experts(c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0))),
+        sparse_step(c.get_int_or("decoder_sparse_step", 1)),
+        dense_layers(c.has("mlp_only_layers") ? c.get_int_list("mlp_only_layers") : std::vector<int64_t>{}) {
+    if (num_experts > 0 && sparse_step <= 0) throw LoadError(c.source() + ": decoder_sparse_step must be positive");
+  }
+  bool sparse(int64_t layer) const {
+    return num_experts > 0 && (layer + 1) % sparse_step == 0 &&
+           std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
+  }
+};
 
 }  // namespace
 
@@ -58,10 +78,22 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
                                             linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw), std::move(qn),
                                             std::move(kn), rope, a);
   };
-  parts.ffn = [&](int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
+  auto gated_mlp = [&](const std::string& m, int64_t inter) {
+    return GatedMlp(linear(m + ".gate_proj", inter, H), linear(m + ".up_proj", inter, H),
+                    linear(m + ".down_proj", H, inter), act, m);
+  };
+  const MoeLayout moe(c);
+  parts.ffn = [&](int64_t i, const std::string& p) -> std::unique_ptr<FeedForward> {
     const std::string m = p + ".mlp";
-    return std::make_unique<GatedMlp>(linear(m + ".gate_proj", I, H), linear(m + ".up_proj", I, H),
-                                      linear(m + ".down_proj", H, I), act, m);
+    if (!moe.sparse(i)) return std::make_unique<GatedMlp>(gated_mlp(m, I));
+    MoeConfig mc;
+    mc.top_k = c.get_int("num_experts_per_tok");
+    mc.normalize_top_k = c.get_bool_or("norm_topk_prob", false);
+    const int64_t expert_inter = c.get_int("moe_intermediate_size");
+    std::vector<GatedMlp> experts;
+    for (int64_t e = 0; e < moe.num_experts; ++e) experts.push_back(gated_mlp(m + ".experts." + std::to_string(e), expert_inter));
+    return std::make_unique<SparseMoe>(mc, linear(m + ".gate", moe.num_experts, H), std::move(experts), std::nullopt,
+                                       std::nullopt, m);
   };
   return assemble_llama_layout(std::move(files), c, std::move(info), parts, options.weights, owned);
 }
@@ -82,11 +114,15 @@ ModelDescription describe_llama_family(const Config& root, const LoadOptions& op
   const bool o_bias = type != "qwen2" && c.get_bool_or("attention_bias", false);
   const bool mlp_bias = c.get_bool_or("mlp_bias", false);
   int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  const MoeLayout moe(c);
+  const int64_t expert_inter = moe.num_experts > 0 ? c.get_int("moe_intermediate_size") : 0;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     const AttentionConfig ac = attention_config(d.info, c, i, options);
     d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
     params += 2 * H + linear_params(qw, H, qkv_bias) + 2 * linear_params(kw, H, qkv_bias) + linear_params(H, qw, o_bias) +
-              (type == "qwen3" ? 2 * d.info.head_dim : 0) + 2 * linear_params(I, H, mlp_bias) + linear_params(H, I, mlp_bias);
+              (type == "qwen3" || type == "qwen3_moe" ? 2 * d.info.head_dim : 0);
+    params += moe.sparse(i) ? moe.num_experts * (H + 3 * H * expert_inter)  // router row + gate / up / down per expert
+                            : 2 * linear_params(I, H, mlp_bias) + linear_params(H, I, mlp_bias);
   }
   d.info.parameter_count = params;
   d.parameters_estimated = true;

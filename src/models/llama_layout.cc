@@ -12,7 +12,7 @@ std::unique_ptr<Model> assemble_llama_layout(ModelFiles&& files, const Config& c
     return RmsNorm(weight(files, name + ".weight", {H}), parts.norm_eps, parts.norm_add_one, name);
   };
   const std::string embed_name = "model.embed_tokens.weight";
-  Embedding embed(weight(files, embed_name, {info.vocab_size, H}), embed_name);
+  Embedding embed = load_embedding(files, embed_name, info.vocab_size, H);
   std::vector<DecoderBlock> blocks;
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);

@@ -22,6 +22,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"MistralForCausalLM", build_llama_family},
     {"Qwen2ForCausalLM", build_llama_family},
     {"Qwen3ForCausalLM", build_llama_family},
+    {"Qwen3MoeForCausalLM", build_llama_family},
     {"Qwen3NextForCausalLM", build_qwen3_next},
     {"Qwen3_5ForCausalLM", build_qwen3_next},
     {"Qwen3_5ForConditionalGeneration", build_qwen3_next},

@@ -115,7 +115,7 @@ std::unique_ptr<Model> build_rwkv7(ModelFiles files, const LoadOptions& options)
   };
 
   const std::string embed_name = "model.embeddings.weight";
-  Embedding embed(weight(files, embed_name, {info.vocab_size, C}), embed_name);
+  Embedding embed = load_embedding(files, embed_name, info.vocab_size, C);
   std::vector<Rwkv7Block> blocks;
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i), a = p + ".attn", f = p + ".ffn";

@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "loader/mapped_file.h"
+#include "loader/model_dir.h"
+#include "tokenizer/gguf_file_vocab.h"
 #include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
@@ -178,6 +180,10 @@ std::shared_ptr<const Tokenizer> Tokenizer::load(const std::string& path) {
   std::error_code ec;
   const bool is_dir = fs::is_directory(path, ec);
   const fs::path file = is_dir ? fs::path(path) / "tokenizer.json" : fs::path(path);
+  // A GGUF carries its tokenizer in its metadata: the file itself, or the one GGUF of a directory without
+  // tokenizer.json.
+  if (is_dir ? !fs::exists(file, ec) : file.extension() == ".gguf")
+    if (auto gguf = find_model_gguf(path)) return tokenizer_from_gguf(GgufFile::open(*gguf));
   const auto mapped = MappedFile::open(file.string());
   auto t = from_json(std::string_view(reinterpret_cast<const char*>(mapped->data()), mapped->size()), file.string());
   if (is_dir) {

@@ -38,7 +38,8 @@ struct TokenizerParts {
 class Tokenizer {
  public:
   // `path` is a tokenizer.json file or a model directory holding one. For a directory the end-of-sequence ids
-  // are also read from generation_config.json / config.json / tokenizer_config.json when present.
+  // are also read from generation_config.json / config.json / tokenizer_config.json when present. A .gguf file
+  // (or a directory with one .gguf and no tokenizer.json) gives the tokenizer its metadata describes.
   static std::shared_ptr<const Tokenizer> load(const std::string& path);
   // Parses tokenizer.json text; `name` stands for the file in error messages.
   static std::shared_ptr<const Tokenizer> from_json(std::string_view text, const std::string& name);
