@@ -93,7 +93,9 @@ def pool_report(info, lengths):
     for layer in info["layers"]:
         c = layer["cache"]
         name = f"{layer['kind']} ({c['kind']})"
-        entry = types.setdefault(name, {"layers": 0, "dtype": c["dtype"], "bytes_per_token": c["bytes_per_token"],
+        # The paged part is in the pool's KV dtype; recurrent state is always f32 (CacheSpec).
+        dtype = c["dtype"] if c["paged_tensors"] else "float32"
+        entry = types.setdefault(name, {"layers": 0, "dtype": dtype, "bytes_per_token": c["bytes_per_token"],
                                         "fixed_bytes": c["fixed_bytes"]})
         entry["layers"] += 1
     paged = pool["num_blocks"] > 0
@@ -338,9 +340,10 @@ def format_report(doc):
                   f"({pc['cached_tokens']} tokens from the cache)   {pc['speedup']:.1f}x"]
     pool = doc.get("pool")
     if pool:
+        state = (f", {pool['state_slots']} state slots x {pool['state_slot_bytes'] / 2**20:.2f} MiB, "
+                 f"{pool['snapshot_slots']} snapshot slots" if pool["state_slots"] else "")
         lines += ["", f"memory pool: {pool['bytes'] / 2**20:.0f} MiB, blocks of {pool['block_tokens']} tokens "
-                      f"({pool['num_blocks']} x {pool['block_bytes'] / 2**10:.0f} KiB), {pool['state_slots']} state "
-                      f"slots x {pool['state_slot_bytes'] / 2**20:.2f} MiB, {pool['snapshot_slots']} snapshot slots",
+                      f"({pool['num_blocks']} x {pool['block_bytes'] / 2**10:.0f} KiB){state}",
                   "  blocks per sequence: " + ", ".join(f"{n} tokens -> {b}"
                                                         for n, b in pool["blocks_per_sequence"].items())]
         for name, t in pool["layer_types"].items():
