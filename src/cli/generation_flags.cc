@@ -1,8 +1,6 @@
 #include "cli/generation_flags.h"
 
-#include <cctype>
 #include <filesystem>
-#include <limits>
 #include <type_traits>
 
 #include "core/error.h"
@@ -67,12 +65,12 @@ int64_t parse_byte_size(const std::string& flag, const std::string& text) {
   std::string digits = text;
   int shift = 0;
   if (!digits.empty()) {
-    const char unit = char(std::toupper(static_cast<unsigned char>(digits.back())));
+    const char unit = digits.back() >= 'a' && digits.back() <= 'z' ? char(digits.back() - 'a' + 'A') : digits.back();
     shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : unit == 'T' ? 40 : 0;
     if (shift) digits.pop_back();
   }
   const auto n = parse_number<int64_t>(flag, digits);
-  if (n <= 0 || n > (std::numeric_limits<int64_t>::max() >> shift))
+  if (n <= 0 || n > (INT64_MAX >> shift))
     throw ArgumentError(flag + ": expected a positive size such as 4G, 512M or 1048576, got '" + text + "'");
   return n << shift;
 }
