@@ -2,6 +2,7 @@
 
     python -m attnzoo.bench_model model -m DIR [--prompt 512] [--gen 128] [--contexts 64,512,2048] [--json]
                                         [--dtype float32|bfloat16|auto] [--linear-prefill chunked|recurrent]
+                                        [--prefix 2048] [--prefix-new 32] [--snapshot-interval-blocks 32]
 
 In one run: the f32 FMA peak and the streaming read bandwidth (attnzoo.bench's probes, best of a run at the
 start and one at the end), then
@@ -11,7 +12,12 @@ start and one at the end), then
   decode    --gen single-token steps after that prompt: tokens/s, and the weight bytes each step streams
             (every layer's projections and the lm_head as held) / step time, as a fraction of the bandwidth;
   contexts  shorter decode runs after prompts of several lengths: attention layers slow down as their KV
-            cache grows, linear / SSM layers (fixed-size state) stay flat.
+            cache grows, linear / SSM layers (fixed-size state) stay flat;
+  prefix    time to first token for a --prefix-token shared prefix + --prefix-new new tokens, cold (prefix cache
+            cleared) and on a prefix-cache hit (the prefix's KV blocks, and for recurrent layers the state
+            snapshot at its end, restored from the pool);
+  pool      the model's memory pool: size, block size, blocks per sequence and bytes per token for each layer
+            type, all from the layers' CacheSpecs (Model.inspect()).
 --linear-prefill=recurrent makes linear / SSM mixers run prompts token by token on their recurrent kernels
 (what the chunked kernels buy); softmax attention is unaffected.
 """
@@ -82,6 +88,28 @@ def cache_bytes_read(info, context):
     return total
 
 
+def pool_report(info, lengths):
+    """The memory pool as Model.inspect() describes it, with the blocks a sequence of each length holds and the
+    bytes per token / per sequence of each layer type (the same CacheSpecs the pool is sized from)."""
+    pool = info["pool"]
+    B = pool["block_tokens"]
+    types = {}
+    for layer in info["layers"]:
+        c = layer["cache"]
+        name = f"{layer['kind']} ({c['kind']})"
+        # The paged part is in the pool's KV dtype; recurrent state is always f32 (CacheSpec).
+        dtype = c["dtype"] if c["paged_tensors"] else "float32"
+        entry = types.setdefault(name, {"layers": 0, "dtype": dtype, "bytes_per_token": c["bytes_per_token"],
+                                        "fixed_bytes": c["fixed_bytes"]})
+        entry["layers"] += 1
+    paged = pool["num_blocks"] > 0
+    return {"bytes": pool["bytes"], "block_tokens": B, "num_blocks": pool["num_blocks"],
+            "block_bytes": pool["block_bytes"], "state_slots": pool["state_slots"],
+            "state_slot_bytes": pool["state_slot_bytes"], "snapshot_slots": pool["snapshot_slots"],
+            "blocks_per_sequence": {n: -(-n // B) if paged else 0 for n in sorted(set(lengths))},
+            "layer_types": types}
+
+
 # --- timing ------------------------------------------------------------------------------------------------
 
 def _decode_steps(model, seq, n, rng):
@@ -106,6 +134,27 @@ def _decode_row(info, context, times, bandwidth):
             "fraction_of_bandwidth": weights / step * 1e-9 / bandwidth if bandwidth else None}
 
 
+def _prefix_cache_row(model, rng, prefix, new, hits=3):
+    """Time to first token of prefix + new tokens: cold (prefix cache cleared first, one run: it is the long one),
+    then the median of `hits` other requests sharing the prefix, served from the cache."""
+    shared = rng.integers(model.vocab_size, size=prefix).astype(np.int32)
+
+    def first_token(clear):
+        if clear:
+            model.clear_prefix_cache()
+        seq = model.new_sequence()
+        tail = rng.integers(model.vocab_size, size=new).astype(np.int32)
+        t0 = time.perf_counter()
+        model.forward(np.concatenate([shared, tail]), seq=seq, last_only=True)
+        return time.perf_counter() - t0, seq.cached_tokens  # seq goes: its blocks stay cached for the next
+
+    cold, _ = first_token(True)
+    runs = [first_token(False) for _ in range(hits)]
+    hit = float(np.median([t for t, _ in runs]))
+    return {"prefix": prefix, "new": new, "cold_seconds": cold, "hit_seconds": hit, "hit_runs": hits,
+            "speedup": cold / hit, "cached_tokens": min(c for _, c in runs)}
+
+
 def default_contexts(prompt, max_positions):
     contexts = sorted({max(1, prompt // 8), prompt, prompt * 4})
     return [c for c in contexts if not max_positions or c < max_positions] or [min(prompt, max_positions - 1)]
@@ -113,7 +162,8 @@ def default_contexts(prompt, max_positions):
 
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
                     linear_prefill="chunked", matmul_precision="highest", repeats=3, probes="quick", seed=0,
-                    progress=None):
+                    progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
+                    kv_cache_bytes=None, snapshot_interval_blocks=32):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
@@ -121,6 +171,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     probes: scale of the peak probes ("full", "quick" or "tiny" for tests).
     matmul_precision: "highest" (f32 products) or "medium" (bf16 products on AVX-512-BF16 CPUs, see
     attnzoo.set_float32_matmul_precision); projections are then compared with the bf16 product peak.
+    prefix / prefix_new: the prefix-cache row's shared prefix and new tokens (prefix 0: no such row; None: 2048,
+    or no row when the model's max_position_embeddings is shorter).
+    block_size, kv_cache_dtype, kv_cache_bytes, snapshot_interval_blocks: the memory pool, as Model.load takes
+    them (snapshots every 32 blocks = 512 tokens: a hybrid can hit a prefix at any multiple of 512 tokens for
+    a few state copies per prompt).
     """
     from .model import Model
     if prompt < 1 or gen < 1 or repeats < 1:
@@ -130,6 +185,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     if matmul_precision not in MATMUL_PRECISIONS:
         raise ValueError(f"matmul_precision: expected one of {', '.join(MATMUL_PRECISIONS)}, "
                          f"got {matmul_precision!r}")
+    if (prefix is not None and prefix < 0) or prefix_new < 1:
+        raise ValueError("prefix must be >= 0 and prefix_new >= 1")
     if probes not in PROBE_SCALES:
         raise ValueError(f"probes: expected one of {', '.join(PROBE_SCALES)}, got {probes!r}")
     say = progress or (lambda s: None)
@@ -140,12 +197,19 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     peaks = measure_peaks(config)
     say(f"loading {model_dir} ({dtype})")
     t0 = time.perf_counter()
-    model = Model.load(model_dir, dtype=dtype)
+    model = Model.load(model_dir, dtype=dtype, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
+                       kv_cache_bytes=kv_cache_bytes, snapshot_interval_blocks=snapshot_interval_blocks)
     load_s = time.perf_counter() - t0
     info = model.inspect()
     max_pos = info["max_position_embeddings"]
     if max_pos and prompt + gen > max_pos:
         raise ValueError(f"prompt + gen ({prompt + gen}) exceeds the model's max_position_embeddings ({max_pos})")
+    notes = []
+    if prefix is None:
+        prefix = 2048 if not max_pos or 2048 + prefix_new <= max_pos else 0
+    if max_pos and prefix + prefix_new > max_pos:
+        raise ValueError(f"prefix + prefix_new ({prefix + prefix_new}) exceeds the model's "
+                         f"max_position_embeddings ({max_pos})")
     contexts = sorted(set(contexts)) if contexts else default_contexts(prompt, max_pos)
     if any(c < 1 for c in contexts):
         raise ValueError("contexts must be >= 1")
@@ -177,6 +241,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                 model.forward(rng.integers(model.vocab_size, size=c - seq.length).astype(np.int32), seq=seq,
                               last_only=True)
             sweep.append((seq.length, _decode_steps(model, seq, context_gen, rng)))
+        del seq
+        prefix_row = None
+        if prefix:
+            say(f"time to first token: {prefix}-token shared prefix + {prefix_new}, cold and on a prefix hit")
+            prefix_row = _prefix_cache_row(model, rng, prefix, prefix_new)
     finally:
         _core.set_linear_prefill(previous_mode)
         _core.set_float32_matmul_precision(previous_precision)
@@ -206,7 +275,6 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     by_context = [_decode_row(info, c, times, bandwidth) for c, times in sweep]
 
     cpu = _core.cpu_info()
-    notes = []
     if matmul_precision == "medium" and not bf16_products:
         notes.append("--matmul-precision=medium has no effect here: no AVX-512-BF16 (products stay f32)")
     if linear_prefill == "recurrent" and not linear_layers:
@@ -221,7 +289,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                     "load_average": os.getloadavg()[0]},
         "settings": {"prompt": prompt, "gen": gen, "contexts": contexts, "context_gen": context_gen,
                      "dtype": dtype, "linear_prefill": linear_prefill, "matmul_precision": matmul_precision,
-                     "repeats": repeats, "probes": probes},
+                     "repeats": repeats, "probes": probes, "prefix": prefix, "prefix_new": prefix_new,
+                     "block_size": block_size, "kv_cache_dtype": kv_cache_dtype,
+                     "snapshot_interval_blocks": snapshot_interval_blocks},
+        "pool": pool_report(info, [prompt + gen, *contexts, prefix + prefix_new]),
+        "prefix_cache": prefix_row,
         "peaks": peaks,
         "prefill": prefill,
         "decode": decode,
@@ -266,6 +338,23 @@ def format_report(doc):
         lines.append(f"  {r['context']:8d}  {r['tokens_per_s']:8.1f}  {r['median_step_ms']:9.2f}  "
                      f"{r['weight_gbps']:12.1f}  {r['cache_bytes_per_token'] / 2**20:14.2f}  "
                      f"{r['fraction_of_bandwidth']:12.1%}")
+    pc = doc.get("prefix_cache")
+    if pc:
+        lines += ["", f"prefix cache: time to first token for a {pc['prefix']}-token shared prefix + {pc['new']} new",
+                  f"  cold {pc['cold_seconds'] * 1e3:9.1f} ms   hit {pc['hit_seconds'] * 1e3:8.1f} ms (median of "
+                  f"{pc.get('hit_runs', 1)}) "
+                  f"({pc['cached_tokens']} tokens from the cache)   {pc['speedup']:.1f}x"]
+    pool = doc.get("pool")
+    if pool:
+        state = (f", {pool['state_slots']} state slots x {pool['state_slot_bytes'] / 2**20:.2f} MiB, "
+                 f"{pool['snapshot_slots']} snapshot slots" if pool["state_slots"] else "")
+        lines += ["", f"memory pool: {pool['bytes'] / 2**20:.0f} MiB, blocks of {pool['block_tokens']} tokens "
+                      f"({pool['num_blocks']} x {pool['block_bytes'] / 2**10:.0f} KiB){state}",
+                  "  blocks per sequence: " + ", ".join(f"{n} tokens -> {b}"
+                                                        for n, b in pool["blocks_per_sequence"].items())]
+        for name, t in pool["layer_types"].items():
+            lines.append(f"  {t['layers']:3d} x {name:40s} {t['bytes_per_token']:8d} B/token ({t['dtype']})   "
+                         f"{t['fixed_bytes'] / 2**20:8.2f} MiB fixed")
     if doc["note"]:
         lines += ["", doc["note"]]
     return "\n".join(lines)
@@ -276,6 +365,18 @@ def _int_list(text):
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+
+
+def _byte_size(text):
+    """4G, 512M, 64K (powers of 1024) or plain bytes, as `attnzoo generate --kv-cache-memory` takes them."""
+    shift = {"K": 10, "M": 20, "G": 30, "T": 40}.get(text[-1:].upper(), 0)
+    try:
+        n = int(text[:-1] if shift else text)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size such as 4G, 512M or 1048576, got {text!r}")
+    return n << shift
 
 
 def main(argv=None):
@@ -297,6 +398,17 @@ def main(argv=None):
                              "GEMVs (torch.set_float32_matmul_precision's names)")
     parser.add_argument("--repeats", type=int, default=3, help="prefill runs; the median is reported")
     parser.add_argument("--probes", default="quick", choices=list(PROBE_SCALES), help="size of the peak probes")
+    parser.add_argument("--prefix", type=int,
+                        help="shared prefix tokens for the prefix-cache row (default 2048 where the model's "
+                             "positions reach it; 0: skip it)")
+    parser.add_argument("--prefix-new", type=int, default=32, help="new tokens after the shared prefix (default 32)")
+    parser.add_argument("--snapshot-interval-blocks", type=int, default=32,
+                        help="recurrent-state snapshots every this many blocks (default 32: 512 tokens)")
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                        help="element type of the paged KV cache (default: follows --dtype)")
+    parser.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
+    parser.add_argument("--kv-cache-memory", type=_byte_size,
+                        help="the memory pool's budget, e.g. 4G (default: a quarter of the free memory)")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.exists(args.model):
@@ -306,8 +418,10 @@ def main(argv=None):
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
                           context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,
-                          matmul_precision=args.matmul_precision,
-                          repeats=args.repeats, probes=args.probes, progress=progress)
+                          matmul_precision=args.matmul_precision, repeats=args.repeats, probes=args.probes,
+                          progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
+                          snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
+                          kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory)
     print(json.dumps(doc, indent=2) if args.json else format_report(doc))
     return 0
 

@@ -36,4 +36,5 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_explain(m);
   attnzoo::py::bind_quant(m);
   attnzoo::py::bind_chat(m);
+  attnzoo::py::bind_cache_spec(m);
 }

@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from attnzoo import _core  # noqa: E402
-from attnzoo.bench_model import (attention_flops, cache_bytes_read, layer_matrix_elements,  # noqa: E402
-                                 run_model_bench)
+from attnzoo.bench_model import (attention_flops, cache_bytes_read, format_report,  # noqa: E402
+                                 layer_matrix_elements, run_model_bench)
 
 HIDDEN, INTER, LAYERS, VOCAB = 64, 128, 2, 256
 
@@ -57,6 +57,26 @@ def test_bench_model_document(model_dir):
     assert doc["settings"]["linear_prefill"] == "chunked" and doc["note"] == ""
     assert any("prefill" in s for s in said)
     json.dumps(doc)  # serialisable as --json prints it
+
+
+def test_pool_report_and_prefix_cache_row(model_dir):
+    doc = run_model_bench(model_dir, prompt=16, gen=2, contexts=[20], context_gen=1, dtype="float32", repeats=1,
+                          probes="tiny", prefix=48, prefix_new=5, block_size=16)
+    pc = doc["prefix_cache"]
+    assert pc["prefix"] == 48 and pc["new"] == 5 and pc["cached_tokens"] == 48  # 3 whole blocks of 16
+    assert pc["cold_seconds"] > 0 and pc["hit_seconds"] > 0 and pc["speedup"] == pc["cold_seconds"] / pc["hit_seconds"]
+    pool = doc["pool"]
+    assert pool["block_tokens"] == 16 and pool["num_blocks"] > 0 and pool["bytes"] >= pool["num_blocks"] * pool["block_bytes"]
+    # a block holds 16 tokens of every layer's f32 K and V (2 kv heads x 16)
+    assert pool["block_bytes"] == 16 * LAYERS * 2 * 2 * 16 * 4
+    assert pool["blocks_per_sequence"] == {18: 2, 20: 2, 53: 4}
+    assert pool["layer_types"] == {"attention (kv)": {"layers": LAYERS, "dtype": "float32", "bytes_per_token": 2 * 2 * 16 * 4,
+                                                      "fixed_bytes": 0}}
+    text = format_report(doc)
+    assert "prefix cache" in text and "memory pool" in text and "53 tokens -> 4" in text
+    # the default prefix (2048) does not fit this model's 128 positions: no row
+    doc = run_model_bench(model_dir, prompt=8, gen=1, contexts=[8], context_gen=1, repeats=1, probes="tiny")
+    assert doc["prefix_cache"] is None and doc["settings"]["prefix"] == 0
 
 
 def test_recurrent_prefill_switch_is_set_and_restored(model_dir):
@@ -152,10 +172,15 @@ def test_command_line_json(model_dir):
     env = dict(os.environ)  # conftest's PYTHONPATH: the checkout and its build tree
     out = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
                           "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "1", "--probes",
-                          "tiny", "--dtype", "float32", "--json"], capture_output=True, text=True, env=env,
-                         timeout=120)
+                          "tiny", "--dtype", "float32", "--json", "--block-size", "8", "--kv-cache-dtype", "float32",
+                          "--kv-cache-memory", "16M"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
-    _check_doc(json.loads(out.stdout), 8, 2, [4, 8])
+    doc = json.loads(out.stdout)
+    _check_doc(doc, 8, 2, [4, 8])
+    assert doc["pool"]["block_tokens"] == 8 and 0 < doc["pool"]["bytes"] <= 16 << 20
+    bad = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--kv-cache-memory",
+                          "lots"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode != 0 and "--kv-cache-memory" in bad.stderr
     text = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
                            "--gen", "2", "--contexts", "8", "--context-gen", "1", "--repeats", "1", "--probes",
                            "tiny"], capture_output=True, text=True, env=env, timeout=120)

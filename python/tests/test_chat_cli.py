@@ -168,6 +168,24 @@ def test_generate_chat_flag(chat_model):
     assert r.returncode != 0 and "--system needs --chat" in r.stderr
 
 
+@needs_cli
+def test_generate_memory_pool_flags(chat_model):
+    """--kv-cache-dtype / --block-size / --kv-cache-memory reach the pool: an f32 cache in odd-sized blocks answers
+    as the default does, a budget too small for the prompt is the pool's named error, bad values name the flag."""
+    _, path, _ = chat_model
+    args = [CLI, "generate", "-m", path, "--chat", "-p", QUESTION, "-n", "40"]
+    r = subprocess.run(args + ["--kv-cache-dtype", "float32", "--block-size", "7", "--kv-cache-memory", "64M"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == _reference_answer(chat_model, [{"role": "user", "content": QUESTION}]) + "\n"
+    r = subprocess.run(args + ["--kv-cache-memory", "1K"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "block" in r.stderr
+    for flag, value in [("--kv-cache-memory", "12Q"), ("--kv-cache-memory", "-1G"), ("--block-size", "0"),
+                        ("--kv-cache-dtype", "int8")]:
+        r = subprocess.run(args + [flag, value], capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and flag.lstrip("-").replace("-", "_") in r.stderr.replace("-", "_"), (flag, r.stderr)
+
+
 class Tmux:
     """One tmux server of our own (its own socket) running one command in a wide pane."""
 

@@ -24,12 +24,16 @@ SECTION_IDS = ["who-sees-whom", "flash-tiles", "memory-per-token", "paged-attent
 def test_memory_formulas():
     gqa = memory.softmax_kv(8, 128, dtype="bfloat16")
     assert gqa.bytes_per_token == 2 * 8 * 128 * 2 and gqa.bytes_at(1000) == 4096 * 1000
-    assert memory.softmax_kv(2, 64, v_head_dim=32, dtype="float32").bytes_per_token == 2 * (64 + 32) * 4
+    assert memory.softmax_kv(2, 64, dtype="float32").bytes_per_token == 2 * 2 * 64 * 4
+    # the paged part rounds up to whole pool blocks, as the pool holds it
+    assert gqa.bytes_at(17, block_tokens=16) == 32 * 4096 and memory.mla_latent(512, 64).bytes_at(1, 16) == 16 * 576 * 2
     swa = memory.softmax_kv(8, 128, window=100)
     assert swa.bytes_at(50) == 50 * 4096 and swa.bytes_at(10_000) == 100 * 4096
     assert memory.mla_latent(512, 64).bytes_at(10) == 10 * 576 * 2
     lin = memory.linear_state(16, 128, 128, conv_channels=6144, conv_width=4)
     assert lin.bytes_at(0) == lin.bytes_at(10 ** 6) == 16 * 128 * 128 * 4 + 6144 * 3 * 4
+    # the conv tail is padded to a cache line inside the pool slot (5 * 3 = 15 floats -> 16)
+    assert memory.linear_state(1, 4, 4, conv_channels=5, conv_width=4).fixed_bytes == (16 + 16) * 4
     stack = memory.hybrid_stack(lin, gqa, 8)
     assert [s is gqa for s in stack] == [False, False, False, True] * 2
     assert memory.stack_bytes(stack, 100) == 6 * lin.fixed_bytes + 2 * 100 * gqa.bytes_per_token

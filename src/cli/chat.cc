@@ -94,8 +94,7 @@ int run_chat(const std::vector<std::string>& args) {
   use_default_model(flags, "chat");
 
   GenerationOptions options = generation_options(flags);
-  const Config config = ModelFiles::read_config(flags.model);
-  const auto model = Model::load(flags.model, parse_load_dtype(flags.dtype, config));
+  const auto model = Model::load(flags.model, load_options(flags));
   const auto tokenizer = tok::Tokenizer::load(flags.model);
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
   const ChatFormat format(flags.model, tokenizer);

@@ -90,8 +90,7 @@ int run_generate(const std::vector<std::string>& args) {
   const GenerateArgs a = parse_args(args);
   GenerationOptions options = generation_options(a.flags);
 
-  const Config config = ModelFiles::read_config(a.flags.model);
-  const auto model = Model::load(a.flags.model, parse_load_dtype(a.flags.dtype, config));
+  const auto model = Model::load(a.flags.model, load_options(a.flags));
   const auto tokenizer = tok::Tokenizer::load(a.flags.model);
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
 

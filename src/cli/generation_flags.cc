@@ -6,13 +6,15 @@
 #include "engine/stop.h"
 #include "layers/matmul_precision.h"
 #include "loader/config.h"
+#include "loader/model_dir.h"
 
 namespace attnzoo::cli {
 
 const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
-    "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...";
+    "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...\n"
+    "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16] [--kv-cache-memory 4G]";
 
 
 bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, GenerationFlags& a) {
@@ -35,6 +37,9 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   else if (s == "--dtype") a.dtype = value();
   else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
   else if (s == "--stop") a.stop.push_back(value());
+  else if (s == "--kv-cache-dtype") a.kv_cache_dtype = value();
+  else if (s == "--block-size") a.block_size = parse_number<int64_t>(s, value());
+  else if (s == "--kv-cache-memory") a.kv_cache_memory = parse_byte_size(s, value());
   else return false;
   return true;
 }
@@ -51,6 +56,29 @@ void use_default_model(GenerationFlags& flags, const std::string& command) {
     throw ArgumentError(command + ": no -m MODEL given and the default model " + flags.model +
                         " is missing: run scripts/setup.sh to fetch it, or pass -m (a .gguf file, a checkpoint "
                         "directory, or a directory holding one .gguf)");
+}
+
+int64_t parse_byte_size(const std::string& flag, const std::string& text) {
+  std::string digits = text;
+  int shift = 0;
+  if (!digits.empty()) {
+    const char unit = digits.back() >= 'a' && digits.back() <= 'z' ? char(digits.back() - 'a' + 'A') : digits.back();
+    shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : unit == 'T' ? 40 : 0;
+    if (shift) digits.pop_back();
+  }
+  const auto n = parse_number<int64_t>(flag, digits);
+  if (n <= 0 || n > (INT64_MAX >> shift))
+    throw ArgumentError(flag + ": expected a positive size such as 4G, 512M or 1048576, got '" + text + "'");
+  return n << shift;
+}
+
+LoadOptions load_options(const GenerationFlags& a) {
+  LoadOptions options = parse_load_dtype(a.dtype, ModelFiles::read_config(a.model));
+  options.pool.kv_dtype = parse_kv_cache_dtype(a.kv_cache_dtype, options.pool.kv_dtype);
+  require(a.block_size > 0, "--block-size", "must be positive, got " + std::to_string(a.block_size));
+  options.pool.block_tokens = a.block_size;
+  options.pool.bytes = a.kv_cache_memory;
+  return options;
 }
 
 GenerationOptions generation_options(const GenerationFlags& a) {

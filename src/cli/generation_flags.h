@@ -1,5 +1,6 @@
 #pragma once
-// The flags `attnzoo generate` and `attnzoo chat` share: model, sampling, length, dtype, stop strings.
+// The flags `attnzoo generate` and `attnzoo chat` share: model, sampling, length, dtype, stop strings, and the
+// memory pool (KV dtype, block size, byte budget).
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include "core/error.h"
 #include "engine/generate.h"
+#include "models/model.h"
 
 namespace attnzoo::cli {
 
@@ -20,6 +22,10 @@ struct GenerationFlags {
   float presence_penalty = 0.f, frequency_penalty = 0.f;
   uint64_t seed = 0;
   std::vector<std::string> stop;
+  // The memory pool, as Model.load's kv_cache_dtype / block_size / kv_cache_bytes (0: the default budget).
+  std::string kv_cache_dtype = "auto";
+  int64_t block_size = 16;
+  int64_t kv_cache_memory = 0;
 };
 
 extern const char* kGenerationFlagsUsage;
@@ -47,6 +53,12 @@ void use_default_model(GenerationFlags& flags, const std::string& command);
 // Consumes args[i] (and its value, advancing i) when it is one of the shared flags; false when it is not.
 // Throws ArgumentError for a missing or malformed value.
 bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, GenerationFlags& flags);
+
+// "4G", "512M", "64K" (powers of 1024) or plain bytes, as --kv-cache-memory takes them; errors name `flag`.
+int64_t parse_byte_size(const std::string& flag, const std::string& text);
+
+// The weights' dtype (config.json decides "auto") and the memory pool the flags ask for.
+LoadOptions load_options(const GenerationFlags& flags);
 
 // transformers' defaults: greedy unless the checkpoint's generation_config.json sets do_sample; its values seed
 // the flags, which win. EOS ids from the checkpoint (else the tokenizer's).

@@ -9,8 +9,8 @@
 #include "core/threads.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
+#include "kernels/softmax/kv_write.h"
 #include "layers/paged_attention.h"
-#include "layers/paged_kv.h"
 
 namespace attnzoo {
 AttentionLayer::AttentionLayer(const AttentionConfig& config, Linear q, Linear k, Linear v, Linear o,
@@ -77,8 +77,9 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
   opts.window = c.window;
   opts.softcap = c.softcap;
   opts.sinks = sinks_.empty() ? nullptr : sinks_.data();
-  write_paged_rows(k.data(), T, kw, batch.slot_mapping.data(), memory.k);
-  write_paged_rows(v.data(), T, kw, batch.slot_mapping.data(), memory.v);
+  write_kv_paged(TensorView::contiguous(k.data(), DType::f32, {T, c.num_kv_heads, D}),
+                 TensorView::contiguous(v.data(), DType::f32, {T, c.num_kv_heads, D}), batch.slot_mapping.data(),
+                 memory.k, memory.v);
   paged_attention(q.data(), c.num_heads, D, batch, memory.k, memory.v, opts, attn.data());
   if (c.output_gate)
     for (size_t i = 0; i < attn.size(); ++i) attn[i] *= 1.f / (1.f + std::exp(-gate[i]));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -204,6 +205,53 @@ TEST(AttentionLayer, OutputGate) {
     c.window = 6;
     check(c);
   });
+}
+
+// Several sequences in one batch: all prefilling (one packed varlen paged prefill call), then one sequence
+// decoding beside two that prefill (the prefilling rows are packed for the call, the decode row goes alone).
+TEST(AttentionLayer, RaggedBatchOfPrefills) {
+  Case c;
+  c.window = 9;
+  c.sinks = true;
+  const Weights w(c);
+  const Rope rope(RopeConfig{c.head_dim});
+  const AttentionLayer layer = make_layer(c, w, rope);
+  testing::MixerHarness harness(layer, /*block_tokens=*/5, DType::f32, /*shuffle_seed=*/3);
+  const int64_t H = c.hidden;
+  // Each sequence s has its own inputs xs[s] of 30 tokens; lengths fed: first batch, then the mixed one.
+  std::vector<std::vector<float>> xs;
+  for (uint64_t s = 0; s < 5; ++s) {
+    const HostTensor t(DType::f32, {30, H}, 20 + s, 1.f);
+    xs.emplace_back(size_t(30 * H));
+    for (size_t i = 0; i < xs.back().size(); ++i) xs.back()[i] = t.at(int64_t(i));
+  }
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int s = 0; s < 5; ++s) seqs.push_back(harness.new_sequence());
+  auto run = [&](const std::vector<std::pair<int, int64_t>>& parts) {  // (sequence, tokens) in batch order
+    Batch b;
+    std::vector<float> x;
+    for (auto [s, n] : parts) {
+      const int64_t from = seqs[size_t(s)]->length();
+      x.insert(x.end(), xs[size_t(s)].begin() + from * H, xs[size_t(s)].begin() + (from + n) * H);
+      std::vector<int32_t> ids(size_t(n), 0);
+      b.add(*seqs[size_t(s)], ids);
+    }
+    std::vector<float> y(x.size());
+    harness.forward(x.data(), b, y.data());
+    // Row r of sequence s's part is its token at position (length after - n + r): compare with the reference.
+    int64_t row = 0;
+    for (auto [s, n] : parts) {
+      const int64_t len = seqs[size_t(s)]->length();
+      const std::vector<double> want = reference(c, w, rope, xs[size_t(s)], len);
+      double err = 0;
+      for (int64_t i = 0; i < n * H; ++i)
+        err = std::max(err, std::fabs(double(y[size_t(row * H + i)]) - want[size_t((len - n) * H + i)]));
+      EXPECT_LT(err, 2e-5) << "sequence " << s << ", " << n << " tokens";
+      row += n;
+    }
+  };
+  run({{0, 21}, {1, 12}, {2, 17}});
+  run({{3, 14}, {0, 1}, {4, 25}, {1, 2}});
 }
 
 TEST(AttentionLayer, RejectsBadShapes) {

@@ -7,8 +7,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/softmax/decode.h"
-#include "core/aligned_buffer.h"
-#include "layers/paged_kv.h"
+#include "kernels/softmax/kv_write.h"
 #include "layers/sequence_schedule.h"
 
 namespace attnzoo {
@@ -90,30 +89,40 @@ void MlaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
   opts.scale = c.scale;
   opts.causal = true;
   const MlaWeights mw = kernel_weights();
-  write_paged_rows(latent.data(), T, L, batch.slot_mapping.data(), memory.k);
+  write_paged_rows(TensorView::contiguous(latent.data(), DType::f32, {T, 1, L}), batch.slot_mapping.data(), memory.k,
+                   "latent", "latent_cache");
   // The kernels read the latent cache as [num_blocks, block_size, r + dr]: the pool's single head folded away.
   const TensorView paged = TensorView::contiguous(memory.k.data, memory.k.dtype,
                                                   {memory.k.shape[0], memory.k.shape[1], L});
-  auto attend = [&](int64_t s) {
-    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s), len = batch.cache_seqlens[size_t(s)];
-    if (n == 0) return;
-    const TensorView qv = TensorView::contiguous(q.data() + b * H * Dq, DType::f32, {1, n, H, Dq});
-    const TensorView ov = TensorView::contiguous(attn.data() + b * H * dv, DType::f32, {1, n, H, dv});
-    if (n <= kMaxDecodeQueries) {
-      LatentCacheView view;
-      view.latent = paged;
-      view.cache_seqlens = batch.cache_seqlens.data() + s;
-      view.block_table = batch.block_table(s);
-      view.max_blocks_per_seq = batch.max_blocks;
-      mla_decode(qv, view, mw, ov, opts);
-    } else {
-      // The naive prefill expands every cached row through kv_b_proj: it reads them as one contiguous span.
-      AlignedBuffer<float> rows(size_t(len * L));
-      gather_paged_rows(memory.k, batch.block_table(s), len, rows.data(), true);
-      mla_prefill(qv, TensorView::contiguous(rows.data(), DType::f32, {1, len, L}), mw, ov, opts);
-    }
+  auto cache_view = [&](const int32_t* cache_seqlens, const int32_t* block_table) {
+    LatentCacheView view;
+    view.latent = paged;
+    view.cache_seqlens = cache_seqlens;
+    view.block_table = block_table;
+    view.max_blocks_per_seq = batch.max_blocks;
+    return view;
   };
-  for_each_sequence(batch, kMaxDecodeQueries, attend);
+  // Decoding sequences on the absorbed kernel (one task each when the whole batch decodes), ...
+  for_each_sequence(batch, kMaxDecodeQueries, [&](int64_t s) {
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    if (n == 0 || n > kMaxDecodeQueries) return;
+    mla_decode(TensorView::contiguous(q.data() + b * H * Dq, DType::f32, {1, n, H, Dq}),
+               cache_view(batch.cache_seqlens.data() + s, batch.block_table(s)), mw,
+               TensorView::contiguous(attn.data() + b * H * dv, DType::f32, {1, n, H, dv}), opts);
+  });
+  // ... and every prefilling sequence in one packed naive-form call reading the latent through the block tables.
+  const PrefillGroup group = prefill_group(batch, kMaxDecodeQueries);
+  if (group.num_sequences() > 0) {
+    VarlenInfo varlen;
+    varlen.cu_seqlens_q = group.cu_seqlens.data();
+    varlen.num_seqs = group.num_sequences();
+    const int64_t M = group.num_tokens();
+    run_packed(group, batch, q.data(), H * Dq, attn.data(), H * dv, [&](float* qp, float* op) {
+      mla_prefill(TensorView::contiguous(qp, DType::f32, {M, H, Dq}),
+                  cache_view(group.cache_seqlens.data(), group.block_tables.data()), mw,
+                  TensorView::contiguous(op, DType::f32, {M, H, dv}), opts, varlen);
+    });
+  }
   w_.o_proj.forward(attn.data(), T, out);
 }
 

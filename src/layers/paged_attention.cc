@@ -1,52 +1,52 @@
 #include "layers/paged_attention.h"
 
-#include "core/aligned_buffer.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
-#include "layers/paged_kv.h"
+#include "layers/sequence_schedule.h"
 
 namespace attnzoo {
 
 void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, const TensorView& k_cache,
                      const TensorView& v_cache, const AttentionOptions& opts, float* out) {
-  const int64_t S = batch.num_sequences(), Hkv = k_cache.shape[2], Dv = v_cache.shape[3];
+  const int64_t S = batch.num_sequences(), Dv = v_cache.shape[3];
   bool uniform_decode = S > 0 && batch.seq_len(0) <= kMaxDecodeQueries;
   for (int64_t s = 1; s < S && uniform_decode; ++s) uniform_decode = batch.seq_len(s) == batch.seq_len(0);
-  auto cache_view = [&](int64_t first) {
+  auto cache_view = [&](const int32_t* cache_seqlens, const int32_t* block_table) {
     KvCacheView view;
     view.k = k_cache;
     view.v = v_cache;
-    view.cache_seqlens = batch.cache_seqlens.data() + first;
-    view.block_table = batch.block_table(first);
+    view.cache_seqlens = cache_seqlens;
+    view.block_table = block_table;
     view.max_blocks_per_seq = batch.max_blocks;
     return view;
   };
   if (uniform_decode) {
     const int64_t n = batch.seq_len(0);
-    attention_decode(TensorView::contiguous(const_cast<float*>(q), DType::f32, {S, n, Hq, D}), cache_view(0),
+    attention_decode(TensorView::contiguous(const_cast<float*>(q), DType::f32, {S, n, Hq, D}),
+                     cache_view(batch.cache_seqlens.data(), batch.block_table(0)),
                      TensorView::contiguous(out, DType::f32, {S, n, Hq, Dv}), opts);
     return;
   }
-  AlignedBuffer<uint8_t> keys, values;
+  // A mixed batch: its decoding sequences one by one on the split-K decode kernel, ...
   for (int64_t s = 0; s < S; ++s) {
-    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s), L = batch.cache_seqlens[size_t(s)];
-    if (n == 0) continue;
-    const TensorView qv = TensorView::contiguous(const_cast<float*>(q) + b * Hq * D, DType::f32, {1, n, Hq, D});
-    const TensorView ov = TensorView::contiguous(out + b * Hq * Dv, DType::f32, {1, n, Hq, Dv});
-    if (n <= kMaxDecodeQueries) {
-      KvCacheView view = cache_view(s);
-      attention_decode(qv, view, ov, opts);
-      continue;
-    }
-    // Prefill reads the sequence's keys as one contiguous span (copied out of its blocks, in the cache dtype).
-    const size_t elem = dtype_size(k_cache.dtype);
-    keys.resize(size_t(L * Hkv * D) * elem);
-    values.resize(size_t(L * Hkv * Dv) * elem);
-    gather_paged_rows(k_cache, batch.block_table(s), L, keys.data(), false);
-    gather_paged_rows(v_cache, batch.block_table(s), L, values.data(), false);
-    attention_prefill(qv, TensorView::contiguous(keys.data(), k_cache.dtype, {1, L, Hkv, D}),
-                      TensorView::contiguous(values.data(), v_cache.dtype, {1, L, Hkv, Dv}), ov, opts);
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    if (n == 0 || n > kMaxDecodeQueries) continue;
+    attention_decode(TensorView::contiguous(const_cast<float*>(q) + b * Hq * D, DType::f32, {1, n, Hq, D}),
+                     cache_view(batch.cache_seqlens.data() + s, batch.block_table(s)),
+                     TensorView::contiguous(out + b * Hq * Dv, DType::f32, {1, n, Hq, Dv}), opts);
   }
+  // ... and all its prefilling sequences as one packed varlen prefill reading K/V through their block tables.
+  const PrefillGroup group = prefill_group(batch, kMaxDecodeQueries);
+  if (group.num_sequences() == 0) return;
+  VarlenInfo varlen;
+  varlen.cu_seqlens_q = group.cu_seqlens.data();
+  varlen.num_seqs = group.num_sequences();
+  const int64_t M = group.num_tokens();
+  run_packed(group, batch, q, Hq * D, out, Hq * Dv, [&](float* qp, float* op) {
+    attention_prefill(TensorView::contiguous(qp, DType::f32, {M, Hq, D}),
+                      cache_view(group.cache_seqlens.data(), group.block_tables.data()),
+                      TensorView::contiguous(op, DType::f32, {M, Hq, Dv}), opts, varlen);
+  });
 }
 
 }  // namespace attnzoo

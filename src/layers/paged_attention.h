@@ -1,8 +1,9 @@
 #pragma once
 // Softmax attention of a ragged batch over the pool's paged K/V: the step every softmax layer shares once its
 // new tokens' K/V are in the cache. A decode step (every sequence brings the same 1..kMaxDecodeQueries tokens)
-// is one call of the paged decode kernel over the whole batch, split-K across threads; anything else goes
-// sequence by sequence, decode or prefill by its own length.
+// is one call of the paged decode kernel over the whole batch, split-K across threads; otherwise every
+// prefilling sequence of the batch goes into one packed varlen prefill call that reads K/V through the block
+// tables, and any decoding sequences beside them take the decode kernel one by one.
 #include <cstdint>
 
 #include "kernels/softmax/options.h"

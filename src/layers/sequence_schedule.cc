@@ -1,7 +1,9 @@
 #include "layers/sequence_schedule.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/linear/common/ssm_args.h"
@@ -22,6 +24,42 @@ void for_each_sequence(const Batch& batch, int64_t decode_tokens, const std::fun
     ThreadPool::global().parallel_for(S, [&](int64_t s, int) { fn(s); });
   else
     for (int64_t s = 0; s < S; ++s) fn(s);
+}
+
+PrefillGroup prefill_group(const Batch& batch, int64_t decode_tokens) {
+  PrefillGroup g;
+  const int64_t S = batch.num_sequences();
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t n = batch.seq_len(s);
+    if (n <= decode_tokens) continue;
+    g.sequences.push_back(s);
+    g.cu_seqlens.push_back(int32_t(g.cu_seqlens.back() + n));
+    g.cache_seqlens.push_back(batch.cache_seqlens[size_t(s)]);
+    g.block_tables.insert(g.block_tables.end(), batch.block_table(s), batch.block_table(s) + batch.max_blocks);
+  }
+  g.whole_batch = g.num_sequences() == S;
+  return g;
+}
+
+void run_packed(const PrefillGroup& group, const Batch& batch, const float* q, int64_t q_row, float* out,
+                int64_t out_row, const std::function<void(float*, float*)>& fn) {
+  if (group.whole_batch) {
+    fn(const_cast<float*>(q), out);
+    return;
+  }
+  const int64_t M = group.num_tokens(), n = group.num_sequences();
+  AlignedBuffer<float> packed_q(size_t(M * q_row)), packed_out(size_t(M * out_row));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = group.sequences[size_t(i)];
+    std::copy_n(q + batch.seq_begin(s) * q_row, batch.seq_len(s) * q_row,
+                packed_q.data() + group.cu_seqlens[size_t(i)] * q_row);
+  }
+  fn(packed_q.data(), packed_out.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = group.sequences[size_t(i)];
+    std::copy_n(packed_out.data() + group.cu_seqlens[size_t(i)] * out_row, batch.seq_len(s) * out_row,
+                out + batch.seq_begin(s) * out_row);
+  }
 }
 
 std::vector<float> head_state_norms(const float* state, int64_t heads, int64_t per_head) {

@@ -18,6 +18,26 @@ namespace attnzoo {
 // it; otherwise sequences go one at a time and each kernel spreads its own work over the pool.
 void for_each_sequence(const Batch& batch, int64_t decode_tokens, const std::function<void(int64_t)>& fn);
 
+// The sequences of a batch that prefill (more than `decode_tokens` new tokens), as the arrays one packed varlen
+// paged prefill call over the pool takes: cu_seqlens over their rows, their cache lengths and block-table rows.
+struct PrefillGroup {
+  std::vector<int64_t> sequences;      // batch indices, in batch order
+  std::vector<int32_t> cu_seqlens{0};  // [n + 1] over the packed rows
+  std::vector<int32_t> cache_seqlens;  // [n]
+  std::vector<int32_t> block_tables;   // [n, max_blocks]
+  bool whole_batch = false;            // every sequence prefills: packed rows == batch rows
+
+  int64_t num_sequences() const { return int64_t(sequences.size()); }
+  int64_t num_tokens() const { return cu_seqlens.back(); }
+};
+PrefillGroup prefill_group(const Batch& batch, int64_t decode_tokens);
+
+// Runs fn(q_packed, out_packed) over the group's rows (q_row / out_row floats per token). When every sequence
+// prefills (the usual prompt batch) these are the batch's own rows and nothing is copied; a mixed batch's
+// prefilling rows are packed before and scattered back after.
+void run_packed(const PrefillGroup& group, const Batch& batch, const float* q, int64_t q_row, float* out,
+                int64_t out_row, const std::function<void(float* q_packed, float* out_packed)>& fn);
+
 // Frobenius norm of each of `heads` consecutive blocks of `per_head` floats (the explainer's state figures).
 std::vector<float> head_state_norms(const float* state, int64_t heads, int64_t per_head);
 
