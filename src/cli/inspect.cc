@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "loader/config.h"
 #include "models/describe.h"
@@ -43,12 +44,15 @@ constexpr int64_t kContexts[] = {4096, 131072, 1048576};
 const char* const kContextNames[] = {"4k", "128k", "1M"};
 
 // Layers of one kind (and cache kind, and window): how many, and their summed specs' bytes.
+// Sums are checked: absurd configs make sizes that do not fit, and those must be an error, not a negative size.
 struct KindRow {
   std::string label;
   int layers = 0;
   int64_t per_token = 0, fixed = 0;
   int64_t at[3] = {0, 0, 0};
 };
+
+void add_to(int64_t& sum, int64_t x) { sum = (Checked(sum) + x).value(); }
 
 std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers) {
   std::map<std::string, KindRow> rows;
@@ -58,9 +62,9 @@ std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers) {
     KindRow& r = rows[label];
     r.label = label;
     r.layers += 1;
-    r.per_token += l.cache.bytes_per_token;
-    r.fixed += l.cache.fixed_bytes;
-    for (int c = 0; c < 3; ++c) r.at[c] += l.cache.bytes_for(kContexts[c]);
+    add_to(r.per_token, l.cache.bytes_per_token);
+    add_to(r.fixed, l.cache.fixed_bytes);
+    for (int c = 0; c < 3; ++c) add_to(r.at[c], l.cache.bytes_for(kContexts[c]));
   }
   std::vector<KindRow> out;
   for (auto& [k, r] : rows) out.push_back(r);
@@ -72,9 +76,9 @@ KindRow total_of(const std::vector<LayerInfo>& layers, const std::string& label)
   t.label = label;
   for (const auto& r : per_kind(layers)) {
     t.layers += r.layers;
-    t.per_token += r.per_token;
-    t.fixed += r.fixed;
-    for (int c = 0; c < 3; ++c) t.at[c] += r.at[c];
+    add_to(t.per_token, r.per_token);
+    add_to(t.fixed, r.fixed);
+    for (int c = 0; c < 3; ++c) add_to(t.at[c], r.at[c]);
   }
   return t;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/linear/mamba2/mamba2.h"
@@ -50,8 +51,8 @@ Mamba2Mixer::Mamba2Mixer(const Mamba2MixerConfig& config, Mamba2MixerWeights wei
 }
 
 CacheSpec Mamba2Mixer::spec(const Mamba2MixerConfig& c) {
-  const int64_t elems = c.conv_dim() * c.conv_state_len() + c.num_heads * c.head_dim * c.state_size;
-  return {"ssm_state", 0, elems * int64_t(sizeof(float)), 0, 0};
+  const Checked elems = Checked(c.conv_dim()) * c.conv_state_len() + Checked(c.num_heads) * c.head_dim * c.state_size;
+  return {"ssm_state", 0, (elems * int64_t(sizeof(float))).value(), 0, 0};
 }
 
 std::unique_ptr<LayerState> Mamba2Mixer::new_state() const {
