@@ -113,7 +113,7 @@ void read_eos_ids(const json::Value& v, std::vector<int32_t>& out) {
 std::optional<json::Value> read_optional_json(const std::filesystem::path& p) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec)) return std::nullopt;
-  const auto file = MappedFile::open(p.string());
+  const auto file = MappedFile::open(p.string(), kMaxConfigJsonBytes);
   return parse_file_text(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), p.string());
 }
 
@@ -161,6 +161,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json(std::string_view text, con
       }
     }
   }
+  t->raw_matcher_.finish();
+  t->normalized_matcher_.finish();
   return t;
 }
 
@@ -169,7 +171,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::load(const std::string& path) {
   std::error_code ec;
   const bool is_dir = fs::is_directory(path, ec);
   const fs::path file = is_dir ? fs::path(path) / "tokenizer.json" : fs::path(path);
-  const auto mapped = MappedFile::open(file.string());
+  const auto mapped = MappedFile::open(file.string(), kMaxTokenizerJsonBytes);
   auto t = from_json(std::string_view(reinterpret_cast<const char*>(mapped->data()), mapped->size()), file.string());
   if (is_dir) {
     auto* mut = const_cast<Tokenizer*>(t.get());
