@@ -9,7 +9,7 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+from ._arrays import as_i32_vector, as_input, as_output, to_int32, empty_like_input, shape_of
 
 
 def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
@@ -28,17 +28,7 @@ def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
 def _block_table(x):
     if x is None:
         return None
-    x = as_input(x, "block_table")
-    if type(x).__module__.startswith("torch"):
-        import torch
-        if x.is_floating_point():
-            raise TypeError(f"block_table: expected an integer tensor, got {x.dtype}")
-        return x.to(torch.int32).contiguous()
-    import numpy as np
-    x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.integer):
-        raise TypeError(f"block_table: expected an integer array, got {x.dtype}")
-    return np.ascontiguousarray(x, dtype=np.int32)
+    return to_int32(x, "block_table")
 
 
 def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
@@ -58,13 +48,10 @@ def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope
     """
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
     q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
-    if check_inputs:
-        check_finite(q, "q")
-        check_finite(kv_latent, "kv_latent")
-    if out is None:
-        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    out = empty_like_input(q, shape_of(q)[:-1] + (dv,)) if out is None else as_output(out, "out")
     _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
-                      as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"))
+                      as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
+                      check_inputs=bool(check_inputs))
     return out
 
 
@@ -86,8 +73,7 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
     q, latent_cache, w_kv_b = as_input(q, "q"), as_input(latent_cache, "latent_cache"), as_input(w_kv_b, "w_kv_b")
     if cache_seqlens is None:
         raise ValueError("cache_seqlens: is required")
-    if out is None:
-        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    out = empty_like_input(q, shape_of(q)[:-1] + (dv,)) if out is None else as_output(out, "out")
     _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, out, r, dn, dr, dv,
                      _block_table(block_table), scale, bool(causal))
     return out
@@ -98,8 +84,7 @@ def mla_prefill_reference(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_di
     """The naive form written plainly with double accumulation (slow); same arguments as mla_prefill."""
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
     q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
-    if out is None:
-        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    out = empty_like_input(q, shape_of(q)[:-1] + (dv,)) if out is None else as_output(out, "out")
     _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
                       as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
                       reference=True)

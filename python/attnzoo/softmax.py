@@ -1,6 +1,6 @@
 """The softmax-attention family: prefill, decode (contiguous and paged caches), MLA, block-sparse masks."""
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, shape_of
 
 BlockMask = _core.BlockMask
 
@@ -31,17 +31,16 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     the softmax denominator and are dropped (gpt-oss). alibi_slopes: [Hq], scores -= slope * |i - j|.
     block_mask: an attnzoo.BlockMask. Order: scale, softcap, ALiBi, masks. Rows that see no key give zeros.
     dtypes: float32, bfloat16, float16 (q and k/v may differ); output has q's dtype, or `out`'s if given.
-    check_inputs: refuse NaN / Inf in q, k, v (one cheap pass).
+    check_inputs: refuse NaN / Inf in q, k, v (one pass, after shapes and strides have been validated).
     """
     q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")
-    if check_inputs:
-        for x, name in ((q, "q"), (k, "k"), (v, "v")):
-            check_finite(x, name)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
+    else:
+        out = as_output(out, "out")
     _core.attention(q, k, v, out, bool(causal), scale, window, softcap, as_f32_vector(sinks, "sinks"),
                     as_f32_vector(alibi_slopes, "alibi_slopes"), as_i32_vector(cu_seqlens, "cu_seqlens"),
-                    as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask)
+                    as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask, check_inputs=bool(check_inputs))
     return out
 
 
@@ -51,6 +50,8 @@ def attention_reference(q, k, v, **kw):
     out = kw.pop("out", None)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
+    else:
+        out = as_output(out, "out")
     _core.attention(q, k, v, out, bool(kw.get("causal", True)), kw.get("scale"), kw.get("window"),
                     kw.get("softcap"), as_f32_vector(kw.get("sinks"), "sinks"),
                     as_f32_vector(kw.get("alibi_slopes"), "alibi_slopes"),

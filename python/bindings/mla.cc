@@ -7,7 +7,9 @@
 
 #include "bindings.h"
 #include "core/error.h"
+#include "core/finite_check.h"
 #include "kernels/softmax/mla.h"
+#include "kernels/softmax/mla_problem.h"
 
 namespace attnzoo::py {
 namespace {
@@ -32,7 +34,7 @@ void bind_mla(nb::module_& m) {
         [](const AnyArray& q, const AnyArray& kv_latent, const AnyArray& w_kv_b, const OutArray& out,
            int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim, int64_t v_head_dim,
            std::optional<float> scale, bool causal, std::optional<AnyArray> cu_seqlens,
-           std::optional<AnyArray> cu_seqlens_k, bool reference) {
+           std::optional<AnyArray> cu_seqlens_k, bool reference, bool check_inputs) {
           const TensorView qv = as_view(q, "q"), lv = as_view(kv_latent, "kv_latent"), ov = as_view(out, "out");
           const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           VarlenInfo vl;
@@ -46,7 +48,12 @@ void bind_mla(nb::module_& m) {
             require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
           }
           const MlaOptions o = make_options(scale, causal);
-          nb::gil_scoped_release release;
+          KernelScope scope;
+          if (check_inputs) {
+            (void)make_mla_prefill_problem(qv, lv, w, ov, o, vl);  // shapes first: the scan trusts them
+            require_finite(qv, "q");
+            require_finite(lv, "kv_latent");
+          }
           if (reference)
             mla_prefill_reference(qv, lv, w, ov, o, vl);
           else
@@ -55,7 +62,7 @@ void bind_mla(nb::module_& m) {
         nb::arg("q"), nb::arg("kv_latent"), nb::arg("w_kv_b"), nb::arg("out"), nb::arg("kv_lora_rank"),
         nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"), nb::arg("scale").none(),
         nb::arg("causal"), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
-        nb::arg("reference") = false);
+        nb::arg("reference") = false, nb::arg("check_inputs") = false);
 
   m.def("mla_decode",
         [](const AnyArray& q, const AnyArray& latent_cache, const AnyArray& cache_seqlens, const AnyArray& w_kv_b,
@@ -79,7 +86,7 @@ void bind_mla(nb::module_& m) {
             cache.max_blocks_per_seq = bt.shape[1];
           }
           const MlaOptions o = make_options(scale, causal);
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference)
             mla_decode_reference(qv, cache, w, ov, o);
           else

@@ -116,7 +116,7 @@ void bind_model(nb::module_& m) {
             const Config cfg = dtype == "auto" ? Config::load(dir + "/config.json") : Config::parse("{}", "");
             LoadOptions opts = parse_load_dtype(dtype, cfg);
             opts.kv_block_tokens = kv_block_tokens;
-            nb::gil_scoped_release release;
+            KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
             return Model::load(dir, opts);
           },
           nb::arg("dir"), nb::arg("dtype") = "float32", nb::arg("kv_block_tokens") = int64_t(256))
@@ -128,7 +128,7 @@ void bind_model(nb::module_& m) {
             batch.add(seq, ids_span(ids, "ids"));
             std::vector<float> logits;
             {
-              nb::gil_scoped_release release;
+              KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
               logits = model.forward(batch, last_only);
             }
             return to_numpy(std::move(logits), last_only ? 1 : batch.num_tokens(), model.info().vocab_size);
@@ -146,7 +146,7 @@ void bind_model(nb::module_& m) {
             }
             std::vector<float> logits;
             {
-              nb::gil_scoped_release release;
+              KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
               logits = model.forward(batch, last_only);
             }
             return to_numpy(std::move(logits), last_only ? batch.num_sequences() : batch.num_tokens(),
@@ -160,7 +160,7 @@ void bind_model(nb::module_& m) {
             const std::span<const int32_t> span = ids_span(ids, "ids");
             std::vector<LayerTrace> layers;
             {
-              nb::gil_scoped_release release;
+              KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
               layers = model.trace(span);
             }
             nb::list out;

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "core/error.h"
+#include "core/finite_check.h"
 #include "kernels/softmax/attention.h"
 
 namespace attnzoo::py {
@@ -62,7 +63,7 @@ void bind_softmax(nb::module_& m) {
            std::optional<float> scale, std::optional<int64_t> window, std::optional<float> softcap,
            std::optional<AnyArray> sinks, std::optional<AnyArray> alibi_slopes,
            std::optional<AnyArray> cu_seqlens, std::optional<AnyArray> cu_seqlens_k, const BlockMask* block_mask,
-           bool reference) {
+           bool reference, bool check_inputs) {
           const TensorView qv = as_view(q, "q"), kv = as_view(k, "k"), vv = as_view(v, "v");
           const TensorView ov = as_view(out, "out");
           require(qv.ndim >= 3, "q", "must be [batch, time, heads, head_dim] or packed [total, heads, head_dim], got " +
@@ -80,7 +81,9 @@ void bind_softmax(nb::module_& m) {
             require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
           }
           const AttentionProblem p = make_prefill_problem(qv, kv, vv, ov, o, vl);
-          nb::gil_scoped_release release;
+          KernelScope scope;
+          if (check_inputs)
+            for (auto [view, name] : {std::pair{qv, "q"}, {kv, "k"}, {vv, "v"}}) require_finite(view, name);
           if (reference)
             attention_prefill_reference(p);
           else
@@ -89,7 +92,7 @@ void bind_softmax(nb::module_& m) {
         nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("causal"), nb::arg("scale").none(),
         nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
         nb::arg("alibi_slopes").none(), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
-        nb::arg("block_mask").none(), nb::arg("reference") = false);
+        nb::arg("block_mask").none(), nb::arg("reference") = false, nb::arg("check_inputs") = false);
 }
 
 }  // namespace attnzoo::py
