@@ -1,6 +1,8 @@
 // attnzoo generate: stream a continuation of a prompt to stdout; timings to stderr at the end.
 // Sampling defaults follow transformers: the checkpoint's generation_config.json (greedy unless it sets
 // do_sample), then any flag given here.
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -9,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/threads.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "engine/stop.h"
@@ -44,11 +47,14 @@ T parse_number(const std::string& flag, const std::string& v) {
     size_t used = 0;
     T out;
     if constexpr (std::is_floating_point_v<T>) out = T(std::stod(v, &used));
-    else if constexpr (std::is_unsigned_v<T>) out = T(std::stoull(v, &used));
+    // stoull reads "-1" as 2^64 - 1: a sign is refused rather than wrapped.
+    else if constexpr (std::is_unsigned_v<T>) out = v.find('-') == std::string::npos ? T(std::stoull(v, &used)) : T(0);
     else out = T(std::stoll(v, &used));
     if (used == v.size()) return out;
   } catch (const std::exception&) {
   }
+  if constexpr (std::is_unsigned_v<T>)
+    throw ArgumentError(flag + ": expected a non-negative integer, got '" + v + "'");
   throw ArgumentError(flag + ": expected a number, got '" + v + "'");
 }
 
@@ -110,6 +116,13 @@ SamplingParams sampling_from(const GenerateArgs& a) {
   return p;
 }
 
+// SIGINT / SIGTERM end generation between tokens (the summary still prints); a signal during the prompt's
+// forward pass cancels its kernels between tasks. The handler only stores the signal number.
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int sig) { g_signal.store(sig); }
+
+bool stop_requested() { return g_signal.load() != 0; }
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
@@ -128,10 +141,22 @@ int run_generate(const std::vector<std::string>& args) {
   const std::vector<int32_t> prompt = tokenizer->encode(a.prompt, a.add_special);
   ModelSequence sequence(*model);
   TokenizerTextStream text(tokenizer);
-  const GenerationResult r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-  });
+  options.interrupted = stop_requested;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  GenerationResult r;
+  try {
+    ThreadPool::InterruptScope cancel(stop_requested);
+    r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    });
+  } catch (const Interrupted&) {
+    r.reason = StopReason::interrupted;  // during the prompt's forward pass: nothing generated
+    r.prompt_tokens = int64_t(prompt.size());
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   std::fputc('\n', stdout);
   std::fflush(stdout);
 
@@ -144,7 +169,8 @@ int run_generate(const std::vector<std::string>& args) {
                decode_rate, stop_reason_name(r.reason), options.sampling.temperature,
                (long long)options.sampling.top_k, options.sampling.top_p, options.sampling.min_p,
                (unsigned long long)options.sampling.seed);
-  return 0;
+  // The shell's convention for a run ended by a signal: 128 + its number.
+  return r.reason == StopReason::interrupted ? 128 + (g_signal.load() ? g_signal.load() : SIGINT) : 0;
 }
 
 }  // namespace attnzoo::cli
