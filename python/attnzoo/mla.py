@@ -48,8 +48,9 @@ def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope
     """
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
     q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
-    out = empty_like_input(q, shape_of(q)[:-1] + (dv,)) if out is None else as_output(out, "out")
-    _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    _core.mla_prefill(q, kv_latent, w_kv_b, as_output(out, "out"), r, dn, dr, dv, scale, bool(causal),
                       as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
                       check_inputs=bool(check_inputs))
     return out
@@ -73,9 +74,10 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
     q, latent_cache, w_kv_b = as_input(q, "q"), as_input(latent_cache, "latent_cache"), as_input(w_kv_b, "w_kv_b")
     if cache_seqlens is None:
         raise ValueError("cache_seqlens: is required")
-    out = empty_like_input(q, shape_of(q)[:-1] + (dv,)) if out is None else as_output(out, "out")
-    _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, out, r, dn, dr, dv,
-                     _block_table(block_table), scale, bool(causal))
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, as_output(out, "out"),
+                     r, dn, dr, dv, _block_table(block_table), scale, bool(causal))
     return out
 
 
@@ -84,8 +86,9 @@ def mla_prefill_reference(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_di
     """The naive form written plainly with double accumulation (slow); same arguments as mla_prefill."""
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
     q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
-    out = empty_like_input(q, shape_of(q)[:-1] + (dv,)) if out is None else as_output(out, "out")
-    _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
+    if out is None:
+        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    _core.mla_prefill(q, kv_latent, w_kv_b, as_output(out, "out"), r, dn, dr, dv, scale, bool(causal),
                       as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
                       reference=True)
     return out

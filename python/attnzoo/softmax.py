@@ -36,11 +36,10 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
-    else:
-        out = as_output(out, "out")
-    _core.attention(q, k, v, out, bool(causal), scale, window, softcap, as_f32_vector(sinks, "sinks"),
-                    as_f32_vector(alibi_slopes, "alibi_slopes"), as_i32_vector(cu_seqlens, "cu_seqlens"),
-                    as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask, check_inputs=bool(check_inputs))
+    _core.attention(q, k, v, as_output(out, "out"), bool(causal), scale, window, softcap,
+                    as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"),
+                    as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask,
+                    check_inputs=bool(check_inputs))
     return out
 
 
@@ -50,9 +49,7 @@ def attention_reference(q, k, v, **kw):
     out = kw.pop("out", None)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
-    else:
-        out = as_output(out, "out")
-    _core.attention(q, k, v, out, bool(kw.get("causal", True)), kw.get("scale"), kw.get("window"),
+    _core.attention(q, k, v, as_output(out, "out"), bool(kw.get("causal", True)), kw.get("scale"), kw.get("window"),
                     kw.get("softcap"), as_f32_vector(kw.get("sinks"), "sinks"),
                     as_f32_vector(kw.get("alibi_slopes"), "alibi_slopes"),
                     as_i32_vector(kw.get("cu_seqlens"), "cu_seqlens"),
