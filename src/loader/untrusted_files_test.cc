@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 
 #include "loader/config.h"
 #include "loader/json.h"
@@ -16,17 +15,7 @@ namespace attnzoo {
 namespace {
 
 using testing::ScratchDir;
-using testing::write_file;
-
-std::string load_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const LoadError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no LoadError";
-  return "";
-}
+using testing::load_error_of;
 
 TEST(UntrustedFiles, FifoIsRefusedWithoutBlocking) {
   ScratchDir dir;
