@@ -1,6 +1,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "bindings.h"
@@ -27,17 +28,26 @@ DType dtype_of(nb::dlpack::dtype t, const char* name) {
 }
 
 // Whether the process may store to `p`, asked of the kernel instead of by storing: a pipe carries the byte that
-// is already there back onto it, and read() answers EFAULT for memory this process cannot write.
+// is already there back onto it, and read() answers EFAULT for memory this process cannot write. One pipe per
+// thread, made once.
 bool can_write_byte(char* p) {
-  int fds[2];
-  if (pipe(fds) != 0) return true;  // cannot tell: let the store decide
-  bool ok = write(fds[1], p, 1) == 1 && read(fds[0], p, 1) == 1;
-  close(fds[0]);
-  close(fds[1]);
-  return ok;
+  struct Pipe {
+    int fds[2] = {-1, -1};
+    Pipe() {
+      if (pipe2(fds, O_CLOEXEC) != 0) fds[0] = fds[1] = -1;
+    }
+    ~Pipe() {
+      if (fds[0] >= 0) close(fds[0]), close(fds[1]);
+    }
+  };
+  thread_local Pipe pipe_;
+  if (pipe_.fds[0] < 0) return true;  // cannot tell: let the store decide
+  if (write(pipe_.fds[1], p, 1) != 1) return false;  // not even readable
+  return read(pipe_.fds[0], p, 1) == 1;
 }
 
-// Probes the first and last byte the view spans (a read-only mapping is read-only throughout).
+// Probes the first and last byte the view spans (a read-only mapping is read-only throughout): four system
+// calls, about 2 us, per output per call. No cache: freed memory can come back at the same address read-only.
 void require_writable(const TensorView& v, const char* name) {
   if (v.empty()) return;
   int64_t lo = 0, hi = 0;

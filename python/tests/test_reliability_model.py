@@ -5,7 +5,9 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
+import _thread
 
 import numpy as np
 import pytest
@@ -86,9 +88,25 @@ def test_cli_generate_announces_the_context_limit_and_refuses_long_prompts(small
     assert r.returncode != 0 and "--seed" in r.stderr, r.stderr
 
 
+@pytest.fixture(scope="module")
+def long_context(tmp_path_factory):
+    return _save(tmp_path_factory.mktemp("reliability_long"), 1 << 20)
+
+
+def test_ctrl_c_ends_native_generation_between_tokens(long_context):
+    m = Model.load(str(long_context))
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    t0 = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        generate(m, None, checks.prompt(VOCAB, 8), max_new_tokens=10**6, temperature=0, eos_token_id=[], native=True)
+    timer.join()
+    assert time.perf_counter() - t0 < 10
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_cli_generate_ends_cleanly_on_a_signal(tmp_path_factory, sig, code):
-    d = _save(tmp_path_factory.mktemp("reliability_long"), 1 << 20)
+def test_cli_generate_ends_cleanly_on_a_signal(long_context, sig, code):
+    d = long_context
     p = subprocess.Popen([_cli(), "generate", "-m", str(d), "-p", "the quick brown", "-n", "1000000"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
