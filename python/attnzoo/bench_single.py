@@ -1,6 +1,8 @@
 """Kernel-table rows for kernels that have one form (no chunked-vs-recurrent pair): MLA prefill and absorbed
-decode, Mamba's selective scan, RWKV-4, RWKV-7 (recurrent), the causal short convolution, and the prefill
-projection GEMM with f32 products (OpenBLAS) and with bf16 products (matmul precision "medium").
+decode, Mamba's selective scan (at Mamba-130M and Falcon-Mamba-7B widths), RWKV-4, RWKV-7 (recurrent), the causal
+short convolution, the prefill projection GEMM with f32 products (OpenBLAS) and with bf16 products (matmul
+precision "medium"), and the decode GEMV over GGUF block-quantized weights (Q4_0, Q4_K, Q8_0) next to bf16
+weights, rated in weight bytes read.
 
 Each is a bench.BenchCase, so it is timed, rated and printed like the softmax rows: compute-bound kernels report
 GFLOP/s of useful work against the FMA peak, memory-bound ones GB/s of bytes read against the bandwidth. A
@@ -12,17 +14,20 @@ convolution); the scans have no such peer (a per-token Python loop would time th
 def _shapes(scale):
     if scale == "full":
         return {"mla": dict(H=16, r=512, dn=128, dr=64, dv=128, T=1024, S=4096),
-                "mamba": dict(D=1536, N=16, L=1024), "rwkv4": dict(C=2048, T=1024),
+                "mamba": dict(D=1536, N=16, L=1024), "falcon_mamba": dict(D=8192, N=16, L=1024),
+                "rwkv4": dict(C=2048, T=1024),
                 "rwkv7": dict(H=32, K=64, T=256), "conv": dict(D=4096, W=4, T=4096),
-                "gemm": dict(T=512, N=4096, K=2048)}
+                "gemm": dict(T=512, N=4096, K=2048), "qgemv": dict(K=1024)}
     if scale == "quick":
         return {"mla": dict(H=16, r=512, dn=128, dr=64, dv=128, T=256, S=4096),
-                "mamba": dict(D=1536, N=16, L=256), "rwkv4": dict(C=2048, T=256),
+                "mamba": dict(D=1536, N=16, L=256), "falcon_mamba": dict(D=8192, N=16, L=256),
+                "rwkv4": dict(C=2048, T=256),
                 "rwkv7": dict(H=32, K=64, T=64), "conv": dict(D=4096, W=4, T=1024),
-                "gemm": dict(T=256, N=2048, K=1024)}
+                "gemm": dict(T=256, N=2048, K=1024), "qgemv": dict(K=1024)}
     return {"mla": dict(H=2, r=32, dn=16, dr=8, dv=16, T=32, S=64), "mamba": dict(D=32, N=8, L=32),
+            "falcon_mamba": dict(D=48, N=16, L=32),
             "rwkv4": dict(C=64, T=32), "rwkv7": dict(H=2, K=16, T=16), "conv": dict(D=64, W=4, T=64),
-            "gemm": dict(T=16, N=64, K=32)}
+            "gemm": dict(T=16, N=64, K=32), "qgemv": dict(K=256)}
 
 
 def _mla_weights(s, seed):
@@ -101,10 +106,12 @@ def _mla_decode_case(cfg):
                      setup, bytes=read)
 
 
-def _selective_scan_case(cfg):
+def _selective_scan_case(cfg, model):
+    """The scan at a model's width: "mamba" (Mamba-130M: d_inner 1536) or "falcon_mamba" (Falcon-Mamba-7B:
+    d_inner 8192), both with d_state 16."""
     from .bench import BenchCase, Prepared, _randn
     from .linear import selective_scan_fn
-    s = cfg["mamba"]
+    s = cfg[model]
     D, N, L = s["D"], s["N"], s["L"]
 
     def setup():
@@ -116,7 +123,8 @@ def _selective_scan_case(cfg):
                                                   check_inputs=False))
 
     # per (token, channel, state): h = exp(dt A) h + dt B u (2 FMAs) and y += C h (1 FMA); exp not counted
-    return BenchCase("mamba", "selective scan f32", f"L={L} D={D} N={N}", setup, flops=6.0 * L * D * N)
+    name = {"mamba": "Mamba-130M", "falcon_mamba": "Falcon-Mamba-7B"}[model]
+    return BenchCase("mamba", f"selective scan f32 ({name})", f"L={L} D={D} N={N}", setup, flops=6.0 * L * D * N)
 
 
 def _rwkv4_case(cfg):
@@ -208,13 +216,61 @@ def _gemm_case(cfg, products):
                      flops=2.0 * T * N * K, peak="" if products == "f32" else "bf16_dot")
 
 
+# GGUF type ids (gguf.GGMLQuantizationType) and, per block, the byte offsets of its f16 scales.
+QGEMV_TYPES = {"Q4_0": (2, (0,)), "Q4_K": (12, (0, 2)), "Q8_0": (8, (0,)), "BF16": (30, ())}
+
+
+def _quant_weights(qtype, N, K, seed):
+    """Random valid raw blocks of a GGUF type (packed integers take any bits; the f16 scales are set finite), or
+    bf16 weights as raw bytes."""
+    import numpy as np
+    from . import _core
+    rng = np.random.default_rng(seed)
+    qid, scales = QGEMV_TYPES[qtype]
+    if qtype == "BF16":
+        w = rng.standard_normal((N, K), dtype=np.float32)
+        return (w.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8).reshape(-1)
+    _, block, size = _core.quant_type_info(qid)
+    raw = rng.integers(0, 256, size=(N * K // block, size), dtype=np.uint8)
+    for off in scales:
+        raw[:, off:off + 2] = (rng.standard_normal(len(raw)) * 0.02).astype(np.float16).view(np.uint8).reshape(-1, 2)
+    return raw.reshape(-1)
+
+
+def _qgemv_case(cfg, qtype, wide):
+    """One decode token through a projection (y = x w^T, T=1) as a model runs it: bf16 weights on the dense GEMV,
+    block formats on the quantized GEMV (8-bit activations, integer dots). Memory-bound: weight bytes read."""
+    from .bench import BenchCase, Prepared
+    from . import _core
+    import numpy as np
+    K = cfg["qgemv"]["K"]
+    N = 3 * K if wide else K
+    qid = QGEMV_TYPES[qtype][0]
+
+    def setup():
+        w = _quant_weights(qtype, N, K, 81)
+        x = np.random.default_rng(82).standard_normal((1, K), dtype=np.float32)
+        y = np.empty((1, N), np.float32)
+
+        def ours():
+            _core.quant_matmul(w, qid, N, K, x, y, "auto")
+            return y
+        return Prepared(ours)
+
+    _, block, size = _core.quant_type_info(qid)
+    return BenchCase("quantized gemv", f"{qtype} weights N={'3K' if wide else 'K'}", f"T=1 N={N} K={K} (weights read)",
+                     setup, bytes=float(N * K // block * size))
+
+
 def single_form_cases(config):
     """The BenchCases of this file at the config's scale ("full", "quick" or "tiny")."""
     from . import _core
     from .bench import _torch
     cfg = _shapes(config["scale"])
-    cases = [_mla_prefill_case(cfg), _mla_decode_case(cfg), _selective_scan_case(cfg), _rwkv4_case(cfg),
+    cases = [_mla_prefill_case(cfg), _mla_decode_case(cfg), _selective_scan_case(cfg, "mamba"),
+             _selective_scan_case(cfg, "falcon_mamba"), _rwkv4_case(cfg),
              _rwkv7_case(cfg), _causal_conv_case(cfg)]
+    cases += [_qgemv_case(cfg, q, wide) for wide in (False, True) for q in QGEMV_TYPES]
     if _torch() is not None:  # bf16 weights come from torch (numpy has no bfloat16)
         cases.append(_gemm_case(cfg, "f32"))
         if _core.active_target() == "avx512_bf16":

@@ -9,7 +9,7 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import as_i32_vector, as_input, as_output, to_int32, empty_like_input, shape_of
+from ._arrays import as_i32_vector, as_input, as_output, empty_like_input, shape_of
 
 
 def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
@@ -25,14 +25,9 @@ def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
     return out
 
 
-def _block_table(x):
-    if x is None:
-        return None
-    return to_int32(x, "block_table")
-
-
 def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
-                scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, out=None, check_inputs=True):
+                scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, cache_seqlens=None, block_table=None,
+                out=None, check_inputs=True):
     """MLA over a prompt (naive form: K/V expanded per head through w_kv_b, then tiled softmax attention).
 
     q: [B, Tq, H, qk_nope_head_dim + qk_rope_head_dim]; kv_latent: [B, Tk, kv_lora_rank + qk_rope_head_dim]
@@ -43,16 +38,30 @@ def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope
 
     scale: default (qk_nope_head_dim + qk_rope_head_dim) ** -0.5 (pass DeepSeek's YaRN-adjusted one explicitly).
     causal: mask later keys. dtypes: float32 / bfloat16 / float16 in any mix, f32 accumulation; the output has
-    q's dtype, or `out`'s if given. check_inputs: refuse NaN / Inf in q and kv_latent (one cheap pass).
+    q's dtype, or `out`'s if given. check_inputs: refuse NaN / Inf in q and kv_latent (one cheap pass; only q
+    when kv_latent is a cache).
+    Latent cache (chunked / prefix-cached prefill on a KV pool): with `cache_seqlens` (int [B]) kv_latent is a
+    cache that already holds every sequence's rows including its new queries' own: paged [num_blocks,
+    block_size, (1,) kv_lora_rank + qk_rope_head_dim] with `block_table` (int32 [B, max_blocks_per_seq]), or
+    contiguous [B, S_max, ...] without it; q padded [B, Tq, H, D] or packed with `cu_seqlens`.
     Errors: ValueError naming the argument, TypeError for unsupported dtypes.
     """
+    return _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, scale,
+                    causal, cu_seqlens, cu_seqlens_k, cache_seqlens, block_table, out, check_inputs, reference=False)
+
+
+def _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, scale, causal,
+             cu_seqlens, cu_seqlens_k, cache_seqlens, block_table, out, check_inputs, reference):
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
-    q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
+    cached = cache_seqlens is not None
+    q, w_kv_b = as_input(q, "q"), as_input(w_kv_b, "w_kv_b")
+    kv_latent = as_input(kv_latent, "latent_cache" if cached else "kv_latent")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
     _core.mla_prefill(q, kv_latent, w_kv_b, as_output(out, "out"), r, dn, dr, dv, scale, bool(causal),
                       as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
-                      check_inputs=bool(check_inputs))
+                      as_i32_vector(cache_seqlens, "cache_seqlens"), as_i32_vector(block_table, "block_table"),
+                      reference=reference, check_inputs=bool(check_inputs))
     return out
 
 
@@ -62,7 +71,7 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
 
     q: [B, Tq, H, qk_nope_head_dim + qk_rope_head_dim], Tq >= 1 new tokens per sequence (1 for decode, a few
     for speculative verification); latent_cache: contiguous [B, S_max, kv_lora_rank + qk_rope_head_dim] or,
-    with `block_table` (int32 [B, max_blocks_per_seq]), paged [num_blocks, block_size, kv_lora_rank +
+    with `block_table` (int32 [B, max_blocks_per_seq]), paged [num_blocks, block_size, (1,) kv_lora_rank +
     qk_rope_head_dim]; cache_seqlens: int [B], each sequence's valid rows including the new tokens' (already
     written), so Tq <= cache_seqlens[b] <= capacity. w_kv_b: [H * (qk_nope_head_dim + v_head_dim),
     kv_lora_rank]. Returns o: [B, Tq, H, v_head_dim]; the new tokens are the last Tq positions (causal).
@@ -77,18 +86,13 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
     _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, as_output(out, "out"),
-                     r, dn, dr, dv, _block_table(block_table), scale, bool(causal))
+                     r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale, bool(causal))
     return out
 
 
 def mla_prefill_reference(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
-                          scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, out=None):
+                          scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, cache_seqlens=None,
+                          block_table=None, out=None):
     """The naive form written plainly with double accumulation (slow); same arguments as mla_prefill."""
-    r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
-    q, kv_latent, w_kv_b = as_input(q, "q"), as_input(kv_latent, "kv_latent"), as_input(w_kv_b, "w_kv_b")
-    if out is None:
-        out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
-    _core.mla_prefill(q, kv_latent, w_kv_b, as_output(out, "out"), r, dn, dr, dv, scale, bool(causal),
-                      as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
-                      reference=True)
-    return out
+    return _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, scale,
+                    causal, cu_seqlens, cu_seqlens_k, cache_seqlens, block_table, out, False, reference=True)

@@ -8,7 +8,10 @@
 
 ``dtype`` is the precision the projection weights are held in: "float32" (f32 and bf16 checkpoints are used
 in place, zero copy), "bfloat16" (f32 weights rounded once to bf16) or "auto" (as the checkpoint is stored).
-Activations and the KV cache are float32.
+Activations are float32. Every sequence lives in the model's memory pool (paged KV blocks of ``block_size``
+tokens in ``kv_cache_dtype``, recurrent-state slots), sized once from ``kv_cache_bytes``; a fresh sequence whose
+prompt starts like an earlier one reuses the cached prefix (``enable_prefix_caching``). ``fork(seq)`` continues a
+sequence in two directions, sharing its blocks copy-on-write.
 """
 import json
 import os
@@ -19,6 +22,7 @@ from . import _core
 from ._arrays import to_int32
 
 Sequence = _core.Sequence
+PoolExhaustedError = _core.PoolExhaustedError
 
 
 def _ids(ids, name="ids"):
@@ -34,23 +38,45 @@ class Model:
 
     def __init__(self, core, directory):
         self._core = core
-        self.directory = directory
-        with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
-            self.config = json.load(f)
+        # A .gguf path: its directory holds the tokenizer, and its config is synthesized from the metadata.
+        self.directory = os.path.dirname(directory) if os.path.isfile(directory) else directory
+        self.config = json.loads(_core.model_config_json(directory))
 
     @classmethod
-    def load(cls, directory, dtype="float32", kv_block_tokens=256):
-        """kv_block_tokens: KV caches grow, and sliding-window caches drop old tokens, in blocks of this size."""
+    def load(cls, directory, dtype="float32", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,
+             max_num_seqs=64, enable_prefix_caching=True, snapshot_interval_blocks=0, shuffle_blocks_seed=0):
+        """Loads a checkpoint and sizes its memory pool.
+
+        block_size: tokens per KV block (vLLM's name). kv_cache_dtype: "auto" (follows dtype), "float32",
+        "bfloat16" or "float16". kv_cache_bytes: the pool's budget (None: a quarter of the free memory, at most
+        16 GiB; reserved, committed only as used). max_num_seqs: sequences that can hold recurrent state at once.
+        snapshot_interval_blocks: models with recurrent layers snapshot their state every this many blocks, where
+        a prefix-cache hit can end (0: every 256 tokens). shuffle_blocks_seed: tests only.
+        """
         directory = os.fspath(directory)
-        return cls(_core.Model.load(directory, dtype, kv_block_tokens), directory)
+        core = _core.Model.load(directory, dtype, block_size, kv_cache_dtype, kv_cache_bytes or 0, max_num_seqs,
+                                enable_prefix_caching, snapshot_interval_blocks, shuffle_blocks_seed)
+        return cls(core, directory)
 
     @property
     def vocab_size(self):
         return self._core.vocab_size
 
     def new_sequence(self):
-        """An empty sequence whose caches persist across forward() calls."""
+        """An empty sequence whose caches persist across forward() calls (freed with the object)."""
         return self._core.new_sequence()
+
+    def fork(self, seq):
+        """A new sequence continuing from `seq` (beam search, parallel sampling): shared blocks, copied state."""
+        return self._core.fork(seq)
+
+    def pool_stats(self):
+        """The memory pool: blocks (free, cached), state slots, snapshots, prefix-cache queries and hits."""
+        return self._core.pool_stats()
+
+    def clear_prefix_cache(self):
+        """Forgets every cached block and state snapshot that no sequence is using."""
+        self._core.clear_prefix_cache()
 
     def forward(self, ids, seq=None, last_only=False):
         """Logits [len(ids), vocab] (or [1, vocab] with last_only) for ids appended to `seq` (a fresh one if None)."""
@@ -87,6 +113,60 @@ class Model:
         return generate(self, self.tokenizer, prompt_or_ids, max_new_tokens=max_new_tokens,
                         temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
                         repetition_penalty=repetition_penalty, seed=seed, stop=stop, stream=stream, **kwargs)
+
+    @property
+    def chat_template(self):
+        """(template source, special-token strings) from the directory's chat_template.jinja or
+        tokenizer_config.json, or None when it has no chat template."""
+        if not hasattr(self, "_chat_template"):
+            from .chat import load_chat_template
+            self._chat_template = load_chat_template(self.directory)
+        return self._chat_template
+
+    def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=False, **kwargs):
+        """The checkpoint's chat template applied to ``messages``, as transformers' tokenizer method: text, or with
+        ``tokenize=True`` its token ids (no special tokens added: the template writes BOS itself). kwargs become
+        template variables (tools, documents, enable_thinking, ...) and override the special-token strings."""
+        from .chat import apply_chat_template
+        if self.chat_template is None:
+            raise ValueError(f"{self.directory}: no chat template (neither chat_template.jinja nor a "
+                             "\"chat_template\" in tokenizer_config.json)")
+        source, special = self.chat_template
+        if kwargs.get("tools") is not None:  # transformers picks a "tool_use" template when there is one
+            from .chat import load_chat_template
+            try:
+                source, special = load_chat_template(self.directory, "tool_use")
+            except ValueError:
+                pass
+        text = apply_chat_template(source, messages, add_generation_prompt, **{**special, **kwargs})
+        if not tokenize:
+            return text
+        if self.tokenizer is None:
+            raise ValueError("tokenize: the model directory has no tokenizer.json")
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def chat(self, messages, max_new_tokens=256, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
+             repetition_penalty=1.0, seed=0, stop=None, stream=None, eos_token_id=None, **template_kwargs):
+        """The assistant's reply to ``messages`` (a list of {"role", "content"} dicts) as text.
+
+        The conversation goes through the checkpoint's chat template with the assistant header added; the reply
+        ends at EOS or at the template's end-of-turn token (<|im_end|>, <|eot_id|>, ...). ``stream`` gets each
+        new piece of text. template_kwargs become template variables.
+        """
+        from .generate import generate
+        ids = self.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **template_kwargs)
+        if eos_token_id is None:
+            source, special = self.chat_template
+            eos = set(_core.load_eos_token_ids(self.directory)) | set(self.tokenizer.eos_token_ids)
+            eos |= set(_core.end_of_turn_ids(source, special, self.tokenizer._native))
+            eos_token_id = sorted(eos)
+        out = generate(self, self.tokenizer, ids, max_new_tokens=max_new_tokens, temperature=temperature,
+                       top_k=top_k, top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed,
+                       stop=stop, stream=stream, eos_token_id=eos_token_id)
+        ends = {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
+        if out and out[-1] in ends:
+            out = out[:-1]
+        return self.tokenizer.decode(out, skip_special_tokens=True)
 
     def trace(self, ids):
         """What each layer computed for `ids` run as a fresh sequence (explainer hook; short prompts).

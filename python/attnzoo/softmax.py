@@ -18,7 +18,8 @@ def block_mask(seq_len, *, block=64, local_blocks=1, global_tokens=0, stride=0, 
 
 
 def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, sinks=None, alibi_slopes=None,
-              cu_seqlens=None, cu_seqlens_k=None, block_mask=None, out=None, check_inputs=True):
+              cu_seqlens=None, cu_seqlens_k=None, block_mask=None, block_table=None, seqused_k=None,
+              cache_seqlens=None, out=None, check_inputs=True):
     """Softmax attention for prefill (FlashAttention-2 style tiles, online softmax, f32 accumulation).
 
     q: [B, Tq, Hq, D]; k, v: [B, Tk, Hkv, D] with Hq a multiple of Hkv (MHA / GQA / MQA). With `cu_seqlens`
@@ -31,14 +32,30 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     the softmax denominator and are dropped (gpt-oss). alibi_slopes: [Hq], scores -= slope * |i - j|.
     block_mask: an attnzoo.BlockMask. Order: scale, softcap, ALiBi, masks. Rows that see no key give zeros.
     dtypes: float32, bfloat16, float16 (q and k/v may differ); output has q's dtype, or `out`'s if given.
-    check_inputs: refuse NaN / Inf in q, k, v (one pass, after shapes and strides have been validated).
+    check_inputs: refuse NaN / Inf in q, k, v (one pass, after shapes and strides have been validated; only q
+    when k, v are a cache).
+
+    KV cache (chunked or prefix-cached prefill; flash_attn_varlen_func with block_table / flash_attn_with_kvcache):
+    with `seqused_k` (int [B], alias `cache_seqlens`) k and v are a cache that already holds every sequence's
+    keys INCLUDING its new queries' own: paged k [num_blocks, block_size, Hkv, D], v [num_blocks, block_size,
+    Hkv, Dv] with `block_table` (int32 [B, max_blocks_per_seq]; key j of sequence b lives in block
+    block_table[b, j // block_size], row j % block_size; any block size, blocks in any order, unused entries
+    may be -1), or contiguous [B, S_max, Hkv, D] without it. q is padded [B, Tq, Hq, D] or packed with
+    `cu_seqlens` (`cu_seqlens_k` is not used then); sequence b's queries are its last Tq_b of seqused_k[b]
+    positions. Every mask option above applies. Caches may be float32 / bfloat16 / float16.
     """
-    q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")
+    q = as_input(q, "q")
+    if seqused_k is not None and cache_seqlens is not None:
+        raise ValueError("cache_seqlens: give seqused_k or cache_seqlens, not both (they are the same)")
+    seqused_k = seqused_k if seqused_k is not None else cache_seqlens
+    cached = seqused_k is not None
+    k, v = as_input(k, "k_cache" if cached else "k"), as_input(v, "v_cache" if cached else "v")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
     _core.attention(q, k, v, as_output(out, "out"), bool(causal), scale, window, softcap,
                     as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"),
                     as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask,
+                    as_i32_vector(block_table, "block_table"), as_i32_vector(seqused_k, "seqused_k"),
                     check_inputs=bool(check_inputs))
     return out
 
@@ -53,5 +70,7 @@ def attention_reference(q, k, v, **kw):
                     kw.get("softcap"), as_f32_vector(kw.get("sinks"), "sinks"),
                     as_f32_vector(kw.get("alibi_slopes"), "alibi_slopes"),
                     as_i32_vector(kw.get("cu_seqlens"), "cu_seqlens"),
-                    as_i32_vector(kw.get("cu_seqlens_k"), "cu_seqlens_k"), kw.get("block_mask"), reference=True)
+                    as_i32_vector(kw.get("cu_seqlens_k"), "cu_seqlens_k"), kw.get("block_mask"),
+                    as_i32_vector(kw.get("block_table"), "block_table"),
+                    as_i32_vector(kw.get("seqused_k", kw.get("cache_seqlens")), "seqused_k"), reference=True)
     return out

@@ -5,6 +5,11 @@ anything else is refused when loaded, with a ``ValueError`` naming the file and 
     tok = Tokenizer.load("path/to/model_dir")      # or the tokenizer.json itself
     ids = tok.encode("Hello world")                 # add_special_tokens=True: BOS/EOS per the post-processor
     text = tok.decode(ids, skip_special_tokens=True)
+
+``Tokenizer.from_gguf_vocab(dict)`` builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes
+(``gpt2`` byte-level BPE, pre-tokenized as llama.cpp does for the file's ``tokenizer.ggml.pre``, or ``llama``
+SentencePiece-style BPE); ids match transformers' tokenizer for the file wherever transformers knows that
+pre-tokenizer.
 """
 import operator
 import os
@@ -52,6 +57,28 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text: expected str, got {type(text).__name__}")
         return cls(_core.Tokenizer.from_json(text, name))
+
+    _GGUF_KEYS = {"model": "", "pre": "", "tokens": None, "scores": (), "token_types": (), "merges": (), "bos": -1,
+                  "eos": -1, "eot": -1, "unk": -1, "pad": -1, "add_bos": None, "add_eos": None}
+
+    @classmethod
+    def from_gguf_vocab(cls, vocab):
+        """Builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes. ``vocab`` is a dict with
+        ``model`` (``"gpt2"`` or ``"llama"``), ``pre``, ``tokens`` and optionally ``scores``, ``token_types``,
+        ``merges``, ``bos`` / ``eos`` / ``eot`` / ``unk`` / ``pad`` (ids; None or -1 for none) and ``add_bos`` /
+        ``add_eos`` (None: llama.cpp's default for the vocabulary). Bad metadata raises ``ValueError`` naming the
+        GGUF key (``tokenizer.ggml.merges[3]: ...``)."""
+        if not isinstance(vocab, dict):
+            raise TypeError(f"vocab: expected a dict, got {type(vocab).__name__}")
+        unknown = sorted(set(vocab) - set(cls._GGUF_KEYS))
+        if unknown:
+            raise ValueError(f"vocab: unknown keys {unknown} (known: {sorted(cls._GGUF_KEYS)})")
+        args = {k: d if vocab.get(k) is None else vocab[k] for k, d in cls._GGUF_KEYS.items()}
+        if args["tokens"] is None:
+            raise ValueError("vocab: 'tokens' is required")
+        for k in ("tokens", "scores", "token_types", "merges"):
+            args[k] = list(args[k])
+        return cls(_core.Tokenizer.from_gguf_vocab(**args))
 
     def encode(self, text, add_special_tokens=True):
         """Token ids of ``text`` (a str)."""

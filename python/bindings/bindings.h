@@ -46,7 +46,10 @@ bool python_signal_pending();
 bool on_main_thread();  // needs the GIL
 // As above, but also requires a given dtype family ("int32 array", float32 array ...).
 const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len = -1);
+const int64_t* as_int64(const AnyArray& a, const char* name, int64_t expected_len);
 const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len);
+// int32 [rows, max_blocks_per_seq], contiguous; its column count goes to *cols.
+const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols);
 
 // Softmax options from Python arguments (None = off); validates values and names the argument.
 AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<float> scale,
@@ -64,8 +67,11 @@ void bind_linear_ssm(nb::module_& m);
 void bind_bench(nb::module_& m);
 void bind_tokenizer(nb::module_& m);
 void bind_model(nb::module_& m);
+void bind_gguf(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_engine(nb::module_& m);
 void bind_explain(nb::module_& m);
+void bind_quant(nb::module_& m);
+void bind_chat(nb::module_& m);
 
 }  // namespace attnzoo::py

@@ -96,13 +96,38 @@ const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_le
   return v.ptr<int32_t>();
 }
 
-const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len) {
+const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols) {
+  const TensorView v = as_view(a, "block_table");
+  if (v.dtype != DType::i32) throw DTypeError(std::string("block_table: expected int32, got ") + dtype_name(v.dtype));
+  require(v.ndim == 2, "block_table", "must be 2-D [batch, max_blocks_per_seq], got " + v.shape_str());
+  require(v.shape[0] == rows, "block_table", "has " + std::to_string(v.shape[0]) + " rows for " +
+                                                 std::to_string(rows) + " sequences");
+  require(v.is_contiguous(), "block_table", "must be contiguous");
+  *cols = v.shape[1];
+  return v.ptr<int32_t>();
+}
+
+namespace {
+
+// A contiguous 1-D array of `want` with exactly `expected_len` entries.
+TensorView exact_vector(const AnyArray& a, const char* name, DType want, int64_t expected_len) {
   const TensorView v = as_view(a, name);
-  if (v.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(v.dtype));
+  if (v.dtype != want)
+    throw DTypeError(std::string(name) + ": expected " + dtype_name(want) + ", got " + dtype_name(v.dtype));
   require(v.ndim == 1 && v.shape[0] == expected_len, name,
           "must be 1-D with " + std::to_string(expected_len) + " entries, got " + v.shape_str());
   require(v.is_contiguous(), name, "must be contiguous");
-  return v.ptr<float>();
+  return v;
+}
+
+}  // namespace
+
+const int64_t* as_int64(const AnyArray& a, const char* name, int64_t expected_len) {
+  return exact_vector(a, name, DType::i64, expected_len).ptr<int64_t>();
+}
+
+const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len) {
+  return exact_vector(a, name, DType::f32, expected_len).ptr<float>();
 }
 
 void bind_core(nb::module_& m) {

@@ -4,7 +4,6 @@
 #include <nanobind/stl/optional.h>
 
 #include <optional>
-#include <string>
 
 #include "bindings.h"
 #include "core/error.h"
@@ -12,21 +11,6 @@
 #include "kernels/softmax/decode_problem.h"
 
 namespace attnzoo::py {
-namespace {
-
-const int32_t* int32_table(const AnyArray& a, const char* name, int64_t rows, int64_t* cols) {
-  const TensorView v = as_view(a, name);
-  if (v.dtype != DType::i32) throw DTypeError(std::string(name) + ": expected int32, got " + dtype_name(v.dtype));
-  require(v.ndim == 2, name, "must be 2-D [batch, max_blocks_per_seq], got " + v.shape_str());
-  require(v.shape[0] == rows, name, "has " + std::to_string(v.shape[0]) + " rows, q has batch " +
-                                        std::to_string(rows));
-  require(v.is_contiguous(), name, "must be contiguous");
-  *cols = v.shape[1];
-  return v.ptr<int32_t>();
-}
-
-}  // namespace
-
 void bind_decode(nb::module_& m) {
   m.def("attention_decode",
         [](const AnyArray& q, const AnyArray& k_cache, const AnyArray& v_cache, const AnyArray& cache_seqlens,
@@ -39,8 +23,7 @@ void bind_decode(nb::module_& m) {
           cache.k = as_view(k_cache, "k_cache");
           cache.v = as_view(v_cache, "v_cache");
           cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", qv.shape[0]);
-          if (block_table) cache.block_table = int32_table(*block_table, "block_table", qv.shape[0],
-                                                           &cache.max_blocks_per_seq);
+          if (block_table) cache.block_table = as_block_table(*block_table, qv.shape[0], &cache.max_blocks_per_seq);
           const AttentionOptions o =
               make_attention_options(qv.shape[2], causal, scale, window, softcap, sinks, alibi_slopes, block_mask);
           const DecodeProblem p = make_decode_problem(qv, cache, ov, o);

@@ -149,13 +149,13 @@ void bind_engine(nb::module_& m) {
             };
           }
           // Ctrl-C on the main thread ends generation between tokens; the call then raises KeyboardInterrupt.
-          if (on_main_thread()) o.interrupted = python_signal_pending;
+          if (on_main_thread()) o.cancel = python_signal_pending;
           GenerationResult r;
           {
             KernelScope scope(false);  // a forward pass is not cut midway; the loop checks between tokens
             r = generate(sequence, prompt, o, text.get(), on_text);
           }
-          if (r.reason == StopReason::interrupted) throw Interrupted();
+          if (r.reason == StopReason::cancelled) throw Interrupted();
           nb::dict out;
           out["tokens"] = r.tokens;
           out["text"] = r.text;

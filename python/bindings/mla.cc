@@ -34,8 +34,9 @@ void bind_mla(nb::module_& m) {
         [](const AnyArray& q, const AnyArray& kv_latent, const AnyArray& w_kv_b, const OutArray& out,
            int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim, int64_t v_head_dim,
            std::optional<float> scale, bool causal, std::optional<AnyArray> cu_seqlens,
-           std::optional<AnyArray> cu_seqlens_k, bool reference, bool check_inputs) {
-          const TensorView qv = as_view(q, "q"), lv = as_view(kv_latent, "kv_latent"), ov = as_view(out, "out");
+           std::optional<AnyArray> cu_seqlens_k, std::optional<AnyArray> cache_seqlens,
+           std::optional<AnyArray> block_table, bool reference, bool check_inputs) {
+          const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           VarlenInfo vl;
           if (cu_seqlens) {
@@ -48,6 +49,23 @@ void bind_mla(nb::module_& m) {
             require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
           }
           const MlaOptions o = make_options(scale, causal);
+          if (cache_seqlens) {  // kv_latent is a latent cache (paged with block_table, else contiguous)
+            const int64_t B = cu_seqlens ? vl.num_seqs : qv.shape[0];
+            LatentCacheView cache{as_view(kv_latent, "latent_cache"), as_int32(*cache_seqlens, "cache_seqlens", B)};
+            if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
+            KernelScope scope;
+            if (check_inputs) {  // only q: a cache's unused rows may hold anything
+              (void)make_mla_cache_problem(qv, cache, w, ov, o, vl);  // shapes first: the scan trusts them
+              require_finite(qv, "q");
+            }
+            if (reference)
+              mla_prefill_reference(qv, cache, w, ov, o, vl);
+            else
+              mla_prefill(qv, cache, w, ov, o, vl);
+            return;
+          }
+          require(!block_table, "cache_seqlens", "is required with block_table (each sequence's row count)");
+          const TensorView lv = as_view(kv_latent, "kv_latent");
           KernelScope scope;
           if (check_inputs) {
             (void)make_mla_prefill_problem(qv, lv, w, ov, o, vl);  // shapes first: the scan trusts them
@@ -62,7 +80,8 @@ void bind_mla(nb::module_& m) {
         nb::arg("q"), nb::arg("kv_latent"), nb::arg("w_kv_b"), nb::arg("out"), nb::arg("kv_lora_rank"),
         nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"), nb::arg("scale").none(),
         nb::arg("causal"), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
-        nb::arg("reference") = false, nb::arg("check_inputs") = false);
+        nb::arg("cache_seqlens").none(), nb::arg("block_table").none(), nb::arg("reference") = false,
+        nb::arg("check_inputs") = false);
 
   m.def("mla_decode",
         [](const AnyArray& q, const AnyArray& latent_cache, const AnyArray& cache_seqlens, const AnyArray& w_kv_b,
@@ -75,16 +94,7 @@ void bind_mla(nb::module_& m) {
           LatentCacheView cache;
           cache.latent = as_view(latent_cache, "latent_cache");
           cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", B);
-          if (block_table) {
-            const TensorView bt = as_view(*block_table, "block_table");
-            if (bt.dtype != DType::i32)
-              throw DTypeError(std::string("block_table: expected int32, got ") + dtype_name(bt.dtype));
-            require(bt.ndim == 2 && bt.shape[0] == B, "block_table",
-                    "must be [batch, max_blocks_per_seq] with batch " + std::to_string(B) + ", got " + bt.shape_str());
-            require(bt.is_contiguous(), "block_table", "must be contiguous");
-            cache.block_table = bt.ptr<int32_t>();
-            cache.max_blocks_per_seq = bt.shape[1];
-          }
+          if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
           const MlaOptions o = make_options(scale, causal);
           KernelScope scope;
           if (reference)

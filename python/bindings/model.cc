@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "core/error.h"
 #include "loader/config.h"
+#include "loader/model_dir.h"
 #include "models/model.h"
 
 namespace attnzoo::py {
@@ -29,17 +30,41 @@ std::span<const int32_t> ids_span(const AnyArray& ids, const char* name) {
   return {as_int32(ids, name), size_t(v.shape[0])};
 }
 
-nb::dict cache_spec_dict(const CacheSpec& s) {
+nb::dict cache_spec_dict(const CacheSpec& s, int64_t block_tokens) {
   nb::dict d;
-  d["kind"] = s.kind;
-  d["bytes_per_token"] = s.bytes_per_token;
-  d["fixed_bytes"] = s.fixed_bytes;
-  d["block_tokens"] = s.block_tokens;
-  d["max_tokens"] = s.max_tokens;
+  d["kind"] = std::string(cache_kind_name(s.kind));
+  d["dtype"] = std::string(dtype_name(s.dtype));
+  d["bytes_per_token"] = s.bytes_per_token();
+  d["fixed_bytes"] = s.fixed_bytes();
+  d["block_tokens"] = block_tokens;
+  d["paged_tensors"] = s.paged_tensors;
+  d["heads"] = s.heads;
+  d["head_dim"] = s.head_dim;
+  d["window"] = s.window;
+  d["state_floats"] = s.state_floats;
   return d;
 }
 
-nb::dict info_dict(const ModelInfo& i) {
+nb::dict pool_dict(const PoolStats& p, int64_t block_tokens) {
+  nb::dict d;
+  d["bytes"] = p.bytes;
+  d["block_tokens"] = block_tokens;
+  d["num_blocks"] = p.num_blocks;
+  d["free_blocks"] = p.free_blocks;
+  d["cached_blocks"] = p.cached_blocks;
+  d["block_bytes"] = p.block_bytes;
+  d["state_slots"] = p.state_slots;
+  d["free_state_slots"] = p.free_state_slots;
+  d["snapshot_slots"] = p.snapshot_slots;
+  d["snapshots"] = p.snapshots;
+  d["state_slot_bytes"] = p.state_slot_bytes;
+  d["prefix_cache_queries"] = p.prefix_queries;
+  d["prefix_cache_hits"] = p.prefix_hits;
+  return d;
+}
+
+nb::dict info_dict(const ModelInfo& i, const MemoryPool& pool) {
+  const int64_t B = pool.block_tokens();
   nb::dict d;
   d["architecture"] = i.architecture;
   d["model_type"] = i.model_type;
@@ -63,14 +88,16 @@ nb::dict info_dict(const ModelInfo& i) {
     nb::dict ld;
     ld["kind"] = l.kind;
     ld["window"] = l.window;
-    ld["cache"] = cache_spec_dict(l.cache);
+    ld["cache"] = cache_spec_dict(l.cache, B);
     layers.append(ld);
   }
   d["layers"] = layers;
   d["cache_bytes_per_token"] = i.cache_bytes_per_token();
   nb::dict at;
-  for (int64_t t : {int64_t(4096), int64_t(131072), int64_t(1048576)}) at[nb::int_(t)] = i.cache_bytes_for(t);
+  for (int64_t t : {int64_t(4096), int64_t(131072), int64_t(1048576)}) at[nb::int_(t)] = i.cache_bytes_for(t, B);
   d["cache_bytes_at"] = at;
+  d["cache_fixed_bytes"] = i.cache_fixed_bytes();
+  d["pool"] = pool_dict(pool.stats(), B);
   return d;
 }
 
@@ -105,25 +132,58 @@ nb::dict trace_dict(LayerTrace&& t, int64_t T) {
 }  // namespace
 
 void bind_model(nb::module_& m) {
-  nb::class_<SequenceState>(m, "Sequence", "One sequence's caches (one state per layer) and its length.")
-      .def_prop_ro("length", [](const SequenceState& s) { return s.length; })
-      .def_prop_ro("cache_bytes", [](const SequenceState& s) { return s.bytes(); });
+  static nb::object pool_error = nb::steal(PyErr_NewExceptionWithDoc(
+      "attnzoo._core.PoolExhaustedError",
+      "The model's memory pool cannot hold what was asked; nothing was written (free sequences, or load the "
+      "model with a larger kv_cache_bytes).",
+      PyExc_MemoryError, nullptr));
+  m.attr("PoolExhaustedError") = pool_error;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const PoolExhausted& e) {
+      PyErr_SetString(pool_error.ptr(), e.what());
+    }
+  });
+
+  nb::class_<Sequence>(m, "Sequence", "One sequence's place in its model's memory pool: blocks, state slot, length.")
+      .def_prop_ro("length", [](const Sequence& s) { return s.length(); })
+      .def_prop_ro("cache_bytes", [](const Sequence& s) { return s.bytes(); })
+      .def_prop_ro("cached_tokens", [](const Sequence& s) { return s.cached_tokens(); },
+                   "Tokens of the prompt taken from the prefix cache instead of computed.")
+      .def_prop_ro("block_table", [](const Sequence& s) { return s.block_table(); });
 
   nb::class_<Model>(m, "Model")
       .def_static(
           "load",
-          [](const std::string& dir, const std::string& dtype, int64_t kv_block_tokens) {
-            const Config cfg = dtype == "auto" ? Config::load(dir + "/config.json") : Config::parse("{}", "");
+          [](const std::string& dir, const std::string& dtype, int64_t block_size, const std::string& kv_cache_dtype,
+             int64_t kv_cache_bytes, int64_t max_num_seqs, bool enable_prefix_caching,
+             int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed) {
+            const Config cfg = dtype == "auto" ? ModelFiles::read_config(dir) : Config::parse("{}", "");
             LoadOptions opts = parse_load_dtype(dtype, cfg);
-            opts.kv_block_tokens = kv_block_tokens;
-            KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
+            opts.pool.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype, opts.pool.kv_dtype);
+            opts.pool.block_tokens = block_size;
+            require(kv_cache_bytes >= 0, "kv_cache_bytes", "must be non-negative (0: the default)");
+            opts.pool.bytes = kv_cache_bytes;
+            opts.pool.max_sequences = max_num_seqs;
+            opts.pool.prefix_caching = enable_prefix_caching;
+            opts.pool.snapshot_interval_blocks = snapshot_interval_blocks;
+            opts.pool.shuffle_seed = shuffle_blocks_seed;
+            KernelScope scope(false);  // loading converts weights on the pool: hold it, but do not cancel mid-way
             return Model::load(dir, opts);
           },
-          nb::arg("dir"), nb::arg("dtype") = "float32", nb::arg("kv_block_tokens") = int64_t(256))
+          nb::arg("dir"), nb::arg("dtype") = "float32", nb::arg("block_size") = int64_t(16),
+          nb::arg("kv_cache_dtype") = "auto", nb::arg("kv_cache_bytes") = int64_t(0),
+          nb::arg("max_num_seqs") = int64_t(64), nb::arg("enable_prefix_caching") = true,
+          nb::arg("snapshot_interval_blocks") = int64_t(0), nb::arg("shuffle_blocks_seed") = uint64_t(0))
       .def("new_sequence", [](const Model& model) { return model.new_sequence(); }, nb::keep_alive<0, 1>())
+      .def("fork", [](const Model& model, const Sequence& seq) { return model.fork(seq); }, nb::arg("seq"),
+           nb::keep_alive<0, 1>(), "A sequence continuing from seq: its blocks shared copy-on-write, its state copied.")
+      .def("pool_stats", [](const Model& model) { return pool_dict(model.pool().stats(), model.pool().block_tokens()); })
+      .def("clear_prefix_cache", [](const Model& model) { model.pool().clear_prefix_cache(); })
       .def(
           "forward",
-          [](const Model& model, const AnyArray& ids, SequenceState& seq, bool last_only) {
+          [](const Model& model, const AnyArray& ids, Sequence& seq, bool last_only) {
             Batch batch;
             batch.add(seq, ids_span(ids, "ids"));
             std::vector<float> logits;
@@ -136,7 +196,7 @@ void bind_model(nb::module_& m) {
           nb::arg("ids"), nb::arg("seq"), nb::arg("last_only") = false)
       .def(
           "forward_batch",
-          [](const Model& model, const std::vector<SequenceState*>& seqs, const std::vector<AnyArray>& ids,
+          [](const Model& model, const std::vector<Sequence*>& seqs, const std::vector<AnyArray>& ids,
              bool last_only) {
             require(seqs.size() == ids.size(), "ids", "needs one id array per sequence");
             Batch batch;
@@ -170,7 +230,7 @@ void bind_model(nb::module_& m) {
           nb::arg("ids"),
           "Runs ids as a fresh sequence; one dict per layer: kind, and q/k [T, heads, head_dim] after RoPE with "
           "scale, window, softcap, sinks (softmax attention) or state_norms (recurrent layers).")
-      .def("inspect", [](const Model& model) { return info_dict(model.info()); })
+      .def("inspect", [](const Model& model) { return info_dict(model.info(), model.pool()); })
       .def_prop_ro("vocab_size", [](const Model& model) { return model.info().vocab_size; });
 }
 

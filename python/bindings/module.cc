@@ -30,7 +30,10 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_bench(m);
   attnzoo::py::bind_tokenizer(m);
   attnzoo::py::bind_model(m);
+  attnzoo::py::bind_gguf(m);
   attnzoo::py::bind_runtime(m);
   attnzoo::py::bind_engine(m);
   attnzoo::py::bind_explain(m);
+  attnzoo::py::bind_quant(m);
+  attnzoo::py::bind_chat(m);
 }

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "bindings.h"
 #include "core/error.h"
 #include "core/finite_check.h"
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/kv_write.h"
 
 namespace attnzoo::py {
 // Fills the options shared by every softmax entry point from Python arguments.
@@ -63,9 +66,9 @@ void bind_softmax(nb::module_& m) {
            std::optional<float> scale, std::optional<int64_t> window, std::optional<float> softcap,
            std::optional<AnyArray> sinks, std::optional<AnyArray> alibi_slopes,
            std::optional<AnyArray> cu_seqlens, std::optional<AnyArray> cu_seqlens_k, const BlockMask* block_mask,
-           bool reference, bool check_inputs) {
-          const TensorView qv = as_view(q, "q"), kv = as_view(k, "k"), vv = as_view(v, "v");
-          const TensorView ov = as_view(out, "out");
+           std::optional<AnyArray> block_table, std::optional<AnyArray> seqused_k, bool reference,
+           bool check_inputs) {
+          const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           require(qv.ndim >= 3, "q", "must be [batch, time, heads, head_dim] or packed [total, heads, head_dim], got " +
                                          qv.shape_str());
           const AttentionOptions o = make_attention_options(qv.size(-2), causal, scale, window, softcap, sinks,
@@ -80,10 +83,22 @@ void bind_softmax(nb::module_& m) {
           } else {
             require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
           }
-          const AttentionProblem p = make_prefill_problem(qv, kv, vv, ov, o, vl);
+          AttentionProblem p;
+          std::vector<std::pair<TensorView, const char*>> scanned{{qv, "q"}};  // a cache's unused rows may be anything
+          if (seqused_k) {  // k and v are a KV cache (paged with block_table, else contiguous)
+            const int64_t B = cu_seqlens ? vl.num_seqs : qv.shape[0];
+            KvCacheView cache{as_view(k, "k_cache"), as_view(v, "v_cache"), as_int32(*seqused_k, "seqused_k", B)};
+            if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
+            p = make_cached_prefill_problem(qv, cache, ov, o, vl);
+          } else {
+            require(!block_table, "seqused_k", "is required with block_table (each sequence's key count)");
+            const TensorView kv = as_view(k, "k"), vv = as_view(v, "v");
+            p = make_prefill_problem(qv, kv, vv, ov, o, vl);
+            scanned.insert(scanned.end(), {{kv, "k"}, {vv, "v"}});
+          }
           KernelScope scope;
-          if (check_inputs)
-            for (auto [view, name] : {std::pair{qv, "q"}, {kv, "k"}, {vv, "v"}}) require_finite(view, name);
+          if (check_inputs)  // after the problem is built: the scan trusts validated shapes and strides
+            for (const auto& [view, name] : scanned) require_finite(view, name);
           if (reference)
             attention_prefill_reference(p);
           else
@@ -92,7 +107,27 @@ void bind_softmax(nb::module_& m) {
         nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("causal"), nb::arg("scale").none(),
         nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
         nb::arg("alibi_slopes").none(), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
-        nb::arg("block_mask").none(), nb::arg("reference") = false, nb::arg("check_inputs") = false);
+        nb::arg("block_mask").none(), nb::arg("block_table").none(), nb::arg("seqused_k").none(),
+        nb::arg("reference") = false, nb::arg("check_inputs") = false);
+
+  m.def("write_kv_paged",
+        [](const AnyArray& k_new, std::optional<AnyArray> v_new, const AnyArray& slot_mapping, const OutArray& k_cache,
+           std::optional<OutArray> v_cache) {
+          const TensorView kn = as_view(k_new, "k_new"), kc = as_view(k_cache, "k_cache");
+          require(kn.ndim >= 1, "k_new", "must be [tokens, kv_heads, head_dim], got " + kn.shape_str());
+          const int64_t* slots = as_int64(slot_mapping, "slot_mapping", kn.shape[0]);
+          require(v_new.has_value() == v_cache.has_value(), "v_cache", "v_new and v_cache come together");
+          if (!v_new) {
+            KernelScope scope;
+            write_paged_rows(kn, slots, kc, "k_new", "k_cache");
+            return;
+          }
+          const TensorView vn = as_view(*v_new, "v_new"), vc = as_view(*v_cache, "v_cache");
+          KernelScope scope;
+          write_kv_paged(kn, vn, slots, kc, vc);
+        },
+        nb::arg("k_new"), nb::arg("v_new").none(), nb::arg("slot_mapping"), nb::arg("k_cache"),
+        nb::arg("v_cache").none());
 }
 
 }  // namespace attnzoo::py

@@ -111,3 +111,25 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def to_paged(k, block_size, seed=0, spare_blocks=3):
+    """Scatters a contiguous cache [B, S_max, H, D] over shuffled physical blocks; returns (paged, block_table)."""
+    import torch
+    B, S_max = k.shape[:2]
+    per_seq = -(-S_max // block_size)
+    num_blocks = B * per_seq + spare_blocks
+    ids = torch.randperm(num_blocks, generator=torch.Generator().manual_seed(seed))[: B * per_seq]
+    table = ids.reshape(B, per_seq).to(torch.int32)
+    paged = torch.randn(num_blocks, block_size, *k.shape[2:]).to(k.dtype)  # garbage where no token lives
+    for b in range(B):
+        for j in range(S_max):
+            paged[table[b, j // block_size], j % block_size] = k[b, j]
+    return paged, table
+
+
+def gather_paged(paged, table, b, length):
+    """Sequence b's first `length` cache rows, read through the block table: [length, H, D]."""
+    import torch
+    pos = torch.arange(length)
+    return paged[table[b, pos // paged.shape[1]].long(), pos % paged.shape[1]]

@@ -86,7 +86,7 @@ def test_tiny_document_structure(tiny_doc):
     assert doc["machine"]["threads"] == attnzoo.num_threads()
     assert doc["machine"]["target"] == attnzoo.active_target() and doc["machine"]["load_average"] >= 0
     rows = {(r["kernel"], r["name"]): r for r in doc["rows"]}
-    for name in ("causal f32", "causal bf16", "sliding window bf16", "block-sparse bf16"):
+    for name in ("causal f32", "causal bf16", "paged bf16", "sliding window bf16", "block-sparse bf16"):
         r = rows[("softmax prefill", name)]
         assert r["time_ms"] > 0 and r["runs"] >= 2, r
         assert r["gflops"] > 0 and r["peak"] == "fma"
@@ -95,7 +95,7 @@ def test_tiny_document_structure(tiny_doc):
         assert r["torch_ms"] > 0
         assert r["torch_ratio"] == pytest.approx(r["torch_ms"] / r["time_ms"])
         assert r["rel_error_vs_torch"] < 2e-2, r
-    for name in ("contiguous bf16", "paged bf16"):
+    for name in ("contiguous bf16", "paged bf16", "paged bf16 block 7", "paged bf16 block 48"):
         r = rows[("softmax decode", name)]
         if r["time_ms"] is None:  # decode not implemented yet: the row says so instead of vanishing
             assert r["note"].startswith("skipped") or r["note"].startswith("error"), r
@@ -144,7 +144,8 @@ def test_a_not_implemented_kernel_is_skipped_with_a_note():
 
 def test_cpp_prefill_table():
     rows = _core.bench_prefill_cases("tiny")
-    assert [r["name"] for r in rows] == ["causal f32", "causal bf16", "sliding window bf16", "block-sparse bf16"]
+    assert [r["name"] for r in rows] == ["causal f32", "causal bf16", "paged bf16", "sliding window bf16",
+                                        "block-sparse bf16"]
     for r in rows:
         assert r["timing"]["median_s"] > 0 and r["timing"]["runs"] >= 2 and r["flops"] > 0
 
@@ -195,6 +196,32 @@ def test_linear_section_compares_every_family_at_every_length(tiny_doc):
     assert "linear family" in bench.format_table(tiny_doc)
 
 
+
+def test_strong_decay_rows_cover_every_exp_decay_family(tiny_doc):
+    rows = tiny_doc["linear"]["strong_decay"]
+    assert {(r["family"], r["form"]) for r in rows} == {
+        ("mamba2", "chunk"), ("mamba2", "recurrent"), ("mamba", "selective scan"), ("rwkv4", "wkv")} | {
+        (f, form) for f in ("gla", "simple gla", "kda", "gated delta rule", "rwkv7") for form in ("chunk", "recurrent")}
+    for r in rows:
+        assert r["normal_ms"] > 0 and r["strong_ms"] > 0
+        assert r["strong_vs_normal"] == pytest.approx(r["strong_ms"] / r["normal_ms"])
+    assert "strong decays" in bench.format_table(tiny_doc)
+
+
+def test_mamba2_shape_rows(tiny_doc):
+    from attnzoo.bench_ssm import mamba2_chunk_flops
+    rows = tiny_doc["linear"]["mamba2_shapes"]
+    assert len({r["T"] for r in rows}) >= 2
+    peak = tiny_doc["peaks"]["fma"]["gflops"]
+    for r in rows:
+        assert r["chunk_vs_recurrent"] == pytest.approx(r["recurrent_ms"] / r["chunk_ms"])
+        flops = mamba2_chunk_flops(r["T"], r["H"], r["P"], r["N"], r["G"])
+        assert r["chunk_gflops"] == pytest.approx(flops / (r["chunk_ms"] * 1e-3) * 1e-9)
+        assert r["fraction_of_peak"] == pytest.approx(r["chunk_gflops"] / peak)
+        assert r["met"] is None  # tiny lengths are below the targets' T >= 2048
+    assert mamba2_chunk_flops(64, 2, 4, 8, 1, chunk=64) == 2.0 * 64 * (64 * 8 + 2 * (2 * 8 * 4 + 32 * 4))
+    assert "Mamba-2 chunked SSD at model shapes" in bench.format_table(tiny_doc)
+
 def test_linear_decode_rows(tiny_doc):
     """Gated DeltaNet and KDA decode steps at batch 1 and 16 on each path; in-place rows carry the 60% target."""
     decode = tiny_doc["linear"]["decode"]
@@ -217,9 +244,13 @@ def test_linear_decode_rows(tiny_doc):
 
 
 SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbed decode f32"): "memory",
-                    ("mamba", "selective scan f32"): "fma", ("rwkv4", "wkv f32"): "memory",
+                    ("mamba", "selective scan f32 (Mamba-130M)"): "fma",
+                    ("mamba", "selective scan f32 (Falcon-Mamba-7B)"): "fma", ("rwkv4", "wkv f32"): "memory",
                     ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory",
                     ("projection gemm", "bf16 weights, f32 products"): "fma"}
+for _q in ("Q4_0", "Q4_K", "Q8_0", "BF16"):
+    for _n in ("K", "3K"):
+        SINGLE_FORM_ROWS[("quantized gemv", f"{_q} weights N={_n}")] = "memory"
 if _core.active_target() == "avx512_bf16":
     SINGLE_FORM_ROWS[("projection gemm", "bf16 weights, bf16 products")] = "bf16_dot"
 
@@ -262,5 +293,9 @@ def test_single_form_work_counts():
     assert cases[("mla", "absorbed decode f32")].bytes == 4 * (m["S"] * (m["r"] + m["dr"]) +
                                                              m["H"] * (m["dn"] + m["dv"]) * m["r"])
     assert cases[("causal conv1d", "width 4 silu f32")].bytes == 4 * s["conv"]["T"] * s["conv"]["D"]
+    K = s["qgemv"]["K"]
+    assert cases[("quantized gemv", "Q4_0 weights N=K")].bytes == K * K // 32 * 18
+    assert cases[("quantized gemv", "Q4_K weights N=3K")].bytes == 3 * K * K // 256 * 144
+    assert cases[("quantized gemv", "BF16 weights N=K")].bytes == K * K * 2
     for case in cases.values():
         assert (case.flops > 0) != (case.bytes > 0)

@@ -124,10 +124,10 @@ def test_medium_precision_prefill_tracks_f32(model_dir):
 
 def test_cost_model_counts():
     info = {"num_attention_heads": 2, "head_dim": 4, "layers": [
-        {"kind": "attention", "window": 0, "cache": {"bytes_per_token": 10, "fixed_bytes": 0, "max_tokens": 0}},
+        {"kind": "attention", "window": 0, "cache": {"bytes_per_token": 10, "fixed_bytes": 0, "window": 0}},
         {"kind": "sliding_attention", "window": 2,
-         "cache": {"bytes_per_token": 10, "fixed_bytes": 0, "max_tokens": 2}},
-        {"kind": "linear_attention", "window": 0, "cache": {"bytes_per_token": 0, "fixed_bytes": 7, "max_tokens": 0}},
+         "cache": {"bytes_per_token": 10, "fixed_bytes": 0, "window": 2}},
+        {"kind": "linear_attention", "window": 0, "cache": {"bytes_per_token": 0, "fixed_bytes": 7, "window": 0}},
     ]}
     # 3 queries: full causal sees 1+2+3 keys, the window 1+2+2; 4 FLOPs per pair per head-dim element.
     assert attention_flops(info, 0, 3) == 4.0 * 2 * 4 * (6 + 5)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import attnzoo
-from conftest import rel_rms, sdpa_reference, softmax_reference, token_visibility
+from conftest import gather_paged, rel_rms, sdpa_reference, softmax_reference, to_paged, token_visibility
 
 
 def make_cache(B, S_max, Hkv, D, dtype=torch.float32, seed=0, Dv=None):
@@ -13,26 +13,6 @@ def make_cache(B, S_max, Hkv, D, dtype=torch.float32, seed=0, Dv=None):
     k = torch.randn(B, S_max, Hkv, D, generator=g).to(dtype)
     v = torch.randn(B, S_max, Hkv, Dv or D, generator=g).to(dtype)
     return k, v
-
-
-def to_paged(k, block_size, seed=0, spare_blocks=3):
-    """Scatters a contiguous cache [B, S_max, H, D] over shuffled physical blocks; returns (paged, block_table)."""
-    B, S_max = k.shape[:2]
-    per_seq = -(-S_max // block_size)
-    num_blocks = B * per_seq + spare_blocks
-    ids = torch.randperm(num_blocks, generator=torch.Generator().manual_seed(seed))[: B * per_seq]
-    table = ids.reshape(B, per_seq).to(torch.int32)
-    paged = torch.randn(num_blocks, block_size, *k.shape[2:]).to(k.dtype)  # garbage where no token lives
-    for b in range(B):
-        for j in range(S_max):
-            paged[table[b, j // block_size], j % block_size] = k[b, j]
-    return paged, table
-
-
-def gather_paged(paged, table, b, length):
-    """Sequence b's first `length` cache rows, read through the block table: [length, H, D]."""
-    pos = torch.arange(length)
-    return paged[table[b, pos // paged.shape[1]].long(), pos % paged.shape[1]]
 
 
 def torch_decode(q, k_cache, v_cache, lens, block_table=None, causal=True, window=None, block_mask=None, **kw):

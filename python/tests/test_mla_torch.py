@@ -102,6 +102,32 @@ def to_paged(cache, block_size, seed=7):
     return paged, table
 
 
+@pytest.mark.parametrize("block_size", [16, 7, 48])
+def test_prefill_over_paged_latent_pool(block_size):
+    """Chunked prefill on a KV pool: latent rows written with write_paged_rows into [num_blocks, block_size, 1,
+    r + dr] through a shuffled block table, packed queries of different lengths, the naive form over the pool."""
+    lens, q_lens, H = [50, 23, 7], [10, 23, 1], 4
+    L = SMALL["kv_lora_rank"] + SMALL["qk_rope_head_dim"]
+    g = torch.Generator().manual_seed(block_size)
+    latents = [torch.randn(n, L, generator=g) for n in lens]
+    per_seq = -(-max(lens) // block_size)
+    num_blocks = len(lens) * per_seq + 2
+    table = torch.randperm(num_blocks, generator=g)[: len(lens) * per_seq].view(len(lens), per_seq).to(torch.int32)
+    pool = torch.full((num_blocks, block_size, 1, L), float("nan"))
+    for b, n in enumerate(lens):
+        pos = torch.arange(n)
+        attnzoo.write_paged_rows(latents[b][:, None], table[b, pos // block_size].long() * block_size + pos % block_size,
+                                 pool)
+    _, _, w = make_inputs(1, 1, 1, H, SMALL, seed=11)
+    qs = [make_inputs(1, t, t, H, SMALL, seed=30 + i)[0][0] for i, t in enumerate(q_lens)]
+    cu = torch.tensor([0] + list(np.cumsum(q_lens)), dtype=torch.int32)
+    got = attnzoo.mla_prefill(torch.cat(qs), pool, w, cu_seqlens=cu, cache_seqlens=torch.tensor(lens),
+                              block_table=table, **SMALL)
+    for b, n in enumerate(lens):
+        want = torch_mla(qs[b][None], latents[b][None], w, SMALL)[0]
+        assert (got[cu[b]:cu[b + 1]].double() - want).abs().max().item() <= 2e-5
+
+
 # Absorption computes q_nope . (W_UK c_kv) as (W_UK^T q_nope) . c_kv and W_UV (sum p c_kv) instead of
 # sum p (W_UV c_kv): the same sums in another order, so f32 results move by ~1e-6, well inside 2e-5.
 @pytest.mark.parametrize("dims,H,lens,Tq", [(SMALL, 4, [37, 64, 1], 1), (SMALL, 4, [90, 8], 4),

@@ -85,7 +85,7 @@ def case(request, tmp_path_factory):
     ref = _build(request.param, directory)
     ids = _prompt()
     want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory, kv_block_tokens=4), ids, want
+    return request.param, ref, Model.load(directory, block_size=4, shuffle_blocks_seed=3), ids, want
 
 
 def test_full_prompt_matches_transformers(case):
@@ -122,7 +122,7 @@ def test_inspect_layer_kinds_and_windows(case):
     assert info["tied_embeddings"] == (kind != "gemma3_legacy")
 
 
-def test_sliding_layers_keep_bounded_caches(case):
+def test_mixed_window_layers_share_one_block_table(case):
     kind, ref, m, ids, want = case
     seq = m.new_sequence()
     m.forward(ids[:2], seq=seq)
@@ -133,9 +133,10 @@ def test_sliding_layers_keep_bounded_caches(case):
     per_token = 2 * cfg.num_key_value_heads * cfg.head_dim * 4  # K and V, f32
     n_full = cfg.layer_types.count("full_attention")
     n_sliding = len(cfg.layer_types) - n_full
-    # Full layers hold every token (capacity doubling in blocks of 4); sliding ones at most window + one block
-    # + the appended token (8 + 4 + 1), i.e. a 16-token buffer.
-    assert n_full * n * per_token < seq.cache_bytes <= (n_full * 2 * n + n_sliding * 16) * per_token
+    # One block table serves every layer: full and sliding layers alike hold the sequence's blocks of 4 tokens
+    # (the sliding ones read only their window of them).
+    assert seq.cache_bytes == (n + 3) // 4 * 4 * (n_full + n_sliding) * per_token
+    assert len(seq.block_table) == (n + 3) // 4
 
 
 @pytest.fixture(scope="module")

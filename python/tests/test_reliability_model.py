@@ -1,6 +1,7 @@
 """Issue 16 for models and generation: token ids that do not fit or lie outside the vocabulary, config values
 refused at load naming the key, the context window (max_position_embeddings) bounding generation in Python and
-the CLI alike, SIGINT / SIGTERM in `attnzoo generate`, and `inspect` on sizes that overflow."""
+the CLI alike, SIGINT / SIGTERM in `attnzoo generate`, `inspect` on sizes that overflow, and sequences used from
+several Python threads (one sequence: a clear error; different sequences: parallel and correct)."""
 import json
 import os
 import signal
@@ -113,7 +114,78 @@ def test_cli_generate_ends_cleanly_on_a_signal(long_context, sig, code):
     p.send_signal(sig)
     out, err = p.communicate(timeout=60)
     assert p.returncode == code, err
-    assert "stop: interrupted" in err and "[attnzoo] prompt" in err
+    assert "stop: cancelled" in err and "[attnzoo] prompt" in err
+
+
+def test_one_sequence_from_two_threads_is_an_error_and_stays_usable(long_context):
+    """While one thread's forward runs on a sequence, another thread's forward on it raises ValueError naming
+    `sequences` (before, it corrupted the caches: double free or different logits). Whatever the interleaving,
+    the calls that succeeded leave the sequence exactly as if they had run alone, one after another."""
+    m = Model.load(str(long_context), enable_prefix_caching=False)
+    seq = m.new_sequence()
+    warm = checks.prompt(VOCAB, 4, seed=1)
+    m.forward(warm, seq)
+    long_ids = checks.prompt(VOCAB, 4096, seed=2)  # long enough that the other thread's calls land inside it
+    done, lock = [], threading.Lock()              # successful calls, in the order they ran
+    errors = []
+
+    def call(ids):
+        try:
+            m.forward(ids, seq, last_only=True)
+            with lock:
+                done.append(ids)
+        except ValueError as e:
+            errors.append(str(e))
+
+    started = threading.Event()
+    long_call = threading.Thread(target=lambda: (started.set(), call(long_ids)))
+    long_call.start()
+    started.wait()
+    tries = 0
+    while long_call.is_alive() and not errors:
+        call(np.array([7], dtype=np.int64))
+        tries += 1
+    long_call.join()
+    assert errors, f"no call ever overlapped the long one ({tries} tries)"
+    assert all("sequences" in e for e in errors), errors
+    assert 1 <= len(done) <= tries + 1
+
+    # Still usable, and equal to a fresh sequence given the accepted calls in order.
+    probe = np.array([3, 5], dtype=np.int64)
+    got = m.forward(probe, seq)
+    ref = m.new_sequence()
+    for ids in [warm] + done:
+        m.forward(ids, ref, last_only=True)
+    np.testing.assert_allclose(got, m.forward(probe, ref), rtol=1e-5, atol=1e-5)
+    assert seq.length == ref.length == len(warm) + sum(len(ids) for ids in done) + len(probe)
+
+
+def test_different_sequences_on_different_threads_stay_parallel_and_correct(small):
+    m = Model.load(str(small))
+    prompts = [checks.prompt(VOCAB, 12 + 3 * i, seed=10 + i) for i in range(4)]
+    steps = [checks.prompt(VOCAB, 6, seed=20 + i) for i in range(4)]
+
+    def run(i):
+        seq = m.new_sequence()
+        rows = [m.forward(prompts[i], seq)]
+        rows += [m.forward(steps[i][t:t + 1], seq) for t in range(len(steps[i]))]
+        return np.concatenate(rows)
+
+    want = [run(i) for i in range(4)]  # one thread, one sequence at a time
+    got = [None] * 4
+    barrier = threading.Barrier(4)
+
+    def worker(i):
+        barrier.wait()
+        got[i] = run(i)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        np.testing.assert_allclose(got[i], want[i], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("key, value", [("rms_norm_eps", -1), ("sliding_window", -5), ("num_hidden_layers", 1e9),

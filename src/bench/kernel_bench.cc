@@ -1,9 +1,10 @@
 #include "bench/kernel_bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
-
-#include <algorithm>
+#include <numeric>
+#include <random>
 
 #include "core/aligned_buffer.h"
 #include "core/cpu_info.h"
@@ -133,10 +134,15 @@ std::vector<KernelResult> bench_prefill_cases(Scale scale) {
     DType dtype;
     AttentionOptions opts;
     std::string shape;
+    int64_t page = 0;  // >0: K/V in a paged cache of such blocks, shuffled, read through the block table
   };
+  const int64_t page = decode_shape(scale).page_block;
+  char page_text[32];
+  std::snprintf(page_text, sizeof page_text, " page=%lld", (long long)page);
   std::vector<Case> cases;
   cases.push_back({"causal f32", DType::f32, {}, prefill_shape_text(s, "")});
   cases.push_back({"causal bf16", DType::bf16, {}, prefill_shape_text(s, "")});
+  cases.push_back({"paged bf16", DType::bf16, {}, prefill_shape_text(s, page_text), page});
   AttentionOptions windowed;
   windowed.window = s.window;
   cases.push_back({"sliding window bf16", DType::bf16, windowed, prefill_shape_text(s, window_text)});
@@ -158,7 +164,17 @@ std::vector<KernelResult> bench_prefill_cases(Scale scale) {
       r.goal_fraction_of_peak = 0.45;
       r.goal_torch_ratio = 1.5;
     }
-    r.timing = time_median([&] { attention_prefill(q.view, k.view, v.view, out.view, c.opts); }, policy);
+    if (c.page) {
+      const int64_t blocks = (s.T + c.page - 1) / c.page;
+      OwnedTensor k_pages(c.dtype, {blocks, c.page, s.Hkv, s.D}, 2), v_pages(c.dtype, {blocks, c.page, s.Hkv, s.D}, 3);
+      std::vector<int32_t> table(static_cast<size_t>(blocks)), lens = {int32_t(s.T)};
+      std::iota(table.begin(), table.end(), 0);
+      std::shuffle(table.begin(), table.end(), std::mt19937(7));  // as a long-running server's allocator leaves them
+      const KvCacheView cache{k_pages.view, v_pages.view, lens.data(), table.data(), blocks};
+      r.timing = time_median([&] { attention_prefill(q.view, cache, out.view, c.opts); }, policy);
+    } else {
+      r.timing = time_median([&] { attention_prefill(q.view, k.view, v.view, out.view, c.opts); }, policy);
+    }
     results.push_back(std::move(r));
   }
   return results;

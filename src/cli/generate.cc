@@ -1,22 +1,23 @@
 // attnzoo generate: stream a continuation of a prompt to stdout; timings to stderr at the end.
 // Sampling defaults follow transformers: the checkpoint's generation_config.json (greedy unless it sets
-// do_sample), then any flag given here.
+// do_sample), then any flag given here. With --chat the prompt is one user message in the checkpoint's chat
+// template, and the answer also ends at the template's end-of-turn token.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "engine/chat_turns.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
-#include "engine/stop.h"
-#include "layers/matmul_precision.h"
 #include "loader/config.h"
+#include "loader/model_dir.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,38 +25,16 @@ namespace attnzoo::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, dtype = "float32";
+  GenerationFlags flags;
+  std::string prompt, system;
   bool have_prompt = false;
-  int64_t max_new_tokens = 128;
-  std::optional<float> temperature, top_p, min_p, repetition_penalty;
-  std::optional<int64_t> top_k;
-  float presence_penalty = 0.f, frequency_penalty = 0.f;
-  uint64_t seed = 0;
-  std::vector<std::string> stop;
   bool add_special = true;
+  bool chat = false;
 };
 
-const char* kUsage =
-    "usage: attnzoo generate -m DIR -p TEXT [-n 128] [--temperature T] [--top-k K] [--top-p P] [--min-p M]\n"
-    "         [--repetition-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
-    "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...\n"
-    "         [--no-special]\n";
-
-template <typename T>
-T parse_number(const std::string& flag, const std::string& v) {
-  try {
-    size_t used = 0;
-    T out;
-    if constexpr (std::is_floating_point_v<T>) out = T(std::stod(v, &used));
-    // stoull reads "-1" as 2^64 - 1: a sign is refused rather than wrapped.
-    else if constexpr (std::is_unsigned_v<T>) out = v.find('-') == std::string::npos ? T(std::stoull(v, &used)) : T(0);
-    else out = T(std::stoll(v, &used));
-    if (used == v.size()) return out;
-  } catch (const std::exception&) {
-  }
-  if constexpr (std::is_unsigned_v<T>)
-    throw ArgumentError(flag + ": expected a non-negative integer, got '" + v + "'");
-  throw ArgumentError(flag + ": expected a number, got '" + v + "'");
+std::string usage() {
+  return std::string("usage: attnzoo generate -m DIR -p TEXT [--chat [--system TEXT]] [--no-special]\n         ") +
+         kGenerationFlagsUsage + "\n";
 }
 
 GenerateArgs parse_args(const std::vector<std::string>& args) {
@@ -66,54 +45,18 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw ArgumentError(s + ": needs a value");
       return args[++i];
     };
-    if (s == "-m" || s == "--model") a.model = value();
-    else if (s == "-p" || s == "--prompt") a.prompt = value(), a.have_prompt = true;
-    else if (s == "-n" || s == "--max-new-tokens") a.max_new_tokens = parse_number<int64_t>(s, value());
-    else if (s == "--temperature") a.temperature = parse_number<float>(s, value());
-    else if (s == "--top-k") a.top_k = parse_number<int64_t>(s, value());
-    else if (s == "--top-p") a.top_p = parse_number<float>(s, value());
-    else if (s == "--min-p") a.min_p = parse_number<float>(s, value());
-    else if (s == "--repetition-penalty") a.repetition_penalty = parse_number<float>(s, value());
-    else if (s == "--presence-penalty") a.presence_penalty = parse_number<float>(s, value());
-    else if (s == "--frequency-penalty") a.frequency_penalty = parse_number<float>(s, value());
-    else if (s == "--seed") a.seed = parse_number<uint64_t>(s, value());
-    else if (s == "--dtype") a.dtype = value();
-    else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
-    else if (s == "--stop") a.stop.push_back(value());
+    if (parse_generation_flag(args, i, a.flags)) continue;
+    if (s == "-p" || s == "--prompt") a.prompt = value(), a.have_prompt = true;
     else if (s == "--no-special") a.add_special = false;
-    else if (s == "-h" || s == "--help") throw ArgumentError(std::string("generate: help requested\n") + kUsage);
-    else throw ArgumentError("generate: unknown option '" + s + "'\n" + kUsage);
+    else if (s == "--chat") a.chat = true;
+    else if (s == "--system") a.system = value();
+    else if (s == "-h" || s == "--help") throw ArgumentError("generate: help requested\n" + usage());
+    else throw ArgumentError("generate: unknown option '" + s + "'\n" + usage());
   }
-  if (a.model.empty()) throw ArgumentError(std::string("generate: -m DIR is required\n") + kUsage);
-  if (!a.have_prompt) throw ArgumentError(std::string("generate: -p TEXT is required\n") + kUsage);
+  if (a.flags.model.empty()) throw ArgumentError("generate: -m DIR is required\n" + usage());
+  if (!a.have_prompt) throw ArgumentError("generate: -p TEXT is required\n" + usage());
+  if (!a.system.empty() && !a.chat) throw ArgumentError("generate: --system needs --chat");
   return a;
-}
-
-// transformers' defaults: greedy unless generation_config.json sets do_sample; its values seed the flags.
-SamplingParams sampling_from(const GenerateArgs& a) {
-  SamplingParams p;
-  const auto gen_path = std::filesystem::path(a.model) / "generation_config.json";
-  bool do_sample = false;
-  if (std::filesystem::exists(gen_path)) {
-    const Config g = Config::load(gen_path.string());
-    do_sample = g.get_bool_or("do_sample", false);
-    p.temperature = float(g.get_float_or("temperature", 1.0));
-    p.top_k = g.get_int_or("top_k", 50);
-    p.top_p = float(g.get_float_or("top_p", 1.0));
-    p.min_p = float(g.get_float_or("min_p", 0.0));
-    p.repetition_penalty = float(g.get_float_or("repetition_penalty", 1.0));
-  }
-  if (!do_sample) p.temperature = 0.f;
-  if (a.temperature) p.temperature = *a.temperature;
-  if (a.top_k) p.top_k = *a.top_k;
-  if (a.top_p) p.top_p = *a.top_p;
-  if (a.min_p) p.min_p = *a.min_p;
-  if (a.repetition_penalty) p.repetition_penalty = *a.repetition_penalty;
-  p.presence_penalty = a.presence_penalty;
-  p.frequency_penalty = a.frequency_penalty;
-  p.seed = a.seed;
-  p.validate();
-  return p;
 }
 
 // SIGINT / SIGTERM end generation between tokens (the summary still prints); a signal during the prompt's
@@ -127,21 +70,27 @@ bool stop_requested() { return g_signal.load() != 0; }
 
 int run_generate(const std::vector<std::string>& args) {
   const GenerateArgs a = parse_args(args);
-  GenerationOptions options;
-  options.sampling = sampling_from(a);
-  options.max_new_tokens = a.max_new_tokens;
-  options.stop = a.stop;
+  GenerationOptions options = generation_options(a.flags);
 
-  const Config config = Config::load((std::filesystem::path(a.model) / "config.json").string());
-  const auto model = Model::load(a.model, parse_load_dtype(a.dtype, config));
-  const auto tokenizer = tok::Tokenizer::load(a.model);
-  options.eos_token_ids = load_eos_token_ids(a.model);
+  const Config config = ModelFiles::read_config(a.flags.model);
+  const auto model = Model::load(a.flags.model, parse_load_dtype(a.flags.dtype, config));
+  const auto tokenizer = tok::Tokenizer::load(a.flags.model);
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
 
-  const std::vector<int32_t> prompt = tokenizer->encode(a.prompt, a.add_special);
+  std::vector<int32_t> prompt;
+  if (a.chat) {
+    const ChatFormat format(a.flags.model, tokenizer);
+    chat::List messages;
+    if (!a.system.empty()) messages.push_back(ChatFormat::message("system", a.system));
+    messages.push_back(ChatFormat::message("user", a.prompt));
+    prompt = format.prompt_ids(chat::Value::list(std::move(messages)), true);
+    for (int32_t id : format.end_of_turn()) options.eos_token_ids.push_back(id);
+  } else {
+    prompt = tokenizer->encode(a.prompt, a.add_special);
+  }
   ModelSequence sequence(*model);
   TokenizerTextStream text(tokenizer);
-  options.interrupted = stop_requested;
+  options.cancel = stop_requested;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   GenerationResult r;
@@ -152,7 +101,7 @@ int run_generate(const std::vector<std::string>& args) {
       std::fflush(stdout);
     });
   } catch (const Interrupted&) {
-    r.reason = StopReason::interrupted;  // during the prompt's forward pass: nothing generated
+    r.reason = StopReason::cancelled;  // during the prompt's forward pass: nothing generated
     r.prompt_tokens = int64_t(prompt.size());
   }
   std::signal(SIGINT, SIG_DFL);
@@ -170,7 +119,7 @@ int run_generate(const std::vector<std::string>& args) {
                (long long)options.sampling.top_k, options.sampling.top_p, options.sampling.min_p,
                (unsigned long long)options.sampling.seed);
   // The shell's convention for a run ended by a signal: 128 + its number.
-  return r.reason == StopReason::interrupted ? 128 + (g_signal.load() ? g_signal.load() : SIGINT) : 0;
+  return r.reason == StopReason::cancelled ? 128 + (g_signal.load() ? g_signal.load() : SIGINT) : 0;
 }
 
 }  // namespace attnzoo::cli

@@ -52,33 +52,31 @@ struct KindRow {
   int64_t at[3] = {0, 0, 0};
 };
 
-void add_to(int64_t& sum, int64_t x) { sum = (Checked(sum) + x).value(); }
-
-std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers) {
+std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers, int64_t B) {
   std::map<std::string, KindRow> rows;
   for (const auto& l : layers) {
     const std::string label =
-        l.kind + (l.window ? " (window " + std::to_string(l.window) + ")" : "") + " [" + l.cache.kind + "]";
+        l.kind + (l.window ? " (window " + std::to_string(l.window) + ")" : "") + " [" + cache_kind_name(l.cache.kind) + "]";
     KindRow& r = rows[label];
     r.label = label;
     r.layers += 1;
-    add_to(r.per_token, l.cache.bytes_per_token);
-    add_to(r.fixed, l.cache.fixed_bytes);
-    for (int c = 0; c < 3; ++c) add_to(r.at[c], l.cache.bytes_for(kContexts[c]));
+    r.per_token = checked_add(r.per_token, l.cache.bytes_per_token(), "cache bytes per token");
+    r.fixed = checked_add(r.fixed, l.cache.fixed_bytes(), "state bytes");
+    for (int c = 0; c < 3; ++c) r.at[c] = checked_add(r.at[c], l.cache.bytes_for(kContexts[c], B), "cache bytes");
   }
   std::vector<KindRow> out;
   for (auto& [k, r] : rows) out.push_back(r);
   return out;
 }
 
-KindRow total_of(const std::vector<LayerInfo>& layers, const std::string& label) {
+KindRow total_of(const std::vector<LayerInfo>& layers, const std::string& label, int64_t B) {
   KindRow t;
   t.label = label;
-  for (const auto& r : per_kind(layers)) {
+  for (const auto& r : per_kind(layers, B)) {
     t.layers += r.layers;
-    add_to(t.per_token, r.per_token);
-    add_to(t.fixed, r.fixed);
-    for (int c = 0; c < 3; ++c) add_to(t.at[c], r.at[c]);
+    t.per_token = checked_add(t.per_token, r.per_token, "cache bytes per token");
+    t.fixed = checked_add(t.fixed, r.fixed, "state bytes");
+    for (int c = 0; c < 3; ++c) t.at[c] = checked_add(t.at[c], r.at[c], "cache bytes");
   }
   return t;
 }
@@ -141,7 +139,7 @@ void print_row(const KindRow& r) {
 }
 
 void print_text(const ModelInfo& i, const std::string& source, const std::optional<ModelDescription>& d,
-                bool config_only) {
+                bool config_only, int64_t B, const PoolStats* pool) {
   std::printf("model        %s%s\n", source.c_str(), config_only ? " (config only: no weights read)" : "");
   std::printf("architecture %s (%s)\n", i.architecture.c_str(), i.model_type.c_str());
   std::printf("shape        %lld layers, hidden %lld, intermediate %lld, heads %lld (kv %lld) x %lld, vocab %lld\n",
@@ -166,14 +164,22 @@ void print_text(const ModelInfo& i, const std::string& source, const std::option
   } else {
     std::printf("parameters   not computed from the config for this architecture (inspect the checkpoint)\n");
   }
-  std::printf("memory per sequence (f32, as this engine holds caches and states), by layer type:\n");
+  std::printf("memory per sequence (%s KV cache in blocks of %lld tokens, f32 states, as the pool holds them), by layer type:\n",
+              i.layers.empty() ? "f32" : dtype_name(i.layers[0].cache.dtype), (long long)B);
   std::printf("  %-40s %6s %12s %12s %12s %12s %12s\n", "layer type [cache]", "layers", "per token", "fixed",
               "at 4k", "at 128k", "at 1M");
-  for (const auto& r : per_kind(i.layers)) print_row(r);
-  const KindRow total = total_of(i.layers, "total");
+  for (const auto& r : per_kind(i.layers, B)) print_row(r);
+  const KindRow total = total_of(i.layers, "total", B);
   print_row(total);
+  if (pool)
+    std::printf("pool         %s reserved (--kv-cache-memory): %lld KV blocks of %lld tokens, %s each (%lld blocks per "
+                "4k-token sequence); %lld state slots of %s, %lld prefix-state snapshots\n",
+                human_bytes(double(pool->bytes)).c_str(), (long long)pool->num_blocks, (long long)B,
+                human_bytes(double(pool->block_bytes)).c_str(), (long long)(pool->block_bytes ? (4096 + B - 1) / B : 0),
+                (long long)pool->state_slots, human_bytes(double(pool->state_slot_bytes)).c_str(),
+                (long long)pool->snapshot_slots);
   for (const auto& c : comparisons(i, d)) {
-    const KindRow other = total_of(c.layers, c.name == "all_mla" ? "same stack, all MLA" : "same stack, all attention");
+    const KindRow other = total_of(c.layers, c.name == "all_mla" ? "same stack, all MLA" : "same stack, all attention", B);
     std::printf("compared with %s (%s):\n", other.label.c_str(), c.heads.c_str());
     print_row(other);
     std::printf("  this model holds %s less per token (KV / latent growth)", percent(saving(total.per_token, other.per_token)).c_str());
@@ -191,7 +197,7 @@ void print_kind_json(const KindRow& r) {
 }
 
 void print_json(const ModelInfo& i, const std::string& source, const std::optional<ModelDescription>& d,
-                bool config_only) {
+                bool config_only, int64_t B, const PoolStats* pool) {
   std::printf("{\"model\": %s, \"config_only\": %s, \"architecture\": %s, \"model_type\": %s, ",
               json_string(source).c_str(), config_only ? "true" : "false", json_string(i.architecture).c_str(),
               json_string(i.model_type).c_str());
@@ -213,26 +219,32 @@ void print_json(const ModelInfo& i, const std::string& source, const std::option
   std::printf("\"tied_embeddings\": %s, \"layers\": [", i.tied_embeddings ? "true" : "false");
   for (size_t l = 0; l < i.layers.size(); ++l) {
     const auto& L = i.layers[l];
-    std::printf("%s{\"kind\": %s, \"window\": %lld, \"cache\": {\"kind\": %s, \"bytes_per_token\": %lld, "
-                "\"fixed_bytes\": %lld, \"block_tokens\": %lld, \"max_tokens\": %lld}}",
-                l ? ", " : "", json_string(L.kind).c_str(), (long long)L.window, json_string(L.cache.kind).c_str(),
-                (long long)L.cache.bytes_per_token, (long long)L.cache.fixed_bytes, (long long)L.cache.block_tokens,
-                (long long)L.cache.max_tokens);
+    std::printf("%s{\"kind\": %s, \"window\": %lld, \"cache\": {\"kind\": %s, \"dtype\": %s, \"bytes_per_token\": %lld, "
+                "\"fixed_bytes\": %lld, \"block_tokens\": %lld}}",
+                l ? ", " : "", json_string(L.kind).c_str(), (long long)L.window,
+                json_string(cache_kind_name(L.cache.kind)).c_str(), json_string(dtype_name(L.cache.dtype)).c_str(),
+                (long long)L.cache.bytes_per_token(), (long long)L.cache.fixed_bytes(), (long long)B);
   }
-  std::printf("], \"cache_bytes_per_token\": %lld, \"cache_bytes_at\": {", (long long)i.cache_bytes_per_token());
+  std::printf("], \"block_tokens\": %lld, ", (long long)B);
+  if (pool)
+    std::printf("\"pool\": {\"bytes\": %lld, \"num_blocks\": %lld, \"block_bytes\": %lld, \"state_slots\": %lld, "
+                "\"state_slot_bytes\": %lld, \"snapshot_slots\": %lld}, ",
+                (long long)pool->bytes, (long long)pool->num_blocks, (long long)pool->block_bytes,
+                (long long)pool->state_slots, (long long)pool->state_slot_bytes, (long long)pool->snapshot_slots);
+  std::printf("\"cache_bytes_per_token\": %lld, \"cache_bytes_at\": {", (long long)i.cache_bytes_per_token());
   for (int c = 0; c < 3; ++c)
-    std::printf("%s\"%lld\": %lld", c ? ", " : "", (long long)kContexts[c], (long long)i.cache_bytes_for(kContexts[c]));
+    std::printf("%s\"%lld\": %lld", c ? ", " : "", (long long)kContexts[c], (long long)i.cache_bytes_for(kContexts[c], B));
   std::printf("}, \"per_kind\": [");
-  const auto rows = per_kind(i.layers);
+  const auto rows = per_kind(i.layers, B);
   for (size_t r = 0; r < rows.size(); ++r) {
     if (r) std::printf(", ");
     print_kind_json(rows[r]);
   }
   std::printf("], \"comparisons\": {");
-  const KindRow total = total_of(i.layers, "total");
+  const KindRow total = total_of(i.layers, "total", B);
   const auto cs = comparisons(i, d);
   for (size_t k = 0; k < cs.size(); ++k) {
-    const KindRow other = total_of(cs[k].layers, cs[k].name);
+    const KindRow other = total_of(cs[k].layers, cs[k].name, B);
     std::printf("%s%s: {\"heads\": %s, \"stack\": ", k ? ", " : "", json_string(cs[k].name).c_str(),
                 json_string(cs[k].heads).c_str());
     print_kind_json(other);
@@ -260,6 +272,10 @@ bool holds_weights(const std::filesystem::path& dir) {
 int run_inspect(const std::vector<std::string>& args) {
   std::string dir, config_file;
   bool json = false;
+  LoadOptions options;
+  // inspect reserves no pool memory of note: a small budget still reports the per-token and per-block sizes.
+  options.pool.bytes = int64_t(1) << 30;
+  std::optional<PoolStats> pool;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-m" || args[i] == "--model" || args[i] == "--config") {
       if (i + 1 >= args.size()) throw ArgumentError(args[i] + ": needs a value");
@@ -267,6 +283,13 @@ int run_inspect(const std::vector<std::string>& args) {
       ++i;
     } else if (args[i] == "--json") {
       json = true;
+    } else if (args[i] == "--kv-cache-dtype" || args[i] == "--block-size") {
+      if (i + 1 >= args.size()) throw ArgumentError(args[i] + ": needs a value");
+      if (args[i] == "--kv-cache-dtype")
+        options.pool.kv_dtype = parse_kv_cache_dtype(args[i + 1], DType::f32);
+      else
+        options.pool.block_tokens = std::stoll(args[i + 1]);
+      ++i;
     } else if (!args[i].empty() && args[i][0] != '-' && dir.empty() && config_file.empty()) {
       dir = args[i];
     } else {
@@ -285,15 +308,16 @@ int run_inspect(const std::vector<std::string>& args) {
   std::unique_ptr<Model> model;
   ModelInfo info;
   if (config_only) {
-    description = describe_model(Config::load(config_file));
+    description = describe_model(Config::load(config_file), options);
     info = description->info;
   } else {
-    model = Model::load(dir);
+    model = Model::load(dir, options);
     info = model->info();
+    pool = model->pool().stats();
     // Only for the comparisons' head shapes; the layers printed are the built model's own.
     if (find_model_describer(info.architecture)) {
       try {
-        description = describe_model(model->config());
+        description = describe_model(model->config(), options);
       } catch (const std::exception&) {
         description.reset();  // the checkpoint loaded; without a description there are just no comparisons
       }
@@ -301,9 +325,9 @@ int run_inspect(const std::vector<std::string>& args) {
   }
   const std::string source = config_only ? config_file : dir;
   if (json)
-    print_json(info, source, description, config_only);
+    print_json(info, source, description, config_only, options.pool.block_tokens, pool ? &*pool : nullptr);
   else
-    print_text(info, source, description, config_only);
+    print_text(info, source, description, config_only, options.pool.block_tokens, pool ? &*pool : nullptr);
   return 0;
 }
 

@@ -25,7 +25,9 @@ void usage() {
       "  inspect DIR | -m DIR | --config FILE [--json]\n"
       "                          layers, parameters, KV / state bytes per layer type (config.json alone\n"
       "                          is enough); vs the same stack all-attention / all-MLA\n"
-      "  generate -m DIR -p TEXT text generation\n"
+      "  generate -m DIR -p TEXT [--chat]\n"
+      "                          text generation (--chat: the prompt as a user message in the chat template)\n"
+      "  chat -m DIR             interactive chat in the checkpoint's chat template, streamed\n"
       "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"
       "\n"
       "global options: --threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
     if (cmd == "tokenize") return attnzoo::cli::run_tokenize(args);
     if (cmd == "inspect") return attnzoo::cli::run_inspect(args);
     if (cmd == "generate") return attnzoo::cli::run_generate(args);
+    if (cmd == "chat") return attnzoo::cli::run_chat(args);
     if (cmd == "explain") return attnzoo::cli::run_explain(args, argv[0]);
     std::fprintf(stderr, "attnzoo: unknown command '%s'\n", cmd.c_str());
     usage();

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "loader/json.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -69,24 +70,7 @@ std::string escape(const std::string& bytes) {
 }
 
 // JSON string literal; the text is made valid UTF-8 first.
-std::string json_string(const std::string& bytes) {
-  const std::string s = tok::utf8::lossy(bytes);
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += char(c);
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
+std::string json_string(const std::string& bytes) { return json::quote(tok::utf8::lossy(bytes)); }
 
 std::string piece_of(const tok::Tokenizer& t, int32_t id) {
   const int32_t one[1] = {id};

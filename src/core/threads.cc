@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "core/denormals.h"
 #include "core/error.h"
 
 namespace attnzoo {
@@ -14,6 +15,7 @@ namespace {
 thread_local bool t_inside_task = false;
 thread_local int t_pins = 0;
 thread_local ThreadPool::InterruptPoll t_poll = nullptr;
+thread_local const std::atomic<bool>* t_cancelled = nullptr;  // the cancel flag of the job this thread runs
 std::unique_ptr<ThreadPool> g_pool;
 std::mutex g_pool_mutex;
 std::shared_mutex g_resize_mutex;  // shared: a Pin; exclusive: set_global_threads
@@ -31,6 +33,25 @@ class PollClock {
  private:
   std::chrono::steady_clock::time_point next_ =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(ThreadPool::kPollIntervalMs);
+};
+// Marks this thread as running tasks of the job whose cancel flag is `cancelled`, until the scope ends (also
+// when a task throws, so the next call from this thread is top level again).
+class InsideTask {
+ public:
+  explicit InsideTask(const std::atomic<bool>* cancelled) : was_inside_(t_inside_task), previous_(t_cancelled) {
+    t_inside_task = true;
+    t_cancelled = cancelled;
+  }
+  ~InsideTask() {
+    t_inside_task = was_inside_;
+    t_cancelled = previous_;
+  }
+  InsideTask(const InsideTask&) = delete;
+  InsideTask& operator=(const InsideTask&) = delete;
+
+ private:
+  bool was_inside_;
+  const std::atomic<bool>* previous_;
 };
 }  // namespace
 
@@ -67,7 +88,7 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_tasks(int worker, bool poll) {
-  t_inside_task = true;
+  const InsideTask inside(&cancelled_);
   PollClock clock;
   for (;;) {
     if (cancelled_.load(std::memory_order_relaxed)) break;
@@ -76,10 +97,10 @@ void ThreadPool::run_tasks(int worker, bool poll) {
     (*job_)(task, worker);
     if (poll && clock.due() && t_poll()) cancelled_.store(true, std::memory_order_relaxed);
   }
-  t_inside_task = false;
 }
 
 void ThreadPool::worker_loop(int worker) {
+  flush_denormals_in_this_thread();
   uint64_t seen = 0;
   for (;;) {
     {
@@ -98,25 +119,23 @@ void ThreadPool::worker_loop(int worker) {
 
 void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   if (num_tasks <= 0) return;
+  const FlushDenormalsGuard flush;  // the caller's own setting comes back when the tasks are done
   // Only the outermost call of the submitting thread polls and throws: a task must never be left by an
   // exception while other workers still run the job.
   const bool top_level = !t_inside_task;
   const bool poll = top_level && t_poll != nullptr;
   if (t_inside_task || workers_.empty() || num_tasks == 1) {
-    if (top_level) cancelled_.store(false, std::memory_order_relaxed);
-    t_inside_task = true;
+    // A serial job of its own has its own cancel flag: the pool's belongs to whichever job the workers run,
+    // possibly another thread's. A nested loop skips its rest when its enclosing job is cancelled.
+    std::atomic<bool> own{false};
+    const InsideTask inside(top_level ? &own : t_cancelled);
     PollClock clock;
-    bool interrupted = false;
     for (int64_t i = 0; i < num_tasks; ++i) {
-      if (cancelled_.load(std::memory_order_relaxed)) break;  // a nested loop of a cancelled job: skip the rest
+      if (t_cancelled->load(std::memory_order_relaxed)) break;
       fn(i, 0);
-      if (poll && clock.due() && t_poll()) {
-        interrupted = true;
-        break;
-      }
+      if (poll && clock.due() && t_poll()) own.store(true, std::memory_order_relaxed);
     }
-    t_inside_task = !top_level;
-    if (interrupted) throw Interrupted();
+    if (top_level && own.load(std::memory_order_relaxed)) throw Interrupted();
     return;
   }
   // One job at a time: concurrent callers (e.g. two Python threads) queue here.

@@ -14,7 +14,7 @@ const char* stop_reason_name(StopReason r) {
     case StopReason::eos: return "eos";
     case StopReason::stop_string: return "stop_string";
     case StopReason::max_positions: return "max_positions";
-    case StopReason::interrupted: return "interrupted";
+    case StopReason::cancelled: return "cancelled";
   }
   return "?";
 }
@@ -65,10 +65,6 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
       result.reason = StopReason::max_positions;
       break;
     }
-    if (options.interrupted && options.interrupted()) {
-      result.reason = StopReason::interrupted;
-      break;
-    }
     const int32_t id = sampler.sample(logits, context);
     result.tokens.push_back(id);
     context.push_back(id);
@@ -87,6 +83,10 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
     }
     if (int64_t(result.tokens.size()) >= options.max_new_tokens) {
       result.reason = StopReason::max_new_tokens;
+      break;
+    }
+    if (options.cancel && options.cancel()) {
+      result.reason = StopReason::cancelled;
       break;
     }
     t0 = std::chrono::steady_clock::now();

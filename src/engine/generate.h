@@ -38,13 +38,14 @@ struct GenerationOptions {
   int64_t max_new_tokens = 128;
   std::vector<int32_t> eos_token_ids;  // see load_eos_token_ids
   std::vector<std::string> stop;       // stop strings: need a TextStream
-  // Polled before each new token; true ends generation with StopReason::interrupted (CLI: SIGINT / SIGTERM).
-  std::function<bool()> interrupted;
+  // Polled before each decode step: true ends generation with StopReason::cancelled (an interrupt: Ctrl-C in
+  // the CLI, KeyboardInterrupt in Python).
+  std::function<bool()> cancel;
 };
 
 // max_positions: prompt + new tokens reached the model's max_position_embeddings (the announced truncation of
 // every front end: generation stops there, whatever max_new_tokens asked for).
-enum class StopReason { max_new_tokens, eos, stop_string, max_positions, interrupted };
+enum class StopReason { max_new_tokens, eos, stop_string, max_positions, cancelled };
 const char* stop_reason_name(StopReason r);
 
 struct GenerationResult {

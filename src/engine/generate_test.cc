@@ -99,6 +99,20 @@ TEST(Generate, StopStringTrimsTextAndEndsEarly) {
   EXPECT_EQ(streamed, r.text);  // nothing of the stop string was ever streamed
 }
 
+TEST(Generate, CancelEndsBeforeTheNextForwardPass) {
+  CountingModel model(50);
+  PieceStream text;
+  auto o = greedy(20);
+  int polls = 0;
+  o.cancel = [&] { return ++polls == 3; };  // an interrupt arriving while the third token streams
+  const std::vector<int32_t> prompt = {1};
+  const auto r = generate(model, prompt, o, &text);
+  EXPECT_EQ(r.reason, StopReason::cancelled);
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{2, 3, 4}));
+  EXPECT_EQ(r.text, "<2><3><4>");
+  EXPECT_EQ(model.calls.size(), 3u);  // the prompt, 2 and 3: no pass for 4
+}
+
 TEST(Generate, UnicodeIsNeverSplit) {
   CountingModel model(50);
   PieceStream text;
@@ -157,16 +171,6 @@ TEST(Generate, StopsAtMaxPositionsAndRefusesLongerPrompts) {
     EXPECT_NE(std::string(e.what()).find("prompt"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("max_position_embeddings"), std::string::npos);
   }
-}
-
-TEST(Generate, InterruptEndsBeforeTheNextToken) {
-  CountingModel model(10);
-  auto o = greedy(100);
-  int polls = 0;
-  o.interrupted = [&] { return ++polls > 3; };
-  const GenerationResult r = generate(model, std::vector<int32_t>{1}, o);
-  EXPECT_EQ(r.reason, StopReason::interrupted);
-  EXPECT_EQ(r.tokens.size(), 3u);
 }
 
 }  // namespace

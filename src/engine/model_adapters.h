@@ -18,7 +18,7 @@ class ModelSequence : public LogitsSource {
 
  private:
   const Model& model_;
-  std::unique_ptr<SequenceState> state_;
+  std::unique_ptr<Sequence> state_;
 };
 
 // The tokenizer's streaming decoder (whole characters only), special tokens left out of the text.

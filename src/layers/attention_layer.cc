@@ -9,6 +9,8 @@
 #include "core/threads.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
+#include "layers/paged_attention.h"
+#include "layers/paged_kv.h"
 
 namespace attnzoo {
 AttentionLayer::AttentionLayer(const AttentionConfig& config, Linear q, Linear k, Linear v, Linear o,
@@ -40,15 +42,11 @@ void AttentionLayer::set_sinks(const TensorView& sinks, const std::string& name)
   sinks_ = std::move(w);
 }
 
-std::unique_ptr<LayerState> AttentionLayer::new_state() const {
-  return std::make_unique<KvCache>(config_.num_kv_heads, config_.head_dim, config_.cache_block_tokens, config_.window);
-}
-
 uint64_t AttentionLayer::weight_bytes() const {
   return q_.weight_bytes() + k_.weight_bytes() + v_.weight_bytes() + o_.weight_bytes();
 }
 
-void AttentionLayer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), D = c.head_dim;
   const int64_t qw = c.num_heads * D, kw = c.num_kv_heads * D;
@@ -79,31 +77,9 @@ void AttentionLayer::forward(const float* x, const Batch& batch, int64_t layer_i
   opts.window = c.window;
   opts.softcap = c.softcap;
   opts.sinks = sinks_.empty() ? nullptr : sinks_.data();
-  const int64_t S = batch.num_sequences();
-  bool all_decode = true;
-  for (int64_t s = 0; s < S; ++s) {
-    auto* cache = static_cast<KvCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
-    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
-    cache->append(k.data() + b * kw, v.data() + b * kw, n, kw);
-    all_decode = all_decode && n <= kMaxDecodeQueries;
-  }
-  auto attend = [&](int64_t s) {
-    const auto* cache = static_cast<const KvCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
-    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
-    if (n == 0) return;
-    const TensorView qv = TensorView::contiguous(q.data() + b * qw, DType::f32, {1, n, c.num_heads, D});
-    const TensorView ov = TensorView::contiguous(attn.data() + b * qw, DType::f32, {1, n, c.num_heads, D});
-    if (n <= kMaxDecodeQueries)
-      attention_decode(qv, cache->decode_view(), ov, opts);
-    else
-      attention_prefill(qv, cache->keys(), cache->values(), ov, opts);
-  };
-  // Many short (decode) sequences: one task each, the kernels then run serially inside. Otherwise one sequence at
-  // a time, each kernel spreading its own work over the pool.
-  if (all_decode && S > 1)
-    ThreadPool::global().parallel_for(S, [&](int64_t s, int) { attend(s); });
-  else
-    for (int64_t s = 0; s < S; ++s) attend(s);
+  write_paged_rows(k.data(), T, kw, batch.slot_mapping.data(), memory.k);
+  write_paged_rows(v.data(), T, kw, batch.slot_mapping.data(), memory.v);
+  paged_attention(q.data(), c.num_heads, D, batch, memory.k, memory.v, opts, attn.data());
   if (c.output_gate)
     for (size_t i = 0; i < attn.size(); ++i) attn[i] *= 1.f / (1.f + std::exp(-gate[i]));
   o_.forward(attn.data(), T, out);
@@ -128,7 +104,7 @@ void AttentionLayer::project_qk(const float* x, const Batch& batch, float* q, fl
   rope_.apply(k, T, c.num_kv_heads, c.num_kv_heads * D, batch.positions.data());
 }
 
-void AttentionLayer::trace(const float* x, const Batch& batch, int64_t, LayerTrace& out) const {
+void AttentionLayer::trace(const float* x, const Batch& batch, const LayerMemory&, LayerTrace& out) const {
   const auto& c = config_;
   const int64_t T = batch.num_tokens();
   out.kind = kind();

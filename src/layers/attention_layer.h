@@ -1,8 +1,8 @@
 #pragma once
-// Softmax self-attention with its KV cache: q/k/v projections (optional bias), optional per-head q/k RMSNorm
-// (Qwen3), RoPE at each token's position, then per sequence: append K/V to the sequence's cache and attend with
-// the prefill kernel (chunks longer than kMaxDecodeQueries) or the decode kernel, optionally over a sliding
-// window; finally the output projection. Options for other families: attention-logit softcapping (Gemma 2),
+// Softmax self-attention over the pool's paged KV cache: q/k/v projections (optional bias), optional per-head
+// q/k RMSNorm (Qwen3), RoPE at each token's position, K/V written to the pool slots the batch's slot mapping
+// names, then per sequence the prefill kernel (chunks longer than kMaxDecodeQueries) or the paged decode kernel,
+// optionally over a sliding window; finally the output projection. Options for other families: attention-logit softcapping (Gemma 2),
 // per-head learned sink logits (gpt-oss) and a sigmoid output gate (Qwen3-Next "gated attention").
 #include <cmath>
 #include <limits>
@@ -13,7 +13,6 @@
 
 #include "layers/batch.h"
 #include "layers/block_parts.h"
-#include "layers/kv_cache.h"
 #include "layers/linear.h"
 #include "layers/norm.h"
 #include "layers/rope.h"
@@ -24,7 +23,6 @@ struct AttentionConfig {
   int64_t hidden = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
   int64_t window = 0;  // >0: sliding window of this many keys (query included)
   float scale = std::numeric_limits<float>::quiet_NaN();  // NaN: head_dim^-0.5
-  int64_t cache_block_tokens = KvCache::kDefaultBlockTokens;
   float softcap = 0.f;  // >0: scores = softcap * tanh(scores / softcap) before masking (Gemma 2 attn_logit_softcapping)
   // Qwen3-Next: q_proj yields num_heads * 2 * head_dim features, per head [q (head_dim) ; gate (head_dim)];
   // the attention output is multiplied by sigmoid(gate) before o_proj.
@@ -43,21 +41,17 @@ class AttentionLayer : public SequenceMixer {
   void set_sinks(const TensorView& sinks, const std::string& name);
   const std::vector<float>& sinks() const { return sinks_; }
   // The cache and kind of a layer with this config, without weights (config-only `inspect` calls these too).
-  static CacheSpec spec(const AttentionConfig& c) {
-    return KvCache::spec(c.num_kv_heads, c.head_dim, c.cache_block_tokens, c.window);
-  }
+  static CacheSpec spec(const AttentionConfig& c) { return CacheSpec::kv(c.num_kv_heads, c.head_dim, c.window); }
   static std::string kind_of(const AttentionConfig& c) { return c.window > 0 ? "sliding_attention" : "attention"; }
   CacheSpec cache_spec() const override { return spec(config_); }
-  std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
   std::string kind() const override { return kind_of(config_); }
   int64_t window() const override { return config_.window; }
 
-  // x [T, hidden] for the batch's packed tokens -> out [T, hidden]. Appends to every sequence's cache at
-  // `layer_index` (which must be a KvCache made by new_state()).
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  // x [T, hidden] for the batch's packed tokens -> out [T, hidden]; writes the tokens' K/V into `memory`.
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const override;
   // q and k after norm and RoPE for the batch's tokens (stateless), plus scale and window.
-  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
+  void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
  private:
   // x [T, hidden] -> q [T, num_heads * D], k [T, num_kv_heads * D] after the q/k norms and RoPE.

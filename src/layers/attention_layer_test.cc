@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "testing/mixer_harness.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -36,7 +37,6 @@ struct Weights {
 
 AttentionLayer make_layer(const Case& c, const Weights& w, const Rope& rope) {
   AttentionConfig ac{c.hidden, c.heads, c.kv_heads, c.head_dim, c.window};
-  ac.cache_block_tokens = 4;  // small blocks so windowed caches really drop tokens
   ac.softcap = c.softcap;
   ac.output_gate = c.gate;
   std::optional<RmsNorm> qn, kn;
@@ -140,17 +140,17 @@ std::vector<double> reference(const Case& c, const Weights& w, const Rope& rope,
 // Runs the layer over T tokens fed in the given chunk sizes (cycled), one fresh sequence.
 std::vector<float> run_chunks(const AttentionLayer& layer, const std::vector<float>& x, int64_t T, int64_t hidden,
                               const std::vector<int64_t>& chunks) {
-  SequenceState seq;
-  seq.layers.push_back(layer.new_state());
+  // An odd block size with blocks handed out shuffled: chunks straddle blocks that are not adjacent in memory.
+  testing::MixerHarness harness(layer, /*block_tokens=*/7, DType::f32, /*shuffle_seed=*/42);
+  const auto seq = harness.new_sequence();
   std::vector<float> out(size_t(T * hidden));
   size_t ci = 0;
   for (int64_t t0 = 0; t0 < T;) {
     const int64_t n = std::min(chunks[ci++ % chunks.size()], T - t0);
     Batch b;
     std::vector<int32_t> ids(size_t(n), 0);
-    b.add(seq, ids);
-    layer.forward(x.data() + t0 * hidden, b, 0, out.data() + t0 * hidden);
-    seq.length += n;
+    b.add(*seq, ids);
+    harness.forward(x.data() + t0 * hidden, b, out.data() + t0 * hidden);
     t0 += n;
   }
   return out;

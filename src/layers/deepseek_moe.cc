@@ -86,7 +86,7 @@ DeepseekMoe::DeepseekMoe(const DeepseekMoeConfig& config, Linear router, const T
   check_config(config_, E);
   const int64_t H = experts_[0].hidden();
   require(router_.out_features() == E && router_.in_features() == H, (name + ".gate.weight").c_str(),
-          "expected [" + std::to_string(E) + ", " + std::to_string(H) + "], got " + router_.weight().shape_str());
+          "expected [" + std::to_string(E) + ", " + std::to_string(H) + "], got " + router_.shape_str());
   for (int64_t e = 0; e < E; ++e)
     require(experts_[size_t(e)].hidden() == H, (name + ".experts." + std::to_string(e)).c_str(),
             "hidden size differs from expert 0's");

@@ -30,13 +30,6 @@ std::vector<ProjectionRun> qwen3_5_in_proj_runs(const GatedDeltaNetConfig& c) {
   return {{0, 0, c.conv_dim()}, {1, 0, c.value_dim()}, {2, 0, c.num_v_heads}, {3, 0, c.num_v_heads}};
 }
 
-GatedDeltaNetState::GatedDeltaNetState(int64_t conv_elems, int64_t recurrent_elems)
-    : conv_elems_(conv_elems), recurrent_elems_(recurrent_elems), conv_(size_t(conv_elems)),
-      recurrent_(size_t(recurrent_elems)) {
-  std::fill(conv_.data(), conv_.data() + conv_elems, 0.f);
-  std::fill(recurrent_.data(), recurrent_.data() + recurrent_elems, 0.f);
-}
-
 GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedDeltaNetWeights weights,
                                        const std::string& name)
     : config_(config), w_(std::move(weights)) {
@@ -51,7 +44,7 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedD
   std::vector<int64_t> offsets;
   for (const Linear& l : w_.in_proj) {
     require(l.in_features() == c.hidden, (name + ".in_proj").c_str(),
-            "expected weights [*, " + std::to_string(c.hidden) + "], got " + l.weight().shape_str());
+            "expected weights [*, " + std::to_string(c.hidden) + "], got " + l.shape_str());
     offsets.push_back(in_proj_width_);
     in_proj_width_ += l.out_features();
   }
@@ -88,14 +81,8 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedD
 }
 
 CacheSpec GatedDeltaNetMixer::spec(const GatedDeltaNetConfig& c) {
-  const int64_t elems = c.conv_dim() * c.conv_state_len() + c.num_v_heads * c.head_k_dim * c.head_v_dim;
-  return {"state", 0, elems * int64_t(sizeof(float)), 0, 0};
-}
-
-std::unique_ptr<LayerState> GatedDeltaNetMixer::new_state() const {
-  const auto& c = config_;
-  return std::make_unique<GatedDeltaNetState>(c.conv_dim() * c.conv_state_len(),
-                                              c.num_v_heads * c.head_k_dim * c.head_v_dim);
+  return conv_state_spec(checked_mul(c.conv_dim(), c.conv_state_len(), "conv state"),
+                         checked_mul(checked_mul(c.num_v_heads, c.head_k_dim, "state"), c.head_v_dim, "state"));
 }
 
 uint64_t GatedDeltaNetMixer::weight_bytes() const {
@@ -105,7 +92,7 @@ uint64_t GatedDeltaNetMixer::weight_bytes() const {
          uint64_t(conv_weight_.numel()) * dtype_size(conv_weight_.dtype);
 }
 
-void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), C = c.conv_dim(), HV = c.num_v_heads;
   const int64_t H = c.num_k_heads, K = c.head_k_dim, V = c.head_v_dim, kd = c.key_dim(), vd = c.value_dim();
@@ -116,7 +103,7 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
   for (const Linear& l : w_.in_proj) {
     const int64_t n = l.out_features();
     if (!l.has_bias()) {
-      linear_forward(l.weight(), nullptr, x, T, raw.data() + col, in_proj_width_);
+      l.forward(x, T, raw.data() + col, in_proj_width_);
     } else {
       with_bias.resize(size_t(T * n));
       l.forward(x, T, with_bias.data());
@@ -145,7 +132,7 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
 
   const int64_t Wm1 = c.conv_state_len();
   auto state_of = [&](int64_t s) {
-    return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
+    return conv_state_slot(memory, batch, s, C * Wm1);
   };
   std::vector<float> q(size_t(T * kd)), k(size_t(T * kd)), v(size_t(T * vd)), o(size_t(T * vd));
   auto conv_sequence = [&](int64_t s) {
@@ -153,7 +140,7 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
     if (n == 0) return;
     CausalConv1dOptions opts;
     opts.bias = w_.conv_bias;
-    opts.initial_state = TensorView::contiguous(state_of(s)->conv(), DType::f32, {1, C, Wm1});
+    opts.initial_state = TensorView::contiguous(state_of(s).conv, DType::f32, {1, C, Wm1});
     opts.final_state = opts.initial_state;
     opts.activation = ConvActivation::silu;
     causal_conv1d(TensorView::contiguous(mixed.data() + b * C, DType::f32, {1, n, C}), conv_weight_,
@@ -169,7 +156,7 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
     args.g = TensorView::contiguous(g.data() + b * HV, DType::f32, {1, n, HV});
     args.beta = TensorView::contiguous(beta.data() + b * HV, DType::f32, {1, n, HV});
     args.o = TensorView::contiguous(o.data() + b * vd, DType::f32, {1, n, HV, V});
-    args.initial_state = TensorView::contiguous(state_of(s)->recurrent(), DType::f32, {1, HV, K, V});
+    args.initial_state = TensorView::contiguous(state_of(s).state, DType::f32, {1, HV, K, V});
     args.final_state = args.initial_state;  // the kernels read each head's state before writing it
     args.use_qk_l2norm_in_kernel = true;
     // Inputs are this layer's own projections and the state its own: scanning them for NaN each step would read
@@ -197,12 +184,12 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, int64_t lay
   w_.out_proj.forward(o.data(), T, out);
 }
 
-void GatedDeltaNetMixer::trace(const float*, const Batch& batch, int64_t layer_index, LayerTrace& out) const {
+void GatedDeltaNetMixer::trace(const float*, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const {
   const auto& c = config_;
   out.kind = kind();
   if (batch.num_sequences() < 1) return;
-  auto* st = static_cast<GatedDeltaNetState*>(batch.sequences[0]->layers[size_t(layer_index)].get());
-  out.state_norms = head_state_norms(st->recurrent(), c.num_v_heads, c.head_k_dim * c.head_v_dim);
+  const ConvStateSlot st = conv_state_slot(memory, batch, 0, c.conv_dim() * c.conv_state_len());
+  out.state_norms = head_state_norms(st.state, c.num_v_heads, c.head_k_dim * c.head_v_dim);
 }
 
 }  // namespace attnzoo

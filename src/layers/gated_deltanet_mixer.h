@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "core/aligned_buffer.h"
 #include "core/tensor.h"
 #include "layers/block_parts.h"
 #include "layers/linear.h"
@@ -54,35 +53,22 @@ std::vector<ProjectionRun> qwen3_next_in_proj_runs(const GatedDeltaNetConfig& c)
 // Qwen3.5 stores in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (sources 0..3) already in order.
 std::vector<ProjectionRun> qwen3_5_in_proj_runs(const GatedDeltaNetConfig& c);
 
-// One sequence's memory for the layer: the conv tail (last W - 1 inputs, oldest first) and the delta-rule state.
-class GatedDeltaNetState : public LayerState {
- public:
-  GatedDeltaNetState(int64_t conv_elems, int64_t recurrent_elems);
-  int64_t bytes() const override { return (conv_elems_ + recurrent_elems_) * int64_t(sizeof(float)); }
-  float* conv() { return conv_.data(); }            // [conv_dim, W - 1]
-  float* recurrent() { return recurrent_.data(); }  // [HV, K, V]
-
- private:
-  int64_t conv_elems_, recurrent_elems_;
-  AlignedBuffer<float> conv_, recurrent_;
-};
-
 class GatedDeltaNetMixer : public SequenceMixer {
  public:
   // Validates every weight against the config; errors name `name`.<tensor>.
   GatedDeltaNetMixer(const GatedDeltaNetConfig& config, GatedDeltaNetWeights weights, const std::string& name);
 
   const GatedDeltaNetConfig& config() const { return config_; }
+  // Pool slot: conv tail [conv_dim, W - 1] and the delta-rule state [HV, K, V].
   static CacheSpec spec(const GatedDeltaNetConfig& c);
   CacheSpec cache_spec() const override { return spec(config_); }
-  std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
   static constexpr const char* kKind = "linear_attention";
   std::string kind() const override { return kKind; }
 
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const override;
   // Frobenius norm of each value head's state (after forward() has run on this batch).
-  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
+  void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
  private:
   GatedDeltaNetConfig config_;

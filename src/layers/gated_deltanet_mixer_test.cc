@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "testing/mixer_harness.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -52,14 +53,13 @@ std::vector<float> run_pieces(const GatedDeltaNetMixer& m, const float* x, const
   int64_t T = 0;
   for (int64_t p : pieces) T += p;
   std::vector<float> y(size_t(T * H));
-  SequenceState s;
-  s.layers.push_back(m.new_state());
+  testing::MixerHarness harness(m);
+  const auto s = harness.new_sequence();
   int64_t at = 0;
   for (int64_t p : pieces) {
     Batch b;
-    b.add(s, std::vector<int32_t>(size_t(p), 0));
-    m.forward(x + at * H, b, 0, y.data() + at * H);
-    s.length += p;
+    b.add(*s, std::vector<int32_t>(size_t(p), 0));
+    harness.forward(x + at * H, b, y.data() + at * H);
     at += p;
   }
   return y;
@@ -77,19 +77,20 @@ TEST(GatedDeltaNetMixer, PiecesCarryConvTailAndStateExactly) {
     const auto got = run_pieces(m, x.view.ptr<float>(), pieces);
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], whole[i], 2e-5 * (1 + scale)) << i;
   }
-  EXPECT_EQ(m.cache_spec().fixed_bytes,
-            4 * (f.c.conv_dim() * 3 + f.c.num_v_heads * f.c.head_k_dim * f.c.head_v_dim));
-  EXPECT_EQ(m.cache_spec().bytes_per_token, 0);
+  // The slot: the conv tail padded to a cache line, then the state.
+  EXPECT_EQ(m.cache_spec().fixed_bytes(),
+            4 * ((f.c.conv_dim() * 3 + 15) / 16 * 16 + f.c.num_v_heads * f.c.head_k_dim * f.c.head_v_dim));
+  EXPECT_EQ(m.cache_spec().bytes_per_token(), 0);
 
   // The explainer's trace reads each value head's state norm after a forward pass.
-  SequenceState s;
-  s.layers.push_back(m.new_state());
+  testing::MixerHarness harness(m);
+  const auto s = harness.new_sequence();
   Batch b;
-  b.add(s, std::vector<int32_t>(20, 0));
+  b.add(*s, std::vector<int32_t>(20, 0));
   std::vector<float> y(size_t(20 * f.c.hidden));
-  m.forward(x.view.ptr<float>(), b, 0, y.data());
+  harness.forward(x.view.ptr<float>(), b, y.data());
   LayerTrace trace;
-  m.trace(x.view.ptr<float>(), b, 0, trace);
+  harness.trace(x.view.ptr<float>(), b, trace);
   EXPECT_EQ(trace.kind, "linear_attention");
   ASSERT_EQ(int64_t(trace.state_norms.size()), f.c.num_v_heads);
   for (float n : trace.state_norms) EXPECT_GT(n, 0.f);
@@ -103,23 +104,21 @@ TEST(GatedDeltaNetMixer, BatchedDecodeMatchesSingleSequences) {
   const float* xa = x.view.ptr<float>();
   const float* xb = xa + 10 * H;
   const auto want_a = run_pieces(m, xa, {9, 1}), want_b = run_pieces(m, xb, {9, 1});
-  SequenceState a, b;
-  a.layers.push_back(m.new_state());
-  b.layers.push_back(m.new_state());
+  testing::MixerHarness harness(m);
+  const auto a = harness.new_sequence(), b = harness.new_sequence();
   std::vector<float> y(size_t(10 * H));
-  for (SequenceState* s : {&a, &b}) {
+  for (Sequence* s : {a.get(), b.get()}) {
     Batch batch;
     batch.add(*s, std::vector<int32_t>(9, 0));
-    m.forward(s == &a ? xa : xb, batch, 0, y.data());
-    s->length = 9;
+    harness.forward(s == a.get() ? xa : xb, batch, y.data());
   }
   Batch batch;
-  batch.add(a, std::vector<int32_t>(1, 0));
-  batch.add(b, std::vector<int32_t>(1, 0));
+  batch.add(*a, std::vector<int32_t>(1, 0));
+  batch.add(*b, std::vector<int32_t>(1, 0));
   std::vector<float> xin(size_t(2 * H)), got(size_t(2 * H));
   std::copy_n(xa + 9 * H, H, xin.data());
   std::copy_n(xb + 9 * H, H, xin.data() + H);
-  m.forward(xin.data(), batch, 0, got.data());
+  harness.forward(xin.data(), batch, got.data());
   for (int64_t i = 0; i < H; ++i) {
     EXPECT_NEAR(got[size_t(i)], want_a[size_t(9 * H + i)], 1e-6);
     EXPECT_NEAR(got[size_t(H + i)], want_b[size_t(9 * H + i)], 1e-6);

@@ -50,13 +50,8 @@ KdaMixer::KdaMixer(const KdaConfig& config, KdaWeights weights, const std::strin
 }
 
 CacheSpec KdaMixer::spec(const KdaConfig& c) {
-  const int64_t elems = c.conv_dim() * c.conv_state_len() + c.num_heads * c.head_dim * c.head_dim;
-  return {"state", 0, elems * int64_t(sizeof(float)), 0, 0};
-}
-
-std::unique_ptr<LayerState> KdaMixer::new_state() const {
-  const auto& c = config_;
-  return std::make_unique<GatedDeltaNetState>(c.conv_dim() * c.conv_state_len(), c.num_heads * c.head_dim * c.head_dim);
+  return conv_state_spec(checked_mul(c.conv_dim(), c.conv_state_len(), "conv state"),
+                         checked_mul(checked_mul(c.num_heads, c.head_dim, "state"), c.head_dim, "state"));
 }
 
 uint64_t KdaMixer::weight_bytes() const {
@@ -66,14 +61,14 @@ uint64_t KdaMixer::weight_bytes() const {
          uint64_t(conv_weight_.size()) * sizeof(float);
 }
 
-void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+void KdaMixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), C = c.conv_dim(), D = c.qkv_dim(), H = c.num_heads, K = c.head_dim;
   // [q | k | v] per token, written in place by the three projections (row stride C), then convolved.
   std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C));
-  linear_forward(w_.q_proj.weight(), nullptr, x, T, mixed.data(), C);
-  linear_forward(w_.k_proj.weight(), nullptr, x, T, mixed.data() + D, C);
-  linear_forward(w_.v_proj.weight(), nullptr, x, T, mixed.data() + 2 * D, C);
+  w_.q_proj.forward(x, T, mixed.data(), C);
+  w_.k_proj.forward(x, T, mixed.data() + D, C);
+  w_.v_proj.forward(x, T, mixed.data() + 2 * D, C);
 
   // Forget gate (per channel log decay), write strength, and the output gate's input.
   std::vector<float> low(size_t(T * K)), g(size_t(T * D)), beta(size_t(T * H)), gate(size_t(T * D));
@@ -99,7 +94,7 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
 
   const int64_t Wm1 = c.conv_state_len();
   auto state_of = [&](int64_t s) {
-    return static_cast<GatedDeltaNetState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
+    return conv_state_slot(memory, batch, s, C * Wm1);
   };
   const TensorView conv_w = TensorView::contiguous(const_cast<float*>(conv_weight_.data()), DType::f32, {C, c.conv_kernel});
   std::vector<float> q(size_t(T * D)), k(size_t(T * D)), v(size_t(T * D)), o(size_t(T * D));
@@ -107,7 +102,7 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0) return;
     CausalConv1dOptions opts;
-    opts.initial_state = TensorView::contiguous(state_of(s)->conv(), DType::f32, {1, C, Wm1});
+    opts.initial_state = TensorView::contiguous(state_of(s).conv, DType::f32, {1, C, Wm1});
     opts.final_state = opts.initial_state;
     opts.activation = ConvActivation::silu;
     causal_conv1d(TensorView::contiguous(mixed.data() + b * C, DType::f32, {1, n, C}), conv_w,
@@ -123,7 +118,7 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
     args.g = TensorView::contiguous(g.data() + b * D, DType::f32, {1, n, H, K});
     args.beta = TensorView::contiguous(beta.data() + b * H, DType::f32, {1, n, H});
     args.o = TensorView::contiguous(o.data() + b * D, DType::f32, {1, n, H, K});
-    args.initial_state = TensorView::contiguous(state_of(s)->recurrent(), DType::f32, {1, H, K, K});
+    args.initial_state = TensorView::contiguous(state_of(s).state, DType::f32, {1, H, K, K});
     args.final_state = args.initial_state;  // the kernels read each head's state before writing it
     args.use_qk_l2norm_in_kernel = true;
     // Inputs are this layer's own projections and the state its own: scanning them for NaN each step would read
@@ -157,12 +152,12 @@ void KdaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
   w_.o_proj.forward(o.data(), T, out);
 }
 
-void KdaMixer::trace(const float*, const Batch& batch, int64_t layer_index, LayerTrace& out) const {
+void KdaMixer::trace(const float*, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const {
   const auto& c = config_;
   out.kind = kind();
   if (batch.num_sequences() < 1) return;
-  auto* st = static_cast<GatedDeltaNetState*>(batch.sequences[0]->layers[size_t(layer_index)].get());
-  out.state_norms = head_state_norms(st->recurrent(), c.num_heads, c.head_dim * c.head_dim);
+  const ConvStateSlot st = conv_state_slot(memory, batch, 0, c.conv_dim() * c.conv_state_len());
+  out.state_norms = head_state_norms(st.state, c.num_heads, c.head_dim * c.head_dim);
 }
 
 }  // namespace attnzoo

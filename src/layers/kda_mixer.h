@@ -44,17 +44,16 @@ class KdaMixer : public SequenceMixer {
   KdaMixer(const KdaConfig& config, KdaWeights weights, const std::string& name);
 
   const KdaConfig& config() const { return config_; }
+  // Pool slot: conv tail [3*H*K, W-1] and recurrent state [H, K, K].
   static CacheSpec spec(const KdaConfig& c);
   CacheSpec cache_spec() const override { return spec(config_); }
-  // A GatedDeltaNetState: conv tail [3*H*K, W-1] and recurrent state [H, K, K].
-  std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
   static constexpr const char* kKind = "linear_attention";
   std::string kind() const override { return kKind; }
 
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const override;
   // Frobenius norm of each head's state (after forward() has run on this batch).
-  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
+  void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
  private:
   KdaConfig config_;

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "testing/mixer_harness.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -57,14 +58,13 @@ std::vector<float> run_pieces(const KdaMixer& m, const float* x, const std::vect
   int64_t T = 0;
   for (int64_t p : pieces) T += p;
   std::vector<float> y(size_t(T * H));
-  SequenceState s;
-  s.layers.push_back(m.new_state());
+  testing::MixerHarness harness(m);
+  const auto s = harness.new_sequence();
   int64_t at = 0;
   for (int64_t p : pieces) {
     Batch b;
-    b.add(s, std::vector<int32_t>(size_t(p), 0));
-    m.forward(x + at * H, b, 0, y.data() + at * H);
-    s.length += p;
+    b.add(*s, std::vector<int32_t>(size_t(p), 0));
+    harness.forward(x + at * H, b, y.data() + at * H);
     at += p;
   }
   return y;
@@ -91,9 +91,9 @@ TEST(KdaMixer, PrefillPiecesAndDecodeStepsMatchOnePrefill) {
     const auto got = run_pieces(m, x.view.ptr<float>(), pieces);
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], whole[i], 2e-5 * (1 + scale)) << i;
   }
-  EXPECT_EQ(m.cache_spec().fixed_bytes,
-            4 * (f.c.conv_dim() * f.c.conv_state_len() + f.c.num_heads * f.c.head_dim * f.c.head_dim));
-  EXPECT_EQ(m.cache_spec().bytes_per_token, 0);
+  EXPECT_EQ(m.cache_spec().fixed_bytes(),
+            4 * ((f.c.conv_dim() * f.c.conv_state_len() + 15) / 16 * 16 + f.c.num_heads * f.c.head_dim * f.c.head_dim));
+  EXPECT_EQ(m.cache_spec().bytes_per_token(), 0);
 }
 
 TEST(KdaMixer, RaggedTwoSequenceBatchMatchesSeparateRuns) {
@@ -109,27 +109,24 @@ TEST(KdaMixer, RaggedTwoSequenceBatchMatchesSeparateRuns) {
   b_in.insert(b_in.end(), xnext + H, xnext + 2 * H);
   const auto want_a = run_pieces(m, a_in.data(), {Ta, 1}), want_b = run_pieces(m, b_in.data(), {Tb, 1});
 
-  SequenceState a, b;
-  a.layers.push_back(m.new_state());
-  b.layers.push_back(m.new_state());
+  testing::MixerHarness harness(m);
+  const auto a = harness.new_sequence(), b = harness.new_sequence();
   {  // one ragged prefill batch: 37 tokens of a, then 5 of b
     Batch batch;
-    batch.add(a, std::vector<int32_t>(size_t(Ta), 0));
-    batch.add(b, std::vector<int32_t>(size_t(Tb), 0));
+    batch.add(*a, std::vector<int32_t>(size_t(Ta), 0));
+    batch.add(*b, std::vector<int32_t>(size_t(Tb), 0));
     std::vector<float> y(size_t((Ta + Tb) * H));
-    m.forward(xa, batch, 0, y.data());
+    harness.forward(xa, batch, y.data());
     const double scale = max_abs(want_a) + max_abs(want_b);
     for (int64_t i = 0; i < Ta * H; ++i) ASSERT_NEAR(y[size_t(i)], want_a[size_t(i)], 1e-5 * (1 + scale)) << i;
     for (int64_t i = 0; i < Tb * H; ++i)
       ASSERT_NEAR(y[size_t(Ta * H + i)], want_b[size_t(i)], 1e-5 * (1 + scale)) << i;
-    a.length = Ta;
-    b.length = Tb;
   }
   Batch batch;  // then one batched decode step
-  batch.add(a, std::vector<int32_t>(1, 0));
-  batch.add(b, std::vector<int32_t>(1, 0));
+  batch.add(*a, std::vector<int32_t>(1, 0));
+  batch.add(*b, std::vector<int32_t>(1, 0));
   std::vector<float> got(size_t(2 * H));
-  m.forward(xnext, batch, 0, got.data());
+  harness.forward(xnext, batch, got.data());
   for (int64_t i = 0; i < H; ++i) {
     EXPECT_NEAR(got[size_t(i)], want_a[size_t(Ta * H + i)], 1e-5 * (1 + std::fabs(want_a[size_t(Ta * H + i)])));
     EXPECT_NEAR(got[size_t(H + i)], want_b[size_t(Tb * H + i)], 1e-5 * (1 + std::fabs(want_b[size_t(Tb * H + i)])));
@@ -140,14 +137,14 @@ TEST(KdaMixer, TraceReportsEveryHeadsStateNorm) {
   KdaFixture f;
   const KdaMixer m = f.build();
   HostTensor x(DType::f32, {12, f.c.hidden}, 41);
-  SequenceState s;
-  s.layers.push_back(m.new_state());
+  testing::MixerHarness harness(m);
+  const auto s = harness.new_sequence();
   Batch b;
-  b.add(s, std::vector<int32_t>(12, 0));
+  b.add(*s, std::vector<int32_t>(12, 0));
   std::vector<float> y(size_t(12 * f.c.hidden));
-  m.forward(x.view.ptr<float>(), b, 0, y.data());
+  harness.forward(x.view.ptr<float>(), b, y.data());
   LayerTrace trace;
-  m.trace(x.view.ptr<float>(), b, 0, trace);
+  harness.trace(x.view.ptr<float>(), b, trace);
   EXPECT_EQ(trace.kind, "linear_attention");
   ASSERT_EQ(int64_t(trace.state_norms.size()), f.c.num_heads);
   for (float n : trace.state_norms) EXPECT_GT(n, 0.f);

@@ -49,10 +49,36 @@ void linear_gemv(const TensorView& w, const float* bias, const float* x, int64_t
   }
 }
 
+QuantMatrix dense_matrix(const TensorView& w) {
+  const QuantType t = w.dtype == DType::f32 ? QuantType::F32 : w.dtype == DType::bf16 ? QuantType::BF16 : QuantType::F16;
+  return QuantMatrix{w.data, t, w.shape[0], w.shape[1], w.shape[1] * int64_t(dtype_size(w.dtype))};
+}
+
+namespace {
+
+TensorView dense_view(const QuantMatrix& w) {
+  const DType dt = w.type == QuantType::F32 ? DType::f32 : w.type == QuantType::BF16 ? DType::bf16 : DType::f16;
+  return TensorView::contiguous(const_cast<void*>(w.data), dt, {w.rows, w.cols});
+}
+
+}  // namespace
+
 void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend) {
+  if (backend != LinearGemmBackend::tile) return linear_gemm(dense_matrix(w), bias, x, T, y, ldy, backend);
   active_target();
   const int64_t N = w.shape[0], K = w.shape[1];
+  const int64_t rows = panel_rows(N, 32, 16);
+  ThreadPool::global().parallel_for((N + rows - 1) / rows, [&](int64_t task, int) {
+    tile_gemm_panel({w.data, w.dtype, size_t(K), x, size_t(T), size_t(task * rows),
+                     size_t(std::min(N, (task + 1) * rows)), bias, y, size_t(ldy)});
+  });
+}
+
+void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                 LinearGemmBackend backend) {
+  active_target();
+  const int64_t N = w.rows, K = w.cols;
   const int64_t rows = panel_rows(N, 32, 16);
   const int64_t tasks = (N + rows - 1) / rows;
   if (backend == LinearGemmBackend::bf16_dot) {
@@ -61,24 +87,21 @@ void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t
     return;
   }
   if (backend == LinearGemmBackend::tile) {
-    ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
-      tile_gemm_panel({w.data, w.dtype, size_t(K), x, size_t(T), size_t(task * rows),
-                       size_t(std::min(N, (task + 1) * rows)), bias, y, size_t(ldy)});
-    });
-    return;
+    require(w.type == QuantType::F32 || w.type == QuantType::BF16, "backend",
+            std::string("the tile GEMM takes f32 or bf16 weights, not ") + quant_type_name(w.type));
+    return linear_gemm(dense_view(w), bias, x, T, y, ldy, backend);
   }
   init_blas_once();
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const int64_t n0 = task * rows, nb = std::min(N, n0 + rows) - n0;
     const float* panel;
     thread_local AlignedBuffer<float> widened;
-    if (w.dtype == DType::f32) {
-      panel = w.ptr<float>() + n0 * K;  // borrowed: BLAS reads the mapping directly
+    if (w.type == QuantType::F32) {
+      panel = static_cast<const float*>(w.data) + n0 * K;  // borrowed: BLAS reads the mapping directly
     } else {
-      // A panel's rows are contiguous in W, so one bulk conversion widens it.
+      // A panel's rows are contiguous in W: widened (bf16, f16) or dequantized (blocks) in one pass.
       widened.resize(size_t(nb * K));
-      convert_to_f32(static_cast<const uint8_t*>(w.data) + n0 * K * int64_t(dtype_size(w.dtype)), w.dtype,
-                     widened.data(), size_t(nb * K));
+      dequantize_rows(w, n0, nb, widened.data());
       panel = widened.data();
     }
     float* out = y + n0;
@@ -93,13 +116,21 @@ void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t
 }
 
 void linear_forward(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
+  linear_forward(dense_matrix(w), bias, x, T, y, ldy);
+}
+
+void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
   if (T <= 0) return;
-  if (T <= kGemvMaxTokens)
-    linear_gemv(w, bias, x, T, y, ldy);
-  else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled())
+  if (T <= kGemvMaxTokens) {
+    if (w.type == QuantType::F32 || w.type == QuantType::BF16)
+      linear_gemv(dense_view(w), bias, x, T, y, ldy);
+    else
+      quant_gemv(w, bias, x, T, y, ldy);
+  } else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled()) {
     linear_gemm(w, bias, x, T, y, ldy, LinearGemmBackend::bf16_dot);
-  else
+  } else {
     linear_gemm(w, bias, x, T, y, ldy);
+  }
 }
 
 void linear_reference(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
@@ -112,9 +143,25 @@ void linear_reference(const TensorView& w, const float* bias, const float* x, in
     }
 }
 
+TensorView Linear::weight() const {
+  require(!is_quantized(), "weight",
+          std::string("the weight is block-quantized (") + quant_type_name(w_.type) + "); use matrix() or densified()");
+  return dense_view(w_);
+}
+
+std::string Linear::shape_str() const {
+  std::string s("[");  // appended piecewise: g++ 12 misreports "[" + std::string as an overlapping copy
+  s += std::to_string(w_.rows);
+  s += ", ";
+  s += std::to_string(w_.cols);
+  s += "]";
+  if (is_quantized()) s += std::string(" ") + quant_type_name(w_.type);
+  return s;
+}
+
 void Linear::require_shape(int64_t out, int64_t in, const std::string& name) const {
   require(out_features() == out && in_features() == in, name.c_str(),
-          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + w_.shape_str());
+          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + shape_str());
 }
 
 Linear Linear::from_weights(const TensorView& weight, const TensorView& bias, const std::string& name, DType store) {
@@ -122,27 +169,41 @@ Linear Linear::from_weights(const TensorView& weight, const TensorView& bias, co
   require(weight.is_contiguous(), name.c_str(), "weight must be contiguous");
   if (weight.dtype != DType::f32 && weight.dtype != DType::bf16 && weight.dtype != DType::f16)
     throw DTypeError(name + ": weight dtype " + dtype_name(weight.dtype) + " is not f32, bf16 or f16");
+  return from_matrix(dense_matrix(weight), bias, name, store);
+}
+
+Linear Linear::from_quantized(const void* data, uint64_t nbytes, QuantType type, int64_t out, int64_t in,
+                              const TensorView& bias, const std::string& name, DType store) {
+  return from_matrix(make_quant_matrix(data, nbytes, type, out, in, name), bias, name, store);
+}
+
+Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const std::string& name, DType store) {
   require(store == DType::f32 || store == DType::bf16, name.c_str(), "weights are held as f32 or bf16");
   Linear l;
-  l.w_ = weight;
-  const bool keep = weight.dtype == DType::bf16 || (weight.dtype == DType::f32 && store == DType::f32);
-  if (!keep) {
-    const size_t n = size_t(weight.numel());
-    auto widened = std::vector<float>(n);
-    convert_to_f32(weight.data, weight.dtype, widened.data(), n);
-    l.owned_ = std::make_shared<std::vector<uint8_t>>(n * dtype_size(store));
-    if (store == DType::f32)
-      std::memcpy(l.owned_->data(), widened.data(), n * 4);
-    else
-      convert_from_f32(widened.data(), l.owned_->data(), DType::bf16, n);
-    l.w_ = TensorView::contiguous(l.owned_->data(), store, {weight.shape[0], weight.shape[1]});
-  }
+  l.w_ = w;
+  // Block formats and bf16 are kept as they are; f16 (and f32 when bf16 is asked for) become an owned copy.
+  const bool keep = quant_is_blocked(w.type) || w.type == QuantType::BF16 || (w.type == QuantType::F32 && store == DType::f32);
+  if (!keep) l = l.densified(store);
   if (!bias.empty()) {
-    require(bias.ndim == 1 && bias.shape[0] == weight.shape[0], name.c_str(),
-            "bias must be [" + std::to_string(weight.shape[0]) + "], got " + bias.shape_str());
+    require(bias.ndim == 1 && bias.shape[0] == w.rows, name.c_str(),
+            "bias must be [" + std::to_string(w.rows) + "], got " + bias.shape_str());
     l.bias_ = std::make_shared<std::vector<float>>(size_t(bias.shape[0]));
     convert_to_f32(bias.data, bias.dtype, l.bias_->data(), l.bias_->size());
   }
+  return l;
+}
+
+Linear Linear::densified(DType store) const {
+  if ((w_.type == QuantType::F32 && store == DType::f32) || (w_.type == QuantType::BF16 && store == DType::bf16))
+    return *this;
+  require(store == DType::f32 || store == DType::bf16, "store", "weights are held as f32 or bf16");
+  Linear l = *this;
+  const size_t n = size_t(w_.rows * w_.cols);
+  std::vector<float> widened(n);
+  dequantize_rows(w_, 0, w_.rows, widened.data());
+  l.owned_ = std::make_shared<std::vector<uint8_t>>(n * dtype_size(store));
+  convert_from_f32(widened.data(), l.owned_->data(), store, n);
+  l.w_ = dense_matrix(TensorView::contiguous(l.owned_->data(), store, {w_.rows, w_.cols}));
   return l;
 }
 

@@ -10,12 +10,16 @@
 //    ~225-235 GFLOP/s for f32 and bf16 panels, the tile GEMM ~185 (its transposed packing is the extra cost),
 //    so OpenBLAS is the default. With matmul precision "medium" (matmul_precision.h) on AVX-512-BF16 CPUs,
 //    activations and weights are rounded to bf16 and multiplied on vdpbf16ps tiles (linear_bf16_gemm.cc).
+// Block-quantized weights (GGUF formats, kernels/quant/) are borrowed as raw blocks: decode runs quant_gemv on
+// them (integer dots over 8-bit activations), prefill dequantizes each panel to f32 (or rounds it to bf16 pairs
+// under precision "medium") and runs the same GEMM.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/quant/quant.h"
 
 namespace attnzoo {
 
@@ -29,9 +33,16 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
 void linear_gemv(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
+// The same for any weight format (F32, F16, BF16 or block-quantized): GEMV for T <= kGemvMaxTokens, else the
+// GEMM with panels widened to f32 (openblas) or rounded to bf16 (bf16_dot; the tile backend takes dense weights).
+void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
+void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                 LinearGemmBackend backend = LinearGemmBackend::openblas);
 // bf16 products (x and w rounded to bf16, f32 accumulation); `panel` output rows per task. Needs bf16_dot_enabled().
-void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                       int64_t panel);
+// A dense [N, K] f32 / bf16 / f16 view as a QuantMatrix (F32 / BF16 / F16 rows).
+QuantMatrix dense_matrix(const TensorView& w);
 // Plain double-accumulation definition, for tests (w may be f32, bf16 or f16).
 void linear_reference(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 
@@ -43,23 +54,40 @@ class Linear {
   // rounds f32/f16 weights once into an owned bf16 copy (half the bytes streamed per decode step).
   static Linear from_weights(const TensorView& weight, const TensorView& bias, const std::string& name,
                              DType store = DType::f32);
+  // The GGUF loader's entry point: `nbytes` raw bytes holding an [out, in] matrix of `type` (rows of whole
+  // blocks). F32 / F16 / BF16 behave as from_weights (with `store`); block formats are borrowed as they are and
+  // computed on directly. ArgumentError naming `name` for an unsupported format or a size that does not fit.
+  static Linear from_quantized(const void* data, uint64_t nbytes, QuantType type, int64_t out, int64_t in,
+                               const TensorView& bias, const std::string& name, DType store = DType::f32);
+  static Linear from_matrix(const QuantMatrix& w, const TensorView& bias, const std::string& name,
+                            DType store = DType::f32);
 
-  int64_t in_features() const { return w_.shape[1]; }
-  int64_t out_features() const { return w_.shape[0]; }
-  const TensorView& weight() const { return w_; }
+  int64_t in_features() const { return w_.cols; }
+  int64_t out_features() const { return w_.rows; }
+  const QuantMatrix& matrix() const { return w_; }
+  bool is_quantized() const { return quant_is_blocked(w_.type); }
+  // The dense weight [out, in] (f32 or bf16); ArgumentError naming the format for a block-quantized weight.
+  TensorView weight() const;
+  std::string shape_str() const;  // "[out, in]", with the format for block-quantized weights
   bool has_bias() const { return bias_ != nullptr; }
   bool owns_weight() const { return owned_ != nullptr; }
-  uint64_t weight_bytes() const { return uint64_t(w_.numel()) * dtype_size(w_.dtype); }
+  // The bytes one forward pass streams (quantized blocks for block formats).
+  uint64_t weight_bytes() const { return w_.bytes(); }
+  // An owned dense copy (f32 or bf16) of any weight, for consumers that need the matrix itself (MLA absorption).
+  Linear densified(DType store = DType::f32) const;
 
   // ArgumentError naming `name` unless the weight is [out, in].
   void require_shape(int64_t out, int64_t in, const std::string& name) const;
 
-  // x [T, in] f32 contiguous -> y [T, out] f32 contiguous.
-  void forward(const float* x, int64_t T, float* y) const { linear_forward(w_, bias_ptr(), x, T, y, out_features()); }
+  // x [T, in] f32 contiguous -> y [T, out] f32, rows ldy apart (contiguous by default).
+  void forward(const float* x, int64_t T, float* y) const { forward(x, T, y, out_features()); }
+  void forward(const float* x, int64_t T, float* y, int64_t ldy) const {
+    linear_forward(w_, bias_ptr(), x, T, y, ldy);
+  }
 
  private:
   const float* bias_ptr() const { return bias_ ? bias_->data() : nullptr; }
-  TensorView w_;
+  QuantMatrix w_;
   std::shared_ptr<std::vector<uint8_t>> owned_;   // converted weights, when not borrowed
   std::shared_ptr<std::vector<float>> bias_;
 };

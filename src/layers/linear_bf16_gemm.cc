@@ -19,22 +19,30 @@ namespace {
 constexpr size_t kKc = 128;  // reduction pairs per block
 constexpr size_t kMc = 192;  // activation rows per block (a multiple of the tile kernel's 6)
 
-// One row of W (f32, or bf16 with K odd) as bf16 pairs; the last pair's high half is zero when K is odd.
-void row_pairs(const TensorView& w, int64_t row, size_t K, uint32_t* out) {
-  if (w.dtype == DType::f32) {
-    pack_f32_to_bf16_pairs(w.ptr<float>() + row * int64_t(K), K, out);
+// One row of W as bf16 pairs (f32 rounded; f16 and block formats widened to f32 first); the last pair's high
+// half is zero when K is odd.
+void row_pairs(const QuantMatrix& w, int64_t row, size_t K, uint32_t* out) {
+  if (w.type == QuantType::BF16) {
+    const uint16_t* r = reinterpret_cast<const uint16_t*>(w.row(row));
+    for (size_t i = 0; i < (K + 1) / 2; ++i)
+      out[i] = uint32_t(r[2 * i]) | (2 * i + 1 < K ? uint32_t(r[2 * i + 1]) << 16 : 0u);
     return;
   }
-  const uint16_t* r = w.ptr<uint16_t>() + row * int64_t(K);
-  for (size_t i = 0; i < (K + 1) / 2; ++i)
-    out[i] = uint32_t(r[2 * i]) | (2 * i + 1 < K ? uint32_t(r[2 * i + 1]) << 16 : 0u);
+  if (w.type == QuantType::F32) {
+    pack_f32_to_bf16_pairs(reinterpret_cast<const float*>(w.row(row)), K, out);
+    return;
+  }
+  thread_local AlignedBuffer<float> widened;
+  widened.resize(K);
+  dequantize_row(w.type, w.row(row), widened.data(), int64_t(K));
+  pack_f32_to_bf16_pairs(widened.data(), K, out);
 }
 
 }  // namespace
 
-void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                       int64_t panel) {
-  const size_t N = size_t(w.shape[0]), K = size_t(w.shape[1]), K2 = (K + 1) / 2;
+  const size_t N = size_t(w.rows), K = size_t(w.cols), K2 = (K + 1) / 2;
   AlignedBuffer<uint32_t> a(size_t(T) * K2);
   const int64_t rows_per_task = 64;
   ThreadPool::global().parallel_for((T + rows_per_task - 1) / rows_per_task, [&](int64_t task, int) {
@@ -55,8 +63,8 @@ void linear_gemm_bf16(const TensorView& w, const float* bias, const float* x, in
     const size_t ldc = direct ? size_t(ldy) : nbp;
     // bf16 rows of even length already are pairs (little-endian: element 2i is the low half of pair i).
     const uint32_t* src;
-    if (w.dtype == DType::bf16 && K % 2 == 0) {
-      src = reinterpret_cast<const uint32_t*>(w.ptr<uint16_t>() + n0 * K);
+    if (w.type == QuantType::BF16 && K % 2 == 0) {
+      src = reinterpret_cast<const uint32_t*>(w.row(int64_t(n0)));
     } else {
       pairs.resize(nb * K2);
       for (size_t r = 0; r < nb; ++r) row_pairs(w, int64_t(n0 + r), K, pairs.data() + r * K2);

@@ -22,12 +22,6 @@ constexpr int64_t kMinChunkScanTokens = 16;
 
 }  // namespace
 
-Mamba2State::Mamba2State(int64_t conv_elems, int64_t ssm_elems)
-    : conv_elems_(conv_elems), ssm_elems_(ssm_elems), conv_(size_t(conv_elems)), ssm_(size_t(ssm_elems)) {
-  std::fill(conv_.data(), conv_.data() + conv_elems, 0.f);
-  std::fill(ssm_.data(), ssm_.data() + ssm_elems, 0.f);
-}
-
 Mamba2Mixer::Mamba2Mixer(const Mamba2MixerConfig& config, Mamba2MixerWeights weights, const std::string& name)
     : config_(config), w_(std::move(weights)) {
   const auto& c = config_;
@@ -51,13 +45,8 @@ Mamba2Mixer::Mamba2Mixer(const Mamba2MixerConfig& config, Mamba2MixerWeights wei
 }
 
 CacheSpec Mamba2Mixer::spec(const Mamba2MixerConfig& c) {
-  const Checked elems = Checked(c.conv_dim()) * c.conv_state_len() + Checked(c.num_heads) * c.head_dim * c.state_size;
-  return {"ssm_state", 0, (elems * int64_t(sizeof(float))).value(), 0, 0};
-}
-
-std::unique_ptr<LayerState> Mamba2Mixer::new_state() const {
-  const auto& c = config_;
-  return std::make_unique<Mamba2State>(c.conv_dim() * c.conv_state_len(), c.num_heads * c.head_dim * c.state_size);
+  return conv_state_spec(checked_mul(c.conv_dim(), c.conv_state_len(), "conv state"),
+                         checked_mul(checked_mul(c.num_heads, c.head_dim, "state"), c.state_size, "state"));
 }
 
 uint64_t Mamba2Mixer::weight_bytes() const {
@@ -66,14 +55,10 @@ uint64_t Mamba2Mixer::weight_bytes() const {
   return b + (A_.size() + D_.size() + dt_bias_.size() + norm_w_.size()) * sizeof(float);
 }
 
-void Mamba2Mixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
-  std::vector<Mamba2State*> states(size_t(batch.num_sequences()));
-  for (size_t s = 0; s < states.size(); ++s)
-    states[s] = static_cast<Mamba2State*>(batch.sequences[s]->layers[size_t(layer_index)].get());
-  forward_states(x, batch, states.data(), out);
-}
-
-void Mamba2Mixer::forward_states(const float* x, const Batch& batch, Mamba2State* const* states, float* out) const {
+void Mamba2Mixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
+  std::vector<ConvStateSlot> states;
+  for (int64_t s = 0; s < batch.num_sequences(); ++s)
+    states.push_back(conv_state_slot(memory, batch, s, config_.conv_dim() * config_.conv_state_len()));
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), nseq = batch.num_sequences();
   const int64_t E = c.inner(), CD = c.conv_dim(), PD = c.proj_dim(), H = c.num_heads, P = c.head_dim;
@@ -96,7 +81,7 @@ void Mamba2Mixer::forward_states(const float* x, const Batch& batch, Mamba2State
     std::memcpy(dt.data() + t * H, proj.data() + t * PD + E + CD, size_t(H) * sizeof(float));
   }
   for (int64_t s = 0; s < nseq; ++s)
-    std::memcpy(tails.data() + s * CD * S, states[s]->conv(), size_t(CD * S) * sizeof(float));
+    std::memcpy(tails.data() + s * CD * S, states[size_t(s)].conv, size_t(CD * S) * sizeof(float));
   CausalConv1dOptions co;
   co.bias = w_.conv_bias;
   co.initial_state = co.final_state = TensorView::contiguous(tails.data(), DType::f32, {nseq, CD, S});
@@ -106,7 +91,7 @@ void Mamba2Mixer::forward_states(const float* x, const Batch& batch, Mamba2State
   causal_conv1d(TensorView::contiguous(xbc.data(), DType::f32, {1, T, CD}), conv_weight_,
                 TensorView::contiguous(conv_out.data(), DType::f32, {1, T, CD}), co);
   for (int64_t s = 0; s < nseq; ++s)
-    std::memcpy(states[s]->conv(), tails.data() + s * CD * S, size_t(CD * S) * sizeof(float));
+    std::memcpy(states[size_t(s)].conv, tails.data() + s * CD * S, size_t(CD * S) * sizeof(float));
 
   // x / B / C as contiguous [T, ...] blocks for the scan kernels (reusing xbc's storage for x).
   std::vector<float> Bm(size_t(T * GN)), Cm(size_t(T * GN));
@@ -128,7 +113,7 @@ void Mamba2Mixer::forward_states(const float* x, const Batch& batch, Mamba2State
   auto scan = [&](int64_t s) {
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0) return;
-    const TensorView state = TensorView::contiguous(states[s]->ssm(), DType::f32, {1, H, P, N});
+    const TensorView state = TensorView::contiguous(states[size_t(s)].state, DType::f32, {1, H, P, N});
     if (n == 1) {
       Mamba2StepArgs a;
       a.state = state;
@@ -162,12 +147,12 @@ void Mamba2Mixer::forward_states(const float* x, const Batch& batch, Mamba2State
   w_.out_proj.forward(y.data(), T, out);
 }
 
-void Mamba2Mixer::trace(const float*, const Batch& batch, int64_t layer_index, LayerTrace& out) const {
+void Mamba2Mixer::trace(const float*, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const {
   const auto& c = config_;
   out.kind = kind();
   if (batch.num_sequences() < 1) return;
-  auto* st = static_cast<Mamba2State*>(batch.sequences[0]->layers[size_t(layer_index)].get());
-  out.state_norms = head_state_norms(st->ssm(), c.num_heads, c.head_dim * c.state_size);
+  const ConvStateSlot st = conv_state_slot(memory, batch, 0, c.conv_dim() * c.conv_state_len());
+  out.state_norms = head_state_norms(st.state, c.num_heads, c.head_dim * c.state_size);
 }
 
 void Mamba2Mixer::gate_and_norm(const float* proj, int64_t T, float* y) const {

@@ -43,37 +43,22 @@ struct Mamba2MixerWeights {
   TensorView norm_weight;        // [inner], required when gated_norm
 };
 
-// One sequence's memory for this layer: the conv tail (last W - 1 xBC inputs, oldest first) and the SSM state.
-class Mamba2State : public LayerState {
- public:
-  Mamba2State(int64_t conv_elems, int64_t ssm_elems);
-  int64_t bytes() const override { return (conv_elems_ + ssm_elems_) * int64_t(sizeof(float)); }
-  float* conv() { return conv_.data(); }  // [conv_dim, W - 1]
-  float* ssm() { return ssm_.data(); }    // [H, P, N]
-
- private:
-  int64_t conv_elems_, ssm_elems_;
-  AlignedBuffer<float> conv_, ssm_;
-};
-
 class Mamba2Mixer : public SequenceMixer {
  public:
   // Validates every weight against the config; errors name `name`.<tensor>.
   Mamba2Mixer(const Mamba2MixerConfig& config, Mamba2MixerWeights weights, const std::string& name);
 
   const Mamba2MixerConfig& config() const { return config_; }
+  // Pool slot: conv tail [conv_dim, W - 1] and SSM state [H, P, N].
   static CacheSpec spec(const Mamba2MixerConfig& c);
   CacheSpec cache_spec() const override { return spec(config_); }
-  std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
   static constexpr const char* kKind = "mamba2";
   std::string kind() const override { return kKind; }
 
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const override;
   // Explainer: the Frobenius norm of each head's [P, N] state of the first sequence.
-  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
-  // The same on an explicit state per sequence (a parallel mixer keeps this state inside its own).
-  void forward_states(const float* x, const Batch& batch, Mamba2State* const* states, float* out) const;
+  void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
  private:
   void gate_and_norm(const float* proj, int64_t T, float* y) const;

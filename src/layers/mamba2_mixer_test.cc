@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "layers/parallel_mixer.h"
 #include "layers/short_conv_mixer.h"
+#include "testing/mixer_harness.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -52,16 +53,15 @@ struct Mamba2Fixture {
 // Runs `mixer` as the only layer of each sequence over the given pieces and returns the outputs row by row.
 std::vector<float> run_pieces(const SequenceMixer& mixer, const std::vector<float>& x, int64_t hidden,
                               const std::vector<int64_t>& pieces) {
-  SequenceState seq;
-  seq.layers.push_back(mixer.new_state());
+  testing::MixerHarness harness(mixer);
+  const auto seq = harness.new_sequence();
   std::vector<float> out(x.size());
   int64_t start = 0;
   for (int64_t n : pieces) {
     Batch b;
     std::vector<int32_t> ids(size_t(n), 0);
-    b.add(seq, ids);
-    mixer.forward(x.data() + start * hidden, b, 0, out.data() + start * hidden);
-    seq.length += n;
+    b.add(*seq, ids);
+    harness.forward(x.data() + start * hidden, b, out.data() + start * hidden);
     start += n;
   }
   return out;
@@ -79,21 +79,20 @@ TEST(Mamba2Mixer, PiecesAndRaggedBatchesMatchOneShot) {
       const std::vector<float> pieces = run_pieces(*mixer, x, Hd, {1, 2, 17, 1, 19});
       for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(pieces[i], whole[i], 1e-5 * (1 + std::fabs(whole[i])));
       // Two sequences in one ragged call: the second's output equals running it alone.
-      SequenceState a, b;
-      a.layers.push_back(mixer->new_state());
-      b.layers.push_back(mixer->new_state());
+      testing::MixerHarness harness(*mixer);
+      const auto a = harness.new_sequence(), b = harness.new_sequence();
       Batch batch;
       std::vector<int32_t> ids_a(size_t(T), 0), ids_b(7, 0);
-      batch.add(a, ids_a);
-      batch.add(b, ids_b);
+      batch.add(*a, ids_a);
+      batch.add(*b, ids_b);
       std::vector<float> xx(x);
       xx.insert(xx.end(), x.begin(), x.begin() + 7 * Hd);
       std::vector<float> out(xx.size());
-      mixer->forward(xx.data(), batch, 0, out.data());
+      harness.forward(xx.data(), batch, out.data());
       for (int64_t i = 0; i < T * Hd; ++i) ASSERT_NEAR(out[size_t(i)], whole[size_t(i)], 1e-5 * (1 + std::fabs(whole[size_t(i)])));
       const std::vector<float> alone = run_pieces(*mixer, std::vector<float>(x.begin(), x.begin() + 7 * Hd), Hd, {7});
       for (int64_t i = 0; i < 7 * Hd; ++i) ASSERT_NEAR(out[size_t(T * Hd + i)], alone[size_t(i)], 1e-5 * (1 + std::fabs(alone[size_t(i)])));
-      EXPECT_EQ(mixer->cache_spec().fixed_bytes, a.bytes());
+      EXPECT_EQ(mixer->cache_spec().fixed_bytes(), a->bytes());
     }
 }
 
@@ -133,9 +132,7 @@ TEST(ParallelMixer, SumsScaledBranchesAndKeepsItsState) {
   const std::vector<float> got = run_pieces(par, x, Hd, {3, 1, 16});
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], 2.f * a[i] - b[i], 1e-5 * (1 + std::fabs(b[i])));
   EXPECT_EQ(par.kind(), "mamba2+mamba2");
-  EXPECT_EQ(par.cache_spec().fixed_bytes, 2 * single->cache_spec().fixed_bytes);
-  auto state = par.new_state();
-  EXPECT_NE(dynamic_cast<ParallelState*>(state.get()), nullptr);
+  EXPECT_EQ(par.cache_spec().fixed_bytes(), 2 * single->cache_spec().fixed_bytes());
 }
 
 }  // namespace

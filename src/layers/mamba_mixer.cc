@@ -57,12 +57,6 @@ void channels_to_rows(const float* src, int64_t n, int64_t cols, float* dst, int
   });
 }
 
-MambaState::MambaState(int64_t conv_elems, int64_t ssm_elems)
-    : conv_elems_(conv_elems), ssm_elems_(ssm_elems), conv_(size_t(conv_elems)), ssm_(size_t(ssm_elems)) {
-  std::fill(conv_.data(), conv_.data() + conv_elems, 0.f);
-  std::fill(ssm_.data(), ssm_.data() + ssm_elems, 0.f);
-}
-
 MambaMixer::MambaMixer(const MambaMixerConfig& config, MambaMixerWeights weights, const std::string& name)
     : config_(config), w_(std::move(weights)) {
   const auto& c = config_;
@@ -83,12 +77,8 @@ MambaMixer::MambaMixer(const MambaMixerConfig& config, MambaMixerWeights weights
 }
 
 CacheSpec MambaMixer::spec(const MambaMixerConfig& c) {
-  const int64_t elems = c.inner * (c.conv_state_len() + c.state_size);
-  return {"ssm_state", 0, elems * int64_t(sizeof(float)), 0, 0};
-}
-
-std::unique_ptr<LayerState> MambaMixer::new_state() const {
-  return std::make_unique<MambaState>(config_.inner * config_.conv_state_len(), config_.inner * config_.state_size);
+  return conv_state_spec(checked_mul(c.inner, c.conv_state_len(), "conv state"),
+                         checked_mul(c.inner, c.state_size, "state"));
 }
 
 uint64_t MambaMixer::weight_bytes() const {
@@ -98,14 +88,13 @@ uint64_t MambaMixer::weight_bytes() const {
   return b + (A_.size() + D_.size() + dt_bias_.size()) * sizeof(float);
 }
 
-void MambaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+void MambaMixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), nseq = batch.num_sequences();
   if (T == 0) return;
   const int64_t E = c.inner, N = c.state_size, R = c.dt_rank, XP = c.x_proj_dim(), S = c.conv_state_len();
-  std::vector<MambaState*> states(static_cast<size_t>(nseq));
-  for (size_t s = 0; s < states.size(); ++s)
-    states[s] = static_cast<MambaState*>(batch.sequences[s]->layers[size_t(layer_index)].get());
+  std::vector<ConvStateSlot> states;
+  for (int64_t s = 0; s < nseq; ++s) states.push_back(conv_state_slot(memory, batch, s, E * S));
 
   std::vector<float> proj(size_t(T * 2 * E));  // [T, x | z]
   w_.in_proj.forward(x, T, proj.data());
@@ -116,7 +105,7 @@ void MambaMixer::forward(const float* x, const Batch& batch, int64_t layer_index
   for (int64_t t = 0; t < T; ++t)
     std::memcpy(xin.data() + t * E, proj.data() + t * 2 * E, size_t(E) * sizeof(float));
   for (int64_t s = 0; s < nseq; ++s)
-    std::memcpy(tails.data() + s * E * S, states[size_t(s)]->conv(), size_t(E * S) * sizeof(float));
+    std::memcpy(tails.data() + s * E * S, states[size_t(s)].conv, size_t(E * S) * sizeof(float));
   CausalConv1dOptions co;
   co.bias = w_.conv_bias;
   co.initial_state = co.final_state = f32_view(tails.data(), {nseq, E, S});
@@ -125,7 +114,7 @@ void MambaMixer::forward(const float* x, const Batch& batch, int64_t layer_index
   co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
   causal_conv1d(f32_view(xin.data(), {1, T, E}), conv_weight_, f32_view(xc.data(), {1, T, E}), co);
   for (int64_t s = 0; s < nseq; ++s)
-    std::memcpy(states[size_t(s)]->conv(), tails.data() + s * E * S, size_t(E * S) * sizeof(float));
+    std::memcpy(states[size_t(s)].conv, tails.data() + s * E * S, size_t(E * S) * sizeof(float));
 
   // [dt_low | B | C] per token; Falcon-Mamba normalises each of the three (weightless RMSNorm).
   std::vector<float> xdbl(size_t(T * XP));
@@ -153,7 +142,7 @@ void MambaMixer::forward(const float* x, const Batch& batch, int64_t layer_index
   auto scan = [&](int64_t s) {
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0) return;
-    const TensorView state = f32_view(states[size_t(s)]->ssm(), {1, E, N});
+    const TensorView state = f32_view(states[size_t(s)].state, {1, E, N});
     const float* row = xdbl.data() + b * XP;
     if (n == 1) {
       SelectiveStateUpdateArgs a;
@@ -191,11 +180,11 @@ void MambaMixer::forward(const float* x, const Batch& batch, int64_t layer_index
   w_.out_proj.forward(y.data(), T, out);
 }
 
-void MambaMixer::trace(const float*, const Batch& batch, int64_t layer_index, LayerTrace& out) const {
+void MambaMixer::trace(const float*, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const {
   out.kind = kind();
   if (batch.num_sequences() < 1) return;
-  auto* st = static_cast<MambaState*>(batch.sequences[0]->layers[size_t(layer_index)].get());
-  out.state_norms = head_state_norms(st->ssm(), config_.inner, config_.state_size);
+  const ConvStateSlot st = conv_state_slot(memory, batch, 0, config_.inner * config_.conv_state_len());
+  out.state_norms = head_state_norms(st.state, config_.inner, config_.state_size);
 }
 
 }  // namespace attnzoo

@@ -42,19 +42,6 @@ struct MambaMixerWeights {
   TensorView D;            // [inner]
 };
 
-// One sequence's memory for this layer: the conv tail (last W - 1 conv inputs, oldest first) and the SSM state.
-class MambaState : public LayerState {
- public:
-  MambaState(int64_t conv_elems, int64_t ssm_elems);
-  int64_t bytes() const override { return (conv_elems_ + ssm_elems_) * int64_t(sizeof(float)); }
-  float* conv() { return conv_.data(); }  // [inner, W - 1]
-  float* ssm() { return ssm_.data(); }    // [inner, N]
-
- private:
-  int64_t conv_elems_, ssm_elems_;
-  AlignedBuffer<float> conv_, ssm_;
-};
-
 class MambaMixer : public SequenceMixer {
  public:
   // Validates every weight against the config; errors name `name`.<tensor>.
@@ -63,14 +50,13 @@ class MambaMixer : public SequenceMixer {
   const MambaMixerConfig& config() const { return config_; }
   static CacheSpec spec(const MambaMixerConfig& c);
   CacheSpec cache_spec() const override { return spec(config_); }
-  std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
   static constexpr const char* kKind = "mamba";
   std::string kind() const override { return kKind; }
 
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const override;
   // Explainer: the norm of each inner channel's [N] state of the first sequence.
-  void trace(const float* x, const Batch& batch, int64_t layer_index, LayerTrace& out) const override;
+  void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
  private:
   MambaMixerConfig config_;

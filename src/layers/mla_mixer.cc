@@ -7,51 +7,11 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/softmax/decode.h"
+#include "core/aligned_buffer.h"
+#include "layers/paged_kv.h"
 #include "layers/sequence_schedule.h"
 
 namespace attnzoo {
-LatentCache::LatentCache(int64_t latent_dim, int64_t block_tokens) : latent_dim_(latent_dim), block_tokens_(block_tokens) {
-  require(latent_dim > 0, "latent_dim", "must be positive");
-  require(block_tokens > 0, "block_tokens", "must be positive");
-}
-
-CacheSpec LatentCache::spec(int64_t latent_dim, int64_t block_tokens) {
-  return {"latent", latent_dim * int64_t(sizeof(float)), 0, block_tokens, 0};
-}
-
-void LatentCache::append(const float* rows, int64_t T, int64_t src_stride) {
-  if (stored_ + T > capacity_) {
-    int64_t cap = std::max(stored_ + T, 2 * capacity_);
-    cap = (cap + block_tokens_ - 1) / block_tokens_ * block_tokens_;
-    AlignedBuffer<float> grown(size_t(cap * latent_dim_));
-    if (stored_ > 0) std::memcpy(grown.data(), rows_.data(), size_t(stored_ * latent_dim_) * sizeof(float));
-    rows_ = std::move(grown);
-    capacity_ = cap;
-  }
-  for (int64_t t = 0; t < T; ++t)
-    std::memcpy(rows_.data() + (stored_ + t) * latent_dim_, rows + t * src_stride, size_t(latent_dim_) * sizeof(float));
-  stored_ += T;
-  stored32_ = int32_t(stored_);
-}
-
-void LatentCache::truncate(int64_t length) {
-  require(length >= 0 && length <= stored_, "length",
-          "must be in [0, " + std::to_string(stored_) + "], got " + std::to_string(length));
-  stored_ = length;
-  stored32_ = int32_t(stored_);
-}
-
-TensorView LatentCache::latent() const {
-  return TensorView::contiguous(rows_.data(), DType::f32, {1, stored_, latent_dim_});
-}
-
-LatentCacheView LatentCache::decode_view() const {
-  LatentCacheView v;
-  v.latent = TensorView::contiguous(rows_.data(), DType::f32, {1, capacity_, latent_dim_});
-  v.cache_seqlens = &stored32_;
-  return v;
-}
-
 MlaMixer::MlaMixer(const MlaConfig& config, MlaLayerWeights weights, Rope rope, const std::string& name)
     : config_(config), w_(std::move(weights)), rope_(std::move(rope)) {
   const auto& c = config_;
@@ -76,12 +36,10 @@ MlaMixer::MlaMixer(const MlaConfig& config, MlaLayerWeights weights, Rope rope, 
   w_.kv_b_proj.require_shape(c.num_heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank,
                name + ".kv_b_proj.weight");
   require(!w_.kv_b_proj.has_bias(), (name + ".kv_b_proj.bias").c_str(), "is not supported (the kernels absorb kv_b_proj)");
+  // The absorbed kernels multiply by kv_b_proj's blocks as a matrix: a block-quantized one is widened once.
+  if (w_.kv_b_proj.is_quantized()) w_.kv_b_proj = w_.kv_b_proj.densified();
   w_.o_proj.require_shape(c.hidden, c.num_heads * c.v_head_dim, name + ".o_proj.weight");
   require(rope_.config().head_dim == c.qk_rope_head_dim, "rope", "head_dim must be qk_rope_head_dim");
-}
-
-std::unique_ptr<LayerState> MlaMixer::new_state() const {
-  return std::make_unique<LatentCache>(config_.latent_dim(), config_.cache_block_tokens);
 }
 
 uint64_t MlaMixer::weight_bytes() const {
@@ -103,7 +61,7 @@ MlaWeights MlaMixer::kernel_weights() const {
   return mw;
 }
 
-void MlaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+void MlaMixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), H = c.num_heads, Dq = c.qk_head_dim(), L = c.latent_dim();
   const int64_t dn = c.qk_nope_head_dim, r = c.kv_lora_rank, dv = c.v_head_dim;
@@ -123,29 +81,37 @@ void MlaMixer::forward(const float* x, const Batch& batch, int64_t layer_index, 
   std::vector<int32_t> head_positions(size_t(T * H));
   for (int64_t t = 0; t < T; ++t)
     std::fill_n(head_positions.begin() + t * H, H, batch.positions[size_t(t)]);
-  rope_.apply(q.data() + dn, T * H, 1, Dq, head_positions.data());
-  rope_.apply(latent.data() + r, T, 1, L, batch.positions.data());
+  if (c.rope) {
+    rope_.apply(q.data() + dn, T * H, 1, Dq, head_positions.data());
+    rope_.apply(latent.data() + r, T, 1, L, batch.positions.data());
+  }
 
   MlaOptions opts;
   opts.scale = c.scale;
   opts.causal = true;
   const MlaWeights mw = kernel_weights();
-  const int64_t S = batch.num_sequences();
-  for (int64_t s = 0; s < S; ++s) {
-    auto* cache = static_cast<LatentCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
-    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
-    cache->append(latent.data() + b * L, n, L);
-  }
+  write_paged_rows(latent.data(), T, L, batch.slot_mapping.data(), memory.k);
+  // The kernels read the latent cache as [num_blocks, block_size, r + dr]: the pool's single head folded away.
+  const TensorView paged = TensorView::contiguous(memory.k.data, memory.k.dtype,
+                                                  {memory.k.shape[0], memory.k.shape[1], L});
   auto attend = [&](int64_t s) {
-    const auto* cache = static_cast<const LatentCache*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
-    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+    const int64_t b = batch.seq_begin(s), n = batch.seq_len(s), len = batch.cache_seqlens[size_t(s)];
     if (n == 0) return;
     const TensorView qv = TensorView::contiguous(q.data() + b * H * Dq, DType::f32, {1, n, H, Dq});
     const TensorView ov = TensorView::contiguous(attn.data() + b * H * dv, DType::f32, {1, n, H, dv});
-    if (n <= kMaxDecodeQueries)
-      mla_decode(qv, cache->decode_view(), mw, ov, opts);
-    else
-      mla_prefill(qv, cache->latent(), mw, ov, opts);
+    if (n <= kMaxDecodeQueries) {
+      LatentCacheView view;
+      view.latent = paged;
+      view.cache_seqlens = batch.cache_seqlens.data() + s;
+      view.block_table = batch.block_table(s);
+      view.max_blocks_per_seq = batch.max_blocks;
+      mla_decode(qv, view, mw, ov, opts);
+    } else {
+      // The naive prefill expands every cached row through kv_b_proj: it reads them as one contiguous span.
+      AlignedBuffer<float> rows(size_t(len * L));
+      gather_paged_rows(memory.k, batch.block_table(s), len, rows.data(), true);
+      mla_prefill(qv, TensorView::contiguous(rows.data(), DType::f32, {1, len, L}), mw, ov, opts);
+    }
   };
   for_each_sequence(batch, kMaxDecodeQueries, attend);
   w_.o_proj.forward(attn.data(), T, out);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "testing/mixer_harness.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -14,7 +15,7 @@ using testing::HostTensor;
 
 struct MlaFixture {
   MlaConfig c{.hidden = 32, .num_heads = 3, .q_lora_rank = 24, .kv_lora_rank = 16, .qk_nope_head_dim = 8,
-              .qk_rope_head_dim = 4, .v_head_dim = 8, .norm_eps = 1e-6f, .scale = 0.3f, .cache_block_tokens = 16};
+              .qk_rope_head_dim = 4, .v_head_dim = 8, .norm_eps = 1e-6f, .scale = 0.3f};
   HostTensor q_a{DType::f32, {c.q_lora_rank, c.hidden}, 1, 0.2f}, q_a_bias{DType::f32, {c.q_lora_rank}, 2, 0.2f};
   HostTensor q_norm{DType::f32, {c.q_lora_rank}, 3, 0.3f};
   HostTensor q_b{DType::bf16, {c.num_heads * c.qk_head_dim(), c.q_lora_rank}, 4, 0.2f};
@@ -77,17 +78,17 @@ std::vector<float> run_pieces(const MlaMixer& m, const float* x, const std::vect
   int64_t T = 0;
   for (int64_t p : pieces) T += p;
   std::vector<float> y(size_t(T * H));
-  SequenceState s;
-  s.layers.push_back(m.new_state());
+  // Odd blocks handed out shuffled: the latent rows of one sequence are scattered over the pool.
+  testing::MixerHarness harness(m, /*block_tokens=*/5, DType::f32, /*shuffle_seed=*/7);
+  const auto s = harness.new_sequence();
   int64_t at = 0;
   for (int64_t p : pieces) {
     Batch b;
-    b.add(s, std::vector<int32_t>(size_t(p), 0));
-    m.forward(x + at * H, b, 0, y.data() + at * H);
-    s.length += p;
+    b.add(*s, std::vector<int32_t>(size_t(p), 0));
+    harness.forward(x + at * H, b, y.data() + at * H);
     at += p;
   }
-  if (cached) *cached = static_cast<const LatentCache*>(s.layers[0].get())->length();
+  if (cached) *cached = s->length();
   return y;
 }
 
@@ -113,19 +114,11 @@ TEST(MlaMixer, CacheSpecIsOneLatentRowPerToken) {
   MlaFixture f;
   const MlaMixer m = f.build();
   const CacheSpec spec = m.cache_spec();
-  EXPECT_EQ(spec.kind, "latent");
-  EXPECT_EQ(spec.bytes_per_token, (16 + 4) * 4);
-  EXPECT_EQ(spec.fixed_bytes, 0);
+  EXPECT_EQ(spec.kind, CacheKind::latent);
+  EXPECT_EQ(spec.bytes_per_token(), (16 + 4) * 4);
+  EXPECT_EQ(spec.fixed_bytes(), 0);
+  EXPECT_EQ(spec.bytes_for(17, 16), 32 * (16 + 4) * 4);  // two whole blocks
   EXPECT_EQ(m.kind(), "mla");
-  LatentCache cache(20, 16);
-  std::vector<float> rows(20 * 17, 1.f);
-  cache.append(rows.data(), 17, 20);
-  EXPECT_EQ(cache.length(), 17);
-  EXPECT_EQ(cache.capacity(), 32);
-  EXPECT_EQ(cache.bytes(), 32 * 20 * 4);
-  cache.truncate(5);
-  EXPECT_EQ(cache.length(), 5);
-  EXPECT_THROW(cache.truncate(6), ArgumentError);
 }
 
 TEST(MlaMixer, RejectsMismatchedWeights) {

@@ -12,7 +12,7 @@ GatedMlp::GatedMlp(Linear gate, Linear up, Linear down, Activation act, const st
   const int64_t H = down_.out_features(), I = down_.in_features();
   auto check = [](const Linear& l, int64_t out, int64_t in, const std::string& n) {
     require(l.out_features() == out && l.in_features() == in, n.c_str(),
-            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
+            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.shape_str());
   };
   check(gate_, I, H, name + ".gate_proj.weight");
   check(up_, I, H, name + ".up_proj.weight");

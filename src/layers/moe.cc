@@ -43,7 +43,7 @@ SparseMoe::SparseMoe(const MoeConfig& config, Linear router, std::vector<GatedMl
   require(config_.top_k >= 1 && config_.top_k <= E, "num_experts_per_tok",
           "must be in [1, " + std::to_string(E) + "], got " + std::to_string(config_.top_k));
   require(router_.out_features() == E && router_.in_features() == H, (name + ".gate.weight").c_str(),
-          "expected [" + std::to_string(E) + ", " + std::to_string(H) + "], got " + router_.weight().shape_str());
+          "expected [" + std::to_string(E) + ", " + std::to_string(H) + "], got " + router_.shape_str());
   for (int64_t e = 0; e < E; ++e)
     require(experts_[size_t(e)].hidden() == H, (name + ".experts." + std::to_string(e)).c_str(),
             "hidden size differs from expert 0's");
@@ -53,7 +53,7 @@ SparseMoe::SparseMoe(const MoeConfig& config, Linear router, std::vector<GatedMl
     require(shared_expert_.has_value(), (name + ".shared_expert_gate").c_str(), "given without a shared expert");
     require(shared_gate_->out_features() == 1 && shared_gate_->in_features() == H,
             (name + ".shared_expert_gate.weight").c_str(),
-            "expected [1, " + std::to_string(H) + "], got " + shared_gate_->weight().shape_str());
+            "expected [1, " + std::to_string(H) + "], got " + shared_gate_->shape_str());
   }
 }
 

@@ -14,20 +14,20 @@ Rwkv7ChannelMix::Rwkv7ChannelMix(int64_t hidden, Rwkv7ChannelMixWeights weights,
   require(w_.x_k.numel() == hidden, (name + ".x_k").c_str(),
           "expected " + std::to_string(hidden) + " values, got " + w_.x_k.shape_str());
   require(w_.key.in_features() == hidden, (name + ".key.weight").c_str(),
-          "expected [*, " + std::to_string(hidden) + "], got " + w_.key.weight().shape_str());
+          "expected [*, " + std::to_string(hidden) + "], got " + w_.key.shape_str());
   require(w_.value.out_features() == hidden && w_.value.in_features() == w_.key.out_features(),
           (name + ".value.weight").c_str(),
           "expected [" + std::to_string(hidden) + ", " + std::to_string(w_.key.out_features()) + "], got " +
-              w_.value.weight().shape_str());
+              w_.value.shape_str());
   x_k_.resize(size_t(hidden));
   convert_to_f32(w_.x_k.data, w_.x_k.dtype, x_k_.data(), x_k_.size());
 }
 
-void Rwkv7ChannelMix::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+void Rwkv7ChannelMix::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
   const int64_t T = batch.num_tokens(), C = hidden_, I = intermediate();
   std::vector<float> mixed(size_t(T * C)), h(size_t(T * I));
   rwkv7_token_shift(x, batch, C, [&](int64_t s) {
-    return static_cast<Rwkv7State*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get())->ffn_shift();
+    return Rwkv7State(memory, batch, s, hidden_).ffn_shift();
   }, mixed.data());
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < C; ++i) mixed[size_t(t * C + i)] = x[t * C + i] + mixed[size_t(t * C + i)] * x_k_[size_t(i)];

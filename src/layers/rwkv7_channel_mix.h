@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "layers/batch.h"
+#include "state/layer_memory.h"
 #include "layers/linear.h"
 
 namespace attnzoo {
@@ -23,9 +24,9 @@ class Rwkv7ChannelMix {
   Rwkv7ChannelMix(int64_t hidden, Rwkv7ChannelMixWeights weights, const std::string& name);
   int64_t intermediate() const { return w_.key.out_features(); }
   uint64_t weight_bytes() const { return w_.key.weight_bytes() + w_.value.weight_bytes(); }
-  // x [T, hidden] (the ffn_norm output) -> out [T, hidden]; reads and updates each sequence's ffn_shift in the
-  // Rwkv7State at layers[layer_index].
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const;
+  // x [T, hidden] (the ffn_norm output) -> out [T, hidden]; reads and updates each sequence's ffn_shift in its
+  // slot of `memory` (the layer's, shared with the time mix).
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const;
 
  private:
   int64_t hidden_ = 0;

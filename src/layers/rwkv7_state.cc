@@ -4,11 +4,6 @@
 
 namespace attnzoo {
 
-Rwkv7State::Rwkv7State(int64_t hidden, int64_t heads, int64_t head_k_dim, int64_t head_v_dim)
-    : hidden_(hidden), elems_(elements(hidden, heads, head_k_dim, head_v_dim)), buf_(size_t(elems_)) {
-  std::fill(buf_.data(), buf_.data() + elems_, 0.f);
-}
-
 void rwkv7_token_shift(const float* x, const Batch& batch, int64_t dim, const std::function<float*(int64_t)>& shift_of,
                        float* delta) {
   for (int64_t s = 0; s < batch.num_sequences(); ++s) {

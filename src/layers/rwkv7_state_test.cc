@@ -10,11 +10,10 @@ namespace {
 TEST(Rwkv7TokenShift, EachSequenceShiftsAgainstItsOwnPreviousToken) {
   const int64_t D = 3;
   // Two sequences in one batch; the second already has a remembered last token.
-  SequenceState s0, s1;
-  std::vector<int32_t> ids0 = {0, 0}, ids1 = {0, 0, 0};
   Batch batch;
-  batch.add(s0, ids0);
-  batch.add(s1, ids1);
+  batch.tokens = {0, 0, 0, 0, 0};
+  batch.positions = {0, 1, 4, 5, 6};
+  batch.cu_seqlens = {0, 2, 5};
   std::vector<float> shift0(D, 0.f), shift1 = {5.f, 6.f, 7.f};
   const std::vector<float> remembered = shift1;
   std::vector<float> x(size_t(5 * D)), delta(size_t(5 * D));
@@ -31,12 +30,19 @@ TEST(Rwkv7TokenShift, EachSequenceShiftsAgainstItsOwnPreviousToken) {
   EXPECT_EQ(shift1[0], x[size_t(4 * D)]);
 }
 
-TEST(Rwkv7State, LaysOutShiftsAroundTheMatrixStateAndStartsAtZero) {
-  Rwkv7State st(8, 2, 4, 3);
-  EXPECT_EQ(st.bytes(), int64_t(sizeof(float)) * (2 * 8 + 2 * 4 * 3));
-  EXPECT_EQ(st.wkv() - st.attn_shift(), 8);
-  EXPECT_EQ(st.ffn_shift() - st.wkv(), 2 * 4 * 3);
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(st.ffn_shift()[i], 0.f);
+TEST(Rwkv7State, ViewsTheSequencesSlotAsShiftsThenMatrixState) {
+  std::vector<float> slab(3 * 64, 0.f);
+  LayerMemory memory;
+  memory.states = slab.data();
+  memory.state_stride = 64;
+  Batch batch;
+  batch.cu_seqlens = {0, 1, 2};
+  batch.state_slots = {2, 1};
+  const Rwkv7State st(memory, batch, 1, /*hidden=*/8);
+  EXPECT_EQ(Rwkv7State::elements(8, 2, 4, 3), 2 * 8 + 2 * 4 * 3);
+  EXPECT_EQ(st.attn_shift(), slab.data() + 64);  // slot 1
+  EXPECT_EQ(st.ffn_shift() - st.attn_shift(), 8);
+  EXPECT_EQ(st.wkv() - st.attn_shift(), 16);
 }
 
 }  // namespace

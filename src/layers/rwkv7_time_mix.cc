@@ -27,7 +27,7 @@ std::vector<float> widen(const TensorView& t, int64_t n, const std::string& name
 
 void check_lora(const Rwkv7Lora& l, int64_t hidden, int64_t out, const std::string& name) {
   require(l.down.in_features() == hidden, (name + ".lora.0.weight").c_str(),
-          "expected [rank, " + std::to_string(hidden) + "], got " + l.down.weight().shape_str());
+          "expected [rank, " + std::to_string(hidden) + "], got " + l.down.shape_str());
   l.up.require_shape(out, l.down.out_features(), name + ".lora.2.weight");
 }
 
@@ -79,15 +79,15 @@ uint64_t Rwkv7TimeMix::weight_bytes() const {
   return b;
 }
 
-void Rwkv7TimeMix::forward(const float* x, const Batch& batch, int64_t layer_index, float* v_first,
+void Rwkv7TimeMix::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* v_first,
                            float* out) const {
   const int64_t T = batch.num_tokens(), C = c_.hidden, Dv = c_.value_dim();
   const int64_t H = c_.num_heads, K = c_.head_dim, V = c_.head_v_dim;
   auto state_of = [&](int64_t s) {
-    return static_cast<Rwkv7State*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get());
+    return Rwkv7State(memory, batch, s, C);
   };
   std::vector<float> delta(size_t(T * C)), mixed(size_t(T * C));
-  rwkv7_token_shift(x, batch, C, [&](int64_t s) { return state_of(s)->attn_shift(); }, delta.data());
+  rwkv7_token_shift(x, batch, C, [&](int64_t s) { return state_of(s).attn_shift(); }, delta.data());
   // Each mixed input is consumed by its projection right away, so one buffer serves all six.
   auto mix = [&](int c) {
     const float* m = mix_[c].data();
@@ -143,7 +143,7 @@ void Rwkv7TimeMix::forward(const float* x, const Batch& batch, int64_t layer_ind
     args.v = TensorView::contiguous(v.data() + b * Dv, DType::f32, {1, n, H, V});
     args.o = TensorView::contiguous(o.data() + b * Dv, DType::f32, {1, n, H, V});
     args.scale = 1.f;
-    args.initial_state = TensorView::contiguous(state_of(s)->wkv(), DType::f32, {1, H, K, V});
+    args.initial_state = TensorView::contiguous(state_of(s).wkv(), DType::f32, {1, H, K, V});
     args.final_state = args.initial_state;  // the kernel reads each head's state before writing it
     // `attnzoo bench model --linear-prefill=recurrent` forces the token loop to measure what the chunked kernel buys.
     if (n == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)

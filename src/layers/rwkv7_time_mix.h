@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "layers/batch.h"
+#include "state/layer_memory.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 
@@ -52,9 +53,8 @@ class Rwkv7TimeMix {
   bool first_layer() const { return !w_.v_lora; }
   uint64_t weight_bytes() const;
   // x [T, hidden] (the attn_norm output) -> out [T, hidden]. v_first [T, value_dim]: written by the first layer,
-  // read by the others. Reads and updates each sequence's attn_shift and wkv in the Rwkv7State at
-  // layers[layer_index].
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* v_first, float* out) const;
+  // read by the others. Reads and updates each sequence's attn_shift and wkv in its slot of `memory`.
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* v_first, float* out) const;
 
  private:
   Rwkv7TimeMixConfig c_;

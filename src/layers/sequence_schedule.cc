@@ -48,3 +48,11 @@ TensorView depthwise_conv_weight(const TensorView& cw, const TensorView& bias, i
 }
 
 }  // namespace attnzoo
+
+namespace attnzoo {
+
+CacheSpec conv_state_spec(int64_t conv_elems, int64_t state_elems) {
+  return CacheSpec::state(checked_add(conv_tail_floats(conv_elems), state_elems, "recurrent state"));
+}
+
+}  // namespace attnzoo

@@ -8,6 +8,8 @@
 
 #include "core/tensor.h"
 #include "layers/batch.h"
+#include "state/cache_spec.h"
+#include "state/layer_memory.h"
 
 namespace attnzoo {
 
@@ -30,5 +32,24 @@ inline float softplus(float x) { return x > 20.f ? x : std::log1p(std::exp(x)); 
 // an optional bias must be [channels]. Errors name `name`.conv1d.weight / .bias.
 TensorView depthwise_conv_weight(const TensorView& weight, const TensorView& bias, int64_t channels, int64_t kernel,
                                  const std::string& name);
+
+}  // namespace attnzoo
+
+namespace attnzoo {
+
+// The pool slot of a recurrent layer with a short convolution in front, as the layer reads it:
+// [conv tail (conv_elems, padded to a cache line) | recurrent state (state_elems)], f32.
+struct ConvStateSlot {
+  float* conv;
+  float* state;
+};
+inline int64_t conv_tail_floats(int64_t conv_elems) { return (conv_elems + 15) / 16 * 16; }
+// The CacheSpec of such a layer (checked: a config whose sizes overflow is an ArgumentError naming the size).
+CacheSpec conv_state_spec(int64_t conv_elems, int64_t state_elems);
+// Sequence s's slot of this layer.
+inline ConvStateSlot conv_state_slot(const LayerMemory& memory, const Batch& batch, int64_t s, int64_t conv_elems) {
+  float* slot = memory.state(batch.state_slots[size_t(s)]);
+  return {slot, slot + conv_tail_floats(conv_elems)};
+}
 
 }  // namespace attnzoo

@@ -10,17 +10,13 @@
 
 namespace attnzoo {
 
-ShortConvState::ShortConvState(int64_t elems) : elems_(elems), tail_(size_t(elems)) {
-  std::fill(tail_.data(), tail_.data() + elems, 0.f);
-}
-
 ShortConvMixer::ShortConvMixer(int64_t hidden, Linear in_proj, Linear out_proj, const TensorView& conv_weight,
                                const TensorView& conv_bias, const std::string& name)
     : hidden_(hidden), in_proj_(std::move(in_proj)), out_proj_(std::move(out_proj)), conv_bias_(conv_bias) {
   require(hidden > 0, "hidden", "must be positive");
   auto check = [](const Linear& l, int64_t out, int64_t in, const std::string& n) {
     require(l.out_features() == out && l.in_features() == in, n.c_str(),
-            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.weight().shape_str());
+            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.shape_str());
   };
   check(in_proj_, 3 * hidden, hidden, name + ".in_proj.weight");
   check(out_proj_, hidden, hidden, name + ".out_proj.weight");
@@ -37,11 +33,7 @@ ShortConvMixer::ShortConvMixer(int64_t hidden, Linear in_proj, Linear out_proj, 
 }
 
 CacheSpec ShortConvMixer::spec(int64_t hidden, int64_t kernel) {
-  return {"conv_state", 0, hidden * state_len(kernel) * int64_t(sizeof(float)), 0, 0};
-}
-
-std::unique_ptr<LayerState> ShortConvMixer::new_state() const {
-  return std::make_unique<ShortConvState>(hidden_ * state_len());
+  return CacheSpec::state(checked_mul(hidden, state_len(kernel), "conv state"));
 }
 
 uint64_t ShortConvMixer::weight_bytes() const {
@@ -49,7 +41,7 @@ uint64_t ShortConvMixer::weight_bytes() const {
          uint64_t(conv_weight_.numel()) * dtype_size(conv_weight_.dtype);
 }
 
-void ShortConvMixer::forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const {
+void ShortConvMixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
   const int64_t T = batch.num_tokens(), nseq = batch.num_sequences(), Hd = hidden_, S = state_len();
   std::vector<float> proj(size_t(T * 3 * Hd)), bx(size_t(T * Hd)), conv(size_t(T * Hd));
   in_proj_.forward(x, T, proj.data());
@@ -61,7 +53,7 @@ void ShortConvMixer::forward(const float* x, const Batch& batch, int64_t layer_i
   // One conv call for the whole ragged batch; the small per-sequence tails are gathered and scattered back.
   std::vector<float> tails(size_t(nseq * Hd * S));
   auto state = [&](int64_t s) {
-    return static_cast<ShortConvState*>(batch.sequences[size_t(s)]->layers[size_t(layer_index)].get())->data();
+    return memory.state(batch.state_slots[size_t(s)]);
   };
   for (int64_t s = 0; s < nseq; ++s) std::memcpy(tails.data() + s * Hd * S, state(s), size_t(Hd * S) * sizeof(float));
   CausalConv1dOptions o;

@@ -13,17 +13,6 @@
 
 namespace attnzoo {
 
-class ShortConvState : public LayerState {
- public:
-  explicit ShortConvState(int64_t elems);
-  int64_t bytes() const override { return elems_ * int64_t(sizeof(float)); }
-  float* data() { return tail_.data(); }  // [hidden, L - 1], oldest first
-
- private:
-  int64_t elems_;
-  AlignedBuffer<float> tail_;
-};
-
 class ShortConvMixer : public SequenceMixer {
  public:
   // in_proj [3 hidden, hidden], out_proj [hidden, hidden] (biases optional), conv_weight [hidden, 1, L] or
@@ -39,10 +28,9 @@ class ShortConvMixer : public SequenceMixer {
   static CacheSpec spec(int64_t hidden, int64_t kernel);
   static constexpr const char* kKind = "short_conv";
   CacheSpec cache_spec() const override { return spec(hidden_, kernel_); }
-  std::unique_ptr<LayerState> new_state() const override;
   uint64_t weight_bytes() const override;
   std::string kind() const override { return kKind; }
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override;
+  void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const override;
 
  private:
   int64_t hidden_, kernel_;

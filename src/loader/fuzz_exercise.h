@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "loader/config.h"
+#include "loader/gguf.h"
+#include "loader/gguf_checkpoint.h"
 #include "loader/json.h"
 #include "loader/safetensors.h"
 
@@ -52,6 +54,46 @@ inline bool exercise_safetensors(const uint8_t* data, size_t size) {
     }
   }
   for (const auto& [k, v] : f.metadata()) sum = sum + k.size() + v.size();
+  return true;
+}
+
+inline uint64_t touch_gguf_value(const GgufValue& v) {
+  uint64_t h = uint64_t(v.type()) + v.raw_bits();
+  if (v.type() == GgufType::STRING) h += v.as_string("fuzz").size();
+  if (!v.is_array()) return h;
+  for (uint8_t b : v.packed()) h = h * 31 + b;
+  for (const std::string& s : v.strings()) h = h * 7 + s.size();
+  for (const GgufValue& a : v.arrays()) h = h * 5 + touch_gguf_value(a);
+  if (v.size() > 0) h += v.at(v.size() - 1).raw_bits();
+  return h;
+}
+
+inline bool exercise_gguf(const uint8_t* data, size_t size) {
+  GgufFile f = GgufFile::parse(MappedFile::from_bytes(std::vector<uint8_t>(data, data + size), "fuzz.gguf"));
+  const uint8_t* begin = f.mapping()->data();
+  const uint8_t* end = begin + f.mapping()->size();
+  volatile uint64_t sum = 0;
+  for (const auto& [key, v] : f.metadata()) sum = sum + key.size() + touch_gguf_value(v);
+  for (const GgufTensor& t : f.tensors()) {
+    // Invariants the parser promises; a violation is a bug even when memory happens to be readable.
+    if (t.data < begin || t.bytes < 0 || t.bytes > end - t.data || t.offset % f.alignment() != 0 ||
+        t.bytes != t.row_bytes() * (t.ne[0] ? t.numel() / t.ne[0] : 0)) {
+      __builtin_trap();
+    }
+    for (int64_t i = 0; i < t.bytes; ++i) sum = sum + t.data[i];
+  }
+  // The Hugging Face view of an accepted file: config synthesis and name mapping answer or throw LoadError.
+  try {
+    sum = sum + gguf_hf_config_json(f).size();
+  } catch (const LoadError&) {
+  }
+  try {
+    for (const GgufHfTensor& t : gguf_hf_tensors(f)) {
+      if (t.data < begin || t.bytes < 0 || t.bytes > end - t.data) __builtin_trap();
+      if (t.bytes > 0) sum = sum + t.data[0] + t.data[t.bytes - 1];
+    }
+  } catch (const LoadError&) {
+  }
   return true;
 }
 

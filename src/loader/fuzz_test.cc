@@ -1,4 +1,4 @@
-// A deterministic mutation fuzzer over the loaders: valid safetensors files and JSON configs made here are
+// A deterministic mutation fuzzer over the loaders: valid safetensors and GGUF files and JSON configs made here are
 // mutated (bit flips, byte edits, insertions, deletions, truncation, header-length edits, number swaps) and each
 // result must either parse or throw the documented LoadError — never crash, hang or read out of bounds (run under
 // -fsanitize=address for the last part). Seeded, so a failure names an iteration that reproduces.
@@ -10,6 +10,7 @@
 
 #include "loader/fuzz_exercise.h"
 #include "loader/fuzz_mutator.h"
+#include "loader/gguf_test_files.h"
 #include "loader/test_files.h"
 #include "loader/testdata/python_fixture.h"
 
@@ -42,6 +43,31 @@ std::vector<Bytes> safetensors_seeds() {
       {{"format", "pt"}, {"k\"\\", "v\xC3\xA9"}}));
   seeds.emplace_back(std::begin(testdata::kPythonFixture), std::end(testdata::kPythonFixture));
   return seeds;
+}
+
+std::vector<Bytes> gguf_seeds() {
+  using namespace testing;  // NOLINT: the GGUF spec helpers
+  GgufSpec small;
+  small.kvs = {kv_string("general.architecture", "llama"), kv_scalar<uint32_t>("llama.block_count", 4, 1),
+               kv_scalar<uint32_t>("llama.embedding_length", 4, 4), kv_scalar<uint32_t>("llama.attention.head_count", 4, 1),
+               kv_scalar<uint32_t>("llama.feed_forward_length", 4, 8)};
+  small.tensors = {{"token_embd.weight", {4, 2}, 0, Bytes(32, 0x3f), std::nullopt},
+                   {"blk.0.attn_q.weight", {4, 4}, 0, Bytes(64, 0x3e), std::nullopt},
+                   {"blk.0.ffn_norm.weight", {4}, 0, Bytes(16, 0x3d), std::nullopt}};
+  GgufSpec rich;
+  rich.version = 2;
+  rich.alignment = 64;
+  Bytes strings, nested;
+  for (const char* s : {"<s>", "</s>", "\xC3\xA9"}) put_string(strings, s);
+  const Bytes inner = array_value(0, 2, Bytes{1, 2});
+  nested = array_value(9, 1, inner);
+  rich.kvs = {kv_scalar<uint32_t>("general.alignment", 4, 64), kv_array("tokenizer.ggml.tokens", 8, 3, strings),
+              kv_array("n", 9, 1, nested), kv_scalar<float>("f", 6, 0.5f), kv_scalar<uint8_t>("b", 7, 1),
+              kv_scalar<int64_t>("i", 11, -3), kv_scalar<double>("d", 12, 2.0)};
+  rich.tensors = {{"blk.0.attn_q.weight", {32, 2}, 3, Bytes(40, 0x11), std::nullopt},
+                  {"blk.0.ffn_down.weight", {256, 1}, 12, Bytes(144, 0x22), std::nullopt},
+                  {"output_norm.weight", {4}, 1, Bytes(8, 0x33), std::nullopt}};
+  return {gguf_bytes(small), gguf_bytes(rich)};
 }
 
 std::vector<Bytes> json_seeds() {
@@ -99,11 +125,15 @@ void run_fuzz(const char* what, const std::vector<Bytes>& seeds, bool is_safeten
 TEST(LoaderFuzz, SeedsAreValid) {
   for (const Bytes& s : safetensors_seeds()) EXPECT_TRUE(fuzzing::exercise_safetensors(s.data(), s.size()));
   for (const Bytes& s : json_seeds()) EXPECT_TRUE(fuzzing::exercise_json(s.data(), s.size()));
+  for (const Bytes& s : gguf_seeds()) EXPECT_TRUE(fuzzing::exercise_gguf(s.data(), s.size()));
 }
 
 TEST(LoaderFuzz, SafetensorsMutations) {
   run_fuzz("safetensors", safetensors_seeds(), true, fuzzing::exercise_safetensors);
 }
+
+// Byte-level mutations only: GGUF is binary, so the JSON-aware number edits simply act as more byte edits.
+TEST(LoaderFuzz, GgufMutations) { run_fuzz("gguf", gguf_seeds(), false, fuzzing::exercise_gguf); }
 
 TEST(LoaderFuzz, JsonMutations) { run_fuzz("json", json_seeds(), false, fuzzing::exercise_json); }
 

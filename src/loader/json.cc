@@ -29,8 +29,9 @@ Value Value::make_bool(bool b) {
   return v;
 }
 
-Value Value::make_number(double d, bool integral, int64_t i) {
+Value Value::make_number(double d, bool integral, int64_t i, bool float_literal) {
   Value v;
+  v.float_literal_ = float_literal;
   v.kind_ = Kind::number;
   v.double_ = d;
   v.integral_ = integral;
@@ -55,9 +56,24 @@ Value Value::make_array(Array a) {
 Value Value::make_object(Object o) {
   Value v;
   v.kind_ = Kind::object;
-  std::sort(o.begin(), o.end(), [](const Member& a, const Member& b) { return a.first < b.first; });
-  v.object_ = std::move(o);
+  std::vector<uint32_t> by_key(o.size());
+  for (uint32_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+  std::stable_sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) { return o[a].first < o[b].first; });
+  v.object_.reserve(o.size());
+  v.source_order_.resize(o.size());
+  for (uint32_t k = 0; k < by_key.size(); ++k) {
+    v.source_order_[by_key[k]] = k;
+    v.object_.push_back(std::move(o[by_key[k]]));
+  }
   return v;
+}
+
+std::vector<const Member*> Value::members_in_source_order() const {
+  std::vector<const Member*> out;
+  if (kind_ != Kind::object) return out;
+  out.reserve(object_.size());
+  for (uint32_t k : source_order_) out.push_back(&object_[k]);
+  return out;
 }
 
 namespace {
@@ -368,8 +384,8 @@ class Parser {
       return Value::make_number(d, false, 0);  // beyond int64: a double only
     }
     constexpr double kExact = 9007199254740992.0;  // 2^53
-    if (std::trunc(d) == d && std::fabs(d) <= kExact) return Value::make_number(d, true, int64_t(d));
-    return Value::make_number(d, false, 0);
+    if (std::trunc(d) == d && std::fabs(d) <= kExact) return Value::make_number(d, true, int64_t(d), true);
+    return Value::make_number(d, false, 0, true);
   }
 
   std::string_view s_;
@@ -380,5 +396,28 @@ class Parser {
 }  // namespace
 
 Value parse(std::string_view text, ParseOptions options) { return Parser(text, options).parse_document(); }
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
 
 }  // namespace attnzoo::json

@@ -30,7 +30,8 @@ class Value {
 
   Value() = default;
   static Value make_bool(bool b);
-  static Value make_number(double d, bool integral, int64_t i);
+  // float_literal: the text had a fraction or an exponent.
+  static Value make_number(double d, bool integral, int64_t i, bool float_literal = false);
   static Value make_string(std::string s);
   static Value make_array(Array a);
   static Value make_object(Object o);  // sorts; the caller guarantees unique keys
@@ -42,6 +43,8 @@ class Value {
   // True for a number whose value is an exact int64: an integer literal in range, or a literal such as 2.0 /
   // 1e3 whose value is integral and at most 2^53 in magnitude (so no rounding happened on the way in).
   bool is_integer() const { return kind_ == Kind::number && integral_; }
+  // True for a number written with a fraction or an exponent (2.0, 1e3): Python's json reads those as float.
+  bool is_float_literal() const { return kind_ == Kind::number && float_literal_; }
   bool is_string() const { return kind_ == Kind::string; }
   bool is_array() const { return kind_ == Kind::array; }
   bool is_object() const { return kind_ == Kind::object; }
@@ -56,16 +59,20 @@ class Value {
 
   // Object member lookup; nullptr when absent or when this is not an object.
   const Value* find(std::string_view key) const;
+  // The object's members in the order make_object received them (the file's order, for parsed text).
+  std::vector<const Member*> members_in_source_order() const;
 
  private:
   Kind kind_ = Kind::null;
   bool bool_ = false;
   bool integral_ = false;
+  bool float_literal_ = false;
   int64_t int_ = 0;
   double double_ = 0;
   std::string string_;
   Array array_;
   Object object_;
+  std::vector<uint32_t> source_order_;  // source_order_[k]: index in object_ of the k-th member received
 };
 
 const char* kind_name(Value::Kind k);
@@ -77,5 +84,9 @@ struct ParseOptions {
 
 // Parses exactly one JSON value surrounded by optional whitespace. Throws ParseError.
 Value parse(std::string_view text, ParseOptions options = {});
+
+// `s` as a JSON string literal: quotes, backslashes and control characters escaped, other bytes as they are
+// (callers writing text that must parse again pass valid UTF-8).
+std::string quote(std::string_view s);
 
 }  // namespace attnzoo::json

@@ -153,5 +153,11 @@ TEST(Json, ErrorIsArgumentError) {
   EXPECT_THROW(parse("["), ArgumentError);
 }
 
+TEST(Json, QuoteRoundTrips) {
+  const std::string s = std::string("a\"b\\c\n\t\r\x01\x1f ") + "\xC3\xA9" + std::string(1, '\0');
+  EXPECT_EQ(json::quote("x\"\n"), "\"x\\\"\\n\"");
+  EXPECT_EQ(json::parse(json::quote(s)).as_string(), s);
+}
+
 }  // namespace
 }  // namespace attnzoo::json

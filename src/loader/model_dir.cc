@@ -6,6 +6,9 @@
 #include <optional>
 #include <sstream>
 
+#include "core/dtype.h"
+#include "loader/gguf_checkpoint.h"
+
 namespace attnzoo {
 
 namespace fs = std::filesystem;
@@ -41,11 +44,87 @@ bool is_wrapped_language_model(const std::string& stored) {
   return stored.starts_with("model.language_model.") || stored.starts_with("language_model.");
 }
 
+bool is_gguf_name(const fs::path& p) { return p.extension() == ".gguf"; }
+
+std::string gguf_config_source(const std::string& path) { return path + " (config synthesized from the GGUF metadata)"; }
+
+// A GGUF tensor the converter edited, restored into bytes the ModelFiles owns.
+std::shared_ptr<const MappedFile> undo_gguf_edit(const GgufHfTensor& t, const std::string& path) {
+  std::vector<uint8_t> bytes(size_t(t.bytes));
+  if (t.fix == GgufFix::unpermute_rope_rows) {
+    const bool one_d = t.shape.size() == 1;
+    const int64_t rows = t.shape[0];
+    const int64_t row_bytes = one_d ? quant_type_info(uint32_t(t.type))->block_bytes : t.bytes / std::max<int64_t>(1, rows);
+    unpermute_rope_rows(t.data, bytes.data(), rows, row_bytes, t.heads);
+  } else {  // subtract_one: norm weights, F32 / F16 / BF16 (checked when mapped)
+    const DType dt = t.type == QuantType::F32 ? DType::f32 : t.type == QuantType::F16 ? DType::f16 : DType::bf16;
+    const int64_t n = t.bytes / int64_t(dtype_size(dt));
+    for (int64_t i = 0; i < n; ++i) store_from_f32(bytes.data(), dt, i, load_as_f32(t.data, dt, i) - 1.0f);
+  }
+  return MappedFile::from_bytes(std::move(bytes), path + ":" + t.gguf_name);
+}
+
 }  // namespace
 
-ModelFiles ModelFiles::open(const std::string& dir) {
+int64_t StoredTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+bool StoredTensor::quantized() const { return quant_type_info(uint32_t(type))->block_elems > 1; }
+
+ModelFiles ModelFiles::open_gguf(const std::string& path) {
+  ModelFiles m;
+  m.dir_ = fs::path(path).parent_path().string();
+  if (m.dir_.empty()) m.dir_ = ".";
+  m.gguf_ = std::make_shared<const GgufFile>(GgufFile::open(path));
+  m.gguf_config_ = gguf_hf_config_json(*m.gguf_);
+  m.config_ = Config::parse(m.gguf_config_, gguf_config_source(path));
+  for (const GgufHfTensor& t : gguf_hf_tensors(*m.gguf_)) {
+    StoredTensor st{t.shape, t.type, t.data, t.bytes};
+    if (t.fix != GgufFix::none) {
+      m.owned_.push_back(undo_gguf_edit(t, path));
+      st.data = m.owned_.back()->data();
+    }
+    m.where_.emplace(t.hf_name, Entry{0, t.gguf_name, std::move(st)});
+  }
+  return m;
+}
+
+// The GGUF file a model path names: the path itself, or the one .gguf of a directory with no safetensors weights.
+static std::optional<std::string> gguf_path_of(const std::string& path) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw LoadError(dir + ": not a directory");
+  if (is_gguf_name(path) && fs::is_regular_file(path, ec)) return path;
+  if (!fs::is_directory(path, ec)) throw LoadError(path + ": not a directory (nor a .gguf file)");
+  if (fs::exists(fs::path(path) / "model.safetensors", ec) || fs::exists(fs::path(path) / "model.safetensors.index.json", ec))
+    return std::nullopt;
+  std::vector<std::string> ggufs;
+  for (const auto& e : fs::directory_iterator(path, ec))
+    if (is_gguf_name(e.path()) && e.is_regular_file()) ggufs.push_back(e.path().string());
+  std::sort(ggufs.begin(), ggufs.end());
+  if (ggufs.size() > 1) {
+    std::string list;
+    for (const auto& g : ggufs) list += (list.empty() ? "" : ", ") + fs::path(g).filename().string();
+    throw LoadError(path + ": several .gguf files (" + list + "); name the one to load");
+  }
+  if (ggufs.size() == 1) return ggufs[0];
+  return std::nullopt;
+}
+
+std::string ModelFiles::read_config_json(const std::string& path) {
+  if (auto g = gguf_path_of(path)) return gguf_hf_config_json(GgufFile::open(*g));
+  return read_text((fs::path(path) / "config.json").string());
+}
+
+Config ModelFiles::read_config(const std::string& path) {
+  if (auto g = gguf_path_of(path)) return Config::parse(gguf_hf_config_json(GgufFile::open(*g)), gguf_config_source(*g));
+  return Config::load((fs::path(path) / "config.json").string());
+}
+
+ModelFiles ModelFiles::open(const std::string& dir) {
+  if (auto g = gguf_path_of(dir)) return open_gguf(*g);
+  std::error_code ec;
   ModelFiles m;
   m.dir_ = dir;
   m.config_ = Config::load((fs::path(dir) / "config.json").string());
@@ -54,7 +133,7 @@ ModelFiles ModelFiles::open(const std::string& dir) {
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(single, ec)) {
     m.files_.push_back(SafetensorsFile::open(single.string()));
-    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, Entry{0, t.name});
+    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, Entry{0, t.name, std::nullopt});
     m.expose_language_model();
     return m;
   }
@@ -93,7 +172,7 @@ ModelFiles ModelFiles::open(const std::string& dir) {
     if (!m.files_[it->second].has(tensor)) {
       throw LoadError(ipath + ": tensor '" + tensor + "' is mapped to '" + shard + "', which does not contain it");
     }
-    m.where_.emplace(tensor, Entry{it->second, tensor});
+    m.where_.emplace(tensor, Entry{it->second, tensor, std::nullopt});
   }
   m.expose_language_model();
   return m;
@@ -129,13 +208,89 @@ const ModelFiles::Entry& ModelFiles::locate(std::string_view name) const {
 
 TensorView ModelFiles::tensor(std::string_view name) const {
   const Entry& e = locate(name);
-  return files_[e.file].view(e.stored);
+  if (!e.gguf) return files_[e.file].view(e.stored);
+  const StoredTensor& t = *e.gguf;
+  TensorView v;
+  switch (t.type) {
+    case QuantType::F32: v.dtype = DType::f32; break;
+    case QuantType::F16: v.dtype = DType::f16; break;
+    case QuantType::BF16: v.dtype = DType::bf16; break;
+    case QuantType::I32: v.dtype = DType::i32; break;
+    case QuantType::I64: v.dtype = DType::i64; break;
+    default:
+      throw DTypeError(gguf_->path() + ": tensor '" + e.stored + "' ('" + std::string(name) + "') is stored as " +
+                       quant_type_name(t.type) + ", which no plain tensor view holds (read it with stored())");
+  }
+  if (t.shape.size() > size_t(TensorView::kMaxDims)) {
+    throw LoadError(gguf_->path() + ": tensor '" + e.stored + "': " + std::to_string(t.shape.size()) +
+                    " dimensions, more than a view holds");
+  }
+  if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(v.dtype) != 0) {
+    throw LoadError(gguf_->path() + ": tensor '" + e.stored + "': data is not aligned to its elements");
+  }
+  v.data = const_cast<uint8_t*>(t.data);  // TensorView has no const flavour; the pages are mapped read-only
+  v.ndim = int(t.shape.size());
+  int64_t stride = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    v.shape[d] = t.shape[size_t(d)];
+    v.strides[d] = stride;
+    stride *= t.shape[size_t(d)];
+  }
+  return v;
 }
+
+StoredTensor ModelFiles::stored(std::string_view name) const {
+  const Entry& e = locate(name);
+  if (e.gguf) return *e.gguf;
+  const SafetensorsFile& f = files_[e.file];
+  const TensorInfo& ti = f.info(e.stored);
+  QuantType type;
+  switch (ti.dtype) {
+    case FileDType::F32: type = QuantType::F32; break;
+    case FileDType::F16: type = QuantType::F16; break;
+    case FileDType::BF16: type = QuantType::BF16; break;
+    case FileDType::F64: type = QuantType::F64; break;
+    case FileDType::I8: type = QuantType::I8; break;
+    case FileDType::I16: type = QuantType::I16; break;
+    case FileDType::I32: type = QuantType::I32; break;
+    case FileDType::I64: type = QuantType::I64; break;
+    default:
+      throw DTypeError(f.path() + ": tensor '" + e.stored + "': dtype " + file_dtype_name(ti.dtype) +
+                       " has no storage format here (read it with file(name).data())");
+  }
+  return StoredTensor{ti.shape, type, f.data(e.stored), int64_t(ti.nbytes())};
+}
+
+bool ModelFiles::is_quantized(std::string_view name) const {
+  const Entry& e = locate(name);
+  return e.gguf && e.gguf->quantized();
+}
+
+int64_t ModelFiles::numel(std::string_view name) const {
+  const Entry& e = locate(name);
+  return e.gguf ? e.gguf->numel() : files_[e.file].info(e.stored).numel();
+}
+
+uint64_t ModelFiles::nbytes(std::string_view name) const {
+  const Entry& e = locate(name);
+  return e.gguf ? uint64_t(e.gguf->bytes) : files_[e.file].info(e.stored).nbytes();
+}
+
+const std::string& ModelFiles::source(std::string_view name) const {
+  const Entry& e = locate(name);
+  return e.gguf ? gguf_->path() : files_[e.file].path();
+}
+
 const TensorInfo& ModelFiles::info(std::string_view name) const {
   const Entry& e = locate(name);
+  if (e.gguf) throw LoadError(gguf_->path() + ": tensor '" + std::string(name) + "': a GGUF tensor has no safetensors header entry (use stored())");
   return files_[e.file].info(e.stored);
 }
-const SafetensorsFile& ModelFiles::file(std::string_view name) const { return files_[locate(name).file]; }
+const SafetensorsFile& ModelFiles::file(std::string_view name) const {
+  const Entry& e = locate(name);
+  if (e.gguf) throw LoadError(gguf_->path() + ": tensor '" + std::string(name) + "' is in a GGUF file, not a safetensors one");
+  return files_[e.file];
+}
 const std::string& ModelFiles::stored_name(std::string_view name) const { return locate(name).stored; }
 
 std::vector<std::string> ModelFiles::names() const {
@@ -147,7 +302,7 @@ std::vector<std::string> ModelFiles::names() const {
 
 uint64_t ModelFiles::total_bytes() const {
   uint64_t n = 0;
-  for (const auto& [name, e] : where_) n += files_[e.file].info(e.stored).nbytes();
+  for (const auto& [name, e] : where_) n += nbytes(name);
   return n;
 }
 

@@ -6,36 +6,71 @@
 // "model.language_model." (or "language_model.model." in older saves); their tensors are exposed under the
 // text model's own names ("model.layers.0...", "lm_head.weight") so one builder serves both, and the other
 // towers' tensors (vision, audio, projectors) are set aside.
+// A llama.cpp GGUF file (given itself, or as the one .gguf in a directory without safetensors weights) opens the
+// same way: its config is synthesized and its tensors exposed under Hugging Face names (loader/gguf_checkpoint.h).
+// Quantized GGUF weights cannot be TensorViews; stored() hands out any tensor as bytes + format + shape.
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/quant_type.h"
 #include "core/tensor.h"
 #include "loader/config.h"
+#include "loader/gguf.h"
 #include "loader/safetensors.h"
 
 namespace attnzoo {
 
+// A tensor as the checkpoint stores it, for any source: torch-order shape, storage format and bytes. Rows are
+// shape.back() elements long, each quant_row_bytes(type, shape.back()) bytes, back to back.
+struct StoredTensor {
+  std::vector<int64_t> shape;
+  QuantType type = QuantType::F32;  // F32 / F16 / BF16 for plain floats, a block format (Q4_K ...) when quantized
+  const uint8_t* data = nullptr;    // read-only; valid while the ModelFiles (or a copy) lives
+  int64_t bytes = 0;
+  int64_t numel() const;
+  bool quantized() const;  // a block format: no TensorView can express it
+};
+
 class ModelFiles {
  public:
+  // `path`: a model directory (safetensors, or exactly one .gguf and no safetensors weights) or a .gguf file.
   // Throws LoadError naming the directory, file or tensor at fault. The single-file layout wins when both exist
   // (as in transformers).
-  static ModelFiles open(const std::string& dir);
+  static ModelFiles open(const std::string& path);
 
-  const std::string& dir() const { return dir_; }
+  // The config alone (config.json, or a GGUF's synthesized one) without mapping the weights; and as text.
+  static Config read_config(const std::string& path);
+  static std::string read_config_json(const std::string& path);
+
+  const std::string& dir() const { return dir_; }  // the directory (a GGUF file's own directory)
   const Config& config() const { return config_; }
-  // The weight files in use (one, or every shard named by the index), as opened.
+  // The safetensors files in use (one, or every shard named by the index), as opened; empty for a GGUF.
   const std::vector<SafetensorsFile>& files() const { return files_; }
+  // The GGUF file, or nullptr for a safetensors checkpoint.
+  const GgufFile* gguf() const { return gguf_.get(); }
+  // config.json text synthesized from a GGUF's metadata (empty for a safetensors checkpoint).
+  const std::string& gguf_config_json() const { return gguf_config_; }
 
   bool has(std::string_view name) const;
-  // Zero-copy read-only view (see SafetensorsFile::view); throws LoadError naming the tensor and directory.
+  // Read-only view (zero-copy, except GGUF tensors the converter edited: see gguf_checkpoint.h). Throws LoadError
+  // naming the tensor and directory; DTypeError for a quantized tensor or a dtype TensorView lacks.
   TensorView tensor(std::string_view name) const;
+  // Any tensor as stored (quantized or not). Throws DTypeError for a safetensors dtype with no QuantType (U8, F8...).
+  StoredTensor stored(std::string_view name) const;
+  bool is_quantized(std::string_view name) const;
+  int64_t numel(std::string_view name) const;
+  uint64_t nbytes(std::string_view name) const;  // as stored (a quantized tensor's packed bytes)
+  // The path of the file holding a tensor (for error messages).
+  const std::string& source(std::string_view name) const;
+  // Safetensors checkpoints only (LoadError for a GGUF): the header entry and the file holding a tensor.
   const TensorInfo& info(std::string_view name) const;
-  // The file holding a tensor (for dtypes TensorView cannot express: file(name).data(stored_name(name))).
   const SafetensorsFile& file(std::string_view name) const;
-  const std::string& stored_name(std::string_view name) const;  // its name inside that file
+  const std::string& stored_name(std::string_view name) const;  // its name inside that file (GGUF: "blk.0.attn_q.weight")
   std::vector<std::string> names() const;  // sorted
   uint64_t total_bytes() const;            // bytes of all tensors named by the layout
   // A wrapper's tensors outside its language model, as stored (sorted); empty for a text-only checkpoint.
@@ -43,13 +78,18 @@ class ModelFiles {
 
  private:
   struct Entry {
-    size_t file;         // index into files_
+    size_t file;         // index into files_ (safetensors)
     std::string stored;  // the name inside that file (differs from the key for a wrapper's language model)
+    std::optional<StoredTensor> gguf;  // GGUF checkpoints: the tensor, after the converter's edits are undone
   };
   const Entry& locate(std::string_view name) const;
   void expose_language_model();
+  static ModelFiles open_gguf(const std::string& path);
 
   std::string dir_;
+  std::shared_ptr<const GgufFile> gguf_;
+  std::string gguf_config_;
+  std::vector<std::shared_ptr<const MappedFile>> owned_;  // bytes of edited GGUF tensors
   Config config_ = Config::parse("{}", "");
   std::vector<SafetensorsFile> files_;
   std::map<std::string, Entry, std::less<>> where_;  // exposed tensor name -> where it is stored

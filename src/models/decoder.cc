@@ -16,7 +16,7 @@ TensorView weight(const ModelFiles& files, const std::string& name, std::initial
   if (!ok) {
     std::string want = "[";
     for (int64_t s : shape) want += (want.size() > 1 ? ", " : "") + std::to_string(s);
-    throw LoadError(files.file(name).path() + ": tensor '" + name + "' has shape " + t.shape_str() +
+    throw LoadError(files.source(name) + ": tensor '" + name + "' has shape " + t.shape_str() +
                     ", expected " + want + "]");
   }
   return t;
@@ -51,15 +51,13 @@ ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions
 
 void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
   for (const auto& t : files.names()) {
-    const TensorInfo& ti = files.info(t);
-    info.parameter_count += ti.numel();
-    info.checkpoint_bytes += ti.nbytes();
+    info.parameter_count += files.numel(t);
+    info.checkpoint_bytes += files.nbytes(t);
   }
 }
 
 AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, const LoadOptions& options) {
   AttentionConfig ac{info.hidden_size, info.num_heads, info.num_kv_heads, info.head_dim, window};
-  ac.cache_block_tokens = options.kv_block_tokens;
   return ac;
 }
 
@@ -89,25 +87,19 @@ DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, st
     info_.decode_weight_bytes += b.mixer->weight_bytes() + (b.ffn ? b.ffn->decode_weight_bytes() : 0);
 }
 
-std::unique_ptr<SequenceState> DecoderModel::new_sequence() const {
-  auto s = std::make_unique<SequenceState>();
-  s->owner = this;
-  for (const auto& b : blocks_) s->layers.push_back(b.mixer->new_state());
-  return s;
-}
-
-void DecoderModel::run(const Batch& batch, bool last_only, float* logits) const {
-  run_layers(batch, last_only, logits, nullptr);
+void DecoderModel::run(const Batch& batch, std::span<const int64_t> rows, float* logits) const {
+  run_layers(batch, rows, logits, nullptr);
 }
 
 std::vector<LayerTrace> DecoderModel::run_trace(const Batch& batch) const {
   std::vector<LayerTrace> trace(blocks_.size());
-  std::vector<float> logits(size_t(batch.num_sequences() * info_.vocab_size));
-  run_layers(batch, true, logits.data(), &trace);
+  const int64_t last = batch.num_tokens() - 1;
+  std::vector<float> logits(size_t(info_.vocab_size));
+  run_layers(batch, std::span(&last, 1), logits.data(), &trace);
   return trace;
 }
 
-void DecoderModel::run_layers(const Batch& batch, bool last_only, float* logits,
+void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows, float* logits,
                               std::vector<LayerTrace>* trace) const {
   const int64_t T = batch.num_tokens(), H = info_.hidden_size;
   std::vector<float> x(size_t(T * H)), h(size_t(T * H)), y(size_t(T * H));
@@ -118,8 +110,9 @@ void DecoderModel::run_layers(const Batch& batch, bool last_only, float* logits,
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
     b.input_norm.forward(x.data(), T, H, h.data(), H);
-    b.mixer->forward(h.data(), batch, int64_t(l), y.data());
-    if (trace) b.mixer->trace(h.data(), batch, int64_t(l), (*trace)[l]);
+    const LayerMemory memory = layer_memory(int64_t(l));
+    b.mixer->forward(h.data(), batch, memory, y.data());
+    if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
     if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
     add_residual();
     if (!b.ffn) continue;
@@ -133,19 +126,13 @@ void DecoderModel::run_layers(const Batch& batch, bool last_only, float* logits,
     add_residual();
   }
   // Only the rows whose logits are wanted go through the final norm and the (large) vocabulary projection.
-  int64_t rows = T;
-  if (last_only) {
-    rows = batch.num_sequences();
-    for (int64_t s = 0; s < rows; ++s) {
-      const int64_t last = batch.seq_begin(s) + batch.seq_len(s) - 1;
-      std::copy(x.begin() + last * H, x.begin() + (last + 1) * H, h.begin() + s * H);
-    }
-    norm_.forward(h.data(), rows, H, h.data(), H);
-  } else {
-    norm_.forward(x.data(), rows, H, h.data(), H);
-  }
-  lm_head_.forward(h.data(), rows, logits);
-  const int64_t n = rows * info_.vocab_size;
+  const int64_t n_rows = int64_t(rows.size());
+  if (n_rows == 0) return;
+  for (int64_t i = 0; i < n_rows; ++i)
+    std::copy_n(x.begin() + rows[size_t(i)] * H, H, h.begin() + i * H);
+  norm_.forward(h.data(), n_rows, H, h.data(), H);
+  lm_head_.forward(h.data(), n_rows, logits);
+  const int64_t n = n_rows * info_.vocab_size;
   if (options_.logits_scale != 1.f)
     for (int64_t i = 0; i < n; ++i) logits[i] *= options_.logits_scale;
   if (options_.final_logit_softcap > 0.f) {

@@ -40,15 +40,14 @@ class DecoderModel : public Model {
 
   const ModelInfo& info() const override { return info_; }
   const Config& config() const override { return files_.config(); }
-  std::unique_ptr<SequenceState> new_sequence() const override;
 
  protected:
-  void run(const Batch& batch, bool last_only, float* logits) const override;
+  void run(const Batch& batch, std::span<const int64_t> rows, float* logits) const override;
   std::vector<LayerTrace> run_trace(const Batch& batch) const override;
 
  private:
   // The forward pass; with `trace`, each mixer also records its LayerTrace (one per block).
-  void run_layers(const Batch& batch, bool last_only, float* logits, std::vector<LayerTrace>* trace) const;
+  void run_layers(const Batch& batch, std::span<const int64_t> rows, float* logits, std::vector<LayerTrace>* trace) const;
   ModelFiles files_;  // keeps the mapping alive: weights below are views into it
   ModelInfo info_;
   Embedding embed_;

@@ -52,23 +52,26 @@ ModelDescription describe_model(const Config& root, const LoadOptions& options) 
                     (builds ? "has no config-only description yet; inspect a full checkpoint with -m DIR"
                             : "is not supported"));
   }
-  return describer(root, options);
+  ModelDescription d = describer(root, options);
+  for (LayerInfo& l : d.info.layers) l.cache.dtype = options.pool.kv_dtype;  // as the pool would hold it
+  return d;
 }
 
 std::vector<LayerInfo> all_attention_stack(const ModelDescription& d) {
   LayerInfo layer;
   if (d.mla) {
-    // Uncompressed MLA: keys of dn + dr and values of dv per head. KvCache::spec sizes K and V alike, so the
-    // per-token bytes are the mean of a cache with dk-wide and one with dv-wide heads (exact: bytes are linear).
+    // Uncompressed MLA: keys of dn + dr and values of dv per head, counted as one tensor of K and V side by side.
     const MlaConfig& m = *d.mla;
-    const CacheSpec k = KvCache::spec(m.num_heads, m.qk_head_dim(), m.cache_block_tokens);
-    const CacheSpec v = KvCache::spec(m.num_heads, m.v_head_dim, m.cache_block_tokens);
-    layer = {"attention", 0, k};
-    layer.cache.bytes_per_token = (k.bytes_per_token + v.bytes_per_token) / 2;
+    CacheSpec kv = CacheSpec::kv(m.num_heads, m.qk_head_dim());
+    kv.paged_tensors = 1;
+    kv.head_dim = checked_add(m.qk_head_dim(), m.v_head_dim, "head_dim");
+    kv.dtype = d.info.layers.empty() ? DType::f32 : d.info.layers[0].cache.dtype;
+    layer = {"attention", 0, kv};
   } else if (d.attention) {
     AttentionConfig full = *d.attention;
     full.window = 0;
     layer = {AttentionLayer::kind_of(full), 0, AttentionLayer::spec(full)};
+    layer.cache.dtype = d.info.layers.empty() ? DType::f32 : d.info.layers[0].cache.dtype;
   } else {
     return {};
   }
@@ -77,7 +80,9 @@ std::vector<LayerInfo> all_attention_stack(const ModelDescription& d) {
 
 std::vector<LayerInfo> all_mla_stack(const ModelDescription& d) {
   if (!d.mla) return {};
-  return std::vector<LayerInfo>(size_t(d.info.num_layers), LayerInfo{MlaMixer::kKind, 0, MlaMixer::spec(*d.mla)});
+  LayerInfo layer{MlaMixer::kKind, 0, MlaMixer::spec(*d.mla)};
+  layer.cache.dtype = d.info.layers.empty() ? DType::f32 : d.info.layers[0].cache.dtype;
+  return std::vector<LayerInfo>(size_t(d.info.num_layers), layer);
 }
 
 }  // namespace attnzoo

@@ -46,11 +46,11 @@ TEST(Describe, KimiLinearLayersAndCaches) {
   EXPECT_EQ(d.info.layers[1].kind, "mla");
   EXPECT_EQ(d.info.layers[2].kind, "linear_attention");
   // MLA: one latent row of kv_lora_rank + qk_rope_head_dim f32 per token.
-  EXPECT_EQ(d.info.layers[1].cache.bytes_per_token, (16 + 4) * 4);
-  EXPECT_EQ(d.info.layers[1].cache.fixed_bytes, 0);
+  EXPECT_EQ(d.info.layers[1].cache.bytes_per_token(), (16 + 4) * 4);
+  EXPECT_EQ(d.info.layers[1].cache.fixed_bytes(), 0);
   // KDA: state [H, K, K] plus the q, k and v conv tails [3 * H * K, W - 1], f32.
-  EXPECT_EQ(d.info.layers[0].cache.bytes_per_token, 0);
-  EXPECT_EQ(d.info.layers[0].cache.fixed_bytes, (2 * 8 * 8 + 3 * 2 * 8 * 2) * 4);
+  EXPECT_EQ(d.info.layers[0].cache.bytes_per_token(), 0);
+  EXPECT_EQ(d.info.layers[0].cache.fixed_bytes(), (2 * 8 * 8 + 3 * 2 * 8 * 2) * 4);
   ASSERT_TRUE(d.mla.has_value());
   EXPECT_FALSE(d.attention.has_value());
   EXPECT_TRUE(d.parameters_estimated);
@@ -58,13 +58,13 @@ TEST(Describe, KimiLinearLayersAndCaches) {
   // All-MLA: three latent layers; uncompressed: 4 heads of K 12 + V 6 f32 per token and layer.
   const auto mla = all_mla_stack(d);
   ASSERT_EQ(mla.size(), 3u);
-  for (const auto& l : mla) EXPECT_EQ(l.cache.bytes_per_token, 20 * 4);
+  for (const auto& l : mla) EXPECT_EQ(l.cache.bytes_per_token(), 20 * 4);
   const auto mha = all_attention_stack(d);
   ASSERT_EQ(mha.size(), 3u);
   for (const auto& l : mha) {
     EXPECT_EQ(l.kind, "attention");
-    EXPECT_EQ(l.cache.bytes_per_token, 4 * (12 + 6) * 4);
-    EXPECT_EQ(l.cache.fixed_bytes, 0);
+    EXPECT_EQ(l.cache.bytes_per_token(), 4 * (12 + 6) * 4);
+    EXPECT_EQ(l.cache.fixed_bytes(), 0);
   }
 }
 
@@ -79,35 +79,35 @@ TEST(Describe, Qwen3NextLayersAndCaches) {
     const auto& l = d.info.layers[size_t(i)];
     if (i % 2 == 1) {
       EXPECT_EQ(l.kind, "attention");
-      EXPECT_EQ(l.cache.bytes_per_token, 2 * 2 * 16 * 4);  // K and V, 2 kv heads x 16
+      EXPECT_EQ(l.cache.bytes_per_token(), 2 * 2 * 16 * 4);  // K and V, 2 kv heads x 16
     } else {
       EXPECT_EQ(l.kind, "linear_attention");
       // state [HV, K, V] + conv tail over q, k (H * K each) and v (HV * V), W - 1 steps.
-      EXPECT_EQ(l.cache.fixed_bytes, (4 * 8 * 6 + (2 * 2 * 8 + 4 * 6) * 3) * 4);
+      EXPECT_EQ(l.cache.fixed_bytes(), (4 * 8 * 6 + ((2 * 2 * 8 + 4 * 6) * 3 + 15) / 16 * 16) * 4 /* conv tail padded to a cache line */);
     }
   }
   ASSERT_TRUE(d.attention.has_value());
   const auto all = all_attention_stack(d);
   ASSERT_EQ(all.size(), 4u);
-  EXPECT_EQ(all[0].cache.bytes_per_token, 2 * 2 * 16 * 4);
+  EXPECT_EQ(all[0].cache.bytes_per_token(), 2 * 2 * 16 * 4);
   EXPECT_TRUE(all_mla_stack(d).empty());
 }
 
-TEST(Describe, SlidingWindowsAndBlockSize) {
+TEST(Describe, SlidingWindowsAndKvDtype) {
   LoadOptions o;
-  o.kv_block_tokens = 64;
+  o.pool.kv_dtype = DType::bf16;
   const ModelDescription d = describe(R"({"architectures": ["MistralForCausalLM"], "hidden_size": 16,
     "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1,
     "vocab_size": 10, "sliding_window": 100})", o);
   for (const auto& l : d.info.layers) {
     EXPECT_EQ(l.kind, "sliding_attention");
     EXPECT_EQ(l.window, 100);
-    EXPECT_EQ(l.cache.block_tokens, 64);
-    EXPECT_EQ(l.cache.max_tokens, 100 + 64);
-    EXPECT_EQ(l.cache.bytes_per_token, 2 * 1 * 4 * 4);
+    EXPECT_EQ(l.cache.kind, CacheKind::kv_window);
+    EXPECT_EQ(l.cache.window, 100);
+    EXPECT_EQ(l.cache.bytes_per_token(), 2 * 1 * 4 * 2);  // K and V, one kv head of 4, bf16
   }
   // The all-attention stack drops the window.
-  for (const auto& l : all_attention_stack(d)) EXPECT_EQ(l.cache.max_tokens, 0);
+  for (const auto& l : all_attention_stack(d)) EXPECT_EQ(l.cache.window, 0);
 }
 
 TEST(Describe, GemmaAlternatesSlidingAndGlobal) {
@@ -128,10 +128,10 @@ TEST(Describe, FalconH1ParallelLayers) {
     "mamba_n_groups": 2, "mamba_d_state": 8, "mamba_d_conv": 4})");
   for (const auto& l : d.info.layers) {
     EXPECT_EQ(l.kind, "attention+mamba2");
-    EXPECT_EQ(l.cache.kind, "kv+ssm_state");
-    EXPECT_EQ(l.cache.bytes_per_token, 2 * 2 * 8 * 4);
+    EXPECT_EQ(l.cache.kind, CacheKind::kv_state);
+    EXPECT_EQ(l.cache.bytes_per_token(), 2 * 2 * 8 * 4);
     // SSM state [H, P, N] + conv tail over x, B, C ([64 + 2 * 2 * 8], W - 1).
-    EXPECT_EQ(l.cache.fixed_bytes, (4 * 16 * 8 + (64 + 2 * 2 * 8) * 3) * 4);
+    EXPECT_EQ(l.cache.fixed_bytes(), (4 * 16 * 8 + (64 + 2 * 2 * 8) * 3) * 4);
   }
 }
 
@@ -141,9 +141,9 @@ TEST(Describe, Lfm2ConvAndAttention) {
     "conv_L_cache": 3, "layer_types": ["conv", "full_attention", "conv"]})");
   ASSERT_EQ(d.info.layers.size(), 3u);
   EXPECT_EQ(d.info.layers[0].kind, "short_conv");
-  EXPECT_EQ(d.info.layers[0].cache.fixed_bytes, 16 * 2 * 4);
+  EXPECT_EQ(d.info.layers[0].cache.fixed_bytes(), 16 * 2 * 4);
   EXPECT_EQ(d.info.layers[1].kind, "attention");
-  EXPECT_EQ(d.info.layers[1].cache.bytes_per_token, 2 * 1 * 8 * 4);
+  EXPECT_EQ(d.info.layers[1].cache.bytes_per_token(), 2 * 1 * 8 * 4);
 }
 
 TEST(Describe, Mamba2HasOnlyState) {
@@ -152,7 +152,7 @@ TEST(Describe, Mamba2HasOnlyState) {
     "conv_kernel": 4})");
   for (const auto& l : d.info.layers) {
     EXPECT_EQ(l.kind, "mamba2");
-    EXPECT_EQ(l.cache.fixed_bytes, (4 * 8 * 6 + (32 + 2 * 6) * 3) * 4);
+    EXPECT_EQ(l.cache.fixed_bytes(), (4 * 8 * 6 + ((32 + 2 * 6) * 3 + 15) / 16 * 16) * 4 /* conv tail padded to a cache line */);
   }
   EXPECT_TRUE(all_attention_stack(d).empty());
 }
@@ -204,13 +204,13 @@ TEST(Describe, MatchesTheBuiltModel) {
     EXPECT_EQ(d.info.layers[l].kind, built.layers[l].kind);
     EXPECT_EQ(d.info.layers[l].window, built.layers[l].window);
     EXPECT_EQ(d.info.layers[l].cache.kind, built.layers[l].cache.kind);
-    EXPECT_EQ(d.info.layers[l].cache.bytes_per_token, built.layers[l].cache.bytes_per_token);
-    EXPECT_EQ(d.info.layers[l].cache.fixed_bytes, built.layers[l].cache.fixed_bytes);
-    EXPECT_EQ(d.info.layers[l].cache.block_tokens, built.layers[l].cache.block_tokens);
-    EXPECT_EQ(d.info.layers[l].cache.max_tokens, built.layers[l].cache.max_tokens);
+    EXPECT_EQ(d.info.layers[l].cache.bytes_per_token(), built.layers[l].cache.bytes_per_token());
+    EXPECT_EQ(d.info.layers[l].cache.fixed_bytes(), built.layers[l].cache.fixed_bytes());
+    EXPECT_EQ(d.info.layers[l].cache.dtype, built.layers[l].cache.dtype);
+    EXPECT_EQ(d.info.layers[l].cache.state_floats, built.layers[l].cache.state_floats);
   }
   EXPECT_EQ(d.info.parameter_count, built.parameter_count);
-  EXPECT_EQ(d.info.cache_bytes_for(100), built.cache_bytes_for(100));
+  EXPECT_EQ(d.info.cache_bytes_for(100, 16), built.cache_bytes_for(100, 16));
 }
 
 }  // namespace

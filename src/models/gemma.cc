@@ -187,7 +187,8 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
       load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
   info.owned_weight_bytes = owned;
   DecoderOptions opts;
-  opts.embedding_scale = embedding_scale(H, embed.table().dtype);
+  // A block-quantized table has no narrow dtype to round the scale to: it stays f32 (as llama.cpp computes it).
+  opts.embedding_scale = embedding_scale(H, embed.is_quantized() ? DType::f32 : embed.table().dtype);
   opts.final_logit_softcap = float(final_softcap);
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head), opts);

@@ -21,26 +21,6 @@
 namespace attnzoo {
 namespace {
 
-// MLA with no RoPE: the inner mixer rotates q_pe / k_pe at the batch's positions, so it runs on a copy of the
-// batch with every position 0, where the rotation is exactly the identity (cos 1, sin 0). Causality comes from the
-// latent cache lengths, not from positions.
-class NopeMlaMixer : public SequenceMixer {
- public:
-  explicit NopeMlaMixer(std::unique_ptr<MlaMixer> inner) : inner_(std::move(inner)) {}
-  CacheSpec cache_spec() const override { return inner_->cache_spec(); }
-  std::unique_ptr<LayerState> new_state() const override { return inner_->new_state(); }
-  uint64_t weight_bytes() const override { return inner_->weight_bytes(); }
-  std::string kind() const override { return inner_->kind(); }
-  void forward(const float* x, const Batch& batch, int64_t layer_index, float* out) const override {
-    Batch at_zero = batch;
-    std::fill(at_zero.positions.begin(), at_zero.positions.end(), 0);
-    inner_->forward(x, at_zero, layer_index, out);
-  }
-
- private:
-  std::unique_ptr<MlaMixer> inner_;
-};
-
 int64_t int_alias(const Config& c, const char* key, const char* alias, int64_t fallback) {
   return c.has(key) ? c.get_int(key) : c.get_int_or(alias, fallback);
 }
@@ -112,7 +92,9 @@ KimiShape read_shape(const Config& c, const LoadOptions& options) {
   if (act_name != "silu") throw LoadError(c.source() + ": key 'hidden_act': the KDA short conv supports only silu");
 
   // No RoPE, hence no YaRN mscale either: the plain (dn + dr)^-0.5 softmax scale.
-  const MlaConfig& mc = s.mc = read_mla_config(c, info, eps, options);
+  s.mc = read_mla_config(c, info, eps, options);
+  s.mc.rope = false;  // Kimi Linear's MLA layers carry no positional encoding (NoPE)
+  const MlaConfig& mc = s.mc;
 
   KdaConfig& kc = s.kc;
   kc.hidden = H;
@@ -155,9 +137,9 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
   ModelInfo info = shape.info;
   const int64_t H = info.hidden_size;
   const KdaConfig& kc = shape.kc;
-  RopeConfig rc;  // a plain rope, rotating by nothing at the position 0 NopeMlaMixer runs it at
+  RopeConfig rc;  // required by the mixer's constructor, never applied (MlaConfig::rope is false)
   rc.head_dim = shape.mc.qk_rope_head_dim;
-  const Rope identity_at_zero(rc);
+  const Rope unused_rope(rc);
 
   count_checkpoint(files, info);
 
@@ -167,8 +149,7 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
   };
 
   auto mla = [&](const std::string& a) -> std::unique_ptr<SequenceMixer> {
-    return std::make_unique<NopeMlaMixer>(
-        load_mla_mixer(files, shape.mc, identity_at_zero, a, options.weights, &owned));
+    return load_mla_mixer(files, shape.mc, unused_rope, a, options.weights, &owned);
   };
 
   auto kda = [&](const std::string& a) -> std::unique_ptr<SequenceMixer> {

@@ -39,7 +39,6 @@ MlaConfig read_mla_config(const Config& c, ModelInfo& info, float norm_eps, cons
   mc.qk_rope_head_dim = c.get_int("qk_rope_head_dim");
   mc.v_head_dim = c.get_int("v_head_dim");
   mc.norm_eps = norm_eps;
-  mc.cache_block_tokens = options.kv_block_tokens;
   mc.scale = float(1.0 / std::sqrt(double(mc.qk_head_dim())));
   info.head_dim = mc.qk_head_dim();
   return mc;

@@ -1,5 +1,6 @@
 #include "models/model.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -20,23 +21,44 @@ LoadOptions parse_load_dtype(const std::string& dtype, const Config& config) {
   } else {
     throw ArgumentError("dtype: expected 'float32', 'bfloat16' or 'auto', got '" + dtype + "'");
   }
+  o.pool.kv_dtype = o.weights;
   return o;
 }
 
-int64_t ModelInfo::cache_bytes_for(int64_t tokens) const {
+DType parse_kv_cache_dtype(const std::string& dtype, DType automatic) {
+  if (dtype == "auto") return automatic;
+  if (dtype == "float32" || dtype == "f32") return DType::f32;
+  if (dtype == "bfloat16" || dtype == "bf16") return DType::bf16;
+  if (dtype == "float16" || dtype == "f16") return DType::f16;
+  throw ArgumentError("kv_cache_dtype: expected 'auto', 'float32', 'bfloat16' or 'float16', got '" + dtype + "'");
+}
+
+int64_t ModelInfo::cache_bytes_for(int64_t tokens, int64_t block_tokens) const {
+  // When every paged layer is a sliding window the pool gives back blocks that left every window, so a sequence
+  // holds at most the blocks covering the widest window plus the one being filled.
+  int64_t window_all = 0;
+  for (const auto& l : layers)
+    if (l.cache.paged()) window_all = l.cache.window > 0 && window_all >= 0 ? std::max(window_all, l.cache.window) : -1;
+  if (window_all > 0 && block_tokens > 0)
+    tokens = std::min(tokens, ((window_all + block_tokens - 1) / block_tokens + 1) * block_tokens);
   int64_t b = 0;
-  for (const auto& l : layers) b += l.cache.bytes_for(tokens);
+  for (const auto& l : layers) b = checked_add(b, l.cache.bytes_for(tokens, block_tokens), "cache bytes");
   return b;
 }
 
 int64_t ModelInfo::cache_bytes_per_token() const {
   int64_t b = 0;
-  for (const auto& l : layers) b += l.cache.bytes_per_token;
+  for (const auto& l : layers) b = checked_add(b, l.cache.bytes_per_token(), "cache bytes per token");
+  return b;
+}
+
+int64_t ModelInfo::cache_fixed_bytes() const {
+  int64_t b = 0;
+  for (const auto& l : layers) b = checked_add(b, l.cache.fixed_bytes(), "cache state bytes");
   return b;
 }
 
 std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& options) {
-  require(options.kv_block_tokens > 0, "kv_block_tokens", "must be positive");
   ModelFiles files = ModelFiles::open(dir);
   const Config& config = files.config();
   const std::vector<std::string> archs = config.get_string_list("architectures");
@@ -47,21 +69,29 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     for (const auto& a : supported_architectures()) known += (known.empty() ? "" : ", ") + a;
     throw LoadError(config.source() + ": unsupported architecture '" + archs[0] + "' (supported: " + known + ")");
   }
-  return builder(std::move(files), options);
+  std::unique_ptr<Model> model = builder(std::move(files), options);
+  std::vector<CacheSpec> specs;
+  for (auto& l : model->info().layers) specs.push_back(l.cache);
+  model->pool_ = std::make_unique<MemoryPool>(specs, options.pool);
+  // What inspect reports is what the pool holds: the layer specs in the pool's KV dtype.
+  auto& layers = const_cast<ModelInfo&>(model->info()).layers;
+  for (size_t l = 0; l < layers.size(); ++l) layers[l].cache = model->pool_->specs()[l];
+  return model;
 }
 
-std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
+namespace {
+
+void validate_batch(const Batch& batch, const ModelInfo& mi, const MemoryPool& pool) {
   const int64_t S = batch.num_sequences(), T = batch.num_tokens();
-  const ModelInfo& mi = info();
-  require(S > 0, "batch", "has no sequences");
-  require(int64_t(batch.cu_seqlens.size()) == S + 1 && batch.cu_seqlens[0] == 0 && batch.cu_seqlens[size_t(S)] == T,
-          "cu_seqlens", "must have num_sequences + 1 entries from 0 to num_tokens");
+  require(S > 0 && int64_t(batch.sequences.size()) == S, "batch", "needs one sequence per cu_seqlens range");
+  require(batch.cu_seqlens[0] == 0 && batch.cu_seqlens[size_t(S)] == T, "cu_seqlens",
+          "must have num_sequences + 1 entries from 0 to num_tokens");
   require(int64_t(batch.positions.size()) == T, "positions", "must have one entry per token");
-  std::set<const SequenceState*> seen;
+  std::set<const Sequence*> seen;
   for (int64_t s = 0; s < S; ++s) {
-    const SequenceState* st = batch.sequences[size_t(s)];
-    require(st != nullptr, "sequences", "null sequence state");
-    require(st->owner == this, "sequences", "state was made by a different model");
+    const Sequence* st = batch.sequences[size_t(s)];
+    require(st != nullptr, "sequences", "null sequence");
+    require(st->pool() == &pool, "sequences", "sequence was made by a different model");
     require(seen.insert(st).second, "sequences", "the same sequence appears twice in one batch");
     require(batch.seq_len(s) >= 1, "cu_seqlens", "every sequence needs at least one new token");
   }
@@ -71,20 +101,148 @@ std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
             "id " + std::to_string(id) + " outside the vocabulary [0, " + std::to_string(mi.vocab_size) + ")");
     require(batch.positions[size_t(t)] >= 0, "positions", "must be non-negative");
   }
-  std::vector<float> logits(size_t((last_only ? S : T) * mi.vocab_size));
-  run(batch, last_only, logits.data());
-  for (int64_t s = 0; s < S; ++s) batch.sequences[size_t(s)]->length += batch.seq_len(s);
+}
+
+// The next piece of a batch: each sequence's tokens from its cursor up to its next state-snapshot boundary.
+struct Piece {
+  Batch batch;
+  std::vector<int64_t> source;  // packed row in the caller's batch of each row here
+};
+
+}  // namespace
+
+void Model::prepare(Batch& batch) const {
+  const int64_t S = batch.num_sequences();
+  std::vector<int64_t> context(static_cast<size_t>(S)), added(static_cast<size_t>(S));
+  batch.context_lens.resize(static_cast<size_t>(S));
+  batch.cache_seqlens.resize(static_cast<size_t>(S));
+  batch.state_slots.resize(static_cast<size_t>(S));
+  for (int64_t s = 0; s < S; ++s) {
+    const Sequence& seq = *batch.sequences[size_t(s)];
+    context[size_t(s)] = seq.length();
+    added[size_t(s)] = batch.seq_len(s);
+    require(seq.length() + batch.seq_len(s) < (int64_t(1) << 31), "tokens", "a sequence may hold at most 2^31 - 1 tokens");
+    batch.context_lens[size_t(s)] = int32_t(seq.length());
+    batch.cache_seqlens[size_t(s)] = int32_t(seq.length() + batch.seq_len(s));
+    batch.state_slots[size_t(s)] = seq.state_slot();
+  }
+  pool_->fill_batch_tables(batch.sequences, context, added, batch.block_tables, batch.max_blocks, batch.slot_mapping);
+}
+
+std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
+  std::vector<int64_t> rows;
+  if (last_only)
+    for (int64_t s = 0; s < batch.num_sequences(); ++s) rows.push_back(batch.seq_begin(s + 1) - 1);
+  else
+    for (int64_t t = 0; t < batch.num_tokens(); ++t) rows.push_back(t);
+  return forward(batch, rows);
+}
+
+std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logits_indices) const {
+  const ModelInfo& mi = info();
+  validate_batch(in, mi, *pool_);
+  const int64_t S = in.num_sequences(), V = mi.vocab_size;
+  std::vector<int64_t> wanted(logits_indices.begin(), logits_indices.end());
+  if (logits_indices.empty())
+    for (int64_t t = 0; t < in.num_tokens(); ++t) wanted.push_back(t);
+  for (int64_t r : wanted)
+    require(r >= 0 && r < in.num_tokens(), "logits_indices",
+            "entry " + std::to_string(r) + " is outside the batch's " + std::to_string(in.num_tokens()) + " tokens");
+  std::vector<std::unique_ptr<SequenceLease>> leases;
+  for (Sequence* s : in.sequences) leases.push_back(std::make_unique<SequenceLease>(*s));
+  // The batch took its positions from each sequence's length before the lease: another thread's call that ended
+  // in between would leave them stale (wrong RoPE positions, silently), so they are checked under the lease.
+  for (int64_t s = 0; s < S; ++s)
+    require(in.positions[size_t(in.seq_begin(s))] == in.sequences[size_t(s)]->length(), "sequences",
+            "sequence " + std::to_string(s) + " changed after the batch was built (used by another thread?): its "
+            "first new position is " + std::to_string(in.positions[size_t(in.seq_begin(s))]) + ", its length " +
+            std::to_string(in.sequences[size_t(s)]->length()));
+
+  // Each sequence's first token still to compute (after a cached prefix) and the rows whose logits it wants.
+  std::vector<int64_t> cursor(static_cast<size_t>(S)), end(static_cast<size_t>(S));
+  std::vector<bool> attached(static_cast<size_t>(S), false);
+  std::vector<int64_t> wanted_per_seq(static_cast<size_t>(S), 0);
+  for (int64_t r : wanted) {
+    const int64_t s = std::upper_bound(in.cu_seqlens.begin(), in.cu_seqlens.end(), int32_t(r)) - in.cu_seqlens.begin() - 1;
+    wanted_per_seq[size_t(s)] = std::max<int64_t>(wanted_per_seq[size_t(s)], r == in.seq_begin(s + 1) - 1 ? 1 : 2);
+  }
+  for (int64_t s = 0; s < S; ++s) {
+    cursor[size_t(s)] = in.seq_begin(s);
+    end[size_t(s)] = in.seq_begin(s + 1);
+    Sequence& seq = *in.sequences[size_t(s)];
+    // Only the last token's logits are asked for: a cached prefix of the prompt can stand in for computing it.
+    if (seq.length() == 0 && wanted_per_seq[size_t(s)] < 2 && pool_->options().prefix_caching) {
+      const int64_t hit = pool_->attach_cached_prefix(
+          seq, std::span(in.tokens).subspan(size_t(in.seq_begin(s)), size_t(in.seq_len(s))));
+      cursor[size_t(s)] += hit;
+      attached[size_t(s)] = hit > 0;
+    }
+  }
+  {
+    std::vector<int64_t> add(static_cast<size_t>(S));
+    for (int64_t s = 0; s < S; ++s) add[size_t(s)] = end[size_t(s)] - cursor[size_t(s)];
+    try {
+      pool_->reserve(in.sequences, add);
+    } catch (const PoolExhausted&) {
+      for (int64_t s = 0; s < S; ++s)
+        if (attached[size_t(s)]) pool_->reset(*in.sequences[size_t(s)]);
+      throw;
+    }
+  }
+
+  std::vector<float> logits(wanted.size() * size_t(V));
+  std::vector<int64_t> out_row(size_t(in.num_tokens()), -1);
+  for (size_t i = 0; i < wanted.size(); ++i) out_row[size_t(wanted[i])] = int64_t(i);
+  // Recurrent state can only be snapshotted between forward passes: with prefix caching on a model with state
+  // layers, the tokens run in pieces that end on the snapshot boundaries.
+  const int64_t interval = pool_->has_state() && pool_->options().prefix_caching ? pool_->snapshot_interval_tokens() : 0;
+  std::vector<float> piece_logits;
+  while (true) {
+    Piece p;
+    for (int64_t s = 0; s < S; ++s) {
+      if (cursor[size_t(s)] == end[size_t(s)]) continue;
+      Sequence& seq = *in.sequences[size_t(s)];
+      int64_t stop = end[size_t(s)];
+      if (interval > 0) stop = std::min(stop, cursor[size_t(s)] + (interval - seq.length() % interval));
+      p.batch.sequences.push_back(&seq);
+      for (int64_t t = cursor[size_t(s)]; t < stop; ++t) {
+        p.batch.tokens.push_back(in.tokens[size_t(t)]);
+        p.batch.positions.push_back(in.positions[size_t(t)]);
+        p.source.push_back(t);
+      }
+      p.batch.cu_seqlens.push_back(int32_t(p.batch.tokens.size()));
+      cursor[size_t(s)] = stop;
+    }
+    if (p.batch.sequences.empty()) break;
+    prepare(p.batch);
+    std::vector<int64_t> rows, dest;
+    for (size_t i = 0; i < p.source.size(); ++i)
+      if (out_row[size_t(p.source[i])] >= 0) {
+        rows.push_back(int64_t(i));
+        dest.push_back(out_row[size_t(p.source[i])]);
+      }
+    piece_logits.resize(rows.size() * size_t(V));
+    run(p.batch, rows, piece_logits.data());
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::copy_n(piece_logits.data() + i * size_t(V), V, logits.data() + size_t(dest[i]) * size_t(V));
+    for (int64_t s = 0; s < p.batch.num_sequences(); ++s)
+      pool_->advance(*p.batch.sequences[size_t(s)],
+                     std::span(p.batch.tokens).subspan(size_t(p.batch.seq_begin(s)), size_t(p.batch.seq_len(s))));
+  }
   return logits;
 }
 
 std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {
   require(!ids.empty(), "ids", "must hold at least one token");
-  const std::unique_ptr<SequenceState> seq = new_sequence();
-  Batch batch;
-  batch.add(*seq, ids);
   for (int32_t id : ids)
     require(id >= 0 && id < info().vocab_size, "ids",
             "id " + std::to_string(id) + " outside the vocabulary [0, " + std::to_string(info().vocab_size) + ")");
+  const std::unique_ptr<Sequence> seq = new_sequence();
+  Batch batch;
+  batch.add(*seq, ids);
+  const int64_t n = int64_t(ids.size());
+  pool_->reserve(batch.sequences, std::span(&n, 1));
+  prepare(batch);
   return run_trace(batch);
 }
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "layers/batch.h"
-#include "layers/kv_cache.h"
+#include "state/memory_pool.h"
 #include "layers/layer_trace.h"
 #include "loader/config.h"
 
@@ -18,14 +18,18 @@ namespace attnzoo {
 struct LoadOptions {
   // Precision the projection weights are held in. f32: f32 and bf16 checkpoints stay borrowed from the mapping
   // (bf16 is widened in the kernels, exactly), f16 is widened once. bf16: f32/f16 weights are rounded once into
-  // owned bf16 copies (half the bytes per decode step). Activations and the KV cache are f32 either way.
+  // owned bf16 copies (half the bytes per decode step). Activations are f32 either way.
   DType weights = DType::f32;
-  // KV caches grow (and sliding-window caches drop old tokens) in blocks of this many tokens.
-  int64_t kv_block_tokens = KvCache::kDefaultBlockTokens;
+  // The memory pool every sequence of the model lives in: block size, KV element dtype, byte budget, state
+  // slots, prefix caching (state/memory_pool.h).
+  PoolOptions pool;
 };
 
 // "float32"/"f32", "bfloat16"/"bf16", "auto" (= as stored: f32 unless the checkpoint is bf16/f16 -> bf16).
+// The KV cache dtype follows: bf16 weights keep a bf16 cache, f32 weights an f32 one.
 LoadOptions parse_load_dtype(const std::string& dtype, const Config& config);
+// "auto" (the weights' choice above), "float32", "bfloat16", "float16" (and f32 / bf16 / f16).
+DType parse_kv_cache_dtype(const std::string& dtype, DType automatic);
 
 struct LayerInfo {
   std::string kind;  // "attention" or "sliding_attention"
@@ -48,28 +52,39 @@ struct ModelInfo {
   uint64_t decode_weight_bytes = 0;
   std::vector<LayerInfo> layers;
 
-  // Per-sequence cache bytes after `tokens` tokens, summed over the layers' CacheSpecs.
-  int64_t cache_bytes_for(int64_t tokens) const;
+  // Per-sequence cache bytes after `tokens` tokens, summed over the layers' CacheSpecs (paged parts rounded up
+  // to whole blocks of `block_tokens`).
+  int64_t cache_bytes_for(int64_t tokens, int64_t block_tokens) const;
   int64_t cache_bytes_per_token() const;
+  int64_t cache_fixed_bytes() const;
 };
 
 class Model {
  public:
   virtual ~Model() = default;
 
-  // Opens the directory, picks the builder named by config.json "architectures" and builds the model.
-  // Throws LoadError naming an unknown architecture, a missing tensor or a tensor of the wrong shape.
+  // Opens the directory, picks the builder named by config.json "architectures", builds the model and sizes its
+  // memory pool. Throws LoadError naming an unknown architecture, a missing tensor or a tensor of the wrong shape.
   static std::unique_ptr<Model> load(const std::string& dir, const LoadOptions& options = {});
 
   virtual const ModelInfo& info() const = 0;
   virtual const Config& config() const = 0;
-  // An empty sequence (no tokens yet) with one state per layer.
-  virtual std::unique_ptr<SequenceState> new_sequence() const = 0;
+  MemoryPool& pool() const { return *pool_; }
 
-  // Runs the batch's new tokens through the model, appending to every sequence's caches, and advances each
-  // sequence's length. Returns logits [num_tokens, vocab] row-major, or [num_sequences, vocab] (each sequence's
-  // last token) when last_only. Validates the batch (ArgumentError naming the field). If an exception escapes
-  // mid-way, the sequences' caches are unspecified: discard them.
+  // An empty sequence in the model's pool (PoolExhausted when every state slot is taken).
+  std::unique_ptr<Sequence> new_sequence() const { return pool_->new_sequence(); }
+  // A sequence that continues from `parent`'s tokens: blocks shared copy-on-write, state copied.
+  std::unique_ptr<Sequence> fork(const Sequence& parent) const { return pool_->fork(parent); }
+
+  // Runs the batch's new tokens through the model, writing every sequence's memory in the pool, and advances
+  // each sequence. Returns logits [logits_indices.size(), vocab] row-major: row i for packed token
+  // logits_indices[i] (vLLM's logits_indices; empty span: every token). A fresh sequence whose only requested
+  // row is its last token reuses the longest cached prefix of its prompt and computes only the rest.
+  // Validates the batch (ArgumentError naming the field); PoolExhausted, before anything is written, when the
+  // pool cannot hold the new tokens. If another exception escapes mid-way, the sequences' memory is unspecified:
+  // discard them.
+  std::vector<float> forward(const Batch& batch, std::span<const int64_t> logits_indices) const;
+  // Every token's logits, or only each sequence's last (last_only).
   std::vector<float> forward(const Batch& batch, bool last_only = false) const;
 
   // Explainer hook: runs `ids` as a fresh sequence and returns one LayerTrace per layer (attention: q and k
@@ -78,8 +93,15 @@ class Model {
   std::vector<LayerTrace> trace(std::span<const int32_t> ids) const;
 
  protected:
-  virtual void run(const Batch& batch, bool last_only, float* logits) const = 0;
+  // `batch` has its memory fields filled; logits row i is for packed token rows[i].
+  virtual void run(const Batch& batch, std::span<const int64_t> rows, float* logits) const = 0;
   virtual std::vector<LayerTrace> run_trace(const Batch& batch) const;
+  LayerMemory layer_memory(int64_t layer) const { return pool_->layer(layer); }
+
+ private:
+  // Reserves the sequences' new tokens and fills the batch's block tables, slot mapping and state slots.
+  void prepare(Batch& batch) const;
+  std::unique_ptr<MemoryPool> pool_;
 };
 
 }  // namespace attnzoo

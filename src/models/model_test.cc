@@ -69,8 +69,8 @@ TEST(Model, LoadsAndRunsARaggedBatch) {
   batch.add(*b, ib);
   const std::vector<float> logits = model->forward(batch);
   EXPECT_EQ(logits.size(), 4u * 5u);
-  EXPECT_EQ(a->length, 3);
-  EXPECT_EQ(b->length, 1);
+  EXPECT_EQ(a->length(), 3);
+  EXPECT_EQ(b->length(), 1);
   // The same tokens alone give the same rows: sequences in one batch do not see each other.
   auto c = model->new_sequence();
   Batch alone;
@@ -111,7 +111,7 @@ TEST(Model, RejectsABadBatch) {
   const std::vector<int32_t> ids = {5};  // vocab is 5
   bad.add(*s, ids);
   EXPECT_THROW(model->forward(bad), ArgumentError);
-  EXPECT_EQ(s->length, 0);
+  EXPECT_EQ(s->length(), 0);
   Batch twice;
   const std::vector<int32_t> one = {1};
   twice.add(*s, one);

@@ -21,9 +21,9 @@ TEST(Rwkv7Describe, LayersHoldAFixedStateAndParametersAreCounted) {
   ASSERT_EQ(d.info.layers.size(), 2u);
   for (const LayerInfo& l : d.info.layers) {
     EXPECT_EQ(l.kind, "rwkv7");
-    EXPECT_EQ(l.cache.kind, "state");
-    EXPECT_EQ(l.cache.bytes_per_token, 0);
-    EXPECT_EQ(l.cache.fixed_bytes, 4 * (8 + 2 * 4 * 4 + 8));  // attn shift, wkv [H, K, V], ffn shift
+    EXPECT_EQ(l.cache.kind, CacheKind::state);
+    EXPECT_EQ(l.cache.bytes_per_token(), 0);
+    EXPECT_EQ(l.cache.fixed_bytes(), 4 * (8 + 2 * 4 * 4 + 8));  // attn shift, wkv [H, K, V], ffn shift
   }
   EXPECT_EQ(d.info.intermediate_size, 32);  // hidden_ratio 4, rounded up to 32
   EXPECT_TRUE(d.parameters_estimated);
@@ -33,7 +33,7 @@ TEST(Rwkv7Describe, LayersHoldAFixedStateAndParametersAreCounted) {
 TEST(Rwkv7Describe, WideValuesNoNormBiasTiedEmbeddings) {
   const ModelDescription d =
       describe_rwkv7(config(R"(, "norm_bias": false, "value_dim": [16, 16], "tie_word_embeddings": true)"), {});
-  EXPECT_EQ(d.info.layers[1].cache.fixed_bytes, 4 * (8 + 2 * 4 * 8 + 8));
+  EXPECT_EQ(d.info.layers[1].cache.fixed_bytes(), 4 * (8 + 2 * 4 * 8 + 8));
   EXPECT_TRUE(d.info.tied_embeddings);
   EXPECT_EQ(d.info.parameter_count, 2464);
 }

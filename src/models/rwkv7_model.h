@@ -6,7 +6,7 @@
 //   per block: r = pre_norm?(x) (layer 0 only) else x
 //              r += time_mix(attn_norm(r), v_first);  x = r + channel_mix(ffn_norm(r))
 //   logits = lm_head(norm(x))
-// Per layer and sequence the state is one Rwkv7State: [attn_shift | wkv (H, K, V) | ffn_shift], f32.
+// Per layer and sequence the state is one pool slot, read through Rwkv7State: [attn_shift | wkv (H, K, V) | ffn_shift], f32.
 #include <optional>
 #include <vector>
 
@@ -36,12 +36,11 @@ class Rwkv7Model : public Model {
 
   const ModelInfo& info() const override { return info_; }
   const Config& config() const override { return files_.config(); }
-  std::unique_ptr<SequenceState> new_sequence() const override;
-  // The per-layer state of one sequence (what CacheSpec::fixed_bytes counts).
+  // The per-layer state of one sequence: one slot of the memory pool.
   static CacheSpec cache_spec(const Rwkv7TimeMixConfig& c);
 
  protected:
-  void run(const Batch& batch, bool last_only, float* logits) const override;
+  void run(const Batch& batch, std::span<const int64_t> rows, float* logits) const override;
   // Per layer: the Frobenius norm of each head's wkv state after the prompt.
   std::vector<LayerTrace> run_trace(const Batch& batch) const override;
 

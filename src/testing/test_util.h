@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -52,6 +53,17 @@ inline double relative_rms(const HostTensor& got, const HostTensor& want) {
     den += double(want.at(i)) * double(want.at(i));
   }
   return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Runs fn and expects an exception of type E whose message contains `fragment`.
+template <class E>
+void expect_error(const std::function<void()>& fn, const std::string& fragment) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
 }
 
 // Runs fn once per supported target with that target forced, then restores the best one.

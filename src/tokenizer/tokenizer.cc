@@ -9,9 +9,6 @@
 namespace attnzoo::tok {
 namespace {
 
-// Ids index dense tables, so a hostile file must not be able to ask for billions of slots.
-constexpr int64_t kMaxTokenId = int64_t(1) << 24;
-
 json::Value parse_file_text(std::string_view text, const std::string& name) {
   try {
     return json::parse(text);
@@ -124,19 +121,31 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json(std::string_view text, con
   const json::Value root = parse_file_text(text, name);
   f.object(root, "(top level)");
 
-  std::shared_ptr<Tokenizer> t(new Tokenizer());
-  t->model_ = read_model(root, f);
+  TokenizerParts parts;
+  parts.model = read_model(root, f);
   auto component = [&](const char* key) -> const json::Value& {
     static const json::Value null_value;
     const json::Value* v = root.find(key);
     return v ? *v : null_value;
   };
-  t->normalizer_ = read_normalizer(component("normalizer"), "normalizer", f);
-  t->pre_tokenizer_ = read_pre_tokenizer(component("pre_tokenizer"), "pre_tokenizer", f);
-  t->post_processor_ = read_post_processor(component("post_processor"), "post_processor", f);
-  t->decoder_ = read_decoder(component("decoder"), "decoder", f);
+  parts.normalizer = read_normalizer(component("normalizer"), "normalizer", f);
+  parts.pre_tokenizer = read_pre_tokenizer(component("pre_tokenizer"), "pre_tokenizer", f);
+  parts.post_processor = read_post_processor(component("post_processor"), "post_processor", f);
+  parts.decoder = read_decoder(component("decoder"), "decoder", f);
+  parts.added_tokens = read_added_tokens(root, f);
+  return from_parts(std::move(parts));
+}
 
-  t->added_ = read_added_tokens(root, f);
+std::shared_ptr<const Tokenizer> Tokenizer::from_parts(TokenizerParts parts) {
+  if (!parts.model) throw std::invalid_argument("Tokenizer::from_parts: no model");
+  std::shared_ptr<Tokenizer> t(new Tokenizer());
+  t->model_ = std::move(parts.model);
+  t->normalizer_ = std::move(parts.normalizer);
+  t->pre_tokenizer_ = std::move(parts.pre_tokenizer);
+  t->post_processor_ = std::move(parts.post_processor);
+  t->decoder_ = std::move(parts.decoder);
+  t->added_ = std::move(parts.added_tokens);
+  t->eos_ids_ = std::move(parts.eos_token_ids);
   Vocab all = t->model_->vocab();
   for (size_t i = 0; i < t->added_.size(); ++i) {
     AddedToken& a = t->added_[i];

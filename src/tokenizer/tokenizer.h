@@ -21,6 +21,20 @@
 
 namespace attnzoo::tok {
 
+// Ids index dense tables, so a hostile file must not be able to ask for billions of slots.
+inline constexpr int64_t kMaxTokenId = int64_t(1) << 24;
+
+// The pieces a tokenizer is assembled from, whatever file described them.
+struct TokenizerParts {
+  std::unique_ptr<Bpe> model;  // required
+  std::unique_ptr<Normalizer> normalizer;
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::unique_ptr<PostProcessor> post_processor;
+  std::unique_ptr<Decoder> decoder;
+  std::vector<AddedToken> added_tokens;  // special ones are matched first, then each set in this order
+  std::vector<int32_t> eos_token_ids;
+};
+
 class Tokenizer {
  public:
   // `path` is a tokenizer.json file or a model directory holding one. For a directory the end-of-sequence ids
@@ -28,6 +42,8 @@ class Tokenizer {
   static std::shared_ptr<const Tokenizer> load(const std::string& path);
   // Parses tokenizer.json text; `name` stands for the file in error messages.
   static std::shared_ptr<const Tokenizer> from_json(std::string_view text, const std::string& name);
+  // Assembles a tokenizer from its pieces (from_json and the GGUF vocabulary reader both end here).
+  static std::shared_ptr<const Tokenizer> from_parts(TokenizerParts parts);
 
   // `text` must be valid UTF-8 (ArgumentError otherwise).
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
@@ -43,7 +59,7 @@ class Tokenizer {
   size_t vocab_size() const { return vocab_size_; }
   bool is_special(int32_t id) const;
   const std::vector<AddedToken>& added_tokens() const { return added_; }
-  // End-of-sequence ids found in the model directory's configs (empty when none were found).
+  // End-of-sequence ids found in the model directory's configs or the GGUF vocabulary (empty when none).
   const std::vector<int32_t>& eos_token_ids() const { return eos_ids_; }
 
  private:

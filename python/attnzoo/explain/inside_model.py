@@ -96,7 +96,7 @@ def memory_breakdown(info):
     for layer in info["layers"]:
         c = layer["cache"]
         row = by_kind.setdefault(layer["kind"], {"layers": 0, "bytes_per_token": c["bytes_per_token"],
-                                                 "fixed_bytes": c["fixed_bytes"], "max_tokens": c["max_tokens"]})
+                                                 "fixed_bytes": c["fixed_bytes"], "max_tokens": c["window"]})
         row["layers"] += 1
     return {"weight_bytes": weights, "cache_bytes_at": at, "by_kind": by_kind}
 

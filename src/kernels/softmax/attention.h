@@ -10,6 +10,15 @@ namespace attnzoo {
 void attention_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                        const AttentionOptions& opts, const VarlenInfo& varlen = {});
 
+// The same over a KV cache that already holds the queries' own keys (chunked / prefix-cached prefill):
+// flash_attn_with_kvcache, or flash_attn_varlen_func with block_table and seqused_k. q padded [B, Tq, Hq, D]
+// or packed [total_q, Hq, D] with varlen.cu_seqlens_q (varlen.cu_seqlens_k must stay null); cache paged
+// [num_blocks, block_size, Hkv, D] + block_table [B, max_blocks_per_seq] (any block size, blocks in any
+// order) or contiguous [B, S_max, Hkv, D]; cache.cache_seqlens[b] keys for sequence b, its Tq_b queries
+// being the last Tq_b of them. Every option (causal, window, softcap, sinks, ALiBi, block mask) applies.
+void attention_prefill(const TensorView& q, const KvCacheView& cache, const TensorView& out,
+                       const AttentionOptions& opts, const VarlenInfo& varlen = {});
+
 // The plain definition with double accumulation: the yardstick for tests, slow on purpose.
 void attention_prefill_reference(const AttentionProblem& p);
 

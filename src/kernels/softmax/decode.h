@@ -7,16 +7,10 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "kernels/softmax/kv_cache_view.h"
 #include "kernels/softmax/options.h"
 
 namespace attnzoo {
-
-struct KvCacheView {
-  TensorView k, v;                        // contiguous [B, S_max, Hkv, D] or paged [num_blocks, block_size, Hkv, D]
-  const int32_t* cache_seqlens = nullptr;  // [B]
-  const int32_t* block_table = nullptr;    // [B, max_blocks_per_seq] physical block ids, paged caches only
-  int64_t max_blocks_per_seq = 0;
-};
 
 constexpr int64_t kMaxDecodeQueries = 8;
 

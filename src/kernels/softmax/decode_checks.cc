@@ -75,39 +75,18 @@ DecodeProblem make_decode_problem(const TensorView& q, const KvCacheView& cache,
   p.v_block = cache.v.strides[0]; p.v_token = cache.v.strides[1]; p.v_head = cache.v.strides[2];
   p.block_size = cache.k.shape[1];
 
-  require(cache.cache_seqlens != nullptr || p.B == 0, "cache_seqlens", "is required");
   p.seqlens = cache.cache_seqlens;
-  int64_t capacity = p.block_size;
   if (paged) {
-    require(p.block_size >= 1, "k_cache", "block_size (dim 1) must be >= 1");
-    require(cache.max_blocks_per_seq >= 1, "block_table", "must have at least one column");
     p.block_table = cache.block_table;
     p.max_blocks_per_seq = cache.max_blocks_per_seq;
-    capacity = p.max_blocks_per_seq * p.block_size;
   } else {
     require(cache.k.shape[0] == p.B, "k_cache", "batch " + str(cache.k.shape[0]) + " differs from q's " + str(p.B));
   }
-  const int64_t num_blocks = cache.k.shape[0];
+  check_cache_lengths({cache.cache_seqlens, cache.block_table, cache.max_blocks_per_seq, p.block_size,
+                       cache.k.shape[0], "k_cache"},
+                      std::vector<int64_t>(size_t(p.B), p.Tq));
   int64_t longest = 0;
-  for (int64_t b = 0; b < p.B; ++b) {
-    const int64_t len = p.seqlens[b];
-    require(len >= p.Tq, "cache_seqlens",
-            "entry " + str(b) + " is " + str(len) + ", but it counts the " + str(p.Tq) +
-                " new tokens too, so it must be >= " + str(p.Tq));
-    require(len <= capacity, "cache_seqlens",
-            "entry " + str(b) + " is " + str(len) + ", beyond the cache capacity of " + str(capacity) +
-                (paged ? " (max_blocks_per_seq * block_size)" : " (k_cache dim 1)"));
-    if (paged) {
-      // Only the blocks a sequence uses must be valid; the rest of its row may hold padding such as -1.
-      for (int64_t i = 0; i < (len + p.block_size - 1) / p.block_size; ++i) {
-        const int64_t id = p.block_table[b * p.max_blocks_per_seq + i];
-        require(id >= 0 && id < num_blocks, "block_table",
-                "entry [" + str(b) + ", " + str(i) + "] = " + str(id) + " is not a block of k_cache (0.." +
-                    str(num_blocks - 1) + ")");
-      }
-    }
-    longest = std::max(longest, len);
-  }
+  for (int64_t b = 0; b < p.B; ++b) longest = std::max<int64_t>(longest, p.seqlens[b]);
   if (opts.block_mask)
     require(longest <= opts.block_mask->spec().seq_len, "block_mask",
             "covers " + str(opts.block_mask->spec().seq_len) + " tokens, a sequence has " + str(longest));

@@ -12,6 +12,7 @@
 #include "core/threads.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode_problem.h"
+#include "testing/paged_cache.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -31,8 +32,9 @@ struct Case {
 struct Caches {
   int64_t B, S_max, block_size, max_blocks, num_blocks;
   HostTensor k, v;                       // contiguous [B, S_max, Hkv, D]
+  std::vector<int32_t> block_table;
   HostTensor k_paged, v_paged;           // [num_blocks, block_size, Hkv, D]
-  std::vector<int32_t> lens, block_table;
+  std::vector<int32_t> lens;
 
   Caches(const Case& c, uint64_t seed)
       : B(int64_t(c.lens.size())),
@@ -42,23 +44,10 @@ struct Caches {
         num_blocks(B * max_blocks + 2),
         k(c.kv_dtype, {B, S_max, c.Hkv, c.D}, seed),
         v(c.kv_dtype, {B, S_max, c.Hkv, c.Dv ? c.Dv : c.D}, seed + 1),
-        k_paged(c.kv_dtype, {num_blocks, block_size, c.Hkv, c.D}, 0, 0.f),  // the spare blocks stay zero
-        v_paged(c.kv_dtype, {num_blocks, block_size, c.Hkv, c.Dv ? c.Dv : c.D}, 0, 0.f),
-        lens(c.lens) {
-    std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), std::mt19937(uint32_t(seed)));
-    block_table.assign(ids.begin(), ids.begin() + B * max_blocks);
-    const size_t elem = dtype_size(c.kv_dtype);
-    const int64_t krow = c.Hkv * c.D, vrow = c.Hkv * (c.Dv ? c.Dv : c.D);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t pos = 0; pos < S_max; ++pos) {
-        const int64_t phys = block_table[size_t(b * max_blocks + pos / block_size)];
-        const int64_t dst = phys * block_size + pos % block_size, src = b * S_max + pos;
-        std::memcpy(k_paged.bytes.data() + dst * krow * elem, k.bytes.data() + src * krow * elem, krow * elem);
-        std::memcpy(v_paged.bytes.data() + dst * vrow * elem, v.bytes.data() + src * vrow * elem, vrow * elem);
-      }
-  }
+        block_table(testing::shuffled_block_table(B, max_blocks, num_blocks, seed)),
+        k_paged(testing::to_paged(k, block_table, max_blocks, block_size, num_blocks)),
+        v_paged(testing::to_paged(v, block_table, max_blocks, block_size, num_blocks)),
+        lens(c.lens) {}
   KvCacheView contiguous() const { return {k.view, v.view, lens.data(), nullptr, 0}; }
   KvCacheView paged() const { return {k_paged.view, v_paged.view, lens.data(), block_table.data(), max_blocks}; }
 };
@@ -316,16 +305,6 @@ TEST(Decode, AgreesWithPrefill) {
   }
 }
 
-template <class E>
-void expect_error(const std::function<void()>& fn, const std::string& fragment) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(Decode, ErrorsNameTheArgument) {
   Case c{2, 4, 2, 16, {10, 20}};
   c.block_size = 4;
@@ -336,27 +315,27 @@ TEST(Decode, ErrorsNameTheArgument) {
     return [=] { attention_decode(qv, cache, ov, o); };
   };
   HostTensor q9(DType::f32, {2, 9, 4, 16}, 1), out9(DType::f32, {2, 9, 4, 16}, 0, 0.f);
-  expect_error<ArgumentError>(run(q9.view, flat, out9.view), "q: new_tokens");
+  testing::expect_error<ArgumentError>(run(q9.view, flat, out9.view), "q: new_tokens");
   HostTensor q3(DType::f32, {2, 2, 3, 16}, 1), out3(DType::f32, {2, 2, 3, 16}, 0, 0.f);
-  expect_error<ArgumentError>(run(q3.view, flat, out3.view), "q: head count 3");
+  testing::expect_error<ArgumentError>(run(q3.view, flat, out3.view), "q: head count 3");
   HostTensor q8(DType::f32, {2, 2, 4, 8}, 1);
-  expect_error<ArgumentError>(run(q8.view, flat, out.view), "k_cache: head_dim");
+  testing::expect_error<ArgumentError>(run(q8.view, flat, out.view), "k_cache: head_dim");
   HostTensor bad_out(DType::f32, {2, 1, 4, 16}, 0, 0.f);
-  expect_error<ArgumentError>(run(q.view, flat, bad_out.view), "out: must be [2, 2, 4, 16]");
+  testing::expect_error<ArgumentError>(run(q.view, flat, bad_out.view), "out: must be [2, 2, 4, 16]");
 
   std::vector<int32_t> short_lens = {1, 20}, long_lens = {10, 24}, paged_long = {10, 30};
-  expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, short_lens.data(), nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, short_lens.data(), nullptr, 0}, out.view),
                               "cache_seqlens: entry 0 is 1");
-  expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, long_lens.data(), nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, long_lens.data(), nullptr, 0}, out.view),
                               "cache_seqlens: entry 1 is 24, beyond the cache capacity of 23");
-  expect_error<ArgumentError>(
+  testing::expect_error<ArgumentError>(
       run(q.view, {paged.k, paged.v, paged_long.data(), paged.block_table, paged.max_blocks_per_seq}, out.view),
       "cache_seqlens: entry 1 is 30, beyond the cache capacity of 24");
-  expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, nullptr, nullptr, 0}, out.view), "cache_seqlens");
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, flat.v, nullptr, nullptr, 0}, out.view), "cache_seqlens");
 
   std::vector<int32_t> table = caches.block_table;
   table[size_t(caches.max_blocks + 2)] = int32_t(caches.num_blocks);  // sequence 1, block 2: used (20 keys)
-  expect_error<ArgumentError>(run(q.view, {paged.k, paged.v, paged.cache_seqlens, table.data(),
+  testing::expect_error<ArgumentError>(run(q.view, {paged.k, paged.v, paged.cache_seqlens, table.data(),
                                            paged.max_blocks_per_seq}, out.view),
                               "block_table: entry [1, 2]");
   table = caches.block_table;
@@ -365,22 +344,22 @@ TEST(Decode, ErrorsNameTheArgument) {
                       out.view)());
 
   HostTensor k_bf16(DType::bf16, {2, 23, 2, 16}, 1);
-  expect_error<ArgumentError>(run(q.view, {flat.k, k_bf16.view, flat.cache_seqlens, nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {flat.k, k_bf16.view, flat.cache_seqlens, nullptr, 0}, out.view),
                               "v_cache: dtype bfloat16");
   HostTensor k_int(DType::i32, {2, 23, 2, 16}, 0, 0.f);
-  expect_error<DTypeError>(run(q.view, {k_int.view, k_int.view, flat.cache_seqlens, nullptr, 0}, out.view),
+  testing::expect_error<DTypeError>(run(q.view, {k_int.view, k_int.view, flat.cache_seqlens, nullptr, 0}, out.view),
                            "k_cache");
   HostTensor k_3d(DType::f32, {2, 23, 32}, 1);
-  expect_error<ArgumentError>(run(q.view, {k_3d.view, k_3d.view, flat.cache_seqlens, nullptr, 0}, out.view),
+  testing::expect_error<ArgumentError>(run(q.view, {k_3d.view, k_3d.view, flat.cache_seqlens, nullptr, 0}, out.view),
                               "k_cache: must be [batch, max_seqlen, kv_heads, head_dim]");
 
   BlockMask small({.seq_len = 15, .block = 16});
   AttentionOptions o;
   o.block_mask = &small;
-  expect_error<ArgumentError>(run(q.view, flat, out.view, o), "block_mask: covers 15");
+  testing::expect_error<ArgumentError>(run(q.view, flat, out.view, o), "block_mask: covers 15");
   o = {};
   o.window = -1;
-  expect_error<ArgumentError>(run(q.view, flat, out.view, o), "window");
+  testing::expect_error<ArgumentError>(run(q.view, flat, out.view, o), "window");
 }
 
 }  // namespace

@@ -168,24 +168,11 @@ void absorbed_attention_decode(const MlaProblem& p, const float* q_abs, float* o
   attention_decode_run(a);
 }
 
-// The tiled prefill kernel, for longer query spans: one task per (sequence, head block, query block).
+// The tiled prefill kernel, for longer query spans: one task per (sequence, head block, query block). It
+// reads a paged cache through the block table itself.
 void absorbed_attention_prefill(const MlaProblem& p, const float* q_abs, float* o_lat) {
   const MlaDims& d = p.dims;
   const int64_t L = d.latent_dim();
-  const bool paged = !p.seqs.empty() && p.seqs.front().blocks != nullptr;
-  // The tile kernel reads a sequence's keys at a fixed stride, so a paged cache is first gathered (same dtype).
-  std::vector<uint8_t> gathered;
-  std::vector<int64_t> first = key_starts(p);
-  const size_t elem = dtype_size(p.latent_dtype);
-  if (paged) {
-    gathered.resize(size_t(p.total_k() * L) * elem);
-    ThreadPool::global().parallel_for(int64_t(p.seqs.size()), [&](int64_t s, int) {
-      const MlaSeq& seq = p.seqs[size_t(s)];
-      for (int64_t j = 0; j < seq.Tk; ++j)
-        std::memcpy(gathered.data() + size_t((first[size_t(s)] + j) * L) * elem,
-                    offset_bytes(p.latent, p.latent_dtype, p.latent_row(seq, j)), size_t(L) * elem);
-    });
-  }
   // One attention "sequence" per (sequence, head block): every head shares the key tiles, but batch-1 decode
   // still needs several tasks to use every core.
   const int64_t nseq = int64_t(p.seqs.size());
@@ -199,20 +186,21 @@ void absorbed_attention_prefill(const MlaProblem& p, const float* q_abs, float* 
   a.D = L;
   a.Dv = d.r;
   a.q = q_abs;
-  a.k = a.v = paged ? static_cast<const void*>(gathered.data()) : p.latent;
+  a.k = a.v = p.latent;
   a.o = o_lat;
   a.q_dtype = DType::f32;
   a.kv_dtype = p.latent_dtype;
   a.o_dtype = DType::f32;
   a.qs = {d.H * L, L};
-  a.ks = a.vs = {paged ? L : p.latent_token, 0};
+  a.ks = a.vs = {p.latent_token, 0};
   a.os = {d.H * d.r, d.r};
+  a.block_size = p.block_size;
+  a.k_block = a.v_block = p.latent_block;
   int64_t qrow = 0;
-  for (size_t s = 0; s < p.seqs.size(); ++s) {
-    const MlaSeq& seq = p.seqs[s];
-    const int64_t k_offset = paged ? first[s] * L : seq.latent_offset;
+  for (const MlaSeq& seq : p.seqs) {
     for (int64_t h0 = 0; h0 < d.H; h0 += Hc)
-      a.seqs.push_back({qrow * a.qs.token + h0 * L, k_offset, k_offset, qrow * a.os.token + h0 * d.r, seq.Tq, seq.Tk});
+      a.seqs.push_back({qrow * a.qs.token + h0 * L, seq.latent_offset, seq.latent_offset,
+                        qrow * a.os.token + h0 * d.r, seq.Tq, seq.Tk, seq.blocks});
     qrow += seq.Tq;
   }
   attention_prefill_run(a);
@@ -257,7 +245,10 @@ void mla_run_absorbed(const MlaProblem& p) {
     std::memcpy(q_abs.data() + m * L + d.r, q.data() + m * Dq + d.dn, size_t(d.dr) * 4);
 
   AlignedBuffer<float> o_lat(size_t(M * H * d.r));
-  if (p.cache_seqlens && p.seqs.front().Tq <= kMaxDecodeQueries)
+  // The decode kernel wants the same few new tokens in every sequence (a padded batch).
+  const bool same_tq = std::all_of(p.seqs.begin(), p.seqs.end(),
+                                   [&](const MlaSeq& s) { return s.Tq == p.seqs.front().Tq; });
+  if (p.cache_seqlens && same_tq && p.seqs.front().Tq <= kMaxDecodeQueries)
     absorbed_attention_decode(p, q_abs.data(), o_lat.data());
   else
     absorbed_attention_prefill(p, q_abs.data(), o_lat.data());
@@ -297,9 +288,14 @@ void mla_prefill(const TensorView& q, const TensorView& latent, const MlaWeights
   mla_run_naive(make_mla_prefill_problem(q, latent, weights, out, opts, varlen));
 }
 
+void mla_prefill(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                 const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
+  mla_run_naive(make_mla_cache_problem(q, cache, weights, out, opts, varlen));
+}
+
 void mla_decode(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                const TensorView& out, const MlaOptions& opts) {
-  mla_run_absorbed(make_mla_decode_problem(q, cache, weights, out, opts));
+                const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
+  mla_run_absorbed(make_mla_cache_problem(q, cache, weights, out, opts, varlen));
 }
 
 void mla_prefill_reference(const TensorView& q, const TensorView& latent, const MlaWeights& weights,
@@ -307,9 +303,14 @@ void mla_prefill_reference(const TensorView& q, const TensorView& latent, const 
   mla_run_reference(make_mla_prefill_problem(q, latent, weights, out, opts, varlen));
 }
 
+void mla_prefill_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                           const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
+  mla_run_reference(make_mla_cache_problem(q, cache, weights, out, opts, varlen));
+}
+
 void mla_decode_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                          const TensorView& out, const MlaOptions& opts) {
-  mla_run_reference(make_mla_decode_problem(q, cache, weights, out, opts));
+                          const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
+  mla_run_reference(make_mla_cache_problem(q, cache, weights, out, opts, varlen));
 }
 
 }  // namespace attnzoo

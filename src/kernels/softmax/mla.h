@@ -33,7 +33,8 @@ struct MlaOptions {
   bool causal = true;  // queries are bottom-right aligned: the last Tq of Tk positions
 };
 
-// A latent cache: contiguous [B, S_max, r + dr] or paged [num_blocks, block_size, r + dr] with a block table.
+// A latent cache: contiguous [B, S_max, r + dr] or paged [num_blocks, block_size, r + dr] with a block table
+// (either may carry a head axis of 1: [num_blocks, block_size, 1, r + dr], the KV pool's layout).
 struct LatentCacheView {
   TensorView latent;
   const int32_t* cache_seqlens = nullptr;  // [B] valid tokens of each sequence, including the new queries'
@@ -48,17 +49,27 @@ struct LatentCacheView {
 void mla_prefill(const TensorView& q, const TensorView& latent, const MlaWeights& weights, const TensorView& out,
                  const MlaOptions& opts, const VarlenInfo& varlen = {});
 
+// Naive form against a latent cache that already holds the new tokens' rows (chunked / prefix-cached prefill
+// on the KV pool; the rows are gathered through the block table, then expanded). q padded [B, Tq, H, dn + dr]
+// or packed [total_q, H, dn + dr] with varlen.cu_seqlens_q (cu_seqlens_k must stay null); out likewise with
+// dv; Tq_b <= cache_seqlens[b] <= capacity, queries bottom-right aligned.
+void mla_prefill(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                 const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
+
 // Absorbed form against a latent cache that already holds the new tokens' rows. q [B, Tq, H, dn + dr] with
 // Tq >= 1 (1 for plain decode, a few for speculative verification), out [B, Tq, H, dv];
-// Tq <= cache_seqlens[b] <= cache capacity.
+// Tq <= cache_seqlens[b] <= cache capacity. Packed q (varlen.cu_seqlens_q) also works; then, as for
+// Tq > 8, the absorbed attention runs on the tiled prefill kernel.
 void mla_decode(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                const TensorView& out, const MlaOptions& opts);
+                const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
 
 // The naive form written plainly with double accumulation (slow, for tests); same arguments as above.
 void mla_prefill_reference(const TensorView& q, const TensorView& latent, const MlaWeights& weights,
                            const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
+void mla_prefill_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                           const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
 void mla_decode_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                          const TensorView& out, const MlaOptions& opts);
+                          const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
 
 // Bytes one token occupies in the latent cache (what MLA saves: r + dr values instead of H * (dn + dr + dv)).
 inline int64_t mla_cache_bytes_per_token(const MlaWeights& w, DType cache_dtype) {

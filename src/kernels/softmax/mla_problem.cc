@@ -125,19 +125,45 @@ MlaProblem make_mla_prefill_problem(const TensorView& q, const TensorView& laten
   return p;
 }
 
-MlaProblem make_mla_decode_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                                   const TensorView& out, const MlaOptions& opts) {
+MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                                  const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
   MlaProblem p = start_problem(q, out, weights, opts);
-  require(q.ndim == 4, "q", "must be [batch, new_tokens, heads, head_dim], got " + q.shape_str());
-  const int64_t B = q.shape[0], Tq = q.shape[1];
-  require(Tq >= 1, "q", "needs at least one new token");
-  require(out.shape[0] == B && out.shape[1] == Tq, "out", "batch and time must match q's, got " + out.shape_str());
+  const bool packed = varlen.cu_seqlens_q != nullptr, paged = cache.block_table != nullptr;
+  require(varlen.cu_seqlens_k == nullptr, "cu_seqlens_k",
+          "is not used with a latent cache (cache_seqlens gives each sequence's rows)");
+  struct QuerySpan {
+    int64_t q_offset, o_offset, Tq;
+  };
+  std::vector<QuerySpan> spans;
+  if (packed) {
+    require(q.ndim == 3 || (q.ndim == 4 && q.shape[0] == 1), "q",
+            "with cu_seqlens must be [total, heads, head_dim] or [1, total, heads, head_dim], got " + q.shape_str());
+    require(out.size(-3) == q.size(-3), "out", "token count differs from q's");
+    const int64_t n = varlen.num_seqs;
+    require(n >= 1, "cu_seqlens", "needs at least 2 entries (one sequence)");
+    const int32_t* cq = varlen.cu_seqlens_q;
+    require(cq[0] == 0, "cu_seqlens", "must start at 0");
+    for (int64_t s = 0; s < n; ++s) {
+      require(cq[s + 1] >= cq[s], "cu_seqlens", "must be non-decreasing (entry " + str(s + 1) + ")");
+      spans.push_back({cq[s] * p.q_token, cq[s] * p.o_token, cq[s + 1] - cq[s]});
+    }
+    require(cq[n] == q.size(-3), "cu_seqlens", "last entry " + str(cq[n]) + " must equal q's token count " +
+                                                   str(q.size(-3)));
+  } else {
+    require(q.ndim == 4, "q", "must be [batch, new_tokens, heads, head_dim], got " + q.shape_str());
+    require(q.shape[1] >= 1, "q", "needs at least one new token");
+    require(out.shape[0] == q.shape[0] && out.shape[1] == q.shape[1], "out",
+            "batch and time must match q's, got " + out.shape_str());
+    for (int64_t b = 0; b < q.shape[0]; ++b) spans.push_back({b * q.strides[0], b * out.strides[0], q.shape[1]});
+  }
+  const int64_t B = int64_t(spans.size());
   const TensorView& c = cache.latent;
   check_layout(c, "latent_cache");
-  require(c.ndim == 3 && c.shape[2] == p.dims.latent_dim(), "latent_cache",
-          "must be [batch, max_seqlen, " + str(p.dims.latent_dim()) + "] or [num_blocks, block_size, " +
-              str(p.dims.latent_dim()) + "] (kv_lora_rank + qk_rope_head_dim), got " + c.shape_str());
-  require(cache.cache_seqlens != nullptr, "cache_seqlens", "is required");
+  const int64_t L = p.dims.latent_dim();
+  const std::string shapes = "[batch, max_seqlen, " + str(L) + "] or [num_blocks, block_size, " + str(L) +
+                             "] (kv_lora_rank + qk_rope_head_dim; a head axis of 1 before it is fine)";
+  require((c.ndim == 3 || (c.ndim == 4 && c.shape[2] == 1)) && c.size(-1) == L, "latent_cache",
+          "must be " + shapes + ", got " + c.shape_str());
   p.latent = c.data;
   p.latent_dtype = c.dtype;
   p.latent_token = c.strides[1];
@@ -146,28 +172,20 @@ MlaProblem make_mla_decode_problem(const TensorView& q, const LatentCacheView& c
   p.cache_seqlens = cache.cache_seqlens;
   p.block_table = cache.block_table;
   p.max_blocks_per_seq = cache.max_blocks_per_seq;
-  int64_t capacity = c.shape[1];
-  if (cache.block_table) {
-    require(p.block_size >= 1, "latent_cache", "block_size must be >= 1");
-    require(cache.max_blocks_per_seq >= 1, "block_table", "must have at least one column");
-    capacity = cache.max_blocks_per_seq * p.block_size;
-  } else {
+  if (!paged)
     require(c.shape[0] == B, "latent_cache", "batch " + str(c.shape[0]) + " differs from q's " + str(B) +
                                                  " (pass block_table for a paged cache)");
-  }
+  std::vector<int64_t> new_tokens;
+  for (const auto& s : spans) new_tokens.push_back(s.Tq);
+  check_cache_lengths({cache.cache_seqlens, cache.block_table, cache.max_blocks_per_seq, p.block_size, c.shape[0],
+                       "latent_cache"},
+                      new_tokens);
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t len = cache.cache_seqlens[b];
-    require(len >= Tq && len <= capacity, "cache_seqlens",
-            "entry " + str(b) + " is " + str(len) + ", must be in [" + str(Tq) + " (new tokens), " + str(capacity) +
-                " (cache capacity)]");
-    MlaSeq s{b * q.strides[0], b * out.strides[0], b * c.strides[0], nullptr, Tq, len};
-    if (cache.block_table) {
+    const QuerySpan& span = spans[size_t(b)];
+    MlaSeq s{span.q_offset, span.o_offset, b * c.strides[0], nullptr, span.Tq, cache.cache_seqlens[b]};
+    if (paged) {
       s.blocks = cache.block_table + b * cache.max_blocks_per_seq;
       s.latent_offset = 0;
-      for (int64_t i = 0; i < (len + p.block_size - 1) / p.block_size; ++i)
-        require(s.blocks[i] >= 0 && s.blocks[i] < c.shape[0], "block_table",
-                "entry [" + str(b) + ", " + str(i) + "] is " + str(s.blocks[i]) + ", must be in [0, " +
-                    str(c.shape[0]) + ")");
     }
     p.seqs.push_back(s);
   }

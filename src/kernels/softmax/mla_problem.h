@@ -55,8 +55,10 @@ struct MlaProblem {
 
 MlaProblem make_mla_prefill_problem(const TensorView& q, const TensorView& latent, const MlaWeights& weights,
                                     const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen);
-MlaProblem make_mla_decode_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                                   const TensorView& out, const MlaOptions& opts);
+// Queries against a latent cache (contiguous or paged): q padded [B, Tq, H, dq], or packed [total_q, H, dq]
+// with varlen.cu_seqlens_q; cache_seqlens[b] counts sequence b's rows including its queries' own.
+MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                                  const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen);
 
 // The two fast paths and the definition, on a validated problem.
 void mla_run_naive(const MlaProblem& p);

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/softmax/mla.h"
 #include "kernels/softmax/mla_matmul.h"
+#include "testing/paged_cache.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -157,12 +158,22 @@ struct DecodeFixture {
 void check_decode(const DecodeCase& dc) {
   DecodeFixture f(dc);
   HostTensor ref = f.new_out(DType::f32), naive = f.new_out(DType::f32);
-  HostTensor contiguous = f.new_out(dc.dtype), paged = f.new_out(dc.dtype);
+  HostTensor contiguous = f.new_out(dc.dtype), paged = f.new_out(dc.dtype), paged_heads = f.new_out(dc.dtype);
+  HostTensor naive_paged = f.new_out(DType::f32);
+  // The pool's layout: the same paged cache with a head axis of 1, [num_blocks, block_size, 1, r + dr].
+  LatentCacheView with_head = f.paged_view();
+  with_head.latent = TensorView::contiguous(f.paged.data, f.paged.dtype,
+                                            {f.paged.shape[0], f.paged.shape[1], 1, f.paged.shape[2]});
   mla_decode_reference(f.q.view, f.contiguous_view(), f.weights(), ref.view, f.options());
   testing::for_each_target([&](Target) {
     f.naive(naive);
     mla_decode(f.q.view, f.contiguous_view(), f.weights(), contiguous.view, f.options());
     mla_decode(f.q.view, f.paged_view(), f.weights(), paged.view, f.options());
+    mla_decode(f.q.view, with_head, f.weights(), paged_heads.view, f.options());
+    EXPECT_EQ(testing::max_abs_diff(paged_heads, paged), 0.0);
+    // The naive form straight over the paged cache: the rows it gathers are the packed ones, so it is exact.
+    mla_prefill(f.q.view, with_head, f.weights(), naive_paged.view, f.options());
+    EXPECT_EQ(testing::max_abs_diff(naive_paged, naive), 0.0);
     if (dc.dtype == DType::f32) {
       // Absorption reorders the sums (q_nope . W_UK c_kv as (W_UK^T q_nope) . c_kv): ~1e-6 apart in f32.
       EXPECT_LE(testing::max_abs_diff(naive, ref), 2e-5);
@@ -183,6 +194,44 @@ TEST(MlaDecode, AbsorbedMatchesNaiveAndReference) {
   check_decode({kSmall, {40, 16}, 12, 48, 16});  // 12 new tokens: beyond the decode kernel, tiled prefill kernel
   check_decode({{16, 32, 16, 32, 64}, {20}, 9, 32, 8});  // ditto, batch 1: head blocks
   for (int64_t Tq : {3, 10}) check_decode({kSmall, {30, 17}, Tq, 32, 16, DType::f32, /*causal=*/false});
+}
+
+// Chunked prefill on the KV pool: packed queries of different lengths against a paged latent cache (shuffled
+// blocks, odd sizes) that already holds them, naive and absorbed, against the reference on the gathered rows.
+TEST(MlaPrefill, PagedLatentPackedQueries) {
+  const Dims d = kSmall;
+  const std::vector<int32_t> q_lens = {10, 23, 1, 0}, k_lens = {50, 23, 7, 12};
+  const int64_t B = 4, S_max = 56, L = d.r + d.dr;
+  std::vector<int32_t> cu_q = {0}, cu_k = {0};
+  for (int64_t b = 0; b < B; ++b) {
+    cu_q.push_back(cu_q.back() + q_lens[size_t(b)]);
+    cu_k.push_back(cu_k.back() + k_lens[size_t(b)]);
+  }
+  HostTensor cache(DType::bf16, {B, S_max, L}, 41), q(DType::f32, {cu_q.back(), d.H, d.dn + d.dr}, 42);
+  HostTensor w = make_weight(d, DType::f32, 43);
+  HostTensor packed(DType::bf16, {cu_k.back(), L}, 0, 0.f);
+  for (int64_t b = 0; b < B; ++b)
+    std::memcpy(packed.bytes.data() + size_t(cu_k[size_t(b)] * L * 2), cache.bytes.data() + size_t(b * S_max * L * 2),
+                size_t(k_lens[size_t(b)] * L * 2));
+  const std::vector<int64_t> out_shape = {cu_q.back(), d.H, d.dv};
+  HostTensor ref(DType::f32, out_shape, 0, 0.f), flat(DType::f32, out_shape, 0, 0.f);
+  HostTensor naive(DType::f32, out_shape, 0, 0.f), absorbed(DType::f32, out_shape, 0, 0.f);
+  const VarlenInfo packed_k{cu_q.data(), cu_k.data(), B}, cached{cu_q.data(), nullptr, B};
+  mla_prefill_reference(q.view, packed.view, weights_of(w, d), ref.view, {}, packed_k);
+  for (int64_t bs : {16, 7, 48}) {
+    const int64_t max_blocks = (S_max + bs - 1) / bs, num_blocks = B * max_blocks + 2;
+    const std::vector<int32_t> table = testing::shuffled_block_table(B, max_blocks, num_blocks, uint64_t(bs));
+    HostTensor paged = testing::to_paged(cache, table, max_blocks, bs, num_blocks);
+    const LatentCacheView view{paged.view, k_lens.data(), table.data(), max_blocks};
+    testing::for_each_target([&](Target) {
+      mla_prefill(q.view, packed.view, weights_of(w, d), flat.view, {}, packed_k);
+      mla_prefill(q.view, view, weights_of(w, d), naive.view, {}, cached);
+      mla_decode(q.view, view, weights_of(w, d), absorbed.view, {}, cached);
+      EXPECT_EQ(testing::max_abs_diff(naive, flat), 0.0) << "block_size=" << bs;
+      EXPECT_LE(testing::max_abs_diff(naive, ref), 2e-5) << "block_size=" << bs;
+      EXPECT_LE(testing::max_abs_diff(absorbed, ref), 2e-5) << "block_size=" << bs;
+    });
+  }
 }
 
 TEST(MlaDecode, DeepSeekDims) { check_decode({kDeepSeek, {45, 3}, 2, 48, 16}); }

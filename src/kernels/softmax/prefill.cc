@@ -3,7 +3,9 @@
 // kv head's group, then streams key/value tiles: each K tile is packed transposed and each V tile converted
 // once, and serves all heads of the group (GQA/MQA reuse). Per head: S = Q K^T, online softmax (running max m,
 // running sum l, rescale of the output accumulator), O += P V. Tiles wholly outside the causal / window /
-// block-sparse pattern are never touched; tiles wholly inside skip per-element mask tests.
+// block-sparse pattern are never touched; tiles wholly inside skip per-element mask tests. Keys come from
+// contiguous K/V or from a paged cache: each tile first resolves its rows' addresses (one block-table lookup
+// per cache block), and the packing reads the rows through those addresses either way.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -32,6 +34,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 struct Scratch {
   AlignedBuffer<float> q, kt, v, s, o, m, l, row;
   AlignedBuffer<uint32_t> q2, kt2, v2, p2;  // bf16 pairs for the AVX-512-BF16 tiles
+  std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its K / V row (kv head 0)
 };
 
 // Applies softcap / ALiBi / the element mask to one row of scores, then folds the row into the running
@@ -100,17 +103,36 @@ void PackPairs(const uint16_t* src, size_t n, uint32_t* dst) {
   if (n & 1) dst[n / 2] = src[n - 1];
 }
 
+// Element offsets of the tile's K and V rows [k0, k0 + cols) for kv head 0.
+void ResolveTileRows(const AttentionProblem& p, const SeqSpan& seq, int64_t k0, int64_t cols, Scratch& sc) {
+  if (!seq.blocks) {
+    for (int64_t j = 0; j < cols; ++j) {
+      sc.krow[size_t(j)] = seq.k_offset + (k0 + j) * p.ks.token;
+      sc.vrow[size_t(j)] = seq.v_offset + (k0 + j) * p.vs.token;
+    }
+    return;
+  }
+  for (int64_t pos = k0; pos < k0 + cols;) {
+    const int64_t off = pos % p.block_size, block = seq.blocks[pos / p.block_size];
+    const int64_t n = std::min(p.block_size - off, k0 + cols - pos);
+    for (int64_t i = 0; i < n; ++i) {
+      sc.krow[size_t(pos - k0 + i)] = block * p.k_block + (off + i) * p.ks.token;
+      sc.vrow[size_t(pos - k0 + i)] = block * p.v_block + (off + i) * p.vs.token;
+    }
+    pos += n;
+  }
+}
+
 // K^T as f32 (D x Bc) and V as f32 (Bc x Dvp); padding rows and columns are zero so they add nothing.
-void PackKeyValueTile(const AttentionProblem& p, const SeqSpan& seq, int64_t kv_head, int64_t k0, int64_t cols,
-                      size_t Bc, size_t Dvp, Scratch& sc) {
+void PackKeyValueTile(const AttentionProblem& p, int64_t kv_head, int64_t cols, size_t Bc, size_t Dvp,
+                      Scratch& sc) {
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
   for (int64_t j = 0; j < cols; ++j) {
-    convert_to_f32(ElementPtr(p.k, p.kv_dtype, seq.k_offset + (k0 + j) * p.ks.token + kv_head * p.ks.head),
-                   p.kv_dtype, sc.row.data(), D);
+    convert_to_f32(ElementPtr(p.k, p.kv_dtype, sc.krow[size_t(j)] + kv_head * p.ks.head), p.kv_dtype,
+                   sc.row.data(), D);
     for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = sc.row[d];
     float* vdst = sc.v.data() + size_t(j) * Dvp;
-    convert_to_f32(ElementPtr(p.v, p.kv_dtype, seq.v_offset + (k0 + j) * p.vs.token + kv_head * p.vs.head),
-                   p.kv_dtype, vdst, Dv);
+    convert_to_f32(ElementPtr(p.v, p.kv_dtype, sc.vrow[size_t(j)] + kv_head * p.vs.head), p.kv_dtype, vdst, Dv);
     std::fill(vdst + Dv, vdst + Dvp, 0.f);
   }
   for (size_t j = size_t(cols); j < Bc; ++j) {
@@ -120,14 +142,14 @@ void PackKeyValueTile(const AttentionProblem& p, const SeqSpan& seq, int64_t kv_
 }
 
 // K^T as bf16 pairs along d ((D/2) x Bc) and V as pairs along keys ((Bc/2) x Dvp), straight from bf16 memory.
-void PackKeyValuePairs(const AttentionProblem& p, const SeqSpan& seq, int64_t kv_head, int64_t k0, int64_t cols,
-                       size_t Bc, size_t Dvp, Scratch& sc) {
+void PackKeyValuePairs(const AttentionProblem& p, int64_t kv_head, int64_t cols, size_t Bc, size_t Dvp,
+                       Scratch& sc) {
   const size_t D = size_t(p.D), Dv = size_t(p.Dv), D2 = (D + 1) / 2;
-  const uint16_t* kbase = static_cast<const uint16_t*>(p.k);
-  const uint16_t* vbase = static_cast<const uint16_t*>(p.v);
+  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + kv_head * p.ks.head;
+  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + kv_head * p.vs.head;
   for (size_t j = 0; j < Bc; ++j) {
     const bool live = int64_t(j) < cols;
-    const uint16_t* krow = kbase + seq.k_offset + (k0 + int64_t(j)) * p.ks.token + kv_head * p.ks.head;
+    const uint16_t* krow = live ? kbase + sc.krow[j] : nullptr;
     for (size_t dd = 0; dd < D2; ++dd) {
       const uint32_t lo = live ? krow[2 * dd] : 0u;
       const uint32_t hi = live && 2 * dd + 1 < D ? krow[2 * dd + 1] : 0u;
@@ -137,11 +159,11 @@ void PackKeyValuePairs(const AttentionProblem& p, const SeqSpan& seq, int64_t kv
   for (size_t jj = 0; jj < Bc / 2; ++jj) {
     uint32_t* dst = sc.v2.data() + jj * Dvp;
     const int64_t j0 = int64_t(2 * jj), j1 = j0 + 1;
-    const uint16_t* v0 = vbase + seq.v_offset + (k0 + j0) * p.vs.token + kv_head * p.vs.head;
-    const uint16_t* v1 = v0 + p.vs.token;
+    const uint16_t* v0 = j0 < cols ? vbase + sc.vrow[size_t(j0)] : nullptr;
+    const uint16_t* v1 = j1 < cols ? vbase + sc.vrow[size_t(j1)] : nullptr;
     for (size_t d = 0; d < Dvp; ++d) {
-      const uint32_t lo = j0 < cols && d < Dv ? v0[d] : 0u;
-      const uint32_t hi = j1 < cols && d < Dv ? v1[d] : 0u;
+      const uint32_t lo = v0 && d < Dv ? v0[d] : 0u;
+      const uint32_t hi = v1 && d < Dv ? v1[d] : 0u;
       dst[d] = lo | (hi << 16);
     }
   }
@@ -167,6 +189,8 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
   sc.m.resize(size_t(G) * Br);
   sc.l.resize(size_t(G) * Br);
   sc.row.resize(std::max(D, Dvp));
+  sc.krow.resize(Bc);
+  sc.vrow.resize(Bc);
   if (bf16) {
     sc.q2.resize(size_t(G) * Br * D2);
     sc.kt2.resize(D2 * Bc);
@@ -210,10 +234,11 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
     const int64_t cols = std::min<int64_t>(plan.block_k, seq.Tk - k0);
     const TileClass cls = classify_tile(mask, q_first, q_last, k0, k0 + cols - 1);
     if (cls == TileClass::skipped) continue;
+    ResolveTileRows(p, seq, k0, cols, sc);
     if (bf16) {
-      PackKeyValuePairs(p, seq, t.kv_head, k0, cols, Bc, Dvp, sc);
+      PackKeyValuePairs(p, t.kv_head, cols, Bc, Dvp, sc);
     } else {
-      PackKeyValueTile(p, seq, t.kv_head, k0, cols, Bc, Dvp, sc);
+      PackKeyValueTile(p, t.kv_head, cols, Bc, Dvp, sc);
     }
     for (int64_t g = 0; g < G; ++g) {
       const int64_t h = t.kv_head * G + g;
@@ -277,6 +302,11 @@ void attention_prefill_run(const AttentionProblem& p) {
 void attention_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                        const AttentionOptions& opts, const VarlenInfo& varlen) {
   attention_prefill_run(make_prefill_problem(q, k, v, out, opts, varlen));
+}
+
+void attention_prefill(const TensorView& q, const KvCacheView& cache, const TensorView& out,
+                       const AttentionOptions& opts, const VarlenInfo& varlen) {
+  attention_prefill_run(make_cached_prefill_problem(q, cache, out, opts, varlen));
 }
 
 }  // namespace attnzoo

@@ -53,6 +53,74 @@ int64_t AttentionProblem::max_tq() const {
   return m;
 }
 
+namespace {
+
+// What every prefill problem shares once q, k, v and out have passed their layout checks: head counts, head
+// dims, options, pointers, dtypes and token strides. k and v are named as the caller knows them.
+AttentionProblem start_problem(const TensorView& q, const TensorView& k, const TensorView& v,
+                               const TensorView& out, const AttentionOptions& opts, const char* k_name,
+                               const char* v_name) {
+  require(k.dtype == v.dtype, v_name, std::string("dtype ") + dtype_name(v.dtype) + " differs from " + k_name +
+                                          "'s " + dtype_name(k.dtype));
+  AttentionProblem p;
+  p.Hq = q.size(-2);
+  p.Hkv = k.size(-2);
+  p.D = q.size(-1);
+  p.Dv = v.size(-1);
+  require(p.Hq >= 1 && p.Hkv >= 1, k_name, "head counts must be >= 1");
+  require(v.size(-2) == p.Hkv, v_name, "has " + str(v.size(-2)) + " heads, " + k_name + " has " + str(p.Hkv));
+  require(p.Hq % p.Hkv == 0, "q", "head count " + str(p.Hq) + " is not a multiple of " + k_name + "'s " +
+                                      str(p.Hkv) + " (GQA needs Hq = group * Hkv)");
+  const std::string dim_range = "head_dim must be in [1, " + str(kMaxHeadDim) + "], got ";
+  require(p.D >= 1 && p.D <= kMaxHeadDim, "q", dim_range + str(p.D));
+  require(k.size(-1) == p.D, k_name, "head_dim " + str(k.size(-1)) + " differs from q's " + str(p.D));
+  require(p.Dv >= 1 && p.Dv <= kMaxHeadDim, v_name, dim_range + str(p.Dv));
+  require(out.size(-2) == p.Hq && out.size(-1) == p.Dv, "out",
+          "must have " + str(p.Hq) + " heads of dim " + str(p.Dv) + ", got " + out.shape_str());
+  check_head_options(opts, p.Hq);
+  p.scale = resolve_scale(opts.scale, p.D);
+  p.opts = opts;
+  p.q = q.data; p.k = k.data; p.v = v.data; p.o = out.data;
+  p.q_dtype = q.dtype; p.kv_dtype = k.dtype; p.o_dtype = out.dtype;
+  p.qs = token_strides(q); p.ks = token_strides(k); p.vs = token_strides(v); p.os = token_strides(out);
+  return p;
+}
+
+void check_token_layout(const TensorView& t, const char* name, bool packed) {
+  if (packed) {
+    require(t.ndim == 3 || (t.ndim == 4 && t.shape[0] == 1), name,
+            "with cu_seqlens must be [total, H, D] or [1, total, H, D], got " + t.shape_str());
+  } else {
+    require(t.ndim == 4, name, "must be [batch, time, heads, head_dim], got " + t.shape_str());
+  }
+  check_strides(t, name);
+}
+
+// cu_seqlens_q checked and turned into per-sequence (start, length) pairs.
+std::vector<std::pair<int64_t, int64_t>> query_spans(const VarlenInfo& varlen, int64_t total_q) {
+  const int64_t n = varlen.num_seqs;
+  require(n >= 1, "cu_seqlens", "needs at least 2 entries (one sequence)");
+  const int32_t* cq = varlen.cu_seqlens_q;
+  require(cq[0] == 0, "cu_seqlens", "must start at 0");
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (int64_t s = 0; s < n; ++s) {
+    require(cq[s + 1] >= cq[s], "cu_seqlens", "must be non-decreasing (entry " + str(s + 1) + ")");
+    spans.emplace_back(cq[s], cq[s + 1] - cq[s]);
+  }
+  require(cq[n] == total_q, "cu_seqlens", "last entry " + str(cq[n]) + " must equal q's token count " +
+                                              str(total_q));
+  return spans;
+}
+
+void check_block_mask_covers(const AttentionProblem& p) {
+  if (!p.opts.block_mask) return;
+  for (const auto& s : p.seqs)
+    require(s.Tk <= p.opts.block_mask->spec().seq_len, "block_mask",
+            "covers " + str(p.opts.block_mask->spec().seq_len) + " tokens, a sequence has " + str(s.Tk));
+}
+
+}  // namespace
+
 AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, const TensorView& v,
                                       const TensorView& out, const AttentionOptions& opts,
                                       const VarlenInfo& varlen) {
@@ -62,38 +130,8 @@ AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, 
   check_float_tensor(out, "out");
   const bool packed = varlen.cu_seqlens_q != nullptr;
   require(varlen.cu_seqlens_k == nullptr || packed, "cu_seqlens_k", "given without cu_seqlens_q");
-  for (auto [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}}) {
-    if (packed) {
-      require(t->ndim == 3 || (t->ndim == 4 && t->shape[0] == 1), name,
-              "with cu_seqlens must be [total, H, D] or [1, total, H, D], got " + t->shape_str());
-    } else {
-      require(t->ndim == 4, name, "must be [batch, time, heads, head_dim], got " + t->shape_str());
-    }
-    check_strides(*t, name);
-  }
-  require(k.dtype == v.dtype, "v", std::string("dtype ") + dtype_name(v.dtype) + " differs from k's " +
-                                     dtype_name(k.dtype));
-  AttentionProblem p;
-  p.Hq = q.size(-2);
-  p.Hkv = k.size(-2);
-  p.D = q.size(-1);
-  p.Dv = v.size(-1);
-  require(p.Hq >= 1 && p.Hkv >= 1, "k", "head counts must be >= 1");
-  require(v.size(-2) == p.Hkv, "v", "has " + str(v.size(-2)) + " heads, k has " + str(p.Hkv));
-  require(p.Hq % p.Hkv == 0, "q", "head count " + str(p.Hq) + " is not a multiple of k's " + str(p.Hkv) +
-                                      " (GQA needs Hq = group * Hkv)");
-  const std::string dim_range = "head_dim must be in [1, " + str(kMaxHeadDim) + "], got ";
-  require(p.D >= 1 && p.D <= kMaxHeadDim, "q", dim_range + str(p.D));
-  require(k.size(-1) == p.D, "k", "head_dim " + str(k.size(-1)) + " differs from q's " + str(p.D));
-  require(p.Dv >= 1 && p.Dv <= kMaxHeadDim, "v", dim_range + str(p.Dv));
-  require(out.size(-2) == p.Hq && out.size(-1) == p.Dv, "out",
-          "must have " + str(p.Hq) + " heads of dim " + str(p.Dv) + ", got " + out.shape_str());
-  check_head_options(opts, p.Hq);
-  p.scale = resolve_scale(opts.scale, p.D);
-  p.opts = opts;
-  p.q = q.data; p.k = k.data; p.v = v.data; p.o = out.data;
-  p.q_dtype = q.dtype; p.kv_dtype = k.dtype; p.o_dtype = out.dtype;
-  p.qs = token_strides(q); p.ks = token_strides(k); p.vs = token_strides(v); p.os = token_strides(out);
+  for (auto [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}}) check_token_layout(*t, name, packed);
+  AttentionProblem p = start_problem(q, k, v, out, opts, "k", "v");
 
   if (packed) {
     const int64_t n = varlen.num_seqs;
@@ -126,11 +164,63 @@ AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, 
     for (int64_t b = 0; b < B; ++b)
       p.seqs.push_back({b * q.strides[0], b * k.strides[0], b * v.strides[0], b * out.strides[0], Tq, Tk});
   }
-  if (opts.block_mask) {
-    for (const auto& s : p.seqs)
-      require(s.Tk <= opts.block_mask->spec().seq_len, "block_mask",
-              "covers " + str(opts.block_mask->spec().seq_len) + " tokens, a sequence has " + str(s.Tk));
+  check_block_mask_covers(p);
+  return p;
+}
+
+AttentionProblem make_cached_prefill_problem(const TensorView& q, const KvCacheView& cache, const TensorView& out,
+                                             const AttentionOptions& opts, const VarlenInfo& varlen) {
+  check_float_tensor(q, "q");
+  check_float_tensor(cache.k, "k_cache");
+  check_float_tensor(cache.v, "v_cache");
+  check_float_tensor(out, "out");
+  const bool packed = varlen.cu_seqlens_q != nullptr, paged = cache.block_table != nullptr;
+  require(varlen.cu_seqlens_k == nullptr, "cu_seqlens_k",
+          "is not used with a KV cache (cache_seqlens / seqused_k gives each sequence's keys)");
+  check_token_layout(q, "q", packed);
+  check_token_layout(out, "out", packed);
+  const char* layout = paged ? "[num_blocks, block_size, kv_heads, head_dim] (paged)"
+                             : "[batch, max_seqlen, kv_heads, head_dim]";
+  for (auto [t, name] : {std::pair{&cache.k, "k_cache"}, {&cache.v, "v_cache"}}) {
+    require(t->ndim == 4, name, std::string("must be ") + layout + ", got " + t->shape_str());
+    check_strides(*t, name);
   }
+  for (int d = 0; d < 3; ++d)
+    require(cache.v.shape[d] == cache.k.shape[d], "v_cache",
+            "shape " + cache.v.shape_str() + " must match k_cache's " + cache.k.shape_str() + " except head_dim");
+  AttentionProblem p = start_problem(q, cache.k, cache.v, out, opts, "k_cache", "v_cache");
+  require(out.size(-3) == q.size(-3) && (packed || out.shape[0] == q.shape[0]), "out",
+          "batch and time must match q's, got " + out.shape_str());
+
+  struct QuerySpan {
+    int64_t q_offset, o_offset, Tq;
+  };
+  std::vector<QuerySpan> spans;
+  if (packed) {
+    for (const auto& [first, Tq] : query_spans(varlen, q.size(-3)))
+      spans.push_back({first * p.qs.token, first * p.os.token, Tq});
+  } else {
+    for (int64_t b = 0; b < q.shape[0]; ++b) spans.push_back({b * q.strides[0], b * out.strides[0], q.shape[1]});
+  }
+  const int64_t B = int64_t(spans.size());
+  if (!paged)
+    require(cache.k.shape[0] == B, "k_cache", "batch " + str(cache.k.shape[0]) + " differs from q's " + str(B) +
+                                                  " (pass block_table for a paged cache)");
+  std::vector<int64_t> new_tokens;
+  for (const auto& s : spans) new_tokens.push_back(s.Tq);
+  check_cache_lengths({cache.cache_seqlens, cache.block_table, cache.max_blocks_per_seq, cache.k.shape[1],
+                       cache.k.shape[0], "k_cache"},
+                      new_tokens);
+  p.block_size = cache.k.shape[1];
+  p.k_block = cache.k.strides[0];
+  p.v_block = cache.v.strides[0];
+  for (int64_t b = 0; b < B; ++b) {
+    const QuerySpan& q_span = spans[size_t(b)];
+    const int32_t* blocks = paged ? cache.block_table + b * cache.max_blocks_per_seq : nullptr;
+    p.seqs.push_back({q_span.q_offset, b * p.k_block, b * p.v_block, q_span.o_offset, q_span.Tq,
+                      cache.cache_seqlens[b], blocks});
+  }
+  check_block_mask_covers(p);
   return p;
 }
 

@@ -21,7 +21,7 @@ void attention_prefill_reference(const AttentionProblem& p) {
         double m = p.opts.sinks ? double(p.opts.sinks[h]) : -INFINITY;
         for (int64_t j = 0; j < s.Tk; ++j) {
           if (!mask.visible(qpos, j)) continue;
-          const int64_t kbase = s.k_offset + j * p.ks.token + hk * p.ks.head;
+          const int64_t kbase = p.k_row(s, j) + hk * p.ks.head;
           double dot = 0;
           for (int64_t d = 0; d < p.D; ++d)
             dot += double(load_as_f32(p.q, p.q_dtype, qbase + d)) * double(load_as_f32(p.k, p.kv_dtype, kbase + d));
@@ -34,7 +34,7 @@ void attention_prefill_reference(const AttentionProblem& p) {
           if (std::isinf(scores[size_t(j)])) continue;
           const double w = std::exp(scores[size_t(j)] - m);
           denom += w;
-          const int64_t vbase = s.v_offset + j * p.vs.token + hk * p.vs.head;
+          const int64_t vbase = p.v_row(s, j) + hk * p.vs.head;
           for (int64_t d = 0; d < p.Dv; ++d) acc[size_t(d)] += w * double(load_as_f32(p.v, p.kv_dtype, vbase + d));
         }
         const int64_t obase = s.o_offset + i * p.os.token + h * p.os.head;

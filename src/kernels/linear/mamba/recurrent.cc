@@ -1,7 +1,8 @@
-// The selective scan, vectorized over channels. One task = (sequence, block of 16 channels of one group): the
-// block's state [N, 16] and A [N, 16] stay in scratch, inputs are transposed a time tile at a time from the
-// channel-major layout into [time, channel] rows, and each step is a few vector ops per state index n (one
-// exp, two fused multiply-adds). Serves the decode step too, as a scan of length 1 updating the state in place.
+// The selective scan, vectorized over channels. One task = (sequence, block of 16 channels of one group): inputs
+// are transposed a time tile at a time from the channel-major layout into [time, channel] rows, then each vector
+// of channels runs the tile with its state in registers (N = 16, every Mamba-1 model; other N from scratch).
+// A step costs, per state index n, one exp2 (A is stored pre-scaled by log2(e)), one multiply and two fused
+// multiply-adds. Serves the decode step too, as a scan of length 1 updating the state in place.
 #include <algorithm>
 #include <cmath>
 
@@ -35,6 +36,102 @@ struct Scratch {
 const char* at(const void* base, DType t, int64_t index) {
   return static_cast<const char*>(base) + index * int64_t(dtype_size(t));
 }
+
+// A channel's (or B / C row's) run of `n` steps as f32: f32 inputs are read in place, others widened.
+const float* StepsF32(const void* base, DType t, int64_t index, float* scratch, size_t n) {
+  if (t == DType::f32) return static_cast<const float*>(base) + index;
+  convert_to_f32(at(base, t, index), t, scratch, n);
+  return scratch;
+}
+
+// 2^x for the decays (x = dt * A * log2(e) <= 0 in every Mamba; any sign works): x = k + r with |r| <= 1/2,
+// 2^r by its Taylor polynomial of degree 6 (relative error < 2e-7), 2^k built in the exponent bits. Below
+// 2^-126 the result is flushed to 0 (kernels run with subnormals flushed anyway); x is clamped to [-127, 127].
+// Adding 1.5 * 2^23 rounds x to an integer k and leaves k in the low mantissa bits, so the exponent of 2^k
+// is (bits + 127) << 23 (the magic number's own bits shift out) without a float-to-int conversion.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V Exp2Decay(D d, V x) {
+  const hn::RebindToSigned<D> di;
+  const V magic = hn::Set(d, 12582912.f);
+  x = hn::Min(hn::Max(x, hn::Set(d, -127.f)), hn::Set(d, 127.f));
+  const V shifted = hn::Add(x, magic);
+  const V r = hn::Sub(x, hn::Sub(shifted, magic));
+  V p = hn::Set(d, 1.5403530393381606e-4f);  // ln2^6 / 6!
+  p = hn::MulAdd(p, r, hn::Set(d, 1.3333558146428443e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 9.6181291076284772e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 5.5504108664821580e-2f));
+  p = hn::MulAdd(p, r, hn::Set(d, 2.4022650695910071e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 6.9314718055994531e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.f));
+  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, shifted), hn::Set(di, 127)));
+  return hn::Mul(p, hn::BitCast(d, bits));
+}
+
+// One time tile for one vector of channels at c0: h [N, kBlock] (state n of channel c at n * kBlock + c), a2
+// likewise (A * log2 e), dt / du / y [rows, kBlock], b / c [rows, N]. kN > 0 fixes N at compile time so the
+// state lives in registers; kN = 0 reads N at run time and keeps the state in h.
+template <size_t kN>
+HWY_INLINE void ScanTile(size_t rows, size_t N, size_t c0, float* HWY_RESTRICT h, const float* HWY_RESTRICT a2,
+                         const float* HWY_RESTRICT dt, const float* HWY_RESTRICT du, const float* HWY_RESTRICT b,
+                         const float* HWY_RESTRICT c, float* HWY_RESTRICT y) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  if constexpr (kN > 0) {
+    V hv[kN];
+#pragma GCC unroll 32
+    for (size_t n = 0; n < kN; ++n) hv[n] = hn::Load(d, h + n * kBlock + c0);
+    for (size_t t = 0; t < rows; ++t) {
+      const V vdt = hn::Load(d, dt + t * kBlock + c0), vdu = hn::Load(d, du + t * kBlock + c0);
+      const float* bt = b + t * kN;
+      const float* ct = c + t * kN;
+      V acc0 = hn::Zero(d), acc1 = hn::Zero(d);
+#pragma GCC unroll 32  // unrolled, the state stays in registers
+      for (size_t n = 0; n < kN; ++n) {
+        const V decay = Exp2Decay(d, hn::Mul(vdt, hn::Load(d, a2 + n * kBlock + c0)));
+        hv[n] = hn::MulAdd(decay, hv[n], hn::Mul(vdu, hn::Set(d, bt[n])));
+        if (n % 2) acc1 = hn::MulAdd(hv[n], hn::Set(d, ct[n]), acc1);
+        else acc0 = hn::MulAdd(hv[n], hn::Set(d, ct[n]), acc0);
+      }
+      hn::Store(hn::Add(acc0, acc1), d, y + t * kBlock + c0);
+    }
+#pragma GCC unroll 32
+    for (size_t n = 0; n < kN; ++n) hn::Store(hv[n], d, h + n * kBlock + c0);
+  } else {
+    for (size_t t = 0; t < rows; ++t) {
+      const V vdt = hn::Load(d, dt + t * kBlock + c0), vdu = hn::Load(d, du + t * kBlock + c0);
+      V acc = hn::Zero(d);
+      for (size_t n = 0; n < N; ++n) {
+        float* hn_ = h + n * kBlock + c0;
+        const V decay = Exp2Decay(d, hn::Mul(vdt, hn::Load(d, a2 + n * kBlock + c0)));
+        const V hv = hn::MulAdd(decay, hn::Load(d, hn_), hn::Mul(vdu, hn::Set(d, b[t * N + n])));
+        hn::Store(hv, d, hn_);
+        acc = hn::MulAdd(hv, hn::Set(d, c[t * N + n]), acc);
+      }
+      hn::Store(acc, d, y + t * kBlock + c0);
+    }
+  }
+}
+
+// The next tile's channel runs and B / C rows, requested while this tile computes: channels lie L elements
+// apart, more streams than the hardware prefetcher follows.
+void PrefetchTile(const SelectiveScanProblem& p, int64_t b, int64_t g, int64_t d0, size_t width, int64_t pos,
+                  size_t rows) {
+  const auto span = [&](const void* base, DType t, int64_t index) {
+    if (!base) return;
+    const char* q = at(base, t, index);
+    for (size_t off = 0; off < rows * dtype_size(t); off += 64) __builtin_prefetch(q + off, 0, 2);
+  };
+  for (size_t c = 0; c < width; ++c) {
+    const int64_t ci = p.channel_index(b, d0 + int64_t(c), pos);
+    span(p.u, p.u_dtype, ci);
+    span(p.delta, p.delta_dtype, ci);
+    span(p.z, p.z_dtype, ci);
+  }
+  for (int64_t n = 0; n < p.N; ++n) {
+    span(p.Bm, p.b_dtype, p.state_index(b, g, n, pos));
+    span(p.Cm, p.c_dtype, p.state_index(b, g, n, pos));
+  }
+}
 }  // namespace
 
 void SelectiveScanTask(const SelectiveScanProblem& p, int64_t blocks_per_group, int64_t task) {
@@ -57,7 +154,7 @@ void SelectiveScanTask(const SelectiveScanProblem& p, int64_t blocks_per_group, 
   for (size_t c = 0; c < width; ++c) {
     const int64_t ch = d0 + int64_t(c);
     for (size_t n = 0; n < N; ++n) {
-      a[n * kBlock + c] = p.A[size_t(ch) * N + n];
+      a[n * kBlock + c] = p.A[size_t(ch) * N + n] * 1.4426950408889634f;  // exp(dt A) = 2^(dt A log2 e)
       if (p.h0) h[n * kBlock + c] = p.h0[(s * p.D + ch) * p.N + int64_t(n)];
     }
     if (!p.skip.empty()) sc.skip[c] = p.skip[size_t(ch)];
@@ -68,16 +165,18 @@ void SelectiveScanTask(const SelectiveScanProblem& p, int64_t blocks_per_group, 
   for (int64_t t0 = 0; t0 < len; t0 += int64_t(kTile)) {
     const size_t rows = size_t(std::min<int64_t>(int64_t(kTile), len - t0));
     const int64_t pos = start + t0;
+    if (t0 + int64_t(kTile) < len)
+      PrefetchTile(p, b, g, d0, width, pos + int64_t(kTile), size_t(std::min<int64_t>(int64_t(kTile), len - t0 - int64_t(kTile))));
     for (size_t c = 0; c < width; ++c) {
       const int64_t ch = d0 + int64_t(c), ci = p.channel_index(b, ch, pos);
-      convert_to_f32(at(p.u, p.u_dtype, ci), p.u_dtype, sc.row.data(), rows);
-      for (size_t t = 0; t < rows; ++t) sc.u[t * kBlock + c] = sc.row[t];
-      convert_to_f32(at(p.delta, p.delta_dtype, ci), p.delta_dtype, sc.row.data(), rows);
+      const float* u = StepsF32(p.u, p.u_dtype, ci, sc.row.data(), rows);
+      for (size_t t = 0; t < rows; ++t) sc.u[t * kBlock + c] = u[t];
+      const float* delta = StepsF32(p.delta, p.delta_dtype, ci, sc.row.data(), rows);
       const float bias = p.bias.empty() ? 0.f : p.bias[size_t(ch)];
-      for (size_t t = 0; t < rows; ++t) sc.dt[t * kBlock + c] = sc.row[t] + bias;
+      for (size_t t = 0; t < rows; ++t) sc.dt[t * kBlock + c] = delta[t] + bias;
       if (p.z) {
-        convert_to_f32(at(p.z, p.z_dtype, ci), p.z_dtype, sc.row.data(), rows);
-        for (size_t t = 0; t < rows; ++t) sc.z[t * kBlock + c] = sc.row[t];
+        const float* z = StepsF32(p.z, p.z_dtype, ci, sc.row.data(), rows);
+        for (size_t t = 0; t < rows; ++t) sc.z[t * kBlock + c] = z[t];
       }
     }
     if (p.softplus) {  // softplus(x) = log(1 + e^x), and x itself past 20 (as torch), padding lanes included
@@ -93,31 +192,19 @@ void SelectiveScanTask(const SelectiveScanProblem& p, int64_t blocks_per_group, 
       hn::Store(hn::Mul(hn::Load(d, sc.dt.data() + i), hn::Load(d, sc.u.data() + i)), d, sc.du.data() + i);
     for (size_t n = 0; n < N; ++n) {
       const int64_t si = p.state_index(b, g, int64_t(n), pos);
-      convert_to_f32(at(p.Bm, p.b_dtype, si), p.b_dtype, sc.row.data(), rows);
-      for (size_t t = 0; t < rows; ++t) sc.b[t * N + n] = sc.row[t];
-      convert_to_f32(at(p.Cm, p.c_dtype, si), p.c_dtype, sc.row.data(), rows);
-      for (size_t t = 0; t < rows; ++t) sc.c[t * N + n] = sc.row[t];
+      const float* bn = StepsF32(p.Bm, p.b_dtype, si, sc.row.data(), rows);
+      for (size_t t = 0; t < rows; ++t) sc.b[t * N + n] = bn[t];
+      const float* cn = StepsF32(p.Cm, p.c_dtype, si, sc.row.data(), rows);
+      for (size_t t = 0; t < rows; ++t) sc.c[t * N + n] = cn[t];
     }
 
-    for (size_t t = 0; t < rows; ++t) {
-      const float* bt = sc.b.data() + t * N;
-      const float* ct = sc.c.data() + t * N;
-      for (size_t c0 = 0; c0 < kBlock; c0 += L) {
-        const auto vdt = hn::Load(d, sc.dt.data() + t * kBlock + c0);
-        const auto vdu = hn::Load(d, sc.du.data() + t * kBlock + c0);
-        auto acc = hn::Zero(d);
-        for (size_t n = 0; n < N; ++n) {
-          float* hn_ = h + n * kBlock + c0;
-          const auto decay = hn::Exp(d, hn::Mul(vdt, hn::Load(d, a + n * kBlock + c0)));
-          const auto hv = hn::MulAdd(decay, hn::Load(d, hn_), hn::Mul(vdu, hn::Set(d, bt[n])));
-          hn::Store(hv, d, hn_);
-          acc = hn::MulAdd(hv, hn::Set(d, ct[n]), acc);
-        }
-        hn::Store(acc, d, sc.y.data() + t * kBlock + c0);
-      }
+    for (size_t c0 = 0; c0 < kBlock; c0 += L) {
+      if (N == 16) ScanTile<16>(rows, N, c0, h, a, sc.dt.data(), sc.du.data(), sc.b.data(), sc.c.data(), sc.y.data());
+      else ScanTile<0>(rows, N, c0, h, a, sc.dt.data(), sc.du.data(), sc.b.data(), sc.c.data(), sc.y.data());
+    }
+    for (size_t t = 0; t < rows; ++t)
       SkipAndGate(sc.y.data() + t * kBlock, kBlock, p.skip.empty() ? nullptr : sc.skip.data(),
                   sc.u.data() + t * kBlock, p.z ? sc.z.data() + t * kBlock : nullptr);
-    }
     for (size_t c = 0; c < width; ++c) {
       for (size_t t = 0; t < rows; ++t) sc.row[t] = sc.y[t * kBlock + c];
       const int64_t ci = p.channel_index(b, d0 + int64_t(c), pos);

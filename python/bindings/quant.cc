@@ -1,0 +1,93 @@
+// Block-quantized weights (GGUF formats): the format table, dequantization of raw bytes, and the quantized
+// projection y = x w^T on each of its paths, for tests against gguf-py and for the kernel benchmark.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <tuple>
+
+#include "bindings.h"
+#include "core/error.h"
+#include "kernels/quant/quant.h"
+#include "layers/linear.h"
+
+namespace attnzoo::py {
+namespace {
+
+QuantType quant_type_arg(uint32_t id) {
+  const auto info = quant_type_info(id);
+  require(info.has_value(), "qtype", "unknown GGUF type id " + std::to_string(id));
+  return info->type;
+}
+
+// The bytes of a contiguous uint8 array as a [rows, cols] matrix of `type`.
+QuantMatrix bytes_arg(const AnyArray& a, const char* name, QuantType type, int64_t rows, int64_t cols) {
+  const TensorView v = as_view(a, name);
+  require(v.dtype == DType::u8 && v.is_contiguous(), name, "expected a contiguous uint8 array of raw blocks");
+  return make_quant_matrix(v.data, uint64_t(v.numel()), type, rows, cols, name);
+}
+
+TensorView f32_matrix(const TensorView& v, const char* name, int64_t rows, int64_t cols) {
+  require(v.ndim == 2 && v.shape[0] == rows && v.shape[1] == cols && v.dtype == DType::f32 && v.is_contiguous(), name,
+          "expected a contiguous [" + std::to_string(rows) + ", " + std::to_string(cols) + "] float32 array");
+  return v;
+}
+
+}  // namespace
+
+void bind_quant(nb::module_& m) {
+  m.def("quant_type_info",
+        [](uint32_t id) -> std::optional<std::tuple<std::string, int64_t, int64_t>> {
+          const auto info = quant_type_info(id);
+          if (!info) return std::nullopt;
+          return std::make_tuple(std::string(info->name), info->block_elems, info->block_bytes);
+        },
+        nb::arg("qtype"), "(name, block elements, block bytes) of a GGUF type id, or None for an unknown id.");
+  m.def("quant_supported", [](uint32_t id) { return quant_supported(quant_type_arg(id)); }, nb::arg("qtype"));
+  m.def("dequantize",
+        [](const AnyArray& data, uint32_t qtype, const OutArray& out, bool reference) {
+          const QuantType type = quant_type_arg(qtype);
+          const TensorView o = as_view(out, "out");
+          require(o.dtype == DType::f32 && o.is_contiguous(), "out", "expected a contiguous float32 array");
+          const QuantMatrix w = bytes_arg(data, "data", type, 1, o.numel());
+          KernelScope scope;
+          if (reference)
+            dequantize_row_reference(type, w.data, o.ptr<float>(), w.cols);
+          else
+            dequantize_row(type, w.data, o.ptr<float>(), w.cols);
+        },
+        nb::arg("data"), nb::arg("qtype"), nb::arg("out"), nb::arg("reference") = false,
+        "out (float32, n elements) = the n values whose raw blocks of GGUF type `qtype` are `data`.");
+  m.def("quant_matmul",
+        [](const AnyArray& w, uint32_t qtype, int64_t N, int64_t K, const AnyArray& x, const OutArray& y,
+           const std::string& path) {
+          const QuantType type = quant_type_arg(qtype);
+          const QuantMatrix wm = bytes_arg(w, "w", type, N, K);
+          const TensorView xv = as_view(x, "x");
+          require(xv.ndim == 2, "x", "expected a [T, " + std::to_string(K) + "] float32 array");
+          const int64_t T = xv.shape[0];
+          f32_matrix(xv, "x", T, K);
+          const TensorView yv = f32_matrix(as_view(y, "y"), "y", T, N);
+          const float* xp = xv.ptr<float>();
+          float* yp = yv.ptr<float>();
+          KernelScope scope;
+          if (path == "int8") {
+            require(quant_gemv_has_int8(type), "path", std::string("no integer kernel for ") + quant_type_name(type));
+            quant_gemv(wm, nullptr, xp, T, yp, N);
+          } else if (path == "f32") {
+            quant_gemv_f32(wm, nullptr, xp, T, yp, N);
+          } else if (path == "reference") {
+            quant_matmul_reference(wm, nullptr, xp, T, yp, N);
+          } else {
+            require(path == "auto", "path", "expected 'auto', 'int8', 'f32' or 'reference', got '" + path + "'");
+            Linear::from_quantized(wm.data, wm.bytes(), type, N, K, {}, "w").forward(xp, T, yp);
+          }
+        },
+        nb::arg("w"), nb::arg("qtype"), nb::arg("n"), nb::arg("k"), nb::arg("x"), nb::arg("y"),
+        nb::arg("path") = "auto",
+        "y [T, n] = x [T, k] w^T with w n rows of raw GGUF blocks. path: 'auto' (Linear: GEMV for T <= 8, else "
+        "the dequantized-panel GEMM), 'int8' (8-bit activations, integer dots), 'f32' (rows dequantized, f32 "
+        "dots) or 'reference' (double accumulation).");
+}
+
+}  // namespace attnzoo::py

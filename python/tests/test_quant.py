@@ -1,0 +1,96 @@
+"""Quantized weights against gguf-py (llama.cpp's own Python package): the format table, and dequantization
+bit for bit; the quantized projection against float64 products of gguf-py's dequantized weights."""
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q  # noqa: E402
+from gguf import quants  # noqa: E402
+
+from attnzoo import quant  # noqa: E402
+
+SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K,
+             Q.MXFP4]
+# Formats gguf-py can quantize (the rest only dequantize there: random valid blocks stand in).
+QUANTIZABLE = {Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.MXFP4}
+# Byte offsets of each block's f16 scales: everything else is packed integers, where any bits are valid.
+F16_FIELDS = {Q.Q2_K: (80, 82), Q.Q3_K: (108,), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
+
+
+def random_blocks(qtype, n, rng):
+    block, size = GGML_QUANT_SIZES[qtype]
+    raw = rng.integers(0, 256, size=(n // block, size), dtype=np.uint8)
+    for off in F16_FIELDS[qtype]:
+        scales = (rng.standard_normal(n // block) * 0.05).astype(np.float16)
+        raw[:, off:off + 2] = scales.view(np.uint8).reshape(-1, 2)
+    return raw.reshape(-1)
+
+
+def make_weights(qtype, rows, cols, rng):
+    if qtype in QUANTIZABLE:
+        data = rng.standard_normal((rows, cols)).astype(np.float32)
+        data[0, :32] = 0  # an all-zero block: scale 0
+        return np.ascontiguousarray(quants.quantize(data, qtype)).view(np.uint8).reshape(-1)
+    return random_blocks(qtype, rows * cols, rng)
+
+
+def test_format_table_matches_gguf():
+    for t in Q:
+        ours = quant.type_info(t)
+        if t.name in ("NVFP4", "Q1_0"):  # newer than core/quant_type's table
+            assert ours is None, f"{t.name}: a format we cannot read must be unknown, not misread"
+            continue
+        assert ours is not None, f"{t.name} missing from core/quant_type"
+        name, block, size = ours
+        assert name == t.name
+        if t == Q.Q8_1:
+            # gguf-py still sizes Q8_1 with f32 scales (40); ggml's block_q8_1 has two f16 (36). It is an
+            # activation format that never appears in files.
+            assert (block, size) == (32, 36)
+            continue
+        assert (block, size) == GGML_QUANT_SIZES[t], t.name
+    assert quant.type_info(1000) is None
+
+
+@pytest.mark.parametrize("qtype", SUPPORTED, ids=lambda t: t.name)
+def test_dequantize_bit_exact(qtype):
+    rng = np.random.default_rng(int(qtype) + 1)
+    rows, cols = 4, 512
+    raw = make_weights(qtype, rows, cols, rng)
+    want = quants.dequantize(raw.reshape(rows, -1), qtype).astype(np.float32).reshape(-1)
+    for reference in (False, True):
+        got = quant.dequantize(raw, qtype, reference=reference)
+        assert got.shape == want.shape
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (qtype.name, reference)
+    assert np.abs(want).max() > 0
+
+
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q4_K, Q.Q6_K, Q.Q8_0, Q.MXFP4, Q.F16], ids=lambda t: t.name)
+@pytest.mark.parametrize("T", [1, 5, 40])
+def test_matmul_against_dequantized_float64(qtype, T):
+    rng = np.random.default_rng(7 + T)
+    n, k = 48, 512
+    raw = make_weights(qtype, n, k, rng)
+    w = quants.dequantize(raw.reshape(n, -1), qtype).astype(np.float64).reshape(n, k)
+    x = rng.standard_normal((T, k)).astype(np.float32)
+    want = x.astype(np.float64) @ w.T
+    # 8-bit activations (GEMV): each x is off by at most amax(block) / 254.
+    amax = np.abs(x).reshape(T, k // 32, 32).max(-1).repeat(32, axis=1)
+    bound = (amax / 254) @ np.abs(w).T + 1e-4 * (np.abs(x) @ np.abs(w).T)
+    for path in ("auto", "f32", "reference") + (("int8",) if qtype != Q.F16 else ()):
+        got = quant.matmul(x, raw, qtype, n, k, path=path)
+        exact = path in ("f32", "reference") or (path == "auto" and (T > 8 or qtype == Q.F16))
+        tol = 1e-4 * (np.abs(x) @ np.abs(w).T) + 1e-5 if exact else bound
+        assert np.all(np.abs(got - want) <= tol), (path, float(np.abs(got - want).max()))
+
+
+def test_errors_name_the_argument():
+    raw = np.zeros(18 * 2, dtype=np.uint8)
+    with pytest.raises(ValueError, match="qtype"):
+        quant.dequantize(raw, 1000)
+    with pytest.raises(ValueError, match="IQ2_XXS"):
+        quant.dequantize(np.zeros(66, dtype=np.uint8), Q.IQ2_XXS, n=256)
+    with pytest.raises(ValueError, match="too few"):
+        quant.dequantize(raw, Q.Q4_0, n=96)
+    with pytest.raises(ValueError, match="whole number"):
+        quant.matmul(np.zeros((1, 40), np.float32), raw, Q.Q4_0, 1, 40)

@@ -1,0 +1,395 @@
+// Jinja2 3.1's built-in filters (jinja2/filters.py) that chat templates use, plus transformers' tojson.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "chat/builtins.h"
+#include "chat/text.h"
+
+namespace attnzoo::chat {
+namespace {
+
+const char* kFilters[] = {"abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e",
+                          "escape", "first", "float", "format", "indent", "int", "items", "join", "last", "length",
+                          "list", "lower", "map", "max", "min", "reject", "rejectattr", "replace", "reverse", "round",
+                          "safe", "select", "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "unique",
+                          "upper", "wordcount"};
+
+int64_t length_of(Interpreter& in, const Value& v) {
+  if (v.is_undefined()) return 0;
+  if (v.is_string()) return int64_t(text::length(v.as_string()));
+  if (v.is_list()) return int64_t(v.as_list().size());
+  if (v.is_dict()) return int64_t(v.as_dict().items.size());
+  in.fail(std::string("object of type '") + v.type_name() + "' has no len()");
+}
+
+// list(v): a string's characters, a dict's keys.
+List as_list(Interpreter& in, const Value& v) {
+  if (v.is_list()) return v.as_list();
+  if (v.is_undefined()) return {};
+  List out;
+  if (v.is_string()) {
+    for (auto& c : code_points(v.as_string())) out.push_back(Value::string(std::move(c)));
+  } else if (v.is_dict()) {
+    for (const auto& [k, x] : v.as_dict().items) out.push_back(k);
+  } else {
+    in.fail(std::string("'") + v.type_name() + "' object is not iterable");
+  }
+  return out;
+}
+
+// Jinja's attribute getter for filters: "a.b.0" walks item lookups.
+Value attribute_of(Interpreter& in, const Value& item, const std::string& path) {
+  Value v = item;
+  for (const auto& part : text::split(path, std::string("."), -1)) {
+    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    v = get_item(in, v, digits ? Value::integer(std::stoll(part)) : Value::string(part));
+  }
+  return v;
+}
+
+Value sort_key(const Value& v, bool case_sensitive) {
+  return !case_sensitive && v.is_string() ? Value::string(text::lower(v.as_string())) : v;
+}
+
+bool ordered_before(Interpreter& in, const Value& a, const Value& b) {
+  bool ok;
+  const bool r = less_than(a, b, &ok);
+  if (!ok) in.fail(std::string("'<' not supported between instances of '") + a.type_name() + "' and '" + b.type_name() + "'");
+  return r;
+}
+
+Value round_filter(Interpreter& in, const Value& v, CallArgs& a) {
+  const int64_t precision = a.take(0, "precision", Value::integer(0)).as_int();
+  const Value method_v = a.take(1, "method", Value::string("common"));
+  const std::string method = method_v.is_string() ? method_v.as_string() : "";
+  if (method != "common" && method != "floor" && method != "ceil") in.fail("round: method must be 'common', 'ceil' or 'floor'");
+  if (!v.is_number()) in.fail(std::string("round: expected a number, got ") + v.type_name());
+  if (method == "common") {
+    if (!v.is_float()) return Value::integer(v.as_int());  // Python's round(int, n) stays an int
+    if (precision < 0 || precision > 300) in.fail("round: precision out of range");
+    char buf[400];
+    std::snprintf(buf, sizeof buf, "%.*f", int(precision), v.as_double());  // correctly rounded, ties to even
+    return Value::floating(std::strtod(buf, nullptr));
+  }
+  const double scale = std::pow(10.0, double(precision));
+  const double x = v.as_double() * scale;
+  return Value::floating((method == "floor" ? std::floor(x) : std::ceil(x)) / scale);
+}
+
+Value indent_filter(Interpreter& in, const Value& v, CallArgs& a) {
+  const Value width = a.take(0, "width", Value::integer(4));
+  const bool first = a.take(1, "first").truthy();
+  const bool blank = a.take(2, "blank").truthy();
+  const std::string pad = width.is_string() ? width.as_string() : std::string(size_t(std::max<int64_t>(0, width.as_int())), ' ');
+  const std::vector<std::string> lines = text::splitlines(to_str(v) + "\n");
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i) out += '\n';
+    out += (i > 0 && (blank || !lines[i].empty()) ? pad : "") + lines[i];
+  }
+  if (first) out = pad + out;
+  in.check_string(out);
+  return Value::string(std::move(out));
+}
+
+// printf-style "%s" formatting (the format filter): %s %r %d %i %f %%.
+Value format_filter(Interpreter& in, const Value& v, CallArgs& a) {
+  const std::string f = to_str(v);
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '%') {
+      out += f[i];
+      continue;
+    }
+    if (++i >= f.size()) in.fail("format: incomplete format");
+    if (f[i] == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= a.args.size()) in.fail("format: not enough arguments for format string");
+    const Value& x = a.args[next++];
+    if (f[i] == 's') out += to_str(x);
+    else if (f[i] == 'r') out += to_repr(x);
+    else if ((f[i] == 'd' || f[i] == 'i') && x.is_number()) out += std::to_string(x.is_float() ? int64_t(x.as_double()) : x.as_int());
+    else if (f[i] == 'f' && x.is_number()) out += std::to_string(x.as_double());
+    else in.fail(std::string("format: unsupported conversion '%") + f[i] + "' for " + x.type_name());
+  }
+  return Value::string(std::move(out));
+}
+
+Value select_filter(Interpreter& in, const std::string& name, const Value& v, CallArgs& a) {
+  const bool by_attr = name == "selectattr" || name == "rejectattr";
+  const bool keep_if = name == "select" || name == "selectattr";
+  std::string attr;
+  size_t next = 0;
+  if (by_attr) {
+    if (a.args.empty() || !a.args[0].is_string()) in.fail(name + ": needs an attribute name");
+    attr = a.args[next++].as_string();
+  }
+  std::string test;
+  if (next < a.args.size()) {
+    if (!a.args[next].is_string()) in.fail(name + ": the test name must be a string");
+    test = a.args[next++].as_string();
+    if (!is_test(test)) in.fail(name + ": no test named '" + test + "'");
+  }
+  List out;
+  for (const Value& item : as_list(in, v)) {
+    const Value x = by_attr ? attribute_of(in, item, attr) : item;
+    bool r;
+    if (test.empty()) {
+      r = x.truthy();
+    } else {
+      CallArgs ta;
+      ta.args.assign(a.args.begin() + long(next), a.args.end());
+      r = apply_test(in, test, x, ta);
+    }
+    if (r == keep_if) out.push_back(item);
+  }
+  return Value::list(std::move(out));
+}
+
+Value map_filter(Interpreter& in, const Value& v, CallArgs& a) {
+  List out;
+  const List items = as_list(in, v);
+  if (a.args.empty()) {
+    Value attr = a.take(99, "attribute");
+    if (!attr.is_string()) in.fail("map: needs attribute='name' or a filter name");
+    const Value fallback = a.take(99, "default");
+    for (const Value& item : items) {
+      Value x = attribute_of(in, item, attr.as_string());
+      out.push_back(x.is_undefined() && !fallback.is_undefined() ? fallback : x);
+    }
+    return Value::list(std::move(out));
+  }
+  if (!a.args[0].is_string() || !is_filter(a.args[0].as_string())) in.fail("map: no filter named " + to_repr(a.args[0]));
+  const std::string filter = a.args[0].as_string();
+  for (const Value& item : items) {
+    CallArgs fa;
+    fa.args.assign(a.args.begin() + 1, a.args.end());
+    fa.kwargs = a.kwargs;
+    out.push_back(apply_filter(in, filter, item, fa));
+  }
+  return Value::list(std::move(out));
+}
+
+Value sort_filter(Interpreter& in, const std::string& name, const Value& v, CallArgs& a) {
+  if (name == "dictsort") {
+    if (!v.is_dict()) in.fail("dictsort: expected a dict");
+    const bool cs = a.take(0, "case_sensitive").truthy();
+    const Value by = a.take(1, "by", Value::string("key"));
+    const bool reverse = a.take(2, "reverse").truthy();
+    const size_t pos = by.is_string() && by.as_string() == "value" ? 1 : 0;
+    List items;
+    for (const auto& [k, x] : v.as_dict().items) items.push_back(Value::list({k, x}, true));
+    std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
+      const Value kp = sort_key(p.as_list()[pos], cs), kq = sort_key(q.as_list()[pos], cs);
+      return reverse ? ordered_before(in, kq, kp) : ordered_before(in, kp, kq);
+    });
+    return Value::list(std::move(items));
+  }
+  const bool reverse = name == "sort" && a.take(0, "reverse").truthy();
+  const bool cs = a.take(name == "sort" ? 1 : 0, "case_sensitive").truthy();
+  const Value attr = a.take(name == "sort" ? 2 : 1, "attribute");
+  List items = as_list(in, v);
+  auto key = [&](const Value& x) { return sort_key(attr.is_string() ? attribute_of(in, x, attr.as_string()) : x, cs); };
+  if (name == "sort") {
+    std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
+      return reverse ? ordered_before(in, key(q), key(p)) : ordered_before(in, key(p), key(q));
+    });
+    return Value::list(std::move(items));
+  }
+  if (name == "unique") {
+    List out, seen;
+    for (const Value& x : items) {
+      const Value k = key(x);
+      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) {
+        seen.push_back(k);
+        out.push_back(x);
+      }
+    }
+    return Value::list(std::move(out));
+  }
+  if (items.empty()) return Value::undefined(name + " of an empty sequence");
+  size_t best = 0;
+  for (size_t i = 1; i < items.size(); ++i) {
+    const bool better = name == "min" ? ordered_before(in, key(items[i]), key(items[best]))
+                                      : ordered_before(in, key(items[best]), key(items[i]));
+    if (better) best = i;
+  }
+  return items[best];
+}
+
+}  // namespace
+
+bool is_filter(std::string_view name) {
+  return std::any_of(std::begin(kFilters), std::end(kFilters), [&](const char* f) { return name == f; });
+}
+
+Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& a) {
+  in.charge(1 + Interpreter::size_steps(v));
+  if (name == "safe" || name == "string") return Value::string(to_str(v));
+  if (name == "default" || name == "d") {
+    const Value fallback = a.take(0, "default_value", Value::string(""));
+    const bool boolean = a.take(1, "boolean").truthy();
+    return v.is_undefined() || (boolean && !v.truthy()) ? fallback : v;
+  }
+  if (name == "tojson") {
+    if (a.take(0, "ensure_ascii").truthy()) in.fail("tojson: ensure_ascii=True is not supported");
+    const Value indent = a.take(1, "indent", Value::none());
+    if (!indent.is_none() && !indent.is_int()) in.fail("tojson: indent must be an integer or None");
+    const Value seps = a.take(2, "separators", Value::none());
+    const bool sort_keys = a.take(3, "sort_keys").truthy();
+    std::string item_sep = indent.is_none() ? ", " : ",", key_sep = ": ";
+    if (!seps.is_none()) {
+      if (!seps.is_list() || seps.as_list().size() != 2 || !seps.as_list()[0].is_string() || !seps.as_list()[1].is_string()) {
+        in.fail("tojson: separators must be a pair of strings");
+      }
+      item_sep = seps.as_list()[0].as_string();
+      key_sep = seps.as_list()[1].as_string();
+    }
+    return Value::string(to_json(in, v, indent.is_none() ? -1 : int(std::clamp<int64_t>(indent.as_int(), 0, 1000)),
+                                 sort_keys, item_sep, key_sep));
+  }
+  if (name == "length" || name == "count") return Value::integer(length_of(in, v));
+  if (name == "trim") {
+    const Value chars = a.take(0, "chars", Value::none());
+    return Value::string(text::strip(to_str(v), chars.is_string() ? std::optional<std::string>(chars.as_string()) : std::nullopt, true, true));
+  }
+  if (name == "upper") return Value::string(text::upper(to_str(v)));
+  if (name == "lower") return Value::string(text::lower(to_str(v)));
+  if (name == "capitalize") return Value::string(text::capitalize(to_str(v)));
+  if (name == "title") return Value::string(text::jinja_title(to_str(v)));
+  if (name == "replace") {
+    const Value count = a.take(2, "count", Value::none());
+    std::string out = text::replace(to_str(v), to_str(a.take(0, "old")), to_str(a.take(1, "new")), count.is_none() ? -1 : count.as_int());
+    in.check_string(out);
+    return Value::string(std::move(out));
+  }
+  if (name == "join") {
+    const std::string sep = to_str(a.take(0, "d", Value::string("")));
+    const Value attr = a.take(1, "attribute");
+    std::string out;
+    bool first = true;
+    for (const Value& x : as_list(in, v)) {
+      if (!first) out += sep;
+      out += to_str(attr.is_string() ? attribute_of(in, x, attr.as_string()) : x);
+      first = false;
+      in.check_string(out);
+    }
+    return Value::string(std::move(out));
+  }
+  if (name == "first" || name == "last") {
+    const List items = as_list(in, v);
+    if (items.empty()) return Value::undefined(name + " item of an empty sequence");
+    return name == "first" ? items.front() : items.back();
+  }
+  if (name == "list") return Value::list(as_list(in, v));
+  if (name == "reverse") {
+    if (v.is_string()) {
+      std::vector<std::string> cs = code_points(v.as_string());
+      std::string out;
+      for (auto it = cs.rbegin(); it != cs.rend(); ++it) out += *it;
+      return Value::string(std::move(out));
+    }
+    List items = as_list(in, v);
+    std::reverse(items.begin(), items.end());
+    return Value::list(std::move(items));
+  }
+  if (name == "items") {
+    if (v.is_undefined()) return Value::list({});
+    if (!v.is_dict()) in.fail("items: can only get item pairs from a mapping");
+    List out;
+    for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::list({k, x}, true));
+    return Value::list(std::move(out));
+  }
+  if (name == "int") {
+    const Value fallback = a.take(0, "default", Value::integer(0));
+    if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
+    if (v.is_float()) return std::isfinite(v.as_double()) && std::fabs(v.as_double()) < 9.2e18 ? Value::integer(int64_t(v.as_double())) : fallback;
+    if (v.is_string()) {
+      const std::string s = text::strip(v.as_string(), std::nullopt, true, true);
+      char* end = nullptr;
+      errno = 0;
+      const long long i = std::strtoll(s.c_str(), &end, 10);
+      if (!s.empty() && end == s.c_str() + s.size() && errno == 0) return Value::integer(i);
+      const double d = std::strtod(s.c_str(), &end);
+      if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::integer(int64_t(d));
+    }
+    return fallback;
+  }
+  if (name == "float") {
+    const Value fallback = a.take(0, "default", Value::floating(0.0));
+    if (v.is_number()) return Value::floating(v.as_double());
+    if (v.is_string()) {
+      const std::string s = text::strip(v.as_string(), std::nullopt, true, true);
+      char* end = nullptr;
+      const double d = std::strtod(s.c_str(), &end);
+      if (!s.empty() && end == s.c_str() + s.size()) return Value::floating(d);
+    }
+    return fallback;
+  }
+  if (name == "abs") {
+    if (v.is_float()) return Value::floating(std::fabs(v.as_double()));
+    if (!v.is_number()) in.fail(std::string("abs: bad operand type '") + v.type_name() + "'");
+    if (v.as_int() == INT64_MIN) in.fail("integer overflow");
+    return Value::integer(std::llabs(v.as_int()));
+  }
+  if (name == "round") return round_filter(in, v, a);
+  if (name == "indent") return indent_filter(in, v, a);
+  if (name == "format") return format_filter(in, v, a);
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") return select_filter(in, name, v, a);
+  if (name == "map") return map_filter(in, v, a);
+  if (name == "sort" || name == "dictsort" || name == "unique" || name == "min" || name == "max") return sort_filter(in, name, v, a);
+  if (name == "attr") return get_attr(in, v, to_str(a.take(0, "name")));
+  if (name == "sum") {
+    const Value attr = a.take(0, "attribute");
+    Value total = a.take(1, "start", Value::integer(0));
+    for (const Value& x : as_list(in, v)) {
+      const Value y = attr.is_string() ? attribute_of(in, x, attr.as_string()) : x;
+      if (!y.is_number() || !total.is_number()) in.fail(std::string("sum: cannot add ") + y.type_name());
+      total = total.is_float() || y.is_float() ? Value::floating(total.as_double() + y.as_double()) : Value::integer(total.as_int() + y.as_int());
+    }
+    return total;
+  }
+  if (name == "wordcount") return Value::integer(int64_t(text::split(to_str(v), std::nullopt, -1).size()));
+  if (name == "center") {
+    const std::string s = to_str(v);
+    const int64_t width = std::min<int64_t>(a.take(0, "width", Value::integer(80)).as_int(), int64_t(in.limits().max_output_bytes));
+    const int64_t n = int64_t(text::length(s));
+    if (width <= n) return Value::string(s);
+    const int64_t left = (width - n) / 2 + ((width - n) & width & 1);
+    return Value::string(std::string(size_t(left), ' ') + s + std::string(size_t(width - n - left), ' '));
+  }
+  if (name == "escape" || name == "e") {
+    std::string out;
+    for (char c : to_str(v)) {
+      if (c == '&') out += "&amp;";
+      else if (c == '<') out += "&lt;";
+      else if (c == '>') out += "&gt;";
+      else if (c == '"') out += "&#34;";
+      else if (c == '\'') out += "&#39;";
+      else out += c;
+    }
+    return Value::string(std::move(out));
+  }
+  if (name == "batch") {
+    const int64_t n = a.take(0, "linecount").as_int();
+    if (n <= 0) in.fail("batch: linecount must be positive");
+    const Value fill = a.take(1, "fill_with", Value::none());
+    List out, row;
+    for (const Value& x : as_list(in, v)) {
+      row.push_back(x);
+      if (int64_t(row.size()) == n) out.push_back(Value::list(std::exchange(row, {})));
+    }
+    if (!row.empty()) {
+      while (!fill.is_none() && int64_t(row.size()) < n) row.push_back(fill);
+      out.push_back(Value::list(std::move(row)));
+    }
+    return Value::list(std::move(out));
+  }
+  in.fail("no filter named '" + name + "'");
+}
+
+}  // namespace attnzoo::chat

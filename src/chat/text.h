@@ -1,0 +1,34 @@
+#pragma once
+// Python str methods on UTF-8 text, by code point. Case mapping covers ASCII letters only; other characters keep
+// their case (chat templates case-map role names and keywords, which are ASCII).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnzoo::chat::text {
+
+bool is_space(uint32_t cp);  // str.isspace's set
+// chars: nullopt strips whitespace; otherwise any code point in *chars.
+std::string strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right);
+// sep: nullopt splits on whitespace runs and drops empty pieces. maxsplit < 0: no limit.
+std::vector<std::string> split(const std::string& s, const std::optional<std::string>& sep, int64_t maxsplit);
+std::vector<std::string> rsplit(const std::string& s, const std::optional<std::string>& sep, int64_t maxsplit);
+std::vector<std::string> splitlines(const std::string& s, bool keepends = false);
+std::string replace(const std::string& s, const std::string& old, const std::string& with, int64_t count);
+std::string upper(std::string s);
+std::string lower(std::string s);
+std::string capitalize(const std::string& s);
+std::string title(const std::string& s);        // str.title()
+std::string jinja_title(const std::string& s);  // Jinja's title filter: words start after spaces, -, (, {, [, <
+size_t length(const std::string& s);            // code points
+int64_t count(const std::string& s, const std::string& sub);
+// Byte offset of sub found from the left (or right), or npos.
+size_t find(const std::string& s, const std::string& sub, bool from_right);
+// The code point at index i (which must be < length(s)), as UTF-8.
+std::string char_at(const std::string& s, size_t i);
+// Code point index of a byte offset.
+int64_t char_index(const std::string& s, size_t byte_offset);
+
+}  // namespace attnzoo::chat::text

@@ -1,0 +1,155 @@
+// attnzoo chat: an interactive conversation with a checkpoint in its own chat template. Each answer streams token
+// by token and ends at EOS or the template's end-of-turn token; the history is re-rendered every turn.
+// /reset clears the history, /exit or end of input quits; Ctrl-C stops the answer being written, and Ctrl-C
+// twice at the prompt quits.
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/generation_flags.h"
+#include "core/error.h"
+#include "engine/chat_turns.h"
+#include "engine/generate.h"
+#include "engine/model_adapters.h"
+#include "loader/config.h"
+#include "loader/model_dir.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnzoo::cli {
+namespace {
+
+volatile std::sig_atomic_t g_interrupts = 0;
+void on_interrupt(int) { g_interrupts = g_interrupts + 1; }
+
+// Installs the Ctrl-C handler without SA_RESTART, so a blocked read returns and the prompt can react.
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~InterruptHandler() { sigaction(SIGINT, &previous_, nullptr); }
+
+ private:
+  struct sigaction previous_ {};
+};
+
+enum class Input { line, end, interrupted };
+
+Input read_line(std::string& line) {
+  line.clear();
+  for (;;) {
+    char c;
+    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
+    if (n == 1) {
+      if (c == '\n') return Input::line;
+      line += c;
+      continue;
+    }
+    if (n == 0) return line.empty() ? Input::end : Input::line;
+    if (errno == EINTR) {
+      if (g_interrupts) return Input::interrupted;
+      continue;
+    }
+    return Input::end;
+  }
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+std::string usage() {
+  return std::string("usage: attnzoo chat -m DIR [--system TEXT] ") + kGenerationFlagsUsage +
+         "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
+}
+
+}  // namespace
+
+int run_chat(const std::vector<std::string>& args) {
+  GenerationFlags flags;
+  flags.max_new_tokens = 512;
+  std::string system;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (parse_generation_flag(args, i, flags)) continue;
+    if (args[i] == "--system") {
+      if (i + 1 >= args.size()) throw ArgumentError("--system: needs a value");
+      system = args[++i];
+    } else if (args[i] == "-h" || args[i] == "--help") throw ArgumentError("chat: help requested\n" + usage());
+    else throw ArgumentError("chat: unknown option '" + args[i] + "'\n" + usage());
+  }
+  if (flags.model.empty()) throw ArgumentError("chat: -m DIR is required\n" + usage());
+
+  GenerationOptions options = generation_options(flags);
+  const Config config = ModelFiles::read_config(flags.model);
+  const auto model = Model::load(flags.model, parse_load_dtype(flags.dtype, config));
+  const auto tokenizer = tok::Tokenizer::load(flags.model);
+  if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
+  const ChatFormat format(flags.model, tokenizer);
+  for (int32_t id : format.end_of_turn()) options.eos_token_ids.push_back(id);
+  options.cancel = [] { return g_interrupts > 0; };
+
+  chat::List start;
+  if (!system.empty()) start.push_back(ChatFormat::message("system", system));
+  chat::List history = start;
+  InterruptHandler interrupts;
+  std::fprintf(stderr, "[attnzoo] chat with %s: /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer\n",
+               flags.model.c_str());
+  bool warned = false;
+  for (;;) {
+    std::fputs("> ", stdout);
+    std::fflush(stdout);
+    g_interrupts = 0;
+    std::string line;
+    const Input in = read_line(line);
+    if (in == Input::interrupted) {
+      if (warned) {
+        std::fputc('\n', stdout);
+        break;
+      }
+      std::fputs("\n(Ctrl-C again to quit, or /exit)\n", stdout);
+      warned = true;
+      continue;
+    }
+    warned = false;
+    if (in == Input::end) {
+      std::fputc('\n', stdout);
+      break;
+    }
+    line = trim(line);
+    if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      history = start;
+      std::fputs("[history cleared]\n", stdout);
+      continue;
+    }
+    history.push_back(ChatFormat::message("user", line));
+    const std::vector<int32_t> prompt = format.prompt_ids(chat::Value::list(history), true);
+    ModelSequence sequence(*model);
+    TokenizerTextStream text(tokenizer);
+    const GenerationResult r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    });
+    if (r.reason == StopReason::cancelled) std::fputs(" [stopped]", stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    history.push_back(ChatFormat::message("assistant", r.text));
+  }
+  return 0;
+}
+
+}  // namespace attnzoo::cli

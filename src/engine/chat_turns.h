@@ -1,0 +1,42 @@
+#pragma once
+// Chat-specific pieces of generation: a checkpoint's chat format (template, special-token strings, the tokens
+// that end an assistant turn) and the prompt ids of a conversation.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnzoo {
+
+// The special token a template writes right after an assistant message's content (<|im_end|>, <|eot_id|>,
+// <end_of_turn>, </s>, ...), found by rendering a probe conversation: generation should stop there even when the
+// checkpoint's EOS is another token. Empty when the template writes no special token there or cannot render the
+// probe.
+std::vector<int32_t> end_of_turn_ids(const chat::ChatTemplate& chat_template, const chat::Dict& special_tokens,
+                                     const tok::Tokenizer& tokenizer);
+
+class ChatFormat {
+ public:
+  // The checkpoint's template (see chat::load_chat_template); throws LoadError naming the directory when it has
+  // none.
+  ChatFormat(const std::string& model_dir, std::shared_ptr<const tok::Tokenizer> tokenizer);
+
+  // The conversation rendered (with the assistant header when add_generation_prompt) and encoded without
+  // adding special tokens: the template writes BOS itself, as transformers' apply_chat_template(tokenize=True).
+  std::string render(const chat::Value& messages, bool add_generation_prompt) const;
+  std::vector<int32_t> prompt_ids(const chat::Value& messages, bool add_generation_prompt) const;
+  const std::vector<int32_t>& end_of_turn() const { return end_of_turn_; }
+
+  static chat::Value message(const std::string& role, const std::string& content);
+
+ private:
+  std::shared_ptr<const tok::Tokenizer> tokenizer_;
+  std::unique_ptr<chat::ChatTemplate> template_;
+  chat::Dict special_tokens_;
+  std::vector<int32_t> end_of_turn_;
+};
+
+}  // namespace attnzoo

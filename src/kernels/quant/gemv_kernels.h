@@ -1,0 +1,55 @@
+#pragma once
+// Per-target pieces of quant_gemv (gemv_kernels.cc); call active_target() once before using them.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/quant/quant.h"
+
+namespace attnzoo {
+
+// Activation rows quantized once per call, llama.cpp's Q8 style: blocks of 32 with an f32 scale d = amax / 127
+// and values round(x / d) in [-127, 127], held as int16 (the width the pair products take), plus d times the sum
+// of each 16 and each 32 values (formats with a per-sub-block offset m: sum_k (s q_k + m) x_k = s q.x + m sum x).
+struct QuantActivations {
+  const int16_t* q;      // [T, K]
+  // For the VNNI rows only (null otherwise): rows of K rounded up to 64, padded with zeros.
+  const int8_t* xs8;     // [T, K64]: q
+  const uint8_t* xu8;    // [T, K64]: q + 128
+  const float* dx8;      // [T, K / 4]: d of each block repeated 8 times (one per i32 lane)
+  const float* d;        // [T, K / 32]
+  const float* dsum16;   // [T, K / 16]
+  const float* dsum32;   // [T, K / 32]
+};
+
+struct QuantGemvTask {
+  QuantMatrix w;
+  const float* x;  // [T, K] f32 (the f32 path)
+  QuantActivations act;  // the integer path
+  size_t T;        // 1..8
+  size_t n0, n1;   // output rows of this task
+  const float* bias;
+  float* y;  // [T, ldy]
+  size_t ldy;
+};
+
+// Where quantize_activations writes (the arrays of QuantActivations); xs8, xu8 and dx8 may be null.
+struct QuantActivationsOut {
+  int16_t* q;
+  float *d, *dsum16, *dsum32;
+  int8_t* xs8;
+  uint8_t* xu8;
+  float* dx8;
+  size_t ld8;  // row stride of xs8 / xu8 (K rounded up to 64)
+};
+// The rows of x [T, K] (K a multiple of 32), rounded to nearest (ties to even).
+void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out);
+void quant_gemv_rows_int8(const QuantGemvTask& task);
+// True when the CPU has AVX-512 VNNI and the active target is an AVX-512 one.
+bool quant_gemv_vnni_enabled();
+// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q8_0, Q4_K and Q6_K (quant_gemv_vnni_handles); false
+// (nothing written) for other formats.
+bool quant_gemv_rows_vnni(const QuantGemvTask& task);
+bool quant_gemv_vnni_handles(QuantType type);
+void quant_gemv_rows_f32(const QuantGemvTask& task);
+
+}  // namespace attnzoo

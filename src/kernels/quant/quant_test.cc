@@ -1,0 +1,182 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/quant/quant.h"
+#include "testing/random_blocks.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+const QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q4_0, QuantType::Q4_1,
+                            QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0, QuantType::Q2_K, QuantType::Q3_K,
+                            QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::MXFP4};
+
+TEST(Quant, FastDequantizationIsBitIdenticalToTheReferenceOnEveryTarget) {
+  testing::for_each_target([](Target) {
+    for (QuantType t : kTypes) {
+      const int64_t n = 256 * 3;
+      const std::vector<uint8_t> raw = testing::random_quant_rows(t, 1, n, 11 + uint64_t(t));
+      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n), -7.f);
+      dequantize_row_reference(t, raw.data(), want.data(), n);
+      dequantize_row(t, raw.data(), got.data(), n);
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), size_t(n) * 4)) << quant_type_name(t);
+      double mag = 0;
+      for (float v : want) mag = std::max(mag, double(std::fabs(v)));
+      EXPECT_GT(mag, 0.0) << quant_type_name(t) << ": all-zero data would not test anything";
+    }
+  });
+}
+
+// A hand-made Q4_0 block: the definition, independent of either implementation.
+TEST(Quant, Q4_0BlockByHand) {
+  uint8_t b[18];
+  const uint16_t h = f32_to_f16(0.5f);
+  std::memcpy(b, &h, 2);
+  for (int j = 0; j < 16; ++j) b[2 + j] = uint8_t(j | ((15 - j) << 4));
+  float y[32];
+  dequantize_row(QuantType::Q4_0, b, y, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 0.5f * float(j - 8));
+    EXPECT_EQ(y[16 + j], 0.5f * float(7 - j));
+  }
+}
+
+// The integer path quantizes each block of 32 activations to x = d q with |x - d q| <= d / 2, d = amax / 127:
+// |error| <= sum_k |w_k| d_k / 2 (plus f32 rounding). The f32 path differs from the reference only by rounding.
+void check_gemv(QuantType t, int64_t T, int64_t N, int64_t K, bool bias, bool int8) {
+  const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 100 + uint64_t(t) * 7 + uint64_t(N));
+  const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+  testing::HostTensor x(DType::f32, {T, K}, 3 + uint64_t(T)), b(DType::f32, {N}, 4);
+  const float* bp = bias ? b.view.ptr<float>() : nullptr;
+  std::vector<float> got(size_t(T * N), -1.f), want(got.size());
+  if (int8)
+    quant_gemv(w, bp, x.view.ptr<float>(), T, got.data(), N);
+  else
+    quant_gemv_f32(w, bp, x.view.ptr<float>(), T, got.data(), N);
+  quant_matmul_reference(w, bp, x.view.ptr<float>(), T, want.data(), N);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    dequantize_row_reference(t, w.row(n), row.data(), K);
+    for (int64_t tt = 0; tt < T; ++tt) {
+      double bound = 0, abs_sum = 0;
+      for (int64_t k0 = 0; k0 < K; k0 += 32) {
+        float amax = 0;
+        for (int64_t k = k0; k < k0 + 32; ++k) amax = std::max(amax, std::fabs(x.at(tt * K + k)));
+        for (int64_t k = k0; k < k0 + 32; ++k) {
+          bound += std::fabs(row[size_t(k)]) * amax / 127.0 / 2;
+          abs_sum += std::fabs(row[size_t(k)] * x.at(tt * K + k));
+        }
+      }
+      const double tol = (int8 ? bound : 0.0) + 1e-5 * abs_sum + 1e-6;
+      EXPECT_NEAR(got[size_t(tt * N + n)], want[size_t(tt * N + n)], tol)
+          << quant_type_name(t) << (int8 ? " int8" : " f32") << " T=" << T << " N=" << N << " K=" << K << " row "
+          << n << " token " << tt;
+    }
+  }
+}
+
+TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
+  testing::for_each_target([](Target) {
+    for (QuantType t : kTypes)
+      for (int64_t T : {1, 3, 8, 11})
+        // K = 96: an odd number of blocks of 32 (the VNNI rows pair them)
+        for (int64_t K : {int64_t(512), quant_type_info(uint32_t(t))->block_elems == 32 ? int64_t(96) : int64_t(256)}) {
+          check_gemv(t, T, 37, K, T % 2 == 1, false);
+          if (quant_gemv_has_int8(t)) check_gemv(t, T, 37, K, T % 2 == 0, true);
+        }
+  });
+}
+
+// The bound above is loose; on average the integer path's error is far below it, and an error as large as a
+// wrong scale or a swapped nibble would not be.
+TEST(Quant, Int8GemvErrorIsSmallRelativeToTheOutput) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0}) {
+    const int64_t N = 64, K = 1024;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 5);
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+    testing::HostTensor x(DType::f32, {1, K}, 6);
+    std::vector<float> got(static_cast<size_t>(N)), want(static_cast<size_t>(N));
+    quant_gemv(w, nullptr, x.view.ptr<float>(), 1, got.data(), N);
+    quant_matmul_reference(w, nullptr, x.view.ptr<float>(), 1, want.data(), N);
+    double num = 0, den = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      num += double(got[size_t(n)] - want[size_t(n)]) * (got[size_t(n)] - want[size_t(n)]);
+      den += double(want[size_t(n)]) * want[size_t(n)];
+    }
+    EXPECT_LT(std::sqrt(num / den), 0.02) << quant_type_name(t);
+  }
+}
+
+TEST(Quant, NonFiniteActivationsGiveNaN) {
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_K, 4, 256, 3);
+  const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_K, 4, 256, "w");
+  testing::for_each_target([&](Target) {
+    for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+      std::vector<float> x(512, 0.5f), y(8, 0.f);
+      x[300] = bad;  // token 1
+      quant_gemv(w, nullptr, x.data(), 2, y.data(), 4);
+      for (int n = 0; n < 4; ++n) {
+        EXPECT_TRUE(std::isfinite(y[size_t(n)]));
+        EXPECT_TRUE(std::isnan(y[size_t(4 + n)]));
+      }
+    }
+  });
+}
+
+TEST(Quant, MakeQuantMatrixNamesTheProblem) {
+  std::vector<uint8_t> raw(18 * 4);
+  EXPECT_EQ(make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_0, 2, 64, "w").row_bytes, 36);
+  auto message = [&](QuantType t, int64_t rows, int64_t cols) {
+    try {
+      make_quant_matrix(raw.data(), raw.size(), t, rows, cols, "blk.0.attn_q.weight");
+    } catch (const ArgumentError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message(QuantType::IQ2_XXS, 1, 256).find("blk.0.attn_q.weight"), std::string::npos);
+  EXPECT_NE(message(QuantType::IQ2_XXS, 1, 256).find("IQ2_XXS"), std::string::npos);
+  EXPECT_NE(message(QuantType::Q4_0, 2, 40).find("whole number"), std::string::npos);
+  EXPECT_NE(message(QuantType::Q4_0, 3, 64).find("too few"), std::string::npos);
+  EXPECT_NE(message(QuantType::Q4_0, 0, 64).find("positive"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnzoo
+
+namespace attnzoo {
+namespace {
+
+// Run by hand: test_kernels_quant --gtest_also_run_disabled_tests --gtest_filter='*Bench*'.
+TEST(Quant, DISABLED_BenchGemv) {
+  const int64_t N = 1024, K = 1024;
+  testing::HostTensor x(DType::f32, {8, K}, 1);
+  std::vector<float> y(size_t(8 * N));
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::BF16}) {
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 2);
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+    for (int64_t T : {1, 4}) {
+      quant_gemv(w, nullptr, x.view.ptr<float>(), T, y.data(), N);
+      double best = 1e9;
+      for (int r = 0; r < 200; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        quant_gemv(w, nullptr, x.view.ptr<float>(), T, y.data(), N);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("%s T=%lld: %.1f us, %.1f GB/s\n", quant_type_name(t), (long long)T, best * 1e6,
+                  double(raw.size()) / best * 1e-9);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo

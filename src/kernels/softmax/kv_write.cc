@@ -1,0 +1,126 @@
+// Scatter of new K/V rows into paged caches. Bandwidth-bound: each token's rows are converted straight into
+// their slot with the vectorised converters (a whole token at once when its heads are contiguous on both
+// sides), and tokens are spread over the thread pool in chunks big enough to amortise a task.
+#include "kernels/softmax/kv_write.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/convert.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "kernels/softmax/problem.h"
+
+namespace attnzoo {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void check_rows_layout(const TensorView& t, const char* name) {
+  if (t.numel() == 0) return;
+  require(t.stride(-1) == 1, name, "last dimension must be contiguous (stride 1), got stride " + str(t.stride(-1)));
+  for (int d = 0; d < t.ndim; ++d) require(t.strides[d] >= 0, name, "negative strides are not supported");
+}
+
+// Copies / converts n elements between float dtypes (f32 in the middle when both are half types).
+void convert_row(const char* src, DType src_dtype, char* dst, DType dst_dtype, size_t n, AlignedBuffer<float>& tmp) {
+  if (src_dtype == dst_dtype) {
+    std::memcpy(dst, src, n * dtype_size(dst_dtype));
+  } else if (src_dtype == DType::f32) {
+    convert_from_f32(reinterpret_cast<const float*>(src), dst, dst_dtype, n);
+  } else if (dst_dtype == DType::f32) {
+    convert_to_f32(src, src_dtype, reinterpret_cast<float*>(dst), n);
+  } else {
+    tmp.resize(n);
+    convert_to_f32(src, src_dtype, tmp.data(), n);
+    convert_from_f32(tmp.data(), dst, dst_dtype, n);
+  }
+}
+
+// A validated scatter of `rows` into `cache`.
+struct Scatter {
+  TensorView rows, cache;
+  const int64_t* slots;
+};
+
+Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
+                      const char* rows_name, const char* cache_name) {
+  check_float_tensor(rows, rows_name);
+  check_float_tensor(cache, cache_name);
+  require(rows.ndim == 2 || rows.ndim == 3, rows_name,
+          "must be [tokens, heads, head_dim] or [tokens, dim], got " + rows.shape_str());
+  require(cache.ndim == rows.ndim + 1, cache_name,
+          "must be [num_blocks, block_size, ...] with " + str(rows.ndim - 1) + " more dims matching " + rows_name +
+              "'s, got " + cache.shape_str());
+  for (int d = 1; d < rows.ndim; ++d)
+    require(cache.shape[d + 1] == rows.shape[d], cache_name,
+            "shape " + cache.shape_str() + " does not fit " + rows_name + " " + rows.shape_str() +
+                " (expected [num_blocks, block_size] + its trailing dims)");
+  check_rows_layout(rows, rows_name);
+  check_rows_layout(cache, cache_name);
+  const int64_t T = rows.shape[0];
+  require(slot_mapping != nullptr || T == 0, "slot_mapping", "is required");
+  const int64_t num_slots = cache.shape[0] * cache.shape[1];
+  for (int64_t t = 0; t < T; ++t)
+    require(slot_mapping[t] < num_slots, "slot_mapping",
+            "entry " + str(t) + " = " + str(slot_mapping[t]) + " is past the cache's " + str(num_slots) +
+                " slots (num_blocks * block_size)");
+  return {rows, cache, slot_mapping};
+}
+
+void run_scatter(const Scatter& s) {
+  const TensorView &rows = s.rows, &cache = s.cache;
+  const int64_t T = rows.shape[0];
+  if (T == 0) return;
+  const int64_t H = rows.ndim == 3 ? rows.shape[1] : 1, D = rows.shape[rows.ndim - 1];
+  const int64_t src_head = rows.ndim == 3 ? rows.strides[1] : 0, dst_head = cache.ndim == 4 ? cache.strides[2] : 0;
+  const int64_t block_size = cache.shape[1];
+  // Heads back to back on both sides: one conversion per token.
+  const bool whole_token = H == 1 || (src_head == D && dst_head == D);
+  const int64_t run = whole_token ? H * D : D, runs = whole_token ? 1 : H;
+  const size_t src_elem = dtype_size(rows.dtype), dst_elem = dtype_size(cache.dtype);
+  const int64_t per_task = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(H * D, 1));
+  ThreadPool::global().parallel_for((T + per_task - 1) / per_task, [&](int64_t task, int) {
+    static thread_local AlignedBuffer<float> tmp;
+    for (int64_t t = task * per_task; t < std::min(T, (task + 1) * per_task); ++t) {
+      const int64_t slot = s.slots[t];
+      if (slot < 0) continue;
+      const int64_t dst = (slot / block_size) * cache.strides[0] + (slot % block_size) * cache.strides[1];
+      for (int64_t h = 0; h < runs; ++h)
+        convert_row(static_cast<const char*>(rows.data) + (t * rows.strides[0] + h * src_head) * int64_t(src_elem),
+                    rows.dtype, static_cast<char*>(cache.data) + (dst + h * dst_head) * int64_t(dst_elem),
+                    cache.dtype, size_t(run), tmp);
+    }
+  });
+}
+
+}  // namespace
+
+void write_paged_rows(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
+                      const char* rows_name, const char* cache_name) {
+  run_scatter(check_scatter(rows, slot_mapping, cache, rows_name, cache_name));
+}
+
+void write_kv_paged(const TensorView& k_new, const TensorView& v_new, const int64_t* slot_mapping,
+                    const TensorView& k_cache, const TensorView& v_cache) {
+  require(k_new.ndim == 3, "k_new", "must be [tokens, kv_heads, head_dim], got " + k_new.shape_str());
+  require(v_new.ndim == 3, "v_new", "must be [tokens, kv_heads, head_dim], got " + v_new.shape_str());
+  require(v_new.shape[0] == k_new.shape[0], "v_new",
+          "has " + str(v_new.shape[0]) + " tokens, k_new has " + str(k_new.shape[0]));
+  require(k_cache.dtype == v_cache.dtype, "v_cache", std::string("dtype ") + dtype_name(v_cache.dtype) +
+                                                         " differs from k_cache's " + dtype_name(k_cache.dtype));
+  require(v_cache.ndim == 4 && k_cache.ndim == 4 && k_cache.shape[0] == v_cache.shape[0] &&
+              k_cache.shape[1] == v_cache.shape[1],
+          "v_cache", "must have k_cache's [num_blocks, block_size], got " + v_cache.shape_str() + " and " +
+                         k_cache.shape_str());
+  // Both validated before either is written, so a bad argument leaves both caches untouched.
+  const Scatter k = check_scatter(k_new, slot_mapping, k_cache, "k_new", "k_cache");
+  const Scatter v = check_scatter(v_new, slot_mapping, v_cache, "v_new", "v_cache");
+  run_scatter(k);
+  run_scatter(v);
+}
+
+}  // namespace attnzoo

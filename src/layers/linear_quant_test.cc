@@ -1,0 +1,167 @@
+// Linear and Embedding over block-quantized (GGUF) weights: every forward path against double accumulation over
+// the reference-dequantized weights, the tied head over a quantized table, and MoE experts that are quantized.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "layers/embedding.h"
+#include "layers/linear.h"
+#include "layers/matmul_precision.h"
+#include "layers/moe.h"
+#include "testing/random_blocks.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::HostTensor;
+
+// Max |got - want| relative to the largest |want| (the outputs are sums of ~K products of similar size).
+double rel_max_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, double(std::fabs(got[i] - want[i])));
+    scale = std::max(scale, double(std::fabs(want[i])));
+  }
+  return err / scale;
+}
+
+TEST(LinearQuant, ForwardMatchesReferenceOnEveryPath) {
+  const int64_t N = 70, K = 512;
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_1}) {
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 3 + uint64_t(t));
+    HostTensor b(DType::f32, {N}, 4);
+    const Linear l = Linear::from_quantized(raw.data(), raw.size(), t, N, K, b.view, "blk.0.ffn_up.weight");
+    EXPECT_TRUE(l.is_quantized());
+    EXPECT_FALSE(l.owns_weight());
+    EXPECT_EQ(l.weight_bytes(), raw.size());
+    EXPECT_EQ(l.shape_str(), std::string("[70, 512] ") + quant_type_name(t));
+    EXPECT_THROW(l.weight(), ArgumentError);
+    for (int64_t T : {1, 5, 9, 40}) {  // GEMV (8-bit activations) and GEMM (dequantized panels)
+      HostTensor x(DType::f32, {T, K}, 5 + uint64_t(T));
+      std::vector<float> got(size_t(T * N)), want(got.size());
+      l.forward(x.view.ptr<float>(), T, got.data());
+      quant_matmul_reference(l.matrix(), b.view.ptr<float>(), x.view.ptr<float>(), T, want.data(), N);
+      EXPECT_LT(rel_max_error(got, want), T <= kGemvMaxTokens ? 2e-2 : 1e-5) << quant_type_name(t) << " T=" << T;
+      if (T > kGemvMaxTokens && bf16_dot_enabled()) {
+        set_matmul_precision(MatmulPrecision::medium);
+        std::vector<float> medium(got.size());
+        l.forward(x.view.ptr<float>(), T, medium.data());
+        set_matmul_precision(MatmulPrecision::highest);
+        const double e = rel_max_error(medium, want);
+        EXPECT_LT(e, 2e-2) << quant_type_name(t) << " bf16 products";
+        EXPECT_GT(e, 0.0) << "precision medium did not round: the bf16 path was not taken";
+      }
+    }
+    // A densified copy computes the same product in f32.
+    const Linear dense = l.densified();
+    EXPECT_FALSE(dense.is_quantized());
+    HostTensor x(DType::f32, {20, K}, 9);
+    std::vector<float> a(20 * N), c(20 * N);
+    l.forward(x.view.ptr<float>(), 20, a.data());
+    dense.forward(x.view.ptr<float>(), 20, c.data());
+    EXPECT_LT(rel_max_error(a, c), 1e-5);
+  }
+}
+
+TEST(LinearQuant, StridedOutputAndF16Bytes) {
+  const int64_t N = 16, K = 64, T = 3, ldy = 40;
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_K, N, 256, 1);
+  const Linear l = Linear::from_quantized(raw.data(), raw.size(), QuantType::Q4_K, N, 256, {}, "w");
+  HostTensor x(DType::f32, {T, 256}, 2);
+  std::vector<float> y(size_t(T * ldy), -5.f), want(size_t(T * N));
+  l.forward(x.view.ptr<float>(), T, y.data() + 8, ldy);
+  quant_matmul_reference(l.matrix(), nullptr, x.view.ptr<float>(), T, want.data(), N);
+  double scale = 0;
+  for (float v : want) scale = std::max(scale, double(std::fabs(v)));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t n = 0; n < N; ++n) EXPECT_NEAR(y[size_t(t * ldy + 8 + n)], want[size_t(t * N + n)], 2e-2 * scale);
+    EXPECT_EQ(y[size_t(t * ldy)], -5.f);  // columns outside the output untouched
+  }
+  // F16 bytes through the quantized entry point become an owned f32 copy, as from_weights does.
+  const std::vector<uint8_t> h = testing::random_quant_rows(QuantType::F16, N, K, 3);
+  const Linear lh = Linear::from_quantized(h.data(), h.size(), QuantType::F16, N, K, {}, "h");
+  EXPECT_TRUE(lh.owns_weight());
+  EXPECT_EQ(lh.weight().dtype, DType::f32);
+  const Linear lb = Linear::from_quantized(h.data(), h.size(), QuantType::F16, N, K, {}, "h", DType::bf16);
+  EXPECT_TRUE(lb.owns_weight());
+  EXPECT_EQ(lb.weight().dtype, DType::bf16);
+}
+
+TEST(LinearQuant, RejectsBadBytesNamingTheTensor) {
+  std::vector<uint8_t> raw(18 * 8);
+  auto what = [&](QuantType t, int64_t out, int64_t in) {
+    try {
+      Linear::from_quantized(raw.data(), raw.size(), t, out, in, {}, "blk.3.attn_v.weight");
+    } catch (const ArgumentError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(what(QuantType::Q4_0, 8, 64).find("blk.3.attn_v.weight"), std::string::npos);  // needs 16 blocks
+  EXPECT_NE(what(QuantType::Q4_0, 2, 48).find("whole number"), std::string::npos);
+  EXPECT_NE(what(QuantType::IQ4_XS, 1, 256).find("IQ4_XS"), std::string::npos);
+  EXPECT_EQ(what(QuantType::Q4_0, 4, 64), "no error");
+}
+
+TEST(EmbeddingQuant, LookupDequantizesRowsAndTiedHeadReadsTheBlocks) {
+  const int64_t V = 40, D = 256;
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q6_K, V, D, 8);
+  const Embedding e = Embedding::from_quantized(raw.data(), raw.size(), QuantType::Q6_K, V, D, "token_embd.weight");
+  EXPECT_TRUE(e.is_quantized());
+  EXPECT_EQ(e.vocab_size(), V);
+  EXPECT_THROW(e.table(), ArgumentError);
+  const int32_t ids[3] = {39, 0, 17};
+  std::vector<float> got(3 * D), want(D);
+  e.lookup(ids, 3, got.data(), 2.f);
+  for (int i = 0; i < 3; ++i) {
+    dequantize_row_reference(QuantType::Q6_K, e.matrix().row(ids[i]), want.data(), D);
+    for (int64_t k = 0; k < D; ++k) ASSERT_EQ(got[size_t(i * D + k)], 2.f * want[size_t(k)]);
+  }
+  // The tied output head: a Linear over the same blocks, nothing copied.
+  const Linear head = Linear::from_matrix(e.matrix(), {}, "token_embd.weight");
+  EXPECT_EQ(head.matrix().data, raw.data());
+  HostTensor x(DType::f32, {2, D}, 9);
+  std::vector<float> logits(2 * V), ref(2 * V);
+  head.forward(x.view.ptr<float>(), 2, logits.data());
+  quant_matmul_reference(e.matrix(), nullptr, x.view.ptr<float>(), 2, ref.data(), V);
+  EXPECT_LT(rel_max_error(logits, ref), 2e-2);
+  EXPECT_THROW(Embedding::from_quantized(raw.data(), raw.size() - 1, QuantType::Q6_K, V, D, "t"), ArgumentError);
+}
+
+// MoE experts are Linears: quantized experts give what their dequantized f32 copies give (up to the 8-bit
+// activations of decode).
+TEST(MoeQuant, QuantizedExpertsMatchTheirDenseCopies) {
+  const int64_t H = 64, I = 96, E = 4;
+  std::vector<std::vector<uint8_t>> bytes;
+  auto expert = [&](bool dense, int64_t e) {
+    auto lin = [&](int idx, int64_t out, int64_t in) {
+      const Linear l = Linear::from_quantized(bytes[size_t(3 * e + idx)].data(), bytes[size_t(3 * e + idx)].size(),
+                                              QuantType::Q8_0, out, in, {}, "expert");
+      return dense ? l.densified() : l;
+    };
+    return GatedMlp(lin(0, I, H), lin(1, I, H), lin(2, H, I), Activation::silu, "mlp");
+  };
+  for (int64_t e = 0; e < E; ++e)
+    for (int i = 0; i < 3; ++i)
+      bytes.push_back(testing::random_quant_rows(QuantType::Q8_0, i < 2 ? I : H, i < 2 ? H : I, 20 + uint64_t(3 * e + i)));
+  HostTensor router(DType::f32, {E, H}, 1);
+  auto build = [&](bool dense) {
+    std::vector<GatedMlp> experts;
+    for (int64_t e = 0; e < E; ++e) experts.push_back(expert(dense, e));
+    return SparseMoe({2, MoeRouter::softmax, true}, Linear::from_weights(router.view, {}, "router"), std::move(experts),
+                     {}, {}, "moe");
+  };
+  const SparseMoe quant = build(false), dense = build(true);
+  for (int64_t T : {1, 30}) {
+    HostTensor x(DType::f32, {T, H}, 2 + uint64_t(T));
+    std::vector<float> a(size_t(T * H)), b(a.size());
+    quant.forward(x.view.ptr<float>(), T, a.data());
+    dense.forward(x.view.ptr<float>(), T, b.data());
+    EXPECT_LT(rel_max_error(a, b), T == 1 ? 3e-2 : 1e-5) << "T=" << T;
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo

@@ -1,0 +1,334 @@
+#include "loader/gguf_checkpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "loader/json.h"
+
+namespace attnzoo {
+namespace {
+
+struct Arch {
+  const char* gguf;        // general.architecture
+  const char* model_type;  // config.json model_type
+  const char* hf_class;    // config.json architectures[0]
+  bool permuted_qk;        // llama's converter interleaves Q/K rows for ggml's RoPE
+  bool norm_plus_one;      // gemma's converter folds Gemma's 1 + w into norm weights
+  bool sandwich_norms;     // gemma2/3: four norms per layer, ffn_norm is the pre-feedforward one
+  bool moe;
+};
+
+constexpr Arch kArchs[] = {
+    {"llama", "llama", "LlamaForCausalLM", true, false, false, false},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", false, false, false, false},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", false, false, false, false},
+    {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM", false, false, false, true},
+    {"gemma", "gemma", "GemmaForCausalLM", false, true, false, false},
+    {"gemma2", "gemma2", "Gemma2ForCausalLM", false, true, true, false},
+    {"gemma3", "gemma3_text", "Gemma3ForCausalLM", false, true, true, false},
+};
+
+const Arch& find_arch(const GgufFile& f) {
+  const std::string& name = f.get_string("general.architecture");
+  for (const Arch& a : kArchs)
+    if (name == a.gguf) return a;
+  std::string known;
+  for (const Arch& a : kArchs) known += (known.empty() ? "" : ", ") + std::string(a.gguf);
+  throw LoadError(f.path() + ": key 'general.architecture': '" + name + "' is not supported as a model source (supported: " +
+                  known + ")");
+}
+
+std::string json_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep floats floats (rope_theta: 10000.0)
+  return s;
+}
+
+// A JSON object built key by key, values already encoded.
+class JsonObject {
+ public:
+  void add(const std::string& key, const std::string& encoded) {
+    text_ += (text_.empty() ? "{" : ", ") + json::quote(key) + ": " + encoded;
+  }
+  void add_int(const std::string& key, int64_t v) { add(key, std::to_string(v)); }
+  void add_float(const std::string& key, double v) { add(key, json_number(v)); }
+  void add_string(const std::string& key, const std::string& v) { add(key, json::quote(v)); }
+  void add_bool(const std::string& key, bool v) { add(key, v ? "true" : "false"); }
+  std::string str() const { return text_.empty() ? "{}" : text_ + "}"; }
+
+ private:
+  std::string text_;
+};
+
+const char* dtype_name_of(QuantType t) {
+  switch (t) {
+    case QuantType::F16: return "float16";
+    case QuantType::BF16: return "bfloat16";
+    default: return "float32";  // quantized and f32 checkpoints compute in f32
+  }
+}
+
+// "blk.N.rest" -> (N, rest); nullopt for other names.
+std::optional<std::pair<int64_t, std::string>> split_block(const std::string& name) {
+  if (!name.starts_with("blk.")) return std::nullopt;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return std::nullopt;
+  int64_t n = 0;
+  for (size_t i = 4; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9' || n > 1000000) return std::nullopt;
+    n = n * 10 + (name[i] - '0');
+  }
+  return std::make_pair(n, name.substr(dot + 1));
+}
+
+// A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
+std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
+  static const std::pair<const char*, const char*> kCommon[] = {
+      {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},       {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"},  {"attn_q_norm", "self_attn.q_norm"},
+      {"attn_k_norm", "self_attn.k_norm"},  {"ffn_gate", "mlp.gate_proj"},
+      {"ffn_up", "mlp.up_proj"},            {"ffn_down", "mlp.down_proj"},
+      {"ffn_gate_inp", "mlp.gate"},         {"post_ffw_norm", "post_feedforward_layernorm"},
+  };
+  if (base == "ffn_norm") return std::string(a.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm") + ext;
+  if (base == "post_attention_norm" && a.sandwich_norms) return "post_attention_layernorm" + ext;
+  for (const auto& [g, h] : kCommon)
+    if (base == g) return h + ext;
+  return std::nullopt;
+}
+
+std::vector<int64_t> torch_shape(const GgufTensor& t) { return std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()); }
+
+// Llama 3.1-style RoPE scaling reaches GGUF only as rope_freqs.weight, the converter's per-frequency divisors of
+// theta. transformers' config needs rope_scaling {llama3, factor, low / high_freq_factor, original context}: the
+// factor is the largest divisor, the rest are the values every Llama 3.x release uses, and the stored divisors are
+// recomputed from them with the converter's rule, so a file made with other values is refused, not misread.
+std::string llama3_rope_scaling(const GgufFile& f, const GgufTensor& t, double theta, int64_t rope_dim) {
+  auto fail = [&](const std::string& m) -> std::string { throw LoadError(f.path() + ": tensor 'rope_freqs.weight': " + m); };
+  if (t.type != QuantType::F32 || t.ne.size() != 1 || rope_dim <= 0 || t.ne[0] != rope_dim / 2)
+    return fail("expected " + std::to_string(rope_dim / 2) + " F32 values (one per rotary frequency)");
+  std::vector<float> stored(size_t(t.ne[0]));
+  std::memcpy(stored.data(), t.data, stored.size() * sizeof(float));
+  double factor = 1.0;
+  for (float v : stored) {
+    if (!std::isfinite(v) || v < 1.0f) return fail("RoPE factors must be finite and >= 1");
+    factor = std::max(factor, double(v));
+  }
+  constexpr double kLow = 1.0, kHigh = 4.0, kOriginal = 8192.0, kPi = 3.14159265358979323846;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    const double freq = 1.0 / std::pow(theta, double(2 * i) / double(rope_dim));
+    const double wavelen = 2 * kPi / freq;
+    double want = factor;
+    if (wavelen < kOriginal / kHigh) {
+      want = 1.0;
+    } else if (wavelen <= kOriginal / kLow) {
+      const double smooth = (kOriginal / wavelen - kLow) / (kHigh - kLow);
+      want = 1.0 / ((1 - smooth) / factor + smooth);
+    }
+    if (std::abs(double(stored[i]) - want) > 1e-4 * want) {
+      return fail("factor " + std::to_string(stored[i]) + " at frequency " + std::to_string(i) +
+                  " does not follow Llama 3's rule (factor " + std::to_string(factor) +
+                  ", low_freq_factor 1, high_freq_factor 4, original context 8192)");
+    }
+  }
+  JsonObject r;
+  r.add_string("rope_type", "llama3");
+  r.add_float("factor", factor);
+  r.add_float("low_freq_factor", kLow);
+  r.add_float("high_freq_factor", kHigh);
+  r.add_int("original_max_position_embeddings", int64_t(kOriginal));
+  return r.str();
+}
+
+}  // namespace
+
+std::string gguf_hf_config_json(const GgufFile& f) {
+  const Arch& a = find_arch(f);
+  const std::string p = std::string(a.gguf) + ".";
+  auto has = [&](const std::string& k) { return f.has(p + k); };
+  auto get_int = [&](const std::string& k) { return f.get_int(p + k); };
+  auto get_float = [&](const std::string& k) { return f.get_float(p + k); };
+
+  JsonObject c;
+  c.add("architectures", "[" + json::quote(a.hf_class) + "]");
+  c.add_string("model_type", a.model_type);
+  const int64_t hidden = get_int("embedding_length");
+  const int64_t heads = get_int("attention.head_count");
+  const int64_t layers = get_int("block_count");
+  c.add_int("hidden_size", hidden);
+  c.add_int("num_hidden_layers", layers);
+  c.add_int("num_attention_heads", heads);
+  c.add_int("num_key_value_heads", has("attention.head_count_kv") ? get_int("attention.head_count_kv") : heads);
+  if (heads <= 0) throw LoadError(f.path() + ": key '" + p + "attention.head_count': must be positive");
+  const int64_t head_dim = has("attention.key_length") ? get_int("attention.key_length") : hidden / heads;
+  c.add_int("head_dim", head_dim);
+  if (has("feed_forward_length")) c.add_int("intermediate_size", get_int("feed_forward_length"));
+  c.add_float("rms_norm_eps", has("attention.layer_norm_rms_epsilon") ? get_float("attention.layer_norm_rms_epsilon") : 1e-6);
+  c.add_float("rope_theta", has("rope.freq_base") ? get_float("rope.freq_base") : 10000.0);
+  if (has("context_length")) c.add_int("max_position_embeddings", get_int("context_length"));
+
+  const std::string scaling = has("rope.scaling.type") ? f.get_string(p + "rope.scaling.type") : "none";
+  const GgufTensor* rope_freqs = f.find_tensor("rope_freqs.weight");
+  if (rope_freqs && (!a.permuted_qk || scaling != "none"))
+    throw LoadError(f.path() + ": tensor 'rope_freqs.weight': per-frequency RoPE factors are supported for llama "
+                    "without another rope.scaling.type");
+  if (rope_freqs) {
+    const int64_t rope_dim = has("rope.dimension_count") ? get_int("rope.dimension_count") : head_dim;
+    c.add("rope_scaling", llama3_rope_scaling(f, *rope_freqs, has("rope.freq_base") ? get_float("rope.freq_base") : 10000.0,
+                                              rope_dim));
+  } else if (scaling == "linear" || scaling == "yarn") {
+    JsonObject r;
+    r.add_string("rope_type", scaling);
+    r.add_float("factor", get_float("rope.scaling.factor"));
+    if (has("rope.scaling.original_context_length"))
+      r.add_int("original_max_position_embeddings", get_int("rope.scaling.original_context_length"));
+    c.add("rope_scaling", r.str());
+  } else if (scaling != "none") {
+    throw LoadError(f.path() + ": key '" + p + "rope.scaling.type': '" + scaling + "' is not supported");
+  }
+
+  // The weights decide vocab_size and tying: transformers' config must agree with them to load at all.
+  const GgufTensor* embed = f.find_tensor("token_embd.weight");
+  if (embed && embed->ne.size() == 2) {
+    c.add_int("vocab_size", embed->ne[1]);
+  } else if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+    c.add_int("vocab_size", int64_t(tokens->size()));
+  } else {
+    c.add_int("vocab_size", get_int("vocab_size"));
+  }
+  c.add_bool("tie_word_embeddings", f.find_tensor("output.weight") == nullptr);
+  for (const auto& [hf, gg] : {std::pair{"bos_token_id", "bos"}, {"eos_token_id", "eos"}, {"pad_token_id", "padding"}}) {
+    const std::string key = std::string("tokenizer.ggml.") + gg + "_token_id";
+    if (f.has(key)) c.add_int(hf, f.get_int(key));
+  }
+  c.add_string("torch_dtype", dtype_name_of(embed ? embed->type : QuantType::F32));
+
+  if (a.moe) {
+    c.add_int("num_experts", get_int("expert_count"));
+    c.add_int("num_experts_per_tok", get_int("expert_used_count"));
+    c.add_int("moe_intermediate_size", get_int("expert_feed_forward_length"));
+    c.add_bool("norm_topk_prob", true);  // llama.cpp's qwen3moe graph always renormalizes the top-k weights
+    c.add_int("decoder_sparse_step", 1);
+    c.add("mlp_only_layers", "[]");
+  }
+  if (a.norm_plus_one) {
+    c.add_string("hidden_activation", "gelu_pytorch_tanh");
+    c.add_string("hidden_act", "gelu_pytorch_tanh");
+    // llama.cpp's rule for the attention scale: 1/sqrt(hidden / heads) for the 27B models (46 and 62 layers),
+    // 1/sqrt(head_dim) otherwise; the GGUF has no key for it.
+    const bool big = (std::string(a.gguf) == "gemma2" && layers == 46) || (std::string(a.gguf) == "gemma3" && layers == 62);
+    if (std::string(a.gguf) != "gemma") c.add_float("query_pre_attn_scalar", double(big ? hidden / heads : head_dim));
+    if (has("attention.sliding_window")) c.add_int("sliding_window", get_int("attention.sliding_window"));
+    if (has("attn_logit_softcapping")) c.add_float("attn_logit_softcapping", get_float("attn_logit_softcapping"));
+    if (has("final_logit_softcapping")) c.add_float("final_logit_softcapping", get_float("final_logit_softcapping"));
+    if (std::string(a.gguf) == "gemma3") {
+      c.add_float("rope_local_base_freq", 10000.0);  // fixed in llama.cpp too
+      // Which layers slide: a period n (layer i slides unless (i + 1) % n == 0, as in transformers) or one bool
+      // per layer; without the key, transformers' and llama.cpp's default period of 6.
+      const std::string key = p + "attention.sliding_window_pattern";
+      if (const GgufValue* v = f.find(key); v && v->is_array()) {
+        if (v->elem_type() != GgufType::BOOL || int64_t(v->size()) != layers)
+          throw LoadError(f.path() + ": key '" + key + "': expected " + std::to_string(layers) + " bools (one per layer)");
+        std::string types = "[";
+        for (uint64_t i = 0; i < v->size(); ++i)
+          types += std::string(i ? ", " : "") + (v->at(i).as_bool(key) ? "\"sliding_attention\"" : "\"full_attention\"");
+        c.add("layer_types", types + "]");
+      } else if (v) {
+        c.add_int("sliding_window_pattern", f.get_int(key));
+      }
+    }
+  } else {
+    c.add_string("hidden_act", "silu");
+  }
+  return c.str();
+}
+
+void unpermute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads) {
+  const int64_t D = rows / heads, half = D / 2;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < half; ++j)
+        std::memcpy(dst + (h * D + i * half + j) * row_bytes, src + (h * D + 2 * j + i) * row_bytes, size_t(row_bytes));
+}
+
+std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
+  const Arch& a = find_arch(f);
+  const std::string p = std::string(a.gguf) + ".";
+  std::vector<GgufHfTensor> out;
+  auto fail = [&](const GgufTensor& t, const std::string& m) { throw LoadError(f.path() + ": tensor '" + t.name + "': " + m); };
+  for (const GgufTensor& t : f.tensors()) {
+    GgufHfTensor h;
+    h.gguf_name = t.name;
+    h.shape = torch_shape(t);
+    h.type = t.type;
+    h.data = t.data;
+    h.bytes = t.bytes;
+    const size_t dot = t.name.rfind('.');
+    const std::string base = dot == std::string::npos ? t.name : t.name.substr(0, dot);
+    const std::string ext = dot == std::string::npos ? "" : t.name.substr(dot);  // ".weight" / ".bias"
+    if (t.name == "token_embd.weight") {
+      h.hf_name = "model.embed_tokens.weight";
+    } else if (t.name == "output_norm.weight") {
+      h.hf_name = "model.norm.weight";
+    } else if (t.name == "output.weight") {
+      h.hf_name = "lm_head.weight";
+    } else if (auto blk = split_block(t.name)) {
+      const std::string layer = "model.layers." + std::to_string(blk->first) + ".";
+      const size_t d = blk->second.rfind('.');
+      const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
+      if (a.moe && (bbase == "ffn_gate_exps" || bbase == "ffn_up_exps" || bbase == "ffn_down_exps")) {
+        // [n_expert, rows, cols] in torch order: each expert is a contiguous slice, quantized or not.
+        if (t.ne.size() != 3) fail(t, "expected 3 dimensions (experts stacked), got " + std::to_string(t.ne.size()));
+        const std::string proj = bbase.substr(4, bbase.size() - 9) + "_proj";  // gate / up / down
+        const int64_t experts = t.ne[2], per = experts ? t.bytes / experts : 0;
+        for (int64_t e = 0; e < experts; ++e) {
+          GgufHfTensor x = h;
+          x.hf_name = layer + "mlp.experts." + std::to_string(e) + "." + proj + ".weight";
+          x.shape = {t.ne[1], t.ne[0]};
+          x.data = t.data + e * per;
+          x.bytes = per;
+          out.push_back(std::move(x));
+        }
+        continue;
+      }
+      auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
+      if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
+      h.hf_name = layer + *suffix;
+      if (a.permuted_qk && (bbase == "attn_q" || bbase == "attn_k")) {
+        h.fix = GgufFix::unpermute_rope_rows;
+        const std::string key = p + (bbase == "attn_q" ? "attention.head_count" : "attention.head_count_kv");
+        h.heads = f.has(key) ? f.get_int(key) : f.get_int(p + "attention.head_count");
+        const int64_t rows = h.shape[0];
+        if (h.heads <= 0 || rows % (2 * h.heads) != 0)
+          fail(t, std::to_string(rows) + " rows do not split into " + std::to_string(h.heads) + " heads of even size ('" +
+                      key + "')");
+        if (t.ne.size() == 1 && quant_type_info(uint32_t(t.type))->block_elems != 1)
+          fail(t, "a quantized 1-D tensor cannot be permuted row by row");
+      }
+    } else if (t.name == "rope_freqs.weight" && a.permuted_qk) {
+      continue;  // read into the config's rope_scaling (llama3_rope_scaling)
+    } else {
+      fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
+    }
+    if (a.norm_plus_one && t.name.ends_with("norm.weight")) {
+      if (t.type != QuantType::F32 && t.type != QuantType::F16 && t.type != QuantType::BF16)
+        fail(t, std::string("norm weights stored as ") + quant_type_name(t.type) + " cannot have Gemma's +1 taken off");
+      h.fix = GgufFix::subtract_one;
+    }
+    out.push_back(std::move(h));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.hf_name < y.hf_name; });
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i].hf_name == out[i - 1].hf_name)
+      throw LoadError(f.path() + ": tensors '" + out[i - 1].gguf_name + "' and '" + out[i].gguf_name + "' both map to '" +
+                      out[i].hf_name + "'");
+  return out;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,50 @@
+#pragma once
+// A GGUF file seen as the Hugging Face checkpoint it was converted from, so every architecture builder reads it
+// unchanged: the config.json transformers would have, synthesized from the metadata, and each GGUF tensor under
+// its Hugging Face name with the converter's edits undone (llama.cpp's convert_hf_to_gguf.py):
+//   llama      Q and K rows are permuted within each head (pairs interleaved for ggml's RoPE), undone exactly;
+//              a row permutation, so it holds for quantized rows too (blocks run along the row)
+//   gemma*     RMSNorm weights are stored with the +1 of Gemma's x * (1 + w) folded in; it is taken off again
+//   *moe       the experts' stacked [n_expert, rows, cols] tensors are exposed per expert, as transformers names them
+//   llama 3.1+ RoPE scaling is stored as rope_freqs.weight (per-frequency divisors); it becomes rope_scaling
+// Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loader/gguf.h"
+
+namespace attnzoo {
+
+// config.json text for the file's general.architecture. Throws LoadError naming the file and the key (or the
+// architecture when it is not one of the supported ones).
+std::string gguf_hf_config_json(const GgufFile& f);
+
+// What reading a GGUF tensor under its Hugging Face name takes.
+enum class GgufFix : uint8_t {
+  none,
+  unpermute_rope_rows,  // llama's q_proj / k_proj: heads = num_attention_heads / num_key_value_heads
+  subtract_one,         // gemma's norm weights
+};
+
+struct GgufHfTensor {
+  std::string hf_name;
+  std::string gguf_name;
+  std::vector<int64_t> shape;  // torch order (GGUF's ne reversed; one expert's slice for a stacked tensor)
+  QuantType type = QuantType::F32;
+  const uint8_t* data = nullptr;  // into the mapping (the slice for an expert)
+  int64_t bytes = 0;
+  GgufFix fix = GgufFix::none;
+  int64_t heads = 0;  // for unpermute_rope_rows
+};
+
+// Every tensor of the file under its Hugging Face name, sorted by that name. A tensor with no Hugging Face
+// counterpart is refused (LoadError naming the file and tensor): ignoring a weight the model needs would give
+// silent garbage.
+std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f);
+
+// Undoes llama.cpp's RoPE row permutation for `rows` rows of `row_bytes` bytes split into `heads` heads:
+// GGUF row h*D + 2j + i holds Hugging Face row h*D + i*D/2 + j (D = rows / heads, i in {0, 1}, j < D/2).
+void unpermute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads);
+
+}  // namespace attnzoo

@@ -1,0 +1,88 @@
+#include "state/cache_spec.h"
+
+#include <limits>
+
+#include "core/error.h"
+
+namespace attnzoo {
+
+const char* cache_kind_name(CacheKind k) {
+  switch (k) {
+    case CacheKind::kv: return "kv";
+    case CacheKind::kv_window: return "kv_window";
+    case CacheKind::latent: return "latent";
+    case CacheKind::state: return "state";
+    case CacheKind::kv_state: return "kv_state";
+  }
+  return "?";
+}
+
+CacheSpec CacheSpec::kv(int64_t kv_heads, int64_t head_dim, int64_t window) {
+  require(kv_heads > 0 && head_dim > 0, "kv_cache", "kv_heads and head_dim must be positive");
+  require(window >= 0, "window", "must be non-negative, got " + std::to_string(window));
+  CacheSpec s;
+  s.kind = window > 0 ? CacheKind::kv_window : CacheKind::kv;
+  s.paged_tensors = 2;
+  s.heads = kv_heads;
+  s.head_dim = head_dim;
+  s.window = window;
+  s.token_elems();  // overflow check up front
+  return s;
+}
+
+CacheSpec CacheSpec::latent(int64_t latent_dim) {
+  require(latent_dim > 0, "latent_dim", "must be positive");
+  CacheSpec s;
+  s.kind = CacheKind::latent;
+  s.paged_tensors = 1;
+  s.heads = 1;
+  s.head_dim = latent_dim;
+  return s;
+}
+
+CacheSpec CacheSpec::state(int64_t floats) {
+  require(floats > 0, "state", "must hold at least one value");
+  CacheSpec s;
+  s.kind = CacheKind::state;
+  s.state_floats = floats;
+  s.fixed_bytes();
+  return s;
+}
+
+CacheSpec CacheSpec::combine(const CacheSpec& a, const CacheSpec& b) {
+  require(!(a.paged() && b.paged()), "cache_spec", "a layer can hold at most one paged cache");
+  CacheSpec s = a.paged() ? a : b;
+  s.state_floats = checked_add(a.state_floats, b.state_floats, "state");
+  if (s.paged() && s.state_floats > 0) s.kind = CacheKind::kv_state;
+  return s;
+}
+
+int64_t CacheSpec::token_elems() const { return checked_mul(heads, head_dim, "cache per token"); }
+
+int64_t CacheSpec::bytes_per_token() const {
+  return checked_mul(checked_mul(paged_tensors, token_elems(), "cache per token"), int64_t(dtype_size(dtype)),
+                     "cache bytes per token");
+}
+
+int64_t CacheSpec::fixed_bytes() const { return checked_mul(state_floats, int64_t(sizeof(float)), "state bytes"); }
+
+int64_t CacheSpec::bytes_for(int64_t tokens, int64_t block_tokens) const {
+  require(tokens >= 0, "tokens", "must be non-negative");
+  require(block_tokens > 0, "block_tokens", "must be positive");
+  int64_t blocks = tokens / block_tokens + (tokens % block_tokens != 0);
+  return checked_add(fixed_bytes(),
+                     checked_mul(checked_mul(blocks, block_tokens, "cache tokens"), bytes_per_token(), "cache bytes"),
+                     "cache bytes");
+}
+
+std::string CacheSpec::describe() const {
+  std::string s = cache_kind_name(kind);
+  if (paged())
+    s += std::string(" ") + dtype_name(dtype) + " [" + std::to_string(paged_tensors) + " x " + std::to_string(heads) +
+         " x " + std::to_string(head_dim) + "]/token";
+  if (window > 0) s += " window " + std::to_string(window);
+  if (state_floats > 0) s += " + state " + std::to_string(fixed_bytes()) + " B";
+  return s;
+}
+
+}  // namespace attnzoo

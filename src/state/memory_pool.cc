@@ -1,0 +1,393 @@
+#include "state/memory_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+std::string mib(int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
+
+}  // namespace
+
+int64_t default_pool_bytes() {
+  int64_t available = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") available = kib * 1024;
+  if (available <= 0) available = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
+  return std::clamp<int64_t>(available / 4, int64_t(64) << 20, int64_t(16) << 30);
+}
+
+Sequence::~Sequence() {
+  if (pool_) pool_->release(*this);
+}
+
+int64_t Sequence::bytes() const {
+  const int64_t held = std::count_if(block_table_.begin(), block_table_.end(), [](int32_t b) { return b >= 0; });
+  return held * pool_->block_bytes_ + (state_slot_ >= 0 ? pool_->slot_bytes_ : 0);
+}
+
+SequenceLease::SequenceLease(Sequence& s) : s_(s) {
+  require(!s.busy_.exchange(true, std::memory_order_acquire), "sequences",
+          "this sequence is being used by another thread (one sequence, one forward call at a time)");
+}
+
+MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options)
+    : specs_(std::move(layers)), options_(options) {
+  const DType kv = options.kv_dtype;
+  require(kv == DType::f32 || kv == DType::bf16 || kv == DType::f16, "kv_cache_dtype",
+          std::string("must be float32, bfloat16 or float16, got ") + dtype_name(kv));
+  require(options.block_tokens >= 1 && options.block_tokens <= 4096, "block_size",
+          "must be in [1, 4096], got " + std::to_string(options.block_tokens));
+  require(options.max_sequences >= 1, "max_num_seqs", "must be at least 1");
+  require(options.snapshot_interval_blocks >= 0, "snapshot_interval_blocks", "must be non-negative");
+  if (options_.bytes == 0) options_.bytes = default_pool_bytes();
+  require(options_.bytes > 0, "kv_cache_memory", "must be positive");
+  snapshot_blocks_ = options.snapshot_interval_blocks > 0 ? options.snapshot_interval_blocks
+                                                           : std::max<int64_t>(1, 256 / options.block_tokens);
+  const int64_t B = options.block_tokens;
+  for (const auto& s : specs_)
+    if (s.paged()) window_all_ = s.window > 0 && (window_all_ >= 0) ? std::max(window_all_, s.window) : -1;
+  window_all_ = std::max<int64_t>(window_all_, 0);
+  for (auto& s : specs_) {
+    s.dtype = kv;
+    if (s.paged())
+      block_bytes_ = checked_add(block_bytes_, checked_mul(B, s.bytes_per_token(), "kv block"), "kv block");
+    // Slots stay 64-byte aligned so the state kernels' vector loads never split a cache line.
+    slot_bytes_ = checked_add(slot_bytes_, (s.fixed_bytes() + 63) / 64 * 64, "state slot");
+  }
+  int64_t budget = options_.bytes;
+  if (slot_bytes_ > 0) {
+    running_slots_ = std::min<int64_t>(options.max_sequences, budget / slot_bytes_);
+    if (running_slots_ < 1)
+      throw PoolExhausted("kv_cache_memory: " + mib(budget) + " cannot hold one sequence's recurrent state (" +
+                          mib(slot_bytes_) + ")");
+    budget -= running_slots_ * slot_bytes_;
+  }
+  // What is left goes to KV blocks; a model with both kinds keeps a quarter of it for state snapshots.
+  int64_t snapshot_budget = 0;
+  if (slot_bytes_ > 0 && options.prefix_caching) snapshot_budget = block_bytes_ > 0 ? budget / 4 : budget;
+  const int64_t snapshot_slots = slot_bytes_ > 0 ? snapshot_budget / slot_bytes_ : 0;
+  budget -= snapshot_slots * slot_bytes_;
+  const int64_t num_blocks = block_bytes_ > 0 ? std::min<int64_t>(budget / block_bytes_, (int64_t(1) << 31) - 1) : 0;
+  if (block_bytes_ > 0 && num_blocks < 1)
+    throw PoolExhausted("kv_cache_memory: " + mib(options_.bytes) + " cannot hold one KV block (" +
+                        mib(block_bytes_) + ")");
+  num_slots_ = running_slots_ + snapshot_slots;
+  blocks_ = BlockPool(num_blocks, options.shuffle_seed);
+
+  mapped_bytes_ = checked_add(checked_mul(num_blocks, block_bytes_, "pool"), checked_mul(num_slots_, slot_bytes_, "pool"),
+                              "pool");
+  if (mapped_bytes_ > 0) {
+    // Reserved, not committed: pages are backed when first written, so a large budget costs nothing up front.
+    void* p = mmap(nullptr, size_t(mapped_bytes_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) throw PoolExhausted("kv_cache_memory: cannot reserve " + mib(mapped_bytes_));
+    base_ = static_cast<uint8_t*>(p);
+  }
+  uint8_t* at = base_;
+  layers_.resize(specs_.size());
+  for (size_t l = 0; l < specs_.size(); ++l) {
+    const CacheSpec& s = specs_[l];
+    if (!s.paged()) continue;
+    const int64_t tensor_bytes = num_blocks * B * s.token_elems() * int64_t(dtype_size(kv));
+    layers_[l].k = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
+    at += tensor_bytes;
+    if (s.paged_tensors == 2) {
+      layers_[l].v = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
+      at += tensor_bytes;
+    }
+  }
+  for (size_t l = 0; l < specs_.size(); ++l) {
+    if (specs_[l].state_floats == 0) continue;
+    layers_[l].states = reinterpret_cast<float*>(at);
+    layers_[l].state_stride = (specs_[l].fixed_bytes() + 63) / 64 * 64 / int64_t(sizeof(float));
+    at += num_slots_ * layers_[l].state_stride * int64_t(sizeof(float));
+  }
+  for (int64_t i = running_slots_ - 1; i >= 0; --i) free_slots_.push_back(int32_t(i));
+  for (int64_t i = num_slots_ - 1; i >= running_slots_; --i) free_snapshot_slots_.push_back(int32_t(i));
+}
+
+MemoryPool::~MemoryPool() {
+  if (base_) munmap(base_, size_t(mapped_bytes_));
+}
+
+PoolStats MemoryPool::stats() const {
+  std::lock_guard lock(mu_);
+  PoolStats s;
+  s.num_blocks = blocks_.num_blocks();
+  s.free_blocks = blocks_.num_available();
+  s.cached_blocks = blocks_.num_cached();
+  s.block_bytes = block_bytes_;
+  s.state_slots = running_slots_;
+  s.free_state_slots = int64_t(free_slots_.size());
+  s.snapshot_slots = num_slots_ - running_slots_;
+  s.snapshots = int64_t(snapshots_.size());
+  s.state_slot_bytes = slot_bytes_;
+  s.bytes = mapped_bytes_;
+  s.prefix_queries = prefix_queries_;
+  s.prefix_hits = prefix_hits_;
+  return s;
+}
+
+bool MemoryPool::writable(int32_t block) const {
+  return blocks_.ref_count(block) == 1 && !blocks_.is_cached(block);
+}
+
+void MemoryPool::zero_state(int32_t slot) {
+  for (const auto& l : layers_)
+    if (l.states) std::memset(l.state(slot), 0, size_t(l.state_stride) * sizeof(float));
+}
+
+void MemoryPool::copy_state(int32_t from, int32_t to) {
+  for (const auto& l : layers_)
+    if (l.states) std::memcpy(l.state(to), l.state(from), size_t(l.state_stride) * sizeof(float));
+}
+
+void MemoryPool::copy_block(int32_t from, int32_t to) {
+  for (const auto& l : layers_)
+    for (const TensorView* t : {&l.k, &l.v}) {
+      if (t->ndim != 4) continue;
+      const size_t bytes = size_t(t->shape[1] * t->shape[2] * t->shape[3]) * dtype_size(t->dtype);
+      auto* base = static_cast<uint8_t*>(t->data);
+      std::memcpy(base + size_t(to) * bytes, base + size_t(from) * bytes, bytes);
+    }
+}
+
+std::unique_ptr<Sequence> MemoryPool::new_sequence() {
+  std::unique_ptr<Sequence> seq(new Sequence(this));
+  std::lock_guard lock(mu_);
+  if (has_state()) {
+    if (free_slots_.empty())
+      throw PoolExhausted("max_num_seqs: all " + std::to_string(running_slots_) +
+                          " recurrent-state slots are in use (free a sequence or raise max_num_seqs)");
+    seq->state_slot_ = free_slots_.back();
+    free_slots_.pop_back();
+    zero_state(seq->state_slot_);
+  }
+  return seq;
+}
+
+std::unique_ptr<Sequence> MemoryPool::fork(const Sequence& parent) {
+  require(parent.pool_ == this, "sequence", "belongs to another model's pool");
+  std::unique_ptr<Sequence> seq(new Sequence(this));
+  std::lock_guard lock(mu_);
+  if (has_state()) {
+    if (free_slots_.empty())
+      throw PoolExhausted("max_num_seqs: all " + std::to_string(running_slots_) + " recurrent-state slots are in use");
+    seq->state_slot_ = free_slots_.back();
+    free_slots_.pop_back();
+    copy_state(parent.state_slot_, seq->state_slot_);
+  }
+  seq->length_ = parent.length_;
+  seq->tokens_ = parent.tokens_;
+  seq->block_table_ = parent.block_table_;
+  seq->block_hashes_ = parent.block_hashes_;
+  for (int32_t b : seq->block_table_)
+    if (b != kDropped) blocks_.retain(b);
+  return seq;
+}
+
+void MemoryPool::release(Sequence& seq) {
+  std::lock_guard lock(mu_);
+  for (int32_t b : seq.block_table_)
+    if (b != kDropped) blocks_.release(b);
+  seq.block_table_.clear();
+  if (seq.state_slot_ >= 0) free_slots_.push_back(seq.state_slot_);
+  seq.state_slot_ = -1;
+}
+
+int64_t MemoryPool::blocks_needed(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const {
+  if (!has_paged()) return 0;
+  const int64_t B = options_.block_tokens;
+  int64_t need = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const Sequence& s = *seqs[i];
+    const int64_t n = new_tokens[i];
+    if (n <= 0) continue;
+    const int64_t have = int64_t(s.block_table_.size());
+    need += std::max<int64_t>(0, (s.length_ + n + B - 1) / B - have);
+    // The partly filled last block is written next: if anyone else holds it, this sequence needs its own copy.
+    if (s.length_ % B != 0 && have > 0 && !writable(s.block_table_[size_t(s.length_ / B)])) ++need;
+  }
+  return need;
+}
+
+void MemoryPool::reserve(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) {
+  std::lock_guard lock(mu_);
+  const int64_t need = blocks_needed(seqs, new_tokens);
+  if (need > blocks_.num_available())
+    throw PoolExhausted("kv cache: this step needs " + std::to_string(need) + " blocks of " +
+                        std::to_string(options_.block_tokens) + " tokens, " + std::to_string(blocks_.num_available()) +
+                        " of " + std::to_string(blocks_.num_blocks()) + " are free (nothing was written)");
+  if (!has_paged()) return;
+  const int64_t B = options_.block_tokens;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Sequence& s = *seqs[i];
+    if (new_tokens[i] <= 0) continue;
+    if (s.length_ % B != 0) {
+      int32_t& last = s.block_table_[size_t(s.length_ / B)];
+      if (!writable(last)) {
+        const int32_t own = *blocks_.allocate();
+        copy_block(last, own);
+        blocks_.release(last);
+        last = own;
+      }
+    }
+    while (int64_t(s.block_table_.size()) * B < s.length_ + new_tokens[i]) s.block_table_.push_back(*blocks_.allocate());
+  }
+}
+
+std::optional<int32_t> MemoryPool::take_snapshot_slot() {
+  if (!free_snapshot_slots_.empty()) {
+    const int32_t slot = free_snapshot_slots_.back();
+    free_snapshot_slots_.pop_back();
+    return slot;
+  }
+  if (snapshot_lru_.empty()) return std::nullopt;
+  const Snapshot oldest = snapshot_lru_.front();
+  snapshot_lru_.pop_front();
+  snapshots_.erase(oldest.key);
+  return oldest.slot;
+}
+
+void MemoryPool::advance(Sequence& seq, std::span<const int32_t> tokens) {
+  std::lock_guard lock(mu_);
+  const int64_t B = options_.block_tokens;
+  seq.tokens_.insert(seq.tokens_.end(), tokens.begin(), tokens.end());
+  seq.length_ += int64_t(tokens.size());
+  while (int64_t(seq.block_hashes_.size()) < seq.length_ / B) {
+    const size_t b = seq.block_hashes_.size();
+    const uint64_t parent = b == 0 ? 0 : seq.block_hashes_[b - 1];
+    BlockKey key = make_block_key(parent, std::span(seq.tokens_).subspan(b * size_t(B), size_t(B)));
+    seq.block_hashes_.push_back(key.hash);
+    if (options_.prefix_caching && has_paged()) blocks_.register_block(seq.block_table_[b], std::move(key));
+  }
+  if (window_all_ > 0) drop_outside_window(seq);
+  const int64_t interval = snapshot_interval_tokens();
+  if (!options_.prefix_caching || !has_state() || seq.length_ == 0 || seq.length_ % interval != 0) return;
+  const uint64_t key = seq.block_hashes_.back();
+  if (auto it = snapshots_.find(key); it != snapshots_.end()) {
+    snapshot_lru_.splice(snapshot_lru_.end(), snapshot_lru_, it->second);
+    return;
+  }
+  const auto slot = take_snapshot_slot();
+  if (!slot) return;  // a cache: no room means no snapshot, never an error
+  copy_state(seq.state_slot_, *slot);
+  snapshot_lru_.push_back({key, *slot});
+  snapshots_[key] = std::prev(snapshot_lru_.end());
+}
+
+void MemoryPool::drop_outside_window(Sequence& seq) {
+  // The next query sits at position length() and sees keys from length() - window + 1 on.
+  const int64_t B = options_.block_tokens;
+  const int64_t dead = std::max<int64_t>(0, (seq.length_ - window_all_) / B);
+  for (int64_t b = 0; b < dead && b < int64_t(seq.block_table_.size()); ++b) {
+    int32_t& id = seq.block_table_[size_t(b)];
+    if (id == kDropped) continue;
+    blocks_.release(id);
+    id = kDropped;
+  }
+}
+
+void MemoryPool::truncate_blocks(Sequence& seq, int64_t length) {
+  std::lock_guard lock(mu_);
+  require(length >= 0 && length <= seq.length_, "length",
+          "must be in [0, " + std::to_string(seq.length_) + "], got " + std::to_string(length));
+  const int64_t B = options_.block_tokens;
+  const size_t keep = has_paged() ? size_t((length + B - 1) / B) : 0;
+  while (seq.block_table_.size() > keep) {
+    if (seq.block_table_.back() != kDropped) blocks_.release(seq.block_table_.back());
+    seq.block_table_.pop_back();
+  }
+  seq.tokens_.resize(size_t(length));
+  seq.block_hashes_.resize(size_t(length / B));
+  seq.length_ = length;
+}
+
+void MemoryPool::reset(Sequence& seq) {
+  truncate_blocks(seq, 0);
+  std::lock_guard lock(mu_);
+  seq.cached_tokens_ = 0;
+  if (seq.state_slot_ >= 0) zero_state(seq.state_slot_);
+}
+
+int64_t MemoryPool::attach_cached_prefix(Sequence& seq, std::span<const int32_t> prompt) {
+  std::lock_guard lock(mu_);
+  require(seq.length_ == 0, "sequence", "a cached prefix can only start an empty sequence");
+  prefix_queries_ += int64_t(prompt.size());
+  if (!options_.prefix_caching || prompt.size() < 2) return 0;
+  const int64_t B = options_.block_tokens;
+  const int64_t max_blocks = (int64_t(prompt.size()) - 1) / B;
+  std::vector<BlockKey> keys;
+  for (int64_t b = 0; b < max_blocks; ++b) {
+    BlockKey key = make_block_key(b == 0 ? 0 : keys.back().hash, prompt.subspan(size_t(b * B), size_t(B)));
+    if (has_paged() && !blocks_.contains(key)) break;
+    keys.push_back(std::move(key));
+  }
+  int64_t hit = int64_t(keys.size());
+  int32_t snapshot_slot = -1;
+  if (has_state()) {
+    // The recurrent state must be known exactly where the reused prefix ends: take the longest snapshot.
+    while (hit > 0) {
+      if (hit % snapshot_blocks_ == 0) {
+        auto it = snapshots_.find(keys[size_t(hit - 1)].hash);
+        if (it != snapshots_.end()) {
+          snapshot_slot = it->second->slot;
+          snapshot_lru_.splice(snapshot_lru_.end(), snapshot_lru_, it->second);
+          break;
+        }
+      }
+      --hit;
+    }
+  }
+  if (hit == 0) return 0;
+  for (int64_t b = 0; b < hit && has_paged(); ++b) seq.block_table_.push_back(*blocks_.lookup(keys[size_t(b)]));
+  for (int64_t b = 0; b < hit; ++b) seq.block_hashes_.push_back(keys[size_t(b)].hash);
+  if (snapshot_slot >= 0) copy_state(snapshot_slot, seq.state_slot_);
+  seq.length_ = hit * B;
+  seq.cached_tokens_ = seq.length_;
+  seq.tokens_.assign(prompt.begin(), prompt.begin() + seq.length_);
+  prefix_hits_ += seq.length_;
+  return seq.length_;
+}
+
+void MemoryPool::clear_prefix_cache() {
+  std::lock_guard lock(mu_);
+  blocks_.clear_cache();
+  for (const Snapshot& s : snapshot_lru_) free_snapshot_slots_.push_back(s.slot);
+  snapshot_lru_.clear();
+  snapshots_.clear();
+}
+
+void MemoryPool::fill_batch_tables(std::span<Sequence* const> seqs, std::span<const int64_t> context_lens,
+                                   std::span<const int64_t> new_tokens, std::vector<int32_t>& block_tables,
+                                   int64_t& max_blocks, std::vector<int64_t>& slot_mapping) const {
+  const int64_t B = options_.block_tokens;
+  max_blocks = 0;
+  for (Sequence* s : seqs) max_blocks = std::max<int64_t>(max_blocks, int64_t(s->block_table_.size()));
+  block_tables.assign(seqs.size() * size_t(max_blocks), 0);
+  slot_mapping.clear();
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto& table = seqs[i]->block_table_;
+    // A dropped block is outside every window: the kernels never read it, any valid id stands in.
+    for (size_t b = 0; b < table.size(); ++b)
+      block_tables[i * size_t(max_blocks) + b] = table[b] == kDropped ? 0 : table[b];
+    if (!has_paged()) continue;
+    for (int64_t t = context_lens[i]; t < context_lens[i] + new_tokens[i]; ++t)
+      slot_mapping.push_back(int64_t(table[size_t(t / B)]) * B + t % B);
+  }
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,141 @@
+#pragma once
+// One memory pool per model, sized once from a byte budget and never grown:
+//   - fixed-size KV blocks (`block_tokens` tokens each) shared by every paged layer: block b is row b of each
+//     softmax / MLA layer's [num_blocks, block_tokens, heads, head_dim] tensors, so one block table per sequence
+//     serves the whole model (vLLM's layout); reference counts let forks and the prefix cache share blocks, and a
+//     shared, partly filled block is copied before anyone writes into it (copy on write);
+//   - fixed-size recurrent-state slots for the linear / SSM layers: one per running sequence, plus snapshot
+//     slots that keep the state at block-aligned prefix boundaries, so a cached prefix restores both its KV
+//     blocks and its recurrent state (hybrid models get prefix caching too).
+// Running out is reported before anything is written (PoolExhausted), so the caller can wait, preempt or fail
+// one request while every other sequence's cache stays intact.
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "state/block_pool.h"
+#include "state/cache_spec.h"
+#include "state/layer_memory.h"
+#include "state/sequence.h"
+
+namespace attnzoo {
+
+// The pool cannot hold what was asked; nothing was changed. Python: attnzoo.PoolExhaustedError (a MemoryError).
+struct PoolExhausted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct PoolOptions {
+  int64_t block_tokens = 16;
+  DType kv_dtype = DType::f32;  // element type of every paged layer (f32, bf16, f16)
+  int64_t bytes = 0;            // budget; 0: default_pool_bytes()
+  int64_t max_sequences = 64;   // recurrent-state slots for running sequences (models with state layers)
+  bool prefix_caching = true;
+  // Recurrent state is snapshotted every this many blocks of a sequence (a prefix hit on a hybrid model can only
+  // end at such a boundary); 0 picks max(1, 256 / block_tokens).
+  int64_t snapshot_interval_blocks = 0;
+  // Tests: non-zero hands blocks out in an order shuffled by this seed (no layer may assume adjacent blocks).
+  uint64_t shuffle_seed = 0;
+};
+
+// A quarter of the memory available now, at least 64 MiB and at most 16 GiB.
+int64_t default_pool_bytes();
+
+struct PoolStats {
+  int64_t num_blocks = 0, free_blocks = 0, cached_blocks = 0, block_bytes = 0;
+  int64_t state_slots = 0, free_state_slots = 0, snapshot_slots = 0, snapshots = 0, state_slot_bytes = 0;
+  int64_t bytes = 0;
+  int64_t prefix_queries = 0, prefix_hits = 0;  // prompt tokens looked up / found (vLLM's counters)
+};
+
+class MemoryPool {
+ public:
+  MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options);
+  ~MemoryPool();
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  const std::vector<CacheSpec>& specs() const { return specs_; }  // per layer, with the pool's KV dtype
+  const PoolOptions& options() const { return options_; }
+  int64_t block_tokens() const { return options_.block_tokens; }
+  bool has_paged() const { return block_bytes_ > 0; }
+  bool has_state() const { return slot_bytes_ > 0; }
+  LayerMemory layer(int64_t l) const { return layers_[size_t(l)]; }
+  PoolStats stats() const;
+  int64_t snapshot_interval_tokens() const { return snapshot_blocks_ * options_.block_tokens; }
+
+  // A new, empty sequence with a zeroed state slot. PoolExhausted when every state slot is taken.
+  std::unique_ptr<Sequence> new_sequence();
+  // A sequence that shares `parent`'s blocks (copy on write) and starts from a copy of its state.
+  std::unique_ptr<Sequence> fork(const Sequence& parent);
+
+  // Blocks that reserve() would take for these sequences to grow by these many tokens.
+  int64_t blocks_needed(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const;
+  // Makes room for every sequence to grow by its count (new blocks, and private copies of shared partial
+  // blocks about to be written). All or nothing: PoolExhausted, naming what was needed, changes nothing.
+  void reserve(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens);
+  // After a forward call wrote these tokens: extends the sequence, registers its newly filled blocks in the
+  // prefix cache, and snapshots its state when its length reached a snapshot boundary.
+  void advance(Sequence& seq, std::span<const int32_t> tokens);
+  // Drops a sequence back to `length` tokens (must be a length it had); its state must be restored by the caller.
+  void truncate_blocks(Sequence& seq, int64_t length);
+  // Back to an empty sequence: blocks released, state zeroed.
+  void reset(Sequence& seq);
+
+  // For an empty sequence about to prefill `prompt`: attaches the longest cached prefix (whole blocks, at most
+  // prompt.size() - 1 tokens so one token is left to compute; on models with state layers only up to a boundary
+  // that has a state snapshot), restores its state, and returns the tokens reused.
+  int64_t attach_cached_prefix(Sequence& seq, std::span<const int32_t> prompt);
+  void clear_prefix_cache();
+
+  // The slot-mapping and block tables of a batch (what the layers read), from the sequences' current tables.
+  void fill_batch_tables(std::span<Sequence* const> seqs, std::span<const int64_t> context_lens,
+                         std::span<const int64_t> new_tokens, std::vector<int32_t>& block_tables,
+                         int64_t& max_blocks, std::vector<int64_t>& slot_mapping) const;
+
+ private:
+  friend class Sequence;
+  void release(Sequence& seq);
+  void copy_block(int32_t from, int32_t to);
+  void copy_state(int32_t from_slot, int32_t to_slot);
+  void zero_state(int32_t slot);
+  // Only a block this sequence alone holds, and that the prefix cache does not vouch for, may be written.
+  bool writable(int32_t block) const;
+  void drop_outside_window(Sequence& seq);
+  std::optional<int32_t> take_snapshot_slot();
+
+  std::vector<CacheSpec> specs_;
+  PoolOptions options_;
+  int64_t snapshot_blocks_ = 1;
+  // > 0 when every paged layer is a sliding window of at most this many keys: blocks that fell out of every
+  // window are given back as a sequence grows (its table keeps kDropped there), so memory stays bounded.
+  int64_t window_all_ = 0;
+  static constexpr int32_t kDropped = -1;
+  std::vector<LayerMemory> layers_;
+  uint8_t* base_ = nullptr;
+  int64_t mapped_bytes_ = 0;
+  int64_t block_bytes_ = 0, slot_bytes_ = 0;
+  BlockPool blocks_{0};
+  int64_t num_slots_ = 0, running_slots_ = 0;
+  std::vector<int32_t> free_slots_;  // running-sequence slots
+  // Snapshots: block-chain hash of the prefix they follow -> slot (>= running_slots_), least recently used first.
+  struct Snapshot {
+    uint64_t key;
+    int32_t slot;
+  };
+  std::list<Snapshot> snapshot_lru_;
+  std::unordered_map<uint64_t, std::list<Snapshot>::iterator> snapshots_;
+  std::vector<int32_t> free_snapshot_slots_;
+  int64_t prefix_queries_ = 0, prefix_hits_ = 0;
+  // Bookkeeping only: sequences on different threads run forward calls at once, each writing its own blocks.
+  mutable std::mutex mu_;
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,55 @@
+#pragma once
+// One sequence's place in the memory pool: its block table (which pool blocks hold its tokens' K/V, in token
+// order), its recurrent-state slot, the tokens it has seen (for prefix-cache hashes) and the chain hash of each
+// of its full blocks. Made by MemoryPool::new_sequence() / fork(); the destructor returns everything to the pool.
+// A Sequence must not be used by two threads at once: `busy` turns such a use into an error instead of a torn
+// cache (Model::forward takes it for the duration of the call).
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace attnzoo {
+
+class MemoryPool;
+
+class Sequence {
+ public:
+  ~Sequence();
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  int64_t length() const { return length_; }  // tokens whose K/V and state are in the pool
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  const std::vector<int32_t>& block_table() const { return block_table_; }
+  int32_t state_slot() const { return state_slot_; }
+  const MemoryPool* pool() const { return pool_; }
+  // Tokens this sequence took from the prefix cache instead of computing them.
+  int64_t cached_tokens() const { return cached_tokens_; }
+  int64_t bytes() const;  // pool memory it references (blocks it holds, shared or not, and its state slot)
+
+ private:
+  friend class MemoryPool;
+  explicit Sequence(MemoryPool* pool) : pool_(pool) {}
+  MemoryPool* pool_;
+  int64_t length_ = 0, cached_tokens_ = 0;
+  std::vector<int32_t> tokens_;
+  std::vector<int32_t> block_table_;
+  std::vector<uint64_t> block_hashes_;  // chain hash of each full block, in order
+  int32_t state_slot_ = -1;
+  std::atomic<bool> busy_{false};
+  friend class SequenceLease;
+};
+
+// Marks a sequence busy for a scope; throws ArgumentError("sequences: ... used by another thread") if it is.
+class SequenceLease {
+ public:
+  explicit SequenceLease(Sequence& s);
+  ~SequenceLease() { s_.busy_.store(false, std::memory_order_release); }
+  SequenceLease(const SequenceLease&) = delete;
+  SequenceLease& operator=(const SequenceLease&) = delete;
+
+ private:
+  Sequence& s_;
+};
+
+}  // namespace attnzoo

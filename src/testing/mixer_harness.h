@@ -1,0 +1,67 @@
+#pragma once
+// One sequence mixer on a memory pool of its own, for the layer tests: what Model::forward does around a layer
+// (reserve the new tokens' blocks, fill the batch's block tables / slot mapping / state slots, advance the
+// sequences afterwards), without a model.
+#include <memory>
+#include <vector>
+
+#include "layers/batch.h"
+#include "layers/block_parts.h"
+#include "state/memory_pool.h"
+
+namespace attnzoo::testing {
+
+class MixerHarness {
+ public:
+  explicit MixerHarness(const SequenceMixer& mixer, int64_t block_tokens = 16, DType kv_dtype = DType::f32,
+                        uint64_t shuffle_seed = 0)
+      : mixer_(mixer), pool_({mixer.cache_spec()}, options(block_tokens, kv_dtype, shuffle_seed)) {}
+
+  std::unique_ptr<Sequence> new_sequence() { return pool_.new_sequence(); }
+  MemoryPool& pool() { return pool_; }
+  LayerMemory memory() const { return pool_.layer(0); }
+
+  // Fills the batch's memory fields (after reserving its tokens) and runs the mixer; x, y [T, hidden].
+  void forward(const float* x, Batch& batch, float* y) {
+    prepare(batch);
+    mixer_.forward(x, batch, memory(), y);
+    for (int64_t s = 0; s < batch.num_sequences(); ++s)
+      pool_.advance(*batch.sequences[size_t(s)],
+                    std::span(batch.tokens).subspan(size_t(batch.seq_begin(s)), size_t(batch.seq_len(s))));
+  }
+  // The mixer's trace on a batch forward() has run (its state is the state after that batch).
+  void trace(const float* x, const Batch& batch, LayerTrace& out) const { mixer_.trace(x, batch, memory(), out); }
+
+ private:
+  static PoolOptions options(int64_t block_tokens, DType kv_dtype, uint64_t shuffle_seed) {
+    PoolOptions o;
+    o.block_tokens = block_tokens;
+    o.kv_dtype = kv_dtype;
+    o.bytes = int64_t(256) << 20;
+    o.max_sequences = 16;
+    o.prefix_caching = false;
+    o.shuffle_seed = shuffle_seed;
+    return o;
+  }
+  void prepare(Batch& batch) {
+    const int64_t S = batch.num_sequences();
+    std::vector<int64_t> context, added;
+    batch.context_lens.clear();
+    batch.cache_seqlens.clear();
+    batch.state_slots.clear();
+    for (int64_t s = 0; s < S; ++s) {
+      const Sequence& seq = *batch.sequences[size_t(s)];
+      context.push_back(seq.length());
+      added.push_back(batch.seq_len(s));
+      batch.context_lens.push_back(int32_t(seq.length()));
+      batch.cache_seqlens.push_back(int32_t(seq.length() + batch.seq_len(s)));
+      batch.state_slots.push_back(seq.state_slot());
+    }
+    pool_.reserve(batch.sequences, added);
+    pool_.fill_batch_tables(batch.sequences, context, added, batch.block_tables, batch.max_blocks, batch.slot_mapping);
+  }
+  const SequenceMixer& mixer_;
+  MemoryPool pool_;
+};
+
+}  // namespace attnzoo::testing
