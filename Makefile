@@ -38,7 +38,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_
 	ATTNZOO_FUZZ_SECONDS=10 ATTNZOO_FUZZ_ITERATIONS=100000000
 test-sanitize: setup
 	@if [ ! -f $(BUILD_SAN)/build.ninja ]; then \
-	  cmake -S . -B $(BUILD_SAN) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g -DNDEBUG" \
+	  cmake -S . -B $(BUILD_SAN) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	    -DATTNZOO_SANITIZE=address,undefined >/dev/null; fi
 	@cmake --build $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -E '$(SANITIZE_SKIP)'
