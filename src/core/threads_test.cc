@@ -96,5 +96,48 @@ TEST(ThreadPool, NestedLoopsNeverThrowInsideTasks) {
   EXPECT_EQ(inner_throws.load(), 0);
 }
 
+// A serial job (one task, or a one-thread pool) has its own cancel flag: a pool job of another thread being
+// cancelled at the same time must not skip its tasks (that would hand back a torn result without an error).
+TEST(ThreadPool, AnotherThreadsCancelledJobNeverCutsASerialJobShort) {
+  ThreadPool pool(3);
+  std::atomic<bool> cancelling{false}, stop{false};
+  std::thread interrupted([&] {
+    ThreadPool::InterruptScope scope(always_interrupt);
+    while (!stop) {
+      try {
+        pool.parallel_for(1000, [&](int64_t, int) {
+          cancelling = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a wide window while cancelled
+        });
+      } catch (const Interrupted&) {
+      }
+    }
+  });
+  while (!cancelling) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int round = 0; round < 200; ++round) {
+    int64_t done = 0;
+    pool.parallel_for(1, [&](int64_t, int) {
+      // The one task runs inline and holds nested loops: every inner task must run.
+      pool.parallel_for(50, [&](int64_t, int) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        ++done;
+      });
+    });
+    ASSERT_EQ(done, 50) << "round " << round;
+  }
+  stop = true;
+  interrupted.join();
+}
+
+// A task that throws out of a serial job leaves the thread top level again: its next job still polls and throws.
+TEST(ThreadPool, AThrowingSerialTaskLeavesTheThreadTopLevel) {
+  ThreadPool pool(1);
+  EXPECT_THROW(pool.parallel_for(3, [](int64_t, int) { throw ArgumentError("x: thrown by a task"); }), ArgumentError);
+  ThreadPool::InterruptScope scope(always_interrupt);
+  EXPECT_THROW(pool.parallel_for(100000,
+                                 [](int64_t, int) { std::this_thread::sleep_for(std::chrono::microseconds(100)); }),
+               Interrupted);
+}
+
 }  // namespace
 }  // namespace attnzoo
