@@ -14,6 +14,10 @@ def empty_like_input(x, shape, dtype=None):
     return np.empty(tuple(shape), dtype=dtype or x.dtype)
 
 
+_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
 def in_callers_framework(x, out):
     """`out` (a numpy array) as the caller's framework: a torch tensor (sharing memory) when x is one."""
     if _is_torch(x):
@@ -24,9 +28,12 @@ def in_callers_framework(x, out):
 
 def as_input(x, name):
     """Numpy arrays and DLPack objects pass through. There is no autograd: torch tensors are read detached, and a
-    tensor that requires grad gets a warning saying so (results never carry a grad_fn)."""
+    tensor that requires grad gets a warning saying so (results never carry a grad_fn).
+
+    A required argument: None is a TypeError naming it (optional arguments test for None before calling this).
+    Numpy arrays in non-native byte order are refused here, by name, rather than read as garbage."""
     if x is None:
-        return None
+        raise TypeError(f"{name}: required, got None")
     if _is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: must be a CPU tensor, got device {x.device}")
@@ -35,11 +42,56 @@ def as_input(x, name):
             warnings.warn(f"{name}: requires grad, but attnzoo has no autograd: it is read detached and the "
                           "result has no grad_fn (inference only)", stacklevel=3)
         return x.detach()
-    if isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
-        return x
     if isinstance(x, (list, tuple)):
-        return np.asarray(x)
+        x = np.asarray(x)
+    if isinstance(x, np.ndarray):
+        if not x.dtype.isnative:
+            raise ValueError(f"{name}: byte order '{x.dtype.byteorder}' ({x.dtype.str}) is not this machine's; "
+                             f"convert with .astype(x.dtype.newbyteorder('='))")
+        return x
+    if hasattr(x, "__dlpack__"):
+        return x
     raise TypeError(f"{name}: expected a numpy array or an object with __dlpack__, got {type(x).__name__}")
+
+
+def as_output(x, name):
+    """An array the kernel writes (out=, a state updated in place): as as_input, and writable. Numpy's
+    read-only flag is checked here; torch tensors over read-only memory are caught by the binding, which probes
+    the memory before writing."""
+    x = as_input(x, name)
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise ValueError(f"{name}: is read-only (written in place); pass a writable array")
+    return x
+
+
+def to_int(x, name, bits=32):
+    """Integer ids / offsets / tables as int32 (or int64), refusing (ValueError naming `name`) values that do not
+    fit rather than wrapping them: 2**32 + 5 must not become 5."""
+    lo_ok, hi_ok = (_INT32_MIN, _INT32_MAX) if bits == 32 else (_INT64_MIN, _INT64_MAX)
+    x = as_input(x, name)
+    if _is_torch(x):
+        import torch
+        if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+            raise TypeError(f"{name}: expected an integer tensor, got {x.dtype}")
+        target = torch.int64 if bits == 64 else torch.int32
+        if x.dtype != target and x.numel() > 0:
+            lo, hi = int(x.min()), int(x.max())
+            if lo < lo_ok or hi > hi_ok:
+                raise ValueError(f"{name}: value {hi if hi > hi_ok else lo} does not fit in int{bits}")
+        return x.to(target).contiguous()
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"{name}: expected an integer array, got {x.dtype}")
+    target = np.int64 if bits == 64 else np.int32
+    if x.dtype != target and x.size > 0:
+        lo, hi = int(x.min()), int(x.max())
+        if lo < lo_ok or hi > hi_ok:
+            raise ValueError(f"{name}: value {hi if hi > hi_ok else lo} does not fit in int{bits}")
+    return np.ascontiguousarray(x, dtype=target)
+
+
+def to_int32(x, name):
+    return to_int(x, name, 32)
 
 
 def as_f32_vector(x, name):
@@ -53,22 +105,14 @@ def as_f32_vector(x, name):
 
 
 def as_int_array(x, name, bits=32):
-    """Integer arrays (tables, lengths, slots) as contiguous int32 / int64 in the caller's framework."""
+    """An optional integer array (tables, lengths, slots) as contiguous int32 / int64; see to_int."""
     if x is None:
         return None
-    x = as_input(x, name)
-    if _is_torch(x):
-        import torch
-        if x.is_floating_point():
-            raise TypeError(f"{name}: expected an integer tensor, got {x.dtype}")
-        return x.to(torch.int64 if bits == 64 else torch.int32).contiguous()
-    x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.integer):
-        raise TypeError(f"{name}: expected an integer array, got {x.dtype}")
-    return np.ascontiguousarray(x, dtype=np.int64 if bits == 64 else np.int32)
+    return to_int(x, name, bits)
 
 
 def as_i32_vector(x, name):
+    """An optional integer array (cu_seqlens, cache_seqlens, block_table) as int32."""
     return as_int_array(x, name)
 
 

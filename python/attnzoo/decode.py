@@ -1,6 +1,6 @@
 """Decode attention against contiguous and paged KV caches."""
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, shape_of
 
 
 def _add_token_axis(x):
@@ -52,22 +52,20 @@ def _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, wind
     single_token = len(shape_of(q)) == 3
     if single_token:
         q = _add_token_axis(q)
-    if check_inputs:
-        check_finite(q, "q")
     if len(shape_of(v_cache)) != 4:
         raise ValueError(f"v_cache: must have 4 dimensions, got shape {list(shape_of(v_cache))}")
     given_out = out
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v_cache)[-1],))
     else:
-        out = as_input(out, "out")
+        out = as_output(out, "out")
         if single_token and len(shape_of(out)) == 3:
             out = _add_token_axis(out)
     seqlens = as_i32_vector(cache_seqlens, "cache_seqlens")
     table = as_i32_vector(block_table, "block_table")
     _core.attention_decode(q, k_cache, v_cache, seqlens, table, out, bool(causal), scale, window, softcap,
                            as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"), block_mask,
-                           reference=reference)
+                           reference=reference, check_inputs=bool(check_inputs))
     if given_out is not None:
         return given_out
     return out[:, 0] if single_token else out

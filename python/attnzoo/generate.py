@@ -11,7 +11,7 @@ sequence's cache. Ids in -> new ids out; text in -> new text out.
 import numpy as np
 
 from . import _core
-from ._arrays import _is_torch, as_input
+from ._arrays import _is_torch, as_input, to_int32
 
 __all__ = ["sample", "Sampler", "generate"]
 
@@ -55,7 +55,7 @@ def _ids(ids, name):
         raise TypeError(f"{name}: expected integer token ids, got {ids.dtype}")
     if ids.ndim != 1:
         raise ValueError(f"{name}: must be 1-D, got shape {ids.shape}")
-    return np.ascontiguousarray(ids, dtype=np.int32)
+    return to_int32(ids, name)
 
 
 def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, presence_penalty=0.0,
@@ -165,6 +165,16 @@ def _eos_ids(model, tokenizer, eos_token_id):
     return set()
 
 
+def _max_positions(model):
+    """The model's max_position_embeddings when it reports one (attnzoo models do), else 0: no limit."""
+    inspect = getattr(model, "inspect", None)
+    try:
+        info = inspect() if callable(inspect) else None
+    except Exception:  # noqa: BLE001  any object with the model API: no report, no limit
+        return 0
+    return int(info.get("max_position_embeddings", 0) or 0) if isinstance(info, dict) else 0
+
+
 def _forward_last(model):
     """model.forward returning at least the last row; asks for only that row when the model can say so."""
     import inspect
@@ -210,6 +220,11 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, temperature=1.
 
     ``native``: run the C++ loop (attnzoo models and tokenizers only; no Python between tokens). Default: when
     possible. The Python loop serves any object with the model API. Both draw the same tokens for a seed.
+
+    The context window bounds every run, as in ``attnzoo generate``: a prompt longer than the model's
+    ``max_position_embeddings`` is a ValueError, and generation stops (returning what it has) once prompt + new
+    tokens fill those positions, whatever ``max_new_tokens`` asked for. Ctrl-C ends the native loop between
+    tokens and raises KeyboardInterrupt.
     """
     text_in = isinstance(prompt_or_ids, str)
     if text_in:
@@ -223,6 +238,10 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, temperature=1.
         raise ValueError("prompt_or_ids: is empty: generation needs at least one token")
     if int(max_new_tokens) < 0:
         raise ValueError(f"max_new_tokens: must be >= 0, got {max_new_tokens}")
+    max_positions = _max_positions(model)
+    if max_positions and len(ids) > max_positions:
+        raise ValueError(f"prompt_or_ids: has {len(ids)} tokens, more than the model's {max_positions} positions "
+                         f"(max_position_embeddings)")
     stops = [stop] if isinstance(stop, str) else list(stop or [])
     if stops and tokenizer is None:
         raise ValueError("stop: stop strings need a tokenizer to decode the text")
@@ -259,6 +278,8 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, temperature=1.
     context = list(ids)
     stopped = False
     while True:
+        if max_positions and len(context) >= max_positions:
+            break
         token = sampler.sample(_last_row(logits), np.asarray(context, dtype=np.int32))
         new_ids.append(token)
         context.append(token)

@@ -1,6 +1,6 @@
 """Writing new keys / values into paged KV caches (vLLM's reshape_and_cache with a slot_mapping)."""
 from . import _core
-from ._arrays import as_input, as_int_array
+from ._arrays import as_input, as_int_array, as_output
 
 
 def write_kv_paged(k_new, v_new, slot_mapping, k_cache, v_cache):
@@ -11,9 +11,12 @@ def write_kv_paged(k_new, v_new, slot_mapping, k_cache, v_cache):
     slot slot_mapping[t] = block * block_size + offset, and a negative slot skips it (padding). Rows are
     converted to the cache's dtype (round to nearest even). Every slot is checked before anything is written.
     """
-    _core.write_kv_paged(as_input(k_new, "k_new"), as_input(v_new, "v_new"), as_int_array(slot_mapping, "slot_mapping", bits=64), k_cache, v_cache)
+    _core.write_kv_paged(as_input(k_new, "k_new"), as_input(v_new, "v_new"),
+                         as_int_array(slot_mapping, "slot_mapping", bits=64), as_output(k_cache, "k_cache"),
+                         as_output(v_cache, "v_cache"))
 
 
 def write_paged_rows(rows, slot_mapping, cache):
     """write_kv_paged for one cache (MLA's latent): rows [T, ..., D] into cache [num_blocks, block_size, ..., D]."""
-    _core.write_kv_paged(as_input(rows, "k_new"), None, as_int_array(slot_mapping, "slot_mapping", bits=64), cache, None)
+    _core.write_kv_paged(as_input(rows, "k_new"), None, as_int_array(slot_mapping, "slot_mapping", bits=64),
+                         as_output(cache, "k_cache"), None)

@@ -9,7 +9,7 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+from ._arrays import as_i32_vector, as_input, as_output, empty_like_input, shape_of
 
 
 def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
@@ -56,15 +56,12 @@ def _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_
     cached = cache_seqlens is not None
     q, w_kv_b = as_input(q, "q"), as_input(w_kv_b, "w_kv_b")
     kv_latent = as_input(kv_latent, "latent_cache" if cached else "kv_latent")
-    if check_inputs:
-        check_finite(q, "q")
-        if not cached:
-            check_finite(kv_latent, "kv_latent")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
-    _core.mla_prefill(q, kv_latent, w_kv_b, out, r, dn, dr, dv, scale, bool(causal),
+    _core.mla_prefill(q, kv_latent, w_kv_b, as_output(out, "out"), r, dn, dr, dv, scale, bool(causal),
                       as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
-                      as_i32_vector(cache_seqlens, "cache_seqlens"), as_i32_vector(block_table, "block_table"), reference=reference)
+                      as_i32_vector(cache_seqlens, "cache_seqlens"), as_i32_vector(block_table, "block_table"),
+                      reference=reference, check_inputs=bool(check_inputs))
     return out
 
 
@@ -88,8 +85,8 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
         raise ValueError("cache_seqlens: is required")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
-    _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, out, r, dn, dr, dv,
-                     as_i32_vector(block_table, "block_table"), scale, bool(causal))
+    _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, as_output(out, "out"),
+                     r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale, bool(causal))
     return out
 
 

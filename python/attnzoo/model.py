@@ -19,24 +19,18 @@ import os
 import numpy as np
 
 from . import _core
-from ._arrays import as_input, in_callers_framework, _is_torch
+from ._arrays import as_input, in_callers_framework, to_int32, _is_torch
 
 Sequence = _core.Sequence
 PoolExhaustedError = _core.PoolExhaustedError
 
 
 def _ids(ids, name="ids"):
-    x = as_input(ids, name)
-    if _is_torch(x):
-        if x.is_floating_point():
-            raise TypeError(f"{name}: expected integer token ids, got {x.dtype}")
-        x = x.numpy()
-    x = np.asarray(x)
-    if x.dtype.kind not in "iu":
-        raise TypeError(f"{name}: expected integer token ids, got {x.dtype}")
+    """Token ids as int32; ids that do not fit are refused here, ids outside the vocabulary by the model."""
+    x = to_int32(ids, name)
     if x.ndim != 1:
         raise ValueError(f"{name}: must be 1-D, got shape {x.shape}")
-    return np.ascontiguousarray(x, dtype=np.int32)
+    return x
 
 
 class Model:

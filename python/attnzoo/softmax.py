@@ -1,6 +1,6 @@
 """The softmax-attention family: prefill, decode (contiguous and paged caches), MLA, block-sparse masks."""
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, shape_of
 
 BlockMask = _core.BlockMask
 
@@ -57,7 +57,8 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     the softmax denominator and are dropped (gpt-oss). alibi_slopes: [Hq], scores -= slope * |i - j|.
     block_mask: an attnzoo.BlockMask. Order: scale, softcap, ALiBi, masks. Rows that see no key give zeros.
     dtypes: float32, bfloat16, float16 (q and k/v may differ); output has q's dtype, or `out`'s if given.
-    check_inputs: refuse NaN / Inf in q, k, v (one cheap pass; only q when k, v are a cache).
+    check_inputs: refuse NaN / Inf in q, k, v (one pass, after shapes and strides have been validated; only q
+    when k, v are a cache).
 
     KV cache (chunked or prefix-cached prefill; flash_attn_varlen_func with block_table / flash_attn_with_kvcache):
     with `seqused_k` (int [B], alias `cache_seqlens`) k and v are a cache that already holds every sequence's
@@ -75,15 +76,13 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     seqused_k = seqused_k if seqused_k is not None else cache_seqlens
     cached = seqused_k is not None
     k, v = as_input(k, "k_cache" if cached else "k"), as_input(v, "v_cache" if cached else "v")
-    if check_inputs:
-        for x, name in ((q, "q"),) if cached else ((q, "q"), (k, "k"), (v, "v")):
-            check_finite(x, name)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
-    _core.attention(q, k, v, out, bool(causal), scale, window, softcap, as_f32_vector(sinks, "sinks"),
-                    as_f32_vector(alibi_slopes, "alibi_slopes"), as_i32_vector(cu_seqlens, "cu_seqlens"),
-                    as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask,
-                    as_i32_vector(block_table, "block_table"), as_i32_vector(seqused_k, "seqused_k"))
+    _core.attention(q, k, v, as_output(out, "out"), bool(causal), scale, window, softcap,
+                    as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"),
+                    as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask,
+                    as_i32_vector(block_table, "block_table"), as_i32_vector(seqused_k, "seqused_k"),
+                    check_inputs=bool(check_inputs))
     return out
 
 
@@ -95,7 +94,7 @@ def attention_reference(q, k, v, **kw):
     out = kw.pop("out", None)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
-    _core.attention(q, k, v, out, bool(kw.get("causal", True)), kw.get("scale"), kw.get("window"),
+    _core.attention(q, k, v, as_output(out, "out"), bool(kw.get("causal", True)), kw.get("scale"), kw.get("window"),
                     kw.get("softcap"), as_f32_vector(kw.get("sinks"), "sinks"),
                     as_f32_vector(kw.get("alibi_slopes"), "alibi_slopes"),
                     as_i32_vector(kw.get("cu_seqlens"), "cu_seqlens"),

@@ -74,7 +74,7 @@ void bind_bench(nb::module_& m) {
           [measure](double seconds, int runs) {
             FmaPeak p;
             {
-              nb::gil_scoped_release release;
+              KernelScope scope;
               p = measure(seconds, runs);
             }
             nb::dict d;
@@ -99,7 +99,7 @@ void bind_bench(nb::module_& m) {
         [](int64_t bytes, int runs) {
           MemoryBandwidth b;
           {
-            nb::gil_scoped_release release;
+            KernelScope scope;
             b = measure_memory_bandwidth(bytes, runs);
           }
           nb::dict d;
@@ -139,7 +139,7 @@ void bind_bench(nb::module_& m) {
           const Scale s = parse_scale(scale);
           std::vector<KernelResult> rows;
           {
-            nb::gil_scoped_release release;
+            KernelScope scope;
             rows = bench_prefill_cases(s);
           }
           nb::list out;

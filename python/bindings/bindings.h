@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/tensor.h"
+#include "core/threads.h"
 #include "kernels/softmax/options.h"
 
 namespace attnzoo::py {
@@ -14,9 +15,35 @@ namespace nb = nanobind;
 using AnyArray = nb::ndarray<nb::ro, nb::device::cpu>;      // inputs: read-only is fine
 using OutArray = nb::ndarray<nb::device::cpu>;              // outputs: must be writable
 
-// Views the array; `name` appears in errors (unsupported dtype, too many dims).
+// Views the array; `name` appears in errors (unsupported dtype, too many dims). An OutArray's memory is also
+// probed for writability (a torch tensor over a read-only mapping would otherwise crash on the first store).
 TensorView as_view(const AnyArray& a, const char* name);
 TensorView as_view(const OutArray& a, const char* name);
+
+// Held by every binding while native code runs: the GIL released, the thread pool pinned (set_num_threads
+// waits for it), and, when `interruptible`, a Ctrl-C on the main thread cancels the running kernel between
+// its tasks; the call then raises KeyboardInterrupt (see python/bindings/kernel_scope.cc). Calls that must
+// not stop halfway (they update a model sequence) pass interruptible = false.
+class KernelScope {
+ public:
+  explicit KernelScope(bool interruptible = true);
+  ~KernelScope();
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+
+ private:
+  bool main_thread_;                // asked while the GIL is still held
+  nb::gil_scoped_release release_;  // destroyed after the pin is dropped: a waiting resize never needs the GIL
+  ThreadPool::Pin pin_;
+  std::optional<ThreadPool::InterruptScope> interrupt_;
+};
+
+// Maps attnzoo::Interrupted to the Python exception the poll found pending (KeyboardInterrupt).
+void raise_interrupted();
+// From a thread without the GIL: whether a Python signal handler raised (the exception is kept for
+// raise_interrupted). Only meaningful on the main thread; false elsewhere.
+bool python_signal_pending();
+bool on_main_thread();  // needs the GIL
 // As above, but also requires a given dtype family ("int32 array", float32 array ...).
 const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len = -1);
 const int64_t* as_int64(const AnyArray& a, const char* name, int64_t expected_len);

@@ -1,6 +1,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "bindings.h"
 #include "core/cpu_info.h"
 #include "core/dispatch.h"
@@ -34,6 +37,41 @@ DType dtype_of(nb::dlpack::dtype t, const char* name) {
                    " is not supported; use float32, bfloat16 or float16 (int32 / int64 for ids and offsets)");
 }
 
+// Whether the process may store to `p`, asked of the kernel instead of by storing: a pipe carries the byte that
+// is already there back onto it, and read() answers EFAULT for memory this process cannot write. One pipe per
+// thread, made once.
+bool can_write_byte(char* p) {
+  struct Pipe {
+    int fds[2] = {-1, -1};
+    Pipe() {
+      if (pipe2(fds, O_CLOEXEC) != 0) fds[0] = fds[1] = -1;
+    }
+    ~Pipe() {
+      if (fds[0] >= 0) close(fds[0]), close(fds[1]);
+    }
+  };
+  thread_local Pipe pipe_;
+  if (pipe_.fds[0] < 0) return true;  // cannot tell: let the store decide
+  if (write(pipe_.fds[1], p, 1) != 1) return false;  // not even readable
+  return read(pipe_.fds[0], p, 1) == 1;
+}
+
+// Probes the first and last byte the view spans (a read-only mapping is read-only throughout): four system
+// calls, about 2 us, per output per call. No cache: freed memory can come back at the same address read-only.
+void require_writable(const TensorView& v, const char* name) {
+  if (v.empty()) return;
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < v.ndim; ++d) {
+    if (v.shape[size_t(d)] == 0) return;
+    const int64_t reach = (v.shape[size_t(d)] - 1) * v.strides[size_t(d)];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  char* base = static_cast<char*>(v.data);
+  const int64_t esize = int64_t(dtype_size(v.dtype));
+  require(can_write_byte(base + lo * esize) && can_write_byte(base + hi * esize + esize - 1), name,
+          "is read-only memory (written in place); pass a writable array");
+}
+
 template <typename Array>
 TensorView view_of(const Array& a, const char* name) {
   require(a.ndim() <= size_t(TensorView::kMaxDims), name, "has more than 6 dimensions");
@@ -51,7 +89,11 @@ TensorView view_of(const Array& a, const char* name) {
 }  // namespace
 
 TensorView as_view(const AnyArray& a, const char* name) { return view_of(a, name); }
-TensorView as_view(const OutArray& a, const char* name) { return view_of(a, name); }
+TensorView as_view(const OutArray& a, const char* name) {
+  TensorView v = view_of(a, name);
+  require_writable(v, name);
+  return v;
+}
 
 const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len) {
   const TensorView v = as_view(a, name);
@@ -108,7 +150,10 @@ void bind_core(nb::module_& m) {
   m.def("set_target", [](const std::string& name) { set_target(name); }, nb::arg("name"),
         "Force a SIMD target: scalar, avx2, avx512 or avx512_bf16.");
   m.def("num_threads", [] { return ThreadPool::global().num_threads(); });
-  m.def("set_num_threads", [](int n) { ThreadPool::set_global_threads(n); }, nb::arg("n"));
+  m.def("set_num_threads", [](int n) {
+    nb::gil_scoped_release release;  // waits for running kernels, which may need the GIL to finish
+    ThreadPool::set_global_threads(n);
+  }, nb::arg("n"), "Resizes the thread pool; waits until kernels running on other threads have returned.");
   m.def("cpu_info", [] {
     const CpuInfo c = read_cpu_info();
     nb::dict d;

@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "core/error.h"
+#include "core/finite_check.h"
 #include "kernels/softmax/decode_problem.h"
 
 namespace attnzoo::py {
@@ -15,7 +16,7 @@ void bind_decode(nb::module_& m) {
         [](const AnyArray& q, const AnyArray& k_cache, const AnyArray& v_cache, const AnyArray& cache_seqlens,
            std::optional<AnyArray> block_table, const OutArray& out, bool causal, std::optional<float> scale,
            std::optional<int64_t> window, std::optional<float> softcap, std::optional<AnyArray> sinks,
-           std::optional<AnyArray> alibi_slopes, const BlockMask* block_mask, bool reference) {
+           std::optional<AnyArray> alibi_slopes, const BlockMask* block_mask, bool reference, bool check_inputs) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           require(qv.ndim == 4, "q", "must be [batch, new_tokens, heads, head_dim], got " + qv.shape_str());
           KvCacheView cache;
@@ -26,7 +27,8 @@ void bind_decode(nb::module_& m) {
           const AttentionOptions o =
               make_attention_options(qv.shape[2], causal, scale, window, softcap, sinks, alibi_slopes, block_mask);
           const DecodeProblem p = make_decode_problem(qv, cache, ov, o);
-          nb::gil_scoped_release release;
+          KernelScope scope;
+          if (check_inputs) require_finite(qv, "q");
           if (reference)
             attention_decode_reference(p);
           else
@@ -35,7 +37,8 @@ void bind_decode(nb::module_& m) {
         nb::arg("q"), nb::arg("k_cache"), nb::arg("v_cache"), nb::arg("cache_seqlens"),
         nb::arg("block_table").none(), nb::arg("out"), nb::arg("causal"), nb::arg("scale").none(),
         nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
-        nb::arg("alibi_slopes").none(), nb::arg("block_mask").none(), nb::arg("reference") = false);
+        nb::arg("alibi_slopes").none(), nb::arg("block_mask").none(), nb::arg("reference") = false,
+        nb::arg("check_inputs") = false);
 }
 
 }  // namespace attnzoo::py

@@ -79,7 +79,7 @@ void bind_engine(nb::module_& m) {
           auto* out = new std::vector<int32_t>(size_t(r.rows));
           nb::capsule owner(out, [](void* p) noexcept { delete static_cast<std::vector<int32_t>*>(p); });
           {
-            nb::gil_scoped_release release;
+            KernelScope scope(false);
             // Rows draw in order from one generator: the same seed gives the same ids for the same batch.
             for (int64_t b = 0; b < r.rows; ++b) {
               const auto row_ctx = offsets ? ctx.subspan(size_t(offsets[b]), size_t(offsets[b + 1] - offsets[b])) : ctx;
@@ -107,7 +107,7 @@ void bind_engine(nb::module_& m) {
              const Rows r = logits_rows(logits);
              require(r.rows == 1 && logits.ndim() == 1, "logits", "must be one row [vocab]");
              const auto ctx = context_span(context_ids);
-             nb::gil_scoped_release release;
+             KernelScope scope(false);
              return s.sample({r.data, size_t(r.vocab)}, ctx);
            },
            nb::arg("logits"), nb::arg("context_ids").none());
@@ -148,11 +148,14 @@ void bind_engine(nb::module_& m) {
               stream(nb::str(piece.data(), piece.size()));
             };
           }
+          // Ctrl-C on the main thread ends generation between tokens; the call then raises KeyboardInterrupt.
+          if (on_main_thread()) o.cancel = python_signal_pending;
           GenerationResult r;
           {
-            nb::gil_scoped_release release;
+            KernelScope scope(false);  // a forward pass is not cut midway; the loop checks between tokens
             r = generate(sequence, prompt, o, text.get(), on_text);
           }
+          if (r.reason == StopReason::cancelled) throw Interrupted();
           nb::dict out;
           out["tokens"] = r.tokens;
           out["text"] = r.text;

@@ -42,7 +42,7 @@ void bind_entry(nb::module_& m, const char* name, DeltaEntry entry) {
         a.use_qk_l2norm_in_kernel = use_qk_l2norm_in_kernel;
         a.chunk_size = chunk_size;
         a.check_values = check_values;
-        nb::gil_scoped_release release;
+        KernelScope scope;
         entry(a);
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("g").none(), nb::arg("beta").none(), nb::arg("o"),

@@ -62,7 +62,7 @@ void gla_forward(const std::string& family, const std::string& path, const AnyAr
   const bool chunk = path == "chunk", recurrent = path == "recurrent", reference = path == "reference";
   require(chunk || recurrent || reference || (path == "parallel" && family == "retention"), "path",
           "unknown path '" + path + "'");
-  nb::gil_scoped_release release;
+  KernelScope scope;
   if (family == "simple_gla") {
     if (chunk) chunk_simple_gla(qv, kv, vv, gv, gammav, ov, opts);
     if (recurrent) recurrent_simple_gla(qv, kv, vv, gv, gammav, ov, opts);
@@ -109,7 +109,7 @@ void bind_linear_gla(nb::module_& m) {
             opts.cu_seqlens_len = int64_t(cu_seqlens->shape(0));
           }
           const TensorView xv = as_view(x, "x"), wv = as_view(weight, "weight"), yv = as_view(y, "y");
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference)
             causal_conv1d_reference(xv, wv, yv, opts);
           else
@@ -124,7 +124,7 @@ void bind_linear_gla(nb::module_& m) {
           const TensorView xv = as_view(x, "x"), sv = as_view(conv_state, "conv_state"), wv = as_view(weight, "weight"),
                            bv = optional_view(bias, "bias"), yv = as_view(y, "y");
           const ConvActivation act = activation_of(activation);
-          nb::gil_scoped_release release;
+          KernelScope scope;
           causal_conv1d_update(xv, sv, wv, bv, yv, act);
         },
         nb::arg("x"), nb::arg("conv_state"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("y"),

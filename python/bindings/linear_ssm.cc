@@ -48,7 +48,7 @@ void bind_mamba2(nb::module_& m) {
           a.y = as_view(y, "y"), a.final_state = view_or_empty(final_state, "final_state");
           std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
           a.chunk_size = chunk_size;
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (mode == "chunk") mamba2_chunk_scan(a);
           else if (mode == "recurrent") mamba2_recurrent(a);
           else if (mode == "reference") mamba2_reference(a);
@@ -71,7 +71,7 @@ void bind_mamba2(nb::module_& m) {
           a.dt_softplus = dt_softplus;
           if (dt_limit) a.dt_limit = true, a.dt_min = std::get<0>(*dt_limit), a.dt_max = std::get<1>(*dt_limit);
           a.y = as_view(y, "y");
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference) mamba2_state_update_reference(a);
           else mamba2_state_update(a);
         },
@@ -93,7 +93,7 @@ void bind_mamba(nb::module_& m) {
           a.initial_state = view_or_empty(initial_state, "initial_state");
           a.out = as_view(out, "out"), a.final_state = view_or_empty(final_state, "final_state");
           std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference) selective_scan_reference(a);
           else selective_scan(a);
         },
@@ -113,7 +113,7 @@ void bind_mamba(nb::module_& m) {
           a.dt_bias = view_or_empty(dt_bias, "dt_bias");
           a.dt_softplus = dt_softplus;
           a.y = as_view(y, "y");
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference) selective_state_update_reference(a);
           else selective_state_update(a);
         },
@@ -131,7 +131,7 @@ void bind_rwkv4(nb::module_& m) {
           a.initial_state = view_or_empty(initial_state, "state");
           a.out = as_view(out, "out"), a.final_state = view_or_empty(final_state, "final_state");
           std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference) rwkv4_reference(a);
           else recurrent_rwkv4(a);
         },
@@ -153,7 +153,7 @@ void bind_rwkv7(nb::module_& m) {
           x.initial_state = view_or_empty(initial_state, "initial_state");
           x.o = as_view(o, "o"), x.final_state = view_or_empty(final_state, "final_state");
           std::tie(x.cu_seqlens, x.cu_seqlens_len) = seqlens_of(cu_seqlens);
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (form == "reference") rwkv7_reference(x);
           else if (form == "recurrent") recurrent_rwkv7(x);
           else chunk_rwkv7(x, chunk_size);

@@ -7,7 +7,9 @@
 
 #include "bindings.h"
 #include "core/error.h"
+#include "core/finite_check.h"
 #include "kernels/softmax/mla.h"
+#include "kernels/softmax/mla_problem.h"
 
 namespace attnzoo::py {
 namespace {
@@ -33,7 +35,7 @@ void bind_mla(nb::module_& m) {
            int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim, int64_t v_head_dim,
            std::optional<float> scale, bool causal, std::optional<AnyArray> cu_seqlens,
            std::optional<AnyArray> cu_seqlens_k, std::optional<AnyArray> cache_seqlens,
-           std::optional<AnyArray> block_table, bool reference) {
+           std::optional<AnyArray> block_table, bool reference, bool check_inputs) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           VarlenInfo vl;
@@ -51,7 +53,11 @@ void bind_mla(nb::module_& m) {
             const int64_t B = cu_seqlens ? vl.num_seqs : qv.shape[0];
             LatentCacheView cache{as_view(kv_latent, "latent_cache"), as_int32(*cache_seqlens, "cache_seqlens", B)};
             if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
-            nb::gil_scoped_release release;
+            KernelScope scope;
+            if (check_inputs) {  // only q: a cache's unused rows may hold anything
+              (void)make_mla_cache_problem(qv, cache, w, ov, o, vl);  // shapes first: the scan trusts them
+              require_finite(qv, "q");
+            }
             if (reference)
               mla_prefill_reference(qv, cache, w, ov, o, vl);
             else
@@ -60,7 +66,12 @@ void bind_mla(nb::module_& m) {
           }
           require(!block_table, "cache_seqlens", "is required with block_table (each sequence's row count)");
           const TensorView lv = as_view(kv_latent, "kv_latent");
-          nb::gil_scoped_release release;
+          KernelScope scope;
+          if (check_inputs) {
+            (void)make_mla_prefill_problem(qv, lv, w, ov, o, vl);  // shapes first: the scan trusts them
+            require_finite(qv, "q");
+            require_finite(lv, "kv_latent");
+          }
           if (reference)
             mla_prefill_reference(qv, lv, w, ov, o, vl);
           else
@@ -69,7 +80,8 @@ void bind_mla(nb::module_& m) {
         nb::arg("q"), nb::arg("kv_latent"), nb::arg("w_kv_b"), nb::arg("out"), nb::arg("kv_lora_rank"),
         nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"), nb::arg("scale").none(),
         nb::arg("causal"), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
-        nb::arg("cache_seqlens").none(), nb::arg("block_table").none(), nb::arg("reference") = false);
+        nb::arg("cache_seqlens").none(), nb::arg("block_table").none(), nb::arg("reference") = false,
+        nb::arg("check_inputs") = false);
 
   m.def("mla_decode",
         [](const AnyArray& q, const AnyArray& latent_cache, const AnyArray& cache_seqlens, const AnyArray& w_kv_b,
@@ -84,7 +96,7 @@ void bind_mla(nb::module_& m) {
           cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", B);
           if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
           const MlaOptions o = make_options(scale, causal);
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference)
             mla_decode_reference(qv, cache, w, ov, o);
           else

@@ -169,7 +169,7 @@ void bind_model(nb::module_& m) {
             opts.pool.prefix_caching = enable_prefix_caching;
             opts.pool.snapshot_interval_blocks = snapshot_interval_blocks;
             opts.pool.shuffle_seed = shuffle_blocks_seed;
-            nb::gil_scoped_release release;
+            KernelScope scope(false);  // loading converts weights on the pool: hold it, but do not cancel mid-way
             return Model::load(dir, opts);
           },
           nb::arg("dir"), nb::arg("dtype") = "float32", nb::arg("block_size") = int64_t(16),
@@ -188,7 +188,7 @@ void bind_model(nb::module_& m) {
             batch.add(seq, ids_span(ids, "ids"));
             std::vector<float> logits;
             {
-              nb::gil_scoped_release release;
+              KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
               logits = model.forward(batch, last_only);
             }
             return to_numpy(std::move(logits), last_only ? 1 : batch.num_tokens(), model.info().vocab_size);
@@ -206,7 +206,7 @@ void bind_model(nb::module_& m) {
             }
             std::vector<float> logits;
             {
-              nb::gil_scoped_release release;
+              KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
               logits = model.forward(batch, last_only);
             }
             return to_numpy(std::move(logits), last_only ? batch.num_sequences() : batch.num_tokens(),
@@ -220,7 +220,7 @@ void bind_model(nb::module_& m) {
             const std::span<const int32_t> span = ids_span(ids, "ids");
             std::vector<LayerTrace> layers;
             {
-              nb::gil_scoped_release release;
+              KernelScope scope(false);  // a half-run step would leave the sequence inconsistent
               layers = model.trace(span);
             }
             nb::list out;

@@ -17,6 +17,8 @@ NB_MODULE(_core, m) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const attnzoo::ArgumentError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const attnzoo::Interrupted&) {
+      attnzoo::py::raise_interrupted();
     }
   });
   attnzoo::py::bind_core(m);

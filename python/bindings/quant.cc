@@ -50,7 +50,7 @@ void bind_quant(nb::module_& m) {
           const TensorView o = as_view(out, "out");
           require(o.dtype == DType::f32 && o.is_contiguous(), "out", "expected a contiguous float32 array");
           const QuantMatrix w = bytes_arg(data, "data", type, 1, o.numel());
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (reference)
             dequantize_row_reference(type, w.data, o.ptr<float>(), w.cols);
           else
@@ -70,7 +70,7 @@ void bind_quant(nb::module_& m) {
           const TensorView yv = f32_matrix(as_view(y, "y"), "y", T, N);
           const float* xp = xv.ptr<float>();
           float* yp = yv.ptr<float>();
-          nb::gil_scoped_release release;
+          KernelScope scope;
           if (path == "int8") {
             require(quant_gemv_has_int8(type), "path", std::string("no integer kernel for ") + quant_type_name(type));
             quant_gemv(wm, nullptr, xp, T, yp, N);

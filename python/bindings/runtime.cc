@@ -37,7 +37,7 @@ void bind_runtime(nb::module_& m) {
           if (backend == "bf16_dot") b = LinearGemmBackend::bf16_dot;
           else if (backend == "tile") b = LinearGemmBackend::tile;
           else require(backend == "openblas", "backend", "expected 'openblas', 'tile' or 'bf16_dot', got '" + backend + "'");
-          nb::gil_scoped_release release;
+          KernelScope scope;
           linear_gemm(wv, nullptr, xv.ptr<float>(), T, yv.ptr<float>(), N, b);
         },
         nb::arg("w"), nb::arg("x"), nb::arg("y"), nb::arg("backend") = "openblas",

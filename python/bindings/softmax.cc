@@ -5,9 +5,12 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "bindings.h"
 #include "core/error.h"
+#include "core/finite_check.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/kv_write.h"
 
@@ -63,7 +66,8 @@ void bind_softmax(nb::module_& m) {
            std::optional<float> scale, std::optional<int64_t> window, std::optional<float> softcap,
            std::optional<AnyArray> sinks, std::optional<AnyArray> alibi_slopes,
            std::optional<AnyArray> cu_seqlens, std::optional<AnyArray> cu_seqlens_k, const BlockMask* block_mask,
-           std::optional<AnyArray> block_table, std::optional<AnyArray> seqused_k, bool reference) {
+           std::optional<AnyArray> block_table, std::optional<AnyArray> seqused_k, bool reference,
+           bool check_inputs) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           require(qv.ndim >= 3, "q", "must be [batch, time, heads, head_dim] or packed [total, heads, head_dim], got " +
                                          qv.shape_str());
@@ -80,6 +84,7 @@ void bind_softmax(nb::module_& m) {
             require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
           }
           AttentionProblem p;
+          std::vector<std::pair<TensorView, const char*>> scanned{{qv, "q"}};  // a cache's unused rows may be anything
           if (seqused_k) {  // k and v are a KV cache (paged with block_table, else contiguous)
             const int64_t B = cu_seqlens ? vl.num_seqs : qv.shape[0];
             KvCacheView cache{as_view(k, "k_cache"), as_view(v, "v_cache"), as_int32(*seqused_k, "seqused_k", B)};
@@ -87,9 +92,13 @@ void bind_softmax(nb::module_& m) {
             p = make_cached_prefill_problem(qv, cache, ov, o, vl);
           } else {
             require(!block_table, "seqused_k", "is required with block_table (each sequence's key count)");
-            p = make_prefill_problem(qv, as_view(k, "k"), as_view(v, "v"), ov, o, vl);
+            const TensorView kv = as_view(k, "k"), vv = as_view(v, "v");
+            p = make_prefill_problem(qv, kv, vv, ov, o, vl);
+            scanned.insert(scanned.end(), {{kv, "k"}, {vv, "v"}});
           }
-          nb::gil_scoped_release release;
+          KernelScope scope;
+          if (check_inputs)  // after the problem is built: the scan trusts validated shapes and strides
+            for (const auto& [view, name] : scanned) require_finite(view, name);
           if (reference)
             attention_prefill_reference(p);
           else
@@ -99,7 +108,7 @@ void bind_softmax(nb::module_& m) {
         nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
         nb::arg("alibi_slopes").none(), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
         nb::arg("block_mask").none(), nb::arg("block_table").none(), nb::arg("seqused_k").none(),
-        nb::arg("reference") = false);
+        nb::arg("reference") = false, nb::arg("check_inputs") = false);
 
   m.def("write_kv_paged",
         [](const AnyArray& k_new, std::optional<AnyArray> v_new, const AnyArray& slot_mapping, const OutArray& k_cache,
@@ -109,12 +118,12 @@ void bind_softmax(nb::module_& m) {
           const int64_t* slots = as_int64(slot_mapping, "slot_mapping", kn.shape[0]);
           require(v_new.has_value() == v_cache.has_value(), "v_cache", "v_new and v_cache come together");
           if (!v_new) {
-            nb::gil_scoped_release release;
+            KernelScope scope;
             write_paged_rows(kn, slots, kc, "k_new", "k_cache");
             return;
           }
           const TensorView vn = as_view(*v_new, "v_new"), vc = as_view(*v_cache, "v_cache");
-          nb::gil_scoped_release release;
+          KernelScope scope;
           write_kv_paged(kn, vn, slots, kc, vc);
         },
         nb::arg("k_new"), nb::arg("v_new").none(), nb::arg("slot_mapping"), nb::arg("k_cache"),

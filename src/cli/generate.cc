@@ -2,6 +2,8 @@
 // Sampling defaults follow transformers: the checkpoint's generation_config.json (greedy unless it sets
 // do_sample), then any flag given here. With --chat the prompt is one user message in the checkpoint's chat
 // template, and the answer also ends at the template's end-of-turn token.
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -11,6 +13,7 @@
 #include "cli/generation_flags.h"
 #include "cli/usage.h"
 #include "core/error.h"
+#include "core/threads.h"
 #include "engine/chat_turns.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
@@ -84,6 +87,13 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
   return a;
 }
 
+// SIGINT / SIGTERM end generation between tokens (the summary still prints); a signal during the prompt's
+// forward pass cancels its kernels between tasks. The handler only stores the signal number.
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int sig) { g_signal.store(sig); }
+
+bool stop_requested() { return g_signal.load() != 0; }
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
@@ -121,10 +131,22 @@ int run_generate(const std::vector<std::string>& args) {
   }
   ModelSequence sequence(*model);
   TokenizerTextStream text(tokenizer);
-  const GenerationResult r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-  });
+  options.cancel = stop_requested;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  GenerationResult r;
+  try {
+    ThreadPool::InterruptScope cancel(stop_requested);
+    r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    });
+  } catch (const Interrupted&) {
+    r.reason = StopReason::cancelled;  // during the prompt's forward pass: nothing generated
+    r.prompt_tokens = int64_t(prompt.size());
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   std::fputc('\n', stdout);
   std::fflush(stdout);
 
@@ -143,7 +165,8 @@ int run_generate(const std::vector<std::string>& args) {
                "(%.1f tok/s); stop: %s; %s\n",
                (long long)r.prompt_tokens, r.prefill_seconds, prefill_rate, r.tokens.size(), r.decode_seconds,
                decode_rate, stop_reason_name(r.reason), sampling);
-  return 0;
+  // The shell's convention for a run ended by a signal: 128 + its number.
+  return r.reason == StopReason::cancelled ? 128 + (g_signal.load() ? g_signal.load() : SIGINT) : 0;
 }
 
 }  // namespace attnzoo::cli

@@ -37,11 +37,13 @@ T parse_number(const std::string& flag, const std::string& v) {
     size_t used = 0;
     T out;
     if constexpr (std::is_floating_point_v<T>) out = T(std::stod(v, &used));
-    else if constexpr (std::is_unsigned_v<T>) out = T(std::stoull(v, &used));
+    // stoull reads "-1" as 2^64 - 1: a sign is refused rather than wrapped.
+    else if constexpr (std::is_unsigned_v<T>) out = v.find('-') == std::string::npos ? T(std::stoull(v, &used)) : T(0);
     else out = T(std::stoll(v, &used));
     if (used == v.size()) return out;
   } catch (const std::exception&) {
   }
+  if constexpr (std::is_unsigned_v<T>) throw ArgumentError(flag + ": expected a non-negative integer, got '" + v + "'");
   throw ArgumentError(flag + ": expected a number, got '" + v + "'");
 }
 // The model `generate` and `chat` run without -m: SmolLM2-135M-Instruct (Q4_1 GGUF) where scripts/setup.sh puts it.

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/usage.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
@@ -58,6 +59,7 @@ constexpr int64_t kContexts[] = {4096, 131072, 1048576};
 const char* const kContextNames[] = {"4k", "128k", "1M"};
 
 // Layers of one kind (and cache kind, and window): how many, and their summed specs' bytes.
+// Sums are checked: absurd configs make sizes that do not fit, and those must be an error, not a negative size.
 struct KindRow {
   std::string label;
   int layers = 0;
@@ -87,9 +89,9 @@ KindRow total_of(const std::vector<LayerInfo>& layers, const std::string& label,
   t.label = label;
   for (const auto& r : per_kind(layers, B)) {
     t.layers += r.layers;
-    t.per_token += r.per_token;
-    t.fixed += r.fixed;
-    for (int c = 0; c < 3; ++c) t.at[c] += r.at[c];
+    t.per_token = checked_add(t.per_token, r.per_token, "cache bytes per token");
+    t.fixed = checked_add(t.fixed, r.fixed, "state bytes");
+    for (int c = 0; c < 3; ++c) t.at[c] = checked_add(t.at[c], r.at[c], "cache bytes");
   }
   return t;
 }

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -12,9 +13,53 @@
 namespace attnzoo {
 namespace {
 thread_local bool t_inside_task = false;
+thread_local int t_pins = 0;
+thread_local ThreadPool::InterruptPoll t_poll = nullptr;
+thread_local const std::atomic<bool>* t_cancelled = nullptr;  // the cancel flag of the job this thread runs
 std::unique_ptr<ThreadPool> g_pool;
 std::mutex g_pool_mutex;
+std::shared_mutex g_resize_mutex;  // shared: a Pin; exclusive: set_global_threads
+
+// Rate-limits the poll: it may take the Python GIL, which must stay rare next to the kernel's work.
+class PollClock {
+ public:
+  bool due() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) return false;
+    next_ = now + std::chrono::milliseconds(ThreadPool::kPollIntervalMs);
+    return true;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point next_ =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(ThreadPool::kPollIntervalMs);
+};
+// Marks this thread as running tasks of the job whose cancel flag is `cancelled`, until the scope ends (also
+// when a task throws, so the next call from this thread is top level again).
+class InsideTask {
+ public:
+  explicit InsideTask(const std::atomic<bool>* cancelled) : was_inside_(t_inside_task), previous_(t_cancelled) {
+    t_inside_task = true;
+    t_cancelled = cancelled;
+  }
+  ~InsideTask() {
+    t_inside_task = was_inside_;
+    t_cancelled = previous_;
+  }
+  InsideTask(const InsideTask&) = delete;
+  InsideTask& operator=(const InsideTask&) = delete;
+
+ private:
+  bool was_inside_;
+  const std::atomic<bool>* previous_;
+};
 }  // namespace
+
+ThreadPool::Pin::Pin() : lock_(g_resize_mutex) { ++t_pins; }
+ThreadPool::Pin::~Pin() { --t_pins; }
+
+ThreadPool::InterruptScope::InterruptScope(InterruptPoll poll) : previous_(t_poll) { t_poll = poll; }
+ThreadPool::InterruptScope::~InterruptScope() { t_poll = previous_; }
 
 int default_thread_count() {
   if (const char* env = std::getenv("ATTNZOO_THREADS")) {
@@ -42,14 +87,16 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_tasks(int worker) {
-  t_inside_task = true;
+void ThreadPool::run_tasks(int worker, bool poll) {
+  const InsideTask inside(&cancelled_);
+  PollClock clock;
   for (;;) {
+    if (cancelled_.load(std::memory_order_relaxed)) break;
     int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (task >= num_tasks_) break;
     (*job_)(task, worker);
+    if (poll && clock.due() && t_poll()) cancelled_.store(true, std::memory_order_relaxed);
   }
-  t_inside_task = false;
 }
 
 void ThreadPool::worker_loop(int worker) {
@@ -62,7 +109,7 @@ void ThreadPool::worker_loop(int worker) {
       if (stop_) return;
       seen = generation_;
     }
-    run_tasks(worker);
+    run_tasks(worker, false);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) done_.notify_one();
@@ -73,11 +120,22 @@ void ThreadPool::worker_loop(int worker) {
 void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   if (num_tasks <= 0) return;
   const FlushDenormalsGuard flush;  // the caller's own setting comes back when the tasks are done
+  // Only the outermost call of the submitting thread polls and throws: a task must never be left by an
+  // exception while other workers still run the job.
+  const bool top_level = !t_inside_task;
+  const bool poll = top_level && t_poll != nullptr;
   if (t_inside_task || workers_.empty() || num_tasks == 1) {
-    bool was_inside = t_inside_task;
-    t_inside_task = true;
-    for (int64_t i = 0; i < num_tasks; ++i) fn(i, 0);
-    t_inside_task = was_inside;
+    // A serial job of its own has its own cancel flag: the pool's belongs to whichever job the workers run,
+    // possibly another thread's. A nested loop skips its rest when its enclosing job is cancelled.
+    std::atomic<bool> own{false};
+    const InsideTask inside(top_level ? &own : t_cancelled);
+    PollClock clock;
+    for (int64_t i = 0; i < num_tasks; ++i) {
+      if (t_cancelled->load(std::memory_order_relaxed)) break;
+      fn(i, 0);
+      if (poll && clock.due() && t_poll()) own.store(true, std::memory_order_relaxed);
+    }
+    if (top_level && own.load(std::memory_order_relaxed)) throw Interrupted();
     return;
   }
   // One job at a time: concurrent callers (e.g. two Python threads) queue here.
@@ -88,14 +146,19 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
     job_ = &fn;
     num_tasks_ = num_tasks;
     next_task_.store(0, std::memory_order_relaxed);
+    cancelled_.store(false, std::memory_order_relaxed);
     active_ = int(workers_.size());
     ++generation_;
   }
   wake_.notify_all();
-  run_tasks(0);
+  run_tasks(0, poll);
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return active_ == 0; });
   job_ = nullptr;
+  if (cancelled_.load(std::memory_order_relaxed)) {
+    cancelled_.store(false, std::memory_order_relaxed);
+    throw Interrupted();
+  }
 }
 
 ThreadPool& ThreadPool::global() {
@@ -106,6 +169,8 @@ ThreadPool& ThreadPool::global() {
 
 void ThreadPool::set_global_threads(int num_threads) {
   require(num_threads >= 1 && num_threads <= 1024, "num_threads", "must be in [1, 1024]");
+  require(t_pins == 0, "num_threads", "cannot change while this thread runs a kernel");
+  std::unique_lock<std::shared_mutex> resize(g_resize_mutex);
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   g_pool.reset();
   g_pool = std::make_unique<ThreadPool>(num_threads);

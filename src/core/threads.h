@@ -6,10 +6,18 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
 namespace attnzoo {
+
+// A running kernel was cancelled (a pending Ctrl-C seen by the submitting thread, see InterruptScope below); the
+// Python module turns it back into the KeyboardInterrupt that caused it. Outputs are left unspecified.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
 
 class ThreadPool {
  public:
@@ -29,12 +37,44 @@ class ThreadPool {
 
   // The process-wide pool: ATTNZOO_THREADS, else the cores this process may use.
   static ThreadPool& global();
-  // Replaces the global pool (CLI --threads, Python set_num_threads). Not safe while kernels run.
+  // Replaces the global pool (CLI --threads, Python set_num_threads). Waits until no `Pin` is held, so a
+  // kernel that sized per-thread scratch by num_threads() never runs on a pool of another size. Calling it
+  // while this thread holds a Pin is refused (it would wait forever).
   static void set_global_threads(int num_threads);
+
+  // Held for the whole of a call that runs kernels on the global pool (the Python bindings hold one per call):
+  // the pool keeps its size until every Pin is gone. Pins on different threads do not exclude each other.
+  class Pin {
+   public:
+    Pin();
+    ~Pin();
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+
+   private:
+    std::shared_lock<std::shared_mutex> lock_;
+  };
+
+  // Cancellation. While an InterruptPoll is installed on a thread, every top-level parallel_for that thread
+  // submits calls poll() between its own tasks (at most every kPollInterval); when poll() returns true the
+  // job's remaining tasks are skipped on every worker and parallel_for throws Interrupted once they are idle.
+  // Tasks are never abandoned midway, so no worker outlives the job's data.
+  using InterruptPoll = bool (*)();
+  static constexpr int kPollIntervalMs = 50;
+  class InterruptScope {
+   public:
+    explicit InterruptScope(InterruptPoll poll);
+    ~InterruptScope();
+    InterruptScope(const InterruptScope&) = delete;
+    InterruptScope& operator=(const InterruptScope&) = delete;
+
+   private:
+    InterruptPoll previous_;
+  };
 
  private:
   void worker_loop(int worker);
-  void run_tasks(int worker);
+  void run_tasks(int worker, bool poll);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -44,6 +84,7 @@ class ThreadPool {
   int64_t num_tasks_ = 0;
   std::atomic<int64_t> next_task_{0};
   int active_ = 0;
+  std::atomic<bool> cancelled_{false};
   uint64_t generation_ = 0;
   bool stop_ = false;
 };

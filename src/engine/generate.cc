@@ -13,6 +13,7 @@ const char* stop_reason_name(StopReason r) {
     case StopReason::max_new_tokens: return "max_new_tokens";
     case StopReason::eos: return "eos";
     case StopReason::stop_string: return "stop_string";
+    case StopReason::max_positions: return "max_positions";
     case StopReason::cancelled: return "cancelled";
   }
   return "?";
@@ -36,6 +37,10 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
   const int64_t vocab = model.vocab_size();
   for (int32_t id : prompt)
     require(id >= 0 && id < vocab, "prompt", "token id " + std::to_string(id) + " is outside the vocabulary");
+  const int64_t max_positions = model.max_positions();
+  require(max_positions <= 0 || int64_t(prompt.size()) <= max_positions, "prompt",
+          "has " + std::to_string(prompt.size()) + " tokens, more than the model's " + std::to_string(max_positions) +
+              " positions (max_position_embeddings)");
 
   GenerationResult result;
   result.prompt_tokens = int64_t(prompt.size());
@@ -56,6 +61,10 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
   std::vector<int32_t> context(prompt.begin(), prompt.end());
   bool stopped_by_text = false;
   for (;;) {
+    if (max_positions > 0 && int64_t(context.size()) >= max_positions) {
+      result.reason = StopReason::max_positions;
+      break;
+    }
     const int32_t id = sampler.sample(logits, context);
     result.tokens.push_back(id);
     context.push_back(id);

@@ -21,6 +21,8 @@ class LogitsSource {
   // Appends `tokens` (the prompt, or one sampled token) to the sequence and writes the next-token logits that
   // follow the last of them into `logits` (vocab_size() entries).
   virtual void append(std::span<const int32_t> tokens, std::span<float> logits) = 0;
+  // How many positions the model can hold (max_position_embeddings); 0: no limit.
+  virtual int64_t max_positions() const { return 0; }
 };
 
 // Token ids to text, piece by piece: push returns only whole UTF-8 characters, holding partial ones back.
@@ -36,10 +38,14 @@ struct GenerationOptions {
   int64_t max_new_tokens = 128;
   std::vector<int32_t> eos_token_ids;  // see load_eos_token_ids
   std::vector<std::string> stop;       // stop strings: need a TextStream
-  std::function<bool()> cancel;        // polled before each decode step: true ends generation (an interrupt)
+  // Polled before each decode step: true ends generation with StopReason::cancelled (an interrupt: Ctrl-C in
+  // the CLI, KeyboardInterrupt in Python).
+  std::function<bool()> cancel;
 };
 
-enum class StopReason { max_new_tokens, eos, stop_string, cancelled };
+// max_positions: prompt + new tokens reached the model's max_position_embeddings (the announced truncation of
+// every front end: generation stops there, whatever max_new_tokens asked for).
+enum class StopReason { max_new_tokens, eos, stop_string, max_positions, cancelled };
 const char* stop_reason_name(StopReason r);
 
 struct GenerationResult {
@@ -54,7 +60,8 @@ struct GenerationResult {
 
 using TextCallback = std::function<void(std::string_view)>;
 
-// Throws ArgumentError for an empty prompt ("prompt"), max_new_tokens < 0, or stop strings without `text`.
+// Throws ArgumentError for an empty prompt ("prompt"), a prompt longer than model.max_positions() ("prompt"),
+// max_new_tokens < 0, or stop strings without `text`.
 GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, const GenerationOptions& options,
                           TextStream* text = nullptr, const TextCallback& on_text = {});
 

@@ -14,12 +14,14 @@ class CountingModel : public LogitsSource {
  public:
   explicit CountingModel(int64_t vocab) : vocab_(vocab) {}
   int64_t vocab_size() const override { return vocab_; }
+  int64_t max_positions() const override { return max_positions_; }
   void append(std::span<const int32_t> tokens, std::span<float> logits) override {
     calls.emplace_back(tokens.begin(), tokens.end());
     const int32_t next = int32_t((tokens.back() + 1) % vocab_);
     for (int64_t i = 0; i < vocab_; ++i) logits[size_t(i)] = i == next ? 10.f : 0.f;
   }
   std::vector<std::vector<int32_t>> calls;
+  int64_t max_positions_ = 0;
 
  private:
   int64_t vocab_;
@@ -146,6 +148,29 @@ TEST(Generate, BadArgumentsAreNamed) {
   o.stop = {"x"};
   EXPECT_THROW(generate(model, prompt, o), ArgumentError);  // stop strings without a text stream
   EXPECT_TRUE(generate(model, prompt, greedy(0)).tokens.empty());
+}
+
+// The context window bounds every run: a huge max_new_tokens stops when prompt + new tokens fill the model's
+// positions (never feeding a position past the last), and a longer prompt is refused by name.
+TEST(Generate, StopsAtMaxPositionsAndRefusesLongerPrompts) {
+  CountingModel model(10);
+  model.max_positions_ = 6;
+  const std::vector<int32_t> prompt = {1, 2};
+  const GenerationResult r = generate(model, prompt, greedy(int64_t(1) << 40));
+  EXPECT_EQ(r.reason, StopReason::max_positions);
+  EXPECT_EQ(r.tokens.size(), 4u);  // 2 + 4 = 6 positions
+  int64_t fed = 0;
+  for (const auto& c : model.calls) fed += int64_t(c.size());
+  EXPECT_LE(fed, 6);
+  const std::vector<int32_t> full(6, 1), longer(7, 1);
+  EXPECT_TRUE(generate(model, full, greedy(5)).tokens.empty());
+  try {
+    generate(model, longer, greedy(5));
+    FAIL() << "a prompt past max_positions was accepted";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("prompt"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("max_position_embeddings"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ class ModelSequence : public LogitsSource {
   explicit ModelSequence(const Model& model) : model_(model), state_(model.new_sequence()) {}
   int64_t vocab_size() const override { return model_.info().vocab_size; }
   void append(std::span<const int32_t> tokens, std::span<float> logits) override;
+  int64_t max_positions() const override { return model_.info().max_position_embeddings; }
 
  private:
   const Model& model_;

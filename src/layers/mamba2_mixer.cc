@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/linear/mamba2/mamba2.h"

@@ -1,7 +1,7 @@
 #include "loader/config.h"
 
-#include <fstream>
-#include <sstream>
+#include "loader/config_limits.h"
+#include "loader/mapped_file.h"
 
 namespace attnzoo {
 
@@ -9,12 +9,8 @@ Config::Config(std::shared_ptr<const json::Value> root, const json::Value* node,
     : root_(std::move(root)), node_(node), source_(std::move(source)), prefix_(std::move(prefix)) {}
 
 Config Config::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LoadError(path + ": cannot open");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw LoadError(path + ": read failed");
-  return parse(buf.str(), path);
+  const auto file = MappedFile::open(path, kMaxConfigJsonBytes);
+  return parse(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), path);
 }
 
 Config Config::parse(std::string_view text, const std::string& source) {
@@ -27,6 +23,7 @@ Config Config::parse(std::string_view text, const std::string& source) {
   if (!root->is_object()) {
     throw LoadError(source + ": top level is a JSON " + json::kind_name(root->kind()) + ", expected an object");
   }
+  check_config_limits(*root, source);
   const json::Value* node = root.get();
   return Config(std::move(root), node, source, "");
 }

@@ -29,15 +29,7 @@ const char* kConfig = R"({
   }
 })";
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const LoadError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no LoadError";
-  return "";
-}
+std::string error_of(const std::function<void()>& fn) { return testing::load_error_of(fn); }
 
 TEST(Config, TypedGetters) {
   Config c = Config::parse(kConfig, "cfg.json");

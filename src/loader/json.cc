@@ -151,6 +151,9 @@ class Parser {
 
   Value parse_value(int depth) {
     if (at_end()) fail("unexpected end of input, expected a value");
+    // Every value costs sizeof(Value) however short its text ("0," is two bytes): the count bounds memory.
+    if (++values_ > options_.max_values)
+      fail("more than " + std::to_string(options_.max_values) + " values (the parser's limit for one document)");
     switch (peek()) {
       case '{': return parse_object(depth + 1);
       case '[': return parse_array(depth + 1);
@@ -174,6 +177,8 @@ class Parser {
     }
     return buf;
   }
+
+  int64_t values_ = 0;
 
   void check_depth(int depth) {
     if (depth > options_.max_depth) fail("nesting deeper than " + std::to_string(options_.max_depth) + " levels");

@@ -78,7 +78,8 @@ class Value {
 const char* kind_name(Value::Kind k);
 
 struct ParseOptions {
-  int max_depth = 256;  // arrays + objects open at once
+  int max_depth = 256;             // arrays + objects open at once
+  int64_t max_values = 1 << 23;    // values in the document (8M: a 300k-token tokenizer has about 1M)
 };
 
 // Parses exactly one JSON value surrounded by optional whitespace. Throws ParseError.

@@ -12,8 +12,8 @@
 
 namespace attnzoo {
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw LoadError(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -23,7 +23,12 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw LoadError(path + ": not a regular file");
+    throw LoadError(path + ": not a regular file (FIFOs, devices and directories are refused)");
+  }
+  if (uint64_t(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw LoadError(path + ": " + std::to_string(st.st_size) + " bytes, more than the " +
+                    std::to_string(max_bytes >> 20) + " MiB limit for this file");
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;

@@ -9,10 +9,17 @@
 
 namespace attnzoo {
 
+// Size limits for the JSON files a model directory holds, checked before reading (see README, Reliability).
+// Real ones are far smaller: config.json files are kilobytes, the largest tokenizer.json files about 35 MB.
+constexpr uint64_t kMaxConfigJsonBytes = uint64_t(16) << 20;     // config.json, generation_config.json, indexes
+constexpr uint64_t kMaxTokenizerJsonBytes = uint64_t(64) << 20;  // tokenizer.json
+
 class MappedFile {
  public:
-  // Maps the whole file read-only. Throws LoadError naming the path (missing, not a regular file, mmap failed).
-  static std::shared_ptr<const MappedFile> open(const std::string& path);
+  // Maps the whole file read-only. Throws LoadError naming the path (missing, not a regular file -- a FIFO,
+  // a device such as /dev/zero, a directory --, larger than max_bytes, mmap failed). Opened non-blocking, so a
+  // FIFO is refused at once instead of waiting for a writer.
+  static std::shared_ptr<const MappedFile> open(const std::string& path, uint64_t max_bytes = UINT64_MAX);
   // Owns a copy of the bytes; `name` stands in for the path in error messages.
   static std::shared_ptr<const MappedFile> from_bytes(std::vector<uint8_t> bytes, std::string name);
 

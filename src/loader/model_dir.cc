@@ -16,11 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LoadError(path + ": cannot open");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  const auto file = MappedFile::open(path, kMaxConfigJsonBytes);
+  return std::string(reinterpret_cast<const char*>(file->data()), file->size());
 }
 
 // Shard names come from an untrusted index: only plain file names inside the directory are accepted.

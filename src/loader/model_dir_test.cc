@@ -12,15 +12,7 @@ using testing::safetensors_bytes;
 using testing::ScratchDir;
 using testing::write_file;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const LoadError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no LoadError";
-  return "";
-}
+std::string error_of(const std::function<void()>& fn) { return testing::load_error_of(fn); }
 
 void expect_contains(const std::string& s, std::initializer_list<std::string> parts) {
   for (const std::string& p : parts) EXPECT_NE(s.find(p), std::string::npos) << "missing '" << p << "' in: " << s;

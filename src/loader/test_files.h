@@ -1,18 +1,33 @@
 #pragma once
 // Test helpers for the loader: a minimal safetensors writer (the format written out by hand, so tests can also
 // produce broken files on purpose) and a scratch directory removed at scope exit.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "loader/load_error.h"
+
 namespace attnzoo::testing {
+
+// The message of the LoadError fn throws (a test failure, and "", when it throws none).
+inline std::string load_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const LoadError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no LoadError";
+  return "";
+}
 
 struct RawTensor {
   std::string name;

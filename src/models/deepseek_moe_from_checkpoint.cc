@@ -33,11 +33,12 @@ std::unique_ptr<DeepseekMoe> load_deepseek_moe(const ModelFiles& files, const De
 }
 
 int64_t deepseek_ffn_parameter_count(const Config& c, const DeepseekMoeShape& shape, bool sparse, int64_t hidden) {
-  if (!sparse) return 3 * linear_params(c.get_int("intermediate_size"), hidden);
+  if (!sparse) return (3 * linear_params(c.get_int("intermediate_size"), hidden)).value();
   const int64_t n = shape.num_experts, inter = c.get_int("moe_intermediate_size");
-  return n * 3 * linear_params(inter, hidden) +
-         (shape.n_shared > 0 ? 3 * linear_params(inter * shape.n_shared, hidden) : 0) + linear_params(n, hidden) +
-         n;  // router + e_score_correction_bias
+  return (Checked(n) * 3 * linear_params(inter, hidden) +
+          (shape.n_shared > 0 ? 3 * (Checked(inter) * shape.n_shared * hidden) : 0) + linear_params(n, hidden) +
+          n)  // router + e_score_correction_bias
+      .value();
 }
 
 }  // namespace attnzoo

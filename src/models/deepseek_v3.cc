@@ -89,13 +89,13 @@ ModelDescription describe_deepseek_v3(const Config& root, const LoadOptions& opt
   const int64_t H = s.info.hidden_size, V = s.info.vocab_size;
   d.info.tied_embeddings = root.get_bool_or("tie_word_embeddings", false);
   const int64_t mla = mla_parameter_count(s.mc, root.get_bool_or("attention_bias", false));
-  int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  Checked params = Checked(V) * H * (d.info.tied_embeddings ? 1 : 2) + H;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     d.info.layers.push_back({MlaMixer::kKind, 0, MlaMixer::spec(s.mc)});
-    params += 2 * H + mla;
+    params += Checked(2) * H + mla;
     params += deepseek_ffn_parameter_count(root, s.moe, s.moe.num_experts > 0 && i >= s.first_dense, H);
   }
-  d.info.parameter_count = params;
+  d.info.parameter_count = params.value();
   d.parameters_estimated = true;
   return d;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked.h"
 #include "layers/attention_layer.h"
 #include "layers/mla_mixer.h"
 #include "loader/config.h"
@@ -43,8 +44,11 @@ std::vector<LayerInfo> all_attention_stack(const ModelDescription& d);
 // The same stack with every layer MLA (MLA models only; empty otherwise).
 std::vector<LayerInfo> all_mla_stack(const ModelDescription& d);
 
-// Parameters of a Linear [out, in] with or without bias (the estimates' building block).
-inline int64_t linear_params(int64_t out, int64_t in, bool bias = false) { return out * in + (bias ? out : 0); }
+// Parameters of a Linear [out, in] with or without bias (the estimates' building block). Checked: config values
+// are untrusted, and a sum of these must fail by name rather than wrap (see core/checked.h).
+inline Checked linear_params(int64_t out, int64_t in, bool bias = false) {
+  return Checked(out) * in + (bias ? out : 0);
+}
 
 // Describers (one per builder file).
 ModelDescription describe_llama_family(const Config& root, const LoadOptions& options);

@@ -50,7 +50,10 @@ int64_t layer_window(const Config& c, int64_t i, int64_t num_layers) {
     const auto types = c.get_string_list("layer_types");
     if (int64_t(types.size()) != num_layers)
       throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(num_layers) + " entries");
-    return types[size_t(i)] == "sliding_attention" ? window : 0;
+    const std::string& t = types[size_t(i)];
+    if (t != "full_attention" && t != "sliding_attention")
+      throw LoadError(c.source() + ": key 'layer_types': unknown layer type '" + t + "' at index " + std::to_string(i));
+    return t == "sliding_attention" ? window : 0;
   }
   if (c.has("use_sliding_window") && !c.get_bool("use_sliding_window")) return 0;
   if (qwen && i < c.get_int_or("max_window_layers", 28)) return 0;

@@ -202,20 +202,20 @@ ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& opt
   const KdaConfig& kc = s.kc;
   const int64_t H = s.info.hidden_size, V = s.info.vocab_size, D = kc.qkv_dim(), K = kc.head_dim;
   d.info.tied_embeddings = false;  // never tied (see the builder)
-  int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  Checked params = Checked(V) * H * 2 + H;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
-    params += 2 * H;
+    params += Checked(2) * H;
     if (s.kinds[size_t(i)] == "full_attention") {
       d.info.layers.push_back({MlaMixer::kKind, 0, MlaMixer::spec(mc)});
       params += mla_parameter_count(mc, /*attention_bias=*/false);
     } else {
       d.info.layers.push_back({KdaMixer::kKind, 0, KdaMixer::spec(kc)});
-      params += 3 * linear_params(D, H) + 3 * D * kc.conv_kernel + 2 * (linear_params(K, H) + linear_params(D, K)) +
+      params += 3 * linear_params(D, H) + Checked(3) * D * kc.conv_kernel + 2 * (linear_params(K, H) + linear_params(D, K)) +
                 kc.num_heads + D + linear_params(kc.num_heads, H) + K + linear_params(H, D);
     }
     params += deepseek_ffn_parameter_count(root, s.moe, s.sparse[size_t(i)] && s.moe.num_experts > 0, H);
   }
-  d.info.parameter_count = params;
+  d.info.parameter_count = params.value();
   d.parameters_estimated = true;
   return d;
 }

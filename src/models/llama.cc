@@ -113,18 +113,19 @@ ModelDescription describe_llama_family(const Config& root, const LoadOptions& op
   const bool qkv_bias = type == "qwen2" || c.get_bool_or("attention_bias", false);
   const bool o_bias = type != "qwen2" && c.get_bool_or("attention_bias", false);
   const bool mlp_bias = c.get_bool_or("mlp_bias", false);
-  int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  Checked params = Checked(V) * H * (d.info.tied_embeddings ? 1 : 2) + H;
   const MoeLayout moe(c);
   const int64_t expert_inter = moe.num_experts > 0 ? c.get_int("moe_intermediate_size") : 0;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     const AttentionConfig ac = attention_config(d.info, c, i, options);
     d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
-    params += 2 * H + linear_params(qw, H, qkv_bias) + 2 * linear_params(kw, H, qkv_bias) + linear_params(H, qw, o_bias) +
-              (type == "qwen3" || type == "qwen3_moe" ? 2 * d.info.head_dim : 0);
-    params += moe.sparse(i) ? moe.num_experts * (H + 3 * H * expert_inter)  // router row + gate / up / down per expert
+    params += Checked(2) * H + linear_params(qw, H, qkv_bias) + 2 * linear_params(kw, H, qkv_bias) + linear_params(H, qw, o_bias) +
+              (type == "qwen3" || type == "qwen3_moe" ? Checked(2) * d.info.head_dim : Checked(0));
+    // router row + gate / up / down per expert, or the dense MLP
+    params += moe.sparse(i) ? Checked(moe.num_experts) * (Checked(H) + Checked(3) * H * expert_inter)
                             : 2 * linear_params(I, H, mlp_bias) + linear_params(H, I, mlp_bias);
   }
-  d.info.parameter_count = params;
+  d.info.parameter_count = params.value();
   d.parameters_estimated = true;
   return d;
 }

@@ -68,10 +68,10 @@ int64_t parameter_estimate(const MambaShape& s, bool tied) {
   const ModelInfo& info = s.info;
   const MambaMixerConfig& mc = s.mc;
   const int64_t H = info.hidden_size, E = mc.inner;
-  const int64_t layer = H + linear_params(2 * E, H, s.use_bias) + E * mc.conv_kernel + (s.use_conv_bias ? E : 0) +
+  const Checked layer = H + linear_params(2 * E, H, s.use_bias) + E * mc.conv_kernel + (s.use_conv_bias ? E : 0) +
                         linear_params(mc.x_proj_dim(), E) + linear_params(E, mc.dt_rank, true) +
                         E * mc.state_size + E + linear_params(H, E, s.use_bias);
-  return info.vocab_size * H * (tied ? 1 : 2) + info.num_layers * layer + H;
+  return (Checked(info.vocab_size) * H * (tied ? 1 : 2) + info.num_layers * layer + H).value();
 }
 
 }  // namespace

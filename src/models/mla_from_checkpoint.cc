@@ -81,12 +81,13 @@ std::unique_ptr<MlaMixer> load_mla_mixer(const ModelFiles& files, const MlaConfi
 int64_t mla_parameter_count(const MlaConfig& mc, bool attention_bias) {
   const int64_t H = mc.hidden, qw = mc.num_heads * mc.qk_head_dim();
   const bool b = attention_bias;
-  const int64_t q = mc.q_lora_rank > 0
+  const Checked q = mc.q_lora_rank > 0
                         ? linear_params(mc.q_lora_rank, H, b) + mc.q_lora_rank + linear_params(qw, mc.q_lora_rank)
                         : linear_params(qw, H);
-  return q + linear_params(mc.latent_dim(), H, b) + mc.kv_lora_rank +
-         linear_params(mc.num_heads * (mc.qk_nope_head_dim + mc.v_head_dim), mc.kv_lora_rank) +
-         linear_params(H, mc.num_heads * mc.v_head_dim, b);
+  return (q + linear_params(mc.latent_dim(), H, b) + mc.kv_lora_rank +
+          Checked(mc.num_heads) * (mc.qk_nope_head_dim + mc.v_head_dim) * mc.kv_lora_rank +
+          linear_params(H, mc.num_heads * mc.v_head_dim, b))
+      .value();
 }
 
 }  // namespace attnzoo

@@ -150,6 +150,13 @@ std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logi
             "entry " + std::to_string(r) + " is outside the batch's " + std::to_string(in.num_tokens()) + " tokens");
   std::vector<std::unique_ptr<SequenceLease>> leases;
   for (Sequence* s : in.sequences) leases.push_back(std::make_unique<SequenceLease>(*s));
+  // The batch took its positions from each sequence's length before the lease: another thread's call that ended
+  // in between would leave them stale (wrong RoPE positions, silently), so they are checked under the lease.
+  for (int64_t s = 0; s < S; ++s)
+    require(in.positions[size_t(in.seq_begin(s))] == in.sequences[size_t(s)]->length(), "sequences",
+            "sequence " + std::to_string(s) + " changed after the batch was built (used by another thread?): its "
+            "first new position is " + std::to_string(in.positions[size_t(in.seq_begin(s))]) + ", its length " +
+            std::to_string(in.sequences[size_t(s)]->length()));
 
   // Each sequence's first token still to compute (after a cached prefix) and the rows whose logits it wants.
   std::vector<int64_t> cursor(static_cast<size_t>(S)), end(static_cast<size_t>(S));

@@ -191,27 +191,27 @@ ModelDescription describe_qwen3_next(const Config& root, const LoadOptions& opti
   const int64_t qw = s.info.num_heads * D, kw = s.info.num_kv_heads * D;
   // A multimodal wrapper's own tie_word_embeddings decides its head (the text config's may say otherwise).
   d.info.tied_embeddings = config_ties_embeddings(root, c, false);
-  int64_t params = V * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  Checked params = Checked(V) * H * (d.info.tied_embeddings ? 1 : 2) + H;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
-    params += 2 * H;
+    params += Checked(2) * H;
     if (is_full_attention(c, i, d.info.num_layers)) {
       d.info.layers.push_back({AttentionLayer::kind_of(s.attention), 0, AttentionLayer::spec(s.attention)});
-      params += linear_params(2 * qw, H) + 2 * linear_params(kw, H) + linear_params(H, qw) + 2 * D;
+      params += linear_params(2 * qw, H) + 2 * linear_params(kw, H) + linear_params(H, qw) + Checked(2) * D;
     } else {
       d.info.layers.push_back({GatedDeltaNetMixer::kKind, 0, GatedDeltaNetMixer::spec(dc)});
       // in_proj (q k v z b a, fused or split: the same total), conv (no bias), A_log, dt_bias, norm, out_proj.
-      params += linear_params(dc.proj_dim(), H) + dc.conv_dim() * dc.conv_kernel + 2 * dc.num_v_heads + dc.head_v_dim +
+      params += linear_params(dc.proj_dim(), H) + Checked(dc.conv_dim()) * dc.conv_kernel + 2 * dc.num_v_heads + dc.head_v_dim +
                 linear_params(H, dc.value_dim());
     }
     if (!s.sparse(i)) {
       params += 3 * linear_params(c.get_int("intermediate_size"), H);
     } else {
       const int64_t shared = c.get_int_or("shared_expert_intermediate_size", 0);
-      params += s.num_experts * 3 * linear_params(c.get_int("moe_intermediate_size"), H) +
+      params += Checked(s.num_experts) * 3 * linear_params(c.get_int("moe_intermediate_size"), H) +
                 linear_params(s.num_experts, H) + (shared > 0 ? 3 * linear_params(shared, H) + H : 0);
     }
   }
-  d.info.parameter_count = params;
+  d.info.parameter_count = params.value();
   d.parameters_estimated = true;
   return d;
 }

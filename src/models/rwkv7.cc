@@ -172,18 +172,18 @@ ModelDescription describe_rwkv7(const Config& root, const LoadOptions& options) 
   const int64_t rw = root.get_int(ranks[0]), ra = root.get_int(ranks[1]), rg = root.get_int(ranks[2]),
                 rv = root.get_int(ranks[3]);
   const int64_t norm = C * (s.norm_bias ? 2 : 1);
-  int64_t n = V * C * (d.info.tied_embeddings ? 1 : 2) + norm;
+  Checked n = Checked(V) * C * (d.info.tied_embeddings ? 1 : 2) + norm;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
-    n += norm * (s.norm_first && i == 0 ? 3 : 2);
-    n += 9 * C;  // x_r .. x_g, k_k, k_a, r_k
+    n += Checked(norm) * (s.norm_first && i == 0 ? 3 : 2);
+    n += Checked(9) * C;  // x_r .. x_g, k_k, k_a, r_k
     n += 2 * linear_params(C, C) + 2 * linear_params(Dv, C);  // r, k, v, o
     n += linear_params(rw, C) + linear_params(C, rw, true) + linear_params(ra, C) + linear_params(C, ra, true);
     n += linear_params(rg, C) + linear_params(Dv, rg);
     if (i > 0) n += linear_params(rv, C) + linear_params(Dv, rv, true);
-    n += 2 * Dv;                                       // g_norm
+    n += Checked(2) * Dv;                              // g_norm
     n += C + linear_params(I, C) + linear_params(C, I);  // channel mix
   }
-  d.info.parameter_count = n;
+  d.info.parameter_count = n.value();
   d.parameters_estimated = true;
   return d;
 }

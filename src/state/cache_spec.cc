@@ -17,22 +17,6 @@ const char* cache_kind_name(CacheKind k) {
   return "?";
 }
 
-int64_t checked_mul(int64_t a, int64_t b, const char* what) {
-  int64_t r;
-  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
-    throw ArgumentError(std::string(what) + ": size " + std::to_string(a) + " x " + std::to_string(b) +
-                        " does not fit in 64 bits");
-  return r;
-}
-
-int64_t checked_add(int64_t a, int64_t b, const char* what) {
-  int64_t r;
-  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
-    throw ArgumentError(std::string(what) + ": size " + std::to_string(a) + " + " + std::to_string(b) +
-                        " does not fit in 64 bits");
-  return r;
-}
-
 CacheSpec CacheSpec::kv(int64_t kv_heads, int64_t head_dim, int64_t window) {
   require(kv_heads > 0 && head_dim > 0, "kv_cache", "kv_heads and head_dim must be positive");
   require(window >= 0, "window", "must be non-negative, got " + std::to_string(window));

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/checked.h"
 #include "core/dtype.h"
 
 namespace attnzoo {
@@ -46,9 +47,5 @@ struct CacheSpec {
   int64_t bytes_for(int64_t tokens, int64_t block_tokens) const;
   std::string describe() const;  // "kv bf16 [2 x 8 x 128]/token", "state 1.0 MiB"
 };
-
-// a * b and a + b for sizes; throw ArgumentError("<what>: ... does not fit in 64 bits") on overflow.
-int64_t checked_mul(int64_t a, int64_t b, const char* what);
-int64_t checked_add(int64_t a, int64_t b, const char* what);
 
 }  // namespace attnzoo

@@ -1,6 +1,7 @@
 #include "tokenizer/added_tokens.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
@@ -10,12 +11,15 @@ namespace attnzoo::tok {
 
 void TokenMatcher::add(std::string_view pattern, int32_t value) {
   if (pattern.empty()) return;
+  finished_ = false;
   int32_t node = 0;
-  for (unsigned char b : pattern) {
+  for (auto it = pattern.rbegin(); it != pattern.rend(); ++it) {  // reversed: see the header
+    const unsigned char b = static_cast<unsigned char>(*it);
     int32_t next = child(node, b);
     if (next < 0) {
       next = int32_t(nodes_.size());
       nodes_.emplace_back();
+      nodes_.back().depth = nodes_[size_t(node)].depth + 1;
       auto& ch = nodes_[size_t(node)].children;
       ch.insert(std::lower_bound(ch.begin(), ch.end(), std::make_pair(b, int32_t(-1))), {b, next});
     }
@@ -23,7 +27,29 @@ void TokenMatcher::add(std::string_view pattern, int32_t value) {
   }
   // A repeated pattern keeps its first value (the first token listed wins).
   if (nodes_[size_t(node)].value < 0) nodes_[size_t(node)].value = value;
-  first_byte_[static_cast<unsigned char>(pattern[0])] = true;
+}
+
+void TokenMatcher::finish() {
+  // Breadth-first, so a node's failure target (shallower) is complete before the node.
+  std::vector<int32_t> queue{0};
+  nodes_[0].fail = 0;
+  nodes_[0].out = nodes_[0].value >= 0 ? 0 : -1;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const int32_t u = queue[q];
+    for (const auto& [b, v] : nodes_[size_t(u)].children) {
+      int32_t f = nodes_[size_t(u)].fail;
+      int32_t target = 0;
+      if (u != 0) {
+        while (f != 0 && child(f, b) < 0) f = nodes_[size_t(f)].fail;
+        target = child(f, b) >= 0 ? child(f, b) : 0;
+      }
+      Node& n = nodes_[size_t(v)];
+      n.fail = target;
+      n.out = n.value >= 0 ? v : nodes_[size_t(target)].out;
+      queue.push_back(v);
+    }
+  }
+  finished_ = true;
 }
 
 int32_t TokenMatcher::child(int32_t node, unsigned char b) const {
@@ -32,18 +58,29 @@ int32_t TokenMatcher::child(int32_t node, unsigned char b) const {
   return it != ch.end() && it->first == b ? it->second : -1;
 }
 
-TokenMatcher::Match TokenMatcher::find(std::string_view text, size_t from) const {
-  for (size_t start = from; start < text.size(); ++start) {
-    if (!first_byte_[static_cast<unsigned char>(text[start])]) continue;
-    int32_t node = 0;
-    Match best{std::string_view::npos, 0, -1};
-    for (size_t i = start; i < text.size(); ++i) {
-      node = child(node, static_cast<unsigned char>(text[i]));
-      if (node < 0) break;
-      if (nodes_[size_t(node)].value >= 0) best = {start, i + 1, nodes_[size_t(node)].value};
+TokenMatcher::Scan TokenMatcher::scan(std::string_view text) const {
+  if (!finished_) throw std::logic_error("TokenMatcher::scan before finish()");
+  Scan s;
+  s.length_.assign(text.size(), 0);
+  s.value_.assign(text.size(), -1);
+  int32_t state = 0;
+  for (size_t i = text.size(); i-- > 0;) {
+    const unsigned char b = static_cast<unsigned char>(text[i]);
+    while (state != 0 && child(state, b) < 0) state = nodes_[size_t(state)].fail;
+    const int32_t next = child(state, b);
+    state = next >= 0 ? next : 0;
+    // The deepest pattern on the chain is the longest one that is a prefix of text[i:].
+    if (const int32_t o = nodes_[size_t(state)].out; o > 0) {
+      s.length_[i] = nodes_[size_t(o)].depth;
+      s.value_[i] = nodes_[size_t(o)].value;
     }
-    if (best.value >= 0) return best;
   }
+  return s;
+}
+
+TokenMatcher::Match TokenMatcher::Scan::find(size_t from) const {
+  for (size_t start = from; start < length_.size(); ++start)
+    if (length_[start] > 0) return {start, start + length_[start], value_[start]};
   return {std::string_view::npos, 0, -1};
 }
 
@@ -73,10 +110,11 @@ uint32_t first_char(std::string_view s) {
 
 void split_one(Piece& piece, const TokenMatcher& matcher, const std::vector<AddedToken>& tokens, Pieces& out) {
   const std::string& text = piece.text;
+  const TokenMatcher::Scan scan = matcher.scan(text);
   size_t done = 0;  // end of the last emitted split
   size_t from = 0;
   while (true) {
-    const TokenMatcher::Match m = matcher.find(text, from);
+    const TokenMatcher::Match m = scan.find(from);
     if (m.start == std::string_view::npos) break;
     from = m.end;
     const AddedToken& tok = tokens[size_t(m.value)];

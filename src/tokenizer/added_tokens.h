@@ -21,27 +21,44 @@ struct AddedToken {
   bool special = false;
 };
 
-// Leftmost-longest matcher over a set of byte strings: a byte trie walked from each candidate start.
+// Leftmost-longest matcher over a set of byte strings, in time linear in the text whatever the patterns (a
+// token of 10k bytes must not make encoding quadratic). An Aho-Corasick automaton over the REVERSED patterns,
+// run right to left, knows at every position s the longest pattern that starts there (the deepest pattern on
+// the current state's suffix chain); the leftmost-longest scan then reads that table left to right.
 class TokenMatcher {
  public:
   void add(std::string_view pattern, int32_t value);
+  void finish();  // builds the failure links; call after the last add(), before scan()
   bool empty() const { return nodes_.size() <= 1; }
-  // The longest pattern starting at the leftmost possible position >= from: {start, end, value}; start == npos
-  // when there is none.
+
   struct Match {
     size_t start, end;
     int32_t value;
   };
-  Match find(std::string_view text, size_t from) const;
+  // For one text: find(from) is the longest pattern starting at the leftmost position >= from (start == npos
+  // when there is none), as Hugging Face's LeftmostLongest Aho-Corasick reports it.
+  class Scan {
+   public:
+    Match find(size_t from) const;
+
+   private:
+    friend class TokenMatcher;
+    std::vector<uint32_t> length_;  // longest pattern starting at each byte (0: none)
+    std::vector<int32_t> value_;
+  };
+  Scan scan(std::string_view text) const;
 
  private:
   struct Node {
     std::vector<std::pair<unsigned char, int32_t>> children;  // sorted by byte
     int32_t value = -1;
+    uint32_t depth = 0;
+    int32_t fail = 0;
+    int32_t out = -1;  // the deepest node on the suffix chain that ends a pattern (-1: none)
   };
   int32_t child(int32_t node, unsigned char b) const;
   std::vector<Node> nodes_{Node{}};
-  bool first_byte_[256] = {};
+  bool finished_ = true;
 };
 
 // Splits each piece that is not a token yet around the matches of `matcher` (values index into `tokens`).

@@ -6,8 +6,12 @@ namespace attnzoo::tok {
 
 std::shared_ptr<const Regex> compile_field(const std::string& pattern, bool literal, const std::string& path,
                                            const JsonFields& f) {
+  // PCRE2 reads options such as (*NO_JIT) or (*LIMIT_MATCH=...) at the start of a pattern; Oniguruma, whose
+  // syntax these files are written in, has none, and they would change how every encode runs.
+  if (!literal && pattern.size() >= 2 && pattern[0] == '(' && pattern[1] == '*')
+    f.fail(path, "starts with a PCRE2 option '(*...)'; tokenizer patterns are Oniguruma syntax, which has none");
   try {
-    return std::make_shared<const Regex>(pattern, literal);
+    return std::make_shared<const Regex>(pattern, literal, path);
   } catch (const std::runtime_error& e) {
     f.fail(path, e.what());
   }

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "core/error.h"
 #include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
@@ -13,9 +14,11 @@ namespace attnzoo::tok {
 struct Regex::Impl {
   pcre2_code* code = nullptr;
   bool jit = false;
+  std::string field;
 };
 
-Regex::Regex(const std::string& pattern, bool literal) : impl_(std::make_unique<Impl>()) {
+Regex::Regex(const std::string& pattern, bool literal, std::string field) : impl_(std::make_unique<Impl>()) {
+  impl_->field = std::move(field);
   int error = 0;
   PCRE2_SIZE offset = 0;
   // PCRE2 refuses UCP together with LITERAL (and a literal has no classes for it to affect).
@@ -52,7 +55,10 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       pcre2_match_data_free(md);
-      throw std::runtime_error("regex match failed (PCRE2 error " + std::to_string(rc) + ")");
+      PCRE2_UCHAR buffer[256];
+      pcre2_get_error_message(rc, buffer, sizeof buffer);
+      throw ArgumentError(impl_->field + ": regex match failed: " + reinterpret_cast<const char*>(buffer) +
+                          " (PCRE2 error " + std::to_string(rc) + ")");
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     const size_t s = ov[0], e = ov[1];

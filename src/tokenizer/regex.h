@@ -15,12 +15,14 @@ namespace attnzoo::tok {
 class Regex {
  public:
   // literal: match `pattern` as plain text. Throws std::runtime_error with PCRE2's message and offset.
-  Regex(const std::string& pattern, bool literal);
+  // `field` names the pattern's origin (a tokenizer.json path) in match-time errors.
+  Regex(const std::string& pattern, bool literal, std::string field = "regex");
   ~Regex();
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
 
-  // Every match [start, end) in byte offsets, left to right; `text` must be valid UTF-8.
+  // Every match [start, end) in byte offsets, left to right; `text` must be valid UTF-8. A match that PCRE2
+  // gives up on (its backtracking limits: a catastrophic pattern) throws ArgumentError naming the field.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
 
  private:

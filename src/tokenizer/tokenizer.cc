@@ -112,7 +112,7 @@ void read_eos_ids(const json::Value& v, std::vector<int32_t>& out) {
 std::optional<json::Value> read_optional_json(const std::filesystem::path& p) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec)) return std::nullopt;
-  const auto file = MappedFile::open(p.string());
+  const auto file = MappedFile::open(p.string(), kMaxConfigJsonBytes);
   return parse_file_text(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), p.string());
 }
 
@@ -172,6 +172,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_parts(TokenizerParts parts) {
       }
     }
   }
+  t->raw_matcher_.finish();
+  t->normalized_matcher_.finish();
   return t;
 }
 
@@ -184,7 +186,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::load(const std::string& path) {
   // tokenizer.json.
   if (is_dir ? !fs::exists(file, ec) : file.extension() == ".gguf")
     if (auto gguf = find_model_gguf(path)) return tokenizer_from_gguf(GgufFile::open(*gguf));
-  const auto mapped = MappedFile::open(file.string());
+  const auto mapped = MappedFile::open(file.string(), kMaxTokenizerJsonBytes);
   auto t = from_json(std::string_view(reinterpret_cast<const char*>(mapped->data()), mapped->size()), file.string());
   if (is_dir) {
     auto* mut = const_cast<Tokenizer*>(t.get());

@@ -117,6 +117,25 @@ TEST(Tokenizer, MalformedFilesNameTheField) {
   expect_load_error(with("\"ids\": [9]", "\"ids\": [\"9\"]"), "post_processor.special_tokens.<eos>.ids[0]");
   expect_load_error(with("{\"type\": \"ByteLevel\"}", "{\"type\": \"Strip\"}"), "decoder.content");
   expect_load_error(with("\"id\": 9,", "\"id\": 1e30,"), "added_tokens[0].id");
+  // PCRE2 start-of-pattern options would switch off the JIT or change limits for every encode.
+  expect_load_error(with(" ?\\\\p{L}+|\\\\s+", "(*NO_JIT) ?\\\\p{L}+"), "pre_tokenizer.pretokenizers[0].pattern.Regex");
+  expect_load_error(with(" ?\\\\p{L}+|\\\\s+", "(*LIMIT_MATCH=1)x"), "pre_tokenizer.pretokenizers[0].pattern.Regex");
+}
+
+// A pattern that backtracks catastrophically stops at PCRE2's limits; the error names the field and is an
+// ArgumentError (Python ValueError), not a bare runtime_error.
+TEST(Tokenizer, RegexLimitErrorNamesTheField) {
+  const auto t = Tokenizer::from_json(with(" ?\\\\p{L}+|\\\\s+", "(\\\\w+\\\\s?)+$"), "slow.json");
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "ab ";
+  text += "!";
+  try {
+    t->encode(text, false);
+    FAIL() << "no error";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("pre_tokenizer.pretokenizers[0].pattern.Regex"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("PCRE2 error"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

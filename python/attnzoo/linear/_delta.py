@@ -30,7 +30,7 @@ read and one write of the state (as vLLM's fla decode ops do):
 import numpy as np
 
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, empty_like_input, shape_of
+from .._arrays import _is_torch, as_i32_vector, as_input, as_output, empty_like_input, shape_of
 
 __all__ = [
     "chunk_delta_rule", "recurrent_delta_rule", "fused_recurrent_delta_rule", "delta_rule_reference",
@@ -78,7 +78,7 @@ def _in_place_state(s):
     """The caller's state buffer itself, refused (ValueError / TypeError) if it would have to be copied."""
     if s is None:
         raise ValueError("initial_state: inplace_final_state=True needs the state buffer to update")
-    s = as_input(s, "initial_state")
+    s = as_output(s, "initial_state")
     if _is_torch(s):
         import torch
         if s.dtype != torch.float32:
@@ -96,7 +96,7 @@ def _in_place_state(s):
 
 def _run(entry, q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, cu_seqlens,
          chunk_size, inplace_final_state=False, check_inputs=True):
-    q, k, v = _prepared(q, "q"), _prepared(k, "k"), _prepared(v, "v")
+    q, k, v = (_contiguous(as_input(x, name)) for x, name in ((q, "q"), (k, "k"), (v, "v")))  # required
     g, beta = _prepared(g, "g"), _prepared(beta, "beta")
     caller_state = initial_state
     if inplace_final_state:

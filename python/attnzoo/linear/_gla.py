@@ -14,7 +14,7 @@ float16 (numpy in -> numpy out, torch in -> torch out); accumulation and states 
 import numpy as np
 
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+from .._arrays import _is_torch, as_i32_vector, as_input, as_output, check_finite, empty_like_input, shape_of
 
 __all__ = [
     "chunk_linear_attn", "recurrent_linear_attn", "fused_recurrent_linear_attn",
@@ -108,7 +108,7 @@ def _in_place_state(s, state_v_first):
     if state_v_first:
         raise ValueError("initial_state: inplace_final_state=True needs the [N, HV, K, V] layout "
                          "(state_v_first=False)")
-    x = as_input(s, "initial_state")
+    x = as_output(s, "initial_state")
     if _is_torch(x):
         import torch
         if x.dtype != torch.float32:
@@ -348,7 +348,7 @@ def causal_conv1d_update(x, conv_state, weight, bias=None, activation=None):
     x = _float_input(x, "x")
     weight = _float_input(weight, "weight")
     bias = None if bias is None else _float_input(bias, "bias")
-    conv_state = as_input(conv_state, "conv_state")
+    conv_state = as_output(conv_state, "conv_state")
     y = empty_like_input(x, shape_of(x))
     _core.causal_conv1d_update(x, conv_state, weight, bias, y, activation)
     return y

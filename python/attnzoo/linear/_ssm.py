@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, check_finite, empty_like_input, shape_of
+from .._arrays import _is_torch, as_i32_vector, as_input, as_output, check_finite, empty_like_input, shape_of
 
 __all__ = [
     "mamba2_chunk_scan", "mamba2_recurrent", "mamba2_reference", "mamba2_state_update",
@@ -19,9 +19,12 @@ __all__ = [
 ]
 
 
+def _optional(x, name, check=True):
+    return None if x is None else _contiguous(x, name, check)
+
+
 def _contiguous(x, name, check=True):
-    if x is None:
-        return None
+    """A required input, contiguous (TypeError naming it for None), scanned for NaN / Inf when `check`."""
     x = as_input(x, name)
     x = x.contiguous() if _is_torch(x) else np.ascontiguousarray(x)
     is_float = x.is_floating_point() if _is_torch(x) else x.dtype.kind in "fV"
@@ -66,8 +69,8 @@ def _mamba2(mode, x, dt, A, B, C, D, z, dt_bias, dt_softplus, dt_limit, initial_
             cu_seqlens, chunk_size, check_inputs):
     x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
     B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
-    dt_bias = _contiguous(dt_bias, "dt_bias", check_inputs)
+    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
+    dt_bias = _optional(dt_bias, "dt_bias", check_inputs)
     initial_state = _float32(initial_state, "initial_state")
     if initial_state is not None and check_inputs:
         check_finite(initial_state, "initial_state")
@@ -128,11 +131,11 @@ def mamba2_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_
     state: [Bn, H, P, N] float32, contiguous (written in place); x, z: [Bn, H, P]; dt: [Bn, H]; A: [H];
     B, C: [Bn, G, N]; D: [H] or [H, P]; dt_bias: [H]. Returns y [Bn, H, P] in x's dtype.
     """
-    state = as_input(state, "state")
+    state = as_output(state, "state")
     x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
     B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
-    dt_bias = _contiguous(dt_bias, "dt_bias", check_inputs)
+    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
+    dt_bias = _optional(dt_bias, "dt_bias", check_inputs)
     y = empty_like_input(x, shape_of(x))
     _core.mamba2_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), y)
     return y
@@ -142,8 +145,8 @@ def _selective_scan(reference, u, delta, A, B, C, D, z, delta_bias, delta_softpl
                     initial_state, cu_seqlens, check_inputs):
     u, delta = _contiguous(u, "u", check_inputs), _contiguous(delta, "delta", check_inputs)
     A, B, C = _contiguous(A, "A", check_inputs), _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
-    delta_bias = _contiguous(delta_bias, "delta_bias", check_inputs)
+    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
+    delta_bias = _optional(delta_bias, "delta_bias", check_inputs)
     initial_state = _float32(initial_state, "initial_state")
     if initial_state is not None and check_inputs:
         check_finite(initial_state, "initial_state")
@@ -193,14 +196,14 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     Mamba-2 (state [Bn, H, P, N]): forwards to mamba2_state_update, which takes A, dt_bias, D per head.
     Returns y with x's shape and dtype.
     """
-    state = as_input(state, "state")
+    state = as_output(state, "state")
     if len(shape_of(state)) == 4:
         return mamba2_state_update(state, x, dt, A, B, C, D=D, z=z, dt_bias=dt_bias, dt_softplus=dt_softplus,
                                    check_inputs=check_inputs)
     x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
     B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _contiguous(D, "D", check_inputs), _contiguous(z, "z", check_inputs)
-    dt_bias = _contiguous(dt_bias, "dt_bias", check_inputs)
+    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
+    dt_bias = _optional(dt_bias, "dt_bias", check_inputs)
     y = empty_like_input(x, shape_of(x))
     _core.selective_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), y)
     return y
@@ -274,6 +277,8 @@ def _rwkv7(form, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_
     if len(shape_of(r)) != 4 or len(shape_of(v)) != 4:
         raise ValueError(f"r: expected r [B, T, H, K] and v [B, T, H, V], got {shape_of(r)} and {shape_of(v)}")
     Bsz, _, H, K = shape_of(r)
+    if K == 0 or shape_of(v)[3] == 0:
+        raise ValueError(f"r: head dimensions K and V must be >= 1, got r {shape_of(r)} and v {shape_of(v)}")
     if scale is None:
         scale = K ** -0.5
     o = empty_like_input(r, shape_of(v))

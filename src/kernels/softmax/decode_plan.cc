@@ -30,9 +30,10 @@ DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min
     const int64_t want = total / (4 * int64_t(num_threads));
     chunk = std::max(min_chunk, (want + plan.block_k - 1) / plan.block_k * plan.block_k);
   }
-  // Even chunks, each a whole number of tiles.
+  // Even chunks, each a whole number of tiles. `chunk` is INT64_MAX on one thread, so the ceiling division
+  // must not add before it divides.
   auto chunk_len = [&](int64_t len) {
-    const int64_t n = std::max<int64_t>(1, (len + chunk - 1) / chunk);
+    const int64_t n = len > 0 ? (len - 1) / chunk + 1 : 1;
     return std::max(plan.block_k, ((len + n - 1) / n + plan.block_k - 1) / plan.block_k * plan.block_k);
   };
   int64_t key_tasks = 0;

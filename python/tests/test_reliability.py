@@ -1,0 +1,178 @@
+"""The hardening of issue 16, from Python: thread-safety of the pool, read-only and in-place buffers, integer
+width, argument errors, the order of validation, Ctrl-C, and the context window in generation.
+
+References are independent: results of the same call made alone (the pool must never tear them), numpy / torch
+semantics of read-only memory, and arithmetic written here."""
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+import _thread
+
+import numpy as np
+import pytest
+
+import attnzoo
+
+torch = pytest.importorskip("torch")
+
+
+def _read_only_tensor(path, shape):
+    """A torch tensor over a read-only file mapping (torch warns, once per process, that it is not writable)."""
+    np.zeros(int(np.prod(shape)), np.float32).tofile(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(np.memmap(path, dtype=np.float32, mode="r", shape=shape))
+
+
+def _qkv(T=64, H=4, D=32, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((1, T, H, D)).astype(np.float32) for _ in range(3)]
+
+
+# --- the pool: resizing while other threads run kernels --------------------------------------------------
+
+def test_set_num_threads_while_kernels_run_never_tears_a_result():
+    q, k, v = _qkv(T=256, H=4, D=64)
+    want = attnzoo.attention(q, k, v)
+    before = attnzoo.num_threads()
+    errors, stop = [], threading.Event()
+
+    def worker():
+        while not stop.is_set():
+            got = attnzoo.attention(q, k, v)
+            err = float(np.max(np.abs(got - want)))
+            if err > 1e-5:
+                errors.append(err)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(40):
+            attnzoo.set_num_threads(1 + i % 4)
+            time.sleep(0.002)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        attnzoo.set_num_threads(before)
+    assert errors == [], f"{len(errors)} torn results, max error {max(errors)}"
+
+
+# --- buffers the kernel writes ------------------------------------------------------------------------------
+
+def test_read_only_numpy_out_is_a_value_error_naming_out():
+    q, k, v = _qkv()
+    out = np.empty_like(q)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="out"):
+        attnzoo.attention(q, k, v, out=out)
+
+
+def test_torch_out_over_read_only_memory_is_refused(tmp_path):
+    q, k, v = _qkv()
+    out = _read_only_tensor(tmp_path / "ro.bin", q.shape)
+    with pytest.raises(ValueError, match="out: is read-only memory"):
+        attnzoo.attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), out=out)
+
+
+def test_read_only_in_place_state_is_refused(tmp_path):
+    from attnzoo.linear import mamba2_state_update
+    Bn, H, P, N, G = 1, 2, 4, 8, 1
+    rng = np.random.default_rng(1)
+    args = dict(x=rng.standard_normal((Bn, H, P)).astype(np.float32), dt=np.ones((Bn, H), np.float32),
+                A=-np.ones(H, np.float32), B=rng.standard_normal((Bn, G, N)).astype(np.float32),
+                C=rng.standard_normal((Bn, G, N)).astype(np.float32))
+    state = np.zeros((Bn, H, P, N), np.float32)
+    state.flags.writeable = False
+    with pytest.raises(ValueError, match="state"):
+        mamba2_state_update(state, **args)
+    ro = _read_only_tensor(tmp_path / "state.bin", (Bn, H, P, N))
+    with pytest.raises(ValueError, match="state"):
+        mamba2_state_update(ro, **{k: torch.from_numpy(v) for k, v in args.items()})
+
+
+# --- integers that do not fit, arrays that are not there -----------------------------------------------------
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_64_bit_offsets_and_lengths_are_not_truncated(framework):
+    conv = (lambda a: a) if framework == "numpy" else torch.from_numpy
+    q, k, v = _qkv(T=8)
+    packed = [x[0] for x in (q, k, v)]
+    cu = np.array([0, 2**32 + 8], np.int64)  # truncated to 32 bits this is [0, 8]: a silently valid call
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        attnzoo.attention(*[conv(x) for x in packed], cu_seqlens=conv(cu))
+    kc = np.zeros((1, 16, 4, 32), np.float32)
+    with pytest.raises(ValueError, match="cache_seqlens"):
+        attnzoo.attention_decode(conv(q[:, :1]), conv(kc), conv(kc), conv(np.array([2**32 + 4], np.int64)))
+    table = np.array([[2**32]], np.int64)
+    with pytest.raises(ValueError, match="block_table"):
+        attnzoo.attention_decode(conv(q[:, :1]), conv(kc), conv(kc), conv(np.array([4], np.int64)),
+                                 block_table=conv(table))
+
+
+def test_none_for_a_required_array_names_it():
+    q, k, v = _qkv()
+    with pytest.raises(TypeError, match="^k: required"):
+        attnzoo.attention(q, None, v)
+    from attnzoo.linear import chunk_gated_delta_rule, recurrent_rwkv7
+    with pytest.raises(TypeError, match="^v: required"):
+        chunk_gated_delta_rule(q, k, None, g=np.zeros(q.shape[:3], np.float32), beta=np.ones(q.shape[:3], np.float32))
+    with pytest.raises(TypeError, match="^r: required"):
+        recurrent_rwkv7(None, q, k, v, q, k)
+
+
+def test_rwkv7_with_zero_head_dim_is_a_value_error():
+    from attnzoo.linear import recurrent_rwkv7
+    z = np.zeros((1, 4, 2, 0), np.float32)
+    with pytest.raises(ValueError, match="head dimensions"):
+        recurrent_rwkv7(z, z, z, z, z, z)
+
+
+def test_big_endian_arrays_are_refused_by_name():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match="^k: byte order"):
+        attnzoo.attention(q, k.astype(">f4"), v)
+
+
+def test_shapes_are_validated_before_the_nan_scan():
+    q = torch.zeros(1, 70, 4, 64)
+    k = torch.zeros(1).expand(1, 70, 196608, 64)  # 880M elements of stride 0; heads do not divide q's
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError) as e:
+        attnzoo.attention(q, k, k)
+    assert time.perf_counter() - t0 < 2.0
+    assert "NaN" not in str(e.value)
+    # The scan still runs on well-formed inputs.
+    q, k, v = _qkv()
+    k[0, 3, 1, 2] = np.nan
+    with pytest.raises(ValueError, match="k: contains NaN or Inf"):
+        attnzoo.attention(q, k, v)
+
+
+# --- Ctrl-C -----------------------------------------------------------------------------------------------
+
+def test_keyboard_interrupt_stops_a_long_kernel_promptly():
+    rng = np.random.default_rng(0)
+    T = 12288
+    q = rng.standard_normal((1, T, 8, 128)).astype(np.float32)
+    k = rng.standard_normal((1, T, 2, 128)).astype(np.float32)
+    t0 = time.perf_counter()
+    attnzoo.attention(q, k, k, check_inputs=False)
+    full = time.perf_counter() - t0
+    if full < 0.8:
+        pytest.skip(f"the kernel takes {full:.2f} s here: too short to interrupt midway")
+    timer = threading.Timer(0.15, _thread.interrupt_main)
+    t0 = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        attnzoo.attention(q, k, k, check_inputs=False)
+    took = time.perf_counter() - t0
+    timer.join()
+    assert took < 0.15 + 0.5 * full, f"interrupt took {took:.2f} s of a {full:.2f} s kernel"
+    # The pool is usable afterwards and gives the full result again.
+    small = _qkv()
+    np.testing.assert_allclose(attnzoo.attention(*small), attnzoo.attention_reference(*small), atol=1e-5)
