@@ -80,7 +80,9 @@ def test_cli_generate_announces_the_context_limit_and_refuses_long_prompts(small
     r = subprocess.run([_cli(), "generate", "-m", str(small), "-p", "the quick brown", "-n", "1000000000"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "stop: max_positions" in r.stderr
+    # -n past the context is announced and lowered: the run ends at the model's last position, never beyond.
+    assert "-n lowered to 61" in r.stderr and "context of 64 tokens" in r.stderr, r.stderr
+    assert "generated 61 tokens" in r.stderr, r.stderr
     r = subprocess.run([_cli(), "generate", "-m", str(small), "-p", "the quick brown fox " * 40, "-n", "4"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "max_position_embeddings" in r.stderr, r.stderr
