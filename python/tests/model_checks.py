@@ -137,11 +137,12 @@ def check_config_error_is_named(src, dst, match, **updates):
 
 def add_standard_tests(namespace, vocab, piece_orders, prefill, stop, pad_token_id, other_prompt,
                        greedy_prompt_len=24, unpack=lambda case: case):
-    """Defines, in a test module's `namespace`, the five checks every architecture runs on its `case` fixture
+    """Defines, in a test module's `namespace`, the six checks every architecture runs on its `case` fixture
     (kind, transformers model, attnzoo model, prompt ids, transformers logits; `unpack` picks those five):
     the whole prompt, the prompt in pieces (each order in piece_orders), token-by-token decode after `prefill`
-    tokens up to `stop`, a greedy continuation of the first greedy_prompt_len ids, and a ragged batch that
-    prefills other_prompt beside a decoding sequence."""
+    tokens up to `stop`, a greedy continuation of the first greedy_prompt_len ids, a ragged batch that prefills
+    other_prompt beside a decoding sequence, and the pieces and the decode again on 7-token blocks in shuffled
+    order."""
 
     def test_full_prompt_matches_transformers(case):
         kind, ref, m, ids, want = unpack(case)
@@ -163,8 +164,16 @@ def add_standard_tests(namespace, vocab, piece_orders, prefill, stop, pad_token_
         kind, ref, m, ids, want = unpack(case)
         check_ragged_batch(m, ids, want, other_prompt)
 
+    def test_odd_shuffled_blocks_give_the_same_logits(case):
+        # The same checkpoint on a pool of 7-token blocks handed out in shuffled order: every piece and decode
+        # step reads its keys through non-adjacent blocks.
+        kind, ref, m, ids, want = unpack(case)
+        odd = type(m).load(m.path, block_size=7, shuffle_blocks_seed=13)
+        check_prompt_in_pieces(odd, ids, want, piece_orders)
+        check_token_by_token_decode(odd, ids, want, prefill=prefill, stop=stop)
+
     for fn in (test_full_prompt_matches_transformers, test_prompt_in_pieces_carries_the_state,
                test_token_by_token_decode, test_greedy_continuation_matches_transformers,
-               test_ragged_batch_mixes_prefill_and_decode):
+               test_ragged_batch_mixes_prefill_and_decode, test_odd_shuffled_blocks_give_the_same_logits):
         fn.__module__ = namespace["__name__"]
         namespace[fn.__name__] = fn
