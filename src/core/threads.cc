@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -119,7 +120,10 @@ void ThreadPool::worker_loop(int worker) {
 
 void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   if (num_tasks <= 0) return;
-  const FlushDenormalsGuard flush;  // the caller's own setting comes back when the tasks are done
+  // The caller's own setting comes back when the tasks are done. Inside a task the thread already flushes (workers
+  // from their start, the caller under its outer guard): nested loops on the decode path skip the MXCSR round trip.
+  std::optional<FlushDenormalsGuard> flush;
+  if (!t_inside_task) flush.emplace();
   // Only the outermost call of the submitting thread polls and throws: a task must never be left by an
   // exception while other workers still run the job.
   const bool top_level = !t_inside_task;

@@ -47,7 +47,6 @@ Engine::~Engine() { stop(); }
 const EngineOptions& Engine::options() const { return scheduler_->options(); }
 int64_t Engine::max_model_len() const { return scheduler_->max_model_len(); }
 
-void Engine::check_request(const Request& request) const { scheduler_->check(request); }
 
 uint64_t Engine::add_request(Request request, OutputCallback on_output) {
   // The checks read only the options and the pool's fixed sizes, so they are safe on the caller's thread.

@@ -48,8 +48,6 @@ class Engine {
   // stop strings without a tokenizer, or a request the memory pool could not hold even alone; EngineBusy when
   // max_waiting_requests are waiting; EngineStopped after stop(). Thread-safe, never waits for a step.
   uint64_t add_request(Request request, OutputCallback on_output);
-  // What add_request would throw for this request (ArgumentError), without queuing it.
-  void check_request(const Request& request) const;
   // Ends the request at the start of the next step: its blocks are freed and its callback gets a last output
   // with finish_reason abort for each unfinished sample. Unknown or finished ids are ignored. Thread-safe.
   void abort(uint64_t request_id);

@@ -138,6 +138,16 @@ TEST(Engine, RejectsInvalidRequestsOnTheCallersThread) {
   } catch (const ArgumentError& e) {
     EXPECT_STREQ(e.what(), "prompt: 500 tokens + max_tokens 20 exceed max_model_len 512");
   }
+  Request stop;
+  stop.prompt = prompt_of(8, 1);
+  stop.params.stop_token_ids = {3, -5};
+  try {
+    engine.add_request(stop, {});
+    ADD_FAILURE() << "no error";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("stop_token_ids: token id -5 is outside the vocabulary"), std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(engine.stats().waiting_requests, 0);
   EngineOptions bad;
   bad.max_num_seqs = 0;

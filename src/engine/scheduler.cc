@@ -26,6 +26,10 @@ void Scheduler::check(const Request& request) const {
   for (int32_t id : request.prompt)
     require(id >= 0 && id < V, "prompt",
             "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  // An id outside the vocabulary could never be sampled: the stop would silently never happen.
+  for (int32_t id : p.stop_token_ids)
+    require(id >= 0 && id < V, "stop_token_ids",
+            "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
   require(p.stop.empty() || tokenizer_ != nullptr, "stop", "stop strings need the engine to have a tokenizer");
   require(p.n <= seq_cap(), "n",
           std::to_string(p.n) + " samples exceed max_num_seqs " + std::to_string(options_.max_num_seqs) +
@@ -270,12 +274,12 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   } catch (const PoolExhausted&) {
     // Planning checked the pool; reaching here means the pool changed under us. Nothing was written: preempt
     // the newest request and let the next step re-plan.
-    std::vector<Planned> none;
-    int64_t budget = 0;
-    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-      report.preempted.push_back((*it)->id);
-      preempt(**it, none, budget);
-      break;
+    if (!running_.empty()) {
+      std::vector<Planned> none;
+      int64_t budget = 0;
+      RequestState& newest = *running_.back();
+      report.preempted.push_back(newest.id);
+      preempt(newest, none, budget);
     }
     return;
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "state/memory_pool.h"
 #include "state/sequence.h"
 
 namespace attnzoo {
@@ -41,5 +42,9 @@ struct Batch {
   int64_t seq_len(int64_t s) const { return cu_seqlens[size_t(s) + 1] - cu_seqlens[size_t(s)]; }
   const int32_t* block_table(int64_t s) const { return block_tables.data() + s * max_blocks; }
 };
+
+// Fills the memory fields the layers read (context_lens, cache_seqlens, block tables, slot_mapping, state slots)
+// from the sequences' current state in `pool`; their new tokens must already be reserved (MemoryPool::reserve).
+void fill_batch_memory(const MemoryPool& pool, Batch& batch);
 
 }  // namespace attnzoo

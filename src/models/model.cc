@@ -34,13 +34,9 @@ DType parse_kv_cache_dtype(const std::string& dtype, DType automatic) {
 }
 
 int64_t ModelInfo::cache_bytes_for(int64_t tokens, int64_t block_tokens) const {
-  // When every paged layer is a sliding window the pool gives back blocks that left every window, so a sequence
-  // holds at most the blocks covering the widest window plus the one being filled.
-  int64_t window_all = 0;
-  for (const auto& l : layers)
-    if (l.cache.paged()) window_all = l.cache.window > 0 && window_all >= 0 ? std::max(window_all, l.cache.window) : -1;
-  if (window_all > 0 && block_tokens > 0)
-    tokens = std::min(tokens, ((window_all + block_tokens - 1) / block_tokens + 1) * block_tokens);
+  std::vector<CacheSpec> specs;
+  for (const auto& l : layers) specs.push_back(l.cache);
+  tokens = tokens_held(tokens, block_tokens, window_of_all_paged(specs));
   int64_t b = 0;
   for (const auto& l : layers) b = checked_add(b, l.cache.bytes_for(tokens, block_tokens), "cache bytes");
   return b;
@@ -111,23 +107,7 @@ struct Piece {
 
 }  // namespace
 
-void Model::prepare(Batch& batch) const {
-  const int64_t S = batch.num_sequences();
-  std::vector<int64_t> context(static_cast<size_t>(S)), added(static_cast<size_t>(S));
-  batch.context_lens.resize(static_cast<size_t>(S));
-  batch.cache_seqlens.resize(static_cast<size_t>(S));
-  batch.state_slots.resize(static_cast<size_t>(S));
-  for (int64_t s = 0; s < S; ++s) {
-    const Sequence& seq = *batch.sequences[size_t(s)];
-    context[size_t(s)] = seq.length();
-    added[size_t(s)] = batch.seq_len(s);
-    require(seq.length() + batch.seq_len(s) < (int64_t(1) << 31), "tokens", "a sequence may hold at most 2^31 - 1 tokens");
-    batch.context_lens[size_t(s)] = int32_t(seq.length());
-    batch.cache_seqlens[size_t(s)] = int32_t(seq.length() + batch.seq_len(s));
-    batch.state_slots[size_t(s)] = seq.state_slot();
-  }
-  pool_->fill_batch_tables(batch.sequences, context, added, batch.block_tables, batch.max_blocks, batch.slot_mapping);
-}
+void Model::prepare(Batch& batch) const { fill_batch_memory(*pool_, batch); }
 
 std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
   std::vector<int64_t> rows;

@@ -105,10 +105,7 @@ struct Server::Handlers {
           if (out->finished) {
             metrics.observe_finished(*out, *times);
             if (!out->error.empty()) {
-              json::Writer w;
-              w.begin_object().key("error").begin_object().member("message", out->error);
-              w.member("type", "server_error").member("code", int64_t(500)).end_object().end_object();
-              text += StreamWriter::event(w.take());
+              text += StreamWriter::event(error_body(ApiError(500, "server_error", out->error)));
             } else if (include_usage) {
               text += writer->usage_chunk(out->usage);
             }

@@ -1,5 +1,6 @@
 #include "state/cache_spec.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -83,6 +84,21 @@ std::string CacheSpec::describe() const {
   if (window > 0) s += " window " + std::to_string(window);
   if (state_floats > 0) s += " + state " + std::to_string(fixed_bytes()) + " B";
   return s;
+}
+
+int64_t window_of_all_paged(const std::vector<CacheSpec>& layers) {
+  int64_t window = 0;
+  for (const CacheSpec& l : layers) {
+    if (!l.paged()) continue;
+    if (l.window <= 0) return 0;
+    window = std::max(window, l.window);
+  }
+  return window;
+}
+
+int64_t tokens_held(int64_t tokens, int64_t block_tokens, int64_t window_all) {
+  if (window_all <= 0 || block_tokens <= 0) return tokens;
+  return std::min(tokens, ((window_all + block_tokens - 1) / block_tokens + 1) * block_tokens);
 }
 
 }  // namespace attnzoo

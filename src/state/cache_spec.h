@@ -7,6 +7,7 @@
 // A parallel hybrid layer (Falcon-H1: attention beside Mamba-2) has both.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/checked.h"
 #include "core/dtype.h"
@@ -47,5 +48,12 @@ struct CacheSpec {
   int64_t bytes_for(int64_t tokens, int64_t block_tokens) const;
   std::string describe() const;  // "kv bf16 [2 x 8 x 128]/token", "state 1.0 MiB"
 };
+
+// When every paged layer is a sliding window, the widest window (a sequence then never needs a key older than that,
+// so the pool gives back the blocks before it); 0 when any paged layer sees the whole context or none is paged.
+int64_t window_of_all_paged(const std::vector<CacheSpec>& layers);
+// Tokens a sequence of `tokens` tokens holds in blocks of `block_tokens` under that rule: the blocks covering the
+// window plus the one being filled, or all of them when window_all is 0.
+int64_t tokens_held(int64_t tokens, int64_t block_tokens, int64_t window_all);
 
 }  // namespace attnzoo

@@ -57,9 +57,7 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
   snapshot_blocks_ = options.snapshot_interval_blocks > 0 ? options.snapshot_interval_blocks
                                                            : std::max<int64_t>(1, 256 / options.block_tokens);
   const int64_t B = options.block_tokens;
-  for (const auto& s : specs_)
-    if (s.paged()) window_all_ = s.window > 0 && (window_all_ >= 0) ? std::max(window_all_, s.window) : -1;
-  window_all_ = std::max<int64_t>(window_all_, 0);
+  window_all_ = window_of_all_paged(specs_);
   for (auto& s : specs_) {
     s.dtype = kv;
     if (s.paged())
@@ -209,6 +207,11 @@ void MemoryPool::release(Sequence& seq) {
 }
 
 int64_t MemoryPool::blocks_needed(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const {
+  std::lock_guard lock(mu_);
+  return blocks_needed_locked(seqs, new_tokens);
+}
+
+int64_t MemoryPool::blocks_needed_locked(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const {
   if (!has_paged()) return 0;
   const int64_t B = options_.block_tokens;
   int64_t need = 0;
@@ -226,7 +229,7 @@ int64_t MemoryPool::blocks_needed(std::span<Sequence* const> seqs, std::span<con
 
 void MemoryPool::reserve(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) {
   std::lock_guard lock(mu_);
-  const int64_t need = blocks_needed(seqs, new_tokens);
+  const int64_t need = blocks_needed_locked(seqs, new_tokens);
   if (need > blocks_.num_available())
     throw PoolExhausted("kv cache: this step needs " + std::to_string(need) + " blocks of " +
                         std::to_string(options_.block_tokens) + " tokens, " + std::to_string(blocks_.num_available()) +

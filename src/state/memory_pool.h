@@ -108,6 +108,7 @@ class MemoryPool {
   void zero_state(int32_t slot);
   // Only a block this sequence alone holds, and that the prefix cache does not vouch for, may be written.
   bool writable(int32_t block) const;
+  int64_t blocks_needed_locked(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const;
   void drop_outside_window(Sequence& seq);
   std::optional<int32_t> take_snapshot_slot();
 

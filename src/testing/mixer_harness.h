@@ -44,21 +44,10 @@ class MixerHarness {
     return o;
   }
   void prepare(Batch& batch) {
-    const int64_t S = batch.num_sequences();
-    std::vector<int64_t> context, added;
-    batch.context_lens.clear();
-    batch.cache_seqlens.clear();
-    batch.state_slots.clear();
-    for (int64_t s = 0; s < S; ++s) {
-      const Sequence& seq = *batch.sequences[size_t(s)];
-      context.push_back(seq.length());
-      added.push_back(batch.seq_len(s));
-      batch.context_lens.push_back(int32_t(seq.length()));
-      batch.cache_seqlens.push_back(int32_t(seq.length() + batch.seq_len(s)));
-      batch.state_slots.push_back(seq.state_slot());
-    }
+    std::vector<int64_t> added;
+    for (int64_t s = 0; s < batch.num_sequences(); ++s) added.push_back(batch.seq_len(s));
     pool_.reserve(batch.sequences, added);
-    pool_.fill_batch_tables(batch.sequences, context, added, batch.block_tables, batch.max_blocks, batch.slot_mapping);
+    fill_batch_memory(pool_, batch);
   }
   const SequenceMixer& mixer_;
   MemoryPool pool_;
