@@ -34,3 +34,21 @@ def matmul(x, w, qtype, n, k, path="auto"):
     y = np.empty((x.shape[0], int(n)), dtype=np.float32)
     _core.quant_matmul(w, int(qtype), int(n), int(k), x, y, path)
     return y
+
+
+def quantize(x, qtype, importance=None):
+    """uint8 [rows, row bytes]: x [rows, cols] (float32) as GGUF blocks of `qtype` (F32, F16, BF16, Q8_0, Q4_0,
+    Q4_1, Q5_0, Q5_1: gguf.quants.quantize's bytes; Q4_K, Q5_K, Q6_K: llama.cpp's scale search). `importance`:
+    one weight per column (an imatrix: mean squared activation per input channel) for the weighted search."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim == 1:
+        x = x.reshape(1, -1)
+    info = type_info(qtype)
+    if info is None:
+        raise ValueError(f"qtype: unknown GGUF type id {int(qtype)}")
+    if x.ndim != 2 or x.shape[1] % info[1]:
+        raise ValueError(f"x: expected [rows, cols] with cols a multiple of {info[1]}, got {x.shape}")
+    out = np.empty((x.shape[0], x.shape[1] // info[1] * info[2]), dtype=np.uint8)
+    imp = None if importance is None else np.ascontiguousarray(importance, dtype=np.float32)
+    _core.quantize(x, int(qtype), imp, out)
+    return out

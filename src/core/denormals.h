@@ -60,4 +60,23 @@ class FlushDenormalsGuard {
   decltype(float_env::read()) saved_;
 };
 
+// The opposite, for code that must round exactly as an unflushed reference does (weight quantization matches
+// numpy bit for bit, tiny values included): flushing off for the guard's lifetime, the caller's setting after.
+class KeepDenormalsGuard {
+ public:
+  KeepDenormalsGuard() : saved_(float_env::read()) {
+    if (saved_ & float_env::kFlushBits) float_env::write(saved_ & ~float_env::kFlushBits);
+  }
+  ~KeepDenormalsGuard() {
+    const auto now = float_env::read();
+    const auto want = (now & ~float_env::kFlushBits) | (saved_ & float_env::kFlushBits);
+    if (want != now) float_env::write(want);
+  }
+  KeepDenormalsGuard(const KeepDenormalsGuard&) = delete;
+  KeepDenormalsGuard& operator=(const KeepDenormalsGuard&) = delete;
+
+ private:
+  decltype(float_env::read()) saved_;
+};
+
 }  // namespace attnzoo
