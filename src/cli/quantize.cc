@@ -1,0 +1,77 @@
+// attnzoo quantize: a Hugging Face checkpoint written as a quantized GGUF file (src/convert/gguf_export.h).
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/usage.h"
+#include "convert/gguf_export.h"
+#include "core/error.h"
+
+namespace attnzoo::cli {
+namespace {
+
+const char* kUsage =
+    "usage: attnzoo quantize -m DIR -o OUT.gguf [--type T] [--output-tensor-type T] [--token-embedding-type T]\n"
+    "                        [--tensor-type PATTERN=T]... [--keep PATTERN]...\n"
+    "  writes the checkpoint in DIR (safetensors: Llama / SmolLM2 / Qwen2 / Qwen3) as a GGUF file llama.cpp,\n"
+    "  the gguf package, transformers and attnzoo load\n"
+    "  --type T                 F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K (default Q8_0);\n"
+    "                           norms and biases stay F32, the embedding and output head take Q8_0 (for Q8_0)\n"
+    "                           or Q6_K (for lower-bit types), as llama-quantize does\n"
+    "  --output-tensor-type T   the output head's type\n"
+    "  --token-embedding-type T the token embedding's type\n"
+    "  --tensor-type PATTERN=T  tensors whose GGUF name matches the regex PATTERN take T (first match wins)\n"
+    "  --keep PATTERN           tensors matching PATTERN keep the checkpoint's own float type\n";
+
+}  // namespace
+
+int run_quantize(const std::vector<std::string>& args) {
+  std::string model, out;
+  QuantizeOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& s = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw ArgumentError(s + ": needs a value");
+      return args[++i];
+    };
+    if (s == "-m" || s == "--model") {
+      model = value();
+    } else if (s == "-o" || s == "--output") {
+      out = value();
+    } else if (s == "--type") {
+      o.policy.type = parse_quant_type(value(), "--type");
+    } else if (s == "--output-tensor-type") {
+      o.policy.output_type = parse_quant_type(value(), s);
+    } else if (s == "--token-embedding-type") {
+      o.policy.token_embedding_type = parse_quant_type(value(), s);
+    } else if (s == "--tensor-type") {
+      const std::string& v = value();
+      const size_t eq = v.rfind('=');
+      if (eq == std::string::npos || eq == 0)
+        throw ArgumentError("--tensor-type: expected PATTERN=TYPE, got '" + v + "'");
+      o.policy.tensor_types.emplace_back(v.substr(0, eq), parse_quant_type(v.substr(eq + 1), "--tensor-type"));
+    } else if (s == "--keep") {
+      o.policy.keep.push_back(value());
+    } else if (is_help(s)) {
+      throw HelpRequested(kUsage);
+    } else {
+      throw_unknown_option("quantize", s, kUsage);
+    }
+  }
+  if (model.empty()) throw ArgumentError("quantize: -m DIR (a Hugging Face checkpoint directory) is required");
+  if (out.empty()) throw ArgumentError("quantize: -o OUT.gguf is required");
+
+  const QuantizeSummary s = quantize_checkpoint(model, out, o);
+  std::map<std::string, int> by_type;
+  for (const QuantizedTensor& t : s.tensors) ++by_type[quant_type_name(t.type)];
+  std::string types;
+  for (const auto& [name, n] : by_type) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  std::printf("%s: %s, %zu tensors (%s), %.2f MiB -> %.2f MiB%s\n", out.c_str(), s.architecture.c_str(),
+              s.tensors.size(), types.c_str(), double(s.bytes_in) / (1 << 20), double(s.bytes_out) / (1 << 20),
+              s.tokenizer ? "" : " (no tokenizer.json: no tokenizer metadata)");
+  return 0;
+}
+
+}  // namespace attnzoo::cli
