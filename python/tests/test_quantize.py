@@ -153,3 +153,220 @@ def test_bad_values_are_refused_by_name():
     imp[5] = -1
     with pytest.raises(ValueError, match=r"importance of input channel 5 is -1"):
         quant.quantize(np.zeros((1, 64), np.float32), T.Q4_0, importance=imp)
+
+
+# --- attnzoo quantize on tiny transformers checkpoints ------------------------------------------------------
+
+VOCAB = 320
+PROMPT_LEN = 24
+TEXT = "the quick brown fox jumps over the lazy dog, 12345 times!\nHello world."
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+               r"\s*[\r\n]+|\s+(?!\S)|\s+")
+MAIN_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
+# RMS(logits - the f32 model's logits) / std(logits): measured on both models (Q4_0 0.28 / 0.33, Q4_1 0.23 /
+# 0.28, Q4_K 0.23 / 0.25, Q5_0 0.15 / 0.18, Q5_1 0.13 / 0.15, Q5_K 0.12 / 0.15, Q6_K 0.06 / 0.08, Q8_0 0.021 /
+# 0.027, BF16 0.007 / 0.008, F16 0.0008 / 0.001), bounds about 1.5x; a misplaced row or scale gives ~1.4.
+# Random 2-layer models amplify weight noise about 3x (Q4_0's weights alone are off by ~9%).
+LOGIT_TOL = {"F32": 1e-5, "F16": 0.002, "BF16": 0.015, "Q8_0": 0.04, "Q6_K": 0.12, "Q5_K": 0.23, "Q5_1": 0.23,
+             "Q5_0": 0.27, "Q4_K": 0.38, "Q4_1": 0.42, "Q4_0": 0.5}
+
+
+def _config(kind):
+    common = dict(vocab_size=VOCAB, max_position_embeddings=256, rms_norm_eps=1e-5, initializer_range=0.05,
+                  hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2)
+    if kind == "llama":  # untied head; GQA so Q and K are permuted with different head counts
+        return transformers.LlamaConfig(tie_word_embeddings=False, **common)
+    return transformers.Qwen3Config(head_dim=32, tie_word_embeddings=True, **common)  # q/k norms, tied head
+
+
+def _tokenizer(kind):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    if kind == "llama":  # GPT-2's byte-level regex
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:  # Qwen2's split regex, then bytes
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([TEXT] * 20, trainer)
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    fast.chat_template = "{% for m in messages %}<s>{{ m['content'] }}</s>{% endfor %}"
+    return fast
+
+
+def _randomize(model):
+    for name, p in model.named_parameters():
+        if p.ndim == 1:
+            p.copy_((1.0 if "norm" in name else 0.0) + 0.2 * torch.randn_like(p))
+
+
+def _cli(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen3"])
+def checkpoint(request, tmp_path_factory):
+    kind = request.param
+    directory = str(tmp_path_factory.mktemp(f"hf-{kind}"))
+    model = checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager")
+    _tokenizer(kind).save_pretrained(directory)
+    ids = checks.prompt(VOCAB, PROMPT_LEN)
+    return kind, directory, model, ids, checks.meaningful_logits(model, ids)
+
+
+def _quantize(checkpoint, qtype, tmp_path_factory, *extra):
+    kind, directory = checkpoint[:2]
+    out = str(tmp_path_factory.mktemp(f"gguf-{kind}-{qtype}") / f"{kind}-{qtype}.gguf")
+    r = _cli("quantize", "-m", directory, "-o", out, "--type", qtype, *extra)
+    assert r.returncode == 0, r.stderr
+    assert out in r.stdout and "tensors" in r.stdout
+    return out
+
+
+def _expected_types(name, shape, qtype):
+    """llama-quantize's defaults, restated: 1-D -> F32; head / embedding -> Q8_0 (for Q8_0) or Q6_K (lower
+    bits); rows that are not whole super-blocks fall back (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0)."""
+    if len(shape) == 1:
+        return "F32"
+    if name in ("output.weight", "token_embd.weight") and qtype not in ("F32", "F16", "BF16"):
+        qtype = "Q8_0" if qtype == "Q8_0" else "Q6_K"
+    if shape[-1] % 256 and qtype.endswith("_K"):  # qwen3's o_proj: rows of 128
+        return {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}[qtype]
+    return qtype
+
+
+def _permute(w, n_head):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's two rotary halves interleaved."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _hf_tensors_as_gguf(model, kind):
+    """{GGUF name: the tensor the converter would store (f32, rows permuted for llama's Q / K)}."""
+    cfg = model.config
+    arch = {"llama": gguf.MODEL_ARCH.LLAMA, "qwen3": gguf.MODEL_ARCH.QWEN3}[kind]
+    names = gguf.get_tensor_name_map(arch, cfg.num_hidden_layers)
+    out = {}
+    for name, t in model.state_dict().items():
+        if name == "lm_head.weight" and cfg.tie_word_embeddings:
+            continue
+        data = t.float().numpy()
+        if kind == "llama" and name.endswith("q_proj.weight"):
+            data = _permute(data, cfg.num_attention_heads)
+        if kind == "llama" and name.endswith("k_proj.weight"):
+            data = _permute(data, cfg.num_key_value_heads)
+        out[names.get_name(name, try_suffixes=(".weight", ".bias"))] = np.ascontiguousarray(data)
+    return out
+
+
+@pytest.mark.parametrize("qtype", MAIN_TYPES)
+def test_quantized_file_reads_back_everywhere(checkpoint, qtype, tmp_path_factory):
+    kind, directory, model, ids, want = checkpoint
+    path = _quantize(checkpoint, qtype, tmp_path_factory)
+
+    # gguf's reader: every tensor under the converter's name, with the policy's type and the torch shape.
+    reader = gguf.GGUFReader(path)
+    tensors = {t.name: t for t in reader.tensors}
+    expected = _hf_tensors_as_gguf(model, kind)
+    assert set(tensors) == set(expected)
+    for name, data in expected.items():
+        t = tensors[name]
+        assert t.tensor_type.name == _expected_types(name, data.shape, qtype), name
+        assert [int(n) for n in reversed(t.shape)] == list(data.shape), name
+        if t.tensor_type in (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1):
+            blocks = np.ascontiguousarray(gguf.quants.quantize(data, t.tensor_type)).view(np.uint8)
+            assert np.array_equal(np.frombuffer(t.data.tobytes(), np.uint8), blocks.reshape(-1)), name
+    field = lambda k: reader.fields[k].contents()  # noqa: E731
+    assert field("general.architecture") == kind
+    assert field(f"{kind}.block_count") == 2 and field(f"{kind}.attention.head_count_kv") == 2
+    assert field("tokenizer.ggml.model") == "gpt2"
+    assert field("tokenizer.ggml.pre") == ("gpt-2" if kind == "llama" else "qwen2")
+    assert field("tokenizer.chat_template").startswith("{% for m in messages %}")
+
+    # attnzoo on the file: close to the f32 model, by a tolerance per type.
+    got = Model.load(path).forward(ids)
+    err = np.sqrt(np.mean((got - want) ** 2)) / want.std()
+    assert err < LOGIT_TOL[qtype], (qtype, err)
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_1", "Q5_K", "Q6_K"])
+def test_transformers_gguf_loader_agrees(checkpoint, qtype, tmp_path_factory):
+    """transformers' GGUF loader reads the same file with its own name map, reverse permutation and gguf's
+    dequantization: its model and ours compute the same logits from it."""
+    pytest.importorskip("accelerate")
+    kind, directory, model, ids, want = checkpoint
+    path = _quantize(checkpoint, qtype, tmp_path_factory)
+    ref = transformers.AutoModelForCausalLM.from_pretrained(
+        os.path.dirname(path), gguf_file=os.path.basename(path), config=_config(kind), dtype=torch.float32,
+        attn_implementation="eager").eval()
+    np.testing.assert_allclose(Model.load(path).forward(ids), checks.reference_logits(ref, ids), atol=checks.ATOL,
+                               rtol=0)
+
+
+def test_tokenizer_metadata_tokenizes_as_the_checkpoint(checkpoint, tmp_path_factory):
+    from attnzoo.tokenizer import Tokenizer
+    kind, directory = checkpoint[:2]
+    path = _quantize(checkpoint, "Q8_0", tmp_path_factory)
+    hf = transformers.AutoTokenizer.from_pretrained(directory)
+    ours = Tokenizer.load(path)
+    want = hf(TEXT, add_special_tokens=False)["input_ids"]
+    assert ours.encode(TEXT, add_special_tokens=False) == want
+    reader = gguf.GGUFReader(path)
+    assert reader.fields["tokenizer.ggml.bos_token_id"].contents() == hf.bos_token_id
+    assert reader.fields["tokenizer.ggml.eos_token_id"].contents() == hf.eos_token_id
+    tokens = reader.fields["tokenizer.ggml.tokens"].contents()
+    types = reader.fields["tokenizer.ggml.token_type"].contents()
+    assert len(tokens) == VOCAB and tokens[-1] == f"[PAD{VOCAB - 1}]"
+    assert types[hf.convert_tokens_to_ids("<s>")] == 3 and types[hf.convert_tokens_to_ids("e")] == 1
+
+
+def test_overrides(checkpoint, tmp_path_factory):
+    kind, directory, model, ids, want = checkpoint
+    path = _quantize(checkpoint, "Q4_0", tmp_path_factory, "--tensor-type", r"ffn_down=Q8_0", "--keep", "attn_v",
+                     "--token-embedding-type", "f16", "--output-tensor-type", "Q5_K")
+    types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(path).tensors}
+    assert types["blk.0.ffn_down.weight"] == "Q8_0" and types["blk.1.attn_v.weight"] == "F32"
+    assert types["blk.0.ffn_up.weight"] == "Q4_0" and types["token_embd.weight"] == "F16"
+    assert types.get("output.weight", "Q5_K") == "Q5_K"
+
+
+def _write_fake_checkpoint(directory, architecture):
+    import json
+    from safetensors.numpy import save_file
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump({"architectures": [architecture], "model_type": "x", "hidden_size": 64, "num_attention_heads": 2,
+                   "num_hidden_layers": 1, "intermediate_size": 64, "vocab_size": 8}, f)
+    save_file({"model.embed_tokens.weight": np.zeros((8, 64), np.float32)}, os.path.join(directory, "model.safetensors"))
+
+
+@pytest.mark.parametrize("case", ["missing_dir", "unknown_type", "unsupported_arch", "nan_weight", "no_output"])
+def test_bad_input_one_line_nonzero_exit(case, tmp_path):
+    out = str(tmp_path / "out.gguf")
+    if case == "missing_dir":
+        args, msg = ["-m", str(tmp_path / "nope"), "-o", out], r"nope' is not a directory"
+    elif case == "unknown_type":
+        args, msg = ["-m", str(tmp_path), "-o", out, "--type", "Q3_X"], r"--type: unknown type 'Q3_X' \(choose from"
+    elif case == "unsupported_arch":
+        _write_fake_checkpoint(str(tmp_path / "m"), "BertForMaskedLM")
+        args, msg = ["-m", str(tmp_path / "m"), "-o", out], r"architecture 'BertForMaskedLM' cannot be quantized"
+    elif case == "nan_weight":
+        cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=64, num_hidden_layers=1,
+                                       num_attention_heads=2, num_key_value_heads=2, vocab_size=16)
+        m = transformers.LlamaForCausalLM(cfg)
+        with torch.no_grad():
+            m.model.layers[0].mlp.up_proj.weight[3, 5] = float("nan")
+        m.save_pretrained(str(tmp_path / "m"))
+        args, msg = ["-m", str(tmp_path / "m"), "-o", out], \
+            r"model\.layers\.0\.mlp\.up_proj\.weight: value at row 3, column 5 is nan"
+    else:
+        args, msg = ["-m", str(tmp_path)], r"-o OUT\.gguf is required"
+    r = _cli("quantize", *args)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnzoo: error: "), r.stderr
+    assert __import__("re").search(msg, lines[0]), lines[0]
+    assert not os.path.exists(out) and not os.path.exists(out + ".partial")
