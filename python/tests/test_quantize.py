@@ -419,3 +419,18 @@ def test_calibration_refusals(checkpoint, tmp_path):
     assert r.returncode != 0 and "none.txt: cannot read the calibration text" in r.stderr
     r = _cli("quantize", "-m", directory, "-o", str(tmp_path / "x.gguf"), "--calibration-chunk", "-3")
     assert r.returncode != 0 and "--calibration-chunk: expected a non-negative integer, got '-3'" in r.stderr
+
+
+def test_python_api_writes_the_cli_file(checkpoint, tmp_path_factory, tmp_path):
+    import attnzoo
+    kind, directory = checkpoint[:2]
+    cli_file = _quantize(checkpoint, "Q5_K", tmp_path_factory, "--tensor-type", "ffn_down=Q8_0")
+    out = tmp_path / "api.gguf"
+    s = attnzoo.quantize(directory, out, type="q5_k", tensor_types={"ffn_down": "Q8_0"})
+    assert open(cli_file, "rb").read() == out.read_bytes()  # deterministic, one code path
+    types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(out)).tensors}
+    assert {t["name"]: t["type"] for t in s["tensors"]} == types
+    assert s["architecture"] == kind and s["tokenizer"] and not s["calibrated"]
+    assert s["bytes_out"] == sum(t["bytes"] for t in s["tensors"]) < s["bytes_in"]
+    with pytest.raises(ValueError, match=r"type: unknown type 'Q7'"):
+        attnzoo.quantize(directory, tmp_path / "x.gguf", type="Q7")
