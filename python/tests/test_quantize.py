@@ -434,3 +434,32 @@ def test_python_api_writes_the_cli_file(checkpoint, tmp_path_factory, tmp_path):
     assert s["bytes_out"] == sum(t["bytes"] for t in s["tensors"]) < s["bytes_in"]
     with pytest.raises(ValueError, match=r"type: unknown type 'Q7'"):
         attnzoo.quantize(directory, tmp_path / "x.gguf", type="Q7")
+
+
+def test_qwen2_with_biases(tmp_path):
+    """Qwen2: q / k / v biases (1-D, F32, not permuted), untied head, Qwen2's split regex."""
+    pytest.importorskip("accelerate")
+    directory = str(tmp_path / "qwen2")
+    cfg = transformers.Qwen2Config(vocab_size=VOCAB, max_position_embeddings=256, rms_norm_eps=1e-5, hidden_size=256,
+                                   intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, tie_word_embeddings=False, initializer_range=0.05)
+    model = checks.save_random_model("qwen2", cfg, directory, _randomize, attn_implementation="eager")
+    _tokenizer("qwen2").save_pretrained(directory)
+    ids = checks.prompt(VOCAB, PROMPT_LEN)
+    want = checks.meaningful_logits(model, ids)
+    for qtype in ("Q8_0", "Q4_K"):
+        out = str(tmp_path / f"qwen2-{qtype}.gguf")
+        r = _cli("quantize", "-m", directory, "-o", out, "--type", qtype)
+        assert r.returncode == 0, r.stderr
+        tensors = {t.name: t for t in gguf.GGUFReader(out).tensors}
+        names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, 2)
+        state = {names.get_name(n, try_suffixes=(".weight", ".bias")): t.numpy() for n, t in model.state_dict().items()}
+        assert set(tensors) == set(state)
+        bias = tensors["blk.1.attn_k.bias"]
+        assert bias.tensor_type == T.F32 and np.array_equal(bias.data, state["blk.1.attn_k.bias"])
+        got = Model.load(out).forward(ids)
+        assert np.sqrt(np.mean((got - want) ** 2)) / want.std() < LOGIT_TOL[qtype]
+        ref = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file=os.path.basename(out),
+                                                                config=cfg, dtype=torch.float32,
+                                                                attn_implementation="eager").eval()
+        np.testing.assert_allclose(got, checks.reference_logits(ref, ids), atol=checks.ATOL, rtol=0)

@@ -111,7 +111,9 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   GgufWriter w;
   w.add_string("general.architecture", arch->gguf);
   w.add_string("general.type", "model");
-  w.add_string("general.name", std::filesystem::path(src_dir).lexically_normal().filename().string());
+  std::filesystem::path dir_name = std::filesystem::path(src_dir).lexically_normal();
+  if (dir_name.filename().empty()) dir_name = dir_name.parent_path();  // "models/x/" -> "models/x"
+  w.add_string("general.name", dir_name.filename().string());
   w.add_u32("general.file_type", llama_file_type(o.policy.type));
   std::vector<float> rope_freqs;
   add_hparams(w, c, arch->gguf, head_dim, rope, &rope_freqs);
