@@ -12,7 +12,9 @@
 //    instead of the default |x|-based weights, for Q4_0 / Q4_1 / Q5_0 / Q5_1 and the K-quants (Q8_0 and the
 //    plain types ignore it). With importance the 4/5-bit round-to-nearest formats search their scale too, so
 //    they no longer match gguf-py byte for byte (that match is for importance = nullptr only).
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -58,7 +60,16 @@ float search_with_min(int n, int nmax, const float* x, const float* w, uint8_t* 
                       float rdelta, int nstep);
 // Non-negative values (sub-block scales) to levels in [0, nmax] with a weighted refit; the scale returned.
 float search_positive(int n, int nmax, const float* x, const float* w, uint8_t* L);
-int nearest_int(float v);
+// Round half to even, as llama.cpp's nearest_int: adding 1.5 * 2^23 leaves the rounded integer in the low
+// mantissa bits (exact for |v| < 2^22). Larger magnitudes (only from a near-zero scale; every caller clamps the
+// level) saturate at +-2^30, and a NaN gives 0, instead of an undefined conversion.
+inline int nearest_int(float v) {
+  if (!(std::fabs(v) <= 4194303.f)) return v > 0 ? (1 << 30) : v < 0 ? -(1 << 30) : 0;
+  const float shifted = v + 12582912.f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, 4);
+  return (bits & 0x007FFFFF) - 0x00400000;
+}
 }  // namespace quant_detail
 
 }  // namespace attnzoo

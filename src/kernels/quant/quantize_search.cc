@@ -12,9 +12,6 @@ namespace {
 constexpr float kGroupMaxEps = 1e-15f;  // a group whose largest |x| is below this is all zero
 }
 
-// Round half to even, as llama.cpp's nearest_int (the 1.5 * 2^23 trick) does for the magnitudes that occur.
-int nearest_int(float v) { return int(std::nearbyint(v)); }
-
 float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) {
   float max = 0, amax = 0;
   for (int i = 0; i < n; ++i)
