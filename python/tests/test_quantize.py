@@ -343,7 +343,8 @@ def _write_fake_checkpoint(directory, architecture):
     save_file({"model.embed_tokens.weight": np.zeros((8, 64), np.float32)}, os.path.join(directory, "model.safetensors"))
 
 
-@pytest.mark.parametrize("case", ["missing_dir", "unknown_type", "unsupported_arch", "nan_weight", "no_output"])
+@pytest.mark.parametrize("case", ["missing_dir", "unknown_type", "unsupported_arch", "nan_weight", "no_output",
+                                  "unigram_tokenizer", "bad_added_token"])
 def test_bad_input_one_line_nonzero_exit(case, tmp_path):
     out = str(tmp_path / "out.gguf")
     if case == "missing_dir":
@@ -362,6 +363,14 @@ def test_bad_input_one_line_nonzero_exit(case, tmp_path):
         m.save_pretrained(str(tmp_path / "m"))
         args, msg = ["-m", str(tmp_path / "m"), "-o", out], \
             r"model\.layers\.0\.mlp\.up_proj\.weight: value at row 3, column 5 is nan"
+    elif case in ("unigram_tokenizer", "bad_added_token"):
+        _write_fake_checkpoint(str(tmp_path / "m"), "LlamaForCausalLM")
+        tok = {"model": {"type": "Unigram", "vocab": []}} if case == "unigram_tokenizer" else \
+            {"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "added_tokens": [{"content": "<s>"}]}
+        (tmp_path / "m" / "tokenizer.json").write_text(__import__("json").dumps(tok))
+        args = ["-m", str(tmp_path / "m"), "-o", out]
+        msg = r"m/tokenizer\.json: key 'model\.type': only byte-level BPE" if case == "unigram_tokenizer" else \
+            r"m/tokenizer\.json: key 'added_tokens': every entry needs an integer 'id'"
     else:
         args, msg = ["-m", str(tmp_path)], r"-o OUT\.gguf is required"
     r = _cli("quantize", *args)

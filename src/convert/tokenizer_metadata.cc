@@ -76,12 +76,10 @@ std::string pre_tokenizer_name(const json::Value& tok, const std::string& path) 
                   "(known here: gpt-2, smollm, llama-bpe, qwen2, qwen35, tekken, gpt-4o, dbrx)");
 }
 
-}  // namespace
-
-bool add_tokenizer_metadata(GgufWriter& w, const std::string& dir, int64_t vocab_size) {
+// The body of add_tokenizer_metadata; its LoadErrors are given the file's name by the caller.
+void add_vocabulary(GgufWriter& w, const json::Value& tok_json, const std::string& dir, int64_t vocab_size) {
+  const json::Value* tok = &tok_json;
   const std::string path = dir + "/tokenizer.json";
-  const auto tok = read_json(path);
-  if (!tok) return false;
   const json::Value* model = tok->find("model");
   const json::Value* type = model ? model->find("type") : nullptr;
   if (!type || !type->is_string() || type->as_string() != "BPE")
@@ -93,9 +91,13 @@ bool add_tokenizer_metadata(GgufWriter& w, const std::string& dir, int64_t vocab
   for (const auto& [text, id] : vocab->as_object()) by_id[id.as_int()] = {text, kNormal};
   if (const json::Value* added = tok->find("added_tokens"); added && added->is_array()) {
     for (const json::Value& a : added->as_array()) {
+      const json::Value* id = a.find("id");
+      const json::Value* content = a.find("content");
       const json::Value* special = a.find("special");
-      by_id[a.find("id")->as_int()] = {a.find("content")->as_string(),
-                                       special && special->is_bool() && special->as_bool() ? kControl : kUserDefined};
+      if (!id || !id->is_integer() || !content || !content->is_string())
+        throw LoadError("key 'added_tokens': every entry needs an integer 'id' and a string 'content'");
+      by_id[id->as_int()] = {content->as_string(),
+                             special && special->is_bool() && special->as_bool() ? kControl : kUserDefined};
     }
   }
   if (by_id.empty()) throw LoadError(path + ": the vocabulary is empty");
@@ -161,6 +163,23 @@ bool add_tokenizer_metadata(GgufWriter& w, const std::string& dir, int64_t vocab
         w.add_bool(std::string("tokenizer.ggml.") + key, v->as_bool());
 
   if (auto chat = chat::load_chat_template(dir)) w.add_string("tokenizer.chat_template", chat->source);
+}
+
+}  // namespace
+
+bool add_tokenizer_metadata(GgufWriter& w, const std::string& dir, int64_t vocab_size) {
+  const std::string path = dir + "/tokenizer.json";
+  const auto tok = read_json(path);
+  if (!tok) return false;
+  try {
+    add_vocabulary(w, *tok, dir, vocab_size);
+  } catch (const json::ParseError&) {
+    throw;
+  } catch (const LoadError& e) {
+    const std::string m = e.what();
+    if (m.rfind(dir, 0) == 0) throw;  // already names its file (tokenizer_config.json, a chat template ...)
+    throw LoadError(path + ": " + m);
+  }
   return true;
 }
 
