@@ -344,7 +344,7 @@ def _write_fake_checkpoint(directory, architecture):
 
 
 @pytest.mark.parametrize("case", ["missing_dir", "unknown_type", "unsupported_arch", "nan_weight", "no_output",
-                                  "unigram_tokenizer", "bad_added_token"])
+                                  "unigram_tokenizer", "bad_added_token", "gguf_source"])
 def test_bad_input_one_line_nonzero_exit(case, tmp_path):
     out = str(tmp_path / "out.gguf")
     if case == "missing_dir":
@@ -363,6 +363,10 @@ def test_bad_input_one_line_nonzero_exit(case, tmp_path):
         m.save_pretrained(str(tmp_path / "m"))
         args, msg = ["-m", str(tmp_path / "m"), "-o", out], \
             r"model\.layers\.0\.mlp\.up_proj\.weight: value at row 3, column 5 is nan"
+    elif case == "gguf_source":
+        (tmp_path / "m").mkdir()
+        (tmp_path / "m" / "x.gguf").write_bytes(b"")
+        args, msg = ["-m", str(tmp_path / "m"), "-o", out], r"holds a GGUF checkpoint; quantize reads Hugging Face"
     elif case in ("unigram_tokenizer", "bad_added_token"):
         _write_fake_checkpoint(str(tmp_path / "m"), "LlamaForCausalLM")
         tok = {"model": {"type": "Unigram", "vocab": []}} if case == "unigram_tokenizer" else \
