@@ -314,6 +314,10 @@ def test_tokenizer_metadata_tokenizes_as_the_checkpoint(checkpoint, tmp_path_fac
     ours = Tokenizer.load(path)
     want = hf(TEXT, add_special_tokens=False)["input_ids"]
     assert ours.encode(TEXT, add_special_tokens=False) == want
+    # transformers' own GGUF tokenizer converter, reading the same metadata independently
+    theirs = transformers.AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
+    assert theirs(TEXT, add_special_tokens=False)["input_ids"] == want
+    assert (theirs.bos_token, theirs.eos_token) == ("<s>", "</s>")
     reader = gguf.GGUFReader(path)
     assert reader.fields["tokenizer.ggml.bos_token_id"].contents() == hf.bos_token_id
     assert reader.fields["tokenizer.ggml.eos_token_id"].contents() == hf.eos_token_id
