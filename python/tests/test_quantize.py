@@ -480,3 +480,25 @@ def test_qwen2_with_biases(tmp_path):
                                                                 config=cfg, dtype=torch.float32,
                                                                 attn_implementation="eager").eval()
         np.testing.assert_allclose(got, checks.reference_logits(ref, ids), atol=checks.ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("rope", [dict(rope_type="linear", rope_theta=10000.0, factor=4.0),
+                                  dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                                       high_freq_factor=4.0, original_max_position_embeddings=8192),
+                                  dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
+                                       original_max_position_embeddings=64)], ids=lambda r: r["rope_type"])
+def test_rope_scaling_survives_the_round_trip(rope, tmp_path):
+    """RoPE scaling as the converter stores it (linear / yarn keys; Llama 3's as the rope_freqs tensor): the F32
+    file's logits equal the transformers model's, which they would not with the scaling lost."""
+    cfg = transformers.LlamaConfig(vocab_size=VOCAB, max_position_embeddings=256, rms_norm_eps=1e-5, hidden_size=64,
+                                   intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, rope_parameters=rope, initializer_range=0.1)
+    model = checks.save_random_model("llama", cfg, str(tmp_path / "m"), _randomize, attn_implementation="eager")
+    ids = checks.prompt(VOCAB, 120)  # long enough for the scaled frequencies to matter
+    out = str(tmp_path / "m.gguf")
+    r = _cli("quantize", "-m", str(tmp_path / "m"), "-o", out, "--type", "F32")
+    assert r.returncode == 0, r.stderr
+    names = {t.name for t in gguf.GGUFReader(out).tensors}
+    assert ("rope_freqs.weight" in names) == (rope["rope_type"] == "llama3")
+    np.testing.assert_allclose(Model.load(out).forward(ids), checks.meaningful_logits(model, ids), atol=checks.ATOL,
+                               rtol=0)

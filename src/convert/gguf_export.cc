@@ -104,6 +104,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   QuantizeSummary summary;
   summary.architecture = arch->gguf;
   const int64_t heads = c.get_int("num_attention_heads"), kv_heads = c.get_int_or("num_key_value_heads", heads);
+  if (heads <= 0 || kv_heads <= 0)
+    throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
   const RopeConfig rope = read_rope(c, head_dim);
   const bool tied = c.get_bool_or("tie_word_embeddings", false);

@@ -5,13 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "core/denormals.h"
 #include "core/error.h"
 #include "core/threads.h"
-#include "kernels/quant/quant_blocks.h"
 #include "kernels/quant/quantize.h"
 
 namespace attnzoo {
