@@ -502,3 +502,26 @@ def test_rope_scaling_survives_the_round_trip(rope, tmp_path):
     assert ("rope_freqs.weight" in names) == (rope["rope_type"] == "llama3")
     np.testing.assert_allclose(Model.load(out).forward(ids), checks.meaningful_logits(model, ids), atol=checks.ATOL,
                                rtol=0)
+
+
+def test_bf16_checkpoint(tmp_path):
+    """A bf16 checkpoint: --type BF16 copies its bytes, Q8_0 quantizes its values widened to f32 (gguf's bytes),
+    --keep leaves a matrix bf16."""
+    cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=2, tie_word_embeddings=False)
+    torch.manual_seed(3)
+    model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+    model.save_pretrained(str(tmp_path / "m"))
+    up = model.model.layers[0].mlp.up_proj.weight.detach()
+    for qtype, extra in (("BF16", []), ("Q8_0", ["--keep", "ffn_down"])):
+        out = str(tmp_path / f"{qtype}.gguf")
+        r = _cli("quantize", "-m", str(tmp_path / "m"), "-o", out, "--type", qtype, *extra)
+        assert r.returncode == 0, r.stderr
+        t = {t.name: t for t in gguf.GGUFReader(out).tensors}
+        got = np.frombuffer(t["blk.0.ffn_up.weight"].data.tobytes(), np.uint8)
+        if qtype == "BF16":
+            assert np.array_equal(got, up.view(torch.int16).numpy().view(np.uint8).reshape(-1))
+        else:
+            want = gguf.quants.quantize(up.float().numpy(), T.Q8_0).view(np.uint8).reshape(-1)
+            assert np.array_equal(got, want)
+            assert t["blk.0.ffn_down.weight"].tensor_type == T.BF16
