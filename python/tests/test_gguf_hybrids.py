@@ -279,7 +279,8 @@ def _metadata(w, kind, cfg):
         assert cfg.layer_types == ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
                                    for i in range(cfg.num_hidden_layers)]
         w.add_full_attention_interval(interval)
-        w.add_rope_dimension_count(int(cfg.head_dim * cfg.partial_rotary_factor))
+        factor = cfg.rope_parameters.get("partial_rotary_factor", getattr(cfg, "partial_rotary_factor", 0.25))
+        w.add_rope_dimension_count(int(cfg.head_dim * factor))
     w.add_tokenizer_model("gpt2")
     w.add_token_list([f"t{i}" for i in range(cfg.vocab_size)])
     w.add_token_types([1] * cfg.vocab_size)
