@@ -10,6 +10,7 @@
 #include "loader/gguf.h"
 #include "loader/gguf_checkpoint.h"
 #include "loader/json.h"
+#include "loader/load_error.h"
 
 namespace attnzoo::gguf_hf {
 
@@ -59,6 +60,34 @@ inline std::optional<std::pair<int64_t, std::string>> split_block(const std::str
 }
 
 inline std::vector<int64_t> torch_shape(const GgufTensor& t) { return std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()); }
+
+// Whether some block holds `rest` (e.g. "ssm_conv1d.bias"): the converter writes a bias only when the model has one.
+inline bool any_block_has(const GgufFile& f, const std::string& rest) {
+  for (const GgufTensor& t : f.tensors())
+    if (auto b = gguf_hf::split_block(t.name); b && b->second == rest) return true;
+  return false;
+}
+
+struct Meta {
+  const GgufFile& f;
+  std::string p;  // "<arch>."
+  bool has(const std::string& k) const { return f.has(p + k); }
+  int64_t i(const std::string& k) const { return f.get_int(p + k); }
+  double d(const std::string& k) const { return f.get_float(p + k); }
+  int64_t positive(const std::string& k) const {
+    const int64_t v = i(k);
+    if (v <= 0) throw LoadError(f.path() + ": key '" + p + k + "': must be positive, got " + std::to_string(v));
+    return v;
+  }
+  // a / b where b must divide a (keys named for the error).
+  int64_t ratio(int64_t a, const std::string& ka, int64_t b, const std::string& kb) const {
+    if (b <= 0 || a % b != 0)
+      throw LoadError(f.path() + ": key '" + p + ka + "' (" + std::to_string(a) + ") is not a multiple of '" + p + kb +
+                      "' (" + std::to_string(b) + ")");
+    return a / b;
+  }
+  double eps() const { return has("attention.layer_norm_rms_epsilon") ? d("attention.layer_norm_rms_epsilon") : 1e-5; }
+};
 
 // vocab_size, tie_word_embeddings, the bos / eos / pad ids and torch_dtype: the weights decide vocab_size and
 // tying (transformers' config must agree with them to load at all).

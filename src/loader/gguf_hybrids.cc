@@ -4,14 +4,17 @@
 #include <cstring>
 
 #include "loader/gguf_hf_util.h"
+#include "loader/gguf_rwkv7.h"
 #include "loader/load_error.h"
 
 namespace attnzoo {
 namespace {
 
+using gguf_hf::any_block_has;
 using gguf_hf::JsonObject;
+using gguf_hf::Meta;
 
-enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next };
+enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, rwkv7 };
 
 struct HybridArch {
   const char* gguf;
@@ -25,6 +28,7 @@ constexpr HybridArch kHybrids[] = {
     {"falcon-h1", Family::falcon_h1, "model.layers."},
     {"lfm2", Family::lfm2, "model.layers."},
     {"qwen3next", Family::qwen3next, "model.layers."},
+    {"rwkv7", Family::rwkv7, "model.layers."},  // gguf_rwkv7.h
 };
 
 const HybridArch* find_hybrid(const GgufFile& f) {
@@ -125,6 +129,8 @@ std::vector<Entry> block_entries(Family fam) {
                          {"ffn_down", "mlp.down_proj"}});
       return e;
     }
+    case Family::rwkv7:
+      break;
   }
   return {};
 }
@@ -178,34 +184,6 @@ GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::st
   return h;
 }
 
-
-// Whether some block holds `rest` (e.g. "ssm_conv1d.bias"): the converter writes a bias only when the model has one.
-bool any_block_has(const GgufFile& f, const std::string& rest) {
-  for (const GgufTensor& t : f.tensors())
-    if (auto b = gguf_hf::split_block(t.name); b && b->second == rest) return true;
-  return false;
-}
-
-struct Meta {
-  const GgufFile& f;
-  std::string p;  // "<arch>."
-  bool has(const std::string& k) const { return f.has(p + k); }
-  int64_t i(const std::string& k) const { return f.get_int(p + k); }
-  double d(const std::string& k) const { return f.get_float(p + k); }
-  int64_t positive(const std::string& k) const {
-    const int64_t v = i(k);
-    if (v <= 0) throw LoadError(f.path() + ": key '" + p + k + "': must be positive, got " + std::to_string(v));
-    return v;
-  }
-  // a / b where b must divide a (keys named for the error).
-  int64_t ratio(int64_t a, const std::string& ka, int64_t b, const std::string& kb) const {
-    if (b <= 0 || a % b != 0)
-      throw LoadError(f.path() + ": key '" + p + ka + "' (" + std::to_string(a) + ") is not a multiple of '" + p + kb +
-                      "' (" + std::to_string(b) + ")");
-    return a / b;
-  }
-  double eps() const { return has("attention.layer_norm_rms_epsilon") ? d("attention.layer_norm_rms_epsilon") : 1e-5; }
-};
 
 void add_class(JsonObject& c, const char* hf_class, const char* model_type) {
   std::string list = "[";  // appended piecewise: g++ 12 misreads "[" + std::string as an overlapping copy
@@ -362,6 +340,7 @@ void qwen3next_config(JsonObject& c, const Meta& m) {
 
 std::string gguf_hybrid_config_json(const GgufFile& f) {
   const HybridArch& a = *find_hybrid(f);
+  if (a.family == Family::rwkv7) return gguf_rwkv7_config_json(f);
   const Meta m{f, std::string(a.gguf) + "."};
   JsonObject c;
   switch (a.family) {
@@ -370,6 +349,7 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
     case Family::falcon_h1: falcon_h1_config(c, m); break;
     case Family::lfm2: lfm2_config(c, m); break;
     case Family::qwen3next: qwen3next_config(c, m); break;
+    case Family::rwkv7: break;
   }
   gguf_hf::add_vocab_and_dtype(c, f);
   return c.str();
@@ -379,6 +359,7 @@ bool gguf_is_hybrid(const GgufFile& f) { return find_hybrid(f) != nullptr; }
 
 std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
   const HybridArch& a = *find_hybrid(f);
+  if (a.family == Family::rwkv7) return gguf_rwkv7_tensors(f);
   const std::vector<Entry> entries = block_entries(a.family);
   std::vector<GgufHfTensor> out;
   for (const GgufTensor& t : f.tensors()) {

@@ -12,6 +12,7 @@
 //   qwen3next  RMSNorm weights stored as 1 + w (all but the linear-attention gated norm); in_proj_qkvz, interleaved
 //              per key head in Hugging Face ([q, k, v, z] per head), stored as attn_qkv ([q..., k..., v...])
 //              and attn_gate ([z...]): its rows are gathered back (a row permutation, so quantized rows too)
+//   rwkv7      flash-linear-attention's RWKV7ForCausalLM (gguf_rwkv7.h)
 #include <string>
 #include <vector>
 
