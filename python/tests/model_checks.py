@@ -35,6 +35,14 @@ def save_random_model(kind, config, directory, randomize, **from_config_kwargs):
     return model.eval()
 
 
+def finish_gguf(writer):
+    """Writes a gguf.GGUFWriter's header, metadata and tensors, and closes it."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def reference_logits(ref, ids):
     import torch
     with torch.no_grad():

@@ -208,6 +208,17 @@ def _converted(kind, cfg, state):
     return out
 
 
+def _attention_metadata(w, cfg):
+    """TextModel.set_gguf_parameters' attention keys, as Falcon-H1 and Qwen3-Next write them."""
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_key_length(cfg.head_dim)
+    w.add_value_length(cfg.head_dim)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+
+
 def _metadata(w, kind, cfg):
     arch = _arch(kind)
     w.add_block_count(cfg.num_hidden_layers)
@@ -235,13 +246,7 @@ def _metadata(w, kind, cfg):
         w.add_ssm_group_count(cfg.mamba_n_groups)
         w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
         w.add_vocab_size(cfg.vocab_size)
-        w.add_context_length(cfg.max_position_embeddings)
-        w.add_feed_forward_length(cfg.intermediate_size)
-        w.add_head_count(cfg.num_attention_heads)
-        w.add_head_count_kv(cfg.num_key_value_heads)
-        w.add_key_length(cfg.head_dim)
-        w.add_value_length(cfg.head_dim)
-        w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+        _attention_metadata(w, cfg)
     elif arch == "lfm2":
         w.add_context_length(cfg.max_position_embeddings)
         w.add_head_count(cfg.num_attention_heads)
@@ -258,13 +263,7 @@ def _metadata(w, kind, cfg):
             ff = cfg.block_multiple_of * ((ff + cfg.block_multiple_of - 1) // cfg.block_multiple_of)
         w.add_feed_forward_length(ff)
     elif arch == "qwen3next":
-        w.add_context_length(cfg.max_position_embeddings)
-        w.add_feed_forward_length(cfg.intermediate_size)
-        w.add_head_count(cfg.num_attention_heads)
-        w.add_head_count_kv(cfg.num_key_value_heads)
-        w.add_key_length(cfg.head_dim)
-        w.add_value_length(cfg.head_dim)
-        w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+        _attention_metadata(w, cfg)
         w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
@@ -336,10 +335,7 @@ def write_gguf(model, kind, path, ftype):
                 not new.endswith(_ALWAYS_F32):
             data = data.astype(np.float16)
         w.add_tensor(new, data)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    checks.finish_gguf(w)
 
 
 def _build(kind, ftype, directory):
@@ -353,7 +349,8 @@ def _build(kind, ftype, directory):
 # model holds exactly the values of the file
 CASES = [(k, f) for k in ("mamba", "falcon_mamba", "mamba2", "mamba2_tied_nobias", "falcon_h1_plain", "lfm2",
                           "lfm2_bias_untied", "qwen3next") for f in ("f32", "f16")] + \
-        [("falcon_h1", "f32"), ("mamba", "q8_0"), ("mamba2", "q8_0"), ("falcon_h1_plain", "q8_0"), ("lfm2", "q8_0"), ("qwen3next", "q8_0")]
+        [("falcon_h1", "f32"), ("mamba", "q8_0"), ("mamba2", "q8_0"), ("falcon_h1_plain", "q8_0"), ("lfm2", "q8_0"),
+         ("qwen3next", "q8_0")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
@@ -417,10 +414,7 @@ def _tiny_file(path, arch, tensors):
         w.add_uint32(f"{arch}.{k}", v)
     for name, data in tensors.items():
         w.add_tensor(name, data)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    checks.finish_gguf(w)
 
 
 def test_a_that_is_not_negative_is_refused(tmp_path):

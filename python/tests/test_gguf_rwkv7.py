@@ -114,10 +114,7 @@ def write_gguf(model, path, ftype):
                                                                             "_g1", "_g2", "lerp")):
             data = data.astype(np.float16)
         w.add_tensor(new, data)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    checks.finish_gguf(w)
 
 
 CASES = [(k, f) for k in CONFIGS for f in ("f32", "f16")] + [("h64_hd16_2l", "q8_0")]
@@ -164,10 +161,7 @@ def test_fused_mixes_of_the_wrong_shape_are_named(tmp_path):
         w.add_uint32(f"rwkv7.{k}", v)
     w.add_tensor("token_embd.weight", np.zeros((4, 8), np.float32))
     w.add_tensor("blk.0.time_mix_lerp_fused.weight", np.zeros((5, 1, 1, 8), np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    checks.finish_gguf(w)
     with pytest.raises(ValueError, match=r"tensor 'blk\.0\.time_mix_lerp_fused\.weight': expected F32 / F16 / BF16 "
                                          r"\[6, 1, 1, 8\]"):
         Model.load(path)
