@@ -14,6 +14,7 @@ gguf = pytest.importorskip("gguf")
 
 import model_checks as checks  # noqa: E402
 import rwkv7_reference as ref  # noqa: E402
+from test_model_rwkv7 import CONFIGS as MODEL_CONFIGS  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 320
@@ -21,15 +22,11 @@ PROMPT_LEN = 40
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
 LERP = ["r", "w", "k", "v", "a", "g"]
 
-CONFIGS = {
-    "h64_hd16_2l": dict(hidden_size=64, head_dim=16, num_hidden_layers=2, decay_low_rank_dim=8,
-                        gate_low_rank_dim=16, a_low_rank_dim=8, v_low_rank_dim=4),
-    "h128_hd32_3l_wide_v_tied": dict(hidden_size=128, head_dim=32, num_hidden_layers=3, decay_low_rank_dim=16,
-                                     gate_low_rank_dim=32, a_low_rank_dim=12, v_low_rank_dim=8, value_dim=256,
-                                     intermediate_size=160, tie_word_embeddings=True),
-    "h64_hd32_3l_nobias": dict(hidden_size=64, head_dim=32, num_hidden_layers=3, decay_low_rank_dim=4,
-                               gate_low_rank_dim=8, a_low_rank_dim=12, v_low_rank_dim=6, norm_bias=False),
-}
+# two of test_model_rwkv7's checkpoints (the third needs fuse_norm=False, which GGUF cannot say), and one
+# without norm biases
+CONFIGS = {k: MODEL_CONFIGS[k] for k in ("h64_hd16_2l", "h128_hd32_3l_wide_v_tied")}
+CONFIGS["h64_hd32_3l_nobias"] = dict(hidden_size=64, head_dim=32, num_hidden_layers=3, decay_low_rank_dim=4,
+                                     gate_low_rank_dim=8, a_low_rank_dim=12, v_low_rank_dim=6, norm_bias=False)
 
 
 def _renamed(name):
