@@ -341,7 +341,8 @@ def write_gguf(model, kind, path, ftype):
 def _build(kind, ftype, directory):
     model = checks.random_model(kind, _config(kind), _randomize).eval()
     path = os.path.join(directory, f"{kind}-{ftype}.gguf")
-    write_gguf(model, kind, path, ftype)
+    write_gguf(model, kind, path, ftype)  # the model now holds the values the file decodes to
+    model.save_pretrained(os.path.join(directory, "hf"), safe_serialization=True)
     return model, path
 
 
@@ -368,6 +369,14 @@ def test_logits_match_transformers(case):
     m = Model.load(path)
     checks.check_full_prompt(m, ids, want, VOCAB)
     checks.check_token_by_token_decode(m, ids, want, prefill=30, stop=PROMPT_LEN)
+
+
+def test_same_model_as_the_safetensors_checkpoint(case):
+    """The reference saved as a safetensors checkpoint and loaded by attnzoo: the same logits and layers."""
+    kind, ftype, directory, path, ids, want = case
+    hf, gg = Model.load(os.path.join(directory, "hf")), Model.load(path)
+    np.testing.assert_allclose(gg.forward(ids), hf.forward(ids), atol=checks.ATOL, rtol=0)
+    assert [x["kind"] for x in gg.inspect()["layers"]] == [x["kind"] for x in hf.inspect()["layers"]]
 
 
 def test_synthesized_config(case):
