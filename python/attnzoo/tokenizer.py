@@ -9,7 +9,8 @@ anything else is refused when loaded, with a ``ValueError`` naming the file and 
 ``Tokenizer.from_gguf_vocab(dict)`` builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes
 (``gpt2`` byte-level BPE, pre-tokenized as llama.cpp does for the file's ``tokenizer.ggml.pre``, or ``llama``
 SentencePiece-style BPE); ids match transformers' tokenizer for the file wherever transformers knows that
-pre-tokenizer.
+pre-tokenizer (``llama``: Llama 2's tokenizer.json and llama.cpp, which put a "▁" before every run of text between
+special tokens where transformers' GGUF loader puts one only before the first).
 """
 import operator
 import os

@@ -134,9 +134,7 @@ def case(request, tmp_path_factory):
 
 def test_logits_match_the_reference(case):
     kind, cfg, path, ids, want = case
-    m = Model.load(path)
-    checks.check_full_prompt(m, ids, want, VOCAB)
-    checks.check_token_by_token_decode(m, ids, want, prefill=30, stop=PROMPT_LEN)
+    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
 
 
 def test_synthesized_config(case):
