@@ -9,7 +9,8 @@ anything else is refused when loaded, with a ``ValueError`` naming the file and 
 ``Tokenizer.from_gguf_vocab(dict)`` builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes
 (``gpt2`` byte-level BPE, pre-tokenized as llama.cpp does for the file's ``tokenizer.ggml.pre``, or ``llama``
 SentencePiece-style BPE); ids match transformers' tokenizer for the file wherever transformers knows that
-pre-tokenizer.
+pre-tokenizer (``llama``: Llama 2's tokenizer.json and llama.cpp, which put a "▁" before every run of text between
+special tokens where transformers' GGUF loader puts one only before the first).
 """
 import operator
 import os
@@ -59,14 +60,15 @@ class Tokenizer:
         return cls(_core.Tokenizer.from_json(text, name))
 
     _GGUF_KEYS = {"model": "", "pre": "", "tokens": None, "scores": (), "token_types": (), "merges": (), "bos": -1,
-                  "eos": -1, "eot": -1, "unk": -1, "pad": -1, "add_bos": None, "add_eos": None}
+                  "eos": -1, "eot": -1, "unk": -1, "pad": -1, "add_bos": None, "add_eos": None,
+                  "add_space_prefix": None}
 
     @classmethod
     def from_gguf_vocab(cls, vocab):
         """Builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes. ``vocab`` is a dict with
         ``model`` (``"gpt2"`` or ``"llama"``), ``pre``, ``tokens`` and optionally ``scores``, ``token_types``,
         ``merges``, ``bos`` / ``eos`` / ``eot`` / ``unk`` / ``pad`` (ids; None or -1 for none) and ``add_bos`` /
-        ``add_eos`` (None: llama.cpp's default for the vocabulary). Bad metadata raises ``ValueError`` naming the
+        ``add_eos`` (None: llama.cpp's default for the vocabulary), ``add_space_prefix`` (``llama`` only; None: true). Bad metadata raises ``ValueError`` naming the
         GGUF key (``tokenizer.ggml.merges[3]: ...``)."""
         if not isinstance(vocab, dict):
             raise TypeError(f"vocab: expected a dict, got {type(vocab).__name__}")

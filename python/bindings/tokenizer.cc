@@ -21,14 +21,17 @@ void bind_tokenizer(nb::module_& m) {
           "from_gguf_vocab",
           [](std::string model, std::string pre, std::vector<std::string> tokens, std::vector<float> scores,
              std::vector<int32_t> token_types, std::vector<std::string> merges, int64_t bos, int64_t eos, int64_t eot,
-             int64_t unk, int64_t pad, std::optional<bool> add_bos, std::optional<bool> add_eos) {
+             int64_t unk, int64_t pad, std::optional<bool> add_bos, std::optional<bool> add_eos,
+             std::optional<bool> add_space_prefix) {
             tok::GgufVocab v{std::move(model), std::move(pre), std::move(tokens), std::move(scores),
-                             std::move(token_types), std::move(merges), bos, eos, eot, unk, pad, add_bos, add_eos};
+                             std::move(token_types), std::move(merges), bos, eos, eot, unk, pad, add_bos, add_eos,
+                             add_space_prefix};
             return tok::tokenizer_from_gguf_vocab(v);
           },
           nb::arg("model"), nb::arg("pre"), nb::arg("tokens"), nb::arg("scores"), nb::arg("token_types"),
           nb::arg("merges"), nb::arg("bos"), nb::arg("eos"), nb::arg("eot"), nb::arg("unk"), nb::arg("pad"),
-          nb::arg("add_bos").none(), nb::arg("add_eos").none(), nb::call_guard<nb::gil_scoped_release>())
+          nb::arg("add_bos").none(), nb::arg("add_eos").none(), nb::arg("add_space_prefix").none(),
+          nb::call_guard<nb::gil_scoped_release>())
       .def("encode", &Tokenizer::encode, nb::arg("text"), nb::arg("add_special_tokens") = true,
            nb::call_guard<nb::gil_scoped_release>())
       .def(

@@ -35,6 +35,31 @@ def save_random_model(kind, config, directory, randomize, **from_config_kwargs):
     return model.eval()
 
 
+def build_gguf_case(param, tmp_path_factory, build, vocab, prompt_len):
+    """A GGUF test case: build(kind, ftype, directory) -> (reference model, GGUF path) for param = (kind, ftype);
+    returns kind, ftype, directory, path, prompt ids and the reference's logits on them."""
+    kind, ftype = param
+    directory = str(tmp_path_factory.mktemp(f"{kind}-{ftype}"))
+    ref, path = build(kind, ftype, directory)
+    ids = prompt(vocab, prompt_len)
+    return kind, ftype, directory, path, ids, meaningful_logits(ref, ids)
+
+
+def check_gguf_logits(path, ids, want, vocab, prefill):
+    """The GGUF loaded by attnzoo: the whole prompt, then token by token after a prefill."""
+    m = Model.load(path)
+    check_full_prompt(m, ids, want, vocab)
+    check_token_by_token_decode(m, ids, want, prefill=prefill, stop=len(ids))
+
+
+def finish_gguf(writer):
+    """Writes a gguf.GGUFWriter's header, metadata and tensors, and closes it."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def reference_logits(ref, ids):
     import torch
     with torch.no_grad():

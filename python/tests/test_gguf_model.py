@@ -237,19 +237,12 @@ CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qw
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
 def case(request, tmp_path_factory):
-    kind, ftype = request.param
-    directory = str(tmp_path_factory.mktemp(f"{kind}-{ftype}"))
-    ref, path = _build(kind, ftype, directory)
-    ids = checks.prompt(VOCAB, PROMPT_LEN)
-    want = checks.meaningful_logits(ref, ids)
-    return kind, ftype, directory, path, ids, want
+    return checks.build_gguf_case(request.param, tmp_path_factory, _build, VOCAB, PROMPT_LEN)
 
 
 def test_logits_match_transformers(case):
     kind, ftype, directory, path, ids, want = case
-    m = Model.load(path)
-    checks.check_full_prompt(m, ids, want, VOCAB)
-    checks.check_token_by_token_decode(m, ids, want, prefill=30, stop=PROMPT_LEN)
+    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
 
 
 def test_directory_with_one_gguf_loads_the_same(case):

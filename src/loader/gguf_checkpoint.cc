@@ -6,10 +6,16 @@
 #include <cstring>
 #include <optional>
 
+#include "core/dtype.h"
+#include "loader/gguf_hf_util.h"
+#include "loader/gguf_hybrids.h"
 #include "loader/json.h"
 
 namespace attnzoo {
 namespace {
+
+using gguf_hf::JsonObject;
+using gguf_hf::split_block;
 
 struct Arch {
   const char* gguf;        // general.architecture
@@ -41,51 +47,6 @@ const Arch& find_arch(const GgufFile& f) {
                   known + ")");
 }
 
-std::string json_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep floats floats (rope_theta: 10000.0)
-  return s;
-}
-
-// A JSON object built key by key, values already encoded.
-class JsonObject {
- public:
-  void add(const std::string& key, const std::string& encoded) {
-    text_ += (text_.empty() ? "{" : ", ") + json::quote(key) + ": " + encoded;
-  }
-  void add_int(const std::string& key, int64_t v) { add(key, std::to_string(v)); }
-  void add_float(const std::string& key, double v) { add(key, json_number(v)); }
-  void add_string(const std::string& key, const std::string& v) { add(key, json::quote(v)); }
-  void add_bool(const std::string& key, bool v) { add(key, v ? "true" : "false"); }
-  std::string str() const { return text_.empty() ? "{}" : text_ + "}"; }
-
- private:
-  std::string text_;
-};
-
-const char* dtype_name_of(QuantType t) {
-  switch (t) {
-    case QuantType::F16: return "float16";
-    case QuantType::BF16: return "bfloat16";
-    default: return "float32";  // quantized and f32 checkpoints compute in f32
-  }
-}
-
-// "blk.N.rest" -> (N, rest); nullopt for other names.
-std::optional<std::pair<int64_t, std::string>> split_block(const std::string& name) {
-  if (!name.starts_with("blk.")) return std::nullopt;
-  const size_t dot = name.find('.', 4);
-  if (dot == std::string::npos || dot == 4) return std::nullopt;
-  int64_t n = 0;
-  for (size_t i = 4; i < dot; ++i) {
-    if (name[i] < '0' || name[i] > '9' || n > 1000000) return std::nullopt;
-    n = n * 10 + (name[i] - '0');
-  }
-  return std::make_pair(n, name.substr(dot + 1));
-}
-
 // GGUF block tensor base names and their Hugging Face suffixes (after "model.layers.N."), both directions.
 constexpr std::pair<const char*, const char*> kBlockNames[] = {
     {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},
@@ -110,8 +71,6 @@ std::optional<std::string> block_suffix(const Arch& a, const std::string& base, 
     if (base == g) return h + ext;
   return std::nullopt;
 }
-
-std::vector<int64_t> torch_shape(const GgufTensor& t) { return std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()); }
 
 // Llama 3.1-style RoPE scaling reaches GGUF only as rope_freqs.weight, the converter's per-frequency divisors of
 // theta. transformers' config needs rope_scaling {llama3, factor, low / high_freq_factor, original context}: the
@@ -157,6 +116,7 @@ std::string llama3_rope_scaling(const GgufFile& f, const GgufTensor& t, double t
 }  // namespace
 
 std::string gguf_hf_config_json(const GgufFile& f) {
+  if (gguf_is_hybrid(f)) return gguf_hybrid_config_json(f);
   const Arch& a = find_arch(f);
   const std::string p = std::string(a.gguf) + ".";
   auto has = [&](const std::string& k) { return f.has(p + k); };
@@ -201,21 +161,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     throw LoadError(f.path() + ": key '" + p + "rope.scaling.type': '" + scaling + "' is not supported");
   }
 
-  // The weights decide vocab_size and tying: transformers' config must agree with them to load at all.
-  const GgufTensor* embed = f.find_tensor("token_embd.weight");
-  if (embed && embed->ne.size() == 2) {
-    c.add_int("vocab_size", embed->ne[1]);
-  } else if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
-    c.add_int("vocab_size", int64_t(tokens->size()));
-  } else {
-    c.add_int("vocab_size", get_int("vocab_size"));
-  }
-  c.add_bool("tie_word_embeddings", f.find_tensor("output.weight") == nullptr);
-  for (const auto& [hf, gg] : {std::pair{"bos_token_id", "bos"}, {"eos_token_id", "eos"}, {"pad_token_id", "padding"}}) {
-    const std::string key = std::string("tokenizer.ggml.") + gg + "_token_id";
-    if (f.has(key)) c.add_int(hf, f.get_int(key));
-  }
-  c.add_string("torch_dtype", dtype_name_of(embed ? embed->type : QuantType::F32));
+  gguf_hf::add_vocab_and_dtype(c, f);
 
   if (a.moe) {
     c.add_int("num_experts", get_int("expert_count"));
@@ -310,17 +256,13 @@ void permute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t r
 }
 
 std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
+  if (gguf_is_hybrid(f)) return gguf_hf::sorted_unique(f, gguf_hybrid_tensors(f));
   const Arch& a = find_arch(f);
   const std::string p = std::string(a.gguf) + ".";
   std::vector<GgufHfTensor> out;
   auto fail = [&](const GgufTensor& t, const std::string& m) { throw LoadError(f.path() + ": tensor '" + t.name + "': " + m); };
   for (const GgufTensor& t : f.tensors()) {
-    GgufHfTensor h;
-    h.gguf_name = t.name;
-    h.shape = torch_shape(t);
-    h.type = t.type;
-    h.data = t.data;
-    h.bytes = t.bytes;
+    GgufHfTensor h = gguf_hf::as_stored(t, "");
     const size_t dot = t.name.rfind('.');
     const std::string base = dot == std::string::npos ? t.name : t.name.substr(0, dot);
     const std::string ext = dot == std::string::npos ? "" : t.name.substr(dot);  // ".weight" / ".bias"
@@ -334,21 +276,7 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const std::string layer = "model.layers." + std::to_string(blk->first) + ".";
       const size_t d = blk->second.rfind('.');
       const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
-      if (a.moe && (bbase == "ffn_gate_exps" || bbase == "ffn_up_exps" || bbase == "ffn_down_exps")) {
-        // [n_expert, rows, cols] in torch order: each expert is a contiguous slice, quantized or not.
-        if (t.ne.size() != 3) fail(t, "expected 3 dimensions (experts stacked), got " + std::to_string(t.ne.size()));
-        const std::string proj = bbase.substr(4, bbase.size() - 9) + "_proj";  // gate / up / down
-        const int64_t experts = t.ne[2], per = experts ? t.bytes / experts : 0;
-        for (int64_t e = 0; e < experts; ++e) {
-          GgufHfTensor x = h;
-          x.hf_name = layer + "mlp.experts." + std::to_string(e) + "." + proj + ".weight";
-          x.shape = {t.ne[1], t.ne[0]};
-          x.data = t.data + e * per;
-          x.bytes = per;
-          out.push_back(std::move(x));
-        }
-        continue;
-      }
+      if (a.moe && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out)) continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
       if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
       h.hf_name = layer + *suffix;
@@ -375,6 +303,111 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
     }
     out.push_back(std::move(h));
   }
+  return gguf_hf::sorted_unique(f, std::move(out));
+}
+
+GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
+  GgufHfBytes out;
+  out.type = t.type;
+  auto float_type = [&]() {
+    if (t.type != QuantType::F32 && t.type != QuantType::F16 && t.type != QuantType::BF16)
+      throw LoadError(file + ": tensor '" + t.gguf_name + "': stored as " + quant_type_name(t.type) +
+                      ", which cannot be turned back into '" + t.hf_name + "' (F32, F16 or BF16 expected)");
+    return t.type == QuantType::F32 ? DType::f32 : t.type == QuantType::F16 ? DType::f16 : DType::bf16;
+  };
+  switch (t.fix) {
+    case GgufFix::none:
+      out.bytes.assign(t.data, t.data + t.bytes);
+      break;
+    case GgufFix::unpermute_rope_rows: {
+      out.bytes.resize(size_t(t.bytes));
+      const bool one_d = t.shape.size() == 1;
+      const int64_t rows = t.shape[0];
+      const int64_t row_bytes = one_d ? quant_type_info(uint32_t(t.type))->block_bytes : t.bytes / std::max<int64_t>(1, rows);
+      unpermute_rope_rows(t.data, out.bytes.data(), rows, row_bytes, t.heads);
+      break;
+    }
+    case GgufFix::subtract_one: {
+      const DType dt = float_type();
+      out.bytes.resize(size_t(t.bytes));
+      const int64_t n = t.bytes / int64_t(dtype_size(dt));
+      for (int64_t i = 0; i < n; ++i) store_from_f32(out.bytes.data(), dt, i, load_as_f32(t.data, dt, i) - 1.0f);
+      break;
+    }
+    case GgufFix::log_of_negated: {
+      // The converter wrote -exp(A_log) in f32 (or rounded to f16 / bf16); log(-A) gives A_log back to within
+      // that rounding.
+      const DType dt = float_type();
+      const int64_t n = t.bytes / int64_t(dtype_size(dt));
+      out.type = QuantType::F32;
+      out.bytes.resize(size_t(n) * sizeof(float));
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = load_as_f32(t.data, dt, i);
+        if (!(a < 0) || !std::isfinite(a))
+          throw LoadError(file + ": tensor '" + t.gguf_name + "': value " + std::to_string(a) + " at " + std::to_string(i) +
+                          " is not negative and finite, so it is not -exp(A_log)");
+        store_from_f32(out.bytes.data(), DType::f32, i, float(std::log(-a)));
+      }
+      break;
+    }
+    case GgufFix::gather_rows:
+      for (const auto& [start, n] : t.pieces) out.bytes.insert(out.bytes.end(), start, start + n);
+      break;
+  }
+  return out;
+}
+
+}  // namespace attnzoo
+
+namespace attnzoo::gguf_hf {
+
+void add_vocab_and_dtype(JsonObject& c, const GgufFile& f) {
+  const GgufTensor* embed = f.find_tensor("token_embd.weight");
+  if (embed && embed->ne.size() == 2) {
+    c.add_int("vocab_size", embed->ne[1]);
+  } else if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+    c.add_int("vocab_size", int64_t(tokens->size()));
+  } else {
+    c.add_int("vocab_size", f.get_int(f.get_string("general.architecture") + ".vocab_size"));
+  }
+  c.add_bool("tie_word_embeddings", f.find_tensor("output.weight") == nullptr);
+  for (const auto& [hf, gg] : {std::pair{"bos_token_id", "bos"}, {"eos_token_id", "eos"}, {"pad_token_id", "padding"}}) {
+    const std::string key = std::string("tokenizer.ggml.") + gg + "_token_id";
+    if (f.has(key)) c.add_int(hf, f.get_int(key));
+  }
+  c.add_string("torch_dtype", dtype_name_of(embed ? embed->type : QuantType::F32));
+}
+
+GgufHfTensor as_stored(const GgufTensor& t, std::string hf_name) {
+  GgufHfTensor h;
+  h.hf_name = std::move(hf_name);
+  h.gguf_name = t.name;
+  h.shape = torch_shape(t);
+  h.type = t.type;
+  h.data = t.data;
+  h.bytes = t.bytes;
+  return h;
+}
+
+bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
+                       std::vector<GgufHfTensor>& out) {
+  if (base != "ffn_gate_exps" && base != "ffn_up_exps" && base != "ffn_down_exps") return false;
+  if (t.ne.size() != 3)
+    throw LoadError(f.path() + ": tensor '" + t.name + "': expected 3 dimensions (experts stacked), got " +
+                    std::to_string(t.ne.size()));
+  const std::string proj = base.substr(4, base.size() - 9) + "_proj";  // gate / up / down
+  const int64_t experts = t.ne[2], per = experts ? t.bytes / experts : 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    GgufHfTensor x = as_stored(t, prefix + std::to_string(e) + "." + proj + ".weight");
+    x.shape = {t.ne[1], t.ne[0]};
+    x.data = t.data + e * per;
+    x.bytes = per;
+    out.push_back(std::move(x));
+  }
+  return true;
+}
+
+std::vector<GgufHfTensor> sorted_unique(const GgufFile& f, std::vector<GgufHfTensor> out) {
   std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.hf_name < y.hf_name; });
   for (size_t i = 1; i < out.size(); ++i)
     if (out[i].hf_name == out[i - 1].hf_name)
@@ -383,4 +416,4 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
   return out;
 }
 
-}  // namespace attnzoo
+}  // namespace attnzoo::gguf_hf

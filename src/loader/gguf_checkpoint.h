@@ -7,10 +7,13 @@
 //   gemma*     RMSNorm weights are stored with the +1 of Gemma's x * (1 + w) folded in; it is taken off again
 //   *moe       the experts' stacked [n_expert, rows, cols] tensors are exposed per expert, as transformers names them
 //   llama 3.1+ RoPE scaling is stored as rope_freqs.weight (per-frequency divisors); it becomes rope_scaling
-// Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3.
+//   hybrids    the state-space and recurrent families (gguf_hybrids.h): A stored as -exp(A_log), squeezed conv
+//              kernels, reshaped norms, Qwen3-Next's split in_proj_qkvz, RWKV-7's fused token-shift mixes
+// Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, and gguf_hybrids.h's.
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loader/gguf.h"
@@ -25,7 +28,9 @@ std::string gguf_hf_config_json(const GgufFile& f);
 enum class GgufFix : uint8_t {
   none,
   unpermute_rope_rows,  // llama's q_proj / k_proj: heads = num_attention_heads / num_key_value_heads
-  subtract_one,         // gemma's norm weights
+  subtract_one,         // gemma's (and qwen3next's) norm weights
+  log_of_negated,       // Mamba's A_log, stored as A = -exp(A_log): becomes log(-A), in F32
+  gather_rows,          // bytes concatenated from `pieces` (rows of several GGUF tensors of one type)
 };
 
 struct GgufHfTensor {
@@ -37,7 +42,16 @@ struct GgufHfTensor {
   int64_t bytes = 0;
   GgufFix fix = GgufFix::none;
   int64_t heads = 0;  // for unpermute_rope_rows
+  std::vector<std::pair<const uint8_t*, int64_t>> pieces;  // for gather_rows: (start, bytes), in order
 };
+
+// The Hugging Face tensor's bytes once its fix is undone (fix != none), and the type they are in. Throws
+// LoadError naming `file` and the tensor when the stored values cannot be turned back (a non-negative A).
+struct GgufHfBytes {
+  std::vector<uint8_t> bytes;
+  QuantType type = QuantType::F32;
+};
+GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file);
 
 // Every tensor of the file under its Hugging Face name, sorted by that name. A tensor with no Hugging Face
 // counterpart is refused (LoadError naming the file and tensor): ignoring a weight the model needs would give

@@ -48,22 +48,6 @@ bool is_gguf_name(const fs::path& p) { return p.extension() == ".gguf"; }
 
 std::string gguf_config_source(const std::string& path) { return path + " (config synthesized from the GGUF metadata)"; }
 
-// A GGUF tensor the converter edited, restored into bytes the ModelFiles owns.
-std::shared_ptr<const MappedFile> undo_gguf_edit(const GgufHfTensor& t, const std::string& path) {
-  std::vector<uint8_t> bytes(size_t(t.bytes));
-  if (t.fix == GgufFix::unpermute_rope_rows) {
-    const bool one_d = t.shape.size() == 1;
-    const int64_t rows = t.shape[0];
-    const int64_t row_bytes = one_d ? quant_type_info(uint32_t(t.type))->block_bytes : t.bytes / std::max<int64_t>(1, rows);
-    unpermute_rope_rows(t.data, bytes.data(), rows, row_bytes, t.heads);
-  } else {  // subtract_one: norm weights, F32 / F16 / BF16 (checked when mapped)
-    const DType dt = t.type == QuantType::F32 ? DType::f32 : t.type == QuantType::F16 ? DType::f16 : DType::bf16;
-    const int64_t n = t.bytes / int64_t(dtype_size(dt));
-    for (int64_t i = 0; i < n; ++i) store_from_f32(bytes.data(), dt, i, load_as_f32(t.data, dt, i) - 1.0f);
-  }
-  return MappedFile::from_bytes(std::move(bytes), path + ":" + t.gguf_name);
-}
-
 }  // namespace
 
 int64_t StoredTensor::numel() const {
@@ -84,7 +68,10 @@ ModelFiles ModelFiles::open_gguf(const std::string& path) {
   for (const GgufHfTensor& t : gguf_hf_tensors(*m.gguf_)) {
     StoredTensor st{t.shape, t.type, t.data, t.bytes};
     if (t.fix != GgufFix::none) {
-      m.owned_.push_back(undo_gguf_edit(t, path));
+      GgufHfBytes fixed = undo_gguf_fix(t, path);
+      st.type = fixed.type;
+      st.bytes = int64_t(fixed.bytes.size());
+      m.owned_.push_back(MappedFile::from_bytes(std::move(fixed.bytes), path + ":" + t.gguf_name));
       st.data = m.owned_.back()->data();
     }
     m.where_.emplace(t.hf_name, Entry{0, t.gguf_name, std::move(st)});

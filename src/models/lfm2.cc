@@ -88,8 +88,8 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
     }
     // The feed-forward width follows LFM2's auto-adjust rules; the checkpoint's w1 states the outcome.
     const std::string f = p + ".feed_forward";
-    const TensorView w1 = files.tensor(f + ".w1.weight");
-    const int64_t I = w1.ndim == 2 ? w1.shape[0] : 0;
+    const std::vector<int64_t> w1 = files.stored(f + ".w1.weight").shape;  // quantized or not
+    const int64_t I = w1.size() == 2 ? w1[0] : 0;
     if (i == 0) info.intermediate_size = I;
     auto ffn = std::make_unique<GatedMlp>(linear(f + ".w1", I, H), linear(f + ".w3", I, H), linear(f + ".w2", H, I),
                                           Activation::silu, f);

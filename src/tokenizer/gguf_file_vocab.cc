@@ -48,6 +48,7 @@ GgufVocab read_gguf_vocab(const GgufFile& f) {
     if (f.has(kPrefix + key)) *id = f.get_int(kPrefix + key);
   if (f.has(kPrefix + "add_bos_token")) v.add_bos = f.get_bool(kPrefix + "add_bos_token");
   if (f.has(kPrefix + "add_eos_token")) v.add_eos = f.get_bool(kPrefix + "add_eos_token");
+  if (f.has(kPrefix + "add_space_prefix")) v.add_space_prefix = f.get_bool(kPrefix + "add_space_prefix");
   return v;
 }
 

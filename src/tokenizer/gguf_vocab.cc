@@ -8,6 +8,7 @@
 #include "tokenizer/byte_level.h"
 #include "tokenizer/gguf_pre_tokenizer.h"
 #include "tokenizer/merges_from_scores.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
@@ -162,24 +163,32 @@ std::vector<AddedToken> added_tokens(const GgufVocab& v) {
   return out;
 }
 
-json::Value pre_tokenizer_json(const GgufPreTokenizer* pre) {
-  if (!pre)
-    return typed("Metaspace", {{"replacement", str(kMetaspace)}, {"prepend_scheme", str("first")}, {"split", flag(false)}});
+// SentencePiece-style vocabularies: Llama 2's tokenizer.json normalizer (what llama.cpp does too): spaces become
+// "▁" and every run of text between special tokens gets one in front (a text that starts with a space gets two;
+// transformers' GGUF loader, whose Metaspace prepends only where none is, differs there).
+json::Value normalizer_json(bool add_space_prefix) {
   json::Array parts;
-  for (const std::string& p : pre->patterns)
+  if (add_space_prefix) parts.push_back(typed("Prepend", {{"prepend", str(kMetaspace)}}));
+  parts.push_back(typed("Replace", {{"pattern", obj({{"String", str(" ")}})}, {"content", str(kMetaspace)}}));
+  return typed("Sequence", {{"normalizers", arr(std::move(parts))}});
+}
+
+json::Value pre_tokenizer_json(const GgufPreTokenizer& pre) {
+  json::Array parts;
+  for (const std::string& p : pre.patterns)
     parts.push_back(typed("Split", {{"pattern", obj({{"Regex", str(p)}})}, {"behavior", str("Isolated")},
                                     {"invert", flag(false)}}));
   parts.push_back(typed("ByteLevel", {{"add_prefix_space", flag(false)}, {"use_regex", flag(false)}}));
   return typed("Sequence", {{"pretokenizers", arr(std::move(parts))}});
 }
 
-json::Value decoder_json(bool byte_level) {
+json::Value decoder_json(bool byte_level, bool add_space_prefix) {
   if (byte_level) return typed("ByteLevel");
-  return typed("Sequence", {{"decoders", arr({typed("Replace", {{"pattern", obj({{"String", str(kMetaspace)}})},
-                                                                {"content", str(" ")}}),
-                                              typed("ByteFallback"), typed("Fuse"),
-                                              typed("Strip", {{"content", str(" ")}, {"start", num(1)},
-                                                              {"stop", num(0)}})})}});
+  json::Array parts = {typed("Replace", {{"pattern", obj({{"String", str(kMetaspace)}})}, {"content", str(" ")}}),
+                       typed("ByteFallback"), typed("Fuse")};
+  // the prefix space comes off again, as llama.cpp's detokenizer takes it off
+  if (add_space_prefix) parts.push_back(typed("Strip", {{"content", str(" ")}, {"start", num(1)}, {"stop", num(0)}}));
+  return typed("Sequence", {{"decoders", arr(std::move(parts))}});
 }
 
 json::Value post_processor_json(const GgufVocab& v, const GgufPreTokenizer* pre) {
@@ -215,8 +224,12 @@ std::shared_ptr<const Tokenizer> tokenizer_from_gguf_vocab(const GgufVocab& v) {
   const JsonFields f("GGUF tokenizer metadata");
   TokenizerParts parts;
   parts.model = make_model(v, pre);
-  parts.pre_tokenizer = read_pre_tokenizer(pre_tokenizer_json(pre), "pre_tokenizer", f);
-  parts.decoder = read_decoder(decoder_json(byte_level), "decoder", f);
+  const bool space_prefix = !byte_level && v.add_space_prefix.value_or(true);
+  if (byte_level)
+    parts.pre_tokenizer = read_pre_tokenizer(pre_tokenizer_json(*pre), "pre_tokenizer", f);
+  else
+    parts.normalizer = read_normalizer(normalizer_json(space_prefix), "normalizer", f);
+  parts.decoder = read_decoder(decoder_json(byte_level, space_prefix), "decoder", f);
   parts.post_processor = read_post_processor(post_processor_json(v, pre), "post_processor", f);
   parts.added_tokens = added_tokens(v);
   for (int64_t id : {v.eos, v.eot})

@@ -32,6 +32,9 @@ struct GgufVocab {
   // Absent keys: llama.cpp's default for the vocabulary (true for `llama`, and for `gpt2` with the Llama 3 /
   // Tekken pre-tokenizers; otherwise false). A default BOS is dropped when the file names no BOS token.
   std::optional<bool> add_bos, add_eos;
+  // `llama` only (tokenizer.ggml.add_space_prefix; absent: true): each run of text between special tokens gets a
+  // leading "▁", as llama.cpp and Llama 2's tokenizer.json (normalizer Prepend("▁") + Replace(" ", "▁")) do.
+  std::optional<bool> add_space_prefix;
 };
 
 // Throws LoadError naming the metadata key at fault ("tokenizer.ggml.tokens[7]: not valid UTF-8").

@@ -95,12 +95,22 @@ TEST(GgufVocab, SentencePieceVocabulary) {
   // (no byte token either) is dropped.
   EXPECT_EQ(t->encode("ab abC\x01"), (Ids{1, 10, 10, 5}));
   EXPECT_EQ(t->encode("ab", false), (Ids{10}));
-  EXPECT_EQ(t->encode("<s>ab</s>", false), (Ids{1, 9, 2}));  // no "▁" after a special token
+  // "▁" before every run of text, after a special token too; two before a leading space (llama.cpp, and Llama 2's
+  // tokenizer.json: Prepend("▁") + Replace(" ", "▁")).
+  EXPECT_EQ(t->encode("<s>ab</s>", false), (Ids{1, 10, 2}));
+  EXPECT_EQ(t->encode(" ab", false), (Ids{6, 10}));
   EXPECT_EQ(t->decode(Ids{1, 10, 10, 5}), "<s> ab abC");
   EXPECT_EQ(t->decode(Ids{10, 10, 5}), "ab abC");
   EXPECT_EQ(t->decode(Ids{10, 10, 5}, true), "ab abC");
   EXPECT_EQ(t->encode("<unk>", false), (Ids{0}));  // the named unknown token is special too
   EXPECT_EQ(t->eos_token_ids(), Ids{2});
+
+  GgufVocab v = spm_vocab();
+  v.add_space_prefix = false;  // tokenizer.ggml.add_space_prefix: spaces still become "▁", none is added
+  const auto bare = tokenizer_from_gguf_vocab(v);
+  EXPECT_EQ(bare->encode("ab", false), (Ids{9}));
+  EXPECT_EQ(bare->encode(" ab", false), (Ids{10}));
+  EXPECT_EQ(bare->decode(Ids{10}), " ab");  // and none is taken off
 }
 
 TEST(GgufVocab, MergesFromScoresRankByResultScoreThenLength) {

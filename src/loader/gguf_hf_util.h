@@ -1,0 +1,107 @@
+#pragma once
+// Pieces the GGUF-as-checkpoint readers share (gguf_checkpoint.cc and the per-family files beside it).
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loader/gguf.h"
+#include "loader/gguf_checkpoint.h"
+#include "loader/json.h"
+#include "loader/load_error.h"
+
+namespace attnzoo::gguf_hf {
+
+inline std::string json_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep floats floats (rope_theta: 10000.0)
+  return s;
+}
+
+// A JSON object built key by key, values already encoded.
+class JsonObject {
+ public:
+  void add(const std::string& key, const std::string& encoded) {
+    text_ += (text_.empty() ? "{" : ", ") + json::quote(key) + ": " + encoded;
+  }
+  void add_int(const std::string& key, int64_t v) { add(key, std::to_string(v)); }
+  void add_float(const std::string& key, double v) { add(key, json_number(v)); }
+  void add_string(const std::string& key, const std::string& v) { add(key, json::quote(v)); }
+  void add_bool(const std::string& key, bool v) { add(key, v ? "true" : "false"); }
+  std::string str() const { return text_.empty() ? "{}" : text_ + "}"; }
+
+ private:
+  std::string text_;
+};
+
+inline const char* dtype_name_of(QuantType t) {
+  switch (t) {
+    case QuantType::F16: return "float16";
+    case QuantType::BF16: return "bfloat16";
+    default: return "float32";  // quantized and f32 checkpoints compute in f32
+  }
+}
+
+// "blk.N.rest" -> (N, rest); nullopt for other names.
+inline std::optional<std::pair<int64_t, std::string>> split_block(const std::string& name) {
+  if (!name.starts_with("blk.")) return std::nullopt;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return std::nullopt;
+  int64_t n = 0;
+  for (size_t i = 4; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9' || n > 1000000) return std::nullopt;
+    n = n * 10 + (name[i] - '0');
+  }
+  return std::make_pair(n, name.substr(dot + 1));
+}
+
+inline std::vector<int64_t> torch_shape(const GgufTensor& t) { return std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()); }
+
+// Whether some block holds `rest` (e.g. "ssm_conv1d.bias"): the converter writes a bias only when the model has one.
+inline bool any_block_has(const GgufFile& f, const std::string& rest) {
+  for (const GgufTensor& t : f.tensors())
+    if (auto b = gguf_hf::split_block(t.name); b && b->second == rest) return true;
+  return false;
+}
+
+struct Meta {
+  const GgufFile& f;
+  std::string p;  // "<arch>."
+  bool has(const std::string& k) const { return f.has(p + k); }
+  int64_t i(const std::string& k) const { return f.get_int(p + k); }
+  double d(const std::string& k) const { return f.get_float(p + k); }
+  int64_t positive(const std::string& k) const {
+    const int64_t v = i(k);
+    if (v <= 0) throw LoadError(f.path() + ": key '" + p + k + "': must be positive, got " + std::to_string(v));
+    return v;
+  }
+  // a / b where b must divide a (keys named for the error).
+  int64_t ratio(int64_t a, const std::string& ka, int64_t b, const std::string& kb) const {
+    if (b <= 0 || a % b != 0)
+      throw LoadError(f.path() + ": key '" + p + ka + "' (" + std::to_string(a) + ") is not a multiple of '" + p + kb +
+                      "' (" + std::to_string(b) + ")");
+    return a / b;
+  }
+  double eps() const { return has("attention.layer_norm_rms_epsilon") ? d("attention.layer_norm_rms_epsilon") : 1e-5; }
+};
+
+// vocab_size, tie_word_embeddings, the bos / eos / pad ids and torch_dtype: the weights decide vocab_size and
+// tying (transformers' config must agree with them to load at all).
+void add_vocab_and_dtype(JsonObject& c, const GgufFile& f);
+
+// A MoE block's stacked experts ([n_expert, rows, cols] in torch order: each expert a contiguous slice, quantized
+// or not) exposed as `prefix`E.{gate,up,down}_proj.weight. False when `base` is not ffn_{gate,up,down}_exps.
+bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
+                       std::vector<GgufHfTensor>& out);
+
+// Sorted by Hugging Face name; two GGUF tensors mapping to one name are refused (LoadError naming both).
+std::vector<GgufHfTensor> sorted_unique(const GgufFile& f, std::vector<GgufHfTensor> out);
+
+// The GgufHfTensor for `t` as it is stored (no fix), under `hf_name`.
+GgufHfTensor as_stored(const GgufTensor& t, std::string hf_name);
+
+}  // namespace attnzoo::gguf_hf

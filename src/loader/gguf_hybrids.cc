@@ -1,0 +1,411 @@
+#include "loader/gguf_hybrids.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "loader/gguf_hf_util.h"
+#include "loader/gguf_rwkv7.h"
+#include "loader/load_error.h"
+
+namespace attnzoo {
+namespace {
+
+using gguf_hf::any_block_has;
+using gguf_hf::JsonObject;
+using gguf_hf::Meta;
+
+enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, rwkv7 };
+
+struct HybridArch {
+  const char* gguf;
+  Family family;
+  const char* layer_prefix;  // Hugging Face prefix of block N: prefix + N + "."
+};
+
+constexpr HybridArch kHybrids[] = {
+    {"mamba", Family::mamba, "backbone.layers."},
+    {"mamba2", Family::mamba2, "backbone.layers."},
+    {"falcon-h1", Family::falcon_h1, "model.layers."},
+    {"lfm2", Family::lfm2, "model.layers."},
+    {"qwen3next", Family::qwen3next, "model.layers."},
+    {"rwkv7", Family::rwkv7, "model.layers."},  // gguf_rwkv7.h
+};
+
+const HybridArch* find_hybrid(const GgufFile& f) {
+  const GgufValue* v = f.find("general.architecture");
+  if (!v || v->type() != GgufType::STRING) return nullptr;
+  const std::string& name = v->as_string("general.architecture");
+  for (const HybridArch& a : kHybrids)
+    if (name == a.gguf) return &a;
+  return nullptr;
+}
+
+// What a GGUF block tensor becomes, beyond its name.
+enum Edit : uint8_t {
+  kKeep = 0,
+  kConvKernel = 1,  // [C, K] -> [C, 1, K]
+  kFlatten = 2,     // [H, 1] or [G, n] -> one dimension
+  kNegExp = 4,      // A -> A_log
+};
+
+struct Entry {
+  std::string gguf;  // block tensor name after "blk.N.": with its extension, or a base the extension is added to
+  std::string hf;
+  uint8_t edit = kKeep;
+};
+
+// Mamba-1 and Mamba-2 mixers ("mixer." in Mamba's layout, "mamba." in Falcon-H1's).
+std::vector<Entry> ssm_entries(Family fam, const char* mixer) {
+  const bool m2 = fam != Family::mamba;
+  auto n = [&](const char* s) { return std::string(mixer) + s; };
+  return {
+      {"ssm_in", n("in_proj")},
+      {"ssm_conv1d", n("conv1d"), kConvKernel},
+      {"ssm_x", n("x_proj")},
+      {"ssm_dt.weight", n("dt_proj.weight")},
+      {"ssm_dt.bias", n(m2 ? "dt_bias" : "dt_proj.bias")},
+      {"ssm_a", n("A_log"), uint8_t(kNegExp | (m2 ? kFlatten : kKeep))},
+      {"ssm_d", n("D"), m2 ? kFlatten : kKeep},
+      {"ssm_norm", n("norm"), kFlatten},
+      {"ssm_out", n("out_proj")},
+  };
+}
+
+std::vector<Entry> block_entries(Family fam) {
+  switch (fam) {
+    case Family::mamba:
+    case Family::mamba2: {
+      std::vector<Entry> e = ssm_entries(fam, "mixer.");
+      e.push_back({"attn_norm", "norm"});
+      return e;
+    }
+    case Family::falcon_h1: {
+      std::vector<Entry> e = ssm_entries(fam, "mamba.");
+      e.insert(e.end(), {{"attn_norm", "input_layernorm"},
+                         {"ffn_norm", "pre_ff_layernorm.weight"},  // gguf-py maps it without an extension
+                         {"ffn_norm.weight", "pre_ff_layernorm.weight"},
+                         {"attn_q", "self_attn.q_proj"},
+                         {"attn_k", "self_attn.k_proj"},
+                         {"attn_v", "self_attn.v_proj"},
+                         {"attn_output", "self_attn.o_proj"},
+                         {"ffn_gate", "feed_forward.gate_proj"},
+                         {"ffn_up", "feed_forward.up_proj"},
+                         {"ffn_down", "feed_forward.down_proj"}});
+      return e;
+    }
+    case Family::lfm2:
+      return {{"attn_norm", "operator_norm"},
+              {"ffn_norm", "ffn_norm"},
+              {"ffn_gate", "feed_forward.w1"},
+              {"ffn_up", "feed_forward.w3"},
+              {"ffn_down", "feed_forward.w2"},
+              {"shortconv.conv", "conv.conv", kConvKernel},
+              {"shortconv.in_proj", "conv.in_proj"},
+              {"shortconv.out_proj", "conv.out_proj"},
+              {"attn_q", "self_attn.q_proj"},
+              {"attn_k", "self_attn.k_proj"},
+              {"attn_v", "self_attn.v_proj"},
+              {"attn_output", "self_attn.out_proj"},
+              {"attn_q_norm", "self_attn.q_layernorm"},
+              {"attn_k_norm", "self_attn.k_layernorm"}};
+    case Family::qwen3next: {
+      std::vector<Entry> e = ssm_entries(fam, "linear_attn.");
+      e.insert(e.end(), {{"attn_norm", "input_layernorm"},
+                         {"post_attention_norm", "post_attention_layernorm"},
+                         {"attn_q", "self_attn.q_proj"},
+                         {"attn_k", "self_attn.k_proj"},
+                         {"attn_v", "self_attn.v_proj"},
+                         {"attn_output", "self_attn.o_proj"},
+                         {"attn_q_norm", "self_attn.q_norm"},
+                         {"attn_k_norm", "self_attn.k_norm"},
+                         {"ssm_ba", "linear_attn.in_proj_ba"},
+                         {"ffn_gate_inp", "mlp.gate"},
+                         {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
+                         {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
+                         {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
+                         {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+                         {"ffn_gate", "mlp.gate_proj"},
+                         {"ffn_up", "mlp.up_proj"},
+                         {"ffn_down", "mlp.down_proj"}});
+      return e;
+    }
+    case Family::rwkv7:
+      break;
+  }
+  return {};
+}
+
+const char* global_hf_name(Family fam, const std::string& name) {
+  const bool backbone = fam == Family::mamba || fam == Family::mamba2;
+  if (name == "token_embd.weight") return backbone ? "backbone.embeddings.weight" : "model.embed_tokens.weight";
+  if (name == "output.weight") return "lm_head.weight";
+  if (name == "output_norm.weight") {
+    if (backbone) return "backbone.norm_f.weight";
+    if (fam == Family::falcon_h1) return "model.final_layernorm.weight";
+    if (fam == Family::qwen3next) return "model.norm.weight";
+  }
+  if (name == "token_embd_norm.weight" && fam == Family::lfm2) return "model.embedding_norm.weight";
+  return nullptr;
+}
+
+[[noreturn]] void fail(const GgufFile& f, const std::string& tensor, const std::string& m) {
+  throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
+}
+
+// Qwen3-Next's linear-attention input projection: Hugging Face interleaves it per key head ([q, k, v, z] for
+// each of the nk heads; v and z hold nv / nk value heads each), the converter splits it into attn_qkv
+// ([all q; all k; all v]) and attn_gate ([all z]).
+GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::string& hf_name) {
+  const std::string p = "qwen3next.";
+  const std::string gate_name = qkv.name.substr(0, qkv.name.size() - std::string("attn_qkv.weight").size()) +
+                                "attn_gate.weight";
+  const GgufTensor* gate = f.find_tensor(gate_name);
+  if (!gate) fail(f, qkv.name, "comes without '" + gate_name + "', the z part of in_proj_qkvz");
+  const int64_t nk = f.get_int(p + "ssm.group_count"), dk = f.get_int(p + "ssm.state_size");
+  const int64_t nv = f.get_int(p + "ssm.time_step_rank"), inner = f.get_int(p + "ssm.inner_size");
+  if (nk <= 0 || dk <= 0 || nv <= 0 || inner <= 0 || nv % nk != 0 || inner % nv != 0)
+    fail(f, qkv.name, "ssm.group_count / state_size / time_step_rank / inner_size must be positive, with "
+                      "time_step_rank a multiple of group_count and inner_size of time_step_rank");
+  const int64_t vdim = inner / nk;  // v (or z) rows per key head
+  if (qkv.ne.size() != 2 || gate->ne.size() != 2 || qkv.type != gate->type || qkv.ne[0] != gate->ne[0] ||
+      qkv.ne[1] != 2 * nk * dk + inner || gate->ne[1] != inner)
+    fail(f, qkv.name, "expected [" + std::to_string(2 * nk * dk + inner) + ", hidden] beside '" + gate_name + "' [" +
+                          std::to_string(inner) + ", hidden] of the same type");
+  const int64_t row = qkv.row_bytes();
+  GgufHfTensor h = gguf_hf::as_stored(qkv, hf_name);
+  h.shape = {qkv.ne[1] + gate->ne[1], qkv.ne[0]};
+  h.fix = GgufFix::gather_rows;
+  for (int64_t k = 0; k < nk; ++k) {
+    h.pieces.emplace_back(qkv.data + (k * dk) * row, dk * row);
+    h.pieces.emplace_back(qkv.data + (nk * dk + k * dk) * row, dk * row);
+    h.pieces.emplace_back(qkv.data + (2 * nk * dk + k * vdim) * row, vdim * row);
+    h.pieces.emplace_back(gate->data + (k * vdim) * row, vdim * row);
+  }
+  return h;
+}
+
+
+void add_class(JsonObject& c, const char* hf_class, const char* model_type) {
+  std::string list = "[";  // appended piecewise: g++ 12 misreads "[" + std::string as an overlapping copy
+  list += json::quote(hf_class);
+  list += "]";
+  c.add("architectures", list);
+  c.add_string("model_type", model_type);
+}
+
+void mamba_config(JsonObject& c, const Meta& m, bool v2) {
+  const int64_t hidden = m.positive("embedding_length"), inner = m.positive("ssm.inner_size");
+  const bool falcon = !v2 && m.has("ssm.dt_b_c_rms") && m.f.find(m.p + "ssm.dt_b_c_rms")->as_bool(m.p + "ssm.dt_b_c_rms");
+  if (v2) {
+    add_class(c, "Mamba2ForCausalLM", "mamba2");
+  } else if (falcon) {
+    add_class(c, "FalconMambaForCausalLM", "falcon_mamba");
+    c.add_float("mixer_rms_eps", m.eps());  // llama.cpp normalizes dt, B and C with the layer epsilon
+  } else {
+    add_class(c, "MambaForCausalLM", "mamba");
+  }
+  c.add_int("hidden_size", hidden);
+  c.add_int("num_hidden_layers", m.positive("block_count"));
+  c.add_int("state_size", m.positive("ssm.state_size"));
+  c.add_int("conv_kernel", m.positive("ssm.conv_kernel"));
+  c.add_int("expand", m.ratio(inner, "ssm.inner_size", hidden, "embedding_length"));
+  c.add_float("layer_norm_epsilon", m.eps());
+  c.add_bool("use_conv_bias", any_block_has(m.f, "ssm_conv1d.bias"));
+  c.add_bool("use_bias", any_block_has(m.f, "ssm_in.bias"));
+  c.add_string("hidden_act", "silu");
+  if (v2) {
+    const int64_t heads = m.positive("ssm.time_step_rank");
+    c.add_int("num_heads", heads);
+    c.add_int("head_dim", m.ratio(inner, "ssm.inner_size", heads, "ssm.time_step_rank"));
+    c.add_int("n_groups", m.has("ssm.group_count") ? m.positive("ssm.group_count") : 1);
+    c.add_bool("rms_norm", true);
+    c.add_bool("norm_before_gate", false);
+  } else {
+    c.add_int("intermediate_size", inner);
+    c.add_int("time_step_rank", m.positive("ssm.time_step_rank"));
+  }
+}
+
+void falcon_h1_config(JsonObject& c, const Meta& m) {
+  add_class(c, "FalconH1ForCausalLM", "falcon_h1");
+  const int64_t heads = m.positive("attention.head_count"), inner = m.positive("ssm.inner_size");
+  const int64_t ssm_heads = m.positive("ssm.time_step_rank");
+  c.add_int("hidden_size", m.positive("embedding_length"));
+  c.add_int("num_hidden_layers", m.positive("block_count"));
+  c.add_int("intermediate_size", m.positive("feed_forward_length"));
+  c.add_int("num_attention_heads", heads);
+  c.add_int("num_key_value_heads", m.has("attention.head_count_kv") ? m.positive("attention.head_count_kv") : heads);
+  c.add_int("head_dim", m.has("attention.key_length") ? m.positive("attention.key_length")
+                                                      : m.positive("embedding_length") / heads);
+  c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 10000.0);
+  if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
+  c.add_float("rms_norm_eps", m.eps());
+  c.add_int("mamba_d_ssm", inner);
+  c.add_int("mamba_n_heads", ssm_heads);
+  c.add_int("mamba_d_head", m.ratio(inner, "ssm.inner_size", ssm_heads, "ssm.time_step_rank"));
+  c.add_int("mamba_n_groups", m.has("ssm.group_count") ? m.positive("ssm.group_count") : 1);
+  c.add_int("mamba_d_state", m.positive("ssm.state_size"));
+  c.add_int("mamba_d_conv", m.positive("ssm.conv_kernel"));
+  c.add_bool("mamba_rms_norm", any_block_has(m.f, "ssm_norm.weight"));
+  c.add_bool("mamba_norm_before_gate", false);
+  c.add_bool("mamba_conv_bias", any_block_has(m.f, "ssm_conv1d.bias"));
+  c.add_bool("mamba_proj_bias", any_block_has(m.f, "ssm_in.bias"));
+  c.add_bool("projectors_bias", any_block_has(m.f, "ssm_out.bias"));
+  c.add_bool("attention_bias", any_block_has(m.f, "attn_q.bias"));
+  c.add_bool("mlp_bias", any_block_has(m.f, "ffn_up.bias"));
+  c.add_string("hidden_act", "silu");
+  // Folded into the weights by the converter (and not stored): the identity from here on.
+  for (const char* k : {"attention_in_multiplier", "attention_out_multiplier", "key_multiplier", "ssm_in_multiplier",
+                        "ssm_out_multiplier", "embedding_multiplier", "lm_head_multiplier"})
+    c.add_float(k, 1.0);
+  c.add("mlp_multipliers", "[1.0, 1.0]");
+  c.add("ssm_multipliers", "[1.0, 1.0, 1.0, 1.0, 1.0]");
+}
+
+void lfm2_config(JsonObject& c, const Meta& m) {
+  add_class(c, "Lfm2ForCausalLM", "lfm2");
+  const int64_t layers = m.positive("block_count"), heads = m.positive("attention.head_count");
+  c.add_int("hidden_size", m.positive("embedding_length"));
+  c.add_int("num_hidden_layers", layers);
+  c.add_int("intermediate_size", m.positive("feed_forward_length"));
+  c.add_bool("block_auto_adjust_ff_dim", false);  // the converter stores the adjusted size
+  c.add_int("num_attention_heads", heads);
+  // head_count_kv: one count per layer, 0 for a short-conv layer (a single count: every layer attends)
+  const std::string key = m.p + "attention.head_count_kv";
+  std::vector<int64_t> kv(size_t(layers), heads);
+  if (const GgufValue* v = m.f.find(key); v && v->is_array()) {
+    if (int64_t(v->size()) != layers)
+      throw LoadError(m.f.path() + ": key '" + key + "': expected " + std::to_string(layers) + " counts (one per layer)");
+    for (uint64_t i = 0; i < v->size(); ++i) kv[i] = v->at(i).as_int(key);
+  } else if (v) {
+    std::fill(kv.begin(), kv.end(), m.i("attention.head_count_kv"));
+  }
+  int64_t kv_heads = 0;
+  std::string types = "[";
+  for (size_t i = 0; i < kv.size(); ++i) {
+    if (kv[i] < 0 || (kv_heads && kv[i] && kv[i] != kv_heads))
+      throw LoadError(m.f.path() + ": key '" + key + "': attention layers must share one positive count");
+    if (kv[i]) kv_heads = kv[i];
+    types += std::string(i ? ", " : "") + (kv[i] ? "\"full_attention\"" : "\"conv\"");
+  }
+  c.add("layer_types", types + "]");
+  c.add_int("num_key_value_heads", kv_heads ? kv_heads : heads);
+  c.add_int("conv_L_cache", m.positive("shortconv.l_cache"));
+  c.add_bool("conv_bias", any_block_has(m.f, "shortconv.in_proj.bias"));
+  c.add_float("norm_eps", m.eps());
+  c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 1000000.0);
+  if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
+  c.add_bool("tie_embedding", m.f.find_tensor("output.weight") == nullptr);
+}
+
+void qwen3next_config(JsonObject& c, const Meta& m) {
+  add_class(c, "Qwen3NextForCausalLM", "qwen3_next");
+  const int64_t layers = m.positive("block_count"), heads = m.positive("attention.head_count");
+  const int64_t head_dim = m.has("attention.key_length") ? m.positive("attention.key_length")
+                                                         : m.positive("embedding_length") / heads;
+  c.add_int("hidden_size", m.positive("embedding_length"));
+  c.add_int("num_hidden_layers", layers);
+  c.add_int("num_attention_heads", heads);
+  c.add_int("num_key_value_heads", m.has("attention.head_count_kv") ? m.positive("attention.head_count_kv") : heads);
+  c.add_int("head_dim", head_dim);
+  const int64_t rope_dim = m.has("rope.dimension_count") ? m.positive("rope.dimension_count") : head_dim / 4;
+  c.add_float("partial_rotary_factor", double(rope_dim) / double(head_dim));
+  c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 10000.0);
+  if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
+  c.add_float("rms_norm_eps", m.eps());
+  const int64_t nv = m.positive("ssm.time_step_rank");
+  c.add_int("linear_conv_kernel_dim", m.positive("ssm.conv_kernel"));
+  c.add_int("linear_key_head_dim", m.positive("ssm.state_size"));
+  c.add_int("linear_num_key_heads", m.positive("ssm.group_count"));
+  c.add_int("linear_num_value_heads", nv);
+  c.add_int("linear_value_head_dim", m.ratio(m.positive("ssm.inner_size"), "ssm.inner_size", nv, "ssm.time_step_rank"));
+  c.add_int("full_attention_interval", m.has("full_attention_interval") ? m.positive("full_attention_interval") : 4);
+  if (m.has("feed_forward_length")) c.add_int("intermediate_size", m.i("feed_forward_length"));
+  c.add_int("num_experts", m.positive("expert_count"));
+  c.add_int("num_experts_per_tok", m.positive("expert_used_count"));
+  c.add_int("moe_intermediate_size", m.positive("expert_feed_forward_length"));
+  c.add_int("shared_expert_intermediate_size", m.positive("expert_shared_feed_forward_length"));
+  c.add_bool("norm_topk_prob", true);  // llama.cpp's qwen3next graph renormalizes the top-k weights
+  c.add_int("decoder_sparse_step", 1);
+  // A block without a router is a dense MLP.
+  std::string dense = "[";
+  for (int64_t i = 0; i < layers; ++i)
+    if (!m.f.find_tensor("blk." + std::to_string(i) + ".ffn_gate_inp.weight"))
+      dense += std::string(dense.size() > 1 ? ", " : "") + std::to_string(i);
+  c.add("mlp_only_layers", dense + "]");
+  c.add_string("hidden_act", "silu");
+}
+
+}  // namespace
+
+std::string gguf_hybrid_config_json(const GgufFile& f) {
+  const HybridArch& a = *find_hybrid(f);
+  if (a.family == Family::rwkv7) return gguf_rwkv7_config_json(f);
+  const Meta m{f, std::string(a.gguf) + "."};
+  JsonObject c;
+  switch (a.family) {
+    case Family::mamba: mamba_config(c, m, false); break;
+    case Family::mamba2: mamba_config(c, m, true); break;
+    case Family::falcon_h1: falcon_h1_config(c, m); break;
+    case Family::lfm2: lfm2_config(c, m); break;
+    case Family::qwen3next: qwen3next_config(c, m); break;
+    case Family::rwkv7: break;
+  }
+  gguf_hf::add_vocab_and_dtype(c, f);
+  return c.str();
+}
+
+bool gguf_is_hybrid(const GgufFile& f) { return find_hybrid(f) != nullptr; }
+
+std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
+  const HybridArch& a = *find_hybrid(f);
+  if (a.family == Family::rwkv7) return gguf_rwkv7_tensors(f);
+  const std::vector<Entry> entries = block_entries(a.family);
+  std::vector<GgufHfTensor> out;
+  for (const GgufTensor& t : f.tensors()) {
+    if (const char* g = global_hf_name(a.family, t.name)) {
+      out.push_back(gguf_hf::as_stored(t, g));
+      if (a.family == Family::qwen3next && t.name == "output_norm.weight") out.back().fix = GgufFix::subtract_one;
+      continue;
+    }
+    const auto blk = gguf_hf::split_block(t.name);
+    if (!blk) fail(f, t.name, std::string("no Hugging Face counterpart for a ") + a.gguf + " model");
+    const std::string& rest = blk->second;
+    const std::string layer = a.layer_prefix + std::to_string(blk->first) + ".";
+    const size_t dot = rest.rfind('.');
+    const std::string ext = dot == std::string::npos ? "" : rest.substr(dot);
+    const std::string base = rest.substr(0, rest.size() - ext.size());
+    if (a.family == Family::qwen3next) {
+      if (gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", base, out)) continue;
+      if (rest == "attn_qkv.weight") {
+        out.push_back(gather_qkvz(f, t, layer + "linear_attn.in_proj_qkvz.weight"));
+        continue;
+      }
+      if (rest == "attn_gate.weight") continue;  // gathered with attn_qkv
+    }
+    const Entry* e = nullptr;
+    std::string hf;
+    for (const Entry& x : entries)
+      if (rest == x.gguf) e = &x, hf = layer + x.hf;
+    if (!e)
+      for (const Entry& x : entries)
+        if (base == x.gguf) e = &x, hf = layer + x.hf + ext;
+    if (!e) fail(f, t.name, std::string("no Hugging Face counterpart for a ") + a.gguf + " model");
+    GgufHfTensor h = gguf_hf::as_stored(t, hf);
+    if ((e->edit & kConvKernel) && ext == ".weight") {
+      if (h.shape.size() != 2) fail(f, t.name, "expected a squeezed [channels, kernel] convolution");
+      h.shape = {h.shape[0], 1, h.shape[1]};
+    }
+    if (e->edit & kFlatten) h.shape = {t.numel()};
+    if (e->edit & kNegExp) h.fix = GgufFix::log_of_negated;
+    if (a.family == Family::qwen3next && ext == ".weight" && base.ends_with("norm") && base != "ssm_norm")
+      h.fix = GgufFix::subtract_one;
+    if (h.fix != GgufFix::none && t.type != QuantType::F32 && t.type != QuantType::F16 && t.type != QuantType::BF16)
+      fail(f, t.name, std::string("stored as ") + quant_type_name(t.type) + ", which cannot be turned back into '" + hf +
+                          "' (F32, F16 or BF16 expected)");
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,35 @@
+#pragma once
+// The state-space and recurrent families of llama.cpp's GGUF seen as the Hugging Face checkpoints they were
+// converted from (convert_hf_to_gguf.py's MambaModel, Mamba2Model, LFM2Model, FalconH1Model, Qwen3NextModel),
+// each converter edit undone:
+//   mamba, mamba2, falcon-h1, qwen3next   A_log is stored as A = -exp(A_log) (log_of_negated); conv1d kernels
+//              [C, 1, K] squeezed to [C, K]; Mamba-2's A and D stored as [H, 1] and its gated norm as
+//              [groups, inner / groups] (reshaped back); Mamba-2's dt_bias stored as ssm_dt.bias
+//   falcon-h1  the muP multipliers are folded into the weights and not stored: the config says 1 for each, which
+//              computes the same function; llama.cpp's gated norm gates before normalizing
+//              (mamba_norm_before_gate false)
+//   lfm2       short-conv kernels squeezed; head_count_kv per layer, 0 for a conv layer, gives layer_types
+//   qwen3next  RMSNorm weights stored as 1 + w (all but the linear-attention gated norm); in_proj_qkvz, interleaved
+//              per key head in Hugging Face ([q, k, v, z] per head), stored as attn_qkv ([q..., k..., v...])
+//              and attn_gate ([z...]): its rows are gathered back (a row permutation, so quantized rows too)
+//   rwkv7      flash-linear-attention's RWKV7ForCausalLM (gguf_rwkv7.h)
+#include <string>
+#include <vector>
+
+#include "loader/gguf.h"
+#include "loader/gguf_checkpoint.h"
+
+namespace attnzoo {
+
+// Whether the file's general.architecture is one of the families above (false when the key is absent: the
+// caller's own lookup names it).
+bool gguf_is_hybrid(const GgufFile& f);
+
+// config.json text for a hybrid family's file. Throws LoadError naming the file and the key.
+std::string gguf_hybrid_config_json(const GgufFile& f);
+
+// The file's tensors under Hugging Face names (unsorted); a tensor with no counterpart is refused (LoadError
+// naming the file and tensor).
+std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f);
+
+}  // namespace attnzoo
