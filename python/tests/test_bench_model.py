@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from attnzoo import _core  # noqa: E402
-from attnzoo.bench_model import (attention_flops, cache_bytes_read, format_report,  # noqa: E402
+from attnzoo.bench.model import (attention_flops, cache_bytes_read, format_report,  # noqa: E402
                                  layer_matrix_elements, run_model_bench)
 
 HIDDEN, INTER, LAYERS, VOCAB = 64, 128, 2, 256
@@ -170,7 +170,7 @@ def test_errors(model_dir):
 
 def test_command_line_json(model_dir):
     env = dict(os.environ)  # conftest's PYTHONPATH: the checkout and its build tree
-    out = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
+    out = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--prompt", "8",
                           "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "1", "--probes",
                           "tiny", "--dtype", "float32", "--json", "--block-size", "8", "--kv-cache-dtype", "float32",
                           "--kv-cache-memory", "16M"], capture_output=True, text=True, env=env, timeout=120)
@@ -178,10 +178,10 @@ def test_command_line_json(model_dir):
     doc = json.loads(out.stdout)
     _check_doc(doc, 8, 2, [4, 8])
     assert doc["pool"]["block_tokens"] == 8 and 0 < doc["pool"]["bytes"] <= 16 << 20
-    bad = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--kv-cache-memory",
+    bad = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--kv-cache-memory",
                           "lots"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode != 0 and "--kv-cache-memory" in bad.stderr
-    text = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
+    text = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--prompt", "8",
                            "--gen", "2", "--contexts", "8", "--context-gen", "1", "--repeats", "1", "--probes",
                            "tiny"], capture_output=True, text=True, env=env, timeout=120)
     assert text.returncode == 0, text.stderr

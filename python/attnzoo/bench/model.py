@@ -1,6 +1,6 @@
 """Model benchmark: prefill and decode speed of a loaded checkpoint, against this machine's measured peaks.
 
-    python -m attnzoo.bench_model model -m DIR [--prompt 512] [--gen 128] [--contexts 64,512,2048] [--json]
+    python -m attnzoo.bench.model model -m DIR [--prompt 512] [--gen 128] [--contexts 64,512,2048] [--json]
                                         [--dtype float32|bfloat16|auto] [--linear-prefill chunked|recurrent]
                                         [--prefix 2048] [--prefix-new 32] [--snapshot-interval-blocks 32]
 
@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-from . import _core
-from ._units import human_parameters
-from .bench import _better_peaks, measure_peaks
+from .. import _core
+from .._units import human_parameters
+from .harness import better_peaks, measure_peaks
 
 PROBE_SCALES = ("full", "quick", "tiny")
 LINEAR_PREFILL = ("chunked", "recurrent")
@@ -177,7 +177,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     them (snapshots every 32 blocks = 512 tokens: a hybrid can hit a prefix at any multiple of 512 tokens for
     a few state copies per prompt).
     """
-    from .model import Model
+    from ..model import Model
     if prompt < 1 or gen < 1 or repeats < 1:
         raise ValueError("prompt, gen and repeats must be >= 1")
     if linear_prefill not in LINEAR_PREFILL:
@@ -251,7 +251,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         _core.set_float32_matmul_precision(previous_precision)
 
     say("measuring the peaks again")
-    peaks = _better_peaks(peaks, measure_peaks(config))
+    peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
     bf16_products = matmul_precision == "medium" and _core.active_target() == "avx512_bf16"
     if bf16_products:
