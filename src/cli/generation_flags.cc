@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "engine/sampling_defaults.h"
 #include "engine/stop.h"
 #include "layers/matmul_precision.h"
 #include "loader/config.h"
@@ -83,24 +84,14 @@ LoadOptions load_options(const GenerationFlags& a) {
 
 GenerationOptions generation_options(const GenerationFlags& a) {
   GenerationOptions options;
+  SamplingOverrides o;
+  o.temperature = a.temperature;
+  o.top_k = a.top_k;
+  o.top_p = a.top_p;
+  o.min_p = a.min_p;
+  o.repetition_penalty = a.repetition_penalty;
+  options.sampling = resolve_sampling(a.model, o);
   SamplingParams& p = options.sampling;
-  const auto gen_path = std::filesystem::path(a.model) / "generation_config.json";
-  bool do_sample = false;
-  if (std::filesystem::exists(gen_path)) {
-    const Config g = Config::load(gen_path.string());
-    do_sample = g.get_bool_or("do_sample", false);
-    p.temperature = float(g.get_float_or("temperature", 1.0));
-    p.top_k = g.get_int_or("top_k", 50);
-    p.top_p = float(g.get_float_or("top_p", 1.0));
-    p.min_p = float(g.get_float_or("min_p", 0.0));
-    p.repetition_penalty = float(g.get_float_or("repetition_penalty", 1.0));
-  }
-  if (!do_sample) p.temperature = 0.f;
-  if (a.temperature) p.temperature = *a.temperature;
-  if (a.top_k) p.top_k = *a.top_k;
-  if (a.top_p) p.top_p = *a.top_p;
-  if (a.min_p) p.min_p = *a.min_p;
-  if (a.repetition_penalty) p.repetition_penalty = *a.repetition_penalty;
   p.presence_penalty = a.presence_penalty;
   p.frequency_penalty = a.frequency_penalty;
   p.seed = a.seed;

@@ -62,8 +62,8 @@ int64_t parse_byte_size(const std::string& flag, const std::string& text);
 // The weights' dtype (config.json decides "auto") and the memory pool the flags ask for.
 LoadOptions load_options(const GenerationFlags& flags);
 
-// transformers' defaults: greedy unless the checkpoint's generation_config.json sets do_sample; its values seed
-// the flags, which win. EOS ids from the checkpoint (else the tokenizer's).
+// Sampling from resolve_sampling (engine/sampling_defaults.h: the checkpoint's generation_config.json, the flags
+// winning), as Model.generate resolves it. EOS ids from the checkpoint (else the tokenizer's).
 GenerationOptions generation_options(const GenerationFlags& flags);
 
 }  // namespace attnzoo::cli
