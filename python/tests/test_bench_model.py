@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -186,3 +187,20 @@ def test_command_line_json(model_dir):
                            "tiny"], capture_output=True, text=True, env=env, timeout=120)
     assert text.returncode == 0, text.stderr
     assert "prefill" in text.stdout and "of bandwidth" in text.stdout and "decode by context" in text.stdout
+
+
+@pytest.mark.parametrize("case", ["default prompt too long", "prefix too long", "not a checkpoint"])
+def test_command_line_refuses_in_one_line_before_any_work(model_dir, tmp_path, case):
+    """The model's context is 128: the default --prompt 512, a --prefix past it, or a directory without a config
+    end at once with one line naming the problem, before the peak probes or the load."""
+    args = {"default prompt too long": ["-m", model_dir],
+            "prefix too long": ["-m", model_dir, "--prompt", "8", "--gen", "2", "--prefix", "200"],
+            "not a checkpoint": ["-m", str(tmp_path)]}[case]
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", *args], capture_output=True, text=True,
+                       env=dict(os.environ), timeout=60)
+    assert time.perf_counter() - t0 < 20  # interpreter start-up only: one stderr line means no probe began
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnzoo bench model: "), r.stderr
+    assert ("config.json" if case == "not a checkpoint" else "max_position_embeddings) of 128") in lines[0]

@@ -16,9 +16,13 @@ SCALES = ("full", "quick", "tiny")  # "tiny" exists for the tests: seconds, not 
 
 @dataclass
 class Goal:
-    """A performance target printed beside a row. check(row, rows_by_key) -> True / False / None (n/a)."""
+    """A performance target printed beside a row. check(row, rows_by_key) -> True / False / None (n/a);
+    got(row, rows_by_key): the measured value the target is about, said when it is missed. needs_idle: a fraction of
+    the machine's peak means little while other work shares the cores, so it is judged only on an idle machine."""
     text: str
     check: Callable[[dict, dict], Optional[bool]]
+    got: Callable[[dict, dict], str] = lambda row, rows: ""
+    needs_idle: bool = False
 
 
 @dataclass
@@ -47,12 +51,12 @@ class BenchCase:
 
 def fraction_of_peak_at_least(x):
     return Goal(f">={x:.0%} of peak", lambda row, rows: None if row.get("fraction_of_peak") is None
-                else row["fraction_of_peak"] >= x)
+                else row["fraction_of_peak"] >= x, lambda row, rows: f"{row['fraction_of_peak']:.1%}", True)
 
 
 def torch_ratio_at_least(x):
     return Goal(f">={x:g}x torch", lambda row, rows: None if row.get("torch_ratio") is None
-                else row["torch_ratio"] >= x)
+                else row["torch_ratio"] >= x, lambda row, rows: f"{row['torch_ratio']:.2f}x")
 
 
 def time_within_of(other_key, tolerance):
@@ -61,7 +65,26 @@ def time_within_of(other_key, tolerance):
         if other is None or other.get("time_ms") is None or row.get("time_ms") is None:
             return None
         return row["time_ms"] <= other["time_ms"] * (1 + tolerance)
-    return Goal(f"within {tolerance:.0%} of {other_key.split(' ', 2)[-1]}", check)
+
+    def got(row, rows):
+        return f"{row['time_ms'] / rows[other_key]['time_ms'] - 1:+.0%} time"
+    return Goal(f"within {tolerance:.0%} of {other_key.split(' ', 2)[-1]}", check, got)
+
+
+def machine_is_idle():
+    """(idle, load average, cores): idle when the 1-minute load average before a run is below half the cores (at
+    least 1): peak fractions measured while others share the machine are not judged against targets."""
+    import os
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    return load < max(1.0, cores / 2), load, cores
+
+
+def idle_note(idle, load, cores):
+    """The line a table prints when its peak-fraction targets were not judged."""
+    if idle:
+        return ""
+    return (f"peak-fraction targets not judged: load average {load:.1f} on {cores} cores when the run began "
+            "(they are set for an otherwise idle machine); the torch and relative targets still are")
 
 
 # --- inputs ------------------------------------------------------------------------------------------------
@@ -169,7 +192,12 @@ def rate_row(case, row, peaks):
     return row
 
 
-def apply_goals(cases, rows):
+def apply_goals(cases, rows, idle=True):
+    """Judges every goal of every row ("met": True / False / None when it does not apply, "got": the measured
+    value it is about); goals that need an idle machine are not judged when `idle` is False."""
     by_key = {c.key: r for c, r in zip(cases, rows)}
     for case, row in zip(cases, rows):
-        row["goals"] = [{"goal": g.text, "met": g.check(row, by_key)} for g in case.goals]
+        row["goals"] = []
+        for g in case.goals:
+            met = None if (g.needs_idle and not idle) else g.check(row, by_key)
+            row["goals"].append({"goal": g.text, "met": met, "got": g.got(row, by_key) if met is not None else ""})

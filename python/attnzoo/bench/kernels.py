@@ -17,7 +17,8 @@ import os
 import sys
 
 from .. import _core
-from .harness import SCALES, apply_goals, better_peaks, measure_peaks, rate_row, run_case, torch_module
+from .harness import SCALES, apply_goals, better_peaks, idle_note, machine_is_idle, measure_peaks, rate_row, run_case, \
+    torch_module
 from .single import single_form_cases
 from .softmax import softmax_decode_cases, softmax_prefill_cases
 
@@ -33,6 +34,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
     if scale not in SCALES:
         raise ValueError(f"scale: expected one of {', '.join(SCALES)}, got {scale!r}")
     config = _core.bench_config(scale)
+    idle, load, cores = machine_is_idle()  # before this run adds its own load
     torch = torch_module()
     use_torch = bool(use_torch and torch is not None)
     if torch is not None:
@@ -55,14 +57,15 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
     if linear is not None:
         from .linear import rate_decode
         from .ssm import rate_mamba2
-        rate_decode(linear["decode"], peaks)
-        rate_mamba2(linear["mamba2_shapes"], peaks)
-    apply_goals(cases, rows)
+        rate_decode(linear["decode"], peaks, idle)
+        rate_mamba2(linear["mamba2_shapes"], peaks, idle)
+    apply_goals(cases, rows, idle)
     cpu = _core.cpu_info()
     return {
         "scale": scale,
         "machine": {"cpu": cpu["model"], "threads": _core.num_threads(), "target": _core.active_target(),
-                    "load_average": os.getloadavg()[0],
+                    "load_average": os.getloadavg()[0], "load_average_at_start": load, "cores": cores,
+                    "idle": idle,
                     "torch": torch.__version__ if use_torch else None,
                     "torch_threads": torch.get_num_threads() if use_torch else None},
         "timing": config["timing"],
@@ -81,18 +84,12 @@ def _fmt(x, spec, missing="-"):
 
 
 def _goal_text(row):
-    if not row["goals"]:
-        return ""
-    results = [g["met"] for g in row["goals"]]
-    if any(r is False for r in results):
-        verdict = "target missed"
-    elif all(r is True for r in results):
-        verdict = "target met"
-    else:
-        verdict = "target n/a"
-    detail = ", ".join(f"{g['goal']}{'' if g['met'] else (' n/a' if g['met'] is None else ' MISSED')}"
-                       for g in row["goals"])
-    return f"{verdict} ({detail})"
+    """Only targets that were judged: met, or missed with what was measured instead (no verdict for n/a)."""
+    judged = [g for g in row["goals"] if g["met"] is not None]
+    missed = [g for g in judged if g["met"] is False]
+    if missed:
+        return "below target: " + "; ".join(f"{g['goal']} (measured {g['got']})" for g in missed)
+    return f"target met ({', '.join(g['goal'] for g in judged)})" if judged else ""
 
 
 def format_table(doc):
@@ -131,8 +128,9 @@ def format_table(doc):
     if doc.get("linear"):
         from .linear import format_linear
         lines += format_linear(doc["linear"])
-    if doc["note"]:
-        lines += ["", doc["note"]]
+    notes = [n for n in (idle_note(m["idle"], m["load_average_at_start"], m["cores"]), doc["note"]) if n]
+    if notes:
+        lines += [""] + notes
     return "\n".join(lines)
 
 

@@ -149,12 +149,21 @@ def run_mamba2_shapes(scale, timing, progress=lambda s: None):
     return rows
 
 
-def rate_mamba2(rows, peaks):
-    """Fraction of the f32 FMA peak, and the targets (>= 2.5x recurrent, >= 30% of peak) from T = 2048 on."""
+def rate_mamba2(rows, peaks, idle=True):
+    """Fraction of the f32 FMA peak, and the targets (>= 2.5x recurrent, >= 30% of peak) from T = 2048 on; the
+    peak fraction is judged only on an idle machine (harness.machine_is_idle), the gain always. "missed" lists
+    what fell short."""
     for r in rows:
         r["fraction_of_peak"] = r["chunk_gflops"] / peaks["fma"]["gflops"] if peaks else None
-        r["met"] = None if r["T"] < 2048 or r["fraction_of_peak"] is None else bool(
-            r["chunk_vs_recurrent"] >= MAMBA2_CHUNK_TARGET and r["fraction_of_peak"] >= MAMBA2_PEAK_TARGET)
+        r["missed"] = []
+        if r["T"] < 2048 or r["fraction_of_peak"] is None:
+            r["met"] = None
+            continue
+        if r["chunk_vs_recurrent"] < MAMBA2_CHUNK_TARGET:
+            r["missed"].append(f"chunk gain {r['chunk_vs_recurrent']:.2f}x < {MAMBA2_CHUNK_TARGET:g}x")
+        if idle and r["fraction_of_peak"] < MAMBA2_PEAK_TARGET:
+            r["missed"].append(f"{r['fraction_of_peak']:.1%} of peak < {MAMBA2_PEAK_TARGET:.0%}")
+        r["met"] = not r["missed"]
 
 
 def format_strong_decay(rows):
@@ -175,7 +184,7 @@ def format_mamba2_shapes(rows):
              f"{'chunk gain':>10} {'GFLOP/s':>8} {'of peak':>8}"]
     for r in rows:
         frac = "-" if r["fraction_of_peak"] is None else f"{r['fraction_of_peak']:.1%}"
-        verdict = {True: "target met", False: "target missed", None: ""}[r["met"]]
+        verdict = {True: "target met", False: "below target: " + "; ".join(r.get("missed", [])), None: ""}[r["met"]]
         lines.append(f"{r['model']:18} {r['H']:4d} {r['P']:3d} {r['N']:4d} {r['G']:2d} {r['T']:6d} "
                      f"{r['chunk_ms']:9.2f} {r['recurrent_ms']:13.2f} {r['chunk_vs_recurrent']:9.2f}x "
                      f"{r['chunk_gflops']:8.1f} {frac:>8} {verdict}".rstrip())
