@@ -15,7 +15,8 @@ const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
     "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...\n"
-    "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16] [--kv-cache-memory 4G]";
+    "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16] [--kv-cache-memory 4G]\n"
+    "         [-c|--ctx-size N (prompt + answer tokens; default: the model's max_position_embeddings)]";
 
 
 bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, GenerationFlags& a) {
@@ -41,6 +42,10 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   else if (s == "--kv-cache-dtype") a.kv_cache_dtype = value();
   else if (s == "--block-size") a.block_size = parse_number<int64_t>(s, value());
   else if (s == "--kv-cache-memory") a.kv_cache_memory = parse_byte_size(s, value());
+  else if (s == "-c" || s == "--ctx-size") {
+    a.ctx_size = parse_number<int64_t>(s, value());
+    require(a.ctx_size >= 0, s.c_str(), "must be >= 0 (0: the model's context), got " + std::to_string(a.ctx_size));
+  }
   else return false;
   return true;
 }
@@ -71,6 +76,22 @@ int64_t parse_byte_size(const std::string& flag, const std::string& text) {
   if (n <= 0 || n > (INT64_MAX >> shift))
     throw ArgumentError(flag + ": expected a positive size such as 4G, 512M or 1048576, got '" + text + "'");
   return n << shift;
+}
+
+std::string fit_in_context(const GenerationFlags& a, const std::string& command, int64_t model_positions,
+                           int64_t n, int64_t& max_new_tokens) {
+  const bool flag = a.ctx_size > 0 && (model_positions <= 0 || a.ctx_size < model_positions);
+  const int64_t context = flag ? a.ctx_size : model_positions;
+  if (context <= 0) return "";
+  const std::string what = flag ? "--ctx-size" : "the model's context (max_position_embeddings)";
+  if (n >= context)
+    throw ArgumentError(command + ": the prompt is " + std::to_string(n) + " tokens; " + what + " is " +
+                        std::to_string(context) + " and must leave room for an answer");
+  if (n + max_new_tokens <= context) return "";
+  max_new_tokens = context - n;
+  return "[attnzoo] -n lowered to " + std::to_string(max_new_tokens) + ": prompt " + std::to_string(n) +
+         " + answer must fit " + (flag ? "--ctx-size" : "the model's context") + " of " + std::to_string(context) +
+         " tokens\n";
 }
 
 LoadOptions load_options(const GenerationFlags& a) {
