@@ -18,7 +18,6 @@
 #include "engine/stop.h"
 
 namespace attnzoo::py {
-namespace {
 
 SamplingParams make_params(float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
                            float presence_penalty, float frequency_penalty, uint64_t seed) {
@@ -34,6 +33,8 @@ SamplingParams make_params(float temperature, int64_t top_k, float top_p, float 
   p.validate();
   return p;
 }
+
+namespace {
 
 // Logits as [rows, vocab] f32, contiguous along the vocabulary.
 struct Rows {
