@@ -259,6 +259,19 @@ def _checked_prompt(model, tokenizer, prompt, name):
     return ids
 
 
+def _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
+                  repetition_penalty, presence_penalty, frequency_penalty, seed):
+    """(stop strings, sampler parameters) of one generate / generate_batch call, its arguments checked."""
+    if int(max_new_tokens) < 0:
+        raise ValueError(f"max_new_tokens: must be >= 0, got {max_new_tokens}")
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    if stops and tokenizer is None:
+        raise ValueError("stop: stop strings need a tokenizer to decode the text")
+    s = sampling_params(model, do_sample, temperature, top_k, top_p, min_p, repetition_penalty)
+    return stops, _params(s["temperature"], s["top_k"], s["top_p"], s["min_p"], s["repetition_penalty"],
+                          presence_penalty, frequency_penalty, seed)
+
+
 def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
                    top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0,
                    seed=0, stop=None, eos_token_id=None):
@@ -266,16 +279,10 @@ def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None
     per prompt, in order, each what ``generate`` returns for that prompt alone with the same arguments (text for a
     text prompt, new ids for ids). ``model``: an attnzoo Model."""
     from .engine import Engine, SamplingParams
-    if int(max_new_tokens) < 0:
-        raise ValueError(f"max_new_tokens: must be >= 0, got {max_new_tokens}")
     prompts = list(prompts)
     all_ids = [_checked_prompt(model, tokenizer, p, f"prompt_or_ids[{i}]") for i, p in enumerate(prompts)]
-    stops = [stop] if isinstance(stop, str) else list(stop or [])
-    if stops and tokenizer is None:
-        raise ValueError("stop: stop strings need a tokenizer to decode the text")
-    s = sampling_params(model, do_sample, temperature, top_k, top_p, min_p, repetition_penalty)
-    p = _params(s["temperature"], s["top_k"], s["top_p"], s["min_p"], s["repetition_penalty"], presence_penalty,
-                frequency_penalty, seed)
+    stops, p = _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
+                             repetition_penalty, presence_penalty, frequency_penalty, seed)
     if int(max_new_tokens) == 0:
         return ["" if isinstance(q, str) else [] for q in prompts]
     params = SamplingParams(max_tokens=int(max_new_tokens), stop=stops, **p)
@@ -320,15 +327,9 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     """
     text_in = isinstance(prompt_or_ids, str)
     ids = _checked_prompt(model, tokenizer, prompt_or_ids, "prompt_or_ids")
-    if int(max_new_tokens) < 0:
-        raise ValueError(f"max_new_tokens: must be >= 0, got {max_new_tokens}")
     max_positions = _max_positions(model)
-    stops = [stop] if isinstance(stop, str) else list(stop or [])
-    if stops and tokenizer is None:
-        raise ValueError("stop: stop strings need a tokenizer to decode the text")
-    s = sampling_params(model, do_sample, temperature, top_k, top_p, min_p, repetition_penalty)
-    params = _params(s["temperature"], s["top_k"], s["top_p"], s["min_p"], s["repetition_penalty"], presence_penalty,
-                     frequency_penalty, seed)
+    stops, params = _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
+                                  repetition_penalty, presence_penalty, frequency_penalty, seed)
     eos = _eos_ids(model, tokenizer, eos_token_id)
     parts = _native_parts(model, tokenizer, stream) if native in (None, True) else None
     if native and parts is None:

@@ -1,9 +1,14 @@
 #include "loader/gguf.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <tuple>
+
+#include <sys/stat.h>
 
 namespace attnzoo {
 
@@ -251,7 +256,35 @@ int64_t GgufTensor::row_bytes() const { return *quant_row_bytes(type, ne.empty()
 
 GgufFile GgufFile::open(const std::string& path) { return parse(MappedFile::open(path)); }
 
+namespace {
+
+std::atomic<uint64_t> g_parses{0};
+
+}  // namespace
+
+uint64_t GgufFile::parse_count() { return g_parses.load(); }
+
+std::shared_ptr<const GgufFile> GgufFile::open_shared(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::make_shared<const GgufFile>(open(path));  // open names the error
+  using Key = std::tuple<std::string, uint64_t, uint64_t, int64_t, int64_t, int64_t>;
+  const Key key{path, uint64_t(st.st_dev), uint64_t(st.st_ino), int64_t(st.st_size), int64_t(st.st_mtim.tv_sec),
+                int64_t(st.st_mtim.tv_nsec)};
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<const GgufFile>> parsed;
+  static std::shared_ptr<const GgufFile> last;  // the next loader of the same checkpoint usually comes right after
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = parsed.find(key); it != parsed.end()) {
+    if (auto f = it->second.lock()) return last = f;
+  }
+  std::erase_if(parsed, [](const auto& kv) { return kv.second.expired(); });
+  auto f = std::make_shared<const GgufFile>(open(path));
+  parsed[key] = f;
+  return last = f;
+}
+
 GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> bytes) {
+  g_parses.fetch_add(1);
   GgufParser p(*bytes);
   GgufFile g;
   if (bytes->size() < 4) p.fail("file is " + std::to_string(bytes->size()) + " bytes, too short for the GGUF magic (truncated?)");

@@ -57,7 +57,7 @@ std::shared_ptr<const MappedFile> undo_gguf_edit(const GgufHfTensor& t, const st
     const int64_t row_bytes = one_d ? quant_type_info(uint32_t(t.type))->block_bytes : t.bytes / std::max<int64_t>(1, rows);
     unpermute_rope_rows(t.data, bytes.data(), rows, row_bytes, t.heads);
   } else {  // subtract_one: norm weights, F32 / F16 / BF16 (checked when mapped)
-    const DType dt = t.type == QuantType::F32 ? DType::f32 : t.type == QuantType::F16 ? DType::f16 : DType::bf16;
+    const DType dt = *dtype_of(t.type);
     const int64_t n = t.bytes / int64_t(dtype_size(dt));
     for (int64_t i = 0; i < n; ++i) store_from_f32(bytes.data(), dt, i, load_as_f32(t.data, dt, i) - 1.0f);
   }
@@ -72,13 +72,13 @@ int64_t StoredTensor::numel() const {
   return n;
 }
 
-bool StoredTensor::quantized() const { return quant_type_info(uint32_t(type))->block_elems > 1; }
+bool StoredTensor::quantized() const { return quant_is_blocked(type); }
 
 ModelFiles ModelFiles::open_gguf(const std::string& path) {
   ModelFiles m;
   m.dir_ = fs::path(path).parent_path().string();
   if (m.dir_.empty()) m.dir_ = ".";
-  m.gguf_ = std::make_shared<const GgufFile>(GgufFile::open(path));
+  m.gguf_ = GgufFile::open_shared(path);
   m.gguf_config_ = gguf_hf_config_json(*m.gguf_);
   m.config_ = Config::parse(m.gguf_config_, gguf_config_source(path));
   for (const GgufHfTensor& t : gguf_hf_tensors(*m.gguf_)) {
@@ -114,12 +114,13 @@ std::optional<std::string> find_model_gguf(const std::string& path) {
 }
 
 std::string ModelFiles::read_config_json(const std::string& path) {
-  if (auto g = find_model_gguf(path)) return gguf_hf_config_json(GgufFile::open(*g));
+  if (auto g = find_model_gguf(path)) return gguf_hf_config_json(*GgufFile::open_shared(*g));
   return read_text((fs::path(path) / "config.json").string());
 }
 
 Config ModelFiles::read_config(const std::string& path) {
-  if (auto g = find_model_gguf(path)) return Config::parse(gguf_hf_config_json(GgufFile::open(*g)), gguf_config_source(*g));
+  if (auto g = find_model_gguf(path))
+    return Config::parse(gguf_hf_config_json(*GgufFile::open_shared(*g)), gguf_config_source(*g));
   return Config::load((fs::path(path) / "config.json").string());
 }
 
@@ -212,16 +213,11 @@ TensorView ModelFiles::tensor(std::string_view name) const {
   if (!e.gguf) return files_[e.file].view(e.stored);
   const StoredTensor& t = *e.gguf;
   TensorView v;
-  switch (t.type) {
-    case QuantType::F32: v.dtype = DType::f32; break;
-    case QuantType::F16: v.dtype = DType::f16; break;
-    case QuantType::BF16: v.dtype = DType::bf16; break;
-    case QuantType::I32: v.dtype = DType::i32; break;
-    case QuantType::I64: v.dtype = DType::i64; break;
-    default:
-      throw DTypeError(gguf_->path() + ": tensor '" + e.stored + "' ('" + std::string(name) + "') is stored as " +
-                       quant_type_name(t.type) + ", which no plain tensor view holds (read it with stored())");
-  }
+  const std::optional<DType> dt = dtype_of(t.type);
+  if (!dt)
+    throw DTypeError(gguf_->path() + ": tensor '" + e.stored + "' ('" + std::string(name) + "') is stored as " +
+                     quant_type_name(t.type) + ", which no plain tensor view holds (read it with stored())");
+  v.dtype = *dt;
   if (t.shape.size() > size_t(TensorView::kMaxDims)) {
     throw LoadError(gguf_->path() + ": tensor '" + e.stored + "': " + std::to_string(t.shape.size()) +
                     " dimensions, more than a view holds");

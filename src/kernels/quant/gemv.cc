@@ -31,7 +31,7 @@ void run_rows(const QuantMatrix& w, const QuantGemvTask& base, RowFn fn) {
 
 }  // namespace
 
-bool quant_gemv_has_int8(QuantType type) { return quant_is_blocked(type); }
+bool quant_gemv_has_int8(QuantType type) { return quant_supported(type) && quant_is_blocked(type); }
 
 bool quant_gemv_vnni_handles(QuantType type) {
   return type == QuantType::Q4_0 || type == QuantType::Q8_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
