@@ -1,5 +1,7 @@
 """Generation from Python: text in, text out with the checkpoint's tokenizer (or ids in, ids out without one),
-greedy or sampled, streamed, and several prompts through one ragged batch by hand with Model.forward_batch.
+greedy or sampled, streamed, a list of prompts in one call (batched by the serving engine), and several prompts
+through one ragged batch by hand with Model.forward_batch. Sampling defaults to the checkpoint's
+generation_config.json, as `attnzoo generate` (greedy unless it sets do_sample); arguments override it.
 
     python examples/generate.py [MODEL_DIR] [PROMPT]
 """
@@ -22,6 +24,8 @@ else:
     prompt = [1, 2, 3, 4]
     print("greedy:", m.generate(prompt, max_new_tokens=8))
     print("sampled:", m.generate(prompt, max_new_tokens=8, temperature=0.8, top_k=20, seed=1))
+# A list of prompts: one answer each, as each would get alone.
+print("list:", m.generate([[1, 2, 3, 4], [5, 6]], max_new_tokens=6, do_sample=False))
 
 # Greedy decoding of two id prompts side by side: each step is one ragged batch (prefill rows and decode rows).
 prompts = [np.array([1, 2, 3, 4]), np.array([5, 6])]

@@ -13,7 +13,7 @@ import numpy as np
 from . import _core
 from ._arrays import _is_torch, as_input, to_int32
 
-__all__ = ["sample", "Sampler", "generate"]
+__all__ = ["sample", "Sampler", "generate", "generate_batch", "sampling_params"]
 
 
 def _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed):
@@ -207,16 +207,115 @@ def _native_parts(model, tokenizer, stream):
     return core_model, core_tok
 
 
-def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
-             repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, seed=0, stop=None,
-             eos_token_id=None, stream=None, native=None):
+def _model_path(model):
+    """Where the model's files are, as given to load ("" when it has none): a directory's generation_config.json
+    seeds the sampling (a GGUF file has none, as for `attnzoo generate -m FILE`)."""
+    for attr in ("path", "directory", "dir", "model_dir"):
+        d = getattr(model, attr, None)
+        if isinstance(d, str):
+            return d
+    return ""
+
+
+def sampling_params(model, do_sample=None, temperature=None, top_k=None, top_p=None, min_p=None,
+                    repetition_penalty=None):
+    """The sampling values a generation runs with, as every front end resolves them (the CLI included): the
+    checkpoint's generation_config.json (transformers' defaults where it says nothing: greedy, top_k 50), the
+    arguments given winning. Sampling happens when do_sample=True, or, with do_sample None, when temperature > 0
+    is given or the checkpoint samples and no temperature is given; do_sample=False is greedy whatever else is
+    given (as transformers). Returns a dict of temperature (0: greedy), top_k, top_p, min_p, repetition_penalty."""
+    return _core.resolve_sampling(_model_path(model), None if do_sample is None else bool(do_sample),
+                                  None if temperature is None else float(temperature),
+                                  None if top_k is None else int(top_k), None if top_p is None else float(top_p),
+                                  None if min_p is None else float(min_p),
+                                  None if repetition_penalty is None else float(repetition_penalty))
+
+
+def is_batch(prompts):
+    """A list (or tuple, or 2-D array) of prompts rather than one prompt: texts, or sequences of ids."""
+    if isinstance(prompts, (list, tuple)):
+        first = prompts[0] if prompts else None
+        return isinstance(first, (str, list, tuple)) or getattr(first, "ndim", 0) >= 1
+    return getattr(prompts, "ndim", 1) == 2
+
+
+def _prompt_ids(tokenizer, prompt, name):
+    if isinstance(prompt, str):
+        if tokenizer is None:
+            raise ValueError("tokenizer: needed to encode a text prompt")
+        return [int(i) for i in tokenizer.encode(prompt)]
+    arr = _ids(prompt, name)
+    return [] if arr is None else [int(i) for i in arr]
+
+
+def _checked_prompt(model, tokenizer, prompt, name):
+    ids = _prompt_ids(tokenizer, prompt, name)
+    if not ids:
+        raise ValueError(f"{name}: is empty: generation needs at least one token")
+    max_positions = _max_positions(model)
+    if max_positions and len(ids) > max_positions:
+        raise ValueError(f"{name}: has {len(ids)} tokens, more than the model's {max_positions} positions "
+                         f"(max_position_embeddings)")
+    return ids
+
+
+def _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
+                  repetition_penalty, presence_penalty, frequency_penalty, seed):
+    """(stop strings, sampler parameters) of one generate / generate_batch call, its arguments checked."""
+    if int(max_new_tokens) < 0:
+        raise ValueError(f"max_new_tokens: must be >= 0, got {max_new_tokens}")
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    if stops and tokenizer is None:
+        raise ValueError("stop: stop strings need a tokenizer to decode the text")
+    s = sampling_params(model, do_sample, temperature, top_k, top_p, min_p, repetition_penalty)
+    return stops, _params(s["temperature"], s["top_k"], s["top_p"], s["min_p"], s["repetition_penalty"],
+                          presence_penalty, frequency_penalty, seed)
+
+
+def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
+                   top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0,
+                   seed=0, stop=None, eos_token_id=None):
+    """Several prompts at once through the serving engine (continuous batching over the ragged batch): one result
+    per prompt, in order, each what ``generate`` returns for that prompt alone with the same arguments (text for a
+    text prompt, new ids for ids). ``model``: an attnzoo Model."""
+    from .engine import Engine, SamplingParams
+    prompts = list(prompts)
+    all_ids = [_checked_prompt(model, tokenizer, p, f"prompt_or_ids[{i}]") for i, p in enumerate(prompts)]
+    stops, p = _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
+                             repetition_penalty, presence_penalty, frequency_penalty, seed)
+    if int(max_new_tokens) == 0:
+        return ["" if isinstance(q, str) else [] for q in prompts]
+    params = SamplingParams(max_tokens=int(max_new_tokens), stop=stops, **p)
+    with Engine(model, eos_token_ids=eos_token_id, tokenizer=tokenizer) as engine:
+        streams = [engine.add_request(ids, params) for ids in all_ids]
+        outs = []
+        for stream in streams:
+            ids, text, error = [], "", None
+            for out in stream:
+                for sample in out["samples"]:
+                    ids += sample["token_ids"]
+                    text += sample["text"]
+                error = out["error"] or error
+            if error:
+                raise RuntimeError(f"prompt_or_ids[{len(outs)}]: {error}")
+            outs.append((ids, text))
+    return [text if isinstance(q, str) else ids for q, (ids, text) in zip(prompts, outs)]
+
+
+def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
+             top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0, seed=0,
+             stop=None, eos_token_id=None, stream=None, native=None):
     """Continue a prompt.
 
     ``prompt_or_ids``: text (needs ``tokenizer``; returns the new text) or token ids (returns the list of new
     ids; an EOS that ended generation is included, as transformers does). ``stop``: a string or list of strings
     that end generation; the text is trimmed before it (needs ``tokenizer``). ``eos_token_id``: int or list,
     default from the tokenizer / the model's directory. ``stream``: called with each new piece of text as soon
-    as it is final (with ids in and no tokenizer: with each new id). ``temperature=0`` is greedy.
+    as it is final (with ids in and no tokenizer: with each new id).
+
+    Sampling (``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``repetition_penalty``; None: not
+    given) resolves as in ``attnzoo generate``: see ``sampling_params`` (the checkpoint's generation_config.json,
+    greedy by default, ``temperature=0`` greedy).
 
     ``native``: run the C++ loop (attnzoo models and tokenizers only; no Python between tokens). Default: when
     possible. The Python loop serves any object with the model API. Both draw the same tokens for a seed.
@@ -227,26 +326,10 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, temperature=1.
     tokens and raises KeyboardInterrupt.
     """
     text_in = isinstance(prompt_or_ids, str)
-    if text_in:
-        if tokenizer is None:
-            raise ValueError("tokenizer: needed to encode a text prompt")
-        ids = [int(i) for i in tokenizer.encode(prompt_or_ids)]
-    else:
-        arr = _ids(prompt_or_ids, "prompt_or_ids")
-        ids = [] if arr is None else [int(i) for i in arr]
-    if not ids:
-        raise ValueError("prompt_or_ids: is empty: generation needs at least one token")
-    if int(max_new_tokens) < 0:
-        raise ValueError(f"max_new_tokens: must be >= 0, got {max_new_tokens}")
+    ids = _checked_prompt(model, tokenizer, prompt_or_ids, "prompt_or_ids")
     max_positions = _max_positions(model)
-    if max_positions and len(ids) > max_positions:
-        raise ValueError(f"prompt_or_ids: has {len(ids)} tokens, more than the model's {max_positions} positions "
-                         f"(max_position_embeddings)")
-    stops = [stop] if isinstance(stop, str) else list(stop or [])
-    if stops and tokenizer is None:
-        raise ValueError("stop: stop strings need a tokenizer to decode the text")
-    params = _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty,
-                     seed)
+    stops, params = _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
+                                  repetition_penalty, presence_penalty, frequency_penalty, seed)
     eos = _eos_ids(model, tokenizer, eos_token_id)
     parts = _native_parts(model, tokenizer, stream) if native in (None, True) else None
     if native and parts is None:

@@ -112,17 +112,28 @@ class Model:
             self._tokenizer = Tokenizer.load(path) if os.path.exists(path) else None
         return self._tokenizer
 
-    def generate(self, prompt_or_ids, max_new_tokens=128, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
-                 repetition_penalty=1.0, seed=0, stop=None, stream=None, **kwargs):
-        """Continue a prompt: ids in -> the new ids out; text in -> the new text out (needs a tokenizer).
+    def generate(self, prompt_or_ids, max_new_tokens=128, do_sample=None, temperature=None, top_k=None, top_p=None,
+                 min_p=None, repetition_penalty=None, seed=0, stop=None, stream=None, **kwargs):
+        """Continue a prompt: ids in -> the new ids out; text in -> the new text out (needs a tokenizer). A list of
+        prompts (texts or id sequences) runs them together through the serving engine and returns one result per
+        prompt, each what the prompt alone would give (no ``stream``).
 
-        temperature=0 is greedy. Other arguments (presence_penalty, frequency_penalty, eos_token_id) as in
-        attnzoo.generate.generate, which this calls with the directory's tokenizer.
+        Sampling defaults are the checkpoint's generation_config.json (transformers' rules: greedy unless it sets
+        do_sample), overridden by the arguments given, exactly as ``attnzoo generate`` resolves them (see
+        attnzoo.generate.sampling_params). Other arguments (presence_penalty, frequency_penalty, eos_token_id,
+        native) as in attnzoo.generate.generate, which this calls with the directory's tokenizer; unknown
+        keywords are a TypeError naming them.
         """
-        from .generate import generate
-        return generate(self, self.tokenizer, prompt_or_ids, max_new_tokens=max_new_tokens,
-                        temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-                        repetition_penalty=repetition_penalty, seed=seed, stop=stop, stream=stream, **kwargs)
+        from .generate import generate, generate_batch, is_batch
+        args = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
+                    top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, stop=stop)
+        if is_batch(prompt_or_ids):
+            if stream is not None:
+                raise ValueError("stream: not available with a list of prompts (stream one prompt at a time)")
+            if kwargs.pop("native", None) is False:
+                raise ValueError("native: a list of prompts runs on the C++ engine")
+            return generate_batch(self, self.tokenizer, prompt_or_ids, **args, **kwargs)
+        return generate(self, self.tokenizer, prompt_or_ids, stream=stream, **args, **kwargs)
 
     @property
     def chat_template(self):
@@ -155,13 +166,14 @@ class Model:
             raise ValueError("tokenize: the checkpoint has no tokenizer (no tokenizer.json, no GGUF vocabulary)")
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def chat(self, messages, max_new_tokens=256, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
-             repetition_penalty=1.0, seed=0, stop=None, stream=None, eos_token_id=None, **template_kwargs):
+    def chat(self, messages, max_new_tokens=256, do_sample=None, temperature=None, top_k=None, top_p=None,
+             min_p=None, repetition_penalty=None, seed=0, stop=None, stream=None, eos_token_id=None,
+             **template_kwargs):
         """The assistant's reply to ``messages`` (a list of {"role", "content"} dicts) as text.
 
         The conversation goes through the checkpoint's chat template with the assistant header added; the reply
         ends at EOS or at the template's end-of-turn token (<|im_end|>, <|eot_id|>, ...). ``stream`` gets each
-        new piece of text. template_kwargs become template variables.
+        new piece of text. Sampling defaults as in generate. template_kwargs become template variables.
         """
         from .generate import generate
         ids = self.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **template_kwargs)
@@ -170,9 +182,10 @@ class Model:
             eos = set(_core.load_eos_token_ids(self._source)) | set(self.tokenizer.eos_token_ids)
             eos |= set(_core.end_of_turn_ids(source, special, self.tokenizer._native))
             eos_token_id = sorted(eos)
-        out = generate(self, self.tokenizer, ids, max_new_tokens=max_new_tokens, temperature=temperature,
-                       top_k=top_k, top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed,
-                       stop=stop, stream=stream, eos_token_id=eos_token_id)
+        out = generate(self, self.tokenizer, ids, max_new_tokens=max_new_tokens, do_sample=do_sample,
+                       temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                       repetition_penalty=repetition_penalty, seed=seed, stop=stop, stream=stream,
+                       eos_token_id=eos_token_id)
         ends = {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
         if out and out[-1] in ends:
             out = out[:-1]

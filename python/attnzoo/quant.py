@@ -13,8 +13,9 @@ def type_info(qtype):
 
 
 def dequantize(data, qtype, n=None, reference=False):
-    """float32 [n] from raw blocks (n: all elements the bytes hold by default). `reference`: the plain scalar
-    definition instead of the vectorised kernel (they agree bit for bit)."""
+    """float32 [n] from raw blocks (n: all elements the bytes hold by default; the bytes must be exactly those of
+    n elements, ValueError naming `data` otherwise). `reference`: the plain scalar definition instead of the
+    vectorised kernel (they agree bit for bit)."""
     data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
     info = type_info(qtype)
     if info is None:
@@ -27,7 +28,8 @@ def dequantize(data, qtype, n=None, reference=False):
 
 
 def matmul(x, w, qtype, n, k, path="auto"):
-    """y [T, n] = x [T, k] @ w.T, w being n rows of raw blocks. path: 'auto' (what a model runs), 'int8',
+    """y [T, n] = x [T, k] @ w.T, w being n rows of raw blocks (exactly: ValueError naming `w` for more or fewer
+    bytes). path: 'auto' (what a model runs), 'int8',
     'f32' or 'reference' (double accumulation)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     w = np.ascontiguousarray(w, dtype=np.uint8).reshape(-1)

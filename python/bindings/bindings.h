@@ -7,6 +7,7 @@
 
 #include "core/tensor.h"
 #include "core/threads.h"
+#include "engine/sampler.h"
 #include "kernels/softmax/options.h"
 
 namespace attnzoo::py {
@@ -56,6 +57,11 @@ AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<f
                                         std::optional<int64_t> window, std::optional<float> softcap,
                                         const std::optional<AnyArray>& sinks,
                                         const std::optional<AnyArray>& alibi_slopes, const BlockMask* block_mask);
+
+// Sampling parameters from the Python side's keyword values, validated (ValueError naming the field); shared by
+// the sampler, the generation loop and the serving engine's add_request.
+SamplingParams make_params(float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
+                           float presence_penalty, float frequency_penalty, uint64_t seed);
 
 void bind_core(nb::module_& m);
 void bind_softmax(nb::module_& m);

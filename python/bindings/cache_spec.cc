@@ -1,5 +1,5 @@
 // Bindings for CacheSpec, what one layer remembers per sequence: the same constructors and byte counts the
-// memory pool sizes itself with, so Python's memory figures (attnzoo.memory) never keep formulas of their own.
+// memory pool sizes itself with, so Python's memory figures (attnzoo.explain.memory) never keep formulas of their own.
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"

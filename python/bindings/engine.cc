@@ -14,10 +14,10 @@
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "engine/sampler.h"
+#include "engine/sampling_defaults.h"
 #include "engine/stop.h"
 
 namespace attnzoo::py {
-namespace {
 
 SamplingParams make_params(float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
                            float presence_penalty, float frequency_penalty, uint64_t seed) {
@@ -33,6 +33,8 @@ SamplingParams make_params(float temperature, int64_t top_k, float top_p, float 
   p.validate();
   return p;
 }
+
+namespace {
 
 // Logits as [rows, vocab] f32, contiguous along the vocabulary.
 struct Rows {
@@ -173,6 +175,24 @@ void bind_engine(nb::module_& m) {
 
   m.def("load_eos_token_ids", &load_eos_token_ids, nb::arg("model_dir"),
         "EOS ids from generation_config.json, else config.json (empty list when neither names one).");
+  m.def("resolve_sampling",
+        [](const std::string& model_path, std::optional<bool> do_sample, std::optional<float> temperature,
+           std::optional<int64_t> top_k, std::optional<float> top_p, std::optional<float> min_p,
+           std::optional<float> repetition_penalty) {
+          const SamplingParams p = resolve_sampling(
+              model_path, SamplingOverrides{do_sample, temperature, top_p, min_p, repetition_penalty, top_k});
+          nb::dict out;
+          out["temperature"] = p.temperature;
+          out["top_k"] = p.top_k;
+          out["top_p"] = p.top_p;
+          out["min_p"] = p.min_p;
+          out["repetition_penalty"] = p.repetition_penalty;
+          return out;
+        },
+        nb::arg("model_path"), nb::arg("do_sample").none(), nb::arg("temperature").none(), nb::arg("top_k").none(),
+        nb::arg("top_p").none(), nb::arg("min_p").none(), nb::arg("repetition_penalty").none(),
+        "The sampling values every front end uses: the checkpoint's generation_config.json (model_path '' for "
+        "none), the arguments given winning (engine/sampling_defaults.h).");
 }
 
 }  // namespace attnzoo::py

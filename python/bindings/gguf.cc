@@ -129,6 +129,8 @@ void bind_gguf(nb::module_& m) {
       "The config.json text a model path loads with (synthesized from the metadata for a GGUF).");
   m.def("find_model_gguf", &find_model_gguf, nb::arg("path"),
         "The GGUF file a model path names (the .gguf itself, or the one in a directory without safetensors), or None.");
+  m.def("gguf_parse_count", &GgufFile::parse_count,
+        "GGUF files this process has parsed (the loaders of one checkpoint share one parse).");
   m.def("model_tensors", &model_tensors, nb::arg("path"),
         "Every tensor of a model path as the architecture builders see it (name, stored name, shape, format, bytes).");
 }

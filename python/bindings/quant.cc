@@ -23,11 +23,16 @@ QuantType quant_type_arg(uint32_t id) {
   return info->type;
 }
 
-// The bytes of a contiguous uint8 array as a [rows, cols] matrix of `type`.
+// The bytes of a contiguous uint8 array as a [rows, cols] matrix of `type`: exactly that many, since extra bytes
+// mean the caller's shape or type is not the data's.
 QuantMatrix bytes_arg(const AnyArray& a, const char* name, QuantType type, int64_t rows, int64_t cols) {
   const TensorView v = as_view(a, name);
   require(v.dtype == DType::u8 && v.is_contiguous(), name, "expected a contiguous uint8 array of raw blocks");
-  return make_quant_matrix(v.data, uint64_t(v.numel()), type, rows, cols, name);
+  const QuantMatrix m = make_quant_matrix(v.data, uint64_t(v.numel()), type, rows, cols, name);
+  require(uint64_t(v.numel()) == m.bytes(), name,
+          std::to_string(v.numel()) + " bytes given, but [" + std::to_string(rows) + ", " + std::to_string(cols) +
+              "] " + quant_type_name(type) + " takes exactly " + std::to_string(m.bytes()) + " (trailing bytes)");
+  return m;
 }
 
 TensorView f32_matrix(const TensorView& v, const char* name, int64_t rows, int64_t cols) {

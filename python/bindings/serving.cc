@@ -126,14 +126,8 @@ void bind_serving(nb::module_& m) {
              Request r;
              r.prompt = std::move(prompt);
              auto& p = r.params;
-             p.sampling.temperature = temperature;
-             p.sampling.top_k = top_k;
-             p.sampling.top_p = top_p;
-             p.sampling.min_p = min_p;
-             p.sampling.repetition_penalty = repetition_penalty;
-             p.sampling.presence_penalty = presence_penalty;
-             p.sampling.frequency_penalty = frequency_penalty;
-             p.sampling.seed = seed;
+             p.sampling = make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                      frequency_penalty, seed);
              p.max_tokens = max_tokens;
              p.n = n;
              p.stop = std::move(stop);

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -11,7 +12,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from attnzoo import _core  # noqa: E402
-from attnzoo.bench_model import (attention_flops, cache_bytes_read, format_report,  # noqa: E402
+from attnzoo.bench.model import (attention_flops, cache_bytes_read, format_report,  # noqa: E402
                                  layer_matrix_elements, run_model_bench)
 
 HIDDEN, INTER, LAYERS, VOCAB = 64, 128, 2, 256
@@ -170,7 +171,7 @@ def test_errors(model_dir):
 
 def test_command_line_json(model_dir):
     env = dict(os.environ)  # conftest's PYTHONPATH: the checkout and its build tree
-    out = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
+    out = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--prompt", "8",
                           "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "1", "--probes",
                           "tiny", "--dtype", "float32", "--json", "--block-size", "8", "--kv-cache-dtype", "float32",
                           "--kv-cache-memory", "16M"], capture_output=True, text=True, env=env, timeout=120)
@@ -178,11 +179,28 @@ def test_command_line_json(model_dir):
     doc = json.loads(out.stdout)
     _check_doc(doc, 8, 2, [4, 8])
     assert doc["pool"]["block_tokens"] == 8 and 0 < doc["pool"]["bytes"] <= 16 << 20
-    bad = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--kv-cache-memory",
+    bad = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--kv-cache-memory",
                           "lots"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode != 0 and "--kv-cache-memory" in bad.stderr
-    text = subprocess.run([sys.executable, "-m", "attnzoo.bench_model", "model", "-m", model_dir, "--prompt", "8",
+    text = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--prompt", "8",
                            "--gen", "2", "--contexts", "8", "--context-gen", "1", "--repeats", "1", "--probes",
                            "tiny"], capture_output=True, text=True, env=env, timeout=120)
     assert text.returncode == 0, text.stderr
     assert "prefill" in text.stdout and "of bandwidth" in text.stdout and "decode by context" in text.stdout
+
+
+@pytest.mark.parametrize("case", ["default prompt too long", "prefix too long", "not a checkpoint"])
+def test_command_line_refuses_in_one_line_before_any_work(model_dir, tmp_path, case):
+    """The model's context is 128: the default --prompt 512, a --prefix past it, or a directory without a config
+    end at once with one line naming the problem, before the peak probes or the load."""
+    args = {"default prompt too long": ["-m", model_dir],
+            "prefix too long": ["-m", model_dir, "--prompt", "8", "--gen", "2", "--prefix", "200"],
+            "not a checkpoint": ["-m", str(tmp_path)]}[case]
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", *args], capture_output=True, text=True,
+                       env=dict(os.environ), timeout=60)
+    assert time.perf_counter() - t0 < 20  # interpreter start-up only: one stderr line means no probe began
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attnzoo bench model: "), r.stderr
+    assert ("config.json" if case == "not a checkpoint" else "max_position_embeddings) of 128") in lines[0]

@@ -151,3 +151,18 @@ def test_generation_stays_inside_the_models_context(model_dir):
     assert r.returncode == 0, r.stderr
     m = re.search(r"-n lowered to (\d+): prompt (\d+) \+ answer must fit the model's context of 256", r.stderr)
     assert m and int(m.group(1)) + int(m.group(2)) == 256
+
+
+def test_ctx_size_bounds_prompt_and_answer(model_dir):
+    """llama.cpp's -c / --ctx-size: prompt + answer within N tokens (never past the model's own context), the same
+    rules as the model's context: -n lowered with a notice, a prompt leaving no room refused; chat keeps its loop."""
+    r = run("generate", "-m", model_dir, "-p", "hello world", "-c", "5", "-n", "10")
+    m = re.search(r"-n lowered to (\d+): prompt (\d+) \+ answer must fit --ctx-size of 5", r.stderr)
+    assert r.returncode == 0 and m and int(m.group(1)) + int(m.group(2)) == 5
+    assert _generated(r) == _generated(run("generate", "-m", model_dir, "-p", "hello world", "--ctx-size", "5"))
+    r = run("generate", "-m", model_dir, "-p", "hello world hello world", "--ctx-size", "3")
+    assert r.returncode != 0 and "--ctx-size is 3" in r.stderr and r.stdout == ""
+    r = run("generate", "-m", model_dir, "-p", "hello", "-c", "100000", "-n", "100000")  # the model's 256 wins
+    assert r.returncode == 0 and "the model's context of 256" in r.stderr
+    r = run("chat", "-m", model_dir, "-c", "4", stdin="hello world hello world\n/exit\n")
+    assert r.returncode == 0 and "--ctx-size is 4" in r.stderr and "/reset" in r.stderr

@@ -10,16 +10,17 @@ import numpy as np
 import pytest
 
 import attnzoo
-from attnzoo import _core, memory
+from attnzoo import _core
+from attnzoo.explain import memory
 from attnzoo.explain import Context, build_page, resolve_sections
 from attnzoo.explain.__main__ import main as explain_main
-from attnzoo.paging import BlockAllocator, OutOfBlocks, PagedKVCache
+from attnzoo.explain.paging import BlockAllocator, OutOfBlocks, PagedKVCache
 
 SECTION_IDS = ["who-sees-whom", "flash-tiles", "memory-per-token", "paged-attention", "memory-interference",
                "measured", "inside-a-model"]
 
 
-# --- attnzoo.memory ------------------------------------------------------------------------------------------
+# --- attnzoo.explain.memory -----------------------------------------------------------------------------------
 
 def test_memory_formulas():
     gqa = memory.softmax_kv(8, 128, dtype="bfloat16")
@@ -50,7 +51,7 @@ def test_memory_errors_name_the_argument():
         memory.mla_latent(512, 64).bytes_at(-1)
 
 
-# --- attnzoo.paging ------------------------------------------------------------------------------------------
+# --- attnzoo.explain.paging -----------------------------------------------------------------------------------
 
 def test_allocator_reference_counts():
     a = BlockAllocator(3, 4)

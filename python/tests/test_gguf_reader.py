@@ -174,3 +174,17 @@ def test_smollm2_q4_1():
     types = {t["type_name"] for t in ours["tensors"]}
     assert "Q4_1" in types
     assert len(ours["tensors"]) == 272
+
+
+def test_a_gguf_checkpoint_is_parsed_once_per_load():
+    """Config, weights, tokenizer, chat template and EOS ids all come from the GGUF's metadata: the loaders share
+    one parse of the file (they parsed it five times over)."""
+    from attnzoo import _core
+    from attnzoo.model import Model
+    assert os.path.exists(SMOLLM2), f"{SMOLLM2} is missing: run scripts/setup.sh"
+    before = _core.gguf_parse_count()
+    _core.model_config_json(SMOLLM2)
+    m = Model.load(SMOLLM2)
+    assert m.tokenizer is not None and m.chat_template is not None
+    assert _core.load_eos_token_ids(SMOLLM2)
+    assert _core.gguf_parse_count() - before <= 1  # 0 when an earlier test's model still holds the parsed file

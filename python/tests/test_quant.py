@@ -103,3 +103,10 @@ def test_errors_name_the_argument():
         quant.dequantize(raw, Q.Q4_0, n=96)
     with pytest.raises(ValueError, match="whole number"):
         quant.matmul(np.zeros((1, 40), np.float32), raw, Q.Q4_0, 1, 40)
+    # Trailing bytes mean the shape or type is not the data's: refused by name, never silently ignored.
+    with pytest.raises(ValueError, match=r"^data: 37 bytes given, .* takes exactly 36"):
+        quant.dequantize(np.zeros(37, dtype=np.uint8), Q.Q4_0)
+    with pytest.raises(ValueError, match=r"^data: 36 bytes given"):
+        quant.dequantize(raw, Q.Q4_0, n=32)
+    with pytest.raises(ValueError, match=r"^w: 54 bytes given"):
+        quant.matmul(np.zeros((1, 32), np.float32), np.zeros(54, dtype=np.uint8), Q.Q4_0, 2, 32)

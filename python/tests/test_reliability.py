@@ -153,6 +153,54 @@ def test_shapes_are_validated_before_the_nan_scan():
         attnzoo.attention(q, k, v)
 
 
+def _huge(*shape):
+    """A stride-0 view claiming billions of bytes over one float: copying or scanning it costs seconds and
+    gigabytes, checking its shape costs nothing."""
+    return torch.zeros(1).expand(*shape)
+
+
+def _linear_calls():
+    from attnzoo import linear as L
+    T, H, K = 70, 4, 64
+    q, v = torch.zeros(1, T, H, K), torch.zeros(1, T, H, K)
+    g, beta, gk = torch.zeros(1, T, H), torch.ones(1, T, H), torch.zeros(1, T, H, K)
+    big_k = _huge(1, T, 196608, K)  # 880M elements; its heads disagree with q's
+    big_state = _huge(5, H, K, K * 4096)  # 5 sequences where the batch has 1
+    x, dt, A, Bm = torch.zeros(1, T, H, 16), torch.zeros(1, T, H), -torch.ones(H), torch.zeros(1, T, 1, 16)
+    u, delta, As, Bs = torch.zeros(1, 16, T), torch.zeros(1, 16, T), -torch.ones(16, 4), torch.zeros(1, 4, T)
+    w4, k4 = torch.zeros(64), torch.zeros(1, T, 64)
+    return {
+        "chunk_gated_delta_rule": ("k", lambda: L.chunk_gated_delta_rule(q, big_k, v, g, beta)),
+        "recurrent_kda": ("k", lambda: L.recurrent_kda(q, big_k, v, gk, beta)),
+        "chunk_delta_rule state": ("initial_state", lambda: L.chunk_delta_rule(q, q, v, beta,
+                                                                                initial_state=big_state)),
+        "chunk_gla": ("k", lambda: L.chunk_gla(q, big_k, v, gk)),
+        "recurrent_simple_gla": ("g", lambda: L.recurrent_simple_gla(q, q, v, g=_huge(1, T + 1, H * 10 ** 6))),
+        "chunk_linear_attn": ("v", lambda: L.chunk_linear_attn(q, q, _huge(2, T, H, 10 ** 8))),
+        "causal_conv1d": ("initial_state", lambda: L.causal_conv1d(
+            k4, torch.zeros(64, 4), initial_state=_huge(3, 64, 10 ** 9))),
+        "mamba2_chunk_scan": ("B", lambda: L.mamba2_chunk_scan(x, dt, A, _huge(1, T + 1, 196608, 64), Bm)),
+        "mamba2_recurrent state": ("initial_state", lambda: L.mamba2_recurrent(
+            x, dt, A, Bm, Bm, initial_state=_huge(2, H, 16, 10 ** 8))),
+        "selective_scan_fn": ("delta", lambda: L.selective_scan_fn(u, _huge(1, 16, 10 ** 9), As, Bs, Bs)),
+        "rwkv4_wkv": ("v", lambda: L.rwkv4_wkv(w4, w4, k4, _huge(1, T, 10 ** 9))),
+        "recurrent_rwkv7": ("k", lambda: L.recurrent_rwkv7(q, q, big_k, v, q, q)),
+        "chunk_rwkv7 numpy": ("w", lambda: L.chunk_rwkv7(q.numpy(), np.broadcast_to(np.float32(0), (1, T, 196608, K)),
+                                                          q.numpy(), v.numpy(), q.numpy(), q.numpy())),
+    }
+
+
+@pytest.mark.parametrize("call", sorted(_linear_calls()))
+def test_linear_family_checks_shapes_before_copying_or_scanning(call):
+    """Issue 16: a malformed call fails on its shape at once, whatever its arrays claim to hold."""
+    name, run = _linear_calls()[call]
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError) as e:
+        run()
+    assert time.perf_counter() - t0 < 1.0, call
+    assert str(e.value).startswith(name + ": expected shape"), str(e.value)
+
+
 # --- Ctrl-C -----------------------------------------------------------------------------------------------
 
 def test_keyboard_interrupt_stops_a_long_kernel_promptly():

@@ -123,7 +123,7 @@ std::optional<ChatTemplateInfo> load_chat_template(const std::string& model_dir,
   if (fs::is_regular_file(model_dir, ec) ||
       (fs::is_directory(model_dir, ec) && !fs::exists(fs::path(model_dir) / "tokenizer_config.json", ec) &&
        !fs::exists(fs::path(model_dir) / "chat_template.jinja", ec))) {
-    if (auto gguf = find_model_gguf(model_dir)) return gguf_chat_template(GgufFile::open(*gguf), name);
+    if (auto gguf = find_model_gguf(model_dir)) return gguf_chat_template(*GgufFile::open_shared(*gguf), name);
   }
   ChatTemplateInfo info;
   const fs::path config_path = fs::path(model_dir) / "tokenizer_config.json";

@@ -52,11 +52,11 @@ int run_cpp_table(const BenchArgs& b, const std::string& why) {
   return 0;
 }
 
-// `bench model -m DIR ...` loads and times a whole checkpoint (attnzoo.bench_model); `bench serve ...` is a load
-// generator against a running `attnzoo serve` (attnzoo.bench_serve). Both modules parse (and report errors in)
+// `bench model -m DIR ...` loads and times a whole checkpoint (attnzoo.bench.model); `bench serve ...` is a load
+// generator against a running `attnzoo serve` (attnzoo.bench.serve). Both modules parse (and report errors in)
 // the options themselves.
 int run_python_bench(const std::vector<std::string>& args) {
-  const std::string module = "attnzoo.bench_" + args[0];
+  const std::string module = "attnzoo.bench." + args[0];
   export_child_environment();
   if (const auto python = find_python("import " + module, "attnzoo")) exec_python_module(*python, module, args);
   throw ArgumentError("bench " + args[0] + ": needs a Python that can import attnzoo (set ATTNZOO_PYTHON)");

@@ -138,9 +138,18 @@ int run_chat(const std::vector<std::string>& args) {
     }
     history.push_back(ChatFormat::message("user", line));
     const std::vector<int32_t> prompt = format.prompt_ids(chat::Value::list(history), true);
+    GenerationOptions turn = options;
+    try {  // the conversation so far must leave room for an answer, as in `generate`
+      std::fputs(fit_in_context(flags, "chat", model->info().max_position_embeddings, int64_t(prompt.size()),
+                                turn.max_new_tokens).c_str(), stderr);
+    } catch (const ArgumentError& e) {
+      history.pop_back();
+      std::fprintf(stderr, "[attnzoo] %s: /reset clears the history\n", e.what());
+      continue;
+    }
     ModelSequence sequence(*model);
     TokenizerTextStream text(tokenizer);
-    const GenerationResult r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
+    const GenerationResult r = generate(sequence, prompt, turn, &text, [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     });

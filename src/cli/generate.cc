@@ -117,18 +117,9 @@ int run_generate(const std::vector<std::string>& args) {
   }
   // Never a silent run past the positions the model was trained for: a prompt that does not fit is an error; a
   // generation that would overrun is shortened, and says so.
-  if (const int64_t context = model->info().max_position_embeddings; context > 0) {
-    const int64_t n = int64_t(prompt.size());
-    if (n >= context)
-      throw ArgumentError("generate: the prompt is " + std::to_string(n) +
-                          " tokens; the model's context (max_position_embeddings) is " + std::to_string(context) +
-                          " and must leave room for an answer");
-    if (n + options.max_new_tokens > context) {
-      options.max_new_tokens = context - n;
-      std::fprintf(stderr, "[attnzoo] -n lowered to %lld: prompt %lld + answer must fit the model's context of %lld "
-                   "tokens\n", (long long)options.max_new_tokens, (long long)n, (long long)context);
-    }
-  }
+  const std::string notice = fit_in_context(a.flags, "generate", model->info().max_position_embeddings,
+                                            int64_t(prompt.size()), options.max_new_tokens);
+  std::fputs(notice.c_str(), stderr);
   ModelSequence sequence(*model);
   TokenizerTextStream text(tokenizer);
   options.cancel = stop_requested;

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "engine/sampling_defaults.h"
 #include "engine/stop.h"
 #include "layers/matmul_precision.h"
 #include "loader/config.h"
@@ -14,7 +15,8 @@ const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
     "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...\n"
-    "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16] [--kv-cache-memory 4G]";
+    "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16] [--kv-cache-memory 4G]\n"
+    "         [-c|--ctx-size N (prompt + answer tokens; default: the model's max_position_embeddings)]";
 
 
 bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, GenerationFlags& a) {
@@ -40,6 +42,10 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   else if (s == "--kv-cache-dtype") a.kv_cache_dtype = value();
   else if (s == "--block-size") a.block_size = parse_number<int64_t>(s, value());
   else if (s == "--kv-cache-memory") a.kv_cache_memory = parse_byte_size(s, value());
+  else if (s == "-c" || s == "--ctx-size") {
+    a.ctx_size = parse_number<int64_t>(s, value());
+    require(a.ctx_size >= 0, s.c_str(), "must be >= 0 (0: the model's context), got " + std::to_string(a.ctx_size));
+  }
   else return false;
   return true;
 }
@@ -72,6 +78,22 @@ int64_t parse_byte_size(const std::string& flag, const std::string& text) {
   return n << shift;
 }
 
+std::string fit_in_context(const GenerationFlags& a, const std::string& command, int64_t model_positions,
+                           int64_t n, int64_t& max_new_tokens) {
+  const bool flag = a.ctx_size > 0 && (model_positions <= 0 || a.ctx_size < model_positions);
+  const int64_t context = flag ? a.ctx_size : model_positions;
+  if (context <= 0) return "";
+  const std::string what = flag ? "--ctx-size" : "the model's context (max_position_embeddings)";
+  if (n >= context)
+    throw ArgumentError(command + ": the prompt is " + std::to_string(n) + " tokens; " + what + " is " +
+                        std::to_string(context) + " and must leave room for an answer");
+  if (n + max_new_tokens <= context) return "";
+  max_new_tokens = context - n;
+  return "[attnzoo] -n lowered to " + std::to_string(max_new_tokens) + ": prompt " + std::to_string(n) +
+         " + answer must fit " + (flag ? "--ctx-size" : "the model's context") + " of " + std::to_string(context) +
+         " tokens\n";
+}
+
 LoadOptions load_options(const GenerationFlags& a) {
   LoadOptions options = parse_load_dtype(a.dtype, ModelFiles::read_config(a.model));
   options.pool.kv_dtype = parse_kv_cache_dtype(a.kv_cache_dtype, options.pool.kv_dtype);
@@ -83,24 +105,14 @@ LoadOptions load_options(const GenerationFlags& a) {
 
 GenerationOptions generation_options(const GenerationFlags& a) {
   GenerationOptions options;
+  SamplingOverrides o;
+  o.temperature = a.temperature;
+  o.top_k = a.top_k;
+  o.top_p = a.top_p;
+  o.min_p = a.min_p;
+  o.repetition_penalty = a.repetition_penalty;
+  options.sampling = resolve_sampling(a.model, o);
   SamplingParams& p = options.sampling;
-  const auto gen_path = std::filesystem::path(a.model) / "generation_config.json";
-  bool do_sample = false;
-  if (std::filesystem::exists(gen_path)) {
-    const Config g = Config::load(gen_path.string());
-    do_sample = g.get_bool_or("do_sample", false);
-    p.temperature = float(g.get_float_or("temperature", 1.0));
-    p.top_k = g.get_int_or("top_k", 50);
-    p.top_p = float(g.get_float_or("top_p", 1.0));
-    p.min_p = float(g.get_float_or("min_p", 0.0));
-    p.repetition_penalty = float(g.get_float_or("repetition_penalty", 1.0));
-  }
-  if (!do_sample) p.temperature = 0.f;
-  if (a.temperature) p.temperature = *a.temperature;
-  if (a.top_k) p.top_k = *a.top_k;
-  if (a.top_p) p.top_p = *a.top_p;
-  if (a.min_p) p.min_p = *a.min_p;
-  if (a.repetition_penalty) p.repetition_penalty = *a.repetition_penalty;
   p.presence_penalty = a.presence_penalty;
   p.frequency_penalty = a.frequency_penalty;
   p.seed = a.seed;

@@ -26,6 +26,8 @@ struct GenerationFlags {
   std::string kv_cache_dtype = "auto";
   int64_t block_size = 16;
   int64_t kv_cache_memory = 0;
+  // llama.cpp's -c / --ctx-size: prompt + answer tokens at most (0: the model's max_position_embeddings).
+  int64_t ctx_size = 0;
 };
 
 extern const char* kGenerationFlagsUsage;
@@ -59,11 +61,18 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
 // "4G", "512M", "64K" (powers of 1024) or plain bytes, as --kv-cache-memory takes them; errors name `flag`.
 int64_t parse_byte_size(const std::string& flag, const std::string& text);
 
+// Never a silent run past the context (--ctx-size when given and smaller, else the model's
+// max_position_embeddings; no bound when neither): a prompt that leaves no room for an answer is an
+// ArgumentError prefixed by `command`; an answer that would overrun has max_new_tokens lowered, and the notice to
+// print is returned (empty when nothing changed).
+std::string fit_in_context(const GenerationFlags& flags, const std::string& command, int64_t model_positions,
+                           int64_t prompt_tokens, int64_t& max_new_tokens);
+
 // The weights' dtype (config.json decides "auto") and the memory pool the flags ask for.
 LoadOptions load_options(const GenerationFlags& flags);
 
-// transformers' defaults: greedy unless the checkpoint's generation_config.json sets do_sample; its values seed
-// the flags, which win. EOS ids from the checkpoint (else the tokenizer's).
+// Sampling from resolve_sampling (engine/sampling_defaults.h: the checkpoint's generation_config.json, the flags
+// winning), as Model.generate resolves it. EOS ids from the checkpoint (else the tokenizer's).
 GenerationOptions generation_options(const GenerationFlags& flags);
 
 }  // namespace attnzoo::cli

@@ -18,10 +18,6 @@
 namespace attnzoo {
 namespace {
 
-DType dtype_of(QuantType t) {
-  return t == QuantType::F16 ? DType::f16 : t == QuantType::BF16 ? DType::bf16 : DType::f32;
-}
-
 // convert_hf_to_gguf.py's rope_freqs for Llama 3.1-style scaling: per-frequency divisors of theta.
 std::vector<float> llama3_rope_factors(const RopeConfig& r, int64_t dim) {
   constexpr double kPi = 3.14159265358979323846;
@@ -175,7 +171,11 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
         out.assign(st.data, st.data + st.bytes);
       } else {
         std::vector<float> x(static_cast<size_t>(numel));
-        convert_to_f32(st.data, dtype_of(st.type), x.data(), size_t(numel));
+        const std::optional<DType> from = dtype_of(st.type);
+        if (!from)
+          throw LoadError(t.hf_name + ": stored as " + quant_type_name(st.type) +
+                          ", which cannot be re-quantized (a float checkpoint is needed)");
+        convert_to_f32(st.data, *from, x.data(), size_t(numel));
         out = quantize_matrix(t.type, x.data(), rows, cols, imp ? imp->data() : nullptr, t.hf_name);
       }
       if (permute_heads) {

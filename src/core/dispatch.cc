@@ -33,6 +33,16 @@ bool cpu_has_avx512_bf16() {
 #endif
 }
 
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+  return false;
+#endif
+}
+
 std::atomic<int> g_active{-1};
 std::mutex g_mutex;
 
@@ -95,5 +105,11 @@ Target active_target() {
 }
 
 bool bf16_dot_enabled() { return active_target() == Target::avx512_bf16; }
+
+bool vnni_int8_enabled() {
+  static const bool cpu = cpu_has_avx512_vnni();
+  const Target t = active_target();
+  return cpu && (t == Target::avx512 || t == Target::avx512_bf16);
+}
 
 }  // namespace attnzoo

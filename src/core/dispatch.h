@@ -18,5 +18,8 @@ void set_target(Target t);
 void set_target(const std::string& name);
 // True when the hand-written AVX-512-BF16 tile kernels may run (bf16 inputs use vdpbf16ps).
 bool bf16_dot_enabled();
+// True when the AVX-512-VNNI int8 kernels may run: the CPU has VNNI (with BW, VL, DQ) and an AVX-512 target is
+// active, so forcing a narrower target turns them off like every other hand-written path.
+bool vnni_int8_enabled();
 
 }  // namespace attnzoo

@@ -39,6 +39,34 @@ const char* quant_type_name(QuantType t) {
   return info ? info->name : "?";
 }
 
+bool quant_is_blocked(QuantType t) {
+  const auto info = quant_type_info(uint32_t(t));
+  return info && info->block_elems > 1;
+}
+
+std::optional<DType> dtype_of(QuantType t) {
+  switch (t) {
+    case QuantType::F32: return DType::f32;
+    case QuantType::F16: return DType::f16;
+    case QuantType::BF16: return DType::bf16;
+    case QuantType::I32: return DType::i32;
+    case QuantType::I64: return DType::i64;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<QuantType> quant_type_of(DType t) {
+  switch (t) {
+    case DType::f32: return QuantType::F32;
+    case DType::f16: return QuantType::F16;
+    case DType::bf16: return QuantType::BF16;
+    case DType::i32: return QuantType::I32;
+    case DType::i64: return QuantType::I64;
+    case DType::u8: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::optional<int64_t> quant_row_bytes(QuantType t, int64_t elems) {
   auto info = quant_type_info(uint32_t(t));
   if (!info || elems < 0 || elems % info->block_elems != 0) return std::nullopt;

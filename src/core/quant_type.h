@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "core/dtype.h"
+
 namespace attnzoo {
 
 enum class QuantType : uint32_t {
@@ -29,5 +31,14 @@ const char* quant_type_name(QuantType t);  // "?" for an unknown id
 // Bytes of a row of `elems` elements, or nullopt when elems is not a whole number of blocks or the product
 // overflows int64 (files are untrusted: callers turn nullopt into a named error).
 std::optional<int64_t> quant_row_bytes(QuantType t, int64_t elems);
+
+// The one definition of "quantized": a block format (several elements share a scale), as opposed to plain
+// elements (F32, F16, BF16, integers), which a TensorView can express. Whether a kernel computes with a block
+// format is a separate question (quant_supported, src/kernels/quant/quant.h).
+bool quant_is_blocked(QuantType t);
+// The one mapping between plain storage formats and tensor dtypes: F32 / F16 / BF16 / I32 / I64 <-> f32 / f16 /
+// bf16 / i32 / i64; nullopt for block formats (and F64, I8, I16) and for u8.
+std::optional<DType> dtype_of(QuantType t);
+std::optional<QuantType> quant_type_of(DType t);
 
 }  // namespace attnzoo

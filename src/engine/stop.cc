@@ -46,7 +46,7 @@ std::vector<int32_t> load_eos_token_ids(const std::string& model_dir) {
   if (fs::is_regular_file(model_dir, ec) ||
       (fs::is_directory(model_dir, ec) && !fs::exists(fs::path(model_dir) / "generation_config.json", ec) &&
        !fs::exists(fs::path(model_dir) / "config.json", ec))) {
-    if (auto gguf = find_model_gguf(model_dir)) return gguf_eos_ids(GgufFile::open(*gguf));
+    if (auto gguf = find_model_gguf(model_dir)) return gguf_eos_ids(*GgufFile::open_shared(*gguf));
   }
   const fs::path gen = fs::path(model_dir) / "generation_config.json";
   if (fs::exists(gen)) {

@@ -8,8 +8,8 @@ Embedding::Embedding(const TensorView& table, const std::string& name) {
   require(table.ndim == 2 && table.is_contiguous(), name.c_str(), "embedding must be 2-D [vocab, hidden], got " + table.shape_str());
   if (table.dtype != DType::f32 && table.dtype != DType::bf16 && table.dtype != DType::f16)
     throw DTypeError(name + ": embedding dtype " + dtype_name(table.dtype) + " is not f32, bf16 or f16");
-  const QuantType t = table.dtype == DType::f32 ? QuantType::F32 : table.dtype == DType::bf16 ? QuantType::BF16 : QuantType::F16;
-  table_ = QuantMatrix{table.data, t, table.shape[0], table.shape[1], table.shape[1] * int64_t(dtype_size(table.dtype))};
+  table_ = QuantMatrix{table.data, *quant_type_of(table.dtype), table.shape[0], table.shape[1],
+                       table.shape[1] * int64_t(dtype_size(table.dtype))};
 }
 
 Embedding Embedding::from_quantized(const void* data, uint64_t nbytes, QuantType type, int64_t vocab, int64_t dim,
@@ -21,8 +21,7 @@ Embedding Embedding::from_quantized(const void* data, uint64_t nbytes, QuantType
 
 TensorView Embedding::table() const {
   require(!is_quantized(), "embedding", std::string("the table is block-quantized (") + quant_type_name(table_.type) + ")");
-  const DType dt = table_.type == QuantType::F32 ? DType::f32 : table_.type == QuantType::BF16 ? DType::bf16 : DType::f16;
-  return TensorView::contiguous(const_cast<void*>(table_.data), dt, {table_.rows, table_.cols});
+  return TensorView::contiguous(const_cast<void*>(table_.data), *dtype_of(table_.type), {table_.rows, table_.cols});
 }
 
 void Embedding::lookup(const int32_t* ids, int64_t T, float* out, float scale) const {

@@ -50,15 +50,13 @@ void linear_gemv(const TensorView& w, const float* bias, const float* x, int64_t
 }
 
 QuantMatrix dense_matrix(const TensorView& w) {
-  const QuantType t = w.dtype == DType::f32 ? QuantType::F32 : w.dtype == DType::bf16 ? QuantType::BF16 : QuantType::F16;
-  return QuantMatrix{w.data, t, w.shape[0], w.shape[1], w.shape[1] * int64_t(dtype_size(w.dtype))};
+  return QuantMatrix{w.data, *quant_type_of(w.dtype), w.shape[0], w.shape[1], w.shape[1] * int64_t(dtype_size(w.dtype))};
 }
 
 namespace {
 
 TensorView dense_view(const QuantMatrix& w) {
-  const DType dt = w.type == QuantType::F32 ? DType::f32 : w.type == QuantType::BF16 ? DType::bf16 : DType::f16;
-  return TensorView::contiguous(const_cast<void*>(w.data), dt, {w.rows, w.cols});
+  return TensorView::contiguous(const_cast<void*>(w.data), *dtype_of(w.type), {w.rows, w.cols});
 }
 
 }  // namespace

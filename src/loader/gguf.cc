@@ -1,9 +1,14 @@
 #include "loader/gguf.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <tuple>
+
+#include <sys/stat.h>
 
 namespace attnzoo {
 
@@ -46,6 +51,39 @@ std::string quoted(std::string_view s) {  // appended piece by piece: GCC 12 war
 
 const char* gguf_type_name(GgufType t) { return known_type(uint32_t(t)) ? kTypeNames[uint32_t(t)] : "?"; }
 
+namespace {
+
+// Names the field being read, for error messages: composed without allocating (a field, its suffix, an array
+// index) and spelled out only when a check fails, so a 150k-entry vocabulary builds no label per element.
+class What {
+ public:
+  What(const char* text) : text_(text) {}          // NOLINT: labels are written as literals at the call sites
+  What(const std::string& text) : text_(text) {}   // NOLINT: the string outlives every call it is passed to
+  What sub(const char* suffix) const { return What(this, suffix); }  // "<this><suffix>"
+  What at(uint64_t i) const { return What(this, i); }                // "<this>[i]"
+  std::string str() const {
+    std::string s = parent_ ? parent_->str() : std::string();
+    if (indexed_) {
+      s += '[';
+      s += std::to_string(index_);
+      s += ']';
+    } else {
+      s += text_;
+    }
+    return s;
+  }
+
+ private:
+  What(const What* parent, const char* suffix) : parent_(parent), text_(suffix) {}
+  What(const What* parent, uint64_t i) : parent_(parent), index_(i), indexed_(true) {}
+  const What* parent_ = nullptr;
+  std::string_view text_;
+  uint64_t index_ = 0;
+  bool indexed_ = false;
+};
+
+}  // namespace
+
 // Reads the file front to back. `what` names the field being read, so every error says where it is.
 class GgufParser {
  public:
@@ -56,17 +94,17 @@ class GgufParser {
   uint64_t pos() const { return pos_; }
   uint64_t left() const { return end_ - pos_; }
 
-  void need(uint64_t n, const std::string& what) {
+  void need(uint64_t n, const What& what) {
     if (n > left()) {
       if (end_ < f_.size())
-        fail(what + ": the header runs past the " + std::to_string(GgufFile::kMaxMetadataBytes) + "-byte limit on metadata");
-      fail(what + ": needs " + std::to_string(n) + " bytes at file offset " + std::to_string(pos_) + ", but the " +
+        fail(what.str() + ": the header runs past the " + std::to_string(GgufFile::kMaxMetadataBytes) + "-byte limit on metadata");
+      fail(what.str() + ": needs " + std::to_string(n) + " bytes at file offset " + std::to_string(pos_) + ", but the " +
            std::to_string(f_.size()) + "-byte file ends first (truncated?)");
     }
   }
 
   template <typename T>
-  T read(const std::string& what) {
+  T read(const What& what) {
     need(sizeof(T), what);
     T v;
     std::memcpy(&v, f_.data() + pos_, sizeof(T));
@@ -75,16 +113,16 @@ class GgufParser {
   }
 
   // Counts what parsed values will hold in memory before they are allocated.
-  void charge(uint64_t bytes, const std::string& what) {
+  void charge(uint64_t bytes, const What& what) {
     if (bytes > GgufFile::kMaxMetadataMemory - memory_)
-      fail(what + ": the metadata would take more than " + std::to_string(GgufFile::kMaxMetadataMemory) + " bytes in memory");
+      fail(what.str() + ": the metadata would take more than " + std::to_string(GgufFile::kMaxMetadataMemory) + " bytes in memory");
     memory_ += bytes;
   }
 
-  std::string read_string(const std::string& what) {
-    const uint64_t n = read<uint64_t>(what + " (string length)");
+  std::string read_string(const What& what) {
+    const uint64_t n = read<uint64_t>(what.sub(" (string length)"));
     if (n > left()) {
-      fail(what + ": string length " + std::to_string(n) + " at file offset " + std::to_string(pos_ - 8) +
+      fail(what.str() + ": string length " + std::to_string(n) + " at file offset " + std::to_string(pos_ - 8) +
            " is more than the " + std::to_string(left()) + " bytes left");
     }
     charge(sizeof(std::string) + n, what);
@@ -93,13 +131,13 @@ class GgufParser {
     return s;
   }
 
-  GgufType read_type(const std::string& what) {
-    const uint32_t t = read<uint32_t>(what + " (value type)");
-    if (!known_type(t)) fail(what + ": unknown value type " + std::to_string(t));
+  GgufType read_type(const What& what) {
+    const uint32_t t = read<uint32_t>(what.sub(" (value type)"));
+    if (!known_type(t)) fail(what.str() + ": unknown value type " + std::to_string(t));
     return GgufType(t);
   }
 
-  GgufValue read_value(GgufType type, const std::string& what, int depth) {
+  GgufValue read_value(GgufType type, const What& what, int depth) {
     GgufValue v;
     v.type_ = type;
     switch (type) {
@@ -107,7 +145,7 @@ class GgufParser {
       case GgufType::ARRAY: read_array(v, what, depth); return v;
       case GgufType::BOOL: {
         const uint8_t b = read<uint8_t>(what);
-        if (b > 1) fail(what + ": bool value " + std::to_string(b) + " is neither 0 nor 1");
+        if (b > 1) fail(what.str() + ": bool value " + std::to_string(b) + " is neither 0 nor 1");
         v.bits_ = b;
         return v;
       }
@@ -121,14 +159,14 @@ class GgufParser {
     }
   }
 
-  void read_array(GgufValue& v, const std::string& what, int depth) {
+  void read_array(GgufValue& v, const What& what, int depth) {
     if (depth >= GgufFile::kMaxArrayDepth)
-      fail(what + ": arrays nested more than " + std::to_string(GgufFile::kMaxArrayDepth) + " deep");
-    v.elem_type_ = read_type(what + " (array element type)");
-    v.count_ = read<uint64_t>(what + " (array length)");
+      fail(what.str() + ": arrays nested more than " + std::to_string(GgufFile::kMaxArrayDepth) + " deep");
+    v.elem_type_ = read_type(what.sub(" (array element type)"));
+    v.count_ = read<uint64_t>(what.sub(" (array length)"));
     const uint64_t min = min_encoded_bytes(v.elem_type_);
     if (v.count_ > left() / min) {
-      fail(what + ": array length " + std::to_string(v.count_) + " of " + gguf_type_name(v.elem_type_) +
+      fail(what.str() + ": array length " + std::to_string(v.count_) + " of " + gguf_type_name(v.elem_type_) +
            " cannot fit in the " + std::to_string(left()) + " bytes left");
     }
     charge(v.count_ * (is_scalar(v.elem_type_) ? min : v.elem_type_ == GgufType::STRING ? sizeof(std::string) : sizeof(GgufValue)),
@@ -139,15 +177,15 @@ class GgufParser {
       pos_ += n;
       if (v.elem_type_ == GgufType::BOOL) {
         for (uint64_t i = 0; i < v.count_; ++i)
-          if (v.packed_[i] > 1) fail(what + "[" + std::to_string(i) + "]: bool value is neither 0 nor 1");
+          if (v.packed_[i] > 1) fail(what.at(i).str() + ": bool value is neither 0 nor 1");
       }
     } else if (v.elem_type_ == GgufType::STRING) {
       v.strings_.reserve(size_t(v.count_));
-      for (uint64_t i = 0; i < v.count_; ++i) v.strings_.push_back(read_string(what + "[" + std::to_string(i) + "]"));
+      for (uint64_t i = 0; i < v.count_; ++i) v.strings_.push_back(read_string(what.at(i)));
     } else {
       v.arrays_.reserve(size_t(v.count_));
       for (uint64_t i = 0; i < v.count_; ++i)
-        v.arrays_.push_back(read_value(GgufType::ARRAY, what + "[" + std::to_string(i) + "]", depth + 1));
+        v.arrays_.push_back(read_value(GgufType::ARRAY, what.at(i), depth + 1));
     }
   }
 
@@ -218,7 +256,35 @@ int64_t GgufTensor::row_bytes() const { return *quant_row_bytes(type, ne.empty()
 
 GgufFile GgufFile::open(const std::string& path) { return parse(MappedFile::open(path)); }
 
+namespace {
+
+std::atomic<uint64_t> g_parses{0};
+
+}  // namespace
+
+uint64_t GgufFile::parse_count() { return g_parses.load(); }
+
+std::shared_ptr<const GgufFile> GgufFile::open_shared(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::make_shared<const GgufFile>(open(path));  // open names the error
+  using Key = std::tuple<std::string, uint64_t, uint64_t, int64_t, int64_t, int64_t>;
+  const Key key{path, uint64_t(st.st_dev), uint64_t(st.st_ino), int64_t(st.st_size), int64_t(st.st_mtim.tv_sec),
+                int64_t(st.st_mtim.tv_nsec)};
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<const GgufFile>> parsed;
+  static std::shared_ptr<const GgufFile> last;  // the next loader of the same checkpoint usually comes right after
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = parsed.find(key); it != parsed.end()) {
+    if (auto f = it->second.lock()) return last = f;
+  }
+  std::erase_if(parsed, [](const auto& kv) { return kv.second.expired(); });
+  auto f = std::make_shared<const GgufFile>(open(path));
+  parsed[key] = f;
+  return last = f;
+}
+
 GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> bytes) {
+  g_parses.fetch_add(1);
   GgufParser p(*bytes);
   GgufFile g;
   if (bytes->size() < 4) p.fail("file is " + std::to_string(bytes->size()) + " bytes, too short for the GGUF magic (truncated?)");
@@ -238,8 +304,8 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> bytes) {
   p.charge(n_kv * sizeof(std::pair<std::string, GgufValue>) + n_tensors * sizeof(GgufTensor), "metadata and tensor counts");
   g.metadata_.reserve(size_t(n_kv));
   for (uint64_t i = 0; i < n_kv; ++i) {
-    const std::string entry = "metadata entry " + std::to_string(i);
-    std::string key = p.read_string(entry + " key");
+    const std::string entry = "metadata entry " + std::to_string(i) + " key";
+    std::string key = p.read_string(entry);
     const std::string what = "key " + quoted(key);
     if (g.key_index_.count(key)) p.fail(what + ": duplicate key (metadata entry " + std::to_string(i) + ")");
     const GgufType type = p.read_type(what);
@@ -263,20 +329,21 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> bytes) {
     GgufTensor t;
     t.name = p.read_string("tensor info " + std::to_string(i) + " name");
     const std::string what = "tensor " + quoted(t.name);
+    const What field(what);
     if (g.tensor_index_.count(t.name)) p.fail(what + ": duplicate tensor name (tensor info " + std::to_string(i) + ")");
-    const uint32_t n_dims = p.read<uint32_t>(what + " n_dims");
+    const uint32_t n_dims = p.read<uint32_t>(field.sub(" n_dims"));
     if (n_dims == 0 || n_dims > kMaxDims)
       p.fail(what + ": n_dims " + std::to_string(n_dims) + " is outside 1.." + std::to_string(kMaxDims));
     uint64_t numel = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
-      const uint64_t ne = p.read<uint64_t>(what + " ne[" + std::to_string(d) + "]");
+      const uint64_t ne = p.read<uint64_t>(field.sub(" ne").at(d));
       if (ne > uint64_t(std::numeric_limits<int64_t>::max()))
         p.fail(what + ": ne[" + std::to_string(d) + "] = " + std::to_string(ne) + " is over INT64_MAX");
       if (__builtin_mul_overflow(numel, ne, &numel) || numel > uint64_t(std::numeric_limits<int64_t>::max()))
         p.fail(what + ": the dimensions' product overflows int64");
       t.ne.push_back(int64_t(ne));
     }
-    const uint32_t type_id = p.read<uint32_t>(what + " type");
+    const uint32_t type_id = p.read<uint32_t>(field.sub(" type"));
     const auto info = quant_type_info(type_id);
     if (!info) p.fail(what + ": unknown ggml type id " + std::to_string(type_id));
     t.type = info->type;
@@ -290,7 +357,7 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> bytes) {
     if (__builtin_mul_overflow(rows, uint64_t(*row), &total) || total > uint64_t(std::numeric_limits<int64_t>::max()))
       p.fail(what + ": byte size overflows int64");
     t.bytes = int64_t(total);
-    t.offset = p.read<uint64_t>(what + " offset");
+    t.offset = p.read<uint64_t>(field.sub(" offset"));
     if (t.offset % g.alignment_ != 0)
       p.fail(what + ": data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
              std::to_string(g.alignment_));

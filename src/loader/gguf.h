@@ -83,6 +83,12 @@ class GgufFile {
   // Maps and validates the file. Throws LoadError naming the file and the key / tensor / field at fault.
   static GgufFile open(const std::string& path);
   static GgufFile parse(std::shared_ptr<const MappedFile> bytes);
+  // open(), shared by every loader of one checkpoint (config, weights, tokenizer, chat template, EOS ids): the
+  // same file (path, device, inode, size and modification time unchanged) is parsed once while anything holds
+  // it, and the most recently opened one stays parsed for the loader that comes next. Thread-safe.
+  static std::shared_ptr<const GgufFile> open_shared(const std::string& path);
+  // Files this process has parsed so far (tests check that the loaders share one parse).
+  static uint64_t parse_count();
 
   const std::string& path() const { return file_->path(); }
   const std::shared_ptr<const MappedFile>& mapping() const { return file_; }

@@ -10,6 +10,7 @@
 #include "loader/gguf_hf_util.h"
 #include "loader/gguf_hybrids.h"
 #include "loader/json.h"
+#include "loader/json_writer.h"
 
 namespace attnzoo {
 namespace {

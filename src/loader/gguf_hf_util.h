@@ -9,41 +9,33 @@
 
 #include "loader/gguf.h"
 #include "loader/gguf_checkpoint.h"
+#include "core/dtype.h"
+#include "core/quant_type.h"
 #include "loader/json.h"
+#include "loader/json_writer.h"
 #include "loader/load_error.h"
 
 namespace attnzoo::gguf_hf {
 
-inline std::string json_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep floats floats (rope_theta: 10000.0)
-  return s;
-}
-
-// A JSON object built key by key, values already encoded.
+// config.json built key by key on json::Writer (floats stay floats: rope_theta 10000.0); nested values (lists,
+// rope_scaling) come as JSON text.
 class JsonObject {
  public:
-  void add(const std::string& key, const std::string& encoded) {
-    text_ += (text_.empty() ? "{" : ", ") + json::quote(key) + ": " + encoded;
-  }
-  void add_int(const std::string& key, int64_t v) { add(key, std::to_string(v)); }
-  void add_float(const std::string& key, double v) { add(key, json_number(v)); }
-  void add_string(const std::string& key, const std::string& v) { add(key, json::quote(v)); }
-  void add_bool(const std::string& key, bool v) { add(key, v ? "true" : "false"); }
-  std::string str() const { return text_.empty() ? "{}" : text_ + "}"; }
+  JsonObject() { w_.begin_object(); }
+  void add(const std::string& key, const std::string& encoded) { w_.key(key).value(json::parse(encoded)); }
+  void add_int(const std::string& key, int64_t v) { w_.member(key, v); }
+  void add_float(const std::string& key, double v) { w_.member(key, v); }
+  void add_string(const std::string& key, const std::string& v) { w_.member(key, v); }
+  void add_bool(const std::string& key, bool v) { w_.member(key, v); }
+  std::string str() { return w_.end_object().take(); }  // once, when complete
 
  private:
-  std::string text_;
+  json::Writer w_;
 };
 
 inline const char* dtype_name_of(QuantType t) {
-  switch (t) {
-    case QuantType::F16: return "float16";
-    case QuantType::BF16: return "bfloat16";
-    default: return "float32";  // quantized and f32 checkpoints compute in f32
-  }
+  const std::optional<DType> dt = dtype_of(t);  // quantized and f32 checkpoints compute in f32
+  return dt && (*dt == DType::f16 || *dt == DType::bf16) ? dtype_name(*dt) : "float32";
 }
 
 // "blk.N.rest" -> (N, rest); nullopt for other names.

@@ -306,5 +306,23 @@ TEST(Gguf, OpensFromDisk) {
   EXPECT_EQ(f.tensor("b").type, QuantType::Q4_1);
 }
 
+TEST(Gguf, OpenSharedParsesAFileOnceUntilItChanges) {
+  ScratchDir dir;
+  const std::string path = (dir.path() / "m.gguf").string();
+  write_file(path, gguf_bytes(valid_spec()));
+  const uint64_t before = GgufFile::parse_count();
+  const auto a = GgufFile::open_shared(path);
+  const auto b = GgufFile::open_shared(path);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(GgufFile::parse_count() - before, 1u);
+  GgufSpec changed = valid_spec();
+  changed.kvs.push_back(kv_string("general.name", "changed"));
+  write_file(path, gguf_bytes(changed));  // another size: another file
+  const auto c = GgufFile::open_shared(path);
+  EXPECT_NE(c.get(), a.get());
+  EXPECT_TRUE(c->has("general.name"));
+  EXPECT_THROW(GgufFile::open_shared((dir.path() / "missing.gguf").string()), LoadError);
+}
+
 }  // namespace
 }  // namespace attnzoo

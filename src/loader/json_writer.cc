@@ -154,7 +154,11 @@ Writer& Writer::value(int64_t i) {
 
 Writer& Writer::value(double d) {
   before_value();
+  const size_t start = out_.size();
   out_ += number_text(d);
+  // A double keeps a fraction or an exponent (10000.0, not 10000), as Python's json writes floats, so that a
+  // reader tells it from an integer: config values such as rope_theta must stay floats.
+  if (out_.find_first_of(".en", start) == std::string::npos) out_ += ".0";
   return *this;
 }
 

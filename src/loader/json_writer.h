@@ -2,6 +2,7 @@
 // Writes JSON text: the other half of json.h, for what we send (server responses, --json reports). Values are
 // appended as they come, so a streamed response is built without an intermediate tree. Strings that are not
 // valid UTF-8 have each bad byte replaced by U+FFFD (the output always parses); non-finite numbers become null.
+// A double is written with a fraction or an exponent (10000.0), an int64 without: types survive a round trip.
 #include <cstdint>
 #include <string>
 #include <string_view>

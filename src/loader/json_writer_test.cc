@@ -47,6 +47,17 @@ TEST(JsonWriter, NumbersRoundTripAndNonFiniteIsNull) {
   EXPECT_EQ(w.take(), "[null]");
 }
 
+TEST(JsonWriter, DoublesStayFloatsAndIntegersStayIntegers) {
+  Writer w;
+  w.begin_array().value(10000.0).value(-0.0).value(1e20).value(2.5).value(int64_t(10000)).value(1e-6).end_array();
+  const std::string text = w.take();
+  EXPECT_EQ(text, "[10000.0,-0.0,1e+20,2.5,10000,1e-06]");
+  const Value v = parse(text);
+  EXPECT_TRUE(v.as_array()[0].is_float_literal());
+  EXPECT_FALSE(v.as_array()[4].is_float_literal());
+  EXPECT_EQ(v.as_array()[2].as_double(), 1e20);
+}
+
 TEST(JsonWriter, StringsEscapedAndInvalidUtf8Replaced) {
   std::string out;
   const std::string s("a\"b\\c\n\t\x01\x7f\b\f\r", 12);
@@ -66,7 +77,7 @@ TEST(JsonWriter, ParsedValueWrittenBackInSourceOrder) {
   const std::string text = R"({"z":[1,2.5,"x",null,false],"a":{"k":1e3}})";
   Writer w;
   w.value(parse(text));
-  EXPECT_EQ(w.take(), R"({"z":[1,2.5,"x",null,false],"a":{"k":1000}})");
+  EXPECT_EQ(w.take(), R"({"z":[1,2.5,"x",null,false],"a":{"k":1000.0}})");  // 1e3 is a float, as in Python
 }
 
 TEST(JsonWriter, MisuseIsALogicError) {

@@ -56,13 +56,13 @@ int64_t StoredTensor::numel() const {
   return n;
 }
 
-bool StoredTensor::quantized() const { return quant_type_info(uint32_t(type))->block_elems > 1; }
+bool StoredTensor::quantized() const { return quant_is_blocked(type); }
 
 ModelFiles ModelFiles::open_gguf(const std::string& path) {
   ModelFiles m;
   m.dir_ = fs::path(path).parent_path().string();
   if (m.dir_.empty()) m.dir_ = ".";
-  m.gguf_ = std::make_shared<const GgufFile>(GgufFile::open(path));
+  m.gguf_ = GgufFile::open_shared(path);
   m.gguf_config_ = gguf_hf_config_json(*m.gguf_);
   m.config_ = Config::parse(m.gguf_config_, gguf_config_source(path));
   for (const GgufHfTensor& t : gguf_hf_tensors(*m.gguf_)) {
@@ -101,12 +101,13 @@ std::optional<std::string> find_model_gguf(const std::string& path) {
 }
 
 std::string ModelFiles::read_config_json(const std::string& path) {
-  if (auto g = find_model_gguf(path)) return gguf_hf_config_json(GgufFile::open(*g));
+  if (auto g = find_model_gguf(path)) return gguf_hf_config_json(*GgufFile::open_shared(*g));
   return read_text((fs::path(path) / "config.json").string());
 }
 
 Config ModelFiles::read_config(const std::string& path) {
-  if (auto g = find_model_gguf(path)) return Config::parse(gguf_hf_config_json(GgufFile::open(*g)), gguf_config_source(*g));
+  if (auto g = find_model_gguf(path))
+    return Config::parse(gguf_hf_config_json(*GgufFile::open_shared(*g)), gguf_config_source(*g));
   return Config::load((fs::path(path) / "config.json").string());
 }
 
@@ -199,16 +200,11 @@ TensorView ModelFiles::tensor(std::string_view name) const {
   if (!e.gguf) return files_[e.file].view(e.stored);
   const StoredTensor& t = *e.gguf;
   TensorView v;
-  switch (t.type) {
-    case QuantType::F32: v.dtype = DType::f32; break;
-    case QuantType::F16: v.dtype = DType::f16; break;
-    case QuantType::BF16: v.dtype = DType::bf16; break;
-    case QuantType::I32: v.dtype = DType::i32; break;
-    case QuantType::I64: v.dtype = DType::i64; break;
-    default:
-      throw DTypeError(gguf_->path() + ": tensor '" + e.stored + "' ('" + std::string(name) + "') is stored as " +
-                       quant_type_name(t.type) + ", which no plain tensor view holds (read it with stored())");
-  }
+  const std::optional<DType> dt = dtype_of(t.type);
+  if (!dt)
+    throw DTypeError(gguf_->path() + ": tensor '" + e.stored + "' ('" + std::string(name) + "') is stored as " +
+                     quant_type_name(t.type) + ", which no plain tensor view holds (read it with stored())");
+  v.dtype = *dt;
   if (t.shape.size() > size_t(TensorView::kMaxDims)) {
     throw LoadError(gguf_->path() + ": tensor '" + e.stored + "': " + std::to_string(t.shape.size()) +
                     " dimensions, more than a view holds");

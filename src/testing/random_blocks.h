@@ -28,7 +28,7 @@ inline std::vector<uint8_t> random_quant_rows(QuantType t, int64_t rows, int64_t
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.f, 1.f);
   if (!quant_is_blocked(t)) {
-    const DType dt = t == QuantType::F32 ? DType::f32 : t == QuantType::F16 ? DType::f16 : DType::bf16;
+    const DType dt = *dtype_of(t);
     for (int64_t i = 0; i < rows * cols; ++i) store_from_f32(out.data(), dt, i, normal(rng));
     return out;
   }

@@ -185,7 +185,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::load(const std::string& path) {
   // A GGUF carries its tokenizer in its metadata: the file itself, or the one GGUF of a directory without
   // tokenizer.json.
   if (is_dir ? !fs::exists(file, ec) : file.extension() == ".gguf")
-    if (auto gguf = find_model_gguf(path)) return tokenizer_from_gguf(GgufFile::open(*gguf));
+    if (auto gguf = find_model_gguf(path)) return tokenizer_from_gguf(*GgufFile::open_shared(*gguf));
   const auto mapped = MappedFile::open(file.string(), kMaxTokenizerJsonBytes);
   auto t = from_json(std::string_view(reinterpret_cast<const char*>(mapped->data()), mapped->size()), file.string());
   if (is_dir) {

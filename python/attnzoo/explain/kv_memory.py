@@ -1,11 +1,12 @@
 """Section 3 - what each token costs to remember.
 
-Curves come from attnzoo.memory (the single set of formulas); the dots are the bytes of cache tensors this
+Curves come from attnzoo.explain.memory (the single set of formulas); the dots are the bytes of cache tensors this
 section actually allocated and ran a decode step against, at a few context lengths.
 """
 import numpy as np
 
-from .. import attention_decode, memory, mla_decode
+from .. import attention_decode, mla_decode
+from . import memory
 from ..linear import causal_conv1d, chunk_gated_delta_rule, recurrent_gated_delta_rule
 from .page import Section, figure, table
 from .svg import esc, human_bytes, human_tokens, legend_html, line_chart
@@ -161,7 +162,7 @@ def build(ctx):
             "<code>2 · Hkv · D · bytes</code> per token. Sharing kv heads (GQA, MQA) divides that; MLA caches one "
             "compressed latent per token instead; a sliding window stops growing at W tokens; linear-attention "
             "and delta-rule layers keep a fixed matrix per head (plus a few tokens of short-convolution "
-            "history) however long the context. Lines: the formulas in <code>attnzoo.memory</code> "
+            "history) however long the context. Lines: the formulas in <code>attnzoo.explain.memory</code> "
             "(one layer, one sequence, f16 caches, f32 states). Dots: bytes of the cache tensors allocated here "
             "and read by a real decode call (<code>attention_decode</code>, <code>mla_decode</code>, "
             "<code>recurrent_gated_delta_rule</code> + <code>causal_conv1d</code>).</p>",

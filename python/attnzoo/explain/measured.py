@@ -1,13 +1,14 @@
 """Section 6 - measured on this machine: prefill and decode time of softmax vs linear-family kernels.
 
-Uses attnzoo.bench's harness (BenchCase, run_case: the shared median-timing policy and the rate / fraction
+Uses attnzoo.bench.harness (BenchCase, run_case: the shared median-timing policy and the rate / fraction
 of peak arithmetic) on a short sweep, so the numbers mean what `attnzoo bench kernels` numbers mean.
 """
 import math
 
 import numpy as np
 
-from .. import _core, attention, attention_decode, bench
+from .. import _core, attention, attention_decode
+from ..bench import harness
 from ..linear import chunk_gated_delta_rule, recurrent_gated_delta_rule
 from .page import Section, figure, table
 from .svg import esc, human_bytes, human_tokens, legend_html, line_chart
@@ -42,20 +43,20 @@ def cases_for(T, rng):
     lens = np.array([T], np.int32)
     state = np.zeros((1, H, D, D), np.float32)
     return [
-        bench.BenchCase("prefill", "softmax (flash tiles)", shape,
-                        lambda: bench.Prepared(lambda: attention(q, k, v, out=out, check_inputs=False)),
+        harness.BenchCase("prefill", "softmax (flash tiles)", shape,
+                        lambda: harness.Prepared(lambda: attention(q, k, v, out=out, check_inputs=False)),
                         flops=4.0 * pairs * H * D),
-        bench.BenchCase("prefill", "Gated DeltaNet chunked", shape,
-                        lambda: bench.Prepared(lambda: chunk_gated_delta_rule(q, k, v, g, beta)),
+        harness.BenchCase("prefill", "Gated DeltaNet chunked", shape,
+                        lambda: harness.Prepared(lambda: chunk_gated_delta_rule(q, k, v, g, beta)),
                         flops=_gdn_flops(T)),
-        bench.BenchCase("prefill", "Gated DeltaNet sequential", shape,
-                        lambda: bench.Prepared(lambda: recurrent_gated_delta_rule(q, k, v, g, beta)),
+        harness.BenchCase("prefill", "Gated DeltaNet sequential", shape,
+                        lambda: harness.Prepared(lambda: recurrent_gated_delta_rule(q, k, v, g, beta)),
                         flops=_gdn_flops(T)),
-        bench.BenchCase("decode", "softmax, context T", shape,
-                        lambda: bench.Prepared(lambda: attention_decode(dq, k, v, lens, check_inputs=False)),
+        harness.BenchCase("decode", "softmax, context T", shape,
+                        lambda: harness.Prepared(lambda: attention_decode(dq, k, v, lens, check_inputs=False)),
                         bytes=2.0 * T * H * D * 4),
-        bench.BenchCase("decode", "Gated DeltaNet step", shape,
-                        lambda: bench.Prepared(lambda: recurrent_gated_delta_rule(
+        harness.BenchCase("decode", "Gated DeltaNet step", shape,
+                        lambda: harness.Prepared(lambda: recurrent_gated_delta_rule(
                             q[:, :1], k[:, :1], v[:, :1], g[:, :1], beta[:, :1], initial_state=state)),
                         bytes=float(state.nbytes)),
     ]
@@ -74,7 +75,7 @@ def run_sweep(full=False, progress=None):
     for T in Ts:
         say(f"timing T={T}")
         for case in cases_for(T, rng):
-            row = bench.run_case(case, peaks, timing, use_torch=False)
+            row = harness.run_case(case, peaks, timing, use_torch=False)
             row["T"] = T
             rows.append(row)
     return {"Ts": Ts, "peaks": peaks, "rows": rows, "timing": timing, "threads": _core.num_threads(),

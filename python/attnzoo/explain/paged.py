@@ -1,12 +1,13 @@
 """Section 4 - PagedAttention: block tables, shared prefixes, copy-on-write, fragmentation.
 
-The tables drawn are the ones attnzoo.paging built and attnzoo.attention_decode then read (block_table=...);
+The tables drawn are the ones attnzoo.explain.paging built and attnzoo.attention_decode then read (block_table=...);
 the page prints the paged result against contiguous caches filled from the same tokens.
 """
 import numpy as np
 
-from .. import attention_decode, memory
-from ..paging import PagedKVCache
+from .. import attention_decode
+from . import memory
+from .paging import PagedKVCache
 from .page import Section, animated_figure, figure, table
 from .svg import class_grid, esc, human_bytes, legend, svg, text
 
@@ -159,7 +160,7 @@ def build(ctx):
             "each sequence has a block table mapping its logical blocks to physical ones. Sequences forked from "
             "a shared prompt point at the same physical blocks and bump their reference count; the first write "
             "into a shared block that still has room copies it (copy-on-write). The allocator is "
-            "<code>attnzoo.paging.PagedKVCache</code>; after the last step its tables went straight into "
+            "<code>attnzoo.explain.paging.PagedKVCache</code>; after the last step its tables went straight into "
             "<code>attnzoo.attention_decode(q, k_pages, v_pages, cache_seqlens, block_table=...)</code>.</p>",
             animated_figure(frames, "shared prompt blocks are stored once; only the block where a sequence "
                                     "diverges is copied.", [c for _, c in snaps], interval_ms=1400),

@@ -27,10 +27,9 @@ read and one write of the state (as vLLM's fla decode ops do):
                                O(state) read per call); shapes and dtypes are still checked.
 *_reference: the plain recurrence in double precision (slow; for tests).
 """
-import numpy as np
-
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from .._arrays import as_i32_vector, as_input, empty_like_input, shape_of
+from ._common import check_layouts, contiguous, empty_f32, float32_state, in_place_state, num_seqs, optional_input
 
 __all__ = [
     "chunk_delta_rule", "recurrent_delta_rule", "fused_recurrent_delta_rule", "delta_rule_reference",
@@ -40,84 +39,34 @@ __all__ = [
 ]
 
 
-def _contiguous(x):
-    if _is_torch(x):
-        return x.contiguous()
-    if isinstance(x, np.ndarray):
-        return np.ascontiguousarray(x)
-    return x
-
-
-def _prepared(x, name):
-    """Input as a contiguous CPU array. Values (NaN / Inf, positive gates) are checked by the kernel entry in one
-    fast pass, cheaper than a framework-side isfinite()."""
-    if x is None:
-        return None
-    return _contiguous(as_input(x, name))
-
-
-def _state_input(s, name):
-    """Initial states are float32; other float dtypes are converted, integer ones left for the kernel to refuse."""
-    s = _prepared(s, name)
-    if s is None:
-        return None
-    if _is_torch(s):
-        import torch
-        return s.to(torch.float32).contiguous() if s.is_floating_point() else s
-    return np.ascontiguousarray(s, dtype=np.float32) if s.dtype.kind == "f" else s
-
-
-def _float32_of(x):
-    if _is_torch(x):
-        import torch
-        return torch.float32
-    return np.float32
-
-
-def _in_place_state(s):
-    """The caller's state buffer itself, refused (ValueError / TypeError) if it would have to be copied."""
-    if s is None:
-        raise ValueError("initial_state: inplace_final_state=True needs the state buffer to update")
-    s = as_output(s, "initial_state")
-    if _is_torch(s):
-        import torch
-        if s.dtype != torch.float32:
-            raise TypeError(f"initial_state: inplace_final_state=True needs float32, got {s.dtype}")
-        if not s.is_contiguous():
-            raise ValueError("initial_state: inplace_final_state=True needs a contiguous tensor")
-        return s
-    s = np.asarray(s) if not isinstance(s, np.ndarray) else s
-    if s.dtype != np.float32:
-        raise TypeError(f"initial_state: inplace_final_state=True needs float32, got {s.dtype}")
-    if not s.flags.c_contiguous or not s.flags.writeable:
-        raise ValueError("initial_state: inplace_final_state=True needs a writeable C-contiguous array")
-    return s
-
-
 def _run(entry, q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, cu_seqlens,
          chunk_size, inplace_final_state=False, check_inputs=True):
-    q, k, v = (_contiguous(as_input(x, name)) for x, name in ((q, "q"), (k, "k"), (v, "v")))  # required
-    g, beta = _prepared(g, "g"), _prepared(beta, "beta")
+    """Layouts first (no copy yet), then contiguous copies; values (NaN / Inf, positive gates) are scanned by the
+    kernel entry after its own checks, in one fast pass cheaper than a framework-side isfinite()."""
+    q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")  # required
+    g, beta = optional_input(g, "g"), optional_input(beta, "beta")
     caller_state = initial_state
     if inplace_final_state:
-        initial_state = _in_place_state(initial_state)
+        initial_state = in_place_state(initial_state)
     else:
-        initial_state = _state_input(initial_state, "initial_state")
+        initial_state = optional_input(initial_state, "initial_state")
     cu_seqlens = as_i32_vector(cu_seqlens, "cu_seqlens")
-    if len(shape_of(q)) != 4:
-        raise ValueError(f"q: expected [B, T, H, K], got shape {shape_of(q)}")
-    if len(shape_of(v)) != 4:
-        raise ValueError(f"v: expected [B, T, HV, V], got shape {shape_of(v)}")
-    B, T, H, K = shape_of(q)
-    HV, V = shape_of(v)[2:]
     if cu_seqlens is not None and len(shape_of(cu_seqlens)) != 1:
         raise ValueError(f"cu_seqlens: must be 1-D, got shape {shape_of(cu_seqlens)}")
-    N = B if cu_seqlens is None else max(shape_of(cu_seqlens)[0] - 1, 0)
+    dims = check_layouts([("q", q, "B T H K"), ("k", k, "B T H K"), ("v", v, "B T HV V"), ("beta", beta, "B T HV"),
+                          ("g", g, "B T HV | B T HV K")])
+    N = num_seqs(dims["B"], cu_seqlens)
+    check_layouts([("initial_state", initial_state, "N HV K V")], {**dims, "N": N})
+    q, k, v, g, beta = (contiguous(x) for x in (q, k, v, g, beta))
+    if not inplace_final_state:
+        initial_state = float32_state(initial_state, "initial_state")
+    B, T, H, K = shape_of(q)
+    HV, V = shape_of(v)[2:]
     o = empty_like_input(q, (B, T, HV, V))
     if inplace_final_state:
         final_state = initial_state
     else:
-        final_state = empty_like_input(q, (N, HV, K, V), dtype=_float32_of(q)) if output_final_state else None
+        final_state = empty_f32(q, (N, HV, K, V)) if output_final_state else None
     entry(q, k, v, g, beta, o, initial_state, final_state, None if scale is None else float(scale), cu_seqlens,
           bool(use_qk_l2norm_in_kernel), int(chunk_size), bool(check_inputs))
     return o, (caller_state if inplace_final_state else final_state)

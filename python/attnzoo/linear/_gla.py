@@ -14,7 +14,8 @@ float16 (numpy in -> numpy out, torch in -> torch out); accumulation and states 
 import numpy as np
 
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, as_output, check_finite, empty_like_input, shape_of
+from .._arrays import _is_torch, as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from ._common import check_layouts, contiguous, empty_f32, float32_state, in_place_state, num_seqs, optional_input, scan
 
 __all__ = [
     "chunk_linear_attn", "recurrent_linear_attn", "fused_recurrent_linear_attn",
@@ -25,53 +26,20 @@ __all__ = [
 ]
 
 
-def _contiguous(x):
-    if x is None:
-        return None
-    if _is_torch(x):
-        return x.contiguous()
-    return np.ascontiguousarray(x)
-
-
-def _float_input(x, name, check=True):
-    """A contiguous, finite float tensor (TypeError for non-float dtypes, ValueError for NaN / Inf unless not
-    `check`)."""
+def _float_input(x, name):
+    """A float array taken as it is (TypeError for non-float dtypes); copied and scanned after the layout checks."""
     x = as_input(x, name)
     if _is_torch(x):
         if not x.is_floating_point():
             raise TypeError(f"{name}: expected a float tensor, got {x.dtype}")
     elif np.asarray(x).dtype.kind != "f":
         raise TypeError(f"{name}: expected a float array, got {np.asarray(x).dtype}")
-    x = _contiguous(x)
-    if check:
-        check_finite(x, name)
     return x
 
 
-def _f32(x, name):
-    """States travel as contiguous float32 (a copy when the caller's dtype differs)."""
-    if x is None:
-        return None
-    x = as_input(x, name)
-    if _is_torch(x):
-        import torch
-        if not x.is_floating_point():
-            raise TypeError(f"{name}: expected a float tensor, got {x.dtype}")
-        return x.to(torch.float32).contiguous()
-    if np.asarray(x).dtype.kind != "f":
-        raise TypeError(f"{name}: expected a float array, got {np.asarray(x).dtype}")
-    return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def _empty_f32(like, shape):
-    if _is_torch(like):
-        import torch
-        return torch.empty(tuple(shape), dtype=torch.float32)
-    return np.empty(tuple(shape), dtype=np.float32)
-
-
-def _num_seqs(q, cu_seqlens):
-    return shape_of(q)[0] if cu_seqlens is None else int(shape_of(cu_seqlens)[0]) - 1
+def _ready(x, name, check=True):
+    """After the layout checks: contiguous, and scanned for NaN / Inf unless not `check`."""
+    return scan(contiguous(x), name, check)
 
 
 def _reverse_time(x, cu):
@@ -91,70 +59,64 @@ def _reverse_time(x, cu):
 def _state_in(s, state_v_first, name):
     s = _f32(s, name)
     if s is not None and state_v_first:
-        s = _contiguous(s.transpose(-1, -2) if _is_torch(s) else np.swapaxes(s, -1, -2))
+        s = contiguous(s.transpose(-1, -2) if _is_torch(s) else np.swapaxes(s, -1, -2))
     return s
 
 
 def _state_out(s, state_v_first):
     if s is not None and state_v_first:
-        return _contiguous(s.transpose(-1, -2) if _is_torch(s) else np.swapaxes(s, -1, -2))
+        return contiguous(s.transpose(-1, -2) if _is_torch(s) else np.swapaxes(s, -1, -2))
     return s
 
 
-def _in_place_state(s, state_v_first):
-    """The caller's [N, HV, K, V] float32 contiguous state itself; refused when it would have to be copied."""
-    if s is None:
-        raise ValueError("initial_state: inplace_final_state=True needs the state buffer to update")
-    if state_v_first:
-        raise ValueError("initial_state: inplace_final_state=True needs the [N, HV, K, V] layout "
-                         "(state_v_first=False)")
-    x = as_output(s, "initial_state")
-    if _is_torch(x):
-        import torch
-        if x.dtype != torch.float32:
-            raise TypeError(f"initial_state: inplace_final_state=True needs float32, got {x.dtype}")
-        if not x.is_contiguous():
-            raise ValueError("initial_state: inplace_final_state=True needs a contiguous tensor")
-        return x
-    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
-        raise TypeError(f"initial_state: inplace_final_state=True needs a float32 array, got "
-                        f"{getattr(x, 'dtype', type(x).__name__)}")
-    if not x.flags.c_contiguous or not x.flags.writeable:
-        raise ValueError("initial_state: inplace_final_state=True needs a writeable C-contiguous array")
-    return x
+def _f32(x, name):
+    """A float state as contiguous float32 (TypeError for non-float dtypes)."""
+    return None if x is None else float32_state(_float_input(x, name), name)
 
 
 def _run(family, path, q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
          cu_seqlens=None, chunk_size=64, feature_map=None, normalize=False, initial_z=None, reverse=False,
          state_v_first=False, inplace_final_state=False, check_inputs=True):
-    q, k, v = (_float_input(x, n, check_inputs) for x, n in ((q, "q"), (k, "k"), (v, "v")))
-    g = None if g is None else _float_input(g, "g", check_inputs)
+    q, k, v = (_float_input(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    g = None if g is None else _float_input(g, "g")
+    g_gamma = optional_input(g_gamma, "g_gamma")
+    caller_state = initial_state
+    if inplace_final_state:
+        if state_v_first:
+            raise ValueError("initial_state: inplace_final_state=True needs the [N, HV, K, V] layout "
+                             "(state_v_first=False)")
+        initial_state = in_place_state(initial_state)
+    else:
+        initial_state = optional_input(initial_state, "initial_state")
+    initial_z = optional_input(initial_z, "initial_z")
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
-    if len(shape_of(q)) != 4:
-        raise ValueError(f"q: expected [B, T, H, K], got {shape_of(q)}")
-    if len(shape_of(v)) != 4:
-        raise ValueError(f"v: expected [B, T, HV, V], got {shape_of(v)}")
     if chunk_size not in (16, 32, 64, 128):
         raise ValueError(f"chunk_size: must be 16, 32, 64 or 128, got {chunk_size}")
+    dims = check_layouts([("q", q, "B T H K"), ("k", k, "B T H K"), ("v", v, "B T HV V"),
+                          ("g", g, "B T HV | B T HV K"), ("g_gamma", g_gamma, "HV")])
+    N = num_seqs(dims["B"], cu)
+    check_layouts([("initial_state", initial_state, "N HV V K" if state_v_first else "N HV K V"),
+                   ("initial_z", initial_z, "N 1 H K")], {**dims, "N": N})
+    q, k, v = (_ready(x, n, check_inputs) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    g = None if g is None else _ready(g, "g", check_inputs)
     if reverse:
         q, k, v, g = (_reverse_time(x, cu) for x in (q, k, v, g))
     B, T, H, K = shape_of(q)
     HV, V = shape_of(v)[2], shape_of(v)[3]
-    N = _num_seqs(q, cu)
     o = empty_like_input(q, (B, T, HV, V))
     if inplace_final_state:  # the kernel reads each (sequence, head) state before writing it back
-        h0 = ht = _in_place_state(initial_state, state_v_first)
+        h0 = ht = initial_state
     else:
         h0 = _state_in(initial_state, state_v_first, "initial_state")
-        ht = _empty_f32(q, (N, HV, K, V)) if output_final_state else None
+        ht = empty_f32(q, (N, HV, K, V)) if output_final_state else None
     z0 = _f32(initial_z, "initial_z")
-    zt = _empty_f32(q, (N, 1, H, K)) if (output_final_state and normalize) else None
+    zt = empty_f32(q, (N, 1, H, K)) if (output_final_state and normalize) else None
     _core.gla_forward(family, path, q, k, v, g, _f32(g_gamma, "g_gamma"), o, None if scale is None else float(scale),
                       h0, ht, cu, int(chunk_size), feature_map, bool(normalize), z0, zt)
     if reverse:
         o = _reverse_time(o, cu)
     if inplace_final_state:
-        return o, initial_state, zt
+        return o, caller_state, zt
     return o, _state_out(ht, state_v_first), zt
 
 
@@ -321,19 +283,19 @@ def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=F
     Returns (y [B, T, D] in x's dtype, final_state [N, D, S] or None; S = W - 1 without an initial state).
     check_inputs=False skips the NaN / Inf scan of x (it reads x once more; shapes and dtypes are still checked).
     """
-    x = _float_input(x, "x", check_inputs)
-    weight = _float_input(weight, "weight")
+    x, weight = _float_input(x, "x"), _float_input(weight, "weight")
     bias = None if bias is None else _float_input(bias, "bias")
+    initial_state = optional_input(initial_state, "initial_state")
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
-    if len(shape_of(x)) != 3:
-        raise ValueError(f"x: expected [B, T, D], got {shape_of(x)}")
-    if len(shape_of(weight)) != 2:
-        raise ValueError(f"weight: expected [D, W], got {shape_of(weight)}")
+    dims = check_layouts([("x", x, "B T D"), ("weight", weight, "D W"), ("bias", bias, "D")])
+    N = num_seqs(dims["B"], cu)
+    check_layouts([("initial_state", initial_state, "N D S")], {**dims, "N": N})
+    x, weight, bias = _ready(x, "x", check_inputs), _ready(weight, "weight"), _ready(bias, "bias")
     h0 = _f32(initial_state, "initial_state")
     ht = None
     if output_final_state:
         S = shape_of(h0)[-1] if h0 is not None else max(shape_of(weight)[1] - 1, 0)
-        ht = _empty_f32(x, (_num_seqs(x, cu), shape_of(x)[2], S))
+        ht = empty_f32(x, (N, shape_of(x)[2], S))
     y = empty_like_input(x, shape_of(x))
     if ht is not None and ht.shape[-1] == 0:  # width 1 keeps no history
         _core.causal_conv1d(x, weight, bias, y, None, None, activation, cu)
@@ -345,10 +307,12 @@ def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=F
 def causal_conv1d_update(x, conv_state, weight, bias=None, activation=None):
     """One decode step: x [N, D] (or [N, L, D] for L tokens); conv_state [N, D, S] float32 (S >= W - 1) is
     advanced in place and must be contiguous. Returns y with x's shape and dtype (causal-conv1d's API)."""
-    x = _float_input(x, "x")
-    weight = _float_input(weight, "weight")
+    x, weight = _float_input(x, "x"), _float_input(weight, "weight")
     bias = None if bias is None else _float_input(bias, "bias")
     conv_state = as_output(conv_state, "conv_state")
+    check_layouts([("conv_state", conv_state, "N D S"), ("x", x, "N D | N L D"), ("weight", weight, "D W"),
+                   ("bias", bias, "D")])
+    x, weight, bias = _ready(x, "x"), _ready(weight, "weight"), _ready(bias, "bias")
     y = empty_like_input(x, shape_of(x))
     _core.causal_conv1d_update(x, conv_state, weight, bias, y, activation)
     return y

@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, as_output, check_finite, empty_like_input, shape_of
+from .._arrays import _is_torch, as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from ._common import check_layouts, contiguous, empty_f32, float32_state, num_seqs, scan
 
 __all__ = [
     "mamba2_chunk_scan", "mamba2_recurrent", "mamba2_reference", "mamba2_state_update",
@@ -19,40 +20,50 @@ __all__ = [
 ]
 
 
-def _optional(x, name, check=True):
-    return None if x is None else _contiguous(x, name, check)
+def _prepared(pairs, layouts, check, required=(), in_place=(), states=(), seqs=None):
+    """Every input of one call, in the wrappers' one order: taken as they are (TypeError naming a required one that
+    is None), layouts checked (no copy yet), then made contiguous and scanned for NaN / Inf when `check`.
+
+    pairs: (array, name) in the order the caller wants them back; layouts: name -> layout (check_layouts).
+    in_place: (array, name) pairs already taken as outputs, checked for layout only (never copied).
+    states: (array, name) pairs converted to float32; their layouts may use "seqs", the number of sequences,
+    which seqs(bound sizes) gives. Returns the inputs, then the states, in the order given."""
+    arrays = [(None if x is None and n not in required else as_input(x, n), n) for x, n in pairs]
+    held = [(None if x is None else as_input(x, n), n) for x, n in states]
+    dims = check_layouts([(n, x, layouts[n]) for x, n in list(in_place) + arrays])
+    if held:
+        check_layouts([(n, x, layouts[n]) for x, n in held], {**dims, "seqs": seqs(dims)})
+    return ([scan(contiguous(x), n, check) for x, n in arrays] +
+            [scan(float32_state(x, n), n, check) for x, n in held])
 
 
-def _contiguous(x, name, check=True):
-    """A required input, contiguous (TypeError naming it for None), scanned for NaN / Inf when `check`."""
-    x = as_input(x, name)
-    x = x.contiguous() if _is_torch(x) else np.ascontiguousarray(x)
-    is_float = x.is_floating_point() if _is_torch(x) else x.dtype.kind in "fV"
-    if check and is_float:
-        check_finite(x, name)
-    return x
+# Layouts as mamba_ssm names their dimensions; "seqs" is the number of sequences (batch, or len(cu_seqlens) - 1).
+_MAMBA2 = {"x": "batch seqlen nheads headdim", "dt": "batch seqlen nheads", "A": "nheads",
+           "B": "batch seqlen ngroups dstate", "C": "batch seqlen ngroups dstate", "D": "nheads | nheads headdim",
+           "z": "batch seqlen nheads headdim", "dt_bias": "nheads", "initial_state": "seqs nheads headdim dstate"}
+_MAMBA2_STEP = {"state": "batch nheads headdim dstate", "x": "batch nheads headdim", "dt": "batch nheads",
+                "A": "nheads", "B": "batch ngroups dstate", "C": "batch ngroups dstate", "D": "nheads | nheads headdim",
+                "z": "batch nheads headdim", "dt_bias": "nheads"}
+_MAMBA = {"u": "batch dim seqlen", "delta": "batch dim seqlen", "A": "dim dstate",
+          "B": "batch dstate seqlen | batch ngroups dstate seqlen", "C": "batch dstate seqlen | batch ngroups dstate seqlen",
+          "D": "dim", "z": "batch dim seqlen", "delta_bias": "dim", "initial_state": "seqs dim dstate"}
+_MAMBA_STEP = {"state": "batch dim dstate", "x": "batch dim", "dt": "batch dim", "A": "dim dstate",
+               "B": "batch dstate | batch ngroups dstate", "C": "batch dstate | batch ngroups dstate", "D": "dim",
+               "z": "batch dim", "dt_bias": "dim"}
+_RWKV4 = {"w": "C", "u": "C", "k": "batch seqlen C", "v": "batch seqlen C", "state": "seqs 3 C"}
+_RWKV7 = {n: "batch seqlen H K" for n in ("r", "w", "k", "a", "b")} | {"v": "batch seqlen H V",
+                                                                      "initial_state": "seqs H K V"}
 
 
-def _float32(x, name):
-    """States are float32: convert (and make contiguous) what the caller gives."""
-    if x is None:
-        return None
-    x = as_input(x, name)
-    if _is_torch(x):
+def _seqs(cu):
+    return lambda dims: num_seqs(dims["batch"], cu)
+
+
+def _stack(parts):
+    if _is_torch(parts[0]):
         import torch
-        return x.to(torch.float32).contiguous()
-    return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def _empty_f32(like, shape):
-    if _is_torch(like):
-        import torch
-        return torch.empty(tuple(shape), dtype=torch.float32)
-    return np.empty(tuple(shape), dtype=np.float32)
-
-
-def _num_seqs(batch, cu_seqlens):
-    return batch if cu_seqlens is None else int(shape_of(cu_seqlens)[0]) - 1
+        return torch.stack(parts, 1)
+    return np.stack(parts, 1)
 
 
 def _dt_limit(dt_limit):
@@ -67,23 +78,15 @@ def _dt_limit(dt_limit):
 
 def _mamba2(mode, x, dt, A, B, C, D, z, dt_bias, dt_softplus, dt_limit, initial_state, output_final_state,
             cu_seqlens, chunk_size, check_inputs):
-    x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
-    B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
-    dt_bias = _optional(dt_bias, "dt_bias", check_inputs)
-    initial_state = _float32(initial_state, "initial_state")
-    if initial_state is not None and check_inputs:
-        check_finite(initial_state, "initial_state")
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
-    if len(shape_of(x)) != 4:
-        raise ValueError(f"x: expected [batch, seq_len, heads, head_dim], got shape {shape_of(x)}")
+    x, dt, A, B, C, D, z, dt_bias, initial_state = _prepared(
+        ((x, "x"), (dt, "dt"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (dt_bias, "dt_bias")), _MAMBA2,
+        check_inputs, required=("x", "dt", "A", "B", "C"), states=((initial_state, "initial_state"),), seqs=_seqs(cu))
     y = empty_like_input(x, shape_of(x))
     final = None
     if output_final_state:
-        if len(shape_of(B)) != 4:
-            raise ValueError(f"B: expected [batch, seq_len, groups, state_size], got shape {shape_of(B)}")
         b, _, h, p = shape_of(x)
-        final = _empty_f32(x, (_num_seqs(b, cu), h, p, shape_of(B)[3]))
+        final = empty_f32(x, (num_seqs(b, cu), h, p, shape_of(B)[3]))
     _core.mamba2_scan(mode, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), initial_state, y,
                       final, cu, int(chunk_size))
     return y, final
@@ -132,10 +135,9 @@ def mamba2_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_
     B, C: [Bn, G, N]; D: [H] or [H, P]; dt_bias: [H]. Returns y [Bn, H, P] in x's dtype.
     """
     state = as_output(state, "state")
-    x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
-    B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
-    dt_bias = _optional(dt_bias, "dt_bias", check_inputs)
+    x, dt, A, B, C, D, z, dt_bias = _prepared(
+        ((x, "x"), (dt, "dt"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (dt_bias, "dt_bias")),
+        _MAMBA2_STEP, check_inputs, required=("x", "dt", "A", "B", "C"), in_place=((state, "state"),))
     y = empty_like_input(x, shape_of(x))
     _core.mamba2_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), y)
     return y
@@ -143,21 +145,15 @@ def mamba2_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_
 
 def _selective_scan(reference, u, delta, A, B, C, D, z, delta_bias, delta_softplus, return_last_state,
                     initial_state, cu_seqlens, check_inputs):
-    u, delta = _contiguous(u, "u", check_inputs), _contiguous(delta, "delta", check_inputs)
-    A, B, C = _contiguous(A, "A", check_inputs), _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
-    delta_bias = _optional(delta_bias, "delta_bias", check_inputs)
-    initial_state = _float32(initial_state, "initial_state")
-    if initial_state is not None and check_inputs:
-        check_finite(initial_state, "initial_state")
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
-    if len(shape_of(u)) != 3 or len(shape_of(A)) != 2:
-        raise ValueError(f"u: expected [batch, channels, seq_len] with A [channels, N], got u {shape_of(u)}, "
-                         f"A {shape_of(A)}")
+    u, delta, A, B, C, D, z, delta_bias, initial_state = _prepared(
+        ((u, "u"), (delta, "delta"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (delta_bias, "delta_bias")),
+        _MAMBA, check_inputs, required=("u", "delta", "A", "B", "C"), states=((initial_state, "initial_state"),),
+        seqs=_seqs(cu))
     out = empty_like_input(u, shape_of(u))
     last = None
     if return_last_state:
-        last = _empty_f32(u, (_num_seqs(shape_of(u)[0], cu), shape_of(u)[1], shape_of(A)[1]))
+        last = empty_f32(u, (num_seqs(shape_of(u)[0], cu), shape_of(u)[1], shape_of(A)[1]))
     _core.selective_scan(reference, u, delta, A, B, C, D, z, delta_bias, bool(delta_softplus), initial_state, out,
                          last, cu)
     return (out, last) if return_last_state else out
@@ -200,37 +196,27 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     if len(shape_of(state)) == 4:
         return mamba2_state_update(state, x, dt, A, B, C, D=D, z=z, dt_bias=dt_bias, dt_softplus=dt_softplus,
                                    check_inputs=check_inputs)
-    x, dt, A = _contiguous(x, "x", check_inputs), _contiguous(dt, "dt", check_inputs), _contiguous(A, "A", check_inputs)
-    B, C = _contiguous(B, "B", check_inputs), _contiguous(C, "C", check_inputs)
-    D, z = _optional(D, "D", check_inputs), _optional(z, "z", check_inputs)
-    dt_bias = _optional(dt_bias, "dt_bias", check_inputs)
+    x, dt, A, B, C, D, z, dt_bias = _prepared(
+        ((x, "x"), (dt, "dt"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (dt_bias, "dt_bias")),
+        _MAMBA_STEP, check_inputs, required=("x", "dt", "A", "B", "C"), in_place=((state, "state"),))
     y = empty_like_input(x, shape_of(x))
     _core.selective_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), y)
     return y
 
 
 def _rwkv4(reference, w, u, k, v, state, output_final_state, cu_seqlens, check_inputs):
-    w, u = _contiguous(w, "w", check_inputs), _contiguous(u, "u", check_inputs)
-    k, v = _contiguous(k, "k", check_inputs), _contiguous(v, "v", check_inputs)
-    if state is not None:
-        if isinstance(state, (tuple, list)):
-            if len(state) != 3:
-                raise ValueError(f"state: expected (num, den, max), got {len(state)} tensors")
-            parts = [_float32(x, "state") for x in state]
-            if _is_torch(parts[0]):
-                import torch
-                state = torch.stack(parts, 1)
-            else:
-                state = np.stack(parts, 1)
-        else:
-            state = _float32(state, "state")
-        if check_inputs:  # the max slot may hold the -1e38 "nothing seen yet" marker, which is finite
-            check_finite(state, "state")
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
-    if len(shape_of(k)) != 3:
-        raise ValueError(f"k: expected [batch, seq_len, channels], got shape {shape_of(k)}")
+    layouts, states = _RWKV4, ((state, "state"),)
+    if isinstance(state, (tuple, list)):  # transformers' (num, den, max), each [seqs, C]
+        if len(state) != 3:
+            raise ValueError(f"state: expected (num, den, max), got {len(state)} tensors")
+        layouts, states = {**_RWKV4, "state": "seqs C"}, tuple((x, "state") for x in state)
+    # The max slot may hold the -1e38 "nothing seen yet" marker, which is finite: the scan passes it.
+    w, u, k, v, *held = _prepared(((w, "w"), (u, "u"), (k, "k"), (v, "v")), layouts, check_inputs,
+                                  required=("w", "u", "k", "v"), states=states, seqs=_seqs(cu))
+    state = held[0] if len(held) == 1 else _stack(held)
     out = empty_like_input(k, shape_of(k))
-    final = _empty_f32(k, (_num_seqs(shape_of(k)[0], cu), 3, shape_of(k)[2])) if output_final_state else None
+    final = empty_f32(k, (num_seqs(shape_of(k)[0], cu), 3, shape_of(k)[2])) if output_final_state else None
     _core.rwkv4(reference, w, u, k, v, state, out, final, cu)
     return out, final
 
@@ -268,21 +254,17 @@ def fused_recurrent_rwkv4(w, u, k, v, state):
 def _rwkv7(form, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
            chunk_size=64):
     """form: "reference" (double precision), "recurrent" or "chunk" (with chunk_size)."""
-    r, w, k = _contiguous(r, "r", check_inputs), _contiguous(w, "w", check_inputs), _contiguous(k, "k", check_inputs)
-    v, a, b = _contiguous(v, "v", check_inputs), _contiguous(a, "a", check_inputs), _contiguous(b, "b", check_inputs)
-    initial_state = _float32(initial_state, "initial_state")
-    if initial_state is not None and check_inputs:
-        check_finite(initial_state, "initial_state")
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
-    if len(shape_of(r)) != 4 or len(shape_of(v)) != 4:
-        raise ValueError(f"r: expected r [B, T, H, K] and v [B, T, H, V], got {shape_of(r)} and {shape_of(v)}")
+    r, w, k, v, a, b, initial_state = _prepared(
+        ((r, "r"), (w, "w"), (k, "k"), (v, "v"), (a, "a"), (b, "b")), _RWKV7, check_inputs,
+        required=("r", "w", "k", "v", "a", "b"), states=((initial_state, "initial_state"),), seqs=_seqs(cu))
     Bsz, _, H, K = shape_of(r)
     if K == 0 or shape_of(v)[3] == 0:
         raise ValueError(f"r: head dimensions K and V must be >= 1, got r {shape_of(r)} and v {shape_of(v)}")
     if scale is None:
         scale = K ** -0.5
     o = empty_like_input(r, shape_of(v))
-    final = _empty_f32(r, (_num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
+    final = empty_f32(r, (num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
     _core.rwkv7(form, r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size)
     return o, final
 

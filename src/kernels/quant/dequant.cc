@@ -146,10 +146,6 @@ bool quant_supported(QuantType t) {
   }
 }
 
-bool quant_is_blocked(QuantType t) {
-  return quant_supported(t) && t != QuantType::F32 && t != QuantType::F16 && t != QuantType::BF16;
-}
-
 QuantMatrix make_quant_matrix(const void* data, uint64_t nbytes, QuantType type, int64_t rows, int64_t cols,
                               const std::string& name) {
   require(quant_supported(type), name.c_str(), std::string("weight format ") + quant_type_name(type) +

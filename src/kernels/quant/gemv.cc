@@ -31,25 +31,13 @@ void run_rows(const QuantMatrix& w, const QuantGemvTask& base, RowFn fn) {
 
 }  // namespace
 
-bool quant_gemv_has_int8(QuantType type) { return quant_is_blocked(type); }
+bool quant_gemv_has_int8(QuantType type) { return quant_supported(type) && quant_is_blocked(type); }
 
 bool quant_gemv_vnni_handles(QuantType type) {
   return type == QuantType::Q4_0 || type == QuantType::Q8_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
 }
 
-bool quant_gemv_vnni_enabled() {
-#if defined(__x86_64__)
-  static const bool cpu = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  }();
-  const Target t = active_target();
-  return cpu && (t == Target::avx512 || t == Target::avx512_bf16);
-#else
-  return false;
-#endif
-}
+bool quant_gemv_vnni_enabled() { return vnni_int8_enabled(); }
 
 void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
   active_target();

@@ -28,8 +28,6 @@ struct QuantMatrix {
 
 // Formats the kernels compute with: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, MXFP4.
 bool quant_supported(QuantType t);
-// True for the block formats (everything supported but F32 / F16 / BF16).
-bool quant_is_blocked(QuantType t);
 
 // Validates and describes `nbytes` bytes as a [rows, cols] matrix of `type`; ArgumentError naming `name` when the
 // type is unsupported, cols is not a whole number of blocks, or the bytes are fewer than the shape needs.

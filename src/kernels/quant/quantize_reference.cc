@@ -126,7 +126,8 @@ uint16_t f32_to_half(float f) {
   return uint16_t(sign | uint16_t(std::nearbyint(std::fabs(f) * 16777216.0f)));
 }
 
-uint16_t f32_to_bf16(float f) {
+// gguf-py's rounding (its NaN keeps the top half and sets the quiet bit before rounding), unlike core's.
+uint16_t f32_to_bf16_gguf(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) x = (x & 0xFFFF0000u) | (64u << 16);  // NaN stays a quiet NaN
@@ -185,7 +186,7 @@ void quantize_row(QuantType t, const float* x, void* dst, int64_t n, const float
       return;
     case QuantType::BF16:
       for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = f32_to_bf16(x[i]);
+        const uint16_t h = f32_to_bf16_gguf(x[i]);
         std::memcpy(y + 2 * i, &h, 2);
       }
       return;

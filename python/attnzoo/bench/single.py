@@ -31,9 +31,9 @@ def _shapes(scale):
 
 
 def _mla_weights(s, seed):
-    from .bench import _randn
+    from .harness import randn
     H, r, dn, dv = s["H"], s["r"], s["dn"], s["dv"]
-    w = _randn((H * (dn + dv), r), "float32", seed)
+    w = randn((H * (dn + dv), r), "float32", seed)
     return w * (r ** -0.5)
 
 
@@ -44,17 +44,17 @@ def _mla_torch_parts(w, s):
 
 
 def _mla_prefill_case(cfg):
-    from .bench import BenchCase, Prepared, _torch, _randn
-    from .mla import mla_prefill
+    from .harness import BenchCase, Prepared, torch_module, randn
+    from ..mla import mla_prefill
     s = cfg["mla"]
     H, r, dn, dr, dv, T = s["H"], s["r"], s["dn"], s["dr"], s["dv"], s["T"]
     dims = dict(kv_lora_rank=r, qk_nope_head_dim=dn, qk_rope_head_dim=dr, v_head_dim=dv)
 
     def setup():
-        q, kv, w = _randn((1, T, H, dn + dr), "float32", 11), _randn((1, T, r + dr), "float32", 12), _mla_weights(s, 13)
+        q, kv, w = randn((1, T, H, dn + dr), "float32", 11), randn((1, T, r + dr), "float32", 12), _mla_weights(s, 13)
         out = q.new_empty((1, T, H, dv)) if hasattr(q, "new_empty") else None
         ours = lambda: mla_prefill(q, kv, w, **dims, out=out, check_inputs=False)
-        torch = _torch()
+        torch = torch_module()
         if torch is None:
             return Prepared(ours)
         import torch.nn.functional as F
@@ -75,19 +75,19 @@ def _mla_prefill_case(cfg):
 
 
 def _mla_decode_case(cfg):
-    from .bench import BenchCase, Prepared, _torch, _randn
-    from .mla import mla_decode
+    from .harness import BenchCase, Prepared, torch_module, randn
+    from ..mla import mla_decode
     s = cfg["mla"]
     H, r, dn, dr, dv, S = s["H"], s["r"], s["dn"], s["dr"], s["dv"], s["S"]
     dims = dict(kv_lora_rank=r, qk_nope_head_dim=dn, qk_rope_head_dim=dr, v_head_dim=dv)
 
     def setup():
         import numpy as np
-        q, cache, w = _randn((1, 1, H, dn + dr), "float32", 21), _randn((1, S, r + dr), "float32", 22), \
+        q, cache, w = randn((1, 1, H, dn + dr), "float32", 21), randn((1, S, r + dr), "float32", 22), \
             _mla_weights(s, 23)
         seqlens = np.array([S], np.int32)
         ours = lambda: mla_decode(q, cache, seqlens, w, **dims)
-        torch = _torch()
+        torch = torch_module()
         if torch is None:
             return Prepared(ours)
         W_UK, W_UV = _mla_torch_parts(w, s)
@@ -109,16 +109,16 @@ def _mla_decode_case(cfg):
 def _selective_scan_case(cfg, model):
     """The scan at a model's width: "mamba" (Mamba-130M: d_inner 1536) or "falcon_mamba" (Falcon-Mamba-7B:
     d_inner 8192), both with d_state 16."""
-    from .bench import BenchCase, Prepared, _randn
-    from .linear import selective_scan_fn
+    from .harness import BenchCase, Prepared, randn
+    from ..linear import selective_scan_fn
     s = cfg[model]
     D, N, L = s["D"], s["N"], s["L"]
 
     def setup():
-        u, delta = _randn((1, D, L), "float32", 31), _randn((1, D, L), "float32", 32)
-        A = -abs(_randn((D, N), "float32", 33)) - 0.5
-        B, C = _randn((1, N, L), "float32", 34), _randn((1, N, L), "float32", 35)
-        Dskip, bias = _randn((D,), "float32", 36), _randn((D,), "float32", 37) * 0.1 - 2.0
+        u, delta = randn((1, D, L), "float32", 31), randn((1, D, L), "float32", 32)
+        A = -abs(randn((D, N), "float32", 33)) - 0.5
+        B, C = randn((1, N, L), "float32", 34), randn((1, N, L), "float32", 35)
+        Dskip, bias = randn((D,), "float32", 36), randn((D,), "float32", 37) * 0.1 - 2.0
         return Prepared(lambda: selective_scan_fn(u, delta, A, B, C, Dskip, delta_bias=bias, delta_softplus=True,
                                                   check_inputs=False))
 
@@ -128,30 +128,30 @@ def _selective_scan_case(cfg, model):
 
 
 def _rwkv4_case(cfg):
-    from .bench import BenchCase, Prepared, _randn
-    from .linear import rwkv4_wkv
+    from .harness import BenchCase, Prepared, randn
+    from ..linear import rwkv4_wkv
     s = cfg["rwkv4"]
     C, T = s["C"], s["T"]
 
     def setup():
-        w, u = _randn((C,), "float32", 41), _randn((C,), "float32", 42)
-        k, v = _randn((1, T, C), "float32", 43), _randn((1, T, C), "float32", 44)
+        w, u = randn((C,), "float32", 41), randn((C,), "float32", 42)
+        k, v = randn((1, T, C), "float32", 43), randn((1, T, C), "float32", 44)
         return Prepared(lambda: rwkv4_wkv(w, u, k, v, check_inputs=False))
 
     return BenchCase("rwkv4", "wkv f32", f"T={T} C={C} (k, v read)", setup, bytes=2.0 * T * C * 4)
 
 
 def _rwkv7_case(cfg):
-    from .bench import BenchCase, Prepared, _torch, _randn
-    from .linear import recurrent_rwkv7
+    from .harness import BenchCase, Prepared, torch_module, randn
+    from ..linear import recurrent_rwkv7
     s = cfg["rwkv7"]
     H, K, T = s["H"], s["K"], s["T"]
 
     def setup():
-        r, k, v = (_randn((1, T, H, K), "float32", seed) for seed in (51, 52, 53))
-        w = -abs(_randn((1, T, H, K), "float32", 54)) * 0.5
-        kk = _randn((1, T, H, K), "float32", 55)
-        torch = _torch()
+        r, k, v = (randn((1, T, H, K), "float32", seed) for seed in (51, 52, 53))
+        w = -abs(randn((1, T, H, K), "float32", 54)) * 0.5
+        kk = randn((1, T, H, K), "float32", 55)
+        torch = torch_module()
         if torch is not None:
             kk = torch.nn.functional.normalize(kk, dim=-1)
         else:
@@ -165,16 +165,16 @@ def _rwkv7_case(cfg):
 
 
 def _causal_conv_case(cfg):
-    from .bench import BenchCase, Prepared, _torch, _randn
-    from .linear import causal_conv1d
+    from .harness import BenchCase, Prepared, torch_module, randn
+    from ..linear import causal_conv1d
     s = cfg["conv"]
     D, W, T = s["D"], s["W"], s["T"]
 
     def setup():
-        x, weight, bias = _randn((1, T, D), "float32", 61), _randn((D, W), "float32", 62), \
-            _randn((D,), "float32", 63)
+        x, weight, bias = randn((1, T, D), "float32", 61), randn((D, W), "float32", 62), \
+            randn((D,), "float32", 63)
         ours = lambda: causal_conv1d(x, weight, bias, activation="silu", check_inputs=False)[0]
-        torch = _torch()
+        torch = torch_module()
         if torch is None:
             return Prepared(ours)
         import torch.nn.functional as F
@@ -190,20 +190,20 @@ def _gemm_case(cfg, products):
     """y = x w^T as a bf16 model's prefill projection runs it: bf16 weights, f32 activations; "f32" products widen
     the weights (exact, OpenBLAS), "bf16" products round the activations too (vdpbf16ps). The torch peer is the
     same product in torch: f32 matmul, or bf16 matmul for bf16 products."""
-    from .bench import BenchCase, Prepared, _torch, _randn
-    from . import _core
+    from .harness import BenchCase, Prepared, torch_module, randn
+    from .. import _core
     s = cfg["gemm"]
     T, N, K = s["T"], s["N"], s["K"]
 
     def setup():
-        x, w = _randn((T, K), "float32", 71), _randn((N, K), "bfloat16", 72)
+        x, w = randn((T, K), "float32", 71), randn((N, K), "bfloat16", 72)
         y = x.new_empty((T, N))
         backend = "openblas" if products == "f32" else "bf16_dot"
 
         def ours():
             _core.linear_gemm(w, x, y, backend)
             return y
-        torch = _torch()
+        torch = torch_module()
         if products == "f32":
             wf = w.float()
             peer = lambda: torch.matmul(x, wf.T)
@@ -224,7 +224,7 @@ def _quant_weights(qtype, N, K, seed):
     """Random valid raw blocks of a GGUF type (packed integers take any bits; the f16 scales are set finite), or
     bf16 weights as raw bytes."""
     import numpy as np
-    from . import _core
+    from .. import _core
     rng = np.random.default_rng(seed)
     qid, scales = QGEMV_TYPES[qtype]
     if qtype == "BF16":
@@ -240,8 +240,8 @@ def _quant_weights(qtype, N, K, seed):
 def _qgemv_case(cfg, qtype, wide):
     """One decode token through a projection (y = x w^T, T=1) as a model runs it: bf16 weights on the dense GEMV,
     block formats on the quantized GEMV (8-bit activations, integer dots). Memory-bound: weight bytes read."""
-    from .bench import BenchCase, Prepared
-    from . import _core
+    from .harness import BenchCase, Prepared
+    from .. import _core
     import numpy as np
     K = cfg["qgemv"]["K"]
     N = 3 * K if wide else K
@@ -264,14 +264,14 @@ def _qgemv_case(cfg, qtype, wide):
 
 def single_form_cases(config):
     """The BenchCases of this file at the config's scale ("full", "quick" or "tiny")."""
-    from . import _core
-    from .bench import _torch
+    from .. import _core
+    from .harness import torch_module
     cfg = _shapes(config["scale"])
     cases = [_mla_prefill_case(cfg), _mla_decode_case(cfg), _selective_scan_case(cfg, "mamba"),
              _selective_scan_case(cfg, "falcon_mamba"), _rwkv4_case(cfg),
              _rwkv7_case(cfg), _causal_conv_case(cfg)]
     cases += [_qgemv_case(cfg, q, wide) for wide in (False, True) for q in QGEMV_TYPES]
-    if _torch() is not None:  # bf16 weights come from torch (numpy has no bfloat16)
+    if torch_module() is not None:  # bf16 weights come from torch (numpy has no bfloat16)
         cases.append(_gemm_case(cfg, "f32"))
         if _core.active_target() == "avx512_bf16":
             cases.append(_gemm_case(cfg, "bf16"))

@@ -6,11 +6,11 @@ attention, DeltaNet, Mamba-2, RWKV-7), and our flash softmax attention at the
 same shape; it reports the crossover length where linear overtakes softmax, the state bytes per sequence against
 the KV-cache bytes softmax would need, and the decode step's state streaming rate against memory bandwidth
 (Gated DeltaNet and KDA, batch 1 and 16, through the C++ entry and the Python API; see _decode_rows), then
-the Mamba-2 model-shape and strong-decay tables of bench_ssm.py.
+the Mamba-2 model-shape and strong-decay tables of ssm.py.
 """
 import numpy as np
 
-from . import _core
+from .. import _core
 
 
 def _shapes(scale):
@@ -38,7 +38,7 @@ def _inputs(T, H, K, seed):
 
 def _families(q, k, v, g, gk, beta):
     """(name, chunked call, recurrent call) for each family, on the same inputs."""
-    from . import linear as L
+    from .. import linear as L
     T, H, K = q.shape[1], q.shape[2], q.shape[3]
     x = v.reshape(1, T, H, K)
     dt = np.full((1, T, H), 0.05, np.float32)
@@ -65,14 +65,14 @@ def _families(q, k, v, g, gk, beta):
     ]
 
 
-def _time(fn, timing):
+def time_median(fn, timing):
     return _core.median_time(fn, timing["warmup"], timing["min_runs"], timing["max_runs"],
                              timing["min_seconds"])["median_s"]
 
 
 def run_linear(scale, timing, peaks, progress=lambda s: None):
     """Returns {"shape": ..., "rows": [...], "crossover": {...}, "decode": [...]}; rows per (family, T)."""
-    from .softmax import attention
+    from ..softmax import attention
     s = _shapes(scale)
     H, K = s["H"], s["K"]
     rows, softmax_ms = [], {}
@@ -81,11 +81,11 @@ def run_linear(scale, timing, peaks, progress=lambda s: None):
         if T <= s["softmax_max_T"]:
             progress(f"timing softmax prefill T={T} H={H} D={K} (linear comparison)")
             out = np.empty_like(q)
-            softmax_ms[T] = 1e3 * _time(lambda: attention(q, k, v, causal=True, out=out, check_inputs=False), timing)
+            softmax_ms[T] = 1e3 * time_median(lambda: attention(q, k, v, causal=True, out=out, check_inputs=False), timing)
         for name, chunk, recurrent in _families(q, k, v, g, gk, beta):
             progress(f"timing {name} chunk / recurrent T={T} H={H} K=V={K}")
-            c = 1e3 * _time(chunk, timing)
-            r = 1e3 * _time(recurrent, timing)
+            c = 1e3 * time_median(chunk, timing)
+            r = 1e3 * time_median(recurrent, timing)
             state_bytes = H * K * K * 4
             rows.append({"family": name, "T": T, "chunk_ms": c, "recurrent_ms": r, "chunk_vs_recurrent": r / c,
                          "softmax_ms": softmax_ms.get(T), "state_bytes": state_bytes,
@@ -96,7 +96,7 @@ def run_linear(scale, timing, peaks, progress=lambda s: None):
                   and r["chunk_ms"] < r["softmax_ms"]]
         crossover[name] = min(faster) if faster else None
     decode = _decode_rows(s, timing, peaks, progress)
-    from .bench_ssm import rate_mamba2, run_mamba2_shapes, run_strong_decay
+    from .ssm import rate_mamba2, run_mamba2_shapes, run_strong_decay
     mamba2 = run_mamba2_shapes(scale, timing, progress)
     rate_mamba2(mamba2, peaks)
     return {"shape": f"H={H} K=V={K} f32, one sequence", "rows": rows, "crossover": crossover, "decode": decode,
@@ -119,7 +119,7 @@ def _decode_inputs(family, B, H, K, seed):
 def _decode_calls(family, q, k, v, g, beta):
     """(path, call(state)) for one decode step: the C++ entry alone (preallocated output, state updated in
     place, no value scans), the Python API's decode path, and the Python API's default (allocating) call."""
-    from . import linear as L
+    from .. import linear as L
     entry = _core.recurrent_kda if family == "kda" else _core.recurrent_gated_delta_rule
     api = L.recurrent_kda if family == "kda" else L.recurrent_gated_delta_rule
     o = np.empty_like(v)
@@ -159,7 +159,7 @@ def _decode_rows(s, timing, peaks, progress):
                 def step():
                     call(states[turn[0] % sets])
                     turn[0] += 1
-                t = _time(step, timing)
+                t = time_median(step, timing)
                 rows.append({"family": family, "path": path, "batch": B, "H": H, "K": K, "state_sets": sets,
                              "state_mib": state_bytes / 2**20, "llc_mib": l3 / 2**20,
                              "ms": t * 1e3, "gbps": 2.0 * state_bytes / t * 1e-9,
@@ -170,11 +170,12 @@ def _decode_rows(s, timing, peaks, progress):
     return rows
 
 
-def rate_decode(rows, peaks):
-    """Fills each decode row's fraction of the measured bandwidth and whether its target is met."""
+def rate_decode(rows, peaks, idle=True):
+    """Fills each decode row's fraction of the measured bandwidth and whether its target is met (None when the
+    row has no target, or the machine was not idle: see harness.machine_is_idle)."""
     for d in rows:
         d["fraction_of_bandwidth"] = d["gbps"] / peaks["memory"]["gbps"] if peaks else None
-        d["met"] = (None if d["target"] is None or d["fraction_of_bandwidth"] is None
+        d["met"] = (None if d["target"] is None or d["fraction_of_bandwidth"] is None or not idle
                     else d["fraction_of_bandwidth"] >= d["target"])
 
 
@@ -203,10 +204,11 @@ def format_linear(section):
     for d in section["decode"]:
         frac = "-" if d["fraction_of_bandwidth"] is None else f"{d['fraction_of_bandwidth']:.0%}"
         verdict = ""
-        if d["target"] is not None:
-            verdict = {True: "target met", False: "target missed", None: "target n/a"}[d["met"]]
-            verdict += f" (>={d['target']:.0%} of bandwidth)"
+        if d["met"] is True:
+            verdict = f"target met (>={d['target']:.0%} of bandwidth)"
+        elif d["met"] is False:
+            verdict = f"below target: >={d['target']:.0%} of bandwidth (measured {frac})"
         lines.append(f"{d['family']:18} {d['path']:16} {d['batch']:5d} {d['state_mib']:9.2f} {d['state_sets']:5d} "
                      f"{d['ms']:8.3f} {d['gbps']:7.1f} {frac:>6} {verdict}".rstrip())
-    from .bench_ssm import format_mamba2_shapes, format_strong_decay
+    from .ssm import format_mamba2_shapes, format_strong_decay
     return lines + format_mamba2_shapes(section["mamba2_shapes"]) + format_strong_decay(section["strong_decay"])

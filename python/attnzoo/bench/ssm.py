@@ -11,7 +11,7 @@ group counts of released models, with the chunked form's GFLOP/s as a fraction o
 """
 import numpy as np
 
-from . import _core
+from .. import _core
 
 F32 = np.float32
 STRONG_LOG_DECAY = -16.0
@@ -65,14 +65,14 @@ def _mamba2_inputs(T, H, P, N, G, seed, strong):
     return x, dt, A, B, C
 
 
-def _time(fn, timing):
+def time_median(fn, timing):
     return _core.median_time(fn, timing["warmup"], timing["min_runs"], timing["max_runs"],
                              timing["min_seconds"])["median_s"]
 
 
 def _decay_calls(s, strong, seed):
     """(family, form, shape, call) for every exp-decay family on one set of inputs."""
-    from . import linear as L
+    from .. import linear as L
     rng = np.random.default_rng(seed)
     T, H, K = s["T"], s["H"], s["K"]
     q, k, v = (rng.standard_normal((1, T, H, K), dtype=F32) for _ in range(3))
@@ -124,7 +124,7 @@ def run_strong_decay(scale, timing, progress=lambda s: None):
     rows = []
     for (family, form, shape, call_n), (_, _, _, call_s) in zip(normal, strong):
         progress(f"timing {family} {form} with normal and strong decays ({shape})")
-        n_ms, s_ms = 1e3 * _time(call_n, timing), 1e3 * _time(call_s, timing)
+        n_ms, s_ms = 1e3 * time_median(call_n, timing), 1e3 * time_median(call_s, timing)
         rows.append({"family": family, "form": form, "shape": shape, "normal_ms": n_ms, "strong_ms": s_ms,
                      "strong_vs_normal": s_ms / n_ms})
     return rows
@@ -132,7 +132,7 @@ def run_strong_decay(scale, timing, progress=lambda s: None):
 
 def run_mamba2_shapes(scale, timing, progress=lambda s: None):
     """Rows per (model shape, T): chunked and recurrent ms, their ratio and the chunked form's GFLOP/s."""
-    from . import linear as L
+    from .. import linear as L
     rows = []
     for name, s, lengths in _mamba2_scale(scale):
         H, P, N, G = s["H"], s["P"], s["N"], s["G"]
@@ -140,8 +140,8 @@ def run_mamba2_shapes(scale, timing, progress=lambda s: None):
             x, dt, A, B, C = _mamba2_inputs(T, H, P, N, G, seed=T, strong=False)
             kw = dict(dt_softplus=True, check_inputs=False)
             progress(f"timing mamba2 chunk / recurrent {name} T={T} H={H} P={P} N={N} G={G}")
-            c = _time(lambda: L.mamba2_chunk_scan(x, dt, A, B, C, **kw), timing)
-            r = _time(lambda: L.mamba2_recurrent(x, dt, A, B, C, **kw), timing)
+            c = time_median(lambda: L.mamba2_chunk_scan(x, dt, A, B, C, **kw), timing)
+            r = time_median(lambda: L.mamba2_recurrent(x, dt, A, B, C, **kw), timing)
             rows.append({"model": name, "T": T, "H": H, "P": P, "N": N, "G": G, "chunk_ms": 1e3 * c,
                          "recurrent_ms": 1e3 * r, "chunk_vs_recurrent": r / c,
                          "chunk_gflops": mamba2_chunk_flops(T, H, P, N, G) / c * 1e-9, "fraction_of_peak": None,
@@ -149,12 +149,21 @@ def run_mamba2_shapes(scale, timing, progress=lambda s: None):
     return rows
 
 
-def rate_mamba2(rows, peaks):
-    """Fraction of the f32 FMA peak, and the targets (>= 2.5x recurrent, >= 30% of peak) from T = 2048 on."""
+def rate_mamba2(rows, peaks, idle=True):
+    """Fraction of the f32 FMA peak, and the targets (>= 2.5x recurrent, >= 30% of peak) from T = 2048 on; the
+    peak fraction is judged only on an idle machine (harness.machine_is_idle), the gain always. "missed" lists
+    what fell short."""
     for r in rows:
         r["fraction_of_peak"] = r["chunk_gflops"] / peaks["fma"]["gflops"] if peaks else None
-        r["met"] = None if r["T"] < 2048 or r["fraction_of_peak"] is None else bool(
-            r["chunk_vs_recurrent"] >= MAMBA2_CHUNK_TARGET and r["fraction_of_peak"] >= MAMBA2_PEAK_TARGET)
+        r["missed"] = []
+        if r["T"] < 2048 or r["fraction_of_peak"] is None:
+            r["met"] = None
+            continue
+        if r["chunk_vs_recurrent"] < MAMBA2_CHUNK_TARGET:
+            r["missed"].append(f"chunk gain {r['chunk_vs_recurrent']:.2f}x < {MAMBA2_CHUNK_TARGET:g}x")
+        if idle and r["fraction_of_peak"] < MAMBA2_PEAK_TARGET:
+            r["missed"].append(f"{r['fraction_of_peak']:.1%} of peak < {MAMBA2_PEAK_TARGET:.0%}")
+        r["met"] = not r["missed"]
 
 
 def format_strong_decay(rows):
@@ -175,7 +184,7 @@ def format_mamba2_shapes(rows):
              f"{'chunk gain':>10} {'GFLOP/s':>8} {'of peak':>8}"]
     for r in rows:
         frac = "-" if r["fraction_of_peak"] is None else f"{r['fraction_of_peak']:.1%}"
-        verdict = {True: "target met", False: "target missed", None: ""}[r["met"]]
+        verdict = {True: "target met", False: "below target: " + "; ".join(r.get("missed", [])), None: ""}[r["met"]]
         lines.append(f"{r['model']:18} {r['H']:4d} {r['P']:3d} {r['N']:4d} {r['G']:2d} {r['T']:6d} "
                      f"{r['chunk_ms']:9.2f} {r['recurrent_ms']:13.2f} {r['chunk_vs_recurrent']:9.2f}x "
                      f"{r['chunk_gflops']:8.1f} {frac:>8} {verdict}".rstrip())

@@ -13,7 +13,7 @@ holds it. A sliding-window layer here is the explainer's ring of the last `windo
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from . import _core
+from .. import _core
 
 
 @dataclass(frozen=True)

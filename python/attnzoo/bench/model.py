@@ -1,6 +1,6 @@
 """Model benchmark: prefill and decode speed of a loaded checkpoint, against this machine's measured peaks.
 
-    python -m attnzoo.bench_model model -m DIR [--prompt 512] [--gen 128] [--contexts 64,512,2048] [--json]
+    python -m attnzoo.bench.model model -m DIR [--prompt 512] [--gen 128] [--contexts 64,512,2048] [--json]
                                         [--dtype float32|bfloat16|auto] [--linear-prefill chunked|recurrent]
                                         [--prefix 2048] [--prefix-new 32] [--snapshot-interval-blocks 32]
 
@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-from . import _core
-from ._units import human_parameters
-from .bench import _better_peaks, measure_peaks
+from .. import _core
+from .._units import human_parameters
+from .harness import better_peaks, measure_peaks
 
 PROBE_SCALES = ("full", "quick", "tiny")
 LINEAR_PREFILL = ("chunked", "recurrent")
@@ -160,6 +160,24 @@ def default_contexts(prompt, max_positions):
     return [c for c in contexts if not max_positions or c < max_positions] or [min(prompt, max_positions - 1)]
 
 
+def _config_positions(model_dir):
+    """max_position_embeddings as the checkpoint's config states it (a multimodal wrapper's text_config), 0 when it
+    states none; read without loading the weights. ValueError naming the file for a missing or bad config."""
+    config = json.loads(_core.model_config_json(model_dir))
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    return int(config.get("max_position_embeddings") or text.get("max_position_embeddings") or 0)
+
+
+def _check_fits(model_dir, prompt, gen, prefix, prefix_new):
+    max_pos = _config_positions(model_dir)
+    if max_pos and prompt + gen > max_pos:
+        raise ValueError(f"--prompt {prompt} + --gen {gen} = {prompt + gen} tokens exceed the model's context "
+                         f"(max_position_embeddings) of {max_pos}: pass a smaller --prompt / --gen")
+    if max_pos and prefix and prefix + prefix_new > max_pos:
+        raise ValueError(f"--prefix {prefix} + --prefix-new {prefix_new} = {prefix + prefix_new} tokens exceed the "
+                         f"model's context (max_position_embeddings) of {max_pos}: pass a smaller --prefix")
+
+
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
                     linear_prefill="chunked", matmul_precision="highest", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
@@ -177,7 +195,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     them (snapshots every 32 blocks = 512 tokens: a hybrid can hit a prefix at any multiple of 512 tokens for
     a few state copies per prompt).
     """
-    from .model import Model
+    from ..model import Model
     if prompt < 1 or gen < 1 or repeats < 1:
         raise ValueError("prompt, gen and repeats must be >= 1")
     if linear_prefill not in LINEAR_PREFILL:
@@ -189,6 +207,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         raise ValueError("prefix must be >= 0 and prefix_new >= 1")
     if probes not in PROBE_SCALES:
         raise ValueError(f"probes: expected one of {', '.join(PROBE_SCALES)}, got {probes!r}")
+    _check_fits(model_dir, prompt, gen, prefix, prefix_new)  # before the probes and the load: seconds
     say = progress or (lambda s: None)
     rng = np.random.default_rng(seed)
     config = _core.bench_config(probes)
@@ -251,7 +270,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         _core.set_float32_matmul_precision(previous_precision)
 
     say("measuring the peaks again")
-    peaks = _better_peaks(peaks, measure_peaks(config))
+    peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
     bf16_products = matmul_precision == "medium" and _core.active_target() == "avx512_bf16"
     if bf16_products:
@@ -416,12 +435,16 @@ def main(argv=None):
     if not os.path.isdir(args.model) and not (os.path.isfile(args.model) and args.model.endswith(".gguf")):
         parser.error(f"-m: {args.model!r} is neither a directory nor a .gguf file")
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
-    doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
-                          context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,
-                          matmul_precision=args.matmul_precision, repeats=args.repeats, probes=args.probes,
-                          progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
-                          snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
-                          kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory)
+    try:
+        doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
+                              context_gen=args.context_gen, dtype=args.dtype, linear_prefill=args.linear_prefill,
+                              matmul_precision=args.matmul_precision, repeats=args.repeats, probes=args.probes,
+                              progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
+                              snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
+                              kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory)
+    except (ValueError, OSError) as e:  # bad arguments and unreadable checkpoints: one line, no traceback
+        print(f"attnzoo bench model: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(doc, indent=2) if args.json else format_report(doc))
     return 0
 

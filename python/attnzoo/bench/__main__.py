@@ -1,0 +1,5 @@
+import sys
+
+from .kernels import main
+
+sys.exit(main())

@@ -1,0 +1,166 @@
+"""Softmax attention rows of the kernel table: prefill (dense, windowed, block-sparse, paged) and decode."""
+from .. import _core
+from .harness import BenchCase, Prepared, empty_like, fraction_of_peak_at_least, randn, time_within_of, \
+    torch_module, torch_ratio_at_least
+
+# --- softmax prefill ---------------------------------------------------------------------------------------
+
+def _torch_visibility(T, window, block_mask):
+    """The boolean [T, T] mask torch needs for the cases it has no flag for (True = attend)."""
+    torch = torch_module()
+    i = torch.arange(T).unsqueeze(1)
+    j = torch.arange(T).unsqueeze(0)
+    visible = j <= i
+    if window:
+        visible &= j > i - window
+    if block_mask is not None:
+        b = block_mask.block
+        blocks = torch.from_numpy(block_mask.blocks().astype(bool))
+        visible &= blocks.repeat_interleave(b, 0).repeat_interleave(b, 1)[:T, :T]
+    return visible
+
+
+def _prefill_case(cfg, name, dtype, window=None, block_mask=None, goals=(), extra=""):
+    from ..softmax import attention
+    T, Hq, Hkv, D = cfg["T"], cfg["Hq"], cfg["Hkv"], cfg["D"]
+    pairs = _core.count_visible_pairs(T, T, True, window or 0, block_mask)
+
+    def setup():
+        q, k, v = (randn((1, T, H, D), dtype, seed) for H, seed in ((Hq, 1), (Hkv, 2), (Hkv, 3)))
+        out = empty_like(q)
+        ours = lambda: attention(q, k, v, causal=True, window=window, block_mask=block_mask, out=out,
+                                 check_inputs=False)
+        torch = torch_module()
+        if torch is None:
+            return Prepared(ours)
+        import torch.nn.functional as F
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        if window is None and block_mask is None:
+            peer = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, enable_gqa=True)
+        else:
+            mask = _torch_visibility(T, window, block_mask)
+            peer = lambda: F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, enable_gqa=True)
+        return Prepared(ours, lambda: peer().transpose(1, 2))
+
+    return BenchCase("softmax prefill", name, f"T={T} Hq={Hq} Hkv={Hkv} D={D}{extra}", setup,
+                     flops=4.0 * pairs * Hq * D, goals=list(goals))
+
+
+def _prefill_paged_case(cfg, P):
+    """Causal bf16 prefill reading K/V from a paged cache (shuffled blocks of P tokens) through the block table."""
+    from ..softmax import attention
+    T, Hq, Hkv, D = cfg["T"], cfg["Hq"], cfg["Hkv"], cfg["D"]
+    pairs = _core.count_visible_pairs(T, T, True, 0, None)
+
+    def setup():
+        torch = torch_module()
+        if torch is None:
+            raise RuntimeError("bf16 caches need PyTorch")
+        q, k, v = (randn((1, T, H, D), "bfloat16", seed) for H, seed in ((Hq, 1), (Hkv, 2), (Hkv, 3)))
+        (k_pages, table), (v_pages, _) = _to_pages(k, P), _to_pages(v, P)
+        seqused = torch.tensor([T], dtype=torch.int32)
+        out = empty_like(q)
+        ours = lambda: attention(q, k_pages, v_pages, block_table=table, seqused_k=seqused, out=out,
+                                 check_inputs=False)
+        import torch.nn.functional as F
+
+        def peer():
+            kg = _gather_pages(k_pages, table, T).transpose(1, 2)
+            vg = _gather_pages(v_pages, table, T).transpose(1, 2)
+            return F.scaled_dot_product_attention(q.transpose(1, 2), kg, vg, is_causal=True,
+                                                  enable_gqa=True).transpose(1, 2)
+        return Prepared(ours, peer)
+
+    return BenchCase("softmax prefill", "paged bf16", f"T={T} Hq={Hq} Hkv={Hkv} D={D} page={P}", setup,
+                     flops=4.0 * pairs * Hq * D, goals=[time_within_of("softmax prefill causal bf16", 0.05)])
+
+
+def softmax_prefill_cases(config):
+    cfg = config["prefill"]
+    sp = cfg["block_sparse"]
+    from ..softmax import block_mask
+    mask = block_mask(cfg["T"], block=sp["block"], local_blocks=sp["local_blocks"],
+                      global_tokens=sp["global_tokens"], stride=sp["stride"], random_blocks=sp["random_blocks"],
+                      seed=sp["seed"])
+    return [
+        _prefill_case(cfg, "causal f32", "float32",
+                      goals=[fraction_of_peak_at_least(0.45), torch_ratio_at_least(1.5)]),
+        _prefill_case(cfg, "causal bf16", "bfloat16"),
+        _prefill_paged_case(cfg, config["decode"]["page_block"]),
+        _prefill_case(cfg, "sliding window bf16", "bfloat16", window=cfg["window"],
+                      extra=f" window={cfg['window']}"),
+        _prefill_case(cfg, "block-sparse bf16", "bfloat16", block_mask=mask,
+                      extra=f" block={sp['block']} density={mask.density():.0%}"),
+    ]
+
+
+# --- softmax decode ----------------------------------------------------------------------------------------
+
+def _decode_call(q, k_cache, v_cache, cache_seqlens, out, block_table=None):
+    """One place that knows attention_decode's calling convention (flash_attn_with_kvcache's)."""
+    from ..decode import attention_decode
+    return attention_decode(q, k_cache, v_cache, cache_seqlens, block_table=block_table, out=out,
+                            check_inputs=False)
+
+
+def _to_pages(x, P, seed=7):
+    """[1, S, H, D] -> pages [n, P, H, D] in a shuffled order (as a long-running server's allocator leaves them)
+    and the block table [1, n]."""
+    torch = torch_module()
+    S, rest = x.shape[1], tuple(x.shape[2:])
+    n = -(-S // P)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    pages = torch.empty((n, P) + rest, dtype=x.dtype)
+    pages[perm] = torch.cat([x, torch.zeros((1, n * P - S) + rest, dtype=x.dtype)], 1).reshape((n, P) + rest)
+    return pages, perm.to(torch.int32).reshape(1, n)
+
+
+def _gather_pages(pages, table, S):
+    """What a torch user does with a paged cache before attending: [1, S, H, D]."""
+    return pages[table[0]].reshape((1, -1) + tuple(pages.shape[2:]))[:, :S]
+
+
+def _decode_case(cfg, name, paged, goals, page_block=None):
+    S, Hq, Hkv, D = cfg["context"], cfg["Hq"], cfg["Hkv"], cfg["D"]
+    P = page_block or cfg["page_block"]
+    kv_bytes = 2.0 * S * Hkv * D * 2  # K and V, bf16
+
+    def setup():
+        torch = torch_module()
+        if torch is None:
+            raise RuntimeError("bf16 caches need PyTorch")
+        q = randn((1, 1, Hq, D), "bfloat16", 4)
+        k, v = randn((1, S, Hkv, D), "bfloat16", 5), randn((1, S, Hkv, D), "bfloat16", 6)
+        seqlens = torch.tensor([S], dtype=torch.int32)
+        out = torch.empty_like(q)
+        import torch.nn.functional as F
+        qt = q.transpose(1, 2)
+        if not paged:
+            ours = lambda: _decode_call(q, k, v, seqlens, out)
+            kt, vt = k.transpose(1, 2), v.transpose(1, 2)
+            peer = lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True).transpose(1, 2)
+            return Prepared(ours, peer)
+        (k_pages, table), (v_pages, _) = _to_pages(k, P), _to_pages(v, P)
+        ours = lambda: _decode_call(q, k_pages, v_pages, seqlens, out, block_table=table)
+
+        def peer():
+            kg = _gather_pages(k_pages, table, S).transpose(1, 2)
+            vg = _gather_pages(v_pages, table, S).transpose(1, 2)
+            return F.scaled_dot_product_attention(qt, kg, vg, enable_gqa=True).transpose(1, 2)
+        return Prepared(ours, peer)
+
+    shape = f"context={S} Hq={Hq} Hkv={Hkv} D={D}" + (f" page={P}" if paged else "")
+    return BenchCase("softmax decode", name, shape, setup, bytes=kv_bytes, goals=goals)
+
+
+def softmax_decode_cases(config):
+    cfg = config["decode"]
+    contiguous = "softmax decode contiguous bf16"
+    return [
+        _decode_case(cfg, "contiguous bf16", False, [fraction_of_peak_at_least(0.70)]),
+        _decode_case(cfg, "paged bf16", True,
+                     [fraction_of_peak_at_least(0.70), time_within_of(contiguous, 0.10)]),
+        # Odd block sizes: blocks straddle cache lines and key tiles.
+        _decode_case(cfg, "paged bf16 block 7", True, [time_within_of(contiguous, 0.10)], page_block=7),
+        _decode_case(cfg, "paged bf16 block 48", True, [time_within_of(contiguous, 0.10)], page_block=48),
+    ]

@@ -1,0 +1,52 @@
+#include "engine/sampling_defaults.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "loader/test_files.h"
+
+namespace attnzoo {
+namespace {
+
+TEST(SamplingDefaults, TransformersDefaultsWithoutAFile) {
+  const SamplingParams p = resolve_sampling("", {});
+  EXPECT_EQ(p.temperature, 0.f);  // greedy unless do_sample
+  EXPECT_EQ(p.top_k, 50);
+  EXPECT_EQ(p.top_p, 1.f);
+  SamplingOverrides o;
+  o.do_sample = true;
+  EXPECT_EQ(resolve_sampling("", o).temperature, 1.f);
+}
+
+TEST(SamplingDefaults, GenerationConfigSeedsAndTheCallerWins) {
+  testing::ScratchDir dir;
+  testing::write_file(dir.path() / "generation_config.json",
+                      std::string(R"({"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.9})"));
+  const SamplingParams p = resolve_sampling(dir.str(), {});
+  EXPECT_FLOAT_EQ(p.temperature, 0.6f);
+  EXPECT_EQ(p.top_k, 20);
+  EXPECT_FLOAT_EQ(p.top_p, 0.9f);
+  SamplingOverrides o;
+  o.temperature = 1.5f;
+  o.top_k = 5;
+  EXPECT_FLOAT_EQ(resolve_sampling(dir.str(), o).temperature, 1.5f);
+  EXPECT_EQ(resolve_sampling(dir.str(), o).top_k, 5);
+  SamplingOverrides greedy;
+  greedy.do_sample = false;
+  EXPECT_EQ(resolve_sampling(dir.str(), greedy).temperature, 0.f);
+  SamplingOverrides zero;
+  zero.temperature = 0.f;
+  EXPECT_EQ(resolve_sampling(dir.str(), zero).temperature, 0.f);
+  SamplingOverrides bad;
+  bad.top_p = 0.f;
+  EXPECT_THROW(resolve_sampling(dir.str(), bad), ArgumentError);
+}
+
+TEST(SamplingDefaults, ATemperatureAloneSamplesAGreedyCheckpoint) {
+  SamplingOverrides o;
+  o.temperature = 0.7f;
+  EXPECT_FLOAT_EQ(resolve_sampling("", o).temperature, 0.7f);
+}
+
+}  // namespace
+}  // namespace attnzoo
