@@ -4,12 +4,16 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "engine/model_adapters.h"
+#include "engine/ngram_proposer.h"
 
 namespace attnzoo {
 
 DraftProposer::DraftProposer(LogitsSource& draft, int64_t target_vocab) : draft_(draft) {
   const int64_t v = draft.vocab_size();
-  require(std::llabs(v - target_vocab) <= 1024, "draft_model",
+  // Checkpoints pad their embedding tables differently (Qwen2.5: 151936 against 152064 rows); more than a 1/64
+  // difference is another tokenizer.
+  require(std::llabs(v - target_vocab) * 64 <= std::max(v, target_vocab), "draft_model",
           "has a vocabulary of " + std::to_string(v) + " tokens, the target " + std::to_string(target_vocab) +
               ": a draft must share the target's tokenizer");
   require(draft.can_speculate(), "draft_model", "cannot roll back, so it cannot draft");
@@ -55,6 +59,37 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
     ctx.push_back(d);
     if (i + 1 < k) feed(std::span(&d, 1));
   }
+}
+
+namespace {
+
+// A draft model's own sequence and the proposer over it.
+class ModelDraftProposer : public Proposer {
+ public:
+  ModelDraftProposer(const Model& draft, int64_t target_vocab) : sequence_(draft), inner_(sequence_, target_vocab) {}
+  void propose(std::span<const int32_t> context, int64_t k, const SamplingParams& sampling, Rng& rng,
+               Proposal& out) override {
+    inner_.propose(context, k, sampling, rng, out);
+  }
+
+ private:
+  ModelSequence sequence_;
+  DraftProposer inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Proposer> make_proposer(const SpeculativeOptions& options, const Model* draft, int64_t target_vocab) {
+  options.validate();
+  switch (options.method) {
+    case SpeculativeMethod::none: return nullptr;
+    case SpeculativeMethod::ngram:
+      return std::make_unique<NgramProposer>(options.prompt_lookup_min, options.prompt_lookup_max);
+    case SpeculativeMethod::draft:
+      require(draft != nullptr, "draft_model", "the 'draft' method needs a loaded draft model");
+      return std::make_unique<ModelDraftProposer>(*draft, target_vocab);
+  }
+  return nullptr;
 }
 
 }  // namespace attnzoo
