@@ -34,6 +34,7 @@ std::unique_ptr<Model> prepare_speculation(const SpeculativeOptions& o, bool fla
     throw ArgumentError("--draft-model: only the 'draft' method uses a draft model");
   load.pool.max_rollback_tokens = o.num_speculative_tokens + 1;
   if (o.method != SpeculativeMethod::draft) return nullptr;
+  if (o.draft_model.empty()) throw ArgumentError("--draft-model: the 'draft' method needs a draft model (sharing the tokenizer)");
   return Model::load(o.draft_model, load);
 }
 

@@ -16,8 +16,6 @@ void SpeculativeOptions::validate() const {
             "must be >= prompt_lookup_min (" + std::to_string(prompt_lookup_min) + "), got " +
                 std::to_string(prompt_lookup_max));
   }
-  if (method == SpeculativeMethod::draft)
-    require(!draft_model.empty(), "draft_model", "is required by the 'draft' method (a model sharing the tokenizer)");
 }
 
 SpeculativeMethod parse_speculative_method(const std::string& name, const std::string& what) {

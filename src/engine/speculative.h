@@ -20,7 +20,7 @@ struct SpeculativeOptions {
   SpeculativeMethod method = SpeculativeMethod::none;
   int64_t num_speculative_tokens = 0;  // k: tokens proposed per step
   int64_t prompt_lookup_min = 1, prompt_lookup_max = 3;  // ngram: the n-gram lengths tried, longest first
-  std::string draft_model;  // draft: a model directory (or GGUF) sharing the target's tokenizer
+  std::string draft_model;  // draft: a model directory (or GGUF) sharing the target's tokenizer (front ends load it)
 
   bool enabled() const { return method != SpeculativeMethod::none; }
   void validate() const;  // ArgumentError naming the field

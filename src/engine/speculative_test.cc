@@ -152,7 +152,7 @@ TEST(Speculative, OptionsAreValidatedByName) {
   EXPECT_THROW_NAMING(o.validate(), "prompt_lookup_max");
   o.method = SpeculativeMethod::draft;
   o.prompt_lookup_min = 1;
-  EXPECT_THROW_NAMING(o.validate(), "draft_model");
+  EXPECT_THROW_NAMING(make_proposer(o, nullptr, kVocab), "draft_model");
   EXPECT_THROW_NAMING(parse_speculative_method("eagle", "--speculative"), "--speculative");
   TinyModel m(1, 1.f);
   EXPECT_THROW_NAMING(DraftProposer(m, 5000), "draft_model");
