@@ -13,6 +13,7 @@ import test_model_llama as llama  # noqa: E402
 import test_model_mamba2 as mamba2  # noqa: E402
 import test_model_qwen3_next as qwen3_next  # noqa: E402
 from attnzoo import _core  # noqa: E402
+from test_engine import text_model  # noqa: E402,F401  (the fixture: a random Llama with a trained tokenizer)
 
 # target kind -> (module, kind, draft module, draft kind); each draft shares its target's vocabulary.
 MODELS = {
@@ -92,3 +93,45 @@ def test_bad_options_are_named(built):
     other = _core.Model.load(built(mamba2, "g1_conv4"))  # vocabulary 160 against 320: another tokenizer
     with pytest.raises(ValueError, match="draft_model"):
         _generate(target, ids, speculative="draft", num_speculative_tokens=2, draft_model=other)
+
+
+@pytest.mark.parametrize("name", ["dense", "hybrid"])
+def test_serving_engine_greedy_is_identical_with_speculation(built, name):
+    from attnzoo.engine import LLM, SamplingParams
+    from attnzoo.model import Model
+    module, kind, draft_module, draft_kind = MODELS[name]
+    prompts = [_prompt(module.VOCAB)[: 12 + 3 * i].tolist() for i in range(6)]
+    params = [SamplingParams(temperature=0, max_tokens=20 + 5 * i) for i in range(6)]
+    plain = LLM(Model.load(built(module, kind))).generate(prompts, params)
+    configs = {
+        "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
+        "draft": {"method": "draft_model", "model": built(draft_module, draft_kind), "num_speculative_tokens": 3},
+    }
+    for label, config in configs.items():
+        llm = LLM(Model.load(built(module, kind)), max_num_batched_tokens=64, speculative_config=config)
+        got = llm.generate(prompts, params)
+        for i, (a, b) in enumerate(zip(plain, got)):
+            assert b.outputs[0].token_ids == a.outputs[0].token_ids, f"{name} {label} request {i}"
+        stats = llm.engine.stats()
+        assert stats["spec_decode_num_draft_tokens"] > 0
+        assert 0 <= stats["spec_decode_num_accepted_tokens"] <= stats["spec_decode_num_draft_tokens"]
+        assert sum(stats["spec_decode_num_accepted_tokens_per_pos"]) == stats["spec_decode_num_accepted_tokens"]
+        assert stats["free_blocks"] == stats["num_blocks"]
+        llm.stop()
+    with pytest.raises(ValueError, match="speculative_config"):
+        LLM(Model.load(built(module, kind)), speculative_config={"method": "ngram", "k": 3})
+
+
+def test_serving_engine_text_is_identical_with_speculation(text_model):
+    directory = text_model
+    from attnzoo.engine import LLM, SamplingParams
+    from attnzoo.model import Model
+    prompts = ["the cat sat on the mat and the cat sat on the", "once upon a time there was a"]
+    params = SamplingParams(temperature=0, max_tokens=40)
+    plain = LLM(Model.load(directory)).generate(prompts, params)
+    spec = LLM(Model.load(directory), speculative_config={"method": "ngram", "num_speculative_tokens": 4,
+                                                         "prompt_lookup_max": 3})
+    got = spec.generate(prompts, params)
+    assert [o.outputs[0].text for o in got] == [o.outputs[0].text for o in plain]
+    assert all(o.outputs[0].text for o in got)
+    spec.stop()
