@@ -135,3 +135,35 @@ def test_serving_engine_text_is_identical_with_speculation(text_model):
     assert [o.outputs[0].text for o in got] == [o.outputs[0].text for o in plain]
     assert all(o.outputs[0].text for o in got)
     spec.stop()
+
+
+def test_cli_generate_prints_the_same_text_with_speculation(text_model, built):
+    import os
+    import subprocess
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    cli = os.environ.get("ATTNZOO_CLI", os.path.join(root, "build", "attnzoo"))
+    if not os.access(cli, os.X_OK):
+        pytest.skip(f"attnzoo CLI not built at {cli}")
+
+    def run(*args):
+        return subprocess.run([cli, "generate", "-m", text_model, "-p", "the cat sat on the mat and the cat", "-n", "40",
+                               *args], capture_output=True, text=True, timeout=120)
+    plain = run()
+    assert plain.returncode == 0, plain.stderr
+    for args in (["--speculative", "ngram", "--num-speculative-tokens", "3", "--prompt-lookup-max", "2"],
+                 ["--speculative", "draft", "--num-speculative-tokens", "2", "--draft-model", text_model]):
+        spec = run(*args)
+        assert spec.returncode == 0, spec.stderr
+        assert spec.stdout == plain.stdout
+        assert "guesses accepted" in spec.stderr and "mean acceptance length" in spec.stderr
+    for args, message in (
+            (["--speculative", "draft", "--num-speculative-tokens", "2"], "--draft-model"),
+            (["--num-speculative-tokens", "2"], "--speculative"),
+            (["--speculative", "medusa", "--num-speculative-tokens", "2"], "--speculative"),
+            (["--speculative", "ngram", "--num-speculative-tokens", "2", "--prompt-lookup-min", "3",
+              "--prompt-lookup-max", "2"], "prompt_lookup_max"),
+            (["--speculative", "ngram", "--num-speculative-tokens", "2", "--draft-model", text_model], "--draft-model"),
+            (["--speculative", "draft", "--num-speculative-tokens", "2", "--draft-model",
+              built(mamba2, "g1_conv4")], "draft_model")):
+        bad = run(*args)
+        assert bad.returncode != 0 and message in bad.stderr, (args, bad.stderr)
