@@ -120,14 +120,20 @@ GenerationResult run(TinyModel& target, Kind kind, const std::vector<int32_t>& p
 }
 
 SamplingParams params(float t, int64_t top_k, float top_p, float min_p, float rep, uint64_t seed) {
-  SamplingParams s;
-  s.temperature = t;
-  s.top_k = top_k;
-  s.top_p = top_p;
-  s.min_p = min_p;
-  s.repetition_penalty = rep;
-  s.seed = seed;
-  return s;
+  return {.temperature = t, .top_k = top_k, .top_p = top_p, .min_p = min_p, .repetition_penalty = rep, .seed = seed};
+}
+
+// Plain greedy decoding of the target (seed 42): what speculation must reproduce.
+GenerationOptions greedy(int64_t n) {
+  GenerationOptions o;
+  o.sampling.temperature = 0;
+  o.max_new_tokens = n;
+  return o;
+}
+
+std::vector<int32_t> plain_greedy(const std::vector<int32_t>& prompt, const GenerationOptions& o) {
+  TinyModel m(42, 1.5f);
+  return generate(m, prompt, o).tokens;
 }
 
 TEST(NgramLookup, LongestEarliestMatchProposesWhatFollowed) {
@@ -243,11 +249,8 @@ TEST(SpeculativeStatistics, AcceptingEveryGuessIsCaught) {
 
 TEST(Speculative, GreedyIsTokenForTokenPlainGreedy) {
   const std::vector<int32_t> prompt = {1, 2, 3, 1, 2, 4};
-  TinyModel plain_model(42, 1.5f);
-  GenerationOptions plain;
-  plain.sampling.temperature = 0;
-  plain.max_new_tokens = 200;
-  const auto want = generate(plain_model, prompt, plain).tokens;
+  const GenerationOptions plain = greedy(200);
+  const auto want = plain_greedy(prompt, plain);
   ASSERT_EQ(want.size(), 200u);
   for (Kind kind : {Kind::ngram, Kind::good_draft, Kind::bad_draft})
     for (int64_t k : {1, 3, 5}) {
@@ -265,20 +268,16 @@ TEST(Speculative, GreedyIsTokenForTokenPlainGreedy) {
 
 TEST(Speculative, StopsExactlyAtEosAndMaxNewTokens) {
   const std::vector<int32_t> prompt = {1, 2, 3, 1, 2, 4};
-  TinyModel plain_model(42, 1.5f);
-  GenerationOptions o;
-  o.sampling.temperature = 0;
-  o.max_new_tokens = 50;
-  const auto want = generate(plain_model, prompt, o).tokens;
+  GenerationOptions o = greedy(50);
+  const auto want = plain_greedy(prompt, o);
   o.eos_token_ids = {want[17]};
-  TinyModel m1(42, 1.5f);
-  const auto cut = generate(m1, prompt, o);
+  const auto cut = plain_greedy(prompt, o);
   NgramProposer ngram(1, 3);
   o.proposer = &ngram;
   o.num_speculative_tokens = 4;
   TinyModel m2(42, 1.5f);
   const auto spec = generate(m2, prompt, o);
-  EXPECT_EQ(spec.tokens, cut.tokens);
+  EXPECT_EQ(spec.tokens, cut);
   EXPECT_EQ(spec.reason, StopReason::eos);
   o.eos_token_ids.clear();
   o.max_new_tokens = 23;
