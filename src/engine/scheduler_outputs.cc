@@ -19,7 +19,11 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   s->sampler = std::make_unique<Sampler>(sp);
   if (tokenizer_) s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, /*skip_special_tokens=*/true);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
-  s->proposer = make_proposer(options_.speculative, options_.draft_model, model_.info().vocab_size);
+  try {
+    s->proposer = make_proposer(options_.speculative, options_.draft_model, model_.info().vocab_size);
+  } catch (const PoolExhausted&) {
+    // The draft's own pool has no state slot left for this sample: it decodes without guesses, exactly.
+  }
   return s;
 }
 

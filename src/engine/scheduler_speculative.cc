@@ -12,9 +12,10 @@ int64_t Scheduler::propose(RequestState& r, Sample& s, int64_t budget) {
   s.proposal.tokens.clear();
   s.proposal.q.clear();
   const auto& params = r.request.params;
-  // The pending token is already counted in `generated`: guesses past max_tokens or max_model_len are waste.
-  int64_t k = std::min({options_.speculative.num_speculative_tokens, budget, params.max_tokens - s.generated});
-  if (max_model_len_ > 0) k = std::min<int64_t>(k, max_model_len_ - int64_t(s.tokens.size()));
+  // A pass yields the kept guesses and one token more; the pending token is already counted in `generated`.
+  // Guesses past max_tokens or max_model_len would be thrown away (the same bounds as generate()).
+  int64_t k = std::min({options_.speculative.num_speculative_tokens, budget, params.max_tokens - s.generated - 1});
+  if (max_model_len_ > 0) k = std::min<int64_t>(k, max_model_len_ - int64_t(s.tokens.size()) - 1);
   if (k <= 0) return 0;
   try {
     s.proposer->propose(s.tokens, k, s.sampler->params(), s.sampler->rng(), s.proposal);

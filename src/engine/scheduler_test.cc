@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
+#include "engine/ngram_proposer.h"
 #include "models/model.h"
 #include "testing/tiny_llama.h"
 
@@ -425,6 +426,44 @@ TEST_F(SchedulerTest, SpeculativeGreedyMatchesEachRequestAlone) {
       if (blocks > 0) EXPECT_GT(st.preemptions, 0);
     }
   }
+}
+
+// Seeded sampling with speculation draws exactly what the single-sequence loop with the same proposer and seed
+// draws: one algorithm, one stream of random numbers, however the step's batch is formed.
+TEST_F(SchedulerTest, SpeculativeSeededSamplingMatchesTheGenerateLoop) {
+  auto model = load();
+  EngineOptions o = defaults();
+  o.max_num_batched_tokens = 24;
+  o.speculative.method = SpeculativeMethod::ngram;
+  o.speculative.num_speculative_tokens = 3;
+  Scheduler s(*model, nullptr, o);
+  const int N = 6;
+  std::vector<Collected> got(N);
+  std::vector<Request> reqs(N);
+  for (int i = 0; i < N; ++i) {
+    std::vector<int32_t> p = prompt_of(5 + i, i);
+    p.insert(p.end(), p.begin(), p.end());
+    reqs[size_t(i)].prompt = p;
+    reqs[size_t(i)].params.sampling.temperature = 0.7f;
+    reqs[size_t(i)].params.sampling.top_p = 0.9f;
+    reqs[size_t(i)].params.sampling.seed = uint64_t(100 + i);
+    reqs[size_t(i)].params.max_tokens = 12 + i;
+    s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
+  }
+  drain(s);
+  if (!reference_) reference_ = load();
+  NgramProposer ngram(o.speculative.prompt_lookup_min, o.speculative.prompt_lookup_max);
+  for (int i = 0; i < N; ++i) {
+    ModelSequence seq(*reference_);
+    GenerationOptions g;
+    g.sampling = reqs[size_t(i)].params.sampling;
+    g.max_new_tokens = reqs[size_t(i)].params.max_tokens;
+    g.eos_token_ids = eos_;
+    g.proposer = &ngram;
+    g.num_speculative_tokens = 3;
+    EXPECT_EQ(got[size_t(i)].tokens[0], generate(seq, reqs[size_t(i)].prompt, g).tokens) << "request " << i;
+  }
+  EXPECT_GT(s.stats().spec_decode_num_draft_tokens, 0);
 }
 
 }  // namespace
