@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import _core
-from .generate import _eos_ids
+from .generate import _eos_ids, _speculative_args
 from .model import Model, _ids
 
 __all__ = ["SamplingParams", "Engine", "LLM", "RequestStream", "CompletionOutput", "RequestOutput",
@@ -107,18 +107,13 @@ class Engine:
         # The same end-of-sequence ids as Model.generate: the tokenizer's, else the checkpoint's configs.
         self.eos_token_ids = sorted(_eos_ids(model, tok, eos_token_ids))
         spec = dict(speculative_config or {})
-        unknown = set(spec) - {"method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "model"}
-        if unknown:
-            raise ValueError(f"speculative_config: unknown keys {sorted(unknown)}")
-        draft = spec.get("model")
-        if draft is not None and not isinstance(draft, Model):
-            draft = Model.load(draft)
-        self._draft = draft  # the engine holds on to it
+        if isinstance(spec.get("model"), str):
+            spec["model"] = Model.load(spec["model"])
+        self._draft = spec.get("model")  # the engine holds on to it
+        args = _speculative_args(spec) or {"speculative": "none"}
         self._core = _core.Engine(model._core, tok._native if tok is not None else None, int(max_num_batched_tokens),
                                   int(max_num_seqs), int(max_model_len), bool(enable_chunked_prefill),
-                                  self.eos_token_ids, int(max_waiting_requests), str(spec.get("method", "none")),
-                                  int(spec.get("num_speculative_tokens", 0)), int(spec.get("prompt_lookup_min", 1)),
-                                  int(spec.get("prompt_lookup_max", 3)), draft._core if draft is not None else None)
+                                  self.eos_token_ids, int(max_waiting_requests), **args)
 
     def _prompt_ids(self, prompt):
         if isinstance(prompt, str):

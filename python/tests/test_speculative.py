@@ -167,3 +167,19 @@ def test_cli_generate_prints_the_same_text_with_speculation(text_model, built):
               built(mamba2, "g1_conv4")], "draft_model")):
         bad = run(*args)
         assert bad.returncode != 0 and message in bad.stderr, (args, bad.stderr)
+
+
+def test_model_generate_takes_vllms_speculative_config(built):
+    from attnzoo.model import Model
+    target = Model.load(built(qwen3_next, "moe_interval"))
+    draft = Model.load(built(mamba2, "g1_conv4"))
+    ids = _prompt(qwen3_next.VOCAB)
+    want = target.generate(ids, max_new_tokens=60)
+    for config in ({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 2},
+                   {"method": "draft_model", "model": draft, "num_speculative_tokens": 2}):
+        assert target.generate(ids, max_new_tokens=60, speculative_config=config) == want
+    with pytest.raises(ValueError, match="speculative_config"):
+        target.generate(ids, max_new_tokens=4, speculative_config={"method": "ngram", "k": 2})
+    with pytest.raises(ValueError, match="speculative_config"):
+        target.generate(ids, max_new_tokens=4, native=False, speculative_config={"method": "ngram",
+                                                                                 "num_speculative_tokens": 2})
