@@ -77,10 +77,13 @@ nb::dict stats_dict(const EngineStats& s) {
   d["aborted_requests"] = s.aborted_requests;
   d["failed_requests"] = s.failed_requests;
   d["steps"] = s.steps;
-  d["spec_decode_num_drafts"] = s.spec_decode_num_drafts;
-  d["spec_decode_num_draft_tokens"] = s.spec_decode_num_draft_tokens;
-  d["spec_decode_num_accepted_tokens"] = s.spec_decode_num_accepted_tokens;
-  d["spec_decode_num_accepted_tokens_per_pos"] = s.spec_decode_num_accepted_tokens_per_pos;
+  d["spec_decode_num_drafts"] = s.speculative.drafts;
+  d["spec_decode_num_draft_tokens"] = s.speculative.draft_tokens;
+  d["spec_decode_num_accepted_tokens"] = s.speculative.accepted_tokens;
+  d["spec_decode_num_accepted_tokens_per_pos"] = s.speculative.accepted_per_position;
+  // What vLLM's spec-decode log line reports: guesses kept / verified, tokens per verification pass.
+  d["spec_decode_acceptance_rate"] = s.speculative.acceptance_rate();
+  d["spec_decode_mean_acceptance_length"] = s.speculative.mean_acceptance_length();
   return d;
 }
 

@@ -116,6 +116,10 @@ def test_serving_engine_greedy_is_identical_with_speculation(built, name):
         assert stats["spec_decode_num_draft_tokens"] > 0
         assert 0 <= stats["spec_decode_num_accepted_tokens"] <= stats["spec_decode_num_draft_tokens"]
         assert sum(stats["spec_decode_num_accepted_tokens_per_pos"]) == stats["spec_decode_num_accepted_tokens"]
+        assert stats["spec_decode_acceptance_rate"] == pytest.approx(
+            stats["spec_decode_num_accepted_tokens"] / stats["spec_decode_num_draft_tokens"])
+        assert stats["spec_decode_mean_acceptance_length"] == pytest.approx(
+            1 + stats["spec_decode_num_accepted_tokens"] / stats["spec_decode_num_drafts"])
         assert stats["free_blocks"] == stats["num_blocks"]
         llm.stop()
     with pytest.raises(ValueError, match="speculative_config"):

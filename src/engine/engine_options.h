@@ -41,10 +41,9 @@ struct EngineStats {
   int64_t generation_tokens = 0;   // tokens sampled
   int64_t finished_requests = 0, aborted_requests = 0, failed_requests = 0;
   int64_t steps = 0;               // forward passes run
-  // Speculative decoding, vLLM's spec_decode counters: verification passes with guesses, guesses, guesses kept,
-  // and kept per guess position.
-  int64_t spec_decode_num_drafts = 0, spec_decode_num_draft_tokens = 0, spec_decode_num_accepted_tokens = 0;
-  std::vector<int64_t> spec_decode_num_accepted_tokens_per_pos;
+  // Speculative decoding, vLLM's spec_decode counters (num_drafts, num_draft_tokens, num_accepted_tokens, and
+  // accepted per guess position), with the acceptance rate and mean acceptance length they give.
+  SpeculativeStats speculative;
 };
 
 }  // namespace attnzoo

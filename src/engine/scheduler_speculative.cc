@@ -52,13 +52,7 @@ void Scheduler::verify(RequestState& r, Sample& s, int64_t length_before, const 
     fail(r, std::string("speculative verification failed: ") + e.what());
     return;
   }
-  const int64_t accepted = int64_t(kept.size()) - 1;
-  ++counters_.spec_decode_num_drafts;
-  counters_.spec_decode_num_draft_tokens += n;
-  counters_.spec_decode_num_accepted_tokens += accepted;
-  auto& per_pos = counters_.spec_decode_num_accepted_tokens_per_pos;
-  if (int64_t(per_pos.size()) < n) per_pos.resize(size_t(n), 0);
-  for (int64_t i = 0; i < accepted; ++i) ++per_pos[size_t(i)];
+  counters_.speculative.add(n, int64_t(kept.size()) - 1);
   s.proposal.tokens.clear();
   for (size_t i = 0; i < kept.size() && !s.finished; ++i)
     commit_token(r, s, kept[i], std::span(rows + i * size_t(V), size_t(V)), now);

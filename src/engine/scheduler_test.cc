@@ -413,16 +413,16 @@ TEST_F(SchedulerTest, SpeculativeGreedyMatchesEachRequestAlone) {
       const EngineStats st = s.stats();
       EXPECT_EQ(st.finished_requests, N);
       EXPECT_EQ(st.free_blocks, st.num_blocks);
-      EXPECT_GT(st.spec_decode_num_draft_tokens, 0);
-      EXPECT_GT(st.spec_decode_num_accepted_tokens, 0);
+      EXPECT_GT(st.speculative.draft_tokens, 0);
+      EXPECT_GT(st.speculative.accepted_tokens, 0);
       if (method == SpeculativeMethod::ngram)
-        EXPECT_LT(st.spec_decode_num_accepted_tokens, st.spec_decode_num_draft_tokens);
+        EXPECT_LT(st.speculative.accepted_tokens, st.speculative.draft_tokens);
       else
-        EXPECT_GT(st.spec_decode_num_accepted_tokens * 2, st.spec_decode_num_draft_tokens);
+        EXPECT_GT(st.speculative.accepted_tokens * 2, st.speculative.draft_tokens);
       // Fewer forward passes than sampled tokens after the first of each request: guesses were kept.
       int64_t decode_tokens = 0;
       for (auto& g : got) decode_tokens += int64_t(g.tokens[0].size()) - 1;
-      EXPECT_LT(st.spec_decode_num_drafts, decode_tokens);
+      EXPECT_LT(st.speculative.drafts, decode_tokens);
       if (blocks > 0) EXPECT_GT(st.preemptions, 0);
     }
   }
@@ -463,7 +463,7 @@ TEST_F(SchedulerTest, SpeculativeSeededSamplingMatchesTheGenerateLoop) {
     g.num_speculative_tokens = 3;
     EXPECT_EQ(got[size_t(i)].tokens[0], generate(seq, reqs[size_t(i)].prompt, g).tokens) << "request " << i;
   }
-  EXPECT_GT(s.stats().spec_decode_num_draft_tokens, 0);
+  EXPECT_GT(s.stats().speculative.draft_tokens, 0);
 }
 
 }  // namespace

@@ -58,10 +58,10 @@ TEST(ServerMetrics, VllmNamesFromStatsAndRequests) {
   stats.preemptions = 6;
   stats.prompt_tokens = 70;
   stats.generation_tokens = 50;
-  stats.spec_decode_num_drafts = 9;
-  stats.spec_decode_num_draft_tokens = 27;
-  stats.spec_decode_num_accepted_tokens = 12;
-  stats.spec_decode_num_accepted_tokens_per_pos = {7, 4, 1};
+  stats.speculative.drafts = 9;
+  stats.speculative.draft_tokens = 27;
+  stats.speculative.accepted_tokens = 12;
+  stats.speculative.accepted_per_position = {7, 4, 1};
   const auto s = samples(m.text(stats, "my \"model\""));
   const std::string l = "{model_name=\"my \\\"model\\\"\"}";
   EXPECT_EQ(s.at("vllm:num_requests_running" + l), 3);
