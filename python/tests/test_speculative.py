@@ -160,6 +160,13 @@ def test_cli_generate_prints_the_same_text_with_speculation(text_model, built):
         assert spec.returncode == 0, spec.stderr
         assert spec.stdout == plain.stdout
         assert "guesses accepted" in spec.stderr and "mean acceptance length" in spec.stderr
+    # chat: one proposer for the conversation (a draft keeps what it computed of the shared history).
+    turns = "the cat sat on the mat\nand the cat sat again\n/exit\n"
+    chat = [subprocess.run([cli, "chat", "-m", text_model, "-n", "30", *extra], input=turns, capture_output=True,
+                           text=True, timeout=120)
+            for extra in ([], ["--speculative", "draft", "--num-speculative-tokens", "3", "--draft-model", text_model])]
+    assert chat[0].returncode == 0 and chat[1].returncode == 0, chat[1].stderr
+    assert chat[1].stdout == chat[0].stdout and chat[0].stdout.count(">") >= 3
     for args, message in (
             (["--speculative", "draft", "--num-speculative-tokens", "2"], "--draft-model"),
             (["--num-speculative-tokens", "2"], "--speculative"),

@@ -1,5 +1,5 @@
 #pragma once
-// The speculative-decoding flags of `attnzoo generate` and `attnzoo serve` (vLLM's speculative_config fields;
+// The speculative-decoding flags of `attnzoo generate`, `chat` and `serve` (vLLM's speculative_config fields;
 // llama.cpp's --model-draft / --draft-max spellings as aliases), and the draft model they load.
 #include <memory>
 #include <string>
