@@ -3,10 +3,15 @@
 // with a second random checkpoint as the draft; a rollback gives its blocks back to the pool.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+
+#include "engine/chi_square.h"
 #include "engine/draft_proposer.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "engine/ngram_proposer.h"
+#include "engine/sampler_reference.h"
 #include "testing/tiny_llama.h"
 
 namespace attnzoo {
@@ -65,6 +70,95 @@ TEST(SpeculativeModel, RollbackFreesBlocksAndRecomputesNothingOnAttention) {
   EXPECT_THROW(s.rollback(9), ArgumentError);  // longer than the sequence: named, nothing changed
   s.rollback(3);                                // attention alone needs no checkpoint to go back
   EXPECT_EQ(model->pool().stats().free_blocks, free0 - 1);
+}
+
+// Sampling on the real model: the joint distribution of three new tokens (temperature 1.5, top-k 4, a repetition
+// penalty; the first comes from the prompt's pass, the other two from one verification pass), enumerated from the
+// model's own logits through the sampler reference, against 3000 seeded runs with each proposer: n-gram lookup,
+// the target as its own draft (a second load), and an unrelated random checkpoint as the draft.
+TEST(SpeculativeModel, SampledContinuationsFollowTheTargetDistribution) {
+  testing::ScratchDir dir, bad_dir;
+  testing::write_tiny_llama(dir);
+  testing::write_tiny_llama(bad_dir, 8);
+  const auto model = Model::load(dir.str());
+  const auto good_draft = Model::load(dir.str());
+  const auto bad_draft = Model::load(bad_dir.str());
+  // The prompt is the model's own greedy chain: a sampled token has likely appeared in it, and prompt lookup then
+  // guesses what the model itself put after it (often, not always, kept).
+  std::vector<int32_t> prompt = {5, 17};
+  {
+    ModelSequence chain(*model);
+    GenerationOptions g;
+    g.sampling.temperature = 0;
+    g.max_new_tokens = 40;
+    const auto more = generate(chain, prompt, g).tokens;
+    prompt.insert(prompt.end(), more.begin(), more.end());
+  }
+  SamplingParams p;
+  p.temperature = 1.5f;
+  p.top_k = 4;
+  p.repetition_penalty = 1.1f;
+  const int64_t V = model->info().vocab_size;
+  std::map<std::vector<int32_t>, size_t> cell;
+  std::vector<double> probs;
+  std::vector<float> logits(static_cast<size_t>(V));
+  std::function<void(std::vector<int32_t>&, double)> walk = [&](std::vector<int32_t>& ctx, double prob) {
+    if (ctx.size() == prompt.size() + 3) {
+      cell[std::vector<int32_t>(ctx.begin() + std::ptrdiff_t(prompt.size()), ctx.end())] = probs.size();
+      probs.push_back(prob);
+      return;
+    }
+    ModelSequence fresh(*model);
+    fresh.append(ctx, logits);
+    const auto next = sampling_distribution_reference(logits, ctx, p);
+    for (int32_t t = 0; t < V; ++t) {
+      if (next[size_t(t)] == 0) continue;
+      ctx.push_back(t);
+      walk(ctx, prob * next[size_t(t)]);
+      ctx.pop_back();
+    }
+  };
+  std::vector<int32_t> start = prompt;
+  walk(start, 1.0);
+  NgramProposer ngram(1, 2);
+  for (const Model* draft : std::vector<const Model*>{nullptr, good_draft.get(), bad_draft.get()}) {
+    SCOPED_TRACE(draft == nullptr ? "ngram" : draft == good_draft.get() ? "self draft" : "bad draft");
+    std::vector<int64_t> counts(probs.size(), 0);
+    int64_t outside = 0, proposed = 0, accepted = 0;
+    for (int i = 0; i < 3000; ++i) {
+      ModelSequence target(*model);
+      std::unique_ptr<ModelSequence> draft_seq;
+      std::unique_ptr<DraftProposer> drafter;
+      GenerationOptions o;
+      o.sampling = p;
+      o.sampling.seed = uint64_t(i) + 1;
+      o.max_new_tokens = 3;
+      o.num_speculative_tokens = 2;
+      o.proposer = &ngram;
+      if (draft) {
+        draft_seq = std::make_unique<ModelSequence>(*draft);
+        drafter = std::make_unique<DraftProposer>(*draft_seq, V);
+        o.proposer = drafter.get();
+      }
+      const GenerationResult r = generate(target, prompt, o);
+      ASSERT_EQ(r.tokens.size(), 3u);
+      proposed += r.speculative.draft_tokens;
+      accepted += r.speculative.accepted_tokens;
+      const auto it = cell.find(r.tokens);
+      if (it == cell.end()) ++outside; else ++counts[it->second];
+    }
+    EXPECT_EQ(outside, 0);
+    EXPECT_GT(proposed, 500);  // at most one guess a run: the second new token, verified with the third's row
+    if (draft == good_draft.get()) {
+      EXPECT_GT(accepted, proposed * 9 / 10);  // q = p (up to rounding): guesses are kept
+    } else {
+      EXPECT_LT(accepted, proposed * 9 / 10);  // the rejection branch ran often
+      if (!draft) EXPECT_GT(accepted, 0);      // n-gram guesses from the model's own chain are sometimes right
+    }
+    const ChiSquare fit = chi_square_fit(counts, probs);
+    EXPECT_GT(fit.dof, 5);
+    EXPECT_GT(fit.p_value, 1e-4) << "chi2 " << fit.statistic << " dof " << fit.dof;
+  }
 }
 
 }  // namespace
