@@ -55,12 +55,13 @@ def _run(model, ids, gen, eos=(), **spec):
 
 
 def speculative_row(model, method, num_speculative_tokens=4, draft_model=None, prompt_lookup_min=1,
-                    prompt_lookup_max=3, gen=128, seed=0, checkpoint_each_token=False):
+                    prompt_lookup_max=3, gen=128, seed=0, checkpoint_each_token=False, prompt_ids=None):
     """Plain against speculative greedy decoding of `gen` tokens; returns the row `bench model` reports.
 
     draft_model: an attnzoo Model (or directory) sharing the tokenizer, for method "draft".
     checkpoint_each_token: models with state layers checkpoint their state after every verified token instead of
     recomputing the kept tokens after a rejection (the rollback alternative, for measuring it).
+    prompt_ids: the prompt instead of the summarise request.
     """
     from .model import Model
     if method not in ("ngram", "draft"):
@@ -70,7 +71,11 @@ def speculative_row(model, method, num_speculative_tokens=4, draft_model=None, p
     if draft_model is not None and not isinstance(draft_model, Model):
         draft_model = Model.load(draft_model)
     rng = np.random.default_rng(seed)
-    ids = _ids(model, rng)
+    ids = np.asarray(prompt_ids, dtype=np.int32) if prompt_ids is not None else _ids(model, rng)
+    max_pos = model.inspect()["max_position_embeddings"]
+    if max_pos and len(ids) + gen > max_pos:
+        raise ValueError(f"speculative: the prompt ({len(ids)} tokens) + gen ({gen}) exceed the model's "
+                         f"max_position_embeddings ({max_pos}); pass prompt_ids or a smaller gen")
     spec = dict(speculative=method, num_speculative_tokens=int(num_speculative_tokens),
                 prompt_lookup_min=int(prompt_lookup_min), prompt_lookup_max=int(prompt_lookup_max),
                 draft_model=draft_model._core if draft_model is not None else None,

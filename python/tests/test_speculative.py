@@ -194,3 +194,21 @@ def test_model_generate_takes_vllms_speculative_config(built):
     with pytest.raises(ValueError, match="speculative_config"):
         target.generate(ids, max_new_tokens=4, native=False, speculative_config={"method": "ngram",
                                                                                  "num_speculative_tokens": 2})
+
+
+def test_bench_speculative_row(text_model, built):
+    from attnzoo.bench_speculative import format_row, speculative_row
+    from attnzoo.model import Model
+    model = Model.load(text_model)
+    with pytest.raises(ValueError, match="max_position_embeddings"):  # the summarise request: 700+ tiny tokens
+        speculative_row(model, "ngram", gen=24)
+    ids = model.tokenizer.encode("the cat sat on the mat and the cat sat on the mat and the cat")
+    row = speculative_row(model, "ngram", num_speculative_tokens=3, gen=24, prompt_ids=ids)
+    assert row["identical"] and row["prompt_tokens"] == len(ids) and 1 <= row["tokens"] <= 24
+    assert row["num_draft_tokens"] > 0 and 0 <= row["acceptance_rate"] <= 1
+    assert row["mean_acceptance_length"] == pytest.approx(1 + row["num_accepted_tokens"] / row["num_drafts"])
+    assert "identical" in format_row(row)
+    row = speculative_row(model, "draft", num_speculative_tokens=2, draft_model=text_model, gen=16, prompt_ids=ids)
+    assert row["identical"] and row["acceptance_rate"] > 0.9  # the model drafting for itself
+    with pytest.raises(ValueError, match="draft_model"):
+        speculative_row(model, "draft", gen=4)
