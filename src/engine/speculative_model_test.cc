@@ -17,12 +17,21 @@
 namespace attnzoo {
 namespace {
 
-TEST(SpeculativeModel, GreedyMatchesPlainDecodingOver200Tokens) {
-  testing::ScratchDir dir, draft_dir;
-  testing::write_tiny_llama(dir);
-  testing::write_tiny_llama(draft_dir, 8);
-  const auto model = Model::load(dir.str());
-  const auto draft_model = Model::load(draft_dir.str());
+// The target (seed 7) and an unrelated random checkpoint of the same shape (seed 8) as a draft.
+class SpeculativeModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_tiny_llama(dir_);
+    testing::write_tiny_llama(other_dir_, 8);
+    model = Model::load(dir_.str());
+    other = Model::load(other_dir_.str());
+  }
+  testing::ScratchDir dir_, other_dir_;
+  std::unique_ptr<Model> model, other;
+};
+
+TEST_F(SpeculativeModel, GreedyMatchesPlainDecodingOver200Tokens) {
+  const Model* draft_model = other.get();
   const std::vector<int32_t> prompt = {5, 17, 23, 5, 17, 40, 2, 5, 17};
   GenerationOptions o;
   o.sampling.temperature = 0;
@@ -48,41 +57,35 @@ TEST(SpeculativeModel, GreedyMatchesPlainDecodingOver200Tokens) {
   }
 }
 
-TEST(SpeculativeModel, RollbackFreesBlocksAndRecomputesNothingOnAttention) {
-  testing::ScratchDir dir;
-  testing::write_tiny_llama(dir);
+TEST_F(SpeculativeModel, RollbackFreesBlocksAndRecomputesNothingOnAttention) {
   LoadOptions lo;
   lo.pool.block_tokens = 4;
-  const auto model = Model::load(dir.str(), lo);
-  const int64_t free0 = model->pool().stats().free_blocks;
-  ModelSequence s(*model);
-  std::vector<float> logits(size_t(model->info().vocab_size));
+  const auto blocks4 = Model::load(dir_.str(), lo);
+  const int64_t free0 = blocks4->pool().stats().free_blocks;
+  ModelSequence s(*blocks4);
+  std::vector<float> logits(size_t(blocks4->info().vocab_size));
   s.append(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, logits);  // 2 blocks
   s.checkpoint();
-  std::vector<float> rows(size_t(7 * model->info().vocab_size));
+  std::vector<float> rows(size_t(7 * blocks4->info().vocab_size));
   s.append_all(std::vector<int32_t>{7, 8, 9, 10, 11, 12, 13}, rows);  // 13 tokens: 4 blocks
-  EXPECT_EQ(model->pool().stats().free_blocks, free0 - 4);
+  EXPECT_EQ(blocks4->pool().stats().free_blocks, free0 - 4);
   s.rollback(7);
-  EXPECT_EQ(model->pool().stats().free_blocks, free0 - 2);
+  EXPECT_EQ(blocks4->pool().stats().free_blocks, free0 - 2);
   // Back at 7 tokens: feeding the 8th again gives the logits the verification pass gave for it.
   s.append(std::vector<int32_t>{8}, logits);
-  for (size_t i = 0; i < logits.size(); ++i) ASSERT_NEAR(logits[i], rows[size_t(model->info().vocab_size) + i], 1e-4);
+  for (size_t i = 0; i < logits.size(); ++i) ASSERT_NEAR(logits[i], rows[size_t(blocks4->info().vocab_size) + i], 1e-4);
   EXPECT_THROW(s.rollback(9), ArgumentError);  // longer than the sequence: named, nothing changed
   s.rollback(3);                                // attention alone needs no checkpoint to go back
-  EXPECT_EQ(model->pool().stats().free_blocks, free0 - 1);
+  EXPECT_EQ(blocks4->pool().stats().free_blocks, free0 - 1);
 }
 
 // Sampling on the real model: the joint distribution of three new tokens (temperature 1.5, top-k 4, a repetition
 // penalty; the first comes from the prompt's pass, the other two from one verification pass), enumerated from the
 // model's own logits through the sampler reference, against 3000 seeded runs with each proposer: n-gram lookup,
 // the target as its own draft (a second load), and an unrelated random checkpoint as the draft.
-TEST(SpeculativeModel, SampledContinuationsFollowTheTargetDistribution) {
-  testing::ScratchDir dir, bad_dir;
-  testing::write_tiny_llama(dir);
-  testing::write_tiny_llama(bad_dir, 8);
-  const auto model = Model::load(dir.str());
-  const auto good_draft = Model::load(dir.str());
-  const auto bad_draft = Model::load(bad_dir.str());
+TEST_F(SpeculativeModel, SampledContinuationsFollowTheTargetDistribution) {
+  const auto good_draft = Model::load(dir_.str());
+  const Model* bad_draft = other.get();
   // The prompt is the model's own greedy chain: a sampled token has likely appeared in it, and prompt lookup then
   // guesses what the model itself put after it (often, not always, kept).
   std::vector<int32_t> prompt = {5, 17};
@@ -121,7 +124,7 @@ TEST(SpeculativeModel, SampledContinuationsFollowTheTargetDistribution) {
   std::vector<int32_t> start = prompt;
   walk(start, 1.0);
   NgramProposer ngram(1, 2);
-  for (const Model* draft : std::vector<const Model*>{nullptr, good_draft.get(), bad_draft.get()}) {
+  for (const Model* draft : std::vector<const Model*>{nullptr, good_draft.get(), bad_draft}) {
     SCOPED_TRACE(draft == nullptr ? "ngram" : draft == good_draft.get() ? "self draft" : "bad draft");
     std::vector<int64_t> counts(probs.size(), 0);
     int64_t outside = 0, proposed = 0, accepted = 0;
