@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import _core
-from .generate import _eos_ids
+from .generate import _eos_ids, _speculative_args
 from .model import Model, _ids
 
 __all__ = ["SamplingParams", "Engine", "LLM", "RequestStream", "CompletionOutput", "RequestOutput",
@@ -91,10 +91,14 @@ class Engine:
     max_num_batched_tokens: tokens per step (decodes first, prefill chunks fill the rest). max_num_seqs: sequences
     running at once. max_model_len: prompt + generated tokens (0: the model's max_position_embeddings).
     eos_token_ids: None means Model.generate's default (the tokenizer's, else the checkpoint's).
+    speculative_config: exact speculative decoding, vLLM's dict: {"method": "ngram", "num_speculative_tokens": K,
+    "prompt_lookup_max": N, "prompt_lookup_min": M} or {"method": "draft_model", "model": Model or directory,
+    "num_speculative_tokens": K}; stats() then counts spec_decode_num_drafts / _draft_tokens / _accepted_tokens.
     """
 
     def __init__(self, model, max_num_batched_tokens=2048, max_num_seqs=64, max_model_len=0,
-                 enable_chunked_prefill=True, eos_token_ids=None, max_waiting_requests=0, tokenizer=None):
+                 enable_chunked_prefill=True, eos_token_ids=None, max_waiting_requests=0, tokenizer=None,
+                 speculative_config=None):
         if not isinstance(model, Model):
             model = Model.load(model)
         self.model = model
@@ -102,9 +106,14 @@ class Engine:
         self.tokenizer = tok
         # The same end-of-sequence ids as Model.generate: the tokenizer's, else the checkpoint's configs.
         self.eos_token_ids = sorted(_eos_ids(model, tok, eos_token_ids))
+        spec = dict(speculative_config or {})
+        if isinstance(spec.get("model"), str):
+            spec["model"] = Model.load(spec["model"])
+        self._draft = spec.get("model")  # the engine holds on to it
+        args = _speculative_args(spec) or {"speculative": "none"}
         self._core = _core.Engine(model._core, tok._native if tok is not None else None, int(max_num_batched_tokens),
                                   int(max_num_seqs), int(max_model_len), bool(enable_chunked_prefill),
-                                  self.eos_token_ids, int(max_waiting_requests))
+                                  self.eos_token_ids, int(max_waiting_requests), **args)
 
     def _prompt_ids(self, prompt):
         if isinstance(prompt, str):

@@ -302,9 +302,26 @@ def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None
     return [text if isinstance(q, str) else ids for q, (ids, text) in zip(prompts, outs)]
 
 
+def _speculative_args(config):
+    """vLLM's speculative_config dict as _core.generate's keyword arguments ({} when off)."""
+    if not config:
+        return {}
+    unknown = set(config) - {"method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "model"}
+    if unknown:
+        raise ValueError(f"speculative_config: unknown keys {sorted(unknown)}")
+    draft = config.get("model")
+    if draft is not None and not isinstance(getattr(draft, "_core", None), getattr(_core, "Model", ())):
+        raise ValueError("speculative_config: 'model' must be a loaded attnzoo Model (the draft)")
+    return dict(speculative=str(config.get("method", "none")),
+                num_speculative_tokens=int(config.get("num_speculative_tokens", 0)),
+                prompt_lookup_min=int(config.get("prompt_lookup_min", 1)),
+                prompt_lookup_max=int(config.get("prompt_lookup_max", 3)),
+                draft_model=draft._core if draft is not None else None)
+
+
 def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
              top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0, seed=0,
-             stop=None, eos_token_id=None, stream=None, native=None):
+             stop=None, eos_token_id=None, stream=None, native=None, speculative_config=None):
     """Continue a prompt.
 
     ``prompt_or_ids``: text (needs ``tokenizer``; returns the new text) or token ids (returns the list of new
@@ -324,6 +341,11 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     ``max_position_embeddings`` is a ValueError, and generation stops (returning what it has) once prompt + new
     tokens fill those positions, whatever ``max_new_tokens`` asked for. Ctrl-C ends the native loop between
     tokens and raises KeyboardInterrupt.
+
+    ``speculative_config``: exact speculative decoding in the C++ loop, vLLM's dict: ``{"method": "ngram",
+    "num_speculative_tokens": K, "prompt_lookup_max": N, "prompt_lookup_min": M}`` or ``{"method": "draft_model",
+    "model": a Model sharing the tokenizer, "num_speculative_tokens": K}``. The tokens drawn follow the same
+    distribution (greedy: the same tokens); the seed's stream is used differently, so seeded samples differ.
     """
     text_in = isinstance(prompt_or_ids, str)
     ids = _checked_prompt(model, tokenizer, prompt_or_ids, "prompt_or_ids")
@@ -331,7 +353,11 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     stops, params = _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
                                   repetition_penalty, presence_penalty, frequency_penalty, seed)
     eos = _eos_ids(model, tokenizer, eos_token_id)
+    spec = _speculative_args(speculative_config)
     parts = _native_parts(model, tokenizer, stream) if native in (None, True) else None
+    if spec and parts is None:
+        raise ValueError("speculative_config: speculative decoding runs in the C++ loop only (an attnzoo Model and "
+                         "Tokenizer, native not False)")
     if native and parts is None:
         raise ValueError("native: the C++ loop needs an attnzoo Model, an attnzoo Tokenizer (or None) and, without "
                          "a tokenizer, no stream callback")
@@ -339,7 +365,7 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
         out = _core.generate(parts[0], np.asarray(ids, dtype=np.int32), parts[1], params["temperature"],
                              params["top_k"], params["top_p"], params["min_p"], params["repetition_penalty"],
                              params["presence_penalty"], params["frequency_penalty"], params["seed"],
-                             int(max_new_tokens), sorted(eos), stops, stream)
+                             int(max_new_tokens), sorted(eos), stops, stream, **spec)
         return out["text"] if text_in else list(out["tokens"])
     sampler = Sampler(**params)
     matcher = _core.StopStringMatcher(stops)

@@ -11,6 +11,7 @@
 
 #include "bindings.h"
 #include "core/error.h"
+#include "engine/draft_proposer.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "engine/sampler.h"
@@ -130,7 +131,9 @@ void bind_engine(nb::module_& m) {
         [](const Model& model, const AnyArray& ids, std::shared_ptr<const tok::Tokenizer> tokenizer,
            float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
            float presence_penalty, float frequency_penalty, uint64_t seed, int64_t max_new_tokens,
-           std::vector<int32_t> eos_token_ids, std::vector<std::string> stop, nb::object stream) {
+           std::vector<int32_t> eos_token_ids, std::vector<std::string> stop, nb::object stream,
+           const std::string& speculative, int64_t num_speculative_tokens, int64_t prompt_lookup_min,
+           int64_t prompt_lookup_max, const Model* draft_model, bool checkpoint_each_token) {
           GenerationOptions o;
           o.sampling = make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
                                    frequency_penalty, seed);
@@ -139,7 +142,17 @@ void bind_engine(nb::module_& m) {
           o.stop = std::move(stop);
           const TensorView v = as_view(ids, "ids");
           const std::span<const int32_t> prompt(v.numel() ? as_int32(ids, "ids") : nullptr, size_t(v.numel()));
+          SpeculativeOptions so;
+          so.method = parse_speculative_method(speculative, "speculative");
+          so.num_speculative_tokens = num_speculative_tokens;
+          so.prompt_lookup_min = prompt_lookup_min;
+          so.prompt_lookup_max = prompt_lookup_max;
+          if (draft_model) so.draft_model = "<loaded>";
+          const auto proposer = make_proposer(so, draft_model, model.info().vocab_size);
+          o.proposer = proposer.get();
+          o.num_speculative_tokens = num_speculative_tokens;
           ModelSequence sequence(model);
+          sequence.set_checkpoint_each_token(checkpoint_each_token);
           std::unique_ptr<TokenizerTextStream> text;
           if (tokenizer) text = std::make_unique<TokenizerTextStream>(tokenizer);
           require(stream.is_none() || text, "stream", "needs a tokenizer (the native loop streams text)");
@@ -166,12 +179,19 @@ void bind_engine(nb::module_& m) {
           out["prefill_seconds"] = r.prefill_seconds;
           out["decode_seconds"] = r.decode_seconds;
           out["decode_steps"] = r.decode_steps;
+          // vLLM's spec-decode counters: num_drafts, num_draft_tokens, num_accepted_tokens.
+          out["num_drafts"] = r.speculative.drafts;
+          out["num_draft_tokens"] = r.speculative.draft_tokens;
+          out["num_accepted_tokens"] = r.speculative.accepted_tokens;
           return out;
         },
         nb::arg("model"), nb::arg("ids"), nb::arg("tokenizer").none(), nb::arg("temperature"), nb::arg("top_k"),
         nb::arg("top_p"), nb::arg("min_p"), nb::arg("repetition_penalty"), nb::arg("presence_penalty"),
         nb::arg("frequency_penalty"), nb::arg("seed"), nb::arg("max_new_tokens"), nb::arg("eos_token_ids"),
-        nb::arg("stop"), nb::arg("stream").none());
+        nb::arg("stop"), nb::arg("stream").none(), nb::arg("speculative") = "none",
+        nb::arg("num_speculative_tokens") = int64_t(0), nb::arg("prompt_lookup_min") = int64_t(1),
+        nb::arg("prompt_lookup_max") = int64_t(3), nb::arg("draft_model").none() = nb::none(),
+        nb::arg("checkpoint_each_token") = false);
 
   m.def("load_eos_token_ids", &load_eos_token_ids, nb::arg("model_dir"),
         "EOS ids from generation_config.json, else config.json (empty list when neither names one).");

@@ -158,7 +158,7 @@ void bind_model(nb::module_& m) {
           "load",
           [](const std::string& dir, const std::string& dtype, int64_t block_size, const std::string& kv_cache_dtype,
              int64_t kv_cache_bytes, int64_t max_num_seqs, bool enable_prefix_caching,
-             int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed) {
+             int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed, int64_t max_rollback_tokens) {
             const Config cfg = dtype == "auto" ? ModelFiles::read_config(dir) : Config::parse("{}", "");
             LoadOptions opts = parse_load_dtype(dtype, cfg);
             opts.pool.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype, opts.pool.kv_dtype);
@@ -169,13 +169,15 @@ void bind_model(nb::module_& m) {
             opts.pool.prefix_caching = enable_prefix_caching;
             opts.pool.snapshot_interval_blocks = snapshot_interval_blocks;
             opts.pool.shuffle_seed = shuffle_blocks_seed;
+            opts.pool.max_rollback_tokens = max_rollback_tokens;
             KernelScope scope(false);  // loading converts weights on the pool: hold it, but do not cancel mid-way
             return Model::load(dir, opts);
           },
           nb::arg("dir"), nb::arg("dtype") = "float32", nb::arg("block_size") = int64_t(16),
           nb::arg("kv_cache_dtype") = "auto", nb::arg("kv_cache_bytes") = int64_t(0),
           nb::arg("max_num_seqs") = int64_t(64), nb::arg("enable_prefix_caching") = true,
-          nb::arg("snapshot_interval_blocks") = int64_t(0), nb::arg("shuffle_blocks_seed") = uint64_t(0))
+          nb::arg("snapshot_interval_blocks") = int64_t(0), nb::arg("shuffle_blocks_seed") = uint64_t(0),
+          nb::arg("max_rollback_tokens") = int64_t(0))
       .def("new_sequence", [](const Model& model) { return model.new_sequence(); }, nb::keep_alive<0, 1>())
       .def("fork", [](const Model& model, const Sequence& seq) { return model.fork(seq); }, nb::arg("seq"),
            nb::keep_alive<0, 1>(), "A sequence continuing from seq: its blocks shared copy-on-write, its state copied.")

@@ -77,6 +77,13 @@ nb::dict stats_dict(const EngineStats& s) {
   d["aborted_requests"] = s.aborted_requests;
   d["failed_requests"] = s.failed_requests;
   d["steps"] = s.steps;
+  d["spec_decode_num_drafts"] = s.speculative.drafts;
+  d["spec_decode_num_draft_tokens"] = s.speculative.draft_tokens;
+  d["spec_decode_num_accepted_tokens"] = s.speculative.accepted_tokens;
+  d["spec_decode_num_accepted_tokens_per_pos"] = s.speculative.accepted_per_position;
+  // What vLLM's spec-decode log line reports: guesses kept / verified, tokens per verification pass.
+  d["spec_decode_acceptance_rate"] = s.speculative.acceptance_rate();
+  d["spec_decode_mean_acceptance_length"] = s.speculative.mean_acceptance_length();
   return d;
 }
 
@@ -105,7 +112,9 @@ void bind_serving(nb::module_& m) {
       .def("__init__",
            [](Engine* self, const Model& model, std::shared_ptr<const tok::Tokenizer> tokenizer,
               int64_t max_num_batched_tokens, int64_t max_num_seqs, int64_t max_model_len, bool enable_chunked_prefill,
-              std::vector<int32_t> eos_token_ids, int64_t max_waiting_requests) {
+              std::vector<int32_t> eos_token_ids, int64_t max_waiting_requests, const std::string& speculative,
+              int64_t num_speculative_tokens, int64_t prompt_lookup_min, int64_t prompt_lookup_max,
+              const Model* draft_model) {
              EngineOptions o;
              o.max_num_batched_tokens = max_num_batched_tokens;
              o.max_num_seqs = max_num_seqs;
@@ -113,11 +122,19 @@ void bind_serving(nb::module_& m) {
              o.enable_chunked_prefill = enable_chunked_prefill;
              o.eos_token_ids = std::move(eos_token_ids);
              o.max_waiting_requests = max_waiting_requests;
+             o.speculative.method = parse_speculative_method(speculative, "speculative");
+             o.speculative.num_speculative_tokens = num_speculative_tokens;
+             o.speculative.prompt_lookup_min = prompt_lookup_min;
+             o.speculative.prompt_lookup_max = prompt_lookup_max;
+             o.draft_model = draft_model;
              new (self) Engine(model, std::move(tokenizer), o);
            },
            nb::arg("model"), nb::arg("tokenizer").none(), nb::arg("max_num_batched_tokens"), nb::arg("max_num_seqs"),
            nb::arg("max_model_len"), nb::arg("enable_chunked_prefill"), nb::arg("eos_token_ids"),
-           nb::arg("max_waiting_requests"), nb::keep_alive<1, 2>())
+           nb::arg("max_waiting_requests"), nb::arg("speculative") = "none",
+           nb::arg("num_speculative_tokens") = int64_t(0), nb::arg("prompt_lookup_min") = int64_t(1),
+           nb::arg("prompt_lookup_max") = int64_t(3), nb::arg("draft_model").none() = nb::none(),
+           nb::keep_alive<1, 2>(), nb::keep_alive<1, 14>())
       .def("add_request",
            [](Engine& e, std::vector<int32_t> prompt, std::shared_ptr<OutputQueue> queue, float temperature,
               int64_t top_k, float top_p, float min_p, float repetition_penalty, float presence_penalty,

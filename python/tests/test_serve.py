@@ -370,3 +370,22 @@ def test_bench_serve_reports_every_request_and_the_prefix_hits(server):
     table = subprocess.run([CLI, "bench", "serve", "--base-url", server.url, "--num-prompts", "2", "--input-len",
                             "5", "--output-len", "3"], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0 and "Successful requests" in table.stdout and "Median TTFT (ms)" in table.stdout
+
+
+def test_speculative_server_gives_the_same_greedy_text_and_counts_acceptance(checkpoint, reference):
+    s = ServerProcess(checkpoint, "--speculative", "ngram", "--num-speculative-tokens", "3",
+                      "--prompt-lookup-max", "3", "--kv-cache-memory", str(64 << 20))
+    try:
+        client = s.client()
+        for seed, n in ((0, 7), (1, 30), (2, 60)):
+            ids = _prompt(reference, n, seed)
+            ids = ids + ids[: n // 2]  # a repeat for prompt lookup to find
+            want = reference.generate(ids, max_new_tokens=40)
+            r = client.completions.create(model="tiny", prompt=ids, max_tokens=40, temperature=0)
+            assert r.choices[0].text == _text(reference, want)
+            assert r.usage.completion_tokens == len(want)
+        m = s.metrics()
+        assert m["vllm:spec_decode_num_draft_tokens_total"] > 0
+        assert 0 <= m["vllm:spec_decode_num_accepted_tokens_total"] <= m["vllm:spec_decode_num_draft_tokens_total"]
+    finally:
+        assert s.stop() == 0

@@ -13,9 +13,11 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/speculative_flags.h"
 #include "cli/usage.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
+#include "engine/draft_proposer.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "loader/config.h"
@@ -73,8 +75,8 @@ std::string trim(const std::string& s) {
 }
 
 std::string usage() {
-  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] ") + kGenerationFlagsUsage +
-         "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
+  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] ") + kGenerationFlagsUsage + "\n         " +
+         kSpeculativeFlagsUsage + "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
 }
 
 }  // namespace
@@ -83,8 +85,14 @@ int run_chat(const std::vector<std::string>& args) {
   GenerationFlags flags;
   flags.max_new_tokens = 512;
   std::string system;
+  SpeculativeOptions speculative;
+  bool speculative_flags = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (parse_generation_flag(args, i, flags)) continue;
+    if (parse_speculative_flag(args, i, speculative)) {
+      speculative_flags = true;
+      continue;
+    }
     if (args[i] == "--system") {
       if (i + 1 >= args.size()) throw ArgumentError("--system: needs a value");
       system = args[++i];
@@ -94,7 +102,13 @@ int run_chat(const std::vector<std::string>& args) {
   use_default_model(flags, "chat");
 
   GenerationOptions options = generation_options(flags);
-  const auto model = Model::load(flags.model, load_options(flags));
+  LoadOptions load = load_options(flags);
+  const auto draft = prepare_speculation(speculative, speculative_flags, load);
+  const auto model = Model::load(flags.model, load);
+  // One proposer for the whole conversation: a draft model keeps what it computed of the shared history.
+  const auto proposer = make_proposer(speculative, draft.get(), model->info().vocab_size);
+  options.proposer = proposer.get();
+  options.num_speculative_tokens = speculative.num_speculative_tokens;
   const auto tokenizer = tok::Tokenizer::load(flags.model);
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
   const ChatFormat format(flags.model, tokenizer);

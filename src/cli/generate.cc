@@ -11,10 +11,12 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/speculative_flags.h"
 #include "cli/usage.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "engine/chat_turns.h"
+#include "engine/draft_proposer.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "loader/config.h"
@@ -31,12 +33,14 @@ struct GenerateArgs {
   bool have_prompt = false;
   bool add_special = true;
   bool chat = false;
+  SpeculativeOptions speculative;
+  bool speculative_flags = false;
 };
 
 std::string usage() {
   return std::string("usage: attnzoo generate [-m MODEL] (-p TEXT | -p - (stdin) | -f FILE) [--chat [--system TEXT]]\n"
                      "         [--no-special] ") +
-         kGenerationFlagsUsage + "\n";
+         kGenerationFlagsUsage + "\n         " + kSpeculativeFlagsUsage + "\n";
 }
 
 // llama.cpp's -f FILE and -p -: the prompt from a file or from stdin, byte for byte.
@@ -73,6 +77,10 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (parse_generation_flag(args, i, a.flags)) continue;
+    if (parse_speculative_flag(args, i, a.speculative)) {
+      a.speculative_flags = true;
+      continue;
+    }
     if (s == "-p" || s == "--prompt") a.prompt = value() == "-" ? read_stdin() : args[i], a.have_prompt = true;
     else if (s == "--no-special") a.add_special = false;
     else if (s == "--chat") a.chat = true;
@@ -100,7 +108,12 @@ int run_generate(const std::vector<std::string>& args) {
   const GenerateArgs a = parse_args(args);
   GenerationOptions options = generation_options(a.flags);
 
-  const auto model = Model::load(a.flags.model, load_options(a.flags));
+  LoadOptions load = load_options(a.flags);
+  const auto draft = prepare_speculation(a.speculative, a.speculative_flags, load);
+  const auto model = Model::load(a.flags.model, load);
+  const auto proposer = make_proposer(a.speculative, draft.get(), model->info().vocab_size);
+  options.proposer = proposer.get();
+  options.num_speculative_tokens = a.speculative.num_speculative_tokens;
   const auto tokenizer = tok::Tokenizer::load(a.flags.model);
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
 
@@ -142,7 +155,9 @@ int run_generate(const std::vector<std::string>& args) {
   std::fflush(stdout);
 
   const double prefill_rate = r.prefill_seconds > 0 ? double(r.prompt_tokens) / r.prefill_seconds : 0.0;
-  const double decode_rate = r.decode_seconds > 0 ? double(r.decode_steps) / r.decode_seconds : 0.0;
+  // Tokens after the first per second of decoding (with speculation a pass yields several).
+  const double decode_rate =
+      r.decode_seconds > 0 && !r.tokens.empty() ? double(r.tokens.size() - 1) / r.decode_seconds : 0.0;
   // Only the settings that shaped the output: a greedy run has no top_k / top_p / min_p / seed to report.
   const SamplingParams& sp = options.sampling;
   char sampling[160];
@@ -156,6 +171,14 @@ int run_generate(const std::vector<std::string>& args) {
                "(%.1f tok/s); stop: %s; %s\n",
                (long long)r.prompt_tokens, r.prefill_seconds, prefill_rate, r.tokens.size(), r.decode_seconds,
                decode_rate, stop_reason_name(r.reason), sampling);
+  if (proposer) {
+    const SpeculativeStats& st = r.speculative;
+    std::fprintf(stderr, "[attnzoo] speculative %s k %lld: %lld passes, %lld of %lld guesses accepted (%.1f%%), "
+                 "mean acceptance length %.2f\n", a.speculative.method == SpeculativeMethod::ngram ? "ngram" : "draft",
+                 (long long)a.speculative.num_speculative_tokens, (long long)r.decode_steps,
+                 (long long)st.accepted_tokens, (long long)st.draft_tokens, 100.0 * st.acceptance_rate(),
+                 st.mean_acceptance_length());
+  }
   // The shell's convention for a run ended by a signal: 128 + its number.
   return r.reason == StopReason::cancelled ? 128 + (g_signal.load() ? g_signal.load() : SIGINT) : 0;
 }

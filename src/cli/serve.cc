@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/speculative_flags.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
@@ -29,7 +30,9 @@ const char* kUsage =
     "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16]\n"
     "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--max-waiting-requests 256]\n"
-    "         [--max-n 16] [--max-body-bytes 4194304]";
+    "         [--max-n 16] [--max-body-bytes 4194304]\n"
+    "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"
+    "          [--draft-model DIR]]";
 
 struct ServeArgs {
   std::string model, dtype = "float32", kv_cache_dtype = "auto";
@@ -37,6 +40,8 @@ struct ServeArgs {
   EngineOptions engine;
   std::optional<int64_t> kv_cache_memory, block_size;
   bool prefix_caching = true;
+  SpeculativeOptions speculative;
+  bool speculative_flags = false;
 };
 
 ServeArgs parse_args(const std::vector<std::string>& args) {
@@ -49,6 +54,10 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
       return args[++i];
     };
     auto integer = [&]() { return parse_number<int64_t>(s, value()); };
+    if (parse_speculative_flag(args, i, a.speculative)) {
+      a.speculative_flags = true;
+      continue;
+    }
     if (s == "-m" || s == "--model") a.model = value();
     else if (s == "--host") a.server.host = value();
     else if (s == "--port") a.server.port = int(integer());
@@ -75,6 +84,7 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
   if (a.server.limits.max_n < 1) throw ArgumentError("--max-n: must be at least 1");
   if (a.server.max_body_bytes < 1024) throw ArgumentError("--max-body-bytes: must be at least 1024");
   a.engine.validate();
+  a.speculative.validate();
   if (a.server.model_name.empty()) a.server.model_name = std::filesystem::path(a.model).lexically_normal().filename();
   if (a.server.model_name.empty()) a.server.model_name = a.model;
   // Every admitted sequence may hold an HTTP thread while it streams, and so may every waiting request.
@@ -102,6 +112,10 @@ int run_serve(const std::vector<std::string>& args) {
   if (a.block_size) load.pool.block_tokens = *a.block_size;
   load.pool.prefix_caching = a.prefix_caching;
   load.pool.max_sequences = std::max(load.pool.max_sequences, a.engine.max_num_seqs);
+  // The draft (when asked for) gets the target's pool settings: one sequence per running sample.
+  const std::unique_ptr<Model> draft = prepare_speculation(a.speculative, a.speculative_flags, load);
+  a.engine.speculative = a.speculative;
+  a.engine.draft_model = draft.get();
 
   server::Server http(a.server);
   const int port = http.bind();

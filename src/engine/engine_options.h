@@ -3,7 +3,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/speculative.h"
+
 namespace attnzoo {
+
+class Model;
 
 struct EngineOptions {
   int64_t max_num_batched_tokens = 2048;  // tokens one step may run: decodes first, prefill chunks fill the rest
@@ -17,6 +21,11 @@ struct EngineOptions {
   std::vector<int32_t> eos_token_ids;
   // Requests waiting for admission beyond which add_request refuses new ones (EngineBusy); 0: no limit.
   int64_t max_waiting_requests = 0;
+  // Speculative decoding per request (vLLM's speculative_config): each decoding sample verifies up to
+  // num_speculative_tokens guesses in the step's batch. `draft_model`: the loaded draft for the "draft" method
+  // (must outlive the engine; its pool holds one sequence per running sample).
+  SpeculativeOptions speculative;
+  const Model* draft_model = nullptr;
 
   void validate() const;  // ArgumentError naming the field
 };
@@ -32,6 +41,9 @@ struct EngineStats {
   int64_t generation_tokens = 0;   // tokens sampled
   int64_t finished_requests = 0, aborted_requests = 0, failed_requests = 0;
   int64_t steps = 0;               // forward passes run
+  // Speculative decoding, vLLM's spec_decode counters (num_drafts, num_draft_tokens, num_accepted_tokens, and
+  // accepted per guess position), with the acceptance rate and mean acceptance length they give.
+  SpeculativeStats speculative;
 };
 
 }  // namespace attnzoo

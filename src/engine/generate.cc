@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/error.h"
 #include "engine/stop.h"
@@ -26,6 +27,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 }  // namespace
+
+void LogitsSource::append_all(std::span<const int32_t>, std::span<float>) {
+  throw ArgumentError("speculative: this logits source cannot verify several tokens at once");
+}
+
+void LogitsSource::rollback(int64_t) {
+  throw ArgumentError("speculative: this logits source cannot roll back");
+}
 
 GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, const GenerationOptions& options,
                           TextStream* text, const TextCallback& on_text) {
@@ -60,17 +69,13 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
   // Penalties look at everything the model has seen: the prompt and the tokens generated so far.
   std::vector<int32_t> context(prompt.begin(), prompt.end());
   bool stopped_by_text = false;
-  for (;;) {
-    if (max_positions > 0 && int64_t(context.size()) >= max_positions) {
-      result.reason = StopReason::max_positions;
-      break;
-    }
-    const int32_t id = sampler.sample(logits, context);
+  // Records one new token; true when generation ends with it.
+  auto commit = [&](int32_t id) {
     result.tokens.push_back(id);
     context.push_back(id);
     if (std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), id) != options.eos_token_ids.end()) {
       result.reason = StopReason::eos;
-      break;
+      return true;
     }
     if (text) {
       const auto step = matcher.push(text->push(id));
@@ -78,19 +83,63 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
       if (step.stopped) {
         result.reason = StopReason::stop_string;
         stopped_by_text = true;
-        break;
+        return true;
       }
     }
     if (int64_t(result.tokens.size()) >= options.max_new_tokens) {
       result.reason = StopReason::max_new_tokens;
-      break;
+      return true;
     }
     if (options.cancel && options.cancel()) {
       result.reason = StopReason::cancelled;
+      return true;
+    }
+    return false;
+  };
+  const bool speculate = options.proposer && options.num_speculative_tokens > 0 && model.can_speculate();
+  Proposal proposal;
+  std::vector<int32_t> verify_tokens;
+  std::vector<float> rows;
+  std::optional<int32_t> chosen;  // a token verification already picked, not yet committed
+  for (;;) {
+    if (max_positions > 0 && int64_t(context.size()) >= max_positions) {
+      result.reason = StopReason::max_positions;
       break;
     }
+    const int32_t id = chosen ? *chosen : sampler.sample(logits, context);
+    chosen.reset();
+    if (commit(id)) break;
+    // `id` is not in the model's memory yet: it goes in with this step's guesses, if any.
     t0 = std::chrono::steady_clock::now();
-    model.append(std::span<const int32_t>(&id, 1), logits);
+    proposal.tokens.clear();
+    if (speculate) {
+      // Guesses past max_new_tokens or the last position would be thrown away: do not ask for them.
+      int64_t k = std::min(options.num_speculative_tokens, options.max_new_tokens - int64_t(result.tokens.size()) - 1);
+      if (max_positions > 0) k = std::min<int64_t>(k, max_positions - 1 - int64_t(context.size()));
+      if (k > 0) options.proposer->propose(context, k, options.sampling, sampler.rng(), proposal);
+    }
+    if (proposal.tokens.empty()) {
+      model.append(std::span<const int32_t>(&id, 1), logits);
+    } else {
+      const int64_t before = int64_t(context.size()) - 1, n = int64_t(proposal.tokens.size());
+      verify_tokens.assign(1, id);
+      verify_tokens.insert(verify_tokens.end(), proposal.tokens.begin(), proposal.tokens.end());
+      rows.resize(size_t((n + 1) * vocab));
+      model.checkpoint();
+      model.append_all(verify_tokens, rows);
+      const std::vector<int32_t> kept = verify_proposal(rows, vocab, context, proposal, sampler);
+      const int64_t accepted = int64_t(kept.size()) - 1;
+      result.speculative.add(n, accepted);
+      if (accepted < n) model.rollback(before + 1 + accepted);
+      bool done = false;
+      for (int64_t i = 0; i < accepted && !done; ++i) done = commit(kept[size_t(i)]);
+      if (done) {
+        result.decode_seconds += seconds_since(t0);
+        ++result.decode_steps;
+        break;
+      }
+      chosen = kept.back();
+    }
     result.decode_seconds += seconds_since(t0);
     ++result.decode_steps;
   }

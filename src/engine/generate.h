@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 
 namespace attnzoo {
 
@@ -23,6 +24,15 @@ class LogitsSource {
   virtual void append(std::span<const int32_t> tokens, std::span<float> logits) = 0;
   // How many positions the model can hold (max_position_embeddings); 0: no limit.
   virtual int64_t max_positions() const { return 0; }
+
+  // Speculative decoding needs three more operations; a source without them never speculates.
+  virtual bool can_speculate() const { return false; }
+  // Appends `tokens` and writes the logits after each of them: tokens.size() rows of vocab_size().
+  virtual void append_all(std::span<const int32_t> tokens, std::span<float> logits);
+  // Forgets earlier rollback points and makes the current length one (cheap: a state copy at most).
+  virtual void checkpoint() {}
+  // Back to `length` tokens (at or after the last checkpoint), as if the later ones had never been appended.
+  virtual void rollback(int64_t length);
 };
 
 // Token ids to text, piece by piece: push returns only whole UTF-8 characters, holding partial ones back.
@@ -41,6 +51,10 @@ struct GenerationOptions {
   // Polled before each decode step: true ends generation with StopReason::cancelled (an interrupt: Ctrl-C in
   // the CLI, KeyboardInterrupt in Python).
   std::function<bool()> cancel;
+  // Speculative decoding: when set (and the LogitsSource can speculate), each step verifies up to
+  // num_speculative_tokens guesses from `proposer` in one forward pass; the output distribution is unchanged.
+  Proposer* proposer = nullptr;
+  int64_t num_speculative_tokens = 0;
 };
 
 // max_positions: prompt + new tokens reached the model's max_position_embeddings (the announced truncation of
@@ -56,6 +70,7 @@ struct GenerationResult {
   double prefill_seconds = 0;  // the prompt's forward pass
   double decode_seconds = 0;   // the forward passes of the tokens after the first
   int64_t decode_steps = 0;    // how many of those passes ran
+  SpeculativeStats speculative;
 };
 
 using TextCallback = std::function<void(std::string_view)>;

@@ -15,10 +15,18 @@ class ModelSequence : public LogitsSource {
   int64_t vocab_size() const override { return model_.info().vocab_size; }
   void append(std::span<const int32_t> tokens, std::span<float> logits) override;
   int64_t max_positions() const override { return model_.info().max_position_embeddings; }
+  bool can_speculate() const override { return true; }
+  void append_all(std::span<const int32_t> tokens, std::span<float> logits) override;
+  void checkpoint() override;
+  void rollback(int64_t length) override { model_.rollback(*state_, length); }
+  // Measurement switch: checkpoint the recurrent state after every verified token instead of recomputing the
+  // kept ones on a rollback (Batch::checkpoint_each_token).
+  void set_checkpoint_each_token(bool on) { checkpoint_each_token_ = on; }
 
  private:
   const Model& model_;
   std::unique_ptr<Sequence> state_;
+  bool checkpoint_each_token_ = false;
 };
 
 // The tokenizer's streaming decoder (whole characters only), special tokens left out of the text.

@@ -31,6 +31,9 @@ void EngineOptions::validate() const {
   require(max_model_len >= 0, "max_model_len", "must be >= 0 (0: the model's), got " + std::to_string(max_model_len));
   require(max_waiting_requests >= 0, "max_waiting_requests",
           "must be >= 0 (0: no limit), got " + std::to_string(max_waiting_requests));
+  speculative.validate();
+  require(speculative.method != SpeculativeMethod::draft || draft_model != nullptr, "draft_model",
+          "the 'draft' speculative method needs the loaded draft model");
 }
 
 }  // namespace attnzoo

@@ -83,7 +83,7 @@ void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> cont
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> context) {
+int32_t Sampler::prepare_row(std::span<const float> logits, std::span<const int32_t> context, float& max) {
   const int64_t vocab = int64_t(logits.size());
   require(vocab > 0, "logits", "is empty");
   require(vocab <= INT32_MAX, "logits", "has more entries than token ids can name");
@@ -104,14 +104,47 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     mr.max *= inv;  // exact: rounding is monotone, so the scaled row's max is the scaled max
     require(std::isfinite(mr.max), "temperature", "is so small that the scaled logits overflow");
   }
+  max = mr.max;
+  return -1;
+}
+
+std::optional<size_t> Sampler::filter(int64_t vocab, float max) {
   const bool top_k = params_.top_k > 0 && params_.top_k < vocab;
-  if (top_k || params_.top_p < 1.f) return sample_filtered(vocab, mr.max);
+  if (top_k || params_.top_p < 1.f) return filter_sorted(vocab, max);
   if (params_.min_p > 0.f) {
     candidates_.resize(size_t(vocab));
-    const size_t n = indices_at_least(x, size_t(vocab), mr.max + std::log(params_.min_p), candidates_.data());
-    return draw_from_candidates(n, mr.max);
+    return indices_at_least(work_.data(), size_t(vocab), max + std::log(params_.min_p), candidates_.data());
   }
-  return sample_full(vocab, mr.max);
+  return std::nullopt;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> context) {
+  float max = 0.f;
+  if (const int32_t id = prepare_row(logits, context, max); id >= 0) return id;
+  const int64_t vocab = int64_t(logits.size());
+  if (const auto n = filter(vocab, max)) return draw_from_candidates(*n, max);
+  return sample_full(vocab, max);
+}
+
+void Sampler::probabilities(std::span<const float> logits, std::span<const int32_t> context, std::vector<float>& probs) {
+  float max = 0.f;
+  const int32_t greedy = prepare_row(logits, context, max);
+  probs.assign(logits.size(), 0.f);
+  if (greedy >= 0) {
+    probs[size_t(greedy)] = 1.f;
+    return;
+  }
+  const float* x = work_.data();
+  const int64_t vocab = int64_t(logits.size());
+  double total = 0.0;
+  if (const auto n = filter(vocab, max)) {
+    const int32_t* cand = candidates_.data();
+    for (size_t i = 0; i < *n; ++i) total += std::exp(double(x[cand[i]]) - double(max));
+    for (size_t i = 0; i < *n; ++i) probs[size_t(cand[i])] = float(std::exp(double(x[cand[i]]) - double(max)) / total);
+    return;
+  }
+  for (int64_t i = 0; i < vocab; ++i) total += std::exp(double(x[i]) - double(max));
+  for (int64_t i = 0; i < vocab; ++i) probs[size_t(i)] = float(std::exp(double(x[i]) - double(max)) / total);
 }
 
 // No filter: one vectorised exp pass with block sums; the draw walks the blocks, then one block.
@@ -140,9 +173,9 @@ int32_t Sampler::sample_full(int64_t vocab, float max) {
   return int32_t(find_first_equal(work_.data(), n, max));
 }
 
-// top-k and / or top-p. The nucleus and the k best always lie among the largest logits, so the search starts
+// top-k and / or top-p (then min-p): the kept tokens in candidates_, how many returned. The nucleus and the k best always lie among the largest logits, so the search starts
 // with the tokens within a margin of the max and widens only when that set provably cannot contain the answer.
-int32_t Sampler::sample_filtered(int64_t vocab, float max) {
+size_t Sampler::filter_sorted(int64_t vocab, float max) {
   const float* x = work_.data();
   const bool top_k = params_.top_k > 0 && params_.top_k < vocab;
   const size_t k = top_k ? size_t(params_.top_k) : 0;
@@ -199,9 +232,9 @@ int32_t Sampler::sample_filtered(int64_t vocab, float max) {
       while (keep < n && x[cand[keep]] >= floor) ++keep;
       n = keep;
     }
-    return draw_from_candidates(n, max);
+    return n;
   }
-  return int32_t(find_first_equal(x, size_t(vocab), max));  // unreachable: the last pass always returns
+  return 0;  // unreachable: the last pass always returns
 }
 
 int32_t Sampler::draw_from_candidates(size_t count, float max) {

@@ -5,6 +5,7 @@
 // Draws come from the sampler's own generator (xoshiro256** seeded through splitmix64), so a seed gives the
 // same tokens on every machine and library version.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -49,10 +50,21 @@ class Sampler {
   // NaN or +inf entries, or a row that is all -inf.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> context = {});
 
+  // The distribution sample() draws from, over the whole vocabulary (`probs` gets logits.size() entries): the same
+  // penalties, temperature and filters, so speculative decoding's accept / reject rule sees exactly the
+  // sampler's distribution. Greedy gives a one-hot row at the token sample() returns. Same errors as sample().
+  void probabilities(std::span<const float> logits, std::span<const int32_t> context, std::vector<float>& probs);
+
   const SamplingParams& params() const { return params_; }
+  // The generator behind the draws (speculative decoding's accept / reject draws share it, so one seed fixes all).
+  Rng& rng() { return rng_; }
 
  private:
-  int32_t sample_filtered(int64_t vocab, float max);
+  // Penalties, the row checks and temperature into work_; returns the greedy token, else -1 with the row's max.
+  int32_t prepare_row(std::span<const float> logits, std::span<const int32_t> context, float& max);
+  // The filters on the prepared row: how many candidates_ are kept, or nothing when every token is.
+  std::optional<size_t> filter(int64_t vocab, float max);
+  size_t filter_sorted(int64_t vocab, float max);
   int32_t sample_full(int64_t vocab, float max);
   int32_t draw_from_candidates(size_t count, float max);
 

@@ -129,6 +129,13 @@ void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget,
           n = rem;
         }
         if (n <= 0) continue;
+        int64_t guesses = decode_pass && s.proposer ? propose(*r, s, budget - 1) : 0;
+        // Guesses are an optimisation: dropped rather than preempting anyone to make room for them.
+        if (guesses > 0 && !fits(planned, s, 1 + guesses)) {
+          guesses = 0;
+          s.proposal.tokens.clear();
+        }
+        n += guesses;
         if (!decode_pass && !fits(planned, s, n)) {
           // A smaller chunk that fits keeps the prompt's progress; preempt only when not even one token fits.
           int64_t lo = 0, hi = n;
@@ -150,7 +157,7 @@ void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget,
           if (victim == r) break;
         }
         if (!r->running) break;
-        planned.push_back({r, &s, n});
+        planned.push_back({r, &s, n, guesses});
         budget -= n;
       }
     }
@@ -257,11 +264,26 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   Batch batch;
   std::vector<int64_t> rows;
   std::vector<int64_t> row_of(planned.size(), -1);
+  std::vector<int64_t> length_before(planned.size()), guesses(planned.size(), 0);
+  std::vector<int32_t> verify_tokens;
   for (size_t i = 0; i < planned.size(); ++i) {
     const Planned& p = planned[i];
     const int64_t from = p.sample->seq->length();
-    batch.add(*p.sample->seq, std::span<const int32_t>(p.sample->tokens).subspan(size_t(from), size_t(p.num_tokens)));
-    if (from + p.num_tokens == int64_t(p.sample->tokens.size())) {
+    length_before[i] = from;
+    if (p.guesses > 0 && checkpoint_for_rollback(*p.sample)) {
+      // The pending token and the guesses after it, every row's logits wanted.
+      guesses[i] = p.guesses;
+      verify_tokens.assign(1, p.sample->tokens.back());
+      verify_tokens.insert(verify_tokens.end(), p.sample->proposal.tokens.begin(), p.sample->proposal.tokens.end());
+      batch.add(*p.sample->seq, verify_tokens);
+      row_of[i] = int64_t(rows.size());
+      for (int64_t t = batch.num_tokens() - p.num_tokens; t < batch.num_tokens(); ++t) rows.push_back(t);
+      continue;
+    }
+    // Without a checkpoint slot the guesses are dropped: the pending token alone, as a plain decode.
+    const int64_t count = p.guesses > 0 ? 1 : p.num_tokens;
+    batch.add(*p.sample->seq, std::span<const int32_t>(p.sample->tokens).subspan(size_t(from), size_t(count)));
+    if (from + count == int64_t(p.sample->tokens.size())) {
       row_of[i] = int64_t(rows.size());
       rows.push_back(batch.num_tokens() - 1);
     }
@@ -272,6 +294,8 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   try {
     logits = model_.forward(batch, rows);
   } catch (const PoolExhausted&) {
+    for (size_t i = 0; i < planned.size(); ++i)
+      if (guesses[i] > 0 && planned[i].sample->seq) model_.pool().clear_checkpoints(*planned[i].sample->seq);
     // Planning checked the pool; reaching here means the pool changed under us. Nothing was written: preempt
     // the newest request and let the next step re-plan.
     if (!running_.empty()) {
@@ -293,11 +317,15 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   const int64_t V = model_.info().vocab_size;
   for (size_t i = 0; i < planned.size(); ++i) {
     const Planned& p = planned[i];
-    const bool decode = p.num_tokens == 1 && p.sample->generated > 0;
+    const bool decode = (p.num_tokens == 1 || p.guesses > 0) && p.sample->generated > 0;
     if (!decode) counters_.prompt_tokens += p.num_tokens;
     if (row_of[i] < 0 || p.sample->finished) continue;
     const float* row = logits.data() + row_of[i] * V;
     RequestState& r = *p.request;
+    if (guesses[i] > 0) {
+      verify(r, *p.sample, length_before[i], row, now);
+      continue;
+    }
     if (!r.forked) {
       fork_samples(r);
       if (r.done()) continue;  // forking failed

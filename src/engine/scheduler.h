@@ -14,6 +14,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/engine_options.h"
@@ -76,7 +77,8 @@ class Scheduler {
   struct Planned {
     RequestState* request;
     Sample* sample;
-    int64_t num_tokens;
+    int64_t num_tokens;  // with speculation: the pending token and the guesses after it
+    int64_t guesses = 0;
   };
 
   std::vector<Planned> plan(StepReport& report);
@@ -86,6 +88,14 @@ class Scheduler {
   void preempt(RequestState& r, std::vector<Planned>& planned, int64_t& budget);
   void run(const std::vector<Planned>& planned, StepReport& report);
   void sample_next(RequestState& r, Sample& s, const float* logits, EngineClock::time_point now);
+  // Records one new token of a sample (logprobs from its row), with the stop checks; finishes the sample if so.
+  void commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row, EngineClock::time_point now);
+  // Up to num_speculative_tokens guesses for a decoding sample, within `budget` extra tokens; how many.
+  int64_t propose(RequestState& r, Sample& s, int64_t budget);
+  // A speculating sample after the forward pass: the rejection rule over its rows, rollback, the kept tokens.
+  void verify(RequestState& r, Sample& s, int64_t length_before, const float* rows, EngineClock::time_point now);
+  // A rollback point before a verification pass; false (guesses dropped) when the pool has no slot for one.
+  bool checkpoint_for_rollback(Sample& s);
   void fork_samples(RequestState& r);
   void finish_sample(RequestState& r, Sample& s, FinishReason reason);
   void fail(RequestState& r, const std::string& why);

@@ -2,6 +2,7 @@
 // outputs, aborts and failures.
 #include <algorithm>
 
+#include "engine/draft_proposer.h"
 #include "engine/logprobs.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_state.h"
@@ -18,6 +19,11 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   s->sampler = std::make_unique<Sampler>(sp);
   if (tokenizer_) s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, /*skip_special_tokens=*/true);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
+  try {
+    s->proposer = make_proposer(options_.speculative, options_.draft_model, model_.info().vocab_size);
+  } catch (const PoolExhausted&) {
+    // The draft's own pool has no state slot left for this sample: it decodes without guesses, exactly.
+  }
   return s;
 }
 
@@ -40,7 +46,6 @@ void Scheduler::fork_samples(RequestState& r) {
 }
 
 void Scheduler::sample_next(RequestState& r, Sample& s, const float* logits, EngineClock::time_point now) {
-  const auto& params = r.request.params;
   const int64_t V = model_.info().vocab_size;
   const std::span<const float> row(logits, size_t(V));
   int32_t token;
@@ -50,6 +55,12 @@ void Scheduler::sample_next(RequestState& r, Sample& s, const float* logits, Eng
     fail(r, std::string("sampling failed: ") + e.what());
     return;
   }
+  commit_token(r, s, token, row, now);
+}
+
+void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row,
+                             EngineClock::time_point now) {
+  const auto& params = r.request.params;
   if (params.logprobs) {
     RowLogprobs lp = row_logprobs(row, token, params.top_logprobs);
     s.delta.logprobs.push_back({token, lp.chosen});
@@ -94,6 +105,7 @@ void Scheduler::finish_sample(RequestState&, Sample& s, FinishReason reason) {
   s.finished = true;
   s.delta.finish_reason = reason;
   s.seq.reset();
+  s.proposer.reset();  // a draft model's sequence goes back to its pool
 }
 
 void Scheduler::fail(RequestState& r, const std::string& why) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "engine/speculative.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace attnzoo {
@@ -21,6 +22,8 @@ struct Scheduler::Sample {
   std::unique_ptr<StopStringMatcher> matcher;
   bool finished = false, stopped_by_text = false;
   SampleDelta delta;  // news since the last output
+  std::unique_ptr<Proposer> proposer;  // speculative decoding: this sample's own proposer (null: off)
+  Proposal proposal;                   // this step's guesses, verified after the forward pass
 
   int64_t remaining() const { return int64_t(tokens.size()) - (seq ? seq->length() : 0); }
   bool has_news() const { return !delta.token_ids.empty() || !delta.text.empty() || delta.finish_reason; }

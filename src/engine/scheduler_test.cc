@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
+#include "engine/ngram_proposer.h"
 #include "models/model.h"
 #include "testing/tiny_llama.h"
 
@@ -364,6 +365,105 @@ TEST_F(SchedulerTest, RejectsRequestsThatCanNeverRun) {
   EXPECT_NE(message(r).find("top_p"), std::string::npos);
   r.params.sampling.top_p = 1;
   EXPECT_EQ(message(r), "");
+}
+
+}  // namespace
+}  // namespace attnzoo
+
+namespace attnzoo {
+namespace {
+
+// Speculation inside the batch: greedy outputs equal each request alone, with n-gram lookup (guesses often
+// refused: rollbacks) and with a copy of the target as its own draft (guesses kept: long accepted runs), also
+// when a small pool preempts requests mid-way.
+TEST_F(SchedulerTest, SpeculativeGreedyMatchesEachRequestAlone) {
+  const auto draft = load();
+  for (const auto method : {SpeculativeMethod::ngram, SpeculativeMethod::draft}) {
+    for (const int64_t blocks : {int64_t(0), int64_t(28)}) {
+      SCOPED_TRACE(std::string(method == SpeculativeMethod::ngram ? "ngram" : "draft") + " blocks " +
+                   std::to_string(blocks));
+      auto model = load(blocks);
+      EngineOptions o = defaults();
+      o.max_num_batched_tokens = 40;
+      o.max_num_seqs = 6;
+      o.speculative.method = method;
+      o.speculative.num_speculative_tokens = 3;
+      o.draft_model = draft.get();
+      Scheduler s(*model, nullptr, o);
+      const int N = 10;
+      std::vector<Collected> got(N);
+      std::vector<Request> reqs(N);
+      for (int i = 0; i < N; ++i) {
+        // A prompt that repeats itself gives prompt lookup something to find.
+        std::vector<int32_t> p = prompt_of(4 + i % 5, i);
+        for (int rep = 0; rep < 3; ++rep) p.insert(p.end(), p.begin(), p.begin() + 4 + i % 5);
+        reqs[size_t(i)].prompt = p;
+        reqs[size_t(i)].params.sampling.temperature = 0;
+        reqs[size_t(i)].params.max_tokens = 10 + i % 7;
+        s.check(reqs[size_t(i)]);
+        s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
+      }
+      const auto steps = drain(s);
+      for (const auto& st : steps) EXPECT_LE(st.num_tokens, 40);
+      for (int i = 0; i < N; ++i) {
+        ASSERT_TRUE(got[size_t(i)].finished) << i;
+        EXPECT_EQ(got[size_t(i)].tokens[0], alone(reqs[size_t(i)].prompt, reqs[size_t(i)].params)) << "request " << i;
+        EXPECT_EQ(got[size_t(i)].usage.completion_tokens, int64_t(got[size_t(i)].tokens[0].size()));
+      }
+      const EngineStats st = s.stats();
+      EXPECT_EQ(st.finished_requests, N);
+      EXPECT_EQ(st.free_blocks, st.num_blocks);
+      EXPECT_GT(st.speculative.draft_tokens, 0);
+      EXPECT_GT(st.speculative.accepted_tokens, 0);
+      if (method == SpeculativeMethod::ngram)
+        EXPECT_LT(st.speculative.accepted_tokens, st.speculative.draft_tokens);
+      else
+        EXPECT_GT(st.speculative.accepted_tokens * 2, st.speculative.draft_tokens);
+      // Fewer forward passes than sampled tokens after the first of each request: guesses were kept.
+      int64_t decode_tokens = 0;
+      for (auto& g : got) decode_tokens += int64_t(g.tokens[0].size()) - 1;
+      EXPECT_LT(st.speculative.drafts, decode_tokens);
+      if (blocks > 0) EXPECT_GT(st.preemptions, 0);
+    }
+  }
+}
+
+// Seeded sampling with speculation draws exactly what the single-sequence loop with the same proposer and seed
+// draws: one algorithm, one stream of random numbers, however the step's batch is formed.
+TEST_F(SchedulerTest, SpeculativeSeededSamplingMatchesTheGenerateLoop) {
+  auto model = load();
+  EngineOptions o = defaults();
+  o.max_num_batched_tokens = 24;
+  o.speculative.method = SpeculativeMethod::ngram;
+  o.speculative.num_speculative_tokens = 3;
+  Scheduler s(*model, nullptr, o);
+  const int N = 6;
+  std::vector<Collected> got(N);
+  std::vector<Request> reqs(N);
+  for (int i = 0; i < N; ++i) {
+    std::vector<int32_t> p = prompt_of(5 + i, i);
+    p.insert(p.end(), p.begin(), p.end());
+    reqs[size_t(i)].prompt = p;
+    reqs[size_t(i)].params.sampling.temperature = 0.7f;
+    reqs[size_t(i)].params.sampling.top_p = 0.9f;
+    reqs[size_t(i)].params.sampling.seed = uint64_t(100 + i);
+    reqs[size_t(i)].params.max_tokens = 12 + i;
+    s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
+  }
+  drain(s);
+  if (!reference_) reference_ = load();
+  NgramProposer ngram(o.speculative.prompt_lookup_min, o.speculative.prompt_lookup_max);
+  for (int i = 0; i < N; ++i) {
+    ModelSequence seq(*reference_);
+    GenerationOptions g;
+    g.sampling = reqs[size_t(i)].params.sampling;
+    g.max_new_tokens = reqs[size_t(i)].params.max_tokens;
+    g.eos_token_ids = eos_;
+    g.proposer = &ngram;
+    g.num_speculative_tokens = 3;
+    EXPECT_EQ(got[size_t(i)].tokens[0], generate(seq, reqs[size_t(i)].prompt, g).tokens) << "request " << i;
+  }
+  EXPECT_GT(s.stats().speculative.draft_tokens, 0);
 }
 
 }  // namespace

@@ -18,6 +18,9 @@ struct Batch {
   std::vector<int32_t> positions;      // one per token (RoPE position)
   std::vector<int32_t> cu_seqlens{0};  // [num_sequences + 1] offsets into tokens
   std::vector<Sequence*> sequences;    // whose memory the tokens extend (the model's side only)
+  // Speculative verification on a model with state layers: run the tokens one at a time and checkpoint each
+  // sequence's state after every one (MemoryPool::checkpoint), so Model::rollback restores without recomputing.
+  bool checkpoint_each_token = false;
 
   // Filled by Model::forward from the pool (what the layers read):
   std::vector<int32_t> context_lens;   // [S] tokens already cached before this call

@@ -119,12 +119,32 @@ std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
 }
 
 std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logits_indices) const {
-  const ModelInfo& mi = info();
-  validate_batch(in, mi, *pool_);
-  const int64_t S = in.num_sequences(), V = mi.vocab_size;
   std::vector<int64_t> wanted(logits_indices.begin(), logits_indices.end());
   if (logits_indices.empty())
     for (int64_t t = 0; t < in.num_tokens(); ++t) wanted.push_back(t);
+  return forward_rows(in, std::move(wanted));
+}
+
+void Model::rollback(Sequence& seq, int64_t length) const {
+  require(seq.pool() == pool_.get(), "sequence", "was made by a different model");
+  require(length >= 0 && length <= seq.length(), "length",
+          "must be in [0, " + std::to_string(seq.length()) + "], got " + std::to_string(length));
+  const std::vector<int32_t> tokens(seq.tokens().begin(), seq.tokens().begin() + length);
+  int64_t at;
+  {
+    SequenceLease lease(seq);
+    at = pool_->rollback(seq, length);
+  }
+  if (at == length) return;
+  Batch batch;
+  batch.add(seq, std::span(tokens).subspan(size_t(at)));
+  forward_rows(batch, {});
+}
+
+std::vector<float> Model::forward_rows(const Batch& in, std::vector<int64_t> wanted) const {
+  const ModelInfo& mi = info();
+  validate_batch(in, mi, *pool_);
+  const int64_t S = in.num_sequences(), V = mi.vocab_size;
   for (int64_t r : wanted)
     require(r >= 0 && r < in.num_tokens(), "logits_indices",
             "entry " + std::to_string(r) + " is outside the batch's " + std::to_string(in.num_tokens()) + " tokens");
@@ -176,6 +196,7 @@ std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logi
   // Recurrent state can only be snapshotted between forward passes: with prefix caching on a model with state
   // layers, the tokens run in pieces that end on the snapshot boundaries.
   const int64_t interval = pool_->has_state() && pool_->options().prefix_caching ? pool_->snapshot_interval_tokens() : 0;
+  const bool per_token_checkpoints = in.checkpoint_each_token && pool_->has_state();
   std::vector<float> piece_logits;
   while (true) {
     Piece p;
@@ -184,6 +205,7 @@ std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logi
       Sequence& seq = *in.sequences[size_t(s)];
       int64_t stop = end[size_t(s)];
       if (interval > 0) stop = std::min(stop, cursor[size_t(s)] + (interval - seq.length() % interval));
+      if (per_token_checkpoints) stop = cursor[size_t(s)] + 1;
       p.batch.sequences.push_back(&seq);
       for (int64_t t = cursor[size_t(s)]; t < stop; ++t) {
         p.batch.tokens.push_back(in.tokens[size_t(t)]);
@@ -205,9 +227,11 @@ std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logi
     run(p.batch, rows, piece_logits.data());
     for (size_t i = 0; i < rows.size(); ++i)
       std::copy_n(piece_logits.data() + i * size_t(V), V, logits.data() + size_t(dest[i]) * size_t(V));
-    for (int64_t s = 0; s < p.batch.num_sequences(); ++s)
+    for (int64_t s = 0; s < p.batch.num_sequences(); ++s) {
       pool_->advance(*p.batch.sequences[size_t(s)],
                      std::span(p.batch.tokens).subspan(size_t(p.batch.seq_begin(s)), size_t(p.batch.seq_len(s))));
+      if (per_token_checkpoints) pool_->checkpoint(*p.batch.sequences[size_t(s)]);
+    }
   }
   return logits;
 }

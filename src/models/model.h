@@ -87,6 +87,13 @@ class Model {
   // Every token's logits, or only each sequence's last (last_only).
   std::vector<float> forward(const Batch& batch, bool last_only = false) const;
 
+  // Speculative decoding's rollback, one operation: `seq` back at `length` tokens (a length it had), its memory
+  // as if it had only ever seen those. Paged (softmax / MLA) memory is truncated, blocks past it freed; recurrent
+  // state is restored from the latest MemoryPool::checkpoint at or below `length` and the tokens between are
+  // recomputed in one forward pass (no logits). A batch with `checkpoint_each_token` set leaves a checkpoint
+  // after every token instead, so its rollback needs no recompute. Errors: see MemoryPool::rollback.
+  void rollback(Sequence& seq, int64_t length) const;
+
   // Explainer hook: runs `ids` as a fresh sequence and returns one LayerTrace per layer (attention: q and k
   // after RoPE; recurrent layers: state norms). Slow path, short prompts. ArgumentError for bad ids or a model
   // that cannot trace.
@@ -101,6 +108,8 @@ class Model {
  private:
   // Reserves the sequences' new tokens and fills the batch's block tables, slot mapping and state slots.
   void prepare(Batch& batch) const;
+  // forward() with the rows already resolved: `wanted` empty computes no logits at all.
+  std::vector<float> forward_rows(const Batch& batch, std::vector<int64_t> wanted) const;
   std::unique_ptr<MemoryPool> pool_;
 };
 

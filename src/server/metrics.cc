@@ -114,6 +114,14 @@ std::string ServerMetrics::text(const EngineStats& s, const std::string& model_n
   counter(out, "vllm:num_preemptions", labels, double(s.preemptions), "Cumulative number of preemption from the engine.");
   counter(out, "vllm:prompt_tokens", labels, double(s.prompt_tokens), "Number of prefill tokens processed.");
   counter(out, "vllm:generation_tokens", labels, double(s.generation_tokens), "Number of generation tokens processed.");
+  const SpeculativeStats& spec = s.speculative;
+  counter(out, "vllm:spec_decode_num_drafts", labels, double(spec.drafts), "Number of spec decoding drafts.");
+  counter(out, "vllm:spec_decode_num_draft_tokens", labels, double(spec.draft_tokens), "Number of draft tokens.");
+  counter(out, "vllm:spec_decode_num_accepted_tokens", labels, double(spec.accepted_tokens), "Number of accepted tokens.");
+  head(out, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter", "Accepted tokens per draft position.");
+  for (size_t pos = 0; pos < spec.accepted_per_position.size(); ++pos)
+    sample(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total", labels + ",position=\"" + std::to_string(pos) + "\"",
+           double(spec.accepted_per_position[pos]));
   head(out, "vllm:request_success", "counter", "Count of successfully processed requests.");
   sample(out, "vllm:request_success_total", labels + ",finished_reason=\"finished\"", double(s.finished_requests));
   sample(out, "vllm:request_success_total", labels + ",finished_reason=\"abort\"", double(s.aborted_requests));

@@ -58,6 +58,10 @@ TEST(ServerMetrics, VllmNamesFromStatsAndRequests) {
   stats.preemptions = 6;
   stats.prompt_tokens = 70;
   stats.generation_tokens = 50;
+  stats.speculative.drafts = 9;
+  stats.speculative.draft_tokens = 27;
+  stats.speculative.accepted_tokens = 12;
+  stats.speculative.accepted_per_position = {7, 4, 1};
   const auto s = samples(m.text(stats, "my \"model\""));
   const std::string l = "{model_name=\"my \\\"model\\\"\"}";
   EXPECT_EQ(s.at("vllm:num_requests_running" + l), 3);
@@ -68,6 +72,10 @@ TEST(ServerMetrics, VllmNamesFromStatsAndRequests) {
   EXPECT_EQ(s.at("vllm:num_preemptions_total" + l), 6);
   EXPECT_EQ(s.at("vllm:prompt_tokens_total" + l), 70);
   EXPECT_EQ(s.at("vllm:generation_tokens_total" + l), 50);
+  EXPECT_EQ(s.at("vllm:spec_decode_num_drafts_total" + l), 9);
+  EXPECT_EQ(s.at("vllm:spec_decode_num_draft_tokens_total" + l), 27);
+  EXPECT_EQ(s.at("vllm:spec_decode_num_accepted_tokens_total" + l), 12);
+  EXPECT_EQ(s.at("vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"my \\\"model\\\"\",position=\"1\"}"), 4);
   EXPECT_DOUBLE_EQ(s.at("vllm:time_to_first_token_seconds_sum" + l), 0.25);
   EXPECT_DOUBLE_EQ(s.at("vllm:e2e_request_latency_seconds_sum" + l), 1.25);
   EXPECT_DOUBLE_EQ(s.at("vllm:time_per_output_token_seconds_sum" + l), 0.25);  // 1 s over the 4 tokens after the first

@@ -38,6 +38,12 @@ int64_t Sequence::bytes() const {
   return held * pool_->block_bytes_ + (state_slot_ >= 0 ? pool_->slot_bytes_ : 0);
 }
 
+std::vector<int64_t> Sequence::checkpoint_lengths() const {
+  std::vector<int64_t> out;
+  for (const Checkpoint& c : checkpoints_) out.push_back(c.length);
+  return out;
+}
+
 SequenceLease::SequenceLease(Sequence& s) : s_(s) {
   require(!s.busy_.exchange(true, std::memory_order_acquire), "sequences",
           "this sequence is being used by another thread (one sequence, one forward call at a time)");
@@ -51,6 +57,7 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
   require(options.block_tokens >= 1 && options.block_tokens <= 4096, "block_size",
           "must be in [1, 4096], got " + std::to_string(options.block_tokens));
   require(options.max_sequences >= 1, "max_num_seqs", "must be at least 1");
+  require(options.max_rollback_tokens >= 0, "max_rollback_tokens", "must be non-negative");
   require(options.snapshot_interval_blocks >= 0, "snapshot_interval_blocks", "must be non-negative");
   if (options_.bytes == 0) options_.bytes = default_pool_bytes();
   require(options_.bytes > 0, "kv_cache_memory", "must be positive");
@@ -199,6 +206,7 @@ std::unique_ptr<Sequence> MemoryPool::fork(const Sequence& parent) {
 
 void MemoryPool::release(Sequence& seq) {
   std::lock_guard lock(mu_);
+  release_checkpoints_locked(seq, 0);
   for (int32_t b : seq.block_table_)
     if (b != kDropped) blocks_.release(b);
   seq.block_table_.clear();
@@ -295,7 +303,7 @@ void MemoryPool::advance(Sequence& seq, std::span<const int32_t> tokens) {
 void MemoryPool::drop_outside_window(Sequence& seq) {
   // The next query sits at position length() and sees keys from length() - window + 1 on.
   const int64_t B = options_.block_tokens;
-  const int64_t dead = std::max<int64_t>(0, (seq.length_ - window_all_) / B);
+  const int64_t dead = std::max<int64_t>(0, (seq.length_ - window_all_ - options_.max_rollback_tokens) / B);
   for (int64_t b = 0; b < dead && b < int64_t(seq.block_table_.size()); ++b) {
     int32_t& id = seq.block_table_[size_t(b)];
     if (id == kDropped) continue;
@@ -319,9 +327,76 @@ void MemoryPool::truncate_blocks(Sequence& seq, int64_t length) {
   seq.length_ = length;
 }
 
+int32_t MemoryPool::take_checkpoint_slot_locked() {
+  if (!free_slots_.empty()) {
+    const int32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  if (const auto slot = take_snapshot_slot()) return *slot;
+  throw PoolExhausted("max_num_seqs: no recurrent-state slot is free for a speculative-decoding checkpoint (raise "
+                      "max_num_seqs)");
+}
+
+void MemoryPool::release_checkpoints_locked(Sequence& seq, size_t keep) {
+  while (seq.checkpoints_.size() > keep) {
+    const int32_t slot = seq.checkpoints_.back().slot;
+    if (slot >= 0) (slot < running_slots_ ? free_slots_ : free_snapshot_slots_).push_back(slot);
+    seq.checkpoints_.pop_back();
+  }
+}
+
+void MemoryPool::checkpoint(Sequence& seq) {
+  std::lock_guard lock(mu_);
+  auto& cps = seq.checkpoints_;
+  // Lengths only grow between rollbacks; one at the same length is refreshed in place.
+  while (!cps.empty() && cps.back().length >= seq.length_) release_checkpoints_locked(seq, cps.size() - 1);
+  int32_t slot = -1;
+  if (has_state()) {
+    slot = take_checkpoint_slot_locked();
+    copy_state(seq.state_slot_, slot);
+  }
+  cps.push_back({seq.length_, slot});
+}
+
+void MemoryPool::clear_checkpoints(Sequence& seq) {
+  std::lock_guard lock(mu_);
+  release_checkpoints_locked(seq, 0);
+}
+
+int64_t MemoryPool::rollback(Sequence& seq, int64_t length) {
+  int64_t state_at = length;
+  {
+    std::lock_guard lock(mu_);
+    require(length >= 0 && length <= seq.length_, "length",
+            "must be in [0, " + std::to_string(seq.length_) + "], got " + std::to_string(length));
+    if (window_all_ > 0 && length > 0) {
+      // The next query, at position `length`, reads keys from length - window + 1 on.
+      const int64_t first = std::max<int64_t>(0, length - window_all_) / options_.block_tokens;
+      require(first >= int64_t(seq.block_table_.size()) || seq.block_table_[size_t(first)] != kDropped, "length",
+              "rolls back past blocks the sliding window already gave back (set max_rollback_tokens)");
+    }
+    auto& cps = seq.checkpoints_;
+    size_t keep = cps.size();
+    while (keep > 0 && cps[keep - 1].length > length) --keep;
+    release_checkpoints_locked(seq, keep);
+    if (has_state() && length == 0) {
+      zero_state(seq.state_slot_);  // the empty sequence's state needs no checkpoint
+    } else if (has_state() && length < seq.length_) {
+      require(!cps.empty(), "length", "this sequence has recurrent state and no checkpoint at or below " +
+                                          std::to_string(length) + " to roll back to");
+      state_at = cps.back().length;
+      copy_state(cps.back().slot, seq.state_slot_);
+    }
+  }
+  truncate_blocks(seq, state_at);
+  return state_at;
+}
+
 void MemoryPool::reset(Sequence& seq) {
   truncate_blocks(seq, 0);
   std::lock_guard lock(mu_);
+  release_checkpoints_locked(seq, 0);
   seq.cached_tokens_ = 0;
   if (seq.state_slot_ >= 0) zero_state(seq.state_slot_);
 }

@@ -41,6 +41,9 @@ struct PoolOptions {
   // Recurrent state is snapshotted every this many blocks of a sequence (a prefix hit on a hybrid model can only
   // end at such a boundary); 0 picks max(1, 256 / block_tokens).
   int64_t snapshot_interval_blocks = 0;
+  // Sliding-window models give back blocks that left every window; they keep this many more tokens' blocks so a
+  // speculative rollback of up to this many tokens still finds its window (the engine sets it to k + 1).
+  int64_t max_rollback_tokens = 0;
   // Tests: non-zero hands blocks out in an order shuffled by this seed (no layer may assume adjacent blocks).
   uint64_t shuffle_seed = 0;
 };
@@ -86,6 +89,18 @@ class MemoryPool {
   void advance(Sequence& seq, std::span<const int32_t> tokens);
   // Drops a sequence back to `length` tokens (must be a length it had); its state must be restored by the caller.
   void truncate_blocks(Sequence& seq, int64_t length);
+  // Speculative decoding's rollback. checkpoint() remembers the sequence's current length and, on a model with
+  // state layers, a copy of its recurrent state in a slot of its own (a free running slot, else a prefix
+  // snapshot slot, evicting the oldest; PoolExhausted when neither is left). rollback() wants the sequence back
+  // at `length` tokens: on a model without state layers it truncates there (blocks past it released); with state
+  // layers it restores the latest checkpoint at or below `length` (dropping later ones) and truncates to that
+  // checkpoint's length. It returns the length the sequence now has; the caller recomputes the tokens from there
+  // to `length` (Model::rollback does). ArgumentError for a length outside [0, length()], for a model with
+  // state layers and no checkpoint at or below `length`, or when a sliding window already dropped a block the
+  // shorter sequence needs (PoolOptions::max_rollback_tokens keeps them).
+  void checkpoint(Sequence& seq);
+  int64_t rollback(Sequence& seq, int64_t length);
+  void clear_checkpoints(Sequence& seq);
   // Back to an empty sequence: blocks released, state zeroed.
   void reset(Sequence& seq);
 
@@ -110,6 +125,8 @@ class MemoryPool {
   bool writable(int32_t block) const;
   int64_t blocks_needed_locked(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const;
   void drop_outside_window(Sequence& seq);
+  void release_checkpoints_locked(Sequence& seq, size_t keep);
+  int32_t take_checkpoint_slot_locked();
   std::optional<int32_t> take_snapshot_slot();
 
   std::vector<CacheSpec> specs_;

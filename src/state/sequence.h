@@ -25,6 +25,8 @@ class Sequence {
   const MemoryPool* pool() const { return pool_; }
   // Tokens this sequence took from the prefix cache instead of computing them.
   int64_t cached_tokens() const { return cached_tokens_; }
+  // Lengths this sequence can roll back to without recomputing (MemoryPool::checkpoint), ascending.
+  std::vector<int64_t> checkpoint_lengths() const;
   int64_t bytes() const;  // pool memory it references (blocks it holds, shared or not, and its state slot)
 
  private:
@@ -36,6 +38,13 @@ class Sequence {
   std::vector<int32_t> block_table_;
   std::vector<uint64_t> block_hashes_;  // chain hash of each full block, in order
   int32_t state_slot_ = -1;
+  // Rollback points (MemoryPool::checkpoint): a length and, on models with state layers, the slot holding a copy
+  // of the state at that length (-1 otherwise); ascending lengths.
+  struct Checkpoint {
+    int64_t length;
+    int32_t slot;
+  };
+  std::vector<Checkpoint> checkpoints_;
   std::atomic<bool> busy_{false};
   friend class SequenceLease;
 };

@@ -3,6 +3,8 @@
     python -m attnzoo.bench.model model -m DIR [--prompt 512] [--gen 128] [--contexts 64,512,2048] [--json]
                                         [--dtype float32|bfloat16|auto] [--linear-prefill chunked|recurrent]
                                         [--prefix 2048] [--prefix-new 32] [--snapshot-interval-blocks 32]
+                                        [--speculative ngram|draft [--num-speculative-tokens 4]
+                                         [--draft-model DIR] [--prompt-lookup-max 3] [--prompt-lookup-min 1]]
 
 In one run: the f32 FMA peak and the streaming read bandwidth (attnzoo.bench's probes, best of a run at the
 start and one at the end), then
@@ -18,6 +20,8 @@ start and one at the end), then
             snapshot at its end, restored from the pool);
   pool      the model's memory pool: size, block size, blocks per sequence and bytes per token for each layer
             type, all from the layers' CacheSpecs (Model.inspect()).
+  speculative (with --speculative) greedy decoding of --gen tokens plainly and with exact speculative decoding:
+            speedup, acceptance rate, mean acceptance length (attnzoo.bench.speculative).
 --linear-prefill=recurrent makes linear / SSM mixers run prompts token by token on their recurrent kernels
 (what the chunked kernels buy); softmax attention is unaffected.
 """
@@ -181,7 +185,7 @@ def _check_fits(model_dir, prompt, gen, prefix, prefix_new):
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
                     linear_prefill="chunked", matmul_precision="highest", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
-                    kv_cache_bytes=None, snapshot_interval_blocks=32):
+                    kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
@@ -194,6 +198,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     block_size, kv_cache_dtype, kv_cache_bytes, snapshot_interval_blocks: the memory pool, as Model.load takes
     them (snapshots every 32 blocks = 512 tokens: a hybrid can hit a prefix at any multiple of 512 tokens for
     a few state copies per prompt).
+    speculative: None, or bench_speculative.speculative_row's keyword arguments (method, num_speculative_tokens,
+    draft_model, prompt_lookup_min / max): a row of plain against speculative greedy decoding of `gen` tokens.
     """
     from ..model import Model
     if prompt < 1 or gen < 1 or repeats < 1:
@@ -261,6 +267,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                               last_only=True)
             sweep.append((seq.length, _decode_steps(model, seq, context_gen, rng)))
         del seq
+        spec_row = None
+        if speculative:
+            from .speculative import speculative_row
+            say(f"speculative decoding ({speculative['method']}): {gen} greedy tokens, plain and speculative")
+            spec_row = speculative_row(model, gen=gen, **speculative)
         prefix_row = None
         if prefix:
             say(f"time to first token: {prefix}-token shared prefix + {prefix_new}, cold and on a prefix hit")
@@ -313,6 +324,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                      "snapshot_interval_blocks": snapshot_interval_blocks},
         "pool": pool_report(info, [prompt + gen, *contexts, prefix + prefix_new]),
         "prefix_cache": prefix_row,
+        "speculative": spec_row,
         "peaks": peaks,
         "prefill": prefill,
         "decode": decode,
@@ -363,6 +375,9 @@ def format_report(doc):
                   f"  cold {pc['cold_seconds'] * 1e3:9.1f} ms   hit {pc['hit_seconds'] * 1e3:8.1f} ms (median of "
                   f"{pc.get('hit_runs', 1)}) "
                   f"({pc['cached_tokens']} tokens from the cache)   {pc['speedup']:.1f}x"]
+    if doc.get("speculative"):
+        from .speculative import format_row
+        lines += ["", format_row(doc["speculative"])]
     pool = doc.get("pool")
     if pool:
         state = (f", {pool['state_slots']} state slots x {pool['state_slot_bytes'] / 2**20:.2f} MiB, "
@@ -428,12 +443,27 @@ def main(argv=None):
     parser.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
     parser.add_argument("--kv-cache-memory", type=_byte_size,
                         help="the memory pool's budget, e.g. 4G (default: a quarter of the free memory)")
+    parser.add_argument("--speculative", choices=["ngram", "draft"],
+                        help="add a row: greedy decoding with exact speculative decoding against without")
+    parser.add_argument("--num-speculative-tokens", type=int, default=4, help="guesses per step (default 4)")
+    parser.add_argument("--draft-model", help="the draft model (directory or .gguf) for --speculative draft")
+    parser.add_argument("--prompt-lookup-max", type=int, default=3, help="longest n-gram looked up (default 3)")
+    parser.add_argument("--prompt-lookup-min", type=int, default=1, help="shortest n-gram looked up (default 1)")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.exists(args.model):
         parser.error(f"model path not found: {args.model}")
     if not os.path.isdir(args.model) and not (os.path.isfile(args.model) and args.model.endswith(".gguf")):
         parser.error(f"-m: {args.model!r} is neither a directory nor a .gguf file")
+    if args.draft_model and args.speculative != "draft":
+        parser.error("--draft-model: only --speculative draft uses a draft model")
+    if args.speculative == "draft" and not args.draft_model:
+        parser.error("--speculative draft: needs --draft-model")
+    speculative = None
+    if args.speculative:
+        speculative = dict(method=args.speculative, num_speculative_tokens=args.num_speculative_tokens,
+                           draft_model=args.draft_model, prompt_lookup_min=args.prompt_lookup_min,
+                           prompt_lookup_max=args.prompt_lookup_max)
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     try:
         doc = run_model_bench(args.model, prompt=args.prompt, gen=args.gen, contexts=args.contexts,
@@ -441,7 +471,8 @@ def main(argv=None):
                               matmul_precision=args.matmul_precision, repeats=args.repeats, probes=args.probes,
                               progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
                               snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
-                              kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory)
+                              kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory,
+                              speculative=speculative)
     except (ValueError, OSError) as e:  # bad arguments and unreadable checkpoints: one line, no traceback
         print(f"attnzoo bench model: {e}", file=sys.stderr)
         return 1

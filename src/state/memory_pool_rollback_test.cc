@@ -1,0 +1,111 @@
+// Speculative decoding's rollback in the pool: checkpoints copy the recurrent state into slots of their own,
+// rollback restores the latest one at or below the wanted length (or truncates exactly, without state layers),
+// frees the blocks past it, and every slot goes back to the pool.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/error.h"
+#include "state/memory_pool.h"
+
+namespace attnzoo {
+namespace {
+
+std::unique_ptr<MemoryPool> hybrid_pool(int64_t max_sequences) {
+  PoolOptions o;
+  o.block_tokens = 4;
+  o.bytes = 1 << 20;
+  o.max_sequences = max_sequences;
+  o.prefix_caching = false;  // no snapshot slots: checkpoints must come from the free running slots
+  return std::make_unique<MemoryPool>(std::vector<CacheSpec>{CacheSpec::kv(2, 8), CacheSpec::state(16)}, o);
+}
+
+void fill_state(const MemoryPool& pool, const Sequence& s, float base) {
+  float* st = pool.layer(1).state(s.state_slot());
+  for (int i = 0; i < 16; ++i) st[i] = base + float(i);
+}
+
+void grow(MemoryPool& pool, Sequence& s, int64_t n) {
+  std::vector<Sequence*> one = {&s};
+  pool.reserve(one, std::vector<int64_t>{n});
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  std::iota(ids.begin(), ids.end(), int32_t(s.length()));
+  pool.advance(s, ids);
+}
+
+TEST(MemoryPoolRollback, RestoresTheCheckpointedStateAndFreesLaterBlocks) {
+  auto pool = hybrid_pool(3);
+  auto s = pool->new_sequence();
+  grow(*pool, *s, 6);
+  fill_state(*pool, *s, 100.f);
+  const int64_t free_slots = pool->stats().free_state_slots, free_blocks = pool->stats().free_blocks;
+  pool->checkpoint(*s);
+  EXPECT_EQ(pool->stats().free_state_slots, free_slots - 1);  // the checkpoint holds a slot
+  EXPECT_EQ(s->checkpoint_lengths(), std::vector<int64_t>{6});
+  grow(*pool, *s, 7);  // a verification pass: 13 tokens, 4 blocks
+  fill_state(*pool, *s, -5.f);
+  EXPECT_EQ(pool->stats().free_blocks, free_blocks - 2);
+  // Back to 9 tokens: the state is only known at 6, so the sequence stops there and the caller recomputes 3.
+  EXPECT_EQ(pool->rollback(*s, 9), 6);
+  EXPECT_EQ(s->length(), 6);
+  EXPECT_EQ(s->tokens(), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(pool->stats().free_blocks, free_blocks);
+  const float* st = pool->layer(1).state(s->state_slot());
+  for (int i = 0; i < 16; ++i) ASSERT_EQ(st[i], 100.f + float(i));
+  // The checkpoint at 6 survives (a later rollback may use it again) until cleared.
+  EXPECT_EQ(s->checkpoint_lengths(), std::vector<int64_t>{6});
+  pool->clear_checkpoints(*s);
+  EXPECT_EQ(pool->stats().free_state_slots, free_slots);
+  // Without a checkpoint, going back is an error naming the length; forward or in place is not.
+  grow(*pool, *s, 2);
+  EXPECT_THROW(pool->rollback(*s, 7), ArgumentError);
+  EXPECT_EQ(pool->rollback(*s, 8), 8);
+  EXPECT_THROW(pool->rollback(*s, 9), ArgumentError);
+  // To an empty sequence needs no checkpoint: the state is zeroed.
+  EXPECT_EQ(pool->rollback(*s, 0), 0);
+  st = pool->layer(1).state(s->state_slot());
+  for (int i = 0; i < 16; ++i) ASSERT_EQ(st[i], 0.f);
+}
+
+TEST(MemoryPoolRollback, CheckpointSlotsRunOutCleanlyAndComeBack) {
+  auto pool = hybrid_pool(2);
+  auto a = pool->new_sequence(), b = pool->new_sequence();
+  EXPECT_EQ(pool->stats().free_state_slots, 0);
+  EXPECT_THROW(pool->checkpoint(*a), PoolExhausted);  // no running or snapshot slot is free
+  EXPECT_TRUE(a->checkpoint_lengths().empty());
+  b.reset();
+  pool->checkpoint(*a);
+  EXPECT_EQ(pool->stats().free_state_slots, 0);
+  a.reset();  // a released sequence gives back its checkpoints too
+  EXPECT_EQ(pool->stats().free_state_slots, 2);
+}
+
+TEST(MemoryPoolRollback, AttentionAloneTruncatesExactly) {
+  PoolOptions o;
+  o.block_tokens = 4;
+  o.bytes = 1 << 20;
+  MemoryPool pool({CacheSpec::kv(2, 8)}, o);
+  auto s = pool.new_sequence();
+  grow(pool, *s, 11);
+  EXPECT_EQ(pool.rollback(*s, 5), 5);
+  EXPECT_EQ(s->length(), 5);
+  EXPECT_EQ(s->block_table().size(), 2u);
+}
+
+TEST(MemoryPoolRollback, SlidingWindowPoolsKeepRollbackRoom) {
+  PoolOptions o;
+  o.block_tokens = 4;
+  o.bytes = 1 << 20;
+  MemoryPool tight({CacheSpec::kv(2, 8, /*window=*/8)}, o);
+  auto s = tight.new_sequence();
+  grow(tight, *s, 24);
+  EXPECT_THROW(tight.rollback(*s, 18), ArgumentError);  // its window's first blocks were given back
+  o.max_rollback_tokens = 6;
+  MemoryPool roomy({CacheSpec::kv(2, 8, /*window=*/8)}, o);
+  auto r = roomy.new_sequence();
+  grow(roomy, *r, 24);
+  EXPECT_EQ(roomy.rollback(*r, 18), 18);
+}
+
+}  // namespace
+}  // namespace attnzoo
