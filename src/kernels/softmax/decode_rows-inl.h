@@ -6,6 +6,11 @@
 // PromoteTo costs a shuffle and a shift per L. Each 2L-element group of a row then comes out as [evens, odds];
 // the query rows are permuted the same way once per chunk (a dot product does not care about order) and the
 // output rows are put back in order once per chunk, so the per-key work never reorders anything.
+//
+// int8 and fp8 caches are widened from their bytes in registers: int8 through i32, fp8 e4m3 by moving its
+// exponent and mantissa into an f16's (an f16 with e4m3's bits shifted down is the e4m3 value / 256, subnormals
+// included, and the hardware f16 widening keeps them exact where f32 subnormals would be flushed); the row's
+// scale, times that 256, is applied to the score or the softmax weight, never per element.
 #if defined(ATTNZOO_DECODE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNZOO_DECODE_ROWS_INL_H_
 #undef ATTNZOO_DECODE_ROWS_INL_H_
@@ -22,6 +27,7 @@
 #include <hwy/highway.h>
 
 #include "core/convert.h"
+#include "kernels/softmax/kv_quant.h"
 #include "kernels/softmax/tiling.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -35,6 +41,12 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pair splitting assumes
 
 template <class T>
 constexpr bool kPairOrder = std::is_same_v<T, hwy::bfloat16_t>;
+
+template <class T>
+constexpr bool kQuantized = std::is_same_v<T, int8_t> || std::is_same_v<T, Fp8E4M3>;
+// What one widened element is worth in units of the stored value (see above); the scales absorb it.
+template <class T>
+constexpr float kWidenedUnit = std::is_same_v<T, Fp8E4M3> ? 256.f : 1.f;
 
 // Elements of an n-element row that are widened in pair order (whole 2L groups; the rest keep their order).
 template <class T>
@@ -76,6 +88,8 @@ inline float ScalarToF32(hwy::float16_t x) {
   std::memcpy(&bits, &x, 2);
   return f16_to_f32(bits);
 }
+inline float ScalarToF32(int8_t x) { return float(x); }
+inline float ScalarToF32(Fp8E4M3 x) { return f8e4m3_to_f32(x.bits) / kWidenedUnit<Fp8E4M3>; }
 
 // 2L bf16 elements as [even elements], [odd elements] in f32.
 HWY_INLINE void SplitPairs(const hwy::bfloat16_t* HWY_RESTRICT p, VF& even, VF& odd) {
@@ -90,6 +104,18 @@ template <class T>
 HWY_INLINE VF LoadF32(DF df, const T* HWY_RESTRICT p) {
   if constexpr (std::is_same_v<T, float>) {
     return hn::LoadU(df, p);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    const hn::Rebind<int8_t, DF> d8;
+    const hn::Rebind<int32_t, DF> di;
+    return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, p)));
+  } else if constexpr (std::is_same_v<T, Fp8E4M3>) {
+    const hn::Rebind<uint8_t, DF> d8;
+    const hn::Rebind<uint16_t, DF> d16;
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const auto b = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const uint8_t*>(p)));
+    const auto bits = hn::Or(hn::ShiftLeft<7>(hn::And(b, hn::Set(d16, uint16_t(0x7f)))),
+                             hn::ShiftLeft<8>(hn::And(b, hn::Set(d16, uint16_t(0x80)))));
+    return hn::PromoteTo(df, hn::BitCast(dh, bits));
   } else {
     const hn::Rebind<T, DF> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, p));
