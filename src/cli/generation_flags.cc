@@ -14,7 +14,7 @@ const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
     "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...\n"
-    "         [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16] [--kv-cache-memory 4G]";
+    "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]";
 
 
 bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, GenerationFlags& a) {
