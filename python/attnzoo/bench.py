@@ -66,6 +66,15 @@ def torch_ratio_at_least(x):
                 else row["torch_ratio"] >= x)
 
 
+def faster_than(other_key, factor):
+    def check(row, rows):
+        other = rows.get(other_key)
+        if other is None or other.get("time_ms") is None or row.get("time_ms") is None:
+            return None
+        return other["time_ms"] >= factor * row["time_ms"]
+    return Goal(f">={factor:g}x faster than {other_key.split(' ', 2)[-1]}", check)
+
+
 def time_within_of(other_key, tolerance):
     def check(row, rows):
         other = rows.get(other_key)
@@ -259,6 +268,51 @@ def _decode_case(cfg, name, paged, goals, page_block=None):
     return BenchCase("softmax decode", name, shape, setup, bytes=kv_bytes, goals=goals)
 
 
+QUANT_CONTEXT = 8192  # the quantized-cache rows and their bf16 baseline (smaller scales keep their own context)
+
+
+def _decode_quant_case(cfg, kind, goals):
+    """Paged decode over an int8 / fp8 (e4m3) cache with per-row scales, as Model.load(kv_cache_dtype=) holds it.
+    torch has no quantized-cache attention: its side dequantizes the gathered pages, then attends."""
+    S, Hq, Hkv, D, P = min(cfg["context"], QUANT_CONTEXT), cfg["Hq"], cfg["Hkv"], cfg["D"], cfg["page_block"]
+    kv_bytes = 2.0 * S * Hkv * (D + 4)  # bytes and f32 scales of K and V
+
+    def setup():
+        torch = _torch()
+        if torch is None:
+            raise RuntimeError("quantized caches are built with PyTorch here")
+        from .kv_cache import write_kv_paged
+        q = _randn((1, 1, Hq, D), "bfloat16", 4)
+        k, v = _randn((1, S, Hkv, D), "bfloat16", 5), _randn((1, S, Hkv, D), "bfloat16", 6)
+        (k_pages, table), (v_pages, _) = _to_pages(k, P), _to_pages(v, P)
+        n = k_pages.shape[0]
+        stored = torch.int8 if kind == "int8" else torch.uint8
+        kq, vq = (torch.zeros((n, P, Hkv, D), dtype=stored) for _ in range(2))
+        ks, vs = (torch.zeros((n, P, Hkv)) for _ in range(2))
+        slots = torch.arange(n * P, dtype=torch.int64)
+        write_kv_paged(k_pages.reshape(-1, Hkv, D), v_pages.reshape(-1, Hkv, D), slots, kq, vq, k_scale=ks,
+                       v_scale=vs, kv_cache_dtype=kind)
+        seqlens = torch.tensor([S], dtype=torch.int32)
+        out = torch.empty_like(q)
+        from .decode import attention_decode
+        ours = lambda: attention_decode(q, kq, vq, seqlens, block_table=table, out=out, check_inputs=False,
+                                        k_scale=ks, v_scale=vs, kv_cache_dtype=kind)
+        import torch.nn.functional as F
+
+        def dequantized(x, scale):
+            values = x.view(torch.float8_e4m3fn).float() if kind == "fp8" else x.float()
+            return (values * scale[..., None]).to(torch.bfloat16)
+
+        def peer():
+            kg = _gather_pages(dequantized(kq, ks), table, S).transpose(1, 2)
+            vg = _gather_pages(dequantized(vq, vs), table, S).transpose(1, 2)
+            return F.scaled_dot_product_attention(q.transpose(1, 2), kg, vg, enable_gqa=True).transpose(1, 2)
+        return Prepared(ours, peer)
+
+    shape = f"context={S} Hq={Hq} Hkv={Hkv} D={D} page={P}"
+    return BenchCase("softmax decode", f"paged {kind}", shape, setup, bytes=kv_bytes, goals=goals)
+
+
 def softmax_decode_cases(config):
     cfg = config["decode"]
     contiguous = "softmax decode contiguous bf16"
@@ -269,6 +323,10 @@ def softmax_decode_cases(config):
         # Odd block sizes: blocks straddle cache lines and key tiles.
         _decode_case(cfg, "paged bf16 block 7", True, [time_within_of(contiguous, 0.10)], page_block=7),
         _decode_case(cfg, "paged bf16 block 48", True, [time_within_of(contiguous, 0.10)], page_block=48),
+        # Quantized caches read half the bytes of bf16: where decode is bound by memory they should be ~2x faster.
+        _decode_case(dict(cfg, context=min(cfg["context"], QUANT_CONTEXT)), "paged bf16 8k", True, []),
+        _decode_quant_case(cfg, "int8", [faster_than("softmax decode paged bf16 8k", 1.6)]),
+        _decode_quant_case(cfg, "fp8", [faster_than("softmax decode paged bf16 8k", 1.6)]),
     ]
 
 

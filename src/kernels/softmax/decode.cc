@@ -224,8 +224,8 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         for (size_t h = 0; h < H; ++h)
           for (int64_t i = 0; i < n; ++i) {
             const size_t j = h * Bc + size_t(pos - k0 + i);
-            sc.k_scale[j] = p.k_scale.at(phys, off + i, hk0 + int64_t(h)) * kWidenedUnit<T>;
-            sc.v_scale[j] = p.v_scale.at(phys, off + i, hk0 + int64_t(h)) * kWidenedUnit<T>;
+            sc.k_scale[j] = p.k_scale.at(phys, off + i, hk0 + int64_t(h));
+            sc.v_scale[j] = p.v_scale.at(phys, off + i, hk0 + int64_t(h));
           }
       }
       pos += n;
