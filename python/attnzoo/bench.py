@@ -235,19 +235,23 @@ def _gather_pages(pages, table, S):
     return pages[table[0]].reshape((1, -1) + tuple(pages.shape[2:]))[:, :S]
 
 
+def _decode_inputs(S, Hq, Hkv, D):
+    """One bf16 query token, bf16 K / V of S tokens, cache_seqlens and an output buffer (torch tensors)."""
+    torch = _torch()
+    if torch is None:
+        raise RuntimeError("bf16 caches need PyTorch")
+    q = _randn((1, 1, Hq, D), "bfloat16", 4)
+    k, v = _randn((1, S, Hkv, D), "bfloat16", 5), _randn((1, S, Hkv, D), "bfloat16", 6)
+    return q, k, v, torch.tensor([S], dtype=torch.int32), torch.empty_like(q)
+
+
 def _decode_case(cfg, name, paged, goals, page_block=None):
     S, Hq, Hkv, D = cfg["context"], cfg["Hq"], cfg["Hkv"], cfg["D"]
     P = page_block or cfg["page_block"]
     kv_bytes = 2.0 * S * Hkv * D * 2  # K and V, bf16
 
     def setup():
-        torch = _torch()
-        if torch is None:
-            raise RuntimeError("bf16 caches need PyTorch")
-        q = _randn((1, 1, Hq, D), "bfloat16", 4)
-        k, v = _randn((1, S, Hkv, D), "bfloat16", 5), _randn((1, S, Hkv, D), "bfloat16", 6)
-        seqlens = torch.tensor([S], dtype=torch.int32)
-        out = torch.empty_like(q)
+        q, k, v, seqlens, out = _decode_inputs(S, Hq, Hkv, D)
         import torch.nn.functional as F
         qt = q.transpose(1, 2)
         if not paged:
@@ -278,12 +282,9 @@ def _decode_quant_case(cfg, kind, goals):
     kv_bytes = 2.0 * S * Hkv * (D + 4)  # bytes and f32 scales of K and V
 
     def setup():
-        torch = _torch()
-        if torch is None:
-            raise RuntimeError("quantized caches are built with PyTorch here")
         from .kv_cache import write_kv_paged
-        q = _randn((1, 1, Hq, D), "bfloat16", 4)
-        k, v = _randn((1, S, Hkv, D), "bfloat16", 5), _randn((1, S, Hkv, D), "bfloat16", 6)
+        torch = _torch()
+        q, k, v, seqlens, out = _decode_inputs(S, Hq, Hkv, D)
         (k_pages, table), (v_pages, _) = _to_pages(k, P), _to_pages(v, P)
         n = k_pages.shape[0]
         stored = torch.int8 if kind == "int8" else torch.uint8
@@ -292,8 +293,6 @@ def _decode_quant_case(cfg, kind, goals):
         slots = torch.arange(n * P, dtype=torch.int64)
         write_kv_paged(k_pages.reshape(-1, Hkv, D), v_pages.reshape(-1, Hkv, D), slots, kq, vq, k_scale=ks,
                        v_scale=vs, kv_cache_dtype=kind)
-        seqlens = torch.tensor([S], dtype=torch.int32)
-        out = torch.empty_like(q)
         from .decode import attention_decode
         ours = lambda: attention_decode(q, kq, vq, seqlens, block_table=table, out=out, check_inputs=False,
                                         k_scale=ks, v_scale=vs, kv_cache_dtype=kind)

@@ -79,7 +79,7 @@ uint16_t f32_to_f16(float f) {
 }
 
 float f8e4m3_to_f32(uint8_t b) {
-  const uint32_t sign = uint32_t(b & 0x80) << 24, exp = (b >> 3) & 0xf, mant = b & 0x7;
+  const uint32_t exp = (b >> 3) & 0xf, mant = b & 0x7;
   if (exp == 0xf && mant == 0x7) return std::numeric_limits<float>::quiet_NaN();
   float mag;
   if (exp == 0) {
@@ -88,12 +88,7 @@ float f8e4m3_to_f32(uint8_t b) {
     const uint32_t bits = ((exp + 127 - 7) << 23) | (mant << 20);
     std::memcpy(&mag, &bits, 4);
   }
-  uint32_t bits;
-  std::memcpy(&bits, &mag, 4);
-  bits |= sign;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return (b & 0x80) ? -mag : mag;
 }
 
 uint8_t f32_to_f8e4m3(float f) {
