@@ -168,7 +168,7 @@ def test_decode_rows_once_decode_exists(monkeypatch):
 
     monkeypatch.setattr(attnzoo.decode, "attention_decode", fake_decode)
     config = _core.bench_config("tiny")
-    cases = bench.softmax_decode_cases(config)
+    cases = [c for c in bench.softmax_decode_cases(config) if "bf16" in c.name]  # the stand-in reads bf16 only
     peaks = {"fma": {"gflops": 1.0}, "memory": {"gbps": 10.0}}
     rows = [bench.run_case(c, peaks, config["timing"], True) for c in cases]
     bench._apply_goals(cases, rows)
