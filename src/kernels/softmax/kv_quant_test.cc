@@ -174,6 +174,42 @@ TEST(KvQuant, PagedPrefillReadsQuantizedPages) {
   }
 }
 
+TEST(KvQuant, ContiguousQuantizedCache) {
+  // [B, S_max, Hkv, D] is a paged cache of one S_max-row block per sequence under the identity table: written
+  // that way, then read without a block table by decode and by prefill.
+  for (DType dtype : {DType::i8, DType::f8_e4m3}) {
+    const int64_t B = 2, S = 80, Hkv = 2, D = 32, Hq = 4;
+    const std::vector<int32_t> lens = {80, 33};
+    HostTensor rows(DType::f32, {B * S, Hkv, D}, 3);
+    HostTensor kq(dtype, {B, S, Hkv, D}, 0, 0.f), vq(dtype, {B, S, Hkv, D}, 0, 0.f);
+    HostTensor ks(DType::f32, {B, S, Hkv}, 0, 0.f), vs(DType::f32, {B, S, Hkv}, 0, 0.f);
+    HostTensor kd(DType::f32, {B, S, Hkv, D}, 0, 0.f), vd(DType::f32, {B, S, Hkv, D}, 0, 0.f);
+    std::vector<int64_t> slots(size_t(B * S));
+    std::iota(slots.begin(), slots.end(), 0);
+    write_kv_paged(rows.view, rows.view, slots.data(), kq.view, vq.view, ks.view, vs.view);
+    for (int64_t row = 0; row < B * S * Hkv; ++row) {
+      dequantize_kv_row(kq.bytes.data() + row * D, dtype, ks.view.ptr<float>()[row], kd.view.ptr<float>() + row * D,
+                        size_t(D));
+      dequantize_kv_row(vq.bytes.data() + row * D, dtype, vs.view.ptr<float>()[row], vd.view.ptr<float>() + row * D,
+                        size_t(D));
+    }
+    const KvCacheView quantized{kq.view, vq.view, lens.data(), nullptr, 0, ks.view, vs.view};
+    const KvCacheView dequantized{kd.view, vd.view, lens.data(), nullptr, 0};
+    HostTensor q(DType::f32, {B, 2, Hq, D}, 4);
+    HostTensor ref(DType::f32, {B, 2, Hq, D}, 0, 0.f), out(DType::f32, {B, 2, Hq, D}, 0, 0.f);
+    attention_decode_reference(q.view, dequantized, ref.view, {});
+    attention_decode(q.view, quantized, out.view, {});
+    EXPECT_LE(testing::max_abs_diff(out, ref), 2e-5) << dtype_name(dtype);
+    HostTensor qp(DType::f32, {B, 12, Hq, D}, 5);
+    HostTensor refp(DType::f32, {B, 12, Hq, D}, 0, 0.f), outp(DType::f32, {B, 12, Hq, D}, 0, 0.f);
+    AttentionOptions opts;
+    opts.causal = true;
+    attention_prefill_reference(make_cached_prefill_problem(qp.view, dequantized, refp.view, opts, {}));
+    attention_prefill(qp.view, quantized, outp.view, opts, {});
+    EXPECT_LE(testing::max_abs_diff(outp, refp), 2e-5) << dtype_name(dtype);
+  }
+}
+
 TEST(KvQuant, DecodeRejectsMissingOrStrayScales) {
   QuantizedPages pages(DType::i8, {20}, 1, 16, 8, 1);
   HostTensor q(DType::f32, {1, 1, 2, 16}, 2), out(DType::f32, {1, 1, 2, 16}, 0, 0.f);

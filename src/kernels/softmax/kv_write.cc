@@ -45,7 +45,8 @@ void convert_row(const char* src, DType src_dtype, char* dst, DType dst_dtype, s
 struct Scatter {
   TensorView rows, cache;
   const int64_t* slots;
-  KvScaleView scale;  // quantized caches
+  KvScaleView scale;  // quantized caches: where each row's scale goes (strides; data is scale_out)
+  float* scale_out;
 };
 
 Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
@@ -71,7 +72,8 @@ Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const
     require(slot_mapping[t] < num_slots, "slot_mapping",
             "entry " + str(t) + " = " + str(slot_mapping[t]) + " is past the cache's " + str(num_slots) +
                 " slots (num_blocks * block_size)");
-  return {rows, cache, slot_mapping, check_kv_scale(cache, scale, cache_name, scale_name)};
+  return {rows, cache, slot_mapping, check_kv_scale(cache, scale, cache_name, scale_name),
+          static_cast<float*>(scale.data)};
 }
 
 // Quantized caches: each (token, head) row widened to f32, quantized into its slot, its scale stored beside.
@@ -96,7 +98,7 @@ void run_quantized_scatter(const Scatter& s) {
                        rows.dtype, row.data(), size_t(D));
         const float scale =
             quantize_kv_row(row.data(), size_t(D), cache.dtype, static_cast<char*>(cache.data) + dst + h * dst_head);
-        const_cast<float*>(s.scale.data)[block * s.scale.block + off * s.scale.token + h * s.scale.head] = scale;
+        s.scale_out[block * s.scale.block + off * s.scale.token + h * s.scale.head] = scale;
       }
     }
   });
