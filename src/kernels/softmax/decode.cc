@@ -7,7 +7,8 @@
 // accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16 cache on AVX-512-BF16
 // CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for bf16 inputs. A paged cache is
 // walked block by block (one block-table lookup per block). Chunks of one sequence leave (max, sum,
-// unnormalised output) behind and are merged with the log-sum-exp rule.
+// unnormalised output) behind and are merged with the log-sum-exp rule. int8 / fp8 caches (kv_quant.h) are read as
+// bytes and widened in registers; each key's scale multiplies its scores, each value's scale its softmax weights.
 //
 // Measured on the 2-core Zen 5 VM (Hq=32, Hkv=8, D=128, bf16, 32k keys, same-process A/B against the previous
 // kernel): the P * V fold without an f32 V tile, pair-order bf16 widening and vdpbf16ps scores took
