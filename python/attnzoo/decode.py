@@ -8,7 +8,8 @@ def _add_token_axis(x):
 
 
 def attention_decode(q, k_cache, v_cache, cache_seqlens, *, block_table=None, scale=None, causal=True, window=None,
-                     softcap=None, sinks=None, alibi_slopes=None, block_mask=None, out=None, check_inputs=True):
+                     softcap=None, sinks=None, alibi_slopes=None, block_mask=None, out=None, check_inputs=True,
+                     k_scale=None, v_scale=None, kv_cache_dtype="auto"):
     """Softmax attention of a few new tokens per sequence against a KV cache (decode / speculative verification).
 
     q: [B, Tq, Hq, D] with 1 <= Tq <= 8 (Tq > 1: verifying draft tokens), or [B, Hq, D] for one token (the
@@ -29,12 +30,16 @@ def attention_decode(q, k_cache, v_cache, cache_seqlens, *, block_table=None, sc
     attnzoo.attention). Rows that see no key give zeros.
     dtypes: q float32 / bfloat16 / float16; caches float32 / bfloat16 / float16 (k and v alike); f32
     accumulation; the result has q's dtype, or `out`'s if given.
+    Quantized caches (as attnzoo.kv_cache.write_kv_paged writes them): kv_cache_dtype="int8" with int8 caches,
+    or "fp8" with uint8 caches of float8 e4m3fn bytes, and k_scale / v_scale float32 [num_blocks, block_size,
+    Hkv] (contiguous: [B, S_max, Hkv]): key = stored * scale, dequantized in registers.
     check_inputs: refuse NaN / Inf in q. The caches are not scanned (that would read them twice): their
     contents are trusted, and a NaN there reaches exactly the outputs whose softmax includes it.
     Long caches are split across threads (split-K) and merged exactly, so batch 1 uses every core.
     """
     return _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, window, softcap, sinks,
-                   alibi_slopes, block_mask, out, check_inputs, reference=False)
+                   alibi_slopes, block_mask, out, check_inputs, reference=False,
+                   quant=(k_scale, v_scale, kv_cache_dtype))
 
 
 def attention_decode_reference(q, k_cache, v_cache, cache_seqlens, *, block_table=None, scale=None, causal=True,
@@ -46,7 +51,7 @@ def attention_decode_reference(q, k_cache, v_cache, cache_seqlens, *, block_tabl
 
 
 def _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, window, softcap, sinks, alibi_slopes,
-            block_mask, out, check_inputs, reference):
+            block_mask, out, check_inputs, reference, quant=(None, None, "auto")):
     q = as_input(q, "q")
     k_cache, v_cache = as_input(k_cache, "k_cache"), as_input(v_cache, "v_cache")
     single_token = len(shape_of(q)) == 3
@@ -65,7 +70,10 @@ def _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, wind
     table = as_i32_vector(block_table, "block_table")
     _core.attention_decode(q, k_cache, v_cache, seqlens, table, out, bool(causal), scale, window, softcap,
                            as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"), block_mask,
-                           reference=reference, check_inputs=bool(check_inputs))
+                           reference=reference, check_inputs=bool(check_inputs),
+                           k_scale=None if quant[0] is None else as_input(quant[0], "k_scale"),
+                           v_scale=None if quant[1] is None else as_input(quant[1], "v_scale"),
+                           kv_cache_dtype=quant[2])
     if given_out is not None:
         return given_out
     return out[:, 0] if single_token else out

@@ -56,7 +56,8 @@ class Model:
         """Loads a checkpoint and sizes its memory pool.
 
         block_size: tokens per KV block (vLLM's name). kv_cache_dtype: "auto" (follows dtype), "float32",
-        "bfloat16" or "float16". kv_cache_bytes: the pool's budget (None: a quarter of the free memory, at most
+        "bfloat16", "float16", or the quantized "int8" / "fp8" (e4m3), stored with one float32 scale per token and
+        kv head (softmax K/V and MLA latents; recurrent state stays float32). kv_cache_bytes: the pool's budget (None: a quarter of the free memory, at most
         16 GiB; reserved, committed only as used). max_num_seqs: sequences that can hold recurrent state at once.
         snapshot_interval_blocks: models with recurrent layers snapshot their state every this many blocks, where
         a prefix-cache hit can end (0: every 256 tokens). shuffle_blocks_seed: tests only.

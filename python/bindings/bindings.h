@@ -51,6 +51,13 @@ const int64_t* as_int64(const AnyArray& a, const char* name, int64_t expected_le
 const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len);
 // int32 [rows, max_blocks_per_seq], contiguous; its column count goes to *cols.
 const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols);
+// A cache array's view as the kernels read it under kv_cache_dtype ("auto"; "int8": an int8 array; "fp8": a
+// uint8 array of float8 e4m3fn bytes, vLLM's convention).
+TensorView as_kv_cache(TensorView cache, const std::string& kv_cache_dtype, const char* name);
+template <class Array>
+TensorView optional_view(const std::optional<Array>& a, const char* name) {
+  return a ? as_view(*a, name) : TensorView{};
+}
 
 // Softmax options from Python arguments (None = off); validates values and names the argument.
 AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<float> scale,

@@ -22,6 +22,7 @@ DType dtype_of(nb::dlpack::dtype t, const char* name) {
     if (t.code == uint8_t(code::Int) && t.bits == 32) return DType::i32;
     if (t.code == uint8_t(code::Int) && t.bits == 64) return DType::i64;
     if (t.code == uint8_t(code::UInt) && t.bits == 8) return DType::u8;
+    if (t.code == uint8_t(code::Int) && t.bits == 8) return DType::i8;
   }
   // Named as numpy / torch name it (float64 is what a plain Python list of floats becomes).
   std::string family = "dtype code " + std::to_string(t.code) + ", bits ";
@@ -115,6 +116,22 @@ const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols) {
   require(v.is_contiguous(), "block_table", "must be contiguous");
   *cols = v.shape[1];
   return v.ptr<int32_t>();
+}
+
+TensorView as_kv_cache(TensorView cache, const std::string& kv_cache_dtype, const char* name) {
+  if (kv_cache_dtype == "auto") return cache;
+  if (kv_cache_dtype == "int8") {
+    if (cache.dtype != DType::i8)
+      throw DTypeError(std::string(name) + ": kv_cache_dtype 'int8' needs an int8 array, got " + dtype_name(cache.dtype));
+  } else if (kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3") {
+    if (cache.dtype != DType::u8)
+      throw DTypeError(std::string(name) + ": kv_cache_dtype 'fp8' needs a uint8 array of e4m3 bytes, got " +
+                       dtype_name(cache.dtype));
+    cache.dtype = DType::f8_e4m3;
+  } else {
+    throw ArgumentError("kv_cache_dtype: expected 'auto', 'int8' or 'fp8', got '" + kv_cache_dtype + "'");
+  }
+  return cache;
 }
 
 namespace {

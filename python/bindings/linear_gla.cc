@@ -18,13 +18,6 @@
 namespace attnzoo::py {
 namespace {
 
-TensorView optional_view(const std::optional<AnyArray>& a, const char* name) {
-  return a ? as_view(*a, name) : TensorView{};
-}
-TensorView optional_view(const std::optional<OutArray>& a, const char* name) {
-  return a ? as_view(*a, name) : TensorView{};
-}
-
 FeatureMap feature_map_of(const std::optional<std::string>& name) {
   if (!name || *name == "identity") return FeatureMap::identity;
   if (*name == "elu") return FeatureMap::elu_plus_one;

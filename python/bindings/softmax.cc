@@ -1,6 +1,7 @@
 // Bindings for the softmax family. The Python wrappers in attnzoo/__init__.py allocate `out` in the caller's
 // framework and pass it here, so results come back without a copy.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
 
 #include <cmath>
 #include <memory>
@@ -112,22 +113,28 @@ void bind_softmax(nb::module_& m) {
 
   m.def("write_kv_paged",
         [](const AnyArray& k_new, std::optional<AnyArray> v_new, const AnyArray& slot_mapping, const OutArray& k_cache,
-           std::optional<OutArray> v_cache) {
-          const TensorView kn = as_view(k_new, "k_new"), kc = as_view(k_cache, "k_cache");
+           std::optional<OutArray> v_cache, std::optional<OutArray> k_scale, std::optional<OutArray> v_scale,
+           const std::string& kv_cache_dtype) {
+          const TensorView kn = as_view(k_new, "k_new");
+          const TensorView kc = as_kv_cache(as_view(k_cache, "k_cache"), kv_cache_dtype, "k_cache");
+          const TensorView ks = optional_view(k_scale, "k_scale");
           require(kn.ndim >= 1, "k_new", "must be [tokens, kv_heads, head_dim], got " + kn.shape_str());
           const int64_t* slots = as_int64(slot_mapping, "slot_mapping", kn.shape[0]);
           require(v_new.has_value() == v_cache.has_value(), "v_cache", "v_new and v_cache come together");
           if (!v_new) {
             KernelScope scope;
-            write_paged_rows(kn, slots, kc, "k_new", "k_cache");
+            write_paged_rows(kn, slots, kc, "k_new", "k_cache", ks, "k_scale");
             return;
           }
-          const TensorView vn = as_view(*v_new, "v_new"), vc = as_view(*v_cache, "v_cache");
+          const TensorView vn = as_view(*v_new, "v_new");
+          const TensorView vc = as_kv_cache(as_view(*v_cache, "v_cache"), kv_cache_dtype, "v_cache");
+          const TensorView vs = optional_view(v_scale, "v_scale");
           KernelScope scope;
-          write_kv_paged(kn, vn, slots, kc, vc);
+          write_kv_paged(kn, vn, slots, kc, vc, ks, vs);
         },
         nb::arg("k_new"), nb::arg("v_new").none(), nb::arg("slot_mapping"), nb::arg("k_cache"),
-        nb::arg("v_cache").none());
+        nb::arg("v_cache").none(), nb::arg("k_scale").none() = nb::none(), nb::arg("v_scale").none() = nb::none(),
+        nb::arg("kv_cache_dtype") = "auto");
 }
 
 }  // namespace attnzoo::py

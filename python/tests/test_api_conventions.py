@@ -21,7 +21,10 @@ def test_float64_and_lists_name_the_dtype():
         attnzoo.attention(q.astype(np.float64), k, v)
     with pytest.raises(TypeError, match=r"^k: float64 is not supported"):
         attnzoo.attention(q, k.tolist(), v)
-    with pytest.raises(TypeError, match=r"^v: int8 is not supported"):
+    with pytest.raises(TypeError, match=r"^v: int16 is not supported"):
+        attnzoo.attention(q, k, v.astype(np.int16))
+    # int8 is a known dtype (quantized KV caches), refused where a float tensor is needed.
+    with pytest.raises(TypeError, match=r"^v: expected float32, bfloat16 or float16, got int8"):
         attnzoo.attention(q, k, v.astype(np.int8))
 
 

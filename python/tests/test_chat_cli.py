@@ -180,8 +180,11 @@ def test_generate_memory_pool_flags(chat_model):
     assert r.stdout == _reference_answer(chat_model, [{"role": "user", "content": QUESTION}]) + "\n"
     r = subprocess.run(args + ["--kv-cache-memory", "1K"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "block" in r.stderr
+    for kind in ("int8", "fp8"):  # quantized caches: an answer, not necessarily the f32 one word for word
+        r = subprocess.run(args + ["--kv-cache-dtype", kind], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip(), (kind, r.stderr)
     for flag, value in [("--kv-cache-memory", "12Q"), ("--kv-cache-memory", "-1G"), ("--block-size", "0"),
-                        ("--kv-cache-dtype", "int8")]:
+                        ("--kv-cache-dtype", "int4")]:
         r = subprocess.run(args + [flag, value], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and flag.lstrip("-").replace("-", "_") in r.stderr.replace("-", "_"), (flag, r.stderr)
 

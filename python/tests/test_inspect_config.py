@@ -189,3 +189,16 @@ def test_text_report_and_errors(tmp_path):
     r = subprocess.run([CLI, "inspect", "--config", str(tmp_path / "missing.json")], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode != 0 and "missing.json" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+def test_quantized_kv_cache_bytes(kind):
+    """--kv-cache-dtype int8 / fp8: one byte per cached value plus one float32 scale per token and kv head (an MLA
+    latent row has one head), written out here from the config."""
+    c = _kimi()
+    latent = c["kv_lora_rank"] + c["qk_rope_head_dim"] + F32
+    path = os.path.join(PUBLISHED, "kimi-linear-48b-a3b-instruct.json")
+    got = inspect_json("--config", path, "--kv-cache-dtype", kind)
+    assert got["cache_bytes_per_token"] == 7 * latent == 7 * 580
+    full = inspect_json("--config", path, "--kv-cache-dtype", "bfloat16")
+    assert full["cache_bytes_per_token"] == 7 * 576 * 2

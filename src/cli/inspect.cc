@@ -285,7 +285,7 @@ bool holds_weights(const std::filesystem::path& dir) {
 }  // namespace
 
 const char* kInspectUsage =
-    "usage: attnzoo inspect DIR | -m DIR | --config FILE [--json] [--kv-cache-dtype float32|bfloat16|...]\n"
+    "usage: attnzoo inspect DIR | -m DIR | --config FILE [--json] [--kv-cache-dtype float32|bfloat16|float16|int8|fp8]\n"
     "                       [--block-size N]\n"
     "  layers, parameters and KV / state bytes per layer type (config.json alone is enough), beside the same\n"
     "  stack built all-attention / all-MLA\n";

@@ -59,6 +59,12 @@ void convert_to_f32(const void* src, DType t, float* dst, size_t n) {
     case DType::f16:
       for (size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(static_cast<const uint16_t*>(src)[i]);
       return;
+    case DType::i8:
+      for (size_t i = 0; i < n; ++i) dst[i] = float(static_cast<const int8_t*>(src)[i]);
+      return;
+    case DType::f8_e4m3:
+      for (size_t i = 0; i < n; ++i) dst[i] = f8e4m3_to_f32(static_cast<const uint8_t*>(src)[i]);
+      return;
     default: return;
   }
 }

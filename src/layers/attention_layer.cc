@@ -79,8 +79,8 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
   opts.sinks = sinks_.empty() ? nullptr : sinks_.data();
   write_kv_paged(TensorView::contiguous(k.data(), DType::f32, {T, c.num_kv_heads, D}),
                  TensorView::contiguous(v.data(), DType::f32, {T, c.num_kv_heads, D}), batch.slot_mapping.data(),
-                 memory.k, memory.v);
-  paged_attention(q.data(), c.num_heads, D, batch, memory.k, memory.v, opts, attn.data());
+                 memory.k, memory.v, memory.k_scale, memory.v_scale);
+  paged_attention(q.data(), c.num_heads, D, batch, memory, opts, attn.data());
   if (c.output_gate)
     for (size_t i = 0; i < attn.size(); ++i) attn[i] *= 1.f / (1.f + std::exp(-gate[i]));
   o_.forward(attn.data(), T, out);

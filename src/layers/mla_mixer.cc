@@ -90,13 +90,17 @@ void MlaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
   opts.causal = true;
   const MlaWeights mw = kernel_weights();
   write_paged_rows(TensorView::contiguous(latent.data(), DType::f32, {T, 1, L}), batch.slot_mapping.data(), memory.k,
-                   "latent", "latent_cache");
+                   "latent", "latent_cache", memory.k_scale, "latent_scale");
   // The kernels read the latent cache as [num_blocks, block_size, r + dr]: the pool's single head folded away.
   const TensorView paged = TensorView::contiguous(memory.k.data, memory.k.dtype,
                                                   {memory.k.shape[0], memory.k.shape[1], L});
+  const TensorView scale = memory.k_scale.data ? TensorView::contiguous(memory.k_scale.data, DType::f32,
+                                                                        {memory.k.shape[0], memory.k.shape[1]})
+                                               : TensorView{};
   auto cache_view = [&](const int32_t* cache_seqlens, const int32_t* block_table) {
     LatentCacheView view;
     view.latent = paged;
+    view.scale = scale;
     view.cache_seqlens = cache_seqlens;
     view.block_table = block_table;
     view.max_blocks_per_seq = batch.max_blocks;

@@ -6,15 +6,17 @@
 
 namespace attnzoo {
 
-void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, const TensorView& k_cache,
-                     const TensorView& v_cache, const AttentionOptions& opts, float* out) {
-  const int64_t S = batch.num_sequences(), Dv = v_cache.shape[3];
+void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, const LayerMemory& memory,
+                     const AttentionOptions& opts, float* out) {
+  const int64_t S = batch.num_sequences(), Dv = memory.v.shape[3];
   bool uniform_decode = S > 0 && batch.seq_len(0) <= kMaxDecodeQueries;
   for (int64_t s = 1; s < S && uniform_decode; ++s) uniform_decode = batch.seq_len(s) == batch.seq_len(0);
   auto cache_view = [&](const int32_t* cache_seqlens, const int32_t* block_table) {
     KvCacheView view;
-    view.k = k_cache;
-    view.v = v_cache;
+    view.k = memory.k;
+    view.v = memory.v;
+    view.k_scale = memory.k_scale;
+    view.v_scale = memory.v_scale;
     view.cache_seqlens = cache_seqlens;
     view.block_table = block_table;
     view.max_blocks_per_seq = batch.max_blocks;

@@ -9,12 +9,14 @@
 #include "kernels/softmax/options.h"
 #include "layers/batch.h"
 #include "core/tensor.h"
+#include "state/layer_memory.h"
 
 namespace attnzoo {
 
-// q [T, Hq, D] f32 packed like the batch's tokens -> out [T, Hq, Dv] f32; k_cache / v_cache are the layer's
-// paged tensors [num_blocks, block_tokens, Hkv, D | Dv], already holding the batch's new tokens.
-void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, const TensorView& k_cache,
-                     const TensorView& v_cache, const AttentionOptions& opts, float* out);
+// q [T, Hq, D] f32 packed like the batch's tokens -> out [T, Hq, Dv] f32; memory.k / memory.v are the layer's
+// paged tensors [num_blocks, block_tokens, Hkv, D | Dv] (with their scales in an int8 / fp8 pool), already
+// holding the batch's new tokens.
+void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, const LayerMemory& memory,
+                     const AttentionOptions& opts, float* out);
 
 }  // namespace attnzoo

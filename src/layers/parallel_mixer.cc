@@ -24,6 +24,8 @@ LayerMemory ParallelMixer::branch_memory(const LayerMemory& memory, size_t i) co
   if (spec.paged()) {
     m.k = memory.k;
     m.v = memory.v;
+    m.k_scale = memory.k_scale;
+    m.v_scale = memory.v_scale;
   }
   if (spec.state_floats > 0) {
     m.states = memory.states + state_offsets_[i];

@@ -30,7 +30,11 @@ DType parse_kv_cache_dtype(const std::string& dtype, DType automatic) {
   if (dtype == "float32" || dtype == "f32") return DType::f32;
   if (dtype == "bfloat16" || dtype == "bf16") return DType::bf16;
   if (dtype == "float16" || dtype == "f16") return DType::f16;
-  throw ArgumentError("kv_cache_dtype: expected 'auto', 'float32', 'bfloat16' or 'float16', got '" + dtype + "'");
+  // vLLM's spellings: "fp8" is e4m3 there too. Both store one f32 scale per token and head beside the bytes.
+  if (dtype == "int8") return DType::i8;
+  if (dtype == "fp8" || dtype == "fp8_e4m3" || dtype == "float8_e4m3fn") return DType::f8_e4m3;
+  throw ArgumentError("kv_cache_dtype: expected 'auto', 'float32', 'bfloat16', 'float16', 'int8' or 'fp8', got '" +
+                      dtype + "'");
 }
 
 int64_t ModelInfo::cache_bytes_for(int64_t tokens, int64_t block_tokens) const {

@@ -60,9 +60,12 @@ CacheSpec CacheSpec::combine(const CacheSpec& a, const CacheSpec& b) {
 
 int64_t CacheSpec::token_elems() const { return checked_mul(heads, head_dim, "cache per token"); }
 
+int64_t CacheSpec::token_scales() const { return is_quantized_kv(dtype) ? heads : 0; }
+
 int64_t CacheSpec::bytes_per_token() const {
-  return checked_mul(checked_mul(paged_tensors, token_elems(), "cache per token"), int64_t(dtype_size(dtype)),
-                     "cache bytes per token");
+  const int64_t row = checked_add(checked_mul(token_elems(), int64_t(dtype_size(dtype)), "cache per token"),
+                                  token_scales() * int64_t(sizeof(float)), "cache per token");
+  return checked_mul(paged_tensors, row, "cache bytes per token");
 }
 
 int64_t CacheSpec::fixed_bytes() const { return checked_mul(state_floats, int64_t(sizeof(float)), "state bytes"); }
@@ -80,7 +83,7 @@ std::string CacheSpec::describe() const {
   std::string s = cache_kind_name(kind);
   if (paged())
     s += std::string(" ") + dtype_name(dtype) + " [" + std::to_string(paged_tensors) + " x " + std::to_string(heads) +
-         " x " + std::to_string(head_dim) + "]/token";
+         " x " + std::to_string(head_dim) + "]/token" + (token_scales() > 0 ? " + f32 scale per head" : "");
   if (window > 0) s += " window " + std::to_string(window);
   if (state_floats > 0) s += " + state " + std::to_string(fixed_bytes()) + " B";
   return s;

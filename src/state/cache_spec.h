@@ -2,7 +2,8 @@
 // What one layer remembers per sequence, as a type the memory pool can allocate from: the single source for
 // `attnzoo inspect`, the explainer's memory figures, admission control and the pool's own sizing.
 //   paged part  grows with tokens: `paged_tensors` tensors (2 = K and V, 1 = an MLA latent) of [heads, head_dim]
-//               per token, in `dtype`, stored in the pool's fixed-size blocks;
+//               per token, in `dtype`, stored in the pool's fixed-size blocks; an int8 / fp8 dtype adds one f32
+//               scale per token and head beside each tensor (kernels/softmax/kv_quant.h);
 //   state part  fixed per sequence: `state_floats` f32 values (conv tail + delta-rule / SSM state), one pool slot.
 // A parallel hybrid layer (Falcon-H1: attention beside Mamba-2) has both.
 #include <cstdint>
@@ -42,7 +43,9 @@ struct CacheSpec {
   // Elements one token adds to one paged tensor (heads * head_dim). Every formula below is overflow-checked
   // and throws ArgumentError naming the size when a config asks for more than int64 can count.
   int64_t token_elems() const;
-  int64_t bytes_per_token() const;
+  // Scales one token adds to one paged tensor: `heads` for a quantized dtype, else 0.
+  int64_t token_scales() const;
+  int64_t bytes_per_token() const;  // elements and scales
   int64_t fixed_bytes() const;
   // Bytes a sequence of `tokens` tokens holds, its paged part rounded up to whole blocks of `block_tokens`.
   int64_t bytes_for(int64_t tokens, int64_t block_tokens) const;

@@ -13,6 +13,9 @@ struct LayerMemory {
   // Paged part in flash-attn's layout [num_blocks, block_tokens, heads, head_dim], in the pool's KV dtype; `v`
   // is empty for a single-tensor (latent) cache, both are empty for a layer with no per-token memory.
   TensorView k, v;
+  // int8 / fp8 pools: each paged tensor's f32 scales [num_blocks, block_tokens, heads] (kernels/softmax/kv_quant.h);
+  // empty otherwise.
+  TensorView k_scale, v_scale;
   // Fixed part: slot i of this layer is the f32 range [states + i * state_stride, + state_floats).
   float* states = nullptr;
   int64_t state_stride = 0;

@@ -52,8 +52,8 @@ SequenceLease::SequenceLease(Sequence& s) : s_(s) {
 MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options)
     : specs_(std::move(layers)), options_(options) {
   const DType kv = options.kv_dtype;
-  require(kv == DType::f32 || kv == DType::bf16 || kv == DType::f16, "kv_cache_dtype",
-          std::string("must be float32, bfloat16 or float16, got ") + dtype_name(kv));
+  require(kv == DType::f32 || kv == DType::bf16 || kv == DType::f16 || is_quantized_kv(kv), "kv_cache_dtype",
+          std::string("must be float32, bfloat16, float16, int8 or float8_e4m3fn, got ") + dtype_name(kv));
   require(options.block_tokens >= 1 && options.block_tokens <= 4096, "block_size",
           "must be in [1, 4096], got " + std::to_string(options.block_tokens));
   require(options.max_sequences >= 1, "max_num_seqs", "must be at least 1");
@@ -103,6 +103,16 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
   }
   uint8_t* at = base_;
   layers_.resize(specs_.size());
+  // Quantized pools: every scale tensor first, so the f32 scales stay aligned whatever the byte tensors' sizes.
+  for (size_t l = 0; l < specs_.size(); ++l) {
+    const CacheSpec& s = specs_[l];
+    if (!s.paged() || s.token_scales() == 0) continue;
+    for (TensorView* t : {&layers_[l].k_scale, &layers_[l].v_scale}) {
+      if (t == &layers_[l].v_scale && s.paged_tensors != 2) break;
+      *t = TensorView::contiguous(at, DType::f32, {num_blocks, B, s.heads});
+      at += num_blocks * B * s.token_scales() * int64_t(sizeof(float));
+    }
+  }
   for (size_t l = 0; l < specs_.size(); ++l) {
     const CacheSpec& s = specs_[l];
     if (!s.paged()) continue;
@@ -162,9 +172,9 @@ void MemoryPool::copy_state(int32_t from, int32_t to) {
 
 void MemoryPool::copy_block(int32_t from, int32_t to) {
   for (const auto& l : layers_)
-    for (const TensorView* t : {&l.k, &l.v}) {
-      if (t->ndim != 4) continue;
-      const size_t bytes = size_t(t->shape[1] * t->shape[2] * t->shape[3]) * dtype_size(t->dtype);
+    for (const TensorView* t : {&l.k, &l.v, &l.k_scale, &l.v_scale}) {
+      if (t->ndim < 3) continue;
+      const size_t bytes = size_t(t->numel() / t->shape[0]) * dtype_size(t->dtype);
       auto* base = static_cast<uint8_t*>(t->data);
       std::memcpy(base + size_t(to) * bytes, base + size_t(from) * bytes, bytes);
     }

@@ -34,7 +34,7 @@ struct PoolExhausted : std::runtime_error {
 
 struct PoolOptions {
   int64_t block_tokens = 16;
-  DType kv_dtype = DType::f32;  // element type of every paged layer (f32, bf16, f16)
+  DType kv_dtype = DType::f32;  // element type of every paged layer (f32, bf16, f16; i8 / f8_e4m3 + scales)
   int64_t bytes = 0;            // budget; 0: default_pool_bytes()
   int64_t max_sequences = 64;   // recurrent-state slots for running sequences (models with state layers)
   bool prefix_caching = true;

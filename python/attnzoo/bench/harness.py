@@ -71,6 +71,18 @@ def time_within_of(other_key, tolerance):
     return Goal(f"within {tolerance:.0%} of {other_key.split(' ', 2)[-1]}", check, got)
 
 
+def faster_than(other_key, factor):
+    def check(row, rows):
+        other = rows.get(other_key)
+        if other is None or other.get("time_ms") is None or row.get("time_ms") is None:
+            return None
+        return other["time_ms"] >= factor * row["time_ms"]
+
+    def got(row, rows):
+        return f"{rows[other_key]['time_ms'] / row['time_ms']:.2f}x"
+    return Goal(f">={factor:g}x faster than {other_key.split(' ', 2)[-1]}", check, got)
+
+
 def machine_is_idle():
     """(idle, load average, cores): idle when the 1-minute load average before a run is below half the cores (at
     least 1): peak fractions measured while others share the machine are not judged against targets."""

@@ -438,7 +438,7 @@ def main(argv=None):
     parser.add_argument("--prefix-new", type=int, default=32, help="new tokens after the shared prefix (default 32)")
     parser.add_argument("--snapshot-interval-blocks", type=int, default=32,
                         help="recurrent-state snapshots every this many blocks (default 32: 512 tokens)")
-    parser.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16", "int8", "fp8"],
                         help="element type of the paged KV cache (default: follows --dtype)")
     parser.add_argument("--block-size", type=int, default=16, help="tokens per KV block (default 16)")
     parser.add_argument("--kv-cache-memory", type=_byte_size,

@@ -1,7 +1,7 @@
 """Softmax attention rows of the kernel table: prefill (dense, windowed, block-sparse, paged) and decode."""
 from .. import _core
-from .harness import BenchCase, Prepared, empty_like, fraction_of_peak_at_least, randn, time_within_of, \
-    torch_module, torch_ratio_at_least
+from .harness import BenchCase, Prepared, empty_like, faster_than, fraction_of_peak_at_least, randn, \
+    time_within_of, torch_module, torch_ratio_at_least
 
 # --- softmax prefill ---------------------------------------------------------------------------------------
 
@@ -120,19 +120,23 @@ def _gather_pages(pages, table, S):
     return pages[table[0]].reshape((1, -1) + tuple(pages.shape[2:]))[:, :S]
 
 
+def _decode_inputs(S, Hq, Hkv, D):
+    """One bf16 query token, bf16 K / V of S tokens, cache_seqlens and an output buffer (torch tensors)."""
+    torch = torch_module()
+    if torch is None:
+        raise RuntimeError("bf16 caches need PyTorch")
+    q = randn((1, 1, Hq, D), "bfloat16", 4)
+    k, v = randn((1, S, Hkv, D), "bfloat16", 5), randn((1, S, Hkv, D), "bfloat16", 6)
+    return q, k, v, torch.tensor([S], dtype=torch.int32), torch.empty_like(q)
+
+
 def _decode_case(cfg, name, paged, goals, page_block=None):
     S, Hq, Hkv, D = cfg["context"], cfg["Hq"], cfg["Hkv"], cfg["D"]
     P = page_block or cfg["page_block"]
     kv_bytes = 2.0 * S * Hkv * D * 2  # K and V, bf16
 
     def setup():
-        torch = torch_module()
-        if torch is None:
-            raise RuntimeError("bf16 caches need PyTorch")
-        q = randn((1, 1, Hq, D), "bfloat16", 4)
-        k, v = randn((1, S, Hkv, D), "bfloat16", 5), randn((1, S, Hkv, D), "bfloat16", 6)
-        seqlens = torch.tensor([S], dtype=torch.int32)
-        out = torch.empty_like(q)
+        q, k, v, seqlens, out = _decode_inputs(S, Hq, Hkv, D)
         import torch.nn.functional as F
         qt = q.transpose(1, 2)
         if not paged:
@@ -153,6 +157,46 @@ def _decode_case(cfg, name, paged, goals, page_block=None):
     return BenchCase("softmax decode", name, shape, setup, bytes=kv_bytes, goals=goals)
 
 
+QUANT_CONTEXT = 8192  # the quantized-cache rows and their bf16 baseline (smaller scales keep their own context)
+
+
+def _decode_quant_case(cfg, kind, goals):
+    """Paged decode over an int8 / fp8 (e4m3) cache with per-row scales, as Model.load(kv_cache_dtype=) holds it.
+    torch has no quantized-cache attention: its side dequantizes the gathered pages, then attends."""
+    S, Hq, Hkv, D, P = min(cfg["context"], QUANT_CONTEXT), cfg["Hq"], cfg["Hkv"], cfg["D"], cfg["page_block"]
+    kv_bytes = 2.0 * S * Hkv * (D + 4)  # bytes and f32 scales of K and V
+
+    def setup():
+        from ..kv_cache import write_kv_paged
+        from ..decode import attention_decode
+        import torch.nn.functional as F
+        torch = torch_module()
+        q, k, v, seqlens, out = _decode_inputs(S, Hq, Hkv, D)
+        (k_pages, table), (v_pages, _) = _to_pages(k, P), _to_pages(v, P)
+        n = k_pages.shape[0]
+        stored = torch.int8 if kind == "int8" else torch.uint8
+        kq, vq = (torch.zeros((n, P, Hkv, D), dtype=stored) for _ in range(2))
+        ks, vs = (torch.zeros((n, P, Hkv)) for _ in range(2))
+        slots = torch.arange(n * P, dtype=torch.int64)
+        write_kv_paged(k_pages.reshape(-1, Hkv, D), v_pages.reshape(-1, Hkv, D), slots, kq, vq, k_scale=ks,
+                       v_scale=vs, kv_cache_dtype=kind)
+        ours = lambda: attention_decode(q, kq, vq, seqlens, block_table=table, out=out, check_inputs=False,
+                                        k_scale=ks, v_scale=vs, kv_cache_dtype=kind)
+
+        def dequantized(x, scale):
+            values = x.view(torch.float8_e4m3fn).float() if kind == "fp8" else x.float()
+            return (values * scale[..., None]).to(torch.bfloat16)
+
+        def peer():
+            kg = _gather_pages(dequantized(kq, ks), table, S).transpose(1, 2)
+            vg = _gather_pages(dequantized(vq, vs), table, S).transpose(1, 2)
+            return F.scaled_dot_product_attention(q.transpose(1, 2), kg, vg, enable_gqa=True).transpose(1, 2)
+        return Prepared(ours, peer)
+
+    shape = f"context={S} Hq={Hq} Hkv={Hkv} D={D} page={P}"
+    return BenchCase("softmax decode", f"paged {kind}", shape, setup, bytes=kv_bytes, goals=goals)
+
+
 def softmax_decode_cases(config):
     cfg = config["decode"]
     contiguous = "softmax decode contiguous bf16"
@@ -163,4 +207,8 @@ def softmax_decode_cases(config):
         # Odd block sizes: blocks straddle cache lines and key tiles.
         _decode_case(cfg, "paged bf16 block 7", True, [time_within_of(contiguous, 0.10)], page_block=7),
         _decode_case(cfg, "paged bf16 block 48", True, [time_within_of(contiguous, 0.10)], page_block=48),
+        # Quantized caches read half the bytes of bf16: where decode is bound by memory they should be ~2x faster.
+        _decode_case(dict(cfg, context=min(cfg["context"], QUANT_CONTEXT)), "paged bf16 8k", True, []),
+        _decode_quant_case(cfg, "int8", [faster_than("softmax decode paged bf16 8k", 1.6)]),
+        _decode_quant_case(cfg, "fp8", [faster_than("softmax decode paged bf16 8k", 1.6)]),
     ]

@@ -7,7 +7,8 @@
 // accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16 cache on AVX-512-BF16
 // CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for bf16 inputs. A paged cache is
 // walked block by block (one block-table lookup per block). Chunks of one sequence leave (max, sum,
-// unnormalised output) behind and are merged with the log-sum-exp rule.
+// unnormalised output) behind and are merged with the log-sum-exp rule. int8 / fp8 caches (kv_quant.h) are read as
+// bytes and widened in registers; each key's scale multiplies its scores, each value's scale its softmax weights.
 //
 // Measured on the 2-core Zen 5 VM (Hq=32, Hkv=8, D=128, bf16, 32k keys, same-process A/B against the previous
 // kernel): the P * V fold without an f32 V tile, pair-order bf16 widening and vdpbf16ps scores took
@@ -149,6 +150,7 @@ constexpr bool kTargetMayDotBf16 = HWY_TARGET == HWY_AVX3;
 
 struct DecodeScratch {
   AlignedBuffer<float> q, s, o, m, l;
+  AlignedBuffer<float> k_scale, v_scale, pv;  // quantized caches: per (head, key) scales, weights times V scales
   AlignedBuffer<uint16_t> q_bf16;  // the bf16 queries as they are, for vdpbf16ps
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its row (kv head 0)
 };
@@ -172,6 +174,12 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   sc.l.resize(HR);
   sc.krow.resize(Bc);
   sc.vrow.resize(Bc);
+  constexpr bool quantized = kQuantized<T>;
+  if constexpr (quantized) {
+    sc.k_scale.resize(H * Bc);
+    sc.v_scale.resize(H * Bc);
+    sc.pv.resize(R * Bc);
+  }
 
   const int64_t b = c.b, hk0 = c.hk_begin;
   const int64_t len = p.seqlens[b];
@@ -213,6 +221,14 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         sc.krow[size_t(pos - k0 + i)] = phys * p.k_block + (off + i) * p.k_token;
         sc.vrow[size_t(pos - k0 + i)] = phys * p.v_block + (off + i) * p.v_token;
       }
+      if constexpr (quantized) {
+        for (size_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < n; ++i) {
+            const size_t j = h * Bc + size_t(pos - k0 + i);
+            sc.k_scale[j] = p.k_scale.at(phys, off + i, hk0 + int64_t(h));
+            sc.v_scale[j] = p.v_scale.at(phys, off + i, hk0 + int64_t(h));
+          }
+      }
       pos += n;
     }
     // Scores, key by key over all heads of the task: the K rows stream in memory order.
@@ -229,6 +245,13 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         ScoreKey(krow + int64_t(h) * p.k_head, D, q_paired, sc.q.data() + h * R * Dp, Dp, R,
                  sc.s.data() + h * R * Bc + j, Bc);
     }
+    if constexpr (quantized) {  // each key's scale, once per score rather than per element
+      for (size_t x = 0; x < HR; ++x) {
+        float* s_row = sc.s.data() + x * Bc;
+        const float* ks = sc.k_scale.data() + (x / R) * Bc;
+        for (size_t j = 0; j < cols; ++j) s_row[j] *= ks[j];
+      }
+    }
     RowContext ctx{dot ? p.scale : 1.f, p.opts.softcap, 0.f, cls == TileClass::partial, &mask, 0, k0};
     for (size_t h = 0; h < H; ++h) {
       float* s_head = sc.s.data() + h * R * Bc;
@@ -241,7 +264,14 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         if (alpha != 1.f) ScaleRow(o_head + r * Dvp, Dvp, alpha);
       }
       // This head's V rows (prefetched into L2 during the K pass) serve all its R rows.
-      AccumulateHead(vcache + (hk0 + int64_t(h)) * p.v_head, sc.vrow.data(), cols, Dv, o_paired, R, s_head, Bc,
+      const float* weights = s_head;
+      if constexpr (quantized) {  // the softmax weights times each value row's scale
+        const float* vs = sc.v_scale.data() + h * Bc;
+        for (size_t r = 0; r < R; ++r)
+          for (size_t j = 0; j < cols; ++j) sc.pv[r * Bc + j] = s_head[r * Bc + j] * vs[j];
+        weights = sc.pv.data();
+      }
+      AccumulateHead(vcache + (hk0 + int64_t(h)) * p.v_head, sc.vrow.data(), cols, Dv, o_paired, R, weights, Bc,
                      o_head, Dvp);
     }
   }
@@ -270,6 +300,8 @@ void RunDecodeChunk(const DecodeProblem& p, const DecodePlan& plan, int64_t inde
   switch (p.kv_dtype) {
     case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot);
     case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false);
+    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, false);
+    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, false);
     default: return RunChunk<float>(p, plan, c, partials, false);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/softmax/decode_problem.h"
+#include "kernels/softmax/kv_quant.h"
 #include "kernels/softmax/problem.h"
 
 namespace attnzoo {
@@ -25,8 +26,8 @@ void check_layout(const TensorView& t, const char* name, const char* layout) {
 DecodeProblem make_decode_problem(const TensorView& q, const KvCacheView& cache, const TensorView& out,
                                   const AttentionOptions& opts) {
   check_float_tensor(q, "q");
-  check_float_tensor(cache.k, "k_cache");
-  check_float_tensor(cache.v, "v_cache");
+  check_kv_cache_dtype(cache.k, "k_cache");
+  check_kv_cache_dtype(cache.v, "v_cache");
   check_float_tensor(out, "out");
   const bool paged = cache.block_table != nullptr;
   const char* cache_layout = paged ? "[num_blocks, block_size, kv_heads, head_dim] (paged)"
@@ -74,6 +75,8 @@ DecodeProblem make_decode_problem(const TensorView& q, const KvCacheView& cache,
   p.k_block = cache.k.strides[0]; p.k_token = cache.k.strides[1]; p.k_head = cache.k.strides[2];
   p.v_block = cache.v.strides[0]; p.v_token = cache.v.strides[1]; p.v_head = cache.v.strides[2];
   p.block_size = cache.k.shape[1];
+  p.k_scale = check_kv_scale(cache.k, cache.k_scale, "k_cache", "k_scale");
+  p.v_scale = check_kv_scale(cache.v, cache.v_scale, "v_cache", "v_scale");
 
   p.seqlens = cache.cache_seqlens;
   if (paged) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/softmax/decode.h"
+#include "kernels/softmax/kv_quant.h"
 
 namespace attnzoo {
 
@@ -29,6 +30,7 @@ struct DecodeProblem {
   const int32_t* seqlens = nullptr;               // [B]
   const int32_t* block_table = nullptr;           // [B, max_blocks_per_seq], nullptr: contiguous
   int64_t max_blocks_per_seq = 0;
+  KvScaleView k_scale, v_scale;  // int8 / fp8 caches (the same view twice for MLA's shared latent)
 
   int64_t group() const { return Hq / Hkv; }
   int64_t rows() const { return Tq * group(); }  // query rows sharing one kv head: (token, head in group)
@@ -41,6 +43,13 @@ struct DecodeProblem {
   }
   int64_t v_offset(int64_t b, int64_t pos, int64_t hk) const {
     return physical_block(b, pos / block_size) * v_block + (pos % block_size) * v_token + hk * v_head;
+  }
+  // The dequantization scale of key / value `pos`, kv head hk (1 for an unquantized cache).
+  float k_scale_at(int64_t b, int64_t pos, int64_t hk) const {
+    return k_scale.data ? k_scale.at(physical_block(b, pos / block_size), pos % block_size, hk) : 1.f;
+  }
+  float v_scale_at(int64_t b, int64_t pos, int64_t hk) const {
+    return v_scale.data ? v_scale.at(physical_block(b, pos / block_size), pos % block_size, hk) : 1.f;
   }
 };
 

@@ -27,6 +27,7 @@ void attention_decode_reference(const DecodeProblem& p) {
           double dot = 0;
           for (int64_t d = 0; d < p.D; ++d)
             dot += double(load_as_f32(p.q, p.q_dtype, qbase + d)) * double(load_as_f32(p.k, p.kv_dtype, kbase + d));
+          dot *= double(p.k_scale_at(b, j, hk));
           scores[size_t(j)] = transform_score(float(dot * p.scale), p.opts.softcap, slope, qpos, j);
           m = std::max(m, scores[size_t(j)]);
         }
@@ -37,7 +38,8 @@ void attention_decode_reference(const DecodeProblem& p) {
           const double w = std::exp(scores[size_t(j)] - m);
           denom += w;
           const int64_t vbase = p.v_offset(b, j, hk);
-          for (int64_t d = 0; d < p.Dv; ++d) acc[size_t(d)] += w * double(load_as_f32(p.v, p.kv_dtype, vbase + d));
+          const double wv = w * double(p.v_scale_at(b, j, hk));
+          for (int64_t d = 0; d < p.Dv; ++d) acc[size_t(d)] += wv * double(load_as_f32(p.v, p.kv_dtype, vbase + d));
         }
         const int64_t obase = b * p.o_batch + i * p.o_token + h * p.o_head;
         for (int64_t d = 0; d < p.Dv; ++d)

@@ -6,6 +6,10 @@
 // PromoteTo costs a shuffle and a shift per L. Each 2L-element group of a row then comes out as [evens, odds];
 // the query rows are permuted the same way once per chunk (a dot product does not care about order) and the
 // output rows are put back in order once per chunk, so the per-key work never reorders anything.
+//
+// int8 and fp8 caches are widened from their bytes in registers: int8 through i32, fp8 e4m3 with integer ops
+// (no f32 subnormal is ever formed, so flush-to-zero cannot touch e4m3's subnormals); the row's scale is applied
+// to the score or the softmax weight, never per element.
 #if defined(ATTNZOO_DECODE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNZOO_DECODE_ROWS_INL_H_
 #undef ATTNZOO_DECODE_ROWS_INL_H_
@@ -22,6 +26,7 @@
 #include <hwy/highway.h>
 
 #include "core/convert.h"
+#include "kernels/softmax/kv_quant.h"
 #include "kernels/softmax/tiling.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -35,6 +40,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pair splitting assumes
 
 template <class T>
 constexpr bool kPairOrder = std::is_same_v<T, hwy::bfloat16_t>;
+
+template <class T>
+constexpr bool kQuantized = std::is_same_v<T, int8_t> || std::is_same_v<T, Fp8E4M3>;
 
 // Elements of an n-element row that are widened in pair order (whole 2L groups; the rest keep their order).
 template <class T>
@@ -76,6 +84,8 @@ inline float ScalarToF32(hwy::float16_t x) {
   std::memcpy(&bits, &x, 2);
   return f16_to_f32(bits);
 }
+inline float ScalarToF32(int8_t x) { return float(x); }
+inline float ScalarToF32(Fp8E4M3 x) { return f8e4m3_to_f32(x.bits); }
 
 // 2L bf16 elements as [even elements], [odd elements] in f32.
 HWY_INLINE void SplitPairs(const hwy::bfloat16_t* HWY_RESTRICT p, VF& even, VF& odd) {
@@ -90,6 +100,21 @@ template <class T>
 HWY_INLINE VF LoadF32(DF df, const T* HWY_RESTRICT p) {
   if constexpr (std::is_same_v<T, float>) {
     return hn::LoadU(df, p);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    const hn::Rebind<int8_t, DF> d8;
+    const hn::Rebind<int32_t, DF> di;
+    return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, p)));
+  } else if constexpr (std::is_same_v<T, Fp8E4M3>) {
+    // Exponent and mantissa moved into an f32 with the bias difference added: exact for normal e4m3 values.
+    // A subnormal one (exponent 0) comes out as 2^-7 + m 2^-10, and 2 x - 2^-6 = m 2^-9 is its value, exactly.
+    const hn::Rebind<uint8_t, DF> d8;
+    const hn::RebindToSigned<DF> di;
+    const auto b = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const uint8_t*>(p)));
+    const auto mag = hn::And(b, hn::Set(di, 0x7f));
+    const VF normal = hn::BitCast(df, hn::Add(hn::ShiftLeft<20>(mag), hn::Set(di, (127 - 7) << 23)));
+    const VF subnormal = hn::MulAdd(normal, hn::Set(df, 2.f), hn::Set(df, -0x1p-6f));
+    const VF v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(di, 8))), subnormal, normal);
+    return hn::Or(v, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80)))));
   } else {
     const hn::Rebind<T, DF> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, p));

@@ -12,6 +12,7 @@
 #include "core/convert.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/softmax/kv_quant.h"
 #include "kernels/softmax/problem.h"
 
 namespace attnzoo {
@@ -44,12 +45,15 @@ void convert_row(const char* src, DType src_dtype, char* dst, DType dst_dtype, s
 struct Scatter {
   TensorView rows, cache;
   const int64_t* slots;
+  KvScaleView scale;  // quantized caches: where each row's scale goes (strides; data is scale_out)
+  float* scale_out;
 };
 
 Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
-                      const char* rows_name, const char* cache_name) {
+                      const char* rows_name, const char* cache_name, const TensorView& scale,
+                      const char* scale_name) {
   check_float_tensor(rows, rows_name);
-  check_float_tensor(cache, cache_name);
+  check_kv_cache_dtype(cache, cache_name);
   require(rows.ndim == 2 || rows.ndim == 3, rows_name,
           "must be [tokens, heads, head_dim] or [tokens, dim], got " + rows.shape_str());
   require(cache.ndim == rows.ndim + 1, cache_name,
@@ -68,13 +72,43 @@ Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const
     require(slot_mapping[t] < num_slots, "slot_mapping",
             "entry " + str(t) + " = " + str(slot_mapping[t]) + " is past the cache's " + str(num_slots) +
                 " slots (num_blocks * block_size)");
-  return {rows, cache, slot_mapping};
+  return {rows, cache, slot_mapping, check_kv_scale(cache, scale, cache_name, scale_name),
+          static_cast<float*>(scale.data)};
+}
+
+// Quantized caches: each (token, head) row widened to f32, quantized into its slot, its scale stored beside.
+void run_quantized_scatter(const Scatter& s) {
+  const TensorView &rows = s.rows, &cache = s.cache;
+  const int64_t T = rows.shape[0];
+  const int64_t H = rows.ndim == 3 ? rows.shape[1] : 1, D = rows.shape[rows.ndim - 1];
+  const int64_t src_head = rows.ndim == 3 ? rows.strides[1] : 0, dst_head = cache.ndim == 4 ? cache.strides[2] : 0;
+  const int64_t block_size = cache.shape[1];
+  const size_t src_elem = dtype_size(rows.dtype);
+  const int64_t per_task = std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(H * D, 1));
+  ThreadPool::global().parallel_for((T + per_task - 1) / per_task, [&](int64_t task, int) {
+    static thread_local AlignedBuffer<float> row;
+    row.resize(size_t(D));
+    for (int64_t t = task * per_task; t < std::min(T, (task + 1) * per_task); ++t) {
+      const int64_t slot = s.slots[t];
+      if (slot < 0) continue;
+      const int64_t block = slot / block_size, off = slot % block_size;
+      const int64_t dst = block * cache.strides[0] + off * cache.strides[1];
+      for (int64_t h = 0; h < H; ++h) {
+        convert_to_f32(static_cast<const char*>(rows.data) + (t * rows.strides[0] + h * src_head) * int64_t(src_elem),
+                       rows.dtype, row.data(), size_t(D));
+        const float scale =
+            quantize_kv_row(row.data(), size_t(D), cache.dtype, static_cast<char*>(cache.data) + dst + h * dst_head);
+        s.scale_out[block * s.scale.block + off * s.scale.token + h * s.scale.head] = scale;
+      }
+    }
+  });
 }
 
 void run_scatter(const Scatter& s) {
   const TensorView &rows = s.rows, &cache = s.cache;
   const int64_t T = rows.shape[0];
   if (T == 0) return;
+  if (is_quantized_kv(cache.dtype)) return run_quantized_scatter(s);
   const int64_t H = rows.ndim == 3 ? rows.shape[1] : 1, D = rows.shape[rows.ndim - 1];
   const int64_t src_head = rows.ndim == 3 ? rows.strides[1] : 0, dst_head = cache.ndim == 4 ? cache.strides[2] : 0;
   const int64_t block_size = cache.shape[1];
@@ -100,12 +134,13 @@ void run_scatter(const Scatter& s) {
 }  // namespace
 
 void write_paged_rows(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
-                      const char* rows_name, const char* cache_name) {
-  run_scatter(check_scatter(rows, slot_mapping, cache, rows_name, cache_name));
+                      const char* rows_name, const char* cache_name, const TensorView& scale, const char* scale_name) {
+  run_scatter(check_scatter(rows, slot_mapping, cache, rows_name, cache_name, scale, scale_name));
 }
 
 void write_kv_paged(const TensorView& k_new, const TensorView& v_new, const int64_t* slot_mapping,
-                    const TensorView& k_cache, const TensorView& v_cache) {
+                    const TensorView& k_cache, const TensorView& v_cache, const TensorView& k_scale,
+                    const TensorView& v_scale) {
   require(k_new.ndim == 3, "k_new", "must be [tokens, kv_heads, head_dim], got " + k_new.shape_str());
   require(v_new.ndim == 3, "v_new", "must be [tokens, kv_heads, head_dim], got " + v_new.shape_str());
   require(v_new.shape[0] == k_new.shape[0], "v_new",
@@ -117,8 +152,8 @@ void write_kv_paged(const TensorView& k_new, const TensorView& v_new, const int6
           "v_cache", "must have k_cache's [num_blocks, block_size], got " + v_cache.shape_str() + " and " +
                          k_cache.shape_str());
   // Both validated before either is written, so a bad argument leaves both caches untouched.
-  const Scatter k = check_scatter(k_new, slot_mapping, k_cache, "k_new", "k_cache");
-  const Scatter v = check_scatter(v_new, slot_mapping, v_cache, "v_new", "v_cache");
+  const Scatter k = check_scatter(k_new, slot_mapping, k_cache, "k_new", "k_cache", k_scale, "k_scale");
+  const Scatter v = check_scatter(v_new, slot_mapping, v_cache, "v_new", "v_cache", v_scale, "v_scale");
   run_scatter(k);
   run_scatter(v);
 }

@@ -36,9 +36,7 @@ void gather_latent_f32(const MlaProblem& p, const std::vector<int64_t>& first, f
   const int64_t L = p.dims.latent_dim();
   ThreadPool::global().parallel_for(int64_t(p.seqs.size()), [&](int64_t s, int) {
     const MlaSeq& seq = p.seqs[size_t(s)];
-    for (int64_t j = 0; j < seq.Tk; ++j)
-      convert_to_f32(offset_bytes(p.latent, p.latent_dtype, p.latent_row(seq, j)), p.latent_dtype,
-                     dst + (first[size_t(s)] + j) * L, size_t(L));
+    for (int64_t j = 0; j < seq.Tk; ++j) p.load_latent_row(seq, j, dst + (first[size_t(s)] + j) * L);
   });
 }
 
@@ -165,6 +163,7 @@ void absorbed_attention_decode(const MlaProblem& p, const float* q_abs, float* o
   a.seqlens = p.cache_seqlens;
   a.block_table = p.block_table;
   a.max_blocks_per_seq = p.max_blocks_per_seq;
+  a.k_scale = a.v_scale = p.latent_scale;  // keys and values are the same rows
   attention_decode_run(a);
 }
 
@@ -196,11 +195,12 @@ void absorbed_attention_prefill(const MlaProblem& p, const float* q_abs, float* 
   a.os = {d.H * d.r, d.r};
   a.block_size = p.block_size;
   a.k_block = a.v_block = p.latent_block;
+  a.k_scale = a.v_scale = p.latent_scale;
   int64_t qrow = 0;
   for (const MlaSeq& seq : p.seqs) {
     for (int64_t h0 = 0; h0 < d.H; h0 += Hc)
       a.seqs.push_back({qrow * a.qs.token + h0 * L, seq.latent_offset, seq.latent_offset,
-                        qrow * a.os.token + h0 * d.r, seq.Tq, seq.Tk, seq.blocks});
+                        qrow * a.os.token + h0 * d.r, seq.Tq, seq.Tk, seq.blocks, seq.cache_row});
     qrow += seq.Tq;
   }
   attention_prefill_run(a);

@@ -40,6 +40,9 @@ struct LatentCacheView {
   const int32_t* cache_seqlens = nullptr;  // [B] valid tokens of each sequence, including the new queries'
   const int32_t* block_table = nullptr;    // [B, max_blocks_per_seq] physical block ids; paged caches only
   int64_t max_blocks_per_seq = 0;
+  // An int8 / float8_e4m3fn latent cache: one f32 scale per row, shaped like `latent` without its last dim
+  // (kernels/softmax/kv_quant.h); the row's c_kv and k_pe share it.
+  TensorView scale = {};
 };
 
 // Naive form. q [B, Tq, H, dn + dr], latent [B, Tk, r + dr] with Tq <= Tk, out [B, Tq, H, dv]. With varlen
@@ -71,9 +74,11 @@ void mla_prefill_reference(const TensorView& q, const LatentCacheView& cache, co
 void mla_decode_reference(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
                           const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
 
-// Bytes one token occupies in the latent cache (what MLA saves: r + dr values instead of H * (dn + dr + dv)).
+// Bytes one token occupies in the latent cache (what MLA saves: r + dr values instead of H * (dn + dr + dv)),
+// with its scale in a quantized cache.
 inline int64_t mla_cache_bytes_per_token(const MlaWeights& w, DType cache_dtype) {
-  return (w.kv_lora_rank + w.qk_rope_head_dim) * int64_t(dtype_size(cache_dtype));
+  return (w.kv_lora_rank + w.qk_rope_head_dim) * int64_t(dtype_size(cache_dtype)) +
+         (is_quantized_kv(cache_dtype) ? int64_t(sizeof(float)) : 0);
 }
 
 }  // namespace attnzoo

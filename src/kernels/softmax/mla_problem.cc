@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/convert.h"
 #include "core/error.h"
 
 namespace attnzoo {
@@ -125,6 +126,15 @@ MlaProblem make_mla_prefill_problem(const TensorView& q, const TensorView& laten
   return p;
 }
 
+void MlaProblem::load_latent_row(const MlaSeq& s, int64_t j, float* dst) const {
+  const char* row = static_cast<const char*>(latent) + latent_row(s, j) * int64_t(dtype_size(latent_dtype));
+  const int64_t L = dims.latent_dim();
+  if (!latent_scale.data) return convert_to_f32(row, latent_dtype, dst, size_t(L));
+  const float scale = s.blocks ? latent_scale.at(s.blocks[j / block_size], j % block_size, 0)
+                               : latent_scale.at(s.cache_row, j, 0);
+  dequantize_kv_row(row, latent_dtype, scale, dst, size_t(L));
+}
+
 MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
                                   const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
   MlaProblem p = start_problem(q, out, weights, opts);
@@ -158,7 +168,9 @@ MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& ca
   }
   const int64_t B = int64_t(spans.size());
   const TensorView& c = cache.latent;
-  check_layout(c, "latent_cache");
+  check_kv_cache_dtype(c, "latent_cache");
+  require(c.ndim >= 1 && c.stride(-1) == 1, "latent_cache", "last dimension must be contiguous (stride 1)");
+  for (int d = 0; d < c.ndim; ++d) require(c.strides[d] >= 0, "latent_cache", "negative strides are not supported");
   const int64_t L = p.dims.latent_dim();
   const std::string shapes = "[batch, max_seqlen, " + str(L) + "] or [num_blocks, block_size, " + str(L) +
                              "] (kv_lora_rank + qk_rope_head_dim; a head axis of 1 before it is fine)";
@@ -168,6 +180,7 @@ MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& ca
   p.latent_dtype = c.dtype;
   p.latent_token = c.strides[1];
   p.latent_block = c.strides[0];
+  p.latent_scale = check_kv_scale(c, cache.scale, "latent_cache", "scale");
   p.block_size = c.shape[1];  // a contiguous cache is one block of S_max rows per sequence
   p.cache_seqlens = cache.cache_seqlens;
   p.block_table = cache.block_table;
@@ -182,7 +195,7 @@ MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& ca
                       new_tokens);
   for (int64_t b = 0; b < B; ++b) {
     const QuerySpan& span = spans[size_t(b)];
-    MlaSeq s{span.q_offset, span.o_offset, b * c.strides[0], nullptr, span.Tq, cache.cache_seqlens[b]};
+    MlaSeq s{span.q_offset, span.o_offset, b * c.strides[0], nullptr, span.Tq, cache.cache_seqlens[b], b};
     if (paged) {
       s.blocks = cache.block_table + b * cache.max_blocks_per_seq;
       s.latent_offset = 0;

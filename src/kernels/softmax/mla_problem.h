@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/softmax/kv_quant.h"
 #include "kernels/softmax/mla.h"
 
 namespace attnzoo {
@@ -20,6 +21,7 @@ struct MlaSeq {
   int64_t latent_offset = 0;           // contiguous latents: elements to key token 0
   const int32_t* blocks = nullptr;     // paged latents: this sequence's row of the block table
   int64_t Tq = 0, Tk = 0;
+  int64_t cache_row = 0;               // a contiguous quantized cache: the sequence's batch row
 };
 
 struct MlaProblem {
@@ -40,12 +42,15 @@ struct MlaProblem {
   const int32_t* cache_seqlens = nullptr;
   const int32_t* block_table = nullptr;
   int64_t max_blocks_per_seq = 0;
+  KvScaleView latent_scale;  // int8 / fp8 latent caches
 
   // Element offset of key token j of sequence s in `latent`.
   int64_t latent_row(const MlaSeq& s, int64_t j) const {
     if (s.blocks) return int64_t(s.blocks[j / block_size]) * latent_block + (j % block_size) * latent_token;
     return s.latent_offset + j * latent_token;
   }
+  // Latent row j of sequence s as f32 (dequantized for a quantized cache).
+  void load_latent_row(const MlaSeq& s, int64_t j, float* dst) const;
   // Offset of W_UK_h (row 0 of head h) and W_UV_h in `w`.
   int64_t w_uk(int64_t h) const { return h * (dims.dn + dims.dv) * w_row; }
   int64_t w_uv(int64_t h) const { return (h * (dims.dn + dims.dv) + dims.dn) * w_row; }

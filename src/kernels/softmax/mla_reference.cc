@@ -12,12 +12,13 @@ void mla_run_reference(const MlaProblem& p) {
   const MlaDims& d = p.dims;
   const int64_t Dk = d.qk_dim();
   std::vector<double> keys, values, scores, acc(size_t(d.dv));
+  std::vector<float> row(size_t(d.latent_dim()));
   for (const MlaSeq& s : p.seqs) {
     // keys [Tk, H, dn + dr] = [W_UK_h c_kv ; k_pe], values [Tk, H, dv] = W_UV_h c_kv.
     keys.assign(size_t(s.Tk * d.H * Dk), 0.0);
     values.assign(size_t(s.Tk * d.H * d.dv), 0.0);
     for (int64_t j = 0; j < s.Tk; ++j) {
-      const int64_t row = p.latent_row(s, j);
+      p.load_latent_row(s, j, row.data());
       for (int64_t h = 0; h < d.H; ++h) {
         double* key = &keys[size_t((j * d.H + h) * Dk)];
         double* value = &values[size_t((j * d.H + h) * d.dv)];
@@ -25,10 +26,10 @@ void mla_run_reference(const MlaProblem& p) {
           const int64_t wrow = p.w_uk(h) + i * p.w_row;
           double dot = 0;
           for (int64_t c = 0; c < d.r; ++c)
-            dot += double(load_as_f32(p.w, p.w_dtype, wrow + c)) * double(load_as_f32(p.latent, p.latent_dtype, row + c));
+            dot += double(load_as_f32(p.w, p.w_dtype, wrow + c)) * double(row[size_t(c)]);
           if (i < d.dn) key[i] = dot; else value[i - d.dn] = dot;
         }
-        for (int64_t c = 0; c < d.dr; ++c) key[d.dn + c] = load_as_f32(p.latent, p.latent_dtype, row + d.r + c);
+        for (int64_t c = 0; c < d.dr; ++c) key[d.dn + c] = row[size_t(d.r + c)];
       }
     }
     for (int64_t h = 0; h < d.H; ++h) {

@@ -16,6 +16,7 @@
 #include "core/threads.h"
 #include "kernels/common/bf16_dot.h"
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/kv_quant.h"
 #include "kernels/softmax/tiling.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -35,6 +36,7 @@ struct Scratch {
   AlignedBuffer<float> q, kt, v, s, o, m, l, row;
   AlignedBuffer<uint32_t> q2, kt2, v2, p2;  // bf16 pairs for the AVX-512-BF16 tiles
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its K / V row (kv head 0)
+  std::vector<int64_t> ksrow, vsrow;  // quantized caches: offset of its K / V scale (kv head 0)
 };
 
 // Applies softcap / ALiBi / the element mask to one row of scores, then folds the row into the running
@@ -123,16 +125,32 @@ void ResolveTileRows(const AttentionProblem& p, const SeqSpan& seq, int64_t k0, 
   }
 }
 
+void ResolveTileScales(const AttentionProblem& p, const SeqSpan& seq, int64_t k0, int64_t cols, Scratch& sc) {
+  sc.ksrow.resize(size_t(cols));
+  sc.vsrow.resize(size_t(cols));
+  for (int64_t j = 0; j < cols; ++j) {
+    sc.ksrow[size_t(j)] = p.scale_row(p.k_scale, seq, k0 + j);
+    sc.vsrow[size_t(j)] = p.scale_row(p.v_scale, seq, k0 + j);
+  }
+}
+
 // K^T as f32 (D x Bc) and V as f32 (Bc x Dvp); padding rows and columns are zero so they add nothing.
 void PackKeyValueTile(const AttentionProblem& p, int64_t kv_head, int64_t cols, size_t Bc, size_t Dvp,
                       Scratch& sc) {
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
   for (int64_t j = 0; j < cols; ++j) {
-    convert_to_f32(ElementPtr(p.k, p.kv_dtype, sc.krow[size_t(j)] + kv_head * p.ks.head), p.kv_dtype,
-                   sc.row.data(), D);
-    for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = sc.row[d];
+    const void* krow = ElementPtr(p.k, p.kv_dtype, sc.krow[size_t(j)] + kv_head * p.ks.head);
+    const void* vrow = ElementPtr(p.v, p.kv_dtype, sc.vrow[size_t(j)] + kv_head * p.vs.head);
     float* vdst = sc.v.data() + size_t(j) * Dvp;
-    convert_to_f32(ElementPtr(p.v, p.kv_dtype, sc.vrow[size_t(j)] + kv_head * p.vs.head), p.kv_dtype, vdst, Dv);
+    if (p.k_scale.data) {  // quantized: dequantized while packing
+      dequantize_kv_row(krow, p.kv_dtype, p.k_scale.data[sc.ksrow[size_t(j)] + kv_head * p.k_scale.head],
+                        sc.row.data(), D);
+      dequantize_kv_row(vrow, p.kv_dtype, p.v_scale.data[sc.vsrow[size_t(j)] + kv_head * p.v_scale.head], vdst, Dv);
+    } else {
+      convert_to_f32(krow, p.kv_dtype, sc.row.data(), D);
+      convert_to_f32(vrow, p.kv_dtype, vdst, Dv);
+    }
+    for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = sc.row[d];
     std::fill(vdst + Dv, vdst + Dvp, 0.f);
   }
   for (size_t j = size_t(cols); j < Bc; ++j) {
@@ -235,6 +253,7 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
     const TileClass cls = classify_tile(mask, q_first, q_last, k0, k0 + cols - 1);
     if (cls == TileClass::skipped) continue;
     ResolveTileRows(p, seq, k0, cols, sc);
+    if (p.k_scale.data) ResolveTileScales(p, seq, k0, cols, sc);
     if (bf16) {
       PackKeyValuePairs(p, t.kv_head, cols, Bc, Dvp, sc);
     } else {

@@ -171,8 +171,8 @@ AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, 
 AttentionProblem make_cached_prefill_problem(const TensorView& q, const KvCacheView& cache, const TensorView& out,
                                              const AttentionOptions& opts, const VarlenInfo& varlen) {
   check_float_tensor(q, "q");
-  check_float_tensor(cache.k, "k_cache");
-  check_float_tensor(cache.v, "v_cache");
+  check_kv_cache_dtype(cache.k, "k_cache");
+  check_kv_cache_dtype(cache.v, "v_cache");
   check_float_tensor(out, "out");
   const bool packed = varlen.cu_seqlens_q != nullptr, paged = cache.block_table != nullptr;
   require(varlen.cu_seqlens_k == nullptr, "cu_seqlens_k",
@@ -214,11 +214,13 @@ AttentionProblem make_cached_prefill_problem(const TensorView& q, const KvCacheV
   p.block_size = cache.k.shape[1];
   p.k_block = cache.k.strides[0];
   p.v_block = cache.v.strides[0];
+  p.k_scale = check_kv_scale(cache.k, cache.k_scale, "k_cache", "k_scale");
+  p.v_scale = check_kv_scale(cache.v, cache.v_scale, "v_cache", "v_scale");
   for (int64_t b = 0; b < B; ++b) {
     const QuerySpan& q_span = spans[size_t(b)];
     const int32_t* blocks = paged ? cache.block_table + b * cache.max_blocks_per_seq : nullptr;
     p.seqs.push_back({q_span.q_offset, b * p.k_block, b * p.v_block, q_span.o_offset, q_span.Tq,
-                      cache.cache_seqlens[b], blocks});
+                      cache.cache_seqlens[b], blocks, b});
   }
   check_block_mask_covers(p);
   return p;

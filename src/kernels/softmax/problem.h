@@ -7,6 +7,7 @@
 
 #include "core/tensor.h"
 #include "kernels/softmax/kv_cache_view.h"
+#include "kernels/softmax/kv_quant.h"
 #include "kernels/softmax/options.h"
 
 namespace attnzoo {
@@ -21,6 +22,7 @@ struct SeqSpan {
   int64_t q_offset, k_offset, v_offset, o_offset;  // elements to the sequence's first token, head 0
   int64_t Tq, Tk;
   const int32_t* blocks = nullptr;  // paged K/V: the sequence's block-table row (k_offset / v_offset unused)
+  int64_t cache_row = 0;            // a contiguous quantized cache: the sequence's batch row (its scales' dim 0)
 };
 
 struct TokenStrides {
@@ -40,6 +42,7 @@ struct AttentionProblem {
   TokenStrides qs{}, ks{}, vs{}, os{};
   int64_t block_size = 0;            // paged K/V: rows per block
   int64_t k_block = 0, v_block = 0;  // paged K/V: element strides between physical blocks
+  KvScaleView k_scale, v_scale;      // int8 / fp8 caches
 
   int64_t group() const { return Hq / Hkv; }
   // Element offsets of key / value row j (kv head 0) of a sequence, contiguous or through its block table.
@@ -50,6 +53,11 @@ struct AttentionProblem {
   int64_t v_row(const SeqSpan& s, int64_t j) const {
     if (!s.blocks) return s.v_offset + j * vs.token;
     return int64_t(s.blocks[j / block_size]) * v_block + (j % block_size) * vs.token;
+  }
+  // Offset of row j's scale (kv head 0) in a scale tensor of the cache.
+  int64_t scale_row(const KvScaleView& s, const SeqSpan& seq, int64_t j) const {
+    if (!seq.blocks) return seq.cache_row * s.block + j * s.token;
+    return int64_t(seq.blocks[j / block_size]) * s.block + (j % block_size) * s.token;
   }
   int64_t max_tq() const;
 };

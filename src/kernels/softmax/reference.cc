@@ -25,6 +25,7 @@ void attention_prefill_reference(const AttentionProblem& p) {
           double dot = 0;
           for (int64_t d = 0; d < p.D; ++d)
             dot += double(load_as_f32(p.q, p.q_dtype, qbase + d)) * double(load_as_f32(p.k, p.kv_dtype, kbase + d));
+          if (p.k_scale.data) dot *= double(p.k_scale.data[p.scale_row(p.k_scale, s, j) + hk * p.k_scale.head]);
           scores[size_t(j)] = transform_score(float(dot * p.scale), p.opts.softcap, slope, qpos, j);
           m = std::max(m, scores[size_t(j)]);
         }
@@ -35,7 +36,9 @@ void attention_prefill_reference(const AttentionProblem& p) {
           const double w = std::exp(scores[size_t(j)] - m);
           denom += w;
           const int64_t vbase = p.v_row(s, j) + hk * p.vs.head;
-          for (int64_t d = 0; d < p.Dv; ++d) acc[size_t(d)] += w * double(load_as_f32(p.v, p.kv_dtype, vbase + d));
+          const double wv =
+              p.v_scale.data ? w * double(p.v_scale.data[p.scale_row(p.v_scale, s, j) + hk * p.v_scale.head]) : w;
+          for (int64_t d = 0; d < p.Dv; ++d) acc[size_t(d)] += wv * double(load_as_f32(p.v, p.kv_dtype, vbase + d));
         }
         const int64_t obase = s.o_offset + i * p.os.token + h * p.os.head;
         for (int64_t d = 0; d < p.Dv; ++d)
