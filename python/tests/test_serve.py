@@ -306,6 +306,38 @@ def test_client_disconnect_frees_the_blocks(server, reference):
     assert m[abort] == before[abort] + 1
 
 
+def test_client_disconnect_before_a_non_streamed_answer_aborts_it(server, reference):
+    """Nothing is written to a non-streamed client before the end: the server must notice the closed socket itself
+    (cpp-httplib only tells of failed writes) and abort the request in the engine, freeing its blocks."""
+    deadline = time.time() + 20
+    while server.metrics()["vllm:num_requests_running"] > 0 and time.time() < deadline:
+        time.sleep(0.05)
+    before = server.metrics()
+    baseline = before["vllm:kv_cache_usage_perc"]
+    n, max_tokens = 8, 460
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    body = {"model": "tiny", "prompt": _prompt(reference, 40, 8), "max_tokens": max_tokens, "temperature": 1.0,
+            "seed": 3, "n": n, "ignore_eos": True}
+    conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    deadline = time.time() + 10
+    while server.metrics()["vllm:num_requests_running"] == 0 and time.time() < deadline:
+        time.sleep(0.005)
+    assert server.metrics()["vllm:kv_cache_usage_perc"] > baseline
+    conn.sock.shutdown(2)
+    conn.close()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        m = server.metrics()
+        if m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == baseline:
+            break
+        time.sleep(0.02)
+    assert m["vllm:num_requests_running"] == 0
+    assert m["vllm:kv_cache_usage_perc"] == baseline
+    abort = 'vllm:request_success_total{finished_reason="abort"}'
+    assert m[abort] == before[abort] + 1
+    assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < n * max_tokens
+
+
 def test_queue_depth_limit_answers_429(checkpoint, reference):
     s = ServerProcess(checkpoint, "--max-num-seqs", "1", "--max-waiting-requests", "1")
     try:

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
+#include "server/connection_watch.h"
 #include "server/responses.h"
 #include "tokenizer/tokenizer.h"
 
@@ -74,11 +75,22 @@ struct Server::Handlers {
                         s.tokenizer.get()};
     const bool logprobs = r.request.params.logprobs;
     const int64_t n = r.request.params.n;
+    auto watch = std::make_shared<ConnectionWatch>(req);
     if (!r.stream) {
       Choices choices(n);
       std::vector<EngineClock::time_point> times;
+      auto checked = std::chrono::steady_clock::now();
       for (;;) {
-        std::optional<RequestOutput> out = queue->pop(std::chrono::milliseconds(1000));
+        // Nothing is written before the end, so only the socket tells of a client that went away; it is asked
+        // once per poll interval, however often outputs arrive.
+        if (std::chrono::steady_clock::now() - checked >= kPollInterval) {
+          if (watch->closed()) {
+            s.engine->abort(id);
+            return;
+          }
+          checked = std::chrono::steady_clock::now();
+        }
+        std::optional<RequestOutput> out = queue->pop(kPollInterval);
         if (!out) continue;  // the engine always ends a request with a finished output
         for (const SampleDelta& d : out->samples) choices.add(d);
         collect_times(*out, times);
@@ -96,9 +108,10 @@ struct Server::Handlers {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, queue, writer, times, include_usage](size_t, httplib::DataSink& sink) {
+        [this, queue, writer, times, include_usage, watch](size_t, httplib::DataSink& sink) {
           std::optional<RequestOutput> out = queue->pop(kPollInterval);
-          if (!out) return sink.is_writable();
+          // A long prefill writes nothing for a while: the socket tells of a client gone before its first token.
+          if (!out) return sink.is_writable() && !watch->closed();
           collect_times(*out, *times);
           std::string text;
           for (const SampleDelta& d : out->samples) text += writer->chunk(d);
