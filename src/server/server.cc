@@ -59,6 +59,9 @@ struct Server::Handlers {
     if (!r.model.empty() && r.model != options.model_name)
       throw ApiError(404, "not_found_error", "The model `" + r.model + "` does not exist.", "model");
 
+    // A client gone before its request starts (it waited for an HTTP thread) costs the engine nothing.
+    auto watch = std::make_shared<ConnectionWatch>(req);
+    if (watch->closed()) return;
     auto queue = OutputQueue::make();
     uint64_t id = 0;
     try {
@@ -75,7 +78,6 @@ struct Server::Handlers {
                         s.tokenizer.get()};
     const bool logprobs = r.request.params.logprobs;
     const int64_t n = r.request.params.n;
-    auto watch = std::make_shared<ConnectionWatch>(req);
     if (!r.stream) {
       Choices choices(n);
       std::vector<EngineClock::time_point> times;
@@ -160,9 +162,10 @@ Server::Server(ServerOptions options)
   http_->set_keep_alive_max_count(1000);  // the library's 5 would make a busy client reconnect every 5 requests
   // SO_REUSEADDR (a restart need not wait for TIME_WAIT) but not the library's default SO_REUSEPORT, with which a
   // second server on the same port would bind silently and take half the connections.
-  http_->set_socket_options([](int sock) {  // socket_t is int on POSIX
+  http_->set_socket_options([this](int sock) {  // socket_t is int on POSIX
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket_ = sock;  // the last one offered is the one that bound
   });
 
   const auto guarded = [](auto fn) {
@@ -214,6 +217,9 @@ int Server::bind() {
                              : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port_ <= 0)
     throw std::runtime_error("serve: cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of new clients overflows it, and each dropped SYN costs
+  // its client a 1 s retransmit. Listening again on the bound socket only raises the backlog.
+  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   return port_;
 }
 
@@ -233,6 +239,7 @@ void Server::set_ready(const ServingState& state) {
 
 void Server::stop() {
   std::lock_guard lock(listen_mu_);
+  if (stopped_) return;  // a second call (the destructor's after the owner's) would wait for a loop long gone
   stopped_ = true;
   if (!listening_) return;
   // listen() may not have reached the library's loop yet, and the library's stop() does nothing before it has:
