@@ -90,7 +90,7 @@ class Engine:
 
     max_num_batched_tokens: tokens per step (decodes first, prefill chunks fill the rest). max_num_seqs: sequences
     running at once. max_model_len: prompt + generated tokens (0: the model's max_position_embeddings).
-    eos_token_ids: None means Model.generate's default (the tokenizer's, else the checkpoint's).
+    eos_token_ids: None means Model.generate's default (the checkpoint's, the tokenizer's: _core.default_eos_ids).
     """
 
     def __init__(self, model, max_num_batched_tokens=2048, max_num_seqs=64, max_model_len=0,
@@ -100,7 +100,7 @@ class Engine:
         self.model = model
         tok = tokenizer if tokenizer is not None else model.tokenizer
         self.tokenizer = tok
-        # The same end-of-sequence ids as Model.generate: the tokenizer's, else the checkpoint's configs.
+        # The same end-of-sequence ids as Model.generate and attnzoo serve.
         self.eos_token_ids = sorted(_eos_ids(model, tok, eos_token_ids))
         self._core = _core.Engine(model._core, tok._native if tok is not None else None, int(max_num_batched_tokens),
                                   int(max_num_seqs), int(max_model_len), bool(enable_chunked_prefill),

@@ -173,6 +173,12 @@ void bind_engine(nb::module_& m) {
 
   m.def("load_eos_token_ids", &load_eos_token_ids, nb::arg("model_dir"),
         "EOS ids from generation_config.json, else config.json (empty list when neither names one).");
+  m.def(
+      "default_eos_ids",
+      [](const std::string& model_path, const std::shared_ptr<const tok::Tokenizer>& tokenizer,
+         const std::vector<int32_t>& end_of_turn) { return default_eos_ids(model_path, tokenizer.get(), end_of_turn); },
+      nb::arg("model_path"), nb::arg("tokenizer").none(), nb::arg("end_of_turn"),
+      "The ids that end generation by default: the checkpoint's, the tokenizer's and a chat's end of turn.");
 }
 
 }  // namespace attnzoo::py

@@ -400,3 +400,49 @@ def test_bench_serve_reports_every_request_and_the_prefix_hits(server):
     table = subprocess.run([CLI, "bench", "serve", "--base-url", server.url, "--num-prompts", "2", "--input-len",
                             "5", "--output-len", "3"], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0 and "Successful requests" in table.stdout and "Median TTFT (ms)" in table.stdout
+
+
+def test_one_eos_rule_for_generate_chat_and_serve(checkpoint, reference, tmp_path):
+    """attnzoo generate / generate --chat, Model.generate / Model.chat, the Python Engine and attnzoo serve stop at the
+    same ids (_core.default_eos_ids): here generation_config.json names a token the model says fourth, which only
+    the checkpoint's configs call an end, and the chat adds the template's end of turn."""
+    import shutil
+    from attnzoo import _core
+    from attnzoo.engine import Engine
+    from test_chat_cli import IM_END, QUESTION
+    d = tmp_path / "eos"
+    shutil.copytree(checkpoint, d)
+    ids = reference.tokenizer.encode(QUESTION, add_special_tokens=True)
+    said = reference.generate(ids, max_new_tokens=12, eos_token_id=[])
+    stop_id = said[3]
+    assert stop_id not in said[:3]
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [EOS, stop_id]}))
+    m = Model.load(str(d))
+    tok_eos = set(m.tokenizer.eos_token_ids)
+    want = sorted({EOS, stop_id} | tok_eos)
+    assert _core.default_eos_ids(str(d), m.tokenizer._native, []) == want
+    assert Engine(m).eos_token_ids == want
+    assert _core.default_eos_ids(str(d), m.tokenizer._native, [IM_END]) == sorted(set(want) | {IM_END})
+
+    text = m.generate(QUESTION, max_new_tokens=12)
+    assert text == reference.tokenizer.decode(said[:3], skip_special_tokens=True)  # stopped before the 4th
+    r = subprocess.run([CLI, "generate", "-m", str(d), "-p", QUESTION, "-n", "12"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == text + "\n" and "stop: eos" in r.stderr
+    chat = m.chat([{"role": "user", "content": QUESTION}], max_new_tokens=12)
+    r = subprocess.run([CLI, "generate", "-m", str(d), "--chat", "-p", QUESTION, "-n", "12"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == chat + "\n"
+
+    s = ServerProcess(str(d))
+    try:
+        client = s.client()
+        c = client.completions.create(model="tiny", prompt=QUESTION, max_tokens=12, temperature=0)
+        assert (c.choices[0].text, c.choices[0].finish_reason) == (text, "stop")
+        c = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": QUESTION}],
+                                           max_tokens=12, temperature=0)
+        assert c.choices[0].message.content == chat
+    finally:
+        assert s.stop() == 0

@@ -18,6 +18,7 @@
 #include "engine/chat_turns.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
+#include "engine/stop.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
@@ -96,9 +97,8 @@ int run_chat(const std::vector<std::string>& args) {
   GenerationOptions options = generation_options(flags);
   const auto model = Model::load(flags.model, load_options(flags));
   const auto tokenizer = tok::Tokenizer::load(flags.model);
-  if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
   const ChatFormat format(flags.model, tokenizer);
-  for (int32_t id : format.end_of_turn()) options.eos_token_ids.push_back(id);
+  options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
   options.cancel = [] { return g_interrupts > 0; };
 
   chat::List start;

@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "engine/stop.h"
 #include "layers/matmul_precision.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
@@ -107,7 +106,6 @@ GenerationOptions generation_options(const GenerationFlags& a) {
   p.validate();
   options.max_new_tokens = a.max_new_tokens;
   options.stop = a.stop;
-  options.eos_token_ids = load_eos_token_ids(a.model);
   return options;
 }
 

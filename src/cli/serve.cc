@@ -115,8 +115,8 @@ int run_serve(const std::vector<std::string>& args) {
   try {
     model = Model::load(a.model, load);
     auto tokenizer = tok::Tokenizer::load(a.model);
-    // As `attnzoo generate`: the checkpoint's EOS ids (generation_config.json / config.json), else the tokenizer's.
-    if (a.engine.eos_token_ids.empty()) a.engine.eos_token_ids = load_eos_token_ids(a.model);
+    // As `attnzoo generate` (default_eos_ids); chat requests add the template's end of turn (parse_request).
+    if (a.engine.eos_token_ids.empty()) a.engine.eos_token_ids = default_eos_ids(a.model, tokenizer.get());
     try {
       chat = std::make_unique<ChatFormat>(a.model, tokenizer);
     } catch (const std::exception& e) {
