@@ -274,11 +274,29 @@ def test_malformed_oversized_and_invalid_requests(server, reference):
     assert server.raw("GET", "/health")[0] == 200  # the server lives on
 
 
-def test_client_disconnect_frees_the_blocks(server, reference):
+def _idle_metrics(server):
+    """/metrics once no request runs (earlier tests' requests may still be ending)."""
     deadline = time.time() + 20
     while server.metrics()["vllm:num_requests_running"] > 0 and time.time() < deadline:
         time.sleep(0.05)
-    before = server.metrics()
+    return server.metrics()
+
+
+def _metrics_back_to(server, baseline):
+    """/metrics once no request runs and the KV pool's usage is back to `baseline` (asserted, within 10 s)."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        m = server.metrics()
+        if m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == baseline:
+            break
+        time.sleep(0.02)
+    assert m["vllm:num_requests_running"] == 0
+    assert m["vllm:kv_cache_usage_perc"] == baseline
+    return m
+
+
+def test_client_disconnect_frees_the_blocks(server, reference):
+    before = _idle_metrics(server)
     baseline = before["vllm:kv_cache_usage_perc"]
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     body = {"model": "tiny", "prompt": _prompt(reference, 40, 7), "max_tokens": 400, "temperature": 0,
@@ -292,14 +310,7 @@ def test_client_disconnect_frees_the_blocks(server, reference):
     assert server.metrics()["vllm:kv_cache_usage_perc"] > baseline
     conn.sock.shutdown(2)
     conn.close()
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        m = server.metrics()
-        if m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == baseline:
-            break
-        time.sleep(0.02)
-    assert m["vllm:num_requests_running"] == 0
-    assert m["vllm:kv_cache_usage_perc"] == baseline
+    m = _metrics_back_to(server, baseline)
     # Aborted (stopped early), not run to max_tokens.
     assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < 300
     abort = 'vllm:request_success_total{finished_reason="abort"}'
@@ -309,10 +320,7 @@ def test_client_disconnect_frees_the_blocks(server, reference):
 def test_client_disconnect_before_a_non_streamed_answer_aborts_it(server, reference):
     """Nothing is written to a non-streamed client before the end: the server must notice the closed socket itself
     (cpp-httplib only tells of failed writes) and abort the request in the engine, freeing its blocks."""
-    deadline = time.time() + 20
-    while server.metrics()["vllm:num_requests_running"] > 0 and time.time() < deadline:
-        time.sleep(0.05)
-    before = server.metrics()
+    before = _idle_metrics(server)
     baseline = before["vllm:kv_cache_usage_perc"]
     n, max_tokens = 8, 460
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
@@ -325,14 +333,7 @@ def test_client_disconnect_before_a_non_streamed_answer_aborts_it(server, refere
     assert server.metrics()["vllm:kv_cache_usage_perc"] > baseline
     conn.sock.shutdown(2)
     conn.close()
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        m = server.metrics()
-        if m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == baseline:
-            break
-        time.sleep(0.02)
-    assert m["vllm:num_requests_running"] == 0
-    assert m["vllm:kv_cache_usage_perc"] == baseline
+    m = _metrics_back_to(server, baseline)
     abort = 'vllm:request_success_total{finished_reason="abort"}'
     assert m[abort] == before[abort] + 1
     assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < n * max_tokens

@@ -20,6 +20,7 @@
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
 #include "loader/json.h"
+#include "server/running_server.h"
 #include "models/model.h"
 #include "server/server.h"
 #include "testing/tiny_llama.h"
@@ -141,19 +142,7 @@ Streamed parse_stream(const std::string& response) {
   return s;
 }
 
-struct Running {
-  explicit Running(ServerOptions options) : server(std::move(options)) {
-    port = server.bind();
-    thread = std::thread([this] { server.listen(); });
-  }
-  ~Running() {
-    server.stop();
-    thread.join();
-  }
-  Server server;
-  int port = 0;
-  std::thread thread;
-};
+using Running = testing::RunningServer;
 
 bool wait_idle(const Engine& engine) {
   for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
