@@ -16,6 +16,7 @@
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
 #include "engine/stop.h"
+#include "layers/matmul_precision.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
 #include "server/server.h"
@@ -28,8 +29,8 @@ const char* kUsage =
     "usage: attnzoo serve -m DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
     "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16] [--block-size 16]\n"
-    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--max-waiting-requests 256]\n"
-    "         [--max-n 16] [--max-body-bytes 4194304]";
+    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium]\n"
+    "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]";
 
 struct ServeArgs {
   std::string model, dtype = "float32", kv_cache_dtype = "auto";
@@ -63,6 +64,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--block-size") a.block_size = integer();
     else if (s == "--no-prefix-caching") a.prefix_caching = false;
     else if (s == "--dtype") a.dtype = value();
+    // medium: batched steps (prefill chunks, many decodes at once) multiply in bf16 (layers/matmul_precision.h).
+    else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
     else if (s == "--max-n") a.server.limits.max_n = integer();
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
     else if (s == "-h" || s == "--help") throw ArgumentError(std::string("serve: help requested\n") + kUsage);
