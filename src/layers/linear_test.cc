@@ -137,7 +137,7 @@ TEST(Linear, Bf16DotGemmGivesTheSameBitsForFewAndManyRows) {
   }
 }
 
-TEST(Linear, MatmulPrecisionMediumRoutesPrefillOnly) {
+TEST(Linear, MatmulPrecisionMediumRoutesAllButSingleTokens) {
   if (!bf16_dot_enabled()) GTEST_SKIP() << "no AVX-512-BF16 on this CPU";
   HostTensor w(DType::bf16, {64, 96}, 5, 0.5f), x(DType::f32, {32, 96}, 6, 1.f);
   std::vector<float> fast(32 * 64), exact(32 * 64), direct(32 * 64);
@@ -150,6 +150,13 @@ TEST(Linear, MatmulPrecisionMediumRoutesPrefillOnly) {
   linear_forward(w.view, nullptr, x.view.ptr<float>(), 1, one_exact.data(), 64);
   linear_gemm(w.view, nullptr, x.view.ptr<float>(), 32, direct.data(), 64, LinearGemmBackend::bf16_dot);
   EXPECT_EQ(fast, direct);
+  // A batch of 4 decode rows is a product, not a bandwidth-bound GEMV: bf16 tiles too.
+  std::vector<float> four(4 * 64), four_direct(4 * 64);
+  set_matmul_precision(MatmulPrecision::medium);
+  linear_forward(w.view, nullptr, x.view.ptr<float>(), 4, four.data(), 64);
+  set_matmul_precision(MatmulPrecision::highest);
+  linear_gemm(w.view, nullptr, x.view.ptr<float>(), 4, four_direct.data(), 64, LinearGemmBackend::bf16_dot);
+  EXPECT_EQ(four, four_direct);
   EXPECT_NE(fast, exact);
   EXPECT_EQ(one, one_exact);
   EXPECT_EQ(parse_matmul_precision("medium"), MatmulPrecision::medium);
