@@ -90,7 +90,7 @@ class Engine:
 
     max_num_batched_tokens: tokens per step (decodes first, prefill chunks fill the rest). max_num_seqs: sequences
     running at once. max_model_len: prompt + generated tokens (0: the model's max_position_embeddings).
-    eos_token_ids: None means Model.generate's default (the tokenizer's, else the checkpoint's).
+    eos_token_ids: None means Model.generate's default (the checkpoint's, the tokenizer's: _core.default_eos_ids).
     speculative_config: exact speculative decoding, vLLM's dict: {"method": "ngram", "num_speculative_tokens": K,
     "prompt_lookup_max": N, "prompt_lookup_min": M} or {"method": "draft_model", "model": Model or directory,
     "num_speculative_tokens": K}; stats() then counts spec_decode_num_drafts / _draft_tokens / _accepted_tokens.
@@ -104,7 +104,7 @@ class Engine:
         self.model = model
         tok = tokenizer if tokenizer is not None else model.tokenizer
         self.tokenizer = tok
-        # The same end-of-sequence ids as Model.generate: the tokenizer's, else the checkpoint's configs.
+        # The same end-of-sequence ids as Model.generate and attnzoo serve.
         self.eos_token_ids = sorted(_eos_ids(model, tok, eos_token_ids))
         spec = dict(speculative_config or {})
         if isinstance(spec.get("model"), str):

@@ -151,18 +151,24 @@ class _TextStream:
         return piece
 
 
-def _eos_ids(model, tokenizer, eos_token_id):
+def _eos_ids(model, tokenizer, eos_token_id, end_of_turn=()):
+    """eos_token_id when given; else the one rule every attnzoo front end follows (_core.default_eos_ids): every id
+    the checkpoint's configs, the tokenizer and, for a chat, the template's end of turn call an end."""
     if eos_token_id is not None:
         return {int(eos_token_id)} if np.isscalar(eos_token_id) else {int(i) for i in eos_token_id}
-    for source in (tokenizer, model):
-        ids = getattr(source, "eos_token_ids", None) if source is not None else None
-        if ids:
-            return {int(i) for i in ids}
-    for attr in ("directory", "path", "dir", "model_dir"):
-        d = getattr(model, attr, None)
-        if isinstance(d, str):
-            return set(_core.load_eos_token_ids(d))
-    return set()
+    native = getattr(tokenizer, "_native", None)
+    source = getattr(model, "_source", None)
+    for attr in ("directory", "path", "dir", "model_dir"):  # any object with the model API that names its files
+        if not isinstance(source, str):
+            source = getattr(model, attr, None)
+    ids = {int(i) for i in end_of_turn}
+    if isinstance(source, str):
+        ids |= set(_core.default_eos_ids(source, native, []))
+    else:
+        ids |= {int(i) for i in getattr(model, "eos_token_ids", None) or []}
+    if native is None and tokenizer is not None:  # a tokenizer from elsewhere (transformers, tokenizers)
+        ids |= {int(i) for i in getattr(tokenizer, "eos_token_ids", None) or []}
+    return ids
 
 
 def _max_positions(model):
@@ -327,8 +333,8 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     ``prompt_or_ids``: text (needs ``tokenizer``; returns the new text) or token ids (returns the list of new
     ids; an EOS that ended generation is included, as transformers does). ``stop``: a string or list of strings
     that end generation; the text is trimmed before it (needs ``tokenizer``). ``eos_token_id``: int or list,
-    default from the tokenizer / the model's directory. ``stream``: called with each new piece of text as soon
-    as it is final (with ids in and no tokenizer: with each new id).
+    default: every id the checkpoint's configs and the tokenizer call an end (_core.default_eos_ids). ``stream``:
+    called with each new piece of text as soon as it is final (with ids in and no tokenizer: with each new id).
 
     Sampling (``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``repetition_penalty``; None: not
     given) resolves as in ``attnzoo generate``: see ``sampling_params`` (the checkpoint's generation_config.json,

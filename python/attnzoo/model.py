@@ -179,10 +179,10 @@ class Model:
         from .generate import generate
         ids = self.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **template_kwargs)
         if eos_token_id is None:
+            from .generate import _eos_ids
             source, special = self.chat_template
-            eos = set(_core.load_eos_token_ids(self._source)) | set(self.tokenizer.eos_token_ids)
-            eos |= set(_core.end_of_turn_ids(source, special, self.tokenizer._native))
-            eos_token_id = sorted(eos)
+            end_of_turn = _core.end_of_turn_ids(source, special, self.tokenizer._native)
+            eos_token_id = sorted(_eos_ids(self, self.tokenizer, None, end_of_turn))
         out = generate(self, self.tokenizer, ids, max_new_tokens=max_new_tokens, do_sample=do_sample,
                        temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
                        repetition_penalty=repetition_penalty, seed=seed, stop=stop, stream=stream,

@@ -213,6 +213,12 @@ void bind_engine(nb::module_& m) {
         nb::arg("top_p").none(), nb::arg("min_p").none(), nb::arg("repetition_penalty").none(),
         "The sampling values every front end uses: the checkpoint's generation_config.json (model_path '' for "
         "none), the arguments given winning (engine/sampling_defaults.h).");
+  m.def(
+      "default_eos_ids",
+      [](const std::string& model_path, const std::shared_ptr<const tok::Tokenizer>& tokenizer,
+         const std::vector<int32_t>& end_of_turn) { return default_eos_ids(model_path, tokenizer.get(), end_of_turn); },
+      nb::arg("model_path"), nb::arg("tokenizer").none(), nb::arg("end_of_turn"),
+      "The ids that end generation by default: the checkpoint's, the tokenizer's and a chat's end of turn.");
 }
 
 }  // namespace attnzoo::py

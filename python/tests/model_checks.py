@@ -99,6 +99,14 @@ def check_token_by_token_decode(m, ids, want, prefill, stop):
         np.testing.assert_allclose(m.forward(ids[t:t + 1], seq=seq)[0], want[t], atol=ATOL, rtol=0)
 
 
+def check_odd_shuffled_blocks(m, ids, want, piece_orders, prefill, stop):
+    """The same checkpoint on a pool of 7-token blocks handed out in shuffled order: every piece and decode step
+    reads its keys through non-adjacent blocks, and must give the logits of the default pool."""
+    odd = type(m).load(m.path, block_size=7, shuffle_blocks_seed=13)
+    check_prompt_in_pieces(odd, ids, want, piece_orders)
+    check_token_by_token_decode(odd, ids, want, prefill=prefill, stop=stop)
+
+
 def check_greedy_continuation(ref, m, prompt_ids, pad_token_id, explicit_mask=True, new_tokens=32):
     """Greedy generate() against transformers' generate(). With explicit_mask, an all-ones attention_mask is
     passed: otherwise generate() takes prompt tokens equal to pad_token_id for padding."""
@@ -190,12 +198,8 @@ def add_standard_tests(namespace, vocab, piece_orders, prefill, stop, pad_token_
         check_ragged_batch(m, ids, want, other_prompt)
 
     def test_odd_shuffled_blocks_give_the_same_logits(case):
-        # The same checkpoint on a pool of 7-token blocks handed out in shuffled order: every piece and decode
-        # step reads its keys through non-adjacent blocks.
         kind, ref, m, ids, want = unpack(case)
-        odd = type(m).load(m.path, block_size=7, shuffle_blocks_seed=13)
-        check_prompt_in_pieces(odd, ids, want, piece_orders)
-        check_token_by_token_decode(odd, ids, want, prefill=prefill, stop=stop)
+        check_odd_shuffled_blocks(m, ids, want, piece_orders, prefill, stop)
 
     for fn in (test_full_prompt_matches_transformers, test_prompt_in_pieces_carries_the_state,
                test_token_by_token_decode, test_greedy_continuation_matches_transformers,

@@ -107,6 +107,11 @@ def test_token_by_token_decode(case):
     np.testing.assert_allclose(np.concatenate(rows), want, atol=1e-4, rtol=0)
 
 
+def test_odd_shuffled_blocks_give_the_same_logits(case):
+    kind, ref, m, ids, want = case
+    checks.check_odd_shuffled_blocks(m, ids, want, ([1, 7, 17, 15],), prefill=1, stop=PROMPT_LEN)
+
+
 def test_greedy_generation_matches_transformers(case):
     kind, ref, m, ids, want = case
     checks.check_greedy_continuation(ref, m, ids[:12].tolist(), pad_token_id=0, explicit_mask=False)

@@ -107,6 +107,11 @@ def test_token_by_token_decode(case):
     checks.check_token_by_token_decode(m, ids, want, prefill=25, stop=PROMPT_LEN)
 
 
+def test_odd_shuffled_blocks_give_the_same_logits(case):
+    kind, m, ids, want = case
+    checks.check_odd_shuffled_blocks(m, ids, want, ([1, 7, 17, 15],), prefill=25, stop=PROMPT_LEN)
+
+
 def test_ragged_batch_mixes_prefill_and_decode(case):
     kind, m, ids, want = case
     checks.check_ragged_batch(m, ids, want, _prompt(23, seed=1))

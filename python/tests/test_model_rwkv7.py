@@ -72,6 +72,11 @@ def test_token_by_token_decode(case):
     checks.check_token_by_token_decode(m, ids, want, prefill=1, stop=PROMPT_LEN)
 
 
+def test_odd_shuffled_blocks_give_the_same_logits(case):
+    kind, model, m, ids, want = case
+    checks.check_odd_shuffled_blocks(m, ids, want, ([1, 7, 17, 15], [17, 1, 7, 15]), prefill=1, stop=PROMPT_LEN)
+
+
 def test_ragged_batch_matches_separate_sequences(case):
     kind, model, m, ids, want = case
     checks.check_ragged_batch(m, ids, want, checks.prompt(VOCAB, 23, seed=1))

@@ -114,6 +114,11 @@ def test_text_prompt_matches_the_whole_wrapper(case):
     checks.check_prompt_in_pieces(m, ids, want, (PIECES,))
 
 
+def test_odd_shuffled_blocks_give_the_same_logits(case):
+    kind, ref, directory, m, ids, want = case
+    checks.check_odd_shuffled_blocks(m, ids, want, (PIECES,), prefill=sum(PIECES) - 12, stop=sum(PIECES))
+
+
 def test_greedy_continuation_matches_transformers(case):
     kind, ref, directory, m, ids, want = case
     checks.check_greedy_continuation(ref, m, ids[:20], pad_token_id=0, new_tokens=16)

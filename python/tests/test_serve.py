@@ -276,11 +276,29 @@ def test_malformed_oversized_and_invalid_requests(server, reference):
     assert server.raw("GET", "/health")[0] == 200  # the server lives on
 
 
-def test_client_disconnect_frees_the_blocks(server, reference):
+def _idle_metrics(server):
+    """/metrics once no request runs (earlier tests' requests may still be ending)."""
     deadline = time.time() + 20
     while server.metrics()["vllm:num_requests_running"] > 0 and time.time() < deadline:
         time.sleep(0.05)
-    before = server.metrics()
+    return server.metrics()
+
+
+def _metrics_back_to(server, baseline):
+    """/metrics once no request runs and the KV pool's usage is back to `baseline` (asserted, within 10 s)."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        m = server.metrics()
+        if m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == baseline:
+            break
+        time.sleep(0.02)
+    assert m["vllm:num_requests_running"] == 0
+    assert m["vllm:kv_cache_usage_perc"] == baseline
+    return m
+
+
+def test_client_disconnect_frees_the_blocks(server, reference):
+    before = _idle_metrics(server)
     baseline = before["vllm:kv_cache_usage_perc"]
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     body = {"model": "tiny", "prompt": _prompt(reference, 40, 7), "max_tokens": 400, "temperature": 0,
@@ -294,18 +312,33 @@ def test_client_disconnect_frees_the_blocks(server, reference):
     assert server.metrics()["vllm:kv_cache_usage_perc"] > baseline
     conn.sock.shutdown(2)
     conn.close()
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        m = server.metrics()
-        if m["vllm:num_requests_running"] == 0 and m["vllm:kv_cache_usage_perc"] == baseline:
-            break
-        time.sleep(0.02)
-    assert m["vllm:num_requests_running"] == 0
-    assert m["vllm:kv_cache_usage_perc"] == baseline
+    m = _metrics_back_to(server, baseline)
     # Aborted (stopped early), not run to max_tokens.
     assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < 300
     abort = 'vllm:request_success_total{finished_reason="abort"}'
     assert m[abort] == before[abort] + 1
+
+
+def test_client_disconnect_before_a_non_streamed_answer_aborts_it(server, reference):
+    """Nothing is written to a non-streamed client before the end: the server must notice the closed socket itself
+    (cpp-httplib only tells of failed writes) and abort the request in the engine, freeing its blocks."""
+    before = _idle_metrics(server)
+    baseline = before["vllm:kv_cache_usage_perc"]
+    n, max_tokens = 8, 460
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    body = {"model": "tiny", "prompt": _prompt(reference, 40, 8), "max_tokens": max_tokens, "temperature": 1.0,
+            "seed": 3, "n": n, "ignore_eos": True}
+    conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    deadline = time.time() + 10
+    while server.metrics()["vllm:num_requests_running"] == 0 and time.time() < deadline:
+        time.sleep(0.005)
+    assert server.metrics()["vllm:kv_cache_usage_perc"] > baseline
+    conn.sock.shutdown(2)
+    conn.close()
+    m = _metrics_back_to(server, baseline)
+    abort = 'vllm:request_success_total{finished_reason="abort"}'
+    assert m[abort] == before[abort] + 1
+    assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < n * max_tokens
 
 
 def test_queue_depth_limit_answers_429(checkpoint, reference):
@@ -387,5 +420,51 @@ def test_speculative_server_gives_the_same_greedy_text_and_counts_acceptance(che
         m = s.metrics()
         assert m["vllm:spec_decode_num_draft_tokens_total"] > 0
         assert 0 <= m["vllm:spec_decode_num_accepted_tokens_total"] <= m["vllm:spec_decode_num_draft_tokens_total"]
+    finally:
+        assert s.stop() == 0
+
+
+def test_one_eos_rule_for_generate_chat_and_serve(checkpoint, reference, tmp_path):
+    """attnzoo generate / generate --chat, Model.generate / Model.chat, the Python Engine and attnzoo serve stop at the
+    same ids (_core.default_eos_ids): here generation_config.json names a token the model says fourth, which only
+    the checkpoint's configs call an end, and the chat adds the template's end of turn."""
+    import shutil
+    from attnzoo import _core
+    from attnzoo.engine import Engine
+    from test_chat_cli import IM_END, QUESTION
+    d = tmp_path / "eos"
+    shutil.copytree(checkpoint, d)
+    ids = reference.tokenizer.encode(QUESTION, add_special_tokens=True)
+    said = reference.generate(ids, max_new_tokens=12, eos_token_id=[])
+    stop_id = said[3]
+    assert stop_id not in said[:3]
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [EOS, stop_id]}))
+    m = Model.load(str(d))
+    tok_eos = set(m.tokenizer.eos_token_ids)
+    want = sorted({EOS, stop_id} | tok_eos)
+    assert _core.default_eos_ids(str(d), m.tokenizer._native, []) == want
+    assert Engine(m).eos_token_ids == want
+    assert _core.default_eos_ids(str(d), m.tokenizer._native, [IM_END]) == sorted(set(want) | {IM_END})
+
+    text = m.generate(QUESTION, max_new_tokens=12)
+    assert text == reference.tokenizer.decode(said[:3], skip_special_tokens=True)  # stopped before the 4th
+    r = subprocess.run([CLI, "generate", "-m", str(d), "-p", QUESTION, "-n", "12"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == text + "\n" and "stop: eos" in r.stderr
+    chat = m.chat([{"role": "user", "content": QUESTION}], max_new_tokens=12)
+    r = subprocess.run([CLI, "generate", "-m", str(d), "--chat", "-p", QUESTION, "-n", "12"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == chat + "\n"
+
+    s = ServerProcess(str(d))
+    try:
+        client = s.client()
+        c = client.completions.create(model="tiny", prompt=QUESTION, max_tokens=12, temperature=0)
+        assert (c.choices[0].text, c.choices[0].finish_reason) == (text, "stop")
+        c = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": QUESTION}],
+                                           max_tokens=12, temperature=0)
+        assert c.choices[0].message.content == chat
     finally:
         assert s.stop() == 0

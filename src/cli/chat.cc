@@ -20,6 +20,7 @@
 #include "engine/draft_proposer.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
+#include "engine/stop.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
@@ -110,9 +111,8 @@ int run_chat(const std::vector<std::string>& args) {
   options.proposer = proposer.get();
   options.num_speculative_tokens = speculative.num_speculative_tokens;
   const auto tokenizer = tok::Tokenizer::load(flags.model);
-  if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
   const ChatFormat format(flags.model, tokenizer);
-  for (int32_t id : format.end_of_turn()) options.eos_token_ids.push_back(id);
+  options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
   options.cancel = [] { return g_interrupts > 0; };
 
   chat::List start;

@@ -19,6 +19,7 @@
 #include "engine/draft_proposer.h"
 #include "engine/generate.h"
 #include "engine/model_adapters.h"
+#include "engine/stop.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
@@ -115,7 +116,7 @@ int run_generate(const std::vector<std::string>& args) {
   options.proposer = proposer.get();
   options.num_speculative_tokens = a.speculative.num_speculative_tokens;
   const auto tokenizer = tok::Tokenizer::load(a.flags.model);
-  if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer->eos_token_ids();
+  options.eos_token_ids = default_eos_ids(a.flags.model, tokenizer.get());
 
   std::vector<int32_t> prompt;
   if (a.chat) {
@@ -124,7 +125,7 @@ int run_generate(const std::vector<std::string>& args) {
     if (!a.system.empty()) messages.push_back(ChatFormat::message("system", a.system));
     messages.push_back(ChatFormat::message("user", a.prompt));
     prompt = format.prompt_ids(chat::Value::list(std::move(messages)), true);
-    for (int32_t id : format.end_of_turn()) options.eos_token_ids.push_back(id);
+    options.eos_token_ids = default_eos_ids(a.flags.model, tokenizer.get(), format.end_of_turn());
   } else {
     prompt = tokenizer->encode(a.prompt, a.add_special);
   }

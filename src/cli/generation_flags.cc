@@ -119,7 +119,6 @@ GenerationOptions generation_options(const GenerationFlags& a) {
   p.validate();
   options.max_new_tokens = a.max_new_tokens;
   options.stop = a.stop;
-  options.eos_token_ids = load_eos_token_ids(a.model);
   return options;
 }
 

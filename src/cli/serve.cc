@@ -17,6 +17,7 @@
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
 #include "engine/stop.h"
+#include "layers/matmul_precision.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
 #include "server/server.h"
@@ -29,8 +30,8 @@ const char* kUsage =
     "usage: attnzoo serve -m DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
     "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16]\n"
-    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--max-waiting-requests 256]\n"
-    "         [--max-n 16] [--max-body-bytes 4194304]\n"
+    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium]\n"
+    "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]\n"
     "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"
     "          [--draft-model DIR]]";
 
@@ -72,6 +73,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--block-size") a.block_size = integer();
     else if (s == "--no-prefix-caching") a.prefix_caching = false;
     else if (s == "--dtype") a.dtype = value();
+    // medium: batched steps (prefill chunks, many decodes at once) multiply in bf16 (layers/matmul_precision.h).
+    else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
     else if (s == "--max-n") a.server.limits.max_n = integer();
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
     else if (s == "-h" || s == "--help") throw ArgumentError(std::string("serve: help requested\n") + kUsage);
@@ -129,8 +132,8 @@ int run_serve(const std::vector<std::string>& args) {
   try {
     model = Model::load(a.model, load);
     auto tokenizer = tok::Tokenizer::load(a.model);
-    // As `attnzoo generate`: the checkpoint's EOS ids (generation_config.json / config.json), else the tokenizer's.
-    if (a.engine.eos_token_ids.empty()) a.engine.eos_token_ids = load_eos_token_ids(a.model);
+    // As `attnzoo generate` (default_eos_ids); chat requests add the template's end of turn (parse_request).
+    if (a.engine.eos_token_ids.empty()) a.engine.eos_token_ids = default_eos_ids(a.model, tokenizer.get());
     try {
       chat = std::make_unique<ChatFormat>(a.model, tokenizer);
     } catch (const std::exception& e) {

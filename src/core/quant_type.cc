@@ -62,7 +62,10 @@ std::optional<QuantType> quant_type_of(DType t) {
     case DType::bf16: return QuantType::BF16;
     case DType::i32: return QuantType::I32;
     case DType::i64: return QuantType::I64;
-    case DType::u8: return std::nullopt;
+    case DType::u8:
+    case DType::i8:       // GGUF's I8 is a plain integer tensor, not a quantized KV row with scales
+    case DType::f8_e4m3:  // no GGUF type
+      return std::nullopt;
   }
   return std::nullopt;
 }

@@ -25,6 +25,7 @@ struct Engine::Shared {
   bool stopping = false, stopped = false;
   uint64_t next_id = 1;
   EngineStats stats;  // as of the last step, plus the inbox
+  bool published = false;  // the scheduler published stats during this turn of the loop
   std::thread thread;
   std::mutex stop_mu;  // serialises stop() callers
 };
@@ -38,6 +39,7 @@ Engine::Engine(const Model& model, std::shared_ptr<const tok::Tokenizer> tokeniz
     const EngineStats st = scheduler_->stats();
     std::lock_guard lock(shared_->mu);
     shared_->stats = st;
+    shared_->published = true;
   });
   shared_->thread = std::thread([this] { loop(); });
 }
@@ -107,6 +109,7 @@ void Engine::loop() {
       inbox.swap(sh.inbox);
       aborts.swap(sh.aborts);
       stopping = sh.stopping;
+      sh.published = false;
     }
     for (auto& p : inbox) scheduler_->add(p.id, std::move(p.request), std::move(p.on_output), p.arrival);
     for (uint64_t id : aborts) scheduler_->abort(id);
@@ -122,8 +125,15 @@ void Engine::loop() {
       }
     }
     {
-      std::lock_guard lock(sh.mu);
-      sh.stats = scheduler_->stats();
+      // Steps and aborts publish through the scheduler's hook; only a turn that did neither (new requests that
+      // could not start, an unknown abort) needs its numbers taken here.
+      std::unique_lock lock(sh.mu);
+      if (!sh.published) {
+        lock.unlock();
+        const EngineStats st = scheduler_->stats();
+        lock.lock();
+        sh.stats = st;
+      }
     }
     if (stopping) return;
   }

@@ -17,7 +17,8 @@ struct EngineOptions {
   // Long prompts are split across steps so running decodes keep their pace. Off: a prompt is prefilled in one
   // step (alone, if it is longer than max_num_batched_tokens).
   bool enable_chunked_prefill = true;
-  // End-of-sequence ids; empty: the tokenizer's (Tokenizer::eos_token_ids), if the engine has one.
+  // End-of-sequence ids; empty: the tokenizer's (Tokenizer::eos_token_ids), if the engine has one. Front ends
+  // pass default_eos_ids (engine/stop.h).
   std::vector<int32_t> eos_token_ids;
   // Requests waiting for admission beyond which add_request refuses new ones (EngineBusy); 0: no limit.
   int64_t max_waiting_requests = 0;

@@ -46,7 +46,7 @@ class TextStream {
 struct GenerationOptions {
   SamplingParams sampling;
   int64_t max_new_tokens = 128;
-  std::vector<int32_t> eos_token_ids;  // see load_eos_token_ids
+  std::vector<int32_t> eos_token_ids;  // front ends pass default_eos_ids (engine/stop.h)
   std::vector<std::string> stop;       // stop strings: need a TextStream
   // Polled before each decode step: true ends generation with StopReason::cancelled (an interrupt: Ctrl-C in
   // the CLI, KeyboardInterrupt in Python).

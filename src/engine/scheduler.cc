@@ -78,16 +78,19 @@ int64_t Scheduler::live_sequences() const {
   return k;
 }
 
-bool Scheduler::fits(std::vector<Planned>& planned, Sample& sample, int64_t num_tokens) const {
-  std::vector<Sequence*> seqs;
-  std::vector<int64_t> counts;
-  for (const auto& p : planned) {
-    seqs.push_back(p.sample->seq.get());
-    counts.push_back(p.num_tokens);
+bool Scheduler::fits(std::span<const Planned> planned, std::span<const Planned> tentative, Sample& sample,
+                     int64_t num_tokens) const {
+  fit_seqs_.clear();
+  fit_counts_.clear();
+  for (std::span<const Planned> part : {planned, tentative}) {
+    for (const auto& p : part) {
+      fit_seqs_.push_back(p.sample->seq.get());
+      fit_counts_.push_back(p.num_tokens);
+    }
   }
-  seqs.push_back(sample.seq.get());
-  counts.push_back(num_tokens);
-  return model_.pool().blocks_needed(seqs, counts) <= model_.pool().stats().free_blocks;
+  fit_seqs_.push_back(sample.seq.get());
+  fit_counts_.push_back(num_tokens);
+  return model_.pool().blocks_needed(fit_seqs_, fit_counts_) <= model_.pool().stats().free_blocks;
 }
 
 void Scheduler::preempt(RequestState& r, std::vector<Planned>& planned, int64_t& budget) {
@@ -113,7 +116,9 @@ void Scheduler::preempt(RequestState& r, std::vector<Planned>& planned, int64_t&
 }
 
 void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget, StepReport& report) {
-  std::vector<RequestState*> order;
+  // Preemption moves requests out of running_ while this walks them: walk a copy (kept across steps).
+  std::vector<RequestState*>& order = running_order_;
+  order.clear();
   for (auto& r : running_) order.push_back(r.get());
   for (int pass = 0; pass < 2; ++pass) {
     const bool decode_pass = pass == 0;
@@ -131,21 +136,21 @@ void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget,
         if (n <= 0) continue;
         int64_t guesses = decode_pass && s.proposer ? propose(*r, s, budget - 1) : 0;
         // Guesses are an optimisation: dropped rather than preempting anyone to make room for them.
-        if (guesses > 0 && !fits(planned, s, 1 + guesses)) {
+        if (guesses > 0 && !fits(planned, {}, s, 1 + guesses)) {
           guesses = 0;
           s.proposal.tokens.clear();
         }
         n += guesses;
-        if (!decode_pass && !fits(planned, s, n)) {
+        if (!decode_pass && !fits(planned, {}, s, n)) {
           // A smaller chunk that fits keeps the prompt's progress; preempt only when not even one token fits.
           int64_t lo = 0, hi = n;
           while (hi - lo > 1) {
             const int64_t mid = (lo + hi) / 2;
-            (fits(planned, s, mid) ? lo : hi) = mid;
+            (fits(planned, {}, s, mid) ? lo : hi) = mid;
           }
           if (lo > 0 && options_.enable_chunked_prefill) n = lo;
         }
-        while (!fits(planned, s, n)) {
+        while (!fits(planned, {}, s, n)) {
           RequestState* victim = nullptr;
           for (auto it = running_.rbegin(); it != running_.rend(); ++it)
             if ((*it)->running) {
@@ -174,7 +179,8 @@ void Scheduler::admit_waiting(std::vector<Planned>& planned, int64_t& budget, St
     const int64_t need_seqs = r.sequences();
     if (live_sequences() + need_seqs > seq_cap()) break;
     if (pool.has_state() && pool.stats().free_state_slots - reserved_slots < need_seqs) break;
-    std::vector<Planned> tentative;
+    std::vector<Planned>& tentative = tentative_;
+    tentative.clear();
     int64_t left = budget;
     bool ok = true;
     for (auto& sp : r.samples) {
@@ -197,9 +203,7 @@ void Scheduler::admit_waiting(std::vector<Planned>& planned, int64_t& budget, St
         n = rem;
       }
       if (n <= 0) continue;
-      std::vector<Planned> all = planned;
-      all.insert(all.end(), tentative.begin(), tentative.end());
-      if (!fits(all, s, n)) {
+      if (!fits(planned, tentative, s, n)) {
         ok = false;
         break;
       }

@@ -82,7 +82,9 @@ class Scheduler {
   };
 
   std::vector<Planned> plan(StepReport& report);
-  bool fits(std::vector<Planned>& planned, Sample& sample, int64_t num_tokens) const;
+  // Whether the pool can hold `sample`'s next `num_tokens` on top of what is planned (and tentatively planned).
+  bool fits(std::span<const Planned> planned, std::span<const Planned> tentative, Sample& sample,
+            int64_t num_tokens) const;
   void schedule_running(std::vector<Planned>& planned, int64_t& budget, StepReport& report);
   void admit_waiting(std::vector<Planned>& planned, int64_t& budget, StepReport& report);
   void preempt(RequestState& r, std::vector<Planned>& planned, int64_t& budget);
@@ -114,6 +116,11 @@ class Scheduler {
   std::list<std::unique_ptr<RequestState>> running_;  // admission order: the back is the newest
   std::deque<std::unique_ptr<RequestState>> waiting_;  // arrival order; preempted requests return to the front
   EngineStats counters_;
+  // Scratch reused by every step's planning, so a step allocates nothing there once warm.
+  mutable std::vector<Sequence*> fit_seqs_;
+  mutable std::vector<int64_t> fit_counts_;
+  std::vector<RequestState*> running_order_;
+  std::vector<Planned> tentative_;
   std::function<void()> before_outputs_;
 };
 

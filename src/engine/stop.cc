@@ -9,6 +9,7 @@
 #include "loader/gguf.h"
 #include "loader/load_error.h"
 #include "loader/model_dir.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnzoo {
 
@@ -58,6 +59,16 @@ std::vector<int32_t> load_eos_token_ids(const std::string& model_dir) {
   const Config c = Config::load(cfg.string());
   auto ids = eos_from(c);
   if (ids.empty() && c.has_text_config()) ids = eos_from(c.text_config());
+  return ids;
+}
+
+std::vector<int32_t> default_eos_ids(const std::string& model_path, const tok::Tokenizer* tokenizer,
+                                     std::span<const int32_t> end_of_turn) {
+  std::vector<int32_t> ids = load_eos_token_ids(model_path);
+  if (tokenizer) ids.insert(ids.end(), tokenizer->eos_token_ids().begin(), tokenizer->eos_token_ids().end());
+  ids.insert(ids.end(), end_of_turn.begin(), end_of_turn.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
 }
 

@@ -1,17 +1,30 @@
 #pragma once
 // When generation ends: end-of-sequence ids from the checkpoint, and stop strings found in the streamed text.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace attnzoo {
 
+namespace tok {
+class Tokenizer;
+}
+
 // The checkpoint's end-of-sequence ids: generation_config.json "eos_token_id" (an int or a list) when present,
 // else config.json's (or its text_config's); for a GGUF (the file, or a directory holding one and neither json
 // file) its tokenizer.ggml.eos_token_id and eot_token_id. Empty when none names one. Throws LoadError for unreadable or
 // malformed files, naming the file and key.
 std::vector<int32_t> load_eos_token_ids(const std::string& model_dir);
+
+// The one rule for the ids that end generation when the caller names none (attnzoo generate / chat, the Python
+// Model.generate / Model.chat / Engine, attnzoo serve): every id any source calls an end, as vLLM stops at the
+// tokenizer's EOS and generation_config's ids alike: load_eos_token_ids(model_path), the tokenizer's
+// eos_token_ids (tokenizer_config.json's eos_token, a GGUF's eos / eot; may be null) and, for a chat, the
+// template's end-of-turn token (ChatFormat::end_of_turn). Sorted, without repeats.
+std::vector<int32_t> default_eos_ids(const std::string& model_path, const tok::Tokenizer* tokenizer,
+                                     std::span<const int32_t> end_of_turn = {});
 
 // Finds stop strings in text that arrives piece by piece. Text that might be the start of a stop string is held
 // back until the next piece settles it, so the caller never streams a partial stop string it must then retract.

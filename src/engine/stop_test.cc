@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnzoo {
 namespace {
@@ -71,6 +72,24 @@ TEST_F(EosFiles, GenerationConfigWinsAndListsWork) {
   EXPECT_TRUE(load_eos_token_ids(dir_.string()).empty());
   write("config.json", R"({"eos_token_id": "two"})");
   EXPECT_ANY_THROW(load_eos_token_ids(dir_.string()));
+}
+
+TEST_F(EosFiles, DefaultEosIdsJoinTheCheckpointTheTokenizerAndTheEndOfTurn) {
+  write("tokenizer.json", R"({"added_tokens": [{"id": 3, "content": "</s>", "special": true}],
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "</s>": 3}, "merges": []}})");
+  write("tokenizer_config.json", R"({"eos_token": "</s>"})");
+  const auto tokenizer = tok::Tokenizer::load(dir_.string());
+  EXPECT_EQ(default_eos_ids(dir_.string(), tokenizer.get()), std::vector<int32_t>{3});  // no config names one
+  EXPECT_TRUE(default_eos_ids(dir_.string(), nullptr).empty());
+  write("config.json", R"({"eos_token_id": 2})");
+  write("generation_config.json", R"({"eos_token_id": [1, 2]})");
+  // The tokenizer here was loaded before the configs named their ids: its own EOS joins theirs.
+  EXPECT_EQ(default_eos_ids(dir_.string(), tokenizer.get()), (std::vector<int32_t>{1, 2, 3}));
+  const std::vector<int32_t> end_of_turn{0, 2};
+  EXPECT_EQ(default_eos_ids(dir_.string(), nullptr, end_of_turn), (std::vector<int32_t>{0, 1, 2}));
+  write("config.json", R"({"eos_token_id": "two"})");
+  std::filesystem::remove(dir_ / "generation_config.json");
+  EXPECT_ANY_THROW(default_eos_ids(dir_.string(), tokenizer.get()));  // a malformed file is an error, not "none"
 }
 
 }  // namespace

@@ -119,7 +119,12 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
 
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
   if (T <= 0) return;
-  if (T <= kGemvMaxTokens) {
+  const bool bf16_products = matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled();
+  const bool dense = w.type == QuantType::F32 || w.type == QuantType::BF16;
+  // Several rows of dense weights under "medium" (a batch of decodes) are a compute-bound product, not a
+  // bandwidth-bound one: the bf16 tiles beat dotting every weight row with every token in f32 (bench serve, 8
+  // clients). One row stays on the GEMV, at bandwidth either way.
+  if (T <= kGemvMaxTokens && !(dense && bf16_products && T > 1)) {
     // Block weights: f32 activations by default (the products of the dequantized weights, as exact as the
     // GEMM); llama.cpp's 8-bit activations (integer dots, ~0.5% error per projection, enough to flip near-tied
     // greedy choices of a small model) only when reduced-precision products are allowed.
@@ -129,7 +134,7 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
       quant_gemv(w, bias, x, T, y, ldy);
     else
       quant_gemv_f32(w, bias, x, T, y, ldy);
-  } else if (matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled()) {
+  } else if (bf16_products) {
     linear_gemm(w, bias, x, T, y, ldy, LinearGemmBackend::bf16_dot);
   } else {
     linear_gemm(w, bias, x, T, y, ldy);

@@ -36,7 +36,8 @@ void linear_gemv(const TensorView& w, const float* bias, const float* x, int64_t
 void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
 // The same for any weight format (F32, F16, BF16 or block-quantized): GEMV for T <= kGemvMaxTokens (8-bit
-// activations for block formats under matmul precision "medium"), else the GEMM with panels widened to f32
+// activations for block formats under matmul precision "medium"; dense weights take the bf16 GEMM there from two
+// tokens on), else the GEMM with panels widened to f32
 // (openblas) or rounded to bf16 (bf16_dot; the tile backend takes dense weights).
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,

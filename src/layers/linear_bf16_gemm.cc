@@ -1,5 +1,6 @@
 // Prefill projections with bf16 products (matmul precision "medium"): y = x W^T on AVX-512-BF16 tiles.
-// x is rounded to bf16 pairs once per call; each task takes a panel of W's rows, transposes it into the
+// x is rounded to bf16 pairs once per call. Few rows (few_rows): W is the A operand as it lies. Otherwise each
+// task takes a panel of W's rows, transposes it into the
 // [K/2][N] pair layout the tile kernel multiplies against (with gathers: see transpose_pairs), and multiplies it
 // block by block: kKc pairs of the
 // reduction (the B block, kKc x panel x 4 bytes, stays in L2; a 64-column strip of it in L1) times kMc
@@ -38,6 +39,43 @@ void row_pairs(const QuantMatrix& w, int64_t row, size_t K, uint32_t* out) {
   pack_f32_to_bf16_pairs(widened.data(), K, out);
 }
 
+// Rows n0 .. n0 + nb of W as bf16 pairs [nb][K2]: bf16 rows of even length already are pairs (little-endian:
+// element 2i is the low half of pair i) and are read in place; others are converted into `pairs`.
+const uint32_t* panel_pairs(const QuantMatrix& w, size_t n0, size_t nb, AlignedBuffer<uint32_t>& pairs) {
+  const size_t K = size_t(w.cols), K2 = (K + 1) / 2;
+  if (w.type == QuantType::BF16 && K % 2 == 0) return reinterpret_cast<const uint32_t*>(w.row(int64_t(n0)));
+  pairs.resize(nb * K2);
+  for (size_t r = 0; r < nb; ++r) row_pairs(w, int64_t(n0 + r), K, pairs.data() + r * K2);
+  return pairs.data();
+}
+
+// Up to this many activation rows (a batch of decodes, a short chunk) the roles swap: W's rows are the A
+// operand, read as they lie, and the activations, transposed, the small B operand. Transposing W instead cost as
+// much as the product itself at 32 rows (perf on a 32-client serve). Same pair products in the same order.
+constexpr int64_t kFewRows = 64;
+
+void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_t T, float* y, int64_t ldy,
+              int64_t panel, int64_t tasks) {
+  const size_t N = size_t(w.rows), K2 = (size_t(w.cols) + 1) / 2, Tp = (size_t(T) + 15) / 16 * 16;
+  AlignedBuffer<uint32_t> xt(K2 * Tp);
+  transpose_pairs(a, K2, size_t(T), K2, xt.data(), Tp);
+  ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
+    const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0;
+    thread_local AlignedBuffer<uint32_t> pairs;
+    thread_local AlignedBuffer<float> ct;  // [nb][Tp]: y's panel transposed
+    const uint32_t* src = panel_pairs(w, n0, nb, pairs);
+    ct.resize(nb * Tp);
+    for (size_t r = 0; r < nb; ++r) std::fill_n(ct.data() + r * Tp, Tp, bias ? bias[n0 + r] : 0.f);
+    for (size_t k0 = 0; k0 < K2; k0 += kKc)
+      bf16_pair_gemm(nb, Tp, std::min(kKc, K2 - k0), src + k0, K2, xt.data() + k0 * Tp, Tp, ct.data(), Tp,
+                     /*accumulate=*/true);
+    for (int64_t t = 0; t < T; ++t) {
+      float* yt = y + t * ldy + int64_t(n0);
+      for (size_t r = 0; r < nb; ++r) yt[r] = ct[r * Tp + size_t(t)];
+    }
+  });
+}
+
 }  // namespace
 
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
@@ -50,6 +88,7 @@ void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, i
       pack_f32_to_bf16_pairs(x + t * int64_t(K), K, a.data() + size_t(t) * K2);
   });
   const int64_t tasks = (int64_t(N) + panel - 1) / panel;
+  if (T <= kFewRows) return few_rows(w, bias, a.data(), T, y, ldy, panel, tasks);
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0, nbp = (nb + 15) / 16 * 16;
     thread_local AlignedBuffer<uint32_t> b, pairs;
@@ -61,16 +100,7 @@ void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, i
     if (!direct) staged.resize(size_t(T) * nbp);
     float* const c = direct ? y + n0 : staged.data();
     const size_t ldc = direct ? size_t(ldy) : nbp;
-    // bf16 rows of even length already are pairs (little-endian: element 2i is the low half of pair i).
-    const uint32_t* src;
-    if (w.type == QuantType::BF16 && K % 2 == 0) {
-      src = reinterpret_cast<const uint32_t*>(w.row(int64_t(n0)));
-    } else {
-      pairs.resize(nb * K2);
-      for (size_t r = 0; r < nb; ++r) row_pairs(w, int64_t(n0 + r), K, pairs.data() + r * K2);
-      src = pairs.data();
-    }
-    transpose_pairs(src, K2, nb, K2, b.data(), nbp);
+    transpose_pairs(panel_pairs(w, n0, nb, pairs), K2, nb, K2, b.data(), nbp);
     for (int64_t t = 0; t < T; ++t) {
       float* ct = c + size_t(t) * ldc;
       if (bias)

@@ -117,7 +117,27 @@ TEST(Linear, Bf16DotGemmMatchesRoundedReference) {
   }
 }
 
-TEST(Linear, MatmulPrecisionMediumRoutesPrefillOnly) {
+TEST(Linear, Bf16DotGemmGivesTheSameBitsForFewAndManyRows) {
+  // Up to 64 rows W is the tile kernel's A operand (no transpose of W), beyond it its B operand: the same pair
+  // products in the same order, so a row's output must not depend on how many rows came with it.
+  if (!bf16_dot_enabled()) GTEST_SKIP() << "no AVX-512-BF16 on this CPU";
+  for (const Case& c : {Case{80, 100, 258, DType::bf16, true}, Case{70, 33, 131, DType::bf16, false},
+                        Case{65, 48, 64, DType::f32, true}}) {
+    HostTensor w(c.dtype, {c.N, c.K}, 11 + uint64_t(c.N), 0.5f), x(DType::f32, {c.T, c.K}, 12, 1.f);
+    HostTensor b(DType::f32, {c.N}, 13, 1.f);
+    const float* bias = c.bias ? b.view.ptr<float>() : nullptr;
+    std::vector<float> many(size_t(c.T * c.N)), few(size_t(c.T * c.N));
+    linear_gemm(w.view, bias, x.view.ptr<float>(), c.T, many.data(), c.N, LinearGemmBackend::bf16_dot);
+    for (int64_t t0 = 0; t0 < c.T; t0 += 32) {  // chunks of 32 and the rest: the few-rows path
+      const int64_t rows = std::min<int64_t>(32, c.T - t0);
+      linear_gemm(w.view, bias, x.view.ptr<float>() + t0 * c.K, rows, few.data() + t0 * c.N, c.N,
+                  LinearGemmBackend::bf16_dot);
+    }
+    EXPECT_EQ(few, many) << "T=" << c.T << " N=" << c.N << " K=" << c.K;
+  }
+}
+
+TEST(Linear, MatmulPrecisionMediumRoutesAllButSingleTokens) {
   if (!bf16_dot_enabled()) GTEST_SKIP() << "no AVX-512-BF16 on this CPU";
   HostTensor w(DType::bf16, {64, 96}, 5, 0.5f), x(DType::f32, {32, 96}, 6, 1.f);
   std::vector<float> fast(32 * 64), exact(32 * 64), direct(32 * 64);
@@ -130,6 +150,13 @@ TEST(Linear, MatmulPrecisionMediumRoutesPrefillOnly) {
   linear_forward(w.view, nullptr, x.view.ptr<float>(), 1, one_exact.data(), 64);
   linear_gemm(w.view, nullptr, x.view.ptr<float>(), 32, direct.data(), 64, LinearGemmBackend::bf16_dot);
   EXPECT_EQ(fast, direct);
+  // A batch of 4 decode rows is a product, not a bandwidth-bound GEMV: bf16 tiles too.
+  std::vector<float> four(4 * 64), four_direct(4 * 64);
+  set_matmul_precision(MatmulPrecision::medium);
+  linear_forward(w.view, nullptr, x.view.ptr<float>(), 4, four.data(), 64);
+  set_matmul_precision(MatmulPrecision::highest);
+  linear_gemm(w.view, nullptr, x.view.ptr<float>(), 4, four_direct.data(), 64, LinearGemmBackend::bf16_dot);
+  EXPECT_EQ(four, four_direct);
   EXPECT_NE(fast, exact);
   EXPECT_EQ(one, one_exact);
   EXPECT_EQ(parse_matmul_precision("medium"), MatmulPrecision::medium);

@@ -197,7 +197,8 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
 
   r.request.prompt = endpoint == Endpoint::completions ? completion_prompt(body, tokenizer) : chat_prompt(body, chat);
   if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");
-  if (endpoint == Endpoint::chat_completions)
+  // The template's end of turn is one of the chat's EOS ids (default_eos_ids), so ignore_eos ignores it too.
+  if (endpoint == Endpoint::chat_completions && !p.ignore_eos)
     for (int32_t id : chat->end_of_turn()) p.stop_token_ids.push_back(id);
 
   // OpenAI's defaults: 16 new tokens for a completion; a chat answer may fill the context.

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
+#include "server/connection_watch.h"
 #include "server/responses.h"
 #include "tokenizer/tokenizer.h"
 
@@ -58,6 +59,9 @@ struct Server::Handlers {
     if (!r.model.empty() && r.model != options.model_name)
       throw ApiError(404, "not_found_error", "The model `" + r.model + "` does not exist.", "model");
 
+    // A client gone before its request starts (it waited for an HTTP thread) costs the engine nothing.
+    auto watch = std::make_shared<ConnectionWatch>(req);
+    if (watch->closed()) return;
     auto queue = OutputQueue::make();
     uint64_t id = 0;
     try {
@@ -77,8 +81,18 @@ struct Server::Handlers {
     if (!r.stream) {
       Choices choices(n);
       std::vector<EngineClock::time_point> times;
+      auto checked = std::chrono::steady_clock::now();
       for (;;) {
-        std::optional<RequestOutput> out = queue->pop(std::chrono::milliseconds(1000));
+        // Nothing is written before the end, so only the socket tells of a client that went away; it is asked
+        // once per poll interval, however often outputs arrive.
+        if (std::chrono::steady_clock::now() - checked >= kPollInterval) {
+          if (watch->closed()) {
+            s.engine->abort(id);
+            return;
+          }
+          checked = std::chrono::steady_clock::now();
+        }
+        std::optional<RequestOutput> out = queue->pop(kPollInterval);
         if (!out) continue;  // the engine always ends a request with a finished output
         for (const SampleDelta& d : out->samples) choices.add(d);
         collect_times(*out, times);
@@ -96,9 +110,10 @@ struct Server::Handlers {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, queue, writer, times, include_usage](size_t, httplib::DataSink& sink) {
+        [this, queue, writer, times, include_usage, watch](size_t, httplib::DataSink& sink) {
           std::optional<RequestOutput> out = queue->pop(kPollInterval);
-          if (!out) return sink.is_writable();
+          // A long prefill writes nothing for a while: the socket tells of a client gone before its first token.
+          if (!out) return sink.is_writable() && !watch->closed();
           collect_times(*out, *times);
           std::string text;
           for (const SampleDelta& d : out->samples) text += writer->chunk(d);
@@ -147,9 +162,10 @@ Server::Server(ServerOptions options)
   http_->set_keep_alive_max_count(1000);  // the library's 5 would make a busy client reconnect every 5 requests
   // SO_REUSEADDR (a restart need not wait for TIME_WAIT) but not the library's default SO_REUSEPORT, with which a
   // second server on the same port would bind silently and take half the connections.
-  http_->set_socket_options([](int sock) {  // socket_t is int on POSIX
+  http_->set_socket_options([this](int sock) {  // socket_t is int on POSIX
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket_ = sock;  // the last one offered is the one that bound
   });
 
   const auto guarded = [](auto fn) {
@@ -201,6 +217,9 @@ int Server::bind() {
                              : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port_ <= 0)
     throw std::runtime_error("serve: cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of new clients overflows it, and each dropped SYN costs
+  // its client a 1 s retransmit. Listening again on the bound socket only raises the backlog.
+  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   return port_;
 }
 
@@ -220,6 +239,7 @@ void Server::set_ready(const ServingState& state) {
 
 void Server::stop() {
   std::lock_guard lock(listen_mu_);
+  if (stopped_) return;  // a second call (the destructor's after the owner's) would wait for a loop long gone
   stopped_ = true;
   if (!listening_) return;
   // listen() may not have reached the library's loop yet, and the library's stop() does nothing before it has:

@@ -60,6 +60,7 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<Handlers> handlers_;
   int port_ = 0;
+  int listen_socket_ = -1;
   std::mutex listen_mu_;
   bool listening_ = false, stopped_ = false;
 };

@@ -9,23 +9,12 @@
 #include <thread>
 
 #include "loader/json.h"
+#include "server/running_server.h"
 
 namespace attnzoo::server {
 namespace {
 
-struct Running {
-  explicit Running(ServerOptions options) : server(std::move(options)) {
-    port = server.bind();
-    thread = std::thread([this] { server.listen(); });
-  }
-  ~Running() {
-    server.stop();
-    thread.join();
-  }
-  Server server;
-  int port = 0;
-  std::thread thread;
-};
+using Running = testing::RunningServer;
 
 const json::Value* error_of(const httplib::Result& r, json::Value& holder) {
   holder = json::parse(r->body);

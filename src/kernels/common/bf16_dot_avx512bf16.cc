@@ -54,9 +54,19 @@ void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda
     for (size_t m = 0; m < M; m += kRows)
       rows_of_tile<kCols>(std::min(kRows, M - m), K2, A + m * lda, lda, B + n, ldb, C + m * ldc + n, ldc,
                           accumulate);
-  for (; n < N; n += 16)
+  // The last 16 to 48 columns in one strip (a few-rows product's whole width, see linear_bf16_gemm.cc): one pass
+  // over A, and more products per broadcast than 16-column strips.
+  const auto strip = [&]<size_t kWidth>() {
     for (size_t m = 0; m < M; m += kRows)
-      rows_of_tile<1>(std::min(kRows, M - m), K2, A + m * lda, lda, B + n, ldb, C + m * ldc + n, ldc, accumulate);
+      rows_of_tile<kWidth>(std::min(kRows, M - m), K2, A + m * lda, lda, B + n, ldb, C + m * ldc + n, ldc,
+                           accumulate);
+  };
+  switch ((N - n) / 16) {
+    case 3: strip.template operator()<3>(); break;
+    case 2: strip.template operator()<2>(); break;
+    case 1: strip.template operator()<1>(); break;
+    default: break;
+  }
 }
 
 namespace {
