@@ -78,11 +78,22 @@ def read_text(path):
         return path, f.read()
 
 
-def measure(path, text, n_ctx, chunks):
+def tokens_of(path, text):
+    """The text's ids and BOS by the first model's tokenizer: every row scores the same tokens (a checkpoint
+    written by transformers from a GGUF may carry a slightly different tokenizer)."""
     import attnzoo
+    tokenizer = attnzoo.Model.load(path).tokenizer
+    if tokenizer is None:
+        sys.exit(f"{path}: no tokenizer (the first model gives the text's tokens)")
+    return attnzoo._core.perplexity_tokens(tokenizer._native, text)
+
+
+def measure(path, ids, bos, n_ctx, chunks):
+    import attnzoo
+    import numpy as np
     m = attnzoo.Model.load(path)
     start = time.perf_counter()
-    r = m.perplexity(text, n_ctx=n_ctx, n_chunks=chunks)
+    r = m.perplexity(np.asarray(ids, dtype=np.int32), n_ctx=n_ctx, n_chunks=chunks, bos=bos)
     return r, time.perf_counter() - start
 
 
@@ -94,11 +105,20 @@ def dequantized_checkpoint(source, work, dtype):
         return out
     import torch
     import transformers
+    if dtype != "F32":
+        source = dequantized_checkpoint(source, work, "F32")
     kwargs = {}
     directory = source
     if os.path.isfile(source):
         directory, kwargs["gguf_file"] = os.path.split(os.path.abspath(source))
     model = transformers.AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, **kwargs)
+    if kwargs:  # transformers will not save a model it loaded from GGUF: the same weights in a fresh one
+        config = model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        fresh = type(model)(config)
+        fresh.load_state_dict(model.state_dict())
+        model = fresh
     model.to(torch.bfloat16 if dtype == "BF16" else torch.float32).save_pretrained(out, safe_serialization=True)
     transformers.AutoTokenizer.from_pretrained(directory, **kwargs).save_pretrained(out)
     return out
@@ -138,6 +158,7 @@ def main(argv=None):
     if not rows:
         parser.error("give MODEL files or --from SOURCE")
     text_path, text = read_text(args.text)
+    ids, bos = tokens_of(rows[0][0], text)
     chunks = None if args.chunks < 0 else args.chunks
     print(f"perplexity on {os.path.basename(text_path)}, -c {args.ctx_size}, "
           f"{'all' if chunks is None else chunks} windows; {_cpu_name()}, {os.cpu_count()} cores", flush=True)
@@ -145,13 +166,14 @@ def main(argv=None):
           flush=True)
     base = None
     for path, label in rows:
-        r, seconds = measure(path, text, args.ctx_size, chunks)
+        r, seconds = measure(path, ids, bos, args.ctx_size, chunks)
         base = base or r.ppl
         delta = f"{100 * (r.ppl / base - 1):+.2f}%"
         err = "" if math.isnan(r.ppl_error) else f"{r.ppl_error:.4f}"
         print(f"| {os.path.basename(os.path.normpath(path))} | {label or weight_type(path)} | "
               f"{model_bytes(path) / 2**20:.1f} | {r.ppl:.4f} | {err} | {delta} | {seconds:.0f} |", flush=True)
-    print(f"\n{r.n_scored} tokens scored per row, of the text's {r.n_tokens}.")
+    print(f"\n{r.n_scored} tokens scored per row, of the text's {r.n_tokens} (tokenized by the first model's "
+          "tokenizer for every row).")
 
 
 if __name__ == "__main__":
