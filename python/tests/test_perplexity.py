@@ -224,3 +224,27 @@ def test_smollm2_gguf_on_sherlock_holmes():
     with open(text, encoding="utf-8", newline="") as f:  # the bytes as the CLI read them (CRLF kept)
         res = Model.load(SMOLLM2).perplexity(f.read(), n_ctx=128, n_chunks=2)
     assert res.ppl == pytest.approx(final, abs=1e-4)
+
+
+def test_quality_table_script_on_tiny_models(bos_model, tmp_path):
+    """scripts/quality_table.py (the README's quality table; not run on real models here): one row per file, the
+    weight type read from the GGUF's tensors or the safetensors header, every row on the first model's tokens."""
+    import sys
+    from test_gguf_model import _build
+    directory = bos_model[0]
+    ref, path = _build("llama", "q8_0", str(tmp_path))  # vocabulary 320 holds the tokenizer's 200 ids
+    text = tmp_path / "text.txt"
+    text.write_text(TEXT)
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "quality_table.py")
+    r = subprocess.run([sys.executable, script, directory, path, directory, "--text", str(text), "-c", str(N_CTX),
+                        "--chunks", "3"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("|")[1:-1] for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [c.strip() for c in rows[0]][:2] == ["model", "weights"]
+    first, gguf_row, again = ([c.strip() for c in row] for row in rows[1:])
+    assert first[1] == "F32" and gguf_row[1].startswith("Q8_0") and "F32" in gguf_row[1]
+    assert float(gguf_row[2]) == pytest.approx(os.path.getsize(path) / 2**20, abs=0.05)
+    want = Model.load(directory).perplexity(TEXT, n_ctx=N_CTX, n_chunks=3).ppl
+    assert float(first[3]) == pytest.approx(want, abs=1e-4) and again[3] == first[3] and again[5] == "+0.00%"
+    assert f"{3 * (N_CTX - 1 - N_CTX // 2)} tokens scored per row" in r.stdout
