@@ -2,12 +2,13 @@
 
     .venv/bin/python scripts/quality_table.py MODEL [MODEL ...] [-c 512] [--chunks 20] [--text FILE]
     .venv/bin/python scripts/quality_table.py --from .models/SmolLM2-135M-Instruct.Q4_1.gguf \\
-        --types F32,BF16,Q8_0,Q6_K,Q4_K,Q4_0 --work /tmp/quality [-c 512] [--chunks 20]
+        --types F32,BF16,Q8_0,Q6_K,Q4_K,Q4_0 --work /tmp/quality [--calibration auto] [-c 512] [--chunks 20]
 
 MODEL: GGUF files or Hugging Face checkpoint directories, compared in the order given (the first is the baseline
 of the delta column). --from SOURCE makes the rows itself: SOURCE (a checkpoint directory, or a GGUF that
 transformers dequantizes into one) written as F32 / BF16 safetensors and quantized by `attnzoo quantize` into each
-GGUF type. Perplexity is `attnzoo perplexity`'s (llama.cpp's definition) on the first --chunks windows of the
+GGUF type (with --calibration, importance-weighted too: llama.cpp's imatrix, on a text apart from the scored
+windows). Perplexity is `attnzoo perplexity`'s (llama.cpp's definition) on the first --chunks windows of the
 text, by default The Adventures of Sherlock Holmes from the Debian package golang-github-bkaradzic-go-lz4-dev.
 Prints a Markdown table with the CPU it ran on. Not part of `make test`: minutes per row on 2 cores.
 """
@@ -124,21 +125,36 @@ def dequantized_checkpoint(source, work, dtype):
     return out
 
 
-def make_rows(source, types, work):
-    """The files to compare: F32 / BF16 checkpoints and one `attnzoo quantize` GGUF per other type."""
+def calibration_text(path, text, work):
+    """--calibration auto: the text's second half, apart from the windows scored at its start."""
+    if path != "auto":
+        return path
+    out = os.path.join(work, "calibration-second-half.txt")
+    with open(out, "w", encoding="utf-8", newline="") as f:
+        f.write(text[len(text) // 2:])
+    return out
+
+
+def make_rows(source, types, work, calibration=None, calibration_tokens=16384):
+    """The files to compare: F32 / BF16 checkpoints and one `attnzoo quantize` GGUF per other type (and with
+    --calibration, the importance-weighted one beside it for every type it changes)."""
     os.makedirs(work, exist_ok=True)
     rows = []
     for t in types:
         if t in ("F32", "BF16"):
             rows.append((dequantized_checkpoint(source, work, t), t))
             continue
-        out = os.path.join(work, f"model-{t}.gguf")
-        if not os.path.exists(out):
-            hf = dequantized_checkpoint(source, work, "F32")
-            if subprocess.run([CLI, "quantize", "--help"], capture_output=True).returncode != 0:
-                sys.exit(f"{CLI} has no `quantize` command: build it, or pass the files to compare as MODEL")
-            subprocess.run([CLI, "quantize", "-m", hf, "-o", out, "--type", t], check=True)
-        rows.append((out, t))
+        variants = [("", [])]
+        if calibration and t not in ("Q8_0", "F16"):  # llama.cpp's imatrix leaves these unchanged
+            variants.append(("-imatrix", ["--calibration", calibration, "--calibration-tokens", str(calibration_tokens)]))
+        for suffix, flags in variants:
+            out = os.path.join(work, f"model-{t}{suffix}.gguf")
+            if not os.path.exists(out):
+                hf = dequantized_checkpoint(source, work, "F32")
+                if subprocess.run([CLI, "quantize", "--help"], capture_output=True).returncode != 0:
+                    sys.exit(f"{CLI} has no `quantize` command: build it, or pass the files to compare as MODEL")
+                subprocess.run([CLI, "quantize", "-m", hf, "-o", out, "--type", t, *flags], check=True)
+            rows.append((out, t + (" importance-weighted" if suffix else "")))
     return rows
 
 
@@ -148,16 +164,22 @@ def main(argv=None):
     parser.add_argument("--from", dest="source", help="make the rows from this checkpoint directory or GGUF")
     parser.add_argument("--types", default="F32,BF16,Q8_0,Q6_K,Q4_K,Q4_0", help="with --from: the weight types")
     parser.add_argument("--work", default=os.path.join(ROOT, ".models", "quality"), help="with --from: where")
+    parser.add_argument("--calibration", help="with --from: also quantize importance-weighted (attnzoo quantize "
+                        "--calibration) on this text; auto: the second half of the evaluated text")
+    parser.add_argument("--calibration-tokens", type=int, default=16384, help="tokens of calibration text run")
     parser.add_argument("--text", help="UTF-8 text (default: Sherlock Holmes from the Debian package)")
     parser.add_argument("-c", "--ctx-size", type=int, default=512)
     parser.add_argument("--chunks", type=int, default=20, help="windows scored per model (-1: the whole text)")
     args = parser.parse_args(argv)
     rows = [(m, None) for m in args.models]
+    text_path, text = read_text(args.text)
     if args.source:
-        rows += make_rows(args.source, [t.strip().upper() for t in args.types.split(",") if t.strip()], args.work)
+        os.makedirs(args.work, exist_ok=True)
+        calibration = calibration_text(args.calibration, text, args.work) if args.calibration else None
+        rows += make_rows(args.source, [t.strip().upper() for t in args.types.split(",") if t.strip()], args.work,
+                          calibration, args.calibration_tokens)
     if not rows:
         parser.error("give MODEL files or --from SOURCE")
-    text_path, text = read_text(args.text)
     ids, bos = tokens_of(rows[0][0], text)
     chunks = None if args.chunks < 0 else args.chunks
     print(f"perplexity on {os.path.basename(text_path)}, -c {args.ctx_size}, "
