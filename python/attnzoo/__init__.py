@@ -27,6 +27,8 @@ from . import perplexity  # noqa: F401  (the module: default_text, PerplexityRes
 from .generate import Sampler, sample
 from .chat import apply_chat_template
 from .engine import LLM, Engine, SamplingParams
+from . import quant  # noqa: F401
+from .quant import quantize_checkpoint as quantize
 
 supported_targets = _core.supported_targets
 active_target = _core.active_target
@@ -42,7 +44,7 @@ __all__ = [
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "write_kv_paged",
     "write_paged_rows", "linear",
     "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "perplexity", "Sampler", "sample",
-    "apply_chat_template", "LLM", "Engine", "SamplingParams",
+    "apply_chat_template", "LLM", "Engine", "SamplingParams", "quant", "quantize",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
     "set_float32_matmul_precision", "get_float32_matmul_precision",
 ]

@@ -34,3 +34,36 @@ def matmul(x, w, qtype, n, k, path="auto"):
     y = np.empty((x.shape[0], int(n)), dtype=np.float32)
     _core.quant_matmul(w, int(qtype), int(n), int(k), x, y, path)
     return y
+
+
+def quantize(x, qtype, importance=None):
+    """uint8 [rows, row bytes]: x [rows, cols] (float32) as GGUF blocks of `qtype` (F32, F16, BF16, Q8_0, Q4_0,
+    Q4_1, Q5_0, Q5_1: gguf.quants.quantize's bytes; Q4_K, Q5_K, Q6_K: llama.cpp's scale search). `importance`:
+    one weight per column (an imatrix: mean squared activation per input channel) for the weighted search."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim == 1:
+        x = x.reshape(1, -1)
+    info = type_info(qtype)
+    if info is None:
+        raise ValueError(f"qtype: unknown GGUF type id {int(qtype)}")
+    if x.ndim != 2 or x.shape[1] % info[1]:
+        raise ValueError(f"x: expected [rows, cols] with cols a multiple of {info[1]}, got {x.shape}")
+    out = np.empty((x.shape[0], x.shape[1] // info[1] * info[2]), dtype=np.uint8)
+    imp = None if importance is None else np.ascontiguousarray(importance, dtype=np.float32)
+    _core.quantize(x, int(qtype), imp, out)
+    return out
+
+
+def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None, token_embedding_type=None,
+                        tensor_types=None, keep=None, calibration=None, calibration_chunk=512, calibration_tokens=0):
+    """`attnzoo quantize` from Python: the Hugging Face checkpoint in `src_dir` (Llama / SmolLM2 / Qwen2 / Qwen3)
+    written to `out_path` as GGUF v3, matrices in `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+    Q6_K) under llama-quantize's precision policy. `tensor_types`: {regex on the GGUF name: type} (first match
+    wins); `keep`: regexes of tensors that keep the checkpoint's float type; `calibration`: a text file the model
+    runs on first, its per-channel mean squared Linear inputs weighting the scale search (llama.cpp's imatrix).
+    Returns {"architecture", "tensors": [{"name", "hf_name", "shape", "type", "source_type", "bytes"}], "tokenizer",
+    "bytes_in", "bytes_out", "calibrated"}."""
+    pairs = list((tensor_types or {}).items())
+    return _core.quantize_checkpoint(str(src_dir), str(out_path), str(type), output_tensor_type, token_embedding_type,
+                                     pairs, list(keep or []), None if calibration is None else str(calibration),
+                                     int(calibration_chunk), int(calibration_tokens))

@@ -75,6 +75,7 @@ void bind_explain(nb::module_& m);
 void bind_quant(nb::module_& m);
 void bind_chat(nb::module_& m);
 void bind_cache_spec(nb::module_& m);
+void bind_convert(nb::module_& m);
 void bind_perplexity(nb::module_& m);
 
 }  // namespace attnzoo::py

@@ -4,11 +4,14 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <cstring>
 #include <tuple>
+#include <vector>
 
 #include "bindings.h"
 #include "core/error.h"
 #include "kernels/quant/quant.h"
+#include "kernels/quant/quantize.h"
 #include "layers/linear.h"
 
 namespace attnzoo::py {
@@ -58,6 +61,31 @@ void bind_quant(nb::module_& m) {
         },
         nb::arg("data"), nb::arg("qtype"), nb::arg("out"), nb::arg("reference") = false,
         "out (float32, n elements) = the n values whose raw blocks of GGUF type `qtype` are `data`.");
+  m.def("quantize",
+        [](const AnyArray& x, uint32_t qtype, const std::optional<AnyArray>& importance, const OutArray& out) {
+          const QuantType type = quant_type_arg(qtype);
+          const TensorView xv = as_view(x, "x");
+          require(xv.ndim == 2 && xv.dtype == DType::f32 && xv.is_contiguous(), "x",
+                  "expected a contiguous [rows, cols] float32 array");
+          const float* imp = nullptr;
+          if (importance) {
+            const TensorView iv = as_view(*importance, "importance");
+            require(iv.ndim == 1 && iv.shape[0] == xv.shape[1] && iv.dtype == DType::f32 && iv.is_contiguous(),
+                    "importance", "expected a contiguous float32 array of " + std::to_string(xv.shape[1]) + " values");
+            imp = iv.ptr<float>();
+          }
+          const TensorView o = as_view(out, "out");
+          std::vector<uint8_t> bytes;
+          {
+            KernelScope scope;
+            bytes = quantize_matrix(type, xv.ptr<float>(), xv.shape[0], xv.shape[1], imp, "x");
+          }
+          require(o.dtype == DType::u8 && o.is_contiguous() && uint64_t(o.numel()) == bytes.size(), "out",
+                  "expected a contiguous uint8 array of " + std::to_string(bytes.size()) + " bytes");
+          std::memcpy(o.data, bytes.data(), bytes.size());
+        },
+        nb::arg("x"), nb::arg("qtype"), nb::arg("importance").none(), nb::arg("out"),
+        "out (uint8) = the GGUF blocks of type `qtype` for x [rows, cols] float32 (importance: cols weights).");
   m.def("quant_matmul",
         [](const AnyArray& w, uint32_t qtype, int64_t N, int64_t K, const AnyArray& x, const OutArray& y,
            const std::string& path) {

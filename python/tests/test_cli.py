@@ -44,7 +44,7 @@ def model_dir(tmp_path_factory):
 
 
 @pytest.mark.parametrize("command", [[], ["info"], ["bench"], ["bench", "kernels"], ["tokenize"], ["inspect"],
-                                     ["generate"], ["chat"], ["perplexity"]])
+                                     ["generate"], ["chat"], ["quantize"], ["perplexity"]])
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_every_command_answers_help(command, flag):
     r = run(*command, flag)

@@ -39,6 +39,8 @@ void usage() {
       "                          OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)\n"
       "  bench serve --base-url URL [--num-prompts N] [--request-rate R] [--max-concurrency C] [--json]\n"
       "                          load generator against a running server (TTFT, TPOT, ITL, throughput)\n"
+      "  quantize -m DIR -o OUT.gguf [--type Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K|BF16|F16|F32]\n"
+      "                          a Hugging Face checkpoint as a (quantized) GGUF file, as llama.cpp writes it\n"
       "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"
       "\n"
       "global options: -t|--threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16\n"
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
     if (cmd == "chat") return attnzoo::cli::run_chat(args);
     if (cmd == "perplexity") return attnzoo::cli::run_perplexity(args);
     if (cmd == "serve") return attnzoo::cli::run_serve(args);
+    if (cmd == "quantize") return attnzoo::cli::run_quantize(args);
     if (cmd == "explain") return attnzoo::cli::run_explain(args, argv[0]);
     std::fprintf(stderr, "attnzoo: unknown command '%s'\n", cmd.c_str());
     usage();

@@ -41,23 +41,29 @@ inline void flush_denormals_in_this_thread() {
   if ((now & float_env::kFlushBits) != float_env::kFlushBits) float_env::write(now | float_env::kFlushBits);
 }
 
-// Turns flushing on in this thread for the guard's lifetime and restores the caller's setting after.
-class FlushDenormalsGuard {
+// Sets flushing on (Flush) or off in this thread for the guard's lifetime and restores the caller's setting
+// after. Off is for code that must round exactly as an unflushed reference does (weight quantization matches
+// numpy bit for bit, tiny values included). Only the flush bits go back: status flags the kernel raised stay
+// visible to the caller.
+template <bool Flush>
+class DenormalsGuard {
  public:
-  FlushDenormalsGuard() : saved_(float_env::read()) {
-    if ((saved_ & float_env::kFlushBits) != float_env::kFlushBits) float_env::write(saved_ | float_env::kFlushBits);
+  DenormalsGuard() : saved_(float_env::read()) {
+    const auto want = Flush ? (saved_ | float_env::kFlushBits) : (saved_ & ~float_env::kFlushBits);
+    if (want != saved_) float_env::write(want);
   }
-  // Only the flush bits go back: status flags the kernel raised stay visible to the caller.
-  ~FlushDenormalsGuard() {
+  ~DenormalsGuard() {
     const auto now = float_env::read();
     const auto want = (now & ~float_env::kFlushBits) | (saved_ & float_env::kFlushBits);
     if (want != now) float_env::write(want);
   }
-  FlushDenormalsGuard(const FlushDenormalsGuard&) = delete;
-  FlushDenormalsGuard& operator=(const FlushDenormalsGuard&) = delete;
+  DenormalsGuard(const DenormalsGuard&) = delete;
+  DenormalsGuard& operator=(const DenormalsGuard&) = delete;
 
  private:
   decltype(float_env::read()) saved_;
 };
+using FlushDenormalsGuard = DenormalsGuard<true>;
+using KeepDenormalsGuard = DenormalsGuard<false>;
 
 }  // namespace attnzoo

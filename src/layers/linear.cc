@@ -186,6 +186,7 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
   require(store == DType::f32 || store == DType::bf16, name.c_str(), "weights are held as f32 or bf16");
   Linear l;
   l.w_ = w;
+  l.name_ = std::make_shared<const std::string>(name);
   // Block formats and bf16 are kept as they are; f16 (and f32 when bf16 is asked for) become an owned copy.
   const bool keep = quant_is_blocked(w.type) || w.type == QuantType::BF16 || (w.type == QuantType::F32 && store == DType::f32);
   if (!keep) l = l.densified(store);
@@ -196,6 +197,11 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
     convert_to_f32(bias.data, bias.dtype, l.bias_->data(), l.bias_->size());
   }
   return l;
+}
+
+const std::string& Linear::name() const {
+  static const std::string kUnnamed;
+  return name_ ? *name_ : kUnnamed;
 }
 
 Linear Linear::densified(DType store) const {

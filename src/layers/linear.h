@@ -21,6 +21,7 @@
 
 #include "core/tensor.h"
 #include "kernels/quant/quant.h"
+#include "layers/linear_observer.h"
 
 namespace attnzoo {
 
@@ -84,14 +85,17 @@ class Linear {
   // x [T, in] f32 contiguous -> y [T, out] f32, rows ldy apart (contiguous by default).
   void forward(const float* x, int64_t T, float* y) const { forward(x, T, y, out_features()); }
   void forward(const float* x, int64_t T, float* y, int64_t ldy) const {
+    if (LinearInputObserver* o = linear_input_observer()) o->observe(name(), x, T, in_features());
     linear_forward(w_, bias_ptr(), x, T, y, ldy);
   }
+  const std::string& name() const;  // as given at construction (the module's name)
 
  private:
   const float* bias_ptr() const { return bias_ ? bias_->data() : nullptr; }
   QuantMatrix w_;
   std::shared_ptr<std::vector<uint8_t>> owned_;   // converted weights, when not borrowed
   std::shared_ptr<std::vector<float>> bias_;
+  std::shared_ptr<const std::string> name_;
 };
 
 }  // namespace attnzoo

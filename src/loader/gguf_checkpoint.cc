@@ -86,19 +86,27 @@ std::optional<std::pair<int64_t, std::string>> split_block(const std::string& na
   return std::make_pair(n, name.substr(dot + 1));
 }
 
+// GGUF block tensor base names and their Hugging Face suffixes (after "model.layers.N."), both directions.
+constexpr std::pair<const char*, const char*> kBlockNames[] = {
+    {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},       {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},  {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},  {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},            {"ffn_down", "mlp.down_proj"},
+    {"ffn_gate_inp", "mlp.gate"},         {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+
+// Norms whose name depends on the layout: ffn_norm is the pre-feedforward norm of sandwich-norm models.
+std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
+  if (base == "ffn_norm") return std::string(a.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm");
+  if (base == "post_attention_norm" && a.sandwich_norms) return std::string("post_attention_layernorm");
+  return std::nullopt;
+}
+
 // A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
 std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
-  static const std::pair<const char*, const char*> kCommon[] = {
-      {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},
-      {"attn_k", "self_attn.k_proj"},       {"attn_v", "self_attn.v_proj"},
-      {"attn_output", "self_attn.o_proj"},  {"attn_q_norm", "self_attn.q_norm"},
-      {"attn_k_norm", "self_attn.k_norm"},  {"ffn_gate", "mlp.gate_proj"},
-      {"ffn_up", "mlp.up_proj"},            {"ffn_down", "mlp.down_proj"},
-      {"ffn_gate_inp", "mlp.gate"},         {"post_ffw_norm", "post_feedforward_layernorm"},
-  };
-  if (base == "ffn_norm") return std::string(a.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm") + ext;
-  if (base == "post_attention_norm" && a.sandwich_norms) return "post_attention_layernorm" + ext;
-  for (const auto& [g, h] : kCommon)
+  if (auto n = norm_suffix(a, base)) return *n + ext;
+  for (const auto& [g, h] : kBlockNames)
     if (base == g) return h + ext;
   return std::nullopt;
 }
@@ -249,12 +257,56 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   return c.str();
 }
 
-void unpermute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads) {
+std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
+  for (const Arch& a : kArchs)
+    if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk};
+  return std::nullopt;
+}
+
+std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const std::string& hf_name) {
+  const Arch* arch = nullptr;
+  for (const Arch& a : kArchs)
+    if (gguf_arch == a.gguf) arch = &a;
+  if (!arch) return std::nullopt;
+  if (hf_name == "model.embed_tokens.weight") return std::string("token_embd.weight");
+  if (hf_name == "model.norm.weight") return std::string("output_norm.weight");
+  if (hf_name == "lm_head.weight") return std::string("output.weight");
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!hf_name.starts_with(kLayers)) return std::nullopt;
+  const size_t dot = hf_name.find('.', kLayers.size());
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string layer = hf_name.substr(kLayers.size(), dot - kLayers.size());
+  auto block = split_block("blk." + layer + ".x");
+  if (!block) return std::nullopt;
+  const std::string rest = hf_name.substr(dot + 1);
+  const size_t ext_at = rest.rfind('.');
+  if (ext_at == std::string::npos) return std::nullopt;
+  const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
+  for (const char* base : {"ffn_norm", "post_attention_norm"})
+    if (norm_suffix(*arch, base) == suffix) return "blk." + layer + "." + base + ext;
+  for (const auto& [g, h] : kBlockNames)
+    if (suffix == h) return "blk." + layer + "." + g + ext;
+  return std::nullopt;
+}
+
+namespace {
+// GGUF row h*D + 2j + i <-> Hugging Face row h*D + i*D/2 + j; `to_gguf` picks the direction.
+void rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads, bool to_gguf) {
   const int64_t D = rows / heads, half = D / 2;
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < half; ++j)
-        std::memcpy(dst + (h * D + i * half + j) * row_bytes, src + (h * D + 2 * j + i) * row_bytes, size_t(row_bytes));
+      for (int64_t j = 0; j < half; ++j) {
+        const int64_t hf = h * D + i * half + j, gg = h * D + 2 * j + i;
+        std::memcpy(dst + (to_gguf ? gg : hf) * row_bytes, src + (to_gguf ? hf : gg) * row_bytes, size_t(row_bytes));
+      }
+}
+}  // namespace
+
+void unpermute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads) {
+  rope_rows(src, dst, rows, row_bytes, heads, false);
+}
+void permute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads) {
+  rope_rows(src, dst, rows, row_bytes, heads, true);
 }
 
 std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {

@@ -9,6 +9,7 @@
 //   llama 3.1+ RoPE scaling is stored as rope_freqs.weight (per-frequency divisors); it becomes rope_scaling
 // Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,20 @@ struct GgufHfTensor {
 // silent garbage.
 std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f);
 
+// The converter's direction of the same tables (attnzoo quantize writes GGUF files): the GGUF architecture of a
+// config.json architectures[0] (nullopt when it is not one of the supported ones), and the GGUF name of a Hugging
+// Face tensor name for that architecture (nullopt when it has none).
+struct GgufArchOf {
+  std::string gguf;  // general.architecture
+  bool permuted_qk;  // llama: Q / K rows interleaved for ggml's RoPE (permute_rope_rows)
+};
+std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class);
+std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const std::string& hf_name);
+
 // Undoes llama.cpp's RoPE row permutation for `rows` rows of `row_bytes` bytes split into `heads` heads:
 // GGUF row h*D + 2j + i holds Hugging Face row h*D + i*D/2 + j (D = rows / heads, i in {0, 1}, j < D/2).
 void unpermute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads);
+// The converter's permutation, the inverse: Hugging Face row h*D + i*D/2 + j goes to GGUF row h*D + 2j + i.
+void permute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads);
 
 }  // namespace attnzoo

@@ -87,6 +87,28 @@ TEST(GgufCheckpoint, UnpermuteInvertsTheConvertersPermutation) {
   ASSERT_NE(gguf, hf);
   unpermute_rope_rows(gguf.data(), back.data(), rows, row_bytes, heads);
   EXPECT_EQ(back, hf);
+  std::vector<uint8_t> forward(hf.size());
+  permute_rope_rows(hf.data(), forward.data(), rows, row_bytes, heads);  // attnzoo quantize's direction
+  EXPECT_EQ(forward, gguf);
+}
+
+TEST(GgufCheckpoint, GgufNamesInvertTheReadersNames) {
+  ScratchDir dir;
+  const ModelFiles m = open_spec(dir, llama_spec());
+  for (const std::string& name : m.names()) EXPECT_EQ(gguf_tensor_name("llama", name), m.stored_name(name)) << name;
+  // Norm names depend on the layout: Llama's post-attention norm is GGUF's ffn_norm, Gemma 2's is its own.
+  EXPECT_EQ(gguf_tensor_name("llama", "model.layers.12.post_attention_layernorm.weight"), "blk.12.ffn_norm.weight");
+  EXPECT_EQ(gguf_tensor_name("gemma2", "model.layers.3.post_attention_layernorm.weight"),
+            "blk.3.post_attention_norm.weight");
+  EXPECT_EQ(gguf_tensor_name("gemma2", "model.layers.3.pre_feedforward_layernorm.weight"), "blk.3.ffn_norm.weight");
+  EXPECT_EQ(gguf_tensor_name("qwen2", "model.layers.0.self_attn.q_proj.bias"), "blk.0.attn_q.bias");
+  EXPECT_EQ(gguf_tensor_name("qwen3", "lm_head.weight"), "output.weight");
+  EXPECT_EQ(gguf_tensor_name("llama", "model.layers.x.mlp.up_proj.weight"), std::nullopt);
+  EXPECT_EQ(gguf_tensor_name("llama", "model.layers.0.mlp.shared_expert.weight"), std::nullopt);
+  EXPECT_EQ(gguf_tensor_name("bert", "lm_head.weight"), std::nullopt);
+  EXPECT_EQ(gguf_arch_for_hf("Qwen3ForCausalLM")->gguf, "qwen3");
+  EXPECT_TRUE(gguf_arch_for_hf("LlamaForCausalLM")->permuted_qk);
+  EXPECT_FALSE(gguf_arch_for_hf("BertModel").has_value());
 }
 
 TEST(GgufCheckpoint, LlamaUnderHfNames) {

@@ -1,0 +1,106 @@
+// attnzoo quantize: a Hugging Face checkpoint written as a quantized GGUF file (src/convert/gguf_export.h).
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/usage.h"
+#include "convert/calibration.h"
+#include "convert/gguf_export.h"
+#include "core/error.h"
+
+namespace attnzoo::cli {
+namespace {
+
+const char* kUsage =
+    "usage: attnzoo quantize -m DIR -o OUT.gguf [--type T] [--output-tensor-type T] [--token-embedding-type T]\n"
+    "                        [--tensor-type PATTERN=T]... [--keep PATTERN]...\n"
+    "                        [--calibration FILE [--calibration-chunk N] [--calibration-tokens N]]\n"
+    "  writes the checkpoint in DIR (safetensors: Llama / SmolLM2 / Qwen2 / Qwen3) as a GGUF file laid out as\n"
+    "  llama.cpp's converter writes it (read by the gguf package, transformers and attnzoo)\n"
+    "  --type T                 F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K (default Q8_0);\n"
+    "                           norms and biases stay F32, the embedding and output head take Q8_0 (for Q8_0)\n"
+    "                           or Q6_K (for lower-bit types), as llama-quantize does\n"
+    "  --output-tensor-type T   the output head's type\n"
+    "  --token-embedding-type T the token embedding's type\n"
+    "  --tensor-type PATTERN=T  tensors whose GGUF name matches the regex PATTERN take T (first match wins)\n"
+    "  --keep PATTERN           tensors matching PATTERN keep the checkpoint's own float type\n"
+    "  --calibration FILE       importance-weighted quantization (llama.cpp's imatrix): the model runs on FILE's\n"
+    "                           text first, in chunks of --calibration-chunk tokens (default 512; at most\n"
+    "                           --calibration-tokens, default all), and each weight's rounding error is weighted\n"
+    "                           by its input channel's mean squared activation (Q4_0, Q4_1, Q5_0, Q5_1 and the\n"
+    "                           K-quants; their bytes then differ from plain rounding by design)\n";
+
+}  // namespace
+
+int run_quantize(const std::vector<std::string>& args) {
+  std::string model, out, calibration;
+  int64_t chunk = 512, max_tokens = 0;
+  QuantizeOptions o;
+  auto count = [](const std::string& flag, const std::string& v) -> int64_t {
+    try {
+      size_t used = 0;
+      const long long n = std::stoll(v, &used);
+      if (used == v.size() && n >= 0) return n;
+    } catch (...) {
+    }
+    throw ArgumentError(flag + ": expected a non-negative integer, got '" + v + "'");
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& s = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw ArgumentError(s + ": needs a value");
+      return args[++i];
+    };
+    if (s == "-m" || s == "--model") {
+      model = value();
+    } else if (s == "-o" || s == "--output") {
+      out = value();
+    } else if (s == "--type") {
+      o.policy.type = parse_quant_type(value(), "--type");
+    } else if (s == "--output-tensor-type") {
+      o.policy.output_type = parse_quant_type(value(), s);
+    } else if (s == "--token-embedding-type") {
+      o.policy.token_embedding_type = parse_quant_type(value(), s);
+    } else if (s == "--tensor-type") {
+      const std::string& v = value();
+      const size_t eq = v.rfind('=');
+      if (eq == std::string::npos || eq == 0)
+        throw ArgumentError("--tensor-type: expected PATTERN=TYPE, got '" + v + "'");
+      o.policy.tensor_types.emplace_back(v.substr(0, eq), parse_quant_type(v.substr(eq + 1), "--tensor-type"));
+    } else if (s == "--keep") {
+      o.policy.keep.push_back(value());
+    } else if (s == "--calibration") {
+      calibration = value();
+    } else if (s == "--calibration-chunk") {
+      chunk = count(s, value());
+    } else if (s == "--calibration-tokens") {
+      max_tokens = count(s, value());
+    } else if (is_help(s)) {
+      throw HelpRequested(kUsage);
+    } else {
+      throw_unknown_option("quantize", s, kUsage);
+    }
+  }
+  if (model.empty()) throw ArgumentError("quantize: -m DIR (a Hugging Face checkpoint directory) is required");
+  if (out.empty()) throw ArgumentError("quantize: -o OUT.gguf is required");
+
+  if (!calibration.empty()) {
+    CalibrationStats c = collect_importance(model, calibration, chunk, max_tokens);
+    std::printf("calibration: %lld tokens in %lld chunks, importance for %zu projections\n", (long long)c.tokens,
+                (long long)c.chunks, c.importance.size());
+    o.importance = std::move(c.importance);
+  }
+  const QuantizeSummary s = quantize_checkpoint(model, out, o);
+  std::map<std::string, int> by_type;
+  for (const QuantizedTensor& t : s.tensors) ++by_type[quant_type_name(t.type)];
+  std::string types;
+  for (const auto& [name, n] : by_type) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  std::printf("%s: %s, %zu tensors (%s), %.2f MiB -> %.2f MiB%s\n", out.c_str(), s.architecture.c_str(),
+              s.tensors.size(), types.c_str(), double(s.bytes_in) / (1 << 20), double(s.bytes_out) / (1 << 20),
+              s.tokenizer ? "" : " (no tokenizer.json: no tokenizer metadata)");
+  return 0;
+}
+
+}  // namespace attnzoo::cli

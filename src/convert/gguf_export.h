@@ -1,0 +1,41 @@
+#pragma once
+// attnzoo quantize: a Hugging Face checkpoint directory written as a GGUF v3 file the way llama.cpp's
+// convert_hf_to_gguf.py (+ llama-quantize) writes it: GGUF tensor names (loader/gguf_checkpoint.h's table, the
+// inverse of the one the loader reads with), `<arch>.*` hyperparameters, Llama's Q/K rows permuted for ggml's
+// RoPE, Llama 3 RoPE scaling as rope_freqs.weight, tokenizer.ggml.* from tokenizer.json, and each matrix in the
+// type TensorPolicy picks. Supported: LlamaForCausalLM (Llama, SmolLM2, Mistral-style), Qwen2ForCausalLM,
+// Qwen3ForCausalLM.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "convert/tensor_policy.h"
+
+namespace attnzoo {
+
+struct QuantizeOptions {
+  TensorPolicy policy;
+  // Optional per-input-channel importance (imatrix), keyed by Hugging Face tensor name: one weight per column.
+  // Tensors without an entry are quantized without it.
+  std::vector<std::pair<std::string, std::vector<float>>> importance;
+};
+
+struct QuantizedTensor {
+  std::string hf_name, gguf_name;
+  std::vector<int64_t> shape;  // torch order
+  QuantType source = QuantType::F32, type = QuantType::F32;
+  uint64_t bytes = 0;
+};
+
+struct QuantizeSummary {
+  std::string architecture;  // general.architecture
+  std::vector<QuantizedTensor> tensors;
+  bool tokenizer = false;    // tokenizer.ggml.* written (the directory has a tokenizer.json)
+  uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+// Reads `src_dir` (a safetensors checkpoint; GGUF and quantized sources are refused), writes `out_path`.
+// ArgumentError / LoadError naming the directory, file, key or tensor at fault; nothing is left at out_path then.
+QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o);
+
+}  // namespace attnzoo

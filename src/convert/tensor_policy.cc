@@ -1,0 +1,89 @@
+#include "convert/tensor_policy.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+#include "core/error.h"
+#include "kernels/quant/quantize.h"
+
+namespace attnzoo {
+namespace {
+
+constexpr QuantType kWritable[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
+                                   QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
+                                   QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+
+bool fits(QuantType t, int64_t cols) { return quant_row_bytes(t, cols).has_value(); }
+
+// llama.cpp's fallbacks for rows that are not whole super-blocks.
+QuantType fit_to_row(QuantType t, int64_t cols) {
+  if (fits(t, cols)) return t;
+  QuantType smaller = QuantType::F16;
+  switch (t) {
+    case QuantType::Q4_K: smaller = QuantType::Q5_0; break;
+    case QuantType::Q5_K: smaller = QuantType::Q5_1; break;
+    case QuantType::Q6_K: smaller = QuantType::Q8_0; break;
+    default: break;
+  }
+  return fits(smaller, cols) ? smaller : QuantType::F16;
+}
+
+bool is_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
+
+}  // namespace
+
+QuantType parse_quant_type(const std::string& name, const std::string& what) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+  std::string known;
+  for (QuantType t : kWritable) {
+    if (upper == quant_type_name(t)) return t;
+    known += (known.empty() ? "" : ", ") + std::string(quant_type_name(t));
+  }
+  throw ArgumentError(what + ": unknown type '" + name + "' (choose from " + known + ")");
+}
+
+QuantType choose_tensor_type(const TensorPolicy& p, const std::string& gguf_name, const std::vector<int64_t>& shape,
+                             QuantType source) {
+  if (shape.size() < 2) return QuantType::F32;  // norms, biases: tiny, and precision-critical
+  const int64_t cols = shape.back();
+  for (const auto& [pattern, type] : p.tensor_types) {
+    try {
+      if (std::regex_search(gguf_name, std::regex(pattern))) return fit_to_row(type, cols);
+    } catch (const std::regex_error& e) {
+      throw ArgumentError("--tensor-type: pattern '" + pattern + "' is not a valid regular expression: " + e.what());
+    }
+  }
+  for (const std::string& pattern : p.keep) {
+    try {
+      if (std::regex_search(gguf_name, std::regex(pattern))) return source;
+    } catch (const std::regex_error& e) {
+      throw ArgumentError("--keep: pattern '" + pattern + "' is not a valid regular expression: " + e.what());
+    }
+  }
+  const bool head = gguf_name == "output.weight", embed = gguf_name == "token_embd.weight";
+  if (head && p.output_type) return fit_to_row(*p.output_type, cols);
+  if (embed && p.token_embedding_type) return fit_to_row(*p.token_embedding_type, cols);
+  if ((head || embed) && !is_float(p.type)) return fit_to_row(p.type == QuantType::Q8_0 ? QuantType::Q8_0 : QuantType::Q6_K, cols);
+  return fit_to_row(p.type, cols);
+}
+
+uint32_t llama_file_type(QuantType t) {
+  switch (t) {
+    case QuantType::F32: return 0;
+    case QuantType::F16: return 1;
+    case QuantType::Q4_0: return 2;
+    case QuantType::Q4_1: return 3;
+    case QuantType::Q8_0: return 7;
+    case QuantType::Q5_0: return 8;
+    case QuantType::Q5_1: return 9;
+    case QuantType::Q4_K: return 14;  // Q4_K_S: every matrix Q4_K
+    case QuantType::Q5_K: return 16;  // Q5_K_S
+    case QuantType::Q6_K: return 18;
+    case QuantType::BF16: return 32;
+    default: throw ArgumentError(std::string("no llama.cpp file type for ") + quant_type_name(t));
+  }
+}
+
+}  // namespace attnzoo

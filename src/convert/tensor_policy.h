@@ -1,0 +1,41 @@
+#pragma once
+// Which GGUF type each tensor of a checkpoint is written in, following llama.cpp's llama-quantize defaults:
+//   - 1-D tensors (norms, biases, RoPE factors) stay F32;
+//   - the output head (output.weight) and, here, the token embedding take Q8_0 when the type is Q8_0 and Q6_K for
+//     every lower-bit type (the float types keep themselves); an untied embedding follows the same rule because
+//     it is as sensitive as the head and costs no compute;
+//   - a matrix whose rows are not whole blocks of the requested type falls back as llama.cpp does (Q4_K -> Q5_0,
+//     Q5_K -> Q5_1, Q6_K -> Q8_0 for rows of 32s; F16 when not even that);
+//   - overrides, in order of strength: --tensor-type PATTERN=TYPE (the first pattern found in the GGUF name wins,
+//     a regex as in llama.cpp), --keep PATTERN (the checkpoint's own float type), --output-tensor-type,
+//     --token-embedding-type. An override that does not fit the row length falls back the same way.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/quant_type.h"
+
+namespace attnzoo {
+
+struct TensorPolicy {
+  QuantType type = QuantType::Q8_0;                  // the file's main type (--type)
+  std::optional<QuantType> output_type;              // --output-tensor-type
+  std::optional<QuantType> token_embedding_type;     // --token-embedding-type
+  std::vector<std::pair<std::string, QuantType>> tensor_types;  // --tensor-type PATTERN=TYPE
+  std::vector<std::string> keep;                     // --keep PATTERN
+};
+
+// The type name as llama.cpp spells it ("Q4_K", "BF16"; case-insensitive) -> a type quantize_matrix writes;
+// ArgumentError naming `what` and listing the choices otherwise.
+QuantType parse_quant_type(const std::string& name, const std::string& what);
+
+// The type of GGUF tensor `gguf_name` with torch shape `shape`, stored in the checkpoint as `source` (F32 / F16 /
+// BF16). ArgumentError for an invalid pattern (naming it).
+QuantType choose_tensor_type(const TensorPolicy& p, const std::string& gguf_name, const std::vector<int64_t>& shape,
+                             QuantType source);
+
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) for a main type.
+uint32_t llama_file_type(QuantType t);
+
+}  // namespace attnzoo
