@@ -184,15 +184,16 @@ def main(argv=None):
     chunks = None if args.chunks < 0 else args.chunks
     print(f"perplexity on {os.path.basename(text_path)}, -c {args.ctx_size}, "
           f"{'all' if chunks is None else chunks} windows; {_cpu_name()}, {os.cpu_count()} cores", flush=True)
-    print("\n| model | weights | size (MiB) | PPL | +/- | vs first | s |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |",
-          flush=True)
+    print("\n| model | weights | stored as (by bytes) | size (MiB) | PPL | +/- | vs first | s |\n"
+          "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |", flush=True)
     base = None
     for path, label in rows:
         r, seconds = measure(path, ids, bos, args.ctx_size, chunks)
         base = base or r.ppl
         delta = f"{100 * (r.ppl / base - 1):+.2f}%"
         err = "" if math.isnan(r.ppl_error) else f"{r.ppl_error:.4f}"
-        print(f"| {os.path.basename(os.path.normpath(path))} | {label or weight_type(path)} | "
+        stored = weight_type(path)
+        print(f"| {os.path.basename(os.path.normpath(path))} | {label or stored.split(' ')[0]} | {stored} | "
               f"{model_bytes(path) / 2**20:.1f} | {r.ppl:.4f} | {err} | {delta} | {seconds:.0f} |", flush=True)
     print(f"\n{r.n_scored} tokens scored per row, of the text's {r.n_tokens} (tokenized by the first model's "
           "tokenizer for every row).")

@@ -243,8 +243,8 @@ def test_quality_table_script_on_tiny_models(bos_model, tmp_path):
     rows = [line.split("|")[1:-1] for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line]
     assert [c.strip() for c in rows[0]][:2] == ["model", "weights"]
     first, gguf_row, again = ([c.strip() for c in row] for row in rows[1:])
-    assert first[1] == "F32" and gguf_row[1].startswith("Q8_0") and "F32" in gguf_row[1]
-    assert float(gguf_row[2]) == pytest.approx(os.path.getsize(path) / 2**20, abs=0.05)
+    assert first[1:3] == ["F32", "F32"] and gguf_row[1] == "Q8_0" and gguf_row[2] == "Q8_0 (+F32)"
+    assert float(gguf_row[3]) == pytest.approx(os.path.getsize(path) / 2**20, abs=0.05)
     want = Model.load(directory).perplexity(TEXT, n_ctx=N_CTX, n_chunks=3).ppl
-    assert float(first[3]) == pytest.approx(want, abs=1e-4) and again[3] == first[3] and again[5] == "+0.00%"
+    assert float(first[4]) == pytest.approx(want, abs=1e-4) and again[4] == first[4] and again[6] == "+0.00%"
     assert f"{3 * (N_CTX - 1 - N_CTX // 2)} tokens scored per row" in r.stdout
