@@ -23,6 +23,7 @@ from . import linear
 from .tokenizer import StreamDecoder, Tokenizer
 from .model import Model, PoolExhaustedError, Sequence
 from . import generate  # noqa: F401  (the module: attnzoo.generate.generate)
+from . import perplexity  # noqa: F401  (the module: default_text, PerplexityResult; Model.perplexity runs it)
 from .generate import Sampler, sample
 from .chat import apply_chat_template
 from .engine import LLM, Engine, SamplingParams
@@ -42,7 +43,7 @@ __all__ = [
     "__version__",
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "write_kv_paged",
     "write_paged_rows", "linear",
-    "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "Sampler", "sample",
+    "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "perplexity", "Sampler", "sample",
     "apply_chat_template", "LLM", "Engine", "SamplingParams", "quant", "quantize",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
     "set_float32_matmul_precision", "get_float32_matmul_precision",

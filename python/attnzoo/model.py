@@ -5,6 +5,7 @@
     seq = m.new_sequence()                  # keep a KV cache across calls
     m.forward(prompt[:17], seq=seq); m.forward(prompt[17:], seq=seq); m.forward([next_id], seq=seq)
     m.forward_batch([s1, s2], [ids1, ids2]) # ragged batch: several sequences at different stages
+    m.perplexity(text, n_ctx=512).ppl       # llama.cpp's perplexity over a text
 
 ``dtype`` is the precision the projection weights are held in: "float32" (f32 and bf16 checkpoints are used
 in place, zero copy), "bfloat16" (f32 weights rounded once to bf16) or "auto" (as the checkpoint is stored).
@@ -191,6 +192,13 @@ class Model:
         if out and out[-1] in ends:
             out = out[:-1]
         return self.tokenizer.decode(out, skip_special_tokens=True)
+
+    def perplexity(self, text_or_ids, n_ctx=512, n_batch=2048, n_chunks=None, bos="auto"):
+        """llama.cpp's perplexity over a text or token ids: windows of n_ctx tokens from an empty state, the
+        second half of each scored. Returns a PerplexityResult (ppl, ppl_error, running_ppl per window, ...);
+        see attnzoo.perplexity."""
+        from .perplexity import perplexity
+        return perplexity(self, text_or_ids, n_ctx=n_ctx, n_batch=n_batch, n_chunks=n_chunks, bos=bos)
 
     def trace(self, ids):
         """What each layer computed for `ids` run as a fresh sequence (explainer hook; short prompts).

@@ -89,5 +89,6 @@ void bind_quant(nb::module_& m);
 void bind_chat(nb::module_& m);
 void bind_cache_spec(nb::module_& m);
 void bind_convert(nb::module_& m);
+void bind_perplexity(nb::module_& m);
 
 }  // namespace attnzoo::py

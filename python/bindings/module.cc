@@ -40,4 +40,5 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_chat(m);
   attnzoo::py::bind_cache_spec(m);
   attnzoo::py::bind_convert(m);
+  attnzoo::py::bind_perplexity(m);
 }

@@ -66,6 +66,7 @@ def tiny_model_dir(tmp_path_factory):
 def test_command_line_block_runs(tiny_model_dir, tmp_path):
     (code,) = [c for lang, c, marker, _ in BLOCKS if marker and marker.startswith("shell:")]
     (tmp_path / "prompt.txt").write_text("the quick brown fox")
+    (tmp_path / "book.txt").write_text("the quick brown fox jumps over the lazy dog.\n" * 60)  # 2 windows of 128+
     ran = set()
     for raw in code.split("\n"):
         cmd = raw.split("  #")[0].strip()
@@ -79,4 +80,4 @@ def test_command_line_block_runs(tiny_model_dir, tmp_path):
         r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{raw}\n{r.stderr[-2000:]}"
         ran.add(argv[1])
-    assert {"info", "tokenize", "inspect", "generate"} <= ran
+    assert {"info", "tokenize", "inspect", "generate", "perplexity"} <= ran

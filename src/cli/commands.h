@@ -12,6 +12,7 @@ int run_tokenize(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_chat(const std::vector<std::string>& args);
+int run_perplexity(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
 int run_quantize(const std::vector<std::string>& args);
 int run_explain(const std::vector<std::string>& args, const char* argv0);

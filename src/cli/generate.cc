@@ -44,30 +44,7 @@ std::string usage() {
          kGenerationFlagsUsage + "\n         " + kSpeculativeFlagsUsage + "\n";
 }
 
-// llama.cpp's -f FILE and -p -: the prompt from a file or from stdin, byte for byte.
-std::string read_all(std::FILE* f, const std::string& what) {
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  if (std::ferror(f)) throw ArgumentError(what + ": read failed");
-  return out;
-}
-
 std::string read_stdin() { return read_all(stdin, "-p -: stdin"); }
-
-std::string read_prompt_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw ArgumentError("-f: cannot open prompt file '" + path + "'");
-  std::string text;
-  try {
-    text = read_all(f, "-f: " + path);
-  } catch (...) {
-    std::fclose(f);
-    throw;
-  }
-  std::fclose(f);
-  return text;
-}
 
 GenerateArgs parse_args(const std::vector<std::string>& args) {
   GenerateArgs a;
@@ -86,7 +63,7 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--no-special") a.add_special = false;
     else if (s == "--chat") a.chat = true;
     else if (s == "--system") a.system = value();
-    else if (s == "-f" || s == "--file") a.prompt = read_prompt_file(value()), a.have_prompt = true;
+    else if (s == "-f" || s == "--file") a.prompt = read_text_file("-f", value()), a.have_prompt = true;
     else if (is_help(s)) throw HelpRequested(usage());
     else throw_unknown_option("generate", s, usage());
   }

@@ -2,6 +2,7 @@
 // The flags `attnzoo generate` and `attnzoo chat` share: model, sampling, length, dtype, stop strings, and the
 // memory pool (KV dtype, block size, byte budget).
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -67,6 +68,10 @@ int64_t parse_byte_size(const std::string& flag, const std::string& text);
 // print is returned (empty when nothing changed).
 std::string fit_in_context(const GenerationFlags& flags, const std::string& command, int64_t model_positions,
                            int64_t prompt_tokens, int64_t& max_new_tokens);
+// Everything `f` holds, byte for byte; `what` names it when the read fails.
+std::string read_all(std::FILE* f, const std::string& what);
+// The whole of the file a flag names (generate -f, perplexity -f); ArgumentError naming the flag and the path.
+std::string read_text_file(const std::string& flag, const std::string& path);
 
 // The weights' dtype (config.json decides "auto") and the memory pool the flags ask for.
 LoadOptions load_options(const GenerationFlags& flags);

@@ -31,6 +31,9 @@ void usage() {
       "  chat [-m MODEL]         interactive chat in the checkpoint's chat template, streamed\n"
       "                          (MODEL: a checkpoint directory, a .gguf file or a directory with one;\n"
       "                          default .models/SmolLM2-135M-Instruct.Q4_1.gguf from scripts/setup.sh)\n"
+      "  perplexity [-m MODEL] -f FILE [-c 512] [-b 2048] [--chunks N]\n"
+      "                          perplexity over a text as llama.cpp computes it ([1]x,[2]y,... and\n"
+      "                          Final estimate: PPL = X +/- err)\n"
       "  serve -m DIR [--host 127.0.0.1] [--port 8000] [--max-num-seqs N] [--max-num-batched-tokens N]\n"
       "        [--kv-cache-memory BYTES] [--kv-cache-dtype T] [--block-size N]\n"
       "                          OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)\n"
@@ -66,6 +69,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return attnzoo::cli::run_inspect(args);
     if (cmd == "generate") return attnzoo::cli::run_generate(args);
     if (cmd == "chat") return attnzoo::cli::run_chat(args);
+    if (cmd == "perplexity") return attnzoo::cli::run_perplexity(args);
     if (cmd == "serve") return attnzoo::cli::run_serve(args);
     if (cmd == "quantize") return attnzoo::cli::run_quantize(args);
     if (cmd == "explain") return attnzoo::cli::run_explain(args, argv[0]);
