@@ -35,21 +35,6 @@ class PollClock {
   std::chrono::steady_clock::time_point next_ =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(ThreadPool::kPollIntervalMs);
 };
-// Polls `pred` for at most ~kSpinMicros, yielding between polls; the caller then sleeps on its condition variable
-// as before. Jobs that follow each other closely (decode) skip the futex sleep and wake. The poll yields instead
-// of pausing: on an oversubscribed machine a busy spin takes the time slice the other side needs (measured on 2
-// shared cores: a pause spin of 100 us made a decode step 6x slower, yielding made it ~10% faster).
-constexpr int kSpinMicros = 30;
-template <class Pred>
-void spin_while_not(Pred pred) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
-  for (;;) {
-    if (pred()) return;
-    sched_yield();
-    if (std::chrono::steady_clock::now() > until) return;
-  }
-}
-
 // Marks this thread as running tasks of the job whose cancel flag is `cancelled`, until the scope ends (also
 // when a task throws, so the next call from this thread is top level again).
 class InsideTask {
@@ -119,7 +104,6 @@ void ThreadPool::worker_loop(int worker) {
   flush_denormals_in_this_thread();
   uint64_t seen = 0;
   for (;;) {
-    spin_while_not([&] { return generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -129,7 +113,7 @@ void ThreadPool::worker_loop(int worker) {
     run_tasks(worker, false);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (active_.fetch_sub(1) == 1) done_.notify_one();
+      if (--active_ == 0) done_.notify_one();
     }
   }
 }
@@ -172,7 +156,6 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   }
   wake_.notify_all();
   run_tasks(0, poll);
-  spin_while_not([&] { return active_.load() == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return active_ == 0; });
   job_ = nullptr;

@@ -83,11 +83,9 @@ class ThreadPool {
   const TaskFn* job_ = nullptr;
   int64_t num_tasks_ = 0;
   std::atomic<int64_t> next_task_{0};
-  // Written under mutex_; read without it by the short spin that precedes each wait (a decode step submits
-  // hundreds of small jobs: a futex sleep and wake per job costs more than the job).
-  std::atomic<int> active_{0};
+  int active_ = 0;
   std::atomic<bool> cancelled_{false};
-  std::atomic<uint64_t> generation_{0};
+  uint64_t generation_ = 0;
   bool stop_ = false;
 };
 
