@@ -30,6 +30,19 @@ def random_q4_k(rows, cols, rng, std):
     return blocks.reshape(rows, -1)
 
 
+def add_shape_metadata(w, cfg, head_dim):
+    """The hyperparameters llama.cpp's converter writes for a Llama-family transformers config."""
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+
+
 def config(tiny):
     import transformers
     if tiny:
@@ -57,15 +70,7 @@ def write(path, ftype, seed=0, tiny=False):
     qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q4_k": gguf.GGMLQuantizationType.Q4_K,
              "q8_0": gguf.GGMLQuantizationType.Q8_0, "bf16": gguf.GGMLQuantizationType.BF16}[ftype]
     w = gguf.GGUFWriter(path, "qwen3")
-    w.add_block_count(cfg.num_hidden_layers)
-    w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(cfg.num_attention_heads)
-    w.add_head_count_kv(cfg.num_key_value_heads)
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_key_length(cfg.head_dim)
-    w.add_value_length(cfg.head_dim)
+    add_shape_metadata(w, cfg, cfg.head_dim)
     w.add_rope_freq_base(ROPE_THETA)
     w.add_file_type({"q4_0": 2, "q4_k": 15, "q8_0": 7, "bf16": 32}[ftype])
     w.add_tokenizer_model("gpt2")
