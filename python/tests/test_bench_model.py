@@ -42,6 +42,11 @@ def _check_doc(doc, prompt, gen, contexts):
     d = doc["decode"]
     assert d["tokens"] == gen and d["context"] == prompt and d["tokens_per_s"] > 0
     assert d["weight_gbps"] > 0 and d["fraction_of_bandwidth"] > 0 and d["total_gbps"] > d["weight_gbps"]
+    # The bytes' share of the step and the fixed rest per layer add up to the step.
+    bw = doc["peaks"]["memory"]["gbps"] * 1e9
+    moved = (d["weight_bytes_per_token"] + d["cache_bytes_per_token"]) / bw
+    assert d["bytes_share_of_step"] == pytest.approx(moved / (d["median_step_ms"] * 1e-3))
+    assert d["fixed_us_per_layer"] * LAYERS * 1e-6 + moved == pytest.approx(d["median_step_ms"] * 1e-3)
     assert [r["context"] for r in doc["decode_by_context"]] == contexts
     for r in doc["decode_by_context"]:
         assert r["tokens_per_s"] > 0 and r["median_step_ms"] > 0

@@ -16,6 +16,7 @@ transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
 import model_checks as checks  # noqa: E402
+from test_make_bench_gguf import make_bench_gguf  # noqa: E402  (scripts/make_bench_gguf.py)
 from attnzoo import _core  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -150,16 +151,8 @@ def write_gguf(model, kind, path, ftype, blocks=None):
     they are, their rows permuted like the weights'."""
     cfg, arch = model.config, _arch(kind)
     w = gguf.GGUFWriter(path, arch)
-    w.add_block_count(cfg.num_hidden_layers)
-    w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(cfg.num_attention_heads)
-    w.add_head_count_kv(cfg.num_key_value_heads)
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    w.add_key_length(head_dim)
-    w.add_value_length(head_dim)
+    make_bench_gguf.add_shape_metadata(w, cfg, head_dim)
     rope = _rope(cfg)
     if "rope_theta" in rope:
         w.add_rope_freq_base(rope["rope_theta"])

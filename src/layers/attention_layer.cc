@@ -50,11 +50,16 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), D = c.head_dim;
   const int64_t qw = c.num_heads * D, kw = c.num_kv_heads * D;
-  std::vector<float> q(size_t(T * qw)), k(size_t(T * kw)), v(size_t(T * kw)), attn(size_t(T * qw)), gate;
+  // Per-thread scratch, grown once: a decode step allocates nothing here.
+  thread_local std::vector<float> q, k, v, attn, gate, qg;
+  q.resize(size_t(T * qw));
+  k.resize(size_t(T * kw));
+  v.resize(size_t(T * kw));
+  attn.resize(size_t(T * qw));
   if (c.output_gate) {
     // Split each head's [q ; gate] pair so q is the contiguous [T, H, D] the norm, RoPE and kernels expect.
-    std::vector<float> qg(size_t(T * qw * 2));
-    q_.forward(x, T, qg.data());
+    qg.resize(size_t(T * qw * 2));
+    Linear::forward_shared({{&q_, qg.data()}, {&k_, k.data()}, {&v_, v.data()}}, x, T);
     gate.resize(size_t(T * qw));
     for (int64_t r = 0; r < T * c.num_heads; ++r) {
       const float* src = qg.data() + r * 2 * D;
@@ -62,10 +67,8 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
       std::copy(src + D, src + 2 * D, gate.data() + r * D);
     }
   } else {
-    q_.forward(x, T, q.data());
+    Linear::forward_shared({{&q_, q.data()}, {&k_, k.data()}, {&v_, v.data()}}, x, T);
   }
-  k_.forward(x, T, k.data());
-  v_.forward(x, T, v.data());
   if (q_norm_) q_norm_->forward(q.data(), T * c.num_heads, D, q.data(), D);
   if (k_norm_) k_norm_->forward(k.data(), T * c.num_kv_heads, D, k.data(), D);
   rope_.apply(q.data(), T, c.num_heads, qw, batch.positions.data());
@@ -82,7 +85,7 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
                  memory.k, memory.v, memory.k_scale, memory.v_scale);
   paged_attention(q.data(), c.num_heads, D, batch, memory, opts, attn.data());
   if (c.output_gate)
-    for (size_t i = 0; i < attn.size(); ++i) attn[i] *= 1.f / (1.f + std::exp(-gate[i]));
+    for (size_t i = 0; i < size_t(T * qw); ++i) attn[i] *= 1.f / (1.f + std::exp(-gate[i]));
   o_.forward(attn.data(), T, out);
 }
 

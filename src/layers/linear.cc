@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/quant/gemv_kernels.h"
 #include "layers/linear_kernels.h"
 #include "layers/matmul_precision.h"
 
@@ -139,6 +140,62 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
   } else {
     linear_gemm(w, bias, x, T, y, ldy);
   }
+}
+
+void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x,
+                            int64_t T) {
+  require(int(outs.size()) <= kMaxShared, "outs", "at most " + std::to_string(kMaxShared) + " projections");
+  bool fused = T >= 1 && T <= kGemvMaxTokens, blocked = false;
+  for (const auto& [l, y] : outs) {
+    if (l->in_features() != outs.begin()->first->in_features()) fused = false;
+    if (l->is_quantized()) {
+      blocked = true;
+      if (matmul_precision() == MatmulPrecision::medium) fused = false;  // the integer path quantizes x per call
+    } else if (l->w_.type != QuantType::F32 && l->w_.type != QuantType::BF16) {
+      fused = false;
+    }
+  }
+  if (!fused) {
+    for (const auto& [l, y] : outs) l->forward(x, T, y);
+    return;
+  }
+  if (LinearInputObserver* o = linear_input_observer())  // calibration sees each projection, as forward() shows it
+    for (const auto& [l, y] : outs) o->observe(l->name(), x, T, l->in_features());
+  active_target();
+  const int64_t K = outs.begin()->first->in_features();
+  thread_local AlignedBuffer<float> xsum16_scratch;  // the tasks read it through `xsum16`, not by name
+  const float* xsum16 = nullptr;
+  if (blocked) {
+    xsum16_scratch.resize(size_t(T * K / 16));
+    activation_sums16(x, size_t(T), size_t(K), xsum16_scratch.data());
+    xsum16 = xsum16_scratch.data();
+  }
+  // Task ranges of each projection, rows per task as in linear_gemv (~64 KiB of weights, ~4 tasks per thread).
+  const Linear* ls[kMaxShared];
+  float* ys[kMaxShared];
+  int64_t rows[kMaxShared], first[kMaxShared + 1] = {0};
+  int n = 0;
+  for (const auto& [l, y] : outs) {
+    ls[n] = l;
+    ys[n] = y;
+    rows[n] = panel_rows(l->w_.rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(l->w_.row_bytes, 1)), 1);
+    first[n + 1] = first[n] + (l->w_.rows + rows[n] - 1) / rows[n];
+    ++n;
+  }
+  ThreadPool::global().parallel_for(first[n], [&](int64_t task, int) {
+    int i = 0;
+    while (task >= first[i + 1]) ++i;
+    const QuantMatrix& w = ls[i]->w_;
+    const int64_t n0 = (task - first[i]) * rows[i], n1 = std::min(w.rows, n0 + rows[i]);
+    const float* bias = ls[i]->bias_ptr();
+    if (quant_is_blocked(w.type)) {
+      quant_gemv_rows_f32({w, x, xsum16, {}, size_t(T), size_t(n0), size_t(n1), bias, ys[i],
+                           size_t(w.rows)});
+    } else {
+      gemv_rows({w.data, w.type == QuantType::F32 ? DType::f32 : DType::bf16, size_t(K), x, size_t(T), size_t(n0),
+                 size_t(n1), bias, ys[i], size_t(w.rows)});
+    }
+  });
 }
 
 void linear_reference(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {

@@ -15,8 +15,10 @@
 // activations), prefill dequantizes each panel to f32 (or rounds it to bf16 pairs under "medium") and runs the
 // same GEMM.
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -90,6 +92,11 @@ class Linear {
     linear_forward(w_, bias_ptr(), x, T, y, ldy);
   }
   const std::string& name() const;  // as given at construction (the module's name)
+  // Up to kMaxShared projections of the same x [T, in] (q / k / v, gate / up), each y contiguous: the same
+  // results as forward() one by one; at decode sizes (f32 activations) the rows of all of them are split over
+  // the pool in one dispatch instead of one each.
+  static constexpr int kMaxShared = 4;
+  static void forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x, int64_t T);
 
  private:
   const float* bias_ptr() const { return bias_ ? bias_->data() : nullptr; }

@@ -163,5 +163,36 @@ TEST(MoeQuant, QuantizedExpertsMatchTheirDenseCopies) {
   }
 }
 
+// forward_shared (q / k / v, gate / up in one dispatch) gives exactly what forward() gives one projection at a
+// time: block, bf16 and f32 weights mixed, with and without bias, at decode sizes (fused), past them and under
+// matmul precision "medium" (both one by one).
+TEST(LinearQuant, ForwardSharedEqualsForwardOneByOne) {
+  const int64_t K = 256;
+  const std::vector<uint8_t> q4k = testing::random_quant_rows(QuantType::Q4_K, 70, K, 21);
+  const std::vector<uint8_t> q41 = testing::random_quant_rows(QuantType::Q4_1, 33, K, 22);
+  HostTensor wb(DType::bf16, {40, K}, 23), wf(DType::f32, {9, K}, 24), b(DType::f32, {70}, 25);
+  const TensorView none;
+  const Linear ls[4] = {Linear::from_quantized(q4k.data(), q4k.size(), QuantType::Q4_K, 70, K, b.view, "q"),
+                        Linear::from_quantized(q41.data(), q41.size(), QuantType::Q4_1, 33, K, none, "k"),
+                        Linear::from_weights(wb.view, none, "v", DType::bf16),
+                        Linear::from_weights(wf.view, none, "g", DType::f32)};
+  for (MatmulPrecision p : {MatmulPrecision::highest, MatmulPrecision::medium})
+    for (int64_t T : {1, 3, 8, 11}) {
+      set_matmul_precision(p);
+      HostTensor x(DType::f32, {T, K}, 30 + uint64_t(T));
+      std::vector<float> want[4], got[4];
+      for (int i = 0; i < 4; ++i) {
+        want[i].assign(size_t(T * ls[i].out_features()), -1.f);
+        got[i].assign(want[i].size(), -2.f);
+        ls[i].forward(x.view.ptr<float>(), T, want[i].data());
+      }
+      Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}, {&ls[2], got[2].data()},
+                              {&ls[3], got[3].data()}},
+                             x.view.ptr<float>(), T);
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
+    }
+  set_matmul_precision(MatmulPrecision::highest);
+}
+
 }  // namespace
 }  // namespace attnzoo

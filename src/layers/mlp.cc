@@ -20,14 +20,17 @@ GatedMlp::GatedMlp(Linear gate, Linear up, Linear down, Activation act, const st
 
 void GatedMlp::forward(const float* x, int64_t T, float* out) const {
   const int64_t I = intermediate();
-  std::vector<float> g(size_t(T * I)), u(size_t(T * I));
-  gate_.forward(x, T, g.data());
-  up_.forward(x, T, u.data());
+  // Per-thread scratch, grown once: a decode step allocates nothing here. Tasks on other threads reach it through
+  // these pointers (inside a task, the names would be that thread's own, empty, buffers).
+  thread_local std::vector<float> g_scratch, u_scratch;
+  g_scratch.resize(size_t(T * I));
+  u_scratch.resize(size_t(T * I));
+  float* g = g_scratch.data();
+  float* u = u_scratch.data();
+  Linear::forward_shared({{&gate_, g}, {&up_, u}}, x, T);
   // exp/tanh per element is not free at prefill sizes: split rows over the pool.
-  ThreadPool::global().parallel_for(T, [&](int64_t t, int) {
-    gated_activation(act_, g.data() + t * I, u.data() + t * I, g.data() + t * I, I);
-  });
-  down_.forward(g.data(), T, out);
+  ThreadPool::global().parallel_for(T, [&](int64_t t, int) { gated_activation(act_, g + t * I, u + t * I, g + t * I, I); });
+  down_.forward(g, T, out);
 }
 
 }  // namespace attnzoo

@@ -131,11 +131,16 @@ def _decode_row(info, context, times, bandwidth):
     step = float(np.median(times))
     weights = info["decode_weight_bytes"]
     cache = cache_bytes_read(info, context)
+    # What memory explains: the bytes the step must read at the measured bandwidth; the rest of the step is
+    # fixed cost (pool dispatches, small ops, kernels below bandwidth), shown per layer.
+    moved_s = (weights + cache) / (bandwidth * 1e9) if bandwidth else None
     return {"context": context, "tokens": len(times), "seconds": float(sum(times)),
             "tokens_per_s": len(times) / sum(times), "median_step_ms": step * 1e3,
             "weight_bytes_per_token": weights, "cache_bytes_per_token": cache,
             "weight_gbps": weights / step * 1e-9, "total_gbps": (weights + cache) / step * 1e-9,
-            "fraction_of_bandwidth": weights / step * 1e-9 / bandwidth if bandwidth else None}
+            "fraction_of_bandwidth": weights / step * 1e-9 / bandwidth if bandwidth else None,
+            "bytes_share_of_step": moved_s / step if moved_s is not None else None,
+            "fixed_us_per_layer": (step - moved_s) / max(info["num_layers"], 1) * 1e6 if moved_s is not None else None}
 
 
 def _prefix_cache_row(model, rng, prefix, new, hits=3):
@@ -360,6 +365,8 @@ def format_report(doc):
         f"decode   {d['tokens']:6d} tokens   {d['tokens_per_s']:9.1f} tok/s   {d['median_step_ms']:9.2f} ms/token "
         f"(median)   weights {d['weight_bytes_per_token'] / 2**20:.0f} MiB/token at {d['weight_gbps']:.1f} GB/s = "
         f"{d['fraction_of_bandwidth']:.1%} of bandwidth",
+        f"         bytes moved (weights + cache) at the measured bandwidth explain {d['bytes_share_of_step']:.1%} "
+        f"of the step; the rest is {d['fixed_us_per_layer']:.1f} us per layer",
         "",
         "decode by context (attention slows as its cache grows; linear / SSM layers stay flat):",
         f"  {'context':>8}  {'tok/s':>8}  {'ms/token':>9}  {'weights GB/s':>12}  {'cache MiB read':>14}  "

@@ -42,9 +42,15 @@ bool quant_gemv_vnni_enabled() { return vnni_int8_enabled(); }
 void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
   active_target();
   const int64_t K = w.cols;
+  thread_local AlignedBuffer<float> xsum16;
+  const bool blocked = quant_is_blocked(w.type);
   for (int64_t t0 = 0; t0 < T; t0 += kMaxTokens) {
     const int64_t tb = std::min(kMaxTokens, T - t0);
-    run_rows(w, QuantGemvTask{w, x + t0 * K, {}, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)},
+    if (blocked) {
+      xsum16.resize(size_t(tb * K / 16));
+      activation_sums16(x + t0 * K, size_t(tb), size_t(K), xsum16.data());
+    }
+    run_rows(w, QuantGemvTask{w, x + t0 * K, xsum16.data(), {}, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)},
              quant_gemv_rows_f32);
   }
 }
@@ -75,7 +81,7 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
                           vnni ? xu8.data() : nullptr, vnni ? dx8.data() : nullptr, size_t(ld8)});
     const QuantActivations act{q.data(), vnni ? xs8.data() : nullptr, vnni ? xu8.data() : nullptr, dx8.data(),
                                d.data(), dsum16.data(), dsum32.data()};
-    const QuantGemvTask task{w, x + t0 * K, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
+    const QuantGemvTask task{w, x + t0 * K, nullptr, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
     if (vnni)
       run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_vnni(g); });
     else

@@ -24,6 +24,7 @@ struct QuantActivations {
 struct QuantGemvTask {
   QuantMatrix w;
   const float* x;  // [T, K] f32 (the f32 path)
+  const float* xsum16;  // [T, K / 16]: sums of each 16 values of x (the f32 path, block formats)
   QuantActivations act;  // the integer path
   size_t T;        // 1..8
   size_t n0, n1;   // output rows of this task
@@ -50,6 +51,9 @@ bool quant_gemv_vnni_enabled();
 // (nothing written) for other formats.
 bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
+// The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.
 void quant_gemv_rows_f32(const QuantGemvTask& task);
+// xsum16[t, i] = sum of x[t, 16 i ... 16 i + 15] (K a multiple of 16).
+void activation_sums16(const float* x, size_t T, size_t K, float* xsum16);
 
 }  // namespace attnzoo

@@ -161,20 +161,23 @@ TEST(Quant, DISABLED_BenchGemv) {
   const int64_t N = 1024, K = 1024;
   testing::HostTensor x(DType::f32, {8, K}, 1);
   std::vector<float> y(size_t(8 * N));
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::BF16}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K,
+                      QuantType::Q6_K, QuantType::Q5_0, QuantType::Q2_K, QuantType::BF16}) {
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 2);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
-    for (int64_t T : {1, 4}) {
-      quant_gemv(w, nullptr, x.view.ptr<float>(), T, y.data(), N);
-      double best = 1e9;
-      for (int r = 0; r < 200; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        quant_gemv(w, nullptr, x.view.ptr<float>(), T, y.data(), N);
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    for (int path = 0; path < 2; ++path)
+      for (int64_t T : {1, 4}) {
+        auto run = [&] { (path ? quant_gemv : quant_gemv_f32)(w, nullptr, x.view.ptr<float>(), T, y.data(), N); };
+        run();
+        double best = 1e9;
+        for (int r = 0; r < 200; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          run();
+          best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::printf("%-5s %s T=%lld: %7.1f us, %5.1f GB/s\n", quant_type_name(t), path ? "int8" : "f32 ",
+                    (long long)T, best * 1e6, double(raw.size()) / best * 1e-9);
       }
-      std::printf("%s T=%lld: %.1f us, %.1f GB/s\n", quant_type_name(t), (long long)T, best * 1e6,
-                  double(raw.size()) / best * 1e-9);
-    }
   }
 }
 

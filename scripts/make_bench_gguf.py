@@ -1,0 +1,118 @@
+"""Writes a random Qwen3 model as a GGUF file for `attnzoo bench model`, every matrix in one format.
+
+    .venv/bin/python scripts/make_bench_gguf.py FILE.gguf --type q4_0|q4_k|q8_0|bf16 [--seed 0] [--tiny]
+
+The model is a random transformers Qwen3ForCausalLM of Qwen3-0.6B's shape with 24 layers (scripts/
+make_bench_model.py: hidden 1024, 16 query / 8 kv heads of 128, intermediate 3072, vocabulary 151936, tied
+embeddings, ~0.5B parameters), written the way llama.cpp's converter names Qwen3 tensors, with every matrix
+(the token embedding, which is also the tied lm_head, included: llama-quantize --pure) in --type and norms in
+F32. Q4_0 and Q8_0 come from the gguf package's quantizers; Q4_K, which it cannot quantize, is random blocks with
+scales that keep the weights near the model's (the numbers a benchmark gets do not depend on the values).
+--tiny writes a 2-layer model of width 256 (tests).
+"""
+import argparse
+import sys
+
+import numpy as np
+
+TYPES = ("q4_0", "q4_k", "q8_0", "bf16")
+ROPE_THETA = 1000000.0
+
+
+def random_q4_k(rows, cols, rng, std):
+    """Random Q4_K blocks (f16 d, f16 dmin, 12 bytes of 6-bit scales / mins, 128 of nibbles) whose values have
+    roughly the given standard deviation."""
+    blocks = rng.integers(0, 256, size=(rows, cols // 256, 144), dtype=np.uint8)
+    # nibbles 0..15 times 6-bit scales (~32 on average): d * 32 * 4.6 (the nibbles' deviation) ~ std
+    d = (rng.uniform(0.8, 1.2, size=(rows, cols // 256)) * std / (32 * 4.6)).astype(np.float16)
+    blocks[:, :, 0:2] = d.view(np.uint8).reshape(rows, cols // 256, 2)
+    blocks[:, :, 2:4] = (d * np.float16(8)).view(np.uint8).reshape(rows, cols // 256, 2)
+    return blocks.reshape(rows, -1)
+
+
+def add_shape_metadata(w, cfg, head_dim):
+    """The hyperparameters llama.cpp's converter writes for a Llama-family transformers config."""
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+
+
+def config(tiny):
+    import transformers
+    if tiny:
+        shape = dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, head_dim=64)
+    else:
+        shape = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=24,
+                     num_attention_heads=16, num_key_value_heads=8, head_dim=128)
+    return transformers.Qwen3Config(**shape, max_position_embeddings=40960, rope_theta=ROPE_THETA, rms_norm_eps=1e-6,
+                                    tie_word_embeddings=True)
+
+
+def write(path, ftype, seed=0, tiny=False):
+    """Builds the random model and writes it to `path`; returns the transformers model (f32 values as drawn)."""
+    import gguf
+    import torch
+    import transformers
+    if ftype not in TYPES:
+        raise ValueError(f"type: expected one of {', '.join(TYPES)}, got {ftype!r}")
+    torch.manual_seed(seed)
+    cfg = config(tiny)
+    with torch.device("cpu"):
+        model = transformers.Qwen3ForCausalLM(cfg).eval()
+    rng = np.random.default_rng(seed)
+    qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q4_k": gguf.GGMLQuantizationType.Q4_K,
+             "q8_0": gguf.GGMLQuantizationType.Q8_0, "bf16": gguf.GGMLQuantizationType.BF16}[ftype]
+    w = gguf.GGUFWriter(path, "qwen3")
+    add_shape_metadata(w, cfg, cfg.head_dim)
+    w.add_rope_freq_base(ROPE_THETA)
+    w.add_file_type({"q4_0": 2, "q4_k": 15, "q8_0": 7, "bf16": 32}[ftype])
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"t{i}" for i in range(cfg.vocab_size)])
+    w.add_token_types([1] * cfg.vocab_size)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN3, cfg.num_hidden_layers)
+    for name, t in model.state_dict().items():
+        if "rotary_emb" in name or name == "lm_head.weight":  # tied: the token embedding is the lm_head
+            continue
+        new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        if new_name is None:
+            raise RuntimeError(f"{name}: no GGUF name for it")
+        data = np.ascontiguousarray(t.detach().float().numpy())
+        if data.ndim < 2:
+            w.add_tensor(new_name, data)
+            continue
+        if ftype == "q4_k":
+            blocks = random_q4_k(*data.shape, rng, float(data.std()))
+        else:
+            blocks = gguf.quants.quantize(data, qtype)
+        w.add_tensor(new_name, blocks, raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return model
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", help="the GGUF file to write")
+    parser.add_argument("--type", required=True, choices=TYPES, help="format of every matrix")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tiny", action="store_true", help="a 2-layer model of width 256 (tests)")
+    args = parser.parse_args(argv)
+    model = write(args.file, args.type, args.seed, args.tiny)
+    n = sum(p.numel() for p in model.parameters())
+    print(f"wrote {args.file}: Qwen3, {n / 1e6:.0f}M parameters, matrices {args.type}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
