@@ -8,11 +8,27 @@ chunked kernels and `--linear-prefill=recurrent`.
 
 Qwen3-0.6B's shape (hidden 1024, 28 -> 24 layers, 16 query / 8 kv heads of 128, intermediate 3072, vocabulary
 151936, tied embeddings): the numbers a benchmark gets are those of a real small model, without downloading one.
-The weights are random, so the text it generates is not.
+The weights are random, so the text it generates is not. A tokenizer.json is written beside them (`attnzoo serve`
+and `bench serve` need one): byte-level BPE without merges over the 256 byte symbols, then placeholder words `w0`,
+`w1`, ... and `<|endoftext|>` up to the vocabulary size, so that every id the model can emit decodes.
 """
 import argparse
 import os
 import sys
+
+
+def write_tokenizer(directory, vocab_size):
+    """A byte-level tokenizer.json whose vocabulary covers ids 0 .. vocab_size-1 (the last one `<|endoftext|>`)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    vocab = {symbol: i for i, symbol in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    while len(vocab) < vocab_size - 1:
+        vocab[f"w{len(vocab)}"] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<|endoftext|>"])
+    tok.save(os.path.join(directory, "tokenizer.json"))
+    return tok
 
 
 def main(argv=None):
@@ -38,6 +54,7 @@ def main(argv=None):
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
     os.makedirs(args.directory, exist_ok=True)
     model.save_pretrained(args.directory, safe_serialization=True)
+    write_tokenizer(args.directory, config.vocab_size)
     n = sum(p.numel() for p in model.parameters())
     print(f"wrote {args.directory}: {config.architectures[0] if config.architectures else args.arch}, "
           f"{n / 1e6:.0f}M parameters, bf16")
