@@ -4,8 +4,8 @@
 // memory once and serves all of them. Keys stream in tiles: each K row is widened to f32 in registers and
 // dotted with the head's query rows, key by key across heads so the cache is read in memory order; then per
 // head an online-softmax update, and the tile's V rows are widened in registers straight into the output
-// accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16 cache on AVX-512-BF16
-// CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for bf16 inputs. A paged cache is
+// accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16, int8 or fp8 cache on
+// AVX-512-BF16 CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for those inputs. A paged cache is
 // walked block by block (one block-table lookup per block). Chunks of one sequence leave (max, sum,
 // unnormalised output) behind and are merged with the log-sum-exp rule. int8 / fp8 caches (kv_quant.h) are read as
 // bytes and widened in registers; each key's scale multiplies its scores, each value's scale its softmax weights.
@@ -42,6 +42,10 @@ namespace attnzoo {
 // decode_avx512bf16.cc: one key's scores for H heads x R rows of bf16 queries, unscaled, with vdpbf16ps.
 void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
                            float* s, size_t lds_head, size_t lds);
+void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds);
+void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds);
 }  // namespace attnzoo
 
 HWY_BEFORE_NAMESPACE();
@@ -163,9 +167,9 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
   const size_t Dp = (D + 15) / 16 * 16, Dvp = (Dv + 15) / 16 * 16, Bc = size_t(plan.block_k);
   const size_t q_paired = PairedPrefix<T>(D), o_paired = PairedPrefix<T>(Dv);
-  // bf16 queries against a bf16 cache: exact products either way, so the faster dot product is taken;
-  // the softmax scale then goes onto the scores (scaling bf16 queries would round them).
-  const bool dot = kTargetMayDotBf16 && std::is_same_v<T, hwy::bfloat16_t> && bf16_dot;
+  // bf16 queries against a bf16 / int8 / fp8 cache: exact products either way, so the faster dot product is
+  // taken; the softmax scale then goes onto the scores (scaling bf16 queries would round them).
+  const bool dot = kTargetMayDotBf16 && (kPairOrder<T> || kQuantized<T>) && bf16_dot;
   sc.q.resize(HR * Dp);
   if (dot) sc.q_bf16.resize(HR * D);
   sc.s.resize(HR * Bc);
@@ -237,8 +241,13 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
       prefetch.Step();
       const T* krow = kcache + sc.krow[j] + hk0 * p.k_head;
       if (dot) {
-        decode_score_key_bf16(reinterpret_cast<const uint16_t*>(krow), p.k_head, H, D, sc.q_bf16.data(), R,
-                              sc.s.data() + j, R * Bc, Bc);
+        if constexpr (std::is_same_v<T, int8_t>)
+          decode_score_key_i8_bf16(krow, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
+        else if constexpr (std::is_same_v<T, Fp8E4M3>)
+          decode_score_key_f8_bf16(&krow->bits, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
+        else
+          decode_score_key_bf16(reinterpret_cast<const uint16_t*>(krow), p.k_head, H, D, sc.q_bf16.data(), R,
+                                sc.s.data() + j, R * Bc, Bc);
         continue;
       }
       for (size_t h = 0; h < H; ++h)
@@ -300,8 +309,8 @@ void RunDecodeChunk(const DecodeProblem& p, const DecodePlan& plan, int64_t inde
   switch (p.kv_dtype) {
     case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot);
     case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false);
-    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, false);
-    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, false);
+    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot);
+    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot);
     default: return RunChunk<float>(p, plan, c, partials, false);
   }
 }
@@ -319,8 +328,8 @@ void attention_decode_run(const DecodeProblem& p) {
   ThreadPool& pool = ThreadPool::global();
   const DecodePlan plan = make_decode_plan(p, pool.num_threads());
   std::vector<float> partials(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
-  const bool bf16_dot =
-      p.q_dtype == DType::bf16 && p.kv_dtype == DType::bf16 && p.D % 32 == 0 && bf16_dot_enabled();
+  const bool dot_cache = p.kv_dtype == DType::bf16 || p.kv_dtype == DType::i8 || p.kv_dtype == DType::f8_e4m3;
+  const bool bf16_dot = p.q_dtype == DType::bf16 && dot_cache && p.D % 32 == 0 && bf16_dot_enabled();
   pool.parallel_for(int64_t(plan.chunks.size()), [&](int64_t task, int) {
     HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot);
   });
