@@ -46,13 +46,6 @@ void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t 
                               float* s, size_t lds_head, size_t lds);
 void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
                               float* s, size_t lds_head, size_t lds);
-// decode_avx512vnni.cc: P * V over int8 value rows with vpdpwssd (softmax weights rounded to 15 bits per row
-// and tile), output rows in an interleaved order that decode_vnni_order puts back in order.
-void decode_quantize_weights_i16(const float* w, size_t R, size_t cols, size_t ldw, int16_t* wq, size_t ldq,
-                                 float* wscale);
-void decode_accumulate_i8_vnni(const int8_t* v, const int64_t* vofs, size_t cols, size_t Dv, size_t R,
-                               const int16_t* wq, size_t ldw, const float* wscale, float* o, size_t ldo);
-void decode_vnni_order(float* o, size_t Dv);
 }  // namespace attnzoo
 
 HWY_BEFORE_NAMESPACE();
@@ -163,14 +156,12 @@ struct DecodeScratch {
   AlignedBuffer<float> q, s, o, m, l;
   AlignedBuffer<float> k_scale, v_scale, pv;  // quantized caches: per (head, key) scales, weights times V scales
   AlignedBuffer<uint16_t> q_bf16;  // the bf16 queries as they are, for vdpbf16ps
-  AlignedBuffer<int16_t> wq;        // int8 caches with VNNI: the weights rounded to 15 bits, and their steps
-  AlignedBuffer<float> wscale;
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its row (kv head 0)
 };
 
 template <class T>
 void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk& c, float* partials,
-              bool bf16_dot, bool vnni_pv) {
+              bool bf16_dot) {
   static thread_local DecodeScratch sc;
   const size_t G = size_t(p.group()), R = size_t(p.rows()), H = size_t(plan.heads_per_task), HR = H * R;
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
@@ -192,14 +183,6 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
     sc.k_scale.resize(H * Bc);
     sc.v_scale.resize(H * Bc);
     sc.pv.resize(R * Bc);
-  }
-  // int8 values with VNNI (Dv a multiple of 32, tiles of at most 64 keys): the output rows stay in an
-  // interleaved order until the end.
-  const bool vnni = kTargetMayDotBf16 && std::is_same_v<T, int8_t> && vnni_pv && Bc <= 64;
-  const size_t ldq = (Bc + 1) / 2 * 2;
-  if (vnni) {
-    sc.wq.resize(R * ldq);
-    sc.wscale.resize(R);
   }
 
   const int64_t b = c.b, hk0 = c.hk_begin;
@@ -297,22 +280,12 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
           for (size_t j = 0; j < cols; ++j) sc.pv[r * Bc + j] = s_head[r * Bc + j] * vs[j];
         weights = sc.pv.data();
       }
-      if constexpr (std::is_same_v<T, int8_t>) {
-        if (vnni) {
-          decode_quantize_weights_i16(weights, R, cols, Bc, sc.wq.data(), ldq, sc.wscale.data());
-          decode_accumulate_i8_vnni(vcache + (hk0 + int64_t(h)) * p.v_head, sc.vrow.data(), cols, Dv, R,
-                                    sc.wq.data(), ldq, sc.wscale.data(), o_head, Dvp);
-          continue;
-        }
-      }
       AccumulateHead(vcache + (hk0 + int64_t(h)) * p.v_head, sc.vrow.data(), cols, Dv, o_paired, R, weights, Bc,
                      o_head, Dvp);
     }
   }
 
   for (size_t x = 0; x < HR; ++x) PermutePairs(sc.o.data() + x * Dvp, o_paired, /*inverse=*/true);
-  if (vnni)
-    for (size_t x = 0; x < HR; ++x) decode_vnni_order(sc.o.data() + x * Dvp, Dv);
   if (c.slot >= 0) {  // partial state for the merge: m[HR], l[HR], o[HR][Dv]
     float* dst = partials + size_t(c.slot) * HR * (Dv + 2);
     std::copy(sc.m.data(), sc.m.data() + HR, dst);
@@ -331,14 +304,14 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
 }
 
 void RunDecodeChunk(const DecodeProblem& p, const DecodePlan& plan, int64_t index, float* partials,
-                    bool bf16_dot, bool vnni_pv) {
+                    bool bf16_dot) {
   const DecodeChunk& c = plan.chunks[size_t(index)];
   switch (p.kv_dtype) {
-    case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot, false);
-    case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false, false);
-    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot, vnni_pv);
-    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot, false);
-    default: return RunChunk<float>(p, plan, c, partials, false, false);
+    case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot);
+    case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false);
+    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot);
+    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot);
+    default: return RunChunk<float>(p, plan, c, partials, false);
   }
 }
 
@@ -357,9 +330,8 @@ void attention_decode_run(const DecodeProblem& p) {
   std::vector<float> partials(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
   const bool dot_cache = p.kv_dtype == DType::bf16 || p.kv_dtype == DType::i8 || p.kv_dtype == DType::f8_e4m3;
   const bool bf16_dot = p.q_dtype == DType::bf16 && dot_cache && p.D % 32 == 0 && bf16_dot_enabled();
-  const bool vnni_pv = p.kv_dtype == DType::i8 && p.Dv % 32 == 0 && vnni_int8_enabled();
   pool.parallel_for(int64_t(plan.chunks.size()), [&](int64_t task, int) {
-    HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot, vnni_pv);
+    HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot);
   });
   if (plan.merges.empty()) return;
   pool.parallel_for(int64_t(plan.merges.size()), [&](int64_t task, int) {
