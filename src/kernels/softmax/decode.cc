@@ -235,6 +235,19 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
       }
       pos += n;
     }
+    if constexpr (quantized) {  // the next tile's scales (one 4-byte read per key and head, block by block)
+      const int64_t n1 = std::min(c.k_end, k1 + plan.block_k);
+      for (int64_t pos = k1; pos < n1; pos += p.block_size - pos % p.block_size) {
+        const int64_t off = pos % p.block_size, phys = p.physical_block(b, pos / p.block_size);
+        const int64_t n = std::min(p.block_size - off, n1 - pos);
+        for (const KvScaleView* sv : {&p.k_scale, &p.v_scale}) {
+          const float* first = &sv->data[phys * sv->block + off * sv->token + hk0 * sv->head];
+          const float* last = &sv->data[phys * sv->block + (off + n - 1) * sv->token + (hk0 + int64_t(H) - 1) * sv->head];
+          for (uintptr_t a = reinterpret_cast<uintptr_t>(first) & ~uintptr_t(63); a <= reinterpret_cast<uintptr_t>(last); a += 64)
+            __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
+        }
+      }
+    }
     // Scores, key by key over all heads of the task: the K rows stream in memory order.
     prefetch.Seek(k0);
     for (size_t j = 0; j < cols; ++j) {
