@@ -244,12 +244,17 @@ TEST(KvQuant, DecodeReadsEveryFp8KeyCode) {
   QuantizedPages pages(DType::f8_e4m3, {200}, Hkv, D, 16, 5);
   const int64_t rows = pages.num_blocks * pages.block_size * Hkv;
   for (int64_t row = 0; row < rows; ++row) {
-    pages.k_scale.view.ptr<float>()[row] = 0x1p-12f;  // keeps the scores small, so f32 rounding stays small
+    // Even rows: any code, at a scale that keeps the scores small (so f32 rounding stays small). Odd rows: only
+    // the subnormal and smallest normal codes (below 2^-4), at a scale that makes them matter to the scores.
+    const bool small = row % 2 == 1;
+    const float scale = small ? 8.f : 0x1p-12f;
+    pages.k_scale.view.ptr<float>()[row] = scale;
     for (int64_t i = 0; i < D; ++i) {
       uint8_t code = uint8_t((row * D + i) * 37 % 256);
+      if (small) code &= 0x9f;
       if ((code & 0x7f) == 0x7f) code = uint8_t(code ^ 0x7f);  // NaN codes: the quantizer never stores them
       pages.kq.bytes[size_t(row * D + i)] = code;
-      pages.kd.view.ptr<float>()[row * D + i] = f8e4m3_to_f32(code) * 0x1p-12f;
+      pages.kd.view.ptr<float>()[row * D + i] = f8e4m3_to_f32(code) * scale;
     }
   }
   for (DType q_dtype : {DType::f32, DType::bf16}) {
