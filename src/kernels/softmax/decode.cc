@@ -23,8 +23,10 @@
 // 2-core Zen 5 VM): bf16-query scores with vdpbf16ps on int8 / fp8 keys, fp8 widened through f16 and the scales'
 // prefetch took int8 from 0.98-1.06x to 1.03-1.06x the bf16 cache's speed and fp8 from 0.74-0.81x to 0.90-0.92x.
 // A vpdpwssd P * V over int8 values (weights rounded to 15 bits) and 15-bit queries with vpdpwssd scores cut
-// the arithmetic of both halves several times over and changed nothing measurable, and neither did a longer
-// prefetch distance: there the kernel waits on its reads of scattered pages, not on its arithmetic.
+// the arithmetic of both halves several times over and changed nothing measurable (paged or contiguous), and
+// neither did a longer prefetch distance for byte rows. Contiguous int8 takes about as long as contiguous bf16
+// (1.1-1.2 ms vs 1.0-1.1 ms) while reading half the bytes, so neither the bytes nor the arithmetic alone bound it
+// there; what does is not found yet (the profile charges the first use of each loaded K / V vector).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
