@@ -4,8 +4,8 @@
 // memory once and serves all of them. Keys stream in tiles: each K row is widened to f32 in registers and
 // dotted with the head's query rows, key by key across heads so the cache is read in memory order; then per
 // head an online-softmax update, and the tile's V rows are widened in registers straight into the output
-// accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16 cache on AVX-512-BF16
-// CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for bf16 inputs. A paged cache is
+// accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16, int8 or fp8 cache on
+// AVX-512-BF16 CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for those inputs. A paged cache is
 // walked block by block (one block-table lookup per block). Chunks of one sequence leave (max, sum,
 // unnormalised output) behind and are merged with the log-sum-exp rule. int8 / fp8 caches (kv_quant.h) are read as
 // bytes and widened in registers; each key's scale multiplies its scores, each value's scale its softmax weights.
@@ -19,6 +19,14 @@
 // Blocks smaller than 16 keys keep 16 keys past the current block in L2 instead of one block: at 7-token blocks
 // (bf16, 16k keys, same-process paired runs on the loaded 2-core VM) paged decode went from 1.65-1.9x the
 // contiguous time to 1.15-1.3x; 16- and 48-token blocks are unaffected.
+// Quantized caches (Hq=32, Hkv=8, D=128, 16-token pages, 8k keys, one thread, same-process runs on the loaded
+// 2-core Zen 5 VM): bf16-query scores with vdpbf16ps on int8 / fp8 keys, fp8 widened through f16 and the scales'
+// prefetch took int8 from 0.98-1.06x to 1.03-1.06x the bf16 cache's speed and fp8 from 0.74-0.81x to 0.90-0.92x.
+// A vpdpwssd P * V over int8 values (weights rounded to 15 bits) and 15-bit queries with vpdpwssd scores cut
+// the arithmetic of both halves several times over and changed nothing measurable (paged or contiguous), and
+// neither did a longer prefetch distance for byte rows. Contiguous int8 takes about as long as contiguous bf16
+// (1.1-1.2 ms vs 1.0-1.1 ms) while reading half the bytes, so neither the bytes nor the arithmetic alone bound it
+// there; what does is not found yet (the profile charges the first use of each loaded K / V vector).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -42,6 +50,10 @@ namespace attnzoo {
 // decode_avx512bf16.cc: one key's scores for H heads x R rows of bf16 queries, unscaled, with vdpbf16ps.
 void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
                            float* s, size_t lds_head, size_t lds);
+void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds);
+void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds);
 }  // namespace attnzoo
 
 HWY_BEFORE_NAMESPACE();
@@ -163,9 +175,9 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
   const size_t Dp = (D + 15) / 16 * 16, Dvp = (Dv + 15) / 16 * 16, Bc = size_t(plan.block_k);
   const size_t q_paired = PairedPrefix<T>(D), o_paired = PairedPrefix<T>(Dv);
-  // bf16 queries against a bf16 cache: exact products either way, so the faster dot product is taken;
-  // the softmax scale then goes onto the scores (scaling bf16 queries would round them).
-  const bool dot = kTargetMayDotBf16 && std::is_same_v<T, hwy::bfloat16_t> && bf16_dot;
+  // bf16 queries against a bf16 / int8 / fp8 cache: exact products either way, so the faster dot product is
+  // taken; the softmax scale then goes onto the scores (scaling bf16 queries would round them).
+  const bool dot = kTargetMayDotBf16 && (kPairOrder<T> || kQuantized<T>) && bf16_dot;
   sc.q.resize(HR * Dp);
   if (dot) sc.q_bf16.resize(HR * D);
   sc.s.resize(HR * Bc);
@@ -231,14 +243,32 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
       }
       pos += n;
     }
+    if constexpr (quantized) {  // the next tile's scales (one 4-byte read per key and head, block by block)
+      const int64_t n1 = std::min(c.k_end, k1 + plan.block_k);
+      for (int64_t pos = k1; pos < n1; pos += p.block_size - pos % p.block_size) {
+        const int64_t off = pos % p.block_size, phys = p.physical_block(b, pos / p.block_size);
+        const int64_t n = std::min(p.block_size - off, n1 - pos);
+        for (const KvScaleView* sv : {&p.k_scale, &p.v_scale}) {
+          const float* first = &sv->data[phys * sv->block + off * sv->token + hk0 * sv->head];
+          const float* last = &sv->data[phys * sv->block + (off + n - 1) * sv->token + (hk0 + int64_t(H) - 1) * sv->head];
+          for (uintptr_t a = reinterpret_cast<uintptr_t>(first) & ~uintptr_t(63); a <= reinterpret_cast<uintptr_t>(last); a += 64)
+            __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
+        }
+      }
+    }
     // Scores, key by key over all heads of the task: the K rows stream in memory order.
     prefetch.Seek(k0);
     for (size_t j = 0; j < cols; ++j) {
       prefetch.Step();
       const T* krow = kcache + sc.krow[j] + hk0 * p.k_head;
       if (dot) {
-        decode_score_key_bf16(reinterpret_cast<const uint16_t*>(krow), p.k_head, H, D, sc.q_bf16.data(), R,
-                              sc.s.data() + j, R * Bc, Bc);
+        if constexpr (std::is_same_v<T, int8_t>)
+          decode_score_key_i8_bf16(krow, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
+        else if constexpr (std::is_same_v<T, Fp8E4M3>)
+          decode_score_key_f8_bf16(&krow->bits, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
+        else
+          decode_score_key_bf16(reinterpret_cast<const uint16_t*>(krow), p.k_head, H, D, sc.q_bf16.data(), R,
+                                sc.s.data() + j, R * Bc, Bc);
         continue;
       }
       for (size_t h = 0; h < H; ++h)
@@ -300,8 +330,8 @@ void RunDecodeChunk(const DecodeProblem& p, const DecodePlan& plan, int64_t inde
   switch (p.kv_dtype) {
     case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot);
     case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false);
-    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, false);
-    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, false);
+    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot);
+    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot);
     default: return RunChunk<float>(p, plan, c, partials, false);
   }
 }
@@ -319,8 +349,8 @@ void attention_decode_run(const DecodeProblem& p) {
   ThreadPool& pool = ThreadPool::global();
   const DecodePlan plan = make_decode_plan(p, pool.num_threads());
   std::vector<float> partials(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
-  const bool bf16_dot =
-      p.q_dtype == DType::bf16 && p.kv_dtype == DType::bf16 && p.D % 32 == 0 && bf16_dot_enabled();
+  const bool dot_cache = p.kv_dtype == DType::bf16 || p.kv_dtype == DType::i8 || p.kv_dtype == DType::f8_e4m3;
+  const bool bf16_dot = p.q_dtype == DType::bf16 && dot_cache && p.D % 32 == 0 && bf16_dot_enabled();
   pool.parallel_for(int64_t(plan.chunks.size()), [&](int64_t task, int) {
     HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot);
   });

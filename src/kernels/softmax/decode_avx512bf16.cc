@@ -1,6 +1,9 @@
 // Decode scores with vdpbf16ps, for bf16 queries against a bf16 cache: the products of two bf16 values are
 // exact in f32 and summed in f32, so this computes what the widening f32 path computes (up to summation
 // order) with one instruction per 32 elements instead of a load, two widening ops and two FMAs per row.
+// int8 and fp8 (e4m3) key rows take the same instruction: every int8 value and every e4m3 value (subnormals
+// included) is exactly a normal bf16, so each key vector is converted once in registers and serves all rows;
+// the row's scale stays on the score, as in the widening path.
 // Compiled with -mavx512bf16 (see CMakeLists.txt); reached only when bf16_dot_enabled().
 // GCC 12 flags its own AVX-512 headers (results seeded from _mm512_undefined_*) once they inline here.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -24,13 +27,53 @@ inline __m128 sums_of_four(__m512 a, __m512 b, __m512 c, __m512 e) {
   return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
 }
 
-template <size_t kRows>
-inline void score_rows(const uint16_t* __restrict k, size_t D, const uint16_t* __restrict q, size_t ldq,
+// 32 key elements as bf16, in order.
+inline __m512bh load_key(const uint16_t* k) { return (__m512bh)_mm512_loadu_si512(k); }
+
+inline __m512bh load_key(const int8_t* k) {
+  // |x| <= 128 has at most 8 significant bits: exact in bf16, so the round-to-nearest pack changes nothing.
+  const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k))));
+  const __m512 hi =
+      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 16))));
+  return _mm512_cvtne2ps_pbh(hi, lo);
+}
+
+// e4m3 bytes as bf16 bits: exponent and mantissa moved up with the bias difference (127 - 7) added, exact for
+// normal values; the eight subnormal codes (m 2^-9, normal in bf16) come from a table, since vdpbf16ps would
+// read a bf16 subnormal as zero anyway.
+struct Fp8Key {
+  uint8_t bits;
+};
+
+inline __m512i e4m3_subnormals() {
+  alignas(64) uint16_t t[32] = {};
+  for (int m = 1; m < 8; ++m) {
+    const float x = float(m) * 0x1p-9f;
+    uint32_t u;
+    __builtin_memcpy(&u, &x, 4);
+    t[m] = uint16_t(u >> 16);  // m 2^-9 has at most 3 significant bits: the truncation is exact
+  }
+  return _mm512_load_si512(t);
+}
+
+inline __m512bh load_key(const Fp8Key* k) {
+  static const __m512i subnormals = e4m3_subnormals();
+  const __m512i b = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
+  const __m512i mag = _mm512_and_si512(b, _mm512_set1_epi16(0x7f));
+  const __m512i normal = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), _mm512_set1_epi16((127 - 7) << 7));
+  const __mmask32 sub = _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8));
+  const __m512i v = _mm512_mask_permutexvar_epi16(normal, sub, mag, subnormals);
+  const __m512i sign = _mm512_slli_epi16(_mm512_and_si512(b, _mm512_set1_epi16(0x80)), 8);
+  return (__m512bh)_mm512_or_si512(v, sign);
+}
+
+template <size_t kRows, class K>
+inline void score_rows(const K* __restrict k, size_t D, const uint16_t* __restrict q, size_t ldq,
                        float* __restrict s, size_t lds) {
   __m512 acc[kRows];
   for (size_t r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
   for (size_t d = 0; d < D; d += 32) {
-    const __m512bh kv = (__m512bh)_mm512_loadu_si512(k + d);
+    const __m512bh kv = load_key(k + d);
     for (size_t r = 0; r < kRows; ++r)
       acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_loadu_si512(q + r * ldq + d), kv);
   }
@@ -43,14 +86,11 @@ inline void score_rows(const uint16_t* __restrict k, size_t D, const uint16_t* _
   }
 }
 
-}  // namespace
-
-// s[h * lds_head + r * lds] = dot(q[(h * R + r) * D ...], key row of head h) for H heads and R rows each;
-// head h's key row starts at k + h * k_head. D is a multiple of 32.
-void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
-                           float* s, size_t lds_head, size_t lds) {
+template <class K>
+void score_key(const K* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R, float* s,
+               size_t lds_head, size_t lds) {
   for (size_t h = 0; h < H; ++h) {
-    const uint16_t* kh = k + int64_t(h) * k_head;
+    const K* kh = k + int64_t(h) * k_head;
     const uint16_t* qh = q + h * R * D;
     float* sh = s + h * lds_head;
     size_t r = 0;
@@ -62,6 +102,26 @@ void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D
       default: break;
     }
   }
+}
+
+}  // namespace
+
+// s[h * lds_head + r * lds] = dot(q[(h * R + r) * D ...], key row of head h) for H heads and R rows each;
+// head h's key row starts at k + h * k_head (elements). D is a multiple of 32.
+void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                           float* s, size_t lds_head, size_t lds) {
+  score_key(k, k_head, H, D, q, R, s, lds_head, lds);
+}
+
+// The same against int8 key rows and e4m3 key rows (one byte per element), unscaled.
+void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds) {
+  score_key(k, k_head, H, D, q, R, s, lds_head, lds);
+}
+
+void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds) {
+  score_key(reinterpret_cast<const Fp8Key*>(k), k_head, H, D, q, R, s, lds_head, lds);
 }
 
 }  // namespace attnzoo

@@ -7,8 +7,8 @@
 // the query rows are permuted the same way once per chunk (a dot product does not care about order) and the
 // output rows are put back in order once per chunk, so the per-key work never reorders anything.
 //
-// int8 and fp8 caches are widened from their bytes in registers: int8 through i32, fp8 e4m3 with integer ops
-// (no f32 subnormal is ever formed, so flush-to-zero cannot touch e4m3's subnormals); the row's scale is applied
+// int8 and fp8 caches are widened from their bytes in registers: int8 through i32, fp8 e4m3 through f16 (the
+// f16 to f32 conversion is exact for f16 subnormals whatever the flush-to-zero mode); the row's scale is applied
 // to the score or the softmax weight, never per element.
 #if defined(ATTNZOO_DECODE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNZOO_DECODE_ROWS_INL_H_
@@ -105,16 +105,15 @@ HWY_INLINE VF LoadF32(DF df, const T* HWY_RESTRICT p) {
     const hn::Rebind<int32_t, DF> di;
     return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, p)));
   } else if constexpr (std::is_same_v<T, Fp8E4M3>) {
-    // Exponent and mantissa moved into an f32 with the bias difference added: exact for normal e4m3 values.
-    // A subnormal one (exponent 0) comes out as 2^-7 + m 2^-10, and 2 x - 2^-6 = m 2^-9 is its value, exactly.
+    // Sign to bit 15, exponent and mantissa to bits 7-13: an f16 of value * 2^-8, exact for every e4m3 code
+    // (f16 has one more exponent bit, so e4m3's subnormals land on f16's), then one hardware f16 widening.
+    // b + (b & 0x80) carries the sign bit one place up before the shift.
     const hn::Rebind<uint8_t, DF> d8;
-    const hn::RebindToSigned<DF> di;
-    const auto b = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const uint8_t*>(p)));
-    const auto mag = hn::And(b, hn::Set(di, 0x7f));
-    const VF normal = hn::BitCast(df, hn::Add(hn::ShiftLeft<20>(mag), hn::Set(di, (127 - 7) << 23)));
-    const VF subnormal = hn::MulAdd(normal, hn::Set(df, 2.f), hn::Set(df, -0x1p-6f));
-    const VF v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(di, 8))), subnormal, normal);
-    return hn::Or(v, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80)))));
+    const hn::Rebind<uint16_t, DF> d16;
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const auto b = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const uint8_t*>(p)));
+    const auto bits = hn::ShiftLeft<7>(hn::Add(b, hn::And(b, hn::Set(d16, 0x80))));
+    return hn::Mul(hn::PromoteTo(df, hn::BitCast(dh, bits)), hn::Set(df, 256.f));
   } else {
     const hn::Rebind<T, DF> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, p));

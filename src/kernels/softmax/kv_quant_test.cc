@@ -210,6 +210,64 @@ TEST(KvQuant, ContiguousQuantizedCache) {
   }
 }
 
+// bf16 queries against a quantized cache score with vdpbf16ps on AVX-512-BF16 CPUs (each key converted to bf16
+// in registers, exactly): every row count of its 4-row blocks, D a multiple of 32 or not (the widening path),
+// the scale moved onto the scores under softcap and sinks. Held to the double reference on the dequantized rows.
+TEST(KvQuant, Bf16QueriesAgainstQuantizedPages) {
+  std::vector<float> sinks(8);
+  for (size_t h = 0; h < sinks.size(); ++h) sinks[h] = 0.3f * float(h) - 1.f;
+  for (DType dtype : {DType::i8, DType::f8_e4m3})
+    for (auto [Tq, Hq, D] : {std::tuple{1, 8, 64}, {1, 6, 96}, {2, 6, 64}, {3, 2, 32}, {1, 4, 48}})
+      for (bool extras : {false, true}) {
+        const int64_t Hkv = 2, B = 2;
+        QuantizedPages pages(dtype, {70, 300}, Hkv, D, 16, uint64_t(Tq + D));
+        AttentionOptions opts;
+        if (extras) {
+          opts.softcap = 20.f;
+          opts.sinks = sinks.data();
+        }
+        HostTensor q(DType::bf16, {B, Tq, Hq, D}, 11);
+        HostTensor ref(DType::f32, {B, Tq, Hq, D}, 0, 0.f), out(DType::f32, {B, Tq, Hq, D}, 0, 0.f);
+        attention_decode_reference(q.view, pages.dequantized(), ref.view, opts);
+        testing::for_each_target([&](Target t) {
+          attention_decode(q.view, pages.quantized(), out.view, opts);
+          EXPECT_LE(testing::max_abs_diff(out, ref), kF32Tolerance)
+              << dtype_name(dtype) << " Tq=" << Tq << " Hq=" << Hq << " D=" << D << " target " << int(t);
+        });
+      }
+}
+
+// Every finite e4m3 code (subnormals and both zeros included) as a key element, through every decode path:
+// the bf16 conversion of the dot-product path handles the subnormal codes separately.
+TEST(KvQuant, DecodeReadsEveryFp8KeyCode) {
+  const int64_t Hkv = 2, D = 64, Hq = 4;
+  QuantizedPages pages(DType::f8_e4m3, {200}, Hkv, D, 16, 5);
+  const int64_t rows = pages.num_blocks * pages.block_size * Hkv;
+  for (int64_t row = 0; row < rows; ++row) {
+    // Even rows: any code, at a scale that keeps the scores small (so f32 rounding stays small). Odd rows: only
+    // the subnormal and smallest normal codes (below 2^-4), at a scale that makes them matter to the scores.
+    const bool small = row % 2 == 1;
+    const float scale = small ? 8.f : 0x1p-12f;
+    pages.k_scale.view.ptr<float>()[row] = scale;
+    for (int64_t i = 0; i < D; ++i) {
+      uint8_t code = uint8_t((row * D + i) * 37 % 256);
+      if (small) code &= 0x9f;
+      if ((code & 0x7f) == 0x7f) code = uint8_t(code ^ 0x7f);  // NaN codes: the quantizer never stores them
+      pages.kq.bytes[size_t(row * D + i)] = code;
+      pages.kd.view.ptr<float>()[row * D + i] = f8e4m3_to_f32(code) * scale;
+    }
+  }
+  for (DType q_dtype : {DType::f32, DType::bf16}) {
+    HostTensor q(q_dtype, {1, 1, Hq, D}, 3);
+    HostTensor ref(DType::f32, {1, 1, Hq, D}, 0, 0.f), out(DType::f32, {1, 1, Hq, D}, 0, 0.f);
+    attention_decode_reference(q.view, pages.dequantized(), ref.view, {});
+    testing::for_each_target([&](Target) {
+      attention_decode(q.view, pages.quantized(), out.view, {});
+      EXPECT_LE(testing::max_abs_diff(out, ref), kF32Tolerance) << dtype_name(q_dtype);
+    });
+  }
+}
+
 TEST(KvQuant, DecodeRejectsMissingOrStrayScales) {
   QuantizedPages pages(DType::i8, {20}, 1, 16, 8, 1);
   HostTensor q(DType::f32, {1, 1, 2, 16}, 2), out(DType::f32, {1, 1, 2, 16}, 0, 0.f);
