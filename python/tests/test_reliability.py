@@ -197,7 +197,7 @@ def test_linear_family_checks_shapes_before_copying_or_scanning(call):
     t0 = time.perf_counter()
     with pytest.raises(ValueError) as e:
         run()
-    assert time.perf_counter() - t0 < 1.0, call
+    assert time.perf_counter() - t0 < 5.0, call  # the copy it replaced took 40 s; 5 s allows a busy CI
     assert str(e.value).startswith(name + ": expected shape"), str(e.value)
 
 

@@ -14,7 +14,7 @@
 namespace attnzoo {
 namespace {
 
-constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4;
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
 
 std::optional<json::Value> read_json(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) return std::nullopt;
@@ -106,7 +106,9 @@ void add_vocabulary(GgufWriter& w, const json::Value& tok_json, const std::strin
     throw LoadError(path + ": token id " + std::to_string(by_id.rbegin()->first) + " is outside the embedding's " +
                     std::to_string(vocab_size) + " rows");
   std::vector<std::string> tokens(static_cast<size_t>(n));
-  std::vector<int32_t> types(size_t(n), kUserDefined);
+  // Ids the tokenizer does not name become "[PADi]" fillers typed UNUSED, as the converter writes them: a
+  // user-defined type would make llama.cpp match the literal text "[PADi]" in prompts.
+  std::vector<int32_t> types(size_t(n), kUnused);
   std::map<std::string, int64_t> id_of;
   for (int64_t i = 0; i < n; ++i) tokens[size_t(i)] = "[PAD" + std::to_string(i) + "]";
   for (const auto& [id, entry] : by_id) {

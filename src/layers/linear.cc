@@ -145,13 +145,20 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
 void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x,
                             int64_t T) {
   require(int(outs.size()) <= kMaxShared, "outs", "at most " + std::to_string(kMaxShared) + " projections");
+  // Fused only where linear_forward would take the f32-activation GEMV for every projection, so the results stay
+  // those of forward() one by one: under "medium" the integer path quantizes x per call, and several rows of
+  // dense weights go to the bf16 tiles.
+  const bool medium = matmul_precision() == MatmulPrecision::medium;
+  const bool bf16_products = medium && bf16_dot_enabled();
   bool fused = T >= 1 && T <= kGemvMaxTokens, blocked = false;
   for (const auto& [l, y] : outs) {
     if (l->in_features() != outs.begin()->first->in_features()) fused = false;
     if (l->is_quantized()) {
       blocked = true;
-      if (matmul_precision() == MatmulPrecision::medium) fused = false;  // the integer path quantizes x per call
+      if (medium) fused = false;
     } else if (l->w_.type != QuantType::F32 && l->w_.type != QuantType::BF16) {
+      fused = false;
+    } else if (bf16_products && T > 1) {
       fused = false;
     }
   }

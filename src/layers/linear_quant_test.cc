@@ -194,5 +194,28 @@ TEST(LinearQuant, ForwardSharedEqualsForwardOneByOne) {
   set_matmul_precision(MatmulPrecision::highest);
 }
 
+// Dense weights alone under "medium": several rows go to the bf16 tiles in forward(), so the shared call must too.
+TEST(LinearQuant, ForwardSharedOfDenseWeightsFollowsTheMatmulPrecision) {
+  const int64_t K = 256;
+  HostTensor wb(DType::bf16, {48, K}, 41), wf(DType::f32, {40, K}, 42);
+  const TensorView none;
+  const Linear ls[2] = {Linear::from_weights(wb.view, none, "up", DType::bf16),
+                        Linear::from_weights(wf.view, none, "gate", DType::f32)};
+  for (MatmulPrecision p : {MatmulPrecision::highest, MatmulPrecision::medium})
+    for (int64_t T : {1, 2, 8}) {
+      set_matmul_precision(p);
+      HostTensor x(DType::f32, {T, K}, 50 + uint64_t(T));
+      std::vector<float> want[2], got[2];
+      for (int i = 0; i < 2; ++i) {
+        want[i].assign(size_t(T * ls[i].out_features()), -1.f);
+        got[i].assign(want[i].size(), -2.f);
+        ls[i].forward(x.view.ptr<float>(), T, want[i].data());
+      }
+      Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}}, x.view.ptr<float>(), T);
+      for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
+    }
+  set_matmul_precision(MatmulPrecision::highest);
+}
+
 }  // namespace
 }  // namespace attnzoo

@@ -51,7 +51,7 @@ void quantize_q4_k(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q5_k(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q6_k(const float* x, uint8_t* y, int64_t n, const float* w);
 
-// The scale searches the weighted 4/5-bit formats and the K-quants share (scale_search.cc).
+// The scale searches the weighted 4/5-bit formats and the K-quants share (quantize_search.cc).
 // Symmetric: levels L[i] in [0, 2 nmax) standing for L - nmax, scale returned (x ~ scale * (L - nmax)).
 float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L);
 // With a minimum: levels in [0, nmax], x ~ scale * L - *neg_min; rmin / rdelta / nstep: the candidate grid
