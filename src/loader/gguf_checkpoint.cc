@@ -286,8 +286,12 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
         const std::string key = p + (bbase == "attn_q" ? "attention.head_count" : "attention.head_count_kv");
         h.heads = f.has(key) ? f.get_int(key) : f.get_int(p + "attention.head_count");
         const int64_t rows = h.shape[0];
-        // heads <= rows bounds the permutation's loop by the tensor, whatever the metadata says
-        if (h.heads <= 0 || h.heads > rows || rows % (2 * h.heads) != 0)
+        // An empty row takes no bytes, so the file does not bound the row count: the heads' bound keeps the
+        // permutation's loop short (and 2 * heads from overflowing).
+        if (h.heads > config_count_limit("num_attention_heads"))
+          fail(t, "'" + key + "' is " + std::to_string(h.heads) + ", over the " +
+                      std::to_string(config_count_limit("num_attention_heads")) + " any model has");
+        if (h.heads <= 0 || rows % (2 * h.heads) != 0)
           fail(t, std::to_string(rows) + " rows do not split into " + std::to_string(h.heads) + " heads of even size ('" +
                       key + "')");
         if (t.ne.size() == 1 && quant_type_info(uint32_t(t.type))->block_elems != 1)
