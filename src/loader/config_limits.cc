@@ -66,6 +66,12 @@ void check_object(const json::Value& obj, const std::string& source, const std::
 
 }  // namespace
 
+int64_t config_count_limit(std::string_view key) {
+  for (const CountLimit& c : kCounts)
+    if (c.key == key) return c.max;
+  return -1;
+}
+
 void check_config_limits(const json::Value& root, const std::string& source) {
   if (root.is_object()) check_object(root, source, "", 0);
 }

@@ -91,8 +91,10 @@ inline bool exercise_gguf(const uint8_t* data, size_t size) {
     for (const GgufHfTensor& t : gguf_hf_tensors(f)) {
       if (t.data < begin || t.bytes < 0 || t.bytes > end - t.data) __builtin_trap();
       if (t.bytes > 0) sum = sum + t.data[0] + t.data[t.bytes - 1];
-      for (const auto& [start, n] : t.pieces)
-        if (start < begin || n < 0 || n > end - start) __builtin_trap();
+      for (const GgufPiece& p : t.pieces)
+        if (p.start < p.data || p.bytes < 0 || p.bytes > p.data + p.data_bytes - p.start || p.data < begin ||
+            p.data_bytes > end - p.data)
+          __builtin_trap();
       if (t.fix != GgufFix::none) sum = sum + undo_gguf_fix(t, "fuzz").bytes.size();
     }
   } catch (const LoadError&) {

@@ -14,6 +14,16 @@ namespace attnzoo {
 
 static_assert(std::endian::native == std::endian::little, "GGUF files are read as little-endian");
 
+uint64_t gguf_scalar_size(GgufType t) {
+  switch (t) {
+    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
+    case GgufType::U16: case GgufType::I16: return 2;
+    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
+    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
+    default: return 0;
+  }
+}
+
 namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
@@ -27,15 +37,10 @@ bool known_type(uint32_t t) { return t <= uint32_t(GgufType::F64); }
 // Bytes one element of this type takes at least in the file: counts are capped by it, so a count the file cannot
 // hold is refused before anything is allocated.
 uint64_t min_encoded_bytes(GgufType t) {
-  switch (t) {
-    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
-    case GgufType::U16: case GgufType::I16: return 2;
-    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
-    case GgufType::STRING: return 8;   // the length
-    case GgufType::ARRAY: return 12;   // element type + count
-  }
-  return 1;
+  if (t == GgufType::STRING) return 8;  // the length
+  if (t == GgufType::ARRAY) return 12;  // element type + count
+  const uint64_t n = gguf_scalar_size(t);
+  return n ? n : 1;
 }
 
 bool is_scalar(GgufType t) { return t != GgufType::STRING && t != GgufType::ARRAY; }

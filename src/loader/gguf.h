@@ -23,6 +23,8 @@ namespace attnzoo {
 // The value types of GGUF metadata, with the ids the file stores.
 enum class GgufType : uint32_t { U8 = 0, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 };
 const char* gguf_type_name(GgufType t);  // "u32", "string", "array" ...
+// Element size in bytes of a scalar GGUF value type (0 for STRING / ARRAY).
+uint64_t gguf_scalar_size(GgufType t);
 
 // One metadata value. Scalars keep their bits, strings their bytes; arrays of scalars keep the packed
 // little-endian elements as the file stores them (one copy, no per-element overhead); arrays of strings and of

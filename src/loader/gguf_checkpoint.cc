@@ -127,14 +127,14 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   JsonObject c;
   c.add("architectures", "[" + json::quote(a.hf_class) + "]");
   c.add_string("model_type", a.model_type);
+  const gguf_hf::Meta m{f, p};
   const int64_t hidden = get_int("embedding_length");
-  const int64_t heads = get_int("attention.head_count");
-  const int64_t layers = get_int("block_count");
+  const int64_t heads = m.count("attention.head_count", "num_attention_heads");
+  const int64_t layers = m.layers();
   c.add_int("hidden_size", hidden);
   c.add_int("num_hidden_layers", layers);
   c.add_int("num_attention_heads", heads);
   c.add_int("num_key_value_heads", has("attention.head_count_kv") ? get_int("attention.head_count_kv") : heads);
-  if (heads <= 0) throw LoadError(f.path() + ": key '" + p + "attention.head_count': must be positive");
   const int64_t head_dim = has("attention.key_length") ? get_int("attention.key_length") : hidden / heads;
   c.add_int("head_dim", head_dim);
   if (has("feed_forward_length")) c.add_int("intermediate_size", get_int("feed_forward_length"));
@@ -286,6 +286,11 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
         const std::string key = p + (bbase == "attn_q" ? "attention.head_count" : "attention.head_count_kv");
         h.heads = f.has(key) ? f.get_int(key) : f.get_int(p + "attention.head_count");
         const int64_t rows = h.shape[0];
+        // An empty row takes no bytes, so the file does not bound the row count: the heads' bound keeps the
+        // permutation's loop short (and 2 * heads from overflowing).
+        if (h.heads > config_count_limit("num_attention_heads"))
+          fail(t, "'" + key + "' is " + std::to_string(h.heads) + ", over the " +
+                      std::to_string(config_count_limit("num_attention_heads")) + " any model has");
         if (h.heads <= 0 || rows % (2 * h.heads) != 0)
           fail(t, std::to_string(rows) + " rows do not split into " + std::to_string(h.heads) + " heads of even size ('" +
                       key + "')");
@@ -298,7 +303,7 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
     }
     if (a.norm_plus_one && t.name.ends_with("norm.weight")) {
-      if (t.type != QuantType::F32 && t.type != QuantType::F16 && t.type != QuantType::BF16)
+      if (!gguf_hf::plain_float(t.type))
         fail(t, std::string("norm weights stored as ") + quant_type_name(t.type) + " cannot have Gemma's +1 taken off");
       h.fix = GgufFix::subtract_one;
     }
@@ -311,7 +316,7 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
   GgufHfBytes out;
   out.type = t.type;
   auto float_type = [&]() {
-    if (t.type != QuantType::F32 && t.type != QuantType::F16 && t.type != QuantType::BF16)
+    if (!gguf_hf::plain_float(t.type))
       throw LoadError(file + ": tensor '" + t.gguf_name + "': stored as " + quant_type_name(t.type) +
                       ", which cannot be turned back into '" + t.hf_name + "' (F32, F16 or BF16 expected)");
     return t.type == QuantType::F32 ? DType::f32 : t.type == QuantType::F16 ? DType::f16 : DType::bf16;
@@ -352,7 +357,16 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
       break;
     }
     case GgufFix::gather_rows:
-      for (const auto& [start, n] : t.pieces) out.bytes.insert(out.bytes.end(), start, start + n);
+      for (const GgufPiece& p : t.pieces) {
+        // Compared as offsets: a piece pointer outside its tensor is never formed into a range.
+        const uintptr_t at = uintptr_t(p.start), begin = uintptr_t(p.data);
+        if (p.bytes < 0 || p.data_bytes < 0 || at < begin || at - begin > uint64_t(p.data_bytes) ||
+            uint64_t(p.bytes) > uint64_t(p.data_bytes) - (at - begin))
+          throw LoadError(file + ": tensor '" + p.tensor + "': rows gathered into '" + t.hf_name + "' ([" +
+                          std::to_string(int64_t(at - begin)) + ", +" + std::to_string(p.bytes) + ") bytes) lie outside "
+                          "its " + std::to_string(p.data_bytes) + " bytes");
+        out.bytes.insert(out.bytes.end(), p.start, p.start + p.bytes);
+      }
       break;
   }
   return out;
@@ -398,6 +412,10 @@ bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string
                     std::to_string(t.ne.size()));
   const std::string proj = base.substr(4, base.size() - 9) + "_proj";  // gate / up / down
   const int64_t experts = t.ne[2], per = experts ? t.bytes / experts : 0;
+  // An empty expert (ne[0] or ne[1] 0) takes no bytes, so the file does not bound ne[2]: the config's bound does.
+  if (experts > config_count_limit("num_experts"))
+    throw LoadError(f.path() + ": tensor '" + t.name + "': " + std::to_string(experts) + " experts, over the " +
+                    std::to_string(config_count_limit("num_experts")) + " any model has");
   for (int64_t e = 0; e < experts; ++e) {
     GgufHfTensor x = as_stored(t, prefix + std::to_string(e) + "." + proj + ".weight");
     x.shape = {t.ne[1], t.ne[0]};

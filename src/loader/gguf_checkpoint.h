@@ -33,6 +33,16 @@ enum class GgufFix : uint8_t {
   gather_rows,          // bytes concatenated from `pieces` (rows of several GGUF tensors of one type)
 };
 
+// Rows of one GGUF tensor gathered into another (gather_rows): `bytes` bytes at `start`, which must lie within
+// the source tensor's [data, data + data_bytes) (checked again when gathered: the offsets come from metadata).
+struct GgufPiece {
+  const uint8_t* start = nullptr;
+  int64_t bytes = 0;
+  std::string tensor;  // the source, for errors
+  const uint8_t* data = nullptr;
+  int64_t data_bytes = 0;
+};
+
 struct GgufHfTensor {
   std::string hf_name;
   std::string gguf_name;
@@ -42,7 +52,7 @@ struct GgufHfTensor {
   int64_t bytes = 0;
   GgufFix fix = GgufFix::none;
   int64_t heads = 0;  // for unpermute_rope_rows
-  std::vector<std::pair<const uint8_t*, int64_t>> pieces;  // for gather_rows: (start, bytes), in order
+  std::vector<GgufPiece> pieces;  // for gather_rows, in order
 };
 
 // The Hugging Face tensor's bytes once its fix is undone (fix != none), and the type they are in. Throws

@@ -262,23 +262,7 @@ TEST(GgufCheckpoint, MoeExpertsAreSlicedPerExpert) {
 TEST(GgufCheckpoint, HybridEditsAreUndone) {
   // qwen3next: A = -exp(A_log) back to A_log, the squeezed conv kernel unsqueezed, norms minus their folded 1,
   // in_proj_qkvz gathered from attn_qkv ([q0 q1 k0 k1 v0 v1]) and attn_gate ([z0 z1]) as [q0 k0 v0 z0 q1 k1 v1 z1].
-  GgufSpec s;
-  s.kvs = {kv_string("general.architecture", "qwen3next")};
-  for (const auto& [k, v] : std::vector<std::pair<const char*, uint32_t>>{
-           {"block_count", 1}, {"embedding_length", 2}, {"attention.head_count", 1}, {"ssm.group_count", 2},
-           {"ssm.state_size", 1}, {"ssm.time_step_rank", 2}, {"ssm.inner_size", 2}, {"ssm.conv_kernel", 3},
-           {"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2},
-           {"expert_shared_feed_forward_length", 2}, {"vocab_size", 5}})
-    s.kvs.push_back(kv_scalar<uint32_t>(std::string("qwen3next.") + k, U32, v));
-  std::vector<float> qkv(12), gate(4);
-  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float(i / 2);         // row r holds r
-  for (size_t i = 0; i < gate.size(); ++i) gate[i] = float(10 + i / 2);  // row r holds 10 + r
-  s.tensors = {{"blk.0.ssm_a", {2}, kF32, bytes_of(std::vector<float>{-1.f, -2.f}), std::nullopt},
-               {"blk.0.ssm_conv1d.weight", {3, 4}, kF32, bytes_of(iota(12)), std::nullopt},
-               {"blk.0.attn_norm.weight", {2}, kF32, bytes_of(std::vector<float>{1.f, 1.5f}), std::nullopt},
-               {"blk.0.ssm_norm.weight", {2}, kF32, bytes_of(std::vector<float>{1.f, 1.5f}), std::nullopt},
-               {"blk.0.attn_qkv.weight", {2, 6}, kF32, bytes_of(qkv), std::nullopt},
-               {"blk.0.attn_gate.weight", {2, 2}, kF32, bytes_of(gate), std::nullopt}};
+  GgufSpec s = qwen3next_spec();
   ScratchDir dir;
   const ModelFiles m = open_spec(dir, s);
   const TensorView a = m.tensor("model.layers.0.linear_attn.A_log");

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/checked.h"
+#include "loader/config_limits.h"
 #include "loader/gguf.h"
 #include "loader/gguf_checkpoint.h"
 #include "core/dtype.h"
@@ -32,6 +34,25 @@ class JsonObject {
  private:
   json::Writer w_;
 };
+
+[[noreturn]] inline void fail(const GgufFile& f, const std::string& tensor, const std::string& m) {
+  throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
+}
+
+// The types a converter edit (A = -exp(A_log), a folded +1) can be undone on.
+inline bool plain_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
+
+// fn() with checked_mul / checked_add's overflow turned into a LoadError naming the file and `tensor`.
+template <typename Fn>
+auto sized(const GgufFile& f, const std::string& tensor, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const LoadError&) {
+    throw;
+  } catch (const ArgumentError& e) {
+    fail(f, tensor, e.what());
+  }
+}
 
 inline const char* dtype_name_of(QuantType t) {
   const std::optional<DType> dt = dtype_of(t);  // quantized and f32 checkpoints compute in f32
@@ -66,10 +87,25 @@ struct Meta {
   bool has(const std::string& k) const { return f.has(p + k); }
   int64_t i(const std::string& k) const { return f.get_int(p + k); }
   double d(const std::string& k) const { return f.get_float(p + k); }
-  int64_t positive(const std::string& k) const {
+  // Sizes and counts: positive and at most 2^32 (no model comes near; products of two stay far from overflow).
+  int64_t positive(const std::string& k) const { return bounded(k, int64_t(1) << 32); }
+  int64_t bounded(const std::string& k, int64_t max) const {
     const int64_t v = i(k);
-    if (v <= 0) throw LoadError(f.path() + ": key '" + p + k + "': must be positive, got " + std::to_string(v));
+    if (v <= 0 || v > max)
+      throw LoadError(f.path() + ": key '" + p + k + "': must be in [1, " + std::to_string(max) + "], got " +
+                      std::to_string(v));
     return v;
+  }
+  // A count bounded like the config.json key it becomes (config_limits.h).
+  int64_t count(const std::string& k, std::string_view hf_key) const { return bounded(k, config_count_limit(hf_key)); }
+  // block_count: within num_hidden_layers' bound and at most the tensor count (every block holds a tensor), so
+  // loops over the layers stay as short as the file.
+  int64_t layers() const {
+    const int64_t n = count("block_count", "num_hidden_layers");
+    if (n > int64_t(f.tensors().size()))
+      throw LoadError(f.path() + ": key '" + p + "block_count': " + std::to_string(n) + " blocks, but the file holds " +
+                      std::to_string(f.tensors().size()) + " tensors");
+    return n;
   }
   // a / b where b must divide a (keys named for the error).
   int64_t ratio(int64_t a, const std::string& ka, int64_t b, const std::string& kb) const {

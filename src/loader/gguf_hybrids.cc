@@ -11,8 +11,10 @@ namespace attnzoo {
 namespace {
 
 using gguf_hf::any_block_has;
+using gguf_hf::fail;
 using gguf_hf::JsonObject;
 using gguf_hf::Meta;
+using gguf_hf::sized;
 
 enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, rwkv7 };
 
@@ -148,42 +150,44 @@ const char* global_hf_name(Family fam, const std::string& name) {
   return nullptr;
 }
 
-[[noreturn]] void fail(const GgufFile& f, const std::string& tensor, const std::string& m) {
-  throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
-}
-
 // Qwen3-Next's linear-attention input projection: Hugging Face interleaves it per key head ([q, k, v, z] for
 // each of the nk heads; v and z hold nv / nk value heads each), the converter splits it into attn_qkv
-// ([all q; all k; all v]) and attn_gate ([all z]).
+// ([all q; all k; all v]) and attn_gate ([all z]). The head counts and sizes come from the metadata, so every
+// offset is checked against the tensors' own dimensions before a piece pointer is formed.
 GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::string& hf_name) {
-  const std::string p = "qwen3next.";
+  const Meta m{f, "qwen3next."};
   const std::string gate_name = qkv.name.substr(0, qkv.name.size() - std::string("attn_qkv.weight").size()) +
                                 "attn_gate.weight";
   const GgufTensor* gate = f.find_tensor(gate_name);
   if (!gate) fail(f, qkv.name, "comes without '" + gate_name + "', the z part of in_proj_qkvz");
-  const int64_t nk = f.get_int(p + "ssm.group_count"), dk = f.get_int(p + "ssm.state_size");
-  const int64_t nv = f.get_int(p + "ssm.time_step_rank"), inner = f.get_int(p + "ssm.inner_size");
-  if (nk <= 0 || dk <= 0 || nv <= 0 || inner <= 0 || nv % nk != 0 || inner % nv != 0)
-    fail(f, qkv.name, "ssm.group_count / state_size / time_step_rank / inner_size must be positive, with "
-                      "time_step_rank a multiple of group_count and inner_size of time_step_rank");
+  const int64_t nk = m.count("ssm.group_count", "linear_num_key_heads"), dk = m.positive("ssm.state_size");
+  const int64_t nv = m.count("ssm.time_step_rank", "linear_num_value_heads"), inner = m.positive("ssm.inner_size");
+  if (nv % nk != 0 || inner % nv != 0)
+    fail(f, qkv.name, "ssm.time_step_rank must be a multiple of ssm.group_count and ssm.inner_size of "
+                      "ssm.time_step_rank");
   const int64_t vdim = inner / nk;  // v (or z) rows per key head
+  const int64_t qk_rows = sized(f, qkv.name, [&] { return checked_mul(checked_mul(2, nk, "q and k"), dk, "q and k"); });
+  const int64_t rows = sized(f, qkv.name, [&] { return checked_add(qk_rows, inner, "q, k and v"); });
   if (qkv.ne.size() != 2 || gate->ne.size() != 2 || qkv.type != gate->type || qkv.ne[0] != gate->ne[0] ||
-      qkv.ne[1] != 2 * nk * dk + inner || gate->ne[1] != inner)
-    fail(f, qkv.name, "expected [" + std::to_string(2 * nk * dk + inner) + ", hidden] beside '" + gate_name + "' [" +
+      qkv.ne[1] != rows || gate->ne[1] != inner)
+    fail(f, qkv.name, "expected [" + std::to_string(rows) + ", hidden] beside '" + gate_name + "' [" +
                           std::to_string(inner) + ", hidden] of the same type");
+  // rows == ne[1] bounds every row index below by the tensor's own row count: the offsets cannot overflow.
   const int64_t row = qkv.row_bytes();
   GgufHfTensor h = gguf_hf::as_stored(qkv, hf_name);
   h.shape = {qkv.ne[1] + gate->ne[1], qkv.ne[0]};
   h.fix = GgufFix::gather_rows;
+  auto piece = [&](const GgufTensor& t, int64_t first_row, int64_t n_rows) {
+    h.pieces.push_back({t.data + first_row * row, n_rows * row, t.name, t.data, t.bytes});
+  };
   for (int64_t k = 0; k < nk; ++k) {
-    h.pieces.emplace_back(qkv.data + (k * dk) * row, dk * row);
-    h.pieces.emplace_back(qkv.data + (nk * dk + k * dk) * row, dk * row);
-    h.pieces.emplace_back(qkv.data + (2 * nk * dk + k * vdim) * row, vdim * row);
-    h.pieces.emplace_back(gate->data + (k * vdim) * row, vdim * row);
+    piece(qkv, k * dk, dk);
+    piece(qkv, nk * dk + k * dk, dk);
+    piece(qkv, 2 * nk * dk + k * vdim, vdim);
+    piece(*gate, k * vdim, vdim);
   }
   return h;
 }
-
 
 void add_class(JsonObject& c, const char* hf_class, const char* model_type) {
   std::string list = "[";  // appended piecewise: g++ 12 misreads "[" + std::string as an overlapping copy
@@ -205,19 +209,19 @@ void mamba_config(JsonObject& c, const Meta& m, bool v2) {
     add_class(c, "MambaForCausalLM", "mamba");
   }
   c.add_int("hidden_size", hidden);
-  c.add_int("num_hidden_layers", m.positive("block_count"));
-  c.add_int("state_size", m.positive("ssm.state_size"));
-  c.add_int("conv_kernel", m.positive("ssm.conv_kernel"));
+  c.add_int("num_hidden_layers", m.layers());
+  c.add_int("state_size", m.count("ssm.state_size", "state_size"));
+  c.add_int("conv_kernel", m.count("ssm.conv_kernel", "conv_kernel"));
   c.add_int("expand", m.ratio(inner, "ssm.inner_size", hidden, "embedding_length"));
   c.add_float("layer_norm_epsilon", m.eps());
   c.add_bool("use_conv_bias", any_block_has(m.f, "ssm_conv1d.bias"));
   c.add_bool("use_bias", any_block_has(m.f, "ssm_in.bias"));
   c.add_string("hidden_act", "silu");
   if (v2) {
-    const int64_t heads = m.positive("ssm.time_step_rank");
+    const int64_t heads = m.count("ssm.time_step_rank", "num_heads");
     c.add_int("num_heads", heads);
     c.add_int("head_dim", m.ratio(inner, "ssm.inner_size", heads, "ssm.time_step_rank"));
-    c.add_int("n_groups", m.has("ssm.group_count") ? m.positive("ssm.group_count") : 1);
+    c.add_int("n_groups", m.has("ssm.group_count") ? m.count("ssm.group_count", "n_groups") : 1);
     c.add_bool("rms_norm", true);
     c.add_bool("norm_before_gate", false);
   } else {
@@ -228,13 +232,14 @@ void mamba_config(JsonObject& c, const Meta& m, bool v2) {
 
 void falcon_h1_config(JsonObject& c, const Meta& m) {
   add_class(c, "FalconH1ForCausalLM", "falcon_h1");
-  const int64_t heads = m.positive("attention.head_count"), inner = m.positive("ssm.inner_size");
-  const int64_t ssm_heads = m.positive("ssm.time_step_rank");
+  const int64_t heads = m.count("attention.head_count", "num_attention_heads"), inner = m.positive("ssm.inner_size");
+  const int64_t ssm_heads = m.count("ssm.time_step_rank", "mamba_n_heads");
   c.add_int("hidden_size", m.positive("embedding_length"));
-  c.add_int("num_hidden_layers", m.positive("block_count"));
+  c.add_int("num_hidden_layers", m.layers());
   c.add_int("intermediate_size", m.positive("feed_forward_length"));
   c.add_int("num_attention_heads", heads);
-  c.add_int("num_key_value_heads", m.has("attention.head_count_kv") ? m.positive("attention.head_count_kv") : heads);
+  c.add_int("num_key_value_heads",
+            m.has("attention.head_count_kv") ? m.count("attention.head_count_kv", "num_key_value_heads") : heads);
   c.add_int("head_dim", m.has("attention.key_length") ? m.positive("attention.key_length")
                                                       : m.positive("embedding_length") / heads);
   c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 10000.0);
@@ -243,9 +248,9 @@ void falcon_h1_config(JsonObject& c, const Meta& m) {
   c.add_int("mamba_d_ssm", inner);
   c.add_int("mamba_n_heads", ssm_heads);
   c.add_int("mamba_d_head", m.ratio(inner, "ssm.inner_size", ssm_heads, "ssm.time_step_rank"));
-  c.add_int("mamba_n_groups", m.has("ssm.group_count") ? m.positive("ssm.group_count") : 1);
-  c.add_int("mamba_d_state", m.positive("ssm.state_size"));
-  c.add_int("mamba_d_conv", m.positive("ssm.conv_kernel"));
+  c.add_int("mamba_n_groups", m.has("ssm.group_count") ? m.count("ssm.group_count", "n_groups") : 1);
+  c.add_int("mamba_d_state", m.count("ssm.state_size", "state_size"));
+  c.add_int("mamba_d_conv", m.count("ssm.conv_kernel", "conv_kernel"));
   c.add_bool("mamba_rms_norm", any_block_has(m.f, "ssm_norm.weight"));
   c.add_bool("mamba_norm_before_gate", false);
   c.add_bool("mamba_conv_bias", any_block_has(m.f, "ssm_conv1d.bias"));
@@ -264,7 +269,7 @@ void falcon_h1_config(JsonObject& c, const Meta& m) {
 
 void lfm2_config(JsonObject& c, const Meta& m) {
   add_class(c, "Lfm2ForCausalLM", "lfm2");
-  const int64_t layers = m.positive("block_count"), heads = m.positive("attention.head_count");
+  const int64_t layers = m.layers(), heads = m.count("attention.head_count", "num_attention_heads");
   c.add_int("hidden_size", m.positive("embedding_length"));
   c.add_int("num_hidden_layers", layers);
   c.add_int("intermediate_size", m.positive("feed_forward_length"));
@@ -283,7 +288,7 @@ void lfm2_config(JsonObject& c, const Meta& m) {
   int64_t kv_heads = 0;
   std::string types = "[";
   for (size_t i = 0; i < kv.size(); ++i) {
-    if (kv[i] < 0 || (kv_heads && kv[i] && kv[i] != kv_heads))
+    if (kv[i] < 0 || kv[i] > config_count_limit("num_key_value_heads") || (kv_heads && kv[i] && kv[i] != kv_heads))
       throw LoadError(m.f.path() + ": key '" + key + "': attention layers must share one positive count");
     if (kv[i]) kv_heads = kv[i];
     types += std::string(i ? ", " : "") + (kv[i] ? "\"full_attention\"" : "\"conv\"");
@@ -300,29 +305,30 @@ void lfm2_config(JsonObject& c, const Meta& m) {
 
 void qwen3next_config(JsonObject& c, const Meta& m) {
   add_class(c, "Qwen3NextForCausalLM", "qwen3_next");
-  const int64_t layers = m.positive("block_count"), heads = m.positive("attention.head_count");
+  const int64_t layers = m.layers(), heads = m.count("attention.head_count", "num_attention_heads");
   const int64_t head_dim = m.has("attention.key_length") ? m.positive("attention.key_length")
                                                          : m.positive("embedding_length") / heads;
   c.add_int("hidden_size", m.positive("embedding_length"));
   c.add_int("num_hidden_layers", layers);
   c.add_int("num_attention_heads", heads);
-  c.add_int("num_key_value_heads", m.has("attention.head_count_kv") ? m.positive("attention.head_count_kv") : heads);
+  c.add_int("num_key_value_heads",
+            m.has("attention.head_count_kv") ? m.count("attention.head_count_kv", "num_key_value_heads") : heads);
   c.add_int("head_dim", head_dim);
   const int64_t rope_dim = m.has("rope.dimension_count") ? m.positive("rope.dimension_count") : head_dim / 4;
   c.add_float("partial_rotary_factor", double(rope_dim) / double(head_dim));
   c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 10000.0);
   if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
   c.add_float("rms_norm_eps", m.eps());
-  const int64_t nv = m.positive("ssm.time_step_rank");
-  c.add_int("linear_conv_kernel_dim", m.positive("ssm.conv_kernel"));
-  c.add_int("linear_key_head_dim", m.positive("ssm.state_size"));
-  c.add_int("linear_num_key_heads", m.positive("ssm.group_count"));
+  const int64_t nv = m.count("ssm.time_step_rank", "linear_num_value_heads");
+  c.add_int("linear_conv_kernel_dim", m.count("ssm.conv_kernel", "conv_kernel"));
+  c.add_int("linear_key_head_dim", m.count("ssm.state_size", "linear_key_head_dim"));
+  c.add_int("linear_num_key_heads", m.count("ssm.group_count", "linear_num_key_heads"));
   c.add_int("linear_num_value_heads", nv);
   c.add_int("linear_value_head_dim", m.ratio(m.positive("ssm.inner_size"), "ssm.inner_size", nv, "ssm.time_step_rank"));
   c.add_int("full_attention_interval", m.has("full_attention_interval") ? m.positive("full_attention_interval") : 4);
   if (m.has("feed_forward_length")) c.add_int("intermediate_size", m.i("feed_forward_length"));
-  c.add_int("num_experts", m.positive("expert_count"));
-  c.add_int("num_experts_per_tok", m.positive("expert_used_count"));
+  c.add_int("num_experts", m.count("expert_count", "num_experts"));
+  c.add_int("num_experts_per_tok", m.count("expert_used_count", "num_experts_per_tok"));
   c.add_int("moe_intermediate_size", m.positive("expert_feed_forward_length"));
   c.add_int("shared_expert_intermediate_size", m.positive("expert_shared_feed_forward_length"));
   c.add_bool("norm_topk_prob", true);  // llama.cpp's qwen3next graph renormalizes the top-k weights
@@ -400,7 +406,7 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
     if (e->edit & kNegExp) h.fix = GgufFix::log_of_negated;
     if (a.family == Family::qwen3next && ext == ".weight" && base.ends_with("norm") && base != "ssm_norm")
       h.fix = GgufFix::subtract_one;
-    if (h.fix != GgufFix::none && t.type != QuantType::F32 && t.type != QuantType::F16 && t.type != QuantType::BF16)
+    if (h.fix != GgufFix::none && !gguf_hf::plain_float(t.type))
       fail(f, t.name, std::string("stored as ") + quant_type_name(t.type) + ", which cannot be turned back into '" + hf +
                           "' (F32, F16 or BF16 expected)");
     out.push_back(std::move(h));

@@ -6,9 +6,8 @@
 namespace attnzoo {
 namespace {
 
-[[noreturn]] void fail(const GgufFile& f, const std::string& tensor, const std::string& m) {
-  throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
-}
+using gguf_hf::fail;
+using gguf_hf::plain_float;
 
 // fla's block tensor for a GGUF one (after "blk.N."), or nullptr.
 const char* fla_name(const std::string& rest) {
@@ -46,8 +45,6 @@ const char* fla_name(const std::string& rest) {
   return nullptr;
 }
 
-bool plain_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
-
 }  // namespace
 
 std::string gguf_rwkv7_config_json(const GgufFile& f) {
@@ -55,9 +52,9 @@ std::string gguf_rwkv7_config_json(const GgufFile& f) {
   gguf_hf::JsonObject c;
   c.add("architectures", "[\"RWKV7ForCausalLM\"]");
   c.add_string("model_type", "rwkv7");
-  const int64_t hidden = m.positive("embedding_length"), head_dim = m.positive("wkv.head_size");
+  const int64_t hidden = m.count("embedding_length", "hidden_size"), head_dim = m.count("wkv.head_size", "head_dim");
   c.add_int("hidden_size", hidden);
-  c.add_int("num_hidden_layers", m.positive("block_count"));
+  c.add_int("num_hidden_layers", m.layers());
   c.add_int("head_dim", head_dim);
   c.add_int("num_heads", m.ratio(hidden, "embedding_length", head_dim, "wkv.head_size"));
   c.add_int("intermediate_size", m.positive("feed_forward_length"));
@@ -78,7 +75,7 @@ std::string gguf_rwkv7_config_json(const GgufFile& f) {
 
 std::vector<GgufHfTensor> gguf_rwkv7_tensors(const GgufFile& f) {
   const gguf_hf::Meta m{f, "rwkv7."};
-  const int64_t hidden = m.positive("embedding_length"), head_dim = m.positive("wkv.head_size");
+  const int64_t hidden = m.count("embedding_length", "hidden_size"), head_dim = m.count("wkv.head_size", "head_dim");
   const int64_t heads = m.ratio(hidden, "embedding_length", head_dim, "wkv.head_size");
   std::vector<GgufHfTensor> out;
   for (const GgufTensor& t : f.tensors()) {

@@ -106,4 +106,70 @@ inline Bytes gguf_bytes(const GgufSpec& s) {
   return b;
 }
 
+inline Bytes f32_bytes(const std::vector<float>& v) {
+  Bytes b(v.size() * sizeof(float));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// `arch`.key u32 entries.
+inline void add_u32_keys(GgufSpec& s, const std::string& arch,
+                         const std::vector<std::pair<const char*, uint32_t>>& keys) {
+  for (const auto& [k, v] : keys) s.kvs.push_back(kv_scalar<uint32_t>(arch + "." + k, 4, v));
+}
+
+// Tiny valid files of the hybrid families (gguf_hybrids.h), each using the converter edits its family has:
+// qwen3next: two key heads of size 1, in_proj_qkvz split into attn_qkv rows r = r and attn_gate rows r = 10 + r,
+// A stored as -exp(A_log), a squeezed conv kernel, norms with a folded +1.
+inline GgufSpec qwen3next_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "qwen3next")};
+  add_u32_keys(s, "qwen3next",
+               {{"block_count", 1}, {"embedding_length", 2}, {"attention.head_count", 1}, {"ssm.group_count", 2},
+                {"ssm.state_size", 1}, {"ssm.time_step_rank", 2}, {"ssm.inner_size", 2}, {"ssm.conv_kernel", 3},
+                {"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2},
+                {"expert_shared_feed_forward_length", 2}, {"vocab_size", 5}});
+  std::vector<float> qkv(12), gate(4), conv(12);
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float(i / 2);
+  for (size_t i = 0; i < gate.size(); ++i) gate[i] = float(10 + i / 2);
+  for (size_t i = 0; i < conv.size(); ++i) conv[i] = float(i);
+  s.tensors = {{"blk.0.ssm_a", {2}, 0, f32_bytes({-1.f, -2.f}), std::nullopt},
+               {"blk.0.ssm_conv1d.weight", {3, 4}, 0, f32_bytes(conv), std::nullopt},
+               {"blk.0.attn_norm.weight", {2}, 0, f32_bytes({1.f, 1.5f}), std::nullopt},
+               {"blk.0.ssm_norm.weight", {2}, 0, f32_bytes({1.f, 1.5f}), std::nullopt},
+               {"blk.0.attn_qkv.weight", {2, 6}, 0, f32_bytes(qkv), std::nullopt},
+               {"blk.0.attn_gate.weight", {2, 2}, 0, f32_bytes(gate), std::nullopt}};
+  return s;
+}
+
+// rwkv7: hidden 4 in two heads of 2, the six token-shift mixes fused into one tensor.
+inline GgufSpec rwkv7_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "rwkv7")};
+  add_u32_keys(s, "rwkv7",
+               {{"block_count", 1}, {"embedding_length", 4}, {"wkv.head_size", 2}, {"feed_forward_length", 8},
+                {"attention.decay_lora_rank", 2}, {"attention.iclr_lora_rank", 2},
+                {"attention.value_residual_mix_lora_rank", 2}, {"attention.gate_lora_rank", 2}, {"vocab_size", 5}});
+  s.tensors = {{"blk.0.time_mix_lerp_fused.weight", {4, 1, 1, 6}, 0, f32_bytes(std::vector<float>(24, 0.5f)), std::nullopt},
+               {"blk.0.time_mix_r_k.weight", {4}, 0, f32_bytes({1, 2, 3, 4}), std::nullopt},
+               {"blk.0.time_mix_w0.weight", {4}, 0, f32_bytes({1, 2, 3, 4}), std::nullopt}};
+  return s;
+}
+
+// lfm2: two layers, a short-conv one (0 KV heads) and an attention one, as a per-layer head_count_kv array.
+inline GgufSpec lfm2_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "lfm2")};
+  add_u32_keys(s, "lfm2",
+               {{"block_count", 2}, {"embedding_length", 4}, {"attention.head_count", 2}, {"feed_forward_length", 8},
+                {"shortconv.l_cache", 3}, {"vocab_size", 5}});
+  Bytes kv;
+  put<uint32_t>(kv, 0);
+  put<uint32_t>(kv, 1);
+  s.kvs.push_back(kv_array("lfm2.attention.head_count_kv", 4, 2, kv));
+  s.tensors = {{"blk.0.shortconv.conv.weight", {3, 4}, 0, f32_bytes(std::vector<float>(12, 1.f)), std::nullopt},
+               {"blk.1.attn_q.weight", {4, 4}, 0, f32_bytes(std::vector<float>(16, 2.f)), std::nullopt}};
+  return s;
+}
+
 }  // namespace attnzoo::testing

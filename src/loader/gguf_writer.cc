@@ -31,19 +31,10 @@ struct FileCloser {
 
 }  // namespace
 
-uint64_t gguf_scalar_size(GgufType t) {
-  switch (t) {
-    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
-    case GgufType::U16: case GgufType::I16: return 2;
-    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
-    default: return 0;
-  }
-}
-
 GgufWriter::GgufWriter(uint64_t alignment) : alignment_(alignment) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-    throw ArgumentError("alignment: expected a power of two, got " + std::to_string(alignment));
+  // Readers take general.alignment as a u32 (llama.cpp caps it at 2^31): a larger one would be written truncated.
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > (uint64_t(1) << 31))
+    throw ArgumentError("alignment: expected a power of two in [1, 2^31], got " + std::to_string(alignment));
   if (alignment != 32) add_u32("general.alignment", uint32_t(alignment));
 }
 

@@ -16,7 +16,7 @@ namespace attnzoo {
 
 class GgufWriter {
  public:
-  // alignment: a power of two; other than 32 it is also written as general.alignment (u32), as llama.cpp does.
+  // alignment: a power of two in [1, 2^31] (llama.cpp's bound: general.alignment is a u32); other than 32 it is also written as general.alignment (u32), as llama.cpp does.
   explicit GgufWriter(uint64_t alignment = 32);
 
   // Scalars. A key may be set once (ArgumentError naming it otherwise).
@@ -62,8 +62,5 @@ class GgufWriter {
   std::vector<std::pair<std::string, std::vector<uint8_t>>> kvs_;  // key -> type id + encoded value
   std::vector<Tensor> tensors_;
 };
-
-// Element size in bytes of a scalar GGUF value type (0 for STRING / ARRAY).
-uint64_t gguf_scalar_size(GgufType t);
 
 }  // namespace attnzoo

@@ -109,5 +109,20 @@ TEST(GgufWriter, MistakesAreNamedAndLeaveNoFile) {
             std::string::npos);
 }
 
+TEST(GgufWriter, RefusesAnAlignmentReadersCannotHold) {
+  EXPECT_NO_THROW(GgufWriter(uint64_t(1) << 31));
+  EXPECT_NO_THROW(GgufWriter(1));
+  for (uint64_t bad : {uint64_t(0), uint64_t(48), uint64_t(1) << 32, uint64_t(1) << 63}) {
+    try {
+      GgufWriter w(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("alignment: expected a power of two in [1, 2^31], got " + std::to_string(bad)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attnzoo

@@ -1,0 +1,194 @@
+// Malicious GGUF files for the Hugging Face view (gguf_checkpoint.h, gguf_hybrids.h): metadata whose counts and
+// sizes would overflow the offset arithmetic, allocate without bound, loop for hours or point the gathered
+// in_proj_qkvz rows outside the file. Each must be refused with a LoadError naming the file and the key or tensor,
+// at once, without reading out of bounds (the sanitizer build runs this too).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+
+#include "loader/gguf_checkpoint.h"
+#include "loader/gguf_test_files.h"
+
+namespace attnzoo {
+namespace {
+
+using namespace testing;  // NOLINT: the GGUF spec helpers
+
+enum : uint32_t { U32 = 4, U64 = 10 };
+
+// Everything a loader does with the file's Hugging Face view: config, tensor map, every fix undone.
+// tensors_only: the tensor map alone, as a reader that never asks for the config would (so the map's own checks are
+// reached, not the config's first).
+void open_as_checkpoint(const GgufSpec& s, bool tensors_only = false) {
+  const GgufFile f = GgufFile::parse(MappedFile::from_bytes(gguf_bytes(s), "evil.gguf"));
+  if (!tensors_only) gguf_hf_config_json(f);
+  for (const GgufHfTensor& t : gguf_hf_tensors(f))
+    if (t.fix != GgufFix::none) undo_gguf_fix(t, f.path());
+}
+
+GgufKvSpec& kv(GgufSpec& s, const std::string& key) {
+  for (auto& k : s.kvs)
+    if (k.key == key) return k;
+  throw std::logic_error(key);
+}
+
+void set_u64(GgufSpec& s, const std::string& key, uint64_t v) { kv(s, key) = kv_scalar<uint64_t>(key, U64, v); }
+
+struct Malicious {
+  const char* name;
+  std::function<GgufSpec()> make;
+  const char* expect;  // a substring of the error
+  bool tensors_only = false;
+};
+
+template <typename Edit>
+std::function<GgufSpec()> edited(GgufSpec (*base)(), Edit edit) {
+  return [base, edit] {
+    GgufSpec s = base();
+    edit(s);
+    return s;
+  };
+}
+
+GgufSpec llama_like(const char* arch) {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", arch)};
+  add_u32_keys(s, arch, {{"block_count", 1}, {"embedding_length", 4}, {"attention.head_count", 1}, {"vocab_size", 5}});
+  s.tensors = {{"blk.0.attn_q.weight", {4, 4}, 0, f32_bytes(std::vector<float>(16, 1.f)), std::nullopt}};
+  return s;
+}
+
+GgufSpec mamba_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "mamba")};
+  add_u32_keys(s, "mamba",
+               {{"block_count", 1}, {"embedding_length", 2}, {"ssm.inner_size", 4}, {"ssm.state_size", 2},
+                {"ssm.conv_kernel", 3}, {"ssm.time_step_rank", 1}, {"vocab_size", 5}});
+  s.tensors = {{"blk.0.ssm_a", {2, 4}, 0, f32_bytes(std::vector<float>(8, -1.f)), std::nullopt}};
+  return s;
+}
+
+std::vector<Malicious> catalogue() {
+  constexpr uint64_t kHuge = uint64_t(1) << 62;
+  return {
+      // 2 * nk * dk + inner wraps to the stored row count: the pieces would point 2^64 bytes away.
+      {"qwen3next state size wrapping the row count",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.ssm.state_size", kHuge); }),
+       "evil.gguf: key 'qwen3next.ssm.state_size': must be in [1, 65536], got 4611686018427387904"},
+      {"qwen3next state size wrapping the row count (tensor map alone)",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.ssm.state_size", kHuge); }),
+       "evil.gguf: key 'qwen3next.ssm.state_size': must be in [1, 4294967296], got 4611686018427387904", true},
+      {"qwen3next key heads past the bound",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.ssm.group_count", kHuge); }),
+       "evil.gguf: key 'qwen3next.ssm.group_count': must be in [1, 4096]"},
+      {"qwen3next sizes that do not match attn_qkv",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.ssm.state_size", uint64_t(1) << 31); }),
+       "evil.gguf: tensor 'blk.0.attn_qkv.weight': expected [8589934594, hidden]", true},
+      {"qwen3next value heads not a multiple of key heads",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.ssm.group_count", 3); }),
+       "evil.gguf: tensor 'blk.0.attn_qkv.weight': ssm.time_step_rank must be a multiple of ssm.group_count", true},
+      {"lfm2 block count of 2^62 (a vector per layer)",
+       edited(lfm2_spec, [](GgufSpec& s) { set_u64(s, "lfm2.block_count", kHuge); }),
+       "evil.gguf: key 'lfm2.block_count': must be in [1, 4096], got 4611686018427387904"},
+      {"lfm2 more blocks than tensors",
+       edited(lfm2_spec, [](GgufSpec& s) { set_u64(s, "lfm2.block_count", 4000); }),
+       "evil.gguf: key 'lfm2.block_count': 4000 blocks, but the file holds 2 tensors"},
+      {"lfm2 KV head count past the bound",
+       edited(lfm2_spec,
+              [](GgufSpec& s) {
+                Bytes v;
+                put<uint32_t>(v, 0);
+                put<uint32_t>(v, 4000000000u);
+                kv(s, "lfm2.attention.head_count_kv") = kv_array("lfm2.attention.head_count_kv", U32, 2, v);
+              }),
+       "evil.gguf: key 'lfm2.attention.head_count_kv': attention layers must share one positive count"},
+      {"qwen3next block count of 2^62 (a lookup per layer)",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.block_count", kHuge); }),
+       "evil.gguf: key 'qwen3next.block_count': must be in [1, 4096]"},
+      {"qwen3next more blocks than tensors",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.block_count", 4096); }),
+       "evil.gguf: key 'qwen3next.block_count': 4096 blocks, but the file holds 6 tensors"},
+      {"qwen3next expert count past the bound",
+       edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.expert_count", kHuge); }),
+       "evil.gguf: key 'qwen3next.expert_count': must be in [1, 65536]"},
+      {"rwkv7 block count of 2^62", edited(rwkv7_spec, [](GgufSpec& s) { set_u64(s, "rwkv7.block_count", kHuge); }),
+       "evil.gguf: key 'rwkv7.block_count': must be in [1, 4096]"},
+      {"rwkv7 hidden size past the bound",
+       edited(rwkv7_spec, [](GgufSpec& s) { set_u64(s, "rwkv7.embedding_length", kHuge); }),
+       "evil.gguf: key 'rwkv7.embedding_length': must be in [1, 1048576]"},
+      {"rwkv7 LoRA rank past the bound",
+       edited(rwkv7_spec, [](GgufSpec& s) { set_u64(s, "rwkv7.attention.decay_lora_rank", kHuge); }),
+       "evil.gguf: key 'rwkv7.attention.decay_lora_rank': must be in [1, 4294967296]"},
+      {"mamba block count of 2^62", edited(mamba_spec, [](GgufSpec& s) { set_u64(s, "mamba.block_count", kHuge); }),
+       "evil.gguf: key 'mamba.block_count': must be in [1, 4096]"},
+      {"mamba state size past the bound",
+       edited(mamba_spec, [](GgufSpec& s) { set_u64(s, "mamba.ssm.state_size", kHuge); }),
+       "evil.gguf: key 'mamba.ssm.state_size': must be in [1, 65536]"},
+      {"llama block count of 2^62",
+       edited(+[] { return llama_like("llama"); }, [](GgufSpec& s) { set_u64(s, "llama.block_count", kHuge); }),
+       "evil.gguf: key 'llama.block_count': must be in [1, 4096]"},
+      {"llama head count of 2^62 (the RoPE permutation's loop)",
+       edited(+[] { return llama_like("llama"); }, [](GgufSpec& s) { set_u64(s, "llama.attention.head_count", kHuge); }),
+       "evil.gguf: key 'llama.attention.head_count': must be in [1, 4096]"},
+      {"llama 2^61 KV heads over 2^62 empty rows (the RoPE permutation's loop)",
+       edited(+[] { return llama_like("llama"); },
+              [](GgufSpec& s) {
+                s.kvs.push_back(kv_scalar<uint64_t>("llama.attention.head_count_kv", U64, uint64_t(1) << 61));
+                s.tensors.push_back({"blk.0.attn_k.weight", {0, kHuge}, 0, {}, std::nullopt});
+              }),
+       "evil.gguf: tensor 'blk.0.attn_k.weight': 'llama.attention.head_count_kv' is 2305843009213693952, over the 4096",
+       true},
+      {"qwen3moe 2^40 empty experts",
+       edited(+[] { return llama_like("qwen3moe"); },
+              [](GgufSpec& s) {
+                add_u32_keys(s, "qwen3moe", {{"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2}});
+                s.tensors.push_back({"blk.0.ffn_up_exps.weight", {0, 4, uint64_t(1) << 40}, 0, {}, std::nullopt});
+              }),
+       "evil.gguf: tensor 'blk.0.ffn_up_exps.weight': 1099511627776 experts, over the 65536 any model has"},
+  };
+}
+
+TEST(GgufHybrids, MaliciousFilesGiveNamedErrorsQuickly) {
+  for (const Malicious& m : catalogue()) {
+    SCOPED_TRACE(m.name);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      open_as_checkpoint(m.make(), m.tensors_only);
+      ADD_FAILURE() << "accepted";
+    } catch (const LoadError& e) {
+      EXPECT_NE(std::string(e.what()).find(m.expect), std::string::npos)
+          << "got \"" << e.what() << "\", expected \"" << m.expect << "\"";
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  }
+}
+
+TEST(GgufHybrids, ValidHybridFilesOpen) {
+  // The bases of the catalogue are valid: each refusal above is the edit's, not the base's.
+  for (GgufSpec (*base)() : {qwen3next_spec, lfm2_spec, rwkv7_spec, mamba_spec, +[] { return llama_like("llama"); }})
+    EXPECT_NO_THROW(open_as_checkpoint(base()));
+}
+
+TEST(GgufHybrids, GatherRefusesRowsOutsideTheirTensor) {
+  // Defence in depth: gather_rows checks every piece against its source tensor, whatever made the piece.
+  const uint8_t data[16] = {};
+  GgufHfTensor t;
+  t.hf_name = "model.layers.0.linear_attn.in_proj_qkvz.weight";
+  t.fix = GgufFix::gather_rows;
+  t.pieces = {{data, 8, "blk.0.attn_qkv.weight", data, 16}, {data + 12, 8, "blk.0.attn_gate.weight", data, 16}};
+  try {
+    undo_gguf_fix(t, "evil.gguf");
+    ADD_FAILURE() << "accepted";
+  } catch (const LoadError& e) {
+    EXPECT_STREQ(e.what(), "evil.gguf: tensor 'blk.0.attn_gate.weight': rows gathered into "
+                           "'model.layers.0.linear_attn.in_proj_qkvz.weight' ([12, +8) bytes) lie outside its 16 bytes");
+  }
+  t.pieces = {{data, -1, "a", data, 16}};
+  EXPECT_THROW(undo_gguf_fix(t, "evil.gguf"), LoadError);
+  t.pieces = {{data + 4, 12, "a", data, 16}, {data, 16, "b", data, 16}};
+  EXPECT_EQ(undo_gguf_fix(t, "evil.gguf").bytes.size(), 28u);
+}
+
+}  // namespace
+}  // namespace attnzoo
