@@ -54,6 +54,11 @@ def as_input(x, name):
     raise TypeError(f"{name}: expected a numpy array or an object with __dlpack__, got {type(x).__name__}")
 
 
+def optional_input(x, name):
+    """as_input for an optional argument: None stays None."""
+    return None if x is None else as_input(x, name)
+
+
 def as_output(x, name):
     """An array the kernel writes (out=, a state updated in place): as as_input, and writable. Numpy's
     read-only flag is checked here; torch tensors over read-only memory are caught by the binding, which probes

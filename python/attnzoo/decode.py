@@ -1,6 +1,6 @@
 """Decode attention against contiguous and paged KV caches."""
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, optional_input, shape_of
 
 
 def _add_token_axis(x):
@@ -71,8 +71,7 @@ def _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, wind
     _core.attention_decode(q, k_cache, v_cache, seqlens, table, out, bool(causal), scale, window, softcap,
                            as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"), block_mask,
                            reference=reference, check_inputs=bool(check_inputs),
-                           k_scale=None if quant[0] is None else as_input(quant[0], "k_scale"),
-                           v_scale=None if quant[1] is None else as_input(quant[1], "v_scale"),
+                           k_scale=optional_input(quant[0], "k_scale"), v_scale=optional_input(quant[1], "v_scale"),
                            kv_cache_dtype=quant[2])
     if given_out is not None:
         return given_out

@@ -26,7 +26,8 @@ def _optional_output(a, name):
     return None if a is None else as_output(a, name)
 
 
-def write_paged_rows(rows, slot_mapping, cache):
-    """write_kv_paged for one cache (MLA's latent): rows [T, ..., D] into cache [num_blocks, block_size, ..., D]."""
+def write_paged_rows(rows, slot_mapping, cache, k_scale=None, kv_cache_dtype="auto"):
+    """write_kv_paged for one cache (MLA's latent): rows [T, ..., D] into cache [num_blocks, block_size, ..., D];
+    a quantized cache takes its scales in k_scale [num_blocks, block_size, ...] (MLA's k_scale)."""
     _core.write_kv_paged(as_input(rows, "k_new"), None, as_int_array(slot_mapping, "slot_mapping", bits=64),
-                         as_output(cache, "k_cache"), None)
+                         as_output(cache, "k_cache"), None, _optional_output(k_scale, "k_scale"), None, kv_cache_dtype)

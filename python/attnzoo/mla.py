@@ -9,7 +9,7 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from ._arrays import as_i32_vector, as_input, as_output, empty_like_input, optional_input, shape_of
 
 
 def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
@@ -27,7 +27,7 @@ def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
 
 def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
                 scale=None, causal=True, cu_seqlens=None, cu_seqlens_k=None, cache_seqlens=None, block_table=None,
-                out=None, check_inputs=True):
+                out=None, check_inputs=True, k_scale=None, kv_cache_dtype="auto"):
     """MLA over a prompt (naive form: K/V expanded per head through w_kv_b, then tiled softmax attention).
 
     q: [B, Tq, H, qk_nope_head_dim + qk_rope_head_dim]; kv_latent: [B, Tk, kv_lora_rank + qk_rope_head_dim]
@@ -44,14 +44,19 @@ def mla_prefill(q, kv_latent, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope
     cache that already holds every sequence's rows including its new queries' own: paged [num_blocks,
     block_size, (1,) kv_lora_rank + qk_rope_head_dim] with `block_table` (int32 [B, max_blocks_per_seq]), or
     contiguous [B, S_max, ...] without it; q padded [B, Tq, H, D] or packed with `cu_seqlens`.
+    Quantized latent cache (as attnzoo.write_paged_rows writes it): kv_cache_dtype="int8" with an int8 cache, or
+    "fp8" with a uint8 cache of float8 e4m3fn bytes, and k_scale float32 shaped like the cache without its last
+    dim (one scale per row, vLLM's k_scale of the MLA cache); refused without cache_seqlens.
     Errors: ValueError naming the argument, TypeError for unsupported dtypes.
     """
     return _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, scale,
-                    causal, cu_seqlens, cu_seqlens_k, cache_seqlens, block_table, out, check_inputs, reference=False)
+                    causal, cu_seqlens, cu_seqlens_k, cache_seqlens, block_table, out, check_inputs, reference=False,
+                    quant=(k_scale, kv_cache_dtype))
 
 
 def _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, scale, causal,
-             cu_seqlens, cu_seqlens_k, cache_seqlens, block_table, out, check_inputs, reference):
+             cu_seqlens, cu_seqlens_k, cache_seqlens, block_table, out, check_inputs, reference,
+             quant=(None, "auto")):
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
     cached = cache_seqlens is not None
     q, w_kv_b = as_input(q, "q"), as_input(w_kv_b, "w_kv_b")
@@ -61,12 +66,13 @@ def _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_
     _core.mla_prefill(q, kv_latent, w_kv_b, as_output(out, "out"), r, dn, dr, dv, scale, bool(causal),
                       as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"),
                       as_i32_vector(cache_seqlens, "cache_seqlens"), as_i32_vector(block_table, "block_table"),
-                      reference=reference, check_inputs=bool(check_inputs))
+                      reference=reference, check_inputs=bool(check_inputs),
+                      k_scale=optional_input(quant[0], "k_scale"), kv_cache_dtype=quant[1])
     return out
 
 
 def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
-               v_head_dim, block_table=None, scale=None, causal=True, out=None):
+               v_head_dim, block_table=None, scale=None, causal=True, out=None, k_scale=None, kv_cache_dtype="auto"):
     """MLA for new tokens against a latent cache (absorbed form: the cache is read as-is, once for all heads).
 
     q: [B, Tq, H, qk_nope_head_dim + qk_rope_head_dim], Tq >= 1 new tokens per sequence (1 for decode, a few
@@ -78,6 +84,7 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
 
     scale: default (qk_nope_head_dim + qk_rope_head_dim) ** -0.5. Same dtypes and errors as mla_prefill.
     Equals mla_prefill on the same tokens up to f32 rounding (the absorption reorders the sums).
+    k_scale / kv_cache_dtype: a quantized latent cache, as in mla_prefill.
     """
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
     q, latent_cache, w_kv_b = as_input(q, "q"), as_input(latent_cache, "latent_cache"), as_input(w_kv_b, "w_kv_b")
@@ -86,7 +93,8 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
     _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, as_output(out, "out"),
-                     r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale, bool(causal))
+                     r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale, bool(causal),
+                     k_scale=optional_input(k_scale, "k_scale"), kv_cache_dtype=kv_cache_dtype)
     return out
 
 

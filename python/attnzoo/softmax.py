@@ -1,6 +1,6 @@
 """The softmax-attention family: prefill, decode (contiguous and paged caches), MLA, block-sparse masks."""
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, optional_input, shape_of
 
 BlockMask = _core.BlockMask
 
@@ -43,7 +43,8 @@ def flash_attn_aliases(causal, scale, window, softmax_scale=None, window_size=No
 
 def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, sinks=None, alibi_slopes=None,
               cu_seqlens=None, cu_seqlens_k=None, block_mask=None, block_table=None, seqused_k=None,
-              cache_seqlens=None, out=None, check_inputs=True, softmax_scale=None, window_size=None):
+              cache_seqlens=None, out=None, check_inputs=True, softmax_scale=None, window_size=None, k_scale=None,
+              v_scale=None, kv_cache_dtype="auto"):
     """Softmax attention for prefill (FlashAttention-2 style tiles, online softmax, f32 accumulation).
 
     q: [B, Tq, Hq, D]; k, v: [B, Tk, Hkv, D] with Hq a multiple of Hkv (MHA / GQA / MQA). With `cu_seqlens`
@@ -67,7 +68,11 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     block_table[b, j // block_size], row j % block_size; any block size, blocks in any order, unused entries
     may be -1), or contiguous [B, S_max, Hkv, D] without it. q is padded [B, Tq, Hq, D] or packed with
     `cu_seqlens` (`cu_seqlens_k` is not used then); sequence b's queries are its last Tq_b of seqused_k[b]
-    positions. Every mask option above applies. Caches may be float32 / bfloat16 / float16.
+    positions. Every mask option above applies. Caches may be float32 / bfloat16 / float16, or quantized as
+    attnzoo.kv_cache.write_kv_paged writes them (the same arguments as attnzoo.attention_decode): kv_cache_dtype=
+    "int8" with int8 caches, or "fp8" with uint8 caches of float8 e4m3fn bytes, and k_scale / v_scale float32
+    [num_blocks, block_size, Hkv] (contiguous: [B, S_max, Hkv]); rows are dequantized as tiles are packed.
+    k_scale, v_scale and kv_cache_dtype are refused without seqused_k.
     """
     q = as_input(q, "q")
     scale, window = flash_attn_aliases(causal, scale, window, softmax_scale, window_size)
@@ -82,7 +87,8 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
                     as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"),
                     as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask,
                     as_i32_vector(block_table, "block_table"), as_i32_vector(seqused_k, "seqused_k"),
-                    check_inputs=bool(check_inputs))
+                    check_inputs=bool(check_inputs), k_scale=optional_input(k_scale, "k_scale"),
+                    v_scale=optional_input(v_scale, "v_scale"), kv_cache_dtype=kv_cache_dtype)
     return out
 
 
@@ -100,5 +106,8 @@ def attention_reference(q, k, v, **kw):
                     as_i32_vector(kw.get("cu_seqlens"), "cu_seqlens"),
                     as_i32_vector(kw.get("cu_seqlens_k"), "cu_seqlens_k"), kw.get("block_mask"),
                     as_i32_vector(kw.get("block_table"), "block_table"),
-                    as_i32_vector(kw.get("seqused_k", kw.get("cache_seqlens")), "seqused_k"), reference=True)
+                    as_i32_vector(kw.get("seqused_k", kw.get("cache_seqlens")), "seqused_k"), reference=True,
+                    k_scale=optional_input(kw.get("k_scale"), "k_scale"),
+                    v_scale=optional_input(kw.get("v_scale"), "v_scale"),
+                    kv_cache_dtype=kw.get("kv_cache_dtype", "auto"))
     return out

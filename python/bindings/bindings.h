@@ -54,6 +54,10 @@ const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols);
 // A cache array's view as the kernels read it under kv_cache_dtype ("auto"; "int8": an int8 array; "fp8": a
 // uint8 array of float8 e4m3fn bytes, vLLM's convention).
 TensorView as_kv_cache(TensorView cache, const std::string& kv_cache_dtype, const char* name);
+// Quantized-cache arguments are meaningless on plain k / v (or kv_latent): refused, naming the argument and
+// `cache_arg`, the argument that would make the inputs a cache.
+void refuse_quant_without_cache(const std::optional<AnyArray>& k_scale, const std::optional<AnyArray>& v_scale,
+                                const std::string& kv_cache_dtype, const char* cache_arg);
 template <class Array>
 TensorView optional_view(const std::optional<Array>& a, const char* name) {
   return a ? as_view(*a, name) : TensorView{};

@@ -134,6 +134,14 @@ TensorView as_kv_cache(TensorView cache, const std::string& kv_cache_dtype, cons
   return cache;
 }
 
+void refuse_quant_without_cache(const std::optional<AnyArray>& k_scale, const std::optional<AnyArray>& v_scale,
+                                const std::string& kv_cache_dtype, const char* cache_arg) {
+  const std::string why = std::string("is only used with a quantized KV cache (pass ") + cache_arg + ")";
+  require(!k_scale, "k_scale", why);
+  require(!v_scale, "v_scale", why);
+  require(kv_cache_dtype == "auto", "kv_cache_dtype", why);
+}
+
 namespace {
 
 // A contiguous 1-D array of `want` with exactly `expected_len` entries.

@@ -1,6 +1,7 @@
 // Bindings for MLA (DeepSeek-V2/V3): the naive form (prefill) and the absorbed form against a latent cache
 // (decode). attnzoo/mla.py allocates `out` in the caller's framework and documents the arguments.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
 
 #include <optional>
 #include <string>
@@ -35,7 +36,8 @@ void bind_mla(nb::module_& m) {
            int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim, int64_t v_head_dim,
            std::optional<float> scale, bool causal, std::optional<AnyArray> cu_seqlens,
            std::optional<AnyArray> cu_seqlens_k, std::optional<AnyArray> cache_seqlens,
-           std::optional<AnyArray> block_table, bool reference, bool check_inputs) {
+           std::optional<AnyArray> block_table, bool reference, bool check_inputs, std::optional<AnyArray> k_scale,
+           const std::string& kv_cache_dtype) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           VarlenInfo vl;
@@ -51,7 +53,9 @@ void bind_mla(nb::module_& m) {
           const MlaOptions o = make_options(scale, causal);
           if (cache_seqlens) {  // kv_latent is a latent cache (paged with block_table, else contiguous)
             const int64_t B = cu_seqlens ? vl.num_seqs : qv.shape[0];
-            LatentCacheView cache{as_view(kv_latent, "latent_cache"), as_int32(*cache_seqlens, "cache_seqlens", B)};
+            LatentCacheView cache{as_kv_cache(as_view(kv_latent, "latent_cache"), kv_cache_dtype, "latent_cache"),
+                                  as_int32(*cache_seqlens, "cache_seqlens", B)};
+            cache.scale = optional_view(k_scale, "k_scale");
             if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
             KernelScope scope;
             if (check_inputs) {  // only q: a cache's unused rows may hold anything
@@ -65,6 +69,7 @@ void bind_mla(nb::module_& m) {
             return;
           }
           require(!block_table, "cache_seqlens", "is required with block_table (each sequence's row count)");
+          refuse_quant_without_cache(k_scale, std::nullopt, kv_cache_dtype, "cache_seqlens");
           const TensorView lv = as_view(kv_latent, "kv_latent");
           KernelScope scope;
           if (check_inputs) {
@@ -81,18 +86,19 @@ void bind_mla(nb::module_& m) {
         nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"), nb::arg("scale").none(),
         nb::arg("causal"), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
         nb::arg("cache_seqlens").none(), nb::arg("block_table").none(), nb::arg("reference") = false,
-        nb::arg("check_inputs") = false);
+        nb::arg("check_inputs") = false, nb::arg("k_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
 
   m.def("mla_decode",
         [](const AnyArray& q, const AnyArray& latent_cache, const AnyArray& cache_seqlens, const AnyArray& w_kv_b,
            const OutArray& out, int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim,
            int64_t v_head_dim, std::optional<AnyArray> block_table, std::optional<float> scale, bool causal,
-           bool reference) {
+           bool reference, std::optional<AnyArray> k_scale, const std::string& kv_cache_dtype) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           const int64_t B = qv.shape[0];
           LatentCacheView cache;
-          cache.latent = as_view(latent_cache, "latent_cache");
+          cache.latent = as_kv_cache(as_view(latent_cache, "latent_cache"), kv_cache_dtype, "latent_cache");
+          cache.scale = optional_view(k_scale, "k_scale");
           cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", B);
           if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
           const MlaOptions o = make_options(scale, causal);
@@ -104,7 +110,8 @@ void bind_mla(nb::module_& m) {
         },
         nb::arg("q"), nb::arg("latent_cache"), nb::arg("cache_seqlens"), nb::arg("w_kv_b"), nb::arg("out"),
         nb::arg("kv_lora_rank"), nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"),
-        nb::arg("block_table").none(), nb::arg("scale").none(), nb::arg("causal"), nb::arg("reference") = false);
+        nb::arg("block_table").none(), nb::arg("scale").none(), nb::arg("causal"), nb::arg("reference") = false,
+        nb::arg("k_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
 }
 
 }  // namespace attnzoo::py

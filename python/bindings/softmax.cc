@@ -68,7 +68,8 @@ void bind_softmax(nb::module_& m) {
            std::optional<AnyArray> sinks, std::optional<AnyArray> alibi_slopes,
            std::optional<AnyArray> cu_seqlens, std::optional<AnyArray> cu_seqlens_k, const BlockMask* block_mask,
            std::optional<AnyArray> block_table, std::optional<AnyArray> seqused_k, bool reference,
-           bool check_inputs) {
+           bool check_inputs, std::optional<AnyArray> k_scale, std::optional<AnyArray> v_scale,
+           const std::string& kv_cache_dtype) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           require(qv.ndim >= 3, "q", "must be [batch, time, heads, head_dim] or packed [total, heads, head_dim], got " +
                                          qv.shape_str());
@@ -88,11 +89,16 @@ void bind_softmax(nb::module_& m) {
           std::vector<std::pair<TensorView, const char*>> scanned{{qv, "q"}};  // a cache's unused rows may be anything
           if (seqused_k) {  // k and v are a KV cache (paged with block_table, else contiguous)
             const int64_t B = cu_seqlens ? vl.num_seqs : qv.shape[0];
-            KvCacheView cache{as_view(k, "k_cache"), as_view(v, "v_cache"), as_int32(*seqused_k, "seqused_k", B)};
+            KvCacheView cache{as_kv_cache(as_view(k, "k_cache"), kv_cache_dtype, "k_cache"),
+                              as_kv_cache(as_view(v, "v_cache"), kv_cache_dtype, "v_cache"),
+                              as_int32(*seqused_k, "seqused_k", B)};
+            cache.k_scale = optional_view(k_scale, "k_scale");
+            cache.v_scale = optional_view(v_scale, "v_scale");
             if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
             p = make_cached_prefill_problem(qv, cache, ov, o, vl);
           } else {
             require(!block_table, "seqused_k", "is required with block_table (each sequence's key count)");
+            refuse_quant_without_cache(k_scale, v_scale, kv_cache_dtype, "seqused_k");
             const TensorView kv = as_view(k, "k"), vv = as_view(v, "v");
             p = make_prefill_problem(qv, kv, vv, ov, o, vl);
             scanned.insert(scanned.end(), {{kv, "k"}, {vv, "v"}});
@@ -109,7 +115,8 @@ void bind_softmax(nb::module_& m) {
         nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
         nb::arg("alibi_slopes").none(), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
         nb::arg("block_mask").none(), nb::arg("block_table").none(), nb::arg("seqused_k").none(),
-        nb::arg("reference") = false, nb::arg("check_inputs") = false);
+        nb::arg("reference") = false, nb::arg("check_inputs") = false, nb::arg("k_scale").none() = nb::none(),
+        nb::arg("v_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
 
   m.def("write_kv_paged",
         [](const AnyArray& k_new, std::optional<AnyArray> v_new, const AnyArray& slot_mapping, const OutArray& k_cache,

@@ -180,7 +180,8 @@ MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& ca
   p.latent_dtype = c.dtype;
   p.latent_token = c.strides[1];
   p.latent_block = c.strides[0];
-  p.latent_scale = check_kv_scale(c, cache.scale, "latent_cache", "scale");
+  // Named `k_scale` as vLLM names the MLA cache's scale (and the Python argument): `scale` is the softmax scale.
+  p.latent_scale = check_kv_scale(c, cache.scale, "latent_cache", "k_scale");
   p.block_size = c.shape[1];  // a contiguous cache is one block of S_max rows per sequence
   p.cache_seqlens = cache.cache_seqlens;
   p.block_table = cache.block_table;
