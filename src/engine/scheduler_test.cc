@@ -428,6 +428,41 @@ TEST_F(SchedulerTest, SpeculativeGreedyMatchesEachRequestAlone) {
   }
 }
 
+// A draft padded to another vocabulary size (one row more, one row less) serves the whole batch: no request
+// fails, greedy outputs equal each request alone. The prompts hold 96, an id only the target has.
+TEST_F(SchedulerTest, SpeculativeDraftWithAnotherVocabularySize) {
+  auto model = load();
+  for (int64_t vocab : {testing::kTinyLlamaVocab + 1, testing::kTinyLlamaVocab - 1}) {
+    SCOPED_TRACE("draft vocab " + std::to_string(vocab));
+    testing::ScratchDir draft_dir;
+    testing::write_tiny_llama(draft_dir, 9, vocab);
+    const auto draft = Model::load(draft_dir.str());
+    EngineOptions o = defaults();
+    o.speculative.method = SpeculativeMethod::draft;
+    o.speculative.num_speculative_tokens = 3;
+    o.draft_model = draft.get();
+    Scheduler s(*model, nullptr, o);
+    const int N = 6;
+    std::vector<Collected> got(N);
+    std::vector<Request> reqs(N);
+    for (int i = 0; i < N; ++i) {
+      reqs[size_t(i)].prompt = prompt_of(6 + i, i);
+      reqs[size_t(i)].prompt.push_back(96);
+      reqs[size_t(i)].params.sampling.temperature = 0;
+      reqs[size_t(i)].params.sampling.repetition_penalty = 1.1f;
+      reqs[size_t(i)].params.max_tokens = 40;
+      s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
+    }
+    drain(s);
+    for (int i = 0; i < N; ++i) {
+      ASSERT_TRUE(got[size_t(i)].finished) << i;
+      ASSERT_NE(got[size_t(i)].reasons[0], FinishReason::error) << i;
+      EXPECT_EQ(got[size_t(i)].tokens[0], alone(reqs[size_t(i)].prompt, reqs[size_t(i)].params)) << "request " << i;
+    }
+    EXPECT_GT(s.stats().speculative.draft_tokens, 0);
+  }
+}
+
 // Seeded sampling with speculation draws exactly what the single-sequence loop with the same proposer and seed
 // draws: one algorithm, one stream of random numbers, however the step's batch is formed.
 TEST_F(SchedulerTest, SpeculativeSeededSamplingMatchesTheGenerateLoop) {
