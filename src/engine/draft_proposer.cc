@@ -27,6 +27,7 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
   const int64_t max_positions = draft_.max_positions();
   if (max_positions > 0) k = std::min<int64_t>(k, max_positions - int64_t(context.size()));
   if (k <= 0) return;
+  draft_.keep_rollback_room(k + 1);
   // The draft keeps what it computed last time up to where the target's tokens leave its own guesses (never
   // behind its checkpoint: that far back it starts over); the context's last token is always fed again so its
   // logits come back.

@@ -61,6 +61,9 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
     if (on_text) on_text(s);
   };
 
+  const bool speculate = options.proposer && options.num_speculative_tokens > 0 && model.can_speculate();
+  // A verification pass of k + 1 tokens may be rolled back whole.
+  if (speculate) model.keep_rollback_room(options.num_speculative_tokens + 1);
   std::vector<float> logits(static_cast<size_t>(vocab));
   auto t0 = std::chrono::steady_clock::now();
   model.append(prompt, logits);
@@ -96,7 +99,6 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
     }
     return false;
   };
-  const bool speculate = options.proposer && options.num_speculative_tokens > 0 && model.can_speculate();
   Proposal proposal;
   std::vector<int32_t> verify_tokens;
   std::vector<float> rows;

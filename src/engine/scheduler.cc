@@ -14,6 +14,9 @@ Scheduler::Scheduler(const Model& model, std::shared_ptr<const tok::Tokenizer> t
   max_model_len_ = options_.max_model_len > 0 ? options_.max_model_len : model_.info().max_position_embeddings;
   eos_ = options_.eos_token_ids;
   if (eos_.empty() && tokenizer_) eos_ = tokenizer_->eos_token_ids();
+  // A verification pass of k + 1 tokens may be rolled back whole, also on a sliding-window model.
+  if (options_.speculative.enabled())
+    model_.pool().keep_rollback_tokens(options_.speculative.num_speculative_tokens + 1);
 }
 
 Scheduler::~Scheduler() = default;
