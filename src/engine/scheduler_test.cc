@@ -463,6 +463,53 @@ TEST_F(SchedulerTest, SpeculativeDraftWithAnotherVocabularySize) {
   }
 }
 
+// Waiting and preempted requests hold no draft sequence: a draft pool with room for max_num_seqs sequences only
+// serves every request (the same drafts as an ample one), with a small target pool preempting often, and ends
+// empty.
+TEST_F(SchedulerTest, SpeculativeDraftSequencesLiveOnlyWhileRunning) {
+  const int64_t max_seqs = 4, B = 4, longest = 20 + 24 + 3;  // prompt + max_tokens + k
+  std::map<int64_t, SpeculativeStats> seen;
+  for (const int64_t draft_blocks : {int64_t(0), max_seqs * ((longest + B - 1) / B)}) {
+    SCOPED_TRACE("draft blocks " + std::to_string(draft_blocks));
+    auto model = load(13);
+    auto draft = load(draft_blocks);
+    EngineOptions o = defaults();
+    o.eos_token_ids = {};
+    o.max_num_seqs = max_seqs;
+    o.speculative.method = SpeculativeMethod::draft;
+    o.speculative.num_speculative_tokens = 3;
+    o.draft_model = draft.get();
+    Scheduler s(*model, nullptr, o);
+    const int N = 10;
+    std::vector<Collected> got(N);
+    std::vector<Request> reqs(N);
+    for (int i = 0; i < N; ++i) {
+      reqs[size_t(i)].prompt = prompt_of(12 + i % 9, i);
+      reqs[size_t(i)].params.sampling.temperature = 0;
+      reqs[size_t(i)].params.max_tokens = 24;
+      s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
+    }
+    // Only running samples hold draft sequences, each at most the blocks of its longest context.
+    const int64_t per_seq = (longest + B - 1) / B;
+    for (int step = 0; s.has_work() && step < 5000; ++step) {
+      s.step();
+      const PoolStats ds = draft->pool().stats();
+      ASSERT_LE(ds.num_blocks - ds.free_blocks, s.stats().running_sequences * per_seq) << "step " << step;
+    }
+    for (int i = 0; i < N; ++i) {
+      ASSERT_TRUE(got[size_t(i)].finished) << i;
+      EXPECT_EQ(got[size_t(i)].tokens[0].size(), 24u) << i;
+    }
+    const EngineStats st = s.stats();
+    EXPECT_GT(st.preemptions, 0);
+    EXPECT_EQ(draft->pool().stats().free_blocks, draft->pool().stats().num_blocks);
+    seen[draft_blocks] = st.speculative;
+  }
+  EXPECT_GT(seen.begin()->second.drafts, 0);
+  EXPECT_EQ(seen.begin()->second.drafts, seen.rbegin()->second.drafts);
+  EXPECT_EQ(seen.begin()->second.draft_tokens, seen.rbegin()->second.draft_tokens);
+}
+
 // Seeded sampling with speculation draws exactly what the single-sequence loop with the same proposer and seed
 // draws: one algorithm, one stream of random numbers, however the step's batch is formed.
 TEST_F(SchedulerTest, SpeculativeSeededSamplingMatchesTheGenerateLoop) {
