@@ -510,6 +510,30 @@ TEST_F(SchedulerTest, SpeculativeDraftSequencesLiveOnlyWhileRunning) {
   EXPECT_EQ(seen.begin()->second.draft_tokens, seen.rbegin()->second.draft_tokens);
 }
 
+// A self-draft keeps every guess; an EOS early in the run ends the request there and the guesses kept after it,
+// never output, are not counted as accepted.
+TEST_F(SchedulerTest, SpeculativeAcceptedCountsOnlyGuessesOutputBeforeEos) {
+  auto model = load();
+  Request req;
+  req.prompt = prompt_of(10, 3);
+  req.params.sampling.temperature = 0;
+  req.params.max_tokens = 40;
+  const std::vector<int32_t> want = alone(req.prompt, req.params);
+  ASSERT_NE(want[0], want[1]);
+  EngineOptions o = defaults();
+  o.eos_token_ids = {want[1]};
+  o.speculative.method = SpeculativeMethod::draft;
+  o.speculative.num_speculative_tokens = 5;
+  o.draft_model = model.get();
+  Scheduler s(*model, nullptr, o);
+  Collected got;
+  s.add(1, req, collect(got), EngineClock::now());
+  drain(s);
+  EXPECT_EQ(got.tokens[0], std::vector<int32_t>(want.begin(), want.begin() + 2));
+  EXPECT_EQ(s.stats().speculative.draft_tokens, 5);
+  EXPECT_EQ(s.stats().speculative.accepted_tokens, 1);
+}
+
 // Seeded sampling with speculation draws exactly what the single-sequence loop with the same proposer and seed
 // draws: one algorithm, one stream of random numbers, however the step's batch is formed.
 TEST_F(SchedulerTest, SpeculativeSeededSamplingMatchesTheGenerateLoop) {

@@ -3,6 +3,7 @@
 // with a second random checkpoint as the draft; a rollback gives its blocks back to the pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -91,6 +92,33 @@ TEST_F(SpeculativeModel, DraftWithAnotherVocabularySizeKeepsGreedyOutput) {
       for (int32_t t : p.tokens) ASSERT_LT(t, model->info().vocab_size);
     }
   }
+}
+
+// The target drafting for itself keeps every guess; an EOS early in the run ends it there, and the guesses kept
+// after it were never output: they are not counted as accepted.
+TEST_F(SpeculativeModel, AcceptedCountsOnlyGuessesOutputBeforeEos) {
+  const std::vector<int32_t> prompt = {54, 85, 19, 50, 81, 15, 46, 77, 11, 42};
+  GenerationOptions o;
+  o.sampling.temperature = 0;
+  o.max_new_tokens = 40;
+  std::vector<int32_t> want;
+  {
+    ModelSequence plain(*model);
+    want = generate(plain, prompt, o).tokens;
+  }
+  // The first token that did not come before: with it as EOS, the first verification pass ends at it.
+  size_t j = 1;
+  while (j < want.size() && std::find(want.begin(), want.begin() + j, want[j]) != want.begin() + j) ++j;
+  ASSERT_LE(j, 5u);
+  o.eos_token_ids = {want[j]};
+  ModelSequence target(*model), draft(*model);
+  DraftProposer drafter(draft, model->info().vocab_size);
+  o.proposer = &drafter;
+  o.num_speculative_tokens = 5;
+  const GenerationResult r = generate(target, prompt, o);
+  EXPECT_EQ(r.tokens, std::vector<int32_t>(want.begin(), want.begin() + ptrdiff_t(j) + 1));
+  EXPECT_EQ(r.speculative.draft_tokens, 5);
+  EXPECT_EQ(r.speculative.accepted_tokens, int64_t(j));
 }
 
 TEST_F(SpeculativeModel, RollbackFreesBlocksAndRecomputesNothingOnAttention) {
