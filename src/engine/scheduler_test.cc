@@ -45,6 +45,15 @@ class SchedulerTest : public ::testing::Test {
     return o;
   }
 
+  // Speculation with `draft` proposing k tokens.
+  EngineOptions drafting(const Model* draft, int64_t k) const {
+    EngineOptions o = defaults();
+    o.speculative.method = SpeculativeMethod::draft;
+    o.speculative.num_speculative_tokens = k;
+    o.draft_model = draft;
+    return o;
+  }
+
   // The reference: the request alone through the single-sequence loop.
   std::vector<int32_t> alone(const std::vector<int32_t>& prompt, const RequestParams& p, int64_t sample = 0) {
     if (!reference_) reference_ = load();
@@ -437,11 +446,7 @@ TEST_F(SchedulerTest, SpeculativeDraftWithAnotherVocabularySize) {
     testing::ScratchDir draft_dir;
     testing::write_tiny_llama(draft_dir, 9, vocab);
     const auto draft = Model::load(draft_dir.str());
-    EngineOptions o = defaults();
-    o.speculative.method = SpeculativeMethod::draft;
-    o.speculative.num_speculative_tokens = 3;
-    o.draft_model = draft.get();
-    Scheduler s(*model, nullptr, o);
+    Scheduler s(*model, nullptr, drafting(draft.get(), 3));
     const int N = 6;
     std::vector<Collected> got(N);
     std::vector<Request> reqs(N);
@@ -473,12 +478,9 @@ TEST_F(SchedulerTest, SpeculativeDraftSequencesLiveOnlyWhileRunning) {
     SCOPED_TRACE("draft blocks " + std::to_string(draft_blocks));
     auto model = load(13);
     auto draft = load(draft_blocks);
-    EngineOptions o = defaults();
+    EngineOptions o = drafting(draft.get(), 3);
     o.eos_token_ids = {};
     o.max_num_seqs = max_seqs;
-    o.speculative.method = SpeculativeMethod::draft;
-    o.speculative.num_speculative_tokens = 3;
-    o.draft_model = draft.get();
     Scheduler s(*model, nullptr, o);
     const int N = 10;
     std::vector<Collected> got(N);
@@ -520,11 +522,8 @@ TEST_F(SchedulerTest, SpeculativeAcceptedCountsOnlyGuessesOutputBeforeEos) {
   req.params.max_tokens = 40;
   const std::vector<int32_t> want = alone(req.prompt, req.params);
   ASSERT_NE(want[0], want[1]);
-  EngineOptions o = defaults();
+  EngineOptions o = drafting(model.get(), 5);
   o.eos_token_ids = {want[1]};
-  o.speculative.method = SpeculativeMethod::draft;
-  o.speculative.num_speculative_tokens = 5;
-  o.draft_model = model.get();
   Scheduler s(*model, nullptr, o);
   Collected got;
   s.add(1, req, collect(got), EngineClock::now());
