@@ -512,6 +512,34 @@ TEST_F(SchedulerTest, SpeculativeDraftSequencesLiveOnlyWhileRunning) {
   EXPECT_EQ(seen.begin()->second.draft_tokens, seen.rbegin()->second.draft_tokens);
 }
 
+// A draft whose pool is full for a moment (a long prompt's draft holds most of it) costs the other request only
+// those steps' guesses: once the long one finishes, the other speculates again.
+TEST_F(SchedulerTest, SpeculativeDraftPoolFullOnlySkipsThoseSteps) {
+  auto model = load();
+  auto draft = load(11);  // a draft for the 36-token prompt (10 blocks), or for the short request alone
+  eos_ = {};               // both run to max_tokens, here and in the reference
+  Scheduler s(*model, nullptr, drafting(draft.get(), 3));
+  Request a, b;
+  a.prompt = prompt_of(36, 1);
+  a.params.max_tokens = 3;
+  b.prompt = prompt_of(8, 2);
+  b.params.max_tokens = 30;
+  for (Request* r : {&a, &b}) r->params.sampling.temperature = 0;
+  Collected got_a, got_b;
+  s.add(1, a, collect(got_a), EngineClock::now());
+  s.add(2, b, collect(got_b), EngineClock::now());
+  int64_t b_passes_with_guesses = 0;
+  while (s.has_work()) {
+    const StepReport report = s.step();
+    for (const auto& c : report.chunks)
+      if (c.request_id == 2 && got_a.finished && c.num_tokens > 1) ++b_passes_with_guesses;
+  }
+  ASSERT_TRUE(got_a.finished && got_b.finished);
+  EXPECT_EQ(got_b.tokens[0], alone(b.prompt, b.params));
+  EXPECT_GT(b_passes_with_guesses, 0);
+  EXPECT_EQ(draft->pool().stats().free_blocks, draft->pool().stats().num_blocks);
+}
+
 // A self-draft keeps every guess; an EOS early in the run ends the request there and the guesses kept after it,
 // never output, are not counted as accepted.
 TEST_F(SchedulerTest, SpeculativeAcceptedCountsOnlyGuessesOutputBeforeEos) {
