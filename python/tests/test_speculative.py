@@ -212,3 +212,23 @@ def test_bench_speculative_row(text_model, built):
     assert row["identical"] and row["acceptance_rate"] > 0.9  # the model drafting for itself
     with pytest.raises(ValueError, match="draft_model"):
         speculative_row(model, "draft", gen=4)
+
+
+def test_sliding_window_speculation_through_the_public_api_needs_no_rollback_option(built):
+    # A Mistral with a 12-token window over 4-token blocks gives blocks back as it grows; speculation must keep
+    # k + 1 tokens of them for its rollbacks without the caller setting max_rollback_tokens.
+    from attnzoo.engine import LLM, SamplingParams
+    from attnzoo.model import Model
+    directory = built(llama, "mistral_swa")
+    ids = _prompt(llama.VOCAB)
+    want = Model.load(directory, block_size=4).generate(ids, max_new_tokens=NEW_TOKENS)
+    assert len(want) == NEW_TOKENS
+    config = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+    assert Model.load(directory, block_size=4).generate(ids, max_new_tokens=NEW_TOKENS,
+                                                         speculative_config=config) == want
+    llm = LLM(Model.load(directory, block_size=4), speculative_config=config)
+    got = llm.generate([ids.tolist()], SamplingParams(temperature=0, max_tokens=NEW_TOKENS))
+    assert list(got[0].outputs[0].token_ids) == list(want)
+    stats = llm.engine.stats()
+    assert stats["spec_decode_num_draft_tokens"] > stats["spec_decode_num_accepted_tokens"]  # rollbacks happened
+    llm.stop()

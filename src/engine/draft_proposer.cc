@@ -9,7 +9,7 @@
 
 namespace attnzoo {
 
-DraftProposer::DraftProposer(LogitsSource& draft, int64_t target_vocab) : draft_(draft) {
+DraftProposer::DraftProposer(LogitsSource& draft, int64_t target_vocab) : draft_(draft), target_vocab_(target_vocab) {
   const int64_t v = draft.vocab_size();
   // Checkpoints pad their embedding tables differently (Qwen2.5: 151936 against 152064 rows); more than a 1/64
   // difference is another tokenizer.
@@ -27,6 +27,7 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
   const int64_t max_positions = draft_.max_positions();
   if (max_positions > 0) k = std::min<int64_t>(k, max_positions - int64_t(context.size()));
   if (k <= 0) return;
+  draft_.keep_rollback_room(k + 1);
   // The draft keeps what it computed last time up to where the target's tokens leave its own guesses (never
   // behind its checkpoint: that far back it starts over); the context's last token is always fed again so its
   // logits come back.
@@ -39,20 +40,34 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
     draft_.rollback(common);
   }
   seen_.resize(size_t(common));
-  Sampler processing(sampling);  // the target's parameters; its own draws are never used
   const int64_t V = draft_.vocab_size();
+  Sampler processing(sampling);  // the target's parameters; its own draws are never used
   logits_.resize(size_t(V));
+  // Padding rows differ between checkpoints: a token past the draft's table (the target sampled one of its
+  // padding ids) goes to the draft as id 0. Its guesses only get worse; exactness never depends on them.
+  std::vector<int32_t> fed;
   auto feed = [&](std::span<const int32_t> tokens) {
-    draft_.append(tokens, logits_);
+    fed.clear();
+    for (int32_t t : tokens) fed.push_back(t >= 0 && t < V ? t : 0);
+    draft_.append(fed, logits_);
     seen_.insert(seen_.end(), tokens.begin(), tokens.end());
   };
   feed(context.subspan(size_t(common)));
   draft_.checkpoint();
   checkpoint_ = int64_t(seen_.size());
-  std::vector<int32_t> ctx(context.begin(), context.end());
+  // Guesses come only from ids both vocabularies hold: q is the draft's distribution restricted to them and
+  // renormalised, a proposal distribution like any other, so the rejection rule stays exact.
+  const int64_t shared_vocab = std::min(V, target_vocab_);
+  std::vector<int32_t> ctx;  // penalties of the draft's processing see only the ids its logits have
+  for (int32_t t : context) if (t < V) ctx.push_back(t);
   for (int64_t i = 0; i < k; ++i) {
     std::vector<float> q;
     processing.probabilities(logits_, ctx, q);
+    q.resize(size_t(shared_vocab));
+    double mass = 0.0;
+    for (float x : q) mass += double(x);
+    if (!(mass > 0.0)) break;  // every bit of the draft's mass lies on ids the target lacks
+    if (shared_vocab < V) for (float& x : q) x = float(double(x) / mass);
     const int32_t d = draw_from_probabilities(q, rng);
     out.tokens.push_back(d);
     out.q.push_back(std::move(q));

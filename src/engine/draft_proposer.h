@@ -16,13 +16,14 @@ class DraftProposer : public Proposer {
  public:
   // `draft`: the draft model's sequence (ModelSequence), able to roll back. `target_vocab`: the target's
   // vocabulary size; a draft's may differ by padding rows only: ArgumentError ("draft_model") when they differ by
-  // more than 1/64 of the larger, a different tokenizer for sure.
+  // more than 1/64 of the larger, a different tokenizer for sure. Guesses are drawn only from the ids both hold.
   DraftProposer(LogitsSource& draft, int64_t target_vocab);
   void propose(std::span<const int32_t> context, int64_t k, const SamplingParams& sampling, Rng& rng,
                Proposal& out) override;
 
  private:
   LogitsSource& draft_;
+  int64_t target_vocab_;
   std::vector<int32_t> seen_;  // the tokens in the draft's memory
   int64_t checkpoint_ = 0;     // the length the draft can roll back to
   std::vector<float> logits_;

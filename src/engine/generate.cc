@@ -61,6 +61,9 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
     if (on_text) on_text(s);
   };
 
+  const bool speculate = options.proposer && options.num_speculative_tokens > 0 && model.can_speculate();
+  // A verification pass of k + 1 tokens may be rolled back whole.
+  if (speculate) model.keep_rollback_room(options.num_speculative_tokens + 1);
   std::vector<float> logits(static_cast<size_t>(vocab));
   auto t0 = std::chrono::steady_clock::now();
   model.append(prompt, logits);
@@ -96,7 +99,6 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
     }
     return false;
   };
-  const bool speculate = options.proposer && options.num_speculative_tokens > 0 && model.can_speculate();
   Proposal proposal;
   std::vector<int32_t> verify_tokens;
   std::vector<float> rows;
@@ -129,10 +131,12 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
       model.append_all(verify_tokens, rows);
       const std::vector<int32_t> kept = verify_proposal(rows, vocab, context, proposal, sampler);
       const int64_t accepted = int64_t(kept.size()) - 1;
-      result.speculative.add(n, accepted);
       if (accepted < n) model.rollback(before + 1 + accepted);
       bool done = false;
-      for (int64_t i = 0; i < accepted && !done; ++i) done = commit(kept[size_t(i)]);
+      int64_t committed = 0;
+      while (committed < accepted && !done) done = commit(kept[size_t(committed++)]);
+      // Guesses kept after an EOS or a stop in the same run were never output: not accepted.
+      result.speculative.add(n, committed);
       if (done) {
         result.decode_seconds += seconds_since(t0);
         ++result.decode_steps;

@@ -33,6 +33,8 @@ class LogitsSource {
   virtual void checkpoint() {}
   // Back to `length` tokens (at or after the last checkpoint), as if the later ones had never been appended.
   virtual void rollback(int64_t length);
+  // Keeps what a rollback of up to `tokens` tokens needs (a sliding window's blocks); before the sequence grows.
+  virtual void keep_rollback_room(int64_t) {}
 };
 
 // Token ids to text, piece by piece: push returns only whole UTF-8 characters, holding partial ones back.

@@ -14,6 +14,9 @@ Scheduler::Scheduler(const Model& model, std::shared_ptr<const tok::Tokenizer> t
   max_model_len_ = options_.max_model_len > 0 ? options_.max_model_len : model_.info().max_position_embeddings;
   eos_ = options_.eos_token_ids;
   if (eos_.empty() && tokenizer_) eos_ = tokenizer_->eos_token_ids();
+  // A verification pass of k + 1 tokens may be rolled back whole, also on a sliding-window model.
+  if (options_.speculative.enabled())
+    model_.pool().keep_rollback_tokens(options_.speculative.num_speculative_tokens + 1);
 }
 
 Scheduler::~Scheduler() = default;
@@ -102,7 +105,11 @@ void Scheduler::preempt(RequestState& r, std::vector<Planned>& planned, int64_t&
       ++it;
     }
   }
-  for (auto& s : r.samples) s->seq.reset();
+  for (auto& s : r.samples) {
+    s->seq.reset();
+    s->proposer.reset();  // a draft's sequence goes back to its pool; the next admission makes a new one
+    s->proposal.tokens.clear();
+  }
   r.running = false;
   ++r.preemptions;
   ++counters_.preemptions;
@@ -134,7 +141,8 @@ void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget,
           n = rem;
         }
         if (n <= 0) continue;
-        int64_t guesses = decode_pass && s.proposer ? propose(*r, s, budget - 1) : 0;
+        const bool speculate = decode_pass && options_.speculative.enabled() && !s.speculation_failed;
+        int64_t guesses = speculate ? propose(*r, s, budget - 1) : 0;
         // Guesses are an optimisation: dropped rather than preempting anyone to make room for them.
         if (guesses > 0 && !fits(planned, {}, s, 1 + guesses)) {
           guesses = 0;

@@ -2,7 +2,6 @@
 // outputs, aborts and failures.
 #include <algorithm>
 
-#include "engine/draft_proposer.h"
 #include "engine/logprobs.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_state.h"
@@ -19,11 +18,6 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   s->sampler = std::make_unique<Sampler>(sp);
   if (tokenizer_) s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, /*skip_special_tokens=*/true);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
-  try {
-    s->proposer = make_proposer(options_.speculative, options_.draft_model, model_.info().vocab_size);
-  } catch (const PoolExhausted&) {
-    // The draft's own pool has no state slot left for this sample: it decodes without guesses, exactly.
-  }
   return s;
 }
 

@@ -2,6 +2,7 @@
 // forward pass by the rejection rule (engine/speculative.h), the sequence rolled back to its last kept token.
 #include <algorithm>
 
+#include "engine/draft_proposer.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_state.h"
 #include "models/model.h"
@@ -17,11 +18,17 @@ int64_t Scheduler::propose(RequestState& r, Sample& s, int64_t budget) {
   int64_t k = std::min({options_.speculative.num_speculative_tokens, budget, params.max_tokens - s.generated - 1});
   if (max_model_len_ > 0) k = std::min<int64_t>(k, max_model_len_ - int64_t(s.tokens.size()) - 1);
   if (k <= 0) return 0;
+  // A draft whose own pool is full only costs this step its guesses (it is tried again next step); any other
+  // failure costs the sample its speculation. Either way the output stays exact.
   try {
+    if (!s.proposer) s.proposer = make_proposer(options_.speculative, options_.draft_model, model_.info().vocab_size);
     s.proposer->propose(s.tokens, k, s.sampler->params(), s.sampler->rng(), s.proposal);
+  } catch (const PoolExhausted&) {
+    s.proposal.tokens.clear();
+    return 0;
   } catch (const std::exception&) {
-    // A draft that fails (its own pool full, say) only costs this sample its speculation; the output is exact.
     s.proposer.reset();
+    s.speculation_failed = true;
     s.proposal.tokens.clear();
     return 0;
   }
@@ -52,10 +59,12 @@ void Scheduler::verify(RequestState& r, Sample& s, int64_t length_before, const 
     fail(r, std::string("speculative verification failed: ") + e.what());
     return;
   }
-  counters_.speculative.add(n, int64_t(kept.size()) - 1);
   s.proposal.tokens.clear();
-  for (size_t i = 0; i < kept.size() && !s.finished; ++i)
-    commit_token(r, s, kept[i], std::span(rows + i * size_t(V), size_t(V)), now);
+  size_t committed = 0;
+  for (; committed < kept.size() && !s.finished; ++committed)
+    commit_token(r, s, kept[committed], std::span(rows + committed * size_t(V), size_t(V)), now);
+  // Guesses kept after an EOS or a stop in the same run were never output: not accepted.
+  counters_.speculative.add(n, std::min<int64_t>(int64_t(committed), int64_t(kept.size()) - 1));
 }
 
 }  // namespace attnzoo

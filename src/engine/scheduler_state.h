@@ -22,7 +22,10 @@ struct Scheduler::Sample {
   std::unique_ptr<StopStringMatcher> matcher;
   bool finished = false, stopped_by_text = false;
   SampleDelta delta;  // news since the last output
-  std::unique_ptr<Proposer> proposer;  // speculative decoding: this sample's own proposer (null: off)
+  // Speculative decoding: this sample's own proposer, made at its first decoding step after each admission and
+  // dropped on preemption (a draft's sequence holds blocks and a state slot); null while waiting.
+  std::unique_ptr<Proposer> proposer;
+  bool speculation_failed = false;     // the proposer failed for good: this sample decodes without guesses
   Proposal proposal;                   // this step's guesses, verified after the forward pass
 
   int64_t remaining() const { return int64_t(tokens.size()) - (seq ? seq->length() : 0); }

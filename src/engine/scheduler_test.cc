@@ -45,6 +45,15 @@ class SchedulerTest : public ::testing::Test {
     return o;
   }
 
+  // Speculation with `draft` proposing k tokens.
+  EngineOptions drafting(const Model* draft, int64_t k) const {
+    EngineOptions o = defaults();
+    o.speculative.method = SpeculativeMethod::draft;
+    o.speculative.num_speculative_tokens = k;
+    o.draft_model = draft;
+    return o;
+  }
+
   // The reference: the request alone through the single-sequence loop.
   std::vector<int32_t> alone(const std::vector<int32_t>& prompt, const RequestParams& p, int64_t sample = 0) {
     if (!reference_) reference_ = load();
@@ -426,6 +435,130 @@ TEST_F(SchedulerTest, SpeculativeGreedyMatchesEachRequestAlone) {
       if (blocks > 0) EXPECT_GT(st.preemptions, 0);
     }
   }
+}
+
+// A draft padded to another vocabulary size (one row more, one row less) serves the whole batch: no request
+// fails, greedy outputs equal each request alone. The prompts hold 96, an id only the target has.
+TEST_F(SchedulerTest, SpeculativeDraftWithAnotherVocabularySize) {
+  auto model = load();
+  for (int64_t vocab : {testing::kTinyLlamaVocab + 1, testing::kTinyLlamaVocab - 1}) {
+    SCOPED_TRACE("draft vocab " + std::to_string(vocab));
+    testing::ScratchDir draft_dir;
+    testing::write_tiny_llama(draft_dir, 9, vocab);
+    const auto draft = Model::load(draft_dir.str());
+    Scheduler s(*model, nullptr, drafting(draft.get(), 3));
+    const int N = 6;
+    std::vector<Collected> got(N);
+    std::vector<Request> reqs(N);
+    for (int i = 0; i < N; ++i) {
+      reqs[size_t(i)].prompt = prompt_of(6 + i, i);
+      reqs[size_t(i)].prompt.push_back(96);
+      reqs[size_t(i)].params.sampling.temperature = 0;
+      reqs[size_t(i)].params.sampling.repetition_penalty = 1.1f;
+      reqs[size_t(i)].params.max_tokens = 40;
+      s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
+    }
+    drain(s);
+    for (int i = 0; i < N; ++i) {
+      ASSERT_TRUE(got[size_t(i)].finished) << i;
+      ASSERT_NE(got[size_t(i)].reasons[0], FinishReason::error) << i;
+      EXPECT_EQ(got[size_t(i)].tokens[0], alone(reqs[size_t(i)].prompt, reqs[size_t(i)].params)) << "request " << i;
+    }
+    EXPECT_GT(s.stats().speculative.draft_tokens, 0);
+  }
+}
+
+// Waiting and preempted requests hold no draft sequence: a draft pool with room for max_num_seqs sequences only
+// serves every request (the same drafts as an ample one), with a small target pool preempting often, and ends
+// empty.
+TEST_F(SchedulerTest, SpeculativeDraftSequencesLiveOnlyWhileRunning) {
+  const int64_t max_seqs = 4, B = 4, longest = 20 + 24 + 3;  // prompt + max_tokens + k
+  std::map<int64_t, SpeculativeStats> seen;
+  for (const int64_t draft_blocks : {int64_t(0), max_seqs * ((longest + B - 1) / B)}) {
+    SCOPED_TRACE("draft blocks " + std::to_string(draft_blocks));
+    auto model = load(13);
+    auto draft = load(draft_blocks);
+    EngineOptions o = drafting(draft.get(), 3);
+    o.eos_token_ids = {};
+    o.max_num_seqs = max_seqs;
+    Scheduler s(*model, nullptr, o);
+    const int N = 10;
+    std::vector<Collected> got(N);
+    std::vector<Request> reqs(N);
+    for (int i = 0; i < N; ++i) {
+      reqs[size_t(i)].prompt = prompt_of(12 + i % 9, i);
+      reqs[size_t(i)].params.sampling.temperature = 0;
+      reqs[size_t(i)].params.max_tokens = 24;
+      s.add(uint64_t(i + 1), reqs[size_t(i)], collect(got[size_t(i)]), EngineClock::now());
+    }
+    // Only running samples hold draft sequences, each at most the blocks of its longest context.
+    const int64_t per_seq = (longest + B - 1) / B;
+    for (int step = 0; s.has_work() && step < 5000; ++step) {
+      s.step();
+      const PoolStats ds = draft->pool().stats();
+      ASSERT_LE(ds.num_blocks - ds.free_blocks, s.stats().running_sequences * per_seq) << "step " << step;
+    }
+    for (int i = 0; i < N; ++i) {
+      ASSERT_TRUE(got[size_t(i)].finished) << i;
+      EXPECT_EQ(got[size_t(i)].tokens[0].size(), 24u) << i;
+    }
+    const EngineStats st = s.stats();
+    EXPECT_GT(st.preemptions, 0);
+    EXPECT_EQ(draft->pool().stats().free_blocks, draft->pool().stats().num_blocks);
+    seen[draft_blocks] = st.speculative;
+  }
+  EXPECT_GT(seen.begin()->second.drafts, 0);
+  EXPECT_EQ(seen.begin()->second.drafts, seen.rbegin()->second.drafts);
+  EXPECT_EQ(seen.begin()->second.draft_tokens, seen.rbegin()->second.draft_tokens);
+}
+
+// A draft whose pool is full for a moment (a long prompt's draft holds most of it) costs the other request only
+// those steps' guesses: once the long one finishes, the other speculates again.
+TEST_F(SchedulerTest, SpeculativeDraftPoolFullOnlySkipsThoseSteps) {
+  auto model = load();
+  auto draft = load(11);  // a draft for the 36-token prompt (10 blocks), or for the short request alone
+  eos_ = {};               // both run to max_tokens, here and in the reference
+  Scheduler s(*model, nullptr, drafting(draft.get(), 3));
+  Request a, b;
+  a.prompt = prompt_of(36, 1);
+  a.params.max_tokens = 3;
+  b.prompt = prompt_of(8, 2);
+  b.params.max_tokens = 30;
+  for (Request* r : {&a, &b}) r->params.sampling.temperature = 0;
+  Collected got_a, got_b;
+  s.add(1, a, collect(got_a), EngineClock::now());
+  s.add(2, b, collect(got_b), EngineClock::now());
+  int64_t b_passes_with_guesses = 0;
+  while (s.has_work()) {
+    const StepReport report = s.step();
+    for (const auto& c : report.chunks)
+      if (c.request_id == 2 && got_a.finished && c.num_tokens > 1) ++b_passes_with_guesses;
+  }
+  ASSERT_TRUE(got_a.finished && got_b.finished);
+  EXPECT_EQ(got_b.tokens[0], alone(b.prompt, b.params));
+  EXPECT_GT(b_passes_with_guesses, 0);
+  EXPECT_EQ(draft->pool().stats().free_blocks, draft->pool().stats().num_blocks);
+}
+
+// A self-draft keeps every guess; an EOS early in the run ends the request there and the guesses kept after it,
+// never output, are not counted as accepted.
+TEST_F(SchedulerTest, SpeculativeAcceptedCountsOnlyGuessesOutputBeforeEos) {
+  auto model = load();
+  Request req;
+  req.prompt = prompt_of(10, 3);
+  req.params.sampling.temperature = 0;
+  req.params.max_tokens = 40;
+  const std::vector<int32_t> want = alone(req.prompt, req.params);
+  ASSERT_NE(want[0], want[1]);
+  EngineOptions o = drafting(model.get(), 5);
+  o.eos_token_ids = {want[1]};
+  Scheduler s(*model, nullptr, o);
+  Collected got;
+  s.add(1, req, collect(got), EngineClock::now());
+  drain(s);
+  EXPECT_EQ(got.tokens[0], std::vector<int32_t>(want.begin(), want.begin() + 2));
+  EXPECT_EQ(s.stats().speculative.draft_tokens, 5);
+  EXPECT_EQ(s.stats().speculative.accepted_tokens, 1);
 }
 
 // Seeded sampling with speculation draws exactly what the single-sequence loop with the same proposer and seed

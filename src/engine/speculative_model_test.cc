@@ -3,6 +3,7 @@
 // with a second random checkpoint as the draft; a rollback gives its blocks back to the pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -55,6 +56,69 @@ TEST_F(SpeculativeModel, GreedyMatchesPlainDecodingOver200Tokens) {
       EXPECT_LT(r.speculative.accepted_tokens, r.speculative.draft_tokens);  // rollbacks did happen
     }
   }
+}
+
+// A draft padded to another vocabulary size (one row more, one row less): guesses come only from the ids both
+// hold, and a target token past the draft's table (96, in the prompt) neither reaches the draft's penalties nor
+// its embedding; greedy output stays the target's.
+TEST_F(SpeculativeModel, DraftWithAnotherVocabularySizeKeepsGreedyOutput) {
+  const std::vector<int32_t> prompt = {5, 17, 96, 23, 5, 17, 40, 2, 5, 17};
+  GenerationOptions o;
+  o.sampling.temperature = 0;
+  o.sampling.repetition_penalty = 1.1f;
+  o.max_new_tokens = 120;
+  std::vector<int32_t> want;
+  {
+    ModelSequence plain(*model);
+    want = generate(plain, prompt, o).tokens;
+  }
+  for (int64_t vocab : {testing::kTinyLlamaVocab + 1, testing::kTinyLlamaVocab - 1}) {
+    SCOPED_TRACE("draft vocab " + std::to_string(vocab));
+    testing::ScratchDir draft_dir;
+    testing::write_tiny_llama(draft_dir, 9, vocab);
+    const auto draft_model = Model::load(draft_dir.str());
+    ModelSequence target(*model), draft(*draft_model);
+    DraftProposer drafter(draft, model->info().vocab_size);
+    o.proposer = &drafter;
+    o.num_speculative_tokens = 3;
+    const GenerationResult r = generate(target, prompt, o);
+    EXPECT_EQ(r.tokens, want);
+    EXPECT_GT(r.speculative.draft_tokens, 0);
+    // A guess is never an id the target lacks.
+    Proposal p;
+    Rng rng(1);
+    for (int32_t start = 0; start < 60; ++start) {
+      drafter.propose(std::vector<int32_t>{start, int32_t(start * 7 % 90)}, 4, o.sampling, rng, p);
+      for (int32_t t : p.tokens) ASSERT_LT(t, model->info().vocab_size);
+    }
+  }
+}
+
+// The target drafting for itself keeps every guess; an EOS early in the run ends it there, and the guesses kept
+// after it were never output: they are not counted as accepted.
+TEST_F(SpeculativeModel, AcceptedCountsOnlyGuessesOutputBeforeEos) {
+  const std::vector<int32_t> prompt = {54, 85, 19, 50, 81, 15, 46, 77, 11, 42};
+  GenerationOptions o;
+  o.sampling.temperature = 0;
+  o.max_new_tokens = 40;
+  std::vector<int32_t> want;
+  {
+    ModelSequence plain(*model);
+    want = generate(plain, prompt, o).tokens;
+  }
+  // The first token that did not come before: with it as EOS, the first verification pass ends at it.
+  size_t j = 1;
+  while (j < want.size() && std::find(want.begin(), want.begin() + j, want[j]) != want.begin() + j) ++j;
+  ASSERT_LE(j, 5u);
+  o.eos_token_ids = {want[j]};
+  ModelSequence target(*model), draft(*model);
+  DraftProposer drafter(draft, model->info().vocab_size);
+  o.proposer = &drafter;
+  o.num_speculative_tokens = 5;
+  const GenerationResult r = generate(target, prompt, o);
+  EXPECT_EQ(r.tokens, std::vector<int32_t>(want.begin(), want.begin() + ptrdiff_t(j) + 1));
+  EXPECT_EQ(r.speculative.draft_tokens, 5);
+  EXPECT_EQ(r.speculative.accepted_tokens, int64_t(j));
 }
 
 TEST_F(SpeculativeModel, RollbackFreesBlocksAndRecomputesNothingOnAttention) {

@@ -369,6 +369,16 @@ void MemoryPool::checkpoint(Sequence& seq) {
   cps.push_back({seq.length_, slot});
 }
 
+void MemoryPool::keep_rollback_tokens(int64_t tokens) {
+  std::lock_guard lock(mu_);
+  options_.max_rollback_tokens = std::max(options_.max_rollback_tokens, tokens);
+}
+
+int64_t MemoryPool::max_rollback_tokens() const {
+  std::lock_guard lock(mu_);
+  return options_.max_rollback_tokens;
+}
+
 void MemoryPool::clear_checkpoints(Sequence& seq) {
   std::lock_guard lock(mu_);
   release_checkpoints_locked(seq, 0);

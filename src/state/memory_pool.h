@@ -42,7 +42,8 @@ struct PoolOptions {
   // end at such a boundary); 0 picks max(1, 256 / block_tokens).
   int64_t snapshot_interval_blocks = 0;
   // Sliding-window models give back blocks that left every window; they keep this many more tokens' blocks so a
-  // speculative rollback of up to this many tokens still finds its window (the engine sets it to k + 1).
+  // speculative rollback of up to this many tokens still finds its window. Speculation raises it to k + 1 itself
+  // (MemoryPool::keep_rollback_tokens, from the scheduler and generate()): front ends need not set it.
   int64_t max_rollback_tokens = 0;
   // Tests: non-zero hands blocks out in an order shuffled by this seed (no layer may assume adjacent blocks).
   uint64_t shuffle_seed = 0;
@@ -100,6 +101,10 @@ class MemoryPool {
   // shorter sequence needs (PoolOptions::max_rollback_tokens keeps them).
   void checkpoint(Sequence& seq);
   int64_t rollback(Sequence& seq, int64_t length);
+  // Raises PoolOptions::max_rollback_tokens to at least `tokens` (never lowers it: another user of the pool may
+  // need the larger room). Blocks a sliding window already gave back stay gone: call it before sequences grow.
+  void keep_rollback_tokens(int64_t tokens);
+  int64_t max_rollback_tokens() const;
   void clear_checkpoints(Sequence& seq);
   // Back to an empty sequence: blocks released, state zeroed.
   void reset(Sequence& seq);

@@ -14,11 +14,13 @@ namespace attnzoo::testing {
 
 inline constexpr int64_t kTinyLlamaVocab = 97;
 
-inline void write_tiny_llama(const ScratchDir& dir, uint32_t seed = 7) {
-  const int64_t V = kTinyLlamaVocab, H = 32, I = 64, KV = 2 * 8, L = 2;
+// `vocab`: another size stands for a checkpoint padded differently (a draft model's).
+inline void write_tiny_llama(const ScratchDir& dir, uint32_t seed = 7, int64_t vocab = kTinyLlamaVocab) {
+  const int64_t V = vocab, H = 32, I = 64, KV = 2 * 8, L = 2;
   write_file(dir.path() / "config.json",
              R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 32, "intermediate_size": 64,
-  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 97,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": )" +
+                 std::to_string(V) + R"(,
   "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false})");
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
       {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
