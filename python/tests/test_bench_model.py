@@ -38,6 +38,7 @@ def _check_doc(doc, prompt, gen, contexts):
     assert doc["peaks"]["fma"]["gflops"] > 0 and doc["peaks"]["memory"]["gbps"] > 0
     p = doc["prefill"]
     assert p["tokens"] == prompt and p["tokens_per_s"] > 0 and p["linear_gflops"] > 0
+    assert p["cached_tokens"] == 0  # every timed prefill computed its whole prompt: none came from the prefix cache
     assert 0 < p["fraction_of_fma_peak"] and p["total_gflops"] > p["linear_gflops"]
     d = doc["decode"]
     assert d["tokens"] == gen and d["context"] == prompt and d["tokens_per_s"] > 0
@@ -58,7 +59,7 @@ def _check_doc(doc, prompt, gen, contexts):
 def test_bench_model_document(model_dir):
     said = []
     doc = run_model_bench(model_dir, prompt=16, gen=3, contexts=[24, 4], context_gen=2, dtype="float32",
-                          repeats=1, probes="tiny", progress=said.append)
+                          repeats=2, probes="tiny", block_size=8, progress=said.append)
     _check_doc(doc, 16, 3, [4, 24])
     assert doc["settings"]["linear_prefill"] == "chunked" and doc["note"] == ""
     assert any("prefill" in s for s in said)
@@ -177,7 +178,7 @@ def test_errors(model_dir):
 def test_command_line_json(model_dir):
     env = dict(os.environ)  # conftest's PYTHONPATH: the checkout and its build tree
     out = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--prompt", "8",
-                          "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "1", "--probes",
+                          "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "2", "--probes",
                           "tiny", "--dtype", "float32", "--json", "--block-size", "8", "--kv-cache-dtype", "float32",
                           "--kv-cache-memory", "16M"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
