@@ -95,9 +95,9 @@ def comparison(doc, rows):
 
 def format_rows(section):
     """The report's lines for doc["llama_bench"]."""
-    lines = [f"llama.cpp side by side: llama-bench ({section['build_commit'] or 'unknown build'}) on "
-             f"{os.path.basename(section['gguf'])}, {section['threads']} threads, the same prompt / generation "
-             f"lengths (its tg runs from an empty context, ours after the prompt)",
+    lines = [f"llama.cpp side by side: llama-bench (build {section['build_commit'] or 'unknown'}) on "
+             f"{os.path.basename(section['gguf'])}, threads {section['threads']}",
+             "  same prompt / generation lengths; its tg runs from an empty context, ours after the prompt",
              f"  {'test':>8}  {'attnzoo tok/s':>13}  {'llama.cpp tok/s':>17}  {'ratio':>6}"]
     for c in section["comparison"]:
         ratio = f"{c['ratio']:5.2f}x" if c["ratio"] is not None else "     -"
