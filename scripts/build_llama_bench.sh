@@ -3,6 +3,7 @@
 # `attnzoo bench model --llama-bench PATH` (llama.cpp's pp512 / tg128 beside ours). Not part of `make test`.
 #
 #   scripts/build_llama_bench.sh            # prints the path of llama-bench on its last line
+#                                           # (llama-quantize is built beside it)
 #
 # Everything lives outside the source tree, in $ATTNZOO_LLAMA_CACHE (default ~/.cache/attnzoo/llama.cpp):
 # the sdist, its unpacked copy and the CMake build; a second run reuses all three (the build is incremental).
@@ -38,7 +39,9 @@ command -v ninja >/dev/null && GENERATOR=(-G Ninja)
 cmake -S "$SRC" -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF >&2
-nice cmake --build "$BUILD" --target llama-bench -j "$JOBS" >&2
+# llama-quantize too (two more files over the same libraries): it writes the BF16 / F16 GGUF of a quantized one
+# (--allow-requantize) for a same-dtype comparison when no Hugging Face checkpoint is at hand.
+nice cmake --build "$BUILD" --target llama-bench llama-quantize -j "$JOBS" >&2
 
 BIN="$BUILD/bin/llama-bench"
 [[ -x "$BIN" ]] || { echo "build_llama_bench: the build did not produce $BIN" >&2; exit 1; }
