@@ -38,6 +38,7 @@ def _check_doc(doc, prompt, gen, contexts):
     assert doc["peaks"]["fma"]["gflops"] > 0 and doc["peaks"]["memory"]["gbps"] > 0
     p = doc["prefill"]
     assert p["tokens"] == prompt and p["tokens_per_s"] > 0 and p["linear_gflops"] > 0
+    assert p["cached_tokens"] == 0  # every timed prefill computed its whole prompt: none came from the prefix cache
     assert 0 < p["fraction_of_fma_peak"] and p["total_gflops"] > p["linear_gflops"]
     d = doc["decode"]
     assert d["tokens"] == gen and d["context"] == prompt and d["tokens_per_s"] > 0
@@ -58,7 +59,7 @@ def _check_doc(doc, prompt, gen, contexts):
 def test_bench_model_document(model_dir):
     said = []
     doc = run_model_bench(model_dir, prompt=16, gen=3, contexts=[24, 4], context_gen=2, dtype="float32",
-                          repeats=1, probes="tiny", progress=said.append)
+                          repeats=2, probes="tiny", block_size=8, progress=said.append)
     _check_doc(doc, 16, 3, [4, 24])
     assert doc["settings"]["linear_prefill"] == "chunked" and doc["note"] == ""
     assert any("prefill" in s for s in said)
@@ -177,7 +178,7 @@ def test_errors(model_dir):
 def test_command_line_json(model_dir):
     env = dict(os.environ)  # conftest's PYTHONPATH: the checkout and its build tree
     out = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_dir, "--prompt", "8",
-                          "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "1", "--probes",
+                          "--gen", "2", "--contexts", "4,8", "--context-gen", "1", "--repeats", "2", "--probes",
                           "tiny", "--dtype", "float32", "--json", "--block-size", "8", "--kv-cache-dtype", "float32",
                           "--kv-cache-memory", "16M"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -209,3 +210,116 @@ def test_command_line_refuses_in_one_line_before_any_work(model_dir, tmp_path, c
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("attnzoo bench model: "), r.stderr
     assert ("config.json" if case == "not a checkpoint" else "max_position_embeddings) of 128") in lines[0]
+
+
+# --- llama.cpp side by side (--llama-bench) ----------------------------------------------------------------
+
+# Prints what llama-bench -o json prints (the fields read, among others it has), from its own arguments, and
+# records them: tokens/s are made up from the arguments so the test can tell which row landed where.
+FAKE_LLAMA_BENCH = r'''#!{python}
+import json, sys
+argv = sys.argv[1:]
+open({log!r}, "w").write(json.dumps(argv))
+if {fail!r}:
+    print("llama_model_load: error loading model", file=sys.stderr)
+    sys.exit(1)
+arg = lambda flag: argv[argv.index(flag) + 1]
+p, n, t = int(arg("-p")), int(arg("-n")), int(arg("-t"))
+tests = [dict(n_prompt=p, n_gen=0, avg_ts=1000.0 + p, stddev_ts=5.5), dict(n_prompt=0, n_gen=n, avg_ts=100.0 + n, stddev_ts=0.25)]
+print(json.dumps([dict(build_commit="abc1234", build_number=1, cpu_info="Fake CPU", gpu_info="", backends="CPU",
+                       model_filename=arg("-m"), model_type="llama ?B F32", n_threads=t, n_depth=0,
+                       avg_ns=int(1e9 * (x["n_prompt"] + x["n_gen"]) / x["avg_ts"]), samples_ns=[1], samples_ts=[1.0],
+                       **x) for x in tests], indent=2))
+'''
+
+
+def _fake_llama_bench(directory, fail=False):
+    path = directory / ("llama-bench-fail" if fail else "llama-bench")
+    log = directory / "argv.json"
+    path.write_text(FAKE_LLAMA_BENCH.format(python=sys.executable, log=str(log), fail=fail))
+    path.chmod(0o755)
+    return str(path), log
+
+
+@pytest.fixture(scope="module")
+def model_gguf(model_dir, tmp_path_factory):
+    from attnzoo.quant import quantize_checkpoint
+    path = tmp_path_factory.mktemp("bench_gguf") / "tiny.gguf"
+    quantize_checkpoint(model_dir, path, type="F32")
+    return str(path)
+
+
+def test_llama_bench_parse_and_rows(tmp_path):
+    from attnzoo.bench import llama_bench as llama
+    fake, log = _fake_llama_bench(tmp_path)
+    rows = llama.run(fake, "/models/x.gguf", prompt=512, gen=128, threads=3, repeats=2)
+    assert json.loads(log.read_text()) == ["-m", "/models/x.gguf", "-p", "512", "-n", "128", "-t", "3", "-r", "2",
+                                           "-o", "json"]
+    assert [(r["test"], r["n_prompt"], r["n_gen"], r["n_threads"]) for r in rows] == \
+        [("pp512", 512, 0, 3), ("tg128", 0, 128, 3)]
+    assert [r["tokens_per_s"] for r in rows] == [1512.0, 228.0] and rows[0]["stddev_tokens_per_s"] == 5.5
+    assert rows[0]["build_commit"] == "abc1234" and rows[0]["cpu_info"] == "Fake CPU"
+    doc = {"prefill": {"tokens": 512, "tokens_per_s": 756.0}, "decode": {"tokens": 128, "tokens_per_s": 456.0}}
+    cmp = llama.comparison(doc, rows)
+    assert [(c["test"], c["ours_tokens_per_s"], c["llama_cpp_tokens_per_s"], c["ratio"]) for c in cmp] == \
+        [("pp512", 756.0, 1512.0, 0.5), ("tg128", 456.0, 228.0, 2.0)]
+    lines = llama.format_rows({"build_commit": "abc1234", "gguf": "/models/x.gguf", "threads": 3, "comparison": cmp})
+    assert "abc1234" in lines[0] and "x.gguf" in lines[0] and "threads 3" in lines[0]
+    assert lines[3].split() == ["pp512", "756.0", "1512.0", "±", "5.5", "0.50x"]
+    assert lines[4].split() == ["tg128", "456.0", "228.0", "±", "0.2", "2.00x"]
+    # a both-ways test (-pg) is named as llama-bench names it, and has no row of ours to stand beside
+    both = llama.parse_output(json.dumps([{"n_prompt": 512, "n_gen": 128, "n_threads": 3, "avg_ts": 9.0,
+                                           "stddev_ts": 0.0}]))
+    assert both[0]["test"] == "pp512+tg128" and llama.comparison(doc, both) == []
+
+
+@pytest.mark.parametrize("text, match", [("not json", "not JSON"), ("[]", "non-empty"), ("[1]", "not an object"),
+                                         ('[{"n_prompt": 8, "n_gen": 0, "n_threads": 1, "stddev_ts": 0}]', "avg_ts"),
+                                         ('[{"n_prompt": -1, "n_gen": 0, "n_threads": 1, "avg_ts": 1, "stddev_ts": 0}]',
+                                          "n_prompt"),
+                                         ('[{"n_prompt": 0, "n_gen": 0, "n_threads": 1, "avg_ts": 1, "stddev_ts": 0}]',
+                                          "neither")])
+def test_llama_bench_bad_output(text, match):
+    from attnzoo.bench import llama_bench as llama
+    with pytest.raises(ValueError, match=match):
+        llama.parse_output(text)
+
+
+def test_llama_bench_errors(model_dir, model_gguf, tmp_path):
+    from attnzoo.bench import llama_bench as llama
+    missing = str(tmp_path / "no-such-llama-bench")
+    with pytest.raises(ValueError, match="--llama-bench: .*no-such-llama-bench not found.*build_llama_bench.sh"):
+        run_model_bench(model_gguf, prompt=8, gen=2, probes="tiny", llama_bench=missing)
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(ValueError, match="not an executable"):
+        llama.check_executable(str(tmp_path / "plain"))
+    fake, _ = _fake_llama_bench(tmp_path)
+    with pytest.raises(ValueError, match="needs a GGUF.*attnzoo quantize"):  # an HF directory: llama.cpp cannot read it
+        run_model_bench(model_dir, prompt=8, gen=2, probes="tiny", llama_bench=fake)
+    failing, _ = _fake_llama_bench(tmp_path, fail=True)
+    with pytest.raises(ValueError, match="(?s)exit status 1.*error loading model"):
+        llama.run(failing, model_gguf, 8, 2, 1, 1)
+    r = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_gguf, "--prompt", "8",
+                        "--gen", "2", "--llama-bench", missing], capture_output=True, text=True,
+                       env=dict(os.environ), timeout=60)
+    assert r.returncode == 1 and r.stdout == "" and "no-such-llama-bench not found" in r.stderr
+
+
+def test_llama_bench_side_by_side(model_gguf, tmp_path):
+    """The whole run on a GGUF: llama-bench gets the same file, lengths, threads and repeats as ours, and its rows
+    stand beside ours in the document and the report."""
+    fake, log = _fake_llama_bench(tmp_path)
+    doc = run_model_bench(model_gguf, prompt=16, gen=3, contexts=[8], context_gen=1, repeats=2, probes="tiny",
+                          prefix=0, llama_bench=fake)
+    argv = json.loads(log.read_text())
+    assert argv == ["-m", model_gguf, "-p", "16", "-n", "3", "-t", str(_core.num_threads()), "-r", "2", "-o", "json"]
+    lb = doc["llama_bench"]
+    assert lb["gguf"] == os.path.abspath(model_gguf) and lb["threads"] == _core.num_threads()
+    assert [c["test"] for c in lb["comparison"]] == ["pp16", "tg3"]
+    pp, tg = lb["comparison"]
+    assert pp["ours_tokens_per_s"] == doc["prefill"]["tokens_per_s"] and pp["llama_cpp_tokens_per_s"] == 1016.0
+    assert tg["ours_tokens_per_s"] == doc["decode"]["tokens_per_s"] and tg["llama_cpp_tokens_per_s"] == 103.0
+    assert pp["ratio"] == pytest.approx(doc["prefill"]["tokens_per_s"] / 1016.0)
+    json.dumps(doc)
+    text = format_report(doc)
+    assert "llama.cpp side by side" in text and "pp16" in text and "tg3" in text

@@ -5,6 +5,7 @@
                                         [--prefix 2048] [--prefix-new 32] [--snapshot-interval-blocks 32]
                                         [--speculative ngram|draft [--num-speculative-tokens 4]
                                          [--draft-model DIR] [--prompt-lookup-max 3] [--prompt-lookup-min 1]]
+                                        [--llama-bench PATH]
 
 In one run: the f32 FMA peak and the streaming read bandwidth (attnzoo.bench's probes, best of a run at the
 start and one at the end), then
@@ -22,6 +23,8 @@ start and one at the end), then
             type, all from the layers' CacheSpecs (Model.inspect()).
   speculative (with --speculative) greedy decoding of --gen tokens plainly and with exact speculative decoding:
             speedup, acceptance rate, mean acceptance length (attnzoo.bench.speculative).
+  llama.cpp (with --llama-bench PATH, a GGUF -m) llama.cpp's llama-bench on the same file, prompt / generation
+            lengths and threads, beside our prefill / decode with the ratio (attnzoo.bench.llama_bench).
 --linear-prefill=recurrent makes linear / SSM mixers run prompts token by token on their recurrent kernels
 (what the chunked kernels buy); softmax attention is unaffected.
 """
@@ -36,6 +39,7 @@ import numpy as np
 
 from .. import _core
 from .._units import human_parameters
+from . import llama_bench as llama
 from .harness import better_peaks, measure_peaks
 
 PROBE_SCALES = ("full", "quick", "tiny")
@@ -190,7 +194,7 @@ def _check_fits(model_dir, prompt, gen, prefix, prefix_new):
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
                     linear_prefill="chunked", matmul_precision="highest", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
-                    kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None):
+                    kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None, llama_bench=None):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
@@ -205,6 +209,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     a few state copies per prompt).
     speculative: None, or bench_speculative.speculative_row's keyword arguments (method, num_speculative_tokens,
     draft_model, prompt_lookup_min / max): a row of plain against speculative greedy decoding of `gen` tokens.
+    llama_bench: None, or the path of llama.cpp's llama-bench, run on the model's GGUF with the same prompt, gen,
+    threads and repeats after our runs (model_dir must be a GGUF, or a directory holding one).
     """
     from ..model import Model
     if prompt < 1 or gen < 1 or repeats < 1:
@@ -219,6 +225,10 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     if probes not in PROBE_SCALES:
         raise ValueError(f"probes: expected one of {', '.join(PROBE_SCALES)}, got {probes!r}")
     _check_fits(model_dir, prompt, gen, prefix, prefix_new)  # before the probes and the load: seconds
+    gguf = None
+    if llama_bench:
+        llama.check_executable(llama_bench)
+        gguf = llama.model_gguf(model_dir)
     say = progress or (lambda s: None)
     rng = np.random.default_rng(seed)
     config = _core.bench_config(probes)
@@ -252,14 +262,16 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     try:
         # Warm-up: touches every weight page once so the first timed run does not pay the mapping in.
         model.forward(rng.integers(model.vocab_size, size=min(prompt, 8)).astype(np.int32), last_only=True)
-        ids = rng.integers(model.vocab_size, size=prompt).astype(np.int32)
         say(f"prefill {prompt} tokens x {repeats}")
-        prefill_times, seq = [], None
+        prefill_times, prefill_cached, seq = [], 0, None
         for _ in range(repeats):
+            # A new random prompt each run: the same one again would be served from the prefix cache.
+            ids = rng.integers(model.vocab_size, size=prompt).astype(np.int32)
             seq = model.new_sequence()
             t0 = time.perf_counter()
             model.forward(ids, seq=seq, last_only=True)
             prefill_times.append(time.perf_counter() - t0)
+            prefill_cached = max(prefill_cached, seq.cached_tokens)
         say(f"decode {gen} tokens after {prompt}")
         decode_times = _decode_steps(model, seq, gen, rng)
 
@@ -285,6 +297,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         _core.set_linear_prefill(previous_mode)
         _core.set_float32_matmul_precision(previous_precision)
 
+    llama_rows = None
+    if llama_bench:  # after ours, before the closing peak probes: both sides see the same machine state
+        say(f"llama-bench: pp{prompt} / tg{gen} on {gguf}, {_core.num_threads()} threads x {repeats}")
+        llama_rows = llama.run(llama_bench, gguf, prompt, gen, _core.num_threads(), repeats)
+
     say("measuring the peaks again")
     peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
@@ -298,6 +315,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     linear_flops = 2.0 * layer_matrix_elements(model_dir) * prompt + 2.0 * info["hidden_size"] * info["vocab_size"]
     attn_flops = attention_flops(info, 0, prompt)
     prefill = {"tokens": prompt, "runs": repeats, "seconds": prefill_s, "min_seconds": float(min(prefill_times)),
+               "cached_tokens": prefill_cached,
                "tokens_per_s": prompt / prefill_s,
                "linear_gflop": linear_flops * 1e-9, "attention_gflop": attn_flops * 1e-9,
                "linear_gflops": linear_flops / prefill_s * 1e-9,
@@ -334,6 +352,10 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         "prefill": prefill,
         "decode": decode,
         "decode_by_context": by_context,
+        "llama_bench": None if llama_rows is None else {
+            "path": os.path.abspath(llama_bench), "gguf": os.path.abspath(gguf), "threads": _core.num_threads(),
+            "build_commit": llama_rows[0]["build_commit"], "rows": llama_rows,
+            "comparison": llama.comparison({"prefill": prefill, "decode": decode}, llama_rows)},
         "note": "; ".join(notes),
     }
 
@@ -396,6 +418,8 @@ def format_report(doc):
         for name, t in pool["layer_types"].items():
             lines.append(f"  {t['layers']:3d} x {name:40s} {t['bytes_per_token']:8d} B/token ({t['dtype']})   "
                          f"{t['fixed_bytes'] / 2**20:8.2f} MiB fixed")
+    if doc.get("llama_bench"):
+        lines += ["", *llama.format_rows(doc["llama_bench"])]
     if doc["note"]:
         lines += ["", doc["note"]]
     return "\n".join(lines)
@@ -456,6 +480,9 @@ def main(argv=None):
     parser.add_argument("--draft-model", help="the draft model (directory or .gguf) for --speculative draft")
     parser.add_argument("--prompt-lookup-max", type=int, default=3, help="longest n-gram looked up (default 3)")
     parser.add_argument("--prompt-lookup-min", type=int, default=1, help="shortest n-gram looked up (default 1)")
+    parser.add_argument("--llama-bench", metavar="PATH",
+                        help="llama.cpp's llama-bench (scripts/build_llama_bench.sh builds it): adds its pp / tg "
+                             "rows for the same GGUF (-m), lengths and threads beside ours, with the ratio")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.exists(args.model):
@@ -479,7 +506,7 @@ def main(argv=None):
                               progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
                               snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
                               kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory,
-                              speculative=speculative)
+                              speculative=speculative, llama_bench=args.llama_bench)
     except (ValueError, OSError) as e:  # bad arguments and unreadable checkpoints: one line, no traceback
         print(f"attnzoo bench model: {e}", file=sys.stderr)
         return 1

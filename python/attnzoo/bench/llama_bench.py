@@ -1,0 +1,106 @@
+"""llama.cpp's llama-bench beside `attnzoo bench model`: the same GGUF, prompt, generation length and threads.
+
+scripts/build_llama_bench.sh builds llama-bench from the llama.cpp that the llama-cpp-python sdist vendors. Here it
+is run as `llama-bench -m MODEL.gguf -p PROMPT -n GEN -t THREADS -r REPEATS -o json`, which prints (stdout) a JSON
+array with one object per test: the prompt test (n_prompt = PROMPT, n_gen = 0: "pp512") and the generation test
+(n_prompt = 0, n_gen = GEN: "tg128"), each with avg_ts / stddev_ts in tokens per second over the repetitions.
+"""
+import json
+import os
+import subprocess
+
+from .. import _core
+
+
+def check_executable(path):
+    """ValueError naming --llama-bench when `path` is not an executable file."""
+    if not os.path.exists(path):
+        raise ValueError(f"--llama-bench: {path} not found (build it with scripts/build_llama_bench.sh)")
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise ValueError(f"--llama-bench: {path} is not an executable file")
+
+
+def model_gguf(model):
+    """The GGUF that llama-bench loads for `model` (a .gguf file, or a directory holding one GGUF); ValueError
+    for a Hugging Face directory, which llama.cpp cannot read."""
+    gguf = _core.find_model_gguf(model)
+    if not gguf:
+        raise ValueError(f"--llama-bench: llama.cpp needs a GGUF and {model} is a Hugging Face directory: write one "
+                         f"with `attnzoo quantize -m {model} -o MODEL.gguf --type BF16` (or F32, Q8_0, ...) "
+                         f"and pass -m MODEL.gguf")
+    return gguf
+
+
+def _test_name(row):
+    # llama-bench's own names: pp<N> for a prompt test, tg<N> for generation, pp<N>+tg<M> for both.
+    parts = [f"pp{row['n_prompt']}"] if row["n_prompt"] else []
+    return "+".join(parts + ([f"tg{row['n_gen']}"] if row["n_gen"] else []))
+
+
+def parse_output(text):
+    """llama-bench's `-o json` output -> [{test, n_prompt, n_gen, n_threads, tokens_per_s, stddev_tokens_per_s,
+    model_type, cpu_info, build_commit}]. ValueError naming the field when the output is not that."""
+    try:
+        tests = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"llama-bench output: not JSON ({e}): {text[:200]!r}") from None
+    if not isinstance(tests, list) or not tests:
+        raise ValueError("llama-bench output: expected a non-empty JSON array of tests")
+    rows = []
+    for i, t in enumerate(tests):
+        if not isinstance(t, dict):
+            raise ValueError(f"llama-bench output: test {i} is not an object")
+        for key, kind in (("n_prompt", int), ("n_gen", int), ("n_threads", int), ("avg_ts", (int, float)),
+                          ("stddev_ts", (int, float))):
+            if not isinstance(t.get(key), kind) or isinstance(t.get(key), bool) or t[key] < 0:
+                raise ValueError(f"llama-bench output: test {i}: {key} missing or not a non-negative number")
+        if not t["n_prompt"] and not t["n_gen"]:
+            raise ValueError(f"llama-bench output: test {i} has neither prompt nor generated tokens")
+        rows.append({"test": _test_name(t), "n_prompt": t["n_prompt"], "n_gen": t["n_gen"],
+                     "n_threads": t["n_threads"], "tokens_per_s": float(t["avg_ts"]),
+                     "stddev_tokens_per_s": float(t["stddev_ts"]), "model_type": str(t.get("model_type", "")),
+                     "cpu_info": str(t.get("cpu_info", "")), "build_commit": str(t.get("build_commit", ""))})
+    return rows
+
+
+def run(path, gguf, prompt, gen, threads, repeats, timeout=3600):
+    """Runs llama-bench once for a prompt test and a generation test; returns parse_output's rows."""
+    check_executable(path)
+    cmd = [path, "-m", gguf, "-p", str(prompt), "-n", str(gen), "-t", str(threads), "-r", str(repeats),
+           "-o", "json"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ValueError(f"llama-bench: no result after {timeout} s: {' '.join(cmd)}") from None
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+        raise ValueError(f"llama-bench failed (exit status {done.returncode}): {' '.join(cmd)}\n{tail}")
+    return parse_output(done.stdout)
+
+
+def comparison(doc, rows):
+    """Our prefill / decode beside llama.cpp's prompt / generation tests: [{test, ours, llama_cpp, ratio}],
+    ratio = ours / llama.cpp's tokens per second (above 1: we are faster)."""
+    ours = {(doc["prefill"]["tokens"], 0): doc["prefill"]["tokens_per_s"],
+            (0, doc["decode"]["tokens"]): doc["decode"]["tokens_per_s"]}
+    out = []
+    for r in rows:
+        mine = ours.get((r["n_prompt"], r["n_gen"]))
+        if mine is not None:
+            out.append({"test": r["test"], "ours_tokens_per_s": mine, "llama_cpp_tokens_per_s": r["tokens_per_s"],
+                        "llama_cpp_stddev": r["stddev_tokens_per_s"],
+                        "ratio": mine / r["tokens_per_s"] if r["tokens_per_s"] else None})
+    return out
+
+
+def format_rows(section):
+    """The report's lines for doc["llama_bench"]."""
+    lines = [f"llama.cpp side by side: llama-bench (build {section['build_commit'] or 'unknown'}) on "
+             f"{os.path.basename(section['gguf'])}, threads {section['threads']}",
+             "  same prompt / generation lengths; its tg runs from an empty context, ours after the prompt",
+             f"  {'test':>8}  {'attnzoo tok/s':>13}  {'llama.cpp tok/s':>17}  {'ratio':>6}"]
+    for c in section["comparison"]:
+        ratio = f"{c['ratio']:5.2f}x" if c["ratio"] is not None else "     -"
+        lines.append(f"  {c['test']:>8}  {c['ours_tokens_per_s']:13.1f}  "
+                     f"{c['llama_cpp_tokens_per_s']:10.1f} ± {c['llama_cpp_stddev']:4.1f}  {ratio}")
+    return lines
