@@ -239,6 +239,7 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
 namespace {
 // GGUF row h*D + 2j + i <-> Hugging Face row h*D + i*D/2 + j; `to_gguf` picks the direction.
 void rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t row_bytes, int64_t heads, bool to_gguf) {
+  if (rows <= 0 || row_bytes <= 0 || heads <= 0) return;  // nothing to move (and no null pointer to memcpy)
   const int64_t D = rows / heads, half = D / 2;
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < 2; ++i)
