@@ -390,22 +390,27 @@ int64_t MemoryPool::rollback(Sequence& seq, int64_t length) {
     std::lock_guard lock(mu_);
     require(length >= 0 && length <= seq.length_, "length",
             "must be in [0, " + std::to_string(seq.length_) + "], got " + std::to_string(length));
-    if (window_all_ > 0 && length > 0) {
-      // The next query, at position `length`, reads keys from length - window + 1 on.
-      const int64_t first = std::max<int64_t>(0, length - window_all_) / options_.block_tokens;
-      require(first >= int64_t(seq.block_table_.size()) || seq.block_table_[size_t(first)] != kDropped, "length",
-              "rolls back past blocks the sliding window already gave back (set max_rollback_tokens)");
-    }
     auto& cps = seq.checkpoints_;
     size_t keep = cps.size();
     while (keep > 0 && cps[keep - 1].length > length) --keep;
+    const bool restore = has_state() && length > 0 && length < seq.length_;
+    if (restore) {
+      require(keep > 0, "length", "this sequence has recurrent state and no checkpoint at or below " +
+                                      std::to_string(length) + " to roll back to");
+      state_at = cps[keep - 1].length;
+    }
+    // Checked before anything changes, and at the length the sequence really returns to: recomputing from a
+    // checkpoint below `length` needs that checkpoint's window of keys, not `length`'s.
+    if (window_all_ > 0 && state_at > 0) {
+      // The next query, at position `state_at`, reads keys from state_at - window + 1 on.
+      const int64_t first = std::max<int64_t>(0, state_at - window_all_) / options_.block_tokens;
+      require(first >= int64_t(seq.block_table_.size()) || seq.block_table_[size_t(first)] != kDropped, "length",
+              "rolls back past blocks the sliding window already gave back (set max_rollback_tokens)");
+    }
     release_checkpoints_locked(seq, keep);
     if (has_state() && length == 0) {
       zero_state(seq.state_slot_);  // the empty sequence's state needs no checkpoint
-    } else if (has_state() && length < seq.length_) {
-      require(!cps.empty(), "length", "this sequence has recurrent state and no checkpoint at or below " +
-                                          std::to_string(length) + " to roll back to");
-      state_at = cps.back().length;
+    } else if (restore) {
       copy_state(cps.back().slot, seq.state_slot_);
     }
   }

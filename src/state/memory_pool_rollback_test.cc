@@ -107,5 +107,30 @@ TEST(MemoryPoolRollback, SlidingWindowPoolsKeepRollbackRoom) {
   EXPECT_EQ(roomy.rollback(*r, 18), 18);
 }
 
+TEST(MemoryPoolRollback, SlidingWindowIsCheckedWhereTheStateReturnsTo) {
+  // A hybrid rolls back to its checkpoint, below the asked length, and recomputes from there: the window of keys
+  // that recomputation reads must still be held, not only the one of the asked length.
+  PoolOptions o;
+  o.block_tokens = 4;
+  o.bytes = 1 << 20;
+  o.max_sequences = 2;
+  o.prefix_caching = false;
+  o.max_rollback_tokens = 6;
+  MemoryPool pool({CacheSpec::kv(2, 8, /*window=*/8), CacheSpec::state(16)}, o);
+  auto s = pool.new_sequence();
+  grow(pool, *s, 8);
+  pool.checkpoint(*s);
+  grow(pool, *s, 16);  // 24 tokens: blocks 0 and 1 (positions 0-7) fall out of window + rollback room
+  EXPECT_THROW(pool.rollback(*s, 20), ArgumentError);  // 20 alone would be fine; its state comes from 8
+  EXPECT_EQ(s->length(), 24);  // a refused rollback changes nothing
+  EXPECT_EQ(s->checkpoint_lengths(), std::vector<int64_t>{8});
+  s.reset();
+  auto t = pool.new_sequence();
+  grow(pool, *t, 8);
+  pool.checkpoint(*t);
+  grow(pool, *t, 4);  // 12 tokens: nothing given back yet
+  EXPECT_EQ(pool.rollback(*t, 10), 8);
+}
+
 }  // namespace
 }  // namespace attnzoo
