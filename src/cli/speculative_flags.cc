@@ -24,7 +24,7 @@ bool parse_speculative_flag(const std::vector<std::string>& args, size_t& i, Spe
   return true;
 }
 
-std::unique_ptr<Model> prepare_speculation(const SpeculativeOptions& o, bool flags_given, LoadOptions& load) {
+std::unique_ptr<Model> prepare_speculation(const SpeculativeOptions& o, bool flags_given, const LoadOptions& load) {
   if (!o.enabled()) {
     if (flags_given) throw ArgumentError("--speculative: the speculative flags need a method (ngram or draft)");
     return nullptr;
@@ -32,7 +32,6 @@ std::unique_ptr<Model> prepare_speculation(const SpeculativeOptions& o, bool fla
   o.validate();
   if (o.method == SpeculativeMethod::ngram && !o.draft_model.empty())
     throw ArgumentError("--draft-model: only the 'draft' method uses a draft model");
-  load.pool.max_rollback_tokens = o.num_speculative_tokens + 1;
   if (o.method != SpeculativeMethod::draft) return nullptr;
   if (o.draft_model.empty()) throw ArgumentError("--draft-model: the 'draft' method needs a draft model (sharing the tokenizer)");
   return Model::load(o.draft_model, load);

@@ -16,9 +16,9 @@ extern const char* kSpeculativeFlagsUsage;
 // missing or malformed value.
 bool parse_speculative_flag(const std::vector<std::string>& args, size_t& i, SpeculativeOptions& options);
 
-// Validates the options (a draft model or K without --speculative is an error, not ignored), keeps rollback
-// room in the target's pool, and loads the draft model for the "draft" method (nullptr otherwise) with `load`'s
-// dtype and pool settings.
-std::unique_ptr<Model> prepare_speculation(const SpeculativeOptions& options, bool flags_given, LoadOptions& load);
+// Validates the options (a draft model or K without --speculative is an error, not ignored) and loads the draft
+// model for the "draft" method (nullptr otherwise) with `load`'s dtype and pool settings. The rollback room in
+// the pools is raised by whoever speculates (the scheduler, generate(), the draft proposer), not here.
+std::unique_ptr<Model> prepare_speculation(const SpeculativeOptions& options, bool flags_given, const LoadOptions& load);
 
 }  // namespace attnzoo::cli
