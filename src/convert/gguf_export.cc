@@ -85,9 +85,9 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
 
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o) {
   if (!std::filesystem::is_directory(src_dir))
-    throw ArgumentError("-m: '" + src_dir + "' is not a directory (expected a Hugging Face checkpoint directory)");
+    throw ArgumentError("src_dir (-m): '" + src_dir + "' is not a directory (expected a Hugging Face checkpoint directory)");
   if (find_model_gguf(src_dir))
-    throw ArgumentError("-m: '" + src_dir + "' holds a GGUF checkpoint; quantize reads Hugging Face safetensors");
+    throw ArgumentError("src_dir (-m): '" + src_dir + "' holds a GGUF checkpoint; quantize reads Hugging Face safetensors");
   auto files = std::make_shared<ModelFiles>(ModelFiles::open(src_dir));
   const Config& c = files->config();
   const std::vector<std::string> archs = c.has("architectures") ? c.get_string_list("architectures") : std::vector<std::string>{};

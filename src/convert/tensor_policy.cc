@@ -52,14 +52,14 @@ QuantType choose_tensor_type(const TensorPolicy& p, const std::string& gguf_name
     try {
       if (std::regex_search(gguf_name, std::regex(pattern))) return fit_to_row(type, cols);
     } catch (const std::regex_error& e) {
-      throw ArgumentError("--tensor-type: pattern '" + pattern + "' is not a valid regular expression: " + e.what());
+      throw ArgumentError("tensor_types (--tensor-type): pattern '" + pattern + "' is not a valid regular expression: " + e.what());
     }
   }
   for (const std::string& pattern : p.keep) {
     try {
       if (std::regex_search(gguf_name, std::regex(pattern))) return source;
     } catch (const std::regex_error& e) {
-      throw ArgumentError("--keep: pattern '" + pattern + "' is not a valid regular expression: " + e.what());
+      throw ArgumentError("keep (--keep): pattern '" + pattern + "' is not a valid regular expression: " + e.what());
     }
   }
   const bool head = gguf_name == "output.weight", embed = gguf_name == "token_embd.weight";
