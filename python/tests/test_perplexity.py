@@ -186,8 +186,8 @@ def test_cli_errors_name_the_file_and_the_length(bos_model, tmp_path):
     long.write_text(TEXT * 8)
     r = _run("-m", directory, "-f", str(long), "-c", "1024")
     assert r.returncode == 1 and "longer than the model's context (max_position_embeddings) of 256" in r.stderr
-    for flags, match in ((["-c", "2"], "-c: the window must be at least 4"), (["--chunks", "0"], "--chunks"),
-                         (["-b", "0"], "-b: must be positive")):
+    for flags, match in ((["-c", "2"], "n_ctx: the window (-c) must be at least 4"), (["--chunks", "0"], "--chunks"),
+                         (["-b", "0"], "n_batch: tokens per forward call (-b) must be positive")):
         r = _run("-m", directory, "-f", str(long), *flags)
         assert r.returncode == 1 and match in r.stderr, (flags, r.stderr)
     r = _run("-m", directory)

@@ -51,11 +51,7 @@ PerplexityArgs parse_args(const std::vector<std::string>& args) {
     else throw_unknown_option("perplexity", s, kUsage);
   }
   if (a.file.empty()) throw ArgumentError(std::string("perplexity: -f FILE (the text to score) is required\n") + kUsage);
-  // Checked here too so a bad flag fails before the model loads.
-  require(a.options.n_ctx >= 4, "-c", "the window must be at least 4 tokens, got " + std::to_string(a.options.n_ctx));
-  require(a.options.n_batch >= 1, "-b", "must be positive, got " + std::to_string(a.options.n_batch));
-  require(a.options.n_chunks >= 1 || a.options.n_chunks == -1, "--chunks",
-          "must be positive, got " + std::to_string(a.options.n_chunks));
+  check_perplexity_options(a.options, /*max_context=*/0);  // before the model loads
   use_default_model(a.flags, "perplexity");
   return a;
 }
@@ -68,10 +64,7 @@ int run_perplexity(const std::vector<std::string>& args) {
   if (text.empty()) throw ArgumentError("-f: '" + a.file + "' is empty: perplexity needs a text to score");
   require(tok::utf8::is_valid(text), "-f", "'" + a.file + "' is not UTF-8 text");
   const auto model = Model::load(a.flags.model, load_options(a.flags));
-  const int64_t context = model->info().max_position_embeddings;
-  if (context > 0 && a.options.n_ctx > context)
-    throw ArgumentError("-c: the window of " + std::to_string(a.options.n_ctx) + " tokens is longer than the "
-                        "model's context (max_position_embeddings) of " + std::to_string(context));
+  check_perplexity_options(a.options, model->info().max_position_embeddings);  // before tokenizing
   const auto tokenizer = tok::Tokenizer::load(a.flags.model);
   std::fprintf(stderr, "perplexity: tokenizing the input ..\n");
   PerplexityTokens input = perplexity_tokens(*tokenizer, text);
@@ -82,7 +75,7 @@ int run_perplexity(const std::vector<std::string>& args) {
     const int64_t windows = a.options.n_chunks < 0 ? n / c : std::min(a.options.n_chunks, n / c);
     std::fprintf(stderr, "perplexity: calculating perplexity over %lld chunks of %lld tokens (text: %lld tokens), "
                  "n_ctx=%lld, batch_size=%lld, n_seq=%lld\n", (long long)windows, (long long)c, (long long)n,
-                 (long long)c, (long long)a.options.n_batch, (long long)std::max<int64_t>(1, a.options.n_batch / c));
+                 (long long)c, (long long)a.options.n_batch, (long long)perplexity_windows_per_call(*model, a.options));
   }
   const PerplexityResult r = perplexity(*model, input.tokens, a.options, [](const PerplexityResult& so_far) {
     std::printf("[%zu]%.4f,", so_far.running_ppl.size(), so_far.running_ppl.back());

@@ -12,16 +12,8 @@
 namespace attnzoo {
 namespace {
 
-void check_options(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
-  const int64_t context = model.info().max_position_embeddings, V = model.info().vocab_size;
-  // n_ctx / 2 tokens of context, then at least two scored tokens so the error estimate exists.
-  require(o.n_ctx >= 4, "n_ctx", "the window (-c) must be at least 4 tokens, got " + std::to_string(o.n_ctx));
-  require(context <= 0 || o.n_ctx <= context, "n_ctx",
-          "the window (-c) of " + std::to_string(o.n_ctx) + " tokens is longer than the model's context "
-          "(max_position_embeddings) of " + std::to_string(context));
-  require(o.n_batch >= 1, "n_batch", "tokens per forward call (-b) must be positive, got " + std::to_string(o.n_batch));
-  require(o.n_chunks == -1 || o.n_chunks >= 1, "n_chunks",
-          "must be positive (or -1: every window), got " + std::to_string(o.n_chunks));
+void check_tokens(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
+  const int64_t V = model.info().vocab_size;
   require(!o.bos || (*o.bos >= 0 && *o.bos < V), "bos",
           "id " + std::to_string(o.bos.value_or(0)) + " outside the vocabulary [0, " + std::to_string(V) + ")");
   const int64_t n = int64_t(tokens.size());
@@ -41,6 +33,24 @@ struct WindowSums {
 };
 
 }  // namespace
+
+void check_perplexity_options(const PerplexityOptions& o, int64_t max_context) {
+  // n_ctx / 2 tokens of context, then at least two scored tokens so the error estimate exists.
+  require(o.n_ctx >= 4, "n_ctx", "the window (-c) must be at least 4 tokens, got " + std::to_string(o.n_ctx));
+  require(max_context <= 0 || o.n_ctx <= max_context, "n_ctx",
+          "the window (-c) of " + std::to_string(o.n_ctx) + " tokens is longer than the model's context "
+          "(max_position_embeddings) of " + std::to_string(max_context));
+  require(o.n_batch >= 1, "n_batch", "tokens per forward call (-b) must be positive, got " + std::to_string(o.n_batch));
+  require(o.n_chunks == -1 || o.n_chunks >= 1, "n_chunks",
+          "windows to score (--chunks) must be positive (or -1: every window), got " + std::to_string(o.n_chunks));
+}
+
+int64_t perplexity_windows_per_call(const Model& model, const PerplexityOptions& o) {
+  // llama.cpp's n_seq, bounded by the recurrent-state slots a hybrid's windows each need.
+  int64_t per_call = std::max<int64_t>(1, o.n_batch / std::max<int64_t>(1, o.n_ctx));
+  if (model.pool().has_state()) per_call = std::min(per_call, std::max<int64_t>(1, model.pool().stats().state_slots));
+  return per_call;
+}
 
 std::optional<int32_t> added_bos(const tok::Tokenizer& tokenizer) {
   // The post-processor's prefix shows on any text: the same probe with and without special tokens.
@@ -65,15 +75,14 @@ void finish_perplexity(PerplexityResult& r, double nll_sum, double nll2_sum, int
 
 PerplexityResult perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o,
                             const std::function<void(const PerplexityResult&)>& on_chunk) {
-  check_options(model, tokens, o);
+  check_perplexity_options(o, model.info().max_position_embeddings);
+  check_tokens(model, tokens, o);
   const int64_t c = o.n_ctx, V = model.info().vocab_size;
   const int64_t first = c / 2, scored = c - 1 - first;
   const int64_t n_chunks = std::min(o.n_chunks < 0 ? std::numeric_limits<int64_t>::max() : o.n_chunks,
                                     int64_t(tokens.size()) / c);
-  // Windows side by side in one call (llama.cpp's n_seq), at most one per recurrent-state slot; a window longer
-  // than n_batch runs in pieces of n_batch tokens.
-  int64_t per_call = std::max<int64_t>(1, o.n_batch / c);
-  if (model.pool().has_state()) per_call = std::min(per_call, std::max<int64_t>(1, model.pool().stats().state_slots));
+  // Windows side by side in one call; a window longer than n_batch runs in pieces of n_batch tokens.
+  const int64_t per_call = perplexity_windows_per_call(model, o);
   const int64_t piece = std::min(o.n_batch, c);
 
   PerplexityResult r;

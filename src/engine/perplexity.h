@@ -43,9 +43,16 @@ struct PerplexityTokens {
 PerplexityTokens perplexity_tokens(const tok::Tokenizer& tokenizer, std::string_view text);
 std::optional<int32_t> added_bos(const tok::Tokenizer& tokenizer);
 
+// ArgumentError naming the option for n_ctx < 4, n_ctx past `max_context` (the model's max_position_embeddings;
+// <= 0: unknown, not checked), n_batch or n_chunks < 1 (other than n_chunks = -1). perplexity() calls it; front
+// ends call it too so a bad flag fails before the model loads.
+void check_perplexity_options(const PerplexityOptions& options, int64_t max_context);
+
+// How many windows perplexity() runs side by side in one forward call (llama.cpp's n_seq).
+int64_t perplexity_windows_per_call(const Model& model, const PerplexityOptions& options);
+
 // Runs the windows through `model` (several per forward call, each its own sequence in the pool, freed after its
-// window) and scores them. ArgumentError naming the option for n_ctx < 4, n_ctx past the model's context, n_batch
-// or n_chunks < 1 (other than n_chunks = -1), a BOS outside the vocabulary, and for fewer than 2 * n_ctx tokens
+// window) and scores them. ArgumentError for the options above, a BOS outside the vocabulary, and for fewer than 2 * n_ctx tokens
 // (naming options.source). `on_chunk(result)` is called after each window with the running result.
 PerplexityResult perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& options,
                             const std::function<void(const PerplexityResult&)>& on_chunk = {});
