@@ -5,11 +5,11 @@
 namespace attnzoo {
 
 ScopedLinearObserver::ScopedLinearObserver(LinearInputObserver* o) {
-  LinearInputObserver* expected = nullptr;
-  if (!detail::g_linear_observer.compare_exchange_strong(expected, o))
-    throw ArgumentError("a Linear input observer is already installed (one calibration at a time)");
+  if (detail::t_linear_observer != nullptr)
+    throw ArgumentError("a Linear input observer is already installed in this thread (one calibration at a time)");
+  detail::t_linear_observer = o;
 }
 
-ScopedLinearObserver::~ScopedLinearObserver() { detail::g_linear_observer.store(nullptr); }
+ScopedLinearObserver::~ScopedLinearObserver() { detail::t_linear_observer = nullptr; }
 
 }  // namespace attnzoo

@@ -1,8 +1,9 @@
 #pragma once
-// A process-wide hook that sees every Linear's input while installed: attnzoo quantize's calibration collects
-// per-input-channel activation statistics through it (llama.cpp's imatrix). One observer at a time; when none is
-// installed a forward pass pays one relaxed atomic load.
-#include <atomic>
+// A hook that sees every Linear's input while installed: attnzoo quantize's calibration collects per-input-channel
+// activation statistics through it (llama.cpp's imatrix). It belongs to the thread that installs it: forward passes
+// that other threads run meanwhile (a server, another Python thread) neither feed the statistics nor race on them.
+// Linear::forward calls it before it hands work to the pool, so a model whose layers run on the calling thread is
+// seen whole. One observer per thread; when none is installed a forward pass pays one thread-local load.
 #include <cstdint>
 #include <string>
 
@@ -17,14 +18,12 @@ class LinearInputObserver {
 };
 
 namespace detail {
-inline std::atomic<LinearInputObserver*> g_linear_observer{nullptr};
+inline thread_local LinearInputObserver* t_linear_observer = nullptr;
 }
 
-inline LinearInputObserver* linear_input_observer() {
-  return detail::g_linear_observer.load(std::memory_order_relaxed);
-}
+inline LinearInputObserver* linear_input_observer() { return detail::t_linear_observer; }
 
-// Installs an observer for its lifetime; ArgumentError when another one is installed.
+// Installs an observer in the calling thread for its lifetime; ArgumentError when this thread has one already.
 class ScopedLinearObserver {
  public:
   explicit ScopedLinearObserver(LinearInputObserver* o);
