@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/aligned_buffer.h"
+#include "core/dispatch.h"
 #include "kernels/quant/gemv_kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -266,7 +267,11 @@ namespace attnzoo {
 HWY_EXPORT(GemvRowsF32);
 HWY_EXPORT(ActivationSums16);
 
-void quant_gemv_rows_f32(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
+void quant_gemv_rows_f32(const QuantGemvTask& task) {
+  if (quant_gemv_f32_avx512_enabled() && quant_gemv_rows_f32_avx512(task)) return;
+  HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task);
+}
+void quant_gemv_rows_f32_portable(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
 void activation_sums16(const float* x, size_t T, size_t K, float* xsum16) {
   HWY_DYNAMIC_DISPATCH(ActivationSums16)(x, T, K, xsum16);
 }
