@@ -103,16 +103,10 @@ void row_q4_0(const uint8_t* row, size_t K, const float* x, float* out) {
   acc.sums(out);
 }
 
-// The eight (d * scale_j) and (dmin * min_j) of a Q4_K block, from the 12 packed bytes 4 at a time in 32-bit words.
+// The eight (d * scale_j) and (dmin * min_j) of a Q4_K block.
 inline void q4_k_scales(const uint8_t* b, float* dl, float* ml) {
   uint32_t u[4];
-  std::memcpy(u, b + 4, 12);
-  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & top2) << 4);  // mins 4-7
-  const uint32_t mins03 = u[1] & low6;
-  u[1] = (u[2] & low4) | (((u[0] >> 6) & top2) << 4);  // scales 4-7
-  u[2] = mins03;
-  u[0] &= low6;  // scales 0-3
+  k_scales_mins(b + 4, u);
   const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
   const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2))));
   const __m256 d = _mm256_set1_ps(_cvtsh_ss(load_u16(b))), dmin = _mm256_set1_ps(_cvtsh_ss(load_u16(b + 2)));
@@ -181,20 +175,10 @@ using RowFn = void (*)(const uint8_t*, size_t, const float*, float*);
 
 void run_rows(const QuantGemvTask& g, RowFn f1, RowFn f2, RowFn f3, RowFn f4) {
   const size_t K = size_t(g.w.cols);
-  for (size_t n = g.n0; n < g.n1; ++n) {
-    const uint8_t* row = g.w.row(int64_t(n));
-    for (size_t t0 = 0; t0 < g.T; t0 += 4) {
-      float out[4];
-      const float* x = g.x + t0 * K;
-      switch (g.T - t0 < 4 ? g.T - t0 : 4) {
-        case 1: f1(row, K, x, out); break;
-        case 2: f2(row, K, x, out); break;
-        case 3: f3(row, K, x, out); break;
-        default: f4(row, K, x, out); break;
-      }
-      for (size_t t = t0; t < g.T && t < t0 + 4; ++t) g.y[t * g.ldy + n] = out[t - t0] + (g.bias ? g.bias[n] : 0.f);
-    }
-  }
+  for_rows_by_4_tokens(g, [&](size_t n, size_t t0, size_t tokens, float* out) {
+    const RowFn f[4] = {f1, f2, f3, f4};
+    f[tokens - 1](g.w.row(int64_t(n)), K, g.x + t0 * K, out);
+  });
 }
 
 }  // namespace

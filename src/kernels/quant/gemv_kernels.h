@@ -33,6 +33,19 @@ struct QuantGemvTask {
   size_t ldy;
 };
 
+// The loop the f32 row kernels share: rows [n0, n1) of the task, tokens in groups of up to 4;
+// dot(n, t0, tokens, out) writes out[0, tokens) for row n and tokens [t0, t0 + tokens), the bias is added here.
+template <class Dot>
+inline void for_rows_by_4_tokens(const QuantGemvTask& g, Dot dot) {
+  for (size_t n = g.n0; n < g.n1; ++n)
+    for (size_t t0 = 0; t0 < g.T; t0 += 4) {
+      const size_t tokens = g.T - t0 < 4 ? g.T - t0 : 4;
+      float out[4];
+      dot(n, t0, tokens, out);
+      for (size_t t = 0; t < tokens; ++t) g.y[(t0 + t) * g.ldy + n] = out[t] + (g.bias ? g.bias[n] : 0.f);
+    }
+}
+
 // Where quantize_activations writes (the arrays of QuantActivations); xs8, xu8 and dx8 may be null.
 struct QuantActivationsOut {
   int16_t* q;
