@@ -64,9 +64,8 @@ struct Acc {
   }
 };
 
-// The f16 scales at p, p + stride, ... of n <= 64 blocks as f32 in d[0, n): gathered by scalar loads (the
-// load ports are idle) and converted 16 at a time, so that each block's scale is then one broadcast operand
-// instead of a broadcast and a conversion of its own.
+// The f16 scales at p, p + stride, ... of n <= 64 blocks as f32 in d[0, n), converted ahead of the blocks so
+// that in the block loop each scale is a broadcast memory operand, not a broadcast and a conversion of its own.
 constexpr size_t kChunk = 64;
 inline void block_scales(const uint8_t* p, size_t stride, size_t n, float* d) {
   for (size_t i = 0; i < n; ++i) d[i] = _cvtsh_ss(load_u16(p + i * stride));
