@@ -94,6 +94,23 @@ def test_matmul_against_dequantized_float64(qtype, T):
         assert np.array_equal(got, quant.matmul(x, raw, qtype, n, k, path="int8"))
 
 
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_0, Q.Q4_1], ids=lambda t: t.name)
+def test_f32_gemv_long_rows_against_gguf(qtype):
+    """Rows longer than the AVX-512 rows' 64-block scale chunks (and an odd block count for Q4_0 / Q8_0), every
+    token count a decode pass takes (1-4 per row pass, 8 per call, then another call)."""
+    rng = np.random.default_rng(int(qtype))
+    block = 32 if qtype in (Q.Q4_0, Q.Q8_0, Q.Q5_0, Q.Q4_1) else 256
+    n, k = 19, block * (69 if block == 32 else 9)
+    raw = make_weights(qtype, n, k, rng)
+    w = quants.dequantize(raw.reshape(n, -1), qtype).astype(np.float64).reshape(n, k)
+    for T in (1, 2, 3, 4, 7, 9):
+        x = rng.standard_normal((T, k)).astype(np.float32)
+        want = x.astype(np.float64) @ w.T
+        got = quant.matmul(x, raw, qtype, n, k, path="f32")
+        tol = 1e-5 * (np.abs(x) @ np.abs(w).T) + 1e-6
+        assert np.all(np.abs(got - want) <= tol), (T, float(np.abs(got - want).max()))
+
+
 def test_errors_name_the_argument():
     raw = np.zeros(18 * 2, dtype=np.uint8)
     with pytest.raises(ValueError, match="qtype"):

@@ -42,15 +42,25 @@ HWY_INLINE void GemvRowsT(const T* HWY_RESTRICT w, size_t K, const float* HWY_RE
   const size_t L = hn::Lanes(df);
   for (size_t n = n0; n < n1; ++n) {
     const T* HWY_RESTRICT row = w + n * K;
-    VF acc[kT];
-    for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
+    // kA accumulators per token, alternating vectors: with one, each FMA would wait on the previous one (4
+    // cycles per vector, slower than memory for T = 1).
+    constexpr size_t kA = kT == 1 ? 4 : kT == 2 ? 2 : 1;
+    VF acc[kT][kA];
+    for (size_t t = 0; t < kT; ++t)
+      for (size_t a = 0; a < kA; ++a) acc[t][a] = hn::Zero(df);
     size_t k = 0;
+    for (; k + kA * L <= K; k += kA * L)
+      for (size_t a = 0; a < kA; ++a) {
+        const VF wv = LoadWeights(df, row + k + a * L);
+        for (size_t t = 0; t < kT; ++t) acc[t][a] = hn::MulAdd(wv, hn::LoadU(df, x + t * K + k + a * L), acc[t][a]);
+      }
     for (; k + L <= K; k += L) {
       const VF wv = LoadWeights(df, row + k);
-      for (size_t t = 0; t < kT; ++t) acc[t] = hn::MulAdd(wv, hn::LoadU(df, x + t * K + k), acc[t]);
+      for (size_t t = 0; t < kT; ++t) acc[t][0] = hn::MulAdd(wv, hn::LoadU(df, x + t * K + k), acc[t][0]);
     }
     for (size_t t = 0; t < kT; ++t) {
-      float s = hn::GetLane(hn::SumOfLanes(df, acc[t]));
+      for (size_t a = 1; a < kA; ++a) acc[t][0] = hn::Add(acc[t][0], acc[t][a]);
+      float s = hn::GetLane(hn::SumOfLanes(df, acc[t][0]));
       for (size_t kk = k; kk < K; ++kk) s += Widen(row[kk]) * x[t * K + kk];
       y[t * ldy + n] = s + (bias ? bias[n] : 0.f);
     }

@@ -41,7 +41,8 @@ TEST(Linear, GemvMatchesReferenceOnEveryTarget) {
   testing::for_each_target([](Target) {
     for (DType dt : {DType::f32, DType::bf16})
       for (int64_t T : {1, 2, 5, 8, 11})  // 11: split into 8 + 3
-        for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 3}, {33, 70}, {130, 64}, {64, 257}})
+        for (auto [N, K] :
+             std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 3}, {33, 70}, {33, 100}, {130, 64}, {64, 257}})
           check_case({T, N, K, dt, T % 2 == 1}, 0);
   });
 }

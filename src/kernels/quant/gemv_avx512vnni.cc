@@ -148,13 +148,7 @@ void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
     const size_t c = p % 4;
     if (c == 0) {  // the 8 scales and 8 mins of k_scale_min, unpacked 4 at a time in 32-bit words
       uint32_t u[4];
-      std::memcpy(u, b + 4, 12);
-      const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
-      u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & top2) << 4);  // mins 4-7
-      const uint32_t mins03 = u[1] & low6;
-      u[1] = (u[2] & low4) | (((u[0] >> 6) & top2) << 4);  // scales 4-7
-      u[2] = mins03;
-      u[0] &= low6;  // scales 0-3
+      k_scales_mins(b + 4, u);
       const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
       const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2))));
       _mm256_storeu_ps(sc_block, _mm256_mul_ps(_mm256_set1_ps(half(b)), sc));

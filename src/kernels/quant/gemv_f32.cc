@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/aligned_buffer.h"
+#include "core/dispatch.h"
 #include "kernels/quant/gemv_kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -191,42 +192,34 @@ HWY_INLINE void RowF32(const uint8_t* HWY_RESTRICT row, size_t K, const float* H
 template <class F>
 void RowsF32Typed(const QuantGemvTask& g) {
   const size_t K = size_t(g.w.cols);
-  for (size_t n = g.n0; n < g.n1; ++n) {
+  for_rows_by_4_tokens(g, [&](size_t n, size_t t0, size_t tokens, float* out) {
     const uint8_t* row = g.w.row(int64_t(n));
-    for (size_t t0 = 0; t0 < g.T; t0 += 4) {
-      float out[4];
-      const float* x = g.x + t0 * K;
-      const float* xs = g.xsum16 + t0 * (K / 16);
-      switch (HWY_MIN(g.T - t0, size_t(4))) {
-        case 1: RowF32<F, 1>(row, K, x, xs, out); break;
-        case 2: RowF32<F, 2>(row, K, x, xs, out); break;
-        case 3: RowF32<F, 3>(row, K, x, xs, out); break;
-        default: RowF32<F, 4>(row, K, x, xs, out); break;
-      }
-      for (size_t t = t0; t < HWY_MIN(g.T, t0 + 4); ++t) g.y[t * g.ldy + n] = out[t - t0] + (g.bias ? g.bias[n] : 0.f);
+    const float* x = g.x + t0 * K;
+    const float* xs = g.xsum16 + t0 * (K / 16);
+    switch (tokens) {
+      case 1: return RowF32<F, 1>(row, K, x, xs, out);
+      case 2: return RowF32<F, 2>(row, K, x, xs, out);
+      case 3: return RowF32<F, 3>(row, K, x, xs, out);
+      default: return RowF32<F, 4>(row, K, x, xs, out);
     }
-  }
+  });
 }
 
-// F32 / F16 / BF16 (any K): each row widened into L1, then dotted.
+// F32 / F16 / BF16 (any K): each row widened into L1 (once, for its first group of tokens), then dotted.
 void RowsF32Dense(const QuantGemvTask& g) {
   const size_t K = size_t(g.w.cols);
   thread_local AlignedBuffer<float> row;
   row.resize(K);
-  for (size_t n = g.n0; n < g.n1; ++n) {
-    dequantize_row(g.w.type, g.w.row(int64_t(n)), row.data(), int64_t(K));
-    for (size_t t0 = 0; t0 < g.T; t0 += 4) {
-      float out[4];
-      const float* x = g.x + t0 * K;
-      switch (HWY_MIN(g.T - t0, size_t(4))) {
-        case 1: DotF32<1>(row.data(), x, K, out); break;
-        case 2: DotF32<2>(row.data(), x, K, out); break;
-        case 3: DotF32<3>(row.data(), x, K, out); break;
-        default: DotF32<4>(row.data(), x, K, out); break;
-      }
-      for (size_t t = t0; t < HWY_MIN(g.T, t0 + 4); ++t) g.y[t * g.ldy + n] = out[t - t0] + (g.bias ? g.bias[n] : 0.f);
+  for_rows_by_4_tokens(g, [&](size_t n, size_t t0, size_t tokens, float* out) {
+    if (t0 == 0) dequantize_row(g.w.type, g.w.row(int64_t(n)), row.data(), int64_t(K));
+    const float* x = g.x + t0 * K;
+    switch (tokens) {
+      case 1: return DotF32<1>(row.data(), x, K, out);
+      case 2: return DotF32<2>(row.data(), x, K, out);
+      case 3: return DotF32<3>(row.data(), x, K, out);
+      default: return DotF32<4>(row.data(), x, K, out);
     }
-  }
+  });
 }
 
 void GemvRowsF32(const QuantGemvTask& g) {
@@ -266,7 +259,11 @@ namespace attnzoo {
 HWY_EXPORT(GemvRowsF32);
 HWY_EXPORT(ActivationSums16);
 
-void quant_gemv_rows_f32(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
+void quant_gemv_rows_f32(const QuantGemvTask& task) {
+  if (quant_gemv_f32_avx512_enabled() && quant_gemv_rows_f32_avx512(task)) return;
+  HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task);
+}
+void quant_gemv_rows_f32_portable(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
 void activation_sums16(const float* x, size_t T, size_t K, float* xsum16) {
   HWY_DYNAMIC_DISPATCH(ActivationSums16)(x, T, K, xsum16);
 }

@@ -33,6 +33,19 @@ struct QuantGemvTask {
   size_t ldy;
 };
 
+// The loop the f32 row kernels share: rows [n0, n1) of the task, tokens in groups of up to 4;
+// dot(n, t0, tokens, out) writes out[0, tokens) for row n and tokens [t0, t0 + tokens), the bias is added here.
+template <class Dot>
+inline void for_rows_by_4_tokens(const QuantGemvTask& g, Dot dot) {
+  for (size_t n = g.n0; n < g.n1; ++n)
+    for (size_t t0 = 0; t0 < g.T; t0 += 4) {
+      const size_t tokens = g.T - t0 < 4 ? g.T - t0 : 4;
+      float out[4];
+      dot(n, t0, tokens, out);
+      for (size_t t = 0; t < tokens; ++t) g.y[(t0 + t) * g.ldy + n] = out[t] + (g.bias ? g.bias[n] : 0.f);
+    }
+}
+
 // Where quantize_activations writes (the arrays of QuantActivations); xs8, xu8 and dx8 may be null.
 struct QuantActivationsOut {
   int16_t* q;
@@ -53,6 +66,12 @@ bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
 // The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.
 void quant_gemv_rows_f32(const QuantGemvTask& task);
+// The f32 rows written with AVX-512 intrinsics (gemv_f32_avx512.cc) for Q4_0, Q8_0, Q4_K and Q6_K, which
+// quant_gemv_rows_f32 takes when an AVX-512 target is active; false (nothing written) for other formats.
+bool quant_gemv_rows_f32_avx512(const QuantGemvTask& task);
+bool quant_gemv_f32_avx512_enabled();
+// The Highway rows alone (what quant_gemv_rows_f32 runs for the other formats and targets).
+void quant_gemv_rows_f32_portable(const QuantGemvTask& task);
 // xsum16[t, i] = sum of x[t, 16 i ... 16 i + 15] (K a multiple of 16).
 void activation_sums16(const float* x, size_t T, size_t K, float* xsum16);
 

@@ -46,6 +46,18 @@ inline KScaleMin k_scale_min(const uint8_t* s, int j) {
   return {(s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4)};
 }
 
+// All of a Q4_K / Q5_K block's scales and mins at once, 4 per 32-bit word: u[0..1] = scale bytes 0-7, u[2..3] =
+// min bytes 0-7 (the same values as k_scale_min, for kernels that widen them 8 at a time).
+inline void k_scales_mins(const uint8_t* s, uint32_t u[4]) {
+  std::memcpy(u, s, 12);
+  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & top2) << 4);  // mins 4-7
+  const uint32_t mins03 = u[1] & low6;
+  u[1] = (u[2] & low4) | (((u[0] >> 6) & top2) << 4);  // scales 4-7
+  u[2] = mins03;
+  u[0] &= low6;  // scales 0-3
+}
+
 // MXFP4: E2M1 code -> value, doubled so that every entry is an integer; the block scale is halved to match.
 inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 

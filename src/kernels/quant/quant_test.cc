@@ -88,8 +88,10 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
   testing::for_each_target([](Target) {
     for (QuantType t : kTypes)
       for (int64_t T : {1, 3, 8, 11})
-        // K = 96: an odd number of blocks of 32 (the VNNI rows pair them)
-        for (int64_t K : {int64_t(512), quant_type_info(uint32_t(t))->block_elems == 32 ? int64_t(96) : int64_t(256)}) {
+        // K = 96: an odd number of blocks of 32 (the VNNI rows pair them); 2208 / 2304: more blocks than the
+        // AVX-512 f32 rows convert scales for at once (64), with a tail
+        for (int64_t K : {int64_t(512), quant_type_info(uint32_t(t))->block_elems == 32 ? int64_t(96) : int64_t(256),
+                          quant_type_info(uint32_t(t))->block_elems == 32 ? int64_t(32 * 69) : int64_t(256 * 9)}) {
           check_gemv(t, T, 37, K, T % 2 == 1, false);
           if (quant_gemv_has_int8(t)) check_gemv(t, T, 37, K, T % 2 == 0, true);
         }

@@ -1,0 +1,82 @@
+// Decode GEMV rows streaming weights from memory (matrices larger than the L3 cache) and from L2, one thread
+// (run with ATTNZOO_THREADS=1: the int8 column is a whole quant_gemv call), against a plain read of the same
+// bytes in the same process; rates from the thread's CPU time, medians of 5 interleaved rounds. Run by hand:
+//   test_kernels_quant --gtest_also_run_disabled_tests --gtest_filter='*Stream*'
+#include <gtest/gtest.h>
+#include <immintrin.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/dispatch.h"
+#include "kernels/quant/gemv_kernels.h"
+#include "testing/random_blocks.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+double thread_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Sums the bytes as 64-bit words (four independent chains): a memory read rate the GEMV rows can be held to.
+uint64_t read_all(const uint8_t* p, size_t n) {
+  uint64_t s[4] = {};
+  for (size_t i = 0; i + 32 <= n; i += 32)
+    for (int j = 0; j < 4; ++j) {
+      uint64_t v;
+      std::memcpy(&v, p + i + 8 * j, 8);
+      s[j] += v;
+    }
+  return s[0] + s[1] + s[2] + s[3];
+}
+
+TEST(Quant, DISABLED_BenchGemvStream) {
+  const int64_t K = 1024;
+  testing::HostTensor x(DType::f32, {4, K}, 1);
+  // 3x the L3 cache (memory speed), then 512 KiB repeated (L2: the kernels' compute speed)
+  for (size_t bytes_target : {size_t(96) << 20, size_t(512) << 10, size_t(24) << 10})
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_0,
+                      QuantType::Q4_1, QuantType::BF16}) {
+    const int64_t row_bytes = *quant_row_bytes(t, K), N = int64_t(bytes_target) / row_bytes;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 2);
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+    std::vector<float> y(size_t(4 * N));
+    for (int64_t T : {1, 4}) {
+      const QuantGemvTask task{w, x.view.ptr<float>(), nullptr, {}, size_t(T), 0, size_t(N), nullptr, y.data(),
+                               size_t(N)};
+      std::vector<float> xsum(size_t(T * K / 16));
+      if (quant_is_blocked(t)) activation_sums16(x.view.ptr<float>(), size_t(T), size_t(K), xsum.data());
+      QuantGemvTask with_sums = task;
+      with_sums.xsum16 = xsum.data();
+      std::vector<double> rate[4];
+      volatile uint64_t sink = 0;
+      for (int r = 0; r < 5; ++r) {
+        for (int path = 0; path < 4; ++path) {
+          const int reps = bytes_target < (size_t(1) << 20) ? int((size_t(50) << 20) / bytes_target) : 1;
+          const double t0 = thread_seconds();
+          for (int i = 0; i < reps; ++i) {
+            if (path == 0) sink = sink + read_all(raw.data(), raw.size());
+            if (path == 1) quant_gemv_rows_f32_portable(with_sums);
+            if (path == 2) quant_gemv_rows_f32(with_sums);
+            if (path == 3) quant_gemv(w, nullptr, x.view.ptr<float>(), T, y.data(), N);
+          }
+          rate[path].push_back(double(raw.size()) * reps / (thread_seconds() - t0) * 1e-9);
+        }
+      }
+      for (auto& v : rate) std::sort(v.begin(), v.end());
+      std::printf("%s %-5s T=%lld  read %5.1f GB/s  highway %5.1f GB/s (%3.0f%%)  rows_f32 %5.1f GB/s (%3.0f%%)  int8 %5.1f GB/s\n",
+                  bytes_target < (size_t(64) << 10) ? "L1 " : bytes_target < (size_t(1) << 20) ? "L2 " : "mem", quant_type_name(t), (long long)T, rate[0][2], rate[1][2], 100 * rate[1][2] / rate[0][2], rate[2][2],
+                  100 * rate[2][2] / rate[0][2], rate[3][2]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo
