@@ -194,6 +194,7 @@ void PackKeyValuePairs(const AttentionProblem& p, int64_t kv_head, int64_t cols,
 
 // True when this target can run the AVX-512-BF16 tiles and the plan asked for them.
 constexpr bool kHasBf16Tiles = HWY_TARGET == HWY_AVX3;
+constexpr bool kWideTiles = HWY_MAX_BYTES >= 64;
 
 void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t task_index) {
   static thread_local Scratch sc;
@@ -206,9 +207,12 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
   const int64_t G = p.group();
   const int64_t rows = std::min<int64_t>(plan.block_q, seq.Tq - t.q_begin);
   const int64_t offset = seq.Tk - seq.Tq;  // bottom-right alignment: query i sits at key position i + offset
-  // Contiguous f32 V rows sit at one stride (vs.token): O += P V reads them where they are, and a tile's copy of
-  // V (plus the transposing copy of K, all the packing there is) stops costing ~15% of an AVX2 core's time.
-  const bool v_in_place = !bf16 && p.kv_dtype == DType::f32 && !p.v_scale.data && !seq.blocks && Dvp == Dv;
+  // Contiguous f32 V rows sit at one stride (vs.token): O += P V reads them where they are instead of a tile's
+  // copy. Not on 256-bit targets when rows are a multiple of 4 KiB apart (Hkv * D * 4 bytes at Hkv=8, D=128):
+  // their column panel is one 64-byte line of each row and all those lines share one L1 set (12% slower at
+  // T=4096 on AVX2; 1 KiB apart it gains 3-5%; 512-bit panels read 4 lines a row and gain either way).
+  const bool v_in_place = !bf16 && p.kv_dtype == DType::f32 && !p.v_scale.data && !seq.blocks && Dvp == Dv &&
+                          (kWideTiles || p.vs.token * int64_t(sizeof(float)) % 4096 != 0);
 
   sc.s.resize(Br * Bc);
   sc.o.resize(size_t(G) * Br * Dvp);
