@@ -60,4 +60,11 @@ std::string blas_class_note(std::string_view core, Target target, const char* co
   return note;
 }
 
+std::vector<std::pair<std::string, std::string>> class_environment(Target target, Target best) {
+  if (width_rank(target) >= width_rank(best)) return {};  // AVX-512 below AVX-512-BF16: the same f32 kernels
+  if (target == Target::avx2)
+    return {{"ATEN_CPU_CAPABILITY", "avx2"}, {"MKL_ENABLE_INSTRUCTIONS", "AVX2"}, {"OPENBLAS_CORETYPE", "Haswell"}};
+  return {{"ATEN_CPU_CAPABILITY", "default"}, {"MKL_ENABLE_INSTRUCTIONS", "SSE4_2"}, {"OPENBLAS_CORETYPE", "Nehalem"}};
+}
+
 }  // namespace attnzoo::bench

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/dispatch.h"
 
@@ -26,5 +28,10 @@ std::optional<Target> blas_core_class(std::string_view core);
 // Empty, or one sentence for when the BLAS core's class is narrower than `target`'s; `coretype_env` is
 // OPENBLAS_CORETYPE (nullptr when unset), named in the sentence as the cause when it is set.
 std::string blas_class_note(std::string_view core, Target target, const char* coretype_env);
+
+// What holds torch (ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS) and OpenBLAS (OPENBLAS_CORETYPE) to `target`'s
+// class when dispatch was forced below `best`, the widest target the CPU runs: `attnzoo --target avx2 bench
+// kernels` then compares with peers of the imitated class. Empty when nothing was forced lower.
+std::vector<std::pair<std::string, std::string>> class_environment(Target target, Target best);
 
 }  // namespace attnzoo::bench

@@ -33,6 +33,18 @@ TEST(BlasClass, NoteOnlyWhenTheBlasKernelsAreNarrower) {
   EXPECT_EQ(detected.find("OPENBLAS_CORETYPE"), std::string::npos) << detected;
 }
 
+TEST(BlasClass, ForcedNarrowerTargetsHoldThePeersToTheirClass) {
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(class_environment(Target::avx2, Target::avx512_bf16),
+            (Env{{"ATEN_CPU_CAPABILITY", "avx2"}, {"MKL_ENABLE_INSTRUCTIONS", "AVX2"}, {"OPENBLAS_CORETYPE", "Haswell"}}));
+  EXPECT_EQ(class_environment(Target::avx2, Target::avx512).size(), 3u);
+  EXPECT_EQ(class_environment(Target::scalar, Target::avx2).at(0), (std::pair<std::string, std::string>{
+                                                                      "ATEN_CPU_CAPABILITY", "default"}));
+  EXPECT_TRUE(class_environment(Target::avx2, Target::avx2).empty());          // nothing forced
+  EXPECT_TRUE(class_environment(Target::avx512, Target::avx512_bf16).empty());  // same f32 kernels and peers
+  EXPECT_TRUE(class_environment(Target::avx512_bf16, Target::avx512_bf16).empty());
+}
+
 TEST(BlasClass, TheLinkedLibraryNamesItsCore) {
   const BlasKernel k = blas_kernel();
   EXPECT_NE(k.config.find("OpenBLAS"), std::string::npos) << k.config;
