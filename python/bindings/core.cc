@@ -1,9 +1,12 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "bench/blas_class.h"
 #include "bindings.h"
 #include "core/cpu_info.h"
 #include "core/dispatch.h"
@@ -189,6 +192,14 @@ void bind_core(nb::module_& m) {
     d["l3_bytes"] = c.l3_bytes;
     return d;
   });
+  m.def("blas_info", [] {
+    const bench::BlasKernel k = bench::blas_kernel();
+    nb::dict d;
+    d["config"] = k.config;
+    d["core"] = k.core;
+    d["note"] = bench::blas_class_note(k.core, active_target(), std::getenv("OPENBLAS_CORETYPE"));
+    return d;
+  }, "OpenBLAS's build and the core whose kernels it runs; 'note' says when they are narrower than the target.");
 }
 
 }  // namespace attnzoo::py

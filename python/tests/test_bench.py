@@ -121,6 +121,18 @@ def test_goals_are_judged(tiny_doc):
         assert r["name"] in text
 
 
+def test_table_names_the_blas_kernels(tiny_doc):
+    """The f32 GEMM rows run on OpenBLAS's kernels, whose class the environment can pin below the CPU's: the
+    table names the core and, when it is narrower than the active target, says so."""
+    blas = tiny_doc["machine"]["blas"]
+    assert blas["core"] and "OpenBLAS" in blas["config"]
+    text = kernels.format_table(tiny_doc)
+    assert f"blas            {blas['core']} kernels" in text
+    narrower = blas["core"].lower() in ("haswell", "zen") and attnzoo.active_target().startswith("avx512")
+    assert bool(blas["note"]) == narrower, blas
+    assert (blas["note"] in text) if blas["note"] else "OpenBLAS runs its" not in text
+
+
 def test_goal_verdicts_say_what_was_measured():
     """A missed target names the value measured; a target that does not apply gets no verdict at all; a peak
     fraction is not judged on a busy machine, a torch ratio still is."""

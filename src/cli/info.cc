@@ -1,11 +1,12 @@
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
-#include <cblas.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <hwy/targets.h>
 
+#include "bench/blas_class.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "core/cpu_info.h"
@@ -55,7 +56,11 @@ int run_info(const std::vector<std::string>& args) {
   std::printf("active       %s\n", target_name(active_target()));
   std::printf("threads      %d (ATTNZOO_THREADS / --threads)\n", ThreadPool::global().num_threads());
   std::printf("highway      %s\n", ATTNZOO_HWY_VERSION);
-  std::printf("blas         %s (single-threaded inside attnzoo's pool)\n", openblas_get_config());
+  const bench::BlasKernel blas = bench::blas_kernel();
+  std::printf("blas         %s (single-threaded inside attnzoo's pool)\n", blas.config.c_str());
+  if (const std::string note = bench::blas_class_note(blas.core, active_target(), std::getenv("OPENBLAS_CORETYPE"));
+      !note.empty())
+    std::printf("             note: %s\n", note.c_str());
   char pcre2_version[64] = {};
   pcre2_config(PCRE2_CONFIG_VERSION, pcre2_version);
   std::printf("pcre2        %s\n", pcre2_version);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "bench/blas_class.h"
 #include "core/dispatch.h"
 #include "core/threads.h"
 
@@ -65,6 +66,10 @@ void export_child_environment() {
   if (const std::string path = python_path(); !path.empty()) setenv("PYTHONPATH", path.c_str(), 1);
   setenv("ATTNZOO_THREADS", std::to_string(ThreadPool::global().num_threads()).c_str(), 1);
   setenv("ATTNZOO_TARGET", target_name(active_target()), 1);
+  // A target forced below the CPU's imitates an older class: torch and OpenBLAS are held to it too, unless the
+  // environment already says otherwise.
+  for (const auto& [name, value] : bench::class_environment(active_target(), supported_targets().front()))
+    setenv(name.c_str(), value.c_str(), 0);
 }
 
 std::optional<std::string> find_python(const std::string& import_code, const std::string& what) {

@@ -7,8 +7,10 @@
 
 namespace attnzoo::cli {
 
-// Sets ATTNZOO_THREADS and ATTNZOO_TARGET for the child and, for the binary in its checkout's build tree, puts
-// the checkout's python/ and <build>/python first on PYTHONPATH (an installed binary uses the installed package).
+// Sets ATTNZOO_THREADS and ATTNZOO_TARGET for the child (with a target forced below the CPU's, also the unset ones
+// of ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS, OPENBLAS_CORETYPE that hold torch and OpenBLAS to its class)
+// and, for the binary in its checkout's build tree, puts the checkout's python/ and <build>/python first on
+// PYTHONPATH (an installed binary uses the installed package).
 void export_child_environment();
 // The first of $ATTNZOO_PYTHON, <checkout>/.venv/bin/python (build-tree binary only), python3 / python beside this
 // executable (a pip install puts it in the environment's bin/), python3 on PATH that runs `import_code` without

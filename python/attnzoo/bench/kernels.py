@@ -65,7 +65,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
         "scale": scale,
         "machine": {"cpu": cpu["model"], "threads": _core.num_threads(), "target": _core.active_target(),
                     "load_average": os.getloadavg()[0], "load_average_at_start": load, "cores": cores,
-                    "idle": idle,
+                    "idle": idle, "blas": _core.blas_info(),
                     "torch": torch.__version__ if use_torch else None,
                     "torch_threads": torch.get_num_threads() if use_torch else None},
         "timing": config["timing"],
@@ -104,7 +104,8 @@ def format_table(doc):
         f"memory read     {mem['gbps']:8.1f} GB/s     ({mem['bytes'] >> 20} MiB, {mem['threads']} threads, "
         f"best of {mem['runs']} at start and end)",
     ] + ([f"peak bf16 dot   {doc['peaks']['bf16_dot']['gflops']:8.1f} GFLOP/s  (vdpbf16ps, the ceiling of "
-          "'bf16 products' rows)"] if "bf16_dot" in doc["peaks"] else []) + [
+          "'bf16 products' rows)"] if "bf16_dot" in doc["peaks"] else []) + (
+        [f"blas            {m['blas']['core']} kernels ({m['blas']['config']})"] if m.get("blas") else []) + [
         f"times: median of >= {doc['timing']['min_runs']} runs after {doc['timing']['warmup']} warm-up; "
         "'vs torch' = torch time / our time",
         "",
@@ -128,7 +129,8 @@ def format_table(doc):
     if doc.get("linear"):
         from .linear import format_linear
         lines += format_linear(doc["linear"])
-    notes = [n for n in (idle_note(m["idle"], m["load_average_at_start"], m["cores"]), doc["note"]) if n]
+    blas_note = m["blas"]["note"] if m.get("blas") else ""
+    notes = [n for n in (idle_note(m["idle"], m["load_average_at_start"], m["cores"]), blas_note, doc["note"]) if n]
     if notes:
         lines += [""] + notes
     return "\n".join(lines)
