@@ -54,6 +54,9 @@ void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t 
                               float* s, size_t lds_head, size_t lds);
 void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
                               float* s, size_t lds_head, size_t lds);
+// decode_avx512vnni.cc: the same for int16 queries against int8 keys, with vpdpwssd.
+void decode_score_key_i8_i16(const int8_t* k, int64_t k_head, size_t H, size_t D, const int16_t* q, size_t R,
+                             float* s, size_t lds_head, size_t lds);
 }  // namespace attnzoo
 
 HWY_BEFORE_NAMESPACE();
@@ -157,19 +160,40 @@ class RowPrefetcher {
   const T* v_ = nullptr;
 };
 
-// Only this target's code may run on a CPU with AVX-512-BF16 (the caller also checks the CPU).
+// Only this target's code may run on a CPU with AVX-512-BF16 or VNNI (the caller also checks the CPU).
 constexpr bool kTargetMayDotBf16 = HWY_TARGET == HWY_AVX3;
+constexpr bool kTargetMayDotInt = HWY_TARGET == HWY_AVX3;
+
+// x[0, n) as int16 steps of |x|max / 32767 (round to nearest); returns the step (0 for an all-zero row, NaN for a
+// row holding NaN or Inf, which then reaches the scores as it would through the f32 path).
+inline float round_to_i16(const float* x, size_t n, int16_t* out) {
+  float amax = 0.f;
+  bool finite = true;
+  for (size_t i = 0; i < n; ++i) {
+    amax = std::max(amax, std::fabs(x[i]));
+    finite = finite && std::isfinite(x[i]);
+  }
+  if (!finite) {
+    std::fill(out, out + n, int16_t(0));
+    return NAN;
+  }
+  const float to_int = amax > 0.f ? 32767.f / amax : 0.f;
+  for (size_t i = 0; i < n; ++i) out[i] = int16_t(std::lrint(x[i] * to_int));
+  return amax / 32767.f;
+}
 
 struct DecodeScratch {
   AlignedBuffer<float> q, s, o, m, l;
   AlignedBuffer<float> k_scale, v_scale, pv;  // quantized caches: per (head, key) scales, weights times V scales
   AlignedBuffer<uint16_t> q_bf16;  // the bf16 queries as they are, for vdpbf16ps
+  AlignedBuffer<int16_t> q_i16;  // int8 caches on VNNI CPUs: the queries rounded to int16, and
+  AlignedBuffer<float> q_unit;  // each row's scale (the value of one int16 step)
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its row (kv head 0)
 };
 
 template <class T>
 void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk& c, float* partials,
-              bool bf16_dot) {
+              bool bf16_dot, bool int_dot) {
   static thread_local DecodeScratch sc;
   const size_t G = size_t(p.group()), R = size_t(p.rows()), H = size_t(plan.heads_per_task), HR = H * R;
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
@@ -177,9 +201,15 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   const size_t q_paired = PairedPrefix<T>(D), o_paired = PairedPrefix<T>(Dv);
   // bf16 queries against a bf16 / int8 / fp8 cache: exact products either way, so the faster dot product is
   // taken; the softmax scale then goes onto the scores (scaling bf16 queries would round them).
-  const bool dot = kTargetMayDotBf16 && (kPairOrder<T> || kQuantized<T>) && bf16_dot;
+  // int8 caches on VNNI CPUs: int16 queries and integer dot products (decode_avx512vnni.cc) instead.
+  const bool idot = kTargetMayDotInt && std::is_same_v<T, int8_t> && int_dot;
+  const bool dot = !idot && kTargetMayDotBf16 && (kPairOrder<T> || kQuantized<T>) && bf16_dot;
   sc.q.resize(HR * Dp);
   if (dot) sc.q_bf16.resize(HR * D);
+  if (idot) {
+    sc.q_i16.resize(HR * D);
+    sc.q_unit.resize(HR);
+  }
   sc.s.resize(HR * Bc);
   sc.o.resize(HR * Dvp);
   sc.m.resize(HR);
@@ -211,6 +241,7 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
     std::fill(dst + D, dst + Dp, 0.f);
     PermutePairs(dst, q_paired, /*inverse=*/false);
     if (dot) std::memcpy(sc.q_bf16.data() + x * D, static_cast<const char*>(p.q) + src * 2, D * 2);
+    if (idot) sc.q_unit[x] = round_to_i16(dst, D, sc.q_i16.data() + x * D);
     sc.m[x] = with_sink ? p.opts.sinks[h] : -INFINITY;
     sc.l[x] = with_sink ? 1.f : 0.f;  // the sink's own exp(sink - m) at m = sink
   }
@@ -261,6 +292,12 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
     for (size_t j = 0; j < cols; ++j) {
       prefetch.Step();
       const T* krow = kcache + sc.krow[j] + hk0 * p.k_head;
+      if constexpr (std::is_same_v<T, int8_t>) {
+        if (idot) {
+          decode_score_key_i8_i16(krow, p.k_head, H, D, sc.q_i16.data(), R, sc.s.data() + j, R * Bc, Bc);
+          continue;
+        }
+      }
       if (dot) {
         if constexpr (std::is_same_v<T, int8_t>)
           decode_score_key_i8_bf16(krow, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
@@ -275,11 +312,12 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         ScoreKey(krow + int64_t(h) * p.k_head, D, q_paired, sc.q.data() + h * R * Dp, Dp, R,
                  sc.s.data() + h * R * Bc + j, Bc);
     }
-    if constexpr (quantized) {  // each key's scale, once per score rather than per element
+    if constexpr (quantized) {  // each key's scale (and int16 query's), once per score rather than per element
       for (size_t x = 0; x < HR; ++x) {
         float* s_row = sc.s.data() + x * Bc;
         const float* ks = sc.k_scale.data() + (x / R) * Bc;
-        for (size_t j = 0; j < cols; ++j) s_row[j] *= ks[j];
+        const float qs = idot ? sc.q_unit[x] : 1.f;
+        for (size_t j = 0; j < cols; ++j) s_row[j] *= ks[j] * qs;
       }
     }
     RowContext ctx{dot ? p.scale : 1.f, p.opts.softcap, 0.f, cls == TileClass::partial, &mask, 0, k0};
@@ -325,14 +363,14 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
 }
 
 void RunDecodeChunk(const DecodeProblem& p, const DecodePlan& plan, int64_t index, float* partials,
-                    bool bf16_dot) {
+                    bool bf16_dot, bool int_dot) {
   const DecodeChunk& c = plan.chunks[size_t(index)];
   switch (p.kv_dtype) {
-    case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot);
-    case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false);
-    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot);
-    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot);
-    default: return RunChunk<float>(p, plan, c, partials, false);
+    case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot, false);
+    case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false, false);
+    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot, int_dot);
+    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot, false);
+    default: return RunChunk<float>(p, plan, c, partials, false, false);
   }
 }
 
@@ -351,8 +389,11 @@ void attention_decode_run(const DecodeProblem& p) {
   std::vector<float> partials(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
   const bool dot_cache = p.kv_dtype == DType::bf16 || p.kv_dtype == DType::i8 || p.kv_dtype == DType::f8_e4m3;
   const bool bf16_dot = p.q_dtype == DType::bf16 && dot_cache && p.D % 32 == 0 && bf16_dot_enabled();
+  // bf16 queries only: f32 queries keep every bit through the f32 path (int16 would round their low bits).
+  const bool int_dot =
+      p.q_dtype == DType::bf16 && p.kv_dtype == DType::i8 && p.D % 32 == 0 && p.D <= 512 && vnni_int8_enabled();
   pool.parallel_for(int64_t(plan.chunks.size()), [&](int64_t task, int) {
-    HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot);
+    HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot, int_dot);
   });
   if (plan.merges.empty()) return;
   pool.parallel_for(int64_t(plan.merges.size()), [&](int64_t task, int) {
