@@ -251,6 +251,9 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   const T* vcache = static_cast<const T*>(p.v);
   const MaskGeometry mask = mask_geometry(p.opts);
   RowPrefetcher<T> prefetch(p, b, hk0, int64_t(H), c.k_end);
+  // Widened rows hold value * kWidened<T> (a power of two): their scales take the inverse, exactly. The
+  // dot-product scores see the keys' true values.
+  const float k_unwiden = (dot || idot) ? 1.f : 1.f / kWidened<T>, v_unwiden = 1.f / kWidened<T>;
   for (int64_t k0 = c.k_begin; k0 < c.k_end; k0 += plan.block_k) {
     const int64_t k1 = std::min(c.k_end, k0 + plan.block_k);
     const TileClass cls = classify_tile(mask, q_first, q_last, k0, k1 - 1);
@@ -268,8 +271,8 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         for (size_t h = 0; h < H; ++h)
           for (int64_t i = 0; i < n; ++i) {
             const size_t j = h * Bc + size_t(pos - k0 + i);
-            sc.k_scale[j] = p.k_scale.at(phys, off + i, hk0 + int64_t(h));
-            sc.v_scale[j] = p.v_scale.at(phys, off + i, hk0 + int64_t(h));
+            sc.k_scale[j] = p.k_scale.at(phys, off + i, hk0 + int64_t(h)) * k_unwiden;
+            sc.v_scale[j] = p.v_scale.at(phys, off + i, hk0 + int64_t(h)) * v_unwiden;
           }
       }
       pos += n;
