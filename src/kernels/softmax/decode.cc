@@ -5,7 +5,8 @@
 // dotted with the head's query rows, key by key across heads so the cache is read in memory order; then per
 // head an online-softmax update, and the tile's V rows are widened in registers straight into the output
 // accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16, int8 or fp8 cache on
-// AVX-512-BF16 CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for those inputs. A paged cache is
+// AVX-512-BF16 CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for those inputs; bf16
+// queries against an int8 cache on VNNI CPUs score as int16 queries with vpdpwssd (decode_avx512vnni.cc). A paged cache is
 // walked block by block (one block-table lookup per block). Chunks of one sequence leave (max, sum,
 // unnormalised output) behind and are merged with the log-sum-exp rule. int8 / fp8 caches (kv_quant.h) are read as
 // bytes and widened in registers; each key's scale multiplies its scores, each value's scale its softmax weights.
@@ -27,6 +28,17 @@
 // neither did a longer prefetch distance for byte rows. Contiguous int8 takes about as long as contiguous bf16
 // (1.1-1.2 ms vs 1.0-1.1 ms) while reading half the bytes, so neither the bytes nor the arithmetic alone bound it
 // there; what does is not found yet (the profile charges the first use of each loaded K / V vector).
+// Where the time goes (8k keys, one thread, the stages switched off one at a time): the softmax, the scales and
+// the prefetch alone take ~40% of the int8 time, scores and P * V ~20-25% each; without the L1 prefetch every
+// cache type takes twice as long, and a perf profile of the 4-sequence bench row charges about a third of the
+// int8 kernel's samples to the next-page L2 prefetch loop, i.e. to waiting for memory. Scoring int8 keys with
+// int16 queries (vpdpwssd, one vpmovsxbw per 32 key bytes) instead of converting them to bf16 took int8 3-10%
+// faster (same-process A/B, 4 x 8k and 1 x 32k keys). int8 queries with vpdpbusd took 13-18% but put the outputs
+// of kv_quant_test.cc up to 0.09 from the double reference on the dequantized cache (the other paths: < 8e-4),
+// so they are not taken. vpdpwssd P * V with 16-bit weights (pairs of keys per instruction, V rows
+// interleaved with vpermt2w) was 20-30% slower than the f32 FMAs, and spreading the next-page prefetch over
+// the keys of the current page (one key's lines per step, 16 or 32 keys ahead) was 4% faster for int8 / fp8
+// and 16% slower for bf16.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

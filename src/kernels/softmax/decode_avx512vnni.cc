@@ -14,21 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/softmax/decode_avx512_sums.h"
+
 namespace attnzoo {
 namespace {
-
-// [sum a, sum b, sum c, sum e] of four int32 vectors (as f32: the sums are below 2^31, the lanes' far below).
-inline __m128 sums_of_four(__m512i a, __m512i b, __m512i c, __m512i e) {
-  const __m512 fa = _mm512_cvtepi32_ps(a), fb = _mm512_cvtepi32_ps(b);
-  const __m512 fc = _mm512_cvtepi32_ps(c), fe = _mm512_cvtepi32_ps(e);
-  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(fa, fb), _mm512_unpackhi_ps(fa, fb));
-  const __m512 ce = _mm512_add_ps(_mm512_unpacklo_ps(fc, fe), _mm512_unpackhi_ps(fc, fe));
-  const __m512d ab64 = _mm512_castps_pd(ab), ce64 = _mm512_castps_pd(ce);
-  const __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(ab64, ce64)),
-                                 _mm512_castpd_ps(_mm512_unpackhi_pd(ab64, ce64)));
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-}
 
 template <size_t kRows>
 inline void score_rows(const int8_t* __restrict k, size_t D, const int16_t* __restrict q, float* __restrict s,
@@ -41,7 +30,9 @@ inline void score_rows(const int8_t* __restrict k, size_t D, const int16_t* __re
   }
   if constexpr (kRows == 4) {
     alignas(16) float sums[4];
-    _mm_store_ps(sums, sums_of_four(acc[0], acc[1], acc[2], acc[3]));
+    // As f32: every lane and sum is an integer below 2^31 (exact up to 2^24, rounded once past it).
+    _mm_store_ps(sums, sums_of_four(_mm512_cvtepi32_ps(acc[0]), _mm512_cvtepi32_ps(acc[1]),
+                                    _mm512_cvtepi32_ps(acc[2]), _mm512_cvtepi32_ps(acc[3])));
     for (size_t r = 0; r < 4; ++r) s[r * lds] = sums[r];
   } else {
     for (size_t r = 0; r < kRows; ++r) s[r * lds] = float(_mm512_reduce_add_epi32(acc[r]));
