@@ -5,7 +5,8 @@
 // dotted with the head's query rows, key by key across heads so the cache is read in memory order; then per
 // head an online-softmax update, and the tile's V rows are widened in registers straight into the output
 // accumulators (decode_rows-inl.h holds these row helpers). bf16 queries against a bf16, int8 or fp8 cache on
-// AVX-512-BF16 CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for those inputs. A paged cache is
+// AVX-512-BF16 CPUs score with vdpbf16ps instead (decode_avx512bf16.cc), which is exact for those inputs; bf16
+// queries against an int8 cache on VNNI CPUs score as int16 queries with vpdpwssd (decode_avx512vnni.cc). A paged cache is
 // walked block by block (one block-table lookup per block). Chunks of one sequence leave (max, sum,
 // unnormalised output) behind and are merged with the log-sum-exp rule. int8 / fp8 caches (kv_quant.h) are read as
 // bytes and widened in registers; each key's scale multiplies its scores, each value's scale its softmax weights.
@@ -27,6 +28,17 @@
 // neither did a longer prefetch distance for byte rows. Contiguous int8 takes about as long as contiguous bf16
 // (1.1-1.2 ms vs 1.0-1.1 ms) while reading half the bytes, so neither the bytes nor the arithmetic alone bound it
 // there; what does is not found yet (the profile charges the first use of each loaded K / V vector).
+// Where the time goes (8k keys, one thread, the stages switched off one at a time): the softmax, the scales and
+// the prefetch alone take ~40% of the int8 time, scores and P * V ~20-25% each; without the L1 prefetch every
+// cache type takes twice as long, and a perf profile of the 4-sequence bench row charges about a third of the
+// int8 kernel's samples to the next-page L2 prefetch loop, i.e. to waiting for memory. Scoring int8 keys with
+// int16 queries (vpdpwssd, one vpmovsxbw per 32 key bytes) instead of converting them to bf16 took int8 3-10%
+// faster (same-process A/B, 4 x 8k and 1 x 32k keys). int8 queries with vpdpbusd took 13-18% but put the outputs
+// of kv_quant_test.cc up to 0.09 from the double reference on the dequantized cache (the other paths: < 8e-4),
+// so they are not taken. vpdpwssd P * V with 16-bit weights (pairs of keys per instruction, V rows
+// interleaved with vpermt2w) was 20-30% slower than the f32 FMAs, and spreading the next-page prefetch over
+// the keys of the current page (one key's lines per step, 16 or 32 keys ahead) was 4% faster for int8 / fp8
+// and 16% slower for bf16.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -54,6 +66,9 @@ void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t 
                               float* s, size_t lds_head, size_t lds);
 void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
                               float* s, size_t lds_head, size_t lds);
+// decode_avx512vnni.cc: the same for int16 queries against int8 keys, with vpdpwssd.
+void decode_score_key_i8_i16(const int8_t* k, int64_t k_head, size_t H, size_t D, const int16_t* q, size_t R,
+                             float* s, size_t lds_head, size_t lds);
 }  // namespace attnzoo
 
 HWY_BEFORE_NAMESPACE();
@@ -157,19 +172,40 @@ class RowPrefetcher {
   const T* v_ = nullptr;
 };
 
-// Only this target's code may run on a CPU with AVX-512-BF16 (the caller also checks the CPU).
+// Only this target's code may run on a CPU with AVX-512-BF16 or VNNI (the caller also checks the CPU).
 constexpr bool kTargetMayDotBf16 = HWY_TARGET == HWY_AVX3;
+constexpr bool kTargetMayDotInt = HWY_TARGET == HWY_AVX3;
+
+// x[0, n) as int16 steps of |x|max / 32767 (round to nearest); returns the step (0 for an all-zero row, NaN for a
+// row holding NaN or Inf, which then reaches the scores as it would through the f32 path).
+inline float round_to_i16(const float* x, size_t n, int16_t* out) {
+  float amax = 0.f;
+  bool finite = true;
+  for (size_t i = 0; i < n; ++i) {
+    amax = std::max(amax, std::fabs(x[i]));
+    finite = finite && std::isfinite(x[i]);
+  }
+  if (!finite) {
+    std::fill(out, out + n, int16_t(0));
+    return NAN;
+  }
+  const float to_int = amax > 0.f ? 32767.f / amax : 0.f;
+  for (size_t i = 0; i < n; ++i) out[i] = int16_t(std::lrint(x[i] * to_int));
+  return amax / 32767.f;
+}
 
 struct DecodeScratch {
   AlignedBuffer<float> q, s, o, m, l;
   AlignedBuffer<float> k_scale, v_scale, pv;  // quantized caches: per (head, key) scales, weights times V scales
   AlignedBuffer<uint16_t> q_bf16;  // the bf16 queries as they are, for vdpbf16ps
+  AlignedBuffer<int16_t> q_i16;  // int8 caches on VNNI CPUs: the queries rounded to int16, and
+  AlignedBuffer<float> q_unit;  // each row's scale (the value of one int16 step)
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its row (kv head 0)
 };
 
 template <class T>
 void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk& c, float* partials,
-              bool bf16_dot) {
+              bool bf16_dot, bool int_dot) {
   static thread_local DecodeScratch sc;
   const size_t G = size_t(p.group()), R = size_t(p.rows()), H = size_t(plan.heads_per_task), HR = H * R;
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
@@ -177,9 +213,15 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   const size_t q_paired = PairedPrefix<T>(D), o_paired = PairedPrefix<T>(Dv);
   // bf16 queries against a bf16 / int8 / fp8 cache: exact products either way, so the faster dot product is
   // taken; the softmax scale then goes onto the scores (scaling bf16 queries would round them).
-  const bool dot = kTargetMayDotBf16 && (kPairOrder<T> || kQuantized<T>) && bf16_dot;
+  // int8 caches on VNNI CPUs: int16 queries and integer dot products (decode_avx512vnni.cc) instead.
+  const bool idot = kTargetMayDotInt && std::is_same_v<T, int8_t> && int_dot;
+  const bool dot = !idot && kTargetMayDotBf16 && (kPairOrder<T> || kQuantized<T>) && bf16_dot;
   sc.q.resize(HR * Dp);
   if (dot) sc.q_bf16.resize(HR * D);
+  if (idot) {
+    sc.q_i16.resize(HR * D);
+    sc.q_unit.resize(HR);
+  }
   sc.s.resize(HR * Bc);
   sc.o.resize(HR * Dvp);
   sc.m.resize(HR);
@@ -211,6 +253,7 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
     std::fill(dst + D, dst + Dp, 0.f);
     PermutePairs(dst, q_paired, /*inverse=*/false);
     if (dot) std::memcpy(sc.q_bf16.data() + x * D, static_cast<const char*>(p.q) + src * 2, D * 2);
+    if (idot) sc.q_unit[x] = round_to_i16(dst, D, sc.q_i16.data() + x * D);
     sc.m[x] = with_sink ? p.opts.sinks[h] : -INFINITY;
     sc.l[x] = with_sink ? 1.f : 0.f;  // the sink's own exp(sink - m) at m = sink
   }
@@ -220,6 +263,9 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   const T* vcache = static_cast<const T*>(p.v);
   const MaskGeometry mask = mask_geometry(p.opts);
   RowPrefetcher<T> prefetch(p, b, hk0, int64_t(H), c.k_end);
+  // Widened rows hold value * kWidened<T> (a power of two): their scales take the inverse, exactly. The
+  // dot-product scores see the keys' true values.
+  const float k_unwiden = (dot || idot) ? 1.f : 1.f / kWidened<T>, v_unwiden = 1.f / kWidened<T>;
   for (int64_t k0 = c.k_begin; k0 < c.k_end; k0 += plan.block_k) {
     const int64_t k1 = std::min(c.k_end, k0 + plan.block_k);
     const TileClass cls = classify_tile(mask, q_first, q_last, k0, k1 - 1);
@@ -237,8 +283,8 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         for (size_t h = 0; h < H; ++h)
           for (int64_t i = 0; i < n; ++i) {
             const size_t j = h * Bc + size_t(pos - k0 + i);
-            sc.k_scale[j] = p.k_scale.at(phys, off + i, hk0 + int64_t(h));
-            sc.v_scale[j] = p.v_scale.at(phys, off + i, hk0 + int64_t(h));
+            sc.k_scale[j] = p.k_scale.at(phys, off + i, hk0 + int64_t(h)) * k_unwiden;
+            sc.v_scale[j] = p.v_scale.at(phys, off + i, hk0 + int64_t(h)) * v_unwiden;
           }
       }
       pos += n;
@@ -261,6 +307,12 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
     for (size_t j = 0; j < cols; ++j) {
       prefetch.Step();
       const T* krow = kcache + sc.krow[j] + hk0 * p.k_head;
+      if constexpr (std::is_same_v<T, int8_t>) {
+        if (idot) {
+          decode_score_key_i8_i16(krow, p.k_head, H, D, sc.q_i16.data(), R, sc.s.data() + j, R * Bc, Bc);
+          continue;
+        }
+      }
       if (dot) {
         if constexpr (std::is_same_v<T, int8_t>)
           decode_score_key_i8_bf16(krow, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
@@ -275,11 +327,12 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         ScoreKey(krow + int64_t(h) * p.k_head, D, q_paired, sc.q.data() + h * R * Dp, Dp, R,
                  sc.s.data() + h * R * Bc + j, Bc);
     }
-    if constexpr (quantized) {  // each key's scale, once per score rather than per element
+    if constexpr (quantized) {  // each key's scale (and int16 query's), once per score rather than per element
       for (size_t x = 0; x < HR; ++x) {
         float* s_row = sc.s.data() + x * Bc;
         const float* ks = sc.k_scale.data() + (x / R) * Bc;
-        for (size_t j = 0; j < cols; ++j) s_row[j] *= ks[j];
+        const float qs = idot ? sc.q_unit[x] : 1.f;
+        for (size_t j = 0; j < cols; ++j) s_row[j] *= ks[j] * qs;
       }
     }
     RowContext ctx{dot ? p.scale : 1.f, p.opts.softcap, 0.f, cls == TileClass::partial, &mask, 0, k0};
@@ -325,14 +378,14 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
 }
 
 void RunDecodeChunk(const DecodeProblem& p, const DecodePlan& plan, int64_t index, float* partials,
-                    bool bf16_dot) {
+                    bool bf16_dot, bool int_dot) {
   const DecodeChunk& c = plan.chunks[size_t(index)];
   switch (p.kv_dtype) {
-    case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot);
-    case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false);
-    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot);
-    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot);
-    default: return RunChunk<float>(p, plan, c, partials, false);
+    case DType::bf16: return RunChunk<hwy::bfloat16_t>(p, plan, c, partials, bf16_dot, false);
+    case DType::f16: return RunChunk<hwy::float16_t>(p, plan, c, partials, false, false);
+    case DType::i8: return RunChunk<int8_t>(p, plan, c, partials, bf16_dot, int_dot);
+    case DType::f8_e4m3: return RunChunk<Fp8E4M3>(p, plan, c, partials, bf16_dot, false);
+    default: return RunChunk<float>(p, plan, c, partials, false, false);
   }
 }
 
@@ -351,8 +404,11 @@ void attention_decode_run(const DecodeProblem& p) {
   std::vector<float> partials(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
   const bool dot_cache = p.kv_dtype == DType::bf16 || p.kv_dtype == DType::i8 || p.kv_dtype == DType::f8_e4m3;
   const bool bf16_dot = p.q_dtype == DType::bf16 && dot_cache && p.D % 32 == 0 && bf16_dot_enabled();
+  // bf16 queries only: f32 queries keep every bit through the f32 path (int16 would round their low bits).
+  const bool int_dot =
+      p.q_dtype == DType::bf16 && p.kv_dtype == DType::i8 && p.D % 32 == 0 && p.D <= 512 && vnni_int8_enabled();
   pool.parallel_for(int64_t(plan.chunks.size()), [&](int64_t task, int) {
-    HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot);
+    HWY_DYNAMIC_DISPATCH(RunDecodeChunk)(p, plan, task, partials.data(), bf16_dot, int_dot);
   });
   if (plan.merges.empty()) return;
   pool.parallel_for(int64_t(plan.merges.size()), [&](int64_t task, int) {

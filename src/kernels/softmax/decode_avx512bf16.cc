@@ -13,19 +13,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/softmax/decode_avx512_sums.h"
+
 namespace attnzoo {
 namespace {
-
-// [sum a, sum b, sum c, sum e]: two interleave levels, then the four 128-bit blocks folded.
-inline __m128 sums_of_four(__m512 a, __m512 b, __m512 c, __m512 e) {
-  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-  const __m512 ce = _mm512_add_ps(_mm512_unpacklo_ps(c, e), _mm512_unpackhi_ps(c, e));
-  const __m512d ab64 = _mm512_castps_pd(ab), ce64 = _mm512_castps_pd(ce);
-  const __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(ab64, ce64)),
-                                 _mm512_castpd_ps(_mm512_unpackhi_pd(ab64, ce64)));
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-}
 
 // 32 key elements as bf16, in order.
 inline __m512bh load_key(const uint16_t* k) { return (__m512bh)_mm512_loadu_si512(k); }

@@ -8,8 +8,9 @@
 // output rows are put back in order once per chunk, so the per-key work never reorders anything.
 //
 // int8 and fp8 caches are widened from their bytes in registers: int8 through i32, fp8 e4m3 through f16 (the
-// f16 to f32 conversion is exact for f16 subnormals whatever the flush-to-zero mode); the row's scale is applied
-// to the score or the softmax weight, never per element.
+// f16 to f32 conversion is exact for f16 subnormals whatever the flush-to-zero mode) to 2^-8 times its value,
+// the 2^8 riding on the row's scale (kFp8Widened); the row's scale is applied to the score or the softmax
+// weight, never per element.
 #if defined(ATTNZOO_DECODE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTNZOO_DECODE_ROWS_INL_H_
 #undef ATTNZOO_DECODE_ROWS_INL_H_
@@ -85,7 +86,12 @@ inline float ScalarToF32(hwy::float16_t x) {
   return f16_to_f32(bits);
 }
 inline float ScalarToF32(int8_t x) { return float(x); }
-inline float ScalarToF32(Fp8E4M3 x) { return f8e4m3_to_f32(x.bits); }
+inline float ScalarToF32(Fp8E4M3 x) { return f8e4m3_to_f32(x.bits) * 0x1p-8f; }  // as LoadF32 widens it
+
+// What LoadF32 / LoadTailF32 give for an element of value v: v * kWidened<T>; a quantized row's scale is
+// divided by it once per row instead of multiplying every element.
+template <class T>
+constexpr float kWidened = std::is_same_v<T, Fp8E4M3> ? 0x1p-8f : 1.f;
 
 // 2L bf16 elements as [even elements], [odd elements] in f32.
 HWY_INLINE void SplitPairs(const hwy::bfloat16_t* HWY_RESTRICT p, VF& even, VF& odd) {
@@ -106,14 +112,14 @@ HWY_INLINE VF LoadF32(DF df, const T* HWY_RESTRICT p) {
     return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, p)));
   } else if constexpr (std::is_same_v<T, Fp8E4M3>) {
     // Sign to bit 15, exponent and mantissa to bits 7-13: an f16 of value * 2^-8, exact for every e4m3 code
-    // (f16 has one more exponent bit, so e4m3's subnormals land on f16's), then one hardware f16 widening.
-    // b + (b & 0x80) carries the sign bit one place up before the shift.
+    // (f16 has one more exponent bit, so e4m3's subnormals land on f16's), then one hardware f16 widening; the
+    // 2^-8 stays (kWidened). b + (b & 0x80) carries the sign bit one place up before the shift.
     const hn::Rebind<uint8_t, DF> d8;
     const hn::Rebind<uint16_t, DF> d16;
     const hn::Rebind<hwy::float16_t, DF> dh;
     const auto b = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const uint8_t*>(p)));
     const auto bits = hn::ShiftLeft<7>(hn::Add(b, hn::And(b, hn::Set(d16, 0x80))));
-    return hn::Mul(hn::PromoteTo(df, hn::BitCast(dh, bits)), hn::Set(df, 256.f));
+    return hn::PromoteTo(df, hn::BitCast(dh, bits));
   } else {
     const hn::Rebind<T, DF> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, p));

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/convert.h"
 #include "core/error.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
@@ -235,6 +236,30 @@ TEST(KvQuant, Bf16QueriesAgainstQuantizedPages) {
               << dtype_name(dtype) << " Tq=" << Tq << " Hq=" << Hq << " D=" << D << " target " << int(t);
         });
       }
+}
+
+// On AVX-512 VNNI CPUs, bf16 queries against int8 keys score as int16 queries (one step = |q|max / 32767 per row)
+// with vpdpwssd: query elements below |q|max / 256 can lose low bits there. Queries whose elements span 2^0 .. 2^-16
+// on purpose, every row count of the 4-row blocks, D of 32 to 128 (and 48: not a multiple of 32, the other path),
+// held to the double reference on the dequantized rows within 4e-4, half the f32 paths' kF32Tolerance
+// (measured: at most 1.6e-4 there, 3e-6 on the f32 paths; outputs reach ~100 through the outlier value rows).
+TEST(KvQuant, Int8KeysScoreBf16QueriesAsInt16) {
+  for (auto [Tq, Hq, D] : {std::tuple{1, 8, 128}, {1, 6, 96}, {2, 6, 64}, {3, 2, 32}, {1, 4, 48}}) {
+    const int64_t Hkv = 2, B = 2;
+    QuantizedPages pages(DType::i8, {70, 300}, Hkv, D, 16, uint64_t(Tq + D + 1));
+    HostTensor q(DType::f32, {B, Tq, Hq, D}, 12);
+    float* qf = q.view.ptr<float>();
+    for (int64_t i = 0; i < q.view.numel(); ++i) qf[i] = std::ldexp(qf[i], -int(i % 17));  // 2^0 .. 2^-16
+    HostTensor qb(DType::bf16, {B, Tq, Hq, D}, 0, 0.f);
+    convert_from_f32(qf, qb.view.data, DType::bf16, size_t(q.view.numel()));
+    HostTensor ref(DType::f32, {B, Tq, Hq, D}, 0, 0.f), out(DType::f32, {B, Tq, Hq, D}, 0, 0.f);
+    attention_decode_reference(qb.view, pages.dequantized(), ref.view, {});
+    testing::for_each_target([&](Target t) {
+      attention_decode(qb.view, pages.quantized(), out.view, {});
+      EXPECT_LE(testing::max_abs_diff(out, ref), 4e-4) << "Tq=" << Tq << " Hq=" << Hq << " D=" << D << " target "
+                                                       << int(t);
+    });
+  }
 }
 
 // Every finite e4m3 code (subnormals and both zeros included) as a key element, through every decode path:
