@@ -157,12 +157,14 @@ HWY_INLINE void RowF32(const uint8_t* HWY_RESTRICT row, size_t K, const float* H
   const DF df;
   const size_t L = hn::Lanes(df);
   constexpr size_t kSub = F::kBlock / F::S;
-  // Two accumulators per token, alternating sub-blocks: one token's FMAs would otherwise wait on each other.
+  // Two accumulators per token, alternating sub-blocks (and blocks): one chain per token would wait on itself.
   VF acc[kT][2];
   float osum[kT] = {};
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = hn::Zero(df);
   F f;
-  for (size_t ib = 0; ib < K / F::kBlock; ++ib) {
+  // Blocks go in pairs so that the accumulator of each sub-block is known at compile time and a block of one
+  // sub-block (Q4_0, Q8_0, ...) alternates with the next: one chain would wait 4 cycles per block.
+  auto block = [&](size_t ib, size_t a0) HWY_ATTR {
     const uint8_t* b = row + ib * F::kBytes;
     f.Begin(b);
     // Unrolled so that every sub-block's decode (nibble half, shifts) is fixed at compile time.
@@ -178,14 +180,21 @@ HWY_INLINE void RowF32(const uint8_t* HWY_RESTRICT row, size_t K, const float* H
           s[t] = hn::MulAdd(q, hn::LoadU(df, x + t * K + k0 + e), s[t]);
         }
       }
-      for (size_t t = 0; t < kT; ++t) acc[t][j % 2] = hn::MulAdd(s[t], hn::Set(df, f.sc[j]), acc[t][j % 2]);
+      for (size_t t = 0; t < kT; ++t) acc[t][(a0 + j) % 2] = hn::MulAdd(s[t], hn::Set(df, f.sc[j]), acc[t][(a0 + j) % 2]);
       if (F::kOffset)
         for (size_t t = 0; t < kT; ++t) {
           const float* xs = xsum16 + t * (K / 16) + k0 / 16;
           osum[t] += f.off[j] * (F::S == 32 ? xs[0] + xs[1] : xs[0]);
         }
     }
+  };
+  const size_t nb = K / F::kBlock;
+  size_t ib = 0;
+  for (; ib + 2 <= nb; ib += 2) {
+    block(ib, 0);
+    block(ib + 1, kSub % 2);
   }
+  if (ib < nb) block(ib, 0);
   for (size_t t = 0; t < kT; ++t) out[t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc[t][0], acc[t][1]))) + osum[t];
 }
 

@@ -1,15 +1,17 @@
-// quant_gemv_f32 rows on AVX-512 for Q4_0, Q4_K and Q6_K (a Q4 model's projections and its Q6_K output head):
-// each weight is dequantized in a register to exactly the f32 value dequantize_row gives (same operations, same
-// order), then FMA'd with the f32 activations. Written for instructions per byte, since a decode GEMV must keep
-// up with memory on one core (two SMT threads share it), and a 512-bit op issues at about 2 per cycle:
-//  - 4-bit formats look values up instead of converting them: each (sub-)block's 16 possible weights
-//    (d (q - 8), or d_j q - m_j) form one register, and vpermps indexes it with the packed bytes widened to
-//    32-bit lanes (it reads only the low 4 bits, so the low nibbles need no mask and the high ones one shift).
+// quant_gemv_f32 rows on AVX-512 for Q4_K and Q6_K (a Q4_K model's projections, and the Q6_K output head of
+// every 4-bit model): each weight is dequantized in a register to exactly the f32 value dequantize_row gives (same
+// operations, same order), then FMA'd with the f32 activations. Written for instructions per byte, since a
+// decode GEMV must keep up with memory on one core (two SMT threads share it), and a 512-bit op issues at about
+// 2 per cycle:
+//  - Q4_K looks values up instead of converting them: each sub-block's 16 possible weights d_j q - m_j form one
+//    register, and vpermps indexes it with the packed bytes widened to 32-bit lanes (it reads only the low 4
+//    bits, so the low nibbles need no mask and the high ones one shift).
 //  - Q6_K assembles its 6-bit values 64 at a time in bytes (nibbles, top bits and the -32 bias), stores the
 //    block's 256 int8 values in L1, and widens them 16 at a time as loads.
 //  - Several accumulators per token: one FMA chain per token would wait 4 cycles per 16 weights.
-// Q8_0 stays on the Highway rows (gemv_f32.cc): with its bytes widened and converted there is nothing to look up,
-// and a hand-written copy measured no faster (DISABLED_BenchGemvStream).
+// Measured against the Highway rows (gemv_f32.cc) by Quant.DISABLED_BenchGemvStream: the same lookup for Q4_0
+// (one scale per 32 weights) and a hand-written Q8_0 were no faster than the Highway rows, so those formats, and
+// Q6_K from 3 tokens up, stay there.
 // Compiled with -ffp-contract=off (CMakeLists.txt) so that the table's product and difference stay two roundings.
 // GCC 12 warns inside its own intrinsic headers (their undefined-value placeholders).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -63,44 +65,6 @@ struct Acc {
     }
   }
 };
-
-// The f16 scales at p, p + stride, ... of n <= 64 blocks as f32 in d[0, n), converted ahead of the blocks so
-// that in the block loop each scale is a broadcast memory operand, not a broadcast and a conversion of its own.
-constexpr size_t kChunk = 64;
-inline void block_scales(const uint8_t* p, size_t stride, size_t n, float* d) {
-  for (size_t i = 0; i < n; ++i) d[i] = _cvtsh_ss(load_u16(p + i * stride));
-}
-
-// Rows of 32-element blocks with a leading f16 scale, kChunk blocks at a time: block(b, d, k, v) adds the block at
-// b (scale d, elements [k, k + 32)); v counts blocks mod 4, to pick accumulators.
-template <size_t kBytes, class Block>
-inline void blocks32(const uint8_t* row, size_t K, Block block) {
-  alignas(64) float d[kChunk];
-  const size_t nb = K / 32;
-  for (size_t c0 = 0; c0 < nb; c0 += kChunk) {
-    const size_t n = nb - c0 < kChunk ? nb - c0 : kChunk;
-    const uint8_t* b = row + c0 * kBytes;
-    block_scales(b, kBytes, n, d);
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-      for (size_t v = 0; v < 4; ++v) block(b + (i + v) * kBytes, d[i + v], 32 * (c0 + i + v), v);
-    for (; i < n; ++i) block(b + i * kBytes, d[i], 32 * (c0 + i), i % 4);
-  }
-}
-
-// Q4_0 (d, 16 bytes: element j low nibble of byte j, element 16 + j its high nibble): w = d (q - 8).
-template <size_t kT>
-void row_q4_0(const uint8_t* row, size_t K, const float* x, float* out) {
-  const __m512 q_minus_8 = _mm512_sub_ps(iota16(), _mm512_set1_ps(8.f));
-  Acc<kT> acc(x, K);
-  blocks32<18>(row, K, [&](const uint8_t* b, float d, size_t k, size_t v) {
-    const __m512 table = _mm512_mul_ps(_mm512_set1_ps(d), q_minus_8);
-    const __m512i q = widen_u8(b + 2);
-    acc.add(_mm512_permutexvar_ps(q, table), k, 2 * v);
-    acc.add(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table), k + 16, 2 * v + 1);
-  });
-  acc.sums(out);
-}
 
 // The eight (d * scale_j) and (dmin * min_j) of a Q4_K block.
 inline void q4_k_scales(const uint8_t* b, float* dl, float* ml) {
@@ -189,9 +153,11 @@ bool quant_gemv_f32_avx512_enabled() {
 
 bool quant_gemv_rows_f32_avx512(const QuantGemvTask& g) {
   switch (g.w.type) {
-    case QuantType::Q4_0: run_rows(g, row_q4_0<1>, row_q4_0<2>, row_q4_0<3>, row_q4_0<4>); return true;
     case QuantType::Q4_K: run_rows(g, row_q4_k<1>, row_q4_k<2>, row_q4_k<3>, row_q4_k<4>); return true;
-    case QuantType::Q6_K: run_rows(g, row_q6_k<1>, row_q6_k<2>, row_q6_k<3>, row_q6_k<4>); return true;
+    case QuantType::Q6_K:  // from 3 tokens up the Highway rows streamed Q6_K faster from memory (BenchGemvStream)
+      if (g.T > 2) return false;
+      run_rows(g, row_q6_k<1>, row_q6_k<2>, nullptr, nullptr);
+      return true;
     default: return false;
   }
 }

@@ -66,7 +66,7 @@ bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
 // The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.
 void quant_gemv_rows_f32(const QuantGemvTask& task);
-// The f32 rows written with AVX-512 intrinsics (gemv_f32_avx512.cc) for Q4_0, Q8_0, Q4_K and Q6_K, which
+// The f32 rows written with AVX-512 intrinsics (gemv_f32_avx512.cc) for Q4_K and Q6_K (T <= 2), which
 // quant_gemv_rows_f32 takes when an AVX-512 target is active; false (nothing written) for other formats.
 bool quant_gemv_rows_f32_avx512(const QuantGemvTask& task);
 bool quant_gemv_f32_avx512_enabled();
