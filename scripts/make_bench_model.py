@@ -1,10 +1,13 @@
 """Writes a random ~0.5B-parameter checkpoint (bf16 safetensors) for `attnzoo bench model`.
 
-    .venv/bin/python scripts/make_bench_model.py DIR [--arch qwen3|qwen3-next] [--seed 0]
+    .venv/bin/python scripts/make_bench_model.py DIR [--arch qwen3|qwen3-next] [--experts N] [--seed 0]
 
 qwen3-next: the same width and depth as a hybrid: 3 Gated DeltaNet layers per gated full-attention layer
-(16 key / 16 value heads of 128, conv 4), dense MLPs instead of the MoE, so prefill can be compared between the
-chunked kernels and `--linear-prefill=recurrent`.
+(16 key / 16 value heads of 128, conv 4), dense MLPs instead of the MoE (622M parameters), so prefill can be
+compared between the chunked kernels and `--linear-prefill=recurrent`. With `--experts N` every layer's MLP is
+Qwen3-Next's MoE instead: N routed experts of 768, 2 per token, beside a gated shared expert of 1536, so a token
+still passes through 3072 intermediate channels (the dense model's FLOPs; N=4: 736M parameters). llama.cpp's
+qwen3next loads only this form (it refuses a model without experts), so `bench model --llama-bench` needs it.
 
 Qwen3-0.6B's shape (hidden 1024, 28 -> 24 layers, 16 query / 8 kv heads of 128, intermediate 3072, vocabulary
 151936, tied embeddings): the numbers a benchmark gets are those of a real small model, without downloading one.
@@ -35,8 +38,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", help="where to write config.json and model.safetensors")
     parser.add_argument("--arch", choices=["qwen3", "qwen3-next"], default="qwen3")
+    parser.add_argument("--experts", type=int, default=0,
+                        help="qwen3-next: routed experts per layer (0: dense MLPs; at least 2 otherwise)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.experts and (args.arch != "qwen3-next" or args.experts < 2):
+        parser.error("--experts: only for --arch qwen3-next, and at least 2 (two are chosen per token)")
     import torch
     import transformers
     torch.manual_seed(args.seed)
@@ -46,10 +53,13 @@ def main(argv=None):
     if args.arch == "qwen3":
         config = transformers.Qwen3Config(**common)
     else:
+        ffn = (dict(num_experts=args.experts, num_experts_per_tok=2, moe_intermediate_size=768,
+                    shared_expert_intermediate_size=1536, norm_topk_prob=True, mlp_only_layers=[])
+               if args.experts else dict(mlp_only_layers=list(range(24)), num_experts=0))
         config = transformers.Qwen3NextConfig(
             **common, full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=16,
             linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4,
-            mlp_only_layers=list(range(24)), num_experts=0, partial_rotary_factor=0.25)
+            partial_rotary_factor=0.25, **ffn)
     with torch.device("cpu"):
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
     os.makedirs(args.directory, exist_ok=True)

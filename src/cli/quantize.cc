@@ -17,7 +17,7 @@ const char* kUsage =
     "usage: attnzoo quantize -m DIR -o OUT.gguf [--type T] [--output-tensor-type T] [--token-embedding-type T]\n"
     "                        [--tensor-type PATTERN=T]... [--keep PATTERN]...\n"
     "                        [--calibration FILE [--calibration-chunk N] [--calibration-tokens N]]\n"
-    "  writes the checkpoint in DIR (safetensors: Llama / SmolLM2 / Qwen2 / Qwen3) as a GGUF file laid out as\n"
+    "  writes the checkpoint in DIR (safetensors: Llama / SmolLM2 / Qwen2 / Qwen3 / Qwen3-Next MoE) as a GGUF file laid out as\n"
     "  llama.cpp's converter writes it (read by the gguf package, transformers and attnzoo)\n"
     "  --type T                 F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K (default Q8_0);\n"
     "                           norms and biases stay F32, the embedding and output head take Q8_0 (for Q8_0)\n"

@@ -4,8 +4,12 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
 
+#include "convert/gguf_export_qwen3next.h"
+#include "convert/tensor_plan.h"
 #include "convert/tokenizer_metadata.h"
+#include "core/checked.h"
 #include "core/convert.h"
 #include "core/error.h"
 #include "kernels/quant/quantize.h"
@@ -81,6 +85,120 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
   return nullptr;
 }
 
+// Llama / Qwen2 / Qwen3: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names.
+std::vector<TensorPlan> plan_attention(const ModelFiles& files, const GgufArchOf& arch, int64_t heads,
+                                       int64_t kv_heads, bool tied) {
+  std::vector<TensorPlan> plans;
+  for (const std::string& name : files.names()) {
+    if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
+    if (name == "lm_head.weight" && tied) continue;
+    const auto gguf_name = gguf_tensor_name(arch.gguf, name);
+    if (!gguf_name)
+      throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch.gguf);
+    TensorPlan p;
+    p.gguf_name = *gguf_name;
+    p.sources = {name};
+    p.shape = files.stored(name).shape;
+    // Llama's q_proj / k_proj rows (and biases) interleaved per head, as the converter does.
+    if (arch.permuted_qk && (name.ends_with("self_attn.q_proj.weight") || name.ends_with("self_attn.q_proj.bias")))
+      p.permute_heads = heads;
+    if (arch.permuted_qk && (name.ends_with("self_attn.k_proj.weight") || name.ends_with("self_attn.k_proj.bias")))
+      p.permute_heads = kv_heads;
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+void apply_edit(ValueEdit e, std::vector<float>& x) {
+  if (e == ValueEdit::plus_one)
+    for (float& v : x) v += 1.0f;
+  if (e == ValueEdit::neg_exp)
+    for (float& v : x) v = float(-std::exp(double(v)));
+}
+
+// Adds plan `p`'s tensor to `w`: its sources checked (plain floats of one shape), its type chosen, and the
+// producer that converts, edits, quantizes, stacks and reorders the rows when the writer reaches it.
+QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& files, const TensorPlan& p,
+                            const QuantizeOptions& o) {
+  std::vector<StoredTensor> st;
+  std::vector<const std::vector<float>*> imp;
+  for (const std::string& name : p.sources) {
+    st.push_back(files->stored(name));
+    const StoredTensor& t = st.back();
+    if (t.quantized() || (t.type != QuantType::F32 && t.type != QuantType::F16 && t.type != QuantType::BF16))
+      throw LoadError(files->source(name) + ": tensor '" + name + "' is stored as " + quant_type_name(t.type) +
+                      "; quantize reads F32 / F16 / BF16 weights");
+    if (t.shape != st.front().shape || t.type != st.front().type)
+      throw LoadError(files->source(name) + ": tensor '" + name + "' differs in shape or type from '" +
+                      p.sources.front() + "', stacked with it into " + p.gguf_name);
+  }
+  const StoredTensor& first = st.front();
+  const int64_t cols = p.shape.empty() ? 1 : p.shape.back(), numel = first.numel();
+  if (cols <= 0 || numel % cols != 0)
+    throw LoadError(files->source(p.sources.front()) + ": tensor '" + p.sources.front() + "': " +
+                    std::to_string(numel) + " values do not make rows of " + std::to_string(cols));
+  const int64_t src_rows = numel / cols;
+  for (int64_t r : p.rows)
+    if (r < 0 || r >= src_rows || p.sources.size() != 1)
+      throw LoadError(p.sources.front() + ": row " + std::to_string(r) + " of " + std::to_string(src_rows) +
+                      " selected for " + p.gguf_name);
+  const int64_t out_rows = p.rows.empty() ? checked_mul(src_rows, int64_t(st.size()), "stacked rows")
+                                          : int64_t(p.rows.size());
+  int64_t shape_numel = 1;
+  for (int64_t d : p.shape) shape_numel = checked_mul(shape_numel, d, "tensor size");
+  if (shape_numel != checked_mul(out_rows, cols, "tensor size"))
+    throw LoadError(p.gguf_name + ": planned shape does not hold the rows of '" + p.sources.front() + "'");
+  const int64_t perm_rows = p.shape.size() == 1 ? numel : src_rows;
+  if (p.permute_heads && (perm_rows % (2 * p.permute_heads)) != 0)
+    throw LoadError(files->source(p.sources.front()) + ": tensor '" + p.sources.front() + "': " +
+                    std::to_string(perm_rows) + " rows do not split into " + std::to_string(p.permute_heads) +
+                    " heads of even size");
+  for (const std::string& name : p.sources) {
+    imp.push_back(importance_for(o, name));
+    if (imp.back() && int64_t(imp.back()->size()) != cols)
+      throw ArgumentError("importance for '" + name + "': " + std::to_string(imp.back()->size()) +
+                          " values, the tensor has " + std::to_string(cols) + " input channels");
+  }
+
+  QuantizedTensor t;
+  t.hf_name = p.sources.front();
+  t.gguf_name = p.gguf_name;
+  t.shape = p.shape;
+  t.source = first.type;
+  t.type = p.type ? *p.type : choose_tensor_type(o.policy, t.gguf_name, p.shape, first.type);
+  const int64_t row_bytes = int64_t(*quant_row_bytes(t.type, cols));
+  t.bytes = uint64_t(out_rows) * uint64_t(row_bytes);
+  std::vector<int64_t> ne(p.shape.rbegin(), p.shape.rend());
+  w.add_tensor(t.gguf_name, ne, t.type, [files, st, t, p, imp, src_rows, cols, numel, perm_rows, row_bytes] {
+    std::vector<uint8_t> out;
+    for (size_t i = 0; i < st.size(); ++i) {
+      if (t.type == st[i].type && p.edit == ValueEdit::none) {
+        out.insert(out.end(), st[i].data, st[i].data + st[i].bytes);
+        continue;
+      }
+      std::vector<float> x(static_cast<size_t>(numel));
+      convert_to_f32(st[i].data, *dtype_of(st[i].type), x.data(), size_t(numel));
+      apply_edit(p.edit, x);
+      const auto q = quantize_matrix(t.type, x.data(), src_rows, cols, imp[i] ? imp[i]->data() : nullptr,
+                                     p.sources[i]);
+      out.insert(out.end(), q.begin(), q.end());
+    }
+    if (!p.rows.empty()) {  // rows are whole blocks: a quantized row moves as bytes
+      std::vector<uint8_t> kept(p.rows.size() * size_t(row_bytes));
+      for (size_t r = 0; r < p.rows.size(); ++r)
+        std::memcpy(kept.data() + r * size_t(row_bytes), out.data() + p.rows[r] * row_bytes, size_t(row_bytes));
+      out.swap(kept);
+    }
+    if (p.permute_heads) {
+      std::vector<uint8_t> permuted(out.size());
+      permute_rope_rows(out.data(), permuted.data(), perm_rows, int64_t(out.size()) / perm_rows, p.permute_heads);
+      out.swap(permuted);
+    }
+    return out;
+  });
+  return t;
+}
+
 }  // namespace
 
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o) {
@@ -92,13 +210,16 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const Config& c = files->config();
   const std::vector<std::string> archs = c.has("architectures") ? c.get_string_list("architectures") : std::vector<std::string>{};
   const std::string hf_class = archs.empty() ? "" : archs[0];
+  const bool qwen3next = hf_class == "Qwen3NextForCausalLM";
   const auto arch = gguf_arch_for_hf(hf_class);
-  if (!arch || (arch->gguf != "llama" && arch->gguf != "qwen2" && arch->gguf != "qwen3"))
+  if (!qwen3next && (!arch || (arch->gguf != "llama" && arch->gguf != "qwen2" && arch->gguf != "qwen3")))
     throw LoadError(c.source() + ": architecture '" + hf_class +
-                    "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+                    "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
+                    "Qwen3ForCausalLM, Qwen3NextForCausalLM)");
+  const std::string gguf_arch = qwen3next ? "qwen3next" : arch->gguf;
 
   QuantizeSummary summary;
-  summary.architecture = arch->gguf;
+  summary.architecture = gguf_arch;
   const int64_t heads = c.get_int("num_attention_heads"), kv_heads = c.get_int_or("num_key_value_heads", heads);
   if (heads <= 0 || kv_heads <= 0)
     throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
@@ -107,18 +228,18 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const bool tied = c.get_bool_or("tie_word_embeddings", false);
 
   GgufWriter w;
-  w.add_string("general.architecture", arch->gguf);
+  w.add_string("general.architecture", gguf_arch);
   w.add_string("general.type", "model");
   std::filesystem::path dir_name = std::filesystem::path(src_dir).lexically_normal();
   if (dir_name.filename().empty()) dir_name = dir_name.parent_path();  // "models/x/" -> "models/x"
   w.add_string("general.name", dir_name.filename().string());
   w.add_u32("general.file_type", llama_file_type(o.policy.type));
   std::vector<float> rope_freqs;
-  add_hparams(w, c, arch->gguf, head_dim, rope, &rope_freqs);
+  add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs);
+  if (qwen3next) add_qwen3next_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim);
   const int64_t vocab = files->has("model.embed_tokens.weight") ? files->stored("model.embed_tokens.weight").shape.at(0)
                                                                  : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);
-  bool any_quantized = false;
 
   if (!rope_freqs.empty()) {
     const std::vector<float> factors = rope_freqs;
@@ -128,64 +249,17 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
       return b;
     });
   }
-  for (const std::string& name : files->names()) {
-    if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
-    if (name == "lm_head.weight" && tied) continue;
-    const auto gguf_name = gguf_tensor_name(arch->gguf, name);
-    if (!gguf_name)
-      throw LoadError(files->source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch->gguf);
-    const StoredTensor st = files->stored(name);
-    if (st.quantized() || (st.type != QuantType::F32 && st.type != QuantType::F16 && st.type != QuantType::BF16))
-      throw LoadError(files->source(name) + ": tensor '" + name + "' is stored as " + quant_type_name(st.type) +
-                      "; quantize reads F32 / F16 / BF16 weights");
-    QuantizedTensor t;
-    t.hf_name = name;
-    t.gguf_name = *gguf_name;
-    t.shape = st.shape;
-    t.source = st.type;
-    t.type = choose_tensor_type(o.policy, t.gguf_name, st.shape, st.type);
+  const std::vector<TensorPlan> plans =
+      qwen3next ? plan_qwen3next(*files) : plan_attention(*files, *arch, heads, kv_heads, tied);
+  bool any_quantized = false;
+  std::set<std::string> read;
+  for (const TensorPlan& p : plans) {
+    summary.tensors.push_back(add_planned(w, files, p, o));
+    const QuantizedTensor& t = summary.tensors.back();
     any_quantized = any_quantized || quant_type_info(uint32_t(t.type))->block_elems > 1;
-    const int64_t cols = st.shape.empty() ? 1 : st.shape.back();
-    const int64_t numel = st.numel(), rows = cols ? numel / cols : 0;
-    t.bytes = uint64_t(rows) * uint64_t(*quant_row_bytes(t.type, cols));
-    summary.bytes_in += uint64_t(st.bytes);
     summary.bytes_out += t.bytes;
-    // Llama's q_proj / k_proj rows (and biases) interleaved per head, as the converter does.
-    int64_t permute_heads = 0;
-    if (arch->permuted_qk && name.ends_with("self_attn.q_proj.weight")) permute_heads = heads;
-    if (arch->permuted_qk && name.ends_with("self_attn.k_proj.weight")) permute_heads = kv_heads;
-    if (arch->permuted_qk && name.ends_with("self_attn.q_proj.bias")) permute_heads = heads;
-    if (arch->permuted_qk && name.ends_with("self_attn.k_proj.bias")) permute_heads = kv_heads;
-    const int64_t perm_rows = st.shape.size() == 1 ? numel : rows;
-    if (permute_heads && (perm_rows % (2 * permute_heads)) != 0)
-      throw LoadError(files->source(name) + ": tensor '" + name + "': " + std::to_string(perm_rows) +
-                      " rows do not split into " + std::to_string(permute_heads) + " heads of even size");
-    const std::vector<float>* imp = importance_for(o, name);
-    if (imp && int64_t(imp->size()) != cols)
-      throw ArgumentError("importance for '" + name + "': " + std::to_string(imp->size()) + " values, the tensor has " +
-                          std::to_string(cols) + " input channels");
-    std::vector<int64_t> ne(st.shape.rbegin(), st.shape.rend());
-    w.add_tensor(t.gguf_name, ne, t.type, [files, st, t, rows, cols, numel, permute_heads, perm_rows, imp] {
-      std::vector<uint8_t> out;
-      if (t.type == st.type) {
-        out.assign(st.data, st.data + st.bytes);
-      } else {
-        std::vector<float> x(static_cast<size_t>(numel));
-        const std::optional<DType> from = dtype_of(st.type);
-        if (!from)
-          throw LoadError(t.hf_name + ": stored as " + quant_type_name(st.type) +
-                          ", which cannot be re-quantized (a float checkpoint is needed)");
-        convert_to_f32(st.data, *from, x.data(), size_t(numel));
-        out = quantize_matrix(t.type, x.data(), rows, cols, imp ? imp->data() : nullptr, t.hf_name);
-      }
-      if (permute_heads) {
-        std::vector<uint8_t> permuted(out.size());
-        permute_rope_rows(out.data(), permuted.data(), perm_rows, int64_t(out.size()) / perm_rows, permute_heads);
-        out.swap(permuted);
-      }
-      return out;
-    });
-    summary.tensors.push_back(std::move(t));
+    for (const std::string& s : p.sources)
+      if (read.insert(s).second) summary.bytes_in += uint64_t(files->stored(s).bytes);
   }
   if (any_quantized) w.add_u32("general.quantization_version", 2);
   w.write(out_path);

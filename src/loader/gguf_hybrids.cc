@@ -363,6 +363,34 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
 
 bool gguf_is_hybrid(const GgufFile& f) { return find_hybrid(f) != nullptr; }
 
+std::optional<std::string> gguf_hybrid_tensor_name(const std::string& gguf_arch, const std::string& hf_name) {
+  const HybridArch* a = nullptr;
+  for (const HybridArch& x : kHybrids)
+    if (gguf_arch == x.gguf) a = &x;
+  if (!a || a->family == Family::rwkv7) return std::nullopt;
+  for (const char* g : {"token_embd.weight", "output.weight", "output_norm.weight", "token_embd_norm.weight"})
+    if (const char* h = global_hf_name(a->family, g); h && hf_name == h) return std::string(g);
+  const std::string prefix = a->layer_prefix;
+  if (!hf_name.starts_with(prefix)) return std::nullopt;
+  const size_t dot = hf_name.find('.', prefix.size());
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string layer = hf_name.substr(prefix.size(), dot - prefix.size());
+  if (!gguf_hf::split_block("blk." + layer + ".x")) return std::nullopt;  // a plain decimal layer index
+  const std::string rest = hf_name.substr(dot + 1), blk = "blk." + layer + ".";
+  // An entry naming its extension wins over one without (Falcon-H1 lists ffn_norm both ways), an exact entry over
+  // a base the extension is added to.
+  std::optional<std::string> exact, based;
+  for (const Entry& e : block_entries(a->family)) {
+    if (rest == e.hf) {
+      if (!exact || e.gguf.find('.') != std::string::npos) exact = blk + e.gguf;
+    } else if (!based && rest.starts_with(e.hf)) {
+      const std::string ext = rest.substr(e.hf.size());
+      if (ext == ".weight" || ext == ".bias") based = blk + e.gguf + ext;
+    }
+  }
+  return exact ? exact : based;
+}
+
 std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
   const HybridArch& a = *find_hybrid(f);
   if (a.family == Family::rwkv7) return gguf_rwkv7_tensors(f);

@@ -13,6 +13,7 @@
 //              per key head in Hugging Face ([q, k, v, z] per head), stored as attn_qkv ([q..., k..., v...])
 //              and attn_gate ([z...]): its rows are gathered back (a row permutation, so quantized rows too)
 //   rwkv7      flash-linear-attention's RWKV7ForCausalLM (gguf_rwkv7.h)
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,11 @@ std::string gguf_hybrid_config_json(const GgufFile& f);
 // The file's tensors under Hugging Face names (unsorted); a tensor with no counterpart is refused (LoadError
 // naming the file and tensor).
 std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f);
+
+// The other direction, names only (for the writer): the GGUF name of Hugging Face tensor `hf_name` in a
+// `gguf_arch` file ("blk.N.ssm_a" for "model.layers.N.linear_attn.A_log"); nullopt for an unknown architecture
+// or a tensor with no one-to-one counterpart (rwkv7, stacked experts, Qwen3-Next's split in_proj_qkvz). The
+// value edits listed above are the writer's to apply.
+std::optional<std::string> gguf_hybrid_tensor_name(const std::string& gguf_arch, const std::string& hf_name);
 
 }  // namespace attnzoo

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "loader/gguf_checkpoint.h"
+#include "loader/gguf_hybrids.h"
 #include "loader/gguf_test_files.h"
 
 namespace attnzoo {
@@ -188,6 +189,40 @@ TEST(GgufHybrids, GatherRefusesRowsOutsideTheirTensor) {
   EXPECT_THROW(undo_gguf_fix(t, "evil.gguf"), LoadError);
   t.pieces = {{data + 4, 12, "a", data, 16}, {data, 16, "b", data, 16}};
   EXPECT_EQ(undo_gguf_fix(t, "evil.gguf").bytes.size(), 28u);
+}
+
+// The writer's direction: each Hugging Face name back to the GGUF name the loader reads it from.
+TEST(GgufHybrids, TensorNameInvertsTheLoadersTable) {
+  const std::pair<const char*, const char*> qwen3next[] = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+      {"model.layers.3.linear_attn.A_log", "blk.3.ssm_a"},
+      {"model.layers.0.linear_attn.dt_bias", "blk.0.ssm_dt.bias"},
+      {"model.layers.0.linear_attn.conv1d.weight", "blk.0.ssm_conv1d.weight"},
+      {"model.layers.0.linear_attn.norm.weight", "blk.0.ssm_norm.weight"},
+      {"model.layers.0.linear_attn.out_proj.weight", "blk.0.ssm_out.weight"},
+      {"model.layers.2.linear_attn.in_proj_ba.weight", "blk.2.ssm_ba.weight"},
+      {"model.layers.1.input_layernorm.weight", "blk.1.attn_norm.weight"},
+      {"model.layers.1.post_attention_layernorm.weight", "blk.1.post_attention_norm.weight"},
+      {"model.layers.3.self_attn.q_norm.weight", "blk.3.attn_q_norm.weight"},
+      {"model.layers.1.mlp.gate.weight", "blk.1.ffn_gate_inp.weight"},
+      {"model.layers.1.mlp.shared_expert_gate.weight", "blk.1.ffn_gate_inp_shexp.weight"},
+      {"model.layers.1.mlp.shared_expert.down_proj.weight", "blk.1.ffn_down_shexp.weight"},
+      {"model.layers.12.mlp.gate_proj.weight", "blk.12.ffn_gate.weight"},
+  };
+  for (const auto& [hf, gguf] : qwen3next) EXPECT_EQ(gguf_hybrid_tensor_name("qwen3next", hf), gguf) << hf;
+  // Falcon-H1 lists ffn_norm with and without its extension: the named one wins.
+  EXPECT_EQ(gguf_hybrid_tensor_name("falcon-h1", "model.layers.0.pre_ff_layernorm.weight"), "blk.0.ffn_norm.weight");
+  EXPECT_EQ(gguf_hybrid_tensor_name("mamba", "backbone.layers.1.mixer.A_log"), "blk.1.ssm_a");
+  EXPECT_EQ(gguf_hybrid_tensor_name("mamba", "backbone.embeddings.weight"), "token_embd.weight");
+  // No one-to-one counterpart, a malformed layer index, an architecture outside this table.
+  for (const char* hf : {"model.layers.0.linear_attn.in_proj_qkvz.weight", "model.layers.0.mlp.experts.0.up_proj.weight",
+                         "model.layers.x.input_layernorm.weight", "model.layers..input_layernorm.weight",
+                         "model.layers.0.input_layernorm.scale", "model.layers.0", "model.rotary_emb.inv_freq"})
+    EXPECT_EQ(gguf_hybrid_tensor_name("qwen3next", hf), std::nullopt) << hf;
+  EXPECT_EQ(gguf_hybrid_tensor_name("llama", "model.norm.weight"), std::nullopt);
+  EXPECT_EQ(gguf_hybrid_tensor_name("rwkv7", "model.norm.weight"), std::nullopt);
 }
 
 }  // namespace

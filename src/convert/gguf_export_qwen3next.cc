@@ -1,0 +1,166 @@
+#include "convert/gguf_export_qwen3next.h"
+
+#include <string_view>
+#include <utility>
+
+#include "core/checked.h"
+#include "loader/gguf_hybrids.h"
+#include "loader/load_error.h"
+
+namespace attnzoo {
+namespace {
+
+constexpr const char* kArch = "qwen3next";
+
+struct LinearShape {
+  int64_t nk, dk, nv, dv;
+};
+
+LinearShape linear_shape(const Config& c) {
+  LinearShape s{c.get_int("linear_num_key_heads"), c.get_int("linear_key_head_dim"),
+                c.get_int("linear_num_value_heads"), c.get_int("linear_value_head_dim")};
+  if (s.nk <= 0 || s.dk <= 0 || s.nv <= 0 || s.dv <= 0 || s.nv % s.nk != 0)
+    throw LoadError(c.source() + ": keys 'linear_num_key_heads' / 'linear_num_value_heads' / 'linear_*_head_dim': "
+                    "must be positive, the value heads a multiple of the key heads");
+  return s;
+}
+
+// in_proj_qkvz's rows: [q (dk), k (dk), v (vz), z (vz)] for each key head, vz = nv / nk * dv.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> qkvz_rows(const LinearShape& s) {
+  const int64_t vz = s.nv / s.nk * s.dv, per = 2 * s.dk + 2 * vz;
+  std::vector<int64_t> qkv, z;
+  auto part = [&](std::vector<int64_t>& out, int64_t offset, int64_t n) {
+    for (int64_t h = 0; h < s.nk; ++h)
+      for (int64_t r = 0; r < n; ++r) out.push_back(h * per + offset + r);
+  };
+  part(qkv, 0, s.dk);
+  part(qkv, s.dk, s.dk);
+  part(qkv, 2 * s.dk, vz);
+  part(z, 2 * s.dk + vz, vz);
+  return {qkv, z};
+}
+
+// "model.layers.N.rest" -> {"blk.N.", rest}; empty strings for a tensor outside the layers.
+std::pair<std::string, std::string> split_layer(const std::string& name) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return {};
+  const size_t dot = name.find('.', kLayers.size());
+  const std::string index = name.substr(kLayers.size(), dot == std::string::npos ? 0 : dot - kLayers.size());
+  if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) return {};
+  return {"blk." + index + ".", name.substr(dot + 1)};
+}
+
+int64_t full_attention_interval(const Config& c) {
+  const int64_t layers = c.get_int("num_hidden_layers");
+  if (!c.has("layer_types")) return c.get_int_or("full_attention_interval", 4);
+  const std::vector<std::string> types = c.get_string_list("layer_types");
+  int64_t interval = 0;
+  for (size_t i = 0; i < types.size() && !interval; ++i)
+    if (types[i] == "full_attention") interval = int64_t(i) + 1;
+  bool periodic = int64_t(types.size()) == layers && interval > 0;
+  for (size_t i = 0; periodic && i < types.size(); ++i)
+    periodic = types[i] == ((int64_t(i) + 1) % interval == 0 ? "full_attention" : "linear_attention");
+  if (!periodic)
+    throw LoadError(c.source() + ": key 'layer_types': qwen3next GGUF stores one full-attention layer every "
+                    "full_attention_interval layers; this pattern has no such interval");
+  return interval;
+}
+
+}  // namespace
+
+void add_qwen3next_hparams(GgufWriter& w, const Config& c, int64_t rotary_dim) {
+  const std::string p = std::string(kArch) + ".";
+  const LinearShape s = linear_shape(c);
+  if (c.get_int_or("num_experts", 0) <= 0)
+    throw LoadError(c.source() + ": key 'num_experts': qwen3next GGUF needs a MoE model (llama.cpp refuses one "
+                    "without experts); this checkpoint has none");
+  w.add_u32(p + "ssm.conv_kernel", uint32_t(c.get_int("linear_conv_kernel_dim")));
+  w.add_u32(p + "ssm.state_size", uint32_t(s.dk));
+  w.add_u32(p + "ssm.group_count", uint32_t(s.nk));
+  w.add_u32(p + "ssm.time_step_rank", uint32_t(s.nv));
+  w.add_u32(p + "ssm.inner_size", uint32_t(checked_mul(s.dv, s.nv, "linear_value_head_dim * linear_num_value_heads")));
+  w.add_u32(p + "full_attention_interval", uint32_t(full_attention_interval(c)));
+  w.add_u32(p + "rope.dimension_count", uint32_t(rotary_dim));
+  w.add_u32(p + "expert_count", uint32_t(c.get_int_or("num_experts", 0)));
+  w.add_u32(p + "expert_used_count", uint32_t(c.get_int_or("num_experts_per_tok", 0)));
+  w.add_u32(p + "expert_feed_forward_length", uint32_t(c.get_int("moe_intermediate_size")));
+  w.add_u32(p + "expert_shared_feed_forward_length", uint32_t(c.get_int("shared_expert_intermediate_size")));
+  if (!c.get_bool_or("norm_topk_prob", true))
+    throw LoadError(c.source() + ": key 'norm_topk_prob': false cannot be written (llama.cpp's qwen3next always "
+                    "renormalizes the top-k routing weights)");
+}
+
+std::vector<TensorPlan> plan_qwen3next(const ModelFiles& files) {
+  const Config& c = files.config();
+  const LinearShape s = linear_shape(c);
+  const int64_t experts = c.get_int_or("num_experts", 0);
+  const bool tied = c.get_bool_or("tie_word_embeddings", false);
+  std::vector<TensorPlan> plans;
+  for (const std::string& name : files.names()) {
+    if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
+    if (name == "lm_head.weight" && tied) continue;
+    const StoredTensor st = files.stored(name);
+    const auto [blk, rest] = split_layer(name);
+    TensorPlan p;
+    p.sources = {name};
+    p.shape = st.shape;
+    if (rest.starts_with("mlp.experts.")) {
+      // mlp.experts.E.{gate,up,down}_proj.weight: written once, at expert 0, as the stack of all of them.
+      const std::string tail = rest.substr(12);
+      const size_t dot = tail.find('.');
+      const std::string index = tail.substr(0, dot), proj = tail.substr(dot + 1);
+      if (proj != "gate_proj.weight" && proj != "up_proj.weight" && proj != "down_proj.weight")
+        throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for qwen3next");
+      if (index != "0") continue;
+      const std::string stem = name.substr(0, name.size() - rest.size()) + "mlp.experts.";
+      p.sources.clear();
+      for (int64_t e = 0; e < experts; ++e) {
+        p.sources.push_back(stem + std::to_string(e) + "." + proj);
+        if (!files.has(p.sources.back()))
+          throw LoadError(files.source(name) + ": tensor '" + p.sources.back() + "' is missing (num_experts " +
+                          std::to_string(experts) + ")");
+      }
+      p.gguf_name = blk + "ffn_" + proj.substr(0, proj.find('_')) + "_exps.weight";
+      p.shape.insert(p.shape.begin(), experts);
+      plans.push_back(std::move(p));
+      continue;
+    }
+    if (rest == "linear_attn.in_proj_qkvz.weight") {
+      auto [qkv, z] = qkvz_rows(s);
+      const int64_t want = checked_add(int64_t(qkv.size()), int64_t(z.size()), "in_proj_qkvz rows");
+      if (st.shape.size() != 2 || st.shape[0] != want)
+        throw LoadError(files.source(name) + ": tensor '" + name + "': expected " + std::to_string(want) +
+                        " rows (2 * linear_num_key_heads * linear_key_head_dim + 2 * value dimension)");
+      TensorPlan gate = p;
+      p.gguf_name = blk + "attn_qkv.weight";
+      p.shape = {int64_t(qkv.size()), st.shape[1]};
+      p.rows = std::move(qkv);
+      gate.gguf_name = blk + "attn_gate.weight";
+      gate.shape = {int64_t(z.size()), st.shape[1]};
+      gate.rows = std::move(z);
+      plans.push_back(std::move(p));
+      plans.push_back(std::move(gate));
+      continue;
+    }
+    const auto gguf_name = gguf_hybrid_tensor_name(kArch, name);
+    if (!gguf_name) throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for qwen3next");
+    p.gguf_name = *gguf_name;
+    if (name.ends_with(".A_log")) {
+      p.edit = ValueEdit::neg_exp;
+      p.type = QuantType::F32;
+    } else if (name.ends_with(".conv1d.weight")) {
+      if (st.shape.size() != 3 || st.shape[1] != 1)
+        throw LoadError(files.source(name) + ": tensor '" + name + "': expected a [channels, 1, kernel] convolution");
+      p.shape = {st.shape[0], st.shape[2]};
+      p.type = QuantType::F32;
+    } else if (name.ends_with(".mlp.gate.weight") || name.ends_with(".mlp.shared_expert_gate.weight")) {
+      p.type = QuantType::F32;  // the routers
+    } else if (name.ends_with("norm.weight") && !name.ends_with(".linear_attn.norm.weight")) {
+      p.edit = ValueEdit::plus_one;
+    }
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+}  // namespace attnzoo

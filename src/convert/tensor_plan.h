@@ -1,0 +1,33 @@
+#pragma once
+// One tensor of the GGUF file `attnzoo quantize` writes, described before any byte is read: which Hugging Face
+// tensors it is made of and the converter's edits (convert_hf_to_gguf.py) that turn them into it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/quant_type.h"
+
+namespace attnzoo {
+
+// A value edit applied in f32 before quantizing.
+enum class ValueEdit : uint8_t {
+  none,
+  plus_one,  // Qwen3-Next's zero-centered RMSNorm weights stored as 1 + w
+  neg_exp,   // A_log stored as A = -exp(A_log)
+};
+
+struct TensorPlan {
+  std::string gguf_name;
+  // Its Hugging Face sources, each one a [rows, cols] matrix (or a vector), stacked in this order (the experts of
+  // a MoE layer: ffn_*_exps); usually one.
+  std::vector<std::string> sources;
+  std::vector<int64_t> shape;  // torch order, as written (a stack's leading dimension included)
+  // The source rows kept, in this order (Qwen3-Next's in_proj_qkvz split into attn_qkv / attn_gate); empty: all.
+  std::vector<int64_t> rows;
+  int64_t permute_heads = 0;  // Llama's Q / K rows interleaved per head for ggml's RoPE (permute_rope_rows)
+  ValueEdit edit = ValueEdit::none;
+  std::optional<QuantType> type;  // forced whatever the policy says (the converter's always-F32 tensors)
+};
+
+}  // namespace attnzoo
