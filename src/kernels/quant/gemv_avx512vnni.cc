@@ -56,11 +56,12 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
   constexpr size_t kBytes = kFmt == Fmt32::Q4_0 ? 18 : kFmt == Fmt32::Q4_1 ? 20 : 34;
   constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2;  // f16 d (and m) before the values
   const size_t nb = K / 32, ld = (K + 63) / 64 * 64;
+  // Two accumulators per token (alternate pairs), so that consecutive FMAs do not wait on each other.
   __m512 acc[kT][2], accm[kT];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm512_setzero_ps();
-  for (size_t p = 0; 2 * p < nb; ++p) {
+  // u is a constant after inlining: a run-time index would keep the accumulators in memory.
+  auto step = [&](size_t p, size_t u, bool whole) __attribute__((always_inline)) {
     const uint8_t* b0 = row + 2 * p * kBytes;
-    const bool whole = 2 * p + 1 < nb;
     const uint8_t* b1 = whole ? b0 + kBytes : b0;
     __m512 s = halves(b0, b1), m = _mm512_setzero_ps();
     if (kFmt == Fmt32::Q4_1) m = halves(b0 + 2, b1 + 2);
@@ -82,10 +83,18 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
       if (kFmt == Fmt32::Q8_0) init = _mm512_loadu_si512(a.xsum4_neg128 + lane);
       const __m512i dot = _mm512_dpbusd_epi32(init, w, _mm512_loadu_si512(a.xs8 + (t0 + t) * ld + 64 * p));
       const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + lane));
-      acc[t][p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][p & 1]);
+      acc[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][u]);
       if (kFmt == Fmt32::Q4_1) accm[t] = _mm512_fmadd_ps(m, _mm512_loadu_ps(a.dxsum4 + lane), accm[t]);
     }
+  };
+  const size_t pairs = nb / 2;
+  size_t p = 0;
+  for (; p + 2 <= pairs; p += 2) {
+    step(p, 0, true);
+    step(p + 1, 1, true);
   }
+  if (p < pairs) step(p++, 0, true);
+  if (nb % 2) step(p, 1, false);
   for (size_t t = 0; t < kT; ++t)
     out[t] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), accm[t]));
 }
@@ -97,7 +106,7 @@ void dot_row(size_t K, const QuantActivations& a, size_t t0, Pair pair, float* o
   const size_t pairs = K / 64, ld = (K + 63) / 64 * 64;
   __m512 acc[kT][2];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-  for (size_t p = 0; p < pairs; ++p) {
+  auto step = [&](size_t p, size_t u) __attribute__((always_inline)) {  // u constant: see dot_row32
     __m512i w;
     __m512 s;
     pair(p, w, s);
@@ -105,9 +114,15 @@ void dot_row(size_t K, const QuantActivations& a, size_t t0, Pair pair, float* o
       const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * ld + 64 * p);
       const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
       const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + (t0 + t) * (ld / 4) + 16 * p));
-      acc[t][p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][p & 1]);
+      acc[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][u]);
     }
+  };
+  size_t p = 0;
+  for (; p + 2 <= pairs; p += 2) {
+    step(p, 0);
+    step(p + 1, 1);
   }
+  if (p < pairs) step(p, 0);
   for (size_t t = 0; t < kT; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
