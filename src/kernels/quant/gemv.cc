@@ -77,11 +77,13 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
       for (auto* lanes : {&xsum4_neg8, &xsum4_neg128}) lanes->resize(size_t(tb * ld8 / 4));
     }
     auto when = [&](auto& buf) { return vnni ? buf.data() : nullptr; };
-    quantize_activations(x + t0 * K, size_t(tb), size_t(K),
-                         {q.data(), d.data(), dsum16.data(), dsum32.data(), when(xs8), when(dx8), when(xsum4_neg8),
-                          when(xsum4_neg128), when(dxsum4), size_t(ld8)});
-    const QuantActivations act{q.data(),           when(xs8), when(dx8),    when(xsum4_neg8), when(xsum4_neg128),
-                               when(dxsum4),       d.data(),  dsum16.data(), dsum32.data()};
+    const QuantActivationsOut out{q.data(),  d.data(),         dsum16.data(),       dsum32.data(),
+                                  when(xs8), when(dx8),        when(xsum4_neg8),    when(xsum4_neg128),
+                                  when(dxsum4), size_t(ld8)};
+    quantize_activations(x + t0 * K, size_t(tb), size_t(K), out);
+    if (vnni) quant_vnni_lane_sums(size_t(tb), out);
+    const QuantActivations act{out.q,      out.xs8, out.dx8,    out.xsum4_neg8, out.xsum4_neg128,
+                               out.dxsum4, out.d,   out.dsum16, out.dsum32};
     const QuantGemvTask task{w, x + t0 * K, nullptr, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
     if (vnni)
       run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_vnni(g); });

@@ -216,6 +216,19 @@ void row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
 
 }  // namespace
 
+// One vpdpbusd against ones sums each lane's 4 values.
+void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& o) {
+  const __m512i ones = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
+  for (size_t t = 0; t < T; ++t)
+    for (size_t k = 0; k < o.ld8; k += 64) {
+      const size_t lane = t * (o.ld8 / 4) + k / 4;
+      const __m512i s = _mm512_dpbusd_epi32(zero, ones, _mm512_loadu_si512(o.xs8 + t * o.ld8 + k));
+      _mm512_storeu_si512(o.xsum4_neg8 + lane, _mm512_sub_epi32(zero, _mm512_slli_epi32(s, 3)));
+      _mm512_storeu_si512(o.xsum4_neg128 + lane, _mm512_sub_epi32(zero, _mm512_slli_epi32(s, 7)));
+      _mm512_storeu_ps(o.dxsum4 + lane, _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_loadu_ps(o.dx8 + lane)));
+    }
+}
+
 bool quant_gemv_rows_vnni(const QuantGemvTask& g) {
   const size_t K = size_t(g.w.cols);
   thread_local std::vector<float> off;

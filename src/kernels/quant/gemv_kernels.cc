@@ -139,6 +139,7 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int16_t, decltype(df)> d16;
   const hn::Rebind<int8_t, decltype(df)> d8;
+  const hn::CappedTag<float, 8> df8;
   const size_t L = hn::Lanes(df);
   for (size_t t = 0; t < T; ++t) {
     for (size_t b = 0; b < K / 32; ++b) {
@@ -167,24 +168,11 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
       o.dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
       o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
       if (o.xs8)
-        for (size_t l = 0; l < 8; ++l) {
-          const int8_t* q4 = o.xs8 + t * o.ld8 + 32 * b + 4 * l;
-          const int32_t s4 = int32_t(q4[0]) + q4[1] + q4[2] + q4[3];
-          const size_t at = t * (o.ld8 / 4) + 8 * b + l;
-          o.dx8[at] = db;
-          o.xsum4_neg8[at] = -8 * s4;
-          o.xsum4_neg128[at] = -128 * s4;
-          o.dxsum4[at] = db * float(s4);
-        }
+        for (size_t l = 0; l < 8; l += hn::Lanes(df8)) hn::StoreU(hn::Set(df8, db), df8, o.dx8 + t * (o.ld8 / 4) + 8 * b + l);
     }
     if (o.xs8) {  // padding: the value 0 (scale 0), so that a row's last odd block can be read as a pair
       for (size_t k = K; k < o.ld8; ++k) o.xs8[t * o.ld8 + k] = 0;
-      for (size_t l = K / 4; l < o.ld8 / 4; ++l) {
-        const size_t at = t * (o.ld8 / 4) + l;
-        o.dx8[at] = 0.f;
-        o.xsum4_neg8[at] = o.xsum4_neg128[at] = 0;
-        o.dxsum4[at] = 0.f;
-      }
+      for (size_t l = K / 4; l < o.ld8 / 4; ++l) o.dx8[t * (o.ld8 / 4) + l] = 0.f;
     }
   }
 }

@@ -59,8 +59,10 @@ struct QuantActivationsOut {
   float* dxsum4;
   size_t ld8;  // row stride of xs8 (K rounded up to 64; the lane arrays: ld8 / 4)
 };
-// The rows of x [T, K] (K a multiple of 32), rounded to nearest (ties to even).
+// The rows of x [T, K] (K a multiple of 32), rounded to nearest (ties to even). Of the VNNI arrays it writes xs8
+// and dx8; quant_vnni_lane_sums then derives the lane sums from them.
 void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out);
+void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& out);
 void quant_gemv_rows_int8(const QuantGemvTask& task);
 // True when the CPU has AVX-512 VNNI and the active target is an AVX-512 one.
 bool quant_gemv_vnni_enabled();
