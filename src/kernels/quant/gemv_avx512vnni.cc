@@ -99,30 +99,33 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
     out[t] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), accm[t]));
 }
 
-// One row, 64 weights at a time: pair(p, w, scale) gives weights [64p, 64p + 64) (u8) and the scale of each of
-// the 16 i32 lanes (lane i sums weights 4i..4i+3), and records the group's offsets.
+// One row of K-quant blocks (256 weights), 64 weights at a time: pair(block, c, w, scale), c an integral_constant
+// 0..3, gives the block's weights [64c, 64c + 64) (u8) and the scale of each of the 16 i32 lanes (lane i sums
+// weights 4i..4i+3), and records the block's offsets.
 template <size_t kT, class Pair>
 void dot_row(size_t K, const QuantActivations& a, size_t t0, Pair pair, float* out) {
-  const size_t pairs = K / 64, ld = (K + 63) / 64 * 64;
   __m512 acc[kT][2];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-  auto step = [&](size_t p, size_t u) __attribute__((always_inline)) {  // u constant: see dot_row32
+  // c constant after inlining: static accumulator indices (a run-time index keeps them in memory), immediate
+  // shifts and permutations in pair
+  auto step = [&](size_t blk, auto c) __attribute__((always_inline)) {
     __m512i w;
     __m512 s;
-    pair(p, w, s);
+    pair(blk, c, w, s);
+    const size_t p = 4 * blk + c;
     for (size_t t = 0; t < kT; ++t) {
-      const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * ld + 64 * p);
+      const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * K + 64 * p);
       const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
-      const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + (t0 + t) * (ld / 4) + 16 * p));
-      acc[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][u]);
+      const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + (t0 + t) * (K / 4) + 16 * p));
+      acc[t][c % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][c % 2]);
     }
   };
-  size_t p = 0;
-  for (; p + 2 <= pairs; p += 2) {
-    step(p, 0);
-    step(p + 1, 1);
+  for (size_t blk = 0; blk < K / 256; ++blk) {
+    step(blk, std::integral_constant<size_t, 0>());
+    step(blk, std::integral_constant<size_t, 1>());
+    step(blk, std::integral_constant<size_t, 2>());
+    step(blk, std::integral_constant<size_t, 3>());
   }
-  if (p < pairs) step(p, 0);
   for (size_t t = 0; t < kT; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
@@ -163,20 +166,22 @@ void row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, fl
 }
 
 void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* off, float* out) {
-  // Pair p is chunk p % 4 of block p / 4: 32 bytes whose low nibbles are sub-block 2c and high nibbles 2c + 1.
-  float sc_block[8];
-  auto pair = [&](size_t p, __m512i& w, __m512& s) {
-    const uint8_t* b = row + (p / 4) * 144;
-    const size_t c = p % 4;
-    if (c == 0) {  // the 8 scales and 8 mins of k_scale_min, unpacked 4 at a time in 32-bit words
+  // Group c of a block is its chunk c: 32 bytes whose low nibbles are sub-block 2c and high nibbles 2c + 1.
+  __m512 sc_block = _mm512_setzero_ps();  // d * the 8 sub-block scales in lanes 0-7
+  auto pair = [&](size_t blk, auto c, __m512i& w, __m512& s) __attribute__((always_inline)) {
+    const uint8_t* b = row + blk * 144;
+    if constexpr (c == 0) {  // the 8 scales and 8 mins of k_scale_min, unpacked 4 at a time in 32-bit words
       uint32_t u[4];
       k_scales_mins(b + 4, u);
       const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
       const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2))));
-      _mm256_storeu_ps(sc_block, _mm256_mul_ps(_mm256_set1_ps(half(b)), sc));
-      _mm256_storeu_ps(off + 2 * p, _mm256_mul_ps(_mm256_set1_ps(-half(b + 2)), mn));
+      sc_block = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half(b)), sc));
+      _mm256_storeu_ps(off + 8 * blk, _mm256_mul_ps(_mm256_set1_ps(-half(b + 2)), mn));
     }
-    s = join(sc_block[2 * c], sc_block[2 * c + 1]);
+    s = _mm512_permutexvar_ps(_mm512_set_epi32(2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1,
+                                               2 * c + 1, 2 * c + 1, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c,
+                                               2 * c),
+                              sc_block);
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
     const __m256i mask = _mm256_set1_epi8(0x0F);
     w = join(_mm256_and_si256(v, mask), _mm256_and_si256(_mm256_srli_epi16(v, 4), mask));
@@ -186,29 +191,29 @@ void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
 }
 
 void row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* off, float* out) {
-  // Group p (64 weights) is part p % 2 of half (p / 2) % 2 of block p / 4. Its values: the low (part 0) or high
+  // Group c (64 weights) of a block is part c % 2 of half c / 2. Its values: the low (part 0) or high
   // (part 1) nibbles of the half's 64 ql bytes, joined with 2 bits of the half's 32 qh bytes (bits 4 part, then
   // 4 part + 2 for the upper 32). Sub-blocks of 16 (4 lanes) each have a scale; w = d sc (q - 32).
   __m512 scales = _mm512_setzero_ps();
-  auto pair = [&](size_t p, __m512i& w, __m512& s) {
-    const uint8_t* b = row + (p / 4) * 210;
-    const size_t hf = (p / 2) % 2, part = p % 2;
-    if (p % 4 == 0) {
+  auto pair = [&](size_t blk, auto c, __m512i& w, __m512& s) __attribute__((always_inline)) {
+    const uint8_t* b = row + blk * 210;
+    constexpr size_t hf = c / 2, part = c % 2;
+    if constexpr (c == 0) {
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
       scales = _mm512_mul_ps(_mm512_set1_ps(half(b + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)));
-      _mm512_storeu_ps(off + 4 * p, _mm512_mul_ps(scales, _mm512_set1_ps(-32.f)));
+      _mm512_storeu_ps(off + 16 * blk, _mm512_mul_ps(scales, _mm512_set1_ps(-32.f)));
     }
     const __m512i mask4 = _mm512_set1_epi8(0x0F), mask2 = _mm512_set1_epi8(0x03);
     const __m512i l = _mm512_loadu_si512(b + 64 * hf);
     const __m512i nib = _mm512_and_si512(part ? _mm512_srli_epi16(l, 4) : l, mask4);
     const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * hf)));
-    const __m512i hsel = _mm512_mask_blend_epi64(0xF0, _mm512_srl_epi16(h, _mm_cvtsi32_si128(int(4 * part))),
-                                                 _mm512_srl_epi16(h, _mm_cvtsi32_si128(int(4 * part + 2))));
+    const __m512i hsel = _mm512_mask_blend_epi64(0xF0, _mm512_srli_epi16(h, 4 * part), _mm512_srli_epi16(h, 4 * part + 2));
     w = _mm512_or_si512(nib, _mm512_slli_epi16(_mm512_and_si512(hsel, mask2), 4));
-    // lanes 4i..4i+3 take sub-block 4 (p % 4) + i of the block's 16
-    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(4 * (p % 4))),
-                                         _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
-    s = _mm512_permutexvar_ps(idx, scales);
+    // lanes 4i..4i+3 take sub-block 4c + i of the block's 16
+    s = _mm512_permutexvar_ps(_mm512_set_epi32(4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 2, 4 * c + 2,
+                                               4 * c + 2, 4 * c + 2, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c,
+                                               4 * c, 4 * c, 4 * c),
+                              scales);
   };
   dot_tokens(K, a, T, pair, out);
   add_offsets(off, K / 16, a.dsum16, T, out);
