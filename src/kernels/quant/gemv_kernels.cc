@@ -4,7 +4,7 @@
 // (vpmaddwd) summed per sub-block in i32 lanes, converted once and scaled: per sub-block
 //   sum_k w_k x_k = d_x (scale * sum_k q_k xq_k + offset * sum_k xq_k).
 // The hot formats unpack with vector ops; the others are plain loops over bytes, compiled per target. (On CPUs
-// with AVX-512 VNNI, gemv_avx512vnni.cc replaces this path for Q4_0, Q8_0, Q4_K and Q6_K.) Activations are quantized
+// with AVX-512 VNNI, gemv_avx512vnni.cc replaces this path for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K.) Activations are quantized
 // here too. (The f32 path is gemv_f32.cc.)
 #include <cmath>
 #include <cstring>
