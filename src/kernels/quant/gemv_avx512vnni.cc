@@ -28,7 +28,8 @@ namespace {
 inline float half(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
-inline __m512 join(float lo, float hi) { return _mm512_insertf32x8(_mm512_set1_ps(lo), _mm256_set1_ps(hi), 1); }
+
+constexpr long long kShift4 = 0x0004000400040004;  // four 16-bit shift counts of 4, for vpsrlvw
 
 // The f16 at p0 in lanes 0-7 and the one at p1 in lanes 8-15, as f32 (exact).
 inline __m512 halves(const uint8_t* p0, const uint8_t* p1) {
@@ -42,8 +43,7 @@ inline __m512i nibble_pair(const uint8_t* q0, const uint8_t* q1) {
   __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
   v = _mm512_mask_broadcast_i32x4(v, 0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)));
   // 16-bit shift counts: 0 in 128-bit lanes 0 and 2, 4 in lanes 1 and 3
-  const __m512i shift = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
-                                         0x0004000400040004, 0, 0);
+  const __m512i shift = _mm512_set_epi64(kShift4, kShift4, 0, 0, kShift4, kShift4, 0, 0);
   return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(0x0F));
 }
 
@@ -182,9 +182,10 @@ void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
                                                2 * c + 1, 2 * c + 1, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c,
                                                2 * c),
                               sc_block);
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    w = join(_mm256_and_si256(v, mask), _mm256_and_si256(_mm256_srli_epi16(v, 4), mask));
+    // the 32 bytes in both halves, shifted right by 0 (low nibbles) and 4 (high nibbles)
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c)));
+    w = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(kShift4, kShift4, kShift4, kShift4, 0, 0, 0, 0)),
+                         _mm512_set1_epi8(0x0F));
   };
   dot_tokens(K, a, T, pair, out);
   add_offsets(off, K / 32, a.dsum32, T, out);
