@@ -34,7 +34,7 @@ void run_rows(const QuantMatrix& w, const QuantGemvTask& base, RowFn fn) {
 bool quant_gemv_has_int8(QuantType type) { return quant_supported(type) && quant_is_blocked(type); }
 
 bool quant_gemv_vnni_handles(QuantType type) {
-  return type == QuantType::Q4_0 || type == QuantType::Q8_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
+  return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
 }
 
 bool quant_gemv_vnni_enabled() { return vnni_int8_enabled(); }
@@ -60,9 +60,9 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   active_target();
   const int64_t K = w.cols;
   thread_local AlignedBuffer<int16_t> q;
-  thread_local AlignedBuffer<float> d, dsum16, dsum32, dx8;
-  thread_local AlignedBuffer<uint8_t> xu8;
+  thread_local AlignedBuffer<float> d, dsum16, dsum32, dx8, dxsum4;
   thread_local AlignedBuffer<int8_t> xs8;
+  thread_local AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128;
   const bool vnni = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
   const int64_t ld8 = (K + 63) / 64 * 64;
   for (int64_t t0 = 0; t0 < T; t0 += kMaxTokens) {
@@ -73,14 +73,17 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
     dsum32.resize(size_t(tb * K / 32));
     if (vnni) {
       xs8.resize(size_t(tb * ld8));
-      xu8.resize(size_t(tb * ld8));
-      dx8.resize(size_t(tb * K / 4));
+      for (auto* lanes : {&dx8, &dxsum4}) lanes->resize(size_t(tb * ld8 / 4));
+      for (auto* lanes : {&xsum4_neg8, &xsum4_neg128}) lanes->resize(size_t(tb * ld8 / 4));
     }
-    quantize_activations(x + t0 * K, size_t(tb), size_t(K),
-                         {q.data(), d.data(), dsum16.data(), dsum32.data(), vnni ? xs8.data() : nullptr,
-                          vnni ? xu8.data() : nullptr, vnni ? dx8.data() : nullptr, size_t(ld8)});
-    const QuantActivations act{q.data(), vnni ? xs8.data() : nullptr, vnni ? xu8.data() : nullptr, dx8.data(),
-                               d.data(), dsum16.data(), dsum32.data()};
+    auto when = [&](auto& buf) { return vnni ? buf.data() : nullptr; };
+    const QuantActivationsOut out{q.data(),  d.data(),         dsum16.data(),       dsum32.data(),
+                                  when(xs8), when(dx8),        when(xsum4_neg8),    when(xsum4_neg128),
+                                  when(dxsum4), size_t(ld8)};
+    quantize_activations(x + t0 * K, size_t(tb), size_t(K), out);
+    if (vnni) quant_vnni_lane_sums(size_t(tb), out);
+    const QuantActivations act{out.q,      out.xs8, out.dx8,    out.xsum4_neg8, out.xsum4_neg128,
+                               out.dxsum4, out.d,   out.dsum16, out.dsum32};
     const QuantGemvTask task{w, x + t0 * K, nullptr, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
     if (vnni)
       run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_vnni(g); });

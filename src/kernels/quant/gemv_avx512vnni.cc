@@ -1,17 +1,21 @@
-// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q8_0, Q4_K, Q6_K): vpdpbusd sums 64 u8 x s8 products
-// by fours into i32 lanes, straight from the packed blocks (no unpacked copy of the row). Compiled with
-// -mavx512vnni (see CMakeLists.txt) and reached only after a CPUID check (quant_gemv_vnni_enabled).
-//  - 4- and 6-bit formats: the unsigned values are one side, the 8-bit activations the signed side; Q4_0's -8,
-//    Q6_K's -32 and Q4_K's minimum become per-sub-block offsets, dotted once per row with d_x * sum(x) of each
+// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K): vpdpbusd sums 64
+// u8 x s8 products by fours into i32 lanes, straight from the packed blocks (no unpacked copy of the row), against
+// the 8-bit activations (s8). Compiled with -mavx512vnni (see CMakeLists.txt) and reached only after a CPUID
+// check (quant_gemv_vnni_enabled).
+//  - Blocks of 32 (Q4_0, Q4_1, Q8_0): two blocks fill a 512-bit register in the activations' order, and the f16
+//    scales of both become one f32 vector by a single conversion, so that each pair costs one vpdpbusd, one
+//    conversion and one FMA per token. The weight side must be unsigned: Q4_0's q - 8 and Q8_0's w are dotted as
+//    q and w + 128 (xor 0x80), and the excess 8 / 128 times the lane's activation sum (prepared with the
+//    activations) is the dot's starting value, so the integer sum is llama.cpp's, exactly. Q4_1's minimum takes
+//    d_x times the lane sums, one FMA per pair (llama.cpp's Q8_1 block sums).
+//  - Q6_K's -32 and Q4_K's minimum become per-sub-block offsets, dotted once per row with d_x * sum(x) of each
 //    sub-block.
-//  - Q8_0: the weights are signed, so the activations are held as x + 128 (u8); each sum then carries
-//    128 * sum(w), removed with a vpdpbusd of the weights against ones (once per block, for every token).
-// Two sub-blocks of 32 share a register; their scales fill its two 256-bit halves.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/quant/gemv_kernels.h"
@@ -20,65 +24,109 @@
 namespace attnzoo {
 namespace {
 
-inline float hsum(__m256 v) {
-  const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
-}
-
-// 16 packed bytes -> 32 u8 lanes: low nibbles (elements 0-15), then high nibbles (16-31).
-inline __m256i nibbles16(const uint8_t* p) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
-}
-
 // F16C's scalar conversion (exact): cheaper than the portable bit manipulation, once per block.
 inline float half(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
-inline __m512 join(float lo, float hi) { return _mm512_insertf32x8(_mm512_set1_ps(lo), _mm256_set1_ps(hi), 1); }
 
-// One row, 64 weights at a time: pair(p, w, scale) gives weights [64p, 64p + 64) (u8 or s8 as the format needs)
-// and the scale of each of the 16 i32 lanes (lane i sums weights 4i..4i+3), and records the group's offsets.
-// kSigned: weights are s8, multiplied against x + 128.
-template <size_t kT, bool kSigned, class Pair>
-void dot_row(size_t K, const QuantActivations& a, size_t t0, Pair pair, float* out) {
-  const size_t pairs = K / 64, ld = (K + 63) / 64 * 64;
-  const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi8(1);
-  __m512 acc[kT][2];
-  for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-  for (size_t p = 0; p < pairs; ++p) {
-    __m512i w;
-    __m512 s;
-    pair(p, w, s);
-    __m512i bias = zero;
-    if (kSigned) bias = _mm512_slli_epi32(_mm512_dpbusd_epi32(zero, ones, w), 7);
-    for (size_t t = 0; t < kT; ++t) {
-      const uint8_t* xp = (kSigned ? a.xu8 : reinterpret_cast<const uint8_t*>(a.xs8)) + (t0 + t) * ld + 64 * p;
-      const __m512i x = _mm512_loadu_si512(xp);
-      __m512i dot = kSigned ? _mm512_dpbusd_epi32(zero, x, w) : _mm512_dpbusd_epi32(zero, w, x);
-      if (kSigned) dot = _mm512_sub_epi32(dot, bias);
-      const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + (t0 + t) * (K / 4) + 16 * p));
-      acc[t][p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][p & 1]);
-    }
-  }
-  for (size_t t = 0; t < kT; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+constexpr long long kShift4 = 0x0004000400040004;  // four 16-bit shift counts of 4, for vpsrlvw
+
+// The f16 at p0 in lanes 0-7 and the one at p1 in lanes 8-15, as f32 (exact).
+inline __m512 halves(const uint8_t* p0, const uint8_t* p1) {
+  const __m256i h = _mm256_mask_set1_epi16(_mm256_set1_epi16(short(load_u16(p0))), 0xFF00, short(load_u16(p1)));
+  return _mm512_cvtph_ps(h);
 }
 
-// The last sub-block of a row with an odd count (Q4_0 / Q8_0 rows of 32 * odd elements), 256 bits wide.
-template <bool kSigned>
-void dot_last(size_t K, const QuantActivations& a, size_t T, __m256i w, float sc, float* out) {
-  const size_t j = K / 32 - 1, ld = (K + 63) / 64 * 64;
-  const __m256i zero = _mm256_setzero_si256();
-  __m256i bias = zero;
-  if (kSigned) bias = _mm256_slli_epi32(_mm256_dpbusd_epi32(zero, _mm256_set1_epi8(1), w), 7);
-  for (size_t t = 0; t < T; ++t) {
-    const uint8_t* xp = (kSigned ? a.xu8 : reinterpret_cast<const uint8_t*>(a.xs8)) + t * ld + 32 * j;
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp));
-    __m256i dot = kSigned ? _mm256_dpbusd_epi32(zero, x, w) : _mm256_dpbusd_epi32(zero, w, x);
-    if (kSigned) dot = _mm256_sub_epi32(dot, bias);
-    out[t] += hsum(_mm256_cvtepi32_ps(dot)) * (sc * a.d[t * (K / 32) + j]);
+// The 16 packed bytes of two blocks' nibbles -> 64 u8 in element order: q0's low nibbles (elements 0-15), its high
+// nibbles (16-31), then q1's.
+inline __m512i nibble_pair(const uint8_t* q0, const uint8_t* q1) {
+  __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
+  v = _mm512_mask_broadcast_i32x4(v, 0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)));
+  // 16-bit shift counts: 0 in 128-bit lanes 0 and 2, 4 in lanes 1 and 3
+  const __m512i shift = _mm512_set_epi64(kShift4, kShift4, 0, 0, kShift4, kShift4, 0, 0);
+  return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(0x0F));
+}
+
+enum class Fmt32 { Q4_0, Q4_1, Q8_0 };
+
+// One row of blocks of 32 against kT tokens from t0. A row with an odd block count ends with a pair whose second
+// block is the first again with scale 0 (its activations are the zero padding, so its integer sum is 0 anyway).
+template <size_t kT, Fmt32 kFmt>
+void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t0, float* out) {
+  constexpr size_t kBytes = kFmt == Fmt32::Q4_0 ? 18 : kFmt == Fmt32::Q4_1 ? 20 : 34;
+  constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2;  // f16 d (and m) before the values
+  const size_t nb = K / 32, ld = (K + 63) / 64 * 64;
+  // Two accumulators per token (alternate pairs), so that consecutive FMAs do not wait on each other.
+  __m512 acc[kT][2], accm[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm512_setzero_ps();
+  // u is a constant after inlining: a run-time index would keep the accumulators in memory.
+  auto step = [&](size_t p, size_t u, bool whole) __attribute__((always_inline)) {
+    const uint8_t* b0 = row + 2 * p * kBytes;
+    const uint8_t* b1 = whole ? b0 + kBytes : b0;
+    __m512 s = halves(b0, b1), m = _mm512_setzero_ps();
+    if (kFmt == Fmt32::Q4_1) m = halves(b0 + 2, b1 + 2);
+    if (!whole) {
+      s = _mm512_maskz_mov_ps(0x00FF, s);
+      m = _mm512_maskz_mov_ps(0x00FF, m);
+    }
+    __m512i w;
+    if (kFmt == Fmt32::Q8_0)
+      w = _mm512_xor_si512(join(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + kHead)),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + kHead))),
+                           _mm512_set1_epi8(char(0x80)));
+    else
+      w = nibble_pair(b0 + kHead, b1 + kHead);
+    for (size_t t = 0; t < kT; ++t) {
+      const size_t lane = (t0 + t) * (ld / 4) + 16 * p;
+      __m512i init = _mm512_setzero_si512();
+      if (kFmt == Fmt32::Q4_0) init = _mm512_loadu_si512(a.xsum4_neg8 + lane);
+      if (kFmt == Fmt32::Q8_0) init = _mm512_loadu_si512(a.xsum4_neg128 + lane);
+      const __m512i dot = _mm512_dpbusd_epi32(init, w, _mm512_loadu_si512(a.xs8 + (t0 + t) * ld + 64 * p));
+      const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + lane));
+      acc[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][u]);
+      if (kFmt == Fmt32::Q4_1) accm[t] = _mm512_fmadd_ps(m, _mm512_loadu_ps(a.dxsum4 + lane), accm[t]);
+    }
+  };
+  const size_t pairs = nb / 2;
+  size_t p = 0;
+  for (; p + 2 <= pairs; p += 2) {
+    step(p, 0, true);
+    step(p + 1, 1, true);
   }
+  if (p < pairs) step(p++, 0, true);
+  if (nb % 2) step(p, 1, false);
+  for (size_t t = 0; t < kT; ++t)
+    out[t] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), accm[t]));
+}
+
+// One row of K-quant blocks (256 weights), 64 weights at a time: pair(block, c, w, scale), c an integral_constant
+// 0..3, gives the block's weights [64c, 64c + 64) (u8) and the scale of each of the 16 i32 lanes (lane i sums
+// weights 4i..4i+3), and records the block's offsets.
+template <size_t kT, class Pair>
+void dot_row(size_t K, const QuantActivations& a, size_t t0, Pair pair, float* out) {
+  __m512 acc[kT][2];
+  for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+  // c constant after inlining: static accumulator indices (a run-time index keeps them in memory), immediate
+  // shifts and permutations in pair
+  auto step = [&](size_t blk, auto c) __attribute__((always_inline)) {
+    __m512i w;
+    __m512 s;
+    pair(blk, c, w, s);
+    const size_t p = 4 * blk + c;
+    for (size_t t = 0; t < kT; ++t) {
+      const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * K + 64 * p);
+      const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
+      const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + (t0 + t) * (K / 4) + 16 * p));
+      acc[t][c % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][c % 2]);
+    }
+  };
+  for (size_t blk = 0; blk < K / 256; ++blk) {
+    step(blk, std::integral_constant<size_t, 0>());
+    step(blk, std::integral_constant<size_t, 1>());
+    step(blk, std::integral_constant<size_t, 2>());
+    step(blk, std::integral_constant<size_t, 3>());
+  }
+  for (size_t t = 0; t < kT; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
 // sum_j off[j] * d_x sum(x) over the row's nsub sub-blocks (of 32 or 16: dsum is a.dsum32 or a.dsum16).
@@ -94,105 +142,98 @@ void add_offsets(const float* off, size_t nsub, const float* dsum, size_t T, flo
   }
 }
 
-template <bool kSigned, class Pair>
-void dot_tokens(size_t K, const QuantActivations& a, size_t T, Pair pair, float* out) {
+// Tokens in groups of up to 4 (the weights are unpacked once per group): row(kT tag, t0, out).
+template <class Row>
+void by_4_tokens(size_t T, float* out, Row row) {
   for (size_t t0 = 0; t0 < T; t0 += 4) {
     switch (T - t0 < 4 ? T - t0 : 4) {
-      case 1: dot_row<1, kSigned>(K, a, t0, pair, out + t0); break;
-      case 2: dot_row<2, kSigned>(K, a, t0, pair, out + t0); break;
-      case 3: dot_row<3, kSigned>(K, a, t0, pair, out + t0); break;
-      default: dot_row<4, kSigned>(K, a, t0, pair, out + t0); break;
+      case 1: row(std::integral_constant<size_t, 1>(), t0, out + t0); break;
+      case 2: row(std::integral_constant<size_t, 2>(), t0, out + t0); break;
+      case 3: row(std::integral_constant<size_t, 3>(), t0, out + t0); break;
+      default: row(std::integral_constant<size_t, 4>(), t0, out + t0); break;
     }
   }
 }
 
-void row_q4_0(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* off, float* out) {
-  // Q4_0: w = d (q - 8): scale d on the nibbles, offset -8 d.
-  auto pair = [&](size_t p, __m512i& w, __m512& s) {
-    const uint8_t* b = row + 2 * p * 18;
-    const float d0 = half(b), d1 = half(b + 18);
-    off[2 * p] = -8.f * d0;
-    off[2 * p + 1] = -8.f * d1;
-    s = join(d0, d1);
-    w = join(nibbles16(b + 2), nibbles16(b + 20));
-  };
-  dot_tokens<false>(K, a, T, pair, out);
-  if (K % 64) {
-    const uint8_t* b = row + (K / 32 - 1) * 18;
-    const float d = half(b);
-    off[K / 32 - 1] = -8.f * d;
-    dot_last<false>(K, a, T, nibbles16(b + 2), d, out);
-  }
-  add_offsets(off, K / 32, a.dsum32, T, out);
+template <class Pair>
+void dot_tokens(size_t K, const QuantActivations& a, size_t T, Pair pair, float* out) {
+  by_4_tokens(T, out, [&](auto kT, size_t t0, float* o) { dot_row<decltype(kT)::value>(K, a, t0, pair, o); });
 }
 
-void row_q8_0(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* out) {
-  auto pair = [&](size_t p, __m512i& w, __m512& s) {
-    const uint8_t* b = row + 2 * p * 34;
-    s = join(half(b), half(b + 34));
-    w = join(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)),
-             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 36)));
-  };
-  dot_tokens<true>(K, a, T, pair, out);
-  if (K % 64) {
-    const uint8_t* b = row + (K / 32 - 1) * 34;
-    dot_last<true>(K, a, T, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)), half(b), out);
-  }
+template <Fmt32 kFmt>
+void row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* out) {
+  by_4_tokens(T, out, [&](auto kT, size_t t0, float* o) { dot_row32<decltype(kT)::value, kFmt>(row, K, a, t0, o); });
 }
 
 void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* off, float* out) {
-  // Pair p is chunk p % 4 of block p / 4: 32 bytes whose low nibbles are sub-block 2c and high nibbles 2c + 1.
-  float sc_block[8];
-  auto pair = [&](size_t p, __m512i& w, __m512& s) {
-    const uint8_t* b = row + (p / 4) * 144;
-    const size_t c = p % 4;
-    if (c == 0) {  // the 8 scales and 8 mins of k_scale_min, unpacked 4 at a time in 32-bit words
+  // Group c of a block is its chunk c: 32 bytes whose low nibbles are sub-block 2c and high nibbles 2c + 1.
+  __m512 sc_block = _mm512_setzero_ps();  // d * the 8 sub-block scales in lanes 0-7
+  auto pair = [&](size_t blk, auto c, __m512i& w, __m512& s) __attribute__((always_inline)) {
+    const uint8_t* b = row + blk * 144;
+    if constexpr (c == 0) {  // the 8 scales and 8 mins of k_scale_min, unpacked 4 at a time in 32-bit words
       uint32_t u[4];
       k_scales_mins(b + 4, u);
       const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
       const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2))));
-      _mm256_storeu_ps(sc_block, _mm256_mul_ps(_mm256_set1_ps(half(b)), sc));
-      _mm256_storeu_ps(off + 2 * p, _mm256_mul_ps(_mm256_set1_ps(-half(b + 2)), mn));
+      sc_block = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half(b)), sc));
+      _mm256_storeu_ps(off + 8 * blk, _mm256_mul_ps(_mm256_set1_ps(-half(b + 2)), mn));
     }
-    s = join(sc_block[2 * c], sc_block[2 * c + 1]);
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    w = join(_mm256_and_si256(v, mask), _mm256_and_si256(_mm256_srli_epi16(v, 4), mask));
+    s = _mm512_permutexvar_ps(_mm512_set_epi32(2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1,
+                                               2 * c + 1, 2 * c + 1, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c,
+                                               2 * c),
+                              sc_block);
+    // the 32 bytes in both halves, shifted right by 0 (low nibbles) and 4 (high nibbles)
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c)));
+    w = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(kShift4, kShift4, kShift4, kShift4, 0, 0, 0, 0)),
+                         _mm512_set1_epi8(0x0F));
   };
-  dot_tokens<false>(K, a, T, pair, out);
+  dot_tokens(K, a, T, pair, out);
   add_offsets(off, K / 32, a.dsum32, T, out);
 }
 
 void row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* off, float* out) {
-  // Group p (64 weights) is part p % 2 of half (p / 2) % 2 of block p / 4. Its values: the low (part 0) or high
+  // Group c (64 weights) of a block is part c % 2 of half c / 2. Its values: the low (part 0) or high
   // (part 1) nibbles of the half's 64 ql bytes, joined with 2 bits of the half's 32 qh bytes (bits 4 part, then
   // 4 part + 2 for the upper 32). Sub-blocks of 16 (4 lanes) each have a scale; w = d sc (q - 32).
   __m512 scales = _mm512_setzero_ps();
-  auto pair = [&](size_t p, __m512i& w, __m512& s) {
-    const uint8_t* b = row + (p / 4) * 210;
-    const size_t hf = (p / 2) % 2, part = p % 2;
-    if (p % 4 == 0) {
+  auto pair = [&](size_t blk, auto c, __m512i& w, __m512& s) __attribute__((always_inline)) {
+    const uint8_t* b = row + blk * 210;
+    constexpr size_t hf = c / 2, part = c % 2;
+    if constexpr (c == 0) {
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
       scales = _mm512_mul_ps(_mm512_set1_ps(half(b + 208)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)));
-      _mm512_storeu_ps(off + 4 * p, _mm512_mul_ps(scales, _mm512_set1_ps(-32.f)));
+      _mm512_storeu_ps(off + 16 * blk, _mm512_mul_ps(scales, _mm512_set1_ps(-32.f)));
     }
     const __m512i mask4 = _mm512_set1_epi8(0x0F), mask2 = _mm512_set1_epi8(0x03);
     const __m512i l = _mm512_loadu_si512(b + 64 * hf);
     const __m512i nib = _mm512_and_si512(part ? _mm512_srli_epi16(l, 4) : l, mask4);
     const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * hf)));
-    const __m512i hsel = _mm512_mask_blend_epi64(0xF0, _mm512_srl_epi16(h, _mm_cvtsi32_si128(int(4 * part))),
-                                                 _mm512_srl_epi16(h, _mm_cvtsi32_si128(int(4 * part + 2))));
+    const __m512i hsel = _mm512_mask_blend_epi64(0xF0, _mm512_srli_epi16(h, 4 * part), _mm512_srli_epi16(h, 4 * part + 2));
     w = _mm512_or_si512(nib, _mm512_slli_epi16(_mm512_and_si512(hsel, mask2), 4));
-    // lanes 4i..4i+3 take sub-block 4 (p % 4) + i of the block's 16
-    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(4 * (p % 4))),
-                                         _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
-    s = _mm512_permutexvar_ps(idx, scales);
+    // lanes 4i..4i+3 take sub-block 4c + i of the block's 16
+    s = _mm512_permutexvar_ps(_mm512_set_epi32(4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 3, 4 * c + 2, 4 * c + 2,
+                                               4 * c + 2, 4 * c + 2, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c + 1, 4 * c,
+                                               4 * c, 4 * c, 4 * c),
+                              scales);
   };
-  dot_tokens<false>(K, a, T, pair, out);
+  dot_tokens(K, a, T, pair, out);
   add_offsets(off, K / 16, a.dsum16, T, out);
 }
 
 }  // namespace
+
+// One vpdpbusd against ones sums each lane's 4 values.
+void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& o) {
+  const __m512i ones = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
+  for (size_t t = 0; t < T; ++t)
+    for (size_t k = 0; k < o.ld8; k += 64) {
+      const size_t lane = t * (o.ld8 / 4) + k / 4;
+      const __m512i s = _mm512_dpbusd_epi32(zero, ones, _mm512_loadu_si512(o.xs8 + t * o.ld8 + k));
+      _mm512_storeu_si512(o.xsum4_neg8 + lane, _mm512_sub_epi32(zero, _mm512_slli_epi32(s, 3)));
+      _mm512_storeu_si512(o.xsum4_neg128 + lane, _mm512_sub_epi32(zero, _mm512_slli_epi32(s, 7)));
+      _mm512_storeu_ps(o.dxsum4 + lane, _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_loadu_ps(o.dx8 + lane)));
+    }
+}
 
 bool quant_gemv_rows_vnni(const QuantGemvTask& g) {
   const size_t K = size_t(g.w.cols);
@@ -202,8 +243,9 @@ bool quant_gemv_rows_vnni(const QuantGemvTask& g) {
     const uint8_t* row = g.w.row(int64_t(n));
     float out[8] = {};
     switch (g.w.type) {
-      case QuantType::Q4_0: row_q4_0(row, K, g.act, g.T, off.data(), out); break;
-      case QuantType::Q8_0: row_q8_0(row, K, g.act, g.T, out); break;
+      case QuantType::Q4_0: row32<Fmt32::Q4_0>(row, K, g.act, g.T, out); break;
+      case QuantType::Q4_1: row32<Fmt32::Q4_1>(row, K, g.act, g.T, out); break;
+      case QuantType::Q8_0: row32<Fmt32::Q8_0>(row, K, g.act, g.T, out); break;
       case QuantType::Q4_K: row_q4_k(row, K, g.act, g.T, off.data(), out); break;
       case QuantType::Q6_K: row_q6_k(row, K, g.act, g.T, off.data(), out); break;
       default: return false;

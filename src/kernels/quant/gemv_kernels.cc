@@ -4,7 +4,7 @@
 // (vpmaddwd) summed per sub-block in i32 lanes, converted once and scaled: per sub-block
 //   sum_k w_k x_k = d_x (scale * sum_k q_k xq_k + offset * sum_k xq_k).
 // The hot formats unpack with vector ops; the others are plain loops over bytes, compiled per target. (On CPUs
-// with AVX-512 VNNI, gemv_avx512vnni.cc replaces this path for Q4_0, Q8_0, Q4_K and Q6_K.) Activations are quantized
+// with AVX-512 VNNI, gemv_avx512vnni.cc replaces this path for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K.) Activations are quantized
 // here too. (The f32 path is gemv_f32.cc.)
 #include <cmath>
 #include <cstring>
@@ -139,7 +139,7 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int16_t, decltype(df)> d16;
   const hn::Rebind<int8_t, decltype(df)> d8;
-  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const hn::CappedTag<float, 8> df8;
   const size_t L = hn::Lanes(df);
   for (size_t t = 0; t < T; ++t) {
     for (size_t b = 0; b < K / 32; ++b) {
@@ -162,22 +162,18 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
         const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), hn::Set(df, id)));  // |qi| <= 127
         hn::StoreU(hn::DemoteTo(d16, qi), d16, o.q + t * K + 32 * b + i);
         sum[i / 16] += hn::GetLane(hn::SumOfLanes(di, qi));
-        if (o.xs8) {
-          hn::StoreU(hn::DemoteTo(d8, qi), d8, o.xs8 + t * o.ld8 + 32 * b + i);
-          hn::StoreU(hn::DemoteTo(du8, hn::Add(qi, hn::Set(di, 128))), du8, o.xu8 + t * o.ld8 + 32 * b + i);
-        }
+        if (o.xs8) hn::StoreU(hn::DemoteTo(d8, qi), d8, o.xs8 + t * o.ld8 + 32 * b + i);
       }
       o.dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
       o.dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
       o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
-      if (o.dx8)
-        for (size_t i = 0; i < 8; ++i) o.dx8[t * (K / 4) + 8 * b + i] = db;
+      if (o.xs8)
+        for (size_t l = 0; l < 8; l += hn::Lanes(df8)) hn::StoreU(hn::Set(df8, db), df8, o.dx8 + t * (o.ld8 / 4) + 8 * b + l);
     }
-    if (o.xs8)
-      for (size_t k = K; k < o.ld8; ++k) {  // padding: the value 0
-        o.xs8[t * o.ld8 + k] = 0;
-        o.xu8[t * o.ld8 + k] = 128;
-      }
+    if (o.xs8) {  // padding: the value 0 (scale 0), so that a row's last odd block can be read as a pair
+      for (size_t k = K; k < o.ld8; ++k) o.xs8[t * o.ld8 + k] = 0;
+      for (size_t l = K / 4; l < o.ld8 / 4; ++l) o.dx8[t * (o.ld8 / 4) + l] = 0.f;
+    }
   }
 }
 

@@ -12,10 +12,13 @@ namespace attnzoo {
 // of each 16 and each 32 values (formats with a per-sub-block offset m: sum_k (s q_k + m) x_k = s q.x + m sum x).
 struct QuantActivations {
   const int16_t* q;      // [T, K]
-  // For the VNNI rows only (null otherwise): rows of K rounded up to 64, padded with zeros.
-  const int8_t* xs8;     // [T, K64]: q
-  const uint8_t* xu8;    // [T, K64]: q + 128
-  const float* dx8;      // [T, K / 4]: d of each block repeated 8 times (one per i32 lane)
+  // For the VNNI rows only (null otherwise): rows of K64 = K rounded up to 64, padded with zeros; "lane" = the 4
+  // values one i32 lane of vpdpbusd sums.
+  const int8_t* xs8;          // [T, K64]: q
+  const float* dx8;           // [T, K64 / 4]: d of each lane's block
+  const int32_t* xsum4_neg8;  // [T, K64 / 4]: -8 * sum of each lane's 4 q (Q4_0's offset, exact in integers)
+  const int32_t* xsum4_neg128;  // [T, K64 / 4]: -128 * the same (Q8_0's weights are dotted as w + 128)
+  const float* dxsum4;        // [T, K64 / 4]: d * the same (Q4_1's minimum)
   const float* d;        // [T, K / 32]
   const float* dsum16;   // [T, K / 16]
   const float* dsum32;   // [T, K / 32]
@@ -46,21 +49,24 @@ inline void for_rows_by_4_tokens(const QuantGemvTask& g, Dot dot) {
     }
 }
 
-// Where quantize_activations writes (the arrays of QuantActivations); xs8, xu8 and dx8 may be null.
+// Where quantize_activations writes (the arrays of QuantActivations).
 struct QuantActivationsOut {
   int16_t* q;
   float *d, *dsum16, *dsum32;
-  int8_t* xs8;
-  uint8_t* xu8;
+  int8_t* xs8;  // null: none of the VNNI arrays below are written
   float* dx8;
-  size_t ld8;  // row stride of xs8 / xu8 (K rounded up to 64)
+  int32_t *xsum4_neg8, *xsum4_neg128;
+  float* dxsum4;
+  size_t ld8;  // row stride of xs8 (K rounded up to 64; the lane arrays: ld8 / 4)
 };
-// The rows of x [T, K] (K a multiple of 32), rounded to nearest (ties to even).
+// The rows of x [T, K] (K a multiple of 32), rounded to nearest (ties to even). Of the VNNI arrays it writes xs8
+// and dx8; quant_vnni_lane_sums then derives the lane sums from them.
 void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out);
+void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& out);
 void quant_gemv_rows_int8(const QuantGemvTask& task);
 // True when the CPU has AVX-512 VNNI and the active target is an AVX-512 one.
 bool quant_gemv_vnni_enabled();
-// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q8_0, Q4_K and Q6_K (quant_gemv_vnni_handles); false
+// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K (quant_gemv_vnni_handles); false
 // (nothing written) for other formats.
 bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
