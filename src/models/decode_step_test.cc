@@ -1,6 +1,7 @@
 // A decode step's heap allocations: none once the workspaces are sized, outside the softmax kernels. This binary
 // replaces the global operator new and aligned_alloc (AlignedBuffer's allocator) with counting versions;
-// counting is off except inside a measured step.
+// counting is off except inside a measured step. ATTNZOO_TEST_ALLOC_TRACE=1 prints each counted allocation's
+// backtrace to stderr (addresses: resolve them with addr2line -f -C -e test_models), to find what allocates.
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <gtest/gtest.h>
