@@ -18,5 +18,10 @@ struct DTypeError : std::invalid_argument {
 inline void require(bool ok, const char* argument, const std::string& message) {
   if (!ok) throw ArgumentError(std::string(argument) + ": " + message);
 }
+// The same for a literal message: no std::string is built unless it throws (checks on the decode path run every
+// step, and a decode step allocates nothing).
+inline void require(bool ok, const char* argument, const char* message) {
+  if (!ok) throw ArgumentError(std::string(argument) + ": " + message);
+}
 
 }  // namespace attnzoo

@@ -20,6 +20,7 @@ thread_local const std::atomic<bool>* t_cancelled = nullptr;  // the cancel flag
 std::unique_ptr<ThreadPool> g_pool;
 std::mutex g_pool_mutex;
 std::shared_mutex g_resize_mutex;  // shared: a Pin; exclusive: set_global_threads
+std::atomic<uint64_t> g_dispatches{0};
 
 // Rate-limits the poll: it may take the Python GIL, which must stay rare next to the kernel's work.
 class PollClock {
@@ -90,15 +91,18 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::run_tasks(int worker, bool poll) {
   const InsideTask inside(&cancelled_);
-  PollClock clock;
+  std::optional<PollClock> clock;  // read the clock only where a poll is installed
+  if (poll) clock.emplace();
   for (;;) {
     if (cancelled_.load(std::memory_order_relaxed)) break;
     int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (task >= num_tasks_) break;
     (*job_)(task, worker);
-    if (poll && clock.due() && t_poll()) cancelled_.store(true, std::memory_order_relaxed);
+    if (poll && clock->due() && t_poll()) cancelled_.store(true, std::memory_order_relaxed);
   }
 }
+
+uint64_t ThreadPool::dispatch_count() { return g_dispatches.load(std::memory_order_relaxed); }
 
 void ThreadPool::worker_loop(int worker) {
   flush_denormals_in_this_thread();
@@ -133,11 +137,12 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
     // possibly another thread's. A nested loop skips its rest when its enclosing job is cancelled.
     std::atomic<bool> own{false};
     const InsideTask inside(top_level ? &own : t_cancelled);
-    PollClock clock;
+    std::optional<PollClock> clock;
+    if (poll) clock.emplace();
     for (int64_t i = 0; i < num_tasks; ++i) {
       if (t_cancelled->load(std::memory_order_relaxed)) break;
       fn(i, 0);
-      if (poll && clock.due() && t_poll()) own.store(true, std::memory_order_relaxed);
+      if (poll && clock->due() && t_poll()) own.store(true, std::memory_order_relaxed);
     }
     if (top_level && own.load(std::memory_order_relaxed)) throw Interrupted();
     return;
@@ -154,6 +159,7 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
     active_ = int(workers_.size());
     ++generation_;
   }
+  g_dispatches.fetch_add(1, std::memory_order_relaxed);
   wake_.notify_all();
   run_tasks(0, poll);
   std::unique_lock<std::mutex> lock(mutex_);

@@ -4,11 +4,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
+#include <memory>
 #include <stdexcept>
 #include <shared_mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace attnzoo {
@@ -19,10 +20,26 @@ struct Interrupted : std::runtime_error {
   Interrupted() : std::runtime_error("interrupted") {}
 };
 
+// A borrowed reference to a callable `void(int64_t task, int worker)`: unlike std::function it never copies the
+// callable onto the heap (a lambda capturing more than two references would be), so a dispatch allocates nothing.
+// The callable must outlive the call it is passed to, as a parallel_for argument does.
+class TaskRef {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, TaskRef>>>
+  TaskRef(F&& fn)  // implicit: a lambda converts as it would to std::function
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(fn)))),
+        call_([](void* o, int64_t task, int worker) { (*static_cast<std::remove_reference_t<F>*>(o))(task, worker); }) {}
+  void operator()(int64_t task, int worker) const { call_(object_, task, worker); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, int64_t, int);
+};
+
 class ThreadPool {
  public:
   // fn(task, worker): task in [0, num_tasks), worker in [0, num_threads()) names per-thread scratch.
-  using TaskFn = std::function<void(int64_t task, int worker)>;
+  using TaskFn = TaskRef;
 
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
@@ -34,6 +51,11 @@ class ThreadPool {
   // Runs every task once and returns when all are done. Tasks are claimed dynamically (uneven work, such
   // as causal attention rows, balances itself). A call from inside a task runs serially on that thread.
   void parallel_for(int64_t num_tasks, const TaskFn& fn);
+
+  // Jobs handed to worker threads (parallel_for calls with more than one task, outside a task, on a pool of more
+  // than one thread), by any pool, since the process started: each wakes the workers and waits for the slowest,
+  // the fixed cost a decode step pays per dispatch.
+  static uint64_t dispatch_count();
 
   // The process-wide pool: ATTNZOO_THREADS, else the cores this process may use.
   static ThreadPool& global();
@@ -80,7 +102,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  const TaskFn* job_ = nullptr;
+  const TaskFn* job_ = nullptr;  // the submitting call's argument, alive until its tasks are done
   int64_t num_tasks_ = 0;
   std::atomic<int64_t> next_task_{0};
   int active_ = 0;

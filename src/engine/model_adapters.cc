@@ -1,28 +1,19 @@
 #include "engine/model_adapters.h"
 
-#include <algorithm>
-
-#include "core/error.h"
-
 namespace attnzoo {
 
 void ModelSequence::append(std::span<const int32_t> tokens, std::span<float> logits) {
-  Batch batch;
-  batch.add(*state_, tokens);
-  const std::vector<float> last = model_.forward(batch, /*last_only=*/true);
-  require(last.size() == logits.size(), "logits", "model returned " + std::to_string(last.size()) +
-                                                      " logits for a vocabulary of " + std::to_string(logits.size()));
-  std::copy(last.begin(), last.end(), logits.begin());
+  batch_.clear();  // reused: a decode step allocates nothing
+  batch_.add(*state_, tokens);
+  const int64_t last = batch_.num_tokens() - 1;
+  model_.forward(batch_, std::span(&last, 1), logits);
 }
 
 void ModelSequence::append_all(std::span<const int32_t> tokens, std::span<float> logits) {
-  Batch batch;
-  batch.add(*state_, tokens);
-  batch.checkpoint_each_token = checkpoint_each_token_;
-  const std::vector<float> all = model_.forward(batch, /*last_only=*/false);
-  require(all.size() == logits.size(), "logits", "model returned " + std::to_string(all.size()) +
-                                                     " logits, the caller expects " + std::to_string(logits.size()));
-  std::copy(all.begin(), all.end(), logits.begin());
+  batch_.clear();
+  batch_.add(*state_, tokens);
+  batch_.checkpoint_each_token = checkpoint_each_token_;
+  model_.forward(batch_, {}, logits);
 }
 
 void ModelSequence::checkpoint() {

@@ -27,6 +27,7 @@ class ModelSequence : public LogitsSource {
  private:
   const Model& model_;
   std::unique_ptr<Sequence> state_;
+  Batch batch_;
   bool checkpoint_each_token_ = false;
 };
 

@@ -273,7 +273,8 @@ StepReport Scheduler::step() {
 }
 
 void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
-  Batch batch;
+  Batch& batch = batch_;
+  batch.clear();
   std::vector<int64_t> rows;
   std::vector<int64_t> row_of(planned.size(), -1);
   std::vector<int64_t> length_before(planned.size()), guesses(planned.size(), 0);
@@ -302,9 +303,11 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   }
   // An empty span would ask for every row: a step of prefill chunks only asks for one and ignores it.
   if (rows.empty()) rows.push_back(0);
-  std::vector<float> logits;
+  const size_t V = size_t(model_.info().vocab_size);
+  if (logits_.size() < rows.size() * V) logits_.resize(rows.size() * V);
+  const std::span<float> logits(logits_.data(), rows.size() * V);
   try {
-    logits = model_.forward(batch, rows);
+    model_.forward(batch, rows, logits);
   } catch (const PoolExhausted&) {
     for (size_t i = 0; i < planned.size(); ++i)
       if (guesses[i] > 0 && planned[i].sample->seq) model_.pool().clear_checkpoints(*planned[i].sample->seq);
@@ -326,13 +329,12 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   }
   const auto now = EngineClock::now();
   ++counters_.steps;
-  const int64_t V = model_.info().vocab_size;
   for (size_t i = 0; i < planned.size(); ++i) {
     const Planned& p = planned[i];
     const bool decode = (p.num_tokens == 1 || p.guesses > 0) && p.sample->generated > 0;
     if (!decode) counters_.prompt_tokens += p.num_tokens;
     if (row_of[i] < 0 || p.sample->finished) continue;
-    const float* row = logits.data() + row_of[i] * V;
+    const float* row = logits.data() + size_t(row_of[i]) * V;
     RequestState& r = *p.request;
     if (guesses[i] > 0) {
       verify(r, *p.sample, length_before[i], row, now);

@@ -21,6 +21,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop.h"
+#include "layers/batch.h"
 #include "state/sequence.h"
 
 namespace attnzoo {
@@ -121,6 +122,9 @@ class Scheduler {
   mutable std::vector<int64_t> fit_counts_;
   std::vector<RequestState*> running_order_;
   std::vector<Planned> tentative_;
+  // The step's batch and logits, reused: the model writes into them without a vocabulary-sized vector per step.
+  Batch batch_;
+  std::vector<float> logits_;
   std::function<void()> before_outputs_;
 };
 

@@ -6,7 +6,9 @@ namespace attnzoo {
 
 void fill_batch_memory(const MemoryPool& pool, Batch& batch) {
   const size_t S = size_t(batch.num_sequences());
-  std::vector<int64_t> context(S), added(S);
+  thread_local std::vector<int64_t> context, added;  // kept between calls: a decode step allocates nothing
+  context.resize(S);
+  added.resize(S);
   batch.context_lens.resize(S);
   batch.cache_seqlens.resize(S);
   batch.state_slots.resize(S);

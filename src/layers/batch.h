@@ -39,6 +39,20 @@ struct Batch {
     }
     cu_seqlens.push_back(int32_t(tokens.size()));
   }
+  // Empty again, every list keeping its capacity (a batch reused step after step allocates nothing).
+  void clear() {
+    tokens.clear();
+    positions.clear();
+    cu_seqlens.assign(1, 0);
+    sequences.clear();
+    checkpoint_each_token = false;
+    context_lens.clear();
+    cache_seqlens.clear();
+    block_tables.clear();
+    max_blocks = 0;
+    slot_mapping.clear();
+    state_slots.clear();
+  }
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_sequences() const { return int64_t(cu_seqlens.size()) - 1; }
   int64_t seq_begin(int64_t s) const { return cu_seqlens[size_t(s)]; }

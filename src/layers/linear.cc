@@ -144,7 +144,8 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
 
 void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x,
                             int64_t T) {
-  require(int(outs.size()) <= kMaxShared, "outs", "at most " + std::to_string(kMaxShared) + " projections");
+  if (int(outs.size()) > kMaxShared)
+    throw ArgumentError("outs: at most " + std::to_string(kMaxShared) + " projections");
   // Fused only where linear_forward would take the f32-activation GEMV for every projection, so the results stay
   // those of forward() one by one: under "medium" the integer path quantizes x per call, and several rows of
   // dense weights go to the bf16 tiles.

@@ -7,6 +7,8 @@
 
 #include "core/dispatch.h"
 #include "core/error.h"
+#include "core/threads.h"
+#include "layers/mlp.h"
 #include "layers/matmul_precision.h"
 #include "testing/test_util.h"
 
@@ -162,6 +164,48 @@ TEST(Linear, MatmulPrecisionMediumRoutesAllButSingleTokens) {
   EXPECT_EQ(one, one_exact);
   EXPECT_EQ(parse_matmul_precision("medium"), MatmulPrecision::medium);
   EXPECT_THROW(parse_matmul_precision("low"), ArgumentError);
+}
+
+// A pool of `n` threads for the scope, the previous size back after.
+class PoolOf {
+ public:
+  explicit PoolOf(int n) : previous_(ThreadPool::global().num_threads()) { ThreadPool::set_global_threads(n); }
+  ~PoolOf() { ThreadPool::set_global_threads(previous_); }
+
+ private:
+  int previous_;
+};
+
+template <class Fn>
+uint64_t dispatches_in(Fn&& fn) {
+  const uint64_t before = ThreadPool::dispatch_count();
+  fn();
+  return ThreadPool::dispatch_count() - before;
+}
+
+// A decode step's fixed cost is its pool dispatches (each wakes the workers and waits for the slowest): SmolLM2's
+// 576-wide projections are several tasks each, q / k / v share one dispatch and the whole MLP takes two.
+TEST(Linear, DecodeProjectionsShareDispatches) {
+  const PoolOf pool(2);
+  const int64_t H = 576, KV = 192, I = 1536;
+  HostTensor wq(DType::bf16, {H, H}, 1, 0.1f), wk(DType::bf16, {KV, H}, 2, 0.1f), wv(DType::bf16, {KV, H}, 3, 0.1f);
+  HostTensor x(DType::f32, {1, H}, 4);
+  const Linear q = Linear::from_weights(wq.view, {}, "q"), k = Linear::from_weights(wk.view, {}, "k"),
+               v = Linear::from_weights(wv.view, {}, "v");
+  std::vector<float> yq(static_cast<size_t>(H)), yk(static_cast<size_t>(KV)), yv(static_cast<size_t>(KV)),
+      one(static_cast<size_t>(H));
+  EXPECT_EQ(dispatches_in([&] { q.forward(x.view.ptr<float>(), 1, one.data()); }), 1u);  // the counter counts
+  EXPECT_EQ(dispatches_in([&] {
+              Linear::forward_shared({{&q, yq.data()}, {&k, yk.data()}, {&v, yv.data()}}, x.view.ptr<float>(), 1);
+            }),
+            1u);
+  EXPECT_EQ(yq, one);  // fused, the same numbers
+
+  HostTensor wg(DType::bf16, {I, H}, 5, 0.1f), wu(DType::bf16, {I, H}, 6, 0.1f), wd(DType::bf16, {H, I}, 7, 0.1f);
+  const GatedMlp mlp(Linear::from_weights(wg.view, {}, "gate"), Linear::from_weights(wu.view, {}, "up"),
+                     Linear::from_weights(wd.view, {}, "down"), Activation::silu, "mlp");
+  std::vector<float> out(static_cast<size_t>(H));
+  EXPECT_EQ(dispatches_in([&] { mlp.forward(x.view.ptr<float>(), 1, out.data()); }), 2u);
 }
 
 // Run by hand: test_layers --gtest_also_run_disabled_tests --gtest_filter='*Bench*'. Chooses the prefill backend.

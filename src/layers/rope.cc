@@ -90,7 +90,8 @@ void Rope::angles(int32_t position, float* cos_out, float* sin_out) const {
 
 void Rope::apply(float* x, int64_t tokens, int64_t heads, int64_t token_stride, const int32_t* positions) const {
   const int64_t half = config_.rotary_dim / 2, D = config_.head_dim;
-  std::vector<float> cs(size_t(2 * half));
+  thread_local std::vector<float> cs;  // grown once: a decode step allocates nothing
+  cs.resize(size_t(2 * half));
   float* c = cs.data();
   float* s = cs.data() + half;
   const bool interleaved = config_.layout == RopeLayout::interleaved;

@@ -143,7 +143,11 @@ std::vector<LayerTrace> DecoderModel::run_trace(const Batch& batch) const {
 void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows, float* logits,
                               std::vector<LayerTrace>* trace) const {
   const int64_t T = batch.num_tokens(), H = info_.hidden_size;
-  std::vector<float> x(size_t(T * H)), h(size_t(T * H)), y(size_t(T * H));
+  // The residual stream and its two working rows, per thread and grown once: a decode step allocates nothing.
+  thread_local std::vector<float> x, h, y;
+  x.resize(size_t(T * H));
+  h.resize(size_t(T * H));
+  y.resize(size_t(T * H));
   embed_.lookup(batch.tokens.data(), T, x.data(), options_.embedding_scale);
   auto add_residual = [&] {
     for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];

@@ -1,7 +1,6 @@
 #include "models/model.h"
 
 #include <algorithm>
-#include <set>
 
 #include "core/error.h"
 #include "loader/load_error.h"
@@ -87,18 +86,22 @@ void validate_batch(const Batch& batch, const ModelInfo& mi, const MemoryPool& p
   require(batch.cu_seqlens[0] == 0 && batch.cu_seqlens[size_t(S)] == T, "cu_seqlens",
           "must have num_sequences + 1 entries from 0 to num_tokens");
   require(int64_t(batch.positions.size()) == T, "positions", "must have one entry per token");
-  std::set<const Sequence*> seen;
+  thread_local std::vector<const Sequence*> seen;  // kept between calls: a decode step allocates nothing
+  seen.assign(batch.sequences.begin(), batch.sequences.end());
   for (int64_t s = 0; s < S; ++s) {
     const Sequence* st = batch.sequences[size_t(s)];
     require(st != nullptr, "sequences", "null sequence");
     require(st->pool() == &pool, "sequences", "sequence was made by a different model");
-    require(seen.insert(st).second, "sequences", "the same sequence appears twice in one batch");
     require(batch.seq_len(s) >= 1, "cu_seqlens", "every sequence needs at least one new token");
   }
+  std::sort(seen.begin(), seen.end());
+  require(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), "sequences",
+          "the same sequence appears twice in one batch");
   for (int64_t t = 0; t < T; ++t) {
     const int32_t id = batch.tokens[size_t(t)];
-    require(id >= 0 && id < mi.vocab_size, "tokens",
-            "id " + std::to_string(id) + " outside the vocabulary [0, " + std::to_string(mi.vocab_size) + ")");
+    if (id < 0 || id >= mi.vocab_size)
+      throw ArgumentError("tokens: id " + std::to_string(id) + " outside the vocabulary [0, " +
+                          std::to_string(mi.vocab_size) + ")");
     require(batch.positions[size_t(t)] >= 0, "positions", "must be non-negative");
   }
 }
@@ -108,6 +111,20 @@ struct Piece {
   Batch batch;
   std::vector<int64_t> source;  // packed row in the caller's batch of each row here
 };
+
+// forward_rows' working lists, one set per thread, cleared by each call and never shrunk: a decode step reuses
+// them and allocates nothing.
+struct ForwardScratch {
+  std::vector<int64_t> cursor, end, wanted_per_seq, add, out_row, rows, dest, all_rows;
+  std::vector<uint8_t> attached;
+  Piece piece;
+  std::vector<float> piece_logits;
+};
+
+ForwardScratch& forward_scratch() {
+  thread_local ForwardScratch s;
+  return s;
+}
 
 }  // namespace
 
@@ -119,14 +136,31 @@ std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
     for (int64_t s = 0; s < batch.num_sequences(); ++s) rows.push_back(batch.seq_begin(s + 1) - 1);
   else
     for (int64_t t = 0; t < batch.num_tokens(); ++t) rows.push_back(t);
-  return forward(batch, rows);
+  std::vector<float> logits(rows.size() * size_t(info().vocab_size));
+  forward_rows(batch, rows, logits.data());
+  return logits;
 }
 
 std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logits_indices) const {
-  std::vector<int64_t> wanted(logits_indices.begin(), logits_indices.end());
-  if (logits_indices.empty())
-    for (int64_t t = 0; t < in.num_tokens(); ++t) wanted.push_back(t);
-  return forward_rows(in, std::move(wanted));
+  const size_t n = logits_indices.empty() ? size_t(in.num_tokens()) : logits_indices.size();
+  std::vector<float> logits(n * size_t(info().vocab_size));
+  forward(in, logits_indices, logits);
+  return logits;
+}
+
+void Model::forward(const Batch& in, std::span<const int64_t> logits_indices, std::span<float> logits) const {
+  std::span<const int64_t> wanted = logits_indices;
+  if (wanted.empty()) {
+    std::vector<int64_t>& all = forward_scratch().all_rows;
+    all.resize(size_t(in.num_tokens()));
+    for (size_t t = 0; t < all.size(); ++t) all[t] = int64_t(t);
+    wanted = all;
+  }
+  const size_t need = wanted.size() * size_t(info().vocab_size);
+  if (logits.size() != need)
+    throw ArgumentError("logits: expected " + std::to_string(need) + " floats ([" + std::to_string(wanted.size()) +
+                        ", " + std::to_string(info().vocab_size) + "]), got " + std::to_string(logits.size()));
+  forward_rows(in, wanted, logits.data());
 }
 
 void Model::rollback(Sequence& seq, int64_t length) const {
@@ -142,30 +176,37 @@ void Model::rollback(Sequence& seq, int64_t length) const {
   if (at == length) return;
   Batch batch;
   batch.add(seq, std::span(tokens).subspan(size_t(at)));
-  forward_rows(batch, {});
+  forward_rows(batch, {}, nullptr);
 }
 
-std::vector<float> Model::forward_rows(const Batch& in, std::vector<int64_t> wanted) const {
+void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float* logits) const {
   const ModelInfo& mi = info();
   validate_batch(in, mi, *pool_);
   const int64_t S = in.num_sequences(), V = mi.vocab_size;
   for (int64_t r : wanted)
-    require(r >= 0 && r < in.num_tokens(), "logits_indices",
-            "entry " + std::to_string(r) + " is outside the batch's " + std::to_string(in.num_tokens()) + " tokens");
-  std::vector<std::unique_ptr<SequenceLease>> leases;
-  for (Sequence* s : in.sequences) leases.push_back(std::make_unique<SequenceLease>(*s));
+    if (r < 0 || r >= in.num_tokens())
+      throw ArgumentError("logits_indices: entry " + std::to_string(r) + " is outside the batch's " +
+                          std::to_string(in.num_tokens()) + " tokens");
+  const SequencesLease lease(in.sequences);
   // The batch took its positions from each sequence's length before the lease: another thread's call that ended
   // in between would leave them stale (wrong RoPE positions, silently), so they are checked under the lease.
   for (int64_t s = 0; s < S; ++s)
-    require(in.positions[size_t(in.seq_begin(s))] == in.sequences[size_t(s)]->length(), "sequences",
-            "sequence " + std::to_string(s) + " changed after the batch was built (used by another thread?): its "
-            "first new position is " + std::to_string(in.positions[size_t(in.seq_begin(s))]) + ", its length " +
-            std::to_string(in.sequences[size_t(s)]->length()));
+    if (in.positions[size_t(in.seq_begin(s))] != in.sequences[size_t(s)]->length())
+      throw ArgumentError("sequences: sequence " + std::to_string(s) + " changed after the batch was built (used by "
+                          "another thread?): its first new position is " +
+                          std::to_string(in.positions[size_t(in.seq_begin(s))]) + ", its length " +
+                          std::to_string(in.sequences[size_t(s)]->length()));
 
   // Each sequence's first token still to compute (after a cached prefix) and the rows whose logits it wants.
-  std::vector<int64_t> cursor(static_cast<size_t>(S)), end(static_cast<size_t>(S));
-  std::vector<bool> attached(static_cast<size_t>(S), false);
-  std::vector<int64_t> wanted_per_seq(static_cast<size_t>(S), 0);
+  ForwardScratch& w = forward_scratch();
+  std::vector<int64_t>& cursor = w.cursor;
+  std::vector<int64_t>& end = w.end;
+  std::vector<uint8_t>& attached = w.attached;
+  std::vector<int64_t>& wanted_per_seq = w.wanted_per_seq;
+  cursor.assign(size_t(S), 0);
+  end.assign(size_t(S), 0);
+  attached.assign(size_t(S), 0);
+  wanted_per_seq.assign(size_t(S), 0);
   for (int64_t r : wanted) {
     const int64_t s = std::upper_bound(in.cu_seqlens.begin(), in.cu_seqlens.end(), int32_t(r)) - in.cu_seqlens.begin() - 1;
     wanted_per_seq[size_t(s)] = std::max<int64_t>(wanted_per_seq[size_t(s)], r == in.seq_begin(s + 1) - 1 ? 1 : 2);
@@ -183,7 +224,8 @@ std::vector<float> Model::forward_rows(const Batch& in, std::vector<int64_t> wan
     }
   }
   {
-    std::vector<int64_t> add(static_cast<size_t>(S));
+    std::vector<int64_t>& add = w.add;
+    add.resize(size_t(S));
     for (int64_t s = 0; s < S; ++s) add[size_t(s)] = end[size_t(s)] - cursor[size_t(s)];
     try {
       pool_->reserve(in.sequences, add);
@@ -194,16 +236,17 @@ std::vector<float> Model::forward_rows(const Batch& in, std::vector<int64_t> wan
     }
   }
 
-  std::vector<float> logits(wanted.size() * size_t(V));
-  std::vector<int64_t> out_row(size_t(in.num_tokens()), -1);
+  std::vector<int64_t>& out_row = w.out_row;
+  out_row.assign(size_t(in.num_tokens()), -1);
   for (size_t i = 0; i < wanted.size(); ++i) out_row[size_t(wanted[i])] = int64_t(i);
   // Recurrent state can only be snapshotted between forward passes: with prefix caching on a model with state
   // layers, the tokens run in pieces that end on the snapshot boundaries.
   const int64_t interval = pool_->has_state() && pool_->options().prefix_caching ? pool_->snapshot_interval_tokens() : 0;
   const bool per_token_checkpoints = in.checkpoint_each_token && pool_->has_state();
-  std::vector<float> piece_logits;
+  Piece& p = w.piece;
   while (true) {
-    Piece p;
+    p.batch.clear();
+    p.source.clear();
     for (int64_t s = 0; s < S; ++s) {
       if (cursor[size_t(s)] == end[size_t(s)]) continue;
       Sequence& seq = *in.sequences[size_t(s)];
@@ -221,23 +264,31 @@ std::vector<float> Model::forward_rows(const Batch& in, std::vector<int64_t> wan
     }
     if (p.batch.sequences.empty()) break;
     prepare(p.batch);
-    std::vector<int64_t> rows, dest;
+    std::vector<int64_t>& rows = w.rows;
+    std::vector<int64_t>& dest = w.dest;
+    rows.clear();
+    dest.clear();
+    bool in_place = true;  // the piece's logits rows are the caller's rows 0, 1, ...: written there directly
     for (size_t i = 0; i < p.source.size(); ++i)
       if (out_row[size_t(p.source[i])] >= 0) {
+        in_place = in_place && out_row[size_t(p.source[i])] == int64_t(rows.size());
         rows.push_back(int64_t(i));
         dest.push_back(out_row[size_t(p.source[i])]);
       }
-    piece_logits.resize(rows.size() * size_t(V));
-    run(p.batch, rows, piece_logits.data());
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::copy_n(piece_logits.data() + i * size_t(V), V, logits.data() + size_t(dest[i]) * size_t(V));
+    if (in_place) {
+      run(p.batch, rows, logits);
+    } else {
+      w.piece_logits.resize(rows.size() * size_t(V));
+      run(p.batch, rows, w.piece_logits.data());
+      for (size_t i = 0; i < rows.size(); ++i)
+        std::copy_n(w.piece_logits.data() + i * size_t(V), V, logits + size_t(dest[i]) * size_t(V));
+    }
     for (int64_t s = 0; s < p.batch.num_sequences(); ++s) {
       pool_->advance(*p.batch.sequences[size_t(s)],
                      std::span(p.batch.tokens).subspan(size_t(p.batch.seq_begin(s)), size_t(p.batch.seq_len(s))));
       if (per_token_checkpoints) pool_->checkpoint(*p.batch.sequences[size_t(s)]);
     }
   }
-  return logits;
 }
 
 std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {

@@ -86,6 +86,10 @@ class Model {
   std::vector<float> forward(const Batch& batch, std::span<const int64_t> logits_indices) const;
   // Every token's logits, or only each sequence's last (last_only).
   std::vector<float> forward(const Batch& batch, bool last_only = false) const;
+  // The same into the caller's `logits` (exactly [rows, vocab] floats, ArgumentError naming "logits" otherwise):
+  // with a reused Batch (Batch::clear) and logits buffer, a decode step allocates nothing once the first step has
+  // sized the per-thread workspaces, except where a sequence's own token list or block table must grow.
+  void forward(const Batch& batch, std::span<const int64_t> logits_indices, std::span<float> logits) const;
 
   // Speculative decoding's rollback, one operation: `seq` back at `length` tokens (a length it had), its memory
   // as if it had only ever seen those. Paged (softmax / MLA) memory is truncated, blocks past it freed; recurrent
@@ -108,8 +112,9 @@ class Model {
  private:
   // Reserves the sequences' new tokens and fills the batch's block tables, slot mapping and state slots.
   void prepare(Batch& batch) const;
-  // forward() with the rows already resolved: `wanted` empty computes no logits at all.
-  std::vector<float> forward_rows(const Batch& batch, std::vector<int64_t> wanted) const;
+  // forward() with the rows already resolved, logits [wanted.size(), vocab]: `wanted` empty computes no logits
+  // at all (and `logits` may be null).
+  void forward_rows(const Batch& batch, std::span<const int64_t> wanted, float* logits) const;
   std::unique_ptr<MemoryPool> pool_;
 };
 

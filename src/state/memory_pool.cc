@@ -49,6 +49,19 @@ SequenceLease::SequenceLease(Sequence& s) : s_(s) {
           "this sequence is being used by another thread (one sequence, one forward call at a time)");
 }
 
+SequencesLease::SequencesLease(std::span<Sequence* const> seqs) : seqs_(seqs) {
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (!seqs[i]->busy_.exchange(true, std::memory_order_acquire)) continue;
+    for (size_t j = 0; j < i; ++j) seqs[j]->busy_.store(false, std::memory_order_release);
+    throw ArgumentError("sequences: this sequence is being used by another thread (one sequence, one forward call "
+                        "at a time)");
+  }
+}
+
+SequencesLease::~SequencesLease() {
+  for (Sequence* s : seqs_) s->busy_.store(false, std::memory_order_release);
+}
+
 MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options)
     : specs_(std::move(layers)), options_(options) {
   const DType kv = options.kv_dtype;

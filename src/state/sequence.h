@@ -6,6 +6,7 @@
 // cache (Model::forward takes it for the duration of the call).
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace attnzoo {
@@ -47,6 +48,7 @@ class Sequence {
   std::vector<Checkpoint> checkpoints_;
   std::atomic<bool> busy_{false};
   friend class SequenceLease;
+  friend class SequencesLease;
 };
 
 // Marks a sequence busy for a scope; throws ArgumentError("sequences: ... used by another thread") if it is.
@@ -59,6 +61,19 @@ class SequenceLease {
 
  private:
   Sequence& s_;
+};
+
+// SequenceLease on every sequence of a batch at once, without a heap object each (a decode step allocates
+// nothing): either all are marked busy or, when one already is, none (same ArgumentError). `seqs` must outlive it.
+class SequencesLease {
+ public:
+  explicit SequencesLease(std::span<Sequence* const> seqs);
+  ~SequencesLease();
+  SequencesLease(const SequencesLease&) = delete;
+  SequencesLease& operator=(const SequencesLease&) = delete;
+
+ private:
+  std::span<Sequence* const> seqs_;
 };
 
 }  // namespace attnzoo
