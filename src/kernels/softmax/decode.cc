@@ -39,6 +39,11 @@
 // interleaved with vpermt2w) was 20-30% slower than the f32 FMAs, and spreading the next-page prefetch over
 // the keys of the current page (one key's lines per step, 16 or 32 keys ahead) was 4% faster for int8 / fp8
 // and 16% slower for bf16.
+// Targets without vdpbf16ps (AVX2, AVX-512 without BF16; bf16 cache, 32k keys, one thread, same-process A/B
+// on the Zen 5 VM with the dispatch forced): scoring two keys per pass and an L2-only lead of 24 keys took
+// AVX2 from 13.2-14.3 to 14.5-15.5 GB/s and AVX-512 from 16.2-18.6 to 16.4-19.5 GB/s; with the cache in L3
+// (4k keys) +10% on both. In the profile the rest is the f32 FMAs themselves (AVX2: about half the cycles
+// with the cache in L2) and, from memory, the P * V loop's first use of each V vector.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -85,8 +90,8 @@ class RowPrefetcher {
   static constexpr int64_t kAhead = 8;  // keys: enough to cover memory latency, few enough not to flood L1
   // Keys scored two at a time (ScoreTwoKeys) go faster through the same bytes and need a longer lead, and
   // on a contiguous cache a second, L2-only lead further out: the L1 prefetches alone hold about as many lines
-  // in flight as L1 can track (same-process A/B, 32k keys, one thread: +8-10% AVX2, +9-18% AVX-512; at 48 keys
-  // less; the vdpbf16ps path measured 7% slower with it, so it keeps the one lead).
+  // in flight as L1 can track (same-process A/B, 32k keys, one thread: +5-9% AVX2, +15-18% AVX-512; 48 keys: no
+  // better; the vdpbf16ps path measured 7% slower with it, so it keeps the one lead).
   static constexpr int64_t kAheadTwoKeys = 12;
   static constexpr int64_t kL2LeadTwoKeys = 24;
   static constexpr size_t kNextBlockBytes = 128 << 10;
