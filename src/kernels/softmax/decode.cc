@@ -39,6 +39,11 @@
 // interleaved with vpermt2w) was 20-30% slower than the f32 FMAs, and spreading the next-page prefetch over
 // the keys of the current page (one key's lines per step, 16 or 32 keys ahead) was 4% faster for int8 / fp8
 // and 16% slower for bf16.
+// Targets without vdpbf16ps (AVX2, AVX-512 without BF16; bf16 cache, 32k keys, one thread, same-process A/B
+// on the Zen 5 VM with the dispatch forced): scoring two keys per pass and an L2-only lead of 24 keys took
+// AVX2 from 13.2-14.3 to 14.5-15.5 GB/s and AVX-512 from 16.2-18.6 to 16.4-19.5 GB/s; with the cache in L3
+// (4k keys) +10% on both. In the profile the rest is the f32 FMAs themselves (AVX2: about half the cycles
+// with the cache in L2) and, from memory, the P * V loop's first use of each V vector.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -83,17 +88,27 @@ template <class T>
 class RowPrefetcher {
  public:
   static constexpr int64_t kAhead = 8;  // keys: enough to cover memory latency, few enough not to flood L1
+  // Keys scored two at a time (ScoreTwoKeys) go faster through the same bytes and need a longer lead, and
+  // on a contiguous cache a second, L2-only lead further out: the L1 prefetches alone hold about as many lines
+  // in flight as L1 can track (same-process A/B, 32k keys, one thread: +5-9% AVX2, +15-18% AVX-512; 48 keys: no
+  // better; the vdpbf16ps path measured 7% slower with it, so it keeps the one lead).
+  static constexpr int64_t kAheadTwoKeys = 12;
+  static constexpr int64_t kL2LeadTwoKeys = 24;
   static constexpr size_t kNextBlockBytes = 128 << 10;
   static constexpr int64_t kMinL2Lead = 16;  // keys of L2 lead past the current block, for blocks smaller than this
 
-  RowPrefetcher(const DecodeProblem& p, int64_t b, int64_t hk_begin, int64_t heads, int64_t end)
-      : p_(p), b_(b), hk_(hk_begin), heads_(heads), end_(end),
-        k_bytes_(size_t(p.D) * sizeof(T)), v_bytes_(size_t(p.Dv) * sizeof(T)) {}
+  // ahead: keys of L1 lead; l2_lead: keys of L2-only lead on a contiguous cache (0: none).
+  RowPrefetcher(const DecodeProblem& p, int64_t b, int64_t hk_begin, int64_t heads, int64_t end, int64_t ahead,
+                int64_t l2_lead)
+      : p_(p), b_(b), hk_(hk_begin), heads_(heads), end_(end), ahead_(ahead),
+        l2_lead_(p.block_table ? 0 : l2_lead), k_bytes_(size_t(p.D) * sizeof(T)), v_bytes_(size_t(p.Dv) * sizeof(T)),
+        k_span_(size_t(heads - 1) * size_t(p.k_head) * sizeof(T) + k_bytes_),
+        v_span_(size_t(heads - 1) * size_t(p.v_head) * sizeof(T) + v_bytes_) {}
 
-  // Called before processing keys from `pos` on: keeps the prefetched window kAhead keys past pos.
+  // Called before processing keys from `pos` on: keeps the prefetched window `ahead` keys past pos.
   void Seek(int64_t pos) {
     if (pos_ < pos) Reposition(pos);
-    while (pos_ < end_ && pos_ < pos + kAhead) Step();
+    while (pos_ < end_ && pos_ < pos + ahead_) Step();
   }
   // Called once per key processed: prefetches one more key (all heads of the task).
   void Step() {
@@ -103,6 +118,10 @@ class RowPrefetcher {
     for (int64_t h = 0; h < heads_; ++h) {
       PrefetchSpan<3>(k_ + h * p_.k_head, k_bytes_);
       PrefetchSpan<2>(v_ + h * p_.v_head, v_bytes_);
+    }
+    if (l2_lead_ > 0 && off_ + l2_lead_ < p_.block_size && pos_ + l2_lead_ < end_) {
+      PrefetchSpan<1>(k_ + l2_lead_ * p_.k_token, k_span_);
+      PrefetchSpan<1>(v_ + l2_lead_ * p_.v_token, v_span_);
     }
     ++pos_;
     if (++off_ == p_.block_size) {
@@ -129,8 +148,7 @@ class RowPrefetcher {
   void PrefetchNextBlock(int64_t pos) {
     const int64_t next = (pos / p_.block_size + 1) * p_.block_size;
     if (next >= end_) return;
-    const size_t k_span = size_t(heads_ - 1) * size_t(p_.k_head) * sizeof(T) + k_bytes_;
-    const size_t v_span = size_t(heads_ - 1) * size_t(p_.v_head) * sizeof(T) + v_bytes_;
+    const size_t k_span = k_span_, v_span = v_span_;
     if (p_.block_size < kMinL2Lead) {
       // Small blocks: one block ahead is too little lead, so keep kMinL2Lead keys past this block in flight,
       // walking as many blocks as that takes; every key is prefetched once.
@@ -164,8 +182,9 @@ class RowPrefetcher {
   }
 
   const DecodeProblem& p_;
-  const int64_t b_, hk_, heads_, end_;
+  const int64_t b_, hk_, heads_, end_, ahead_, l2_lead_;
   const size_t k_bytes_, v_bytes_;
+  const size_t k_span_, v_span_;  // bytes from this task's first head's row to the end of its last's
   int64_t pos_ = -1, off_ = 0;
   int64_t l2_next_ = 0;  // small blocks: first key not yet prefetched into L2
   const T* k_ = nullptr;
@@ -262,7 +281,11 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
   const T* kcache = static_cast<const T*>(p.k);
   const T* vcache = static_cast<const T*>(p.v);
   const MaskGeometry mask = mask_geometry(p.opts);
-  RowPrefetcher<T> prefetch(p, b, hk0, int64_t(H), c.k_end);
+  // Without a dot-product instruction, keys are scored two at a time (below).
+  const bool two_keys = !dot && !idot;
+  RowPrefetcher<T> prefetch(p, b, hk0, int64_t(H), c.k_end,
+                            two_keys ? RowPrefetcher<T>::kAheadTwoKeys : RowPrefetcher<T>::kAhead,
+                            two_keys ? RowPrefetcher<T>::kL2LeadTwoKeys : 0);
   // Widened rows hold value * kWidened<T> (a power of two): their scales take the inverse, exactly. The
   // dot-product scores see the keys' true values.
   const float k_unwiden = (dot || idot) ? 1.f : 1.f / kWidened<T>, v_unwiden = 1.f / kWidened<T>;
@@ -305,6 +328,21 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
     // Scores, key by key over all heads of the task: the K rows stream in memory order.
     prefetch.Seek(k0);
     for (size_t j = 0; j < cols; ++j) {
+      if (two_keys && j + 1 < cols) {
+        // Two keys per pass share each query load and one reduction tree (decode_rows-inl.h). Their two keys'
+        // prefetches are issued half the heads apart: back to back, the burst of lines made AVX2 and AVX-512
+        // decode 10-25% slower from memory than one key at a time.
+        const T* k0 = kcache + sc.krow[j] + hk0 * p.k_head;
+        const T* k1 = kcache + sc.krow[j + 1] + hk0 * p.k_head;
+        prefetch.Step();
+        for (size_t h = 0; h < H; ++h) {
+          if (h == H / 2) prefetch.Step();
+          ScoreTwoKeys(k0 + int64_t(h) * p.k_head, k1 + int64_t(h) * p.k_head, D, q_paired,
+                       sc.q.data() + h * R * Dp, Dp, R, sc.s.data() + h * R * Bc + j, Bc);
+        }
+        ++j;
+        continue;
+      }
       prefetch.Step();
       const T* krow = kcache + sc.krow[j] + hk0 * p.k_head;
       if constexpr (std::is_same_v<T, int8_t>) {

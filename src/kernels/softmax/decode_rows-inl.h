@@ -142,30 +142,32 @@ HWY_INLINE void SumsOfFour(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
   out[3] = hn::GetLane(e);
 }
 #else
-// Adds the 128-bit blocks of v and stores the resulting four lanes.
+// The 128-bit blocks of v added: lane i is the sum of lane i of every block.
 template <class D>
-HWY_INLINE void StoreBlockSum(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+HWY_INLINE hn::Vec<hn::Full128<float>> FoldBlocks(D d, hn::Vec<D> v) {
   if constexpr (hn::MaxLanes(D()) > 4) {
     const hn::Half<D> dh;
-    StoreBlockSum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
+    return FoldBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
   } else {
-    hn::StoreU(v, d, out);
+    return v;
   }
+}
+
+// Per 128-bit block: [sum a, sum b, sum c, sum e] over that block's lanes (two interleave levels).
+HWY_INLINE VF BlockSumsOfFour(VF a, VF b, VF c, VF e) {
+  const DF d;
+  const hn::Repartition<double, DF> dd;
+  const VF ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+  const VF ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
+  const auto ab64 = hn::BitCast(dd, ab), ce64 = hn::BitCast(dd, ce);
+  return hn::Add(hn::BitCast(d, hn::InterleaveLower(dd, ab64, ce64)),
+                 hn::BitCast(d, hn::InterleaveUpper(dd, ab64, ce64)));
 }
 
 // The lane sums of four vectors: a transposing tree (two interleave levels, then one fold of the blocks)
 // costs about a third of four separate full reductions, which matter at one reduction per (row, key).
 HWY_INLINE void SumsOfFour(VF a, VF b, VF c, VF e, float* HWY_RESTRICT out) {
-  const DF d;
-  const hn::Repartition<double, DF> dd;
-  // Per 128-bit block: ab = [a0+a2, b0+b2, a1+a3, b1+b3], likewise ce.
-  const VF ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
-  const VF ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
-  const auto ab64 = hn::BitCast(dd, ab), ce64 = hn::BitCast(dd, ce);
-  // Per block: [sum a, sum b, sum c, sum e] over that block's lanes.
-  const VF sums = hn::Add(hn::BitCast(d, hn::InterleaveLower(dd, ab64, ce64)),
-                          hn::BitCast(d, hn::InterleaveUpper(dd, ab64, ce64)));
-  StoreBlockSum(d, sums, out);
+  hn::StoreU(FoldBlocks(DF(), BlockSumsOfFour(a, b, c, e)), hn::Full128<float>(), out);
 }
 #endif
 
@@ -208,6 +210,52 @@ HWY_INLINE void ScoreRows(const T* HWY_RESTRICT k, size_t D, size_t paired, cons
   for (; r < kNR; ++r) s[r * lds] = hn::GetLane(hn::SumOfLanes(df, acc[r]));
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Scores of two keys (k0, k1: keys j and j + 1) against kNR <= 4 query rows: s[r * lds + {0, 1}]. Each query
+// vector is loaded once for both keys, and the two keys' lane sums share one transposing tree whose results
+// leave as one 8-byte store per row instead of one scalar store per (row, key). On targets without vdpbf16ps
+// the per-key loop overhead, lane sums and scattered stores were a quarter of the cycles with the cache in L2.
+template <size_t kNR, class T>
+HWY_INLINE void ScoreRowsTwoKeys(const T* HWY_RESTRICT k0, const T* HWY_RESTRICT k1, size_t D, size_t paired,
+                                 const float* HWY_RESTRICT q, size_t Dp, float* HWY_RESTRICT s, size_t lds) {
+  static_assert(kNR >= 1 && kNR <= 4, "two keys x 4 rows of accumulators fill the 16 registers of AVX2");
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  VF acc0[4], acc1[4];
+  for (size_t r = 0; r < 4; ++r) acc0[r] = acc1[r] = hn::Zero(df);
+  auto step = [&](size_t d, VF x0, VF x1) HWY_ATTR {
+    for (size_t r = 0; r < kNR; ++r) {
+      const VF qv = hn::Load(df, q + r * Dp + d);
+      acc0[r] = hn::MulAdd(qv, x0, acc0[r]);
+      acc1[r] = hn::MulAdd(qv, x1, acc1[r]);
+    }
+  };
+  size_t d = 0;
+  if constexpr (kPairOrder<T>) {
+#pragma GCC unroll 2
+    for (; d < paired; d += 2 * L) {
+      VF even0, odd0, even1, odd1;
+      SplitPairs(k0 + d, even0, odd0);
+      SplitPairs(k1 + d, even1, odd1);
+      step(d, even0, even1);
+      step(d + L, odd0, odd1);
+    }
+  }
+#pragma GCC unroll 2
+  for (; d + L <= D; d += L) step(d, LoadF32(df, k0 + d), LoadF32(df, k1 + d));
+  if (d < D) step(d, LoadTailF32(df, k0 + d, D - d), LoadTailF32(df, k1 + d, D - d));
+  const hn::Full128<float> d4;
+  const hn::Full64<float> d2;
+  const auto x0 = FoldBlocks(df, BlockSumsOfFour(acc0[0], acc0[1], acc0[2], acc0[3]));  // key 0, rows 0-3
+  const auto x1 = FoldBlocks(df, BlockSumsOfFour(acc1[0], acc1[1], acc1[2], acc1[3]));
+  const auto rows01 = hn::InterleaveLower(d4, x0, x1), rows23 = hn::InterleaveUpper(d4, x0, x1);
+  hn::StoreU(hn::LowerHalf(d2, rows01), d2, s);
+  if (kNR > 1) hn::StoreU(hn::UpperHalf(d2, rows01), d2, s + lds);
+  if (kNR > 2) hn::StoreU(hn::LowerHalf(d2, rows23), d2, s + 2 * lds);
+  if (kNR > 3) hn::StoreU(hn::UpperHalf(d2, rows23), d2, s + 3 * lds);
+}
+#endif
+
 constexpr size_t kRowsPerPass = 8;  // query rows whose accumulators live in registers during one K-row pass
 
 // Scores of one key against all R query rows, kRowsPerPass rows per pass over the (L1-resident) K row.
@@ -228,6 +276,27 @@ HWY_INLINE void ScoreKey(const T* HWY_RESTRICT k, size_t D, size_t paired, const
       default: ScoreRows<1>(k, D, paired, qr, Dp, sr, lds); break;
     }
   }
+}
+
+// Scores of keys j and j + 1 (rows k0, k1) against all R query rows: s[r * lds + {0, 1}].
+template <class T>
+HWY_INLINE void ScoreTwoKeys(const T* HWY_RESTRICT k0, const T* HWY_RESTRICT k1, size_t D, size_t paired,
+                             const float* HWY_RESTRICT q, size_t Dp, size_t R, float* HWY_RESTRICT s, size_t lds) {
+#if HWY_TARGET == HWY_SCALAR
+  ScoreKey(k0, D, paired, q, Dp, R, s, lds);
+  ScoreKey(k1, D, paired, q, Dp, R, s + 1, lds);
+#else
+  for (size_t r0 = 0; r0 < R; r0 += 4) {
+    const float* qr = q + r0 * Dp;
+    float* sr = s + r0 * lds;
+    switch (std::min<size_t>(4, R - r0)) {
+      case 4: ScoreRowsTwoKeys<4>(k0, k1, D, paired, qr, Dp, sr, lds); break;
+      case 3: ScoreRowsTwoKeys<3>(k0, k1, D, paired, qr, Dp, sr, lds); break;
+      case 2: ScoreRowsTwoKeys<2>(k0, k1, D, paired, qr, Dp, sr, lds); break;
+      default: ScoreRowsTwoKeys<1>(k0, k1, D, paired, qr, Dp, sr, lds); break;
+    }
+  }
+#endif
 }
 
 // One block of output columns for kRows rows: acc[r][c] += p[r][j] * x_c(j) over the tile's keys j, where
