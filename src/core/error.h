@@ -1,6 +1,7 @@
 #pragma once
 // Errors raised at API boundaries. Kernels behind the boundary assume validated input.
 // ArgumentError maps to Python ValueError, DTypeError to TypeError (see python/bindings/module.cc).
+#include <concepts>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +23,12 @@ inline void require(bool ok, const char* argument, const std::string& message) {
 // step, and a decode step allocates nothing).
 inline void require(bool ok, const char* argument, const char* message) {
   if (!ok) throw ArgumentError(std::string(argument) + ": " + message);
+}
+// The same for a message that must be formatted (numbers, shapes): `message` is called, and the string built,
+// only when it throws.
+template <std::invocable Message>
+void require(bool ok, const char* argument, Message&& message) {
+  if (!ok) throw ArgumentError(std::string(argument) + ": " + message());
 }
 
 }  // namespace attnzoo

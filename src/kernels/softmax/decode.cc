@@ -438,8 +438,15 @@ HWY_EXPORT(RunDecodeChunk);
 void attention_decode_run(const DecodeProblem& p) {
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   ThreadPool& pool = ThreadPool::global();
-  const DecodePlan plan = make_decode_plan(p, pool.num_threads());
-  std::vector<float> partials(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
+  // Per calling thread and kept between calls (their capacity with them): a warm decode step allocates nothing.
+  // Named through references, which the tasks below capture: a thread_local named inside a task would be the
+  // worker's own, empty one.
+  static thread_local DecodePlan thread_plan;
+  static thread_local std::vector<float> thread_partials;
+  DecodePlan& plan = thread_plan;
+  std::vector<float>& partials = thread_partials;
+  make_decode_plan(p, pool.num_threads(), plan);
+  partials.resize(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
   const bool dot_cache = p.kv_dtype == DType::bf16 || p.kv_dtype == DType::i8 || p.kv_dtype == DType::f8_e4m3;
   const bool bf16_dot = p.q_dtype == DType::bf16 && dot_cache && p.D % 32 == 0 && bf16_dot_enabled();
   // bf16 queries only: f32 queries keep every bit through the f32 path (int16 would round their low bits).

@@ -15,7 +15,8 @@ void merge_decode_chunks(const DecodeProblem& p, const DecodePlan& plan, const D
                          const float* partials) {
   const int64_t G = p.group(), R = p.rows(), HR = plan.heads_per_task * R, Dv = p.Dv;
   const size_t slot_floats = size_t(HR * (Dv + 2));
-  std::vector<float> acc(static_cast<size_t>(Dv));
+  static thread_local std::vector<float> acc;  // keeps its capacity: a warm decode step allocates nothing
+  acc.resize(size_t(Dv));
   const size_t o_elem = dtype_size(p.o_dtype);
   for (int64_t x = 0; x < HR; ++x) {
     const int64_t t = (x % R) / G, h = (mg.hk_begin + x / R) * G + x % G;

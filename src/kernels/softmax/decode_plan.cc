@@ -6,6 +6,8 @@
 // with costly page walks, virtual machines above all, that halves the achieved bandwidth). Chunks stay long
 // (>= min_chunk keys) so the merge and per-chunk set-up stay negligible next to the streaming.
 #include <algorithm>
+#include <tuple>
+#include <vector>
 
 #include "kernels/softmax/decode_problem.h"
 #include "kernels/softmax/tiling.h"
@@ -14,11 +16,21 @@ namespace attnzoo {
 
 DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min_chunk) {
   DecodePlan plan;
+  make_decode_plan(p, num_threads, plan, min_chunk);
+  return plan;
+}
+
+void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan, int64_t min_chunk) {
+  plan.block_k = DecodePlan().block_k;
+  plan.chunks.clear();
+  plan.merges.clear();
+  plan.num_slots = 0;
   // Block-sparse masks are skipped tile by tile, so tiles follow a small mask block.
   if (p.opts.block_mask && p.opts.block_mask->block() < plan.block_k)
     plan.block_k = std::max<int64_t>(16, (p.opts.block_mask->block() / 16) * 16);
   const MaskGeometry mask = mask_geometry(p.opts);
-  std::vector<KeyRange> ranges(size_t(p.B));
+  static thread_local std::vector<KeyRange> ranges;
+  ranges.resize(size_t(p.B));
   int64_t total = 0;
   for (int64_t b = 0; b < p.B; ++b) {
     const int64_t len = p.seqlens[b];
@@ -61,10 +73,13 @@ DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min
       }
     }
   }
-  std::stable_sort(plan.chunks.begin(), plan.chunks.end(), [](const DecodeChunk& a, const DecodeChunk& b) {
-    return a.k_end - a.k_begin > b.k_end - b.k_begin;
+  // Longest first, ties in the order made (sequence, heads, keys): what a stable sort gives, without the buffer
+  // std::stable_sort allocates.
+  std::sort(plan.chunks.begin(), plan.chunks.end(), [](const DecodeChunk& a, const DecodeChunk& b) {
+    const int64_t la = a.k_end - a.k_begin, lb = b.k_end - b.k_begin;
+    if (la != lb) return la > lb;
+    return std::tie(a.b, a.hk_begin, a.k_begin) < std::tie(b.b, b.hk_begin, b.k_begin);
   });
-  return plan;
 }
 
 }  // namespace attnzoo

@@ -34,5 +34,7 @@ struct CacheLengthCheck {
   const char* cache_name = "k_cache";
 };
 void check_cache_lengths(const CacheLengthCheck& c, const std::vector<int64_t>& new_tokens);
+// The same for `batch` sequences with `new_tokens` new tokens each (decode).
+void check_cache_lengths(const CacheLengthCheck& c, int64_t batch, int64_t new_tokens);
 
 }  // namespace attnzoo

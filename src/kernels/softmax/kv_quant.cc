@@ -50,21 +50,24 @@ void check_kv_cache_dtype(const TensorView& t, const char* name) {
 KvScaleView check_kv_scale(const TensorView& cache, const TensorView& scale, const char* cache_name,
                            const char* scale_name) {
   if (!is_quantized_kv(cache.dtype)) {
-    require(scale.data == nullptr, scale_name,
-            std::string("is only used with an int8 / float8_e4m3fn cache, ") + cache_name + " is " +
-                dtype_name(cache.dtype));
+    require(scale.data == nullptr, scale_name, [&] {
+      return std::string("is only used with an int8 / float8_e4m3fn cache, ") + cache_name + " is " +
+             dtype_name(cache.dtype);
+    });
     return {};
   }
-  require(scale.data != nullptr || cache.numel() == 0, scale_name,
-          std::string("is required: ") + cache_name + " is " + dtype_name(cache.dtype) +
-              " (one f32 scale per cached row and head)");
+  require(scale.data != nullptr || cache.numel() == 0, scale_name, [&] {
+    return std::string("is required: ") + cache_name + " is " + dtype_name(cache.dtype) +
+           " (one f32 scale per cached row and head)";
+  });
   if (scale.dtype != DType::f32)
     throw DTypeError(std::string(scale_name) + ": expected float32, got " + dtype_name(scale.dtype));
   bool same = scale.ndim == cache.ndim - 1;
   for (int d = 0; same && d < scale.ndim; ++d) same = scale.shape[d] == cache.shape[d];
-  require(same, scale_name,
-          "must be shaped like " + std::string(cache_name) + " without its last dim (" + cache.shape_str() +
-              "), got " + scale.shape_str());
+  require(same, scale_name, [&] {
+    return "must be shaped like " + std::string(cache_name) + " without its last dim (" + cache.shape_str() +
+           "), got " + scale.shape_str();
+  });
   for (int d = 0; d < scale.ndim; ++d) require(scale.strides[d] >= 0, scale_name, "negative strides are not supported");
   KvScaleView v;
   v.data = static_cast<const float*>(scale.data);

@@ -22,7 +22,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 void check_rows_layout(const TensorView& t, const char* name) {
   if (t.numel() == 0) return;
-  require(t.stride(-1) == 1, name, "last dimension must be contiguous (stride 1), got stride " + str(t.stride(-1)));
+  require(t.stride(-1) == 1, name,
+          [&] { return "last dimension must be contiguous (stride 1), got stride " + str(t.stride(-1)); });
   for (int d = 0; d < t.ndim; ++d) require(t.strides[d] >= 0, name, "negative strides are not supported");
 }
 
@@ -55,23 +56,26 @@ Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const
   check_float_tensor(rows, rows_name);
   check_kv_cache_dtype(cache, cache_name);
   require(rows.ndim == 2 || rows.ndim == 3, rows_name,
-          "must be [tokens, heads, head_dim] or [tokens, dim], got " + rows.shape_str());
-  require(cache.ndim == rows.ndim + 1, cache_name,
-          "must be [num_blocks, block_size, ...] with " + str(rows.ndim - 1) + " more dims matching " + rows_name +
-              "'s, got " + cache.shape_str());
+          [&] { return "must be [tokens, heads, head_dim] or [tokens, dim], got " + rows.shape_str(); });
+  require(cache.ndim == rows.ndim + 1, cache_name, [&] {
+    return "must be [num_blocks, block_size, ...] with " + str(rows.ndim - 1) + " more dims matching " + rows_name +
+           "'s, got " + cache.shape_str();
+  });
   for (int d = 1; d < rows.ndim; ++d)
-    require(cache.shape[d + 1] == rows.shape[d], cache_name,
-            "shape " + cache.shape_str() + " does not fit " + rows_name + " " + rows.shape_str() +
-                " (expected [num_blocks, block_size] + its trailing dims)");
+    require(cache.shape[d + 1] == rows.shape[d], cache_name, [&] {
+      return "shape " + cache.shape_str() + " does not fit " + rows_name + " " + rows.shape_str() +
+             " (expected [num_blocks, block_size] + its trailing dims)";
+    });
   check_rows_layout(rows, rows_name);
   check_rows_layout(cache, cache_name);
   const int64_t T = rows.shape[0];
   require(slot_mapping != nullptr || T == 0, "slot_mapping", "is required");
   const int64_t num_slots = cache.shape[0] * cache.shape[1];
   for (int64_t t = 0; t < T; ++t)
-    require(slot_mapping[t] < num_slots, "slot_mapping",
-            "entry " + str(t) + " = " + str(slot_mapping[t]) + " is past the cache's " + str(num_slots) +
-                " slots (num_blocks * block_size)");
+    require(slot_mapping[t] < num_slots, "slot_mapping", [&] {
+      return "entry " + str(t) + " = " + str(slot_mapping[t]) + " is past the cache's " + str(num_slots) +
+             " slots (num_blocks * block_size)";
+    });
   return {rows, cache, slot_mapping, check_kv_scale(cache, scale, cache_name, scale_name),
           static_cast<float*>(scale.data)};
 }
@@ -141,16 +145,20 @@ void write_paged_rows(const TensorView& rows, const int64_t* slot_mapping, const
 void write_kv_paged(const TensorView& k_new, const TensorView& v_new, const int64_t* slot_mapping,
                     const TensorView& k_cache, const TensorView& v_cache, const TensorView& k_scale,
                     const TensorView& v_scale) {
-  require(k_new.ndim == 3, "k_new", "must be [tokens, kv_heads, head_dim], got " + k_new.shape_str());
-  require(v_new.ndim == 3, "v_new", "must be [tokens, kv_heads, head_dim], got " + v_new.shape_str());
+  // Runs on every decode step, which allocates nothing: messages are formatted only on failure.
+  require(k_new.ndim == 3, "k_new", [&] { return "must be [tokens, kv_heads, head_dim], got " + k_new.shape_str(); });
+  require(v_new.ndim == 3, "v_new", [&] { return "must be [tokens, kv_heads, head_dim], got " + v_new.shape_str(); });
   require(v_new.shape[0] == k_new.shape[0], "v_new",
-          "has " + str(v_new.shape[0]) + " tokens, k_new has " + str(k_new.shape[0]));
-  require(k_cache.dtype == v_cache.dtype, "v_cache", std::string("dtype ") + dtype_name(v_cache.dtype) +
-                                                         " differs from k_cache's " + dtype_name(k_cache.dtype));
+          [&] { return "has " + str(v_new.shape[0]) + " tokens, k_new has " + str(k_new.shape[0]); });
+  require(k_cache.dtype == v_cache.dtype, "v_cache", [&] {
+    return std::string("dtype ") + dtype_name(v_cache.dtype) + " differs from k_cache's " + dtype_name(k_cache.dtype);
+  });
   require(v_cache.ndim == 4 && k_cache.ndim == 4 && k_cache.shape[0] == v_cache.shape[0] &&
               k_cache.shape[1] == v_cache.shape[1],
-          "v_cache", "must have k_cache's [num_blocks, block_size], got " + v_cache.shape_str() + " and " +
-                         k_cache.shape_str());
+          "v_cache", [&] {
+            return "must have k_cache's [num_blocks, block_size], got " + v_cache.shape_str() + " and " +
+                   k_cache.shape_str();
+          });
   // Both validated before either is written, so a bad argument leaves both caches untouched.
   const Scatter k = check_scatter(k_new, slot_mapping, k_cache, "k_new", "k_cache", k_scale, "k_scale");
   const Scatter v = check_scatter(v_new, slot_mapping, v_cache, "v_new", "v_cache", v_scale, "v_scale");

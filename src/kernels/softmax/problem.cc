@@ -38,12 +38,13 @@ float resolve_scale(float scale, int64_t D) {
 }
 
 void check_head_options(const AttentionOptions& o, int64_t Hq) {
-  require(o.window >= 0, "window", "must be >= 0 (0 or None means no window), got " + str(o.window));
+  // Runs on every decode step: messages are formatted only on failure.
+  require(o.window >= 0, "window", [&] { return "must be >= 0 (0 or None means no window), got " + str(o.window); });
   require(std::isfinite(o.softcap) && o.softcap >= 0.f, "softcap", "must be a finite number >= 0");
+  auto head = [](int64_t h) { return [h] { return "must be finite (head " + str(h) + ")"; }; };
   for (int64_t h = 0; h < Hq; ++h) {
-    if (o.sinks) require(std::isfinite(o.sinks[h]), "sinks", "must be finite (head " + str(h) + ")");
-    if (o.alibi_slopes)
-      require(std::isfinite(o.alibi_slopes[h]), "alibi_slopes", "must be finite (head " + str(h) + ")");
+    if (o.sinks) require(std::isfinite(o.sinks[h]), "sinks", head(h));
+    if (o.alibi_slopes) require(std::isfinite(o.alibi_slopes[h]), "alibi_slopes", head(h));
   }
 }
 
