@@ -245,14 +245,19 @@ TEST(ServerLoad, ConcurrentClientsHangUpsAndShutdownEndCleanly) {
     }
   }
   EngineStats st = engine.stats();
-  EXPECT_EQ(st.finished_requests, N / 2);
-  // Every hang-up ended its request early: streamed ones all started (they saw an event); a non-streamed one may
-  // have hung up before an HTTP thread took it, and then never reaches the engine.
+  // A streamed hang-up is seen at the next event it is sent, so all N / 4 of them abort. A non-streamed one is
+  // seen only when its socket is polled: one that hung up before an HTTP thread took it never reaches the engine,
+  // and the tiny model can finish one of long_tokens before the next poll, which is right (nobody could tell).
+  const int64_t hung_up_finished = st.finished_requests - N / 2;
+  EXPECT_GE(hung_up_finished, 0);
+  EXPECT_LE(hung_up_finished, N / 4);
   EXPECT_GE(st.aborted_requests, N / 4);
-  EXPECT_LE(st.aborted_requests, N / 2);
+  EXPECT_LE(st.aborted_requests + hung_up_finished, N / 2);
   int64_t short_tokens = 0;
   for (int i = 0; i < N; ++i) short_tokens += i % 4 < 2 ? max_tokens[size_t(i)] : 0;
-  EXPECT_LT(st.generation_tokens - short_tokens, st.aborted_requests * long_tokens / 2);
+  // The aborted ones stopped early: on average before half of what they asked for.
+  EXPECT_LT(st.generation_tokens - short_tokens - hung_up_finished * long_tokens,
+            st.aborted_requests * long_tokens / 2);
   EXPECT_EQ(st.free_blocks, all_blocks);
 
   // Shutdown with streams in flight: each ends with its abort and [DONE], and nothing leaks.
