@@ -270,14 +270,19 @@ TEST(ServerLoad, ConcurrentClientsHangUpsAndShutdownEndCleanly) {
   }
   for (auto& c : streams) ASSERT_TRUE(c->read_until("data: "));
   engine.stop();
+  // The tiny model runs 440 tokens in tens of milliseconds: a test thread descheduled that long between the first
+  // events and stop() sees a stream finish first, which is correct; every stream still ends with [DONE], and the
+  // engine counts exactly the aborts the clients saw.
+  int aborts = 0;
   for (auto& c : streams) {
     c->read_until("");
     const Streamed sd = parse_stream(c->received());
-    EXPECT_EQ(sd.finish_reason, "abort");
+    EXPECT_TRUE(sd.finish_reason == "abort" || sd.finish_reason == "length") << sd.finish_reason;
+    aborts += sd.finish_reason == "abort";
     EXPECT_TRUE(sd.done);
   }
   st = engine.stats();
-  EXPECT_EQ(st.aborted_requests, aborted_before + K);
+  EXPECT_EQ(st.aborted_requests, aborted_before + aborts);
   EXPECT_EQ(st.free_blocks, all_blocks);
   RawClient late(s.port);  // the engine is stopped: new work gets 503 in OpenAI's shape
   ASSERT_TRUE(late.send_request("POST", "/v1/completions", body_of({1, 2}, 2, false)));
