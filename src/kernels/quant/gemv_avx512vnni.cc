@@ -165,29 +165,62 @@ void row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, fl
   by_4_tokens(T, out, [&](auto kT, size_t t0, float* o) { dot_row32<decltype(kT)::value, kFmt>(row, K, a, t0, o); });
 }
 
-void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* off, float* out) {
-  // Group c of a block is its chunk c: 32 bytes whose low nibbles are sub-block 2c and high nibbles 2c + 1.
-  __m512 sc_block = _mm512_setzero_ps();  // d * the 8 sub-block scales in lanes 0-7
-  auto pair = [&](size_t blk, auto c, __m512i& w, __m512& s) __attribute__((always_inline)) {
+// d times the 8 sub-block scales (lanes 0-7) and -dmin times the 8 mins (lanes 8-15) of a Q4_K block: the 12
+// packed bytes (k_scales_mins' layout) unpacked by two byte shuffles instead of scalar work.
+inline __m512 q4_k_scales_mins(const uint8_t* b) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));  // the 12 bytes (and 4 of qs)
+  // low bits: scales 0-3 = s[0..3] & 63, scales 4-7 = s[8..11] & 15, mins 0-3 = s[4..7] & 63, mins 4-7 = s[8..11] >> 4
+  __m128i lo = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  lo = _mm_mask_blend_epi32(0x8, lo, _mm_srli_epi32(lo, 4));
+  lo = _mm_and_si128(lo, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+  // bits 4-5 of scales 4-7 and mins 4-7: the top 2 bits of s[0..3] and s[4..7]
+  const __m128i hi = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i sm = _mm_or_si128(lo, _mm_srli_epi32(_mm_and_si128(hi, _mm_set1_epi8(char(0xC0))), 2));
+  const __m128 dm = _mm_xor_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(int(load_u32(b)))), _mm_setr_ps(0.f, -0.f, 0.f, 0.f));
+  const __m512 f = _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                                         _mm512_castps128_ps512(dm));
+  return _mm512_mul_ps(f, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sm)));
+}
+
+// One Q4_K row against kT tokens from t0. Sub-blocks of 32 match the activations' blocks, so d sc_j times the
+// activation scale of sub-block j is taken once per block and token (8 lanes) and spread over the 16 i32 lanes
+// of each 64 weights by one permutation (the products are those of the per-lane form, bit for bit).
+template <size_t kT>
+void dot_row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t t0, float* off, float* out) {
+  __m512 acc[kT][2];
+  for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+  for (size_t blk = 0; blk < K / 256; ++blk) {
     const uint8_t* b = row + blk * 144;
-    if constexpr (c == 0) {  // the 8 scales and 8 mins of k_scale_min, unpacked 4 at a time in 32-bit words
-      uint32_t u[4];
-      k_scales_mins(b + 4, u);
-      const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
-      const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2))));
-      sc_block = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half(b)), sc));
-      _mm256_storeu_ps(off + 8 * blk, _mm256_mul_ps(_mm256_set1_ps(-half(b + 2)), mn));
-    }
-    s = _mm512_permutexvar_ps(_mm512_set_epi32(2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1,
-                                               2 * c + 1, 2 * c + 1, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c,
-                                               2 * c),
-                              sc_block);
-    // the 32 bytes in both halves, shifted right by 0 (low nibbles) and 4 (high nibbles)
-    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c)));
-    w = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_set_epi64(kShift4, kShift4, kShift4, kShift4, 0, 0, 0, 0)),
-                         _mm512_set1_epi8(0x0F));
-  };
-  dot_tokens(K, a, T, pair, out);
+    const __m512 sm = q4_k_scales_mins(b);
+    _mm256_storeu_ps(off + 8 * blk, _mm512_extractf32x8_ps(sm, 1));
+    __m512 sx[kT];
+    for (size_t t = 0; t < kT; ++t)
+      sx[t] = _mm512_castps256_ps512(
+          _mm256_mul_ps(_mm512_castps512_ps256(sm), _mm256_loadu_ps(a.d + (t0 + t) * (K / 32) + 8 * blk)));
+    // Chunk c (64 weights): 32 bytes whose low nibbles are sub-block 2c and high nibbles 2c + 1. c is a constant
+    // after inlining: static accumulator indices (a run-time index keeps them in memory) and permutations.
+    auto step = [&](auto c) __attribute__((always_inline)) {
+      const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c)));
+      const __m512i w = _mm512_and_si512(
+          _mm512_srlv_epi16(v, _mm512_set_epi64(kShift4, kShift4, kShift4, kShift4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0F));
+      const __m512i idx = _mm512_set_epi32(2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1,
+                                           2 * c + 1, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c);
+      for (size_t t = 0; t < kT; ++t) {
+        const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * K + 256 * blk + 64 * c);
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
+        acc[t][c % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(idx, sx[t]), acc[t][c % 2]);
+      }
+    };
+    step(std::integral_constant<size_t, 0>());
+    step(std::integral_constant<size_t, 1>());
+    step(std::integral_constant<size_t, 2>());
+    step(std::integral_constant<size_t, 3>());
+  }
+  for (size_t t = 0; t < kT; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+}
+
+void row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T, float* off, float* out) {
+  by_4_tokens(T, out, [&](auto kT, size_t t0, float* o) { dot_row_q4_k<decltype(kT)::value>(row, K, a, t0, off, o); });
   add_offsets(off, K / 32, a.dsum32, T, out);
 }
 
