@@ -164,7 +164,9 @@ HWY_INLINE void RowF32(const uint8_t* HWY_RESTRICT row, size_t K, const float* H
   F f;
   // Blocks go in pairs so that the accumulator of each sub-block is known at compile time and a block of one
   // sub-block (Q4_0, Q8_0, ...) alternates with the next: one chain would wait 4 cycles per block.
-  auto block = [&](size_t ib, size_t a0) HWY_ATTR {
+  // The accumulator choice must be a compile-time constant (kA0), and the lambda inlined: with a run-time index
+  // GCC keeps acc in memory and every block waits on a store and a reload.
+  auto block = [&]<size_t kA0>(size_t ib) HWY_ATTR __attribute__((always_inline)) {
     const uint8_t* b = row + ib * F::kBytes;
     f.Begin(b);
     // Unrolled so that every sub-block's decode (nibble half, shifts) is fixed at compile time.
@@ -180,7 +182,7 @@ HWY_INLINE void RowF32(const uint8_t* HWY_RESTRICT row, size_t K, const float* H
           s[t] = hn::MulAdd(q, hn::LoadU(df, x + t * K + k0 + e), s[t]);
         }
       }
-      for (size_t t = 0; t < kT; ++t) acc[t][(a0 + j) % 2] = hn::MulAdd(s[t], hn::Set(df, f.sc[j]), acc[t][(a0 + j) % 2]);
+      for (size_t t = 0; t < kT; ++t) acc[t][(kA0 + j) % 2] = hn::MulAdd(s[t], hn::Set(df, f.sc[j]), acc[t][(kA0 + j) % 2]);
       if (F::kOffset)
         for (size_t t = 0; t < kT; ++t) {
           const float* xs = xsum16 + t * (K / 16) + k0 / 16;
@@ -191,10 +193,10 @@ HWY_INLINE void RowF32(const uint8_t* HWY_RESTRICT row, size_t K, const float* H
   const size_t nb = K / F::kBlock;
   size_t ib = 0;
   for (; ib + 2 <= nb; ib += 2) {
-    block(ib, 0);
-    block(ib + 1, kSub % 2);
+    block.template operator()<0>(ib);
+    block.template operator()<kSub % 2>(ib + 1);
   }
-  if (ib < nb) block(ib, 0);
+  if (ib < nb) block.template operator()<0>(ib);
   for (size_t t = 0; t < kT; ++t) out[t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc[t][0], acc[t][1]))) + osum[t];
 }
 
