@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 
 import numpy as np
@@ -16,6 +17,16 @@ def _checkout_paths():
 _paths = _checkout_paths()
 sys.path[:0] = _paths
 os.environ["PYTHONPATH"] = os.pathsep.join(_paths + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+
+@pytest.fixture
+def sigint_raises():
+    """SIGINT as Python's default KeyboardInterrupt for the test. A shell without job control starts background
+    commands with SIGINT ignored, and then _thread.interrupt_main does nothing: an interrupt test would wait for
+    a Ctrl-C that never comes."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def rel_rms(got, want):

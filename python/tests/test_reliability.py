@@ -203,7 +203,7 @@ def test_linear_family_checks_shapes_before_copying_or_scanning(call):
 
 # --- Ctrl-C -----------------------------------------------------------------------------------------------
 
-def test_keyboard_interrupt_stops_a_long_kernel_promptly():
+def test_keyboard_interrupt_stops_a_long_kernel_promptly(sigint_raises):
     rng = np.random.default_rng(0)
     T = 12288
     q = rng.standard_normal((1, T, 8, 128)).astype(np.float32)

@@ -96,7 +96,7 @@ def long_context(tmp_path_factory):
     return _save(tmp_path_factory.mktemp("reliability_long"), 1 << 20)
 
 
-def test_ctrl_c_ends_native_generation_between_tokens(long_context):
+def test_ctrl_c_ends_native_generation_between_tokens(long_context, sigint_raises):
     m = Model.load(str(long_context))
     timer = threading.Timer(0.5, _thread.interrupt_main)
     t0 = time.perf_counter()
