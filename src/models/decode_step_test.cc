@@ -39,6 +39,18 @@ void* counted_malloc(std::size_t n) {
 
 void* operator new(std::size_t n) { return counted_malloc(n); }
 void* operator new[](std::size_t n) { return counted_malloc(n); }
+// The nothrow forms too (std::stable_sort's temporary buffer uses them): a sanitizer's own nothrow new paired
+// with the free below is an alloc-dealloc mismatch.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted_malloc(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t& tag) noexcept { return operator new(n, tag); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
