@@ -239,8 +239,9 @@ TEST(Rng, FixedDefinition) {
 }
 
 // A large, peaked vocabulary row (as real models produce) through every filter combination: the fast path's
-// draws stay inside the reference's support, and one draw costs well under a millisecond.
-TEST(Sampler, LargeVocabularyIsFastAndInsideTheSupport) {
+// draws stay inside the reference's support. The time per draw is printed, not asserted: a timed assertion fails
+// under the sanitizers or on a loaded machine without anything being wrong (well under a millisecond, typically).
+TEST(Sampler, LargeVocabularyDrawsStayInsideTheSupport) {
   const size_t vocab = 151936;
   auto x = random_logits(vocab, 77, 1.5f);
   for (int i = 0; i < 20; ++i) x[size_t(i) * 7001] += 12.f;  // a few strong candidates
@@ -266,7 +267,6 @@ TEST(Sampler, LargeVocabularyIsFastAndInsideTheSupport) {
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
     std::printf("vocab %zu t=%.1f k=%lld p=%.2f min_p=%.2f: %.1f us per token\n", vocab, c.t, (long long)c.k, c.p,
                 c.min_p, us);
-    EXPECT_LT(us, 2000.0);  // generous: the test machine is shared; typical figures are printed above
   }
 }
 
