@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "loader/gguf_hf_util.h"
 #include "loader/gguf_hybrids.h"
+#include "loader/gguf_qwen35.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 
@@ -324,6 +325,7 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
   };
   switch (t.fix) {
     case GgufFix::none:
+    case GgufFix::untile_value_heads:
       out.bytes.assign(t.data, t.data + t.bytes);
       break;
     case GgufFix::unpermute_rope_rows: {
@@ -370,6 +372,7 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
       }
       break;
   }
+  if (t.value_heads.key_heads > 0) untile_value_heads(t, out, file);
   return out;
 }
 

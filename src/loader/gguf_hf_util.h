@@ -35,6 +35,15 @@ class JsonObject {
   json::Writer w_;
 };
 
+// config.json's architectures ([hf_class]) and model_type.
+inline void add_class(JsonObject& c, const char* hf_class, const char* model_type) {
+  std::string list = "[";  // appended piecewise: g++ 12 misreads "[" + std::string as an overlapping copy
+  list += json::quote(hf_class);
+  list += "]";
+  c.add("architectures", list);
+  c.add_string("model_type", model_type);
+}
+
 [[noreturn]] inline void fail(const GgufFile& f, const std::string& tensor, const std::string& m) {
   throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
 }
