@@ -10,7 +10,8 @@
 //   hybrids    the state-space and recurrent families (gguf_hybrids.h): A stored as -exp(A_log), squeezed conv
 //              kernels, reshaped norms, Qwen3-Next's split in_proj_qkvz, Qwen3.5's tiled value heads, RWKV-7's
 //              fused token-shift mixes
-// Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, and gguf_hybrids.h's.
+// Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, and gguf_hybrids.h's (qwen3next,
+// qwen35, qwen35moe and the state-space families among them).
 #include <cstdint>
 #include <optional>
 #include <string>
