@@ -43,7 +43,9 @@ GgufKvSpec& kv(GgufSpec& s, const std::string& key) {
 
 void set_u64(GgufSpec& s, const std::string& key, uint64_t v) { kv(s, key) = kv_scalar<uint64_t>(key, U64, v); }
 
-void erase_key(GgufSpec& s, const std::string& key) { std::erase_if(s.kvs, [&](const GgufKvSpec& k) { return k.key == key; }); }
+void erase_key(GgufSpec& s, const std::string& key) {
+  std::erase_if(s.kvs, [&](const GgufKvSpec& k) { return k.key == key; });
+}
 
 struct Malicious {
   const char* name;
@@ -124,17 +126,18 @@ std::vector<Malicious> catalogue() {
        "evil.gguf: key 'qwen3next.expert_count': must be in [1, 65536]"},
       {"qwen35 value heads not a multiple of key heads",
        edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.ssm.group_count", 4); }),
-       "evil.gguf: key 'qwen35.ssm.time_step_rank' (6 value heads) is not a multiple of 'qwen35.ssm.group_count' (4 key "
-       "heads)"},
+       "evil.gguf: key 'qwen35.ssm.time_step_rank' (6 value heads) is not a multiple of "
+       "'qwen35.ssm.group_count' (4 key heads)"},
       {"qwen35 value heads not a multiple of key heads (tensor map alone)",
        edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.ssm.group_count", 4); }),
-       "evil.gguf: key 'qwen35.ssm.time_step_rank' (6 value heads) is not a multiple of 'qwen35.ssm.group_count' (4 key "
-       "heads)", true},
+       "evil.gguf: key 'qwen35.ssm.time_step_rank' (6 value heads) is not a multiple of "
+       "'qwen35.ssm.group_count' (4 key heads)", true},
       {"qwen35 key heads missing (tensor map alone)",
        edited(qwen35_spec, [](GgufSpec& s) { erase_key(s, "qwen35.ssm.group_count"); }), "'qwen35.ssm.group_count'",
        true},
       {"qwen35 key heads given as a string",
-       edited(qwen35_spec, [](GgufSpec& s) { kv(s, "qwen35.ssm.group_count") = kv_string("qwen35.ssm.group_count", "2"); }),
+       edited(qwen35_spec,
+              [](GgufSpec& s) { kv(s, "qwen35.ssm.group_count") = kv_string("qwen35.ssm.group_count", "2"); }),
        "'qwen35.ssm.group_count'"},
       {"qwen35 value head size not whole",
        edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.ssm.inner_size", 13); }),
@@ -209,7 +212,8 @@ TEST(GgufHybrids, MaliciousFilesGiveNamedErrorsQuickly) {
 
 TEST(GgufHybrids, ValidHybridFilesOpen) {
   // The bases of the catalogue are valid: each refusal above is the edit's, not the base's.
-  for (GgufSpec (*base)() : {qwen3next_spec, qwen35_spec, lfm2_spec, rwkv7_spec, mamba_spec, +[] { return llama_like("llama"); }})
+  for (GgufSpec (*base)() :
+       {qwen3next_spec, qwen35_spec, lfm2_spec, rwkv7_spec, mamba_spec, +[] { return llama_like("llama"); }})
     EXPECT_NO_THROW(open_as_checkpoint(base()));
 }
 
@@ -247,10 +251,10 @@ TEST(GgufHybrids, Qwen35ValueHeadsMoveBack) {
   EXPECT_FALSE(c.has("num_experts"));
   const int64_t nv = kQwen35KeyHeads * kQwen35PerKey, dv = kQwen35HeadV;
   // name -> (rows before the value heads, rows per head, values per row); ssm_out and ssm_a checked apart.
+  const std::string a = "model.layers.0.linear_attn.";
   const std::map<std::string, std::tuple<int64_t, int64_t, int64_t>> rows = {
-      {"model.layers.0.linear_attn.in_proj_qkv.weight", {4, dv, 2}}, {"model.layers.0.linear_attn.in_proj_z.weight", {0, dv, 2}},
-      {"model.layers.0.linear_attn.in_proj_b.weight", {0, 1, 2}},    {"model.layers.0.linear_attn.in_proj_a.weight", {0, 1, 2}},
-      {"model.layers.0.linear_attn.dt_bias", {0, 1, 1}},            {"model.layers.0.linear_attn.conv1d.weight", {4, dv, 3}}};
+      {a + "in_proj_qkv.weight", {4, dv, 2}}, {a + "in_proj_z.weight", {0, dv, 2}}, {a + "in_proj_b.weight", {0, 1, 2}},
+      {a + "in_proj_a.weight", {0, 1, 2}},    {a + "dt_bias", {0, 1, 1}},           {a + "conv1d.weight", {4, dv, 3}}};
   std::set<std::string> seen;
   for (const GgufHfTensor& t : gguf_hf_tensors(f)) {
     SCOPED_TRACE(t.hf_name);
