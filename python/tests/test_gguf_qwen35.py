@@ -1,7 +1,8 @@
 """Qwen3.5 GGUF files (llama.cpp's qwen35 / qwen35moe) as a model source: tiny random transformers
 Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM models written the way convert_hf_to_gguf.py's Qwen3_5TextModel /
 Qwen3_5MoeTextModel writes them — Qwen3NextModel's edits (A_log stored as -exp(A_log), dt_bias as ssm_dt.bias,
-squeezed conv kernels, zero-centred norms stored as 1 + w), Qwen2MoeModel's stacked experts, and
+squeezed conv kernels, zero-centred norms stored as 1 + w), Qwen2MoeModel's stacked experts (gate_up_proj split,
+or kept fused as ffn_gate_up_exps, the converter's option), and
 _LinearAttentionVReorderBase's reordering of the linear-attention value heads from grouped by key head to tiled
 over the key heads (in_proj_qkv's v rows, in_proj_z, in_proj_b / a, A_log, dt_bias, conv1d's v channels and
 out_proj's input columns), restated here in numpy from the converter's math — loaded with Model.load and compared
@@ -101,7 +102,9 @@ def _converted(kind, cfg, state, quantized, tile=True):
             data = data + 1
         if ".mlp.experts." in name:  # Qwen2MoeModel: gate_up_proj split, the experts stacked as they come
             layer = name.split(".")[2]
-            if name.endswith("gate_up_proj"):
+            if name.endswith("gate_up_proj") and kind == "moe_fused":  # the converter's optional fusion
+                out.append((f"blk.{layer}.ffn_gate_up_exps.weight", data, q))
+            elif name.endswith("gate_up_proj"):
                 inter = data.shape[1] // 2
                 out.append((f"blk.{layer}.ffn_gate_exps.weight", data[:, :inter], q))
                 out.append((f"blk.{layer}.ffn_up_exps.weight", data[:, inter:], q))
@@ -201,7 +204,8 @@ def _build(kind, ftype, directory):
     return model, path
 
 
-CASES = [("dense", "f32"), ("dense", "q8_0"), ("dense_mtp", "f32"), ("moe", "f32"), ("moe", "q8_0")]
+CASES = [("dense", "f32"), ("dense", "q8_0"), ("dense_mtp", "f32"), ("moe", "f32"), ("moe", "q8_0"),
+         ("moe_fused", "q8_0")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")

@@ -6,6 +6,7 @@
 //              a row permutation, so it holds for quantized rows too (blocks run along the row)
 //   gemma*     RMSNorm weights are stored with the +1 of Gemma's x * (1 + w) folded in; it is taken off again
 //   *moe       the experts' stacked [n_expert, rows, cols] tensors are exposed per expert, as transformers names them
+//              (a fused ffn_gate_up_exps as gate_proj and up_proj)
 //   llama 3.1+ RoPE scaling is stored as rope_freqs.weight (per-frequency divisors); it becomes rope_scaling
 //   hybrids    the state-space and recurrent families (gguf_hybrids.h): A stored as -exp(A_log), squeezed conv
 //              kernels, reshaped norms, Qwen3-Next's split in_proj_qkvz, Qwen3.5's tiled value heads, RWKV-7's

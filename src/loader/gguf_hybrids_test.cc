@@ -71,6 +71,14 @@ GgufSpec llama_like(const char* arch) {
   return s;
 }
 
+// A qwen3moe file with two experts and `experts` beside its attention weight.
+GgufSpec qwen3moe_with(GgufTensorSpec experts) {
+  GgufSpec s = llama_like("qwen3moe");
+  add_u32_keys(s, "qwen3moe", {{"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2}});
+  s.tensors.push_back(std::move(experts));
+  return s;
+}
+
 GgufSpec mamba_spec() {
   GgufSpec s;
   s.kvs = {kv_string("general.architecture", "mamba")};
@@ -186,12 +194,14 @@ std::vector<Malicious> catalogue() {
        "evil.gguf: tensor 'blk.0.attn_k.weight': 'llama.attention.head_count_kv' is 2305843009213693952, over the 4096",
        true},
       {"qwen3moe 2^40 empty experts",
-       edited(+[] { return llama_like("qwen3moe"); },
-              [](GgufSpec& s) {
-                add_u32_keys(s, "qwen3moe", {{"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2}});
-                s.tensors.push_back({"blk.0.ffn_up_exps.weight", {0, 4, uint64_t(1) << 40}, 0, {}, std::nullopt});
-              }),
+       [] { return qwen3moe_with({"blk.0.ffn_up_exps.weight", {0, 4, uint64_t(1) << 40}, 0, {}, std::nullopt}); },
        "evil.gguf: tensor 'blk.0.ffn_up_exps.weight': 1099511627776 experts, over the 65536 any model has"},
+      {"qwen3moe fused gate / up experts of an odd row count",
+       [] {
+         return qwen3moe_with(
+             {"blk.0.ffn_gate_up_exps.weight", {4, 3, 2}, 0, f32_bytes(std::vector<float>(24)), std::nullopt});
+       },
+       "evil.gguf: tensor 'blk.0.ffn_gate_up_exps.weight': 3 rows per expert do not split into gate and up halves"},
   };
 }
 
