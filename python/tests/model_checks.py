@@ -60,6 +60,27 @@ def finish_gguf(writer):
     writer.close()
 
 
+def check_gguf_as_safetensors(path, directory, ids):
+    """The GGUF and its reference model saved as a safetensors checkpoint in `directory`, both loaded by attnzoo:
+    the same logits and layer kinds."""
+    hf, gg = Model.load(directory), Model.load(path)
+    np.testing.assert_allclose(gg.forward(ids), hf.forward(ids), atol=ATOL, rtol=0)
+    assert [x["kind"] for x in gg.inspect()["layers"]] == [x["kind"] for x in hf.inspect()["layers"]]
+
+
+def check_synthesized_config(path, ref, keys):
+    """The config.json attnzoo synthesizes for a GGUF against the transformers config `ref` it was written from:
+    the class, model_type and every key of `keys` both have; returns the synthesized config."""
+    import transformers
+    cfg = Model.load(path).config
+    assert cfg["architectures"] == [type(transformers.AutoModelForCausalLM.from_config(ref)).__name__]
+    assert cfg["model_type"] == ref.model_type
+    for key in keys:
+        if hasattr(ref, key) and key in cfg:
+            assert cfg[key] == getattr(ref, key), key
+    return cfg
+
+
 def reference_logits(ref, ids):
     import torch
     with torch.no_grad():

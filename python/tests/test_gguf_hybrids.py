@@ -365,26 +365,19 @@ def test_logits_match_transformers(case):
 
 
 def test_same_model_as_the_safetensors_checkpoint(case):
-    """The reference saved as a safetensors checkpoint and loaded by attnzoo: the same logits and layers."""
     kind, ftype, directory, path, ids, want = case
-    hf, gg = Model.load(os.path.join(directory, "hf")), Model.load(path)
-    np.testing.assert_allclose(gg.forward(ids), hf.forward(ids), atol=checks.ATOL, rtol=0)
-    assert [x["kind"] for x in gg.inspect()["layers"]] == [x["kind"] for x in hf.inspect()["layers"]]
+    checks.check_gguf_as_safetensors(path, os.path.join(directory, "hf"), ids)
 
 
 def test_synthesized_config(case):
     kind, ftype, directory, path, ids, want = case
-    cfg, ref = Model.load(path).config, _config(kind)
-    assert cfg["architectures"] == [type(transformers.AutoModelForCausalLM.from_config(ref)).__name__]
-    assert cfg["model_type"] == ref.model_type
-    for key in ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "num_key_value_heads",
-                "state_size", "conv_kernel", "n_groups", "num_heads", "head_dim", "time_step_rank", "layer_types",
-                "conv_L_cache", "mamba_d_ssm", "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state",
-                "mamba_d_conv", "mamba_rms_norm", "linear_num_key_heads", "linear_num_value_heads",
-                "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "partial_rotary_factor",
-                "num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size"):
-        if hasattr(ref, key) and key in cfg:
-            assert cfg[key] == getattr(ref, key), key
+    cfg = checks.check_synthesized_config(path, _config(kind), (
+        "hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "num_key_value_heads",
+        "state_size", "conv_kernel", "n_groups", "num_heads", "head_dim", "time_step_rank", "layer_types",
+        "conv_L_cache", "mamba_d_ssm", "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state",
+        "mamba_d_conv", "mamba_rms_norm", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+        "linear_value_head_dim", "linear_conv_kernel_dim", "partial_rotary_factor", "num_experts",
+        "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size"))
     assert cfg["bos_token_id"] == 1 and cfg["eos_token_id"] == 2
 
 

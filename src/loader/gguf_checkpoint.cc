@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "loader/gguf_hf_util.h"
 #include "loader/gguf_hybrids.h"
+#include "loader/gguf_qwen35.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 
@@ -324,6 +325,7 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
   };
   switch (t.fix) {
     case GgufFix::none:
+    case GgufFix::untile_value_heads:
       out.bytes.assign(t.data, t.data + t.bytes);
       break;
     case GgufFix::unpermute_rope_rows: {
@@ -370,6 +372,7 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
       }
       break;
   }
+  if (t.value_heads.key_heads > 0) untile_value_heads(t, out, file);
   return out;
 }
 
@@ -407,11 +410,15 @@ GgufHfTensor as_stored(const GgufTensor& t, std::string hf_name) {
 
 bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
                        std::vector<GgufHfTensor>& out) {
-  if (base != "ffn_gate_exps" && base != "ffn_up_exps" && base != "ffn_down_exps") return false;
+  const bool fused = base == "ffn_gate_up_exps";  // the converter's optional fusion: gate rows, then up rows
+  if (!fused && base != "ffn_gate_exps" && base != "ffn_up_exps" && base != "ffn_down_exps") return false;
   if (t.ne.size() != 3)
     throw LoadError(f.path() + ": tensor '" + t.name + "': expected 3 dimensions (experts stacked), got " +
                     std::to_string(t.ne.size()));
-  const std::string proj = base.substr(4, base.size() - 9) + "_proj";  // gate / up / down
+  if (fused && t.ne[1] % 2 != 0)
+    throw LoadError(f.path() + ": tensor '" + t.name + "': " + std::to_string(t.ne[1]) +
+                    " rows per expert do not split into gate and up halves");
+  const std::string proj = fused ? "gate_proj" : base.substr(4, base.size() - 9) + "_proj";  // gate / up / down
   const int64_t experts = t.ne[2], per = experts ? t.bytes / experts : 0;
   // An empty expert (ne[0] or ne[1] 0) takes no bytes, so the file does not bound ne[2]: the config's bound does.
   if (experts > config_count_limit("num_experts"))
@@ -419,9 +426,15 @@ bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string
                     std::to_string(config_count_limit("num_experts")) + " any model has");
   for (int64_t e = 0; e < experts; ++e) {
     GgufHfTensor x = as_stored(t, prefix + std::to_string(e) + "." + proj + ".weight");
-    x.shape = {t.ne[1], t.ne[0]};
+    x.shape = {fused ? t.ne[1] / 2 : t.ne[1], t.ne[0]};
     x.data = t.data + e * per;
-    x.bytes = per;
+    x.bytes = fused ? per / 2 : per;  // whole rows: an even row count halves the bytes exactly
+    if (fused) {
+      GgufHfTensor up = x;
+      up.hf_name = prefix + std::to_string(e) + ".up_proj.weight";
+      up.data = x.data + x.bytes;
+      out.push_back(std::move(up));
+    }
     out.push_back(std::move(x));
   }
   return true;

@@ -35,6 +35,15 @@ class JsonObject {
   json::Writer w_;
 };
 
+// config.json's architectures ([hf_class]) and model_type.
+inline void add_class(JsonObject& c, const char* hf_class, const char* model_type) {
+  std::string list = "[";  // appended piecewise: g++ 12 misreads "[" + std::string as an overlapping copy
+  list += json::quote(hf_class);
+  list += "]";
+  c.add("architectures", list);
+  c.add_string("model_type", model_type);
+}
+
 [[noreturn]] inline void fail(const GgufFile& f, const std::string& tensor, const std::string& m) {
   throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
 }
@@ -122,7 +131,8 @@ struct Meta {
 void add_vocab_and_dtype(JsonObject& c, const GgufFile& f);
 
 // A MoE block's stacked experts ([n_expert, rows, cols] in torch order: each expert a contiguous slice, quantized
-// or not) exposed as `prefix`E.{gate,up,down}_proj.weight. False when `base` is not ffn_{gate,up,down}_exps.
+// or not) exposed as `prefix`E.{gate,up,down}_proj.weight; ffn_gate_up_exps (gate rows, then up rows per expert)
+// as both halves. False when `base` is not ffn_{gate,up,down,gate_up}_exps.
 bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
                        std::vector<GgufHfTensor>& out);
 

@@ -4,19 +4,24 @@
 #include <cstring>
 
 #include "loader/gguf_hf_util.h"
+#include "loader/gguf_qwen35.h"
 #include "loader/gguf_rwkv7.h"
 #include "loader/load_error.h"
 
 namespace attnzoo {
 namespace {
 
+using gguf_hf::add_class;
 using gguf_hf::any_block_has;
 using gguf_hf::fail;
 using gguf_hf::JsonObject;
 using gguf_hf::Meta;
 using gguf_hf::sized;
 
-enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, rwkv7 };
+enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, qwen35, qwen35moe, rwkv7 };
+
+// Qwen3-Next and Qwen3.5: zero-centred norms stored as 1 + w, model.norm as output_norm.
+bool qwen3_family(Family f) { return f == Family::qwen3next || f == Family::qwen35 || f == Family::qwen35moe; }
 
 struct HybridArch {
   const char* gguf;
@@ -30,6 +35,8 @@ constexpr HybridArch kHybrids[] = {
     {"falcon-h1", Family::falcon_h1, "model.layers."},
     {"lfm2", Family::lfm2, "model.layers."},
     {"qwen3next", Family::qwen3next, "model.layers."},
+    {"qwen35", Family::qwen35, "model.layers."},
+    {"qwen35moe", Family::qwen35moe, "model.layers."},
     {"rwkv7", Family::rwkv7, "model.layers."},  // gguf_rwkv7.h
 };
 
@@ -110,8 +117,17 @@ std::vector<Entry> block_entries(Family fam) {
               {"attn_output", "self_attn.out_proj"},
               {"attn_q_norm", "self_attn.q_layernorm"},
               {"attn_k_norm", "self_attn.k_layernorm"}};
-    case Family::qwen3next: {
+    case Family::qwen3next:
+    case Family::qwen35:
+    case Family::qwen35moe: {
       std::vector<Entry> e = ssm_entries(fam, "linear_attn.");
+      if (fam == Family::qwen3next)
+        e.push_back({"ssm_ba", "linear_attn.in_proj_ba"});
+      else  // Qwen3.5's separate in_proj_qkv / z / b / a
+        e.insert(e.end(), {{"attn_qkv", "linear_attn.in_proj_qkv"},
+                           {"attn_gate", "linear_attn.in_proj_z"},
+                           {"ssm_beta", "linear_attn.in_proj_b"},
+                           {"ssm_alpha", "linear_attn.in_proj_a"}});
       e.insert(e.end(), {{"attn_norm", "input_layernorm"},
                          {"post_attention_norm", "post_attention_layernorm"},
                          {"attn_q", "self_attn.q_proj"},
@@ -120,7 +136,6 @@ std::vector<Entry> block_entries(Family fam) {
                          {"attn_output", "self_attn.o_proj"},
                          {"attn_q_norm", "self_attn.q_norm"},
                          {"attn_k_norm", "self_attn.k_norm"},
-                         {"ssm_ba", "linear_attn.in_proj_ba"},
                          {"ffn_gate_inp", "mlp.gate"},
                          {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
                          {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
@@ -144,57 +159,10 @@ const char* global_hf_name(Family fam, const std::string& name) {
   if (name == "output_norm.weight") {
     if (backbone) return "backbone.norm_f.weight";
     if (fam == Family::falcon_h1) return "model.final_layernorm.weight";
-    if (fam == Family::qwen3next) return "model.norm.weight";
+    if (qwen3_family(fam)) return "model.norm.weight";
   }
   if (name == "token_embd_norm.weight" && fam == Family::lfm2) return "model.embedding_norm.weight";
   return nullptr;
-}
-
-// Qwen3-Next's linear-attention input projection: Hugging Face interleaves it per key head ([q, k, v, z] for
-// each of the nk heads; v and z hold nv / nk value heads each), the converter splits it into attn_qkv
-// ([all q; all k; all v]) and attn_gate ([all z]). The head counts and sizes come from the metadata, so every
-// offset is checked against the tensors' own dimensions before a piece pointer is formed.
-GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::string& hf_name) {
-  const Meta m{f, "qwen3next."};
-  const std::string gate_name = qkv.name.substr(0, qkv.name.size() - std::string("attn_qkv.weight").size()) +
-                                "attn_gate.weight";
-  const GgufTensor* gate = f.find_tensor(gate_name);
-  if (!gate) fail(f, qkv.name, "comes without '" + gate_name + "', the z part of in_proj_qkvz");
-  const int64_t nk = m.count("ssm.group_count", "linear_num_key_heads"), dk = m.positive("ssm.state_size");
-  const int64_t nv = m.count("ssm.time_step_rank", "linear_num_value_heads"), inner = m.positive("ssm.inner_size");
-  if (nv % nk != 0 || inner % nv != 0)
-    fail(f, qkv.name, "ssm.time_step_rank must be a multiple of ssm.group_count and ssm.inner_size of "
-                      "ssm.time_step_rank");
-  const int64_t vdim = inner / nk;  // v (or z) rows per key head
-  const int64_t qk_rows = sized(f, qkv.name, [&] { return checked_mul(checked_mul(2, nk, "q and k"), dk, "q and k"); });
-  const int64_t rows = sized(f, qkv.name, [&] { return checked_add(qk_rows, inner, "q, k and v"); });
-  if (qkv.ne.size() != 2 || gate->ne.size() != 2 || qkv.type != gate->type || qkv.ne[0] != gate->ne[0] ||
-      qkv.ne[1] != rows || gate->ne[1] != inner)
-    fail(f, qkv.name, "expected [" + std::to_string(rows) + ", hidden] beside '" + gate_name + "' [" +
-                          std::to_string(inner) + ", hidden] of the same type");
-  // rows == ne[1] bounds every row index below by the tensor's own row count: the offsets cannot overflow.
-  const int64_t row = qkv.row_bytes();
-  GgufHfTensor h = gguf_hf::as_stored(qkv, hf_name);
-  h.shape = {qkv.ne[1] + gate->ne[1], qkv.ne[0]};
-  h.fix = GgufFix::gather_rows;
-  auto piece = [&](const GgufTensor& t, int64_t first_row, int64_t n_rows) {
-    h.pieces.push_back({t.data + first_row * row, n_rows * row, t.name, t.data, t.bytes});
-  };
-  for (int64_t k = 0; k < nk; ++k) {
-    piece(qkv, k * dk, dk);
-    piece(qkv, nk * dk + k * dk, dk);
-    piece(qkv, 2 * nk * dk + k * vdim, vdim);
-    piece(*gate, k * vdim, vdim);
-  }
-  return h;
-}
-
-void add_class(JsonObject& c, const char* hf_class, const char* model_type) {
-  std::string list = "[";  // appended piecewise: g++ 12 misreads "[" + std::string as an overlapping copy
-  list += json::quote(hf_class);
-  list += "]";
-  c.add("architectures", list);
-  c.add_string("model_type", model_type);
 }
 
 void mamba_config(JsonObject& c, const Meta& m, bool v2) {
@@ -303,45 +271,6 @@ void lfm2_config(JsonObject& c, const Meta& m) {
   c.add_bool("tie_embedding", m.f.find_tensor("output.weight") == nullptr);
 }
 
-void qwen3next_config(JsonObject& c, const Meta& m) {
-  add_class(c, "Qwen3NextForCausalLM", "qwen3_next");
-  const int64_t layers = m.layers(), heads = m.count("attention.head_count", "num_attention_heads");
-  const int64_t head_dim = m.has("attention.key_length") ? m.positive("attention.key_length")
-                                                         : m.positive("embedding_length") / heads;
-  c.add_int("hidden_size", m.positive("embedding_length"));
-  c.add_int("num_hidden_layers", layers);
-  c.add_int("num_attention_heads", heads);
-  c.add_int("num_key_value_heads",
-            m.has("attention.head_count_kv") ? m.count("attention.head_count_kv", "num_key_value_heads") : heads);
-  c.add_int("head_dim", head_dim);
-  const int64_t rope_dim = m.has("rope.dimension_count") ? m.positive("rope.dimension_count") : head_dim / 4;
-  c.add_float("partial_rotary_factor", double(rope_dim) / double(head_dim));
-  c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 10000.0);
-  if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
-  c.add_float("rms_norm_eps", m.eps());
-  const int64_t nv = m.count("ssm.time_step_rank", "linear_num_value_heads");
-  c.add_int("linear_conv_kernel_dim", m.count("ssm.conv_kernel", "conv_kernel"));
-  c.add_int("linear_key_head_dim", m.count("ssm.state_size", "linear_key_head_dim"));
-  c.add_int("linear_num_key_heads", m.count("ssm.group_count", "linear_num_key_heads"));
-  c.add_int("linear_num_value_heads", nv);
-  c.add_int("linear_value_head_dim", m.ratio(m.positive("ssm.inner_size"), "ssm.inner_size", nv, "ssm.time_step_rank"));
-  c.add_int("full_attention_interval", m.has("full_attention_interval") ? m.positive("full_attention_interval") : 4);
-  if (m.has("feed_forward_length")) c.add_int("intermediate_size", m.i("feed_forward_length"));
-  c.add_int("num_experts", m.count("expert_count", "num_experts"));
-  c.add_int("num_experts_per_tok", m.count("expert_used_count", "num_experts_per_tok"));
-  c.add_int("moe_intermediate_size", m.positive("expert_feed_forward_length"));
-  c.add_int("shared_expert_intermediate_size", m.positive("expert_shared_feed_forward_length"));
-  c.add_bool("norm_topk_prob", true);  // llama.cpp's qwen3next graph renormalizes the top-k weights
-  c.add_int("decoder_sparse_step", 1);
-  // A block without a router is a dense MLP.
-  std::string dense = "[";
-  for (int64_t i = 0; i < layers; ++i)
-    if (!m.f.find_tensor("blk." + std::to_string(i) + ".ffn_gate_inp.weight"))
-      dense += std::string(dense.size() > 1 ? ", " : "") + std::to_string(i);
-  c.add("mlp_only_layers", dense + "]");
-  c.add_string("hidden_act", "silu");
-}
-
 }  // namespace
 
 std::string gguf_hybrid_config_json(const GgufFile& f) {
@@ -354,7 +283,9 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
     case Family::mamba2: mamba_config(c, m, true); break;
     case Family::falcon_h1: falcon_h1_config(c, m); break;
     case Family::lfm2: lfm2_config(c, m); break;
-    case Family::qwen3next: qwen3next_config(c, m); break;
+    case Family::qwen3next: qwen3_hybrid_config(c, m, Qwen3Hybrid::next); break;
+    case Family::qwen35: qwen3_hybrid_config(c, m, Qwen3Hybrid::dense35); break;
+    case Family::qwen35moe: qwen3_hybrid_config(c, m, Qwen3Hybrid::moe35); break;
     case Family::rwkv7: break;
   }
   gguf_hf::add_vocab_and_dtype(c, f);
@@ -395,11 +326,14 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
   const HybridArch& a = *find_hybrid(f);
   if (a.family == Family::rwkv7) return gguf_rwkv7_tensors(f);
   const std::vector<Entry> entries = block_entries(a.family);
+  const int64_t mtp_from = a.family == Family::qwen35 || a.family == Family::qwen35moe
+                               ? qwen35_text_layers(gguf_hf::Meta{f, std::string(a.gguf) + "."})
+                               : -1;
   std::vector<GgufHfTensor> out;
   for (const GgufTensor& t : f.tensors()) {
     if (const char* g = global_hf_name(a.family, t.name)) {
       out.push_back(gguf_hf::as_stored(t, g));
-      if (a.family == Family::qwen3next && t.name == "output_norm.weight") out.back().fix = GgufFix::subtract_one;
+      if (qwen3_family(a.family) && t.name == "output_norm.weight") out.back().fix = GgufFix::subtract_one;
       continue;
     }
     const auto blk = gguf_hf::split_block(t.name);
@@ -409,13 +343,14 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
     const size_t dot = rest.rfind('.');
     const std::string ext = dot == std::string::npos ? "" : rest.substr(dot);
     const std::string base = rest.substr(0, rest.size() - ext.size());
-    if (a.family == Family::qwen3next) {
+    if (mtp_from >= 0 && blk->first >= mtp_from) continue;  // Qwen3.5's multi-token-prediction blocks
+    if (qwen3_family(a.family)) {
       if (gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", base, out)) continue;
-      if (rest == "attn_qkv.weight") {
+      if (a.family == Family::qwen3next && rest == "attn_qkv.weight") {
         out.push_back(gather_qkvz(f, t, layer + "linear_attn.in_proj_qkvz.weight"));
         continue;
       }
-      if (rest == "attn_gate.weight") continue;  // gathered with attn_qkv
+      if (a.family == Family::qwen3next && rest == "attn_gate.weight") continue;  // gathered with attn_qkv
     }
     const Entry* e = nullptr;
     std::string hf;
@@ -432,11 +367,12 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
     }
     if (e->edit & kFlatten) h.shape = {t.numel()};
     if (e->edit & kNegExp) h.fix = GgufFix::log_of_negated;
-    if (a.family == Family::qwen3next && ext == ".weight" && base.ends_with("norm") && base != "ssm_norm")
+    if (qwen3_family(a.family) && ext == ".weight" && base.ends_with("norm") && base != "ssm_norm")
       h.fix = GgufFix::subtract_one;
     if (h.fix != GgufFix::none && !gguf_hf::plain_float(t.type))
       fail(f, t.name, std::string("stored as ") + quant_type_name(t.type) + ", which cannot be turned back into '" + hf +
                           "' (F32, F16 or BF16 expected)");
+    if (a.family == Family::qwen35 || a.family == Family::qwen35moe) mark_value_heads(f, t, base, h);
     out.push_back(std::move(h));
   }
   return out;

@@ -5,10 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <tuple>
 #include <functional>
 
+#include "loader/config.h"
 #include "loader/gguf_checkpoint.h"
 #include "loader/gguf_hybrids.h"
+#include "loader/gguf_qwen35.h"
 #include "loader/gguf_test_files.h"
 
 namespace attnzoo {
@@ -36,6 +43,10 @@ GgufKvSpec& kv(GgufSpec& s, const std::string& key) {
 
 void set_u64(GgufSpec& s, const std::string& key, uint64_t v) { kv(s, key) = kv_scalar<uint64_t>(key, U64, v); }
 
+void erase_key(GgufSpec& s, const std::string& key) {
+  std::erase_if(s.kvs, [&](const GgufKvSpec& k) { return k.key == key; });
+}
+
 struct Malicious {
   const char* name;
   std::function<GgufSpec()> make;
@@ -57,6 +68,14 @@ GgufSpec llama_like(const char* arch) {
   s.kvs = {kv_string("general.architecture", arch)};
   add_u32_keys(s, arch, {{"block_count", 1}, {"embedding_length", 4}, {"attention.head_count", 1}, {"vocab_size", 5}});
   s.tensors = {{"blk.0.attn_q.weight", {4, 4}, 0, f32_bytes(std::vector<float>(16, 1.f)), std::nullopt}};
+  return s;
+}
+
+// A qwen3moe file with two experts and `experts` beside its attention weight.
+GgufSpec qwen3moe_with(GgufTensorSpec experts) {
+  GgufSpec s = llama_like("qwen3moe");
+  add_u32_keys(s, "qwen3moe", {{"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2}});
+  s.tensors.push_back(std::move(experts));
   return s;
 }
 
@@ -113,6 +132,40 @@ std::vector<Malicious> catalogue() {
       {"qwen3next expert count past the bound",
        edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.expert_count", kHuge); }),
        "evil.gguf: key 'qwen3next.expert_count': must be in [1, 65536]"},
+      {"qwen35 value heads not a multiple of key heads",
+       edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.ssm.group_count", 4); }),
+       "evil.gguf: key 'qwen35.ssm.time_step_rank' (6 value heads) is not a multiple of "
+       "'qwen35.ssm.group_count' (4 key heads)"},
+      {"qwen35 value heads not a multiple of key heads (tensor map alone)",
+       edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.ssm.group_count", 4); }),
+       "evil.gguf: key 'qwen35.ssm.time_step_rank' (6 value heads) is not a multiple of "
+       "'qwen35.ssm.group_count' (4 key heads)", true},
+      {"qwen35 key heads missing (tensor map alone)",
+       edited(qwen35_spec, [](GgufSpec& s) { erase_key(s, "qwen35.ssm.group_count"); }), "'qwen35.ssm.group_count'",
+       true},
+      {"qwen35 key heads given as a string",
+       edited(qwen35_spec,
+              [](GgufSpec& s) { kv(s, "qwen35.ssm.group_count") = kv_string("qwen35.ssm.group_count", "2"); }),
+       "'qwen35.ssm.group_count'"},
+      {"qwen35 value head size not whole",
+       edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.ssm.inner_size", 13); }),
+       "evil.gguf: key 'qwen35.ssm.inner_size' (13) is not a multiple of 'qwen35.ssm.time_step_rank' (6)", true},
+      {"qwen35 head sizes that do not match the tensors",
+       edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.ssm.inner_size", 18); }),
+       "evil.gguf: tensor 'blk.0.attn_qkv.weight': expected 22 rows ('qwen35.ssm.group_count' 2, "
+       "'qwen35.ssm.time_step_rank' 6, 'qwen35.ssm.state_size' 1, 'qwen35.ssm.inner_size' 18)", true},
+      {"qwen35 prediction blocks as many as the blocks",
+       edited(qwen35_spec, [](GgufSpec& s) { set_u64(s, "qwen35.nextn_predict_layers", 2); }),
+       "evil.gguf: key 'qwen35.nextn_predict_layers': 2 prediction blocks of the 2 in 'qwen35.block_count'", true},
+      {"qwen35 value heads splitting Q8_0 blocks",
+       edited(qwen35_spec,
+              [](GgufSpec& s) {
+                set_u64(s, "qwen35.ssm.inner_size", 96);  // 6 heads of 16 columns: 3 blocks of 32 per row
+                set_u64(s, "qwen35.block_count", 1);
+                erase_key(s, "qwen35.nextn_predict_layers");
+                s.tensors = {{"blk.0.ssm_out.weight", {96, 2}, 8, Bytes(2 * 3 * 34, 0), std::nullopt}};
+              }),
+       "evil.gguf: tensor 'blk.0.ssm_out.weight': value heads of 16 columns do not hold whole Q8_0 blocks", true},
       {"rwkv7 block count of 2^62", edited(rwkv7_spec, [](GgufSpec& s) { set_u64(s, "rwkv7.block_count", kHuge); }),
        "evil.gguf: key 'rwkv7.block_count': must be in [1, 4096]"},
       {"rwkv7 hidden size past the bound",
@@ -141,12 +194,14 @@ std::vector<Malicious> catalogue() {
        "evil.gguf: tensor 'blk.0.attn_k.weight': 'llama.attention.head_count_kv' is 2305843009213693952, over the 4096",
        true},
       {"qwen3moe 2^40 empty experts",
-       edited(+[] { return llama_like("qwen3moe"); },
-              [](GgufSpec& s) {
-                add_u32_keys(s, "qwen3moe", {{"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2}});
-                s.tensors.push_back({"blk.0.ffn_up_exps.weight", {0, 4, uint64_t(1) << 40}, 0, {}, std::nullopt});
-              }),
+       [] { return qwen3moe_with({"blk.0.ffn_up_exps.weight", {0, 4, uint64_t(1) << 40}, 0, {}, std::nullopt}); },
        "evil.gguf: tensor 'blk.0.ffn_up_exps.weight': 1099511627776 experts, over the 65536 any model has"},
+      {"qwen3moe fused gate / up experts of an odd row count",
+       [] {
+         return qwen3moe_with(
+             {"blk.0.ffn_gate_up_exps.weight", {4, 3, 2}, 0, f32_bytes(std::vector<float>(24)), std::nullopt});
+       },
+       "evil.gguf: tensor 'blk.0.ffn_gate_up_exps.weight': 3 rows per expert do not split into gate and up halves"},
   };
 }
 
@@ -167,7 +222,8 @@ TEST(GgufHybrids, MaliciousFilesGiveNamedErrorsQuickly) {
 
 TEST(GgufHybrids, ValidHybridFilesOpen) {
   // The bases of the catalogue are valid: each refusal above is the edit's, not the base's.
-  for (GgufSpec (*base)() : {qwen3next_spec, lfm2_spec, rwkv7_spec, mamba_spec, +[] { return llama_like("llama"); }})
+  for (GgufSpec (*base)() :
+       {qwen3next_spec, qwen35_spec, lfm2_spec, rwkv7_spec, mamba_spec, +[] { return llama_like("llama"); }})
     EXPECT_NO_THROW(open_as_checkpoint(base()));
 }
 
@@ -189,6 +245,72 @@ TEST(GgufHybrids, GatherRefusesRowsOutsideTheirTensor) {
   EXPECT_THROW(undo_gguf_fix(t, "evil.gguf"), LoadError);
   t.pieces = {{data + 4, 12, "a", data, 16}, {data, 16, "b", data, 16}};
   EXPECT_EQ(undo_gguf_fix(t, "evil.gguf").bytes.size(), 28u);
+}
+
+// llama.cpp's tiled value heads back in Hugging Face's order, checked value by value against the spec's layout;
+// the prediction block is not part of the text model.
+TEST(GgufHybrids, Qwen35ValueHeadsMoveBack) {
+  const GgufFile f = GgufFile::parse(MappedFile::from_bytes(gguf_bytes(qwen35_spec()), "q.gguf"));
+  const Config c = Config::parse(gguf_hf_config_json(f), "q.gguf");
+  EXPECT_EQ(c.get_string_list("architectures"), std::vector<std::string>{"Qwen3_5ForCausalLM"});
+  EXPECT_EQ(c.get_string("model_type"), "qwen3_5_text");
+  EXPECT_EQ(c.get_int("num_hidden_layers"), 1);
+  EXPECT_EQ(c.get_int("linear_num_value_heads"), 6);
+  EXPECT_EQ(c.get_int("linear_value_head_dim"), 2);
+  EXPECT_EQ(c.get_int("intermediate_size"), 2);
+  EXPECT_FALSE(c.has("num_experts"));
+  const int64_t nv = kQwen35KeyHeads * kQwen35PerKey, dv = kQwen35HeadV;
+  // name -> (rows before the value heads, rows per head, values per row); ssm_out and ssm_a checked apart.
+  const std::string a = "model.layers.0.linear_attn.";
+  const std::map<std::string, std::tuple<int64_t, int64_t, int64_t>> rows = {
+      {a + "in_proj_qkv.weight", {4, dv, 2}}, {a + "in_proj_z.weight", {0, dv, 2}}, {a + "in_proj_b.weight", {0, 1, 2}},
+      {a + "in_proj_a.weight", {0, 1, 2}},    {a + "dt_bias", {0, 1, 1}},           {a + "conv1d.weight", {4, dv, 3}}};
+  std::set<std::string> seen;
+  for (const GgufHfTensor& t : gguf_hf_tensors(f)) {
+    SCOPED_TRACE(t.hf_name);
+    seen.insert(t.hf_name);
+    EXPECT_FALSE(t.gguf_name.starts_with("blk.1.")) << "a prediction-block tensor in the text model";
+    if (t.fix == GgufFix::none) continue;
+    const GgufHfBytes b = undo_gguf_fix(t, f.path());
+    ASSERT_EQ(b.type, QuantType::F32);
+    std::vector<float> v(b.bytes.size() / sizeof(float));
+    std::memcpy(v.data(), b.bytes.data(), b.bytes.size());
+    std::vector<float> want;
+    if (auto it = rows.find(t.hf_name); it != rows.end()) {
+      const auto [first, head, per_row] = it->second;
+      for (int64_t r = 0; r < first + nv * head; ++r)
+        want.insert(want.end(), size_t(per_row), float(r < first ? 100 + r : r - first));
+    } else if (t.hf_name.ends_with("out_proj.weight")) {
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t col = 0; col < nv * dv; ++col) want.push_back(float(10 * r + col));
+    } else if (t.hf_name.ends_with("A_log")) {
+      for (int64_t h = 0; h < nv; ++h) want.push_back(std::log(float(1 + h)));
+    } else {
+      continue;  // the norms' +1
+    }
+    ASSERT_EQ(v.size(), want.size());
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(v[i], want[i], 1e-6) << "at " << i;
+  }
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_TRUE(seen.count("model.layers.0.linear_attn.out_proj.weight"));
+  EXPECT_TRUE(seen.count("model.layers.0.linear_attn.A_log"));
+}
+
+TEST(GgufHybrids, UntileRefusesHeadsOutsideTheTensor) {
+  // Defence in depth: the untiling checks its own bounds, whatever set the head counts.
+  GgufHfTensor t;
+  t.hf_name = "model.layers.0.linear_attn.in_proj_z.weight";
+  t.gguf_name = "blk.0.attn_gate.weight";
+  t.shape = {4, 2};
+  t.value_heads = {2, 3, 1, 0, false};  // 6 heads of a row each, in 4 rows
+  GgufHfBytes b{std::vector<uint8_t>(32), QuantType::F32};
+  EXPECT_THROW(untile_value_heads(t, b, "evil.gguf"), LoadError);
+  t.value_heads = {2, 2, 1, 1, false};  // 4 heads after a first row: 5 rows
+  EXPECT_THROW(untile_value_heads(t, b, "evil.gguf"), LoadError);
+  t.value_heads = {int64_t(1) << 40, int64_t(1) << 40, 1, 0, false};
+  EXPECT_THROW(untile_value_heads(t, b, "evil.gguf"), LoadError);
+  t.value_heads = {2, 2, 1, 0, false};
+  EXPECT_NO_THROW(untile_value_heads(t, b, "evil.gguf"));
 }
 
 // The writer's direction: each Hugging Face name back to the GGUF name the loader reads it from.

@@ -172,4 +172,51 @@ inline GgufSpec lfm2_spec() {
   return s;
 }
 
+
+// qwen35: 2 key heads, 6 value heads of 2 (3 per key head), stored tiled as llama.cpp's converter stores them: stored
+// value head s is Hugging Face's qwen35_hf_head(s). Every value-head row (column, element) holds its Hugging Face
+// index within the value heads (attn_qkv / ssm_conv1d: after 4 q and k rows holding 100 + r; ssm_out row r: 10 * r +
+// column; ssm_a: -(1 + head)). Block 1 is a multi-token-prediction block (nextn_predict_layers 1).
+constexpr int64_t kQwen35KeyHeads = 2, kQwen35PerKey = 3, kQwen35HeadV = 2;
+inline int64_t qwen35_hf_head(int64_t stored) {
+  return stored % kQwen35KeyHeads * kQwen35PerKey + stored / kQwen35KeyHeads;
+}
+
+inline GgufSpec qwen35_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "qwen35")};
+  add_u32_keys(s, "qwen35",
+               {{"block_count", 2}, {"nextn_predict_layers", 1}, {"embedding_length", 2}, {"attention.head_count", 1},
+                {"feed_forward_length", 2}, {"ssm.group_count", 2}, {"ssm.state_size", 1}, {"ssm.time_step_rank", 6},
+                {"ssm.inner_size", 12}, {"ssm.conv_kernel", 3}, {"vocab_size", 5}});
+  const int64_t nv = kQwen35KeyHeads * kQwen35PerKey, dv = kQwen35HeadV;
+  // rows_of(per_row, first, head): `first` q / k rows, then the value heads' rows, each row `per_row` values.
+  auto rows_of = [&](int64_t per_row, int64_t first, int64_t head) {
+    std::vector<float> v;
+    for (int64_t r = 0; r < first; ++r) v.insert(v.end(), size_t(per_row), float(100 + r));
+    for (int64_t st = 0; st < nv; ++st)
+      for (int64_t e = 0; e < head; ++e) v.insert(v.end(), size_t(per_row), float(qwen35_hf_head(st) * head + e));
+    return v;
+  };
+  std::vector<float> a, out;
+  for (int64_t st = 0; st < nv; ++st) a.push_back(-float(1 + qwen35_hf_head(st)));
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t st = 0; st < nv; ++st)
+      for (int64_t e = 0; e < dv; ++e) out.push_back(float(10 * r + qwen35_hf_head(st) * dv + e));
+  const uint64_t rows_qkv = uint64_t(4 + nv * dv);
+  s.tensors = {{"blk.0.attn_qkv.weight", {2, rows_qkv}, 0, f32_bytes(rows_of(2, 4, dv)), std::nullopt},
+               {"blk.0.attn_gate.weight", {2, uint64_t(nv * dv)}, 0, f32_bytes(rows_of(2, 0, dv)), std::nullopt},
+               {"blk.0.ssm_beta.weight", {2, uint64_t(nv)}, 0, f32_bytes(rows_of(2, 0, 1)), std::nullopt},
+               {"blk.0.ssm_alpha.weight", {2, uint64_t(nv)}, 0, f32_bytes(rows_of(2, 0, 1)), std::nullopt},
+               {"blk.0.ssm_a", {uint64_t(nv)}, 0, f32_bytes(a), std::nullopt},
+               {"blk.0.ssm_dt.bias", {uint64_t(nv)}, 0, f32_bytes(rows_of(1, 0, 1)), std::nullopt},
+               {"blk.0.ssm_conv1d.weight", {3, rows_qkv}, 0, f32_bytes(rows_of(3, 4, dv)), std::nullopt},
+               {"blk.0.ssm_out.weight", {uint64_t(nv * dv), 2}, 0, f32_bytes(out), std::nullopt},
+               {"blk.0.ssm_norm.weight", {uint64_t(dv)}, 0, f32_bytes({1.f, 1.5f}), std::nullopt},
+               {"blk.0.attn_norm.weight", {2}, 0, f32_bytes({1.f, 1.5f}), std::nullopt},
+               {"blk.1.nextn.eh_proj.weight", {4, 2}, 0, f32_bytes(std::vector<float>(8, 3.f)), std::nullopt},
+               {"blk.1.attn_q.weight", {2, 2}, 0, f32_bytes(std::vector<float>(4, 3.f)), std::nullopt}};
+  return s;
+}
+
 }  // namespace attnzoo::testing
