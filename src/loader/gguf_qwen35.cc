@@ -180,8 +180,8 @@ void untile_value_heads(const GgufHfTensor& t, GgufHfBytes& out, const std::stri
   };
   const auto info = quant_type_info(uint32_t(out.type));
   const int64_t total = int64_t(out.bytes.size());
-  if (!info || t.shape.empty() || t.shape[0] <= 0 || total % t.shape[0] != 0 || v.per_key <= 0 ||
-      v.head_size <= 0 || v.first < 0 || (v.columns && v.head_size % info->block_elems != 0))
+  if (!info || t.shape.empty() || t.shape[0] <= 0 || total <= 0 || total % t.shape[0] != 0 || v.per_key <= 0 ||
+      v.key_heads <= 0 || v.head_size <= 0 || v.first < 0 || (v.columns && v.head_size % info->block_elems != 0))
     bad("do not fit its shape");
   const int64_t row_bytes = total / t.shape[0];
   int64_t chunk = 0, span = 0, start = 0;
