@@ -176,29 +176,68 @@ void PrefetchKeyRows(const AttentionProblem& p, const SeqSpan& seq, int64_t kv_h
   }
 }
 
+// Writes four f32 key rows into columns j..j+3 of K^T (D x Bc) by 4 x 4 blocks: a third of the instructions of
+// element-wise copying, which was 4% of an AVX2 prefill. Returns how many leading dims it wrote (D rounded
+// down to a multiple of 4; 0 on targets without 128-bit vectors).
+size_t TransposeFourKeys(const float* const r[4], size_t D, float* HWY_RESTRICT kt, size_t Bc) {
+#if HWY_MAX_BYTES >= 16
+  const hn::Full128<float> d4;
+  size_t d = 0;
+  for (; d + 4 <= D; d += 4) {
+    const auto a = hn::LoadU(d4, r[0] + d), b = hn::LoadU(d4, r[1] + d);
+    const auto c = hn::LoadU(d4, r[2] + d), e = hn::LoadU(d4, r[3] + d);
+    const auto ab_lo = hn::InterleaveLower(d4, a, b), ce_lo = hn::InterleaveLower(d4, c, e);  // a0 b0 a1 b1
+    const auto ab_hi = hn::InterleaveUpper(d4, a, b), ce_hi = hn::InterleaveUpper(d4, c, e);  // a2 b2 a3 b3
+    hn::StoreU(hn::ConcatLowerLower(d4, ce_lo, ab_lo), d4, kt + d * Bc);
+    hn::StoreU(hn::ConcatUpperUpper(d4, ce_lo, ab_lo), d4, kt + (d + 1) * Bc);
+    hn::StoreU(hn::ConcatLowerLower(d4, ce_hi, ab_hi), d4, kt + (d + 2) * Bc);
+    hn::StoreU(hn::ConcatUpperUpper(d4, ce_hi, ab_hi), d4, kt + (d + 3) * Bc);
+  }
+  return d;
+#else
+  (void)r, (void)D, (void)kt, (void)Bc;
+  return 0;
+#endif
+}
+
 // K^T as f32 (D x Bc) and, unless the product reads V in place, V as f32 (Bc x Dvp); padding rows and columns
 // are zero so they add nothing. f32 K rows are transposed straight from the cache, without a staging copy.
 void PackKeyValueTile(const AttentionProblem& p, int64_t kv_head, int64_t cols, size_t Bc, size_t Dvp, bool pack_v,
                       Scratch& sc) {
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
   const bool plain_f32 = p.kv_dtype == DType::f32 && !p.k_scale.data;
+  int64_t j4 = 0;  // keys [0, j4) of plain f32 K go by 4 x 4 blocks, the rest one by one
+  if (plain_f32) {
+    for (; j4 + 4 <= cols; j4 += 4) {
+      const float* r[4];
+      for (int64_t i = 0; i < 4; ++i)
+        r[i] = static_cast<const float*>(p.k) + sc.krow[size_t(j4 + i)] + kv_head * p.ks.head;
+      for (size_t d = TransposeFourKeys(r, D, sc.kt.data() + size_t(j4), Bc); d < D; ++d)
+        for (int64_t i = 0; i < 4; ++i) sc.kt[d * Bc + size_t(j4 + i)] = r[i][d];
+    }
+  }
   for (int64_t j = 0; j < cols; ++j) {
     const void* krow = ElementPtr(p.k, p.kv_dtype, sc.krow[size_t(j)] + kv_head * p.ks.head);
     const void* vrow = ElementPtr(p.v, p.kv_dtype, sc.vrow[size_t(j)] + kv_head * p.vs.head);
     float* vdst = sc.v.data() + size_t(j) * Dvp;
-    const float* kf32 = plain_f32 ? static_cast<const float*>(krow) : sc.row.data();
-    if (p.k_scale.data) {  // quantized: dequantized while packing
-      dequantize_kv_row(krow, p.kv_dtype, p.k_scale.data[sc.ksrow[size_t(j)] + kv_head * p.k_scale.head],
-                        sc.row.data(), D);
-      if (pack_v)
-        dequantize_kv_row(vrow, p.kv_dtype, p.v_scale.data[sc.vsrow[size_t(j)] + kv_head * p.v_scale.head], vdst,
-                          Dv);
-    } else {
-      if (!plain_f32) convert_to_f32(krow, p.kv_dtype, sc.row.data(), D);
-      if (pack_v) convert_to_f32(vrow, p.kv_dtype, vdst, Dv);
+    if (j >= j4) {
+      const float* kf32 = plain_f32 ? static_cast<const float*>(krow) : sc.row.data();
+      if (p.k_scale.data) {  // quantized: dequantized while packing
+        dequantize_kv_row(krow, p.kv_dtype, p.k_scale.data[sc.ksrow[size_t(j)] + kv_head * p.k_scale.head],
+                          sc.row.data(), D);
+      } else if (!plain_f32) {
+        convert_to_f32(krow, p.kv_dtype, sc.row.data(), D);
+      }
+      for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = kf32[d];
     }
-    for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + size_t(j)] = kf32[d];
-    if (pack_v) std::fill(vdst + Dv, vdst + Dvp, 0.f);
+    if (!pack_v) continue;
+    if (p.k_scale.data) {
+      dequantize_kv_row(vrow, p.kv_dtype, p.v_scale.data[sc.vsrow[size_t(j)] + kv_head * p.v_scale.head], vdst,
+                        Dv);
+    } else {
+      convert_to_f32(vrow, p.kv_dtype, vdst, Dv);
+    }
+    std::fill(vdst + Dv, vdst + Dvp, 0.f);
   }
   for (size_t j = size_t(cols); j < Bc; ++j) {
     for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + j] = 0.f;
