@@ -42,10 +42,10 @@ struct Scratch {
 // exp(x) for x <= 0, the only arguments softmax has (scores minus their running max; masked scores are -inf):
 // 2^n from the exponent bits times a degree-6 polynomial of the reduced argument (relative error ~2e-7).
 // Highway's Exp also serves x > 0 with a two-step scaling against overflow and a checked float -> int
-// conversion, several operations more per vector: with an exponential per score that was ~4% of an AVX2
-// prefill. n = round(x / ln 2) comes from adding 1.5 * 2^23 + 127, which leaves n + 127 in the low mantissa
-// bits, ready to be shifted into the exponent field. Arguments below -88 (-inf included) give exactly 0: they
-// round to n = -127, whose exponent bits are zero.
+// conversion: 45 instructions a vector in the AVX2 row loop against 22 here, ~6% of an AVX2 prefill.
+// n = round(x / ln 2) comes from adding 1.5 * 2^23 + 127, which leaves n + 127 in the low mantissa bits, ready
+// to be shifted into the exponent field. Arguments below -88 (-inf included) give exactly 0: they round to
+// n = -127, whose exponent bits are zero.
 template <class D, class V>
 HWY_INLINE V ExpNonPositive(D d, V x) {
   const hn::RebindToSigned<D> di;
