@@ -45,6 +45,7 @@ const Arch& find_arch(const GgufFile& f) {
     if (name == a.gguf) return a;
   std::string known;
   for (const Arch& a : kArchs) known += (known.empty() ? "" : ", ") + std::string(a.gguf);
+  for (const std::string& h : gguf_hybrid_architectures()) known += ", " + h;
   throw LoadError(f.path() + ": key 'general.architecture': '" + name + "' is not supported as a model source (supported: " +
                   known + ")");
 }

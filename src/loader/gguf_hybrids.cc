@@ -294,6 +294,12 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
 
 bool gguf_is_hybrid(const GgufFile& f) { return find_hybrid(f) != nullptr; }
 
+std::vector<std::string> gguf_hybrid_architectures() {
+  std::vector<std::string> out;
+  for (const HybridArch& a : kHybrids) out.emplace_back(a.gguf);
+  return out;
+}
+
 std::optional<std::string> gguf_hybrid_tensor_name(const std::string& gguf_arch, const std::string& hf_name) {
   const HybridArch* a = nullptr;
   for (const HybridArch& x : kHybrids)

@@ -30,6 +30,9 @@ namespace attnzoo {
 // caller's own lookup names it).
 bool gguf_is_hybrid(const GgufFile& f);
 
+// The general.architecture values of the families above, for error messages that list what loads.
+std::vector<std::string> gguf_hybrid_architectures();
+
 // config.json text for a hybrid family's file. Throws LoadError naming the file and the key.
 std::string gguf_hybrid_config_json(const GgufFile& f);
 
