@@ -8,6 +8,7 @@ transformers'; in Q8_0 (written through the Python API) every block equal to the
 the reordered reference tensor — the heads moved before quantizing — and logits close to transformers'."""
 import copy
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ import attnzoo  # noqa: E402
 import model_checks as checks  # noqa: E402
 import test_gguf_qwen35 as qwen35  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
-from test_quantize_qwen3next import _fields, _quantize, _tensors  # noqa: E402
+from test_quantize_qwen3next import CLI, _fields, _quantize, _tensors  # noqa: E402
 
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
 # The linear-attention tensors whose value heads move, as GGUF names end.
@@ -111,3 +112,39 @@ def test_q8_0_blocks_and_logits(case, tmp_path):
                 p.copy_(p.half().float())
     want = checks.meaningful_logits(rounded, ids)
     np.testing.assert_allclose(Model.load(path).forward(ids), want, atol=checks.ATOL, rtol=0)
+
+
+def _hub_form(tensors):
+    """The experts fused as transformers holds them (gate_up_proj [experts, 2 * moe_intermediate, hidden], down_proj
+    [experts, hidden, moe_intermediate]) and a multi-token-prediction tensor beside the text model's."""
+    layers = sorted({n.split(".")[2] for n in tensors if ".mlp.experts." in n}, key=int)
+    for layer in layers:
+        stem = f"model.layers.{layer}.mlp.experts."
+        experts = len({n for n in tensors if n.startswith(stem) and n.endswith("down_proj.weight")})
+        pop = [[tensors.pop(f"{stem}{e}.{p}_proj.weight") for e in range(experts)] for p in ("gate", "up", "down")]
+        tensors[stem + "gate_up_proj"] = np.stack([np.concatenate([g, u]) for g, u in zip(pop[0], pop[1])])
+        tensors[stem + "down_proj"] = np.stack(pop[2])
+    tensors["mtp.fc.weight"] = np.ones((8, 8), np.float32)
+
+
+def test_fused_experts_and_mtp_tensors(case, tmp_path):
+    """A checkpoint holding the fused experts (MoE) and mtp.* tensors: the same file (the fused stacks split into
+    ffn_gate_exps / ffn_up_exps, the prediction tensors left out)."""
+    kind, hf, ref_path, _, _, _ = case
+    hub = checks.copy_with(hf, str(tmp_path / "hub"), tensors_edit=_hub_form)
+    got, want = _tensors(_quantize(hub, str(tmp_path / "hub.gguf"), "F32")), _tensors(ref_path)
+    assert sorted(got) == sorted(want)
+    for name, w in want.items():
+        np.testing.assert_allclose(got[name].data.ravel(), w.data.ravel(), rtol=1e-6, atol=0, err_msg=name)
+
+
+def test_head_counts_the_tensors_contradict_are_named(case, tmp_path):
+    """linear_num_value_heads 4 where the tensors hold 6: refused, naming the first tensor the tiling misses."""
+    kind, hf, _, _, _, _ = case
+    bad = checks.copy_with(hf, str(tmp_path / "bad"), config_edit=lambda c: c.update(linear_num_value_heads=4))
+    out = str(tmp_path / "x.gguf")
+    r = subprocess.run([CLI, "quantize", "-m", bad, "-o", out, "--type", "Q8_0"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "tensor 'model.layers." in r.stderr and "value heads" in r.stderr, r.stderr
+    assert not os.path.exists(out)

@@ -118,15 +118,15 @@ void apply_edit(ValueEdit e, std::vector<float>& x) {
     for (float& v : x) v = float(-std::exp(double(v)));
 }
 
-// The span value-head tiling `h` moves in a [rows, cols] matrix (rows, or each row's columns); LoadError naming the
-// tensor when it does not fit.
+// Value-head tiling `h` must cover a [rows, cols] matrix's rows (or each row's columns) from `first` to the end:
+// LoadError naming the tensor when the config's head counts say otherwise.
 void check_value_heads(const HeadTiling& h, int64_t rows, int64_t cols, const std::string& name) {
   if (!h.key_heads) return;
   const int64_t span = checked_mul(checked_mul(h.key_heads, h.per_key, "value heads"), h.head_size, "value heads");
-  if (h.per_key <= 0 || h.head_size <= 0 || h.first < 0 || span > (h.columns ? cols : rows) - h.first)
+  if (h.per_key <= 0 || h.head_size <= 0 || h.first < 0 || span != (h.columns ? cols : rows) - h.first)
     throw LoadError(name + ": " + std::to_string(h.key_heads * h.per_key) + " value heads of " +
                     std::to_string(h.head_size) + (h.columns ? " columns" : " rows") + " from " +
-                    std::to_string(h.first) + " on do not fit its " + std::to_string(rows) + " x " +
+                    std::to_string(h.first) + " on do not match its " + std::to_string(rows) + " x " +
                     std::to_string(cols) + " values (linear_num_key_heads / linear_num_value_heads / "
                     "linear_*_head_dim)");
 }
