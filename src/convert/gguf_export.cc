@@ -1,12 +1,13 @@
 #include "convert/gguf_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <set>
 
-#include "convert/gguf_export_qwen3next.h"
+#include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/tensor_plan.h"
 #include "convert/tokenizer_metadata.h"
 #include "core/checked.h"
@@ -49,7 +50,8 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
   w.add_u32(p + "block_count", uint32_t(c.get_int("num_hidden_layers")));
   if (c.has("max_position_embeddings")) w.add_u32(p + "context_length", uint32_t(c.get_int("max_position_embeddings")));
   w.add_u32(p + "embedding_length", uint32_t(c.get_int("hidden_size")));
-  w.add_u32(p + "feed_forward_length", uint32_t(c.get_int("intermediate_size")));
+  if (c.has("intermediate_size"))  // Qwen3.5-MoE has none
+    w.add_u32(p + "feed_forward_length", uint32_t(c.get_int("intermediate_size")));
   w.add_u32(p + "attention.head_count", uint32_t(heads));
   w.add_u32(p + "attention.head_count_kv", uint32_t(c.get_int_or("num_key_value_heads", heads)));
   w.add_f32(p + "rope.freq_base", float(rope.theta));
@@ -116,6 +118,35 @@ void apply_edit(ValueEdit e, std::vector<float>& x) {
     for (float& v : x) v = float(-std::exp(double(v)));
 }
 
+// Value-head tiling `h` must cover a [rows, cols] matrix's rows (or each row's columns) from `first` to the end:
+// LoadError naming the tensor when the config's head counts say otherwise.
+void check_value_heads(const HeadTiling& h, int64_t rows, int64_t cols, const std::string& name) {
+  if (!h.key_heads) return;
+  const int64_t span = checked_mul(checked_mul(h.key_heads, h.per_key, "value heads"), h.head_size, "value heads");
+  if (h.per_key <= 0 || h.head_size <= 0 || h.first < 0 || span != (h.columns ? cols : rows) - h.first)
+    throw LoadError(name + ": " + std::to_string(h.key_heads * h.per_key) + " value heads of " +
+                    std::to_string(h.head_size) + (h.columns ? " columns" : " rows") + " from " +
+                    std::to_string(h.first) + " on do not match its " + std::to_string(rows) + " x " +
+                    std::to_string(cols) + " values (linear_num_key_heads / linear_num_value_heads / "
+                    "linear_*_head_dim)");
+}
+
+// Moves the heads of `h` in the [rows, cols] matrix `x`: stored head j * key_heads + k is head k * per_key + j.
+void tile_value_heads(const HeadTiling& h, std::vector<float>& x, int64_t rows, int64_t cols) {
+  if (!h.key_heads) return;
+  const int64_t runs = h.columns ? rows : 1, stride = h.columns ? cols : 0;
+  const int64_t unit = h.columns ? h.head_size : h.head_size * cols;  // floats per head
+  const int64_t start = h.columns ? h.first : h.first * cols;
+  std::vector<float> grouped(size_t(h.key_heads * h.per_key * unit));
+  for (int64_t r = 0; r < runs; ++r) {
+    float* at = x.data() + r * stride + start;
+    std::copy(at, at + grouped.size(), grouped.begin());
+    for (int64_t j = 0; j < h.per_key; ++j)
+      for (int64_t k = 0; k < h.key_heads; ++k)
+        std::copy_n(grouped.data() + (k * h.per_key + j) * unit, unit, at + (j * h.key_heads + k) * unit);
+  }
+}
+
 // Adds plan `p`'s tensor to `w`: its sources checked (plain floats of one shape), its type chosen, and the
 // producer that converts, edits, quantizes, stacks and reorders the rows when the writer reaches it.
 QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& files, const TensorPlan& p,
@@ -148,6 +179,8 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
   for (int64_t d : p.shape) shape_numel = checked_mul(shape_numel, d, "tensor size");
   if (shape_numel != checked_mul(out_rows, cols, "tensor size"))
     throw LoadError(p.gguf_name + ": planned shape does not hold the rows of '" + p.sources.front() + "'");
+  check_value_heads(p.value_heads, src_rows, cols, files->source(p.sources.front()) + ": tensor '" +
+                                                      p.sources.front() + "'");
   const int64_t perm_rows = p.shape.size() == 1 ? numel : src_rows;
   if (p.permute_heads && (perm_rows % (2 * p.permute_heads)) != 0)
     throw LoadError(files->source(p.sources.front()) + ": tensor '" + p.sources.front() + "': " +
@@ -172,13 +205,14 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
   w.add_tensor(t.gguf_name, ne, t.type, [files, st, t, p, imp, src_rows, cols, numel, perm_rows, row_bytes] {
     std::vector<uint8_t> out;
     for (size_t i = 0; i < st.size(); ++i) {
-      if (t.type == st[i].type && p.edit == ValueEdit::none) {
+      if (t.type == st[i].type && p.edit == ValueEdit::none && !p.value_heads.key_heads) {
         out.insert(out.end(), st[i].data, st[i].data + st[i].bytes);
         continue;
       }
       std::vector<float> x(static_cast<size_t>(numel));
       convert_to_f32(st[i].data, *dtype_of(st[i].type), x.data(), size_t(numel));
       apply_edit(p.edit, x);
+      tile_value_heads(p.value_heads, x, src_rows, cols);
       const auto q = quantize_matrix(t.type, x.data(), src_rows, cols, imp[i] ? imp[i]->data() : nullptr,
                                      p.sources[i]);
       out.insert(out.end(), q.begin(), q.end());
@@ -210,13 +244,13 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const Config& c = files->config();
   const std::vector<std::string> archs = c.has("architectures") ? c.get_string_list("architectures") : std::vector<std::string>{};
   const std::string hf_class = archs.empty() ? "" : archs[0];
-  const bool qwen3next = hf_class == "Qwen3NextForCausalLM";
+  const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const auto arch = gguf_arch_for_hf(hf_class);
-  if (!qwen3next && (!arch || (arch->gguf != "llama" && arch->gguf != "qwen2" && arch->gguf != "qwen3")))
+  if (!hybrid && (!arch || (arch->gguf != "llama" && arch->gguf != "qwen2" && arch->gguf != "qwen3")))
     throw LoadError(c.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
-                    "Qwen3ForCausalLM, Qwen3NextForCausalLM)");
-  const std::string gguf_arch = qwen3next ? "qwen3next" : arch->gguf;
+                    "Qwen3ForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM)");
+  const std::string gguf_arch = hybrid ? qwen3_hybrid_arch(*hybrid) : arch->gguf;
 
   QuantizeSummary summary;
   summary.architecture = gguf_arch;
@@ -236,7 +270,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   w.add_u32("general.file_type", llama_file_type(o.policy.type));
   std::vector<float> rope_freqs;
   add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs);
-  if (qwen3next) add_qwen3next_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim);
+  if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
   const int64_t vocab = files->has("model.embed_tokens.weight") ? files->stored("model.embed_tokens.weight").shape.at(0)
                                                                  : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);
@@ -250,7 +284,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     });
   }
   const std::vector<TensorPlan> plans =
-      qwen3next ? plan_qwen3next(*files) : plan_attention(*files, *arch, heads, kv_heads, tied);
+      hybrid ? plan_qwen3_hybrid(*files, *hybrid) : plan_attention(*files, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;
   for (const TensorPlan& p : plans) {

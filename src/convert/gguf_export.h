@@ -4,7 +4,8 @@
 // inverse of the one the loader reads with), `<arch>.*` hyperparameters, Llama's Q/K rows permuted for ggml's
 // RoPE, Llama 3 RoPE scaling as rope_freqs.weight, tokenizer.ggml.* from tokenizer.json, and each matrix in the
 // type TensorPolicy picks. Supported: LlamaForCausalLM (Llama, SmolLM2, Mistral-style), Qwen2ForCausalLM,
-// Qwen3ForCausalLM, and Qwen3NextForCausalLM with experts (gguf_export_qwen3next.h).
+// Qwen3ForCausalLM, Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM
+// (gguf_export_qwen3_hybrid.h).
 #include <cstdint>
 #include <string>
 #include <vector>

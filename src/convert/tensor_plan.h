@@ -17,6 +17,14 @@ enum class ValueEdit : uint8_t {
   neg_exp,   // A_log stored as A = -exp(A_log)
 };
 
+// Qwen3.5's linear-attention value heads moved from grouped by key head (Hugging Face head k * per_key + j) to
+// tiled over the key heads (stored head j * key_heads + k), in f32 before quantizing: head_size rows each from row
+// `first` on, or (columns) head_size columns each from column `first` on, in every row. key_heads 0: none.
+struct HeadTiling {
+  int64_t key_heads = 0, per_key = 0, head_size = 0, first = 0;
+  bool columns = false;
+};
+
 struct TensorPlan {
   std::string gguf_name;
   // Its Hugging Face sources, each one a [rows, cols] matrix (or a vector), stacked in this order (the experts of
@@ -27,6 +35,7 @@ struct TensorPlan {
   std::vector<int64_t> rows;
   int64_t permute_heads = 0;  // Llama's Q / K rows interleaved per head for ggml's RoPE (permute_rope_rows)
   ValueEdit edit = ValueEdit::none;
+  HeadTiling value_heads;
   std::optional<QuantType> type;  // forced whatever the policy says (the converter's always-F32 tensors)
 };
 
