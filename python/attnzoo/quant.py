@@ -64,7 +64,8 @@ def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None,
     wins); `keep`: regexes of tensors that keep the checkpoint's float type; `calibration`: a text file the model
     runs on first, its per-channel mean squared Linear inputs weighting the scale search (llama.cpp's imatrix).
     Returns {"architecture", "tensors": [{"name", "hf_name", "shape", "type", "source_type", "bytes"}], "tokenizer",
-    "bytes_in", "bytes_out", "calibrated"}."""
+    "bytes_in", "bytes_out", "set_aside" (a multimodal wrapper's tensors outside its language model, not written),
+    "calibrated"}."""
     pairs = list((tensor_types or {}).items())
     return _core.quantize_checkpoint(str(src_dir), str(out_path), str(type), output_tensor_type, token_embedding_type,
                                      pairs, list(keep or []), None if calibration is None else str(calibration),

@@ -47,6 +47,7 @@ void bind_convert(nb::module_& m) {
           d["tokenizer"] = s.tokenizer;
           d["bytes_in"] = s.bytes_in;
           d["bytes_out"] = s.bytes_out;
+          d["set_aside"] = s.set_aside;
           d["calibrated"] = calibration.has_value();
           return d;
         },

@@ -148,3 +148,58 @@ def test_head_counts_the_tensors_contradict_are_named(case, tmp_path):
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "tensor 'model.layers." in r.stderr and "value heads" in r.stderr, r.stderr
     assert not os.path.exists(out)
+
+
+def _wrapper_config(cfg):
+    """The multimodal wrapper's config.json: the text model's settings under text_config, a vision_config beside."""
+    text = dict(cfg)
+    text.pop("architectures", None)
+    moe = "num_experts" in text
+    cfg.clear()
+    cfg.update(architectures=["Qwen3_5MoeForConditionalGeneration" if moe else "Qwen3_5ForConditionalGeneration"],
+               model_type="qwen3_5_moe" if moe else "qwen3_5", text_config=text,
+               vision_config={"depth": 1, "hidden_size": 8, "num_heads": 2, "out_hidden_size": text["hidden_size"]},
+               tie_word_embeddings=text.get("tie_word_embeddings", False))
+
+
+def _wrapper_tensors(tensors):
+    """transformers' wrapper layout: model.language_model.* (lm_head.* as it is) and a vision tower beside."""
+    for name in [n for n in tensors if n.startswith("model.")]:
+        tensors["model.language_model." + name[len("model."):]] = tensors.pop(name)
+    tensors["model.visual.patch_embed.proj.weight"] = np.ones((8, 3, 2, 2, 2), np.float32)
+    tensors["model.visual.blocks.0.attn.qkv.weight"] = np.ones((24, 8), np.float32)
+
+
+def test_conditional_generation_wrapper_writes_the_text_models_file(case, tmp_path):
+    """Qwen3_5(Moe)ForConditionalGeneration: hyper-parameters from text_config, model.language_model.* as model.*,
+    the vision tower left out: the same tensors (names, types, bytes) and <arch>.* metadata as the text class's."""
+    kind, hf, _, _, _, _ = case
+    wrapped = checks.copy_with(hf, str(tmp_path / "wrapped"), config_edit=_wrapper_config,
+                               tensors_edit=_wrapper_tensors)
+    out = str(tmp_path / "wrapped.gguf")
+    r = subprocess.run([CLI, "quantize", "-m", wrapped, "-o", out, "--type", "F32"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "2 tensors outside the language model left out" in r.stdout, r.stdout
+    text = _quantize(hf, str(tmp_path / "text.gguf"), "F32")
+    got, want = _tensors(out), _tensors(text)
+    assert sorted(got) == sorted(want) and not any("visual" in n or n.startswith("v.") for n in got)
+    for name, w in want.items():
+        g = got[name]
+        assert g.tensor_type == w.tensor_type and g.shape.tolist() == w.shape.tolist(), name
+        assert np.asarray(g.data).tobytes() == np.asarray(w.data).tobytes(), name
+    arch = qwen35._arch(kind)
+    assert _fields(out, arch + ".") == _fields(text, arch + ".")
+    assert _fields(out, "general.architecture") == _fields(text, "general.architecture")
+
+
+def test_wrapper_without_text_config_is_named(case, tmp_path):
+    kind, hf, _, _, _, _ = case
+    arch = "Qwen3_5MoeForConditionalGeneration" if kind == "moe" else "Qwen3_5ForConditionalGeneration"
+    bad = checks.copy_with(hf, str(tmp_path / "bad"), config_edit=lambda c: c.update(architectures=[arch]),
+                           tensors_edit=_wrapper_tensors)
+    out = str(tmp_path / "x.gguf")
+    r = subprocess.run([CLI, "quantize", "-m", bad, "-o", out, "--type", "F32"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode != 0 and arch + " needs a text_config" in r.stderr, r.stderr
+    assert not os.path.exists(out)

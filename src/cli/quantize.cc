@@ -98,9 +98,11 @@ int run_quantize(const std::vector<std::string>& args) {
   for (const QuantizedTensor& t : s.tensors) ++by_type[quant_type_name(t.type)];
   std::string types;
   for (const auto& [name, n] : by_type) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
-  std::printf("%s: %s, %zu tensors (%s), %.2f MiB -> %.2f MiB%s\n", out.c_str(), s.architecture.c_str(),
+  const std::string aside =
+      s.set_aside ? ", " + std::to_string(s.set_aside) + " tensors outside the language model left out" : "";
+  std::printf("%s: %s, %zu tensors (%s), %.2f MiB -> %.2f MiB%s%s\n", out.c_str(), s.architecture.c_str(),
               s.tensors.size(), types.c_str(), double(s.bytes_in) / (1 << 20), double(s.bytes_out) / (1 << 20),
-              s.tokenizer ? "" : " (no tokenizer.json: no tokenizer metadata)");
+              aside.c_str(), s.tokenizer ? "" : " (no tokenizer.json: no tokenizer metadata)");
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "loader/gguf_writer.h"
 #include "loader/load_error.h"
 #include "loader/model_dir.h"
+#include "models/decoder.h"
 #include "models/hf_config.h"
 
 namespace attnzoo {
@@ -241,25 +242,31 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   if (find_model_gguf(src_dir))
     throw ArgumentError("src_dir (-m): '" + src_dir + "' holds a GGUF checkpoint; quantize reads Hugging Face safetensors");
   auto files = std::make_shared<ModelFiles>(ModelFiles::open(src_dir));
-  const Config& c = files->config();
-  const std::vector<std::string> archs = c.has("architectures") ? c.get_string_list("architectures") : std::vector<std::string>{};
+  const Config& root = files->config();
+  const std::vector<std::string> archs =
+      root.has("architectures") ? root.get_string_list("architectures") : std::vector<std::string>{};
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const auto arch = gguf_arch_for_hf(hf_class);
   if (!hybrid && (!arch || (arch->gguf != "llama" && arch->gguf != "qwen2" && arch->gguf != "qwen3")))
-    throw LoadError(c.source() + ": architecture '" + hf_class +
+    throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
-                    "Qwen3ForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM)");
+                    "Qwen3ForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
+                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
+  const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
+  if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
+  const Config c = root.text_config();
   const std::string gguf_arch = hybrid ? qwen3_hybrid_arch(*hybrid) : arch->gguf;
 
   QuantizeSummary summary;
   summary.architecture = gguf_arch;
+  summary.set_aside = files->set_aside().size();
   const int64_t heads = c.get_int("num_attention_heads"), kv_heads = c.get_int_or("num_key_value_heads", heads);
   if (heads <= 0 || kv_heads <= 0)
     throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
   const RopeConfig rope = read_rope(c, head_dim);
-  const bool tied = c.get_bool_or("tie_word_embeddings", false);
+  const bool tied = config_ties_embeddings(root, c, false);
 
   GgufWriter w;
   w.add_string("general.architecture", gguf_arch);

@@ -4,8 +4,8 @@
 // inverse of the one the loader reads with), `<arch>.*` hyperparameters, Llama's Q/K rows permuted for ggml's
 // RoPE, Llama 3 RoPE scaling as rope_freqs.weight, tokenizer.ggml.* from tokenizer.json, and each matrix in the
 // type TensorPolicy picks. Supported: LlamaForCausalLM (Llama, SmolLM2, Mistral-style), Qwen2ForCausalLM,
-// Qwen3ForCausalLM, Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM
-// (gguf_export_qwen3_hybrid.h).
+// Qwen3ForCausalLM, Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM, and the
+// text model of Qwen3_5ForConditionalGeneration / Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +33,8 @@ struct QuantizeSummary {
   std::vector<QuantizedTensor> tensors;
   bool tokenizer = false;    // tokenizer.ggml.* written (the directory has a tokenizer.json)
   uint64_t bytes_in = 0, bytes_out = 0;
+  // Tensors of a multimodal wrapper outside its language model (vision tower, multi-token prediction), not written.
+  size_t set_aside = 0;
 };
 
 // Reads `src_dir` (a safetensors checkpoint; GGUF and quantized sources are refused), writes `out_path`.

@@ -7,6 +7,7 @@
 #include "core/checked.h"
 #include "loader/gguf_hybrids.h"
 #include "loader/load_error.h"
+#include "models/decoder.h"
 
 namespace attnzoo {
 namespace {
@@ -91,6 +92,9 @@ std::optional<Qwen3Hybrid> qwen3_hybrid_for_hf(const std::string& hf_class) {
   if (hf_class == "Qwen3NextForCausalLM") return Qwen3Hybrid::next;
   if (hf_class == "Qwen3_5ForCausalLM") return Qwen3Hybrid::dense35;
   if (hf_class == "Qwen3_5MoeForCausalLM") return Qwen3Hybrid::moe35;
+  // The multimodal wrappers: ModelFiles exposes their language model under the text model's names.
+  if (hf_class == "Qwen3_5ForConditionalGeneration") return Qwen3Hybrid::dense35;
+  if (hf_class == "Qwen3_5MoeForConditionalGeneration") return Qwen3Hybrid::moe35;
   return std::nullopt;
 }
 
@@ -135,11 +139,11 @@ void add_qwen3_hybrid_hparams(GgufWriter& w, const Config& c, int64_t rotary_dim
 }
 
 std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v) {
-  const Config& c = files.config();
+  const Config c = files.config().text_config();
   const char* arch = qwen3_hybrid_arch(v);
   const LinearShape s = linear_shape(c);
   const int64_t experts = c.get_int_or("num_experts", 0);
-  const bool tied = c.get_bool_or("tie_word_embeddings", false);
+  const bool tied = config_ties_embeddings(files.config(), c, false);
   std::vector<TensorPlan> plans;
   for (const std::string& name : files.names()) {
     if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config

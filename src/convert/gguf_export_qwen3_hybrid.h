@@ -24,7 +24,9 @@
 
 namespace attnzoo {
 
-// The hybrid a Hugging Face class is, if any.
+// The hybrid a Hugging Face class is, if any: the text classes, and Qwen3_5ForConditionalGeneration /
+// Qwen3_5MoeForConditionalGeneration, whose text model is written as the text class's (settings from text_config,
+// model.language_model.* as model.*), as the converter does; their vision tower belongs in a separate mmproj file.
 std::optional<Qwen3Hybrid> qwen3_hybrid_for_hf(const std::string& hf_class);
 
 // general.architecture: "qwen3next", "qwen35" or "qwen35moe".
@@ -35,7 +37,7 @@ const char* qwen3_hybrid_arch(Qwen3Hybrid v);
 // full_attention_interval, norm_topk_prob false).
 void add_qwen3_hybrid_hparams(GgufWriter& w, const Config& c, int64_t rotary_dim, Qwen3Hybrid v);
 
-// The file's tensors. LoadError naming the tensor whose shape contradicts the config, or an expert missing.
+// The file's tensors (settings from the config's text_config where it has one). LoadError naming the tensor whose shape contradicts the config, or an expert missing.
 std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v);
 
 }  // namespace attnzoo
