@@ -25,6 +25,7 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "kernels/common/fast_exp2-inl.h"
 #include "kernels/common/tile_gemm-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -38,32 +39,6 @@ struct Scratch {
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its K / V row (kv head 0)
   std::vector<int64_t> ksrow, vsrow;  // quantized caches: offset of its K / V scale (kv head 0)
 };
-
-// exp(x) for x <= 0, the only arguments softmax has (scores minus their running max; masked scores are -inf):
-// 2^n from the exponent bits times a degree-6 polynomial of the reduced argument (relative error ~2e-7).
-// Highway's Exp also serves x > 0 with a two-step scaling against overflow and a checked float -> int
-// conversion: 45 instructions a vector in the AVX2 row loop against 22 here, ~6% of an AVX2 prefill.
-// n = round(x / ln 2) comes from adding 1.5 * 2^23 + 127, which leaves n + 127 in the low mantissa bits, ready
-// to be shifted into the exponent field. Arguments below -88 (-inf included) give exactly 0: they round to
-// n = -127, whose exponent bits are zero.
-template <class D, class V>
-HWY_INLINE V ExpNonPositive(D d, V x) {
-  const hn::RebindToSigned<D> di;
-  const V kShift = hn::Set(d, 12582912.f + 127.f);
-  x = hn::Max(x, hn::Set(d, -88.f));
-  const V t = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), kShift);
-  const V n = hn::Sub(t, kShift);
-  V r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);  // ln 2 in two parts: n * hi is exact
-  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187e-6f), r);
-  V p = hn::Set(d, 1.f / 720);
-  p = hn::MulAdd(p, r, hn::Set(d, 1.f / 120));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.f / 24));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.f / 6));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.f));
-  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(di, t))));
-}
 
 // Applies softcap / ALiBi / the element mask to one row of scores, then folds the row into the running
 // softmax state: returns the factor by which the row's output accumulator must be rescaled.
@@ -102,10 +77,11 @@ HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_co
     for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(d), d, s + j);
     return 1.f;
   }
-  const auto vm = hn::Set(d, m_new);
+  // exp(s - m) = 2^((s - m) log2 e): every argument is <= 0, and exp(-inf) == 0 for masked entries.
+  const auto vlog2e = hn::Set(d, 1.44269504088896341f), vm = hn::Set(d, m_new);
   auto vsum = hn::Zero(d);
   for (size_t j = 0; j < ncols; j += L) {
-    const auto p = ExpNonPositive(d, hn::Sub(hn::Load(d, s + j), vm));  // exp(-inf) == 0 for masked entries
+    const auto p = FastExp2(d, hn::Mul(hn::Sub(hn::Load(d, s + j), vm), vlog2e));
     vsum = hn::Add(vsum, p);
     hn::Store(p, d, s + j);
   }

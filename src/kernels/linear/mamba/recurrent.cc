@@ -18,6 +18,7 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "kernels/common/fast_exp2-inl.h"
 #include "kernels/linear/common/ssm_rows-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -44,29 +45,6 @@ const float* StepsF32(const void* base, DType t, int64_t index, float* scratch, 
   return scratch;
 }
 
-// 2^x for the decays (x = dt * A * log2(e) <= 0 in every Mamba; any sign works): x = k + r with |r| <= 1/2,
-// 2^r by its Taylor polynomial of degree 6 (relative error < 2e-7), 2^k built in the exponent bits. Below
-// 2^-126 the result is flushed to 0 (kernels run with subnormals flushed anyway); x is clamped to [-127, 127].
-// Adding 1.5 * 2^23 rounds x to an integer k and leaves k in the low mantissa bits, so the exponent of 2^k
-// is (bits + 127) << 23 (the magic number's own bits shift out) without a float-to-int conversion.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE V Exp2Decay(D d, V x) {
-  const hn::RebindToSigned<D> di;
-  const V magic = hn::Set(d, 12582912.f);
-  x = hn::Min(hn::Max(x, hn::Set(d, -127.f)), hn::Set(d, 127.f));
-  const V shifted = hn::Add(x, magic);
-  const V r = hn::Sub(x, hn::Sub(shifted, magic));
-  V p = hn::Set(d, 1.5403530393381606e-4f);  // ln2^6 / 6!
-  p = hn::MulAdd(p, r, hn::Set(d, 1.3333558146428443e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 9.6181291076284772e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 5.5504108664821580e-2f));
-  p = hn::MulAdd(p, r, hn::Set(d, 2.4022650695910071e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 6.9314718055994531e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.f));
-  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, shifted), hn::Set(di, 127)));
-  return hn::Mul(p, hn::BitCast(d, bits));
-}
-
 // One time tile for one vector of channels at c0: h [N, kBlock] (state n of channel c at n * kBlock + c), a2
 // likewise (A * log2 e), dt / du / y [rows, kBlock], b / c [rows, N]. kN > 0 fixes N at compile time so the
 // state lives in registers; kN = 0 reads N at run time and keeps the state in h.
@@ -87,7 +65,7 @@ HWY_INLINE void ScanTile(size_t rows, size_t N, size_t c0, float* HWY_RESTRICT h
       V acc0 = hn::Zero(d), acc1 = hn::Zero(d);
 #pragma GCC unroll 32  // unrolled, the state stays in registers
       for (size_t n = 0; n < kN; ++n) {
-        const V decay = Exp2Decay(d, hn::Mul(vdt, hn::Load(d, a2 + n * kBlock + c0)));
+        const V decay = FastExp2(d, hn::Mul(vdt, hn::Load(d, a2 + n * kBlock + c0)));
         hv[n] = hn::MulAdd(decay, hv[n], hn::Mul(vdu, hn::Set(d, bt[n])));
         if (n % 2) acc1 = hn::MulAdd(hv[n], hn::Set(d, ct[n]), acc1);
         else acc0 = hn::MulAdd(hv[n], hn::Set(d, ct[n]), acc0);
@@ -102,7 +80,7 @@ HWY_INLINE void ScanTile(size_t rows, size_t N, size_t c0, float* HWY_RESTRICT h
       V acc = hn::Zero(d);
       for (size_t n = 0; n < N; ++n) {
         float* hn_ = h + n * kBlock + c0;
-        const V decay = Exp2Decay(d, hn::Mul(vdt, hn::Load(d, a2 + n * kBlock + c0)));
+        const V decay = FastExp2(d, hn::Mul(vdt, hn::Load(d, a2 + n * kBlock + c0)));
         const V hv = hn::MulAdd(decay, hn::Load(d, hn_), hn::Mul(vdu, hn::Set(d, b[t * N + n])));
         hn::Store(hv, d, hn_);
         acc = hn::MulAdd(hv, hn::Set(d, c[t * N + n]), acc);

@@ -1,0 +1,45 @@
+// 2^x on Highway vectors for arguments that are never large and positive: the exponential decays of the
+// state-space scans (x = dt * A * log2 e <= 0) and softmax weights (x = (s - max) * log2 e <= 0, -inf for masked
+// scores). x = k + r with |r| <= 1/2, 2^r by its Taylor polynomial of degree 6 (relative error < 2e-7), 2^k built
+// in the exponent bits. Highway's Exp also serves any x with a two-step scaling against overflow and a checked
+// float-to-int conversion: about twice the instructions. Below 2^-126 the result is flushed to 0 (-inf gives
+// exactly 0); x is clamped to [-127, 127]. Adding 1.5 * 2^23 rounds x to an integer k and leaves k in the low
+// mantissa bits, so the exponent of 2^k is (bits + 127) << 23 (the magic number's own bits shift out) without a
+// float-to-int conversion. Per-target header: include it after hwy/foreach_target.h.
+#if defined(ATTNZOO_FAST_EXP2_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTNZOO_FAST_EXP2_INL_H_
+#undef ATTNZOO_FAST_EXP2_INL_H_
+#else
+#define ATTNZOO_FAST_EXP2_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace attnzoo {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V FastExp2(D d, V x) {
+  const hn::RebindToSigned<D> di;
+  const V magic = hn::Set(d, 12582912.f);
+  x = hn::Min(hn::Max(x, hn::Set(d, -127.f)), hn::Set(d, 127.f));
+  const V shifted = hn::Add(x, magic);
+  const V r = hn::Sub(x, hn::Sub(shifted, magic));
+  V p = hn::Set(d, 1.5403530393381606e-4f);  // ln2^6 / 6!
+  p = hn::MulAdd(p, r, hn::Set(d, 1.3333558146428443e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 9.6181291076284772e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 5.5504108664821580e-2f));
+  p = hn::MulAdd(p, r, hn::Set(d, 2.4022650695910071e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 6.9314718055994531e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.f));
+  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, shifted), hn::Set(di, 127)));
+  return hn::Mul(p, hn::BitCast(d, bits));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace attnzoo
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTNZOO_FAST_EXP2_INL_H_
