@@ -70,13 +70,12 @@ void qwen3_hybrid_config(JsonObject& c, const Meta& m, Qwen3Hybrid v) {
   c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 10000.0);
   if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
   c.add_float("rms_norm_eps", m.eps());
-  const int64_t nv = m.count("ssm.time_step_rank", "linear_num_value_heads");
+  const LinearHeads lh = linear_heads(m);
   c.add_int("linear_conv_kernel_dim", m.count("ssm.conv_kernel", "conv_kernel"));
-  c.add_int("linear_key_head_dim", m.count("ssm.state_size", "linear_key_head_dim"));
-  c.add_int("linear_num_key_heads", m.count("ssm.group_count", "linear_num_key_heads"));
-  c.add_int("linear_num_value_heads", nv);
-  c.add_int("linear_value_head_dim", m.ratio(m.positive("ssm.inner_size"), "ssm.inner_size", nv, "ssm.time_step_rank"));
-  if (v != Qwen3Hybrid::next) linear_heads(m);  // the key / value head consistency the untiling relies on
+  c.add_int("linear_key_head_dim", lh.dk);
+  c.add_int("linear_num_key_heads", lh.nk);
+  c.add_int("linear_num_value_heads", lh.nv);
+  c.add_int("linear_value_head_dim", lh.dv);
   c.add_int("full_attention_interval", m.has("full_attention_interval") ? m.positive("full_attention_interval") : 4);
   c.add_string("hidden_act", "silu");
   if (v == Qwen3Hybrid::dense35) {
@@ -108,11 +107,8 @@ GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::st
                                 "attn_gate.weight";
   const GgufTensor* gate = f.find_tensor(gate_name);
   if (!gate) fail(f, qkv.name, "comes without '" + gate_name + "', the z part of in_proj_qkvz");
-  const int64_t nk = m.count("ssm.group_count", "linear_num_key_heads"), dk = m.positive("ssm.state_size");
-  const int64_t nv = m.count("ssm.time_step_rank", "linear_num_value_heads"), inner = m.positive("ssm.inner_size");
-  if (nv % nk != 0 || inner % nv != 0)
-    fail(f, qkv.name, "ssm.time_step_rank must be a multiple of ssm.group_count and ssm.inner_size of "
-                      "ssm.time_step_rank");
+  const LinearHeads lh = linear_heads(m);
+  const int64_t nk = lh.nk, dk = lh.dk, inner = lh.nv * lh.dv;
   const int64_t vdim = inner / nk;  // v (or z) rows per key head
   const int64_t qk_rows = sized(f, qkv.name, [&] { return checked_mul(checked_mul(2, nk, "q and k"), dk, "q and k"); });
   const int64_t rows = sized(f, qkv.name, [&] { return checked_add(qk_rows, inner, "q, k and v"); });
