@@ -121,7 +121,7 @@ void apply_edit(ValueEdit e, std::vector<float>& x) {
 
 // Value-head tiling `h` must cover a [rows, cols] matrix's rows (or each row's columns) from `first` to the end:
 // LoadError naming the tensor when the config's head counts say otherwise.
-void check_value_heads(const HeadTiling& h, int64_t rows, int64_t cols, const std::string& name) {
+void check_value_heads(const ValueHeadTiling& h, int64_t rows, int64_t cols, const std::string& name) {
   if (!h.key_heads) return;
   const int64_t span = checked_mul(checked_mul(h.key_heads, h.per_key, "value heads"), h.head_size, "value heads");
   if (h.per_key <= 0 || h.head_size <= 0 || h.first < 0 || span != (h.columns ? cols : rows) - h.first)
@@ -132,20 +132,12 @@ void check_value_heads(const HeadTiling& h, int64_t rows, int64_t cols, const st
                     "linear_*_head_dim)");
 }
 
-// Moves the heads of `h` in the [rows, cols] matrix `x`: stored head j * key_heads + k is head k * per_key + j.
-void tile_value_heads(const HeadTiling& h, std::vector<float>& x, int64_t rows, int64_t cols) {
-  if (!h.key_heads) return;
-  const int64_t runs = h.columns ? rows : 1, stride = h.columns ? cols : 0;
-  const int64_t unit = h.columns ? h.head_size : h.head_size * cols;  // floats per head
-  const int64_t start = h.columns ? h.first : h.first * cols;
-  std::vector<float> grouped(size_t(h.key_heads * h.per_key * unit));
-  for (int64_t r = 0; r < runs; ++r) {
-    float* at = x.data() + r * stride + start;
-    std::copy(at, at + grouped.size(), grouped.begin());
-    for (int64_t j = 0; j < h.per_key; ++j)
-      for (int64_t k = 0; k < h.key_heads; ++k)
-        std::copy_n(grouped.data() + (k * h.per_key + j) * unit, unit, at + (j * h.key_heads + k) * unit);
-  }
+// Tiles the value heads of `h` in the [rows, cols] matrix `x` as llama.cpp's converter stores them.
+void tile_value_heads(const ValueHeadTiling& h, std::vector<float>& x, int64_t rows, int64_t cols) {
+  const int64_t f = int64_t(sizeof(float));
+  move_value_heads(h, reinterpret_cast<uint8_t*>(x.data()) + (h.columns ? h.first : h.first * cols) * f,
+                   h.columns ? rows : 1, h.columns ? cols * f : 0, (h.columns ? h.head_size : h.head_size * cols) * f,
+                   /*to_tiled=*/true);
 }
 
 // Adds plan `p`'s tensor to `w`: its sources checked (plain floats of one shape), its type chosen, and the

@@ -69,8 +69,8 @@ int64_t full_attention_interval(const Config& c) {
 // Qwen3.5's value-head tiling of one linear-attention tensor (`rest`: its name after "model.layers.N."); none
 // for the others. Rows of in_proj_qkv / conv1d past q and k, of in_proj_z (dv each) and of in_proj_b / a (one
 // each); elements of A_log / dt_bias; out_proj's input columns.
-HeadTiling value_heads(const LinearShape& s, const std::string& rest) {
-  HeadTiling t{s.nk, s.nv / s.nk, s.dv, 0, false};
+ValueHeadTiling value_heads(const LinearShape& s, const std::string& rest) {
+  ValueHeadTiling t{s.nk, s.nv / s.nk, s.dv, 0, false};
   if (rest == "linear_attn.in_proj_qkv.weight" || rest == "linear_attn.conv1d.weight") {
     t.first = 2 * s.nk * s.dk;
   } else if (rest == "linear_attn.in_proj_b.weight" || rest == "linear_attn.in_proj_a.weight") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/quant_type.h"
+#include "loader/value_head_tiling.h"
 
 namespace attnzoo {
 
@@ -15,14 +16,6 @@ enum class ValueEdit : uint8_t {
   none,
   plus_one,  // Qwen3-Next's zero-centered RMSNorm weights stored as 1 + w
   neg_exp,   // A_log stored as A = -exp(A_log)
-};
-
-// Qwen3.5's linear-attention value heads moved from grouped by key head (Hugging Face head k * per_key + j) to
-// tiled over the key heads (stored head j * key_heads + k), in f32 before quantizing: head_size rows each from row
-// `first` on, or (columns) head_size columns each from column `first` on, in every row. key_heads 0: none.
-struct HeadTiling {
-  int64_t key_heads = 0, per_key = 0, head_size = 0, first = 0;
-  bool columns = false;
 };
 
 struct TensorPlan {
@@ -35,7 +28,7 @@ struct TensorPlan {
   std::vector<int64_t> rows;
   int64_t permute_heads = 0;  // Llama's Q / K rows interleaved per head for ggml's RoPE (permute_rope_rows)
   ValueEdit edit = ValueEdit::none;
-  HeadTiling value_heads;
+  ValueHeadTiling value_heads;  // Qwen3.5: tiled in f32 before quantizing (key_heads 0: none)
   std::optional<QuantType> type;  // forced whatever the policy says (the converter's always-F32 tensors)
 };
 

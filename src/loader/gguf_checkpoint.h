@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "loader/gguf.h"
+#include "loader/value_head_tiling.h"
 
 namespace attnzoo {
 
@@ -35,18 +36,6 @@ enum class GgufFix : uint8_t {
   log_of_negated,       // Mamba's A_log, stored as A = -exp(A_log): becomes log(-A), in F32
   gather_rows,          // bytes concatenated from `pieces` (rows of several GGUF tensors of one type)
   untile_value_heads,   // Qwen3.5's linear attention: `value_heads` alone (log_of_negated may carry it too)
-};
-
-// llama.cpp's Qwen3.5 converter stores the linear-attention value heads tiled over the key heads (stored head
-// j * key_heads + k is Hugging Face's head k * per_key + j) so that ggml broadcasts the key heads; undo_gguf_fix
-// moves them back after the value fix. A row permutation, or for `columns` a permutation of column runs within
-// every row: quantized blocks stay whole when head_size is a multiple of the block.
-struct GgufValueHeads {
-  int64_t key_heads = 0;  // 0: not tiled
-  int64_t per_key = 0;    // value heads per key head
-  int64_t head_size = 0;  // rows (columns) per value head
-  int64_t first = 0;      // rows before the value heads (attn_qkv's and ssm_conv1d's q and k)
-  bool columns = false;   // ssm_out: the heads run along each row (its input)
 };
 
 // Rows of one GGUF tensor gathered into another (gather_rows): `bytes` bytes at `start`, which must lie within
@@ -69,7 +58,7 @@ struct GgufHfTensor {
   GgufFix fix = GgufFix::none;
   int64_t heads = 0;  // for unpermute_rope_rows
   std::vector<GgufPiece> pieces;  // for gather_rows, in order
-  GgufValueHeads value_heads;     // for untile_value_heads
+  ValueHeadTiling value_heads;     // for untile_value_heads
 };
 
 // The Hugging Face tensor's bytes once its fix is undone (fix != none), and the type they are in. Throws

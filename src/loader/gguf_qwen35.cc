@@ -141,7 +141,7 @@ void mark_value_heads(const GgufFile& f, const GgufTensor& t, const std::string&
   const Meta m{f, f.get_string("general.architecture") + "."};
   const LinearHeads lh = linear_heads(m);
   if (lh.nk == lh.nv) return;  // the converter tiles only when value heads outnumber key heads
-  GgufValueHeads v;
+  ValueHeadTiling v;
   v.key_heads = lh.nk;
   v.per_key = lh.nv / lh.nk;
   v.head_size = per_head ? 1 : lh.dv;
@@ -170,7 +170,7 @@ void mark_value_heads(const GgufFile& f, const GgufTensor& t, const std::string&
 }
 
 void untile_value_heads(const GgufHfTensor& t, GgufHfBytes& out, const std::string& file) {
-  const GgufValueHeads& v = t.value_heads;
+  const ValueHeadTiling& v = t.value_heads;
   auto bad = [&](const std::string& why) {
     throw LoadError(file + ": tensor '" + t.gguf_name + "': value heads of '" + t.hf_name + "' " + why);
   };
@@ -190,16 +190,8 @@ void untile_value_heads(const GgufHfTensor& t, GgufHfBytes& out, const std::stri
     bad("overflow");
   }
   if (span > (v.columns ? row_bytes : total) - start) bad("lie outside its " + std::to_string(total) + " bytes");
-  std::vector<uint8_t> tiled(static_cast<size_t>(span));
-  const int64_t runs = v.columns ? t.shape[0] : 1, stride = v.columns ? row_bytes : 0;
-  for (int64_t r = 0; r < runs; ++r) {
-    uint8_t* at = out.bytes.data() + r * stride + start;
-    std::memcpy(tiled.data(), at, size_t(span));
-    // Stored head j * key_heads + k is Hugging Face's head k * per_key + j.
-    for (int64_t k = 0; k < v.key_heads; ++k)
-      for (int64_t j = 0; j < v.per_key; ++j)
-        std::memcpy(at + (k * v.per_key + j) * chunk, tiled.data() + (j * v.key_heads + k) * chunk, size_t(chunk));
-  }
+  move_value_heads(v, out.bytes.data() + start, v.columns ? t.shape[0] : 1, v.columns ? row_bytes : 0, chunk,
+                   /*to_tiled=*/false);
 }
 
 }  // namespace attnzoo

@@ -4,7 +4,7 @@
 //   qwen3next  in_proj_qkvz (interleaved per key head) split into attn_qkv and attn_gate: gathered back
 //   qwen35*    the value heads tiled over the key heads in attn_qkv's v rows, attn_gate (in_proj_z), ssm_beta,
 //              ssm_alpha, ssm_a, ssm_dt.bias, ssm_conv1d's v channels and ssm_out's input columns: untiled
-//              (GgufValueHeads); the multi-token-prediction blocks the converter appends (nextn_predict_layers)
+//              (value_head_tiling.h); the multi-token-prediction blocks the converter appends (nextn_predict_layers)
 //              are left out, as transformers leaves out the checkpoint's mtp.* tensors
 #include <string>
 
