@@ -63,7 +63,10 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   thread_local AlignedBuffer<float> d, dsum16, dsum32, dx8, dxsum4;
   thread_local AlignedBuffer<int8_t> xs8;
   thread_local AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128;
+  // Both rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
   const bool vnni = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
+  const bool avx2 = !vnni && quant_gemv_vnni_handles(w.type) && quant_gemv_avx2_enabled();
+  const bool lanes = vnni || avx2;
   const int64_t ld8 = (K + 63) / 64 * 64;
   for (int64_t t0 = 0; t0 < T; t0 += kMaxTokens) {
     const int64_t tb = std::min(kMaxTokens, T - t0);
@@ -71,22 +74,25 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
     d.resize(size_t(tb * K / 32));
     dsum16.resize(size_t(tb * K / 16));
     dsum32.resize(size_t(tb * K / 32));
-    if (vnni) {
+    if (lanes) {
       xs8.resize(size_t(tb * ld8));
       for (auto* lanes : {&dx8, &dxsum4}) lanes->resize(size_t(tb * ld8 / 4));
       for (auto* lanes : {&xsum4_neg8, &xsum4_neg128}) lanes->resize(size_t(tb * ld8 / 4));
     }
-    auto when = [&](auto& buf) { return vnni ? buf.data() : nullptr; };
+    auto when = [&](auto& buf) { return lanes ? buf.data() : nullptr; };
     const QuantActivationsOut out{q.data(),  d.data(),         dsum16.data(),       dsum32.data(),
                                   when(xs8), when(dx8),        when(xsum4_neg8),    when(xsum4_neg128),
                                   when(dxsum4), size_t(ld8)};
     quantize_activations(x + t0 * K, size_t(tb), size_t(K), out);
     if (vnni) quant_vnni_lane_sums(size_t(tb), out);
+    if (avx2) quant_avx2_lane_sums(size_t(tb), out);
     const QuantActivations act{out.q,      out.xs8, out.dx8,    out.xsum4_neg8, out.xsum4_neg128,
                                out.dxsum4, out.d,   out.dsum16, out.dsum32};
     const QuantGemvTask task{w, x + t0 * K, nullptr, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
     if (vnni)
       run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_vnni(g); });
+    else if (avx2)
+      run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_avx2(g); });
     else
       run_rows(w, task, quant_gemv_rows_int8);
   }

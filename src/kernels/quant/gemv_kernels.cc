@@ -3,8 +3,9 @@
 // w_k = scale * q_k + offset; it is then dotted with every token's 8-bit activations by int16 pair products
 // (vpmaddwd) summed per sub-block in i32 lanes, converted once and scaled: per sub-block
 //   sum_k w_k x_k = d_x (scale * sum_k q_k xq_k + offset * sum_k xq_k).
-// The hot formats unpack with vector ops; the others are plain loops over bytes, compiled per target. (On CPUs
-// with AVX-512 VNNI, gemv_avx512vnni.cc replaces this path for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K.) Activations are quantized
+// The hot formats unpack with vector ops; the others are plain loops over bytes, compiled per target. (For Q4_0,
+// Q4_1, Q8_0, Q4_K and Q6_K, gemv_avx512vnni.cc replaces this path on CPUs with AVX-512 VNNI and gemv_avx2.cc on
+// the others with AVX2, so it serves the other formats and the scalar target.) Activations are quantized
 // here too. (The f32 path is gemv_f32.cc.)
 #include <cmath>
 #include <cstring>

@@ -12,7 +12,7 @@ namespace attnzoo {
 // of each 16 and each 32 values (formats with a per-sub-block offset m: sum_k (s q_k + m) x_k = s q.x + m sum x).
 struct QuantActivations {
   const int16_t* q;      // [T, K]
-  // For the VNNI rows only (null otherwise): rows of K64 = K rounded up to 64, padded with zeros; "lane" = the 4
+  // For the VNNI and AVX2 rows only (null otherwise): rows of K64 = K rounded up to 64, padded with zeros; "lane" = the 4
   // values one i32 lane of vpdpbusd sums.
   const int8_t* xs8;          // [T, K64]: q
   const float* dx8;           // [T, K64 / 4]: d of each lane's block
@@ -70,6 +70,11 @@ bool quant_gemv_vnni_enabled();
 // (nothing written) for other formats.
 bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
+// The same formats on AVX2 CPUs without VNNI (gemv_avx2.cc): true when the active target is AVX2 or an AVX-512
+// one on a CPU without VNNI. The rows read the same arrays; quant_avx2_lane_sums fills the lane sums.
+bool quant_gemv_avx2_enabled();
+void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& out);
+bool quant_gemv_rows_avx2(const QuantGemvTask& task);
 // The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.
 void quant_gemv_rows_f32(const QuantGemvTask& task);
 // The f32 rows written with AVX-512 intrinsics (gemv_f32_avx512.cc) for Q4_K and Q6_K (T <= 2), which
