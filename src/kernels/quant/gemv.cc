@@ -65,7 +65,7 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   thread_local AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128;
   // Both rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
   const bool vnni = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
-  const bool avx2 = !vnni && quant_gemv_vnni_handles(w.type) && quant_gemv_avx2_enabled();
+  const bool avx2 = !vnni && quant_gemv_avx2_handles(w.type) && quant_gemv_avx2_enabled();
   const bool lanes = vnni || avx2;
   const int64_t ld8 = (K + 63) / 64 * 64;
   for (int64_t t0 = 0; t0 < T; t0 += kMaxTokens) {

@@ -1,13 +1,14 @@
-// quant_gemv rows on AVX2 CPUs without AVX-512 VNNI (Zen 1-3, Haswell to Skylake, and Skylake-X / Ice Lake
-// servers whose AVX-512 has no VNNI) for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K), straight from the
-// packed blocks against the 8-bit activations, the same data as gemv_avx512vnni.cc reads. Without vpdpbusd, 32
-// u8 x s8 products are summed by fours into 8 i32 lanes with vpmaddubsw (pairs into i16) and vpmaddwd against
-// ones: the i16 pair sums saturate above 32767, so the unsigned side must stay small. Nibble formats (<= 15) and
-// Q6_K (<= 63) give at most 2 * 63 * 127 per pair. Q8_0's weights span [-128, 127]: they are dotted as |w| against
-// the activations with w's sign (vpsignb), at most 2 * 128 * 127 = 32512 per pair, and its integer sums equal
-// llama.cpp's. The row's unpacked int16 copy of the portable integer path (gemv_kernels.cc) is skipped:
-// measured on a Zen 3 EPYC (AVX2, one thread, N = K = 1024, the weights in L2 / L3), Q4_0 went from 10 to 3-4
-// cycles per block of 32. Compiled with -mavx2 -mfma -mf16c (see CMakeLists.txt), reached only through
+// quant_gemv rows on AVX2 CPUs without AVX-512 VNNI (Zen 1-3, Haswell to Skylake, and Skylake-X / Ice Lake servers
+// whose AVX-512 has no VNNI) for the most used formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), straight
+// from the packed blocks against the 8-bit activations, the same data as gemv_avx512vnni.cc reads. Without
+// vpdpbusd, 32 u8 x s8 products are summed by fours into 8 i32 lanes with vpmaddubsw (pairs into i16) and vpmaddwd
+// against ones: the i16 pair sums saturate above 32767, so the unsigned side must stay small. Nibble formats
+// (<= 15), the Q5 formats (<= 31) and Q6_K (<= 63) give at most 2 * 63 * 127 per pair. Q8_0's weights span [-128, 127]:
+// they are dotted as |w| against the activations with w's sign (vpsignb), at most 2 * 128 * 127 = 32512 per pair,
+// and its integer sums equal llama.cpp's. The row's unpacked int16 copy of the portable integer path
+// (gemv_kernels.cc) is skipped: measured on a Zen 3 EPYC (AVX2, one thread, N = K = 1024, the weights in L2 / L3),
+// Q4_0 went from 10 to 3-4 cycles per block of 32. On VNNI CPUs gemv_avx512vnni.cc takes the formats it has and
+// these rows the Q5 ones. Compiled with -mavx2 -mfma -mf16c (see CMakeLists.txt), reached only through
 // quant_gemv_avx2_enabled().
 #include <immintrin.h>
 
@@ -36,6 +37,15 @@ inline __m256i nibbles32(const uint8_t* q) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
 }
 
+// Bit e of the 32-bit qh as 16 (the fifth bit of element e of a Q5_0 / Q5_1 block) in byte e: every byte takes
+// qh's byte e / 8, keeps bit e % 8 and compares.
+inline __m256i fifth_bits32(uint32_t qh) {
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh)),
+                                            _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(16));
+}
+
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -43,13 +53,18 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-enum class Fmt32 { Q4_0, Q4_1, Q8_0 };
+enum class Fmt32 { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 };
 
 // One row of blocks of 32 against kT tokens from t0; activation rows are ld apart (K rounded up to 64).
 template <size_t kT, Fmt32 kFmt>
 void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t0, float* out) {
-  constexpr size_t kBytes = kFmt == Fmt32::Q4_0 ? 18 : kFmt == Fmt32::Q4_1 ? 20 : 34;
-  constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2;  // f16 d (and m) before the values
+  constexpr bool kMin = kFmt == Fmt32::Q4_1 || kFmt == Fmt32::Q5_1, kFive = kFmt == Fmt32::Q5_0 || kFmt == Fmt32::Q5_1;
+  constexpr size_t kBytes = kFmt == Fmt32::Q4_0   ? 18
+                            : kFmt == Fmt32::Q4_1 ? 20
+                            : kFmt == Fmt32::Q5_0 ? 22
+                            : kFmt == Fmt32::Q5_1 ? 24
+                                                  : 34;
+  constexpr size_t kHead = (kMin ? 4 : 2) + (kFive ? 4 : 0);  // f16 d (and m), Q5's 32 fifth bits, then the values
   const size_t nb = K / 32, ld = (K + 63) / 64 * 64;
   // Two accumulators per token (alternate blocks), so that consecutive FMAs do not wait on each other.
   __m256 acc[kT][2], accm[kT];
@@ -61,6 +76,8 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
     __m256i w;
     if constexpr (kFmt == Fmt32::Q8_0)
       w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kHead));
+    else if constexpr (kFive)
+      w = _mm256_or_si256(nibbles32(blk + kHead), fifth_bits32(load_u32(blk + kHead - 4)));
     else
       w = nibbles32(blk + kHead);
     const __m256i wabs = kFmt == Fmt32::Q8_0 ? _mm256_abs_epi8(w) : w;
@@ -69,12 +86,15 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
       __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xs8 + (t0 + t) * ld + 32 * b));
       if constexpr (kFmt == Fmt32::Q8_0) x = _mm256_sign_epi8(x, w);
       __m256i dot = dot4(wabs, x);
-      // Q4_0's q - 8: the dot of q, less 8 times the lane's activation sum (exact in integers).
-      if constexpr (kFmt == Fmt32::Q4_0)
-        dot = _mm256_add_epi32(dot, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xsum4_neg8 + lane)));
+      // Q4_0's q - 8 and Q5_0's q - 16: the dot of q, less 8 / 16 times the lane's activation sum (exact).
+      if constexpr (kFmt == Fmt32::Q4_0 || kFmt == Fmt32::Q5_0) {
+        __m256i neg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xsum4_neg8 + lane));
+        if constexpr (kFmt == Fmt32::Q5_0) neg = _mm256_add_epi32(neg, neg);
+        dot = _mm256_add_epi32(dot, neg);
+      }
       const __m256 scale = _mm256_mul_ps(d, _mm256_loadu_ps(a.dx8 + lane));
       acc[t][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[t][u]);
-      if constexpr (kFmt == Fmt32::Q4_1)
+      if constexpr (kMin)
         accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(half(blk + 2)), _mm256_loadu_ps(a.dxsum4 + lane), accm[t]);
     }
   };
@@ -103,12 +123,13 @@ void add_offsets(const float* off, size_t nsub, const float* dsum, size_t T, flo
 // One Q4_K row against kT tokens from t0. Sub-block j (32 weights: the low or high nibbles of 32 bytes) has the
 // scale d sc_j and the minimum dmin m_j; per token d sc_j is multiplied once per block by the activation scale of
 // sub-block j (they coincide: both are blocks of 32), and the minima are dotted with d_x sum(x) per sub-block.
-template <size_t kT>
+template <size_t kT, bool kFive>
 void dot_row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t t0, float* out) {
+  constexpr size_t kBytes = kFive ? 176 : 144, kQs = kFive ? 48 : 16;  // Q5_K: qh[32] before qs
   __m256 acc[kT][2], accm[kT];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm256_setzero_ps();
   for (size_t blk = 0; blk < K / 256; ++blk) {
-    const uint8_t* b = row + blk * 144;
+    const uint8_t* b = row + blk * kBytes;
     uint32_t u[4];
     k_scales_mins(b + 4, u);
     const __m256 sc = _mm256_mul_ps(_mm256_set1_ps(half(b)),
@@ -123,9 +144,14 @@ void dot_row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_
     // Chunk c: 32 bytes whose low nibbles are sub-block 2c and high nibbles 2c + 1. c is a constant after
     // inlining: static accumulator indices and broadcast indices.
     auto step = [&](auto c) __attribute__((always_inline)) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + kQs + 32 * c));
       const __m256i m = _mm256_set1_epi8(0x0F);
-      const __m256i w0 = _mm256_and_si256(v, m), w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+      __m256i w0 = _mm256_and_si256(v, m), w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+      if constexpr (kFive) {  // bit j of qh[l] is the fifth bit of sub-block j's element l
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)), one = _mm256_set1_epi8(1);
+        w0 = _mm256_or_si256(w0, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * c), one), 4));
+        w1 = _mm256_or_si256(w1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * c + 1), one), 4));
+      }
       for (size_t t = 0; t < kT; ++t) {
         const int8_t* x = a.xs8 + (t0 + t) * K + 256 * blk + 64 * c;
         const __m256i d0 = dot4(w0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
@@ -207,10 +233,15 @@ void by_4_tokens(size_t T, float* out, Row row) {
 
 }  // namespace
 
-bool quant_gemv_avx2_enabled() {
-  const Target t = active_target();
-  return t != Target::scalar && !vnni_int8_enabled();
+bool quant_gemv_avx2_handles(QuantType type) {
+  switch (type) {
+    case QuantType::Q4_0: case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1: case QuantType::Q8_0:
+    case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K: return true;
+    default: return false;
+  }
 }
+
+bool quant_gemv_avx2_enabled() { return active_target() != Target::scalar; }
 
 // The lane sums the rows need, from xs8 and dx8: one vpmaddubsw against ones and one vpmaddwd per 32 values.
 void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& o) {
@@ -240,11 +271,20 @@ bool quant_gemv_rows_avx2(const QuantGemvTask& g) {
       case QuantType::Q4_1:
         rows([&](auto kT, size_t t0, float* o) { dot_row32<decltype(kT)::value, Fmt32::Q4_1>(row, K, g.act, t0, o); });
         break;
+      case QuantType::Q5_0:
+        rows([&](auto kT, size_t t0, float* o) { dot_row32<decltype(kT)::value, Fmt32::Q5_0>(row, K, g.act, t0, o); });
+        break;
+      case QuantType::Q5_1:
+        rows([&](auto kT, size_t t0, float* o) { dot_row32<decltype(kT)::value, Fmt32::Q5_1>(row, K, g.act, t0, o); });
+        break;
       case QuantType::Q8_0:
         rows([&](auto kT, size_t t0, float* o) { dot_row32<decltype(kT)::value, Fmt32::Q8_0>(row, K, g.act, t0, o); });
         break;
       case QuantType::Q4_K:
-        rows([&](auto kT, size_t t0, float* o) { dot_row_q4_k<decltype(kT)::value>(row, K, g.act, t0, o); });
+        rows([&](auto kT, size_t t0, float* o) { dot_row_q4_k<decltype(kT)::value, false>(row, K, g.act, t0, o); });
+        break;
+      case QuantType::Q5_K:
+        rows([&](auto kT, size_t t0, float* o) { dot_row_q4_k<decltype(kT)::value, true>(row, K, g.act, t0, o); });
         break;
       case QuantType::Q6_K:
         rows([&](auto kT, size_t t0, float* o) { dot_row_q6_k<decltype(kT)::value>(row, K, g.act, t0, off.data(), o); });

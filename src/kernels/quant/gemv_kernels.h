@@ -70,9 +70,11 @@ bool quant_gemv_vnni_enabled();
 // (nothing written) for other formats.
 bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
-// The same formats on AVX2 CPUs without VNNI (gemv_avx2.cc): true when the active target is AVX2 or an AVX-512
-// one on a CPU without VNNI. The rows read the same arrays; quant_avx2_lane_sums fills the lane sums.
+// The same rows with AVX2 (gemv_avx2.cc) for those formats and the Q5 ones, taken where the VNNI rows are not:
+// enabled when any AVX2 or AVX-512 target is active. They read the same arrays; quant_avx2_lane_sums fills the
+// lane sums.
 bool quant_gemv_avx2_enabled();
+bool quant_gemv_avx2_handles(QuantType type);  // the VNNI formats and Q5_0, Q5_1, Q5_K
 void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& out);
 bool quant_gemv_rows_avx2(const QuantGemvTask& task);
 // The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.

@@ -101,7 +101,8 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
 // The bound above is loose; on average the integer path's error is far below it, and an error as large as a
 // wrong scale or a swapped nibble would not be.
 TEST(Quant, Int8GemvErrorIsSmallRelativeToTheOutput) {
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q4_K,
+                      QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0}) {
     const int64_t N = 64, K = 1024;
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 5);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
