@@ -39,6 +39,9 @@
 // interleaved with vpermt2w) was 20-30% slower than the f32 FMAs, and spreading the next-page prefetch over
 // the keys of the current page (one key's lines per step, 16 or 32 keys ahead) was 4% faster for int8 / fp8
 // and 16% slower for bf16.
+// The hand-written score loops (decode_avx512_scores.h) take the head dim as a compile-time bound and int8
+// keys two at a time: same-process A/B (Zen 5, 2 threads, 4 x 8k keys, 16-token pages, 21 alternating rounds)
+// int8 0.89-0.92x the time of the one-key loop with a run-time D, bf16 and fp8 unchanged (one key per call).
 // Targets without vdpbf16ps (AVX2, AVX-512 without BF16; bf16 cache, 32k keys, one thread, same-process A/B
 // on the Zen 5 VM with the dispatch forced): scoring two keys per pass and an L2-only lead of 24 keys took
 // AVX2 from 13.2-14.3 to 14.5-15.5 GB/s and AVX-512 from 16.2-18.6 to 16.4-19.5 GB/s; with the cache in L3
@@ -64,16 +67,17 @@
 #include "kernels/softmax/decode_rows-inl.h"
 
 namespace attnzoo {
-// decode_avx512bf16.cc: one key's scores for H heads x R rows of bf16 queries, unscaled, with vdpbf16ps.
-void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
-                           float* s, size_t lds_head, size_t lds);
-void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
-                              float* s, size_t lds_head, size_t lds);
-void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
-                              float* s, size_t lds_head, size_t lds);
+// decode_avx512bf16.cc: the scores of key k0 (and k1 unless null) for H heads x R rows of bf16 queries,
+// unscaled, with vdpbf16ps.
+void decode_score_keys_bf16(const uint16_t* k0, const uint16_t* k1, int64_t k_head, size_t H, size_t D,
+                            const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
+void decode_score_keys_i8_bf16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
+                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
+void decode_score_keys_f8_bf16(const uint8_t* k0, const uint8_t* k1, int64_t k_head, size_t H, size_t D,
+                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
 // decode_avx512vnni.cc: the same for int16 queries against int8 keys, with vpdpwssd.
-void decode_score_key_i8_i16(const int8_t* k, int64_t k_head, size_t H, size_t D, const int16_t* q, size_t R,
-                             float* s, size_t lds_head, size_t lds);
+void decode_score_keys_i8_i16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
+                              const int16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
 }  // namespace attnzoo
 
 HWY_BEFORE_NAMESPACE();
@@ -343,24 +347,32 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         ++j;
         continue;
       }
-      prefetch.Step();
-      const T* krow = kcache + sc.krow[j] + hk0 * p.k_head;
-      if constexpr (std::is_same_v<T, int8_t>) {
-        if (idot) {
-          decode_score_key_i8_i16(krow, p.k_head, H, D, sc.q_i16.data(), R, sc.s.data() + j, R * Bc, Bc);
-          continue;
+      if (dot || idot) {
+        // int8 keys against int16 queries go two keys per call (one prefetch step each): cheap enough per key
+        // that the shared query loads pay (same-process A/B, 4 x 8k keys from memory, 2 threads: -10%); the
+        // bf16-dot caches, bound by memory there, measured 5-12% slower in pairs and take one key per call.
+        const bool pair = idot && j + 1 < cols;
+        const T* k0 = kcache + sc.krow[j] + hk0 * p.k_head;
+        const T* k1 = pair ? kcache + sc.krow[j + 1] + hk0 * p.k_head : nullptr;
+        float* s = sc.s.data() + j;
+        prefetch.Step();
+        if (pair) prefetch.Step();
+        if constexpr (std::is_same_v<T, int8_t>) {
+          if (idot)
+            decode_score_keys_i8_i16(k0, k1, p.k_head, H, D, sc.q_i16.data(), R, s, R * Bc, Bc);
+          else
+            decode_score_keys_i8_bf16(k0, nullptr, p.k_head, H, D, sc.q_bf16.data(), R, s, R * Bc, Bc);
+        } else if constexpr (std::is_same_v<T, Fp8E4M3>) {
+          decode_score_keys_f8_bf16(&k0->bits, nullptr, p.k_head, H, D, sc.q_bf16.data(), R, s, R * Bc, Bc);
+        } else {
+          decode_score_keys_bf16(reinterpret_cast<const uint16_t*>(k0), nullptr, p.k_head, H, D, sc.q_bf16.data(),
+                                 R, s, R * Bc, Bc);
         }
-      }
-      if (dot) {
-        if constexpr (std::is_same_v<T, int8_t>)
-          decode_score_key_i8_bf16(krow, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
-        else if constexpr (std::is_same_v<T, Fp8E4M3>)
-          decode_score_key_f8_bf16(&krow->bits, p.k_head, H, D, sc.q_bf16.data(), R, sc.s.data() + j, R * Bc, Bc);
-        else
-          decode_score_key_bf16(reinterpret_cast<const uint16_t*>(krow), p.k_head, H, D, sc.q_bf16.data(), R,
-                                sc.s.data() + j, R * Bc, Bc);
+        j += pair;
         continue;
       }
+      prefetch.Step();
+      const T* krow = kcache + sc.krow[j] + hk0 * p.k_head;
       for (size_t h = 0; h < H; ++h)
         ScoreKey(krow + int64_t(h) * p.k_head, D, q_paired, sc.q.data() + h * R * Dp, Dp, R,
                  sc.s.data() + h * R * Bc + j, Bc);

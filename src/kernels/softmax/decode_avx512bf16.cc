@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/softmax/decode_avx512_sums.h"
+#include "kernels/softmax/decode_avx512_scores.h"
 
 namespace attnzoo {
 namespace {
@@ -58,61 +58,37 @@ inline __m512bh load_key(const Fp8Key* k) {
   return (__m512bh)_mm512_or_si512(v, sign);
 }
 
-template <size_t kRows, class K>
-inline void score_rows(const K* __restrict k, size_t D, const uint16_t* __restrict q, size_t ldq,
-                       float* __restrict s, size_t lds) {
-  __m512 acc[kRows];
-  for (size_t r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
-  for (size_t d = 0; d < D; d += 32) {
-    const __m512bh kv = load_key(k + d);
-    for (size_t r = 0; r < kRows; ++r)
-      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_loadu_si512(q + r * ldq + d), kv);
-  }
-  if constexpr (kRows == 4) {
-    alignas(16) float sums[4];
-    _mm_store_ps(sums, sums_of_four(acc[0], acc[1], acc[2], acc[3]));
-    for (size_t r = 0; r < 4; ++r) s[r * lds] = sums[r];
-  } else {
-    for (size_t r = 0; r < kRows; ++r) s[r * lds] = _mm512_reduce_add_ps(acc[r]);
-  }
-}
-
 template <class K>
-void score_key(const K* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R, float* s,
-               size_t lds_head, size_t lds) {
-  for (size_t h = 0; h < H; ++h) {
-    const K* kh = k + int64_t(h) * k_head;
-    const uint16_t* qh = q + h * R * D;
-    float* sh = s + h * lds_head;
-    size_t r = 0;
-    for (; r + 4 <= R; r += 4) score_rows<4>(kh, D, qh + r * D, D, sh + r * lds, lds);
-    switch (R - r) {
-      case 3: score_rows<3>(kh, D, qh + r * D, D, sh + r * lds, lds); break;
-      case 2: score_rows<2>(kh, D, qh + r * D, D, sh + r * lds, lds); break;
-      case 1: score_rows<1>(kh, D, qh + r * D, D, sh + r * lds, lds); break;
-      default: break;
-    }
-  }
-}
+struct Bf16Dot {
+  using Key = K;
+  using Query = uint16_t;
+  using Acc = __m512;
+  static __m512 zero() { return _mm512_setzero_ps(); }
+  static __m512bh load_key(const K* k) { return attnzoo::load_key(k); }
+  static __m512bh load_query(const uint16_t* q) { return (__m512bh)_mm512_loadu_si512(q); }
+  static __m512 dot(__m512 acc, __m512bh k, __m512bh q) { return _mm512_dpbf16_ps(acc, q, k); }
+  static __m512 to_f32(__m512 acc) { return acc; }
+};
 
 }  // namespace
 
-// s[h * lds_head + r * lds] = dot(q[(h * R + r) * D ...], key row of head h) for H heads and R rows each;
-// head h's key row starts at k + h * k_head (elements). D is a multiple of 32.
-void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
-                           float* s, size_t lds_head, size_t lds) {
-  score_key(k, k_head, H, D, q, R, s, lds_head, lds);
+// s[h * lds_head + r * lds] (+ 1 for k1) = dot(q[(h * R + r) * D ...], key row of head h) for H heads and R
+// rows each; head h's key row starts at k0 (k1) + h * k_head elements; k1 may be null. D is a multiple of 32.
+void decode_score_keys_bf16(const uint16_t* k0, const uint16_t* k1, int64_t k_head, size_t H, size_t D,
+                            const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
+  score_keys<Bf16Dot<uint16_t>>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
 }
 
 // The same against int8 key rows and e4m3 key rows (one byte per element), unscaled.
-void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
-                              float* s, size_t lds_head, size_t lds) {
-  score_key(k, k_head, H, D, q, R, s, lds_head, lds);
+void decode_score_keys_i8_bf16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
+                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
+  score_keys<Bf16Dot<int8_t>>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
 }
 
-void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
-                              float* s, size_t lds_head, size_t lds) {
-  score_key(reinterpret_cast<const Fp8Key*>(k), k_head, H, D, q, R, s, lds_head, lds);
+void decode_score_keys_f8_bf16(const uint8_t* k0, const uint8_t* k1, int64_t k_head, size_t H, size_t D,
+                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
+  score_keys<Bf16Dot<Fp8Key>>(reinterpret_cast<const Fp8Key*>(k0), reinterpret_cast<const Fp8Key*>(k1), k_head, H,
+                              D, q, R, s, lds_head, lds);
 }
 
 }  // namespace attnzoo

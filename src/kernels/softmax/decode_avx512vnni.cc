@@ -14,50 +14,33 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/softmax/decode_avx512_sums.h"
+#include "kernels/softmax/decode_avx512_scores.h"
 
 namespace attnzoo {
 namespace {
 
-template <size_t kRows>
-inline void score_rows(const int8_t* __restrict k, size_t D, const int16_t* __restrict q, float* __restrict s,
-                       size_t lds) {
-  __m512i acc[kRows];
-  for (size_t r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_si512();
-  for (size_t d = 0; d < D; d += 32) {
-    const __m512i kv = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + d)));
-    for (size_t r = 0; r < kRows; ++r) acc[r] = _mm512_dpwssd_epi32(acc[r], kv, _mm512_loadu_si512(q + r * D + d));
+struct Int16Dot {
+  using Key = int8_t;
+  using Query = int16_t;
+  using Acc = __m512i;
+  static __m512i zero() { return _mm512_setzero_si512(); }
+  static __m512i load_key(const int8_t* k) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k)));
   }
-  if constexpr (kRows == 4) {
-    alignas(16) float sums[4];
-    // As f32: every lane and sum is an integer below 2^31 (exact up to 2^24, rounded once past it).
-    _mm_store_ps(sums, sums_of_four(_mm512_cvtepi32_ps(acc[0]), _mm512_cvtepi32_ps(acc[1]),
-                                    _mm512_cvtepi32_ps(acc[2]), _mm512_cvtepi32_ps(acc[3])));
-    for (size_t r = 0; r < 4; ++r) s[r * lds] = sums[r];
-  } else {
-    for (size_t r = 0; r < kRows; ++r) s[r * lds] = float(_mm512_reduce_add_epi32(acc[r]));
-  }
-}
+  static __m512i load_query(const int16_t* q) { return _mm512_loadu_si512(q); }
+  static __m512i dot(__m512i acc, __m512i k, __m512i q) { return _mm512_dpwssd_epi32(acc, k, q); }
+  // As f32: every lane and sum is an integer below 2^31 (exact up to 2^24, rounded once past it).
+  static __m512 to_f32(__m512i acc) { return _mm512_cvtepi32_ps(acc); }
+};
 
 }  // namespace
 
-// s[h * lds_head + r * lds] = sum_d q[(h * R + r) * D + d] * k[h * k_head + d] for H heads and R rows each (int16
-// queries, int8 keys, unscaled). D is a multiple of 32 and at most 512, so |sum| <= 32767 * 128 * D < 2^31.
-void decode_score_key_i8_i16(const int8_t* k, int64_t k_head, size_t H, size_t D, const int16_t* q, size_t R,
-                             float* s, size_t lds_head, size_t lds) {
-  for (size_t h = 0; h < H; ++h) {
-    const int8_t* kh = k + int64_t(h) * k_head;
-    const int16_t* qh = q + h * R * D;
-    float* sh = s + h * lds_head;
-    size_t r = 0;
-    for (; r + 4 <= R; r += 4) score_rows<4>(kh, D, qh + r * D, sh + r * lds, lds);
-    switch (R - r) {
-      case 3: score_rows<3>(kh, D, qh + r * D, sh + r * lds, lds); break;
-      case 2: score_rows<2>(kh, D, qh + r * D, sh + r * lds, lds); break;
-      case 1: score_rows<1>(kh, D, qh + r * D, sh + r * lds, lds); break;
-      default: break;
-    }
-  }
+// s[h * lds_head + r * lds] (+ 1 for k1) = sum_d q[(h * R + r) * D + d] * k[h * k_head + d] for H heads and R
+// rows each (int16 queries, int8 keys, unscaled); k1 may be null. D is a multiple of 32 and at most 512, so
+// |sum| <= 32767 * 128 * D < 2^31.
+void decode_score_keys_i8_i16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
+                              const int16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
+  score_keys<Int16Dot>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
 }
 
 }  // namespace attnzoo
