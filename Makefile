@@ -29,8 +29,9 @@ bench: build
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# --durations: the slowest tests in every CI log, where the time budget of a run is spent.
 test-python: build
-	ATTNZOO_BUILD=$(BUILD) $(PY) -m pytest -q python/tests  # conftest.py puts python/ and $(BUILD)/python on the path
+	ATTNZOO_BUILD=$(BUILD) $(PY) -m pytest -q --durations=15 python/tests  # conftest.py puts python/ and $(BUILD)/python on the path
 
 # The C++ tests again in a second build with AddressSanitizer + UndefinedBehaviorSanitizer, every finding fatal
 # (CMake option ATTNZOO_SANITIZE), then the fuzz entry points over their seed corpora (fuzz/corpus) and the

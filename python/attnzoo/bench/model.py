@@ -382,7 +382,8 @@ def _byte_size(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="attnzoo bench model", description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=["model"], help="what to benchmark")
-    parser.add_argument("-m", "--model", required=True, help="Hugging Face model directory")
+    parser.add_argument("-m", "--model", required=True,
+                        help="a Hugging Face checkpoint directory, a .gguf file or a directory holding one")
     parser.add_argument("--prompt", type=int, default=512, help="prompt tokens for prefill (default 512)")
     parser.add_argument("--gen", type=int, default=128, help="decode steps after the prompt (default 128)")
     parser.add_argument("--contexts", type=_int_list, help="prompt lengths for the decode sweep, e.g. 64,512,2048")
