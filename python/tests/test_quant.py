@@ -94,7 +94,7 @@ def test_matmul_against_dequantized_float64(qtype, T):
         assert np.array_equal(got, quant.matmul(x, raw, qtype, n, k, path="int8"))
 
 
-@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_0, Q.Q4_1], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q5_0, Q.Q4_1], ids=lambda t: t.name)
 def test_f32_gemv_long_rows_against_gguf(qtype):
     """Rows longer than the AVX-512 rows' 64-block scale chunks (and an odd block count for Q4_0 / Q8_0), every
     token count a decode pass takes (1-4 per row pass, 8 per call, then another call)."""

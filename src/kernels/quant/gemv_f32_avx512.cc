@@ -1,11 +1,14 @@
-// quant_gemv_f32 rows on AVX-512 for Q4_K and Q6_K (a Q4_K model's projections, and the Q6_K output head of
-// every 4-bit model): each weight is dequantized in a register to exactly the f32 value dequantize_row gives (same
-// operations, same order), then FMA'd with the f32 activations. Written for instructions per byte, since a
-// decode GEMV must keep up with memory on one core (two SMT threads share it), and a 512-bit op issues at about
-// 2 per cycle:
+// quant_gemv_f32 rows on AVX-512 for Q4_K, Q5_K and Q6_K (the projections of Q4_K_M / Q5_K_M files, and the Q6_K
+// output head of every 4- and 5-bit model): each weight is dequantized in a register to exactly the f32 value
+// dequantize_row gives (same operations, same order), then FMA'd with the f32 activations. Written for instructions
+// per byte, since a decode GEMV must keep up with memory on one core (two SMT threads share it), and a 512-bit op
+// issues at about 2 per cycle:
 //  - Q4_K looks values up instead of converting them: each sub-block's 16 possible weights d_j q - m_j form one
 //    register, and vpermps indexes it with the packed bytes widened to 32-bit lanes (it reads only the low 4
 //    bits, so the low nibbles need no mask and the high ones one shift).
+//  - Q5_K likewise from 32 values in two registers (vpermi2ps), the fifth bit merged into each index: on the
+//    Zen 5 (one thread, N = K = 1024, Quant.DISABLED_BenchGemv) one token's row went from 1.56x Q4_K's time
+//    (the Highway row) to 0.98x.
 //  - Q6_K assembles its 6-bit values 64 at a time in bytes (nibbles, top bits and the -32 bias), stores the
 //    block's 256 int8 values in L1, and widens them 16 at a time as loads.
 //  - Several accumulators per token: one FMA chain per token would wait 4 cycles per 16 weights.
@@ -102,6 +105,45 @@ void row_q4_k(const uint8_t* row, size_t K, const float* x, float* out) {
   acc.sums(out);
 }
 
+// Q5_K (d, dmin, 12 bytes of scales / mins, qh[32], qs[128] laid out as Q4_K's): element l of sub-block j has
+// bit j of qh[l] as its fifth bit. Its 32 possible weights (d sc_j) q - dmin m_j fill two registers, and
+// vpermi2ps reads the 5-bit index from the lane's low bits: the nibble in bits 0-3 and the qh bit moved to bit 4
+// (one shift and one vpternlogd merging the two, whatever else the lane holds above bit 4).
+template <size_t kT>
+void row_q5_k(const uint8_t* row, size_t K, const float* x, float* out) {
+  const __m512 iota = iota16(), iota16_31 = _mm512_add_ps(iota16(), _mm512_set1_ps(16.f));
+  const __m512i low4 = _mm512_set1_epi32(0x0F);
+  // bit `bit` of each lane at bit 4
+  auto at_bit4 = [](__m512i h, unsigned bit) {
+    return bit <= 4 ? _mm512_slli_epi32(h, 4 - bit) : _mm512_srli_epi32(h, bit - 4);
+  };
+  // (nibble & 0x0F) | (fifth & ~0x0F): vpternlogd with A = nibble, B = fifth, C = 0x0F
+  auto merge = [&](__m512i nibble, __m512i fifth) { return _mm512_ternarylogic_epi32(nibble, fifth, low4, 0xE4); };
+  Acc<kT> acc(x, K);
+  alignas(32) float dl[8], ml[8];
+  for (size_t ib = 0; ib < K / 256; ++ib) {
+    const uint8_t* b = row + ib * 176;
+    q4_k_scales(b, dl, ml);
+    const __m512i h0 = widen_u8(b + 16), h1 = widen_u8(b + 32);  // qh[0, 16) and qh[16, 32)
+#pragma GCC unroll 4
+    for (unsigned c = 0; c < 4; ++c) {
+      const __m512 s0 = _mm512_set1_ps(dl[2 * c]), m0 = _mm512_set1_ps(ml[2 * c]);
+      const __m512 s1 = _mm512_set1_ps(dl[2 * c + 1]), m1 = _mm512_set1_ps(ml[2 * c + 1]);
+      const __m512 lo_a = _mm512_sub_ps(_mm512_mul_ps(s0, iota), m0);
+      const __m512 lo_b = _mm512_sub_ps(_mm512_mul_ps(s0, iota16_31), m0);
+      const __m512 hi_a = _mm512_sub_ps(_mm512_mul_ps(s1, iota), m1);
+      const __m512 hi_b = _mm512_sub_ps(_mm512_mul_ps(s1, iota16_31), m1);
+      const size_t k = 256 * ib + 64 * c;
+      const __m512i q0 = widen_u8(b + 48 + 32 * c), q1 = widen_u8(b + 64 + 32 * c);
+      acc.add(_mm512_permutex2var_ps(lo_a, merge(q0, at_bit4(h0, 2 * c)), lo_b), k, 0);
+      acc.add(_mm512_permutex2var_ps(lo_a, merge(q1, at_bit4(h1, 2 * c)), lo_b), k + 16, 1);
+      acc.add(_mm512_permutex2var_ps(hi_a, merge(_mm512_srli_epi32(q0, 4), at_bit4(h0, 2 * c + 1)), hi_b), k + 32, 2);
+      acc.add(_mm512_permutex2var_ps(hi_a, merge(_mm512_srli_epi32(q1, 4), at_bit4(h1, 2 * c + 1)), hi_b), k + 48, 3);
+    }
+  }
+  acc.sums(out);
+}
+
 // Q6_K (ql[128], qh[64], 16 int8 scales, d): element 128 h + m (m < 64) is the low nibble of ql[64 h + m] and
 // 128 h + 64 + m its high nibble; their top two bits are bits 2 (m / 32) (+ 4 for the high nibble) of
 // qh[32 h + m % 32]. w = (d sc_s) (q - 32), s = element / 16.
@@ -154,6 +196,7 @@ bool quant_gemv_f32_avx512_enabled() {
 bool quant_gemv_rows_f32_avx512(const QuantGemvTask& g) {
   switch (g.w.type) {
     case QuantType::Q4_K: run_rows(g, row_q4_k<1>, row_q4_k<2>, row_q4_k<3>, row_q4_k<4>); return true;
+    case QuantType::Q5_K: run_rows(g, row_q5_k<1>, row_q5_k<2>, row_q5_k<3>, row_q5_k<4>); return true;
     case QuantType::Q6_K:  // from 3 tokens up the Highway rows streamed Q6_K faster from memory (BenchGemvStream)
       if (g.T > 2) return false;
       run_rows(g, row_q6_k<1>, row_q6_k<2>, nullptr, nullptr);
