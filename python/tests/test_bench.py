@@ -283,7 +283,7 @@ SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbe
                     ("mamba", "selective scan f32 (Falcon-Mamba-7B)"): "fma", ("rwkv4", "wkv f32"): "memory",
                     ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory",
                     ("projection gemm", "bf16 weights, f32 products"): "fma"}
-for _q in ("Q4_0", "Q4_K", "Q8_0", "BF16"):
+for _q in ("Q4_0", "Q4_K", "Q5_K", "Q8_0", "BF16"):
     for _n in ("K", "3K"):
         SINGLE_FORM_ROWS[("quantized gemv", f"{_q} weights N={_n}")] = "memory"
 if _core.active_target() == "avx512_bf16":
@@ -331,6 +331,7 @@ def test_single_form_work_counts():
     K = s["qgemv"]["K"]
     assert cases[("quantized gemv", "Q4_0 weights N=K")].bytes == K * K // 32 * 18
     assert cases[("quantized gemv", "Q4_K weights N=3K")].bytes == 3 * K * K // 256 * 144
+    assert cases[("quantized gemv", "Q5_K weights N=K")].bytes == K * K // 256 * 176
     assert cases[("quantized gemv", "BF16 weights N=K")].bytes == K * K * 2
     for case in cases.values():
         assert (case.flops > 0) != (case.bytes > 0)

@@ -1,7 +1,7 @@
 """Kernel-table rows for kernels that have one form (no chunked-vs-recurrent pair): MLA prefill and absorbed
 decode, Mamba's selective scan (at Mamba-130M and Falcon-Mamba-7B widths), RWKV-4, RWKV-7 (recurrent), the causal
 short convolution, the prefill projection GEMM with f32 products (OpenBLAS) and with bf16 products (matmul
-precision "medium"), and the decode GEMV over GGUF block-quantized weights (Q4_0, Q4_K, Q8_0) next to bf16
+precision "medium"), and the decode GEMV over GGUF block-quantized weights (Q4_0, Q4_K, Q5_K, Q8_0) next to bf16
 weights, rated in weight bytes read.
 
 Each is a bench.BenchCase, so it is timed, rated and printed like the softmax rows: compute-bound kernels report
@@ -217,7 +217,7 @@ def _gemm_case(cfg, products):
 
 
 # GGUF type ids (gguf.GGMLQuantizationType) and, per block, the byte offsets of its f16 scales.
-QGEMV_TYPES = {"Q4_0": (2, (0,)), "Q4_K": (12, (0, 2)), "Q8_0": (8, (0,)), "BF16": (30, ())}
+QGEMV_TYPES = {"Q4_0": (2, (0,)), "Q4_K": (12, (0, 2)), "Q5_K": (13, (0, 2)), "Q8_0": (8, (0,)), "BF16": (30, ())}
 
 
 def _quant_weights(qtype, N, K, seed):

@@ -3,9 +3,9 @@
 // from the packed blocks against the 8-bit activations, the same data as gemv_avx512vnni.cc reads. Without
 // vpdpbusd, 32 u8 x s8 products are summed by fours into 8 i32 lanes with vpmaddubsw (pairs into i16) and vpmaddwd
 // against ones: the i16 pair sums saturate above 32767, so the unsigned side must stay small. Nibble formats
-// (<= 15), the Q5 formats (<= 31) and Q6_K (<= 63) give at most 2 * 63 * 127 per pair. Q8_0's weights span [-128, 127]:
-// they are dotted as |w| against the activations with w's sign (vpsignb), at most 2 * 128 * 127 = 32512 per pair,
-// and its integer sums equal llama.cpp's. The row's unpacked int16 copy of the portable integer path
+// (<= 15), the Q5 formats (<= 31) and Q6_K (<= 63) give at most 2 * 63 * 127 per pair. Q8_0's weights span
+// [-128, 127]: they are dotted as |w| against the activations with w's sign (vpsignb), at most 2 * 128 * 127 =
+// 32512 per pair, and its integer sums equal llama.cpp's. The row's unpacked int16 copy of the portable integer path
 // (gemv_kernels.cc) is skipped: measured on a Zen 3 EPYC (AVX2, one thread, N = K = 1024, the weights in L2 / L3),
 // Q4_0 went from 10 to 3-4 cycles per block of 32. On VNNI CPUs gemv_avx512vnni.cc takes the formats it has and
 // these rows the Q5 ones. Compiled with -mavx2 -mfma -mf16c (see CMakeLists.txt), reached only through
@@ -40,8 +40,8 @@ inline __m256i nibbles32(const uint8_t* q) {
 // Bit e of the 32-bit qh as 16 (the fifth bit of element e of a Q5_0 / Q5_1 block) in byte e: every byte takes
 // qh's byte e / 8, keeps bit e % 8 and compares.
 inline __m256i fifth_bits32(uint32_t qh) {
-  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh)),
-                                            _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i which = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh)), which);
   const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(16));
 }
@@ -58,7 +58,8 @@ enum class Fmt32 { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 };
 // One row of blocks of 32 against kT tokens from t0; activation rows are ld apart (K rounded up to 64).
 template <size_t kT, Fmt32 kFmt>
 void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t0, float* out) {
-  constexpr bool kMin = kFmt == Fmt32::Q4_1 || kFmt == Fmt32::Q5_1, kFive = kFmt == Fmt32::Q5_0 || kFmt == Fmt32::Q5_1;
+  constexpr bool kMin = kFmt == Fmt32::Q4_1 || kFmt == Fmt32::Q5_1;
+  constexpr bool kFive = kFmt == Fmt32::Q5_0 || kFmt == Fmt32::Q5_1;
   constexpr size_t kBytes = kFmt == Fmt32::Q4_0   ? 18
                             : kFmt == Fmt32::Q4_1 ? 20
                             : kFmt == Fmt32::Q5_0 ? 22

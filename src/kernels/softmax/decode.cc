@@ -69,15 +69,15 @@
 #include "kernels/softmax/decode_rows-inl.h"
 
 namespace attnzoo {
-// decode_avx512bf16.cc: the scores of key k0 (and k1 unless null) for H heads x R rows of bf16 queries,
-// unscaled, with vdpbf16ps.
-void decode_score_keys_bf16(const uint16_t* k0, const uint16_t* k1, int64_t k_head, size_t H, size_t D,
-                            const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
-void decode_score_keys_i8_bf16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
-                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
-void decode_score_keys_f8_bf16(const uint8_t* k0, const uint8_t* k1, int64_t k_head, size_t H, size_t D,
-                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
-// decode_avx512vnni.cc: the same for int16 queries against int8 keys, with vpdpwssd.
+// decode_avx512bf16.cc: one key's scores for H heads x R rows of bf16 queries, unscaled, with vdpbf16ps.
+void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                           float* s, size_t lds_head, size_t lds);
+void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds);
+void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds);
+// decode_avx512vnni.cc: the scores of key k0 (and k1 unless null) for int16 queries against int8 keys, with
+// vpdpwssd.
 void decode_score_keys_i8_i16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
                               const int16_t* q, size_t R, float* s, size_t lds_head, size_t lds);
 }  // namespace attnzoo
@@ -378,12 +378,12 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
           if (idot)
             decode_score_keys_i8_i16(k0, k1, p.k_head, H, D, sc.q_i16.data(), R, s, R * Bc, Bc);
           else
-            decode_score_keys_i8_bf16(k0, nullptr, p.k_head, H, D, sc.q_bf16.data(), R, s, R * Bc, Bc);
+            decode_score_key_i8_bf16(k0, p.k_head, H, D, sc.q_bf16.data(), R, s, R * Bc, Bc);
         } else if constexpr (std::is_same_v<T, Fp8E4M3>) {
-          decode_score_keys_f8_bf16(&k0->bits, nullptr, p.k_head, H, D, sc.q_bf16.data(), R, s, R * Bc, Bc);
+          decode_score_key_f8_bf16(&k0->bits, p.k_head, H, D, sc.q_bf16.data(), R, s, R * Bc, Bc);
         } else {
-          decode_score_keys_bf16(reinterpret_cast<const uint16_t*>(k0), nullptr, p.k_head, H, D, sc.q_bf16.data(),
-                                 R, s, R * Bc, Bc);
+          decode_score_key_bf16(reinterpret_cast<const uint16_t*>(k0), p.k_head, H, D, sc.q_bf16.data(), R, s,
+                                R * Bc, Bc);
         }
         j += pair;
         continue;

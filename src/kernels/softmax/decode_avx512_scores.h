@@ -4,11 +4,11 @@
 // copy. A policy type says how 32 key elements become one register and how one dot-product instruction adds
 // them against 32 query elements; this file says how keys, rows and heads are walked.
 //
-// Two keys per pass: each query vector is loaded once for both keys, and the two keys' 4-row lane sums share
-// one interleave into 8-byte stores (key j and j + 1 of a row sit side by side in the score tile). The common
-// head dims (64, 128, 256) are compile-time loop bounds, fully unrolled. Measured on the Zen 5 VM (one thread,
-// int8 cache in L3, Hq=32, Hkv=8, D=128): the one-key loop with a run-time D spent most of its time in its
-// own prologue and in register copies around each dot product.
+// Two keys per pass (callers that ask for them: int8 keys): each query vector is loaded once for both keys, and the
+// two keys' 4-row lane sums share one interleave into 8-byte stores (key j and j + 1 of a row sit side by side in
+// the score tile). The common head dims (64, 128, 256) are compile-time loop bounds, fully unrolled. Measured on
+// the Zen 5 VM (one thread, int8 cache in L3, Hq=32, Hkv=8, D=128): the one-key loop with a run-time D spent most
+// of its time in its own prologue and in register copies around each dot product.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -76,14 +76,14 @@ inline void score_heads(const typename Dot::Key* k0, const typename Dot::Key* k1
   }
 }
 
-// Scores of key k0 (and k1 unless it is null) for H heads of R query rows each: s[h * lds_head + r * lds]
+// Scores of key k0 (kTwo: and k1, unless it is null) for H heads of R query rows each: s[h * lds_head + r * lds]
 // (and + 1 for k1), unscaled. Head h's key row starts at k + h * k_head elements, its query rows at
 // q + h * R * D. D is a multiple of 32.
-template <class Dot>
+template <class Dot, bool kTwo>
 inline void score_keys(const typename Dot::Key* k0, const typename Dot::Key* k1, int64_t k_head, size_t H,
                        size_t D, const typename Dot::Query* q, size_t R, float* s, size_t lds_head, size_t lds) {
   auto run = [&](auto d) {
-    if (k1)
+    if (kTwo && k1)
       score_heads<Dot, decltype(d)::value, true>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
     else
       score_heads<Dot, decltype(d)::value, false>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);

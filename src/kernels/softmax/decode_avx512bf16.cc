@@ -72,23 +72,24 @@ struct Bf16Dot {
 
 }  // namespace
 
-// s[h * lds_head + r * lds] (+ 1 for k1) = dot(q[(h * R + r) * D ...], key row of head h) for H heads and R
-// rows each; head h's key row starts at k0 (k1) + h * k_head elements; k1 may be null. D is a multiple of 32.
-void decode_score_keys_bf16(const uint16_t* k0, const uint16_t* k1, int64_t k_head, size_t H, size_t D,
-                            const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
-  score_keys<Bf16Dot<uint16_t>>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
+// s[h * lds_head + r * lds] = dot(q[(h * R + r) * D ...], key row of head h) for H heads and R rows each; head h's
+// key row starts at k + h * k_head elements. D is a multiple of 32. One key per call: these caches are bound by
+// memory, and two keys per call measured slower (decode.cc).
+void decode_score_key_bf16(const uint16_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                           float* s, size_t lds_head, size_t lds) {
+  score_keys<Bf16Dot<uint16_t>, false>(k, nullptr, k_head, H, D, q, R, s, lds_head, lds);
 }
 
 // The same against int8 key rows and e4m3 key rows (one byte per element), unscaled.
-void decode_score_keys_i8_bf16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
-                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
-  score_keys<Bf16Dot<int8_t>>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
+void decode_score_key_i8_bf16(const int8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds) {
+  score_keys<Bf16Dot<int8_t>, false>(k, nullptr, k_head, H, D, q, R, s, lds_head, lds);
 }
 
-void decode_score_keys_f8_bf16(const uint8_t* k0, const uint8_t* k1, int64_t k_head, size_t H, size_t D,
-                               const uint16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
-  score_keys<Bf16Dot<Fp8Key>>(reinterpret_cast<const Fp8Key*>(k0), reinterpret_cast<const Fp8Key*>(k1), k_head, H,
-                              D, q, R, s, lds_head, lds);
+void decode_score_key_f8_bf16(const uint8_t* k, int64_t k_head, size_t H, size_t D, const uint16_t* q, size_t R,
+                              float* s, size_t lds_head, size_t lds) {
+  score_keys<Bf16Dot<Fp8Key>, false>(reinterpret_cast<const Fp8Key*>(k), nullptr, k_head, H, D, q, R, s, lds_head,
+                                     lds);
 }
 
 }  // namespace attnzoo

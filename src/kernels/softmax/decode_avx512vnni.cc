@@ -40,7 +40,7 @@ struct Int16Dot {
 // |sum| <= 32767 * 128 * D < 2^31.
 void decode_score_keys_i8_i16(const int8_t* k0, const int8_t* k1, int64_t k_head, size_t H, size_t D,
                               const int16_t* q, size_t R, float* s, size_t lds_head, size_t lds) {
-  score_keys<Int16Dot>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
+  score_keys<Int16Dot, true>(k0, k1, k_head, H, D, q, R, s, lds_head, lds);
 }
 
 }  // namespace attnzoo
