@@ -29,8 +29,8 @@ def dequantize(data, qtype, n=None, reference=False):
 
 def matmul(x, w, qtype, n, k, path="auto"):
     """y [T, n] = x [T, k] @ w.T, w being n rows of raw blocks (exactly: ValueError naming `w` for more or fewer
-    bytes). path: 'auto' (what a model runs), 'int8',
-    'f32' or 'reference' (double accumulation)."""
+    bytes). path: 'auto' (a model's Linear under the current matmul precision: by default 8-bit activations for
+    T <= 8 and, on AVX-512-BF16, bf16 panels beyond), 'int8', 'f32' or 'reference' (double accumulation)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     w = np.ascontiguousarray(w, dtype=np.uint8).reshape(-1)
     y = np.empty((x.shape[0], int(n)), dtype=np.float32)

@@ -19,8 +19,11 @@ void bind_runtime(nb::module_& m) {
         "The current linear prefill mode: 'chunked' or 'recurrent'.");
   m.def("set_float32_matmul_precision",
         [](const std::string& p) { set_matmul_precision(parse_matmul_precision(p)); }, nb::arg("precision"),
-        "'highest' (default: f32 products), 'high' (the same on CPU) or 'medium' (prefill projections round "
-        "activations and weights to bf16 and accumulate in f32 on AVX-512-BF16 CPUs), for the whole process.");
+        "'auto' (default: each projection at its weights' precision: block-quantized weights and weights "
+        "loaded as bfloat16 take the reduced products of 'medium', f32 weights f32 products), 'highest' (f32 "
+        "products everywhere), 'high' (the same on CPU) or 'medium' (reduced products everywhere: projections of "
+        "several tokens round activations and weights to bf16 and accumulate in f32 on AVX-512-BF16 CPUs, "
+        "quantized decode GEMVs take 8-bit activations), for the whole process.");
   // The projection GEMM of prefill on one backend, for the kernel benchmark and tests: y [T, N] = x [T, K] w^T.
   m.def("linear_gemm",
         [](const AnyArray& w, const AnyArray& x, const OutArray& y, const std::string& backend) {
@@ -44,7 +47,7 @@ void bind_runtime(nb::module_& m) {
         "y = x w^T with the prefill GEMM backend 'openblas' (f32 products), 'tile' or 'bf16_dot' (bf16 products; "
         "ValueError without AVX-512-BF16).");
   m.def("get_float32_matmul_precision", [] { return std::string(matmul_precision_name(matmul_precision())); },
-        "The current matmul precision: 'highest', 'high' or 'medium'.");
+        "The current matmul precision: 'auto', 'highest', 'high' or 'medium'.");
 }
 
 }  // namespace attnzoo::py

@@ -1,3 +1,4 @@
+import contextlib
 import os
 import signal
 import sys
@@ -155,3 +156,43 @@ def gather_paged(paged, table, b, length):
     import torch
     pos = torch.arange(length)
     return paged[table[b, pos // paged.shape[1]].long(), pos % paged.shape[1]]
+
+
+
+@pytest.fixture(autouse=True)
+def _process_settings_restored():
+    """Fails a test that leaves the SIMD target or the matmul precision changed: both are process-wide, and a
+    leak silently moves every later test onto another code path (use simd_target / try-finally)."""
+    import attnzoo
+    before = attnzoo.active_target(), attnzoo.get_float32_matmul_precision()
+    yield
+    after = attnzoo.active_target(), attnzoo.get_float32_matmul_precision()
+    if after != before:
+        attnzoo.set_target(before[0])
+        attnzoo.set_float32_matmul_precision(before[1])
+        pytest.fail(f"the test left (target, matmul precision) at {after}, not {before}")
+
+
+@contextlib.contextmanager
+def matmul_precision(precision):
+    """The matmul precision for a block, the previous one after. "highest" (f32 products) is for comparisons with
+    f32 references tighter than the default "auto" keeps on block-quantized weights (8-bit activations in decode,
+    bf16 panels in prefill on AVX-512-BF16)."""
+    import attnzoo
+    previous = attnzoo.get_float32_matmul_precision()
+    attnzoo.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        attnzoo.set_float32_matmul_precision(previous)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_matmul_precision(request):
+    """A module setting MATMUL_PRECISION runs all its tests (and module fixtures) under it."""
+    precision = getattr(request.module, "MATMUL_PRECISION", None)
+    if precision is None:
+        yield
+        return
+    with matmul_precision(precision):
+        yield

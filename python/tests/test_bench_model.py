@@ -111,10 +111,10 @@ def test_linear_prefill_binding():
 
 def test_matmul_precision_is_set_restored_and_reported(model_dir):
     import attnzoo
-    assert attnzoo.get_float32_matmul_precision() == "highest"
+    assert attnzoo.get_float32_matmul_precision() == "auto"
     doc = run_model_bench(model_dir, prompt=16, gen=2, contexts=[16], context_gen=1, dtype="bfloat16",
                           matmul_precision="medium", repeats=1, probes="tiny")
-    assert attnzoo.get_float32_matmul_precision() == "highest"
+    assert attnzoo.get_float32_matmul_precision() == "auto"
     assert doc["settings"]["matmul_precision"] == "medium"
     p = doc["prefill"]
     if _core.active_target() == "avx512_bf16":
@@ -125,6 +125,17 @@ def test_matmul_precision_is_set_restored_and_reported(model_dir):
     assert p["fraction_of_ceiling"] > 0
     with pytest.raises(ValueError, match="matmul_precision"):
         run_model_bench(model_dir, matmul_precision="low", probes="tiny")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_auto_precision_follows_the_weights(model_dir, dtype):
+    """The default "auto": f32-held weights keep f32 products, bfloat16-held ones take bf16 products (where the
+    CPU has them), and the report says which."""
+    doc = run_model_bench(model_dir, prompt=16, gen=2, contexts=[16], context_gen=1, dtype=dtype, repeats=1,
+                          probes="tiny")
+    assert doc["settings"]["matmul_precision"] == "auto"
+    bf16 = dtype == "bfloat16" and _core.active_target() == "avx512_bf16"
+    assert doc["prefill"]["products"] == ("bf16" if bf16 else "f32")
 
 
 def test_medium_precision_prefill_tracks_f32(model_dir):
@@ -139,7 +150,7 @@ def test_medium_precision_prefill_tracks_f32(model_dir):
         fast = m.forward(ids)
         one = m.forward(ids[:1])
     finally:
-        attnzoo.set_float32_matmul_precision("highest")
+        attnzoo.set_float32_matmul_precision("auto")
     np.testing.assert_array_equal(one, m.forward(ids[:1]))
     err = np.abs(fast - exact).max() / np.abs(exact).max()
     assert err < 3e-2

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import attnzoo
 from attnzoo import linear
-from conftest import ALL_TARGETS, rel_rms
+from conftest import rel_rms
 
 
 def fla_naive(family):
@@ -53,10 +53,8 @@ def check(got, want, tol=1e-4):
 
 # --- simple GLA ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ALL_TARGETS)
 @pytest.mark.parametrize("T,K,V,HV", [(1, 64, 64, 2), (63, 60, 100, 2), (200, 64, 32, 4)])
-def test_simple_gla_matches_fla_naive(target, T, K, V, HV):
-    attnzoo.set_target(target)
+def test_simple_gla_matches_fla_naive(simd_target, T, K, V, HV):
     q, k, v = qkv(2, T, 2, K, V, HV)
     g = F.logsigmoid(rnd(2, T, HV, seed=5)) / 4
     h0 = rnd(2, HV, K, V, seed=6)
@@ -113,10 +111,8 @@ def test_simple_gla_reverse_numpy():
 
 # --- GLA -------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ALL_TARGETS)
 @pytest.mark.parametrize("T,K,V,g_scale", [(65, 64, 64, 1.0), (200, 100, 60, 8.0), (64, 16, 16, 0.0)])
-def test_gla_matches_fla_naive(target, T, K, V, g_scale):
-    attnzoo.set_target(target)
+def test_gla_matches_fla_naive(simd_target, T, K, V, g_scale):
     q, k, v = qkv(1, T, 2, K, V)
     g = -g_scale * torch.rand(1, T, 2, K, generator=torch.Generator().manual_seed(9))  # down to -8 per step
     h0 = rnd(1, 2, K, V, seed=6)
@@ -154,9 +150,7 @@ def test_gla_long_t4097():
 
 # --- retention -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ALL_TARGETS)
-def test_retention_three_forms_match_fla_naive(target):
-    attnzoo.set_target(target)
+def test_retention_three_forms_match_fla_naive(simd_target):
     q, k, v = qkv(2, 150, 4, 32, 48)
     want = naive_retention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)
     check(linear.chunk_retention(q, k, v)[0], want)
@@ -181,10 +175,8 @@ def test_retention_state_carries_across_calls():
 PHI = {None: lambda x: x, "identity": lambda x: x, "relu": F.relu, "elu": lambda x: F.elu(x) + 1}
 
 
-@pytest.mark.parametrize("target", ALL_TARGETS)
 @pytest.mark.parametrize("feature_map", [None, "relu", "elu"])
-def test_linear_attn_unnormalised(target, feature_map):
-    attnzoo.set_target(target)
+def test_linear_attn_unnormalised(simd_target, feature_map):
     q, k, v = qkv(2, 100, 2, 32, 32)
     h0 = rnd(2, 2, 32, 32, seed=4)
     phi = PHI[feature_map]
@@ -195,9 +187,7 @@ def test_linear_attn_unnormalised(target, feature_map):
         check(ht, want_h)
 
 
-@pytest.mark.parametrize("target", ALL_TARGETS)
-def test_linear_attn_normalised_with_z_state(target):
-    attnzoo.set_target(target)
+def test_linear_attn_normalised_with_z_state(simd_target):
     q, k, v = qkv(1, 130, 2, 64, 64)
     phi = PHI["elu"]
     S0 = rnd(1, 2, 64, 64, seed=4)

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import attnzoo
 from attnzoo import linear
-from conftest import ALL_TARGETS, rel_rms
+from conftest import rel_rms
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -29,10 +29,8 @@ def torch_conv(x, weight, bias=None, state=None, activation=None):
     return y, full[:, :, full.shape[2] - hist.shape[2]:]
 
 
-@pytest.mark.parametrize("target", ALL_TARGETS)
 @pytest.mark.parametrize("W", [2, 3, 4])
-def test_matches_torch_conv1d(target, W):
-    attnzoo.set_target(target)
+def test_matches_torch_conv1d(simd_target, W):
     x, w, b = rnd(2, 37, 100), rnd(100, W, seed=1), rnd(100, seed=2)
     h0 = rnd(2, 100, W - 1, seed=3)
     for activation in (None, "silu"):

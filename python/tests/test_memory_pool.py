@@ -229,7 +229,11 @@ def test_prefix_hits_and_forks_carry_quantized_blocks_exactly(family, kind):
     shared = _ids(vocab, 30, 1)
     a = np.concatenate([shared, _ids(vocab, 9, 2)])
     b = np.concatenate([shared, _ids(vocab, 12, 3)])
-    m.forward(a, seq=m.new_sequence(), last_only=True)
+    # The shared 28 tokens go through the model in a call of their own, as in the cold model below: a SIMD prefill
+    # of 39 tokens may differ from one of 28 in the last bit of some K / V value, enough to flip its 8-bit rounding.
+    first = m.new_sequence()
+    m.forward(a[:28], seq=first)
+    m.forward(a[28:], seq=first, last_only=True)
     second = m.new_sequence()
     got = m.forward(b, seq=second, last_only=True)
     assert second.cached_tokens == 28

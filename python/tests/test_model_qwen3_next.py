@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import model_checks as checks  # noqa: E402
+from conftest import matmul_precision  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 160
@@ -144,10 +145,18 @@ def test_bf16_checkpoint_and_bf16_weights(tmp_path):
     # bf16 weights widen exactly: only summation order differs from transformers.
     np.testing.assert_allclose(Model.load(tmp_path / "bf16").forward(ids), want, atol=1e-4, rtol=0)
     m = Model.load(tmp_path / "f32", dtype="bfloat16")  # f32 weights rounded once at load (in_proj included)
-    got = m.forward(ids)
-    want32 = checks.reference_logits(_build("moe_interval", tmp_path / "again"), ids)
-    rel = np.sqrt(((got - want32) ** 2).sum() / (want32 ** 2).sum())
-    assert 0 < rel <= 3e-2, rel
+    with matmul_precision("highest"):  # the rounding alone
+        got = m.forward(ids)
+    fast = m.forward(ids)  # the default "auto": bf16 products for bf16-held weights
+    again = _build("moe_interval", tmp_path / "again")
+    want32 = checks.reference_logits(again, ids)
+    with torch.no_grad():
+        torch_bf16 = again.to(torch.bfloat16)(torch.from_numpy(np.asarray(ids))[None]).logits[0].double().numpy()
+    def rel(a):
+        return np.sqrt(((a - want32) ** 2).sum() / (want32 ** 2).sum())
+    assert 0 < rel(got) <= 3e-2, rel(got)
+    # no further from the f32 model than transformers' own bf16 model (measured 0.033 vs 0.062)
+    assert 0 < rel(fast) <= rel(torch_bf16), (rel(fast), rel(torch_bf16))
     assert m.inspect()["owned_weight_bytes"] > 0
 
 

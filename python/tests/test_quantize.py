@@ -19,6 +19,9 @@ gguf = pytest.importorskip("gguf")
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
+# Quantized files against f32 references at 1e-4: f32 products in every projection (conftest.py); the
+# default "auto" is covered by test_gguf_auto_precision.py.
+MATMUL_PRECISION = "highest"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.environ.get("ATTNZOO_CLI", os.path.join(ROOT, "build", "attnzoo"))
 T = gguf.GGMLQuantizationType

@@ -14,7 +14,7 @@ namespace attnzoo::cli {
 const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
-    "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium] [--stop STR]...\n"
+    "         [--dtype float32|bfloat16|auto] [--matmul-precision auto|highest|medium] [--stop STR]...\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
     "         [-c|--ctx-size N (prompt + answer tokens; default: the model's max_position_embeddings)]";
 

@@ -20,7 +20,7 @@ void usage() {
       "  bench kernels [--quick] [--json] [--no-torch]\n"
       "                          kernel timings vs this machine's measured peak and vs PyTorch\n"
       "  bench model -m DIR [--prompt N] [--gen N] [--linear-prefill chunked|recurrent]\n"
-      "              [--matmul-precision highest|medium] [--json]\n"
+      "              [--matmul-precision auto|highest|medium] [--json]\n"
       "                          prefill / decode tok/s of a model vs measured peaks\n"
       "  tokenize -m DIR TEXT    token ids and pieces (--report FILE: tokenizer statistics)\n"
       "  inspect DIR | -m DIR | --config FILE [--json]\n"

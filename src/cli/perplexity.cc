@@ -25,7 +25,7 @@ struct PerplexityArgs {
 
 const char* kUsage =
     "usage: attnzoo perplexity [-m MODEL] -f FILE [-c|--ctx-size 512] [-b|--batch-size 2048] [--chunks N]\n"
-    "         [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium]\n"
+    "         [--dtype float32|bfloat16|auto] [--matmul-precision auto|highest|medium]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
     "  perplexity of the model over FILE as llama.cpp computes it: windows of -c tokens, each from an empty\n"
     "  state (first token BOS when the tokenizer adds one), the second half of each scored; -b tokens per\n"

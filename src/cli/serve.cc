@@ -30,7 +30,7 @@ const char* kUsage =
     "usage: attnzoo serve -m DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
     "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16]\n"
-    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--matmul-precision highest|medium]\n"
+    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--matmul-precision auto|highest|medium]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]\n"
     "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"
     "          [--draft-model DIR]]";

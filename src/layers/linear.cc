@@ -119,8 +119,13 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
 }
 
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
+  linear_forward(w, bias, x, T, y, ldy, reduced_products(quant_is_blocked(w.type)));
+}
+
+void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                    bool reduced) {
   if (T <= 0) return;
-  const bool bf16_products = matmul_precision() == MatmulPrecision::medium && bf16_dot_enabled();
+  const bool bf16_products = reduced && bf16_dot_enabled();
   const bool dense = w.type == QuantType::F32 || w.type == QuantType::BF16;
   // Several rows of dense weights under "medium" (a batch of decodes) are a compute-bound product, not a
   // bandwidth-bound one: the bf16 tiles beat dotting every weight row with every token in f32 (bench serve, 8
@@ -131,7 +136,7 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
     // greedy choices of a small model) only when reduced-precision products are allowed.
     if (w.type == QuantType::F32 || w.type == QuantType::BF16)
       linear_gemv(dense_view(w), bias, x, T, y, ldy);
-    else if (matmul_precision() == MatmulPrecision::medium)
+    else if (reduced && quant_is_blocked(w.type))
       quant_gemv(w, bias, x, T, y, ldy);
     else
       quant_gemv_f32(w, bias, x, T, y, ldy);
@@ -147,19 +152,18 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
   if (int(outs.size()) > kMaxShared)
     throw ArgumentError("outs: at most " + std::to_string(kMaxShared) + " projections");
   // Fused only where linear_forward would take the f32-activation GEMV for every projection, so the results stay
-  // those of forward() one by one: under "medium" the integer path quantizes x per call, and several rows of
-  // dense weights go to the bf16 tiles.
-  const bool medium = matmul_precision() == MatmulPrecision::medium;
-  const bool bf16_products = medium && bf16_dot_enabled();
+  // those of forward() one by one: with reduced products the integer path quantizes x per call, and several rows
+  // of dense weights go to the bf16 tiles.
   bool fused = T >= 1 && T <= kGemvMaxTokens, blocked = false;
   for (const auto& [l, y] : outs) {
+    const bool reduced = reduced_products(l->reduced_weights_);
     if (l->in_features() != outs.begin()->first->in_features()) fused = false;
     if (l->is_quantized()) {
       blocked = true;
-      if (medium) fused = false;
+      if (reduced) fused = false;
     } else if (l->w_.type != QuantType::F32 && l->w_.type != QuantType::BF16) {
       fused = false;
-    } else if (bf16_products && T > 1) {
+    } else if (reduced && bf16_dot_enabled() && T > 1) {
       fused = false;
     }
   }
@@ -258,6 +262,7 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
   // Block formats and bf16 are kept as they are; f16 (and f32 when bf16 is asked for) become an owned copy.
   const bool keep = quant_is_blocked(w.type) || w.type == QuantType::BF16 || (w.type == QuantType::F32 && store == DType::f32);
   if (!keep) l = l.densified(store);
+  l.reduced_weights_ = quant_is_blocked(w.type) || store == DType::bf16;
   if (!bias.empty()) {
     require(bias.ndim == 1 && bias.shape[0] == w.rows, name.c_str(),
             "bias must be [" + std::to_string(w.rows) + "], got " + bias.shape_str());
@@ -283,6 +288,8 @@ Linear Linear::densified(DType store) const {
   l.owned_ = std::make_shared<std::vector<uint8_t>>(n * dtype_size(store));
   convert_from_f32(widened.data(), l.owned_->data(), store, n);
   l.w_ = dense_matrix(TensorView::contiguous(l.owned_->data(), store, {w_.rows, w_.cols}));
+  // The values keep the blocks' rounding (or the bf16 store that was asked for), so "auto" still reduces.
+  l.reduced_weights_ = reduced_weights_ || store == DType::bf16;
   return l;
 }
 

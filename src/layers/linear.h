@@ -8,12 +8,12 @@
 //    and multiplied by single-threaded OpenBLAS (or our tile GEMM, see LinearGemmBackend). Measured on the
 //    2-core AMD EPYC dev box (T=256, N=2048, K=1024, Linear.DISABLED_BenchPrefillGemmBackends): OpenBLAS
 //    ~225-235 GFLOP/s for f32 and bf16 panels, the tile GEMM ~185 (its transposed packing is the extra cost),
-//    so OpenBLAS is the default. With matmul precision "medium" (matmul_precision.h) on AVX-512-BF16 CPUs,
+//    so OpenBLAS is the default. With reduced-precision products (matmul_precision.h) on AVX-512-BF16 CPUs,
 //    activations and weights are rounded to bf16 and multiplied on vdpbf16ps tiles (linear_bf16_gemm.cc).
 // Block-quantized weights (GGUF formats, kernels/quant/) are borrowed as raw blocks: decode runs the quantized
-// GEMV on them (f32 activations; under matmul precision "medium", llama.cpp's integer dots over 8-bit
-// activations), prefill dequantizes each panel to f32 (or rounds it to bf16 pairs under "medium") and runs the
-// same GEMM.
+// GEMV on them (f32 activations, or llama.cpp's integer dots over 8-bit activations where products may be
+// reduced: by default, matmul precision "auto"), prefill dequantizes each panel to f32 (or rounds it to bf16
+// pairs) and runs the same GEMM.
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -24,6 +24,7 @@
 #include "core/tensor.h"
 #include "kernels/quant/quant.h"
 #include "layers/linear_observer.h"
+#include "layers/matmul_precision.h"
 
 namespace attnzoo {
 
@@ -37,10 +38,13 @@ void linear_forward(const TensorView& w, const float* bias, const float* x, int6
 void linear_gemv(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
-// The same for any weight format (F32, F16, BF16 or block-quantized): GEMV for T <= kGemvMaxTokens (8-bit
-// activations for block formats under matmul precision "medium"; dense weights take the bf16 GEMM there from two
-// tokens on), else the GEMM with panels widened to f32
-// (openblas) or rounded to bf16 (bf16_dot; the tile backend takes dense weights).
+// The same for any weight format (F32, F16, BF16 or block-quantized): GEMV for T <= kGemvMaxTokens, else the
+// GEMM with panels widened to f32 (openblas). With reduced-precision products (`reduced`: what
+// reduced_products() says for these weights) block formats take 8-bit activations in the GEMV, and on
+// AVX-512-BF16 dense weights take the bf16 GEMM from two tokens on, every format from kGemvMaxTokens + 1.
+void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                    bool reduced);
+// `reduced` as a Linear over `w` decides it (reduced weights: block formats).
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
@@ -57,7 +61,9 @@ class Linear {
   Linear() = default;
   // weight [out, in] f32/bf16/f16 (2-D, contiguous); bias [out] or an empty view. `name` appears in errors.
   // `store` chooses the weight precision: f32 keeps f32 and bf16 as they are (bf16 is exact in f32), bf16
-  // rounds f32/f16 weights once into an owned bf16 copy (half the bytes streamed per decode step).
+  // rounds f32/f16 weights once into an owned bf16 copy (half the bytes streamed per decode step). Under matmul
+  // precision "auto" a bf16 store (and any block format) takes reduced-precision products, an f32 store f32
+  // products.
   static Linear from_weights(const TensorView& weight, const TensorView& bias, const std::string& name,
                              DType store = DType::f32);
   // The GGUF loader's entry point: `nbytes` raw bytes holding an [out, in] matrix of `type` (rows of whole
@@ -89,8 +95,10 @@ class Linear {
   void forward(const float* x, int64_t T, float* y) const { forward(x, T, y, out_features()); }
   void forward(const float* x, int64_t T, float* y, int64_t ldy) const {
     if (LinearInputObserver* o = linear_input_observer()) o->observe(name(), x, T, in_features());
-    linear_forward(w_, bias_ptr(), x, T, y, ldy);
+    linear_forward(w_, bias_ptr(), x, T, y, ldy, reduced_products(reduced_weights_));
   }
+  // Block-quantized, or stored as bf16 on request: what matmul precision "auto" reduces the products of.
+  bool reduced_weights() const { return reduced_weights_; }
   const std::string& name() const;  // as given at construction (the module's name)
   // Up to kMaxShared projections of the same x [T, in] (q / k / v, gate / up), each y contiguous: the same
   // results as forward() one by one; at decode sizes (f32 activations) the rows of all of them are split over
@@ -104,6 +112,7 @@ class Linear {
   std::shared_ptr<std::vector<uint8_t>> owned_;   // converted weights, when not borrowed
   std::shared_ptr<std::vector<float>> bias_;
   std::shared_ptr<const std::string> name_;
+  bool reduced_weights_ = false;
 };
 
 }  // namespace attnzoo

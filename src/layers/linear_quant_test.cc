@@ -38,23 +38,24 @@ TEST(LinearQuant, ForwardMatchesReferenceOnEveryPath) {
     EXPECT_EQ(l.weight_bytes(), raw.size());
     EXPECT_EQ(l.shape_str(), std::string("[70, 512] ") + quant_type_name(t));
     EXPECT_THROW(l.weight(), ArgumentError);
-    for (int64_t T : {1, 5, 9, 40}) {  // GEMV (8-bit activations) and GEMM (dequantized panels)
+    for (int64_t T : {1, 5, 9, 40}) {  // GEMV and GEMM (dequantized panels)
       HostTensor x(DType::f32, {T, K}, 5 + uint64_t(T));
-      std::vector<float> got(size_t(T * N)), want(got.size());
-      l.forward(x.view.ptr<float>(), T, got.data());
+      std::vector<float> want(size_t(T * N));
       quant_matmul_reference(l.matrix(), b.view.ptr<float>(), x.view.ptr<float>(), T, want.data(), N);
-      EXPECT_LT(rel_max_error(got, want), T <= kGemvMaxTokens ? 2e-2 : 1e-5) << quant_type_name(t) << " T=" << T;
-      if (T > kGemvMaxTokens && bf16_dot_enabled()) {
-        set_matmul_precision(MatmulPrecision::medium);
-        std::vector<float> medium(got.size());
-        l.forward(x.view.ptr<float>(), T, medium.data());
-        set_matmul_precision(MatmulPrecision::highest);
-        const double e = rel_max_error(medium, want);
-        EXPECT_LT(e, 2e-2) << quant_type_name(t) << " bf16 products";
-        EXPECT_GT(e, 0.0) << "precision medium did not round: the bf16 path was not taken";
+      // highest: f32 activations and panels, as exact as the reference; auto (the default, for block weights)
+      // and medium: 8-bit activations in the GEMV, bf16 panels in the GEMM where the CPU has bf16 dots.
+      for (MatmulPrecision p : {MatmulPrecision::highest, MatmulPrecision::automatic, MatmulPrecision::medium}) {
+        ScopedMatmulPrecision scope(p);
+        std::vector<float> got(want.size());
+        l.forward(x.view.ptr<float>(), T, got.data());
+        const double e = rel_max_error(got, want);
+        const bool reduced = p != MatmulPrecision::highest && (T <= kGemvMaxTokens || bf16_dot_enabled());
+        EXPECT_LT(e, reduced ? 2e-2 : 1e-5) << quant_type_name(t) << " T=" << T << " " << matmul_precision_name(p);
+        if (reduced) EXPECT_GT(e, 0.0) << matmul_precision_name(p) << " did not round: the reduced path was not taken";
       }
     }
     // A densified copy computes the same product in f32.
+    ScopedMatmulPrecision highest(MatmulPrecision::highest);
     const Linear dense = l.densified();
     EXPECT_FALSE(dense.is_quantized());
     HostTensor x(DType::f32, {20, K}, 9);
@@ -176,9 +177,9 @@ TEST(LinearQuant, ForwardSharedEqualsForwardOneByOne) {
                         Linear::from_quantized(q41.data(), q41.size(), QuantType::Q4_1, 33, K, none, "k"),
                         Linear::from_weights(wb.view, none, "v", DType::bf16),
                         Linear::from_weights(wf.view, none, "g", DType::f32)};
-  for (MatmulPrecision p : {MatmulPrecision::highest, MatmulPrecision::medium})
+  for (MatmulPrecision p : {MatmulPrecision::highest, MatmulPrecision::automatic, MatmulPrecision::medium})
     for (int64_t T : {1, 3, 8, 11}) {
-      set_matmul_precision(p);
+      ScopedMatmulPrecision scope(p);
       HostTensor x(DType::f32, {T, K}, 30 + uint64_t(T));
       std::vector<float> want[4], got[4];
       for (int i = 0; i < 4; ++i) {
@@ -191,7 +192,6 @@ TEST(LinearQuant, ForwardSharedEqualsForwardOneByOne) {
                              x.view.ptr<float>(), T);
       for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
     }
-  set_matmul_precision(MatmulPrecision::highest);
 }
 
 // Dense weights alone under "medium": several rows go to the bf16 tiles in forward(), so the shared call must too.
@@ -201,9 +201,9 @@ TEST(LinearQuant, ForwardSharedOfDenseWeightsFollowsTheMatmulPrecision) {
   const TensorView none;
   const Linear ls[2] = {Linear::from_weights(wb.view, none, "up", DType::bf16),
                         Linear::from_weights(wf.view, none, "gate", DType::f32)};
-  for (MatmulPrecision p : {MatmulPrecision::highest, MatmulPrecision::medium})
+  for (MatmulPrecision p : {MatmulPrecision::highest, MatmulPrecision::automatic, MatmulPrecision::medium})
     for (int64_t T : {1, 2, 8}) {
-      set_matmul_precision(p);
+      ScopedMatmulPrecision scope(p);
       HostTensor x(DType::f32, {T, K}, 50 + uint64_t(T));
       std::vector<float> want[2], got[2];
       for (int i = 0; i < 2; ++i) {
@@ -214,7 +214,6 @@ TEST(LinearQuant, ForwardSharedOfDenseWeightsFollowsTheMatmulPrecision) {
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}}, x.view.ptr<float>(), T);
       for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
     }
-  set_matmul_precision(MatmulPrecision::highest);
 }
 
 }  // namespace

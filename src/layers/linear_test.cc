@@ -142,6 +142,7 @@ TEST(Linear, Bf16DotGemmGivesTheSameBitsForFewAndManyRows) {
 
 TEST(Linear, MatmulPrecisionMediumRoutesAllButSingleTokens) {
   if (!bf16_dot_enabled()) GTEST_SKIP() << "no AVX-512-BF16 on this CPU";
+  ScopedMatmulPrecision restore(MatmulPrecision::highest);
   HostTensor w(DType::bf16, {64, 96}, 5, 0.5f), x(DType::f32, {32, 96}, 6, 1.f);
   std::vector<float> fast(32 * 64), exact(32 * 64), direct(32 * 64);
   linear_forward(w.view, nullptr, x.view.ptr<float>(), 32, exact.data(), 64);
@@ -164,6 +165,32 @@ TEST(Linear, MatmulPrecisionMediumRoutesAllButSingleTokens) {
   EXPECT_EQ(one, one_exact);
   EXPECT_EQ(parse_matmul_precision("medium"), MatmulPrecision::medium);
   EXPECT_THROW(parse_matmul_precision("low"), ArgumentError);
+}
+
+// The default "auto": a Linear whose weights were stored as bf16 on request multiplies several tokens on the bf16
+// tiles; one holding f32 weights, or a bf16 checkpoint kept as it is under an f32 store, keeps f32 products.
+TEST(Linear, MatmulPrecisionAutoFollowsTheStore) {
+  EXPECT_EQ(parse_matmul_precision("auto"), MatmulPrecision::automatic);
+  EXPECT_STREQ(matmul_precision_name(MatmulPrecision::automatic), "auto");
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::automatic) << "the process default";
+  HostTensor wf(DType::f32, {64, 96}, 7, 0.5f), wb(DType::bf16, {64, 96}, 8, 0.5f), x(DType::f32, {32, 96}, 9, 1.f);
+  const Linear rounded = Linear::from_weights(wf.view, {}, "rounded", DType::bf16);
+  const Linear kept = Linear::from_weights(wb.view, {}, "kept", DType::f32);
+  const Linear f32 = Linear::from_weights(wf.view, {}, "f32", DType::f32);
+  EXPECT_TRUE(rounded.reduced_weights());
+  EXPECT_FALSE(kept.reduced_weights());
+  EXPECT_FALSE(f32.reduced_weights());
+  for (const Linear* l : {&rounded, &kept, &f32}) {
+    std::vector<float> got(32 * 64), exact(32 * 64), tiles(32 * 64);
+    l->forward(x.view.ptr<float>(), 32, got.data());
+    {
+      ScopedMatmulPrecision highest(MatmulPrecision::highest);
+      l->forward(x.view.ptr<float>(), 32, exact.data());
+    }
+    const bool bf16 = l->reduced_weights() && bf16_dot_enabled();
+    if (bf16) linear_gemm(l->weight(), nullptr, x.view.ptr<float>(), 32, tiles.data(), 64, LinearGemmBackend::bf16_dot);
+    EXPECT_EQ(got, bf16 ? tiles : exact) << l->name();
+  }
 }
 
 // A pool of `n` threads for the scope, the previous size back after.

@@ -7,7 +7,7 @@
 namespace attnzoo {
 namespace {
 
-std::atomic<MatmulPrecision> g_precision{MatmulPrecision::highest};
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::automatic};
 
 }  // namespace
 
@@ -15,8 +15,19 @@ MatmulPrecision matmul_precision() { return g_precision.load(std::memory_order_r
 
 void set_matmul_precision(MatmulPrecision p) { g_precision.store(p, std::memory_order_relaxed); }
 
+bool reduced_products(bool reduced_weights) {
+  switch (matmul_precision()) {
+    case MatmulPrecision::automatic: return reduced_weights;
+    case MatmulPrecision::medium: return true;
+    case MatmulPrecision::highest:
+    case MatmulPrecision::high: return false;
+  }
+  return false;
+}
+
 const char* matmul_precision_name(MatmulPrecision p) {
   switch (p) {
+    case MatmulPrecision::automatic: return "auto";
     case MatmulPrecision::highest: return "highest";
     case MatmulPrecision::high: return "high";
     case MatmulPrecision::medium: return "medium";
@@ -25,10 +36,11 @@ const char* matmul_precision_name(MatmulPrecision p) {
 }
 
 MatmulPrecision parse_matmul_precision(const std::string& name) {
+  if (name == "auto") return MatmulPrecision::automatic;
   if (name == "highest") return MatmulPrecision::highest;
   if (name == "high") return MatmulPrecision::high;
   if (name == "medium") return MatmulPrecision::medium;
-  throw ArgumentError("precision: expected 'highest', 'high' or 'medium', got '" + name + "'");
+  throw ArgumentError("precision: expected 'auto', 'highest', 'high' or 'medium', got '" + name + "'");
 }
 
 }  // namespace attnzoo

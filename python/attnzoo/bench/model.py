@@ -44,11 +44,18 @@ from .model_report import format_report
 
 PROBE_SCALES = ("full", "quick", "tiny")
 LINEAR_PREFILL = ("chunked", "recurrent")
-MATMUL_PRECISIONS = ("highest", "high", "medium")
+MATMUL_PRECISIONS = ("auto", "highest", "high", "medium")
 SOFTMAX_KINDS = ("attention", "sliding_attention")
 
 
 # --- what the model costs per token ------------------------------------------------------------------------
+
+def reduced_weights(info):
+    """Whether matmul precision "auto" gives this model's projections reduced-precision products: weights held
+    as bfloat16, or a GGUF whose formats include block-quantized ones (checkpoint_dtype "GGUF Q4_0 x169 F32 x61")."""
+    formats = info["checkpoint_dtype"].split()[1::2] if info["checkpoint_dtype"].startswith("GGUF") else []
+    return info["weights_dtype"] == "bfloat16" or any(f not in ("F32", "F16", "BF16") for f in formats)
+
 
 def _safetensors_headers(model_dir):
     """{tensor name: shape} from every *.safetensors header in the directory (reads headers only); for a GGUF
@@ -192,7 +199,7 @@ def _check_fits(model_dir, prompt, gen, prefix, prefix_new):
 
 
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
-                    linear_prefill="chunked", matmul_precision="highest", repeats=3, probes="quick", seed=0,
+                    linear_prefill="chunked", matmul_precision="auto", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
                     kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None, llama_bench=None):
     """Measures the machine, then the model; returns the document `--json` prints.
@@ -200,8 +207,9 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
     model's max_position_embeddings); context_gen: decode steps at each (None: min(gen, 32)).
     probes: scale of the peak probes ("full", "quick" or "tiny" for tests).
-    matmul_precision: "highest" (f32 products) or "medium" (bf16 products on AVX-512-BF16 CPUs, see
-    attnzoo.set_float32_matmul_precision); projections are then compared with the bf16 product peak.
+    matmul_precision: "auto" (each projection at its weights' precision), "highest" (f32 products) or "medium"
+    (bf16 products on AVX-512-BF16 CPUs, see attnzoo.set_float32_matmul_precision); where the projections take
+    bf16 products they are compared with the bf16 product peak.
     prefix / prefix_new: the prefix-cache row's shared prefix and new tokens (prefix 0: no such row; None: 2048,
     or no row when the model's max_position_embeddings is shorter).
     block_size, kv_cache_dtype, kv_cache_bytes, snapshot_interval_blocks: the memory pool, as Model.load takes
@@ -305,7 +313,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     say("measuring the peaks again")
     peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
-    bf16_products = matmul_precision == "medium" and _core.active_target() == "avx512_bf16"
+    bf16_products = _core.active_target() == "avx512_bf16" and (
+        matmul_precision == "medium" or (matmul_precision == "auto" and reduced_weights(info)))
     if bf16_products:
         p = config["probes"]
         peaks["bf16_dot"] = max((_core.measure_bf16_dot_peak(p["fma_seconds"], p["fma_runs"]) for _ in range(2)),
@@ -393,10 +402,11 @@ def main(argv=None):
     parser.add_argument("--linear-prefill", default="chunked", choices=list(LINEAR_PREFILL),
                         help="linear / SSM mixers' prompt path (recurrent: token by token, to measure the chunked "
                              "kernels' gain)")
-    parser.add_argument("--matmul-precision", default="highest", choices=list(MATMUL_PRECISIONS),
-                        help="prefill projections: highest = f32 products (default), medium = bf16 products with "
-                             "f32 accumulation on AVX-512-BF16 CPUs, and 8-bit activations in quantized decode "
-                             "GEMVs (torch.set_float32_matmul_precision's names)")
+    parser.add_argument("--matmul-precision", default="auto", choices=list(MATMUL_PRECISIONS),
+                        help="projections: auto (default) = each at its weights' precision (block-quantized and "
+                             "bfloat16-held weights as medium, f32 weights as highest), highest = f32 products, "
+                             "medium = bf16 products with f32 accumulation on AVX-512-BF16 CPUs, and 8-bit "
+                             "activations in quantized decode GEMVs (torch.set_float32_matmul_precision's names)")
     parser.add_argument("--repeats", type=int, default=3, help="prefill runs; the median is reported")
     parser.add_argument("--probes", default="quick", choices=list(PROBE_SCALES), help="size of the peak probes")
     parser.add_argument("--prefix", type=int,
