@@ -186,6 +186,11 @@ void bind_core(nb::module_& m) {
     const CpuInfo c = read_cpu_info();
     nb::dict d;
     d["model"] = c.model;
+    d["vendor"] = c.vendor;
+    d["family"] = c.family;
+    d["model_number"] = c.model_number;
+    d["microarchitecture"] = microarchitecture(c);
+    d["description"] = describe_cpu(c);
     d["logical_cpus"] = c.logical_cpus;
     d["l1d_bytes"] = c.l1d_bytes;
     d["l2_bytes"] = c.l2_bytes;

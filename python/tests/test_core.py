@@ -51,3 +51,7 @@ def test_cpu_info_reports_caches():
     info = attnzoo.cpu_info()
     assert info["logical_cpus"] >= 1
     assert info["l1d_bytes"] >= 0
+    # the description leads with the model name and, where /proc/cpuinfo gives them, the family / model numbers
+    assert info["description"].startswith(info["model"] or "unknown CPU")
+    if info["family"] >= 0 and info["model_number"] >= 0:
+        assert f"family {info['family']} model {info['model_number']}" in info["description"]

@@ -81,7 +81,7 @@ std::string format_text(const KernelReport& r) {
   const TimingPolicy policy = timing_policy(r.scale);
   std::string out =
       printf_string("attnzoo bench kernels (%s): %s, %d threads, target %s, no torch, load average %.1f\n",
-                    scale_name(r.scale), cpu.model.c_str(), ThreadPool::global().num_threads(),
+                    scale_name(r.scale), describe_cpu(cpu).c_str(), ThreadPool::global().num_threads(),
                     target_name(active_target()), load_average());
   out += printf_string("peak f32 FMA    %8.1f GFLOP/s  (%.1f per thread, %d lanes x %d chains, %s, "
                        "best of %d at start and end)\n",
@@ -121,6 +121,8 @@ std::string format_json(const KernelReport& r) {
   std::string out = "{\n";
   out += "  \"scale\": " + json_string(scale_name(r.scale)) + ",\n";
   out += "  \"machine\": {\"cpu\": " + json_string(cpu.model) +
+         ", \"microarchitecture\": " + json_string(microarchitecture(cpu)) +
+         ", \"cpu_description\": " + json_string(describe_cpu(cpu)) +
          printf_string(", \"threads\": %d, \"target\": ", ThreadPool::global().num_threads()) +
          json_string(target_name(active_target())) + ", \"load_average\": " + json_number(load_average()) +
          ", \"torch\": null, \"torch_threads\": null},\n";

@@ -47,7 +47,7 @@ int run_info(const std::vector<std::string>& args) {
   }
   const CpuInfo cpu = read_cpu_info();
   std::printf("attnzoo %s\n", ATTNZOO_VERSION);
-  std::printf("cpu          %s (%d logical CPUs)\n", cpu.model.c_str(), cpu.logical_cpus);
+  std::printf("cpu          %s\n", describe_cpu(cpu).c_str());
   std::printf("caches       L1d %lld KiB, L2 %lld KiB, L3 %lld MiB\n", (long long)(cpu.l1d_bytes >> 10),
               (long long)(cpu.l2_bytes >> 10), (long long)(cpu.l3_bytes >> 20));
   std::string targets;

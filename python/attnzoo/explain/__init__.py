@@ -64,7 +64,7 @@ def build_page(names=None, ctx=None):
     from .. import _core
     ctx = ctx or Context()
     sections = build_sections(names, ctx)
-    meta = (f"Generated {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} on {html.escape(_core.cpu_info()['model'])}"
+    meta = (f"Generated {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} on {html.escape(_core.cpu_info()['description'])}"
             f" ({platform.machine()}), {_core.num_threads()} threads, SIMD target {html.escape(_core.active_target())}. "
             "Every number and matrix below was computed by running attnzoo's kernels while this page was made.")
     return render(sections, meta), sections

@@ -79,7 +79,7 @@ def run_sweep(full=False, progress=None):
             row["T"] = T
             rows.append(row)
     return {"Ts": Ts, "peaks": peaks, "rows": rows, "timing": timing, "threads": _core.num_threads(),
-            "target": _core.active_target(), "cpu": _core.cpu_info()["model"]}
+            "target": _core.active_target(), "cpu": _core.cpu_info()["description"]}
 
 
 def crossover(Ts, softmax_ms, linear_ms):
