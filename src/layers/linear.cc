@@ -127,16 +127,16 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
   if (T <= 0) return;
   const bool bf16_products = reduced && bf16_dot_enabled();
   const bool dense = w.type == QuantType::F32 || w.type == QuantType::BF16;
-  // Several rows of dense weights under "medium" (a batch of decodes) are a compute-bound product, not a
+  // Several rows of dense weights with reduced products (a batch of decodes) are a compute-bound product, not a
   // bandwidth-bound one: the bf16 tiles beat dotting every weight row with every token in f32 (bench serve, 8
   // clients). One row stays on the GEMV, at bandwidth either way.
   if (T <= kGemvMaxTokens && !(dense && bf16_products && T > 1)) {
-    // Block weights: f32 activations by default (the products of the dequantized weights, as exact as the
-    // GEMM); llama.cpp's 8-bit activations (integer dots, ~0.5% error per projection, enough to flip near-tied
-    // greedy choices of a small model) only when reduced-precision products are allowed.
-    if (w.type == QuantType::F32 || w.type == QuantType::BF16)
+    // Block weights: f32 activations when products stay exact (the products of the dequantized weights, as
+    // exact as the GEMM); llama.cpp's 8-bit activations (integer dots, ~0.5% error per projection, enough to flip
+    // near-tied greedy choices of a small model) where they may be reduced, as matmul precision "auto" allows.
+    if (dense)
       linear_gemv(dense_view(w), bias, x, T, y, ldy);
-    else if (reduced && quant_is_blocked(w.type))
+    else if (reduced)
       quant_gemv(w, bias, x, T, y, ldy);
     else
       quant_gemv_f32(w, bias, x, T, y, ldy);

@@ -1,4 +1,5 @@
-// Prefill projections with bf16 products (matmul precision "medium"): y = x W^T on AVX-512-BF16 tiles.
+// Prefill projections with bf16 products (matmul_precision.h: "medium", or "auto" for block-quantized and
+// bf16-stored weights): y = x W^T on AVX-512-BF16 tiles.
 // x is rounded to bf16 pairs once per call. Few rows (few_rows): W is the A operand as it lies. Otherwise each
 // task takes a panel of W's rows, transposes it into the
 // [K/2][N] pair layout the tile kernel multiplies against (with gathers: see transpose_pairs), and multiplies it

@@ -64,7 +64,8 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
     return {
         "scale": scale,
         "machine": {"cpu": cpu["model"], "cpu_description": cpu["description"],
-                    "microarchitecture": cpu["microarchitecture"], "threads": _core.num_threads(), "target": _core.active_target(),
+                    "microarchitecture": cpu["microarchitecture"], "threads": _core.num_threads(),
+                    "target": _core.active_target(),
                     "load_average": os.getloadavg()[0], "load_average_at_start": load, "cores": cores,
                     "idle": idle, "blas": _core.blas_info(),
                     "torch": torch.__version__ if use_torch else None,
@@ -97,7 +98,8 @@ def format_table(doc):
     m, fma, mem = doc["machine"], doc["peaks"]["fma"], doc["peaks"]["memory"]
     torch_text = f"torch {m['torch']} ({m['torch_threads']} threads)" if m["torch"] else "no torch"
     lines = [
-        f"attnzoo bench kernels ({doc['scale']}): {m.get('cpu_description', m['cpu'])}, {m['threads']} threads, target {m['target']}, "
+        f"attnzoo bench kernels ({doc['scale']}): {m.get('cpu_description', m['cpu'])}, {m['threads']} threads, "
+        f"target {m['target']}, "
         f"{torch_text}, load average {m['load_average']:.1f}",
         f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s  ({fma['gflops_per_thread']:.1f} per thread, "
         f"{fma['lanes']} lanes x {fma['chains']} chains, {fma['target']}, best of {fma['runs']} at start and "

@@ -12,7 +12,8 @@ def format_report(doc):
         f"attnzoo bench model: {m['architecture']} ({human_parameters(m['parameter_count'])} parameters, "
         f"{m['num_layers']} layers: {', '.join(m['layer_kinds'])}), weights {m['weights_dtype']}, "
         f"linear prefill {s['linear_prefill']}, matmul precision {s.get('matmul_precision', 'highest')}",
-        f"machine         {mach.get('cpu_description', mach['cpu'])}, {mach['threads']} threads, target {mach['target']}, "
+        f"machine         {mach.get('cpu_description', mach['cpu'])}, {mach['threads']} threads, "
+        f"target {mach['target']}, "
         f"load average {mach['load_average']:.1f}",
         f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s" + (
             f"   peak bf16 products {doc['peaks']['bf16_dot']['gflops']:.1f} GFLOP/s (vdpbf16ps)"

@@ -4,12 +4,13 @@
 // A weight matrix is N rows of K elements, each row a run of whole blocks (core/quant_type.h gives the block
 // sizes). Every format has a plain scalar definition (dequant_reference.cc, readable, the one the tests trust)
 // and a per-target vectorised path (dequant.cc). The products:
-//  - quant_gemv_f32 (decode, T <= 8 per pass; what Linear runs by default): each block decoded in registers and
-//    multiplied with the f32 activations by FMAs, rows split over the thread pool.
-//  - quant_gemv (decode under matmul precision "medium"): the activation rows are quantized once to 8-bit blocks
-//    as llama.cpp does and each weight row is dotted in integers (int16 pair products or VNNI, f32 scale per
-//    sub-block); F32 / F16 / BF16 go to quant_gemv_f32.
-//  - prefill goes through Linear's GEMM with panels dequantized to f32 (dequantize_rows).
+//  - quant_gemv_f32 (decode, T <= 8 per pass; what Linear runs under matmul precision "highest"): each block
+//    decoded in registers and multiplied with the f32 activations by FMAs, rows split over the thread pool.
+//  - quant_gemv (decode with reduced products: matmul precision "auto", the default, or "medium"): the
+//    activation rows are quantized once to 8-bit blocks as llama.cpp does and each weight row is dotted in
+//    integers (int16 pair products or VNNI, f32 scale per sub-block); F32 / F16 / BF16 go to quant_gemv_f32.
+//  - prefill goes through Linear's GEMM with panels dequantized to f32 (dequantize_rows), or rounded to bf16
+//    pairs where products may be reduced.
 #include <cstdint>
 #include <string>
 
