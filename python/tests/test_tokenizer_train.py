@@ -158,7 +158,7 @@ def test_cli_errors_name_what_is_wrong(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"good line\nbad \xff line\n")
     out = str(tmp_path / "t.json")
-    for args, message in [([], "--vocab-size"), (["--vocab-size", "x"], "--vocab-size: expected a count"),
+    for args, message in [([], "--vocab-size"), (["--vocab-size", "x"], "--vocab-size: expected a non-negative integer"),
                           (["--vocab-size", "300", "-o", out], "--files"),
                           (["--vocab-size", "300", "--files", "/no-such-file", "-o", out], "/no-such-file"),
                           (["--vocab-size", "300", "--files", str(bad), "-o", out], "line 2 is not valid UTF-8"),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "cli/tokenizer_report.h"
 #include "cli/usage.h"
 #include "core/error.h"
@@ -34,18 +35,6 @@ struct TrainArgs {
   bool progress = false;
 };
 
-size_t parse_count(const std::string& option, const std::string& v) {
-  size_t used = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || v[0] == '-') throw ArgumentError(option + ": expected a count, got '" + v + "'");
-  return size_t(n);
-}
-
 TrainArgs parse_args(const std::vector<std::string>& args) {
   TrainArgs a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -62,10 +51,10 @@ TrainArgs parse_args(const std::vector<std::string>& args) {
       if (out.empty()) throw ArgumentError(s + ": needs at least one value");
       return out;
     };
-    if (s == "--vocab-size") a.options.vocab_size = parse_count(s, value()), a.have_vocab_size = true;
+    if (s == "--vocab-size") a.options.vocab_size = parse_number<size_t>(s, value()), a.have_vocab_size = true;
     else if (s == "--files") for (std::string& f : values()) a.files.push_back(std::move(f));
     else if (s == "-o" || s == "--output") a.output = value();
-    else if (s == "--min-frequency") a.options.min_frequency = parse_count(s, value());
+    else if (s == "--min-frequency") a.options.min_frequency = parse_number<uint64_t>(s, value());
     else if (s == "--special-tokens") for (std::string& t : values()) a.options.special_tokens.push_back(std::move(t));
     else if (s == "--add-prefix-space") a.options.add_prefix_space = true;
     else if (s == "--progress") a.progress = true;
@@ -156,7 +145,7 @@ int run_tokenizer(const std::vector<std::string>& args) {
   static const char* kGroupUsage = "usage: attnzoo tokenizer train --vocab-size N --files FILE... -o tokenizer.json\n";
   if (args.empty() || is_help(args[0])) {
     if (args.empty()) throw ArgumentError(std::string("tokenizer: give a sub-command\n") + kGroupUsage);
-    throw HelpRequested(std::string(kGroupUsage) + kUsage);
+    throw HelpRequested(kUsage);
   }
   if (args[0] == "train") return run_tokenizer_train(std::vector<std::string>(args.begin() + 1, args.end()));
   throw ArgumentError("tokenizer: unknown sub-command '" + args[0] + "' (known: train)");
