@@ -107,6 +107,9 @@ int run_tokenizer_train(const std::vector<std::string>& args) {
     if (ec) throw ArgumentError("--files: cannot read '" + f + "' (" + ec.message() + ")");
     total_bytes += size;
   }
+  // Refused before minutes of training rather than after.
+  const std::filesystem::path parent = std::filesystem::absolute(a.output).parent_path();
+  if (access(parent.c_str(), W_OK) != 0) throw ArgumentError("-o: cannot write into '" + parent.string() + "'");
   const bool show = a.progress || isatty(fileno(stderr));
   const auto t0 = std::chrono::steady_clock::now();
 
