@@ -120,10 +120,11 @@ int run_tokenizer_train(const std::vector<std::string>& args) {
     counter.add_file(f, [&](uint64_t n) { counting.update("counting words", double(read += n), double(total_bytes), "MB", 1e6); });
   counting.update("counting words", double(total_bytes), double(total_bytes), "MB", 1e6);
   counting.finish();
-  const tok::WordCounts words = counter.take();
+  tok::WordCounts words = counter.take();
+  const size_t distinct_words = words.size();
 
   ProgressBar merging(show);
-  const tok::TrainedBpe bpe = tok::train_bpe(words, a.options, [&](size_t done, size_t total) {
+  const tok::TrainedBpe bpe = tok::train_bpe(std::move(words), a.options, [&](size_t done, size_t total) {
     merging.update("merging", double(done), double(total), "k merges", 1e3);
   });
   merging.finish();
@@ -138,7 +139,7 @@ int run_tokenizer_train(const std::vector<std::string>& args) {
   // Loading the file back checks it before anyone else relies on it.
   const auto t = tok::Tokenizer::load(a.output);
   std::printf("wrote %s: %zu tokens (%zu special, %zu merges) from %zu distinct words, %.1f MB, in %.1f s\n",
-              a.output.c_str(), t->vocab_size(), bpe.special_tokens.size(), bpe.merges.size(), words.size(),
+              a.output.c_str(), t->vocab_size(), bpe.special_tokens.size(), bpe.merges.size(), distinct_words,
               double(total_bytes) / 1e6, seconds);
   if (!a.report.empty()) return print_tokenizer_report(*t, a.report);
   return 0;

@@ -63,7 +63,7 @@ void merge_in_word(std::vector<uint32_t>& s, uint32_t a, uint32_t b, uint32_t me
 
 class Trainer {
  public:
-  Trainer(const WordCounts& words, const BpeTrainerOptions& o) : options_(o) {
+  Trainer(WordCounts words, const BpeTrainerOptions& o) : options_(o) {
     for (const std::string& t : o.special_tokens) add_token(t);
     std::vector<uint32_t> alphabet;
     for (int b = 0; b < 256; ++b) alphabet.push_back(byte_level::char_for_byte(uint8_t(b)));
@@ -89,6 +89,7 @@ class Trainer {
       words_.push_back(std::move(symbols));
       counts_.push_back(count);
     }
+    words = {};  // the strings are not needed any more
   }
 
   TrainedBpe run(const TrainProgress& progress) {
@@ -201,13 +202,13 @@ class Trainer {
 
 }  // namespace
 
-TrainedBpe train_bpe(const WordCounts& words, const BpeTrainerOptions& options, const TrainProgress& progress) {
+TrainedBpe train_bpe(WordCounts words, const BpeTrainerOptions& options, const TrainProgress& progress) {
   require(options.vocab_size > 0, "vocab_size", "must be positive");
   for (const std::string& t : options.special_tokens) {
     require(!t.empty(), "special_tokens", "an empty special token");
     require(utf8::is_valid(t), "special_tokens", "a special token is not valid UTF-8");
   }
-  return Trainer(words, options).run(progress);
+  return Trainer(std::move(words), options).run(progress);
 }
 
 std::string trained_tokenizer_json(const TrainedBpe& bpe) {

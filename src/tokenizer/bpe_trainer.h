@@ -36,8 +36,9 @@ struct TrainedBpe {
 // `progress(done, total)` is called now and then with merges done and merges wanted.
 using TrainProgress = std::function<void(size_t done, size_t total)>;
 
-// Throws ArgumentError for a vocab_size of 0 or a special token that is empty or not valid UTF-8.
-TrainedBpe train_bpe(const WordCounts& words, const BpeTrainerOptions& options, const TrainProgress& progress = {});
+// Throws ArgumentError for a vocab_size of 0 or a special token that is empty or not valid UTF-8. `words` is
+// taken by value and freed once turned into token ids (move it in: merging then needs no second copy).
+TrainedBpe train_bpe(WordCounts words, const BpeTrainerOptions& options, const TrainProgress& progress = {});
 
 // The tokenizer.json text: BPE model, ByteLevel pre-tokenizer and decoder, the special tokens as added tokens,
 // laid out as `tokenizers` serializes a tokenizer it trained.
