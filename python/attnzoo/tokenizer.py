@@ -5,6 +5,7 @@ anything else is refused when loaded, with a ``ValueError`` naming the file and 
     tok = Tokenizer.load("path/to/model_dir")      # or the tokenizer.json itself
     ids = tok.encode("Hello world")                 # add_special_tokens=True: BOS/EOS per the post-processor
     text = tok.decode(ids, skip_special_tokens=True)
+    tok = Tokenizer.train(["corpus.txt"], vocab_size=8000, output="tokenizer.json")   # BpeTrainer's merges
 
 ``Tokenizer.from_gguf_vocab(dict)`` builds the tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes
 (``gpt2`` byte-level BPE, pre-tokenized as llama.cpp does for the file's ``tokenizer.ggml.pre``, or ``llama``
@@ -58,6 +59,32 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text: expected str, got {type(text).__name__}")
         return cls(_core.Tokenizer.from_json(text, name))
+
+    @classmethod
+    def train(cls, files, vocab_size=30000, min_frequency=0, special_tokens=(), add_prefix_space=False, output=None):
+        """Learns byte-level BPE from text ``files`` (paths; read line by line, any size) as Hugging Face
+        ``tokenizers``' ``BpeTrainer`` does with a ``ByteLevel`` pre-tokenizer and ``ByteLevel.alphabet()`` as
+        the initial alphabet: ``special_tokens`` take ids 0.., then the 256 byte characters, then one token per
+        merge until ``vocab_size`` tokens (or no pair seen ``min_frequency`` times is left). Writes the
+        tokenizer.json to ``output`` when given; returns the trained tokenizer."""
+        if isinstance(files, (str, bytes, os.PathLike)):
+            files = [files]
+        files = [os.fspath(f) for f in files]
+        if not files:
+            raise ValueError("files: no training files given")
+        if isinstance(special_tokens, str):
+            raise TypeError("special_tokens: expected a list of strings, got a string")
+        vocab_size, min_frequency = operator.index(vocab_size), operator.index(min_frequency)
+        if vocab_size <= 0:
+            raise ValueError(f"vocab_size: must be positive, got {vocab_size}")
+        if min_frequency < 0:
+            raise ValueError(f"min_frequency: must be non-negative, got {min_frequency}")
+        text = _core.Tokenizer.train_bpe(files, vocab_size, min_frequency, [str(t) for t in special_tokens],
+                                         bool(add_prefix_space))
+        if output is not None:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(text)
+        return cls.from_str(text, os.fspath(output) if output is not None else "trained tokenizer.json")
 
     _GGUF_KEYS = {"model": "", "pre": "", "tokens": None, "scores": (), "token_types": (), "merges": (), "bos": -1,
                   "eos": -1, "eot": -1, "unk": -1, "pad": -1, "add_bos": None, "add_eos": None,

@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "tokenizer/bpe_trainer.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -32,6 +33,22 @@ void bind_tokenizer(nb::module_& m) {
           nb::arg("merges"), nb::arg("bos"), nb::arg("eos"), nb::arg("eot"), nb::arg("unk"), nb::arg("pad"),
           nb::arg("add_bos").none(), nb::arg("add_eos").none(), nb::arg("add_space_prefix").none(),
           nb::call_guard<nb::gil_scoped_release>())
+      .def_static(
+          "train_bpe",
+          [](const std::vector<std::string>& files, size_t vocab_size, uint64_t min_frequency,
+             std::vector<std::string> special_tokens, bool add_prefix_space) {
+            tok::BpeTrainerOptions o;
+            o.vocab_size = vocab_size;
+            o.min_frequency = min_frequency;
+            o.special_tokens = std::move(special_tokens);
+            o.add_prefix_space = add_prefix_space;
+            tok::WordCounter counter(add_prefix_space);
+            for (const std::string& f : files) counter.add_file(f);
+            return tok::trained_tokenizer_json(tok::train_bpe(counter.take(), o));
+          },
+          nb::arg("files"), nb::arg("vocab_size"), nb::arg("min_frequency"), nb::arg("special_tokens"),
+          nb::arg("add_prefix_space"), nb::call_guard<nb::gil_scoped_release>(),
+          "tokenizer.json text of byte-level BPE trained on the files as tokenizers' BpeTrainer trains it.")
       .def("encode", &Tokenizer::encode, nb::arg("text"), nb::arg("add_special_tokens") = true,
            nb::call_guard<nb::gil_scoped_release>())
       .def(

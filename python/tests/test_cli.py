@@ -43,8 +43,9 @@ def model_dir(tmp_path_factory):
     return write_tiny_model(str(tmp_path_factory.mktemp("cli_model")))
 
 
-@pytest.mark.parametrize("command", [[], ["info"], ["bench"], ["bench", "kernels"], ["tokenize"], ["inspect"],
-                                     ["generate"], ["chat"], ["quantize"], ["perplexity"]])
+@pytest.mark.parametrize("command", [[], ["info"], ["bench"], ["bench", "kernels"], ["tokenize"], ["tokenizer"],
+                                     ["tokenizer", "train"], ["inspect"], ["generate"], ["chat"], ["quantize"],
+                                     ["perplexity"]])
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_every_command_answers_help(command, flag):
     r = run(*command, flag)

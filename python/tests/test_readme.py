@@ -80,4 +80,4 @@ def test_command_line_block_runs(tiny_model_dir, tmp_path):
         r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{raw}\n{r.stderr[-2000:]}"
         ran.add(argv[1])
-    assert {"info", "tokenize", "inspect", "generate", "perplexity"} <= ran
+    assert {"info", "tokenize", "tokenizer", "inspect", "generate", "perplexity"} <= ran

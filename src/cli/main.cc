@@ -23,6 +23,8 @@ void usage() {
       "              [--matmul-precision auto|highest|medium] [--json]\n"
       "                          prefill / decode tok/s of a model vs measured peaks\n"
       "  tokenize -m DIR TEXT    token ids and pieces (--report FILE: tokenizer statistics)\n"
+      "  tokenizer train --vocab-size N --files FILE... -o tokenizer.json\n"
+      "                          byte-level BPE trained as Hugging Face tokenizers' BpeTrainer does\n"
       "  inspect DIR | -m DIR | --config FILE [--json]\n"
       "                          layers, parameters, KV / state bytes per layer type (config.json alone\n"
       "                          is enough); vs the same stack all-attention / all-MLA\n"
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
     if (cmd == "info") return attnzoo::cli::run_info(args);
     if (cmd == "bench") return attnzoo::cli::run_bench(args, argv[0]);
     if (cmd == "tokenize") return attnzoo::cli::run_tokenize(args);
+    if (cmd == "tokenizer") return attnzoo::cli::run_tokenizer(args);
     if (cmd == "inspect") return attnzoo::cli::run_inspect(args);
     if (cmd == "generate") return attnzoo::cli::run_generate(args);
     if (cmd == "chat") return attnzoo::cli::run_chat(args);
