@@ -18,6 +18,7 @@ thread_local int t_pins = 0;
 thread_local ThreadPool::InterruptPoll t_poll = nullptr;
 thread_local const std::atomic<bool>* t_cancelled = nullptr;  // the cancel flag of the job this thread runs
 std::unique_ptr<ThreadPool> g_pool;
+std::atomic<ThreadPool*> g_pool_ptr{nullptr};  // g_pool.get(), read without the lock
 std::mutex g_pool_mutex;
 std::shared_mutex g_resize_mutex;  // shared: a Pin; exclusive: set_global_threads
 std::atomic<uint64_t> g_dispatches{0};
@@ -83,7 +84,7 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -104,22 +105,55 @@ void ThreadPool::run_tasks(int worker, bool poll) {
 
 uint64_t ThreadPool::dispatch_count() { return g_dispatches.load(std::memory_order_relaxed); }
 
+namespace {
+
+// Polls `ready` for about ThreadPool::kSpinMicros; true as soon as it holds. The clock is read every 64 pauses;
+// a yield every round leaves the core to a runnable thread of this process when threads outnumber cores.
+template <class Ready>
+bool spin_until(Ready ready, int micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= until) return ready();
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
 void ThreadPool::worker_loop(int worker) {
   flush_denormals_in_this_thread();
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load() != seen; };
+    if (!spin_until(ready, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      sleepers_.fetch_add(1);  // seq_cst, before the predicate's seq_cst load of generation_
+      wake_.wait(lock, ready);
+      sleepers_.fetch_sub(1);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     run_tasks(worker, false);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--active_ == 0) done_.notify_one();
+    if (active_.fetch_sub(1) == 1 && submitter_sleeps_.load()) {
+      std::lock_guard<std::mutex> lock(mutex_);  // the submitter is in done_.wait or about to test active_
+      done_.notify_one();
     }
   }
+}
+
+void ThreadPool::wait_until_done() {
+  auto done = [&] { return active_.load() == 0; };
+  if (spin_until(done, kSpinMicros)) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  submitter_sleeps_.store(true);  // seq_cst, before the predicate's load of active_
+  done_.wait(lock, done);
+  submitter_sleeps_.store(false);
 }
 
 void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
@@ -150,20 +184,20 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   // One job at a time: concurrent callers (e.g. two Python threads) queue here.
   static std::mutex submit_mutex;
   std::lock_guard<std::mutex> submit(submit_mutex);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    num_tasks_ = num_tasks;
-    next_task_.store(0, std::memory_order_relaxed);
-    cancelled_.store(false, std::memory_order_relaxed);
-    active_ = int(workers_.size());
-    ++generation_;
-  }
+  // Every worker has finished the previous job (active_ reached 0), so the fields are ours until the bump.
+  job_ = &fn;
+  num_tasks_ = num_tasks;
+  next_task_.store(0, std::memory_order_relaxed);
+  cancelled_.store(false, std::memory_order_relaxed);
+  active_.store(int(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1);  // seq_cst: publishes the fields, and orders before the load of sleepers_
   g_dispatches.fetch_add(1, std::memory_order_relaxed);
-  wake_.notify_all();
+  if (sleepers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);  // a worker between its predicate test and its wait still wakes
+    wake_.notify_all();
+  }
   run_tasks(0, poll);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return active_ == 0; });
+  wait_until_done();
   job_ = nullptr;
   if (cancelled_.load(std::memory_order_relaxed)) {
     cancelled_.store(false, std::memory_order_relaxed);
@@ -172,8 +206,13 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
 }
 
 ThreadPool& ThreadPool::global() {
+  // Read on every kernel call of a decode step: the lock is taken only to create or replace the pool.
+  if (ThreadPool* pool = g_pool_ptr.load(std::memory_order_acquire)) return *pool;
   std::lock_guard<std::mutex> lock(g_pool_mutex);
-  if (!g_pool) g_pool = std::make_unique<ThreadPool>(default_thread_count());
+  if (!g_pool) {
+    g_pool = std::make_unique<ThreadPool>(default_thread_count());
+    g_pool_ptr.store(g_pool.get(), std::memory_order_release);
+  }
   return *g_pool;
 }
 
@@ -182,8 +221,10 @@ void ThreadPool::set_global_threads(int num_threads) {
   require(t_pins == 0, "num_threads", "cannot change while this thread runs a kernel");
   std::unique_lock<std::shared_mutex> resize(g_resize_mutex);
   std::lock_guard<std::mutex> lock(g_pool_mutex);
+  g_pool_ptr.store(nullptr, std::memory_order_release);
   g_pool.reset();
   g_pool = std::make_unique<ThreadPool>(num_threads);
+  g_pool_ptr.store(g_pool.get(), std::memory_order_release);
 }
 
 }  // namespace attnzoo

@@ -97,6 +97,15 @@ class ThreadPool {
  private:
   void worker_loop(int worker);
   void run_tasks(int worker, bool poll);
+  void wait_until_done();
+
+  // Hand-offs spin before they sleep: a decode step submits hundreds of small jobs a few microseconds apart, and
+  // a condition variable's wake-up (a futex call on each side, then the scheduler) costs more than such a job
+  // runs. Workers poll `generation_` for kSpinMicros after their last job and only then sleep on `wake_`; the
+  // submitter polls `active_` as long before it sleeps on `done_`. `sleepers_` / `submitter_sleeps_` tell the
+  // other side whether a notify is needed; both sides use sequentially consistent operations on the flag and
+  // the counter they pair with, so a notify is never lost.
+  static constexpr int kSpinMicros = 200;
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -105,10 +114,12 @@ class ThreadPool {
   const TaskFn* job_ = nullptr;  // the submitting call's argument, alive until its tasks are done
   int64_t num_tasks_ = 0;
   std::atomic<int64_t> next_task_{0};
-  int active_ = 0;
+  std::atomic<int> active_{0};  // workers still running the current job
   std::atomic<bool> cancelled_{false};
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};  // bumped once per job, after its fields are written
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> submitter_sleeps_{false};
+  std::atomic<bool> stop_{false};
 };
 
 int default_thread_count();
