@@ -2,8 +2,13 @@
 // recurrent kernels token by token, for `attnzoo bench model --linear-prefill=recurrent`), and the precision
 // of prefill projections (torch.set_float32_matmul_precision's names).
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
 
 #include "bindings.h"
+#include "core/dispatch_timeline.h"
 #include "core/error.h"
 #include "layers/linear.h"
 #include "layers/linear_prefill_mode.h"
@@ -11,7 +16,24 @@
 
 namespace attnzoo::py {
 
+namespace {
+thread_local std::unique_ptr<DispatchTimeline> t_timeline;  // the recording this Python thread started
+}  // namespace
+
 void bind_runtime(nb::module_& m) {
+  m.def("timeline_start", [] {
+          if (t_timeline) throw ArgumentError("timeline: this thread is already recording");
+          t_timeline = std::make_unique<DispatchTimeline>();
+        },
+        "Starts recording the pool jobs this thread submits (bench model --timeline).");
+  m.def("timeline_stop", [] {
+          if (!t_timeline) throw ArgumentError("timeline: this thread is not recording (call timeline_start first)");
+          std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, bool>> out;
+          for (const DispatchRecord& r : t_timeline->stop()) out.emplace_back(r.op, r.start_ns, r.end_ns, r.tasks, r.parallel);
+          t_timeline.reset();
+          return out;
+        },
+        "Stops recording; one (op, start_ns, end_ns, tasks, parallel) per job, in submission order.");
   m.def("set_linear_prefill",
         [](const std::string& mode) { set_linear_prefill_mode(parse_linear_prefill_mode(mode)); }, nb::arg("mode"),
         "'chunked' (default) or 'recurrent': how linear/SSM mixers run prompt chunks, for the whole process.");

@@ -66,6 +66,26 @@ def test_bench_model_document(model_dir):
     json.dumps(doc)  # serialisable as --json prints it
 
 
+def test_decode_step_timeline(model_dir):
+    """--timeline: every projection of every layer appears as its own op (layer index folded), the jobs' time and
+    the serial rest add up to the step, and the report prints it."""
+    from attnzoo.bench.timeline import op_name
+    doc = run_model_bench(model_dir, prompt=8, gen=2, contexts=[8], context_gen=1, dtype="float32", repeats=1,
+                          probes="tiny", prefix=0, timeline=True)
+    t = doc["timeline"]
+    ops = {r["op"]: r for r in t["ops"]}
+    for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        assert ops[f"model.layers.N.self_attn.{proj}"]["jobs"] >= LAYERS
+    assert ops["model.layers.N.mlp.down_proj"]["jobs"] == LAYERS
+    assert "lm_head" in ops and "mixer" in ops
+    assert t["jobs"] == sum(r["jobs"] for r in t["ops"]) and t["parallel_jobs"] <= t["jobs"]
+    assert t["inside_jobs_us"] + t["between_jobs_us"] == pytest.approx(t["step_us"], rel=1e-6)
+    assert "Decode step timeline" in format_report(doc)
+    assert op_name("model.layers.12.mlp.up_proj") == "model.layers.N.mlp.up_proj" and op_name("") == "(unlabelled)"
+    with pytest.raises(ValueError, match="not recording"):
+        _core.timeline_stop()
+
+
 def test_pool_report_and_prefix_cache_row(model_dir):
     doc = run_model_bench(model_dir, prompt=16, gen=2, contexts=[20], context_gen=1, dtype="float32", repeats=1,
                           probes="tiny", prefix=48, prefix_new=5, block_size=16)

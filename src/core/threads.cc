@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/denormals.h"
+#include "core/dispatch_timeline.h"
 #include "core/error.h"
 
 namespace attnzoo {
@@ -166,6 +167,18 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   // exception while other workers still run the job.
   const bool top_level = !t_inside_task;
   const bool poll = top_level && t_poll != nullptr;
+  if (top_level && timeline_detail::recording()) {
+    const int64_t start = timeline_detail::now_ns();
+    const bool parallel = !workers_.empty() && num_tasks > 1;
+    run_job(num_tasks, fn, poll);
+    timeline_detail::record(start, num_tasks, parallel);
+    return;
+  }
+  run_job(num_tasks, fn, poll);
+}
+
+void ThreadPool::run_job(int64_t num_tasks, const TaskFn& fn, bool poll) {
+  const bool top_level = !t_inside_task;
   if (t_inside_task || workers_.empty() || num_tasks == 1) {
     // A serial job of its own has its own cancel flag: the pool's belongs to whichever job the workers run,
     // possibly another thread's. A nested loop skips its rest when its enclosing job is cancelled.

@@ -98,6 +98,7 @@ class ThreadPool {
   void worker_loop(int worker);
   void run_tasks(int worker, bool poll);
   void wait_until_done();
+  void run_job(int64_t num_tasks, const TaskFn& fn, bool poll);
 
   // Hand-offs spin before they sleep: a decode step submits hundreds of small jobs a few microseconds apart, and
   // a condition variable's wake-up (a futex call on each side, then the scheduler) costs more than such a job

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/dispatch_timeline.h"
 #include "core/tensor.h"
 #include "kernels/quant/quant.h"
 #include "layers/linear_observer.h"
@@ -95,6 +96,7 @@ class Linear {
   void forward(const float* x, int64_t T, float* y) const { forward(x, T, y, out_features()); }
   void forward(const float* x, int64_t T, float* y, int64_t ldy) const {
     if (LinearInputObserver* o = linear_input_observer()) o->observe(name(), x, T, in_features());
+    const OpLabel label(name().c_str());
     linear_forward(w_, bias_ptr(), x, T, y, ldy, reduced_products(reduced_weights_));
   }
   // Block-quantized, or stored as bf16 on request: what matmul precision "auto" reduces the products of.

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "core/dispatch_timeline.h"
 #include "loader/load_error.h"
 
 namespace attnzoo {
@@ -154,9 +155,13 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   };
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
+    const OpLabel block_label("block");  // norms and residuals; the mixer, the FFN and projections name their own
     b.input_norm.forward(x.data(), T, H, h.data(), H);
     const LayerMemory memory = layer_memory(int64_t(l));
-    b.mixer->forward(h.data(), batch, memory, y.data());
+    {
+      const OpLabel label("mixer");
+      b.mixer->forward(h.data(), batch, memory, y.data());
+    }
     if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
     if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
     add_residual();
@@ -166,7 +171,10 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
     } else {
       std::copy(x.begin(), x.end(), h.begin());
     }
-    b.ffn->forward(h.data(), T, y.data());
+    {
+      const OpLabel label("ffn");
+      b.ffn->forward(h.data(), T, y.data());
+    }
     if (b.post_ffn_norm) b.post_ffn_norm->forward(y.data(), T, H, y.data(), H);
     add_residual();
   }
@@ -175,6 +183,7 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   if (n_rows == 0) return;
   for (int64_t i = 0; i < n_rows; ++i)
     std::copy_n(x.begin() + rows[size_t(i)] * H, H, h.begin() + i * H);
+  const OpLabel label("output");
   norm_.forward(h.data(), n_rows, H, h.data(), H);
   lm_head_.forward(h.data(), n_rows, logits);
   const int64_t n = n_rows * info_.vocab_size;

@@ -201,7 +201,8 @@ def _check_fits(model_dir, prompt, gen, prefix, prefix_new):
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
                     linear_prefill="chunked", matmul_precision="auto", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
-                    kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None, llama_bench=None):
+                    kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None, llama_bench=None,
+                    timeline=False):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
@@ -217,6 +218,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     a few state copies per prompt).
     speculative: None, or bench_speculative.speculative_row's keyword arguments (method, num_speculative_tokens,
     draft_model, prompt_lookup_min / max): a row of plain against speculative greedy decoding of `gen` tokens.
+    timeline: add the pool's per-job timeline of a decode step after the prompt (bench/timeline.py).
     llama_bench: None, or the path of llama.cpp's llama-bench, run on the model's GGUF with the same prompt, gen,
     threads and repeats after our runs (model_dir must be a GGUF, or a directory holding one).
     """
@@ -282,6 +284,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
             prefill_cached = max(prefill_cached, seq.cached_tokens)
         say(f"decode {gen} tokens after {prompt}")
         decode_times = _decode_steps(model, seq, gen, rng)
+        step_timeline = None
+        if timeline:
+            from .timeline import record_step
+            say("decode step timeline")
+            step_timeline = record_step(model, seq, rng)
 
         sweep = []
         seq = model.new_sequence()
@@ -363,6 +370,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         "prefill": prefill,
         "decode": decode,
         "decode_by_context": by_context,
+        "timeline": step_timeline,
         "llama_bench": None if llama_rows is None else {
             "path": os.path.abspath(llama_bench), "gguf": os.path.abspath(gguf), "threads": _core.num_threads(),
             "build_commit": llama_rows[0]["build_commit"], "rows": llama_rows,
@@ -431,6 +439,9 @@ def main(argv=None):
     parser.add_argument("--llama-bench", metavar="PATH",
                         help="llama.cpp's llama-bench (scripts/build_llama_bench.sh builds it): adds its pp / tg "
                              "rows for the same GGUF (-m), lengths and threads beside ours, with the ratio")
+    parser.add_argument("--timeline", action="store_true",
+                        help="add where one decode step goes: the thread pool's jobs by op, and the serial time "
+                             "between them")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.exists(args.model):
@@ -454,7 +465,7 @@ def main(argv=None):
                               progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
                               snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
                               kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory,
-                              speculative=speculative, llama_bench=args.llama_bench)
+                              speculative=speculative, llama_bench=args.llama_bench, timeline=args.timeline)
     except (ValueError, OSError) as e:  # bad arguments and unreadable checkpoints: one line, no traceback
         print(f"attnzoo bench model: {e}", file=sys.stderr)
         return 1

@@ -61,6 +61,9 @@ def format_report(doc):
         for name, t in pool["layer_types"].items():
             lines.append(f"  {t['layers']:3d} x {name:40s} {t['bytes_per_token']:8d} B/token ({t['dtype']})   "
                          f"{t['fixed_bytes'] / 2**20:8.2f} MiB fixed")
+    if doc.get("timeline"):
+        from .timeline import format_timeline
+        lines += ["", format_timeline(doc["timeline"])]
     if doc.get("llama_bench"):
         lines += ["", *llama.format_rows(doc["llama_bench"])]
     if doc["note"]:
