@@ -259,13 +259,13 @@ void Server::serve(int fd, std::string client) {
       {
         std::lock_guard lock(mu_);
         if (stopping_) break;
-        reading_.insert(fd);
+        open_[fd] = true;
       }
       Request req;
       const ReadResult r = read_request(conn, options_.limits, started, req);
       {
         std::lock_guard lock(mu_);
-        reading_.erase(fd);
+        open_[fd] = false;
       }
       if (r.kind == ReadResult::closed) break;
       if (r.kind == ReadResult::error) {
@@ -289,7 +289,9 @@ void Server::serve(int fd, std::string client) {
       --handling_;
       started = Clock::now();
     }
-  }  // the socket closes here, after it left reading_ (stop() must not shut down a reused descriptor)
+    std::lock_guard lock(mu_);
+    open_.erase(fd);
+  }  // the socket closes here, after it left open_ (stop() must not shut down a reused descriptor)
   std::lock_guard lock(mu_);
   if (--per_client_[client] == 0) per_client_.erase(client);
   finished_.push_back(std::this_thread::get_id());
@@ -303,8 +305,12 @@ void Server::stop() {
   const char byte = 1;
   (void)!::write(wake_[1], &byte, 1);
   cv_.wait(lock, [&] { return !running_; });
-  for (int fd : reading_) shutdown(fd, SHUT_RDWR);
-  cv_.wait(lock, [&] { return finished_.size() == threads_.size(); });
+  for (const auto& [fd, reading] : open_)
+    if (reading) shutdown(fd, SHUT_RDWR);
+  const auto all_ended = [&] { return finished_.size() == threads_.size(); };
+  if (!cv_.wait_for(lock, std::chrono::seconds(2), all_ended))
+    for (const auto& [fd, reading] : open_) shutdown(fd, SHUT_RDWR);
+  cv_.wait(lock, all_ended);
   lock.unlock();
   reap_finished();
 }

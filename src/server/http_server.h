@@ -9,7 +9,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -78,7 +77,8 @@ class Server {
   // From now on every response closes its connection (clients reconnect elsewhere).
   void drain() { draining_ = true; }
   // Stops accepting, closes connections waiting for a request, and waits for every connection thread to end
-  // (handlers must end their exchanges: the caller stops what they wait for first).
+  // (the caller first stops what handlers wait for); connections still answering two seconds later (a client that
+  // stopped reading its stream) are cut.
   void stop();
   // Requests being handled now.
   size_t in_flight() const { return handling_.load(); }
@@ -100,7 +100,7 @@ class Server {
   std::condition_variable cv_;
   bool running_ = false;
   std::map<std::string, size_t> per_client_;
-  std::set<int> reading_;  // connections waiting for (or reading) a request: stop() shuts them down
+  std::map<int, bool> open_;  // connection -> waiting for (or reading) a request: stop() shuts those down first
   std::map<std::thread::id, std::thread> threads_;
   std::vector<std::thread::id> finished_;
 };
