@@ -8,11 +8,14 @@ namespace attnzoo::server::http {
 namespace {
 
 ReadResult fail(int status, std::string message) { return {ReadResult::error, status, std::move(message)}; }
+ReadResult ok() { return {ReadResult::request, 0, {}}; }
+ReadResult closed() { return {ReadResult::closed, 0, {}}; }
 
 // RFC 9110 token characters (method and field names).
 bool is_tchar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_token(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar); }
 
 std::string lower(std::string_view s) {
@@ -85,8 +88,8 @@ ReadResult parse_request_line(std::string_view line, const Limits& limits, Reque
     out.http10 = false;
   } else if (version == "HTTP/1.0") {
     out.http10 = true;
-  } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && std::isdigit(version[5]) && version[6] == '.' &&
-             std::isdigit(version[7])) {
+  } else if (version.size() == 8 && version.substr(0, 5) == "HTTP/" && is_digit(version[5]) && version[6] == '.' &&
+             is_digit(version[7])) {
     return fail(505, "HTTP version " + std::string(version.substr(5)) + " is not supported (HTTP/1.1 is)");
   } else {
     return fail(400, "malformed HTTP version '" + shown(version) + "'");
@@ -94,7 +97,7 @@ ReadResult parse_request_line(std::string_view line, const Limits& limits, Reque
   out.method = std::string(method);
   out.target = std::string(target);
   out.path = out.target.substr(0, out.target.find('?'));
-  return {ReadResult::request};
+  return ok();
 }
 
 // One "name: value" line into `fields`; 400 for what RFC 9112 5 forbids.
@@ -109,7 +112,7 @@ ReadResult parse_field(std::string_view line, std::vector<std::pair<std::string,
     if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
       return fail(400, "header " + std::string(name) + " holds a control byte");
   fields.emplace_back(lower(name), std::string(value));
-  return {ReadResult::request};
+  return ok();
 }
 
 // The header block (request line, fields, empty line) as one view of the buffer, within the limits and deadline.
@@ -122,7 +125,7 @@ ReadResult read_header_block(Connection& conn, const Limits& limits, Clock::time
     conn.consume(skip);
     if (!conn.buffered().empty()) break;
     const Connection::Fill f = conn.fill(deadline);
-    if (f != Connection::Fill::data) return {ReadResult::closed};  // nothing of a request came: close quietly
+    if (f != Connection::Fill::data) return closed();  // nothing of a request came: close quietly
   }
   size_t scanned = 0;
   for (;;) {
@@ -136,7 +139,7 @@ ReadResult read_header_block(Connection& conn, const Limits& limits, Clock::time
         length = scanned;
         return scanned > limits.max_header_bytes
                    ? fail(431, "request header larger than " + std::to_string(limits.max_header_bytes) + " bytes")
-                   : ReadResult{ReadResult::request};
+                   : ok();
       }
     }
     if (line_end(b, 0) == std::string_view::npos && b.size() > limits.max_request_line_bytes)
@@ -146,7 +149,7 @@ ReadResult read_header_block(Connection& conn, const Limits& limits, Clock::time
     switch (conn.fill(deadline)) {
       case Connection::Fill::data: continue;
       case Connection::Fill::timeout: return fail(408, "the request header did not arrive in time");
-      default: return {ReadResult::closed};  // the client left mid-header: nobody to answer
+      default: return closed();  // the client left mid-header: nobody to answer
     }
   }
 }
@@ -177,7 +180,7 @@ ReadResult content_length(const Request& req, const Limits& limits, bool& presen
       const size_t comma = rest.find(',');
       const std::string_view item = trim(rest.substr(0, comma));
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-      if (item.empty() || item.size() > 19 || !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      if (item.empty() || item.size() > 19 || !std::all_of(item.begin(), item.end(), is_digit))
         return fail(400, "Content-Length '" + shown(value) + "' is not a non-negative decimal number");
       const uint64_t n = std::stoull(std::string(item));
       if (present && n != length) return fail(400, "conflicting Content-Length headers");
@@ -187,7 +190,7 @@ ReadResult content_length(const Request& req, const Limits& limits, bool& presen
   }
   if (present && length > limits.max_body_bytes)
     return fail(413, "request body larger than the limit of " + std::to_string(limits.max_body_bytes) + " bytes");
-  return {ReadResult::request};
+  return ok();
 }
 
 ReadResult too_large(const Limits& limits) {
@@ -195,7 +198,7 @@ ReadResult too_large(const Limits& limits) {
 }
 
 ReadResult wait_failure(Wait w) {
-  return w == Wait::timeout ? fail(408, "the request body did not arrive in time") : ReadResult{ReadResult::closed};
+  return w == Wait::timeout ? fail(408, "the request body did not arrive in time") : closed();
 }
 
 // A line of the chunked framing (size line or trailer), at most `max` bytes.
@@ -207,7 +210,7 @@ ReadResult chunk_line(Connection& conn, size_t max, Clock::time_point deadline, 
     if (nl != std::string_view::npos && nl <= max) {
       line = std::string(strip_cr(b.substr(0, nl)));
       conn.consume(nl + 1);
-      return {ReadResult::request};
+      return ok();
     }
     if (b.size() > max) return fail(400, "chunked body: a size or trailer line longer than " + std::to_string(max) + " bytes");
     scanned = b.size();
@@ -235,7 +238,7 @@ ReadResult read_chunked(Connection& conn, const Limits& limits, Clock::time_poin
   }
   for (;;) {  // trailer fields: bounded like the header, then dropped
     if (ReadResult r = chunk_line(conn, limits.max_header_bytes, deadline, line); r.kind != ReadResult::request) return r;
-    if (line.empty()) return {ReadResult::request};
+    if (line.empty()) return ok();
     trailer_bytes += line.size() + 2;
     if (trailer_bytes > limits.max_header_bytes) return fail(431, "chunked body: trailer larger than the header limit");
     if (line.find('\0') != std::string::npos || line.find(':') == std::string::npos)
@@ -287,7 +290,7 @@ ReadResult read_request(Connection& conn, const Limits& limits, Clock::time_poin
   const bool body_pending = te ? conn.buffered().empty() : conn.buffered().size() < length_value;
   if (body_pending && !out.http10 && has_token(out.header("expect"), "100-continue") &&
       !conn.send_all("HTTP/1.1 100 Continue\r\n\r\n", Clock::now() + limits.write_timeout))
-    return {ReadResult::closed};
+    return closed();
   if (te) return read_chunked(conn, limits, deadline, out);
   if (const Wait w = fill_to(conn, size_t(length_value), deadline); w != Wait::ok) return wait_failure(w);
   out.body = std::string(conn.buffered().substr(0, size_t(length_value)));
