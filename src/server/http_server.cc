@@ -186,7 +186,13 @@ void Server::run() {
       sockaddr_storage addr{};
       socklen_t len = sizeof addr;
       const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
-      if (fd < 0) break;  // EAGAIN: all taken; EMFILE and the like: the next round retries
+      if (fd < 0) {
+        // EAGAIN: all taken. Out of descriptors or memory: the pending connection stays readable, so wait a little
+        // rather than spin on it (the next round retries).
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        break;
+      }
       const int yes = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // stream events leave as they are written
       if (admit(fd, peer_address(addr))) continue;
