@@ -21,7 +21,7 @@ pytest.importorskip("torch")
 pytest.importorskip("openai")
 
 from test_chat_cli import needs_cli  # noqa: E402
-from test_serve import ServerProcess, checkpoint  # noqa: E402,F401  (checkpoint: the module's fixture)
+from test_serve import ServerProcess, checkpoint  # noqa: E402,F401  (checkpoint: its session fixture)
 
 pytestmark = needs_cli
 DEADLINE = 10.0  # seconds any one answer may take on a loaded 2-core machine; the bounds tested are far tighter
