@@ -60,22 +60,3 @@ if(ATTNZOO_CBLAS_INCLUDE)
 endif()
 message(STATUS "attnzoo: BLAS ${BLAS_LIBRARIES} (cblas.h in ${ATTNZOO_CBLAS_INCLUDE})")
 
-# cpp-httplib serves `attnzoo serve`. Debian builds it as a library (libcpp-httplib-dev: 0.11 on Debian 12, newer
-# on 13) whose header must be compiled with the package's feature macros (they change struct layouts), so its
-# pkg-config file is the source of truth; only a header-only copy (no .pc) is used bare.
-pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
-add_library(attnzoo_httplib INTERFACE)
-if(HTTPLIB_FOUND)
-  target_link_libraries(attnzoo_httplib INTERFACE PkgConfig::HTTPLIB)
-  set(ATTNZOO_HTTPLIB_VERSION "${HTTPLIB_VERSION}")
-else()
-  find_path(ATTNZOO_HTTPLIB_INCLUDE httplib.h)
-  if(NOT ATTNZOO_HTTPLIB_INCLUDE)
-    message(FATAL_ERROR "attnzoo: cpp-httplib not found (neither cpp-httplib.pc nor httplib.h); `attnzoo serve` "
-                        "needs it: apt-get install libcpp-httplib-dev (scripts/setup.sh installs it)")
-  endif()
-  target_include_directories(attnzoo_httplib INTERFACE ${ATTNZOO_HTTPLIB_INCLUDE})
-  target_link_libraries(attnzoo_httplib INTERFACE Threads::Threads)
-  set(ATTNZOO_HTTPLIB_VERSION "header-only")
-endif()
-message(STATUS "attnzoo: cpp-httplib ${ATTNZOO_HTTPLIB_VERSION}")

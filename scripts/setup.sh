@@ -7,7 +7,7 @@ mkdir -p "$STAMPS"
 
 # golang-github-bkaradzic-go-lz4-dev ships The Adventures of Sherlock Holmes (Project Gutenberg #1661, public
 # domain) as test data: the text `attnzoo perplexity` and scripts/quality_table.py measure on (same file on Debian 12 and 13).
-APT_PACKAGES="g++ ccache cmake ninja-build pkg-config libhwy-dev libgtest-dev libpcre2-dev libopenblas-dev libcpp-httplib-dev python3-venv python3-dev chromium tmux golang-github-bkaradzic-go-lz4-dev"
+APT_PACKAGES="g++ ccache cmake ninja-build pkg-config libhwy-dev libgtest-dev libpcre2-dev libopenblas-dev python3-venv python3-dev chromium tmux golang-github-bkaradzic-go-lz4-dev"
 need_apt=0
 for p in $APT_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt=1

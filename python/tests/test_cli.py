@@ -45,7 +45,7 @@ def model_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("command", [[], ["info"], ["bench"], ["bench", "kernels"], ["tokenize"], ["tokenizer"],
                                      ["tokenizer", "train"], ["inspect"], ["generate"], ["chat"], ["quantize"],
-                                     ["perplexity"]])
+                                     ["perplexity"], ["serve"]])
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_every_command_answers_help(command, flag):
     r = run(*command, flag)
@@ -76,6 +76,7 @@ def test_version_is_the_packages():
     (["inspect", "x"], "--block-sise", "--block-size"),
     (["bench", "kernels"], "--quik", "--quick"),
     (["perplexity", "-f", "x"], "--chunk", "--chunks"),
+    (["serve", "-m", "x"], "--max-conections", "--max-connections"),
 ])
 def test_unknown_option_names_the_closest(command, typo, near):
     r = run(*command, typo)

@@ -30,7 +30,7 @@ pytestmark = needs_cli
 MAX_LEN = 512
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # test_serve_http.py's servers load it too
 def checkpoint(tmp_path_factory):
     from transformers import LlamaConfig, LlamaForCausalLM
     tok = _tokenizer()
@@ -321,7 +321,7 @@ def test_client_disconnect_frees_the_blocks(server, reference):
 
 def test_client_disconnect_before_a_non_streamed_answer_aborts_it(server, reference):
     """Nothing is written to a non-streamed client before the end: the server must notice the closed socket itself
-    (cpp-httplib only tells of failed writes) and abort the request in the engine, freeing its blocks."""
+    (a non-streamed answer writes nothing before its end) and abort the request in the engine, freeing its blocks."""
     before = _idle_metrics(server)
     baseline = before["vllm:kv_cache_usage_perc"]
     n, max_tokens = 8, 460

@@ -1,6 +1,8 @@
 // attnzoo serve: the OpenAI-compatible HTTP server over the serving engine. It listens first (GET /health is
 // 503 while the model loads), prints "listening on http://HOST:PORT" (the port actually bound, for --port 0),
-// then "ready" once requests are taken; SIGINT / SIGTERM stop it (unfinished requests are aborted).
+// then "ready" once requests are taken. SIGINT / SIGTERM drain it: new requests (and GET /health) get 503, requests
+// in flight get up to --shutdown-grace-seconds to finish, what is left is aborted (503 / an error event), exit 0.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "cli/speculative_flags.h"
+#include "cli/usage.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
@@ -32,6 +35,8 @@ const char* kUsage =
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16]\n"
     "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--matmul-precision auto|highest|medium]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]\n"
+    "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
+    "         [--shutdown-grace-seconds 30]\n"
     "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"
     "          [--draft-model DIR]]";
 
@@ -43,6 +48,8 @@ struct ServeArgs {
   bool prefix_caching = true;
   SpeculativeOptions speculative;
   bool speculative_flags = false;
+  std::optional<int64_t> max_connections_per_client;
+  double shutdown_grace_seconds = 30;
 };
 
 ServeArgs parse_args(const std::vector<std::string>& args) {
@@ -55,6 +62,11 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
       return args[++i];
     };
     auto integer = [&]() { return parse_number<int64_t>(s, value()); };
+    auto seconds = [&]() {
+      const double v = parse_number<double>(s, value());
+      if (!(v >= 0 && v <= 86400)) throw ArgumentError(s + ": must be in [0, 86400] seconds");
+      return v;
+    };
     if (parse_speculative_flag(args, i, a.speculative)) {
       a.speculative_flags = true;
       continue;
@@ -77,8 +89,12 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
     else if (s == "--max-n") a.server.limits.max_n = integer();
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
-    else if (s == "-h" || s == "--help") throw ArgumentError(std::string("serve: help requested\n") + kUsage);
-    else throw ArgumentError("serve: unknown option '" + s + "'\n" + kUsage);
+    else if (s == "--max-connections") a.server.max_connections = size_t(std::max<int64_t>(integer(), 0));
+    else if (s == "--max-connections-per-client") a.max_connections_per_client = integer();
+    else if (s == "--header-timeout-seconds") a.server.header_timeout_seconds = seconds();
+    else if (s == "--shutdown-grace-seconds") a.shutdown_grace_seconds = seconds();
+    else if (is_help(s)) throw HelpRequested(std::string(kUsage) + "\n");
+    else throw_unknown_option("serve", s, kUsage);
   }
   if (a.model.empty()) throw ArgumentError(std::string("serve: -m DIR is required\n") + kUsage);
   if (a.server.port < 0 || a.server.port > 65535) throw ArgumentError("--port: must be in [0, 65535]");
@@ -86,12 +102,19 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
   if (a.block_size && *a.block_size <= 0) throw ArgumentError("--block-size: must be positive");
   if (a.server.limits.max_n < 1) throw ArgumentError("--max-n: must be at least 1");
   if (a.server.max_body_bytes < 1024) throw ArgumentError("--max-body-bytes: must be at least 1024");
+  if (a.server.max_connections < 1) throw ArgumentError("--max-connections: must be at least 1");
+  if (a.max_connections_per_client && *a.max_connections_per_client < 1)
+    throw ArgumentError("--max-connections-per-client: must be at least 1");
+  if (a.server.header_timeout_seconds <= 0) throw ArgumentError("--header-timeout-seconds: must be positive");
   a.engine.validate();
   a.speculative.validate();
   if (a.server.model_name.empty()) a.server.model_name = std::filesystem::path(a.model).lexically_normal().filename();
   if (a.server.model_name.empty()) a.server.model_name = a.model;
-  // Every admitted sequence may hold an HTTP thread while it streams, and so may every waiting request.
-  a.server.http_threads = int(a.engine.max_num_seqs + std::max<int64_t>(a.engine.max_waiting_requests, 16) + 8);
+  // One client can usefully hold a connection per running and per waiting request (more get 429 anyway), plus a few
+  // for /health and /metrics: by default it may not take more, so no single client can fill the server.
+  const int64_t useful = a.engine.max_num_seqs + a.engine.max_waiting_requests + 16;
+  a.server.max_connections_per_client =
+      std::min(a.server.max_connections, size_t(a.max_connections_per_client.value_or(useful)));
   return a;
 }
 
@@ -152,10 +175,20 @@ int run_serve(const std::vector<std::string>& args) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "attnzoo serve: signal %d, stopping\n", sig);
-  engine->stop();  // streams get their abort output and end
+  // Graceful: stop admitting (503 with Retry-After, /health too, so load balancers route elsewhere), let what is in
+  // flight finish within the grace period (a second signal cuts it short), then abort the rest.
+  http.drain();
+  std::fprintf(stderr, "attnzoo serve: signal %d, draining: %zu requests in flight, up to %g s to finish\n", sig,
+               http.in_flight(), a.shutdown_grace_seconds);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.shutdown_grace_seconds);
+  const timespec poll_interval{0, 20'000'000};
+  while (http.in_flight() > 0 && std::chrono::steady_clock::now() < until)
+    if (sigtimedwait(&stop_signals, nullptr, &poll_interval) > 0) break;
+  const size_t left = http.in_flight();
+  engine->stop();  // what is left gets its abort output: 503 / an error event
   http.stop();
   listener.join();
+  std::fprintf(stderr, "attnzoo serve: stopped (%zu requests cut short)\n", left);
   return 0;
 }
 

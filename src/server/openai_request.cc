@@ -207,7 +207,13 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   const int64_t room = limits.max_model_len > 0 ? limits.max_model_len - int64_t(r.request.prompt.size()) : 0;
   if (max_tokens) {
     p.max_tokens = int_field(*max_tokens, "max_tokens", 1, limits.max_model_len > 0 ? limits.max_model_len : INT64_MAX);
-  } else if (endpoint == Endpoint::chat_completions && room > 0) {
+  } else if (endpoint == Endpoint::chat_completions && limits.max_model_len > 0) {
+    // No max_tokens to cite: the prompt alone fills the context.
+    if (room <= 0)
+      throw bad_request("messages: the prompt is " + std::to_string(r.request.prompt.size()) +
+                            " tokens, which leaves no room for an answer within max_model_len " +
+                            std::to_string(limits.max_model_len),
+                        "messages");
     p.max_tokens = room;
   }
   try {

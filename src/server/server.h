@@ -1,20 +1,17 @@
 #pragma once
-// The OpenAI-compatible HTTP front end of the engine (cpp-httplib from Debian). HTTP threads only parse,
-// queue and stream: the model runs on the engine's thread. The server listens before the model is loaded
-// (GET /health answers 503 until set_ready), so supervisors can tell "loading" from "down".
+// The OpenAI-compatible HTTP front end of the engine, over attnzoo's own HTTP/1.1 layer (http_server.h). HTTP
+// threads only parse, queue and stream: the model runs on the engine's thread. The server listens before the model
+// is loaded (GET /health answers 503 until set_ready), so supervisors can tell "loading" from "down", and answers
+// 503 again once drain() starts a graceful shutdown, so load balancers stop routing to it.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace attnzoo {
 class Engine;
@@ -28,7 +25,9 @@ struct ServerOptions {
   int port = 8000;                      // 0: an ephemeral port (see Server::port)
   std::string model_name;               // the id clients name in "model" and /v1/models lists
   size_t max_body_bytes = 4 << 20;      // larger request bodies get 413
-  int http_threads = 0;                 // connections served at once; 0: from the engine's limits
+  size_t max_connections = 1024;        // open at once; the excess is answered 503 with Retry-After
+  size_t max_connections_per_client = 256;
+  double header_timeout_seconds = 10;   // to send a request's headers (from connecting or the previous answer)
   ApiLimits limits;
 };
 
@@ -52,17 +51,20 @@ class Server {
   // Serves until stop(); call after bind(), typically on a thread of its own. Returns at once after stop().
   void listen();
   void set_ready(const ServingState& state);
+  // Graceful shutdown, first step: new requests get 503 with Retry-After (GET /health too), every answer closes
+  // its connection; requests already admitted go on. Then stop the engine (what is left is aborted: non-streamed
+  // requests get 503, streams an error event) and stop().
+  void drain();
+  // Requests still in the engine or still being answered.
+  size_t in_flight() const;
   void stop();
 
  private:
   struct Handlers;
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<Handlers> handlers_;
+  std::unique_ptr<http::Server> http_;
   int port_ = 0;
-  int listen_socket_ = -1;
-  std::mutex listen_mu_;
-  bool listening_ = false, stopped_ = false;
 };
 
 }  // namespace attnzoo::server

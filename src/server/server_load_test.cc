@@ -3,11 +3,7 @@
 // non-streamed answer, /metrics read throughout, and a shutdown with streams in flight. Greedy answers must equal
 // the single-sequence generation loop's on a second copy of the model; every hang-up must abort its request and
 // every block must come back.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +19,7 @@
 #include "server/running_server.h"
 #include "models/model.h"
 #include "server/server.h"
+#include "testing/raw_http_client.h"
 #include "testing/tiny_llama.h"
 #include "tokenizer/tokenizer.h"
 
@@ -31,6 +28,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using attnzoo::testing::kTinyLlamaVocab;
+using attnzoo::testing::RawClient;
+using attnzoo::testing::json_body;
 
 // One character per id of the tiny Llama's vocabulary (BPE without merges), so decoded text maps back
 // to ids one to one.
@@ -58,57 +57,6 @@ std::string body_of(const std::vector<int32_t>& prompt, int64_t max_tokens, bool
          R"(, "temperature": 0, "ignore_eos": true, "stream": )" + (stream ? "true" : "false") + "}";
 }
 
-// A plain blocking HTTP/1.1 client on a socket of its own, so a test can hang up whenever it likes.
-class RawClient {
- public:
-  explicit RawClient(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ~RawClient() { hang_up(); }
-  bool send_request(const std::string& method, const std::string& path, const std::string& body) {
-    const std::string head = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
-                             "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-    const std::string all = head + body;
-    size_t sent = 0;
-    while (connected_ && sent < all.size()) {
-      const ssize_t n = send(fd_, all.data() + sent, all.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      sent += size_t(n);
-    }
-    return connected_;
-  }
-  // Reads until `until` appears in what was received (empty: until the server closes); false on EOF first.
-  bool read_until(const std::string& until) {
-    char buf[4096];
-    while (until.empty() || received_.find(until) == std::string::npos) {
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return until.empty();
-      received_.append(buf, size_t(n));
-    }
-    return true;
-  }
-  void hang_up() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-  const std::string& received() const { return received_; }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  std::string received_;
-};
-
-std::string json_body(const std::string& response) {
-  const size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? std::string() : response.substr(at + 4);
-}
-
 // The server-sent events of a streamed response (each was written as one chunk, so its text is contiguous).
 std::vector<std::string> events(const std::string& response) {
   std::vector<std::string> out;
@@ -124,6 +72,7 @@ std::vector<std::string> events(const std::string& response) {
 struct Streamed {
   std::string text;
   std::string finish_reason;
+  std::string error;  // an error event's message
   bool done = false;
 };
 
@@ -135,6 +84,10 @@ Streamed parse_stream(const std::string& response) {
       continue;
     }
     const json::Value v = json::parse(e);
+    if (const json::Value* err = v.find("error")) {
+      s.error = err->find("message")->as_string();
+      continue;
+    }
     const json::Value& choice = v.find("choices")->as_array().at(0);
     s.text += choice.find("text")->as_string();
     if (const json::Value* r = choice.find("finish_reason"); r && r->is_string()) s.finish_reason = r->as_string();
@@ -168,7 +121,6 @@ TEST(ServerLoad, ConcurrentClientsHangUpsAndShutdownEndCleanly) {
   ServerOptions so;
   so.port = 0;
   so.model_name = "tiny";
-  so.http_threads = 48;
   Running s(so);
   s.server.set_ready({&engine, tokenizer, nullptr});
   const int64_t all_blocks = engine.stats().num_blocks;
@@ -260,7 +212,7 @@ TEST(ServerLoad, ConcurrentClientsHangUpsAndShutdownEndCleanly) {
             st.aborted_requests * long_tokens / 2);
   EXPECT_EQ(st.free_blocks, all_blocks);
 
-  // Shutdown with streams in flight: each ends with its abort and [DONE], and nothing leaks.
+  // Shutdown with streams in flight: each ends with its abort, an error event and [DONE], and nothing leaks.
   const int64_t aborted_before = st.aborted_requests;
   const int K = 4;
   std::vector<std::unique_ptr<RawClient>> streams;
@@ -279,6 +231,7 @@ TEST(ServerLoad, ConcurrentClientsHangUpsAndShutdownEndCleanly) {
     const Streamed sd = parse_stream(c->received());
     EXPECT_TRUE(sd.finish_reason == "abort" || sd.finish_reason == "length") << sd.finish_reason;
     aborts += sd.finish_reason == "abort";
+    EXPECT_EQ(sd.error.empty(), sd.finish_reason != "abort") << sd.error;
     EXPECT_TRUE(sd.done);
   }
   st = engine.stats();

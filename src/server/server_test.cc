@@ -1,84 +1,101 @@
-// The HTTP layer before a model is attached (what clients see while `attnzoo serve` loads): real sockets on
-// 127.0.0.1, cpp-httplib's client.
+// The HTTP layer before a model is attached (what clients see while `attnzoo serve` loads) and while it drains for
+// a shutdown: real sockets on 127.0.0.1, raw requests. The hostile-client cases are python/tests/test_serve_http.py.
 #include "server/server.h"
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <string>
-#include <thread>
 
 #include "loader/json.h"
 #include "server/running_server.h"
+#include "testing/raw_http_client.h"
 
 namespace attnzoo::server {
 namespace {
 
 using Running = testing::RunningServer;
 
-const json::Value* error_of(const httplib::Result& r, json::Value& holder) {
-  holder = json::parse(r->body);
-  return holder.find("error");
+struct Answer {
+  int status = 0;
+  std::string head, body;
+};
+
+Answer ask(int port, const std::string& method, const std::string& path, const std::string& body = "") {
+  testing::RawClient c(port);
+  Answer a;
+  if (!c.send_request(method, path, body)) return a;
+  c.read_until("");
+  const std::string& r = c.received();
+  if (r.rfind("HTTP/1.1 ", 0) == 0) a.status = std::stoi(r.substr(9, 3));
+  a.head = r.substr(0, r.find("\r\n\r\n"));
+  a.body = testing::json_body(r);
+  return a;
 }
 
-TEST(Server, LoadingAnswers503InOpenAiShape) {
+std::string error_field(const Answer& a, const char* field) {
+  const json::Value v = json::parse(a.body);
+  const json::Value* f = v.find("error")->find(field);
+  return f->is_string() ? f->as_string() : std::to_string(f->as_int());
+}
+
+ServerOptions options() {
   ServerOptions o;
   o.host = "127.0.0.1";
   o.port = 0;
   o.model_name = "m";
-  o.http_threads = 4;
-  Running s(o);
+  return o;
+}
+
+TEST(Server, LoadingAnswers503InOpenAiShape) {
+  Running s(options());
   ASSERT_GT(s.port, 0);
-  httplib::Client c("127.0.0.1", s.port);
-  json::Value v;
 
-  auto health = c.Get("/health");
-  ASSERT_TRUE(health);
-  EXPECT_EQ(health->status, 503);
-  EXPECT_EQ(error_of(health, v)->find("message")->as_string(), "the model is still loading");
+  const Answer health = ask(s.port, "GET", "/health");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(error_field(health, "message"), "the model is still loading");
+  EXPECT_NE(health.head.find("Retry-After: 1"), std::string::npos) << health.head;
 
-  auto post = c.Post("/v1/completions", R"({"prompt": "hi"})", "application/json");
-  ASSERT_TRUE(post);
-  EXPECT_EQ(post->status, 503);
-  EXPECT_EQ(error_of(post, v)->find("code")->as_int(), 503);
+  const Answer post = ask(s.port, "POST", "/v1/completions", R"({"prompt": "hi"})");
+  EXPECT_EQ(post.status, 503);
+  EXPECT_EQ(error_field(post, "code"), "503");
 
-  auto models = c.Get("/v1/models");  // the name is known before the weights are
-  ASSERT_TRUE(models);
-  EXPECT_EQ(models->status, 200);
-  EXPECT_EQ(json::parse(models->body).find("data")->as_array().at(0).find("id")->as_string(), "m");
+  const Answer models = ask(s.port, "GET", "/v1/models");  // the name is known before the weights are
+  EXPECT_EQ(models.status, 200);
+  EXPECT_EQ(json::parse(models.body).find("data")->as_array().at(0).find("id")->as_string(), "m");
 
-  auto metrics = c.Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_EQ(metrics->status, 200);
-  EXPECT_NE(metrics->body.find("vllm:num_requests_running{model_name=\"m\"} 0\n"), std::string::npos);
+  const Answer metrics = ask(s.port, "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("vllm:num_requests_running{model_name=\"m\"} 0\n"), std::string::npos);
 
-  auto missing = c.Get("/v2/nothing");
-  ASSERT_TRUE(missing);
-  EXPECT_EQ(missing->status, 404);
-  EXPECT_EQ(error_of(missing, v)->find("type")->as_string(), "not_found_error");
+  const Answer missing = ask(s.port, "GET", "/v2/nothing");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(error_field(missing, "type"), "not_found_error");
+  EXPECT_EQ(ask(s.port, "GET", "/v1/completions").status, 405);
+}
+
+TEST(Server, DrainingAnswers503AndClosesConnections) {
+  Running s(options());
+  s.server.drain();
+  const Answer health = ask(s.port, "GET", "/health");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(error_field(health, "message"), "the server is shutting down");
+  EXPECT_NE(health.head.find("Connection: close"), std::string::npos) << health.head;
+  EXPECT_EQ(ask(s.port, "POST", "/v1/chat/completions", "{}").status, 503);
+  EXPECT_EQ(s.server.in_flight(), 0u);
 }
 
 TEST(Server, OversizedBodyIs413BeforeAnyParsing) {
-  ServerOptions o;
-  o.port = 0;
-  o.model_name = "m";
+  ServerOptions o = options();
   o.max_body_bytes = 2048;
-  o.http_threads = 2;
   Running s(o);
-  httplib::Client c("127.0.0.1", s.port);
-  auto r = c.Post("/v1/completions", std::string(4096, ' '), "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 413);
-  json::Value v;
-  EXPECT_NE(error_of(r, v)->find("message")->as_string().find("2048 bytes"), std::string::npos);
+  const Answer r = ask(s.port, "POST", "/v1/completions", std::string(4096, ' '));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(error_field(r, "message").find("2048 bytes"), std::string::npos);
 }
 
 TEST(Server, PortInUseIsANamedError) {
-  ServerOptions o;
-  o.port = 0;
-  o.http_threads = 1;
-  Running first(o);
-  ServerOptions same = o;
+  Running first(options());
+  ServerOptions same = options();
   same.port = first.port;
   Server second(same);
   EXPECT_THROW(

@@ -89,8 +89,8 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
   if (slot_bytes_ > 0) {
     running_slots_ = std::min<int64_t>(options.max_sequences, budget / slot_bytes_);
     if (running_slots_ < 1)
-      throw PoolExhausted("kv_cache_memory: " + mib(budget) + " cannot hold one sequence's recurrent state (" +
-                          mib(slot_bytes_) + ")");
+      throw PoolExhausted("kv_cache_memory: " + std::to_string(budget) + " bytes cannot hold one sequence's recurrent "
+                          "state of " + std::to_string(slot_bytes_) + " bytes");
     budget -= running_slots_ * slot_bytes_;
   }
   // What is left goes to KV blocks; a model with both kinds keeps a quarter of it for state snapshots.
@@ -99,9 +99,15 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
   const int64_t snapshot_slots = slot_bytes_ > 0 ? snapshot_budget / slot_bytes_ : 0;
   budget -= snapshot_slots * slot_bytes_;
   const int64_t num_blocks = block_bytes_ > 0 ? std::min<int64_t>(budget / block_bytes_, (int64_t(1) << 31) - 1) : 0;
-  if (block_bytes_ > 0 && num_blocks < 1)
-    throw PoolExhausted("kv_cache_memory: " + mib(options_.bytes) + " cannot hold one KV block (" +
-                        mib(block_bytes_) + ")");
+  if (block_bytes_ > 0 && num_blocks < 1) {
+    // In bytes: a tiny pool's sizes round to "0 MiB".
+    std::string why = "kv_cache_memory: " + std::to_string(options_.bytes) + " bytes cannot hold one KV block of " +
+                      std::to_string(block_bytes_) + " bytes (" + std::to_string(B) + " tokens)";
+    if (slot_bytes_ > 0)
+      why += " after the recurrent-state slots took " + std::to_string(options_.bytes - budget) + " bytes (" +
+             std::to_string(running_slots_ + snapshot_slots) + " slots of " + std::to_string(slot_bytes_) + ")";
+    throw PoolExhausted(why);
+  }
   num_slots_ = running_slots_ + snapshot_slots;
   blocks_ = BlockPool(num_blocks, options.shuffle_seed);
 

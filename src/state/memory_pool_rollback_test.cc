@@ -33,6 +33,26 @@ void grow(MemoryPool& pool, Sequence& s, int64_t n) {
   pool.advance(s, ids);
 }
 
+// (Not rollback, but this file has the hybrid pool.) A budget below one block names the bytes, not "0 MiB", and what
+// the state slots took of it.
+TEST(MemoryPoolBudget, BelowOneBlockNamesTheBytesAndTheStateSlots) {
+  const CacheSpec kv = CacheSpec::kv(2, 8), state = CacheSpec::state(16);
+  const int64_t block = 4 * kv.bytes_per_token(), slot = (state.fixed_bytes() + 63) / 64 * 64;
+  PoolOptions o;
+  o.block_tokens = 4;
+  o.max_sequences = 3;
+  o.prefix_caching = false;
+  o.bytes = 3 * slot + block - 1;
+  try {
+    MemoryPool pool({kv, state}, o);
+    FAIL() << "a pool below one block was made";
+  } catch (const PoolExhausted& e) {
+    EXPECT_EQ(std::string(e.what()), "kv_cache_memory: " + std::to_string(o.bytes) + " bytes cannot hold one KV block of " +
+                                         std::to_string(block) + " bytes (4 tokens) after the recurrent-state slots took " +
+                                         std::to_string(3 * slot) + " bytes (3 slots of " + std::to_string(slot) + ")");
+  }
+}
+
 TEST(MemoryPoolRollback, RestoresTheCheckpointedStateAndFreesLaterBlocks) {
   auto pool = hybrid_pool(3);
   auto s = pool->new_sequence();
