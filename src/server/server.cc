@@ -13,6 +13,7 @@
 #include "server/api_error.h"
 #include "server/connection_watch.h"
 #include "server/responses.h"
+#include "server/router_api.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
@@ -197,6 +198,7 @@ Server::Server(ServerOptions options)
                const EngineStats stats = s ? s->engine->stats() : EngineStats{};
                res.set_content(h.metrics.text(stats, h.options.model_name), "text/plain; version=0.0.4");
              }));
+  add_router_api(*http_, [&h]() -> const ServingState& { return h.ready(); }, options_);
   // Responses the library makes itself (404 for unknown paths, 413 for oversized bodies, 400 for bad
   // requests) get OpenAI's error body too.
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
