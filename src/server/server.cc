@@ -44,6 +44,7 @@ struct Server::Handlers {
   std::atomic<const ServingState*> state{nullptr};
   ServingState owned;
   ServerMetrics metrics;
+  RouterApi router_api{options};
   std::atomic<uint64_t> next_id{1};
 
   const ServingState& ready() const {
@@ -198,7 +199,10 @@ Server::Server(ServerOptions options)
                const EngineStats stats = s ? s->engine->stats() : EngineStats{};
                res.set_content(h.metrics.text(stats, h.options.model_name), "text/plain; version=0.0.4");
              }));
-  add_router_api(*http_, [&h]() -> const ServingState& { return h.ready(); }, options_);
+  const auto router_api = guarded([&h](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(h.router_api.answer(req.method, req.path, req.body, h.ready()), "application/json");
+  });
+  for (const std::string& path : RouterApi::paths()) http_->Get(path, router_api).Post(path, router_api);
   // Responses the library makes itself (404 for unknown paths, 413 for oversized bodies, 400 for bad
   // requests) get OpenAI's error body too.
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
