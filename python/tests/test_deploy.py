@@ -69,7 +69,8 @@ def _post(url, body):
 
 
 def _write_tiny_llama(directory):
-    spec = importlib.util.spec_from_file_location("make_bench_model", os.path.join(ROOT, "scripts", "make_bench_model.py"))
+    script = os.path.join(ROOT, "scripts", "make_bench_model.py")
+    spec = importlib.util.spec_from_file_location("make_bench_model", script)
     make_bench_model = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_bench_model)
     from safetensors.numpy import save_file
@@ -435,6 +436,18 @@ def _bench(router, fleet, seed):
                          capture_output=True, text=True, timeout=120)
     assert out.stdout, out.stderr
     return json.loads(out.stdout)
+
+
+def test_fleet_hit_rate_sums_the_replicas_and_names_one_gone():
+    from attnzoo.bench.serve import fleet_hit_rates
+    before = {"http://a": (100.0, 50.0), "http://b": (40.0, 0.0), "http://c": (10.0, 10.0)}
+    after = {"http://a": (300.0, 150.0), "http://b": (140.0, 60.0), "http://c": (10.0, 10.0)}
+    rate, replicas = fleet_hit_rates(before, after)
+    assert rate == pytest.approx(160 / 300)  # (100 + 60 + 0) / (200 + 100 + 0): not the mean of the rates
+    assert [r["hit_rate"] for r in replicas] == [0.5, 0.6, None]
+    rate, replicas = fleet_hit_rates(before, {"http://a": after["http://a"]})  # b and c died mid-run
+    assert rate == 0.5 and replicas[1] == {"url": "http://b", "queried_tokens": None, "hit_tokens": None,
+                                           "hit_rate": None}
 
 
 @needs_cli

@@ -109,7 +109,8 @@ def fleet_hit_rates(before, after):
             continue
         q, h = after[url][0] - before[url][0], after[url][1] - before[url][1]
         queries, hits = queries + q, hits + h
-        replicas.append({"url": url, "queried_tokens": int(q), "hit_tokens": int(h), "hit_rate": h / q if q > 0 else None})
+        replicas.append({"url": url, "queried_tokens": int(q), "hit_tokens": int(h),
+                         "hit_rate": h / q if q > 0 else None})
     return (hits / queries if queries > 0 else None), replicas
 
 
