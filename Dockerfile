@@ -30,11 +30,13 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libhwy1 libpcre2-8-0 libopenblas0-pthread libcpp-httplib0.11 libstdc++6 libgcc-s1 \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin attnzoo \
- && mkdir -p /models/model && chown attnzoo /models
+ && groupadd --system --gid 10001 attnzoo \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin attnzoo \
+ && mkdir -p /models/model && chown attnzoo:attnzoo /models
 COPY --from=build /out/ /
 USER 10001:10001
-# OpenBLAS must not start threads of its own: attnzoo's pool calls it from its workers (README, Performance).
+# attnzoo's own pool calls OpenBLAS one thread per call (linear.cc sets that at the first product); this also keeps
+# the library from starting its idle thread pool when it loads.
 ENV OPENBLAS_NUM_THREADS=1
 EXPOSE 8000
 # SIGTERM drains: /health answers 503 so the load balancer stops sending, requests in flight get up to
@@ -58,7 +60,8 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/router && /opt/router/bin/pip install --no-cache-dir vllm-router==0.1.17 \
- && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin router
+ && groupadd --system --gid 10001 router \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin router
 USER 10001:10001
 EXPOSE 30000
 STOPSIGNAL SIGTERM
