@@ -8,6 +8,7 @@
 #include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "server/responses.h"
+#include "server/router_api.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
@@ -56,6 +57,7 @@ struct Server::Handlers {
   std::atomic<const ServingState*> state{nullptr};
   ServingState owned;
   ServerMetrics metrics;
+  RouterApi router_api{options};
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> draining{false};
 
@@ -71,6 +73,8 @@ struct Server::Handlers {
       const std::string& p = req.path;
       const bool post = p == "/v1/completions" || p == "/v1/chat/completions";
       const bool get = p == "/v1/models" || p == "/health" || p == "/metrics";
+      if (RouterApi::handles(p))
+        return void(ex.respond(json_response(router_api.answer(req.method, p, req.body, ready()))));
       // The path as sent (not percent-decoded), so "/health%00x" is named whole.
       if (!post && !get) throw ApiError(404, "not_found_error", "no route for " + req.method + " " + req.target);
       if (req.method != (post ? "POST" : "GET") && !(get && req.method == "HEAD"))

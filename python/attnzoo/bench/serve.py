@@ -4,8 +4,13 @@ mirroring `vllm bench serve`: requests arrive as a Poisson process at --request-
 inter-token latency (ITL) and end-to-end latency are measured per request; the server's prefix-cache hit rate
 over the run comes from its /metrics. Standard library only.
 
+A fleet: several --base-url take the requests in turn, or one --base-url is a router in front of the replicas and
+--metrics-url lists the replicas; the prefix-cache hit rate is then the fleet's (hits over queries summed over the
+replicas' /metrics), with each replica's beside it.
+
 Datasets: "random" (prompts of random token ids, lengths drawn around --input-len with --range-ratio) and
-"shared-prefix" (every prompt starts with the same --prefix-len tokens: a system prompt, so prefix caching shows).
+"shared-prefix" (every prompt starts with one of --num-prefixes prefixes of --prefix-len tokens: system prompts, so
+prefix caching shows; the prompts of the groups arrive in random order).
 Prompts are sent as token ids with ignore_eos, so every request generates exactly its --output-len tokens."""
 import argparse
 import http.client
@@ -82,6 +87,33 @@ def prefix_cache_counters(metrics_text):
     return found["vllm:prefix_cache_queries_total"], found["vllm:prefix_cache_hits_total"]
 
 
+def fleet_counters(servers):
+    """{url: (queries, hits)} of each replica that answers /metrics now (one gone mid-run is left out)."""
+    out = {}
+    for url, server in servers.items():
+        try:
+            counters = prefix_cache_counters(server.get("/metrics"))
+        except (OSError, RuntimeError, http.client.HTTPException):
+            continue
+        if counters:
+            out[url] = counters
+    return out
+
+
+def fleet_hit_rates(before, after):
+    """(fleet hit rate or None, [{url, queried_tokens, hit_tokens, hit_rate}]) over the replicas read both times."""
+    replicas, queries, hits = [], 0.0, 0.0
+    for url in before:
+        if url not in after:
+            replicas.append({"url": url, "queried_tokens": None, "hit_tokens": None, "hit_rate": None})
+            continue
+        q, h = after[url][0] - before[url][0], after[url][1] - before[url][1]
+        queries, hits = queries + q, hits + h
+        replicas.append({"url": url, "queried_tokens": int(q), "hit_tokens": int(h),
+                         "hit_rate": h / q if q > 0 else None})
+    return (hits / queries if queries > 0 else None), replicas
+
+
 def make_prompts(args, vocab_size, rng):
     def length(mean):
         lo = max(1, int(mean * (1 - args.range_ratio)))
@@ -91,8 +123,13 @@ def make_prompts(args, vocab_size, rng):
     def tokens(n):
         return [rng.randrange(vocab_size) for _ in range(n)]
 
-    prefix = tokens(args.prefix_len) if args.dataset == "shared-prefix" else []
-    return [(prefix + tokens(length(args.input_len)), length(args.output_len)) for _ in range(args.num_prompts)]
+    if args.dataset != "shared-prefix":
+        return [(tokens(length(args.input_len)), length(args.output_len)) for _ in range(args.num_prompts)]
+    prefixes = [tokens(args.prefix_len) for _ in range(args.num_prefixes)]
+    prompts = [(prefixes[i % args.num_prefixes] + tokens(length(args.input_len)), length(args.output_len))
+               for i in range(args.num_prompts)]
+    rng.shuffle(prompts)
+    return prompts
 
 
 def percentiles(values, scale=1000.0):
@@ -104,15 +141,16 @@ def percentiles(values, scale=1000.0):
 
 
 def run(args):
-    server = Server(args.base_url, args.timeout)
-    models = json.loads(server.get("/v1/models"))["data"]
+    targets = [Server(url, args.timeout) for url in args.base_url]
+    metrics = {url: Server(url, args.timeout) for url in (args.metrics_url or args.base_url)}
+    models = json.loads(targets[0].get("/v1/models"))["data"]
     model = args.model or models[0]["id"]
     vocab_size = args.vocab_size or models[0].get("vocab_size")
     if not vocab_size:
         raise ValueError("--vocab-size: the server does not report one; give it")
     rng = random.Random(args.seed)
     prompts = make_prompts(args, vocab_size, rng)
-    before = prefix_cache_counters(server.get("/metrics"))
+    before = fleet_counters(metrics)
 
     results = [None] * len(prompts)
     limit = threading.Semaphore(args.max_concurrency) if args.max_concurrency else None
@@ -122,7 +160,7 @@ def run(args):
             body = {"model": model, "prompt": prompt, "max_tokens": out_len, "temperature": 0.0, "ignore_eos": True,
                     "stream": True, "stream_options": {"include_usage": True}}
             start = time.perf_counter()
-            times, usage, error = server.stream_completion(body)
+            times, usage, error = targets[i % len(targets)].stream_completion(body)
             end = time.perf_counter()
             results[i] = {"start": start, "end": end, "times": times, "usage": usage, "error": error,
                           "prompt_len": len(prompt)}
@@ -147,11 +185,12 @@ def run(args):
     for t in threads:
         t.join()
     duration = time.perf_counter() - bench_start
-    after = prefix_cache_counters(server.get("/metrics"))
+    after = fleet_counters(metrics)
     return summarize(args, model, results, duration, before, after)
 
 
 def summarize(args, model, results, duration, before, after):
+    """`before` / `after`: {replica url: (prefix-cache queries, hits)} from fleet_counters."""
     ok = [r for r in results if r and r["error"] is None]
     failed = [r for r in results if not r or r["error"] is not None]
     ttft, tpot, itl, e2e = [], [], [], []
@@ -167,7 +206,8 @@ def summarize(args, model, results, duration, before, after):
                 tpot.append((r["end"] - r["times"][0]) / (n_out - 1))
         e2e.append(r["end"] - r["start"])
     doc = {
-        "model": model, "base_url": args.base_url, "dataset": args.dataset, "num_prompts": args.num_prompts,
+        "model": model, "base_url": args.base_url[0] if len(args.base_url) == 1 else args.base_url,
+        "dataset": args.dataset, "num_prompts": args.num_prompts,
         "request_rate": None if args.request_rate == float("inf") else args.request_rate,
         "max_concurrency": args.max_concurrency, "duration_s": duration,
         "completed": len(ok), "failed": len(failed),
@@ -178,10 +218,8 @@ def summarize(args, model, results, duration, before, after):
         "total_token_throughput": (input_tokens + output_tokens) / duration if duration > 0 else 0.0,
         "ttft_ms": percentiles(ttft), "tpot_ms": percentiles(tpot), "itl_ms": percentiles(itl),
         "e2el_ms": percentiles(e2e),
-        "prefix_cache_hit_rate": None,
     }
-    if before and after and after[0] > before[0]:
-        doc["prefix_cache_hit_rate"] = (after[1] - before[1]) / (after[0] - before[0])
+    doc["prefix_cache_hit_rate"], doc["replicas"] = fleet_hit_rates(before, after)
     return doc
 
 
@@ -199,8 +237,14 @@ def format_report(doc):
         for stat in ("mean", "median", "p99"):
             label = "Median" if stat == "median" else stat.capitalize() if stat == "mean" else "P99"
             rows.append((f"{label} {short} (ms)", f"{doc[key][stat]:.2f}"))
-    rate = doc["prefix_cache_hit_rate"]
-    rows.append(("Prefix cache hit rate", "n/a" if rate is None else f"{100 * rate:.1f}%"))
+    def percent(rate):
+        return "n/a" if rate is None else f"{100 * rate:.1f}%"
+
+    rows.append(("Prefix cache hit rate" + (" (fleet)" if len(doc["replicas"]) > 1 else ""),
+                 percent(doc["prefix_cache_hit_rate"])))
+    if len(doc["replicas"]) > 1:
+        for r in doc["replicas"]:
+            rows.append((f"  {r['url']}", "gone" if r["queried_tokens"] is None else percent(r["hit_rate"])))
     lines = ["{s:{c}^50}".format(s=" Serving Benchmark Result ", c="=")]
     for name, value in rows:
         lines.append("{s:{c}^50}".format(s=name, c="-") if value is None else f"{name:<40}{value:<10}")
@@ -213,13 +257,18 @@ def format_report(doc):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="attnzoo bench serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=["serve"], help="what to benchmark")
-    parser.add_argument("--base-url", default="http://127.0.0.1:8000", help="the server (default %(default)s)")
+    parser.add_argument("--base-url", nargs="+", default=["http://127.0.0.1:8000"],
+                        help="the server, or several that take the requests in turn (default %(default)s)")
+    parser.add_argument("--metrics-url", nargs="+",
+                        help="replicas whose /metrics give the prefix-cache hit rate (default: the --base-url list; "
+                             "give the replicas when --base-url is a router)")
     parser.add_argument("--model", help="model id to request (default: the server's first)")
     parser.add_argument("--dataset", default="random", choices=["random", "shared-prefix"])
     parser.add_argument("--num-prompts", type=int, default=100)
     parser.add_argument("--input-len", type=int, default=256, help="prompt tokens (after the shared prefix)")
     parser.add_argument("--output-len", type=int, default=64, help="generated tokens per request")
     parser.add_argument("--prefix-len", type=int, default=1024, help="shared-prefix: tokens every prompt starts with")
+    parser.add_argument("--num-prefixes", type=int, default=1, help="shared-prefix: distinct prefixes (groups)")
     parser.add_argument("--range-ratio", type=float, default=0.0, help="lengths drawn in [len*(1-r), len*(1+r)]")
     parser.add_argument("--request-rate", type=float, default=float("inf"),
                         help="requests per second, Poisson arrivals (default inf: all at once)")
@@ -229,7 +278,7 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the table")
     args = parser.parse_args(argv)
-    for name in ("num_prompts", "input_len", "output_len"):
+    for name in ("num_prompts", "input_len", "output_len", "num_prefixes"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}: must be at least 1")
     if args.prefix_len < 0 or args.max_concurrency < 0 or not 0 <= args.range_ratio < 1 or args.request_rate <= 0:
