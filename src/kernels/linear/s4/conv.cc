@@ -96,6 +96,24 @@ void DirectConv(const float* kt, const float* ut, int64_t len, float* yt) {
 
 size_t S4ConvBlockWidth() { return 2 * hn::Lanes(hn::ScalableTag<float>()); }
 
+namespace {
+// Between one channel per row (rows[lane * len + t]) and the block's time-major layout (cols[t * W + lane]), in
+// 64-step tiles: a lane at a time over the whole length would stride through the block's buffer once per lane.
+void RowsToColumns(const float* rows, int64_t len, int64_t width, size_t W, float* cols, bool add) {
+  for (int64_t t0 = 0; t0 < len; t0 += 64)
+    for (int64_t lane = 0; lane < width; ++lane)
+      for (int64_t t = t0; t < std::min(len, t0 + 64); ++t) {
+        float& c = cols[size_t(t) * W + size_t(lane)];
+        c = add ? c + rows[lane * len + t] : rows[lane * len + t];
+      }
+}
+void ColumnsToRows(const float* cols, int64_t len, int64_t width, size_t W, float* rows) {
+  for (int64_t t0 = 0; t0 < len; t0 += 64)
+    for (int64_t lane = 0; lane < width; ++lane)
+      for (int64_t t = t0; t < std::min(len, t0 + 64); ++t) rows[lane * len + t] = cols[size_t(t) * W + size_t(lane)];
+}
+}  // namespace
+
 // Channels [c0, c0 + 2V); `order` lists the sequences by transform size, so each size's kernel spectrum is
 // computed once.
 void S4ConvTask(const S4Problem& p, const std::vector<int64_t>& order, int64_t c0) {
@@ -104,17 +122,19 @@ void S4ConvTask(const S4Problem& p, const std::vector<int64_t>& order, int64_t c
   const S4Discrete& s = p.ssm;
   const int64_t H = s.H, N = s.N, width = std::min<int64_t>(int64_t(W), H - c0), kmax = p.max_length();
   static thread_local ConvScratch sc;
-  sc.kt.resize(size_t(kmax) * W), sc.row.resize(size_t(kmax) + kVandTile), sc.anchor.resize(size_t(2 * N));
+  sc.kt.resize(size_t(kmax) * W), sc.row.resize(size_t(kmax) * W + kVandTile), sc.anchor.resize(size_t(2 * N));
   sc.ut.resize(size_t(kmax) * W), sc.yt.resize(size_t(kmax) * W);
   std::fill(sc.kt.data(), sc.kt.data() + kmax * int64_t(W), 0.f);
   sc.weights.resize(size_t(N)), sc.sums.resize(size_t(N));
+  HWY_ALIGN float skip[2 * HWY_MAX_BYTES / sizeof(float)] = {};
   for (int64_t lane = 0; lane < width; ++lane) {
     const int64_t c = c0 + lane;
+    if (!s.skip.empty()) skip[lane] = s.skip[size_t(c)];
     sc.table.build(&s.log_dA[s.at(c, 0)], N);
     for (int64_t n = 0; n < N; ++n) sc.weights[size_t(n)] = s.C[s.at(c, n)] * s.dB[s.at(c, n)];
-    VandermondeRow(sc.table, sc.weights.data(), N, kmax, sc.row.data(), sc.a, sc.anchor.data());
-    for (int64_t l = 0; l < kmax; ++l) sc.kt[size_t(l) * W + size_t(lane)] = sc.row[size_t(l)];
+    VandermondeRow(sc.table, sc.weights.data(), N, kmax, sc.row.data() + lane * kmax, sc.a, sc.anchor.data());
   }
+  RowsToColumns(sc.row.data(), kmax, width, W, sc.kt.data(), false);
   size_t spectrum = 0;  // the transform size the kernel spectrum in qr / qi is for
   const size_t isize = dtype_size(p.u_dtype), osize = dtype_size(p.out_dtype);
   for (int64_t q : order) {
@@ -151,23 +171,29 @@ void S4ConvTask(const S4Problem& p, const std::vector<int64_t>& order, int64_t c
         hn::Store(hn::Load(d, sc.zi.data() + size_t(t) * V), d, sc.yt.data() + size_t(t) * W + V);
       }
     }
-    for (int64_t lane = 0; lane < width; ++lane) {
-      const int64_t c = c0 + lane, state = (q * H + c) * N;
-      const float skip = s.skip.empty() ? 0.f : s.skip[size_t(c)];
-      for (int64_t t = 0; t < len; ++t) sc.yt[size_t(t) * W + size_t(lane)] += skip * sc.ut[size_t(t) * W + size_t(lane)];
-      if (!p.h0 && !p.ht) continue;
-      sc.table.build(&s.log_dA[s.at(c, 0)], N);
-      if (p.h0) {  // y_t += 2 Re(sum_n C dA^(t+1) h0): a Vandermonde row with weights C dA h0
+    for (int64_t t = 0; t < len; ++t)
+      for (size_t v = 0; v < W; v += V) {
+        float* y = sc.yt.data() + size_t(t) * W + v;
+        hn::Store(hn::MulAdd(hn::Load(d, skip + v), hn::Load(d, sc.ut.data() + size_t(t) * W + v), hn::Load(d, y)), d, y);
+      }
+    if (p.h0) {  // y_t += 2 Re(sum_n C dA^(t+1) h0): a Vandermonde row with weights C dA h0
+      for (int64_t lane = 0; lane < width; ++lane) {
+        const int64_t c = c0 + lane, state = (q * H + c) * N;
+        sc.table.build(&s.log_dA[s.at(c, 0)], N);
         for (int64_t n = 0; n < N; ++n)
           sc.weights[size_t(n)] =
               s.C[s.at(c, n)] * s.dA[s.at(c, n)] * cdouble(p.h0[2 * (state + n)], p.h0[2 * (state + n) + 1]);
-        VandermondeRow(sc.table, sc.weights.data(), N, len, sc.row.data(), sc.a, sc.anchor.data());
-        for (int64_t t = 0; t < len; ++t) sc.yt[size_t(t) * W + size_t(lane)] += sc.row[size_t(t)];
+        VandermondeRow(sc.table, sc.weights.data(), N, len, sc.row.data() + lane * len, sc.a, sc.anchor.data());
       }
-      if (p.ht) {  // h_T = dA^T h0 + dB sum_j u_j dA^(T-1-j)
-        for (int64_t t = 0; t < len; ++t) sc.row[size_t(t)] = sc.ut[size_t(t) * W + size_t(lane)];
-        std::vector<float> rev(size_t(len) + kVandTile);
-        VandermondeTranspose(sc.table, sc.row.data(), N, len, sc.sums.data(), rev.data());
+      RowsToColumns(sc.row.data(), len, width, W, sc.yt.data(), true);
+    }
+    if (p.ht) {  // h_T = dA^T h0 + dB sum_j u_j dA^(T-1-j)
+      ColumnsToRows(sc.ut.data(), len, width, W, sc.row.data());
+      std::vector<float> rev(size_t(len) + kVandTile);
+      for (int64_t lane = 0; lane < width; ++lane) {
+        const int64_t c = c0 + lane, state = (q * H + c) * N;
+        sc.table.build(&s.log_dA[s.at(c, 0)], N);
+        VandermondeTranspose(sc.table, sc.row.data() + lane * len, N, len, sc.sums.data(), rev.data());
         for (int64_t n = 0; n < N; ++n) {
           const size_t i = s.at(c, n);
           cdouble h = s.dB[i] * sc.sums[size_t(n)];

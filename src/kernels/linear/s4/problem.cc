@@ -67,17 +67,17 @@ S4Discrete make_s4_discrete(const S4Params& p) {
                std::to_string(n) + "] = " + complex_text(a);
       });
       if (p.discretization == S4Discretization::bilinear) {
-        s.dA[i] = (1.0 + dtA / 2.0) / (1.0 - dtA / 2.0);
-        s.dB[i] = B[i] * step / (1.0 - dtA / 2.0);
+        s.dA[i] = cdiv(1.0 + dtA / 2.0, 1.0 - dtA / 2.0);
+        s.dB[i] = cdiv(B[i] * step, 1.0 - dtA / 2.0);
         s.log_dA[i] = std::log(s.dA[i]);
         continue;
       }
-      s.dA[i] = std::exp(dtA);
+      s.dA[i] = cexp(dtA);
       s.log_dA[i] = dtA;
-      s.dB[i] = B[i] * (s.dA[i] - 1.0) / a;
+      s.dB[i] = cdiv(cmul(B[i], s.dA[i] - 1.0), a);
       if (dss) {
-        const cdouble x = (std::exp(dtA * double(p.dss_length)) - 1.0) * a;
-        s.dB[i] = B[i] * (s.dA[i] - 1.0) * std::conj(x) / (std::norm(x) + 1e-7) / 2.0;
+        const cdouble x = cmul(cexp(dtA * double(p.dss_length)) - 1.0, a);
+        s.dB[i] = cmul(cmul(B[i], s.dA[i] - 1.0), std::conj(x)) / ((std::norm(x) + 1e-7) * 2.0);
       }
     }
   }

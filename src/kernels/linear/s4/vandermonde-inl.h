@@ -16,6 +16,7 @@
 #include <hwy/highway.h>
 
 #include "core/aligned_buffer.h"
+#include "kernels/linear/s4/problem.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnzoo {
@@ -32,13 +33,13 @@ struct PowerTable {
     pow.resize(size_t(2 * N) * kVandTile);
     tile_step.resize(size_t(N));
     for (int64_t n = 0; n < N; ++n) {
-      const std::complex<double> z = std::exp(log_z[n]);
+      const std::complex<double> z = cexp(log_z[n]);
       std::complex<double> p = 1.0;
-      for (size_t j = 0; j < kVandTile; ++j, p *= z) {
+      for (size_t j = 0; j < kVandTile; ++j, p = cmul(p, z)) {
         pow[size_t(n) * kVandTile + j] = float(p.real());
         pow[size_t(N + n) * kVandTile + j] = float(p.imag());
       }
-      tile_step[size_t(n)] = std::exp(double(kVandTile) * log_z[n]);
+      tile_step[size_t(n)] = p;  // the loop ends at z^64
     }
   }
 };
@@ -53,7 +54,7 @@ inline void VandermondeRow(const PowerTable& table, const std::complex<double>* 
   for (int64_t l0 = 0; l0 < len; l0 += int64_t(kVandTile)) {
     for (int64_t n = 0; n < N; ++n) {
       anchor[n] = float(2.0 * a[size_t(n)].real()), anchor[N + n] = float(2.0 * a[size_t(n)].imag());
-      a[size_t(n)] *= table.tile_step[size_t(n)];
+      a[size_t(n)] = cmul(a[size_t(n)], table.tile_step[size_t(n)]);
     }
     for (size_t v = 0; v < kVandTile; v += 2 * V) {  // two vectors of l, real and imaginary products apart:
       auto r0 = hn::Zero(d), r1 = hn::Zero(d), i0 = hn::Zero(d), i1 = hn::Zero(d);  // four independent chains
@@ -92,8 +93,8 @@ inline void VandermondeTranspose(const PowerTable& table, const float* u, int64_
         sr = hn::MulAdd(x, hn::Load(d, pr + v), sr);
         si = hn::MulAdd(x, hn::Load(d, pi + v), si);
       }
-      acc += power * std::complex<double>(hn::GetLane(hn::SumOfLanes(d, sr)), hn::GetLane(hn::SumOfLanes(d, si)));
-      power *= table.tile_step[size_t(n)];
+      acc += cmul(power, {hn::GetLane(hn::SumOfLanes(d, sr)), hn::GetLane(hn::SumOfLanes(d, si))});
+      power = cmul(power, table.tile_step[size_t(n)]);
     }
     s[n] = acc;
   }
