@@ -7,6 +7,7 @@
 // without a real FFT. The kernel's spectrum is taken once per transform size and reused by every sequence.
 #include <algorithm>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -42,26 +43,20 @@ struct ConvScratch {
 };
 
 // W = X_a K_a + i X_b K_b at the pair of frequencies (k, -k) held at positions p, q of the bit-reversed
-// spectra, scaled by 1 / n for the unscaled inverse.
+// spectra, scaled by 1 / n for the unscaled inverse. With z1 = Z[k], z2 = Z[-k]: X_a = (z1 + conj z2) / 2 and
+// X_b = (z1 - conj z2) / 2i; likewise K_a, K_b from the kernel pair's spectrum (the 1/2s go into one scale).
 HWY_INLINE void PairProduct(float* zr, float* zi, const float* qr, const float* qi, size_t p, size_t q, float scale) {
   const hn::ScalableTag<float> d;
-  const size_t V = hn::Lanes(d);
-  const auto h = hn::Set(d, 0.25f * scale);  // X and K each carry a 1/2 (below), the inverse a 1/n
-  const auto z1r = hn::Load(d, zr + p * V), z1i = hn::Load(d, zi + p * V);
-  const auto z2r = hn::Load(d, zr + q * V), z2i = hn::Load(d, zi + q * V);
-  const auto k1r = hn::Load(d, qr + p * V), k1i = hn::Load(d, qi + p * V);
-  const auto k2r = hn::Load(d, qr + q * V), k2i = hn::Load(d, qi + q * V);
-  // X_a = (z1 + conj z2) / 2, X_b = (z1 - conj z2) / 2i; likewise K_a, K_b (the 1/2s are in h).
-  const auto xar = hn::Add(z1r, z2r), xai = hn::Sub(z1i, z2i), xbr = hn::Add(z1i, z2i), xbi = hn::Sub(z2r, z1r);
-  const auto kar = hn::Add(k1r, k2r), kai = hn::Sub(k1i, k2i), kbr = hn::Add(k1i, k2i), kbi = hn::Sub(k2r, k1r);
-  const auto pr = hn::Mul(h, hn::NegMulAdd(xai, kai, hn::Mul(xar, kar)));
-  const auto pi = hn::Mul(h, hn::MulAdd(xai, kar, hn::Mul(xar, kai)));
-  const auto rr = hn::Mul(h, hn::NegMulAdd(xbi, kbi, hn::Mul(xbr, kbr)));
-  const auto ri = hn::Mul(h, hn::MulAdd(xbi, kbr, hn::Mul(xbr, kbi)));
-  hn::Store(hn::Sub(pr, ri), d, zr + p * V);  // W[k] = P + i R
-  hn::Store(hn::Add(pi, rr), d, zi + p * V);
-  hn::Store(hn::Add(pr, ri), d, zr + q * V);  // W[-k] = conj P + i conj R
-  hn::Store(hn::Sub(rr, pi), d, zi + q * V);
+  const auto h = hn::Set(d, 0.25f * scale);
+  const auto split = [&](Cx a, Cx b) {  // (2 X_a, 2 X_b) of a = Z[k], b = Z[-k]
+    return std::pair<Cx, Cx>{{hn::Add(a.r, b.r), hn::Sub(a.i, b.i)}, {hn::Add(a.i, b.i), hn::Sub(b.r, a.r)}};
+  };
+  const auto [xa, xb] = split(LoadCx(zr, zi, p), LoadCx(zr, zi, q));
+  const auto [ka, kb] = split(LoadCx(qr, qi, p), LoadCx(qr, qi, q));
+  const Cx P = Mul(xa, ka), R = Mul(xb, kb);
+  const Cx Ps{hn::Mul(h, P.r), hn::Mul(h, P.i)}, Rs{hn::Mul(h, R.r), hn::Mul(h, R.i)};
+  StoreCx({hn::Sub(Ps.r, Rs.i), hn::Add(Ps.i, Rs.r)}, zr, zi, p);  // W[k] = P + i R
+  StoreCx({hn::Add(Ps.r, Rs.i), hn::Sub(Rs.r, Ps.i)}, zr, zi, q);  // W[-k] = conj P + i conj R
 }
 
 // The pair transform of [rows][2V] data: real parts from lanes [0, V), imaginary from [V, 2V); zero beyond.

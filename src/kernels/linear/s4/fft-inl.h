@@ -22,38 +22,53 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t kFftRecurse = 256;
 
+using FloatTag = hn::ScalableTag<float>;
+using FloatVec = hn::Vec<FloatTag>;
+
+// A vector of complex values (lanes = independent transforms), and the few operations the stages need.
+struct Cx {
+  FloatVec r, i;
+};
+HWY_INLINE Cx LoadCx(const float* re, const float* im, size_t k) {
+  const FloatTag d;
+  const size_t V = hn::Lanes(d);
+  return {hn::Load(d, re + k * V), hn::Load(d, im + k * V)};
+}
+HWY_INLINE void StoreCx(Cx x, float* re, float* im, size_t k) {
+  const FloatTag d;
+  const size_t V = hn::Lanes(d);
+  hn::Store(x.r, d, re + k * V);
+  hn::Store(x.i, d, im + k * V);
+}
+HWY_INLINE Cx Add(Cx a, Cx b) { return {hn::Add(a.r, b.r), hn::Add(a.i, b.i)}; }
+HWY_INLINE Cx Sub(Cx a, Cx b) { return {hn::Sub(a.r, b.r), hn::Sub(a.i, b.i)}; }
+HWY_INLINE Cx Mul(Cx a, Cx w) { return {hn::NegMulAdd(a.i, w.i, hn::Mul(a.r, w.r)), hn::MulAdd(a.r, w.i, hn::Mul(a.i, w.r))}; }
+HWY_INLINE Cx MulConj(Cx a, Cx w) { return {hn::MulAdd(a.r, w.r, hn::Mul(a.i, w.i)), hn::NegMulAdd(a.r, w.i, hn::Mul(a.i, w.r))}; }
+HWY_INLINE Cx TimesMinusI(Cx a) { return {a.i, hn::Neg(a.r)}; }
+HWY_INLINE Cx TimesI(Cx a) { return {hn::Neg(a.i), a.r}; }
+// Twiddle k of the n0-point table, broadcast.
+HWY_INLINE Cx Twiddle(const float* tw, size_t n0, size_t k) {
+  const FloatTag d;
+  return {hn::Set(d, tw[k]), hn::Set(d, tw[n0 / 2 + k])};
+}
+
 // One stage on m points: (a, b) -> (a + b, (a - b) w^k), w^k = table[k * stride] (exp(-2 pi i k / m)).
 HWY_INLINE void DifStage(float* HWY_RESTRICT re, float* HWY_RESTRICT im, size_t m, const float* tw, size_t n0,
                          size_t stride) {
-  const hn::ScalableTag<float> d;
-  const size_t V = hn::Lanes(d), half = m / 2;
-  for (size_t k = 0; k < half; ++k) {
-    const auto wr = hn::Set(d, tw[k * stride]), wi = hn::Set(d, tw[n0 / 2 + k * stride]);
-    float *ar = re + k * V, *ai = im + k * V, *br = re + (k + half) * V, *bi = im + (k + half) * V;
-    const auto xr = hn::Load(d, ar), xi = hn::Load(d, ai), yr = hn::Load(d, br), yi = hn::Load(d, bi);
-    hn::Store(hn::Add(xr, yr), d, ar);
-    hn::Store(hn::Add(xi, yi), d, ai);
-    const auto dr = hn::Sub(xr, yr), di = hn::Sub(xi, yi);
-    hn::Store(hn::NegMulAdd(di, wi, hn::Mul(dr, wr)), d, br);
-    hn::Store(hn::MulAdd(dr, wi, hn::Mul(di, wr)), d, bi);
+  for (size_t k = 0, half = m / 2; k < half; ++k) {
+    const Cx a = LoadCx(re, im, k), b = LoadCx(re, im, k + half);
+    StoreCx(Add(a, b), re, im, k);
+    StoreCx(Mul(Sub(a, b), Twiddle(tw, n0, k * stride)), re, im, k + half);
   }
 }
 
 // The inverse stage: (a, b) -> (a + b conj(w^k), a - b conj(w^k)).
 HWY_INLINE void DitStage(float* HWY_RESTRICT re, float* HWY_RESTRICT im, size_t m, const float* tw, size_t n0,
                          size_t stride) {
-  const hn::ScalableTag<float> d;
-  const size_t V = hn::Lanes(d), half = m / 2;
-  for (size_t k = 0; k < half; ++k) {
-    const auto wr = hn::Set(d, tw[k * stride]), wi = hn::Set(d, tw[n0 / 2 + k * stride]);
-    float *ar = re + k * V, *ai = im + k * V, *br = re + (k + half) * V, *bi = im + (k + half) * V;
-    const auto yr0 = hn::Load(d, br), yi0 = hn::Load(d, bi);
-    const auto yr = hn::MulAdd(yr0, wr, hn::Mul(yi0, wi)), yi = hn::NegMulAdd(yr0, wi, hn::Mul(yi0, wr));
-    const auto xr = hn::Load(d, ar), xi = hn::Load(d, ai);
-    hn::Store(hn::Add(xr, yr), d, ar);
-    hn::Store(hn::Add(xi, yi), d, ai);
-    hn::Store(hn::Sub(xr, yr), d, br);
-    hn::Store(hn::Sub(xi, yi), d, bi);
+  for (size_t k = 0, half = m / 2; k < half; ++k) {
+    const Cx a = LoadCx(re, im, k), b = MulConj(LoadCx(re, im, k + half), Twiddle(tw, n0, k * stride));
+    StoreCx(Add(a, b), re, im, k);
+    StoreCx(Sub(a, b), re, im, k + half);
   }
 }
 
@@ -62,63 +77,32 @@ HWY_INLINE void DitStage(float* HWY_RESTRICT re, float* HWY_RESTRICT im, size_t 
 // w_m^(k + m/4) = -i w_m^k and w_(m/2)^k = w_m^(2k).
 HWY_INLINE void DifStage2(float* HWY_RESTRICT re, float* HWY_RESTRICT im, size_t m, const float* tw, size_t n0,
                           size_t stride) {
-  const hn::ScalableTag<float> d;
-  const size_t V = hn::Lanes(d), q = m / 4;
-  for (size_t k = 0; k < q; ++k) {
-    const auto wr = hn::Set(d, tw[k * stride]), wi = hn::Set(d, tw[n0 / 2 + k * stride]);
-    const auto vr = hn::Set(d, tw[2 * k * stride]), vi = hn::Set(d, tw[n0 / 2 + 2 * k * stride]);
-    float* r[4] = {re + k * V, re + (k + q) * V, re + (k + 2 * q) * V, re + (k + 3 * q) * V};
-    float* i[4] = {im + k * V, im + (k + q) * V, im + (k + 2 * q) * V, im + (k + 3 * q) * V};
-    const auto x0r = hn::Load(d, r[0]), x0i = hn::Load(d, i[0]), x1r = hn::Load(d, r[1]), x1i = hn::Load(d, i[1]);
-    const auto x2r = hn::Load(d, r[2]), x2i = hn::Load(d, i[2]), x3r = hn::Load(d, r[3]), x3i = hn::Load(d, i[3]);
-    const auto a0r = hn::Add(x0r, x2r), a0i = hn::Add(x0i, x2i), a1r = hn::Add(x1r, x3r), a1i = hn::Add(x1i, x3i);
-    const auto d0r = hn::Sub(x0r, x2r), d0i = hn::Sub(x0i, x2i), d1r = hn::Sub(x1r, x3r), d1i = hn::Sub(x1i, x3i);
-    // b0 = d0 w, b1 = d1 w (-i)
-    const auto b0r = hn::NegMulAdd(d0i, wi, hn::Mul(d0r, wr)), b0i = hn::MulAdd(d0r, wi, hn::Mul(d0i, wr));
-    const auto e1r = hn::NegMulAdd(d1i, wi, hn::Mul(d1r, wr)), e1i = hn::MulAdd(d1r, wi, hn::Mul(d1i, wr));
-    const auto b1r = e1i, b1i = hn::Neg(e1r);
-    hn::Store(hn::Add(a0r, a1r), d, r[0]);
-    hn::Store(hn::Add(a0i, a1i), d, i[0]);
-    const auto f0r = hn::Sub(a0r, a1r), f0i = hn::Sub(a0i, a1i);
-    hn::Store(hn::NegMulAdd(f0i, vi, hn::Mul(f0r, vr)), d, r[1]);
-    hn::Store(hn::MulAdd(f0r, vi, hn::Mul(f0i, vr)), d, i[1]);
-    hn::Store(hn::Add(b0r, b1r), d, r[2]);
-    hn::Store(hn::Add(b0i, b1i), d, i[2]);
-    const auto f1r = hn::Sub(b0r, b1r), f1i = hn::Sub(b0i, b1i);
-    hn::Store(hn::NegMulAdd(f1i, vi, hn::Mul(f1r, vr)), d, r[3]);
-    hn::Store(hn::MulAdd(f1r, vi, hn::Mul(f1i, vr)), d, i[3]);
+  for (size_t k = 0, q = m / 4; k < q; ++k) {
+    const Cx w = Twiddle(tw, n0, k * stride), v = Twiddle(tw, n0, 2 * k * stride);
+    const Cx x0 = LoadCx(re, im, k), x1 = LoadCx(re, im, k + q), x2 = LoadCx(re, im, k + 2 * q),
+             x3 = LoadCx(re, im, k + 3 * q);
+    const Cx a0 = Add(x0, x2), a1 = Add(x1, x3);
+    const Cx b0 = Mul(Sub(x0, x2), w), b1 = TimesMinusI(Mul(Sub(x1, x3), w));
+    StoreCx(Add(a0, a1), re, im, k);
+    StoreCx(Mul(Sub(a0, a1), v), re, im, k + q);
+    StoreCx(Add(b0, b1), re, im, k + 2 * q);
+    StoreCx(Mul(Sub(b0, b1), v), re, im, k + 3 * q);
   }
 }
 
 // The inverse of DifStage2 (unscaled): stage m/2 on both halves, then stage m, conjugate twiddles.
 HWY_INLINE void DitStage2(float* HWY_RESTRICT re, float* HWY_RESTRICT im, size_t m, const float* tw, size_t n0,
                           size_t stride) {
-  const hn::ScalableTag<float> d;
-  const size_t V = hn::Lanes(d), q = m / 4;
-  for (size_t k = 0; k < q; ++k) {
-    const auto wr = hn::Set(d, tw[k * stride]), wi = hn::Set(d, tw[n0 / 2 + k * stride]);
-    const auto vr = hn::Set(d, tw[2 * k * stride]), vi = hn::Set(d, tw[n0 / 2 + 2 * k * stride]);
-    float* r[4] = {re + k * V, re + (k + q) * V, re + (k + 2 * q) * V, re + (k + 3 * q) * V};
-    float* i[4] = {im + k * V, im + (k + q) * V, im + (k + 2 * q) * V, im + (k + 3 * q) * V};
-    const auto x0r = hn::Load(d, r[0]), x0i = hn::Load(d, i[0]), x1r0 = hn::Load(d, r[1]), x1i0 = hn::Load(d, i[1]);
-    const auto x2r = hn::Load(d, r[2]), x2i = hn::Load(d, i[2]), x3r0 = hn::Load(d, r[3]), x3i0 = hn::Load(d, i[3]);
-    // x1 conj(v), x3 conj(v)
-    const auto x1r = hn::MulAdd(x1r0, vr, hn::Mul(x1i0, vi)), x1i = hn::NegMulAdd(x1r0, vi, hn::Mul(x1i0, vr));
-    const auto x3r = hn::MulAdd(x3r0, vr, hn::Mul(x3i0, vi)), x3i = hn::NegMulAdd(x3r0, vi, hn::Mul(x3i0, vr));
-    const auto a0r = hn::Add(x0r, x1r), a0i = hn::Add(x0i, x1i), a1r = hn::Sub(x0r, x1r), a1i = hn::Sub(x0i, x1i);
-    const auto b0r0 = hn::Add(x2r, x3r), b0i0 = hn::Add(x2i, x3i), b1r0 = hn::Sub(x2r, x3r), b1i0 = hn::Sub(x2i, x3i);
-    // b0 conj(w); b1 conj(w) i
-    const auto b0r = hn::MulAdd(b0r0, wr, hn::Mul(b0i0, wi)), b0i = hn::NegMulAdd(b0r0, wi, hn::Mul(b0i0, wr));
-    const auto c1r = hn::MulAdd(b1r0, wr, hn::Mul(b1i0, wi)), c1i = hn::NegMulAdd(b1r0, wi, hn::Mul(b1i0, wr));
-    const auto b1r = hn::Neg(c1i), b1i = c1r;
-    hn::Store(hn::Add(a0r, b0r), d, r[0]);
-    hn::Store(hn::Add(a0i, b0i), d, i[0]);
-    hn::Store(hn::Sub(a0r, b0r), d, r[2]);
-    hn::Store(hn::Sub(a0i, b0i), d, i[2]);
-    hn::Store(hn::Add(a1r, b1r), d, r[1]);
-    hn::Store(hn::Add(a1i, b1i), d, i[1]);
-    hn::Store(hn::Sub(a1r, b1r), d, r[3]);
-    hn::Store(hn::Sub(a1i, b1i), d, i[3]);
+  for (size_t k = 0, q = m / 4; k < q; ++k) {
+    const Cx w = Twiddle(tw, n0, k * stride), v = Twiddle(tw, n0, 2 * k * stride);
+    const Cx x0 = LoadCx(re, im, k), x1 = MulConj(LoadCx(re, im, k + q), v), x2 = LoadCx(re, im, k + 2 * q),
+             x3 = MulConj(LoadCx(re, im, k + 3 * q), v);
+    const Cx a0 = Add(x0, x1), a1 = Sub(x0, x1);
+    const Cx b0 = MulConj(Add(x2, x3), w), b1 = TimesI(MulConj(Sub(x2, x3), w));
+    StoreCx(Add(a0, b0), re, im, k);
+    StoreCx(Sub(a0, b0), re, im, k + 2 * q);
+    StoreCx(Add(a1, b1), re, im, k + q);
+    StoreCx(Sub(a1, b1), re, im, k + 3 * q);
   }
 }
 
