@@ -13,7 +13,7 @@ import numpy as np
 
 from ..linear import s4d_conv, s4d_kernel, s4d_recurrent
 from .page import Section, figure, table
-from .svg import esc, legend_html, line_chart
+from .svg import legend_html, line_chart
 
 ID = "s4-two-views"
 TITLE = "8. One layer, two computations: S4's kernel and its recurrence"

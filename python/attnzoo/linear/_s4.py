@@ -28,7 +28,7 @@ _LAYOUTS = {"u": "batch seqlen H", "dt": "H", "A": "H N 2", "B": "H N 2", "C": "
 _STEP = {"state": "batch H N 2", "u": "batch H", "dt": "H", "A": "H N 2", "B": "H N 2", "C": "H N 2", "D": "H"}
 
 
-def _pairs(x, name):
+def _pairs(x):
     """A complex array as float32 (real, imaginary) pairs in a trailing dimension; real arrays pass through."""
     if x is None:
         return None
@@ -43,8 +43,8 @@ def _pairs(x, name):
     return x
 
 
-def _params(dt, A, B, C, D, check):
-    pairs = [(dt, "dt"), (_pairs(A, "A"), "A"), (_pairs(B, "B"), "B"), (_pairs(C, "C"), "C"), (D, "D")]
+def _params(dt, A, B, C, D):
+    pairs = [(dt, "dt"), (_pairs(A), "A"), (_pairs(B), "B"), (_pairs(C), "C"), (D, "D")]
     return [None if x is None else as_input(x, n) for x, n in pairs]
 
 
@@ -63,8 +63,8 @@ def _s4d(form, u, dt, A, B, C, D, discretization, dss_length, initial_state, out
          check_inputs):
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
     u = as_input(u, "u")
-    dt, A, B, C, D = _params(dt, A, B, C, D, check_inputs)
-    held = None if initial_state is None else as_input(_pairs(initial_state, "initial_state"), "initial_state")
+    dt, A, B, C, D = _params(dt, A, B, C, D)
+    held = None if initial_state is None else as_input(_pairs(initial_state), "initial_state")
     dims = check_layouts([(n, x, _LAYOUTS[n]) for x, n in ((u, "u"), (dt, "dt"), (A, "A"), (B, "B"), (C, "C"),
                                                           (D, "D"))])
     if held is not None:
@@ -111,7 +111,7 @@ def s4d_step(state, u, dt, A, B, C, D=None, discretization="zoh", dss_length=Non
     dss needs dss_length (the length the layer's kernel is normalized over). Returns y [Bn, H] in u's dtype."""
     state = as_output(state, "state")
     u = as_input(u, "u")
-    dt, A, B, C, D = _params(dt, A, B, C, D, check_inputs)
+    dt, A, B, C, D = _params(dt, A, B, C, D)
     check_layouts([(n, x, _STEP[n]) for x, n in ((state, "state"), (u, "u"), (dt, "dt"), (A, "A"), (B, "B"),
                                                  (C, "C"), (D, "D"))])
     u, dt, A, B, C, D = (scan(contiguous(x), n, check_inputs)
@@ -126,7 +126,7 @@ def s4d_kernel(dt, A, B, C, length, discretization="zoh", dss_length=None, refer
     """The convolution kernel K [H, length] float32 (numpy, or torch when dt is a torch tensor):
     K[h, l] = 2 Re(sum_n C dB dA^l). reference=True evaluates the definition in double precision.
     dss_length defaults to `length`."""
-    dt, A, B, C, _ = _params(dt, A, B, C, None, True)
+    dt, A, B, C, _ = _params(dt, A, B, C, None)
     check_layouts([(n, x, _LAYOUTS[n]) for x, n in ((dt, "dt"), (A, "A"), (B, "B"), (C, "C"))])
     dt, A, B, C = (scan(contiguous(x), n) for x, n in ((dt, "dt"), (A, "A"), (B, "B"), (C, "C")))
     K = empty_f32(dt, (shape_of(dt)[0], int(length)))
