@@ -35,7 +35,7 @@ def _pairs(x):
     if _is_torch(x):
         import torch
         if x.is_complex():
-            return torch.view_as_real(x.detach().to(torch.complex64).resolve_conj())
+            return torch.view_as_real(x.to(torch.complex64).resolve_conj())  # as_input warns on requires_grad
         return x
     a = np.asarray(x)
     if np.iscomplexobj(a):
