@@ -37,7 +37,7 @@ struct ConvScratch {
   AlignedBuffer<float> qr, qi;       // the kernel pair's spectrum [n][V]
   AlignedBuffer<float> zr, zi;       // the input pair's spectrum, then the output [n][V]
   AlignedBuffer<float> ut, yt;       // a sequence's inputs and outputs [t][2V]
-  AlignedBuffer<float> row, anchor;  // one channel's row; Vandermonde scratch
+  AlignedBuffer<float> row, anchor;  // the block's channels as rows [lane][l]; Vandermonde scratch
   std::vector<cdouble> weights, a, sums;
   PowerTable table;
 };
