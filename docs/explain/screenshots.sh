@@ -19,6 +19,7 @@ shot memory 1250
 shot paged 1450
 shot interference 1250
 shot measured 2050
+shot s4 1200
 shot memory 1250 --force-dark-mode -dark
 # Section 7 needs a checkpoint: set ATTNZOO_EXPLAIN_MODEL=DIR (model.png came from scripts/make_bench_model.py).
 if [ -n "${ATTNZOO_EXPLAIN_MODEL:-}" ]; then

@@ -81,6 +81,7 @@ void bind_mla(nb::module_& m);
 void bind_linear_gla(nb::module_& m);
 void bind_linear_delta(nb::module_& m);
 void bind_linear_ssm(nb::module_& m);
+void bind_linear_s4(nb::module_& m);
 void bind_bench(nb::module_& m);
 void bind_tokenizer(nb::module_& m);
 void bind_model(nb::module_& m);

@@ -28,6 +28,7 @@ NB_MODULE(_core, m) {
   attnzoo::py::bind_linear_gla(m);
   attnzoo::py::bind_linear_delta(m);
   attnzoo::py::bind_linear_ssm(m);
+  attnzoo::py::bind_linear_s4(m);
   attnzoo::py::bind_bench(m);
   attnzoo::py::bind_tokenizer(m);
   attnzoo::py::bind_model(m);

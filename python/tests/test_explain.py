@@ -17,7 +17,7 @@ from attnzoo.explain.__main__ import main as explain_main
 from attnzoo.explain.paging import BlockAllocator, OutOfBlocks, PagedKVCache
 
 SECTION_IDS = ["who-sees-whom", "flash-tiles", "memory-per-token", "paged-attention", "memory-interference",
-               "measured", "inside-a-model"]
+               "measured", "inside-a-model", "s4-two-views"]
 
 
 # --- attnzoo.explain.memory -----------------------------------------------------------------------------------
@@ -175,6 +175,9 @@ def test_sections_report_numbers_from_the_runs(page):
     assert m["Ts"] == [256, 512, 1024, 2048] and all(r["time_ms"] and r["time_ms"] > 0 for r in m["rows"])
     assert m["peak_gflops"] > 0 and s["measured"].facts["seconds"] < 20
     assert s["inside-a-model"].facts["status"] == "needs -m"
+    s4 = s["s4-two-views"].facts
+    assert s4["kernel_vs_impulse_max_abs_diff"] < 1e-5 and s4["conv_vs_recurrent_rel_rms"] < 1e-5
+    assert s4["final_state_rel_rms"] < 1e-5 and s4["conv_ms"] > 0 and s4["recurrent_ms"] > 0
     assert len(html.encode()) < 5 * 1024 * 1024
 
 

@@ -3,7 +3,7 @@
     python -m attnzoo.explain [--prompt TEXT] [--section NAME ...] [--quick | --full] [-m DIR] -o explain.html
 
 Sections live in their own modules (visibility, tiles, kv_memory, paged, interference, measured,
-inside_model); each has ID, TITLE and build(ctx) -> page.Section (HTML plus the facts it drew). The page
+inside_model, s4_views); each has ID, TITLE and build(ctx) -> page.Section (HTML plus the facts it drew). The page
 itself (CSS, slider script) is page.py; SVG drawing is svg.py.
 """
 import datetime
@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-from . import inside_model, interference, kv_memory, measured, paged, tiles, visibility
+from . import inside_model, interference, kv_memory, measured, paged, s4_views, tiles, visibility
 from .page import Section, render
 
-SECTION_MODULES = [visibility, tiles, kv_memory, paged, interference, measured, inside_model]
+SECTION_MODULES = [visibility, tiles, kv_memory, paged, interference, measured, inside_model, s4_views]
 SECTION_NAMES = {
     "visibility": visibility, "tiles": tiles, "memory": kv_memory, "paged": paged,
-    "interference": interference, "measured": measured, "model": inside_model,
+    "interference": interference, "measured": measured, "model": inside_model, "s4": s4_views,
 }
 
 

@@ -5,9 +5,10 @@ Layout q, k [B, T, H, K], v [B, T, HV, V]; gates in natural-log space; recurrent
 chunk_x(...) for prefill and recurrent_x(...) (alias fused_recurrent_x) for decode, both returning
 (o, final_state or None).
 """
-from . import _delta, _gla, _ssm
+from . import _delta, _gla, _s4, _ssm
 from ._delta import *  # noqa: F401,F403  delta rule, gated delta rule, KDA
 from ._gla import *  # noqa: F401,F403  linear attention, retention, simple GLA, GLA, causal conv1d
 from ._ssm import *  # noqa: F401,F403  Mamba, Mamba-2, RWKV-7, RWKV-4
+from ._s4 import *  # noqa: F401,F403  S4D, DSS
 
-__all__ = _gla.__all__ + _delta.__all__ + _ssm.__all__
+__all__ = _gla.__all__ + _delta.__all__ + _ssm.__all__ + _s4.__all__
