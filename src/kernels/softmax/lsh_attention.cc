@@ -86,14 +86,7 @@ float SoftmaxLshRow(float* HWY_RESTRICT s, size_t ncols, size_t cols, const int3
   auto vmax = hn::Set(d, -INFINITY);
   for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
   const float m = hn::GetLane(hn::MaxOfLanes(d, vmax));  // finite: the query's own position is in its chunk
-  const auto vlog2e = hn::Set(d, 1.44269504088896341f), vm = hn::Set(d, m);
-  auto vsum = hn::Zero(d);
-  for (size_t j = 0; j < ncols; j += L) {
-    const auto e = FastExp2(d, hn::Mul(hn::Sub(hn::Load(d, s + j), vm), vlog2e));
-    vsum = hn::Add(vsum, e);
-    hn::Store(e, d, s + j);
-  }
-  *sum = hn::GetLane(hn::SumOfLanes(d, vsum));
+  *sum = ExpMinusMaxInPlace(d, s, ncols, m);
   return m + std::log(*sum);
 }
 
