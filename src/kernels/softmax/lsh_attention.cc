@@ -8,6 +8,7 @@
 // chunk_length * (D + Dv)) for the tiles: linear in T at a fixed chunk length.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -124,29 +125,34 @@ void RunLshHead(const LshProblem& p, int64_t task) {
   sc.lse.resize(size_t(C));
   sc.row_sum.resize(size_t(C));
 
+  // Keys (normalised qk rows, transposed) and values of slots [s0, s0 + n) into tile columns [col0, col0 + n),
+  // read from the query tile when they are its rows (each qk row is gathered once per chunk).
+  auto put_keys = [&](int64_t s0, int64_t n, size_t col0, bool from_queries) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t pos = sc.sorted[size_t(s0 + i)];
+      const float* row = from_queries ? sc.q.data() + size_t(i) * D : sc.x.data() + size_t(pos) * D;
+      const float scale = sc.inv_norm[size_t(pos)];
+      const size_t j = col0 + size_t(i);
+      for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + j] = row[d] * scale;
+      std::copy_n(sc.vals.data() + size_t(pos) * Dvp, Dvp, sc.v.data() + j * Dvp);
+      sc.keypos[j] = pos;
+    }
+  };
+  // The tile's first `prev` columns hold the previous chunk's keys: for chunk 0 the last chunk's (cyclically),
+  // afterwards the columns each chunk leaves behind.
+  size_t prev = 0;
+  if (nchunks > 1) {
+    prev = size_t(N - (nchunks - 1) * C);
+    put_keys((nchunks - 1) * C, int64_t(prev), 0, false);
+  }
   for (int64_t c = 0; c < nchunks; ++c) {
     const int64_t s0 = c * C, rows = std::min(C, N - s0);
-    // Keys: the previous chunk (cyclically), then the chunk itself.
-    size_t cols = 0;
-    if (nchunks > 1) {
-      const int64_t pc = (c + nchunks - 1) % nchunks, ps0 = pc * C, prows = std::min(C, N - ps0);
-      for (int64_t i = 0; i < prows; ++i) sc.keypos[cols++] = sc.sorted[size_t(ps0 + i)];
-    }
-    for (int64_t i = 0; i < rows; ++i) sc.keypos[cols++] = sc.sorted[size_t(s0 + i)];
     for (int64_t i = 0; i < rows; ++i)
       std::copy_n(sc.x.data() + size_t(sc.sorted[size_t(s0 + i)]) * D, D, sc.q.data() + size_t(i) * D);
-    for (size_t j = 0; j < Bc; ++j) {
-      if (j < cols) {
-        const size_t pos = size_t(sc.keypos[j]);
-        const float* row = sc.x.data() + pos * D;
-        const float n = sc.inv_norm[pos];
-        for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + j] = row[d] * n;
-        std::copy_n(sc.vals.data() + pos * Dvp, Dvp, sc.v.data() + j * Dvp);
-      } else {
-        for (size_t d = 0; d < D; ++d) sc.kt[d * Bc + j] = 0.f;
-        std::fill(sc.v.data() + j * Dvp, sc.v.data() + (j + 1) * Dvp, 0.f);
-      }
-    }
+    put_keys(s0, rows, prev, true);
+    const size_t cols = prev + size_t(rows);
+    for (size_t d = 0; d < D; ++d) std::fill(sc.kt.data() + d * Bc + cols, sc.kt.data() + (d + 1) * Bc, 0.f);
+    std::fill(sc.v.data() + cols * Dvp, sc.v.data() + Bc * Dvp, 0.f);
     TileGemm(size_t(rows), Bc, D, sc.q.data(), D, sc.kt.data(), Bc, sc.s.data(), Bc, /*accumulate=*/false);
     for (int64_t i = 0; i < rows; ++i)
       sc.lse[size_t(i)] = SoftmaxLshRow(sc.s.data() + size_t(i) * Bc, Bc, cols, sc.keypos.data(),
@@ -166,6 +172,13 @@ void RunLshHead(const LshProblem& p, int64_t task) {
       sc.weight[pos] = sc.weight[pos] * keep + w;
       sc.best_lse[pos] = best;
     }
+    if (nchunks > 1) {  // this chunk's keys are the next chunk's previous ones
+      for (size_t d = 0; d < D; ++d)
+        std::memmove(sc.kt.data() + d * Bc, sc.kt.data() + d * Bc + prev, size_t(rows) * sizeof(float));
+      std::memmove(sc.v.data(), sc.v.data() + prev * Dvp, size_t(rows) * Dvp * sizeof(float));
+      std::memmove(sc.keypos.data(), sc.keypos.data() + prev, size_t(rows) * sizeof(int32_t));
+      prev = size_t(rows);
+    }
   }
 
   const size_t elem = dtype_size(p.out.dtype);
@@ -176,6 +189,31 @@ void RunLshHead(const LshProblem& p, int64_t task) {
     char* dst = static_cast<char*>(p.out.data) + LshProblem::row(p.out, b, t, h) * int64_t(elem);
     convert_from_f32(acc, dst, p.out.dtype, Dv);
   }
+}
+
+// argmax over [v, -v] (first index on ties, as torch.argmax): the largest value or, if the smallest is further
+// from zero, half + the smallest's index. Max and min by vectors, then one scan for the first match: a plain
+// running argmax is a chain of dependent compares and took half of the hashing time.
+int32_t ArgmaxOfBothSigns(const float* v, size_t half) {
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  float mx = -INFINITY, mn = INFINITY;
+  size_t k = 0;
+  if (half >= L) {
+    auto vmx = hn::LoadU(d, v), vmn = vmx;
+    for (k = L; k + L <= half; k += L) {
+      const auto x = hn::LoadU(d, v + k);
+      vmx = hn::Max(vmx, x), vmn = hn::Min(vmn, x);
+    }
+    mx = hn::GetLane(hn::MaxOfLanes(d, vmx)), mn = hn::GetLane(hn::MinOfLanes(d, vmn));
+  }
+  for (; k < half; ++k) mx = std::max(mx, v[k]), mn = std::min(mn, v[k]);
+  const bool positive = mx >= -mn;
+  const float target = positive ? mx : mn;
+  size_t arg = 0;
+  while (arg < half && v[arg] != target) ++arg;
+  if (arg == half) arg = 0;  // NaN rows (inputs unchecked): any bucket, but never past the row
+  return int32_t(positive ? arg : half + arg);
 }
 
 // One (batch, head): rotated = x R for all rounds at once ([T x D] times [D x num_hashes * half]), then per round
@@ -205,18 +243,9 @@ void HashLshHead(const TensorView& qk, const TensorView& rotations, int32_t* buc
       convert_to_f32(row, qk.dtype, x.data() + i * D, D);
     }
     TileGemm(rows, Np, D, x.data(), D, rot.data(), Np, out.data(), Np, /*accumulate=*/false);
-    for (size_t i = 0; i < rows; ++i) {
-      for (size_t r = 0; r < R; ++r) {
-        const float* v = out.data() + i * Np + r * half;
-        float best = -INFINITY;
-        size_t arg = 0;
-        for (size_t k = 0; k < half; ++k)
-          if (v[k] > best) best = v[k], arg = k;
-        for (size_t k = 0; k < half; ++k)
-          if (-v[k] > best) best = -v[k], arg = half + k;
-        head[int64_t(r) * T + t0 + int64_t(i)] = int32_t(arg);
-      }
-    }
+    for (size_t i = 0; i < rows; ++i)
+      for (size_t r = 0; r < R; ++r)
+        head[int64_t(r) * T + t0 + int64_t(i)] = ArgmaxOfBothSigns(out.data() + i * Np + r * half, half);
   }
 }
 
