@@ -3,7 +3,7 @@ LSH attention."""
 import operator
 
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, optional_input, shape_of
+from ._arrays import as_f32_vector, as_i32_vector, as_input, as_int_array, as_output, empty_like_input, optional_input, shape_of
 
 BlockMask = _core.BlockMask
 
@@ -148,7 +148,7 @@ def lsh_attention(qk, v, rotations=None, *, buckets=None, chunk_length=64, causa
 
     qk: [B, T, H, D], the shared query / key vectors (keys are the queries length-normalised: qk / |qk|, scores
     unscaled); v: [B, T, H, Dv]. Give either `rotations` (float32 [H, D, num_hashes, num_buckets / 2], hashed
-    with lsh_hash) or `buckets` (int32 [B, H, num_hashes, T], e.g. lsh_hash's, or transformers' returned buckets
+    with lsh_hash) or `buckets` (integer [B, H, num_hashes, T], e.g. lsh_hash's, or transformers' returned buckets
     minus their per-round offsets). Each round sorts the tokens by (bucket, position); the rounds' orders, end to
     end, are cut into chunks of `chunk_length` (the last one may be shorter); a query attends to its chunk and the
     one before it (cyclically: round r's first chunk looks back into round r - 1). `causal` (transformers'
@@ -163,11 +163,11 @@ def lsh_attention(qk, v, rotations=None, *, buckets=None, chunk_length=64, causa
     if buckets is None:
         buckets = lsh_hash(qk, rotations, check_inputs=check_inputs)
     else:
-        buckets = as_input(buckets, "buckets")
+        buckets = as_int_array(buckets, "buckets")  # any integer dtype (transformers' are int64), as int32
     if out is None:
         out = empty_like_input(qk, shape_of(qk)[:-1] + (shape_of(v)[-1],))
     if isinstance(chunk_length, bool) or not hasattr(chunk_length, "__index__"):
         raise TypeError(f"chunk_length: expected an int, got {type(chunk_length).__name__}")
-    _core.lsh_attention(qk, v, buckets, as_output(out, "out"), operator.index(chunk_length), bool(causal), reference=bool(reference),
-                        check_inputs=bool(check_inputs))
+    _core.lsh_attention(qk, v, buckets, as_output(out, "out"), operator.index(chunk_length), bool(causal),
+                        reference=bool(reference), check_inputs=bool(check_inputs))
     return out

@@ -127,6 +127,8 @@ def test_matches_transformers_lsh_self_attention(T, chunk, num_hashes, num_bucke
     if T > chunk:  # transformers hashes only then; its buckets carry r * num_buckets per round
         offsets = (torch.arange(num_hashes) * num_buckets).view(1, 1, -1, 1)
         assert torch.equal(attnzoo.lsh_hash(qk, rot).long(), theirs32.buckets - offsets)
+        given = attnzoo.lsh_attention(qk, v, buckets=theirs32.buckets - offsets, chunk_length=chunk, causal=causal)
+        assert torch.equal(given, ours)
     assert float((ours.reshape(B, T, H * D).double() - theirs.hidden_states).abs().max()) <= 1e-5
 
 
@@ -146,6 +148,7 @@ def test_bfloat16_inputs_follow_the_f32_result():
     (dict(rotations=torch.zeros(2, 16, 1, 2, dtype=torch.float64)), "rotations"),
     (dict(buckets=torch.full((1, 2, 1, 20), -1, dtype=torch.int32)), "buckets:"),
     (dict(buckets=torch.zeros(1, 2, 1, 19, dtype=torch.int32)), "buckets:"),
+    (dict(buckets=torch.zeros(1, 2, 1, 20)), "buckets:"),
     (dict(buckets=torch.zeros(1, 2, 1, 20, dtype=torch.int32), chunk_length=0), "chunk_length:"),
     (dict(buckets=torch.zeros(1, 2, 1, 20, dtype=torch.int32), v=torch.zeros(1, 20, 3, 16)), "v:"),
 ])

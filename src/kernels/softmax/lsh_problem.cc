@@ -40,8 +40,9 @@ LshProblem make_lsh_problem(const TensorView& qk, const TensorView& v, const Ten
   require(buckets.dtype == DType::i32, "buckets", std::string("must be int32, got ") + dtype_name(buckets.dtype));
   require(buckets.ndim == 4 && buckets.shape[0] == p.B && buckets.shape[1] == p.H && buckets.shape[3] == p.T &&
               buckets.shape[2] >= 1,
-          "buckets", "must be [" + str(p.B) + ", " + str(p.H) + ", num_hashes, " + str(p.T) + "] (num_hashes >= 1), got " +
-                         buckets.shape_str());
+          "buckets",
+          "must be [" + str(p.B) + ", " + str(p.H) + ", num_hashes, " + str(p.T) + "] (num_hashes >= 1), got " +
+              buckets.shape_str());
   require(buckets.is_contiguous(), "buckets", "must be contiguous");
   p.num_hashes = buckets.shape[2];
   require(p.num_hashes <= 64, "buckets", "num_hashes must be <= 64, got " + str(p.num_hashes));
