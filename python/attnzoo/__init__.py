@@ -15,7 +15,7 @@ from . import _core  # noqa: E402
 
 __version__ = _core.__version__
 from ._arrays import empty_like_input  # noqa: E402
-from .softmax import attention, attention_reference, block_mask, BlockMask
+from .softmax import attention, attention_reference, block_mask, BlockMask, lsh_attention, lsh_hash
 from .decode import attention_decode
 from .mla import mla_decode, mla_prefill
 from .kv_cache import write_kv_paged, write_paged_rows
@@ -41,7 +41,7 @@ get_float32_matmul_precision = _core.get_float32_matmul_precision
 
 __all__ = [
     "__version__",
-    "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "mla_decode", "mla_prefill", "write_kv_paged",
+    "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "lsh_attention", "lsh_hash", "mla_decode", "mla_prefill", "write_kv_paged",
     "write_paged_rows", "linear",
     "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "perplexity", "Sampler", "sample",
     "apply_chat_template", "LLM", "Engine", "SamplingParams", "quant", "quantize",

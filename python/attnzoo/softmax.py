@@ -1,6 +1,9 @@
-"""The softmax-attention family: prefill, decode (contiguous and paged caches), MLA, block-sparse masks."""
+"""The softmax-attention family: prefill, decode (contiguous and paged caches), MLA, block-sparse masks, Reformer's
+LSH attention."""
+import operator
+
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, optional_input, shape_of
+from ._arrays import as_f32_vector, as_i32_vector, as_input, as_int_array, as_output, empty_like_input, optional_input, shape_of
 
 BlockMask = _core.BlockMask
 
@@ -110,4 +113,61 @@ def attention_reference(q, k, v, **kw):
                     k_scale=optional_input(kw.get("k_scale"), "k_scale"),
                     v_scale=optional_input(kw.get("v_scale"), "v_scale"),
                     kv_cache_dtype=kw.get("kv_cache_dtype", "auto"))
+    return out
+
+
+def lsh_hash(qk, rotations, *, check_inputs=True):
+    """Reformer's angular LSH buckets: int32 [B, H, num_hashes, T], in [0, num_buckets).
+
+    qk: [B, T, H, D] (the shared query / key projection); rotations: float32 [H, D, num_hashes, num_buckets / 2],
+    random rotations drawn by the caller (transformers' LSHSelfAttention draws torch.randn of that shape, after
+    torch.manual_seed(hash_seed) when one is set). Token t's bucket in round r is the argmax of
+    [x R, -x R] with x = qk[b, t, h], R = rotations[h, :, r, :] (first index on ties); transformers' buckets add
+    r * num_buckets to tell the rounds apart, these do not.
+    """
+    qk = as_input(qk, "qk")
+    rot = as_input(rotations, "rotations")
+    B, T, H = (shape_of(qk) + (0, 0, 0))[:3]
+    R = (shape_of(rot) + (0, 0, 0))[2]
+    buckets = empty_like_input(qk, (B, H, R, T), dtype=_int32_of(qk))
+    _core.lsh_hash(qk, rot, as_output(buckets, "buckets"), check_inputs=bool(check_inputs))
+    return buckets
+
+
+def _int32_of(x):
+    import numpy as np
+    if type(x).__module__.startswith("torch"):
+        import torch
+        return torch.int32
+    return np.int32
+
+
+def lsh_attention(qk, v, rotations=None, *, buckets=None, chunk_length=64, causal=False, out=None,
+                  check_inputs=True, reference=False):
+    """Reformer's LSH self-attention (transformers' LSHSelfAttention after its projections), [B, T, H, D] layout.
+
+    qk: [B, T, H, D], the shared query / key vectors (keys are the queries length-normalised: qk / |qk|, scores
+    unscaled); v: [B, T, H, Dv]. Give either `rotations` (float32 [H, D, num_hashes, num_buckets / 2], hashed
+    with lsh_hash) or `buckets` (integer [B, H, num_hashes, T], e.g. lsh_hash's, or transformers' returned buckets
+    minus their per-round offsets). Each round sorts the tokens by (bucket, position); the rounds' orders, end to
+    end, are cut into chunks of `chunk_length` (the last one may be shorter); a query attends to its chunk and the
+    one before it (cyclically: round r's first chunk looks back into round r - 1). `causal` (transformers'
+    is_decoder) hides later positions; a token's own position scores -1e5, so it attends to itself only when
+    nothing else is visible. Rounds combine by their log-sum-exp. When T <= chunk_length there is no hashing:
+    every token sees every (causally visible) one, as in transformers. reference=True runs the plain double-
+    precision definition (slow). Returns `out` [B, T, H, Dv], qk's dtype unless `out` is given.
+    """
+    qk, v = as_input(qk, "qk"), as_input(v, "v")
+    if (rotations is None) == (buckets is None):
+        raise ValueError("rotations: give rotations (to hash qk) or buckets (already hashed), exactly one")
+    if buckets is None:
+        buckets = lsh_hash(qk, rotations, check_inputs=check_inputs)
+    else:
+        buckets = as_int_array(buckets, "buckets")  # any integer dtype (transformers' are int64), as int32
+    if out is None:
+        out = empty_like_input(qk, shape_of(qk)[:-1] + (shape_of(v)[-1],))
+    if isinstance(chunk_length, bool) or not hasattr(chunk_length, "__index__"):
+        raise TypeError(f"chunk_length: expected an int, got {type(chunk_length).__name__}")
+    _core.lsh_attention(qk, v, buckets, as_output(out, "out"), operator.index(chunk_length), bool(causal),
+                        reference=bool(reference), check_inputs=bool(check_inputs))
     return out

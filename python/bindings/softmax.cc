@@ -14,6 +14,7 @@
 #include "core/finite_check.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/kv_write.h"
+#include "kernels/softmax/lsh.h"
 
 namespace attnzoo::py {
 // Fills the options shared by every softmax entry point from Python arguments.
@@ -117,6 +118,39 @@ void bind_softmax(nb::module_& m) {
         nb::arg("block_mask").none(), nb::arg("block_table").none(), nb::arg("seqused_k").none(),
         nb::arg("reference") = false, nb::arg("check_inputs") = false, nb::arg("k_scale").none() = nb::none(),
         nb::arg("v_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
+
+  m.def("lsh_hash",
+        [](const AnyArray& qk, const AnyArray& rotations, const OutArray& buckets, bool check_inputs) {
+          const TensorView q = as_view(qk, "qk"), r = as_view(rotations, "rotations");
+          const TensorView bk = as_view(buckets, "buckets");
+          check_lsh_hash_args(q, r, bk);
+          KernelScope scope;
+          if (check_inputs) {
+            require_finite(q, "qk");
+            require_finite(r, "rotations");
+          }
+          lsh_hash(q, r, bk);
+        },
+        nb::arg("qk"), nb::arg("rotations"), nb::arg("buckets"), nb::arg("check_inputs") = false);
+
+  m.def("lsh_attention",
+        [](const AnyArray& qk, const AnyArray& v, const AnyArray& buckets, const OutArray& out, int64_t chunk_length,
+           bool causal, bool reference, bool check_inputs) {
+          const TensorView q = as_view(qk, "qk"), vv = as_view(v, "v");
+          const LshProblem p = make_lsh_problem(q, vv, as_view(buckets, "buckets"), as_view(out, "out"),
+                                                LshOptions{chunk_length, causal});
+          KernelScope scope;
+          if (check_inputs) {  // after the problem is built: the scan trusts validated shapes and strides
+            require_finite(q, "qk");
+            require_finite(vv, "v");
+          }
+          if (reference)
+            lsh_attention_reference(p);
+          else
+            lsh_attention(p);
+        },
+        nb::arg("qk"), nb::arg("v"), nb::arg("buckets"), nb::arg("out"), nb::arg("chunk_length"), nb::arg("causal"),
+        nb::arg("reference") = false, nb::arg("check_inputs") = false);
 
   m.def("write_kv_paged",
         [](const AnyArray& k_new, std::optional<AnyArray> v_new, const AnyArray& slot_mapping, const OutArray& k_cache,

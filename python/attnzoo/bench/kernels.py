@@ -21,9 +21,9 @@ from .harness import SCALES, apply_goals, better_peaks, idle_note, machine_is_id
     torch_module
 from .s4 import s4_cases
 from .single import single_form_cases
-from .softmax import softmax_decode_cases, softmax_prefill_cases
+from .softmax import lsh_cases, softmax_decode_cases, softmax_prefill_cases
 
-CASE_BUILDERS = [softmax_prefill_cases, softmax_decode_cases, single_form_cases, s4_cases]
+CASE_BUILDERS = [softmax_prefill_cases, softmax_decode_cases, lsh_cases, single_form_cases, s4_cases]
 
 
 def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):

@@ -1,6 +1,7 @@
-"""Softmax attention rows of the kernel table: prefill (dense, windowed, block-sparse, paged) and decode."""
+"""Softmax attention rows of the kernel table: prefill (dense, windowed, block-sparse, paged), decode, and LSH
+attention against dense attention as T grows."""
 from .. import _core
-from .harness import BenchCase, Prepared, empty_like, faster_than, fraction_of_peak_at_least, randn, \
+from .harness import BenchCase, Goal, Prepared, empty_like, faster_than, fraction_of_peak_at_least, randn, \
     time_within_of, torch_module, torch_ratio_at_least
 
 # --- softmax prefill ---------------------------------------------------------------------------------------
@@ -235,3 +236,62 @@ def softmax_decode_cases(config):
         _decode_8k_case(cfg, "int8", [faster_than("softmax decode paged bf16 8k", 1.6)]),
         _decode_8k_case(cfg, "fp8", [faster_than("softmax decode paged bf16 8k", 1.6)]),
     ]
+
+
+# --- LSH attention (Reformer) against dense attention as T grows --------------------------------------------
+
+def _lsh_shapes(scale):
+    """num_buckets stays fixed (128: where transformers' automatic choice switches to factorized buckets at chunk
+    length 64), so hashing costs O(T) as the tiles do, and the sort adds O(T) (counting sort)."""
+    if scale == "tiny":
+        return dict(Ts=(256, 512, 1024), H=1, D=32, chunk=32, num_hashes=2, num_buckets=8)
+    return dict(Ts=(4096, 8192, 16384), H=1 if scale == "quick" else 4, D=64, chunk=64, num_hashes=4,
+                num_buckets=128)
+
+
+def _grows_at_most(smaller_key, factor, law):
+    """This row's time over the row at half the length: at most `factor` (what `law` predicts, plus a margin)."""
+    def check(row, rows):
+        other = rows.get(smaller_key)
+        if other is None or other.get("time_ms") is None or row.get("time_ms") is None:
+            return None
+        return row["time_ms"] <= factor * other["time_ms"]
+
+    def got(row, rows):
+        return f"{row['time_ms'] / rows[smaller_key]['time_ms']:.2f}x"
+    return Goal(f"time x{factor:g} or less per doubling of T ({law})", check, got)
+
+
+def _k(T):
+    return f"{T // 1024}k" if T % 1024 == 0 else str(T)
+
+
+def lsh_cases(config):
+    """Causal LSH attention (hashing included) and causal dense attention on the same qk / v at growing T: LSH
+    should grow as T log T (here O(T): counting sort, fixed chunk), dense as T^2."""
+    from ..softmax import attention, lsh_attention
+    s = _lsh_shapes(config["scale"])
+    H, D, C, R, nb = s["H"], s["D"], s["chunk"], s["num_hashes"], s["num_buckets"]
+    cases = []
+    for i, T in enumerate(s["Ts"]):
+        def setup(T=T, lsh=True):
+            qk, v = randn((1, T, H, D), "float32", 1), randn((1, T, H, D), "float32", 2)
+            out = empty_like(v)
+            if lsh:
+                rot = randn((H, D, R, nb // 2), "float32", 3)
+                return Prepared(lambda: lsh_attention(qk, v, rot, chunk_length=C, causal=True, out=out,
+                                                      check_inputs=False))
+            keys = qk / ((qk * qk).mean(-1)[..., None] + 1e-6) ** 0.5 / D ** 0.5  # Reformer's shared-QK keys
+            return Prepared(lambda: attention(qk, keys, v, causal=True, scale=1.0, out=out, check_inputs=False))
+
+        prev = f"softmax lsh LSH T={_k(s['Ts'][i - 1])}" if i else None
+        lsh_goals = [_grows_at_most(prev, 2.6, "T log T: 2.17x")] if prev else []
+        dense_key = f"softmax lsh dense T={_k(T)}"
+        if i == len(s["Ts"]) - 1:
+            lsh_goals.append(faster_than(dense_key, 4.0))
+        shape = f"T={T} H={H} D={D}"
+        cases.append(BenchCase("softmax lsh", f"LSH T={_k(T)}", f"{shape} chunk={C} hashes={R} buckets={nb}", setup,
+                               flops=2.0 * R * T * 2 * C * 2 * D * H, goals=lsh_goals))
+        cases.append(BenchCase("softmax lsh", f"dense T={_k(T)}", f"{shape} causal", lambda T=T: setup(T, False),
+                               flops=4.0 * T * (T + 1) / 2 * H * D))
+    return cases

@@ -38,6 +38,21 @@ HWY_INLINE V FastExp2(D d, V x) {
   return hn::Mul(p, hn::BitCast(d, bits));
 }
 
+// s[j] = exp(s[j] - m) for j < n (n a multiple of the vector length, s aligned); returns their sum. The softmax
+// step of attention rows: every argument is <= 0 when m is the row's maximum, and exp(-inf) == 0 for masked
+// entries.
+template <class D>
+HWY_INLINE float ExpMinusMaxInPlace(D d, float* HWY_RESTRICT s, size_t n, float m) {
+  const auto vlog2e = hn::Set(d, 1.44269504088896341f), vm = hn::Set(d, m);
+  auto vsum = hn::Zero(d);
+  for (size_t j = 0; j < n; j += hn::Lanes(d)) {
+    const auto p = FastExp2(d, hn::Mul(hn::Sub(hn::Load(d, s + j), vm), vlog2e));
+    vsum = hn::Add(vsum, p);
+    hn::Store(p, d, s + j);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, vsum));
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnzoo
 HWY_AFTER_NAMESPACE();

@@ -77,16 +77,9 @@ HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_co
     for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(d), d, s + j);
     return 1.f;
   }
-  // exp(s - m) = 2^((s - m) log2 e): every argument is <= 0, and exp(-inf) == 0 for masked entries.
-  const auto vlog2e = hn::Set(d, 1.44269504088896341f), vm = hn::Set(d, m_new);
-  auto vsum = hn::Zero(d);
-  for (size_t j = 0; j < ncols; j += L) {
-    const auto p = FastExp2(d, hn::Mul(hn::Sub(hn::Load(d, s + j), vm), vlog2e));
-    vsum = hn::Add(vsum, p);
-    hn::Store(p, d, s + j);
-  }
+  const float row_sum = ExpMinusMaxInPlace(d, s, ncols, m_new);
   const float alpha = (m_old == -INFINITY) ? 0.f : std::exp(m_old - m_new);
-  *l = *l * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
+  *l = *l * alpha + row_sum;
   *m = m_new;
   return alpha;
 }
