@@ -37,6 +37,12 @@ def _ids(ids, name="ids"):
     return x
 
 
+def resolve_formats(path, dtype="auto", kv_cache_dtype="auto"):
+    """What Model.load(path, dtype=, kv_cache_dtype=) (and every CLI command) would choose under the current matmul
+    precision on this CPU, without loading the weights: the dict Model.formats gives after the load."""
+    return _core.resolve_formats(os.fspath(path), dtype, kv_cache_dtype)
+
+
 class Model:
     """A loaded checkpoint. Build with :meth:`Model.load`."""
 

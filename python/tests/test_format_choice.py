@@ -15,9 +15,8 @@ pytest.importorskip("gguf")
 pytest.importorskip("transformers")
 
 import attnzoo  # noqa: E402
-from attnzoo import _core  # noqa: E402
 from attnzoo.engine import LLM, Engine  # noqa: E402
-from attnzoo.model import Model  # noqa: E402
+from attnzoo.model import Model, resolve_formats  # noqa: E402
 from conftest import matmul_precision  # noqa: E402
 from test_chat_cli import CLI, needs_cli  # noqa: E402
 from test_gguf_reader import SMOLLM2  # noqa: E402
@@ -39,7 +38,7 @@ def files(tmp_path_factory):
 
 
 def test_the_choice(files):
-    q4, bf16, f32 = (_core.resolve_formats(files[k]) for k in ("q4_0", "bf16", "f32"))
+    q4, bf16, f32 = (resolve_formats(files[k]) for k in ("q4_0", "bf16", "f32"))
     # llama.cpp's arithmetic for a block-quantized file: blocks as stored, a 16-bit cache, 8-bit activations in
     # decode, bf16 products in prefill where the CPU has them.
     assert (q4["weights_dtype"], q4["kv_cache_dtype"], q4["decode_activations"]) == ("float32", "bfloat16", "int8")
@@ -53,21 +52,21 @@ def test_the_choice(files):
     # "highest" asks for f32 arithmetic: every "auto" follows; explicit values still win.
     with matmul_precision("highest"):
         for path in files.values():
-            exact = _core.resolve_formats(path)
+            exact = resolve_formats(path)
             assert (exact["weights_dtype"], exact["kv_cache_dtype"], exact["prefill_products"],
                     exact["decode_activations"]) == ("float32", "float32", "f32", "f32"), path
-        asked = _core.resolve_formats(files["q4_0"], "bfloat16", "float16")
+        asked = resolve_formats(files["q4_0"], "bfloat16", "float16")
     assert (asked["weights_dtype"], asked["kv_cache_dtype"]) == ("bfloat16", "float16")
     assert "asked for" in asked["weights_reason"] and "asked for" in asked["kv_cache_reason"]
     with pytest.raises(ValueError, match="kv_cache_dtype"):
-        _core.resolve_formats(files["f32"], "auto", "f12")
+        resolve_formats(files["f32"], "auto", "f12")
     with pytest.raises(ValueError, match="dtype"):
-        _core.resolve_formats(files["f32"], "f64")
+        resolve_formats(files["f32"], "f64")
 
 
 def test_python_front_ends_load_what_the_function_chose(files):
     for path in files.values():
-        want = _core.resolve_formats(path)
+        want = resolve_formats(path)
         m = Model.load(path)
         assert m.formats == want, path
         info = m.inspect()
@@ -88,7 +87,7 @@ def test_inspect_reports_the_choice(files):
         out = subprocess.run([CLI, "inspect", "--json", path], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         info = json.loads(out.stdout)
-        assert info["formats"] == _core.resolve_formats(path), path
+        assert info["formats"] == resolve_formats(path), path
         assert {l["cache"]["dtype"] for l in info["layers"]} == {info["formats"]["kv_cache_dtype"]}
     text = subprocess.run([CLI, "inspect", files["q4_0"], "--matmul-precision", "highest"], capture_output=True,
                           text=True, timeout=60).stdout
@@ -108,7 +107,7 @@ def _printed(lines):
 @needs_cli
 @needs_smollm2
 def test_perplexity_and_serve_load_what_the_function_chose(tmp_path):
-    want = _core.resolve_formats(SMOLLM2)
+    want = resolve_formats(SMOLLM2)
     want = {"weights": want["weights_dtype"], "kv cache": want["kv_cache_dtype"]}
     assert want == {"weights": "float32", "kv cache": "bfloat16"}
     text = tmp_path / "t.txt"
