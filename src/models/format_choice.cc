@@ -89,8 +89,11 @@ void choose_products(const CheckpointFormats& c, MatmulPrecision precision, bool
 
 CheckpointFormats checkpoint_formats(const Config& config) {
   CheckpointFormats c;
-  c.dense = config.dtype_or(DType::f32);
-  c.stored = dtype_name(c.dense);
+  const std::string d = config.dtype();
+  // Another dtype (an fp8 release, say) is for the loader to judge tensor by tensor; its "auto" is f32.
+  const bool known = d.empty() || d == "float32" || d == "float" || d == "bfloat16" || d == "float16" || d == "half";
+  c.dense = known ? config.dtype_or(DType::f32) : DType::f32;
+  c.stored = known ? dtype_name(c.dense) : d;
   return c;
 }
 
