@@ -1,6 +1,6 @@
 """Hugging Face causal language models on attnzoo's CPU kernels.
 
-    m = Model.load("path/to/llama", dtype="float32")
+    m = Model.load("path/to/llama")         # formats chosen for the checkpoint: m.formats says which and why
     logits = m.forward(ids)                 # [T, vocab] float32 numpy, fresh cache
     seq = m.new_sequence()                  # keep a KV cache across calls
     m.forward(prompt[:17], seq=seq); m.forward(prompt[17:], seq=seq); m.forward([next_id], seq=seq)
@@ -8,8 +8,11 @@
     m.perplexity(text, n_ctx=512).ppl       # llama.cpp's perplexity over a text
 
 ``dtype`` is the precision the projection weights are held in: "float32" (f32 and bf16 checkpoints are used
-in place, zero copy), "bfloat16" (f32 weights rounded once to bf16) or "auto" (as the checkpoint is stored).
-Activations are float32. Every sequence lives in the model's memory pool (paged KV blocks of ``block_size``
+in place, zero copy), "bfloat16" (f32 weights rounded once to bf16) or "auto", the default (as the checkpoint is
+stored: bf16 / f16 matrices held as bf16, f32 ones and block-quantized GGUF files as they are; f32 under matmul
+precision "highest"). Activations are float32. Every "auto" (dtype, kv_cache_dtype, and what the projections
+multiply with under the matmul precision) is resolved by one C++ function, as ``attnzoo generate`` / ``serve`` /
+``inspect`` resolve it; ``Model.formats`` holds the choice and a reason for each part. Every sequence lives in the model's memory pool (paged KV blocks of ``block_size``
 tokens in ``kv_cache_dtype``, recurrent-state slots), sized once from ``kv_cache_bytes``; a fresh sequence whose
 prompt starts like an earlier one reuses the cached prefix (``enable_prefix_caching``). ``fork(seq)`` continues a
 sequence in two directions, sharing its blocks copy-on-write.
@@ -34,6 +37,12 @@ def _ids(ids, name="ids"):
     return x
 
 
+def resolve_formats(path, dtype="auto", kv_cache_dtype="auto"):
+    """What Model.load(path, dtype=, kv_cache_dtype=) (and every CLI command) would choose under the current matmul
+    precision on this CPU, without loading the weights: the dict Model.formats gives after the load."""
+    return _core.resolve_formats(os.fspath(path), dtype, kv_cache_dtype)
+
+
 class Model:
     """A loaded checkpoint. Build with :meth:`Model.load`."""
 
@@ -52,11 +61,12 @@ class Model:
         return self.gguf or self.directory
 
     @classmethod
-    def load(cls, directory, dtype="float32", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,
+    def load(cls, directory, dtype="auto", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,
              max_num_seqs=64, enable_prefix_caching=True, snapshot_interval_blocks=0, shuffle_blocks_seed=0):
         """Loads a checkpoint and sizes its memory pool.
 
-        block_size: tokens per KV block (vLLM's name). kv_cache_dtype: "auto" (follows dtype), "float32",
+        block_size: tokens per KV block (vLLM's name). kv_cache_dtype: "auto" (bf16 with bf16-held weights or a
+        block-quantized GGUF, as llama.cpp's 16-bit cache; else float32; see Model.formats), "float32",
         "bfloat16", "float16", or the quantized "int8" / "fp8" (e4m3), stored with one float32 scale per token and
         kv head (softmax K/V and MLA latents; recurrent state stays float32). kv_cache_bytes: the pool's budget (None: a quarter of the free memory, at most
         16 GiB; reserved, committed only as used). max_num_seqs: sequences that can hold recurrent state at once.
@@ -208,6 +218,12 @@ class Model:
         "sinks"; recurrent layers may add "state_norms" (per head, after the prompt).
         """
         return self._core.trace(_ids(ids))
+
+    @property
+    def formats(self):
+        """What "auto" chose at load, and why: {"checkpoint", "weights_dtype", "weights_reason", "kv_cache_dtype",
+        "kv_cache_reason", "prefill_products", "decode_activations", "products_reason"} (as ``attnzoo inspect``)."""
+        return self._core.inspect()["formats"]
 
     def inspect(self):
         """Architecture, layer kinds, parameter count, weight bytes and per-sequence cache bytes."""

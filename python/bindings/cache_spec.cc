@@ -28,7 +28,7 @@ void bind_cache_spec(nb::module_& m) {
   // The paged part's element type, named as Model.load's kv_cache_dtype ("float32", "bfloat16", "float16").
   auto with_dtype = [](CacheSpec s, const std::string& dtype) {
     require(dtype != "auto", "dtype", "must name a type ('float32', 'bfloat16' or 'float16'), not 'auto'");
-    s.dtype = parse_kv_cache_dtype(dtype, DType::f32);
+    s.dtype = parse_kv_cache_dtype(dtype);
     return s;
   };
   m.def(

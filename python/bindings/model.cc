@@ -63,6 +63,19 @@ nb::dict pool_dict(const PoolStats& p, int64_t block_tokens) {
   return d;
 }
 
+nb::dict formats_dict(const FormatChoice& f) {
+  nb::dict d;
+  d["checkpoint"] = f.checkpoint;
+  d["weights_dtype"] = std::string(dtype_name(f.weights));
+  d["weights_reason"] = f.weights_reason;
+  d["kv_cache_dtype"] = std::string(dtype_name(f.kv_cache));
+  d["kv_cache_reason"] = f.kv_cache_reason;
+  d["prefill_products"] = f.prefill_products;
+  d["decode_activations"] = f.decode_activations;
+  d["products_reason"] = f.products_reason;
+  return d;
+}
+
 nb::dict info_dict(const ModelInfo& i, const MemoryPool& pool) {
   const int64_t B = pool.block_tokens();
   nb::dict d;
@@ -83,6 +96,7 @@ nb::dict info_dict(const ModelInfo& i, const MemoryPool& pool) {
   d["checkpoint_bytes"] = i.checkpoint_bytes;
   d["owned_weight_bytes"] = i.owned_weight_bytes;
   d["decode_weight_bytes"] = i.decode_weight_bytes;
+  d["formats"] = formats_dict(i.formats);
   nb::list layers;
   for (const auto& l : i.layers) {
     nb::dict ld;
@@ -153,15 +167,22 @@ void bind_model(nb::module_& m) {
                    "Tokens of the prompt taken from the prefix cache instead of computed.")
       .def_prop_ro("block_table", [](const Sequence& s) { return s.block_table(); });
 
+  m.def(
+      "resolve_formats",
+      [](const std::string& path, const std::string& dtype, const std::string& kv_cache_dtype) {
+        return formats_dict(resolve_formats(path, {dtype, kv_cache_dtype}));
+      },
+      nb::arg("path"), nb::arg("dtype") = "auto", nb::arg("kv_cache_dtype") = "auto",
+      "What Model.load (and every CLI command) chooses for a checkpoint under the current matmul precision and "
+      "this CPU, without loading it: the same dict as Model.formats.");
+
   nb::class_<Model>(m, "Model")
       .def_static(
           "load",
           [](const std::string& dir, const std::string& dtype, int64_t block_size, const std::string& kv_cache_dtype,
              int64_t kv_cache_bytes, int64_t max_num_seqs, bool enable_prefix_caching,
              int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed, int64_t max_rollback_tokens) {
-            const Config cfg = dtype == "auto" ? ModelFiles::read_config(dir) : Config::parse("{}", "");
-            LoadOptions opts = parse_load_dtype(dtype, cfg);
-            opts.pool.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype, opts.pool.kv_dtype);
+            LoadOptions opts = load_options(resolve_formats(dir, {dtype, kv_cache_dtype}));
             opts.pool.block_tokens = block_size;
             require(kv_cache_bytes >= 0, "kv_cache_bytes", "must be non-negative (0: the default)");
             opts.pool.bytes = kv_cache_bytes;
@@ -173,7 +194,7 @@ void bind_model(nb::module_& m) {
             KernelScope scope(false);  // loading converts weights on the pool: hold it, but do not cancel mid-way
             return Model::load(dir, opts);
           },
-          nb::arg("dir"), nb::arg("dtype") = "float32", nb::arg("block_size") = int64_t(16),
+          nb::arg("dir"), nb::arg("dtype") = "auto", nb::arg("block_size") = int64_t(16),
           nb::arg("kv_cache_dtype") = "auto", nb::arg("kv_cache_bytes") = int64_t(0),
           nb::arg("max_num_seqs") = int64_t(64), nb::arg("enable_prefix_caching") = true,
           nb::arg("snapshot_interval_blocks") = int64_t(0), nb::arg("shuffle_blocks_seed") = uint64_t(0),

@@ -157,14 +157,16 @@ def test_qwen3_next_published_config():
     full = sum(1 for i in range(n) if (i + 1) % c["full_attention_interval"] == 0)
     linear = n - full
     assert (full, linear) == (12, 36)
-    kv = 2 * c["num_key_value_heads"] * c["head_dim"] * F32
+    assert c["torch_dtype"] == "bfloat16"  # so the default ("auto") holds bf16 weights and a bf16 KV cache
+    kv = 2 * c["num_key_value_heads"] * c["head_dim"] * 2
     hk, hv = c["linear_num_key_heads"], c["linear_num_value_heads"]
     dk, dv, w = c["linear_key_head_dim"], c["linear_value_head_dim"], c["linear_conv_kernel_dim"]
     gdn = (hv * dk * dv + (2 * hk * dk + hv * dv) * (w - 1)) * F32
     per_token, fixed = full * kv, linear * gdn
 
     got = inspect_json("--config", os.path.join(PUBLISHED, "qwen3-next-80b-a3b-instruct.json"))
-    assert got["cache_bytes_per_token"] == per_token == 12 * 2 * 2 * 256 * 4
+    assert got["cache_bytes_per_token"] == per_token == 12 * 2 * 2 * 256 * 2
+    assert got["formats"]["kv_cache_reason"] == "follows the bf16 weights"
     kinds = {k["label"]: k for k in got["per_kind"]}
     assert kinds["attention [kv]"]["layers"] == 12
     assert kinds["linear_attention [state]"]["fixed_bytes"] == fixed

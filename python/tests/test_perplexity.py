@@ -95,8 +95,9 @@ def test_recurrent_and_hybrid_checkpoints_match_torch(family, kind, tmp_path):
 def test_gguf_file_matches_torch(tmp_path):
     from test_gguf_model import VOCAB, _build
     ref, path = _build("llama", "q8_0", str(tmp_path))
-    m = Model.load(path)
-    with matmul_precision("highest"):  # Q8_0 blocks against torch on their f32 values: f32 products
+    # Q8_0 blocks against torch on their f32 values: f32 products and, decided at load, an f32 KV cache
+    with matmul_precision("highest"):
+        m = Model.load(path)
         check_matches(m, ref, checks.prompt(VOCAB, 3 * N_CTX + 5, seed=9), n_batches=(2048, 20))
 
 

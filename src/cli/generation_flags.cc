@@ -14,7 +14,7 @@ namespace attnzoo::cli {
 const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
-    "         [--dtype float32|bfloat16|auto] [--matmul-precision auto|highest|medium] [--stop STR]...\n"
+    "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium] [--stop STR]...\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
     "         [-c|--ctx-size N (prompt + answer tokens; default: the model's max_position_embeddings)]";
 
@@ -119,8 +119,7 @@ std::string fit_in_context(const GenerationFlags& a, const std::string& command,
 }
 
 LoadOptions load_options(const GenerationFlags& a) {
-  LoadOptions options = parse_load_dtype(a.dtype, ModelFiles::read_config(a.model));
-  options.pool.kv_dtype = parse_kv_cache_dtype(a.kv_cache_dtype, options.pool.kv_dtype);
+  LoadOptions options = attnzoo::load_options(resolve_formats(a.model, {a.dtype, a.kv_cache_dtype}));
   require(a.block_size > 0, "--block-size", "must be positive, got " + std::to_string(a.block_size));
   options.pool.block_tokens = a.block_size;
   options.pool.bytes = a.kv_cache_memory;

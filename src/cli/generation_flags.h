@@ -16,7 +16,7 @@
 namespace attnzoo::cli {
 
 struct GenerationFlags {
-  std::string model, dtype = "float32";
+  std::string model, dtype = "auto";
   int64_t max_new_tokens = 128;
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int64_t> top_k;
@@ -73,7 +73,7 @@ std::string read_all(std::FILE* f, const std::string& what);
 // The whole of the file a flag names (generate -f, perplexity -f); ArgumentError naming the flag and the path.
 std::string read_text_file(const std::string& flag, const std::string& path);
 
-// The weights' dtype (config.json decides "auto") and the memory pool the flags ask for.
+// The formats resolve_formats chooses for the flags (format_choice.h) and the memory pool they ask for.
 LoadOptions load_options(const GenerationFlags& flags);
 
 // Sampling from resolve_sampling (engine/sampling_defaults.h: the checkpoint's generation_config.json, the flags

@@ -14,10 +14,13 @@
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "core/checked.h"
+#include "core/dispatch.h"
 #include "core/error.h"
+#include "layers/matmul_precision.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/describe.h"
+#include "models/format_choice.h"
 #include "models/model.h"
 
 namespace attnzoo::cli {
@@ -179,6 +182,7 @@ void print_text(const ModelInfo& i, const std::string& source, const std::option
   } else {
     std::printf("parameters   not computed from the config for this architecture (inspect the checkpoint)\n");
   }
+  std::printf("formats (what \"auto\" chose, and why):\n%s", describe_formats(i.formats, "  ").c_str());
   std::printf("memory per sequence (%s KV cache in blocks of %lld tokens, f32 states, as the pool holds them), by layer type:\n",
               i.layers.empty() ? "f32" : dtype_name(i.layers[0].cache.dtype), (long long)B);
   std::printf("  %-40s %6s %12s %12s %12s %12s %12s\n", "layer type [cache]", "layers", "per token", "fixed",
@@ -231,6 +235,14 @@ void print_json(const ModelInfo& i, const std::string& source, const std::option
                 "\"weights_dtype\": %s, ",
                 (unsigned long long)i.checkpoint_bytes, (unsigned long long)i.owned_weight_bytes,
                 json_string(i.checkpoint_dtype).c_str(), json_string(dtype_name(i.weights)).c_str());
+  const FormatChoice& f = i.formats;
+  std::printf("\"formats\": {\"checkpoint\": %s, \"weights_dtype\": %s, \"weights_reason\": %s, "
+              "\"kv_cache_dtype\": %s, \"kv_cache_reason\": %s, \"prefill_products\": %s, "
+              "\"decode_activations\": %s, \"products_reason\": %s}, ",
+              json_string(f.checkpoint).c_str(), json_string(dtype_name(f.weights)).c_str(),
+              json_string(f.weights_reason).c_str(), json_string(dtype_name(f.kv_cache)).c_str(),
+              json_string(f.kv_cache_reason).c_str(), json_string(f.prefill_products).c_str(),
+              json_string(f.decode_activations).c_str(), json_string(f.products_reason).c_str());
   std::printf("\"tied_embeddings\": %s, \"layers\": [", i.tied_embeddings ? "true" : "false");
   for (size_t l = 0; l < i.layers.size(); ++l) {
     const auto& L = i.layers[l];
@@ -285,17 +297,17 @@ bool holds_weights(const std::filesystem::path& dir) {
 }  // namespace
 
 const char* kInspectUsage =
-    "usage: attnzoo inspect DIR | -m DIR | --config FILE [--json] [--kv-cache-dtype float32|bfloat16|float16|int8|fp8]\n"
-    "                       [--block-size N]\n"
+    "usage: attnzoo inspect DIR | -m DIR | --config FILE [--json] [--dtype auto|float32|bfloat16]\n"
+    "                       [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size N]\n"
+    "                       [--matmul-precision auto|highest|medium]\n"
     "  layers, parameters and KV / state bytes per layer type (config.json alone is enough), beside the same\n"
-    "  stack built all-attention / all-MLA\n";
+    "  stack built all-attention / all-MLA; the formats generate / serve / Model.load would choose, and why\n";
 
 int run_inspect(const std::vector<std::string>& args) {
   std::string dir, config_file;
   bool json = false;
-  LoadOptions options;
-  // inspect reserves no pool memory of note: a small budget still reports the per-token and per-block sizes.
-  options.pool.bytes = int64_t(1) << 30;
+  FormatRequest request;
+  int64_t block_tokens = PoolOptions{}.block_tokens;
   std::optional<PoolStats> pool;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-m" || args[i] == "--model" || args[i] == "--config") {
@@ -304,12 +316,14 @@ int run_inspect(const std::vector<std::string>& args) {
       ++i;
     } else if (args[i] == "--json") {
       json = true;
-    } else if (args[i] == "--kv-cache-dtype" || args[i] == "--block-size") {
+    } else if (args[i] == "--kv-cache-dtype" || args[i] == "--block-size" || args[i] == "--dtype" ||
+               args[i] == "--matmul-precision") {
       if (i + 1 >= args.size()) throw ArgumentError(args[i] + ": needs a value");
-      if (args[i] == "--kv-cache-dtype")
-        options.pool.kv_dtype = parse_kv_cache_dtype(args[i + 1], DType::f32);
-      else
-        options.pool.block_tokens = std::stoll(args[i + 1]);
+      const std::string& value = args[i + 1];
+      if (args[i] == "--kv-cache-dtype") request.kv_cache_dtype = value;
+      else if (args[i] == "--dtype") request.dtype = value;
+      else if (args[i] == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value));
+      else block_tokens = std::stoll(value);
       ++i;
     } else if (!args[i].empty() && args[i][0] != '-' && dir.empty() && config_file.empty()) {
       dir = args[i];
@@ -326,12 +340,21 @@ int run_inspect(const std::vector<std::string>& args) {
     config_file = (std::filesystem::path(dir) / "config.json").string();
 
   const bool config_only = !config_file.empty();
+  const FormatChoice formats =
+      config_only ? resolve_formats(checkpoint_formats(Config::load(config_file)), request, matmul_precision(),
+                                    bf16_dot_enabled())
+                  : resolve_formats(dir, request);
+  LoadOptions options = load_options(formats);
+  options.pool.block_tokens = block_tokens;
+  // inspect reserves no pool memory of note: a small budget still reports the per-token and per-block sizes.
+  options.pool.bytes = int64_t(1) << 30;
   std::optional<ModelDescription> description;
   std::unique_ptr<Model> model;
   ModelInfo info;
   if (config_only) {
     description = describe_model(Config::load(config_file), options);
     info = description->info;
+    info.formats = formats;
   } else {
     model = Model::load(dir, options);
     info = model->info();

@@ -25,7 +25,7 @@ struct PerplexityArgs {
 
 const char* kUsage =
     "usage: attnzoo perplexity [-m MODEL] -f FILE [-c|--ctx-size 512] [-b|--batch-size 2048] [--chunks N]\n"
-    "         [--dtype float32|bfloat16|auto] [--matmul-precision auto|highest|medium]\n"
+    "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
     "  perplexity of the model over FILE as llama.cpp computes it: windows of -c tokens, each from an empty\n"
     "  state (first token BOS when the tokenizer adds one), the second half of each scored; -b tokens per\n"
@@ -65,6 +65,7 @@ int run_perplexity(const std::vector<std::string>& args) {
   require(tok::utf8::is_valid(text), "-f", "'" + a.file + "' is not UTF-8 text");
   const auto model = Model::load(a.flags.model, load_options(a.flags));
   check_perplexity_options(a.options, model->info().max_position_embeddings);  // before tokenizing
+  std::fprintf(stderr, "perplexity: formats\n%s", describe_formats(model->info().formats, "  ").c_str());
   const auto tokenizer = tok::Tokenizer::load(a.flags.model);
   std::fprintf(stderr, "perplexity: tokenizing the input ..\n");
   PerplexityTokens input = perplexity_tokens(*tokenizer, text);

@@ -33,7 +33,7 @@ const char* kUsage =
     "usage: attnzoo serve -m DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
     "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16]\n"
-    "         [--no-prefix-caching] [--dtype float32|bfloat16|auto] [--matmul-precision auto|highest|medium]\n"
+    "         [--no-prefix-caching] [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]\n"
     "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
     "         [--shutdown-grace-seconds 30]\n"
@@ -41,7 +41,7 @@ const char* kUsage =
     "          [--draft-model DIR]]";
 
 struct ServeArgs {
-  std::string model, dtype = "float32", kv_cache_dtype = "auto";
+  std::string model, dtype = "auto", kv_cache_dtype = "auto";
   server::ServerOptions server;
   EngineOptions engine;
   std::optional<int64_t> kv_cache_memory, block_size;
@@ -131,9 +131,7 @@ int run_serve(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  const Config config = ModelFiles::read_config(a.model);
-  LoadOptions load = parse_load_dtype(a.dtype, config);
-  load.pool.kv_dtype = parse_kv_cache_dtype(a.kv_cache_dtype, load.pool.kv_dtype);
+  LoadOptions load = load_options(resolve_formats(a.model, {a.dtype, a.kv_cache_dtype}));
   if (a.kv_cache_memory) load.pool.bytes = *a.kv_cache_memory;
   if (a.block_size) load.pool.block_tokens = *a.block_size;
   load.pool.prefix_caching = a.prefix_caching;
@@ -169,8 +167,8 @@ int run_serve(const std::vector<std::string>& args) {
     listener.join();
     throw;
   }
-  std::printf("attnzoo serve: ready (model %s, max_model_len %lld)\n", a.server.model_name.c_str(),
-              (long long)engine->max_model_len());
+  std::printf("attnzoo serve: ready (model %s, max_model_len %lld)\n%s", a.server.model_name.c_str(),
+              (long long)engine->max_model_len(), describe_formats(model->info().formats, "  ").c_str());
   std::fflush(stdout);
 
   int sig = 0;

@@ -9,31 +9,12 @@
 
 namespace attnzoo {
 
-LoadOptions parse_load_dtype(const std::string& dtype, const Config& config) {
+LoadOptions load_options(const FormatChoice& formats) {
   LoadOptions o;
-  if (dtype == "float32" || dtype == "f32") {
-    o.weights = DType::f32;
-  } else if (dtype == "bfloat16" || dtype == "bf16") {
-    o.weights = DType::bf16;
-  } else if (dtype == "auto") {
-    o.weights = config.dtype_or(DType::f32) == DType::f32 ? DType::f32 : DType::bf16;
-  } else {
-    throw ArgumentError("dtype: expected 'float32', 'bfloat16' or 'auto', got '" + dtype + "'");
-  }
-  o.pool.kv_dtype = o.weights;
+  o.weights = formats.weights;
+  o.pool.kv_dtype = formats.kv_cache;
+  o.formats = formats;
   return o;
-}
-
-DType parse_kv_cache_dtype(const std::string& dtype, DType automatic) {
-  if (dtype == "auto") return automatic;
-  if (dtype == "float32" || dtype == "f32") return DType::f32;
-  if (dtype == "bfloat16" || dtype == "bf16") return DType::bf16;
-  if (dtype == "float16" || dtype == "f16") return DType::f16;
-  // vLLM's spellings: "fp8" is e4m3 there too. Both store one f32 scale per token and head beside the bytes.
-  if (dtype == "int8") return DType::i8;
-  if (dtype == "fp8" || dtype == "fp8_e4m3" || dtype == "float8_e4m3fn") return DType::f8_e4m3;
-  throw ArgumentError("kv_cache_dtype: expected 'auto', 'float32', 'bfloat16', 'float16', 'int8' or 'fp8', got '" +
-                      dtype + "'");
 }
 
 int64_t ModelInfo::cache_bytes_for(int64_t tokens, int64_t block_tokens) const {
@@ -75,6 +56,15 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   // What inspect reports is what the pool holds: the layer specs in the pool's KV dtype.
   auto& layers = const_cast<ModelInfo&>(model->info()).layers;
   for (size_t l = 0; l < layers.size(); ++l) layers[l].cache = model->pool_->specs()[l];
+  // The formats reported are the ones held: options set by hand (tests, a draft given its target's options
+  // changed afterwards) say so instead of another checkpoint's reasons.
+  FormatChoice& f = const_cast<ModelInfo&>(model->info()).formats;
+  f = options.formats;
+  if (f.weights != options.weights || f.weights_reason.empty()) f.weights_reason = "set by the caller (LoadOptions)";
+  if (f.kv_cache != options.pool.kv_dtype || f.kv_cache_reason.empty())
+    f.kv_cache_reason = "set by the caller (LoadOptions)";
+  f.weights = options.weights;
+  f.kv_cache = options.pool.kv_dtype;
   return model;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "layers/batch.h"
+#include "models/format_choice.h"
 #include "state/memory_pool.h"
 #include "layers/layer_trace.h"
 #include "loader/config.h"
@@ -23,13 +24,14 @@ struct LoadOptions {
   // The memory pool every sequence of the model lives in: block size, KV element dtype, byte budget, state
   // slots, prefix caching (state/memory_pool.h).
   PoolOptions pool;
+  // Why weights and pool.kv_dtype are what they are when resolve_formats chose them (load_options below); kept
+  // in ModelInfo::formats for inspect, serve and Python's Model.formats.
+  FormatChoice formats;
 };
 
-// "float32"/"f32", "bfloat16"/"bf16", "auto" (= as stored: f32 unless the checkpoint is bf16/f16 -> bf16).
-// The KV cache dtype follows: bf16 weights keep a bf16 cache, f32 weights an f32 one.
-LoadOptions parse_load_dtype(const std::string& dtype, const Config& config);
-// "auto" (the weights' choice above), "float32", "bfloat16", "float16" (and f32 / bf16 / f16).
-DType parse_kv_cache_dtype(const std::string& dtype, DType automatic);
+// The options resolve_formats chose (format_choice.h): weights, the pool's KV dtype and the reasons; the pool's
+// other settings at their defaults.
+LoadOptions load_options(const FormatChoice& formats);
 
 struct LayerInfo {
   std::string kind;  // "attention" or "sliding_attention"
@@ -44,6 +46,8 @@ struct ModelInfo {
   bool tied_embeddings = false;
   std::string checkpoint_dtype;   // config dtype string ("" if unset)
   DType weights = DType::f32;     // precision the projections run with
+  // The formats the model was loaded with and why: weights and kv_cache as held, whoever chose them.
+  FormatChoice formats;
   int64_t parameter_count = 0;    // elements of every tensor in the checkpoint
   uint64_t checkpoint_bytes = 0;  // bytes of every tensor in the checkpoint (borrowed through the mapping)
   uint64_t owned_weight_bytes = 0;  // converted copies made at load

@@ -50,13 +50,6 @@ SOFTMAX_KINDS = ("attention", "sliding_attention")
 
 # --- what the model costs per token ------------------------------------------------------------------------
 
-def reduced_weights(info):
-    """Whether matmul precision "auto" gives this model's projections reduced-precision products: weights held
-    as bfloat16, or a GGUF whose formats include block-quantized ones (checkpoint_dtype "GGUF Q4_0 x169 F32 x61")."""
-    formats = info["checkpoint_dtype"].split()[1::2] if info["checkpoint_dtype"].startswith("GGUF") else []
-    return info["weights_dtype"] == "bfloat16" or any(f not in ("F32", "F16", "BF16") for f in formats)
-
-
 def _safetensors_headers(model_dir):
     """{tensor name: shape} from every *.safetensors header in the directory (reads headers only); for a GGUF
     (the file, or a directory holding one) its tensors under their Hugging Face names."""
@@ -246,30 +239,32 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     say("measuring FMA peak and memory bandwidth")
     peaks = measure_peaks(config)
     say(f"loading {model_dir} ({dtype})")
-    t0 = time.perf_counter()
-    model = Model.load(model_dir, dtype=dtype, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
-                       kv_cache_bytes=kv_cache_bytes, snapshot_interval_blocks=snapshot_interval_blocks)
-    load_s = time.perf_counter() - t0
-    info = model.inspect()
-    max_pos = info["max_position_embeddings"]
-    if max_pos and prompt + gen > max_pos:
-        raise ValueError(f"prompt + gen ({prompt + gen}) exceeds the model's max_position_embeddings ({max_pos})")
-    notes = []
-    if prefix is None:
-        prefix = 2048 if not max_pos or 2048 + prefix_new <= max_pos else 0
-    if max_pos and prefix + prefix_new > max_pos:
-        raise ValueError(f"prefix + prefix_new ({prefix + prefix_new}) exceeds the model's "
-                         f"max_position_embeddings ({max_pos})")
-    contexts = sorted(set(contexts)) if contexts else default_contexts(prompt, max_pos)
-    if any(c < 1 for c in contexts):
-        raise ValueError("contexts must be >= 1")
-    context_gen = context_gen or min(gen, 32)
-    linear_layers = sum(1 for l in info["layers"] if l["kind"] not in SOFTMAX_KINDS)
-
     previous_mode, previous_precision = _core.linear_prefill(), _core.get_float32_matmul_precision()
-    _core.set_linear_prefill(linear_prefill)
+    # Before the load: what "auto" resolves to (Model.formats) depends on the precision.
     _core.set_float32_matmul_precision(matmul_precision)
+    _core.set_linear_prefill(linear_prefill)
     try:
+        t0 = time.perf_counter()
+        model = Model.load(model_dir, dtype=dtype, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
+                           kv_cache_bytes=kv_cache_bytes, snapshot_interval_blocks=snapshot_interval_blocks)
+        load_s = time.perf_counter() - t0
+        info = model.inspect()
+        max_pos = info["max_position_embeddings"]
+        if max_pos and prompt + gen > max_pos:
+            raise ValueError(f"prompt + gen ({prompt + gen}) exceeds the model's max_position_embeddings "
+                             f"({max_pos})")
+        notes = []
+        if prefix is None:
+            prefix = 2048 if not max_pos or 2048 + prefix_new <= max_pos else 0
+        if max_pos and prefix + prefix_new > max_pos:
+            raise ValueError(f"prefix + prefix_new ({prefix + prefix_new}) exceeds the model's "
+                             f"max_position_embeddings ({max_pos})")
+        contexts = sorted(set(contexts)) if contexts else default_contexts(prompt, max_pos)
+        if any(c < 1 for c in contexts):
+            raise ValueError("contexts must be >= 1")
+        context_gen = context_gen or min(gen, 32)
+        linear_layers = sum(1 for l in info["layers"] if l["kind"] not in SOFTMAX_KINDS)
+
         # Warm-up: touches every weight page once so the first timed run does not pay the mapping in.
         model.forward(rng.integers(model.vocab_size, size=min(prompt, 8)).astype(np.int32), last_only=True)
         say(f"prefill {prompt} tokens x {repeats}")
@@ -320,8 +315,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     say("measuring the peaks again")
     peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
-    bf16_products = _core.active_target() == "avx512_bf16" and (
-        matmul_precision == "medium" or (matmul_precision == "auto" and reduced_weights(info)))
+    bf16_products = info["formats"]["prefill_products"] == "bf16"
     if bf16_products:
         p = config["probes"]
         peaks["bf16_dot"] = max((_core.measure_bf16_dot_peak(p["fma_seconds"], p["fma_runs"]) for _ in range(2)),
@@ -361,7 +355,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         "settings": {"prompt": prompt, "gen": gen, "contexts": contexts, "context_gen": context_gen,
                      "dtype": dtype, "linear_prefill": linear_prefill, "matmul_precision": matmul_precision,
                      "repeats": repeats, "probes": probes, "prefix": prefix, "prefix_new": prefix_new,
-                     "block_size": block_size, "kv_cache_dtype": kv_cache_dtype,
+                     "block_size": block_size, "kv_cache_dtype": kv_cache_dtype, "formats": info["formats"],
                      "snapshot_interval_blocks": snapshot_interval_blocks},
         "pool": pool_report(info, [prompt + gen, *contexts, prefix + prefix_new]),
         "prefix_cache": prefix_row,
