@@ -69,7 +69,13 @@ struct KindRow {
 
 std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers, int64_t B) {
   std::map<std::string, KindRow> rows;
-  for (const auto& l : layers) {
+  std::vector<CacheSpec> specs;
+  for (const auto& l : layers) specs.push_back(l.cache);
+  // Sliding-window layers hold what their block group keeps (the pool's accounting): their window, not the context.
+  std::vector<int64_t> held[3];
+  for (int c = 0; c < 3; ++c) held[c] = bytes_held(specs, kContexts[c], B);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerInfo& l = layers[i];
     const std::string label =
         l.kind + (l.window ? " (window " + std::to_string(l.window) + ")" : "") + " [" + cache_kind_name(l.cache.kind) + "]";
     KindRow& r = rows[label];
@@ -77,7 +83,7 @@ std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers, int64_t B) {
     r.layers += 1;
     r.per_token = checked_add(r.per_token, l.cache.bytes_per_token(), "cache bytes per token");
     r.fixed = checked_add(r.fixed, l.cache.fixed_bytes(), "state bytes");
-    for (int c = 0; c < 3; ++c) r.at[c] = checked_add(r.at[c], l.cache.bytes_for(kContexts[c], B), "cache bytes");
+    for (int c = 0; c < 3; ++c) r.at[c] = checked_add(r.at[c], held[c][i], "cache bytes");
   }
   std::vector<KindRow> out;
   for (auto& [k, r] : rows) out.push_back(r);

@@ -81,7 +81,7 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
   opts.softcap = c.softcap;
   opts.sinks = sinks_.empty() ? nullptr : sinks_.data();
   write_kv_paged(TensorView::contiguous(k.data(), DType::f32, {T, c.num_kv_heads, D}),
-                 TensorView::contiguous(v.data(), DType::f32, {T, c.num_kv_heads, D}), batch.slot_mapping.data(),
+                 TensorView::contiguous(v.data(), DType::f32, {T, c.num_kv_heads, D}), batch.tables(memory).slot_mapping.data(),
                  memory.k, memory.v, memory.k_scale, memory.v_scale);
   paged_attention(q.data(), c.num_heads, D, batch, memory, opts, attn.data());
   if (c.output_gate)
