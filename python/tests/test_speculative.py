@@ -1,6 +1,7 @@
 """Speculative decoding on tiny random checkpoints (dense Qwen3, Qwen3-MoE, a Mistral with sliding windows, a
-Gemma 3 with sliding layers beside a full one (their own block tables giving blocks back), the Qwen3-Next hybrid of Gated DeltaNet and attention, pure Mamba-2): greedy output over 200 tokens is token for token
-the plain greedy output, with n-gram prompt lookup and with a draft model (another checkpoint sharing the
+Gemma 3 with sliding layers beside a full one (their own block tables giving blocks back), the Qwen3-Next hybrid
+of Gated DeltaNet and attention, pure Mamba-2): greedy output over 200 tokens is token for token the plain
+greedy output, with n-gram prompt lookup and with a draft model (another checkpoint sharing the
 vocabulary, so the target rolls back often), recurrent state rolled back by checkpoint + recompute and by
 per-token checkpoints alike; the serving engine with speculation gives the same text as without."""
 import numpy as np

@@ -35,7 +35,8 @@ Sequence::~Sequence() {
 
 int64_t Sequence::bytes() const {
   int64_t held = 0;
-  for (const auto& table : block_tables_) held += std::count_if(table.begin(), table.end(), [](int32_t b) { return b >= 0; });
+  for (const auto& table : block_tables_)
+    held += std::count_if(table.begin(), table.end(), [](int32_t b) { return b >= 0; });
   return held * pool_->block_bytes_ + (state_slot_ >= 0 ? pool_->slot_bytes_ : 0);
 }
 
@@ -89,7 +90,8 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
   std::vector<CacheSpec> slot_specs;
   for (int64_t j = 0; j < layout_.slots; ++j) {
     slot_specs.push_back(specs_[size_t(layout_.groups[0].layers[size_t(j)])]);
-    block_bytes_ = checked_add(block_bytes_, checked_mul(B, slot_specs.back().bytes_per_token(), "kv block"), "kv block");
+    block_bytes_ =
+        checked_add(block_bytes_, checked_mul(B, slot_specs.back().bytes_per_token(), "kv block"), "kv block");
   }
   int64_t budget = options_.bytes;
   if (slot_bytes_ > 0) {

@@ -1,7 +1,8 @@
 #pragma once
 // One sequence's place in the memory pool: its block tables (which pool blocks hold its tokens' K/V, in token
-// order, one table per block group of the pool), its recurrent-state slot, the tokens it has seen (for prefix-cache hashes) and the chain hash of each
-// of its full blocks. Made by MemoryPool::new_sequence() / fork(); the destructor returns everything to the pool.
+// order, one table per block group of the pool), its recurrent-state slot, the tokens it has seen (for
+// prefix-cache hashes) and the chain hash of each of its full blocks. Made by MemoryPool::new_sequence() /
+// fork(); the destructor returns everything to the pool.
 // A Sequence must not be used by two threads at once: `busy` turns such a use into an error instead of a torn
 // cache (Model::forward takes it for the duration of the call).
 #include <atomic>
