@@ -62,7 +62,8 @@ class Model:
 
     @classmethod
     def load(cls, directory, dtype="auto", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,
-             max_num_seqs=64, enable_prefix_caching=True, snapshot_interval_blocks=0, shuffle_blocks_seed=0):
+             max_num_seqs=64, enable_prefix_caching=True, snapshot_interval_blocks=0, shuffle_blocks_seed=0,
+             free_outside_window=True):
         """Loads a checkpoint and sizes its memory pool.
 
         block_size: tokens per KV block (vLLM's name). kv_cache_dtype: "auto" (bf16 with bf16-held weights or a
@@ -71,11 +72,14 @@ class Model:
         kv head (softmax K/V and MLA latents; recurrent state stays float32). kv_cache_bytes: the pool's budget (None: a quarter of the free memory, at most
         16 GiB; reserved, committed only as used). max_num_seqs: sequences that can hold recurrent state at once.
         snapshot_interval_blocks: models with recurrent layers snapshot their state every this many blocks, where
-        a prefix-cache hit can end (0: every 256 tokens). shuffle_blocks_seed: tests only.
+        a prefix-cache hit can end (0: every 256 tokens). shuffle_blocks_seed: tests only. free_outside_window:
+        sliding-window layers give back the blocks their window has left (False: every layer keeps every block,
+        vLLM's disable_hybrid_kv_cache_manager; for comparisons).
         """
         directory = os.fspath(directory)
         core = _core.Model.load(directory, dtype, block_size, kv_cache_dtype, kv_cache_bytes or 0, max_num_seqs,
-                                enable_prefix_caching, snapshot_interval_blocks, shuffle_blocks_seed)
+                                enable_prefix_caching, snapshot_interval_blocks, shuffle_blocks_seed, 0,
+                                free_outside_window)
         return cls(core, directory)
 
     @property
@@ -91,7 +95,8 @@ class Model:
         return self._core.fork(seq)
 
     def pool_stats(self):
-        """The memory pool: blocks (free, cached), state slots, snapshots, prefix-cache queries and hits."""
+        """The memory pool: blocks (free, cached), state slots, snapshots, prefix-cache queries and hits, and its
+        block groups (window, layers, blocks in use)."""
         return self._core.pool_stats()
 
     def clear_prefix_cache(self):

@@ -45,7 +45,9 @@ nb::dict cache_spec_dict(const CacheSpec& s, int64_t block_tokens) {
   return d;
 }
 
-nb::dict pool_dict(const PoolStats& p, int64_t block_tokens) {
+nb::dict pool_dict(const MemoryPool& pool) {
+  const PoolStats p = pool.stats();
+  const int64_t block_tokens = pool.block_tokens();
   nb::dict d;
   d["bytes"] = p.bytes;
   d["block_tokens"] = block_tokens;
@@ -60,6 +62,18 @@ nb::dict pool_dict(const PoolStats& p, int64_t block_tokens) {
   d["state_slot_bytes"] = p.state_slot_bytes;
   d["prefix_cache_queries"] = p.prefix_queries;
   d["prefix_cache_hits"] = p.prefix_hits;
+  // The block groups (one block table each per sequence): their window (0: every block kept), their layers, and
+  // the blocks sequences hold in each now.
+  nb::list groups;
+  const std::vector<int64_t> in_use = pool.blocks_in_use();
+  for (size_t g = 0; g < in_use.size(); ++g) {
+    nb::dict gd;
+    gd["window"] = pool.layout().groups[g].window;
+    gd["layers"] = pool.layout().groups[g].layers;
+    gd["blocks_in_use"] = in_use[g];
+    groups.append(gd);
+  }
+  d["block_groups"] = groups;
   return d;
 }
 
@@ -111,7 +125,7 @@ nb::dict info_dict(const ModelInfo& i, const MemoryPool& pool) {
   for (int64_t t : {int64_t(4096), int64_t(131072), int64_t(1048576)}) at[nb::int_(t)] = i.cache_bytes_for(t, B);
   d["cache_bytes_at"] = at;
   d["cache_fixed_bytes"] = i.cache_fixed_bytes();
-  d["pool"] = pool_dict(pool.stats(), B);
+  d["pool"] = pool_dict(pool);
   return d;
 }
 
@@ -165,7 +179,9 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("cache_bytes", [](const Sequence& s) { return s.bytes(); })
       .def_prop_ro("cached_tokens", [](const Sequence& s) { return s.cached_tokens(); },
                    "Tokens of the prompt taken from the prefix cache instead of computed.")
-      .def_prop_ro("block_table", [](const Sequence& s) { return s.block_table(); });
+      .def_prop_ro("block_table", [](const Sequence& s) { return s.block_table(); },
+                   "Block group 0's table (-1: a block a sliding window gave back).")
+      .def_prop_ro("block_tables", [](const Sequence& s) { return s.block_tables(); }, "One table per block group.");
 
   m.def(
       "resolve_formats",
@@ -181,7 +197,8 @@ void bind_model(nb::module_& m) {
           "load",
           [](const std::string& dir, const std::string& dtype, int64_t block_size, const std::string& kv_cache_dtype,
              int64_t kv_cache_bytes, int64_t max_num_seqs, bool enable_prefix_caching,
-             int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed, int64_t max_rollback_tokens) {
+             int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed, int64_t max_rollback_tokens,
+             bool free_outside_window) {
             LoadOptions opts = load_options(resolve_formats(dir, {dtype, kv_cache_dtype}));
             opts.pool.block_tokens = block_size;
             require(kv_cache_bytes >= 0, "kv_cache_bytes", "must be non-negative (0: the default)");
@@ -191,6 +208,7 @@ void bind_model(nb::module_& m) {
             opts.pool.snapshot_interval_blocks = snapshot_interval_blocks;
             opts.pool.shuffle_seed = shuffle_blocks_seed;
             opts.pool.max_rollback_tokens = max_rollback_tokens;
+            opts.pool.free_outside_window = free_outside_window;
             KernelScope scope(false);  // loading converts weights on the pool: hold it, but do not cancel mid-way
             return Model::load(dir, opts);
           },
@@ -198,11 +216,11 @@ void bind_model(nb::module_& m) {
           nb::arg("kv_cache_dtype") = "auto", nb::arg("kv_cache_bytes") = int64_t(0),
           nb::arg("max_num_seqs") = int64_t(64), nb::arg("enable_prefix_caching") = true,
           nb::arg("snapshot_interval_blocks") = int64_t(0), nb::arg("shuffle_blocks_seed") = uint64_t(0),
-          nb::arg("max_rollback_tokens") = int64_t(0))
+          nb::arg("max_rollback_tokens") = int64_t(0), nb::arg("free_outside_window") = true)
       .def("new_sequence", [](const Model& model) { return model.new_sequence(); }, nb::keep_alive<0, 1>())
       .def("fork", [](const Model& model, const Sequence& seq) { return model.fork(seq); }, nb::arg("seq"),
            nb::keep_alive<0, 1>(), "A sequence continuing from seq: its blocks shared copy-on-write, its state copied.")
-      .def("pool_stats", [](const Model& model) { return pool_dict(model.pool().stats(), model.pool().block_tokens()); })
+      .def("pool_stats", [](const Model& model) { return pool_dict(model.pool()); })
       .def("clear_prefix_cache", [](const Model& model) { model.pool().clear_prefix_cache(); })
       .def(
           "forward",

@@ -181,6 +181,32 @@ def test_qwen3_next_published_config():
     assert got["parameters_estimated"] and 78e9 < got["parameter_count"] < 83e9
 
 
+def test_sliding_window_layers_are_sized_by_their_window(tmp_path):
+    """A 5:1 Gemma 3 (five sliding layers with a 32-token window, then a full one): inspect on the checkpoint and
+    on its config alone counts each sliding layer at the blocks the pool keeps for it (those covering its window,
+    plus the one it starts inside) and the full layer at the context, written out here from the config."""
+    _build("test_model_gemma", "gemma3_5to1", str(tmp_path / "full"))
+    (tmp_path / "config").mkdir()
+    shutil.copy(tmp_path / "full" / "config.json", tmp_path / "config" / "config.json")
+    with open(tmp_path / "config" / "config.json") as f:
+        c = json.load(f)
+    per_token = 2 * c["num_key_value_heads"] * c["head_dim"] * F32
+    window = c["sliding_window"]
+    for args in (["-m", str(tmp_path / "full")], ["--config", str(tmp_path / "config" / "config.json")],
+                 ["--config", str(tmp_path / "config" / "config.json"), "--block-size", "8"]):
+        got = inspect_json(*args)
+        block = got["block_tokens"]
+        kinds = {k["label"]: k for k in got["per_kind"]}
+        sliding, full = kinds[f"sliding_attention (window {window}) [kv_window]"], kinds["attention [kv]"]
+        assert (sliding["layers"], full["layers"]) == (5, 1)
+        held = (math.ceil(window / block) + 1) * block
+        for t in CONTEXTS:
+            assert sliding["bytes_at"][str(t)] == 5 * per_token * min(_blocks(t, block), held)
+            assert full["bytes_at"][str(t)] == per_token * _blocks(t, block)
+            assert got["cache_bytes_at"][str(t)] == sliding["bytes_at"][str(t)] + full["bytes_at"][str(t)]
+        assert sliding["bytes_at"]["131072"] < full["bytes_at"]["131072"] / 100
+
+
 def test_text_report_and_errors(tmp_path):
     text = inspect("--config", os.path.join(PUBLISHED, "kimi-linear-48b-a3b-instruct.json"))
     assert "config only" in text and "same stack, all MLA" in text and "74.1% less per token" in text

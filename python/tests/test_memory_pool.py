@@ -109,8 +109,8 @@ def test_exhaustion_is_reported_before_writing_and_eviction_stays_exact(family):
     directory, vocab = family
     probe = _load(directory)
     stats = probe.pool_stats()
-    # A pool of exactly 12 blocks (or, for state-only models, 3 sequences' state and few snapshots).
-    budget = stats["block_bytes"] * 12 + stats["state_slot_bytes"] * 3
+    # A pool of exactly 12 blocks per block group (or, for state-only models, 3 sequences' state and few snapshots).
+    budget = stats["block_bytes"] * 12 * max(1, len(stats["block_groups"])) + stats["state_slot_bytes"] * 3
     m = _load(directory, kv_cache_bytes=budget, max_num_seqs=3)
     keep = m.new_sequence()
     first = _ids(vocab, 20, 7)

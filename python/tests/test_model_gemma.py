@@ -17,6 +17,11 @@ from attnzoo.model import Model  # noqa: E402
 PROMPT_LEN = 40
 VOCAB = 320
 WINDOW = 8
+# The 5:1 model's decode: 20 windows long here; ATTNZOO_WINDOW_DECODE_TOKENS=16384 is the issue's length (a manual
+# check: docs/ARCHITECTURE.md, "Sliding windows in the pool").
+LONG = int(os.environ.get("ATTNZOO_WINDOW_DECODE_TOKENS", "640"))
+LONG_WINDOW = 32
+REFERENCE_TOKENS = 2048  # transformers' eager attention scores the first this many (its memory grows as T^2)
 
 
 def _config(kind):
@@ -35,6 +40,15 @@ def _config(kind):
             rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
                              "full_attention": dict(rope_type="default", rope_theta=300.0)},
             tie_word_embeddings=kind == "gemma3", **common)
+    if kind == "gemma3_5to1":
+        # Gemma 3's pattern (five sliding layers, then a full one) with a window of 32 tokens: long decodes cross
+        # the window many times.
+        common.update(sliding_window=LONG_WINDOW, max_position_embeddings=LONG + 8)
+        return transformers.Gemma3TextConfig(
+            num_hidden_layers=6, head_dim=16, query_pre_attn_scalar=16,
+            layer_types=["sliding_attention"] * 5 + ["full_attention"],
+            rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                             "full_attention": dict(rope_type="default", rope_theta=300.0)}, **common)
     raise ValueError(kind)
 
 
@@ -127,7 +141,7 @@ def test_inspect_layer_kinds_and_windows(case):
     assert info["tied_embeddings"] == (kind != "gemma3_legacy")
 
 
-def test_mixed_window_layers_share_one_block_table(case):
+def test_sliding_layers_give_back_the_blocks_their_window_left(case):
     kind, ref, m, ids, want = case
     seq = m.new_sequence()
     m.forward(ids[:2], seq=seq)
@@ -136,12 +150,51 @@ def test_mixed_window_layers_share_one_block_table(case):
         m.forward([int(ids[t % PROMPT_LEN])], seq=seq)
     cfg = ref.config
     per_token = 2 * cfg.num_key_value_heads * cfg.head_dim * 4  # K and V, f32
-    n_full = cfg.layer_types.count("full_attention")
-    n_sliding = len(cfg.layer_types) - n_full
-    # One block table serves every layer: full and sliding layers alike hold the sequence's blocks of 4 tokens
-    # (the sliding ones read only their window of them).
-    assert seq.cache_bytes == (n + 3) // 4 * 4 * (n_full + n_sliding) * per_token
-    assert len(seq.block_table) == (n + 3) // 4
+    # A block table per block group: the full layers' hold every block of 4 tokens, the sliding layers' only the
+    # blocks from the one holding key n - WINDOW on. Groups are as wide as the rarer kind's layer count.
+    groups = m.pool_stats()["block_groups"]
+    assert len(groups) == {"gemma2": 3, "gemma3": 4, "gemma3_legacy": 2}[kind]
+    assert sorted(layer for g in groups for layer in g["layers"]) == list(range(len(cfg.layer_types)))
+    window_blocks = (n + 3) // 4 - (n - WINDOW) // 4
+    for g in groups:
+        kinds = {cfg.layer_types[layer] for layer in g["layers"]}
+        assert kinds == {"full_attention" if g["window"] == 0 else "sliding_attention"}
+        assert g["window"] in (0, WINDOW)
+        assert g["blocks_in_use"] == ((n + 3) // 4 if g["window"] == 0 else window_blocks)
+    width = max(len(g["layers"]) for g in groups)
+    assert seq.cache_bytes == sum(g["blocks_in_use"] for g in groups) * width * 4 * per_token
+    assert [len(t) for t in seq.block_tables] == [(n + 3) // 4] * len(groups)
+    assert groups[0]["window"] == 0 and seq.block_tables[1][0] == -1 and seq.block_tables[1][-1] >= 0
+
+
+def test_long_decode_holds_the_windows_flat_and_changes_no_logit(tmp_path):
+    """A 5:1 model decoding LONG tokens token by token (CI: 640, 20 windows of 32 tokens; the issue's 16k is the
+    manual run): the sliding layers' blocks stay at their window's worth while the full layer's grow, and every
+    logit equals a pool that keeps every block, and transformers on the text's first REFERENCE_TOKENS."""
+    ref = _build("gemma3_5to1", tmp_path)
+    ids = _prompt(LONG, seed=5)
+    want = checks.meaningful_logits(ref, ids[:REFERENCE_TOKENS])
+    budget = LONG * 2048 + (1 << 20)  # the keeping pool's 1.5 KiB per token, with room
+    freeing = Model.load(tmp_path, block_size=4, kv_cache_bytes=budget, shuffle_blocks_seed=7)
+    keeping = Model.load(tmp_path, block_size=4, kv_cache_bytes=budget, free_outside_window=False)
+    a, b = freeing.new_sequence(), keeping.new_sequence()
+    prefill = 8
+    got = [freeing.forward(ids[:prefill], seq=a)]
+    kept = [keeping.forward(ids[:prefill], seq=b)]
+    for t in range(prefill, LONG):
+        got.append(freeing.forward(ids[t:t + 1], seq=a))
+        kept.append(keeping.forward(ids[t:t + 1], seq=b))
+        if t % 64 == 63:
+            groups = freeing.pool_stats()["block_groups"]
+            assert groups[0]["window"] == 0 and groups[0]["blocks_in_use"] == (t + 4) // 4
+            assert all(g["blocks_in_use"] <= LONG_WINDOW // 4 + 1 for g in groups[1:]), (t, groups)
+            assert keeping.pool_stats()["block_groups"][0]["blocks_in_use"] == (t + 4) // 4
+    got, kept = np.concatenate(got), np.concatenate(kept)
+    np.testing.assert_array_equal(got, kept)
+    np.testing.assert_allclose(got[:REFERENCE_TOKENS], want, atol=1e-4, rtol=0)
+    # The freeing pool ends holding the full layer's 160 blocks and 8 per sliding layer, the other 160 of all six.
+    window_blocks = LONG // 4 - (LONG - LONG_WINDOW) // 4
+    assert a.cache_bytes * 6 * (LONG // 4) == b.cache_bytes * (LONG // 4 + 5 * window_blocks)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
-"""Speculative decoding on tiny random checkpoints (dense Qwen3, Qwen3-MoE, a Mistral with sliding windows, the
-Qwen3-Next hybrid of Gated DeltaNet and attention, pure Mamba-2): greedy output over 200 tokens is token for token
-the plain greedy output, with n-gram prompt lookup and with a draft model (another checkpoint sharing the
+"""Speculative decoding on tiny random checkpoints (dense Qwen3, Qwen3-MoE, a Mistral with sliding windows, a
+Gemma 3 with sliding layers beside a full one (their own block tables giving blocks back), the Qwen3-Next hybrid
+of Gated DeltaNet and attention, pure Mamba-2): greedy output over 200 tokens is token for token the plain
+greedy output, with n-gram prompt lookup and with a draft model (another checkpoint sharing the
 vocabulary, so the target rolls back often), recurrent state rolled back by checkpoint + recompute and by
 per-token checkpoints alike; the serving engine with speculation gives the same text as without."""
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+import test_model_gemma as gemma  # noqa: E402
 import test_model_llama as llama  # noqa: E402
 import test_model_mamba2 as mamba2  # noqa: E402
 import test_model_qwen3_next as qwen3_next  # noqa: E402
@@ -20,6 +22,7 @@ MODELS = {
     "dense": (llama, "qwen3", llama, "qwen3_moe"),
     "moe": (llama, "qwen3_moe", llama, "qwen3"),
     "sliding_window": (llama, "mistral_swa", llama, "qwen3"),
+    "mixed_windows": (gemma, "gemma3", llama, "qwen3"),
     "hybrid": (qwen3_next, "moe_interval", mamba2, "g1_conv4"),
     "mamba2": (mamba2, "g1_conv4", qwen3_next, "moe_interval"),
 }

@@ -72,7 +72,13 @@ struct KindRow {
 
 std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers, int64_t B) {
   std::map<std::string, KindRow> rows;
-  for (const auto& l : layers) {
+  std::vector<CacheSpec> specs;
+  for (const auto& l : layers) specs.push_back(l.cache);
+  // Sliding-window layers hold what their block group keeps (the pool's accounting): their window, not the context.
+  std::vector<int64_t> held[3];
+  for (int c = 0; c < 3; ++c) held[c] = bytes_held(specs, kContexts[c], B);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerInfo& l = layers[i];
     const std::string label =
         l.kind + (l.window ? " (window " + std::to_string(l.window) + ")" : "") + " [" + cache_kind_name(l.cache.kind) + "]";
     KindRow& r = rows[label];
@@ -80,7 +86,7 @@ std::vector<KindRow> per_kind(const std::vector<LayerInfo>& layers, int64_t B) {
     r.layers += 1;
     r.per_token = checked_add(r.per_token, l.cache.bytes_per_token(), "cache bytes per token");
     r.fixed = checked_add(r.fixed, l.cache.fixed_bytes(), "state bytes");
-    for (int c = 0; c < 3; ++c) r.at[c] = checked_add(r.at[c], l.cache.bytes_for(kContexts[c], B), "cache bytes");
+    for (int c = 0; c < 3; ++c) r.at[c] = checked_add(r.at[c], held[c][i], "cache bytes");
   }
   std::vector<KindRow> out;
   for (auto& [k, r] : rows) out.push_back(r);
@@ -156,8 +162,9 @@ void print_row(const KindRow& r) {
               human_bytes(double(r.at[1])).c_str(), human_bytes(double(r.at[2])).c_str());
 }
 
+// pool, blocks_4k: a built model's pool and the blocks a 4k-token sequence holds in it (every block group's).
 void print_text(const ModelInfo& i, const std::string& source, const std::optional<ModelDescription>& d,
-                bool config_only, int64_t B, const PoolStats* pool) {
+                bool config_only, int64_t B, const PoolStats* pool, int64_t blocks_4k) {
   std::printf("model        %s%s\n", source.c_str(), config_only ? " (config only: no weights read)" : "");
   std::printf("architecture %s (%s)\n", i.architecture.c_str(), i.model_type.c_str());
   std::printf("shape        %lld layers, hidden %lld, intermediate %lld, heads %lld (kv %lld) x %lld, vocab %lld\n",
@@ -194,7 +201,7 @@ void print_text(const ModelInfo& i, const std::string& source, const std::option
     std::printf("pool         %s reserved (--kv-cache-memory): %lld KV blocks of %lld tokens, %s each (%lld blocks per "
                 "4k-token sequence); %lld state slots of %s, %lld prefix-state snapshots\n",
                 human_bytes(double(pool->bytes)).c_str(), (long long)pool->num_blocks, (long long)B,
-                human_bytes(double(pool->block_bytes)).c_str(), (long long)(pool->block_bytes ? (4096 + B - 1) / B : 0),
+                human_bytes(double(pool->block_bytes)).c_str(), (long long)blocks_4k,
                 (long long)pool->state_slots, human_bytes(double(pool->state_slot_bytes)).c_str(),
                 (long long)pool->snapshot_slots);
   for (const auto& c : comparisons(i, d)) {
@@ -309,6 +316,7 @@ int run_inspect(const std::vector<std::string>& args) {
   FormatRequest request;
   int64_t block_tokens = PoolOptions{}.block_tokens;
   std::optional<PoolStats> pool;
+  int64_t blocks_4k = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-m" || args[i] == "--model" || args[i] == "--config") {
       if (i + 1 >= args.size()) throw ArgumentError(args[i] + ": needs a value");
@@ -359,6 +367,7 @@ int run_inspect(const std::vector<std::string>& args) {
     model = Model::load(dir, options);
     info = model->info();
     pool = model->pool().stats();
+    blocks_4k = model->pool().blocks_at_most(0, 4096, 1, 1);
     // Only for the comparisons' head shapes; the layers printed are the built model's own.
     if (find_model_describer(info.architecture)) {
       try {
@@ -372,7 +381,7 @@ int run_inspect(const std::vector<std::string>& args) {
   if (json)
     print_json(info, source, description, config_only, options.pool.block_tokens, pool ? &*pool : nullptr);
   else
-    print_text(info, source, description, config_only, options.pool.block_tokens, pool ? &*pool : nullptr);
+    print_text(info, source, description, config_only, options.pool.block_tokens, pool ? &*pool : nullptr, blocks_4k);
   return 0;
 }
 

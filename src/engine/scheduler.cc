@@ -50,10 +50,11 @@ void Scheduler::check(const Request& request) const {
             std::to_string(p.n) + " samples need as many state slots; the pool has " + std::to_string(st.state_slots));
   if (pool.has_paged()) {
     // The last sampled token is never written: a sample holds prompt + max_tokens - 1 tokens at most; samples
-    // share the prompt's full blocks.
+    // share the prompt's full blocks. Sliding-window layers hold their window and one step's tokens.
     const int64_t B = pool.block_tokens();
-    const int64_t shared = P / B, own = (P + p.max_tokens - 1 + B - 1) / B - shared;
-    const int64_t need = shared + p.n * own;
+    int64_t step = options_.enable_chunked_prefill ? std::min(P, options_.max_num_batched_tokens) : P;
+    if (options_.speculative.enabled()) step = std::max(step, options_.speculative.num_speculative_tokens + 1);
+    const int64_t need = pool.blocks_at_most(P, P + p.max_tokens - 1, p.n, step);
     require(need <= st.num_blocks, "prompt",
             std::to_string(P) + " tokens + max_tokens " + std::to_string(p.max_tokens) + " x n " +
                 std::to_string(p.n) + " need " + std::to_string(need) + " blocks of " + std::to_string(B) +

@@ -81,8 +81,8 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
   opts.softcap = c.softcap;
   opts.sinks = sinks_.empty() ? nullptr : sinks_.data();
   write_kv_paged(TensorView::contiguous(k.data(), DType::f32, {T, c.num_kv_heads, D}),
-                 TensorView::contiguous(v.data(), DType::f32, {T, c.num_kv_heads, D}), batch.slot_mapping.data(),
-                 memory.k, memory.v, memory.k_scale, memory.v_scale);
+                 TensorView::contiguous(v.data(), DType::f32, {T, c.num_kv_heads, D}),
+                 batch.tables(memory).slot_mapping.data(), memory.k, memory.v, memory.k_scale, memory.v_scale);
   paged_attention(q.data(), c.num_heads, D, batch, memory, opts, attn.data());
   if (c.output_gate)
     for (size_t i = 0; i < size_t(T * qw); ++i) attn[i] *= 1.f / (1.f + std::exp(-gate[i]));

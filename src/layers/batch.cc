@@ -21,7 +21,7 @@ void fill_batch_memory(const MemoryPool& pool, Batch& batch) {
     batch.cache_seqlens[s] = int32_t(context[s] + added[s]);
     batch.state_slots[s] = seq.state_slot();
   }
-  pool.fill_batch_tables(batch.sequences, context, added, batch.block_tables, batch.max_blocks, batch.slot_mapping);
+  pool.fill_batch_tables(batch.sequences, context, added, batch.block_groups);
 }
 
 }  // namespace attnzoo

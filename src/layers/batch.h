@@ -25,9 +25,7 @@ struct Batch {
   // Filled by Model::forward from the pool (what the layers read):
   std::vector<int32_t> context_lens;   // [S] tokens already cached before this call
   std::vector<int32_t> cache_seqlens;  // [S] tokens cached after it (context + new), flash-attn's name
-  std::vector<int32_t> block_tables;   // [S, max_blocks] pool block ids in token order
-  int64_t max_blocks = 0;
-  std::vector<int64_t> slot_mapping;   // [T] where token t's K/V goes: block * block_size + offset (vLLM's name)
+  std::vector<BlockTables> block_groups;  // one per block group of the pool (MemoryPool::layout())
   std::vector<int32_t> state_slots;    // [S] each sequence's recurrent-state slot
 
   // Appends a sequence's new tokens at positions seq.length(), seq.length() + 1, ...
@@ -48,16 +46,19 @@ struct Batch {
     checkpoint_each_token = false;
     context_lens.clear();
     cache_seqlens.clear();
-    block_tables.clear();
-    max_blocks = 0;
-    slot_mapping.clear();
+    for (BlockTables& g : block_groups) {
+      g.block_tables.clear();
+      g.max_blocks = 0;
+      g.slot_mapping.clear();
+    }
     state_slots.clear();
   }
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_sequences() const { return int64_t(cu_seqlens.size()) - 1; }
   int64_t seq_begin(int64_t s) const { return cu_seqlens[size_t(s)]; }
   int64_t seq_len(int64_t s) const { return cu_seqlens[size_t(s) + 1] - cu_seqlens[size_t(s)]; }
-  const int32_t* block_table(int64_t s) const { return block_tables.data() + s * max_blocks; }
+  // The block tables and slot mapping the layer handed `memory` reads.
+  const BlockTables& tables(const LayerMemory& memory) const { return block_groups[size_t(memory.block_group)]; }
 };
 
 // Fills the memory fields the layers read (context_lens, cache_seqlens, block tables, slot_mapping, state slots)

@@ -89,7 +89,8 @@ void MlaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
   opts.scale = c.scale;
   opts.causal = true;
   const MlaWeights mw = kernel_weights();
-  write_paged_rows(TensorView::contiguous(latent.data(), DType::f32, {T, 1, L}), batch.slot_mapping.data(), memory.k,
+  const BlockTables& tables = batch.tables(memory);
+  write_paged_rows(TensorView::contiguous(latent.data(), DType::f32, {T, 1, L}), tables.slot_mapping.data(), memory.k,
                    "latent", "latent_cache", memory.k_scale, "latent_scale");
   // The kernels read the latent cache as [num_blocks, block_size, r + dr]: the pool's single head folded away.
   const TensorView paged = TensorView::contiguous(memory.k.data, memory.k.dtype,
@@ -103,7 +104,7 @@ void MlaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
     view.scale = scale;
     view.cache_seqlens = cache_seqlens;
     view.block_table = block_table;
-    view.max_blocks_per_seq = batch.max_blocks;
+    view.max_blocks_per_seq = tables.max_blocks;
     return view;
   };
   // Decoding sequences on the absorbed kernel (one task each when the whole batch decodes), ...
@@ -111,11 +112,11 @@ void MlaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0 || n > kMaxDecodeQueries) return;
     mla_decode(TensorView::contiguous(q.data() + b * H * Dq, DType::f32, {1, n, H, Dq}),
-               cache_view(batch.cache_seqlens.data() + s, batch.block_table(s)), mw,
+               cache_view(batch.cache_seqlens.data() + s, tables.block_table(s)), mw,
                TensorView::contiguous(attn.data() + b * H * dv, DType::f32, {1, n, H, dv}), opts);
   });
   // ... and every prefilling sequence in one packed naive-form call reading the latent through the block tables.
-  const PrefillGroup group = prefill_group(batch, kMaxDecodeQueries);
+  const PrefillGroup group = prefill_group(batch, kMaxDecodeQueries, tables);
   if (group.num_sequences() > 0) {
     VarlenInfo varlen;
     varlen.cu_seqlens_q = group.cu_seqlens.data();

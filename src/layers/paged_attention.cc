@@ -11,6 +11,7 @@ void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, 
   const int64_t S = batch.num_sequences(), Dv = memory.v.shape[3];
   bool uniform_decode = S > 0 && batch.seq_len(0) <= kMaxDecodeQueries;
   for (int64_t s = 1; s < S && uniform_decode; ++s) uniform_decode = batch.seq_len(s) == batch.seq_len(0);
+  const BlockTables& tables = batch.tables(memory);
   auto cache_view = [&](const int32_t* cache_seqlens, const int32_t* block_table) {
     KvCacheView view;
     view.k = memory.k;
@@ -19,13 +20,13 @@ void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, 
     view.v_scale = memory.v_scale;
     view.cache_seqlens = cache_seqlens;
     view.block_table = block_table;
-    view.max_blocks_per_seq = batch.max_blocks;
+    view.max_blocks_per_seq = tables.max_blocks;
     return view;
   };
   if (uniform_decode) {
     const int64_t n = batch.seq_len(0);
     attention_decode(TensorView::contiguous(const_cast<float*>(q), DType::f32, {S, n, Hq, D}),
-                     cache_view(batch.cache_seqlens.data(), batch.block_table(0)),
+                     cache_view(batch.cache_seqlens.data(), tables.block_table(0)),
                      TensorView::contiguous(out, DType::f32, {S, n, Hq, Dv}), opts);
     return;
   }
@@ -34,11 +35,11 @@ void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, 
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
     if (n == 0 || n > kMaxDecodeQueries) continue;
     attention_decode(TensorView::contiguous(const_cast<float*>(q) + b * Hq * D, DType::f32, {1, n, Hq, D}),
-                     cache_view(batch.cache_seqlens.data() + s, batch.block_table(s)),
+                     cache_view(batch.cache_seqlens.data() + s, tables.block_table(s)),
                      TensorView::contiguous(out + b * Hq * Dv, DType::f32, {1, n, Hq, Dv}), opts);
   }
   // ... and all its prefilling sequences as one packed varlen prefill reading K/V through their block tables.
-  const PrefillGroup group = prefill_group(batch, kMaxDecodeQueries);
+  const PrefillGroup group = prefill_group(batch, kMaxDecodeQueries, tables);
   if (group.num_sequences() == 0) return;
   VarlenInfo varlen;
   varlen.cu_seqlens_q = group.cu_seqlens.data();

@@ -26,7 +26,7 @@ void for_each_sequence(const Batch& batch, int64_t decode_tokens, const std::fun
     for (int64_t s = 0; s < S; ++s) fn(s);
 }
 
-PrefillGroup prefill_group(const Batch& batch, int64_t decode_tokens) {
+PrefillGroup prefill_group(const Batch& batch, int64_t decode_tokens, const BlockTables& tables) {
   PrefillGroup g;
   const int64_t S = batch.num_sequences();
   for (int64_t s = 0; s < S; ++s) {
@@ -35,7 +35,7 @@ PrefillGroup prefill_group(const Batch& batch, int64_t decode_tokens) {
     g.sequences.push_back(s);
     g.cu_seqlens.push_back(int32_t(g.cu_seqlens.back() + n));
     g.cache_seqlens.push_back(batch.cache_seqlens[size_t(s)]);
-    g.block_tables.insert(g.block_tables.end(), batch.block_table(s), batch.block_table(s) + batch.max_blocks);
+    g.block_tables.insert(g.block_tables.end(), tables.block_table(s), tables.block_table(s) + tables.max_blocks);
   }
   g.whole_batch = g.num_sequences() == S;
   return g;

@@ -19,7 +19,8 @@ namespace attnzoo {
 void for_each_sequence(const Batch& batch, int64_t decode_tokens, const std::function<void(int64_t)>& fn);
 
 // The sequences of a batch that prefill (more than `decode_tokens` new tokens), as the arrays one packed varlen
-// paged prefill call over the pool takes: cu_seqlens over their rows, their cache lengths and block-table rows.
+// paged prefill call over the pool takes: cu_seqlens over their rows, their cache lengths and their rows of the
+// layer's block tables.
 struct PrefillGroup {
   std::vector<int64_t> sequences;      // batch indices, in batch order
   std::vector<int32_t> cu_seqlens{0};  // [n + 1] over the packed rows
@@ -30,7 +31,7 @@ struct PrefillGroup {
   int64_t num_sequences() const { return int64_t(sequences.size()); }
   int64_t num_tokens() const { return cu_seqlens.back(); }
 };
-PrefillGroup prefill_group(const Batch& batch, int64_t decode_tokens);
+PrefillGroup prefill_group(const Batch& batch, int64_t decode_tokens, const BlockTables& tables);
 
 // Runs fn(q_packed, out_packed) over the group's rows (q_row / out_row floats per token). When every sequence
 // prefills (the usual prompt batch) these are the batch's own rows and nothing is copied; a mixed batch's

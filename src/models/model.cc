@@ -20,9 +20,8 @@ LoadOptions load_options(const FormatChoice& formats) {
 int64_t ModelInfo::cache_bytes_for(int64_t tokens, int64_t block_tokens) const {
   std::vector<CacheSpec> specs;
   for (const auto& l : layers) specs.push_back(l.cache);
-  tokens = tokens_held(tokens, block_tokens, window_of_all_paged(specs));
   int64_t b = 0;
-  for (const auto& l : layers) b = checked_add(b, l.cache.bytes_for(tokens, block_tokens), "cache bytes");
+  for (int64_t held : bytes_held(specs, tokens, block_tokens)) b = checked_add(b, held, "cache bytes");
   return b;
 }
 

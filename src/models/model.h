@@ -57,7 +57,7 @@ struct ModelInfo {
   std::vector<LayerInfo> layers;
 
   // Per-sequence cache bytes after `tokens` tokens, summed over the layers' CacheSpecs (paged parts rounded up
-  // to whole blocks of `block_tokens`).
+  // to whole blocks of `block_tokens`; a sliding-window layer counted at the blocks its block group keeps).
   int64_t cache_bytes_for(int64_t tokens, int64_t block_tokens) const;
   int64_t cache_bytes_per_token() const;
   int64_t cache_fixed_bytes() const;

@@ -32,7 +32,7 @@ BlockPool::BlockPool(int64_t num_blocks, uint64_t shuffle_seed) {
   require(num_blocks >= 0 && num_blocks < (int64_t(1) << 31), "num_blocks", "must be in [0, 2^31)");
   ref_.assign(size_t(num_blocks), 0);
   evictable_pos_.resize(size_t(num_blocks));
-  in_evictable_.assign(size_t(num_blocks), false);
+  evictable_in_.assign(size_t(num_blocks), 0);
   key_of_.resize(size_t(num_blocks));
   free_.reserve(size_t(num_blocks));
   // Handing out low ids first keeps a lightly used pool's memory compact.
@@ -45,8 +45,8 @@ std::optional<int32_t> BlockPool::allocate() {
   if (!free_.empty()) {
     b = free_.back();
     free_.pop_back();
-  } else if (!evictable_.empty()) {
-    b = evictable_.front();
+  } else if (!evict_first_.empty() || !evictable_.empty()) {
+    b = (evict_first_.empty() ? evictable_ : evict_first_).front();
     evict(b);
   } else {
     return std::nullopt;
@@ -56,8 +56,8 @@ std::optional<int32_t> BlockPool::allocate() {
 }
 
 void BlockPool::evict(int32_t b) {
-  evictable_.erase(evictable_pos_[size_t(b)]);
-  in_evictable_[size_t(b)] = false;
+  evictable_list(evictable_in_[size_t(b)]).erase(evictable_pos_[size_t(b)]);
+  evictable_in_[size_t(b)] = 0;
   const BlockKey& key = *key_of_[size_t(b)];
   auto [lo, hi] = cached_.equal_range(key.hash);
   for (auto it = lo; it != hi; ++it)
@@ -69,18 +69,19 @@ void BlockPool::evict(int32_t b) {
 }
 
 void BlockPool::retain(int32_t b) {
-  if (ref_[size_t(b)]++ == 0 && in_evictable_[size_t(b)]) {
-    evictable_.erase(evictable_pos_[size_t(b)]);
-    in_evictable_[size_t(b)] = false;
+  if (ref_[size_t(b)]++ == 0 && evictable_in_[size_t(b)]) {
+    evictable_list(evictable_in_[size_t(b)]).erase(evictable_pos_[size_t(b)]);
+    evictable_in_[size_t(b)] = 0;
   }
 }
 
-void BlockPool::release(int32_t b) {
+void BlockPool::release(int32_t b, bool evict_first) {
   if (--ref_[size_t(b)] > 0) return;
   if (key_of_[size_t(b)]) {
-    evictable_.push_back(b);
-    evictable_pos_[size_t(b)] = std::prev(evictable_.end());
-    in_evictable_[size_t(b)] = true;
+    evictable_in_[size_t(b)] = evict_first ? 2 : 1;
+    std::list<int32_t>& list = evictable_list(evictable_in_[size_t(b)]);
+    list.push_back(b);
+    evictable_pos_[size_t(b)] = std::prev(list.end());
   } else {
     free_.push_back(b);
   }
@@ -110,8 +111,8 @@ void BlockPool::register_block(int32_t b, BlockKey key) {
 }
 
 void BlockPool::clear_cache() {
-  while (!evictable_.empty()) {
-    const int32_t b = evictable_.front();
+  while (!evict_first_.empty() || !evictable_.empty()) {
+    const int32_t b = (evict_first_.empty() ? evictable_ : evict_first_).front();
     evict(b);
     free_.push_back(b);
   }

@@ -3,7 +3,8 @@
 // count; free blocks; and the prefix cache (vLLM's automatic prefix caching): a full block can be registered
 // under the hash chain of its tokens, so a later sequence whose prompt starts with the same tokens takes the
 // block instead of recomputing it. A cached block whose last reference goes away stays cached (evictable, least
-// recently used first) until a fresh block is needed and no never-used one is left.
+// recently used first) until a fresh block is needed and no never-used one is left. A cached block a sliding
+// window gave back mid-sequence goes before any of those: it serves only a prompt that ends near it.
 #include <cstdint>
 #include <list>
 #include <optional>
@@ -13,12 +14,16 @@
 
 namespace attnzoo {
 
-// The identity of a full block: its tokens and the hash of every block before it. `hash` is a digest of both;
+// The identity of a full block: its tokens and the hash of every block before it, and the block group whose layers
+// it holds (MemoryPool: each group caches its own copy of a prefix). `hash` is a digest of the tokens and parent;
 // lookups compare the whole key, so a digest collision can never hand out the wrong block.
 struct BlockKey {
   uint64_t parent = 0, hash = 0;
   std::vector<int32_t> tokens;
-  bool operator==(const BlockKey& o) const { return hash == o.hash && parent == o.parent && tokens == o.tokens; }
+  int32_t group = 0;
+  bool operator==(const BlockKey& o) const {
+    return hash == o.hash && group == o.group && parent == o.parent && tokens == o.tokens;
+  }
 };
 
 // The chain hash of a block of tokens after a block whose hash was `parent` (0 for the first block).
@@ -32,15 +37,16 @@ class BlockPool {
 
   int64_t num_blocks() const { return int64_t(ref_.size()); }
   // Blocks an allocate() can still hand out: never-used or released ones plus evictable cached ones.
-  int64_t num_available() const { return int64_t(free_.size() + evictable_.size()); }
+  int64_t num_available() const { return int64_t(free_.size() + evictable_.size() + evict_first_.size()); }
   int64_t num_cached() const { return int64_t(cached_.size()); }
 
   // A block with reference count 1, or nullopt when none is left. Evicts the least recently used cached block
   // when no plain free block remains.
   std::optional<int32_t> allocate();
   void retain(int32_t block);
-  // Drops one reference; at zero the block becomes free, or evictable if it is cached.
-  void release(int32_t block);
+  // Drops one reference; at zero the block becomes free, or evictable if it is cached: after every other
+  // evictable block, or with `evict_first` (a block a sliding window left behind) before all of them.
+  void release(int32_t block, bool evict_first = false);
   int32_t ref_count(int32_t block) const { return ref_[size_t(block)]; }
   // A cached block is immutable: its contents are what its key says.
   bool is_cached(int32_t block) const { return key_of_[size_t(block)].has_value(); }
@@ -59,10 +65,12 @@ class BlockPool {
   void evict(int32_t block);
   std::vector<int32_t> ref_;
   std::vector<int32_t> free_;  // stack of never-cached free blocks
-  // Cached blocks with no reference, least recently released first; each such block's position in the list.
-  std::list<int32_t> evictable_;
+  // Cached blocks with no reference, least recently released first, those released with evict_first in a list of
+  // their own that is emptied first; each such block's list and position in it.
+  std::list<int32_t> evictable_, evict_first_;
   std::vector<std::list<int32_t>::iterator> evictable_pos_;
-  std::vector<bool> in_evictable_;
+  std::vector<uint8_t> evictable_in_;  // 0: in neither, 1: evictable_, 2: evict_first_
+  std::list<int32_t>& evictable_list(uint8_t in) { return in == 2 ? evict_first_ : evictable_; }
   std::unordered_multimap<uint64_t, int32_t> cached_;  // key hash -> block
   std::vector<std::optional<BlockKey>> key_of_;         // block -> its key when cached
 };

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <numeric>
+#include <span>
 
 #include "core/error.h"
 
@@ -99,9 +102,58 @@ int64_t window_of_all_paged(const std::vector<CacheSpec>& layers) {
   return window;
 }
 
-int64_t tokens_held(int64_t tokens, int64_t block_tokens, int64_t window_all) {
-  if (window_all <= 0 || block_tokens <= 0) return tokens;
-  return std::min(tokens, ((window_all + block_tokens - 1) / block_tokens + 1) * block_tokens);
+int64_t tokens_held(int64_t tokens, int64_t block_tokens, int64_t window) {
+  if (window <= 0 || block_tokens <= 0) return tokens;
+  return std::min(tokens, ((window + block_tokens - 1) / block_tokens + 1) * block_tokens);
+}
+
+BlockLayout block_layout(const std::vector<CacheSpec>& layers, bool free_outside_window) {
+  BlockLayout out;
+  out.group_of.assign(layers.size(), -1);
+  out.slot_of.assign(layers.size(), -1);
+  std::map<int64_t, std::vector<int64_t>> by_window;  // ascending: full attention (0) first
+  std::vector<int64_t> paged;
+  bool alike = true;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const CacheSpec& s = layers[l];
+    if (!s.paged()) continue;
+    if (!paged.empty()) {
+      const CacheSpec& f = layers[size_t(paged[0])];
+      alike = alike && s.paged_tensors == f.paged_tensors && s.heads == f.heads && s.head_dim == f.head_dim;
+    }
+    paged.push_back(int64_t(l));
+    by_window[free_outside_window ? s.window : 0].push_back(int64_t(l));
+  }
+  auto add = [&](int64_t window, std::span<const int64_t> group) {
+    for (size_t j = 0; j < group.size(); ++j) {
+      out.group_of[size_t(group[j])] = int32_t(out.groups.size());
+      out.slot_of[size_t(group[j])] = int32_t(j);
+    }
+    out.groups.push_back({window, std::vector<int64_t>(group.begin(), group.end())});
+    out.slots = std::max(out.slots, int64_t(group.size()));
+  };
+  if (paged.empty()) return out;
+  if (by_window.size() == 1 || !alike) {
+    add(free_outside_window ? window_of_all_paged(layers) : 0, paged);
+    return out;
+  }
+  // As wide as the rarest window's layers, and a divisor of the full-attention layers' count: only the windowed
+  // groups (which hold a window, not the context) may leave slots unused.
+  int64_t width = int64_t(paged.size());
+  for (const auto& [window, ls] : by_window) width = std::min(width, int64_t(ls.size()));
+  if (by_window.begin()->first == 0) width = std::gcd(width, int64_t(by_window.begin()->second.size()));
+  for (const auto& [window, ls] : by_window)
+    for (size_t i = 0; i < ls.size(); i += size_t(width))
+      add(window, std::span(ls).subspan(i, std::min(ls.size() - i, size_t(width))));
+  return out;
+}
+
+std::vector<int64_t> bytes_held(const std::vector<CacheSpec>& layers, int64_t tokens, int64_t block_tokens) {
+  const BlockLayout layout = block_layout(layers);
+  std::vector<int64_t> out;
+  for (size_t l = 0; l < layers.size(); ++l)
+    out.push_back(layers[l].bytes_for(tokens_held(tokens, block_tokens, layout.held_window(l)), block_tokens));
+  return out;
 }
 
 }  // namespace attnzoo

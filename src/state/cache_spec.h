@@ -52,11 +52,35 @@ struct CacheSpec {
   std::string describe() const;  // "kv bf16 [2 x 8 x 128]/token", "state 1.0 MiB"
 };
 
-// When every paged layer is a sliding window, the widest window (a sequence then never needs a key older than that,
-// so the pool gives back the blocks before it); 0 when any paged layer sees the whole context or none is paged.
+// When every paged layer is a sliding window, the widest window; 0 when any paged layer sees the whole context or
+// none is paged.
 int64_t window_of_all_paged(const std::vector<CacheSpec>& layers);
-// Tokens a sequence of `tokens` tokens holds in blocks of `block_tokens` under that rule: the blocks covering the
-// window plus the one being filled, or all of them when window_all is 0.
-int64_t tokens_held(int64_t tokens, int64_t block_tokens, int64_t window_all);
+// Tokens a sequence of `tokens` tokens holds in blocks of `block_tokens` when blocks before its last `window` keys
+// go back to the pool: the blocks covering the window plus the one being filled, or all of them when window is 0.
+int64_t tokens_held(int64_t tokens, int64_t block_tokens, int64_t window);
+
+// How the memory pool lays out the paged layers (vLLM's KV-cache groups): the layers of one block group share a
+// block table, a block is `slots` rows (one per layer of a group), and every group draws its blocks from one free
+// list. When the paged layers are alike (same tensors, heads, head_dim) and their windows differ (full attention
+// beside sliding windows: Gemma 2 / 3, gpt-oss, Cohere2), each window's layers are cut into groups of `slots`
+// layers, so a sliding group gives back its blocks before the window as its sequence grows while the full group
+// keeps the context, and a block id means the same bytes whichever group holds it. Otherwise (one window for all,
+// paged layers of different shapes, or free_outside_window off) all paged layers are one group, windowed only when
+// every one of them is (the widest window). A group's window is 0 when it keeps every block.
+struct BlockGroup {
+  int64_t window = 0;
+  std::vector<int64_t> layers;  // ascending layer indices; layer j of the group is stored in slot j
+};
+struct BlockLayout {
+  std::vector<BlockGroup> groups;  // a full-attention group (window 0) first when there is one
+  int64_t slots = 0;               // layers per block: the widest group (a narrower one leaves slots unused)
+  std::vector<int32_t> group_of, slot_of;  // per layer; -1 for a layer with no paged part
+  // The window a layer's blocks are held for (0: the whole context, or not paged).
+  int64_t held_window(size_t layer) const { return group_of[layer] < 0 ? 0 : groups[size_t(group_of[layer])].window; }
+};
+BlockLayout block_layout(const std::vector<CacheSpec>& layers, bool free_outside_window = true);
+// Bytes each layer holds for a sequence of `tokens` tokens in blocks of `block_tokens`, windowed layers counted at
+// what their block group keeps (the pool's accounting, what `inspect` reports).
+std::vector<int64_t> bytes_held(const std::vector<CacheSpec>& layers, int64_t tokens, int64_t block_tokens);
 
 }  // namespace attnzoo

@@ -34,7 +34,9 @@ Sequence::~Sequence() {
 }
 
 int64_t Sequence::bytes() const {
-  const int64_t held = std::count_if(block_table_.begin(), block_table_.end(), [](int32_t b) { return b >= 0; });
+  int64_t held = 0;
+  for (const auto& table : block_tables_)
+    held += std::count_if(table.begin(), table.end(), [](int32_t b) { return b >= 0; });
   return held * pool_->block_bytes_ + (state_slot_ >= 0 ? pool_->slot_bytes_ : 0);
 }
 
@@ -77,13 +79,19 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
   snapshot_blocks_ = options.snapshot_interval_blocks > 0 ? options.snapshot_interval_blocks
                                                            : std::max<int64_t>(1, 256 / options.block_tokens);
   const int64_t B = options.block_tokens;
-  window_all_ = window_of_all_paged(specs_);
   for (auto& s : specs_) {
     s.dtype = kv;
-    if (s.paged())
-      block_bytes_ = checked_add(block_bytes_, checked_mul(B, s.bytes_per_token(), "kv block"), "kv block");
     // Slots stay 64-byte aligned so the state kernels' vector loads never split a cache line.
     slot_bytes_ = checked_add(slot_bytes_, (s.fixed_bytes() + 63) / 64 * 64, "state slot");
+  }
+  layout_ = block_layout(specs_, options.free_outside_window);
+  tables_ = std::max<size_t>(1, layout_.groups.size());
+  // Group 0 is the widest: its layers' specs are the slots' (the other groups' layers are alike).
+  std::vector<CacheSpec> slot_specs;
+  for (int64_t j = 0; j < layout_.slots; ++j) {
+    slot_specs.push_back(specs_[size_t(layout_.groups[0].layers[size_t(j)])]);
+    block_bytes_ =
+        checked_add(block_bytes_, checked_mul(B, slot_specs.back().bytes_per_token(), "kv block"), "kv block");
   }
   int64_t budget = options_.bytes;
   if (slot_bytes_ > 0) {
@@ -121,28 +129,34 @@ MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options
     base_ = static_cast<uint8_t*>(p);
   }
   uint8_t* at = base_;
-  layers_.resize(specs_.size());
+  slots_.resize(slot_specs.size());
   // Quantized pools: every scale tensor first, so the f32 scales stay aligned whatever the byte tensors' sizes.
-  for (size_t l = 0; l < specs_.size(); ++l) {
-    const CacheSpec& s = specs_[l];
-    if (!s.paged() || s.token_scales() == 0) continue;
-    for (TensorView* t : {&layers_[l].k_scale, &layers_[l].v_scale}) {
-      if (t == &layers_[l].v_scale && s.paged_tensors != 2) break;
+  for (size_t j = 0; j < slot_specs.size(); ++j) {
+    const CacheSpec& s = slot_specs[j];
+    if (s.token_scales() == 0) continue;
+    for (TensorView* t : {&slots_[j].k_scale, &slots_[j].v_scale}) {
+      if (t == &slots_[j].v_scale && s.paged_tensors != 2) break;
       *t = TensorView::contiguous(at, DType::f32, {num_blocks, B, s.heads});
       at += num_blocks * B * s.token_scales() * int64_t(sizeof(float));
     }
   }
-  for (size_t l = 0; l < specs_.size(); ++l) {
-    const CacheSpec& s = specs_[l];
-    if (!s.paged()) continue;
+  for (size_t j = 0; j < slot_specs.size(); ++j) {
+    const CacheSpec& s = slot_specs[j];
     const int64_t tensor_bytes = num_blocks * B * s.token_elems() * int64_t(dtype_size(kv));
-    layers_[l].k = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
+    slots_[j].k = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
     at += tensor_bytes;
     if (s.paged_tensors == 2) {
-      layers_[l].v = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
+      slots_[j].v = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
       at += tensor_bytes;
     }
   }
+  layers_.resize(specs_.size());
+  for (size_t l = 0; l < specs_.size(); ++l) {
+    if (layout_.group_of[l] < 0) continue;
+    layers_[l] = slots_[size_t(layout_.slot_of[l])];
+    layers_[l].block_group = layout_.group_of[l];
+  }
+  block_group_.assign(size_t(num_blocks), 0);
   for (size_t l = 0; l < specs_.size(); ++l) {
     if (specs_[l].state_floats == 0) continue;
     layers_[l].states = reinterpret_cast<float*>(at);
@@ -190,7 +204,7 @@ void MemoryPool::copy_state(int32_t from, int32_t to) {
 }
 
 void MemoryPool::copy_block(int32_t from, int32_t to) {
-  for (const auto& l : layers_)
+  for (const auto& l : slots_)
     for (const TensorView* t : {&l.k, &l.v, &l.k_scale, &l.v_scale}) {
       if (t->ndim < 3) continue;
       const size_t bytes = size_t(t->numel() / t->shape[0]) * dtype_size(t->dtype);
@@ -201,6 +215,7 @@ void MemoryPool::copy_block(int32_t from, int32_t to) {
 
 std::unique_ptr<Sequence> MemoryPool::new_sequence() {
   std::unique_ptr<Sequence> seq(new Sequence(this));
+  seq->block_tables_.resize(tables_);
   std::lock_guard lock(mu_);
   if (has_state()) {
     if (free_slots_.empty())
@@ -226,19 +241,22 @@ std::unique_ptr<Sequence> MemoryPool::fork(const Sequence& parent) {
   }
   seq->length_ = parent.length_;
   seq->tokens_ = parent.tokens_;
-  seq->block_table_ = parent.block_table_;
+  seq->block_tables_ = parent.block_tables_;
   seq->block_hashes_ = parent.block_hashes_;
-  for (int32_t b : seq->block_table_)
-    if (b != kDropped) blocks_.retain(b);
+  for (const auto& table : seq->block_tables_)
+    for (int32_t b : table)
+      if (b != kDropped) blocks_.retain(b);
   return seq;
 }
 
 void MemoryPool::release(Sequence& seq) {
   std::lock_guard lock(mu_);
   release_checkpoints_locked(seq, 0);
-  for (int32_t b : seq.block_table_)
-    if (b != kDropped) blocks_.release(b);
-  seq.block_table_.clear();
+  for (auto& table : seq.block_tables_) {
+    for (int32_t b : table)
+      if (b != kDropped) blocks_.release(b);
+    table.clear();
+  }
   if (seq.state_slot_ >= 0) free_slots_.push_back(seq.state_slot_);
   seq.state_slot_ = -1;
 }
@@ -256,12 +274,41 @@ int64_t MemoryPool::blocks_needed_locked(std::span<Sequence* const> seqs, std::s
     const Sequence& s = *seqs[i];
     const int64_t n = new_tokens[i];
     if (n <= 0) continue;
-    const int64_t have = int64_t(s.block_table_.size());
-    need += std::max<int64_t>(0, (s.length_ + n + B - 1) / B - have);
-    // The partly filled last block is written next: if anyone else holds it, this sequence needs its own copy.
-    if (s.length_ % B != 0 && have > 0 && !writable(s.block_table_[size_t(s.length_ / B)])) ++need;
+    for (const auto& table : s.block_tables_) {
+      const int64_t have = int64_t(table.size());
+      need += std::max<int64_t>(0, (s.length_ + n + B - 1) / B - have);
+      // The partly filled last block is written next: if anyone else holds it, this sequence needs its own copy.
+      if (s.length_ % B != 0 && have > 0 && !writable(table[size_t(s.length_ / B)])) ++need;
+    }
   }
   return need;
+}
+
+int64_t MemoryPool::blocks_at_most(int64_t shared, int64_t tokens, int64_t n, int64_t step) const {
+  const int64_t B = options_.block_tokens, keep = max_rollback_tokens();
+  int64_t need = 0;
+  for (const BlockGroup& g : layout_.groups) {
+    const int64_t common = std::min(shared, tokens) / B, own = (tokens + B - 1) / B - common;
+    int64_t blocks = checked_add(common, checked_mul(n, own, "blocks"), "blocks");
+    // At most the window, the rollback room and one step's tokens, plus the block the window starts inside.
+    if (g.window > 0) blocks = std::min(blocks, checked_mul(n, (g.window + keep + step + B - 1) / B + 1, "blocks"));
+    need = checked_add(need, blocks, "blocks");
+  }
+  return need;
+}
+
+int32_t MemoryPool::allocate_locked(size_t group) {
+  const int32_t b = *blocks_.allocate();
+  block_group_[size_t(b)] = int32_t(group);
+  return b;
+}
+
+std::vector<int64_t> MemoryPool::blocks_in_use() const {
+  std::lock_guard lock(mu_);
+  std::vector<int64_t> used(layout_.groups.size(), 0);
+  for (int32_t b = 0; b < int32_t(blocks_.num_blocks()); ++b)
+    if (blocks_.ref_count(b) > 0) ++used[size_t(block_group_[size_t(b)])];
+  return used;
 }
 
 void MemoryPool::reserve(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) {
@@ -276,16 +323,19 @@ void MemoryPool::reserve(std::span<Sequence* const> seqs, std::span<const int64_
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     if (new_tokens[i] <= 0) continue;
-    if (s.length_ % B != 0) {
-      int32_t& last = s.block_table_[size_t(s.length_ / B)];
-      if (!writable(last)) {
-        const int32_t own = *blocks_.allocate();
-        copy_block(last, own);
-        blocks_.release(last);
-        last = own;
+    for (size_t g = 0; g < layout_.groups.size(); ++g) {
+      std::vector<int32_t>& table = s.block_tables_[g];
+      if (s.length_ % B != 0) {
+        int32_t& last = table[size_t(s.length_ / B)];
+        if (!writable(last)) {
+          const int32_t own = allocate_locked(g);
+          copy_block(last, own);
+          blocks_.release(last);
+          last = own;
+        }
       }
+      while (int64_t(table.size()) * B < s.length_ + new_tokens[i]) table.push_back(allocate_locked(g));
     }
-    while (int64_t(s.block_table_.size()) * B < s.length_ + new_tokens[i]) s.block_table_.push_back(*blocks_.allocate());
   }
 }
 
@@ -312,9 +362,13 @@ void MemoryPool::advance(Sequence& seq, std::span<const int32_t> tokens) {
     const uint64_t parent = b == 0 ? 0 : seq.block_hashes_[b - 1];
     BlockKey key = make_block_key(parent, std::span(seq.tokens_).subspan(b * size_t(B), size_t(B)));
     seq.block_hashes_.push_back(key.hash);
-    if (options_.prefix_caching && has_paged()) blocks_.register_block(seq.block_table_[b], std::move(key));
+    if (!options_.prefix_caching) continue;
+    for (size_t g = 0; g < layout_.groups.size(); ++g) {
+      key.group = int32_t(g);
+      if (seq.block_tables_[g][b] != kDropped) blocks_.register_block(seq.block_tables_[g][b], key);
+    }
   }
-  if (window_all_ > 0) drop_outside_window(seq);
+  drop_outside_window(seq);
   const int64_t interval = snapshot_interval_tokens();
   if (!options_.prefix_caching || !has_state() || seq.length_ == 0 || seq.length_ % interval != 0) return;
   const uint64_t key = seq.block_hashes_.back();
@@ -329,15 +383,24 @@ void MemoryPool::advance(Sequence& seq, std::span<const int32_t> tokens) {
   snapshots_[key] = std::prev(snapshot_lru_.end());
 }
 
+int64_t MemoryPool::first_needed_block(size_t group, int64_t length, int64_t keep) const {
+  // The next query sits at position `length` and sees keys from length - window + 1 on.
+  return std::max<int64_t>(0, length - layout_.groups[group].window - keep) / options_.block_tokens;
+}
+
 void MemoryPool::drop_outside_window(Sequence& seq) {
-  // The next query sits at position length() and sees keys from length() - window + 1 on.
-  const int64_t B = options_.block_tokens;
-  const int64_t dead = std::max<int64_t>(0, (seq.length_ - window_all_ - options_.max_rollback_tokens) / B);
-  for (int64_t b = 0; b < dead && b < int64_t(seq.block_table_.size()); ++b) {
-    int32_t& id = seq.block_table_[size_t(b)];
-    if (id == kDropped) continue;
-    blocks_.release(id);
-    id = kDropped;
+  for (size_t g = 0; g < layout_.groups.size(); ++g) {
+    if (layout_.groups[g].window <= 0) continue;
+    std::vector<int32_t>& table = seq.block_tables_[g];
+    const int64_t dead = std::min<int64_t>(first_needed_block(g, seq.length_, options_.max_rollback_tokens),
+                                           int64_t(table.size()));
+    // A table's given-back blocks are a prefix of it: only those after it are still to give back, oldest first.
+    int64_t b = dead;
+    while (b > 0 && table[size_t(b - 1)] != kDropped) --b;
+    for (; b < dead; ++b) {
+      blocks_.release(table[size_t(b)], /*evict_first=*/true);
+      table[size_t(b)] = kDropped;
+    }
   }
 }
 
@@ -346,11 +409,12 @@ void MemoryPool::truncate_blocks(Sequence& seq, int64_t length) {
   require(length >= 0 && length <= seq.length_, "length",
           "must be in [0, " + std::to_string(seq.length_) + "], got " + std::to_string(length));
   const int64_t B = options_.block_tokens;
-  const size_t keep = has_paged() ? size_t((length + B - 1) / B) : 0;
-  while (seq.block_table_.size() > keep) {
-    if (seq.block_table_.back() != kDropped) blocks_.release(seq.block_table_.back());
-    seq.block_table_.pop_back();
-  }
+  const size_t keep = size_t((length + B - 1) / B);
+  for (auto& table : seq.block_tables_)
+    while (table.size() > keep) {
+      if (table.back() != kDropped) blocks_.release(table.back());
+      table.pop_back();
+    }
   seq.tokens_.resize(size_t(length));
   seq.block_hashes_.resize(size_t(length / B));
   seq.length_ = length;
@@ -364,70 +428,24 @@ void MemoryPool::reset(Sequence& seq) {
   if (seq.state_slot_ >= 0) zero_state(seq.state_slot_);
 }
 
-int64_t MemoryPool::attach_cached_prefix(Sequence& seq, std::span<const int32_t> prompt) {
-  std::lock_guard lock(mu_);
-  require(seq.length_ == 0, "sequence", "a cached prefix can only start an empty sequence");
-  prefix_queries_ += int64_t(prompt.size());
-  if (!options_.prefix_caching || prompt.size() < 2) return 0;
-  const int64_t B = options_.block_tokens;
-  const int64_t max_blocks = (int64_t(prompt.size()) - 1) / B;
-  std::vector<BlockKey> keys;
-  for (int64_t b = 0; b < max_blocks; ++b) {
-    BlockKey key = make_block_key(b == 0 ? 0 : keys.back().hash, prompt.subspan(size_t(b * B), size_t(B)));
-    if (has_paged() && !blocks_.contains(key)) break;
-    keys.push_back(std::move(key));
-  }
-  int64_t hit = int64_t(keys.size());
-  int32_t snapshot_slot = -1;
-  if (has_state()) {
-    // The recurrent state must be known exactly where the reused prefix ends: take the longest snapshot.
-    while (hit > 0) {
-      if (hit % snapshot_blocks_ == 0) {
-        auto it = snapshots_.find(keys[size_t(hit - 1)].hash);
-        if (it != snapshots_.end()) {
-          snapshot_slot = it->second->slot;
-          snapshot_lru_.splice(snapshot_lru_.end(), snapshot_lru_, it->second);
-          break;
-        }
-      }
-      --hit;
-    }
-  }
-  if (hit == 0) return 0;
-  for (int64_t b = 0; b < hit && has_paged(); ++b) seq.block_table_.push_back(*blocks_.lookup(keys[size_t(b)]));
-  for (int64_t b = 0; b < hit; ++b) seq.block_hashes_.push_back(keys[size_t(b)].hash);
-  if (snapshot_slot >= 0) copy_state(snapshot_slot, seq.state_slot_);
-  seq.length_ = hit * B;
-  seq.cached_tokens_ = seq.length_;
-  seq.tokens_.assign(prompt.begin(), prompt.begin() + seq.length_);
-  prefix_hits_ += seq.length_;
-  return seq.length_;
-}
-
-void MemoryPool::clear_prefix_cache() {
-  std::lock_guard lock(mu_);
-  blocks_.clear_cache();
-  for (const Snapshot& s : snapshot_lru_) free_snapshot_slots_.push_back(s.slot);
-  snapshot_lru_.clear();
-  snapshots_.clear();
-}
-
 void MemoryPool::fill_batch_tables(std::span<Sequence* const> seqs, std::span<const int64_t> context_lens,
-                                   std::span<const int64_t> new_tokens, std::vector<int32_t>& block_tables,
-                                   int64_t& max_blocks, std::vector<int64_t>& slot_mapping) const {
+                                   std::span<const int64_t> new_tokens, std::vector<BlockTables>& groups) const {
   const int64_t B = options_.block_tokens;
-  max_blocks = 0;
-  for (Sequence* s : seqs) max_blocks = std::max<int64_t>(max_blocks, int64_t(s->block_table_.size()));
-  block_tables.assign(seqs.size() * size_t(max_blocks), 0);
-  slot_mapping.clear();
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const auto& table = seqs[i]->block_table_;
-    // A dropped block is outside every window: the kernels never read it, any valid id stands in.
-    for (size_t b = 0; b < table.size(); ++b)
-      block_tables[i * size_t(max_blocks) + b] = table[b] == kDropped ? 0 : table[b];
-    if (!has_paged()) continue;
-    for (int64_t t = context_lens[i]; t < context_lens[i] + new_tokens[i]; ++t)
-      slot_mapping.push_back(int64_t(table[size_t(t / B)]) * B + t % B);
+  groups.resize(layout_.groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    BlockTables& out = groups[g];
+    out.max_blocks = 0;
+    for (Sequence* s : seqs) out.max_blocks = std::max<int64_t>(out.max_blocks, int64_t(s->block_tables_[g].size()));
+    out.block_tables.assign(seqs.size() * size_t(out.max_blocks), 0);
+    out.slot_mapping.clear();
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const auto& table = seqs[i]->block_tables_[g];
+      // A given-back block is outside the window: the kernels never read it, any valid id stands in.
+      for (size_t b = 0; b < table.size(); ++b)
+        out.block_tables[i * size_t(out.max_blocks) + b] = table[b] == kDropped ? 0 : table[b];
+      for (int64_t t = context_lens[i]; t < context_lens[i] + new_tokens[i]; ++t)
+        out.slot_mapping.push_back(int64_t(table[size_t(t / B)]) * B + t % B);
+    }
   }
 }
 

@@ -1,9 +1,13 @@
 #pragma once
 // One memory pool per model, sized once from a byte budget and never grown:
-//   - fixed-size KV blocks (`block_tokens` tokens each) shared by every paged layer: block b is row b of each
-//     softmax / MLA layer's [num_blocks, block_tokens, heads, head_dim] tensors, so one block table per sequence
-//     serves the whole model (vLLM's layout); reference counts let forks and the prefix cache share blocks, and a
-//     shared, partly filled block is copied before anyone writes into it (copy on write);
+//   - fixed-size KV blocks (`block_tokens` tokens each) from one free list, handed to block groups (vLLM's KV-cache
+//     groups, BlockLayout in cache_spec.h): block b is row b of each of the pool's paged slots, [num_blocks,
+//     block_tokens, heads, head_dim] tensors, and the layers of the group holding it keep their K/V there, one
+//     per slot. Most models are one group (every paged layer, one block table per sequence); a model mixing full
+//     attention and sliding windows has a group per window (per `slots` layers of it), each with its own block
+//     table per sequence, so the windowed groups give back the blocks their window left while the full group
+//     keeps the context. Reference counts let forks and the prefix cache share blocks, and a shared, partly
+//     filled block is copied before anyone writes into it (copy on write);
 //   - fixed-size recurrent-state slots for the linear / SSM layers: one per running sequence, plus snapshot
 //     slots that keep the state at block-aligned prefix boundaries, so a cached prefix restores both its KV
 //     blocks and its recurrent state (hybrid models get prefix caching too).
@@ -41,9 +45,12 @@ struct PoolOptions {
   // Recurrent state is snapshotted every this many blocks of a sequence (a prefix hit on a hybrid model can only
   // end at such a boundary); 0 picks max(1, 256 / block_tokens).
   int64_t snapshot_interval_blocks = 0;
-  // Sliding-window models give back blocks that left every window; they keep this many more tokens' blocks so a
-  // speculative rollback of up to this many tokens still finds its window. Speculation raises it to k + 1 itself
-  // (MemoryPool::keep_rollback_tokens, from the scheduler and generate()): front ends need not set it.
+  // Sliding-window layers give back the blocks their window left (false: every layer keeps every block in one
+  // block table, as before windows freed anything; vLLM's disable_hybrid_kv_cache_manager: for comparisons).
+  bool free_outside_window = true;
+  // Windowed groups keep this many more tokens' blocks so a speculative rollback of up to this many tokens still
+  // finds its window. Speculation raises it to k + 1 itself (MemoryPool::keep_rollback_tokens, from the scheduler
+  // and generate()): front ends need not set it.
   int64_t max_rollback_tokens = 0;
   // Tests: non-zero hands blocks out in an order shuffled by this seed (no layer may assume adjacent blocks).
   uint64_t shuffle_seed = 0;
@@ -67,6 +74,9 @@ class MemoryPool {
   MemoryPool& operator=(const MemoryPool&) = delete;
 
   const std::vector<CacheSpec>& specs() const { return specs_; }  // per layer, with the pool's KV dtype
+  const BlockLayout& layout() const { return layout_; }
+  // Per block group: the blocks sequences hold now (shared ones once; not the prefix cache's unused ones).
+  std::vector<int64_t> blocks_in_use() const;
   const PoolOptions& options() const { return options_; }
   int64_t block_tokens() const { return options_.block_tokens; }
   bool has_paged() const { return block_bytes_ > 0; }
@@ -82,6 +92,11 @@ class MemoryPool {
 
   // Blocks that reserve() would take for these sequences to grow by these many tokens.
   int64_t blocks_needed(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const;
+  // The most blocks `n` sequences hold at once when each grows to `tokens` tokens, in forward calls of at most
+  // `step` new tokens, sharing the full blocks of their first `shared` tokens (a request's samples after its
+  // prompt): every block for a full-attention group, the window's (plus rollback room and one step) for a
+  // windowed one. Admission control's bound for a request that could never fit.
+  int64_t blocks_at_most(int64_t shared, int64_t tokens, int64_t n, int64_t step) const;
   // Makes room for every sequence to grow by its count (new blocks, and private copies of shared partial
   // blocks about to be written). All or nothing: PoolExhausted, naming what was needed, changes nothing.
   void reserve(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens);
@@ -115,10 +130,10 @@ class MemoryPool {
   int64_t attach_cached_prefix(Sequence& seq, std::span<const int32_t> prompt);
   void clear_prefix_cache();
 
-  // The slot-mapping and block tables of a batch (what the layers read), from the sequences' current tables.
+  // The block tables and slot mapping of a batch, one set per block group (what the layers read), from the
+  // sequences' current tables.
   void fill_batch_tables(std::span<Sequence* const> seqs, std::span<const int64_t> context_lens,
-                         std::span<const int64_t> new_tokens, std::vector<int32_t>& block_tables,
-                         int64_t& max_blocks, std::vector<int64_t>& slot_mapping) const;
+                         std::span<const int64_t> new_tokens, std::vector<BlockTables>& groups) const;
 
  private:
   friend class Sequence;
@@ -129,7 +144,11 @@ class MemoryPool {
   // Only a block this sequence alone holds, and that the prefix cache does not vouch for, may be written.
   bool writable(int32_t block) const;
   int64_t blocks_needed_locked(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const;
+  int32_t allocate_locked(size_t group);  // a block reserve() already counted
   void drop_outside_window(Sequence& seq);
+  // The first block a windowed group needs for its next query at position `length` (blocks before it may be
+  // given back): the window of keys, plus `keep` more tokens.
+  int64_t first_needed_block(size_t group, int64_t length, int64_t keep) const;
   void release_checkpoints_locked(Sequence& seq, size_t keep);
   int32_t take_checkpoint_slot_locked();
   std::optional<int32_t> take_snapshot_slot();
@@ -137,11 +156,14 @@ class MemoryPool {
   std::vector<CacheSpec> specs_;
   PoolOptions options_;
   int64_t snapshot_blocks_ = 1;
-  // > 0 when every paged layer is a sliding window of at most this many keys: blocks that fell out of every
-  // window are given back as a sequence grows (its table keeps kDropped there), so memory stays bounded.
-  int64_t window_all_ = 0;
+  // The block groups; a windowed group gives back the blocks that left its window as a sequence grows (its table
+  // keeps kDropped there), so its memory stays bounded.
+  BlockLayout layout_;
+  size_t tables_ = 1;  // block tables per sequence: one per group, at least one
   static constexpr int32_t kDropped = -1;
   std::vector<LayerMemory> layers_;
+  std::vector<LayerMemory> slots_;  // the paged tensors of each slot (what a block copy copies)
+  std::vector<int32_t> block_group_;  // per block id: the group it was last handed to
   uint8_t* base_ = nullptr;
   int64_t mapped_bytes_ = 0;
   int64_t block_bytes_ = 0, slot_bytes_ = 0;

@@ -72,10 +72,11 @@ int64_t MemoryPool::rollback(Sequence& seq, int64_t length) {
     }
     // Checked before anything changes, and at the length the sequence really returns to: recomputing from a
     // checkpoint below `length` needs that checkpoint's window of keys, not `length`'s.
-    if (window_all_ > 0 && state_at > 0) {
-      // The next query, at position `state_at`, reads keys from state_at - window + 1 on.
-      const int64_t first = std::max<int64_t>(0, state_at - window_all_) / options_.block_tokens;
-      require(first >= int64_t(seq.block_table_.size()) || seq.block_table_[size_t(first)] != kDropped, "length",
+    for (size_t g = 0; g < layout_.groups.size() && state_at > 0; ++g) {
+      if (layout_.groups[g].window <= 0) continue;
+      const auto& table = seq.block_tables_[g];
+      const int64_t first = first_needed_block(g, state_at, 0);
+      require(first >= int64_t(table.size()) || table[size_t(first)] != kDropped, "length",
               "rolls back past blocks the sliding window already gave back (set max_rollback_tokens)");
     }
     release_checkpoints_locked(seq, keep);

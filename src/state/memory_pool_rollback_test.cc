@@ -127,6 +127,29 @@ TEST(MemoryPoolRollback, SlidingWindowPoolsKeepRollbackRoom) {
   EXPECT_EQ(roomy.rollback(*r, 18), 18);
 }
 
+TEST(MemoryPoolRollback, SlidingGroupsBesideAFullOneKeepRollbackRoomToo) {
+  // A sliding layer beside a full one: its own block table gives blocks back; the full one's never does.
+  PoolOptions o;
+  o.block_tokens = 4;
+  o.bytes = 1 << 20;
+  const std::vector<CacheSpec> layers = {CacheSpec::kv(2, 8, /*window=*/8), CacheSpec::kv(2, 8)};
+  MemoryPool tight(layers, o);
+  ASSERT_EQ(tight.layout().groups.size(), 2u);
+  auto s = tight.new_sequence();
+  grow(tight, *s, 24);
+  EXPECT_THROW(tight.rollback(*s, 18), ArgumentError);
+  o.max_rollback_tokens = 6;
+  MemoryPool roomy(layers, o);
+  auto r = roomy.new_sequence();
+  grow(roomy, *r, 24);
+  EXPECT_EQ(r->block_tables()[1][0], -1);  // the window group still gave its first block back
+  EXPECT_EQ(roomy.rollback(*r, 18), 18);
+  EXPECT_EQ(r->block_tables()[0].size(), 5u);
+  EXPECT_EQ(r->block_tables()[1].size(), 5u);
+  grow(roomy, *r, 6);  // and grows on from there
+  EXPECT_EQ(r->length(), 24);
+}
+
 TEST(MemoryPoolRollback, SlidingWindowIsCheckedWhereTheStateReturnsTo) {
   // A hybrid rolls back to its checkpoint, below the asked length, and recomputes from there: the window of keys
   // that recomputation reads must still be held, not only the one of the asked length.
