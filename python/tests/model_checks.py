@@ -227,3 +227,33 @@ def add_standard_tests(namespace, vocab, piece_orders, prefill, stop, pad_token_
                test_ragged_batch_mixes_prefill_and_decode, test_odd_shuffled_blocks_give_the_same_logits):
         fn.__module__ = namespace["__name__"]
         namespace[fn.__name__] = fn
+
+
+def check_gguf_of_checkpoint(ref, directory, path, arch, ids, want, vocab, prefill, edits=(), extra=None):
+    """The GGUF written for the checkpoint in `directory` (by `attnzoo quantize` at F32 when `path` does not exist
+    yet): every tensor of the transformers model `ref` under the gguf package's name for `arch` (a
+    gguf.MODEL_ARCH), holding its values (after `edits`: (name suffix, function) pairs, the converter's value
+    edits), plus the tensors of `extra` ({GGUF name: values}), nothing else; then the file's logits against `want`
+    (whole prompt, token by token). Returns the gguf.GGUFReader of the file."""
+    import gguf
+    import attnzoo
+    if not os.path.exists(path):
+        attnzoo.quantize(directory, path, type="F32")
+    names = gguf.get_tensor_name_map(arch, ref.config.num_hidden_layers)
+    reader = gguf.GGUFReader(path)
+    stored = {t.name: t for t in reader.tensors}
+    expect = dict(extra or {})
+    for name, t in ref.state_dict().items():
+        if name == "lm_head.weight" and getattr(ref.config, "tie_word_embeddings", False):
+            continue
+        value = t.float().numpy()
+        for suffix, edit in edits:
+            if name.endswith(suffix):
+                value = edit(value)
+        expect[names.get_name(name, try_suffixes=(".weight", ".bias"))] = value
+    assert set(stored) == set(expect)
+    for name, value in expect.items():
+        value = np.asarray(value, dtype=np.float32)
+        np.testing.assert_array_equal(np.asarray(stored[name].data).reshape(value.shape), value, err_msg=name)
+    check_gguf_logits(path, ids, want, vocab, prefill)
+    return reader

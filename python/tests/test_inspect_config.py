@@ -3,7 +3,7 @@
 1. For every registered architecture family, the tiny random checkpoints the model tests build: inspect on the
    config alone reports exactly the layers (kind, window, CacheSpec) and cache bytes that inspect on the full
    checkpoint reports, and the estimated parameter count equals the checkpoint's where one is estimated.
-2. The two published configs in configs/published: the KV / latent bytes per token, the fixed recurrent state
+2. The published configs in configs/published: the KV / latent bytes per token, the fixed recurrent state
    and the savings against all-attention / all-MLA stacks, checked against formulas written here from the
    config values (independent arithmetic, not a call into attnzoo).
 
@@ -49,6 +49,8 @@ CASES = [
     ("test_model_kimi_linear", "moe"), ("test_model_kimi_linear", "dense_qlora"),
     ("test_model_deepseek_v3", "q_lora_yarn"), ("test_model_deepseek_v3", "plain_q"),
     ("test_model_gemma", "gemma2"), ("test_model_gemma", "gemma3"), ("test_model_gemma", "gemma3_legacy"),
+    ("test_model_gemma1", "gemma_mqa_hd32"), ("test_model_olmo2", "gqa_untied"),
+    ("test_model_phi3", "long_partial"), ("test_model_phi3", "short_window"), ("test_model_smollm3", "nope_every_4th"),
     ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
     ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
@@ -177,6 +179,36 @@ def test_qwen3_next_published_config():
         assert all_att["saving_percent_at"][str(t)] == pytest.approx(100 * (1 - (fixed + per_token * t) / (n * kv * t)))
     assert "all_mla" not in got["comparisons"]
     assert got["parameters_estimated"] and 78e9 < got["parameter_count"] < 83e9
+
+
+def _published(name):
+    with open(os.path.join(PUBLISHED, name)) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", ["gemma-7b.json", "olmo-2-1124-7b.json"])
+def test_dense_published_configs(name):
+    """Full-attention stacks: K and V of every kv head of every layer per token, f32."""
+    c = _published(name)
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    per_token = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * head_dim * F32
+    got = inspect_json("--config", os.path.join(PUBLISHED, name))
+    assert got["architecture"] == c["architectures"][0]
+    assert [x["kind"] for x in got["layers"]] == ["attention"] * c["num_hidden_layers"]
+    assert got["cache_bytes_per_token"] == per_token
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == per_token * _blocks(t)
+    if name.startswith("olmo"):  # 7B by its name; the count transformers' Olmo2 modules hold is 7.30e9
+        assert got["parameters_estimated"] and 7.2e9 < got["parameter_count"] < 7.4e9
+
+
+def test_phi3_published_config():
+    """Phi-3-mini-4k: every layer windowed at sliding_window; the estimate equals the 3,821,079,552 parameters
+    keras-hub's Phi-3 presets record for the checkpoint."""
+    c = _published("phi-3-mini-4k-instruct.json")
+    got = inspect_json("--config", os.path.join(PUBLISHED, "phi-3-mini-4k-instruct.json"))
+    assert [(x["kind"], x["window"]) for x in got["layers"]] == [("sliding_attention", c["sliding_window"])] * 32
+    assert got["parameters_estimated"] and got["parameter_count"] == 3821079552
 
 
 def test_text_report_and_errors(tmp_path):

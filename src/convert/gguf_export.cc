@@ -79,7 +79,56 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
       throw LoadError(c.source() + ": rope_type 'llama3' is written as GGUF only for llama with low_freq_factor 1, "
                       "high_freq_factor 4 and original_max_position_embeddings 8192");
     *rope_freqs = llama3_rope_factors(rope, rope.rotary_dim ? rope.rotary_dim : head_dim);
+  } else if (rope.type == "longrope" && arch != "phi3") {
+    throw LoadError(c.source() + ": rope_type 'longrope' is written as GGUF only for phi3");
   }
+}
+
+// The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
+const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3"};
+
+// A float list of the config as F32 bytes (a GGUF tensor's data).
+std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
+  std::vector<uint8_t> out(values.size() * sizeof(float));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = float(values[i]);
+    std::memcpy(out.data() + i * sizeof(float), &v, sizeof v);
+  }
+  return out;
+}
+
+// Phi-3's keys and LongRoPE tensors, as convert_hf_to_gguf.py's Phi3MiniModel writes them (loader/gguf_phi3.h).
+void add_phi3(GgufWriter& w, const Config& c, int64_t head_dim, const RopeConfig& rope) {
+  const int64_t rotary = rope.rotary_dim ? rope.rotary_dim : head_dim;
+  w.add_u32("phi3.rope.dimension_count", uint32_t(rotary));
+  w.add_u32("phi3.attention.sliding_window", uint32_t(c.get_int_or("sliding_window", 0)));
+  if (rope.type != "longrope") return;
+  w.add_u32("phi3.rope.scaling.original_context_length", uint32_t(rope.original_max_position_embeddings));
+  w.add_f32("phi3.rope.scaling.attn_factor", float(rope.attention_factor));
+  const Config p = c.has("rope_parameters") ? c.sub("rope_parameters") : c.sub("rope_scaling");
+  for (const char* set : {"long", "short"}) {
+    const std::vector<double> factors = p.get_float_list(std::string(set) + "_factor");
+    if (int64_t(factors.size()) != rotary / 2)
+      throw LoadError(c.source() + ": key '" + set + "_factor': expected " + std::to_string(rotary / 2) + " values");
+    const std::vector<uint8_t> bytes = f32_bytes(factors);
+    w.add_tensor(std::string("rope_factors_") + set + ".weight", {int64_t(factors.size())}, QuantType::F32,
+                 [bytes] { return bytes; });
+  }
+}
+
+// SmolLM3's GGUF has no key for its NoPE layers: llama.cpp runs every 4th layer without RoPE. Another pattern
+// (or sliding windows, which it has no key for either) would be lost, so it is refused.
+void check_smollm3_layout(const Config& c) {
+  const int64_t layers = c.get_int("num_hidden_layers");
+  bool ok = c.get_int_or("no_rope_layer_interval", 4) == 4 && !c.get_bool_or("use_sliding_window", false);
+  if (c.has("no_rope_layers")) {
+    const std::vector<int64_t> flags = c.get_int_list("no_rope_layers");
+    ok = ok && int64_t(flags.size()) == layers;
+    for (size_t i = 0; ok && i < flags.size(); ++i) ok = (flags[i] != 0) == ((i + 1) % 4 != 0);
+  }
+  if (!ok)
+    throw LoadError(c.source() + ": keys 'no_rope_layers' / 'no_rope_layer_interval' / 'use_sliding_window': GGUF "
+                    "(llama.cpp's smollm3) holds only a NoPE layer every 4th layer and no sliding window");
 }
 
 const std::vector<float>* importance_for(const QuantizeOptions& o, const std::string& name) {
@@ -88,7 +137,7 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
   return nullptr;
 }
 
-// Llama / Qwen2 / Qwen3: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names.
+// Llama / Qwen2 / Qwen3 / Gemma: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names.
 std::vector<TensorPlan> plan_attention(const ModelFiles& files, const GgufArchOf& arch, int64_t heads,
                                        int64_t kv_heads, bool tied) {
   std::vector<TensorPlan> plans;
@@ -107,6 +156,7 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const GgufArchOf
       p.permute_heads = heads;
     if (arch.permuted_qk && (name.ends_with("self_attn.k_proj.weight") || name.ends_with("self_attn.k_proj.bias")))
       p.permute_heads = kv_heads;
+    if (arch.norm_plus_one && name.ends_with("norm.weight")) p.edit = ValueEdit::plus_one;
     plans.push_back(std::move(p));
   }
   return plans;
@@ -240,10 +290,11 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const auto arch = gguf_arch_for_hf(hf_class);
-  if (!hybrid && (!arch || (arch->gguf != "llama" && arch->gguf != "qwen2" && arch->gguf != "qwen3")))
+  if (!hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
-                    "Qwen3ForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
+                    "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
+                    "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
@@ -270,6 +321,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   std::vector<float> rope_freqs;
   add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
+  if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
+  if (gguf_arch == "smollm3") check_smollm3_layout(c);
   const int64_t vocab = files->has("model.embed_tokens.weight") ? files->stored("model.embed_tokens.weight").shape.at(0)
                                                                  : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);

@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "loader/gguf_hf_util.h"
 #include "loader/gguf_hybrids.h"
+#include "loader/gguf_phi3.h"
 #include "loader/gguf_qwen35.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
@@ -25,7 +26,9 @@ struct Arch {
   const char* hf_class;    // config.json architectures[0]
   bool permuted_qk;        // llama's converter interleaves Q/K rows for ggml's RoPE
   bool norm_plus_one;      // gemma's converter folds Gemma's 1 + w into norm weights
-  bool sandwich_norms;     // gemma2/3: four norms per layer, ffn_norm is the pre-feedforward one
+  // gemma2/3 (four norms per layer, ffn_norm the pre-feedforward one) and olmo2 (only the two after the
+  // sublayers): post_attention_norm is a norm of the attention's output, not Llama's pre-feedforward norm
+  bool sandwich_norms;
   bool moe;
 };
 
@@ -37,6 +40,10 @@ constexpr Arch kArchs[] = {
     {"gemma", "gemma", "GemmaForCausalLM", false, true, false, false},
     {"gemma2", "gemma2", "Gemma2ForCausalLM", false, true, true, false},
     {"gemma3", "gemma3_text", "Gemma3ForCausalLM", false, true, true, false},
+    {"olmo2", "olmo2", "Olmo2ForCausalLM", false, false, true, false},
+    {"phi3", "phi3", "Phi3ForCausalLM", false, false, false, false},
+    // llama.cpp fixes SmolLM3's NoPE layers at every 4th, the default of transformers' SmolLM3Config
+    {"smollm3", "smollm3", "SmolLM3ForCausalLM", true, false, false, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -60,6 +67,12 @@ constexpr std::pair<const char*, const char*> kBlockNames[] = {
     {"ffn_gate_inp", "mlp.gate"},         {"post_ffw_norm", "post_feedforward_layernorm"},
 };
 
+// Phi-3's fused projections keep their rows under these names (the converter's tensor map).
+constexpr std::pair<const char*, const char*> kPhi3FusedNames[] = {
+    {"attn_qkv", "self_attn.qkv_proj"}, {"ffn_up", "mlp.gate_up_proj"}};
+
+bool is_phi3(const Arch& a) { return std::string(a.gguf) == "phi3"; }
+
 // Norms whose name depends on the layout: ffn_norm is the pre-feedforward norm of sandwich-norm models.
 std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
   if (base == "ffn_norm") return std::string(a.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm");
@@ -70,6 +83,9 @@ std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
 // A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
 std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
   if (auto n = norm_suffix(a, base)) return *n + ext;
+  if (is_phi3(a))
+    for (const auto& [g, h] : kPhi3FusedNames)
+      if (base == g) return h + ext;
   for (const auto& [g, h] : kBlockNames)
     if (base == g) return h + ext;
   return std::nullopt;
@@ -165,6 +181,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   }
 
   gguf_hf::add_vocab_and_dtype(c, f);
+  if (is_phi3(a)) add_phi3_config(c, f, head_dim);
 
   if (a.moe) {
     c.add_int("num_experts", get_int("expert_count"));
@@ -208,7 +225,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
 std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
   for (const Arch& a : kArchs)
-    if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk};
+    if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk, a.norm_plus_one};
   return std::nullopt;
 }
 
@@ -233,6 +250,9 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
   const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
   for (const char* base : {"ffn_norm", "post_attention_norm"})
     if (norm_suffix(*arch, base) == suffix) return "blk." + layer + "." + base + ext;
+  if (is_phi3(*arch))
+    for (const auto& [g, h] : kPhi3FusedNames)
+      if (suffix == h) return "blk." + layer + "." + g + ext;
   for (const auto& [g, h] : kBlockNames)
     if (suffix == h) return "blk." + layer + "." + g + ext;
   return std::nullopt;
@@ -302,6 +322,8 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       }
     } else if (t.name == "rope_freqs.weight" && a.permuted_qk) {
       continue;  // read into the config's rope_scaling (llama3_rope_scaling)
+    } else if (is_phi3(a) && is_phi3_rope_factors(t.name)) {
+      continue;  // read into the config's rope_scaling (add_phi3_config)
     } else {
       fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
     }

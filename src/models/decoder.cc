@@ -113,6 +113,21 @@ Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out
   return l;
 }
 
+Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
+                        int64_t rows, int64_t in, DType store, uint64_t* owned) {
+  const StoredTensor t = stored_weight(files, name + ".weight", {total_rows, in});
+  TensorView bias = optional_weight(files, name + ".bias", {total_rows});
+  if (!bias.empty()) {
+    bias.data = static_cast<uint8_t*>(bias.data) + begin * int64_t(dtype_size(bias.dtype));
+    bias.shape[0] = rows;
+  }
+  const int64_t row_bytes = total_rows > 0 ? t.bytes / total_rows : 0;
+  Linear l = Linear::from_quantized(t.data + begin * row_bytes, uint64_t(rows * row_bytes), t.type, rows, in, bias,
+                                    name, store);
+  if (l.owns_weight()) *owned += l.weight_bytes();
+  return l;
+}
+
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim) {
   if (!files.is_quantized(name)) return Embedding(weight(files, name, {vocab, dim}), name);
   const StoredTensor t = stored_weight(files, name, {vocab, dim});
@@ -154,7 +169,11 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   };
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
-    b.input_norm.forward(x.data(), T, H, h.data(), H);
+    if (b.input_norm) {
+      b.input_norm->forward(x.data(), T, H, h.data(), H);
+    } else {
+      std::copy(x.begin(), x.end(), h.begin());
+    }
     const LayerMemory memory = layer_memory(int64_t(l));
     b.mixer->forward(h.data(), batch, memory, y.data());
     if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);

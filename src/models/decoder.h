@@ -1,7 +1,7 @@
 #pragma once
 // The pre-norm decoder stack every architecture builds (Llama-like, Gemma, hybrids):
 //   x = embed(tokens) * embedding_scale
-//   per block: x += post_mixer_norm?(mixer(input_norm(x))); x += post_ffn_norm?(ffn(pre_ffn_norm(x)))
+//   per block: x += post_mixer_norm?(mixer(input_norm?(x))); x += post_ffn_norm?(ffn(pre_ffn_norm?(x)))
 //   logits = softcap?(lm_head(norm(x)) * logits_scale)
 // Builders fill the parts; this class runs them and owns the checkpoint mapping the weights borrow from.
 #include <memory>
@@ -19,7 +19,7 @@
 namespace attnzoo {
 
 struct DecoderBlock {
-  RmsNorm input_norm;
+  std::optional<RmsNorm> input_norm;      // absent in OLMo 2, which norms only the sublayers' outputs
   std::unique_ptr<SequenceMixer> mixer;
   std::optional<RmsNorm> post_mixer_norm;  // Gemma 2/3: the mixer's output is normed before the residual add
   std::optional<RmsNorm> pre_ffn_norm;     // Llama's post_attention_layernorm; absent with no feed-forward
@@ -83,6 +83,11 @@ bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback);
 // The config's side of that rule (what a config-only description can know): the top-level flag, else c's, else
 // fallback.
 bool config_ties_embeddings(const Config& root, const Config& c, bool fallback);
+
+// Rows [begin, begin + rows) of the fused projection `name`.weight [total_rows, in] (and of its bias) as one Linear:
+// Phi-3's qkv_proj and gate_up_proj, split without a copy (rows are contiguous, whole blocks when quantized).
+Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
+                        int64_t rows, int64_t in, DType store, uint64_t* owned);
 
 // The token embedding table `name` [vocab, dim], dense or block-quantized, borrowed from the mapping.
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim);

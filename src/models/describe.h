@@ -59,6 +59,8 @@ ModelDescription describe_lfm2(const Config& root, const LoadOptions& options);
 ModelDescription describe_falcon_h1(const Config& root, const LoadOptions& options);
 ModelDescription describe_deepseek_v3(const Config& root, const LoadOptions& options);
 ModelDescription describe_gemma(const Config& root, const LoadOptions& options);
+ModelDescription describe_olmo2(const Config& root, const LoadOptions& options);
+ModelDescription describe_phi3(const Config& root, const LoadOptions& options);
 ModelDescription describe_gpt_oss(const Config& root, const LoadOptions& options);
 ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& options);
 ModelDescription describe_rwkv7(const Config& root, const LoadOptions& options);

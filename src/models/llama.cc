@@ -4,6 +4,7 @@
 //   Mistral sliding_window on every layer; Qwen2/3 may window some layers via layer_types
 //   Qwen3-MoE Qwen3's attention; feed-forwards are sparse MoEs (softmax top-k router, no shared expert) on the
 //           layers decoder_sparse_step and mlp_only_layers select, dense MLPs elsewhere
+//   SmolLM3 NoPE layers: no_rope_layers[i] == 0 (default: every no_rope_layer_interval-th layer, 4) skip RoPE
 #include <algorithm>
 
 #include "layers/activations.h"
@@ -25,6 +26,21 @@ ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& opti
       info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
   return info;
+}
+
+// SmolLM3: whether layer i rotates q and k (no_rope_layers, 1 = RoPE, else a NoPE layer every
+// no_rope_layer_interval-th layer, as transformers' SmolLM3Config fills it in); every layer of the other families.
+bool uses_rope(const Config& c, int64_t i, int64_t num_layers) {
+  if (c.get_string_or("model_type", "") != "smollm3") return true;
+  if (c.has("no_rope_layers")) {
+    const auto flags = c.get_int_list("no_rope_layers");
+    if (int64_t(flags.size()) != num_layers)
+      throw LoadError(c.source() + ": key 'no_rope_layers': expected " + std::to_string(num_layers) + " entries");
+    return flags[size_t(i)] != 0;
+  }
+  const int64_t interval = c.get_int_or("no_rope_layer_interval", 4);
+  if (interval <= 0) throw LoadError(c.source() + ": key 'no_rope_layer_interval': must be positive");
+  return (i + 1) % interval != 0;
 }
 
 AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t i, const LoadOptions& options) {
@@ -58,6 +74,10 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
   const Rope rope(read_rope(c, D));
+  RopeConfig none;
+  none.type = "none";
+  none.head_dim = D;
+  const Rope nope(none);
 
   count_checkpoint(files, info);
 
@@ -76,7 +96,7 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
     if (files.has(a + ".k_norm.weight")) kn.emplace(weight(files, a + ".k_norm.weight", {D}), eps, false, a + ".k_norm");
     return std::make_unique<AttentionLayer>(ac, linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
                                             linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw), std::move(qn),
-                                            std::move(kn), rope, a);
+                                            std::move(kn), uses_rope(c, i, info.num_layers) ? rope : nope, a);
   };
   auto gated_mlp = [&](const std::string& m, int64_t inter) {
     return GatedMlp(linear(m + ".gate_proj", inter, H), linear(m + ".up_proj", inter, H),
@@ -118,6 +138,7 @@ ModelDescription describe_llama_family(const Config& root, const LoadOptions& op
   const int64_t expert_inter = moe.num_experts > 0 ? c.get_int("moe_intermediate_size") : 0;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     const AttentionConfig ac = attention_config(d.info, c, i, options);
+    (void)uses_rope(c, i, d.info.num_layers);  // a bad no_rope_layers fails here as in the builder
     d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
     params += Checked(2) * H + linear_params(qw, H, qkv_bias) + 2 * linear_params(kw, H, qkv_bias) + linear_params(H, qw, o_bias) +
               (type == "qwen3" || type == "qwen3_moe" ? Checked(2) * d.info.head_dim : Checked(0));
