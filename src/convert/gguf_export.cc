@@ -85,7 +85,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
 }
 
 // The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
-const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3"};
+const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2"};
 
 // A float list of the config as F32 bytes (a GGUF tensor's data).
 std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
@@ -129,6 +129,23 @@ void check_smollm3_layout(const Config& c) {
   if (!ok)
     throw LoadError(c.source() + ": keys 'no_rope_layers' / 'no_rope_layer_interval' / 'use_sliding_window': GGUF "
                     "(llama.cpp's smollm3) holds only a NoPE layer every 4th layer and no sliding window");
+}
+
+// Cohere's keys (convert_hf_to_gguf.py's CommandR2Model / Cohere2Model); llama.cpp fixes cohere2's pattern at a
+// global layer every 4th, so another layer_types is refused.
+void add_cohere(GgufWriter& w, const Config& c, const std::string& arch) {
+  w.add_f32(arch + ".logit_scale", float(c.get_float_or("logit_scale", 0.0625)));
+  w.add_f32(arch + ".attention.layer_norm_epsilon", float(c.get_float_or("layer_norm_eps", 1e-5)));
+  if (arch != "cohere2") return;
+  w.add_u32(arch + ".attention.sliding_window", uint32_t(c.get_int_or("sliding_window", 4096)));
+  const int64_t layers = c.get_int("num_hidden_layers");
+  const std::vector<std::string> types = c.has("layer_types") ? c.get_string_list("layer_types")
+                                                              : std::vector<std::string>{};
+  bool ok = c.get_int_or("sliding_window_pattern", 4) == 4 && (types.empty() || int64_t(types.size()) == layers);
+  for (size_t i = 0; ok && i < types.size(); ++i) ok = (types[i] == "sliding_attention") == ((i + 1) % 4 != 0);
+  if (!ok)
+    throw LoadError(c.source() + ": key 'layer_types': GGUF (llama.cpp's cohere2) holds only a global layer every "
+                    "4th layer");
 }
 
 const std::vector<float>* importance_for(const QuantizeOptions& o, const std::string& name) {
@@ -294,7 +311,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
-                    "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
+                    "CohereForCausalLM, Cohere2ForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, "
+                    "Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
@@ -323,6 +341,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
+  if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);
   const int64_t vocab = files->has("model.embed_tokens.weight") ? files->stored("model.embed_tokens.weight").shape.at(0)
                                                                  : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);

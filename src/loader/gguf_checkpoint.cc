@@ -44,6 +44,9 @@ constexpr Arch kArchs[] = {
     {"phi3", "phi3", "Phi3ForCausalLM", false, false, false, false},
     // llama.cpp fixes SmolLM3's NoPE layers at every 4th, the default of transformers' SmolLM3Config
     {"smollm3", "smollm3", "SmolLM3ForCausalLM", true, false, false, false},
+    // Cohere's interleaved RoPE is ggml's plain one: no permutation; cohere2 slides all but every 4th layer
+    {"command-r", "cohere", "CohereForCausalLM", false, false, false, false},
+    {"cohere2", "cohere2", "Cohere2ForCausalLM", false, false, false, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -182,6 +185,11 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
   gguf_hf::add_vocab_and_dtype(c, f);
   if (is_phi3(a)) add_phi3_config(c, f, head_dim);
+  if (has("logit_scale")) {  // Cohere: LayerNorms (their epsilon), the logit scale, cohere2's window
+    c.add_float("logit_scale", get_float("logit_scale"));
+    if (has("attention.layer_norm_epsilon")) c.add_float("layer_norm_eps", get_float("attention.layer_norm_epsilon"));
+    if (has("attention.sliding_window")) c.add_int("sliding_window", get_int("attention.sliding_window"));
+  }
 
   if (a.moe) {
     c.add_int("num_experts", get_int("expert_count"));

@@ -159,7 +159,7 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
                               std::vector<LayerTrace>* trace) const {
   const int64_t T = batch.num_tokens(), H = info_.hidden_size;
   // The residual stream and its two working rows, per thread and grown once: a decode step allocates nothing.
-  thread_local std::vector<float> x, h, y;
+  thread_local std::vector<float> x, h, y, z;  // z: a parallel block's feed-forward output
   x.resize(size_t(T * H));
   h.resize(size_t(T * H));
   y.resize(size_t(T * H));
@@ -178,6 +178,12 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
     b.mixer->forward(h.data(), batch, memory, y.data());
     if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
     if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
+    if (b.parallel) {  // the feed-forward of the same normed rows, added beside the mixer's output
+      z.resize(size_t(T * H));
+      b.ffn->forward(h.data(), T, z.data());
+      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)] + z[size_t(i)];
+      continue;
+    }
     add_residual();
     if (!b.ffn) continue;
     if (b.pre_ffn_norm) {

@@ -2,6 +2,7 @@
 // The pre-norm decoder stack every architecture builds (Llama-like, Gemma, hybrids):
 //   x = embed(tokens) * embedding_scale
 //   per block: x += post_mixer_norm?(mixer(input_norm?(x))); x += post_ffn_norm?(ffn(pre_ffn_norm?(x)))
+//              (parallel blocks: x += mixer(h) + ffn(h), h = input_norm(x))
 //   logits = softcap?(lm_head(norm(x)) * logits_scale)
 // Builders fill the parts; this class runs them and owns the checkpoint mapping the weights borrow from.
 #include <memory>
@@ -25,6 +26,8 @@ struct DecoderBlock {
   std::optional<RmsNorm> pre_ffn_norm;     // Llama's post_attention_layernorm; absent with no feed-forward
   std::unique_ptr<FeedForward> ffn;        // null: the block has no feed-forward (Mamba-2)
   std::optional<RmsNorm> post_ffn_norm;    // Gemma 2/3
+  // Cohere: the feed-forward reads the same normed input as the mixer, x += mixer(h) + ffn(h), h = input_norm(x)
+  bool parallel = false;
 };
 
 struct DecoderOptions {

@@ -15,6 +15,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"MambaForCausalLM", describe_mamba}, {"FalconMambaForCausalLM", describe_mamba},
     {"Lfm2ForCausalLM", describe_lfm2},
     {"FalconH1ForCausalLM", describe_falcon_h1},
+    {"CohereForCausalLM", describe_cohere}, {"Cohere2ForCausalLM", describe_cohere},
     {"DeepseekV3ForCausalLM", describe_deepseek_v3},
     {"GemmaForCausalLM", describe_gemma},
     {"Gemma2ForCausalLM", describe_gemma},

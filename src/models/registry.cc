@@ -11,6 +11,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"MambaForCausalLM", build_mamba}, {"FalconMambaForCausalLM", build_mamba},
     {"Lfm2ForCausalLM", build_lfm2},
     {"FalconH1ForCausalLM", build_falcon_h1},
+    {"CohereForCausalLM", build_cohere}, {"Cohere2ForCausalLM", build_cohere},
     {"DeepseekV3ForCausalLM", build_deepseek_v3},
     {"GemmaForCausalLM", build_gemma},
     {"Gemma2ForCausalLM", build_gemma},
