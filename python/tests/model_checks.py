@@ -257,3 +257,36 @@ def check_gguf_of_checkpoint(ref, directory, path, arch, ids, want, vocab, prefi
         np.testing.assert_array_equal(np.asarray(stored[name].data).reshape(value.shape), value, err_msg=name)
     check_gguf_logits(path, ids, want, vocab, prefill)
     return reader
+
+
+def randomize_vectors(base):
+    """A randomize() for random_model: every 1-D parameter (norm weights, biases) set to base + 0.3 * noise."""
+    def randomize(model):
+        import torch
+        for p in model.parameters():
+            if p.ndim == 1:
+                p.copy_(base + 0.3 * torch.randn_like(p))
+    return randomize
+
+
+def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40):
+    """For a test module of one architecture family built by transformers from config(kind) (eager attention):
+    defines _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too), _prompt(n,
+    seed), the module-scoped `case` fixture over `kinds` (the attnzoo model on 4-token blocks) and
+    add_standard_tests' six checks (pieces 1, 7, 17, 15; decode after 25 tokens)."""
+    def _build(kind, directory):
+        return save_random_model(kind, config(kind), directory, randomize, attn_implementation="eager")
+
+    def _prompt(n=prompt_len, seed=0):
+        return prompt(vocab, n, seed)
+
+    @pytest.fixture(scope="module", params=kinds)
+    def case(request, tmp_path_factory):
+        directory = tmp_path_factory.mktemp(request.param)
+        ref = _build(request.param, directory)
+        ids = _prompt()
+        return request.param, ref, Model.load(directory, block_size=4), ids, meaningful_logits(ref, ids)
+
+    namespace.update(_build=_build, _prompt=_prompt, case=case)
+    add_standard_tests(namespace, vocab, ([1, 7, 17, 15],), prefill=25, stop=prompt_len, pad_token_id=0,
+                       other_prompt=_prompt(23, seed=1))

@@ -13,7 +13,6 @@ import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 320
-PROMPT_LEN = 40
 
 
 def _config(kind):
@@ -24,31 +23,7 @@ def _config(kind):
                                     rope_parameters=dict(rope_type="default", rope_theta=500.0))
 
 
-def _randomize(model):
-    for name, p in model.named_parameters():  # (1 + w) norms start at w = 0
-        if p.ndim == 1:
-            p.copy_(0.3 * torch.randn_like(p))
-
-
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager")
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=["gemma_mqa_hd32"])
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory, block_size=4), ids, want
-
-
-checks.add_standard_tests(globals(), VOCAB, ([1, 7, 17, 15],), prefill=25, stop=PROMPT_LEN, pad_token_id=0,
-                          other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, ["gemma_mqa_hd32"], checks.randomize_vectors(0.0), VOCAB)  # (1 + w) norms
 
 
 def test_inspect_and_the_released_activation_name(case, tmp_path):

@@ -20,7 +20,6 @@ import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 320
-PROMPT_LEN = 40
 
 
 def _factors(n, seed):
@@ -48,31 +47,7 @@ def _config(kind):
 KINDS = ["long_partial", "short_window"]
 
 
-def _randomize(model):
-    for name, p in model.named_parameters():
-        if p.ndim == 1:
-            p.copy_(1.0 + 0.3 * torch.randn_like(p))
-
-
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager")
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory, block_size=4), ids, want
-
-
-checks.add_standard_tests(globals(), VOCAB, ([1, 7, 17, 15],), prefill=25, stop=PROMPT_LEN, pad_token_id=0,
-                          other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, KINDS, checks.randomize_vectors(1.0), VOCAB)
 
 
 def test_inspect_and_the_factor_set(case, tmp_path):

@@ -145,9 +145,11 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   auto get_int = [&](const std::string& k) { return f.get_int(p + k); };
   auto get_float = [&](const std::string& k) { return f.get_float(p + k); };
 
+  // llama.cpp stores Mixtral as llama with stacked experts
+  const bool mixtral = std::string(a.gguf) == "llama" && has("expert_count");
   JsonObject c;
-  c.add("architectures", "[" + json::quote(a.hf_class) + "]");
-  c.add_string("model_type", a.model_type);
+  c.add("architectures", "[" + json::quote(mixtral ? "MixtralForCausalLM" : a.hf_class) + "]");
+  c.add_string("model_type", mixtral ? "mixtral" : a.model_type);
   const gguf_hf::Meta m{f, p};
   const int64_t hidden = get_int("embedding_length");
   const int64_t heads = m.count("attention.head_count", "num_attention_heads");
@@ -191,10 +193,10 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     if (has("attention.sliding_window")) c.add_int("sliding_window", get_int("attention.sliding_window"));
   }
 
-  if (a.moe) {
+  if (a.moe || mixtral) {
     c.add_int("num_experts", get_int("expert_count"));
     c.add_int("num_experts_per_tok", get_int("expert_used_count"));
-    c.add_int("moe_intermediate_size", get_int("expert_feed_forward_length"));
+    if (!mixtral) c.add_int("moe_intermediate_size", get_int("expert_feed_forward_length"));
     c.add_bool("norm_topk_prob", true);  // llama.cpp's qwen3moe graph always renormalizes the top-k weights
     c.add_int("decoder_sparse_step", 1);
     c.add("mlp_only_layers", "[]");
@@ -308,7 +310,8 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const std::string layer = "model.layers." + std::to_string(blk->first) + ".";
       const size_t d = blk->second.rfind('.');
       const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
-      if (a.moe && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out)) continue;
+      if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out))
+        continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
       if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
       h.hf_name = layer + *suffix;

@@ -24,6 +24,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"GptOssForCausalLM", describe_gpt_oss},
     {"KimiLinearForCausalLM", describe_kimi_linear},
     {"MistralForCausalLM", describe_llama_family},
+    {"MixtralForCausalLM", describe_llama_family},
     {"Olmo2ForCausalLM", describe_olmo2},
     {"Phi3ForCausalLM", describe_phi3},
     {"Qwen2ForCausalLM", describe_llama_family},

@@ -4,6 +4,9 @@
 //   Mistral sliding_window on every layer; Qwen2/3 may window some layers via layer_types
 //   Qwen3-MoE Qwen3's attention; feed-forwards are sparse MoEs (softmax top-k router, no shared expert) on the
 //           layers decoder_sparse_step and mlp_only_layers select, dense MLPs elsewhere
+//   Mixtral every feed-forward a sparse MoE (softmax, top-k renormalized) of intermediate_size-wide experts, stored
+//           as block_sparse_moe.{gate, experts.<e>.w1 (gate) / w3 (up) / w2 (down)}; a GGUF of it reads as mlp.*
+//           under Qwen3-MoE's names
 //   SmolLM3 NoPE layers: no_rope_layers[i] == 0 (default: every no_rope_layer_interval-th layer, 4) skip RoPE
 #include <algorithm>
 
@@ -49,7 +52,8 @@ AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t
 
 // Qwen3-MoE's feed-forward layout (transformers' Qwen3MoeDecoderLayer): which layers are sparse MoEs.
 struct MoeLayout {
-  int64_t num_experts = 0, sparse_step = 1;
+  int64_t num_experts = 0, sparse_step = 1, expert_inter = 0;
+  bool normalize = false;
   std::vector<int64_t> dense_layers;  // mlp_only_layers
   explicit MoeLayout(const Config& c)
       // transformers 5 saves num_experts as num_local_experts
@@ -57,6 +61,11 @@ struct MoeLayout {
         sparse_step(c.get_int_or("decoder_sparse_step", 1)),
         dense_layers(c.has("mlp_only_layers") ? c.get_int_list("mlp_only_layers") : std::vector<int64_t>{}) {
     if (num_experts > 0 && sparse_step <= 0) throw LoadError(c.source() + ": decoder_sparse_step must be positive");
+    if (num_experts == 0) return;
+    // Mixtral: experts as wide as the dense MLP would be, weights always renormalized over the top k
+    const bool mixtral = c.get_string_or("model_type", "") == "mixtral";
+    expert_inter = mixtral ? c.get_int("intermediate_size") : c.get_int("moe_intermediate_size");
+    normalize = mixtral || c.get_bool_or("norm_topk_prob", false);
   }
   bool sparse(int64_t layer) const {
     return num_experts > 0 && (layer + 1) % sparse_step == 0 &&
@@ -104,14 +113,20 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
   };
   const MoeLayout moe(c);
   parts.ffn = [&](int64_t i, const std::string& p) -> std::unique_ptr<FeedForward> {
-    const std::string m = p + ".mlp";
+    const bool mixtral_names = files.has(p + ".block_sparse_moe.gate.weight");
+    const std::string m = p + (mixtral_names ? ".block_sparse_moe" : ".mlp");
     if (!moe.sparse(i)) return std::make_unique<GatedMlp>(gated_mlp(m, I));
     MoeConfig mc;
     mc.top_k = c.get_int("num_experts_per_tok");
-    mc.normalize_top_k = c.get_bool_or("norm_topk_prob", false);
-    const int64_t expert_inter = c.get_int("moe_intermediate_size");
+    mc.normalize_top_k = moe.normalize;
     std::vector<GatedMlp> experts;
-    for (int64_t e = 0; e < moe.num_experts; ++e) experts.push_back(gated_mlp(m + ".experts." + std::to_string(e), expert_inter));
+    for (int64_t e = 0; e < moe.num_experts; ++e) {
+      const std::string x = m + ".experts." + std::to_string(e);
+      const int64_t w = moe.expert_inter;
+      experts.push_back(mixtral_names ? GatedMlp(linear(x + ".w1", w, H), linear(x + ".w3", w, H),
+                                                 linear(x + ".w2", H, w), act, x)
+                                      : gated_mlp(x, w));
+    }
     return std::make_unique<SparseMoe>(mc, linear(m + ".gate", moe.num_experts, H), std::move(experts), std::nullopt,
                                        std::nullopt, m);
   };
@@ -135,7 +150,7 @@ ModelDescription describe_llama_family(const Config& root, const LoadOptions& op
   const bool mlp_bias = c.get_bool_or("mlp_bias", false);
   Checked params = Checked(V) * H * (d.info.tied_embeddings ? 1 : 2) + H;
   const MoeLayout moe(c);
-  const int64_t expert_inter = moe.num_experts > 0 ? c.get_int("moe_intermediate_size") : 0;
+  const int64_t expert_inter = moe.expert_inter;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     const AttentionConfig ac = attention_config(d.info, c, i, options);
     (void)uses_rope(c, i, d.info.num_layers);  // a bad no_rope_layers fails here as in the builder

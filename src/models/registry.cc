@@ -22,6 +22,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
     {"MistralForCausalLM", build_llama_family},
+    {"MixtralForCausalLM", build_llama_family},
     {"Olmo2ForCausalLM", build_olmo2},
     {"Phi3ForCausalLM", build_phi3},
     {"Qwen2ForCausalLM", build_llama_family},
