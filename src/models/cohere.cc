@@ -28,13 +28,11 @@ struct CohereShape {
 
 CohereShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
   CohereShape s;
-  s.info = read_model_info(root, c, options, "", /*with_intermediate=*/true);
+  s.info = read_dense_model_info(root, c, options, "");
   ModelInfo& info = s.info;
   // transformers derives head_dim from the hidden size whatever the config says
-  info.head_dim = info.hidden_size / std::max<int64_t>(1, info.num_heads);
-  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
-      info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
-    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, vocab_size) must be positive");
+  info.head_dim = info.hidden_size / info.num_heads;
+  if (info.head_dim <= 0) throw LoadError(c.source() + ": hidden_size must be at least num_attention_heads");
   s.cohere2 = info.architecture == "Cohere2ForCausalLM";
   if (c.get_bool_or("use_qk_norm", false))
     throw LoadError(c.source() + ": key 'use_qk_norm': Cohere's per-head q / k LayerNorms are not supported");

@@ -66,6 +66,15 @@ ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions
   return info;
 }
 
+ModelInfo read_dense_model_info(const Config& root, const Config& c, const LoadOptions& options,
+                                const std::string& default_model_type) {
+  ModelInfo info = read_model_info(root, c, options, default_model_type, /*with_intermediate=*/true);
+  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
+      info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
+  return info;
+}
+
 void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
   std::map<std::string, int> formats;  // a GGUF's storage formats, tensors of each
   for (const auto& t : files.names()) {

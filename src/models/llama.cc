@@ -22,14 +22,6 @@
 namespace attnzoo {
 namespace {
 
-// Shared by the builder and describe_llama_family: the shape fields, validated.
-ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& options) {
-  ModelInfo info = read_model_info(root, c, options, "", /*with_intermediate=*/true);
-  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
-      info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
-    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
-  return info;
-}
 
 // SmolLM3: whether layer i rotates q and k (no_rope_layers, 1 = RoPE, else a NoPE layer every
 // no_rope_layer_interval-th layer, as transformers' SmolLM3Config fills it in); every layer of the other families.
@@ -77,7 +69,7 @@ struct MoeLayout {
 
 std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& options) {
   const Config c = files.config().text_config();
-  ModelInfo info = read_info(files.config(), c, options);
+  ModelInfo info = read_dense_model_info(files.config(), c, options, "");
   const float eps = float(c.get_float_or("rms_norm_eps", 1e-6));
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
@@ -136,7 +128,7 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
 ModelDescription describe_llama_family(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   ModelDescription d;
-  d.info = read_info(root, c, options);
+  d.info = read_dense_model_info(root, c, options, "");
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
   (void)read_rope(c, d.info.head_dim);  // the builder rejects unsupported rope types; so does the description

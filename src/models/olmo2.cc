@@ -3,7 +3,6 @@
 // and q / k are RMS-normed across all heads at once (q_norm [num_heads * head_dim], k_norm [num_kv_heads *
 // head_dim]) before RoPE. Otherwise Llama's: SwiGLU MLP, plain RMSNorms, model.norm and an untied lm_head.
 #include "layers/activations.h"
-#include "loader/load_error.h"
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
@@ -11,21 +10,10 @@
 #include "models/registry.h"
 
 namespace attnzoo {
-namespace {
-
-ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& options) {
-  ModelInfo info = read_model_info(root, c, options, "olmo2", /*with_intermediate=*/true);
-  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
-      info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
-    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
-  return info;
-}
-
-}  // namespace
 
 std::unique_ptr<Model> build_olmo2(ModelFiles files, const LoadOptions& options) {
   const Config c = files.config().text_config();
-  ModelInfo info = read_info(files.config(), c, options);
+  ModelInfo info = read_dense_model_info(files.config(), c, options, "olmo2");
   const float eps = float(c.get_float_or("rms_norm_eps", 1e-6));
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
@@ -68,7 +56,7 @@ std::unique_ptr<Model> build_olmo2(ModelFiles files, const LoadOptions& options)
 ModelDescription describe_olmo2(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   ModelDescription d;
-  d.info = read_info(root, c, options);
+  d.info = read_dense_model_info(root, c, options, "olmo2");
   (void)read_rope(c, d.info.head_dim);  // unsupported rope types fail here as in the builder
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;

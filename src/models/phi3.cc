@@ -5,7 +5,6 @@
 // long factors, see read_longrope in hf_config.cc for which set is used); sliding_window, when set, windows every
 // layer (Phi-3-mini-4k).
 #include "layers/activations.h"
-#include "loader/load_error.h"
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
@@ -15,14 +14,6 @@
 namespace attnzoo {
 namespace {
 
-ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& options) {
-  ModelInfo info = read_model_info(root, c, options, "phi3", /*with_intermediate=*/true);
-  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
-      info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
-    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
-  return info;
-}
-
 AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t i, const LoadOptions& options) {
   return model_attention_config(info, layer_window(c, i, info.num_layers), options);
 }
@@ -31,7 +22,7 @@ AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t
 
 std::unique_ptr<Model> build_phi3(ModelFiles files, const LoadOptions& options) {
   const Config c = files.config().text_config();
-  ModelInfo info = read_info(files.config(), c, options);
+  ModelInfo info = read_dense_model_info(files.config(), c, options, "phi3");
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
@@ -63,7 +54,7 @@ std::unique_ptr<Model> build_phi3(ModelFiles files, const LoadOptions& options) 
 ModelDescription describe_phi3(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   ModelDescription d;
-  d.info = read_info(root, c, options);
+  d.info = read_dense_model_info(root, c, options, "phi3");
   (void)read_rope(c, d.info.head_dim);  // a bad rope config fails here as in the builder
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
