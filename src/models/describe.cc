@@ -21,6 +21,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"Gemma2ForCausalLM", describe_gemma},
     {"Gemma3ForCausalLM", describe_gemma},
     {"Gemma3ForConditionalGeneration", describe_gemma},
+    {"Glm4ForCausalLM", describe_glm4},
     {"GptOssForCausalLM", describe_gpt_oss},
     {"KimiLinearForCausalLM", describe_kimi_linear},
     {"MistralForCausalLM", describe_llama_family},

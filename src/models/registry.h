@@ -26,6 +26,7 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
 std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_olmo2(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_glm4(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_cohere(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_phi3(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& options);
