@@ -2,7 +2,8 @@
 weights renormalized, experts stored as block_sparse_moe.experts.<e>.w1 / w3 / w2) against transformers (eager
 attention, float32) on a tiny random checkpoint: whole prompt, pieces, token-by-token decode over paged blocks,
 greedy continuation, ragged batches; and the GGUF llama.cpp's converter writes for it (arch llama with stacked
-ffn_*_exps experts and Q / K permuted), written here with the gguf package, loading with the same logits."""
+ffn_*_exps experts and Q / K permuted), written here with the gguf package, loading with the same logits; and the
+file `attnzoo quantize` writes, tensor for tensor the same."""
 import os
 
 import numpy as np
@@ -79,3 +80,19 @@ def test_gguf_from_the_gguf_package(case, tmp_path):
     info = m.inspect()
     assert [x["kind"] for x in info["layers"]] == ["attention"] * 2
     assert info["parameter_count"] == sum(p.numel() for p in ref.parameters())
+
+
+def test_quantize_writes_the_converters_tensors(case, tmp_path):
+    """`attnzoo quantize` at F32: the tensors of the file written above (experts stacked, Q / K permuted), value
+    for value, and the same logits."""
+    import attnzoo
+    kind, ref, m, ids, want = case
+    ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
+    attnzoo.quantize(m.directory, ours, type="F32")
+    _write_gguf(ref, m.directory, theirs)
+    got = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(ours).tensors}
+    expect = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(theirs).tensors}
+    assert set(got) == set(expect)
+    for name, value in expect.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)

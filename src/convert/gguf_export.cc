@@ -64,6 +64,10 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
   if (arch == "llama") {
     w.add_u32(p + "rope.dimension_count", uint32_t(rope.rotary_dim ? rope.rotary_dim : head_dim));
     w.add_u32(p + "vocab_size", uint32_t(c.get_int("vocab_size")));
+    if (c.has("num_local_experts")) {  // Mixtral
+      w.add_u32(p + "expert_count", uint32_t(c.get_int("num_local_experts")));
+      w.add_u32(p + "expert_used_count", uint32_t(c.get_int("num_experts_per_tok")));
+    }
   }
   if (rope.type == "linear") {
     w.add_string(p + "rope.scaling.type", "linear");
@@ -154,14 +158,49 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
   return nullptr;
 }
 
-// Llama / Qwen2 / Qwen3 / Gemma: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names.
-std::vector<TensorPlan> plan_attention(const ModelFiles& files, const GgufArchOf& arch, int64_t heads,
-                                       int64_t kv_heads, bool tied) {
+// Mixtral's experts as llama.cpp stacks them: per layer ffn_gate_exps (w1), ffn_up_exps (w3), ffn_down_exps (w2),
+// [experts, rows, cols], from model.layers.<i>.block_sparse_moe.experts.<e>.w*.weight (`names`, any order).
+std::vector<TensorPlan> plan_mixtral_experts(const ModelFiles& files, const std::vector<std::string>& names,
+                                             int64_t layers, int64_t experts) {
   std::vector<TensorPlan> plans;
+  for (int64_t i = 0; i < layers; ++i)
+    for (const auto& [w, gguf] : {std::pair{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}) {
+      TensorPlan p;
+      p.gguf_name = "blk." + std::to_string(i) + "." + gguf + ".weight";
+      for (int64_t e = 0; e < experts; ++e) {
+        const std::string name = "model.layers." + std::to_string(i) + ".block_sparse_moe.experts." +
+                                 std::to_string(e) + "." + w + ".weight";
+        if (!files.has(name)) throw LoadError(files.config().source() + ": tensor '" + name + "' is missing");
+        p.sources.push_back(name);
+      }
+      p.shape = files.stored(p.sources.front()).shape;
+      p.shape.insert(p.shape.begin(), experts);
+      plans.push_back(std::move(p));
+    }
+  if (int64_t(names.size()) != layers * experts * 3)
+    throw LoadError(files.config().source() + ": " + std::to_string(names.size()) + " expert tensors, expected " +
+                    std::to_string(layers * experts * 3) + " (num_hidden_layers x num_local_experts x 3)");
+  return plans;
+}
+
+// Llama / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names
+// (Mixtral's experts stacked, plan_mixtral_experts).
+std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c, const GgufArchOf& arch,
+                                       int64_t heads, int64_t kv_heads, bool tied) {
+  std::vector<TensorPlan> plans;
+  std::vector<std::string> experts;
   for (const std::string& name : files.names()) {
     if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
     if (name == "lm_head.weight" && tied) continue;
-    const auto gguf_name = gguf_tensor_name(arch.gguf, name);
+    if (name.find(".block_sparse_moe.experts.") != std::string::npos) {
+      experts.push_back(name);
+      continue;
+    }
+    constexpr std::string_view kRouter = ".block_sparse_moe.gate.weight";  // Mixtral's, as the loader reads mlp.gate
+    const std::string renamed = name.ends_with(kRouter)
+                                    ? name.substr(0, name.size() - kRouter.size()) + ".mlp.gate.weight"
+                                    : name;
+    const auto gguf_name = gguf_tensor_name(arch.gguf, renamed);
     if (!gguf_name)
       throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch.gguf);
     TensorPlan p;
@@ -175,6 +214,11 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const GgufArchOf
       p.permute_heads = kv_heads;
     if (arch.norm_plus_one && name.ends_with("norm.weight")) p.edit = ValueEdit::plus_one;
     plans.push_back(std::move(p));
+  }
+  if (!experts.empty()) {
+    std::vector<TensorPlan> stacked =
+        plan_mixtral_experts(files, experts, c.get_int("num_hidden_layers"), c.get_int("num_local_experts"));
+    plans.insert(plans.end(), stacked.begin(), stacked.end());
   }
   return plans;
 }
@@ -311,9 +355,9 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
-                    "CohereForCausalLM, Cohere2ForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, "
-                    "Qwen3_5MoeForCausalLM, "
-                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
+                    "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Qwen3NextForCausalLM, "
+                    "Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, Qwen3_5ForConditionalGeneration, "
+                    "Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
@@ -355,7 +399,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     });
   }
   const std::vector<TensorPlan> plans =
-      hybrid ? plan_qwen3_hybrid(*files, *hybrid) : plan_attention(*files, *arch, heads, kv_heads, tied);
+      hybrid ? plan_qwen3_hybrid(*files, *hybrid) : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;
   for (const TensorPlan& p : plans) {

@@ -234,6 +234,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 }
 
 std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
+  if (hf_class == "MixtralForCausalLM") return GgufArchOf{"llama", true, false};  // llama with stacked experts
   for (const Arch& a : kArchs)
     if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk, a.norm_plus_one};
   return std::nullopt;
