@@ -11,7 +11,6 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
-#include "models/output_head.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -104,15 +103,10 @@ std::unique_ptr<Model> build_cohere(ModelFiles files, const LoadOptions& options
     block.parallel = true;
     blocks.push_back(std::move(block));
   }
-  RmsNorm final_norm = norm("model.norm");
-  info.tied_embeddings = ties_embeddings(files, c, true);
-  Linear lm_head =
-      load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
-  info.owned_weight_bytes = owned;
   DecoderOptions opts;
   opts.logits_scale = shape.logit_scale;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(final_norm), std::move(lm_head), opts);
+  return finish_decoder(std::move(files), c, std::move(info), std::move(embed), std::move(blocks), norm("model.norm"),
+                        /*tie_fallback=*/true, options.weights, owned, opts);
 }
 
 ModelDescription describe_cohere(const Config& root, const LoadOptions& options) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "loader/load_error.h"
+#include "models/output_head.h"
 
 namespace attnzoo {
 
@@ -135,6 +136,16 @@ Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_
                                     name, store);
   if (l.owns_weight()) *owned += l.weight_bytes();
   return l;
+}
+
+std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
+                                      std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
+                                      DType store, uint64_t& owned, DecoderOptions options) {
+  info.tied_embeddings = ties_embeddings(files, c, tie_fallback);
+  Linear lm_head = load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, store, &owned);
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(final_norm), std::move(lm_head), options);
 }
 
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim) {

@@ -83,6 +83,13 @@ Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out
 // add their own scale / softcap / output gate on top.
 AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, const LoadOptions& options);
 
+// The end of a builder with model.embed_tokens / model.norm / lm_head names: the output head (tied to `embed` when
+// the checkpoint has no lm_head.weight or ties_embeddings says so, with `tie_fallback`), info.tied_embeddings and
+// info.owned_weight_bytes set, and the DecoderModel over everything.
+std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
+                                      std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
+                                      DType store, uint64_t& owned, DecoderOptions options = {});
+
 // Whether the output head reuses the embedding: always when the checkpoint has no lm_head.weight; otherwise by
 // "tie_word_embeddings" of the top-level config (a multimodal wrapper's flag is the one transformers obeys, not
 // its text_config's), else of the text config `c`, else `fallback`.

@@ -7,7 +7,6 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
-#include "models/output_head.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -48,13 +47,8 @@ std::unique_ptr<Model> build_glm4(ModelFiles files, const LoadOptions& options) 
     block.post_ffn_norm.emplace(norm(p + ".post_mlp_layernorm"));
     blocks.push_back(std::move(block));
   }
-  RmsNorm final_norm = norm("model.norm");
-  info.tied_embeddings = ties_embeddings(files, c, false);
-  Linear lm_head =
-      load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
-  info.owned_weight_bytes = owned;
-  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
-                                        std::move(final_norm), std::move(lm_head));
+  return finish_decoder(std::move(files), c, std::move(info), std::move(embed), std::move(blocks), norm("model.norm"),
+                        /*tie_fallback=*/false, options.weights, owned);
 }
 
 ModelDescription describe_glm4(const Config& root, const LoadOptions& options) {
