@@ -1,6 +1,7 @@
 """GLM-4-0414 (Glm4ForCausalLM: four RMSNorms per block, biased q / k / v, fused gate_up_proj, RoPE on half of each
 head with interleaved channel pairs) against transformers (eager attention, float32) on a tiny random checkpoint:
-whole prompt, pieces, token-by-token decode over paged blocks, greedy continuation, ragged batches."""
+whole prompt, pieces, token-by-token decode over paged blocks, greedy continuation, ragged batches; and the F32 GGUF
+`attnzoo quantize` writes for it."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -35,3 +36,14 @@ def test_inspect_and_the_rotary_share(case, tmp_path):
         c["rope_parameters"]["partial_rotary_factor"] = 1.0
     d = checks.copy_with(m.directory, tmp_path / "whole", config_edit=whole)
     assert abs(Model.load(d).forward(ids) - want).max() > 1e-2
+
+
+def test_gguf_from_quantize(case, tmp_path):
+    """The F32 GGUF `attnzoo quantize` writes (llama.cpp's glm4: the fused gate_up as ffn_up, the norms after the
+    sublayers as post_attention_norm / post_ffw_norm, RoPE width as rope.dimension_count), loading with the same
+    logits."""
+    gguf = pytest.importorskip("gguf")
+    kind, ref, m, ids, want = case
+    reader = checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "g.gguf"), gguf.MODEL_ARCH.GLM4, ids,
+                                             want, VOCAB, prefill=30)
+    assert reader.fields["glm4.rope.dimension_count"].contents() == 8

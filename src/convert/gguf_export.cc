@@ -69,6 +69,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
       w.add_u32(p + "expert_used_count", uint32_t(c.get_int("num_experts_per_tok")));
     }
   }
+  if (arch == "glm4") w.add_u32(p + "rope.dimension_count", uint32_t(rope.rotary_dim ? rope.rotary_dim : head_dim));
   if (rope.type == "linear") {
     w.add_string(p + "rope.scaling.type", "linear");
     w.add_f32(p + "rope.scaling.factor", float(rope.factor));
@@ -89,7 +90,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
 }
 
 // The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
-const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2"};
+const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4"};
 
 // A float list of the config as F32 bytes (a GGUF tensor's data).
 std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
@@ -355,9 +356,9 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
-                    "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Qwen3NextForCausalLM, "
-                    "Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, Qwen3_5ForConditionalGeneration, "
-                    "Qwen3_5MoeForConditionalGeneration)");
+                    "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, "
+                    "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
+                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();

@@ -47,6 +47,8 @@ constexpr Arch kArchs[] = {
     // Cohere's interleaved RoPE is ggml's plain one: no permutation; cohere2 slides all but every 4th layer
     {"command-r", "cohere", "CohereForCausalLM", false, false, false, false},
     {"cohere2", "cohere2", "Cohere2ForCausalLM", false, false, false, false},
+    // GLM-4's interleaved RoPE is ggml's plain one too
+    {"glm4", "glm4", "Glm4ForCausalLM", false, false, false, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -70,9 +72,20 @@ constexpr std::pair<const char*, const char*> kBlockNames[] = {
     {"ffn_gate_inp", "mlp.gate"},         {"post_ffw_norm", "post_feedforward_layernorm"},
 };
 
-// Phi-3's fused projections keep their rows under these names (the converter's tensor map).
-constexpr std::pair<const char*, const char*> kPhi3FusedNames[] = {
-    {"attn_qkv", "self_attn.qkv_proj"}, {"ffn_up", "mlp.gate_up_proj"}};
+// Names one architecture maps its own way (the converter's tensor map): Phi-3's and GLM-4's fused projections keep
+// their rows, GLM-4's norms after the sublayers have their own names.
+struct ArchName {
+  const char* arch;
+  const char* gguf;
+  const char* hf;
+};
+constexpr ArchName kArchNames[] = {
+    {"phi3", "attn_qkv", "self_attn.qkv_proj"},
+    {"phi3", "ffn_up", "mlp.gate_up_proj"},
+    {"glm4", "ffn_up", "mlp.gate_up_proj"},
+    {"glm4", "post_attention_norm", "post_self_attn_layernorm"},
+    {"glm4", "post_ffw_norm", "post_mlp_layernorm"},
+};
 
 bool is_phi3(const Arch& a) { return std::string(a.gguf) == "phi3"; }
 
@@ -85,10 +98,9 @@ std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
 
 // A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
 std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
+  for (const ArchName& n : kArchNames)
+    if (a.gguf == std::string_view(n.arch) && base == n.gguf) return n.hf + ext;
   if (auto n = norm_suffix(a, base)) return *n + ext;
-  if (is_phi3(a))
-    for (const auto& [g, h] : kPhi3FusedNames)
-      if (base == g) return h + ext;
   for (const auto& [g, h] : kBlockNames)
     if (base == g) return h + ext;
   return std::nullopt;
@@ -187,6 +199,8 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
   gguf_hf::add_vocab_and_dtype(c, f);
   if (is_phi3(a)) add_phi3_config(c, f, head_dim);
+  if (std::string(a.gguf) == "glm4" && has("rope.dimension_count"))  // RoPE on part of each head
+    c.add_float("partial_rotary_factor", double(get_int("rope.dimension_count")) / double(head_dim));
   if (has("logit_scale")) {  // Cohere: LayerNorms (their epsilon), the logit scale, cohere2's window
     c.add_float("logit_scale", get_float("logit_scale"));
     if (has("attention.layer_norm_epsilon")) c.add_float("layer_norm_eps", get_float("attention.layer_norm_epsilon"));
@@ -259,11 +273,10 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
   const size_t ext_at = rest.rfind('.');
   if (ext_at == std::string::npos) return std::nullopt;
   const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
+  for (const ArchName& n : kArchNames)
+    if (gguf_arch == n.arch && suffix == n.hf) return "blk." + layer + "." + n.gguf + ext;
   for (const char* base : {"ffn_norm", "post_attention_norm"})
     if (norm_suffix(*arch, base) == suffix) return "blk." + layer + "." + base + ext;
-  if (is_phi3(*arch))
-    for (const auto& [g, h] : kPhi3FusedNames)
-      if (suffix == h) return "blk." + layer + "." + g + ext;
   for (const auto& [g, h] : kBlockNames)
     if (suffix == h) return "blk." + layer + "." + g + ext;
   return std::nullopt;
