@@ -227,3 +227,66 @@ def add_standard_tests(namespace, vocab, piece_orders, prefill, stop, pad_token_
                test_ragged_batch_mixes_prefill_and_decode, test_odd_shuffled_blocks_give_the_same_logits):
         fn.__module__ = namespace["__name__"]
         namespace[fn.__name__] = fn
+
+
+def check_gguf_of_checkpoint(ref, directory, path, arch, ids, want, vocab, prefill, edits=(), extra=None):
+    """The GGUF written for the checkpoint in `directory` (by `attnzoo quantize` at F32 when `path` does not exist
+    yet): every tensor of the transformers model `ref` under the gguf package's name for `arch` (a
+    gguf.MODEL_ARCH), holding its values (after `edits`: (name suffix, function) pairs, the converter's value
+    edits), plus the tensors of `extra` ({GGUF name: values}), nothing else; then the file's logits against `want`
+    (whole prompt, token by token). Returns the gguf.GGUFReader of the file."""
+    import gguf
+    import attnzoo
+    if not os.path.exists(path):
+        attnzoo.quantize(directory, path, type="F32")
+    names = gguf.get_tensor_name_map(arch, ref.config.num_hidden_layers)
+    reader = gguf.GGUFReader(path)
+    stored = {t.name: t for t in reader.tensors}
+    expect = dict(extra or {})
+    for name, t in ref.state_dict().items():
+        if name == "lm_head.weight" and getattr(ref.config, "tie_word_embeddings", False):
+            continue
+        value = t.float().numpy()
+        for suffix, edit in edits:
+            if name.endswith(suffix):
+                value = edit(value)
+        expect[names.get_name(name, try_suffixes=(".weight", ".bias"))] = value
+    assert set(stored) == set(expect)
+    for name, value in expect.items():
+        value = np.asarray(value, dtype=np.float32)
+        np.testing.assert_array_equal(np.asarray(stored[name].data).reshape(value.shape), value, err_msg=name)
+    check_gguf_logits(path, ids, want, vocab, prefill)
+    return reader
+
+
+def randomize_vectors(base):
+    """A randomize() for random_model: every 1-D parameter (norm weights, biases) set to base + 0.3 * noise."""
+    def randomize(model):
+        import torch
+        for p in model.parameters():
+            if p.ndim == 1:
+                p.copy_(base + 0.3 * torch.randn_like(p))
+    return randomize
+
+
+def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40):
+    """For a test module of one architecture family built by transformers from config(kind) (eager attention):
+    defines _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too), _prompt(n,
+    seed), the module-scoped `case` fixture over `kinds` (the attnzoo model on 4-token blocks) and
+    add_standard_tests' six checks (pieces 1, 7, 17, 15; decode after 25 tokens)."""
+    def _build(kind, directory):
+        return save_random_model(kind, config(kind), directory, randomize, attn_implementation="eager")
+
+    def _prompt(n=prompt_len, seed=0):
+        return prompt(vocab, n, seed)
+
+    @pytest.fixture(scope="module", params=kinds)
+    def case(request, tmp_path_factory):
+        directory = tmp_path_factory.mktemp(request.param)
+        ref = _build(request.param, directory)
+        ids = _prompt()
+        return request.param, ref, Model.load(directory, block_size=4), ids, meaningful_logits(ref, ids)
+
+    namespace.update(_build=_build, _prompt=_prompt, case=case)
+    add_standard_tests(namespace, vocab, ([1, 7, 17, 15],), prefill=25, stop=prompt_len, pad_token_id=0,
+                       other_prompt=_prompt(23, seed=1))

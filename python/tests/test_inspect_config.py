@@ -3,7 +3,7 @@
 1. For every registered architecture family, the tiny random checkpoints the model tests build: inspect on the
    config alone reports exactly the layers (kind, window, CacheSpec) and cache bytes that inspect on the full
    checkpoint reports, and the estimated parameter count equals the checkpoint's where one is estimated.
-2. The two published configs in configs/published: the KV / latent bytes per token, the fixed recurrent state
+2. The published configs in configs/published: the KV / latent bytes per token, the fixed recurrent state
    and the savings against all-attention / all-MLA stacks, checked against formulas written here from the
    config values (independent arithmetic, not a call into attnzoo).
 
@@ -49,6 +49,10 @@ CASES = [
     ("test_model_kimi_linear", "moe"), ("test_model_kimi_linear", "dense_qlora"),
     ("test_model_deepseek_v3", "q_lora_yarn"), ("test_model_deepseek_v3", "plain_q"),
     ("test_model_gemma", "gemma2"), ("test_model_gemma", "gemma3"), ("test_model_gemma", "gemma3_legacy"),
+    ("test_model_gemma1", "gemma_mqa_hd32"), ("test_model_olmo2", "gqa_untied"),
+    ("test_model_phi3", "long_partial"), ("test_model_phi3", "short_window"), ("test_model_smollm3", "nope_every_4th"),
+    ("test_model_cohere", "command_r"), ("test_model_cohere", "cohere2_swa_nope"), ("test_model_mixtral", "top2_of_4"),
+    ("test_model_glm4", "partial_rope_bias"),
     ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
     ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
@@ -205,6 +209,39 @@ def test_sliding_window_layers_are_sized_by_their_window(tmp_path):
             assert full["bytes_at"][str(t)] == per_token * _blocks(t, block)
             assert got["cache_bytes_at"][str(t)] == sliding["bytes_at"][str(t)] + full["bytes_at"][str(t)]
         assert sliding["bytes_at"]["131072"] < full["bytes_at"]["131072"] / 100
+
+
+def _published(name):
+    with open(os.path.join(PUBLISHED, name)) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", ["gemma-7b.json", "olmo-2-1124-7b.json", "smollm3-3b.json",
+                                  "mixtral-8x7b-v0.1.json", "glm-4-9b-0414.json"])
+def test_dense_published_configs(name):
+    """Full-attention stacks: K and V of every kv head of every layer per token, f32."""
+    c = _published(name)
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    per_token = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * head_dim * F32
+    got = inspect_json("--config", os.path.join(PUBLISHED, name))
+    assert got["architecture"] == c["architectures"][0]
+    assert [x["kind"] for x in got["layers"]] == ["attention"] * c["num_hidden_layers"]
+    assert got["cache_bytes_per_token"] == per_token
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == per_token * _blocks(t)
+    if name.startswith("olmo"):  # 7B by its name; the count transformers' Olmo2 modules hold is 7.30e9
+        assert got["parameters_estimated"] and 7.2e9 < got["parameter_count"] < 7.4e9
+    if name.startswith("mixtral"):  # 46.7B by its model card
+        assert got["parameters_estimated"] and 46.6e9 < got["parameter_count"] < 46.8e9
+
+
+def test_phi3_published_config():
+    """Phi-3-mini-4k: every layer windowed at sliding_window; the estimate equals the 3,821,079,552 parameters
+    keras-hub's Phi-3 presets record for the checkpoint."""
+    c = _published("phi-3-mini-4k-instruct.json")
+    got = inspect_json("--config", os.path.join(PUBLISHED, "phi-3-mini-4k-instruct.json"))
+    assert [(x["kind"], x["window"]) for x in got["layers"]] == [("sliding_attention", c["sliding_window"])] * 32
+    assert got["parameters_estimated"] and got["parameter_count"] == 3821079552
 
 
 def test_text_report_and_errors(tmp_path):

@@ -64,7 +64,12 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
   if (arch == "llama") {
     w.add_u32(p + "rope.dimension_count", uint32_t(rope.rotary_dim ? rope.rotary_dim : head_dim));
     w.add_u32(p + "vocab_size", uint32_t(c.get_int("vocab_size")));
+    if (c.has("num_local_experts")) {  // Mixtral
+      w.add_u32(p + "expert_count", uint32_t(c.get_int("num_local_experts")));
+      w.add_u32(p + "expert_used_count", uint32_t(c.get_int("num_experts_per_tok")));
+    }
   }
+  if (arch == "glm4") w.add_u32(p + "rope.dimension_count", uint32_t(rope.rotary_dim ? rope.rotary_dim : head_dim));
   if (rope.type == "linear") {
     w.add_string(p + "rope.scaling.type", "linear");
     w.add_f32(p + "rope.scaling.factor", float(rope.factor));
@@ -79,7 +84,73 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
       throw LoadError(c.source() + ": rope_type 'llama3' is written as GGUF only for llama with low_freq_factor 1, "
                       "high_freq_factor 4 and original_max_position_embeddings 8192");
     *rope_freqs = llama3_rope_factors(rope, rope.rotary_dim ? rope.rotary_dim : head_dim);
+  } else if (rope.type == "longrope" && arch != "phi3") {
+    throw LoadError(c.source() + ": rope_type 'longrope' is written as GGUF only for phi3");
   }
+}
+
+// The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
+const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4"};
+
+// A float list of the config as F32 bytes (a GGUF tensor's data).
+std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
+  std::vector<uint8_t> out(values.size() * sizeof(float));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = float(values[i]);
+    std::memcpy(out.data() + i * sizeof(float), &v, sizeof v);
+  }
+  return out;
+}
+
+// Phi-3's keys and LongRoPE tensors, as convert_hf_to_gguf.py's Phi3MiniModel writes them (loader/gguf_phi3.h).
+void add_phi3(GgufWriter& w, const Config& c, int64_t head_dim, const RopeConfig& rope) {
+  const int64_t rotary = rope.rotary_dim ? rope.rotary_dim : head_dim;
+  w.add_u32("phi3.rope.dimension_count", uint32_t(rotary));
+  w.add_u32("phi3.attention.sliding_window", uint32_t(c.get_int_or("sliding_window", 0)));
+  if (rope.type != "longrope") return;
+  w.add_u32("phi3.rope.scaling.original_context_length", uint32_t(rope.original_max_position_embeddings));
+  w.add_f32("phi3.rope.scaling.attn_factor", float(rope.attention_factor));
+  const Config p = c.has("rope_parameters") ? c.sub("rope_parameters") : c.sub("rope_scaling");
+  for (const char* set : {"long", "short"}) {
+    const std::vector<double> factors = p.get_float_list(std::string(set) + "_factor");
+    if (int64_t(factors.size()) != rotary / 2)
+      throw LoadError(c.source() + ": key '" + set + "_factor': expected " + std::to_string(rotary / 2) + " values");
+    const std::vector<uint8_t> bytes = f32_bytes(factors);
+    w.add_tensor(std::string("rope_factors_") + set + ".weight", {int64_t(factors.size())}, QuantType::F32,
+                 [bytes] { return bytes; });
+  }
+}
+
+// SmolLM3's GGUF has no key for its NoPE layers: llama.cpp runs every 4th layer without RoPE. Another pattern
+// (or sliding windows, which it has no key for either) would be lost, so it is refused.
+void check_smollm3_layout(const Config& c) {
+  const int64_t layers = c.get_int("num_hidden_layers");
+  bool ok = c.get_int_or("no_rope_layer_interval", 4) == 4 && !c.get_bool_or("use_sliding_window", false);
+  if (c.has("no_rope_layers")) {
+    const std::vector<int64_t> flags = c.get_int_list("no_rope_layers");
+    ok = ok && int64_t(flags.size()) == layers;
+    for (size_t i = 0; ok && i < flags.size(); ++i) ok = (flags[i] != 0) == ((i + 1) % 4 != 0);
+  }
+  if (!ok)
+    throw LoadError(c.source() + ": keys 'no_rope_layers' / 'no_rope_layer_interval' / 'use_sliding_window': GGUF "
+                    "(llama.cpp's smollm3) holds only a NoPE layer every 4th layer and no sliding window");
+}
+
+// Cohere's keys (convert_hf_to_gguf.py's CommandR2Model / Cohere2Model); llama.cpp fixes cohere2's pattern at a
+// global layer every 4th, so another layer_types is refused.
+void add_cohere(GgufWriter& w, const Config& c, const std::string& arch) {
+  w.add_f32(arch + ".logit_scale", float(c.get_float_or("logit_scale", 0.0625)));
+  w.add_f32(arch + ".attention.layer_norm_epsilon", float(c.get_float_or("layer_norm_eps", 1e-5)));
+  if (arch != "cohere2") return;
+  w.add_u32(arch + ".attention.sliding_window", uint32_t(c.get_int_or("sliding_window", 4096)));
+  const int64_t layers = c.get_int("num_hidden_layers");
+  const std::vector<std::string> types = c.has("layer_types") ? c.get_string_list("layer_types")
+                                                              : std::vector<std::string>{};
+  bool ok = c.get_int_or("sliding_window_pattern", 4) == 4 && (types.empty() || int64_t(types.size()) == layers);
+  for (size_t i = 0; ok && i < types.size(); ++i) ok = (types[i] == "sliding_attention") == ((i + 1) % 4 != 0);
+  if (!ok)
+    throw LoadError(c.source() + ": key 'layer_types': GGUF (llama.cpp's cohere2) holds only a global layer every "
+                    "4th layer");
 }
 
 const std::vector<float>* importance_for(const QuantizeOptions& o, const std::string& name) {
@@ -88,14 +159,49 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
   return nullptr;
 }
 
-// Llama / Qwen2 / Qwen3: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names.
-std::vector<TensorPlan> plan_attention(const ModelFiles& files, const GgufArchOf& arch, int64_t heads,
-                                       int64_t kv_heads, bool tied) {
+// Mixtral's experts as llama.cpp stacks them: per layer ffn_gate_exps (w1), ffn_up_exps (w3), ffn_down_exps (w2),
+// [experts, rows, cols], from model.layers.<i>.block_sparse_moe.experts.<e>.w*.weight (`names`, any order).
+std::vector<TensorPlan> plan_mixtral_experts(const ModelFiles& files, const std::vector<std::string>& names,
+                                             int64_t layers, int64_t experts) {
   std::vector<TensorPlan> plans;
+  for (int64_t i = 0; i < layers; ++i)
+    for (const auto& [w, gguf] : {std::pair{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}) {
+      TensorPlan p;
+      p.gguf_name = "blk." + std::to_string(i) + "." + gguf + ".weight";
+      for (int64_t e = 0; e < experts; ++e) {
+        const std::string name = "model.layers." + std::to_string(i) + ".block_sparse_moe.experts." +
+                                 std::to_string(e) + "." + w + ".weight";
+        if (!files.has(name)) throw LoadError(files.config().source() + ": tensor '" + name + "' is missing");
+        p.sources.push_back(name);
+      }
+      p.shape = files.stored(p.sources.front()).shape;
+      p.shape.insert(p.shape.begin(), experts);
+      plans.push_back(std::move(p));
+    }
+  if (int64_t(names.size()) != layers * experts * 3)
+    throw LoadError(files.config().source() + ": " + std::to_string(names.size()) + " expert tensors, expected " +
+                    std::to_string(layers * experts * 3) + " (num_hidden_layers x num_local_experts x 3)");
+  return plans;
+}
+
+// Llama / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names
+// (Mixtral's experts stacked, plan_mixtral_experts).
+std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c, const GgufArchOf& arch,
+                                       int64_t heads, int64_t kv_heads, bool tied) {
+  std::vector<TensorPlan> plans;
+  std::vector<std::string> experts;
   for (const std::string& name : files.names()) {
     if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
     if (name == "lm_head.weight" && tied) continue;
-    const auto gguf_name = gguf_tensor_name(arch.gguf, name);
+    if (name.find(".block_sparse_moe.experts.") != std::string::npos) {
+      experts.push_back(name);
+      continue;
+    }
+    constexpr std::string_view kRouter = ".block_sparse_moe.gate.weight";  // Mixtral's, as the loader reads mlp.gate
+    const std::string renamed = name.ends_with(kRouter)
+                                    ? name.substr(0, name.size() - kRouter.size()) + ".mlp.gate.weight"
+                                    : name;
+    const auto gguf_name = gguf_tensor_name(arch.gguf, renamed);
     if (!gguf_name)
       throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch.gguf);
     TensorPlan p;
@@ -107,7 +213,13 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const GgufArchOf
       p.permute_heads = heads;
     if (arch.permuted_qk && (name.ends_with("self_attn.k_proj.weight") || name.ends_with("self_attn.k_proj.bias")))
       p.permute_heads = kv_heads;
+    if (arch.norm_plus_one && name.ends_with("norm.weight")) p.edit = ValueEdit::plus_one;
     plans.push_back(std::move(p));
+  }
+  if (!experts.empty()) {
+    std::vector<TensorPlan> stacked =
+        plan_mixtral_experts(files, experts, c.get_int("num_hidden_layers"), c.get_int("num_local_experts"));
+    plans.insert(plans.end(), stacked.begin(), stacked.end());
   }
   return plans;
 }
@@ -240,10 +352,12 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const auto arch = gguf_arch_for_hf(hf_class);
-  if (!hybrid && (!arch || (arch->gguf != "llama" && arch->gguf != "qwen2" && arch->gguf != "qwen3")))
+  if (!hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
-                    "Qwen3ForCausalLM, Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
+                    "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
+                    "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, "
+                    "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
@@ -270,6 +384,9 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   std::vector<float> rope_freqs;
   add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
+  if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
+  if (gguf_arch == "smollm3") check_smollm3_layout(c);
+  if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);
   const int64_t vocab = files->has("model.embed_tokens.weight") ? files->stored("model.embed_tokens.weight").shape.at(0)
                                                                  : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);
@@ -283,7 +400,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     });
   }
   const std::vector<TensorPlan> plans =
-      hybrid ? plan_qwen3_hybrid(*files, *hybrid) : plan_attention(*files, *arch, heads, kv_heads, tied);
+      hybrid ? plan_qwen3_hybrid(*files, *hybrid) : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;
   for (const TensorPlan& p : plans) {

@@ -2,10 +2,13 @@
 // attnzoo quantize: a Hugging Face checkpoint directory written as a GGUF v3 file the way llama.cpp's
 // convert_hf_to_gguf.py (+ llama-quantize) writes it: GGUF tensor names (loader/gguf_checkpoint.h's table, the
 // inverse of the one the loader reads with), `<arch>.*` hyperparameters, Llama's Q/K rows permuted for ggml's
-// RoPE, Llama 3 RoPE scaling as rope_freqs.weight, tokenizer.ggml.* from tokenizer.json, and each matrix in the
-// type TensorPolicy picks. Supported: LlamaForCausalLM (Llama, SmolLM2, Mistral-style), Qwen2ForCausalLM,
-// Qwen3ForCausalLM, Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM, and the
-// text model of Qwen3_5ForConditionalGeneration / Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
+// RoPE, Gemma's norms as 1 + w, Llama 3 RoPE scaling as rope_freqs.weight, tokenizer.ggml.* from tokenizer.json,
+// and each matrix in the type TensorPolicy picks. Supported: LlamaForCausalLM (Llama, SmolLM2, Mistral-style),
+// Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM (LongRoPE factors as
+// rope_factors_long / _short), SmolLM3ForCausalLM, MixtralForCausalLM (llama with stacked experts),
+// CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM
+// and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
+// Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
 #include <cstdint>
 #include <string>
 #include <vector>

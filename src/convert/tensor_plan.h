@@ -14,7 +14,7 @@ namespace attnzoo {
 // A value edit applied in f32 before quantizing.
 enum class ValueEdit : uint8_t {
   none,
-  plus_one,  // Qwen3-Next's zero-centered RMSNorm weights stored as 1 + w
+  plus_one,  // Gemma's and Qwen3-Next's zero-centered RMSNorm weights stored as 1 + w
   neg_exp,   // A_log stored as A = -exp(A_log)
 };
 

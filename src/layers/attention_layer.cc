@@ -25,10 +25,21 @@ AttentionLayer::AttentionLayer(const AttentionConfig& config, Linear q, Linear k
   k_.require_shape(c.num_kv_heads * c.head_dim, c.hidden, name + ".k_proj.weight");
   v_.require_shape(c.num_kv_heads * c.head_dim, c.hidden, name + ".v_proj.weight");
   o_.require_shape(c.hidden, c.num_heads * c.head_dim, name + ".o_proj.weight");
-  if (q_norm_) require(q_norm_->dim() == c.head_dim, (name + ".q_norm.weight").c_str(), "must have head_dim entries");
-  if (k_norm_) require(k_norm_->dim() == c.head_dim, (name + ".k_norm.weight").c_str(), "must have head_dim entries");
+  // Per head (Qwen3, head_dim entries) or across all heads (OLMo 2, heads * head_dim entries).
+  if (q_norm_)
+    require(q_norm_->dim() == c.head_dim || q_norm_->dim() == c.num_heads * c.head_dim,
+            (name + ".q_norm.weight").c_str(), "must have head_dim or num_attention_heads * head_dim entries");
+  if (k_norm_)
+    require(k_norm_->dim() == c.head_dim || k_norm_->dim() == c.num_kv_heads * c.head_dim,
+            (name + ".k_norm.weight").c_str(), "must have head_dim or num_key_value_heads * head_dim entries");
   require(rope_.config().head_dim == c.head_dim, "rope", "head_dim differs from the attention's");
   require(std::isfinite(c.softcap) && c.softcap >= 0.f, (name + ".softcap").c_str(), "must be a finite number >= 0");
+}
+
+void AttentionLayer::norm_qk(float* q, float* k, int64_t T) const {
+  const int64_t qw = config_.num_heads * config_.head_dim, kw = config_.num_kv_heads * config_.head_dim;
+  if (q_norm_) q_norm_->forward(q, T * qw / q_norm_->dim(), q_norm_->dim(), q, q_norm_->dim());
+  if (k_norm_) k_norm_->forward(k, T * kw / k_norm_->dim(), k_norm_->dim(), k, k_norm_->dim());
 }
 
 void AttentionLayer::set_sinks(const TensorView& sinks, const std::string& name) {
@@ -69,8 +80,7 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
   } else {
     Linear::forward_shared({{&q_, q.data()}, {&k_, k.data()}, {&v_, v.data()}}, x, T);
   }
-  if (q_norm_) q_norm_->forward(q.data(), T * c.num_heads, D, q.data(), D);
-  if (k_norm_) k_norm_->forward(k.data(), T * c.num_kv_heads, D, k.data(), D);
+  norm_qk(q.data(), k.data(), T);
   rope_.apply(q.data(), T, c.num_heads, qw, batch.positions.data());
   rope_.apply(k.data(), T, c.num_kv_heads, kw, batch.positions.data());
 
@@ -102,8 +112,7 @@ void AttentionLayer::project_qk(const float* x, const Batch& batch, float* q, fl
     q_.forward(x, T, q);
   }
   k_.forward(x, T, k);
-  if (q_norm_) q_norm_->forward(q, T * c.num_heads, D, q, D);
-  if (k_norm_) k_norm_->forward(k, T * c.num_kv_heads, D, k, D);
+  norm_qk(q, k, T);
   rope_.apply(q, T, c.num_heads, c.num_heads * D, batch.positions.data());
   rope_.apply(k, T, c.num_kv_heads, c.num_kv_heads * D, batch.positions.data());
 }

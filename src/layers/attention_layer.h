@@ -1,7 +1,7 @@
 #pragma once
-// Softmax self-attention over the pool's paged KV cache: q/k/v projections (optional bias), optional per-head
-// q/k RMSNorm (Qwen3), RoPE at each token's position, K/V written to the pool slots the batch's slot mapping
-// names, then per sequence the prefill kernel (chunks longer than kMaxDecodeQueries) or the paged decode kernel,
+// Softmax self-attention over the pool's paged KV cache: q/k/v projections (optional bias), optional q/k RMSNorm
+// (per head: Qwen3; across all heads: OLMo 2), RoPE at each token's position, K/V written to the pool slots the
+// batch's slot mapping names, then per sequence the prefill kernel (chunks longer than kMaxDecodeQueries) or the paged decode kernel,
 // optionally over a sliding window; finally the output projection. Options for other families: attention-logit softcapping (Gemma 2),
 // per-head learned sink logits (gpt-oss) and a sigmoid output gate (Qwen3-Next "gated attention").
 #include <cmath>
@@ -56,6 +56,8 @@ class AttentionLayer : public SequenceMixer {
  private:
   // x [T, hidden] -> q [T, num_heads * D], k [T, num_kv_heads * D] after the q/k norms and RoPE.
   void project_qk(const float* x, const Batch& batch, float* q, float* k) const;
+  // The q / k norms in place on T tokens' q [T, num_heads * D] and k [T, num_kv_heads * D].
+  void norm_qk(float* q, float* k, int64_t T) const;
   AttentionConfig config_;
   Linear q_, k_, v_, o_;
   std::optional<RmsNorm> q_norm_, k_norm_;

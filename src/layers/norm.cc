@@ -15,8 +15,25 @@ RmsNorm::RmsNorm(const TensorView& weight, float eps, bool add_one, const std::s
     for (float& v : w_) v += 1.f;
 }
 
+RmsNorm RmsNorm::mean_centered(const TensorView& weight, float eps, const std::string& name) {
+  RmsNorm n(weight, eps, false, name);
+  n.center_ = true;
+  return n;
+}
+
 void RmsNorm::forward(const float* x, int64_t rows, int64_t x_stride, float* y, int64_t y_stride) const {
-  rms_norm(x, rows, dim(), x_stride, w_.data(), eps_, y, y_stride);
+  if (!center_) return rms_norm(x, rows, dim(), x_stride, w_.data(), eps_, y, y_stride);
+  const int64_t n = dim();
+  for (int64_t r = 0; r < rows; ++r) {  // two passes, as transformers computes it: the mean, then the variance
+    const float* xr = x + r * x_stride;
+    float* yr = y + r * y_stride;
+    double sum = 0, ss = 0;
+    for (int64_t k = 0; k < n; ++k) sum += xr[k];
+    const float mean = float(sum / double(n));
+    for (int64_t k = 0; k < n; ++k) ss += double(xr[k] - mean) * double(xr[k] - mean);
+    const float inv = float(1.0 / std::sqrt(ss / double(n) + eps_));
+    for (int64_t k = 0; k < n; ++k) yr[k] = w_[size_t(k)] * ((xr[k] - mean) * inv);
+  }
 }
 
 // Row-wise and memory-bound next to the projections around it: 8 partial sums let the compiler vectorise it.

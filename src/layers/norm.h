@@ -14,6 +14,8 @@ class RmsNorm {
   RmsNorm() = default;
   // weight [dim]; `name` appears in errors.
   RmsNorm(const TensorView& weight, float eps, bool add_one, const std::string& name);
+  // Cohere's LayerNorm without bias: y = (x - mean(x)) / sqrt(var(x) + eps) * w, the RMS norm of the centered row.
+  static RmsNorm mean_centered(const TensorView& weight, float eps, const std::string& name);
   int64_t dim() const { return int64_t(w_.size()); }
   // rows of `dim` values: x[r * x_stride ...] -> y[r * y_stride ...]; in place when x == y.
   void forward(const float* x, int64_t rows, int64_t x_stride, float* y, int64_t y_stride) const;
@@ -23,6 +25,7 @@ class RmsNorm {
  private:
   std::vector<float> w_;
   float eps_ = 1e-6f;
+  bool center_ = false;
 };
 
 void rms_norm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, const float* w, float eps, float* y,

@@ -20,6 +20,10 @@ double yarn_correction_dim(double rotations, double dim, double base, double max
 Rope::Rope(const RopeConfig& config) : config_(config) {
   RopeConfig& c = config_;
   require(c.head_dim > 0, "head_dim", "must be positive");
+  if (c.type == "none") {  // a NoPE layer: no channel rotates, apply() leaves q and k as they are
+    c.rotary_dim = 0;
+    return;
+  }
   if (c.rotary_dim == 0) c.rotary_dim = c.head_dim;
   require(c.rotary_dim > 0 && c.rotary_dim <= c.head_dim && c.rotary_dim % 2 == 0, "rotary_dim",
           "must be even and at most head_dim, got " + std::to_string(c.rotary_dim));
@@ -74,8 +78,19 @@ Rope::Rope(const RopeConfig& config) : config_(config) {
     if (af <= 0) af = (c.mscale > 0 && c.mscale_all_dim > 0) ? yarn_mscale(c.factor, c.mscale) / yarn_mscale(c.factor, c.mscale_all_dim)
                                                               : yarn_mscale(c.factor, 1.0);
     attention_scale_ = float(af);
+  } else if (c.type == "longrope") {
+    require(int64_t(c.ext_factors.size()) == half, "rope_scaling.short_factor / long_factor",
+            "must have rotary_dim / 2 = " + std::to_string(half) + " entries, got " + std::to_string(c.ext_factors.size()));
+    for (int64_t i = 0; i < half; ++i) {
+      const double e = c.ext_factors[size_t(i)];
+      require(std::isfinite(e) && e > 0, "rope_scaling.short_factor / long_factor", "entries must be positive");
+      inv_freq_[size_t(i)] = float(base[size_t(i)] / e);
+    }
+    require(std::isfinite(c.attention_factor) && c.attention_factor > 0, "rope_scaling.attention_factor",
+            "must be positive");
+    attention_scale_ = float(c.attention_factor);
   } else {
-    throw ArgumentError("rope_type: unsupported '" + c.type + "' (supported: default, linear, llama3, yarn)");
+    throw ArgumentError("rope_type: unsupported '" + c.type + "' (supported: default, linear, llama3, yarn, longrope)");
   }
 }
 
@@ -90,6 +105,7 @@ void Rope::angles(int32_t position, float* cos_out, float* sin_out) const {
 
 void Rope::apply(float* x, int64_t tokens, int64_t heads, int64_t token_stride, const int32_t* positions) const {
   const int64_t half = config_.rotary_dim / 2, D = config_.head_dim;
+  if (half == 0) return;  // NoPE
   thread_local std::vector<float> cs;  // grown once: a decode step allocates nothing
   cs.resize(size_t(2 * half));
   float* c = cs.data();

@@ -1,8 +1,10 @@
 #pragma once
 // Rotary position embedding. Frequencies follow transformers' rope types: default, llama3 (wavelength-banded
-// scaling), yarn (ramped interpolation plus an attention factor on cos/sin). Partial rotary rotates only the
-// first rotary_dim channels of each head. Two channel layouts: half rotation (GPT-NeoX / Hugging Face Llama:
-// channel i pairs with i + rotary_dim/2) and interleaved (GPT-J: channels 2i and 2i+1).
+// scaling), yarn (ramped interpolation plus an attention factor on cos/sin), longrope (Phi-3's per-frequency
+// divisors plus an attention factor; the config reader picks the short or the long set, see hf_config.cc) and none
+// (NoPE layers). Partial rotary rotates only the first rotary_dim channels of each head. Two channel layouts: half
+// rotation (GPT-NeoX / Hugging Face Llama: channel i pairs with i + rotary_dim/2) and interleaved (GPT-J: channels 2i
+// and 2i+1).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +18,7 @@ struct RopeConfig {
   int64_t rotary_dim = 0;  // 0: head_dim
   double theta = 10000.0;
   RopeLayout layout = RopeLayout::half;
-  std::string type = "default";  // default | llama3 | yarn
+  std::string type = "default";  // default | linear | llama3 | yarn | longrope | none (NoPE: no rotation)
   double factor = 1.0;
   // llama3
   double low_freq_factor = 1.0, high_freq_factor = 4.0;
@@ -26,6 +28,9 @@ struct RopeConfig {
   double attention_factor = 0.0;  // 0: derived from factor (and mscale / mscale_all_dim)
   double mscale = 0.0, mscale_all_dim = 0.0;
   bool truncate = true;
+  // longrope: inv_freq[i] = theta^(-2i / rotary_dim) / ext_factors[i] (rotary_dim / 2 values); attention_factor as
+  // given (the reader derives it when the config does not)
+  std::vector<double> ext_factors;
 };
 
 class Rope {

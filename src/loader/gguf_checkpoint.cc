@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "loader/gguf_hf_util.h"
 #include "loader/gguf_hybrids.h"
+#include "loader/gguf_phi3.h"
 #include "loader/gguf_qwen35.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
@@ -25,7 +26,9 @@ struct Arch {
   const char* hf_class;    // config.json architectures[0]
   bool permuted_qk;        // llama's converter interleaves Q/K rows for ggml's RoPE
   bool norm_plus_one;      // gemma's converter folds Gemma's 1 + w into norm weights
-  bool sandwich_norms;     // gemma2/3: four norms per layer, ffn_norm is the pre-feedforward one
+  // gemma2/3 (four norms per layer, ffn_norm the pre-feedforward one) and olmo2 (only the two after the
+  // sublayers): post_attention_norm is a norm of the attention's output, not Llama's pre-feedforward norm
+  bool sandwich_norms;
   bool moe;
 };
 
@@ -37,6 +40,15 @@ constexpr Arch kArchs[] = {
     {"gemma", "gemma", "GemmaForCausalLM", false, true, false, false},
     {"gemma2", "gemma2", "Gemma2ForCausalLM", false, true, true, false},
     {"gemma3", "gemma3_text", "Gemma3ForCausalLM", false, true, true, false},
+    {"olmo2", "olmo2", "Olmo2ForCausalLM", false, false, true, false},
+    {"phi3", "phi3", "Phi3ForCausalLM", false, false, false, false},
+    // llama.cpp fixes SmolLM3's NoPE layers at every 4th, the default of transformers' SmolLM3Config
+    {"smollm3", "smollm3", "SmolLM3ForCausalLM", true, false, false, false},
+    // Cohere's interleaved RoPE is ggml's plain one: no permutation; cohere2 slides all but every 4th layer
+    {"command-r", "cohere", "CohereForCausalLM", false, false, false, false},
+    {"cohere2", "cohere2", "Cohere2ForCausalLM", false, false, false, false},
+    // GLM-4's interleaved RoPE is ggml's plain one too
+    {"glm4", "glm4", "Glm4ForCausalLM", false, false, false, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -60,6 +72,23 @@ constexpr std::pair<const char*, const char*> kBlockNames[] = {
     {"ffn_gate_inp", "mlp.gate"},         {"post_ffw_norm", "post_feedforward_layernorm"},
 };
 
+// Names one architecture maps its own way (the converter's tensor map): Phi-3's and GLM-4's fused projections keep
+// their rows, GLM-4's norms after the sublayers have their own names.
+struct ArchName {
+  const char* arch;
+  const char* gguf;
+  const char* hf;
+};
+constexpr ArchName kArchNames[] = {
+    {"phi3", "attn_qkv", "self_attn.qkv_proj"},
+    {"phi3", "ffn_up", "mlp.gate_up_proj"},
+    {"glm4", "ffn_up", "mlp.gate_up_proj"},
+    {"glm4", "post_attention_norm", "post_self_attn_layernorm"},
+    {"glm4", "post_ffw_norm", "post_mlp_layernorm"},
+};
+
+bool is_phi3(const Arch& a) { return std::string(a.gguf) == "phi3"; }
+
 // Norms whose name depends on the layout: ffn_norm is the pre-feedforward norm of sandwich-norm models.
 std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
   if (base == "ffn_norm") return std::string(a.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm");
@@ -69,6 +98,8 @@ std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
 
 // A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
 std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
+  for (const ArchName& n : kArchNames)
+    if (a.gguf == std::string_view(n.arch) && base == n.gguf) return n.hf + ext;
   if (auto n = norm_suffix(a, base)) return *n + ext;
   for (const auto& [g, h] : kBlockNames)
     if (base == g) return h + ext;
@@ -126,9 +157,11 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   auto get_int = [&](const std::string& k) { return f.get_int(p + k); };
   auto get_float = [&](const std::string& k) { return f.get_float(p + k); };
 
+  // llama.cpp stores Mixtral as llama with stacked experts
+  const bool mixtral = std::string(a.gguf) == "llama" && has("expert_count");
   JsonObject c;
-  c.add("architectures", "[" + json::quote(a.hf_class) + "]");
-  c.add_string("model_type", a.model_type);
+  c.add("architectures", "[" + json::quote(mixtral ? "MixtralForCausalLM" : a.hf_class) + "]");
+  c.add_string("model_type", mixtral ? "mixtral" : a.model_type);
   const gguf_hf::Meta m{f, p};
   const int64_t hidden = get_int("embedding_length");
   const int64_t heads = m.count("attention.head_count", "num_attention_heads");
@@ -165,11 +198,19 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   }
 
   gguf_hf::add_vocab_and_dtype(c, f);
+  if (is_phi3(a)) add_phi3_config(c, f, head_dim);
+  if (std::string(a.gguf) == "glm4" && has("rope.dimension_count"))  // RoPE on part of each head
+    c.add_float("partial_rotary_factor", double(get_int("rope.dimension_count")) / double(head_dim));
+  if (has("logit_scale")) {  // Cohere: LayerNorms (their epsilon), the logit scale, cohere2's window
+    c.add_float("logit_scale", get_float("logit_scale"));
+    if (has("attention.layer_norm_epsilon")) c.add_float("layer_norm_eps", get_float("attention.layer_norm_epsilon"));
+    if (has("attention.sliding_window")) c.add_int("sliding_window", get_int("attention.sliding_window"));
+  }
 
-  if (a.moe) {
+  if (a.moe || mixtral) {
     c.add_int("num_experts", get_int("expert_count"));
     c.add_int("num_experts_per_tok", get_int("expert_used_count"));
-    c.add_int("moe_intermediate_size", get_int("expert_feed_forward_length"));
+    if (!mixtral) c.add_int("moe_intermediate_size", get_int("expert_feed_forward_length"));
     c.add_bool("norm_topk_prob", true);  // llama.cpp's qwen3moe graph always renormalizes the top-k weights
     c.add_int("decoder_sparse_step", 1);
     c.add("mlp_only_layers", "[]");
@@ -207,8 +248,9 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 }
 
 std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
+  if (hf_class == "MixtralForCausalLM") return GgufArchOf{"llama", true, false};  // llama with stacked experts
   for (const Arch& a : kArchs)
-    if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk};
+    if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk, a.norm_plus_one};
   return std::nullopt;
 }
 
@@ -231,6 +273,8 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
   const size_t ext_at = rest.rfind('.');
   if (ext_at == std::string::npos) return std::nullopt;
   const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
+  for (const ArchName& n : kArchNames)
+    if (gguf_arch == n.arch && suffix == n.hf) return "blk." + layer + "." + n.gguf + ext;
   for (const char* base : {"ffn_norm", "post_attention_norm"})
     if (norm_suffix(*arch, base) == suffix) return "blk." + layer + "." + base + ext;
   for (const auto& [g, h] : kBlockNames)
@@ -280,7 +324,8 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const std::string layer = "model.layers." + std::to_string(blk->first) + ".";
       const size_t d = blk->second.rfind('.');
       const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
-      if (a.moe && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out)) continue;
+      if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out))
+        continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
       if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
       h.hf_name = layer + *suffix;
@@ -302,6 +347,8 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       }
     } else if (t.name == "rope_freqs.weight" && a.permuted_qk) {
       continue;  // read into the config's rope_scaling (llama3_rope_scaling)
+    } else if (is_phi3(a) && is_phi3_rope_factors(t.name)) {
+      continue;  // read into the config's rope_scaling (add_phi3_config)
     } else {
       fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
     }

@@ -11,8 +11,8 @@
 //   hybrids    the state-space and recurrent families (gguf_hybrids.h): A stored as -exp(A_log), squeezed conv
 //              kernels, reshaped norms, Qwen3-Next's split in_proj_qkvz, Qwen3.5's tiled value heads, RWKV-7's
 //              fused token-shift mixes
-// Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, and gguf_hybrids.h's (qwen3next,
-// qwen35, qwen35moe and the state-space families among them).
+// Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, olmo2, phi3 (gguf_phi3.h), smollm3,
+// command-r, cohere2, glm4 and gguf_hybrids.h's (qwen3next, qwen35, qwen35moe and the state-space families among them).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +80,7 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f);
 struct GgufArchOf {
   std::string gguf;  // general.architecture
   bool permuted_qk;  // llama: Q / K rows interleaved for ggml's RoPE (permute_rope_rows)
+  bool norm_plus_one;  // gemma*: RMSNorm weights stored as 1 + w
 };
 std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class);
 std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const std::string& hf_name);

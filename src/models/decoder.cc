@@ -8,6 +8,7 @@
 
 #include "core/dispatch_timeline.h"
 #include "loader/load_error.h"
+#include "models/output_head.h"
 
 namespace attnzoo {
 
@@ -67,6 +68,15 @@ ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions
   return info;
 }
 
+ModelInfo read_dense_model_info(const Config& root, const Config& c, const LoadOptions& options,
+                                const std::string& default_model_type) {
+  ModelInfo info = read_model_info(root, c, options, default_model_type, /*with_intermediate=*/true);
+  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
+      info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
+  return info;
+}
+
 void count_checkpoint(const ModelFiles& files, ModelInfo& info) {
   std::map<std::string, int> formats;  // a GGUF's storage formats, tensors of each
   for (const auto& t : files.names()) {
@@ -114,6 +124,31 @@ Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out
   return l;
 }
 
+Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
+                        int64_t rows, int64_t in, DType store, uint64_t* owned) {
+  const StoredTensor t = stored_weight(files, name + ".weight", {total_rows, in});
+  TensorView bias = optional_weight(files, name + ".bias", {total_rows});
+  if (!bias.empty()) {
+    bias.data = static_cast<uint8_t*>(bias.data) + begin * int64_t(dtype_size(bias.dtype));
+    bias.shape[0] = rows;
+  }
+  const int64_t row_bytes = total_rows > 0 ? t.bytes / total_rows : 0;
+  Linear l = Linear::from_quantized(t.data + begin * row_bytes, uint64_t(rows * row_bytes), t.type, rows, in, bias,
+                                    name, store);
+  if (l.owns_weight()) *owned += l.weight_bytes();
+  return l;
+}
+
+std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
+                                      std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
+                                      DType store, uint64_t& owned, DecoderOptions options) {
+  info.tied_embeddings = ties_embeddings(files, c, tie_fallback);
+  Linear lm_head = load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, store, &owned);
+  info.owned_weight_bytes = owned;
+  return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
+                                        std::move(final_norm), std::move(lm_head), options);
+}
+
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim) {
   if (!files.is_quantized(name)) return Embedding(weight(files, name, {vocab, dim}), name);
   const StoredTensor t = stored_weight(files, name, {vocab, dim});
@@ -145,7 +180,7 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
                               std::vector<LayerTrace>* trace) const {
   const int64_t T = batch.num_tokens(), H = info_.hidden_size;
   // The residual stream and its two working rows, per thread and grown once: a decode step allocates nothing.
-  thread_local std::vector<float> x, h, y;
+  thread_local std::vector<float> x, h, y, z;  // z: a parallel block's feed-forward output
   x.resize(size_t(T * H));
   h.resize(size_t(T * H));
   y.resize(size_t(T * H));
@@ -156,7 +191,11 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
     const OpLabel block_label("block");  // norms and residuals; the mixer, the FFN and projections name their own
-    b.input_norm.forward(x.data(), T, H, h.data(), H);
+    if (b.input_norm) {
+      b.input_norm->forward(x.data(), T, H, h.data(), H);
+    } else {
+      std::copy(x.begin(), x.end(), h.begin());
+    }
     const LayerMemory memory = layer_memory(int64_t(l));
     {
       const OpLabel label("mixer");
@@ -164,6 +203,12 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
     }
     if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
     if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
+    if (b.parallel) {  // the feed-forward of the same normed rows, added beside the mixer's output
+      z.resize(size_t(T * H));
+      b.ffn->forward(h.data(), T, z.data());
+      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)] + z[size_t(i)];
+      continue;
+    }
     add_residual();
     if (!b.ffn) continue;
     if (b.pre_ffn_norm) {

@@ -1,7 +1,8 @@
 #pragma once
 // The pre-norm decoder stack every architecture builds (Llama-like, Gemma, hybrids):
 //   x = embed(tokens) * embedding_scale
-//   per block: x += post_mixer_norm?(mixer(input_norm(x))); x += post_ffn_norm?(ffn(pre_ffn_norm(x)))
+//   per block: x += post_mixer_norm?(mixer(input_norm?(x))); x += post_ffn_norm?(ffn(pre_ffn_norm?(x)))
+//              (parallel blocks: x += mixer(h) + ffn(h), h = input_norm(x))
 //   logits = softcap?(lm_head(norm(x)) * logits_scale)
 // Builders fill the parts; this class runs them and owns the checkpoint mapping the weights borrow from.
 #include <memory>
@@ -19,12 +20,14 @@
 namespace attnzoo {
 
 struct DecoderBlock {
-  RmsNorm input_norm;
+  std::optional<RmsNorm> input_norm;      // absent in OLMo 2, which norms only the sublayers' outputs
   std::unique_ptr<SequenceMixer> mixer;
   std::optional<RmsNorm> post_mixer_norm;  // Gemma 2/3: the mixer's output is normed before the residual add
   std::optional<RmsNorm> pre_ffn_norm;     // Llama's post_attention_layernorm; absent with no feed-forward
   std::unique_ptr<FeedForward> ffn;        // null: the block has no feed-forward (Mamba-2)
   std::optional<RmsNorm> post_ffn_norm;    // Gemma 2/3
+  // Cohere: the feed-forward reads the same normed input as the mixer, x += mixer(h) + ffn(h), h = input_norm(x)
+  bool parallel = false;
 };
 
 struct DecoderOptions {
@@ -64,6 +67,10 @@ ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOp
 // The same from config.json alone (`root`: the file's top level, holding "architectures"; `c`: its text config).
 ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions& options,
                           const std::string& default_model_type, bool with_intermediate);
+// read_model_info with a dense MLP width, every size checked to be positive (LoadError naming them otherwise): the
+// shape fields of the Llama-like families (Llama, OLMo 2, Phi-3, Cohere).
+ModelInfo read_dense_model_info(const Config& root, const Config& c, const LoadOptions& options,
+                                const std::string& default_model_type);
 // Adds the checkpoint's parameter count and bytes (as stored: a quantized tensor's blocks) to info (what `inspect`
 // reports); for a GGUF, checkpoint_dtype lists its storage formats ("GGUF Q4_1 x210 F32 x61 Q8_0 x1").
 void count_checkpoint(const ModelFiles& files, ModelInfo& info);
@@ -76,6 +83,13 @@ Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out
 // add their own scale / softcap / output gate on top.
 AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, const LoadOptions& options);
 
+// The end of a builder with model.embed_tokens / model.norm / lm_head names: the output head (tied to `embed` when
+// the checkpoint has no lm_head.weight or ties_embeddings says so, with `tie_fallback`), info.tied_embeddings and
+// info.owned_weight_bytes set, and the DecoderModel over everything.
+std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
+                                      std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
+                                      DType store, uint64_t& owned, DecoderOptions options = {});
+
 // Whether the output head reuses the embedding: always when the checkpoint has no lm_head.weight; otherwise by
 // "tie_word_embeddings" of the top-level config (a multimodal wrapper's flag is the one transformers obeys, not
 // its text_config's), else of the text config `c`, else `fallback`.
@@ -83,6 +97,11 @@ bool ties_embeddings(const ModelFiles& files, const Config& c, bool fallback);
 // The config's side of that rule (what a config-only description can know): the top-level flag, else c's, else
 // fallback.
 bool config_ties_embeddings(const Config& root, const Config& c, bool fallback);
+
+// Rows [begin, begin + rows) of the fused projection `name`.weight [total_rows, in] (and of its bias) as one Linear:
+// Phi-3's qkv_proj and gate_up_proj, split without a copy (rows are contiguous, whole blocks when quantized).
+Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
+                        int64_t rows, int64_t in, DType store, uint64_t* owned);
 
 // The token embedding table `name` [vocab, dim], dense or block-quantized, borrowed from the mapping.
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim);

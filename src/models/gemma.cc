@@ -1,7 +1,10 @@
-// Gemma2ForCausalLM and Gemma3ForCausalLM (text, model_type gemma3_text), as transformers runs them:
+// GemmaForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (text, model_type gemma3_text), as transformers runs
+// them:
 //   x = embed(tokens) * sqrt(hidden)  (the factor rounded to the embedding dtype first, as transformers does)
 //   per block: x += post_attention_layernorm(attn(input_layernorm(x)))
 //              x += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x)))   (all RMSNorms are (1 + w))
+//   Gemma 1: the plain pre-norm block, x += attn(input_layernorm(x)); x += mlp(post_attention_layernorm(x)),
+//            scale head_dim^-0.5, every layer full attention, no softcaps
 //   attention: scale query_pre_attn_scalar^-0.5, optional attn_logit_softcapping, sliding/full layers from
 //              layer_types (or the older pattern: Gemma 2 alternates, Gemma 3 every sliding_window_pattern-th
 //              layer is full); Gemma 3 adds (1 + w) q/k norms and a separate RoPE base for sliding layers
@@ -75,6 +78,7 @@ float embedding_scale(int64_t hidden, DType table_dtype) {
 struct GemmaShape {
   ModelInfo info;
   bool gemma3 = false;
+  bool gemma1 = false;  // no sandwich norms, no sliding layers, no softcaps
   float eps = 1e-6f;
   Activation act = Activation::gelu_tanh;
   double pre_attn_scalar = 256.0, attn_softcap = 0.0, final_softcap = 0.0;
@@ -87,6 +91,7 @@ GemmaShape read_shape(const Config& root, const Config& c, const LoadOptions& op
   info.architecture = root.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", "");
   s.gemma3 = info.architecture == "Gemma3ForCausalLM" || info.model_type == "gemma3_text";
+  s.gemma1 = info.architecture == "GemmaForCausalLM";
   info.hidden_size = c.get_int("hidden_size");
   info.intermediate_size = c.get_int("intermediate_size");
   info.num_layers = c.get_int("num_hidden_layers");
@@ -98,16 +103,20 @@ GemmaShape read_shape(const Config& root, const Config& c, const LoadOptions& op
   info.checkpoint_dtype = c.dtype();
   info.weights = options.weights;
   s.eps = float(c.get_float_or("rms_norm_eps", 1e-6));
-  s.act =
-      parse_activation(c.get_string_or("hidden_activation", c.get_string_or("hidden_act", "gelu_pytorch_tanh")));
+  std::string act = c.get_string_or("hidden_activation", c.get_string_or("hidden_act", "gelu_pytorch_tanh"));
+  // Gemma 1's releases say "gelu" and mean the tanh approximation; transformers' GemmaConfig rewrites it so.
+  if (s.gemma1 && act == "gelu") act = "gelu_pytorch_tanh";
+  s.act = parse_activation(act);
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   if (H <= 0 || I <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 ||
       info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
   if (c.get_bool_or("use_bidirectional_attention", false))
     throw LoadError(c.source() + ": key 'use_bidirectional_attention': bidirectional Gemma is not supported");
-  const double pre_attn_scalar = s.pre_attn_scalar = c.get_float_or("query_pre_attn_scalar", 256.0);
+  const double pre_attn_scalar = s.pre_attn_scalar =
+      s.gemma1 ? double(D) : c.get_float_or("query_pre_attn_scalar", 256.0);
   if (!(pre_attn_scalar > 0)) throw LoadError(c.source() + ": key 'query_pre_attn_scalar': must be positive");
+  if (s.gemma1) return s;  // transformers' GemmaConfig has none of the keys below
   const double attn_softcap = s.attn_softcap = c.get_float_or("attn_logit_softcapping", 0.0);
   const double final_softcap = s.final_softcap = c.get_float_or("final_logit_softcapping", 0.0);
   if (attn_softcap < 0 || final_softcap < 0)
@@ -119,7 +128,7 @@ GemmaShape read_shape(const Config& root, const Config& c, const LoadOptions& op
 
 AttentionConfig attention_config(const GemmaShape& s, const Config& c, int64_t i, const LoadOptions& options) {
   const ModelInfo& info = s.info;
-  const bool sliding = is_sliding(c, i, info.num_layers, s.gemma3);
+  const bool sliding = !s.gemma1 && is_sliding(c, i, info.num_layers, s.gemma3);
   AttentionConfig ac = model_attention_config(info, sliding ? s.window : 0, options);
   ac.scale = float(1.0 / std::sqrt(s.pre_attn_scalar));
   ac.softcap = float(s.attn_softcap);
@@ -157,7 +166,7 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
   for (int64_t i = 0; i < info.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     const std::string a = p + ".self_attn";
-    const bool sliding = is_sliding(c, i, info.num_layers, gemma3);
+    const bool sliding = !shape.gemma1 && is_sliding(c, i, info.num_layers, gemma3);
     const AttentionConfig ac = attention_config(shape, c, i, options);
     std::optional<RmsNorm> qn, kn;
     if (gemma3) {
@@ -175,10 +184,14 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
     DecoderBlock block;
     block.input_norm = norm(p + ".input_layernorm", H);
     block.mixer = std::move(attn);
-    block.post_mixer_norm.emplace(norm(p + ".post_attention_layernorm", H));
-    block.pre_ffn_norm.emplace(norm(p + ".pre_feedforward_layernorm", H));
     block.ffn = std::move(mlp);
-    block.post_ffn_norm.emplace(norm(p + ".post_feedforward_layernorm", H));
+    if (shape.gemma1) {
+      block.pre_ffn_norm.emplace(norm(p + ".post_attention_layernorm", H));
+    } else {
+      block.post_mixer_norm.emplace(norm(p + ".post_attention_layernorm", H));
+      block.pre_ffn_norm.emplace(norm(p + ".pre_feedforward_layernorm", H));
+      block.post_ffn_norm.emplace(norm(p + ".post_feedforward_layernorm", H));
+    }
     blocks.push_back(std::move(block));
   }
   RmsNorm final_norm = norm("model.norm", H);

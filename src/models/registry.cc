@@ -11,15 +11,21 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"MambaForCausalLM", build_mamba}, {"FalconMambaForCausalLM", build_mamba},
     {"Lfm2ForCausalLM", build_lfm2},
     {"FalconH1ForCausalLM", build_falcon_h1},
+    {"CohereForCausalLM", build_cohere}, {"Cohere2ForCausalLM", build_cohere},
     {"DeepseekV3ForCausalLM", build_deepseek_v3},
+    {"GemmaForCausalLM", build_gemma},
     {"Gemma2ForCausalLM", build_gemma},
     {"Gemma3ForCausalLM", build_gemma},
     {"Gemma3ForConditionalGeneration", build_gemma},  // multimodal wrappers: their language model (model_dir.h)
+    {"Glm4ForCausalLM", build_glm4},
     {"GptOssForCausalLM", build_gpt_oss},
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
     {"MistralForCausalLM", build_llama_family},
+    {"MixtralForCausalLM", build_llama_family},
+    {"Olmo2ForCausalLM", build_olmo2},
+    {"Phi3ForCausalLM", build_phi3},
     {"Qwen2ForCausalLM", build_llama_family},
     {"Qwen3ForCausalLM", build_llama_family},
     {"Qwen3MoeForCausalLM", build_llama_family},
@@ -29,6 +35,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Qwen3_5MoeForCausalLM", build_qwen3_next},
     {"Qwen3_5MoeForConditionalGeneration", build_qwen3_next},
     {"RWKV7ForCausalLM", build_rwkv7},
+    {"SmolLM3ForCausalLM", build_llama_family},
 };
 
 }  // namespace
