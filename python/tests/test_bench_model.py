@@ -67,17 +67,18 @@ def test_bench_model_document(model_dir):
 
 
 def test_decode_step_timeline(model_dir):
-    """--timeline: every projection of every layer appears as its own op (layer index folded), the jobs' time and
-    the serial rest add up to the step, and the report prints it."""
+    """--timeline: a projection run on its own appears under its module name (layer index folded), projections
+    fused into one job (q / k / v, gate / up at decode sizes) under the block part that ran them; the jobs' time
+    and the serial rest add up to the step, and the report prints it."""
     from attnzoo.bench.timeline import op_name
     doc = run_model_bench(model_dir, prompt=8, gen=2, contexts=[8], context_gen=1, dtype="float32", repeats=1,
                           probes="tiny", prefix=0, timeline=True)
     t = doc["timeline"]
     ops = {r["op"]: r for r in t["ops"]}
-    for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
-        assert ops[f"model.layers.N.self_attn.{proj}"]["jobs"] >= LAYERS
+    assert ops["model.layers.N.self_attn.o_proj"]["jobs"] == LAYERS
     assert ops["model.layers.N.mlp.down_proj"]["jobs"] == LAYERS
-    assert "lm_head" in ops and "mixer" in ops
+    assert ops["mixer"]["jobs"] >= 2 * LAYERS  # the fused q / k / v job and the attention kernel of each layer
+    assert ops["ffn"]["jobs"] >= LAYERS and "lm_head" in ops
     assert t["jobs"] == sum(r["jobs"] for r in t["ops"]) and t["parallel_jobs"] <= t["jobs"]
     assert t["inside_jobs_us"] + t["between_jobs_us"] == pytest.approx(t["step_us"], rel=1e-6)
     assert "Decode step timeline" in format_report(doc)

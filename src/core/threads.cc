@@ -22,6 +22,12 @@ std::unique_ptr<ThreadPool> g_pool;
 std::atomic<ThreadPool*> g_pool_ptr{nullptr};  // g_pool.get(), read without the lock
 std::mutex g_pool_mutex;
 std::shared_mutex g_resize_mutex;  // shared: a Pin; exclusive: set_global_threads
+// Resizes waiting for g_resize_mutex. The shared mutex prefers readers, so kernels called back to back from two
+// threads (whose pins always overlap) could starve a resize for seconds; a new outermost Pin waits while one is
+// pending instead.
+std::atomic<int> g_resizes_pending{0};
+std::mutex g_pending_mutex;
+std::condition_variable g_pending_done;
 std::atomic<uint64_t> g_dispatches{0};
 
 // Rate-limits the poll: it may take the Python GIL, which must stay rare next to the kernel's work.
@@ -59,7 +65,15 @@ class InsideTask {
 };
 }  // namespace
 
-ThreadPool::Pin::Pin() : lock_(g_resize_mutex) { ++t_pins; }
+ThreadPool::Pin::Pin() {
+  // A thread already holding a pin takes another at once: the pending resize waits for its first one anyway.
+  while (t_pins == 0 && g_resizes_pending.load() > 0) {
+    std::unique_lock<std::mutex> wait(g_pending_mutex);
+    g_pending_done.wait(wait, [] { return g_resizes_pending.load() == 0; });
+  }
+  lock_ = std::shared_lock<std::shared_mutex>(g_resize_mutex);
+  ++t_pins;
+}
 ThreadPool::Pin::~Pin() { --t_pins; }
 
 ThreadPool::InterruptScope::InterruptScope(InterruptPoll poll) : previous_(t_poll) { t_poll = poll; }
@@ -79,6 +93,8 @@ int default_thread_count() {
 
 ThreadPool::ThreadPool(int num_threads) {
   require(num_threads >= 1, "num_threads", "must be at least 1, got " + std::to_string(num_threads));
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && num_threads > CPU_COUNT(&set)) spin_micros_ = 0;
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -112,6 +128,7 @@ namespace {
 // a yield every round leaves the core to a runnable thread of this process when threads outnumber cores.
 template <class Ready>
 bool spin_until(Ready ready, int micros) {
+  if (micros <= 0) return ready();
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
   for (;;) {
     for (int i = 0; i < 64; ++i) {
@@ -132,7 +149,7 @@ void ThreadPool::worker_loop(int worker) {
   uint64_t seen = 0;
   for (;;) {
     auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load() != seen; };
-    if (!spin_until(ready, kSpinMicros)) {
+    if (!spin_until(ready, spin_micros_)) {
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1);  // seq_cst, before the predicate's seq_cst load of generation_
       wake_.wait(lock, ready);
@@ -150,7 +167,7 @@ void ThreadPool::worker_loop(int worker) {
 
 void ThreadPool::wait_until_done() {
   auto done = [&] { return active_.load() == 0; };
-  if (spin_until(done, kSpinMicros)) return;
+  if (spin_until(done, spin_micros_)) return;
   std::unique_lock<std::mutex> lock(mutex_);
   submitter_sleeps_.store(true);  // seq_cst, before the predicate's load of active_
   done_.wait(lock, done);
@@ -232,6 +249,16 @@ ThreadPool& ThreadPool::global() {
 void ThreadPool::set_global_threads(int num_threads) {
   require(num_threads >= 1 && num_threads <= 1024, "num_threads", "must be in [1, 1024]");
   require(t_pins == 0, "num_threads", "cannot change while this thread runs a kernel");
+  g_resizes_pending.fetch_add(1);
+  struct Done {
+    ~Done() {
+      {
+        std::lock_guard<std::mutex> lock(g_pending_mutex);
+        g_resizes_pending.fetch_sub(1);
+      }
+      g_pending_done.notify_all();
+    }
+  } done;
   std::unique_lock<std::shared_mutex> resize(g_resize_mutex);
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   g_pool_ptr.store(nullptr, std::memory_order_release);

@@ -106,7 +106,10 @@ class ThreadPool {
   // submitter polls `active_` as long before it sleeps on `done_`. `sleepers_` / `submitter_sleeps_` tell the
   // other side whether a notify is needed; both sides use sequentially consistent operations on the flag and
   // the counter they pair with, so a notify is never lost.
+  // No spinning where the pool has more threads than the process has CPUs: a spinning worker would then take
+  // the core that the thread it waits for needs.
   static constexpr int kSpinMicros = 200;
+  int spin_micros_ = kSpinMicros;
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
