@@ -11,6 +11,7 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "models/registry.h"
 
 namespace attnzoo::py {
 namespace {
@@ -182,6 +183,9 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("block_table", [](const Sequence& s) { return s.block_table(); },
                    "Block group 0's table (-1: a block a sliding window gave back).")
       .def_prop_ro("block_tables", [](const Sequence& s) { return s.block_tables(); }, "One table per block group.");
+
+  m.def("supported_architectures", &supported_architectures,
+        "config.json \"architectures\" names Model.load has a builder for (the registry's keys).");
 
   m.def(
       "resolve_formats",

@@ -54,7 +54,7 @@ def test_every_command_answers_help(command, flag):
     assert "Traceback" not in r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("command", [["bench", "model"], ["explain"]])
+@pytest.mark.parametrize("command", [["bench", "model"], ["explain"], ["conformance"]])
 def test_python_backed_commands_answer_help(command):
     r = run(*command, "--help")
     assert r.returncode == 0, (command, r.stderr)

@@ -11,7 +11,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CLI = os.environ.get("ATTNZOO_CLI", os.path.join(ROOT, "build", "attnzoo"))
-SHELL_SKIP = {"chat", "explain", "bench"}  # named in the block's marker with the tests that run them
+SHELL_SKIP = {"chat", "explain", "bench", "conformance"}  # named in the block's marker with the tests that run them
 
 
 def _blocks():

@@ -17,5 +17,6 @@ int run_perplexity(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
 int run_quantize(const std::vector<std::string>& args);
 int run_explain(const std::vector<std::string>& args, const char* argv0);
+int run_conformance(const std::vector<std::string>& args);
 
 }  // namespace attnzoo::cli

@@ -44,6 +44,9 @@ void usage() {
       "  quantize -m DIR -o OUT.gguf [--type Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K|BF16|F16|F32]\n"
       "                          a Hugging Face checkpoint as a (quantized) GGUF file, as llama.cpp writes it\n"
       "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"
+      "  conformance [--quick|--full] [-m PATH ...] [--llama-perplexity PATH] [--json FILE] [--html FILE]\n"
+      "                          every kernel family and architecture vs the installed references\n"
+      "                          (torch, fla, transformers, gguf, tokenizers): worst error, tolerance, status\n"
       "\n"
       "global options: -t|--threads N (else ATTNZOO_THREADS), --target scalar|avx2|avx512|avx512_bf16\n"
       "                --version: print the version");
@@ -76,6 +79,7 @@ int main(int argc, char** argv) {
     if (cmd == "serve") return attnzoo::cli::run_serve(args);
     if (cmd == "quantize") return attnzoo::cli::run_quantize(args);
     if (cmd == "explain") return attnzoo::cli::run_explain(args, argv[0]);
+    if (cmd == "conformance") return attnzoo::cli::run_conformance(args);
     std::fprintf(stderr, "attnzoo: unknown command '%s'\n", cmd.c_str());
     usage();
     return 2;
