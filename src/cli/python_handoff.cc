@@ -102,4 +102,18 @@ void exec_python_module(const std::string& python, const std::string& module, co
   std::fprintf(stderr, "attnzoo: could not run %s\n", python.c_str());
 }
 
+int hand_over_to_python(const std::string& command, const std::string& module, const std::vector<std::string>& args) {
+  export_child_environment();
+  if (const auto python = find_python("import numpy, " + module, "numpy and " + module)) {
+    exec_python_module(*python, module, args);
+    return 1;  // exec failed; the reason is printed
+  }
+  std::fprintf(stderr,
+               "attnzoo %s: no Python that can import numpy and %s was found (tried $ATTNZOO_PYTHON, the checkout's "
+               ".venv, python3 beside this program and on PATH); pip install attnzoo into it, run scripts/setup.sh "
+               "in a checkout, or set ATTNZOO_PYTHON\n",
+               command.c_str(), module.c_str());
+  return 1;
+}
+
 }  // namespace attnzoo::cli

@@ -19,5 +19,8 @@ void export_child_environment();
 std::optional<std::string> find_python(const std::string& import_code, const std::string& what);
 // Replaces this process with `python -m module args...`; returns only if exec failed.
 void exec_python_module(const std::string& python, const std::string& module, const std::vector<std::string>& args);
+// The whole hand-over of a command that lives in Python (`attnzoo <command>` -> `python -m <module> args...`, with
+// numpy and the module importable): returns 1 with the reason printed when no such Python is found or exec failed.
+int hand_over_to_python(const std::string& command, const std::string& module, const std::vector<std::string>& args);
 
 }  // namespace attnzoo::cli

@@ -194,7 +194,7 @@ def checkpoints(ctx):
                 directory = os.path.dirname(os.path.abspath(gguf[0]))
             else:
                 kw, directory = {}, path
-            ref = transformers.AutoModelForCausalLM.from_pretrained(directory, torch_dtype=torch.float32,
+            ref = transformers.AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32,
                                                                     attn_implementation="eager", **kw).eval()
             previous = attnzoo.get_float32_matmul_precision()
             attnzoo.set_float32_matmul_precision("highest")
@@ -229,7 +229,11 @@ def llama_perplexity(ctx):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         text_path = os.path.join(tmp, "text.txt")
-        text = perplexity.default_text()[:20000 if ctx.quick else 200000]
+        try:
+            with open(perplexity.default_text(), encoding="utf-8") as f:
+                text = f.read()[:20000 if ctx.quick else 200000]
+        except FileNotFoundError as e:
+            raise Missing(str(e)) from None
         with open(text_path, "w", encoding="utf-8") as f:
             f.write(text)
         for path in files:

@@ -10,7 +10,8 @@ def _number(x):
 
 
 def _cells(r):
-    status = r["status"] if not r["reason"] else f"{r['status']}: {r['reason']}".replace("skipped: skipped:", "skipped:")
+    reason = r["reason"]
+    status = reason if reason.startswith(r["status"]) else f"{r['status']}: {reason}" if reason else r["status"]
     return (r["area"], r["family"], r["compared"], r["reference"], _number(r["worst_error"]), _number(r["tolerance"]),
             status)
 
