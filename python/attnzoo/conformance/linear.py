@@ -39,7 +39,7 @@ def _forms(rows, family, T, fns, want_o, want_s, tol=1e-4):
 def gla_family(ctx):
     torch = require("torch")
     import attnzoo.linear as L
-    T = 70
+    T = 70 if ctx.quick else 500
     rows = []
     g, q, k, v = _inputs(torch, T)
     h0 = torch.randn(1, 2, 32, 32, generator=g)
@@ -68,7 +68,7 @@ def gla_family(ctx):
 def delta_family(ctx):
     torch = require("torch")
     import attnzoo.linear as L
-    T = 70
+    T = 70 if ctx.quick else 500
     rows = []
     g, q, k, v = _inputs(torch, T)
     k = torch.nn.functional.normalize(k, dim=-1)
@@ -100,7 +100,7 @@ def rwkv7(ctx):
     torch = require("torch")
     import attnzoo.linear as L
     naive = fla_naive("rwkv7", "generalized_delta_rule/dplr")
-    T, H, K = 70, 2, 32
+    T, H, K = 70 if ctx.quick else 500, 2, 32
     g = torch.Generator().manual_seed(7)
     r = torch.randn(1, T, H, K, generator=g)
     w = -torch.exp(torch.randn(1, T, H, K, generator=g)) - 0.01

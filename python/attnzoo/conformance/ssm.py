@@ -13,7 +13,7 @@ def mamba(ctx):
     torch = require("torch")
     import attnzoo.linear as L
     g = torch.Generator().manual_seed(1)
-    Bt, D, N, T = 1, 8, 4, 40
+    Bt, D, N, T = 1, 8, 4, 40 if ctx.quick else 400
     u, delta, z = (torch.randn(Bt, D, T, generator=g) for _ in range(3))
     A = -torch.rand(D, N, generator=g) - 0.2
     Bm, Cm = torch.randn(Bt, N, T, generator=g), torch.randn(Bt, N, T, generator=g)
@@ -37,7 +37,7 @@ def mamba2(ctx):
     torch = require("torch")
     import attnzoo.linear as L
     g = torch.Generator().manual_seed(2)
-    Bt, T, H, P, G, N = 1, 70, 4, 8, 2, 8
+    Bt, T, H, P, G, N = 1, 70 if ctx.quick else 400, 4, 8, 2, 8
     x = torch.randn(Bt, T, H, P, generator=g)
     dt = torch.randn(Bt, T, H, generator=g)
     A = -torch.rand(H, generator=g) - 0.2
@@ -66,7 +66,7 @@ def rwkv4(ctx):
     torch = require("torch")
     import attnzoo.linear as L
     g = torch.Generator().manual_seed(3)
-    T, C = 40, 16
+    T, C = 40 if ctx.quick else 400, 16
     w, u = torch.randn(C, generator=g), torch.randn(C, generator=g)
     k, v = torch.randn(1, T, C, generator=g), torch.randn(1, T, C, generator=g)
     got, _ = L.rwkv4_wkv(w, u, k, v)
@@ -86,7 +86,7 @@ def conv1d(ctx):
     torch = require("torch")
     import attnzoo.linear as L
     g = torch.Generator().manual_seed(4)
-    T, D, W = 33, 12, 4
+    T, D, W = 33 if ctx.quick else 300, 12, 4
     x, w, b = torch.randn(1, T, D, generator=g), torch.randn(D, W, generator=g), torch.randn(D, generator=g)
     got, _ = L.causal_conv1d(x, w, b, activation="silu")
     want = torch.nn.functional.silu(torch.nn.functional.conv1d(
@@ -100,7 +100,7 @@ def s4d(ctx):
     torch = require("torch")
     import attnzoo.linear as L
     g = torch.Generator().manual_seed(5)
-    T, H, N = 200, 4, 8  # T > 128: the FFT path of s4d_conv
+    T, H, N = 200 if ctx.quick else 1000, 4, 8  # T > 128: the FFT path of s4d_conv
     u = torch.randn(1, T, H, generator=g)
     dt = torch.exp(torch.rand(H, generator=g) * -4 - 1)
     A = torch.complex(-0.5 * torch.ones(H, N), torch.pi * torch.arange(N).repeat(H, 1).float()).to(torch.complex128)
