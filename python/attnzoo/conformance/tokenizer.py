@@ -37,15 +37,17 @@ def bpe(ctx):
         hf = tokenizers.Tokenizer(tokenizers.models.BPE())
         hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
         hf.decoder = tokenizers.decoders.ByteLevel()
-        hf.train([path], tokenizers.trainers.BpeTrainer(
-            vocab_size=vocab_size, show_progress=False, initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet()))
+        alphabet = tokenizers.pre_tokenizers.ByteLevel.alphabet()
+        hf.train([path], tokenizers.trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                                        initial_alphabet=alphabet))
         ours = Tokenizer.train([path], vocab_size=vocab_size, output=os.path.join(tmp, "ours.json"))
         with open(os.path.join(tmp, "ours.json"), encoding="utf-8") as f:
             merges = [tuple(m) for m in json.load(f)["model"]["merges"]]
     want = [tuple(m) for m in json.loads(hf.to_str())["model"]["merges"]]
     differing = sum(a != b for a, b in zip(merges, want)) + abs(len(merges) - len(want))
     rows = [row(AREA, "BPE training", f"Tokenizer.train: {len(want)} merges (vocab {vocab_size})",
-                "tokenizers BpeTrainer (ByteLevel)", differing / max(len(want), 1), 0.0, "fraction of differing merges")]
+                "tokenizers BpeTrainer (ByteLevel)", differing / max(len(want), 1), 0.0,
+                "fraction of differing merges")]
     held_out = corpus(1, 200).split("\n")
     loaded = Tokenizer.from_str(hf.to_str())
     total = wrong = 0
@@ -53,6 +55,7 @@ def bpe(ctx):
         got, exp = loaded.encode(line, add_special_tokens=False), hf.encode(line, add_special_tokens=False).ids
         total += max(len(exp), 1)
         wrong += len(exp) if list(got) != exp else 0
-    rows.append(row(AREA, "tokenizer (encode)", f"encode {len(held_out)} held-out lines with HF's trained tokenizer.json",
+    rows.append(row(AREA, "tokenizer (encode)",
+                    f"encode {len(held_out)} held-out lines with HF's trained tokenizer.json",
                     "tokenizers.Tokenizer.encode", wrong / total, 0.0, "fraction of ids in differing lines"))
     return rows
