@@ -8,8 +8,9 @@
 namespace attnzoo {
 namespace {
 thread_local const char* t_op = "";
-thread_local std::vector<DispatchRecord>* t_records = nullptr;
-std::atomic<bool> g_any_recording{false};
+thread_local char t_thread_marker;  // its address names the thread
+std::atomic<const char*> g_recording_thread{nullptr};  // the marker of the thread recording, if any
+std::vector<DispatchRecord>* g_records = nullptr;  // written only by that thread while it records
 thread_local int64_t t_origin_ns = 0;
 
 int64_t clock_ns() {
@@ -22,34 +23,29 @@ OpLabel::OpLabel(const char* op) : previous_(t_op) { t_op = op; }
 OpLabel::~OpLabel() { t_op = previous_; }
 
 DispatchTimeline::DispatchTimeline() {
-  bool expected = false;
-  if (!g_any_recording.compare_exchange_strong(expected, true))
+  const char* none = nullptr;
+  if (!g_recording_thread.compare_exchange_strong(none, &t_thread_marker))
     throw ArgumentError("timeline: another thread is already recording a dispatch timeline");
-  t_records = new std::vector<DispatchRecord>();
-  t_records->reserve(4096);
+  // Only this thread records, and not before the constructor returns.
+  records_.reserve(4096);
+  g_records = &records_;
   t_origin_ns = clock_ns();
 }
 
-DispatchTimeline::~DispatchTimeline() {
-  if (!stopped_) stop();
-}
+DispatchTimeline::~DispatchTimeline() { stop(); }
 
 std::vector<DispatchRecord> DispatchTimeline::stop() {
-  std::vector<DispatchRecord> out;
-  if (stopped_) return out;
+  if (stopped_) return {};
   stopped_ = true;
-  out = std::move(*t_records);
-  delete t_records;
-  t_records = nullptr;
-  g_any_recording.store(false);
-  return out;
+  g_recording_thread.store(nullptr);  // the recording thread stops writing, on whichever thread this runs
+  return std::move(records_);
 }
 
 namespace timeline_detail {
-bool recording() { return g_any_recording.load(std::memory_order_relaxed) && t_records != nullptr; }
+bool recording() { return g_recording_thread.load(std::memory_order_acquire) == &t_thread_marker; }
 int64_t now_ns() { return clock_ns() - t_origin_ns; }
 void record(int64_t start_ns, int64_t tasks, bool parallel) {
-  t_records->push_back({t_op, start_ns, now_ns(), tasks, parallel});
+  g_records->push_back({t_op, start_ns, now_ns(), tasks, parallel});
 }
 }  // namespace timeline_detail
 

@@ -37,6 +37,7 @@ class DispatchTimeline {
   DispatchTimeline& operator=(const DispatchTimeline&) = delete;
 
  private:
+  std::vector<DispatchRecord> records_;  // filled through a pointer of the recording thread
   bool stopped_ = false;
 };
 

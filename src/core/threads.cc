@@ -79,6 +79,15 @@ ThreadPool::Pin::~Pin() { --t_pins; }
 ThreadPool::InterruptScope::InterruptScope(InterruptPoll poll) : previous_(t_poll) { t_poll = poll; }
 ThreadPool::InterruptScope::~InterruptScope() { t_poll = previous_; }
 
+namespace {
+// The CPUs this process may run on.
+int available_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+}  // namespace
+
 int default_thread_count() {
   if (const char* env = std::getenv("ATTNZOO_THREADS")) {
     char* end = nullptr;
@@ -86,15 +95,12 @@ int default_thread_count() {
     if (end != env && *end == '\0' && n >= 1 && n <= 1024) return int(n);
     throw ArgumentError(std::string("ATTNZOO_THREADS: expected an integer in [1, 1024], got '") + env + "'");
   }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  return available_cpus();
 }
 
 ThreadPool::ThreadPool(int num_threads) {
   require(num_threads >= 1, "num_threads", "must be at least 1, got " + std::to_string(num_threads));
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && num_threads > CPU_COUNT(&set)) spin_micros_ = 0;
+  if (num_threads > available_cpus()) spin_micros_ = 0;
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -186,7 +192,7 @@ void ThreadPool::parallel_for(int64_t num_tasks, const TaskFn& fn) {
   const bool poll = top_level && t_poll != nullptr;
   if (top_level && timeline_detail::recording()) {
     const int64_t start = timeline_detail::now_ns();
-    const bool parallel = !workers_.empty() && num_tasks > 1;
+    const bool parallel = !workers_.empty() && num_tasks > 1;  // run_job's condition for a hand-off, at top level
     run_job(num_tasks, fn, poll);
     timeline_detail::record(start, num_tasks, parallel);
     return;

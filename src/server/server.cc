@@ -250,11 +250,8 @@ void Server::drain() {
   http_->drain();
 }
 
-size_t Server::in_flight() const {
-  const ServingState* s = handlers_->state.load();
-  const EngineStats st = s ? s->engine->stats() : EngineStats{};
-  return size_t(st.running_requests + st.waiting_requests) + http_->in_flight();
-}
+// Every engine request is held by an HTTP exchange until answered, so the exchanges count them all once.
+size_t Server::in_flight() const { return http_->in_flight(); }
 
 void Server::stop() { http_->stop(); }
 

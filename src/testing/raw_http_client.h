@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <string>
@@ -37,6 +38,9 @@ class RawClient {
   }
   // Reads until `until` appears in what was received (empty: until the server closes); false on EOF first.
   bool read_until(const std::string& until) {
+    // A server that never answers fails the test after 10 s instead of hanging it.
+    const timeval timeout{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     char buf[4096];
     while (until.empty() || received_.find(until) == std::string::npos) {
       const ssize_t n = recv(fd_, buf, sizeof buf, 0);
