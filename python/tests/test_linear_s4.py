@@ -149,3 +149,6 @@ def test_errors_name_the_argument():
         L.s4d_conv(torch.randn(1, 10, 3), **ours(dt, A, B, C, D))
     with pytest.raises(ValueError, match="dt: step sizes must be positive"):
         L.s4d_conv(u, **ours(-dt, A, B, C, D))
+    kernel_args = {k: v for k, v in ours(dt, A, B, C, D).items() if k != "D"}
+    with pytest.raises(ValueError, match="length: must be >= 0"):
+        L.s4d_kernel(length=-1, **kernel_args)

@@ -165,6 +165,7 @@ def test_cli_errors_name_what_is_wrong(tmp_path):
                           (["--vocab-size", "300", "--files", LICENSES[0]], "-o tokenizer.json is required"),
                           (["--vocab-size", "300", "--files", LICENSES[0], "-o", "/no-such-dir/t.json"],
                            "cannot write into '/no-such-dir'"),
+                          (["--vocab-size", "300", "--files", LICENSES[0], "-o", str(tmp_path)], "is a directory"),
                           (["--vocab-sise", "300"], "did you mean --vocab-size?")]:
         r = subprocess.run([CLI, "tokenizer", "train", *args], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and message in r.stderr, (args, r.stderr)

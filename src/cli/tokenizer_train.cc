@@ -108,6 +108,9 @@ int run_tokenizer_train(const std::vector<std::string>& args) {
     total_bytes += size;
   }
   // Refused before minutes of training rather than after.
+  if (std::filesystem::is_directory(a.output)) throw ArgumentError("-o: '" + a.output + "' is a directory");
+  if (std::filesystem::exists(a.output) && access(a.output.c_str(), W_OK) != 0)
+    throw ArgumentError("-o: cannot write '" + a.output + "'");
   const std::filesystem::path parent = std::filesystem::absolute(a.output).parent_path();
   if (access(parent.c_str(), W_OK) != 0) throw ArgumentError("-o: cannot write into '" + parent.string() + "'");
   const bool show = a.progress || isatty(fileno(stderr));

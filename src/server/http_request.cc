@@ -278,6 +278,9 @@ ReadResult read_request(Connection& conn, const Limits& limits, Clock::time_poin
   bool has_length = false;
   uint64_t length_value = 0;
   const std::string* te = out.header("transfer-encoding");
+  // A second Transfer-Encoding field could make another parser see another framing (request smuggling).
+  if (std::count_if(out.headers.begin(), out.headers.end(), [](const auto& h) { return h.first == "transfer-encoding"; }) > 1)
+    return fail(400, "more than one Transfer-Encoding field");
   if (te && out.http10) return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
   if (te && out.header("content-length")) return fail(400, "both Transfer-Encoding and Content-Length");
   if (te && lower(*te) != "chunked") return fail(501, "Transfer-Encoding '" + shown(*te) + "' is not supported (chunked is)");

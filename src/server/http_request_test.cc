@@ -71,6 +71,7 @@ TEST(HttpRequest, EveryAmbiguityAndLimitHasItsStatus) {
       {post + "Content-Length: 0x10\r\n\r\n", 400},
       {post + "Content-Length: 99999999999999999999999\r\n\r\n", 400},
       {post + "Content-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n", 400},
       {post + "Transfer-Encoding: gzip, chunked\r\n\r\n", 501},
       {post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
       {post + "Transfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n", 400},

@@ -109,6 +109,11 @@ def torch_module():
         return None
 
 
+def length_text(T):
+    """A sequence length as row names show it: 4k for 4096, else the number."""
+    return f"{T // 1024}k" if T % 1024 == 0 else str(T)
+
+
 def randn(shape, dtype, seed):
     """Inputs live in torch when it is installed (so both sides read the same memory), else numpy f32."""
     torch = torch_module()

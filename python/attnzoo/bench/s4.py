@@ -8,15 +8,13 @@ torch form (python/tests/test_linear_s4.py) builds an [H, N, T] complex power ta
 """
 import math
 
+from .harness import length_text
+
 
 def _shapes(scale):
     if scale == "tiny":
         return dict(H=8, N=8, lengths=(64, 256, 512))  # below 1k: the target is for model widths
     return dict(H=256 if scale == "full" else 128, N=32, lengths=(1024, 4096, 16384))
-
-
-def _length_text(T):
-    return f"{T // 1024}k" if T % 1024 == 0 else str(T)
 
 
 def _inputs(H, N, T, torch):
@@ -45,7 +43,7 @@ def _case(s, T, form):
         ours = lambda: fn(u, **p, check_inputs=False)[0]
         return Prepared(ours)
 
-    length = _length_text(T)
+    length = length_text(T)
     recurrent_key = f"s4d zoh recurrent f32 T={length}"
     goals = [faster_than(recurrent_key, 1.0)] if form == "fft" and T >= 1024 else []
     name = f"{'fft conv' if form == 'fft' else 'recurrent'} f32 T={length}"

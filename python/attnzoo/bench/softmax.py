@@ -1,7 +1,7 @@
 """Softmax attention rows of the kernel table: prefill (dense, windowed, block-sparse, paged), decode, and LSH
 attention against dense attention as T grows."""
 from .. import _core
-from .harness import BenchCase, Goal, Prepared, empty_like, faster_than, fraction_of_peak_at_least, randn, \
+from .harness import BenchCase, length_text, Goal, Prepared, empty_like, faster_than, fraction_of_peak_at_least, randn, \
     time_within_of, torch_module, torch_ratio_at_least
 
 # --- softmax prefill ---------------------------------------------------------------------------------------
@@ -262,10 +262,6 @@ def _grows_at_most(smaller_key, factor, law):
     return Goal(f"time x{factor:g} or less per doubling of T ({law})", check, got)
 
 
-def _k(T):
-    return f"{T // 1024}k" if T % 1024 == 0 else str(T)
-
-
 def lsh_cases(config):
     """Causal LSH attention (hashing included) and causal dense attention on the same qk / v at growing T: LSH
     should grow as T log T (here O(T): counting sort, fixed chunk), dense as T^2."""
@@ -284,14 +280,14 @@ def lsh_cases(config):
             keys = qk / ((qk * qk).mean(-1)[..., None] + 1e-6) ** 0.5 / D ** 0.5  # Reformer's shared-QK keys
             return Prepared(lambda: attention(qk, keys, v, causal=True, scale=1.0, out=out, check_inputs=False))
 
-        prev = f"softmax lsh LSH T={_k(s['Ts'][i - 1])}" if i else None
+        prev = f"softmax lsh LSH T={length_text(s['Ts'][i - 1])}" if i else None
         lsh_goals = [_grows_at_most(prev, 2.6, "T log T: 2.17x")] if prev else []
-        dense_key = f"softmax lsh dense T={_k(T)}"
+        dense_key = f"softmax lsh dense T={length_text(T)}"
         if i == len(s["Ts"]) - 1:
             lsh_goals.append(faster_than(dense_key, 4.0))
         shape = f"T={T} H={H} D={D}"
-        cases.append(BenchCase("softmax lsh", f"LSH T={_k(T)}", f"{shape} chunk={C} hashes={R} buckets={nb}", setup,
+        cases.append(BenchCase("softmax lsh", f"LSH T={length_text(T)}", f"{shape} chunk={C} hashes={R} buckets={nb}", setup,
                                flops=2.0 * R * T * 2 * C * 2 * D * H, goals=lsh_goals))
-        cases.append(BenchCase("softmax lsh", f"dense T={_k(T)}", f"{shape} causal", lambda T=T: setup(T, False),
+        cases.append(BenchCase("softmax lsh", f"dense T={length_text(T)}", f"{shape} causal", lambda T=T: setup(T, False),
                                flops=4.0 * T * (T + 1) / 2 * H * D))
     return cases

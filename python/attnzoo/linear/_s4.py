@@ -126,6 +126,8 @@ def s4d_kernel(dt, A, B, C, length, discretization="zoh", dss_length=None, refer
     """The convolution kernel K [H, length] float32 (numpy, or torch when dt is a torch tensor):
     K[h, l] = 2 Re(sum_n C dB dA^l). reference=True evaluates the definition in double precision.
     dss_length defaults to `length`."""
+    if int(length) < 0:
+        raise ValueError(f"length: must be >= 0, got {length}")
     dt, A, B, C, _ = _params(dt, A, B, C, None)
     check_layouts([(n, x, _LAYOUTS[n]) for x, n in ((dt, "dt"), (A, "A"), (B, "B"), (C, "C"))])
     dt, A, B, C = (scan(contiguous(x), n) for x, n in ((dt, "dt"), (A, "A"), (B, "B"), (C, "C")))
