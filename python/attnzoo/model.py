@@ -228,7 +228,7 @@ class Model:
     def formats(self):
         """What "auto" chose at load, and why: {"checkpoint", "weights_dtype", "weights_reason", "kv_cache_dtype",
         "kv_cache_reason", "prefill_products", "decode_activations", "products_reason"} (as ``attnzoo inspect``)."""
-        return self._core.inspect()["formats"]
+        return self._core.formats
 
     def inspect(self):
         """Architecture, layer kinds, parameter count, weight bytes and per-sequence cache bytes."""

@@ -276,6 +276,7 @@ void bind_model(nb::module_& m) {
           "Runs ids as a fresh sequence; one dict per layer: kind, and q/k [T, heads, head_dim] after RoPE with "
           "scale, window, softcap, sinks (softmax attention) or state_norms (recurrent layers).")
       .def("inspect", [](const Model& model) { return info_dict(model.info(), model.pool()); })
+      .def_prop_ro("formats", [](const Model& model) { return formats_dict(model.info().formats); })
       .def_prop_ro("vocab_size", [](const Model& model) { return model.info().vocab_size; });
 }
 

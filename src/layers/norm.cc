@@ -23,16 +23,16 @@ RmsNorm RmsNorm::mean_centered(const TensorView& weight, float eps, const std::s
 
 void RmsNorm::forward(const float* x, int64_t rows, int64_t x_stride, float* y, int64_t y_stride) const {
   if (!center_) return rms_norm(x, rows, dim(), x_stride, w_.data(), eps_, y, y_stride);
+  // LayerNorm without bias is the RMS norm of the mean-centred row: centre it, then the vectorised RMS norm.
   const int64_t n = dim();
-  for (int64_t r = 0; r < rows; ++r) {  // two passes, as transformers computes it: the mean, then the variance
+  for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * x_stride;
     float* yr = y + r * y_stride;
-    double sum = 0, ss = 0;
+    double sum = 0;
     for (int64_t k = 0; k < n; ++k) sum += xr[k];
     const float mean = float(sum / double(n));
-    for (int64_t k = 0; k < n; ++k) ss += double(xr[k] - mean) * double(xr[k] - mean);
-    const float inv = float(1.0 / std::sqrt(ss / double(n) + eps_));
-    for (int64_t k = 0; k < n; ++k) yr[k] = w_[size_t(k)] * ((xr[k] - mean) * inv);
+    for (int64_t k = 0; k < n; ++k) yr[k] = xr[k] - mean;
+    rms_norm(yr, 1, n, n, w_.data(), eps_, yr, n);
   }
 }
 
