@@ -388,10 +388,16 @@ def test_past_the_grace_period_cut_requests_get_503_never_a_cut_200(checkpoint):
         assert s.proc.wait(timeout=DEADLINE) == 0
         statuses = sorted(a[0] for a in answers)
         assert 503 in statuses and set(statuses) <= {200, 503}
+        cut = 0
         for status, _, text in answers:
             if status == 200:
                 assert all(c["finish_reason"] == "length" for c in json.loads(text)["choices"])
-            else:
-                assert "shut down before the request finished" in error_of(text)["message"]
+                continue
+            # A request still being read when the signal came is refused as new work; one the engine was
+            # running is cut. The one the test waited for was running.
+            message = error_of(text)["message"]
+            assert "shut down before the request finished" in message or "shutting down" in message, message
+            cut += "shut down before the request finished" in message
+        assert cut >= 1
     finally:
         s.stop()
