@@ -38,6 +38,8 @@ set_num_threads = _core.set_num_threads
 cpu_info = _core.cpu_info
 set_float32_matmul_precision = _core.set_float32_matmul_precision
 get_float32_matmul_precision = _core.get_float32_matmul_precision
+set_batch_invariant = _core.set_batch_invariant
+batch_invariant = _core.batch_invariant
 
 __all__ = [
     "__version__",
@@ -46,5 +48,5 @@ __all__ = [
     "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "perplexity", "Sampler", "sample",
     "apply_chat_template", "LLM", "Engine", "SamplingParams", "quant", "quantize",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
-    "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "set_float32_matmul_precision", "get_float32_matmul_precision", "set_batch_invariant", "batch_invariant",
 ]

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "bindings.h"
+#include "core/batch_invariance.h"
 #include "core/dispatch_timeline.h"
 #include "core/error.h"
 #include "layers/linear.h"
@@ -68,6 +69,10 @@ void bind_runtime(nb::module_& m) {
         nb::arg("w"), nb::arg("x"), nb::arg("y"), nb::arg("backend") = "openblas",
         "y = x w^T with the prefill GEMM backend 'openblas' (f32 products), 'tile' or 'bf16_dot' (bf16 products; "
         "ValueError without AVX-512-BF16).");
+  m.def("set_batch_invariant", [](bool on) { set_batch_invariant(on); }, nb::arg("on"),
+        "Batch-invariant numerics for the whole process (core/batch_invariance.h): a token's logits do not "
+        "depend on the batch, the chunking of its prompt or the prefix cache.");
+  m.def("batch_invariant", [] { return batch_invariant(); }, "Whether batch-invariant numerics are on.");
   m.def("get_float32_matmul_precision", [] { return std::string(matmul_precision_name(matmul_precision())); },
         "The current matmul precision: 'auto', 'highest', 'high' or 'medium'.");
 }

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/batch_invariance.h"
 #include "core/error.h"
 #include "engine/sampling_defaults.h"
 #include "engine/stop.h"
@@ -14,7 +15,8 @@ namespace attnzoo::cli {
 const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
-    "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium] [--stop STR]...\n"
+    "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium] [--batch-invariant]\n"
+    "         [--stop STR]...\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
     "         [-c|--ctx-size N (prompt + answer tokens; default: the model's max_position_embeddings)]";
 
@@ -38,6 +40,8 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   else if (s == "--seed") a.seed = parse_number<uint64_t>(s, value());
   else if (s == "--dtype") a.dtype = value();
   else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
+  // The same answer whatever else runs beside it (core/batch_invariance.h); prefill projections cost more.
+  else if (s == "--batch-invariant") set_batch_invariant(true);
   else if (s == "--stop") a.stop.push_back(value());
   else if (s == "--kv-cache-dtype") a.kv_cache_dtype = value();
   else if (s == "--block-size") a.block_size = parse_number<int64_t>(s, value());

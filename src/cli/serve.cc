@@ -20,6 +20,7 @@
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
 #include "engine/stop.h"
+#include "core/batch_invariance.h"
 #include "layers/matmul_precision.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
@@ -34,6 +35,7 @@ const char* kUsage =
     "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16]\n"
     "         [--no-prefix-caching] [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
+    "         [--batch-invariant]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]\n"
     "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
     "         [--shutdown-grace-seconds 30]\n"
@@ -87,6 +89,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--dtype") a.dtype = value();
     // medium: batched steps (prefill chunks, many decodes at once) multiply in bf16 (layers/matmul_precision.h).
     else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
+    // Temperature-0 answers independent of the load and the prefix cache (core/batch_invariance.h).
+    else if (s == "--batch-invariant") set_batch_invariant(true);
     else if (s == "--max-n") a.server.limits.max_n = integer();
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
     else if (s == "--max-connections") a.server.max_connections = size_t(std::max<int64_t>(integer(), 0));

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/aligned_buffer.h"
+#include "core/batch_invariance.h"
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error.h"
@@ -130,7 +131,11 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
   // Several rows of dense weights with reduced products (a batch of decodes) are a compute-bound product, not a
   // bandwidth-bound one: the bf16 tiles beat dotting every weight row with every token in f32 (bench serve, 8
   // clients). One row stays on the GEMV, at bandwidth either way.
-  if (T <= kGemvMaxTokens && !(dense && bf16_products && T > 1)) {
+  // Batch-invariant numerics: block weights take the integer dots for every token count (each token's sums on
+  // their own, as a lone decode computes them), never the bf16 tiles, whose result differs from the GEMV's.
+  if (!dense && reduced && quant_gemv_has_int8(w.type) && batch_invariant()) {
+    quant_gemv(w, bias, x, T, y, ldy);
+  } else if (T <= kGemvMaxTokens && !(dense && bf16_products && T > 1)) {
     // Block weights: f32 activations when products stay exact (the products of the dequantized weights, as
     // exact as the GEMM); llama.cpp's 8-bit activations (integer dots, ~0.5% error per projection, enough to flip
     // near-tied greedy choices of a small model) where they may be reduced, as matmul precision "auto" allows.

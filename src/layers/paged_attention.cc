@@ -1,5 +1,8 @@
 #include "layers/paged_attention.h"
 
+#include <vector>
+
+#include "core/batch_invariance.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
 #include "layers/sequence_schedule.h"
@@ -23,6 +26,32 @@ void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, 
     view.max_blocks_per_seq = tables.max_blocks;
     return view;
   };
+  if (batch_invariant() && !uniform_decode) {
+    // Every query on the decode kernel, kMaxDecodeQueries at a time (core/batch_invariance.h): its chunks end
+    // at fixed key positions and every score takes one reduction tree, so a query's result depends on its
+    // position alone; the tiled prefill kernel sums in another order. A sequence's groups of queries are the
+    // rows of a batch of their own, each seeing the keys up to its last query.
+    std::vector<int32_t> seqlens, table;
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
+      const int64_t groups = n / kMaxDecodeQueries, rest = n % kMaxDecodeQueries;
+      const int32_t* row = tables.block_table(s);
+      auto run = [&](int64_t first, int64_t count, int64_t tq) {
+        seqlens.resize(size_t(count));
+        table.resize(size_t(count * tables.max_blocks));
+        for (int64_t g = 0; g < count; ++g) {
+          seqlens[size_t(g)] = int32_t(batch.cache_seqlens[size_t(s)] - n + first + (g + 1) * tq);
+          std::copy(row, row + tables.max_blocks, table.begin() + g * tables.max_blocks);
+        }
+        attention_decode(TensorView::contiguous(const_cast<float*>(q) + (b + first) * Hq * D, DType::f32, {count, tq, Hq, D}),
+                         cache_view(seqlens.data(), table.data()),
+                         TensorView::contiguous(out + (b + first) * Hq * Dv, DType::f32, {count, tq, Hq, Dv}), opts);
+      };
+      if (groups > 0) run(0, groups, kMaxDecodeQueries);
+      if (rest > 0) run(groups * kMaxDecodeQueries, 1, rest);
+    }
+    return;
+  }
   if (uniform_decode) {
     const int64_t n = batch.seq_len(0);
     attention_decode(TensorView::contiguous(const_cast<float*>(q), DType::f32, {S, n, Hq, D}),

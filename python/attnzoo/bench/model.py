@@ -195,7 +195,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                     linear_prefill="chunked", matmul_precision="auto", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
                     kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None, llama_bench=None,
-                    timeline=False):
+                    timeline=False, batch_invariant=False):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
@@ -212,6 +212,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     speculative: None, or bench_speculative.speculative_row's keyword arguments (method, num_speculative_tokens,
     draft_model, prompt_lookup_min / max): a row of plain against speculative greedy decoding of `gen` tokens.
     timeline: add the pool's per-job timeline of a decode step after the prompt (bench/timeline.py).
+    batch_invariant: run with batch-invariant numerics (attnzoo.set_batch_invariant), to measure what they cost.
     llama_bench: None, or the path of llama.cpp's llama-bench, run on the model's GGUF with the same prompt, gen,
     threads and repeats after our runs (model_dir must be a GGUF, or a directory holding one).
     """
@@ -240,8 +241,10 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     peaks = measure_peaks(config)
     say(f"loading {model_dir} ({dtype})")
     previous_mode, previous_precision = _core.linear_prefill(), _core.get_float32_matmul_precision()
+    previous_invariant = _core.batch_invariant()
     # Before the load: what "auto" resolves to (Model.formats) depends on the precision.
     _core.set_float32_matmul_precision(matmul_precision)
+    _core.set_batch_invariant(bool(batch_invariant))
     _core.set_linear_prefill(linear_prefill)
     try:
         t0 = time.perf_counter()
@@ -306,6 +309,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     finally:
         _core.set_linear_prefill(previous_mode)
         _core.set_float32_matmul_precision(previous_precision)
+        _core.set_batch_invariant(previous_invariant)
 
     llama_rows = None
     if llama_bench:  # after ours, before the closing peak probes: both sides see the same machine state
@@ -354,6 +358,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                     "load_average": os.getloadavg()[0]},
         "settings": {"prompt": prompt, "gen": gen, "contexts": contexts, "context_gen": context_gen,
                      "dtype": dtype, "linear_prefill": linear_prefill, "matmul_precision": matmul_precision,
+                     "batch_invariant": bool(batch_invariant),
                      "repeats": repeats, "probes": probes, "prefix": prefix, "prefix_new": prefix_new,
                      "block_size": block_size, "kv_cache_dtype": kv_cache_dtype, "formats": info["formats"],
                      "snapshot_interval_blocks": snapshot_interval_blocks},
@@ -436,6 +441,9 @@ def main(argv=None):
     parser.add_argument("--timeline", action="store_true",
                         help="add where one decode step goes: the thread pool's jobs by op, and the serial time "
                              "between them")
+    parser.add_argument("--batch-invariant", action="store_true",
+                        help="batch-invariant numerics (the same logits whatever runs beside a token), to measure "
+                             "their cost against a run without")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.exists(args.model):
@@ -459,7 +467,8 @@ def main(argv=None):
                               progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
                               snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
                               kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory,
-                              speculative=speculative, llama_bench=args.llama_bench, timeline=args.timeline)
+                              speculative=speculative, llama_bench=args.llama_bench, timeline=args.timeline,
+                              batch_invariant=args.batch_invariant)
     except (ValueError, OSError) as e:  # bad arguments and unreadable checkpoints: one line, no traceback
         print(f"attnzoo bench model: {e}", file=sys.stderr)
         return 1

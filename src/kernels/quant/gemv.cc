@@ -55,47 +55,122 @@ void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int
   }
 }
 
+namespace {
+
+enum class IntRows { vnni, avx2, portable };
+
+// The activation arrays of rows [t0, ...) of a quantized batch: every array is row-major in tokens.
+QuantActivations from_row(const QuantActivations& a, size_t t0, size_t K, size_t ld8) {
+  QuantActivations r = a;
+  r.q += t0 * K;
+  if (a.xs8) {
+    r.xs8 += t0 * ld8;
+    r.dx8 += t0 * (ld8 / 4);
+    r.xsum4_neg8 += t0 * (ld8 / 4);
+    r.xsum4_neg128 += t0 * (ld8 / 4);
+    r.dxsum4 += t0 * (ld8 / 4);
+  }
+  r.d += t0 * (K / 32);
+  r.dsum16 += t0 * (K / 16);
+  r.dsum32 += t0 * (K / 32);
+  return r;
+}
+
+// Where the 8-bit activation rows of one call live (per calling thread: a call runs on one thread at a time).
+struct ActivationBuffers {
+  AlignedBuffer<int16_t> q;
+  AlignedBuffer<float> d, dsum16, dsum32, dx8, dxsum4;
+  AlignedBuffer<int8_t> xs8;
+  AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128;
+};
+
+// Quantizes the T rows of x [T, K] into `b`, each row on its own (its values depend on no other row), in
+// parallel for many rows.
+QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kind, ActivationBuffers& b) {
+  const bool lanes = kind != IntRows::portable;
+  const size_t ld8 = size_t(K + 63) / 64 * 64, rows = size_t(T);
+  b.q.resize(rows * size_t(K));
+  b.d.resize(rows * size_t(K / 32));
+  b.dsum16.resize(rows * size_t(K / 16));
+  b.dsum32.resize(rows * size_t(K / 32));
+  if (lanes) {
+    b.xs8.resize(rows * ld8);
+    for (auto* l : {&b.dx8, &b.dxsum4}) l->resize(rows * ld8 / 4);
+    for (auto* l : {&b.xsum4_neg8, &b.xsum4_neg128}) l->resize(rows * ld8 / 4);
+  }
+  auto when = [&](auto& buf) { return lanes ? buf.data() : nullptr; };
+  const QuantActivationsOut all{b.q.data(),    b.d.data(),       b.dsum16.data(),        b.dsum32.data(),
+                                when(b.xs8),   when(b.dx8),      when(b.xsum4_neg8),     when(b.xsum4_neg128),
+                                when(b.dxsum4), ld8};
+  const QuantActivations act{all.q,      all.xs8, all.dx8,    all.xsum4_neg8, all.xsum4_neg128,
+                             all.dxsum4, all.d,   all.dsum16, all.dsum32};
+  constexpr int64_t kRowsPerTask = 16;
+  auto quantize = [&](int64_t t0, int64_t n) {
+    const QuantActivations a = from_row(act, size_t(t0), size_t(K), ld8);
+    const QuantActivationsOut o{const_cast<int16_t*>(a.q),       const_cast<float*>(a.d),
+                                const_cast<float*>(a.dsum16),    const_cast<float*>(a.dsum32),
+                                const_cast<int8_t*>(a.xs8),      const_cast<float*>(a.dx8),
+                                const_cast<int32_t*>(a.xsum4_neg8), const_cast<int32_t*>(a.xsum4_neg128),
+                                const_cast<float*>(a.dxsum4),    ld8};
+    quantize_activations(x + t0 * K, size_t(n), size_t(K), o);
+    if (kind == IntRows::vnni) quant_vnni_lane_sums(size_t(n), o);
+    if (kind == IntRows::avx2) quant_avx2_lane_sums(size_t(n), o);
+  };
+  if (T <= kRowsPerTask) {
+    quantize(0, T);
+  } else {
+    ThreadPool::global().parallel_for((T + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, int) {
+      const int64_t t0 = task * kRowsPerTask;
+      quantize(t0, std::min(kRowsPerTask, T - t0));
+    });
+  }
+  return act;
+}
+
+void run_int_rows(IntRows kind, const QuantGemvTask& g) {
+  if (kind == IntRows::vnni)
+    quant_gemv_rows_vnni(g);
+  else if (kind == IntRows::avx2)
+    quant_gemv_rows_avx2(g);
+  else
+    quant_gemv_rows_int8(g);
+}
+
+}  // namespace
+
 void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
   if (!quant_gemv_has_int8(w.type)) return quant_gemv_f32(w, bias, x, T, y, ldy);
+  if (T <= 0) return;
   active_target();
   const int64_t K = w.cols;
-  thread_local AlignedBuffer<int16_t> q;
-  thread_local AlignedBuffer<float> d, dsum16, dsum32, dx8, dxsum4;
-  thread_local AlignedBuffer<int8_t> xs8;
-  thread_local AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128;
-  // Both rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
-  const bool vnni = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
-  const bool avx2 = !vnni && quant_gemv_avx2_handles(w.type) && quant_gemv_avx2_enabled();
-  const bool lanes = vnni || avx2;
-  const int64_t ld8 = (K + 63) / 64 * 64;
-  for (int64_t t0 = 0; t0 < T; t0 += kMaxTokens) {
-    const int64_t tb = std::min(kMaxTokens, T - t0);
-    q.resize(size_t(tb * K));
-    d.resize(size_t(tb * K / 32));
-    dsum16.resize(size_t(tb * K / 16));
-    dsum32.resize(size_t(tb * K / 32));
-    if (lanes) {
-      xs8.resize(size_t(tb * ld8));
-      for (auto* lanes : {&dx8, &dxsum4}) lanes->resize(size_t(tb * ld8 / 4));
-      for (auto* lanes : {&xsum4_neg8, &xsum4_neg128}) lanes->resize(size_t(tb * ld8 / 4));
+  // Both lane rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
+  const IntRows kind = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled()   ? IntRows::vnni
+                       : quant_gemv_avx2_handles(w.type) && quant_gemv_avx2_enabled() ? IntRows::avx2
+                                                                                       : IntRows::portable;
+  const size_t ld8 = size_t(K + 63) / 64 * 64;
+  thread_local ActivationBuffers buffers;
+  const QuantActivations act = quantize_rows(x, T, K, kind, buffers);
+  const QuantGemvTask base{w, x, nullptr, act, size_t(std::min(T, kMaxTokens)), 0, 0, bias, y, size_t(ldy)};
+  if (T <= kMaxTokens) return run_rows(w, base, [kind](const QuantGemvTask& g) { run_int_rows(kind, g); });
+  // Many rows (a prefill chunk, a large batch of decodes): tasks of a panel of weight rows (~16 KiB, kept in L1)
+  // times a run of tokens, each run taken kMaxTokens at a time by the same row kernels. Every token's result is
+  // the one a call with that token alone gives: the kernels compute each token on its own.
+  const int64_t panel = std::max<int64_t>(1, std::min<int64_t>(16384 / std::max<int64_t>(w.row_bytes, 1), 64));
+  const int64_t run = 64;
+  const int64_t panels = (w.rows + panel - 1) / panel, runs = (T + run - 1) / run;
+  ThreadPool::global().parallel_for(panels * runs, [&](int64_t task, int) {
+    const int64_t n0 = (task / runs) * panel, r0 = (task % runs) * run;
+    QuantGemvTask g = base;
+    g.n0 = size_t(n0);
+    g.n1 = size_t(std::min(w.rows, n0 + panel));
+    for (int64_t t0 = r0; t0 < std::min(T, r0 + run); t0 += kMaxTokens) {
+      g.T = size_t(std::min(kMaxTokens, T - t0));
+      g.act = from_row(act, size_t(t0), size_t(K), ld8);
+      g.x = x + t0 * K;
+      g.y = y + t0 * ldy;
+      run_int_rows(kind, g);
     }
-    auto when = [&](auto& buf) { return lanes ? buf.data() : nullptr; };
-    const QuantActivationsOut out{q.data(),  d.data(),         dsum16.data(),       dsum32.data(),
-                                  when(xs8), when(dx8),        when(xsum4_neg8),    when(xsum4_neg128),
-                                  when(dxsum4), size_t(ld8)};
-    quantize_activations(x + t0 * K, size_t(tb), size_t(K), out);
-    if (vnni) quant_vnni_lane_sums(size_t(tb), out);
-    if (avx2) quant_avx2_lane_sums(size_t(tb), out);
-    const QuantActivations act{out.q,      out.xs8, out.dx8,    out.xsum4_neg8, out.xsum4_neg128,
-                               out.dxsum4, out.d,   out.dsum16, out.dsum32};
-    const QuantGemvTask task{w, x + t0 * K, nullptr, act, size_t(tb), 0, 0, bias, y + t0 * ldy, size_t(ldy)};
-    if (vnni)
-      run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_vnni(g); });
-    else if (avx2)
-      run_rows(w, task, [](const QuantGemvTask& g) { quant_gemv_rows_avx2(g); });
-    else
-      run_rows(w, task, quant_gemv_rows_int8);
-  }
+  });
 }
 
 void quant_matmul_reference(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y,

@@ -52,8 +52,10 @@ HWY_INLINE void DotRow(const int16_t* HWY_RESTRICT w, const float* HWY_RESTRICT 
   using VF = hn::Vec<decltype(df)>;
   using V32 = hn::Vec<decltype(d32)>;
   const size_t L = hn::Lanes(d16);
-  // kU accumulators per token: with one token, a single chain of FMAs would wait on its own latency.
-  constexpr size_t kU = kT == 1 ? 4 : kT == 2 ? 2 : 1;
+  // Two accumulators per token, whatever kT: with one, a single chain of FMAs would wait on its own latency, and
+  // a count that followed kT would give a token another sum in another group (quant_gemv promises each token
+  // the result it gets alone).
+  constexpr size_t kU = 2;
   VF acc[kT][kU];
   for (size_t t = 0; t < kT; ++t)
     for (size_t u = 0; u < kU; ++u) acc[t][u] = hn::Zero(df);

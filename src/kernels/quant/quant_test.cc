@@ -98,6 +98,27 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
   });
 }
 
+// Each token's integer-path result is the one it gets alone, for any number of tokens (the many-token tiling
+// included) and on every target: what batch-invariant numerics rest on (core/batch_invariance.h).
+TEST(Quant, Int8GemvGivesEachTokenItsLoneResult) {
+  testing::for_each_target([](Target) {
+    for (QuantType t : kTypes) {
+      if (!quant_gemv_has_int8(t)) continue;
+      const int64_t N = 70, K = quant_type_info(uint32_t(t))->block_elems == 32 ? 96 : 512, T = 77;
+      const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 7);
+      const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+      testing::HostTensor x(DType::f32, {T, K}, 8);
+      std::vector<float> all(size_t(T * N)), one(static_cast<size_t>(N));
+      quant_gemv(w, nullptr, x.view.ptr<float>(), T, all.data(), N);
+      for (int64_t tok : {int64_t(0), int64_t(5), int64_t(8), int64_t(63), T - 1}) {
+        quant_gemv(w, nullptr, x.view.ptr<float>() + tok * K, 1, one.data(), N);
+        EXPECT_EQ(0, std::memcmp(one.data(), all.data() + tok * N, size_t(N) * sizeof(float)))
+            << quant_type_name(t) << " token " << tok;
+      }
+    }
+  });
+}
+
 // The bound above is loose; on average the integer path's error is far below it, and an error as large as a
 // wrong scale or a swapped nibble would not be.
 TEST(Quant, Int8GemvErrorIsSmallRelativeToTheOutput) {

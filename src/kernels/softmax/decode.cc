@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "core/batch_invariance.h"
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/threads.h"
@@ -474,7 +475,7 @@ void attention_decode_run(const DecodeProblem& p) {
   static thread_local std::vector<float> thread_partials;
   DecodePlan& plan = thread_plan;
   std::vector<float>& partials = thread_partials;
-  make_decode_plan(p, pool.num_threads(), plan);
+  make_decode_plan(p, pool.num_threads(), plan, /*min_chunk=*/256, batch_invariant());
   partials.resize(size_t(plan.num_slots * plan.heads_per_task * p.rows() * (p.Dv + 2)));
   const bool dot_cache = p.kv_dtype == DType::bf16 || p.kv_dtype == DType::i8 || p.kv_dtype == DType::f8_e4m3;
   const bool bf16_dot = p.q_dtype == DType::bf16 && dot_cache && p.D % 32 == 0 && bf16_dot_enabled();

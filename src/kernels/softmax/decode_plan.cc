@@ -14,13 +14,14 @@
 
 namespace attnzoo {
 
-DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min_chunk) {
+DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min_chunk, bool invariant) {
   DecodePlan plan;
-  make_decode_plan(p, num_threads, plan, min_chunk);
+  make_decode_plan(p, num_threads, plan, min_chunk, invariant);
   return plan;
 }
 
-void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan, int64_t min_chunk) {
+void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan, int64_t min_chunk,
+                      bool invariant) {
   plan.block_k = DecodePlan().block_k;
   plan.chunks.clear();
   plan.merges.clear();
@@ -38,7 +39,12 @@ void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan,
     total += ranges[size_t(b)].end - ranges[size_t(b)].begin;
   }
   int64_t chunk = INT64_MAX;
-  if (num_threads > 1) {
+  if (invariant) {
+    // Chunks end at fixed key positions (multiples of min_chunk) and every row goes through the merge, even
+    // from one chunk: a query's sums then follow from its own position alone, not from the batch, the other
+    // queries of its call or the thread count (core/batch_invariance.h).
+    chunk = std::max(plan.block_k, min_chunk / plan.block_k * plan.block_k);
+  } else if (num_threads > 1) {
     const int64_t want = total / (4 * int64_t(num_threads));
     chunk = std::max(min_chunk, (want + plan.block_k - 1) / plan.block_k * plan.block_k);
   }
@@ -48,11 +54,18 @@ void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan,
     const int64_t n = len > 0 ? (len - 1) / chunk + 1 : 1;
     return std::max(plan.block_k, ((len + n - 1) / n + plan.block_k - 1) / plan.block_k * plan.block_k);
   };
+  // The chunk boundaries inside r: even pieces of chunk_len, or (invariant) the multiples of `chunk`.
+  auto next_end = [&](const KeyRange& r, int64_t k0) {
+    if (invariant) return std::min(r.end, (k0 / chunk + 1) * chunk);
+    return std::min(r.end, k0 + chunk_len(r.end - r.begin));
+  };
+  auto pieces_of = [&](const KeyRange& r) {
+    int64_t n = 0;
+    for (int64_t k0 = r.begin; k0 < r.end; k0 = next_end(r, k0)) ++n;
+    return std::max<int64_t>(1, n);
+  };
   int64_t key_tasks = 0;
-  for (const KeyRange& r : ranges) {
-    const int64_t len = r.end - r.begin;
-    key_tasks += std::max<int64_t>(1, (len + chunk_len(len) - 1) / chunk_len(len));
-  }
+  for (const KeyRange& r : ranges) key_tasks += pieces_of(r);
   // Too few tasks (short sequences, few of them): also split the kv heads, into as few groups as suffice.
   int64_t groups = 1;
   if (num_threads > 1)
@@ -63,14 +76,16 @@ void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan,
 
   for (int64_t b = 0; b < p.B; ++b) {
     const KeyRange r = ranges[size_t(b)];
-    const int64_t len = r.end - r.begin, per = chunk_len(len);
-    const int64_t pieces = std::max<int64_t>(1, (len + per - 1) / per);
+    const int64_t pieces = pieces_of(r);
+    const bool merged = pieces > 1 || invariant;
     for (int64_t hk = 0; hk < p.Hkv; hk += plan.heads_per_task) {
-      if (pieces > 1) plan.merges.push_back({int32_t(b), int32_t(hk), plan.num_slots, pieces});
-      for (int64_t i = 0; i < pieces; ++i) {
-        const int64_t k0 = r.begin + i * per, k1 = std::min(r.end, k0 + per);
-        plan.chunks.push_back({int32_t(b), int32_t(hk), k0, k1, pieces > 1 ? plan.num_slots++ : -1});
+      if (merged) plan.merges.push_back({int32_t(b), int32_t(hk), plan.num_slots, pieces});
+      if (r.begin >= r.end) {  // nothing visible: one empty chunk still writes the rows (zeros, or the sink)
+        plan.chunks.push_back({int32_t(b), int32_t(hk), r.begin, r.end, merged ? plan.num_slots++ : -1});
+        continue;
       }
+      for (int64_t k0 = r.begin; k0 < r.end; k0 = next_end(r, k0))
+        plan.chunks.push_back({int32_t(b), int32_t(hk), k0, next_end(r, k0), merged ? plan.num_slots++ : -1});
     }
   }
   // Longest first, ties in the order made (sequence, heads, keys): what a stable sort gives, without the buffer

@@ -79,10 +79,14 @@ struct DecodePlan {
 };
 
 // Chunks of at least min_chunk keys over all kv heads, as many as keep num_threads busy (about 4 tasks per
-// thread); only when sequences are too short for that are the kv heads split across tasks too.
-DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min_chunk = 256);
+// thread); only when sequences are too short for that are the kv heads split across tasks too. invariant:
+// chunks end at the multiples of min_chunk instead and every (sequence, heads) is merged, so that a query's
+// result does not depend on the batch or the threads (core/batch_invariance.h).
+DecodePlan make_decode_plan(const DecodeProblem& p, int num_threads, int64_t min_chunk = 256,
+                            bool invariant = false);
 // The same into `plan`, whose vectors keep their capacity: a warm decode step allocates nothing.
-void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan, int64_t min_chunk = 256);
+void make_decode_plan(const DecodeProblem& p, int num_threads, DecodePlan& plan, int64_t min_chunk = 256,
+                      bool invariant = false);
 
 // Partial results of a split chunk: m[rows], l[rows], o[rows][Dv] with rows = heads_per_task * Tq * G.
 // Writes the merged, normalised rows of one Merge entry into `out`.

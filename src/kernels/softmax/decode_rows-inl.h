@@ -179,8 +179,9 @@ HWY_INLINE void ScoreRows(const T* HWY_RESTRICT k, size_t D, size_t paired, cons
                           float* HWY_RESTRICT s, size_t lds) {
   const DF df;
   const size_t L = hn::Lanes(df);
-  VF acc[kNR];
-  for (size_t r = 0; r < kNR; ++r) acc[r] = hn::Zero(df);
+  constexpr size_t kPadded = (kNR + 3) / 4 * 4;  // rows past kNR stay zero (the sums below take fours)
+  VF acc[kPadded];
+  for (size_t r = 0; r < kPadded; ++r) acc[r] = hn::Zero(df);
   size_t d = 0;
   if constexpr (kPairOrder<T>) {
 #pragma GCC unroll 4
@@ -202,13 +203,18 @@ HWY_INLINE void ScoreRows(const T* HWY_RESTRICT k, size_t D, size_t paired, cons
     const VF kv = LoadTailF32(df, k + d, D - d);
     for (size_t r = 0; r < kNR; ++r) acc[r] = hn::MulAdd(hn::Load(df, q + r * Dp + d), kv, acc[r]);
   }
-  size_t r = 0;
-  for (; r + 4 <= kNR; r += 4) {
+#if HWY_TARGET == HWY_SCALAR
+  for (size_t r = 0; r < kNR; ++r) s[r * lds] = hn::GetLane(acc[r]);
+#else
+  // Every row's lanes are summed by the one tree of SumsOfFour (rows past kNR padded with zeros, which leave
+  // the others' sums as they are), the tree the two-key scores take too: a score then does not depend on how
+  // many rows or keys were scored beside it (core/batch_invariance.h).
+  for (size_t r = 0; r < kNR; r += 4) {
     alignas(16) float sums[4];
     SumsOfFour(acc[r], acc[r + 1], acc[r + 2], acc[r + 3], sums);
-    for (size_t i = 0; i < 4; ++i) s[(r + i) * lds] = sums[i];
+    for (size_t i = 0; i < 4 && r + i < kNR; ++i) s[(r + i) * lds] = sums[i];
   }
-  for (; r < kNR; ++r) s[r * lds] = hn::GetLane(hn::SumOfLanes(df, acc[r]));
+#endif
 }
 
 #if HWY_TARGET != HWY_SCALAR

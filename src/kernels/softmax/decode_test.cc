@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/batch_invariance.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/softmax/attention.h"
@@ -150,6 +151,52 @@ TEST(Decode, SplitKPlanCoversEveryKeyOnce) {
   const DecodePlan short_plan = make_decode_plan(
       make_decode_problem(q1.view, {k_long.view, k_long.view, short_len.data(), nullptr, 0}, out1.view, {}), 16);
   EXPECT_EQ(short_plan.heads_per_task, 1);
+}
+
+// Batch-invariant plans: chunks end at the multiples of min_chunk whatever the batch and the threads, and every
+// (sequence, heads) goes through the merge, one chunk or several.
+TEST(Decode, InvariantPlanCutsAtFixedKeys) {
+  Case c{1, 8, 4, 64, {1, 300, 5000}};
+  Caches caches(c, 1);
+  HostTensor q(DType::f32, {3, 1, 8, 64}, 2), out(DType::f32, {3, 1, 8, 64}, 0, 0.f);
+  const DecodeProblem p = make_decode_problem(q.view, caches.contiguous(), out.view, {});
+  for (int threads : {1, 2, 16}) {
+    const DecodePlan plan = make_decode_plan(p, threads, 256, /*invariant=*/true);
+    EXPECT_EQ(plan.merges.size(), size_t(3 * 4 / plan.heads_per_task)) << threads;
+    for (const DecodeChunk& ch : plan.chunks) {
+      EXPECT_GE(ch.slot, 0);
+      EXPECT_EQ(ch.k_begin % 256, 0);
+      EXPECT_TRUE(ch.k_end % 256 == 0 || ch.k_end == c.lens[size_t(ch.b)]) << ch.k_end;
+    }
+  }
+}
+
+// With invariance on, a query's output is bit for bit the same whether it is decoded alone or beside other
+// queries of its sequence (up to kMaxDecodeQueries) and other sequences, on any thread count.
+TEST(Decode, InvariantResultsDoNotDependOnTheCall) {
+  ScopedBatchInvariant on(true);
+  const int64_t Hq = 6, Hkv = 2, D = 64, len = 700;
+  Case c{8, Hq, Hkv, D, {len, len}};
+  c.block_size = 16;
+  Caches caches(c, 3);
+  HostTensor q(DType::f32, {2, 8, Hq, D}, 4), out(DType::f32, {2, 8, Hq, D}, 0, 0.f);
+  attention_decode(q.view, caches.paged(), out.view, {});
+  const int saved = ThreadPool::global().num_threads();
+  for (int threads : {1, 2}) {
+    ThreadPool::set_global_threads(threads);
+    for (int64_t t = 0; t < 8; ++t) {  // query t of sequence 1 alone: it sees keys up to len - 8 + t
+      std::vector<int32_t> lens = {int32_t(len - 8 + t + 1)};
+      KvCacheView one = caches.paged();
+      one.cache_seqlens = lens.data();
+      one.block_table += one.max_blocks_per_seq;  // sequence 1's table
+      HostTensor q1(DType::f32, {1, 1, Hq, D}, 0, 0.f), o1(DType::f32, {1, 1, Hq, D}, 0, 0.f);
+      std::memcpy(q1.view.data, q.view.ptr<float>() + (8 + t) * Hq * D, size_t(Hq * D) * sizeof(float));
+      attention_decode(q1.view, one, o1.view, {});
+      EXPECT_EQ(0, std::memcmp(o1.view.data, out.view.ptr<float>() + (8 + t) * Hq * D, size_t(Hq * D) * sizeof(float)))
+          << "query " << t << ", " << threads << " threads";
+    }
+  }
+  ThreadPool::set_global_threads(saved);
 }
 
 TEST(Decode, GqaMqaMha) {
