@@ -178,3 +178,23 @@ def test_gguf_with_mxfp4_experts_equals_the_mxfp4_checkpoint(case, tmp_path):
     for precision in ("highest", "auto"):
         with matmul_precision(precision):
             np.testing.assert_allclose(g.forward(case["ids"]), h.forward(case["ids"]), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("source", ["dense", "mxfp4"])
+def test_quantize_writes_the_converters_file(case, tmp_path, source):
+    """`attnzoo quantize` at F32: the converter's tensors value for value (MXFP4 experts kept byte for byte) and the
+    same keys the loader reads."""
+    import attnzoo
+    ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
+    attnzoo.quantize(case[f"{source}_dir" if source == "dense" else "mx_dir"], ours, type="F32")
+    _write_gguf(case, theirs, mxfp4=source == "mxfp4")
+    got, expect = gguf.GGUFReader(ours), gguf.GGUFReader(theirs)
+    tensors = {t.name: t for t in got.tensors}
+    assert set(tensors) == {t.name for t in expect.tensors}
+    for t in expect.tensors:
+        assert tensors[t.name].tensor_type == t.tensor_type, t.name
+        np.testing.assert_array_equal(np.asarray(tensors[t.name].data), np.asarray(t.data), err_msg=t.name)
+    for key in [k for k in expect.fields if k.startswith("gpt-oss.")]:
+        assert key in got.fields, key
+        assert got.fields[key].contents() == pytest.approx(expect.fields[key].contents()), key
+    assert Model.load(ours).config == Model.load(theirs).config

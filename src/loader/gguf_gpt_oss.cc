@@ -42,7 +42,8 @@ bool add_gpt_oss_tensor(const GgufFile& f, const GgufTensor& t, const std::strin
     if (t.ne.size() != 2)
       gguf_hf::fail(f, t.name, "expected 2 dimensions (experts stacked), got " + std::to_string(t.ne.size()));
     if (!gguf_hf::plain_float(t.type))
-      gguf_hf::fail(f, t.name, std::string("biases stored as ") + quant_type_name(t.type) + " (F32, F16 or BF16 expected)");
+      gguf_hf::fail(f, t.name,
+                    std::string("biases stored as ") + quant_type_name(t.type) + " (F32, F16 or BF16 expected)");
     const int64_t experts = t.ne[1], per = experts ? t.bytes / experts : 0;
     if (experts > config_count_limit("num_local_experts"))
       gguf_hf::fail(f, t.name, std::to_string(experts) + " experts, over the " +
