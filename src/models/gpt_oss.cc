@@ -10,6 +10,7 @@
 // (experts.<e>.{gate,up,down}_proj, how a GGUF's stacked ffn_*_exps are exposed), borrowed as stored.
 #include <algorithm>
 
+#include "core/checked.h"
 #include "core/threads.h"
 #include "kernels/quant/mxfp4_layout.h"
 #include "layers/gpt_oss_moe.h"
@@ -171,11 +172,21 @@ ModelDescription describe_gpt_oss(const Config& root, const LoadOptions& options
   AttentionConfig full = attention_config(d.info, c, 0, options);
   full.window = 0;
   d.attention = full;
+  d.info.tied_embeddings = config_ties_embeddings(root, c, false);
+  // As transformers' GptOss modules hold them (an MXFP4 checkpoint stores the same values as blocks): biased q / k /
+  // v / o, a sink per head, two norms, the biased router, and per expert gate_up [H, 2I] and down [I, H] with biases.
+  const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, E = c.get_int("num_local_experts");
+  const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
+  Checked params = Checked(d.info.vocab_size) * H * (d.info.tied_embeddings ? 1 : 2) + H;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     const AttentionConfig ac = attention_config(d.info, c, i, options);
     d.info.layers.push_back({AttentionLayer::kind_of(ac), ac.window, AttentionLayer::spec(ac)});
+    params += linear_params(qw, H, true) + 2 * linear_params(kw, H, true) + linear_params(H, qw, true) +
+              Checked(d.info.num_heads) + Checked(2) * H + linear_params(E, H, true) +
+              Checked(E) * (linear_params(2 * I, H, true) + linear_params(H, I, true));
   }
-  d.info.tied_embeddings = config_ties_embeddings(root, c, false);
+  d.info.parameter_count = params.value();
+  d.parameters_estimated = true;
   return d;
 }
 
