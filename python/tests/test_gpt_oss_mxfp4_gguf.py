@@ -85,15 +85,17 @@ def test_mxfp4_experts_match_transformers(case):
     on the dequantized weights within 1e-4 (whole prompt, decode token by token); the default 8-bit products
     within the quantized models' 3% relative error."""
     ids, want = case["ids"], case["want_mx"]
-    m = Model.load(case["mx_dir"], block_size=4)
+    with matmul_precision("highest"):  # f32 products and, chosen at load, an f32 cache
+        m = Model.load(case["mx_dir"], block_size=4)
+        checks.check_full_prompt(m, ids, want, dense.VOCAB)
+        checks.check_token_by_token_decode(m, ids, want, prefill=25, stop=len(ids))
     cfg = case["ref"].config
     info = m.inspect()
     per_expert = 3 * cfg.intermediate_size * cfg.hidden_size // 32 * 17  # gate, up, down in 17-byte blocks
     assert info["owned_weight_bytes"] == cfg.num_hidden_layers * cfg.num_local_experts * per_expert
     assert info["parameter_count"] == sum(p.numel() for p in case["ref"].parameters())
-    with matmul_precision("highest"):
-        checks.check_full_prompt(m, ids, want, dense.VOCAB)
-        checks.check_token_by_token_decode(m, ids, want, prefill=25, stop=len(ids))
+    m = Model.load(case["mx_dir"])
+    assert m.formats["decode_activations"] == "int8" and m.formats["kv_cache_dtype"] == "bfloat16", m.formats
     got = m.forward(ids)
     rel = np.sqrt(((got - want) ** 2).sum() / (want ** 2).sum())
     assert 0 < rel <= 3e-2, rel
@@ -175,6 +177,7 @@ def test_gguf_with_mxfp4_experts_equals_the_mxfp4_checkpoint(case, tmp_path):
     g, h = Model.load(path), Model.load(case["mx_dir"])
     cfg = case["ref"].config
     assert f"MXFP4 x{3 * cfg.num_hidden_layers * cfg.num_local_experts}" in g.inspect()["checkpoint_dtype"]
+    assert g.formats["checkpoint"] == "GGUF, mostly MXFP4" and g.formats["kv_cache_dtype"] == "bfloat16"
     for precision in ("highest", "auto"):
         with matmul_precision(precision):
             np.testing.assert_allclose(g.forward(case["ids"]), h.forward(case["ids"]), atol=1e-5, rtol=0)

@@ -246,11 +246,13 @@ def test_phi3_published_config():
 
 def test_gpt_oss_published_config():
     """gpt-oss-20b: sliding layers (window 128) alternating with full ones, from the first; K and V of 8 kv heads of
-    64 per layer and token; 20.9B parameters, the model card's 21B (the MXFP4 checkpoint stores the same values)."""
+    64 per layer and token, in bf16 (its MXFP4 experts make it a block-quantized model, whose "auto" cache is 16-bit);
+    20.9B parameters, the model card's 21B (the MXFP4 checkpoint stores the same values)."""
     c = _published("gpt-oss-20b.json")
     got = inspect_json("--config", os.path.join(PUBLISHED, "gpt-oss-20b.json"))
     assert [(x["kind"], x["window"]) for x in got["layers"]] == [("sliding_attention", 128), ("attention", 0)] * 12
-    assert got["cache_bytes_per_token"] == c["num_hidden_layers"] * 2 * 8 * 64 * F32
+    assert got["formats"]["kv_cache_dtype"] == "bfloat16" and "MXFP4" in got["formats"]["checkpoint"]
+    assert got["cache_bytes_per_token"] == c["num_hidden_layers"] * 2 * 8 * 64 * 2
     assert got["parameters_estimated"] and got["parameter_count"] == 20914757184
 
 
