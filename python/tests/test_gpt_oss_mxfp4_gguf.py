@@ -101,11 +101,11 @@ def test_mxfp4_experts_match_transformers(case):
     assert 0 < rel <= 3e-2, rel
 
 
-def _write_gguf(case, path, mxfp4):
+def _write_gguf(case, path, mxfp4, skip=()):
     """convert_hf_to_gguf.py's GptOssModel file for the checkpoint: gpt-oss keys, tensors under the gguf package's
     names (sinks + '.weight'), experts split into gate (even rows of gate_up) and up (odd rows), stacked
     [n_expert, rows, cols] with biases [n_expert, rows]; `mxfp4`: the experts' MXFP4 blocks as raw MXFP4 tensors,
-    else the dense experts in F32."""
+    else the dense experts in F32; the tensors named in `skip` left out."""
     from safetensors.numpy import load_file
     cfg = case["ref"].config
     rope = cfg.rope_parameters
@@ -130,6 +130,8 @@ def _write_gguf(case, path, mxfp4):
     w.add_sliding_window(cfg.sliding_window)
     w.add_expert_feed_forward_length(cfg.intermediate_size)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GPT_OSS, cfg.num_hidden_layers)
+    add_tensor = w.add_tensor
+    w.add_tensor = lambda name, *args, **kwargs: None if name in skip else add_tensor(name, *args, **kwargs)
     state = load_file(os.path.join(case["dense_dir"], "model.safetensors"))
     for name, data in state.items():
         blk = name.split(".mlp.experts.")[0].replace("model.layers.", "blk.")
@@ -183,6 +185,23 @@ def test_gguf_with_mxfp4_experts_equals_the_mxfp4_checkpoint(case, tmp_path):
             np.testing.assert_allclose(g.forward(case["ids"]), h.forward(case["ids"]), atol=1e-5, rtol=0)
 
 
+def test_bad_mxfp4_and_gguf_experts_are_named(case, tmp_path):
+    x = "model.layers.1.mlp.experts.gate_up_proj"
+
+    def as_float(t):  # codes stored as another dtype
+        t[x + "_blocks"] = t[x + "_blocks"].astype(np.float32)
+    checks.expect_load_error(checks.copy_with(case["mx_dir"], tmp_path / "f32", tensors_edit=as_float),
+                             x.replace(".", r"\.") + "_blocks.*U8")
+
+    def short(t):  # one 32-value block too few per row
+        t[x + "_scales"] = np.ascontiguousarray(t[x + "_scales"][..., :-1])
+    checks.expect_load_error(checks.copy_with(case["mx_dir"], tmp_path / "short", tensors_edit=short),
+                             x.replace(".", r"\.") + "_scales")
+    path = str(tmp_path / "nobias.gguf")
+    _write_gguf(case, path, mxfp4=True, skip=("blk.2.ffn_up_exps.bias",))
+    checks.expect_load_error(path, r"model\.layers\.2\.mlp\.experts\.0\.up_proj\.bias")
+
+
 @pytest.mark.parametrize("source", ["dense", "mxfp4"])
 def test_quantize_writes_the_converters_file(case, tmp_path, source):
     """`attnzoo quantize` at F32: the converter's tensors value for value (MXFP4 experts kept byte for byte) and the
@@ -201,3 +220,25 @@ def test_quantize_writes_the_converters_file(case, tmp_path, source):
         assert key in got.fields, key
         assert got.fields[key].contents() == pytest.approx(expect.fields[key].contents()), key
     assert Model.load(ours).config == Model.load(theirs).config
+
+
+def test_quantize_at_q8_0(case, tmp_path):
+    """At Q8_0 the dense experts become Q8_0 blocks equal to the gguf package's of the split, transposed rows; the
+    MXFP4 checkpoint's experts stay MXFP4 (as the converter keeps them) while its other matrices take Q8_0."""
+    import attnzoo
+    from safetensors.numpy import load_file
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    dense_q, mx_q = str(tmp_path / "dense.gguf"), str(tmp_path / "mx.gguf")
+    attnzoo.quantize(case["dense_dir"], dense_q, type="Q8_0")
+    attnzoo.quantize(case["mx_dir"], mx_q, type="Q8_0")
+    got = {t.name: t for t in gguf.GGUFReader(dense_q).tensors}
+    gate_up = load_file(os.path.join(case["dense_dir"], "model.safetensors"))["model.layers.1.mlp.experts.gate_up_proj"]
+    gate = np.ascontiguousarray(gate_up.transpose(0, 2, 1)[:, 0::2])
+    t = got["blk.1.ffn_gate_exps.weight"]
+    assert t.tensor_type == q8
+    np.testing.assert_array_equal(np.asarray(t.data).reshape(-1), gguf.quants.quantize(gate, q8).reshape(-1))
+    mx = {t.name: t.tensor_type for t in gguf.GGUFReader(mx_q).tensors}
+    assert mx["blk.1.ffn_up_exps.weight"] == MXFP4 and mx["blk.1.attn_q.weight"] == q8
+    want = case["want_mx"]
+    rel = np.sqrt(((Model.load(mx_q).forward(case["ids"]) - want) ** 2).sum() / (want ** 2).sum())
+    assert rel <= 3e-2, rel

@@ -145,10 +145,14 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
       moe = mxfp4_experts(files, x, mc, linear(m + ".router", E, H), E, H, I, options.weights, m);
     } else if (files.has(x + ".0.gate_proj.weight")) {
       std::vector<GptOssExpert> experts;
+      auto projection = [&](const std::string& name, int64_t out, int64_t in) {
+        (void)weight(files, name + ".bias", {out});  // every expert projection has one: a missing bias is an error
+        return linear(name, out, in);
+      };
       for (int64_t e = 0; e < E; ++e) {
         const std::string en = x + "." + std::to_string(e);
-        experts.push_back({linear(en + ".gate_proj", I, H), linear(en + ".up_proj", I, H),
-                           linear(en + ".down_proj", H, I)});
+        experts.push_back({projection(en + ".gate_proj", I, H), projection(en + ".up_proj", I, H),
+                           projection(en + ".down_proj", H, I)});
       }
       moe = std::make_unique<GptOssMoe>(mc, linear(m + ".router", E, H), std::move(experts), nullptr, m);
     } else {
