@@ -46,8 +46,8 @@ struct Fixture {
   HostTensor router{DType::f32, {E, H}, 1, 0.5f}, router_bias{DType::f32, {E}, 2, 0.5f};
   HostTensor gate_up, gate_up_bias{DType::f32, {E, 2 * I}, 4, 0.5f}, down, down_bias{DType::f32, {E, H}, 6, 0.5f};
 
-  explicit Fixture(DType dt)
-      : gate_up(dt, {E, H, 2 * I}, 3, 0.6f), down(dt, {E, I, H}, 5, 0.4f) {}
+  explicit Fixture(DType dt, int64_t hidden = 24, int64_t inter = 20)
+      : H(hidden), I(inter), gate_up(dt, {E, H, 2 * I}, 3, 0.6f), down(dt, {E, I, H}, 5, 0.4f) {}
 
   GptOssMoe build(DType store = DType::f32) const {
     return GptOssMoe({k, 1.702f, 7.f}, Linear::from_weights(router.view, router_bias.view, "router"),
@@ -162,15 +162,8 @@ TEST(GptOssMoe, RejectsBadShapesNamingTheTensor) {
 // Experts given as MXFP4 projections (the released checkpoints' format): the same layer as over the dense fused
 // tensors holding their dequantized values, which the double reference runs on.
 TEST(GptOssMoe, Mxfp4ExpertsMatchTheirDequantizedValues) {
-  Fixture f(DType::f32);
-  const int64_t E = f.E, H = 64, I = 32;
-  f.H = H;
-  f.I = I;
-  f.router = HostTensor(DType::f32, {E, H}, 1, 0.5f);
-  f.gate_up = HostTensor(DType::f32, {E, H, 2 * I}, 3);
-  f.gate_up_bias = HostTensor(DType::f32, {E, 2 * I}, 4, 0.5f);
-  f.down = HostTensor(DType::f32, {E, I, H}, 5);
-  f.down_bias = HostTensor(DType::f32, {E, H}, 6, 0.5f);
+  Fixture f(DType::f32, 64, 32);  // whole 32-value blocks; gate_up / down are overwritten with the MXFP4 values
+  const int64_t E = f.E, H = f.H, I = f.I;
   std::vector<GptOssExpert> experts;
   std::vector<std::vector<uint8_t>> keep;
   std::vector<float> rows(size_t(H * I)), bias(size_t(std::max(H, I)));
