@@ -244,6 +244,18 @@ def test_phi3_published_config():
     assert got["parameters_estimated"] and got["parameter_count"] == 3821079552
 
 
+def test_gpt_oss_published_config():
+    """gpt-oss-20b: sliding layers (window 128) alternating with full ones, from the first; K and V of 8 kv heads of
+    64 per layer and token, in bf16 (its MXFP4 experts make it a block-quantized model, whose "auto" cache is 16-bit);
+    20.9B parameters, the model card's 21B (the MXFP4 checkpoint stores the same values)."""
+    c = _published("gpt-oss-20b.json")
+    got = inspect_json("--config", os.path.join(PUBLISHED, "gpt-oss-20b.json"))
+    assert [(x["kind"], x["window"]) for x in got["layers"]] == [("sliding_attention", 128), ("attention", 0)] * 12
+    assert got["formats"]["kv_cache_dtype"] == "bfloat16" and "MXFP4" in got["formats"]["checkpoint"]
+    assert got["cache_bytes_per_token"] == c["num_hidden_layers"] * 2 * 8 * 64 * 2
+    assert got["parameters_estimated"] and got["parameter_count"] == 20914757184
+
+
 def test_text_report_and_errors(tmp_path):
     text = inspect("--config", os.path.join(PUBLISHED, "kimi-linear-48b-a3b-instruct.json"))
     assert "config only" in text and "same stack, all MLA" in text and "74.1% less per token" in text

@@ -151,9 +151,10 @@ def test_load_errors_name_the_problem(small_dir, tmp_path):
     checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "shape", tensors_edit=shrink),
                              gu.replace(".", r"\."))
 
-    def mxfp4(t):
+    def mxfp4(t):  # MXFP4 blocks without their exponents
         t[gu + "_blocks"] = np.zeros((4, 64, 2, 16), np.uint8)
-    checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "mxfp4", tensors_edit=mxfp4), "MXFP4")
+    checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "mxfp4", tensors_edit=mxfp4),
+                             gu.replace(".", r"\.") + "_scales")
     checks.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_tok=5)
     checks.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
                                        layer_types=["full_attention"] * 2)

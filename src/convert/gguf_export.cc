@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "convert/gguf_export_gpt_oss.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/tensor_plan.h"
 #include "convert/tokenizer_metadata.h"
@@ -90,7 +91,8 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
 }
 
 // The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
-const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4"};
+const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4",
+                                            "gpt-oss"};
 
 // A float list of the config as F32 bytes (a GGUF tensor's data).
 std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
@@ -197,11 +199,13 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
       experts.push_back(name);
       continue;
     }
+    if (arch.gguf == "gpt-oss" && is_gpt_oss_expert_tensor(name)) continue;  // add_gpt_oss_experts writes them
     constexpr std::string_view kRouter = ".block_sparse_moe.gate.weight";  // Mixtral's, as the loader reads mlp.gate
     const std::string renamed = name.ends_with(kRouter)
                                     ? name.substr(0, name.size() - kRouter.size()) + ".mlp.gate.weight"
                                     : name;
-    const auto gguf_name = gguf_tensor_name(arch.gguf, renamed);
+    const bool sinks = arch.gguf == "gpt-oss" && name.ends_with(".self_attn.sinks");  // no ".weight" in the name
+    const auto gguf_name = sinks ? gpt_oss_sinks_name(name) : gguf_tensor_name(arch.gguf, renamed);
     if (!gguf_name)
       throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch.gguf);
     TensorPlan p;
@@ -356,7 +360,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
-                    "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, "
+                    "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, GptOssForCausalLM, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
@@ -387,6 +391,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
   if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);
+  if (gguf_arch == "gpt-oss") add_gpt_oss_hparams(w, c);
   const int64_t vocab = files->has("model.embed_tokens.weight") ? files->stored("model.embed_tokens.weight").shape.at(0)
                                                                  : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);
@@ -411,6 +416,12 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     for (const std::string& s : p.sources)
       if (read.insert(s).second) summary.bytes_in += uint64_t(files->stored(s).bytes);
   }
+  if (gguf_arch == "gpt-oss")
+    for (QuantizedTensor& t : add_gpt_oss_experts(w, files, c, o, &summary.bytes_in)) {
+      any_quantized = any_quantized || quant_type_info(uint32_t(t.type))->block_elems > 1;
+      summary.bytes_out += t.bytes;
+      summary.tensors.push_back(std::move(t));
+    }
   if (any_quantized) w.add_u32("general.quantization_version", 2);
   w.write(out_path);
   return summary;

@@ -62,9 +62,6 @@ GptOssMoe::GptOssMoe(const GptOssMoeConfig& config, Linear router, const GptOssE
     : config_(config), router_(std::move(router)) {
   const int64_t E = router_.out_features(), H = router_.in_features();
   require(E > 0, (name + ".router.weight").c_str(), "needs at least one expert");
-  require(config_.top_k >= 1 && config_.top_k <= E, "num_experts_per_tok",
-          "must be in [1, " + std::to_string(E) + "], got " + std::to_string(config_.top_k));
-  require(config_.limit > 0, "swiglu_limit", "must be positive");
   const std::string x = name + ".experts.";
   require(experts.gate_up.ndim == 3, (x + "gate_up_proj").c_str(), "expected [E, hidden, 2I], got " + experts.gate_up.shape_str());
   const int64_t I2 = experts.gate_up.shape[2], I = I2 / 2;
@@ -99,31 +96,66 @@ GptOssMoe::GptOssMoe(const GptOssMoeConfig& config, Linear router, const GptOssE
       for (int64_t i = 0; i < I; ++i)
         store_from_f32(dn_dst, dn_t, h * I + i, load_as_f32(dn.data, dn.dtype, dn_off + i * H + h));
   });
-  std::vector<float> gu_bias(static_cast<size_t>(I2)), dn_bias(static_cast<size_t>(H));
+  std::vector<float> g_bias(static_cast<size_t>(I)), u_bias(static_cast<size_t>(I)), dn_bias(static_cast<size_t>(H));
+  auto view = [](const void* p, DType t, std::initializer_list<int64_t> shape) {
+    return TensorView::contiguous(const_cast<void*>(p), t, shape);
+  };
   for (int64_t e = 0; e < E; ++e) {
-    for (int64_t r = 0; r < I2; ++r)
-      gu_bias[size_t(r)] = load_as_f32(experts.gate_up_bias.data, experts.gate_up_bias.dtype,
-                                       e * I2 + (r < I ? 2 * r : 2 * (r - I) + 1));
+    for (int64_t i = 0; i < I; ++i) {
+      g_bias[size_t(i)] = load_as_f32(experts.gate_up_bias.data, experts.gate_up_bias.dtype, e * I2 + 2 * i);
+      u_bias[size_t(i)] = load_as_f32(experts.gate_up_bias.data, experts.gate_up_bias.dtype, e * I2 + 2 * i + 1);
+    }
     for (int64_t h = 0; h < H; ++h)
       dn_bias[size_t(h)] = load_as_f32(experts.down_bias.data, experts.down_bias.dtype, e * H + h);
     uint8_t* p = base + size_t(e) * (gu_bytes + dn_bytes);
     const std::string en = x + std::to_string(e);
-    gate_up_.push_back(Linear::from_weights(TensorView::contiguous(p, gu_t, {I2, H}),
-                                            TensorView::contiguous(gu_bias.data(), DType::f32, {I2}), en + ".gate_up",
-                                            store));
-    down_.push_back(Linear::from_weights(TensorView::contiguous(p + gu_bytes, dn_t, {H, I}),
-                                         TensorView::contiguous(dn_bias.data(), DType::f32, {H}), en + ".down", store));
+    experts_.push_back(
+        {Linear::from_weights(view(p, gu_t, {I, H}), view(g_bias.data(), DType::f32, {I}), en + ".gate", store),
+         Linear::from_weights(view(p + gu_bytes / 2, gu_t, {I, H}), view(u_bias.data(), DType::f32, {I}), en + ".up",
+                              store),
+         Linear::from_weights(view(p + gu_bytes, dn_t, {H, I}), view(dn_bias.data(), DType::f32, {H}), en + ".down",
+                              store)});
+  }
+  check_experts(name);
+}
+
+GptOssMoe::GptOssMoe(const GptOssMoeConfig& config, Linear router, std::vector<GptOssExpert> experts,
+                     std::shared_ptr<std::vector<uint8_t>> owned, const std::string& name)
+    : config_(config), router_(std::move(router)), experts_(std::move(experts)), owned_(std::move(owned)) {
+  check_experts(name);
+}
+
+void GptOssMoe::check_experts(const std::string& name) const {
+  const int64_t E = router_.out_features(), H = router_.in_features();
+  require(E > 0 && int64_t(experts_.size()) == E, (name + ".router.weight").c_str(),
+          "has " + std::to_string(E) + " rows for " + std::to_string(experts_.size()) + " experts");
+  require(config_.top_k >= 1 && config_.top_k <= E, "num_experts_per_tok",
+          "must be in [1, " + std::to_string(E) + "], got " + std::to_string(config_.top_k));
+  require(config_.limit > 0, "swiglu_limit", "must be positive");
+  const int64_t I = experts_[0].gate.out_features();
+  for (int64_t e = 0; e < E; ++e) {
+    const GptOssExpert& x = experts_[size_t(e)];
+    const std::string en = name + ".experts." + std::to_string(e);
+    x.gate.require_shape(I, H, en + ".gate");
+    x.up.require_shape(I, H, en + ".up");
+    x.down.require_shape(H, I, en + ".down");
   }
 }
 
+namespace {
+uint64_t expert_bytes(const GptOssExpert& x) {
+  return x.gate.weight_bytes() + x.up.weight_bytes() + x.down.weight_bytes();
+}
+}  // namespace
+
 uint64_t GptOssMoe::weight_bytes() const {
   uint64_t b = router_.weight_bytes();
-  for (int64_t e = 0; e < num_experts(); ++e) b += gate_up_[size_t(e)].weight_bytes() + down_[size_t(e)].weight_bytes();
+  for (const GptOssExpert& x : experts_) b += expert_bytes(x);
   return b;
 }
 
 uint64_t GptOssMoe::decode_weight_bytes() const {
-  return router_.weight_bytes() + uint64_t(config_.top_k) * (gate_up_[0].weight_bytes() + down_[0].weight_bytes());
+  return router_.weight_bytes() + uint64_t(config_.top_k) * expert_bytes(experts_[0]);
 }
 
 void GptOssMoe::route(const float* x, int64_t T, MoeRouting& out) const {
@@ -149,13 +181,13 @@ void GptOssMoe::forward(const float* x, int64_t T, float* out) const {
     const int32_t e = active[size_t(a)];
     const auto& rows = assigned[size_t(e)];
     const int64_t n = int64_t(rows.size());
-    std::vector<float> in(size_t(n * H)), gu(size_t(n * 2 * I)), h(size_t(n * I)), res(size_t(n * H));
+    const GptOssExpert& ex = experts_[size_t(e)];
+    std::vector<float> in(size_t(n * H)), g(size_t(n * I)), u(size_t(n * I)), h(size_t(n * I)), res(size_t(n * H));
     for (int64_t r = 0; r < n; ++r) std::copy_n(x + (rows[size_t(r)] / k) * H, H, in.data() + r * H);
-    gate_up_[size_t(e)].forward(in.data(), n, gu.data());
+    Linear::forward_shared({{&ex.gate, g.data()}, {&ex.up, u.data()}}, in.data(), n);
     for (int64_t r = 0; r < n; ++r)
-      gpt_oss_clamped_swiglu(gu.data() + r * 2 * I, gu.data() + r * 2 * I + I, config_.alpha, config_.limit,
-                             h.data() + r * I, I);
-    down_[size_t(e)].forward(h.data(), n, res.data());
+      gpt_oss_clamped_swiglu(g.data() + r * I, u.data() + r * I, config_.alpha, config_.limit, h.data() + r * I, I);
+    ex.down.forward(h.data(), n, res.data());
     for (int64_t r = 0; r < n; ++r) {
       const float w = routing.weights[size_t(rows[size_t(r)])];
       float* dst = slots.data() + rows[size_t(r)] * H;

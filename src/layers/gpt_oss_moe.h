@@ -6,8 +6,11 @@
 //     gate = min(gate, limit);  up = clamp(up, -limit, limit);  h = (up + 1) * gate * sigmoid(alpha * gate)
 // The checkpoint stores all experts fused and transposed relative to nn.Linear (x @ W): gate_up [E, hidden, 2I]
 // with gate and up features interleaved (column 2i is gate i, 2i + 1 is up i), down [E, I, hidden]. At load each
-// expert is rewritten once into the [out, in] layout Linear streams fastest, with gate rows first then up rows,
-// so the per-token work is two ordinary projections; that copy is owned (owned_weight_bytes()).
+// expert is rewritten once into the [out, in] layout Linear streams fastest, gate rows then up rows, so the
+// per-token work is ordinary projections; that copy is owned (owned_weight_bytes()).
+// Experts may also come as ready projections (GptOssExpert) in any weight format: the MXFP4 blocks of the released
+// checkpoints repacked into GGUF's block layout, or a GGUF's stacked experts borrowed from the mapping; the
+// quantized ones then run Linear's quantized GEMV (decode) and dequantized panels (prefill).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,6 +37,11 @@ struct GptOssExpertTensors {
   TensorView down_bias;     // [E, hidden]
 };
 
+// One expert as three projections W x + b: gate and up [I, hidden], down [hidden, I]; dense or block-quantized.
+struct GptOssExpert {
+  Linear gate, up, down;
+};
+
 // h[i] = (clamp(up[i], -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate[i], limit); n features.
 void gpt_oss_clamped_swiglu(const float* gate, const float* up, float alpha, float limit, float* h, int64_t n);
 
@@ -47,10 +55,15 @@ class GptOssMoe : public FeedForward {
   // Errors name `name` (e.g. "model.layers.0.mlp").
   GptOssMoe(const GptOssMoeConfig& config, Linear router, const GptOssExpertTensors& experts, DType store,
             const std::string& name);
+  // Experts already built (all of one shape, checked: errors name `name`.experts.<e>); `owned` is storage they
+  // view that this layer keeps alive (nullptr when they borrow the checkpoint's mapping).
+  GptOssMoe(const GptOssMoeConfig& config, Linear router, std::vector<GptOssExpert> experts,
+            std::shared_ptr<std::vector<uint8_t>> owned, const std::string& name);
 
-  int64_t num_experts() const { return int64_t(gate_up_.size()); }
+  int64_t num_experts() const { return int64_t(experts_.size()); }
   int64_t hidden() const { return router_.in_features(); }
-  int64_t intermediate() const { return down_[0].in_features(); }
+  int64_t intermediate() const { return experts_[0].down.in_features(); }
+  const GptOssExpert& expert(int64_t e) const { return experts_[size_t(e)]; }
   const GptOssMoeConfig& config() const { return config_; }
   uint64_t weight_bytes() const override;
   uint64_t decode_weight_bytes() const override;
@@ -61,11 +74,11 @@ class GptOssMoe : public FeedForward {
   void route(const float* x, int64_t T, MoeRouting& out) const;
 
  private:
+  void check_experts(const std::string& name) const;
   GptOssMoeConfig config_;
   Linear router_;
-  std::vector<Linear> gate_up_;  // per expert: [2I, hidden], rows [gate 0..I) ; [up 0..I)
-  std::vector<Linear> down_;     // per expert: [hidden, I]
-  std::shared_ptr<std::vector<uint8_t>> owned_;  // the storage gate_up_ / down_ view
+  std::vector<GptOssExpert> experts_;
+  std::shared_ptr<std::vector<uint8_t>> owned_;  // storage the experts view, when not the checkpoint's
 };
 
 }  // namespace attnzoo

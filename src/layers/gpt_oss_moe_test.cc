@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "testing/random_blocks.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -45,8 +46,8 @@ struct Fixture {
   HostTensor router{DType::f32, {E, H}, 1, 0.5f}, router_bias{DType::f32, {E}, 2, 0.5f};
   HostTensor gate_up, gate_up_bias{DType::f32, {E, 2 * I}, 4, 0.5f}, down, down_bias{DType::f32, {E, H}, 6, 0.5f};
 
-  explicit Fixture(DType dt)
-      : gate_up(dt, {E, H, 2 * I}, 3, 0.6f), down(dt, {E, I, H}, 5, 0.4f) {}
+  explicit Fixture(DType dt, int64_t hidden = 24, int64_t inter = 20)
+      : H(hidden), I(inter), gate_up(dt, {E, H, 2 * I}, 3, 0.6f), down(dt, {E, I, H}, 5, 0.4f) {}
 
   GptOssMoe build(DType store = DType::f32) const {
     return GptOssMoe({k, 1.702f, 7.f}, Linear::from_weights(router.view, router_bias.view, "router"),
@@ -156,6 +157,56 @@ TEST(GptOssMoe, RejectsBadShapesNamingTheTensor) {
   t.gate_up_bias = bias.view;
   expect_error(t, 2, "moe.experts.gate_up_proj_bias");
   expect_error(good, 6, "num_experts_per_tok");
+}
+
+// Experts given as MXFP4 projections (the released checkpoints' format): the same layer as over the dense fused
+// tensors holding their dequantized values, which the double reference runs on.
+TEST(GptOssMoe, Mxfp4ExpertsMatchTheirDequantizedValues) {
+  Fixture f(DType::f32, 64, 32);  // whole 32-value blocks; gate_up / down are overwritten with the MXFP4 values
+  const int64_t E = f.E, H = f.H, I = f.I;
+  std::vector<GptOssExpert> experts;
+  std::vector<std::vector<uint8_t>> keep;
+  std::vector<float> rows(size_t(H * I)), bias(size_t(std::max(H, I)));
+  for (int64_t e = 0; e < E; ++e) {
+    auto proj = [&](int64_t out, int64_t in, uint64_t seed, auto&& set_weight, auto&& get_bias, const char* name) {
+      keep.push_back(testing::random_quant_rows(QuantType::MXFP4, out, in, seed));
+      dequantize_row_reference(QuantType::MXFP4, keep.back().data(), rows.data(), out * in);
+      for (int64_t o = 0; o < out; ++o) {
+        bias[size_t(o)] = get_bias(o);
+        for (int64_t c = 0; c < in; ++c) set_weight(o, c, rows[size_t(o * in + c)]);
+      }
+      return Linear::from_quantized(keep.back().data(), keep.back().size(), QuantType::MXFP4, out, in,
+                                    TensorView::contiguous(bias.data(), DType::f32, {out}), name);
+    };
+    float* gu = f.gate_up.view.ptr<float>() + e * H * 2 * I;
+    float* dn = f.down.view.ptr<float>() + e * I * H;
+    auto gu_bias = [&](int64_t col) { return f.gate_up_bias.at(e * 2 * I + col); };
+    Linear gate = proj(I, H, 10 * e + 1, [&](int64_t o, int64_t c, float v) { gu[c * 2 * I + 2 * o] = v; },
+                       [&](int64_t o) { return gu_bias(2 * o); }, "gate");
+    Linear up = proj(I, H, 10 * e + 2, [&](int64_t o, int64_t c, float v) { gu[c * 2 * I + 2 * o + 1] = v; },
+                     [&](int64_t o) { return gu_bias(2 * o + 1); }, "up");
+    Linear down = proj(H, I, 10 * e + 3, [&](int64_t o, int64_t c, float v) { dn[c * H + o] = v; },
+                       [&](int64_t o) { return f.down_bias.at(e * H + o); }, "down");
+    experts.push_back({std::move(gate), std::move(up), std::move(down)});
+  }
+  const GptOssMoe moe({f.k, 1.702f, 7.f}, Linear::from_weights(f.router.view, f.router_bias.view, "router"),
+                      std::move(experts), nullptr, "moe");
+  EXPECT_EQ(moe.owned_weight_bytes(), 0u);
+  EXPECT_EQ(moe.weight_bytes(), f.router.view.numel() * 4 + uint64_t(E) * 3 * (H * I / 32) * 17);
+  const ScopedMatmulPrecision highest(MatmulPrecision::highest);  // f32 products: the reference's values exactly
+  for (int64_t T : {1, 5, 19}) {
+    HostTensor x(DType::f32, {T, H}, 200 + T);
+    const auto want = f.reference(x.view.ptr<float>(), T);
+    std::vector<float> got(size_t(T * H));
+    moe.forward(x.view.ptr<float>(), T, got.data());
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      err = std::max(err, std::fabs(got[i] - want[i]));
+      scale = std::max(scale, std::fabs(want[i]));
+    }
+    EXPECT_GT(scale, 0.5);
+    EXPECT_LT(err, 2e-5 * std::max(1.0, scale)) << "T=" << T;
+  }
 }
 
 }  // namespace

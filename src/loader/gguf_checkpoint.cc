@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "loader/gguf_hf_util.h"
+#include "loader/gguf_gpt_oss.h"
 #include "loader/gguf_hybrids.h"
 #include "loader/gguf_phi3.h"
 #include "loader/gguf_qwen35.h"
@@ -49,6 +50,8 @@ constexpr Arch kArchs[] = {
     {"cohere2", "cohere2", "Cohere2ForCausalLM", false, false, false, false},
     // GLM-4's interleaved RoPE is ggml's plain one too
     {"glm4", "glm4", "Glm4ForCausalLM", false, false, false, false},
+    // post_attention_norm is gpt-oss's pre-feedforward norm (sandwich_norms maps it so); experts: gguf_gpt_oss.h
+    {"gpt-oss", "gpt_oss", "GptOssForCausalLM", false, false, true, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -85,6 +88,7 @@ constexpr ArchName kArchNames[] = {
     {"glm4", "ffn_up", "mlp.gate_up_proj"},
     {"glm4", "post_attention_norm", "post_self_attn_layernorm"},
     {"glm4", "post_ffw_norm", "post_mlp_layernorm"},
+    {"gpt-oss", "ffn_gate_inp", "mlp.router"},
 };
 
 bool is_phi3(const Arch& a) { return std::string(a.gguf) == "phi3"; }
@@ -192,6 +196,9 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     r.add_float("factor", get_float("rope.scaling.factor"));
     if (has("rope.scaling.original_context_length"))
       r.add_int("original_max_position_embeddings", get_int("rope.scaling.original_context_length"));
+    if (has("rope.scaling.yarn_beta_fast")) r.add_float("beta_fast", get_float("rope.scaling.yarn_beta_fast"));
+    if (has("rope.scaling.yarn_beta_slow")) r.add_float("beta_slow", get_float("rope.scaling.yarn_beta_slow"));
+    if (std::string(a.gguf) == "gpt-oss" && scaling == "yarn") r.add_bool("truncate", false);
     c.add("rope_scaling", r.str());
   } else if (scaling != "none") {
     throw LoadError(f.path() + ": key '" + p + "rope.scaling.type': '" + scaling + "' is not supported");
@@ -207,6 +214,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     if (has("attention.sliding_window")) c.add_int("sliding_window", get_int("attention.sliding_window"));
   }
 
+  if (std::string(a.gguf) == "gpt-oss") add_gpt_oss_config(c, f, layers, has("feed_forward_length"));
   if (a.moe || mixtral) {
     c.add_int("num_experts", get_int("expert_count"));
     c.add_int("num_experts_per_tok", get_int("expert_used_count"));
@@ -324,6 +332,7 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const std::string layer = "model.layers." + std::to_string(blk->first) + ".";
       const size_t d = blk->second.rfind('.');
       const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
+      if (std::string(a.gguf) == "gpt-oss" && add_gpt_oss_tensor(f, t, layer, blk->second, out)) continue;
       if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out))
         continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));

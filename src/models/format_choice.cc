@@ -94,17 +94,27 @@ CheckpointFormats checkpoint_formats(const Config& config) {
   const bool known = d.empty() || d == "float32" || d == "float" || d == "bfloat16" || d == "float16" || d == "half";
   c.dense = known ? config.dtype_or(DType::f32) : DType::f32;
   c.stored = known ? dtype_name(c.dense) : d;
+  // gpt-oss's MXFP4 experts, most of its elements, are computed on as GGUF's MXFP4 blocks: as a blocked GGUF
+  if (config.has("quantization_config") &&
+      config.sub("quantization_config").get_string_or("quant_method", "") == "mxfp4") {
+    c.blocked = true;
+    c.dense = DType::f32;
+    c.stored += " with MXFP4 experts";
+  }
   return c;
 }
 
 CheckpointFormats checkpoint_formats(const std::string& path) {
   const std::optional<std::string> gguf = find_model_gguf(path);
   if (!gguf) return checkpoint_formats(ModelFiles::read_config(path));
-  // Weighed by elements: the projections, not the many small norm vectors, say how the model computes.
+  // Weighed by elements: the projections (stacked experts included), not the many small norm vectors, say how the
+  // model computes.
   std::map<QuantType, double> elements;
   for (const GgufTensor& t : GgufFile::open_shared(*gguf)->tensors()) {
-    if (t.ne.size() != 2) continue;
-    elements[t.type] += double(t.ne[0]) * double(t.ne[1]);
+    if (t.ne.size() < 2) continue;
+    double n = 1;
+    for (int64_t d : t.ne) n *= double(d);
+    elements[t.type] += n;
   }
   CheckpointFormats c;
   c.gguf = true;

@@ -12,7 +12,8 @@ namespace attnzoo {
 
 class Config;
 
-// What a checkpoint stores, as the choice reads it: the format of most of its matrix elements (2-D tensors).
+// What a checkpoint stores, as the choice reads it: the format of most of its matrix elements (2-D tensors and
+// stacked experts; a safetensors checkpoint with MXFP4 experts counts as blocked).
 struct CheckpointFormats {
   bool gguf = false;
   bool blocked = false;           // a block-quantized GGUF format (Q4_0 ... Q8_0, K-quants, MXFP4)
