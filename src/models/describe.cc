@@ -22,6 +22,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"Gemma3ForCausalLM", describe_gemma},
     {"Gemma3ForConditionalGeneration", describe_gemma},
     {"Glm4ForCausalLM", describe_glm4},
+    {"Glm4MoeForCausalLM", describe_glm4_moe},
     {"GptOssForCausalLM", describe_gpt_oss},
     {"KimiLinearForCausalLM", describe_kimi_linear},
     {"MistralForCausalLM", describe_llama_family},

@@ -18,6 +18,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Gemma3ForCausalLM", build_gemma},
     {"Gemma3ForConditionalGeneration", build_gemma},  // multimodal wrappers: their language model (model_dir.h)
     {"Glm4ForCausalLM", build_glm4},
+    {"Glm4MoeForCausalLM", build_glm4_moe},
     {"GptOssForCausalLM", build_gpt_oss},
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
