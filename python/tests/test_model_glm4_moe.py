@@ -87,3 +87,96 @@ def test_bad_config_is_named(case, tmp_path):
     checks.check_config_error_is_named(m.directory, tmp_path / "bad", "n_routed_experts", n_routed_experts=0)
     checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.1.mlp.shared_experts.up_proj.weight",
                                                                    "model.layers.2.self_attn.k_norm.weight"])
+
+
+def _write_gguf(directory, path):
+    """convert_hf_to_gguf.py's Glm4MoeModel restated with the gguf package for the checkpoint in `directory`: the
+    standard keys, the MoE keys, nextn_predict_layers and block_count counting the MTP layers, each layer's experts
+    stacked as ffn_{gate,up,down}_exps, e_score_correction_bias as exp_probs_b.bias, no Q / K permutation."""
+    import json
+    import os
+    from safetensors.numpy import load_file
+    import gguf
+    with open(os.path.join(directory, "config.json")) as f:
+        cfg = json.load(f)
+    state = load_file(os.path.join(directory, "model.safetensors"))
+    layers, mtp = cfg["num_hidden_layers"], cfg.get("num_nextn_predict_layers", 0)
+    mtp = mtp if f"model.layers.{layers}.eh_proj.weight" in state else 0
+    w = gguf.GGUFWriter(path, "glm4moe")
+    w.add_block_count(layers + mtp)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_rope_dimension_count(int(cfg["head_dim"] * cfg["rope_parameters"]["partial_rotary_factor"]))
+    w.add_expert_count(cfg["n_routed_experts"])
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    w.add_expert_shared_count(cfg["n_shared_experts"])
+    w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+    w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+    w.add_expert_weights_norm(cfg["norm_topk_prob"])
+    if mtp:
+        w.add_nextn_predict_layers(mtp)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GLM4_MOE, layers + mtp)
+    for i in range(layers + mtp):
+        if f"model.layers.{i}.mlp.experts.0.up_proj.weight" not in state:
+            continue
+        for proj, name in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"), ("down_proj", "ffn_down_exps")):
+            stacked = [state.pop(f"model.layers.{i}.mlp.experts.{e}.{proj}.weight") for e in range(EXPERTS)]
+            w.add_tensor(f"blk.{i}.{name}.weight", np.stack(stacked))
+    for name, data in state.items():
+        new_name = names.get_name(name.replace("e_score_correction_bias", "e_score_correction.bias"),
+                                  try_suffixes=(".weight", ".bias"))
+        assert new_name is not None, name
+        w.add_tensor(new_name, np.ascontiguousarray(data))
+    checks.finish_gguf(w)
+
+
+_GGUF_KEYS = ("block_count", "expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func",
+              "expert_shared_count", "leading_dense_block_count", "expert_weights_scale", "expert_weights_norm",
+              "nextn_predict_layers", "rope.dimension_count", "attention.key_length", "feed_forward_length")
+
+
+def test_gguf_from_quantize_and_the_converter(tmp_path):
+    """A checkpoint with llama.cpp's routing (one expert group) and an MTP layer: `attnzoo quantize` at F32 writes
+    the converter's tensors and keys value for value (the gguf package's file above), both load with transformers'
+    logits, and the MTP block is read back under the release's names and left unused. Groups that drop experts
+    are refused by name."""
+    import gguf
+    import attnzoo
+    ungrouped = _config("qk_norm_grouped")
+    ungrouped.n_group = ungrouped.topk_group = 1
+    src = tmp_path / "hf"
+    ref = checks.save_random_model("glm4moe-gguf", ungrouped, src, _randomize, attn_implementation="eager",
+                                   experts_implementation="eager")
+    ids = _prompt()
+    want = checks.meaningful_logits(ref, ids)
+    d = checks.copy_with(src, tmp_path / "mtp", config_edit=lambda c: c.update(num_nextn_predict_layers=1),
+                         tensors_edit=lambda t: _mtp_layer(t, 3, 64))
+    ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
+    attnzoo.quantize(str(d), ours, type="F32")
+    _write_gguf(d, theirs)
+    got, expect = gguf.GGUFReader(ours), gguf.GGUFReader(theirs)
+    assert {t.name for t in got.tensors} == {t.name for t in expect.tensors}
+    assert "blk.3.nextn.eh_proj.weight" in {t.name for t in got.tensors}
+    theirs_by_name = {t.name: np.asarray(t.data) for t in expect.tensors}
+    for t in got.tensors:
+        np.testing.assert_array_equal(np.asarray(t.data), theirs_by_name[t.name], err_msg=t.name)
+    for key in _GGUF_KEYS:
+        assert got.fields[f"glm4moe.{key}"].contents() == pytest.approx(expect.fields[f"glm4moe.{key}"].contents()), key
+    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
+    checks.check_full_prompt(Model.load(theirs), ids, want, VOCAB)
+    g = Model.load(ours)
+    assert g.config["num_hidden_layers"] == 3 and g.config["num_nextn_predict_layers"] == 1
+    assert [x["kind"] for x in g.inspect()["layers"]] == ["attention"] * 3
+
+    grouped = checks.copy_with(src, tmp_path / "grouped", config_edit=lambda c: c.update(n_group=2))
+    with pytest.raises(ValueError, match="n_group"):
+        attnzoo.quantize(str(grouped), str(tmp_path / "g.gguf"), type="F32")

@@ -11,6 +11,7 @@
 #include "loader/gguf_hybrids.h"
 #include "loader/gguf_phi3.h"
 #include "loader/gguf_qwen35.h"
+#include "loader/gguf_sigmoid_moe.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 
@@ -49,6 +50,9 @@ constexpr Arch kArchs[] = {
     {"cohere2", "cohere2", "Cohere2ForCausalLM", false, false, false, false},
     // GLM-4's interleaved RoPE is ggml's plain one too
     {"glm4", "glm4", "Glm4ForCausalLM", false, false, false, false},
+    // sigmoid-routed MoEs with a routing bias (gguf_sigmoid_moe.h); their experts are sliced by expert_count
+    {"glm4moe", "glm4_moe", "Glm4MoeForCausalLM", false, false, false, false},
+    {"minimax-m2", "minimax_m2", "MiniMaxM2ForCausalLM", false, false, false, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -85,7 +89,23 @@ constexpr ArchName kArchNames[] = {
     {"glm4", "ffn_up", "mlp.gate_up_proj"},
     {"glm4", "post_attention_norm", "post_self_attn_layernorm"},
     {"glm4", "post_ffw_norm", "post_mlp_layernorm"},
+    {"glm4moe", "post_attention_norm", "post_attention_layernorm"},
+    {"glm4moe", "ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+    {"glm4moe", "ffn_up_shexp", "mlp.shared_experts.up_proj"},
+    {"glm4moe", "ffn_down_shexp", "mlp.shared_experts.down_proj"},
+    {"glm4moe", "exp_probs_b", "mlp.gate.e_score_correction_bias"},
+    {"glm4moe", "nextn.eh_proj", "eh_proj"},
+    {"glm4moe", "nextn.enorm", "enorm"},
+    {"glm4moe", "nextn.hnorm", "hnorm"},
+    {"glm4moe", "nextn.embed_tokens", "embed_tokens"},
+    {"glm4moe", "nextn.shared_head_head", "shared_head.head"},
+    {"glm4moe", "nextn.shared_head_norm", "shared_head.norm"},
+    {"minimax-m2", "ffn_gate_inp", "block_sparse_moe.gate"},
+    {"minimax-m2", "exp_probs_b", "block_sparse_moe.e_score_correction_bias"},
 };
+
+// exp_probs_b.bias is the correction bias, a buffer whose Hugging Face name has no .weight / .bias of its own.
+constexpr std::string_view kCorrectionBias = "exp_probs_b";
 
 bool is_phi3(const Arch& a) { return std::string(a.gguf) == "phi3"; }
 
@@ -99,7 +119,10 @@ std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
 // A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
 std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
   for (const ArchName& n : kArchNames)
-    if (a.gguf == std::string_view(n.arch) && base == n.gguf) return n.hf + ext;
+    if (a.gguf == std::string_view(n.arch) && base == n.gguf) {
+      if (base == kCorrectionBias) return ext == ".bias" ? std::optional<std::string>(n.hf) : std::nullopt;
+      return n.hf + ext;
+    }
   if (auto n = norm_suffix(a, base)) return *n + ext;
   for (const auto& [g, h] : kBlockNames)
     if (base == g) return h + ext;
@@ -165,7 +188,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   const gguf_hf::Meta m{f, p};
   const int64_t hidden = get_int("embedding_length");
   const int64_t heads = m.count("attention.head_count", "num_attention_heads");
-  const int64_t layers = m.layers();
+  const int64_t layers = m.layers() - gguf_mtp_blocks(f, a.gguf);  // glm4moe's MTP blocks are no decoder layers
   c.add_int("hidden_size", hidden);
   c.add_int("num_hidden_layers", layers);
   c.add_int("num_attention_heads", heads);
@@ -201,6 +224,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   if (is_phi3(a)) add_phi3_config(c, f, head_dim);
   if (std::string(a.gguf) == "glm4" && has("rope.dimension_count"))  // RoPE on part of each head
     c.add_float("partial_rotary_factor", double(get_int("rope.dimension_count")) / double(head_dim));
+  add_sigmoid_moe_config(c, f, a.gguf, head_dim);
   if (has("logit_scale")) {  // Cohere: LayerNorms (their epsilon), the logit scale, cohere2's window
     c.add_float("logit_scale", get_float("logit_scale"));
     if (has("attention.layer_norm_epsilon")) c.add_float("layer_norm_eps", get_float("attention.layer_norm_epsilon"));
@@ -274,6 +298,9 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
   if (ext_at == std::string::npos) return std::nullopt;
   const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
   for (const ArchName& n : kArchNames)
+    if (gguf_arch == n.arch && n.gguf == kCorrectionBias && rest == n.hf) return "blk." + layer + "." + n.gguf + ".bias";
+  if (ext != ".weight" && ext != ".bias") return std::nullopt;
+  for (const ArchName& n : kArchNames)
     if (gguf_arch == n.arch && suffix == n.hf) return "blk." + layer + "." + n.gguf + ext;
   for (const char* base : {"ffn_norm", "post_attention_norm"})
     if (norm_suffix(*arch, base) == suffix) return "blk." + layer + "." + base + ext;
@@ -324,8 +351,9 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const std::string layer = "model.layers." + std::to_string(blk->first) + ".";
       const size_t d = blk->second.rfind('.');
       const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
-      if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out))
-        continue;
+      // MiniMax-M2 keeps Mixtral's block_sparse_moe prefix (its builder reads either projection naming)
+      const std::string experts = layer + (std::string(a.gguf) == "minimax-m2" ? "block_sparse_moe" : "mlp") + ".experts.";
+      if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, experts, bbase, out)) continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
       if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
       h.hf_name = layer + *suffix;
