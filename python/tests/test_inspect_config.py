@@ -53,7 +53,7 @@ CASES = [
     ("test_model_phi3", "long_partial"), ("test_model_phi3", "short_window"), ("test_model_smollm3", "nope_every_4th"),
     ("test_model_cohere", "command_r"), ("test_model_cohere", "cohere2_swa_nope"), ("test_model_mixtral", "top2_of_4"),
     ("test_model_glm4", "partial_rope_bias"),
-    ("test_model_glm4_moe", "qk_norm_grouped"),
+    ("test_model_glm4_moe", "qk_norm_grouped"), ("test_model_minimax_m2", "rotary_half_biased_routing"),
     ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
     ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
@@ -218,7 +218,8 @@ def _published(name):
 
 
 @pytest.mark.parametrize("name", ["gemma-7b.json", "olmo-2-1124-7b.json", "smollm3-3b.json",
-                                  "mixtral-8x7b-v0.1.json", "glm-4-9b-0414.json", "glm-4.5-air.json"])
+                                  "mixtral-8x7b-v0.1.json", "glm-4-9b-0414.json", "glm-4.5-air.json",
+                                  "minimax-m2.json"])
 def test_dense_published_configs(name):
     """Full-attention stacks: K and V of every kv head of every layer per token, f32."""
     c = _published(name)
@@ -236,6 +237,8 @@ def test_dense_published_configs(name):
         assert got["parameters_estimated"] and 46.6e9 < got["parameter_count"] < 46.8e9
     if name.startswith("glm-4.5-air"):  # 106B total by its model card
         assert got["parameters_estimated"] and 106e9 < got["parameter_count"] < 107e9
+    if name.startswith("minimax-m2"):  # 230B total by its model card
+        assert got["parameters_estimated"] and 228e9 < got["parameter_count"] < 231e9
 
 
 def test_phi3_published_config():

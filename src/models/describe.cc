@@ -25,6 +25,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"Glm4MoeForCausalLM", describe_glm4_moe},
     {"GptOssForCausalLM", describe_gpt_oss},
     {"KimiLinearForCausalLM", describe_kimi_linear},
+    {"MiniMaxM2ForCausalLM", describe_minimax_m2},
     {"MistralForCausalLM", describe_llama_family},
     {"MixtralForCausalLM", describe_llama_family},
     {"Olmo2ForCausalLM", describe_olmo2},

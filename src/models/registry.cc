@@ -22,6 +22,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"GptOssForCausalLM", build_gpt_oss},
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
+    {"MiniMaxM2ForCausalLM", build_minimax_m2},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
     {"MistralForCausalLM", build_llama_family},
     {"MixtralForCausalLM", build_llama_family},
