@@ -54,6 +54,7 @@ CASES = [
     ("test_model_cohere", "command_r"), ("test_model_cohere", "cohere2_swa_nope"), ("test_model_mixtral", "top2_of_4"),
     ("test_model_glm4", "partial_rope_bias"),
     ("test_model_glm4_moe", "qk_norm_grouped"), ("test_model_minimax_m2", "rotary_half_biased_routing"),
+    ("test_model_ministral3", "yarn_temperature"),
     ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
     ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
@@ -248,6 +249,19 @@ def test_phi3_published_config():
     got = inspect_json("--config", os.path.join(PUBLISHED, "phi-3-mini-4k-instruct.json"))
     assert [(x["kind"], x["window"]) for x in got["layers"]] == [("sliding_attention", c["sliding_window"])] * 32
     assert got["parameters_estimated"] and got["parameter_count"] == 3821079552
+
+
+def test_ministral3_published_config():
+    """Ministral-3-8B, published as the Mistral 3 multimodal wrapper: its ministral3 text model sized from
+    text_config (full attention everywhere, no window); the estimate counts the language model alone, the 8.4B the
+    model card gives it."""
+    t = _published("ministral-3-8b-instruct-2512.json")["text_config"]
+    per_token = t["num_hidden_layers"] * 2 * t["num_key_value_heads"] * t["head_dim"] * F32
+    got = inspect_json("--config", os.path.join(PUBLISHED, "ministral-3-8b-instruct-2512.json"))
+    assert got["architecture"] == "Mistral3ForConditionalGeneration"
+    assert [(x["kind"], x["window"]) for x in got["layers"]] == [("attention", 0)] * t["num_hidden_layers"]
+    assert got["cache_bytes_per_token"] == per_token
+    assert got["parameters_estimated"] and 8.3e9 < got["parameter_count"] < 8.6e9
 
 
 def test_text_report_and_errors(tmp_path):

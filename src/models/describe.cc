@@ -26,6 +26,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"GptOssForCausalLM", describe_gpt_oss},
     {"KimiLinearForCausalLM", describe_kimi_linear},
     {"MiniMaxM2ForCausalLM", describe_minimax_m2},
+    {"Ministral3ForCausalLM", describe_llama_family},
     {"MistralForCausalLM", describe_llama_family},
     {"MixtralForCausalLM", describe_llama_family},
     {"Olmo2ForCausalLM", describe_olmo2},

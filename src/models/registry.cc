@@ -24,6 +24,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
     {"MiniMaxM2ForCausalLM", build_minimax_m2},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
+    {"Ministral3ForCausalLM", build_llama_family},
     {"MistralForCausalLM", build_llama_family},
     {"MixtralForCausalLM", build_llama_family},
     {"Olmo2ForCausalLM", build_olmo2},
