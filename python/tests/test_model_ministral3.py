@@ -68,9 +68,41 @@ def test_mistral3_wrapper_with_a_ministral3_text_model(tmp_path):
         checks.randomize_vectors(1.0)(ref)
     ref.config._attn_implementation = ref.config.text_config._attn_implementation = "eager"
     ref.config.vision_config._attn_implementation = "eager"
-    ref.save_pretrained(tmp_path, safe_serialization=True)
+    ref.save_pretrained(tmp_path / "hf", safe_serialization=True)
     ids = _prompt()
-    checks.check_full_prompt(Model.load(str(tmp_path)), ids, checks.meaningful_logits(ref.eval(), ids), VOCAB)
+    want = checks.meaningful_logits(ref.eval(), ids)
+    checks.check_full_prompt(Model.load(str(tmp_path / "hf")), ids, want, VOCAB)
+    # quantize writes the text model as mistral3 (the vision tower set aside), read back as Ministral3ForCausalLM
+    import attnzoo
+    summary = attnzoo.quantize(str(tmp_path / "hf"), str(tmp_path / "w.gguf"), type="F32")
+    assert summary["architecture"] == "mistral3" and summary["set_aside"] > 0
+    g = Model.load(str(tmp_path / "w.gguf"))
+    assert g.config["architectures"] == ["Ministral3ForCausalLM"]
+    checks.check_full_prompt(g, ids, want, VOCAB)
+
+
+def test_mistral3_gguf_without_temperature_is_plain_mistral(case, tmp_path):
+    """Mistral Small 3.x's text model reaches mistral3 without attention.temperature_scale: it reads back as
+    MistralForCausalLM (YaRN kept), with the logits of the checkpoint whose llama_4_scaling_beta is 0."""
+    import gguf
+    kind, ref, m, ids, want = case
+    path = str(tmp_path / "w.gguf")
+    _write_gguf(m.directory, path)
+    reader = gguf.GGUFReader(path)
+    writer = gguf.GGUFWriter(str(tmp_path / "plain.gguf"), "mistral3")
+    for field in reader.fields.values():
+        if field.name.startswith("mistral3.") and field.name != "mistral3.attention.temperature_scale":
+            writer.add_key_value(field.name, field.contents(), field.types[0])
+    for t in reader.tensors:
+        writer.add_tensor(t.name, np.asarray(t.data))
+    checks.finish_gguf(writer)
+    plain = Model.load(str(tmp_path / "plain.gguf"))
+    assert plain.config["architectures"] == ["MistralForCausalLM"] and plain.config["model_type"] == "mistral"
+
+    def cold(c):
+        c["rope_parameters"]["llama_4_scaling_beta"] = 0.0
+    cold_hf = Model.load(checks.copy_with(m.directory, tmp_path / "cold", config_edit=cold))
+    np.testing.assert_allclose(plain.forward(ids), cold_hf.forward(ids), atol=checks.ATOL, rtol=0)
 
 
 def _permute(w, heads):

@@ -46,6 +46,20 @@ std::vector<float> llama3_rope_factors(const RopeConfig& r, int64_t dim) {
 }
 
 // `extra_blocks`: blocks past num_hidden_layers the file holds (GLM-4.5's multi-token-prediction layers).
+// Mistral3Model's additions for a ministral3 text model: YaRN's betas, mscale_all_dim as yarn_log_multiplier and
+// llama_4_scaling_beta as attention.temperature_scale (loader/gguf_checkpoint.cc reads them back).
+void add_ministral3_yarn(GgufWriter& w, const Config& c, const RopeConfig& rope) {
+  w.add_f32("mistral3.rope.scaling.yarn_beta_fast", float(rope.beta_fast));
+  w.add_f32("mistral3.rope.scaling.yarn_beta_slow", float(rope.beta_slow));
+  if (c.get_string_or("model_type", "") != "ministral3") return;
+  const Config p = c.has("rope_parameters") ? c.sub("rope_parameters") : c.sub("rope_scaling");
+  if (p.has("mscale") && p.get_float("mscale") != 1.0)
+    throw LoadError(c.source() + ": key 'rope_parameters.mscale': GGUF (llama.cpp's mistral3) holds mscale_all_dim "
+                    "beside an mscale of 1 only");
+  w.add_f32("mistral3.rope.scaling.yarn_log_multiplier", float(rope.mscale_all_dim));
+  w.add_f32("mistral3.attention.temperature_scale", float(p.get_float_or("llama_4_scaling_beta", 0.0)));
+}
+
 void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_t head_dim, const RopeConfig& rope,
                  std::vector<float>* rope_freqs, int64_t extra_blocks) {
   const std::string p = arch + ".";
@@ -63,7 +77,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
     w.add_u32(p + "attention.key_length", uint32_t(head_dim));
     w.add_u32(p + "attention.value_length", uint32_t(head_dim));
   }
-  if (arch == "llama") {
+  if (arch == "llama" || arch == "mistral3") {  // the converter's LlamaModel, either name
     w.add_u32(p + "rope.dimension_count", uint32_t(rope.rotary_dim ? rope.rotary_dim : head_dim));
     w.add_u32(p + "vocab_size", uint32_t(c.get_int("vocab_size")));
     if (c.has("num_local_experts")) {  // Mixtral
@@ -79,6 +93,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
     w.add_string(p + "rope.scaling.type", "yarn");
     w.add_f32(p + "rope.scaling.factor", float(rope.factor));
     w.add_u32(p + "rope.scaling.original_context_length", uint32_t(rope.original_max_position_embeddings));
+    if (arch == "mistral3") add_ministral3_yarn(w, c, rope);
   } else if (rope.type == "llama3") {
     // The loader reads these back only with Llama 3's fixed companions (gguf_checkpoint.cc).
     if (arch != "llama" || rope.low_freq_factor != 1.0 || rope.high_freq_factor != 4.0 ||
@@ -92,7 +107,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
 }
 
 // The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
-const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4",
+const std::set<std::string> kDirectArchs = {"mistral3", "llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4",
                                             "glm4moe", "minimax-m2"};
 
 // A float list of the config as F32 bytes (a GGUF tensor's data).
@@ -371,7 +386,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, "
-                    "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, "
+                    "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, Mistral3ForConditionalGeneration, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");

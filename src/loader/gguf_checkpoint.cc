@@ -53,6 +53,9 @@ constexpr Arch kArchs[] = {
     // sigmoid-routed MoEs with a routing bias (gguf_sigmoid_moe.h); their experts are sliced by expert_count
     {"glm4moe", "glm4_moe", "Glm4MoeForCausalLM", false, false, false, false},
     {"minimax-m2", "minimax_m2", "MiniMaxM2ForCausalLM", false, false, false, false},
+    // Mistral 3's text models (the converter's LlamaModel under another name): Ministral 3 when the file holds
+    // Llama 4's attention.temperature_scale, else Mistral Small 3.x's plain Mistral
+    {"mistral3", "ministral3", "Ministral3ForCausalLM", true, false, false, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -182,9 +185,10 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
   // llama.cpp stores Mixtral as llama with stacked experts
   const bool mixtral = std::string(a.gguf) == "llama" && has("expert_count");
+  const bool mistral = std::string(a.gguf) == "mistral3" && !has("attention.temperature_scale");
   JsonObject c;
-  c.add("architectures", "[" + json::quote(mixtral ? "MixtralForCausalLM" : a.hf_class) + "]");
-  c.add_string("model_type", mixtral ? "mixtral" : a.model_type);
+  c.add("architectures", "[" + json::quote(mixtral ? "MixtralForCausalLM" : mistral ? "MistralForCausalLM" : a.hf_class) + "]");
+  c.add_string("model_type", mixtral ? "mixtral" : mistral ? "mistral" : a.model_type);
   const gguf_hf::Meta m{f, p};
   const int64_t hidden = get_int("embedding_length");
   const int64_t heads = m.count("attention.head_count", "num_attention_heads");
@@ -215,6 +219,17 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     r.add_float("factor", get_float("rope.scaling.factor"));
     if (has("rope.scaling.original_context_length"))
       r.add_int("original_max_position_embeddings", get_int("rope.scaling.original_context_length"));
+    if (scaling == "yarn" && has("rope.scaling.yarn_beta_fast")) r.add_float("beta_fast", get_float("rope.scaling.yarn_beta_fast"));
+    if (scaling == "yarn" && has("rope.scaling.yarn_beta_slow")) r.add_float("beta_slow", get_float("rope.scaling.yarn_beta_slow"));
+    if (std::string(a.gguf) == "mistral3") {
+      // The converter's yarn_log_multiplier is mscale_all_dim beside Ministral 3's mscale of 1 (llama.cpp reads it
+      // so); its temperature scale is llama_4_scaling_beta, which transformers reads from the rope dict.
+      if (has("rope.scaling.yarn_log_multiplier")) {
+        r.add_float("mscale", 1.0);
+        r.add_float("mscale_all_dim", get_float("rope.scaling.yarn_log_multiplier"));
+      }
+      if (has("attention.temperature_scale")) r.add_float("llama_4_scaling_beta", get_float("attention.temperature_scale"));
+    }
     c.add("rope_scaling", r.str());
   } else if (scaling != "none") {
     throw LoadError(f.path() + ": key '" + p + "rope.scaling.type': '" + scaling + "' is not supported");
@@ -273,6 +288,8 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
 std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
   if (hf_class == "MixtralForCausalLM") return GgufArchOf{"llama", true, false};  // llama with stacked experts
+  // the converter writes the wrapper's text model (Mistral or Ministral 3) as mistral3, its vision tower apart
+  if (hf_class == "Mistral3ForConditionalGeneration") return GgufArchOf{"mistral3", true, false};
   for (const Arch& a : kArchs)
     if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk, a.norm_plus_one};
   return std::nullopt;
