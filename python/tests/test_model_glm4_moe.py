@@ -28,13 +28,7 @@ def _config(kind):
         rope_parameters=dict(rope_type="default", rope_theta=500.0, partial_rotary_factor=0.5))
 
 
-def _randomize(model):
-    checks.randomize_vectors(1.0)(model)
-    for name, b in model.named_buffers():
-        if name.endswith("e_score_correction_bias"):  # large enough to change which experts win
-            b.copy_(0.05 * torch.randn_like(b))
-
-
+_randomize = checks.randomize_with_correction_bias(1.0)
 checks.define_family_tests(globals(), _config, ["qk_norm_grouped"], _randomize, VOCAB,
                            experts_implementation="eager")
 
@@ -103,16 +97,7 @@ def _write_gguf(directory, path):
     layers, mtp = cfg["num_hidden_layers"], cfg.get("num_nextn_predict_layers", 0)
     mtp = mtp if f"model.layers.{layers}.eh_proj.weight" in state else 0
     w = gguf.GGUFWriter(path, "glm4moe")
-    w.add_block_count(layers + mtp)
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_key_length(cfg["head_dim"])
-    w.add_value_length(cfg["head_dim"])
+    checks.add_converter_attention_keys(w, cfg, layers + mtp)
     w.add_rope_dimension_count(int(cfg["head_dim"] * cfg["rope_parameters"]["partial_rotary_factor"]))
     w.add_expert_count(cfg["n_routed_experts"])
     w.add_expert_used_count(cfg["num_experts_per_tok"])
@@ -149,7 +134,6 @@ def test_gguf_from_quantize_and_the_converter(tmp_path):
     the converter's tensors and keys value for value (the gguf package's file above), both load with transformers'
     logits, and the MTP block is read back under the release's names and left unused. Groups that drop experts
     are refused by name."""
-    import gguf
     import attnzoo
     ungrouped = _config("qk_norm_grouped")
     ungrouped.n_group = ungrouped.topk_group = 1
@@ -160,20 +144,8 @@ def test_gguf_from_quantize_and_the_converter(tmp_path):
     want = checks.meaningful_logits(ref, ids)
     d = checks.copy_with(src, tmp_path / "mtp", config_edit=lambda c: c.update(num_nextn_predict_layers=1),
                          tensors_edit=lambda t: _mtp_layer(t, 3, 64))
-    ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
-    attnzoo.quantize(str(d), ours, type="F32")
-    _write_gguf(d, theirs)
-    got, expect = gguf.GGUFReader(ours), gguf.GGUFReader(theirs)
-    assert {t.name for t in got.tensors} == {t.name for t in expect.tensors}
+    g, got = checks.check_quantize_matches_converter(d, _write_gguf, "glm4moe", _GGUF_KEYS, ids, want, VOCAB, tmp_path)
     assert "blk.3.nextn.eh_proj.weight" in {t.name for t in got.tensors}
-    theirs_by_name = {t.name: np.asarray(t.data) for t in expect.tensors}
-    for t in got.tensors:
-        np.testing.assert_array_equal(np.asarray(t.data), theirs_by_name[t.name], err_msg=t.name)
-    for key in _GGUF_KEYS:
-        assert got.fields[f"glm4moe.{key}"].contents() == pytest.approx(expect.fields[f"glm4moe.{key}"].contents()), key
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
-    checks.check_full_prompt(Model.load(theirs), ids, want, VOCAB)
-    g = Model.load(ours)
     assert g.config["num_hidden_layers"] == 3 and g.config["num_nextn_predict_layers"] == 1
     assert [x["kind"] for x in g.inspect()["layers"]] == ["attention"] * 3
 

@@ -29,14 +29,8 @@ def _config(kind):
         bos_token_id=1, eos_token_id=2, pad_token_id=0, rope_theta=500.0)
 
 
-def _randomize(model):
-    checks.randomize_vectors(1.0)(model)
-    for name, b in model.named_buffers():
-        if name.endswith("e_score_correction_bias"):  # large enough to change which experts win
-            b.copy_(0.05 * torch.randn_like(b))
-
-
-checks.define_family_tests(globals(), _config, ["rotary_half_biased_routing"], _randomize, VOCAB,
+checks.define_family_tests(globals(), _config, ["rotary_half_biased_routing"],
+                           checks.randomize_with_correction_bias(1.0), VOCAB,
                            experts_implementation="eager")
 
 
@@ -85,16 +79,7 @@ def _write_gguf(directory, path):
     state = load_file(os.path.join(directory, "model.safetensors"))
     layers = cfg["num_hidden_layers"]
     w = gguf.GGUFWriter(path, "minimax-m2")
-    w.add_block_count(layers)
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_key_length(cfg["head_dim"])
-    w.add_value_length(cfg["head_dim"])
+    checks.add_converter_attention_keys(w, cfg, layers)
     w.add_expert_count(cfg["num_local_experts"])
     w.add_expert_used_count(cfg["num_experts_per_tok"])
     w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
@@ -120,19 +105,7 @@ _GGUF_KEYS = ("block_count", "expert_count", "expert_used_count", "expert_feed_f
 def test_gguf_from_quantize_and_the_converter(case, tmp_path):
     """`attnzoo quantize` at F32 writes the converter's tensors and keys value for value; both files load with
     transformers' logits (ours also token by token)."""
-    import gguf
-    import attnzoo
     kind, ref, m, ids, want = case
-    ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
-    attnzoo.quantize(m.directory, ours, type="F32")
-    _write_gguf(m.directory, theirs)
-    got, expect = gguf.GGUFReader(ours), gguf.GGUFReader(theirs)
-    theirs_by_name = {t.name: np.asarray(t.data) for t in expect.tensors}
-    assert {t.name for t in got.tensors} == set(theirs_by_name)
-    for t in got.tensors:
-        np.testing.assert_array_equal(np.asarray(t.data), theirs_by_name[t.name], err_msg=t.name)
-    for key in _GGUF_KEYS:
-        assert got.fields[f"minimax-m2.{key}"].contents() == expect.fields[f"minimax-m2.{key}"].contents(), key
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
-    checks.check_full_prompt(Model.load(theirs), ids, want, VOCAB)
-    assert Model.load(ours).config["architectures"] == ["MiniMaxM2ForCausalLM"]
+    g, _ = checks.check_quantize_matches_converter(m.directory, _write_gguf, "minimax-m2", _GGUF_KEYS, ids, want, VOCAB,
+                                                   tmp_path)
+    assert g.config["architectures"] == ["MiniMaxM2ForCausalLM"]

@@ -120,16 +120,7 @@ def _write_gguf(directory, path):
         cfg = json.load(f)
     rope = cfg["rope_parameters"]
     w = gguf.GGUFWriter(path, "mistral3")
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(HEADS)
-    w.add_head_count_kv(KV_HEADS)
-    w.add_rope_freq_base(rope["rope_theta"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_key_length(cfg["head_dim"])
-    w.add_value_length(cfg["head_dim"])
+    checks.add_converter_attention_keys(w, cfg, cfg["num_hidden_layers"])
     w.add_vocab_size(cfg["vocab_size"])
     w.add_rope_dimension_count(cfg["head_dim"])
     w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
@@ -157,19 +148,7 @@ _GGUF_KEYS = ("block_count", "rope.dimension_count", "rope.scaling.type", "rope.
 def test_gguf_from_quantize_and_the_converter(case, tmp_path):
     """`attnzoo quantize` at F32 writes the converter's tensors (Q / K permuted) and keys value for value; both files
     load as Ministral3ForCausalLM with transformers' logits (ours also token by token)."""
-    import gguf
-    import attnzoo
     kind, ref, m, ids, want = case
-    ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
-    attnzoo.quantize(m.directory, ours, type="F32")
-    _write_gguf(m.directory, theirs)
-    got, expect = gguf.GGUFReader(ours), gguf.GGUFReader(theirs)
-    theirs_by_name = {t.name: np.asarray(t.data) for t in expect.tensors}
-    assert {t.name for t in got.tensors} == set(theirs_by_name)
-    for t in got.tensors:
-        np.testing.assert_array_equal(np.asarray(t.data), theirs_by_name[t.name], err_msg=t.name)
-    for key in _GGUF_KEYS:
-        assert got.fields[f"mistral3.{key}"].contents() == pytest.approx(expect.fields[f"mistral3.{key}"].contents()), key
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
-    checks.check_full_prompt(Model.load(theirs), ids, want, VOCAB)
-    assert Model.load(ours).config["architectures"] == ["Ministral3ForCausalLM"]
+    g, _ = checks.check_quantize_matches_converter(m.directory, _write_gguf, "mistral3", _GGUF_KEYS, ids, want, VOCAB,
+                                                   tmp_path)
+    assert g.config["architectures"] == ["Ministral3ForCausalLM"]

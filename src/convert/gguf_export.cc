@@ -107,8 +107,8 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
 }
 
 // The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
-const std::set<std::string> kDirectArchs = {"mistral3", "llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4",
-                                            "glm4moe", "minimax-m2"};
+const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4",
+                                            "glm4moe", "minimax-m2", "mistral3"};
 
 // A float list of the config as F32 bytes (a GGUF tensor's data).
 std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
@@ -221,7 +221,8 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
   for (const std::string& name : files.names()) {
     if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
     if (name == "lm_head.weight" && tied) continue;
-    if (name.find(".block_sparse_moe.experts.") != std::string::npos || name.find(".mlp.experts.") != std::string::npos) {
+    if (name.find(".block_sparse_moe.experts.") != std::string::npos ||
+        name.find(".mlp.experts.") != std::string::npos) {
       experts.push_back(name);
       continue;
     }
@@ -386,7 +387,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, "
-                    "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, Mistral3ForConditionalGeneration, "
+                    "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, "
+                    "Mistral3ForConditionalGeneration, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");

@@ -187,7 +187,8 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   const bool mixtral = std::string(a.gguf) == "llama" && has("expert_count");
   const bool mistral = std::string(a.gguf) == "mistral3" && !has("attention.temperature_scale");
   JsonObject c;
-  c.add("architectures", "[" + json::quote(mixtral ? "MixtralForCausalLM" : mistral ? "MistralForCausalLM" : a.hf_class) + "]");
+  const char* hf_class = mixtral ? "MixtralForCausalLM" : mistral ? "MistralForCausalLM" : a.hf_class;
+  c.add("architectures", "[" + json::quote(hf_class) + "]");
   c.add_string("model_type", mixtral ? "mixtral" : mistral ? "mistral" : a.model_type);
   const gguf_hf::Meta m{f, p};
   const int64_t hidden = get_int("embedding_length");
@@ -219,8 +220,9 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     r.add_float("factor", get_float("rope.scaling.factor"));
     if (has("rope.scaling.original_context_length"))
       r.add_int("original_max_position_embeddings", get_int("rope.scaling.original_context_length"));
-    if (scaling == "yarn" && has("rope.scaling.yarn_beta_fast")) r.add_float("beta_fast", get_float("rope.scaling.yarn_beta_fast"));
-    if (scaling == "yarn" && has("rope.scaling.yarn_beta_slow")) r.add_float("beta_slow", get_float("rope.scaling.yarn_beta_slow"));
+    for (const char* beta : {"beta_fast", "beta_slow"})
+      if (scaling == "yarn" && has(std::string("rope.scaling.yarn_") + beta))
+        r.add_float(beta, get_float(std::string("rope.scaling.yarn_") + beta));
     if (std::string(a.gguf) == "mistral3") {
       // The converter's yarn_log_multiplier is mscale_all_dim beside Ministral 3's mscale of 1 (llama.cpp reads it
       // so); its temperature scale is llama_4_scaling_beta, which transformers reads from the rope dict.
@@ -228,7 +230,8 @@ std::string gguf_hf_config_json(const GgufFile& f) {
         r.add_float("mscale", 1.0);
         r.add_float("mscale_all_dim", get_float("rope.scaling.yarn_log_multiplier"));
       }
-      if (has("attention.temperature_scale")) r.add_float("llama_4_scaling_beta", get_float("attention.temperature_scale"));
+      if (has("attention.temperature_scale"))
+        r.add_float("llama_4_scaling_beta", get_float("attention.temperature_scale"));
     }
     c.add("rope_scaling", r.str());
   } else if (scaling != "none") {
@@ -315,7 +318,8 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
   if (ext_at == std::string::npos) return std::nullopt;
   const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
   for (const ArchName& n : kArchNames)
-    if (gguf_arch == n.arch && n.gguf == kCorrectionBias && rest == n.hf) return "blk." + layer + "." + n.gguf + ".bias";
+    if (gguf_arch == n.arch && n.gguf == kCorrectionBias && rest == n.hf)
+      return "blk." + layer + "." + n.gguf + ".bias";
   if (ext != ".weight" && ext != ".bias") return std::nullopt;
   for (const ArchName& n : kArchNames)
     if (gguf_arch == n.arch && suffix == n.hf) return "blk." + layer + "." + n.gguf + ext;
@@ -369,7 +373,8 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const size_t d = blk->second.rfind('.');
       const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
       // MiniMax-M2 keeps Mixtral's block_sparse_moe prefix (its builder reads either projection naming)
-      const std::string experts = layer + (std::string(a.gguf) == "minimax-m2" ? "block_sparse_moe" : "mlp") + ".experts.";
+      const std::string experts =
+          layer + (std::string(a.gguf) == "minimax-m2" ? "block_sparse_moe" : "mlp") + ".experts.";
       if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, experts, bbase, out)) continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
       if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");

@@ -46,7 +46,9 @@ AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t
   AttentionConfig ac = model_attention_config(info, layer_window(c, i, info.num_layers), options);
   // Ministral 3 reads both from the rope dict, as transformers' Ministral3Attention does.
   if (c.get_string_or("model_type", "") != "ministral3") return ac;
-  const Config p = c.has("rope_parameters") ? c.sub("rope_parameters") : c.has("rope_scaling") ? c.sub("rope_scaling") : c;
+  const Config p = c.has("rope_parameters") ? c.sub("rope_parameters")
+                   : c.has("rope_scaling")  ? c.sub("rope_scaling")
+                                            : c;
   ac.temperature_beta = float(p.get_float_or("llama_4_scaling_beta", 0.0));
   ac.temperature_interval = p.get_int_or("original_max_position_embeddings", 0);
   if (!std::isfinite(ac.temperature_beta) || (ac.temperature_beta != 0.f && ac.temperature_interval <= 0))
