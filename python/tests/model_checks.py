@@ -347,3 +347,21 @@ def check_quantize_matches_converter(directory, write_gguf, arch, keys, ids, wan
     check_gguf_logits(ours, ids, want, vocab, prefill=30)
     check_full_prompt(Model.load(theirs), ids, want, vocab)
     return Model.load(ours), reader
+
+
+def rewrite_gguf(src, dst, arch, drop=(), values=None):
+    """Copies the GGUF `src` to `dst` with its <arch>.* keys only (the tokenizer and general.* left out), minus
+    the keys in `drop` and with `values` ({key: (value, gguf.GGUFValueType)}) set; the tensors as they are."""
+    import gguf
+    reader = gguf.GGUFReader(src)
+    writer = gguf.GGUFWriter(str(dst), arch)
+    values = dict(values or {})
+    for field in reader.fields.values():
+        if field.name.startswith(arch + ".") and field.name not in drop and field.name not in values:
+            writer.add_key_value(field.name, field.contents(), field.types[0])
+    for key, (value, kind) in values.items():
+        writer.add_key_value(key, value, kind)
+    for t in reader.tensors:
+        writer.add_tensor(t.name, np.asarray(t.data))
+    finish_gguf(writer)
+    return str(dst)

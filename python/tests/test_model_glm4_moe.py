@@ -152,3 +152,18 @@ def test_gguf_from_quantize_and_the_converter(tmp_path):
     grouped = checks.copy_with(src, tmp_path / "grouped", config_edit=lambda c: c.update(n_group=2))
     with pytest.raises(ValueError, match="n_group"):
         attnzoo.quantize(str(grouped), str(tmp_path / "g.gguf"), type="F32")
+
+
+def test_gguf_keys_gguf_cannot_mean_are_refused_by_name(tmp_path):
+    """A glm4moe file whose nextn_predict_layers leaves no decoder block, or whose gating is softmax, is refused
+    naming the key (a wrong layer count or router would give silent garbage)."""
+    import gguf
+    src = tmp_path / "hf"
+    checks.save_random_model("glm4moe-keys", _config("qk_norm_grouped"), src, _randomize, attn_implementation="eager",
+                             experts_implementation="eager")
+    path = str(tmp_path / "g.gguf")
+    _write_gguf(src, path)
+    u32 = gguf.GGUFValueType.UINT32
+    for key, value in (("glm4moe.nextn_predict_layers", 3), ("glm4moe.expert_gating_func", 1)):
+        bad = checks.rewrite_gguf(path, tmp_path / "bad.gguf", "glm4moe", values={key: (value, u32)})
+        checks.expect_load_error(bad, key.replace(".", r"\."))

@@ -84,19 +84,11 @@ def test_mistral3_wrapper_with_a_ministral3_text_model(tmp_path):
 def test_mistral3_gguf_without_temperature_is_plain_mistral(case, tmp_path):
     """Mistral Small 3.x's text model reaches mistral3 without attention.temperature_scale: it reads back as
     MistralForCausalLM (YaRN kept), with the logits of the checkpoint whose llama_4_scaling_beta is 0."""
-    import gguf
     kind, ref, m, ids, want = case
     path = str(tmp_path / "w.gguf")
     _write_gguf(m.directory, path)
-    reader = gguf.GGUFReader(path)
-    writer = gguf.GGUFWriter(str(tmp_path / "plain.gguf"), "mistral3")
-    for field in reader.fields.values():
-        if field.name.startswith("mistral3.") and field.name != "mistral3.attention.temperature_scale":
-            writer.add_key_value(field.name, field.contents(), field.types[0])
-    for t in reader.tensors:
-        writer.add_tensor(t.name, np.asarray(t.data))
-    checks.finish_gguf(writer)
-    plain = Model.load(str(tmp_path / "plain.gguf"))
+    plain = Model.load(checks.rewrite_gguf(path, tmp_path / "plain.gguf", "mistral3",
+                                           drop=("mistral3.attention.temperature_scale",)))
     assert plain.config["architectures"] == ["MistralForCausalLM"] and plain.config["model_type"] == "mistral"
 
     def cold(c):
