@@ -269,13 +269,15 @@ def randomize_vectors(base):
     return randomize
 
 
-def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40):
-    """For a test module of one architecture family built by transformers from config(kind) (eager attention):
-    defines _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too), _prompt(n,
-    seed), the module-scoped `case` fixture over `kinds` (the attnzoo model on 4-token blocks) and
+def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40, **from_config_kwargs):
+    """For a test module of one architecture family built by transformers from config(kind) (eager attention, and
+    from_config_kwargs: experts_implementation="eager" for MoE families, so the reference is the plain per-expert
+    loop): defines _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too),
+    _prompt(n, seed), the module-scoped `case` fixture over `kinds` (the attnzoo model on 4-token blocks) and
     add_standard_tests' six checks (pieces 1, 7, 17, 15; decode after 25 tokens)."""
     def _build(kind, directory):
-        return save_random_model(kind, config(kind), directory, randomize, attn_implementation="eager")
+        return save_random_model(kind, config(kind), directory, randomize, attn_implementation="eager",
+                                 **from_config_kwargs)
 
     def _prompt(n=prompt_len, seed=0):
         return prompt(vocab, n, seed)
@@ -290,3 +292,76 @@ def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=4
     namespace.update(_build=_build, _prompt=_prompt, case=case)
     add_standard_tests(namespace, vocab, ([1, 7, 17, 15],), prefill=25, stop=prompt_len, pad_token_id=0,
                        other_prompt=_prompt(23, seed=1))
+
+
+def randomize_with_correction_bias(base):
+    """randomize_vectors(base), plus the routers' e_score_correction_bias buffers (sigmoid-routed MoEs) set large
+    enough to change which experts win."""
+    def randomize(model):
+        import torch
+        randomize_vectors(base)(model)
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.05 * torch.randn_like(b))
+    return randomize
+
+
+def add_converter_attention_keys(writer, cfg, blocks):
+    """The <arch>.* keys convert_hf_to_gguf.py's TextModel writes for every attention model, from the config.json
+    dict `cfg` (theta from rope_parameters), with block_count `blocks`."""
+    writer.add_block_count(blocks)
+    writer.add_context_length(cfg["max_position_embeddings"])
+    writer.add_embedding_length(cfg["hidden_size"])
+    writer.add_feed_forward_length(cfg["intermediate_size"])
+    writer.add_head_count(cfg["num_attention_heads"])
+    writer.add_head_count_kv(cfg["num_key_value_heads"])
+    writer.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    writer.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    writer.add_key_length(cfg["head_dim"])
+    writer.add_value_length(cfg["head_dim"])
+
+
+def check_same_gguf(ours, theirs, arch, keys):
+    """Two GGUF files hold the same tensors, value for value, and the same <arch>.`keys` values."""
+    import gguf
+    got, expect = gguf.GGUFReader(ours), gguf.GGUFReader(theirs)
+    theirs_by_name = {t.name: np.asarray(t.data) for t in expect.tensors}
+    assert {t.name for t in got.tensors} == set(theirs_by_name)
+    for t in got.tensors:
+        np.testing.assert_array_equal(np.asarray(t.data), theirs_by_name[t.name], err_msg=t.name)
+    for key in keys:
+        assert got.fields[f"{arch}.{key}"].contents() == pytest.approx(expect.fields[f"{arch}.{key}"].contents()), key
+    return got
+
+
+def check_quantize_matches_converter(directory, write_gguf, arch, keys, ids, want, vocab, tmp_path):
+    """`attnzoo quantize` at F32 of the checkpoint in `directory` against write_gguf(directory, path), a test's
+    restatement of convert_hf_to_gguf.py with the gguf package: the same tensors and <arch>.`keys` (check_same_gguf);
+    ours gives `want` for the whole prompt and token by token, theirs for the whole prompt. Returns ours loaded, and
+    the gguf.GGUFReader of it."""
+    import attnzoo
+    ours, theirs = str(tmp_path / "ours.gguf"), str(tmp_path / "theirs.gguf")
+    attnzoo.quantize(str(directory), ours, type="F32")
+    write_gguf(directory, theirs)
+    reader = check_same_gguf(ours, theirs, arch, keys)
+    check_gguf_logits(ours, ids, want, vocab, prefill=30)
+    check_full_prompt(Model.load(theirs), ids, want, vocab)
+    return Model.load(ours), reader
+
+
+def rewrite_gguf(src, dst, arch, drop=(), values=None):
+    """Copies the GGUF `src` to `dst` with its <arch>.* keys only (the tokenizer and general.* left out), minus
+    the keys in `drop` and with `values` ({key: (value, gguf.GGUFValueType)}) set; the tensors as they are."""
+    import gguf
+    reader = gguf.GGUFReader(src)
+    writer = gguf.GGUFWriter(str(dst), arch)
+    values = dict(values or {})
+    for field in reader.fields.values():
+        if field.name.startswith(arch + ".") and field.name not in drop and field.name not in values:
+            writer.add_key_value(field.name, field.contents(), field.types[0])
+    for key, (value, kind) in values.items():
+        writer.add_key_value(key, value, kind)
+    for t in reader.tensors:
+        writer.add_tensor(t.name, np.asarray(t.data))
+    finish_gguf(writer)
+    return str(dst)

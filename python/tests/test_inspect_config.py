@@ -53,6 +53,8 @@ CASES = [
     ("test_model_phi3", "long_partial"), ("test_model_phi3", "short_window"), ("test_model_smollm3", "nope_every_4th"),
     ("test_model_cohere", "command_r"), ("test_model_cohere", "cohere2_swa_nope"), ("test_model_mixtral", "top2_of_4"),
     ("test_model_glm4", "partial_rope_bias"),
+    ("test_model_glm4_moe", "qk_norm_grouped"), ("test_model_minimax_m2", "rotary_half_biased_routing"),
+    ("test_model_ministral3", "yarn_temperature"),
     ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
     ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
@@ -217,7 +219,8 @@ def _published(name):
 
 
 @pytest.mark.parametrize("name", ["gemma-7b.json", "olmo-2-1124-7b.json", "smollm3-3b.json",
-                                  "mixtral-8x7b-v0.1.json", "glm-4-9b-0414.json"])
+                                  "mixtral-8x7b-v0.1.json", "glm-4-9b-0414.json", "glm-4.5-air.json",
+                                  "minimax-m2.json"])
 def test_dense_published_configs(name):
     """Full-attention stacks: K and V of every kv head of every layer per token, f32."""
     c = _published(name)
@@ -233,6 +236,10 @@ def test_dense_published_configs(name):
         assert got["parameters_estimated"] and 7.2e9 < got["parameter_count"] < 7.4e9
     if name.startswith("mixtral"):  # 46.7B by its model card
         assert got["parameters_estimated"] and 46.6e9 < got["parameter_count"] < 46.8e9
+    if name.startswith("glm-4.5-air"):  # 106B total by its model card
+        assert got["parameters_estimated"] and 106e9 < got["parameter_count"] < 107e9
+    if name.startswith("minimax-m2"):  # 230B total by its model card
+        assert got["parameters_estimated"] and 228e9 < got["parameter_count"] < 231e9
 
 
 def test_phi3_published_config():
@@ -254,6 +261,19 @@ def test_gpt_oss_published_config():
     assert got["formats"]["kv_cache_dtype"] == "bfloat16" and "MXFP4" in got["formats"]["checkpoint"]
     assert got["cache_bytes_per_token"] == c["num_hidden_layers"] * 2 * 8 * 64 * 2
     assert got["parameters_estimated"] and got["parameter_count"] == 20914757184
+
+
+def test_ministral3_published_config():
+    """Ministral-3-8B, published as the Mistral 3 multimodal wrapper: its ministral3 text model sized from
+    text_config (full attention everywhere, no window); the estimate counts the language model alone, the 8.4B the
+    model card gives it."""
+    t = _published("ministral-3-8b-instruct-2512.json")["text_config"]
+    per_token = t["num_hidden_layers"] * 2 * t["num_key_value_heads"] * t["head_dim"] * F32
+    got = inspect_json("--config", os.path.join(PUBLISHED, "ministral-3-8b-instruct-2512.json"))
+    assert got["architecture"] == "Mistral3ForConditionalGeneration"
+    assert [(x["kind"], x["window"]) for x in got["layers"]] == [("attention", 0)] * t["num_hidden_layers"]
+    assert got["cache_bytes_per_token"] == per_token
+    assert got["parameters_estimated"] and 8.3e9 < got["parameter_count"] < 8.6e9
 
 
 def test_text_report_and_errors(tmp_path):

@@ -9,6 +9,7 @@
 
 #include "convert/gguf_export_gpt_oss.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
+#include "convert/gguf_export_sigmoid_moe.h"
 #include "convert/tensor_plan.h"
 #include "convert/tokenizer_metadata.h"
 #include "core/checked.h"
@@ -45,11 +46,26 @@ std::vector<float> llama3_rope_factors(const RopeConfig& r, int64_t dim) {
   return out;
 }
 
+// `extra_blocks`: blocks past num_hidden_layers the file holds (GLM-4.5's multi-token-prediction layers).
+// Mistral3Model's additions for a ministral3 text model: YaRN's betas, mscale_all_dim as yarn_log_multiplier and
+// llama_4_scaling_beta as attention.temperature_scale (loader/gguf_checkpoint.cc reads them back).
+void add_ministral3_yarn(GgufWriter& w, const Config& c, const RopeConfig& rope) {
+  w.add_f32("mistral3.rope.scaling.yarn_beta_fast", float(rope.beta_fast));
+  w.add_f32("mistral3.rope.scaling.yarn_beta_slow", float(rope.beta_slow));
+  if (c.get_string_or("model_type", "") != "ministral3") return;
+  const Config p = c.has("rope_parameters") ? c.sub("rope_parameters") : c.sub("rope_scaling");
+  if (p.has("mscale") && p.get_float("mscale") != 1.0)
+    throw LoadError(c.source() + ": key 'rope_parameters.mscale': GGUF (llama.cpp's mistral3) holds mscale_all_dim "
+                    "beside an mscale of 1 only");
+  w.add_f32("mistral3.rope.scaling.yarn_log_multiplier", float(rope.mscale_all_dim));
+  w.add_f32("mistral3.attention.temperature_scale", float(p.get_float_or("llama_4_scaling_beta", 0.0)));
+}
+
 void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_t head_dim, const RopeConfig& rope,
-                 std::vector<float>* rope_freqs) {
+                 std::vector<float>* rope_freqs, int64_t extra_blocks) {
   const std::string p = arch + ".";
   const int64_t heads = c.get_int("num_attention_heads");
-  w.add_u32(p + "block_count", uint32_t(c.get_int("num_hidden_layers")));
+  w.add_u32(p + "block_count", uint32_t(c.get_int("num_hidden_layers") + extra_blocks));
   if (c.has("max_position_embeddings")) w.add_u32(p + "context_length", uint32_t(c.get_int("max_position_embeddings")));
   w.add_u32(p + "embedding_length", uint32_t(c.get_int("hidden_size")));
   if (c.has("intermediate_size"))  // Qwen3.5-MoE has none
@@ -62,7 +78,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
     w.add_u32(p + "attention.key_length", uint32_t(head_dim));
     w.add_u32(p + "attention.value_length", uint32_t(head_dim));
   }
-  if (arch == "llama") {
+  if (arch == "llama" || arch == "mistral3") {  // the converter's LlamaModel, either name
     w.add_u32(p + "rope.dimension_count", uint32_t(rope.rotary_dim ? rope.rotary_dim : head_dim));
     w.add_u32(p + "vocab_size", uint32_t(c.get_int("vocab_size")));
     if (c.has("num_local_experts")) {  // Mixtral
@@ -78,6 +94,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
     w.add_string(p + "rope.scaling.type", "yarn");
     w.add_f32(p + "rope.scaling.factor", float(rope.factor));
     w.add_u32(p + "rope.scaling.original_context_length", uint32_t(rope.original_max_position_embeddings));
+    if (arch == "mistral3") add_ministral3_yarn(w, c, rope);
   } else if (rope.type == "llama3") {
     // The loader reads these back only with Llama 3's fixed companions (gguf_checkpoint.cc).
     if (arch != "llama" || rope.low_freq_factor != 1.0 || rope.high_freq_factor != 4.0 ||
@@ -92,7 +109,7 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
 
 // The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
 const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4",
-                                            "gpt-oss"};
+                                            "gpt-oss", "glm4moe", "minimax-m2", "mistral3"};
 
 // A float list of the config as F32 bytes (a GGUF tensor's data).
 std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
@@ -161,18 +178,26 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
   return nullptr;
 }
 
-// Mixtral's experts as llama.cpp stacks them: per layer ffn_gate_exps (w1), ffn_up_exps (w3), ffn_down_exps (w2),
-// [experts, rows, cols], from model.layers.<i>.block_sparse_moe.experts.<e>.w*.weight (`names`, any order).
-std::vector<TensorPlan> plan_mixtral_experts(const ModelFiles& files, const std::vector<std::string>& names,
-                                             int64_t layers, int64_t experts) {
+// Each layer's experts as llama.cpp stacks them: ffn_gate_exps / ffn_up_exps / ffn_down_exps [experts, rows, cols]
+// from model.layers.<i>.block_sparse_moe.experts.<e>.w1 / w3 / w2 (Mixtral, MiniMax-M2) or
+// model.layers.<i>.mlp.experts.<e>.gate_proj / up_proj / down_proj (GLM-4.5); `names` (any order) are all of them.
+std::vector<TensorPlan> plan_stacked_experts(const ModelFiles& files, const std::vector<std::string>& names,
+                                             int64_t experts) {
+  std::set<int64_t> layers;
+  for (const std::string& name : names) layers.insert(std::stoll(name.substr(std::string("model.layers.").size())));
   std::vector<TensorPlan> plans;
-  for (int64_t i = 0; i < layers; ++i)
-    for (const auto& [w, gguf] : {std::pair{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}) {
+  for (int64_t i : layers) {
+    const std::string x = "model.layers." + std::to_string(i);
+    const bool mixtral = files.has(x + ".block_sparse_moe.experts.0.w1.weight");
+    const std::pair<const char*, const char*> projs[] = {{mixtral ? "w1" : "gate_proj", "ffn_gate_exps"},
+                                                         {mixtral ? "w3" : "up_proj", "ffn_up_exps"},
+                                                         {mixtral ? "w2" : "down_proj", "ffn_down_exps"}};
+    for (const auto& [w, gguf] : projs) {
       TensorPlan p;
       p.gguf_name = "blk." + std::to_string(i) + "." + gguf + ".weight";
       for (int64_t e = 0; e < experts; ++e) {
-        const std::string name = "model.layers." + std::to_string(i) + ".block_sparse_moe.experts." +
-                                 std::to_string(e) + "." + w + ".weight";
+        const std::string name = x + (mixtral ? ".block_sparse_moe" : ".mlp") + ".experts." + std::to_string(e) + "." +
+                                 w + ".weight";
         if (!files.has(name)) throw LoadError(files.config().source() + ": tensor '" + name + "' is missing");
         p.sources.push_back(name);
       }
@@ -180,14 +205,16 @@ std::vector<TensorPlan> plan_mixtral_experts(const ModelFiles& files, const std:
       p.shape.insert(p.shape.begin(), experts);
       plans.push_back(std::move(p));
     }
-  if (int64_t(names.size()) != layers * experts * 3)
+  }
+  if (int64_t(names.size()) != int64_t(layers.size()) * experts * 3)
     throw LoadError(files.config().source() + ": " + std::to_string(names.size()) + " expert tensors, expected " +
-                    std::to_string(layers * experts * 3) + " (num_hidden_layers x num_local_experts x 3)");
+                    std::to_string(int64_t(layers.size()) * experts * 3) + " (" + std::to_string(layers.size()) +
+                    " layers x " + std::to_string(experts) + " experts x 3)");
   return plans;
 }
 
 // Llama / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names
-// (Mixtral's experts stacked, plan_mixtral_experts).
+// (MoE experts stacked, plan_stacked_experts; routers kept in F32, as llama-quantize keeps ffn_gate_inp).
 std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c, const GgufArchOf& arch,
                                        int64_t heads, int64_t kv_heads, bool tied) {
   std::vector<TensorPlan> plans;
@@ -195,11 +222,12 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
   for (const std::string& name : files.names()) {
     if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
     if (name == "lm_head.weight" && tied) continue;
-    if (name.find(".block_sparse_moe.experts.") != std::string::npos) {
+    if (arch.gguf == "gpt-oss" && is_gpt_oss_expert_tensor(name)) continue;  // add_gpt_oss_experts writes them
+    if (name.find(".block_sparse_moe.experts.") != std::string::npos ||
+        name.find(".mlp.experts.") != std::string::npos) {
       experts.push_back(name);
       continue;
     }
-    if (arch.gguf == "gpt-oss" && is_gpt_oss_expert_tensor(name)) continue;  // add_gpt_oss_experts writes them
     constexpr std::string_view kRouter = ".block_sparse_moe.gate.weight";  // Mixtral's, as the loader reads mlp.gate
     const std::string renamed = name.ends_with(kRouter)
                                     ? name.substr(0, name.size() - kRouter.size()) + ".mlp.gate.weight"
@@ -212,6 +240,7 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
     p.gguf_name = *gguf_name;
     p.sources = {name};
     p.shape = files.stored(name).shape;
+    if (gguf_name->find(".ffn_gate_inp.") != std::string::npos) p.type = QuantType::F32;
     // Llama's q_proj / k_proj rows (and biases) interleaved per head, as the converter does.
     if (arch.permuted_qk && (name.ends_with("self_attn.q_proj.weight") || name.ends_with("self_attn.q_proj.bias")))
       p.permute_heads = heads;
@@ -222,7 +251,7 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
   }
   if (!experts.empty()) {
     std::vector<TensorPlan> stacked =
-        plan_mixtral_experts(files, experts, c.get_int("num_hidden_layers"), c.get_int("num_local_experts"));
+        plan_stacked_experts(files, experts, c.get_int_or("num_local_experts", c.get_int_or("n_routed_experts", 0)));
     plans.insert(plans.end(), stacked.begin(), stacked.end());
   }
   return plans;
@@ -361,6 +390,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, GptOssForCausalLM, "
+                    "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, "
+                    "Mistral3ForConditionalGeneration, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
@@ -386,7 +417,9 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   w.add_string("general.name", dir_name.filename().string());
   w.add_u32("general.file_type", llama_file_type(o.policy.type));
   std::vector<float> rope_freqs;
-  add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs);
+  const int64_t mtp_blocks = gguf_arch == "glm4moe" ? count_mtp_blocks(*files, c) : 0;
+  add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
+  add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
   if (gguf_arch == "smollm3") check_smollm3_layout(c);

@@ -6,8 +6,10 @@
 // and each matrix in the type TensorPolicy picks. Supported: LlamaForCausalLM (Llama, SmolLM2, Mistral-style),
 // Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM (LongRoPE factors as
 // rope_factors_long / _short), SmolLM3ForCausalLM, MixtralForCausalLM (llama with stacked experts),
-// CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, GptOssForCausalLM (gguf_export_gpt_oss.h: experts split,
-// stacked, MXFP4 ones kept), Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM
+// CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, Glm4MoeForCausalLM (MTP layers appended as the
+// converter does), GptOssForCausalLM (gguf_export_gpt_oss.h: experts split, stacked, MXFP4 ones kept),
+// MiniMaxM2ForCausalLM, Ministral3ForCausalLM and Mistral3ForConditionalGeneration's text model (mistral3),
+// Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
 // Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
 #include <cstdint>

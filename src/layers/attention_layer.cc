@@ -34,6 +34,21 @@ AttentionLayer::AttentionLayer(const AttentionConfig& config, Linear q, Linear k
             (name + ".k_norm.weight").c_str(), "must have head_dim or num_key_value_heads * head_dim entries");
   require(rope_.config().head_dim == c.head_dim, "rope", "head_dim differs from the attention's");
   require(std::isfinite(c.softcap) && c.softcap >= 0.f, (name + ".softcap").c_str(), "must be a finite number >= 0");
+  require(std::isfinite(c.temperature_beta) && (c.temperature_beta == 0.f || c.temperature_interval > 0),
+          (name + ".temperature").c_str(),
+          "llama_4_scaling_beta must be finite, with a positive original_max_position_embeddings");
+}
+
+void AttentionLayer::scale_queries(float* q, int64_t T, const int32_t* positions) const {
+  if (config_.temperature_beta == 0.f) return;
+  const int64_t qw = config_.num_heads * config_.head_dim;
+  for (int64_t t = 0; t < T; ++t) {
+    // transformers: 1 + beta * log(1 + floor(position / interval)), in f32
+    const float steps = std::floor(float(positions[t]) / float(config_.temperature_interval));
+    const float s = 1.f + config_.temperature_beta * std::log(1.f + steps);
+    if (s == 1.f) continue;
+    for (float* r = q + t * qw; r < q + (t + 1) * qw; ++r) *r *= s;
+  }
 }
 
 void AttentionLayer::norm_qk(float* q, float* k, int64_t T) const {
@@ -83,6 +98,7 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
   norm_qk(q.data(), k.data(), T);
   rope_.apply(q.data(), T, c.num_heads, qw, batch.positions.data());
   rope_.apply(k.data(), T, c.num_kv_heads, kw, batch.positions.data());
+  scale_queries(q.data(), T, batch.positions.data());
 
   AttentionOptions opts;
   opts.scale = c.scale;
@@ -100,7 +116,7 @@ void AttentionLayer::forward(const float* x, const Batch& batch, const LayerMemo
 }
 
 // The q/k half of forward(), kept beside it for the explainer's trace (it must apply the same steps in the
-// same order: projection, output-gate split, q/k norm, RoPE).
+// same order: projection, output-gate split, q/k norm, RoPE, query temperature).
 void AttentionLayer::project_qk(const float* x, const Batch& batch, float* q, float* k) const {
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), D = c.head_dim;
@@ -115,6 +131,7 @@ void AttentionLayer::project_qk(const float* x, const Batch& batch, float* q, fl
   norm_qk(q, k, T);
   rope_.apply(q, T, c.num_heads, c.num_heads * D, batch.positions.data());
   rope_.apply(k, T, c.num_kv_heads, c.num_kv_heads * D, batch.positions.data());
+  scale_queries(q, T, batch.positions.data());
 }
 
 void AttentionLayer::trace(const float* x, const Batch& batch, const LayerMemory&, LayerTrace& out) const {

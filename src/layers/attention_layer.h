@@ -27,6 +27,12 @@ struct AttentionConfig {
   // Qwen3-Next: q_proj yields num_heads * 2 * head_dim features, per head [q (head_dim) ; gate (head_dim)];
   // the attention output is multiplied by sigmoid(gate) before o_proj.
   bool output_gate = false;
+  // Llama 4-style attention temperature (Ministral 3 / Mistral Small 3.x's text model: llama_4_scaling_beta): after
+  // RoPE, the query at position p is multiplied by 1 + temperature_beta * log(1 + floor(p / temperature_interval)),
+  // sharpening attention far past the pretraining context (temperature_interval: original_max_position_embeddings).
+  // 0: off.
+  float temperature_beta = 0.f;
+  int64_t temperature_interval = 0;
 };
 
 class AttentionLayer : public SequenceMixer {
@@ -58,6 +64,8 @@ class AttentionLayer : public SequenceMixer {
   void project_qk(const float* x, const Batch& batch, float* q, float* k) const;
   // The q / k norms in place on T tokens' q [T, num_heads * D] and k [T, num_kv_heads * D].
   void norm_qk(float* q, float* k, int64_t T) const;
+  // The attention temperature on T tokens' q (after RoPE), when the config has one.
+  void scale_queries(float* q, int64_t T, const int32_t* positions) const;
   AttentionConfig config_;
   Linear q_, k_, v_, o_;
   std::optional<RmsNorm> q_norm_, k_norm_;

@@ -1,6 +1,6 @@
 // AttentionLayer end to end (projections, RoPE, cache, kernels, output projection) against a plain double
 // definition written here, for the options other families need: softcap, sinks, the Qwen3-Next output gate,
-// sliding windows; prefill in one shot, in chunks and token by token must all agree with it.
+// sliding windows, Llama 4's query temperature; prefill in one shot, in chunks and token by token must all agree with it.
 #include "layers/attention_layer.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +22,8 @@ struct Case {
   int64_t hidden = 24, heads = 4, kv_heads = 2, head_dim = 8, window = 0;
   float softcap = 0.f;
   bool sinks = false, gate = false, qk_norm = false;
+  float temperature_beta = 0.f;
+  int64_t temperature_interval = 0;
 };
 
 struct Weights {
@@ -40,6 +42,8 @@ AttentionLayer make_layer(const Case& c, const Weights& w, const Rope& rope) {
   AttentionConfig ac{c.hidden, c.heads, c.kv_heads, c.head_dim, c.window};
   ac.softcap = c.softcap;
   ac.output_gate = c.gate;
+  ac.temperature_beta = c.temperature_beta;
+  ac.temperature_interval = c.temperature_interval;
   std::optional<RmsNorm> qn, kn;
   if (c.qk_norm) {
     qn.emplace(w.qn.view, 1e-6f, true, "q_norm");
@@ -105,6 +109,10 @@ std::vector<double> reference(const Case& c, const Weights& w, const Rope& rope,
   }
   rope_rows(q, T, H, D, rope);
   rope_rows(k, T, Hk, D, rope);
+  if (c.temperature_beta != 0.f)  // query t scaled by 1 + beta * log(1 + floor(t / interval))
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < H * D; ++i)
+        q[size_t(t * H * D + i)] *= 1.0 + c.temperature_beta * std::log(1.0 + double(t / c.temperature_interval));
   std::vector<float> attn(size_t(T * H * D));
   const double scale = 1.0 / std::sqrt(double(D));
   for (int64_t t = 0; t < T; ++t)
@@ -207,6 +215,18 @@ TEST(AttentionLayer, OutputGate) {
   });
 }
 
+TEST(AttentionLayer, QueryTemperature) {
+  testing::for_each_target([](Target) {
+    Case c;
+    c.temperature_beta = 0.7f;  // large, so a missed step shows
+    c.temperature_interval = 4;  // 21 tokens cross five steps; chunks of 9, 3, 1 start mid-step
+    check(c);
+    c.window = 6;
+    c.qk_norm = true;
+    check(c);
+  });
+}
+
 // Several sequences in one batch: all prefilling (one packed varlen paged prefill call), then one sequence
 // decoding beside two that prefill (the prefilling rows are packed for the call, the decode row goes alone).
 TEST(AttentionLayer, RaggedBatchOfPrefills) {
@@ -269,6 +289,9 @@ TEST(AttentionLayer, RejectsBadShapes) {
   Case neg = c;
   neg.softcap = -1.f;
   EXPECT_THROW(make_layer(neg, w, rope), ArgumentError);
+  Case hot = c;
+  hot.temperature_beta = 0.1f;  // without an interval to count steps in
+  EXPECT_THROW(make_layer(hot, w, rope), ArgumentError);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "loader/gguf_hybrids.h"
 #include "loader/gguf_phi3.h"
 #include "loader/gguf_qwen35.h"
+#include "loader/gguf_sigmoid_moe.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 
@@ -52,6 +53,12 @@ constexpr Arch kArchs[] = {
     {"glm4", "glm4", "Glm4ForCausalLM", false, false, false, false},
     // post_attention_norm is gpt-oss's pre-feedforward norm (sandwich_norms maps it so); experts: gguf_gpt_oss.h
     {"gpt-oss", "gpt_oss", "GptOssForCausalLM", false, false, true, false},
+    // sigmoid-routed MoEs with a routing bias (gguf_sigmoid_moe.h); their experts are sliced by expert_count
+    {"glm4moe", "glm4_moe", "Glm4MoeForCausalLM", false, false, false, false},
+    {"minimax-m2", "minimax_m2", "MiniMaxM2ForCausalLM", false, false, false, false},
+    // Mistral 3's text models (the converter's LlamaModel under another name): Ministral 3 when the file holds
+    // Llama 4's attention.temperature_scale, else Mistral Small 3.x's plain Mistral
+    {"mistral3", "ministral3", "Ministral3ForCausalLM", true, false, false, false},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -89,7 +96,23 @@ constexpr ArchName kArchNames[] = {
     {"glm4", "post_attention_norm", "post_self_attn_layernorm"},
     {"glm4", "post_ffw_norm", "post_mlp_layernorm"},
     {"gpt-oss", "ffn_gate_inp", "mlp.router"},
+    {"glm4moe", "post_attention_norm", "post_attention_layernorm"},
+    {"glm4moe", "ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+    {"glm4moe", "ffn_up_shexp", "mlp.shared_experts.up_proj"},
+    {"glm4moe", "ffn_down_shexp", "mlp.shared_experts.down_proj"},
+    {"glm4moe", "exp_probs_b", "mlp.gate.e_score_correction_bias"},
+    {"glm4moe", "nextn.eh_proj", "eh_proj"},
+    {"glm4moe", "nextn.enorm", "enorm"},
+    {"glm4moe", "nextn.hnorm", "hnorm"},
+    {"glm4moe", "nextn.embed_tokens", "embed_tokens"},
+    {"glm4moe", "nextn.shared_head_head", "shared_head.head"},
+    {"glm4moe", "nextn.shared_head_norm", "shared_head.norm"},
+    {"minimax-m2", "ffn_gate_inp", "block_sparse_moe.gate"},
+    {"minimax-m2", "exp_probs_b", "block_sparse_moe.e_score_correction_bias"},
 };
+
+// exp_probs_b.bias is the correction bias, a buffer whose Hugging Face name has no .weight / .bias of its own.
+constexpr std::string_view kCorrectionBias = "exp_probs_b";
 
 bool is_phi3(const Arch& a) { return std::string(a.gguf) == "phi3"; }
 
@@ -103,7 +126,10 @@ std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
 // A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
 std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
   for (const ArchName& n : kArchNames)
-    if (a.gguf == std::string_view(n.arch) && base == n.gguf) return n.hf + ext;
+    if (a.gguf == std::string_view(n.arch) && base == n.gguf) {
+      if (base == kCorrectionBias) return ext == ".bias" ? std::optional<std::string>(n.hf) : std::nullopt;
+      return n.hf + ext;
+    }
   if (auto n = norm_suffix(a, base)) return *n + ext;
   for (const auto& [g, h] : kBlockNames)
     if (base == g) return h + ext;
@@ -163,13 +189,15 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
   // llama.cpp stores Mixtral as llama with stacked experts
   const bool mixtral = std::string(a.gguf) == "llama" && has("expert_count");
+  const bool mistral = std::string(a.gguf) == "mistral3" && !has("attention.temperature_scale");
   JsonObject c;
-  c.add("architectures", "[" + json::quote(mixtral ? "MixtralForCausalLM" : a.hf_class) + "]");
-  c.add_string("model_type", mixtral ? "mixtral" : a.model_type);
+  const char* hf_class = mixtral ? "MixtralForCausalLM" : mistral ? "MistralForCausalLM" : a.hf_class;
+  c.add("architectures", "[" + json::quote(hf_class) + "]");
+  c.add_string("model_type", mixtral ? "mixtral" : mistral ? "mistral" : a.model_type);
   const gguf_hf::Meta m{f, p};
   const int64_t hidden = get_int("embedding_length");
   const int64_t heads = m.count("attention.head_count", "num_attention_heads");
-  const int64_t layers = m.layers();
+  const int64_t layers = m.layers() - gguf_mtp_blocks(f, a.gguf);  // glm4moe's MTP blocks are no decoder layers
   c.add_int("hidden_size", hidden);
   c.add_int("num_hidden_layers", layers);
   c.add_int("num_attention_heads", heads);
@@ -196,8 +224,19 @@ std::string gguf_hf_config_json(const GgufFile& f) {
     r.add_float("factor", get_float("rope.scaling.factor"));
     if (has("rope.scaling.original_context_length"))
       r.add_int("original_max_position_embeddings", get_int("rope.scaling.original_context_length"));
-    if (has("rope.scaling.yarn_beta_fast")) r.add_float("beta_fast", get_float("rope.scaling.yarn_beta_fast"));
-    if (has("rope.scaling.yarn_beta_slow")) r.add_float("beta_slow", get_float("rope.scaling.yarn_beta_slow"));
+    for (const char* beta : {"beta_fast", "beta_slow"})
+      if (scaling == "yarn" && has(std::string("rope.scaling.yarn_") + beta))
+        r.add_float(beta, get_float(std::string("rope.scaling.yarn_") + beta));
+    if (std::string(a.gguf) == "mistral3") {
+      // The converter's yarn_log_multiplier is mscale_all_dim beside Ministral 3's mscale of 1 (llama.cpp reads it
+      // so); its temperature scale is llama_4_scaling_beta, which transformers reads from the rope dict.
+      if (has("rope.scaling.yarn_log_multiplier")) {
+        r.add_float("mscale", 1.0);
+        r.add_float("mscale_all_dim", get_float("rope.scaling.yarn_log_multiplier"));
+      }
+      if (has("attention.temperature_scale"))
+        r.add_float("llama_4_scaling_beta", get_float("attention.temperature_scale"));
+    }
     if (std::string(a.gguf) == "gpt-oss" && scaling == "yarn") r.add_bool("truncate", false);
     c.add("rope_scaling", r.str());
   } else if (scaling != "none") {
@@ -208,6 +247,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   if (is_phi3(a)) add_phi3_config(c, f, head_dim);
   if (std::string(a.gguf) == "glm4" && has("rope.dimension_count"))  // RoPE on part of each head
     c.add_float("partial_rotary_factor", double(get_int("rope.dimension_count")) / double(head_dim));
+  add_sigmoid_moe_config(c, f, a.gguf, head_dim);
   if (has("logit_scale")) {  // Cohere: LayerNorms (their epsilon), the logit scale, cohere2's window
     c.add_float("logit_scale", get_float("logit_scale"));
     if (has("attention.layer_norm_epsilon")) c.add_float("layer_norm_eps", get_float("attention.layer_norm_epsilon"));
@@ -257,6 +297,8 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
 std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
   if (hf_class == "MixtralForCausalLM") return GgufArchOf{"llama", true, false};  // llama with stacked experts
+  // the converter writes the wrapper's text model (Mistral or Ministral 3) as mistral3, its vision tower apart
+  if (hf_class == "Mistral3ForConditionalGeneration") return GgufArchOf{"mistral3", true, false};
   for (const Arch& a : kArchs)
     if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk, a.norm_plus_one};
   return std::nullopt;
@@ -281,6 +323,10 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
   const size_t ext_at = rest.rfind('.');
   if (ext_at == std::string::npos) return std::nullopt;
   const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
+  for (const ArchName& n : kArchNames)
+    if (gguf_arch == n.arch && n.gguf == kCorrectionBias && rest == n.hf)
+      return "blk." + layer + "." + n.gguf + ".bias";
+  if (ext != ".weight" && ext != ".bias") return std::nullopt;
   for (const ArchName& n : kArchNames)
     if (gguf_arch == n.arch && suffix == n.hf) return "blk." + layer + "." + n.gguf + ext;
   for (const char* base : {"ffn_norm", "post_attention_norm"})
@@ -333,8 +379,10 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const size_t d = blk->second.rfind('.');
       const std::string bbase = blk->second.substr(0, d == std::string::npos ? blk->second.size() : d);
       if (std::string(a.gguf) == "gpt-oss" && add_gpt_oss_tensor(f, t, layer, blk->second, out)) continue;
-      if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", bbase, out))
-        continue;
+      // MiniMax-M2 keeps Mixtral's block_sparse_moe prefix (its builder reads either projection naming)
+      const std::string experts =
+          layer + (std::string(a.gguf) == "minimax-m2" ? "block_sparse_moe" : "mlp") + ".experts.";
+      if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, experts, bbase, out)) continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
       if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
       h.hf_name = layer + *suffix;

@@ -12,7 +12,8 @@
 //              kernels, reshaped norms, Qwen3-Next's split in_proj_qkvz, Qwen3.5's tiled value heads, RWKV-7's
 //              fused token-shift mixes
 // Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, olmo2, phi3 (gguf_phi3.h), smollm3,
-// command-r, cohere2, glm4, gpt-oss (gguf_gpt_oss.h) and gguf_hybrids.h's (qwen3next, qwen35, qwen35moe and the state-space families among them).
+// command-r, cohere2, glm4, glm4moe and minimax-m2 (gguf_sigmoid_moe.h), gpt-oss (gguf_gpt_oss.h), mistral3 and
+// gguf_hybrids.h's (qwen3next, qwen35, qwen35moe and the state-space families among them).
 #include <cstdint>
 #include <optional>
 #include <string>

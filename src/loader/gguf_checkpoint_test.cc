@@ -107,6 +107,15 @@ TEST(GgufCheckpoint, GgufNamesInvertTheReadersNames) {
   EXPECT_EQ(gguf_tensor_name("llama", "model.layers.x.mlp.up_proj.weight"), std::nullopt);
   EXPECT_EQ(gguf_tensor_name("llama", "model.layers.0.mlp.shared_expert.weight"), std::nullopt);
   EXPECT_EQ(gguf_tensor_name("bert", "lm_head.weight"), std::nullopt);
+  // GLM-4.5's correction bias (a buffer, no .bias of its own) and its MTP layer's extra tensors
+  EXPECT_EQ(gguf_tensor_name("glm4moe", "model.layers.2.mlp.gate.e_score_correction_bias"), "blk.2.exp_probs_b.bias");
+  EXPECT_EQ(gguf_tensor_name("glm4moe", "model.layers.46.shared_head.head.weight"),
+            "blk.46.nextn.shared_head_head.weight");
+  EXPECT_EQ(gguf_tensor_name("glm4moe", "model.layers.0.post_attention_layernorm.weight"),
+            "blk.0.post_attention_norm.weight");
+  EXPECT_EQ(gguf_tensor_name("minimax-m2", "model.layers.1.block_sparse_moe.e_score_correction_bias"),
+            "blk.1.exp_probs_b.bias");
+  EXPECT_EQ(gguf_tensor_name("llama", "model.layers.2.mlp.gate.e_score_correction_bias"), std::nullopt);
   EXPECT_EQ(gguf_arch_for_hf("Qwen3ForCausalLM")->gguf, "qwen3");
   EXPECT_TRUE(gguf_arch_for_hf("LlamaForCausalLM")->permuted_qk);
   EXPECT_FALSE(gguf_arch_for_hf("BertModel").has_value());
@@ -318,8 +327,9 @@ TEST(GgufCheckpoint, RefusalsAreNamed) {
   const std::string unknown = refused([](GgufSpec& s) { s.kvs[0] = kv_string("general.architecture", "rwkv6"); }, "c.gguf");
   EXPECT_NE(unknown.find("c.gguf: key 'general.architecture': 'rwkv6' is not supported as a model source"),
             std::string::npos);
+  EXPECT_NE(unknown.find("glm4, "), std::string::npos) << unknown;
   EXPECT_NE(unknown.find(", mamba, mamba2"), std::string::npos) << unknown;  // the hybrids are listed too
-  EXPECT_NE(unknown.find(" glm4, gpt-oss,"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("gpt-oss, "), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("qwen35moe, rwkv7)"), std::string::npos) << unknown;
   EXPECT_NE(refused([](GgufSpec& s) { s.kvs.erase(s.kvs.begin() + 2); }, "d.gguf")
                 .find("d.gguf: key 'llama.embedding_length': missing"),

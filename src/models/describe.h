@@ -61,6 +61,8 @@ ModelDescription describe_deepseek_v3(const Config& root, const LoadOptions& opt
 ModelDescription describe_gemma(const Config& root, const LoadOptions& options);
 ModelDescription describe_olmo2(const Config& root, const LoadOptions& options);
 ModelDescription describe_glm4(const Config& root, const LoadOptions& options);
+ModelDescription describe_glm4_moe(const Config& root, const LoadOptions& options);
+ModelDescription describe_minimax_m2(const Config& root, const LoadOptions& options);
 ModelDescription describe_cohere(const Config& root, const LoadOptions& options);
 ModelDescription describe_phi3(const Config& root, const LoadOptions& options);
 ModelDescription describe_gpt_oss(const Config& root, const LoadOptions& options);

@@ -8,7 +8,11 @@
 //           as block_sparse_moe.{gate, experts.<e>.w1 (gate) / w3 (up) / w2 (down)}; a GGUF of it reads as mlp.*
 //           under Qwen3-MoE's names
 //   SmolLM3 NoPE layers: no_rope_layers[i] == 0 (default: every no_rope_layer_interval-th layer, 4) skip RoPE
+//   Ministral 3 (ministral3: Ministral3ForCausalLM, the text model of Mistral 3 wrappers) Mistral's attention with
+//           Llama 4's query temperature (rope_parameters' llama_4_scaling_beta over original_max_position_embeddings),
+//           usually beside YaRN
 #include <algorithm>
+#include <cmath>
 
 #include "layers/activations.h"
 #include "layers/moe.h"
@@ -39,7 +43,18 @@ bool uses_rope(const Config& c, int64_t i, int64_t num_layers) {
 }
 
 AttentionConfig attention_config(const ModelInfo& info, const Config& c, int64_t i, const LoadOptions& options) {
-  return model_attention_config(info, layer_window(c, i, info.num_layers), options);
+  AttentionConfig ac = model_attention_config(info, layer_window(c, i, info.num_layers), options);
+  // Ministral 3 reads both from the rope dict, as transformers' Ministral3Attention does.
+  if (c.get_string_or("model_type", "") != "ministral3") return ac;
+  const Config p = c.has("rope_parameters") ? c.sub("rope_parameters")
+                   : c.has("rope_scaling")  ? c.sub("rope_scaling")
+                                            : c;
+  ac.temperature_beta = float(p.get_float_or("llama_4_scaling_beta", 0.0));
+  ac.temperature_interval = p.get_int_or("original_max_position_embeddings", 0);
+  if (!std::isfinite(ac.temperature_beta) || (ac.temperature_beta != 0.f && ac.temperature_interval <= 0))
+    throw LoadError(c.source() + ": key 'rope_parameters.llama_4_scaling_beta': needs a finite value and a positive "
+                    "rope_parameters.original_max_position_embeddings");
+  return ac;
 }
 
 // Qwen3-MoE's feed-forward layout (transformers' Qwen3MoeDecoderLayer): which layers are sparse MoEs.

@@ -18,10 +18,13 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Gemma3ForCausalLM", build_gemma},
     {"Gemma3ForConditionalGeneration", build_gemma},  // multimodal wrappers: their language model (model_dir.h)
     {"Glm4ForCausalLM", build_glm4},
+    {"Glm4MoeForCausalLM", build_glm4_moe},
     {"GptOssForCausalLM", build_gpt_oss},
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
+    {"MiniMaxM2ForCausalLM", build_minimax_m2},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
+    {"Ministral3ForCausalLM", build_llama_family},
     {"MistralForCausalLM", build_llama_family},
     {"MixtralForCausalLM", build_llama_family},
     {"Olmo2ForCausalLM", build_olmo2},

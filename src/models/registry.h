@@ -27,6 +27,8 @@ std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& op
 std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_olmo2(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_glm4(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_glm4_moe(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_minimax_m2(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_cohere(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_phi3(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& options);

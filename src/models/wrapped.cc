@@ -21,6 +21,7 @@ struct TextFamily {
 const TextFamily kTextFamilies[] = {
     {"llama", build_llama_family, describe_llama_family},
     {"mistral", build_llama_family, describe_llama_family},
+    {"ministral3", build_llama_family, describe_llama_family},
     {"qwen2", build_llama_family, describe_llama_family},
     {"qwen3", build_llama_family, describe_llama_family},
 };
