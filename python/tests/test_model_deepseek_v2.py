@@ -1,0 +1,84 @@
+"""DeepSeek-V2 (DeepseekV2ForCausalLM: the multi-head latent attention of V3 with interleaved RoPE pairs, a softmax
+router over all experts picking greedily or group-limited greedily, groups scored by their best expert, no correction
+bias) against transformers (eager attention and experts, float32) on tiny random checkpoints: whole prompt, pieces,
+token-by-token decode over paged blocks, greedy continuation, ragged batches."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import model_checks as checks  # noqa: E402
+from attnzoo.model import Model  # noqa: E402
+
+VOCAB = 160
+PIECES = [1, 7, 17, 15]  # 1 and 7 take the absorbed MLA decode path, 17 and 15 the naive prefill one
+PROMPT_LEN = sum(PIECES)
+
+
+def _config(kind):
+    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, n_routed_experts=8,
+                  num_experts_per_tok=2, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                  first_k_dense_replace=1, max_position_embeddings=512, rms_norm_eps=1e-6, initializer_range=0.1,
+                  tie_word_embeddings=False)
+    if kind == "group_limited_yarn":  # q LoRA, group-limited greedy routing, YaRN with mscale_all_dim, biases
+        return transformers.DeepseekV2Config(
+            q_lora_rank=48, attention_bias=True, n_shared_experts=1, topk_method="group_limited_greedy", n_group=2,
+            topk_group=1, routed_scaling_factor=1.5,
+            rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0,
+                                 original_max_position_embeddings=128, mscale=0.8, mscale_all_dim=0.8,
+                                 beta_fast=32, beta_slow=1), **common)
+    if kind == "greedy_plain_q":  # q_proj without LoRA, plain greedy top-k, default RoPE
+        return transformers.DeepseekV2Config(
+            q_lora_rank=None, attention_bias=False, n_shared_experts=2, topk_method="greedy",
+            routed_scaling_factor=1.0, rope_parameters=dict(rope_type="default", rope_theta=1000.0), **common)
+    raise ValueError(kind)
+
+
+KINDS = ["group_limited_yarn", "greedy_plain_q"]
+
+
+def _randomize(model):
+    assert model.config._experts_implementation == "eager"  # the per-expert loop, not a grouped-GEMM kernel
+    for name, p in model.named_parameters():
+        if name.endswith("norm.weight"):
+            p.copy_(1.0 + 0.2 * torch.randn_like(p))
+        elif name.endswith(".bias"):
+            p.copy_(0.2 * torch.randn_like(p))
+        elif name.endswith("gate.weight"):  # a router sharp enough that the groups and top-k decide something
+            p.copy_(0.5 * torch.randn_like(p))
+
+
+def _build(kind, directory):
+    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager",
+                                    experts_implementation="eager")
+
+
+def _prompt(n=PROMPT_LEN, seed=0):
+    return checks.prompt(VOCAB, n, seed)
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def case(request, tmp_path_factory):
+    directory = tmp_path_factory.mktemp(request.param)
+    ref = _build(request.param, directory)
+    ids = _prompt()
+    return request.param, ref, Model.load(directory, block_size=4), ids, checks.meaningful_logits(ref, ids)
+
+
+checks.add_standard_tests(globals(), VOCAB, (PIECES,), prefill=25, stop=PROMPT_LEN, pad_token_id=0,
+                          other_prompt=_prompt(23, seed=1))
+
+
+def test_group_limit_changes_the_routing(case, tmp_path):
+    """Routing greedily over all experts instead of within the two best groups gives other logits: the groups
+    are really applied (and inspect names the architecture)."""
+    kind, ref, m, ids, want = case
+    assert m.inspect()["architecture"] == "DeepseekV2ForCausalLM"
+    if kind != "group_limited_yarn":
+        pytest.skip("greedy already")
+    d = checks.copy_with(m.directory, tmp_path / "greedy", config_edit=lambda c: c.update(topk_method="greedy"))
+    assert np.abs(Model.load(d).forward(ids) - want).max() > 1e-3
+    checks.check_config_error_is_named(m.directory, tmp_path / "bad", "topk_method", topk_method="noaux_tc")
+
