@@ -1,7 +1,9 @@
 """DeepSeek-V2 (DeepseekV2ForCausalLM: the multi-head latent attention of V3 with interleaved RoPE pairs, a softmax
 router over all experts picking greedily or group-limited greedily, groups scored by their best expert, no correction
 bias) against transformers (eager attention and experts, float32) on tiny random checkpoints: whole prompt, pieces,
-token-by-token decode over paged blocks, greedy continuation, ragged batches."""
+token-by-token decode over paged blocks, greedy continuation, ragged batches; and the F32 `deepseek2` GGUF that
+`attnzoo quantize` writes for it (the converter's names, kv_b_proj split into attn_k_b / attn_v_b), loading with the
+same logits."""
 import numpy as np
 import pytest
 
@@ -82,3 +84,26 @@ def test_group_limit_changes_the_routing(case, tmp_path):
     assert np.abs(Model.load(d).forward(ids) - want).max() > 1e-3
     checks.check_config_error_is_named(m.directory, tmp_path / "bad", "topk_method", topk_method="noaux_tc")
 
+
+def test_gguf_from_quantize(case, tmp_path):
+    """The F32 deepseek2 GGUF `attnzoo quantize` writes: the gguf package's names for every tensor, kv_b_proj
+    split per head into attn_k_b (transposed) and attn_v_b as the converter does, experts stacked; softmax
+    gating and the groups in the metadata; the same logits."""
+    gguf = pytest.importorskip("gguf")
+    import deepseek_gguf
+    kind, ref, m, ids, want = case
+    reader = deepseek_gguf.check_quantized_gguf(ref, m.directory, str(tmp_path / "v2.gguf"), ids, want, VOCAB)
+    assert reader.fields["deepseek2.expert_gating_func"].contents() == gguf.ExpertGatingFuncType.SOFTMAX
+    g = Model.load(str(tmp_path / "v2.gguf"))
+    assert g.config["architectures"] == ["DeepseekV2ForCausalLM"]
+    assert g.config["topk_method"] == ref.config.topk_method
+
+
+def test_gguf_missing_half_of_kv_b_is_named(case, tmp_path):
+    """A split kv_b_proj missing its attn_v_b half fails to load, naming it."""
+    pytest.importorskip("gguf")
+    import deepseek_gguf
+    kind, ref, m, ids, want = case
+    path = str(tmp_path / "no_v_b.gguf")
+    deepseek_gguf.write_converter_gguf(ref, m.directory, path, drop=("blk.1.attn_v_b.weight",))
+    checks.expect_load_error(path, r"blk\.1\.attn_v_b\.weight")

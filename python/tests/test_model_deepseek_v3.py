@@ -128,3 +128,44 @@ def test_load_errors_name_the_problem(small_dir, tmp_path):
                              kv_a.replace(".", r"\."))
     for key, value in [("n_group", 3), ("topk_group", 3), ("num_experts_per_tok", 9)]:
         checks.check_config_error_is_named(small_dir, tmp_path / key, key, **{key: value})
+
+
+
+@pytest.fixture(scope="module")
+def gguf_case(tmp_path_factory):
+    """q_lora_yarn as DeepSeek releases it for llama.cpp: YaRN's mscale equal to mscale_all_dim (cos / sin
+    unscaled), the only form deepseek2 can hold."""
+    directory = tmp_path_factory.mktemp("gguf")
+    config = _config("q_lora_yarn")
+    config.rope_parameters["mscale"] = config.rope_parameters["mscale_all_dim"]
+    ref = checks.save_random_model("q_lora_yarn", config, directory, _randomize, attn_implementation="eager",
+                                   experts_implementation="eager")
+    ids = _prompt(40)
+    return ref, directory, ids, checks.meaningful_logits(ref, ids)
+
+
+def test_gguf_from_quantize(gguf_case, tmp_path):
+    """The F32 deepseek2 GGUF `attnzoo quantize` writes: the converter's tensors value for value (kv_b_proj split
+    per head into attn_k_b / attn_v_b, experts stacked, the correction bias as exp_probs_b.bias), sigmoid gating,
+    YaRN's mscale_all_dim as the log multiplier; it, the converter's file and the older whole-attn_kv_b form load
+    with transformers' logits."""
+    gguf = pytest.importorskip("gguf")
+    import deepseek_gguf
+    ref, directory, ids, want = gguf_case
+    path = str(tmp_path / "v3.gguf")
+    reader = deepseek_gguf.check_quantized_gguf(ref, directory, path, ids, want, VOCAB, prefill=30)
+    assert reader.fields["deepseek2.expert_gating_func"].contents() == gguf.ExpertGatingFuncType.SIGMOID
+    assert reader.fields["deepseek2.rope.scaling.yarn_log_multiplier"].contents() == pytest.approx(0.07)
+    cfg = Model.load(path).config
+    assert cfg["architectures"] == ["DeepseekV3ForCausalLM"] and cfg["rope_scaling"]["mscale"] == pytest.approx(0.7)
+
+
+def test_quantize_refuses_what_deepseek2_cannot_hold(case, tmp_path):
+    """RoPE on half-split channels (rope_interleave false) and a YaRN mscale apart from mscale_all_dim have no
+    deepseek2 form: refused by key, nothing written."""
+    import attnzoo
+    kind, ref, m, ids, want, directory = case
+    path = tmp_path / "x.gguf"
+    with pytest.raises(ValueError, match="rope_interleave" if kind == "plain_q" else "mscale_all_dim"):
+        attnzoo.quantize(directory, str(path), type="F32")
+    assert not path.exists()

@@ -6,7 +6,8 @@
 // and each matrix in the type TensorPolicy picks. Supported: LlamaForCausalLM (Llama, SmolLM2, Mistral-style),
 // Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM (LongRoPE factors as
 // rope_factors_long / _short), SmolLM3ForCausalLM, MixtralForCausalLM (llama with stacked experts),
-// CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM
+// CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, DeepseekV2ForCausalLM / DeepseekV3ForCausalLM
+// (deepseek2: gguf_export_deepseek2.h), Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
 // Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
 #include <cstdint>
