@@ -9,6 +9,8 @@
 // A llama.cpp GGUF file (given itself, or as the one .gguf in a directory without safetensors weights) opens the
 // same way: its config is synthesized and its tensors exposed under Hugging Face names (loader/gguf_checkpoint.h).
 // Quantized GGUF weights cannot be TensorViews; stored() hands out any tensor as bytes + format + shape.
+// Block-scaled fp8 weights (F8_E4M3 with W_scale_inv: the DeepSeek-V3 / Qwen3-FP8 form, fp8_blocks.h) are
+// dequantized when the directory is opened, into config.json's dtype, and their scales are not exposed.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -85,16 +87,19 @@ class ModelFiles {
   struct Entry {
     size_t file;         // index into files_ (safetensors)
     std::string stored;  // the name inside that file (differs from the key for a wrapper's language model)
-    std::optional<StoredTensor> gguf;  // GGUF checkpoints: the tensor, after the converter's edits are undone
+    // Held in memory or read differently from the stored bytes: a GGUF tensor (after the converter's edits are
+    // undone) or a dequantized fp8 weight (fp8_blocks.h)
+    std::optional<StoredTensor> held;
   };
   const Entry& locate(std::string_view name) const;
   void expose_language_model();
+  void dequantize_fp8();
   static ModelFiles open_gguf(const std::string& path);
 
   std::string dir_;
   std::shared_ptr<const GgufFile> gguf_;
   std::string gguf_config_;
-  std::vector<std::shared_ptr<const MappedFile>> owned_;  // bytes of edited GGUF tensors
+  std::vector<std::shared_ptr<const MappedFile>> owned_;  // bytes of edited GGUF tensors and dequantized fp8 weights
   Config config_ = Config::parse("{}", "");
   std::vector<SafetensorsFile> files_;
   std::map<std::string, Entry, std::less<>> where_;  // exposed tensor name -> where it is stored
