@@ -98,3 +98,12 @@ def test_bad_scales_are_named(fp8, tmp_path):
     checks.expect_load_error(_write(tmp_path / "missing", ref, missing), r"down_proj\.weight_scale_inv")
     checks.expect_load_error(_write(tmp_path / "method", ref, tensors, method="compressed-tensors"),
                              r"quantization_config\.quant_method': 'compressed-tensors'")
+
+
+def test_quantize_reads_the_dequantized_weights(fp8, tmp_path):
+    """`attnzoo quantize` of the fp8 checkpoint: an F32 GGUF with transformers' logits."""
+    import attnzoo
+    ref, directory, tensors, ids, want = fp8
+    path = str(tmp_path / "q.gguf")
+    attnzoo.quantize(directory, path, type="F32")
+    checks.check_full_prompt(Model.load(path), ids, want, VOCAB)
