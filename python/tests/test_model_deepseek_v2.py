@@ -1,7 +1,8 @@
 """DeepSeek-V2 (DeepseekV2ForCausalLM: the multi-head latent attention of V3 with interleaved RoPE pairs, a softmax
 router over all experts picking greedily or group-limited greedily, groups scored by their best expert, no correction
 bias) against transformers (eager attention and experts, float32) on tiny random checkpoints: whole prompt, pieces,
-token-by-token decode over paged blocks, greedy continuation, ragged batches; and the F32 `deepseek2` GGUF that
+token-by-token decode over paged blocks (pieces of 1 and 7 take the absorbed MLA decode path, 17 and 15 the naive
+prefill one), greedy continuation, ragged batches; and the F32 `deepseek2` GGUF that
 `attnzoo quantize` writes for it (the converter's names, kv_b_proj split into attn_k_b / attn_v_b), loading with the
 same logits."""
 import numpy as np
@@ -14,8 +15,6 @@ import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 160
-PIECES = [1, 7, 17, 15]  # 1 and 7 take the absorbed MLA decode path, 17 and 15 the naive prefill one
-PROMPT_LEN = sum(PIECES)
 
 
 def _config(kind):
@@ -52,35 +51,17 @@ def _randomize(model):
             p.copy_(0.5 * torch.randn_like(p))
 
 
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager",
-                                    experts_implementation="eager")
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    return request.param, ref, Model.load(directory, block_size=4), ids, checks.meaningful_logits(ref, ids)
-
-
-checks.add_standard_tests(globals(), VOCAB, (PIECES,), prefill=25, stop=PROMPT_LEN, pad_token_id=0,
-                          other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, KINDS, _randomize, VOCAB, experts_implementation="eager")
 
 
 def test_group_limit_changes_the_routing(case, tmp_path):
-    """Routing greedily over all experts instead of within the two best groups gives other logits: the groups
-    are really applied (and inspect names the architecture)."""
+    """Switching between greedy and group-limited greedy routing (the best of 2 groups) gives other logits: the
+    groups are really applied; an unknown topk_method is refused by name."""
     kind, ref, m, ids, want = case
     assert m.inspect()["architecture"] == "DeepseekV2ForCausalLM"
-    if kind != "group_limited_yarn":
-        pytest.skip("greedy already")
-    d = checks.copy_with(m.directory, tmp_path / "greedy", config_edit=lambda c: c.update(topk_method="greedy"))
+    other = dict(topk_method="greedy") if kind == "group_limited_yarn" else \
+        dict(topk_method="group_limited_greedy", n_group=2, topk_group=1)
+    d = checks.copy_with(m.directory, tmp_path / "other", config_edit=lambda c: c.update(other))
     assert np.abs(Model.load(d).forward(ids) - want).max() > 1e-3
     checks.check_config_error_is_named(m.directory, tmp_path / "bad", "topk_method", topk_method="noaux_tc")
 
