@@ -9,12 +9,19 @@ import numpy as np
 import model_checks as checks
 
 
-def write_converter_gguf(ref, directory, path, split_kv_b=True, drop=()):
+def kv_b_halves(kv_b, heads, nope):
+    """The converter's split of kv_b_proj [heads * (nope + v), rank]: k_b [heads, rank, nope] (each head's k rows
+    transposed) and v_b [heads, v, rank]."""
+    kv_b = kv_b.reshape(heads, -1, kv_b.shape[-1])
+    return np.ascontiguousarray(kv_b[:, :nope].transpose(0, 2, 1)), np.ascontiguousarray(kv_b[:, nope:])
+
+
+def write_converter_gguf(ref, directory, path, split_kv_b=True, drop=(), kv_b_q8_0=False):
     """The converter's file for the checkpoint in `directory` (`ref` its transformers model): its hyperparameters
     (head_count_kv 1, key_length / value_length the latent widths, the per-head ones as *_mla), the routed experts
     stacked per layer, the correction bias as exp_probs_b.bias, and kv_b_proj split per head into attn_k_b
     (transposed) and attn_v_b, or kept whole as attn_kv_b (the files before the split) when not split_kv_b; the
-    GGUF tensors named in `drop` left out."""
+    GGUF tensors named in `drop` left out; with kv_b_q8_0, attn_k_b and attn_v_b stored as Q8_0 (gguf.quants)."""
     import gguf
     from safetensors.numpy import load_file
     cfg = ref.config
@@ -64,7 +71,7 @@ def write_converter_gguf(ref, directory, path, split_kv_b=True, drop=()):
 
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.DEEPSEEK2, cfg.num_hidden_layers)
     add = w.add_tensor
-    w.add_tensor = lambda name, data: None if name in drop else add(name, data)
+    w.add_tensor = lambda name, data, **kw: None if name in drop else add(name, data, **kw)
     state = load_file(os.path.join(directory, "model.safetensors"))
     for i in range(cfg.first_k_dense_replace, cfg.num_hidden_layers):
         for proj in ("down_proj", "gate_proj", "up_proj"):
@@ -76,10 +83,13 @@ def write_converter_gguf(ref, directory, path, split_kv_b=True, drop=()):
         if name.endswith("e_score_correction_bias"):
             name = name.replace("e_score_correction_bias", "e_score_correction.bias")
         if name.endswith("kv_b_proj.weight") and split_kv_b:
-            kv_b = data.reshape(heads, nope + v, data.shape[-1])
-            k_b = np.ascontiguousarray(kv_b[:, :nope].transpose(0, 2, 1))
-            for kind, part in (("k_b_proj", k_b), ("v_b_proj", np.ascontiguousarray(kv_b[:, nope:]))):
-                w.add_tensor(names.get_name(name.replace("kv_b_proj", kind), try_suffixes=(".weight",)), part)
+            for kind, part in zip(("k_b_proj", "v_b_proj"), kv_b_halves(data, heads, nope)):
+                gg = names.get_name(name.replace("kv_b_proj", kind), try_suffixes=(".weight",))
+                if kv_b_q8_0:
+                    w.add_tensor(gg, gguf.quants.quantize(part, gguf.GGMLQuantizationType.Q8_0),
+                                 raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+                else:
+                    w.add_tensor(gg, part)
             continue
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
