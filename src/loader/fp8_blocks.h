@@ -2,8 +2,8 @@
 // Block-scaled float8 e4m3 weights (the DeepSeek-V3 / Qwen3-FP8 release form): config.json's quantization_config
 // {quant_method: "fp8", weight_block_size: [br, bc]}, each quantized weight W [rows, cols] stored as F8_E4M3 beside
 // W_scale_inv, f32 [ceil(rows / br), ceil(cols / bc)]; the value is fp8(W[i, j]) * scale_inv[i / br, j / bc]
-// (DeepSeek's weight_dequant). ModelFiles dequantizes them at load into the checkpoint's dtype, so every builder
-// reads plain weights.
+// (DeepSeek's weight_dequant). ModelFiles checks the scales when it opens the directory and dequantizes each
+// weight into the checkpoint's dtype when it is first read, so every builder reads plain weights.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -13,6 +13,8 @@
 //              qk_nope], each head's k rows transposed) and attn_v_b ([heads, v_head_dim, kv_lora_rank]): joined
 //              back into [heads * (qk_nope + v), kv_lora_rank], dequantized to F32 (a transposed block-quantized
 //              row is no row of blocks); a file holding both reads attn_kv_b
+//   groups     expert_group_count / expert_group_used_count are n_group / topk_group; a file without them (made
+//              before llama.cpp read them) routes without a group limit, as llama.cpp then does
 //   others     the rest are renamed one to one (the table in gguf_checkpoint.cc); the router's correction bias is
 //              exp_probs_b.bias, shared experts ffn_*_shexp, routed experts stacked as ffn_*_exps
 // RoPE rotates interleaved channel pairs (ggml's normal mode; transformers' rope_interleave true).

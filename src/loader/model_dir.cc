@@ -76,7 +76,7 @@ ModelFiles ModelFiles::open_gguf(const std::string& path) {
       m.owned_.push_back(MappedFile::from_bytes(std::move(fixed.bytes), path + ":" + t.gguf_name));
       st.data = m.owned_.back()->data();
     }
-    m.where_.emplace(t.hf_name, Entry{0, t.gguf_name, std::move(st)});
+    m.where_.emplace(t.hf_name, Entry{0, t.gguf_name, std::move(st), std::nullopt});
   }
   return m;
 }
@@ -124,8 +124,8 @@ ModelFiles ModelFiles::open(const std::string& dir) {
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(single, ec)) {
     m.files_.push_back(SafetensorsFile::open(single.string()));
-    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, Entry{0, t.name, std::nullopt});
-    m.dequantize_fp8();
+    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, Entry{0, t.name, std::nullopt, std::nullopt});
+    m.find_fp8();
     m.expose_language_model();
     return m;
   }
@@ -164,16 +164,15 @@ ModelFiles ModelFiles::open(const std::string& dir) {
     if (!m.files_[it->second].has(tensor)) {
       throw LoadError(ipath + ": tensor '" + tensor + "' is mapped to '" + shard + "', which does not contain it");
     }
-    m.where_.emplace(tensor, Entry{it->second, tensor, std::nullopt});
+    m.where_.emplace(tensor, Entry{it->second, tensor, std::nullopt, std::nullopt});
   }
-  m.dequantize_fp8();
+  m.find_fp8();
   m.expose_language_model();
   return m;
 }
 
-void ModelFiles::dequantize_fp8() {
+void ModelFiles::find_fp8() {
   std::optional<Fp8Blocks> blocks;  // read once, when the first F8_E4M3 tensor asks for it
-  std::optional<DType> to;
   std::vector<std::string> scales;
   for (auto& [name, e] : where_) {
     const SafetensorsFile& f = files_[e.file];
@@ -182,10 +181,7 @@ void ModelFiles::dequantize_fp8() {
     auto fail = [&](const std::string& tensor, const std::string& m) {
       throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
     };
-    if (!blocks) {
-      blocks = read_fp8_blocks(config_);
-      to = config_.text_config().dtype_or(DType::bf16);
-    }
+    if (!blocks) blocks = read_fp8_blocks(config_);
     if (w.shape.size() != 2) fail(w.name, "an F8_E4M3 tensor must be a [rows, cols] matrix to take block scales");
     const std::string scale = name.ends_with(".weight") ? name + "_scale_inv" : name + ".weight_scale_inv";
     const auto it = where_.find(scale);
@@ -195,7 +191,7 @@ void ModelFiles::dequantize_fp8() {
     const std::vector<int64_t> want = fp8_scale_shape(w.shape[0], w.shape[1], *blocks);
     DType sdt;
     if (s.shape != want || !to_dtype(s.dtype, &sdt) || (sdt != DType::f32 && sdt != DType::bf16 && sdt != DType::f16)) {
-      std::string got, need;
+      std::string got;
       for (int64_t d : s.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
       throw LoadError(sf.path() + ": tensor '" + it->second.stored + "': expected float scales [" +
                       std::to_string(want[0]) + ", " + std::to_string(want[1]) + "] for the [" +
@@ -203,16 +199,30 @@ void ModelFiles::dequantize_fp8() {
                       "' in " + std::to_string(blocks->rows) + " x " + std::to_string(blocks->cols) + " blocks, got " +
                       file_dtype_name(s.dtype) + " [" + got + "]");
     }
-    std::vector<float> scale_f32(size_t(want[0] * want[1]));
-    convert_to_f32(sf.data(it->second.stored), sdt, scale_f32.data(), scale_f32.size());
-    std::vector<uint8_t> out(size_t(w.numel()) * dtype_size(*to));
-    dequantize_fp8_blocks(f.data(e.stored), scale_f32.data(), w.shape[0], w.shape[1], *blocks, *to, out.data());
-    const QuantType qt = *to == DType::f32 ? QuantType::F32 : *to == DType::bf16 ? QuantType::BF16 : QuantType::F16;
-    owned_.push_back(MappedFile::from_bytes(std::move(out), f.path() + ":" + w.name));
-    e.held = StoredTensor{w.shape, qt, owned_.back()->data(), int64_t(owned_.back()->size())};
+    e.fp8 = Fp8Source{it->second.file, it->second.stored, sdt, *blocks, config_.text_config().dtype_or(DType::bf16)};
     scales.push_back(scale);
   }
   for (const std::string& s : scales) where_.erase(s);  // consumed: not weights of the model
+}
+
+const StoredTensor* ModelFiles::held(const Entry& e) const {
+  if (!e.fp8 || e.held) return e.held ? &*e.held : nullptr;
+  // Dequantized on first read, so tensors no builder asks for (DeepSeek-V3's multi-token-prediction layer) cost
+  // nothing; the lock keeps two readers from converting one tensor twice.
+  const std::lock_guard<std::mutex> lock(*fp8_mutex_);
+  if (e.held) return &*e.held;
+  const Fp8Source& src = *e.fp8;
+  const SafetensorsFile& f = files_[e.file];
+  const TensorInfo& w = f.info(e.stored);
+  const std::vector<int64_t> scale_shape = fp8_scale_shape(w.shape[0], w.shape[1], src.blocks);
+  std::vector<float> scale(size_t(scale_shape[0] * scale_shape[1]));
+  convert_to_f32(files_[src.scale_file].data(src.scale), src.scale_dtype, scale.data(), scale.size());
+  std::vector<uint8_t> out(size_t(w.numel()) * dtype_size(src.to));
+  dequantize_fp8_blocks(f.data(e.stored), scale.data(), w.shape[0], w.shape[1], src.blocks, src.to, out.data());
+  const QuantType qt = src.to == DType::f32 ? QuantType::F32 : src.to == DType::bf16 ? QuantType::BF16 : QuantType::F16;
+  owned_.push_back(MappedFile::from_bytes(std::move(out), f.path() + ":" + w.name));
+  e.held = StoredTensor{w.shape, qt, owned_.back()->data(), int64_t(owned_.back()->size())};
+  return &*e.held;
 }
 
 void ModelFiles::expose_language_model() {
@@ -245,8 +255,9 @@ const ModelFiles::Entry& ModelFiles::locate(std::string_view name) const {
 
 TensorView ModelFiles::tensor(std::string_view name) const {
   const Entry& e = locate(name);
-  if (!e.held) return files_[e.file].view(e.stored);
-  const StoredTensor& t = *e.held;
+  const StoredTensor* h = held(e);
+  if (!h) return files_[e.file].view(e.stored);
+  const StoredTensor& t = *h;
   TensorView v;
   const std::optional<DType> dt = dtype_of(t.type);
   if (!dt)
@@ -273,7 +284,7 @@ TensorView ModelFiles::tensor(std::string_view name) const {
 
 StoredTensor ModelFiles::stored(std::string_view name) const {
   const Entry& e = locate(name);
-  if (e.held) return *e.held;
+  if (const StoredTensor* h = held(e)) return *h;
   const SafetensorsFile& f = files_[e.file];
   const TensorInfo& ti = f.info(e.stored);
   QuantType type;
@@ -300,11 +311,12 @@ bool ModelFiles::is_quantized(std::string_view name) const {
 
 int64_t ModelFiles::numel(std::string_view name) const {
   const Entry& e = locate(name);
-  return e.held ? e.held->numel() : files_[e.file].info(e.stored).numel();
+  return e.held ? e.held->numel() : files_[e.file].info(e.stored).numel();  // fp8: the shape it is read in
 }
 
 uint64_t ModelFiles::nbytes(std::string_view name) const {
   const Entry& e = locate(name);
+  if (e.fp8) return uint64_t(numel(name)) * dtype_size(e.fp8->to);  // as it is read, without reading it
   return e.held ? uint64_t(e.held->bytes) : files_[e.file].info(e.stored).nbytes();
 }
 
