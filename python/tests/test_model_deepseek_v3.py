@@ -161,6 +161,16 @@ def test_gguf_from_quantize(gguf_case, tmp_path):
     cfg = Model.load(path).config
     assert cfg["architectures"] == ["DeepseekV3ForCausalLM"] and cfg["rope_scaling"]["mscale"] == pytest.approx(0.7)
 
+    # A multi-token-prediction layer past num_hidden_layers (as DeepSeek-V3 ships one) is left out, as the
+    # converter leaves it out.
+    def add_mtp(t):
+        for name in [k for k in t if k.startswith("model.layers.2.")]:
+            t[name.replace("model.layers.2.", "model.layers.3.")] = t[name]
+    mtp = checks.copy_with(directory, tmp_path / "mtp", tensors_edit=add_mtp)
+    import attnzoo
+    attnzoo.quantize(mtp, str(tmp_path / "mtp.gguf"), type="F32")
+    assert {t.name for t in gguf.GGUFReader(str(tmp_path / "mtp.gguf")).tensors} == {t.name for t in reader.tensors}
+
 
 def test_quantize_refuses_what_deepseek2_cannot_hold(case, tmp_path):
     """RoPE on half-split channels (rope_interleave false) and a YaRN mscale apart from mscale_all_dim have no

@@ -11,6 +11,16 @@ namespace {
 
 bool is_v3(const Config& c) { return c.get_string_list("architectures")[0] == "DeepseekV3ForCausalLM"; }
 
+// N of "model.layers.N.*", -1 for other names.
+int64_t layer_of(const std::string& name) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return -1;
+  int64_t n = 0;
+  size_t i = kLayers.size();
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && n < (int64_t(1) << 40); ++i) n = n * 10 + (name[i] - '0');
+  return i > kLayers.size() && i < name.size() && name[i] == '.' ? n : -1;
+}
+
 }  // namespace
 
 void add_deepseek2_hparams(GgufWriter& w, const Config& c) {
@@ -70,8 +80,10 @@ std::vector<TensorPlan> plan_deepseek2(const ModelFiles& files, const Config& c,
   const int64_t v = c.get_int("v_head_dim"), rank = c.get_int("kv_lora_rank");
   std::vector<TensorPlan> plans;
   size_t experts = 0;
+  const int64_t layers = c.get_int("num_hidden_layers");
   for (const std::string& name : files.names()) {
     if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
+    if (layer_of(name) >= layers) continue;  // multi-token prediction: the converter leaves it out too
     if (name == "lm_head.weight" && tied) continue;
     if (name.find(".mlp.experts.") != std::string::npos) {
       ++experts;
@@ -109,10 +121,10 @@ std::vector<TensorPlan> plan_deepseek2(const ModelFiles& files, const Config& c,
     plans.push_back(std::move(p));
   }
   if (c.get_int_or("n_routed_experts", 0) > 0) {
-    std::vector<int64_t> layers;
-    for (int64_t i = c.get_int_or("first_k_dense_replace", 0); i < c.get_int("num_hidden_layers"); ++i) layers.push_back(i);
+    std::vector<int64_t> moe_layers;
+    for (int64_t i = c.get_int_or("first_k_dense_replace", 0); i < layers; ++i) moe_layers.push_back(i);
     std::vector<TensorPlan> stacked =
-        plan_stacked_experts(files, layers, c.get_int("n_routed_experts"), "mlp",
+        plan_stacked_experts(files, moe_layers, c.get_int("n_routed_experts"), "mlp",
                              {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}},
                              experts);
     plans.insert(plans.end(), stacked.begin(), stacked.end());

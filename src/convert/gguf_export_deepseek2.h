@@ -19,7 +19,8 @@ namespace attnzoo {
 // Every deepseek2.* hyperparameter (the ones add_hparams writes for the other architectures included).
 void add_deepseek2_hparams(GgufWriter& w, const Config& c);
 
-// The file's tensors; `tied`: lm_head.weight is left out.
+// The file's tensors; `tied`: lm_head.weight is left out, and so are layers past num_hidden_layers (DeepSeek-V3's
+// multi-token prediction), as the converter leaves them.
 std::vector<TensorPlan> plan_deepseek2(const ModelFiles& files, const Config& c, bool tied);
 
 }  // namespace attnzoo
