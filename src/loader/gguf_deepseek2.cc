@@ -129,6 +129,11 @@ bool add_deepseek2_kv_b(const GgufFile& f, const GgufTensor& t, int64_t layer, c
     gguf_hf::fail(f, t.name, "expected [heads, kv_lora_rank, qk_nope] beside '" + vb->name +
                                  "' [heads, v_head_dim, kv_lora_rank] (torch order), got shapes that disagree");
   const int64_t heads = t.ne[2], nope = t.ne[0], v = vb->ne[1], rank = t.ne[1];
+  // An empty tensor takes no bytes, so the file does not bound its other sizes: the joined shape's products must
+  // stay far from overflow.
+  constexpr int64_t kMaxSize = int64_t(1) << 24;
+  if (nope <= 0 || v <= 0 || rank <= 0 || nope > kMaxSize || v > kMaxSize || rank > kMaxSize)
+    gguf_hf::fail(f, t.name, "qk_nope, v_head_dim and kv_lora_rank must be in [1, " + std::to_string(kMaxSize) + "]");
   if (heads > config_count_limit("num_attention_heads"))
     gguf_hf::fail(f, t.name, std::to_string(heads) + " heads, over the " +
                                  std::to_string(config_count_limit("num_attention_heads")) + " any model has");
