@@ -183,7 +183,7 @@ void ModelFiles::find_fp8() {
     };
     if (!blocks) blocks = read_fp8_blocks(config_);
     if (w.shape.size() != 2) fail(w.name, "an F8_E4M3 tensor must be a [rows, cols] matrix to take block scales");
-    const std::string scale = name.ends_with(".weight") ? name + "_scale_inv" : name + ".weight_scale_inv";
+    const std::string scale = name + "_scale_inv";  // X.weight -> X.weight_scale_inv
     const auto it = where_.find(scale);
     if (it == where_.end()) fail(w.name, "F8_E4M3 without its block scales '" + scale + "'");
     const SafetensorsFile& sf = files_[it->second.file];
@@ -206,9 +206,9 @@ void ModelFiles::find_fp8() {
 }
 
 const StoredTensor* ModelFiles::held(const Entry& e) const {
-  if (!e.fp8 || e.held) return e.held ? &*e.held : nullptr;
+  if (!e.fp8) return e.held ? &*e.held : nullptr;  // set when opened, never written again
   // Dequantized on first read, so tensors no builder asks for (DeepSeek-V3's multi-token-prediction layer) cost
-  // nothing; the lock keeps two readers from converting one tensor twice.
+  // nothing; the lock keeps two readers from converting one tensor twice or reading it half set.
   const std::lock_guard<std::mutex> lock(*fp8_mutex_);
   if (e.held) return &*e.held;
   const Fp8Source& src = *e.fp8;
@@ -306,12 +306,12 @@ StoredTensor ModelFiles::stored(std::string_view name) const {
 
 bool ModelFiles::is_quantized(std::string_view name) const {
   const Entry& e = locate(name);
-  return e.held && e.held->quantized();
+  return !e.fp8 && e.held && e.held->quantized();  // a dequantized fp8 weight is plain
 }
 
 int64_t ModelFiles::numel(std::string_view name) const {
   const Entry& e = locate(name);
-  return e.held ? e.held->numel() : files_[e.file].info(e.stored).numel();  // fp8: the shape it is read in
+  return e.held && !e.fp8 ? e.held->numel() : files_[e.file].info(e.stored).numel();  // fp8: its shape as stored
 }
 
 uint64_t ModelFiles::nbytes(std::string_view name) const {
