@@ -1,6 +1,9 @@
 #include "loader/fp8_blocks.h"
 
+#include <algorithm>
 #include <array>
+
+#include "core/threads.h"
 
 #include "loader/load_error.h"
 
@@ -35,11 +38,12 @@ void dequantize_fp8_blocks(const uint8_t* w, const float* scale_inv, int64_t row
     return t;
   }();
   const int64_t scale_cols = (cols + b.cols - 1) / b.cols;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* s = scale_inv + (i / b.rows) * scale_cols;
-    for (int64_t j = 0; j < cols; ++j)
-      store_from_f32(out, to, i * cols + j, table[w[i * cols + j]] * s[j / b.cols]);
-  }
+  // One task per row of blocks: a large checkpoint's weights are converted on every core.
+  ThreadPool::global().parallel_for((rows + b.rows - 1) / b.rows, [&](int64_t task, int) {
+    const float* s = scale_inv + task * scale_cols;
+    for (int64_t i = task * b.rows; i < std::min(rows, (task + 1) * b.rows); ++i)
+      for (int64_t j = 0; j < cols; ++j) store_from_f32(out, to, i * cols + j, table[w[i * cols + j]] * s[j / b.cols]);
+  });
 }
 
 }  // namespace attnzoo
