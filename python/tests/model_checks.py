@@ -271,10 +271,10 @@ def randomize_vectors(base):
 
 def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40, **from_config_kwargs):
     """For a test module of one architecture family built by transformers from config(kind) (eager attention, and
-    from_config_kwargs: experts_implementation="eager" for MoE families, so the reference is the plain per-expert
-    loop): defines _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too),
-    _prompt(n, seed), the module-scoped `case` fixture over `kinds` (the attnzoo model on 4-token blocks) and
-    add_standard_tests' six checks (pieces 1, 7, 17, 15; decode after 25 tokens)."""
+    from_config_kwargs such as experts_implementation): defines _build(kind, directory) (the random checkpoint, as
+    test_inspect_config.py builds it too), _prompt(n, seed), the module-scoped `case` fixture over `kinds` (the
+    attnzoo model on 4-token blocks) and add_standard_tests' six checks (pieces 1, 7, 17, 15; decode after 25
+    tokens)."""
     def _build(kind, directory):
         return save_random_model(kind, config(kind), directory, randomize, attn_implementation="eager",
                                  **from_config_kwargs)

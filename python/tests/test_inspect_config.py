@@ -48,6 +48,7 @@ CASES = [
     ("test_model_qwen3_next", "sparse_step_unnormalized"), ("test_model_qwen3_next", "qwen3_5"),
     ("test_model_kimi_linear", "moe"), ("test_model_kimi_linear", "dense_qlora"),
     ("test_model_deepseek_v3", "q_lora_yarn"), ("test_model_deepseek_v3", "plain_q"),
+    ("test_model_deepseek_v2", "group_limited_yarn"), ("test_model_deepseek_v2", "greedy_plain_q"),
     ("test_model_gemma", "gemma2"), ("test_model_gemma", "gemma3"), ("test_model_gemma", "gemma3_legacy"),
     ("test_model_gemma1", "gemma_mqa_hd32"), ("test_model_olmo2", "gqa_untied"),
     ("test_model_phi3", "long_partial"), ("test_model_phi3", "short_window"), ("test_model_smollm3", "nope_every_4th"),
@@ -274,6 +275,18 @@ def test_ministral3_published_config():
     assert [(x["kind"], x["window"]) for x in got["layers"]] == [("attention", 0)] * t["num_hidden_layers"]
     assert got["cache_bytes_per_token"] == per_token
     assert got["parameters_estimated"] and 8.3e9 < got["parameter_count"] < 8.6e9
+
+
+@pytest.mark.parametrize("name,total", [("deepseek-v3.json", 671e9), ("deepseek-v2-lite.json", 15.7e9)])
+def test_deepseek_published_configs(name, total):
+    """DeepSeek-V3 and V2-Lite: every layer MLA with one latent [kv_lora_rank + qk_rope_head_dim] per token (f32);
+    the estimate lands on the model card's total (671B without V3's multi-token-prediction layer, 15.7B)."""
+    c = _published(name)
+    got = inspect_json("--config", os.path.join(PUBLISHED, name))
+    assert got["architecture"] == c["architectures"][0]
+    assert [x["kind"] for x in got["layers"]] == ["mla"] * c["num_hidden_layers"]
+    assert got["cache_bytes_per_token"] == c["num_hidden_layers"] * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) * F32
+    assert got["parameters_estimated"] and abs(got["parameter_count"] / total - 1) < 0.005
 
 
 def test_text_report_and_errors(tmp_path):

@@ -128,3 +128,79 @@ def test_load_errors_name_the_problem(small_dir, tmp_path):
                              kv_a.replace(".", r"\."))
     for key, value in [("n_group", 3), ("topk_group", 3), ("num_experts_per_tok", 9)]:
         checks.check_config_error_is_named(small_dir, tmp_path / key, key, **{key: value})
+
+
+
+@pytest.fixture(scope="module")
+def gguf_case(tmp_path_factory):
+    """q_lora_yarn as DeepSeek releases it for llama.cpp: YaRN's mscale equal to mscale_all_dim (cos / sin
+    unscaled), the only form deepseek2 can hold; qk_nope_head_dim 32, so that attn_k_b's rows make Q8_0 blocks."""
+    directory = tmp_path_factory.mktemp("gguf")
+    config = _config("q_lora_yarn")
+    config.rope_parameters["mscale"] = config.rope_parameters["mscale_all_dim"]
+    config.qk_nope_head_dim = 32
+    config.qk_head_dim = 32 + ROPE_DIM
+    ref = checks.save_random_model("q_lora_yarn", config, directory, _randomize, attn_implementation="eager",
+                                   experts_implementation="eager")
+    ids = _prompt(40)
+    return ref, directory, ids, checks.meaningful_logits(ref, ids)
+
+
+def test_gguf_from_quantize(gguf_case, tmp_path):
+    """The F32 deepseek2 GGUF `attnzoo quantize` writes: the converter's tensors value for value (kv_b_proj split
+    per head into attn_k_b / attn_v_b, experts stacked, the correction bias as exp_probs_b.bias), sigmoid gating,
+    YaRN's mscale_all_dim as the log multiplier; it, the converter's file and the older whole-attn_kv_b form load
+    with transformers' logits."""
+    gguf = pytest.importorskip("gguf")
+    import deepseek_gguf
+    ref, directory, ids, want = gguf_case
+    path = str(tmp_path / "v3.gguf")
+    reader = deepseek_gguf.check_quantized_gguf(ref, directory, path, ids, want, VOCAB, prefill=30)
+    assert reader.fields["deepseek2.expert_gating_func"].contents() == gguf.ExpertGatingFuncType.SIGMOID
+    assert reader.fields["deepseek2.rope.scaling.yarn_log_multiplier"].contents() == pytest.approx(0.07)
+    cfg = Model.load(path).config
+    assert cfg["architectures"] == ["DeepseekV3ForCausalLM"] and cfg["rope_scaling"]["mscale"] == pytest.approx(0.7)
+
+    # A multi-token-prediction layer past num_hidden_layers (as DeepSeek-V3 ships one) is left out, as the
+    # converter leaves it out.
+    def add_mtp(t):
+        for name in [k for k in t if k.startswith("model.layers.2.")]:
+            t[name.replace("model.layers.2.", "model.layers.3.")] = t[name]
+    mtp = checks.copy_with(directory, tmp_path / "mtp", tensors_edit=add_mtp)
+    import attnzoo
+    attnzoo.quantize(mtp, str(tmp_path / "mtp.gguf"), type="F32")
+    assert {t.name for t in gguf.GGUFReader(str(tmp_path / "mtp.gguf")).tensors} == {t.name for t in reader.tensors}
+
+
+def test_quantize_refuses_what_deepseek2_cannot_hold(case, tmp_path):
+    """RoPE on half-split channels (rope_interleave false) and a YaRN mscale apart from mscale_all_dim have no
+    deepseek2 form: refused by key, nothing written."""
+    import attnzoo
+    kind, ref, m, ids, want, directory = case
+    path = tmp_path / "x.gguf"
+    with pytest.raises(ValueError, match="rope_interleave" if kind == "plain_q" else "mscale_all_dim"):
+        attnzoo.quantize(directory, str(path), type="F32")
+    assert not path.exists()
+
+
+def test_gguf_with_q8_0_kv_b_halves(gguf_case, tmp_path):
+    """attn_k_b / attn_v_b stored as Q8_0 (k_b's rows run along qk_nope, transposed from kv_b_proj): dequantized
+    and joined back, the logits are transformers' on the weights the blocks decode to."""
+    gguf = pytest.importorskip("gguf")
+    import copy
+    import deepseek_gguf
+    ref, directory, ids, want = gguf_case
+    path = str(tmp_path / "q8.gguf")
+    deepseek_gguf.write_converter_gguf(ref, directory, path, kv_b_q8_0=True)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    rounded = copy.deepcopy(ref)
+    cfg = ref.config
+    with torch.no_grad():
+        for layer in rounded.model.layers:
+            w = layer.self_attn.kv_b_proj.weight
+            k_b, v_b = deepseek_gguf.kv_b_halves(w.numpy(), cfg.num_attention_heads, cfg.qk_nope_head_dim)
+            k_b, v_b = (gguf.quants.dequantize(gguf.quants.quantize(x, q8), q8).reshape(x.shape) for x in (k_b, v_b))
+            w.copy_(torch.from_numpy(np.concatenate([k_b.transpose(0, 2, 1), v_b], axis=1).reshape(w.shape)))
+    expect = checks.meaningful_logits(rounded, ids)
+    assert np.abs(expect - want).max() > 1e-6  # the rounding is visible, so the match below is about it
+    checks.check_full_prompt(Model.load(path), ids, expect, VOCAB)

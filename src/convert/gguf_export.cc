@@ -8,6 +8,7 @@
 #include <set>
 
 #include "convert/gguf_export_gpt_oss.h"
+#include "convert/gguf_export_deepseek2.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/gguf_export_sigmoid_moe.h"
 #include "convert/tensor_plan.h"
@@ -181,7 +182,7 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
 // Each layer's experts as llama.cpp stacks them: ffn_gate_exps / ffn_up_exps / ffn_down_exps [experts, rows, cols]
 // from model.layers.<i>.block_sparse_moe.experts.<e>.w1 / w3 / w2 (Mixtral, MiniMax-M2) or
 // model.layers.<i>.mlp.experts.<e>.gate_proj / up_proj / down_proj (GLM-4.5); `names` (any order) are all of them.
-std::vector<TensorPlan> plan_stacked_experts(const ModelFiles& files, const std::vector<std::string>& names,
+std::vector<TensorPlan> plan_moe_experts(const ModelFiles& files, const std::vector<std::string>& names,
                                              int64_t experts) {
   std::set<int64_t> layers;
   for (const std::string& name : names) layers.insert(std::stoll(name.substr(std::string("model.layers.").size())));
@@ -214,7 +215,7 @@ std::vector<TensorPlan> plan_stacked_experts(const ModelFiles& files, const std:
 }
 
 // Llama / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names
-// (MoE experts stacked, plan_stacked_experts; routers kept in F32, as llama-quantize keeps ffn_gate_inp).
+// (MoE experts stacked, plan_moe_experts; routers kept in F32, as llama-quantize keeps ffn_gate_inp).
 std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c, const GgufArchOf& arch,
                                        int64_t heads, int64_t kv_heads, bool tied) {
   std::vector<TensorPlan> plans;
@@ -250,8 +251,11 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
     plans.push_back(std::move(p));
   }
   if (!experts.empty()) {
+    // Mixtral's: ffn_gate_exps (w1), ffn_up_exps (w3), ffn_down_exps (w2) in every layer
+    std::vector<int64_t> layers(size_t(c.get_int("num_hidden_layers")));
+    for (size_t i = 0; i < layers.size(); ++i) layers[i] = int64_t(i);
     std::vector<TensorPlan> stacked =
-        plan_stacked_experts(files, experts, c.get_int_or("num_local_experts", c.get_int_or("n_routed_experts", 0)));
+        plan_moe_experts(files, experts, c.get_int_or("num_local_experts", c.get_int_or("n_routed_experts", 0)));
     plans.insert(plans.end(), stacked.begin(), stacked.end());
   }
   return plans;
@@ -302,11 +306,13 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
                       p.sources.front() + "', stacked with it into " + p.gguf_name);
   }
   const StoredTensor& first = st.front();
+  // cols: the written row length; src_cols the source's (they differ when heads are transposed)
   const int64_t cols = p.shape.empty() ? 1 : p.shape.back(), numel = first.numel();
-  if (cols <= 0 || numel % cols != 0)
+  const int64_t src_cols = p.transpose_heads && !first.shape.empty() ? first.shape.back() : cols;
+  if (cols <= 0 || src_cols <= 0 || numel % src_cols != 0)
     throw LoadError(files->source(p.sources.front()) + ": tensor '" + p.sources.front() + "': " +
-                    std::to_string(numel) + " values do not make rows of " + std::to_string(cols));
-  const int64_t src_rows = numel / cols;
+                    std::to_string(numel) + " values do not make rows of " + std::to_string(src_cols));
+  const int64_t src_rows = numel / src_cols;
   for (int64_t r : p.rows)
     if (r < 0 || r >= src_rows || p.sources.size() != 1)
       throw LoadError(p.sources.front() + ": row " + std::to_string(r) + " of " + std::to_string(src_rows) +
@@ -315,9 +321,11 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
                                           : int64_t(p.rows.size());
   int64_t shape_numel = 1;
   for (int64_t d : p.shape) shape_numel = checked_mul(shape_numel, d, "tensor size");
-  if (shape_numel != checked_mul(out_rows, cols, "tensor size"))
+  if (shape_numel != checked_mul(out_rows, src_cols, "tensor size") ||
+      (p.transpose_heads && (out_rows % p.transpose_heads != 0 || p.sources.size() != 1)))
     throw LoadError(p.gguf_name + ": planned shape does not hold the rows of '" + p.sources.front() + "'");
-  check_value_heads(p.value_heads, src_rows, cols, files->source(p.sources.front()) + ": tensor '" +
+  const int64_t written_rows = shape_numel / cols;
+  check_value_heads(p.value_heads, src_rows, src_cols, files->source(p.sources.front()) + ": tensor '" +
                                                       p.sources.front() + "'");
   const int64_t perm_rows = p.shape.size() == 1 ? numel : src_rows;
   if (p.permute_heads && (perm_rows % (2 * p.permute_heads)) != 0)
@@ -326,6 +334,7 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
                     " heads of even size");
   for (const std::string& name : p.sources) {
     imp.push_back(importance_for(o, name));
+    if (p.transpose_heads) imp.back() = nullptr;  // its columns are no longer the source's input channels
     if (imp.back() && int64_t(imp.back()->size()) != cols)
       throw ArgumentError("importance for '" + name + "': " + std::to_string(imp.back()->size()) +
                           " values, the tensor has " + std::to_string(cols) + " input channels");
@@ -338,9 +347,20 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
   t.source = first.type;
   t.type = p.type ? *p.type : choose_tensor_type(o.policy, t.gguf_name, p.shape, first.type);
   const int64_t row_bytes = int64_t(*quant_row_bytes(t.type, cols));
-  t.bytes = uint64_t(out_rows) * uint64_t(row_bytes);
+  t.bytes = uint64_t(written_rows) * uint64_t(row_bytes);
   std::vector<int64_t> ne(p.shape.rbegin(), p.shape.rend());
-  w.add_tensor(t.gguf_name, ne, t.type, [files, st, t, p, imp, src_rows, cols, numel, perm_rows, row_bytes] {
+  w.add_tensor(t.gguf_name, ne, t.type, [files, st, t, p, imp, src_rows, cols, src_cols, written_rows, numel,
+                                         perm_rows, row_bytes] {
+    if (p.transpose_heads) {  // the kept rows, each head's [n, src_cols] block as [src_cols, n]
+      std::vector<float> x(static_cast<size_t>(numel)), y(static_cast<size_t>(written_rows * cols));
+      convert_to_f32(st[0].data, *dtype_of(st[0].type), x.data(), size_t(numel));
+      const int64_t n = int64_t(p.rows.size()) / p.transpose_heads;
+      for (int64_t h = 0; h < p.transpose_heads; ++h)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < src_cols; ++j)
+            y[size_t((h * src_cols + j) * n + i)] = x[size_t(p.rows[size_t(h * n + i)] * src_cols + j)];
+      return quantize_matrix(t.type, y.data(), written_rows, cols, nullptr, p.sources[0]);
+    }
     std::vector<uint8_t> out;
     for (size_t i = 0; i < st.size(); ++i) {
       if (t.type == st[i].type && p.edit == ValueEdit::none && !p.value_heads.key_heads) {
@@ -385,13 +405,15 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const auto arch = gguf_arch_for_hf(hf_class);
-  if (!hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
+  const bool deepseek2 = arch && arch->gguf == "deepseek2";
+  if (!hybrid && !deepseek2 && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, GptOssForCausalLM, "
                     "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, "
                     "Mistral3ForConditionalGeneration, "
+                    "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
@@ -418,7 +440,10 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   w.add_u32("general.file_type", llama_file_type(o.policy.type));
   std::vector<float> rope_freqs;
   const int64_t mtp_blocks = gguf_arch == "glm4moe" ? count_mtp_blocks(*files, c) : 0;
-  add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
+  if (deepseek2)
+    add_deepseek2_hparams(w, c);
+  else
+    add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
@@ -437,8 +462,9 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
       return b;
     });
   }
-  const std::vector<TensorPlan> plans =
-      hybrid ? plan_qwen3_hybrid(*files, *hybrid) : plan_attention(*files, c, *arch, heads, kv_heads, tied);
+  const std::vector<TensorPlan> plans = hybrid      ? plan_qwen3_hybrid(*files, *hybrid)
+                                        : deepseek2 ? plan_deepseek2(*files, c, tied)
+                                                    : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;
   for (const TensorPlan& p : plans) {

@@ -9,7 +9,8 @@
 // CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, Glm4MoeForCausalLM (MTP layers appended as the
 // converter does), GptOssForCausalLM (gguf_export_gpt_oss.h: experts split, stacked, MXFP4 ones kept),
 // MiniMaxM2ForCausalLM, Ministral3ForCausalLM and Mistral3ForConditionalGeneration's text model (mistral3),
-// Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM
+// DeepseekV2ForCausalLM / DeepseekV3ForCausalLM (deepseek2: gguf_export_deepseek2.h), Qwen3NextForCausalLM with
+// experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
 // Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
 #include <cstdint>

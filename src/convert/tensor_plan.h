@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/quant_type.h"
+#include "loader/model_dir.h"
 #include "loader/value_head_tiling.h"
 
 namespace attnzoo {
@@ -30,6 +32,18 @@ struct TensorPlan {
   ValueEdit edit = ValueEdit::none;
   ValueHeadTiling value_heads;  // Qwen3.5: tiled in f32 before quantizing (key_heads 0: none)
   std::optional<QuantType> type;  // forced whatever the policy says (the converter's always-F32 tensors)
+  // deepseek2's attn_k_b: the kept rows make transpose_heads blocks of [n, cols], each written transposed as
+  // [cols, n] (in f32, before quantizing); `shape` is the written one
+  int64_t transpose_heads = 0;
 };
+
+// A MoE's experts as llama.cpp stacks them: for each layer in `layers`, one [experts, rows, cols] tensor per
+// projection (`projections`: Hugging Face suffix, GGUF base, e.g. {"w1", "ffn_gate_exps"}) from
+// model.layers.<i>.<block>.experts.<e>.<suffix>.weight. LoadError naming a missing expert, or when `found`
+// (the expert tensors the checkpoint holds) counts other than layers x experts x projections.
+std::vector<TensorPlan> plan_stacked_experts(const ModelFiles& files, const std::vector<int64_t>& layers,
+                                             int64_t experts, const std::string& block,
+                                             const std::vector<std::pair<std::string, std::string>>& projections,
+                                             size_t found);
 
 }  // namespace attnzoo

@@ -34,7 +34,7 @@ void top_indices(const std::vector<float>& score, int64_t k, std::vector<int32_t
 
 }  // namespace
 
-void route_sigmoid_grouped_top_k(const float* logits, const float* correction_bias, int64_t T, int64_t E,
+void route_grouped_top_k(const float* logits, const float* correction_bias, int64_t T, int64_t E,
                                  const DeepseekMoeConfig& c, MoeRouting& out) {
   check_config(c, E);
   const int64_t k = c.top_k, G = c.n_group, per_group = E / G;
@@ -43,11 +43,17 @@ void route_sigmoid_grouped_top_k(const float* logits, const float* correction_bi
   std::vector<float> s(static_cast<size_t>(E)), choice(static_cast<size_t>(E)), group_score(static_cast<size_t>(G));
   std::vector<int32_t> group_order, expert_order;
   for (int64_t t = 0; t < T; ++t) {
-    for (int64_t e = 0; e < E; ++e) {
-      s[size_t(e)] = 1.f / (1.f + std::exp(-logits[t * E + e]));
-      choice[size_t(e)] = s[size_t(e)] + (correction_bias ? correction_bias[e] : 0.f);
+    const float* row = logits + t * E;
+    if (c.scoring == DeepseekScoring::sigmoid) {
+      for (int64_t e = 0; e < E; ++e) s[size_t(e)] = 1.f / (1.f + std::exp(-row[e]));
+    } else {
+      const float top = *std::max_element(row, row + E);
+      double sum = 0;
+      for (int64_t e = 0; e < E; ++e) sum += s[size_t(e)] = std::exp(row[e] - top);
+      for (int64_t e = 0; e < E; ++e) s[size_t(e)] = float(s[size_t(e)] / sum);
     }
-    // A group's score: its two best choice scores (its only one when groups hold a single expert).
+    for (int64_t e = 0; e < E; ++e) choice[size_t(e)] = s[size_t(e)] + (correction_bias ? correction_bias[e] : 0.f);
+    // A group's score: its two best choice scores (its only one when groups hold a single expert), or its best.
     for (int64_t g = 0; g < G; ++g) {
       float best = -std::numeric_limits<float>::infinity(), second = best;
       for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e) {
@@ -59,7 +65,7 @@ void route_sigmoid_grouped_top_k(const float* logits, const float* correction_bi
           second = v;
         }
       }
-      group_score[size_t(g)] = per_group >= 2 ? best + second : best;
+      group_score[size_t(g)] = per_group >= 2 && c.group_score == DeepseekGroupScore::top2_sum ? best + second : best;
     }
     top_indices(group_score, c.topk_group, group_order);
     std::vector<bool> kept(size_t(G), false);
@@ -121,7 +127,7 @@ void DeepseekMoe::route(const float* x, int64_t T, MoeRouting& out) const {
   const int64_t E = num_experts();
   std::vector<float> logits(size_t(T * E));
   router_.forward(x, T, logits.data());
-  route_sigmoid_grouped_top_k(logits.data(), bias_.data(), T, E, config_, out);
+  route_grouped_top_k(logits.data(), bias_.data(), T, E, config_, out);
 }
 
 void DeepseekMoe::forward(const float* x, int64_t T, float* out) const {

@@ -1,8 +1,11 @@
 #pragma once
-// DeepSeek-V3 mixture of experts: sigmoid router with grouped top-k and a bias that only steers the choice.
-//   s = sigmoid(gate(x))  (gate held in f32, as transformers keeps it);  c = s + e_score_correction_bias
-//   groups: E experts in n_group equal groups, each scored by the sum of its two largest c; the topk_group best
-//   groups stay, experts of the others are masked out; the top_k remaining c pick the experts
+// DeepSeek's mixture of experts (V3: sigmoid router with grouped top-k and a bias that only steers the choice;
+// V2: softmax router, greedy or group-limited greedy top-k).
+//   s = sigmoid(gate(x)) (V3) or softmax(gate(x)) over all E (V2)  (gate held in f32, as transformers keeps it)
+//   c = s + e_score_correction_bias (V3; V2 has none)
+//   groups: E experts in n_group equal groups, each scored by the sum of its two largest c (V3) or by its largest
+//   (V2's group_limited_greedy); the topk_group best groups stay, experts of the others are masked out; the top_k
+//   remaining c pick the experts (V2's greedy: n_group 1, every expert stays)
 //   weights = s of the chosen experts (not c), / (their sum + 1e-20) when norm_topk_prob, * routed_scaling_factor
 //   out = sum_j weights_j * expert_j(x) + shared_experts(x)
 // Each expert (and the shared experts, fused as one wider MLP in the checkpoint) is a gated MLP.
@@ -19,7 +22,12 @@
 
 namespace attnzoo {
 
+enum class DeepseekScoring : uint8_t { sigmoid, softmax };
+enum class DeepseekGroupScore : uint8_t { top2_sum, max };
+
 struct DeepseekMoeConfig {
+  DeepseekScoring scoring = DeepseekScoring::sigmoid;
+  DeepseekGroupScore group_score = DeepseekGroupScore::top2_sum;
   int64_t top_k = 1;
   int64_t n_group = 1, topk_group = 1;
   bool norm_topk_prob = true;
@@ -28,7 +36,7 @@ struct DeepseekMoeConfig {
 
 // Routing as above from router logits [T, E] and the correction bias [E]; ties go to the lower index (group or
 // expert). Slots in descending choice score c. Validates the config against E (ArgumentError naming the key).
-void route_sigmoid_grouped_top_k(const float* logits, const float* correction_bias, int64_t T, int64_t E,
+void route_grouped_top_k(const float* logits, const float* correction_bias, int64_t T, int64_t E,
                                  const DeepseekMoeConfig& config, MoeRouting& out);
 
 class DeepseekMoe : public FeedForward {

@@ -27,13 +27,13 @@ TEST(DeepseekRouting, KeepsTheBestGroupsByTheirTopTwo) {
   const auto logits = score_logits();
   MoeRouting r;
   DeepseekMoeConfig c{.top_k = 2, .n_group = 2, .topk_group = 1, .norm_topk_prob = false, .routed_scaling_factor = 2.f};
-  route_sigmoid_grouped_top_k(logits.data(), nullptr, 1, 8, c, r);
+  route_grouped_top_k(logits.data(), nullptr, 1, 8, c, r);
   // Group 1 wins (0.6 + 0.6 > 0.95 + 0.1) although expert 0 scores best; equal scores go to the lower index.
   EXPECT_EQ(r.experts, (std::vector<int32_t>{4, 5}));
   EXPECT_NEAR(r.weights[0], 2 * 0.6, 1e-6);
   EXPECT_NEAR(r.weights[1], 2 * 0.6, 1e-6);
   c.topk_group = 2;  // no group masked: the global top 2
-  route_sigmoid_grouped_top_k(logits.data(), nullptr, 1, 8, c, r);
+  route_grouped_top_k(logits.data(), nullptr, 1, 8, c, r);
   EXPECT_EQ(r.experts, (std::vector<int32_t>{0, 4}));
   EXPECT_NEAR(r.weights[0], 2 * 0.95, 1e-6);
 }
@@ -44,22 +44,44 @@ TEST(DeepseekRouting, CorrectionBiasChoosesButDoesNotWeigh) {
   bias[6] = 0.2f;  // expert 6: choice score 0.7, weight still its sigmoid score 0.5
   MoeRouting r;
   DeepseekMoeConfig c{.top_k = 2, .n_group = 2, .topk_group = 1, .norm_topk_prob = true, .routed_scaling_factor = 2.5f};
-  route_sigmoid_grouped_top_k(logits.data(), bias.data(), 1, 8, c, r);
+  route_grouped_top_k(logits.data(), bias.data(), 1, 8, c, r);
   EXPECT_EQ(r.experts, (std::vector<int32_t>{6, 4}));
   EXPECT_NEAR(r.weights[0], 2.5 * 0.5 / 1.1, 1e-6);
   EXPECT_NEAR(r.weights[1], 2.5 * 0.6 / 1.1, 1e-6);
   // A bias on group 0's runner-up moves the group choice too (0.95 + 0.1 + 0.3 > 1.2).
   bias.assign(8, 0.f);
   bias[1] = 0.3f;
-  route_sigmoid_grouped_top_k(logits.data(), bias.data(), 1, 8, c, r);
+  route_grouped_top_k(logits.data(), bias.data(), 1, 8, c, r);
   EXPECT_EQ(r.experts, (std::vector<int32_t>{0, 1}));
   EXPECT_NEAR(r.weights[0] + r.weights[1], 2.5, 1e-5);
+}
+
+TEST(DeepseekRouting, V2SoftmaxKeepsGroupsByTheirBestExpert) {
+  // Logits log(p): softmax gives p / 31. Group 0's best (9) beats group 1's (6), though group 1's top two do not.
+  const std::vector<double> p = {9, 1, 1, 1, 6, 6, 5, 2};
+  std::vector<float> logits;
+  for (double v : p) logits.push_back(float(std::log(v)));
+  MoeRouting r;
+  DeepseekMoeConfig c{.scoring = DeepseekScoring::softmax, .group_score = DeepseekGroupScore::max, .top_k = 2,
+                      .n_group = 2, .topk_group = 1, .norm_topk_prob = false, .routed_scaling_factor = 1.5f};
+  route_grouped_top_k(logits.data(), nullptr, 1, 8, c, r);
+  EXPECT_EQ(r.experts, (std::vector<int32_t>{0, 1}));
+  EXPECT_NEAR(r.weights[0], 1.5 * 9 / 31, 1e-6);
+  EXPECT_NEAR(r.weights[1], 1.5 * 1 / 31, 1e-6);
+  c.group_score = DeepseekGroupScore::top2_sum;  // V3's rule on the same scores: group 1 (12 > 10)
+  route_grouped_top_k(logits.data(), nullptr, 1, 8, c, r);
+  EXPECT_EQ(r.experts, (std::vector<int32_t>{4, 5}));
+  c = {.scoring = DeepseekScoring::softmax, .top_k = 2, .norm_topk_prob = true};  // greedy: one group, renormalized
+  route_grouped_top_k(logits.data(), nullptr, 1, 8, c, r);
+  EXPECT_EQ(r.experts, (std::vector<int32_t>{0, 4}));
+  EXPECT_NEAR(r.weights[0], 9.0 / 15, 1e-6);
+  EXPECT_NEAR(r.weights[1], 6.0 / 15, 1e-6);
 }
 
 TEST(DeepseekRouting, RejectsBadGroups) {
   const auto logits = score_logits();
   MoeRouting r;
-  auto route = [&](DeepseekMoeConfig c) { route_sigmoid_grouped_top_k(logits.data(), nullptr, 1, 8, c, r); };
+  auto route = [&](DeepseekMoeConfig c) { route_grouped_top_k(logits.data(), nullptr, 1, 8, c, r); };
   EXPECT_THROW(route({.top_k = 2, .n_group = 3, .topk_group = 1}), ArgumentError);
   EXPECT_THROW(route({.top_k = 2, .n_group = 2, .topk_group = 3}), ArgumentError);
   EXPECT_THROW(route({.top_k = 5, .n_group = 2, .topk_group = 1}), ArgumentError);  // one group holds only 4

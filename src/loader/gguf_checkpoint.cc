@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/dtype.h"
+#include "loader/gguf_deepseek2.h"
 #include "loader/gguf_hf_util.h"
 #include "loader/gguf_gpt_oss.h"
 #include "loader/gguf_hybrids.h"
@@ -59,6 +60,8 @@ constexpr Arch kArchs[] = {
     // Mistral 3's text models (the converter's LlamaModel under another name): Ministral 3 when the file holds
     // Llama 4's attention.temperature_scale, else Mistral Small 3.x's plain Mistral
     {"mistral3", "ministral3", "Ministral3ForCausalLM", true, false, false, false},
+    // DeepSeek-V2 / V3 (the class follows expert_gating_func: gguf_deepseek2.h); RoPE on interleaved pairs
+    {"deepseek2", "deepseek_v3", "DeepseekV3ForCausalLM", false, false, false, true},
 };
 
 const Arch& find_arch(const GgufFile& f) {
@@ -100,7 +103,7 @@ constexpr ArchName kArchNames[] = {
     {"glm4moe", "ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
     {"glm4moe", "ffn_up_shexp", "mlp.shared_experts.up_proj"},
     {"glm4moe", "ffn_down_shexp", "mlp.shared_experts.down_proj"},
-    {"glm4moe", "exp_probs_b", "mlp.gate.e_score_correction_bias"},
+    {"glm4moe", "exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
     {"glm4moe", "nextn.eh_proj", "eh_proj"},
     {"glm4moe", "nextn.enorm", "enorm"},
     {"glm4moe", "nextn.hnorm", "hnorm"},
@@ -108,11 +111,19 @@ constexpr ArchName kArchNames[] = {
     {"glm4moe", "nextn.shared_head_head", "shared_head.head"},
     {"glm4moe", "nextn.shared_head_norm", "shared_head.norm"},
     {"minimax-m2", "ffn_gate_inp", "block_sparse_moe.gate"},
-    {"minimax-m2", "exp_probs_b", "block_sparse_moe.e_score_correction_bias"},
+    {"minimax-m2", "exp_probs_b.bias", "block_sparse_moe.e_score_correction_bias"},
+    {"deepseek2", "attn_q_a", "self_attn.q_a_proj"},
+    {"deepseek2", "attn_q_b", "self_attn.q_b_proj"},
+    {"deepseek2", "attn_q_a_norm", "self_attn.q_a_layernorm"},
+    {"deepseek2", "attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa"},
+    {"deepseek2", "attn_kv_a_norm", "self_attn.kv_a_layernorm"},
+    {"deepseek2", "attn_kv_b", "self_attn.kv_b_proj"},
+    {"deepseek2", "ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+    {"deepseek2", "ffn_up_shexp", "mlp.shared_experts.up_proj"},
+    {"deepseek2", "ffn_down_shexp", "mlp.shared_experts.down_proj"},
+    {"deepseek2", "exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},  // whole names: the bias is a buffer
 };
 
-// exp_probs_b.bias is the correction bias, a buffer whose Hugging Face name has no .weight / .bias of its own.
-constexpr std::string_view kCorrectionBias = "exp_probs_b";
 
 bool is_phi3(const Arch& a) { return std::string(a.gguf) == "phi3"; }
 
@@ -125,11 +136,11 @@ std::optional<std::string> norm_suffix(const Arch& a, const std::string& base) {
 
 // A block tensor's Hugging Face suffix (after "model.layers.N."), or nullopt when unknown.
 std::optional<std::string> block_suffix(const Arch& a, const std::string& base, const std::string& ext) {
-  for (const ArchName& n : kArchNames)
-    if (a.gguf == std::string_view(n.arch) && base == n.gguf) {
-      if (base == kCorrectionBias) return ext == ".bias" ? std::optional<std::string>(n.hf) : std::nullopt;
-      return n.hf + ext;
-    }
+  for (const ArchName& n : kArchNames) {
+    if (a.gguf != std::string_view(n.arch)) continue;
+    if (base == n.gguf) return n.hf + ext;
+    if (base + ext == n.gguf) return std::string(n.hf);
+  }
   if (auto n = norm_suffix(a, base)) return *n + ext;
   for (const auto& [g, h] : kBlockNames)
     if (base == g) return h + ext;
@@ -182,6 +193,7 @@ std::string llama3_rope_scaling(const GgufFile& f, const GgufTensor& t, double t
 std::string gguf_hf_config_json(const GgufFile& f) {
   if (gguf_is_hybrid(f)) return gguf_hybrid_config_json(f);
   const Arch& a = find_arch(f);
+  if (std::string(a.gguf) == "deepseek2") return deepseek2_config_json(f);
   const std::string p = std::string(a.gguf) + ".";
   auto has = [&](const std::string& k) { return f.has(p + k); };
   auto get_int = [&](const std::string& k) { return f.get_int(p + k); };
@@ -299,6 +311,7 @@ std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
   if (hf_class == "MixtralForCausalLM") return GgufArchOf{"llama", true, false};  // llama with stacked experts
   // the converter writes the wrapper's text model (Mistral or Ministral 3) as mistral3, its vision tower apart
   if (hf_class == "Mistral3ForConditionalGeneration") return GgufArchOf{"mistral3", true, false};
+  if (hf_class == "DeepseekV2ForCausalLM") return GgufArchOf{"deepseek2", false, false};
   for (const Arch& a : kArchs)
     if (hf_class == a.hf_class) return GgufArchOf{a.gguf, a.permuted_qk, a.norm_plus_one};
   return std::nullopt;
@@ -324,8 +337,7 @@ std::optional<std::string> gguf_tensor_name(const std::string& gguf_arch, const 
   if (ext_at == std::string::npos) return std::nullopt;
   const std::string suffix = rest.substr(0, ext_at), ext = rest.substr(ext_at);
   for (const ArchName& n : kArchNames)
-    if (gguf_arch == n.arch && n.gguf == kCorrectionBias && rest == n.hf)
-      return "blk." + layer + "." + n.gguf + ".bias";
+    if (gguf_arch == n.arch && rest == n.hf) return "blk." + layer + "." + n.gguf;  // a whole-name entry
   if (ext != ".weight" && ext != ".bias") return std::nullopt;
   for (const ArchName& n : kArchNames)
     if (gguf_arch == n.arch && suffix == n.hf) return "blk." + layer + "." + n.gguf + ext;
@@ -383,6 +395,7 @@ std::vector<GgufHfTensor> gguf_hf_tensors(const GgufFile& f) {
       const std::string experts =
           layer + (std::string(a.gguf) == "minimax-m2" ? "block_sparse_moe" : "mlp") + ".experts.";
       if ((a.moe || f.has(p + "expert_count")) && gguf_hf::add_expert_slices(f, t, experts, bbase, out)) continue;
+      if (std::string(a.gguf) == "deepseek2" && add_deepseek2_kv_b(f, t, blk->first, bbase, out)) continue;
       auto suffix = block_suffix(a, bbase, blk->second.substr(bbase.size()));
       if (!suffix) fail(t, "no Hugging Face counterpart for a " + std::string(a.gguf) + " model");
       h.hf_name = layer + *suffix;
@@ -464,6 +477,8 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
       }
       break;
     }
+    case GgufFix::join_kv_b:
+      return join_kv_b(t, file);
     case GgufFix::gather_rows:
       for (const GgufPiece& p : t.pieces) {
         // Compared as offsets: a piece pointer outside its tensor is never formed into a range.

@@ -12,8 +12,8 @@
 //              kernels, reshaped norms, Qwen3-Next's split in_proj_qkvz, Qwen3.5's tiled value heads, RWKV-7's
 //              fused token-shift mixes
 // Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, olmo2, phi3 (gguf_phi3.h), smollm3,
-// command-r, cohere2, glm4, glm4moe and minimax-m2 (gguf_sigmoid_moe.h), gpt-oss (gguf_gpt_oss.h), mistral3 and
-// gguf_hybrids.h's (qwen3next, qwen35, qwen35moe and the state-space families among them).
+// command-r, cohere2, glm4, glm4moe and minimax-m2 (gguf_sigmoid_moe.h), gpt-oss (gguf_gpt_oss.h), mistral3, deepseek2
+// (gguf_deepseek2.h) and gguf_hybrids.h's (qwen3next, qwen35, qwen35moe and the state-space families among them).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,6 +37,7 @@ enum class GgufFix : uint8_t {
   log_of_negated,       // Mamba's A_log, stored as A = -exp(A_log): becomes log(-A), in F32
   gather_rows,          // bytes concatenated from `pieces` (rows of several GGUF tensors of one type)
   untile_value_heads,   // Qwen3.5's linear attention: `value_heads` alone (log_of_negated may carry it too)
+  join_kv_b,            // deepseek2's attn_k_b / attn_v_b (`pieces`, `heads`) joined into kv_b_proj, F32
 };
 
 // Rows of one GGUF tensor gathered into another (gather_rows): `bytes` bytes at `start`, which must lie within
@@ -47,6 +48,8 @@ struct GgufPiece {
   std::string tensor;  // the source, for errors
   const uint8_t* data = nullptr;
   int64_t data_bytes = 0;
+  QuantType type = QuantType::F32;  // join_kv_b: the source's type and row length
+  int64_t row_elems = 0;
 };
 
 struct GgufHfTensor {

@@ -6,7 +6,9 @@
 #include <optional>
 #include <sstream>
 
+#include "core/convert.h"
 #include "core/dtype.h"
+#include "loader/fp8_blocks.h"
 #include "loader/gguf_checkpoint.h"
 
 namespace attnzoo {
@@ -74,7 +76,7 @@ ModelFiles ModelFiles::open_gguf(const std::string& path) {
       m.owned_.push_back(MappedFile::from_bytes(std::move(fixed.bytes), path + ":" + t.gguf_name));
       st.data = m.owned_.back()->data();
     }
-    m.where_.emplace(t.hf_name, Entry{0, t.gguf_name, std::move(st)});
+    m.where_.emplace(t.hf_name, Entry{0, t.gguf_name, std::move(st), std::nullopt});
   }
   return m;
 }
@@ -122,7 +124,8 @@ ModelFiles ModelFiles::open(const std::string& dir) {
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(single, ec)) {
     m.files_.push_back(SafetensorsFile::open(single.string()));
-    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, Entry{0, t.name, std::nullopt});
+    for (const TensorInfo& t : m.files_[0].tensors()) m.where_.emplace(t.name, Entry{0, t.name, std::nullopt, std::nullopt});
+    m.find_fp8();
     m.expose_language_model();
     return m;
   }
@@ -161,10 +164,65 @@ ModelFiles ModelFiles::open(const std::string& dir) {
     if (!m.files_[it->second].has(tensor)) {
       throw LoadError(ipath + ": tensor '" + tensor + "' is mapped to '" + shard + "', which does not contain it");
     }
-    m.where_.emplace(tensor, Entry{it->second, tensor, std::nullopt});
+    m.where_.emplace(tensor, Entry{it->second, tensor, std::nullopt, std::nullopt});
   }
+  m.find_fp8();
   m.expose_language_model();
   return m;
+}
+
+void ModelFiles::find_fp8() {
+  std::optional<Fp8Blocks> blocks;  // read once, when the first F8_E4M3 tensor asks for it
+  std::vector<std::string> scales;
+  for (auto& [name, e] : where_) {
+    const SafetensorsFile& f = files_[e.file];
+    const TensorInfo& w = f.info(e.stored);
+    if (w.dtype != FileDType::F8_E4M3) continue;
+    auto fail = [&](const std::string& tensor, const std::string& m) {
+      throw LoadError(f.path() + ": tensor '" + tensor + "': " + m);
+    };
+    if (!blocks) blocks = read_fp8_blocks(config_);
+    if (w.shape.size() != 2) fail(w.name, "an F8_E4M3 tensor must be a [rows, cols] matrix to take block scales");
+    const std::string scale = name + "_scale_inv";  // X.weight -> X.weight_scale_inv
+    const auto it = where_.find(scale);
+    if (it == where_.end()) fail(w.name, "F8_E4M3 without its block scales '" + scale + "'");
+    const SafetensorsFile& sf = files_[it->second.file];
+    const TensorInfo& s = sf.info(it->second.stored);
+    const std::vector<int64_t> want = fp8_scale_shape(w.shape[0], w.shape[1], *blocks);
+    DType sdt;
+    if (s.shape != want || !to_dtype(s.dtype, &sdt) || (sdt != DType::f32 && sdt != DType::bf16 && sdt != DType::f16)) {
+      std::string got;
+      for (int64_t d : s.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      throw LoadError(sf.path() + ": tensor '" + it->second.stored + "': expected float scales [" +
+                      std::to_string(want[0]) + ", " + std::to_string(want[1]) + "] for the [" +
+                      std::to_string(w.shape[0]) + ", " + std::to_string(w.shape[1]) + "] weight '" + w.name +
+                      "' in " + std::to_string(blocks->rows) + " x " + std::to_string(blocks->cols) + " blocks, got " +
+                      file_dtype_name(s.dtype) + " [" + got + "]");
+    }
+    e.fp8 = Fp8Source{it->second.file, it->second.stored, sdt, *blocks, config_.text_config().dtype_or(DType::bf16)};
+    scales.push_back(scale);
+  }
+  for (const std::string& s : scales) where_.erase(s);  // consumed: not weights of the model
+}
+
+const StoredTensor* ModelFiles::held(const Entry& e) const {
+  if (!e.fp8) return e.held ? &*e.held : nullptr;  // set when opened, never written again
+  // Dequantized on first read, so tensors no builder asks for (DeepSeek-V3's multi-token-prediction layer) cost
+  // nothing; the lock keeps two readers from converting one tensor twice or reading it half set.
+  const std::lock_guard<std::mutex> lock(*fp8_mutex_);
+  if (e.held) return &*e.held;
+  const Fp8Source& src = *e.fp8;
+  const SafetensorsFile& f = files_[e.file];
+  const TensorInfo& w = f.info(e.stored);
+  const std::vector<int64_t> scale_shape = fp8_scale_shape(w.shape[0], w.shape[1], src.blocks);
+  std::vector<float> scale(size_t(scale_shape[0] * scale_shape[1]));
+  convert_to_f32(files_[src.scale_file].data(src.scale), src.scale_dtype, scale.data(), scale.size());
+  std::vector<uint8_t> out(size_t(w.numel()) * dtype_size(src.to));
+  dequantize_fp8_blocks(f.data(e.stored), scale.data(), w.shape[0], w.shape[1], src.blocks, src.to, out.data());
+  const QuantType qt = src.to == DType::f32 ? QuantType::F32 : src.to == DType::bf16 ? QuantType::BF16 : QuantType::F16;
+  owned_.push_back(MappedFile::from_bytes(std::move(out), f.path() + ":" + w.name));
+  e.held = StoredTensor{w.shape, qt, owned_.back()->data(), int64_t(owned_.back()->size())};
+  return &*e.held;
 }
 
 void ModelFiles::expose_language_model() {
@@ -197,20 +255,21 @@ const ModelFiles::Entry& ModelFiles::locate(std::string_view name) const {
 
 TensorView ModelFiles::tensor(std::string_view name) const {
   const Entry& e = locate(name);
-  if (!e.gguf) return files_[e.file].view(e.stored);
-  const StoredTensor& t = *e.gguf;
+  const StoredTensor* h = held(e);
+  if (!h) return files_[e.file].view(e.stored);
+  const StoredTensor& t = *h;
   TensorView v;
   const std::optional<DType> dt = dtype_of(t.type);
   if (!dt)
-    throw DTypeError(gguf_->path() + ": tensor '" + e.stored + "' ('" + std::string(name) + "') is stored as " +
+    throw DTypeError(source(name) + ": tensor '" + e.stored + "' ('" + std::string(name) + "') is stored as " +
                      quant_type_name(t.type) + ", which no plain tensor view holds (read it with stored())");
   v.dtype = *dt;
   if (t.shape.size() > size_t(TensorView::kMaxDims)) {
-    throw LoadError(gguf_->path() + ": tensor '" + e.stored + "': " + std::to_string(t.shape.size()) +
+    throw LoadError(source(name) + ": tensor '" + e.stored + "': " + std::to_string(t.shape.size()) +
                     " dimensions, more than a view holds");
   }
   if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(v.dtype) != 0) {
-    throw LoadError(gguf_->path() + ": tensor '" + e.stored + "': data is not aligned to its elements");
+    throw LoadError(source(name) + ": tensor '" + e.stored + "': data is not aligned to its elements");
   }
   v.data = const_cast<uint8_t*>(t.data);  // TensorView has no const flavour; the pages are mapped read-only
   v.ndim = int(t.shape.size());
@@ -225,7 +284,7 @@ TensorView ModelFiles::tensor(std::string_view name) const {
 
 StoredTensor ModelFiles::stored(std::string_view name) const {
   const Entry& e = locate(name);
-  if (e.gguf) return *e.gguf;
+  if (const StoredTensor* h = held(e)) return *h;
   const SafetensorsFile& f = files_[e.file];
   const TensorInfo& ti = f.info(e.stored);
   QuantType type;
@@ -247,32 +306,33 @@ StoredTensor ModelFiles::stored(std::string_view name) const {
 
 bool ModelFiles::is_quantized(std::string_view name) const {
   const Entry& e = locate(name);
-  return e.gguf && e.gguf->quantized();
+  return !e.fp8 && e.held && e.held->quantized();  // a dequantized fp8 weight is plain
 }
 
 int64_t ModelFiles::numel(std::string_view name) const {
   const Entry& e = locate(name);
-  return e.gguf ? e.gguf->numel() : files_[e.file].info(e.stored).numel();
+  return e.held && !e.fp8 ? e.held->numel() : files_[e.file].info(e.stored).numel();  // fp8: its shape as stored
 }
 
 uint64_t ModelFiles::nbytes(std::string_view name) const {
   const Entry& e = locate(name);
-  return e.gguf ? uint64_t(e.gguf->bytes) : files_[e.file].info(e.stored).nbytes();
+  if (e.fp8) return uint64_t(numel(name)) * dtype_size(e.fp8->to);  // as it is read, without reading it
+  return e.held ? uint64_t(e.held->bytes) : files_[e.file].info(e.stored).nbytes();
 }
 
 const std::string& ModelFiles::source(std::string_view name) const {
   const Entry& e = locate(name);
-  return e.gguf ? gguf_->path() : files_[e.file].path();
+  return gguf_ ? gguf_->path() : files_[e.file].path();
 }
 
 const TensorInfo& ModelFiles::info(std::string_view name) const {
   const Entry& e = locate(name);
-  if (e.gguf) throw LoadError(gguf_->path() + ": tensor '" + std::string(name) + "': a GGUF tensor has no safetensors header entry (use stored())");
+  if (gguf_) throw LoadError(gguf_->path() + ": tensor '" + std::string(name) + "': a GGUF tensor has no safetensors header entry (use stored())");
   return files_[e.file].info(e.stored);
 }
 const SafetensorsFile& ModelFiles::file(std::string_view name) const {
   const Entry& e = locate(name);
-  if (e.gguf) throw LoadError(gguf_->path() + ": tensor '" + std::string(name) + "' is in a GGUF file, not a safetensors one");
+  if (gguf_) throw LoadError(gguf_->path() + ": tensor '" + std::string(name) + "' is in a GGUF file, not a safetensors one");
   return files_[e.file];
 }
 const std::string& ModelFiles::stored_name(std::string_view name) const { return locate(name).stored; }

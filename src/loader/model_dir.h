@@ -9,9 +9,13 @@
 // A llama.cpp GGUF file (given itself, or as the one .gguf in a directory without safetensors weights) opens the
 // same way: its config is synthesized and its tensors exposed under Hugging Face names (loader/gguf_checkpoint.h).
 // Quantized GGUF weights cannot be TensorViews; stored() hands out any tensor as bytes + format + shape.
+// Block-scaled fp8 weights (F8_E4M3 with W_scale_inv: the DeepSeek-V3 / Qwen3-FP8 form, fp8_blocks.h) are
+// dequantized into config.json's dtype when first read (their scales checked when the directory is opened, and
+// not exposed).
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +24,7 @@
 #include "core/quant_type.h"
 #include "core/tensor.h"
 #include "loader/config.h"
+#include "loader/fp8_blocks.h"
 #include "loader/gguf.h"
 #include "loader/safetensors.h"
 
@@ -82,19 +87,33 @@ class ModelFiles {
   const std::vector<std::string>& set_aside() const { return set_aside_; }
 
  private:
+  struct Fp8Source {
+    size_t scale_file;
+    std::string scale;  // the scale tensor's stored name
+    DType scale_dtype;
+    Fp8Blocks blocks;
+    DType to;  // config.json's dtype
+  };
   struct Entry {
     size_t file;         // index into files_ (safetensors)
     std::string stored;  // the name inside that file (differs from the key for a wrapper's language model)
-    std::optional<StoredTensor> gguf;  // GGUF checkpoints: the tensor, after the converter's edits are undone
+    // Held in memory or read differently from the stored bytes: a GGUF tensor (after the converter's edits are
+    // undone) or an fp8 weight once dequantized (on its first read: held())
+    mutable std::optional<StoredTensor> held;
+    std::optional<Fp8Source> fp8;  // a block-scaled fp8 weight: where its scales are, what it is read as
   };
   const Entry& locate(std::string_view name) const;
   void expose_language_model();
+  void find_fp8();  // records every fp8 weight's scales (checked) and drops the scales from the names
+  const StoredTensor* held(const Entry& e) const;  // e.held, an fp8 weight dequantized first; nullptr: none
   static ModelFiles open_gguf(const std::string& path);
 
   std::string dir_;
   std::shared_ptr<const GgufFile> gguf_;
   std::string gguf_config_;
-  std::vector<std::shared_ptr<const MappedFile>> owned_;  // bytes of edited GGUF tensors
+  // bytes of edited GGUF tensors and dequantized fp8 weights
+  mutable std::vector<std::shared_ptr<const MappedFile>> owned_;
+  std::shared_ptr<std::mutex> fp8_mutex_ = std::make_shared<std::mutex>();
   Config config_ = Config::parse("{}", "");
   std::vector<SafetensorsFile> files_;
   std::map<std::string, Entry, std::less<>> where_;  // exposed tensor name -> where it is stored

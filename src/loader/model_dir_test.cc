@@ -53,6 +53,41 @@ TEST(ModelFiles, SingleFile) {
                   {"'model.layers.0.q_proj.weight'", dir.str()});
 }
 
+// A [3, 5] e4m3 weight in 2 x 4 blocks (partial on both axes): each value times its block's scale_inv, in the
+// config's dtype; the scales are consumed. A scale tensor of another shape is refused, naming it and the weight.
+TEST(ModelFiles, Fp8BlockScaledWeightsAreDequantized) {
+  ScratchDir dir;
+  write_file(dir.path() / "config.json",
+             std::string(R"({"torch_dtype": "float32", "quantization_config": {"quant_method": "fp8",
+                             "weight_block_size": [2, 4]}})"));
+  std::vector<uint8_t> w(15);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = f32_to_f8e4m3(float(i % 5) - 2.f);  // -2 .. 2, exact in e4m3
+  const std::vector<float> scales{1.f, 2.f, 3.f, 0.5f};  // [2, 2]
+  auto write = [&](std::vector<int64_t> scale_shape) {
+    write_file(dir.path() / "model.safetensors",
+               safetensors_bytes({raw_tensor("p.weight", "F8_E4M3", {3, 5}, w),
+                                  raw_tensor("p.weight_scale_inv", "F32", scale_shape,
+                                             std::vector<float>(scales.begin(), scales.begin() + scale_shape[0] *
+                                                                                              scale_shape[1])),
+                                  raw_tensor("n.weight", "F32", {2}, std::vector<float>{1, 2})}));
+  };
+  write({2, 2});
+  ModelFiles m = ModelFiles::open(dir.str());
+  EXPECT_EQ(m.names(), (std::vector<std::string>{"n.weight", "p.weight"}));
+  EXPECT_EQ(m.nbytes("p.weight"), 15u * 4u);  // as it will be read, before it is
+  const TensorView t = m.tensor("p.weight");
+  ASSERT_EQ(t.dtype, DType::f32);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      EXPECT_EQ(t.ptr<float>()[i * 5 + j], (float((i * 5 + j) % 5) - 2.f) * scales[size_t((i / 2) * 2 + j / 4)])
+          << i << "," << j;
+  EXPECT_EQ(m.stored("p.weight").data, t.data);  // converted once
+  write({2, 1});
+  expect_contains(error_of([&] { ModelFiles::open(dir.str()); }),
+                  {"'p.weight_scale_inv'", "expected float scales [2, 2] for the [3, 5] weight 'p.weight'",
+                   "2 x 4 blocks", "F32 [2, 1]"});
+}
+
 TEST(ModelFiles, Sharded) {
   ScratchDir dir;
   write_sharded(dir, kWeightMap);

@@ -51,7 +51,7 @@ int64_t deepseek_ffn_parameter_count(const Config& c, const DeepseekMoeShape& sh
   const int64_t n = shape.num_experts, inter = c.get_int(expert_inter_key);
   return (Checked(n) * 3 * linear_params(inter, hidden) +
           (shape.n_shared > 0 ? 3 * (Checked(inter) * shape.n_shared * hidden) : 0) + linear_params(n, hidden) +
-          n)  // router + e_score_correction_bias
+          (shape.config.scoring == DeepseekScoring::sigmoid ? n : 0))  // router + e_score_correction_bias (V3)
       .value();
 }
 

@@ -1,6 +1,9 @@
-// DeepseekV3ForCausalLM: multi-head latent attention (q LoRA or plain q_proj, latent KV cache, RoPE on the
+// DeepseekV3ForCausalLM and DeepseekV2ForCausalLM: multi-head latent attention (q LoRA or plain q_proj, latent KV cache, RoPE on the
 // qk_rope_head_dim part only, interleaved channel pairs when rope_interleave) in every layer; a dense gated MLP
-// in the first first_k_dense_replace layers and DeepSeek's sigmoid grouped-top-k MoE with shared experts after.
+// in the first first_k_dense_replace layers and DeepSeek's MoE with shared experts after: V3's sigmoid router with
+// grouped top-k and e_score_correction_bias, V2's softmax router with topk_method greedy or group_limited_greedy
+// (groups scored by their best expert). V2 honours norm_topk_prob as DeepSeek's own code and llama.cpp do
+// (transformers' DeepseekV2 ignores it; every V2 release sets it false). V2 always rotates interleaved pairs.
 // With YaRN, transformers multiplies the softmax scale by mscale(factor, mscale_all_dim)^2 on top of the rope's
 // own attention factor on cos/sin; both are reproduced (read_mla_rope). The multi-token-prediction layers some
 // checkpoints carry past num_hidden_layers are not read.
@@ -44,9 +47,21 @@ DeepseekShape read_shape(const Config& c, const LoadOptions& options) {
   s.first_dense = c.get_int_or("first_k_dense_replace", 0);
   DeepseekMoeConfig& moe = s.moe.config;
   moe.top_k = c.get_int_or("num_experts_per_tok", 1);
-  moe.n_group = c.get_int_or("n_group", 1);
-  moe.topk_group = c.get_int_or("topk_group", 1);
-  moe.norm_topk_prob = c.get_bool_or("norm_topk_prob", true);
+  if (info.architecture == "DeepseekV2ForCausalLM") {
+    moe.scoring = DeepseekScoring::softmax;
+    moe.group_score = DeepseekGroupScore::max;
+    const std::string method = c.get_string_or("topk_method", "greedy");
+    if (method != "greedy" && method != "group_limited_greedy")
+      throw LoadError(c.source() + ": key 'topk_method': '" + method + "' is not greedy or group_limited_greedy");
+    const bool grouped = method == "group_limited_greedy";
+    moe.n_group = grouped ? c.get_int("n_group") : 1;
+    moe.topk_group = grouped ? c.get_int("topk_group") : 1;
+    moe.norm_topk_prob = c.get_bool_or("norm_topk_prob", false);
+  } else {
+    moe.n_group = c.get_int_or("n_group", 1);
+    moe.topk_group = c.get_int_or("topk_group", 1);
+    moe.norm_topk_prob = c.get_bool_or("norm_topk_prob", true);
+  }
   moe.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
   s.moe.n_shared = c.get_int_or("n_shared_experts", 0);
 

@@ -17,6 +17,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"FalconH1ForCausalLM", describe_falcon_h1},
     {"CohereForCausalLM", describe_cohere}, {"Cohere2ForCausalLM", describe_cohere},
     {"DeepseekV3ForCausalLM", describe_deepseek_v3},
+    {"DeepseekV2ForCausalLM", describe_deepseek_v3},
     {"GemmaForCausalLM", describe_gemma},
     {"Gemma2ForCausalLM", describe_gemma},
     {"Gemma3ForCausalLM", describe_gemma},

@@ -13,6 +13,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"FalconH1ForCausalLM", build_falcon_h1},
     {"CohereForCausalLM", build_cohere}, {"Cohere2ForCausalLM", build_cohere},
     {"DeepseekV3ForCausalLM", build_deepseek_v3},
+    {"DeepseekV2ForCausalLM", build_deepseek_v3},
     {"GemmaForCausalLM", build_gemma},
     {"Gemma2ForCausalLM", build_gemma},
     {"Gemma3ForCausalLM", build_gemma},

@@ -60,6 +60,10 @@ CONFIGS = {
         _DENSE, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, n_group=1,
         topk_group=1, kv_lora_rank=32, q_lora_rank=None, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
         first_k_dense_replace=1)),
+    "DeepseekV2ForCausalLM": ("DeepseekV2Config", dict(
+        _DENSE, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+        n_shared_experts=1, topk_method="group_limited_greedy", n_group=2, topk_group=1, kv_lora_rank=32,
+        q_lora_rank=None, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, first_k_dense_replace=1)),
     "KimiLinearForCausalLM": ("KimiLinearConfig", dict(
         _DENSE, num_key_value_heads=4, kv_lora_rank=32, q_lora_rank=None, qk_nope_head_dim=16, qk_rope_head_dim=8,
         v_head_dim=16, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, n_group=2, topk_group=1,
