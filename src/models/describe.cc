@@ -14,6 +14,8 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"Mamba2ForCausalLM", describe_mamba2},
     {"MambaForCausalLM", describe_mamba}, {"FalconMambaForCausalLM", describe_mamba},
     {"Lfm2ForCausalLM", describe_lfm2},
+    {"Lfm2MoeForCausalLM", describe_lfm2},
+    {"JambaForCausalLM", describe_jamba},
     {"FalconH1ForCausalLM", describe_falcon_h1},
     {"CohereForCausalLM", describe_cohere}, {"Cohere2ForCausalLM", describe_cohere},
     {"DeepseekV3ForCausalLM", describe_deepseek_v3},

@@ -10,6 +10,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Mamba2ForCausalLM", build_mamba2},
     {"MambaForCausalLM", build_mamba}, {"FalconMambaForCausalLM", build_mamba},
     {"Lfm2ForCausalLM", build_lfm2},
+    {"Lfm2MoeForCausalLM", build_lfm2},
     {"FalconH1ForCausalLM", build_falcon_h1},
     {"CohereForCausalLM", build_cohere}, {"Cohere2ForCausalLM", build_cohere},
     {"DeepseekV3ForCausalLM", build_deepseek_v3},
@@ -19,6 +20,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Gemma3ForConditionalGeneration", build_gemma},  // multimodal wrappers: their language model (model_dir.h)
     {"Glm4ForCausalLM", build_glm4},
     {"GptOssForCausalLM", build_gpt_oss},
+    {"JambaForCausalLM", build_jamba},
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},

@@ -85,6 +85,11 @@ CONFIGS = {
     "Mamba2ForCausalLM": ("Mamba2Config", _MAMBA2),
     "Lfm2ForCausalLM": ("Lfm2Config", dict(_DENSE, intermediate_size=192, block_multiple_of=32, conv_L_cache=3,
                                            layer_types=["conv", "full_attention"])),
+    "Lfm2MoeForCausalLM": ("Lfm2MoeConfig", dict(_DENSE, conv_L_cache=3, num_dense_layers=1,
+                                                 layer_types=["conv", "full_attention"], **_MOE)),
+    "JambaForCausalLM": ("JambaConfig", dict(_DENSE, num_experts=4, num_experts_per_tok=2, attn_layer_period=2,
+                                             attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=0,
+                                             mamba_d_state=8, mamba_dt_rank=8)),
     "FalconH1ForCausalLM": ("FalconH1Config", dict(
         _DENSE, hidden_size=32, intermediate_size=64, mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16,
         mamba_n_groups=2, mamba_d_state=8, mamba_d_conv=4, mamba_chunk_size=32)),
