@@ -259,6 +259,24 @@ def check_gguf_of_checkpoint(ref, directory, path, arch, ids, want, vocab, prefi
     return reader
 
 
+def check_gguf_tensors(path, expect, close=()):
+    """The GGUF at `path` holds exactly the tensors of `expect` ({GGUF name: values}), each equal to its values
+    (within rtol 1e-6 for names ending in one of `close`: values computed in another precision than the
+    reference's); returns the file's metadata as {key: value}."""
+    import gguf
+    reader = gguf.GGUFReader(path)
+    stored = {t.name: np.asarray(t.data) for t in reader.tensors}
+    assert set(stored) == set(expect)
+    for name, value in expect.items():
+        value = np.asarray(value, dtype=np.float32)
+        got = stored[name].reshape(value.shape)
+        if name.endswith(tuple(close)):
+            np.testing.assert_allclose(got, value, rtol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got, value, err_msg=name)
+    return {f.name: f.contents() for f in reader.fields.values()}
+
+
 def randomize_vectors(base):
     """A randomize() for random_model: every 1-D parameter (norm weights, biases) set to base + 0.3 * noise."""
     def randomize(model):

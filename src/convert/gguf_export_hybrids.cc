@@ -31,16 +31,16 @@ std::vector<bool> attention_layers(const Config& c, const std::string& arch, int
   return out;
 }
 
-// "model.layers.N.rest" -> {"blk.N.", "rest"}; {"", name} for a tensor outside the blocks.
-std::pair<std::string, std::string> split_layer(const std::string& name) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (!name.starts_with(kPrefix)) return {"", name};
-  const size_t dot = name.find('.', kPrefix.size());
-  if (dot == std::string::npos) return {"", name};
-  return {"blk." + name.substr(kPrefix.size(), dot - kPrefix.size()) + ".", name.substr(dot + 1)};
-}
-
 }  // namespace
+
+std::pair<std::string, std::string> split_block_name(const std::string& name) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return {};
+  const size_t dot = name.find('.', kLayers.size());
+  const std::string index = name.substr(kLayers.size(), dot == std::string::npos ? 0 : dot - kLayers.size());
+  if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) return {};
+  return {"blk." + index + ".", name.substr(dot + 1)};
+}
 
 std::optional<std::string> conv_hybrid_arch_for_hf(const std::string& hf_class) {
   if (hf_class == "Lfm2ForCausalLM") return "lfm2";
@@ -126,13 +126,28 @@ ExpertStack plan_expert_stack(const ModelFiles& files, const std::string& name, 
   return ExpertStack::planned;
 }
 
+bool plan_ssm_edit(const ModelFiles& files, const std::string& name, TensorPlan& p) {
+  if (name.ends_with(".A_log")) {
+    p.edit = ValueEdit::neg_exp;
+    p.type = QuantType::F32;
+    return true;
+  }
+  if (!name.ends_with(".conv1d.weight") && !name.ends_with(".conv.conv.weight")) return false;
+  const std::vector<int64_t> shape = files.stored(name).shape;
+  if (shape.size() != 3 || shape[1] != 1)
+    throw LoadError(files.source(name) + ": tensor '" + name + "': expected a [channels, 1, kernel] convolution");
+  p.shape = {shape[0], shape[2]};
+  p.type = QuantType::F32;
+  return true;
+}
+
 std::vector<TensorPlan> plan_conv_hybrid(const ModelFiles& files, const Config& c, const std::string& arch, bool tied) {
   const bool jamba = arch == "jamba";
   const int64_t experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0));
   std::vector<TensorPlan> plans;
   for (const std::string& name : files.names()) {
     if (name == "lm_head.weight" && tied) continue;
-    const auto [blk, rest] = split_layer(name);
+    const auto [blk, rest] = split_block_name(name);
     TensorPlan p;
     const std::string stem = name.substr(0, name.size() - rest.size()) + "feed_forward.experts.";
     const ExpertStack e = blk.empty() ? ExpertStack::none
@@ -145,18 +160,10 @@ std::vector<TensorPlan> plan_conv_hybrid(const ModelFiles& files, const Config& 
     }
     const auto gguf_name = gguf_hybrid_tensor_name(arch, name);
     if (!gguf_name) throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch);
-    const StoredTensor st = files.stored(name);
     p.gguf_name = *gguf_name;
     p.sources = {name};
-    p.shape = st.shape;
-    if (name.ends_with(".A_log")) {
-      p.edit = ValueEdit::neg_exp;
-      p.type = QuantType::F32;
-    } else if (name.ends_with(".conv1d.weight") || name.ends_with(".conv.conv.weight")) {
-      if (st.shape.size() != 3 || st.shape[1] != 1)
-        throw LoadError(files.source(name) + ": tensor '" + name + "': expected a [channels, 1, kernel] convolution");
-      p.shape = {st.shape[0], st.shape[2]};
-      p.type = QuantType::F32;
+    p.shape = files.stored(name).shape;
+    if (plan_ssm_edit(files, name, p)) {  // A and the conv kernels, edited and held F32
     } else if (name.ends_with(".feed_forward.gate.weight") || name.ends_with(".feed_forward.router.weight")) {
       p.type = QuantType::F32;  // the routers
     }

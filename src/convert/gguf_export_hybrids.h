@@ -9,6 +9,7 @@
 //   jamba    ssm.* sizes, A_log as A = -exp(A_log), no RoPE keys (Jamba has no positions)
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "convert/tensor_plan.h"
@@ -26,6 +27,13 @@ void add_conv_hybrid_hparams(GgufWriter& w, const ModelFiles& files, const Confi
 
 // The file's tensors. LoadError naming a tensor with no GGUF counterpart, or an expert missing.
 std::vector<TensorPlan> plan_conv_hybrid(const ModelFiles& files, const Config& c, const std::string& arch, bool tied);
+
+// "model.layers.N.rest" -> {"blk.N.", "rest"}; {"", ""} for a tensor outside the blocks.
+std::pair<std::string, std::string> split_block_name(const std::string& name);
+
+// The converter's state-space edits: A_log as A = -exp(A_log), a [channels, 1, kernel] conv kernel squeezed to
+// [channels, kernel], both F32. False when `name` is neither (LoadError for a conv kernel of another shape).
+bool plan_ssm_edit(const ModelFiles& files, const std::string& name, TensorPlan& p);
 
 // For `name` = `stem`E.`proj`.weight (proj one of `projs`' Hugging Face names, mapped to GGUF base names): at
 // E == 0 the plan of the stack of all `experts` (blk + base + "_exps.weight"); `skip` for the other experts,

@@ -6,12 +6,12 @@
 // (dt_layernorm / b_layernorm / c_layernorm, eps rms_norm_eps). Tensors: model.layers.N.{input_layernorm,
 // pre_ff_layernorm, mamba.*, self_attn.*, feed_forward.{gate,up,down}_proj | feed_forward.{router,
 // experts.E.*}}, model.final_layernorm.
-#include "layers/mamba_mixer.h"
 #include "layers/moe.h"
 #include "loader/json.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
 #include "models/describe.h"
+#include "models/mamba_from_checkpoint.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -78,7 +78,7 @@ std::unique_ptr<Model> build_jamba(ModelFiles files, const LoadOptions& options)
   const Config c = files.config().text_config();
   const JambaShape s = read_shape(files.config(), c, options);
   ModelInfo info = s.info;
-  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim, E = s.mc.inner;
+  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
   const Rope nope(no_rope(D));
 
@@ -107,24 +107,8 @@ std::unique_ptr<Model> build_jamba(ModelFiles files, const LoadOptions& options)
                                                      linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
                                                      std::nullopt, std::nullopt, nope, a);
     } else {
-      const std::string m = p + ".mamba";
-      MambaMixerWeights w;
-      w.in_proj = linear(m + ".in_proj", 2 * E, H);
-      w.x_proj = linear(m + ".x_proj", s.mc.x_proj_dim(), E);
-      // The dt bias goes to the scan (added before softplus), so dt_proj itself runs without it.
-      w.dt_proj = Linear::from_weights(weight(files, m + ".dt_proj.weight", {E, s.mc.dt_rank}), {}, m + ".dt_proj",
-                                       options.weights);
-      if (w.dt_proj.owns_weight()) owned += w.dt_proj.weight_bytes();
-      w.dt_bias = weight(files, m + ".dt_proj.bias", {E});
-      w.out_proj = linear(m + ".out_proj", H, E);
-      w.conv_weight = weight(files, m + ".conv1d.weight", {E, 1, s.mc.conv_kernel});
-      if (s.conv_bias) w.conv_bias = weight(files, m + ".conv1d.bias", {E});
-      w.A_log = weight(files, m + ".A_log", {E, s.mc.state_size});
-      w.D = weight(files, m + ".D", {E});
-      w.dt_norm = weight(files, m + ".dt_layernorm.weight", {s.mc.dt_rank});
-      w.b_norm = weight(files, m + ".b_layernorm.weight", {s.mc.state_size});
-      w.c_norm = weight(files, m + ".c_layernorm.weight", {s.mc.state_size});
-      block.mixer = std::make_unique<MambaMixer>(s.mc, std::move(w), m);
+      block.mixer = load_mamba_mixer(files, s.mc, p + ".mamba", s.conv_bias, /*norm_weights=*/true, options.weights,
+                                     &owned);
     }
     info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
     block.pre_ffn_norm.emplace(norm(p + ".pre_ff_layernorm", H));
