@@ -56,6 +56,7 @@ CASES = [
     ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
     ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
     ("test_model_lfm2_moe", "dense1_top2_of_4"), ("test_model_jamba", "attn_every_2nd_moe_every_2nd"),
+    ("test_model_minimax", "3to1_scaled"),
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
     ("test_model_mamba", "mamba_n16_conv2_nobias_untied"), ("test_model_mamba", "falcon_n8_conv4_tied"),
     ("test_model_falcon_h1", "gated_norm_g2"), ("test_model_falcon_h1", "norm_before_gate_tied"),
@@ -259,6 +260,20 @@ def test_conv_hybrid_published_configs():
     assert sum(x["cache"]["fixed_bytes"] for x in got["layers"]) == \
         (n - n // period) * inner * (jamba["mamba_d_conv"] - 1 + jamba["mamba_d_state"]) * F32
     assert got["parameters_estimated"] and 51.4e9 < got["parameter_count"] < 51.8e9
+
+
+def test_minimax_published_config():
+    """MiniMax-M1 (MiniMax-Text-01's layout): a softmax layer every 8th, lightning attention with an [H, D, D] f32
+    state elsewhere; the estimate is the model cards' 456B total."""
+    c = _published("minimax-m1.json")
+    got = inspect_json("--config", os.path.join(PUBLISHED, "minimax-m1.json"))
+    softmax = [t == "full_attention" for t in c["layer_types"]]
+    assert sum(softmax) == 10 and softmax[7] and softmax[79]
+    assert [x["kind"] for x in got["layers"]] == ["attention" if s else "lightning_attention" for s in softmax]
+    assert got["cache_bytes_per_token"] == 10 * 2 * c["num_key_value_heads"] * c["head_dim"] * F32
+    state = c["num_attention_heads"] * c["head_dim"] ** 2 * F32
+    assert [x["cache"]["fixed_bytes"] for x in got["layers"]] == [0 if s else state for s in softmax]
+    assert got["parameters_estimated"] and 455.5e9 < got["parameter_count"] < 456.5e9
 
 
 def test_phi3_published_config():

@@ -16,6 +16,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"Lfm2ForCausalLM", describe_lfm2},
     {"Lfm2MoeForCausalLM", describe_lfm2},
     {"JambaForCausalLM", describe_jamba},
+    {"MiniMaxForCausalLM", describe_minimax},
     {"FalconH1ForCausalLM", describe_falcon_h1},
     {"CohereForCausalLM", describe_cohere}, {"Cohere2ForCausalLM", describe_cohere},
     {"DeepseekV3ForCausalLM", describe_deepseek_v3},

@@ -24,6 +24,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
+    {"MiniMaxForCausalLM", build_minimax},
     {"MistralForCausalLM", build_llama_family},
     {"MixtralForCausalLM", build_llama_family},
     {"Olmo2ForCausalLM", build_olmo2},
