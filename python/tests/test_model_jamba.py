@@ -75,3 +75,10 @@ def test_quantize_writes_jamba(case, tmp_path):
     checks.check_synthesized_config(path, ref.config, ["attn_layer_period", "attn_layer_offset", "expert_layer_period",
                                                        "expert_layer_offset", "num_experts", "mamba_dt_rank",
                                                        "mamba_d_state", "mamba_expand", "intermediate_size"])
+
+
+def test_load_errors_name_the_problem(case, tmp_path):
+    kind, ref, m, ids, want = case
+    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.2.mamba.dt_layernorm.weight",
+                                                                  "model.layers.2.feed_forward.experts.3.up_proj.weight"])
+    checks.check_config_error_is_named(m.directory, tmp_path / "c", "attn_layer_offset", attn_layer_offset=2)

@@ -78,3 +78,10 @@ def test_quantize_writes_lfm2moe(case, tmp_path):
     assert fields["lfm2moe.attention.head_count_kv"] == [0, 2, 0]
     checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
     checks.check_gguf_as_safetensors(path, m.directory, ids)
+
+
+def test_load_errors_name_the_problem(case, tmp_path):
+    kind, ref, m, ids, want = case
+    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.2.feed_forward.experts.3.w2.weight",
+                                                                  "model.layers.0.feed_forward.w1.weight"])
+    checks.check_config_error_is_named(m.directory, tmp_path / "c", "num_dense_layers", num_dense_layers=-1)

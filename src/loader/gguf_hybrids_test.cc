@@ -125,6 +125,11 @@ std::vector<Malicious> catalogue() {
                 kv(s, "lfm2.attention.head_count_kv") = kv_array("lfm2.attention.head_count_kv", U32, 2, v);
               }),
        "evil.gguf: key 'lfm2.attention.head_count_kv': attention layers must share one positive count"},
+      {"jamba attention layers without a period",
+       jamba_spec, "evil.gguf: the attention layers (head_count_kv) do not repeat with a period"},
+      {"lfm2moe experts not stacked",
+       lfm2moe_spec, "evil.gguf: tensor 'blk.1.ffn_gate_exps.weight': expected 3 dimensions (experts stacked), got 2",
+       true},
       {"qwen3next block count of 2^62 (a lookup per layer)",
        edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.block_count", kHuge); }),
        "evil.gguf: key 'qwen3next.block_count': must be in [1, 4096]"},
