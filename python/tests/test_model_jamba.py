@@ -79,6 +79,28 @@ def test_quantize_writes_jamba(case, tmp_path):
 
 def test_load_errors_name_the_problem(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.2.mamba.dt_layernorm.weight",
-                                                                  "model.layers.2.feed_forward.experts.3.up_proj.weight"])
+    checks.check_missing_tensors_are_named(m.directory, tmp_path, [
+        "model.layers.2.mamba.dt_layernorm.weight", "model.layers.2.feed_forward.experts.3.up_proj.weight"])
     checks.check_config_error_is_named(m.directory, tmp_path / "c", "attn_layer_offset", attn_layer_offset=2)
+
+
+
+def test_quantize_q8_0_is_the_rounded_checkpoint(case, tmp_path):
+    """Q8_0: the projections and each layer's stacked experts as 8-bit blocks (each expert's slice read as blocks),
+    the routers, A and the conv kernels F32 as the converter keeps them; the file computes what the checkpoint
+    rounded the same way computes."""
+    import attnzoo
+    kind, ref, m, ids, want = case
+    path = str(tmp_path / "q8.gguf")
+    attnzoo.quantize(m.directory, path, type="Q8_0")
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.JAMBA, ref.config.num_hidden_layers)
+
+    def gguf_name_of(name):
+        if ".experts." in name:  # model.layers.L.feed_forward.experts.E.proj.weight
+            layer, proj = name.split(".")[2], name.split(".")[-2]
+            name = f"model.layers.{layer}.mlp.experts.{proj}.weight"
+        return names.get_name(name, try_suffixes=(".weight", ".bias"))
+
+    types = checks.check_quantized_file_is_its_rounded_checkpoint(m.directory, path, gguf_name_of, tmp_path, ids)
+    assert types["blk.0.ffn_up_exps.weight"] == types["blk.1.attn_q.weight"] == "Q8_0"
+    assert types["blk.0.ffn_gate_inp.weight"] == types["blk.0.ssm_a"] == types["blk.0.ssm_conv1d.weight"] == "F32"

@@ -85,3 +85,25 @@ def test_load_errors_name_the_problem(case, tmp_path):
     checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.2.feed_forward.experts.3.w2.weight",
                                                                   "model.layers.0.feed_forward.w1.weight"])
     checks.check_config_error_is_named(m.directory, tmp_path / "c", "num_dense_layers", num_dense_layers=-1)
+
+
+def test_quantize_q8_0_is_the_rounded_checkpoint(case, tmp_path):
+    """Q8_0: the projections and each MoE layer's stacked experts as 8-bit blocks (each expert's slice read as
+    blocks), routers and conv kernels F32; the file computes what the checkpoint rounded the same way computes."""
+    import attnzoo
+    kind, ref, m, ids, want = case
+    path = str(tmp_path / "q8.gguf")
+    attnzoo.quantize(m.directory, path, type="Q8_0")
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LFM2MOE, ref.config.num_hidden_layers)
+
+    def gguf_name_of(name):
+        if name.endswith("expert_bias"):
+            return f"blk.{name.split('.')[2]}.exp_probs_b.bias"
+        if ".experts." in name:  # model.layers.L.feed_forward.experts.E.w.weight
+            layer, w = name.split(".")[2], name.split(".")[-2]
+            name = f"layers.{layer}.feed_forward.experts.{w}.weight"
+        return names.get_name(name, try_suffixes=(".weight", ".bias"))
+
+    types = checks.check_quantized_file_is_its_rounded_checkpoint(m.directory, path, gguf_name_of, tmp_path, ids)
+    assert types["blk.1.ffn_down_exps.weight"] == types["blk.1.attn_q.weight"] == "Q8_0"
+    assert types["blk.1.ffn_gate_inp.weight"] == types["blk.0.shortconv.conv.weight"] == "F32"

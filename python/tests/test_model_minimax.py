@@ -78,8 +78,8 @@ def test_prefix_hit_restores_the_lightning_state(case):
 
 def test_load_errors_name_the_problem(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.2.self_attn.output_gate.weight",
-                                                                  "model.layers.1.block_sparse_moe.experts.3.w3.weight"])
+    checks.check_missing_tensors_are_named(m.directory, tmp_path, [
+        "model.layers.2.self_attn.output_gate.weight", "model.layers.1.block_sparse_moe.experts.3.w3.weight"])
     checks.check_config_error_is_named(m.directory, tmp_path / "c", r"layer_types\[1\]",
                                        layer_types=["linear_attention", "mamba", "linear_attention", "full_attention"])
     checks.check_config_error_is_named(m.directory, tmp_path / "d", "sliding_window", sliding_window=8)

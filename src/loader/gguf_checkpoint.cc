@@ -466,7 +466,9 @@ bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string
   if (fused && t.ne[1] % 2 != 0)
     throw LoadError(f.path() + ": tensor '" + t.name + "': " + std::to_string(t.ne[1]) +
                     " rows per expert do not split into gate and up halves");
-  const std::string proj = fused || base == "ffn_gate_exps" ? names.gate : base == "ffn_up_exps" ? names.up : names.down;
+  const std::string proj = fused || base == "ffn_gate_exps" ? names.gate
+                           : base == "ffn_up_exps"            ? names.up
+                                                              : names.down;
   const int64_t experts = t.ne[2], per = experts ? t.bytes / experts : 0;
   // An empty expert (ne[0] or ne[1] 0) takes no bytes, so the file does not bound ne[2]: the config's bound does.
   if (experts > config_count_limit("num_experts"))
