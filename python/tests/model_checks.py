@@ -259,6 +259,52 @@ def check_gguf_of_checkpoint(ref, directory, path, arch, ids, want, vocab, prefi
     return reader
 
 
+def check_gguf_tensors(path, expect, close=()):
+    """The GGUF at `path` holds exactly the tensors of `expect` ({GGUF name: values}), each equal to its values
+    (within rtol 1e-6 for names ending in one of `close`: values computed in another precision than the
+    reference's); returns the file's metadata as {key: value}."""
+    import gguf
+    reader = gguf.GGUFReader(path)
+    stored = {t.name: np.asarray(t.data) for t in reader.tensors}
+    assert set(stored) == set(expect)
+    for name, value in expect.items():
+        value = np.asarray(value, dtype=np.float32)
+        got = stored[name].reshape(value.shape)
+        if name.endswith(tuple(close)):
+            np.testing.assert_allclose(got, value, rtol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got, value, err_msg=name)
+    return {f.name: f.contents() for f in reader.fields.values()}
+
+
+def check_quantized_file_is_its_rounded_checkpoint(directory, path, gguf_name_of, tmp_path, ids):
+    """The quantized GGUF at `path` (written from the checkpoint in `directory`) computes what the checkpoint computes
+    with each tensor rounded as the file stores it: every tensor's GGUF type read from the file (through
+    gguf_name_of(Hugging Face name): the GGUF tensor holding it), Q8_0 / F16 tensors rounded with the gguf package,
+    the rounded checkpoint loaded by attnzoo at f32 and both compared on the prompt `ids`. Returns the file's
+    {GGUF name: type name}."""
+    import gguf
+    from safetensors.numpy import load_file
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(path).tensors}
+
+    def rounded(name, value):
+        t = types[gguf_name_of(name)]
+        if t == gguf.GGMLQuantizationType.F16:
+            return value.astype(np.float16).astype(np.float32)
+        if t != gguf.GGMLQuantizationType.F32:
+            return gguf.quants.dequantize(gguf.quants.quantize(value, t), t).reshape(value.shape)
+        return value
+
+    copy = copy_with(directory, tmp_path / "rounded",
+                     tensors_edit=lambda ts: ts.update({k: rounded(k, v) for k, v in ts.items()}))
+    want = Model.load(copy, dtype="float32").forward(ids)
+    from conftest import matmul_precision
+    with matmul_precision("highest"):  # f32 products on the decoded blocks, as the rounded checkpoint computes
+        got = Model.load(path).forward(ids)
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+    return {k: v.name for k, v in types.items()}
+
+
 def randomize_vectors(base):
     """A randomize() for random_model: every 1-D parameter (norm weights, biases) set to base + 0.3 * noise."""
     def randomize(model):

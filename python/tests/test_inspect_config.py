@@ -58,6 +58,8 @@ CASES = [
     ("test_model_ministral3", "yarn_temperature"),
     ("test_model_gpt_oss", "alternating_no_truncate"), ("test_model_gpt_oss", "layer_types_low_limit"),
     ("test_model_lfm2", "L3_gqa_tied"), ("test_model_lfm2", "L2_bias_untied"),
+    ("test_model_lfm2_moe", "dense1_top2_of_4"), ("test_model_jamba", "attn_every_2nd_moe_every_2nd"),
+    ("test_model_minimax", "3to1_scaled"),
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
     ("test_model_mamba", "mamba_n16_conv2_nobias_untied"), ("test_model_mamba", "falcon_n8_conv4_tied"),
     ("test_model_falcon_h1", "gated_norm_g2"), ("test_model_falcon_h1", "norm_before_gate_tied"),
@@ -241,6 +243,45 @@ def test_dense_published_configs(name):
         assert got["parameters_estimated"] and 106e9 < got["parameter_count"] < 107e9
     if name.startswith("minimax-m2"):  # 230B total by its model card
         assert got["parameters_estimated"] and 228e9 < got["parameter_count"] < 231e9
+
+
+def test_conv_hybrid_published_configs():
+    """LFM2-8B-A1B (6 attention layers among 18 short convolutions, each holding its last conv_L_cache - 1 inputs)
+    and Jamba-v0.1 (an attention layer every 8th, Mamba-1 elsewhere: conv tail and [inner, d_state] state per
+    layer): KV bytes per token of the attention layers and the fixed state of the others, f32. Jamba's estimate is
+    its model card's 52B total."""
+    lfm = _published("lfm2-8b-a1b.json")
+    got = inspect_json("--config", os.path.join(PUBLISHED, "lfm2-8b-a1b.json"))
+    attn = [t == "full_attention" for t in lfm["layer_types"]]
+    assert [x["kind"] for x in got["layers"]] == ["attention" if a else "short_conv" for a in attn]
+    head_dim = lfm["hidden_size"] // lfm["num_attention_heads"]
+    assert got["cache_bytes_per_token"] == sum(attn) * 2 * lfm["num_key_value_heads"] * head_dim * F32
+    assert sum(x["cache"]["fixed_bytes"] for x in got["layers"]) == \
+        (len(attn) - sum(attn)) * lfm["hidden_size"] * (lfm["conv_L_cache"] - 1) * F32
+    jamba = _published("jamba-v0.1.json")
+    got = inspect_json("--config", os.path.join(PUBLISHED, "jamba-v0.1.json"))
+    n, period, offset = jamba["num_hidden_layers"], jamba["attn_layer_period"], jamba["attn_layer_offset"]
+    assert [x["kind"] for x in got["layers"]] == ["attention" if i % period == offset else "mamba" for i in range(n)]
+    head_dim = jamba["hidden_size"] // jamba["num_attention_heads"]
+    assert got["cache_bytes_per_token"] == (n // period) * 2 * jamba["num_key_value_heads"] * head_dim * F32
+    inner = jamba["mamba_expand"] * jamba["hidden_size"]
+    assert sum(x["cache"]["fixed_bytes"] for x in got["layers"]) == \
+        (n - n // period) * inner * (jamba["mamba_d_conv"] - 1 + jamba["mamba_d_state"]) * F32
+    assert got["parameters_estimated"] and 51.4e9 < got["parameter_count"] < 51.8e9
+
+
+def test_minimax_published_config():
+    """MiniMax-M1 (MiniMax-Text-01's layout): a softmax layer every 8th, lightning attention with an [H, D, D] f32
+    state elsewhere; the estimate is the model cards' 456B total."""
+    c = _published("minimax-m1.json")
+    got = inspect_json("--config", os.path.join(PUBLISHED, "minimax-m1.json"))
+    softmax = [t == "full_attention" for t in c["layer_types"]]
+    assert sum(softmax) == 10 and softmax[7] and softmax[79]
+    assert [x["kind"] for x in got["layers"]] == ["attention" if s else "lightning_attention" for s in softmax]
+    assert got["cache_bytes_per_token"] == 10 * 2 * c["num_key_value_heads"] * c["head_dim"] * F32
+    state = c["num_attention_heads"] * c["head_dim"] ** 2 * F32
+    assert [x["cache"]["fixed_bytes"] for x in got["layers"]] == [0 if s else state for s in softmax]
+    assert got["parameters_estimated"] and 455.5e9 < got["parameter_count"] < 456.5e9
 
 
 def test_phi3_published_config():

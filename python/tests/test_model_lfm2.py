@@ -1,6 +1,7 @@
 """Lfm2ForCausalLM (gated short-conv blocks + attention blocks with q/k RMSNorm, SwiGLU feed-forwards) against
 transformers' pure-torch path (float32, eager) on tiny random checkpoints: whole prompt, the prompt in pieces
-(conv tails and KV caches carried), token-by-token decode, greedy continuation, ragged batches, inspect, errors."""
+(conv tails and KV caches carried), token-by-token decode, greedy continuation, ragged batches, inspect, errors,
+and the lfm2 GGUF `attnzoo quantize` writes (the gguf package's names, squeezed conv kernels, same logits)."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -96,3 +97,12 @@ def test_load_errors_name_the_problem(case, tmp_path):
     d = checks.copy_with(src, tmp_path / "b", tensors_edit=lambda t: t.update({name: t[name][:-1].copy()}))
     checks.expect_load_error(d, r"in_proj\.weight")
     checks.check_config_error_is_named(src, tmp_path / "c", "layer_types", layer_types=["conv", "mamba", "conv"])
+
+
+def test_quantize_writes_lfm2(case, tmp_path):
+    kind, ref, m, ids, want = case
+    if kind == "L4_mqa":
+        pytest.skip("two checkpoints are enough")
+    gguf = pytest.importorskip("gguf")
+    checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "q.gguf"), gguf.MODEL_ARCH.LFM2, ids, want,
+                                    VOCAB, prefill=20)

@@ -9,6 +9,7 @@
 
 #include "convert/gguf_export_gpt_oss.h"
 #include "convert/gguf_export_deepseek2.h"
+#include "convert/gguf_export_hybrids.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/gguf_export_sigmoid_moe.h"
 #include "convert/tensor_plan.h"
@@ -406,7 +407,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const auto arch = gguf_arch_for_hf(hf_class);
   const bool deepseek2 = arch && arch->gguf == "deepseek2";
-  if (!hybrid && !deepseek2 && (!arch || !kDirectArchs.count(arch->gguf)))
+  const std::optional<std::string> conv_hybrid = conv_hybrid_arch_for_hf(hf_class);
+  if (!hybrid && !deepseek2 && !conv_hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
@@ -415,11 +417,12 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "Mistral3ForConditionalGeneration, "
                     "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
-                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
+                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Lfm2ForCausalLM, "
+                    "Lfm2MoeForCausalLM, JambaForCausalLM)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
-  const std::string gguf_arch = hybrid ? qwen3_hybrid_arch(*hybrid) : arch->gguf;
+  const std::string gguf_arch = hybrid ? qwen3_hybrid_arch(*hybrid) : conv_hybrid ? *conv_hybrid : arch->gguf;
 
   QuantizeSummary summary;
   summary.architecture = gguf_arch;
@@ -442,6 +445,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const int64_t mtp_blocks = gguf_arch == "glm4moe" ? count_mtp_blocks(*files, c) : 0;
   if (deepseek2)
     add_deepseek2_hparams(w, c);
+  else if (conv_hybrid)
+    add_conv_hybrid_hparams(w, *files, c, gguf_arch);
   else
     add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
@@ -462,9 +467,10 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
       return b;
     });
   }
-  const std::vector<TensorPlan> plans = hybrid      ? plan_qwen3_hybrid(*files, *hybrid)
-                                        : deepseek2 ? plan_deepseek2(*files, c, tied)
-                                                    : plan_attention(*files, c, *arch, heads, kv_heads, tied);
+  const std::vector<TensorPlan> plans = hybrid        ? plan_qwen3_hybrid(*files, *hybrid)
+                                        : deepseek2   ? plan_deepseek2(*files, c, tied)
+                                        : conv_hybrid ? plan_conv_hybrid(*files, c, gguf_arch, tied)
+                                                      : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;
   for (const TensorPlan& p : plans) {

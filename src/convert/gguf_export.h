@@ -12,7 +12,8 @@
 // DeepseekV2ForCausalLM / DeepseekV3ForCausalLM (deepseek2: gguf_export_deepseek2.h), Qwen3NextForCausalLM with
 // experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
-// Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
+// Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h), Lfm2ForCausalLM, Lfm2MoeForCausalLM and
+// JambaForCausalLM (gguf_export_hybrids.h).
 #include <cstdint>
 #include <string>
 #include <vector>

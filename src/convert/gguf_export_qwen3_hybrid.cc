@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "convert/gguf_export_hybrids.h"
 #include "core/checked.h"
 #include "loader/gguf_hybrids.h"
 #include "loader/load_error.h"
@@ -11,6 +12,10 @@
 
 namespace attnzoo {
 namespace {
+
+// mlp.experts.E.{gate,up,down}_proj.weight, each stacked over E into ffn_{gate,up,down}_exps
+const std::vector<ExpertProj> kExpertProjs = {{"gate_proj", "ffn_gate"}, {"up_proj", "ffn_up"},
+                                              {"down_proj", "ffn_down"}};
 
 struct LinearShape {
   int64_t nk, dk, nv, dv;
@@ -38,16 +43,6 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> qkvz_rows(const LinearShap
   part(qkv, 2 * s.dk, vz);
   part(z, 2 * s.dk + vz, vz);
   return {qkv, z};
-}
-
-// "model.layers.N.rest" -> {"blk.N.", rest}; empty strings for a tensor outside the layers.
-std::pair<std::string, std::string> split_layer(const std::string& name) {
-  constexpr std::string_view kLayers = "model.layers.";
-  if (!name.starts_with(kLayers)) return {};
-  const size_t dot = name.find('.', kLayers.size());
-  const std::string index = name.substr(kLayers.size(), dot == std::string::npos ? 0 : dot - kLayers.size());
-  if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) return {};
-  return {"blk." + index + ".", name.substr(dot + 1)};
 }
 
 int64_t full_attention_interval(const Config& c) {
@@ -150,7 +145,7 @@ std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v
     if (name == "lm_head.weight" && tied) continue;
     if (v != Qwen3Hybrid::next && name.starts_with("mtp.")) continue;  // the prediction blocks, not the text model
     const StoredTensor st = files.stored(name);
-    const auto [blk, rest] = split_layer(name);
+    const auto [blk, rest] = split_block_name(name);
     TensorPlan p;
     p.sources = {name};
     p.shape = st.shape;
@@ -179,24 +174,10 @@ std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v
       }
       continue;
     }
-    if (rest.starts_with("mlp.experts.")) {
-      // mlp.experts.E.{gate,up,down}_proj.weight: written once, at expert 0, as the stack of all of them.
-      const std::string tail = rest.substr(12);
-      const size_t dot = tail.find('.');
-      const std::string index = tail.substr(0, dot), proj = dot == std::string::npos ? "" : tail.substr(dot + 1);
-      if (proj != "gate_proj.weight" && proj != "up_proj.weight" && proj != "down_proj.weight")
-        throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch);
-      if (index != "0") continue;
-      const std::string stem = name.substr(0, name.size() - rest.size()) + "mlp.experts.";
-      p.sources.clear();
-      for (int64_t e = 0; e < experts; ++e) {
-        p.sources.push_back(stem + std::to_string(e) + "." + proj);
-        if (!files.has(p.sources.back()))
-          throw LoadError(files.source(name) + ": tensor '" + p.sources.back() + "' is missing (num_experts " +
-                          std::to_string(experts) + ")");
-      }
-      p.gguf_name = blk + "ffn_" + proj.substr(0, proj.find('_')) + "_exps.weight";
-      p.shape.insert(p.shape.begin(), experts);
+    const std::string stem = name.substr(0, name.size() - rest.size()) + "mlp.experts.";
+    const ExpertStack e = plan_expert_stack(files, name, stem, blk, kExpertProjs, experts, p);
+    if (e == ExpertStack::skip) continue;
+    if (e == ExpertStack::planned) {
       plans.push_back(std::move(p));
       continue;
     }
@@ -221,14 +202,7 @@ std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v
     if (!gguf_name)
       throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch);
     p.gguf_name = *gguf_name;
-    if (name.ends_with(".A_log")) {
-      p.edit = ValueEdit::neg_exp;
-      p.type = QuantType::F32;
-    } else if (name.ends_with(".conv1d.weight")) {
-      if (st.shape.size() != 3 || st.shape[1] != 1)
-        throw LoadError(files.source(name) + ": tensor '" + name + "': expected a [channels, 1, kernel] convolution");
-      p.shape = {st.shape[0], st.shape[2]};
-      p.type = QuantType::F32;
+    if (plan_ssm_edit(files, name, p)) {  // A and the conv kernels, edited and held F32
     } else if (name.ends_with(".mlp.gate.weight") || name.ends_with(".mlp.shared_expert_gate.weight")) {
       p.type = QuantType::F32;  // the routers
     } else if (name.ends_with("norm.weight") && !name.ends_with(".linear_attn.norm.weight")) {

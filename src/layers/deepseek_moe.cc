@@ -75,7 +75,7 @@ void route_grouped_top_k(const float* logits, const float* correction_bias, int6
     top_indices(choice, k, expert_order);
     double sum = 0;
     for (int64_t j = 0; j < k; ++j) sum += s[size_t(expert_order[size_t(j)])];
-    const double denom = c.norm_topk_prob ? sum + 1e-20 : 1.0;
+    const double denom = c.norm_topk_prob ? sum + c.norm_epsilon : 1.0;
     for (int64_t j = 0; j < k; ++j) {
       const int32_t e = expert_order[size_t(j)];
       out.experts[size_t(t * k + j)] = e;

@@ -6,7 +6,7 @@
 //   groups: E experts in n_group equal groups, each scored by the sum of its two largest c (V3) or by its largest
 //   (V2's group_limited_greedy); the topk_group best groups stay, experts of the others are masked out; the top_k
 //   remaining c pick the experts (V2's greedy: n_group 1, every expert stays)
-//   weights = s of the chosen experts (not c), / (their sum + 1e-20) when norm_topk_prob, * routed_scaling_factor
+//   weights = s of the chosen experts (not c), / (their sum + norm_epsilon) when norm_topk_prob, * routed_scaling_factor
 //   out = sum_j weights_j * expert_j(x) + shared_experts(x)
 // Each expert (and the shared experts, fused as one wider MLP in the checkpoint) is a gated MLP.
 #include <cstdint>
@@ -32,6 +32,7 @@ struct DeepseekMoeConfig {
   int64_t n_group = 1, topk_group = 1;
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.f;
+  double norm_epsilon = 1e-20;  // added to the chosen scores' sum before normalizing (LFM2-MoE: 1e-6)
 };
 
 // Routing as above from router logits [T, E] and the correction bias [E]; ties go to the lower index (group or

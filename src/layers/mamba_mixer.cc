@@ -74,6 +74,13 @@ MambaMixer::MambaMixer(const MambaMixerConfig& config, MambaMixerWeights weights
   for (float& a : A_) a = -std::exp(a);
   D_ = widen(w_.D, {c.inner}, name + ".D");
   dt_bias_ = widen(w_.dt_bias, {c.inner}, name + ".dt_proj.bias");
+  auto norm_weight = [&](const TensorView& t, int64_t n, const char* tensor) {
+    require(c.bcdt_rms_norm || t.empty(), (name + "." + tensor).c_str(), "given without bcdt_rms_norm");
+    return t.empty() ? std::vector<float>(size_t(n), 1.f) : widen(t, {n}, name + "." + tensor);
+  };
+  dt_norm_ = norm_weight(w_.dt_norm, c.dt_rank, "dt_layernorm.weight");
+  b_norm_ = norm_weight(w_.b_norm, c.state_size, "b_layernorm.weight");
+  c_norm_ = norm_weight(w_.c_norm, c.state_size, "c_layernorm.weight");
 }
 
 CacheSpec MambaMixer::spec(const MambaMixerConfig& c) {
@@ -85,7 +92,8 @@ uint64_t MambaMixer::weight_bytes() const {
   uint64_t b = w_.in_proj.weight_bytes() + w_.x_proj.weight_bytes() + w_.dt_proj.weight_bytes() +
                w_.out_proj.weight_bytes();
   b += uint64_t(conv_weight_.numel()) * dtype_size(conv_weight_.dtype);
-  return b + (A_.size() + D_.size() + dt_bias_.size()) * sizeof(float);
+  const size_t norms = w_.dt_norm.empty() ? 0 : dt_norm_.size() + b_norm_.size() + c_norm_.size();
+  return b + (A_.size() + D_.size() + dt_bias_.size() + norms) * sizeof(float);
 }
 
 void MambaMixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
@@ -116,14 +124,13 @@ void MambaMixer::forward(const float* x, const Batch& batch, const LayerMemory& 
   for (int64_t s = 0; s < nseq; ++s)
     std::memcpy(states[size_t(s)].conv, tails.data() + s * E * S, size_t(E * S) * sizeof(float));
 
-  // [dt_low | B | C] per token; Falcon-Mamba normalises each of the three (weightless RMSNorm).
+  // [dt_low | B | C] per token; Falcon-Mamba and Jamba normalise each of the three.
   std::vector<float> xdbl(size_t(T * XP));
   w_.x_proj.forward(xc.data(), T, xdbl.data());
   if (c.bcdt_rms_norm) {
-    const std::vector<float> ones(size_t(std::max(R, N)), 1.f);
-    rms_norm(xdbl.data(), T, R, XP, ones.data(), c.mixer_rms_eps, xdbl.data(), XP);
-    rms_norm(xdbl.data() + R, T, N, XP, ones.data(), c.mixer_rms_eps, xdbl.data() + R, XP);
-    rms_norm(xdbl.data() + R + N, T, N, XP, ones.data(), c.mixer_rms_eps, xdbl.data() + R + N, XP);
+    rms_norm(xdbl.data(), T, R, XP, dt_norm_.data(), c.mixer_rms_eps, xdbl.data(), XP);
+    rms_norm(xdbl.data() + R, T, N, XP, b_norm_.data(), c.mixer_rms_eps, xdbl.data() + R, XP);
+    rms_norm(xdbl.data() + R + N, T, N, XP, c_norm_.data(), c.mixer_rms_eps, xdbl.data() + R + N, XP);
   }
   std::vector<float> dt_low(size_t(T * R)), dt(size_t(T * E));
   for (int64_t t = 0; t < T; ++t)

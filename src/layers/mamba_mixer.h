@@ -1,10 +1,11 @@
 #pragma once
-// The Mamba-1 mixer (MambaForCausalLM, FalconMambaForCausalLM): a selective SSM with one state of N values per
-// inner channel.
+// The Mamba-1 mixer (MambaForCausalLM, FalconMambaForCausalLM, Jamba's mamba layers): a selective SSM with one
+// state of N values per inner channel.
 //   [x | z] = in_proj(h)                                       (inner channels each)
 //   x = silu(causal depthwise conv over time of x)             (width W, conv tail kept per sequence)
 //   [dt_low | B | C] = x_proj(x)                               (dt_rank, N, N)
-//   Falcon-Mamba only: dt_low, B and C each RMS-normalised (no weight, eps mixer_rms_eps)
+//   Falcon-Mamba: dt_low, B and C each RMS-normalised (no weight, eps mixer_rms_eps); Jamba: the same with
+//   weights (dt_layernorm / b_layernorm / c_layernorm)
 //   dt = softplus(dt_proj(dt_low) + dt_bias);  A = -exp(A_log)  [inner, N]
 //   selective scan: s_t = exp(dt A) s_{t-1} + dt B_t x_t,  y_t = s_t C_t + D x_t,  y_t *= silu(z_t)
 //   out = out_proj(y)
@@ -23,7 +24,7 @@ namespace attnzoo {
 
 struct MambaMixerConfig {
   int64_t hidden = 0, inner = 0, state_size = 0, dt_rank = 0, conv_kernel = 4;
-  bool bcdt_rms_norm = false;  // Falcon-Mamba's weightless RMSNorm of dt_low, B and C
+  bool bcdt_rms_norm = false;  // Falcon-Mamba's (weightless) and Jamba's RMSNorm of dt_low, B and C
   float mixer_rms_eps = 1e-6f;
 
   int64_t x_proj_dim() const { return dt_rank + 2 * state_size; }
@@ -40,6 +41,8 @@ struct MambaMixerWeights {
   TensorView dt_bias;      // [inner] (dt_proj.bias)
   TensorView A_log;        // [inner, N]
   TensorView D;            // [inner]
+  // With bcdt_rms_norm: the norms' weights [dt_rank], [N], [N] (Jamba); empty: weightless (Falcon-Mamba).
+  TensorView dt_norm, b_norm, c_norm;
 };
 
 class MambaMixer : public SequenceMixer {
@@ -63,6 +66,7 @@ class MambaMixer : public SequenceMixer {
   MambaMixerWeights w_;
   TensorView conv_weight_;  // [inner, W]
   std::vector<float> A_, D_, dt_bias_;
+  std::vector<float> dt_norm_, b_norm_, c_norm_;  // ones where weightless
 };
 
 // Transposes n token rows (row t at src + t * src_stride, `cols` values) into channel-major [cols, n], and back.

@@ -529,7 +529,7 @@ GgufHfTensor as_stored(const GgufTensor& t, std::string hf_name) {
 }
 
 bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
-                       std::vector<GgufHfTensor>& out) {
+                       std::vector<GgufHfTensor>& out, const ExpertProjNames& names) {
   const bool fused = base == "ffn_gate_up_exps";  // the converter's optional fusion: gate rows, then up rows
   if (!fused && base != "ffn_gate_exps" && base != "ffn_up_exps" && base != "ffn_down_exps") return false;
   if (t.ne.size() != 3)
@@ -538,7 +538,9 @@ bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string
   if (fused && t.ne[1] % 2 != 0)
     throw LoadError(f.path() + ": tensor '" + t.name + "': " + std::to_string(t.ne[1]) +
                     " rows per expert do not split into gate and up halves");
-  const std::string proj = fused ? "gate_proj" : base.substr(4, base.size() - 9) + "_proj";  // gate / up / down
+  const std::string proj = fused || base == "ffn_gate_exps" ? names.gate
+                           : base == "ffn_up_exps"            ? names.up
+                                                              : names.down;
   const int64_t experts = t.ne[2], per = experts ? t.bytes / experts : 0;
   // An empty expert (ne[0] or ne[1] 0) takes no bytes, so the file does not bound ne[2]: the config's bound does.
   if (experts > config_count_limit("num_experts"))
@@ -551,7 +553,7 @@ bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string
     x.bytes = fused ? per / 2 : per;  // whole rows: an even row count halves the bytes exactly
     if (fused) {
       GgufHfTensor up = x;
-      up.hf_name = prefix + std::to_string(e) + ".up_proj.weight";
+      up.hf_name = prefix + std::to_string(e) + "." + names.up + ".weight";
       up.data = x.data + x.bytes;
       out.push_back(std::move(up));
     }

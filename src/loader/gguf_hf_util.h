@@ -130,11 +130,18 @@ struct Meta {
 // tying (transformers' config must agree with them to load at all).
 void add_vocab_and_dtype(JsonObject& c, const GgufFile& f);
 
+// The Hugging Face names of an expert's gate / up / down projections (LFM2-MoE: w1 / w3 / w2).
+struct ExpertProjNames {
+  const char* gate = "gate_proj";
+  const char* up = "up_proj";
+  const char* down = "down_proj";
+};
+
 // A MoE block's stacked experts ([n_expert, rows, cols] in torch order: each expert a contiguous slice, quantized
-// or not) exposed as `prefix`E.{gate,up,down}_proj.weight; ffn_gate_up_exps (gate rows, then up rows per expert)
-// as both halves. False when `base` is not ffn_{gate,up,down,gate_up}_exps.
+// or not) exposed as `prefix`E.{gate,up,down}_proj.weight (or `names`); ffn_gate_up_exps (gate rows, then up rows
+// per expert) as both halves. False when `base` is not ffn_{gate,up,down,gate_up}_exps.
 bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
-                       std::vector<GgufHfTensor>& out);
+                       std::vector<GgufHfTensor>& out, const ExpertProjNames& names = {});
 
 // Sorted by Hugging Face name; two GGUF tensors mapping to one name are refused (LoadError naming both).
 std::vector<GgufHfTensor> sorted_unique(const GgufFile& f, std::vector<GgufHfTensor> out);

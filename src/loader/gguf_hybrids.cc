@@ -18,7 +18,7 @@ using gguf_hf::JsonObject;
 using gguf_hf::Meta;
 using gguf_hf::sized;
 
-enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, qwen35, qwen35moe, rwkv7 };
+enum class Family { mamba, mamba2, falcon_h1, lfm2, lfm2moe, jamba, qwen3next, qwen35, qwen35moe, rwkv7 };
 
 // Qwen3-Next and Qwen3.5: zero-centred norms stored as 1 + w, model.norm as output_norm.
 bool qwen3_family(Family f) { return f == Family::qwen3next || f == Family::qwen35 || f == Family::qwen35moe; }
@@ -34,6 +34,8 @@ constexpr HybridArch kHybrids[] = {
     {"mamba2", Family::mamba2, "backbone.layers."},
     {"falcon-h1", Family::falcon_h1, "model.layers."},
     {"lfm2", Family::lfm2, "model.layers."},
+    {"lfm2moe", Family::lfm2moe, "model.layers."},
+    {"jamba", Family::jamba, "model.layers."},
     {"qwen3next", Family::qwen3next, "model.layers."},
     {"qwen35", Family::qwen35, "model.layers."},
     {"qwen35moe", Family::qwen35moe, "model.layers."},
@@ -63,9 +65,9 @@ struct Entry {
   uint8_t edit = kKeep;
 };
 
-// Mamba-1 and Mamba-2 mixers ("mixer." in Mamba's layout, "mamba." in Falcon-H1's).
+// Mamba-1 and Mamba-2 mixers ("mixer." in Mamba's layout, "mamba." in Falcon-H1's and Jamba's).
 std::vector<Entry> ssm_entries(Family fam, const char* mixer) {
-  const bool m2 = fam != Family::mamba;
+  const bool m2 = fam != Family::mamba && fam != Family::jamba;  // Jamba's mixers are Mamba-1's
   auto n = [&](const char* s) { return std::string(mixer) + s; };
   return {
       {"ssm_in", n("in_proj")},
@@ -102,7 +104,25 @@ std::vector<Entry> block_entries(Family fam) {
                          {"ffn_down", "feed_forward.down_proj"}});
       return e;
     }
+    case Family::jamba: {
+      std::vector<Entry> e = ssm_entries(fam, "mamba.");
+      e.insert(e.end(), {{"ssm_dt_norm", "mamba.dt_layernorm"},
+                         {"ssm_b_norm", "mamba.b_layernorm"},
+                         {"ssm_c_norm", "mamba.c_layernorm"},
+                         {"attn_norm", "input_layernorm"},
+                         {"ffn_norm", "pre_ff_layernorm"},
+                         {"attn_q", "self_attn.q_proj"},
+                         {"attn_k", "self_attn.k_proj"},
+                         {"attn_v", "self_attn.v_proj"},
+                         {"attn_output", "self_attn.o_proj"},
+                         {"ffn_gate_inp", "feed_forward.router"},
+                         {"ffn_gate", "feed_forward.gate_proj"},
+                         {"ffn_up", "feed_forward.up_proj"},
+                         {"ffn_down", "feed_forward.down_proj"}});
+      return e;
+    }
     case Family::lfm2:
+    case Family::lfm2moe:
       return {{"attn_norm", "operator_norm"},
               {"ffn_norm", "ffn_norm"},
               {"ffn_gate", "feed_forward.w1"},
@@ -116,7 +136,9 @@ std::vector<Entry> block_entries(Family fam) {
               {"attn_v", "self_attn.v_proj"},
               {"attn_output", "self_attn.out_proj"},
               {"attn_q_norm", "self_attn.q_layernorm"},
-              {"attn_k_norm", "self_attn.k_layernorm"}};
+              {"attn_k_norm", "self_attn.k_layernorm"},
+              {"ffn_gate_inp", "feed_forward.gate"},  // LFM2-MoE's router and its choice bias
+              {"exp_probs_b.bias", "feed_forward.expert_bias"}};
     case Family::qwen3next:
     case Family::qwen35:
     case Family::qwen35moe: {
@@ -158,10 +180,11 @@ const char* global_hf_name(Family fam, const std::string& name) {
   if (name == "output.weight") return "lm_head.weight";
   if (name == "output_norm.weight") {
     if (backbone) return "backbone.norm_f.weight";
-    if (fam == Family::falcon_h1) return "model.final_layernorm.weight";
+    if (fam == Family::falcon_h1 || fam == Family::jamba) return "model.final_layernorm.weight";
     if (qwen3_family(fam)) return "model.norm.weight";
   }
-  if (name == "token_embd_norm.weight" && fam == Family::lfm2) return "model.embedding_norm.weight";
+  if (name == "token_embd_norm.weight" && (fam == Family::lfm2 || fam == Family::lfm2moe))
+    return "model.embedding_norm.weight";
   return nullptr;
 }
 
@@ -235,15 +258,12 @@ void falcon_h1_config(JsonObject& c, const Meta& m) {
   c.add("ssm_multipliers", "[1.0, 1.0, 1.0, 1.0, 1.0]");
 }
 
-void lfm2_config(JsonObject& c, const Meta& m) {
-  add_class(c, "Lfm2ForCausalLM", "lfm2");
-  const int64_t layers = m.layers(), heads = m.count("attention.head_count", "num_attention_heads");
-  c.add_int("hidden_size", m.positive("embedding_length"));
-  c.add_int("num_hidden_layers", layers);
-  c.add_int("intermediate_size", m.positive("feed_forward_length"));
-  c.add_bool("block_auto_adjust_ff_dim", false);  // the converter stores the adjusted size
-  c.add_int("num_attention_heads", heads);
-  // head_count_kv: one count per layer, 0 for a short-conv layer (a single count: every layer attends)
+// head_count_kv: one count per layer, 0 for a layer without attention (a single count: every layer attends).
+struct AttentionLayers {
+  std::vector<bool> attends;
+  int64_t kv_heads = 0;  // the attention layers' count (`heads` when none attends)
+};
+AttentionLayers attention_layers(const Meta& m, int64_t layers, int64_t heads) {
   const std::string key = m.p + "attention.head_count_kv";
   std::vector<int64_t> kv(size_t(layers), heads);
   if (const GgufValue* v = m.f.find(key); v && v->is_array()) {
@@ -253,16 +273,91 @@ void lfm2_config(JsonObject& c, const Meta& m) {
   } else if (v) {
     std::fill(kv.begin(), kv.end(), m.i("attention.head_count_kv"));
   }
-  int64_t kv_heads = 0;
-  std::string types = "[";
+  AttentionLayers out;
   for (size_t i = 0; i < kv.size(); ++i) {
-    if (kv[i] < 0 || kv[i] > config_count_limit("num_key_value_heads") || (kv_heads && kv[i] && kv[i] != kv_heads))
+    if (kv[i] < 0 || kv[i] > config_count_limit("num_key_value_heads") ||
+        (out.kv_heads && kv[i] && kv[i] != out.kv_heads))
       throw LoadError(m.f.path() + ": key '" + key + "': attention layers must share one positive count");
-    if (kv[i]) kv_heads = kv[i];
-    types += std::string(i ? ", " : "") + (kv[i] ? "\"full_attention\"" : "\"conv\"");
+    if (kv[i]) out.kv_heads = kv[i];
+    out.attends.push_back(kv[i] != 0);
   }
+  if (!out.kv_heads) out.kv_heads = heads;
+  return out;
+}
+
+// Jamba's layer kinds repeat with a period (attn_layer_period / offset, expert_layer_period / offset): the
+// smallest period whose pattern `flags` follows, and its offset (no flag set: period layers + 1, offset layers).
+std::pair<int64_t, int64_t> period_of(const std::vector<bool>& flags, const GgufFile& f, const std::string& what) {
+  const int64_t n = int64_t(flags.size());
+  int64_t first = 0;
+  while (first < n && !flags[size_t(first)]) ++first;
+  if (first == n) return {n + 1, n};
+  for (int64_t p = first + 1; p <= n; ++p) {
+    bool ok = true;
+    for (int64_t i = 0; ok && i < n; ++i) ok = flags[size_t(i)] == (i % p == first);
+    if (ok) return {p, first};
+  }
+  throw LoadError(f.path() + ": " + what + " do not repeat with a period (JambaConfig's attn_layer_period / "
+                  "expert_layer_period)");
+}
+
+void jamba_config(JsonObject& c, const Meta& m) {
+  add_class(c, "JambaForCausalLM", "jamba");
+  const int64_t layers = m.layers(), heads = m.count("attention.head_count", "num_attention_heads");
+  const int64_t hidden = m.positive("embedding_length"), inner = m.positive("ssm.inner_size");
+  c.add_int("hidden_size", hidden);
+  c.add_int("num_hidden_layers", layers);
+  c.add_int("intermediate_size", m.positive("feed_forward_length"));
+  c.add_int("num_attention_heads", heads);
+  const AttentionLayers attn = attention_layers(m, layers, heads);
+  c.add_int("num_key_value_heads", attn.kv_heads);
+  const auto [attn_period, attn_offset] = period_of(attn.attends, m.f, "the attention layers (head_count_kv)");
+  c.add_int("attn_layer_period", attn_period);
+  c.add_int("attn_layer_offset", attn_offset);
+  std::vector<bool> moe;
+  for (int64_t i = 0; i < layers; ++i)
+    moe.push_back(m.f.find_tensor("blk." + std::to_string(i) + ".ffn_gate_inp.weight") != nullptr);
+  const auto [expert_period, expert_offset] = period_of(moe, m.f, "the MoE layers (ffn_gate_inp)");
+  c.add_int("expert_layer_period", expert_period);
+  c.add_int("expert_layer_offset", expert_offset);
+  c.add_int("num_experts", m.has("expert_count") ? m.count("expert_count", "num_experts") : 1);
+  c.add_int("num_experts_per_tok", m.has("expert_used_count") ? m.count("expert_used_count", "num_experts_per_tok") : 1);
+  c.add_int("mamba_d_state", m.count("ssm.state_size", "state_size"));
+  c.add_int("mamba_d_conv", m.count("ssm.conv_kernel", "conv_kernel"));
+  c.add_int("mamba_expand", m.ratio(inner, "ssm.inner_size", hidden, "embedding_length"));
+  c.add_int("mamba_dt_rank", m.positive("ssm.time_step_rank"));
+  c.add_bool("mamba_conv_bias", any_block_has(m.f, "ssm_conv1d.bias"));
+  c.add_bool("mamba_proj_bias", any_block_has(m.f, "ssm_in.bias"));
+  c.add_float("rms_norm_eps", m.eps());
+  if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
+  c.add_string("hidden_act", "silu");
+}
+
+void lfm2_config(JsonObject& c, const Meta& m, bool moe) {
+  if (moe) {  // LFM2-MoE: sigmoid routing with the choice bias exp_probs_b, top-k renormalized
+    add_class(c, "Lfm2MoeForCausalLM", "lfm2_moe");
+    c.add_int("num_experts", m.count("expert_count", "num_experts"));
+    c.add_int("num_experts_per_tok", m.count("expert_used_count", "num_experts_per_tok"));
+    c.add_int("moe_intermediate_size", m.positive("expert_feed_forward_length"));
+    c.add_int("num_dense_layers", m.has("leading_dense_block_count") ? m.i("leading_dense_block_count") : 0);
+    c.add_bool("use_expert_bias", any_block_has(m.f, "exp_probs_b.bias"));
+    c.add_bool("norm_topk_prob", true);
+    c.add_float("routed_scaling_factor", m.has("expert_weights_scale") ? m.d("expert_weights_scale") : 1.0);
+  } else {
+    add_class(c, "Lfm2ForCausalLM", "lfm2");
+  }
+  const int64_t layers = m.layers(), heads = m.count("attention.head_count", "num_attention_heads");
+  c.add_int("hidden_size", m.positive("embedding_length"));
+  c.add_int("num_hidden_layers", layers);
+  c.add_int("intermediate_size", m.positive("feed_forward_length"));
+  c.add_bool("block_auto_adjust_ff_dim", false);  // the converter stores the adjusted size
+  c.add_int("num_attention_heads", heads);
+  const AttentionLayers attn = attention_layers(m, layers, heads);
+  std::string types = "[";
+  for (size_t i = 0; i < attn.attends.size(); ++i)
+    types += std::string(i ? ", " : "") + (attn.attends[i] ? "\"full_attention\"" : "\"conv\"");
   c.add("layer_types", types + "]");
-  c.add_int("num_key_value_heads", kv_heads ? kv_heads : heads);
+  c.add_int("num_key_value_heads", attn.kv_heads);
   c.add_int("conv_L_cache", m.positive("shortconv.l_cache"));
   c.add_bool("conv_bias", any_block_has(m.f, "shortconv.in_proj.bias"));
   c.add_float("norm_eps", m.eps());
@@ -282,7 +377,9 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
     case Family::mamba: mamba_config(c, m, false); break;
     case Family::mamba2: mamba_config(c, m, true); break;
     case Family::falcon_h1: falcon_h1_config(c, m); break;
-    case Family::lfm2: lfm2_config(c, m); break;
+    case Family::lfm2: lfm2_config(c, m, false); break;
+    case Family::lfm2moe: lfm2_config(c, m, true); break;
+    case Family::jamba: jamba_config(c, m); break;
     case Family::qwen3next: qwen3_hybrid_config(c, m, Qwen3Hybrid::next); break;
     case Family::qwen35: qwen3_hybrid_config(c, m, Qwen3Hybrid::dense35); break;
     case Family::qwen35moe: qwen3_hybrid_config(c, m, Qwen3Hybrid::moe35); break;
@@ -350,6 +447,11 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
     const std::string ext = dot == std::string::npos ? "" : rest.substr(dot);
     const std::string base = rest.substr(0, rest.size() - ext.size());
     if (mtp_from >= 0 && blk->first >= mtp_from) continue;  // Qwen3.5's multi-token-prediction blocks
+    if (a.family == Family::lfm2moe &&
+        gguf_hf::add_expert_slices(f, t, layer + "feed_forward.experts.", base, out, {"w1", "w3", "w2"}))
+      continue;
+    if (a.family == Family::jamba && gguf_hf::add_expert_slices(f, t, layer + "feed_forward.experts.", base, out))
+      continue;
     if (qwen3_family(a.family)) {
       if (gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", base, out)) continue;
       if (a.family == Family::qwen3next && rest == "attn_qkv.weight") {

@@ -1,7 +1,7 @@
 #pragma once
 // The state-space and recurrent families of llama.cpp's GGUF seen as the Hugging Face checkpoints they were
-// converted from (convert_hf_to_gguf.py's MambaModel, Mamba2Model, LFM2Model, FalconH1Model, Qwen3NextModel),
-// each converter edit undone:
+// converted from (convert_hf_to_gguf.py's MambaModel, Mamba2Model, LFM2Model, LFM2MoeModel, JambaModel,
+// FalconH1Model, Qwen3NextModel), each converter edit undone:
 //   mamba, mamba2, falcon-h1, qwen3next   A_log is stored as A = -exp(A_log) (log_of_negated); conv1d kernels
 //              [C, 1, K] squeezed to [C, K]; Mamba-2's A and D stored as [H, 1] and its gated norm as
 //              [groups, inner / groups] (reshaped back); Mamba-2's dt_bias stored as ssm_dt.bias
@@ -9,6 +9,11 @@
 //              computes the same function; llama.cpp's gated norm gates before normalizing
 //              (mamba_norm_before_gate false)
 //   lfm2       short-conv kernels squeezed; head_count_kv per layer, 0 for a conv layer, gives layer_types
+//   lfm2moe    lfm2's edits; each MoE layer's experts stacked (ffn_*_exps, exposed per expert as w1 / w3 / w2),
+//              expert_bias as exp_probs_b.bias, num_dense_layers as leading_dense_block_count
+//   jamba      the Mamba-1 edits (A, squeezed conv1d); head_count_kv per layer, 0 for a Mamba layer, and the
+//              layers holding a router (ffn_gate_inp) give attn_layer_period / offset and expert_layer_period /
+//              offset (a pattern without a period is refused: JambaConfig cannot state it)
 //   qwen3next  RMSNorm weights stored as 1 + w (all but the linear-attention gated norm); in_proj_qkvz, interleaved
 //              per key head in Hugging Face ([q, k, v, z] per head), stored as attn_qkv ([q..., k..., v...])
 //              and attn_gate ([z...]): its rows are gathered back (a row permutation, so quantized rows too)

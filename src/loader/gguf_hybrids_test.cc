@@ -125,6 +125,17 @@ std::vector<Malicious> catalogue() {
                 kv(s, "lfm2.attention.head_count_kv") = kv_array("lfm2.attention.head_count_kv", U32, 2, v);
               }),
        "evil.gguf: key 'lfm2.attention.head_count_kv': attention layers must share one positive count"},
+      {"jamba attention layers without a period",
+       edited(jamba_spec,
+              [](GgufSpec& s) {
+                Bytes v;
+                for (int32_t n : {0, 2, 2}) put<int32_t>(v, n);
+                kv(s, "jamba.attention.head_count_kv") = kv_array("jamba.attention.head_count_kv", 5, 3, v);
+              }),
+       "evil.gguf: the attention layers (head_count_kv) do not repeat with a period"},
+      {"lfm2moe experts not stacked",
+       edited(lfm2moe_spec, [](GgufSpec& s) { s.tensors.back().ne = {4, 4}; }),
+       "evil.gguf: tensor 'blk.1.ffn_gate_exps.weight': expected 3 dimensions (experts stacked), got 2", true},
       {"qwen3next block count of 2^62 (a lookup per layer)",
        edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.block_count", kHuge); }),
        "evil.gguf: key 'qwen3next.block_count': must be in [1, 4096]"},
@@ -225,8 +236,26 @@ TEST(GgufHybrids, MaliciousFilesGiveNamedErrorsQuickly) {
 TEST(GgufHybrids, ValidHybridFilesOpen) {
   // The bases of the catalogue are valid: each refusal above is the edit's, not the base's.
   for (GgufSpec (*base)() :
-       {qwen3next_spec, qwen35_spec, lfm2_spec, rwkv7_spec, mamba_spec, +[] { return llama_like("llama"); }})
+       {qwen3next_spec, qwen35_spec, lfm2_spec, lfm2moe_spec, jamba_spec, rwkv7_spec, mamba_spec,
+        +[] { return llama_like("llama"); }})
     EXPECT_NO_THROW(open_as_checkpoint(base()));
+}
+
+TEST(GgufHybrids, JambaPeriodsAndLfm2MoeExpertsReadBack) {
+  const GgufFile jamba = GgufFile::parse(MappedFile::from_bytes(gguf_bytes(jamba_spec()), "j.gguf"));
+  const Config c = Config::parse(gguf_hf_config_json(jamba), "j.gguf");
+  EXPECT_EQ(c.get_int("attn_layer_period"), 2);
+  EXPECT_EQ(c.get_int("attn_layer_offset"), 1);
+  EXPECT_EQ(c.get_int("expert_layer_offset"), 3);  // no router anywhere: no layer is a MoE
+  EXPECT_EQ(c.get_int("mamba_expand"), 2);
+  const GgufFile moe = GgufFile::parse(MappedFile::from_bytes(gguf_bytes(lfm2moe_spec()), "m.gguf"));
+  const Config mc = Config::parse(gguf_hf_config_json(moe), "m.gguf");
+  EXPECT_EQ(mc.get_string_list("architectures")[0], "Lfm2MoeForCausalLM");
+  EXPECT_EQ(mc.get_int("num_dense_layers"), 1);
+  std::set<std::string> names;
+  for (const GgufHfTensor& t : gguf_hf_tensors(moe)) names.insert(t.hf_name);
+  EXPECT_TRUE(names.count("model.layers.1.feed_forward.experts.0.w1.weight"));
+  EXPECT_TRUE(names.count("model.layers.1.feed_forward.experts.1.w1.weight"));
 }
 
 TEST(GgufHybrids, GatherRefusesRowsOutsideTheirTensor) {

@@ -172,6 +172,35 @@ inline GgufSpec lfm2_spec() {
   return s;
 }
 
+// jamba: 3 blocks, attention in block 1 (attn_layer_period 2, offset 1), Mamba sizes present.
+inline GgufSpec jamba_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "jamba")};
+  add_u32_keys(s, "jamba",
+               {{"block_count", 3}, {"embedding_length", 4}, {"attention.head_count", 2}, {"feed_forward_length", 8},
+                {"ssm.inner_size", 8}, {"ssm.state_size", 2}, {"ssm.conv_kernel", 4}, {"ssm.time_step_rank", 1},
+                {"vocab_size", 5}});
+  Bytes kv;
+  for (int32_t n : {0, 2, 0}) put<int32_t>(kv, n);
+  s.kvs.push_back(kv_array("jamba.attention.head_count_kv", 5, 3, kv));
+  s.tensors = {{"blk.0.ssm_d", {8}, 0, f32_bytes(std::vector<float>(8, 1.f)), std::nullopt},
+               {"blk.1.attn_q.weight", {4, 4}, 0, f32_bytes(std::vector<float>(16, 2.f)), std::nullopt},
+               {"blk.2.ssm_d", {8}, 0, f32_bytes(std::vector<float>(8, 1.f)), std::nullopt}};
+  return s;
+}
+
+// lfm2moe: lfm2_spec's two blocks, block 1 with its 2 experts' gate projections stacked [2, 2, 4].
+inline GgufSpec lfm2moe_spec() {
+  GgufSpec s = lfm2_spec();
+  s.kvs[0] = kv_string("general.architecture", "lfm2moe");
+  for (GgufKvSpec& k : s.kvs)
+    if (k.key.starts_with("lfm2.")) k.key = "lfm2moe." + k.key.substr(5);
+  add_u32_keys(s, "lfm2moe", {{"expert_count", 2}, {"expert_used_count", 1}, {"expert_feed_forward_length", 2},
+                              {"leading_dense_block_count", 1}});
+  s.tensors.push_back({"blk.1.ffn_gate_exps.weight", {4, 2, 2}, 0, f32_bytes(std::vector<float>(16, 1.f)),
+                       std::nullopt});
+  return s;
+}
 
 // qwen35: 2 key heads, 6 value heads of 2 (3 per key head), stored tiled as llama.cpp's converter stores them: stored
 // value head s is Hugging Face's qwen35_hf_head(s). Every value-head row (column, element) holds its Hugging Face

@@ -185,8 +185,12 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   h.resize(size_t(T * H));
   y.resize(size_t(T * H));
   embed_.lookup(batch.tokens.data(), T, x.data(), options_.embedding_scale);
-  auto add_residual = [&] {
-    for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+  auto add_residual = [&](float alpha, float beta) {
+    if (alpha == 1.f && beta == 1.f) {
+      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+    } else {
+      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] = alpha * x[size_t(i)] + beta * y[size_t(i)];
+    }
   };
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
@@ -196,6 +200,7 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
     } else {
       std::copy(x.begin(), x.end(), h.begin());
     }
+    if (b.residual_is_normed) std::copy(h.begin(), h.end(), x.begin());
     const LayerMemory memory = layer_memory(int64_t(l));
     {
       const OpLabel label("mixer");
@@ -209,19 +214,20 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
       for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)] + z[size_t(i)];
       continue;
     }
-    add_residual();
+    add_residual(b.mixer_alpha, b.mixer_beta);
     if (!b.ffn) continue;
     if (b.pre_ffn_norm) {
       b.pre_ffn_norm->forward(x.data(), T, H, h.data(), H);
     } else {
       std::copy(x.begin(), x.end(), h.begin());
     }
+    if (b.residual_is_normed) std::copy(h.begin(), h.end(), x.begin());
     {
       const OpLabel label("ffn");
       b.ffn->forward(h.data(), T, y.data());
     }
     if (b.post_ffn_norm) b.post_ffn_norm->forward(y.data(), T, H, y.data(), H);
-    add_residual();
+    add_residual(b.ffn_alpha, b.ffn_beta);
   }
   // Only the rows whose logits are wanted go through the final norm and the (large) vocabulary projection.
   const int64_t n_rows = int64_t(rows.size());

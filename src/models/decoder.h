@@ -3,6 +3,7 @@
 //   x = embed(tokens) * embedding_scale
 //   per block: x += post_mixer_norm?(mixer(input_norm?(x))); x += post_ffn_norm?(ffn(pre_ffn_norm?(x)))
 //              (parallel blocks: x += mixer(h) + ffn(h), h = input_norm(x))
+//              (MiniMax: h = norm(x); x = alpha * h + beta * sublayer(h), for the mixer and the feed-forward each)
 //   logits = softcap?(lm_head(norm(x)) * logits_scale)
 // Builders fill the parts; this class runs them and owns the checkpoint mapping the weights borrow from.
 #include <memory>
@@ -28,6 +29,10 @@ struct DecoderBlock {
   std::optional<RmsNorm> post_ffn_norm;    // Gemma 2/3
   // Cohere: the feed-forward reads the same normed input as the mixer, x += mixer(h) + ffn(h), h = input_norm(x)
   bool parallel = false;
+  // MiniMax-Text-01 / M1 ("postnorm"): the residual each sublayer adds to is its normed input, scaled:
+  // h = norm(x); x = alpha * h + beta * sublayer(h) (DeepNorm's alpha, e.g. (2 * layers)^(1/4)).
+  bool residual_is_normed = false;
+  float mixer_alpha = 1.f, mixer_beta = 1.f, ffn_alpha = 1.f, ffn_beta = 1.f;
 };
 
 struct DecoderOptions {

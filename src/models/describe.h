@@ -56,6 +56,8 @@ ModelDescription describe_qwen3_next(const Config& root, const LoadOptions& opti
 ModelDescription describe_mamba2(const Config& root, const LoadOptions& options);
 ModelDescription describe_mamba(const Config& root, const LoadOptions& options);
 ModelDescription describe_lfm2(const Config& root, const LoadOptions& options);
+ModelDescription describe_jamba(const Config& root, const LoadOptions& options);
+ModelDescription describe_minimax(const Config& root, const LoadOptions& options);
 ModelDescription describe_falcon_h1(const Config& root, const LoadOptions& options);
 ModelDescription describe_deepseek_v3(const Config& root, const LoadOptions& options);
 ModelDescription describe_gemma(const Config& root, const LoadOptions& options);

@@ -1,12 +1,18 @@
 // Lfm2ForCausalLM (Liquid LFM2): a pre-norm stack whose mixers are either gated short convolutions ("conv") or
 // softmax attention with per-head RMSNorm on q and k ("full_attention"), chosen per layer by layer_types; every
 // block has a SwiGLU feed-forward (w2(silu(w1 x) * w3 x)). The final norm is model.embedding_norm.
+// Lfm2MoeForCausalLM (LFM2-MoE) keeps that feed-forward on its first num_dense_layers blocks; the others hold a
+// sparse MoE of SwiGLU experts (feed_forward.experts.<e>.w1 / w3 / w2) routed by sigmoid scores plus
+// feed_forward.expert_bias (the bias only steers the choice), top-k weights renormalized (+ 1e-6) and scaled by
+// routed_scaling_factor: DeepSeek-V3's routing with one group.
 #include <algorithm>
 
 #include "layers/activations.h"
+#include "layers/deepseek_moe.h"
 #include "layers/short_conv_mixer.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
+#include "models/deepseek_moe_from_checkpoint.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
 #include "models/output_head.h"
@@ -14,6 +20,8 @@
 
 namespace attnzoo {
 namespace {
+
+const GatedMlpNames kLfm2MlpNames{".w1", ".w3", ".w2"};
 
 // Shared by the builder and describe_lfm2: the shape fields (validated) and each layer's mixer type.
 ModelInfo read_info(const Config& root, const Config& c, const LoadOptions& options) {
@@ -45,6 +53,26 @@ std::vector<std::string> layer_types(const Config& c, const ModelInfo& info) {
   return types;
 }
 
+// LFM2-MoE's routing (DeepSeek-V3's with one group), and the first sparse layer: num_dense_layers (Lfm2: none).
+struct Lfm2Moe {
+  DeepseekMoeShape shape;
+  int64_t first_sparse = -1, expert_inter = 0;
+  explicit Lfm2Moe(const Config& c) {
+    if (c.get_string_or("model_type", "") != "lfm2_moe") return;
+    first_sparse = c.get_int_or("num_dense_layers", 2);
+    expert_inter = c.get_int("moe_intermediate_size");
+    shape.num_experts = c.get_int_or("num_experts", 32);
+    if (first_sparse < 0 || expert_inter <= 0 || shape.num_experts <= 0)
+      throw LoadError(c.source() + ": keys 'num_dense_layers' / 'moe_intermediate_size' / 'num_experts': "
+                      "num_dense_layers must be >= 0, the others positive");
+    shape.config.top_k = c.get_int_or("num_experts_per_tok", 4);
+    shape.config.norm_topk_prob = c.get_bool_or("norm_topk_prob", true);
+    shape.config.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
+    shape.config.norm_epsilon = 1e-6;
+  }
+  bool sparse(int64_t layer) const { return first_sparse >= 0 && layer >= first_sparse; }
+};
+
 }  // namespace
 
 std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) {
@@ -54,6 +82,8 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
   const int64_t H = info.hidden_size, D = info.head_dim;
   const std::vector<std::string> types = layer_types(c, info);
   const Rope rope(read_rope(c, D));
+  const Lfm2Moe moe(c);
+  info.intermediate_size = 0;  // the first dense layer's w1 tells
 
   count_checkpoint(files, info);
   uint64_t owned = 0;
@@ -86,13 +116,26 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
       throw LoadError(c.source() + ": layer_types[" + std::to_string(i) + "] is '" + types[size_t(i)] +
                       "' (expected conv or full_attention)");
     }
-    // The feed-forward width follows LFM2's auto-adjust rules; the checkpoint's w1 states the outcome.
     const std::string f = p + ".feed_forward";
-    const std::vector<int64_t> w1 = files.stored(f + ".w1.weight").shape;  // quantized or not
-    const int64_t I = w1.size() == 2 ? w1[0] : 0;
-    if (i == 0) info.intermediate_size = I;
-    auto ffn = std::make_unique<GatedMlp>(linear(f + ".w1", I, H), linear(f + ".w3", I, H), linear(f + ".w2", H, I),
-                                          Activation::silu, f);
+    std::unique_ptr<FeedForward> ffn;
+    if (moe.sparse(i)) {
+      const int64_t E = moe.shape.num_experts;
+      std::vector<GatedMlp> experts;
+      for (int64_t e = 0; e < E; ++e)
+        experts.push_back(load_gated_mlp(files, f + ".experts." + std::to_string(e), kLfm2MlpNames,
+                                         moe.expert_inter, H, Activation::silu, options.weights, &owned));
+      // The router in f32 whatever the weight precision, as for DeepSeek's: a rounded router picks other experts.
+      ffn = std::make_unique<DeepseekMoe>(moe.shape.config, load_linear(files, f + ".gate", E, H, DType::f32, &owned),
+                                          optional_weight(files, f + ".expert_bias", {E}), std::move(experts),
+                                          std::nullopt, f);
+    } else {
+      // The feed-forward width follows LFM2's auto-adjust rules; the checkpoint's w1 states the outcome.
+      const std::vector<int64_t> w1 = files.stored(f + ".w1.weight").shape;  // quantized or not
+      const int64_t I = w1.size() == 2 ? w1[0] : 0;
+      if (info.intermediate_size == 0) info.intermediate_size = I;
+      ffn = std::make_unique<GatedMlp>(load_gated_mlp(files, f, kLfm2MlpNames, I, H, Activation::silu,
+                                                      options.weights, &owned));
+    }
     info.layers.push_back({mixer->kind(), mixer->window(), mixer->cache_spec()});
     DecoderBlock block;
     block.input_norm = RmsNorm(weight(files, p + ".operator_norm.weight", {H}), eps, false, p + ".operator_norm");
@@ -101,6 +144,7 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
     block.ffn = std::move(ffn);
     blocks.push_back(std::move(block));
   }
+  if (info.intermediate_size == 0) info.intermediate_size = moe.expert_inter;  // every layer sparse
   RmsNorm norm(weight(files, "model.embedding_norm.weight", {H}), eps, false, "model.embedding_norm");
   info.tied_embeddings = ties_embeddings(files, c, c.get_bool_or("tie_embedding", true));
   Linear lm_head =
@@ -114,6 +158,8 @@ ModelDescription describe_lfm2(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   ModelDescription d;
   d.info = read_info(root, c, options);
+  // LFM2-MoE's dense layers are intermediate_size wide as written; LFM2's width is adjusted (the weights tell).
+  if (Lfm2Moe(c).first_sparse >= 0) d.info.intermediate_size = c.get_int("intermediate_size");
   d.attention = model_attention_config(d.info, 0, options);
   // The conv length, which the builder reads off the conv weights, is conv_L_cache in the config.
   const int64_t L = c.get_int_or("conv_L_cache", 3);

@@ -9,6 +9,7 @@
 #include "models/backbone_layout.h"
 #include "models/decoder.h"
 #include "models/describe.h"
+#include "models/mamba_from_checkpoint.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -80,34 +81,16 @@ std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options)
   const Config& c = files.config();
   const MambaShape shape = read_shape(c, options);
   ModelInfo info = shape.info;
-  const int64_t H = info.hidden_size;
   const MambaMixerConfig& mc = shape.mc;
-  const int64_t E = mc.inner;
 
   count_checkpoint(files, info);
   uint64_t owned = 0;
-  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    return load_linear(files, name, out, in, options.weights, &owned);
-  };
 
   BackboneLayoutParts parts;
   parts.norm_eps = shape.norm_eps;
   parts.tie_fallback = true;  // MambaConfig ties by default
   parts.mixer = [&](const std::string& m) -> std::unique_ptr<SequenceMixer> {
-    MambaMixerWeights w;
-    w.in_proj = linear(m + ".in_proj", 2 * E, H);
-    w.x_proj = linear(m + ".x_proj", mc.x_proj_dim(), E);
-    // The dt bias goes to the scan (added before softplus), so dt_proj itself runs without it.
-    w.dt_proj = Linear::from_weights(weight(files, m + ".dt_proj.weight", {E, mc.dt_rank}), {}, m + ".dt_proj",
-                                     options.weights);
-    if (w.dt_proj.owns_weight()) owned += w.dt_proj.weight_bytes();
-    w.dt_bias = weight(files, m + ".dt_proj.bias", {E});
-    w.out_proj = linear(m + ".out_proj", H, E);
-    w.conv_weight = weight(files, m + ".conv1d.weight", {E, 1, mc.conv_kernel});
-    if (shape.use_conv_bias) w.conv_bias = weight(files, m + ".conv1d.bias", {E});
-    w.A_log = weight(files, m + ".A_log", {E, mc.state_size});
-    w.D = weight(files, m + ".D", {E});
-    return std::make_unique<MambaMixer>(mc, std::move(w), m);
+    return load_mamba_mixer(files, mc, m, shape.use_conv_bias, /*norm_weights=*/false, options.weights, &owned);
   };
   return assemble_backbone_layout(std::move(files), std::move(info), parts, options.weights, owned);
 }

@@ -22,6 +22,8 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
 std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_jamba(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_minimax(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);

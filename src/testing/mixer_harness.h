@@ -53,4 +53,24 @@ class MixerHarness {
   MemoryPool pool_;
 };
 
+// Runs `mixer` as the only layer of one fresh sequence over x [sum(pieces), hidden], piece after piece (each
+// piece one forward call), and returns the outputs row by row.
+inline std::vector<float> run_mixer_pieces(const SequenceMixer& mixer, const float* x, int64_t hidden,
+                                           const std::vector<int64_t>& pieces) {
+  MixerHarness harness(mixer);
+  const auto seq = harness.new_sequence();
+  int64_t total = 0;
+  for (int64_t n : pieces) total += n;
+  std::vector<float> out(size_t(total * hidden));
+  int64_t start = 0;
+  for (int64_t n : pieces) {
+    Batch b;
+    const std::vector<int32_t> ids(size_t(n), 0);
+    b.add(*seq, ids);
+    harness.forward(x + start * hidden, b, out.data() + start * hidden);
+    start += n;
+  }
+  return out;
+}
+
 }  // namespace attnzoo::testing

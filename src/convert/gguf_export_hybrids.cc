@@ -1,0 +1,175 @@
+#include "convert/gguf_export_hybrids.h"
+
+#include "loader/gguf_hybrids.h"
+#include "loader/load_error.h"
+#include "models/hf_config.h"
+
+namespace attnzoo {
+namespace {
+
+const std::vector<ExpertProj> kLfm2Experts = {{"w1", "ffn_gate"}, {"w3", "ffn_up"}, {"w2", "ffn_down"}};
+const std::vector<ExpertProj> kJambaExperts = {{"gate_proj", "ffn_gate"}, {"up_proj", "ffn_up"},
+                                               {"down_proj", "ffn_down"}};
+
+// Which layers attend: LFM2's layer_types (or full_attn_idxs), Jamba's attention every attn_layer_period-th layer
+// from attn_layer_offset.
+std::vector<bool> attention_layers(const Config& c, const std::string& arch, int64_t layers) {
+  std::vector<bool> out(size_t(layers), false);
+  if (arch == "jamba") {
+    const int64_t period = c.get_int_or("attn_layer_period", 8), offset = c.get_int_or("attn_layer_offset", 4);
+    if (period <= 0) throw LoadError(c.source() + ": key 'attn_layer_period': must be positive");
+    for (int64_t i = 0; i < layers; ++i) out[size_t(i)] = i % period == offset;
+  } else if (c.has("layer_types")) {
+    const std::vector<std::string> types = c.get_string_list("layer_types");
+    if (int64_t(types.size()) != layers)
+      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(layers) + " entries");
+    for (int64_t i = 0; i < layers; ++i) out[size_t(i)] = types[size_t(i)] == "full_attention";
+  } else {
+    for (int64_t i : c.get_int_list("full_attn_idxs"))
+      if (i >= 0 && i < layers) out[size_t(i)] = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> split_block_name(const std::string& name) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return {};
+  const size_t dot = name.find('.', kLayers.size());
+  const std::string index = name.substr(kLayers.size(), dot == std::string::npos ? 0 : dot - kLayers.size());
+  if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) return {};
+  return {"blk." + index + ".", name.substr(dot + 1)};
+}
+
+std::optional<std::string> conv_hybrid_arch_for_hf(const std::string& hf_class) {
+  if (hf_class == "Lfm2ForCausalLM") return "lfm2";
+  if (hf_class == "Lfm2MoeForCausalLM") return "lfm2moe";
+  if (hf_class == "JambaForCausalLM") return "jamba";
+  return std::nullopt;
+}
+
+void add_conv_hybrid_hparams(GgufWriter& w, const ModelFiles& files, const Config& c, const std::string& arch) {
+  const std::string p = arch + ".";
+  const int64_t layers = c.get_int("num_hidden_layers"), heads = c.get_int("num_attention_heads");
+  const int64_t kv = c.get_int_or("num_key_value_heads", heads), hidden = c.get_int("hidden_size");
+  w.add_u32(p + "block_count", uint32_t(layers));
+  if (c.has("max_position_embeddings"))
+    w.add_u32(p + "context_length", uint32_t(c.get_int("max_position_embeddings")));
+  w.add_u32(p + "embedding_length", uint32_t(hidden));
+  w.add_u32(p + "attention.head_count", uint32_t(heads));
+  std::vector<int32_t> kv_per_layer;
+  for (bool attends : attention_layers(c, arch, layers)) kv_per_layer.push_back(attends ? int32_t(kv) : 0);
+  w.add_i32_array(p + "attention.head_count_kv", kv_per_layer);
+  const int64_t experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0));
+  if (arch == "jamba") {
+    w.add_u32(p + "feed_forward_length", uint32_t(c.get_int("intermediate_size")));
+    w.add_u32(p + "ssm.conv_kernel", uint32_t(c.get_int_or("mamba_d_conv", 4)));
+    w.add_u32(p + "ssm.inner_size", uint32_t(c.get_int_or("mamba_expand", 2) * hidden));
+    w.add_u32(p + "ssm.state_size", uint32_t(c.get_int_or("mamba_d_state", 16)));
+    w.add_u32(p + "ssm.time_step_rank", uint32_t(c.get_int_or("mamba_dt_rank", (hidden + 15) / 16)));
+    w.add_f32(p + "attention.layer_norm_rms_epsilon", float(c.get_float_or("rms_norm_eps", 1e-6)));
+    w.add_u32(p + "expert_count", uint32_t(experts));
+    w.add_u32(p + "expert_used_count", uint32_t(c.get_int_or("num_experts_per_tok", 2)));
+    return;
+  }
+  // LFM2's dense width is adjusted from intermediate_size (block_auto_adjust_ff_dim): its w1 holds the outcome.
+  int64_t ff = c.get_int("intermediate_size");
+  if (arch == "lfm2") {
+    const std::string w1 = "model.layers.0.feed_forward.w1.weight";
+    if (!files.has(w1)) throw LoadError(files.config().source() + ": tensor '" + w1 + "' is missing");
+    ff = files.stored(w1).shape.at(0);
+  }
+  w.add_u32(p + "feed_forward_length", uint32_t(ff));
+  const int64_t head_dim = c.get_int_or("head_dim", hidden / heads);
+  w.add_f32(p + "rope.freq_base", float(read_rope(c, head_dim).theta));
+  w.add_f32(p + "attention.layer_norm_rms_epsilon", float(c.get_float_or("norm_eps", 1e-5)));
+  w.add_u32(p + "vocab_size", uint32_t(c.get_int("vocab_size")));
+  w.add_u32(p + "shortconv.l_cache", uint32_t(c.get_int_or("conv_L_cache", 3)));
+  if (arch == "lfm2moe") {
+    if (!c.get_bool_or("norm_topk_prob", true))
+      throw LoadError(c.source() + ": key 'norm_topk_prob': GGUF (llama.cpp's lfm2moe) always renormalizes");
+    w.add_u32(p + "expert_count", uint32_t(experts));
+    w.add_u32(p + "expert_used_count", uint32_t(c.get_int_or("num_experts_per_tok", 4)));
+    w.add_u32(p + "expert_feed_forward_length", uint32_t(c.get_int("moe_intermediate_size")));
+    w.add_u32(p + "leading_dense_block_count", uint32_t(c.get_int_or("num_dense_layers", 2)));
+    w.add_u32(p + "expert_gating_func", 2);  // sigmoid
+    const double scale = c.get_float_or("routed_scaling_factor", 1.0);
+    if (scale != 1.0) w.add_f32(p + "expert_weights_scale", float(scale));
+  }
+}
+
+ExpertStack plan_expert_stack(const ModelFiles& files, const std::string& name, const std::string& stem,
+                              const std::string& blk, const std::vector<ExpertProj>& projs, int64_t experts,
+                              TensorPlan& plan) {
+  if (!name.starts_with(stem)) return ExpertStack::none;
+  const std::string tail = name.substr(stem.size());
+  const size_t dot = tail.find('.');
+  if (dot == std::string::npos) return ExpertStack::none;
+  const std::string index = tail.substr(0, dot), proj = tail.substr(dot + 1);
+  const ExpertProj* match = nullptr;
+  for (const ExpertProj& x : projs)
+    if (proj == std::string(x.hf) + ".weight") match = &x;
+  if (!match || index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
+    return ExpertStack::none;
+  if (index != "0") return ExpertStack::skip;
+  plan = TensorPlan{};
+  for (int64_t e = 0; e < experts; ++e) {
+    plan.sources.push_back(stem + std::to_string(e) + "." + proj);
+    if (!files.has(plan.sources.back()))
+      throw LoadError(files.source(name) + ": tensor '" + plan.sources.back() + "' is missing (" +
+                      std::to_string(experts) + " experts)");
+  }
+  plan.gguf_name = blk + match->gguf + "_exps.weight";
+  plan.shape = files.stored(name).shape;
+  plan.shape.insert(plan.shape.begin(), experts);
+  return ExpertStack::planned;
+}
+
+bool plan_ssm_edit(const ModelFiles& files, const std::string& name, TensorPlan& p) {
+  if (name.ends_with(".A_log")) {
+    p.edit = ValueEdit::neg_exp;
+    p.type = QuantType::F32;
+    return true;
+  }
+  if (!name.ends_with(".conv1d.weight") && !name.ends_with(".conv.conv.weight")) return false;
+  const std::vector<int64_t> shape = files.stored(name).shape;
+  if (shape.size() != 3 || shape[1] != 1)
+    throw LoadError(files.source(name) + ": tensor '" + name + "': expected a [channels, 1, kernel] convolution");
+  p.shape = {shape[0], shape[2]};
+  p.type = QuantType::F32;
+  return true;
+}
+
+std::vector<TensorPlan> plan_conv_hybrid(const ModelFiles& files, const Config& c, const std::string& arch, bool tied) {
+  const bool jamba = arch == "jamba";
+  const int64_t experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0));
+  std::vector<TensorPlan> plans;
+  for (const std::string& name : files.names()) {
+    if (name == "lm_head.weight" && tied) continue;
+    const auto [blk, rest] = split_block_name(name);
+    TensorPlan p;
+    const std::string stem = name.substr(0, name.size() - rest.size()) + "feed_forward.experts.";
+    const ExpertStack e = blk.empty() ? ExpertStack::none
+                                      : plan_expert_stack(files, name, stem, blk, jamba ? kJambaExperts : kLfm2Experts,
+                                                          experts, p);
+    if (e == ExpertStack::skip) continue;
+    if (e == ExpertStack::planned) {
+      plans.push_back(std::move(p));
+      continue;
+    }
+    const auto gguf_name = gguf_hybrid_tensor_name(arch, name);
+    if (!gguf_name) throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch);
+    p.gguf_name = *gguf_name;
+    p.sources = {name};
+    p.shape = files.stored(name).shape;
+    if (plan_ssm_edit(files, name, p)) {  // A and the conv kernels, edited and held F32
+    } else if (name.ends_with(".feed_forward.gate.weight") || name.ends_with(".feed_forward.router.weight")) {
+      p.type = QuantType::F32;  // the routers
+    }
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+}  // namespace attnzoo
