@@ -58,6 +58,7 @@ CASES = [
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
     ("test_model_mamba", "mamba_n16_conv2_nobias_untied"), ("test_model_mamba", "falcon_n8_conv4_tied"),
     ("test_model_falcon_h1", "gated_norm_g2"), ("test_model_falcon_h1", "norm_before_gate_tied"),
+    ("test_model_nemotron_h", "biased_grouped"),
     ("test_model_wrappers", "qwen3_5_vl"), ("test_model_wrappers", "qwen3_5_moe"),
     ("test_model_wrappers", "gemma3_vl"), ("test_model_wrappers", "llava_llama"), ("test_model_wrappers", "mistral3"),
     ("test_model_rwkv7", "h64_hd16_2l"), ("test_model_rwkv7", "h128_hd32_3l_wide_v_tied"),
@@ -233,6 +234,24 @@ def test_dense_published_configs(name):
         assert got["parameters_estimated"] and 7.2e9 < got["parameter_count"] < 7.4e9
     if name.startswith("mixtral"):  # 46.7B by its model card
         assert got["parameters_estimated"] and 46.6e9 < got["parameter_count"] < 46.8e9
+
+
+def test_nemotron_h_published_config():
+    """NVIDIA-Nemotron-Nano-9B-v2: the pattern's 4 attention layers hold K and V per token, its 27 Mamba-2 layers a
+    fixed conv tail and SSM state, its 25 MLP layers nothing."""
+    c = _published("nvidia-nemotron-nano-9b-v2.json")
+    pattern = c["hybrid_override_pattern"]
+    assert (pattern.count("*"), pattern.count("M"), pattern.count("-")) == (4, 27, 25)
+    got = inspect_json("--config", os.path.join(PUBLISHED, "nvidia-nemotron-nano-9b-v2.json"))
+    names = {"M": "mamba2", "*": "attention", "-": "mlp"}
+    assert [x["kind"] for x in got["layers"]] == [names[p] for p in pattern]
+    per_token = 4 * 2 * c["num_key_value_heads"] * c["head_dim"] * F32
+    heads, p, n, g = c["mamba_num_heads"], c["mamba_head_dim"], c["ssm_state_size"], c["n_groups"]
+    fixed = 27 * ((heads * p + 2 * g * n) * (c["conv_kernel"] - 1) + heads * p * n) * F32
+    assert got["cache_bytes_per_token"] == per_token
+    block = got["block_tokens"]
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, block)
 
 
 def test_phi3_published_config():

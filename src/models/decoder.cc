@@ -161,7 +161,7 @@ DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, st
       norm_(std::move(norm)), lm_head_(std::move(lm_head)), options_(options) {
   info_.decode_weight_bytes = lm_head_.weight_bytes();
   for (const auto& b : blocks_)
-    info_.decode_weight_bytes += b.mixer->weight_bytes() + (b.ffn ? b.ffn->decode_weight_bytes() : 0);
+    info_.decode_weight_bytes += (b.mixer ? b.mixer->weight_bytes() : 0) + (b.ffn ? b.ffn->decode_weight_bytes() : 0);
 }
 
 void DecoderModel::run(const Batch& batch, std::span<const int64_t> rows, float* logits) const {
@@ -185,31 +185,40 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   h.resize(size_t(T * H));
   y.resize(size_t(T * H));
   embed_.lookup(batch.tokens.data(), T, x.data(), options_.embedding_scale);
+  const float rs = options_.residual_scale;
   auto add_residual = [&] {
-    for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+    if (rs == 1.f) {
+      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
+    } else {
+      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += rs * y[size_t(i)];
+    }
   };
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
     const OpLabel block_label("block");  // norms and residuals; the mixer, the FFN and projections name their own
-    if (b.input_norm) {
+    if (!b.mixer) {
+      if (trace) (*trace)[l].kind = "mlp";
+    } else if (b.input_norm) {
       b.input_norm->forward(x.data(), T, H, h.data(), H);
     } else {
       std::copy(x.begin(), x.end(), h.begin());
     }
-    const LayerMemory memory = layer_memory(int64_t(l));
-    {
-      const OpLabel label("mixer");
-      b.mixer->forward(h.data(), batch, memory, y.data());
+    if (b.mixer) {
+      const LayerMemory memory = layer_memory(int64_t(l));
+      {
+        const OpLabel label("mixer");
+        b.mixer->forward(h.data(), batch, memory, y.data());
+      }
+      if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
+      if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
+      if (b.parallel) {  // the feed-forward of the same normed rows, added beside the mixer's output
+        z.resize(size_t(T * H));
+        b.ffn->forward(h.data(), T, z.data());
+        for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)] + z[size_t(i)];
+        continue;
+      }
+      add_residual();
     }
-    if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
-    if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
-    if (b.parallel) {  // the feed-forward of the same normed rows, added beside the mixer's output
-      z.resize(size_t(T * H));
-      b.ffn->forward(h.data(), T, z.data());
-      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)] + z[size_t(i)];
-      continue;
-    }
-    add_residual();
     if (!b.ffn) continue;
     if (b.pre_ffn_norm) {
       b.pre_ffn_norm->forward(x.data(), T, H, h.data(), H);

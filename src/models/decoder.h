@@ -2,7 +2,8 @@
 // The pre-norm decoder stack every architecture builds (Llama-like, Gemma, hybrids):
 //   x = embed(tokens) * embedding_scale
 //   per block: x += post_mixer_norm?(mixer(input_norm?(x))); x += post_ffn_norm?(ffn(pre_ffn_norm?(x)))
-//              (parallel blocks: x += mixer(h) + ffn(h), h = input_norm(x))
+//              (parallel blocks: x += mixer(h) + ffn(h), h = input_norm(x)); each sublayer's output times
+//              residual_scale before the add (Granite)
 //   logits = softcap?(lm_head(norm(x)) * logits_scale)
 // Builders fill the parts; this class runs them and owns the checkpoint mapping the weights borrow from.
 #include <memory>
@@ -21,7 +22,7 @@ namespace attnzoo {
 
 struct DecoderBlock {
   std::optional<RmsNorm> input_norm;      // absent in OLMo 2, which norms only the sublayers' outputs
-  std::unique_ptr<SequenceMixer> mixer;
+  std::unique_ptr<SequenceMixer> mixer;    // null: a feed-forward-only block (Nemotron-H's MLP layers)
   std::optional<RmsNorm> post_mixer_norm;  // Gemma 2/3: the mixer's output is normed before the residual add
   std::optional<RmsNorm> pre_ffn_norm;     // Llama's post_attention_layernorm; absent with no feed-forward
   std::unique_ptr<FeedForward> ffn;        // null: the block has no feed-forward (Mamba-2)
@@ -34,6 +35,7 @@ struct DecoderOptions {
   float embedding_scale = 1.f;     // Gemma: sqrt(hidden)
   float logits_scale = 1.f;        // muP-style output multipliers
   float final_logit_softcap = 0.f;  // Gemma 2: logits = c * tanh(logits / c)
+  float residual_scale = 1.f;      // Granite's residual_multiplier
 };
 
 class DecoderModel : public Model {

@@ -26,6 +26,7 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"KimiLinearForCausalLM", describe_kimi_linear},
     {"MistralForCausalLM", describe_llama_family},
     {"MixtralForCausalLM", describe_llama_family},
+    {"NemotronHForCausalLM", describe_nemotron_h},
     {"Olmo2ForCausalLM", describe_olmo2},
     {"Phi3ForCausalLM", describe_phi3},
     {"Qwen2ForCausalLM", describe_llama_family},

@@ -24,6 +24,7 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},
     {"MistralForCausalLM", build_llama_family},
     {"MixtralForCausalLM", build_llama_family},
+    {"NemotronHForCausalLM", build_nemotron_h},
     {"Olmo2ForCausalLM", build_olmo2},
     {"Phi3ForCausalLM", build_phi3},
     {"Qwen2ForCausalLM", build_llama_family},

@@ -1,0 +1,106 @@
+// NemotronHForCausalLM (Nemotron-H, NVIDIA-Nemotron-Nano-v2): each layer is one sublayer behind its own RMSNorm,
+// chosen by hybrid_override_pattern / layers_block_type (hybrid_stack.h): a Mamba-2 mixer (gated RMSNorm over
+// n_groups groups), softmax attention without RoPE (positions come from the Mamba layers) or an ungated relu2 MLP,
+// down(relu(up(x))^2). Tensors sit in Mamba's layout: backbone.embeddings, backbone.layers.<i>.{norm, mixer},
+// backbone.norm_f, lm_head (transformers never ties it to the embedding: only a checkpoint without lm_head.weight
+// reads as tied). The MoE layers of Nemotron 3 ("E") are refused.
+#include "layers/activations.h"
+#include "layers/mlp.h"
+#include "loader/load_error.h"
+#include "models/decoder.h"
+#include "models/describe.h"
+#include "models/hybrid_stack.h"
+#include "models/mamba2_from_checkpoint.h"
+#include "models/registry.h"
+
+namespace attnzoo {
+namespace {
+
+constexpr Mamba2Keys kNemotronMamba{"mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size",
+                                    "conv_kernel", "expand", "mamba_hidden_act"};
+
+// Everything the builder reads from config.json, shared with describe_nemotron_h.
+struct NemotronHShape {
+  ModelInfo info;
+  std::vector<HybridLayer> layers;
+  float eps = 1e-5f;
+  Activation act = Activation::relu2;
+  Mamba2MixerConfig mc;
+  AttentionConfig ac;
+};
+
+NemotronHShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
+  NemotronHShape s;
+  s.layers = nemotron_h_layers(c);
+  for (size_t i = 0; i < s.layers.size(); ++i)
+    if (s.layers[i].ffn == HybridFfn::moe)
+      throw LoadError(c.source() + ": layer " + std::to_string(i) +
+                      " is a MoE layer ('E' / 'moe'): Nemotron-H MoE layers are not supported");
+  ModelInfo& info = s.info;
+  info.architecture = root.get_string_list("architectures")[0];
+  info.model_type = c.get_string_or("model_type", "nemotron_h");
+  info.hidden_size = c.get_int("hidden_size");
+  info.intermediate_size = c.get_int("intermediate_size");
+  info.num_layers = int64_t(s.layers.size());  // the pattern decides; num_hidden_layers is ignored, as transformers does
+  info.num_heads = c.get_int("num_attention_heads");
+  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
+  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
+  info.vocab_size = c.get_int("vocab_size");
+  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.checkpoint_dtype = c.dtype();
+  info.weights = options.weights;
+  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 ||
+      info.head_dim <= 0 || info.vocab_size <= 0)
+    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
+  s.eps = float(c.get_float_or("layer_norm_epsilon", 1e-5));
+  s.act = parse_activation(c.get_string_or("mlp_hidden_act", "relu2"));
+  s.mc = read_hybrid_mamba2(c, info.hidden_size, s.eps, kNemotronMamba);
+  s.ac = model_attention_config(info, 0, options);
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> build_nemotron_h(ModelFiles files, const LoadOptions& options) {
+  const Config c = files.config().text_config();
+  const NemotronHShape s = read_shape(files.config(), c, options);
+  ModelInfo info = s.info;
+  const int64_t H = info.hidden_size, I = info.intermediate_size;
+  count_checkpoint(files, info);
+  uint64_t owned = 0;
+  RopeConfig nope;
+  nope.head_dim = info.head_dim;
+  nope.type = "none";
+  const Rope rope(nope);
+
+  HybridStackParts parts;
+  parts.embed = files.has("backbone.embeddings.weight") ? "backbone.embeddings.weight" : "backbone.embedding.weight";
+  parts.layer_prefix = "backbone.layers.";
+  parts.input_norm = parts.ffn_norm = ".norm";  // one norm per layer, before its only sublayer
+  parts.final_norm = "backbone.norm_f";
+  parts.norm_eps = s.eps;
+  parts.tie_by_config = false;
+  parts.mixer = [&](HybridMixer kind, int64_t, const std::string& p) -> std::unique_ptr<SequenceMixer> {
+    if (kind == HybridMixer::mamba2) return load_mamba2_mixer(files, s.mc, p + ".mixer", options.weights, &owned);
+    return load_hybrid_attention(files, s.ac, p + ".mixer", rope, options.weights, &owned);
+  };
+  parts.ffn = [&](HybridFfn, int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
+    const std::string m = p + ".mixer";
+    return std::make_unique<PlainMlp>(load_linear(files, m + ".up_proj", I, H, options.weights, &owned),
+                                      load_linear(files, m + ".down_proj", H, I, options.weights, &owned), s.act, m);
+  };
+  return assemble_hybrid_stack(std::move(files), std::move(info), s.layers, parts, options.weights, owned);
+}
+
+ModelDescription describe_nemotron_h(const Config& root, const LoadOptions& options) {
+  const Config c = root.text_config();
+  const NemotronHShape s = read_shape(root, c, options);
+  ModelDescription d;
+  d.info = s.info;
+  d.attention = s.ac;
+  d.info.layers = hybrid_layer_infos(s.layers, s.ac, s.mc);
+  d.info.tied_embeddings = false;  // transformers' class keeps its own lm_head even under tie_word_embeddings
+  return d;
+}
+
+}  // namespace attnzoo
