@@ -1,7 +1,10 @@
 """Nemotron-H (NemotronHForCausalLM: one sublayer per layer as hybrid_override_pattern / layers_block_type says:
 Mamba-2 with a grouped gated RMSNorm, attention without RoPE, or an ungated relu2 MLP) against transformers
 (eager attention, float32) on tiny random checkpoints: whole prompt, pieces, token-by-token decode over paged
-blocks, greedy continuation, ragged batches; the pattern string of published configs; inspect; errors."""
+blocks, greedy continuation, ragged batches; the pattern string of published configs; inspect; errors; and the GGUF
+llama.cpp's converter writes for it (nemotron_h: the layer pattern in the per-layer head_count_kv /
+feed_forward_length arrays, Mamba-2's edits, Q / K permuted), written here with the gguf package, loading with the
+same logits."""
 import json
 import os
 
@@ -10,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+gguf = pytest.importorskip("gguf")
 
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
@@ -68,3 +72,61 @@ def test_bad_patterns_are_named(case, tmp_path):
     checks.check_config_error_is_named(m.directory, str(tmp_path / "b"), "MoE layer",
                                        layers_block_type=["mamba", "moe"])
     checks.check_missing_tensors_are_named(m.directory, tmp_path / "c", ["backbone.layers.0.mixer.up_proj.weight"])
+
+
+def _permute(w, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute (its undo_permute applies to Nemotron-H's attention too)."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_converter_gguf(cfg, directory, path, pattern):
+    """The file convert_hf_to_gguf.py's NemotronHModel writes for the checkpoint in `directory`: per-layer
+    feed_forward_length (MLP layers) and head_count_kv (attention layers), the Mamba-2 keys, A_log as -exp(A_log)
+    [H, 1], D [H, 1], the gated norm [groups, inner / groups], conv kernels squeezed, dt_bias as ssm_dt.bias."""
+    from safetensors.numpy import load_file
+    w = gguf.GGUFWriter(path, "nemotron_h")
+    w.add_block_count(len(pattern))
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_feed_forward_length([cfg.intermediate_size if c == "-" else 0 for c in pattern])
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv([cfg.num_key_value_heads if c == "*" else 0 for c in pattern])
+    w.add_key_length(cfg.head_dim)
+    w.add_value_length(cfg.head_dim)
+    w.add_ssm_conv_kernel(cfg.conv_kernel)
+    w.add_ssm_state_size(cfg.ssm_state_size)
+    w.add_ssm_group_count(cfg.n_groups)
+    w.add_ssm_inner_size(cfg.mamba_num_heads * cfg.mamba_head_dim)
+    w.add_ssm_time_step_rank(cfg.mamba_num_heads)
+    w.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.NEMOTRON_H, len(pattern))
+    for name, data in load_file(os.path.join(directory, "model.safetensors")).items():
+        if name.endswith(".A_log"):
+            data = -np.exp(data).reshape(-1, 1)
+        elif name.endswith(".D"):
+            data = data.reshape(-1, 1)
+        elif name.endswith("mixer.norm.weight"):
+            data = data.reshape(cfg.n_groups, -1)
+        elif name.endswith("conv1d.weight"):
+            data = data.squeeze(1)
+        elif name.endswith("q_proj.weight"):
+            data = _permute(data, cfg.num_attention_heads)
+        elif name.endswith("k_proj.weight"):
+            data = _permute(data, cfg.num_key_value_heads)
+        name = name.replace(".dt_bias", ".dt_proj.bias")
+        new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        assert new_name is not None, name
+        w.add_tensor(new_name, np.ascontiguousarray(data, dtype=np.float32))
+    checks.finish_gguf(w)
+
+
+def test_gguf_from_the_converter(case, tmp_path):
+    kind, ref, m, ids, want = case
+    path = str(tmp_path / "nemotron_h.gguf")
+    write_converter_gguf(ref.config, m.directory, path, PATTERN)
+    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
+    checks.check_gguf_as_safetensors(path, m.directory, ids)
+    cfg = checks.check_synthesized_config(path, ref.config, ["hidden_size", "intermediate_size", "n_groups",
+                                                             "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
+                                                             "conv_kernel", "num_key_value_heads", "head_dim"])
+    assert cfg["hybrid_override_pattern"] == PATTERN
