@@ -58,7 +58,8 @@ CASES = [
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
     ("test_model_mamba", "mamba_n16_conv2_nobias_untied"), ("test_model_mamba", "falcon_n8_conv4_tied"),
     ("test_model_falcon_h1", "gated_norm_g2"), ("test_model_falcon_h1", "norm_before_gate_tied"),
-    ("test_model_nemotron_h", "biased_grouped"),
+    ("test_model_nemotron_h", "biased_grouped"), ("test_model_granite_hybrid", "granite_moe_rope"),
+    ("test_model_granite_hybrid", "bamba"),
     ("test_model_wrappers", "qwen3_5_vl"), ("test_model_wrappers", "qwen3_5_moe"),
     ("test_model_wrappers", "gemma3_vl"), ("test_model_wrappers", "llava_llama"), ("test_model_wrappers", "mistral3"),
     ("test_model_rwkv7", "h64_hd16_2l"), ("test_model_rwkv7", "h128_hd32_3l_wide_v_tied"),
@@ -252,6 +253,26 @@ def test_nemotron_h_published_config():
     block = got["block_tokens"]
     for t in CONTEXTS:
         assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, block)
+
+
+@pytest.mark.parametrize("name", ["granite-4.0-h-tiny.json", "bamba-9b.json"])
+def test_granite_hybrid_published_configs(name):
+    """Granite 4.0-H-Tiny (layer_types) and Bamba-9B (attn_layer_indices): K and V per token for the attention
+    layers, a conv tail and SSM state per Mamba-2 layer."""
+    c = _published(name)
+    n = c["num_hidden_layers"]
+    attn = [i for i, t in enumerate(c["layer_types"]) if t == "attention"] if "layer_types" in c \
+        else c["attn_layer_indices"]
+    assert attn == ([5, 15, 25, 35] if name.startswith("granite") else [9, 18, 27])
+    got = inspect_json("--config", os.path.join(PUBLISHED, name))
+    assert [x["kind"] for x in got["layers"]] == ["attention" if i in attn else "mamba2" for i in range(n)]
+    head_dim = c["hidden_size"] // c["num_attention_heads"]
+    per_token = len(attn) * 2 * c["num_key_value_heads"] * head_dim * F32
+    heads, p, s, g = c["mamba_n_heads"], c["mamba_d_head"], c["mamba_d_state"], c["mamba_n_groups"]
+    fixed = (n - len(attn)) * ((heads * p + 2 * g * s) * (c["mamba_d_conv"] - 1) + heads * p * s) * F32
+    assert got["cache_bytes_per_token"] == per_token
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, got["block_tokens"])
 
 
 def test_phi3_published_config():

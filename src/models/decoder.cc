@@ -139,6 +139,16 @@ Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_
   return l;
 }
 
+Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64_t experts, int64_t rows_per_expert,
+                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, uint64_t* owned) {
+  const StoredTensor t = stored_weight(files, name, {experts, rows_per_expert, in});
+  const int64_t total = experts * rows_per_expert, row_bytes = total > 0 ? t.bytes / total : 0;
+  Linear l = Linear::from_quantized(t.data + (expert * rows_per_expert + begin) * row_bytes, uint64_t(rows * row_bytes),
+                                    t.type, rows, in, TensorView{}, name, store);
+  if (l.owns_weight()) *owned += l.weight_bytes();
+  return l;
+}
+
 std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
                                       std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
                                       DType store, uint64_t& owned, DecoderOptions options) {

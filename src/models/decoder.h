@@ -105,6 +105,11 @@ bool config_ties_embeddings(const Config& root, const Config& c, bool fallback);
 Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
                         int64_t rows, int64_t in, DType store, uint64_t* owned);
 
+// Rows [begin, begin + rows) of expert `expert` in the stacked projection `name` [experts, rows_per_expert, in] (no
+// bias), as one Linear without a copy: Granite's block_sparse_moe.input_linear / output_linear.
+Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64_t experts, int64_t rows_per_expert,
+                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, uint64_t* owned);
+
 // The token embedding table `name` [vocab, dim], dense or block-quantized, borrowed from the mapping.
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim);
 

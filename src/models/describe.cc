@@ -23,6 +23,8 @@ const std::pair<const char*, ModelDescriber> kDescribers[] = {
     {"Gemma3ForConditionalGeneration", describe_gemma},
     {"Glm4ForCausalLM", describe_glm4},
     {"GptOssForCausalLM", describe_gpt_oss},
+    {"GraniteMoeHybridForCausalLM", describe_granite_hybrid},
+    {"BambaForCausalLM", describe_granite_hybrid},
     {"KimiLinearForCausalLM", describe_kimi_linear},
     {"MistralForCausalLM", describe_llama_family},
     {"MixtralForCausalLM", describe_llama_family},

@@ -58,6 +58,7 @@ ModelDescription describe_mamba(const Config& root, const LoadOptions& options);
 ModelDescription describe_lfm2(const Config& root, const LoadOptions& options);
 ModelDescription describe_falcon_h1(const Config& root, const LoadOptions& options);
 ModelDescription describe_nemotron_h(const Config& root, const LoadOptions& options);
+ModelDescription describe_granite_hybrid(const Config& root, const LoadOptions& options);
 ModelDescription describe_deepseek_v3(const Config& root, const LoadOptions& options);
 ModelDescription describe_gemma(const Config& root, const LoadOptions& options);
 ModelDescription describe_olmo2(const Config& root, const LoadOptions& options);

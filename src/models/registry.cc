@@ -19,6 +19,8 @@ const std::pair<const char*, ModelBuilder> kBuilders[] = {
     {"Gemma3ForConditionalGeneration", build_gemma},  // multimodal wrappers: their language model (model_dir.h)
     {"Glm4ForCausalLM", build_glm4},
     {"GptOssForCausalLM", build_gpt_oss},
+    {"GraniteMoeHybridForCausalLM", build_granite_hybrid},
+    {"BambaForCausalLM", build_granite_hybrid},
     {"KimiLinearForCausalLM", build_kimi_linear},
     {"LlavaForConditionalGeneration", build_wrapped_language_model},
     {"Mistral3ForConditionalGeneration", build_wrapped_language_model},

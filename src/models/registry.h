@@ -24,6 +24,7 @@ std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options)
 std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_nemotron_h(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_granite_hybrid(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_olmo2(ModelFiles files, const LoadOptions& options);
