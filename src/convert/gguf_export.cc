@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "convert/gguf_export_pattern_hybrids.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/tensor_plan.h"
 #include "convert/tokenizer_metadata.h"
@@ -351,18 +352,20 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
       root.has("architectures") ? root.get_string_list("architectures") : std::vector<std::string>{};
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
+  const std::optional<std::string> pattern = pattern_hybrid_arch_for_hf(hf_class);
   const auto arch = gguf_arch_for_hf(hf_class);
-  if (!hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
+  if (!hybrid && !pattern && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
-                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration)");
+                    "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, NemotronHForCausalLM, "
+                    "GraniteMoeHybridForCausalLM, BambaForCausalLM)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
-  const std::string gguf_arch = hybrid ? qwen3_hybrid_arch(*hybrid) : arch->gguf;
+  const std::string gguf_arch = hybrid ? qwen3_hybrid_arch(*hybrid) : pattern ? *pattern : arch->gguf;
 
   QuantizeSummary summary;
   summary.architecture = gguf_arch;
@@ -382,7 +385,10 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   w.add_string("general.name", dir_name.filename().string());
   w.add_u32("general.file_type", llama_file_type(o.policy.type));
   std::vector<float> rope_freqs;
-  add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs);
+  if (pattern)
+    add_pattern_hybrid_hparams(w, root, gguf_arch);
+  else
+    add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
@@ -400,7 +406,9 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     });
   }
   const std::vector<TensorPlan> plans =
-      hybrid ? plan_qwen3_hybrid(*files, *hybrid) : plan_attention(*files, c, *arch, heads, kv_heads, tied);
+      hybrid    ? plan_qwen3_hybrid(*files, *hybrid)
+      : pattern ? plan_pattern_hybrid(*files, gguf_arch)
+                : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;
   for (const TensorPlan& p : plans) {

@@ -8,7 +8,8 @@
 // rope_factors_long / _short), SmolLM3ForCausalLM, MixtralForCausalLM (llama with stacked experts),
 // CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, Qwen3NextForCausalLM with experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
-// Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h).
+// Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h), NemotronHForCausalLM, GraniteMoeHybridForCausalLM and
+// BambaForCausalLM (gguf_export_pattern_hybrids.h).
 #include <cstdint>
 #include <string>
 #include <vector>
