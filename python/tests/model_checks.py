@@ -269,6 +269,42 @@ def randomize_vectors(base):
     return randomize
 
 
+def randomize_ssm(model):
+    """A randomize() for state-space models: A_log so that the decays exp(-A dt) spread over (0, 1), norm weights
+    near 1, every other vector (D, dt_bias, biases) near 0: all exercised."""
+    import torch
+    for name, p in model.named_parameters():
+        if name.endswith("A_log"):
+            p.copy_(torch.log(torch.rand_like(p) * 2 + 0.2))
+        elif p.ndim == 1:
+            p.copy_((1.0 if "norm" in name else 0.0) + 0.3 * torch.randn_like(p))
+
+
+def llama_permute(w, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's two rotary halves interleaved (Q / K rows)."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def converter_hybrid_tensor(name, data, groups, heads, kv_heads):
+    """convert_hf_to_gguf.py's edits to one tensor of a Mamba-2 hybrid whose attention it permutes (NemotronHModel,
+    GraniteHybridModel): A_log as -exp(A_log) [H, 1], D as [H, 1], the gated norm as [groups, inner / groups], conv
+    kernels squeezed, Q / K permuted, dt_bias renamed to dt_proj.bias (the gguf package's name for ssm_dt.bias).
+    Returns (name, data)."""
+    if name.endswith(".A_log"):
+        data = -np.exp(data).reshape(-1, 1)
+    elif name.endswith(".D"):
+        data = data.reshape(-1, 1)
+    elif name.endswith(("mixer.norm.weight", "mamba.norm.weight")):
+        data = data.reshape(groups, -1)
+    elif name.endswith("conv1d.weight"):
+        data = data.squeeze(1)
+    elif name.endswith("q_proj.weight"):
+        data = llama_permute(data, heads)
+    elif name.endswith("k_proj.weight"):
+        data = llama_permute(data, kv_heads)
+    return name.replace(".dt_bias", ".dt_proj.bias"), np.ascontiguousarray(data, dtype=np.float32)
+
+
 def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40):
     """For a test module of one architecture family built by transformers from config(kind) (eager attention):
     defines _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too), _prompt(n,

@@ -39,12 +39,7 @@ def _config(kind):
     raise ValueError(kind)
 
 
-def _randomize(model):
-    for name, p in model.named_parameters():
-        if name.endswith("A_log"):
-            p.copy_(torch.log(torch.rand_like(p) * 2 + 0.2))  # decays exp(-A dt) spread over (0, 1)
-        elif p.ndim == 1:  # norm weights near 1, D / dt_bias / biases near 0: all exercised
-            p.copy_((1.0 if "norm" in name else 0.0) + 0.3 * torch.randn_like(p))
+_randomize = checks.randomize_ssm
 
 
 checks.define_family_tests(globals(), _config, KINDS, _randomize, VOCAB)
@@ -56,10 +51,6 @@ def test_inspect_lists_each_layer_kind(case):
     assert [x["kind"] for x in info["layers"]] == ["mamba2", "attention", "mamba2"]
     assert info["parameter_count"] == sum(p.numel() for p in ref.parameters())
 
-
-def _permute(w, heads):
-    """convert_hf_to_gguf.py's LlamaModel.permute (GraniteHybridModel sets undo_permute)."""
-    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
 def write_converter_gguf(kind, cfg, directory, path):
@@ -108,22 +99,11 @@ def write_converter_gguf(kind, cfg, directory, path):
                 w.add_tensor(f"blk.{layer}.ffn_{part}_{'exps' if experts else 'shexp'}.weight",
                              np.ascontiguousarray(value))
             continue
-        if name.endswith(".A_log"):
-            data = -np.exp(data).reshape(-1, 1)
-        elif name.endswith(".D"):
-            data = data.reshape(-1, 1)
-        elif name.endswith("mamba.norm.weight"):
-            data = data.reshape(cfg.mamba_n_groups, -1)
-        elif name.endswith("conv1d.weight"):
-            data = data.squeeze(1)
-        elif name.endswith("q_proj.weight"):
-            data = _permute(data, cfg.num_attention_heads)
-        elif name.endswith("k_proj.weight"):
-            data = _permute(data, cfg.num_key_value_heads)
-        name = name.replace(".dt_bias", ".dt_proj.bias")
+        name, data = checks.converter_hybrid_tensor(name, data, cfg.mamba_n_groups, cfg.num_attention_heads,
+                                                    cfg.num_key_value_heads)
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
-        w.add_tensor(new_name, np.ascontiguousarray(data, dtype=np.float32))
+        w.add_tensor(new_name, data)
     checks.finish_gguf(w)
 
 

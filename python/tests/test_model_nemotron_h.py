@@ -34,12 +34,7 @@ def _config(kind):
                                         layer_norm_epsilon=1e-5, initializer_range=0.1, max_position_embeddings=256)
 
 
-def _randomize(model):
-    for name, p in model.named_parameters():
-        if name.endswith("A_log"):
-            p.copy_(torch.log(torch.rand_like(p) * 2 + 0.2))  # decays exp(-A dt) spread over (0, 1)
-        elif p.ndim == 1:  # norm weights near 1, D / dt_bias / biases near 0: all exercised
-            p.copy_((1.0 if "norm" in name else 0.0) + 0.3 * torch.randn_like(p))
+_randomize = checks.randomize_ssm
 
 
 checks.define_family_tests(globals(), _config, ["biased_grouped"], _randomize, VOCAB)
@@ -74,10 +69,6 @@ def test_bad_patterns_are_named(case, tmp_path):
     checks.check_missing_tensors_are_named(m.directory, tmp_path / "c", ["backbone.layers.0.mixer.up_proj.weight"])
 
 
-def _permute(w, heads):
-    """convert_hf_to_gguf.py's LlamaModel.permute (its undo_permute applies to Nemotron-H's attention too)."""
-    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-
 
 def write_converter_gguf(cfg, directory, path, pattern):
     """The file convert_hf_to_gguf.py's NemotronHModel writes for the checkpoint in `directory`: per-layer
@@ -101,22 +92,11 @@ def write_converter_gguf(cfg, directory, path, pattern):
     w.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.NEMOTRON_H, len(pattern))
     for name, data in load_file(os.path.join(directory, "model.safetensors")).items():
-        if name.endswith(".A_log"):
-            data = -np.exp(data).reshape(-1, 1)
-        elif name.endswith(".D"):
-            data = data.reshape(-1, 1)
-        elif name.endswith("mixer.norm.weight"):
-            data = data.reshape(cfg.n_groups, -1)
-        elif name.endswith("conv1d.weight"):
-            data = data.squeeze(1)
-        elif name.endswith("q_proj.weight"):
-            data = _permute(data, cfg.num_attention_heads)
-        elif name.endswith("k_proj.weight"):
-            data = _permute(data, cfg.num_key_value_heads)
-        name = name.replace(".dt_bias", ".dt_proj.bias")
+        name, data = checks.converter_hybrid_tensor(name, data, cfg.n_groups, cfg.num_attention_heads,
+                                                    cfg.num_key_value_heads)
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
-        w.add_tensor(new_name, np.ascontiguousarray(data, dtype=np.float32))
+        w.add_tensor(new_name, data)
     checks.finish_gguf(w)
 
 
