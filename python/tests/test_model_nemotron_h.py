@@ -49,6 +49,42 @@ def test_inspect_lists_each_layer_kind(case):
     assert not info["tied_embeddings"]
 
 
+MOE_PATTERN = "ME*E"
+
+
+@pytest.fixture(scope="module")
+def moe_case(tmp_path_factory):
+    """Nemotron 3's MoE layers: sigmoid-scored top-2 of 4 relu² experts in 2 groups (1 kept), the correction bias
+    steering the choice, a shared relu² MLP, routed_scaling_factor."""
+    cfg = transformers.NemotronHConfig(
+        hybrid_override_pattern=MOE_PATTERN, vocab_size=VOCAB, hidden_size=64, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, intermediate_size=96, mamba_num_heads=8, mamba_head_dim=16, n_groups=2,
+        ssm_state_size=16, conv_kernel=4, chunk_size=16, n_routed_experts=4, num_experts_per_tok=2, n_group=2,
+        topk_group=1, moe_intermediate_size=32, moe_shared_expert_intermediate_size=48, routed_scaling_factor=1.5,
+        layer_norm_epsilon=1e-5, initializer_range=0.1, max_position_embeddings=256)
+    directory = str(tmp_path_factory.mktemp("moe"))
+
+    def randomize(model):
+        checks.randomize_ssm(model)
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.2 * torch.randn_like(b))
+    ref = checks.save_random_model("moe", cfg, directory, randomize, attn_implementation="eager")
+    ids = _prompt()
+    return ref, Model.load(directory, block_size=4), ids, checks.meaningful_logits(ref, ids)
+
+
+def test_moe_layers_match_transformers(moe_case):
+    ref, m, ids, want = moe_case
+    checks.check_full_prompt(m, ids, want, VOCAB)
+    checks.check_prompt_in_pieces(m, ids, want, ([1, 7, 17, 15],))
+    checks.check_token_by_token_decode(m, ids, want, prefill=25, stop=len(ids))
+    kinds = {"M": "mamba2", "*": "attention", "E": "mlp"}
+    assert [x["kind"] for x in m.inspect()["layers"]] == [kinds[c] for c in MOE_PATTERN]
+    assert m.inspect()["parameter_count"] == sum(p.numel() for p in ref.parameters()) + sum(
+        b.numel() for n, b in ref.named_buffers() if n.endswith("e_score_correction_bias"))
+
+
 def test_pattern_string_reads_as_the_list(case, tmp_path):
     """Published configs carry hybrid_override_pattern (transformers saves layers_block_type): the same model."""
     kind, ref, m, ids, want = case
@@ -64,8 +100,8 @@ def test_bad_patterns_are_named(case, tmp_path):
     kind, ref, m, ids, want = case
     checks.check_config_error_is_named(m.directory, str(tmp_path / "a"), "hybrid_override_pattern.*'X'",
                                        hybrid_override_pattern="M*X-M")
-    checks.check_config_error_is_named(m.directory, str(tmp_path / "b"), "MoE layer",
-                                       layers_block_type=["mamba", "moe"])
+    checks.check_config_error_is_named(m.directory, str(tmp_path / "b"), "moe_latent_size",
+                                       layers_block_type=["mamba", "moe"], moe_latent_size=16)
     checks.check_missing_tensors_are_named(m.directory, tmp_path / "c", ["backbone.layers.0.mixer.up_proj.weight"])
 
 

@@ -26,6 +26,7 @@ class PlainMlp : public FeedForward {
  public:
   // Validates shapes: up [intermediate, hidden], down [hidden, intermediate]; `name` prefixes errors.
   PlainMlp(Linear up, Linear down, Activation act, const std::string& name);
+  int64_t hidden() const { return down_.out_features(); }
   uint64_t weight_bytes() const override { return up_.weight_bytes() + down_.weight_bytes(); }
   void forward(const float* x, int64_t T, float* out) const override;
 

@@ -3,8 +3,11 @@
 // n_groups groups), softmax attention without RoPE (positions come from the Mamba layers) or an ungated relu2 MLP,
 // down(relu(up(x))^2). Tensors sit in Mamba's layout: backbone.embeddings, backbone.layers.<i>.{norm, mixer},
 // backbone.norm_f, lm_head (transformers never ties it to the embedding: only a checkpoint without lm_head.weight
-// reads as tied). The MoE layers of Nemotron 3 ("E") are refused.
+// reads as tied). Nemotron 3's MoE layers ("E") route as DeepSeek-V3 does (sigmoid scores, correction bias, groups)
+// over ungated relu² experts mixer.experts.<e>.{up,down}_proj plus one shared relu² MLP mixer.shared_experts
+// (NemotronHMoe); a latent projection (moe_latent_size) is refused.
 #include "layers/activations.h"
+#include "layers/deepseek_moe.h"
 #include "layers/mlp.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
@@ -27,15 +30,30 @@ struct NemotronHShape {
   Activation act = Activation::relu2;
   Mamba2MixerConfig mc;
   AttentionConfig ac;
+  DeepseekMoeConfig moe;  // with experts > 0: the MoE layers'
+  int64_t experts = 0, moe_inter = 0, shared_inter = 0;
 };
 
 NemotronHShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
   NemotronHShape s;
   s.layers = nemotron_h_layers(c);
-  for (size_t i = 0; i < s.layers.size(); ++i)
-    if (s.layers[i].ffn == HybridFfn::moe)
-      throw LoadError(c.source() + ": layer " + std::to_string(i) +
-                      " is a MoE layer ('E' / 'moe'): Nemotron-H MoE layers are not supported");
+  bool any_moe = false;
+  for (const HybridLayer& l : s.layers) any_moe = any_moe || l.ffn == HybridFfn::moe;
+  if (any_moe) {
+    if (c.has("moe_latent_size"))
+      throw LoadError(c.source() + ": key 'moe_latent_size': MoE layers with a latent projection are not supported");
+    s.experts = c.get_int("n_routed_experts");
+    s.moe_inter = c.get_int("moe_intermediate_size");
+    s.shared_inter = c.get_int("moe_shared_expert_intermediate_size");
+    s.moe.top_k = c.get_int("num_experts_per_tok");
+    s.moe.n_group = c.get_int_or("n_group", 1);
+    s.moe.topk_group = c.get_int_or("topk_group", 1);
+    s.moe.norm_topk_prob = c.get_bool_or("norm_topk_prob", true);
+    s.moe.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
+    if (s.experts <= 0 || s.moe_inter <= 0 || s.shared_inter <= 0)
+      throw LoadError(c.source() + ": keys 'n_routed_experts' / 'moe_intermediate_size' / "
+                                   "'moe_shared_expert_intermediate_size': must be positive");
+  }
   ModelInfo& info = s.info;
   info.architecture = root.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", "nemotron_h");
@@ -84,10 +102,19 @@ std::unique_ptr<Model> build_nemotron_h(ModelFiles files, const LoadOptions& opt
     if (kind == HybridMixer::mamba2) return load_mamba2_mixer(files, s.mc, p + ".mixer", options.weights, &owned);
     return load_hybrid_attention(files, s.ac, p + ".mixer", rope, options.weights, &owned);
   };
-  parts.ffn = [&](HybridFfn, int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
+  auto mlp = [&](const std::string& m, int64_t width) {
+    return PlainMlp(load_linear(files, m + ".up_proj", width, H, options.weights, &owned),
+                    load_linear(files, m + ".down_proj", H, width, options.weights, &owned), s.act, m);
+  };
+  parts.ffn = [&](HybridFfn kind, int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
     const std::string m = p + ".mixer";
-    return std::make_unique<PlainMlp>(load_linear(files, m + ".up_proj", I, H, options.weights, &owned),
-                                      load_linear(files, m + ".down_proj", H, I, options.weights, &owned), s.act, m);
+    if (kind == HybridFfn::dense) return std::make_unique<PlainMlp>(mlp(m, I));
+    std::vector<PlainMlp> experts;
+    for (int64_t e = 0; e < s.experts; ++e) experts.push_back(mlp(m + ".experts." + std::to_string(e), s.moe_inter));
+    // the router in f32, as transformers keeps it (a rounded router can pick other experts)
+    return std::make_unique<NemotronHMoe>(s.moe, load_linear(files, m + ".gate", s.experts, H, DType::f32, &owned),
+                                          optional_weight(files, m + ".gate.e_score_correction_bias", {s.experts}),
+                                          std::move(experts), mlp(m + ".shared_experts", s.shared_inter), m);
   };
   return assemble_hybrid_stack(std::move(files), std::move(info), s.layers, parts, options.weights, owned);
 }
