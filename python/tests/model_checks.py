@@ -305,6 +305,20 @@ def converter_hybrid_tensor(name, data, groups, heads, kv_heads):
     return name.replace(".dt_bias", ".dt_proj.bias"), np.ascontiguousarray(data, dtype=np.float32)
 
 
+def check_same_gguf_tensors(ours, theirs):
+    """Two GGUF files hold the same tensors with the same values (A = -exp(A_log) within one f32 rounding: exp in
+    f32 on one side, in double on the other)."""
+    import gguf
+    got = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(ours).tensors}
+    expect = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(theirs).tensors}
+    assert set(got) == set(expect)
+    for name, value in expect.items():
+        if name.endswith("ssm_a"):
+            np.testing.assert_allclose(got[name], value, rtol=1e-6, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
 def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40):
     """For a test module of one architecture family built by transformers from config(kind) (eager attention):
     defines _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too), _prompt(n,

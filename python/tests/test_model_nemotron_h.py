@@ -74,6 +74,21 @@ def moe_case(tmp_path_factory):
     return ref, Model.load(directory, block_size=4), ids, checks.meaningful_logits(ref, ids)
 
 
+def test_moe_gguf_and_quantize(moe_case, tmp_path):
+    """The nemotron_h_moe file the converter writes and the one `attnzoo quantize` writes: the same tensors, and
+    the transformers logits from either."""
+    import attnzoo
+    ref, m, ids, want = moe_case
+    theirs, ours = str(tmp_path / "w.gguf"), str(tmp_path / "q.gguf")
+    write_converter_gguf(ref.config, m.directory, theirs, MOE_PATTERN)
+    checks.check_gguf_logits(theirs, ids, want, VOCAB, prefill=25)
+    cfg = Model.load(theirs).config
+    assert cfg["hybrid_override_pattern"] == MOE_PATTERN and cfg["routed_scaling_factor"] == 1.5
+    attnzoo.quantize(m.directory, ours, type="F32")
+    checks.check_same_gguf_tensors(ours, theirs)
+    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)
+
+
 def test_moe_layers_match_transformers(moe_case):
     ref, m, ids, want = moe_case
     checks.check_full_prompt(m, ids, want, VOCAB)
@@ -109,13 +124,27 @@ def test_bad_patterns_are_named(case, tmp_path):
 def write_converter_gguf(cfg, directory, path, pattern):
     """The file convert_hf_to_gguf.py's NemotronHModel writes for the checkpoint in `directory`: per-layer
     feed_forward_length (MLP layers) and head_count_kv (attention layers), the Mamba-2 keys, A_log as -exp(A_log)
-    [H, 1], D [H, 1], the gated norm [groups, inner / groups], conv kernels squeezed, dt_bias as ssm_dt.bias."""
+    [H, 1], D [H, 1], the gated norm [groups, inner / groups], conv kernels squeezed, dt_bias as ssm_dt.bias; with
+    MoE layers ("E") the nemotron_h_moe architecture: their feed_forward_length, the expert_* keys, experts stacked
+    into ffn_up_exps / ffn_down_exps, the router's correction bias as exp_probs_b.bias."""
     from safetensors.numpy import load_file
-    w = gguf.GGUFWriter(path, "nemotron_h")
+    moe = "E" in pattern
+    w = gguf.GGUFWriter(path, "nemotron_h_moe" if moe else "nemotron_h")
     w.add_block_count(len(pattern))
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length([cfg.intermediate_size if c == "-" else 0 for c in pattern])
+    w.add_feed_forward_length([cfg.moe_intermediate_size if c == "E" else cfg.intermediate_size if c == "-" else 0
+                               for c in pattern])
+    if moe:
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        w.add_expert_shared_feed_forward_length(cfg.moe_shared_expert_intermediate_size)
+        w.add_expert_count(cfg.n_routed_experts)
+        w.add_expert_shared_count(cfg.n_shared_experts)
+        w.add_expert_weights_norm(cfg.norm_topk_prob)
+        w.add_expert_weights_scale(cfg.routed_scaling_factor)
+        w.add_expert_group_count(cfg.n_group)
+        w.add_expert_group_used_count(cfg.topk_group)
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv([cfg.num_key_value_heads if c == "*" else 0 for c in pattern])
     w.add_key_length(cfg.head_dim)
@@ -126,8 +155,17 @@ def write_converter_gguf(cfg, directory, path, pattern):
     w.add_ssm_inner_size(cfg.mamba_num_heads * cfg.mamba_head_dim)
     w.add_ssm_time_step_rank(cfg.mamba_num_heads)
     w.add_layer_norm_rms_eps(cfg.layer_norm_epsilon)
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.NEMOTRON_H, len(pattern))
-    for name, data in load_file(os.path.join(directory, "model.safetensors")).items():
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.NEMOTRON_H_MOE if moe else gguf.MODEL_ARCH.NEMOTRON_H,
+                                     len(pattern))
+    state = load_file(os.path.join(directory, "model.safetensors"))
+    for i, c in enumerate(pattern):
+        if c == "E":
+            for proj in ("up", "down"):
+                stacked = [state.pop(f"backbone.layers.{i}.mixer.experts.{e}.{proj}_proj.weight")
+                           for e in range(cfg.n_routed_experts)]
+                w.add_tensor(f"blk.{i}.ffn_{proj}_exps.weight", np.stack(stacked))
+    for name, data in state.items():
+        name = name.replace("gate.e_score_correction_bias", "gate.e_score_correction.bias")
         name, data = checks.converter_hybrid_tensor(name, data, cfg.n_groups, cfg.num_attention_heads,
                                                     cfg.num_key_value_heads)
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
@@ -155,12 +193,6 @@ def test_quantize_writes_the_converters_tensors(case, tmp_path):
     ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
     attnzoo.quantize(m.directory, ours, type="F32")
     write_converter_gguf(ref.config, m.directory, theirs, PATTERN)
-    got = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(ours).tensors}
-    expect = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(theirs).tensors}
-    assert set(got) == set(expect)
-    for name, value in expect.items():
-        if name.endswith("ssm_a"):  # -exp(A_log): f32 exp here, double there; one rounding apart
-            np.testing.assert_allclose(got[name], value, rtol=1e-6, atol=0, err_msg=name)
-        else:
-            np.testing.assert_array_equal(got[name], value, err_msg=name)
+    checks.check_same_gguf_tensors(ours, theirs)
     checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)
+

@@ -352,7 +352,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
       root.has("architectures") ? root.get_string_list("architectures") : std::vector<std::string>{};
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
-  const std::optional<std::string> pattern = pattern_hybrid_arch_for_hf(hf_class);
+  const std::optional<std::string> pattern = pattern_hybrid_arch(root);
   const auto arch = gguf_arch_for_hf(hf_class);
   if (!hybrid && !pattern && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +

@@ -12,7 +12,7 @@
 namespace attnzoo {
 namespace {
 
-bool is_nemotron(const std::string& arch) { return arch == "nemotron_h"; }
+bool is_nemotron(const std::string& arch) { return arch.starts_with("nemotron_h"); }
 
 std::vector<HybridLayer> layers_of(const Config& c, const std::string& arch) {
   return is_nemotron(arch) ? nemotron_h_layers(c) : granite_hybrid_layers(c, c.get_int("num_hidden_layers"), HybridFfn::dense);
@@ -90,8 +90,19 @@ bool plan_granite_ffn(const ModelFiles& files, const std::string& name, const st
 
 }  // namespace
 
-std::optional<std::string> pattern_hybrid_arch_for_hf(const std::string& hf_class) {
-  if (hf_class == "NemotronHForCausalLM") return "nemotron_h";
+std::optional<std::string> pattern_hybrid_arch(const Config& root) {
+  const std::string hf_class = root.has("architectures") ? root.get_string_list("architectures").at(0) : "";
+  if (hf_class == "NemotronHForCausalLM") {
+    bool dense = false, moe = false;
+    for (const HybridLayer& l : nemotron_h_layers(root.text_config())) {
+      dense = dense || l.ffn == HybridFfn::dense;
+      moe = moe || l.ffn == HybridFfn::moe;
+    }
+    if (dense && moe)
+      throw LoadError(root.source() + ": key 'hybrid_override_pattern': MLP ('-') and MoE ('E') layers together "
+                      "cannot be written (llama.cpp's nemotron_h_moe reads every feed-forward layer as MoE)");
+    return moe ? "nemotron_h_moe" : "nemotron_h";
+  }
   if (hf_class == "GraniteMoeHybridForCausalLM" || hf_class == "BambaForCausalLM") return "granitehybrid";
   return std::nullopt;
 }
@@ -106,7 +117,9 @@ void add_pattern_hybrid_hparams(GgufWriter& w, const Config& root, const std::st
   std::vector<int32_t> kv_per_layer, ff_per_layer;
   for (const HybridLayer& l : layers) {
     kv_per_layer.push_back(l.mixer == HybridMixer::attention ? int32_t(kv) : 0);
-    ff_per_layer.push_back(l.ffn == HybridFfn::dense ? int32_t(c.get_int("intermediate_size")) : 0);
+    ff_per_layer.push_back(l.ffn == HybridFfn::dense  ? int32_t(c.get_int("intermediate_size"))
+                           : l.ffn == HybridFfn::moe ? int32_t(c.get_int("moe_intermediate_size"))
+                                                     : 0);
   }
   w.add_u32(p + "block_count", uint32_t(layers.size()));
   if (c.has("max_position_embeddings")) w.add_u32(p + "context_length", uint32_t(c.get_int("max_position_embeddings")));
@@ -127,6 +140,17 @@ void add_pattern_hybrid_hparams(GgufWriter& w, const Config& root, const std::st
   w.add_u32(p + "ssm.group_count", uint32_t(s.groups));
   w.add_u32(p + "ssm.inner_size", uint32_t(checked_mul(s.heads, s.head_dim, "Mamba heads * head dim")));
   w.add_u32(p + "ssm.time_step_rank", uint32_t(s.heads));
+  if (arch == "nemotron_h_moe") {
+    w.add_u32(p + "expert_count", uint32_t(c.get_int("n_routed_experts")));
+    w.add_u32(p + "expert_used_count", uint32_t(c.get_int("num_experts_per_tok")));
+    w.add_u32(p + "expert_feed_forward_length", uint32_t(c.get_int("moe_intermediate_size")));
+    w.add_u32(p + "expert_shared_feed_forward_length", uint32_t(c.get_int("moe_shared_expert_intermediate_size")));
+    w.add_u32(p + "expert_shared_count", uint32_t(c.get_int_or("n_shared_experts", 1)));
+    w.add_bool(p + "expert_weights_norm", c.get_bool_or("norm_topk_prob", true));
+    w.add_f32(p + "expert_weights_scale", float(c.get_float_or("routed_scaling_factor", 1.0)));
+    w.add_u32(p + "expert_group_count", uint32_t(c.get_int_or("n_group", 1)));
+    w.add_u32(p + "expert_group_used_count", uint32_t(c.get_int_or("topk_group", 1)));
+  }
   if (is_nemotron(arch)) return;
   const bool rope = uses_rope(root, c);
   w.add_bool(p + "rope.scaling.finetuned", rope);
@@ -163,6 +187,29 @@ std::vector<TensorPlan> plan_pattern_hybrid(const ModelFiles& files, const std::
     if (name == "lm_head.weight" && tied) continue;
     const auto [blk, rest] = split_layer(name, layer_prefix);
     if (!nemotron && !blk.empty() && plan_granite_ffn(files, name, blk, rest, experts, plans)) continue;
+    if (nemotron && rest.starts_with("mixer.experts.")) {
+      // mixer.experts.E.{up,down}_proj.weight: written once, at expert 0, as the stack of all of them
+      const std::string tail = rest.substr(14);
+      const size_t dot = tail.find('.');
+      const std::string index = tail.substr(0, dot), proj = dot == std::string::npos ? "" : tail.substr(dot + 1);
+      if (proj != "up_proj.weight" && proj != "down_proj.weight")
+        throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch);
+      if (index != "0") continue;
+      const int64_t n = c.get_int("n_routed_experts");
+      TensorPlan p;
+      p.gguf_name = blk + "ffn_" + proj.substr(0, proj.find('_')) + "_exps.weight";
+      const std::string stem = name.substr(0, name.size() - tail.size());
+      for (int64_t e = 0; e < n; ++e) {
+        p.sources.push_back(stem + std::to_string(e) + "." + proj);
+        if (!files.has(p.sources.back()))
+          throw LoadError(files.source(name) + ": tensor '" + p.sources.back() + "' is missing (n_routed_experts " +
+                          std::to_string(n) + ")");
+      }
+      p.shape = files.stored(name).shape;
+      p.shape.insert(p.shape.begin(), n);
+      plans.push_back(std::move(p));
+      continue;
+    }
     std::string renamed = name;
     if (bamba && name == "model.final_layernorm.weight") renamed = "model.norm.weight";
     if (bamba && rest == "pre_ff_layernorm.weight") renamed = std::string(layer_prefix) + blk.substr(4) + "post_attention_layernorm.weight";
@@ -186,6 +233,8 @@ std::vector<TensorPlan> plan_pattern_hybrid(const ModelFiles& files, const std::
         throw LoadError(files.source(name) + ": tensor '" + name + "': expected a [channels, 1, kernel] convolution");
       p.shape = {st.shape[0], st.shape[2]};
       p.type = QuantType::F32;
+    } else if (rest == "mixer.gate.weight" || rest == "mixer.gate.e_score_correction_bias") {
+      p.type = QuantType::F32;  // the router and its bias, as transformers keeps them
     } else if (rest.ends_with("q_proj.weight") || rest.ends_with("q_proj.bias")) {
       p.permute_heads = heads;
     } else if (rest.ends_with("k_proj.weight") || rest.ends_with("k_proj.bias")) {

@@ -13,6 +13,11 @@
 //             logit_scale / attention.scale; rope.scaling.finetuned true when the model uses RoPE (Bamba, or
 //             position_embedding_type "rope"), with Bamba's half-head rope.dimension_count
 //   bamba     feed_forward as ffn_gate / ffn_up / ffn_down, pre_ff_layernorm as ffn_norm
+//   nemotron_h_moe  the MoE layers' feed_forward_length (moe_intermediate_size), expert_* keys, experts stacked
+//             into ffn_up_exps / ffn_down_exps, the router (F32) as ffn_gate_inp and its correction bias as
+//             exp_probs_b.bias, the shared MLP as ffn_up_shexp / ffn_down_shexp. The converter picks this
+//             architecture whenever config.json has num_experts_per_tok (transformers 5 writes it for every
+//             Nemotron-H); here the pattern decides, and dense MLP layers beside MoE ones are refused
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,8 +29,9 @@
 
 namespace attnzoo {
 
-// "nemotron_h" or "granitehybrid" for the classes above; nullopt otherwise.
-std::optional<std::string> pattern_hybrid_arch_for_hf(const std::string& hf_class);
+// "nemotron_h" ("nemotron_h_moe" when its pattern has MoE layers) or "granitehybrid" for the classes above (`root`:
+// the config.json); nullopt for other classes.
+std::optional<std::string> pattern_hybrid_arch(const Config& root);
 
 // Every <arch>.* hyperparameter (these files write none of the attention families' scalar forms).
 void add_pattern_hybrid_hparams(GgufWriter& w, const Config& root, const std::string& gguf_arch);

@@ -19,7 +19,7 @@ using gguf_hf::JsonObject;
 using gguf_hf::Meta;
 using gguf_hf::sized;
 
-enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, qwen35, qwen35moe, rwkv7, nemotron_h, granitehybrid };
+enum class Family { mamba, mamba2, falcon_h1, lfm2, qwen3next, qwen35, qwen35moe, rwkv7, nemotron_h, nemotron_h_moe, granitehybrid };
 
 // Qwen3-Next and Qwen3.5: zero-centred norms stored as 1 + w, model.norm as output_norm.
 bool qwen3_family(Family f) { return f == Family::qwen3next || f == Family::qwen35 || f == Family::qwen35moe; }
@@ -40,6 +40,7 @@ constexpr HybridArch kHybrids[] = {
     {"qwen35moe", Family::qwen35moe, "model.layers."},
     {"rwkv7", Family::rwkv7, "model.layers."},  // gguf_rwkv7.h
     {"nemotron_h", Family::nemotron_h, "backbone.layers."},  // gguf_pattern_hybrids.h
+    {"nemotron_h_moe", Family::nemotron_h_moe, "backbone.layers."},
     {"granitehybrid", Family::granitehybrid, "model.layers."},
 };
 
@@ -149,8 +150,14 @@ std::vector<Entry> block_entries(Family fam) {
                          {"ffn_down", "mlp.down_proj"}});
       return e;
     }
-    case Family::nemotron_h: {  // every sublayer is the block's "mixer"
+    case Family::nemotron_h:
+    case Family::nemotron_h_moe: {  // every sublayer is the block's "mixer"
       std::vector<Entry> e = ssm_entries(fam, "mixer.");
+      if (fam == Family::nemotron_h_moe)  // the routed experts: gguf_hf::add_expert_slices
+        e.insert(e.end(), {{"ffn_gate_inp", "mixer.gate"},
+                           {"exp_probs_b.bias", "mixer.gate.e_score_correction_bias"},
+                           {"ffn_up_shexp", "mixer.shared_experts.up_proj"},
+                           {"ffn_down_shexp", "mixer.shared_experts.down_proj"}});
       e.insert(e.end(), {{"attn_norm", "norm"},
                          {"attn_q", "mixer.q_proj"},
                          {"attn_k", "mixer.k_proj"},
@@ -184,7 +191,8 @@ std::vector<Entry> block_entries(Family fam) {
 }
 
 const char* global_hf_name(Family fam, const std::string& name) {
-  const bool backbone = fam == Family::mamba || fam == Family::mamba2 || fam == Family::nemotron_h;
+  const bool backbone =
+      fam == Family::mamba || fam == Family::mamba2 || fam == Family::nemotron_h || fam == Family::nemotron_h_moe;
   if (name == "token_embd.weight") return backbone ? "backbone.embeddings.weight" : "model.embed_tokens.weight";
   if (name == "output.weight") return "lm_head.weight";
   if (name == "output_norm.weight") {
@@ -317,7 +325,8 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
     case Family::qwen3next: qwen3_hybrid_config(c, m, Qwen3Hybrid::next); break;
     case Family::qwen35: qwen3_hybrid_config(c, m, Qwen3Hybrid::dense35); break;
     case Family::qwen35moe: qwen3_hybrid_config(c, m, Qwen3Hybrid::moe35); break;
-    case Family::nemotron_h: nemotron_h_config(c, m); break;
+    case Family::nemotron_h: nemotron_h_config(c, m, false); break;
+    case Family::nemotron_h_moe: nemotron_h_config(c, m, true); break;
     case Family::granitehybrid: granite_hybrid_config(c, m); break;
     case Family::rwkv7: break;
   }
@@ -368,7 +377,8 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
   const int64_t mtp_from = a.family == Family::qwen35 || a.family == Family::qwen35moe
                                ? qwen35_text_layers(gguf_hf::Meta{f, std::string(a.gguf) + "."})
                                : -1;
-  const bool permuted_qk = a.family == Family::nemotron_h || a.family == Family::granitehybrid;
+  const bool permuted_qk =
+      a.family == Family::nemotron_h || a.family == Family::nemotron_h_moe || a.family == Family::granitehybrid;
   const std::pair<int64_t, int64_t> heads =
       permuted_qk ? pattern_hybrid_heads(gguf_hf::Meta{f, std::string(a.gguf) + "."}) : std::pair<int64_t, int64_t>{};
   std::vector<GgufHfTensor> out;
@@ -388,6 +398,8 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
     if (mtp_from >= 0 && blk->first >= mtp_from) continue;  // Qwen3.5's multi-token-prediction blocks
     if (a.family == Family::granitehybrid &&
         gguf_hf::add_expert_slices(f, t, layer + "block_sparse_moe.experts.", base, out))
+      continue;
+    if (a.family == Family::nemotron_h_moe && gguf_hf::add_expert_slices(f, t, layer + "mixer.experts.", base, out))
       continue;
     if (qwen3_family(a.family)) {
       if (gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", base, out)) continue;

@@ -76,7 +76,7 @@ std::pair<int64_t, int64_t> pattern_hybrid_heads(const Meta& m) {
   return {h.q, h.kv};
 }
 
-void nemotron_h_config(JsonObject& c, const Meta& m) {
+void nemotron_h_config(JsonObject& c, const Meta& m, bool moe) {
   gguf_hf::add_class(c, "NemotronHForCausalLM", "nemotron_h");
   const int64_t layers = m.layers(), hidden = m.positive("embedding_length");
   const Heads h = heads_of(m, layers);
@@ -86,7 +86,7 @@ void nemotron_h_config(JsonObject& c, const Meta& m) {
     if (h.kv_per_layer[size_t(i)] && ff[size_t(i)])
       throw LoadError(m.f.path() + ": layer " + std::to_string(i) + " has both attention heads and a feed-forward "
                       "length: a nemotron_h layer is one or the other");
-    pattern += h.kv_per_layer[size_t(i)] ? '*' : ff[size_t(i)] ? '-' : 'M';
+    pattern += h.kv_per_layer[size_t(i)] ? '*' : ff[size_t(i)] ? (moe ? 'E' : '-') : 'M';
   }
   c.add_string("hybrid_override_pattern", pattern);
   c.add_int("hidden_size", hidden);
@@ -104,6 +104,17 @@ void nemotron_h_config(JsonObject& c, const Meta& m) {
   c.add_bool("mlp_bias", any_block_has(m.f, "ffn_up.bias"));
   c.add_string("mamba_hidden_act", "silu");
   c.add_string("mlp_hidden_act", "relu2");
+  if (!moe) return;
+  c.add_int("n_routed_experts", m.count("expert_count", "num_experts"));
+  c.add_int("num_experts_per_tok", m.count("expert_used_count", "num_experts_per_tok"));
+  c.add_int("moe_intermediate_size", m.has("expert_feed_forward_length") ? m.positive("expert_feed_forward_length")
+                                                                          : std::max<int64_t>(inter, 1));
+  c.add_int("moe_shared_expert_intermediate_size", m.positive("expert_shared_feed_forward_length"));
+  c.add_int("n_group", m.has("expert_group_count") ? m.count("expert_group_count", "num_experts") : 1);
+  c.add_int("topk_group", m.has("expert_group_used_count") ? m.count("expert_group_used_count", "num_experts") : 1);
+  c.add_bool("norm_topk_prob", !m.has("expert_weights_norm") ||
+                                   m.f.find(m.p + "expert_weights_norm")->as_bool(m.p + "expert_weights_norm"));
+  c.add_float("routed_scaling_factor", m.has("expert_weights_scale") ? m.d("expert_weights_scale") : 1.0);
 }
 
 void granite_hybrid_config(JsonObject& c, const Meta& m) {
