@@ -285,11 +285,11 @@ def llama_permute(w, heads):
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def converter_hybrid_tensor(name, data, groups, heads, kv_heads):
-    """convert_hf_to_gguf.py's edits to one tensor of a Mamba-2 hybrid whose attention it permutes (NemotronHModel,
-    GraniteHybridModel): A_log as -exp(A_log) [H, 1], D as [H, 1], the gated norm as [groups, inner / groups], conv
-    kernels squeezed, Q / K permuted, dt_bias renamed to dt_proj.bias (the gguf package's name for ssm_dt.bias).
-    Returns (name, data)."""
+def add_converter_hybrid_tensor(writer, names, name, data, groups, heads, kv_heads):
+    """Adds one tensor of a Mamba-2 hybrid whose attention the converter permutes (NemotronHModel,
+    GraniteHybridModel) to the gguf.GGUFWriter `writer` under its gguf package name (`names`: the architecture's
+    tensor name map), with the converter's edits: A_log as -exp(A_log) [H, 1], D as [H, 1], the gated norm as
+    [groups, inner / groups], conv kernels squeezed, Q / K permuted, dt_bias as ssm_dt.bias."""
     if name.endswith(".A_log"):
         data = -np.exp(data).reshape(-1, 1)
     elif name.endswith(".D"):
@@ -302,7 +302,10 @@ def converter_hybrid_tensor(name, data, groups, heads, kv_heads):
         data = llama_permute(data, heads)
     elif name.endswith("k_proj.weight"):
         data = llama_permute(data, kv_heads)
-    return name.replace(".dt_bias", ".dt_proj.bias"), np.ascontiguousarray(data, dtype=np.float32)
+    name = name.replace(".dt_bias", ".dt_proj.bias")
+    new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
+    assert new_name is not None, name
+    writer.add_tensor(new_name, np.ascontiguousarray(data, dtype=np.float32))
 
 
 def check_same_gguf_tensors(ours, theirs):

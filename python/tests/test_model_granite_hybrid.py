@@ -99,11 +99,8 @@ def write_converter_gguf(kind, cfg, directory, path):
                 w.add_tensor(f"blk.{layer}.ffn_{part}_{'exps' if experts else 'shexp'}.weight",
                              np.ascontiguousarray(value))
             continue
-        name, data = checks.converter_hybrid_tensor(name, data, cfg.mamba_n_groups, cfg.num_attention_heads,
-                                                    cfg.num_key_value_heads)
-        new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
-        assert new_name is not None, name
-        w.add_tensor(new_name, data)
+        checks.add_converter_hybrid_tensor(w, names, name, data, cfg.mamba_n_groups, cfg.num_attention_heads,
+                                           cfg.num_key_value_heads)
     checks.finish_gguf(w)
 
 

@@ -166,11 +166,8 @@ def write_converter_gguf(cfg, directory, path, pattern):
                 w.add_tensor(f"blk.{i}.ffn_{proj}_exps.weight", np.stack(stacked))
     for name, data in state.items():
         name = name.replace("gate.e_score_correction_bias", "gate.e_score_correction.bias")
-        name, data = checks.converter_hybrid_tensor(name, data, cfg.n_groups, cfg.num_attention_heads,
-                                                    cfg.num_key_value_heads)
-        new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
-        assert new_name is not None, name
-        w.add_tensor(new_name, data)
+        checks.add_converter_hybrid_tensor(w, names, name, data, cfg.n_groups, cfg.num_attention_heads,
+                                           cfg.num_key_value_heads)
     checks.finish_gguf(w)
 
 
