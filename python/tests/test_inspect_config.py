@@ -275,6 +275,22 @@ def test_granite_hybrid_published_configs(name):
         assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, got["block_tokens"])
 
 
+def test_nemotron_3_nano_published_config():
+    """NVIDIA-Nemotron-3-Nano-30B-A3B: 6 attention layers (bf16 K and V, following its bf16 weights), 23 Mamba-2
+    layers (f32 state) and 23 MoE layers holding nothing."""
+    c = _published("nvidia-nemotron-3-nano-30b-a3b.json")
+    pattern = c["hybrid_override_pattern"]
+    got = inspect_json("--config", os.path.join(PUBLISHED, "nvidia-nemotron-3-nano-30b-a3b.json"))
+    names = {"M": "mamba2", "*": "attention", "E": "moe"}
+    assert [x["kind"] for x in got["layers"]] == [names[p] for p in pattern]
+    per_token = pattern.count("*") * 2 * c["num_key_value_heads"] * c["head_dim"] * 2  # bf16
+    heads, p, n, g = c["mamba_num_heads"], c["mamba_head_dim"], c["ssm_state_size"], c["n_groups"]
+    fixed = pattern.count("M") * ((heads * p + 2 * g * n) * (c["conv_kernel"] - 1) + heads * p * n) * F32
+    assert got["cache_bytes_per_token"] == per_token
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, got["block_tokens"])
+
+
 def test_phi3_published_config():
     """Phi-3-mini-4k: every layer windowed at sliding_window; the estimate equals the 3,821,079,552 parameters
     keras-hub's Phi-3 presets record for the checkpoint."""

@@ -129,10 +129,10 @@ std::unique_ptr<AttentionLayer> load_hybrid_attention(const ModelFiles& files, c
                                           std::nullopt, rope, prefix);
 }
 
-LayerInfo mlp_only_layer_info() {
+LayerInfo ffn_only_layer_info(HybridFfn ffn) {
   CacheSpec none;  // no paged part and no state: the pool gives the layer nothing
   none.kind = CacheKind::state;
-  return {"mlp", 0, none};
+  return {ffn == HybridFfn::moe ? "moe" : "mlp", 0, none};
 }
 
 std::vector<LayerInfo> hybrid_layer_infos(const std::vector<HybridLayer>& layers, const AttentionConfig& ac,
@@ -144,7 +144,7 @@ std::vector<LayerInfo> hybrid_layer_infos(const std::vector<HybridLayer>& layers
     else if (l.mixer == HybridMixer::mamba2)
       out.push_back({Mamba2Mixer::kKind, 0, Mamba2Mixer::spec(mc)});
     else
-      out.push_back(mlp_only_layer_info());
+      out.push_back(ffn_only_layer_info(l.ffn));
   }
   return out;
 }
@@ -166,7 +166,7 @@ std::unique_ptr<Model> assemble_hybrid_stack(ModelFiles&& files, ModelInfo&& inf
       block.mixer = parts.mixer(kind.mixer, int64_t(i), p);
       info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
     } else {
-      info.layers.push_back(mlp_only_layer_info());
+      info.layers.push_back(ffn_only_layer_info(kind.ffn));
     }
     if (kind.ffn != HybridFfn::none) {
       block.pre_ffn_norm = norm(p + parts.ffn_norm);

@@ -49,8 +49,8 @@ std::unique_ptr<AttentionLayer> load_hybrid_attention(const ModelFiles& files, c
                                                       const std::string& prefix, const Rope& rope, DType store,
                                                       uint64_t* owned);
 
-// The layer a feed-forward-only layer records: no cache.
-LayerInfo mlp_only_layer_info();
+// The layer a feed-forward-only layer records: kind "mlp" or "moe", no cache.
+LayerInfo ffn_only_layer_info(HybridFfn ffn);
 // What each layer of `layers` records, for the describers (the built mixers report the same).
 std::vector<LayerInfo> hybrid_layer_infos(const std::vector<HybridLayer>& layers, const AttentionConfig& ac,
                                           const Mamba2MixerConfig& mc);
