@@ -58,7 +58,7 @@ CASES = [
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
     ("test_model_mamba", "mamba_n16_conv2_nobias_untied"), ("test_model_mamba", "falcon_n8_conv4_tied"),
     ("test_model_falcon_h1", "gated_norm_g2"), ("test_model_falcon_h1", "norm_before_gate_tied"),
-    ("test_model_nemotron_h", "biased_grouped"), ("test_model_granite_hybrid", "granite_moe_rope"),
+    ("test_model_nemotron_h", "biased_grouped"), ("test_model_nemotron_h", "moe"), ("test_model_granite_hybrid", "granite_moe_rope"),
     ("test_model_granite_hybrid", "bamba"),
     ("test_model_wrappers", "qwen3_5_vl"), ("test_model_wrappers", "qwen3_5_moe"),
     ("test_model_wrappers", "gemma3_vl"), ("test_model_wrappers", "llava_llama"), ("test_model_wrappers", "mistral3"),
@@ -253,6 +253,7 @@ def test_nemotron_h_published_config():
     block = got["block_tokens"]
     for t in CONTEXTS:
         assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, block)
+    assert got["parameters_estimated"] and 8.85e9 < got["parameter_count"] < 8.93e9  # "8.89B" by its model card
 
 
 @pytest.mark.parametrize("name", ["granite-4.0-h-tiny.json", "bamba-9b.json"])
@@ -273,6 +274,9 @@ def test_granite_hybrid_published_configs(name):
     assert got["cache_bytes_per_token"] == per_token
     for t in CONTEXTS:
         assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, got["block_tokens"])
+    # by name: granite-4.0-h-tiny is "7B" (6.9B listed), Bamba-9B the "9.8b" of ibm-fms/Bamba-9.8b-2.2T-hf
+    low, high = (6.9e9, 7.0e9) if name.startswith("granite") else (9.7e9, 9.85e9)
+    assert got["parameters_estimated"] and low < got["parameter_count"] < high
 
 
 def test_nemotron_3_nano_published_config():
@@ -289,6 +293,7 @@ def test_nemotron_3_nano_published_config():
     assert got["cache_bytes_per_token"] == per_token
     for t in CONTEXTS:
         assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, got["block_tokens"])
+    assert got["parameters_estimated"] and 31.5e9 < got["parameter_count"] < 31.7e9  # "31.6B" total by its card
 
 
 def test_phi3_published_config():

@@ -20,11 +20,19 @@ from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 320
 PATTERN = "-M*-M"
+MOE_PATTERN = "ME*E"
 
 
 def _config(kind):
-    """A leading MLP layer, two SSM groups, biases, no conv bias; tie_word_embeddings, which transformers' class
-    ignores (its lm_head stays its own)."""
+    """biased_grouped: a leading MLP layer, two SSM groups, biases, no conv bias; tie_word_embeddings, which
+    transformers' class ignores (its lm_head stays its own). moe: Nemotron 3's MoE layers (see moe_case)."""
+    if kind == "moe":
+        return transformers.NemotronHConfig(
+            hybrid_override_pattern=MOE_PATTERN, vocab_size=VOCAB, hidden_size=64, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, intermediate_size=96, mamba_num_heads=8, mamba_head_dim=16,
+            n_groups=2, ssm_state_size=16, conv_kernel=4, chunk_size=16, n_routed_experts=4, num_experts_per_tok=2,
+            n_group=2, topk_group=1, moe_intermediate_size=32, moe_shared_expert_intermediate_size=48,
+            routed_scaling_factor=1.5, layer_norm_epsilon=1e-5, initializer_range=0.1, max_position_embeddings=256)
     assert kind == "biased_grouped"
     return transformers.NemotronHConfig(hybrid_override_pattern=PATTERN, vocab_size=VOCAB, hidden_size=64,
                                         num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -49,19 +57,11 @@ def test_inspect_lists_each_layer_kind(case):
     assert not info["tied_embeddings"]
 
 
-MOE_PATTERN = "ME*E"
-
-
 @pytest.fixture(scope="module")
 def moe_case(tmp_path_factory):
     """Nemotron 3's MoE layers: sigmoid-scored top-2 of 4 relu² experts in 2 groups (1 kept), the correction bias
     steering the choice, a shared relu² MLP, routed_scaling_factor."""
-    cfg = transformers.NemotronHConfig(
-        hybrid_override_pattern=MOE_PATTERN, vocab_size=VOCAB, hidden_size=64, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, intermediate_size=96, mamba_num_heads=8, mamba_head_dim=16, n_groups=2,
-        ssm_state_size=16, conv_kernel=4, chunk_size=16, n_routed_experts=4, num_experts_per_tok=2, n_group=2,
-        topk_group=1, moe_intermediate_size=32, moe_shared_expert_intermediate_size=48, routed_scaling_factor=1.5,
-        layer_norm_epsilon=1e-5, initializer_range=0.1, max_position_embeddings=256)
+    cfg = _config("moe")
     directory = str(tmp_path_factory.mktemp("moe"))
 
     def randomize(model):

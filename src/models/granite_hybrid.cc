@@ -153,6 +153,20 @@ ModelDescription describe_granite_hybrid(const Config& root, const LoadOptions& 
   d.attention = s.ac;
   d.info.layers = hybrid_layer_infos(s.layers, s.ac, s.mc);
   d.info.tied_embeddings = config_ties_embeddings(root, c, false);
+  const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, E = s.experts;
+  const bool mlp_bias = s.bamba && c.get_bool_or("mlp_bias", false);
+  auto swiglu = [&](int64_t width) { return Checked(2) * linear_params(width, H, mlp_bias) + linear_params(H, width, mlp_bias); };
+  Checked params = Checked(d.info.vocab_size) * H * (d.info.tied_embeddings ? 1 : 2) + H;
+  for (const HybridLayer& l : s.layers) {
+    params += Checked(2) * H + swiglu(s.shared);  // the two norms and the shared (Bamba: only) MLP
+    if (l.mixer == HybridMixer::mamba2)
+      params += mamba2_parameter_count(s.mc, c.get_bool_or("mamba_proj_bias", false), c.get_bool_or("mamba_conv_bias", true));
+    else
+      params += attention_parameter_count(s.ac, c.get_bool_or("attention_bias", false));
+    if (l.ffn == HybridFfn::moe) params += Checked(E) * H + Checked(E) * swiglu(I);
+  }
+  d.info.parameter_count = params.value();
+  d.parameters_estimated = true;
   return d;
 }
 

@@ -4,6 +4,7 @@
 
 #include "loader/json.h"
 #include "loader/load_error.h"
+#include "models/describe.h"
 #include "models/mamba2_config.h"
 #include "models/mamba2_from_checkpoint.h"
 #include "models/output_head.h"
@@ -147,6 +148,17 @@ std::vector<LayerInfo> hybrid_layer_infos(const std::vector<HybridLayer>& layers
       out.push_back(ffn_only_layer_info(l.ffn));
   }
   return out;
+}
+
+Checked mamba2_parameter_count(const Mamba2MixerConfig& mc, bool proj_bias, bool conv_bias) {
+  return linear_params(mc.proj_dim(), mc.hidden, proj_bias) + Checked(mc.conv_dim()) * (mc.conv_kernel + conv_bias) +
+         Checked(3) * mc.num_heads + (mc.gated_norm ? mc.inner() : 0) + linear_params(mc.hidden, mc.inner(), proj_bias);
+}
+
+Checked attention_parameter_count(const AttentionConfig& ac, bool bias) {
+  const int64_t qw = ac.num_heads * ac.head_dim, kw = ac.num_kv_heads * ac.head_dim;
+  return linear_params(qw, ac.hidden, bias) + Checked(2) * linear_params(kw, ac.hidden, bias) +
+         linear_params(ac.hidden, qw, bias);
 }
 
 std::unique_ptr<Model> assemble_hybrid_stack(ModelFiles&& files, ModelInfo&& info, const std::vector<HybridLayer>& layers,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked.h"
 #include "layers/attention_layer.h"
 #include "layers/mamba2_mixer.h"
 #include "loader/config.h"
@@ -54,6 +55,11 @@ LayerInfo ffn_only_layer_info(HybridFfn ffn);
 // What each layer of `layers` records, for the describers (the built mixers report the same).
 std::vector<LayerInfo> hybrid_layer_infos(const std::vector<HybridLayer>& layers, const AttentionConfig& ac,
                                           const Mamba2MixerConfig& mc);
+
+// Parameters of a Mamba-2 mixer (in_proj, conv1d, dt_bias, A_log, D, the gated norm, out_proj) and of a q/k/v/o
+// attention, as the describers estimate them.
+Checked mamba2_parameter_count(const Mamba2MixerConfig& mc, bool proj_bias, bool conv_bias);
+Checked attention_parameter_count(const AttentionConfig& ac, bool bias);
 
 struct HybridStackParts {
   std::string embed = "model.embed_tokens.weight";

@@ -127,6 +127,23 @@ ModelDescription describe_nemotron_h(const Config& root, const LoadOptions& opti
   d.attention = s.ac;
   d.info.layers = hybrid_layer_infos(s.layers, s.ac, s.mc);
   d.info.tied_embeddings = false;  // transformers' class keeps its own lm_head even under tie_word_embeddings
+  const int64_t H = d.info.hidden_size, E = s.experts;
+  const bool mlp_bias = c.get_bool_or("mlp_bias", false);
+  auto mlp = [&](int64_t width) { return linear_params(width, H, mlp_bias) + linear_params(H, width, mlp_bias); };
+  Checked params = Checked(d.info.vocab_size) * H * 2 + H;  // embeddings, lm_head, norm_f
+  for (const HybridLayer& l : s.layers) {
+    params += H;  // the layer's norm
+    if (l.mixer == HybridMixer::mamba2)
+      params += mamba2_parameter_count(s.mc, c.get_bool_or("use_bias", false), c.get_bool_or("use_conv_bias", true));
+    else if (l.mixer == HybridMixer::attention)
+      params += attention_parameter_count(s.ac, false);  // transformers' class has no attention bias
+    else if (l.ffn == HybridFfn::dense)
+      params += mlp(d.info.intermediate_size);
+    else  // router, its correction bias, the experts and the shared MLP
+      params += Checked(E) * H + E + Checked(E) * mlp(s.moe_inter) + mlp(s.shared_inter);
+  }
+  d.info.parameter_count = params.value();
+  d.parameters_estimated = true;
   return d;
 }
 
