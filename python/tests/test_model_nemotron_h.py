@@ -96,6 +96,7 @@ def test_moe_layers_match_transformers(moe_case):
     checks.check_token_by_token_decode(m, ids, want, prefill=25, stop=len(ids))
     kinds = {"M": "mamba2", "*": "attention", "E": "moe"}
     assert [x["kind"] for x in m.inspect()["layers"]] == [kinds[c] for c in MOE_PATTERN]
+    assert [x["kind"] for x in m.trace(ids[:8])] == [kinds[c] for c in MOE_PATTERN]  # the explainer's view
     assert m.inspect()["parameter_count"] == sum(p.numel() for p in ref.parameters()) + sum(
         b.numel() for n, b in ref.named_buffers() if n.endswith("e_score_correction_bias"))
 

@@ -206,8 +206,8 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
     const OpLabel block_label("block");  // norms and residuals; the mixer, the FFN and projections name their own
-    if (!b.mixer) {
-      if (trace) (*trace)[l].kind = "mlp";
+    if (!b.mixer) {  // a feed-forward-only layer: its kind as recorded ("mlp", "moe")
+      if (trace) (*trace)[l].kind = l < info_.layers.size() ? info_.layers[l].kind : "mlp";
     } else if (b.input_norm) {
       b.input_norm->forward(x.data(), T, H, h.data(), H);
     } else {
