@@ -315,6 +315,59 @@ def randomize_vectors(base):
     return randomize
 
 
+def randomize_ssm(model):
+    """A randomize() for state-space models: A_log so that the decays exp(-A dt) spread over (0, 1), norm weights
+    near 1, every other vector (D, dt_bias, biases) near 0: all exercised."""
+    import torch
+    for name, p in model.named_parameters():
+        if name.endswith("A_log"):
+            p.copy_(torch.log(torch.rand_like(p) * 2 + 0.2))
+        elif p.ndim == 1:
+            p.copy_((1.0 if "norm" in name else 0.0) + 0.3 * torch.randn_like(p))
+
+
+def llama_permute(w, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's two rotary halves interleaved (Q / K rows)."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def add_converter_hybrid_tensor(writer, names, name, data, groups, heads, kv_heads):
+    """Adds one tensor of a Mamba-2 hybrid whose attention the converter permutes (NemotronHModel,
+    GraniteHybridModel) to the gguf.GGUFWriter `writer` under its gguf package name (`names`: the architecture's
+    tensor name map), with the converter's edits: A_log as -exp(A_log) [H, 1], D as [H, 1], the gated norm as
+    [groups, inner / groups], conv kernels squeezed, Q / K permuted, dt_bias as ssm_dt.bias."""
+    if name.endswith(".A_log"):
+        data = -np.exp(data).reshape(-1, 1)
+    elif name.endswith(".D"):
+        data = data.reshape(-1, 1)
+    elif name.endswith(("mixer.norm.weight", "mamba.norm.weight")):
+        data = data.reshape(groups, -1)
+    elif name.endswith("conv1d.weight"):
+        data = data.squeeze(1)
+    elif name.endswith("q_proj.weight"):
+        data = llama_permute(data, heads)
+    elif name.endswith("k_proj.weight"):
+        data = llama_permute(data, kv_heads)
+    name = name.replace(".dt_bias", ".dt_proj.bias")
+    new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
+    assert new_name is not None, name
+    writer.add_tensor(new_name, np.ascontiguousarray(data, dtype=np.float32))
+
+
+def check_same_gguf_tensors(ours, theirs):
+    """Two GGUF files hold the same tensors with the same values (A = -exp(A_log) within one f32 rounding: exp in
+    f32 on one side, in double on the other)."""
+    import gguf
+    got = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(ours).tensors}
+    expect = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(theirs).tensors}
+    assert set(got) == set(expect)
+    for name, value in expect.items():
+        if name.endswith("ssm_a"):
+            np.testing.assert_allclose(got[name], value, rtol=1e-6, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
 def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40, **from_config_kwargs):
     """For a test module of one architecture family built by transformers from config(kind) (eager attention, and
     from_config_kwargs such as experts_implementation): defines _build(kind, directory) (the random checkpoint, as

@@ -63,6 +63,8 @@ CASES = [
     ("test_model_mamba2", "g2_conv2_bias_tied"), ("test_model_mamba2", "g2_conv3_nobias"),
     ("test_model_mamba", "mamba_n16_conv2_nobias_untied"), ("test_model_mamba", "falcon_n8_conv4_tied"),
     ("test_model_falcon_h1", "gated_norm_g2"), ("test_model_falcon_h1", "norm_before_gate_tied"),
+    ("test_model_nemotron_h", "biased_grouped"), ("test_model_nemotron_h", "moe"), ("test_model_granite_hybrid", "granite_moe_rope"),
+    ("test_model_granite_hybrid", "bamba"),
     ("test_model_wrappers", "qwen3_5_vl"), ("test_model_wrappers", "qwen3_5_moe"),
     ("test_model_wrappers", "gemma3_vl"), ("test_model_wrappers", "llava_llama"), ("test_model_wrappers", "mistral3"),
     ("test_model_rwkv7", "h64_hd16_2l"), ("test_model_rwkv7", "h128_hd32_3l_wide_v_tied"),
@@ -282,6 +284,65 @@ def test_minimax_published_config():
     state = c["num_attention_heads"] * c["head_dim"] ** 2 * F32
     assert [x["cache"]["fixed_bytes"] for x in got["layers"]] == [0 if s else state for s in softmax]
     assert got["parameters_estimated"] and 455.5e9 < got["parameter_count"] < 456.5e9
+
+
+def test_nemotron_h_published_config():
+    """NVIDIA-Nemotron-Nano-9B-v2: the pattern's 4 attention layers hold K and V per token, its 27 Mamba-2 layers a
+    fixed conv tail and SSM state, its 25 MLP layers nothing."""
+    c = _published("nvidia-nemotron-nano-9b-v2.json")
+    pattern = c["hybrid_override_pattern"]
+    assert (pattern.count("*"), pattern.count("M"), pattern.count("-")) == (4, 27, 25)
+    got = inspect_json("--config", os.path.join(PUBLISHED, "nvidia-nemotron-nano-9b-v2.json"))
+    names = {"M": "mamba2", "*": "attention", "-": "mlp"}
+    assert [x["kind"] for x in got["layers"]] == [names[p] for p in pattern]
+    per_token = 4 * 2 * c["num_key_value_heads"] * c["head_dim"] * F32
+    heads, p, n, g = c["mamba_num_heads"], c["mamba_head_dim"], c["ssm_state_size"], c["n_groups"]
+    fixed = 27 * ((heads * p + 2 * g * n) * (c["conv_kernel"] - 1) + heads * p * n) * F32
+    assert got["cache_bytes_per_token"] == per_token
+    block = got["block_tokens"]
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, block)
+    assert got["parameters_estimated"] and 8.85e9 < got["parameter_count"] < 8.93e9  # "8.89B" by its model card
+
+
+@pytest.mark.parametrize("name", ["granite-4.0-h-tiny.json", "bamba-9b.json"])
+def test_granite_hybrid_published_configs(name):
+    """Granite 4.0-H-Tiny (layer_types) and Bamba-9B (attn_layer_indices): K and V per token for the attention
+    layers, a conv tail and SSM state per Mamba-2 layer."""
+    c = _published(name)
+    n = c["num_hidden_layers"]
+    attn = [i for i, t in enumerate(c["layer_types"]) if t == "attention"] if "layer_types" in c \
+        else c["attn_layer_indices"]
+    assert attn == ([5, 15, 25, 35] if name.startswith("granite") else [9, 18, 27])
+    got = inspect_json("--config", os.path.join(PUBLISHED, name))
+    assert [x["kind"] for x in got["layers"]] == ["attention" if i in attn else "mamba2" for i in range(n)]
+    head_dim = c["hidden_size"] // c["num_attention_heads"]
+    per_token = len(attn) * 2 * c["num_key_value_heads"] * head_dim * F32
+    heads, p, s, g = c["mamba_n_heads"], c["mamba_d_head"], c["mamba_d_state"], c["mamba_n_groups"]
+    fixed = (n - len(attn)) * ((heads * p + 2 * g * s) * (c["mamba_d_conv"] - 1) + heads * p * s) * F32
+    assert got["cache_bytes_per_token"] == per_token
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, got["block_tokens"])
+    # by name: granite-4.0-h-tiny is "7B" (6.9B listed), Bamba-9B the "9.8b" of ibm-fms/Bamba-9.8b-2.2T-hf
+    low, high = (6.9e9, 7.0e9) if name.startswith("granite") else (9.7e9, 9.85e9)
+    assert got["parameters_estimated"] and low < got["parameter_count"] < high
+
+
+def test_nemotron_3_nano_published_config():
+    """NVIDIA-Nemotron-3-Nano-30B-A3B: 6 attention layers (bf16 K and V, following its bf16 weights), 23 Mamba-2
+    layers (f32 state) and 23 MoE layers holding nothing."""
+    c = _published("nvidia-nemotron-3-nano-30b-a3b.json")
+    pattern = c["hybrid_override_pattern"]
+    got = inspect_json("--config", os.path.join(PUBLISHED, "nvidia-nemotron-3-nano-30b-a3b.json"))
+    names = {"M": "mamba2", "*": "attention", "E": "moe"}
+    assert [x["kind"] for x in got["layers"]] == [names[p] for p in pattern]
+    per_token = pattern.count("*") * 2 * c["num_key_value_heads"] * c["head_dim"] * 2  # bf16
+    heads, p, n, g = c["mamba_num_heads"], c["mamba_head_dim"], c["ssm_state_size"], c["n_groups"]
+    fixed = pattern.count("M") * ((heads * p + 2 * g * n) * (c["conv_kernel"] - 1) + heads * p * n) * F32
+    assert got["cache_bytes_per_token"] == per_token
+    for t in CONTEXTS:
+        assert got["cache_bytes_at"][str(t)] == fixed + per_token * _blocks(t, got["block_tokens"])
+    assert got["parameters_estimated"] and 31.5e9 < got["parameter_count"] < 31.7e9  # "31.6B" total by its card
 
 
 def test_phi3_published_config():

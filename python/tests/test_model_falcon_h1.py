@@ -44,12 +44,7 @@ def _config(kind):
 KINDS = ["gated_norm_g2", "no_norm_g1_biases", "norm_before_gate_tied"]
 
 
-def _randomize(model):
-    for name, p in model.named_parameters():
-        if name.endswith("A_log"):
-            p.copy_(torch.log(torch.rand_like(p) * 2 + 0.2))  # decays exp(-A dt) spread over (0, 1)
-        elif p.ndim == 1:  # norm weights near 1, D / dt_bias / biases near 0: all exercised
-            p.copy_((1.0 if "norm" in name else 0.0) + 0.3 * torch.randn_like(p))
+_randomize = checks.randomize_ssm
 
 
 def _build(kind, directory):

@@ -10,6 +10,7 @@
 #include "convert/gguf_export_gpt_oss.h"
 #include "convert/gguf_export_deepseek2.h"
 #include "convert/gguf_export_hybrids.h"
+#include "convert/gguf_export_pattern_hybrids.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/gguf_export_sigmoid_moe.h"
 #include "convert/tensor_plan.h"
@@ -405,10 +406,11 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
       root.has("architectures") ? root.get_string_list("architectures") : std::vector<std::string>{};
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
+  const std::optional<std::string> pattern = pattern_hybrid_arch(root);
   const auto arch = gguf_arch_for_hf(hf_class);
   const bool deepseek2 = arch && arch->gguf == "deepseek2";
   const std::optional<std::string> conv_hybrid = conv_hybrid_arch_for_hf(hf_class);
-  if (!hybrid && !deepseek2 && !conv_hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
+  if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
@@ -418,11 +420,15 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Lfm2ForCausalLM, "
-                    "Lfm2MoeForCausalLM, JambaForCausalLM)");
+                    "Lfm2MoeForCausalLM, JambaForCausalLM, NemotronHForCausalLM, GraniteMoeHybridForCausalLM, "
+                    "BambaForCausalLM)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
-  const std::string gguf_arch = hybrid ? qwen3_hybrid_arch(*hybrid) : conv_hybrid ? *conv_hybrid : arch->gguf;
+  const std::string gguf_arch = hybrid        ? qwen3_hybrid_arch(*hybrid)
+                                : pattern     ? *pattern
+                                : conv_hybrid ? *conv_hybrid
+                                              : arch->gguf;
 
   QuantizeSummary summary;
   summary.architecture = gguf_arch;
@@ -447,6 +453,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     add_deepseek2_hparams(w, c);
   else if (conv_hybrid)
     add_conv_hybrid_hparams(w, *files, c, gguf_arch);
+  else if (pattern)
+    add_pattern_hybrid_hparams(w, root, gguf_arch);
   else
     add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
@@ -470,6 +478,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::vector<TensorPlan> plans = hybrid        ? plan_qwen3_hybrid(*files, *hybrid)
                                         : deepseek2   ? plan_deepseek2(*files, c, tied)
                                         : conv_hybrid ? plan_conv_hybrid(*files, c, gguf_arch, tied)
+                                        : pattern     ? plan_pattern_hybrid(*files, gguf_arch)
                                                       : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;

@@ -13,7 +13,8 @@
 // experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
 // Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h), Lfm2ForCausalLM, Lfm2MoeForCausalLM and
-// JambaForCausalLM (gguf_export_hybrids.h).
+// JambaForCausalLM (gguf_export_hybrids.h), NemotronHForCausalLM,
+// GraniteMoeHybridForCausalLM and BambaForCausalLM (gguf_export_pattern_hybrids.h).
 #include <cstdint>
 #include <string>
 #include <vector>

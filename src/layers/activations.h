@@ -5,9 +5,10 @@
 
 namespace attnzoo {
 
-enum class Activation { silu, gelu_tanh, gelu };
+enum class Activation { silu, gelu_tanh, gelu, relu2 };
 
-// Hugging Face hidden_act names: silu/swish, gelu_pytorch_tanh/gelu_new/gelu_fast (tanh form), gelu (erf form).
+// Hugging Face hidden_act names: silu/swish, gelu_pytorch_tanh/gelu_new/gelu_fast (tanh form), gelu (erf form),
+// relu2 (squared ReLU).
 Activation parse_activation(const std::string& name);
 const char* activation_name(Activation a);
 
@@ -15,6 +16,7 @@ const char* activation_name(Activation a);
 //   silu(x) = x / (1 + e^-x)
 //   gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 //   gelu(x) = x/2 (1 + erf(x / sqrt(2)))
+//   relu2(x) = max(x, 0)^2
 float activation_reference(Activation a, float x);
 inline float apply_activation(Activation a, float x) { return activation_reference(a, x); }
 

@@ -1,10 +1,11 @@
 // Per-target kernels behind apply_activation_inplace and gated_activation.
-// All three activations reduce to one Highway Exp and one division per element:
+// The three smooth activations reduce to one Highway Exp and one division per element:
 //   silu(x)      = x / (1 + e^-x)
 //   gelu_tanh(x) = x/2 (1 + tanh(u)) = x / (1 + e^-2u),  u = sqrt(2/pi) (x + 0.044715 x^3)
 //     (the logistic form has no 1 + tanh cancellation for negative x, and Highway's Tanh costs an Expm1 anyway)
 //   gelu(x)      = x Phi(x),  Phi = 1 - erfc(|x|/sqrt2)/2 for x >= 0, erfc(|x|/sqrt2)/2 below,
 //     erfc(z) ~= t P(t) e^{-z^2},  t = 1 / (1 + p z)  (Highway 1.0.3 has no Erf).
+//   relu2(x)     = max(x, 0)^2 (Nemotron-H's MLP), exact.
 #include "core/dispatch.h"
 #include "layers/activations.h"
 
@@ -72,6 +73,12 @@ struct GeluTanhOp {
 struct GeluOp {
   HWY_INLINE VF operator()(DF d, VF x) const { return Gelu(d, x); }
 };
+struct Relu2Op {
+  HWY_INLINE VF operator()(DF d, VF x) const {
+    const VF r = hn::Max(x, hn::Zero(d));
+    return hn::Mul(r, r);
+  }
+};
 
 template <bool kGated, class Act>
 HWY_INLINE void ActivationLoop(Act act, const float* gate, const float* up, float* out, size_t n) {
@@ -109,6 +116,7 @@ HWY_INLINE void ActivationRowT(Activation a, const float* gate, const float* up,
     case Activation::silu: return ActivationLoop<kGated>(SiluOp(), gate, up, out, n);
     case Activation::gelu_tanh: return ActivationLoop<kGated>(GeluTanhOp(), gate, up, out, n);
     case Activation::gelu: return ActivationLoop<kGated>(GeluOp(), gate, up, out, n);
+    case Activation::relu2: return ActivationLoop<kGated>(Relu2Op(), gate, up, out, n);
   }
 }
 

@@ -84,8 +84,10 @@ void route_grouped_top_k(const float* logits, const float* correction_bias, int6
   }
 }
 
-DeepseekMoe::DeepseekMoe(const DeepseekMoeConfig& config, Linear router, const TensorView& correction_bias,
-                         std::vector<GatedMlp> experts, std::optional<GatedMlp> shared_experts, const std::string& name)
+template <class Expert>
+BasicDeepseekMoe<Expert>::BasicDeepseekMoe(const DeepseekMoeConfig& config, Linear router,
+                                           const TensorView& correction_bias, std::vector<Expert> experts,
+                                           std::optional<Expert> shared_experts, const std::string& name)
     : config_(config), router_(std::move(router)), experts_(std::move(experts)), shared_(std::move(shared_experts)) {
   const int64_t E = num_experts();
   require(E > 0, (name + ".experts").c_str(), "needs at least one expert");
@@ -110,32 +112,39 @@ DeepseekMoe::DeepseekMoe(const DeepseekMoeConfig& config, Linear router, const T
   }
 }
 
-uint64_t DeepseekMoe::weight_bytes() const {
+template <class Expert>
+uint64_t BasicDeepseekMoe<Expert>::weight_bytes() const {
   uint64_t b = router_.weight_bytes();
   for (const auto& e : experts_) b += e.weight_bytes();
   if (shared_) b += shared_->weight_bytes();
   return b;
 }
 
-uint64_t DeepseekMoe::decode_weight_bytes() const {
+template <class Expert>
+uint64_t BasicDeepseekMoe<Expert>::decode_weight_bytes() const {
   uint64_t b = router_.weight_bytes() + uint64_t(config_.top_k) * experts_[0].weight_bytes();
   if (shared_) b += shared_->weight_bytes();
   return b;
 }
 
-void DeepseekMoe::route(const float* x, int64_t T, MoeRouting& out) const {
+template <class Expert>
+void BasicDeepseekMoe<Expert>::route(const float* x, int64_t T, MoeRouting& out) const {
   const int64_t E = num_experts();
   std::vector<float> logits(size_t(T * E));
   router_.forward(x, T, logits.data());
   route_grouped_top_k(logits.data(), bias_.data(), T, E, config_, out);
 }
 
-void DeepseekMoe::forward(const float* x, int64_t T, float* out) const {
+template <class Expert>
+void BasicDeepseekMoe<Expert>::forward(const float* x, int64_t T, float* out) const {
   MoeRouting routing;
   route(x, T, routing);
 
   if (shared_) shared_->forward(x, T, out);
   run_routed_experts(experts_, routing, config_.top_k, x, T, out, /*accumulate=*/shared_.has_value());
 }
+
+template class BasicDeepseekMoe<GatedMlp>;
+template class BasicDeepseekMoe<PlainMlp>;
 
 }  // namespace attnzoo

@@ -8,7 +8,8 @@
 //   remaining c pick the experts (V2's greedy: n_group 1, every expert stays)
 //   weights = s of the chosen experts (not c), / (their sum + norm_epsilon) when norm_topk_prob, * routed_scaling_factor
 //   out = sum_j weights_j * expert_j(x) + shared_experts(x)
-// Each expert (and the shared experts, fused as one wider MLP in the checkpoint) is a gated MLP.
+// Each expert (and the shared experts, fused as one wider MLP in the checkpoint) is a gated MLP; Nemotron-H's MoE
+// layers route the same way over ungated relu² MLPs (NemotronHMoe).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,12 +41,14 @@ struct DeepseekMoeConfig {
 void route_grouped_top_k(const float* logits, const float* correction_bias, int64_t T, int64_t E,
                                  const DeepseekMoeConfig& config, MoeRouting& out);
 
-class DeepseekMoe : public FeedForward {
+// Expert: GatedMlp (DeepSeek-V3, Kimi) or PlainMlp (Nemotron-H); instantiated for both in deepseek_moe.cc.
+template <class Expert>
+class BasicDeepseekMoe : public FeedForward {
  public:
   // router [E, hidden]; correction_bias [E] (f32/bf16/f16, widened once; an empty view means zeros); experts: E
-  // gated MLPs of one hidden size; shared_experts optional. Errors name `name`.
-  DeepseekMoe(const DeepseekMoeConfig& config, Linear router, const TensorView& correction_bias,
-              std::vector<GatedMlp> experts, std::optional<GatedMlp> shared_experts, const std::string& name);
+  // MLPs of one hidden size; shared_experts optional. Errors name `name`.
+  BasicDeepseekMoe(const DeepseekMoeConfig& config, Linear router, const TensorView& correction_bias,
+                   std::vector<Expert> experts, std::optional<Expert> shared_experts, const std::string& name);
 
   int64_t num_experts() const { return int64_t(experts_.size()); }
   uint64_t weight_bytes() const override;
@@ -59,8 +62,11 @@ class DeepseekMoe : public FeedForward {
   DeepseekMoeConfig config_;
   Linear router_;
   std::vector<float> bias_;
-  std::vector<GatedMlp> experts_;
-  std::optional<GatedMlp> shared_;
+  std::vector<Expert> experts_;
+  std::optional<Expert> shared_;
 };
+
+using DeepseekMoe = BasicDeepseekMoe<GatedMlp>;
+using NemotronHMoe = BasicDeepseekMoe<PlainMlp>;
 
 }  // namespace attnzoo

@@ -7,15 +7,35 @@
 
 namespace attnzoo {
 
+namespace {
+
+void check_shape(const Linear& l, int64_t out, int64_t in, const std::string& n) {
+  require(l.out_features() == out && l.in_features() == in, n.c_str(),
+          "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.shape_str());
+}
+
+}  // namespace
+
 GatedMlp::GatedMlp(Linear gate, Linear up, Linear down, Activation act, const std::string& name)
     : gate_(std::move(gate)), up_(std::move(up)), down_(std::move(down)), act_(act) {
   const int64_t H = down_.out_features(), I = down_.in_features();
-  auto check = [](const Linear& l, int64_t out, int64_t in, const std::string& n) {
-    require(l.out_features() == out && l.in_features() == in, n.c_str(),
-            "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + l.shape_str());
-  };
-  check(gate_, I, H, name + ".gate_proj.weight");
-  check(up_, I, H, name + ".up_proj.weight");
+  check_shape(gate_, I, H, name + ".gate_proj.weight");
+  check_shape(up_, I, H, name + ".up_proj.weight");
+}
+
+PlainMlp::PlainMlp(Linear up, Linear down, Activation act, const std::string& name)
+    : up_(std::move(up)), down_(std::move(down)), act_(act) {
+  check_shape(up_, down_.in_features(), down_.out_features(), name + ".up_proj.weight");
+}
+
+void PlainMlp::forward(const float* x, int64_t T, float* out) const {
+  const int64_t I = up_.out_features();
+  thread_local std::vector<float> u_scratch;  // grown once, as in GatedMlp
+  u_scratch.resize(size_t(T * I));
+  float* u = u_scratch.data();
+  up_.forward(x, T, u);
+  ThreadPool::global().parallel_for(T, [&](int64_t t, int) { apply_activation_inplace(act_, u + t * I, I); });
+  down_.forward(u, T, out);
 }
 
 void GatedMlp::forward(const float* x, int64_t T, float* out) const {

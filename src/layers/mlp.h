@@ -1,5 +1,6 @@
 #pragma once
-// The gated feed-forward block of Llama-family models: down(act(gate(x)) * up(x)).
+// The gated feed-forward block of Llama-family models, down(act(gate(x)) * up(x)), and the ungated one of
+// Nemotron-H, down(act(up(x))) (relu2).
 #include "layers/activations.h"
 #include "layers/block_parts.h"
 #include "layers/linear.h"
@@ -18,6 +19,19 @@ class GatedMlp : public FeedForward {
 
  private:
   Linear gate_, up_, down_;
+  Activation act_;
+};
+
+class PlainMlp : public FeedForward {
+ public:
+  // Validates shapes: up [intermediate, hidden], down [hidden, intermediate]; `name` prefixes errors.
+  PlainMlp(Linear up, Linear down, Activation act, const std::string& name);
+  int64_t hidden() const { return down_.out_features(); }
+  uint64_t weight_bytes() const override { return up_.weight_bytes() + down_.weight_bytes(); }
+  void forward(const float* x, int64_t T, float* out) const override;
+
+ private:
+  Linear up_, down_;
   Activation act_;
 };
 

@@ -79,7 +79,8 @@ void SparseMoe::route(const float* x, int64_t T, MoeRouting& out) const {
   route_softmax_top_k(logits.data(), T, E, config_.top_k, config_.normalize_top_k, out);
 }
 
-void run_routed_experts(const std::vector<GatedMlp>& experts, const MoeRouting& routing, int64_t k, const float* x,
+template <class Expert>
+void run_routed_experts(const std::vector<Expert>& experts, const MoeRouting& routing, int64_t k, const float* x,
                         int64_t T, float* out, bool accumulate) {
   const int64_t E = int64_t(experts.size()), H = experts[0].hidden();
   std::vector<std::vector<int64_t>> assigned(static_cast<size_t>(E));  // entries: t * k + slot
@@ -115,6 +116,11 @@ void run_routed_experts(const std::vector<GatedMlp>& experts, const MoeRouting& 
       for (int64_t i = 0; i < H; ++i) out[t * H + i] += src[i];
     }
 }
+
+template void run_routed_experts(const std::vector<GatedMlp>&, const MoeRouting&, int64_t, const float*, int64_t,
+                                 float*, bool);
+template void run_routed_experts(const std::vector<PlainMlp>&, const MoeRouting&, int64_t, const float*, int64_t,
+                                 float*, bool);
 
 void SparseMoe::forward(const float* x, int64_t T, float* out) const {
   const int64_t H = experts_[0].hidden(), k = config_.top_k;

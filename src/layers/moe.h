@@ -34,7 +34,9 @@ struct MoeRouting {
 // Runs every routed (token, slot) through its expert, grouped so each expert sees its tokens as one GEMM, and
 // writes out[t] = sum over slots of weight * expert(x[t]) (in slot order: thread timing cannot change it);
 // accumulate: add to out instead of overwriting it (after a shared expert wrote there).
-void run_routed_experts(const std::vector<GatedMlp>& experts, const MoeRouting& routing, int64_t top_k,
+// Expert: GatedMlp or PlainMlp (instantiated for both in moe.cc).
+template <class Expert>
+void run_routed_experts(const std::vector<Expert>& experts, const MoeRouting& routing, int64_t top_k,
                         const float* x, int64_t T, float* out, bool accumulate);
 
 // Softmax over the E router logits of each token, then the top_k largest probabilities (ties to the lower

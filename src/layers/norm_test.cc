@@ -40,7 +40,8 @@ TEST(Activations, MatchDefinitions) {
   gated_activation(Activation::silu, g.data(), u.data(), o.data(), 2);
   EXPECT_NEAR(o[1], -2.0 / (1 + std::exp(2.0)) * 4.0, 1e-6);
   EXPECT_EQ(parse_activation("gelu_pytorch_tanh"), Activation::gelu_tanh);
-  EXPECT_THROW(parse_activation("relu2"), ArgumentError);
+  EXPECT_EQ(parse_activation("relu2"), Activation::relu2);
+  EXPECT_THROW(parse_activation("relu3"), ArgumentError);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "loader/gguf_hf_util.h"
+#include "loader/gguf_pattern_hybrids.h"
 #include "loader/gguf_qwen35.h"
 #include "loader/gguf_rwkv7.h"
 #include "loader/load_error.h"
@@ -18,7 +19,9 @@ using gguf_hf::JsonObject;
 using gguf_hf::Meta;
 using gguf_hf::sized;
 
-enum class Family { mamba, mamba2, falcon_h1, lfm2, lfm2moe, jamba, qwen3next, qwen35, qwen35moe, rwkv7 };
+enum class Family {
+  mamba, mamba2, falcon_h1, lfm2, lfm2moe, jamba, qwen3next, qwen35, qwen35moe, rwkv7, nemotron_h, nemotron_h_moe, granitehybrid
+};
 
 // Qwen3-Next and Qwen3.5: zero-centred norms stored as 1 + w, model.norm as output_norm.
 bool qwen3_family(Family f) { return f == Family::qwen3next || f == Family::qwen35 || f == Family::qwen35moe; }
@@ -40,6 +43,9 @@ constexpr HybridArch kHybrids[] = {
     {"qwen35", Family::qwen35, "model.layers."},
     {"qwen35moe", Family::qwen35moe, "model.layers."},
     {"rwkv7", Family::rwkv7, "model.layers."},  // gguf_rwkv7.h
+    {"nemotron_h", Family::nemotron_h, "backbone.layers."},  // gguf_pattern_hybrids.h
+    {"nemotron_h_moe", Family::nemotron_h_moe, "backbone.layers."},
+    {"granitehybrid", Family::granitehybrid, "model.layers."},
 };
 
 const HybridArch* find_hybrid(const GgufFile& f) {
@@ -168,6 +174,40 @@ std::vector<Entry> block_entries(Family fam) {
                          {"ffn_down", "mlp.down_proj"}});
       return e;
     }
+    case Family::nemotron_h:
+    case Family::nemotron_h_moe: {  // every sublayer is the block's "mixer"
+      std::vector<Entry> e = ssm_entries(fam, "mixer.");
+      if (fam == Family::nemotron_h_moe)  // the routed experts: gguf_hf::add_expert_slices
+        e.insert(e.end(), {{"ffn_gate_inp", "mixer.gate"},
+                           {"exp_probs_b.bias", "mixer.gate.e_score_correction_bias"},
+                           {"ffn_up_shexp", "mixer.shared_experts.up_proj"},
+                           {"ffn_down_shexp", "mixer.shared_experts.down_proj"}});
+      e.insert(e.end(), {{"attn_norm", "norm"},
+                         {"attn_q", "mixer.q_proj"},
+                         {"attn_k", "mixer.k_proj"},
+                         {"attn_v", "mixer.v_proj"},
+                         {"attn_output", "mixer.o_proj"},
+                         {"ffn_up", "mixer.up_proj"},
+                         {"ffn_down", "mixer.down_proj"}});
+      return e;
+    }
+    case Family::granitehybrid: {  // the dense MLP and the shared expert both read as shared_mlp
+      std::vector<Entry> e = ssm_entries(fam, "mamba.");
+      e.insert(e.end(), {{"attn_norm", "input_layernorm"},
+                         {"ffn_norm", "post_attention_layernorm"},
+                         {"attn_q", "self_attn.q_proj"},
+                         {"attn_k", "self_attn.k_proj"},
+                         {"attn_v", "self_attn.v_proj"},
+                         {"attn_output", "self_attn.o_proj"},
+                         {"ffn_gate_inp", "block_sparse_moe.router.layer"},
+                         {"ffn_gate_shexp", "shared_mlp.gate_proj"},
+                         {"ffn_up_shexp", "shared_mlp.up_proj"},
+                         {"ffn_down_shexp", "shared_mlp.output_linear"},
+                         {"ffn_gate", "shared_mlp.gate_proj"},
+                         {"ffn_up", "shared_mlp.up_proj"},
+                         {"ffn_down", "shared_mlp.output_linear"}});
+      return e;
+    }
     case Family::rwkv7:
       break;
   }
@@ -175,13 +215,14 @@ std::vector<Entry> block_entries(Family fam) {
 }
 
 const char* global_hf_name(Family fam, const std::string& name) {
-  const bool backbone = fam == Family::mamba || fam == Family::mamba2;
+  const bool backbone =
+      fam == Family::mamba || fam == Family::mamba2 || fam == Family::nemotron_h || fam == Family::nemotron_h_moe;
   if (name == "token_embd.weight") return backbone ? "backbone.embeddings.weight" : "model.embed_tokens.weight";
   if (name == "output.weight") return "lm_head.weight";
   if (name == "output_norm.weight") {
     if (backbone) return "backbone.norm_f.weight";
     if (fam == Family::falcon_h1 || fam == Family::jamba) return "model.final_layernorm.weight";
-    if (qwen3_family(fam)) return "model.norm.weight";
+    if (qwen3_family(fam) || fam == Family::granitehybrid) return "model.norm.weight";
   }
   if (name == "token_embd_norm.weight" && (fam == Family::lfm2 || fam == Family::lfm2moe))
     return "model.embedding_norm.weight";
@@ -383,6 +424,9 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
     case Family::qwen3next: qwen3_hybrid_config(c, m, Qwen3Hybrid::next); break;
     case Family::qwen35: qwen3_hybrid_config(c, m, Qwen3Hybrid::dense35); break;
     case Family::qwen35moe: qwen3_hybrid_config(c, m, Qwen3Hybrid::moe35); break;
+    case Family::nemotron_h: nemotron_h_config(c, m, false); break;
+    case Family::nemotron_h_moe: nemotron_h_config(c, m, true); break;
+    case Family::granitehybrid: granite_hybrid_config(c, m); break;
     case Family::rwkv7: break;
   }
   gguf_hf::add_vocab_and_dtype(c, f);
@@ -432,6 +476,10 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
   const int64_t mtp_from = a.family == Family::qwen35 || a.family == Family::qwen35moe
                                ? qwen35_text_layers(gguf_hf::Meta{f, std::string(a.gguf) + "."})
                                : -1;
+  const bool permuted_qk =
+      a.family == Family::nemotron_h || a.family == Family::nemotron_h_moe || a.family == Family::granitehybrid;
+  const std::pair<int64_t, int64_t> heads =
+      permuted_qk ? pattern_hybrid_heads(gguf_hf::Meta{f, std::string(a.gguf) + "."}) : std::pair<int64_t, int64_t>{};
   std::vector<GgufHfTensor> out;
   for (const GgufTensor& t : f.tensors()) {
     if (const char* g = global_hf_name(a.family, t.name)) {
@@ -451,6 +499,11 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
         gguf_hf::add_expert_slices(f, t, layer + "feed_forward.experts.", base, out, {"w1", "w3", "w2"}))
       continue;
     if (a.family == Family::jamba && gguf_hf::add_expert_slices(f, t, layer + "feed_forward.experts.", base, out))
+      continue;
+    if (a.family == Family::granitehybrid &&
+        gguf_hf::add_expert_slices(f, t, layer + "block_sparse_moe.experts.", base, out))
+      continue;
+    if (a.family == Family::nemotron_h_moe && gguf_hf::add_expert_slices(f, t, layer + "mixer.experts.", base, out))
       continue;
     if (qwen3_family(a.family)) {
       if (gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", base, out)) continue;
@@ -474,10 +527,18 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
       h.shape = {h.shape[0], 1, h.shape[1]};
     }
     if (e->edit & kFlatten) h.shape = {t.numel()};
+    if (permuted_qk && (base == "attn_q" || base == "attn_k")) {
+      h.fix = GgufFix::unpermute_rope_rows;
+      h.heads = base == "attn_q" ? heads.first : heads.second;
+      if (h.shape.empty() || h.shape[0] % (2 * h.heads) != 0)
+        fail(f, t.name, "rows do not split into " + std::to_string(h.heads) + " heads of even size");
+      if (t.ne.size() == 1 && quant_type_info(uint32_t(t.type))->block_elems != 1)
+        fail(f, t.name, "a quantized 1-D tensor cannot be permuted row by row");
+    }
     if (e->edit & kNegExp) h.fix = GgufFix::log_of_negated;
     if (qwen3_family(a.family) && ext == ".weight" && base.ends_with("norm") && base != "ssm_norm")
       h.fix = GgufFix::subtract_one;
-    if (h.fix != GgufFix::none && !gguf_hf::plain_float(t.type))
+    if (h.fix != GgufFix::none && h.fix != GgufFix::unpermute_rope_rows && !gguf_hf::plain_float(t.type))
       fail(f, t.name, std::string("stored as ") + quant_type_name(t.type) + ", which cannot be turned back into '" + hf +
                           "' (F32, F16 or BF16 expected)");
     if (a.family == Family::qwen35 || a.family == Family::qwen35moe) mark_value_heads(f, t, base, h);

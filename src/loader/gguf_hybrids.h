@@ -22,6 +22,8 @@
 //              heads in every tensor indexed by them (gguf_qwen35.h), moved back; the appended
 //              multi-token-prediction blocks left out
 //   rwkv7      flash-linear-attention's RWKV7ForCausalLM (gguf_rwkv7.h)
+//   nemotron_h, granitehybrid  Nemotron-H, Granite 4.0-H and Bamba: the Mamba-2 edits above, Q / K rows
+//              unpermuted, the layer pattern from the per-layer head / feed-forward counts (gguf_pattern_hybrids.h)
 #include <optional>
 #include <string>
 #include <vector>

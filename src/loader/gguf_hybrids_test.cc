@@ -89,9 +89,65 @@ GgufSpec mamba_spec() {
   return s;
 }
 
+Bytes u32s(const std::vector<uint32_t>& v) {
+  Bytes b;
+  for (uint32_t x : v) put<uint32_t>(b, x);
+  return b;
+}
+
+// Nemotron-H's "M*-": the pattern in per-layer head_count_kv / feed_forward_length arrays, Q / K permuted.
+GgufSpec nemotron_h_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "nemotron_h")};
+  add_u32_keys(s, "nemotron_h",
+               {{"block_count", 3}, {"embedding_length", 4}, {"attention.head_count", 2}, {"ssm.inner_size", 4},
+                {"ssm.state_size", 2}, {"ssm.conv_kernel", 3}, {"ssm.time_step_rank", 2}, {"vocab_size", 5}});
+  s.kvs.push_back(kv_array("nemotron_h.attention.head_count_kv", U32, 3, u32s({0, 1, 0})));
+  s.kvs.push_back(kv_array("nemotron_h.feed_forward_length", U32, 3, u32s({0, 0, 8})));
+  s.tensors = {{"blk.0.ssm_a", {1, 2}, 0, f32_bytes(std::vector<float>(2, -1.f)), std::nullopt},
+               {"blk.1.attn_q.weight", {4, 4}, 0, f32_bytes(std::vector<float>(16, 1.f)), std::nullopt},
+               {"blk.1.attn_k.weight", {4, 2}, 0, f32_bytes(std::vector<float>(8, 1.f)), std::nullopt},
+               {"blk.2.ffn_up.weight", {4, 8}, 0, f32_bytes(std::vector<float>(32, 1.f)), std::nullopt}};
+  return s;
+}
+
 std::vector<Malicious> catalogue() {
   constexpr uint64_t kHuge = uint64_t(1) << 62;
   return {
+      {"nemotron_h per-layer counts of the wrong length",
+       edited(nemotron_h_spec,
+              [](GgufSpec& s) {
+                kv(s, "nemotron_h.feed_forward_length") = kv_array("nemotron_h.feed_forward_length", U32, 2, u32s({0, 8}));
+              }),
+       "evil.gguf: key 'nemotron_h.feed_forward_length': expected 3 values (one per layer)"},
+      {"nemotron_h layer with both attention and a feed-forward",
+       edited(nemotron_h_spec,
+              [](GgufSpec& s) {
+                kv(s, "nemotron_h.feed_forward_length") =
+                    kv_array("nemotron_h.feed_forward_length", U32, 3, u32s({0, 8, 8}));
+              }),
+       "evil.gguf: layer 1 has both attention heads and a feed-forward length"},
+      {"nemotron_h head count past the bound",
+       edited(nemotron_h_spec,
+              [](GgufSpec& s) {
+                kv(s, "nemotron_h.attention.head_count_kv") =
+                    kv_array("nemotron_h.attention.head_count_kv", U32, 3, u32s({0, 4000000000u, 0}));
+              }),
+       "evil.gguf: key 'nemotron_h.attention.head_count_kv': values must be in [0, "},
+      {"nemotron_h Q rows that do not split into the heads",
+       edited(nemotron_h_spec, [](GgufSpec& s) { set_u64(s, "nemotron_h.attention.head_count", 3); }),
+       "evil.gguf: tensor 'blk.1.attn_q.weight': rows do not split into 3 heads of even size", true},
+      {"granitehybrid expert count past the bound",
+       edited(nemotron_h_spec,
+              [](GgufSpec& s) {
+                for (GgufKvSpec& k : s.kvs)
+                  if (k.key.starts_with("nemotron_h.")) k.key = "granitehybrid." + k.key.substr(11);
+                kv(s, "general.architecture") = kv_string("general.architecture", "granitehybrid");
+                erase_key(s, "granitehybrid.feed_forward_length");
+                s.tensors.pop_back();
+                s.kvs.push_back(kv_scalar<uint64_t>("granitehybrid.expert_count", U64, kHuge));
+              }),
+       "evil.gguf: key 'granitehybrid.expert_count': must be in [1, "},
       // 2 * nk * dk + inner wraps to the stored row count: the pieces would point 2^64 bytes away.
       {"qwen3next state size wrapping the row count",
        edited(qwen3next_spec, [](GgufSpec& s) { set_u64(s, "qwen3next.ssm.state_size", kHuge); }),
@@ -236,7 +292,7 @@ TEST(GgufHybrids, MaliciousFilesGiveNamedErrorsQuickly) {
 TEST(GgufHybrids, ValidHybridFilesOpen) {
   // The bases of the catalogue are valid: each refusal above is the edit's, not the base's.
   for (GgufSpec (*base)() :
-       {qwen3next_spec, qwen35_spec, lfm2_spec, lfm2moe_spec, jamba_spec, rwkv7_spec, mamba_spec,
+       {qwen3next_spec, qwen35_spec, lfm2_spec, lfm2moe_spec, jamba_spec, rwkv7_spec, mamba_spec, nemotron_h_spec,
         +[] { return llama_like("llama"); }})
     EXPECT_NO_THROW(open_as_checkpoint(base()));
 }

@@ -139,6 +139,16 @@ Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_
   return l;
 }
 
+Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64_t experts, int64_t rows_per_expert,
+                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, uint64_t* owned) {
+  const StoredTensor t = stored_weight(files, name, {experts, rows_per_expert, in});
+  const int64_t total = experts * rows_per_expert, row_bytes = total > 0 ? t.bytes / total : 0;
+  Linear l = Linear::from_quantized(t.data + (expert * rows_per_expert + begin) * row_bytes, uint64_t(rows * row_bytes),
+                                    t.type, rows, in, TensorView{}, name, store);
+  if (l.owns_weight()) *owned += l.weight_bytes();
+  return l;
+}
+
 std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
                                       std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
                                       DType store, uint64_t& owned, DecoderOptions options) {
@@ -161,7 +171,7 @@ DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, st
       norm_(std::move(norm)), lm_head_(std::move(lm_head)), options_(options) {
   info_.decode_weight_bytes = lm_head_.weight_bytes();
   for (const auto& b : blocks_)
-    info_.decode_weight_bytes += b.mixer->weight_bytes() + (b.ffn ? b.ffn->decode_weight_bytes() : 0);
+    info_.decode_weight_bytes += (b.mixer ? b.mixer->weight_bytes() : 0) + (b.ffn ? b.ffn->decode_weight_bytes() : 0);
 }
 
 void DecoderModel::run(const Batch& batch, std::span<const int64_t> rows, float* logits) const {
@@ -185,7 +195,9 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   h.resize(size_t(T * H));
   y.resize(size_t(T * H));
   embed_.lookup(batch.tokens.data(), T, x.data(), options_.embedding_scale);
+  const float rs = options_.residual_scale;  // Granite's residual_multiplier
   auto add_residual = [&](float alpha, float beta) {
+    beta *= rs;
     if (alpha == 1.f && beta == 1.f) {
       for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)];
     } else {
@@ -195,26 +207,30 @@ void DecoderModel::run_layers(const Batch& batch, std::span<const int64_t> rows,
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DecoderBlock& b = blocks_[l];
     const OpLabel block_label("block");  // norms and residuals; the mixer, the FFN and projections name their own
-    if (b.input_norm) {
+    if (!b.mixer) {  // a feed-forward-only layer: its kind as recorded ("mlp", "moe")
+      if (trace) (*trace)[l].kind = l < info_.layers.size() ? info_.layers[l].kind : "mlp";
+    } else if (b.input_norm) {
       b.input_norm->forward(x.data(), T, H, h.data(), H);
     } else {
       std::copy(x.begin(), x.end(), h.begin());
     }
-    if (b.residual_is_normed) std::copy(h.begin(), h.end(), x.begin());
-    const LayerMemory memory = layer_memory(int64_t(l));
-    {
-      const OpLabel label("mixer");
-      b.mixer->forward(h.data(), batch, memory, y.data());
+    if (b.mixer) {
+      if (b.residual_is_normed) std::copy(h.begin(), h.end(), x.begin());
+      const LayerMemory memory = layer_memory(int64_t(l));
+      {
+        const OpLabel label("mixer");
+        b.mixer->forward(h.data(), batch, memory, y.data());
+      }
+      if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
+      if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
+      if (b.parallel) {  // the feed-forward of the same normed rows, added beside the mixer's output
+        z.resize(size_t(T * H));
+        b.ffn->forward(h.data(), T, z.data());
+        for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)] + z[size_t(i)];
+        continue;
+      }
+      add_residual(b.mixer_alpha, b.mixer_beta);
     }
-    if (trace) b.mixer->trace(h.data(), batch, memory, (*trace)[l]);
-    if (b.post_mixer_norm) b.post_mixer_norm->forward(y.data(), T, H, y.data(), H);
-    if (b.parallel) {  // the feed-forward of the same normed rows, added beside the mixer's output
-      z.resize(size_t(T * H));
-      b.ffn->forward(h.data(), T, z.data());
-      for (int64_t i = 0; i < T * H; ++i) x[size_t(i)] += y[size_t(i)] + z[size_t(i)];
-      continue;
-    }
-    add_residual(b.mixer_alpha, b.mixer_beta);
     if (!b.ffn) continue;
     if (b.pre_ffn_norm) {
       b.pre_ffn_norm->forward(x.data(), T, H, h.data(), H);

@@ -4,6 +4,7 @@
 //   per block: x += post_mixer_norm?(mixer(input_norm?(x))); x += post_ffn_norm?(ffn(pre_ffn_norm?(x)))
 //              (parallel blocks: x += mixer(h) + ffn(h), h = input_norm(x))
 //              (MiniMax: h = norm(x); x = alpha * h + beta * sublayer(h), for the mixer and the feed-forward each)
+//              each sublayer's output times residual_scale before the add (Granite)
 //   logits = softcap?(lm_head(norm(x)) * logits_scale)
 // Builders fill the parts; this class runs them and owns the checkpoint mapping the weights borrow from.
 #include <memory>
@@ -22,7 +23,7 @@ namespace attnzoo {
 
 struct DecoderBlock {
   std::optional<RmsNorm> input_norm;      // absent in OLMo 2, which norms only the sublayers' outputs
-  std::unique_ptr<SequenceMixer> mixer;
+  std::unique_ptr<SequenceMixer> mixer;    // null: a feed-forward-only block (Nemotron-H's MLP layers)
   std::optional<RmsNorm> post_mixer_norm;  // Gemma 2/3: the mixer's output is normed before the residual add
   std::optional<RmsNorm> pre_ffn_norm;     // Llama's post_attention_layernorm; absent with no feed-forward
   std::unique_ptr<FeedForward> ffn;        // null: the block has no feed-forward (Mamba-2)
@@ -39,6 +40,7 @@ struct DecoderOptions {
   float embedding_scale = 1.f;     // Gemma: sqrt(hidden)
   float logits_scale = 1.f;        // muP-style output multipliers
   float final_logit_softcap = 0.f;  // Gemma 2: logits = c * tanh(logits / c)
+  float residual_scale = 1.f;      // Granite's residual_multiplier
 };
 
 class DecoderModel : public Model {
@@ -107,6 +109,11 @@ bool config_ties_embeddings(const Config& root, const Config& c, bool fallback);
 // Phi-3's qkv_proj and gate_up_proj, split without a copy (rows are contiguous, whole blocks when quantized).
 Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
                         int64_t rows, int64_t in, DType store, uint64_t* owned);
+
+// Rows [begin, begin + rows) of expert `expert` in the stacked projection `name` [experts, rows_per_expert, in] (no
+// bias), as one Linear without a copy: Granite's block_sparse_moe.input_linear / output_linear.
+Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64_t experts, int64_t rows_per_expert,
+                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, uint64_t* owned);
 
 // The token embedding table `name` [vocab, dim], dense or block-quantized, borrowed from the mapping.
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim);

@@ -59,6 +59,8 @@ ModelDescription describe_lfm2(const Config& root, const LoadOptions& options);
 ModelDescription describe_jamba(const Config& root, const LoadOptions& options);
 ModelDescription describe_minimax(const Config& root, const LoadOptions& options);
 ModelDescription describe_falcon_h1(const Config& root, const LoadOptions& options);
+ModelDescription describe_nemotron_h(const Config& root, const LoadOptions& options);
+ModelDescription describe_granite_hybrid(const Config& root, const LoadOptions& options);
 ModelDescription describe_deepseek_v3(const Config& root, const LoadOptions& options);
 ModelDescription describe_gemma(const Config& root, const LoadOptions& options);
 ModelDescription describe_olmo2(const Config& root, const LoadOptions& options);

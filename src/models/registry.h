@@ -25,6 +25,8 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_jamba(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_minimax(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_nemotron_h(ModelFiles files, const LoadOptions& options);
+std::unique_ptr<Model> build_granite_hybrid(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options);
 std::unique_ptr<Model> build_olmo2(ModelFiles files, const LoadOptions& options);

@@ -100,6 +100,17 @@ CONFIGS = {
     "FalconH1ForCausalLM": ("FalconH1Config", dict(
         _DENSE, hidden_size=32, intermediate_size=64, mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16,
         mamba_n_groups=2, mamba_d_state=8, mamba_d_conv=4, mamba_chunk_size=32)),
+    "NemotronHForCausalLM": ("NemotronHConfig", dict(
+        _DENSE, hybrid_override_pattern="M-*", head_dim=16, mamba_num_heads=4, mamba_head_dim=16, n_groups=2,
+        ssm_state_size=8, chunk_size=32)),
+    "GraniteMoeHybridForCausalLM": ("GraniteMoeHybridConfig", dict(
+        _DENSE, layer_types=["mamba", "attention"], intermediate_size=32, shared_intermediate_size=48,
+        num_local_experts=4, num_experts_per_tok=2, embedding_multiplier=2.0, residual_multiplier=0.5,
+        attention_multiplier=0.25, logits_scaling=2.0, mamba_n_heads=4, mamba_d_head=32, mamba_n_groups=2,
+        mamba_d_state=8, mamba_chunk_size=32)),
+    "BambaForCausalLM": ("BambaConfig", dict(
+        _DENSE, attn_layer_indices=[1], mamba_n_heads=4, mamba_d_head=32, mamba_n_groups=2, mamba_d_state=8,
+        mamba_chunk_size=32)),
 }
 # Architectures whose reference is not a transformers class.
 NOT_IN_TRANSFORMERS = {
