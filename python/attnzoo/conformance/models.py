@@ -50,6 +50,18 @@ CONFIGS = {
         text_config=dict(_DENSE, head_dim=16, sliding_window=8, query_pre_attn_scalar=16), vision_config=_SIGLIP,
         mm_tokens_per_image=4)),
     "Glm4ForCausalLM": ("Glm4Config", dict(_DENSE, head_dim=16, **_IDS)),
+    "Glm4MoeForCausalLM": ("Glm4MoeConfig", dict(
+        _DENSE, num_hidden_layers=3, head_dim=16, attention_bias=True, use_qk_norm=True, moe_intermediate_size=32,
+        n_routed_experts=4, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1, first_k_dense_replace=1,
+        norm_topk_prob=True, routed_scaling_factor=2.0, tie_word_embeddings=False, pad_token_id=0,
+        rope_parameters=dict(rope_type="default", rope_theta=500.0, partial_rotary_factor=0.5))),
+    "MiniMaxM2ForCausalLM": ("MiniMaxM2Config", dict(
+        _DENSE, intermediate_size=32, head_dim=16, rotary_dim=8, num_local_experts=4, num_experts_per_tok=2,
+        tie_word_embeddings=False, rope_theta=500.0, **_IDS)),
+    "Ministral3ForCausalLM": ("Ministral3Config", dict(
+        _DENSE, head_dim=16, max_position_embeddings=64, tie_word_embeddings=False, **_IDS,
+        rope_parameters=dict(rope_type="yarn", rope_theta=1000.0, factor=4.0, original_max_position_embeddings=16,
+                             beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0, llama_4_scaling_beta=0.1))),
     "Olmo2ForCausalLM": ("Olmo2Config", dict(_DENSE, **_IDS)),
     "Phi3ForCausalLM": ("Phi3Config", dict(_DENSE, **_IDS)),
     "CohereForCausalLM": ("CohereConfig", dict(_DENSE, logit_scale=0.5, **_IDS)),
