@@ -114,3 +114,13 @@ def test_served_greedy_answers_do_not_depend_on_the_load():
     alone = answers(uncached, 1)
     assert answers(cached, 16) == alone
     assert answers(cached, 16) == alone  # the repeat: every prompt now a prefix-cache hit
+
+
+def test_the_environment_turns_it_on():
+    import subprocess
+    import sys
+    code = "import attnzoo; print(attnzoo.batch_invariant())"
+    for value, want in (("1", "True"), ("0", "False")):
+        env = dict(os.environ, ATTNZOO_BATCH_INVARIANT=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == want
