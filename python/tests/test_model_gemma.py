@@ -49,6 +49,14 @@ def _config(kind):
             layer_types=["sliding_attention"] * 5 + ["full_attention"],
             rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
                              "full_attention": dict(rope_type="default", rope_theta=300.0)}, **common)
+    if kind == "gemma2_gguf":  # llama.cpp's fixed query scale (head_dim) and pattern (every other layer slides)
+        return transformers.Gemma2Config(num_hidden_layers=2, head_dim=16, query_pre_attn_scalar=16,
+                                         attn_logit_softcapping=2.0, final_logit_softcapping=6.0, **common)
+    if kind == "gemma3_gguf":  # llama.cpp's fixed 5:1 pattern and local RoPE base 10000; a scaled global RoPE
+        return transformers.Gemma3TextConfig(
+            num_hidden_layers=6, head_dim=16, query_pre_attn_scalar=16, final_logit_softcapping=6.0,
+            rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                             "full_attention": dict(rope_type="linear", rope_theta=300.0, factor=2.0)}, **common)
     raise ValueError(kind)
 
 
@@ -210,3 +218,39 @@ def test_errors_are_named(gemma3_dir, tmp_path):
                                        use_bidirectional_attention=True)
     checks.check_config_error_is_named(gemma3_dir, tmp_path / "c", "layer_types", layer_types=["full_attention"])
     checks.check_config_error_is_named(gemma3_dir, tmp_path / "d", "query_pre_attn_scalar", query_pre_attn_scalar=0)
+
+
+@pytest.mark.parametrize("kind", ["gemma2_gguf", "gemma3_gguf"])
+def test_quantize_writes_the_converters_file(kind, tmp_path):
+    """`attnzoo quantize` at F32: every tensor under the gguf package's gemma2 / gemma3 names (the sandwich norms'
+    too), norms stored as 1 + w, the softcap / window / RoPE keys the converter writes, and transformers' logits."""
+    import gguf
+    ref = _build(kind, tmp_path / "src")
+    ids = _prompt()
+    arch = gguf.MODEL_ARCH.GEMMA2 if kind == "gemma2_gguf" else gguf.MODEL_ARCH.GEMMA3
+    reader = checks.check_gguf_of_checkpoint(ref, tmp_path / "src", str(tmp_path / "q.gguf"), arch, ids,
+                                             checks.meaningful_logits(ref, ids), VOCAB, prefill=30,
+                                             edits=(("norm.weight", lambda v: v + 1),))
+    meta = {f.name: f.contents() for f in reader.fields.values()}
+    p = kind[:6] + "."
+    assert meta[p + "attention.sliding_window"] == WINDOW and meta[p + "final_logit_softcapping"] == 6.0
+    if kind == "gemma2_gguf":
+        assert meta[p + "attn_logit_softcapping"] == 2.0
+    else:
+        assert p + "attn_logit_softcapping" not in meta
+        assert (meta[p + "rope.freq_base"], meta[p + "rope.scaling.type"], meta[p + "rope.scaling.factor"]) == (
+            300.0, "linear", 2.0)
+
+
+@pytest.mark.parametrize("kind, updates, match", [
+    ("gemma2", {}, "query_pre_attn_scalar"),  # 24, not llama.cpp's head_dim
+    ("gemma3", {"query_pre_attn_scalar": 32}, "layer_types"),  # a full layer every 2nd, not every 6th
+    ("gemma3_gguf", {"rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 500.0},
+                                         "full_attention": {"rope_type": "default", "rope_theta": 300.0}}},
+     "sliding_attention")])
+def test_quantize_refuses_what_gguf_cannot_hold(kind, updates, match, tmp_path):
+    import attnzoo
+    _build(kind, tmp_path / "src")
+    d = checks.copy_with(tmp_path / "src", tmp_path / "edited", config_edit=lambda c: c.update(updates))
+    with pytest.raises(ValueError, match=match):
+        attnzoo.quantize(d, str(tmp_path / "q.gguf"), type="F32")

@@ -52,6 +52,13 @@ def _config(kind):
     if kind == "mistral_swa":
         return transformers.MistralConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                           num_key_value_heads=2, sliding_window=12, **common)
+    if kind == "mistral":  # no window (Mistral 7B v0.2 on): what GGUF's llama holds
+        return transformers.MistralConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                          num_key_value_heads=2, sliding_window=None, **common)
+    if kind == "qwen3_moe_every_layer":  # the layout llama.cpp's qwen3moe holds: experts in every layer
+        return transformers.Qwen3MoeConfig(hidden_size=64, intermediate_size=128, moe_intermediate_size=48,
+                                           num_experts=4, num_experts_per_tok=2, norm_topk_prob=True,
+                                           num_attention_heads=4, num_key_value_heads=2, head_dim=32, **common)
     raise ValueError(kind)
 
 
@@ -258,3 +265,57 @@ def test_bad_arguments(small_dir):
         m.forward_batch([s, s], [[1], [2]])
     with pytest.raises((ValueError, FileNotFoundError)):
         Model.load(os.path.join(str(small_dir), "missing"))
+
+
+def _permute(w, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's two rotary halves interleaved."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _converter_tensors(directory, cfg, arch):
+    """The tensors convert_hf_to_gguf.py writes for the checkpoint in `directory` (gguf package names): llama's
+    Q / K rows permuted, qwen3moe's experts stacked [n_expert, rows, cols] per layer."""
+    import gguf
+    from safetensors.numpy import load_file
+    names = gguf.get_tensor_name_map(arch, cfg.num_hidden_layers)
+    state = load_file(os.path.join(directory, "model.safetensors"))
+    expect = {}
+    for i in range(cfg.num_hidden_layers if arch == gguf.MODEL_ARCH.QWEN3MOE else 0):
+        for proj, gg in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"), ("down_proj", "ffn_down_exps")):
+            expect[f"blk.{i}.{gg}.weight"] = np.stack(
+                [state.pop(f"model.layers.{i}.mlp.experts.{e}.{proj}.weight") for e in range(cfg.num_experts)])
+    for name, data in state.items():
+        if arch == gguf.MODEL_ARCH.LLAMA and name.endswith("q_proj.weight"):
+            data = _permute(data, cfg.num_attention_heads)
+        if arch == gguf.MODEL_ARCH.LLAMA and name.endswith("k_proj.weight"):
+            data = _permute(data, cfg.num_key_value_heads)
+        expect[names.get_name(name, try_suffixes=(".weight", ".bias"))] = data
+    return expect
+
+
+@pytest.mark.parametrize("kind", ["mistral", "qwen3_moe_every_layer"])
+def test_quantize_writes_the_converters_file(kind, tmp_path):
+    """`attnzoo quantize` at F32 writes Mistral as llama and Qwen3-MoE as qwen3moe, tensor for tensor what the
+    converter writes (the router kept F32), with its keys, and the file's logits equal transformers'."""
+    import attnzoo
+    import gguf
+    ref = _build(kind, tmp_path / "src")
+    path = str(tmp_path / "q.gguf")
+    attnzoo.quantize(tmp_path / "src", path, type="F32")
+    arch = gguf.MODEL_ARCH.LLAMA if kind == "mistral" else gguf.MODEL_ARCH.QWEN3MOE
+    meta = checks.check_gguf_tensors(path, _converter_tensors(tmp_path / "src", ref.config, arch))
+    if kind == "mistral":
+        assert meta["general.architecture"] == "llama" and "llama.expert_count" not in meta
+    else:
+        assert (meta["qwen3moe.expert_count"], meta["qwen3moe.expert_used_count"],
+                meta["qwen3moe.expert_feed_forward_length"]) == (4, 2, 48)
+    ids = _prompt()
+    checks.check_gguf_logits(path, ids, checks.meaningful_logits(ref, ids), VOCAB, prefill=30)
+
+
+@pytest.mark.parametrize("kind, match", [("mistral_swa", "sliding_window"), ("qwen3_moe", "mlp_only_layers")])
+def test_quantize_refuses_what_gguf_cannot_hold(kind, match, tmp_path):
+    import attnzoo
+    _build(kind, tmp_path / "src")
+    with pytest.raises(ValueError, match=match):
+        attnzoo.quantize(tmp_path / "src", str(tmp_path / "q.gguf"), type="F32")

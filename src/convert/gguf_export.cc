@@ -9,6 +9,7 @@
 
 #include "convert/gguf_export_gpt_oss.h"
 #include "convert/gguf_export_deepseek2.h"
+#include "convert/gguf_export_dense.h"
 #include "convert/gguf_export_hybrids.h"
 #include "convert/gguf_export_pattern_hybrids.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
@@ -112,7 +113,8 @@ void add_hparams(GgufWriter& w, const Config& c, const std::string& arch, int64_
 
 // The architectures written tensor for tensor (plan_attention); the hybrids have their own planner.
 const std::set<std::string> kDirectArchs = {"llama", "qwen2", "qwen3", "gemma", "olmo2", "phi3", "smollm3", "command-r", "cohere2", "glm4",
-                                            "gpt-oss", "glm4moe", "minimax-m2", "mistral3"};
+                                            "gpt-oss", "glm4moe", "minimax-m2", "mistral3",
+                                            "qwen3moe", "gemma2", "gemma3"};
 
 // A float list of the config as F32 bytes (a GGUF tensor's data).
 std::vector<uint8_t> f32_bytes(const std::vector<double>& values) {
@@ -216,7 +218,7 @@ std::vector<TensorPlan> plan_moe_experts(const ModelFiles& files, const std::vec
   return plans;
 }
 
-// Llama / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names
+// Llama / Mistral / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names
 // (MoE experts stacked, plan_moe_experts; routers kept in F32, as llama-quantize keeps ffn_gate_inp).
 std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c, const GgufArchOf& arch,
                                        int64_t heads, int64_t kv_heads, bool tied) {
@@ -256,8 +258,8 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
     // Mixtral's: ffn_gate_exps (w1), ffn_up_exps (w3), ffn_down_exps (w2) in every layer
     std::vector<int64_t> layers(size_t(c.get_int("num_hidden_layers")));
     for (size_t i = 0; i < layers.size(); ++i) layers[i] = int64_t(i);
-    std::vector<TensorPlan> stacked =
-        plan_moe_experts(files, experts, c.get_int_or("num_local_experts", c.get_int_or("n_routed_experts", 0)));
+    const int64_t n = c.get_int_or("num_local_experts", c.get_int_or("n_routed_experts", c.get_int_or("num_experts", 0)));
+    std::vector<TensorPlan> stacked = plan_moe_experts(files, experts, n);
     plans.insert(plans.end(), stacked.begin(), stacked.end());
   }
   return plans;
@@ -413,7 +415,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
-                    "Qwen3ForCausalLM, GemmaForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
+                    "Qwen3ForCausalLM, GemmaForCausalLM, MistralForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
+                    "Gemma3ForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, GptOssForCausalLM, "
                     "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, "
                     "Mistral3ForConditionalGeneration, "
@@ -437,7 +440,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   if (heads <= 0 || kv_heads <= 0)
     throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
-  const RopeConfig rope = read_rope(c, head_dim);
+  const RopeConfig rope = export_rope(c, gguf_arch, head_dim);
   const bool tied = config_ties_embeddings(root, c, false);
 
   GgufWriter w;
@@ -459,6 +462,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
+  add_dense_family_hparams(w, c, hf_class, gguf_arch);
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
   if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);

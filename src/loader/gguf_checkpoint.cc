@@ -309,6 +309,7 @@ std::string gguf_hf_config_json(const GgufFile& f) {
 
 std::optional<GgufArchOf> gguf_arch_for_hf(const std::string& hf_class) {
   if (hf_class == "MixtralForCausalLM") return GgufArchOf{"llama", true, false};  // llama with stacked experts
+  if (hf_class == "MistralForCausalLM") return GgufArchOf{"llama", true, false};  // the converter's LlamaModel
   // the converter writes the wrapper's text model (Mistral or Ministral 3) as mistral3, its vision tower apart
   if (hf_class == "Mistral3ForConditionalGeneration") return GgufArchOf{"mistral3", true, false};
   if (hf_class == "DeepseekV2ForCausalLM") return GgufArchOf{"deepseek2", false, false};
