@@ -309,6 +309,11 @@ def test_quantize_writes_the_converters_file(kind, tmp_path):
     else:
         assert (meta["qwen3moe.expert_count"], meta["qwen3moe.expert_used_count"],
                 meta["qwen3moe.expert_feed_forward_length"]) == (4, 2, 48)
+        # the router stays F32 in a quantized file, as llama-quantize keeps ffn_gate_inp
+        attnzoo.quantize(tmp_path / "src", str(tmp_path / "q8.gguf"), type="Q8_0")
+        types = {t.name: t.tensor_type for t in gguf.GGUFReader(str(tmp_path / "q8.gguf")).tensors}
+        assert types["blk.1.ffn_gate_inp.weight"] == gguf.GGMLQuantizationType.F32
+        assert types["blk.1.ffn_gate_exps.weight"] == gguf.GGMLQuantizationType.Q8_0
     ids = _prompt()
     checks.check_gguf_logits(path, ids, checks.meaningful_logits(ref, ids), VOCAB, prefill=30)
 
