@@ -309,6 +309,12 @@ def test_quantize_writes_the_converters_file(kind, tmp_path):
     else:
         assert (meta["qwen3moe.expert_count"], meta["qwen3moe.expert_used_count"],
                 meta["qwen3moe.expert_feed_forward_length"]) == (4, 2, 48)
+        # released configs spell the count num_experts (transformers 5 writes num_local_experts): the same file
+        d = checks.copy_with(tmp_path / "src", tmp_path / "released",
+                             config_edit=lambda c: c.update(num_experts=c.pop("num_local_experts")))
+        attnzoo.quantize(d, str(tmp_path / "r.gguf"), type="F32")
+        released = checks.check_gguf_tensors(str(tmp_path / "r.gguf"), _converter_tensors(d, ref.config, arch))
+        assert released["qwen3moe.expert_count"] == 4
         # the router stays F32 in a quantized file, as llama-quantize keeps ffn_gate_inp
         attnzoo.quantize(tmp_path / "src", str(tmp_path / "q8.gguf"), type="Q8_0")
         types = {t.name: t.tensor_type for t in gguf.GGUFReader(str(tmp_path / "q8.gguf")).tensors}

@@ -258,7 +258,8 @@ std::vector<TensorPlan> plan_attention(const ModelFiles& files, const Config& c,
     // Mixtral's: ffn_gate_exps (w1), ffn_up_exps (w3), ffn_down_exps (w2) in every layer
     std::vector<int64_t> layers(size_t(c.get_int("num_hidden_layers")));
     for (size_t i = 0; i < layers.size(); ++i) layers[i] = int64_t(i);
-    const int64_t n = c.get_int_or("num_local_experts", c.get_int_or("n_routed_experts", c.get_int_or("num_experts", 0)));
+    const int64_t n =
+        c.get_int_or("num_local_experts", c.get_int_or("n_routed_experts", c.get_int_or("num_experts", 0)));
     std::vector<TensorPlan> stacked = plan_moe_experts(files, experts, n);
     plans.insert(plans.end(), stacked.begin(), stacked.end());
   }

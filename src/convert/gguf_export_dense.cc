@@ -40,7 +40,8 @@ void add_qwen3moe(GgufWriter& w, const Config& c) {
   if (c.get_bool_or("use_sliding_window", false))
     throw LoadError(c.source() + ": key 'use_sliding_window': GGUF (llama.cpp's qwen3moe) holds no sliding window");
   // released configs say num_experts, transformers 5 writes num_local_experts
-  w.add_u32("qwen3moe.expert_count", uint32_t(c.has("num_experts") ? c.get_int("num_experts") : c.get_int("num_local_experts")));
+  const int64_t experts = c.has("num_experts") ? c.get_int("num_experts") : c.get_int("num_local_experts");
+  w.add_u32("qwen3moe.expert_count", uint32_t(experts));
   w.add_u32("qwen3moe.expert_used_count", uint32_t(c.get_int("num_experts_per_tok")));
   w.add_u32("qwen3moe.expert_feed_forward_length", uint32_t(c.get_int("moe_intermediate_size")));
 }
