@@ -399,6 +399,36 @@ def test_transformers_gguf_loader_agrees(case):
                                atol=checks.ATOL, rtol=0)
 
 
+_QUANTIZABLE = ("mamba", "falcon_mamba", "mamba2", "mamba2_tied_nobias")  # the families `attnzoo quantize` writes
+
+
+def test_quantize_writes_the_converters_file(case, tmp_path):
+    """`attnzoo quantize` at F32 on the checkpoint the converter-style file was made from: the same tensors (names,
+    shapes, types, values: A = -exp(A_log), squeezed kernels, Mamba-2's reshaped A / D / gated norm, no tied
+    output), the same <arch>.* keys, and the transformers model's logits from the file."""
+    import attnzoo
+    kind, ftype, directory, path, ids, want = case
+    if ftype != "f32" or kind not in _QUANTIZABLE:
+        pytest.skip("quantize is checked at F32 on " + ", ".join(_QUANTIZABLE))
+    out = str(tmp_path / "quantized.gguf")
+    attnzoo.quantize(os.path.join(directory, "hf"), out, type="F32")
+    theirs, ours = gguf.GGUFReader(path), gguf.GGUFReader(out)
+    want_tensors = {t.name: t for t in theirs.tensors}
+    got_tensors = {t.name: t for t in ours.tensors}
+    assert set(got_tensors) == set(want_tensors)
+    for name, t in want_tensors.items():
+        got, value = np.asarray(got_tensors[name].data), np.asarray(t.data)
+        assert (got.shape, got_tensors[name].tensor_type) == (value.shape, t.tensor_type), name
+        if name.endswith("ssm_a"):  # -exp in f64 (ours) and f64 then f32 (the test's): equal up to rounding
+            np.testing.assert_allclose(got, value, rtol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got, value, err_msg=name)
+    prefix = _arch(kind) + "."
+    keys = lambda r: {f.name: f.contents() for f in r.fields.values() if f.name.startswith(prefix)}  # noqa: E731
+    assert keys(ours) == keys(theirs)
+    checks.check_gguf_logits(out, ids, want, VOCAB, prefill=30)
+
+
 _TINY_META = {"embedding_length": 4, "block_count": 1, "ssm.inner_size": 8, "ssm.state_size": 2,
               "ssm.conv_kernel": 2, "ssm.time_step_rank": 2, "ssm.group_count": 1, "attention.head_count": 1,
               "expert_count": 2, "expert_used_count": 1, "expert_feed_forward_length": 4,
