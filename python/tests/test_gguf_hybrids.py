@@ -399,13 +399,15 @@ def test_transformers_gguf_loader_agrees(case):
                                atol=checks.ATOL, rtol=0)
 
 
-_QUANTIZABLE = ("mamba", "falcon_mamba", "mamba2", "mamba2_tied_nobias")  # the families `attnzoo quantize` writes
+# the kinds `attnzoo quantize` writes
+_QUANTIZABLE = ("mamba", "falcon_mamba", "mamba2", "mamba2_tied_nobias", "falcon_h1", "falcon_h1_plain")
 
 
 def test_quantize_writes_the_converters_file(case, tmp_path):
     """`attnzoo quantize` at F32 on the checkpoint the converter-style file was made from: the same tensors (names,
-    shapes, types, values: A = -exp(A_log), squeezed kernels, Mamba-2's reshaped A / D / gated norm, no tied
-    output), the same <arch>.* keys, and the transformers model's logits from the file."""
+    shapes, types, values: A = -exp(A_log), squeezed kernels, Mamba-2's reshaped A / D / gated norm, Falcon-H1's
+    muP multipliers folded in, no tied output), the same <arch>.* keys, and the transformers model's logits from
+    the file."""
     import attnzoo
     kind, ftype, directory, path, ids, want = case
     if ftype != "f32" or kind not in _QUANTIZABLE:
@@ -427,6 +429,25 @@ def test_quantize_writes_the_converters_file(case, tmp_path):
     keys = lambda r: {f.name: f.contents() for f in r.fields.values() if f.name.startswith(prefix)}  # noqa: E731
     assert keys(ours) == keys(theirs)
     checks.check_gguf_logits(out, ids, want, VOCAB, prefill=30)
+
+
+@pytest.mark.parametrize("updates, match", [
+    (dict(mamba_norm_before_gate=True), r"mamba_norm_before_gate': GGUF \(llama.cpp's falcon-h1\) normalizes after"),
+    (dict(tie_word_embeddings=True), r"lm_head_multiplier': a tied head's multiplier must equal embedding_multiplier"),
+    (dict(ssm_multipliers=[1.0, 1.0]), r"ssm_multipliers': expected 5 values"),
+])
+def test_quantize_refuses_what_falcon_h1_files_cannot_say(updates, match, tmp_path):
+    """llama.cpp's falcon-h1 gates before its norm and folds the head's multiplier into the one tied table: a
+    config saying otherwise is refused by key, as is a multiplier list of the wrong length."""
+    import attnzoo
+    import json
+    directory = tmp_path / "hf"
+    checks.save_random_model("falcon_h1", _config("falcon_h1"), str(directory), _randomize)
+    cfg = json.loads((directory / "config.json").read_text())
+    cfg.update(updates)
+    (directory / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=match):
+        attnzoo.quantize(str(directory), str(tmp_path / "out.gguf"), type="F32")
 
 
 _TINY_META = {"embedding_length": 4, "block_count": 1, "ssm.inner_size": 8, "ssm.state_size": 2,

@@ -366,13 +366,16 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
     }
     std::vector<uint8_t> out;
     for (size_t i = 0; i < st.size(); ++i) {
-      if (t.type == st[i].type && p.edit == ValueEdit::none && !p.value_heads.key_heads) {
+      if (t.type == st[i].type && p.edit == ValueEdit::none && !p.value_heads.key_heads && p.scales.empty()) {
         out.insert(out.end(), st[i].data, st[i].data + st[i].bytes);
         continue;
       }
       std::vector<float> x(static_cast<size_t>(numel));
       convert_to_f32(st[i].data, *dtype_of(st[i].type), x.data(), size_t(numel));
       apply_edit(p.edit, x);
+      for (const TensorPlan::Scale& sc : p.scales)
+        for (int64_t j = std::max<int64_t>(sc.begin, 0); j < std::min(sc.end, numel); ++j)
+          x[size_t(j)] *= float(sc.factor);
       tile_value_heads(p.value_heads, x, src_rows, cols);
       const auto q = quantize_matrix(t.type, x.data(), src_rows, cols, imp[i] ? imp[i]->data() : nullptr,
                                      p.sources[i]);
@@ -423,7 +426,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Lfm2ForCausalLM, "
                     "Lfm2MoeForCausalLM, JambaForCausalLM, NemotronHForCausalLM, GraniteMoeHybridForCausalLM, "
-                    "BambaForCausalLM, MambaForCausalLM, FalconMambaForCausalLM, Mamba2ForCausalLM)");
+                    "BambaForCausalLM, MambaForCausalLM, FalconMambaForCausalLM, Mamba2ForCausalLM, "
+                    "FalconH1ForCausalLM)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
@@ -437,12 +441,14 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   summary.architecture = gguf_arch;
   summary.set_aside = files->set_aside().size();
   // Mamba and Mamba-2 have no attention: 1 stands in for the head counts the other families check
-  const int64_t heads = ssm ? 1 : c.get_int("num_attention_heads"), kv_heads = c.get_int_or("num_key_value_heads", heads);
+  const bool attention_free = ssm && *ssm != "falcon-h1";
+  const int64_t heads = attention_free ? 1 : c.get_int("num_attention_heads");
+  const int64_t kv_heads = c.get_int_or("num_key_value_heads", heads);
   if (heads <= 0 || kv_heads <= 0)
     throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
   const RopeConfig rope = read_rope(c, head_dim);
-  const bool tied = config_ties_embeddings(root, c, ssm.has_value());  // transformers' MambaConfig ties by default
+  const bool tied = config_ties_embeddings(root, c, attention_free);  // transformers' MambaConfig ties by default
 
   GgufWriter w;
   w.add_string("general.architecture", gguf_arch);
@@ -469,7 +475,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
   if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);
   if (gguf_arch == "gpt-oss") add_gpt_oss_hparams(w, c);
-  const std::string embed = ssm ? "backbone.embeddings.weight" : "model.embed_tokens.weight";
+  const std::string embed = attention_free ? "backbone.embeddings.weight" : "model.embed_tokens.weight";
   const int64_t vocab = files->has(embed) ? files->stored(embed).shape.at(0) : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);
 
