@@ -5,7 +5,8 @@ from the gguf package's own name map, and its edits: A_log stored as -exp(A_log)
 A / D / gated norm reshaped, Falcon-H1's muP multipliers folded into the weights, Qwen3-Next's norms stored as
 1 + w and its in_proj_qkvz split into attn_qkv / attn_gate — in F32, F16 and Q8_0 (gguf.quants), loaded with
 Model.load and compared with the transformers model holding the values the file decodes to; for mamba and lfm2
-also with transformers' own GGUF loader."""
+also with transformers' own GGUF loader. `attnzoo quantize` of the mamba / mamba2 / falcon-h1 checkpoints must
+write the same F32 files."""
 import os
 
 import numpy as np
