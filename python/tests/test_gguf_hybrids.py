@@ -5,7 +5,8 @@ from the gguf package's own name map, and its edits: A_log stored as -exp(A_log)
 A / D / gated norm reshaped, Falcon-H1's muP multipliers folded into the weights, Qwen3-Next's norms stored as
 1 + w and its in_proj_qkvz split into attn_qkv / attn_gate — in F32, F16 and Q8_0 (gguf.quants), loaded with
 Model.load and compared with the transformers model holding the values the file decodes to; for mamba and lfm2
-also with transformers' own GGUF loader."""
+also with transformers' own GGUF loader. `attnzoo quantize` of the mamba / mamba2 / falcon-h1 checkpoints must
+write the same F32 files."""
 import os
 
 import numpy as np
@@ -397,6 +398,57 @@ def test_transformers_gguf_loader_agrees(case):
         directory, gguf_file=os.path.basename(path), config=_config(kind), dtype=torch.float32).eval()
     np.testing.assert_allclose(Model.load(path).forward(ids), checks.reference_logits(ref, ids),
                                atol=checks.ATOL, rtol=0)
+
+
+# the kinds `attnzoo quantize` writes
+_QUANTIZABLE = ("mamba", "falcon_mamba", "mamba2", "mamba2_tied_nobias", "falcon_h1", "falcon_h1_plain")
+
+
+def test_quantize_writes_the_converters_file(case, tmp_path):
+    """`attnzoo quantize` at F32 on the checkpoint the converter-style file was made from: the same tensors (names,
+    shapes, types, values: A = -exp(A_log), squeezed kernels, Mamba-2's reshaped A / D / gated norm, Falcon-H1's
+    muP multipliers folded in, no tied output), the same <arch>.* keys, and the transformers model's logits from
+    the file."""
+    import attnzoo
+    kind, ftype, directory, path, ids, want = case
+    if ftype != "f32" or kind not in _QUANTIZABLE:
+        pytest.skip("quantize is checked at F32 on " + ", ".join(_QUANTIZABLE))
+    out = str(tmp_path / "quantized.gguf")
+    attnzoo.quantize(os.path.join(directory, "hf"), out, type="F32")
+    theirs, ours = gguf.GGUFReader(path), gguf.GGUFReader(out)
+    want_tensors = {t.name: t for t in theirs.tensors}
+    got_tensors = {t.name: t for t in ours.tensors}
+    assert set(got_tensors) == set(want_tensors)
+    for name, t in want_tensors.items():
+        got, value = np.asarray(got_tensors[name].data), np.asarray(t.data)
+        assert (got.shape, got_tensors[name].tensor_type) == (value.shape, t.tensor_type), name
+        if name.endswith("ssm_a"):  # -exp in f64 (ours) and f64 then f32 (the test's): equal up to rounding
+            np.testing.assert_allclose(got, value, rtol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got, value, err_msg=name)
+    prefix = _arch(kind) + "."
+    keys = lambda r: {f.name: f.contents() for f in r.fields.values() if f.name.startswith(prefix)}  # noqa: E731
+    assert keys(ours) == keys(theirs)
+    checks.check_gguf_logits(out, ids, want, VOCAB, prefill=30)
+
+
+@pytest.mark.parametrize("updates, match", [
+    (dict(mamba_norm_before_gate=True), r"mamba_norm_before_gate': GGUF \(llama.cpp's falcon-h1\) normalizes after"),
+    (dict(tie_word_embeddings=True), r"lm_head_multiplier': a tied head's multiplier must equal embedding_multiplier"),
+    (dict(ssm_multipliers=[1.0, 1.0]), r"ssm_multipliers': expected 5 values"),
+])
+def test_quantize_refuses_what_falcon_h1_files_cannot_say(updates, match, tmp_path):
+    """llama.cpp's falcon-h1 gates before its norm and folds the head's multiplier into the one tied table: a
+    config saying otherwise is refused by key, as is a multiplier list of the wrong length."""
+    import attnzoo
+    import json
+    directory = tmp_path / "hf"
+    checks.save_random_model("falcon_h1", _config("falcon_h1"), str(directory), _randomize)
+    cfg = json.loads((directory / "config.json").read_text())
+    cfg.update(updates)
+    (directory / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=match):
+        attnzoo.quantize(str(directory), str(tmp_path / "out.gguf"), type="F32")
 
 
 _TINY_META = {"embedding_length": 4, "block_count": 1, "ssm.inner_size": 8, "ssm.state_size": 2,

@@ -13,6 +13,7 @@
 #include "convert/gguf_export_hybrids.h"
 #include "convert/gguf_export_pattern_hybrids.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
+#include "convert/gguf_export_ssm.h"
 #include "convert/gguf_export_sigmoid_moe.h"
 #include "convert/tensor_plan.h"
 #include "convert/tokenizer_metadata.h"
@@ -368,13 +369,16 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
     }
     std::vector<uint8_t> out;
     for (size_t i = 0; i < st.size(); ++i) {
-      if (t.type == st[i].type && p.edit == ValueEdit::none && !p.value_heads.key_heads) {
+      if (t.type == st[i].type && p.edit == ValueEdit::none && !p.value_heads.key_heads && p.scales.empty()) {
         out.insert(out.end(), st[i].data, st[i].data + st[i].bytes);
         continue;
       }
       std::vector<float> x(static_cast<size_t>(numel));
       convert_to_f32(st[i].data, *dtype_of(st[i].type), x.data(), size_t(numel));
       apply_edit(p.edit, x);
+      for (const TensorPlan::Scale& sc : p.scales)
+        for (int64_t j = std::max<int64_t>(sc.begin, 0); j < std::min(sc.end, numel); ++j)
+          x[size_t(j)] *= float(sc.factor);
       tile_value_heads(p.value_heads, x, src_rows, cols);
       const auto q = quantize_matrix(t.type, x.data(), src_rows, cols, imp[i] ? imp[i]->data() : nullptr,
                                      p.sources[i]);
@@ -413,7 +417,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const auto arch = gguf_arch_for_hf(hf_class);
   const bool deepseek2 = arch && arch->gguf == "deepseek2";
   const std::optional<std::string> conv_hybrid = conv_hybrid_arch_for_hf(hf_class);
-  if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && (!arch || !kDirectArchs.count(arch->gguf)))
+  const std::optional<std::string> ssm = ssm_arch_for_hf(hf_class);
+  if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && !ssm && (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, MistralForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
@@ -425,24 +430,29 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Lfm2ForCausalLM, "
                     "Lfm2MoeForCausalLM, JambaForCausalLM, NemotronHForCausalLM, GraniteMoeHybridForCausalLM, "
-                    "BambaForCausalLM)");
+                    "BambaForCausalLM, MambaForCausalLM, FalconMambaForCausalLM, Mamba2ForCausalLM, "
+                    "FalconH1ForCausalLM)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
   const std::string gguf_arch = hybrid        ? qwen3_hybrid_arch(*hybrid)
                                 : pattern     ? *pattern
                                 : conv_hybrid ? *conv_hybrid
+                                : ssm         ? *ssm
                                               : arch->gguf;
 
   QuantizeSummary summary;
   summary.architecture = gguf_arch;
   summary.set_aside = files->set_aside().size();
-  const int64_t heads = c.get_int("num_attention_heads"), kv_heads = c.get_int_or("num_key_value_heads", heads);
+  // Mamba and Mamba-2 have no attention: 1 stands in for the head counts the other families check
+  const bool attention_free = ssm && *ssm != "falcon-h1";
+  const int64_t heads = attention_free ? 1 : c.get_int("num_attention_heads");
+  const int64_t kv_heads = c.get_int_or("num_key_value_heads", heads);
   if (heads <= 0 || kv_heads <= 0)
     throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
   const RopeConfig rope = export_rope(c, gguf_arch, head_dim);
-  const bool tied = config_ties_embeddings(root, c, false);
+  const bool tied = config_ties_embeddings(root, c, attention_free);  // transformers' MambaConfig ties by default
 
   GgufWriter w;
   w.add_string("general.architecture", gguf_arch);
@@ -459,6 +469,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     add_conv_hybrid_hparams(w, *files, c, gguf_arch);
   else if (pattern)
     add_pattern_hybrid_hparams(w, root, gguf_arch);
+  else if (ssm)
+    add_ssm_hparams(w, c, hf_class, gguf_arch);
   else
     add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
@@ -468,8 +480,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
   if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);
   if (gguf_arch == "gpt-oss") add_gpt_oss_hparams(w, c);
-  const int64_t vocab = files->has("model.embed_tokens.weight") ? files->stored("model.embed_tokens.weight").shape.at(0)
-                                                                 : c.get_int("vocab_size");
+  const std::string embed = attention_free ? "backbone.embeddings.weight" : "model.embed_tokens.weight";
+  const int64_t vocab = files->has(embed) ? files->stored(embed).shape.at(0) : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);
 
   if (!rope_freqs.empty()) {
@@ -484,6 +496,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                                         : deepseek2   ? plan_deepseek2(*files, c, tied)
                                         : conv_hybrid ? plan_conv_hybrid(*files, c, gguf_arch, tied)
                                         : pattern     ? plan_pattern_hybrid(*files, gguf_arch)
+                                        : ssm         ? plan_ssm(*files, c, gguf_arch, tied)
                                                       : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;

@@ -32,6 +32,13 @@ struct TensorPlan {
   ValueEdit edit = ValueEdit::none;
   ValueHeadTiling value_heads;  // Qwen3.5: tiled in f32 before quantizing (key_heads 0: none)
   std::optional<QuantType> type;  // forced whatever the policy says (the converter's always-F32 tensors)
+  // Factors multiplied in, in this order, each into the values [begin, end) of every source (flat, row-major) in
+  // f32 as the converter's torch does (Falcon-H1's muP multipliers folded into the weights)
+  struct Scale {
+    int64_t begin, end;
+    double factor;
+  };
+  std::vector<Scale> scales;
   // deepseek2's attn_k_b: the kept rows make transpose_heads blocks of [n, cols], each written transposed as
   // [cols, n] (in f32, before quantizing); `shape` is the written one
   int64_t transpose_heads = 0;
