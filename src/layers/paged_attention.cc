@@ -1,5 +1,6 @@
 #include "layers/paged_attention.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/batch_invariance.h"
@@ -29,26 +30,55 @@ void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, 
   if (batch_invariant() && !uniform_decode) {
     // Every query on the decode kernel, kMaxDecodeQueries at a time (core/batch_invariance.h): its chunks end
     // at fixed key positions and every score takes one reduction tree, so a query's result depends on its
-    // position alone; the tiled prefill kernel sums in another order. A sequence's groups of queries are the
-    // rows of a batch of their own, each seeing the keys up to its last query.
-    std::vector<int32_t> seqlens, table;
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
-      const int64_t groups = n / kMaxDecodeQueries, rest = n % kMaxDecodeQueries;
-      const int32_t* row = tables.block_table(s);
-      auto run = [&](int64_t first, int64_t count, int64_t tq) {
-        seqlens.resize(size_t(count));
-        table.resize(size_t(count * tables.max_blocks));
-        for (int64_t g = 0; g < count; ++g) {
-          seqlens[size_t(g)] = int32_t(batch.cache_seqlens[size_t(s)] - n + first + (g + 1) * tq);
-          std::copy(row, row + tables.max_blocks, table.begin() + g * tables.max_blocks);
+    // position alone; the tiled prefill kernel sums in another order. Each group of a sequence's queries is a
+    // batch row of its own, seeing the keys up to its last query; the groups of one length (full ones, and each
+    // remainder length) of all sequences go in one call.
+    struct Group {
+      int64_t row, seq;
+      int32_t seqlen;
+    };
+    thread_local std::vector<Group> groups;
+    thread_local std::vector<int32_t> seqlens, table;
+    thread_local std::vector<float> qp, op;
+    for (int64_t tq = kMaxDecodeQueries; tq >= 1; --tq) {
+      groups.clear();
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t b = batch.seq_begin(s), n = batch.seq_len(s), full = n / kMaxDecodeQueries;
+        const int32_t cached = batch.cache_seqlens[size_t(s)];
+        if (tq == kMaxDecodeQueries) {
+          for (int64_t g = 0; g < full; ++g)
+            groups.push_back({b + g * tq, s, int32_t(cached - n + (g + 1) * tq)});
+        } else if (n % kMaxDecodeQueries == tq) {
+          groups.push_back({b + full * kMaxDecodeQueries, s, cached});
         }
-        attention_decode(TensorView::contiguous(const_cast<float*>(q) + (b + first) * Hq * D, DType::f32, {count, tq, Hq, D}),
-                         cache_view(seqlens.data(), table.data()),
-                         TensorView::contiguous(out + (b + first) * Hq * Dv, DType::f32, {count, tq, Hq, Dv}), opts);
-      };
-      if (groups > 0) run(0, groups, kMaxDecodeQueries);
-      if (rest > 0) run(groups * kMaxDecodeQueries, 1, rest);
+      }
+      if (groups.empty()) continue;
+      const int64_t B = int64_t(groups.size()), q_rows = tq * Hq * D, o_rows = tq * Hq * Dv;
+      seqlens.resize(size_t(B));
+      table.resize(size_t(B * tables.max_blocks));
+      bool adjacent = true;  // the groups' rows already lie one after another: no gather
+      for (int64_t i = 0; i < B; ++i) {
+        const Group& g = groups[size_t(i)];
+        seqlens[size_t(i)] = g.seqlen;
+        std::copy_n(tables.block_table(g.seq), tables.max_blocks, table.begin() + i * tables.max_blocks);
+        adjacent = adjacent && g.row == groups[0].row + i * tq;
+      }
+      const float* qg = q + groups[0].row * Hq * D;
+      float* og = out + groups[0].row * Hq * Dv;
+      if (!adjacent) {
+        qp.resize(size_t(B * q_rows));
+        op.resize(size_t(B * o_rows));
+        for (int64_t i = 0; i < B; ++i)
+          std::copy_n(q + groups[size_t(i)].row * Hq * D, q_rows, qp.begin() + i * q_rows);
+        qg = qp.data();
+        og = op.data();
+      }
+      attention_decode(TensorView::contiguous(const_cast<float*>(qg), DType::f32, {B, tq, Hq, D}),
+                       cache_view(seqlens.data(), table.data()),
+                       TensorView::contiguous(og, DType::f32, {B, tq, Hq, Dv}), opts);
+      if (!adjacent)
+        for (int64_t i = 0; i < B; ++i)
+          std::copy_n(op.begin() + i * o_rows, o_rows, out + groups[size_t(i)].row * Hq * Dv);
     }
     return;
   }
