@@ -58,8 +58,9 @@ def quantize(x, qtype, importance=None):
 
 def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None, token_embedding_type=None,
                         tensor_types=None, keep=None, calibration=None, calibration_chunk=512, calibration_tokens=0):
-    """`attnzoo quantize` from Python: the Hugging Face checkpoint in `src_dir` (Llama / SmolLM2 / Qwen2 / Qwen3)
-    written to `out_path` as GGUF v3, matrices in `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+    """`attnzoo quantize` from Python: the Hugging Face checkpoint in `src_dir` (every family the README's
+    quantization row names: Llama-style dense and MoE models, Gemma, Phi-3, GLM, DeepSeek, gpt-oss, the Qwen3 and
+    state-space hybrids, ...; a class it cannot write is refused with the list) written to `out_path` as GGUF v3, matrices in `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
     Q6_K) under llama-quantize's precision policy. `tensor_types`: {regex on the GGUF name: type} (first match
     wins); `keep`: regexes of tensors that keep the checkpoint's float type; `calibration`: a text file the model
     runs on first, its per-channel mean squared Linear inputs weighting the scale search (llama.cpp's imatrix).
