@@ -171,38 +171,11 @@ size_t TransposeFourKeys(const float* const r[4], size_t D, float* HWY_RESTRICT 
 
 // K^T as f32 (D x Bc) and, unless the product reads V in place, V as f32 (Bc x Dvp); padding rows and columns
 // are zero so they add nothing. f32 K rows are transposed straight from the cache, without a staging copy.
-// n bf16 values widened to f32 (exact), inline: a key row is too short for a dispatched call per row (a
-// decoding query's tiles are packed for one query row, where that call was a seventh of the step).
-HWY_INLINE void WidenBf16(const uint16_t* HWY_RESTRICT src, float* HWY_RESTRICT dst, size_t n) {
-  const hn::ScalableTag<float> df;
-  const hn::Rebind<uint16_t, decltype(df)> d16;
-  const hn::RebindToUnsigned<decltype(df)> du;
-  const size_t L = hn::Lanes(df);
-  size_t i = 0;
-  for (; i + L <= n; i += L)
-    hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, src + i)))), df, dst + i);
-  for (; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
-}
-
 void PackKeyValueTile(const AttentionProblem& p, int64_t kv_head, int64_t cols, size_t Bc, size_t Dvp, bool pack_v,
                       Scratch& sc) {
   const size_t D = size_t(p.D), Dv = size_t(p.Dv);
   const bool plain_f32 = p.kv_dtype == DType::f32 && !p.k_scale.data;
-  const bool plain_bf16 = p.kv_dtype == DType::bf16 && !p.k_scale.data;
-  int64_t j4 = 0;  // keys [0, j4) of plain f32 / bf16 K go by 4 x 4 blocks, the rest one by one
-  if (plain_bf16) {  // four rows widened into sc.row, then transposed as f32 ones
-    for (; j4 + 4 <= cols; j4 += 4) {
-      const float* r[4];
-      for (int64_t i = 0; i < 4; ++i) {
-        const auto* src = reinterpret_cast<const uint16_t*>(
-            ElementPtr(p.k, p.kv_dtype, sc.krow[size_t(j4 + i)] + kv_head * p.ks.head));
-        WidenBf16(src, sc.row.data() + size_t(i) * D, D);
-        r[i] = sc.row.data() + size_t(i) * D;
-      }
-      for (size_t d = TransposeFourKeys(r, D, sc.kt.data() + size_t(j4), Bc); d < D; ++d)
-        for (int64_t i = 0; i < 4; ++i) sc.kt[d * Bc + size_t(j4 + i)] = r[i][d];
-    }
-  }
+  int64_t j4 = 0;  // keys [0, j4) of plain f32 K go by 4 x 4 blocks, the rest one by one
   if (plain_f32) {
     for (; j4 + 4 <= cols; j4 += 4) {
       const float* r[4];
@@ -230,8 +203,6 @@ void PackKeyValueTile(const AttentionProblem& p, int64_t kv_head, int64_t cols, 
     if (p.k_scale.data) {
       dequantize_kv_row(vrow, p.kv_dtype, p.v_scale.data[sc.vsrow[size_t(j)] + kv_head * p.v_scale.head], vdst,
                         Dv);
-    } else if (plain_bf16) {
-      WidenBf16(static_cast<const uint16_t*>(vrow), vdst, Dv);
     } else {
       convert_to_f32(vrow, p.kv_dtype, vdst, Dv);
     }
@@ -297,7 +268,7 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
   sc.o.resize(size_t(G) * Br * Dvp);
   sc.m.resize(size_t(G) * Br);
   sc.l.resize(size_t(G) * Br);
-  sc.row.resize(std::max(4 * D, Dvp));
+  sc.row.resize(std::max(D, Dvp));
   sc.krow.resize(Bc);
   sc.vrow.resize(Bc);
   if (bf16) {
