@@ -116,7 +116,7 @@ def test_served_greedy_answers_do_not_depend_on_the_load():
     assert answers(cached, 16) == alone  # the repeat: every prompt now a prefix-cache hit
 
 
-def test_the_environment_turns_it_on():
+def test_the_environment_turns_it_on_and_a_bad_value_is_named():
     import subprocess
     import sys
     code = "import attnzoo; print(attnzoo.batch_invariant())"
@@ -124,3 +124,6 @@ def test_the_environment_turns_it_on():
         env = dict(os.environ, ATTNZOO_BATCH_INVARIANT=value)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.strip() == want
+    env = dict(os.environ, ATTNZOO_BATCH_INVARIANT="yes")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "ATTNZOO_BATCH_INVARIANT: expected 0 or 1, got 'yes'" in out.stderr

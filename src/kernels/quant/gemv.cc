@@ -59,21 +59,22 @@ namespace {
 
 enum class IntRows { vnni, avx2, portable };
 
-// The activation arrays of rows [t0, ...) of a quantized batch: every array is row-major in tokens.
-QuantActivations from_row(const QuantActivations& a, size_t t0, size_t K, size_t ld8) {
-  QuantActivations r = a;
-  r.q += t0 * K;
+// The activation arrays of rows [t0, ...) of a quantized batch (QuantActivations or QuantActivationsOut, which
+// name their arrays alike): every array is row-major in tokens.
+template <class Arrays>
+Arrays from_row(Arrays a, size_t t0, size_t K, size_t ld8) {
+  a.q += t0 * K;
   if (a.xs8) {
-    r.xs8 += t0 * ld8;
-    r.dx8 += t0 * (ld8 / 4);
-    r.xsum4_neg8 += t0 * (ld8 / 4);
-    r.xsum4_neg128 += t0 * (ld8 / 4);
-    r.dxsum4 += t0 * (ld8 / 4);
+    a.xs8 += t0 * ld8;
+    a.dx8 += t0 * (ld8 / 4);
+    a.xsum4_neg8 += t0 * (ld8 / 4);
+    a.xsum4_neg128 += t0 * (ld8 / 4);
+    a.dxsum4 += t0 * (ld8 / 4);
   }
-  r.d += t0 * (K / 32);
-  r.dsum16 += t0 * (K / 16);
-  r.dsum32 += t0 * (K / 32);
-  return r;
+  a.d += t0 * (K / 32);
+  a.dsum16 += t0 * (K / 16);
+  a.dsum32 += t0 * (K / 32);
+  return a;
 }
 
 // Where the 8-bit activation rows of one call live (per calling thread: a call runs on one thread at a time).
@@ -106,12 +107,7 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
                              all.dxsum4, all.d,   all.dsum16, all.dsum32};
   constexpr int64_t kRowsPerTask = 16;
   auto quantize = [&](int64_t t0, int64_t n) {
-    const QuantActivations a = from_row(act, size_t(t0), size_t(K), ld8);
-    const QuantActivationsOut o{const_cast<int16_t*>(a.q),       const_cast<float*>(a.d),
-                                const_cast<float*>(a.dsum16),    const_cast<float*>(a.dsum32),
-                                const_cast<int8_t*>(a.xs8),      const_cast<float*>(a.dx8),
-                                const_cast<int32_t*>(a.xsum4_neg8), const_cast<int32_t*>(a.xsum4_neg128),
-                                const_cast<float*>(a.dxsum4),    ld8};
+    const QuantActivationsOut o = from_row(all, size_t(t0), size_t(K), ld8);
     quantize_activations(x + t0 * K, size_t(n), size_t(K), o);
     if (kind == IntRows::vnni) quant_vnni_lane_sums(size_t(n), o);
     if (kind == IntRows::avx2) quant_avx2_lane_sums(size_t(n), o);
