@@ -119,6 +119,14 @@ def test_recurrent_prefill_switch_is_set_and_restored(model_dir):
     assert _core.linear_prefill() == "chunked"
 
 
+def test_batch_invariant_switch_is_set_restored_and_reported(model_dir):
+    assert not _core.batch_invariant()
+    doc = run_model_bench(model_dir, prompt=8, gen=1, contexts=[8], context_gen=1, repeats=1, probes="tiny",
+                          batch_invariant=True)
+    assert doc["settings"]["batch_invariant"] is True
+    assert not _core.batch_invariant()
+
+
 def test_linear_prefill_binding():
     try:
         _core.set_linear_prefill("recurrent")

@@ -169,3 +169,11 @@ def test_ctx_size_bounds_prompt_and_answer(model_dir):
     assert r.returncode == 0 and "the model's context of 256" in r.stderr
     r = run("chat", "-m", model_dir, "-c", "4", stdin="hello world hello world\n/exit\n")
     assert r.returncode == 0 and "--ctx-size is 4" in r.stderr and "/reset" in r.stderr
+
+
+def test_batch_invariant_flag_is_taken_where_it_is_listed(model_dir):
+    """generate, serve and perplexity list --batch-invariant; generate runs with it (the same answer twice)."""
+    for command in ("generate", "serve", "perplexity"):
+        assert "--batch-invariant" in run(command, "--help").stdout, command
+    first = _generated(run("generate", "-m", model_dir, "-p", "hello", "-n", "4", "--batch-invariant"))
+    assert first and _generated(run("generate", "-m", model_dir, "-p", "hello", "-n", "4", "--batch-invariant")) == first
