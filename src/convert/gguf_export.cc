@@ -184,39 +184,29 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
   return nullptr;
 }
 
-// Each layer's experts as llama.cpp stacks them: ffn_gate_exps / ffn_up_exps / ffn_down_exps [experts, rows, cols]
-// from model.layers.<i>.block_sparse_moe.experts.<e>.w1 / w3 / w2 (Mixtral, MiniMax-M2) or
-// model.layers.<i>.mlp.experts.<e>.gate_proj / up_proj / down_proj (GLM-4.5); `names` (any order) are all of them.
+// Each layer's experts as llama.cpp stacks them (plan_stacked_experts): from
+// model.layers.<i>.block_sparse_moe.experts.<e>.w1 / w3 / w2 (Mixtral, MiniMax-M2) or
+// model.layers.<i>.mlp.experts.<e>.gate_proj / up_proj / down_proj (GLM-4.5, Qwen3-MoE); `names` (any order) are all
+// of them.
 std::vector<TensorPlan> plan_moe_experts(const ModelFiles& files, const std::vector<std::string>& names,
-                                             int64_t experts) {
+                                         int64_t experts) {
+  constexpr std::string_view kLayers = "model.layers.";
   std::set<int64_t> layers;
-  for (const std::string& name : names) layers.insert(std::stoll(name.substr(std::string("model.layers.").size())));
-  std::vector<TensorPlan> plans;
-  for (int64_t i : layers) {
-    const std::string x = "model.layers." + std::to_string(i);
-    const bool mixtral = files.has(x + ".block_sparse_moe.experts.0.w1.weight");
-    const std::pair<const char*, const char*> projs[] = {{mixtral ? "w1" : "gate_proj", "ffn_gate_exps"},
-                                                         {mixtral ? "w3" : "up_proj", "ffn_up_exps"},
-                                                         {mixtral ? "w2" : "down_proj", "ffn_down_exps"}};
-    for (const auto& [w, gguf] : projs) {
-      TensorPlan p;
-      p.gguf_name = "blk." + std::to_string(i) + "." + gguf + ".weight";
-      for (int64_t e = 0; e < experts; ++e) {
-        const std::string name = x + (mixtral ? ".block_sparse_moe" : ".mlp") + ".experts." + std::to_string(e) + "." +
-                                 w + ".weight";
-        if (!files.has(name)) throw LoadError(files.config().source() + ": tensor '" + name + "' is missing");
-        p.sources.push_back(name);
-      }
-      p.shape = files.stored(p.sources.front()).shape;
-      p.shape.insert(p.shape.begin(), experts);
-      plans.push_back(std::move(p));
-    }
+  for (const std::string& name : names) {
+    const size_t dot = name.find('.', kLayers.size());
+    const std::string index = name.substr(kLayers.size(), dot == std::string::npos ? 0 : dot - kLayers.size());
+    if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos)
+      throw LoadError(files.source(name) + ": tensor '" + name + "': expected model.layers.<index>.");
+    layers.insert(std::stoll(index));
   }
-  if (int64_t(names.size()) != int64_t(layers.size()) * experts * 3)
-    throw LoadError(files.config().source() + ": " + std::to_string(names.size()) + " expert tensors, expected " +
-                    std::to_string(int64_t(layers.size()) * experts * 3) + " (" + std::to_string(layers.size()) +
-                    " layers x " + std::to_string(experts) + " experts x 3)");
-  return plans;
+  const bool mixtral = files.has("model.layers." + std::to_string(*layers.begin()) +
+                                 ".block_sparse_moe.experts.0.w1.weight");
+  using Projections = std::vector<std::pair<std::string, std::string>>;
+  const Projections projections =
+      mixtral ? Projections{{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}
+              : Projections{{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}};
+  return plan_stacked_experts(files, std::vector<int64_t>(layers.begin(), layers.end()), experts,
+                              mixtral ? "block_sparse_moe" : "mlp", projections, names.size());
 }
 
 // Llama / Mistral / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names
