@@ -96,3 +96,16 @@ def test_quantize_writes_the_converters_tensors(case, tmp_path):
     for name, value in expect.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
     checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
+
+
+def test_quantize_names_an_expert_tensor_without_a_layer_index(case, tmp_path):
+    import attnzoo
+    kind, ref, m, ids, want = case
+
+    def rename(tensors):
+        tensors["model.layers.x.block_sparse_moe.experts.0.w1.weight"] = tensors.pop(
+            "model.layers.0.block_sparse_moe.experts.0.w1.weight")
+
+    bad = checks.copy_with(m.directory, str(tmp_path / "bad"), tensors_edit=rename)
+    with pytest.raises(ValueError, match=r"model\.layers\.x\.block_sparse_moe\.experts\.0\.w1\.weight"):
+        attnzoo.quantize(bad, tmp_path / "bad.gguf", type="F32")
