@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/row_groups.h"
 #include "layers/linear_kernels.h"
 #include "layers/matmul_precision.h"
 
@@ -267,6 +268,11 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
   // Block formats and bf16 are kept as they are; f16 (and f32 when bf16 is asked for) become an owned copy.
   const bool keep = quant_is_blocked(w.type) || w.type == QuantType::BF16 || (w.type == QuantType::F32 && store == DType::f32);
   if (!keep) l = l.densified(store);
+  if (row_groups_pay(w)) {
+    // Regrouped once into an owned copy for the VNNI decode rows (row_groups.h): the same bytes, moved.
+    l.owned_ = std::make_shared<std::vector<uint8_t>>(size_t(w.bytes()));
+    l.w_ = to_row_groups(w, l.owned_->data());
+  }
   l.reduced_weights_ = quant_is_blocked(w.type) || store == DType::bf16;
   if (!bias.empty()) {
     require(bias.ndim == 1 && bias.shape[0] == w.rows, name.c_str(),

@@ -10,7 +10,8 @@
 //    ~225-235 GFLOP/s for f32 and bf16 panels, the tile GEMM ~185 (its transposed packing is the extra cost),
 //    so OpenBLAS is the default. With reduced-precision products (matmul_precision.h) on AVX-512-BF16 CPUs,
 //    activations and weights are rounded to bf16 and multiplied on vdpbf16ps tiles (linear_bf16_gemm.cc).
-// Block-quantized weights (GGUF formats, kernels/quant/) are borrowed as raw blocks: decode runs the quantized
+// Block-quantized weights (GGUF formats, kernels/quant/) are borrowed as raw blocks (Q4_0 / Q4_1 / Q8_0 where
+// the VNNI rows run: an owned copy regrouped 16 rows at a time, kernels/quant/row_groups.h): decode runs the quantized
 // GEMV on them (f32 activations, or llama.cpp's integer dots over 8-bit activations where products may be
 // reduced: by default, matmul precision "auto"), prefill dequantizes each panel to f32 (or rounds it to bf16
 // pairs) and runs the same GEMM.

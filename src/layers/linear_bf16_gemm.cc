@@ -13,6 +13,7 @@
 #include "core/dtype.h"
 #include "core/threads.h"
 #include "kernels/common/bf16_dot.h"
+#include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
 
 namespace attnzoo {
@@ -35,8 +36,9 @@ void row_pairs(const QuantMatrix& w, int64_t row, size_t K, uint32_t* out) {
     return;
   }
   thread_local AlignedBuffer<float> widened;
+  thread_local AlignedBuffer<uint8_t> blocks;
   widened.resize(K);
-  dequantize_row(w.type, w.row(row), widened.data(), int64_t(K));
+  dequantize_row(w.type, row_of_group(w, row, blocks), widened.data(), int64_t(K));
   pack_f32_to_bf16_pairs(widened.data(), K, out);
 }
 

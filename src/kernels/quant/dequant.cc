@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/quant/quant.h"
 #include "kernels/quant/quant_blocks.h"
+#include "kernels/quant/row_groups.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/quant/dequant.cc"
@@ -174,7 +175,8 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
 }
 
 void dequantize_rows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
-  for (int64_t r = 0; r < nr; ++r) dequantize_row(w.type, w.row(r0 + r), dst + r * w.cols, w.cols);
+  thread_local AlignedBuffer<uint8_t> blocks;
+  for (int64_t r = 0; r < nr; ++r) dequantize_row(w.type, row_of_group(w, r0 + r, blocks), dst + r * w.cols, w.cols);
 }
 
 }  // namespace attnzoo

@@ -5,17 +5,20 @@
 #include "core/dispatch.h"
 #include "core/threads.h"
 #include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/row_groups.h"
 
 namespace attnzoo {
 namespace {
 
 constexpr int64_t kMaxTokens = 8;  // tokens per pass over the weights
 
-// Rows per task: about 4 tasks per thread (claimed dynamically) and at least ~32 KiB of weights each.
+// Rows per task: about 4 tasks per thread (claimed dynamically) and at least ~32 KiB of weights each; whole
+// groups of regrouped rows.
 int64_t rows_per_task(const QuantMatrix& w) {
   const int64_t tasks = int64_t(ThreadPool::global().num_threads()) * 4;
   const int64_t min_rows = std::max<int64_t>(1, 32768 / std::max<int64_t>(w.row_bytes, 1));
-  return std::max(min_rows, (w.rows + tasks - 1) / tasks);
+  const int64_t rows = std::max(min_rows, (w.rows + tasks - 1) / tasks);
+  return w.row_group ? (rows + w.row_group - 1) / w.row_group * w.row_group : rows;
 }
 
 template <class RowFn>
@@ -74,6 +77,7 @@ Arrays from_row(Arrays a, size_t t0, size_t K, size_t ld8) {
   a.d += t0 * (K / 32);
   a.dsum16 += t0 * (K / 16);
   a.dsum32 += t0 * (K / 32);
+  a.xsum32 += t0 * (K / 32);
   return a;
 }
 
@@ -82,7 +86,7 @@ struct ActivationBuffers {
   AlignedBuffer<int16_t> q;
   AlignedBuffer<float> d, dsum16, dsum32, dx8, dxsum4;
   AlignedBuffer<int8_t> xs8;
-  AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128;
+  AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128, xsum32;
 };
 
 // Quantizes the T rows of x [T, K] into `b`, each row on its own (its values depend on no other row), in
@@ -94,17 +98,34 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
   b.d.resize(rows * size_t(K / 32));
   b.dsum16.resize(rows * size_t(K / 16));
   b.dsum32.resize(rows * size_t(K / 32));
+  b.xsum32.resize(rows * size_t(K / 32));
   if (lanes) {
     b.xs8.resize(rows * ld8);
     for (auto* l : {&b.dx8, &b.dxsum4}) l->resize(rows * ld8 / 4);
     for (auto* l : {&b.xsum4_neg8, &b.xsum4_neg128}) l->resize(rows * ld8 / 4);
   }
   auto when = [&](auto& buf) { return lanes ? buf.data() : nullptr; };
-  const QuantActivationsOut all{b.q.data(),    b.d.data(),       b.dsum16.data(),        b.dsum32.data(),
-                                when(b.xs8),   when(b.dx8),      when(b.xsum4_neg8),     when(b.xsum4_neg128),
-                                when(b.dxsum4), ld8};
-  const QuantActivations act{all.q,      all.xs8, all.dx8,    all.xsum4_neg8, all.xsum4_neg128,
-                             all.dxsum4, all.d,   all.dsum16, all.dsum32};
+  const QuantActivationsOut all{.q = b.q.data(),
+                                .d = b.d.data(),
+                                .dsum16 = b.dsum16.data(),
+                                .dsum32 = b.dsum32.data(),
+                                .xsum32 = b.xsum32.data(),
+                                .xs8 = when(b.xs8),
+                                .dx8 = when(b.dx8),
+                                .xsum4_neg8 = when(b.xsum4_neg8),
+                                .xsum4_neg128 = when(b.xsum4_neg128),
+                                .dxsum4 = when(b.dxsum4),
+                                .ld8 = ld8};
+  const QuantActivations act{.q = all.q,
+                             .xs8 = all.xs8,
+                             .dx8 = all.dx8,
+                             .xsum4_neg8 = all.xsum4_neg8,
+                             .xsum4_neg128 = all.xsum4_neg128,
+                             .dxsum4 = all.dxsum4,
+                             .d = all.d,
+                             .dsum16 = all.dsum16,
+                             .dsum32 = all.dsum32,
+                             .xsum32 = all.xsum32};
   constexpr int64_t kRowsPerTask = 16;
   auto quantize = [&](int64_t t0, int64_t n) {
     const QuantActivationsOut o = from_row(all, size_t(t0), size_t(K), ld8);
@@ -151,7 +172,8 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   // Many rows (a prefill chunk, a large batch of decodes): tasks of a panel of weight rows (~16 KiB, kept in L1)
   // times a run of tokens, each run taken kMaxTokens at a time by the same row kernels. Every token's result is
   // the one a call with that token alone gives: the kernels compute each token on its own.
-  const int64_t panel = std::max<int64_t>(1, std::min<int64_t>(16384 / std::max<int64_t>(w.row_bytes, 1), 64));
+  int64_t panel = std::max<int64_t>(1, std::min<int64_t>(16384 / std::max<int64_t>(w.row_bytes, 1), 64));
+  if (w.row_group) panel = (panel + w.row_group - 1) / w.row_group * w.row_group;
   const int64_t run = 64;
   const int64_t panels = (w.rows + panel - 1) / panel, runs = (T + run - 1) / run;
   ThreadPool::global().parallel_for(panels * runs, [&](int64_t task, int) {
@@ -172,8 +194,9 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
 void quant_matmul_reference(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y,
                             int64_t ldy) {
   std::vector<float> row(size_t(w.cols));
+  AlignedBuffer<uint8_t> blocks;
   for (int64_t n = 0; n < w.rows; ++n) {
-    dequantize_row_reference(w.type, w.row(n), row.data(), w.cols);
+    dequantize_row_reference(w.type, row_of_group(w, n, blocks), row.data(), w.cols);
     for (int64_t t = 0; t < T; ++t) {
       double s = bias ? bias[n] : 0.0;
       for (int64_t k = 0; k < w.cols; ++k) s += double(row[size_t(k)]) * x[t * w.cols + k];

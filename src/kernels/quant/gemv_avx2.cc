@@ -18,6 +18,7 @@
 
 #include "core/dispatch.h"
 #include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/row_groups.h"
 #include "kernels/quant/quant_blocks.h"
 
 namespace attnzoo {
@@ -258,6 +259,11 @@ void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& o) {
 }
 
 bool quant_gemv_rows_avx2(const QuantGemvTask& g) {
+  if (g.w.row_group) {
+    bool done = false;
+    on_gguf_rows(g, [&](const QuantGemvTask& t) { done = quant_gemv_rows_avx2(t); });
+    return done;
+  }
   const size_t K = size_t(g.w.cols);
   thread_local std::vector<float> off;
   off.resize(K / 16);

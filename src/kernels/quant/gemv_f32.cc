@@ -11,6 +11,7 @@
 #include "core/aligned_buffer.h"
 #include "core/dispatch.h"
 #include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/row_groups.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/quant/gemv_f32.cc"
@@ -271,10 +272,14 @@ HWY_EXPORT(GemvRowsF32);
 HWY_EXPORT(ActivationSums16);
 
 void quant_gemv_rows_f32(const QuantGemvTask& task) {
+  if (task.w.row_group) return on_gguf_rows(task, quant_gemv_rows_f32);
   if (quant_gemv_f32_avx512_enabled() && quant_gemv_rows_f32_avx512(task)) return;
   HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task);
 }
-void quant_gemv_rows_f32_portable(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task); }
+void quant_gemv_rows_f32_portable(const QuantGemvTask& task) {
+  if (task.w.row_group) return on_gguf_rows(task, quant_gemv_rows_f32_portable);
+  HWY_DYNAMIC_DISPATCH(GemvRowsF32)(task);
+}
 void activation_sums16(const float* x, size_t T, size_t K, float* xsum16) {
   HWY_DYNAMIC_DISPATCH(ActivationSums16)(x, T, K, xsum16);
 }

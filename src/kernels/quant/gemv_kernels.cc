@@ -14,6 +14,7 @@
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
 #include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/row_groups.h"
 #include "kernels/quant/quant_blocks.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -170,6 +171,7 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
       o.dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
       o.dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
       o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
+      o.xsum32[t * (K / 32) + b] = sum[0] + sum[1];
       if (o.xs8)
         for (size_t l = 0; l < 8; l += hn::Lanes(df8)) hn::StoreU(hn::Set(df8, db), df8, o.dx8 + t * (o.ld8 / 4) + 8 * b + l);
     }
@@ -189,7 +191,10 @@ namespace attnzoo {
 HWY_EXPORT(GemvRowsInt8);
 HWY_EXPORT(QuantizeActivations);
 
-void quant_gemv_rows_int8(const QuantGemvTask& task) { HWY_DYNAMIC_DISPATCH(GemvRowsInt8)(task); }
+void quant_gemv_rows_int8(const QuantGemvTask& task) {
+  if (task.w.row_group) return on_gguf_rows(task, quant_gemv_rows_int8);
+  HWY_DYNAMIC_DISPATCH(GemvRowsInt8)(task);
+}
 void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out) {
   HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, T, K, out);
 }

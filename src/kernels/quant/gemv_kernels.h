@@ -22,6 +22,7 @@ struct QuantActivations {
   const float* d;        // [T, K / 32]
   const float* dsum16;   // [T, K / 16]
   const float* dsum32;   // [T, K / 32]
+  const int32_t* xsum32;  // [T, K / 32]: the sum of each block's q (the regrouped rows' offsets, row_groups.h)
 };
 
 struct QuantGemvTask {
@@ -53,6 +54,7 @@ inline void for_rows_by_4_tokens(const QuantGemvTask& g, Dot dot) {
 struct QuantActivationsOut {
   int16_t* q;
   float *d, *dsum16, *dsum32;
+  int32_t* xsum32;
   int8_t* xs8;  // null: none of the VNNI arrays below are written
   float* dx8;
   int32_t *xsum4_neg8, *xsum4_neg128;
@@ -77,6 +79,8 @@ bool quant_gemv_avx2_enabled();
 bool quant_gemv_avx2_handles(QuantType type);  // the VNNI formats and Q5_0, Q5_1, Q5_K
 void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& out);
 bool quant_gemv_rows_avx2(const QuantGemvTask& task);
+// The regrouped rows (row_groups.h) on AVX-512 VNNI: tasks of whole groups of 16 rows.
+void quant_gemv_groups_vnni(const QuantGemvTask& task);
 // The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.
 void quant_gemv_rows_f32(const QuantGemvTask& task);
 // The f32 rows written with AVX-512 intrinsics (gemv_f32_avx512.cc) for Q4_K and Q6_K (T <= 2), which

@@ -19,11 +19,14 @@
 namespace attnzoo {
 
 // [rows, cols] of `type`, row-major, rows contiguous (row r starts at r * row_bytes). Borrowed memory.
+// row_group 16: the same bytes regrouped 16 rows at a time for the VNNI decode rows (row_groups.h); row() is
+// then meaningless and single rows come from row_of_group.
 struct QuantMatrix {
   const void* data = nullptr;
   QuantType type = QuantType::F32;
   int64_t rows = 0, cols = 0;
   int64_t row_bytes = 0;
+  int64_t row_group = 0;
 
   uint64_t bytes() const { return uint64_t(rows) * uint64_t(row_bytes); }
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes; }

@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/quant/quant.h"
+#include "kernels/quant/row_groups.h"
 #include "testing/random_blocks.h"
 #include "testing/test_util.h"
 
@@ -52,16 +53,19 @@ TEST(Quant, Q4_0BlockByHand) {
 
 // The integer path quantizes each block of 32 activations to x = d q with |x - d q| <= d / 2, d = amax / 127:
 // |error| <= sum_k |w_k| d_k / 2 (plus f32 rounding). The f32 path differs from the reference only by rounding.
-void check_gemv(QuantType t, int64_t T, int64_t N, int64_t K, bool bias, bool int8) {
+// `grouped`: the products run on the rows regrouped as row_groups.h lays them out (N a multiple of 16).
+void check_gemv(QuantType t, int64_t T, int64_t N, int64_t K, bool bias, bool int8, bool grouped = false) {
   const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 100 + uint64_t(t) * 7 + uint64_t(N));
   const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+  std::vector<uint8_t> regrouped(grouped ? raw.size() : 0);
+  const QuantMatrix used = grouped ? to_row_groups(w, regrouped.data()) : w;
   testing::HostTensor x(DType::f32, {T, K}, 3 + uint64_t(T)), b(DType::f32, {N}, 4);
   const float* bp = bias ? b.view.ptr<float>() : nullptr;
   std::vector<float> got(size_t(T * N), -1.f), want(got.size());
   if (int8)
-    quant_gemv(w, bp, x.view.ptr<float>(), T, got.data(), N);
+    quant_gemv(used, bp, x.view.ptr<float>(), T, got.data(), N);
   else
-    quant_gemv_f32(w, bp, x.view.ptr<float>(), T, got.data(), N);
+    quant_gemv_f32(used, bp, x.view.ptr<float>(), T, got.data(), N);
   quant_matmul_reference(w, bp, x.view.ptr<float>(), T, want.data(), N);
   std::vector<float> row(static_cast<size_t>(K));
   for (int64_t n = 0; n < N; ++n) {
@@ -78,7 +82,7 @@ void check_gemv(QuantType t, int64_t T, int64_t N, int64_t K, bool bias, bool in
       }
       const double tol = (int8 ? bound : 0.0) + 1e-5 * abs_sum + 1e-6;
       EXPECT_NEAR(got[size_t(tt * N + n)], want[size_t(tt * N + n)], tol)
-          << quant_type_name(t) << (int8 ? " int8" : " f32") << " T=" << T << " N=" << N << " K=" << K << " row "
+          << quant_type_name(t) << (int8 ? " int8" : " f32") << (grouped ? " regrouped" : "") << " T=" << T << " N=" << N << " K=" << K << " row "
           << n << " token " << tt;
     }
   }
@@ -98,22 +102,64 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
   });
 }
 
+// Rows regrouped for the VNNI decode (row_groups.h): the VNNI rows read them in place, every other path (other
+// targets, f32 activations, many tokens) through rows copied back, all within the same bounds.
+TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
+  testing::for_each_target([](Target) {
+    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0})
+      for (int64_t T : {1, 3, 5, 8, 11, 77})
+        for (int64_t K : {96, 32 * 69}) {
+          if (K > 96 && T > 11) continue;  // the many-token tiling is covered at K = 96; the reference is slow
+          check_gemv(t, T, 48, K, T % 2 == 1, /*int8=*/true, /*grouped=*/true);
+          check_gemv(t, T, 48, K, T % 2 == 0, /*int8=*/false, /*grouped=*/true);
+        }
+  });
+}
+
+TEST(Quant, RegroupedRowsComeBackByteForByte) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0}) {
+    const int64_t N = 32, K = 96;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 11);
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+    std::vector<uint8_t> regrouped(raw.size());
+    const QuantMatrix g = to_row_groups(w, regrouped.data());
+    EXPECT_NE(0, std::memcmp(raw.data(), regrouped.data(), raw.size())) << quant_type_name(t);
+    AlignedBuffer<uint8_t> scratch;
+    for (int64_t r = 0; r < N; ++r)
+      EXPECT_EQ(0, std::memcmp(row_of_group(g, r, scratch), w.row(r), size_t(w.row_bytes)))
+          << quant_type_name(t) << " row " << r;
+    std::vector<float> a(size_t(N * K)), b(a.size());
+    dequantize_rows(w, 0, N, a.data());
+    dequantize_rows(g, 0, N, b.data());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << quant_type_name(t);
+  }
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_0, 24, 32, 12);
+  std::vector<uint8_t> out(raw.size());
+  EXPECT_THROW(to_row_groups(make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_0, 24, 32, "w"), out.data()),
+               ArgumentError);
+}
+
 // Each token's integer-path result is the one it gets alone, for any number of tokens (the many-token tiling
 // included) and on every target: what batch-invariant numerics rest on (core/batch_invariance.h).
 TEST(Quant, Int8GemvGivesEachTokenItsLoneResult) {
   testing::for_each_target([](Target) {
     for (QuantType t : kTypes) {
       if (!quant_gemv_has_int8(t)) continue;
-      const int64_t N = 70, K = quant_type_info(uint32_t(t))->block_elems == 32 ? 96 : 512, T = 77;
+      // 64 rows where they can be regrouped (row_groups.h), so that the regrouped rows are checked too
+      const int64_t N = row_groups_format(t) ? 64 : 70, K = quant_type_info(uint32_t(t))->block_elems == 32 ? 96 : 512;
+      const int64_t T = 77;
       const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 7);
-      const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
-      testing::HostTensor x(DType::f32, {T, K}, 8);
-      std::vector<float> all(size_t(T * N)), one(static_cast<size_t>(N));
-      quant_gemv(w, nullptr, x.view.ptr<float>(), T, all.data(), N);
-      for (int64_t tok : {int64_t(0), int64_t(5), int64_t(8), int64_t(63), T - 1}) {
-        quant_gemv(w, nullptr, x.view.ptr<float>() + tok * K, 1, one.data(), N);
-        EXPECT_EQ(0, std::memcmp(one.data(), all.data() + tok * N, size_t(N) * sizeof(float)))
-            << quant_type_name(t) << " token " << tok;
+      std::vector<uint8_t> regrouped(raw.size());
+      const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+      for (const QuantMatrix& w : {gguf, row_groups_format(t) ? to_row_groups(gguf, regrouped.data()) : gguf}) {
+        testing::HostTensor x(DType::f32, {T, K}, 8);
+        std::vector<float> all(size_t(T * N)), one(static_cast<size_t>(N));
+        quant_gemv(w, nullptr, x.view.ptr<float>(), T, all.data(), N);
+        for (int64_t tok : {int64_t(0), int64_t(5), int64_t(8), int64_t(63), T - 1}) {
+          quant_gemv(w, nullptr, x.view.ptr<float>() + tok * K, 1, one.data(), N);
+          EXPECT_EQ(0, std::memcmp(one.data(), all.data() + tok * N, size_t(N) * sizeof(float)))
+              << quant_type_name(t) << (w.row_group ? " regrouped" : "") << " token " << tok;
+        }
       }
     }
   });

@@ -1,0 +1,51 @@
+#pragma once
+// Block-quantized weights regrouped at load for the AVX-512 VNNI decode rows: 16 rows side by side, so that one
+// vpdpbusd lane holds one row (16 outputs per instruction, no horizontal sum per row), as llama.cpp's repacked
+// Q4_0 x 8 layouts do for its CPU backend. Row-major GGUF blocks spend most of a one-token GEMV on per-row work:
+// unpacking two blocks per instruction, converting their two scales, reducing 16 lanes at the row's end. Here a
+// block column of 16 rows is one unit:
+//   16 f16 scales d (Q4_1: then 16 f16 minima m), then the rows' values in 4-byte slices: slice c of row i
+//   (bytes 4c .. 4c + 3 of its block's values) at 4 (16 c + i).
+// So Q4_0 / Q4_1 slice c holds elements 4c .. 4c + 3 in its low nibbles and 16 + 4c .. 16 + 4c + 3 in its high
+// ones, Q8_0 slice c elements 4c .. 4c + 3: one 64-byte load per slice feeds a vpdpbusd whose other operand is
+// the token's 4 activations broadcast. The bytes are the GGUF bytes, moved: every reader of single rows
+// (dequantization, the f32 and portable rows, the bf16 prefill panels) gets them back with row_of_group.
+#include <cstdint>
+
+#include "core/aligned_buffer.h"
+#include "kernels/quant/quant.h"
+
+namespace attnzoo {
+
+constexpr int64_t kRowGroup = 16;
+
+// Q4_0, Q4_1 and Q8_0 (the blocks of 32 the VNNI rows read).
+bool row_groups_format(QuantType type);
+// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI rows in use on this CPU.
+bool row_groups_pay(const QuantMatrix& w);
+// w's bytes regrouped into `out` (w.bytes() of them); the returned matrix describes `out` (row_group 16).
+QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out);
+// Row r of a regrouped matrix as GGUF blocks in `scratch` (or w.row(r) itself when w is not regrouped).
+const uint8_t* row_of_group(const QuantMatrix& w, int64_t r, AlignedBuffer<uint8_t>& scratch);
+
+// A task's rows [n0, n1) of a regrouped matrix copied back to GGUF rows, for the row kernels that read single
+// rows: fn(task) runs on the copy with the task's outputs and bias.
+template <class Task, class Fn>
+void on_gguf_rows(const Task& g, Fn fn) {
+  thread_local AlignedBuffer<uint8_t> rows, row;
+  const int64_t n = int64_t(g.n1 - g.n0);
+  rows.resize(size_t(n * g.w.row_bytes));
+  for (int64_t r = 0; r < n; ++r) {
+    const uint8_t* src = row_of_group(g.w, int64_t(g.n0) + r, row);
+    std::copy(src, src + g.w.row_bytes, rows.data() + r * g.w.row_bytes);
+  }
+  Task t = g;
+  t.w = QuantMatrix{rows.data(), g.w.type, n, g.w.cols, g.w.row_bytes};
+  t.y = g.y + g.n0;
+  if (g.bias) t.bias = g.bias + g.n0;
+  t.n0 = 0;
+  t.n1 = size_t(n);
+  fn(t);
+}
+
+}  // namespace attnzoo
