@@ -1,6 +1,8 @@
 #include "layers/linear.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -28,6 +30,21 @@ void init_blas_once() {
 
 // Splits [0, n) into about 4 tasks per thread (dynamic claiming balances them), each a multiple of `align` rows
 // and at least `min_rows`.
+// The pages wholly inside [p, p + n) are not needed soon: MADV_PAGEOUT is a hint that never changes what the
+// memory holds (a file mapping's clean pages are dropped from the process and read back on a later touch;
+// anonymous ones stay unless there is swap), so it is safe on borrowed memory of any kind. Used once a weight
+// was copied, so that the mapping's pages it came from leave the resident set instead of doubling it.
+void pages_not_needed(const void* p, size_t n) {
+#ifdef MADV_PAGEOUT
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + n) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);  // a hint: errors ignored
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 int64_t panel_rows(int64_t n, int64_t min_rows, int64_t align) {
   const int64_t tasks = int64_t(ThreadPool::global().num_threads()) * 4;
   int64_t rows = std::max<int64_t>(min_rows, (n + tasks - 1) / tasks);
@@ -267,11 +284,15 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
   l.name_ = std::make_shared<const std::string>(name);
   // Block formats and bf16 are kept as they are; f16 (and f32 when bf16 is asked for) become an owned copy.
   const bool keep = quant_is_blocked(w.type) || w.type == QuantType::BF16 || (w.type == QuantType::F32 && store == DType::f32);
-  if (!keep) l = l.densified(store);
+  if (!keep) {
+    l = l.densified(store);
+    pages_not_needed(w.data, size_t(w.bytes()));
+  }
   if (row_groups_pay(w)) {
     // Regrouped once into an owned copy for the VNNI decode rows (row_groups.h): the same bytes, moved.
     l.owned_ = std::make_shared<std::vector<uint8_t>>(size_t(w.bytes()));
     l.w_ = to_row_groups(w, l.owned_->data());
+    pages_not_needed(w.data, size_t(w.bytes()));
   }
   l.reduced_weights_ = quant_is_blocked(w.type) || store == DType::bf16;
   if (!bias.empty()) {
