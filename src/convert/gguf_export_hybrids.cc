@@ -3,6 +3,7 @@
 #include "loader/gguf_hybrids.h"
 #include "loader/load_error.h"
 #include "models/hf_config.h"
+#include "models/hybrid_stack.h"
 
 namespace attnzoo {
 namespace {
@@ -10,26 +11,6 @@ namespace {
 const std::vector<ExpertProj> kLfm2Experts = {{"w1", "ffn_gate"}, {"w3", "ffn_up"}, {"w2", "ffn_down"}};
 const std::vector<ExpertProj> kJambaExperts = {{"gate_proj", "ffn_gate"}, {"up_proj", "ffn_up"},
                                                {"down_proj", "ffn_down"}};
-
-// Which layers attend: LFM2's layer_types (or full_attn_idxs), Jamba's attention every attn_layer_period-th layer
-// from attn_layer_offset.
-std::vector<bool> attention_layers(const Config& c, const std::string& arch, int64_t layers) {
-  std::vector<bool> out(size_t(layers), false);
-  if (arch == "jamba") {
-    const int64_t period = c.get_int_or("attn_layer_period", 8), offset = c.get_int_or("attn_layer_offset", 4);
-    if (period <= 0) throw LoadError(c.source() + ": key 'attn_layer_period': must be positive");
-    for (int64_t i = 0; i < layers; ++i) out[size_t(i)] = i % period == offset;
-  } else if (c.has("layer_types")) {
-    const std::vector<std::string> types = c.get_string_list("layer_types");
-    if (int64_t(types.size()) != layers)
-      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(layers) + " entries");
-    for (int64_t i = 0; i < layers; ++i) out[size_t(i)] = types[size_t(i)] == "full_attention";
-  } else {
-    for (int64_t i : c.get_int_list("full_attn_idxs"))
-      if (i >= 0 && i < layers) out[size_t(i)] = true;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -59,7 +40,8 @@ void add_conv_hybrid_hparams(GgufWriter& w, const ModelFiles& files, const Confi
   w.add_u32(p + "embedding_length", uint32_t(hidden));
   w.add_u32(p + "attention.head_count", uint32_t(heads));
   std::vector<int32_t> kv_per_layer;
-  for (bool attends : attention_layers(c, arch, layers)) kv_per_layer.push_back(attends ? int32_t(kv) : 0);
+  const std::vector<HybridLayer> pattern = arch == "jamba" ? jamba_layers(c, layers, 0) : lfm2_layers(c, layers, -1);
+  for (const HybridLayer& l : pattern) kv_per_layer.push_back(l.mixer == HybridMixer::attention ? int32_t(kv) : 0);
   w.add_i32_array(p + "attention.head_count_kv", kv_per_layer);
   const int64_t experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0));
   if (arch == "jamba") {
