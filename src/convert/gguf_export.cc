@@ -190,23 +190,12 @@ const std::vector<float>* importance_for(const QuantizeOptions& o, const std::st
 // of them.
 std::vector<TensorPlan> plan_moe_experts(const ModelFiles& files, const std::vector<std::string>& names,
                                          int64_t experts) {
-  constexpr std::string_view kLayers = "model.layers.";
-  std::set<int64_t> layers;
-  for (const std::string& name : names) {
-    const size_t dot = name.find('.', kLayers.size());
-    const std::string index = name.substr(kLayers.size(), dot == std::string::npos ? 0 : dot - kLayers.size());
-    if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos)
-      throw LoadError(files.source(name) + ": tensor '" + name + "': expected model.layers.<index>.");
-    layers.insert(std::stoll(index));
-  }
-  const bool mixtral = files.has("model.layers." + std::to_string(*layers.begin()) +
-                                 ".block_sparse_moe.experts.0.w1.weight");
-  using Projections = std::vector<std::pair<std::string, std::string>>;
-  const Projections projections =
-      mixtral ? Projections{{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}
-              : Projections{{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}};
-  return plan_stacked_experts(files, std::vector<int64_t>(layers.begin(), layers.end()), experts,
-                              mixtral ? "block_sparse_moe" : "mlp", projections, names.size());
+  static const ExpertTensors kMixtral{"block_sparse_moe",
+                                      {{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}};
+  static const ExpertTensors kMlp{
+      "mlp", {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}}};
+  const bool mixtral = names.front().find(".block_sparse_moe.experts.") != std::string::npos;
+  return plan_stacked_experts(files, names, experts, mixtral ? kMixtral : kMlp);
 }
 
 // Llama / Mistral / Qwen2 / Qwen3 / Gemma ...: one GGUF tensor per Hugging Face tensor, under loader/gguf_checkpoint.h's names

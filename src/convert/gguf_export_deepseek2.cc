@@ -124,8 +124,9 @@ std::vector<TensorPlan> plan_deepseek2(const ModelFiles& files, const Config& c,
     std::vector<int64_t> moe_layers;
     for (int64_t i = c.get_int_or("first_k_dense_replace", 0); i < layers; ++i) moe_layers.push_back(i);
     std::vector<TensorPlan> stacked =
-        plan_stacked_experts(files, moe_layers, c.get_int("n_routed_experts"), "mlp",
-                             {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}},
+        plan_stacked_experts(files, moe_layers, c.get_int("n_routed_experts"),
+                             {"mlp", {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"},
+                                      {"down_proj", "ffn_down_exps"}}},
                              experts);
     plans.insert(plans.end(), stacked.begin(), stacked.end());
   }

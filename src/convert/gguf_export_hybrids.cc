@@ -3,33 +3,15 @@
 #include "loader/gguf_hybrids.h"
 #include "loader/load_error.h"
 #include "models/hf_config.h"
+#include "models/hybrid_stack.h"
 
 namespace attnzoo {
 namespace {
 
-const std::vector<ExpertProj> kLfm2Experts = {{"w1", "ffn_gate"}, {"w3", "ffn_up"}, {"w2", "ffn_down"}};
-const std::vector<ExpertProj> kJambaExperts = {{"gate_proj", "ffn_gate"}, {"up_proj", "ffn_up"},
-                                               {"down_proj", "ffn_down"}};
-
-// Which layers attend: LFM2's layer_types (or full_attn_idxs), Jamba's attention every attn_layer_period-th layer
-// from attn_layer_offset.
-std::vector<bool> attention_layers(const Config& c, const std::string& arch, int64_t layers) {
-  std::vector<bool> out(size_t(layers), false);
-  if (arch == "jamba") {
-    const int64_t period = c.get_int_or("attn_layer_period", 8), offset = c.get_int_or("attn_layer_offset", 4);
-    if (period <= 0) throw LoadError(c.source() + ": key 'attn_layer_period': must be positive");
-    for (int64_t i = 0; i < layers; ++i) out[size_t(i)] = i % period == offset;
-  } else if (c.has("layer_types")) {
-    const std::vector<std::string> types = c.get_string_list("layer_types");
-    if (int64_t(types.size()) != layers)
-      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(layers) + " entries");
-    for (int64_t i = 0; i < layers; ++i) out[size_t(i)] = types[size_t(i)] == "full_attention";
-  } else {
-    for (int64_t i : c.get_int_list("full_attn_idxs"))
-      if (i >= 0 && i < layers) out[size_t(i)] = true;
-  }
-  return out;
-}
+const ExpertTensors kLfm2Experts{"feed_forward",
+                                 {{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}};
+const ExpertTensors kJambaExperts{
+    "feed_forward", {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}}};
 
 }  // namespace
 
@@ -59,7 +41,8 @@ void add_conv_hybrid_hparams(GgufWriter& w, const ModelFiles& files, const Confi
   w.add_u32(p + "embedding_length", uint32_t(hidden));
   w.add_u32(p + "attention.head_count", uint32_t(heads));
   std::vector<int32_t> kv_per_layer;
-  for (bool attends : attention_layers(c, arch, layers)) kv_per_layer.push_back(attends ? int32_t(kv) : 0);
+  const std::vector<HybridLayer> pattern = arch == "jamba" ? jamba_layers(c, layers, 0) : lfm2_layers(c, layers, -1);
+  for (const HybridLayer& l : pattern) kv_per_layer.push_back(l.mixer == HybridMixer::attention ? int32_t(kv) : 0);
   w.add_i32_array(p + "attention.head_count_kv", kv_per_layer);
   const int64_t experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0));
   if (arch == "jamba") {
@@ -99,33 +82,6 @@ void add_conv_hybrid_hparams(GgufWriter& w, const ModelFiles& files, const Confi
   }
 }
 
-ExpertStack plan_expert_stack(const ModelFiles& files, const std::string& name, const std::string& stem,
-                              const std::string& blk, const std::vector<ExpertProj>& projs, int64_t experts,
-                              TensorPlan& plan) {
-  if (!name.starts_with(stem)) return ExpertStack::none;
-  const std::string tail = name.substr(stem.size());
-  const size_t dot = tail.find('.');
-  if (dot == std::string::npos) return ExpertStack::none;
-  const std::string index = tail.substr(0, dot), proj = tail.substr(dot + 1);
-  const ExpertProj* match = nullptr;
-  for (const ExpertProj& x : projs)
-    if (proj == std::string(x.hf) + ".weight") match = &x;
-  if (!match || index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
-    return ExpertStack::none;
-  if (index != "0") return ExpertStack::skip;
-  plan = TensorPlan{};
-  for (int64_t e = 0; e < experts; ++e) {
-    plan.sources.push_back(stem + std::to_string(e) + "." + proj);
-    if (!files.has(plan.sources.back()))
-      throw LoadError(files.source(name) + ": tensor '" + plan.sources.back() + "' is missing (" +
-                      std::to_string(experts) + " experts)");
-  }
-  plan.gguf_name = blk + match->gguf + "_exps.weight";
-  plan.shape = files.stored(name).shape;
-  plan.shape.insert(plan.shape.begin(), experts);
-  return ExpertStack::planned;
-}
-
 bool plan_ssm_edit(const ModelFiles& files, const std::string& name, TensorPlan& p) {
   if (name.ends_with(".A_log")) {
     p.edit = ValueEdit::neg_exp;
@@ -142,24 +98,18 @@ bool plan_ssm_edit(const ModelFiles& files, const std::string& name, TensorPlan&
 }
 
 std::vector<TensorPlan> plan_conv_hybrid(const ModelFiles& files, const Config& c, const std::string& arch, bool tied) {
-  const bool jamba = arch == "jamba";
-  const int64_t experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0));
+  const ExpertTensors& expert_tensors = arch == "jamba" ? kJambaExperts : kLfm2Experts;
   std::vector<TensorPlan> plans;
+  std::vector<std::string> expert_names;
   for (const std::string& name : files.names()) {
     if (name == "lm_head.weight" && tied) continue;
-    const auto [blk, rest] = split_block_name(name);
-    TensorPlan p;
-    const std::string stem = name.substr(0, name.size() - rest.size()) + "feed_forward.experts.";
-    const ExpertStack e = blk.empty() ? ExpertStack::none
-                                      : plan_expert_stack(files, name, stem, blk, jamba ? kJambaExperts : kLfm2Experts,
-                                                          experts, p);
-    if (e == ExpertStack::skip) continue;
-    if (e == ExpertStack::planned) {
-      plans.push_back(std::move(p));
+    if (expert_tensor_layer(name, expert_tensors)) {  // stacked after the loop
+      expert_names.push_back(name);
       continue;
     }
     const auto gguf_name = gguf_hybrid_tensor_name(arch, name);
     if (!gguf_name) throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch);
+    TensorPlan p;
     p.gguf_name = *gguf_name;
     p.sources = {name};
     p.shape = files.stored(name).shape;
@@ -169,6 +119,9 @@ std::vector<TensorPlan> plan_conv_hybrid(const ModelFiles& files, const Config& 
     }
     plans.push_back(std::move(p));
   }
+  const int64_t experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 0));
+  std::vector<TensorPlan> stacked = plan_stacked_experts(files, expert_names, experts, expert_tensors);
+  plans.insert(plans.end(), stacked.begin(), stacked.end());
   return plans;
 }
 

@@ -35,16 +35,4 @@ std::pair<std::string, std::string> split_block_name(const std::string& name);
 // [channels, kernel], both F32. False when `name` is neither (LoadError for a conv kernel of another shape).
 bool plan_ssm_edit(const ModelFiles& files, const std::string& name, TensorPlan& p);
 
-// For `name` = `stem`E.`proj`.weight (proj one of `projs`' Hugging Face names, mapped to GGUF base names): at
-// E == 0 the plan of the stack of all `experts` (blk + base + "_exps.weight"); `skip` for the other experts,
-// already in that stack; `none` when `name` is not such a tensor. LoadError naming an expert that is missing.
-enum class ExpertStack { none, planned, skip };
-struct ExpertProj {
-  const char* hf;    // "w1", "gate_proj"
-  const char* gguf;  // "ffn_gate"
-};
-ExpertStack plan_expert_stack(const ModelFiles& files, const std::string& name, const std::string& stem,
-                              const std::string& blk, const std::vector<ExpertProj>& projs, int64_t experts,
-                              TensorPlan& plan);
-
 }  // namespace attnzoo

@@ -14,6 +14,10 @@ namespace {
 
 bool is_nemotron(const std::string& arch) { return arch.starts_with("nemotron_h"); }
 
+// Nemotron 3's ungated relu² experts, backbone.layers.<i>.mixer.experts.<e>.{up,down}_proj
+const ExpertTensors kNemotronExperts{"mixer", {{"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}},
+                                     "backbone.layers."};
+
 std::vector<HybridLayer> layers_of(const Config& c, const std::string& arch) {
   return is_nemotron(arch) ? nemotron_h_layers(c) : granite_hybrid_layers(c, c.get_int("num_hidden_layers"), HybridFfn::dense);
 }
@@ -183,31 +187,13 @@ std::vector<TensorPlan> plan_pattern_hybrid(const ModelFiles& files, const std::
   const SsmSizes s = ssm_sizes(c, arch);
   const std::string_view layer_prefix = nemotron ? "backbone.layers." : "model.layers.";
   std::vector<TensorPlan> plans;
+  std::vector<std::string> expert_names;
   for (const std::string& name : files.names()) {
     if (name == "lm_head.weight" && tied) continue;
     const auto [blk, rest] = split_layer(name, layer_prefix);
     if (!nemotron && !blk.empty() && plan_granite_ffn(files, name, blk, rest, experts, plans)) continue;
-    if (nemotron && rest.starts_with("mixer.experts.")) {
-      // mixer.experts.E.{up,down}_proj.weight: written once, at expert 0, as the stack of all of them
-      const std::string tail = rest.substr(14);
-      const size_t dot = tail.find('.');
-      const std::string index = tail.substr(0, dot), proj = dot == std::string::npos ? "" : tail.substr(dot + 1);
-      if (proj != "up_proj.weight" && proj != "down_proj.weight")
-        throw LoadError(files.source(name) + ": tensor '" + name + "' has no GGUF counterpart for " + arch);
-      if (index != "0") continue;
-      const int64_t n = c.get_int("n_routed_experts");
-      TensorPlan p;
-      p.gguf_name = blk + "ffn_" + proj.substr(0, proj.find('_')) + "_exps.weight";
-      const std::string stem = name.substr(0, name.size() - tail.size());
-      for (int64_t e = 0; e < n; ++e) {
-        p.sources.push_back(stem + std::to_string(e) + "." + proj);
-        if (!files.has(p.sources.back()))
-          throw LoadError(files.source(name) + ": tensor '" + p.sources.back() + "' is missing (n_routed_experts " +
-                          std::to_string(n) + ")");
-      }
-      p.shape = files.stored(name).shape;
-      p.shape.insert(p.shape.begin(), n);
-      plans.push_back(std::move(p));
+    if (nemotron && expert_tensor_layer(name, kNemotronExperts)) {  // stacked after the loop
+      expert_names.push_back(name);
       continue;
     }
     std::string renamed = name;
@@ -241,6 +227,11 @@ std::vector<TensorPlan> plan_pattern_hybrid(const ModelFiles& files, const std::
       p.permute_heads = kv;
     }
     plans.push_back(std::move(p));
+  }
+  if (!expert_names.empty()) {
+    std::vector<TensorPlan> stacked = plan_stacked_experts(files, expert_names, c.get_int("n_routed_experts"),
+                                                           kNemotronExperts);
+    plans.insert(plans.end(), stacked.begin(), stacked.end());
   }
   return plans;
 }

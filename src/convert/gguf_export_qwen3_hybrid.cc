@@ -14,8 +14,8 @@ namespace attnzoo {
 namespace {
 
 // mlp.experts.E.{gate,up,down}_proj.weight, each stacked over E into ffn_{gate,up,down}_exps
-const std::vector<ExpertProj> kExpertProjs = {{"gate_proj", "ffn_gate"}, {"up_proj", "ffn_up"},
-                                              {"down_proj", "ffn_down"}};
+const ExpertTensors kExperts{"mlp", {{"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"},
+                                     {"down_proj", "ffn_down_exps"}}};
 
 struct LinearShape {
   int64_t nk, dk, nv, dv;
@@ -140,6 +140,7 @@ std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v
   const int64_t experts = c.get_int_or("num_experts", 0);
   const bool tied = config_ties_embeddings(files.config(), c, false);
   std::vector<TensorPlan> plans;
+  std::vector<std::string> expert_names;
   for (const std::string& name : files.names()) {
     if (name.find("rotary_emb.") != std::string::npos) continue;  // buffers recomputed from the config
     if (name == "lm_head.weight" && tied) continue;
@@ -174,11 +175,8 @@ std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v
       }
       continue;
     }
-    const std::string stem = name.substr(0, name.size() - rest.size()) + "mlp.experts.";
-    const ExpertStack e = plan_expert_stack(files, name, stem, blk, kExpertProjs, experts, p);
-    if (e == ExpertStack::skip) continue;
-    if (e == ExpertStack::planned) {
-      plans.push_back(std::move(p));
+    if (expert_tensor_layer(name, kExperts)) {  // stacked after the loop
+      expert_names.push_back(name);
       continue;
     }
     if (v == Qwen3Hybrid::next && rest == "linear_attn.in_proj_qkvz.weight") {
@@ -211,6 +209,8 @@ std::vector<TensorPlan> plan_qwen3_hybrid(const ModelFiles& files, Qwen3Hybrid v
     if (v != Qwen3Hybrid::next) p.value_heads = value_heads(s, rest);
     plans.push_back(std::move(p));
   }
+  std::vector<TensorPlan> stacked = plan_stacked_experts(files, expert_names, experts, kExperts);
+  plans.insert(plans.end(), stacked.begin(), stacked.end());
   return plans;
 }
 

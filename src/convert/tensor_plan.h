@@ -44,13 +44,26 @@ struct TensorPlan {
   int64_t transpose_heads = 0;
 };
 
+// Where a MoE's experts sit in a Hugging Face checkpoint, one tensor per expert and projection:
+// <layer_prefix><i>.<block>.experts.<e>.<suffix>.weight, each projection stacked by llama.cpp into
+// blk.<i>.<gguf base>.weight [experts, rows, cols].
+struct ExpertTensors {
+  std::string block;  // "mlp", "block_sparse_moe", "feed_forward", "mixer"
+  std::vector<std::pair<std::string, std::string>> projections;  // Hugging Face suffix, GGUF base: w1, ffn_gate_exps
+  std::string layer_prefix = "model.layers.";
+};
+
+// The layer of `name` when it is one expert's projection under `t` (layer and expert indices numbers), else nullopt.
+std::optional<int64_t> expert_tensor_layer(const std::string& name, const ExpertTensors& t);
+
 // A MoE's experts as llama.cpp stacks them: for each layer in `layers`, one [experts, rows, cols] tensor per
-// projection (`projections`: Hugging Face suffix, GGUF base, e.g. {"w1", "ffn_gate_exps"}) from
-// model.layers.<i>.<block>.experts.<e>.<suffix>.weight. LoadError naming a missing expert, or when `found`
-// (the expert tensors the checkpoint holds) counts other than layers x experts x projections.
+// projection of `t`. LoadError naming a missing expert, or when `found` (the expert tensors the checkpoint holds)
+// counts other than layers x experts x projections.
 std::vector<TensorPlan> plan_stacked_experts(const ModelFiles& files, const std::vector<int64_t>& layers,
-                                             int64_t experts, const std::string& block,
-                                             const std::vector<std::pair<std::string, std::string>>& projections,
-                                             size_t found);
+                                             int64_t experts, const ExpertTensors& t, size_t found);
+// The same over the layers that `names`, every expert tensor of the checkpoint (any order), belong to; LoadError
+// naming one without a numeric layer index.
+std::vector<TensorPlan> plan_stacked_experts(const ModelFiles& files, const std::vector<std::string>& names,
+                                             int64_t experts, const ExpertTensors& t);
 
 }  // namespace attnzoo

@@ -51,13 +51,14 @@ ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOp
 }
 
 ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions& options,
-                          const std::string& default_model_type, bool with_intermediate) {
+                          const std::string& default_model_type, bool with_intermediate,
+                          std::optional<int64_t> num_layers) {
   ModelInfo info;
   info.architecture = root.get_string_list("architectures")[0];
   info.model_type = c.get_string_or("model_type", default_model_type);
   info.hidden_size = c.get_int("hidden_size");
   if (with_intermediate) info.intermediate_size = c.get_int("intermediate_size");
-  info.num_layers = c.get_int("num_hidden_layers");
+  info.num_layers = num_layers ? *num_layers : c.get_int("num_hidden_layers");
   info.num_heads = c.get_int("num_attention_heads");
   info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
   info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
@@ -69,8 +70,8 @@ ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions
 }
 
 ModelInfo read_dense_model_info(const Config& root, const Config& c, const LoadOptions& options,
-                                const std::string& default_model_type) {
-  ModelInfo info = read_model_info(root, c, options, default_model_type, /*with_intermediate=*/true);
+                                const std::string& default_model_type, std::optional<int64_t> num_layers) {
+  ModelInfo info = read_model_info(root, c, options, default_model_type, /*with_intermediate=*/true, num_layers);
   if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 ||
       info.num_kv_heads <= 0 || info.head_dim <= 0 || info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");

@@ -72,12 +72,16 @@ class DecoderModel : public Model {
 ModelInfo read_model_info(const ModelFiles& files, const Config& c, const LoadOptions& options,
                           const std::string& default_model_type, bool with_intermediate);
 // The same from config.json alone (`root`: the file's top level, holding "architectures"; `c`: its text config).
+// `num_layers`: the layer count when the config's num_hidden_layers does not decide it (Nemotron-H's pattern does,
+// and its configs may lack the key).
 ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions& options,
-                          const std::string& default_model_type, bool with_intermediate);
+                          const std::string& default_model_type, bool with_intermediate,
+                          std::optional<int64_t> num_layers = std::nullopt);
 // read_model_info with a dense MLP width, every size checked to be positive (LoadError naming them otherwise): the
-// shape fields of the Llama-like families (Llama, OLMo 2, Phi-3, Cohere).
+// shape fields of the Llama-like families (Llama, OLMo 2, Phi-3, Cohere) and of the hybrids.
 ModelInfo read_dense_model_info(const Config& root, const Config& c, const LoadOptions& options,
-                                const std::string& default_model_type);
+                                const std::string& default_model_type,
+                                std::optional<int64_t> num_layers = std::nullopt);
 // Adds the checkpoint's parameter count and bytes (as stored: a quantized tensor's blocks) to info (what `inspect`
 // reports); for a GGUF, checkpoint_dtype lists its storage formats ("GGUF Q4_1 x210 F32 x61 Q8_0 x1").
 void count_checkpoint(const ModelFiles& files, ModelInfo& info);

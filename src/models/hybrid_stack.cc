@@ -87,6 +87,74 @@ std::vector<HybridLayer> granite_hybrid_layers(const Config& c, int64_t num_laye
   return out;
 }
 
+std::vector<HybridLayer> jamba_layers(const Config& c, int64_t num_layers, int64_t experts) {
+  const int64_t attn_period = c.get_int_or("attn_layer_period", 8), attn_offset = c.get_int_or("attn_layer_offset", 4);
+  const int64_t expert_period = c.get_int_or("expert_layer_period", 2);
+  const int64_t expert_offset = c.get_int_or("expert_layer_offset", 1);
+  if (attn_period <= 0 || attn_offset < 0 || attn_offset >= attn_period)
+    throw LoadError(c.source() + ": keys 'attn_layer_period' / 'attn_layer_offset': need 0 <= offset < period");
+  if (expert_period <= 0 || expert_offset < 0 || expert_offset >= expert_period)
+    throw LoadError(c.source() + ": keys 'expert_layer_period' / 'expert_layer_offset': need 0 <= offset < period");
+  std::vector<HybridLayer> out;
+  for (int64_t i = 0; i < num_layers; ++i)
+    out.push_back({i % attn_period == attn_offset ? HybridMixer::attention : HybridMixer::mamba,
+                   experts > 1 && i % expert_period == expert_offset ? HybridFfn::moe : HybridFfn::dense});
+  return out;
+}
+
+std::vector<HybridLayer> lfm2_layers(const Config& c, int64_t num_layers, int64_t first_sparse) {
+  std::vector<std::string> types;
+  if (c.has("layer_types")) {
+    types = c.get_string_list("layer_types");
+  } else {
+    const bool listed = c.has("full_attn_idxs");
+    const std::vector<int64_t> attn = listed ? c.get_int_list("full_attn_idxs") : std::vector<int64_t>{};
+    for (int64_t i = 0; i < num_layers; ++i)
+      types.push_back(std::find(attn.begin(), attn.end(), i) != attn.end() || !listed ? "full_attention" : "conv");
+  }
+  if (int64_t(types.size()) != num_layers)
+    throw LoadError(c.source() + ": layer_types has " + std::to_string(types.size()) + " entries, expected " +
+                    std::to_string(num_layers));
+  std::vector<HybridLayer> out;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] != "conv" && types[i] != "full_attention")
+      throw LoadError(c.source() + ": layer_types[" + std::to_string(i) + "] is '" + types[i] +
+                      "' (expected conv or full_attention)");
+    out.push_back({types[i] == "conv" ? HybridMixer::short_conv : HybridMixer::attention,
+                   first_sparse >= 0 && int64_t(i) >= first_sparse ? HybridFfn::moe : HybridFfn::dense});
+  }
+  return out;
+}
+
+std::vector<HybridLayer> minimax_layers(const Config& c, int64_t num_layers) {
+  std::vector<HybridLayer> out;
+  auto add = [&](bool lightning) {
+    out.push_back({lightning ? HybridMixer::lightning : HybridMixer::attention, HybridFfn::moe});
+  };
+  if (c.has("layer_types")) {
+    const std::vector<std::string> types = c.get_string_list("layer_types");
+    if (int64_t(types.size()) != num_layers)
+      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(num_layers) + " entries");
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] != "linear_attention" && types[i] != "full_attention")
+        throw LoadError(c.source() + ": layer_types[" + std::to_string(i) + "] is '" + types[i] +
+                        "' (expected linear_attention or full_attention)");
+      add(types[i] == "linear_attention");
+    }
+  } else if (c.has("attn_type_list")) {
+    const std::vector<int64_t> types = c.get_int_list("attn_type_list");
+    if (int64_t(types.size()) != num_layers)
+      throw LoadError(c.source() + ": key 'attn_type_list': expected " + std::to_string(num_layers) + " entries");
+    for (int64_t t : types) {
+      if (t != 0 && t != 1) throw LoadError(c.source() + ": key 'attn_type_list': entries must be 0 or 1");
+      add(t == 0);
+    }
+  } else {
+    for (int64_t i = 0; i < num_layers; ++i) add(i % 2 == 1);
+  }
+  return out;
+}
+
 Mamba2MixerConfig read_hybrid_mamba2(const Config& c, int64_t hidden, float eps, const Mamba2Keys& k) {
   Mamba2MixerConfig mc;
   mc.hidden = hidden;
@@ -176,6 +244,8 @@ std::unique_ptr<Model> assemble_hybrid_stack(ModelFiles&& files, ModelInfo&& inf
     if (kind.mixer != HybridMixer::none) {
       block.input_norm = norm(p + parts.input_norm);
       block.mixer = parts.mixer(kind.mixer, int64_t(i), p);
+      if (const auto r = parts.mixer_residual.find(kind.mixer); r != parts.mixer_residual.end())
+        block.mixer_alpha = r->second.alpha, block.mixer_beta = r->second.beta;
       info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
     } else {
       info.layers.push_back(ffn_only_layer_info(kind.ffn));
@@ -183,7 +253,9 @@ std::unique_ptr<Model> assemble_hybrid_stack(ModelFiles&& files, ModelInfo&& inf
     if (kind.ffn != HybridFfn::none) {
       block.pre_ffn_norm = norm(p + parts.ffn_norm);
       block.ffn = parts.ffn(kind.ffn, int64_t(i), p);
+      block.ffn_alpha = parts.ffn_residual.alpha, block.ffn_beta = parts.ffn_residual.beta;
     }
+    block.residual_is_normed = parts.residual_is_normed;
     blocks.push_back(std::move(block));
   }
   RmsNorm final_norm = norm(parts.final_norm);

@@ -1,16 +1,17 @@
-// JambaForCausalLM (AI21 Jamba): a pre-norm stack of Mamba-1 blocks with softmax attention every
-// attn_layer_period-th layer from attn_layer_offset; the attention has no positional encoding at all (the Mamba
-// layers carry order). Each block's feed-forward is a SwiGLU MLP, or on every expert_layer_period-th layer from
-// expert_layer_offset a sparse MoE of num_experts SwiGLU experts: softmax over the router logits, the top k
-// probabilities taken as they are (not renormalized). The Mamba mixers RMS-normalize dt_low, B and C with weights
-// (dt_layernorm / b_layernorm / c_layernorm, eps rms_norm_eps). Tensors: model.layers.N.{input_layernorm,
-// pre_ff_layernorm, mamba.*, self_attn.*, feed_forward.{gate,up,down}_proj | feed_forward.{router,
-// experts.E.*}}, model.final_layernorm.
+// JambaForCausalLM (AI21 Jamba) on the pattern-driven hybrid stack (hybrid_stack.h): a pre-norm stack of Mamba-1
+// blocks with softmax attention every attn_layer_period-th layer from attn_layer_offset; the attention has no
+// positional encoding at all (the Mamba layers carry order). Each block's feed-forward is a SwiGLU MLP, or on every
+// expert_layer_period-th layer from expert_layer_offset a sparse MoE of num_experts SwiGLU experts: softmax over the
+// router logits, the top k probabilities taken as they are (not renormalized). The Mamba mixers RMS-normalize
+// dt_low, B and C with weights (dt_layernorm / b_layernorm / c_layernorm, eps rms_norm_eps). Tensors:
+// model.layers.N.{input_layernorm, pre_ff_layernorm, mamba.*, self_attn.*, feed_forward.{gate,up,down}_proj |
+// feed_forward.{router, experts.E.*}}, model.final_layernorm.
 #include "layers/moe.h"
 #include "loader/json.h"
 #include "loader/load_error.h"
 #include "models/decoder.h"
 #include "models/describe.h"
+#include "models/hybrid_stack.h"
 #include "models/mamba_from_checkpoint.h"
 #include "models/registry.h"
 
@@ -19,28 +20,20 @@ namespace {
 
 struct JambaShape {
   ModelInfo info;
+  std::vector<HybridLayer> layers;  // jamba_layers
   MambaMixerConfig mc;
-  int64_t attn_period = 8, attn_offset = 4, expert_period = 2, expert_offset = 1, experts = 16, top_k = 2;
+  AttentionConfig ac;
+  int64_t experts = 16, top_k = 2;
   bool proj_bias = false, conv_bias = true;
   float eps = 1e-6f;
-  bool attends(int64_t i) const { return i % attn_period == attn_offset; }
-  // transformers' JambaSparseMoeBlock only when the layer has more than one expert
-  bool sparse(int64_t i) const { return experts > 1 && i % expert_period == expert_offset; }
 };
 
 JambaShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
   JambaShape s;
   s.info = read_dense_model_info(root, c, options, "jamba");
   const int64_t H = s.info.hidden_size;
-  s.attn_period = c.get_int_or("attn_layer_period", 8);
-  s.attn_offset = c.get_int_or("attn_layer_offset", 4);
-  s.expert_period = c.get_int_or("expert_layer_period", 2);
-  s.expert_offset = c.get_int_or("expert_layer_offset", 1);
-  if (s.attn_period <= 0 || s.attn_offset < 0 || s.attn_offset >= s.attn_period)
-    throw LoadError(c.source() + ": keys 'attn_layer_period' / 'attn_layer_offset': need 0 <= offset < period");
-  if (s.expert_period <= 0 || s.expert_offset < 0 || s.expert_offset >= s.expert_period)
-    throw LoadError(c.source() + ": keys 'expert_layer_period' / 'expert_layer_offset': need 0 <= offset < period");
   s.experts = c.get_int_or("num_experts", c.get_int_or("num_local_experts", 16));
+  s.layers = jamba_layers(c, s.info.num_layers, s.experts);
   s.top_k = c.get_int_or("num_experts_per_tok", 2);
   if (s.experts <= 0) throw LoadError(c.source() + ": key 'num_experts': must be positive");
   MambaMixerConfig& mc = s.mc;
@@ -62,14 +55,8 @@ JambaShape read_shape(const Config& root, const Config& c, const LoadOptions& op
   const std::string act = c.get_string_or("hidden_act", "silu");
   if (act != "silu" && act != "swish")
     throw LoadError(c.source() + ": hidden_act '" + act + "' is not supported (Jamba's Mamba conv and MLPs use silu)");
+  s.ac = model_attention_config(s.info, 0, options);
   return s;
-}
-
-RopeConfig no_rope(int64_t head_dim) {
-  RopeConfig r;
-  r.type = "none";
-  r.head_dim = head_dim;
-  return r;
 }
 
 }  // namespace
@@ -78,56 +65,43 @@ std::unique_ptr<Model> build_jamba(ModelFiles files, const LoadOptions& options)
   const Config c = files.config().text_config();
   const JambaShape s = read_shape(files.config(), c, options);
   ModelInfo info = s.info;
-  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
-  const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  const Rope nope(no_rope(D));
-
+  const int64_t H = info.hidden_size, I = info.intermediate_size;
+  RopeConfig none;
+  none.type = "none";
+  none.head_dim = info.head_dim;
+  const Rope nope(none);
   count_checkpoint(files, info);
   uint64_t owned = 0;
+  const DType store = options.weights;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    return load_linear(files, name, out, in, options.weights, &owned);
-  };
-  auto norm = [&](const std::string& name, int64_t dim) {
-    return RmsNorm(weight(files, name + ".weight", {dim}), s.eps, false, name);
+    return load_linear(files, name, out, in, store, &owned);
   };
   auto gated_mlp = [&](const std::string& m) {
     return GatedMlp(linear(m + ".gate_proj", I, H), linear(m + ".up_proj", I, H), linear(m + ".down_proj", H, I),
                     Activation::silu, m);
   };
-  Embedding embed = load_embedding(files, "model.embed_tokens.weight", info.vocab_size, H);
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
-    DecoderBlock block;
-    block.input_norm = norm(p + ".input_layernorm", H);
-    if (s.attends(i)) {
-      const std::string a = p + ".self_attn";
-      block.mixer = std::make_unique<AttentionLayer>(model_attention_config(info, 0, options),
-                                                     linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
-                                                     linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
-                                                     std::nullopt, std::nullopt, nope, a);
-    } else {
-      block.mixer = load_mamba_mixer(files, s.mc, p + ".mamba", s.conv_bias, /*norm_weights=*/true, options.weights,
-                                     &owned);
-    }
-    info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
-    block.pre_ffn_norm.emplace(norm(p + ".pre_ff_layernorm", H));
+
+  HybridStackParts parts;
+  parts.ffn_norm = ".pre_ff_layernorm";
+  parts.final_norm = "model.final_layernorm";
+  parts.norm_eps = s.eps;
+  parts.mixer = [&](HybridMixer kind, int64_t, const std::string& p) -> std::unique_ptr<SequenceMixer> {
+    if (kind == HybridMixer::attention)
+      return load_hybrid_attention(files, s.ac, p + ".self_attn", nope, store, &owned);
+    return load_mamba_mixer(files, s.mc, p + ".mamba", s.conv_bias, /*norm_weights=*/true, store, &owned);
+  };
+  parts.ffn = [&](HybridFfn kind, int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
     const std::string f = p + ".feed_forward";
-    if (s.sparse(i)) {
-      MoeConfig mc;
-      mc.top_k = s.top_k;
-      mc.normalize_top_k = false;
-      std::vector<GatedMlp> experts;
-      for (int64_t e = 0; e < s.experts; ++e) experts.push_back(gated_mlp(f + ".experts." + std::to_string(e)));
-      block.ffn = std::make_unique<SparseMoe>(mc, linear(f + ".router", s.experts, H), std::move(experts),
-                                              std::nullopt, std::nullopt, f);
-    } else {
-      block.ffn = std::make_unique<GatedMlp>(gated_mlp(f));
-    }
-    blocks.push_back(std::move(block));
-  }
-  return finish_decoder(std::move(files), c, std::move(info), std::move(embed), std::move(blocks),
-                        norm("model.final_layernorm", H), /*tie_fallback=*/false, options.weights, owned);
+    if (kind == HybridFfn::dense) return std::make_unique<GatedMlp>(gated_mlp(f));
+    MoeConfig mc;
+    mc.top_k = s.top_k;
+    mc.normalize_top_k = false;
+    std::vector<GatedMlp> experts;
+    for (int64_t e = 0; e < s.experts; ++e) experts.push_back(gated_mlp(f + ".experts." + std::to_string(e)));
+    return std::make_unique<SparseMoe>(mc, linear(f + ".router", s.experts, H), std::move(experts), std::nullopt,
+                                       std::nullopt, f);
+  };
+  return assemble_hybrid_stack(std::move(files), std::move(info), s.layers, parts, store, owned);
 }
 
 ModelDescription describe_jamba(const Config& root, const LoadOptions& options) {
@@ -135,16 +109,15 @@ ModelDescription describe_jamba(const Config& root, const LoadOptions& options) 
   const JambaShape s = read_shape(root, c, options);
   ModelDescription d;
   d.info = s.info;
-  d.attention = model_attention_config(d.info, 0, options);
+  d.attention = s.ac;
   d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size, E = s.mc.inner;
-  const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
   const int64_t R = s.mc.dt_rank, N = s.mc.state_size;
   Checked params = Checked(V) * H * (d.info.tied_embeddings ? 1 : 2) + H;
-  for (int64_t i = 0; i < d.info.num_layers; ++i) {
-    if (s.attends(i)) {
-      d.info.layers.push_back({AttentionLayer::kind_of(*d.attention), 0, AttentionLayer::spec(*d.attention)});
-      params += linear_params(qw, H) + 2 * linear_params(kw, H) + linear_params(H, qw);
+  for (const HybridLayer& l : s.layers) {
+    if (l.mixer == HybridMixer::attention) {
+      d.info.layers.push_back({AttentionLayer::kind_of(s.ac), 0, AttentionLayer::spec(s.ac)});
+      params += attention_parameter_count(s.ac, false);
     } else {
       d.info.layers.push_back({MambaMixer::kKind, 0, MambaMixer::spec(s.mc)});
       params += linear_params(2 * E, H, s.proj_bias) + Checked(E) * s.mc.conv_kernel + (s.conv_bias ? E : 0) +
@@ -152,8 +125,8 @@ ModelDescription describe_jamba(const Config& root, const LoadOptions& options) 
                 linear_params(H, E, s.proj_bias);
     }
     // two block norms; the router and the experts, or the dense MLP
-    params += Checked(2) * H + (s.sparse(i) ? Checked(s.experts) * (Checked(H) + Checked(3) * I * H)
-                                            : Checked(3) * I * H);
+    params += Checked(2) * H + (l.ffn == HybridFfn::moe ? Checked(s.experts) * (Checked(H) + Checked(3) * I * H)
+                                                        : Checked(3) * I * H);
   }
   d.info.parameter_count = params.value();
   d.parameters_estimated = true;

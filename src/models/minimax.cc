@@ -1,8 +1,9 @@
-// MiniMaxForCausalLM (MiniMax-Text-01 / MiniMax-M1): lightning attention (layers/lightning_attention_mixer.h) in
-// most layers, softmax attention with RoPE in the others (layer_types "linear_attention" / "full_attention", or the
-// original attn_type_list of 0 / 1: a softmax layer every 8th in the releases), a Mixtral-style sparse MoE in
-// every block (block_sparse_moe: softmax router, top k renormalized, experts w1 / w3 / w2 of intermediate_size).
-// The blocks are "postnorm": each sublayer adds to its own normed input, scaled,
+// MiniMaxForCausalLM (MiniMax-Text-01 / MiniMax-M1) on the pattern-driven hybrid stack (hybrid_stack.h): lightning
+// attention (layers/lightning_attention_mixer.h) in most layers, softmax attention with RoPE in the others
+// (layer_types "linear_attention" / "full_attention", or the original attn_type_list of 0 / 1: a softmax layer
+// every 8th in the releases), a Mixtral-style sparse MoE in every block (block_sparse_moe: softmax router, top k
+// renormalized, experts w1 / w3 / w2 of intermediate_size). The blocks are "postnorm": each sublayer adds to its
+// own normed input, scaled,
 //   h = input_layernorm(x);          x = attn_alpha * h + attn_beta * attn(h)
 //   h = post_attention_layernorm(x); x = mlp_alpha * h + mlp_beta * moe(h)
 // with alpha / beta per kind of attention (full_attn_* / linear_attn_* / mlp_*_factor, or the original
@@ -16,6 +17,7 @@
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/hf_config.h"
+#include "models/hybrid_stack.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -26,37 +28,17 @@ constexpr const char* kDecayBuffers[] = {"slope_rate", "query_decay", "key_decay
 
 struct MiniMaxShape {
   ModelInfo info;
-  std::vector<bool> lightning;  // per layer
+  std::vector<HybridLayer> layers;  // minimax_layers
+  AttentionConfig ac;
   int64_t experts = 8, top_k = 2;
   float eps = 1e-5f;
-  float full_alpha = 1, full_beta = 1, linear_alpha = 1, linear_beta = 1, mlp_alpha = 1, mlp_beta = 1;
+  ResidualScales full, linear, mlp;  // the postnorm residuals' alpha / beta
 };
 
 MiniMaxShape read_shape(const Config& root, const Config& c, const LoadOptions& options) {
   MiniMaxShape s;
   s.info = read_dense_model_info(root, c, options, "minimax");
-  const int64_t n = s.info.num_layers;
-  if (c.has("layer_types")) {
-    const std::vector<std::string> types = c.get_string_list("layer_types");
-    if (int64_t(types.size()) != n)
-      throw LoadError(c.source() + ": key 'layer_types': expected " + std::to_string(n) + " entries");
-    for (size_t i = 0; i < types.size(); ++i) {
-      if (types[i] != "linear_attention" && types[i] != "full_attention")
-        throw LoadError(c.source() + ": layer_types[" + std::to_string(i) + "] is '" + types[i] +
-                        "' (expected linear_attention or full_attention)");
-      s.lightning.push_back(types[i] == "linear_attention");
-    }
-  } else if (c.has("attn_type_list")) {  // the original configs: 0 lightning, 1 softmax
-    const std::vector<int64_t> types = c.get_int_list("attn_type_list");
-    if (int64_t(types.size()) != n)
-      throw LoadError(c.source() + ": key 'attn_type_list': expected " + std::to_string(n) + " entries");
-    for (int64_t t : types) {
-      if (t != 0 && t != 1) throw LoadError(c.source() + ": key 'attn_type_list': entries must be 0 or 1");
-      s.lightning.push_back(t == 0);
-    }
-  } else {  // transformers' default: softmax on even layers
-    for (int64_t i = 0; i < n; ++i) s.lightning.push_back(i % 2 == 1);
-  }
+  s.layers = minimax_layers(c, s.info.num_layers);
   if (c.find("sliding_window"))
     throw LoadError(c.source() + ": key 'sliding_window': windowed softmax layers are not supported for MiniMax");
   s.experts = c.get_int_or("num_local_experts", c.get_int_or("num_experts", 8));
@@ -66,15 +48,15 @@ MiniMaxShape read_shape(const Config& root, const Config& c, const LoadOptions& 
   auto factor = [&](const char* hf, const char* original) {
     return float(c.get_float_or(hf, c.get_float_or(original, 1.0)));
   };
-  s.full_alpha = factor("full_attn_alpha_factor", "layernorm_full_attention_alpha");
-  s.full_beta = factor("full_attn_beta_factor", "layernorm_full_attention_beta");
-  s.linear_alpha = factor("linear_attn_alpha_factor", "layernorm_linear_attention_alpha");
-  s.linear_beta = factor("linear_attn_beta_factor", "layernorm_linear_attention_beta");
-  s.mlp_alpha = factor("mlp_alpha_factor", "layernorm_mlp_alpha");
-  s.mlp_beta = factor("mlp_beta_factor", "layernorm_mlp_beta");
+  s.full = {factor("full_attn_alpha_factor", "layernorm_full_attention_alpha"),
+            factor("full_attn_beta_factor", "layernorm_full_attention_beta")};
+  s.linear = {factor("linear_attn_alpha_factor", "layernorm_linear_attention_alpha"),
+              factor("linear_attn_beta_factor", "layernorm_linear_attention_beta")};
+  s.mlp = {factor("mlp_alpha_factor", "layernorm_mlp_alpha"), factor("mlp_beta_factor", "layernorm_mlp_beta")};
   if (c.get_string_or("hidden_act", "silu") != "silu")
     throw LoadError(c.source() + ": hidden_act '" + c.get_string_or("hidden_act", "") +
                     "' is not supported (MiniMax's lightning attention and experts use silu)");
+  s.ac = model_attention_config(s.info, 0, options);
   return s;
 }
 
@@ -93,9 +75,8 @@ std::unique_ptr<Model> build_minimax(ModelFiles files, const LoadOptions& option
   const Config c = files.config().text_config();
   const MiniMaxShape s = read_shape(files.config(), c, options);
   ModelInfo info = s.info;
-  const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
-  const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  const Rope rope(read_rope(c, D));
+  const int64_t H = info.hidden_size, I = info.intermediate_size, qw = info.num_heads * info.head_dim;
+  const Rope rope(read_rope(c, info.head_dim));
 
   count_checkpoint(files, info);
   for (int64_t i = 0; i < info.num_layers; ++i)
@@ -104,41 +85,33 @@ std::unique_ptr<Model> build_minimax(ModelFiles files, const LoadOptions& option
       if (files.has(name)) info.parameter_count -= files.numel(name);
     }
   uint64_t owned = 0;
+  const DType store = options.weights;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    return load_linear(files, name, out, in, options.weights, &owned);
+    return load_linear(files, name, out, in, store, &owned);
   };
-  auto norm = [&](const std::string& name) {
-    return RmsNorm(weight(files, name + ".weight", {H}), s.eps, false, name);
-  };
-  Embedding embed = load_embedding(files, "model.embed_tokens.weight", info.vocab_size, H);
-  std::vector<DecoderBlock> blocks;
-  for (int64_t i = 0; i < info.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i), a = p + ".self_attn";
-    DecoderBlock block;
-    block.input_norm = norm(p + ".input_layernorm");
-    if (s.lightning[size_t(i)]) {
-      LightningAttentionConfig lc = lightning_config(info, i);
-      if (files.has(a + ".slope_rate")) {  // the checkpoint's own rates win, as in transformers
-        const TensorView rate = weight(files, a + ".slope_rate", {info.num_heads, 1, 1});
-        lc.slopes = widen_vector(TensorView::contiguous(rate.data, rate.dtype, {info.num_heads}), info.num_heads,
-                                 a + ".slope_rate");
-      }
-      LightningAttentionWeights w;
-      w.qkv_proj = linear(a + ".qkv_proj", 3 * qw, H);
-      w.output_gate = linear(a + ".output_gate", qw, H);
-      w.out_proj = linear(a + ".out_proj", H, qw);
-      w.norm = weight(files, a + ".norm.weight", {qw});
-      block.mixer = std::make_unique<LightningAttentionMixer>(lc, std::move(w), a);
-      block.mixer_alpha = s.linear_alpha, block.mixer_beta = s.linear_beta;
-    } else {
-      block.mixer = std::make_unique<AttentionLayer>(model_attention_config(info, 0, options),
-                                                     linear(a + ".q_proj", qw, H), linear(a + ".k_proj", kw, H),
-                                                     linear(a + ".v_proj", kw, H), linear(a + ".o_proj", H, qw),
-                                                     std::nullopt, std::nullopt, rope, a);
-      block.mixer_alpha = s.full_alpha, block.mixer_beta = s.full_beta;
+
+  HybridStackParts parts;
+  parts.norm_eps = s.eps;
+  parts.residual_is_normed = true;
+  parts.mixer_residual = {{HybridMixer::lightning, s.linear}, {HybridMixer::attention, s.full}};
+  parts.ffn_residual = s.mlp;
+  parts.mixer = [&](HybridMixer kind, int64_t i, const std::string& p) -> std::unique_ptr<SequenceMixer> {
+    const std::string a = p + ".self_attn";
+    if (kind == HybridMixer::attention) return load_hybrid_attention(files, s.ac, a, rope, store, &owned);
+    LightningAttentionConfig lc = lightning_config(s.info, i);
+    if (files.has(a + ".slope_rate")) {  // the checkpoint's own rates win, as in transformers
+      const int64_t heads = s.info.num_heads;
+      const TensorView rate = weight(files, a + ".slope_rate", {heads, 1, 1});
+      lc.slopes = widen_vector(TensorView::contiguous(rate.data, rate.dtype, {heads}), heads, a + ".slope_rate");
     }
-    info.layers.push_back({block.mixer->kind(), block.mixer->window(), block.mixer->cache_spec()});
-    block.pre_ffn_norm.emplace(norm(p + ".post_attention_layernorm"));
+    LightningAttentionWeights w;
+    w.qkv_proj = linear(a + ".qkv_proj", 3 * qw, H);
+    w.output_gate = linear(a + ".output_gate", qw, H);
+    w.out_proj = linear(a + ".out_proj", H, qw);
+    w.norm = weight(files, a + ".norm.weight", {qw});
+    return std::make_unique<LightningAttentionMixer>(lc, std::move(w), a);
+  };
+  parts.ffn = [&](HybridFfn, int64_t, const std::string& p) -> std::unique_ptr<FeedForward> {
     const std::string m = p + ".block_sparse_moe";
     MoeConfig mc;
     mc.top_k = s.top_k;
@@ -149,14 +122,10 @@ std::unique_ptr<Model> build_minimax(ModelFiles files, const LoadOptions& option
       experts.emplace_back(linear(x + ".w1", I, H), linear(x + ".w3", I, H), linear(x + ".w2", H, I),
                            Activation::silu, x);
     }
-    block.ffn = std::make_unique<SparseMoe>(mc, linear(m + ".gate", s.experts, H), std::move(experts), std::nullopt,
-                                            std::nullopt, m);
-    block.residual_is_normed = true;
-    block.ffn_alpha = s.mlp_alpha, block.ffn_beta = s.mlp_beta;
-    blocks.push_back(std::move(block));
-  }
-  return finish_decoder(std::move(files), c, std::move(info), std::move(embed), std::move(blocks),
-                        norm("model.norm"), /*tie_fallback=*/false, options.weights, owned);
+    return std::make_unique<SparseMoe>(mc, linear(m + ".gate", s.experts, H), std::move(experts), std::nullopt,
+                                       std::nullopt, m);
+  };
+  return assemble_hybrid_stack(std::move(files), std::move(info), s.layers, parts, store, owned);
 }
 
 ModelDescription describe_minimax(const Config& root, const LoadOptions& options) {
@@ -165,19 +134,19 @@ ModelDescription describe_minimax(const Config& root, const LoadOptions& options
   ModelDescription d;
   d.info = s.info;
   (void)read_rope(c, d.info.head_dim);  // unsupported rope types fail here as in the builder
-  d.attention = model_attention_config(d.info, 0, options);
+  d.attention = s.ac;
   d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
-  const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
+  const int64_t qw = d.info.num_heads * d.info.head_dim;
   Checked params = Checked(V) * H * (d.info.tied_embeddings ? 1 : 2) + H;
-  for (int64_t i = 0; i < d.info.num_layers; ++i) {
-    if (s.lightning[size_t(i)]) {
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    if (s.layers[i].mixer == HybridMixer::lightning) {
       d.info.layers.push_back({LightningAttentionMixer::kKind, 0,
-                               LightningAttentionMixer::spec(lightning_config(d.info, i))});
+                               LightningAttentionMixer::spec(lightning_config(d.info, int64_t(i)))});
       params += linear_params(3 * qw, H) + linear_params(qw, H) + linear_params(H, qw) + qw;
     } else {
-      d.info.layers.push_back({AttentionLayer::kind_of(*d.attention), 0, AttentionLayer::spec(*d.attention)});
-      params += linear_params(qw, H) + 2 * linear_params(kw, H) + linear_params(H, qw);
+      d.info.layers.push_back({AttentionLayer::kind_of(s.ac), 0, AttentionLayer::spec(s.ac)});
+      params += attention_parameter_count(s.ac, false);
     }
     // two block norms, the router and the experts
     params += Checked(2) * H + Checked(s.experts) * (Checked(H) + Checked(3) * I * H);

@@ -54,22 +54,8 @@ NemotronHShape read_shape(const Config& root, const Config& c, const LoadOptions
       throw LoadError(c.source() + ": keys 'n_routed_experts' / 'moe_intermediate_size' / "
                                    "'moe_shared_expert_intermediate_size': must be positive");
   }
-  ModelInfo& info = s.info;
-  info.architecture = root.get_string_list("architectures")[0];
-  info.model_type = c.get_string_or("model_type", "nemotron_h");
-  info.hidden_size = c.get_int("hidden_size");
-  info.intermediate_size = c.get_int("intermediate_size");
-  info.num_layers = int64_t(s.layers.size());  // the pattern decides; num_hidden_layers is ignored, as transformers does
-  info.num_heads = c.get_int("num_attention_heads");
-  info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
-  info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
-  info.vocab_size = c.get_int("vocab_size");
-  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
-  info.checkpoint_dtype = c.dtype();
-  info.weights = options.weights;
-  if (info.hidden_size <= 0 || info.intermediate_size <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 ||
-      info.head_dim <= 0 || info.vocab_size <= 0)
-    throw LoadError(c.source() + ": sizes (hidden_size, intermediate_size, num_*, head_dim, vocab_size) must be positive");
+  // the pattern decides the layer count; num_hidden_layers is ignored, as transformers does
+  ModelInfo& info = s.info = read_dense_model_info(root, c, options, "nemotron_h", int64_t(s.layers.size()));
   s.eps = float(c.get_float_or("layer_norm_epsilon", 1e-5));
   s.act = parse_activation(c.get_string_or("mlp_hidden_act", "relu2"));
   s.mc = read_hybrid_mamba2(c, info.hidden_size, s.eps, kNemotronMamba);
