@@ -77,7 +77,7 @@ Arrays from_row(Arrays a, size_t t0, size_t K, size_t ld8) {
   a.d += t0 * (K / 32);
   a.dsum16 += t0 * (K / 16);
   a.dsum32 += t0 * (K / 32);
-  a.xsum32 += t0 * (K / 32);
+  a.xsum16 += t0 * (K / 16);
   return a;
 }
 
@@ -86,7 +86,7 @@ struct ActivationBuffers {
   AlignedBuffer<int16_t> q;
   AlignedBuffer<float> d, dsum16, dsum32, dx8, dxsum4;
   AlignedBuffer<int8_t> xs8;
-  AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128, xsum32;
+  AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128, xsum16;
 };
 
 // Quantizes the T rows of x [T, K] into `b`, each row on its own (its values depend on no other row), in
@@ -98,7 +98,7 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
   b.d.resize(rows * size_t(K / 32));
   b.dsum16.resize(rows * size_t(K / 16));
   b.dsum32.resize(rows * size_t(K / 32));
-  b.xsum32.resize(rows * size_t(K / 32));
+  b.xsum16.resize(rows * size_t(K / 16));
   if (lanes) {
     b.xs8.resize(rows * ld8);
     for (auto* l : {&b.dx8, &b.dxsum4}) l->resize(rows * ld8 / 4);
@@ -109,7 +109,7 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
                                 .d = b.d.data(),
                                 .dsum16 = b.dsum16.data(),
                                 .dsum32 = b.dsum32.data(),
-                                .xsum32 = b.xsum32.data(),
+                                .xsum16 = b.xsum16.data(),
                                 .xs8 = when(b.xs8),
                                 .dx8 = when(b.dx8),
                                 .xsum4_neg8 = when(b.xsum4_neg8),
@@ -125,7 +125,7 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
                              .d = all.d,
                              .dsum16 = all.dsum16,
                              .dsum32 = all.dsum32,
-                             .xsum32 = all.xsum32};
+                             .xsum16 = all.xsum16};
   constexpr int64_t kRowsPerTask = 16;
   auto quantize = [&](int64_t t0, int64_t n) {
     const QuantActivationsOut o = from_row(all, size_t(t0), size_t(K), ld8);

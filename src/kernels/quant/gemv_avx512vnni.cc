@@ -21,6 +21,7 @@
 
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/quant_blocks.h"
+#include "kernels/quant/row_groups.h"
 
 namespace attnzoo {
 namespace {
@@ -261,6 +262,8 @@ void row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
   add_offsets(off, K / 16, a.dsum16, T, out);
 }
 
+constexpr size_t kPrefetchQ6 = 2048;  // bytes ahead, as kPrefetch below
+
 // 16 regrouped rows (row_groups.h) against kT tokens from t0: lane i of every vector is row i. Per block
 // column, each token's 4 activations of a slice are broadcast against the slice's 16 rows, two chains of
 // vpdpbusd (low and high nibbles, or the two halves of Q8_0) so that they do not wait on each other; the
@@ -271,7 +274,7 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
                size_t ldo) {
   constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2, kValues = kFmt == Fmt32::Q8_0 ? 32 : 16;
   constexpr size_t kUnit = 16 * (kHead + kValues), kSlices = kValues / 4;
-  constexpr size_t kPrefetch = 2048;  // bytes ahead: the stream prefetcher alone left a third of a step waiting
+  constexpr size_t kPrefetch = 2048;  // bytes ahead: the stream prefetcher alone left loads waiting
   const size_t nb = K / 32;
   __m512 acc[kT];
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
@@ -293,7 +296,7 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
     }
     for (size_t t = 0; t < kT; ++t) {
       const int8_t* x = a.xs8 + (t0 + t) * ld8 + 32 * b;
-      const int32_t xsum = a.xsum32[(t0 + t) * (K / 32) + b];
+      const int32_t xsum = a.xsum16[(t0 + t) * (K / 16) + 2 * b] + a.xsum16[(t0 + t) * (K / 16) + 2 * b + 1];
       __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
       if (kFmt == Fmt32::Q4_0) s0 = _mm512_set1_epi32(-8 * xsum);
       if (kFmt == Fmt32::Q8_0) s0 = _mm512_set1_epi32(-128 * xsum);
@@ -311,14 +314,67 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
   for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
 }
 
-template <Fmt32 kFmt>
-void groups(const QuantGemvTask& g) {
-  const size_t K = size_t(g.w.cols), ld8 = (K + 63) / 64 * 64;
+// 16 regrouped Q6_K rows against kT tokens from t0, reading the unit front to back: per half h and slice s,
+// the two ql slices and the qh slice give the 6-bit values of elements 128h + 32j + 4s .. + 3 for the four
+// quarters j (ql's low nibbles for j < 2, high ones above, joined with qh's bits 2j, 2j + 1), each dotted as
+// unsigned q against the token's activations in the sub-block's chain, which starts from -32 sum(x) of the
+// sub-block; after 4 slices the four sub-blocks 8h + 2j + p are scaled by d sc d_x, one FMA each.
+template <size_t kT>
+void dot_group_q6_k(const uint8_t* group, size_t K, const QuantActivations& a, size_t ld8, size_t t0, float* out,
+                    size_t ldo) {
+  constexpr size_t kUnit = 16 * 210;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  __m512 acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+  for (size_t blk = 0; blk < K / 256; ++blk) {
+    const uint8_t* u = group + blk * kUnit;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
+    for (size_t h = 0; h < 2; ++h)
+      for (size_t p = 0; p < 2; ++p) {
+        __m512i d[kT][4];
+        for (size_t t = 0; t < kT; ++t)
+          for (size_t j = 0; j < 4; ++j)
+            d[t][j] = _mm512_set1_epi32(-32 * a.xsum16[(t0 + t) * (K / 16) + 16 * blk + 8 * h + 2 * j + p]);
+        for (size_t s = 4 * p; s < 4 * p + 4; ++s) {
+          const uint8_t* v = u + kQ6ValuesAt + 192 * (8 * h + s);
+          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchQ6), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchQ6 + 64), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchQ6 + 128), _MM_HINT_T0);
+          const __m512i qa = _mm512_loadu_si512(v), qb = _mm512_loadu_si512(v + 64), qh = _mm512_loadu_si512(v + 128);
+          const __m512i w[4] = {
+              _mm512_ternarylogic_epi32(_mm512_and_si512(qa, low4), _mm512_slli_epi16(qh, 4), bits45, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(qb, low4), _mm512_slli_epi16(qh, 2), bits45, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(qa, 4), low4), qh, bits45, 0xF8),
+              _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(qb, 4), low4), _mm512_srli_epi16(qh, 2),
+                                        bits45, 0xF8)};
+          for (size_t t = 0; t < kT; ++t) {
+            const uint8_t* x = reinterpret_cast<const uint8_t*>(a.xs8 + (t0 + t) * ld8 + 256 * blk + 128 * h + 4 * s);
+            for (size_t j = 0; j < 4; ++j)
+              d[t][j] = _mm512_dpbusd_epi32(d[t][j], w[j], _mm512_set1_epi32(int(load_u32(x + 32 * j))));
+          }
+        }
+        for (size_t j = 0; j < 4; ++j) {
+          const size_t sb = 8 * h + 2 * j + p;
+          const __m512 sc = _mm512_mul_ps(dw, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 32 + 16 * sb)))));
+          for (size_t t = 0; t < kT; ++t) {
+            const float dx = a.d[(t0 + t) * (K / 32) + 8 * blk + 4 * h + j];
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[t][j]), _mm512_mul_ps(sc, _mm512_set1_ps(dx)), acc[t]);
+          }
+        }
+      }
+  }
+  for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
+}
+
+// kT tokens of 16 rows: dot(kT tag, t0, out, ldo).
+template <class Dot>
+void groups(const QuantGemvTask& g, Dot dot) {
   for (size_t n = g.n0; n < g.n1; n += 16) {
     const uint8_t* group = static_cast<const uint8_t*>(g.w.data) + n * size_t(g.w.row_bytes);
     float out[8][16];
     by_4_tokens(g.T, out[0], [&](auto kT, size_t t0, float* /*out[0] + t0, not a row of out*/) {
-      dot_group<decltype(kT)::value, kFmt>(group, K, g.act, ld8, t0, out[t0], 16);
+      dot(kT, group, t0, out[t0]);
     });
     for (size_t t = 0; t < g.T; ++t)
       for (size_t i = 0; i < 16; ++i) g.y[t * g.ldy + n + i] = out[t][i] + (g.bias ? g.bias[n + i] : 0.f);
@@ -341,10 +397,20 @@ void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& o) {
 }
 
 void quant_gemv_groups_vnni(const QuantGemvTask& g) {
+  const size_t K = size_t(g.w.cols), ld8 = (K + 63) / 64 * 64;
+  auto blocks32 = [&](auto fmt) {
+    groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+      dot_group<decltype(kT)::value, decltype(fmt)::value>(group, K, g.act, ld8, t0, out, 16);
+    });
+  };
   switch (g.w.type) {
-    case QuantType::Q4_0: groups<Fmt32::Q4_0>(g); break;
-    case QuantType::Q4_1: groups<Fmt32::Q4_1>(g); break;
-    default: groups<Fmt32::Q8_0>(g); break;
+    case QuantType::Q4_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_0>()); break;
+    case QuantType::Q4_1: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_1>()); break;
+    case QuantType::Q8_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q8_0>()); break;
+    default:
+      groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        dot_group_q6_k<decltype(kT)::value>(group, K, g.act, ld8, t0, out, 16);
+      });
   }
 }
 

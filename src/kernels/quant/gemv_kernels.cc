@@ -171,7 +171,8 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
       o.dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
       o.dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
       o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
-      o.xsum32[t * (K / 32) + b] = sum[0] + sum[1];
+      o.xsum16[t * (K / 16) + 2 * b] = sum[0];
+      o.xsum16[t * (K / 16) + 2 * b + 1] = sum[1];
       if (o.xs8)
         for (size_t l = 0; l < 8; l += hn::Lanes(df8)) hn::StoreU(hn::Set(df8, db), df8, o.dx8 + t * (o.ld8 / 4) + 8 * b + l);
     }

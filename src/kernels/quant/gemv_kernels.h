@@ -22,7 +22,7 @@ struct QuantActivations {
   const float* d;        // [T, K / 32]
   const float* dsum16;   // [T, K / 16]
   const float* dsum32;   // [T, K / 32]
-  const int32_t* xsum32;  // [T, K / 32]: the sum of each block's q (the regrouped rows' offsets, row_groups.h)
+  const int32_t* xsum16;  // [T, K / 16]: the sum of each 16 q (the regrouped rows' offsets, row_groups.h)
 };
 
 struct QuantGemvTask {
@@ -54,7 +54,7 @@ inline void for_rows_by_4_tokens(const QuantGemvTask& g, Dot dot) {
 struct QuantActivationsOut {
   int16_t* q;
   float *d, *dsum16, *dsum32;
-  int32_t* xsum32;
+  int32_t* xsum16;
   int8_t* xs8;  // null: none of the VNNI arrays below are written
   float* dx8;
   int32_t *xsum4_neg8, *xsum4_neg128;

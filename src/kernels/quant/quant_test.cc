@@ -106,10 +106,10 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
 // targets, f32 activations, many tokens) through rows copied back, all within the same bounds.
 TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
   testing::for_each_target([](Target) {
-    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0})
+    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q6_K})
       for (int64_t T : {1, 3, 5, 8, 11, 77})
-        for (int64_t K : {96, 32 * 69}) {
-          if (K > 96 && T > 11) continue;  // the many-token tiling is covered at K = 96; the reference is slow
+        for (int64_t K : t == QuantType::Q6_K ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{96, 32 * 69}) {
+          if (K > 256 && T > 11) continue;  // the many-token tiling is covered at the shorter K; the reference is slow
           check_gemv(t, T, 48, K, T % 2 == 1, /*int8=*/true, /*grouped=*/true);
           check_gemv(t, T, 48, K, T % 2 == 0, /*int8=*/false, /*grouped=*/true);
         }
@@ -117,8 +117,8 @@ TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
 }
 
 TEST(Quant, RegroupedRowsComeBackByteForByte) {
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0}) {
-    const int64_t N = 32, K = 96;
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q6_K}) {
+    const int64_t N = 32, K = t == QuantType::Q6_K ? 512 : 96;
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 11);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
     std::vector<uint8_t> regrouped(raw.size());
@@ -234,9 +234,13 @@ TEST(Quant, DISABLED_BenchGemv) {
   for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K,
                       QuantType::Q6_K, QuantType::Q5_0, QuantType::Q2_K, QuantType::BF16}) {
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 2);
-    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
-    for (int path = 0; path < 2; ++path)
+    const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+    std::vector<uint8_t> regrouped(raw.size());
+    const QuantMatrix grouped = row_groups_format(t) ? to_row_groups(gguf, regrouped.data()) : gguf;
+    for (int path = 0; path < 3; ++path)
       for (int64_t T : {1, 4}) {
+        if (path == 2 && !grouped.row_group) continue;
+        const QuantMatrix& w = path == 2 ? grouped : gguf;
         auto run = [&] { (path ? quant_gemv : quant_gemv_f32)(w, nullptr, x.view.ptr<float>(), T, y.data(), N); };
         run();
         double best = 1e9;
@@ -245,7 +249,8 @@ TEST(Quant, DISABLED_BenchGemv) {
           run();
           best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
-        std::printf("%-5s %s T=%lld: %7.1f us, %5.1f GB/s\n", quant_type_name(t), path ? "int8" : "f32 ",
+        std::printf("%-5s %s T=%lld: %7.1f us, %5.1f GB/s\n", quant_type_name(t),
+                    path == 2 ? "int8 regrouped" : path ? "int8" : "f32 ",
                     (long long)T, best * 1e6, double(raw.size()) / best * 1e-9);
       }
   }

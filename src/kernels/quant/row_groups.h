@@ -8,7 +8,8 @@
 //   (bytes 4c .. 4c + 3 of its block's values) at 4 (16 c + i).
 // So Q4_0 / Q4_1 slice c holds elements 4c .. 4c + 3 in its low nibbles and 16 + 4c .. 16 + 4c + 3 in its high
 // ones, Q8_0 slice c elements 4c .. 4c + 3: one 64-byte load per slice feeds a vpdpbusd whose other operand is
-// the token's 4 activations broadcast. The bytes are the GGUF bytes, moved: every reader of single rows
+// the token's 4 activations broadcast. Q6_K's superblocks are cut the same way (below: its ql and qh bytes in
+// slices, its sub-block scales 16 rows at a time). The bytes are the GGUF bytes, moved: every reader of single rows
 // (dequantization, the f32 and portable rows, the bf16 prefill panels) gets them back with row_of_group.
 #include <cstdint>
 
@@ -18,8 +19,11 @@
 namespace attnzoo {
 
 constexpr int64_t kRowGroup = 16;
+// Q6_K units (16 x 210 bytes): 16 f16 d, 16 x 16 int8 scales (sub-block-major), then from kQ6ValuesAt 16 runs of
+// three slices (16 rows x 4 bytes each) in the order the kernel reads them (row_groups.cc).
+constexpr int64_t kQ6ValuesAt = 32 + 256;
 
-// Q4_0, Q4_1 and Q8_0 (the blocks of 32 the VNNI rows read).
+// Q4_0, Q4_1, Q8_0 and Q6_K (the VNNI rows' formats but Q4_K).
 bool row_groups_format(QuantType type);
 // Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI rows in use on this CPU.
 bool row_groups_pay(const QuantMatrix& w);
