@@ -11,6 +11,7 @@
 #include "convert/gguf_export_deepseek2.h"
 #include "convert/gguf_export_dense.h"
 #include "convert/gguf_export_hybrids.h"
+#include "convert/gguf_export_kimi_linear.h"
 #include "convert/gguf_export_pattern_hybrids.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/gguf_export_rwkv7.h"
@@ -409,12 +410,12 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const bool deepseek2 = arch && arch->gguf == "deepseek2";
   const std::optional<std::string> conv_hybrid = conv_hybrid_arch_for_hf(hf_class);
   const std::optional<std::string> ssm = ssm_arch_for_hf(hf_class);
-  const bool rwkv7 = hf_class == "RWKV7ForCausalLM";
+  const bool rwkv7 = hf_class == "RWKV7ForCausalLM", kimi = hf_class == "KimiLinearForCausalLM";
   if (hf_class == "MiniMaxForCausalLM")
     throw LoadError(root.source() + ": architecture 'MiniMaxForCausalLM' (MiniMax-Text-01 / M1) cannot be quantized "
                     "to GGUF: llama.cpp has no architecture for its lightning attention, so no GGUF file could "
                     "hold it");
-  if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && !ssm && !rwkv7 &&
+  if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && !ssm && !rwkv7 && !kimi &&
       (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
@@ -428,7 +429,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Lfm2ForCausalLM, "
                     "Lfm2MoeForCausalLM, JambaForCausalLM, NemotronHForCausalLM, GraniteMoeHybridForCausalLM, "
                     "BambaForCausalLM, MambaForCausalLM, FalconMambaForCausalLM, Mamba2ForCausalLM, "
-                    "FalconH1ForCausalLM, RWKV7ForCausalLM)");
+                    "FalconH1ForCausalLM, RWKV7ForCausalLM, KimiLinearForCausalLM)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
@@ -437,6 +438,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                                 : conv_hybrid ? *conv_hybrid
                                 : ssm         ? *ssm
                                 : rwkv7       ? std::string("rwkv7")
+                                : kimi        ? std::string("kimi-linear")
                                               : arch->gguf;
 
   QuantizeSummary summary;
@@ -451,7 +453,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
   const RopeConfig rope = export_rope(c, gguf_arch, head_dim);
   // transformers' MambaConfig ties by default, fla's RWKV7Config does not
-  const bool tied = config_ties_embeddings(root, c, attention_free && !rwkv7);
+  // Kimi Linear never ties (transformers ignores its tie_word_embeddings)
+  const bool tied = !kimi && config_ties_embeddings(root, c, attention_free && !rwkv7);
 
   GgufWriter w;
   w.add_string("general.architecture", gguf_arch);
@@ -472,6 +475,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     add_ssm_hparams(w, c, hf_class, gguf_arch);
   else if (rwkv7)
     add_rwkv7_hparams(w, *files, c);
+  else if (kimi)
+    add_kimi_linear_hparams(w, c);
   else
     add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
@@ -500,6 +505,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                                         : pattern     ? plan_pattern_hybrid(*files, gguf_arch)
                                         : ssm         ? plan_ssm(*files, c, gguf_arch, tied)
                                         : rwkv7       ? plan_rwkv7(*files, tied)
+                                        : kimi        ? plan_kimi_linear(*files, c)
                                                       : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;

@@ -14,8 +14,8 @@
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
 // Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h), Lfm2ForCausalLM, Lfm2MoeForCausalLM and
 // JambaForCausalLM (gguf_export_hybrids.h), NemotronHForCausalLM,
-// GraniteMoeHybridForCausalLM and BambaForCausalLM (gguf_export_pattern_hybrids.h) and RWKV7ForCausalLM
-// (gguf_export_rwkv7.h). MiniMaxForCausalLM is refused with
+// GraniteMoeHybridForCausalLM and BambaForCausalLM (gguf_export_pattern_hybrids.h), RWKV7ForCausalLM
+// (gguf_export_rwkv7.h) and KimiLinearForCausalLM (gguf_export_kimi_linear.h). MiniMaxForCausalLM is refused with
 // the reason: llama.cpp has no architecture for its lightning attention.
 #include <cstdint>
 #include <string>

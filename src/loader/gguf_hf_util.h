@@ -126,6 +126,14 @@ struct Meta {
   double eps() const { return has("attention.layer_norm_rms_epsilon") ? d("attention.layer_norm_rms_epsilon") : 1e-5; }
 };
 
+// head_count_kv: one count per layer, 0 for a layer without attention (a single count, or none: every layer
+// attends). LoadError naming the key when the attention layers' counts differ or pass num_key_value_heads' bound.
+struct AttentionLayers {
+  std::vector<bool> attends;
+  int64_t kv_heads = 0;  // the attention layers' count (`heads` when none attends)
+};
+AttentionLayers attention_layers(const Meta& m, int64_t layers, int64_t heads);
+
 // vocab_size, tie_word_embeddings, the bos / eos / pad ids and torch_dtype: the weights decide vocab_size and
 // tying (transformers' config must agree with them to load at all).
 void add_vocab_and_dtype(JsonObject& c, const GgufFile& f);
