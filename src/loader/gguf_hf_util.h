@@ -81,6 +81,17 @@ inline std::optional<std::pair<int64_t, std::string>> split_block(const std::str
   return std::make_pair(n, name.substr(dot + 1));
 }
 
+// "model.layers.N.rest" -> (N as written, rest) when N is a plain decimal layer index; nullopt for other names.
+inline std::optional<std::pair<std::string, std::string>> split_hf_layer(const std::string& name) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return std::nullopt;
+  const size_t dot = name.find('.', kLayers.size());
+  if (dot == std::string::npos) return std::nullopt;
+  std::string layer = name.substr(kLayers.size(), dot - kLayers.size());
+  if (!split_block("blk." + layer + ".x")) return std::nullopt;
+  return std::make_pair(std::move(layer), name.substr(dot + 1));
+}
+
 inline std::vector<int64_t> torch_shape(const GgufTensor& t) { return std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()); }
 
 // Whether some block holds `rest` (e.g. "ssm_conv1d.bias"): the converter writes a bias only when the model has one.

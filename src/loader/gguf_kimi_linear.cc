@@ -161,19 +161,15 @@ std::optional<std::string> gguf_kimi_linear_tensor_name(const std::string& hf_na
   if (hf_name == "model.embed_tokens.weight") return std::string("token_embd.weight");
   if (hf_name == "model.norm.weight") return std::string("output_norm.weight");
   if (hf_name == "lm_head.weight") return std::string("output.weight");
-  constexpr std::string_view kLayers = "model.layers.";
-  if (!hf_name.starts_with(kLayers)) return std::nullopt;
-  const size_t dot = hf_name.find('.', kLayers.size());
-  if (dot == std::string::npos) return std::nullopt;
-  const std::string layer = hf_name.substr(kLayers.size(), dot - kLayers.size());
-  if (!gguf_hf::split_block("blk." + layer + ".x")) return std::nullopt;  // a plain decimal layer index
-  std::string rest = hf_name.substr(dot + 1);
+  const auto split = gguf_hf::split_hf_layer(hf_name);
+  if (!split) return std::nullopt;
+  std::string rest = split->second;
   // Moonshot's checkpoints call the dense layers' MLP block_sparse_moe too
   for (const char* proj : {"gate_proj.", "up_proj.", "down_proj."})
     if (rest.starts_with(std::string("block_sparse_moe.") + proj)) rest = "mlp." + rest.substr(17);
   if (rest.ends_with("kv_b_proj.weight")) return std::nullopt;  // split per head by the writer
   const auto gguf = rename_block(rest, /*to_hf=*/false);
-  return gguf ? std::optional<std::string>("blk." + layer + "." + *gguf) : std::nullopt;
+  return gguf ? std::optional<std::string>("blk." + split->first + "." + *gguf) : std::nullopt;
 }
 
 }  // namespace attnzoo

@@ -129,14 +129,9 @@ std::vector<GgufHfTensor> gguf_rwkv7_tensors(const GgufFile& f) {
 std::optional<std::string> gguf_rwkv7_tensor_name(const std::string& fla) {
   for (const auto& [g, h] : kGlobalNames)
     if (fla == h) return std::string(g);
-  constexpr std::string_view kLayers = "model.layers.";
-  if (!fla.starts_with(kLayers)) return std::nullopt;
-  const size_t dot = fla.find('.', kLayers.size());
-  if (dot == std::string::npos) return std::nullopt;
-  const std::string layer = fla.substr(kLayers.size(), dot - kLayers.size());
-  if (!gguf_hf::split_block("blk." + layer + ".x")) return std::nullopt;  // a plain decimal layer index
+  const auto split = gguf_hf::split_hf_layer(fla);
   for (const auto& [g, h] : kBlockNames)
-    if (fla.substr(dot + 1) == h) return "blk." + layer + "." + g;
+    if (split && split->second == h) return "blk." + split->first + "." + g;
   return std::nullopt;
 }
 
