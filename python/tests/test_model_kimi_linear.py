@@ -33,6 +33,12 @@ def _config(kind):
             first_k_dense_replace=4, linear_attn_config=dict(
                 head_dim=32, num_heads=2, short_conv_kernel_size=3, kda_layers=[2, 3, 4], full_attn_layers=[1]),
             **common)
+    if kind == "dense_qlora_gguf":  # dense_qlora with as many KDA heads as attention heads, as kimi-linear holds
+        return transformers.KimiLinearConfig(
+            q_lora_rank=24, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2,
+            first_k_dense_replace=4, linear_attn_config=dict(
+                head_dim=16, num_heads=4, short_conv_kernel_size=3, kda_layers=[2, 3, 4], full_attn_layers=[1]),
+            **common)
     raise ValueError(kind)
 
 
@@ -182,7 +188,7 @@ def _write_converter_gguf(directory, path, split_kv_b=True):
     cfg = transformers.AutoConfig.from_pretrained(directory)
     layers, heads, nope = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.qk_nope_head_dim
     rope, rank, experts = cfg.qk_rope_head_dim, cfg.kv_lora_rank, cfg.num_local_experts
-    dense = cfg.mlp_layer_types.index("sparse")
+    dense = cfg.mlp_layer_types.count("dense")
     w = gguf.GGUFWriter(path, "kimi-linear")
     w.add_block_count(layers)
     w.add_context_length(cfg.max_position_embeddings)
@@ -199,6 +205,8 @@ def _write_converter_gguf(directory, path, split_kv_b=True):
     w.add_vocab_size(cfg.vocab_size)
     w.add_ssm_conv_kernel(cfg.linear_conv_kernel_dim)
     w.add_kda_head_dim(cfg.linear_head_dim)
+    if cfg.q_lora_rank:
+        w.add_q_lora_rank(cfg.q_lora_rank)
     w.add_kv_lora_rank(rank)
     w.add_rope_dimension_count(rope)
     w.add_key_length(rank + rope)
@@ -231,6 +239,12 @@ def _write_converter_gguf(directory, path, split_kv_b=True):
     checks.finish_gguf(w)
 
 
+KEYS = ["attention.head_count_kv", "ssm.conv_kernel", "kda.head_dim", "attention.kv_lora_rank", "attention.key_length",
+        "attention.key_length_mla", "attention.value_length_mla", "rope.dimension_count", "expert_count",
+        "expert_used_count", "expert_gating_func", "expert_feed_forward_length", "expert_shared_count",
+        "leading_dense_block_count", "expert_weights_scale", "feed_forward_length", "context_length", "vocab_size"]
+
+
 def test_gguf_from_quantize_and_the_converter(case, tmp_path):
     """`attnzoo quantize` at F32 writes the converter's kimi-linear file tensor for tensor with the same keys; it,
     the converter's file and the older whole-attn_kv_b form load with transformers' logits (the layer kinds and
@@ -241,12 +255,8 @@ def test_gguf_from_quantize_and_the_converter(case, tmp_path):
         pytest.skip("the KDA heads of dense_qlora differ from its attention heads: refused (test below)")
     ids, want = ids[:GGUF_LEN], want[:GGUF_LEN]
     ours, reader = checks.check_quantize_matches_converter(
-        m.directory, _write_converter_gguf, "kimi-linear",
-        ["attention.head_count_kv", "ssm.conv_kernel", "kda.head_dim", "attention.kv_lora_rank",
-         "attention.key_length", "attention.key_length_mla", "attention.value_length_mla", "rope.dimension_count",
-         "expert_count", "expert_used_count", "expert_group_count", "expert_group_used_count", "expert_gating_func",
-         "expert_feed_forward_length", "expert_shared_count", "leading_dense_block_count", "expert_weights_scale",
-         "feed_forward_length", "context_length", "vocab_size"], ids, want, VOCAB, tmp_path)
+        m.directory, _write_converter_gguf, "kimi-linear", KEYS + ["expert_group_count", "expert_group_used_count"],
+        ids, want, VOCAB, tmp_path)
     assert ours.config["layer_types"] == ref.config.layer_types
     assert ours.config["architectures"] == ["KimiLinearForCausalLM"]
     checks.check_gguf_as_safetensors(str(tmp_path / "ours.gguf"), m.directory, ids)
@@ -312,3 +322,52 @@ def test_quantize_refuses_what_kimi_linear_cannot_hold(case, tmp_path):
     with pytest.raises(ValueError, match=match):
         attnzoo.quantize(directory, str(path), type="F32")
     assert not path.exists()
+
+
+def test_gguf_q_lora_and_dense_layers(tmp_path):
+    """q LoRA in the MLA layer (attention.q_lora_rank, attn_q_a / attn_q_b / attn_q_a_norm), the MLA layer first and
+    every feed-forward dense (leading_dense_block_count = the layer count): quantize writes the converter's file,
+    and both load with the directory's logits (this checkpoint's own distance to transformers, 1.05e-4 at one
+    logit, is the directory load's: the standard tests above cover it)."""
+    pytest.importorskip("gguf")
+    _build("dense_qlora_gguf", tmp_path / "hf")
+    ids = _prompt(GGUF_LEN)
+    want = Model.load(tmp_path / "hf").forward(ids)
+    assert want.std() > 0.1
+    ours, reader = checks.check_quantize_matches_converter(
+        tmp_path / "hf", _write_converter_gguf, "kimi-linear", KEYS + ["attention.q_lora_rank"], ids, want, VOCAB,
+        tmp_path)
+    assert reader.fields["kimi-linear.leading_dense_block_count"].contents() == 4
+    assert "blk.0.attn_q_a.weight" in {t.name for t in reader.tensors}
+
+
+def test_gguf_load_errors_name_the_tensor(case, tmp_path):
+    """A short-conv kernel of another shape, an A that is not -exp(A_log) and an attn_k_b without its attn_v_b are
+    refused naming the tensor."""
+    gguf = pytest.importorskip("gguf")
+    import attnzoo
+    kind, ref, m, ids, want = case
+    if kind != "moe":
+        pytest.skip("one file is enough")
+    src = str(tmp_path / "src.gguf")
+    attnzoo.quantize(m.directory, src, type="F32")
+    reader = gguf.GGUFReader(src)
+
+    def edited(name, edit, match):
+        path = str(tmp_path / f"{name}.gguf")
+        w = gguf.GGUFWriter(path, "kimi-linear")
+        for field in reader.fields.values():
+            if field.name.startswith("kimi-linear."):
+                w.add_key_value(field.name, field.contents(), field.types[0])
+        for t in reader.tensors:
+            data = np.asarray(t.data).reshape([int(d) for d in reversed(t.shape)])
+            data = edit(data) if t.name == name else data
+            if data is not None:
+                w.add_tensor(t.name, np.ascontiguousarray(data))
+        checks.finish_gguf(w)
+        checks.expect_load_error(path, match)
+
+    edited("blk.0.ssm_conv1d_q.weight", lambda d: d.reshape(d.shape[1], -1),
+           r"tensor 'blk\.0\.ssm_conv1d_q\.weight': expected a \[1, channels, 1, kernel\]")
+    edited("blk.1.ssm_a", lambda d: -d, r"tensor 'blk\.1\.ssm_a': value .* is not negative")
+    edited("blk.2.attn_v_b.weight", lambda d: None, r"tensor 'blk\.2\.attn_k_b\.weight': its other half")
