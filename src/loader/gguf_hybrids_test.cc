@@ -15,7 +15,9 @@
 #include "loader/config.h"
 #include "loader/gguf_checkpoint.h"
 #include "loader/gguf_hybrids.h"
+#include "loader/gguf_kimi_linear.h"
 #include "loader/gguf_qwen35.h"
+#include "loader/gguf_rwkv7.h"
 #include "loader/gguf_test_files.h"
 
 namespace attnzoo {
@@ -432,6 +434,34 @@ TEST(GgufHybrids, TensorNameInvertsTheLoadersTable) {
     EXPECT_EQ(gguf_hybrid_tensor_name("qwen3next", hf), std::nullopt) << hf;
   EXPECT_EQ(gguf_hybrid_tensor_name("llama", "model.norm.weight"), std::nullopt);
   EXPECT_EQ(gguf_hybrid_tensor_name("rwkv7", "model.norm.weight"), std::nullopt);
+}
+
+// rwkv7's and kimi-linear's own tables, the writer's direction: the edits' names, a dense layer's MLP under either
+// prefix, and what has no one-to-one counterpart (stacked or split tensors, malformed layer indices).
+TEST(GgufHybrids, Rwkv7AndKimiLinearNamesInvertTheLoadersTables) {
+  EXPECT_EQ(gguf_rwkv7_tensor_name("model.layers.2.attn.w_lora.lora.0.weight"), "blk.2.time_mix_w1.weight");
+  EXPECT_EQ(gguf_rwkv7_tensor_name("model.layers.0.pre_norm.bias"), "token_embd_norm.bias");
+  EXPECT_EQ(gguf_rwkv7_tensor_name("model.layers.1.ffn.x_k"), "blk.1.channel_mix_lerp_k.weight");
+  for (const char* fla : {"model.layers.1.attn.x_r", "model.layers.x.attn.k_k", "model.layers.1.attn.k_k.weight"})
+    EXPECT_EQ(gguf_rwkv7_tensor_name(fla), std::nullopt) << fla;
+  const std::pair<const char*, const char*> kimi[] = {
+      {"model.layers.3.self_attn.A_log", "blk.3.ssm_a"},
+      {"model.layers.3.self_attn.dt_bias", "blk.3.ssm_dt.bias"},
+      {"model.layers.0.self_attn.q_conv1d.weight", "blk.0.ssm_conv1d_q.weight"},
+      {"model.layers.0.self_attn.b_proj.weight", "blk.0.ssm_beta.weight"},
+      {"model.layers.2.self_attn.kv_a_proj_with_mqa.weight", "blk.2.attn_kv_a_mqa.weight"},
+      {"model.layers.0.block_sparse_moe.gate_proj.weight", "blk.0.ffn_gate.weight"},
+      {"model.layers.0.mlp.down_proj.weight", "blk.0.ffn_down.weight"},
+      {"model.layers.1.block_sparse_moe.gate.weight", "blk.1.ffn_gate_inp.weight"},
+      {"model.layers.1.block_sparse_moe.gate.e_score_correction_bias", "blk.1.exp_probs_b.bias"},
+      {"model.layers.1.block_sparse_moe.shared_experts.up_proj.weight", "blk.1.ffn_up_shexp.weight"},
+      {"lm_head.weight", "output.weight"},
+  };
+  for (const auto& [hf, gguf] : kimi) EXPECT_EQ(gguf_kimi_linear_tensor_name(hf), gguf) << hf;
+  for (const char* hf :
+       {"model.layers.2.self_attn.kv_b_proj.weight", "model.layers.1.block_sparse_moe.experts.0.w1.weight",
+        "model.layers.x.input_layernorm.weight", "model.layers.0.self_attn.A_log.weight"})
+    EXPECT_EQ(gguf_kimi_linear_tensor_name(hf), std::nullopt) << hf;
 }
 
 }  // namespace
