@@ -245,6 +245,18 @@ std::vector<Malicious> catalogue() {
       {"rwkv7 LoRA rank past the bound",
        edited(rwkv7_spec, [](GgufSpec& s) { set_u64(s, "rwkv7.attention.decay_lora_rank", kHuge); }),
        "evil.gguf: key 'rwkv7.attention.decay_lora_rank': must be in [1, 4294967296]"},
+      {"kimi-linear conv kernel of another shape",
+       edited(kimi_linear_spec, [](GgufSpec& s) { s.tensors[0].ne = {3, 4}; }),
+       "evil.gguf: tensor 'blk.0.ssm_conv1d_q.weight': expected a [1, channels, 1, kernel]"},
+      {"kimi-linear A that is not -exp(A_log)",
+       edited(kimi_linear_spec, [](GgufSpec& s) { s.tensors[1].data = f32_bytes({1.f, -2.f}); }),
+       "evil.gguf: tensor 'blk.0.ssm_a': value 1.000000 at 0 is not negative and finite"},
+      {"kimi-linear MLA heads without non-rotary channels",
+       edited(kimi_linear_spec, [](GgufSpec& s) { set_u64(s, "kimi-linear.attention.key_length_mla", 1); }),
+       "evil.gguf: key 'kimi-linear.attention.key_length_mla': 1 leaves no non-rotary channels"},
+      {"kimi-linear head counts for another layer count",
+       edited(kimi_linear_spec, [](GgufSpec& s) { set_u64(s, "kimi-linear.block_count", 3); }),
+       "evil.gguf: key 'kimi-linear.attention.head_count_kv': expected 3 counts (one per layer)"},
       {"mamba block count of 2^62", edited(mamba_spec, [](GgufSpec& s) { set_u64(s, "mamba.block_count", kHuge); }),
        "evil.gguf: key 'mamba.block_count': must be in [1, 4096]"},
       {"mamba state size past the bound",
@@ -295,7 +307,7 @@ TEST(GgufHybrids, ValidHybridFilesOpen) {
   // The bases of the catalogue are valid: each refusal above is the edit's, not the base's.
   for (GgufSpec (*base)() :
        {qwen3next_spec, qwen35_spec, lfm2_spec, lfm2moe_spec, jamba_spec, rwkv7_spec, mamba_spec, nemotron_h_spec,
-        +[] { return llama_like("llama"); }})
+        kimi_linear_spec, +[] { return llama_like("llama"); }})
     EXPECT_NO_THROW(open_as_checkpoint(base()));
 }
 
