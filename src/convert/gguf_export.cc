@@ -392,6 +392,19 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
   return t;
 }
 
+// The class a wrapper's language model is written as, the converter's way: Gemma 3's as Gemma3ForCausalLM
+// (Gemma3Model), a LLaVA's as LlamaForCausalLM (LlamaModel, whatever its text model: a Qwen2's biases and half-split
+// RoPE hold in llama's permuted rows) or MistralForCausalLM; `hf_class` itself for the others.
+std::string text_class_of(const Config& root, const std::string& hf_class) {
+  if (hf_class == "Gemma3ForConditionalGeneration") return "Gemma3ForCausalLM";
+  if (hf_class != "LlavaForConditionalGeneration" || !root.has_text_config()) return hf_class;
+  const std::string type = root.text_config().get_string_or("model_type", "llama");
+  if (type == "mistral") return "MistralForCausalLM";
+  if (type == "llama" || type == "qwen2") return "LlamaForCausalLM";
+  throw LoadError(root.source() + ": key 'text_config.model_type': '" + type + "': llama.cpp's converter writes a "
+                  "LLaVA's language model as llama, which cannot hold a " + type + " model");
+}
+
 }  // namespace
 
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o) {
@@ -406,7 +419,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const std::optional<std::string> pattern = pattern_hybrid_arch(root);
-  const auto arch = gguf_arch_for_hf(hf_class);
+  const std::string text_class = text_class_of(root, hf_class);
+  const auto arch = gguf_arch_for_hf(text_class);
   const bool deepseek2 = arch && arch->gguf == "deepseek2";
   const std::optional<std::string> conv_hybrid = conv_hybrid_arch_for_hf(hf_class);
   const std::optional<std::string> ssm = ssm_arch_for_hf(hf_class);
@@ -423,7 +437,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                     "Gemma3ForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, GptOssForCausalLM, "
                     "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, "
-                    "Mistral3ForConditionalGeneration, "
+                    "Mistral3ForConditionalGeneration, Gemma3ForConditionalGeneration, "
+                    "LlavaForConditionalGeneration, "
                     "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Lfm2ForCausalLM, "
@@ -481,7 +496,10 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
-  add_dense_family_hparams(w, c, hf_class, gguf_arch);
+  // What llama.cpp's form cannot hold follows the language model: a Mistral 3 wrapper's Mistral has no window either
+  const std::string family_class =
+      wrapper && c.get_string_or("model_type", "") == "mistral" ? "MistralForCausalLM" : text_class;
+  add_dense_family_hparams(w, c, family_class, gguf_arch);
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
   if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);

@@ -8,7 +8,9 @@
 // rope_factors_long / _short), SmolLM3ForCausalLM, MixtralForCausalLM (llama with stacked experts),
 // CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, Glm4MoeForCausalLM (MTP layers appended as the
 // converter does), GptOssForCausalLM (gguf_export_gpt_oss.h: experts split, stacked, MXFP4 ones kept),
-// MiniMaxM2ForCausalLM, Ministral3ForCausalLM and Mistral3ForConditionalGeneration's text model (mistral3),
+// MiniMaxM2ForCausalLM, Ministral3ForCausalLM and Mistral3ForConditionalGeneration's text model (mistral3), the
+// text models of Gemma3ForConditionalGeneration (gemma3) and LlavaForConditionalGeneration (llama, the converter's
+// LlamaModel for a Llama, Mistral or Qwen2 text model),
 // DeepseekV2ForCausalLM / DeepseekV3ForCausalLM (deepseek2: gguf_export_deepseek2.h), Qwen3NextForCausalLM with
 // experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
