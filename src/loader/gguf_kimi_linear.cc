@@ -111,7 +111,8 @@ std::string gguf_kimi_linear_config_json(const GgufFile& f) {
     c.add_int("num_experts", m.count("expert_count", "num_experts"));
     c.add_int("num_experts_per_token", m.count("expert_used_count", "num_experts_per_tok"));
     c.add_int("moe_intermediate_size", m.count("expert_feed_forward_length", "moe_intermediate_size"));
-    c.add_int("num_shared_experts", m.has("expert_shared_count") ? m.i("expert_shared_count") : 0);
+    const bool shared = m.has("expert_shared_count") && m.i("expert_shared_count") != 0;  // 0: none, else bounded
+    c.add_int("num_shared_experts", shared ? m.count("expert_shared_count", "n_shared_experts") : 0);
     c.add_int("num_expert_group", m.has("expert_group_count") ? m.positive("expert_group_count") : 1);
     c.add_int("topk_group", m.has("expert_group_used_count") ? m.positive("expert_group_used_count") : 1);
     c.add_bool("moe_renormalize", true);  // llama.cpp's kimi-linear always renormalizes
