@@ -392,19 +392,6 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
   return t;
 }
 
-// The class a wrapper's language model is written as, the converter's way: Gemma 3's as Gemma3ForCausalLM
-// (Gemma3Model), a LLaVA's as LlamaForCausalLM (LlamaModel, whatever its text model: a Qwen2's biases and half-split
-// RoPE hold in llama's permuted rows) or MistralForCausalLM; `hf_class` itself for the others.
-std::string text_class_of(const Config& root, const std::string& hf_class) {
-  if (hf_class == "Gemma3ForConditionalGeneration") return "Gemma3ForCausalLM";
-  if (hf_class != "LlavaForConditionalGeneration" || !root.has_text_config()) return hf_class;
-  const std::string type = root.text_config().get_string_or("model_type", "llama");
-  if (type == "mistral") return "MistralForCausalLM";
-  if (type == "llama" || type == "qwen2") return "LlamaForCausalLM";
-  throw LoadError(root.source() + ": key 'text_config.model_type': '" + type + "': llama.cpp's converter writes a "
-                  "LLaVA's language model as llama, which cannot hold a " + type + " model");
-}
-
 }  // namespace
 
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o) {
@@ -419,7 +406,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const std::optional<std::string> pattern = pattern_hybrid_arch(root);
-  const std::string text_class = text_class_of(root, hf_class);
+  const std::string text_class = wrapper_text_class(root, hf_class);
   const auto arch = gguf_arch_for_hf(text_class);
   const bool deepseek2 = arch && arch->gguf == "deepseek2";
   const std::optional<std::string> conv_hybrid = conv_hybrid_arch_for_hf(hf_class);
@@ -467,8 +454,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
   const RopeConfig rope = export_rope(c, gguf_arch, head_dim);
-  // transformers' MambaConfig ties by default, fla's RWKV7Config does not
-  // Kimi Linear never ties (transformers ignores its tie_word_embeddings)
+  // transformers' MambaConfig ties by default, fla's RWKV7Config does not; Kimi Linear never does (transformers
+  // ignores its tie_word_embeddings)
   const bool tied = !kimi && config_ties_embeddings(root, c, attention_free && !rwkv7);
 
   GgufWriter w;
