@@ -116,7 +116,9 @@ std::string gguf_kimi_linear_config_json(const GgufFile& f) {
     c.add_int("num_expert_group", m.has("expert_group_count") ? m.positive("expert_group_count") : 1);
     c.add_int("topk_group", m.has("expert_group_used_count") ? m.positive("expert_group_used_count") : 1);
     c.add_bool("moe_renormalize", true);  // llama.cpp's kimi-linear always renormalizes
-    c.add_float("routed_scaling_factor", m.has("expert_weights_scale") ? m.d("expert_weights_scale") : 1.0);
+    // llama.cpp scales by expert_weights_scale unless it is absent or 0
+    const double scale = m.has("expert_weights_scale") ? m.d("expert_weights_scale") : 0.0;
+    c.add_float("routed_scaling_factor", scale != 0.0 ? scale : 1.0);
   }
   c.add_string("hidden_act", "silu");
   gguf_hf::add_vocab_and_dtype(c, f);
