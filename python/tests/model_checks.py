@@ -277,23 +277,29 @@ def check_gguf_tensors(path, expect, close=()):
     return {f.name: f.contents() for f in reader.fields.values()}
 
 
-def check_quantized_file_is_its_rounded_checkpoint(directory, path, gguf_name_of, tmp_path, ids):
+def round_as(value, t):
+    """`value` rounded as a GGUF tensor of type `t` (a gguf.GGMLQuantizationType) stores it, in float32."""
+    import gguf
+    if t == gguf.GGMLQuantizationType.F16:
+        return value.astype(np.float16).astype(np.float32)
+    if t != gguf.GGMLQuantizationType.F32:
+        return gguf.quants.dequantize(gguf.quants.quantize(np.ascontiguousarray(value), t), t).reshape(value.shape)
+    return value
+
+
+def check_quantized_file_is_its_rounded_checkpoint(directory, path, gguf_name_of, tmp_path, ids, special=None):
     """The quantized GGUF at `path` (written from the checkpoint in `directory`) computes what the checkpoint computes
     with each tensor rounded as the file stores it: every tensor's GGUF type read from the file (through
-    gguf_name_of(Hugging Face name): the GGUF tensor holding it), Q8_0 / F16 tensors rounded with the gguf package,
-    the rounded checkpoint loaded by attnzoo at f32 and both compared on the prompt `ids`. Returns the file's
-    {GGUF name: type name}."""
+    gguf_name_of(Hugging Face name): the GGUF tensor holding it), Q8_0 / F16 tensors rounded with the gguf package
+    (special(name, value, types), when given and not None, rounds a tensor the file stores otherwise: a split
+    kv_b_proj), the rounded checkpoint loaded by attnzoo at f32 and both compared on the prompt `ids`. Returns the
+    file's {GGUF name: type name}."""
     import gguf
-    from safetensors.numpy import load_file
     types = {t.name: t.tensor_type for t in gguf.GGUFReader(path).tensors}
 
     def rounded(name, value):
-        t = types[gguf_name_of(name)]
-        if t == gguf.GGMLQuantizationType.F16:
-            return value.astype(np.float16).astype(np.float32)
-        if t != gguf.GGMLQuantizationType.F32:
-            return gguf.quants.dequantize(gguf.quants.quantize(value, t), t).reshape(value.shape)
-        return value
+        done = special(name, value, types) if special else None
+        return done if done is not None else round_as(value, types[gguf_name_of(name)])
 
     copy = copy_with(directory, tmp_path / "rounded",
                      tensors_edit=lambda ts: ts.update({k: rounded(k, v) for k, v in ts.items()}))

@@ -163,3 +163,55 @@ def test_fused_mixes_of_the_wrong_shape_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"tensor 'blk\.0\.time_mix_lerp_fused\.weight': expected F32 / F16 / BF16 "
                                          r"\[6, 1, 1, 8\]"):
         Model.load(path)
+
+
+def _gguf_name(cfg, name):
+    """The GGUF tensor holding fla tensor `name` in the converter's file (write_gguf)."""
+    if ".attn.x_" in name:
+        return f"blk.{name.split('.')[2]}.time_mix_lerp_fused.weight"
+    new = gguf.get_tensor_name_map(gguf.MODEL_ARCH.RWKV7, cfg.num_hidden_layers).get_name(
+        _renamed(name), try_suffixes=(".weight", ".bias"))
+    return new if new.endswith((".weight", ".bias")) else new + ".weight"
+
+
+@pytest.mark.parametrize("kind", ["h64_hd16_2l", "h128_hd32_3l_wide_v_tied"])
+def test_quantize_writes_the_converters_file(kind, tmp_path):
+    """`attnzoo quantize` of test_model_rwkv7's fla-format directory at F32 holds write_gguf's converter file
+    tensor for tensor (the fused mixes, squeezed vectors, flattened r_k, layer 0's stand-in value LoRA, no tied
+    lm_head) with the same rwkv7.* keys, and gives the reference's logits; at Q8_0 the LoRAs and fused mixes stay
+    F32 and the file computes what the checkpoint rounded the same way computes."""
+    import attnzoo
+    from test_model_rwkv7 import _build
+    directory = tmp_path / "fla"
+    model = _build(kind, directory)
+    ours, theirs = str(tmp_path / "ours.gguf"), str(tmp_path / "theirs.gguf")
+    summary = attnzoo.quantize(str(directory), ours, type="F32")
+    assert summary["architecture"] == "rwkv7"
+    write_gguf(model, theirs, "f32")
+    checks.check_same_gguf(ours, theirs, "rwkv7", [
+        "context_length", "embedding_length", "block_count", "attention.layer_norm_epsilon", "wkv.head_size",
+        "attention.decay_lora_rank", "attention.iclr_lora_rank", "attention.value_residual_mix_lora_rank",
+        "attention.gate_lora_rank", "feed_forward_length", "attention.head_count"])
+    ids = checks.prompt(VOCAB, PROMPT_LEN)
+    want = model(torch.from_numpy(ids))[0].numpy()
+    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
+    if kind != "h64_hd16_2l":
+        return
+    q8 = str(tmp_path / "q8.gguf")
+    attnzoo.quantize(str(directory), q8, type="Q8_0")
+    types = checks.check_quantized_file_is_its_rounded_checkpoint(
+        str(directory), q8, lambda name: _gguf_name(model.config, name), tmp_path, ids)
+    assert types["blk.1.time_mix_key.weight"] == types["blk.1.channel_mix_value.weight"] == "Q8_0"
+    for name in ("blk.1.time_mix_w1.weight", "blk.1.time_mix_g2.weight", "blk.0.time_mix_v1.weight",
+                 "blk.1.time_mix_lerp_fused.weight"):
+        assert types[name] == "F32", name
+
+
+def test_quantize_refuses_what_rwkv7_cannot_hold(tmp_path):
+    """fuse_norm false (kk normalized by F.normalize) has no rwkv7 key: refused by name, nothing written."""
+    import attnzoo
+    from test_model_rwkv7 import _build
+    _build("h64_hd32_4l_nobias", tmp_path / "fla")
+    with pytest.raises(ValueError, match="fuse_norm"):
+        attnzoo.quantize(str(tmp_path / "fla"), str(tmp_path / "x.gguf"), type="F32")
+    assert not (tmp_path / "x.gguf").exists()

@@ -83,3 +83,15 @@ def test_load_errors_name_the_problem(case, tmp_path):
     checks.check_config_error_is_named(m.directory, tmp_path / "c", r"layer_types\[1\]",
                                        layer_types=["linear_attention", "mamba", "linear_attention", "full_attention"])
     checks.check_config_error_is_named(m.directory, tmp_path / "d", "sliding_window", sliding_window=8)
+
+
+def test_quantize_names_why_it_refuses(case, tmp_path):
+    """llama.cpp has no architecture for MiniMax-Text-01's lightning attention: quantize names the class and the
+    reason, and writes nothing."""
+    import attnzoo
+    kind, ref, m, ids, want = case
+    path = tmp_path / "x.gguf"
+    with pytest.raises(ValueError, match=r"'MiniMaxForCausalLM' \(MiniMax-Text-01 / M1\) cannot be quantized to GGUF: "
+                                         r"llama.cpp has no architecture for its lightning attention"):
+        attnzoo.quantize(m.directory, str(path), type="F32")
+    assert not path.exists()

@@ -169,3 +169,51 @@ def test_untied_wrapper_head_is_used_even_if_text_config_says_tied(tmp_path):
     ids = checks.prompt(VOCAB, 12)
     want = checks.meaningful_logits(ref.eval(), ids)
     np.testing.assert_allclose(Model.load(str(tmp_path)).forward(ids), want, atol=checks.ATOL, rtol=0)
+
+
+WRITTEN_AS = {"qwen3_5_vl": "qwen35", "qwen3_5_moe_vl": "qwen35moe", "qwen3_5_moe": "qwen35moe", "gemma3_vl": "gemma3",
+              "llava_llama": "llama", "llava_qwen2": "llama", "mistral3": "mistral3"}
+
+
+# What these tiny configs set and llama.cpp's form cannot hold: refused, naming the key
+REFUSED = {"gemma3_vl": "query_pre_attn_scalar", "mistral3": "sliding_window"}
+
+
+def test_quantize_writes_the_language_model(case, tmp_path):
+    """`attnzoo quantize` writes a wrapper's language model as llama.cpp's converter does (Gemma 3's as gemma3, a
+    LLaVA's as llama whatever its text model, Mistral 3's as mistral3, Qwen3.5's as qwen35 / qwen35moe), the vision
+    tower set aside: the F32 file gives the whole wrapper's logits; what the file cannot hold (a query scale or
+    window llama.cpp fixes otherwise) is refused by key, as for the text-only classes."""
+    import attnzoo
+    kind, ref, directory, m, ids, want = case
+    path = str(tmp_path / "lm.gguf")
+    if kind in REFUSED:
+        with pytest.raises(ValueError, match=REFUSED[kind]):
+            attnzoo.quantize(str(directory), path, type="F32")
+        return
+    summary = attnzoo.quantize(str(directory), path, type="F32")
+    assert summary["architecture"] == WRITTEN_AS[kind]
+    assert (summary["set_aside"] > 0) == kind.endswith(("_vl", "llava_llama", "llava_qwen2", "mistral3"))
+    checks.check_full_prompt(Model.load(path), ids, want, VOCAB)
+
+
+def test_quantize_gemma3_wrapper_as_gemma3(tmp_path):
+    """A Gemma 3 wrapper whose text model llama.cpp's gemma3 holds (query scale head_dim^-0.5, sliding layers where
+    its every-6th pattern puts them) is written as gemma3 and gives the wrapper's logits past the window."""
+    import attnzoo
+    torch.manual_seed(3)
+    text = dict(_gemma3_text(), num_hidden_layers=2, query_pre_attn_scalar=32,
+                layer_types=["sliding_attention", "sliding_attention"])
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=28,
+                  patch_size=14)
+    ref = transformers.Gemma3ForConditionalGeneration(
+        transformers.Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4))
+    ref.config._attn_implementation = ref.config.text_config._attn_implementation = "eager"
+    with torch.no_grad():
+        _randomize(ref)
+    ref.save_pretrained(tmp_path / "src", safe_serialization=True)
+    ids = checks.prompt(VOCAB, 40)
+    want = checks.meaningful_logits(ref.eval(), ids)
+    summary = attnzoo.quantize(str(tmp_path / "src"), str(tmp_path / "g.gguf"), type="F32")
+    assert summary["architecture"] == "gemma3" and summary["set_aside"] > 0
+    checks.check_full_prompt(Model.load(str(tmp_path / "g.gguf")), ids, want, VOCAB)

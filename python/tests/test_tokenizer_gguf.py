@@ -169,6 +169,13 @@ def test_every_transformers_pre_tokenizer_name(byte_level_trained, corpus):
         assert_same_ids(ours, hf, docs)
 
 
+# tokenization_kimi.py's pattern as Kimi-K2 / Kimi Linear ship it (Oniguruma reads its && intersections as written)
+KIMI_K2 = (r"[\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*"
+           r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?"
+           r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*"
+           r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
 def test_other_pre_tokenizer_names(byte_level_trained, corpus):
     """Names transformers does not map: the regexes llama.cpp applies for them, in turn."""
     base = byte_level_trained["gpt-2"]
@@ -182,12 +189,16 @@ def test_other_pre_tokenizer_names(byte_level_trained, corpus):
              "deepseek-coder": [r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥\u0800-一가-\ud7ff]+", r"\p{N}"],
              "falcon": [r"[\p{P}\$\+<=>\^~\|`]+", GPT2, "[0-9][0-9][0-9]"],
              "bloom": [" ?[^(\\s|.,!?…。，、।۔،)]+"],
-             "deepseek-llm": DEEPSEEK_LLM}
+             "deepseek-llm": DEEPSEEK_LLM,
+             "kimi-k2": [KIMI_K2]}
+    # Han beside kana and Hangul (Lo, not Han), cased runs, contractions in any case: the classes Kimi-K2 intersects
+    mixed = ["東京タワーは高いです。中文English混合テキスト", "I'M here; they'LL go, WE'VE 1234567 cats",
+             "한국어와 日本語 and ÉCOLE école ǅemal", "x\n\n  \tY  z"]
     for name, patterns in cases.items():
         ours = Tokenizer.from_gguf_vocab(vocab_from_hf(base, "gpt2", name))
         hf = tokenizers.Tokenizer.from_str(base.to_str())
         hf.pre_tokenizer = split_then_bytes(*patterns)
-        assert_same_ids(ours, hf, docs)
+        assert_same_ids(ours, hf, docs + (mixed if name == "kimi-k2" else []))
 
 
 def test_deepseek_letters_are_cased_letters():

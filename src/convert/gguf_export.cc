@@ -11,8 +11,10 @@
 #include "convert/gguf_export_deepseek2.h"
 #include "convert/gguf_export_dense.h"
 #include "convert/gguf_export_hybrids.h"
+#include "convert/gguf_export_kimi_linear.h"
 #include "convert/gguf_export_pattern_hybrids.h"
 #include "convert/gguf_export_qwen3_hybrid.h"
+#include "convert/gguf_export_rwkv7.h"
 #include "convert/gguf_export_ssm.h"
 #include "convert/gguf_export_sigmoid_moe.h"
 #include "convert/tensor_plan.h"
@@ -393,24 +395,32 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   const std::string hf_class = archs.empty() ? "" : archs[0];
   const std::optional<Qwen3Hybrid> hybrid = qwen3_hybrid_for_hf(hf_class);
   const std::optional<std::string> pattern = pattern_hybrid_arch(root);
-  const auto arch = gguf_arch_for_hf(hf_class);
+  const std::string text_class = wrapper_text_class(root, hf_class);
+  const auto arch = gguf_arch_for_hf(text_class);
   const bool deepseek2 = arch && arch->gguf == "deepseek2";
   const std::optional<std::string> conv_hybrid = conv_hybrid_arch_for_hf(hf_class);
   const std::optional<std::string> ssm = ssm_arch_for_hf(hf_class);
-  if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && !ssm && (!arch || !kDirectArchs.count(arch->gguf)))
+  const bool rwkv7 = hf_class == "RWKV7ForCausalLM", kimi = hf_class == "KimiLinearForCausalLM";
+  if (hf_class == "MiniMaxForCausalLM")
+    throw LoadError(root.source() + ": architecture 'MiniMaxForCausalLM' (MiniMax-Text-01 / M1) cannot be quantized "
+                    "to GGUF: llama.cpp has no architecture for its lightning attention, so no GGUF file could "
+                    "hold it");
+  if (!hybrid && !pattern && !deepseek2 && !conv_hybrid && !ssm && !rwkv7 && !kimi &&
+      (!arch || !kDirectArchs.count(arch->gguf)))
     throw LoadError(root.source() + ": architecture '" + hf_class +
                     "' cannot be quantized to GGUF yet (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
                     "Qwen3ForCausalLM, GemmaForCausalLM, MistralForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
                     "Gemma3ForCausalLM, Olmo2ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, "
                     "MixtralForCausalLM, CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, GptOssForCausalLM, "
                     "Glm4MoeForCausalLM, MiniMaxM2ForCausalLM, Ministral3ForCausalLM, "
-                    "Mistral3ForConditionalGeneration, "
+                    "Mistral3ForConditionalGeneration, Gemma3ForConditionalGeneration, "
+                    "LlavaForConditionalGeneration, "
                     "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, "
                     "Qwen3NextForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, "
                     "Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Lfm2ForCausalLM, "
                     "Lfm2MoeForCausalLM, JambaForCausalLM, NemotronHForCausalLM, GraniteMoeHybridForCausalLM, "
                     "BambaForCausalLM, MambaForCausalLM, FalconMambaForCausalLM, Mamba2ForCausalLM, "
-                    "FalconH1ForCausalLM)");
+                    "FalconH1ForCausalLM, RWKV7ForCausalLM, KimiLinearForCausalLM)");
   const bool wrapper = hf_class.ends_with("ForConditionalGeneration");
   if (wrapper && !root.has_text_config()) throw LoadError(root.source() + ": " + hf_class + " needs a text_config");
   const Config c = root.text_config();
@@ -418,20 +428,24 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                                 : pattern     ? *pattern
                                 : conv_hybrid ? *conv_hybrid
                                 : ssm         ? *ssm
+                                : rwkv7       ? std::string("rwkv7")
+                                : kimi        ? std::string("kimi-linear")
                                               : arch->gguf;
 
   QuantizeSummary summary;
   summary.architecture = gguf_arch;
   summary.set_aside = files->set_aside().size();
-  // Mamba and Mamba-2 have no attention: 1 stands in for the head counts the other families check
-  const bool attention_free = ssm && *ssm != "falcon-h1";
+  // Mamba, Mamba-2 and RWKV-7 have no attention: 1 stands in for the head counts the other families check
+  const bool attention_free = (ssm && *ssm != "falcon-h1") || rwkv7;
   const int64_t heads = attention_free ? 1 : c.get_int("num_attention_heads");
   const int64_t kv_heads = c.get_int_or("num_key_value_heads", heads);
   if (heads <= 0 || kv_heads <= 0)
     throw LoadError(c.source() + ": key 'num_attention_heads' / 'num_key_value_heads': must be positive");
   const int64_t head_dim = c.get_int_or("head_dim", c.get_int("hidden_size") / heads);
   const RopeConfig rope = export_rope(c, gguf_arch, head_dim);
-  const bool tied = config_ties_embeddings(root, c, attention_free);  // transformers' MambaConfig ties by default
+  // transformers' MambaConfig ties by default, fla's RWKV7Config does not; Kimi Linear never does (transformers
+  // ignores its tie_word_embeddings)
+  const bool tied = !kimi && config_ties_embeddings(root, c, attention_free && !rwkv7);
 
   GgufWriter w;
   w.add_string("general.architecture", gguf_arch);
@@ -450,16 +464,24 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
     add_pattern_hybrid_hparams(w, root, gguf_arch);
   else if (ssm)
     add_ssm_hparams(w, c, hf_class, gguf_arch);
+  else if (rwkv7)
+    add_rwkv7_hparams(w, *files, c);
+  else if (kimi)
+    add_kimi_linear_hparams(w, c);
   else
     add_hparams(w, c, gguf_arch, head_dim, rope, &rope_freqs, mtp_blocks);
   add_sigmoid_moe_hparams(w, c, gguf_arch, rope.rotary_dim ? rope.rotary_dim : head_dim, mtp_blocks);
   if (hybrid) add_qwen3_hybrid_hparams(w, c, rope.rotary_dim ? rope.rotary_dim : head_dim, *hybrid);
-  add_dense_family_hparams(w, c, hf_class, gguf_arch);
+  // What llama.cpp's form cannot hold follows the language model: a Mistral 3 wrapper's Mistral has no window either
+  const std::string family_class =
+      wrapper && c.get_string_or("model_type", "") == "mistral" ? "MistralForCausalLM" : text_class;
+  add_dense_family_hparams(w, c, family_class, gguf_arch);
   if (gguf_arch == "phi3") add_phi3(w, c, head_dim, rope);
   if (gguf_arch == "smollm3") check_smollm3_layout(c);
   if (gguf_arch == "command-r" || gguf_arch == "cohere2") add_cohere(w, c, gguf_arch);
   if (gguf_arch == "gpt-oss") add_gpt_oss_hparams(w, c);
-  const std::string embed = attention_free ? "backbone.embeddings.weight" : "model.embed_tokens.weight";
+  const std::string embed = rwkv7 ? "model.embeddings.weight" : attention_free ? "backbone.embeddings.weight"
+                                                                              : "model.embed_tokens.weight";
   const int64_t vocab = files->has(embed) ? files->stored(embed).shape.at(0) : c.get_int("vocab_size");
   summary.tokenizer = add_tokenizer_metadata(w, src_dir, vocab);
 
@@ -476,6 +498,8 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                                         : conv_hybrid ? plan_conv_hybrid(*files, c, gguf_arch, tied)
                                         : pattern     ? plan_pattern_hybrid(*files, gguf_arch)
                                         : ssm         ? plan_ssm(*files, c, gguf_arch, tied)
+                                        : rwkv7       ? plan_rwkv7(*files, tied)
+                                        : kimi        ? plan_kimi_linear(*files, c)
                                                       : plan_attention(*files, c, *arch, heads, kv_heads, tied);
   bool any_quantized = false;
   std::set<std::string> read;

@@ -8,13 +8,17 @@
 // rope_factors_long / _short), SmolLM3ForCausalLM, MixtralForCausalLM (llama with stacked experts),
 // CohereForCausalLM, Cohere2ForCausalLM, Glm4ForCausalLM, Glm4MoeForCausalLM (MTP layers appended as the
 // converter does), GptOssForCausalLM (gguf_export_gpt_oss.h: experts split, stacked, MXFP4 ones kept),
-// MiniMaxM2ForCausalLM, Ministral3ForCausalLM and Mistral3ForConditionalGeneration's text model (mistral3),
+// MiniMaxM2ForCausalLM, Ministral3ForCausalLM and Mistral3ForConditionalGeneration's text model (mistral3), the
+// text models of Gemma3ForConditionalGeneration (gemma3) and LlavaForConditionalGeneration (llama, the converter's
+// LlamaModel for a Llama, Mistral or Qwen2 text model),
 // DeepseekV2ForCausalLM / DeepseekV3ForCausalLM (deepseek2: gguf_export_deepseek2.h), Qwen3NextForCausalLM with
 // experts, Qwen3_5ForCausalLM
 // and Qwen3_5MoeForCausalLM, and the text model of Qwen3_5ForConditionalGeneration /
 // Qwen3_5MoeForConditionalGeneration (gguf_export_qwen3_hybrid.h), Lfm2ForCausalLM, Lfm2MoeForCausalLM and
 // JambaForCausalLM (gguf_export_hybrids.h), NemotronHForCausalLM,
-// GraniteMoeHybridForCausalLM and BambaForCausalLM (gguf_export_pattern_hybrids.h).
+// GraniteMoeHybridForCausalLM and BambaForCausalLM (gguf_export_pattern_hybrids.h), RWKV7ForCausalLM
+// (gguf_export_rwkv7.h) and KimiLinearForCausalLM (gguf_export_kimi_linear.h). MiniMaxForCausalLM is refused with
+// the reason: llama.cpp has no architecture for its lightning attention.
 #include <cstdint>
 #include <string>
 #include <vector>

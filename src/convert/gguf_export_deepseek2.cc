@@ -75,6 +75,27 @@ void add_deepseek2_hparams(GgufWriter& w, const Config& c) {
   }
 }
 
+std::vector<TensorPlan> plan_kv_b_split(const ModelFiles& files, const std::string& name, const std::string& blk,
+                                        int64_t heads, int64_t nope, int64_t v, int64_t rank) {
+  const std::vector<int64_t> shape = files.stored(name).shape;
+  if (shape != std::vector<int64_t>{heads * (nope + v), rank})
+    throw LoadError(files.source(name) + ": tensor '" + name + "': expected [" + std::to_string(heads * (nope + v)) +
+                    ", " + std::to_string(rank) + "] (num_attention_heads x (qk_nope_head_dim + v_head_dim), "
+                    "kv_lora_rank)");
+  TensorPlan k, vb;
+  k.gguf_name = blk + "attn_k_b.weight";
+  vb.gguf_name = blk + "attn_v_b.weight";
+  k.sources = vb.sources = {name};
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < nope; ++i) k.rows.push_back(h * (nope + v) + i);
+    for (int64_t i = 0; i < v; ++i) vb.rows.push_back(h * (nope + v) + nope + i);
+  }
+  k.shape = {heads, rank, nope};
+  k.transpose_heads = heads;
+  vb.shape = {heads, v, rank};
+  return {std::move(k), std::move(vb)};
+}
+
 std::vector<TensorPlan> plan_deepseek2(const ModelFiles& files, const Config& c, bool tied) {
   const int64_t heads = c.get_int("num_attention_heads"), nope = c.get_int("qk_nope_head_dim");
   const int64_t v = c.get_int("v_head_dim"), rank = c.get_int("kv_lora_rank");
@@ -90,26 +111,9 @@ std::vector<TensorPlan> plan_deepseek2(const ModelFiles& files, const Config& c,
       continue;
     }
     if (name.ends_with(".self_attn.kv_b_proj.weight")) {
-      const std::vector<int64_t> shape = files.stored(name).shape;
-      if (shape != std::vector<int64_t>{heads * (nope + v), rank})
-        throw LoadError(files.source(name) + ": tensor '" + name + "': expected [" + std::to_string(heads * (nope + v)) +
-                        ", " + std::to_string(rank) + "] (num_attention_heads x (qk_nope_head_dim + v_head_dim), "
-                        "kv_lora_rank)");
       const std::string blk = *gguf_tensor_name("deepseek2", name);  // blk.N.attn_kv_b.weight
       const std::string prefix = blk.substr(0, blk.size() - std::string("attn_kv_b.weight").size());
-      TensorPlan k, vb;
-      k.gguf_name = prefix + "attn_k_b.weight";
-      vb.gguf_name = prefix + "attn_v_b.weight";
-      k.sources = vb.sources = {name};
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t i = 0; i < nope; ++i) k.rows.push_back(h * (nope + v) + i);
-        for (int64_t i = 0; i < v; ++i) vb.rows.push_back(h * (nope + v) + nope + i);
-      }
-      k.shape = {heads, rank, nope};
-      k.transpose_heads = heads;
-      vb.shape = {heads, v, rank};
-      plans.push_back(std::move(k));
-      plans.push_back(std::move(vb));
+      for (TensorPlan& h : plan_kv_b_split(files, name, prefix, heads, nope, v, rank)) plans.push_back(std::move(h));
       continue;
     }
     const auto gguf_name = gguf_tensor_name("deepseek2", name);

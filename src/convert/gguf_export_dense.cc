@@ -101,6 +101,16 @@ RopeConfig export_rope(const Config& c, const std::string& arch, int64_t head_di
   return r;
 }
 
+std::string wrapper_text_class(const Config& root, const std::string& hf_class) {
+  if (hf_class == "Gemma3ForConditionalGeneration") return "Gemma3ForCausalLM";
+  if (hf_class != "LlavaForConditionalGeneration" || !root.has_text_config()) return hf_class;
+  const std::string type = root.text_config().get_string_or("model_type", "llama");
+  if (type == "mistral") return "MistralForCausalLM";
+  if (type == "llama" || type == "qwen2") return "LlamaForCausalLM";
+  throw LoadError(root.source() + ": key 'text_config.model_type': '" + type + "': llama.cpp's converter writes a "
+                  "LLaVA's language model as llama, which cannot hold a " + type + " model");
+}
+
 void add_dense_family_hparams(GgufWriter& w, const Config& c, const std::string& hf_class, const std::string& arch) {
   if (hf_class == "MistralForCausalLM") add_mistral(c);
   if (arch == "qwen3moe") add_qwen3moe(w, c);

@@ -17,6 +17,12 @@ namespace attnzoo {
 // read_rope's.
 RopeConfig export_rope(const Config& c, const std::string& arch, int64_t head_dim);
 
+// The class a wrapper's language model is written as, the converter's way: Gemma3ForConditionalGeneration's as
+// Gemma3ForCausalLM (Gemma3Model), LlavaForConditionalGeneration's as LlamaForCausalLM (LlamaModel, whatever its
+// text model: a Qwen2's biases and half-split RoPE hold in llama's permuted rows) or MistralForCausalLM; `hf_class`
+// itself for the others. LoadError naming text_config.model_type for a LLaVA text model llama cannot hold.
+std::string wrapper_text_class(const Config& root, const std::string& hf_class);
+
 // The keys `hf_class` (written as `arch`) needs beyond add_hparams'; checks the config fits them. Nothing for
 // other classes.
 void add_dense_family_hparams(GgufWriter& w, const Config& c, const std::string& hf_class, const std::string& arch);

@@ -68,10 +68,11 @@ std::vector<Bytes> gguf_seeds() {
                   {"blk.0.ffn_down.weight", {256, 1}, 12, Bytes(144, 0x22), std::nullopt},
                   {"output_norm.weight", {4}, 1, Bytes(8, 0x33), std::nullopt}};
   // The hybrid families' mappings: gathered rows (qwen3next), tiled value heads (qwen35), fused mixes (rwkv7),
-  // per-layer head counts (lfm2, jamba), stacked experts under LFM2-MoE's names (lfm2moe).
+  // per-layer head counts (lfm2, jamba), stacked experts under LFM2-MoE's names (lfm2moe), Kimi Linear's KDA edits
+  // and kv_b join (kimi-linear).
   return {gguf_bytes(small),         gguf_bytes(rich),         gguf_bytes(qwen3next_spec()),
           gguf_bytes(qwen35_spec()), gguf_bytes(rwkv7_spec()), gguf_bytes(lfm2_spec()),
-          gguf_bytes(jamba_spec()),  gguf_bytes(lfm2moe_spec())};
+          gguf_bytes(jamba_spec()),  gguf_bytes(lfm2moe_spec()), gguf_bytes(kimi_linear_spec())};
 }
 
 std::vector<Bytes> json_seeds() {

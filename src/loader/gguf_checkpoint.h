@@ -13,7 +13,8 @@
 //              fused token-shift mixes
 // Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, olmo2, phi3 (gguf_phi3.h), smollm3,
 // command-r, cohere2, glm4, glm4moe and minimax-m2 (gguf_sigmoid_moe.h), gpt-oss (gguf_gpt_oss.h), mistral3, deepseek2
-// (gguf_deepseek2.h) and gguf_hybrids.h's (qwen3next, qwen35, qwen35moe and the state-space families among them).
+// (gguf_deepseek2.h) and gguf_hybrids.h's (qwen3next, qwen35, qwen35moe, rwkv7, kimi-linear and the state-space
+// families among them).
 #include <cstdint>
 #include <optional>
 #include <string>

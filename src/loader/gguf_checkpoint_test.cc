@@ -331,7 +331,7 @@ TEST(GgufCheckpoint, RefusalsAreNamed) {
   EXPECT_NE(unknown.find(", mamba, mamba2,"), std::string::npos) << unknown;  // the hybrids are listed too
   EXPECT_NE(unknown.find("gpt-oss, "), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("deepseek2, "), std::string::npos) << unknown;
-  EXPECT_NE(unknown.find("qwen35moe, rwkv7, nemotron_h, nemotron_h_moe, granitehybrid)"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("qwen35moe, rwkv7, nemotron_h, nemotron_h_moe, granitehybrid, kimi-linear)"), std::string::npos) << unknown;
   EXPECT_NE(refused([](GgufSpec& s) { s.kvs.erase(s.kvs.begin() + 2); }, "d.gguf")
                 .find("d.gguf: key 'llama.embedding_length': missing"),
             std::string::npos);

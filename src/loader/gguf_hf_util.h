@@ -81,6 +81,17 @@ inline std::optional<std::pair<int64_t, std::string>> split_block(const std::str
   return std::make_pair(n, name.substr(dot + 1));
 }
 
+// "model.layers.N.rest" -> (N as written, rest) when N is a plain decimal layer index; nullopt for other names.
+inline std::optional<std::pair<std::string, std::string>> split_hf_layer(const std::string& name) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return std::nullopt;
+  const size_t dot = name.find('.', kLayers.size());
+  if (dot == std::string::npos) return std::nullopt;
+  std::string layer = name.substr(kLayers.size(), dot - kLayers.size());
+  if (!split_block("blk." + layer + ".x")) return std::nullopt;
+  return std::make_pair(std::move(layer), name.substr(dot + 1));
+}
+
 inline std::vector<int64_t> torch_shape(const GgufTensor& t) { return std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()); }
 
 // Whether some block holds `rest` (e.g. "ssm_conv1d.bias"): the converter writes a bias only when the model has one.
@@ -125,6 +136,14 @@ struct Meta {
   }
   double eps() const { return has("attention.layer_norm_rms_epsilon") ? d("attention.layer_norm_rms_epsilon") : 1e-5; }
 };
+
+// head_count_kv: one count per layer, 0 for a layer without attention (a single count, or none: every layer
+// attends). LoadError naming the key when the attention layers' counts differ or pass num_key_value_heads' bound.
+struct AttentionLayers {
+  std::vector<bool> attends;
+  int64_t kv_heads = 0;  // the attention layers' count (`heads` when none attends)
+};
+AttentionLayers attention_layers(const Meta& m, int64_t layers, int64_t heads);
 
 // vocab_size, tie_word_embeddings, the bos / eos / pad ids and torch_dtype: the weights decide vocab_size and
 // tying (transformers' config must agree with them to load at all).

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "loader/gguf_hf_util.h"
+#include "loader/gguf_kimi_linear.h"
 #include "loader/gguf_pattern_hybrids.h"
 #include "loader/gguf_qwen35.h"
 #include "loader/gguf_rwkv7.h"
@@ -13,6 +14,8 @@ namespace attnzoo {
 namespace {
 
 using gguf_hf::add_class;
+using gguf_hf::attention_layers;
+using gguf_hf::AttentionLayers;
 using gguf_hf::any_block_has;
 using gguf_hf::fail;
 using gguf_hf::JsonObject;
@@ -20,7 +23,8 @@ using gguf_hf::Meta;
 using gguf_hf::sized;
 
 enum class Family {
-  mamba, mamba2, falcon_h1, lfm2, lfm2moe, jamba, qwen3next, qwen35, qwen35moe, rwkv7, nemotron_h, nemotron_h_moe, granitehybrid
+  mamba, mamba2, falcon_h1, lfm2, lfm2moe, jamba, qwen3next, qwen35, qwen35moe, rwkv7, nemotron_h, nemotron_h_moe, granitehybrid,
+  kimi_linear
 };
 
 // Qwen3-Next and Qwen3.5: zero-centred norms stored as 1 + w, model.norm as output_norm.
@@ -46,6 +50,7 @@ constexpr HybridArch kHybrids[] = {
     {"nemotron_h", Family::nemotron_h, "backbone.layers."},  // gguf_pattern_hybrids.h
     {"nemotron_h_moe", Family::nemotron_h_moe, "backbone.layers."},
     {"granitehybrid", Family::granitehybrid, "model.layers."},
+    {"kimi-linear", Family::kimi_linear, "model.layers."},  // gguf_kimi_linear.h
 };
 
 const HybridArch* find_hybrid(const GgufFile& f) {
@@ -209,6 +214,7 @@ std::vector<Entry> block_entries(Family fam) {
       return e;
     }
     case Family::rwkv7:
+    case Family::kimi_linear:
       break;
   }
   return {};
@@ -299,33 +305,6 @@ void falcon_h1_config(JsonObject& c, const Meta& m) {
   c.add("ssm_multipliers", "[1.0, 1.0, 1.0, 1.0, 1.0]");
 }
 
-// head_count_kv: one count per layer, 0 for a layer without attention (a single count: every layer attends).
-struct AttentionLayers {
-  std::vector<bool> attends;
-  int64_t kv_heads = 0;  // the attention layers' count (`heads` when none attends)
-};
-AttentionLayers attention_layers(const Meta& m, int64_t layers, int64_t heads) {
-  const std::string key = m.p + "attention.head_count_kv";
-  std::vector<int64_t> kv(size_t(layers), heads);
-  if (const GgufValue* v = m.f.find(key); v && v->is_array()) {
-    if (int64_t(v->size()) != layers)
-      throw LoadError(m.f.path() + ": key '" + key + "': expected " + std::to_string(layers) + " counts (one per layer)");
-    for (uint64_t i = 0; i < v->size(); ++i) kv[i] = v->at(i).as_int(key);
-  } else if (v) {
-    std::fill(kv.begin(), kv.end(), m.i("attention.head_count_kv"));
-  }
-  AttentionLayers out;
-  for (size_t i = 0; i < kv.size(); ++i) {
-    if (kv[i] < 0 || kv[i] > config_count_limit("num_key_value_heads") ||
-        (out.kv_heads && kv[i] && kv[i] != out.kv_heads))
-      throw LoadError(m.f.path() + ": key '" + key + "': attention layers must share one positive count");
-    if (kv[i]) out.kv_heads = kv[i];
-    out.attends.push_back(kv[i] != 0);
-  }
-  if (!out.kv_heads) out.kv_heads = heads;
-  return out;
-}
-
 // Jamba's layer kinds repeat with a period (attn_layer_period / offset, expert_layer_period / offset): the
 // smallest period whose pattern `flags` follows, and its offset (no flag set: period layers + 1, offset layers).
 std::pair<int64_t, int64_t> period_of(const std::vector<bool>& flags, const GgufFile& f, const std::string& what) {
@@ -412,6 +391,7 @@ void lfm2_config(JsonObject& c, const Meta& m, bool moe) {
 std::string gguf_hybrid_config_json(const GgufFile& f) {
   const HybridArch& a = *find_hybrid(f);
   if (a.family == Family::rwkv7) return gguf_rwkv7_config_json(f);
+  if (a.family == Family::kimi_linear) return gguf_kimi_linear_config_json(f);
   const Meta m{f, std::string(a.gguf) + "."};
   JsonObject c;
   switch (a.family) {
@@ -427,7 +407,8 @@ std::string gguf_hybrid_config_json(const GgufFile& f) {
     case Family::nemotron_h: nemotron_h_config(c, m, false); break;
     case Family::nemotron_h_moe: nemotron_h_config(c, m, true); break;
     case Family::granitehybrid: granite_hybrid_config(c, m); break;
-    case Family::rwkv7: break;
+    case Family::rwkv7:
+    case Family::kimi_linear: break;
   }
   gguf_hf::add_vocab_and_dtype(c, f);
   return c.str();
@@ -445,7 +426,7 @@ std::optional<std::string> gguf_hybrid_tensor_name(const std::string& gguf_arch,
   const HybridArch* a = nullptr;
   for (const HybridArch& x : kHybrids)
     if (gguf_arch == x.gguf) a = &x;
-  if (!a || a->family == Family::rwkv7) return std::nullopt;
+  if (!a || a->family == Family::rwkv7 || a->family == Family::kimi_linear) return std::nullopt;
   for (const char* g : {"token_embd.weight", "output.weight", "output_norm.weight", "token_embd_norm.weight"})
     if (const char* h = global_hf_name(a->family, g); h && hf_name == h) return std::string(g);
   const std::string prefix = a->layer_prefix;
@@ -472,6 +453,7 @@ std::optional<std::string> gguf_hybrid_tensor_name(const std::string& gguf_arch,
 std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
   const HybridArch& a = *find_hybrid(f);
   if (a.family == Family::rwkv7) return gguf_rwkv7_tensors(f);
+  if (a.family == Family::kimi_linear) return gguf_kimi_linear_tensors(f);
   const std::vector<Entry> entries = block_entries(a.family);
   const int64_t mtp_from = a.family == Family::qwen35 || a.family == Family::qwen35moe
                                ? qwen35_text_layers(gguf_hf::Meta{f, std::string(a.gguf) + "."})
@@ -548,3 +530,29 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
 }
 
 }  // namespace attnzoo
+
+namespace attnzoo::gguf_hf {
+
+AttentionLayers attention_layers(const Meta& m, int64_t layers, int64_t heads) {
+  const std::string key = m.p + "attention.head_count_kv";
+  std::vector<int64_t> kv(size_t(layers), heads);
+  if (const GgufValue* v = m.f.find(key); v && v->is_array()) {
+    if (int64_t(v->size()) != layers)
+      throw LoadError(m.f.path() + ": key '" + key + "': expected " + std::to_string(layers) + " counts (one per layer)");
+    for (uint64_t i = 0; i < v->size(); ++i) kv[i] = v->at(i).as_int(key);
+  } else if (v) {
+    std::fill(kv.begin(), kv.end(), m.i("attention.head_count_kv"));
+  }
+  AttentionLayers out;
+  for (size_t i = 0; i < kv.size(); ++i) {
+    if (kv[i] < 0 || kv[i] > config_count_limit("num_key_value_heads") ||
+        (out.kv_heads && kv[i] && kv[i] != out.kv_heads))
+      throw LoadError(m.f.path() + ": key '" + key + "': attention layers must share one positive count");
+    if (kv[i]) out.kv_heads = kv[i];
+    out.attends.push_back(kv[i] != 0);
+  }
+  if (!out.kv_heads) out.kv_heads = heads;
+  return out;
+}
+
+}  // namespace attnzoo::gguf_hf

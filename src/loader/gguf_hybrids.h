@@ -24,6 +24,7 @@
 //   rwkv7      flash-linear-attention's RWKV7ForCausalLM (gguf_rwkv7.h)
 //   nemotron_h, granitehybrid  Nemotron-H, Granite 4.0-H and Bamba: the Mamba-2 edits above, Q / K rows
 //              unpermuted, the layer pattern from the per-layer head / feed-forward counts (gguf_pattern_hybrids.h)
+//   kimi-linear  Kimi Linear's KDA + MLA layers (gguf_kimi_linear.h)
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,8 +50,8 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f);
 
 // The other direction, names only (for the writer): the GGUF name of Hugging Face tensor `hf_name` in a
 // `gguf_arch` file ("blk.N.ssm_a" for "model.layers.N.linear_attn.A_log"); nullopt for an unknown architecture
-// or a tensor with no one-to-one counterpart (rwkv7, stacked experts, Qwen3-Next's split in_proj_qkvz). The
-// value edits listed above are the writer's to apply.
+// or a tensor with no one-to-one counterpart (rwkv7 and kimi-linear: their own files' tables; stacked experts,
+// Qwen3-Next's split in_proj_qkvz). The value edits listed above are the writer's to apply.
 std::optional<std::string> gguf_hybrid_tensor_name(const std::string& gguf_arch, const std::string& hf_name);
 
 }  // namespace attnzoo

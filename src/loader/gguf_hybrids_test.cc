@@ -15,7 +15,9 @@
 #include "loader/config.h"
 #include "loader/gguf_checkpoint.h"
 #include "loader/gguf_hybrids.h"
+#include "loader/gguf_kimi_linear.h"
 #include "loader/gguf_qwen35.h"
+#include "loader/gguf_rwkv7.h"
 #include "loader/gguf_test_files.h"
 
 namespace attnzoo {
@@ -243,6 +245,18 @@ std::vector<Malicious> catalogue() {
       {"rwkv7 LoRA rank past the bound",
        edited(rwkv7_spec, [](GgufSpec& s) { set_u64(s, "rwkv7.attention.decay_lora_rank", kHuge); }),
        "evil.gguf: key 'rwkv7.attention.decay_lora_rank': must be in [1, 4294967296]"},
+      {"kimi-linear conv kernel of another shape",
+       edited(kimi_linear_spec, [](GgufSpec& s) { s.tensors[0].ne = {3, 4}; }),
+       "evil.gguf: tensor 'blk.0.ssm_conv1d_q.weight': expected a [1, channels, 1, kernel]"},
+      {"kimi-linear A that is not -exp(A_log)",
+       edited(kimi_linear_spec, [](GgufSpec& s) { s.tensors[1].data = f32_bytes({1.f, -2.f}); }),
+       "evil.gguf: tensor 'blk.0.ssm_a': value 1.000000 at 0 is not negative and finite"},
+      {"kimi-linear MLA heads without non-rotary channels",
+       edited(kimi_linear_spec, [](GgufSpec& s) { set_u64(s, "kimi-linear.attention.key_length_mla", 1); }),
+       "evil.gguf: key 'kimi-linear.attention.key_length_mla': 1 leaves no non-rotary channels"},
+      {"kimi-linear head counts for another layer count",
+       edited(kimi_linear_spec, [](GgufSpec& s) { set_u64(s, "kimi-linear.block_count", 3); }),
+       "evil.gguf: key 'kimi-linear.attention.head_count_kv': expected 3 counts (one per layer)"},
       {"mamba block count of 2^62", edited(mamba_spec, [](GgufSpec& s) { set_u64(s, "mamba.block_count", kHuge); }),
        "evil.gguf: key 'mamba.block_count': must be in [1, 4096]"},
       {"mamba state size past the bound",
@@ -293,7 +307,7 @@ TEST(GgufHybrids, ValidHybridFilesOpen) {
   // The bases of the catalogue are valid: each refusal above is the edit's, not the base's.
   for (GgufSpec (*base)() :
        {qwen3next_spec, qwen35_spec, lfm2_spec, lfm2moe_spec, jamba_spec, rwkv7_spec, mamba_spec, nemotron_h_spec,
-        +[] { return llama_like("llama"); }})
+        kimi_linear_spec, +[] { return llama_like("llama"); }})
     EXPECT_NO_THROW(open_as_checkpoint(base()));
 }
 
@@ -432,6 +446,34 @@ TEST(GgufHybrids, TensorNameInvertsTheLoadersTable) {
     EXPECT_EQ(gguf_hybrid_tensor_name("qwen3next", hf), std::nullopt) << hf;
   EXPECT_EQ(gguf_hybrid_tensor_name("llama", "model.norm.weight"), std::nullopt);
   EXPECT_EQ(gguf_hybrid_tensor_name("rwkv7", "model.norm.weight"), std::nullopt);
+}
+
+// rwkv7's and kimi-linear's own tables, the writer's direction: the edits' names, a dense layer's MLP under either
+// prefix, and what has no one-to-one counterpart (stacked or split tensors, malformed layer indices).
+TEST(GgufHybrids, Rwkv7AndKimiLinearNamesInvertTheLoadersTables) {
+  EXPECT_EQ(gguf_rwkv7_tensor_name("model.layers.2.attn.w_lora.lora.0.weight"), "blk.2.time_mix_w1.weight");
+  EXPECT_EQ(gguf_rwkv7_tensor_name("model.layers.0.pre_norm.bias"), "token_embd_norm.bias");
+  EXPECT_EQ(gguf_rwkv7_tensor_name("model.layers.1.ffn.x_k"), "blk.1.channel_mix_lerp_k.weight");
+  for (const char* fla : {"model.layers.1.attn.x_r", "model.layers.x.attn.k_k", "model.layers.1.attn.k_k.weight"})
+    EXPECT_EQ(gguf_rwkv7_tensor_name(fla), std::nullopt) << fla;
+  const std::pair<const char*, const char*> kimi[] = {
+      {"model.layers.3.self_attn.A_log", "blk.3.ssm_a"},
+      {"model.layers.3.self_attn.dt_bias", "blk.3.ssm_dt.bias"},
+      {"model.layers.0.self_attn.q_conv1d.weight", "blk.0.ssm_conv1d_q.weight"},
+      {"model.layers.0.self_attn.b_proj.weight", "blk.0.ssm_beta.weight"},
+      {"model.layers.2.self_attn.kv_a_proj_with_mqa.weight", "blk.2.attn_kv_a_mqa.weight"},
+      {"model.layers.0.block_sparse_moe.gate_proj.weight", "blk.0.ffn_gate.weight"},
+      {"model.layers.0.mlp.down_proj.weight", "blk.0.ffn_down.weight"},
+      {"model.layers.1.block_sparse_moe.gate.weight", "blk.1.ffn_gate_inp.weight"},
+      {"model.layers.1.block_sparse_moe.gate.e_score_correction_bias", "blk.1.exp_probs_b.bias"},
+      {"model.layers.1.block_sparse_moe.shared_experts.up_proj.weight", "blk.1.ffn_up_shexp.weight"},
+      {"lm_head.weight", "output.weight"},
+  };
+  for (const auto& [hf, gguf] : kimi) EXPECT_EQ(gguf_kimi_linear_tensor_name(hf), gguf) << hf;
+  for (const char* hf :
+       {"model.layers.2.self_attn.kv_b_proj.weight", "model.layers.1.block_sparse_moe.experts.0.w1.weight",
+        "model.layers.x.input_layernorm.weight", "model.layers.0.self_attn.A_log.weight"})
+    EXPECT_EQ(gguf_kimi_linear_tensor_name(hf), std::nullopt) << hf;
 }
 
 }  // namespace

@@ -9,38 +9,46 @@ namespace {
 using gguf_hf::fail;
 using gguf_hf::plain_float;
 
+// GGUF block tensors (after "blk.N.") and fla's (after "model.layers.N."), both directions.
+constexpr std::pair<const char*, const char*> kBlockNames[] = {
+    {"attn_norm.weight", "attn_norm.weight"},
+    {"attn_norm.bias", "attn_norm.bias"},
+    {"attn_norm_2.weight", "ffn_norm.weight"},
+    {"attn_norm_2.bias", "ffn_norm.bias"},
+    {"time_mix_k_k.weight", "attn.k_k"},
+    {"time_mix_k_a.weight", "attn.k_a"},
+    {"time_mix_r_k.weight", "attn.r_k"},
+    {"time_mix_receptance.weight", "attn.r_proj.weight"},
+    {"time_mix_key.weight", "attn.k_proj.weight"},
+    {"time_mix_value.weight", "attn.v_proj.weight"},
+    {"time_mix_output.weight", "attn.o_proj.weight"},
+    {"time_mix_w0.weight", "attn.w_lora.lora.2.bias"},
+    {"time_mix_w1.weight", "attn.w_lora.lora.0.weight"},
+    {"time_mix_w2.weight", "attn.w_lora.lora.2.weight"},
+    {"time_mix_a0.weight", "attn.a_lora.lora.2.bias"},
+    {"time_mix_a1.weight", "attn.a_lora.lora.0.weight"},
+    {"time_mix_a2.weight", "attn.a_lora.lora.2.weight"},
+    {"time_mix_v0.weight", "attn.v_lora.lora.2.bias"},
+    {"time_mix_v1.weight", "attn.v_lora.lora.0.weight"},
+    {"time_mix_v2.weight", "attn.v_lora.lora.2.weight"},
+    {"time_mix_g1.weight", "attn.g_lora.lora.0.weight"},
+    {"time_mix_g2.weight", "attn.g_lora.lora.2.weight"},
+    {"time_mix_ln.weight", "attn.g_norm.weight"},
+    {"time_mix_ln.bias", "attn.g_norm.bias"},
+    {"channel_mix_lerp_k.weight", "ffn.x_k"},
+    {"channel_mix_key.weight", "ffn.key.weight"},
+    {"channel_mix_value.weight", "ffn.value.weight"},
+};
+
+constexpr std::pair<const char*, const char*> kGlobalNames[] = {
+    {"token_embd.weight", "model.embeddings.weight"},    {"token_embd_norm.weight", "model.layers.0.pre_norm.weight"},
+    {"token_embd_norm.bias", "model.layers.0.pre_norm.bias"}, {"output_norm.weight", "model.norm.weight"},
+    {"output_norm.bias", "model.norm.bias"},             {"output.weight", "lm_head.weight"},
+};
+
 // fla's block tensor for a GGUF one (after "blk.N."), or nullptr.
 const char* fla_name(const std::string& rest) {
-  static const std::pair<const char*, const char*> kNames[] = {
-      {"attn_norm.weight", "attn_norm.weight"},
-      {"attn_norm.bias", "attn_norm.bias"},
-      {"attn_norm_2.weight", "ffn_norm.weight"},
-      {"attn_norm_2.bias", "ffn_norm.bias"},
-      {"time_mix_k_k.weight", "attn.k_k"},
-      {"time_mix_k_a.weight", "attn.k_a"},
-      {"time_mix_r_k.weight", "attn.r_k"},
-      {"time_mix_receptance.weight", "attn.r_proj.weight"},
-      {"time_mix_key.weight", "attn.k_proj.weight"},
-      {"time_mix_value.weight", "attn.v_proj.weight"},
-      {"time_mix_output.weight", "attn.o_proj.weight"},
-      {"time_mix_w0.weight", "attn.w_lora.lora.2.bias"},
-      {"time_mix_w1.weight", "attn.w_lora.lora.0.weight"},
-      {"time_mix_w2.weight", "attn.w_lora.lora.2.weight"},
-      {"time_mix_a0.weight", "attn.a_lora.lora.2.bias"},
-      {"time_mix_a1.weight", "attn.a_lora.lora.0.weight"},
-      {"time_mix_a2.weight", "attn.a_lora.lora.2.weight"},
-      {"time_mix_v0.weight", "attn.v_lora.lora.2.bias"},
-      {"time_mix_v1.weight", "attn.v_lora.lora.0.weight"},
-      {"time_mix_v2.weight", "attn.v_lora.lora.2.weight"},
-      {"time_mix_g1.weight", "attn.g_lora.lora.0.weight"},
-      {"time_mix_g2.weight", "attn.g_lora.lora.2.weight"},
-      {"time_mix_ln.weight", "attn.g_norm.weight"},
-      {"time_mix_ln.bias", "attn.g_norm.bias"},
-      {"channel_mix_lerp_k.weight", "ffn.x_k"},
-      {"channel_mix_key.weight", "ffn.key.weight"},
-      {"channel_mix_value.weight", "ffn.value.weight"},
-  };
-  for (const auto& [g, h] : kNames)
+  for (const auto& [g, h] : kBlockNames)
     if (rest == g) return h;
   return nullptr;
 }
@@ -79,13 +87,8 @@ std::vector<GgufHfTensor> gguf_rwkv7_tensors(const GgufFile& f) {
   const int64_t heads = m.ratio(hidden, "embedding_length", head_dim, "wkv.head_size");
   std::vector<GgufHfTensor> out;
   for (const GgufTensor& t : f.tensors()) {
-    static const std::pair<const char*, const char*> kGlobal[] = {
-        {"token_embd.weight", "model.embeddings.weight"},    {"token_embd_norm.weight", "model.layers.0.pre_norm.weight"},
-        {"token_embd_norm.bias", "model.layers.0.pre_norm.bias"}, {"output_norm.weight", "model.norm.weight"},
-        {"output_norm.bias", "model.norm.bias"},             {"output.weight", "lm_head.weight"},
-    };
     bool global = false;
-    for (const auto& [g, h] : kGlobal)
+    for (const auto& [g, h] : kGlobalNames)
       if (t.name == g) out.push_back(gguf_hf::as_stored(t, h)), global = true;
     if (global) continue;
     const auto blk = gguf_hf::split_block(t.name);
@@ -121,6 +124,15 @@ std::vector<GgufHfTensor> gguf_rwkv7_tensors(const GgufFile& f) {
     out.push_back(std::move(h));
   }
   return out;
+}
+
+std::optional<std::string> gguf_rwkv7_tensor_name(const std::string& fla) {
+  for (const auto& [g, h] : kGlobalNames)
+    if (fla == h) return std::string(g);
+  const auto split = gguf_hf::split_hf_layer(fla);
+  for (const auto& [g, h] : kBlockNames)
+    if (split && split->second == h) return "blk." + split->first + "." + g;
+  return std::nullopt;
 }
 
 }  // namespace attnzoo

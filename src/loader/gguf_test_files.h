@@ -172,6 +172,28 @@ inline GgufSpec lfm2_spec() {
   return s;
 }
 
+// kimi-linear: a KDA block (0 KV heads: a short-conv kernel and A) and an MLA block (1: kv_b_proj split into
+// attn_k_b / attn_v_b), one stacked expert tensor in the MLA block.
+inline GgufSpec kimi_linear_spec() {
+  GgufSpec s;
+  s.kvs = {kv_string("general.architecture", "kimi-linear")};
+  add_u32_keys(s, "kimi-linear",
+               {{"block_count", 2}, {"embedding_length", 4}, {"attention.head_count", 2}, {"feed_forward_length", 8},
+                {"attention.kv_lora_rank", 2}, {"rope.dimension_count", 1}, {"attention.key_length_mla", 3},
+                {"attention.value_length_mla", 2}, {"kda.head_dim", 2}, {"ssm.conv_kernel", 3}, {"expert_count", 2},
+                {"expert_used_count", 1}, {"expert_feed_forward_length", 2}, {"leading_dense_block_count", 1},
+                {"vocab_size", 5}});
+  Bytes kv;
+  for (int32_t n : {0, 1}) put<int32_t>(kv, n);
+  s.kvs.push_back(kv_array("kimi-linear.attention.head_count_kv", 5, 2, kv));
+  s.tensors = {{"blk.0.ssm_conv1d_q.weight", {3, 1, 4, 1}, 0, f32_bytes(std::vector<float>(12, 1.f)), std::nullopt},
+               {"blk.0.ssm_a", {1, 2, 1, 1}, 0, f32_bytes({-1.f, -2.f}), std::nullopt},
+               {"blk.1.attn_k_b.weight", {2, 2, 2}, 0, f32_bytes(std::vector<float>(8, 0.5f)), std::nullopt},
+               {"blk.1.attn_v_b.weight", {2, 2, 2}, 0, f32_bytes(std::vector<float>(8, 0.25f)), std::nullopt},
+               {"blk.1.ffn_gate_exps.weight", {4, 2, 2}, 0, f32_bytes(std::vector<float>(16, 1.f)), std::nullopt}};
+  return s;
+}
+
 // jamba: 3 blocks, attention in block 1 (attn_layer_period 2, offset 1), Mamba sizes present.
 inline GgufSpec jamba_spec() {
   GgufSpec s;

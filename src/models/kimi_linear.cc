@@ -14,16 +14,13 @@
 #include "models/decoder.h"
 #include "models/deepseek_moe_from_checkpoint.h"
 #include "models/describe.h"
+#include "models/kimi_linear_layout.h"
 #include "models/llama_layout.h"
 #include "models/mla_from_checkpoint.h"
 #include "models/registry.h"
 
 namespace attnzoo {
 namespace {
-
-int64_t int_alias(const Config& c, const char* key, const char* alias, int64_t fallback) {
-  return c.has(key) ? c.get_int(key) : c.get_int_or(alias, fallback);
-}
 
 std::vector<std::string> layer_kinds(const Config& c, int64_t n) {
   std::vector<std::string> types;
@@ -77,8 +74,7 @@ struct KimiShape {
   Activation act = Activation::silu;
   MlaConfig mc;
   KdaConfig kc;
-  std::vector<std::string> kinds;
-  std::vector<bool> sparse;
+  KimiLinearLayout layout;
   DeepseekMoeShape moe;
 };
 
@@ -99,15 +95,10 @@ KimiShape read_shape(const Config& c, const LoadOptions& options) {
   KdaConfig& kc = s.kc;
   kc.hidden = H;
   kc.norm_eps = eps;
-  kc.num_heads = c.get_int_or("linear_num_heads", 32);
-  kc.head_dim = c.get_int_or("linear_head_dim", 128);
-  kc.conv_kernel = c.get_int_or("linear_conv_kernel_dim", 4);
-  if (c.has("linear_attn_config")) {
-    const Config la = c.sub("linear_attn_config");
-    kc.num_heads = la.get_int_or("num_heads", kc.num_heads);
-    kc.head_dim = la.get_int_or("head_dim", kc.head_dim);
-    kc.conv_kernel = la.get_int_or("short_conv_kernel_size", kc.conv_kernel);
-  }
+  s.layout = read_kimi_linear_layout(c);
+  kc.num_heads = s.layout.kda_heads;
+  kc.head_dim = s.layout.kda_head_dim;
+  kc.conv_kernel = s.layout.conv_kernel;
   if (H <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.vocab_size <= 0 || mc.kv_lora_rank <= 0 ||
       mc.qk_nope_head_dim <= 0 || mc.qk_rope_head_dim <= 0 || mc.v_head_dim <= 0 || mc.q_lora_rank < 0 ||
       kc.num_heads <= 0 || kc.head_dim <= 0)
@@ -115,21 +106,43 @@ KimiShape read_shape(const Config& c, const LoadOptions& options) {
                     "v_head_dim, vocab_size, linear head count / dim) must be positive");
   if (kc.conv_kernel < 1 || kc.conv_kernel > 16)
     throw LoadError(c.source() + ": key 'short_conv_kernel_size' must be in [1, 16]");
-  s.kinds = layer_kinds(c, info.num_layers);
-  s.sparse = sparse_layers(c, info.num_layers);
-  s.moe.num_experts = int_alias(c, "num_experts", "num_local_experts", 0);
+  s.moe.num_experts = s.layout.num_experts;
   DeepseekMoeConfig& moe = s.moe.config;
-  moe.top_k = int_alias(c, "num_experts_per_token", "num_experts_per_tok", 1);
-  moe.n_group = int_alias(c, "num_expert_group", "n_group", 1);
+  moe.top_k = kimi_int(c, "num_experts_per_token", "num_experts_per_tok", 1);
+  moe.n_group = kimi_int(c, "num_expert_group", "n_group", 1);
   moe.topk_group = c.get_int_or("topk_group", 1);
   moe.norm_topk_prob = c.has("moe_renormalize") ? c.get_bool("moe_renormalize") : c.get_bool_or("norm_topk_prob", true);
   moe.routed_scaling_factor = float(c.get_float_or("routed_scaling_factor", 1.0));
-  s.moe.n_shared = int_alias(c, "num_shared_experts", "n_shared_experts", 0);
+  s.moe.n_shared = kimi_int(c, "num_shared_experts", "n_shared_experts", 0);
 
   return s;
 }
 
 }  // namespace
+
+int64_t kimi_int(const Config& c, const char* key, const char* alias, int64_t fallback) {
+  return c.has(key) ? c.get_int(key) : c.get_int_or(alias, fallback);
+}
+
+KimiLinearLayout read_kimi_linear_layout(const Config& c) {
+  KimiLinearLayout l;
+  const int64_t n = c.get_int("num_hidden_layers");
+  if (n <= 0) throw LoadError(c.source() + ": key 'num_hidden_layers' must be positive");
+  l.kda_heads = c.get_int_or("linear_num_heads", 32);
+  l.kda_head_dim = c.get_int_or("linear_head_dim", 128);
+  l.conv_kernel = c.get_int_or("linear_conv_kernel_dim", 4);
+  if (c.has("linear_attn_config")) {
+    const Config la = c.sub("linear_attn_config");
+    l.kda_heads = la.get_int_or("num_heads", l.kda_heads);
+    l.kda_head_dim = la.get_int_or("head_dim", l.kda_head_dim);
+    l.conv_kernel = la.get_int_or("short_conv_kernel_size", l.conv_kernel);
+  }
+  for (const std::string& t : layer_kinds(c, n)) l.full_attention.push_back(t == "full_attention");
+  l.num_experts = kimi_int(c, "num_experts", "num_local_experts", 0);
+  l.sparse = sparse_layers(c, n);
+  if (l.num_experts <= 0) l.sparse.assign(size_t(n), false);
+  return l;
+}
 
 std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& options) {
   const Config& c = files.config();
@@ -177,10 +190,10 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
   parts.norm_eps = shape.eps;
   parts.may_tie = false;  // transformers' KimiLinearForCausalLM has no tied weights, whatever config.json says
   parts.mixer = [&](int64_t i, const std::string& p) {
-    return shape.kinds[size_t(i)] == "full_attention" ? mla(p + ".self_attn") : kda(p + ".self_attn");
+    return shape.layout.full_attention[size_t(i)] ? mla(p + ".self_attn") : kda(p + ".self_attn");
   };
   parts.ffn = [&](int64_t i, const std::string& p) -> std::unique_ptr<FeedForward> {
-    if (!shape.sparse[size_t(i)] || shape.moe.num_experts <= 0) {
+    if (!shape.layout.sparse[size_t(i)]) {
       // The original checkpoints call the dense layers' MLP block_sparse_moe too; transformers' own names: mlp.
       const std::string m = files.has(p + ".mlp.gate_proj.weight") ? p + ".mlp" : p + ".block_sparse_moe";
       return std::make_unique<GatedMlp>(load_gated_mlp(files, m, kGatedMlpProjNames, c.get_int("intermediate_size"),
@@ -205,7 +218,7 @@ ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& opt
   Checked params = Checked(V) * H * 2 + H;
   for (int64_t i = 0; i < d.info.num_layers; ++i) {
     params += Checked(2) * H;
-    if (s.kinds[size_t(i)] == "full_attention") {
+    if (s.layout.full_attention[size_t(i)]) {
       d.info.layers.push_back({MlaMixer::kKind, 0, MlaMixer::spec(mc)});
       params += mla_parameter_count(mc, /*attention_bias=*/false);
     } else {
@@ -213,7 +226,7 @@ ModelDescription describe_kimi_linear(const Config& root, const LoadOptions& opt
       params += 3 * linear_params(D, H) + Checked(3) * D * kc.conv_kernel + 2 * (linear_params(K, H) + linear_params(D, K)) +
                 kc.num_heads + D + linear_params(kc.num_heads, H) + K + linear_params(H, D);
     }
-    params += deepseek_ffn_parameter_count(root, s.moe, s.sparse[size_t(i)] && s.moe.num_experts > 0, H);
+    params += deepseek_ffn_parameter_count(root, s.moe, s.layout.sparse[size_t(i)], H);
   }
   d.info.parameter_count = params.value();
   d.parameters_estimated = true;

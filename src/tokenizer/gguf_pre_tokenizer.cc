@@ -42,13 +42,23 @@ constexpr const char* kDeepseekLetters =
 constexpr const char* kDeepseekPunct = R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)";
 constexpr const char* kDeepseekCjk = R"([\x{4E00}-\x{9FA5}\x{800}-\x{4E00}\x{AC00}-\x{D7FF}]+)";
 
+// Kimi-K2's (and Kimi Linear's) tiktoken pattern (tokenization_kimi.py), whose classes intersect with [^\p{Han}]
+// (Oniguruma's &&): PCRE2 has no intersection, so each such class is a negative look-ahead for Han before it.
+constexpr const char* kKimiK2 =
+    R"(\p{Han}+)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+)"
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*)"
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 struct Entry {
   std::initializer_list<const char*> names;
   GgufPreTokenizer pre;
 };
 
-const std::array<Entry, 15>& table() {
-  static const std::array<Entry, 15> entries{{
+const std::array<Entry, 16>& table() {
+  static const std::array<Entry, 16> entries{{
       {{"default"}, {{R"([\p{P}\$\+<=>\^~\|]+)", kGpt2NoTail, R"(\p{N}+)", "[0-9][0-9][0-9]"}}},
       {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
        {{kLlama3}, true, true}},
@@ -72,6 +82,7 @@ const std::array<Entry, 15>& table() {
        {{R"(\p{N}{1,3})", R"([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)",
          R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|)"
          R"( ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
+      {{"kimi-k2"}, {{kKimiK2}}},
   }};
   return entries;
 }
