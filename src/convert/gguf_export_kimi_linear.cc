@@ -110,8 +110,9 @@ std::vector<TensorPlan> plan_kimi_linear(const ModelFiles& files, const Config& 
   for (size_t i = 0; i < l.sparse.size(); ++i)
     if (l.sparse[i]) moe_layers.push_back(int64_t(i));
   std::vector<TensorPlan> stacked =
-      plan_stacked_experts(files, moe_layers, std::max<int64_t>(l.num_experts, 0), "block_sparse_moe",
-                           {{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}, experts);
+      plan_stacked_experts(files, moe_layers, std::max<int64_t>(l.num_experts, 0),
+                           {"block_sparse_moe", {{"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"}}},
+                           experts);
   plans.insert(plans.end(), stacked.begin(), stacked.end());
   return plans;
 }
