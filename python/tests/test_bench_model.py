@@ -259,15 +259,17 @@ def test_command_line_refuses_in_one_line_before_any_work(model_dir, tmp_path, c
 FAKE_LLAMA_BENCH = r'''#!{python}
 import json, sys
 argv = sys.argv[1:]
-open({log!r}, "w").write(json.dumps(argv))
+open({log!r}, "a").write(json.dumps(argv) + "\n")
 if {fail!r}:
     print("llama_model_load: error loading model", file=sys.stderr)
     sys.exit(1)
 arg = lambda flag: argv[argv.index(flag) + 1]
 p, n, t = int(arg("-p")), int(arg("-n")), int(arg("-t"))
-tests = [dict(n_prompt=p, n_gen=0, avg_ts=1000.0 + p, stddev_ts=5.5), dict(n_prompt=0, n_gen=n, avg_ts=100.0 + n, stddev_ts=0.25)]
+d = int(arg("-d")) if "-d" in argv else 0
+tests = [dict(n_prompt=p, n_gen=0, n_depth=d, avg_ts=1000.0 + p, stddev_ts=5.5)] * bool(p) + \
+    [dict(n_prompt=0, n_gen=n, n_depth=d, avg_ts=100.0 + n, stddev_ts=0.25)] * bool(n)
 print(json.dumps([dict(build_commit="abc1234", build_number=1, cpu_info="Fake CPU", gpu_info="", backends="CPU",
-                       model_filename=arg("-m"), model_type="llama ?B F32", n_threads=t, n_depth=0,
+                       model_filename=arg("-m"), model_type="llama ?B F32", n_threads=t,
                        avg_ns=int(1e9 * (x["n_prompt"] + x["n_gen"]) / x["avg_ts"]), samples_ns=[1], samples_ts=[1.0],
                        **x) for x in tests], indent=2))
 '''
@@ -276,7 +278,7 @@ print(json.dumps([dict(build_commit="abc1234", build_number=1, cpu_info="Fake CP
 def _fake_llama_bench(directory, fail=False):
     path = directory / ("llama-bench-fail" if fail else "llama-bench")
     log = directory / "argv.json"
-    path.write_text(FAKE_LLAMA_BENCH.format(python=sys.executable, log=str(log), fail=fail))
+    path.write_text(FAKE_LLAMA_BENCH.format(python=sys.executable, log=str(log), fail=fail))  # log: every call's argv
     path.chmod(0o755)
     return str(path), log
 
@@ -293,20 +295,26 @@ def test_llama_bench_parse_and_rows(tmp_path):
     from attnzoo.bench import llama_bench as llama
     fake, log = _fake_llama_bench(tmp_path)
     rows = llama.run(fake, "/models/x.gguf", prompt=512, gen=128, threads=3, repeats=2)
-    assert json.loads(log.read_text()) == ["-m", "/models/x.gguf", "-p", "512", "-n", "128", "-t", "3", "-r", "2",
-                                           "-o", "json"]
-    assert [(r["test"], r["n_prompt"], r["n_gen"], r["n_threads"]) for r in rows] == \
-        [("pp512", 512, 0, 3), ("tg128", 0, 128, 3)]
+    # the prompt test, then generation at the prompt's depth (ours decodes after the prompt)
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [
+        ["-m", "/models/x.gguf", "-p", "512", "-n", "0", "-t", "3", "-r", "2", "-o", "json"],
+        ["-m", "/models/x.gguf", "-p", "0", "-n", "128", "-d", "512", "-t", "3", "-r", "2", "-o", "json"]]
+    assert [(r["test"], r["n_prompt"], r["n_gen"], r["n_depth"], r["n_threads"]) for r in rows] == \
+        [("pp512", 512, 0, 0, 3), ("tg128 @ d512", 0, 128, 512, 3)]
     assert [r["tokens_per_s"] for r in rows] == [1512.0, 228.0] and rows[0]["stddev_tokens_per_s"] == 5.5
     assert rows[0]["build_commit"] == "abc1234" and rows[0]["cpu_info"] == "Fake CPU"
     doc = {"prefill": {"tokens": 512, "tokens_per_s": 756.0}, "decode": {"tokens": 128, "tokens_per_s": 456.0}}
     cmp = llama.comparison(doc, rows)
     assert [(c["test"], c["ours_tokens_per_s"], c["llama_cpp_tokens_per_s"], c["ratio"]) for c in cmp] == \
-        [("pp512", 756.0, 1512.0, 0.5), ("tg128", 456.0, 228.0, 2.0)]
+        [("pp512", 756.0, 1512.0, 0.5), ("tg128 @ d512", 456.0, 228.0, 2.0)]
     lines = llama.format_rows({"build_commit": "abc1234", "gguf": "/models/x.gguf", "threads": 3, "comparison": cmp})
     assert "abc1234" in lines[0] and "x.gguf" in lines[0] and "threads 3" in lines[0]
     assert lines[3].split() == ["pp512", "756.0", "1512.0", "±", "5.5", "0.50x"]
-    assert lines[4].split() == ["tg128", "456.0", "228.0", "±", "0.2", "2.00x"]
+    assert lines[4].split() == ["tg128", "@", "d512", "456.0", "228.0", "±", "0.2", "2.00x"]
+    # generation from an empty cache is not what our decode after the prompt measures: no row beside it
+    at_zero = llama.parse_output(json.dumps([{"n_prompt": 0, "n_gen": 128, "n_threads": 3, "avg_ts": 9.0,
+                                              "stddev_ts": 0.0, "n_depth": 0}]))
+    assert at_zero[0]["test"] == "tg128" and llama.comparison(doc, at_zero) == []
     # a both-ways test (-pg) is named as llama-bench names it, and has no row of ours to stand beside
     both = llama.parse_output(json.dumps([{"n_prompt": 512, "n_gen": 128, "n_threads": 3, "avg_ts": 9.0,
                                            "stddev_ts": 0.0}]))
@@ -318,7 +326,9 @@ def test_llama_bench_parse_and_rows(tmp_path):
                                          ('[{"n_prompt": -1, "n_gen": 0, "n_threads": 1, "avg_ts": 1, "stddev_ts": 0}]',
                                           "n_prompt"),
                                          ('[{"n_prompt": 0, "n_gen": 0, "n_threads": 1, "avg_ts": 1, "stddev_ts": 0}]',
-                                          "neither")])
+                                          "neither"),
+                                         ('[{"n_prompt": 8, "n_gen": 0, "n_threads": 1, "avg_ts": 1, "stddev_ts": 0, '
+                                          '"n_depth": -1}]', "n_depth")])
 def test_llama_bench_bad_output(text, match):
     from attnzoo.bench import llama_bench as llama
     with pytest.raises(ValueError, match=match):
@@ -351,11 +361,12 @@ def test_llama_bench_side_by_side(model_gguf, tmp_path):
     fake, log = _fake_llama_bench(tmp_path)
     doc = run_model_bench(model_gguf, prompt=16, gen=3, contexts=[8], context_gen=1, repeats=2, probes="tiny",
                           prefix=0, llama_bench=fake)
-    argv = json.loads(log.read_text())
-    assert argv == ["-m", model_gguf, "-p", "16", "-n", "3", "-t", str(_core.num_threads()), "-r", "2", "-o", "json"]
+    common = ["-t", str(_core.num_threads()), "-r", "2", "-o", "json"]
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [
+        ["-m", model_gguf, "-p", "16", "-n", "0"] + common, ["-m", model_gguf, "-p", "0", "-n", "3", "-d", "16"] + common]
     lb = doc["llama_bench"]
     assert lb["gguf"] == os.path.abspath(model_gguf) and lb["threads"] == _core.num_threads()
-    assert [c["test"] for c in lb["comparison"]] == ["pp16", "tg3"]
+    assert [c["test"] for c in lb["comparison"]] == ["pp16", "tg3 @ d16"]
     pp, tg = lb["comparison"]
     assert pp["ours_tokens_per_s"] == doc["prefill"]["tokens_per_s"] and pp["llama_cpp_tokens_per_s"] == 1016.0
     assert tg["ours_tokens_per_s"] == doc["decode"]["tokens_per_s"] and tg["llama_cpp_tokens_per_s"] == 103.0

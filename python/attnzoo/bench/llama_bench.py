@@ -1,9 +1,12 @@
 """llama.cpp's llama-bench beside `attnzoo bench model`: the same GGUF, prompt, generation length and threads.
 
 scripts/build_llama_bench.sh builds llama-bench from the llama.cpp that the llama-cpp-python sdist vendors. Here it
-is run as `llama-bench -m MODEL.gguf -p PROMPT -n GEN -t THREADS -r REPEATS -o json`, which prints (stdout) a JSON
-array with one object per test: the prompt test (n_prompt = PROMPT, n_gen = 0: "pp512") and the generation test
-(n_prompt = 0, n_gen = GEN: "tg128"), each with avg_ts / stddev_ts in tokens per second over the repetitions.
+is run twice, `llama-bench -m MODEL.gguf -p PROMPT -n 0 ...` for the prompt test (n_prompt = PROMPT: "pp512") and
+`llama-bench -m MODEL.gguf -p 0 -n GEN -d PROMPT ...` for the generation test at the prompt's depth (n_gen = GEN,
+n_depth = PROMPT: "tg128 @ d512"), each with `-t THREADS -r REPEATS -o json`, which prints (stdout) a JSON array
+with one object per test, avg_ts / stddev_ts in tokens per second over the repetitions. Our decode runs after the
+prompt, so llama.cpp's generation starts from a cache holding as many tokens (its default depth, 0, would let it
+skip the attention over them).
 """
 import json
 import os
@@ -32,14 +35,17 @@ def model_gguf(model):
 
 
 def _test_name(row):
-    # llama-bench's own names: pp<N> for a prompt test, tg<N> for generation, pp<N>+tg<M> for both.
+    # llama-bench's own names: pp<N> for a prompt test, tg<N> for generation, pp<N>+tg<M> for both, " @ d<D>" at a
+    # depth.
     parts = [f"pp{row['n_prompt']}"] if row["n_prompt"] else []
-    return "+".join(parts + ([f"tg{row['n_gen']}"] if row["n_gen"] else []))
+    name = "+".join(parts + ([f"tg{row['n_gen']}"] if row["n_gen"] else []))
+    return name + (f" @ d{row['n_depth']}" if row.get("n_depth") else "")
 
 
 def parse_output(text):
-    """llama-bench's `-o json` output -> [{test, n_prompt, n_gen, n_threads, tokens_per_s, stddev_tokens_per_s,
-    model_type, cpu_info, build_commit}]. ValueError naming the field when the output is not that."""
+    """llama-bench's `-o json` output -> [{test, n_prompt, n_gen, n_depth, n_threads, tokens_per_s,
+    stddev_tokens_per_s, model_type, cpu_info, build_commit}]. ValueError naming the field when the output is not
+    that (n_depth may be absent: 0)."""
     try:
         tests = json.loads(text)
     except json.JSONDecodeError as e:
@@ -54,9 +60,12 @@ def parse_output(text):
                           ("stddev_ts", (int, float))):
             if not isinstance(t.get(key), kind) or isinstance(t.get(key), bool) or t[key] < 0:
                 raise ValueError(f"llama-bench output: test {i}: {key} missing or not a non-negative number")
+        depth = t.get("n_depth", 0)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+            raise ValueError(f"llama-bench output: test {i}: n_depth not a non-negative number")
         if not t["n_prompt"] and not t["n_gen"]:
             raise ValueError(f"llama-bench output: test {i} has neither prompt nor generated tokens")
-        rows.append({"test": _test_name(t), "n_prompt": t["n_prompt"], "n_gen": t["n_gen"],
+        rows.append({"test": _test_name(t), "n_prompt": t["n_prompt"], "n_gen": t["n_gen"], "n_depth": depth,
                      "n_threads": t["n_threads"], "tokens_per_s": float(t["avg_ts"]),
                      "stddev_tokens_per_s": float(t["stddev_ts"]), "model_type": str(t.get("model_type", "")),
                      "cpu_info": str(t.get("cpu_info", "")), "build_commit": str(t.get("build_commit", ""))})
@@ -64,10 +73,19 @@ def parse_output(text):
 
 
 def run(path, gguf, prompt, gen, threads, repeats, timeout=3600):
-    """Runs llama-bench once for a prompt test and a generation test; returns parse_output's rows."""
+    """Runs llama-bench for the prompt test and for the generation test at the prompt's depth; returns
+    parse_output's rows (prompt test first)."""
     check_executable(path)
-    cmd = [path, "-m", gguf, "-p", str(prompt), "-n", str(gen), "-t", str(threads), "-r", str(repeats),
-           "-o", "json"]
+    common = ["-t", str(threads), "-r", str(repeats), "-o", "json"]
+    rows = []
+    if prompt:
+        rows += _run_once([path, "-m", gguf, "-p", str(prompt), "-n", "0"] + common, timeout)
+    if gen:
+        rows += _run_once([path, "-m", gguf, "-p", "0", "-n", str(gen), "-d", str(prompt)] + common, timeout)
+    return rows
+
+
+def _run_once(cmd, timeout):
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -80,12 +98,13 @@ def run(path, gguf, prompt, gen, threads, repeats, timeout=3600):
 
 def comparison(doc, rows):
     """Our prefill / decode beside llama.cpp's prompt / generation tests: [{test, ours, llama_cpp, ratio}],
-    ratio = ours / llama.cpp's tokens per second (above 1: we are faster)."""
-    ours = {(doc["prefill"]["tokens"], 0): doc["prefill"]["tokens_per_s"],
-            (0, doc["decode"]["tokens"]): doc["decode"]["tokens_per_s"]}
+    ratio = ours / llama.cpp's tokens per second (above 1: we are faster). Our decode runs after the prompt: it
+    stands beside llama.cpp's generation at that depth."""
+    ours = {(doc["prefill"]["tokens"], 0, 0): doc["prefill"]["tokens_per_s"],
+            (0, doc["decode"]["tokens"], doc["prefill"]["tokens"]): doc["decode"]["tokens_per_s"]}
     out = []
     for r in rows:
-        mine = ours.get((r["n_prompt"], r["n_gen"]))
+        mine = ours.get((r["n_prompt"], r["n_gen"], r.get("n_depth", 0)))
         if mine is not None:
             out.append({"test": r["test"], "ours_tokens_per_s": mine, "llama_cpp_tokens_per_s": r["tokens_per_s"],
                         "llama_cpp_stddev": r["stddev_tokens_per_s"],
@@ -97,10 +116,10 @@ def format_rows(section):
     """The report's lines for doc["llama_bench"]."""
     lines = [f"llama.cpp side by side: llama-bench (build {section['build_commit'] or 'unknown'}) on "
              f"{os.path.basename(section['gguf'])}, threads {section['threads']}",
-             "  same prompt / generation lengths; its tg runs from an empty context, ours after the prompt",
-             f"  {'test':>8}  {'attnzoo tok/s':>13}  {'llama.cpp tok/s':>17}  {'ratio':>6}"]
+             "  same prompt / generation lengths; both generate after the prompt (llama-bench -d)",
+             f"  {'test':>13}  {'attnzoo tok/s':>13}  {'llama.cpp tok/s':>17}  {'ratio':>6}"]
     for c in section["comparison"]:
         ratio = f"{c['ratio']:5.2f}x" if c["ratio"] is not None else "     -"
-        lines.append(f"  {c['test']:>8}  {c['ours_tokens_per_s']:13.1f}  "
+        lines.append(f"  {c['test']:>13}  {c['ours_tokens_per_s']:13.1f}  "
                      f"{c['llama_cpp_tokens_per_s']:10.1f} ± {c['llama_cpp_stddev']:4.1f}  {ratio}")
     return lines
