@@ -262,7 +262,8 @@ void row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
   add_offsets(off, K / 16, a.dsum16, T, out);
 }
 
-constexpr size_t kPrefetchQ6 = 2048;  // bytes ahead, as kPrefetch below
+// Bytes ahead that the regrouped rows prefetch: the stream prefetcher alone left their loads waiting.
+constexpr size_t kPrefetch = 2048;
 
 // 16 regrouped rows (row_groups.h) against kT tokens from t0: lane i of every vector is row i. Per block
 // column, each token's 4 activations of a slice are broadcast against the slice's 16 rows, two chains of
@@ -274,7 +275,6 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
                size_t ldo) {
   constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2, kValues = kFmt == Fmt32::Q8_0 ? 32 : 16;
   constexpr size_t kUnit = 16 * (kHead + kValues), kSlices = kValues / 4;
-  constexpr size_t kPrefetch = 2048;  // bytes ahead: the stream prefetcher alone left loads waiting
   const size_t nb = K / 32;
   __m512 acc[kT];
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
@@ -337,9 +337,9 @@ void dot_group_q6_k(const uint8_t* group, size_t K, const QuantActivations& a, s
             d[t][j] = _mm512_set1_epi32(-32 * a.xsum16[(t0 + t) * (K / 16) + 16 * blk + 8 * h + 2 * j + p]);
         for (size_t s = 4 * p; s < 4 * p + 4; ++s) {
           const uint8_t* v = u + kQ6ValuesAt + 192 * (8 * h + s);
-          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchQ6), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchQ6 + 64), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetchQ6 + 128), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetch), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetch + 64), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetch + 128), _MM_HINT_T0);
           const __m512i qa = _mm512_loadu_si512(v), qb = _mm512_loadu_si512(v + 64), qh = _mm512_loadu_si512(v + 128);
           const __m512i w[4] = {
               _mm512_ternarylogic_epi32(_mm512_and_si512(qa, low4), _mm512_slli_epi16(qh, 4), bits45, 0xF8),
@@ -363,6 +363,71 @@ void dot_group_q6_k(const uint8_t* group, size_t K, const QuantActivations& a, s
           }
         }
       }
+  }
+  for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
+}
+
+// 16 regrouped Q4_K rows against kT tokens from t0. Per chunk c of 64 values (sub-blocks 2c and 2c + 1: the low
+// and high nibbles of its 8 qs slices), each slice's nibbles are dotted against the token's activations (one
+// token: two chains per sub-block, even / odd slices, so that consecutive vpdpbusd do not wait on each other;
+// more tokens interleave enough chains, and two each would spill); the rows'
+// 6-bit scales and minima come out of their packed bytes 16 rows at a time (byte j of the 16 rows in one xmm).
+// w = d sc q - dmin m: one FMA scales the integer sums by d sc d_x, one takes dmin m d_x sum(x) off.
+template <size_t kT>
+void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, size_t ld8, size_t t0, float* out,
+                    size_t ldo) {
+  constexpr size_t kUnit = 16 * 144;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m48 = _mm_set1_epi8(0x30);
+  __m512 acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+  for (size_t blk = 0; blk < K / 256; ++blk) {
+    const uint8_t* u = group + blk * kUnit;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
+    auto sbytes = [&](size_t j) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 64 + 16 * j)); };
+    // sub-block j's 6-bit scale and minimum of the 16 rows (llama.cpp's packing of 8 + 8 values in 12 bytes)
+    auto scale_min = [&](size_t j, __m512& sc, __m512& mn) __attribute__((always_inline)) {
+      __m128i s, m;
+      if (j < 4) {
+        s = _mm_and_si128(sbytes(j), m63);
+        m = _mm_and_si128(sbytes(j + 4), m63);
+      } else {
+        s = _mm_or_si128(_mm_and_si128(sbytes(j + 4), m15), _mm_and_si128(_mm_srli_epi16(sbytes(j - 4), 2), m48));
+        m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(sbytes(j + 4), 4), m15),
+                         _mm_and_si128(_mm_srli_epi16(sbytes(j), 2), m48));
+      }
+      sc = _mm512_mul_ps(dw, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s)));
+      mn = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
+    };
+    constexpr size_t kChains = kT == 1 ? 2 : 1;
+    for (size_t c = 0; c < 4; ++c) {
+      __m512i lo[kT][2], hi[kT][2];
+      for (size_t t = 0; t < kT; ++t) lo[t][0] = lo[t][1] = hi[t][0] = hi[t][1] = _mm512_setzero_si512();
+      for (size_t s = 0; s < 8; ++s) {
+        const uint8_t* v = u + kQ4KValuesAt + 64 * (8 * c + s);
+        _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetch), _MM_HINT_T0);
+        const __m512i q = _mm512_loadu_si512(v);
+        const __m512i wl = _mm512_and_si512(q, low4), wh = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+        for (size_t t = 0; t < kT; ++t) {
+          const uint8_t* x = reinterpret_cast<const uint8_t*>(a.xs8 + (t0 + t) * ld8 + 256 * blk + 64 * c + 4 * s);
+          lo[t][s % kChains] = _mm512_dpbusd_epi32(lo[t][s % kChains], wl, _mm512_set1_epi32(int(load_u32(x))));
+          hi[t][s % kChains] = _mm512_dpbusd_epi32(hi[t][s % kChains], wh, _mm512_set1_epi32(int(load_u32(x + 32))));
+        }
+      }
+      __m512 sc_lo, mn_lo, sc_hi, mn_hi;
+      scale_min(2 * c, sc_lo, mn_lo);
+      scale_min(2 * c + 1, sc_hi, mn_hi);
+      for (size_t t = 0; t < kT; ++t) {
+        const size_t b32 = (t0 + t) * (K / 32) + 8 * blk + 2 * c;
+        const __m512 il = _mm512_cvtepi32_ps(_mm512_add_epi32(lo[t][0], lo[t][1]));
+        const __m512 ih = _mm512_cvtepi32_ps(_mm512_add_epi32(hi[t][0], hi[t][1]));
+        acc[t] = _mm512_fmadd_ps(il, _mm512_mul_ps(sc_lo, _mm512_set1_ps(a.d[b32])), acc[t]);
+        acc[t] = _mm512_fmadd_ps(ih, _mm512_mul_ps(sc_hi, _mm512_set1_ps(a.d[b32 + 1])), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(mn_lo, _mm512_set1_ps(a.dsum32[b32]), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(mn_hi, _mm512_set1_ps(a.dsum32[b32 + 1]), acc[t]);
+      }
+    }
   }
   for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
 }
@@ -407,6 +472,11 @@ void quant_gemv_groups_vnni(const QuantGemvTask& g) {
     case QuantType::Q4_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_0>()); break;
     case QuantType::Q4_1: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_1>()); break;
     case QuantType::Q8_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q8_0>()); break;
+    case QuantType::Q4_K:
+      groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        dot_group_q4_k<decltype(kT)::value>(group, K, g.act, ld8, t0, out, 16);
+      });
+      break;
     default:
       groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         dot_group_q6_k<decltype(kT)::value>(group, K, g.act, ld8, t0, out, 16);

@@ -106,9 +106,10 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
 // targets, f32 activations, many tokens) through rows copied back, all within the same bounds.
 TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
   testing::for_each_target([](Target) {
-    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q6_K})
+    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K})
       for (int64_t T : {1, 3, 5, 8, 11, 77})
-        for (int64_t K : t == QuantType::Q6_K ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{96, 32 * 69}) {
+        for (int64_t K : quant_type_info(uint32_t(t))->block_elems == 256 ? std::vector<int64_t>{256, 512}
+                                                                           : std::vector<int64_t>{96, 32 * 69}) {
           if (K > 256 && T > 11) continue;  // the many-token tiling is covered at the shorter K; the reference is slow
           check_gemv(t, T, 48, K, T % 2 == 1, /*int8=*/true, /*grouped=*/true);
           check_gemv(t, T, 48, K, T % 2 == 0, /*int8=*/false, /*grouped=*/true);
@@ -117,8 +118,8 @@ TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
 }
 
 TEST(Quant, RegroupedRowsComeBackByteForByte) {
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q6_K}) {
-    const int64_t N = 32, K = t == QuantType::Q6_K ? 512 : 96;
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    const int64_t N = 32, K = quant_type_info(uint32_t(t))->block_elems == 256 ? 512 : 96;
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 11);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
     std::vector<uint8_t> regrouped(raw.size());

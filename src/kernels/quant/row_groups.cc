@@ -17,6 +17,13 @@ namespace {
 // kernel reads together: ql bytes 64h + 4s, ql bytes 64h + 32 + 4s, qh bytes 32h + 4s.
 template <class Copy>
 void for_each_piece(QuantType type, int64_t i, Copy copy) {
+  if (type == QuantType::Q4_K) {  // d, dmin, the 12 packed scale bytes 16 rows at a time, the 32 qs slices
+    copy(0, 2 * i, 2);
+    copy(2, 32 + 2 * i, 2);
+    for (int64_t j = 0; j < 12; ++j) copy(4 + j, 64 + kRowGroup * j + i, 1);
+    for (int64_t q = 0; q < 32; ++q) copy(16 + 4 * q, kQ4KValuesAt + 64 * q + 4 * i, 4);
+    return;
+  }
   if (type == QuantType::Q6_K) {
     copy(208, 2 * i, 2);
     for (int64_t sb = 0; sb < 16; ++sb) copy(192 + sb, 32 + kRowGroup * sb + i, 1);
@@ -44,7 +51,8 @@ Blocks blocks_of(QuantType type) {
 }  // namespace
 
 bool row_groups_format(QuantType type) {
-  return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q6_K;
+  return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q4_K ||
+         type == QuantType::Q6_K;
 }
 
 bool row_groups_pay(const QuantMatrix& w) {
@@ -53,7 +61,7 @@ bool row_groups_pay(const QuantMatrix& w) {
 
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out) {
   require(row_groups_format(w.type) && w.row_group == 0 && w.rows % kRowGroup == 0, "w",
-          std::string("regrouping takes Q4_0, Q4_1, Q8_0 or Q6_K rows in multiples of 16, not [") +
+          std::string("regrouping takes Q4_0, Q4_1, Q8_0, Q4_K or Q6_K rows in multiples of 16, not [") +
               std::to_string(w.rows) + ", " + std::to_string(w.cols) + "] " + quant_type_name(w.type));
   const Blocks bl = blocks_of(w.type);
   for (int64_t r = 0; r < w.rows; ++r) {

@@ -22,8 +22,11 @@ constexpr int64_t kRowGroup = 16;
 // Q6_K units (16 x 210 bytes): 16 f16 d, 16 x 16 int8 scales (sub-block-major), then from kQ6ValuesAt 16 runs of
 // three slices (16 rows x 4 bytes each) in the order the kernel reads them (row_groups.cc).
 constexpr int64_t kQ6ValuesAt = 32 + 256;
+// Q4_K units (16 x 144 bytes): 16 f16 d, 16 f16 dmin, the 12 packed 6-bit scale / min bytes 16 rows at a time
+// (byte j of every row side by side), then from kQ4KValuesAt qs' 32 slices (chunk c's slice s at 8c + s).
+constexpr int64_t kQ4KValuesAt = 64 + 192;
 
-// Q4_0, Q4_1, Q8_0 and Q6_K (the VNNI rows' formats but Q4_K).
+// Q4_0, Q4_1, Q8_0, Q4_K and Q6_K (the VNNI rows' formats).
 bool row_groups_format(QuantType type);
 // Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI rows in use on this CPU.
 bool row_groups_pay(const QuantMatrix& w);
