@@ -8,9 +8,15 @@ PY := .venv/bin/python
 setup:
 	@bash scripts/setup.sh
 
+# ATTNZOO_CUDA=AUTO|ON|OFF: the CUDA kernels, built by default with the PyPI compiler setup installs (no GPU
+# needed to compile them; OFF for a CPU-only build).
+ATTNZOO_CUDA ?= AUTO
+export ATTNZOO_CUDA
+
 build: setup
 	@if [ ! -f $(BUILD)/build.ninja ]; then \
-	  cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(CURDIR)/$(PY) >/dev/null; fi
+	  cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$(CURDIR)/$(PY) \
+	    -DATTNZOO_CUDA=$(ATTNZOO_CUDA) >/dev/null; fi
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # A real model first (SmolLM2-135M-Instruct, the Q4_1 GGUF setup fetched: the CLI's default model), then the

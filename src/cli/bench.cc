@@ -1,14 +1,16 @@
-// `attnzoo bench kernels [--quick] [--json] [--no-torch]` (and `bench model` / `bench serve`, Python only).
+// `attnzoo bench kernels [--quick] [--json] [--no-torch] [--device cpu|cuda[:N]]` (and `bench model` / `bench serve`, Python only).
 // The full table compares our kernels with PyTorch on identical tensors, which needs both in one process: so
 // the CLI hands over to `python -m attnzoo.bench` when a Python that can import attnzoo (and torch) is around,
 // and prints the C++-only table otherwise.
 #include <cstdio>
 #include <string>
 
+#include "bench/cuda_bench.h"
 #include "bench/report.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "cli/python_handoff.h"
+#include "core/device.h"
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -18,11 +20,13 @@ namespace {
 
 struct BenchArgs {
   bool quick = false, json = false, no_torch = false;
+  Device device{};
 };
 
 const char* kBenchUsage =
-    "usage: attnzoo bench kernels [--quick] [--json] [--no-torch]\n"
-    "         kernel timings vs this machine's measured peaks and vs PyTorch\n"
+    "usage: attnzoo bench kernels [--quick] [--json] [--no-torch] [--device cpu|cuda[:N]]\n"
+    "         kernel timings vs this machine's measured peaks and vs PyTorch; with --device cuda the CUDA\n"
+    "         kernels by CUDA events beside the device's copy bandwidth (scripts/gpu_peers.py adds torch's)\n"
     "       attnzoo bench model -m DIR [--prompt N] [--gen N] [--json] ...   (attnzoo bench model --help)\n"
     "         prefill / decode tok/s of a model vs measured peaks\n"
     "       attnzoo bench serve [--base-url URL] [--num-prompts N] [--request-rate R] ...   (attnzoo bench serve --help)\n"
@@ -37,6 +41,10 @@ BenchArgs parse_bench_args(const std::vector<std::string>& args) {
     if (args[i] == "--quick") b.quick = true;
     else if (args[i] == "--json") b.json = true;
     else if (args[i] == "--no-torch") b.no_torch = true;
+    else if (args[i] == "--device") {
+      require(i + 1 < args.size(), "--device", "needs a value (cpu, cuda or cuda:N)");
+      b.device = parse_device(args[++i], "--device");
+    }
     else if (is_help(args[i])) throw HelpRequested(kBenchUsage);
     else throw_unknown_option("bench kernels", args[i], kBenchUsage);
   }
@@ -67,6 +75,12 @@ int run_python_bench(const std::vector<std::string>& args) {
 int run_bench(const std::vector<std::string>& args, const char* argv0) {
   if (!args.empty() && (args[0] == "model" || args[0] == "serve")) return run_python_bench(args);
   const BenchArgs b = parse_bench_args(args);
+  if (b.device.is_cuda()) {
+    const bench::Scale scale = b.quick ? bench::Scale::quick : bench::Scale::full;
+    const bench::CudaKernelReport r = bench::run_cuda_kernel_report(scale, b.device);
+    std::fputs((b.json ? bench::format_cuda_json(r) : bench::format_cuda_text(r)).c_str(), stdout);
+    return 0;
+  }
   export_child_environment();  // also applies ATTNZOO_TARGET before anything is measured here
   const char* import_code = b.no_torch ? "import attnzoo.bench" : "import torch, attnzoo.bench";
   if (const auto python = find_python(import_code, b.no_torch ? "attnzoo" : "torch and attnzoo")) {

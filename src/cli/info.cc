@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "core/cpu_info.h"
+#include "core/device.h"
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -39,8 +40,26 @@ void apply_global_options(std::vector<std::string>& args) {
   }
 }
 
+namespace {
+
+// The GPUs a CUDA build can use, or why there are none (a CPU-only build says so too).
+void print_cuda_devices() {
+  const int n = cuda_device_count();
+  if (n == 0) {
+    std::printf("cuda         none (%s)\n", cuda_unavailable_reason().c_str());
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    const CudaDeviceInfo d = cuda_device_info(i);
+    std::printf("cuda:%-7d %s, sm_%d%d, %d SMs, %.1f GiB\n", i, d.name.c_str(), d.sm_major, d.sm_minor,
+                d.multiprocessors, double(d.memory_bytes) / double(1ull << 30));
+  }
+}
+
+}  // namespace
+
 int run_info(const std::vector<std::string>& args) {
-  const char* usage = "usage: attnzoo info\n  CPU, caches, SIMD targets, threads and library versions\n";
+  const char* usage = "usage: attnzoo info\n  CPU, caches, SIMD targets, threads, library versions and CUDA devices\n";
   for (const std::string& a : args) {
     if (is_help(a)) throw HelpRequested(usage);
     throw_unknown_option("info", a, usage);
@@ -66,6 +85,7 @@ int run_info(const std::vector<std::string>& args) {
   std::printf("pcre2        %s\n", pcre2_version);
   std::printf("compiler     g++ %d.%d.%d, C++%ld\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
               long(__cplusplus / 100 % 100));
+  print_cuda_devices();
   return 0;
 }
 

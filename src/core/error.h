@@ -1,6 +1,6 @@
 #pragma once
 // Errors raised at API boundaries. Kernels behind the boundary assume validated input.
-// ArgumentError maps to Python ValueError, DTypeError to TypeError (see python/bindings/module.cc).
+// ArgumentError maps to Python ValueError, DTypeError to TypeError, DeviceError to RuntimeError (see python/bindings/module.cc).
 #include <concepts>
 #include <stdexcept>
 #include <string>
@@ -13,6 +13,12 @@ struct ArgumentError : std::invalid_argument {
 
 struct DTypeError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+// A device failed or is absent: a CUDA call's error (named with the call), no GPU, a build without CUDA.
+// Maps to Python RuntimeError.
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Throws ArgumentError("<argument>: <message>") when the condition is false.

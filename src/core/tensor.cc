@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/error.h"
+
 namespace attnzoo {
 
 std::string TensorView::shape_str() const {
@@ -24,6 +26,10 @@ TensorView TensorView::contiguous(void* data, DType dtype, std::initializer_list
     stride *= t.shape[d];
   }
   return t;
+}
+
+void require_host(const TensorView& t, const char* name) {
+  require(t.device.is_cpu(), name, [&] { return "lives on " + t.device.str() + "; this operation runs on the CPU only"; });
 }
 
 }  // namespace attnzoo

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/device.h"
 #include "core/dtype.h"
 
 namespace attnzoo {
@@ -15,6 +16,7 @@ struct TensorView {
   int ndim = 0;
   std::array<int64_t, kMaxDims> shape{};
   std::array<int64_t, kMaxDims> strides{};  // elements, not bytes
+  Device device{};  // where `data` lives; kernels that run only on the host refuse any other (require_host)
 
   bool empty() const { return data == nullptr; }
   int64_t size(int d) const { return shape[d < 0 ? d + ndim : d]; }
@@ -38,5 +40,9 @@ struct TensorView {
   // A contiguous view with the given shape.
   static TensorView contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape);
 };
+
+// ArgumentError naming `name` unless `t` lives in host memory: every entry point whose kernels read memory on the
+// CPU calls it, so a GPU pointer is refused instead of dereferenced.
+void require_host(const TensorView& t, const char* name);
 
 }  // namespace attnzoo

@@ -491,10 +491,5 @@ void attention_decode_run(const DecodeProblem& p) {
   });
 }
 
-void attention_decode(const TensorView& q, const KvCacheView& cache, const TensorView& out,
-                      const AttentionOptions& opts) {
-  attention_decode_run(make_decode_problem(q, cache, out, opts));
-}
-
 }  // namespace attnzoo
 #endif

@@ -26,10 +26,17 @@ void check_layout(const TensorView& t, const char* name, const char* layout) {
 
 DecodeProblem make_decode_problem(const TensorView& q, const KvCacheView& cache, const TensorView& out,
                                   const AttentionOptions& opts) {
-  check_float_tensor(q, "q");
-  check_kv_cache_dtype(cache.k, "k_cache");
-  check_kv_cache_dtype(cache.v, "v_cache");
-  check_float_tensor(out, "out");
+  // Decode also runs on a GPU: q, out, the caches and their scales on one device (any); cache_seqlens, the
+  // block table, sinks and slopes are host metadata on every device.
+  for (auto [t, name] : {std::pair{&cache.k, "k_cache"}, {&cache.v, "v_cache"}, {&out, "out"},
+                         {&cache.k_scale, "k_scale"}, {&cache.v_scale, "v_scale"}}) {
+    if (t->data == nullptr && t != &cache.k && t != &cache.v && t != &out) continue;
+    require(t->device == q.device, name, [&] { return "lives on " + t->device.str() + ", q on " + q.device.str(); });
+  }
+  check_float_operand(q, "q");
+  check_kv_cache_operand(cache.k, "k_cache");
+  check_kv_cache_operand(cache.v, "v_cache");
+  check_float_operand(out, "out");
   const bool paged = cache.block_table != nullptr;
   const char* cache_layout = paged ? "[num_blocks, block_size, kv_heads, head_dim] (paged)"
                                    : "[batch, max_seqlen, kv_heads, head_dim]";
@@ -74,6 +81,7 @@ DecodeProblem make_decode_problem(const TensorView& q, const KvCacheView& cache,
   p.scale = resolve_scale(opts.scale, p.D);
   p.opts = opts;
 
+  p.device = q.device;
   p.q = q.data; p.q_dtype = q.dtype;
   p.q_batch = q.strides[0]; p.q_token = q.strides[1]; p.q_head = q.strides[2];
   p.o = out.data; p.o_dtype = out.dtype;

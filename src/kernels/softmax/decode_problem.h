@@ -11,6 +11,7 @@
 namespace attnzoo {
 
 struct DecodeProblem {
+  Device device{};  // where q, out, the caches and their scales live
   int64_t B = 0, Tq = 0, Hq = 0, Hkv = 0, D = 0, Dv = 0;
   float scale = 1.f;
   AttentionOptions opts;

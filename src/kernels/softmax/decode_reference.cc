@@ -51,6 +51,7 @@ void attention_decode_reference(const DecodeProblem& p) {
 
 void attention_decode_reference(const TensorView& q, const KvCacheView& cache, const TensorView& out,
                                 const AttentionOptions& opts) {
+  require_host(q, "q");  // the reference reads every tensor on the host
   attention_decode_reference(make_decode_problem(q, cache, out, opts));
 }
 

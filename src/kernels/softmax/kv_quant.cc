@@ -41,6 +41,11 @@ void dequantize_kv_row(const void* src, DType t, float scale, float* dst, size_t
 }
 
 void check_kv_cache_dtype(const TensorView& t, const char* name) {
+  require_host(t, name);
+  check_kv_cache_operand(t, name);
+}
+
+void check_kv_cache_operand(const TensorView& t, const char* name) {
   require(t.data != nullptr || t.numel() == 0, name, "is null");
   if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16 && !is_quantized_kv(t.dtype))
     throw DTypeError(std::string(name) + ": expected float32, bfloat16, float16, int8 or float8_e4m3fn, got " +

@@ -43,6 +43,8 @@ void dequantize_kv_row(const void* src, DType t, float scale, float* dst, size_t
 
 // A cache tensor's dtype: f32 / bf16 / f16, or i8 / f8_e4m3 (DTypeError naming `name` otherwise).
 void check_kv_cache_dtype(const TensorView& t, const char* name);
+// The same for a cache on any device (the decode entry, which also runs on a GPU).
+void check_kv_cache_operand(const TensorView& t, const char* name);
 
 // Checks a quantized cache tensor's scale tensor (f32, shape = the cache's without its last dim, non-negative
 // strides) or that an unquantized one has none; returns its strides. `cache` has [blocks, rows, (heads,) dim].

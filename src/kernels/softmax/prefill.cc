@@ -387,15 +387,5 @@ void attention_prefill_run(const AttentionProblem& p) {
   });
 }
 
-void attention_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
-                       const AttentionOptions& opts, const VarlenInfo& varlen) {
-  attention_prefill_run(make_prefill_problem(q, k, v, out, opts, varlen));
-}
-
-void attention_prefill(const TensorView& q, const KvCacheView& cache, const TensorView& out,
-                       const AttentionOptions& opts, const VarlenInfo& varlen) {
-  attention_prefill_run(make_cached_prefill_problem(q, cache, out, opts, varlen));
-}
-
 }  // namespace attnzoo
 #endif

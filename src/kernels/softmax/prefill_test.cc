@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/decode.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -114,6 +115,26 @@ TEST(Prefill, ErrorsNameTheArgument) {
   }
   HostTensor bad(DType::i32, {1, 4, 2, 16}, 0, 0.f);
   EXPECT_THROW(attention_prefill(q.view, bad.view, bad.view, out.view, {}), DTypeError);
+}
+
+// The device seam: operands on different devices, a device tensor where only the host path exists, and a GPU
+// asked for where there is none are named errors, never a dereferenced device pointer.
+TEST(Prefill, DevicesAreCheckedAtTheEntry) {
+  HostTensor q(DType::bf16, {1, 4, 2, 64}, 1), k(DType::bf16, {1, 4, 2, 64}, 2), v(DType::bf16, {1, 4, 2, 64}, 3);
+  HostTensor out(DType::bf16, {1, 4, 2, 64}, 0, 0.f);
+  TensorView qd = q.view, kd = k.view, vd = v.view, od = out.view;
+  qd.device = Device::cuda();
+  testing::expect_error<ArgumentError>([&] { attention_prefill(qd, k.view, v.view, out.view, {}); },
+                                       "k: lives on cpu, q on cuda:0");
+  int32_t lens[1] = {4};
+  KvCacheView cache{k.view, v.view, lens, nullptr, 0};
+  testing::expect_error<ArgumentError>([&] { attention_prefill(qd, cache, out.view, {}); }, "q: lives on cuda:0");
+  testing::expect_error<ArgumentError>([&] { attention_decode(qd, cache, out.view, {}); },
+                                       "k_cache: lives on cpu, q on cuda:0");
+  testing::expect_error<ArgumentError>([&] { attention_decode_reference(qd, cache, out.view, {}); }, "q: lives on");
+  if (cuda_device_count() > 0) return;  // the fake device pointers below would be read by a real GPU
+  kd.device = vd.device = od.device = Device::cuda();
+  EXPECT_THROW(attention_prefill(qd, kd, vd, od, {}), DeviceError);
 }
 
 }  // namespace

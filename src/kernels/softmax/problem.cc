@@ -25,10 +25,15 @@ void check_strides(const TensorView& t, const char* name) {
 
 }  // namespace
 
-void check_float_tensor(const TensorView& t, const char* name) {
+void check_float_operand(const TensorView& t, const char* name) {
   require(t.data != nullptr || t.numel() == 0, name, "is null");
   if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
+}
+
+void check_float_tensor(const TensorView& t, const char* name) {
+  require_host(t, name);
+  check_float_operand(t, name);
 }
 
 float resolve_scale(float scale, int64_t D) {
@@ -81,6 +86,7 @@ AttentionProblem start_problem(const TensorView& q, const TensorView& k, const T
   check_head_options(opts, p.Hq);
   p.scale = resolve_scale(opts.scale, p.D);
   p.opts = opts;
+  p.device = q.device;
   p.q = q.data; p.k = k.data; p.v = v.data; p.o = out.data;
   p.q_dtype = q.dtype; p.kv_dtype = k.dtype; p.o_dtype = out.dtype;
   p.qs = token_strides(q); p.ks = token_strides(k); p.vs = token_strides(v); p.os = token_strides(out);
@@ -125,10 +131,13 @@ void check_block_mask_covers(const AttentionProblem& p) {
 AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, const TensorView& v,
                                       const TensorView& out, const AttentionOptions& opts,
                                       const VarlenInfo& varlen) {
-  check_float_tensor(q, "q");
-  check_float_tensor(k, "k");
-  check_float_tensor(v, "v");
-  check_float_tensor(out, "out");
+  // The one prefill that also runs on a GPU: its operands may live on any device, all on the same one. Only
+  // shapes and strides are read here; cu_seqlens, sinks and slopes are host metadata on every device.
+  check_float_operand(q, "q");
+  for (auto [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&out, "out"}}) {
+    require(t->device == q.device, name, [&] { return "lives on " + t->device.str() + ", q on " + q.device.str(); });
+    check_float_operand(*t, name);
+  }
   const bool packed = varlen.cu_seqlens_q != nullptr;
   require(varlen.cu_seqlens_k == nullptr || packed, "cu_seqlens_k", "given without cu_seqlens_q");
   for (auto [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}}) check_token_layout(*t, name, packed);

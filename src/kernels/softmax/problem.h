@@ -30,6 +30,7 @@ struct TokenStrides {
 };
 
 struct AttentionProblem {
+  Device device{};  // where q, k, v and out live (the caches of a cached problem: always the host, for now)
   int64_t Hq = 0, Hkv = 0, D = 0, Dv = 0;
   float scale = 1.f;
   AttentionOptions opts;
@@ -75,8 +76,10 @@ AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, 
 AttentionProblem make_cached_prefill_problem(const TensorView& q, const KvCacheView& cache, const TensorView& out,
                                              const AttentionOptions& opts, const VarlenInfo& varlen);
 
-// Shared checks, also used by decode and MLA entry points.
+// Shared checks, also used by decode and MLA entry points. check_float_tensor also requires host memory (the
+// kernels that run on the CPU only); check_float_operand takes a tensor on any device.
 void check_float_tensor(const TensorView& t, const char* name);
+void check_float_operand(const TensorView& t, const char* name);
 void check_head_options(const AttentionOptions& opts, int64_t Hq);
 float resolve_scale(float scale, int64_t D);
 

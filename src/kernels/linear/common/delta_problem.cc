@@ -15,6 +15,7 @@ std::string str(int64_t x) { return std::to_string(x); }
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
 void require_float(const TensorView& t, const char* name) {
+  require_host(t, name);
   if (!is_float(t.dtype))
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
   require(t.is_contiguous(), name, "must be contiguous");
@@ -49,6 +50,7 @@ void require_finite(const TensorView& t, const char* name, bool log_decay) {
 }
 
 void require_state(const TensorView& s, const char* name, int64_t N, int64_t HV, int64_t K, int64_t V) {
+  require_host(s, name);
   if (s.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(s.dtype));
   require_shape(s, name, {N, HV, K, V}, "[N, HV, K, V]");
   require(s.is_contiguous(), name, "must be contiguous");

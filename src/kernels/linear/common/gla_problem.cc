@@ -11,11 +11,13 @@ namespace {
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
 void require_float(const TensorView& t, const char* name) {
+  require_host(t, name);
   if (!is_float(t.dtype))
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
 }
 
 void require_f32(const TensorView& t, const char* name) {
+  require_host(t, name);
   if (t.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(t.dtype));
 }
 

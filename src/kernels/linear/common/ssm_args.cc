@@ -17,6 +17,7 @@ std::string shape_string(std::initializer_list<int64_t> shape) {
 }
 
 void require_float_rank(const TensorView& t, const char* name, int ndim) {
+  require_host(t, name);
   require(!t.empty(), name, "is required");
   if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
@@ -34,6 +35,7 @@ void require_float_tensor(const TensorView& t, const char* name, std::initialize
 }
 
 void require_f32_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape) {
+  require_host(t, name);
   require(!t.empty(), name, "is required");
   if (t.dtype != DType::f32)
     throw DTypeError(std::string(name) + ": expected float32 (states are kept in f32), got " + dtype_name(t.dtype));

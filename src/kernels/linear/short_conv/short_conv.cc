@@ -13,12 +13,14 @@ namespace {
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
 void require_float(const TensorView& t, const char* name) {
+  require_host(t, name);
   if (!is_float(t.dtype))
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
 }
 
 void check_state(const TensorView& s, const char* name, int64_t N, int64_t D, int64_t W, int64_t* S) {
   if (s.empty()) return;
+  require_host(s, name);
   if (s.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(s.dtype));
   require(s.ndim == 3 && s.shape[0] == N && s.shape[1] == D && s.shape[2] >= W - 1, name,
           "expected [" + std::to_string(N) + ", " + std::to_string(D) + ", S] with S >= " + std::to_string(W - 1) +

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine runs into one folder (default build-gpu/, ignored by git, carried there whole):
+# the CUDA test binaries and the CLI of a CUDA build, stripped, plus the shared libraries they load that a bare
+# CUDA image lacks (Highway, OpenBLAS, PCRE2 and their runtime dependencies from Debian; the CUDA runtime is
+# linked statically). scripts/gpu_check.sh runs there from it; nothing is built on the GPU machine.
+#   scripts/gpu_bundle.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+OUT=${2:-build-gpu}
+grep -q "ATTNZOO_WITH_CUDA:INTERNAL=ON\|ATTNZOO_WITH_CUDA=1" "$BUILD/CMakeCache.txt" "$BUILD/build.ninja" 2>/dev/null ||
+  { echo "gpu_bundle.sh: $BUILD is not a CUDA build (scripts/cuda_toolchain.sh, then configure again)" >&2; exit 1; }
+rm -rf "$OUT"
+mkdir -p "$OUT/lib"
+# The binaries whose tests touch a GPU: the CUDA kernels' folders and the device seam's (core).
+bins=(attnzoo test_core)
+for t in "$BUILD"/test_*cuda*; do [ -x "$t" ] && bins+=("$(basename "$t")"); done
+for b in "${bins[@]}"; do
+  [ -x "$BUILD/$b" ] || { echo "gpu_bundle.sh: $BUILD/$b is missing (build first)" >&2; exit 1; }
+  strip -o "$OUT/$b" "$BUILD/$b"
+done
+# Shared libraries outside glibc / libstdc++ (present on any image) that the binaries need.
+for b in "${bins[@]}"; do ldd "$OUT/$b"; done | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+    *) cp -L "$lib" "$OUT/lib/" ;;
+  esac
+done
+# The GPU machine takes at most 64 MiB with the working tree: OpenBLAS alone is 36 MB, so the binaries and
+# libraries travel as one xz archive (~12 MB) that gpu_check.sh unpacks there.
+tar -C "$OUT" -cf - "${bins[@]}" lib | XZ_OPT=-T0 xz -6 > "$OUT.tar.xz.part"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+mv "$OUT.tar.xz.part" "$OUT/bundle.tar.xz"
+cp scripts/gpu_check.sh scripts/gpu_peers.py "$OUT/"
+du -sh "$OUT"

@@ -1,0 +1,89 @@
+"""The GPU peers beside our CUDA table, in the same run on the same GPU (scripts/gpu_check.sh calls this).
+
+Reads the JSON of `attnzoo bench kernels --device cuda --json`, times PyTorch's SDPA backends (flash = FA2,
+cuDNN, memory-efficient) on every one of its prefill shapes with CUDA events, and the bf16 GEMM rate of cuBLAS
+(torch.matmul, 8192^3) as the device's measured matrix peak; prints one markdown table of ratios and writes it
+with the raw figures as JSON.
+
+    python3 scripts/gpu_peers.py ours.json OUT_DIR
+"""
+import json
+import statistics
+import sys
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def time_cuda(fn, warmup=3, reps=20):
+    for _ in range(warmup):
+        fn()
+    marks = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
+    marks[0].record()
+    for i in range(reps):
+        fn()
+        marks[i + 1].record()
+    torch.cuda.synchronize()
+    return statistics.median(marks[i].elapsed_time(marks[i + 1]) * 1e-3 for i in range(reps))
+
+
+def gemm_tflops(n=8192):
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    return 2 * n**3 / time_cuda(lambda: a @ b) * 1e-12
+
+
+def sdpa_seconds(case, backend):
+    B, T, Hq, Hkv, D = (case[k] for k in ("B", "T", "Hq", "Hkv", "D"))
+    # [B, T, H, D] as our kernels take it, viewed as SDPA's [B, H, T, D].
+    q = torch.randn(B, T, Hq, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    k = torch.randn(B, T, Hkv, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    v = torch.randn(B, T, Hkv, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    try:
+        with sdpa_kernel(backend):
+            return time_cuda(lambda: torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, is_causal=case["causal"], enable_gqa=True))
+    except RuntimeError as e:  # a backend that does not take the shape says so instead of timing
+        print(f"  {backend.name}: {str(e).splitlines()[0]}", file=sys.stderr)
+        return None
+
+
+def main():
+    ours_path, out_dir = sys.argv[1], sys.argv[2]
+    with open(ours_path) as f:
+        ours = json.load(f)
+    peak = gemm_tflops()
+    rows = []
+    for case in ours["prefill"]:
+        flops = case["tflops"] * case["median_s"]  # TFLOP of the case, as our table counted it
+        row = {"case": case, "ours_tflops": case["tflops"], "peers": {}}
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                              ("efficient", SDPBackend.EFFICIENT_ATTENTION)):
+            s = sdpa_seconds(case, backend)
+            row["peers"][name] = None if s is None else flops / s
+        rows.append(row)
+        torch.cuda.empty_cache()
+
+    def ratio(a, b):
+        return f"{a / b:.2f}x" if a and b else "-"
+
+    lines = [f"GPU: {torch.cuda.get_device_name()} (torch {torch.__version__}); cuBLAS bf16 GEMM 8192^3: "
+             f"{peak:.0f} TFLOP/s; device copy (ours): {ours['copy_gbps']:.0f} GB/s", "",
+             "| B | T | Hq/Hkv | D | mask | ours TFLOP/s | torch flash | cuDNN | ours / flash | ours / cuDNN | ours / GEMM peak |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        c, p = r["case"], r["peers"]
+        fmt = lambda x: f"{x:.0f}" if x else "-"
+        lines.append(f"| {c['B']} | {c['T']} | {c['Hq']}/{c['Hkv']} | {c['D']} | {'causal' if c['causal'] else 'none'} "
+                     f"| {r['ours_tflops']:.0f} | {fmt(p['flash'])} | {fmt(p['cudnn'])} | {ratio(r['ours_tflops'], p['flash'])} "
+                     f"| {ratio(r['ours_tflops'], p['cudnn'])} | {r['ours_tflops'] / peak:.0%} |")
+    table = "\n".join(lines)
+    print(table)
+    with open(f"{out_dir}/gpu_peers.md", "w") as f:
+        f.write(table + "\n")
+    with open(f"{out_dir}/gpu_peers.json", "w") as f:
+        json.dump({"gemm_tflops": peak, "ours": ours, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

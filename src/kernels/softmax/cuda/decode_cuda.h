@@ -1,0 +1,25 @@
+#pragma once
+// Decode attention on an NVIDIA GPU (sm_80 and later): paged split-KV, FlashDecoding's schedule. One CTA reads
+// one chunk of one sequence's keys for one kv head and serves every query row that shares that head (Tq new
+// tokens x the Hq / Hkv heads of its group), so each cached K / V byte crosses the memory bus once per step.
+// Scores and P V run on mma.sync tensor cores (bf16 / f16 operands, f32 accumulation); chunks of a split
+// sequence leave (max, sum, unnormalised output) in a workspace and a second kernel merges them by log-sum-exp.
+// Same semantics as attention_decode_reference: bottom-right-aligned causal, window, softcap then ALiBi, sinks,
+// rows that see no key give zeros; int8 / float8_e4m3fn caches with their per-(row, head) scales.
+#include "core/device.h"
+#include "kernels/softmax/decode_problem.h"
+
+namespace attnzoo {
+
+// What only the CUDA path requires beyond make_decode_problem's checks: bf16 / f16 queries; out f32, bf16 or
+// f16; a bf16 / f16 cache of q's dtype, or an int8 / float8_e4m3fn one; head_dim 64, 128 or 256 with Dv == D;
+// no block mask; 16-byte aligned bases and row strides (multiples of 16 bytes). ArgumentError / DTypeError
+// naming the argument.
+void check_cuda_decode(const DecodeProblem& p);
+
+// Runs a validated decode problem whose q / o / k / v (and k_scale / v_scale data) pointers are device memory of
+// the current device, on `stream`. Host metadata (p.seqlens, p.block_table, opts.sinks, opts.alibi_slopes) is
+// read here and what the kernels need is uploaded stream-ordered, so the caller may free it on return.
+void attention_decode_cuda(const DecodeProblem& p, Stream stream);
+
+}  // namespace attnzoo

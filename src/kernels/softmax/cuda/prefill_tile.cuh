@@ -1,0 +1,289 @@
+#pragma once
+// The device side of the CUDA prefill: one CTA computes one tile of kQueryTile query rows of one head of one
+// sequence (FlashAttention-2). Four warps own 16 query rows each; key/value tiles stream through shared memory
+// (cp.async, double-buffered); S = Q K^T and O += P V run on m16n8k16 tensor-core MMAs; the online softmax
+// lives in the MMA accumulator registers.
+//
+// Fragment layouts of mma.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), g = lane / 4, t = lane % 4:
+//   A 16x16 row-major: a0 (row g, cols 2t..2t+1), a1 (row g+8, same cols), a2 (row g, cols 2t+8..), a3 (g+8, 2t+8..)
+//   B 16x8 "col":      b0 (k rows 2t..2t+1, col g), b1 (k rows 2t+8..2t+9, col g)
+//   C 16x8:            c0, c1 (row g, cols 2t, 2t+1), c2, c3 (row g+8, cols 2t, 2t+1)
+// ldmatrix.x4 reads four 8x8 b16 matrices whose row addresses come from lanes 0-7, 8-15, 16-23, 24-31; register
+// i receives matrix i with lane holding row g, elements 2t..2t+1 (with .trans: column g, rows 2t..2t+1).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/softmax/cuda/sm80.cuh"
+
+namespace attnzoo::cuda_prefill {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kQueryTile = 16 * kWarps;  // Br: 16 rows per warp, the M of one MMA
+constexpr float kLog2e = 1.4426950408889634f;
+
+enum class OutType : int { f32, bf16, f16 };
+
+struct SeqDesc {
+  int64_t q_offset, k_offset, v_offset, o_offset;  // elements to token 0, head 0
+  int32_t Tq, Tk;
+};
+
+struct WorkItem {
+  int32_t seq, q_start;  // one CTA (per head): rows [q_start, q_start + kQueryTile) of sequence `seq`
+};
+
+struct PrefillParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  int64_t q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;  // elements
+  const SeqDesc* seqs;
+  const WorkItem* work;
+  const float* sinks;         // device [Hq] or null
+  const float* alibi_slopes;  // device [Hq] or null
+  int group;                  // Hq / Hkv
+  int causal;
+  int window;  // 0: none; clamped by the host to at most max Tk + 1, which means the same
+  OutType out_type;
+  float scale_log2;          // scale * log2(e): exp(x) is computed as exp2(x * log2 e)
+  float softcap;             // 0: none
+  float softcap_log2;        // softcap * log2(e)
+  float scale_over_softcap;  // scale / softcap
+};
+
+// Tile shapes per head dim. Bc shrinks for D = 256 so K and V tiles, double-buffered, stay near 100 KB; Q stays in
+// shared memory there (re-read per key tile, as FlashAttention-2 does) because its 64 registers on top of a
+// 128-register accumulator would spill.
+template <int D>
+struct TileShape {
+  static_assert(D == 64 || D == 128 || D == 256);
+  static constexpr int kBr = kQueryTile;
+  static constexpr int kBc = D <= 128 ? 64 : 32;
+  // Row pitch in elements: 16 bytes of padding shift each row by four banks, so the eight 16-byte rows one
+  // ldmatrix phase reads fall in eight different bank quads instead of all in the same one.
+  static constexpr int kPitch = D + 8;
+  static constexpr bool kQInRegisters = D <= 128;
+  static constexpr int kSmemBytes = (kBr + 4 * kBc) * kPitch * 2;  // Q + 2 x (K, V)
+};
+
+// Rows [row0, row0 + R) of one head's [T, D] matrix (token stride `token` elements) into shared memory with
+// pitch kPitch; rows at or past T are zero-filled, so they contribute exact zeros to QK^T and PV.
+template <int R, int D, class Elem>
+__device__ __forceinline__ void load_rows(Elem* dst, const Elem* src, int64_t token, int row0, int T, int tid) {
+  constexpr int kChunks = D / 8;               // 16-byte pieces per row
+  constexpr int kRowStep = kThreads / kChunks;  // rows between one thread's successive pieces
+  static_assert(kThreads % kChunks == 0 && R % kRowStep == 0);
+  const int r0 = tid / kChunks, c = tid % kChunks;
+  const uint32_t d0 = sm80::smem_u32(dst + r0 * TileShape<D>::kPitch + c * 8);
+#pragma unroll
+  for (int i = 0; i < R / kRowStep; ++i) {
+    const int row = row0 + r0 + i * kRowStep;
+    const bool valid = row < T;
+    // An invalid row still gets an address inside the tensor (row 0 of this head; T > 0 whenever we load).
+    const Elem* g = src + int64_t(valid ? row : 0) * token + c * 8;
+    sm80::cp_async_16(d0 + i * kRowStep * TileShape<D>::kPitch * 2, g, valid);
+  }
+}
+
+template <class Out, int D>
+__device__ __forceinline__ void store_rows(const PrefillParams& p, const SeqDesc& s, int head, int row, int t,
+                                           const float (&acc)[D / 8][4], const float (&inv)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row + 8 * r >= s.Tq) continue;  // tail rows of the last tile were computed on zeros; never stored
+    Out* dst = static_cast<Out*>(p.o) + s.o_offset + int64_t(row + 8 * r) * p.o_token + int64_t(head) * p.o_head;
+#pragma unroll
+    for (int nd = 0; nd < D / 8; ++nd)
+      sm80::store2(dst + nd * 8 + 2 * t, acc[nd][2 * r] * inv[r], acc[nd][2 * r + 1] * inv[r]);
+  }
+}
+
+template <class Elem, int D>
+__device__ __forceinline__ void attend_tile(const PrefillParams& p, int work_index, int head, unsigned char* smem) {
+  using Shape = TileShape<D>;
+  constexpr int Br = Shape::kBr, Bc = Shape::kBc, P = Shape::kPitch;
+  const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
+  const int g = lane / 4, t = lane % 4;
+
+  const WorkItem w = p.work[work_index];
+  const SeqDesc s = p.seqs[w.seq];
+  const int m0 = w.q_start, kv_head = head / p.group;
+  const Elem* q = static_cast<const Elem*>(p.q) + s.q_offset + int64_t(head) * p.q_head;
+  const Elem* k = static_cast<const Elem*>(p.k) + s.k_offset + int64_t(kv_head) * p.k_head;
+  const Elem* v = static_cast<const Elem*>(p.v) + s.v_offset + int64_t(kv_head) * p.v_head;
+  Elem* sQ = reinterpret_cast<Elem*>(smem);
+  Elem* sK = sQ + Br * P;      // [2][Bc][P]
+  Elem* sV = sK + 2 * Bc * P;  // [2][Bc][P]
+
+  // Bottom-right alignment: query i sits at position Tk - Tq + i. The keys any row of this tile can see form
+  // [kbeg, kend); key tiles outside it are never loaded.
+  const int rows = min(Br, s.Tq - m0);
+  const int qlo = s.Tk - s.Tq + m0, qhi = qlo + rows - 1;
+  const int kbeg = p.window > 0 ? max(0, qlo - p.window + 1) : 0;
+  const int kend = p.causal ? min(s.Tk, qhi + 1) : s.Tk;
+  const int n_begin = kbeg / Bc, n_end = kend > kbeg ? (kend + Bc - 1) / Bc : n_begin;
+
+  // Two commit groups, Q then the first K/V tile (possibly empty), so Q can be waited for alone.
+  load_rows<Br, D>(sQ, q, p.q_token, m0, s.Tq, tid);
+  sm80::cp_async_commit();
+  if (n_begin < n_end) {
+    load_rows<Bc, D>(sK, k, p.k_token, n_begin * Bc, s.Tk, tid);
+    load_rows<Bc, D>(sV, v, p.v_token, n_begin * Bc, s.Tk, tid);
+  }
+  sm80::cp_async_commit();
+  sm80::cp_async_wait<1>();
+  sm80::sync_threads();
+
+  // ldmatrix row addresses per lane. A operand (Q, P-shaped): matrices (rows 0-7 | 8-15) x (cols 0-7 | 8-15) in
+  // a0..a3 order. K for S = Q K^T (B = K^T, n = key): b0, b1 of keys 0-7, then b0, b1 of keys 8-15. V for
+  // O += P V (B = V, k = key, transposed load): b0, b1 of dims 0-7, then b0, b1 of dims 8-15.
+  const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
+  const int k_row = (lane % 8) + (lane / 16) * 8, k_col = ((lane / 8) % 2) * 8;
+  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
+  const Elem* q_frag_base = sQ + (warp * 16 + a_row) * P + a_col;
+
+  [[maybe_unused]] uint32_t q_frag[Shape::kQInRegisters ? D / 16 : 1][4];
+  if constexpr (Shape::kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) sm80::ldmatrix_x4(q_frag[kk], sm80::smem_u32(q_frag_base + kk * 16));
+  }
+
+  // This thread's two rows (g and g + 8 of its warp's 16) as sequence positions.
+  const int row = m0 + warp * 16 + g;
+  const int qpos[2] = {s.Tk - s.Tq + row, s.Tk - s.Tq + row + 8};
+
+  // Softmax state in log2 units. A sink is one more logit: starting the running max at it is what the reference
+  // does (m = sink before the keys), and its exp joins the denominator at the end.
+  const float sink_log2 = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
+  const float slope_log2 = p.alibi_slopes ? p.alibi_slopes[head] * kLog2e : 0.f;
+  float row_max[2] = {sink_log2, sink_log2};
+  float row_sum[2] = {0.f, 0.f};  // this thread's share of its rows; the 4 threads of a row add up at the end
+  float acc[D / 8][4];
+#pragma unroll
+  for (int nd = 0; nd < D / 8; ++nd) acc[nd][0] = acc[nd][1] = acc[nd][2] = acc[nd][3] = 0.f;
+
+  for (int n = n_begin; n < n_end; ++n) {
+    const int buf = (n - n_begin) & 1;
+    // The other buffer was last read in the previous iteration, which ended with a barrier.
+    if (n + 1 < n_end) {
+      load_rows<Bc, D>(sK + (buf ^ 1) * Bc * P, k, p.k_token, (n + 1) * Bc, s.Tk, tid);
+      load_rows<Bc, D>(sV + (buf ^ 1) * Bc * P, v, p.v_token, (n + 1) * Bc, s.Tk, tid);
+    }
+    sm80::cp_async_commit();  // possibly empty, so that "all but the newest group" is always tile n
+    sm80::cp_async_wait<1>();
+    sm80::sync_threads();
+    const Elem* kt = sK + buf * Bc * P;
+    const Elem* vt = sV + buf * Bc * P;
+
+    float sc[Bc / 8][4];
+#pragma unroll
+    for (int nb = 0; nb < Bc / 8; ++nb) sc[nb][0] = sc[nb][1] = sc[nb][2] = sc[nb][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t a[4];
+      if constexpr (Shape::kQInRegisters) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = q_frag[kk][i];
+      } else {
+        sm80::ldmatrix_x4(a, sm80::smem_u32(q_frag_base + kk * 16));
+      }
+#pragma unroll
+      for (int pair = 0; pair < Bc / 16; ++pair) {
+        uint32_t b[4];
+        sm80::ldmatrix_x4(b, sm80::smem_u32(kt + (pair * 16 + k_row) * P + kk * 16 + k_col));
+        sm80::mma_16816<Elem>(sc[2 * pair], a, b[0], b[1]);
+        sm80::mma_16816<Elem>(sc[2 * pair + 1], a, b[2], b[3]);
+      }
+    }
+
+    // transform_score's order: scale, softcap, ALiBi; then the mask. Only tiles that straddle the causal or
+    // window band or the end of the keys need the per-element mask.
+    const int k0 = n * Bc;
+    const bool masked = k0 + Bc > s.Tk || (p.causal && k0 + Bc - 1 > qlo) || (p.window > 0 && k0 <= qhi - p.window);
+#pragma unroll
+    for (int nb = 0; nb < Bc / 8; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int kpos = k0 + nb * 8 + 2 * t + (e & 1), qp = qpos[e / 2];
+        float x = sc[nb][e];
+        x = p.softcap > 0.f ? p.softcap_log2 * tanhf(x * p.scale_over_softcap) : x * p.scale_log2;
+        if (p.alibi_slopes) x -= slope_log2 * float(abs(qp - kpos));
+        if (masked) {
+          const bool visible = kpos < s.Tk && (!p.causal || kpos <= qp) && (p.window <= 0 || kpos > qp - p.window);
+          if (!visible) x = -INFINITY;
+        }
+        sc[nb][e] = x;
+      }
+    }
+
+    // Online softmax: new running max per row over the 4 threads that share it, rescale what was accumulated.
+    float m_use[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = row_max[r];
+#pragma unroll
+      for (int nb = 0; nb < Bc / 8; ++nb) m = fmaxf(m, fmaxf(sc[nb][2 * r], sc[nb][2 * r + 1]));
+      m = fmaxf(m, sm80::shfl_xor(m, 1));
+      m = fmaxf(m, sm80::shfl_xor(m, 2));
+      // A row that has seen nothing yet keeps max -inf; subtracting 0 instead keeps exp2 at 0 rather than NaN.
+      m_use[r] = m == -INFINITY ? 0.f : m;
+      const float alpha = sm80::exp2_approx(row_max[r] - m_use[r]);
+      row_max[r] = m;
+      row_sum[r] *= alpha;
+#pragma unroll
+      for (int nd = 0; nd < D / 8; ++nd) {
+        acc[nd][2 * r] *= alpha;
+        acc[nd][2 * r + 1] *= alpha;
+      }
+    }
+#pragma unroll
+    for (int nb = 0; nb < Bc / 8; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        sc[nb][e] = sm80::exp2_approx(sc[nb][e] - m_use[e / 2]);
+        row_sum[e / 2] += sc[nb][e];
+      }
+    }
+
+    // O += P V. The S accumulators of key columns 16kk..16kk+15 are exactly an A fragment: a0/a1 from n-block
+    // 2kk (rows g, g+8), a2/a3 from n-block 2kk+1.
+#pragma unroll
+    for (int kk = 0; kk < Bc / 16; ++kk) {
+      const uint32_t a[4] = {sm80::pack2<Elem>(sc[2 * kk][0], sc[2 * kk][1]),
+                             sm80::pack2<Elem>(sc[2 * kk][2], sc[2 * kk][3]),
+                             sm80::pack2<Elem>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                             sm80::pack2<Elem>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+#pragma unroll
+      for (int pair = 0; pair < D / 16; ++pair) {
+        uint32_t b[4];
+        sm80::ldmatrix_x4_trans(b, sm80::smem_u32(vt + (kk * 16 + v_row) * P + pair * 16 + v_col));
+        sm80::mma_16816<Elem>(acc[2 * pair], a, b[0], b[1]);
+        sm80::mma_16816<Elem>(acc[2 * pair + 1], a, b[2], b[3]);
+      }
+    }
+    sm80::sync_threads();  // everyone is done with buffer `buf` before the next iteration refills it
+  }
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += sm80::shfl_xor(l, 1);
+    l += sm80::shfl_xor(l, 2);
+    // With a sink, row_max started at it and so is finite; without one, a row that saw no key has l = 0.
+    if (p.sinks) l += sm80::exp2_approx(sink_log2 - row_max[r]);
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
+  }
+  switch (p.out_type) {
+    case OutType::f32: store_rows<float, D>(p, s, head, row, t, acc, inv); break;
+    case OutType::bf16: store_rows<__nv_bfloat16, D>(p, s, head, row, t, acc, inv); break;
+    case OutType::f16: store_rows<__half, D>(p, s, head, row, t, acc, inv); break;
+  }
+}
+
+}  // namespace attnzoo::cuda_prefill

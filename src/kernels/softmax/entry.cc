@@ -1,0 +1,51 @@
+// The softmax entry points that also run on a GPU: each validates on the host (shapes, strides, lengths, block
+// tables and options are host metadata on every device), then branches once on where the tensors live.
+#include "core/error.h"
+#include "kernels/softmax/attention.h"
+#include "kernels/softmax/decode_problem.h"
+
+#if ATTNZOO_WITH_CUDA
+#include "kernels/softmax/cuda/decode_cuda.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
+#endif
+
+namespace attnzoo {
+namespace {
+
+[[maybe_unused]] [[noreturn]] void no_device(const Device& device) {
+  throw DeviceError("q: lives on " + device.str() + ", and " + cuda_unavailable_reason());
+}
+
+}  // namespace
+
+void attention_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                       const AttentionOptions& opts, const VarlenInfo& varlen) {
+  const AttentionProblem p = make_prefill_problem(q, k, v, out, opts, varlen);
+  if (p.device.is_cpu()) return attention_prefill_run(p);
+#if ATTNZOO_WITH_CUDA
+  check_cuda_prefill(p);
+  attention_prefill_cuda(p, current_stream());
+#else
+  no_device(p.device);
+#endif
+}
+
+void attention_prefill(const TensorView& q, const KvCacheView& cache, const TensorView& out,
+                       const AttentionOptions& opts, const VarlenInfo& varlen) {
+  attention_prefill_run(make_cached_prefill_problem(q, cache, out, opts, varlen));
+}
+
+void attention_decode(const TensorView& q, const KvCacheView& cache, const TensorView& out,
+                      const AttentionOptions& opts) {
+  const DecodeProblem p = make_decode_problem(q, cache, out, opts);
+  if (p.device.is_cpu()) return attention_decode_run(p);
+#if ATTNZOO_WITH_CUDA
+  check_cuda_decode(p);
+  const DeviceGuard on(p.device);  // the launcher runs on the current device
+  attention_decode_cuda(p, current_stream());
+#else
+  no_device(p.device);
+#endif
+}
+
+}  // namespace attnzoo
