@@ -58,7 +58,12 @@ def test_smollm2_perplexity_moves_less_than_a_percent(smollm2):
     fast = m.perplexity(text, n_ctx=128).ppl
     with matmul_precision("highest"):
         exact = m.perplexity(text, n_ctx=128).ppl
-    assert fast != exact and abs(fast / exact - 1) < 1e-2, (fast, exact)
+    # Perplexity runs prefill only: its products are bf16 panels where the CPU has AVX-512-BF16, and f32, the
+    # same as "highest", where it has not (an AVX2 or plain AVX-512 machine): then the figures are equal.
+    if m.formats["prefill_products"] == "f32":
+        assert fast == exact, (fast, exact)
+    else:
+        assert fast != exact and abs(fast / exact - 1) < 1e-2, (fast, exact)
 
 
 def test_tiny_q4_0_model_tracks_highest(tmp_path):
