@@ -178,7 +178,7 @@ std::vector<double> time_on_stream(const std::function<void()>&, Stream, int, in
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }
 std::string cuda_unavailable_reason() { return "attnzoo was built without CUDA"; }
-CudaDeviceInfo cuda_device_info(int) { no_cuda("cuda_device_info"); }
+CudaDeviceInfo cuda_device_info(int index) { no_cuda(("cuda:" + std::to_string(index)).c_str()); }
 DeviceGuard::DeviceGuard(Device device) {
   if (!device.is_cpu()) no_cuda("DeviceGuard");
 }
