@@ -24,6 +24,7 @@ void attention_prefill(const TensorView& q, const TensorView& k, const TensorVie
   if (p.device.is_cpu()) return attention_prefill_run(p);
 #if ATTNZOO_WITH_CUDA
   check_cuda_prefill(p);
+  const DeviceGuard on(p.device);  // the launchers run on the current device
   attention_prefill_cuda(p, current_stream());
 #else
   no_device(p.device);
@@ -41,7 +42,7 @@ void attention_decode(const TensorView& q, const KvCacheView& cache, const Tenso
   if (p.device.is_cpu()) return attention_decode_run(p);
 #if ATTNZOO_WITH_CUDA
   check_cuda_decode(p);
-  const DeviceGuard on(p.device);  // the launcher runs on the current device
+  const DeviceGuard on(p.device);
   attention_decode_cuda(p, current_stream());
 #else
   no_device(p.device);

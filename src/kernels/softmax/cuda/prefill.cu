@@ -33,22 +33,6 @@ void check(cudaError_t err, const char* call) {
 
 bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
 
-// Makes p.device current for the calls of one entry and restores the caller's device (the runtime's current
-// device is per thread and belongs to the caller).
-class DeviceScope {
- public:
-  explicit DeviceScope(int index) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (index != previous_) check(cudaSetDevice(index), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 // 16-byte cp.async loads and paired stores need every row start 16-byte aligned: the base, every sequence's
 // offset and both strides (head stride only when there is more than one head to step over).
 void check_alignment(const char* name, const void* base, TokenStrides st, int64_t heads,
@@ -169,7 +153,6 @@ void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
   if (p.opts.sinks) std::memcpy(host.data() + sinks_at, p.opts.sinks, head_bytes);
   if (p.opts.alibi_slopes) std::memcpy(host.data() + slopes_at, p.opts.alibi_slopes, head_bytes);
 
-  DeviceScope scope(p.device.index);
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   unsigned char* meta = nullptr;
   check(cudaMallocAsync(reinterpret_cast<void**>(&meta), total, cuda_stream), "cudaMallocAsync");

@@ -12,7 +12,8 @@ namespace attnzoo {
 // strides that are multiples of 8 elements. ArgumentError / DTypeError naming the argument.
 void check_cuda_prefill(const AttentionProblem& p);
 
-// Runs a validated problem whose q/k/v/o pointers are device memory on p.device, on `stream`. Host metadata
+// Runs a validated problem whose q/k/v/o pointers are device memory on the current device (attention_prefill
+// sets p.device current first), on `stream`. Host metadata
 // (p.seqs, opts.sinks, opts.alibi_slopes: host pointers of Hq floats) is uploaded by this function,
 // stream-ordered, so the caller may free it as soon as this returns.
 void attention_prefill_cuda(const AttentionProblem& p, Stream stream);
