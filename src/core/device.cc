@@ -9,7 +9,7 @@
 #include "core/error.h"
 
 #if ATTNZOO_WITH_CUDA
-#include <cuda_runtime.h>
+#include "core/cuda_check.h"
 #endif
 
 namespace attnzoo {
@@ -39,16 +39,12 @@ thread_local Stream t_current_stream{};
 }
 
 #if ATTNZOO_WITH_CUDA
-void check(cudaError_t err, const char* call) {
-  if (err != cudaSuccess) throw DeviceError(std::string(call) + ": " + cudaGetErrorString(err));
-}
-
 // Selects `device` for this thread's CUDA calls (the runtime's current device is per thread).
 void use(Device device) {
   if (device.index < 0 || device.index >= cuda_device_count())
     throw DeviceError(device.str() + " is not present (" + std::to_string(cuda_device_count()) + " CUDA devices" +
                       (cuda_device_count() ? ")" : ": " + cuda_unavailable_reason() + ")"));
-  check(cudaSetDevice(device.index), "cudaSetDevice");
+  cuda_check(cudaSetDevice(device.index), "cudaSetDevice");
 }
 #endif
 }  // namespace
@@ -87,14 +83,14 @@ CudaDeviceInfo cuda_device_info(int index) {
                       (n ? std::to_string(n) + " CUDA devices)" : cuda_unavailable_reason() + ")"));
   }
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+  cuda_check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
   return {prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem};
 }
 
 DeviceGuard::DeviceGuard(Device device) {
   if (device.is_cpu()) return;
   int current = 0;
-  check(cudaGetDevice(&current), "cudaGetDevice");
+  cuda_check(cudaGetDevice(&current), "cudaGetDevice");
   if (current == device.index) return;
   use(device);
   previous_ = current;
@@ -104,7 +100,7 @@ DeviceGuard::~DeviceGuard() {
   if (previous_ >= 0) cudaSetDevice(previous_);
 }
 
-void synchronize(Stream s) { check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)), "cudaStreamSynchronize"); }
+void synchronize(Stream s) { cuda_check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle)), "cudaStreamSynchronize"); }
 
 void* device_alloc(Device device, size_t bytes) {
   if (device.is_cpu()) {
@@ -141,26 +137,26 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
                               : dst_device.is_cpu() ? cudaMemcpyDeviceToHost
                                                     : cudaMemcpyDeviceToDevice;
   auto stream = static_cast<cudaStream_t>(s.handle);
-  check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
-  if (dst_device.is_cpu()) check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
+  if (dst_device.is_cpu()) cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
 std::vector<double> time_on_stream(const std::function<void()>& launch, Stream s, int warmup, int reps) {
   auto stream = static_cast<cudaStream_t>(s.handle);
   for (int i = 0; i < warmup; ++i) launch();
   std::vector<cudaEvent_t> marks(size_t(reps) + 1);
-  for (auto& e : marks) check(cudaEventCreate(&e), "cudaEventCreate");
+  for (auto& e : marks) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
   std::vector<double> seconds;
   try {
-    check(cudaEventRecord(marks[0], stream), "cudaEventRecord");
+    cuda_check(cudaEventRecord(marks[0], stream), "cudaEventRecord");
     for (int i = 0; i < reps; ++i) {
       launch();
-      check(cudaEventRecord(marks[size_t(i) + 1], stream), "cudaEventRecord");
+      cuda_check(cudaEventRecord(marks[size_t(i) + 1], stream), "cudaEventRecord");
     }
-    check(cudaEventSynchronize(marks.back()), "cudaEventSynchronize");
+    cuda_check(cudaEventSynchronize(marks.back()), "cudaEventSynchronize");
     for (int i = 0; i < reps; ++i) {
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, marks[size_t(i)], marks[size_t(i) + 1]), "cudaEventElapsedTime");
+      cuda_check(cudaEventElapsedTime(&ms, marks[size_t(i)], marks[size_t(i) + 1]), "cudaEventElapsedTime");
       seconds.push_back(double(ms) * 1e-3);
     }
   } catch (...) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "core/error.h"
 #include "kernels/softmax/cuda/decode_cuda.h"
 #include "kernels/softmax/cuda/decode_kernel.cuh"
@@ -39,10 +40,6 @@ using namespace cuda_decode;
 constexpr int64_t kMinChunk = 256;
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-void check(cudaError_t err, const char* call) {
-  if (err != cudaSuccess) throw DeviceError(std::string(call) + ": " + cudaGetErrorString(err));
-}
 
 bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
 
@@ -214,12 +211,12 @@ void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
   const int64_t row_groups = (rows + kc.rows - 1) / kc.rows;
 
   // Above 48 KB of dynamic shared memory a kernel must opt in; the attribute is per device and cheap to set.
-  check(cudaFuncSetAttribute(kc.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kc.smem_bytes),
+  cuda_check(cudaFuncSetAttribute(kc.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kc.smem_bytes),
         "cudaFuncSetAttribute");
   int device = 0, sms = 0, per_sm = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kc.fn, kThreads, size_t(kc.smem_bytes)),
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kc.fn, kThreads, size_t(kc.smem_bytes)),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   if (per_sm < 1)
     throw DeviceError("CUDA decode: a CTA of " + str(kc.smem_bytes) + " bytes of shared memory does not fit on " +
@@ -251,8 +248,8 @@ void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
   for (int64_t b = 0; b < p.B; ++b) longest = std::max<int64_t>(longest, p.seqlens[b]);
 
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  unsigned char* mem = nullptr;
-  check(cudaMallocAsync(reinterpret_cast<void**>(&mem), total, cuda_stream), "cudaMallocAsync");
+  StreamScratch scratch(total, cuda_stream);
+  unsigned char* mem = scratch.data();
 
   DecodeParams params{};
   params.q = p.q;
@@ -289,24 +286,18 @@ void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
   params.softcap_log2 = p.opts.softcap > 0.f ? p.opts.softcap * kLog2e : 0.f;
   params.scale_over_softcap = p.opts.softcap > 0.f ? p.scale / p.opts.softcap : 0.f;
 
-  try {
-    // From pageable memory this returns once the bytes are staged, so `host` may go when we return.
-    check(cudaMemcpyAsync(mem, host.data(), meta_bytes, cudaMemcpyHostToDevice, cuda_stream), "cudaMemcpyAsync");
-    void* args[] = {&params};
-    check(cudaLaunchKernel(kc.fn, dim3(unsigned(plan.work.size()), unsigned(row_groups)), dim3(kThreads), args,
-                           size_t(kc.smem_bytes), cuda_stream),
-          "decode_kernel launch");
-    if (!plan.merges.empty()) {
-      check(cudaLaunchKernel(reinterpret_cast<const void*>(&merge_kernel), dim3(unsigned(plan.merges.size()),
-                                                                               unsigned(rows)),
-                             dim3(kThreads), args, 0, cuda_stream),
-            "merge_kernel launch");
-    }
-  } catch (...) {
-    cudaFreeAsync(mem, cuda_stream);
-    throw;
+  scratch.upload(host.data(), meta_bytes);
+  void* args[] = {&params};
+  cuda_check(cudaLaunchKernel(kc.fn, dim3(unsigned(plan.work.size()), unsigned(row_groups)), dim3(kThreads), args,
+                              size_t(kc.smem_bytes), cuda_stream),
+             "decode_kernel launch");
+  if (!plan.merges.empty()) {
+    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(&merge_kernel),
+                                dim3(unsigned(plan.merges.size()), unsigned(rows)), dim3(kThreads), args, 0,
+                                cuda_stream),
+               "merge_kernel launch");
   }
-  check(cudaFreeAsync(mem, cuda_stream), "cudaFreeAsync");  // ordered after both kernels on the stream
+  scratch.finish();  // ordered after both kernels on the stream
 }
 
 }  // namespace attnzoo

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "core/error.h"
 #include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/cuda/prefill_tile.cuh"
@@ -26,10 +27,6 @@ namespace {
 using namespace cuda_prefill;
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-void check(cudaError_t err, const char* call) {
-  if (err != cudaSuccess) throw DeviceError(std::string(call) + ": " + cudaGetErrorString(err));
-}
 
 bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
 
@@ -52,10 +49,10 @@ template <class Elem, int D>
 void launch(const PrefillParams& params, int64_t work_items, int64_t Hq, cudaStream_t stream) {
   constexpr int smem = TileShape<D>::kSmemBytes;
   // Above 48 KB of dynamic shared memory a kernel must opt in; the attribute is per device and cheap to set.
-  check(cudaFuncSetAttribute(prefill_kernel<Elem, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+  cuda_check(cudaFuncSetAttribute(prefill_kernel<Elem, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
         "cudaFuncSetAttribute");
   prefill_kernel<Elem, D><<<dim3(unsigned(work_items), unsigned(Hq)), kThreads, smem, stream>>>(params);
-  check(cudaGetLastError(), "prefill_kernel launch");
+  cuda_check(cudaGetLastError(), "prefill_kernel launch");
 }
 
 template <class Elem>
@@ -154,8 +151,8 @@ void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
   if (p.opts.alibi_slopes) std::memcpy(host.data() + slopes_at, p.opts.alibi_slopes, head_bytes);
 
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  unsigned char* meta = nullptr;
-  check(cudaMallocAsync(reinterpret_cast<void**>(&meta), total, cuda_stream), "cudaMallocAsync");
+  StreamScratch scratch(total, cuda_stream);
+  unsigned char* meta = scratch.data();
 
   PrefillParams params{};
   params.q = p.q;
@@ -180,18 +177,12 @@ void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
   params.softcap_log2 = p.opts.softcap * kLog2e;
   params.scale_over_softcap = p.opts.softcap > 0.f ? p.scale / p.opts.softcap : 0.f;
 
-  try {
-    // From pageable memory this returns once the bytes are staged, so `host` may go when we return.
-    check(cudaMemcpyAsync(meta, host.data(), total, cudaMemcpyHostToDevice, cuda_stream), "cudaMemcpyAsync");
-    if (p.q_dtype == DType::bf16)
-      launch_for_dim<__nv_bfloat16>(p.D, params, int64_t(sorted.size()), p.Hq, cuda_stream);
-    else
-      launch_for_dim<__half>(p.D, params, int64_t(sorted.size()), p.Hq, cuda_stream);
-  } catch (...) {
-    cudaFreeAsync(meta, cuda_stream);
-    throw;
-  }
-  check(cudaFreeAsync(meta, cuda_stream), "cudaFreeAsync");  // ordered after the kernel on the stream
+  scratch.upload(host.data(), total);
+  if (p.q_dtype == DType::bf16)
+    launch_for_dim<__nv_bfloat16>(p.D, params, int64_t(sorted.size()), p.Hq, cuda_stream);
+  else
+    launch_for_dim<__half>(p.D, params, int64_t(sorted.size()), p.Hq, cuda_stream);
+  scratch.finish();  // ordered after the kernel on the stream
 }
 
 }  // namespace attnzoo
