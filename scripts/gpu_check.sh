@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU machine's one prepared run, from a bundle built here (scripts/gpu_bundle.sh): the device seam's and the
-# CUDA kernels' tests, compute-sanitizer's memcheck and racecheck on them, what the compiled kernels hold (SASS
-# tensor-core instructions), and the CUDA kernel table beside PyTorch's (gpu_peers.py). Writes gpu_check.log,
-# gpu_check.json (each step's exit status and seconds) and the steps' own JSON into OUT_DIR (7 files: the device
-# tool returns at most 8). Every step runs even when an earlier one fails.
+# CUDA kernels' tests, our softmax entries against PyTorch on the same GPU (check_vs_torch.py over the cases
+# `attnzoo bench kernels --write-cases` writes), the CUDA kernel table beside PyTorch's (gpu_peers.py), then, as
+# long as the time allows, compute-sanitizer's memcheck and racecheck on the tests and what the compiled
+# kernels hold (SASS tensor-core instructions). Writes gpu_check.log, gpu_check.json (each step's exit status
+# and seconds), tests.json (every test binary's results) and the steps' own JSON into OUT_DIR (7 files: the
+# device tool returns at most 8). Every step runs even when an earlier one fails.
 #   bash scripts/gpu_check.sh [BUNDLE_DIR] [OUT_DIR]
 set -uo pipefail
 BUNDLE=$(cd "${1:-build-gpu}" && pwd)
@@ -16,6 +18,9 @@ if [ -f "$BUNDLE/bundle.tar.xz" ] && [ ! -x "$BUNDLE/attnzoo" ]; then
 fi
 # Only our binaries see the bundled libraries: the image's Python and torch keep their own.
 OURS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+WORK=$(mktemp -d)  # the cases and per-binary test JSON: too many files for OUT_DIR
+# The device tool's per-call limit is 600 s: the sanitizer steps start only while this many seconds are left.
+BUDGET_S=${GPU_CHECK_BUDGET_S:-540}
 LOG="$OUT_DIR/gpu_check.log"
 : > "$LOG"
 steps=()
@@ -33,24 +38,51 @@ step() {
   steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt}")
 }
 
+# step_if_time NAME TIMEOUT_S COMMAND...: the same, skipped (and recorded so) when it could overrun the budget.
+step_if_time() {
+  if (( SECONDS + $2 > BUDGET_S )); then
+    echo "=== $1: skipped, ${SECONDS}s spent of ${BUDGET_S}s" | tee -a "$LOG"
+    steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0}")
+    return
+  fi
+  step "$@"
+}
+
 step device 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 step info 30 "${OURS[@]}" "$BUNDLE/attnzoo" info
-step seam 60 "${OURS[@]}" "$BUNDLE/test_core" --gtest_filter='Device.*' --gtest_output="json:$OUT_DIR/test_core.json"
+mkdir -p "$WORK/tests"
+step seam 60 "${OURS[@]}" "$BUNDLE/test_core" --gtest_filter='Device.*' --gtest_output="json:$WORK/tests/test_core.json"
 for t in "$BUNDLE"/test_*cuda*; do
   name=$(basename "$t")
-  step "$name" 240 "${OURS[@]}" "$t" --gtest_output="json:$OUT_DIR/$name.json"
-  # The sanitizers (they slow kernels by orders of magnitude) on every test but the long-sequence ones. Under
-  # gVisor compute-sanitizer has refused the device before ("Device not supported"): a short limit, then on.
-  step "$name-memcheck" 120 "${OURS[@]}" compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
-  step "$name-racecheck" 120 "${OURS[@]}" compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
-  step "$name-sass" 60 bash -c "set -o pipefail; cuobjdump --dump-sass '$t' | grep -oE 'HGMMA|HMMA|LDSM|LDGSTS' | sort | uniq -c"
+  step "$name" 180 "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json"
 done
 
-# Our kernels by CUDA events, then PyTorch's SDPA backends and the cuBLAS GEMM peak on the same shapes (the
-# image's torch; the script needs nothing else).
-step bench 240 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
-step peers 240 python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR"
+# Our entries on seeded cases, then PyTorch on the same GPU recomputing them (the image's torch and numpy).
+step cases 120 "${OURS[@]}" "$BUNDLE/attnzoo" bench kernels --write-cases "$WORK/cases" --device cuda
+step vs-torch 120 python3 "$HERE/check_vs_torch.py" "$WORK/cases" --json "$OUT_DIR/vs_torch.json"
 
+# Our kernels by CUDA events, then PyTorch's SDPA backends and the cuBLAS GEMM peak on the same shapes.
+step bench 180 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
+step peers 180 python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR"
+
+for t in "$BUNDLE"/test_*cuda*; do
+  name=$(basename "$t")
+  step_if_time "$name-sass" 30 bash -c "set -o pipefail; cuobjdump --dump-sass '$t' | grep -oE 'HGMMA|HMMA|LDSM|LDGSTS' | sort | uniq -c"
+  # The sanitizers slow kernels by orders of magnitude: every test but the long-sequence ones. Under gVisor
+  # compute-sanitizer has refused the device before ("Device not supported"): a short limit, then on.
+  step_if_time "$name-memcheck" 90 "${OURS[@]}" compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
+  step_if_time "$name-racecheck" 90 "${OURS[@]}" compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
+done
+
+python3 - "$WORK/tests" "$OUT_DIR/tests.json" <<'PY'
+import json, os, sys
+merged = {}
+for name in sorted(os.listdir(sys.argv[1])):
+    with open(os.path.join(sys.argv[1], name)) as f:
+        merged[name[:-5]] = json.load(f)
+with open(sys.argv[2], "w") as f:
+    json.dump(merged, f, indent=1)
+PY
 {
   echo "{\"steps\": ["
   (IFS=,; echo "${steps[*]}")

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench/cuda_bench.h"
+#include "bench/kernel_cases.h"
 #include "bench/report.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
@@ -21,12 +22,16 @@ namespace {
 struct BenchArgs {
   bool quick = false, json = false, no_torch = false;
   Device device{};
+  std::string write_cases;  // DIR: write the softmax entries' cases for scripts/check_vs_torch.py instead
 };
 
 const char* kBenchUsage =
     "usage: attnzoo bench kernels [--quick] [--json] [--no-torch] [--device cpu|cuda[:N]]\n"
     "         kernel timings vs this machine's measured peaks and vs PyTorch; with --device cuda the CUDA\n"
     "         kernels by CUDA events beside the device's copy bandwidth (scripts/gpu_peers.py adds torch's)\n"
+    "       attnzoo bench kernels --write-cases DIR [--device cpu|cuda[:N]]\n"
+    "         runs the softmax prefill / decode entries on seeded cases on that device and writes their inputs\n"
+    "         and outputs (.npy + manifest.json) for scripts/check_vs_torch.py to compare with PyTorch there\n"
     "       attnzoo bench model -m DIR [--prompt N] [--gen N] [--json] ...   (attnzoo bench model --help)\n"
     "         prefill / decode tok/s of a model vs measured peaks\n"
     "       attnzoo bench serve [--base-url URL] [--num-prompts N] [--request-rate R] ...   (attnzoo bench serve --help)\n"
@@ -44,6 +49,10 @@ BenchArgs parse_bench_args(const std::vector<std::string>& args) {
     else if (args[i] == "--device") {
       require(i + 1 < args.size(), "--device", "needs a value (cpu, cuda or cuda:N)");
       b.device = parse_device(args[++i], "--device");
+    }
+    else if (args[i] == "--write-cases") {
+      require(i + 1 < args.size(), "--write-cases", "needs a directory");
+      b.write_cases = args[++i];
     }
     else if (is_help(args[i])) throw HelpRequested(kBenchUsage);
     else throw_unknown_option("bench kernels", args[i], kBenchUsage);
@@ -75,6 +84,12 @@ int run_python_bench(const std::vector<std::string>& args) {
 int run_bench(const std::vector<std::string>& args, const char* argv0) {
   if (!args.empty() && (args[0] == "model" || args[0] == "serve")) return run_python_bench(args);
   const BenchArgs b = parse_bench_args(args);
+  if (!b.write_cases.empty()) {
+    const bench::CaseSummary s = bench::write_kernel_cases(b.write_cases, b.device);
+    std::printf("%d cases written to %s on %s (%d refused by this device's entries: see manifest.json)\n", s.written,
+                b.write_cases.c_str(), b.device.str().c_str(), s.refused);
+    return 0;
+  }
   if (b.device.is_cuda()) {
     const bench::Scale scale = b.quick ? bench::Scale::quick : bench::Scale::full;
     const bench::CudaKernelReport r = bench::run_cuda_kernel_report(scale, b.device);
