@@ -1,9 +1,11 @@
 """The GPU peers beside our CUDA table, in the same run on the same GPU (scripts/gpu_check.sh calls this).
 
 Reads the JSON of `attnzoo bench kernels --device cuda --json`, times PyTorch's SDPA backends (flash = FA2,
-cuDNN, memory-efficient) on every one of its prefill shapes with CUDA events, and the bf16 GEMM rate of cuBLAS
-(torch.matmul, 8192^3) as the device's measured matrix peak; prints one markdown table of ratios and writes it
-with the raw figures as JSON.
+cuDNN, memory-efficient) on every one of its prefill shapes and (flash, cuDNN) on its decode shapes with CUDA
+events, and the bf16 GEMM rate of cuBLAS (torch.matmul, 8192^3) as the device's measured matrix peak; prints
+markdown tables of ratios (prefill against the GEMM peak, decode against the device's copy bandwidth) and
+writes them with the raw figures as JSON. torch has no paged decode: its rows read a contiguous bf16 cache of
+the same size, which favours it.
 
     python3 scripts/gpu_peers.py ours.json OUT_DIR
 """
@@ -48,6 +50,22 @@ def sdpa_seconds(case, backend):
         return None
 
 
+def sdpa_decode_seconds(case, backend):
+    B, T, Hq, Hkv, D = (case[k] for k in ("B", "context", "Hq", "Hkv", "D"))
+    q = torch.randn(B, 1, Hq, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    k = torch.randn(B, T, Hkv, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    v = torch.randn(B, T, Hkv, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    try:
+        with sdpa_kernel(backend):
+            return time_cuda(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    except RuntimeError as e:
+        print(f"  {backend.name}: {str(e).splitlines()[0]}", file=sys.stderr)
+        return None
+    finally:
+        del q, k, v
+        torch.cuda.empty_cache()
+
+
 def main():
     ours_path, out_dir = sys.argv[1], sys.argv[2]
     with open(ours_path) as f:
@@ -64,6 +82,17 @@ def main():
         rows.append(row)
         torch.cuda.empty_cache()
 
+    decode_rows, torch_decode = [], {}
+    for case in ours.get("decode", []):
+        key = (case["B"], case["context"], case["Hq"], case["Hkv"], case["D"])
+        if key not in torch_decode:  # torch's figure does not depend on our block size or cache format
+            bf16_bytes = 2 * case["B"] * case["context"] * case["Hkv"] * case["D"] * 2
+            torch_decode[key] = {}
+            for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                s = sdpa_decode_seconds(case, backend)
+                torch_decode[key][name] = None if s is None else bf16_bytes / s * 1e-9
+        decode_rows.append({"case": case, "ours_gbps": case["gbps"], "peers": torch_decode[key]})
+
     def ratio(a, b):
         return f"{a / b:.2f}x" if a and b else "-"
 
@@ -77,12 +106,21 @@ def main():
         lines.append(f"| {c['B']} | {c['T']} | {c['Hq']}/{c['Hkv']} | {c['D']} | {'causal' if c['causal'] else 'none'} "
                      f"| {r['ours_tflops']:.0f} | {fmt(p['flash'])} | {fmt(p['cudnn'])} | {ratio(r['ours_tflops'], p['flash'])} "
                      f"| {ratio(r['ours_tflops'], p['cudnn'])} | {r['ours_tflops'] / peak:.0%} |")
+    if decode_rows:
+        lines += ["", "| B | context | Hq/Hkv | D | block | cache | ours GB/s | torch flash | cuDNN | ours / copy | ours / cuDNN |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in decode_rows:
+            c, p = r["case"], r["peers"]
+            fmt = lambda x: f"{x:.0f}" if x else "-"
+            lines.append(f"| {c['B']} | {c['context']} | {c['Hq']}/{c['Hkv']} | {c['D']} | {c['block_size']} | "
+                         f"{c['kv_dtype']} | {r['ours_gbps']:.0f} | {fmt(p['flash'])} | {fmt(p['cudnn'])} | "
+                         f"{r['ours_gbps'] / ours['copy_gbps']:.0%} | {ratio(r['ours_gbps'], p['cudnn'])} |")
     table = "\n".join(lines)
     print(table)
     with open(f"{out_dir}/gpu_peers.md", "w") as f:
         f.write(table + "\n")
     with open(f"{out_dir}/gpu_peers.json", "w") as f:
-        json.dump({"gemm_tflops": peak, "ours": ours, "rows": rows}, f, indent=1)
+        json.dump({"gemm_tflops": peak, "ours": ours, "rows": rows, "decode_rows": decode_rows}, f, indent=1)
 
 
 if __name__ == "__main__":

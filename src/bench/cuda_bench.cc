@@ -1,6 +1,7 @@
 #include "bench/cuda_bench.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/decode.h"
 
 namespace attnzoo::bench {
 namespace {
@@ -27,10 +29,61 @@ std::vector<uint16_t> noise_bf16(size_t n, uint64_t seed) {
   return out;
 }
 
-TensorView device_view(const DeviceBuffer& b, std::initializer_list<int64_t> shape) {
-  TensorView t = TensorView::contiguous(b.data(), DType::bf16, shape);
-  t.device = b.device();
-  return t;
+// A device buffer of `bytes` filled with bf16 noise (as bytes: for one-byte caches the same bits read as int8 /
+// e4m3 values, finite either way): one 32 MiB pattern uploaded, then copied on the device, since generating
+// gigabytes on the host would take longer than the whole table.
+DeviceBuffer noise_buffer(Device device, size_t bytes, uint64_t seed, Stream stream) {
+  DeviceBuffer b(device, bytes);
+  const size_t chunk = std::min(bytes, size_t(32) << 20);
+  const std::vector<uint16_t> pattern = noise_bf16((chunk + 1) / 2, seed);
+  b.upload(pattern.data(), chunk, stream);
+  for (size_t at = chunk; at < bytes; at += chunk)
+    copy_bytes(static_cast<unsigned char*>(b.data()) + at, device, b.data(), device, std::min(chunk, bytes - at), stream);
+  return b;
+}
+
+TensorView view_on(const DeviceBuffer& b, DType t, std::initializer_list<int64_t> shape) {
+  TensorView v = TensorView::contiguous(b.data(), t, shape);
+  v.device = b.device();
+  return v;
+}
+
+CudaDecodeRow time_decode(const CudaDecodeCase& c, Device device, Stream stream, int reps) {
+  const int64_t blocks_per_seq = (c.context + c.block_size - 1) / c.block_size, num_blocks = c.B * blocks_per_seq;
+  const size_t rows = size_t(num_blocks * c.block_size * c.Hkv);
+  const size_t cache_bytes = rows * size_t(c.D) * dtype_size(c.kv_dtype);
+  DeviceBuffer k = noise_buffer(device, cache_bytes, 4, stream), v = noise_buffer(device, cache_bytes, 5, stream);
+  const bool scaled = c.kv_dtype == DType::i8 || c.kv_dtype == DType::f8_e4m3;
+  DeviceBuffer k_scale, v_scale;
+  if (scaled) {
+    const std::vector<float> ones(rows, 1.f / 64);
+    k_scale = DeviceBuffer(device, rows * 4);
+    v_scale = DeviceBuffer(device, rows * 4);
+    k_scale.upload(ones.data(), rows * 4, stream);
+    v_scale.upload(ones.data(), rows * 4, stream);
+  }
+  const size_t nq = size_t(c.B * c.Hq * c.D);
+  DeviceBuffer q(device, nq * 2), o(device, nq * 2);
+  q.upload(noise_bf16(nq, 6).data(), nq * 2, stream);
+  // Each sequence's blocks scattered over the cache (a pool after some churn), not laid end to end.
+  std::vector<int32_t> table(static_cast<size_t>(num_blocks));
+  for (int64_t i = 0; i < num_blocks; ++i) table[size_t(i)] = int32_t((i * 7919) % num_blocks);
+  const std::vector<int32_t> seqlens(size_t(c.B), int32_t(c.context));
+  KvCacheView cache;
+  cache.k = view_on(k, c.kv_dtype, {num_blocks, c.block_size, c.Hkv, c.D});
+  cache.v = view_on(v, c.kv_dtype, {num_blocks, c.block_size, c.Hkv, c.D});
+  if (scaled) {
+    cache.k_scale = view_on(k_scale, DType::f32, {num_blocks, c.block_size, c.Hkv});
+    cache.v_scale = view_on(v_scale, DType::f32, {num_blocks, c.block_size, c.Hkv});
+  }
+  cache.cache_seqlens = seqlens.data();
+  cache.block_table = table.data();
+  cache.max_blocks_per_seq = blocks_per_seq;
+  const TensorView qv = view_on(q, DType::bf16, {c.B, 1, c.Hq, c.D}), ov = view_on(o, DType::bf16, {c.B, 1, c.Hq, c.D});
+  AttentionOptions opts;
+  // Timed as an engine calls it: the host checks, plan and metadata upload of each step included.
+  const Timing t = summarize(time_on_stream([&] { attention_decode(qv, cache, ov, opts); }, stream, 2, reps));
+  return {c, t.median_s, t.min_s, decode_cache_bytes(c) / t.median_s * 1e-9};
 }
 
 }  // namespace
@@ -47,6 +100,23 @@ std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s) {
 double prefill_flops(const CudaPrefillCase& c) {
   const double pairs = c.causal ? double(c.T) * double(c.T + 1) / 2 : double(c.T) * double(c.T);
   return 4.0 * double(c.B) * double(c.Hq) * double(c.D) * pairs;
+}
+
+std::vector<CudaDecodeCase> cuda_decode_cases(Scale s) {
+  if (s == Scale::tiny) return {{2, 512, 4, 2, 128, 16, DType::bf16}};
+  if (s == Scale::quick) return {{8, 4096, 32, 8, 128, 16, DType::bf16}};
+  // The headline shape (B = 32 at 32k, GQA 32 / 8, D = 128) in vLLM's default block of 16 and FlashInfer's
+  // larger pages, then the one-byte caches (half the bytes, the same rows).
+  return {{32, 32768, 32, 8, 128, 16, DType::bf16},
+          {32, 32768, 32, 8, 128, 64, DType::bf16},
+          {32, 32768, 32, 8, 128, 16, DType::i8},
+          {32, 32768, 32, 8, 128, 16, DType::f8_e4m3}};
+}
+
+double decode_cache_bytes(const CudaDecodeCase& c) {
+  const bool scaled = c.kv_dtype == DType::i8 || c.kv_dtype == DType::f8_e4m3;
+  const double row = double(c.D) * double(dtype_size(c.kv_dtype)) + (scaled ? 4.0 : 0.0);
+  return 2.0 * double(c.B) * double(c.context) * double(c.Hkv) * row;
 }
 
 CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
@@ -74,13 +144,15 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
     q.upload(noise_bf16(nq, 1).data(), nq * 2, stream);
     k.upload(noise_bf16(nkv, 2).data(), nkv * 2, stream);
     v.upload(noise_bf16(nkv, 3).data(), nkv * 2, stream);
-    const TensorView qv = device_view(q, {c.B, c.T, c.Hq, c.D}), kv = device_view(k, {c.B, c.T, c.Hkv, c.D});
-    const TensorView vv = device_view(v, {c.B, c.T, c.Hkv, c.D}), ov = device_view(o, {c.B, c.T, c.Hq, c.D});
+    const TensorView qv = view_on(q, DType::bf16, {c.B, c.T, c.Hq, c.D}), kv = view_on(k, DType::bf16, {c.B, c.T, c.Hkv, c.D});
+    const TensorView vv = view_on(v, DType::bf16, {c.B, c.T, c.Hkv, c.D}), ov = view_on(o, DType::bf16, {c.B, c.T, c.Hq, c.D});
     AttentionOptions opts;
     opts.causal = c.causal;
     const Timing t = summarize(time_on_stream([&] { attention_prefill(qv, kv, vv, ov, opts); }, stream, 2, reps));
     r.prefill.push_back({c, t.median_s, t.min_s, prefill_flops(c) / t.median_s * 1e-12});
   }
+
+  for (const CudaDecodeCase& c : cuda_decode_cases(s)) r.decode.push_back(time_decode(c, device, stream, reps));
   return r;
 }
 
@@ -97,6 +169,14 @@ std::string format_cuda_text(const CudaKernelReport& r) {
                   c.causal ? "causal" : "non-causal", row.median_s * 1e3, row.tflops);
     s += line;
   }
+  s += "paged decode (1 token, bf16 q)                                median ms   GB/s of cache read\n";
+  for (const CudaDecodeRow& row : r.decode) {
+    const CudaDecodeCase& c = row.shape;
+    std::snprintf(line, sizeof line, "  B=%-2lld ctx=%-6lld Hq=%lld Hkv=%lld D=%-3lld block=%-3lld %-14s %10.3f %9.0f\n",
+                  (long long)c.B, (long long)c.context, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
+                  (long long)c.block_size, dtype_name(c.kv_dtype), row.median_s * 1e3, row.gbps);
+    s += line;
+  }
   return s;
 }
 
@@ -111,6 +191,19 @@ std::string format_cuda_json(const CudaKernelReport& r) {
                   "\"median_s\": %.9g, \"min_s\": %.9g, \"tflops\": %.6g}",
                   i ? ", " : "", (long long)c.B, (long long)c.T, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
                   c.causal ? "true" : "false", row.median_s, row.min_s, row.tflops);
+    s += item;
+  }
+  s += "], \"decode\": [";
+  for (size_t i = 0; i < r.decode.size(); ++i) {
+    const CudaDecodeRow& row = r.decode[i];
+    const CudaDecodeCase& c = row.shape;
+    char item[320];
+    std::snprintf(item, sizeof item,
+                  "%s{\"B\": %lld, \"context\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"block_size\": %lld, "
+                  "\"kv_dtype\": \"%s\", \"cache_bytes\": %.0f, \"median_s\": %.9g, \"min_s\": %.9g, \"gbps\": %.6g}",
+                  i ? ", " : "", (long long)c.B, (long long)c.context, (long long)c.Hq, (long long)c.Hkv,
+                  (long long)c.D, (long long)c.block_size, dtype_name(c.kv_dtype), decode_cache_bytes(c),
+                  row.median_s, row.min_s, row.gbps);
     s += item;
   }
   return s + "]}\n";

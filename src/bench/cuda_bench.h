@@ -9,6 +9,7 @@
 
 #include "bench/kernel_bench.h"
 #include "core/device.h"
+#include "core/dtype.h"
 
 namespace attnzoo::bench {
 
@@ -21,15 +22,30 @@ struct CudaPrefillRow {
   double median_s = 0, min_s = 0;
   double tflops = 0;  // visible score / value products only (a causal problem counts half), as FlashAttention does
 };
+// Paged decode, one query token per sequence over `context` cached tokens (FlashInfer's and vLLM's decode
+// shape): bandwidth-bound, so measured in bytes of the cache read (K and V, plus int8 / fp8 scales) per second.
+struct CudaDecodeCase {
+  int64_t B, context, Hq, Hkv, D, block_size;
+  DType kv_dtype;
+};
+struct CudaDecodeRow {
+  CudaDecodeCase shape;
+  double median_s = 0, min_s = 0;
+  double gbps = 0;  // cache bytes read per second
+};
 struct CudaKernelReport {
   std::string device;  // "cuda:0 NVIDIA H200, sm_90, 132 SMs, 139.8 GiB"
   double copy_gbps = 0;  // device-to-device copy, bytes read + written per second
   std::vector<CudaPrefillRow> prefill;
+  std::vector<CudaDecodeRow> decode;
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);
 // FLOPs of the two products of attention over the visible (query, key) pairs: 4 * B * Hq * D * pairs.
 double prefill_flops(const CudaPrefillCase& c);
+std::vector<CudaDecodeCase> cuda_decode_cases(Scale s);
+// Bytes of K and V (and their scales) a decode step reads: every cached row of every kv head once.
+double decode_cache_bytes(const CudaDecodeCase& c);
 // DeviceError without a GPU (or without CUDA in this build).
 CudaKernelReport run_cuda_kernel_report(Scale s, Device device);
 std::string format_cuda_text(const CudaKernelReport& r);

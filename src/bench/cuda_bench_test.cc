@@ -20,17 +20,31 @@ TEST(CudaBench, CountsOnlyVisibleProducts) {
   EXPECT_NEAR(prefill_flops({4, 4096, 32, 8, 128, true}) * 1e-12, 0.55, 0.001);
 }
 
+TEST(CudaBench, DecodeCountsEveryCachedRowOnce) {
+  // The headline: 32 sequences of 32k tokens, 8 kv heads of 128 bf16 values, K and V: 4.29 GB per step.
+  EXPECT_DOUBLE_EQ(decode_cache_bytes({32, 32768, 32, 8, 128, 16, DType::bf16}), 2.0 * 32 * 32768 * 8 * 128 * 2);
+  // One-byte caches read their f32 row scales too; the query heads (32 here) read nothing more.
+  EXPECT_DOUBLE_EQ(decode_cache_bytes({1, 10, 4, 2, 64, 16, DType::i8}), 2.0 * 10 * 2 * (64 + 4));
+  EXPECT_DOUBLE_EQ(decode_cache_bytes({1, 10, 64, 2, 64, 64, DType::f8_e4m3}), 2.0 * 10 * 2 * (64 + 4));
+}
+
 TEST(CudaBench, JsonHoldsEveryRow) {
   CudaKernelReport r;
   r.device = "cuda:0 test";
   r.copy_gbps = 4000;
   for (const CudaPrefillCase& c : cuda_prefill_cases(Scale::full)) r.prefill.push_back({c, 1e-3, 9e-4, 1.5});
+  for (const CudaDecodeCase& c : cuda_decode_cases(Scale::full)) r.decode.push_back({c, 1e-3, 9e-4, 4000});
   const std::string json = format_cuda_json(r);
   size_t rows = 0;
   for (size_t at = json.find("\"causal\""); at != std::string::npos; at = json.find("\"causal\"", at + 1)) ++rows;
   EXPECT_EQ(rows, cuda_prefill_cases(Scale::full).size());
   EXPECT_NE(json.find("\"T\": 16384"), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("TFLOP/s"), std::string::npos);
+  size_t decode_rows = 0;
+  for (size_t at = json.find("\"context\""); at != std::string::npos; at = json.find("\"context\"", at + 1)) ++decode_rows;
+  EXPECT_EQ(decode_rows, cuda_decode_cases(Scale::full).size());
+  EXPECT_NE(json.find("\"kv_dtype\": \"int8\""), std::string::npos);
+  EXPECT_NE(format_cuda_text(r).find("GB/s of cache read"), std::string::npos);
 }
 
 TEST(CudaBench, NeedsAGpu) {
