@@ -7,11 +7,32 @@ def _is_torch(x):
 
 
 def empty_like_input(x, shape, dtype=None):
-    """An uninitialised output of `shape` in x's framework (numpy or torch), x's dtype unless given."""
+    """An uninitialised output of `shape` in x's framework (numpy or torch) and on x's device, x's dtype unless
+    given."""
     if _is_torch(x):
         import torch
-        return torch.empty(tuple(shape), dtype=dtype or x.dtype, device="cpu")
+        return torch.empty(tuple(shape), dtype=dtype or x.dtype, device=x.device)
     return np.empty(tuple(shape), dtype=dtype or x.dtype)
+
+
+def on_cuda(x):
+    return _is_torch(x) and x.device.type == "cuda"
+
+
+def cuda_stream_of(x):
+    """The caller's current CUDA stream on x's device, as the integer handle the bindings take (0: host x)."""
+    if not on_cuda(x):
+        return 0
+    import torch
+    return torch.cuda.current_stream(x.device).cuda_stream
+
+
+def require_finite_on_device(pairs):
+    """check_inputs for CUDA tensors, done by torch on their device (the bindings' scan reads host memory)."""
+    import torch
+    for x, name in pairs:
+        if x is not None and x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name}: contains NaN or Inf (pass check_inputs=False to skip this check)")
 
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -26,17 +47,19 @@ def in_callers_framework(x, out):
     return out
 
 
-def as_input(x, name):
+def as_input(x, name, cuda=False):
     """Numpy arrays and DLPack objects pass through. There is no autograd: torch tensors are read detached, and a
-    tensor that requires grad gets a warning saying so (results never carry a grad_fn).
+    tensor that requires grad gets a warning saying so (results never carry a grad_fn). CUDA tensors only where
+    `cuda` (the functions whose kernels also run on a GPU: attention, attention_decode).
 
     A required argument: None is a TypeError naming it (optional arguments test for None before calling this).
     Numpy arrays in non-native byte order are refused here, by name, rather than read as garbage."""
     if x is None:
         raise TypeError(f"{name}: required, got None")
     if _is_torch(x):
-        if x.device.type != "cpu":
-            raise ValueError(f"{name}: must be a CPU tensor, got device {x.device}")
+        if x.device.type != "cpu" and not (cuda and x.device.type == "cuda"):
+            raise ValueError(f"{name}: must be a CPU tensor, got device {x.device}"
+                             + ("" if x.device.type != "cuda" else " (this function runs on the CPU only so far)"))
         if x.requires_grad:
             import warnings
             warnings.warn(f"{name}: requires grad, but attnzoo has no autograd: it is read detached and the "
@@ -50,20 +73,25 @@ def as_input(x, name):
                              f"convert with .astype(x.dtype.newbyteorder('='))")
         return x
     if hasattr(x, "__dlpack__"):
+        # DLPack device types: 1 CPU, 2 CUDA.
+        kind = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else 1
+        if kind != 1 and not (cuda and kind == 2):
+            raise ValueError(f"{name}: lives on DLPack device type {kind}; "
+                             + ("this function runs on the CPU only so far" if kind == 2 else "attnzoo reads CPU or CUDA memory"))
         return x
     raise TypeError(f"{name}: expected a numpy array or an object with __dlpack__, got {type(x).__name__}")
 
 
-def optional_input(x, name):
+def optional_input(x, name, cuda=False):
     """as_input for an optional argument: None stays None."""
-    return None if x is None else as_input(x, name)
+    return None if x is None else as_input(x, name, cuda)
 
 
-def as_output(x, name):
+def as_output(x, name, cuda=False):
     """An array the kernel writes (out=, a state updated in place): as as_input, and writable. Numpy's
     read-only flag is checked here; torch tensors over read-only memory are caught by the binding, which probes
     the memory before writing."""
-    x = as_input(x, name)
+    x = as_input(x, name, cuda)
     if isinstance(x, np.ndarray) and not x.flags.writeable:
         raise ValueError(f"{name}: is read-only (written in place); pass a writable array")
     return x
@@ -73,6 +101,7 @@ def to_int(x, name, bits=32):
     """Integer ids / offsets / tables as int32 (or int64), refusing (ValueError naming `name`) values that do not
     fit rather than wrapping them: 2**32 + 5 must not become 5."""
     lo_ok, hi_ok = (_INT32_MIN, _INT32_MAX) if bits == 32 else (_INT64_MIN, _INT64_MAX)
+    x = _host_metadata(x)
     x = as_input(x, name)
     if _is_torch(x):
         import torch
@@ -99,10 +128,16 @@ def to_int32(x, name):
     return to_int(x, name, 32)
 
 
+def _host_metadata(x):
+    """Offsets, tables, lengths, sinks and slopes are read on the host by every kernel (they plan the launch):
+    a CUDA tensor of them is copied there (flash-attn takes them on the GPU; the copy waits for its stream)."""
+    return x.cpu() if on_cuda(x) else x
+
+
 def as_f32_vector(x, name):
     if x is None:
         return None
-    x = as_input(x, name)
+    x = as_input(_host_metadata(x), name)
     if _is_torch(x):
         import torch
         return x.to(torch.float32).contiguous()

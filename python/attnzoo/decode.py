@@ -1,6 +1,7 @@
 """Decode attention against contiguous and paged KV caches."""
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, as_output, empty_like_input, optional_input, shape_of
+from ._arrays import (as_f32_vector, as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, on_cuda,
+                      optional_input, require_finite_on_device, shape_of)
 
 
 def _add_token_axis(x):
@@ -52,8 +53,8 @@ def attention_decode_reference(q, k_cache, v_cache, cache_seqlens, *, block_tabl
 
 def _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, window, softcap, sinks, alibi_slopes,
             block_mask, out, check_inputs, reference, quant=(None, None, "auto")):
-    q = as_input(q, "q")
-    k_cache, v_cache = as_input(k_cache, "k_cache"), as_input(v_cache, "v_cache")
+    q = as_input(q, "q", cuda=True)
+    k_cache, v_cache = as_input(k_cache, "k_cache", cuda=True), as_input(v_cache, "v_cache", cuda=True)
     single_token = len(shape_of(q)) == 3
     if single_token:
         q = _add_token_axis(q)
@@ -63,16 +64,20 @@ def _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, wind
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v_cache)[-1],))
     else:
-        out = as_output(out, "out")
+        out = as_output(out, "out", cuda=True)
         if single_token and len(shape_of(out)) == 3:
             out = _add_token_axis(out)
     seqlens = as_i32_vector(cache_seqlens, "cache_seqlens")
     table = as_i32_vector(block_table, "block_table")
+    if check_inputs and on_cuda(q):
+        require_finite_on_device([(q, "q")])
+        check_inputs = False
     _core.attention_decode(q, k_cache, v_cache, seqlens, table, out, bool(causal), scale, window, softcap,
                            as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"), block_mask,
                            reference=reference, check_inputs=bool(check_inputs),
-                           k_scale=optional_input(quant[0], "k_scale"), v_scale=optional_input(quant[1], "v_scale"),
-                           kv_cache_dtype=quant[2])
+                           k_scale=optional_input(quant[0], "k_scale", cuda=True),
+                           v_scale=optional_input(quant[1], "v_scale", cuda=True), kv_cache_dtype=quant[2],
+                           stream=cuda_stream_of(q))
     if given_out is not None:
         return given_out
     return out[:, 0] if single_token else out

@@ -3,7 +3,8 @@ LSH attention."""
 import operator
 
 from . import _core
-from ._arrays import as_f32_vector, as_i32_vector, as_input, as_int_array, as_output, empty_like_input, optional_input, shape_of
+from ._arrays import (as_f32_vector, as_i32_vector, as_input, as_int_array, as_output, cuda_stream_of,
+                      empty_like_input, on_cuda, optional_input, require_finite_on_device, shape_of)
 
 BlockMask = _core.BlockMask
 
@@ -77,21 +78,25 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     [num_blocks, block_size, Hkv] (contiguous: [B, S_max, Hkv]); rows are dequantized as tiles are packed.
     k_scale, v_scale and kv_cache_dtype are refused without seqused_k.
     """
-    q = as_input(q, "q")
+    q = as_input(q, "q", cuda=True)
     scale, window = flash_attn_aliases(causal, scale, window, softmax_scale, window_size)
     if seqused_k is not None and cache_seqlens is not None:
         raise ValueError("cache_seqlens: give seqused_k or cache_seqlens, not both (they are the same)")
     seqused_k = seqused_k if seqused_k is not None else cache_seqlens
     cached = seqused_k is not None
-    k, v = as_input(k, "k_cache" if cached else "k"), as_input(v, "v_cache" if cached else "v")
+    k, v = as_input(k, "k_cache" if cached else "k", cuda=True), as_input(v, "v_cache" if cached else "v", cuda=True)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
-    _core.attention(q, k, v, as_output(out, "out"), bool(causal), scale, window, softcap,
+    if check_inputs and on_cuda(q):
+        require_finite_on_device([(q, "q")] + ([] if cached else [(k, "k"), (v, "v")]))
+        check_inputs = False
+    _core.attention(q, k, v, as_output(out, "out", cuda=True), bool(causal), scale, window, softcap,
                     as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"),
                     as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask,
                     as_i32_vector(block_table, "block_table"), as_i32_vector(seqused_k, "seqused_k"),
-                    check_inputs=bool(check_inputs), k_scale=optional_input(k_scale, "k_scale"),
-                    v_scale=optional_input(v_scale, "v_scale"), kv_cache_dtype=kv_cache_dtype)
+                    check_inputs=bool(check_inputs), k_scale=optional_input(k_scale, "k_scale", cuda=True),
+                    v_scale=optional_input(v_scale, "v_scale", cuda=True), kv_cache_dtype=kv_cache_dtype,
+                    stream=cuda_stream_of(q))
     return out
 
 

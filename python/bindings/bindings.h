@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "core/device.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 #include "engine/sampler.h"
@@ -15,11 +16,20 @@ namespace nb = nanobind;
 
 using AnyArray = nb::ndarray<nb::ro, nb::device::cpu>;      // inputs: read-only is fine
 using OutArray = nb::ndarray<nb::device::cpu>;              // outputs: must be writable
+// The tensors of the entries that also run on a GPU (attention, attention_decode): host or CUDA memory, the
+// view's device saying which; their metadata (offsets, tables, sinks) stays AnyArray, read on the host.
+using DeviceArray = nb::ndarray<nb::ro>;
+using DeviceOutArray = nb::ndarray<>;
 
 // Views the array; `name` appears in errors (unsupported dtype, too many dims). An OutArray's memory is also
 // probed for writability (a torch tensor over a read-only mapping would otherwise crash on the first store).
 TensorView as_view(const AnyArray& a, const char* name);
 TensorView as_view(const OutArray& a, const char* name);
+TensorView as_view(const DeviceArray& a, const char* name);
+TensorView as_view(const DeviceOutArray& a, const char* name);
+// The caller's CUDA stream (torch.cuda.current_stream().cuda_stream; 0: the default stream) as the launches'
+// stream for a scope; host tensors ignore it.
+inline Stream stream_of(uintptr_t handle) { return Stream{reinterpret_cast<void*>(handle)}; }
 
 // Held by every binding while native code runs: the GIL released, the thread pool pinned (set_num_threads
 // waits for it), and, when `interruptible`, a Ctrl-C on the main thread cancels the running kernel between
@@ -56,12 +66,16 @@ const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols);
 TensorView as_kv_cache(TensorView cache, const std::string& kv_cache_dtype, const char* name);
 // Quantized-cache arguments are meaningless on plain k / v (or kv_latent): refused, naming the argument and
 // `cache_arg`, the argument that would make the inputs a cache.
-void refuse_quant_without_cache(const std::optional<AnyArray>& k_scale, const std::optional<AnyArray>& v_scale,
+void refuse_quant_without_cache(bool has_k_scale, bool has_v_scale,
                                 const std::string& kv_cache_dtype, const char* cache_arg);
 template <class Array>
 TensorView optional_view(const std::optional<Array>& a, const char* name) {
   return a ? as_view(*a, name) : TensorView{};
 }
+
+// The reference kernels and the finite-value scan read host memory: for device tensors both are refused by
+// name (the Python wrappers scan CUDA tensors with torch before calling).
+void refuse_host_only_options(Device device, bool reference, bool check_inputs);
 
 // Softmax options from Python arguments (None = off); validates values and names the argument.
 AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<float> scale,

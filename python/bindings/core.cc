@@ -87,6 +87,12 @@ TensorView view_of(const Array& a, const char* name) {
     v.shape[size_t(d)] = int64_t(a.shape(size_t(d)));
     v.strides[size_t(d)] = int64_t(a.stride(size_t(d)));
   }
+  if (a.device_type() == nb::device::cuda::value) {
+    v.device = Device::cuda(a.device_id());
+  } else {
+    require(a.device_type() == nb::device::cpu::value, name,
+            "lives on DLPack device type " + std::to_string(a.device_type()) + "; attnzoo reads host (CPU) or CUDA memory");
+  }
   return v;
 }
 
@@ -96,6 +102,12 @@ TensorView as_view(const AnyArray& a, const char* name) { return view_of(a, name
 TensorView as_view(const OutArray& a, const char* name) {
   TensorView v = view_of(a, name);
   require_writable(v, name);
+  return v;
+}
+TensorView as_view(const DeviceArray& a, const char* name) { return view_of(a, name); }
+TensorView as_view(const DeviceOutArray& a, const char* name) {
+  TensorView v = view_of(a, name);
+  if (v.device.is_cpu()) require_writable(v, name);  // the probe reads host addresses
   return v;
 }
 
@@ -137,11 +149,11 @@ TensorView as_kv_cache(TensorView cache, const std::string& kv_cache_dtype, cons
   return cache;
 }
 
-void refuse_quant_without_cache(const std::optional<AnyArray>& k_scale, const std::optional<AnyArray>& v_scale,
+void refuse_quant_without_cache(bool has_k_scale, bool has_v_scale,
                                 const std::string& kv_cache_dtype, const char* cache_arg) {
   const std::string why = std::string("is only used with a quantized KV cache (pass ") + cache_arg + ")";
-  require(!k_scale, "k_scale", why);
-  require(!v_scale, "v_scale", why);
+  require(!has_k_scale, "k_scale", why);
+  require(!has_v_scale, "v_scale", why);
   require(kv_cache_dtype == "auto", "kv_cache_dtype", why);
 }
 

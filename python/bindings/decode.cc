@@ -14,11 +14,12 @@
 namespace attnzoo::py {
 void bind_decode(nb::module_& m) {
   m.def("attention_decode",
-        [](const AnyArray& q, const AnyArray& k_cache, const AnyArray& v_cache, const AnyArray& cache_seqlens,
-           std::optional<AnyArray> block_table, const OutArray& out, bool causal, std::optional<float> scale,
+        [](const DeviceArray& q, const DeviceArray& k_cache, const DeviceArray& v_cache, const AnyArray& cache_seqlens,
+           std::optional<AnyArray> block_table, const DeviceOutArray& out, bool causal, std::optional<float> scale,
            std::optional<int64_t> window, std::optional<float> softcap, std::optional<AnyArray> sinks,
            std::optional<AnyArray> alibi_slopes, const BlockMask* block_mask, bool reference, bool check_inputs,
-           std::optional<OutArray> k_scale, std::optional<OutArray> v_scale, const std::string& kv_cache_dtype) {
+           std::optional<DeviceArray> k_scale, std::optional<DeviceArray> v_scale, const std::string& kv_cache_dtype,
+           uintptr_t stream) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           require(qv.ndim == 4, "q", "must be [batch, new_tokens, heads, head_dim], got " + qv.shape_str());
           KvCacheView cache;
@@ -31,19 +32,21 @@ void bind_decode(nb::module_& m) {
           const AttentionOptions o =
               make_attention_options(qv.shape[2], causal, scale, window, softcap, sinks, alibi_slopes, block_mask);
           const DecodeProblem p = make_decode_problem(qv, cache, ov, o);
+          refuse_host_only_options(p.device, reference, check_inputs);
           KernelScope scope;
           if (check_inputs) require_finite(qv, "q");
+          const StreamGuard on_stream(stream_of(stream));
           if (reference)
             attention_decode_reference(p);
           else
-            attention_decode_run(p);
+            attention_decode(p);
         },
         nb::arg("q"), nb::arg("k_cache"), nb::arg("v_cache"), nb::arg("cache_seqlens"),
         nb::arg("block_table").none(), nb::arg("out"), nb::arg("causal"), nb::arg("scale").none(),
         nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
         nb::arg("alibi_slopes").none(), nb::arg("block_mask").none(), nb::arg("reference") = false,
         nb::arg("check_inputs") = false, nb::arg("k_scale").none() = nb::none(),
-        nb::arg("v_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
+        nb::arg("v_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto", nb::arg("stream") = 0);
 }
 
 }  // namespace attnzoo::py

@@ -69,7 +69,7 @@ void bind_mla(nb::module_& m) {
             return;
           }
           require(!block_table, "cache_seqlens", "is required with block_table (each sequence's row count)");
-          refuse_quant_without_cache(k_scale, std::nullopt, kv_cache_dtype, "cache_seqlens");
+          refuse_quant_without_cache(k_scale.has_value(), false, kv_cache_dtype, "cache_seqlens");
           const TensorView lv = as_view(kv_latent, "kv_latent");
           KernelScope scope;
           if (check_inputs) {

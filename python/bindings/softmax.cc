@@ -42,6 +42,13 @@ AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<f
   return o;
 }
 
+void refuse_host_only_options(Device device, bool reference, bool check_inputs) {
+  if (device.is_cpu()) return;
+  require(!reference, "reference", "the reference kernels read host memory; q lives on " + device.str());
+  require(!check_inputs, "check_inputs",
+          "the finite-value scan reads host memory; q lives on " + device.str() + " (scan it there first)");
+}
+
 void bind_softmax(nb::module_& m) {
   nb::class_<BlockMask>(m, "BlockMask", "Block-sparse visibility pattern (see attnzoo.block_mask).")
       .def("__init__",
@@ -64,13 +71,13 @@ void bind_softmax(nb::module_& m) {
       }, "The [num_blocks, num_blocks] uint8 matrix (row = query block).");
 
   m.def("attention",
-        [](const AnyArray& q, const AnyArray& k, const AnyArray& v, const OutArray& out, bool causal,
+        [](const DeviceArray& q, const DeviceArray& k, const DeviceArray& v, const DeviceOutArray& out, bool causal,
            std::optional<float> scale, std::optional<int64_t> window, std::optional<float> softcap,
            std::optional<AnyArray> sinks, std::optional<AnyArray> alibi_slopes,
            std::optional<AnyArray> cu_seqlens, std::optional<AnyArray> cu_seqlens_k, const BlockMask* block_mask,
            std::optional<AnyArray> block_table, std::optional<AnyArray> seqused_k, bool reference,
-           bool check_inputs, std::optional<AnyArray> k_scale, std::optional<AnyArray> v_scale,
-           const std::string& kv_cache_dtype) {
+           bool check_inputs, std::optional<DeviceArray> k_scale, std::optional<DeviceArray> v_scale,
+           const std::string& kv_cache_dtype, uintptr_t stream) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           require(qv.ndim >= 3, "q", "must be [batch, time, heads, head_dim] or packed [total, heads, head_dim], got " +
                                          qv.shape_str());
@@ -99,25 +106,27 @@ void bind_softmax(nb::module_& m) {
             p = make_cached_prefill_problem(qv, cache, ov, o, vl);
           } else {
             require(!block_table, "seqused_k", "is required with block_table (each sequence's key count)");
-            refuse_quant_without_cache(k_scale, v_scale, kv_cache_dtype, "seqused_k");
+            refuse_quant_without_cache(k_scale.has_value(), v_scale.has_value(), kv_cache_dtype, "seqused_k");
             const TensorView kv = as_view(k, "k"), vv = as_view(v, "v");
             p = make_prefill_problem(qv, kv, vv, ov, o, vl);
             scanned.insert(scanned.end(), {{kv, "k"}, {vv, "v"}});
           }
+          refuse_host_only_options(p.device, reference, check_inputs);
           KernelScope scope;
           if (check_inputs)  // after the problem is built: the scan trusts validated shapes and strides
             for (const auto& [view, name] : scanned) require_finite(view, name);
+          const StreamGuard on_stream(stream_of(stream));
           if (reference)
             attention_prefill_reference(p);
           else
-            attention_prefill_run(p);
+            attention_prefill(p);
         },
         nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"), nb::arg("causal"), nb::arg("scale").none(),
         nb::arg("window").none(), nb::arg("softcap").none(), nb::arg("sinks").none(),
         nb::arg("alibi_slopes").none(), nb::arg("cu_seqlens").none(), nb::arg("cu_seqlens_k").none(),
         nb::arg("block_mask").none(), nb::arg("block_table").none(), nb::arg("seqused_k").none(),
         nb::arg("reference") = false, nb::arg("check_inputs") = false, nb::arg("k_scale").none() = nb::none(),
-        nb::arg("v_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
+        nb::arg("v_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto", nb::arg("stream") = 0);
 
   m.def("lsh_hash",
         [](const AnyArray& qk, const AnyArray& rotations, const OutArray& buckets, bool check_inputs) {

@@ -39,11 +39,17 @@ thread_local Stream t_current_stream{};
 }
 
 #if ATTNZOO_WITH_CUDA
-// Selects `device` for this thread's CUDA calls (the runtime's current device is per thread).
-void use(Device device) {
+// Named before any runtime call can fail on its own terms (without a driver, cudaGetDevice's error names no
+// device).
+void require_present(Device device) {
   if (device.index < 0 || device.index >= cuda_device_count())
     throw DeviceError(device.str() + " is not present (" + std::to_string(cuda_device_count()) + " CUDA devices" +
                       (cuda_device_count() ? ")" : ": " + cuda_unavailable_reason() + ")"));
+}
+
+// Selects `device` for this thread's CUDA calls (the runtime's current device is per thread).
+void use(Device device) {
+  require_present(device);
   cuda_check(cudaSetDevice(device.index), "cudaSetDevice");
 }
 #endif
@@ -89,6 +95,7 @@ CudaDeviceInfo cuda_device_info(int index) {
 
 DeviceGuard::DeviceGuard(Device device) {
   if (device.is_cpu()) return;
+  require_present(device);
   int current = 0;
   cuda_check(cudaGetDevice(&current), "cudaGetDevice");
   if (current == device.index) return;
@@ -176,7 +183,7 @@ int cuda_device_count() { return 0; }
 std::string cuda_unavailable_reason() { return "attnzoo was built without CUDA"; }
 CudaDeviceInfo cuda_device_info(int index) { no_cuda(("cuda:" + std::to_string(index)).c_str()); }
 DeviceGuard::DeviceGuard(Device device) {
-  if (!device.is_cpu()) no_cuda("DeviceGuard");
+  if (!device.is_cpu()) no_cuda(device.str().c_str());
 }
 DeviceGuard::~DeviceGuard() = default;
 void synchronize(Stream) {}

@@ -19,6 +19,11 @@ void attention_prefill(const TensorView& q, const TensorView& k, const TensorVie
 void attention_prefill(const TensorView& q, const KvCacheView& cache, const TensorView& out,
                        const AttentionOptions& opts, const VarlenInfo& varlen = {});
 
+// A validated problem (make_prefill_problem / make_cached_prefill_problem) run where its tensors live: the CPU
+// kernel, or the CUDA one. What the entries above call; front ends that validate first (the Python bindings,
+// which scan inputs between the two steps) call it too.
+void attention_prefill(const AttentionProblem& p);
+
 // The plain definition with double accumulation: the yardstick for tests, slow on purpose.
 void attention_prefill_reference(const AttentionProblem& p);
 

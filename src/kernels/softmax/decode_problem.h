@@ -96,5 +96,8 @@ void merge_decode_chunks(const DecodeProblem& p, const DecodePlan& plan, const D
 
 void attention_decode_reference(const DecodeProblem& p);
 void attention_decode_run(const DecodeProblem& p);
+// A validated problem run where its tensors live (the CPU kernel above, or the CUDA one): what attention_decode
+// calls after make_decode_problem.
+void attention_decode(const DecodeProblem& p);
 
 }  // namespace attnzoo

@@ -20,7 +20,10 @@ namespace {
 
 void attention_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                        const AttentionOptions& opts, const VarlenInfo& varlen) {
-  const AttentionProblem p = make_prefill_problem(q, k, v, out, opts, varlen);
+  attention_prefill(make_prefill_problem(q, k, v, out, opts, varlen));
+}
+
+void attention_prefill(const AttentionProblem& p) {
   if (p.device.is_cpu()) return attention_prefill_run(p);
 #if ATTNZOO_WITH_CUDA
   check_cuda_prefill(p);
@@ -38,7 +41,10 @@ void attention_prefill(const TensorView& q, const KvCacheView& cache, const Tens
 
 void attention_decode(const TensorView& q, const KvCacheView& cache, const TensorView& out,
                       const AttentionOptions& opts) {
-  const DecodeProblem p = make_decode_problem(q, cache, out, opts);
+  attention_decode(make_decode_problem(q, cache, out, opts));
+}
+
+void attention_decode(const DecodeProblem& p) {
   if (p.device.is_cpu()) return attention_decode_run(p);
 #if ATTNZOO_WITH_CUDA
   check_cuda_decode(p);

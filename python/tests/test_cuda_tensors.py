@@ -1,0 +1,129 @@
+"""CUDA tensors through the Python functions whose kernels also run on a GPU (attention, attention_decode): they
+reach the CUDA entry without a copy, and everything that reads host memory refuses them by name. No GPU here:
+a DLPack producer that claims CUDA memory (over host bytes nobody dereferences) stands in for a torch CUDA
+tensor, and the call must end in the device's own error (no GPU / no CUDA in this build), never in a read of
+the pointer as host memory. On the GPU machine scripts/check_vs_torch.py compares the results themselves."""
+import ctypes
+
+import numpy as np
+import pytest
+
+import attnzoo
+from attnzoo import _core
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+_NO_OP = _DELETER(lambda _: None)
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class FakeCuda:
+    """A bfloat16 (or float32) array presented through DLPack as living on cuda:0 (legacy, unversioned capsules)."""
+
+    def __init__(self, shape, device_type=2, bf16=True):
+        self.host = np.zeros(shape, dtype=np.uint16 if bf16 else np.float32)
+        self.code = (4, 16) if bf16 else (2, 32)  # DLPack's kDLBfloat / kDLFloat, bits
+        self.device_type = device_type
+        self._keep = []
+
+    @property
+    def shape(self):
+        return self.host.shape
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+    def __dlpack__(self, stream=None, max_version=None, **_):
+        shape = (ctypes.c_int64 * self.host.ndim)(*self.host.shape)
+        strides = (ctypes.c_int64 * self.host.ndim)(*(s // self.host.itemsize for s in self.host.strides))
+        m = _DLManagedTensor()
+        m.dl_tensor = _DLTensor(self.host.ctypes.data, _DLDevice(self.device_type, 0), self.host.ndim,
+                                _DLDataType(*self.code, 1), shape, strides, 0)
+        m.deleter = _NO_OP
+        self._keep += [shape, strides, m]
+        return _capsule_new(ctypes.addressof(m), b"dltensor", None)
+
+
+def _no_device_error(excinfo):
+    msg = str(excinfo.value)
+    assert "cuda:0" in msg and ("not present" in msg or "without CUDA" in msg or "no CUDA device" in msg), msg
+
+
+def test_attention_reaches_the_cuda_entry():
+    q, k, v, out = FakeCuda((1, 8, 4, 64)), FakeCuda((1, 8, 2, 64)), FakeCuda((1, 8, 2, 64)), FakeCuda((1, 8, 4, 64))
+    with pytest.raises(RuntimeError) as e:
+        _core.attention(q, k, v, out, True, None, None, None, None, None, None, None, None, None, None)
+    _no_device_error(e)
+    # The wrapper passes DLPack CUDA objects through as well (a torch CUDA tensor would also bring its stream).
+    with pytest.raises(RuntimeError) as e:
+        attnzoo.attention(q, k, v, out=out, check_inputs=False)
+    _no_device_error(e)
+
+
+def test_attention_decode_reaches_the_cuda_entry():
+    q, out = FakeCuda((2, 1, 4, 64)), FakeCuda((2, 1, 4, 64))
+    k, v = FakeCuda((6, 16, 2, 64)), FakeCuda((6, 16, 2, 64))
+    table = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int32)
+    with pytest.raises(RuntimeError) as e:
+        attnzoo.attention_decode(q, k, v, np.array([40, 17], dtype=np.int32), block_table=table, out=out,
+                                 check_inputs=False)
+    _no_device_error(e)
+
+
+def test_validation_still_runs_first_and_names_the_argument():
+    # Shapes and metadata are checked on the host before any device is touched.
+    q, out = FakeCuda((1, 8, 4, 64)), FakeCuda((1, 8, 4, 64))
+    with pytest.raises(ValueError, match="k"):
+        _core.attention(q, FakeCuda((1, 8, 3, 64)), FakeCuda((1, 8, 3, 64)), out, True, None, None, None, None, None,
+                        None, None, None, None, None)
+    with pytest.raises(ValueError, match="out"):
+        _core.attention(q, FakeCuda((1, 8, 2, 64)), FakeCuda((1, 8, 2, 64)), np.zeros((1, 8, 4, 64), np.float32),
+                        True, None, None, None, None, None, None, None, None, None, None)
+    # What the CUDA kernels do not take is said before the device is asked for.
+    with pytest.raises(TypeError, match="q: CUDA prefill takes bfloat16 or float16, got float32"):
+        _core.attention(FakeCuda((1, 8, 4, 64), bf16=False), FakeCuda((1, 8, 2, 64), bf16=False),
+                        FakeCuda((1, 8, 2, 64), bf16=False), FakeCuda((1, 8, 4, 64), bf16=False), True, None, None,
+                        None, None, None, None, None, None, None, None)
+
+
+def test_host_only_options_are_refused_for_device_tensors():
+    q, k, v, out = FakeCuda((1, 8, 4, 64)), FakeCuda((1, 8, 2, 64)), FakeCuda((1, 8, 2, 64)), FakeCuda((1, 8, 4, 64))
+    with pytest.raises(ValueError, match="check_inputs"):
+        _core.attention(q, k, v, out, True, None, None, None, None, None, None, None, None, None, None,
+                        check_inputs=True)
+    with pytest.raises(ValueError, match="reference"):
+        _core.attention(q, k, v, out, True, None, None, None, None, None, None, None, None, None, None,
+                        reference=True)
+
+
+def test_cpu_only_functions_refuse_cuda_tensors_by_name():
+    x = FakeCuda((1, 16, 2, 32))
+    with pytest.raises(ValueError, match=r"qk: lives on DLPack device type 2; this function runs on the CPU only"):
+        attnzoo.lsh_hash(x, np.zeros((2, 32, 1, 2), np.float32))
+    # Host metadata given as a device object is refused by name too (torch CUDA tensors are copied to the host).
+    q, k, v = FakeCuda((8, 4, 64)), FakeCuda((8, 2, 64)), FakeCuda((8, 2, 64))
+    with pytest.raises(ValueError, match="cu_seqlens: lives on DLPack device type 2"):
+        attnzoo.attention(q, k, v, out=FakeCuda((8, 4, 64)), cu_seqlens=FakeCuda((2,)), check_inputs=False)
+    with pytest.raises(ValueError, match="q: lives on DLPack device type 7"):
+        attnzoo.attention(FakeCuda((1, 8, 4, 64), device_type=7), k, v)
