@@ -24,26 +24,59 @@ template <> __device__ __forceinline__ float from_f32(float v) { return v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half from_f32(float v) { return __float2half_rn(v); }
 
-// N elements moved as one unit: a 16-byte load when N * sizeof(T) is 16 (or two when it is 32, the f32 weight
+// N elements moved as one unit: 16-byte accesses when N * sizeof(T) is a multiple of 16 (two for the f32 weight
 // beside bf16 activations), one scalar access when N is 1.
-template <class T, int N>
-struct alignas(N * sizeof(T) >= 16 ? 16 : N * sizeof(T)) Pack {
-  T v[N];
-};
+template <class T> __device__ __forceinline__ uint32_t to_bits(T v);
+template <> __device__ __forceinline__ uint32_t to_bits(float v) { return __float_as_uint(v); }
+template <> __device__ __forceinline__ uint32_t to_bits(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+template <> __device__ __forceinline__ uint32_t to_bits(__half v) { return __half_as_ushort(v); }
+template <class T> __device__ __forceinline__ T from_bits(uint32_t v);
+template <> __device__ __forceinline__ float from_bits(uint32_t v) { return __uint_as_float(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_bits(uint32_t v) { return __ushort_as_bfloat16(uint16_t(v)); }
+template <> __device__ __forceinline__ __half from_bits(uint32_t v) { return __ushort_as_half(uint16_t(v)); }
+
+// The vector path moves uint4 values built from the elements' bits. Stores are spelled in PTX: nvcc (13.0) split
+// plain 16-byte stores into scalar ones in the element-wise kernels' grid-stride loop, aligned type or not. The
+// "memory" clobber keeps a later read of the same bytes (the norm re-reading its residual row) after the store.
+__device__ __forceinline__ void store16(void* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
 
 template <int N, class T>
 __device__ __forceinline__ void load(const T* p, float (&out)[N]) {
-  const Pack<T, N> pack = *reinterpret_cast<const Pack<T, N>*>(p);
+  if constexpr (N * sizeof(T) % 16 == 0) {
+    constexpr int kPerWord = 4 / sizeof(T);
 #pragma unroll
-  for (int i = 0; i < N; ++i) out[i] = to_f32(pack.v[i]);
+    for (int k = 0; k < int(N * sizeof(T) / 16); ++k) {
+      const uint4 u = reinterpret_cast<const uint4*>(p)[k];
+      const uint32_t words[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int i = 0; i < 4 * kPerWord; ++i)
+        out[k * 4 * kPerWord + i] = to_f32(from_bits<T>(words[i / kPerWord] >> (16 * (i % kPerWord))));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = to_f32(p[i]);
+  }
 }
 
 template <int N, class T>
 __device__ __forceinline__ void store(T* p, const float (&in)[N]) {
-  Pack<T, N> pack;
+  if constexpr (N * sizeof(T) % 16 == 0) {
+    constexpr int kPerWord = 4 / sizeof(T);
 #pragma unroll
-  for (int i = 0; i < N; ++i) pack.v[i] = from_f32<T>(in[i]);
-  *reinterpret_cast<Pack<T, N>*>(p) = pack;
+    for (int k = 0; k < int(N * sizeof(T) / 16); ++k) {
+      uint32_t words[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int i = 0; i < 4 * kPerWord; ++i)
+        words[i / kPerWord] |= to_bits(from_f32<T>(in[k * 4 * kPerWord + i])) << (16 * (i % kPerWord));
+      store16(reinterpret_cast<uint4*>(p) + k, make_uint4(words[0], words[1], words[2], words[3]));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) p[i] = from_f32<T>(in[i]);
+  }
 }
 
 // The kernels' copy of Rows: row r's first element.
