@@ -21,6 +21,7 @@ class RmsNorm {
   void forward(const float* x, int64_t rows, int64_t x_stride, float* y, int64_t y_stride) const;
   const std::vector<float>& weight() const { return w_; }  // (1 + w) already folded in for the Gemma form
   float eps() const { return eps_; }
+  bool mean_centered() const { return center_; }
 
  private:
   std::vector<float> w_;
