@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/convert.h"
 #include "core/error.h"
@@ -15,7 +16,6 @@ std::string str(int64_t x) { return std::to_string(x); }
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
 void require_float(const TensorView& t, const char* name) {
-  require_host(t, name);
   if (!is_float(t.dtype))
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
   require(t.is_contiguous(), name, "must be contiguous");
@@ -50,18 +50,43 @@ void require_finite(const TensorView& t, const char* name, bool log_decay) {
 }
 
 void require_state(const TensorView& s, const char* name, int64_t N, int64_t HV, int64_t K, int64_t V) {
-  require_host(s, name);
   if (s.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(s.dtype));
   require_shape(s, name, {N, HV, K, V}, "[N, HV, K, V]");
   require(s.is_contiguous(), name, "must be contiguous");
 }
 
+// The delta family runs on any device with every tensor on q's: shapes, dtypes and cu_seqlens are host metadata
+// wherever the data lives.
+void require_same_device(const DeltaArgs& a) {
+  for (auto [t, name] : {std::pair{&a.k, "k"}, {&a.v, "v"}, {&a.g, "g"}, {&a.beta, "beta"}, {&a.o, "o"},
+                         {&a.initial_state, "initial_state"}, {&a.final_state, "final_state"}})
+    if (!t->empty())
+      require(t->device == a.q.device, name,
+              [&] { return "lives on " + t->device.str() + ", q on " + a.q.device.str(); });
+}
+
 }  // namespace
+
+void require_delta_host(const DeltaArgs& a, const char* entry) {
+  for (auto [t, name] : {std::pair{&a.q, "q"}, {&a.k, "k"}, {&a.v, "v"}, {&a.g, "g"}, {&a.beta, "beta"},
+                         {&a.o, "o"}, {&a.initial_state, "initial_state"}, {&a.final_state, "final_state"}})
+    if (!t->empty())
+      require(t->device.is_cpu(), name, [&] {
+        return "lives on " + t->device.str() + "; " + entry +
+               " runs on the CPU only so far (the recurrent form also runs on CUDA)";
+      });
+}
 
 DeltaProblem make_delta_problem(const DeltaArgs& a, DeltaGate gate) {
   DeltaProblem p;
   p.gate = gate;
   require(!a.q.empty() && a.q.ndim == 4, "q", "expected [B, T, H, K], got " + a.q.shape_str());
+  require_same_device(a);
+  p.device = a.q.device;
+  // The host cannot read device memory: a device problem's value scans run on its device before the kernel
+  // (see DeltaProblem::check_values).
+  const bool scan_here = a.check_values && p.device.is_cpu();
+  p.check_values = a.check_values && !scan_here;
   require_float(a.q, "q");
   p.B = a.q.shape[0];
   p.T = a.q.shape[1];
@@ -99,7 +124,7 @@ DeltaProblem make_delta_problem(const DeltaArgs& a, DeltaGate gate) {
     require_float(a.beta, "beta");
     require_shape(a.beta, "beta", {p.B, p.T, p.HV}, "[B, T, HV]");
   }
-  if (a.check_values) {
+  if (scan_here) {
     require_finite(a.q, "q", false);
     require_finite(a.k, "k", false);
     require_finite(a.v, "v", false);
@@ -114,7 +139,7 @@ DeltaProblem make_delta_problem(const DeltaArgs& a, DeltaGate gate) {
   const int64_t N = p.seqs.count();
   if (!a.initial_state.empty()) {
     require_state(a.initial_state, "initial_state", N, p.HV, p.K, p.V);
-    if (a.check_values) require_finite(a.initial_state, "initial_state", false);
+    if (scan_here) require_finite(a.initial_state, "initial_state", false);
     p.initial_state = a.initial_state.ptr<const float>();
   }
   if (!a.final_state.empty()) {

@@ -35,8 +35,12 @@ struct DeltaArgs {
   bool check_values = true;
 };
 
-// A validated call: dimensions, the decay kind and the sequences.
+// A validated call: dimensions, the decay kind, the sequences and where the tensors live.
 struct DeltaProblem {
+  Device device{};  // where every tensor lives (make_delta_problem checks they agree)
+  // Value scans still owed: true only for device tensors with args.check_values, which the host cannot read;
+  // the device path runs them (on the device) before its kernel. Host problems are scanned by make_delta_problem.
+  bool check_values = false;
   DeltaGate gate = DeltaGate::none;
   int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0;
   float scale = 1.f;
@@ -57,10 +61,19 @@ struct DeltaProblem {
   int64_t state_offset(int64_t seq, int64_t hv) const { return (seq * HV + hv) * K * V; }
 };
 
-// Checks shapes, dtypes, contiguity, head counts, values (finite inputs and states, gates <= 0; unless
-// args.check_values is false), states and chunk size against the family's gate kind; every error names the
-// argument.
+// Checks shapes, dtypes, contiguity, head counts, devices (all on q's), values (finite inputs and states,
+// gates <= 0; unless args.check_values is false; deferred to the device for device tensors), states and chunk
+// size against the family's gate kind; every error names the argument. Device-neutral: the tensors may live on
+// any device, and only their shapes are read for a device problem.
 DeltaProblem make_delta_problem(const DeltaArgs& args, DeltaGate gate);
+
+// ArgumentError naming the first tensor of `args` not in host memory, for the entries that run on the CPU only
+// so far (`entry`: the chunked forms and the references).
+void require_delta_host(const DeltaArgs& args, const char* entry);
+
+// Runs a validated recurrent problem whose tensors live on a GPU: the CUDA path's own checks, the deferred value
+// scans, then the kernel on the current stream of the tensors' device. DeviceError in a build without CUDA.
+void recurrent_delta_on_device(const DeltaProblem& p);
 
 // The plain recurrence in double precision, one token at a time (the definition the fast paths are tested against).
 void delta_reference(const DeltaProblem& p);

@@ -31,6 +31,7 @@ namespace attnzoo {
 HWY_EXPORT(ChunkGatedDeltaRule);
 
 void chunk_gated_delta_rule(const DeltaArgs& args) {
+  require_delta_host(args, "chunk_gated_delta_rule");
   const DeltaProblem p = make_delta_problem(args, args.g.empty() ? DeltaGate::none : DeltaGate::head);
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   HWY_DYNAMIC_DISPATCH(ChunkGatedDeltaRule)(p);

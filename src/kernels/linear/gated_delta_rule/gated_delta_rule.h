@@ -8,11 +8,12 @@
 
 namespace attnzoo {
 
-// Chunked prefill (WY representation, tile GEMMs inside chunks of args.chunk_size tokens).
+// Chunked prefill (WY representation, tile GEMMs inside chunks of args.chunk_size tokens). CPU tensors only so far.
 void chunk_gated_delta_rule(const DeltaArgs& args);
-// Token-by-token recurrence (decode; any length).
+// Token-by-token recurrence (decode; any length). On the CPU, or on a GPU when every tensor lives there
+// (common/cuda/, launched on current_stream()).
 void recurrent_gated_delta_rule(const DeltaArgs& args);
-// The plain recurrence with double accumulation (tests).
+// The plain recurrence with double accumulation (tests). CPU tensors only.
 void gated_delta_rule_reference(const DeltaArgs& args);
 
 }  // namespace attnzoo

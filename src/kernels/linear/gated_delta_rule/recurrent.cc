@@ -31,6 +31,7 @@ HWY_EXPORT(RecurrentGatedDeltaRule);
 
 void recurrent_gated_delta_rule(const DeltaArgs& args) {
   const DeltaProblem p = make_delta_problem(args, args.g.empty() ? DeltaGate::none : DeltaGate::head);
+  if (!p.device.is_cpu()) return recurrent_delta_on_device(p);
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   HWY_DYNAMIC_DISPATCH(RecurrentGatedDeltaRule)(p);
 }

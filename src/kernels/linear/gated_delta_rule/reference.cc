@@ -3,6 +3,7 @@
 namespace attnzoo {
 
 void gated_delta_rule_reference(const DeltaArgs& args) {
+  require_delta_host(args, "gated_delta_rule_reference");
   delta_reference(make_delta_problem(args, args.g.empty() ? DeltaGate::none : DeltaGate::head));
 }
 

@@ -26,6 +26,7 @@ namespace attnzoo {
 HWY_EXPORT(ChunkKda);
 
 void chunk_kda(const DeltaArgs& args) {
+  require_delta_host(args, "chunk_kda");
   const DeltaProblem p = make_delta_problem(args, DeltaGate::channel);
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   HWY_DYNAMIC_DISPATCH(ChunkKda)(p);

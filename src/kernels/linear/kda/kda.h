@@ -9,11 +9,12 @@
 namespace attnzoo {
 
 // Chunked prefill (WY representation; per-channel decays handled in 16-token sub-chunks, see
-// common/delta_chunk-inl.h).
+// common/delta_chunk-inl.h). CPU tensors only so far.
 void chunk_kda(const DeltaArgs& args);
-// Token-by-token recurrence (decode; any length).
+// Token-by-token recurrence (decode; any length). On the CPU, or on a GPU when every tensor lives there
+// (common/cuda/, launched on current_stream()).
 void recurrent_kda(const DeltaArgs& args);
-// The plain recurrence with double accumulation (tests).
+// The plain recurrence with double accumulation (tests). CPU tensors only.
 void kda_reference(const DeltaArgs& args);
 
 }  // namespace attnzoo

@@ -27,6 +27,7 @@ HWY_EXPORT(RecurrentKda);
 
 void recurrent_kda(const DeltaArgs& args) {
   const DeltaProblem p = make_delta_problem(args, DeltaGate::channel);
+  if (!p.device.is_cpu()) return recurrent_delta_on_device(p);
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   HWY_DYNAMIC_DISPATCH(RecurrentKda)(p);
 }

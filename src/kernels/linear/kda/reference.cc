@@ -2,6 +2,9 @@
 
 namespace attnzoo {
 
-void kda_reference(const DeltaArgs& args) { delta_reference(make_delta_problem(args, DeltaGate::channel)); }
+void kda_reference(const DeltaArgs& args) {
+  require_delta_host(args, "kda_reference");
+  delta_reference(make_delta_problem(args, DeltaGate::channel));
+}
 
 }  // namespace attnzoo

@@ -1,0 +1,35 @@
+#pragma once
+// Loads and stores of the delta family's float dtypes on the device, chosen at run time: the inputs of a token
+// are a few hundred bytes beside the tens of kilobytes of state a head moves, so a uniform switch per element
+// costs nothing measurable and spares a kernel per dtype combination (q, k, v, g, beta and o may all differ).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace attnzoo::cuda_delta {
+
+enum class Elem : uint8_t { f32, bf16, f16 };
+
+// Only for the float dtypes make_delta_problem admits.
+inline Elem elem_of(DType t) { return t == DType::bf16 ? Elem::bf16 : t == DType::f16 ? Elem::f16 : Elem::f32; }
+
+__device__ __forceinline__ float load_elem(const void* base, Elem t, int64_t i) {
+  switch (t) {
+    case Elem::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    case Elem::f16: return __half2float(static_cast<const __half*>(base)[i]);
+    default: return static_cast<const float*>(base)[i];
+  }
+}
+
+__device__ __forceinline__ void store_elem(void* base, Elem t, int64_t i, float x) {
+  switch (t) {
+    case Elem::bf16: static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(x); break;
+    case Elem::f16: static_cast<__half*>(base)[i] = __float2half_rn(x); break;
+    default: static_cast<float*>(base)[i] = x; break;
+  }
+}
+
+}  // namespace attnzoo::cuda_delta

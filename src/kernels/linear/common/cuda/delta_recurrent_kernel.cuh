@@ -1,0 +1,146 @@
+#pragma once
+// The device side of the delta-family recurrence. Per token, with a the decay (1, exp(g) or exp(g_r) per key
+// row), kn = k / |k| and qn = scale q / |q| (norms only with use_qk_l2norm_in_kernel):
+//   S <- a S;   p = S^T kn;   r = S^T qn;   u = beta (v - p);   o = r + (qn . kn) u;   S <- S + kn u^T
+// o = r + (qn . kn) u is S_new^T qn without a second pass over S, as the CPU kernel does it.
+//
+// Work split: a CTA per (sequence, value head, slice of kCols = 32 state columns); warp w holds state rows
+// [32 w, 32 w + 32) of the slice, lane c column c, one float per row in registers (kRowsPerThread of them). So a
+// warp's load of one state row is one coalesced 128-byte segment, p and r are per-thread dot products over the
+// thread's rows plus a sum over the warps through shared memory, and k, q and the decays of a token are staged
+// in shared memory once (thread i stages row i) and read as broadcasts. The state is read once before the first
+// token and written once after the last.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/delta_elem.cuh"
+#include "kernels/linear/common/delta_problem.h"
+
+namespace attnzoo::cuda_delta {
+
+constexpr int kCols = 32;            // state columns per CTA: one warp wide
+constexpr int kRowsPerThread = 32;   // state rows per warp, in each thread's registers
+constexpr int kMaxWarps = 8;         // so K <= 256
+constexpr int kMaxK = kMaxWarps * kRowsPerThread;
+constexpr int kMaxThreads = kMaxWarps * 32;
+
+struct Params {
+  const void *q, *k, *v, *g, *beta;  // beta may be null (1)
+  void* o;
+  Elem q_t, k_t, v_t, g_t, beta_t, o_t;
+  const float* initial_state;  // [N, HV, K, V]; null: zeros
+  float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
+  int64_t T;
+  int H, HV, K, V, group;      // group = HV / H
+  int slices;                  // ceil(V / kCols)
+  float scale;
+  bool l2norm;
+};
+
+// The token's inputs in shared memory, double-buffered by token parity: the next token's staging then needs no
+// barrier against threads still applying this token's update (which reads k).
+struct Stage {
+  float k[2][kMaxK], q[2][kMaxK], a[2][kMaxK];
+  float beta[2], a_head[2];
+  float norms[kMaxWarps][3];  // per warp: |k|^2, |q|^2, q . k of the raw rows
+  float2 partial[kMaxThreads];  // per thread: its rows' share of (S^T k, S^T q)
+};
+
+__device__ __forceinline__ float warp_sum(float x) {
+  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+template <DeltaGate kGate>
+__device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
+  __shared__ Stage st;
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
+  int64_t cta = blockIdx.x;
+  const int slice = int(cta % p.slices);
+  cta /= p.slices;
+  const int hv = int(cta % p.HV);
+  const int64_t n = cta / p.HV;
+  const int h = hv / p.group;
+  const int col = slice * kCols + lane;
+  const bool has_col = col < p.V;
+  const int row0 = warp * kRowsPerThread;
+
+  int64_t begin = n * p.T, length = p.T;
+  if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
+
+  // Element (row 0, col) of this head's state; rows are p.V apart.
+  const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V + col;
+  float s[kRowsPerThread];
+#pragma unroll
+  for (int j = 0; j < kRowsPerThread; ++j) {
+    const int r = row0 + j;
+    s[j] = p.initial_state && has_col && r < p.K ? p.initial_state[state_at + int64_t(r) * p.V] : 0.f;
+  }
+
+  for (int64_t t = 0; t < length; ++t) {
+    const int b = int(t & 1);
+    const int64_t row = begin + t;
+    // Thread i stages key row i (blockDim.x is K rounded up to whole warps; the rows past K stage zeros, so the
+    // loops below need no bound) and its share of the norms.
+    float kx = 0.f, qx = 0.f;
+    if (tid < p.K) {
+      const int64_t at = (row * p.H + h) * p.K + tid;
+      kx = load_elem(p.k, p.k_t, at);
+      qx = load_elem(p.q, p.q_t, at);
+    }
+    // A decay of 0 past K keeps the zero state rows there zero (and never multiplies unstaged memory).
+    if (kGate == DeltaGate::channel)
+      st.a[b][tid] = tid < p.K ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + tid)) : 0.f;
+    st.k[b][tid] = kx;
+    st.q[b][tid] = qx;
+    if (tid == 0) {
+      st.beta[b] = p.beta ? load_elem(p.beta, p.beta_t, row * p.HV + hv) : 1.f;
+      if (kGate == DeltaGate::head) st.a_head[b] = expf(load_elem(p.g, p.g_t, row * p.HV + hv));
+    }
+    const float kk = warp_sum(kx * kx), qq = warp_sum(qx * qx), qk = warp_sum(qx * kx);
+    if (lane == 0) st.norms[warp][0] = kk, st.norms[warp][1] = qq, st.norms[warp][2] = qk;
+    const float v = has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
+    __syncthreads();
+
+    float kk_all = 0.f, qq_all = 0.f, qk_all = 0.f;
+    for (int w = 0; w < warps; ++w) kk_all += st.norms[w][0], qq_all += st.norms[w][1], qk_all += st.norms[w][2];
+    // fla's l2norm: x / sqrt(|x|^2 + 1e-6); the scale folds into q's factor.
+    const float k_norm = p.l2norm ? 1.f / sqrtf(kk_all + 1e-6f) : 1.f;
+    const float q_norm = (p.l2norm ? 1.f / sqrtf(qq_all + 1e-6f) : 1.f) * p.scale;
+    const float beta = st.beta[b];
+    float pk = 0.f, pq = 0.f;
+#pragma unroll
+    for (int j = 0; j < kRowsPerThread; ++j) {
+      const int r = row0 + j;
+      if (kGate == DeltaGate::head) s[j] *= st.a_head[b];
+      if (kGate == DeltaGate::channel) s[j] *= st.a[b][r];
+      pk = fmaf(s[j], st.k[b][r], pk);
+      pq = fmaf(s[j], st.q[b][r], pq);
+    }
+    st.partial[tid] = make_float2(pk, pq);
+    __syncthreads();
+
+    float pk_all = 0.f, pq_all = 0.f;
+    for (int w = 0; w < warps; ++w) {
+      const float2 x = st.partial[w * 32 + lane];
+      pk_all += x.x, pq_all += x.y;
+    }
+    const float u = beta * (v - pk_all * k_norm);
+    if (warp == 0 && has_col)
+      store_elem(p.o, p.o_t, (row * p.HV + hv) * p.V + col, fmaf(qk_all * k_norm * q_norm, u, pq_all * q_norm));
+    const float ku = k_norm * u;
+#pragma unroll
+    for (int j = 0; j < kRowsPerThread; ++j) s[j] = fmaf(st.k[b][row0 + j], ku, s[j]);
+  }
+
+  if (!p.final_state || !has_col) return;
+#pragma unroll
+  for (int j = 0; j < kRowsPerThread; ++j) {
+    const int r = row0 + j;
+    if (r < p.K) p.final_state[state_at + int64_t(r) * p.V] = s[j];
+  }
+}
+
+}  // namespace attnzoo::cuda_delta
