@@ -33,4 +33,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 mv "$OUT.tar.xz.part" "$OUT/bundle.tar.xz"
 cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py "$OUT/"
+# fla (flash-linear-attention's kernels, pure Python + Triton) for gpu_peers.py's linear-family peers: the image
+# has triton and einops but not fla, and no network; .venv holds the pinned fla-core (requirements.txt).
+fla=$(.venv/bin/python -c "import fla, os; print(os.path.dirname(os.path.dirname(fla.__file__)))" 2>/dev/null) &&
+  tar -C "$fla" --exclude=__pycache__ -cf - fla | xz -6 > "$OUT/fla.tar.xz" ||
+  echo "gpu_bundle.sh: no fla in .venv: the GPU run's linear-family rows will have no fla peer" >&2
 du -sh "$OUT"

@@ -63,7 +63,9 @@ step vs-torch 120 python3 "$HERE/check_vs_torch.py" "$WORK/cases" --json "$OUT_D
 
 # Our kernels by CUDA events, then PyTorch's SDPA backends and the cuBLAS GEMM peak on the same shapes.
 step bench 180 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
-step peers 180 python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR"
+mkdir -p "$WORK/pylib"
+[ -f "$BUNDLE/fla.tar.xz" ] && tar -C "$WORK/pylib" -xJf "$BUNDLE/fla.tar.xz"
+step peers 180 env "PYTHONPATH=$WORK/pylib${PYTHONPATH:+:$PYTHONPATH}" python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR"
 
 for t in "$BUNDLE"/test_*cuda*; do
   name=$(basename "$t")

@@ -5,7 +5,9 @@ cuDNN, memory-efficient) on every one of its prefill shapes and (flash, cuDNN) o
 events, and the bf16 GEMM rate of cuBLAS (torch.matmul, 8192^3) as the device's measured matrix peak; prints
 markdown tables of ratios (prefill against the GEMM peak, decode against the device's copy bandwidth) and
 writes them with the raw figures as JSON. torch has no paged decode: its rows read a contiguous bf16 cache of
-the same size, which favours it.
+the same size, which favours it. Gated DeltaNet's one-token decode is timed beside fla's
+fused_recurrent_gated_delta_rule (its Triton kernel), found on sys.path or in the bundle's fla/ (gpu_bundle.sh
+carries the pure-Python package from .venv).
 
     python3 scripts/gpu_peers.py ours.json OUT_DIR
 """
@@ -66,6 +68,27 @@ def sdpa_decode_seconds(case, backend):
         torch.cuda.empty_cache()
 
 
+def fla_gated_delta_decode_seconds(case):
+    try:
+        from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
+    except Exception as e:  # noqa: BLE001 (any import failure: the row says why and has no peer)
+        print(f"  fla: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+    B, H, K, V = (case[k] for k in ("B", "H", "K", "V"))
+    q = torch.randn(B, 1, H, K, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(B, 1, H, K, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(B, 1, H, V, device="cuda", dtype=torch.bfloat16)
+    g = torch.full((B, 1, H), -0.05, device="cuda", dtype=torch.float32)
+    beta = torch.full((B, 1, H), 0.5, device="cuda", dtype=torch.bfloat16)
+    h0 = torch.zeros(B, H, K, V, device="cuda", dtype=torch.float32)
+    try:
+        return time_cuda(lambda: fused_recurrent_gated_delta_rule(
+            q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True))
+    except Exception as e:  # noqa: BLE001
+        print(f"  fla fused_recurrent_gated_delta_rule: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
+        return None
+
+
 def main():
     ours_path, out_dir = sys.argv[1], sys.argv[2]
     with open(ours_path) as f:
@@ -93,6 +116,12 @@ def main():
                 torch_decode[key][name] = None if s is None else bf16_bytes / s * 1e-9
         decode_rows.append({"case": case, "ours_gbps": case["gbps"], "peers": torch_decode[key]})
 
+    state_rows = []
+    for case in ours.get("gated_delta_decode", []):
+        s = fla_gated_delta_decode_seconds(case)
+        state_rows.append({"case": case, "ours_gbps": case["gbps"], "ours_s": case["median_s"], "fla_s": s,
+                           "fla_gbps": None if s is None else case["state_bytes"] / s * 1e-9})
+
     def ratio(a, b):
         return f"{a / b:.2f}x" if a and b else "-"
 
@@ -115,12 +144,23 @@ def main():
             lines.append(f"| {c['B']} | {c['context']} | {c['Hq']}/{c['Hkv']} | {c['D']} | {c['block_size']} | "
                          f"{c['kv_dtype']} | {r['ours_gbps']:.0f} | {fmt(p['flash'])} | {fmt(p['cudnn'])} | "
                          f"{r['ours_gbps'] / ours['copy_gbps']:.0%} | {ratio(r['ours_gbps'], p['cudnn'])} |")
+    if state_rows:
+        lines += ["", "| gated delta decode B | H | K | V | ours us | fla us | ours GB/s | fla GB/s | ours / copy | fla time / ours |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in state_rows:
+            c = r["case"]
+            fla_us = f"{r['fla_s'] * 1e6:.0f}" if r["fla_s"] else "-"
+            fla_gbps = f"{r['fla_gbps']:.0f}" if r["fla_gbps"] else "-"
+            lines.append(f"| {c['B']} | {c['H']} | {c['K']} | {c['V']} | {r['ours_s'] * 1e6:.0f} | {fla_us} | "
+                         f"{r['ours_gbps']:.0f} | {fla_gbps} | {r['ours_gbps'] / ours['copy_gbps']:.0%} | "
+                         f"{ratio(r['fla_s'], r['ours_s'])} |")
     table = "\n".join(lines)
     print(table)
     with open(f"{out_dir}/gpu_peers.md", "w") as f:
         f.write(table + "\n")
     with open(f"{out_dir}/gpu_peers.json", "w") as f:
-        json.dump({"gemm_tflops": peak, "ours": ours, "rows": rows, "decode_rows": decode_rows}, f, indent=1)
+        json.dump({"gemm_tflops": peak, "ours": ours, "rows": rows, "decode_rows": decode_rows,
+                   "gated_delta_decode_rows": state_rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "core/tensor.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 
 namespace attnzoo::bench {
 namespace {
@@ -86,6 +87,33 @@ CudaDecodeRow time_decode(const CudaDecodeCase& c, Device device, Stream stream,
   return {c, t.median_s, t.min_s, decode_cache_bytes(c) / t.median_s * 1e-9};
 }
 
+CudaStateDecodeRow time_state_decode(const CudaStateDecodeCase& c, Device device, Stream stream, int reps) {
+  const size_t nqk = size_t(c.B * c.H * c.K), nv = size_t(c.B * c.H * c.V), nh = size_t(c.B * c.H);
+  DeviceBuffer q(device, nqk * 2), k(device, nqk * 2), v(device, nv * 2), o(device, nv * 2);
+  DeviceBuffer g(device, nh * 4), beta(device, nh * 2), state(device, nh * size_t(c.K * c.V) * 4);
+  q.upload(noise_bf16(nqk, 7).data(), nqk * 2, stream);
+  k.upload(noise_bf16(nqk, 8).data(), nqk * 2, stream);
+  v.upload(noise_bf16(nv, 9).data(), nv * 2, stream);
+  const std::vector<float> decay(nh, -0.05f);
+  g.upload(decay.data(), nh * 4, stream);
+  const std::vector<uint16_t> half(nh, 0x3F00);  // bf16 0.5
+  beta.upload(half.data(), nh * 2, stream);
+  const std::vector<float> zeros(nh * size_t(c.K * c.V), 0.f);
+  state.upload(zeros.data(), zeros.size() * 4, stream);
+  DeltaArgs a;
+  a.q = view_on(q, DType::bf16, {c.B, 1, c.H, c.K});
+  a.k = view_on(k, DType::bf16, {c.B, 1, c.H, c.K});
+  a.v = view_on(v, DType::bf16, {c.B, 1, c.H, c.V});
+  a.g = view_on(g, DType::f32, {c.B, 1, c.H});
+  a.beta = view_on(beta, DType::bf16, {c.B, 1, c.H});
+  a.o = view_on(o, DType::bf16, {c.B, 1, c.H, c.V});
+  a.initial_state = a.final_state = view_on(state, DType::f32, {c.B, c.H, c.K, c.V});  // in place, as a state slot
+  a.use_qk_l2norm_in_kernel = true;
+  a.check_values = false;  // what an engine's decode step passes: the scans would read the state again
+  const Timing t = summarize(time_on_stream([&] { recurrent_gated_delta_rule(a); }, stream, 2, reps));
+  return {c, t.median_s, t.min_s, state_decode_bytes(c) / t.median_s * 1e-9};
+}
+
 }  // namespace
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s) {
@@ -118,6 +146,16 @@ double decode_cache_bytes(const CudaDecodeCase& c) {
   const double row = double(c.D) * double(dtype_size(c.kv_dtype)) + (scaled ? 4.0 : 0.0);
   return 2.0 * double(c.B) * double(c.context) * double(c.Hkv) * row;
 }
+
+std::vector<CudaStateDecodeCase> cuda_state_decode_cases(Scale s) {
+  if (s == Scale::tiny) return {{2, 4, 128, 128}};
+  if (s == Scale::quick) return {{32, 32, 128, 128}};
+  // The shape (B 32, H 32, K = V = 128: 64 MiB of state), then a small batch, where launch latency
+  // rather than bandwidth decides.
+  return {{32, 32, 128, 128}, {1, 32, 128, 128}};
+}
+
+double state_decode_bytes(const CudaStateDecodeCase& c) { return 2.0 * double(c.B * c.H * c.K * c.V) * 4.0; }
 
 CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   require(device.is_cuda(), "--device", "the CUDA table needs a CUDA device");
@@ -153,6 +191,8 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   }
 
   for (const CudaDecodeCase& c : cuda_decode_cases(s)) r.decode.push_back(time_decode(c, device, stream, reps));
+  for (const CudaStateDecodeCase& c : cuda_state_decode_cases(s))
+    r.gated_delta_decode.push_back(time_state_decode(c, device, stream, reps));
   return r;
 }
 
@@ -175,6 +215,13 @@ std::string format_cuda_text(const CudaKernelReport& r) {
     std::snprintf(line, sizeof line, "  B=%-2lld ctx=%-6lld Hq=%lld Hkv=%lld D=%-3lld block=%-3lld %-14s %10.3f %9.0f\n",
                   (long long)c.B, (long long)c.context, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
                   (long long)c.block_size, dtype_name(c.kv_dtype), row.median_s * 1e3, row.gbps);
+    s += line;
+  }
+  s += "gated delta rule decode (1 token, f32 state in place)       median ms   GB/s of state read + written\n";
+  for (const CudaStateDecodeRow& row : r.gated_delta_decode) {
+    const CudaStateDecodeCase& c = row.shape;
+    std::snprintf(line, sizeof line, "  B=%-2lld H=%lld K=%lld V=%-30lld %10.3f %9.0f\n", (long long)c.B, (long long)c.H,
+                  (long long)c.K, (long long)c.V, row.median_s * 1e3, row.gbps);
     s += line;
   }
   return s;
@@ -203,6 +250,18 @@ std::string format_cuda_json(const CudaKernelReport& r) {
                   "\"kv_dtype\": \"%s\", \"cache_bytes\": %.0f, \"median_s\": %.9g, \"min_s\": %.9g, \"gbps\": %.6g}",
                   i ? ", " : "", (long long)c.B, (long long)c.context, (long long)c.Hq, (long long)c.Hkv,
                   (long long)c.D, (long long)c.block_size, dtype_name(c.kv_dtype), decode_cache_bytes(c),
+                  row.median_s, row.min_s, row.gbps);
+    s += item;
+  }
+  s += "], \"gated_delta_decode\": [";
+  for (size_t i = 0; i < r.gated_delta_decode.size(); ++i) {
+    const CudaStateDecodeRow& row = r.gated_delta_decode[i];
+    const CudaStateDecodeCase& c = row.shape;
+    char item[256];
+    std::snprintf(item, sizeof item,
+                  "%s{\"B\": %lld, \"H\": %lld, \"K\": %lld, \"V\": %lld, \"state_bytes\": %.0f, \"median_s\": %.9g, "
+                  "\"min_s\": %.9g, \"gbps\": %.6g}",
+                  i ? ", " : "", (long long)c.B, (long long)c.H, (long long)c.K, (long long)c.V, state_decode_bytes(c),
                   row.median_s, row.min_s, row.gbps);
     s += item;
   }

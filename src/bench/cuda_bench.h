@@ -33,11 +33,23 @@ struct CudaDecodeRow {
   double median_s = 0, min_s = 0;
   double gbps = 0;  // cache bytes read per second
 };
+// Gated DeltaNet's one-token recurrent decode (fla's fused_recurrent_gated_delta_rule shape): the f32 state
+// [B, H, K, V] read and written in place once per step, so measured in state bytes read + written per second,
+// the same count as the copy bandwidth's.
+struct CudaStateDecodeCase {
+  int64_t B, H, K, V;
+};
+struct CudaStateDecodeRow {
+  CudaStateDecodeCase shape;
+  double median_s = 0, min_s = 0;
+  double gbps = 0;  // state bytes read + written per second
+};
 struct CudaKernelReport {
   std::string device;  // "cuda:0 NVIDIA H200, sm_90, 132 SMs, 139.8 GiB"
   double copy_gbps = 0;  // device-to-device copy, bytes read + written per second
   std::vector<CudaPrefillRow> prefill;
   std::vector<CudaDecodeRow> decode;
+  std::vector<CudaStateDecodeRow> gated_delta_decode;
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);
@@ -46,6 +58,8 @@ double prefill_flops(const CudaPrefillCase& c);
 std::vector<CudaDecodeCase> cuda_decode_cases(Scale s);
 // Bytes of K and V (and their scales) a decode step reads: every cached row of every kv head once.
 double decode_cache_bytes(const CudaDecodeCase& c);
+std::vector<CudaStateDecodeCase> cuda_state_decode_cases(Scale s);
+double state_decode_bytes(const CudaStateDecodeCase& c);  // 2 * B * H * K * V * 4
 // DeviceError without a GPU (or without CUDA in this build).
 CudaKernelReport run_cuda_kernel_report(Scale s, Device device);
 std::string format_cuda_text(const CudaKernelReport& r);

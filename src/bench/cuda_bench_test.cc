@@ -28,12 +28,20 @@ TEST(CudaBench, DecodeCountsEveryCachedRowOnce) {
   EXPECT_DOUBLE_EQ(decode_cache_bytes({1, 10, 64, 2, 64, 64, DType::f8_e4m3}), 2.0 * 10 * 2 * (64 + 4));
 }
 
+TEST(CudaBench, StateDecodeCountsTheStateReadAndWritten) {
+  // B 32, H 32, K = V = 128 in f32: 64 MiB read and 64 MiB written per step (fla's 178 us is 754 GB/s of it).
+  EXPECT_DOUBLE_EQ(state_decode_bytes({32, 32, 128, 128}), 2.0 * 32 * 32 * 128 * 128 * 4);
+  EXPECT_NEAR(state_decode_bytes({32, 32, 128, 128}) / 178e-6 * 1e-9, 754, 1);
+}
+
 TEST(CudaBench, JsonHoldsEveryRow) {
   CudaKernelReport r;
   r.device = "cuda:0 test";
   r.copy_gbps = 4000;
   for (const CudaPrefillCase& c : cuda_prefill_cases(Scale::full)) r.prefill.push_back({c, 1e-3, 9e-4, 1.5});
   for (const CudaDecodeCase& c : cuda_decode_cases(Scale::full)) r.decode.push_back({c, 1e-3, 9e-4, 4000});
+  for (const CudaStateDecodeCase& c : cuda_state_decode_cases(Scale::full))
+    r.gated_delta_decode.push_back({c, 1e-4, 9e-5, 3000});
   const std::string json = format_cuda_json(r);
   size_t rows = 0;
   for (size_t at = json.find("\"causal\""); at != std::string::npos; at = json.find("\"causal\"", at + 1)) ++rows;
@@ -45,6 +53,8 @@ TEST(CudaBench, JsonHoldsEveryRow) {
   EXPECT_EQ(decode_rows, cuda_decode_cases(Scale::full).size());
   EXPECT_NE(json.find("\"kv_dtype\": \"int8\""), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("GB/s of cache read"), std::string::npos);
+  EXPECT_NE(json.find("\"gated_delta_decode\": [{\"B\": 32, \"H\": 32"), std::string::npos);
+  EXPECT_NE(format_cuda_text(r).find("GB/s of state read + written"), std::string::npos);
 }
 
 TEST(CudaBench, NeedsAGpu) {
