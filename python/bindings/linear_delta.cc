@@ -2,7 +2,8 @@
 // recurrent and reference form. The Python wrappers (attnzoo/linear/_delta.py) allocate o and the final state in
 // the caller's framework (or pass initial_state again as final_state for an in-place update) and make inputs
 // contiguous; shapes, dtypes, gates and (unless check_values is false) NaN / Inf are validated in C++, errors
-// naming the argument.
+// naming the argument. Tensors may live in CUDA memory: the entries themselves run them there (the recurrent
+// forms) or refuse them by name (chunked, reference).
 #include <nanobind/stl/optional.h>
 
 #include <optional>
@@ -21,10 +22,11 @@ using DeltaEntry = void (*)(const DeltaArgs&);
 void bind_entry(nb::module_& m, const char* name, DeltaEntry entry) {
   m.def(
       name,
-      [entry](const AnyArray& q, const AnyArray& k, const AnyArray& v, std::optional<AnyArray> g,
-              std::optional<AnyArray> beta, const OutArray& o, std::optional<AnyArray> initial_state,
-              std::optional<OutArray> final_state, std::optional<float> scale, std::optional<AnyArray> cu_seqlens,
-              bool use_qk_l2norm_in_kernel, int64_t chunk_size, bool check_values) {
+      [entry](const DeviceArray& q, const DeviceArray& k, const DeviceArray& v, std::optional<DeviceArray> g,
+              std::optional<DeviceArray> beta, const DeviceOutArray& o, std::optional<DeviceArray> initial_state,
+              std::optional<DeviceOutArray> final_state, std::optional<float> scale,
+              std::optional<AnyArray> cu_seqlens, bool use_qk_l2norm_in_kernel, int64_t chunk_size,
+              bool check_values, uintptr_t stream) {
         DeltaArgs a;
         a.q = as_view(q, "q");
         a.k = as_view(k, "k");
@@ -43,12 +45,13 @@ void bind_entry(nb::module_& m, const char* name, DeltaEntry entry) {
         a.chunk_size = chunk_size;
         a.check_values = check_values;
         KernelScope scope;
+        const StreamGuard on_stream(stream_of(stream));
         entry(a);
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("g").none(), nb::arg("beta").none(), nb::arg("o"),
       nb::arg("initial_state").none(), nb::arg("final_state").none(), nb::arg("scale").none(),
       nb::arg("cu_seqlens").none(), nb::arg("use_qk_l2norm_in_kernel"), nb::arg("chunk_size"),
-      nb::arg("check_values") = true);
+      nb::arg("check_values") = true, nb::arg("stream") = 0);
 }
 
 }  // namespace

@@ -127,3 +127,29 @@ def test_cpu_only_functions_refuse_cuda_tensors_by_name():
         attnzoo.attention(q, k, v, out=FakeCuda((8, 4, 64)), cu_seqlens=FakeCuda((2,)), check_inputs=False)
     with pytest.raises(ValueError, match="q: lives on DLPack device type 7"):
         attnzoo.attention(FakeCuda((1, 8, 4, 64), device_type=7), k, v)
+
+
+def test_delta_recurrence_reaches_the_cuda_entry_and_the_chunked_form_refuses():
+    # The bindings directly: the wrappers allocate outputs in the caller's framework, which a bare DLPack
+    # producer does not have (a torch CUDA tensor gets its outputs on its device).
+    B, T, H, K, V = 2, 1, 4, 64, 64
+    q, k, v, o = FakeCuda((B, T, H, K)), FakeCuda((B, T, H, K)), FakeCuda((B, T, H, V)), FakeCuda((B, T, H, V))
+    g, beta = FakeCuda((B, T, H), bf16=False), FakeCuda((B, T, H))
+    state = FakeCuda((B, H, K, V), bf16=False)
+
+    def call(entry, beta=beta, check_values=False):
+        entry(q, k, v, g, beta, o, state, state, None, None, False, 64, check_values)
+
+    with pytest.raises(RuntimeError) as e:
+        call(_core.recurrent_gated_delta_rule)
+    _no_device_error(e)
+    with pytest.raises(RuntimeError) as e:  # the value scans run on the device too
+        call(_core.recurrent_gated_delta_rule, check_values=True)
+    _no_device_error(e)
+    with pytest.raises(ValueError, match="chunk_gated_delta_rule runs on the CPU only so far"):
+        call(_core.chunk_gated_delta_rule)
+    with pytest.raises(ValueError, match="q: lives on cuda:0"):
+        call(_core.gated_delta_rule_reference)
+    # Every tensor must live where q does: the odd one is named.
+    with pytest.raises(ValueError, match="beta: lives on cpu, q on cuda:0"):
+        call(_core.recurrent_gated_delta_rule, beta=np.zeros((B, T, H), np.float32))

@@ -96,19 +96,19 @@ def float32_state(x, name):
 
 
 def empty_f32(like, shape):
-    """An uninitialised float32 array of `shape` in like's framework."""
+    """An uninitialised float32 array of `shape` in like's framework, on its device."""
     if _is_torch(like):
         import torch
-        return torch.empty(tuple(shape), dtype=torch.float32)
+        return torch.empty(tuple(shape), dtype=torch.float32, device=like.device)
     return np.empty(tuple(shape), dtype=np.float32)
 
 
-def in_place_state(s, name="initial_state", flag="inplace_final_state=True"):
+def in_place_state(s, name="initial_state", flag="inplace_final_state=True", cuda=False):
     """The caller's float32 contiguous state buffer itself, refused (ValueError / TypeError naming it) when it
     would have to be copied: an in-place update of a copy would be lost."""
     if s is None:
         raise ValueError(f"{name}: {flag} needs the state buffer to update")
-    s = as_output(s, name)
+    s = as_output(s, name, cuda)
     if _is_torch(s):
         import torch
         if s.dtype != torch.float32:
@@ -116,13 +116,15 @@ def in_place_state(s, name="initial_state", flag="inplace_final_state=True"):
         if not s.is_contiguous():
             raise ValueError(f"{name}: {flag} needs a contiguous tensor")
         return s
-    if not isinstance(s, np.ndarray) or s.dtype != np.float32:
-        raise TypeError(f"{name}: {flag} needs float32, got {getattr(s, 'dtype', type(s).__name__)}")
+    if not isinstance(s, np.ndarray):
+        return s  # another DLPack producer, viewed as it is: the kernel refuses a wrong dtype or layout by name
+    if s.dtype != np.float32:
+        raise TypeError(f"{name}: {flag} needs float32, got {s.dtype}")
     if not s.flags.c_contiguous or not s.flags.writeable:
         raise ValueError(f"{name}: {flag} needs a writeable C-contiguous array")
     return s
 
 
-def optional_input(x, name):
+def optional_input(x, name, cuda=False):
     """An optional argument taken as it is (no copy): None stays None."""
-    return None if x is None else as_input(x, name)
+    return None if x is None else as_input(x, name, cuda)

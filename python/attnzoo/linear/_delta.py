@@ -12,7 +12,9 @@ head hv reads q/k head hv // (HV // H)); beta [B, T, HV]; g log decays (natural 
 [N, HV, K, V] float32 (N = B without cu_seqlens).
 
 dtypes: q, k, v, g, beta float32, bfloat16 or float16 (computed in float32); o has q's dtype.
-Arrays: numpy in -> numpy out, torch (CPU) in -> torch out.
+Arrays: numpy in -> numpy out, torch in -> torch out on the same device. CUDA torch tensors run the recurrent_*
+forms on the GPU (on the caller's current stream; cu_seqlens is read on the host, a CUDA one is copied there);
+chunk_* and *_reference refuse them by name (the chunked CUDA form is still to come).
 Errors: ValueError naming the argument for bad shapes, head counts, non-finite inputs, positive gates or an
 unsupported chunk size; TypeError for unsupported dtypes.
 
@@ -28,7 +30,7 @@ read and one write of the state (as vLLM's fla decode ops do):
 *_reference: the plain recurrence in double precision (slow; for tests).
 """
 from .. import _core
-from .._arrays import as_i32_vector, as_input, empty_like_input, shape_of
+from .._arrays import as_i32_vector, as_input, cuda_stream_of, empty_like_input, shape_of
 from ._common import check_layouts, contiguous, empty_f32, float32_state, in_place_state, num_seqs, optional_input
 
 __all__ = [
@@ -43,13 +45,14 @@ def _run(entry, q, k, v, g, beta, scale, initial_state, output_final_state, use_
          chunk_size, inplace_final_state=False, check_inputs=True):
     """Layouts first (no copy yet), then contiguous copies; values (NaN / Inf, positive gates) are scanned by the
     kernel entry after its own checks, in one fast pass cheaper than a framework-side isfinite()."""
-    q, k, v = as_input(q, "q"), as_input(k, "k"), as_input(v, "v")  # required
-    g, beta = optional_input(g, "g"), optional_input(beta, "beta")
+    # CUDA tensors pass through: the recurrent entries run them there, the others refuse them by name.
+    q, k, v = as_input(q, "q", cuda=True), as_input(k, "k", cuda=True), as_input(v, "v", cuda=True)  # required
+    g, beta = optional_input(g, "g", cuda=True), optional_input(beta, "beta", cuda=True)
     caller_state = initial_state
     if inplace_final_state:
-        initial_state = in_place_state(initial_state)
+        initial_state = in_place_state(initial_state, cuda=True)
     else:
-        initial_state = optional_input(initial_state, "initial_state")
+        initial_state = optional_input(initial_state, "initial_state", cuda=True)
     cu_seqlens = as_i32_vector(cu_seqlens, "cu_seqlens")
     if cu_seqlens is not None and len(shape_of(cu_seqlens)) != 1:
         raise ValueError(f"cu_seqlens: must be 1-D, got shape {shape_of(cu_seqlens)}")
@@ -68,7 +71,7 @@ def _run(entry, q, k, v, g, beta, scale, initial_state, output_final_state, use_
     else:
         final_state = empty_f32(q, (N, HV, K, V)) if output_final_state else None
     entry(q, k, v, g, beta, o, initial_state, final_state, None if scale is None else float(scale), cu_seqlens,
-          bool(use_qk_l2norm_in_kernel), int(chunk_size), bool(check_inputs))
+          bool(use_qk_l2norm_in_kernel), int(chunk_size), bool(check_inputs), cuda_stream_of(q))
     return o, (caller_state if inplace_final_state else final_state)
 
 
