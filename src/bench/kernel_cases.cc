@@ -123,7 +123,7 @@ std::string list(const std::vector<float>& v) {
   return s + "]";
 }
 
-std::string quoted(const std::string& s) {
+std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -208,6 +208,23 @@ std::vector<DecodeCase> decode_cases() {
   };
 }
 
+// Runs a case and closes its manifest entry: "ok" once its output is written, else what the device's entry
+// refused (ArgumentError / DTypeError: a shape or option it does not take; DeviceError: no device to run on).
+template <class Run>
+std::string finish_case(const std::string& entry, bool& refused, Run run) {
+  std::string error;
+  try {
+    run();
+  } catch (const std::invalid_argument& e) {
+    error = e.what();
+  } catch (const DeviceError& e) {
+    error = e.what();
+  }
+  refused = !error.empty();
+  if (!refused) return entry + ", \"status\": \"ok\"}";
+  return entry + ", \"status\": \"refused\", \"error\": " + json_string(error) + "}";
+}
+
 std::vector<int32_t> offsets(const std::vector<int32_t>& lens) {
   std::vector<int32_t> cu{0};
   for (int32_t l : lens) cu.push_back(cu.back() + l);
@@ -227,22 +244,15 @@ std::string run_prefill(const PrefillCase& c, const fs::path& dir, Device device
   const std::string stem = c.name;
   for (const auto& [suffix, a] : {std::pair<const char*, const HostArray*>{"q", &q}, {"k", &k}, {"v", &v}})
     write_npy(dir / (stem + "_" + suffix + ".npy"), *a);
-  std::string entry = "{\"name\": " + quoted(stem) + ", \"kind\": \"prefill\", \"dtype\": " + quoted(dtype_name(c.dtype)) +
-                      ", \"out_dtype\": " + quoted(dtype_name(c.out_dtype)) + ", \"cu_seqlens_q\": " + list(cu_q) +
+  std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"prefill\", \"dtype\": " + json_string(dtype_name(c.dtype)) +
+                      ", \"out_dtype\": " + json_string(dtype_name(c.out_dtype)) + ", \"cu_seqlens_q\": " + list(cu_q) +
                       ", \"cu_seqlens_k\": " + list(cu_k) + ", " + masking_json(c.mask, extras);
-  try {
+  return finish_case(entry, refused, [&] {
     const Placed dq = place(q, device), dk = place(k, device), dv = place(v, device), dout = place(o, device);
     VarlenInfo varlen{cu_q.data(), c.k_lens.empty() ? nullptr : cu_k.data(), int64_t(c.q_lens.size())};
     attention_prefill(dq.view, dk.view, dv.view, dout.view, options_for(c.mask, extras), varlen);
     write_npy(dir / (stem + "_out.npy"), fetch(dout, o));
-    return entry + ", \"status\": \"ok\"}";
-  } catch (const std::invalid_argument& e) {  // ArgumentError, DTypeError: what this device's entry refuses
-    refused = true;
-    return entry + ", \"status\": \"refused\", \"error\": " + quoted(e.what()) + "}";
-  } catch (const DeviceError& e) {
-    refused = true;
-    return entry + ", \"status\": \"refused\", \"error\": " + quoted(e.what()) + "}";
-  }
+  });
 }
 
 std::string run_decode(const DecodeCase& c, const fs::path& dir, Device device, uint32_t seed, bool& refused) {
@@ -292,11 +302,11 @@ std::string run_decode(const DecodeCase& c, const fs::path& dir, Device device, 
     write_npy(dir / (stem + "_k_scale.npy"), scales[0]);
     write_npy(dir / (stem + "_v_scale.npy"), scales[1]);
   }
-  std::string entry = "{\"name\": " + quoted(stem) + ", \"kind\": \"decode\", \"dtype\": \"bfloat16\", \"kv_dtype\": " +
-                      quoted(dtype_name(c.kv_dtype)) + ", \"out_dtype\": \"float32\", \"block_size\": " +
+  std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"decode\", \"dtype\": \"bfloat16\", \"kv_dtype\": " +
+                      json_string(dtype_name(c.kv_dtype)) + ", \"out_dtype\": \"float32\", \"block_size\": " +
                       std::to_string(c.block_size) + ", \"cache_seqlens\": " + list(c.cache_lens) + ", " +
                       masking_json(c.mask, extras);
-  try {
+  return finish_case(entry, refused, [&] {
     const Placed dq = place(q, device), dout = place(o, device);
     const Placed dk = place(caches[0], device), dv = place(caches[1], device);
     std::optional<Placed> dks, dvs;
@@ -314,14 +324,7 @@ std::string run_decode(const DecodeCase& c, const fs::path& dir, Device device, 
     }
     attention_decode(dq.view, cache, dout.view, options_for(c.mask, extras));
     write_npy(dir / (stem + "_out.npy"), fetch(dout, o));
-    return entry + ", \"status\": \"ok\"}";
-  } catch (const std::invalid_argument& e) {  // ArgumentError, DTypeError: what this device's entry refuses
-    refused = true;
-    return entry + ", \"status\": \"refused\", \"error\": " + quoted(e.what()) + "}";
-  } catch (const DeviceError& e) {
-    refused = true;
-    return entry + ", \"status\": \"refused\", \"error\": " + quoted(e.what()) + "}";
-  }
+  });
 }
 
 }  // namespace
@@ -332,7 +335,7 @@ CaseSummary write_kernel_cases(const std::string& dir_name, Device device) {
   fs::create_directories(dir, ec);
   require(!ec && fs::is_directory(dir), "--write-cases", "cannot create the directory '" + dir_name + "'");
   CaseSummary summary;
-  std::string manifest = "{\"device\": " + quoted(device.str()) + ", \"cases\": [\n";
+  std::string manifest = "{\"device\": " + json_string(device.str()) + ", \"cases\": [\n";
   uint32_t seed = 1000;
   auto add = [&](const std::string& entry, bool refused) {
     manifest += (summary.written + summary.refused ? ",\n  " : "  ") + entry;
