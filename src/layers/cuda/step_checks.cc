@@ -170,24 +170,28 @@ void check_rope_cuda(const Rope& rope, Device device, const TensorView& q, const
   });
 }
 
+namespace {
+
+// Two inputs and an output of one elementwise kernel: the same rows, shape, dtype and device as the first.
+void check_elementwise(const TensorView& a, const char* a_name, const TensorView& b, const char* b_name,
+                       const TensorView& y, const char* y_name) {
+  activation_rows(a, a_name, nullptr);
+  activation_rows(b, b_name, &a.device);
+  activation_rows(y, y_name, &a.device);
+  require_same_shape(b, b_name, a, a_name);
+  require_same_shape(y, y_name, a, a_name);
+  require_same_dtype(b, b_name, a, a_name);
+  require_same_dtype(y, y_name, a, a_name);
+}
+
+}  // namespace
+
 void check_gated_activation_cuda(const TensorView& gate, const TensorView& up, const TensorView& out) {
-  activation_rows(gate, "gate", nullptr);
-  activation_rows(up, "up", &gate.device);
-  activation_rows(out, "out", &gate.device);
-  require_same_shape(up, "up", gate, "gate");
-  require_same_shape(out, "out", gate, "gate");
-  require_same_dtype(up, "up", gate, "gate");
-  require_same_dtype(out, "out", gate, "gate");
+  check_elementwise(gate, "gate", up, "up", out, "out");
 }
 
 void check_add_cuda(const TensorView& a, const TensorView& b, const TensorView& y) {
-  activation_rows(a, "a", nullptr);
-  activation_rows(b, "b", &a.device);
-  activation_rows(y, "y", &a.device);
-  require_same_shape(b, "b", a, "a");
-  require_same_shape(y, "y", a, "a");
-  require_same_dtype(b, "b", a, "a");
-  require_same_dtype(y, "y", a, "a");
+  check_elementwise(a, "a", b, "b", y, "y");
 }
 
 void check_route_top_k_cuda(const TensorView& logits, const TensorView& experts, const TensorView& weights,
