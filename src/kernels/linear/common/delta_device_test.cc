@@ -27,12 +27,20 @@ DeltaArgs on_gpu(DeltaArgs a) {
   return a;
 }
 
+DeltaCase small_case(DeltaGate gate) {
+  DeltaCase c;
+  c.B = 2, c.T = 3, c.H = 1, c.HV = 2, c.K = 16, c.V = 16;
+  c.gate = gate;
+  c.initial_state = true;
+  return c;
+}
+
 struct Inputs {
   DeltaCase c;
   DeltaInputs in;
   HostTensor o, s;
   explicit Inputs(DeltaGate gate)
-      : c{.B = 2, .T = 3, .H = 1, .HV = 2, .K = 16, .V = 16, .gate = gate, .initial_state = true},
+      : c(small_case(gate)),
         in(c),
         o(DType::f32, {2, 3, 2, 16}, 0, 0.f),
         s(DType::f32, {2, 2, 16, 16}, 0, 0.f) {}
