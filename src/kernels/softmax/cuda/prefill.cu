@@ -1,15 +1,14 @@
-// The CUDA prefill's host side: what the kernel refuses, the work list (one CTA per query tile per head, so a
-// ragged batch launches no idle CTAs), one stream-ordered upload of the host metadata, and the launch.
+// The CUDA prefill's host side: what the kernel refuses, one stream-ordered upload of the metadata its launch
+// plan (prefill_launch_plan.h) lays out, and the launch.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "kernels/softmax/cuda/prefill_cuda.h"
+#include "kernels/softmax/cuda/prefill_launch_plan.h"
 #include "kernels/softmax/cuda/prefill_tile.cuh"
 
 namespace attnzoo {
@@ -65,8 +64,6 @@ void launch_for_dim(int64_t D, const PrefillParams& params, int64_t work_items, 
   }
 }
 
-size_t align16(size_t n) { return (n + 15) / 16 * 16; }
-
 }  // namespace
 
 void check_cuda_prefill(const AttentionProblem& p) {
@@ -108,80 +105,18 @@ void check_cuda_prefill(const AttentionProblem& p) {
 
 void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
   require(p.device.is_cuda(), "q", "lives on " + p.device.str() + "; the CUDA prefill needs device memory");
-  constexpr int64_t Br = kQueryTile;
-  const int64_t Bc = p.D <= 128 ? TileShape<64>::kBc : TileShape<256>::kBc;
-
-  // The work list: every sequence's query tiles, costliest first (most key tiles under the causal / window
-  // band), so the long CTAs start early and the short ones fill the tail.
-  std::vector<SeqDesc> seqs;
-  std::vector<WorkItem> work;
-  std::vector<int64_t> cost;
-  int64_t max_tk = 0;
-  for (const SeqSpan& s : p.seqs) {
-    const int32_t index = int32_t(seqs.size());
-    seqs.push_back({s.q_offset, s.k_offset, s.v_offset, s.o_offset, int32_t(s.Tq), int32_t(s.Tk)});
-    max_tk = std::max(max_tk, s.Tk);
-    for (int64_t start = 0; start < s.Tq; start += Br) {
-      const int64_t last = s.Tk - s.Tq + std::min(start + Br, s.Tq) - 1;
-      const int64_t keys = p.opts.causal ? last + 1 : s.Tk;
-      const int64_t first = p.opts.window > 0 ? std::max<int64_t>(0, s.Tk - s.Tq + start - p.opts.window + 1) : 0;
-      work.push_back({index, int32_t(start)});
-      cost.push_back((keys + Bc - 1) / Bc - first / Bc);
-    }
-  }
-  if (work.empty()) return;
-  std::vector<size_t> order(work.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
-  std::vector<WorkItem> sorted;
-  sorted.reserve(work.size());
-  for (size_t i : order) sorted.push_back(work[i]);
+  const PrefillLaunchPlan plan = plan_prefill_launch(p);
+  if (plan.work_items == 0) return;
 
   // One allocation and one copy for everything the kernel reads besides the tensors.
-  const size_t seqs_bytes = seqs.size() * sizeof(SeqDesc), work_bytes = sorted.size() * sizeof(WorkItem);
-  const size_t head_bytes = size_t(p.Hq) * sizeof(float);
-  const size_t work_at = align16(seqs_bytes);
-  const size_t sinks_at = align16(work_at + work_bytes);
-  const size_t slopes_at = align16(sinks_at + (p.opts.sinks ? head_bytes : 0));
-  const size_t total = slopes_at + (p.opts.alibi_slopes ? head_bytes : 0);
-  std::vector<unsigned char> host(total);
-  std::memcpy(host.data(), seqs.data(), seqs_bytes);
-  std::memcpy(host.data() + work_at, sorted.data(), work_bytes);
-  if (p.opts.sinks) std::memcpy(host.data() + sinks_at, p.opts.sinks, head_bytes);
-  if (p.opts.alibi_slopes) std::memcpy(host.data() + slopes_at, p.opts.alibi_slopes, head_bytes);
-
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  StreamScratch scratch(total, cuda_stream);
-  unsigned char* meta = scratch.data();
-
-  PrefillParams params{};
-  params.q = p.q;
-  params.k = p.k;
-  params.v = p.v;
-  params.o = p.o;
-  params.q_token = p.qs.token, params.q_head = p.qs.head;
-  params.k_token = p.ks.token, params.k_head = p.ks.head;
-  params.v_token = p.vs.token, params.v_head = p.vs.head;
-  params.o_token = p.os.token, params.o_head = p.os.head;
-  params.seqs = reinterpret_cast<const SeqDesc*>(meta);
-  params.work = reinterpret_cast<const WorkItem*>(meta + work_at);
-  params.sinks = p.opts.sinks ? reinterpret_cast<const float*>(meta + sinks_at) : nullptr;
-  params.alibi_slopes = p.opts.alibi_slopes ? reinterpret_cast<const float*>(meta + slopes_at) : nullptr;
-  params.group = int(p.group());
-  params.causal = p.opts.causal ? 1 : 0;
-  // A window wider than every sequence masks nothing; clamping keeps it an int without changing the result.
-  params.window = int(std::min(p.opts.window, max_tk + 1));
-  params.out_type = p.o_dtype == DType::f32 ? OutType::f32 : p.o_dtype == DType::bf16 ? OutType::bf16 : OutType::f16;
-  params.scale_log2 = p.scale * kLog2e;
-  params.softcap = p.opts.softcap;
-  params.softcap_log2 = p.opts.softcap * kLog2e;
-  params.scale_over_softcap = p.opts.softcap > 0.f ? p.scale / p.opts.softcap : 0.f;
-
-  scratch.upload(host.data(), total);
+  StreamScratch scratch(plan.metadata.size(), cuda_stream);
+  const PrefillParams params = bind_metadata(plan, scratch.data());
+  scratch.upload(plan.metadata.data(), plan.metadata.size());
   if (p.q_dtype == DType::bf16)
-    launch_for_dim<__nv_bfloat16>(p.D, params, int64_t(sorted.size()), p.Hq, cuda_stream);
+    launch_for_dim<__nv_bfloat16>(p.D, params, plan.work_items, p.Hq, cuda_stream);
   else
-    launch_for_dim<__half>(p.D, params, int64_t(sorted.size()), p.Hq, cuda_stream);
+    launch_for_dim<__half>(p.D, params, plan.work_items, p.Hq, cuda_stream);
   scratch.finish();  // ordered after the kernel on the stream
 }
 
