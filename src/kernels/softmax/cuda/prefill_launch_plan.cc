@@ -2,8 +2,34 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
-namespace attnzoo::cuda_prefill {
+#include "core/error.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
+
+namespace attnzoo {
+namespace {
+std::string str(int64_t v) { return std::to_string(v); }
+
+bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
+
+// 16-byte cp.async loads and paired stores need every row start 16-byte aligned: the base, every sequence's
+// offset and both strides (head stride only when there is more than one head to step over).
+void check_alignment(const char* name, const void* base, TokenStrides st, int64_t heads,
+                     const std::vector<int64_t>& offsets) {
+  require(reinterpret_cast<uintptr_t>(base) % 16 == 0, name, "data must be 16-byte aligned on CUDA");
+  require(st.token % 8 == 0 && (heads == 1 || st.head % 8 == 0), name, [&] {
+    return "token and head strides must be multiples of 8 elements on CUDA (16-byte loads), got token stride " +
+           str(st.token) + ", head stride " + str(st.head);
+  });
+  for (int64_t off : offsets)
+    require(off % 8 == 0, name, [&] {
+      return "every sequence must start at a multiple of 8 elements on CUDA (batch stride), got offset " + str(off);
+    });
+}
+}  // namespace
+
+namespace cuda_prefill {
 namespace {
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 }  // namespace
@@ -84,4 +110,44 @@ PrefillParams bind_metadata(const PrefillLaunchPlan& plan, const unsigned char* 
   return params;
 }
 
-}  // namespace attnzoo::cuda_prefill
+}  // namespace cuda_prefill
+
+// Declared in prefill_cuda.h; defined here, with the rest of the host side, so that it exists in every build.
+void check_cuda_prefill(const AttentionProblem& p) {
+  if (!is_half(p.q_dtype))
+    throw DTypeError(std::string("q: CUDA prefill takes bfloat16 or float16, got ") + dtype_name(p.q_dtype));
+  if (p.kv_dtype != p.q_dtype)
+    throw DTypeError(std::string("k: dtype ") + dtype_name(p.kv_dtype) + " differs from q's " +
+                     dtype_name(p.q_dtype) + " (CUDA prefill needs them equal)");
+  if (p.o_dtype != DType::f32 && !is_half(p.o_dtype))
+    throw DTypeError(std::string("out: CUDA prefill writes float32, bfloat16 or float16, got ") +
+                     dtype_name(p.o_dtype));
+  require(p.D == 64 || p.D == 128 || p.D == 256, "q",
+          [&] { return "head_dim D on CUDA must be 64, 128 or 256, got " + str(p.D); });
+  require(p.Dv == p.D, "v", [&] { return "head_dim " + str(p.Dv) + " must equal q's " + str(p.D) + " on CUDA"; });
+  require(p.opts.block_mask == nullptr, "block_mask", "not supported on CUDA yet");
+  require(p.k_scale.data == nullptr && p.v_scale.data == nullptr, "cache",
+          "quantized (int8 / fp8) KV caches are not supported on CUDA yet");
+  require(p.Hq <= 65535, "q", [&] { return "at most 65535 heads on CUDA (grid y), got " + str(p.Hq); });
+
+  // Positions are int32 in the kernel; the margin keeps (Tk + Bc - 1) and friends in range.
+  constexpr int64_t kMaxTokens = int64_t(1) << 30;
+  std::vector<int64_t> q_offsets, k_offsets, v_offsets, o_offsets;
+  for (const SeqSpan& s : p.seqs) {
+    require(s.blocks == nullptr, "cache", "paged KV caches (block tables) are not supported on CUDA yet");
+    require(s.Tk <= kMaxTokens, "k",
+            [&] { return "sequences longer than 2^30 keys are not supported, got " + str(s.Tk); });
+    if (s.Tq == 0) continue;  // never read
+    q_offsets.push_back(s.q_offset);
+    k_offsets.push_back(s.k_offset);
+    v_offsets.push_back(s.v_offset);
+    o_offsets.push_back(s.o_offset);
+  }
+  if (q_offsets.empty()) return;  // nothing will be launched
+  check_alignment("q", p.q, p.qs, p.Hq, q_offsets);
+  check_alignment("k", p.k, p.ks, p.Hkv, k_offsets);
+  check_alignment("v", p.v, p.vs, p.Hkv, v_offsets);
+  check_alignment("out", p.o, p.os, p.Hq, o_offsets);
+}
+
+}  // namespace attnzoo
