@@ -1,16 +1,14 @@
-// The CUDA decode's host side: what the kernel refuses, the split-KV plan (FlashInfer's rule: the shortest
-// chunks that still fit every CTA into one wave of the GPU's resident slots), one stream-ordered upload of the
-// host metadata, and the two launches (chunks, then the merge of split sequences).
+// The CUDA decode's launches: the kernel instantiation and occupancy its split-KV plan
+// (decode_launch_plan.h) is sized by, one stream-ordered upload of the plan's metadata, and the two launches
+// (chunks, then the merge of split sequences).
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstring>
 #include <string>
-#include <vector>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "kernels/softmax/cuda/decode_cuda.h"
+#include "kernels/softmax/cuda/decode_launch_plan.h"
 #include "kernels/softmax/cuda/decode_kernel.cuh"
 
 namespace attnzoo {
@@ -35,31 +33,6 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const DecodeParams p) {
 namespace {
 using namespace cuda_decode;
 
-// Keys below this are not worth a chunk of their own: the merge and the pipeline's fill would cost more than
-// the parallelism gains.
-constexpr int64_t kMinChunk = 256;
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-bool is_half(DType t) { return t == DType::bf16 || t == DType::f16; }
-
-// Every row the kernel copies with 16-byte cp.async (and stores in pairs) must start 16-byte aligned: the base
-// and each stride it steps over. A stride of a dimension of extent 1 is never stepped over, so it is free.
-struct Stride {
-  int64_t value;
-  bool used;
-  const char* what;
-};
-void check_rows(const char* name, const void* base, DType t, std::initializer_list<Stride> strides) {
-  require(reinterpret_cast<uintptr_t>(base) % 16 == 0, name, "data must be 16-byte aligned on CUDA");
-  const int64_t unit = 16 / int64_t(dtype_size(t));
-  for (const Stride& s : strides)
-    require(!s.used || s.value % unit == 0, name, [&] {
-      return std::string(s.what) + " stride must be a multiple of " + str(unit) + " elements on CUDA (16-byte " +
-             "rows of " + dtype_name(t) + "), got " + str(s.value);
-    });
-}
-
 struct KernelChoice {
   const void* fn;
   int smem_bytes, tile, rows;
@@ -71,16 +44,15 @@ KernelChoice choice() {
   return {reinterpret_cast<const void*>(&decode_kernel<Elem, KvT, D, M>), S::kSmemBytes, S::kTile, S::kRows};
 }
 
-// Rows per CTA: 16 (one m16 block shared by the 4 warps, which split the keys) when they suffice, else 64 (a
-// block per warp). Head dim 256 always takes 64: its 32-key tile cannot be cut into four 16-key slices.
+// The rows_per_cta rule (decode_params.h) as a kernel instantiation.
 template <class Elem, class KvT>
 KernelChoice choice_for_dim(int64_t D, int64_t rows) {
-  const bool small = rows <= 16;
+  const bool small = rows_per_cta(D, rows) == 16;
   switch (D) {
     case 64: return small ? choice<Elem, KvT, 64, 1>() : choice<Elem, KvT, 64, 4>();
     case 128: return small ? choice<Elem, KvT, 128, 1>() : choice<Elem, KvT, 128, 4>();
     case 256: return choice<Elem, KvT, 256, 4>();
-    default: throw ArgumentError("q: head_dim D on CUDA must be 64, 128 or 256, got " + str(D));
+    default: throw ArgumentError("q: head_dim D on CUDA must be 64, 128 or 256, got " + std::to_string(D));
   }
 }
 
@@ -93,122 +65,13 @@ KernelChoice choice_for_cache(DType kv, int64_t D, int64_t rows) {
   }
 }
 
-struct Plan {
-  std::vector<WorkItem> work;
-  std::vector<MergeItem> merges;
-  int64_t num_slots = 0;
-};
-
-// Each sequence's visible keys [begin, len) (begin: the window's start for its first query, on a tile
-// boundary) cut into chunks of one length L, a multiple of the tile. L is the shortest (at least kMinChunk)
-// that keeps every CTA in one wave of `slots` resident CTAs: all run at once, and the split costs a merge only
-// where the GPU would otherwise idle. When even whole sequences overflow a wave, L is a slot's fair share of
-// all keys, so that one long sequence does not run alone after the short ones are done.
-Plan plan_chunks(const DecodeProblem& p, int64_t tile, int64_t row_groups, int64_t slots) {
-  std::vector<int64_t> begin(size_t(p.B));
-  int64_t longest = 0, total = 0;
-  for (int64_t b = 0; b < p.B; ++b) {
-    const int64_t len = p.seqlens[b];
-    int64_t first = p.opts.window > 0 ? std::max<int64_t>(0, len - p.Tq - p.opts.window + 1) : 0;
-    first = first / tile * tile;
-    begin[size_t(b)] = first;
-    longest = std::max(longest, len - first);
-    total += len - first;
-  }
-  const int64_t per_range = p.Hkv * row_groups;  // CTAs per chunk of keys
-  auto chunks_of = [&](int64_t b, int64_t L) {
-    return std::max<int64_t>(1, (p.seqlens[b] - begin[size_t(b)] + L - 1) / L);
-  };
-  auto ctas = [&](int64_t L) {
-    int64_t n = 0;
-    for (int64_t b = 0; b < p.B; ++b) n += chunks_of(b, L);
-    return n * per_range;
-  };
-  const int64_t whole = std::max(tile, (longest + tile - 1) / tile * tile);
-  int64_t L = whole;
-  if (ctas(whole) > slots) {
-    const int64_t share = (total * per_range + slots - 1) / slots;
-    L = std::min(whole, (std::max(kMinChunk, share) + tile - 1) / tile * tile);
-  } else {
-    int64_t lo = (kMinChunk + tile - 1) / tile, hi = whole / tile;  // in tiles; ctas(hi * tile) fits
-    while (lo < hi) {
-      const int64_t mid = (lo + hi) / 2;
-      if (ctas(mid * tile) <= slots) hi = mid;
-      else lo = mid + 1;
-    }
-    L = std::min(whole, lo * tile);
-  }
-
-  Plan plan;
-  for (int64_t b = 0; b < p.B; ++b) {
-    const int64_t len = p.seqlens[b], n = chunks_of(b, L);
-    for (int64_t hk = 0; hk < p.Hkv; ++hk) {
-      if (n > 1) plan.merges.push_back({int32_t(b), int32_t(hk), int32_t(plan.num_slots), int32_t(n)});
-      for (int64_t c = 0; c < n; ++c) {
-        const int64_t k0 = std::min(len, begin[size_t(b)] + c * L), k1 = std::min(len, k0 + L);
-        plan.work.push_back({int32_t(b), int32_t(hk), int32_t(k0), int32_t(k1), int32_t(len),
-                             n > 1 ? int32_t(plan.num_slots + c) : -1});
-      }
-      if (n > 1) plan.num_slots += n;
-    }
-  }
-  // Longest first, so that with more CTAs than slots the long ones start early and the short ones fill the tail;
-  // ties keep (sequence, head) order, which puts the heads of one sequence (neighbours in memory) side by side.
-  std::stable_sort(plan.work.begin(), plan.work.end(), [](const WorkItem& a, const WorkItem& b) {
-    return a.k_end - a.k_begin > b.k_end - b.k_begin;
-  });
-  return plan;
-}
-
-size_t align16(size_t n) { return (n + 15) / 16 * 16; }
-
 }  // namespace
-
-void check_cuda_decode(const DecodeProblem& p) {
-  if (!is_half(p.q_dtype))
-    throw DTypeError(std::string("q: CUDA decode takes bfloat16 or float16, got ") + dtype_name(p.q_dtype));
-  if (p.o_dtype != DType::f32 && !is_half(p.o_dtype))
-    throw DTypeError(std::string("out: CUDA decode writes float32, bfloat16 or float16, got ") +
-                     dtype_name(p.o_dtype));
-  if (!is_half(p.kv_dtype) && !is_quantized_kv(p.kv_dtype))
-    throw DTypeError(std::string("k_cache: CUDA decode reads bfloat16, float16, int8 or float8_e4m3fn caches, got ") +
-                     dtype_name(p.kv_dtype));
-  if (is_half(p.kv_dtype) && p.kv_dtype != p.q_dtype)
-    throw DTypeError(std::string("k_cache: dtype ") + dtype_name(p.kv_dtype) + " differs from q's " +
-                     dtype_name(p.q_dtype) + " (CUDA decode needs them equal, or an int8 / float8_e4m3fn cache)");
-  require(p.D == 64 || p.D == 128 || p.D == 256, "q",
-          [&] { return "head_dim D on CUDA must be 64, 128 or 256, got " + str(p.D); });
-  require(p.Dv == p.D, "v_cache",
-          [&] { return "head_dim " + str(p.Dv) + " must equal q's " + str(p.D) + " on CUDA"; });
-  require(p.opts.block_mask == nullptr, "block_mask", "not supported on CUDA yet");
-  // The merge launches one CTA row per query row (grid y); positions and block rows are int32 in the kernel.
-  require(p.rows() <= 65535, "q", [&] {
-    return "at most 65535 query rows per kv head (new_tokens x heads per kv head) on CUDA, got " + str(p.rows());
-  });
-  require(p.block_size <= (int64_t(1) << 30), "k_cache",
-          [&] { return "at most 2^30 rows per block (or per sequence) on CUDA, got " + str(p.block_size); });
-
-  check_rows("q", p.q, p.q_dtype,
-             {{p.q_batch, p.B > 1, "batch"}, {p.q_token, p.Tq > 1, "token"}, {p.q_head, p.Hq > 1, "head"}});
-  check_rows("out", p.o, p.o_dtype,
-             {{p.o_batch, p.B > 1, "batch"}, {p.o_token, p.Tq > 1, "token"}, {p.o_head, p.Hq > 1, "head"}});
-  const bool many_blocks = p.block_table != nullptr || p.B > 1;
-  check_rows("k_cache", p.k, p.kv_dtype,
-             {{p.k_block, many_blocks, "block"}, {p.k_token, p.block_size > 1, "token"}, {p.k_head, p.Hkv > 1, "head"}});
-  check_rows("v_cache", p.v, p.kv_dtype,
-             {{p.v_block, many_blocks, "block"}, {p.v_token, p.block_size > 1, "token"}, {p.v_head, p.Hkv > 1, "head"}});
-  if (p.k_scale.data)
-    require(reinterpret_cast<uintptr_t>(p.k_scale.data) % 4 == 0, "k_scale", "data must be 4-byte aligned");
-  if (p.v_scale.data)
-    require(reinterpret_cast<uintptr_t>(p.v_scale.data) % 4 == 0, "v_scale", "data must be 4-byte aligned");
-}
 
 void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
   if (p.B == 0) return;
   const int64_t rows = p.rows();
   const KernelChoice kc = p.q_dtype == DType::bf16 ? choice_for_cache<__nv_bfloat16>(p.kv_dtype, p.D, rows)
                                                     : choice_for_cache<__half>(p.kv_dtype, p.D, rows);
-  const int64_t row_groups = (rows + kc.rows - 1) / kc.rows;
 
   // Above 48 KB of dynamic shared memory a kernel must opt in; the attribute is per device and cheap to set.
   cuda_check(cudaFuncSetAttribute(kc.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kc.smem_bytes),
@@ -219,76 +82,17 @@ void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
   cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kc.fn, kThreads, size_t(kc.smem_bytes)),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   if (per_sm < 1)
-    throw DeviceError("CUDA decode: a CTA of " + str(kc.smem_bytes) + " bytes of shared memory does not fit on " +
+    throw DeviceError("CUDA decode: a CTA of " + std::to_string(kc.smem_bytes) + " bytes of shared memory does not fit on " +
                       "this GPU's multiprocessors");
-  const Plan plan = plan_chunks(p, kc.tile, row_groups, int64_t(per_sm) * sms);
+  const DecodeLaunchPlan plan = plan_decode_launch(p, kc.tile, kc.rows, int64_t(per_sm) * sms);
 
   // One allocation: the metadata (uploaded with one copy), then the partial results of split sequences.
-  const size_t work_bytes = plan.work.size() * sizeof(WorkItem), merge_bytes = plan.merges.size() * sizeof(MergeItem);
-  const size_t table_bytes = p.block_table ? size_t(p.B * p.max_blocks_per_seq) * sizeof(int32_t) : 0;
-  const size_t head_bytes = size_t(p.Hq) * sizeof(float);
-  const size_t merges_at = align16(work_bytes);
-  const size_t table_at = align16(merges_at + merge_bytes);
-  const size_t sinks_at = align16(table_at + table_bytes);
-  const size_t slopes_at = align16(sinks_at + (p.opts.sinks ? head_bytes : 0));
-  const size_t meta_bytes = align16(slopes_at + (p.opts.alibi_slopes ? head_bytes : 0));
-  const size_t partial_rows = size_t(plan.num_slots * rows);
-  const size_t part_m_at = meta_bytes, part_l_at = align16(part_m_at + partial_rows * 4);
-  const size_t part_o_at = align16(part_l_at + partial_rows * 4);
-  const size_t total = part_o_at + partial_rows * size_t(p.D) * 4;
-
-  std::vector<unsigned char> host(meta_bytes);
-  std::memcpy(host.data(), plan.work.data(), work_bytes);
-  if (merge_bytes) std::memcpy(host.data() + merges_at, plan.merges.data(), merge_bytes);
-  if (table_bytes) std::memcpy(host.data() + table_at, p.block_table, table_bytes);
-  if (p.opts.sinks) std::memcpy(host.data() + sinks_at, p.opts.sinks, head_bytes);
-  if (p.opts.alibi_slopes) std::memcpy(host.data() + slopes_at, p.opts.alibi_slopes, head_bytes);
-
-  int64_t longest = 0;
-  for (int64_t b = 0; b < p.B; ++b) longest = std::max<int64_t>(longest, p.seqlens[b]);
-
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  StreamScratch scratch(total, cuda_stream);
-  unsigned char* mem = scratch.data();
-
-  DecodeParams params{};
-  params.q = p.q;
-  params.o = p.o;
-  params.k = p.k;
-  params.v = p.v;
-  params.k_scale = p.k_scale.data;
-  params.v_scale = p.v_scale.data;
-  params.q_batch = p.q_batch, params.q_token = p.q_token, params.q_head = p.q_head;
-  params.o_batch = p.o_batch, params.o_token = p.o_token, params.o_head = p.o_head;
-  params.k_block = p.k_block, params.k_token = p.k_token, params.k_head = p.k_head;
-  params.v_block = p.v_block, params.v_token = p.v_token, params.v_head = p.v_head;
-  params.ks_block = p.k_scale.block, params.ks_token = p.k_scale.token, params.ks_head = p.k_scale.head;
-  params.vs_block = p.v_scale.block, params.vs_token = p.v_scale.token, params.vs_head = p.v_scale.head;
-  params.work = reinterpret_cast<const WorkItem*>(mem);
-  params.merges = reinterpret_cast<const MergeItem*>(mem + merges_at);
-  params.block_table = p.block_table ? reinterpret_cast<const int32_t*>(mem + table_at) : nullptr;
-  params.max_blocks_per_seq = p.max_blocks_per_seq;
-  params.block_size = int32_t(p.block_size);
-  params.Tq = int32_t(p.Tq);
-  params.group = int32_t(p.group());
-  params.rows = int32_t(rows);
-  params.D = int32_t(p.D);
-  params.causal = p.opts.causal ? 1 : 0;
-  // A window wider than every sequence masks nothing; clamping keeps it an int without changing the result.
-  params.window = int32_t(std::min(p.opts.window, longest + 1));
-  params.sinks = p.opts.sinks ? reinterpret_cast<const float*>(mem + sinks_at) : nullptr;
-  params.alibi_slopes = p.opts.alibi_slopes ? reinterpret_cast<const float*>(mem + slopes_at) : nullptr;
-  params.part_m = reinterpret_cast<float*>(mem + part_m_at);
-  params.part_l = reinterpret_cast<float*>(mem + part_l_at);
-  params.part_o = reinterpret_cast<float*>(mem + part_o_at);
-  params.out_type = p.o_dtype == DType::f32 ? OutType::f32 : p.o_dtype == DType::bf16 ? OutType::bf16 : OutType::f16;
-  params.scale_log2 = p.scale * kLog2e;
-  params.softcap_log2 = p.opts.softcap > 0.f ? p.opts.softcap * kLog2e : 0.f;
-  params.scale_over_softcap = p.opts.softcap > 0.f ? p.scale / p.opts.softcap : 0.f;
-
-  scratch.upload(host.data(), meta_bytes);
+  StreamScratch scratch(plan.device_bytes, cuda_stream);
+  DecodeParams params = bind_device_buffer(plan, scratch.data());
+  scratch.upload(plan.metadata.data(), plan.metadata.size());
   void* args[] = {&params};
-  cuda_check(cudaLaunchKernel(kc.fn, dim3(unsigned(plan.work.size()), unsigned(row_groups)), dim3(kThreads), args,
+  cuda_check(cudaLaunchKernel(kc.fn, dim3(unsigned(plan.work.size()), plan.row_groups), dim3(kThreads), args,
                               size_t(kc.smem_bytes), cuda_stream),
              "decode_kernel launch");
   if (!plan.merges.empty()) {

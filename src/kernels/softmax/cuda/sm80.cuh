@@ -1,7 +1,7 @@
 #pragma once
 // The sm_80 instructions the CUDA softmax kernels (prefill and decode) are written in: cp.async, ldmatrix,
 // mma.sync m16n8k16, ex2.approx, shuffles, paired stores. Inline PTX and intrinsics only, kept apart from the
-// kernels' logic (the host emulators their tile code was checked in replace exactly this file). Everything here
+// kernels' logic (the kernel emulator replaces exactly this file, see below). Everything here
 // runs on sm_80 and later GPUs.
 //
 // Fragment layouts of mma.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), g = lane / 4, t = lane % 4:
@@ -10,6 +10,11 @@
 //   C 16x8:            c0, c1 (row g, cols 2t, 2t+1), c2, c3 (row g+8, cols 2t, 2t+1)
 // ldmatrix.x4 reads four 8x8 b16 matrices whose row addresses come from lanes 0-7, 8-15, 16-23, 24-31; register
 // i receives matrix i with lane holding row g, elements 2t..2t+1 (with .trans: column g, rows 2t..2t+1).
+#if defined(ATTNZOO_CUDA_EMULATION)
+// The kernel emulator's host versions of everything below (testing/cuda_emulation, the test_cuda_emulation
+// binary): the seam that lets the tile code run, unchanged, on a CPU.
+#include "kernels/softmax/cuda/sm80_emulated.h"
+#else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -114,3 +119,5 @@ __device__ __forceinline__ void sync_threads() { __syncthreads(); }
 __device__ __forceinline__ int thread_index() { return int(threadIdx.x); }
 
 }  // namespace attnzoo::sm80
+
+#endif  // ATTNZOO_CUDA_EMULATION

@@ -1,0 +1,62 @@
+#pragma once
+// A CUDA thread-block emulator for testing kernel code on the host. Each CTA's threads are fibers (ucontext) on
+// one OS thread; they switch only at collectives: __syncthreads and the warp-wide instructions (ldmatrix, mma,
+// shuffles), which wait for every thread of the block or warp and fail on a mismatch (divergent collectives,
+// a barrier some thread never reaches). Warps run at seeded random relative speeds, so a missing barrier lets
+// one warp read what another has not written yet. Shared memory starts as 0xFF bytes (NaN in f32, bf16 and
+// f16); an async copy poisons its destination when issued and lands only at the cp.async.wait_group that
+// covers it, so a missing wait reads NaN and a copy issued into a buffer still being read corrupts it.
+// "Global memory" is host memory registered with bounds; async copies and the kernels' stores are checked
+// against it. Any violation prints what and where, then aborts.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "testing/cuda_emulation/prelude.h"
+
+namespace attnzoo::cuda_emulation {
+
+[[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Host memory standing in for one device allocation: 256-byte aligned, filled with 0xA5 (garbage, not zero),
+// registered for bound checks while it lives.
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(size_t bytes);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  unsigned char* data() const { return data_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  unsigned char* data_;
+  size_t bytes_;
+};
+// Fails unless [p, p + bytes) lies inside one live DeviceMemory.
+void check_global(const void* p, size_t bytes, const char* what);
+
+// Seeds the warps' relative speeds of every launch that follows.
+void seed_schedule(uint64_t seed);
+
+// Runs grid.x * grid.y CTAs of `threads` threads (a multiple of 32, at most 1024), one after another, each
+// calling body(smem) with `smem_bytes` of fresh shared memory; blockIdx, threadIdx, blockDim and gridDim are set.
+void launch(dim3 grid, int threads, size_t smem_bytes, const std::function<void(unsigned char* smem)>& body);
+
+// For the emulated instructions (sm80_emulated.h): the running thread and its block's shared memory.
+int thread_index();
+unsigned char* shared_at(uint32_t offset, size_t bytes, const char* what);
+uint32_t shared_offset(const void* p);
+
+// Warp collective: every lane of the calling warp contributes `bytes` (at most 32) of `mine`; returns once all
+// have, with the 32 contributions (lane l at l * 32 bytes), valid until the lane's next collective. `kind`
+// names the instruction, so that lanes meeting at different instructions fail instead of mixing data.
+const unsigned char* warp_exchange(const void* mine, size_t bytes, int kind);
+
+// cp.async: queue a copy of `bytes` from `src` (or zeros when !valid) into shared `dst`; commit the open group;
+// land all but the newest n groups.
+void async_copy(uint32_t dst, const void* src, int bytes, bool valid);
+void async_commit();
+void async_wait(int n);
+
+}  // namespace attnzoo::cuda_emulation

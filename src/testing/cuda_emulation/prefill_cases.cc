@@ -1,0 +1,203 @@
+// The CUDA prefill's tile code (prefill_tile.cuh) and launch plan run under the CTA emulator against the
+// double-precision reference: seeded random cases over ragged varlen batches, GQA / MQA, causal (bottom-right),
+// windows, softcap, sinks, ALiBi, head dims 64 / 128 / 256, bf16 / f16 in, f32 / bf16 / f16 out, odd lengths
+// at tile edges and padded token strides. Shapes are small: every emulated thread is a fiber.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/softmax/attention.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
+#include "kernels/softmax/cuda/prefill_launch_plan.h"
+#include "kernels/softmax/cuda/prefill_tile.cuh"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_tensor.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+using namespace cuda_prefill;
+using cuda_emulation::DeviceMemory;
+using cuda_emulation::DeviceTensor;
+
+// prefill.cu's kernel body, launched on the emulator.
+template <class Elem, int D>
+void launch(const PrefillParams& params, unsigned work_items, unsigned heads) {
+  cuda_emulation::launch(dim3(work_items, heads), kThreads, TileShape<D>::kSmemBytes, [&](unsigned char* smem) {
+    attend_tile<Elem, D>(params, int(blockIdx.x), int(blockIdx.y), smem);
+  });
+}
+
+template <class Elem>
+void launch_for_dim(int64_t D, const PrefillParams& params, unsigned work_items, unsigned heads) {
+  switch (D) {
+    case 64: return launch<Elem, 64>(params, work_items, heads);
+    case 128: return launch<Elem, 128>(params, work_items, heads);
+    default: return launch<Elem, 256>(params, work_items, heads);
+  }
+}
+
+struct Case {
+  int64_t B = 1, Tq = 0, Tk = 0, Hq = 2, Hkv = 1, D = 64;
+  DType in = DType::bf16, out = DType::f32;
+  AttentionOptions opts{};
+  std::vector<int32_t> cu_q{}, cu_k{};  // packed (varlen) when cu_q is not empty
+  int64_t token_pad = 0;
+  float v_mean = 0.f;  // an offset on V makes a wrongly included or excluded key move the output by ~mean / Tk
+  std::vector<float> sinks{}, slopes{};
+};
+
+std::string describe(const Case& c) {
+  std::ostringstream s;
+  s << "B=" << c.B << " Tq=" << c.Tq << " Tk=" << c.Tk << " Hq=" << c.Hq << " Hkv=" << c.Hkv << " D=" << c.D
+    << " in=" << dtype_name(c.in) << " out=" << dtype_name(c.out) << " causal=" << c.opts.causal
+    << " window=" << c.opts.window << " softcap=" << c.opts.softcap << " sinks=" << !c.sinks.empty()
+    << " alibi=" << !c.slopes.empty() << " pad=" << c.token_pad << " v_mean=" << c.v_mean << " cu_q=";
+  for (int32_t x : c.cu_q) s << x << ",";
+  s << " cu_k=";
+  for (int32_t x : c.cu_k) s << x << ",";
+  return s.str();
+}
+
+// Worst error allowed against the double reference: the GPU test's (prefill_cuda_test.cc), because the error
+// has the same sources here. P is rounded to the input dtype before P V, as in every FlashAttention (~2^-9
+// relative on each weight in bf16, 2^-11 in f16), and a bf16 / f16 output adds its own rounding; the emulated
+// MMA and exp2 are, if anything, more exact than the hardware's.
+struct Tolerance {
+  double max_abs, rel_rms;
+};
+Tolerance tolerance(DType in, DType out) {
+  if (out == DType::bf16) return {2e-2, 6e-3};
+  if (in == DType::bf16) return {8e-3, 4e-3};
+  return out == DType::f32 ? Tolerance{2e-3, 1e-3} : Tolerance{5e-3, 2e-3};  // f16 in
+}
+
+void check(Case c, uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  if (!c.sinks.empty()) c.opts.sinks = c.sinks.data();
+  if (!c.slopes.empty()) c.opts.alibi_slopes = c.slopes.data();
+  const bool packed = !c.cu_q.empty();
+  const int64_t tq = packed ? c.cu_q.back() : c.Tq;
+  const int64_t tk = packed ? (c.cu_k.empty() ? c.cu_q.back() : c.cu_k.back()) : c.Tk;
+  auto shape = [&](int64_t T, int64_t H) {
+    return packed ? std::vector<int64_t>{T, H, c.D} : std::vector<int64_t>{c.B, T, H, c.D};
+  };
+  DeviceTensor q(c.in, shape(tq, c.Hq), seed + 1, c.token_pad), k(c.in, shape(tk, c.Hkv), seed + 2, c.token_pad),
+      v(c.in, shape(tk, c.Hkv), seed + 3, c.token_pad, c.v_mean);
+  DeviceTensor out(c.out, shape(tq, c.Hq), 0, c.token_pad);
+  testing::HostTensor ref(DType::f32, shape(tq, c.Hq), 0, 0.f);
+  VarlenInfo varlen;
+  if (packed) varlen = {c.cu_q.data(), c.cu_k.empty() ? nullptr : c.cu_k.data(), int64_t(c.cu_q.size()) - 1};
+  attention_prefill_reference(make_prefill_problem(q.view, k.view, v.view, ref.view, c.opts, varlen));
+
+  const AttentionProblem p =
+      make_prefill_problem(q.device_view(), k.device_view(), v.device_view(), out.device_view(), c.opts, varlen);
+  ASSERT_NO_THROW(check_cuda_prefill(p));
+  const PrefillLaunchPlan plan = plan_prefill_launch(p);
+  if (plan.work_items > 0) {
+    DeviceMemory metadata(plan.metadata.size());
+    std::memcpy(metadata.data(), plan.metadata.data(), plan.metadata.size());
+    const PrefillParams params = bind_metadata(plan, metadata.data());
+    cuda_emulation::seed_schedule(seed);
+    if (c.in == DType::bf16) launch_for_dim<__nv_bfloat16>(c.D, params, plan.work_items, unsigned(c.Hq));
+    else launch_for_dim<__half>(c.D, params, plan.work_items, unsigned(c.Hq));
+  }
+  out.download();
+
+  // Every element the shape covers is compared, in token order; the spare elements between tokens must keep
+  // their NaN bytes.
+  const Tolerance tol = tolerance(c.in, c.out);
+  const int64_t per_token = c.Hq * c.D, tokens = ref.numel() / per_token, token_stride = per_token + c.token_pad;
+  double max_err = 0, num = 0, den = 0;
+  int64_t bad = 0, touched = 0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t e = 0; e < per_token; ++e) {
+      const double got = load_as_f32(out.host.data(), c.out, t * token_stride + e), want = ref.at(t * per_token + e);
+      if (!std::isfinite(got)) {
+        ++bad;
+        continue;
+      }
+      max_err = std::max(max_err, std::fabs(got - want));
+      num += (got - want) * (got - want);
+      den += want * want;
+    }
+    for (int64_t e = per_token; e < token_stride; ++e)
+      touched += !std::isnan(load_as_f32(out.host.data(), c.out, t * token_stride + e));
+  }
+  EXPECT_EQ(bad, 0) << "non-finite outputs (unwritten rows?)";
+  EXPECT_EQ(touched, 0) << "wrote between tokens";
+  EXPECT_LE(max_err, tol.max_abs * (1.0 + std::fabs(c.v_mean)));
+  EXPECT_LE(std::sqrt(num / std::max(den, 1e-30)), tol.rel_rms);
+}
+
+// Ragged lengths that land on, just before and just after the 64-row query tile and the 64 / 32-key tiles.
+int32_t ragged_length(std::mt19937_64& rng, int32_t top) {
+  static const int32_t edges[] = {0, 1, 2, 7, 31, 32, 33, 63, 64, 65, 96, 127, 129};
+  if (rng() % 3 == 0) return int32_t(rng() % uint64_t(top + 1));
+  int32_t x;
+  do x = edges[rng() % std::size(edges)];
+  while (x > top);
+  return x;
+}
+
+Case random_case(std::mt19937_64& rng) {
+  Case c;
+  c.D = std::vector<int64_t>{64, 128, 256}[rng() % 3];
+  c.in = rng() % 2 ? DType::bf16 : DType::f16;
+  c.out = std::vector<DType>{DType::f32, DType::f32, DType::bf16, DType::f16}[rng() % 4];
+  const int64_t group = std::vector<int64_t>{1, 2, 4}[rng() % 3];
+  c.Hkv = 1 + int64_t(rng() % 2);
+  c.Hq = c.Hkv * group;
+  c.opts.causal = rng() % 4 != 0;
+  if (rng() % 3 == 0) c.opts.window = 1 + int64_t(rng() % 80);
+  if (rng() % 4 == 0) c.opts.softcap = 2.f + float(rng() % 30);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  if (rng() % 3 == 0)
+    for (int64_t h = 0; h < c.Hq; ++h) c.sinks.push_back(3.f * unit(rng));
+  if (rng() % 4 == 0)
+    for (int64_t h = 0; h < c.Hq; ++h) c.slopes.push_back(0.1f * std::fabs(unit(rng)));
+  if (rng() % 4 == 0) c.v_mean = 3.f;
+  // Key tiles cost the emulator most: fewer keys at D = 256.
+  const int32_t top = c.D == 256 ? 70 : 140;
+  if (rng() % 2) {
+    const int n = 1 + int(rng() % 4);
+    const bool more_keys = rng() % 2;
+    c.cu_q = {0};
+    if (more_keys) c.cu_k = {0};
+    for (int i = 0; i < n; ++i) {
+      const int32_t lq = ragged_length(rng, top / 2);
+      c.cu_q.push_back(c.cu_q.back() + lq);
+      if (more_keys) c.cu_k.push_back(c.cu_k.back() + lq + ragged_length(rng, top / 2));
+    }
+  } else {
+    c.B = 1 + int64_t(rng() % 2);
+    c.Tk = 1 + ragged_length(rng, top - 1);
+    c.Tq = rng() % 3 == 0 ? 1 + int64_t(rng() % uint64_t(c.Tk)) : c.Tk;
+    if (rng() % 4 == 0) c.token_pad = 8 * int64_t(1 + rng() % 3);
+  }
+  return c;
+}
+
+TEST(EmulatedPrefill, MatchesReferenceOnRandomCases) {
+  std::mt19937_64 rng(20240607);
+  for (int i = 0; i < 40; ++i) check(random_case(rng), 1000 + uint64_t(i));
+}
+
+// The band edges: windows just around the key tile, with queries at the end of longer keys.
+TEST(EmulatedPrefill, MatchesReferenceAtWindowEdges) {
+  for (int64_t w : {1, 31, 32, 33, 63, 64, 65}) {
+    Case c{1, 70, 130, 2, 1, 64};
+    c.opts.window = w;
+    check(c, uint64_t(w));
+  }
+  Case c{1, 40, 70, 1, 1, 256};
+  c.opts.window = 33;
+  check(c, 99);
+}
+
+}  // namespace
+}  // namespace attnzoo
