@@ -29,4 +29,14 @@ SequenceSpans make_sequence_spans(int64_t B, int64_t T, const int32_t* cu_seqlen
   return s;
 }
 
+std::vector<int64_t> packed_offsets(const SequenceSpans& s, int64_t B, int64_t T) {
+  const int64_t N = s.count();
+  bool padded = N == B;
+  for (int64_t n = 0; padded && n < N; ++n) padded = s.begin[size_t(n)] == n * T && s.length[size_t(n)] == T;
+  if (padded || N == 0) return {};
+  std::vector<int64_t> offsets(s.begin.begin(), s.begin.end());
+  offsets.push_back(s.begin.back() + s.length.back());  // make_sequence_spans: contiguous spans
+  return offsets;
+}
+
 }  // namespace attnzoo

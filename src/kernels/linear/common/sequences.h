@@ -16,4 +16,8 @@ struct SequenceSpans {
 // Validates cu_seqlens (starts at 0, non-decreasing, ends at T, B == 1) and names the argument on error.
 SequenceSpans make_sequence_spans(int64_t B, int64_t T, const int32_t* cu_seqlens, int64_t cu_len);
 
+// The N + 1 token offsets a device kernel needs to find packed sequences, or nothing when the spans are the
+// padded ones (sequence n is rows [n T, n T + T)), which a kernel computes without metadata to upload.
+std::vector<int64_t> packed_offsets(const SequenceSpans& s, int64_t B, int64_t T);
+
 }  // namespace attnzoo

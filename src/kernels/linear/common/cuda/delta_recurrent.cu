@@ -1,5 +1,5 @@
 // The CUDA recurrence's host side: what the kernel refuses, the sequences' upload and the launch. One kernel per
-// gate kind; dtypes are run-time (delta_elem.cuh).
+// gate kind; dtypes are run-time (float_elem.cuh).
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -23,6 +23,7 @@ __global__ void __launch_bounds__(kMaxThreads) delta_recurrent_kernel(const Para
 
 namespace {
 using namespace cuda_delta;
+using cuda_linear::elem_of;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -57,15 +58,8 @@ void recurrent_delta_cuda(const DeltaProblem& p, Stream stream) {
   const bool writes_state = p.final_state != nullptr;
   if (N == 0 || (p.B * p.T == 0 && !writes_state)) return;
 
-  // Padded batches need no metadata (sequence n is rows [n T, n T + T)); packed ones upload their offsets.
-  bool padded = N == p.B;
-  for (int64_t n = 0; padded && n < N; ++n)
-    padded = p.seqs.begin[size_t(n)] == n * p.T && p.seqs.length[size_t(n)] == p.T;
-  std::vector<int64_t> offsets;
-  if (!padded) {
-    offsets.assign(p.seqs.begin.begin(), p.seqs.begin.end());
-    offsets.push_back(p.seqs.begin.back() + p.seqs.length.back());  // make_sequence_spans: contiguous spans
-  }
+  // Padded batches need no metadata; packed ones upload their offsets.
+  const std::vector<int64_t> offsets = packed_offsets(p.seqs, p.B, p.T);
 
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   Params params{};
@@ -94,7 +88,7 @@ void recurrent_delta_cuda(const DeltaProblem& p, Stream stream) {
     }
     cuda_check(cudaGetLastError(), "delta_recurrent_kernel launch");
   };
-  if (padded) return launch();
+  if (offsets.empty()) return launch();
   const size_t bytes = offsets.size() * sizeof(int64_t);
   StreamScratch scratch(bytes, cuda_stream);
   scratch.upload(offsets.data(), bytes);

@@ -14,10 +14,16 @@
 
 #include <cstdint>
 
-#include "kernels/linear/common/cuda/delta_elem.cuh"
+#include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/warp_reduce.cuh"
 #include "kernels/linear/common/delta_problem.h"
 
 namespace attnzoo::cuda_delta {
+
+using cuda_linear::Elem;
+using cuda_linear::load_elem;
+using cuda_linear::store_elem;
+using cuda_linear::warp_sum;
 
 constexpr int kCols = 32;            // state columns per CTA: one warp wide
 constexpr int kRowsPerThread = 32;   // state rows per warp, in each thread's registers
@@ -47,11 +53,6 @@ struct Stage {
   float norms[kMaxWarps][3];  // per warp: |k|^2, |q|^2, q . k of the raw rows
   float2 partial[kMaxThreads];  // per thread: its rows' share of (S^T k, S^T q)
 };
-
-__device__ __forceinline__ float warp_sum(float x) {
-  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;
-}
 
 template <DeltaGate kGate>
 __device__ __forceinline__ void delta_recurrent_cta(const Params& p) {

@@ -1,83 +1,20 @@
-// The value scans of a device problem (make_delta_problem runs them on the host for host tensors): each tensor
-// is scanned by one grid-stride kernel that keeps the smallest offending flat index, so the error names the same
-// element, with the same words, as the host scan would.
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <string>
+// The value scans make_delta_problem leaves to the device: the delta family's tensors, in the host scan's order,
+// handed to the shared device scan (value_scan.cu).
+#include <utility>
 #include <vector>
 
-#include "core/cuda_check.h"
-#include "core/error.h"
-#include "kernels/linear/common/cuda/delta_elem.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
+#include "kernels/linear/common/cuda/value_scan.h"
 
 namespace attnzoo {
-namespace cuda_delta {
-
-constexpr unsigned long long kNone = ~0ull;
-
-// NaN / Inf, or (log_decay) a positive value: the host scan's rule.
-__global__ void first_bad_value_kernel(const void* x, Elem t, int64_t n, bool log_decay, unsigned long long* first) {
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    const float v = load_elem(x, t, i);
-    if (!isfinite(v) || (log_decay && v > 0.f)) atomicMin(first, static_cast<unsigned long long>(i));
-  }
-}
-
-}  // namespace cuda_delta
 
 void check_delta_values_cuda(const DeltaProblem& p, Stream stream) {
-  using namespace cuda_delta;
-  struct Scan {
-    const void* data;
-    DType dtype;
-    int64_t n;
-    bool log_decay;
-    const char* name;
-  };
-  std::vector<Scan> scans;
+  std::vector<DeviceValueScan> scans;
   for (auto [t, name] : {std::pair{&p.q, "q"}, {&p.k, "k"}, {&p.v, "v"}, {&p.g, "g"}, {&p.beta, "beta"}})
     if (!t->empty()) scans.push_back({t->data, t->dtype, t->numel(), t == &p.g, name});
   if (p.initial_state)
     scans.push_back({p.initial_state, DType::f32, p.seqs.count() * p.HV * p.K * p.V, false, "initial_state"});
-
-  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  const size_t bytes = scans.size() * sizeof(unsigned long long);
-  StreamScratch scratch(bytes, cuda_stream);
-  auto* first = reinterpret_cast<unsigned long long*>(scratch.data());
-  cuda_check(cudaMemsetAsync(first, 0xff, bytes, cuda_stream), "cudaMemsetAsync");  // kNone everywhere
-  for (size_t i = 0; i < scans.size(); ++i) {
-    const Scan& s = scans[i];
-    if (s.n == 0) continue;
-    constexpr int kThreads = 256;
-    const int64_t blocks = std::min<int64_t>((s.n + kThreads - 1) / kThreads, 1024);  // then grid-stride
-    first_bad_value_kernel<<<unsigned(blocks), kThreads, 0, cuda_stream>>>(s.data, elem_of(s.dtype), s.n,
-                                                                           s.log_decay, first + i);
-    cuda_check(cudaGetLastError(), "first_bad_value_kernel launch");
-  }
-  std::vector<unsigned long long> found(scans.size());
-  cuda_check(cudaMemcpyAsync(found.data(), first, bytes, cudaMemcpyDeviceToHost, cuda_stream), "cudaMemcpyAsync");
-  cuda_check(cudaStreamSynchronize(cuda_stream), "cudaStreamSynchronize");
-  scratch.finish();
-
-  for (size_t i = 0; i < scans.size(); ++i) {
-    if (found[i] == kNone) continue;
-    const Scan& s = scans[i];
-    const int64_t at = int64_t(found[i]);
-    // The offending element itself, for the message (the error path only).
-    unsigned char raw[4] = {};
-    const size_t size = dtype_size(s.dtype);
-    cuda_check(cudaMemcpy(raw, static_cast<const unsigned char*>(s.data) + at * int64_t(size), size,
-                          cudaMemcpyDeviceToHost),
-               "cudaMemcpy");
-    const float v = load_as_f32(raw, s.dtype, 0);
-    require(v - v == 0.f, s.name, "contains NaN or Inf (flat index " + std::to_string(at) + ")");
-    require(false, s.name, "log decays must be <= 0, found " + std::to_string(v) + " at flat index " +
-                               std::to_string(at));
-  }
+  require_finite_on_device(scans, stream);
 }
 
 }  // namespace attnzoo

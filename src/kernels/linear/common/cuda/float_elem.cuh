@@ -1,7 +1,7 @@
 #pragma once
-// Loads and stores of the delta family's float dtypes on the device, chosen at run time: the inputs of a token
+// Loads and stores of the linear families' float dtypes on the device, chosen at run time: the inputs of a token
 // are a few hundred bytes beside the tens of kilobytes of state a head moves, so a uniform switch per element
-// costs nothing measurable and spares a kernel per dtype combination (q, k, v, g, beta and o may all differ).
+// costs nothing measurable and spares a kernel per dtype combination (q, k, v, the gates and o may all differ).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -9,11 +9,11 @@
 
 #include "core/dtype.h"
 
-namespace attnzoo::cuda_delta {
+namespace attnzoo::cuda_linear {
 
 enum class Elem : uint8_t { f32, bf16, f16 };
 
-// Only for the float dtypes make_delta_problem admits.
+// Only for the float dtypes the problem builders admit (f32, bf16, f16).
 inline Elem elem_of(DType t) { return t == DType::bf16 ? Elem::bf16 : t == DType::f16 ? Elem::f16 : Elem::f32; }
 
 __device__ __forceinline__ float load_elem(const void* base, Elem t, int64_t i) {
@@ -32,4 +32,4 @@ __device__ __forceinline__ void store_elem(void* base, Elem t, int64_t i, float 
   }
 }
 
-}  // namespace attnzoo::cuda_delta
+}  // namespace attnzoo::cuda_linear
