@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -11,13 +12,11 @@ namespace {
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
 void require_float(const TensorView& t, const char* name) {
-  require_host(t, name);
   if (!is_float(t.dtype))
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
 }
 
 void require_f32(const TensorView& t, const char* name) {
-  require_host(t, name);
   if (t.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(t.dtype));
 }
 
@@ -35,7 +34,21 @@ void require_shape(const TensorView& t, const char* name, std::initializer_list<
   require(t.is_contiguous(), name, "must be contiguous");
 }
 
+// Every tensor on q's device, naming the odd one: shapes, dtypes and cu_seqlens are host metadata wherever the
+// data lives.
+void require_device(const TensorView& t, const char* name, Device device) {
+  if (!t.empty())
+    require(t.device == device, name, [&] { return "lives on " + t.device.str() + ", q on " + device.str(); });
+}
+
 }  // namespace
+
+void require_gla_host(const GlaProblem& p, const char* entry) {
+  require(p.device.is_cpu(), "q", [&] {
+    return "lives on " + p.device.str() + "; " + entry +
+           " runs on the CPU only so far (the recurrent form also runs on CUDA)";
+  });
+}
 
 GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
                             GateKind gate, const TensorView& g_gamma, const TensorView& o, const GlaOptions& opts) {
@@ -45,7 +58,12 @@ GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const Tens
   require_float(k, "k");
   require_float(v, "v");
   require_float(o, "o");
+  for (auto [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&g, "g"}, {&o, "o"},
+                         {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}})
+    require_device(*t, name, q.device);
+  if (!g_gamma.device.is_cpu()) require_device(g_gamma, "g_gamma", q.device);  // host: see GlaProblem
   GlaProblem p;
+  p.device = q.device;
   p.B = q.shape[0];
   p.T = q.shape[1];
   p.H = q.shape[2];
@@ -89,7 +107,10 @@ GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const Tens
     require_f32(g_gamma, "g_gamma");
     require_shape(g_gamma, "g_gamma", {p.HV});
     p.g_gamma = g_gamma.ptr<float>();
-    for (int64_t h = 0; h < p.HV; ++h)
+    p.g_gamma_device = g_gamma.device;
+    // The host cannot read a device g_gamma: its scan runs on the device before the kernel.
+    p.check_values = opts.check_values && !g_gamma.device.is_cpu();
+    for (int64_t h = 0; g_gamma.device.is_cpu() && h < p.HV; ++h)
       require(std::isfinite(p.g_gamma[h]) && p.g_gamma[h] <= 0.f, "g_gamma",
               "must be finite and <= 0 (a log decay), entry " + std::to_string(h) + " is " +
                   std::to_string(p.g_gamma[h]));
@@ -117,6 +138,8 @@ GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const Tens
 void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const TensorView& final_z) {
   p.normalize = true;
   const int64_t N = p.seqs.count();
+  require_device(initial_z, "initial_z", p.device);
+  require_device(final_z, "final_z", p.device);
   if (!initial_z.empty()) {
     require_f32(initial_z, "initial_z");
     require_shape(initial_z, "initial_z", {N, 1, p.H, p.K});
@@ -129,7 +152,9 @@ void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const Tensor
   }
 }
 
-void run_gla(const GlaProblem& p, GlaPath path) {
+void run_gla(const GlaProblem& p, GlaPath path, const char* entry) {
+  if (!p.device.is_cpu() && path == GlaPath::recurrent) return gated_linear_recurrent_on_device(p);
+  require_gla_host(p, entry);
   switch (path) {
     case GlaPath::reference: return gated_linear_reference(p);
     case GlaPath::recurrent: return gated_linear_recurrent(p);

@@ -28,10 +28,18 @@ struct GlaOptions {
   const int32_t* cu_seqlens = nullptr;  // [N + 1] token offsets of packed sequences (B must be 1)
   int64_t cu_seqlens_len = 0;
   int64_t chunk_size = 64;           // chunked kernels: 16, 32, 64 or 128
+  // false skips the device scan of a device-resident g_gamma (finite, <= 0), the group's only value scan: on a
+  // GPU it waits for the device, which a decode step should not. Host g_gamma is always checked (it is tiny).
+  bool check_values = true;
 };
 
 // A validated call: raw pointers and sizes, ready for any of the kernels below.
 struct GlaProblem {
+  Device device{};  // where every tensor lives (make_gla_problem checks they agree), g_gamma perhaps excepted
+  // g_gamma is a per-head constant: it may stay on the host beside device tensors (retention builds its decays
+  // there), and the CUDA launcher uploads it. A device g_gamma is checked on the device (check_values).
+  Device g_gamma_device{};
+  bool check_values = false;  // a device g_gamma's value scan still owed (opts.check_values)
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
@@ -61,12 +69,13 @@ struct GlaProblem {
   int64_t num_tasks() const { return seqs.count() * HV; }
 };
 
-// Checks shapes, dtypes and head counts and names the offending argument. `g` may be empty (no data-dependent
-// gate); `g_gamma` may be empty; when both are empty the recurrence does not decay.
+// Checks shapes, dtypes, head counts and devices (all on q's; g_gamma on q's or on the host) and names the
+// offending argument. `g` may be empty (no data-dependent gate); `g_gamma` may be empty; when both are empty the
+// recurrence does not decay. Device-neutral: only shapes are read for a device problem.
 GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
                             GateKind gate, const TensorView& g_gamma, const TensorView& o, const GlaOptions& opts);
 
-// Linear-attention extras: the normaliser's running key sum z, [N, 1, H, K] f32 (fla's z_state).
+// Linear-attention extras: the normaliser's running key sum z, [N, 1, H, K] f32 (fla's z_state), on q's device.
 void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const TensorView& final_z);
 
 // The kernels, all on the global thread pool, one task per (sequence, value head).
@@ -76,8 +85,17 @@ void gated_linear_chunk_scalar_decay(const GlaProblem& p);  // chunkwise, gate n
 void gated_linear_chunk_channel_decay(const GlaProblem& p); // chunkwise, gate channel (sub-chunked for strong decays)
 void gated_linear_parallel_constant_decay(const GlaProblem& p);  // quadratic (RetNet parallel) form; g_gamma only, no state
 
+// Runs a validated recurrent problem whose tensors live on a GPU: the CUDA path's own checks, the deferred
+// g_gamma scan, then the kernel on the current stream of the tensors' device. DeviceError without CUDA.
+void gated_linear_recurrent_on_device(const GlaProblem& p);
+
+// ArgumentError naming q unless the problem's tensors live in host memory, for the entries that run on the CPU
+// only so far (`entry`: the chunked, parallel and reference forms).
+void require_gla_host(const GlaProblem& p, const char* entry);
+
 enum class GlaPath { reference, recurrent, chunk };
-// Runs the chosen path; `chunk` picks the scalar- or channel-decay kernel from the gate kind.
-void run_gla(const GlaProblem& p, GlaPath path);
+// Runs the chosen path; `chunk` picks the scalar- or channel-decay kernel from the gate kind. The recurrent path
+// runs device problems on their device; the others refuse them naming `entry` (the public function).
+void run_gla(const GlaProblem& p, GlaPath path, const char* entry);
 
 }  // namespace attnzoo

@@ -8,11 +8,11 @@ namespace attnzoo {
 namespace {
 
 void run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o, const GlaOptions& opts,
-         GlaPath path) {
+         GlaPath path, const char* entry) {
   require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
   std::vector<float> gamma = retention_log_decays(v.shape[2]);
   const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
-  run_gla(make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts), path);
+  run_gla(make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts), path, entry);
 }
 
 }  // namespace
@@ -25,17 +25,17 @@ std::vector<float> retention_log_decays(int64_t num_heads) {
 
 void chunk_retention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
                      const GlaOptions& opts) {
-  run(q, k, v, o, opts, GlaPath::chunk);
+  run(q, k, v, o, opts, GlaPath::chunk, "chunk_retention");
 }
 
 void recurrent_retention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
                          const GlaOptions& opts) {
-  run(q, k, v, o, opts, GlaPath::recurrent);
+  run(q, k, v, o, opts, GlaPath::recurrent, "recurrent_retention");
 }
 
 void retention_reference(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
                          const GlaOptions& opts) {
-  run(q, k, v, o, opts, GlaPath::reference);
+  run(q, k, v, o, opts, GlaPath::reference, "retention_reference");
 }
 
 void parallel_retention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
@@ -45,7 +45,9 @@ void parallel_retention(const TensorView& q, const TensorView& k, const TensorVi
   require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
   std::vector<float> gamma = retention_log_decays(v.shape[2]);
   const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
-  gated_linear_parallel_constant_decay(make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts));
+  const GlaProblem p = make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts);
+  require_gla_host(p, "parallel_retention");
+  gated_linear_parallel_constant_decay(p);
 }
 
 }  // namespace attnzoo

@@ -1,0 +1,157 @@
+#pragma once
+// The device side of the gated linear recurrence. Per token, with a the decay (1, exp(g + g_gamma) per head or
+// exp(g_r) per key row), k' = phi(k) and q' = scale phi(q):
+//   S <- diag(a) S + k'^T v;   o = q' S;   with the normaliser z <- a z + k', o /= q' . z + 1e-10
+// Decay, write and read touch each state element once, in one pass, as the CPU kernel does.
+//
+// Work split as the delta kernel's (delta_recurrent_kernel.cuh): a CTA per (sequence, value head, slice of
+// kCols = 32 state columns); warp w holds state rows [32 w, 32 w + 32) of the slice, lane c column c, one float
+// per row in registers. A warp's load of a state row is one coalesced 128-byte segment; k', q' and the channel
+// decays of a token are staged in shared memory (thread i stages row i) and read as broadcasts; o is each
+// thread's dot product over its rows plus a sum over the warps through shared memory. The normaliser's z is
+// per key row, not per column, so thread i keeps z_i in a register (every slice's CTA recomputes it: K adds,
+// cheaper than sharing it). The state is read once before the first token and written once after the last.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/warp_reduce.cuh"
+#include "kernels/linear/common/gla_problem.h"
+
+namespace attnzoo::cuda_gla {
+
+using cuda_linear::Elem;
+using cuda_linear::load_elem;
+using cuda_linear::store_elem;
+using cuda_linear::warp_sum;
+
+constexpr int kCols = 32;            // state columns per CTA: one warp wide
+constexpr int kRowsPerThread = 32;   // state rows per warp, in each thread's registers
+constexpr int kMaxWarps = 8;         // so K <= 256
+constexpr int kMaxK = kMaxWarps * kRowsPerThread;
+constexpr int kMaxThreads = kMaxWarps * 32;
+
+struct Params {
+  const void *q, *k, *v, *g;  // g: null without a data-dependent gate
+  void* o;
+  Elem q_t, k_t, v_t, g_t, o_t;
+  const float* g_gamma;        // [HV] constant log decay added to a scalar gate; null: none
+  const float* initial_state;  // [N, HV, K, V]; null: zeros
+  float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  const float* initial_z;      // [N, 1, H, K] (normalize); null: zeros
+  float* final_z;              // [N, 1, H, K] (normalize); null: not written
+  const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
+  int64_t T;
+  int H, HV, K, V, group;      // group = HV / H
+  int slices;                  // ceil(V / kCols)
+  float scale;
+  FeatureMap feature_map;
+  bool normalize;
+};
+
+// Every stage is read before the token's second barrier and written before the next token's first, so one
+// buffer serves all tokens.
+struct Stage {
+  float k[kMaxK], q[kMaxK], a[kMaxK];
+  float den[kMaxWarps];      // per warp: its rows' share of q' . z
+  float partial[kMaxThreads];  // per thread: its rows' share of q' S
+};
+
+__device__ __forceinline__ float feature(FeatureMap f, float x) {
+  switch (f) {
+    case FeatureMap::elu_plus_one: return x > 0.f ? x + 1.f : expf(x);
+    case FeatureMap::relu: return fmaxf(x, 0.f);
+    default: return x;
+  }
+}
+
+template <GateKind kGate>
+__device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
+  __shared__ Stage st;
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
+  int64_t cta = blockIdx.x;
+  const int slice = int(cta % p.slices);
+  cta /= p.slices;
+  const int hv = int(cta % p.HV);
+  const int64_t n = cta / p.HV;
+  const int h = hv / p.group;
+  const int col = slice * kCols + lane;
+  const bool has_col = col < p.V;
+  const int row0 = warp * kRowsPerThread;
+  const bool has_row = tid < p.K;  // thread i stages key row i
+
+  int64_t begin = n * p.T, length = p.T;
+  if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
+
+  // Element (row 0, col) of this head's state; rows are p.V apart.
+  const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V + col;
+  float s[kRowsPerThread];
+#pragma unroll
+  for (int j = 0; j < kRowsPerThread; ++j) {
+    const int r = row0 + j;
+    s[j] = p.initial_state && has_col && r < p.K ? p.initial_state[state_at + int64_t(r) * p.V] : 0.f;
+  }
+  const int64_t z_at = (n * p.H + h) * p.K + tid;
+  float z = p.normalize && p.initial_z && has_row ? p.initial_z[z_at] : 0.f;
+  const float gamma = kGate == GateKind::scalar && p.g_gamma ? p.g_gamma[hv] : 0.f;
+
+  for (int64_t t = 0; t < length; ++t) {
+    const int64_t row = begin + t;
+    // blockDim.x is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so nothing there
+    // ever grows), and the loops below need no bound.
+    float kx = 0.f, qx = 0.f, a = 1.f;
+    if (has_row) {
+      const int64_t at = (row * p.H + h) * p.K + tid;
+      kx = feature(p.feature_map, load_elem(p.k, p.k_t, at));
+      qx = feature(p.feature_map, load_elem(p.q, p.q_t, at)) * p.scale;
+    }
+    // A scalar decay is the same for every thread: each reads it (a broadcast load) instead of waiting on one.
+    if (kGate == GateKind::scalar) a = expf(p.g ? gamma + load_elem(p.g, p.g_t, row * p.HV + hv) : gamma);
+    if (kGate == GateKind::channel) {
+      a = has_row ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + tid)) : 0.f;
+      st.a[tid] = a;
+    }
+    st.k[tid] = kx;
+    st.q[tid] = qx;
+    if (p.normalize) {
+      z = fmaf(a, z, kx);
+      const float den = warp_sum(qx * z);
+      if (lane == 0) st.den[warp] = den;
+    }
+    const float v = has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
+    __syncthreads();
+
+    float den_all = 0.f;
+    if (p.normalize && warp == 0)
+      for (int w = 0; w < warps; ++w) den_all += st.den[w];
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < kRowsPerThread; ++j) {
+      const int r = row0 + j;
+      const float decay = kGate == GateKind::channel ? st.a[r] : a;
+      s[j] = fmaf(decay, s[j], st.k[r] * v);
+      acc = fmaf(st.q[r], s[j], acc);
+    }
+    st.partial[tid] = acc;
+    __syncthreads();
+
+    if (warp == 0 && has_col) {
+      float o = 0.f;
+      for (int w = 0; w < warps; ++w) o += st.partial[w * 32 + lane];
+      if (p.normalize) o *= 1.f / (den_all + 1e-10f);
+      store_elem(p.o, p.o_t, (row * p.HV + hv) * p.V + col, o);
+    }
+  }
+
+  // Every value head of a group carries the same z; the first one's first slice writes it.
+  if (p.normalize && p.final_z && has_row && slice == 0 && hv % p.group == 0) p.final_z[z_at] = z;
+  if (!p.final_state || !has_col) return;
+#pragma unroll
+  for (int j = 0; j < kRowsPerThread; ++j) {
+    const int r = row0 + j;
+    if (r < p.K) p.final_state[state_at + int64_t(r) * p.V] = s[j];
+  }
+}
+
+}  // namespace attnzoo::cuda_gla
