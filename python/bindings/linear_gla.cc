@@ -1,6 +1,7 @@
 // Bindings for the gated-linear part of the linear family: linear attention, retention, simple GLA, GLA and
 // the causal short convolution. The Python wrappers (attnzoo/linear/_gla.py) allocate outputs and states in
-// the caller's framework and pass them in.
+// the caller's framework and pass them in. The recurrence's tensors may live in CUDA memory: the recurrent
+// entries run them there (on the caller's stream), the chunked, parallel and reference ones refuse them by name.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
@@ -31,12 +32,12 @@ ConvActivation activation_of(const std::optional<std::string>& name) {
   throw ArgumentError("activation: expected None, 'silu' or 'swish', got '" + *name + "'");
 }
 
-void gla_forward(const std::string& family, const std::string& path, const AnyArray& q, const AnyArray& k,
-                 const AnyArray& v, std::optional<AnyArray> g, std::optional<AnyArray> g_gamma, const OutArray& o,
-                 std::optional<float> scale, std::optional<AnyArray> initial_state,
-                 std::optional<OutArray> final_state, std::optional<AnyArray> cu_seqlens, int64_t chunk_size,
-                 std::optional<std::string> feature_map, bool normalize, std::optional<AnyArray> initial_z,
-                 std::optional<OutArray> final_z) {
+void gla_forward(const std::string& family, const std::string& path, const DeviceArray& q, const DeviceArray& k,
+                 const DeviceArray& v, std::optional<DeviceArray> g, std::optional<DeviceArray> g_gamma,
+                 const DeviceOutArray& o, std::optional<float> scale, std::optional<DeviceArray> initial_state,
+                 std::optional<DeviceOutArray> final_state, std::optional<AnyArray> cu_seqlens, int64_t chunk_size,
+                 std::optional<std::string> feature_map, bool normalize, std::optional<DeviceArray> initial_z,
+                 std::optional<DeviceOutArray> final_z, bool check_values, uintptr_t stream) {
   const TensorView qv = as_view(q, "q"), kv = as_view(k, "k"), vv = as_view(v, "v"), ov = as_view(o, "o");
   LinearAttentionOptions opts;
   opts.scale = scale;
@@ -51,11 +52,13 @@ void gla_forward(const std::string& family, const std::string& path, const AnyAr
   opts.normalize = normalize;
   opts.initial_z = optional_view(initial_z, "initial_z");
   opts.final_z = optional_view(final_z, "final_z");
+  opts.check_values = check_values;
   const TensorView gv = optional_view(g, "g"), gammav = optional_view(g_gamma, "g_gamma");
   const bool chunk = path == "chunk", recurrent = path == "recurrent", reference = path == "reference";
   require(chunk || recurrent || reference || (path == "parallel" && family == "retention"), "path",
           "unknown path '" + path + "'");
   KernelScope scope;
+  const StreamGuard on_stream(stream_of(stream));
   if (family == "simple_gla") {
     if (chunk) chunk_simple_gla(qv, kv, vv, gv, gammav, ov, opts);
     if (recurrent) recurrent_simple_gla(qv, kv, vv, gv, gammav, ov, opts);
@@ -85,7 +88,7 @@ void bind_linear_gla(nb::module_& m) {
         nb::arg("g").none(), nb::arg("g_gamma").none(), nb::arg("o"), nb::arg("scale").none(),
         nb::arg("initial_state").none(), nb::arg("final_state").none(), nb::arg("cu_seqlens").none(),
         nb::arg("chunk_size"), nb::arg("feature_map").none(), nb::arg("normalize"), nb::arg("initial_z").none(),
-        nb::arg("final_z").none(),
+        nb::arg("final_z").none(), nb::arg("check_values") = true, nb::arg("stream") = 0,
         "Gated linear recurrence (family: simple_gla, gla, retention, linear_attn; path: chunk, recurrent, "
         "reference, parallel). See attnzoo.linear.");
   m.def("causal_conv1d",

@@ -153,3 +153,37 @@ def test_delta_recurrence_reaches_the_cuda_entry_and_the_chunked_form_refuses():
     # Every tensor must live where q does: the odd one is named.
     with pytest.raises(ValueError, match="beta: lives on cpu, q on cuda:0"):
         call(_core.recurrent_gated_delta_rule, beta=np.zeros((B, T, H), np.float32))
+
+
+def test_gated_linear_recurrence_reaches_the_cuda_entry_and_the_other_forms_refuse():
+    # The binding directly, as for the delta family. GLA's gate is per key channel; z only with normalize.
+    B, T, H, K, V = 2, 1, 4, 64, 64
+    q, k, v, o = FakeCuda((B, T, H, K)), FakeCuda((B, T, H, K)), FakeCuda((B, T, H, V)), FakeCuda((B, T, H, V))
+    gk, g = FakeCuda((B, T, H, K)), FakeCuda((B, T, H))
+    state, z = FakeCuda((B, H, K, V), bf16=False), FakeCuda((B, 1, H, K), bf16=False)
+
+    def call(family, path, g=gk, g_gamma=None, k=k, state=state, normalize=False, z=None, check_values=False):
+        final_z = None if z is None else FakeCuda(z.shape, bf16=False)  # the CUDA path refuses z in place
+        _core.gla_forward(family, path, q, k, v, g, g_gamma, o, None, state, state, None, 64, None, normalize, z,
+                          final_z, check_values)
+
+    for family, kwargs in [("gla", {}), ("simple_gla", {"g": g}), ("retention", {"g": None}),
+                           ("linear_attn", {"g": None, "normalize": True, "z": z})]:
+        with pytest.raises(RuntimeError) as e:
+            call(family, "recurrent", **kwargs)
+        _no_device_error(e)
+    # A device g_gamma's value scan runs on the device too; a host one (retention's kind) is read on the host.
+    with pytest.raises(RuntimeError) as e:
+        call("simple_gla", "recurrent", g=g, g_gamma=FakeCuda((H,), bf16=False), check_values=True)
+    _no_device_error(e)
+    with pytest.raises(ValueError, match="g_gamma: must be finite and <= 0"):
+        call("simple_gla", "recurrent", g=None, g_gamma=np.full((H,), 0.5, np.float32))
+    with pytest.raises(ValueError, match="chunk_gla runs on the CPU only so far"):
+        call("gla", "chunk")
+    with pytest.raises(ValueError, match="q: lives on cuda:0; simple_gla_reference"):
+        call("simple_gla", "reference", g=g)
+    with pytest.raises(ValueError, match="parallel_retention runs on the CPU only"):
+        call("retention", "parallel", g=None, state=None)
+    # Every tensor must live where q does: the odd one is named.
+    with pytest.raises(ValueError, match="k: lives on cpu, q on cuda:0"):
+        call("gla", "recurrent", k=np.zeros((B, T, H, K), np.float32))

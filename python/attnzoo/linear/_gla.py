@@ -10,11 +10,14 @@ len(cu_seqlens) - 1 for packed sequences (B == 1). scale defaults to K ** -0.5. 
 float16 (numpy in -> numpy out, torch in -> torch out); accumulation and states in float32; o has q's dtype.
 `chunk_*` is the chunkwise-parallel prefill (chunk_size 16, 32, 64 or 128); `recurrent_*` (alias
 `fused_recurrent_*`) the O(1)-per-token decode form. Both return (o, final_state or None).
+CUDA torch tensors run the recurrent forms on the GPU (outputs and states on their device, on the caller's
+current stream; cu_seqlens is read on the host, a CUDA one is copied there); the chunked, parallel and reference
+forms refuse them by name (their CUDA forms are still to come). check_inputs scans CUDA inputs with torch there.
 """
 import numpy as np
 
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from .._arrays import _is_torch, as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, shape_of
 from ._common import check_layouts, contiguous, empty_f32, float32_state, in_place_state, num_seqs, optional_input, scan
 
 __all__ = [
@@ -26,9 +29,10 @@ __all__ = [
 ]
 
 
-def _float_input(x, name):
-    """A float array taken as it is (TypeError for non-float dtypes); copied and scanned after the layout checks."""
-    x = as_input(x, name)
+def _float_input(x, name, cuda=False):
+    """A float array taken as it is (TypeError for non-float dtypes); copied and scanned after the layout checks.
+    CUDA tensors where `cuda` (the recurrence's tensors: the entries run them or refuse them by name)."""
+    x = as_input(x, name, cuda)
     if _is_torch(x):
         if not x.is_floating_point():
             raise TypeError(f"{name}: expected a float tensor, got {x.dtype}")
@@ -70,25 +74,25 @@ def _state_out(s, state_v_first):
 
 
 def _f32(x, name):
-    """A float state as contiguous float32 (TypeError for non-float dtypes)."""
-    return None if x is None else float32_state(_float_input(x, name), name)
+    """A float state as contiguous float32 (TypeError for non-float dtypes), on its device."""
+    return None if x is None else float32_state(_float_input(x, name, cuda=True), name)
 
 
 def _run(family, path, q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
          cu_seqlens=None, chunk_size=64, feature_map=None, normalize=False, initial_z=None, reverse=False,
          state_v_first=False, inplace_final_state=False, check_inputs=True):
-    q, k, v = (_float_input(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
-    g = None if g is None else _float_input(g, "g")
-    g_gamma = optional_input(g_gamma, "g_gamma")
+    q, k, v = (_float_input(x, n, cuda=True) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    g = None if g is None else _float_input(g, "g", cuda=True)
+    g_gamma = optional_input(g_gamma, "g_gamma", cuda=True)
     caller_state = initial_state
     if inplace_final_state:
         if state_v_first:
             raise ValueError("initial_state: inplace_final_state=True needs the [N, HV, K, V] layout "
                              "(state_v_first=False)")
-        initial_state = in_place_state(initial_state)
+        initial_state = in_place_state(initial_state, cuda=True)
     else:
-        initial_state = optional_input(initial_state, "initial_state")
-    initial_z = optional_input(initial_z, "initial_z")
+        initial_state = optional_input(initial_state, "initial_state", cuda=True)
+    initial_z = optional_input(initial_z, "initial_z", cuda=True)
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
     if chunk_size not in (16, 32, 64, 128):
         raise ValueError(f"chunk_size: must be 16, 32, 64 or 128, got {chunk_size}")
@@ -112,7 +116,8 @@ def _run(family, path, q, k, v, g=None, g_gamma=None, scale=None, initial_state=
     z0 = _f32(initial_z, "initial_z")
     zt = empty_f32(q, (N, 1, H, K)) if (output_final_state and normalize) else None
     _core.gla_forward(family, path, q, k, v, g, _f32(g_gamma, "g_gamma"), o, None if scale is None else float(scale),
-                      h0, ht, cu, int(chunk_size), feature_map, bool(normalize), z0, zt)
+                      h0, ht, cu, int(chunk_size), feature_map, bool(normalize), z0, zt, bool(check_inputs),
+                      cuda_stream_of(q))
     if reverse:
         o = _reverse_time(o, cu)
     if inplace_final_state:
