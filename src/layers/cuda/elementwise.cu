@@ -1,71 +1,19 @@
-// The gated activation and the residual add (elementwise_cuda.h): one thread per N-element access, grid-stride in
-// both directions (x over a row's accesses, y over rows), so a decode step's single long row still spreads over
-// many blocks and any row count fits the grid.
+// The gated activation and the residual add launchers (elementwise_cuda.h); the kernel's body is
+// elementwise_kernel.cuh.
 #include <cuda_runtime.h>
-
-#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "layers/cuda/elementwise_cuda.h"
-#include "layers/cuda/step_kernels.cuh"
+#include "layers/cuda/elementwise_kernel.cuh"
 
 namespace attnzoo {
 namespace cuda_step {
 namespace {
 
-constexpr int kThreads = 256;
-
-// The formulas of activation_reference with CUDA's IEEE-accurate expf / tanhf / erff (not the __ intrinsics), so
-// the two differ by a few ulp of f32.
-template <Activation kAct>
-__device__ __forceinline__ float activate(float x) {
-  if constexpr (kAct == Activation::silu) {
-    return x / (1.f + expf(-x));
-  } else if constexpr (kAct == Activation::gelu_tanh) {
-    constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
-    return 0.5f * x * (1.f + tanhf(k * (x + 0.044715f * x * x * x)));
-  } else if constexpr (kAct == Activation::relu2) {
-    return x > 0.f ? x * x : 0.f;
-  } else {
-    return 0.5f * x * (1.f + erff(x * 0.7071067811865476f));
-  }
-}
-
-struct GatedOp {};
-struct AddOp {};
-
-// out = op(a, b) over rows: a, b, out share the shape; each has its own row map.
-template <class T>
-struct BinaryParams {
-  const T* a;
-  const T* b;
-  T* out;
-  RowMap a_rows, b_rows, out_rows;
-};
-
 template <class Op, Activation kAct, class T, int N>
 __global__ void __launch_bounds__(kThreads) binary_kernel(const BinaryParams<T> p) {
-  const int64_t accesses = p.out_rows.cols / N;
-  for (int64_t row = blockIdx.y; row < p.out_rows.count; row += gridDim.y) {
-    const T* a = p.a + p.a_rows.start(row);
-    const T* b = p.b + p.b_rows.start(row);
-    T* out = p.out + p.out_rows.start(row);
-    for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < accesses; i += int64_t(gridDim.x) * kThreads) {
-      float x[N], y[N];
-      load<N>(a + i * N, x);
-      load<N>(b + i * N, y);
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        if constexpr (std::is_same_v<Op, GatedOp>) {
-          x[j] = activate<kAct>(x[j]) * y[j];
-        } else {
-          x[j] += y[j];
-        }
-      }
-      store<N>(out + i * N, x);
-    }
-  }
+  binary_rows<Op, kAct, T, N>(p);
 }
 
 // When all three are contiguous, the whole tensor is one row: rows of an odd length then still take 16-byte

@@ -38,10 +38,19 @@ template <> __device__ __forceinline__ __half from_bits(uint32_t v) { return __u
 // The vector path moves uint4 values built from the elements' bits. Stores are spelled in PTX: nvcc (13.0) split
 // plain 16-byte stores into scalar ones in the element-wise kernels' grid-stride loop, aligned type or not. The
 // "memory" clobber keeps a later read of the same bytes (the norm re-reading its residual row) after the store.
+#if defined(ATTNZOO_CUDA_EMULATION)
+// The kernel emulator's (testing/cuda_emulation): the same 16 bytes, alignment- and bounds-checked.
+inline void store16(void* p, uint4 v) {
+  if (reinterpret_cast<uintptr_t>(p) % 16) attnzoo::cuda_emulation::fail("store16 to misaligned %p", p);
+  attnzoo::cuda_emulation::check_global(p, 16, "store16");
+  std::memcpy(p, &v, 16);
+}
+#else
 __device__ __forceinline__ void store16(void* p, uint4 v) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
 }
+#endif
 
 template <int N, class T>
 __device__ __forceinline__ void load(const T* p, float (&out)[N]) {

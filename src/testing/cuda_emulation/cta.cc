@@ -11,6 +11,11 @@
 #include <random>
 #include <vector>
 
+// The linker's bounds of the section that prelude.h's __shared__ places static shared variables in; weak, so a
+// binary without any has none.
+extern "C" unsigned char __start_attnzoo_emulated_shared[] __attribute__((weak));
+extern "C" unsigned char __stop_attnzoo_emulated_shared[] __attribute__((weak));
+
 namespace attnzoo::cuda_emulation {
 namespace {
 
@@ -178,6 +183,9 @@ void launch(dim3 grid, int threads, size_t smem_bytes, const std::function<void(
     for (unsigned x = 0; x < grid.x; ++x) {
       blockIdx = dim3(x, y);
       cta.smem.assign(smem_bytes, 0xFF);
+      if (__start_attnzoo_emulated_shared)
+        std::memset(__start_attnzoo_emulated_shared, 0xFF,
+                    size_t(__stop_attnzoo_emulated_shared - __start_attnzoo_emulated_shared));
       run_cta(threads);
     }
   cta.body = nullptr;

@@ -3,9 +3,10 @@
 // one OS thread; they switch only at collectives: __syncthreads and the warp-wide instructions (ldmatrix, mma,
 // shuffles), which wait for every thread of the block or warp and fail on a mismatch (divergent collectives,
 // a barrier some thread never reaches). Warps run at seeded random relative speeds, so a missing barrier lets
-// one warp read what another has not written yet. Shared memory starts as 0xFF bytes (NaN in f32, bf16 and
-// f16); an async copy poisons its destination when issued and lands only at the cp.async.wait_group that
-// covers it, so a missing wait reads NaN and a copy issued into a buffer still being read corrupts it.
+// one warp read what another has not written yet. Shared memory (dynamic, and static __shared__ variables)
+// starts as 0xFF bytes (NaN in f32, bf16 and f16); an async copy poisons its destination when issued and lands
+// only at the cp.async.wait_group that covers it, so a missing wait reads NaN and a copy issued into a buffer
+// still being read corrupts it.
 // "Global memory" is host memory registered with bounds; async copies and the kernels' stores are checked
 // against it. Any violation prints what and where, then aborts.
 #include <cstddef>

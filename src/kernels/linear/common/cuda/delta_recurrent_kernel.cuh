@@ -14,36 +14,16 @@
 
 #include <cstdint>
 
+#include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 #include "kernels/linear/common/cuda/float_elem.cuh"
 #include "kernels/linear/common/cuda/warp_reduce.cuh"
 #include "kernels/linear/common/delta_problem.h"
 
 namespace attnzoo::cuda_delta {
 
-using cuda_linear::Elem;
 using cuda_linear::load_elem;
 using cuda_linear::store_elem;
 using cuda_linear::warp_sum;
-
-constexpr int kCols = 32;            // state columns per CTA: one warp wide
-constexpr int kRowsPerThread = 32;   // state rows per warp, in each thread's registers
-constexpr int kMaxWarps = 8;         // so K <= 256
-constexpr int kMaxK = kMaxWarps * kRowsPerThread;
-constexpr int kMaxThreads = kMaxWarps * 32;
-
-struct Params {
-  const void *q, *k, *v, *g, *beta;  // beta may be null (1)
-  void* o;
-  Elem q_t, k_t, v_t, g_t, beta_t, o_t;
-  const float* initial_state;  // [N, HV, K, V]; null: zeros
-  float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
-  const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
-  int64_t T;
-  int H, HV, K, V, group;      // group = HV / H
-  int slices;                  // ceil(V / kCols)
-  float scale;
-  bool l2norm;
-};
 
 // The token's inputs in shared memory, double-buffered by token parity: the next token's staging then needs no
 // barrier against threads still applying this token's update (which reads k).

@@ -7,14 +7,9 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "kernels/linear/common/cuda/float_elem.h"
 
 namespace attnzoo::cuda_linear {
-
-enum class Elem : uint8_t { f32, bf16, f16 };
-
-// Only for the float dtypes the problem builders admit (f32, bf16, f16).
-inline Elem elem_of(DType t) { return t == DType::bf16 ? Elem::bf16 : t == DType::f16 ? Elem::f16 : Elem::f32; }
 
 __device__ __forceinline__ float load_elem(const void* base, Elem t, int64_t i) {
   switch (t) {

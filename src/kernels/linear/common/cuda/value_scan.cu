@@ -9,20 +9,14 @@
 
 #include "core/cuda_check.h"
 #include "core/error.h"
-#include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/value_scan_kernel.cuh"
 
 namespace attnzoo {
 namespace cuda_linear {
 
-constexpr unsigned long long kNone = ~0ull;
-
-// NaN / Inf, or (log_decay) a positive value: the host scan's rule.
+// The kernel around first_bad_value (value_scan_kernel.cuh).
 __global__ void first_bad_value_kernel(const void* x, Elem t, int64_t n, bool log_decay, unsigned long long* first) {
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    const float v = load_elem(x, t, i);
-    if (!isfinite(v) || (log_decay && v > 0.f)) atomicMin(first, static_cast<unsigned long long>(i));
-  }
+  first_bad_value(x, t, n, log_decay, first);
 }
 
 }  // namespace cuda_linear

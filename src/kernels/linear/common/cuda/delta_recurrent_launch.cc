@@ -1,0 +1,75 @@
+#include "kernels/linear/common/cuda/delta_recurrent_launch.h"
+
+#include <climits>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
+
+namespace attnzoo {
+namespace {
+using namespace cuda_delta;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int64_t ctas(const DeltaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
+
+void require_aligned(const void* data, size_t bytes, const char* name) {
+  require(reinterpret_cast<uintptr_t>(data) % bytes == 0, name, [&] {
+    return "data must be aligned to its element size (" + str(int64_t(bytes)) + " bytes) on CUDA";
+  });
+}
+
+}  // namespace
+
+void check_cuda_delta_recurrent(const DeltaProblem& p) {
+  require(p.K <= kMaxK, "q", [&] {
+    return "K=" + str(p.K) + " exceeds " + str(kMaxK) + ", the widest state rows the CUDA recurrence keeps in " +
+           "registers";
+  });
+  for (auto [t, name] : {std::pair{&p.q, "q"}, {&p.k, "k"}, {&p.v, "v"}, {&p.g, "g"}, {&p.beta, "beta"},
+                         {&p.o, "o"}})
+    if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
+  if (p.initial_state) require_aligned(p.initial_state, sizeof(float), "initial_state");
+  if (p.final_state) require_aligned(p.final_state, sizeof(float), "final_state");
+  // One CTA per (sequence, value head, 32 columns) on a one-dimensional grid.
+  require(ctas(p) <= INT_MAX, "v", [&] {
+    return "sequences x value heads x ceil(V / 32) = " + str(ctas(p)) + " thread blocks exceed the grid's 2^31 - 1";
+  });
+}
+
+namespace cuda_delta {
+
+RecurrentLaunch plan_delta_recurrent(const DeltaProblem& p) {
+  RecurrentLaunch l;
+  const int64_t N = p.seqs.count();
+  const bool writes_state = p.final_state != nullptr;
+  if (N == 0 || (p.B * p.T == 0 && !writes_state)) return l;
+  l.empty = false;
+
+  // Padded batches need no metadata (sequence n is rows [n T, n T + T)); packed ones upload their offsets.
+  l.seq_offsets = packed_offsets(p.seqs, p.B, p.T);
+
+  Params& params = l.params;
+  params.q = p.q.data, params.k = p.k.data, params.v = p.v.data, params.g = p.g.data, params.beta = p.beta.data;
+  params.o = p.o.data;
+  params.q_t = elem_of(p.q.dtype), params.k_t = elem_of(p.k.dtype), params.v_t = elem_of(p.v.dtype);
+  params.g_t = elem_of(p.g.dtype), params.beta_t = elem_of(p.beta.dtype), params.o_t = elem_of(p.o.dtype);
+  params.initial_state = p.initial_state;
+  params.final_state = p.final_state;
+  params.T = p.T;
+  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
+  params.group = int(p.group());
+  params.slices = int((p.V + kCols - 1) / kCols);
+  params.scale = p.scale;
+  params.l2norm = p.l2norm;
+
+  const int warps = int((p.K + kRowsPerThread - 1) / kRowsPerThread);
+  l.grid = unsigned(ctas(p));
+  l.threads = unsigned(warps * 32);
+  return l;
+}
+
+}  // namespace cuda_delta
+}  // namespace attnzoo

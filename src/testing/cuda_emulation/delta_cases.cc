@@ -1,0 +1,203 @@
+// The CUDA delta-family recurrence (delta_recurrent_kernel.cuh, launched as delta_recurrent_launch plans it) and
+// the device value scan (value_scan_kernel.cuh) under the CTA emulator. The recurrence against the double
+// reference: the three gates, ragged packed sequences with a one-token and an empty one, one-token decode, HV =
+// 2H, K and V off the 32-wide tiles (40, 48, 100) and K = 256 (eight warps), l2norm, bf16 / f16 in and out,
+// log decays near -20, zero and in-place states. Outputs and separate final states start as NaN bytes, so an
+// element the kernel forgets fails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
+#include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
+#include "kernels/linear/common/cuda/delta_recurrent_launch.h"
+#include "kernels/linear/common/cuda/value_scan_kernel.cuh"
+#include "kernels/linear/common/delta_problem.h"
+#include "kernels/linear/common/delta_testing.h"
+#include "kernels/linear/delta_rule/delta_rule.h"
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/kda/kda.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_tensor.h"
+
+namespace attnzoo {
+namespace {
+using cuda_emulation::DeviceMemory;
+using cuda_emulation::DeviceTensor;
+using testing::DeltaCase;
+using testing::DeltaInputs;
+using testing::HostTensor;
+
+// delta_recurrent.cu's kernel, launched on the emulator.
+template <DeltaGate kGate>
+void launch(const cuda_delta::RecurrentLaunch& l, const cuda_delta::Params& params) {
+  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
+                         [&](unsigned char*) { cuda_delta::delta_recurrent_cta<kGate>(params); });
+}
+
+void (*reference(DeltaGate gate))(const DeltaArgs&) {
+  return gate == DeltaGate::none ? delta_rule_reference
+                                 : gate == DeltaGate::head ? gated_delta_rule_reference : kda_reference;
+}
+
+DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
+void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
+
+// The GPU test's (delta_recurrent_cuda_test.cc): f32 arithmetic alone separates kernel and reference; a 16-bit
+// output adds its rounding.
+double tolerance(const DeltaCase& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
+
+// With `in_place` the final state overwrites the initial one (the engine's decode step); otherwise it goes to a
+// separate NaN-filled buffer.
+void check(const DeltaCase& c, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(c.label() + " gate=" + std::to_string(int(c.gate)) + " in=" + dtype_name(c.dtype) +
+               " out=" + dtype_name(c.out_dtype) + (in_place ? " in-place" : ""));
+  const DeltaInputs in(c, seed);
+  HostTensor o_ref(DType::f32, {c.B, c.T, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
+  reference(c.gate)(in.args(c, o_ref, &s_ref));
+
+  HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
+  std::memset(o.bytes.data(), 0xff, o.bytes.size());
+  std::memset(s.bytes.data(), 0xff, s.bytes.size());
+  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
+                     beta = on_device(in.beta), od = on_device(o), sd = on_device(s);
+  DeviceTensor init = on_device(in.init);
+  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  DeltaArgs a = in.args(c, o, &s);
+  a.q = q.device_view(), a.k = k.device_view(), a.v = v.device_view(), a.beta = beta.device_view();
+  a.o = od.device_view();
+  if (c.gate != DeltaGate::none) a.g = g.device_view();
+  if (c.initial_state) a.initial_state = init.device_view();
+  a.final_state = in_place ? init.device_view() : sd.device_view();
+  a.check_values = false;  // the host scan would read the device copies; delta_values has its own test below
+  const DeltaProblem p = make_delta_problem(a, c.gate);
+  ASSERT_NO_THROW(check_cuda_delta_recurrent(p));
+
+  cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
+  ASSERT_FALSE(l.empty);
+  std::optional<DeviceMemory> offsets;
+  if (!l.seq_offsets.empty()) {
+    offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
+    std::memcpy(offsets->data(), l.seq_offsets.data(), offsets->size());
+    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
+  }
+  cuda_emulation::seed_schedule(seed);
+  switch (c.gate) {
+    case DeltaGate::none: launch<DeltaGate::none>(l, l.params); break;
+    case DeltaGate::head: launch<DeltaGate::head>(l, l.params); break;
+    case DeltaGate::channel: launch<DeltaGate::channel>(l, l.params); break;
+  }
+  download(od, o);
+  download(in_place ? init : sd, s);
+  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+}
+
+const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};
+
+// Field by field: designated initializers that skip fields warn under -Wextra.
+DeltaCase shape(int64_t B, int64_t T, int64_t H, int64_t HV, int64_t K, int64_t V, DeltaGate gate, bool init = true) {
+  DeltaCase c;
+  c.B = B, c.T = T, c.H = H, c.HV = HV, c.K = K, c.V = V, c.gate = gate, c.initial_state = init;
+  return c;
+}
+
+// Packed sequences of 1, 3, 0 and 5 tokens (the empty one's final state is its initial state), HV = 2H, K and V
+// that leave the last warp's rows and the last slice's columns part empty.
+TEST(EmulatedDeltaRecurrent, MatchesRaggedPackedSequences) {
+  for (DeltaGate gate : kGates)
+    for (bool in_place : {true, false}) {
+      DeltaCase c = shape(1, 9, 1, 2, 48, 40, gate);
+      c.cu_seqlens = {0, 1, 4, 4, 9};
+      check(c, in_place, 10 + uint64_t(gate));
+    }
+}
+
+// One decode step of a padded batch: V = 100 takes four column slices, the last with 4 columns.
+TEST(EmulatedDeltaRecurrent, MatchesDecodeStep) {
+  for (DeltaGate gate : kGates) check(shape(2, 1, 1, 2, 100, 100, gate), true, 20 + uint64_t(gate));
+}
+
+// K = 256: eight warps, the widest state the kernel keeps in registers; a zero initial state.
+TEST(EmulatedDeltaRecurrent, MatchesWidestKeys) {
+  for (DeltaGate gate : kGates) check(shape(1, 3, 1, 1, 256, 32, gate, false), false, 30 + uint64_t(gate));
+}
+
+TEST(EmulatedDeltaRecurrent, MatchesDtypesAndL2Norm) {
+  for (DeltaGate gate : kGates) {
+    DeltaCase c = shape(1, 5, 1, 2, 40, 48, gate);
+    c.l2norm = true;
+    c.cu_seqlens = {0, 2, 5};
+    c.dtype = DType::bf16;
+    check(c, true, 40 + uint64_t(gate));
+    c.out_dtype = DType::bf16;
+    c.l2norm = false;
+    check(c, false, 43 + uint64_t(gate));
+    c.dtype = c.out_dtype = DType::f16;
+    check(c, true, 46 + uint64_t(gate));
+  }
+}
+
+// Log gates around -20 wipe the state each token (exp(-20) ~ 2e-9): what is left is the last token's write.
+TEST(EmulatedDeltaRecurrent, MatchesStrongDecays) {
+  for (DeltaGate gate : {DeltaGate::head, DeltaGate::channel}) {
+    DeltaCase c = shape(2, 4, 1, 2, 64, 32, gate);
+    c.g_min = -21.f, c.g_max = -19.f;
+    check(c, true, 50 + uint64_t(gate));
+    c = shape(1, 6, 1, 1, 64, 36, gate);
+    c.g_min = -20.f, c.g_max = 0.f;
+    c.cu_seqlens = {0, 1, 6};
+    check(c, false, 53 + uint64_t(gate));
+  }
+}
+
+// delta_values.cu's scan over `n` elements of one dtype: 256 threads, `blocks` CTAs, then grid-stride, as the
+// launcher sizes it for large tensors.
+unsigned long long first_bad(const DeviceTensor& x, int64_t n, bool log_decay, unsigned blocks) {
+  DeviceMemory first(sizeof(unsigned long long));
+  std::memset(first.data(), 0xff, first.size());  // kNone
+  auto* out = reinterpret_cast<unsigned long long*>(first.data());
+  cuda_emulation::launch(dim3(blocks), 256, 0, [&](unsigned char*) {
+    cuda_linear::first_bad_value(x.device.data(), cuda_linear::elem_of(x.view.dtype), n, log_decay, out);
+  });
+  return *out;
+}
+
+// The smallest offending index wins whichever CTA and grid-stride round meets it first: with 3 CTAs of 256
+// threads, 1600 (CTA 0, second round) is found before 1290 (CTA 2, first round), and 1291 in 1290's warp races it.
+TEST(EmulatedDeltaValues, FindsTheFirstBadValue) {
+  const int64_t n = 2000;
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    DeviceTensor x(dtype, {n}, 5);
+    EXPECT_EQ(first_bad(x, n, false, 3), cuda_linear::kNone);
+    store_from_f32(x.view.data, dtype, 1600, INFINITY);
+    store_from_f32(x.view.data, dtype, 1291, -INFINITY);
+    store_from_f32(x.view.data, dtype, 1290, NAN);
+    x.upload();
+    EXPECT_EQ(first_bad(x, n, false, 3), 1290u);
+    EXPECT_EQ(first_bad(x, n, false, 1), 1290u);
+    EXPECT_EQ(first_bad(x, 1290, false, 3), cuda_linear::kNone);  // the scan stops at n
+  }
+}
+
+// Log decays: a positive one is found too, and only when the scan is for a gate.
+TEST(EmulatedDeltaValues, FindsAPositiveLogDecay) {
+  const int64_t n = 1000;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    DeviceTensor g(dtype, {n}, 6, 0, -6.f);  // N(-6, 1): all negative
+    EXPECT_EQ(first_bad(g, n, true, 2), cuda_linear::kNone);
+    store_from_f32(g.view.data, dtype, 777, 0.5f);
+    g.upload();
+    EXPECT_EQ(first_bad(g, n, true, 2), 777u);
+    EXPECT_EQ(first_bad(g, n, false, 2), cuda_linear::kNone);
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo

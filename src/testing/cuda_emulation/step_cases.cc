@@ -1,0 +1,178 @@
+// The model-step kernels (layers/cuda: norm_kernel.cuh, rope_kernel.cuh, elementwise_kernel.cuh,
+// routing_kernel.cuh) under the CTA emulator against their CPU twins, with the GPU tests' tolerances: RMSNorm
+// (warp and block per row, 16-byte and scalar accesses, the fused residual add, mean-centred), RoPE (both layouts,
+// partial rotary), the gated activations and add, top-k routing with forced ties. Grids are capped at two or
+// three blocks so that every grid-stride loop takes more than one round; bytes between rows must stay untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "layers/activations.h"
+#include "layers/cuda/elementwise_kernel.cuh"
+#include "layers/cuda/norm_kernel.cuh"
+#include "layers/cuda/rope_kernel.cuh"
+#include "layers/cuda/routing_kernel.cuh"
+#include "layers/cuda/rows.h"
+#include "layers/gpt_oss_moe.h"
+#include "layers/moe.h"
+#include "layers/norm.h"
+#include "layers/rope.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/strided_operand.h"
+
+namespace attnzoo {
+namespace {
+using namespace cuda_step;
+using cuda_emulation::DeviceMemory;
+using cuda_emulation::StridedOperand;
+
+// step_test_util.h's output_tolerance: one ulp of the output dtype plus the f32 difference allowed.
+double output_tolerance(DType dtype, double ref, double f32_rel, double f32_abs) {
+  const double ulp = dtype == DType::bf16 ? 1.0 / 128 : dtype == DType::f16 ? 1.0 / 1024 : 0.0;
+  return std::fabs(ref) * (ulp + f32_rel) + f32_abs;
+}
+
+unsigned capped(unsigned blocks, unsigned cap) { return blocks < cap ? blocks : cap; }
+
+// ---- RMSNorm -------------------------------------------------------------------------------------------------
+
+template <class T, int N, bool kResidual>
+void launch_norm(const NormParams<T>& p) {
+  // norm.cu's choice of threads per row.
+  if ((p.x_rows.cols + N - 1) / N <= 4 * 32) {
+    cuda_emulation::launch(dim3(capped(grid_for(p.x_rows.count, kBlock / 32), 2)), kBlock, 0,
+                           [&](unsigned char*) { rms_norm_rows<T, N, 32, kResidual>(p); });
+  } else {
+    cuda_emulation::launch(dim3(capped(grid_for(p.x_rows.count, 1), 2)), kBlock, 0,
+                           [&](unsigned char*) { rms_norm_rows<T, N, kBlock, kResidual>(p); });
+  }
+}
+
+struct NormCase {
+  DType dtype;
+  int64_t rows, dim;
+  bool residual = false, centered = false;
+  int64_t row_pad = 0;
+};
+
+void check_norm(const NormCase& c) {
+  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " rows " + std::to_string(c.rows) + " dim " +
+               std::to_string(c.dim) + (c.residual ? " +residual" : "") + (c.centered ? " centered" : "") + " pad " +
+               std::to_string(c.row_pad));
+  auto operand = [&](uint64_t seed) { return StridedOperand(c.dtype, {c.rows, c.dim}, seed, {c.dim + c.row_pad, 1}); };
+  StridedOperand x = operand(1), y = operand(0), residual = operand(3);
+  StridedOperand w(DType::f32, {c.dim}, 7, {}, 0.3f);
+  for (int64_t i = 0; i < c.dim; ++i) w.set(i, 1.f + w.at(i));
+  w.upload();
+
+  std::vector<int64_t> offs;
+  x.for_each([&](int64_t o) { offs.push_back(o); });
+  std::vector<float> src(offs.size()), want(offs.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    uint8_t rounded[4];
+    store_from_f32(rounded, c.dtype, 0, x.at(offs[i]) + (c.residual ? residual.at(offs[i]) : 0.f));
+    src[i] = c.residual ? load_as_f32(rounded, c.dtype, 0) : x.at(offs[i]);
+  }
+  const float* wf = w.view.ptr<float>();
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const float* row = src.data() + r * c.dim;
+    float* out = want.data() + r * c.dim;
+    if (!c.centered) {
+      rms_norm_reference(row, 1, c.dim, c.dim, wf, 1e-5f, out, c.dim);
+      continue;
+    }
+    double mean = 0, ss = 0;
+    for (int64_t k = 0; k < c.dim; ++k) mean += row[k];
+    mean /= double(c.dim);
+    for (int64_t k = 0; k < c.dim; ++k) ss += (row[k] - mean) * (row[k] - mean);
+    const double inv = 1.0 / std::sqrt(ss / double(c.dim) + 1e-5);
+    for (int64_t k = 0; k < c.dim; ++k) out[k] = float(double(wf[k]) * (row[k] - mean) * inv);
+  }
+
+  const Rows rows = rows_of(x.device_view(), "x");
+  with_float_type(c.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = 16 / sizeof(T);
+    const NormParams<T> p{x.device_ptr<const T>(), c.residual ? residual.device_ptr<T>() : nullptr,
+                          w.device_ptr<const float>(), y.device_ptr<T>(), RowMap(rows), RowMap(rows), RowMap(rows),
+                          1e-5f, c.centered};
+    const bool vec = rows_vectorizable(rows, x.device.data(), sizeof(T));  // x, y and residual alike
+    if (c.residual) vec ? launch_norm<T, V, true>(p) : launch_norm<T, 1, true>(p);
+    else vec ? launch_norm<T, V, false>(p) : launch_norm<T, 1, false>(p);
+  });
+  y.download();
+  residual.download();
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(y.at(offs[i])) - want[i]) / output_tolerance(c.dtype, want[i], 4e-6, 1e-6));
+    if (c.residual) {
+      ASSERT_EQ(residual.at(offs[i]), src[i]) << "residual element " << i;
+    }
+  }
+  EXPECT_LE(worst, 1.0);
+  EXPECT_TRUE(y.outside_untouched());
+  EXPECT_TRUE(residual.outside_untouched());
+}
+
+TEST(EmulatedStepKernels, RmsNormMatchesReference) {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    check_norm({dt, 19, 128});                    // warp per row, vectors, two rounds of the grid
+    check_norm({dt, 3, 2048});                    // block per row
+    check_norm({dt, 5, 100});                     // no whole number of vectors: scalar
+    check_norm({dt, 21, 64, true});               // fused residual
+    check_norm({dt, 3, 1040, true, false, 8});    // fused residual, block per row, padded rows
+    check_norm({dt, 6, 96, false, true});         // mean-centred
+    check_norm({dt, 3, 1200, true, true, 3});     // mean-centred after the add, unaligned rows: scalar, block
+  }
+}
+
+// ---- Gated activations and add ----------------------------------------------------------------------------------
+
+template <class Op, Activation kAct>
+void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad) {
+  SCOPED_TRACE(std::string(dtype_name(dtype)) + " act " + activation_name(kAct) + " rows " + std::to_string(rows) +
+               " cols " + std::to_string(cols) + " pad " + std::to_string(pad));
+  constexpr bool kAdd = std::is_same_v<Op, AddOp>;
+  StridedOperand a(dtype, {rows, cols}, 1, {cols + pad, 1}), b(dtype, {rows, cols}, 2, {cols + pad, 1}),
+      out(dtype, {rows, cols}, 0, {cols + pad, 1});
+  const Rows r = rows_of(a.device_view(), "a");
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = 16 / sizeof(T);
+    const BinaryParams<T> p{a.device_ptr<const T>(), b.device_ptr<const T>(), out.device_ptr<T>(), RowMap(r),
+                            RowMap(r), RowMap(r)};
+    const bool vec = rows_vectorizable(r, a.device.data(), sizeof(T));
+    const int n = vec ? V : 1;
+    const dim3 grid(capped(grid_for(cols / n, kThreads), 2), capped(unsigned(rows), 3));
+    cuda_emulation::launch(grid, kThreads, 0, [&](unsigned char*) {
+      vec ? binary_rows<Op, kAct, T, V>(p) : binary_rows<Op, kAct, T, 1>(p);
+    });
+  });
+  out.download();
+  double worst = 0;
+  a.for_each([&](int64_t o) {
+    const double x = a.at(o), y = b.at(o);
+    const double want = kAdd ? double(float(x + y)) : double(activation_reference(kAct, float(x))) * y;
+    const double tol = kAdd ? output_tolerance(dtype, want, 0, 0) : output_tolerance(dtype, want, 1e-6, 2e-6 * (1 + std::fabs(y)));
+    worst = std::max(worst, std::fabs(out.at(o) - want) / std::max(tol, 1e-30));
+  });
+  EXPECT_LE(worst, 1.0);
+  EXPECT_TRUE(out.outside_untouched());
+}
+
+TEST(EmulatedStepKernels, GatedActivationsAndAddMatchReference) {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    for (auto [rows, cols, pad] : {std::tuple{5, 2304, 0}, {4, 100, 3}}) {  // vectors over 2 x-blocks; scalar
+      check_binary<GatedOp, Activation::silu>(dt, rows, cols, pad);
+      check_binary<GatedOp, Activation::gelu_tanh>(dt, rows, cols, pad);
+      check_binary<GatedOp, Activation::gelu>(dt, rows, cols, pad);
+      check_binary<GatedOp, Activation::relu2>(dt, rows, cols, pad);
+      check_binary<AddOp, Activation::silu>(dt, rows, cols, pad);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo
