@@ -16,8 +16,8 @@ std::string shape_string(std::initializer_list<int64_t> shape) {
   return s + "]";
 }
 
-void require_float_rank(const TensorView& t, const char* name, int ndim) {
-  require_host(t, name);
+void require_float_rank(const TensorView& t, const char* name, int ndim, Where where) {
+  if (where == Where::host) require_host(t, name);
   require(!t.empty(), name, "is required");
   if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
@@ -25,8 +25,9 @@ void require_float_rank(const TensorView& t, const char* name, int ndim) {
   require(t.is_contiguous(), name, "must be contiguous");
 }
 
-void require_float_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape) {
-  require_float_rank(t, name, int(shape.size()));
+void require_float_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape,
+                          Where where) {
+  require_float_rank(t, name, int(shape.size()), where);
   int d = 0;
   for (int64_t s : shape) {
     require(t.shape[size_t(d)] == s, name, "expected shape " + shape_string(shape) + ", got " + t.shape_str());
@@ -34,12 +35,30 @@ void require_float_tensor(const TensorView& t, const char* name, std::initialize
   }
 }
 
-void require_f32_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape) {
-  require_host(t, name);
+void require_f32_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape,
+                        Where where) {
+  if (where == Where::host) require_host(t, name);
   require(!t.empty(), name, "is required");
   if (t.dtype != DType::f32)
     throw DTypeError(std::string(name) + ": expected float32 (states are kept in f32), got " + dtype_name(t.dtype));
-  require_float_tensor(t, name, shape);
+  require_float_tensor(t, name, shape, where);
+}
+
+void require_same_device(std::initializer_list<NamedView> tensors) {
+  const NamedView& first = *tensors.begin();
+  for (const NamedView& t : tensors)
+    if (!t.view->empty())
+      require(t.view->device == first.view->device, t.name,
+              [&] { return "lives on " + t.view->device.str() + ", " + first.name + " on " + first.view->device.str(); });
+}
+
+void require_host_entry(std::initializer_list<NamedView> tensors, const char* entry, const char* also_on_cuda) {
+  for (const NamedView& t : tensors)
+    if (!t.view->empty())
+      require(t.view->device.is_cpu(), t.name, [&] {
+        return "lives on " + t.view->device.str() + "; " + entry +
+               " runs on the CPU only so far (" + also_on_cuda + " also runs on CUDA)";
+      });
 }
 
 std::vector<float> to_f32_vector(const TensorView& t) {

@@ -1,6 +1,8 @@
 #pragma once
 // Argument checks and small conversions shared by the state-space kernels (Mamba, Mamba-2, RWKV-4/7).
 // Every check names the argument it rejects, so Python callers see e.g. "dt: expected shape [2, 64, 8] ...".
+// The tensor checks refuse device memory (require_host) unless told Where::any_device: the entries that also run
+// on a GPU check the device once for all their tensors (require_same_device) and only read shapes there.
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -11,12 +13,27 @@
 
 namespace attnzoo::ssm {
 
+enum class Where { host, any_device };
+
 // A float tensor (f32, bf16 or f16), contiguous, with exactly this shape. Throws DTypeError / ArgumentError.
-void require_float_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape);
+void require_float_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape,
+                          Where where = Where::host);
 // As above but the state tensors, which are always f32.
-void require_f32_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape);
+void require_f32_tensor(const TensorView& t, const char* name, std::initializer_list<int64_t> shape,
+                        Where where = Where::host);
 // Number of dims and contiguity only (shape checked by the caller).
-void require_float_rank(const TensorView& t, const char* name, int ndim);
+void require_float_rank(const TensorView& t, const char* name, int ndim, Where where = Where::host);
+
+struct NamedView {
+  const TensorView* view;
+  const char* name;
+};
+// ArgumentError naming the first present tensor not on the first one's device ("B: lives on cpu, x on cuda:0").
+void require_same_device(std::initializer_list<NamedView> tensors);
+// ArgumentError naming the first present tensor not in host memory, for the entries (`entry`) that run on the
+// CPU only so far while their family's `also_on_cuda` (its recurrent form, its decode step) runs on CUDA too.
+void require_host_entry(std::initializer_list<NamedView> tensors, const char* entry,
+                        const char* also_on_cuda = "the recurrent form");
 
 // The whole tensor widened to f32 (small per-channel parameters: A, D, biases).
 std::vector<float> to_f32_vector(const TensorView& t);

@@ -231,6 +231,7 @@ int64_t choose_head_blocks(const Mamba2Problem& p, int64_t threads) {
 }  // namespace
 
 void mamba2_chunk_scan(const Mamba2Args& args) {
+  require_mamba2_host(args, "mamba2_chunk_scan");
   const Mamba2Problem p = make_mamba2_problem(args);
   active_target();
   const int64_t base = p.seqs.count() * p.G;

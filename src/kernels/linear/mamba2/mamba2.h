@@ -32,14 +32,16 @@ struct Mamba2Args {
 
 // Prefill: chunked SSD (dense tile products inside chunks, states passed between chunks).
 void mamba2_chunk_scan(const Mamba2Args& args);
-// Token-by-token recurrence, O(1) state per step.
+// Token-by-token recurrence, O(1) state per step. Runs where the tensors live (all on x's device): the CPU, or
+// a GPU in a CUDA build (cuda/mamba2_recurrent_cuda.h); the other entries run on the CPU only so far and refuse
+// device tensors by name.
 void mamba2_recurrent(const Mamba2Args& args);
 // The plain recurrence in double precision (tests compare against it).
 void mamba2_reference(const Mamba2Args& args);
 
 // One decode step for a batch of sequences, state updated in place (mamba_ssm's selective_state_update for
 // Mamba-2): state [Bn, H, P, N] f32; x, z [Bn, H, P]; dt [Bn, H]; A [H]; B, C [Bn, G, N]; D [H] or [H, P];
-// dt_bias [H]; y [Bn, H, P].
+// dt_bias [H]; y [Bn, H, P]. Runs on the CPU or a GPU, as mamba2_recurrent.
 struct Mamba2StepArgs {
   TensorView state, x, dt, A, B, C;
   TensorView D, z, dt_bias;

@@ -7,43 +7,70 @@
 
 namespace attnzoo {
 
+void require_mamba2_host(const Mamba2Args& a, const char* entry) {
+  ssm::require_host_entry({{&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
+                           {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.initial_state, "initial_state"},
+                           {&a.final_state, "final_state"}, {&a.y, "y"}},
+                          entry);
+}
+
+void require_mamba2_host(const Mamba2StepArgs& a, const char* entry) {
+  ssm::require_host_entry({{&a.state, "state"}, {&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"},
+                           {&a.C, "C"}, {&a.D, "D"}, {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.y, "y"}},
+                          entry);
+}
+
 Mamba2Problem make_mamba2_problem(const Mamba2Args& a) {
   Mamba2Problem p;
-  ssm::require_float_rank(a.x, "x", 4);
+  require(!a.x.empty(), "x", "is required");
+  ssm::require_same_device({{&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
+                            {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.initial_state, "initial_state"},
+                            {&a.final_state, "final_state"}, {&a.y, "y"}});
+  p.device = a.x.device;
+  const auto any = ssm::Where::any_device;
+  ssm::require_float_rank(a.x, "x", 4, any);
   p.batch = a.x.shape[0], p.T = a.x.shape[1], p.H = a.x.shape[2], p.P = a.x.shape[3];
-  ssm::require_float_rank(a.B, "B", 4);
+  ssm::require_float_rank(a.B, "B", 4, any);
   p.G = a.B.shape[2], p.N = a.B.shape[3];
   require(p.H >= 1 && p.P >= 1, "x", "needs at least one head and head dim >= 1, got " + a.x.shape_str());
   require(p.G >= 1 && p.N >= 1, "B", "needs at least one group and state size >= 1, got " + a.B.shape_str());
   require(p.H % p.G == 0, "B", "group count " + std::to_string(p.G) + " must divide the head count " +
                                     std::to_string(p.H));
-  ssm::require_float_tensor(a.B, "B", {p.batch, p.T, p.G, p.N});
-  ssm::require_float_tensor(a.C, "C", {p.batch, p.T, p.G, p.N});
-  ssm::require_float_tensor(a.dt, "dt", {p.batch, p.T, p.H});
-  ssm::require_float_tensor(a.A, "A", {p.H});
-  ssm::require_float_tensor(a.y, "y", {p.batch, p.T, p.H, p.P});
-  if (!a.z.empty()) ssm::require_float_tensor(a.z, "z", {p.batch, p.T, p.H, p.P});
+  ssm::require_float_tensor(a.B, "B", {p.batch, p.T, p.G, p.N}, any);
+  ssm::require_float_tensor(a.C, "C", {p.batch, p.T, p.G, p.N}, any);
+  ssm::require_float_tensor(a.dt, "dt", {p.batch, p.T, p.H}, any);
+  ssm::require_float_tensor(a.A, "A", {p.H}, any);
+  ssm::require_float_tensor(a.y, "y", {p.batch, p.T, p.H, p.P}, any);
+  if (!a.z.empty()) ssm::require_float_tensor(a.z, "z", {p.batch, p.T, p.H, p.P}, any);
   if (!a.D.empty()) {
-    ssm::require_float_rank(a.D, "D", a.D.ndim);
+    ssm::require_float_rank(a.D, "D", a.D.ndim, any);
     require((a.D.ndim == 1 && a.D.shape[0] == p.H) || (a.D.ndim == 2 && a.D.shape[0] == p.H && a.D.shape[1] == p.P),
             "D", "expected shape [" + std::to_string(p.H) + "] or [" + std::to_string(p.H) + ", " +
                      std::to_string(p.P) + "], got " + a.D.shape_str());
   }
-  if (!a.dt_bias.empty()) ssm::require_float_tensor(a.dt_bias, "dt_bias", {p.H});
+  if (!a.dt_bias.empty()) ssm::require_float_tensor(a.dt_bias, "dt_bias", {p.H}, any);
   require(!a.dt_limit || a.dt_min <= a.dt_max, "dt_limit", "needs min <= max");
   p.seqs = make_sequence_spans(p.batch, p.T, a.cu_seqlens, a.cu_seqlens_len);
   const int64_t nseq = p.seqs.count();
   if (!a.initial_state.empty()) {
-    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N});
+    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N}, any);
     p.h0 = a.initial_state.ptr<float>();
   }
   if (!a.final_state.empty()) {
-    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N});
+    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N}, any);
     p.ht = a.final_state.ptr<float>();
   }
   require(a.chunk_size == 16 || a.chunk_size == 32 || a.chunk_size == 64 || a.chunk_size == 128, "chunk_size",
           "must be 16, 32, 64 or 128, got " + std::to_string(a.chunk_size));
   p.chunk_size = a.chunk_size;
+  p.x = a.x.data, p.x_dtype = a.x.dtype;
+  p.Bm = a.B.data, p.b_dtype = a.B.dtype;
+  p.Cm = a.C.data, p.c_dtype = a.C.dtype;
+  if (!a.z.empty()) p.z = a.z.data, p.z_dtype = a.z.dtype;
+  p.y = a.y.data, p.y_dtype = a.y.dtype;
+  p.dt_in = a.dt, p.A_in = a.A, p.D_in = a.D, p.dt_bias_in = a.dt_bias;
+  p.dt_softplus = a.dt_softplus, p.dt_limit = a.dt_limit, p.dt_min = a.dt_min, p.dt_max = a.dt_max;
+  if (!p.device.is_cpu()) return p;  // the device path reads dt, A, D and dt_bias there
 
   p.A = ssm::to_f32_vector(a.A);
   if (!a.D.empty()) {
@@ -58,19 +85,17 @@ Mamba2Problem make_mamba2_problem(const Mamba2Args& a) {
   for (int64_t i = 0; i < p.batch * p.T; ++i)
     for (int64_t h = 0; h < p.H; ++h)
       p.dt[size_t(i * p.H + h)] = step.apply(load_as_f32(a.dt.data, a.dt.dtype, i * p.H + h), h);
-
-  p.x = a.x.data, p.x_dtype = a.x.dtype;
-  p.Bm = a.B.data, p.b_dtype = a.B.dtype;
-  p.Cm = a.C.data, p.c_dtype = a.C.dtype;
-  if (!a.z.empty()) p.z = a.z.data, p.z_dtype = a.z.dtype;
-  p.y = a.y.data, p.y_dtype = a.y.dtype;
   return p;
 }
 
 Mamba2Problem make_mamba2_step_problem(const Mamba2StepArgs& a) {
-  // Views the step as a length-1 sequence per batch row and reuses the sequence checks.
-  ssm::require_float_rank(a.x, "x", 3);
-  ssm::require_float_rank(a.B, "B", 3);
+  // Views the step as a length-1 sequence per batch row and reuses the sequence checks (after the device check,
+  // which names the step's own arguments).
+  require(!a.state.empty(), "state", "is required");
+  ssm::require_same_device({{&a.state, "state"}, {&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"},
+                            {&a.C, "C"}, {&a.D, "D"}, {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.y, "y"}});
+  ssm::require_float_rank(a.x, "x", 3, ssm::Where::any_device);
+  ssm::require_float_rank(a.B, "B", 3, ssm::Where::any_device);
   Mamba2Args s;
   auto add_time = [](TensorView v) {  // [Bn, ...] -> [Bn, 1, ...]
     if (v.empty()) return v;
@@ -90,7 +115,6 @@ Mamba2Problem make_mamba2_step_problem(const Mamba2StepArgs& a) {
   s.dt_softplus = a.dt_softplus, s.dt_limit = a.dt_limit, s.dt_min = a.dt_min, s.dt_max = a.dt_max;
   s.initial_state = a.state;
   s.final_state = a.state;
-  require(!a.state.empty(), "state", "is required");
   return make_mamba2_problem(s);
 }
 

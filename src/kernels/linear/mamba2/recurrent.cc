@@ -68,7 +68,9 @@ namespace attnzoo {
 HWY_EXPORT(Mamba2RecurrentTask);
 
 namespace {
+// The one branch to a GPU, after the device-neutral validation.
 void run_recurrent(const Mamba2Problem& p) {
+  if (!p.device.is_cpu()) return mamba2_recurrent_on_device(p);
   active_target();
   ThreadPool::global().parallel_for(p.seqs.count() * p.H, [&](int64_t task, int) {
     HWY_DYNAMIC_DISPATCH(Mamba2RecurrentTask)(p, task);

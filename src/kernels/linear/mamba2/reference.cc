@@ -45,9 +45,15 @@ void run_reference(const Mamba2Problem& p) {
 
 }  // namespace
 
-void mamba2_reference(const Mamba2Args& args) { run_reference(make_mamba2_problem(args)); }
+void mamba2_reference(const Mamba2Args& args) {
+  require_mamba2_host(args, "mamba2_reference");
+  run_reference(make_mamba2_problem(args));
+}
 
 // The state is read into a local copy before it is written, so updating it in place is safe.
-void mamba2_state_update_reference(const Mamba2StepArgs& args) { run_reference(make_mamba2_step_problem(args)); }
+void mamba2_state_update_reference(const Mamba2StepArgs& args) {
+  require_mamba2_host(args, "mamba2_state_update_reference");
+  run_reference(make_mamba2_step_problem(args));
+}
 
 }  // namespace attnzoo

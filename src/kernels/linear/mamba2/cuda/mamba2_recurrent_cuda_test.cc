@@ -1,0 +1,251 @@
+// The CUDA Mamba-2 recurrence: what it refuses (checked on the host, no GPU needed), and, on a GPU, its outputs
+// and final states against the double-precision reference run on the same host data, through the public
+// entries (mamba2_recurrent, mamba2_state_update), so the device branch and the launch are both exercised.
+// Compiled by g++ in every CUDA build: no CUDA headers here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
+#include "kernels/linear/mamba2/mamba2.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+using testing::HostTensor;
+
+struct Case {
+  int64_t B = 1, T = 1, H = 2, P = 64, G = 1, N = 128;
+  std::vector<int32_t> cu;          // packed sequences (B must be 1)
+  float A_min = -1.f, A_max = -0.5f;  // A spread evenly over the heads
+  float dt_mean = 0.f;              // dt drawn as N(dt_mean, 1) before bias and softplus
+  bool with_D = true, D_per_channel = false, with_z = true, with_bias = true, softplus = true, limit = false;
+  bool with_h0 = true;
+  DType dtype = DType::f32, out_dtype = DType::f32;
+  int64_t nseq() const { return cu.empty() ? B : int64_t(cu.size()) - 1; }
+  std::string label() const {
+    return "B=" + std::to_string(B) + " T=" + std::to_string(T) + " H=" + std::to_string(H) + " P=" +
+           std::to_string(P) + " G=" + std::to_string(G) + " N=" + std::to_string(N) + " A=[" +
+           std::to_string(A_min) + "," + std::to_string(A_max) + "] dt_mean=" + std::to_string(dt_mean) + " " +
+           dtype_name(dtype) + "->" + dtype_name(out_dtype) + (cu.empty() ? "" : " packed");
+  }
+};
+
+struct Inputs {
+  HostTensor x, dt, A, B, C, D, z, bias, h0;
+  explicit Inputs(const Case& c)
+      : x(c.dtype, {c.B, c.T, c.H, c.P}, 11), dt(c.dtype, {c.B, c.T, c.H}, 12), A(DType::f32, {c.H}, 0, 0.f),
+        B(c.dtype, {c.B, c.T, c.G, c.N}, 13, 0.5f), C(c.dtype, {c.B, c.T, c.G, c.N}, 14, 0.5f),
+        D(c.dtype, c.D_per_channel ? std::vector<int64_t>{c.H, c.P} : std::vector<int64_t>{c.H}, 15),
+        z(c.dtype, {c.B, c.T, c.H, c.P}, 16), bias(DType::f32, {c.H}, 17, 0.5f),
+        h0(DType::f32, {c.nseq(), c.H, c.P, c.N}, 18) {
+    for (int64_t i = 0; i < dt.numel(); ++i) store_from_f32(dt.view.data, dt.view.dtype, i, dt.at(i) + c.dt_mean);
+    for (int64_t h = 0; h < c.H; ++h)
+      A.view.ptr<float>()[h] = c.A_min + (c.A_max - c.A_min) * float(h) / float(std::max<int64_t>(c.H - 1, 1));
+  }
+  Mamba2Args args(const Case& c) const {
+    Mamba2Args a;
+    a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = B.view, a.C = C.view;
+    if (c.with_D) a.D = D.view;
+    if (c.with_z) a.z = z.view;
+    if (c.with_bias) a.dt_bias = bias.view;
+    a.dt_softplus = c.softplus;
+    if (c.limit) a.dt_limit = true, a.dt_min = 0.01f, a.dt_max = 2.f;
+    if (c.with_h0) a.initial_state = h0.view;
+    if (!c.cu.empty()) a.cu_seqlens = c.cu.data(), a.cu_seqlens_len = int64_t(c.cu.size());
+    return a;
+  }
+};
+
+// A host tensor's bytes on the GPU, and a view of them there.
+struct OnDevice {
+  DeviceBuffer buffer;
+  TensorView view;
+  explicit OnDevice(const HostTensor& h) : buffer(Device::cuda(), h.bytes.size()), view(h.view) {
+    buffer.upload(h.bytes.data(), h.bytes.size());
+    view.data = buffer.data();
+    view.device = Device::cuda();
+  }
+  void download(HostTensor& h) const { buffer.download(h.bytes.data(), h.bytes.size()); }
+};
+
+#if ATTNZOO_WITH_CUDA
+
+TEST(CudaMamba2Recurrent, RefusesWhatItDoesNotDo) {
+  auto check = [](const Case& c, auto&& edit) {
+    const Inputs in(c);
+    HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f);
+    Mamba2Args a = in.args(c);
+    a.y = y.view;
+    Mamba2Problem p = make_mamba2_problem(a);
+    edit(p);
+    check_cuda_mamba2_recurrent(p);
+  };
+  auto nothing = [](Mamba2Problem&) {};
+  EXPECT_NO_THROW(check({.N = 256}, nothing));
+  EXPECT_NO_THROW(check({.N = 100, .dtype = DType::bf16}, nothing));
+  testing::expect_error<ArgumentError>([&] { check({.N = 257}, nothing); }, "B: state size N=257 exceeds 256");
+  // Element-misaligned data (a view one byte into a buffer) is named.
+  testing::expect_error<ArgumentError>(
+      [&] { check({.dtype = DType::bf16}, [](Mamba2Problem& p) { p.Cm = static_cast<const char*>(p.Cm) + 1; }); },
+      "C: data must be aligned");
+  testing::expect_error<ArgumentError>(
+      [&] { check({}, [](Mamba2Problem& p) { p.dt_in.data = static_cast<char*>(p.dt_in.data) + 2; }); },
+      "dt: data must be aligned");
+  testing::expect_error<ArgumentError>(
+      [&] {
+        check({}, [](Mamba2Problem& p) {
+          p.h0 = reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.h0) + 2);
+        });
+      },
+      "initial_state: data must be aligned");
+}
+
+#define REQUIRE_GPU() \
+  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason()
+
+// Relative RMS error allowed: the kernel and the reference read the same (already rounded) inputs, so with an
+// f32 output only f32 arithmetic (and the device's expf / log1pf, a few ulps) separates them; a bf16 output adds
+// its rounding, as the CPU tests allow.
+double tolerance(const Case& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
+
+// Runs case `c` through mamba2_recurrent on the GPU (final state in place over the initial one when
+// `in_place`; otherwise into a separate buffer that starts as NaN bytes, so an element the kernel forgets fails)
+// and compares with the reference.
+void check_recurrent(const Case& c, bool in_place) {
+  SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
+  const Inputs in(c);
+  HostTensor y_ref(DType::f32, {c.B, c.T, c.H, c.P}, 0, 0.f), s_ref(DType::f32, {c.nseq(), c.H, c.P, c.N}, 0, 0.f);
+  Mamba2Args a = in.args(c);
+  a.y = y_ref.view, a.final_state = s_ref.view;
+  mamba2_reference(a);
+
+  HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.P, c.N}, 0, 0.f);
+  std::fill(y.bytes.begin(), y.bytes.end(), uint8_t(0xff));
+  std::fill(s.bytes.begin(), s.bytes.end(), uint8_t(0xff));
+  const OnDevice x(in.x), dt(in.dt), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), h0(in.h0), yd(y),
+      sd(s);
+  a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = B.view, a.C = C.view, a.y = yd.view;
+  if (c.with_D) a.D = D.view;
+  if (c.with_z) a.z = z.view;
+  if (c.with_bias) a.dt_bias = bias.view;
+  if (c.with_h0) a.initial_state = h0.view;
+  a.final_state = in_place && c.with_h0 ? h0.view : sd.view;
+  mamba2_recurrent(a);
+  synchronize(current_stream());
+  yd.download(y);
+  (in_place && c.with_h0 ? h0 : sd).download(s);
+  EXPECT_LE(testing::relative_rms(y, y_ref), tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+}
+
+// A host tensor's own copy (a copied HostTensor's view still points at the original's bytes).
+HostTensor copy_of(const HostTensor& h) {
+  HostTensor c = h;
+  c.view.data = c.bytes.data();
+  return c;
+}
+
+// [Bn, 1, ...] -> [Bn, ...]: the decode entry's shapes.
+TensorView drop_time(TensorView v) {
+  for (int d = 1; d + 1 < v.ndim; ++d) v.shape[size_t(d)] = v.shape[size_t(d + 1)], v.strides[size_t(d)] = v.strides[size_t(d + 1)];
+  --v.ndim;
+  return v;
+}
+
+// The decode entry (case `c` with T = 1), state updated in place, against the step reference.
+void check_step(const Case& c) {
+  SCOPED_TRACE(c.label() + " step");
+  ASSERT_EQ(c.T, 1);
+  const Inputs in(c);
+  const Mamba2Args full = in.args(c);
+  auto step = [&](const TensorView& x, const TensorView& dt, const TensorView& A, const TensorView& B,
+                  const TensorView& C, const TensorView& D, const TensorView& z, const TensorView& bias) {
+    Mamba2StepArgs a;
+    a.x = drop_time(x), a.dt = drop_time(dt), a.A = A, a.B = drop_time(B), a.C = drop_time(C);
+    if (c.with_D) a.D = D;
+    if (c.with_z) a.z = drop_time(z);
+    if (c.with_bias) a.dt_bias = bias;
+    a.dt_softplus = full.dt_softplus, a.dt_limit = full.dt_limit, a.dt_min = full.dt_min, a.dt_max = full.dt_max;
+    return a;
+  };
+  HostTensor y_ref(DType::f32, {c.B, c.H, c.P}, 0, 0.f), s_ref = copy_of(in.h0);
+  Mamba2StepArgs a = step(in.x.view, in.dt.view, in.A.view, in.B.view, in.C.view, in.D.view, in.z.view, in.bias.view);
+  a.state = s_ref.view, a.y = y_ref.view;
+  mamba2_state_update_reference(a);
+
+  HostTensor y(c.out_dtype, {c.B, c.H, c.P}, 0, 0.f), s = copy_of(in.h0);
+  const OnDevice x(in.x), dt(in.dt), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), state(in.h0),
+      yd(y);
+  a = step(x.view, dt.view, A.view, B.view, C.view, D.view, z.view, bias.view);
+  a.state = state.view, a.y = yd.view;
+  mamba2_state_update(a);
+  synchronize(current_stream());
+  yd.download(y);
+  state.download(s);
+  EXPECT_LE(testing::relative_rms(y, y_ref), tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+}
+
+// Engine-shaped decode steps: Mamba-2 2.7B's heads (H = 80, P = 64, N = 128, one group) and Falcon-H1-like
+// wider states (N = 256) with grouped B / C.
+TEST(CudaMamba2Recurrent, MatchesDecodeStep) {
+  REQUIRE_GPU();
+  check_step({.B = 4, .H = 80, .P = 64, .G = 1, .N = 128});
+  check_step({.B = 3, .H = 8, .P = 64, .G = 2, .N = 256, .D_per_channel = true});
+  check_step({.B = 2, .H = 4, .P = 60, .G = 4, .N = 16, .with_D = false, .with_z = false, .limit = true,
+              .dtype = DType::bf16});
+  check_recurrent({.B = 5, .H = 8, .P = 64, .N = 128}, true);
+}
+
+// Packed sequences of 1, 7 and 33 tokens (and an empty one: its final state is its initial state), head dims
+// that leave the last 16-row slice or 4-row warp part empty, state sizes that leave lanes idle.
+TEST(CudaMamba2Recurrent, MatchesRaggedPackedSequences) {
+  REQUIRE_GPU();
+  for (bool in_place : {true, false}) {
+    check_recurrent({.T = 41, .H = 4, .P = 64, .G = 2, .N = 64, .cu = {0, 1, 8, 8, 41}}, in_place);
+    check_recurrent({.T = 41, .H = 2, .P = 30, .N = 100, .cu = {0, 33, 34, 41}}, in_place);
+  }
+}
+
+TEST(CudaMamba2Recurrent, MatchesPaddedBatchesAndShapes) {
+  REQUIRE_GPU();
+  check_recurrent({.B = 2, .T = 7, .H = 2, .P = 100, .N = 256, .D_per_channel = true}, true);
+  check_recurrent({.B = 2, .T = 9, .H = 3, .P = 8, .G = 3, .N = 16, .softplus = false, .limit = true}, false);
+  check_recurrent({.B = 2, .T = 33, .H = 2, .P = 64, .N = 128, .with_h0 = false}, false);  // zero initial state
+  check_recurrent({.B = 1, .T = 5, .H = 1, .P = 1, .N = 1, .with_bias = false}, false);
+}
+
+// Strong decays (A dt' near -20 every token: the state is wiped and rebuilt from the last token) and mild ones
+// (A dt' near -1e-3: the state carries across the whole sequence).
+TEST(CudaMamba2Recurrent, MatchesDecayStrengths) {
+  REQUIRE_GPU();
+  check_recurrent({.T = 33, .H = 4, .P = 64, .N = 128, .A_min = -8.f, .A_max = -6.f, .dt_mean = 3.f}, true);
+  check_recurrent({.T = 33, .H = 4, .P = 64, .N = 128, .A_min = -0.02f, .A_max = -0.01f, .dt_mean = -4.f}, true);
+  check_recurrent({.T = 33, .H = 4, .P = 64, .N = 64, .cu = {0, 1, 8, 33}, .A_min = -8.f, .A_max = -0.01f}, false);
+}
+
+TEST(CudaMamba2Recurrent, MatchesDtypes) {
+  REQUIRE_GPU();
+  Case c{.T = 7, .H = 4, .P = 64, .N = 128, .dtype = DType::bf16};
+  check_recurrent(c, true);
+  c.out_dtype = DType::bf16;
+  check_recurrent(c, true);
+  c.dtype = DType::f16, c.out_dtype = DType::f16, c.cu = {0, 2, 7}, c.B = 1;
+  check_recurrent(c, false);
+}
+
+#else
+
+TEST(CudaMamba2Recurrent, NeedsACudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+
+#endif
+
+}  // namespace
+}  // namespace attnzoo

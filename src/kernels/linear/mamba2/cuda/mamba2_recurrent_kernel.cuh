@@ -1,0 +1,135 @@
+#pragma once
+// The device side of Mamba-2's recurrence. Per token and head, with h the head's state [P, N]:
+//   dt' = clamp(softplus?(dt + dt_bias));   h <- exp(A dt') h + dt' x B^T;   y = h C + D x;   y *= silu(z)
+// The step transform runs here because the host cannot read dt, A, D or dt_bias in device memory.
+//
+// Work split: a CTA per (sequence, head, slice of kRowsPerCta state rows); warp w owns kRowsPerWarp rows of the
+// slice, lane l the columns l, l + 32, ... of each (kColsPerLane of them, N <= 32 kColsPerLane), all in
+// registers. A warp's load of one column stride of a row is one coalesced 128-byte segment; y of a row is a warp
+// sum. Warps share nothing (B and C of a token are read by every warp from L1 / L2), so there is no block
+// barrier, and a warp past the last row leaves at once. The state is read once before the first token and
+// written once after the last: at decode the kernel moves the state and little else, so it is bandwidth-bound.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/warp_reduce.cuh"
+
+namespace attnzoo::cuda_mamba2 {
+
+using cuda_linear::Elem;
+using cuda_linear::load_elem;
+using cuda_linear::store_elem;
+using cuda_linear::warp_sum;
+
+constexpr int kRowsPerWarp = 4;
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerCta = kWarps * kRowsPerWarp;  // 16: a 64-row head is 4 CTAs, enough of them at batch 1
+constexpr int kMaxN = 256;
+
+struct Params {
+  const void *x, *dt, *A, *B, *C;
+  const void *D, *z, *dt_bias;  // may be null
+  void* y;
+  Elem x_t, dt_t, A_t, B_t, C_t, D_t, z_t, dt_bias_t, y_t;
+  const float* initial_state;  // [Nseq, H, P, N]; null: zeros
+  float* final_state;          // [Nseq, H, P, N]; null: not written; may be initial_state
+  const int64_t* seq_offsets;  // Nseq + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
+  int64_t T;
+  int H, P, G, N, heads_per_group;
+  int slices;  // ceil(P / kRowsPerCta)
+  bool D_per_channel, dt_softplus, dt_limit;
+  float dt_min, dt_max;
+};
+
+// ssm::StepTransform on the device (softplus linear above 20, as the host's).
+__device__ __forceinline__ float step_size(const Params& p, int64_t row, int h, float bias) {
+  float dt = load_elem(p.dt, p.dt_t, row * p.H + h) + bias;
+  if (p.dt_softplus) dt = dt > 20.f ? dt : log1pf(expf(dt));
+  if (p.dt_limit) dt = fminf(fmaxf(dt, p.dt_min), p.dt_max);
+  return dt;
+}
+
+template <int kColsPerLane>
+__device__ __forceinline__ void mamba2_recurrent_warp(const Params& p) {
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  int64_t cta = blockIdx.x;
+  const int slice = int(cta % p.slices);
+  cta /= p.slices;
+  const int h = int(cta % p.H);
+  const int64_t n = cta / p.H;
+  const int g = h / p.heads_per_group;
+  const int row0 = slice * kRowsPerCta + warp * kRowsPerWarp;
+  if (row0 >= p.P) return;
+
+  int64_t begin = n * p.T, length = p.T;
+  if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
+
+  // Columns and rows past N and P hold zeros (their B and C read as 0, so they stay zero) and are never stored.
+  const int64_t state_at = ((n * p.H + h) * p.P + row0) * p.N;  // element (row0, 0) of this head's state
+  float s[kRowsPerWarp][kColsPerLane];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int j = 0; j < kColsPerLane; ++j) {
+      const int col = lane + 32 * j;
+      s[r][j] = p.initial_state && row0 + r < p.P && col < p.N ? p.initial_state[state_at + int64_t(r) * p.N + col]
+                                                               : 0.f;
+    }
+  // Lane r < kRowsPerWarp finishes row r's output (skip, gate, store), so a warp's rows go out in one store.
+  const bool finishes = lane < kRowsPerWarp && row0 + lane < p.P;
+  const float D = p.D && finishes ? load_elem(p.D, p.D_t, p.D_per_channel ? int64_t(h) * p.P + row0 + lane : h)
+                                  : 0.f;
+  const float A = load_elem(p.A, p.A_t, h);
+  const float bias = p.dt_bias ? load_elem(p.dt_bias, p.dt_bias_t, h) : 0.f;
+
+  for (int64_t t = 0; t < length; ++t) {
+    const int64_t row = begin + t;
+    const float dt = step_size(p, row, h, bias);
+    const float decay = expf(A * dt);
+    float b[kColsPerLane], c[kColsPerLane];
+#pragma unroll
+    for (int j = 0; j < kColsPerLane; ++j) {
+      const int col = lane + 32 * j;
+      const int64_t at = (row * p.G + g) * p.N + col;
+      b[j] = col < p.N ? load_elem(p.B, p.B_t, at) : 0.f;
+      c[j] = col < p.N ? load_elem(p.C, p.C_t, at) : 0.f;
+    }
+    const int64_t x_at = (row * p.H + h) * p.P + row0;  // element (row0) of this token's x, z and y
+    float y = 0.f, x_own = 0.f;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const float x = row0 + r < p.P ? load_elem(p.x, p.x_t, x_at + r) : 0.f;
+      const float coef = dt * x;
+      float acc = 0.f;
+#pragma unroll
+      for (int j = 0; j < kColsPerLane; ++j) {
+        s[r][j] = fmaf(coef, b[j], decay * s[r][j]);
+        acc = fmaf(s[r][j], c[j], acc);
+      }
+      const float sum = warp_sum(acc);
+      if (lane == r) y = sum, x_own = x;
+    }
+    if (finishes) {
+      y = fmaf(D, x_own, y);
+      if (p.z) {
+        const float z = load_elem(p.z, p.z_t, x_at + lane);
+        y *= z / (1.f + expf(-z));
+      }
+      store_elem(p.y, p.y_t, x_at + lane, y);
+    }
+  }
+
+  if (!p.final_state) return;
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int j = 0; j < kColsPerLane; ++j) {
+      const int col = lane + 32 * j;
+      if (row0 + r < p.P && col < p.N) p.final_state[state_at + int64_t(r) * p.N + col] = s[r][j];
+    }
+}
+
+}  // namespace attnzoo::cuda_mamba2

@@ -1,0 +1,22 @@
+// Mamba-2's one branch to a GPU: the recurrent entries (the decode step among them) call this for device tensors
+// after the device-neutral make_mamba2_problem, so the CUDA build and the CPU-only one differ in this file alone.
+#include "core/error.h"
+#include "kernels/linear/mamba2/problem.h"
+
+#if ATTNZOO_WITH_CUDA
+#include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
+#endif
+
+namespace attnzoo {
+
+void mamba2_recurrent_on_device(const Mamba2Problem& p) {
+#if ATTNZOO_WITH_CUDA
+  check_cuda_mamba2_recurrent(p);
+  const DeviceGuard on(p.device);  // the launcher runs on the current device
+  recurrent_mamba2_cuda(p, current_stream());
+#else
+  throw DeviceError("x: lives on " + p.device.str() + ", and " + cuda_unavailable_reason());
+#endif
+}
+
+}  // namespace attnzoo
