@@ -1,5 +1,7 @@
 #pragma once
-// The validated form of a causal_conv1d call, shared by the reference and the vectorised kernel.
+// The validated form of a causal_conv1d call, shared by the reference, the vectorised kernel and the CUDA decode
+// step. Device-neutral: for tensors on a GPU only shapes are read (weight_t and bias stay empty; the device
+// kernel reads weight_in and bias_in there).
 #include <vector>
 
 #include "kernels/linear/common/sequences.h"
@@ -8,13 +10,15 @@
 namespace attnzoo {
 
 struct ConvProblem {
+  Device device{};  // where every tensor lives (make_conv_problem checks they agree)
   const void* x = nullptr;
   DType x_dtype = DType::f32;
   void* y = nullptr;
   DType y_dtype = DType::f32;
   int64_t D = 0, W = 0, S = 0;           // channels, width, state length (0 when no state is given)
-  std::vector<float> weight_t;           // [W, D] (transposed so a tap is one contiguous row)
-  std::vector<float> bias;               // [D] (zeros when absent)
+  std::vector<float> weight_t;           // [W, D] (transposed so a tap is one contiguous row); host only
+  std::vector<float> bias;               // [D] (zeros when absent); host only
+  TensorView weight_in, bias_in;         // as given: [D, W], [D] or empty
   const float* initial_state = nullptr;  // [N, D, S]
   float* final_state = nullptr;
   ConvActivation activation = ConvActivation::none;
@@ -24,5 +28,9 @@ struct ConvProblem {
 ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, const TensorView& y,
                               const CausalConv1dOptions& opts);
 void run_causal_conv1d(const ConvProblem& p);  // vectorised (conv.cc)
+
+// Runs a validated decode step (padded sequences, final_state == initial_state) whose tensors live on a GPU, on
+// the current stream of their device. DeviceError in a build without CUDA.
+void conv_update_on_device(const ConvProblem& p);
 
 }  // namespace attnzoo

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/linear/common/ssm_args.h"
 #include "kernels/linear/short_conv/conv_problem.h"
 
 namespace attnzoo {
@@ -12,15 +13,14 @@ namespace {
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
+// Checks metadata only: the tensors may live on any device (all on x's, checked first).
 void require_float(const TensorView& t, const char* name) {
-  require_host(t, name);
   if (!is_float(t.dtype))
     throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
 }
 
 void check_state(const TensorView& s, const char* name, int64_t N, int64_t D, int64_t W, int64_t* S) {
   if (s.empty()) return;
-  require_host(s, name);
   if (s.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(s.dtype));
   require(s.ndim == 3 && s.shape[0] == N && s.shape[1] == D && s.shape[2] >= W - 1, name,
           "expected [" + std::to_string(N) + ", " + std::to_string(D) + ", S] with S >= " + std::to_string(W - 1) +
@@ -30,10 +30,21 @@ void check_state(const TensorView& s, const char* name, int64_t N, int64_t D, in
   *S = s.shape[2];
 }
 
+// The prefill form and the reference read on the host; only the decode step has a device path so far.
+void require_conv_host(const TensorView& x, const TensorView& weight, const TensorView& y,
+                       const CausalConv1dOptions& opts, const char* entry) {
+  ssm::require_host_entry({{&x, "x"}, {&weight, "weight"}, {&opts.bias, "bias"}, {&y, "y"},
+                           {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}},
+                          entry, "causal_conv1d_update");
+}
+
 }  // namespace
 
 ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, const TensorView& y,
                               const CausalConv1dOptions& opts) {
+  require(!x.empty(), "x", "is required");
+  ssm::require_same_device({{&x, "x"}, {&weight, "weight"}, {&opts.bias, "bias"}, {&y, "y"},
+                            {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}});
   require(x.ndim == 3, "x", "expected [B, T, D], got " + x.shape_str());
   require(x.is_contiguous(), "x", "must be contiguous");
   require_float(x, "x");
@@ -61,29 +72,36 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
   const int64_t N = p.seqs.count();
   check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
   check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
+  p.device = x.device;
   p.x = x.data;
   p.x_dtype = x.dtype;
   p.y = y.data;
   p.y_dtype = y.dtype;
-  p.weight_t.resize(size_t(p.W * p.D));
-  for (int64_t d = 0; d < p.D; ++d)
-    for (int64_t w = 0; w < p.W; ++w) p.weight_t[size_t(w * p.D + d)] = load_as_f32(weight.data, weight.dtype, d * p.W + w);
-  p.bias.assign(size_t(p.D), 0.f);
+  p.weight_in = weight;
+  p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
+  p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
+  p.activation = opts.activation;
   if (!opts.bias.empty()) {
     require_float(opts.bias, "bias");
     require(opts.bias.ndim == 1 && opts.bias.shape[0] == p.D, "bias",
             "expected [" + std::to_string(p.D) + "], got " + opts.bias.shape_str());
     require(opts.bias.is_contiguous(), "bias", "must be contiguous");
-    for (int64_t d = 0; d < p.D; ++d) p.bias[size_t(d)] = load_as_f32(opts.bias.data, opts.bias.dtype, d);
+    p.bias_in = opts.bias;
   }
-  p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
-  p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
-  p.activation = opts.activation;
+  if (!p.device.is_cpu()) return p;  // the device kernel reads weight and bias there
+
+  p.weight_t.resize(size_t(p.W * p.D));
+  for (int64_t d = 0; d < p.D; ++d)
+    for (int64_t w = 0; w < p.W; ++w) p.weight_t[size_t(w * p.D + d)] = load_as_f32(weight.data, weight.dtype, d * p.W + w);
+  p.bias.assign(size_t(p.D), 0.f);
+  if (!opts.bias.empty())
+    for (int64_t d = 0; d < p.D; ++d) p.bias[size_t(d)] = load_as_f32(opts.bias.data, opts.bias.dtype, d);
   return p;
 }
 
 void causal_conv1d(const TensorView& x, const TensorView& weight, const TensorView& y,
                    const CausalConv1dOptions& opts) {
+  require_conv_host(x, weight, y, opts, "causal_conv1d");
   run_causal_conv1d(make_conv_problem(x, weight, y, opts));
 }
 
@@ -91,6 +109,7 @@ void causal_conv1d(const TensorView& x, const TensorView& weight, const TensorVi
 // initial state; the final state is the last S inputs of (initial state ++ sequence).
 void causal_conv1d_reference(const TensorView& x, const TensorView& weight, const TensorView& y,
                              const CausalConv1dOptions& opts) {
+  require_conv_host(x, weight, y, opts, "causal_conv1d_reference");
   const ConvProblem p = make_conv_problem(x, weight, y, opts);
   const int64_t D = p.D, W = p.W, S = p.S;
   ThreadPool::global().parallel_for(p.seqs.count(), [&](int64_t n, int) {
@@ -117,12 +136,15 @@ void causal_conv1d_update(const TensorView& x, const TensorView& conv_state, con
                           const TensorView& bias, const TensorView& y, ConvActivation activation) {
   require(x.ndim == 2 || x.ndim == 3, "x", "expected [N, D] or [N, L, D], got " + x.shape_str());
   require(!conv_state.empty(), "conv_state", "is required");
+  ssm::require_same_device({{&x, "x"}, {&conv_state, "conv_state"}, {&weight, "weight"}, {&bias, "bias"}, {&y, "y"}});
   require(y.ndim == x.ndim, "y", "must have x's shape " + x.shape_str() + ", got " + y.shape_str());
   TensorView x3 = x, y3 = y;
   if (x.ndim == 2) {
     x3 = TensorView::contiguous(x.data, x.dtype, {x.shape[0], 1, x.shape[1]});
+    x3.device = x.device;
     require(x.is_contiguous(), "x", "must be contiguous");
     y3 = TensorView::contiguous(y.data, y.dtype, {y.shape[0], 1, y.shape[1]});
+    y3.device = y.device;
     require(y.is_contiguous(), "y", "must be contiguous");
   }
   CausalConv1dOptions opts;
@@ -130,7 +152,9 @@ void causal_conv1d_update(const TensorView& x, const TensorView& conv_state, con
   opts.initial_state = conv_state;
   opts.final_state = conv_state;
   opts.activation = activation;
-  run_causal_conv1d(make_conv_problem(x3, weight, y3, opts));
+  const ConvProblem p = make_conv_problem(x3, weight, y3, opts);
+  if (!p.device.is_cpu()) return conv_update_on_device(p);  // the one branch to a GPU
+  run_causal_conv1d(p);
 }
 
 }  // namespace attnzoo
