@@ -115,16 +115,19 @@ void bind_linear_gla(nb::module_& m) {
         nb::arg("final_state").none(), nb::arg("activation").none(), nb::arg("cu_seqlens").none(),
         nb::arg("reference") = false);
   m.def("causal_conv1d_update",
-        [](const AnyArray& x, const OutArray& conv_state, const AnyArray& weight, std::optional<AnyArray> bias,
-           const OutArray& y, std::optional<std::string> activation) {
+        // The decode step also runs CUDA tensors (on the caller's `stream`).
+        [](const DeviceArray& x, const DeviceOutArray& conv_state, const DeviceArray& weight,
+           std::optional<DeviceArray> bias, const DeviceOutArray& y, std::optional<std::string> activation,
+           uintptr_t stream) {
           const TensorView xv = as_view(x, "x"), sv = as_view(conv_state, "conv_state"), wv = as_view(weight, "weight"),
-                           bv = optional_view(bias, "bias"), yv = as_view(y, "y");
+                           bv = bias ? as_view(*bias, "bias") : TensorView{}, yv = as_view(y, "y");
           const ConvActivation act = activation_of(activation);
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           causal_conv1d_update(xv, sv, wv, bv, yv, act);
         },
         nb::arg("x"), nb::arg("conv_state"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("y"),
-        nb::arg("activation").none());
+        nb::arg("activation").none(), nb::arg("stream") = 0);
 }
 
 }  // namespace attnzoo::py

@@ -1,5 +1,7 @@
 // Bindings for the linear family, state-space part (Mamba-2, Mamba, RWKV-7, RWKV-4). The Python wrappers in
-// attnzoo/linear/_ssm.py allocate the outputs in the caller's framework and pass them here.
+// attnzoo/linear/_ssm.py allocate the outputs in the caller's framework and pass them here. Mamba-2's tensors may
+// live in CUDA memory: its recurrent form and decode step run them there (on the caller's `stream`), the chunked
+// form and the references refuse them by name.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -20,10 +22,14 @@ namespace {
 
 using OptIn = std::optional<AnyArray>;
 using OptOut = std::optional<OutArray>;
+using OptDeviceIn = std::optional<DeviceArray>;
+using OptDeviceOut = std::optional<DeviceOutArray>;
 using Limit = std::optional<std::tuple<float, float>>;
 
 TensorView view_or_empty(const OptIn& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
 TensorView view_or_empty(const OptOut& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
+TensorView view_or_empty(const OptDeviceIn& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
+TensorView view_or_empty(const OptDeviceOut& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
 
 // cu_seqlens: pointer and entry count, or none.
 std::pair<const int32_t*, int64_t> seqlens_of(const OptIn& cu) {
@@ -34,10 +40,11 @@ std::pair<const int32_t*, int64_t> seqlens_of(const OptIn& cu) {
 
 void bind_mamba2(nb::module_& m) {
   m.def("mamba2_scan",
-        [](const std::string& mode, const AnyArray& x, const AnyArray& dt, const AnyArray& A, const AnyArray& B,
-           const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& dt_bias, bool dt_softplus, Limit dt_limit,
-           const OptIn& initial_state, const OutArray& y, const OptOut& final_state, const OptIn& cu_seqlens,
-           int64_t chunk_size) {
+        [](const std::string& mode, const DeviceArray& x, const DeviceArray& dt, const DeviceArray& A,
+           const DeviceArray& B, const DeviceArray& C, const OptDeviceIn& D, const OptDeviceIn& z,
+           const OptDeviceIn& dt_bias, bool dt_softplus, Limit dt_limit, const OptDeviceIn& initial_state,
+           const DeviceOutArray& y, const OptDeviceOut& final_state, const OptIn& cu_seqlens, int64_t chunk_size,
+           uintptr_t stream) {
           Mamba2Args a;
           a.x = as_view(x, "x"), a.dt = as_view(dt, "dt"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
           a.C = as_view(C, "C"), a.D = view_or_empty(D, "D"), a.z = view_or_empty(z, "z");
@@ -49,6 +56,7 @@ void bind_mamba2(nb::module_& m) {
           std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
           a.chunk_size = chunk_size;
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           if (mode == "chunk") mamba2_chunk_scan(a);
           else if (mode == "recurrent") mamba2_recurrent(a);
           else if (mode == "reference") mamba2_reference(a);
@@ -57,12 +65,13 @@ void bind_mamba2(nb::module_& m) {
         nb::arg("mode"), nb::arg("x"), nb::arg("dt"), nb::arg("A"), nb::arg("B"), nb::arg("C"), nb::arg("D").none(),
         nb::arg("z").none(), nb::arg("dt_bias").none(), nb::arg("dt_softplus"), nb::arg("dt_limit").none(),
         nb::arg("initial_state").none(), nb::arg("y"), nb::arg("final_state").none(), nb::arg("cu_seqlens").none(),
-        nb::arg("chunk_size"));
+        nb::arg("chunk_size"), nb::arg("stream") = 0);
 
   m.def("mamba2_state_update",
-        [](bool reference, const OutArray& state, const AnyArray& x, const AnyArray& dt, const AnyArray& A,
-           const AnyArray& B, const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& dt_bias,
-           bool dt_softplus, Limit dt_limit, const OutArray& y) {
+        [](bool reference, const DeviceOutArray& state, const DeviceArray& x, const DeviceArray& dt,
+           const DeviceArray& A, const DeviceArray& B, const DeviceArray& C, const OptDeviceIn& D,
+           const OptDeviceIn& z, const OptDeviceIn& dt_bias, bool dt_softplus, Limit dt_limit,
+           const DeviceOutArray& y, uintptr_t stream) {
           Mamba2StepArgs a;
           a.state = as_view(state, "state");
           a.x = as_view(x, "x"), a.dt = as_view(dt, "dt"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
@@ -72,12 +81,13 @@ void bind_mamba2(nb::module_& m) {
           if (dt_limit) a.dt_limit = true, a.dt_min = std::get<0>(*dt_limit), a.dt_max = std::get<1>(*dt_limit);
           a.y = as_view(y, "y");
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           if (reference) mamba2_state_update_reference(a);
           else mamba2_state_update(a);
         },
         nb::arg("reference"), nb::arg("state"), nb::arg("x"), nb::arg("dt"), nb::arg("A"), nb::arg("B"),
         nb::arg("C"), nb::arg("D").none(), nb::arg("z").none(), nb::arg("dt_bias").none(), nb::arg("dt_softplus"),
-        nb::arg("dt_limit").none(), nb::arg("y"));
+        nb::arg("dt_limit").none(), nb::arg("y"), nb::arg("stream") = 0);
 }
 
 void bind_mamba(nb::module_& m) {

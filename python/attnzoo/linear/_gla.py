@@ -311,13 +311,14 @@ def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=F
 
 def causal_conv1d_update(x, conv_state, weight, bias=None, activation=None):
     """One decode step: x [N, D] (or [N, L, D] for L tokens); conv_state [N, D, S] float32 (S >= W - 1) is
-    advanced in place and must be contiguous. Returns y with x's shape and dtype (causal-conv1d's API)."""
-    x, weight = _float_input(x, "x"), _float_input(weight, "weight")
-    bias = None if bias is None else _float_input(bias, "bias")
-    conv_state = as_output(conv_state, "conv_state")
+    advanced in place and must be contiguous. Returns y with x's shape and dtype (causal-conv1d's API).
+    CUDA tensors run on their GPU (the caller's current stream); y is allocated there."""
+    x, weight = _float_input(x, "x", cuda=True), _float_input(weight, "weight", cuda=True)
+    bias = None if bias is None else _float_input(bias, "bias", cuda=True)
+    conv_state = as_output(conv_state, "conv_state", cuda=True)
     check_layouts([("conv_state", conv_state, "N D S"), ("x", x, "N D | N L D"), ("weight", weight, "D W"),
                    ("bias", bias, "D")])
     x, weight, bias = _ready(x, "x"), _ready(weight, "weight"), _ready(bias, "bias")
     y = empty_like_input(x, shape_of(x))
-    _core.causal_conv1d_update(x, conv_state, weight, bias, y, activation)
+    _core.causal_conv1d_update(x, conv_state, weight, bias, y, activation, cuda_stream_of(x))
     return y

@@ -3,13 +3,15 @@
 Mamba and Mamba-2 keep mamba_ssm's layouts and argument names; RWKV-7 mirrors flash-linear-attention's
 chunk_rwkv7 / fused_recurrent_rwkv7. Inputs may be float32, bfloat16 or float16 (numpy or torch; CPU);
 accumulation and states are float32; outputs come back in the caller's framework with the main input's dtype.
+Mamba-2's recurrent form and decode step also take CUDA torch tensors: they run on the tensors' GPU, on the
+caller's current stream, with outputs there; its chunked form and reference refuse them by name.
 """
 import math
 
 import numpy as np
 
 from .. import _core
-from .._arrays import _is_torch, as_i32_vector, as_input, as_output, empty_like_input, shape_of
+from .._arrays import _is_torch, as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, shape_of
 from ._common import check_layouts, contiguous, empty_f32, float32_state, num_seqs, scan
 
 __all__ = [
@@ -20,16 +22,17 @@ __all__ = [
 ]
 
 
-def _prepared(pairs, layouts, check, required=(), in_place=(), states=(), seqs=None):
+def _prepared(pairs, layouts, check, required=(), in_place=(), states=(), seqs=None, cuda=False):
     """Every input of one call, in the wrappers' one order: taken as they are (TypeError naming a required one that
     is None), layouts checked (no copy yet), then made contiguous and scanned for NaN / Inf when `check`.
 
     pairs: (array, name) in the order the caller wants them back; layouts: name -> layout (check_layouts).
     in_place: (array, name) pairs already taken as outputs, checked for layout only (never copied).
     states: (array, name) pairs converted to float32; their layouts may use "seqs", the number of sequences,
-    which seqs(bound sizes) gives. Returns the inputs, then the states, in the order given."""
-    arrays = [(None if x is None and n not in required else as_input(x, n), n) for x, n in pairs]
-    held = [(None if x is None else as_input(x, n), n) for x, n in states]
+    which seqs(bound sizes) gives. cuda: CUDA tensors pass (the entry runs them or refuses them by name).
+    Returns the inputs, then the states, in the order given."""
+    arrays = [(None if x is None and n not in required else as_input(x, n, cuda), n) for x, n in pairs]
+    held = [(None if x is None else as_input(x, n, cuda), n) for x, n in states]
     dims = check_layouts([(n, x, layouts[n]) for x, n in list(in_place) + arrays])
     if held:
         check_layouts([(n, x, layouts[n]) for x, n in held], {**dims, "seqs": seqs(dims)})
@@ -81,14 +84,15 @@ def _mamba2(mode, x, dt, A, B, C, D, z, dt_bias, dt_softplus, dt_limit, initial_
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
     x, dt, A, B, C, D, z, dt_bias, initial_state = _prepared(
         ((x, "x"), (dt, "dt"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (dt_bias, "dt_bias")), _MAMBA2,
-        check_inputs, required=("x", "dt", "A", "B", "C"), states=((initial_state, "initial_state"),), seqs=_seqs(cu))
+        check_inputs, required=("x", "dt", "A", "B", "C"), states=((initial_state, "initial_state"),), seqs=_seqs(cu),
+        cuda=True)
     y = empty_like_input(x, shape_of(x))
     final = None
     if output_final_state:
         b, _, h, p = shape_of(x)
         final = empty_f32(x, (num_seqs(b, cu), h, p, shape_of(B)[3]))
     _core.mamba2_scan(mode, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), initial_state, y,
-                      final, cu, int(chunk_size))
+                      final, cu, int(chunk_size), cuda_stream_of(x))
     return y, final
 
 
@@ -133,13 +137,15 @@ def mamba2_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_
 
     state: [Bn, H, P, N] float32, contiguous (written in place); x, z: [Bn, H, P]; dt: [Bn, H]; A: [H];
     B, C: [Bn, G, N]; D: [H] or [H, P]; dt_bias: [H]. Returns y [Bn, H, P] in x's dtype.
+    CUDA tensors run on their GPU (the caller's current stream); y is allocated there.
     """
-    state = as_output(state, "state")
+    state = as_output(state, "state", cuda=True)
     x, dt, A, B, C, D, z, dt_bias = _prepared(
         ((x, "x"), (dt, "dt"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (dt_bias, "dt_bias")),
-        _MAMBA2_STEP, check_inputs, required=("x", "dt", "A", "B", "C"), in_place=((state, "state"),))
+        _MAMBA2_STEP, check_inputs, required=("x", "dt", "A", "B", "C"), in_place=((state, "state"),), cuda=True)
     y = empty_like_input(x, shape_of(x))
-    _core.mamba2_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), y)
+    _core.mamba2_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), _dt_limit(dt_limit), y,
+                              cuda_stream_of(x))
     return y
 
 

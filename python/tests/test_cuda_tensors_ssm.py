@@ -1,0 +1,74 @@
+"""CUDA tensors through the state-space bindings whose kernels also run on a GPU (Mamba-2's recurrent form and
+decode step, the short convolution's decode step): they reach the CUDA entry without a copy, and the entries that
+read host memory refuse them by name. No GPU here: test_cuda_tensors.FakeCuda (a DLPack producer that claims
+CUDA memory over host bytes nobody dereferences) stands in for a torch CUDA tensor, and the call must end in the
+device's own error (no GPU / no CUDA in this build), never in a read of the pointer as host memory. The bindings
+are called directly: the wrappers allocate outputs in the caller's framework, which a bare DLPack producer does
+not have (a torch CUDA tensor gets its outputs on its device)."""
+import numpy as np
+import pytest
+
+from attnzoo import _core
+from test_cuda_tensors import FakeCuda, _no_device_error
+
+Bn, T, H, P, G, N = 2, 3, 4, 64, 1, 128
+
+
+def _mamba2_inputs():
+    return dict(x=FakeCuda((Bn, T, H, P)), dt=FakeCuda((Bn, T, H)), A=FakeCuda((H,), bf16=False),
+                B=FakeCuda((Bn, T, G, N)), C=FakeCuda((Bn, T, G, N)), D=FakeCuda((H,), bf16=False),
+                z=FakeCuda((Bn, T, H, P)), dt_bias=FakeCuda((H,), bf16=False),
+                state=FakeCuda((Bn, H, P, N), bf16=False), y=FakeCuda((Bn, T, H, P)))
+
+
+def _scan(mode, a, **over):
+    a = {**a, **over}
+    _core.mamba2_scan(mode, a["x"], a["dt"], a["A"], a["B"], a["C"], a["D"], a["z"], a["dt_bias"], True, None,
+                      a["state"], a["y"], a["state"], None, 64)
+
+
+def test_mamba2_recurrence_reaches_the_cuda_entry_and_the_chunked_form_refuses():
+    a = _mamba2_inputs()
+    with pytest.raises(RuntimeError) as e:
+        _scan("recurrent", a)
+    _no_device_error(e)
+    with pytest.raises(ValueError, match=r"x: lives on cuda:0; mamba2_chunk_scan runs on the CPU only so far "
+                                         r"\(the recurrent form also runs on CUDA\)"):
+        _scan("chunk", a)
+    with pytest.raises(ValueError, match="mamba2_reference runs on the CPU only"):
+        _scan("reference", a)
+    # Every tensor must live where x does: the odd one is named.
+    with pytest.raises(ValueError, match="dt_bias: lives on cpu, x on cuda:0"):
+        _scan("recurrent", a, dt_bias=np.zeros(H, np.float32))
+    # Shapes are still checked before the device is touched.
+    with pytest.raises(ValueError, match="C: expected shape"):
+        _scan("recurrent", a, C=FakeCuda((Bn, T, G, N + 1)))
+
+
+def test_mamba2_decode_step_reaches_the_cuda_entry():
+    x, dt, B, C = FakeCuda((Bn, H, P)), FakeCuda((Bn, H)), FakeCuda((Bn, G, N)), FakeCuda((Bn, G, N))
+    A, state, y = FakeCuda((H,), bf16=False), FakeCuda((Bn, H, P, N), bf16=False), FakeCuda((Bn, H, P))
+
+    def step(reference=False, state=state, x=x):
+        _core.mamba2_state_update(reference, state, x, dt, A, B, C, None, None, None, True, (0.0, 1.0), y)
+
+    with pytest.raises(RuntimeError) as e:
+        step()
+    _no_device_error(e)
+    with pytest.raises(ValueError, match="state: lives on cuda:0; mamba2_state_update_reference runs on the CPU"):
+        step(reference=True)
+    with pytest.raises(ValueError, match="x: lives on cpu, state on cuda:0"):
+        step(x=np.zeros((Bn, H, P), np.float32))
+
+
+def test_conv_decode_step_reaches_the_cuda_entry_and_the_prefill_refuses():
+    D, W = 256, 4
+    x, state, w, y = FakeCuda((Bn, D)), FakeCuda((Bn, D, W - 1), bf16=False), FakeCuda((D, W)), FakeCuda((Bn, D))
+    with pytest.raises(RuntimeError) as e:
+        _core.causal_conv1d_update(x, state, w, None, y, "silu")
+    _no_device_error(e)
+    with pytest.raises(ValueError, match="weight: lives on cpu, x on cuda:0"):
+        _core.causal_conv1d_update(x, state, np.zeros((D, W), np.float32), None, y, "silu")
+    # The prefill binding takes host arrays only: a CUDA object is refused before any C++ runs.
+    with pytest.raises(TypeError):
+        _core.causal_conv1d(FakeCuda((1, 8, D)), w, None, FakeCuda((1, 8, D)), None, None, "silu", None)
