@@ -6,47 +6,69 @@
 
 namespace attnzoo {
 
+void require_selective_scan_host(const SelectiveScanArgs& a, const char* entry) {
+  ssm::require_host_entry({{&a.u, "u"}, {&a.delta, "delta"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
+                           {&a.z, "z"}, {&a.delta_bias, "delta_bias"}, {&a.initial_state, "initial_state"},
+                           {&a.final_state, "final_state"}, {&a.out, "out"}},
+                          entry);
+}
+
+void require_selective_scan_host(const SelectiveStateUpdateArgs& a, const char* entry) {
+  ssm::require_host_entry({{&a.state, "state"}, {&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"},
+                           {&a.D, "D"}, {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.y, "y"}},
+                          entry);
+}
+
 SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a) {
   SelectiveScanProblem p;
-  ssm::require_float_rank(a.u, "u", 3);
+  require(!a.u.empty(), "u", "is required");
+  ssm::require_same_device({{&a.u, "u"}, {&a.delta, "delta"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
+                            {&a.z, "z"}, {&a.delta_bias, "delta_bias"}, {&a.initial_state, "initial_state"},
+                            {&a.final_state, "final_state"}, {&a.out, "out"}});
+  p.device = a.u.device;
+  const auto any = ssm::Where::any_device;
+  ssm::require_float_rank(a.u, "u", 3, any);
   p.batch = a.u.shape[0], p.D = a.u.shape[1], p.L = a.u.shape[2];
-  ssm::require_float_rank(a.A, "A", 2);
+  ssm::require_float_rank(a.A, "A", 2, any);
   p.N = a.A.shape[1];
   require(p.D >= 1, "u", "needs at least one channel, got " + a.u.shape_str());
-  ssm::require_float_tensor(a.A, "A", {p.D, p.N});
+  ssm::require_float_tensor(a.A, "A", {p.D, p.N}, any);
   require(a.B.ndim == 3 || a.B.ndim == 4, "B", "expected [batch, N, L] or [batch, groups, N, L], got " + a.B.shape_str());
   p.G = a.B.ndim == 4 ? a.B.shape[1] : 1;
   require(p.G >= 1 && p.D % p.G == 0, "B", "group count " + std::to_string(p.G) + " must divide the channel count " +
                                                 std::to_string(p.D));
   if (a.B.ndim == 4) {
-    ssm::require_float_tensor(a.B, "B", {p.batch, p.G, p.N, p.L});
-    ssm::require_float_tensor(a.C, "C", {p.batch, p.G, p.N, p.L});
+    ssm::require_float_tensor(a.B, "B", {p.batch, p.G, p.N, p.L}, any);
+    ssm::require_float_tensor(a.C, "C", {p.batch, p.G, p.N, p.L}, any);
   } else {
-    ssm::require_float_tensor(a.B, "B", {p.batch, p.N, p.L});
-    ssm::require_float_tensor(a.C, "C", {p.batch, p.N, p.L});
+    ssm::require_float_tensor(a.B, "B", {p.batch, p.N, p.L}, any);
+    ssm::require_float_tensor(a.C, "C", {p.batch, p.N, p.L}, any);
   }
-  ssm::require_float_tensor(a.delta, "delta", {p.batch, p.D, p.L});
-  ssm::require_float_tensor(a.out, "out", {p.batch, p.D, p.L});
-  if (!a.z.empty()) ssm::require_float_tensor(a.z, "z", {p.batch, p.D, p.L});
-  if (!a.D.empty()) ssm::require_float_tensor(a.D, "D", {p.D});
-  if (!a.delta_bias.empty()) ssm::require_float_tensor(a.delta_bias, "delta_bias", {p.D});
+  ssm::require_float_tensor(a.delta, "delta", {p.batch, p.D, p.L}, any);
+  ssm::require_float_tensor(a.out, "out", {p.batch, p.D, p.L}, any);
+  if (!a.z.empty()) ssm::require_float_tensor(a.z, "z", {p.batch, p.D, p.L}, any);
+  if (!a.D.empty()) ssm::require_float_tensor(a.D, "D", {p.D}, any);
+  if (!a.delta_bias.empty()) ssm::require_float_tensor(a.delta_bias, "delta_bias", {p.D}, any);
   p.packed = a.cu_seqlens != nullptr;
   p.seqs = make_sequence_spans(p.batch, p.L, a.cu_seqlens, a.cu_seqlens_len);
   if (!p.packed)  // spans index positions along L, per batch row
     for (auto& b : p.seqs.begin) b = 0;
   const int64_t nseq = p.seqs.count();
   if (!a.initial_state.empty()) {
-    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N});
+    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N}, any);
     p.h0 = a.initial_state.ptr<float>();
   }
   if (!a.final_state.empty()) {
-    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N});
+    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N}, any);
     p.ht = a.final_state.ptr<float>();
   }
-  p.A = ssm::to_f32_vector(a.A);
-  if (!a.D.empty()) p.skip = ssm::to_f32_vector(a.D);
-  if (!a.delta_bias.empty()) p.bias = ssm::to_f32_vector(a.delta_bias);
   p.softplus = a.delta_softplus;
+  p.A_in = a.A, p.skip_in = a.D, p.bias_in = a.delta_bias;
+  if (p.device.is_cpu()) {  // the device path reads A, D and delta_bias there
+    p.A = ssm::to_f32_vector(a.A);
+    if (!a.D.empty()) p.skip = ssm::to_f32_vector(a.D);
+    if (!a.delta_bias.empty()) p.bias = ssm::to_f32_vector(a.delta_bias);
+  }
   p.u = a.u.data, p.u_dtype = a.u.dtype;
   p.delta = a.delta.data, p.delta_dtype = a.delta.dtype;
   p.Bm = a.B.data, p.b_dtype = a.B.dtype;
@@ -66,6 +88,8 @@ SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs&
     return v;
   };
   require(!a.state.empty(), "state", "is required");
+  ssm::require_same_device({{&a.state, "state"}, {&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"},
+                            {&a.D, "D"}, {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.y, "y"}});
   require(a.x.ndim == 2, "x", "expected [batch, channels], got " + a.x.shape_str());
   require(a.dt.ndim == 2, "dt", "expected [batch, channels], got " + a.dt.shape_str());
   require(a.y.ndim == 2, "y", "expected [batch, channels], got " + a.y.shape_str());

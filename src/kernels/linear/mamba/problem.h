@@ -1,5 +1,6 @@
 #pragma once
-// A validated selective scan (or decode step, seen as a scan of length 1), shared by every path.
+// A validated selective scan (or decode step, seen as a scan of length 1), shared by every path. Device-neutral:
+// for tensors on a GPU only shapes are read (A, skip and bias stay empty; the device path reads the *_in views).
 #include <vector>
 
 #include "kernels/linear/common/sequences.h"
@@ -9,11 +10,13 @@
 namespace attnzoo {
 
 struct SelectiveScanProblem {
+  Device device{};  // where every tensor lives (make_selective_scan_problem checks they agree)
   int64_t batch = 0, D = 0, L = 0, N = 0, G = 1;
   SequenceSpans seqs;  // begin is a position along L within batch row `batch_of(s)`
-  std::vector<float> A;     // [D, N]
+  std::vector<float> A;     // [D, N]; host problems only, as skip and bias
   std::vector<float> skip;  // [D] or empty
   std::vector<float> bias;  // [D] or empty
+  TensorView A_in, skip_in, bias_in;  // as given: [D, N], [D] or empty, [D] or empty
   bool softplus = false;
   const void *u = nullptr, *delta = nullptr, *Bm = nullptr, *Cm = nullptr, *z = nullptr;
   DType u_dtype{}, delta_dtype{}, b_dtype{}, c_dtype{}, z_dtype{};
@@ -35,5 +38,13 @@ struct SelectiveScanProblem {
 
 SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a);
 SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs& a);
+
+// ArgumentError naming the first tensor not in host memory, for the references (CPU only so far).
+void require_selective_scan_host(const SelectiveScanArgs& a, const char* entry);
+void require_selective_scan_host(const SelectiveStateUpdateArgs& a, const char* entry);
+
+// Runs a validated problem whose tensors live on a GPU, on the current stream of their device: the CUDA path's
+// own checks, then the kernel. DeviceError in a build without CUDA.
+void selective_scan_on_device(const SelectiveScanProblem& p);
 
 }  // namespace attnzoo

@@ -204,7 +204,9 @@ namespace attnzoo {
 HWY_EXPORT(SelectiveScanTask);
 
 namespace {
+// The one branch to a GPU, after the device-neutral validation.
 void run_scan(const SelectiveScanProblem& p) {
+  if (!p.device.is_cpu()) return selective_scan_on_device(p);
   active_target();
   const int64_t blocks = (p.channels_per_group() + 15) / 16;
   ThreadPool::global().parallel_for(p.seqs.count() * p.G * blocks, [&](int64_t task, int) {

@@ -40,10 +40,14 @@ void run_reference(const SelectiveScanProblem& p) {
 
 }  // namespace
 
-void selective_scan_reference(const SelectiveScanArgs& args) { run_reference(make_selective_scan_problem(args)); }
+void selective_scan_reference(const SelectiveScanArgs& args) {
+  require_selective_scan_host(args, "selective_scan_reference");
+  run_reference(make_selective_scan_problem(args));
+}
 
 // The state is read into a local copy before it is written, so updating it in place is safe.
 void selective_state_update_reference(const SelectiveStateUpdateArgs& args) {
+  require_selective_scan_host(args, "selective_state_update_reference");
   run_reference(make_selective_step_problem(args));
 }
 

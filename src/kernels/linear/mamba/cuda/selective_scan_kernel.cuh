@@ -1,0 +1,109 @@
+#pragma once
+// The device side of Mamba's selective scan. Per token and channel d, with h the channel's N state entries:
+//   dt = softplus?(delta + delta_bias[d]);   h[n] <- exp(dt A[d, n]) h[n] + dt B[n] u;   y = h . C + D[d] u;
+//   y *= silu(z)
+// The step transform runs here because the host cannot read A, D or delta_bias in device memory.
+//
+// Work split: sixteen lanes per channel (a half-warp), lane l holding entries l, l + 16, ... (kPerLane of them,
+// N <= 16 kPerLane: Mamba's N = 16 is one entry per lane), so a half-warp's state load is 64 contiguous bytes
+// per entry stride and y a 16-lane sum; a CTA of kThreads covers kChannels consecutive channels of one
+// sequence. Lanes past D or N compute on zeros and store nothing: every lane reaches every shuffle. The state
+// is read once before the first token and written once after the last.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/float_elem.cuh"
+
+namespace attnzoo::cuda_mamba {
+
+using cuda_linear::Elem;
+using cuda_linear::load_elem;
+using cuda_linear::store_elem;
+
+constexpr int kLanesPerChannel = 16;
+constexpr int kThreads = 128;
+constexpr int kChannels = kThreads / kLanesPerChannel;  // 8 per CTA
+constexpr int kMaxN = 64;
+
+struct Params {
+  const void *u, *delta, *A, *B, *C;
+  const void *skip, *z, *delta_bias;  // may be null; skip is D [D]
+  void* out;
+  Elem u_t, delta_t, A_t, B_t, C_t, skip_t, z_t, delta_bias_t, out_t;
+  const float* initial_state;  // [Nseq, D, N]; null: zeros
+  float* final_state;          // [Nseq, D, N]; null: not written; may be initial_state
+  // Packed sequences: Nseq + 1 positions along L of batch row 0; null: sequence s is batch row s, positions [0, L).
+  const int64_t* seq_offsets;
+  int64_t L;
+  int D, N, G, channels_per_group;
+  int channel_blocks;  // ceil(D / kChannels)
+  bool softplus;
+};
+
+// A sum over the 16 lanes of a half-warp (offsets below 16 never cross halves).
+__device__ __forceinline__ float channel_sum(float x) {
+  for (int offset = kLanesPerChannel / 2; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+template <int kPerLane>
+__device__ __forceinline__ void selective_scan_channel(const Params& p) {
+  const int lane = int(threadIdx.x) % kLanesPerChannel;
+  const int64_t s = blockIdx.x / p.channel_blocks;
+  const int d = int(blockIdx.x % p.channel_blocks) * kChannels + int(threadIdx.x) / kLanesPerChannel;
+  const bool has_channel = d < p.D;
+  const int g = has_channel ? d / p.channels_per_group : 0;
+
+  int64_t b = s, begin = 0, length = p.L;
+  if (p.seq_offsets) b = 0, begin = p.seq_offsets[s], length = p.seq_offsets[s + 1] - begin;
+
+  const int64_t state_at = (s * p.D + d) * p.N;  // entry 0 of this channel's state
+  float h[kPerLane], a[kPerLane];
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int n = lane + kLanesPerChannel * j;
+    const bool has = has_channel && n < p.N;
+    h[j] = has && p.initial_state ? p.initial_state[state_at + n] : 0.f;
+    a[j] = has ? load_elem(p.A, p.A_t, int64_t(d) * p.N + n) : 0.f;
+  }
+  const float skip = has_channel && p.skip ? load_elem(p.skip, p.skip_t, d) : 0.f;
+  const float bias = has_channel && p.delta_bias ? load_elem(p.delta_bias, p.delta_bias_t, d) : 0.f;
+
+  for (int64_t i = 0; i < length; ++i) {
+    const int64_t t = begin + i;
+    const int64_t at = (b * p.D + d) * p.L + t;  // (row, channel, position) in [Bt, D, L]
+    const float u = has_channel ? load_elem(p.u, p.u_t, at) : 0.f;
+    float dt = has_channel ? load_elem(p.delta, p.delta_t, at) + bias : 0.f;
+    if (p.softplus) dt = dt > 20.f ? dt : log1pf(expf(dt));
+    const float du = dt * u;
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int n = lane + kLanesPerChannel * j;
+      const bool has = has_channel && n < p.N;
+      const int64_t bc = ((b * p.G + g) * p.N + n) * p.L + t;  // (row, group, n, position) in B and C
+      const float bn = has ? load_elem(p.B, p.B_t, bc) : 0.f, cn = has ? load_elem(p.C, p.C_t, bc) : 0.f;
+      h[j] = fmaf(expf(dt * a[j]), h[j], du * bn);
+      acc = fmaf(h[j], cn, acc);
+    }
+    float y = channel_sum(acc);
+    if (lane == 0 && has_channel) {
+      y = fmaf(skip, u, y);
+      if (p.z) {
+        const float z = load_elem(p.z, p.z_t, at);
+        y *= z / (1.f + expf(-z));
+      }
+      store_elem(p.out, p.out_t, at, y);
+    }
+  }
+
+  if (!p.final_state || !has_channel) return;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int n = lane + kLanesPerChannel * j;
+    if (n < p.N) p.final_state[state_at + n] = h[j];
+  }
+}
+
+}  // namespace attnzoo::cuda_mamba
