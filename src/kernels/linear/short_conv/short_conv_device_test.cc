@@ -47,9 +47,9 @@ TEST(ShortConvDevice, PrefillAndReferenceRunOnTheCpuOnly) {
   Inputs in;
   CausalConv1dOptions opts;
   opts.bias = on_gpu(in.b.view);
-  testing::expect_error<ArgumentError>([&] { causal_conv1d(on_gpu(in.xs.view), on_gpu(in.w.view), on_gpu(in.ys.view), opts); },
-                                       "x: lives on cuda:0; causal_conv1d runs on the CPU only so far "
-                                       "(causal_conv1d_update also runs on CUDA)");
+  testing::expect_error<ArgumentError>(
+      [&] { causal_conv1d(on_gpu(in.xs.view), on_gpu(in.w.view), on_gpu(in.ys.view), opts); },
+      "x: lives on cuda:0; causal_conv1d runs on the CPU only so far (causal_conv1d_update also runs on CUDA)");
   testing::expect_error<ArgumentError>([&] { causal_conv1d_reference(in.xs.view, in.w.view, in.ys.view, opts); },
                                        "bias: lives on cuda:0; causal_conv1d_reference runs on the CPU only");
 }

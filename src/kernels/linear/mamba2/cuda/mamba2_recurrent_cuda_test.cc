@@ -154,7 +154,8 @@ HostTensor copy_of(const HostTensor& h) {
 
 // [Bn, 1, ...] -> [Bn, ...]: the decode entry's shapes.
 TensorView drop_time(TensorView v) {
-  for (int d = 1; d + 1 < v.ndim; ++d) v.shape[size_t(d)] = v.shape[size_t(d + 1)], v.strides[size_t(d)] = v.strides[size_t(d + 1)];
+  for (int d = 1; d + 1 < v.ndim; ++d)
+    v.shape[size_t(d)] = v.shape[size_t(d + 1)], v.strides[size_t(d)] = v.strides[size_t(d + 1)];
   --v.ndim;
   return v;
 }

@@ -42,7 +42,8 @@ __device__ __forceinline__ void conv_update_thread(const Params& p) {
   const float bias = p.bias ? load_elem(p.bias, p.bias_t, d) : 0.f;
   for (int64_t t = 0; t < p.L; ++t) {
     float acc = bias;
-    for (int w = 0; w < p.W; ++w) acc = fmaf(load_elem(p.weight, p.weight_t, d * p.W + w), input(t - (p.W - 1) + w), acc);
+    for (int w = 0; w < p.W; ++w)
+      acc = fmaf(load_elem(p.weight, p.weight_t, d * p.W + w), input(t - (p.W - 1) + w), acc);
     if (p.silu) acc = acc / (1.f + expf(-acc));
     store_elem(p.y, p.y_t, (n * p.L + t) * p.D + d, acc);
   }
