@@ -26,11 +26,14 @@ struct SelectiveScanArgs {
   TensorView out;            // [Bt, D, L], written
 };
 
+// Runs where the tensors live (all on u's device): the CPU, or a GPU in a CUDA build (cuda/selective_scan_cuda.h).
 void selective_scan(const SelectiveScanArgs& args);
+// The plain recurrence in double precision; the CPU only so far (device tensors are refused by name).
 void selective_scan_reference(const SelectiveScanArgs& args);
 
 // One decode step, state updated in place (mamba_ssm's selective_state_update): state [Bn, D, N] f32;
-// x, dt, z, y [Bn, D]; A [D, N]; B, C [Bn, N] or [Bn, G, N]; D, dt_bias [D].
+// x, dt, z, y [Bn, D]; A [D, N]; B, C [Bn, N] or [Bn, G, N]; D, dt_bias [D]. Runs on the CPU or a GPU, as
+// selective_scan.
 struct SelectiveStateUpdateArgs {
   TensorView state, x, dt, A, B, C;
   TensorView D, z, dt_bias;
