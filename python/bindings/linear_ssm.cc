@@ -1,7 +1,7 @@
 // Bindings for the linear family, state-space part (Mamba-2, Mamba, RWKV-7, RWKV-4). The Python wrappers in
-// attnzoo/linear/_ssm.py allocate the outputs in the caller's framework and pass them here. Mamba-2's tensors may
-// live in CUDA memory: its recurrent form and decode step run them there (on the caller's `stream`), the chunked
-// form and the references refuse them by name.
+// attnzoo/linear/_ssm.py allocate the outputs in the caller's framework and pass them here. Mamba's and Mamba-2's
+// tensors may live in CUDA memory: their recurrent forms and decode steps run them there (on the caller's
+// `stream`), Mamba-2's chunked form and the references refuse them by name.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -92,9 +92,10 @@ void bind_mamba2(nb::module_& m) {
 
 void bind_mamba(nb::module_& m) {
   m.def("selective_scan",
-        [](bool reference, const AnyArray& u, const AnyArray& delta, const AnyArray& A, const AnyArray& B,
-           const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& delta_bias, bool delta_softplus,
-           const OptIn& initial_state, const OutArray& out, const OptOut& final_state, const OptIn& cu_seqlens) {
+        [](bool reference, const DeviceArray& u, const DeviceArray& delta, const DeviceArray& A,
+           const DeviceArray& B, const DeviceArray& C, const OptDeviceIn& D, const OptDeviceIn& z,
+           const OptDeviceIn& delta_bias, bool delta_softplus, const OptDeviceIn& initial_state,
+           const DeviceOutArray& out, const OptDeviceOut& final_state, const OptIn& cu_seqlens, uintptr_t stream) {
           SelectiveScanArgs a;
           a.u = as_view(u, "u"), a.delta = as_view(delta, "delta"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
           a.C = as_view(C, "C"), a.D = view_or_empty(D, "D"), a.z = view_or_empty(z, "z");
@@ -104,18 +105,20 @@ void bind_mamba(nb::module_& m) {
           a.out = as_view(out, "out"), a.final_state = view_or_empty(final_state, "final_state");
           std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           if (reference) selective_scan_reference(a);
           else selective_scan(a);
         },
         nb::arg("reference"), nb::arg("u"), nb::arg("delta"), nb::arg("A"), nb::arg("B"), nb::arg("C"),
         nb::arg("D").none(), nb::arg("z").none(), nb::arg("delta_bias").none(), nb::arg("delta_softplus"),
         nb::arg("initial_state").none(), nb::arg("out"), nb::arg("final_state").none(),
-        nb::arg("cu_seqlens").none());
+        nb::arg("cu_seqlens").none(), nb::arg("stream") = 0);
 
   m.def("selective_state_update",
-        [](bool reference, const OutArray& state, const AnyArray& x, const AnyArray& dt, const AnyArray& A,
-           const AnyArray& B, const AnyArray& C, const OptIn& D, const OptIn& z, const OptIn& dt_bias,
-           bool dt_softplus, const OutArray& y) {
+        [](bool reference, const DeviceOutArray& state, const DeviceArray& x, const DeviceArray& dt,
+           const DeviceArray& A, const DeviceArray& B, const DeviceArray& C, const OptDeviceIn& D,
+           const OptDeviceIn& z, const OptDeviceIn& dt_bias, bool dt_softplus, const DeviceOutArray& y,
+           uintptr_t stream) {
           SelectiveStateUpdateArgs a;
           a.state = as_view(state, "state");
           a.x = as_view(x, "x"), a.dt = as_view(dt, "dt"), a.A = as_view(A, "A"), a.B = as_view(B, "B");
@@ -124,12 +127,13 @@ void bind_mamba(nb::module_& m) {
           a.dt_softplus = dt_softplus;
           a.y = as_view(y, "y");
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           if (reference) selective_state_update_reference(a);
           else selective_state_update(a);
         },
         nb::arg("reference"), nb::arg("state"), nb::arg("x"), nb::arg("dt"), nb::arg("A"), nb::arg("B"),
         nb::arg("C"), nb::arg("D").none(), nb::arg("z").none(), nb::arg("dt_bias").none(), nb::arg("dt_softplus"),
-        nb::arg("y"));
+        nb::arg("y"), nb::arg("stream") = 0);
 }
 
 void bind_rwkv4(nb::module_& m) {

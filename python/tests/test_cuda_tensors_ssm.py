@@ -72,3 +72,26 @@ def test_conv_decode_step_reaches_the_cuda_entry_and_the_prefill_refuses():
     # The prefill binding takes host arrays only: a CUDA object is refused before any C++ runs.
     with pytest.raises(TypeError):
         _core.causal_conv1d(FakeCuda((1, 8, D)), w, None, FakeCuda((1, 8, D)), None, None, "silu", None)
+
+
+def test_selective_scan_and_its_decode_step_reach_the_cuda_entry():
+    D, L, Ns = 64, 3, 16
+    u, delta, out = FakeCuda((Bn, D, L)), FakeCuda((Bn, D, L)), FakeCuda((Bn, D, L))
+    A, B, C = FakeCuda((D, Ns), bf16=False), FakeCuda((Bn, Ns, L)), FakeCuda((Bn, Ns, L))
+    state = FakeCuda((Bn, D, Ns), bf16=False)
+
+    def scan(reference=False, A=A):
+        _core.selective_scan(reference, u, delta, A, B, C, None, None, None, True, state, out, state, None)
+
+    with pytest.raises(RuntimeError) as e:
+        scan()
+    _no_device_error(e)
+    with pytest.raises(ValueError, match="u: lives on cuda:0; selective_scan_reference runs on the CPU only so far"):
+        scan(reference=True)
+    with pytest.raises(ValueError, match="A: lives on cpu, u on cuda:0"):
+        scan(A=np.zeros((D, Ns), np.float32))
+
+    x, dt, y, B1, C1 = FakeCuda((Bn, D)), FakeCuda((Bn, D)), FakeCuda((Bn, D)), FakeCuda((Bn, Ns)), FakeCuda((Bn, Ns))
+    with pytest.raises(RuntimeError) as e:
+        _core.selective_state_update(False, state, x, dt, A, B1, C1, None, None, None, True, y)
+    _no_device_error(e)

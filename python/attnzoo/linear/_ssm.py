@@ -3,8 +3,9 @@
 Mamba and Mamba-2 keep mamba_ssm's layouts and argument names; RWKV-7 mirrors flash-linear-attention's
 chunk_rwkv7 / fused_recurrent_rwkv7. Inputs may be float32, bfloat16 or float16 (numpy or torch; CPU);
 accumulation and states are float32; outputs come back in the caller's framework with the main input's dtype.
-Mamba-2's recurrent form and decode step also take CUDA torch tensors: they run on the tensors' GPU, on the
-caller's current stream, with outputs there; its chunked form and reference refuse them by name.
+Mamba's selective scan and Mamba-2's recurrent form, and both decode steps, also take CUDA torch tensors: they run
+on the tensors' GPU, on the caller's current stream, with outputs there; Mamba-2's chunked form and the
+references refuse them by name.
 """
 import math
 
@@ -155,13 +156,13 @@ def _selective_scan(reference, u, delta, A, B, C, D, z, delta_bias, delta_softpl
     u, delta, A, B, C, D, z, delta_bias, initial_state = _prepared(
         ((u, "u"), (delta, "delta"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (delta_bias, "delta_bias")),
         _MAMBA, check_inputs, required=("u", "delta", "A", "B", "C"), states=((initial_state, "initial_state"),),
-        seqs=_seqs(cu))
+        seqs=_seqs(cu), cuda=True)
     out = empty_like_input(u, shape_of(u))
     last = None
     if return_last_state:
         last = empty_f32(u, (num_seqs(shape_of(u)[0], cu), shape_of(u)[1], shape_of(A)[1]))
     _core.selective_scan(reference, u, delta, A, B, C, D, z, delta_bias, bool(delta_softplus), initial_state, out,
-                         last, cu)
+                         last, cu, cuda_stream_of(u))
     return (out, last) if return_last_state else out
 
 
@@ -196,17 +197,18 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
 
     Mamba: state [Bn, D, N] float32; x, dt, z: [Bn, D]; A: [D, N]; B, C: [Bn, N] or [Bn, G, N]; D, dt_bias: [D].
     Mamba-2 (state [Bn, H, P, N]): forwards to mamba2_state_update, which takes A, dt_bias, D per head.
-    Returns y with x's shape and dtype.
+    Returns y with x's shape and dtype. CUDA tensors run on their GPU (the caller's current stream).
     """
-    state = as_output(state, "state")
+    state = as_output(state, "state", cuda=True)
     if len(shape_of(state)) == 4:
         return mamba2_state_update(state, x, dt, A, B, C, D=D, z=z, dt_bias=dt_bias, dt_softplus=dt_softplus,
                                    check_inputs=check_inputs)
     x, dt, A, B, C, D, z, dt_bias = _prepared(
         ((x, "x"), (dt, "dt"), (A, "A"), (B, "B"), (C, "C"), (D, "D"), (z, "z"), (dt_bias, "dt_bias")),
-        _MAMBA_STEP, check_inputs, required=("x", "dt", "A", "B", "C"), in_place=((state, "state"),))
+        _MAMBA_STEP, check_inputs, required=("x", "dt", "A", "B", "C"), in_place=((state, "state"),), cuda=True)
     y = empty_like_input(x, shape_of(x))
-    _core.selective_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), y)
+    _core.selective_state_update(False, state, x, dt, A, B, C, D, z, dt_bias, bool(dt_softplus), y,
+                                 cuda_stream_of(x))
     return y
 
 
