@@ -3,15 +3,10 @@
 // cos / sin are computed once into shared memory, then every head of q and k rotates from there, so the
 // double-precision sincos (the CPU's Rope::angles, matched for agreement to the last bit of the angle) costs
 // rotary_dim / 2 per token, not per head.
+#include "layers/cuda/rope_launch.h"
 #include "layers/cuda/step_kernels.cuh"
 
 namespace attnzoo::cuda_step {
-
-constexpr int kRopeThreads = 128;
-
-struct HeadsMap {
-  int64_t heads = 0, token_stride = 0, head_stride = 0;
-};
 
 template <class T, class Pos>
 struct RopeParams {

@@ -1,8 +1,8 @@
-// The model-step kernels (layers/cuda: norm_kernel.cuh, rope_kernel.cuh, elementwise_kernel.cuh,
-// routing_kernel.cuh) under the CTA emulator against their CPU twins, with the GPU tests' tolerances: RMSNorm
-// (warp and block per row, 16-byte and scalar accesses, the fused residual add, mean-centred), RoPE (both layouts,
-// partial rotary), the gated activations and add, top-k routing with forced ties. Grids are capped at two or
-// three blocks so that every grid-stride loop takes more than one round; bytes between rows must stay untouched.
+// The model-step kernels (layers/cuda: norm_kernel.cuh, elementwise_kernel.cuh) under the CTA emulator against
+// their CPU twins, with the GPU tests' tolerances: RMSNorm (warp and block per row, 16-byte and scalar accesses,
+// the fused residual add, mean-centred), the gated activations and add. RoPE and routing have files of their own
+// (rope_cases.cc, routing_cases.cc). Grids are capped at two or three blocks so that every grid-stride loop takes
+// more than one round; bytes between rows must stay untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,13 +12,8 @@
 #include "layers/activations.h"
 #include "layers/cuda/elementwise_kernel.cuh"
 #include "layers/cuda/norm_kernel.cuh"
-#include "layers/cuda/rope_kernel.cuh"
-#include "layers/cuda/routing_kernel.cuh"
 #include "layers/cuda/rows.h"
-#include "layers/gpt_oss_moe.h"
-#include "layers/moe.h"
 #include "layers/norm.h"
-#include "layers/rope.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/strided_operand.h"
 

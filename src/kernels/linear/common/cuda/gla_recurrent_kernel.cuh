@@ -16,39 +16,15 @@
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 #include "kernels/linear/common/cuda/warp_reduce.cuh"
 #include "kernels/linear/common/gla_problem.h"
 
 namespace attnzoo::cuda_gla {
 
-using cuda_linear::Elem;
 using cuda_linear::load_elem;
 using cuda_linear::store_elem;
 using cuda_linear::warp_sum;
-
-constexpr int kCols = 32;            // state columns per CTA: one warp wide
-constexpr int kRowsPerThread = 32;   // state rows per warp, in each thread's registers
-constexpr int kMaxWarps = 8;         // so K <= 256
-constexpr int kMaxK = kMaxWarps * kRowsPerThread;
-constexpr int kMaxThreads = kMaxWarps * 32;
-
-struct Params {
-  const void *q, *k, *v, *g;  // g: null without a data-dependent gate
-  void* o;
-  Elem q_t, k_t, v_t, g_t, o_t;
-  const float* g_gamma;        // [HV] constant log decay added to a scalar gate; null: none
-  const float* initial_state;  // [N, HV, K, V]; null: zeros
-  float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
-  const float* initial_z;      // [N, 1, H, K] (normalize); null: zeros
-  float* final_z;              // [N, 1, H, K] (normalize); null: not written
-  const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
-  int64_t T;
-  int H, HV, K, V, group;      // group = HV / H
-  int slices;                  // ceil(V / kCols)
-  float scale;
-  FeatureMap feature_map;
-  bool normalize;
-};
 
 // Every stage is read before the token's second barrier and written before the next token's first, so one
 // buffer serves all tokens.

@@ -1,0 +1,55 @@
+#pragma once
+// The CUDA gated linear recurrence's launch, decided on the host: the kernel's parameters, grid and the host
+// metadata to upload for a validated problem. Plain C++: gla_recurrent.cu uploads and launches; the kernel
+// emulator (testing/cuda_emulation) runs the same parameters through the same kernel code
+// (gla_recurrent_kernel.cuh).
+#include <cstdint>
+#include <vector>
+
+#include "kernels/linear/common/cuda/float_elem.h"
+#include "kernels/linear/common/gla_problem.h"
+
+namespace attnzoo::cuda_gla {
+
+using cuda_linear::Elem;
+using cuda_linear::elem_of;
+
+constexpr int kCols = 32;            // state columns per CTA: one warp wide
+constexpr int kRowsPerThread = 32;   // state rows per warp, in each thread's registers
+constexpr int kMaxWarps = 8;         // so K <= 256
+constexpr int kMaxK = kMaxWarps * kRowsPerThread;
+constexpr int kMaxThreads = kMaxWarps * 32;
+
+struct Params {
+  const void *q, *k, *v, *g;  // g: null without a data-dependent gate
+  void* o;
+  Elem q_t, k_t, v_t, g_t, o_t;
+  const float* g_gamma;        // [HV] constant log decay added to a scalar gate; null: none
+  const float* initial_state;  // [N, HV, K, V]; null: zeros
+  float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  const float* initial_z;      // [N, 1, H, K] (normalize); null: zeros
+  float* final_z;              // [N, 1, H, K] (normalize); null: not written
+  const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
+  int64_t T;
+  int H, HV, K, V, group;      // group = HV / H
+  int slices;                  // ceil(V / kCols)
+  float scale;
+  FeatureMap feature_map;
+  bool normalize;
+};
+
+struct RecurrentLaunch {
+  bool empty = true;                 // nothing to run: no sequences, or no tokens and no state to write
+  GateKind gate = GateKind::none;    // the kernel to launch
+  // seq_offsets still null, and g_gamma still the host's when `gamma` is not empty: the caller points them at
+  // its device copies.
+  Params params{};
+  std::vector<int64_t> seq_offsets;  // N + 1 rows for packed batches; empty for padded ones (no upload)
+  std::vector<float> gamma;          // a host g_gamma's HV values (retention builds its decays per call)
+  unsigned grid = 0, threads = 0;    // one-dimensional
+};
+
+// For a problem check_cuda_gla_recurrent accepts.
+RecurrentLaunch plan_gla_recurrent(const GlaProblem& p);
+
+}  // namespace attnzoo::cuda_gla
