@@ -1,25 +1,21 @@
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 
-#include <climits>
 #include <string>
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
 
 namespace attnzoo {
 namespace {
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
 using namespace cuda_delta;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 int64_t ctas(const DeltaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
-
-void require_aligned(const void* data, size_t bytes, const char* name) {
-  require(reinterpret_cast<uintptr_t>(data) % bytes == 0, name, [&] {
-    return "data must be aligned to its element size (" + str(int64_t(bytes)) + " bytes) on CUDA";
-  });
-}
 
 }  // namespace
 
@@ -34,9 +30,7 @@ void check_cuda_delta_recurrent(const DeltaProblem& p) {
   if (p.initial_state) require_aligned(p.initial_state, sizeof(float), "initial_state");
   if (p.final_state) require_aligned(p.final_state, sizeof(float), "final_state");
   // One CTA per (sequence, value head, 32 columns) on a one-dimensional grid.
-  require(ctas(p) <= INT_MAX, "v", [&] {
-    return "sequences x value heads x ceil(V / 32) = " + str(ctas(p)) + " thread blocks exceed the grid's 2^31 - 1";
-  });
+  require_grid_fits(ctas(p), "v", "sequences x value heads x ceil(V / 32)");
 }
 
 namespace cuda_delta {

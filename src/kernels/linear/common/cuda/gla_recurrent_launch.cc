@@ -1,26 +1,22 @@
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 
-#include <climits>
 #include <string>
 #include <tuple>
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
 
 namespace attnzoo {
 namespace {
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
 using namespace cuda_gla;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 int64_t ctas(const GlaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
-
-void require_aligned(const void* data, size_t bytes, const char* name) {
-  require(reinterpret_cast<uintptr_t>(data) % bytes == 0, name, [&] {
-    return "data must be aligned to its element size (" + str(int64_t(bytes)) + " bytes) on CUDA";
-  });
-}
 
 }  // namespace
 
@@ -39,9 +35,7 @@ void check_cuda_gla_recurrent(const GlaProblem& p) {
   require(!p.final_z || p.final_z != p.initial_z, "final_z",
           "must not be initial_z on CUDA: every thread block of a key head reads initial_z, one writes final_z");
   // One CTA per (sequence, value head, 32 columns) on a one-dimensional grid.
-  require(ctas(p) <= INT_MAX, "v", [&] {
-    return "sequences x value heads x ceil(V / 32) = " + str(ctas(p)) + " thread blocks exceed the grid's 2^31 - 1";
-  });
+  require_grid_fits(ctas(p), "v", "sequences x value heads x ceil(V / 32)");
 }
 
 namespace cuda_gla {

@@ -2,13 +2,13 @@
 // kernel per register width of a channel's state (N up to 16, 32 or 64); dtypes are run-time (float_elem.cuh).
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
 #include "kernels/linear/mamba/cuda/selective_scan_kernel.cuh"
 
@@ -25,16 +25,12 @@ __global__ void __launch_bounds__(kThreads) selective_scan_kernel(const Params p
 namespace {
 using namespace cuda_mamba;
 using cuda_linear::elem_of;
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 int64_t ctas(const SelectiveScanProblem& p) { return p.seqs.count() * ((p.D + kChannels - 1) / kChannels); }
-
-void require_aligned(const void* data, size_t bytes, const char* name) {
-  require(reinterpret_cast<uintptr_t>(data) % bytes == 0, name, [&] {
-    return "data must be aligned to its element size (" + str(int64_t(bytes)) + " bytes) on CUDA";
-  });
-}
 
 }  // namespace
 
@@ -53,9 +49,7 @@ void check_cuda_selective_scan(const SelectiveScanProblem& p) {
   if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
   if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
   // One CTA per (sequence, 8 channels) on a one-dimensional grid.
-  require(ctas(p) <= INT_MAX, "u", [&] {
-    return "sequences x ceil(D / 8) = " + str(ctas(p)) + " thread blocks exceed the grid's 2^31 - 1";
-  });
+  require_grid_fits(ctas(p), "u", "sequences x ceil(D / 8)");
 }
 
 void selective_scan_cuda(const SelectiveScanProblem& p, Stream stream) {

@@ -2,13 +2,13 @@
 // kernel per register width of a state row (N up to 64, 128 or 256); dtypes are run-time (float_elem.cuh).
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_kernel.cuh"
 
@@ -25,16 +25,12 @@ __global__ void __launch_bounds__(kThreads) mamba2_recurrent_kernel(const Params
 namespace {
 using namespace cuda_mamba2;
 using cuda_linear::elem_of;
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 int64_t ctas(const Mamba2Problem& p) { return p.seqs.count() * p.H * ((p.P + kRowsPerCta - 1) / kRowsPerCta); }
-
-void require_aligned(const void* data, size_t bytes, const char* name) {
-  require(reinterpret_cast<uintptr_t>(data) % bytes == 0, name, [&] {
-    return "data must be aligned to its element size (" + str(int64_t(bytes)) + " bytes) on CUDA";
-  });
-}
 
 }  // namespace
 
@@ -53,9 +49,7 @@ void check_cuda_mamba2_recurrent(const Mamba2Problem& p) {
   if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
   if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
   // One CTA per (sequence, head, 16 state rows) on a one-dimensional grid.
-  require(ctas(p) <= INT_MAX, "x", [&] {
-    return "sequences x heads x ceil(P / 16) = " + str(ctas(p)) + " thread blocks exceed the grid's 2^31 - 1";
-  });
+  require_grid_fits(ctas(p), "x", "sequences x heads x ceil(P / 16)");
 }
 
 void recurrent_mamba2_cuda(const Mamba2Problem& p, Stream stream) {

@@ -1,12 +1,12 @@
 // The CUDA short-convolution decode step's host side: what it refuses and the launch.
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <string>
 #include <utility>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/short_conv/cuda/conv_update_cuda.h"
 #include "kernels/linear/short_conv/cuda/conv_update_kernel.cuh"
 
@@ -20,16 +20,10 @@ __global__ void __launch_bounds__(kThreads) conv_update_kernel(const Params p) {
 namespace {
 using namespace cuda_conv;
 using cuda_linear::elem_of;
-
-std::string str(int64_t v) { return std::to_string(v); }
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
 
 int64_t blocks(const ConvProblem& p) { return (p.seqs.count() * p.D + kThreads - 1) / kThreads; }
-
-void require_aligned(const void* data, size_t bytes, const char* name) {
-  require(reinterpret_cast<uintptr_t>(data) % bytes == 0, name, [&] {
-    return "data must be aligned to its element size (" + str(int64_t(bytes)) + " bytes) on CUDA";
-  });
-}
 
 }  // namespace
 
@@ -39,9 +33,7 @@ void check_cuda_conv_update(const ConvProblem& p) {
   require_aligned(p.weight_in.data, dtype_size(p.weight_in.dtype), "weight");
   if (!p.bias_in.empty()) require_aligned(p.bias_in.data, dtype_size(p.bias_in.dtype), "bias");
   if (p.final_state) require_aligned(p.final_state, sizeof(float), "conv_state");
-  require(blocks(p) <= INT_MAX, "x", [&] {
-    return "sequences x channels = " + str(p.seqs.count() * p.D) + " need more than the grid's 2^31 - 1 blocks";
-  });
+  require_grid_fits(blocks(p), "x", "ceil(sequences x channels / 128)");
 }
 
 void conv_update_cuda(const ConvProblem& p, Stream stream) {
