@@ -1,6 +1,7 @@
 // The device seam's host side. The only file of the library that includes the CUDA runtime outside the
 // kernels' own .cu files; without CUDA (ATTNZOO_WITH_CUDA unset) every device call says how to get it.
 #include "core/device.h"
+#include "core/device_unreachable.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,10 @@ void use(Device device) {
 }  // namespace
 
 Stream current_stream() { return t_current_stream; }
+
+DeviceError device_unreachable(const char* argument, Device device) {
+  return DeviceError(std::string(argument) + ": lives on " + device.str() + ", and " + cuda_unavailable_reason());
+}
 StreamGuard::StreamGuard(Stream s) : previous_(t_current_stream) { t_current_stream = s; }
 StreamGuard::~StreamGuard() { t_current_stream = previous_; }
 

@@ -1,5 +1,6 @@
 // The softmax entry points that also run on a GPU: each validates on the host (shapes, strides, lengths, block
 // tables and options are host metadata on every device), then branches once on where the tensors live.
+#include "core/device_unreachable.h"
 #include "core/error.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode_problem.h"
@@ -10,14 +11,6 @@
 #endif
 
 namespace attnzoo {
-namespace {
-
-[[maybe_unused]] [[noreturn]] void no_device(const Device& device) {
-  throw DeviceError("q: lives on " + device.str() + ", and " + cuda_unavailable_reason());
-}
-
-}  // namespace
-
 void attention_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                        const AttentionOptions& opts, const VarlenInfo& varlen) {
   attention_prefill(make_prefill_problem(q, k, v, out, opts, varlen));
@@ -30,7 +23,7 @@ void attention_prefill(const AttentionProblem& p) {
   const DeviceGuard on(p.device);  // the launchers run on the current device
   attention_prefill_cuda(p, current_stream());
 #else
-  no_device(p.device);
+  throw device_unreachable("q", p.device);
 #endif
 }
 
@@ -51,7 +44,7 @@ void attention_decode(const DecodeProblem& p) {
   const DeviceGuard on(p.device);
   attention_decode_cuda(p, current_stream());
 #else
-  no_device(p.device);
+  throw device_unreachable("q", p.device);
 #endif
 }
 

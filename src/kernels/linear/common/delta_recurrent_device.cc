@@ -1,5 +1,6 @@
 // The delta family's one branch to a GPU: the recurrent entries call this for device tensors after the
 // device-neutral make_delta_problem, so the CUDA build and the CPU-only one differ in this file alone.
+#include "core/device_unreachable.h"
 #include "core/error.h"
 #include "kernels/linear/common/delta_problem.h"
 
@@ -17,7 +18,7 @@ void recurrent_delta_on_device(const DeltaProblem& p) {
   if (p.check_values) check_delta_values_cuda(p, stream);
   recurrent_delta_cuda(p, stream);
 #else
-  throw DeviceError("q: lives on " + p.device.str() + ", and " + cuda_unavailable_reason());
+  throw device_unreachable("q", p.device);
 #endif
 }
 

@@ -1,5 +1,6 @@
 // The gated-linear group's one branch to a GPU: run_gla sends device problems of the recurrent path here after
 // the device-neutral make_gla_problem, so the CUDA build and the CPU-only one differ in this file alone.
+#include "core/device_unreachable.h"
 #include "core/error.h"
 #include "kernels/linear/common/gla_problem.h"
 
@@ -17,7 +18,7 @@ void gated_linear_recurrent_on_device(const GlaProblem& p) {
   if (p.check_values) check_gla_values_cuda(p, stream);
   recurrent_gla_cuda(p, stream);
 #else
-  throw DeviceError("q: lives on " + p.device.str() + ", and " + cuda_unavailable_reason());
+  throw device_unreachable("q", p.device);
 #endif
 }
 

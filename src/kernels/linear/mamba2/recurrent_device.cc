@@ -1,5 +1,6 @@
 // Mamba-2's one branch to a GPU: the recurrent entries (the decode step among them) call this for device tensors
 // after the device-neutral make_mamba2_problem, so the CUDA build and the CPU-only one differ in this file alone.
+#include "core/device_unreachable.h"
 #include "core/error.h"
 #include "kernels/linear/mamba2/problem.h"
 
@@ -15,7 +16,7 @@ void mamba2_recurrent_on_device(const Mamba2Problem& p) {
   const DeviceGuard on(p.device);  // the launcher runs on the current device
   recurrent_mamba2_cuda(p, current_stream());
 #else
-  throw DeviceError("x: lives on " + p.device.str() + ", and " + cuda_unavailable_reason());
+  throw device_unreachable("x", p.device);
 #endif
 }
 

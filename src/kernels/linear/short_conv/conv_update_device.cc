@@ -1,5 +1,6 @@
 // The short convolution's one branch to a GPU: causal_conv1d_update calls this for device tensors after the
 // device-neutral make_conv_problem, so the CUDA build and the CPU-only one differ in this file alone.
+#include "core/device_unreachable.h"
 #include "core/error.h"
 #include "kernels/linear/short_conv/conv_problem.h"
 
@@ -15,7 +16,7 @@ void conv_update_on_device(const ConvProblem& p) {
   const DeviceGuard on(p.device);  // the launcher runs on the current device
   conv_update_cuda(p, current_stream());
 #else
-  throw DeviceError("x: lives on " + p.device.str() + ", and " + cuda_unavailable_reason());
+  throw device_unreachable("x", p.device);
 #endif
 }
 
