@@ -3,7 +3,9 @@
 // every dispatch target this CPU supports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
@@ -38,6 +40,9 @@ struct HostTensor {
   float at(int64_t i) const { return load_as_f32(view.data, view.dtype, i); }
   int64_t numel() const { return view.numel(); }
 };
+
+// Every byte of `t` 0xFF (NaN in every float dtype): an output element a kernel forgets to write fails.
+inline void fill_nan_bytes(HostTensor& t) { std::fill(t.bytes.begin(), t.bytes.end(), uint8_t(0xff)); }
 
 inline double max_abs_diff(const HostTensor& a, const HostTensor& b) {
   double m = 0;

@@ -136,20 +136,7 @@ void check_case(const NormCase& c) {
       src[i] = load_as_f32(rounded, c.dtype, 0);
     }
   }
-  for (int64_t r = 0; r < c.rows; ++r) {
-    const float* row = src.data() + r * c.dim;
-    float* out = want.data() + r * c.dim;
-    if (!c.centered) {
-      rms_norm_reference(row, 1, c.dim, c.dim, w.data(), 1e-5f, out, c.dim);
-      continue;
-    }
-    double mean = 0, ss = 0;
-    for (int64_t k = 0; k < c.dim; ++k) mean += row[k];
-    mean /= double(c.dim);
-    for (int64_t k = 0; k < c.dim; ++k) ss += (row[k] - mean) * (row[k] - mean);
-    const double inv = 1.0 / std::sqrt(ss / double(c.dim) + 1e-5);
-    for (int64_t k = 0; k < c.dim; ++k) out[k] = float(double(w[size_t(k)]) * (row[k] - mean) * inv);
-  }
+  testing::norm_rows_reference(src.data(), w.data(), c.rows, c.dim, c.centered, want.data());
 
   RmsNormCudaOptions opts;
   opts.eps = 1e-5f;

@@ -22,20 +22,8 @@ namespace {
 using testing::DeviceOperand;
 using testing::expect_error;
 using testing::fake_cuda_view;
-
-Rope make_rope(int64_t head_dim, int64_t rotary_dim, RopeLayout layout, const std::string& type = "default") {
-  RopeConfig c;
-  c.head_dim = head_dim;
-  c.rotary_dim = rotary_dim;
-  c.layout = layout;
-  c.type = type;
-  c.theta = 500000.0;
-  if (type != "default") {
-    c.factor = 8.0;
-    c.original_max_position_embeddings = 8192;
-  }
-  return Rope(c);
-}
+using testing::make_rope;
+using testing::RopeCase;
 
 TEST(RopeCuda, RefusesNamingTheArgument) {
   const Rope rope = make_rope(64, 0, RopeLayout::half);
@@ -77,21 +65,8 @@ class RopeCudaGpu : public ::testing::Test {
   }
 };
 
-struct RopeCase {
-  DType dtype;
-  int64_t head_dim, rotary_dim;
-  RopeLayout layout;
-  std::string type = "default";
-  int64_t tokens = 7;
-  bool int64_positions = false;
-  int64_t token_pad = 0;  // elements after each token's fused q | k | v row
-};
-
 void check_rope(const RopeCase& c) {
-  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " D " + std::to_string(c.head_dim) + " rotary " +
-               std::to_string(c.rotary_dim) + (c.layout == RopeLayout::interleaved ? " interleaved " : " half ") +
-               c.type + " tokens " + std::to_string(c.tokens) + (c.int64_positions ? " i64" : " i32") + " pad " +
-               std::to_string(c.token_pad));
+  SCOPED_TRACE(c.label());
   const Rope rope = make_rope(c.head_dim, c.rotary_dim, c.layout, c.type);
   const int64_t Hq = 6, Hk = 2, D = c.head_dim, row = (Hq + 2 * Hk) * D + c.token_pad;
   DeviceOperand qkv(c.dtype, {c.tokens, row}, 1);

@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "testing/step_reference.h"
 
 namespace attnzoo::testing {
 
@@ -73,35 +74,10 @@ struct DeviceOperand {
   // fn(element offset) for every element of the view, row-major.
   template <class Fn>
   void for_each(Fn&& fn) const {
-    std::vector<int64_t> idx(size_t(view.ndim), 0);
-    if (view.numel() == 0) return;
-    for (;;) {
-      int64_t off = 0;
-      for (int d = 0; d < view.ndim; ++d) off += idx[size_t(d)] * view.strides[size_t(d)];
-      fn(off);
-      int d = view.ndim - 1;
-      for (; d >= 0 && ++idx[size_t(d)] == view.shape[size_t(d)]; --d) idx[size_t(d)] = 0;
-      if (d < 0) return;
-    }
+    for_each_offset(view, fn);
   }
   // The bytes outside the view still 0xFF: nothing wrote between or after the rows.
-  bool outside_untouched() const {
-    std::vector<bool> inside(host.size(), false);
-    const size_t es = dtype_size(view.dtype);
-    for_each([&](int64_t off) {
-      for (size_t b = 0; b < es; ++b) inside[size_t(off) * es + b] = true;
-    });
-    for (size_t i = 0; i < host.size(); ++i)
-      if (!inside[i] && host[i] != 0xFF) return false;
-    return true;
-  }
+  bool outside_untouched() const { return testing::outside_untouched(host, view); }
 };
-
-// Tolerance for one output element rounded to `dtype` from an f32 result that may differ from the reference's by a
-// few f32 ulp: one ulp of the output's dtype (a rounding that fell the other way) plus `f32_abs`.
-inline double output_tolerance(DType dtype, double ref, double f32_rel, double f32_abs) {
-  const double ulp = dtype == DType::bf16 ? 1.0 / 128 : dtype == DType::f16 ? 1.0 / 1024 : 0.0;
-  return std::fabs(ref) * (ulp + f32_rel) + f32_abs;
-}
 
 }  // namespace attnzoo::testing

@@ -17,41 +17,15 @@
 #include "layers/rope.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/strided_operand.h"
+#include "testing/step_reference.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_step;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::StridedOperand;
-
-double output_tolerance(DType dtype, double ref, double f32_abs) {
-  const double ulp = dtype == DType::bf16 ? 1.0 / 128 : dtype == DType::f16 ? 1.0 / 1024 : 0.0;
-  return std::fabs(ref) * ulp + f32_abs;
-}
-
-Rope make_rope(int64_t head_dim, int64_t rotary_dim, RopeLayout layout, const std::string& type) {
-  RopeConfig c;
-  c.head_dim = head_dim;
-  c.rotary_dim = rotary_dim;
-  c.layout = layout;
-  c.type = type;
-  c.theta = 500000.0;
-  if (type != "default") {
-    c.factor = 8.0;
-    c.original_max_position_embeddings = 8192;
-  }
-  return Rope(c);
-}
-
-struct RopeCase {
-  DType dtype;
-  int64_t head_dim, rotary_dim;
-  RopeLayout layout;
-  std::string type = "default";
-  int64_t tokens = 7;
-  bool int64_positions = false;
-  int64_t token_pad = 0;  // elements after each token's fused q | k | v row
-};
+using testing::make_rope;
+using testing::RopeCase;
 
 // rope.cu's launch: a block per token (capped here), the plan's access width.
 template <class T, class Pos>
@@ -69,10 +43,7 @@ void launch_rope(const RopeLaunch& l, const RopeParams<T, Pos>& p) {
 }
 
 void check_rope(const RopeCase& c, bool expect_vectorized) {
-  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " D " + std::to_string(c.head_dim) + " rotary " +
-               std::to_string(c.rotary_dim) + (c.layout == RopeLayout::interleaved ? " interleaved " : " half ") +
-               c.type + " tokens " + std::to_string(c.tokens) + (c.int64_positions ? " i64" : " i32") + " pad " +
-               std::to_string(c.token_pad));
+  SCOPED_TRACE(c.label());
   const Rope rope = make_rope(c.head_dim, c.rotary_dim, c.layout, c.type);
   const int64_t Hq = 4, Hk = 2, D = c.head_dim, row = (Hq + 2 * Hk) * D + c.token_pad;
   StridedOperand qkv(c.dtype, {c.tokens, row}, 1 + uint64_t(D));
@@ -123,7 +94,7 @@ void check_rope(const RopeCase& c, bool expect_vectorized) {
         continue;
       }
       // rope_cuda_test.cc: a few ulp of |a| + |b| in f32 (an FMA on either side), plus one ulp of the dtype.
-      worst = std::max(worst, std::fabs(qkv.at(o) - want[size_t(o)]) / output_tolerance(c.dtype, want[size_t(o)], 4e-6));
+      worst = std::max(worst, std::fabs(qkv.at(o) - want[size_t(o)]) / testing::output_tolerance(c.dtype, want[size_t(o)], 0, 4e-6));
     }
   EXPECT_LE(worst, 1.0);
   const size_t used = size_t(c.tokens * row) * dtype_size(c.dtype);

@@ -16,6 +16,7 @@
 #include "layers/norm.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/strided_operand.h"
+#include "testing/step_reference.h"
 
 namespace attnzoo {
 namespace {
@@ -71,20 +72,7 @@ void check_norm(const NormCase& c) {
     src[i] = c.residual ? load_as_f32(rounded, c.dtype, 0) : x.at(offs[i]);
   }
   const float* wf = w.view.ptr<float>();
-  for (int64_t r = 0; r < c.rows; ++r) {
-    const float* row = src.data() + r * c.dim;
-    float* out = want.data() + r * c.dim;
-    if (!c.centered) {
-      rms_norm_reference(row, 1, c.dim, c.dim, wf, 1e-5f, out, c.dim);
-      continue;
-    }
-    double mean = 0, ss = 0;
-    for (int64_t k = 0; k < c.dim; ++k) mean += row[k];
-    mean /= double(c.dim);
-    for (int64_t k = 0; k < c.dim; ++k) ss += (row[k] - mean) * (row[k] - mean);
-    const double inv = 1.0 / std::sqrt(ss / double(c.dim) + 1e-5);
-    for (int64_t k = 0; k < c.dim; ++k) out[k] = float(double(wf[k]) * (row[k] - mean) * inv);
-  }
+  testing::norm_rows_reference(src.data(), wf, c.rows, c.dim, c.centered, want.data());
 
   const Rows rows = rows_of(x.device_view(), "x");
   with_float_type(c.dtype, [&](auto tag) {

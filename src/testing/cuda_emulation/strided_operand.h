@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/step_reference.h"
 
 namespace attnzoo::cuda_emulation {
 
@@ -51,28 +52,10 @@ struct StridedOperand {
   // fn(element offset) for every element of the view, row-major.
   template <class Fn>
   void for_each(Fn&& fn) const {
-    if (view.numel() == 0) return;
-    std::vector<int64_t> idx(size_t(view.ndim), 0);
-    for (;;) {
-      int64_t off = 0;
-      for (int d = 0; d < view.ndim; ++d) off += idx[size_t(d)] * view.strides[size_t(d)];
-      fn(off);
-      int d = view.ndim - 1;
-      for (; d >= 0 && ++idx[size_t(d)] == view.shape[size_t(d)]; --d) idx[size_t(d)] = 0;
-      if (d < 0) return;
-    }
+    testing::for_each_offset(view, fn);
   }
   // The bytes outside the view still 0xFF: nothing wrote between or after the rows.
-  bool outside_untouched() const {
-    std::vector<bool> inside(host.size(), false);
-    const size_t es = dtype_size(view.dtype);
-    for_each([&](int64_t off) {
-      for (size_t b = 0; b < es; ++b) inside[size_t(off) * es + b] = true;
-    });
-    for (size_t i = 0; i < host.size(); ++i)
-      if (!inside[i] && host[i] != 0xFF) return false;
-    return true;
-  }
+  bool outside_untouched() const { return testing::outside_untouched(host, view); }
 
  private:
   // One past the last element, plus 16 bytes: a vector access past the end stays in the allocation only if the

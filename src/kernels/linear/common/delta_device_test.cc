@@ -13,6 +13,7 @@
 #include "kernels/linear/delta_rule/delta_rule.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
+#include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
@@ -22,8 +23,7 @@ using testing::HostTensor;
 
 // Every tensor of `a` marked as living on cuda:0.
 DeltaArgs on_gpu(DeltaArgs a) {
-  for (TensorView* t : {&a.q, &a.k, &a.v, &a.g, &a.beta, &a.o, &a.initial_state, &a.final_state})
-    if (!t->empty()) t->device = Device::cuda();
+  testing::mark_on_gpu({&a.q, &a.k, &a.v, &a.g, &a.beta, &a.o, &a.initial_state, &a.final_state});
   return a;
 }
 
@@ -101,7 +101,7 @@ TEST(DeltaDevice, ShapesAreStillCheckedForDeviceTensors) {
 // Without a GPU the recurrent entries raise a DeviceError (in a CUDA build from the runtime, without CUDA
 // naming q's device and the reason) before any kernel could read the host memory behind these views.
 TEST(DeltaDevice, RecurrentOnAbsentGpuIsADeviceError) {
-  if (cuda_device_count() > 0) GTEST_SKIP() << "a real GPU would read the fake device pointers";
+  SKIP_WITH_A_REAL_GPU();
   for (DeltaGate gate : {DeltaGate::none, DeltaGate::head, DeltaGate::channel}) {
     Inputs x(gate);
     for (bool check_values : {true, false}) {

@@ -10,6 +10,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/common/gla_testing.h"
+#include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
@@ -21,9 +22,8 @@ using testing::HostTensor;
 
 // Every tensor of `a` marked as living on cuda:0 (g_gamma too).
 GlaEntryArgs on_gpu(GlaEntryArgs a) {
-  for (TensorView* t : {&a.q, &a.k, &a.v, &a.g, &a.g_gamma, &a.o, &a.opts.initial_state, &a.opts.final_state,
-                        &a.opts.initial_z, &a.opts.final_z})
-    if (!t->empty()) t->device = Device::cuda();
+  testing::mark_on_gpu({&a.q, &a.k, &a.v, &a.g, &a.g_gamma, &a.o, &a.opts.initial_state, &a.opts.final_state,
+                        &a.opts.initial_z, &a.opts.final_z});
   return a;
 }
 
@@ -112,7 +112,7 @@ TEST(GlaDevice, ShapesAreStillCheckedForDeviceTensors) {
 // Without a GPU the recurrent entries raise a DeviceError (in a CUDA build from the runtime, without CUDA
 // naming q's device and the reason) before any kernel could read the host memory behind these views.
 TEST(GlaDevice, RecurrentOnAbsentGpuIsADeviceError) {
-  if (cuda_device_count() > 0) GTEST_SKIP() << "a real GPU would read the fake device pointers";
+  SKIP_WITH_A_REAL_GPU();
   for (GlaFamily family : kFamilies) {
     Inputs x(family, family == GlaFamily::linear_attn);
     for (bool check_values : {true, false}) {

@@ -9,6 +9,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/mamba/mamba.h"
+#include "testing/device_test_util.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -27,17 +28,14 @@ struct Inputs {
     SelectiveScanArgs a;
     a.u = u.view, a.delta = delta.view, a.A = A.view, a.B = B.view, a.C = C.view, a.D = D.view;
     a.initial_state = state.view, a.final_state = state.view, a.out = out.view;
-    if (gpu)
-      for (TensorView* t : {&a.u, &a.delta, &a.A, &a.B, &a.C, &a.D, &a.initial_state, &a.final_state, &a.out})
-        t->device = Device::cuda();
+    if (gpu) testing::mark_on_gpu({&a.u, &a.delta, &a.A, &a.B, &a.C, &a.D, &a.initial_state, &a.final_state, &a.out});
     return a;
   }
   SelectiveStateUpdateArgs step(bool gpu) const {
     SelectiveStateUpdateArgs a;
     a.state = state.view, a.x = x1.view, a.dt = dt1.view, a.A = A.view, a.B = B1.view, a.C = C1.view;
     a.D = D.view, a.y = y1.view;
-    if (gpu)
-      for (TensorView* t : {&a.state, &a.x, &a.dt, &a.A, &a.B, &a.C, &a.D, &a.y}) t->device = Device::cuda();
+    if (gpu) testing::mark_on_gpu({&a.state, &a.x, &a.dt, &a.A, &a.B, &a.C, &a.D, &a.y});
     return a;
   }
 };
@@ -76,7 +74,7 @@ TEST(MambaDevice, ShapesAreStillCheckedForDeviceTensors) {
 }
 
 TEST(MambaDevice, ScanOnAbsentGpuIsADeviceError) {
-  if (cuda_device_count() > 0) GTEST_SKIP() << "a real GPU would read the fake device pointers";
+  SKIP_WITH_A_REAL_GPU();
   const Inputs in;
   EXPECT_THROW(selective_scan(in.scan(true)), DeviceError);
   EXPECT_THROW(selective_state_update(in.step(true)), DeviceError);

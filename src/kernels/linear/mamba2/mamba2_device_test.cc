@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/mamba2/mamba2.h"
+#include "testing/device_test_util.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -44,12 +45,10 @@ struct Inputs {
 template <typename Args>
 Args on_gpu(Args a) {
   if constexpr (std::is_same_v<Args, Mamba2Args>) {
-    for (TensorView* t : {&a.x, &a.dt, &a.A, &a.B, &a.C, &a.D, &a.z, &a.dt_bias, &a.initial_state, &a.final_state,
-                          &a.y})
-      if (!t->empty()) t->device = Device::cuda();
+    testing::mark_on_gpu({&a.x, &a.dt, &a.A, &a.B, &a.C, &a.D, &a.z, &a.dt_bias, &a.initial_state, &a.final_state,
+                          &a.y});
   } else {
-    for (TensorView* t : {&a.state, &a.x, &a.dt, &a.A, &a.B, &a.C, &a.D, &a.z, &a.dt_bias, &a.y})
-      if (!t->empty()) t->device = Device::cuda();
+    testing::mark_on_gpu({&a.state, &a.x, &a.dt, &a.A, &a.B, &a.C, &a.D, &a.z, &a.dt_bias, &a.y});
   }
   return a;
 }
@@ -104,7 +103,7 @@ TEST(Mamba2Device, ShapesAreStillCheckedForDeviceTensors) {
 // Without a GPU the recurrent entries raise a DeviceError (in a CUDA build from the runtime, without CUDA
 // naming x's device and the reason) before any kernel could read the host memory behind these views.
 TEST(Mamba2Device, RecurrentOnAbsentGpuIsADeviceError) {
-  if (cuda_device_count() > 0) GTEST_SKIP() << "a real GPU would read the fake device pointers";
+  SKIP_WITH_A_REAL_GPU();
   const Inputs in;
   EXPECT_THROW(mamba2_recurrent(on_gpu(in.args())), DeviceError);
   EXPECT_THROW(mamba2_state_update(on_gpu(in.step())), DeviceError);

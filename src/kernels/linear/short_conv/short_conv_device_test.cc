@@ -9,16 +9,13 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/short_conv/short_conv.h"
+#include "testing/device_test_util.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
 using testing::HostTensor;
-
-TensorView on_gpu(TensorView t, int index = 0) {
-  t.device = Device::cuda(index);
-  return t;
-}
+using testing::on_gpu;
 
 // Decode: 2 sequences, 8 channels, width 4, a 3-entry state. Prefill: 2 sequences of 5 tokens.
 struct Inputs {
@@ -72,7 +69,7 @@ TEST(ShortConvDevice, ShapesAreStillCheckedForDeviceTensors) {
 }
 
 TEST(ShortConvDevice, DecodeOnAbsentGpuIsADeviceError) {
-  if (cuda_device_count() > 0) GTEST_SKIP() << "a real GPU would read the fake device pointers";
+  SKIP_WITH_A_REAL_GPU();
   Inputs in;
   auto run = [&] {
     causal_conv1d_update(on_gpu(in.x.view), on_gpu(in.state.view), on_gpu(in.w.view), on_gpu(in.b.view),

@@ -18,12 +18,14 @@
 #include "kernels/linear/delta_rule/delta_rule.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
+#include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
+using testing::OnDevice;
 
 #if ATTNZOO_WITH_CUDA
 
@@ -63,21 +65,6 @@ TEST(CudaDeltaRecurrent, RefusesWhatItDoesNotDo) {
   testing::expect_error<ArgumentError>([&] { check_cuda_delta_recurrent(p); }, "initial_state: data must be");
 }
 
-#define REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason()
-
-// A host tensor's bytes on the GPU, and a view of them there.
-struct OnDevice {
-  DeviceBuffer buffer;
-  TensorView view;
-  explicit OnDevice(const HostTensor& h) : buffer(Device::cuda(), h.bytes.size()), view(h.view) {
-    buffer.upload(h.bytes.data(), h.bytes.size());
-    view.data = buffer.data();
-    view.device = Device::cuda();
-  }
-  void download(HostTensor& h) const { buffer.download(h.bytes.data(), h.bytes.size()); }
-};
-
 // Relative RMS error allowed. The kernel and the reference read the same (already rounded) inputs, so with an
 // f32 output only f32 arithmetic separates them: a few ulps per step, carried through the state across at most a
 // few dozen tokens (the CPU kernels' bound, 1e-4, holds with room). A bf16 output adds its rounding (2^-9
@@ -93,8 +80,8 @@ void check_case(const DeltaCase& c, bool in_place, uint64_t seed = 1) {
   reference(c.gate)(in.args(c, o_ref, &s_ref));
 
   HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  std::fill(o.bytes.begin(), o.bytes.end(), uint8_t(0xff));
-  std::fill(s.bytes.begin(), s.bytes.end(), uint8_t(0xff));
+  testing::fill_nan_bytes(o);
+  testing::fill_nan_bytes(s);
   const OnDevice q(in.q), k(in.k), v(in.v), g(in.g), beta(in.beta), init(in.init), od(o), sd(s);
   DeltaArgs a = in.args(c, o, &s);
   a.q = q.view, a.k = k.view, a.v = v.view, a.beta = beta.view, a.o = od.view;

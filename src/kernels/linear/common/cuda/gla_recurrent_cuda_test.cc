@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
 #include "kernels/linear/common/gla_testing.h"
+#include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
@@ -23,6 +24,7 @@ using testing::GlaEntryArgs;
 using testing::GlaFamily;
 using testing::GlaInputs;
 using testing::HostTensor;
+using testing::OnDevice;
 
 #if ATTNZOO_WITH_CUDA
 
@@ -60,21 +62,6 @@ TEST(CudaGlaRecurrent, RefusesWhatItDoesNotDo) {
   testing::expect_error<ArgumentError>([&] { check_cuda_gla_recurrent(p); }, "final_z: must not be initial_z");
 }
 
-#define REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason()
-
-// A host tensor's bytes on the GPU, and a view of them there.
-struct OnDevice {
-  DeviceBuffer buffer;
-  TensorView view;
-  explicit OnDevice(const HostTensor& h) : buffer(Device::cuda(), h.bytes.size()), view(h.view) {
-    buffer.upload(h.bytes.data(), h.bytes.size());
-    view.data = buffer.data();
-    view.device = Device::cuda();
-  }
-  void download(HostTensor& h) const { buffer.download(h.bytes.data(), h.bytes.size()); }
-};
-
 // Relative RMS error allowed: the kernel and the reference read the same (already rounded) inputs, so with an
 // f32 output only f32 arithmetic separates them (a few ulps per step through the state, the CPU kernels' 1e-4
 // with room); a bf16 output adds its rounding, as the CPU tests allow.
@@ -91,7 +78,7 @@ void check_case(const GlaDeviceCase& c, bool in_place, bool device_gamma = true,
   testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref, &z_ref));
 
   HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f), z(DType::f32, z_shape, 0, 0.f);
-  for (HostTensor* t : {&o, &s, &z}) std::fill(t->bytes.begin(), t->bytes.end(), uint8_t(0xff));
+  for (HostTensor* t : {&o, &s, &z}) testing::fill_nan_bytes(*t);
   const OnDevice q(in.q), k(in.k), v(in.v), g(in.g), gamma(in.g_gamma), init(in.init), z0(in.z), od(o), sd(s),
       zd(z);
   GlaEntryArgs a = in.args(c, o, &s, &z);

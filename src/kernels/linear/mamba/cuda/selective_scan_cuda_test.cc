@@ -15,10 +15,12 @@
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
 #include "kernels/linear/mamba/mamba.h"
 #include "testing/test_util.h"
+#include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
 using testing::HostTensor;
+using testing::OnDevice;
 
 #if ATTNZOO_WITH_CUDA
 
@@ -91,21 +93,6 @@ TEST(CudaSelectiveScan, RefusesWhatItDoesNotDo) {
       "final_state: data must be aligned");
 }
 
-#define REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason()
-
-// A host tensor's bytes on the GPU, and a view of them there.
-struct OnDevice {
-  DeviceBuffer buffer;
-  TensorView view;
-  explicit OnDevice(const HostTensor& h) : buffer(Device::cuda(), h.bytes.size()), view(h.view) {
-    buffer.upload(h.bytes.data(), h.bytes.size());
-    view.data = buffer.data();
-    view.device = Device::cuda();
-  }
-  void download(HostTensor& h) const { buffer.download(h.bytes.data(), h.bytes.size()); }
-};
-
 // As the CPU tests allow: f32 arithmetic (the device's expf, a few ulps) carried through the state, or a
 // 16-bit output's rounding.
 double tolerance(const Case& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
@@ -121,8 +108,8 @@ void check_scan(const Case& c, bool in_place) {
   selective_scan_reference(a);
 
   HostTensor o(c.out_dtype, {c.B, c.D, c.L}, 0, 0.f), s(DType::f32, {c.nseq(), c.D, c.N}, 0, 0.f);
-  std::fill(o.bytes.begin(), o.bytes.end(), uint8_t(0xff));
-  std::fill(s.bytes.begin(), s.bytes.end(), uint8_t(0xff));
+  testing::fill_nan_bytes(o);
+  testing::fill_nan_bytes(s);
   const OnDevice u(in.u), delta(in.delta), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), h0(in.h0),
       od(o), sd(s);
   a.u = u.view, a.delta = delta.view, a.A = A.view, a.B = B.view, a.C = C.view, a.out = od.view;

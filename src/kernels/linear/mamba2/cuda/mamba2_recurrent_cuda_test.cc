@@ -15,10 +15,12 @@
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "testing/test_util.h"
+#include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
 using testing::HostTensor;
+using testing::OnDevice;
 
 struct Case {
   int64_t B = 1, T = 1, H = 2, P = 64, G = 1, N = 128;
@@ -63,18 +65,6 @@ struct Inputs {
   }
 };
 
-// A host tensor's bytes on the GPU, and a view of them there.
-struct OnDevice {
-  DeviceBuffer buffer;
-  TensorView view;
-  explicit OnDevice(const HostTensor& h) : buffer(Device::cuda(), h.bytes.size()), view(h.view) {
-    buffer.upload(h.bytes.data(), h.bytes.size());
-    view.data = buffer.data();
-    view.device = Device::cuda();
-  }
-  void download(HostTensor& h) const { buffer.download(h.bytes.data(), h.bytes.size()); }
-};
-
 #if ATTNZOO_WITH_CUDA
 
 TEST(CudaMamba2Recurrent, RefusesWhatItDoesNotDo) {
@@ -107,9 +97,6 @@ TEST(CudaMamba2Recurrent, RefusesWhatItDoesNotDo) {
       "initial_state: data must be aligned");
 }
 
-#define REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason()
-
 // Relative RMS error allowed: the kernel and the reference read the same (already rounded) inputs, so with an
 // f32 output only f32 arithmetic (and the device's expf / log1pf, a few ulps) separates them; a bf16 output adds
 // its rounding, as the CPU tests allow.
@@ -127,8 +114,8 @@ void check_recurrent(const Case& c, bool in_place) {
   mamba2_reference(a);
 
   HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.P, c.N}, 0, 0.f);
-  std::fill(y.bytes.begin(), y.bytes.end(), uint8_t(0xff));
-  std::fill(s.bytes.begin(), s.bytes.end(), uint8_t(0xff));
+  testing::fill_nan_bytes(y);
+  testing::fill_nan_bytes(s);
   const OnDevice x(in.x), dt(in.dt), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), h0(in.h0), yd(y),
       sd(s);
   a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = B.view, a.C = C.view, a.y = yd.view;

@@ -14,10 +14,12 @@
 #include "kernels/linear/short_conv/cuda/conv_update_cuda.h"
 #include "kernels/linear/short_conv/short_conv.h"
 #include "testing/test_util.h"
+#include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
 using testing::HostTensor;
+using testing::OnDevice;
 
 #if ATTNZOO_WITH_CUDA
 
@@ -55,21 +57,6 @@ TEST(CudaConvUpdate, RefusesWhatItDoesNotDo) {
   testing::expect_error<ArgumentError>([&] { check_cuda_conv_update(p); }, "conv_state: data must be aligned");
 }
 
-#define REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason()
-
-// A host tensor's bytes on the GPU, and a view of them there.
-struct OnDevice {
-  DeviceBuffer buffer;
-  TensorView view;
-  explicit OnDevice(const HostTensor& h) : buffer(Device::cuda(), h.bytes.size()), view(h.view) {
-    buffer.upload(h.bytes.data(), h.bytes.size());
-    view.data = buffer.data();
-    view.device = Device::cuda();
-  }
-  void download(HostTensor& h) const { buffer.download(h.bytes.data(), h.bytes.size()); }
-};
-
 // L tokens per sequence through causal_conv1d_update on the GPU ([N, D] when L = 1) against the reference's
 // prefill of the same tokens from the same state; the state is copied exactly, so it must match exactly.
 void check_case(const Case& c) {
@@ -83,7 +70,7 @@ void check_case(const Case& c) {
   causal_conv1d_reference(in.x.view, in.w.view, y_ref.view, opts);
 
   HostTensor y(c.out_dtype, {c.N, c.L, c.D}, 0, 0.f), s(DType::f32, {c.N, c.D, c.S}, 0, 0.f);
-  std::fill(y.bytes.begin(), y.bytes.end(), uint8_t(0xff));
+  testing::fill_nan_bytes(y);
   const OnDevice x(in.x), state(in.state), w(in.w), b(in.b), yd(y);
   TensorView xv = x.view, yv = yd.view;
   if (c.L == 1) {  // the engine's shape: no token axis
