@@ -99,4 +99,31 @@ inline void norm_rows_reference(const float* src, const float* w, int64_t rows, 
   }
 }
 
+// The host twin of RoPE over a fused [tokens, row] buffer whose first Hq * D columns are q and next Hk * D are k:
+// every element widened to f32 by `at`, then q and k rotated by Rope::apply.
+template <class At>
+std::vector<float> rope_fused_reference(const Rope& rope, At&& at, int64_t tokens, int64_t Hq, int64_t Hk, int64_t D,
+                                        int64_t row, const int32_t* positions) {
+  std::vector<float> want(size_t(tokens * row));
+  for (int64_t i = 0; i < tokens * row; ++i) want[size_t(i)] = at(i);
+  rope.apply(want.data(), tokens, Hq, row, positions);
+  rope.apply(want.data() + Hq * D, tokens, Hk, row, positions);
+  return want;
+}
+
+// The q and k views [tokens, H, D] of that fused buffer (`base` viewing it, element type `dtype`).
+struct FusedQk {
+  TensorView q, k;
+};
+inline FusedQk fused_qk_views(const TensorView& base, int64_t tokens, int64_t Hq, int64_t Hk, int64_t D, int64_t row,
+                              DType dtype) {
+  FusedQk v{base, base};
+  v.q.ndim = v.k.ndim = 3;
+  v.q.shape = {tokens, Hq, D};
+  v.k.shape = {tokens, Hk, D};
+  v.q.strides = v.k.strides = {row, D, 1};
+  v.k.data = static_cast<char*>(base.data) + size_t(Hq * D) * dtype_size(dtype);
+  return v;
+}
+
 }  // namespace attnzoo::testing

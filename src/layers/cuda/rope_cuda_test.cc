@@ -14,6 +14,7 @@
 #include "layers/cuda/rope_cuda.h"
 #include "layers/cuda/step_test_util.h"
 #include "layers/rope.h"
+#include "testing/step_reference.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -79,18 +80,11 @@ void check_rope(const RopeCase& c) {
   TensorView positions = TensorView::contiguous(pos_dev.data(), c.int64_positions ? DType::i64 : DType::i32, {c.tokens});
   positions.device = Device::cuda();
 
-  // The host twin: q and k widened to f32, rotated by Rope::apply.
-  std::vector<float> want(size_t(c.tokens * row));
-  for (int64_t i = 0; i < c.tokens * row; ++i) want[size_t(i)] = qkv.at(i);
-  rope.apply(want.data(), c.tokens, Hq, row, pos.data());
-  rope.apply(want.data() + Hq * D, c.tokens, Hk, row, pos.data());
-
-  TensorView q = qkv.device_view(), k = q;
-  q.ndim = k.ndim = 3;
-  q.shape = {c.tokens, Hq, D};
-  k.shape = {c.tokens, Hk, D};
-  q.strides = k.strides = {row, D, 1};
-  k.data = static_cast<char*>(q.data) + size_t(Hq * D) * dtype_size(c.dtype);
+  const std::vector<float> want = testing::rope_fused_reference(
+      rope, [&](int64_t i) { return qkv.at(i); }, c.tokens, Hq, Hk, D, row, pos.data());
+  const testing::FusedQk views = testing::fused_qk_views(qkv.device_view(), c.tokens, Hq, Hk, D, row, c.dtype);
+  const TensorView& q = views.q;
+  const TensorView& k = views.k;
   const RopeCuda gpu(rope, Device::cuda());
   gpu.apply(q, k, positions);
   qkv.download();

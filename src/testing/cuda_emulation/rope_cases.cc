@@ -56,18 +56,11 @@ void check_rope(const RopeCase& c, bool expect_vectorized) {
   DeviceMemory inv_freq(rope.inv_freq().size() * sizeof(float));
   std::memcpy(inv_freq.data(), rope.inv_freq().data(), inv_freq.size());
 
-  // The host twin: q and k widened to f32, rotated by Rope::apply.
-  std::vector<float> want(size_t(c.tokens * row));
-  for (int64_t i = 0; i < c.tokens * row; ++i) want[size_t(i)] = qkv.at(i);
-  rope.apply(want.data(), c.tokens, Hq, row, pos.data());
-  rope.apply(want.data() + Hq * D, c.tokens, Hk, row, pos.data());
-
-  TensorView q = qkv.device_view(), k = q;
-  q.ndim = k.ndim = 3;
-  q.shape = {c.tokens, Hq, D};
-  k.shape = {c.tokens, Hk, D};
-  q.strides = k.strides = {row, D, 1};
-  k.data = static_cast<char*>(q.data) + size_t(Hq * D) * dtype_size(c.dtype);
+  const std::vector<float> want = testing::rope_fused_reference(
+      rope, [&](int64_t i) { return qkv.at(i); }, c.tokens, Hq, Hk, D, row, pos.data());
+  const testing::FusedQk views = testing::fused_qk_views(qkv.device_view(), c.tokens, Hq, Hk, D, row, c.dtype);
+  const TensorView& q = views.q;
+  const TensorView& k = views.k;
   const RopeLaunch l = plan_rope(rope, q, k);
   EXPECT_EQ(l.vectorized, expect_vectorized);
   with_float_type(c.dtype, [&](auto tag) {
