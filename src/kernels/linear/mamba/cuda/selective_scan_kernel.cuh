@@ -14,32 +14,12 @@
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/mamba/cuda/selective_scan_launch.h"
 
 namespace attnzoo::cuda_mamba {
 
-using cuda_linear::Elem;
 using cuda_linear::load_elem;
 using cuda_linear::store_elem;
-
-constexpr int kLanesPerChannel = 16;
-constexpr int kThreads = 128;
-constexpr int kChannels = kThreads / kLanesPerChannel;  // 8 per CTA
-constexpr int kMaxN = 64;
-
-struct Params {
-  const void *u, *delta, *A, *B, *C;
-  const void *skip, *z, *delta_bias;  // may be null; skip is D [D]
-  void* out;
-  Elem u_t, delta_t, A_t, B_t, C_t, skip_t, z_t, delta_bias_t, out_t;
-  const float* initial_state;  // [Nseq, D, N]; null: zeros
-  float* final_state;          // [Nseq, D, N]; null: not written; may be initial_state
-  // Packed sequences: Nseq + 1 positions along L of batch row 0; null: sequence s is batch row s, positions [0, L).
-  const int64_t* seq_offsets;
-  int64_t L;
-  int D, N, G, channels_per_group;
-  int channel_blocks;  // ceil(D / kChannels)
-  bool softplus;
-};
 
 // A sum over the 16 lanes of a half-warp (offsets below 16 never cross halves).
 __device__ __forceinline__ float channel_sum(float x) {

@@ -1,16 +1,12 @@
-// The CUDA Mamba-2 recurrence's host side: what the kernel refuses, the sequences' upload and the launch. One
-// kernel per register width of a state row (N up to 64, 128 or 256); dtypes are run-time (float_elem.cuh).
+// The CUDA Mamba-2 recurrence's launcher: the sequences' upload and the launch of the plan
+// (mamba2_recurrent_launch.h, which also holds what the kernel refuses). One kernel per register width of a state
+// row (N up to 64, 128 or 256); dtypes are run-time (float_elem.cuh).
 #include <cuda_runtime.h>
 
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "core/cuda_check.h"
-#include "core/error.h"
-#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_kernel.cuh"
+#include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 
 namespace attnzoo {
 namespace cuda_mamba2 {
@@ -22,73 +18,26 @@ __global__ void __launch_bounds__(kThreads) mamba2_recurrent_kernel(const Params
 
 }  // namespace cuda_mamba2
 
-namespace {
 using namespace cuda_mamba2;
-using cuda_linear::elem_of;
-using cuda_linear::require_aligned;
-using cuda_linear::require_grid_fits;
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-int64_t ctas(const Mamba2Problem& p) { return p.seqs.count() * p.H * ((p.P + kRowsPerCta - 1) / kRowsPerCta); }
-
-}  // namespace
-
-void check_cuda_mamba2_recurrent(const Mamba2Problem& p) {
-  require(p.N <= kMaxN, "B", [&] {
-    return "state size N=" + str(p.N) + " exceeds " + str(kMaxN) + ", the widest state rows the CUDA recurrence " +
-           "keeps in registers";
-  });
-  const std::pair<const void*, DType> inputs[] = {
-      {p.x, p.x_dtype}, {p.Bm, p.b_dtype}, {p.Cm, p.c_dtype}, {p.z, p.z_dtype}, {p.y, p.y_dtype}};
-  const char* names[] = {"x", "B", "C", "z", "y"};
-  for (size_t i = 0; i < std::size(inputs); ++i)
-    if (inputs[i].first) require_aligned(inputs[i].first, dtype_size(inputs[i].second), names[i]);
-  for (auto [t, name] : {std::pair{&p.dt_in, "dt"}, {&p.A_in, "A"}, {&p.D_in, "D"}, {&p.dt_bias_in, "dt_bias"}})
-    if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
-  if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
-  if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
-  // One CTA per (sequence, head, 16 state rows) on a one-dimensional grid.
-  require_grid_fits(ctas(p), "x", "sequences x heads x ceil(P / 16)");
-}
 
 void recurrent_mamba2_cuda(const Mamba2Problem& p, Stream stream) {
-  const int64_t N = p.seqs.count();
-  if (N == 0 || (p.batch * p.T == 0 && !p.ht)) return;
-
-  // Padded batches need no metadata (sequence n is rows [n T, n T + T)); packed ones upload their offsets.
-  const std::vector<int64_t> offsets = packed_offsets(p.seqs, p.batch, p.T);
-
+  RecurrentLaunch l = plan_mamba2_recurrent(p);
+  if (l.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  Params params{};
-  params.x = p.x, params.B = p.Bm, params.C = p.Cm, params.z = p.z, params.y = p.y;
-  params.dt = p.dt_in.data, params.A = p.A_in.data, params.D = p.D_in.data, params.dt_bias = p.dt_bias_in.data;
-  params.x_t = elem_of(p.x_dtype), params.B_t = elem_of(p.b_dtype), params.C_t = elem_of(p.c_dtype);
-  params.z_t = elem_of(p.z_dtype), params.y_t = elem_of(p.y_dtype);
-  params.dt_t = elem_of(p.dt_in.dtype), params.A_t = elem_of(p.A_in.dtype), params.D_t = elem_of(p.D_in.dtype);
-  params.dt_bias_t = elem_of(p.dt_bias_in.dtype);
-  params.initial_state = p.h0;
-  params.final_state = p.ht;
-  params.T = p.T;
-  params.H = int(p.H), params.P = int(p.P), params.G = int(p.G), params.N = int(p.N);
-  params.heads_per_group = int(p.heads_per_group());
-  params.slices = int((p.P + kRowsPerCta - 1) / kRowsPerCta);
-  params.D_per_channel = p.D_in.ndim == 2;
-  params.dt_softplus = p.dt_softplus, params.dt_limit = p.dt_limit;
-  params.dt_min = p.dt_min, params.dt_max = p.dt_max;
-
-  const dim3 grid(unsigned(ctas(p))), block(kThreads);
+  const dim3 grid(l.grid), block(l.threads);
   auto launch = [&] {
-    if (p.N <= 64) mamba2_recurrent_kernel<2><<<grid, block, 0, cuda_stream>>>(params);
-    else if (p.N <= 128) mamba2_recurrent_kernel<4><<<grid, block, 0, cuda_stream>>>(params);
-    else mamba2_recurrent_kernel<8><<<grid, block, 0, cuda_stream>>>(params);
+    switch (l.cols_per_lane) {
+      case 2: mamba2_recurrent_kernel<2><<<grid, block, 0, cuda_stream>>>(l.params); break;
+      case 4: mamba2_recurrent_kernel<4><<<grid, block, 0, cuda_stream>>>(l.params); break;
+      default: mamba2_recurrent_kernel<8><<<grid, block, 0, cuda_stream>>>(l.params); break;
+    }
     cuda_check(cudaGetLastError(), "mamba2_recurrent_kernel launch");
   };
-  if (offsets.empty()) return launch();
-  const size_t bytes = offsets.size() * sizeof(int64_t);
+  if (l.seq_offsets.empty()) return launch();
+  const size_t bytes = l.seq_offsets.size() * sizeof(int64_t);
   StreamScratch scratch(bytes, cuda_stream);
-  scratch.upload(offsets.data(), bytes);
-  params.seq_offsets = reinterpret_cast<const int64_t*>(scratch.data());
+  scratch.upload(l.seq_offsets.data(), bytes);
+  l.params.seq_offsets = reinterpret_cast<const int64_t*>(scratch.data());
   launch();
   scratch.finish();  // ordered after the kernel on the stream
 }

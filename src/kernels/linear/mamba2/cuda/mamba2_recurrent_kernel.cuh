@@ -15,34 +15,13 @@
 
 #include "kernels/linear/common/cuda/float_elem.cuh"
 #include "kernels/linear/common/cuda/warp_reduce.cuh"
+#include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 
 namespace attnzoo::cuda_mamba2 {
 
-using cuda_linear::Elem;
 using cuda_linear::load_elem;
 using cuda_linear::store_elem;
 using cuda_linear::warp_sum;
-
-constexpr int kRowsPerWarp = 4;
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-constexpr int kRowsPerCta = kWarps * kRowsPerWarp;  // 16: a 64-row head is 4 CTAs, enough of them at batch 1
-constexpr int kMaxN = 256;
-
-struct Params {
-  const void *x, *dt, *A, *B, *C;
-  const void *D, *z, *dt_bias;  // may be null
-  void* y;
-  Elem x_t, dt_t, A_t, B_t, C_t, D_t, z_t, dt_bias_t, y_t;
-  const float* initial_state;  // [Nseq, H, P, N]; null: zeros
-  float* final_state;          // [Nseq, H, P, N]; null: not written; may be initial_state
-  const int64_t* seq_offsets;  // Nseq + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
-  int64_t T;
-  int H, P, G, N, heads_per_group;
-  int slices;  // ceil(P / kRowsPerCta)
-  bool D_per_channel, dt_softplus, dt_limit;
-  float dt_min, dt_max;
-};
 
 // ssm::StepTransform on the device (softplus linear above 20, as the host's).
 __device__ __forceinline__ float step_size(const Params& p, int64_t row, int h, float bias) {

@@ -11,24 +11,12 @@
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/short_conv/cuda/conv_update_launch.h"
 
 namespace attnzoo::cuda_conv {
 
-using cuda_linear::Elem;
 using cuda_linear::load_elem;
 using cuda_linear::store_elem;
-
-constexpr int kThreads = 128;
-
-struct Params {
-  const void *x, *weight, *bias;  // bias may be null
-  void* y;
-  Elem x_t, weight_t, bias_t, y_t;
-  float* state;  // [N, D, S], read then advanced
-  int64_t N, L, D;
-  int W, S;
-  bool silu;
-};
 
 __device__ __forceinline__ void conv_update_thread(const Params& p) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
