@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "kernels/linear/common/cuda/packed_offsets_upload.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
 #include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 
@@ -32,13 +33,7 @@ void recurrent_delta_cuda(const DeltaProblem& p, Stream stream) {
     }
     cuda_check(cudaGetLastError(), "delta_recurrent_kernel launch");
   };
-  if (plan.seq_offsets.empty()) return launch();
-  const size_t bytes = plan.seq_offsets.size() * sizeof(int64_t);
-  StreamScratch scratch(bytes, cuda_stream);
-  scratch.upload(plan.seq_offsets.data(), bytes);
-  params.seq_offsets = reinterpret_cast<const int64_t*>(scratch.data());
-  launch();
-  scratch.finish();  // ordered after the kernel on the stream
+  cuda_linear::launch_with_offsets(plan.seq_offsets, cuda_stream, &params.seq_offsets, launch);
 }
 
 }  // namespace attnzoo

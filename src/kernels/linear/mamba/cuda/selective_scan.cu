@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "kernels/linear/common/cuda/packed_offsets_upload.cuh"
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
 #include "kernels/linear/mamba/cuda/selective_scan_kernel.cuh"
 #include "kernels/linear/mamba/cuda/selective_scan_launch.h"
@@ -33,13 +34,7 @@ void selective_scan_cuda(const SelectiveScanProblem& p, Stream stream) {
     }
     cuda_check(cudaGetLastError(), "selective_scan_kernel launch");
   };
-  if (l.seq_offsets.empty()) return launch();
-  const size_t bytes = l.seq_offsets.size() * sizeof(int64_t);
-  StreamScratch scratch(bytes, cuda_stream);
-  scratch.upload(l.seq_offsets.data(), bytes);
-  l.params.seq_offsets = reinterpret_cast<const int64_t*>(scratch.data());
-  launch();
-  scratch.finish();  // ordered after the kernel on the stream
+  cuda_linear::launch_with_offsets(l.seq_offsets, cuda_stream, &l.params.seq_offsets, launch);
 }
 
 }  // namespace attnzoo
