@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "kernels/softmax/cuda/prefill_params.h"
+#include "kernels/softmax/cuda/online_softmax.cuh"
 #include "kernels/softmax/cuda/sm80.cuh"
 
 namespace attnzoo::cuda_prefill {
@@ -171,34 +172,8 @@ __device__ __forceinline__ void attend_tile(const PrefillParams& p, int work_ind
       }
     }
 
-    // Online softmax: new running max per row over the 4 threads that share it, rescale what was accumulated.
-    float m_use[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float m = row_max[r];
-#pragma unroll
-      for (int nb = 0; nb < Bc / 8; ++nb) m = fmaxf(m, fmaxf(sc[nb][2 * r], sc[nb][2 * r + 1]));
-      m = fmaxf(m, sm80::shfl_xor(m, 1));
-      m = fmaxf(m, sm80::shfl_xor(m, 2));
-      // A row that has seen nothing yet keeps max -inf; subtracting 0 instead keeps exp2 at 0 rather than NaN.
-      m_use[r] = m == -INFINITY ? 0.f : m;
-      const float alpha = sm80::exp2_approx(row_max[r] - m_use[r]);
-      row_max[r] = m;
-      row_sum[r] *= alpha;
-#pragma unroll
-      for (int nd = 0; nd < D / 8; ++nd) {
-        acc[nd][2 * r] *= alpha;
-        acc[nd][2 * r + 1] *= alpha;
-      }
-    }
-#pragma unroll
-    for (int nb = 0; nb < Bc / 8; ++nb) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        sc[nb][e] = sm80::exp2_approx(sc[nb][e] - m_use[e / 2]);
-        row_sum[e / 2] += sc[nb][e];
-      }
-    }
+    // Online softmax: the running max, the rescaled sums and accumulators, the weights (online_softmax.cuh).
+    sm80::online_softmax_step(sc, acc, row_max, row_sum);
 
     // O += P V. The S accumulators of key columns 16kk..16kk+15 are exactly an A fragment: a0/a1 from n-block
     // 2kk (rows g, g+8), a2/a3 from n-block 2kk+1.
