@@ -85,31 +85,10 @@ std::string describe(const Case& c) {
   return s.str();
 }
 
-// One cache tensor: N(0, 1) rows times a per-row factor in [1/4, 4], so that per-row scales of int8 / fp8
-// caches differ; contiguous [B, S, Hkv, D].
-struct CacheTensor {
-  std::optional<HostTensor> data, scale;
-};
+using testing::CacheTensor;
+
 CacheTensor make_cache_tensor(const Case& c, int64_t B, int64_t S, uint64_t seed) {
-  HostTensor f(DType::f32, {B, S, c.Hkv, c.D}, seed);
-  std::mt19937 rng{uint32_t(seed)};
-  std::uniform_real_distribution<float> exponent(-2.f, 2.f);
-  const int64_t rows = B * S * c.Hkv;
-  float* x = f.view.ptr<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float m = std::exp2(exponent(rng));
-    for (int64_t d = 0; d < c.D; ++d) x[r * c.D + d] *= m;
-  }
-  CacheTensor t;
-  t.data.emplace(c.kv, std::vector<int64_t>{B, S, c.Hkv, c.D}, 0, 0.f);
-  if (is_quantized_kv(c.kv)) {
-    t.scale.emplace(DType::f32, std::vector<int64_t>{B, S, c.Hkv}, 0, 0.f);
-    for (int64_t r = 0; r < rows; ++r)
-      t.scale->view.ptr<float>()[r] = quantize_kv_row(x + r * c.D, size_t(c.D), c.kv, t.data->bytes.data() + r * c.D);
-  } else {
-    for (int64_t i = 0; i < rows * c.D; ++i) store_from_f32(t.data->view.data, c.kv, i, x[i]);
-  }
-  return t;
+  return testing::make_cache_tensor(c.kv, B, S, c.Hkv, c.D, seed);
 }
 
 // Error allowed relative to max(1, |largest output|): the GPU test's (decode_cuda_test.cc), for the same
