@@ -50,7 +50,8 @@ def in_callers_framework(x, out):
 def as_input(x, name, cuda=False):
     """Numpy arrays and DLPack objects pass through. There is no autograd: torch tensors are read detached, and a
     tensor that requires grad gets a warning saying so (results never carry a grad_fn). CUDA tensors only where
-    `cuda` (the functions whose kernels also run on a GPU: attention, attention_decode).
+    `cuda` (the functions whose kernels also run on a GPU: attention, attention_decode, the linear families'
+    recurrent forms; their other forms refuse them by name in the kernel entry).
 
     A required argument: None is a TypeError naming it (optional arguments test for None before calling this).
     Numpy arrays in non-native byte order are refused here, by name, rather than read as garbage."""
