@@ -46,7 +46,7 @@ nb::dict cache_spec_dict(const CacheSpec& s, int64_t block_tokens) {
   return d;
 }
 
-nb::dict pool_dict(const MemoryPool& pool) {
+nb::dict pool_dict(const CacheManager& pool) {
   const PoolStats p = pool.stats();
   const int64_t block_tokens = pool.block_tokens();
   nb::dict d;
@@ -91,7 +91,7 @@ nb::dict formats_dict(const FormatChoice& f) {
   return d;
 }
 
-nb::dict info_dict(const ModelInfo& i, const MemoryPool& pool) {
+nb::dict info_dict(const ModelInfo& i, const CacheManager& pool) {
   const int64_t B = pool.block_tokens();
   nb::dict d;
   d["architecture"] = i.architecture;
@@ -224,8 +224,8 @@ void bind_model(nb::module_& m) {
       .def("new_sequence", [](const Model& model) { return model.new_sequence(); }, nb::keep_alive<0, 1>())
       .def("fork", [](const Model& model, const Sequence& seq) { return model.fork(seq); }, nb::arg("seq"),
            nb::keep_alive<0, 1>(), "A sequence continuing from seq: its blocks shared copy-on-write, its state copied.")
-      .def("pool_stats", [](const Model& model) { return pool_dict(model.pool()); })
-      .def("clear_prefix_cache", [](const Model& model) { model.pool().clear_prefix_cache(); })
+      .def("pool_stats", [](const Model& model) { return pool_dict(model.cache()); })
+      .def("clear_prefix_cache", [](const Model& model) { model.cache().clear_prefix_cache(); })
       .def(
           "forward",
           [](const Model& model, const AnyArray& ids, Sequence& seq, bool last_only) {
@@ -275,7 +275,7 @@ void bind_model(nb::module_& m) {
           nb::arg("ids"),
           "Runs ids as a fresh sequence; one dict per layer: kind, and q/k [T, heads, head_dim] after RoPE with "
           "scale, window, softcap, sinks (softmax attention) or state_norms (recurrent layers).")
-      .def("inspect", [](const Model& model) { return info_dict(model.info(), model.pool()); })
+      .def("inspect", [](const Model& model) { return info_dict(model.info(), model.cache()); })
       .def_prop_ro("formats", [](const Model& model) { return formats_dict(model.info().formats); })
       .def_prop_ro("vocab_size", [](const Model& model) { return model.info().vocab_size; });
 }

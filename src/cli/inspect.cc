@@ -366,8 +366,8 @@ int run_inspect(const std::vector<std::string>& args) {
   } else {
     model = Model::load(dir, options);
     info = model->info();
-    pool = model->pool().stats();
-    blocks_4k = model->pool().blocks_at_most(0, 4096, 1, 1);
+    pool = model->cache().stats();
+    blocks_4k = model->cache().blocks_at_most(0, 4096, 1, 1);
     // Only for the comparisons' head shapes; the layers printed are the built model's own.
     if (find_model_describer(info.architecture)) {
       try {

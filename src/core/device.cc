@@ -153,6 +153,23 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (dst_device.is_cpu()) cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
+void zero_bytes(void* dst, Device device, size_t bytes, Stream s) {
+  if (bytes == 0) return;
+  if (device.is_cpu()) {
+    std::memset(dst, 0, bytes);
+    return;
+  }
+  cuda_check(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(s.handle)), "cudaMemsetAsync");
+}
+
+CudaMemoryInfo cuda_memory_info(int index) {
+  const Device device = Device::cuda(index);
+  const DeviceGuard on(device);  // cudaMemGetInfo answers for the current device
+  CudaMemoryInfo info;
+  cuda_check(cudaMemGetInfo(&info.free_bytes, &info.total_bytes), "cudaMemGetInfo");
+  return info;
+}
+
 std::vector<double> time_on_stream(const std::function<void()>& launch, Stream s, int warmup, int reps) {
   auto stream = static_cast<cudaStream_t>(s.handle);
   for (int i = 0; i < warmup; ++i) launch();
@@ -208,6 +225,13 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (!dst_device.is_cpu() || !src_device.is_cpu()) no_cuda("copy_bytes");
   if (bytes) std::memcpy(dst, src, bytes);
 }
+
+void zero_bytes(void* dst, Device device, size_t bytes, Stream) {
+  if (!device.is_cpu()) no_cuda("zero_bytes");
+  if (bytes) std::memset(dst, 0, bytes);
+}
+
+CudaMemoryInfo cuda_memory_info(int index) { no_cuda(("cuda:" + std::to_string(index)).c_str()); }
 
 #endif
 

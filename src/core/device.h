@@ -86,6 +86,14 @@ void* device_alloc(Device device, size_t bytes);
 void device_free(Device device, void* ptr) noexcept;
 // Copies `bytes` between any two devices, ordered on `s`. A copy into host memory waits for it to land.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes, Stream s);
+// Sets `bytes` bytes at `dst` on `device` to zero, ordered on `s`.
+void zero_bytes(void* dst, Device device, size_t bytes, Stream s);
+// Free and total memory of GPU `index` now (cudaMemGetInfo): what a memory pool sized as a fraction of the device
+// (vLLM's gpu_memory_utilization) is cut from. DeviceError when `index` is not a present device.
+struct CudaMemoryInfo {
+  size_t free_bytes = 0, total_bytes = 0;
+};
+CudaMemoryInfo cuda_memory_info(int index);
 
 // Seconds of each of `reps` runs of `launch` (after `warmup` untimed ones), timed by CUDA events recorded on
 // `s` around each run: the device's own clock, so launch overhead hidden behind queued work is not counted.

@@ -95,7 +95,7 @@ TEST(Engine, AbortAndStopEndRequestsAndFreeTheirBlocks) {
   testing::ScratchDir dir;
   testing::write_tiny_llama(dir);
   auto model = Model::load(dir.str());
-  const int64_t baseline = model->pool().stats().free_blocks;
+  const int64_t baseline = model->cache().stats().free_blocks;
   EngineOptions o;
   o.max_model_len = 400;
   Engine engine(*model, nullptr, o);
@@ -119,7 +119,7 @@ TEST(Engine, AbortAndStopEndRequestsAndFreeTheirBlocks) {
   EXPECT_TRUE(q2->finished());
   EXPECT_EQ(drain(*q2).reason, FinishReason::abort);
   EXPECT_THROW(engine.add_request(r, q2->callback()), EngineStopped);
-  EXPECT_EQ(model->pool().stats().free_blocks, baseline);
+  EXPECT_EQ(model->cache().stats().free_blocks, baseline);
   engine.stop();  // idempotent
 }
 

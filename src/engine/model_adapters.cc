@@ -17,8 +17,8 @@ void ModelSequence::append_all(std::span<const int32_t> tokens, std::span<float>
 }
 
 void ModelSequence::checkpoint() {
-  model_.pool().clear_checkpoints(*state_);
-  model_.pool().checkpoint(*state_);
+  model_.cache().clear_checkpoints(*state_);
+  model_.cache().checkpoint(*state_);
 }
 
 }  // namespace attnzoo

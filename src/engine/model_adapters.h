@@ -19,7 +19,7 @@ class ModelSequence : public LogitsSource {
   void append_all(std::span<const int32_t> tokens, std::span<float> logits) override;
   void checkpoint() override;
   void rollback(int64_t length) override { model_.rollback(*state_, length); }
-  void keep_rollback_room(int64_t tokens) override { model_.pool().keep_rollback_tokens(tokens); }
+  void keep_rollback_room(int64_t tokens) override { model_.cache().keep_rollback_tokens(tokens); }
   // Measurement switch: checkpoint the recurrent state after every verified token instead of recomputing the
   // kept ones on a rollback (Batch::checkpoint_each_token).
   void set_checkpoint_each_token(bool on) { checkpoint_each_token_ = on; }

@@ -48,7 +48,7 @@ void check_perplexity_options(const PerplexityOptions& o, int64_t max_context) {
 int64_t perplexity_windows_per_call(const Model& model, const PerplexityOptions& o) {
   // llama.cpp's n_seq, bounded by the recurrent-state slots a hybrid's windows each need.
   int64_t per_call = std::max<int64_t>(1, o.n_batch / std::max<int64_t>(1, o.n_ctx));
-  if (model.pool().has_state()) per_call = std::min(per_call, std::max<int64_t>(1, model.pool().stats().state_slots));
+  if (model.cache().has_state()) per_call = std::min(per_call, std::max<int64_t>(1, model.cache().stats().state_slots));
   return per_call;
 }
 

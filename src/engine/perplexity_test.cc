@@ -87,7 +87,7 @@ TEST_F(PerplexityTest, EveryBatchLayoutMatchesWindowsRunAlone) {
       EXPECT_NEAR(r.ppl_error, want.error, 1e-3 * want.error);
       EXPECT_EQ(r.n_scored, 5 * (24 - 1 - 12));
       EXPECT_EQ(r.n_tokens, int64_t(ids_.size()));
-      const PoolStats s = model_->pool().stats();
+      const PoolStats s = model_->cache().stats();
       EXPECT_EQ(s.free_blocks, s.num_blocks);  // every window's sequence was freed (cached blocks count as free)
     }
   }

@@ -9,14 +9,14 @@
 namespace attnzoo {
 
 Scheduler::Scheduler(const Model& model, std::shared_ptr<const tok::Tokenizer> tokenizer, EngineOptions options)
-    : model_(model), tokenizer_(std::move(tokenizer)), options_(std::move(options)) {
+    : model_(model), cache_(model.shared_cache()), tokenizer_(std::move(tokenizer)), options_(std::move(options)) {
   options_.validate();
   max_model_len_ = options_.max_model_len > 0 ? options_.max_model_len : model_.info().max_position_embeddings;
   eos_ = options_.eos_token_ids;
   if (eos_.empty() && tokenizer_) eos_ = tokenizer_->eos_token_ids();
   // A verification pass of k + 1 tokens may be rolled back whole, also on a sliding-window model.
   if (options_.speculative.enabled())
-    model_.pool().keep_rollback_tokens(options_.speculative.num_speculative_tokens + 1);
+    cache_->keep_rollback_tokens(options_.speculative.num_speculative_tokens + 1);
 }
 
 Scheduler::~Scheduler() = default;
@@ -43,7 +43,7 @@ void Scheduler::check(const Request& request) const {
     require(P + p.max_tokens <= max_model_len_, "prompt",
             std::to_string(P) + " tokens + max_tokens " + std::to_string(p.max_tokens) + " exceed max_model_len " +
                 std::to_string(max_model_len_));
-  const MemoryPool& pool = model_.pool();
+  const CacheManager& pool = *cache_;
   const PoolStats st = pool.stats();
   if (pool.has_state())
     require(p.n <= st.state_slots, "n",
@@ -94,7 +94,7 @@ bool Scheduler::fits(std::span<const Planned> planned, std::span<const Planned> 
   }
   fit_seqs_.push_back(sample.seq.get());
   fit_counts_.push_back(num_tokens);
-  return model_.pool().blocks_needed(fit_seqs_, fit_counts_) <= model_.pool().stats().free_blocks;
+  return cache_->blocks_needed(fit_seqs_, fit_counts_) <= cache_->stats().free_blocks;
 }
 
 void Scheduler::preempt(RequestState& r, std::vector<Planned>& planned, int64_t& budget) {
@@ -179,7 +179,7 @@ void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget,
 }
 
 void Scheduler::admit_waiting(std::vector<Planned>& planned, int64_t& budget, StepReport& report) {
-  MemoryPool& pool = model_.pool();
+  CacheManager& pool = *cache_;
   int64_t reserved_slots = 0;  // state slots the unforked running requests will take when they fork
   for (const auto& r : running_)
     if (!r->forked) reserved_slots += r->request.params.n - 1;
@@ -196,7 +196,7 @@ void Scheduler::admit_waiting(std::vector<Planned>& planned, int64_t& budget, St
       Sample& s = *sp;
       if (s.finished) continue;
       try {
-        s.seq = model_.new_sequence();
+        s.seq = cache_->new_sequence();
       } catch (const PoolExhausted&) {
         ok = false;
         break;
@@ -307,11 +307,17 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   const size_t V = size_t(model_.info().vocab_size);
   if (logits_.size() < rows.size() * V) logits_.resize(rows.size() * V);
   const std::span<float> logits(logits_.data(), rows.size() * V);
+  // Prefixes were looked up at admission; the step's blocks are reserved here, as planned, and the model only
+  // computes over the tables it is handed.
+  batch.reuse_cached_prefix = false;
+  step_counts_.resize(size_t(batch.num_sequences()));
+  for (int64_t s = 0; s < batch.num_sequences(); ++s) step_counts_[size_t(s)] = batch.seq_len(s);
   try {
+    cache_->reserve(batch.sequences, step_counts_);
     model_.forward(batch, rows, logits);
   } catch (const PoolExhausted&) {
     for (size_t i = 0; i < planned.size(); ++i)
-      if (guesses[i] > 0 && planned[i].sample->seq) model_.pool().clear_checkpoints(*planned[i].sample->seq);
+      if (guesses[i] > 0 && planned[i].sample->seq) cache_->clear_checkpoints(*planned[i].sample->seq);
     // Planning checked the pool; reaching here means the pool changed under us. Nothing was written: preempt
     // the newest request and let the next step re-plan.
     if (!running_.empty()) {

@@ -22,6 +22,7 @@
 #include "engine/sampler.h"
 #include "engine/stop.h"
 #include "layers/batch.h"
+#include "state/cache_manager.h"
 #include "state/sequence.h"
 
 namespace attnzoo {
@@ -110,6 +111,10 @@ class Scheduler {
   std::unique_ptr<Sample> make_sample(const RequestState& r, int64_t index) const;
 
   const Model& model_;
+  // The bookkeeping of the model's memory pool, held here: the scheduler decides which sequences get blocks and
+  // state slots (admission, chunk sizes, preemption, forks, speculative checkpoints) and reserves each step's
+  // blocks itself; the model only computes over the block tables it is handed.
+  std::shared_ptr<CacheManager> cache_;
   std::shared_ptr<const tok::Tokenizer> tokenizer_;
   EngineOptions options_;
   int64_t max_model_len_ = 0;
@@ -120,6 +125,7 @@ class Scheduler {
   // Scratch reused by every step's planning, so a step allocates nothing there once warm.
   mutable std::vector<Sequence*> fit_seqs_;
   mutable std::vector<int64_t> fit_counts_;
+  std::vector<int64_t> step_counts_;
   std::vector<RequestState*> running_order_;
   std::vector<Planned> tentative_;
   // The step's batch and logits, reused: the model writes into them without a vocabulary-sized vector per step.

@@ -27,7 +27,7 @@ void Scheduler::fork_samples(RequestState& r) {
     for (int64_t i = 1; i < r.request.params.n; ++i) {
       auto s = make_sample(r, i);
       s->tokens = first.tokens;
-      s->seq = model_.fork(*first.seq);
+      s->seq = cache_->fork(*first.seq);
       r.samples.push_back(std::move(s));
     }
   } catch (const std::exception& e) {
@@ -196,7 +196,7 @@ EngineStats Scheduler::stats() const {
   s.running_sequences = 0;
   for (const auto& r : running_)
     for (const auto& x : r->samples) s.running_sequences += x->seq ? 1 : 0;
-  const PoolStats ps = model_.pool().stats();
+  const PoolStats ps = cache_->stats();
   s.num_blocks = ps.num_blocks;
   s.free_blocks = ps.free_blocks;
   s.kv_cache_usage = ps.num_blocks > 0 ? double(ps.num_blocks - ps.free_blocks) / double(ps.num_blocks) : 0.0;

@@ -36,7 +36,7 @@ int64_t Scheduler::propose(RequestState& r, Sample& s, int64_t budget) {
 }
 
 bool Scheduler::checkpoint_for_rollback(Sample& s) {
-  MemoryPool& pool = model_.pool();
+  CacheManager& pool = *cache_;
   pool.clear_checkpoints(*s.seq);
   try {
     pool.checkpoint(*s.seq);
@@ -54,7 +54,7 @@ void Scheduler::verify(RequestState& r, Sample& s, int64_t length_before, const 
   try {
     kept = verify_proposal(std::span(rows, size_t((n + 1) * V)), V, s.tokens, s.proposal, *s.sampler);
     model_.rollback(*s.seq, length_before + int64_t(kept.size()));
-    model_.pool().clear_checkpoints(*s.seq);
+    cache_->clear_checkpoints(*s.seq);
   } catch (const std::exception& e) {
     fail(r, std::string("speculative verification failed: ") + e.what());
     return;

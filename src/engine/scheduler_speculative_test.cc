@@ -125,7 +125,7 @@ TEST_F(SchedulerTest, SpeculativeDraftSequencesLiveOnlyWhileRunning) {
     const int64_t per_seq = (longest + B - 1) / B;
     for (int step = 0; s.has_work() && step < 5000; ++step) {
       s.step();
-      const PoolStats ds = draft->pool().stats();
+      const PoolStats ds = draft->cache().stats();
       ASSERT_LE(ds.num_blocks - ds.free_blocks, s.stats().running_sequences * per_seq) << "step " << step;
     }
     for (int i = 0; i < N; ++i) {
@@ -134,7 +134,7 @@ TEST_F(SchedulerTest, SpeculativeDraftSequencesLiveOnlyWhileRunning) {
     }
     const EngineStats st = s.stats();
     EXPECT_GT(st.preemptions, 0);
-    EXPECT_EQ(draft->pool().stats().free_blocks, draft->pool().stats().num_blocks);
+    EXPECT_EQ(draft->cache().stats().free_blocks, draft->cache().stats().num_blocks);
     seen[draft_blocks] = st.speculative;
   }
   EXPECT_GT(seen.begin()->second.drafts, 0);
@@ -167,7 +167,7 @@ TEST_F(SchedulerTest, SpeculativeDraftPoolFullOnlySkipsThoseSteps) {
   ASSERT_TRUE(got_a.finished && got_b.finished);
   EXPECT_EQ(got_b.tokens[0], alone(b.prompt, b.params));
   EXPECT_GT(b_passes_with_guesses, 0);
-  EXPECT_EQ(draft->pool().stats().free_blocks, draft->pool().stats().num_blocks);
+  EXPECT_EQ(draft->cache().stats().free_blocks, draft->cache().stats().num_blocks);
 }
 
 // A self-draft keeps every guess; an EOS early in the run ends the request there and the guesses kept after it,

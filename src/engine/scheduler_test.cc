@@ -122,7 +122,7 @@ TEST_F(SchedulerTest, WithoutChunkedPrefillALongPromptRunsWhole) {
 
 TEST_F(SchedulerTest, PreemptsTheNewestWhenThePoolRunsOutAndEveryRequestCompletes) {
   auto model = load(/*blocks=*/24);
-  ASSERT_EQ(model->pool().stats().num_blocks, 24);
+  ASSERT_EQ(model->cache().stats().num_blocks, 24);
   EngineOptions o = defaults();
   o.max_num_batched_tokens = 64;
   Scheduler s(*model, nullptr, o);
@@ -165,7 +165,7 @@ TEST_F(SchedulerTest, PreemptsTheNewestWhenThePoolRunsOutAndEveryRequestComplete
 
 TEST_F(SchedulerTest, AbortFreesEveryBlockAtOnce) {
   auto model = load();
-  const int64_t baseline = model->pool().stats().free_blocks;
+  const int64_t baseline = model->cache().stats().free_blocks;
   EngineOptions o = defaults();
   o.max_num_batched_tokens = 24;
   Scheduler s(*model, nullptr, o);
@@ -175,11 +175,11 @@ TEST_F(SchedulerTest, AbortFreesEveryBlockAtOnce) {
   p.n = 2;
   for (int i = 0; i < 5; ++i) s.add(uint64_t(i + 1), {prompt_of(20 + 7 * i, i), p}, collect(got[size_t(i)]), EngineClock::now());
   for (int k = 0; k < 4; ++k) s.step();
-  EXPECT_LT(model->pool().stats().free_blocks, baseline);
+  EXPECT_LT(model->cache().stats().free_blocks, baseline);
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(s.abort(uint64_t(i + 1)));
   EXPECT_FALSE(s.abort(1));
   EXPECT_FALSE(s.has_work());
-  EXPECT_EQ(model->pool().stats().free_blocks, baseline);
+  EXPECT_EQ(model->cache().stats().free_blocks, baseline);
   for (const auto& c : got) {
     EXPECT_TRUE(c.finished);
     ASSERT_EQ(c.reasons.size(), 2u);  // both samples end, forked or not
@@ -202,9 +202,9 @@ TEST_F(SchedulerTest, ParallelSamplesShareThePromptAndMatchTheirSeeds) {
   r.params.sampling.repetition_penalty = 1.1f;
   r.params.sampling.seed = 1234;
   s.add(1, r, collect(got), EngineClock::now());
-  const PoolStats before = model->pool().stats();
+  const PoolStats before = model->cache().stats();
   s.step();  // prefill, fork, first token of each sample
-  const PoolStats after = model->pool().stats();
+  const PoolStats after = model->cache().stats();
   EXPECT_EQ(before.free_blocks - after.free_blocks, 8) << "the samples share the prompt's blocks";
   drain(s);
   ASSERT_EQ(got.tokens.size(), 3u);

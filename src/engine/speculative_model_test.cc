@@ -125,22 +125,22 @@ TEST_F(SpeculativeModel, RollbackFreesBlocksAndRecomputesNothingOnAttention) {
   LoadOptions lo;
   lo.pool.block_tokens = 4;
   const auto blocks4 = Model::load(dir_.str(), lo);
-  const int64_t free0 = blocks4->pool().stats().free_blocks;
+  const int64_t free0 = blocks4->cache().stats().free_blocks;
   ModelSequence s(*blocks4);
   std::vector<float> logits(size_t(blocks4->info().vocab_size));
   s.append(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, logits);  // 2 blocks
   s.checkpoint();
   std::vector<float> rows(size_t(7 * blocks4->info().vocab_size));
   s.append_all(std::vector<int32_t>{7, 8, 9, 10, 11, 12, 13}, rows);  // 13 tokens: 4 blocks
-  EXPECT_EQ(blocks4->pool().stats().free_blocks, free0 - 4);
+  EXPECT_EQ(blocks4->cache().stats().free_blocks, free0 - 4);
   s.rollback(7);
-  EXPECT_EQ(blocks4->pool().stats().free_blocks, free0 - 2);
+  EXPECT_EQ(blocks4->cache().stats().free_blocks, free0 - 2);
   // Back at 7 tokens: feeding the 8th again gives the logits the verification pass gave for it.
   s.append(std::vector<int32_t>{8}, logits);
   for (size_t i = 0; i < logits.size(); ++i) ASSERT_NEAR(logits[i], rows[size_t(blocks4->info().vocab_size) + i], 1e-4);
   EXPECT_THROW(s.rollback(9), ArgumentError);  // longer than the sequence: named, nothing changed
   s.rollback(3);                                // attention alone needs no checkpoint to go back
-  EXPECT_EQ(blocks4->pool().stats().free_blocks, free0 - 1);
+  EXPECT_EQ(blocks4->cache().stats().free_blocks, free0 - 1);
 }
 
 // Sampling on the real model: the joint distribution of three new tokens (temperature 1.5, top-k 4, a repetition

@@ -4,7 +4,7 @@
 
 namespace attnzoo {
 
-void fill_batch_memory(const MemoryPool& pool, Batch& batch) {
+void fill_batch_memory(const CacheManager& cache, Batch& batch) {
   const size_t S = size_t(batch.num_sequences());
   thread_local std::vector<int64_t> context, added;  // kept between calls: a decode step allocates nothing
   context.resize(S);
@@ -21,7 +21,7 @@ void fill_batch_memory(const MemoryPool& pool, Batch& batch) {
     batch.cache_seqlens[s] = int32_t(context[s] + added[s]);
     batch.state_slots[s] = seq.state_slot();
   }
-  pool.fill_batch_tables(batch.sequences, context, added, batch.block_groups);
+  cache.fill_batch_tables(batch.sequences, context, added, batch.block_groups);
 }
 
 }  // namespace attnzoo

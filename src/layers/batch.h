@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "state/memory_pool.h"
+#include "state/cache_manager.h"
 #include "state/sequence.h"
 
 namespace attnzoo {
@@ -19,13 +19,16 @@ struct Batch {
   std::vector<int32_t> cu_seqlens{0};  // [num_sequences + 1] offsets into tokens
   std::vector<Sequence*> sequences;    // whose memory the tokens extend (the model's side only)
   // Speculative verification on a model with state layers: run the tokens one at a time and checkpoint each
-  // sequence's state after every one (MemoryPool::checkpoint), so Model::rollback restores without recomputing.
+  // sequence's state after every one (CacheManager::checkpoint), so Model::rollback restores without recomputing.
   bool checkpoint_each_token = false;
+  // A fresh sequence may take a cached prefix of its tokens inside Model::forward; false when its caller (the
+  // scheduler, at admission) looked the prefix up already, so it is neither looked up nor counted twice.
+  bool reuse_cached_prefix = true;
 
   // Filled by Model::forward from the pool (what the layers read):
   std::vector<int32_t> context_lens;   // [S] tokens already cached before this call
   std::vector<int32_t> cache_seqlens;  // [S] tokens cached after it (context + new), flash-attn's name
-  std::vector<BlockTables> block_groups;  // one per block group of the pool (MemoryPool::layout())
+  std::vector<BlockTables> block_groups;  // one per block group of the pool (CacheManager::layout())
   std::vector<int32_t> state_slots;    // [S] each sequence's recurrent-state slot
 
   // Appends a sequence's new tokens at positions seq.length(), seq.length() + 1, ...
@@ -44,6 +47,7 @@ struct Batch {
     cu_seqlens.assign(1, 0);
     sequences.clear();
     checkpoint_each_token = false;
+    reuse_cached_prefix = true;
     context_lens.clear();
     cache_seqlens.clear();
     for (BlockTables& g : block_groups) {
@@ -62,7 +66,7 @@ struct Batch {
 };
 
 // Fills the memory fields the layers read (context_lens, cache_seqlens, block tables, slot_mapping, state slots)
-// from the sequences' current state in `pool`; their new tokens must already be reserved (MemoryPool::reserve).
-void fill_batch_memory(const MemoryPool& pool, Batch& batch);
+// from the sequences' current state in `cache`; their new tokens must already be reserved (CacheManager::reserve).
+void fill_batch_memory(const CacheManager& cache, Batch& batch);
 
 }  // namespace attnzoo

@@ -95,7 +95,7 @@ TEST(DecodeStep, AllocatesNothingOnceWarm) {
   testing::write_tiny_llama(dir);
   const auto model = Model::load(dir.str());
   const int64_t V = model->info().vocab_size;
-  const int64_t B = model->pool().options().block_tokens;
+  const int64_t B = model->cache().options().block_tokens;
   const auto seq = model->new_sequence();
   const std::vector<int32_t> prompt = {3, 14, 15, 92, 65};
   {

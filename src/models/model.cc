@@ -51,10 +51,16 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   std::unique_ptr<Model> model = builder(std::move(files), options);
   std::vector<CacheSpec> specs;
   for (auto& l : model->info().layers) specs.push_back(l.cache);
-  model->pool_ = std::make_unique<MemoryPool>(specs, options.pool);
+  // The layers compute on the host so far: a pool on a GPU would hand them device memory.
+  require(options.pool.device.is_cpu(), "device",
+          "models run on the CPU so far (" + options.pool.device.str() +
+              " asked); the CUDA kernels run through their entry points (attnzoo.attention, bench kernels --device cuda)");
+  const CacheGeometry geometry = plan_cache(specs, options.pool);
+  model->cache_ = std::make_shared<CacheManager>(geometry);
+  model->storage_ = std::make_unique<CacheStorage>(geometry);
   // What inspect reports is what the pool holds: the layer specs in the pool's KV dtype.
   auto& layers = const_cast<ModelInfo&>(model->info()).layers;
-  for (size_t l = 0; l < layers.size(); ++l) layers[l].cache = model->pool_->specs()[l];
+  for (size_t l = 0; l < layers.size(); ++l) layers[l].cache = geometry.specs[l];
   // The formats reported are the ones held: options set by hand (tests, a draft given its target's options
   // changed afterwards) say so instead of another checkpoint's reasons.
   FormatChoice& f = const_cast<ModelInfo&>(model->info()).formats;
@@ -69,7 +75,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
 
 namespace {
 
-void validate_batch(const Batch& batch, const ModelInfo& mi, const MemoryPool& pool) {
+void validate_batch(const Batch& batch, const ModelInfo& mi, const CacheManager& cache) {
   const int64_t S = batch.num_sequences(), T = batch.num_tokens();
   require(S > 0 && int64_t(batch.sequences.size()) == S, "batch", "needs one sequence per cu_seqlens range");
   require(batch.cu_seqlens[0] == 0 && batch.cu_seqlens[size_t(S)] == T, "cu_seqlens",
@@ -80,7 +86,7 @@ void validate_batch(const Batch& batch, const ModelInfo& mi, const MemoryPool& p
   for (int64_t s = 0; s < S; ++s) {
     const Sequence* st = batch.sequences[size_t(s)];
     require(st != nullptr, "sequences", "null sequence");
-    require(st->pool() == &pool, "sequences", "sequence was made by a different model");
+    require(st->manager() == &cache, "sequences", "sequence was made by a different model");
     require(batch.seq_len(s) >= 1, "cu_seqlens", "every sequence needs at least one new token");
   }
   std::sort(seen.begin(), seen.end());
@@ -117,7 +123,10 @@ ForwardScratch& forward_scratch() {
 
 }  // namespace
 
-void Model::prepare(Batch& batch) const { fill_batch_memory(*pool_, batch); }
+void Model::prepare(Batch& batch) const {
+  fill_batch_memory(*cache_, batch);
+  cache_->flush(*storage_);
+}
 
 std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
   std::vector<int64_t> rows;
@@ -153,14 +162,14 @@ void Model::forward(const Batch& in, std::span<const int64_t> logits_indices, st
 }
 
 void Model::rollback(Sequence& seq, int64_t length) const {
-  require(seq.pool() == pool_.get(), "sequence", "was made by a different model");
+  require(seq.manager() == cache_.get(), "sequence", "was made by a different model");
   require(length >= 0 && length <= seq.length(), "length",
           "must be in [0, " + std::to_string(seq.length()) + "], got " + std::to_string(length));
   const std::vector<int32_t> tokens(seq.tokens().begin(), seq.tokens().begin() + length);
   int64_t at;
   {
     SequenceLease lease(seq);
-    at = pool_->rollback(seq, length);
+    at = cache_->rollback(seq, length);
   }
   if (at == length) return;
   Batch batch;
@@ -170,7 +179,7 @@ void Model::rollback(Sequence& seq, int64_t length) const {
 
 void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float* logits) const {
   const ModelInfo& mi = info();
-  validate_batch(in, mi, *pool_);
+  validate_batch(in, mi, *cache_);
   const int64_t S = in.num_sequences(), V = mi.vocab_size;
   for (int64_t r : wanted)
     if (r < 0 || r >= in.num_tokens())
@@ -205,8 +214,9 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
     end[size_t(s)] = in.seq_begin(s + 1);
     Sequence& seq = *in.sequences[size_t(s)];
     // Only the last token's logits are asked for: a cached prefix of the prompt can stand in for computing it.
-    if (seq.length() == 0 && wanted_per_seq[size_t(s)] < 2 && pool_->options().prefix_caching) {
-      const int64_t hit = pool_->attach_cached_prefix(
+    if (seq.length() == 0 && wanted_per_seq[size_t(s)] < 2 && in.reuse_cached_prefix &&
+        cache_->options().prefix_caching) {
+      const int64_t hit = cache_->attach_cached_prefix(
           seq, std::span(in.tokens).subspan(size_t(in.seq_begin(s)), size_t(in.seq_len(s))));
       cursor[size_t(s)] += hit;
       attached[size_t(s)] = hit > 0;
@@ -217,10 +227,10 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
     add.resize(size_t(S));
     for (int64_t s = 0; s < S; ++s) add[size_t(s)] = end[size_t(s)] - cursor[size_t(s)];
     try {
-      pool_->reserve(in.sequences, add);
+      cache_->reserve(in.sequences, add);
     } catch (const PoolExhausted&) {
       for (int64_t s = 0; s < S; ++s)
-        if (attached[size_t(s)]) pool_->reset(*in.sequences[size_t(s)]);
+        if (attached[size_t(s)]) cache_->reset(*in.sequences[size_t(s)]);
       throw;
     }
   }
@@ -230,8 +240,8 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
   for (size_t i = 0; i < wanted.size(); ++i) out_row[size_t(wanted[i])] = int64_t(i);
   // Recurrent state can only be snapshotted between forward passes: with prefix caching on a model with state
   // layers, the tokens run in pieces that end on the snapshot boundaries.
-  const int64_t interval = pool_->has_state() && pool_->options().prefix_caching ? pool_->snapshot_interval_tokens() : 0;
-  const bool per_token_checkpoints = in.checkpoint_each_token && pool_->has_state();
+  const int64_t interval = cache_->has_state() && cache_->options().prefix_caching ? cache_->snapshot_interval_tokens() : 0;
+  const bool per_token_checkpoints = in.checkpoint_each_token && cache_->has_state();
   Piece& p = w.piece;
   while (true) {
     p.batch.clear();
@@ -273,9 +283,9 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
         std::copy_n(w.piece_logits.data() + i * size_t(V), V, logits + size_t(dest[i]) * size_t(V));
     }
     for (int64_t s = 0; s < p.batch.num_sequences(); ++s) {
-      pool_->advance(*p.batch.sequences[size_t(s)],
+      cache_->advance(*p.batch.sequences[size_t(s)],
                      std::span(p.batch.tokens).subspan(size_t(p.batch.seq_begin(s)), size_t(p.batch.seq_len(s))));
-      if (per_token_checkpoints) pool_->checkpoint(*p.batch.sequences[size_t(s)]);
+      if (per_token_checkpoints) cache_->checkpoint(*p.batch.sequences[size_t(s)]);
     }
   }
 }
@@ -289,7 +299,7 @@ std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {
   Batch batch;
   batch.add(*seq, ids);
   const int64_t n = int64_t(ids.size());
-  pool_->reserve(batch.sequences, std::span(&n, 1));
+  cache_->reserve(batch.sequences, std::span(&n, 1));
   prepare(batch);
   return run_trace(batch);
 }

@@ -10,7 +10,8 @@
 
 #include "layers/batch.h"
 #include "models/format_choice.h"
-#include "state/memory_pool.h"
+#include "state/cache_manager.h"
+#include "state/cache_storage.h"
 #include "layers/layer_trace.h"
 #include "loader/config.h"
 
@@ -22,7 +23,7 @@ struct LoadOptions {
   // owned bf16 copies (half the bytes per decode step). Activations are f32 either way.
   DType weights = DType::f32;
   // The memory pool every sequence of the model lives in: block size, KV element dtype, byte budget, state
-  // slots, prefix caching (state/memory_pool.h).
+  // slots, prefix caching (state/cache_geometry.h).
   PoolOptions pool;
   // Why weights and pool.kv_dtype are what they are when resolve_formats chose them (load_options below); kept
   // in ModelInfo::formats for inspect, serve and Python's Model.formats.
@@ -73,19 +74,27 @@ class Model {
 
   virtual const ModelInfo& info() const = 0;
   virtual const Config& config() const = 0;
-  MemoryPool& pool() const { return *pool_; }
+  // The memory pool in its two halves (vLLM v1's split): the bookkeeping (which blocks and state slots belong to
+  // which sequence, the prefix cache), shared with whoever schedules sequences (the engine's scheduler holds it),
+  // and the memory it describes, which only the model reads and writes. The bookkeeping's memory moves (copy on
+  // write, state forks / snapshots / restores) reach the memory at the start of the next forward pass.
+  CacheManager& cache() const { return *cache_; }
+  const std::shared_ptr<CacheManager>& shared_cache() const { return cache_; }
+  const CacheStorage& storage() const { return *storage_; }
 
   // An empty sequence in the model's pool (PoolExhausted when every state slot is taken).
-  std::unique_ptr<Sequence> new_sequence() const { return pool_->new_sequence(); }
+  std::unique_ptr<Sequence> new_sequence() const { return cache_->new_sequence(); }
   // A sequence that continues from `parent`'s tokens: blocks shared copy-on-write, state copied.
-  std::unique_ptr<Sequence> fork(const Sequence& parent) const { return pool_->fork(parent); }
+  std::unique_ptr<Sequence> fork(const Sequence& parent) const { return cache_->fork(parent); }
 
   // Runs the batch's new tokens through the model, writing every sequence's memory in the pool, and advances
   // each sequence. Returns logits [logits_indices.size(), vocab] row-major: row i for packed token
   // logits_indices[i] (vLLM's logits_indices; empty span: every token). A fresh sequence whose only requested
-  // row is its last token reuses the longest cached prefix of its prompt and computes only the rest.
-  // Validates the batch (ArgumentError naming the field); PoolExhausted, before anything is written, when the
-  // pool cannot hold the new tokens. If another exception escapes mid-way, the sequences' memory is unspecified:
+  // row is its last token reuses the longest cached prefix of its prompt and computes only the rest (unless the
+  // batch says its caller looked the prefix up already: Batch::reuse_cached_prefix). Blocks the caller reserved
+  // (CacheManager::reserve) are used as they are; the rest are reserved here. Validates the batch
+  // (ArgumentError naming the field); PoolExhausted, before anything is written, when the pool cannot hold the
+  // new tokens. If another exception escapes mid-way, the sequences' memory is unspecified:
   // discard them.
   std::vector<float> forward(const Batch& batch, std::span<const int64_t> logits_indices) const;
   // Every token's logits, or only each sequence's last (last_only).
@@ -97,9 +106,9 @@ class Model {
 
   // Speculative decoding's rollback, one operation: `seq` back at `length` tokens (a length it had), its memory
   // as if it had only ever seen those. Paged (softmax / MLA) memory is truncated, blocks past it freed; recurrent
-  // state is restored from the latest MemoryPool::checkpoint at or below `length` and the tokens between are
+  // state is restored from the latest CacheManager::checkpoint at or below `length` and the tokens between are
   // recomputed in one forward pass (no logits). A batch with `checkpoint_each_token` set leaves a checkpoint
-  // after every token instead, so its rollback needs no recompute. Errors: see MemoryPool::rollback.
+  // after every token instead, so its rollback needs no recompute. Errors: see CacheManager::rollback.
   void rollback(Sequence& seq, int64_t length) const;
 
   // Explainer hook: runs `ids` as a fresh sequence and returns one LayerTrace per layer (attention: q and k
@@ -108,18 +117,22 @@ class Model {
   std::vector<LayerTrace> trace(std::span<const int32_t> ids) const;
 
  protected:
-  // `batch` has its memory fields filled; logits row i is for packed token rows[i].
+  // The compute of one forward pass, what an architecture implements: `batch` has its memory fields filled (block
+  // tables, slot mapping, state slots) and the memory is current; logits row i is for packed token rows[i]. It
+  // reads and writes the cache memory through layer_memory() and never touches the bookkeeping.
   virtual void run(const Batch& batch, std::span<const int64_t> rows, float* logits) const = 0;
   virtual std::vector<LayerTrace> run_trace(const Batch& batch) const;
-  LayerMemory layer_memory(int64_t layer) const { return pool_->layer(layer); }
+  LayerMemory layer_memory(int64_t layer) const { return storage_->layer(layer); }
 
  private:
-  // Reserves the sequences' new tokens and fills the batch's block tables, slot mapping and state slots.
+  // Fills the batch's block tables, slot mapping and state slots from the bookkeeping (its new tokens reserved)
+  // and brings the memory up to date with it (the queued moves), so run() only computes.
   void prepare(Batch& batch) const;
   // forward() with the rows already resolved, logits [wanted.size(), vocab]: `wanted` empty computes no logits
   // at all (and `logits` may be null).
   void forward_rows(const Batch& batch, std::span<const int64_t> wanted, float* logits) const;
-  std::unique_ptr<MemoryPool> pool_;
+  std::shared_ptr<CacheManager> cache_;
+  std::unique_ptr<CacheStorage> storage_;
 };
 
 }  // namespace attnzoo

@@ -15,7 +15,7 @@
 namespace attnzoo {
 
 // The identity of a full block: its tokens and the hash of every block before it, and the block group whose layers
-// it holds (MemoryPool: each group caches its own copy of a prefix). `hash` is a digest of the tokens and parent;
+// it holds (CacheManager: each group caches its own copy of a prefix). `hash` is a digest of the tokens and parent;
 // lookups compare the whole key, so a digest collision can never hand out the wrong block.
 struct BlockKey {
   uint64_t parent = 0, hash = 0;

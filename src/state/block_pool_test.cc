@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "state/memory_pool.h"
+#include "state/cache_manager.h"
 
 namespace attnzoo {
 namespace {
@@ -46,11 +46,11 @@ TEST(BlockPool, KeysCompareTokensAndParentNotJustTheDigest) {
   EXPECT_TRUE(pool.lookup(root).has_value());
 }
 
-TEST(MemoryPool, ReserveIsAllOrNothingAndForksCopyTheSharedPartialBlockOnWrite) {
+TEST(CacheManager, ReserveIsAllOrNothingAndForksCopyTheSharedPartialBlockOnWrite) {
   PoolOptions o;
   o.block_tokens = 4;
   o.bytes = 10 * 4 * 2 * 2 * 8 * 4;  // ten blocks of one kv layer (2 heads of 8, f32)
-  MemoryPool pool({CacheSpec::kv(2, 8)}, o);
+  CacheManager pool(plan_cache({CacheSpec::kv(2, 8)}, o));
   ASSERT_EQ(pool.stats().num_blocks, 10);
   auto a = pool.new_sequence(), b = pool.new_sequence();
   std::vector<Sequence*> both = {a.get(), b.get()};
@@ -67,6 +67,9 @@ TEST(MemoryPool, ReserveIsAllOrNothingAndForksCopyTheSharedPartialBlockOnWrite) 
   pool.reserve(fork_only, std::vector<int64_t>{1});
   EXPECT_EQ(f->block_table()[0], a->block_table()[0]);  // the full block stays shared
   EXPECT_NE(f->block_table()[1], a->block_table()[1]);
+  // The bookkeeping only decides the copy; the storage makes it at the next flush.
+  const CacheOp cow{CacheOp::Kind::copy_block, a->block_table()[1], f->block_table()[1]};
+  EXPECT_EQ(pool.pending_ops(), std::vector<CacheOp>{cow});
   const int64_t free_before = pool.stats().free_blocks;
   f.reset();
   EXPECT_EQ(pool.stats().free_blocks, free_before + 1);
@@ -140,11 +143,11 @@ TEST(BlockLayout, WindowedLayersGetGroupsOfTheirOwnWhenAllLayersAreAlike) {
   EXPECT_EQ(held[5], CacheSpec::kv(2, 8).bytes_for(131072, 4));
 }
 
-TEST(MemoryPool, SlidingWindowGroupsHoldTheirWindowWhileTheFullGroupGrows) {
+TEST(CacheManager, SlidingWindowGroupsHoldTheirWindowWhileTheFullGroupGrows) {
   PoolOptions o;
   o.block_tokens = 4;
   o.bytes = int64_t(4) << 20;
-  MemoryPool pool(five_to_one(1, 10), o);
+  CacheManager pool(plan_cache(five_to_one(1, 10), o));
   ASSERT_EQ(pool.layout().groups.size(), 6u);
   EXPECT_EQ(pool.stats().block_bytes, 4 * 2 * 2 * 8 * 4);  // one layer per block
   auto s = pool.new_sequence();
@@ -168,7 +171,7 @@ TEST(MemoryPool, SlidingWindowGroupsHoldTheirWindowWhileTheFullGroupGrows) {
   EXPECT_EQ(hit->block_tables()[0][0], s->block_tables()[0][0]);
   // A pool that keeps every block: one group, one table, everything held.
   o.free_outside_window = false;
-  MemoryPool keep(five_to_one(1, 10), o);
+  CacheManager keep(plan_cache(five_to_one(1, 10), o));
   EXPECT_EQ(keep.layout().groups.size(), 1u);
   auto k = keep.new_sequence();
   std::vector<Sequence*> kone = {k.get()};

@@ -20,14 +20,14 @@ struct LayerMemory {
   // Fixed part: slot i of this layer is the f32 range [states + i * state_stride, + state_floats).
   float* states = nullptr;
   int64_t state_stride = 0;
-  // Which of the batch's block tables this layer's blocks are named in (MemoryPool::layout(): one per block group).
+  // Which of the batch's block tables this layer's blocks are named in (CacheManager::layout(): one per block group).
   int32_t block_group = 0;
 
   float* state(int32_t slot) const { return states + int64_t(slot) * state_stride; }
   int64_t block_tokens() const { return k.ndim == 4 ? k.shape[1] : 0; }
 };
 
-// One block group's tables for a batch (filled by MemoryPool::fill_batch_tables): where the sequences' tokens
+// One block group's tables for a batch (filled by CacheManager::fill_batch_tables): where the sequences' tokens
 // are. A block a sliding window gave back reads as block 0 (its keys are never read).
 struct BlockTables {
   std::vector<int32_t> block_tables;  // [S, max_blocks] pool block ids in token order

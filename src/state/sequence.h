@@ -1,8 +1,8 @@
 #pragma once
 // One sequence's place in the memory pool: its block tables (which pool blocks hold its tokens' K/V, in token
 // order, one table per block group of the pool), its recurrent-state slot, the tokens it has seen (for
-// prefix-cache hashes) and the chain hash of each of its full blocks. Made by MemoryPool::new_sequence() /
-// fork(); the destructor returns everything to the pool.
+// prefix-cache hashes) and the chain hash of each of its full blocks. Made by CacheManager::new_sequence() /
+// fork(); the destructor returns everything to the manager.
 // A Sequence must not be used by two threads at once: `busy` turns such a use into an error instead of a torn
 // cache (Model::forward takes it for the duration of the call).
 #include <atomic>
@@ -12,7 +12,7 @@
 
 namespace attnzoo {
 
-class MemoryPool;
+class CacheManager;
 
 class Sequence {
  public:
@@ -23,27 +23,27 @@ class Sequence {
   int64_t length() const { return length_; }  // tokens whose K/V and state are in the pool
   const std::vector<int32_t>& tokens() const { return tokens_; }
   // Block group 0's table (every paged layer's unless the pool splits windowed layers into groups of their own:
-  // MemoryPool::layout()); -1 marks a block a sliding window gave back.
+  // CacheManager::layout()); -1 marks a block a sliding window gave back.
   const std::vector<int32_t>& block_table() const { return block_tables_[0]; }
   const std::vector<std::vector<int32_t>>& block_tables() const { return block_tables_; }
   int32_t state_slot() const { return state_slot_; }
-  const MemoryPool* pool() const { return pool_; }
+  const CacheManager* manager() const { return manager_; }
   // Tokens this sequence took from the prefix cache instead of computing them.
   int64_t cached_tokens() const { return cached_tokens_; }
-  // Lengths this sequence can roll back to without recomputing (MemoryPool::checkpoint), ascending.
+  // Lengths this sequence can roll back to without recomputing (CacheManager::checkpoint), ascending.
   std::vector<int64_t> checkpoint_lengths() const;
   int64_t bytes() const;  // pool memory it references (blocks it holds, shared or not, and its state slot)
 
  private:
-  friend class MemoryPool;
-  explicit Sequence(MemoryPool* pool) : pool_(pool) {}
-  MemoryPool* pool_;
+  friend class CacheManager;
+  explicit Sequence(CacheManager* manager) : manager_(manager) {}
+  CacheManager* manager_;
   int64_t length_ = 0, cached_tokens_ = 0;
   std::vector<int32_t> tokens_;
   std::vector<std::vector<int32_t>> block_tables_;  // one per block group, at least one
   std::vector<uint64_t> block_hashes_;  // chain hash of each full block, in order
   int32_t state_slot_ = -1;
-  // Rollback points (MemoryPool::checkpoint): a length and, on models with state layers, the slot holding a copy
+  // Rollback points (CacheManager::checkpoint): a length and, on models with state layers, the slot holding a copy
   // of the state at that length (-1 otherwise); ascending lengths.
   struct Checkpoint {
     int64_t length;

@@ -1,13 +1,14 @@
 #pragma once
 // One sequence mixer on a memory pool of its own, for the layer tests: what Model::forward does around a layer
-// (reserve the new tokens' blocks, fill the batch's block tables / slot mapping / state slots, advance the
-// sequences afterwards), without a model.
+// (reserve the new tokens' blocks, fill the batch's block tables / slot mapping / state slots, bring the memory
+// up to date with the bookkeeping, advance the sequences afterwards), without a model.
 #include <memory>
 #include <vector>
 
 #include "layers/batch.h"
 #include "layers/block_parts.h"
-#include "state/memory_pool.h"
+#include "state/cache_manager.h"
+#include "state/cache_storage.h"
 
 namespace attnzoo::testing {
 
@@ -15,11 +16,18 @@ class MixerHarness {
  public:
   explicit MixerHarness(const SequenceMixer& mixer, int64_t block_tokens = 16, DType kv_dtype = DType::f32,
                         uint64_t shuffle_seed = 0)
-      : mixer_(mixer), pool_({mixer.cache_spec()}, options(block_tokens, kv_dtype, shuffle_seed)) {}
+      : mixer_(mixer),
+        geometry_(plan_cache({mixer.cache_spec()}, options(block_tokens, kv_dtype, shuffle_seed))),
+        pool_(geometry_),
+        storage_(geometry_) {}
 
   std::unique_ptr<Sequence> new_sequence() { return pool_.new_sequence(); }
-  MemoryPool& pool() { return pool_; }
-  LayerMemory memory() const { return pool_.layer(0); }
+  CacheManager& pool() { return pool_; }
+  // The layer's memory, current with every move the bookkeeping queued.
+  LayerMemory memory() {
+    pool_.flush(storage_);
+    return storage_.layer(0);
+  }
 
   // Fills the batch's memory fields (after reserving its tokens) and runs the mixer; x, y [T, hidden].
   void forward(const float* x, Batch& batch, float* y) {
@@ -30,7 +38,7 @@ class MixerHarness {
                     std::span(batch.tokens).subspan(size_t(batch.seq_begin(s)), size_t(batch.seq_len(s))));
   }
   // The mixer's trace on a batch forward() has run (its state is the state after that batch).
-  void trace(const float* x, const Batch& batch, LayerTrace& out) const { mixer_.trace(x, batch, memory(), out); }
+  void trace(const float* x, const Batch& batch, LayerTrace& out) { mixer_.trace(x, batch, memory(), out); }
 
  private:
   static PoolOptions options(int64_t block_tokens, DType kv_dtype, uint64_t shuffle_seed) {
@@ -50,7 +58,9 @@ class MixerHarness {
     fill_batch_memory(pool_, batch);
   }
   const SequenceMixer& mixer_;
-  MemoryPool pool_;
+  CacheGeometry geometry_;
+  CacheManager pool_;
+  CacheStorage storage_;
 };
 
 // Runs `mixer` as the only layer of one fresh sequence over x [sum(pieces), hidden], piece after piece (each

@@ -1,43 +1,22 @@
-#include "state/memory_pool.h"
-
-#include <sys/mman.h>
-#include <unistd.h>
+#include "state/cache_manager.h"
 
 #include <algorithm>
-#include <cstring>
-#include <fstream>
 #include <string>
 
 #include "core/error.h"
 
 namespace attnzoo {
-namespace {
-
-std::string mib(int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
-
-}  // namespace
-
-int64_t default_pool_bytes() {
-  int64_t available = 0;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") available = kib * 1024;
-  if (available <= 0) available = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
-  return std::clamp<int64_t>(available / 4, int64_t(64) << 20, int64_t(16) << 30);
-}
 
 Sequence::~Sequence() {
-  if (pool_) pool_->release(*this);
+  if (manager_) manager_->release(*this);
 }
 
 int64_t Sequence::bytes() const {
   int64_t held = 0;
   for (const auto& table : block_tables_)
     held += std::count_if(table.begin(), table.end(), [](int32_t b) { return b >= 0; });
-  return held * pool_->block_bytes_ + (state_slot_ >= 0 ? pool_->slot_bytes_ : 0);
+  const CacheGeometry& g = manager_->geometry();
+  return held * g.block_bytes + (state_slot_ >= 0 ? g.slot_bytes : 0);
 }
 
 std::vector<int64_t> Sequence::checkpoint_lengths() const {
@@ -64,156 +43,52 @@ SequencesLease::~SequencesLease() {
   for (Sequence* s : seqs_) s->busy_.store(false, std::memory_order_release);
 }
 
-MemoryPool::MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options)
-    : specs_(std::move(layers)), options_(options) {
-  const DType kv = options.kv_dtype;
-  require(kv == DType::f32 || kv == DType::bf16 || kv == DType::f16 || is_quantized_kv(kv), "kv_cache_dtype",
-          std::string("must be float32, bfloat16, float16, int8 or float8_e4m3fn, got ") + dtype_name(kv));
-  require(options.block_tokens >= 1 && options.block_tokens <= 4096, "block_size",
-          "must be in [1, 4096], got " + std::to_string(options.block_tokens));
-  require(options.max_sequences >= 1, "max_num_seqs", "must be at least 1");
-  require(options.max_rollback_tokens >= 0, "max_rollback_tokens", "must be non-negative");
-  require(options.snapshot_interval_blocks >= 0, "snapshot_interval_blocks", "must be non-negative");
-  if (options_.bytes == 0) options_.bytes = default_pool_bytes();
-  require(options_.bytes > 0, "kv_cache_memory", "must be positive");
-  snapshot_blocks_ = options.snapshot_interval_blocks > 0 ? options.snapshot_interval_blocks
-                                                           : std::max<int64_t>(1, 256 / options.block_tokens);
-  const int64_t B = options.block_tokens;
-  for (auto& s : specs_) {
-    s.dtype = kv;
-    // Slots stay 64-byte aligned so the state kernels' vector loads never split a cache line.
-    slot_bytes_ = checked_add(slot_bytes_, (s.fixed_bytes() + 63) / 64 * 64, "state slot");
-  }
-  layout_ = block_layout(specs_, options.free_outside_window);
-  tables_ = std::max<size_t>(1, layout_.groups.size());
-  // Group 0 is the widest: its layers' specs are the slots' (the other groups' layers are alike).
-  std::vector<CacheSpec> slot_specs;
-  for (int64_t j = 0; j < layout_.slots; ++j) {
-    slot_specs.push_back(specs_[size_t(layout_.groups[0].layers[size_t(j)])]);
-    block_bytes_ =
-        checked_add(block_bytes_, checked_mul(B, slot_specs.back().bytes_per_token(), "kv block"), "kv block");
-  }
-  int64_t budget = options_.bytes;
-  if (slot_bytes_ > 0) {
-    running_slots_ = std::min<int64_t>(options.max_sequences, budget / slot_bytes_);
-    if (running_slots_ < 1)
-      throw PoolExhausted("kv_cache_memory: " + std::to_string(budget) + " bytes cannot hold one sequence's recurrent "
-                          "state of " + std::to_string(slot_bytes_) + " bytes");
-    budget -= running_slots_ * slot_bytes_;
-  }
-  // What is left goes to KV blocks; a model with both kinds keeps a quarter of it for state snapshots.
-  int64_t snapshot_budget = 0;
-  if (slot_bytes_ > 0 && options.prefix_caching) snapshot_budget = block_bytes_ > 0 ? budget / 4 : budget;
-  const int64_t snapshot_slots = slot_bytes_ > 0 ? snapshot_budget / slot_bytes_ : 0;
-  budget -= snapshot_slots * slot_bytes_;
-  const int64_t num_blocks = block_bytes_ > 0 ? std::min<int64_t>(budget / block_bytes_, (int64_t(1) << 31) - 1) : 0;
-  if (block_bytes_ > 0 && num_blocks < 1) {
-    // In bytes: a tiny pool's sizes round to "0 MiB".
-    std::string why = "kv_cache_memory: " + std::to_string(options_.bytes) + " bytes cannot hold one KV block of " +
-                      std::to_string(block_bytes_) + " bytes (" + std::to_string(B) + " tokens)";
-    if (slot_bytes_ > 0)
-      why += " after the recurrent-state slots took " + std::to_string(options_.bytes - budget) + " bytes (" +
-             std::to_string(running_slots_ + snapshot_slots) + " slots of " + std::to_string(slot_bytes_) + ")";
-    throw PoolExhausted(why);
-  }
-  num_slots_ = running_slots_ + snapshot_slots;
-  blocks_ = BlockPool(num_blocks, options.shuffle_seed);
-
-  mapped_bytes_ = checked_add(checked_mul(num_blocks, block_bytes_, "pool"), checked_mul(num_slots_, slot_bytes_, "pool"),
-                              "pool");
-  if (mapped_bytes_ > 0) {
-    // Reserved, not committed: pages are backed when first written, so a large budget costs nothing up front.
-    void* p = mmap(nullptr, size_t(mapped_bytes_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED) throw PoolExhausted("kv_cache_memory: cannot reserve " + mib(mapped_bytes_));
-    base_ = static_cast<uint8_t*>(p);
-  }
-  uint8_t* at = base_;
-  slots_.resize(slot_specs.size());
-  // Quantized pools: every scale tensor first, so the f32 scales stay aligned whatever the byte tensors' sizes.
-  for (size_t j = 0; j < slot_specs.size(); ++j) {
-    const CacheSpec& s = slot_specs[j];
-    if (s.token_scales() == 0) continue;
-    for (TensorView* t : {&slots_[j].k_scale, &slots_[j].v_scale}) {
-      if (t == &slots_[j].v_scale && s.paged_tensors != 2) break;
-      *t = TensorView::contiguous(at, DType::f32, {num_blocks, B, s.heads});
-      at += num_blocks * B * s.token_scales() * int64_t(sizeof(float));
-    }
-  }
-  for (size_t j = 0; j < slot_specs.size(); ++j) {
-    const CacheSpec& s = slot_specs[j];
-    const int64_t tensor_bytes = num_blocks * B * s.token_elems() * int64_t(dtype_size(kv));
-    slots_[j].k = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
-    at += tensor_bytes;
-    if (s.paged_tensors == 2) {
-      slots_[j].v = TensorView::contiguous(at, kv, {num_blocks, B, s.heads, s.head_dim});
-      at += tensor_bytes;
-    }
-  }
-  layers_.resize(specs_.size());
-  for (size_t l = 0; l < specs_.size(); ++l) {
-    if (layout_.group_of[l] < 0) continue;
-    layers_[l] = slots_[size_t(layout_.slot_of[l])];
-    layers_[l].block_group = layout_.group_of[l];
-  }
-  block_group_.assign(size_t(num_blocks), 0);
-  for (size_t l = 0; l < specs_.size(); ++l) {
-    if (specs_[l].state_floats == 0) continue;
-    layers_[l].states = reinterpret_cast<float*>(at);
-    layers_[l].state_stride = (specs_[l].fixed_bytes() + 63) / 64 * 64 / int64_t(sizeof(float));
-    at += num_slots_ * layers_[l].state_stride * int64_t(sizeof(float));
-  }
+CacheManager::CacheManager(const CacheGeometry& geometry) : geometry_(geometry), options_(geometry.options) {
+  tables_ = std::max<size_t>(1, geometry_.layout.groups.size());
+  num_slots_ = geometry_.num_slots();
+  running_slots_ = geometry_.running_slots;
+  blocks_ = BlockPool(geometry_.num_blocks, options_.shuffle_seed);
+  block_group_.assign(size_t(geometry_.num_blocks), 0);
   for (int64_t i = running_slots_ - 1; i >= 0; --i) free_slots_.push_back(int32_t(i));
   for (int64_t i = num_slots_ - 1; i >= running_slots_; --i) free_snapshot_slots_.push_back(int32_t(i));
 }
 
-MemoryPool::~MemoryPool() {
-  if (base_) munmap(base_, size_t(mapped_bytes_));
+CacheManager::~CacheManager() = default;
+
+void CacheManager::flush(CacheStorage& storage) {
+  std::lock_guard lock(mu_);
+  storage.apply(ops_);
+  ops_.clear();
 }
 
-PoolStats MemoryPool::stats() const {
+std::vector<CacheOp> CacheManager::pending_ops() const {
+  std::lock_guard lock(mu_);
+  return ops_;
+}
+
+PoolStats CacheManager::stats() const {
   std::lock_guard lock(mu_);
   PoolStats s;
   s.num_blocks = blocks_.num_blocks();
   s.free_blocks = blocks_.num_available();
   s.cached_blocks = blocks_.num_cached();
-  s.block_bytes = block_bytes_;
+  s.block_bytes = geometry_.block_bytes;
   s.state_slots = running_slots_;
   s.free_state_slots = int64_t(free_slots_.size());
   s.snapshot_slots = num_slots_ - running_slots_;
   s.snapshots = int64_t(snapshots_.size());
-  s.state_slot_bytes = slot_bytes_;
-  s.bytes = mapped_bytes_;
+  s.state_slot_bytes = geometry_.slot_bytes;
+  s.bytes = geometry_.bytes();
   s.prefix_queries = prefix_queries_;
   s.prefix_hits = prefix_hits_;
   return s;
 }
 
-bool MemoryPool::writable(int32_t block) const {
+bool CacheManager::writable(int32_t block) const {
   return blocks_.ref_count(block) == 1 && !blocks_.is_cached(block);
 }
 
-void MemoryPool::zero_state(int32_t slot) {
-  for (const auto& l : layers_)
-    if (l.states) std::memset(l.state(slot), 0, size_t(l.state_stride) * sizeof(float));
-}
-
-void MemoryPool::copy_state(int32_t from, int32_t to) {
-  for (const auto& l : layers_)
-    if (l.states) std::memcpy(l.state(to), l.state(from), size_t(l.state_stride) * sizeof(float));
-}
-
-void MemoryPool::copy_block(int32_t from, int32_t to) {
-  for (const auto& l : slots_)
-    for (const TensorView* t : {&l.k, &l.v, &l.k_scale, &l.v_scale}) {
-      if (t->ndim < 3) continue;
-      const size_t bytes = size_t(t->numel() / t->shape[0]) * dtype_size(t->dtype);
-      auto* base = static_cast<uint8_t*>(t->data);
-      std::memcpy(base + size_t(to) * bytes, base + size_t(from) * bytes, bytes);
-    }
-}
-
-std::unique_ptr<Sequence> MemoryPool::new_sequence() {
+std::unique_ptr<Sequence> CacheManager::new_sequence() {
   std::unique_ptr<Sequence> seq(new Sequence(this));
   seq->block_tables_.resize(tables_);
   std::lock_guard lock(mu_);
@@ -228,8 +103,8 @@ std::unique_ptr<Sequence> MemoryPool::new_sequence() {
   return seq;
 }
 
-std::unique_ptr<Sequence> MemoryPool::fork(const Sequence& parent) {
-  require(parent.pool_ == this, "sequence", "belongs to another model's pool");
+std::unique_ptr<Sequence> CacheManager::fork(const Sequence& parent) {
+  require(parent.manager_ == this, "sequence", "belongs to another model's pool");
   std::unique_ptr<Sequence> seq(new Sequence(this));
   std::lock_guard lock(mu_);
   if (has_state()) {
@@ -249,7 +124,7 @@ std::unique_ptr<Sequence> MemoryPool::fork(const Sequence& parent) {
   return seq;
 }
 
-void MemoryPool::release(Sequence& seq) {
+void CacheManager::release(Sequence& seq) {
   std::lock_guard lock(mu_);
   release_checkpoints_locked(seq, 0);
   for (auto& table : seq.block_tables_) {
@@ -261,12 +136,12 @@ void MemoryPool::release(Sequence& seq) {
   seq.state_slot_ = -1;
 }
 
-int64_t MemoryPool::blocks_needed(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const {
+int64_t CacheManager::blocks_needed(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const {
   std::lock_guard lock(mu_);
   return blocks_needed_locked(seqs, new_tokens);
 }
 
-int64_t MemoryPool::blocks_needed_locked(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const {
+int64_t CacheManager::blocks_needed_locked(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const {
   if (!has_paged()) return 0;
   const int64_t B = options_.block_tokens;
   int64_t need = 0;
@@ -284,10 +159,10 @@ int64_t MemoryPool::blocks_needed_locked(std::span<Sequence* const> seqs, std::s
   return need;
 }
 
-int64_t MemoryPool::blocks_at_most(int64_t shared, int64_t tokens, int64_t n, int64_t step) const {
+int64_t CacheManager::blocks_at_most(int64_t shared, int64_t tokens, int64_t n, int64_t step) const {
   const int64_t B = options_.block_tokens, keep = max_rollback_tokens();
   int64_t need = 0;
-  for (const BlockGroup& g : layout_.groups) {
+  for (const BlockGroup& g : geometry_.layout.groups) {
     const int64_t common = std::min(shared, tokens) / B, own = (tokens + B - 1) / B - common;
     int64_t blocks = checked_add(common, checked_mul(n, own, "blocks"), "blocks");
     // At most the window, the rollback room and one step's tokens, plus the block the window starts inside.
@@ -297,21 +172,21 @@ int64_t MemoryPool::blocks_at_most(int64_t shared, int64_t tokens, int64_t n, in
   return need;
 }
 
-int32_t MemoryPool::allocate_locked(size_t group) {
+int32_t CacheManager::allocate_locked(size_t group) {
   const int32_t b = *blocks_.allocate();
   block_group_[size_t(b)] = int32_t(group);
   return b;
 }
 
-std::vector<int64_t> MemoryPool::blocks_in_use() const {
+std::vector<int64_t> CacheManager::blocks_in_use() const {
   std::lock_guard lock(mu_);
-  std::vector<int64_t> used(layout_.groups.size(), 0);
+  std::vector<int64_t> used(geometry_.layout.groups.size(), 0);
   for (int32_t b = 0; b < int32_t(blocks_.num_blocks()); ++b)
     if (blocks_.ref_count(b) > 0) ++used[size_t(block_group_[size_t(b)])];
   return used;
 }
 
-void MemoryPool::reserve(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) {
+void CacheManager::reserve(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) {
   std::lock_guard lock(mu_);
   const int64_t need = blocks_needed_locked(seqs, new_tokens);
   if (need > blocks_.num_available())
@@ -323,7 +198,7 @@ void MemoryPool::reserve(std::span<Sequence* const> seqs, std::span<const int64_
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     if (new_tokens[i] <= 0) continue;
-    for (size_t g = 0; g < layout_.groups.size(); ++g) {
+    for (size_t g = 0; g < geometry_.layout.groups.size(); ++g) {
       std::vector<int32_t>& table = s.block_tables_[g];
       if (s.length_ % B != 0) {
         int32_t& last = table[size_t(s.length_ / B)];
@@ -339,7 +214,7 @@ void MemoryPool::reserve(std::span<Sequence* const> seqs, std::span<const int64_
   }
 }
 
-std::optional<int32_t> MemoryPool::take_snapshot_slot() {
+std::optional<int32_t> CacheManager::take_snapshot_slot() {
   if (!free_snapshot_slots_.empty()) {
     const int32_t slot = free_snapshot_slots_.back();
     free_snapshot_slots_.pop_back();
@@ -352,7 +227,7 @@ std::optional<int32_t> MemoryPool::take_snapshot_slot() {
   return oldest.slot;
 }
 
-void MemoryPool::advance(Sequence& seq, std::span<const int32_t> tokens) {
+void CacheManager::advance(Sequence& seq, std::span<const int32_t> tokens) {
   std::lock_guard lock(mu_);
   const int64_t B = options_.block_tokens;
   seq.tokens_.insert(seq.tokens_.end(), tokens.begin(), tokens.end());
@@ -363,7 +238,7 @@ void MemoryPool::advance(Sequence& seq, std::span<const int32_t> tokens) {
     BlockKey key = make_block_key(parent, std::span(seq.tokens_).subspan(b * size_t(B), size_t(B)));
     seq.block_hashes_.push_back(key.hash);
     if (!options_.prefix_caching) continue;
-    for (size_t g = 0; g < layout_.groups.size(); ++g) {
+    for (size_t g = 0; g < geometry_.layout.groups.size(); ++g) {
       key.group = int32_t(g);
       if (seq.block_tables_[g][b] != kDropped) blocks_.register_block(seq.block_tables_[g][b], key);
     }
@@ -383,14 +258,14 @@ void MemoryPool::advance(Sequence& seq, std::span<const int32_t> tokens) {
   snapshots_[key] = std::prev(snapshot_lru_.end());
 }
 
-int64_t MemoryPool::first_needed_block(size_t group, int64_t length, int64_t keep) const {
+int64_t CacheManager::first_needed_block(size_t group, int64_t length, int64_t keep) const {
   // The next query sits at position `length` and sees keys from length - window + 1 on.
-  return std::max<int64_t>(0, length - layout_.groups[group].window - keep) / options_.block_tokens;
+  return std::max<int64_t>(0, length - geometry_.layout.groups[group].window - keep) / options_.block_tokens;
 }
 
-void MemoryPool::drop_outside_window(Sequence& seq) {
-  for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    if (layout_.groups[g].window <= 0) continue;
+void CacheManager::drop_outside_window(Sequence& seq) {
+  for (size_t g = 0; g < geometry_.layout.groups.size(); ++g) {
+    if (geometry_.layout.groups[g].window <= 0) continue;
     std::vector<int32_t>& table = seq.block_tables_[g];
     const int64_t dead = std::min<int64_t>(first_needed_block(g, seq.length_, options_.max_rollback_tokens),
                                            int64_t(table.size()));
@@ -404,7 +279,7 @@ void MemoryPool::drop_outside_window(Sequence& seq) {
   }
 }
 
-void MemoryPool::truncate_blocks(Sequence& seq, int64_t length) {
+void CacheManager::truncate_blocks(Sequence& seq, int64_t length) {
   std::lock_guard lock(mu_);
   require(length >= 0 && length <= seq.length_, "length",
           "must be in [0, " + std::to_string(seq.length_) + "], got " + std::to_string(length));
@@ -420,7 +295,7 @@ void MemoryPool::truncate_blocks(Sequence& seq, int64_t length) {
   seq.length_ = length;
 }
 
-void MemoryPool::reset(Sequence& seq) {
+void CacheManager::reset(Sequence& seq) {
   truncate_blocks(seq, 0);
   std::lock_guard lock(mu_);
   release_checkpoints_locked(seq, 0);
@@ -428,10 +303,10 @@ void MemoryPool::reset(Sequence& seq) {
   if (seq.state_slot_ >= 0) zero_state(seq.state_slot_);
 }
 
-void MemoryPool::fill_batch_tables(std::span<Sequence* const> seqs, std::span<const int64_t> context_lens,
+void CacheManager::fill_batch_tables(std::span<Sequence* const> seqs, std::span<const int64_t> context_lens,
                                    std::span<const int64_t> new_tokens, std::vector<BlockTables>& groups) const {
   const int64_t B = options_.block_tokens;
-  groups.resize(layout_.groups.size());
+  groups.resize(geometry_.layout.groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     BlockTables& out = groups[g];
     out.max_blocks = 0;

@@ -1,26 +1,30 @@
 // An int8 / fp8 pool: every paged tensor gets its f32 scale tensor, the budget counts them, and a copy on write
-// copies a block's scales with its bytes.
+// (decided by the manager, made by the storage at the flush) copies a block's scales with its bytes.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
-#include "state/memory_pool.h"
+#include "state/cache_manager.h"
+#include "state/cache_storage.h"
 
 namespace attnzoo {
 namespace {
 
-TEST(MemoryPoolQuant, ScalesBesideEveryPagedTensorAndCopiedOnWrite) {
+TEST(CacheStorageQuant, ScalesBesideEveryPagedTensorAndCopiedOnWrite) {
   for (DType dtype : {DType::i8, DType::f8_e4m3}) {
     PoolOptions o;
     o.block_tokens = 4;
     o.kv_dtype = dtype;
     o.bytes = 1 << 20;
-    MemoryPool pool({CacheSpec::kv(2, 8), CacheSpec::latent(12), CacheSpec::state(16)}, o);
+    const CacheGeometry geometry = plan_cache({CacheSpec::kv(2, 8), CacheSpec::latent(12), CacheSpec::state(16)}, o);
+    CacheManager pool(geometry);
+    CacheStorage storage(geometry);
+    EXPECT_EQ(storage.bytes(), pool.stats().bytes);
     // K and V: 2 heads x (8 bytes + a 4-byte scale); the latent: 12 bytes + one scale; per token, 4 per block.
     EXPECT_EQ(pool.stats().block_bytes, 4 * (2 * 2 * (8 + 4) + (12 + 4)));
-    const LayerMemory kv = pool.layer(0), latent = pool.layer(1);
+    const LayerMemory kv = storage.layer(0), latent = storage.layer(1);
     const int64_t nb = pool.stats().num_blocks;
     ASSERT_EQ(kv.k.dtype, dtype);
     ASSERT_EQ(kv.k_scale.ndim, 3);
@@ -56,6 +60,8 @@ TEST(MemoryPoolQuant, ScalesBesideEveryPagedTensorAndCopiedOnWrite) {
     pool.reserve(kid, three);
     const int32_t copy = child->block_table()[0];
     ASSERT_NE(copy, block);
+    pool.flush(storage);
+    EXPECT_TRUE(pool.pending_ops().empty());
     for (const LayerMemory& m : {kv, latent})
       for (const TensorView* t : {&m.k, &m.v, &m.k_scale, &m.v_scale}) {
         if (t->ndim == 0) continue;
@@ -66,10 +72,10 @@ TEST(MemoryPoolQuant, ScalesBesideEveryPagedTensorAndCopiedOnWrite) {
   }
 }
 
-TEST(MemoryPoolQuant, RejectsOtherDtypes) {
+TEST(CacheStorageQuant, RejectsOtherDtypes) {
   PoolOptions o;
   o.kv_dtype = DType::i32;
-  EXPECT_THROW(MemoryPool({CacheSpec::kv(1, 8)}, o), ArgumentError);
+  EXPECT_THROW(plan_cache({CacheSpec::kv(1, 8)}, o), ArgumentError);
 }
 
 }  // namespace

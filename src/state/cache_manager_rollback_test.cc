@@ -1,31 +1,43 @@
 // Speculative decoding's rollback in the pool: checkpoints copy the recurrent state into slots of their own,
 // rollback restores the latest one at or below the wanted length (or truncates exactly, without state layers),
-// frees the blocks past it, and every slot goes back to the pool.
+// frees the blocks past it, and every slot goes back to the pool. The bookkeeping decides the copies and the
+// storage makes them when flushed, as a forward pass does before it computes.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "core/error.h"
-#include "state/memory_pool.h"
+#include "state/cache_manager.h"
 
 namespace attnzoo {
 namespace {
 
-std::unique_ptr<MemoryPool> hybrid_pool(int64_t max_sequences) {
+// Both halves of a pool over one KV layer and one state layer.
+struct HybridPool : CacheManager {
+  explicit HybridPool(const CacheGeometry& g) : CacheManager(g), storage(g) {}
+  // The state layer's slot, current with every queued move.
+  float* state(const Sequence& s) {
+    flush(storage);
+    return storage.layer(1).state(s.state_slot());
+  }
+  CacheStorage storage;
+};
+
+std::unique_ptr<HybridPool> hybrid_pool(int64_t max_sequences) {
   PoolOptions o;
   o.block_tokens = 4;
   o.bytes = 1 << 20;
   o.max_sequences = max_sequences;
   o.prefix_caching = false;  // no snapshot slots: checkpoints must come from the free running slots
-  return std::make_unique<MemoryPool>(std::vector<CacheSpec>{CacheSpec::kv(2, 8), CacheSpec::state(16)}, o);
+  return std::make_unique<HybridPool>(plan_cache({CacheSpec::kv(2, 8), CacheSpec::state(16)}, o));
 }
 
-void fill_state(const MemoryPool& pool, const Sequence& s, float base) {
-  float* st = pool.layer(1).state(s.state_slot());
+void fill_state(HybridPool& pool, const Sequence& s, float base) {
+  float* st = pool.state(s);
   for (int i = 0; i < 16; ++i) st[i] = base + float(i);
 }
 
-void grow(MemoryPool& pool, Sequence& s, int64_t n) {
+void grow(CacheManager& pool, Sequence& s, int64_t n) {
   std::vector<Sequence*> one = {&s};
   pool.reserve(one, std::vector<int64_t>{n});
   std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -35,7 +47,7 @@ void grow(MemoryPool& pool, Sequence& s, int64_t n) {
 
 // (Not rollback, but this file has the hybrid pool.) A budget below one block names the bytes, not "0 MiB", and what
 // the state slots took of it.
-TEST(MemoryPoolBudget, BelowOneBlockNamesTheBytesAndTheStateSlots) {
+TEST(CacheManagerBudget, BelowOneBlockNamesTheBytesAndTheStateSlots) {
   const CacheSpec kv = CacheSpec::kv(2, 8), state = CacheSpec::state(16);
   const int64_t block = 4 * kv.bytes_per_token(), slot = (state.fixed_bytes() + 63) / 64 * 64;
   PoolOptions o;
@@ -44,7 +56,7 @@ TEST(MemoryPoolBudget, BelowOneBlockNamesTheBytesAndTheStateSlots) {
   o.prefix_caching = false;
   o.bytes = 3 * slot + block - 1;
   try {
-    MemoryPool pool({kv, state}, o);
+    CacheManager pool(plan_cache({kv, state}, o));
     FAIL() << "a pool below one block was made";
   } catch (const PoolExhausted& e) {
     EXPECT_EQ(std::string(e.what()), "kv_cache_memory: " + std::to_string(o.bytes) + " bytes cannot hold one KV block of " +
@@ -53,7 +65,7 @@ TEST(MemoryPoolBudget, BelowOneBlockNamesTheBytesAndTheStateSlots) {
   }
 }
 
-TEST(MemoryPoolRollback, RestoresTheCheckpointedStateAndFreesLaterBlocks) {
+TEST(CacheManagerRollback, RestoresTheCheckpointedStateAndFreesLaterBlocks) {
   auto pool = hybrid_pool(3);
   auto s = pool->new_sequence();
   grow(*pool, *s, 6);
@@ -70,7 +82,7 @@ TEST(MemoryPoolRollback, RestoresTheCheckpointedStateAndFreesLaterBlocks) {
   EXPECT_EQ(s->length(), 6);
   EXPECT_EQ(s->tokens(), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(pool->stats().free_blocks, free_blocks);
-  const float* st = pool->layer(1).state(s->state_slot());
+  const float* st = pool->state(*s);
   for (int i = 0; i < 16; ++i) ASSERT_EQ(st[i], 100.f + float(i));
   // The checkpoint at 6 survives (a later rollback may use it again) until cleared.
   EXPECT_EQ(s->checkpoint_lengths(), std::vector<int64_t>{6});
@@ -83,11 +95,11 @@ TEST(MemoryPoolRollback, RestoresTheCheckpointedStateAndFreesLaterBlocks) {
   EXPECT_THROW(pool->rollback(*s, 9), ArgumentError);
   // To an empty sequence needs no checkpoint: the state is zeroed.
   EXPECT_EQ(pool->rollback(*s, 0), 0);
-  st = pool->layer(1).state(s->state_slot());
+  st = pool->state(*s);
   for (int i = 0; i < 16; ++i) ASSERT_EQ(st[i], 0.f);
 }
 
-TEST(MemoryPoolRollback, CheckpointSlotsRunOutCleanlyAndComeBack) {
+TEST(CacheManagerRollback, CheckpointSlotsRunOutCleanlyAndComeBack) {
   auto pool = hybrid_pool(2);
   auto a = pool->new_sequence(), b = pool->new_sequence();
   EXPECT_EQ(pool->stats().free_state_slots, 0);
@@ -100,11 +112,11 @@ TEST(MemoryPoolRollback, CheckpointSlotsRunOutCleanlyAndComeBack) {
   EXPECT_EQ(pool->stats().free_state_slots, 2);
 }
 
-TEST(MemoryPoolRollback, AttentionAloneTruncatesExactly) {
+TEST(CacheManagerRollback, AttentionAloneTruncatesExactly) {
   PoolOptions o;
   o.block_tokens = 4;
   o.bytes = 1 << 20;
-  MemoryPool pool({CacheSpec::kv(2, 8)}, o);
+  CacheManager pool(plan_cache({CacheSpec::kv(2, 8)}, o));
   auto s = pool.new_sequence();
   grow(pool, *s, 11);
   EXPECT_EQ(pool.rollback(*s, 5), 5);
@@ -112,34 +124,34 @@ TEST(MemoryPoolRollback, AttentionAloneTruncatesExactly) {
   EXPECT_EQ(s->block_table().size(), 2u);
 }
 
-TEST(MemoryPoolRollback, SlidingWindowPoolsKeepRollbackRoom) {
+TEST(CacheManagerRollback, SlidingWindowPoolsKeepRollbackRoom) {
   PoolOptions o;
   o.block_tokens = 4;
   o.bytes = 1 << 20;
-  MemoryPool tight({CacheSpec::kv(2, 8, /*window=*/8)}, o);
+  CacheManager tight(plan_cache({CacheSpec::kv(2, 8, /*window=*/8)}, o));
   auto s = tight.new_sequence();
   grow(tight, *s, 24);
   EXPECT_THROW(tight.rollback(*s, 18), ArgumentError);  // its window's first blocks were given back
   o.max_rollback_tokens = 6;
-  MemoryPool roomy({CacheSpec::kv(2, 8, /*window=*/8)}, o);
+  CacheManager roomy(plan_cache({CacheSpec::kv(2, 8, /*window=*/8)}, o));
   auto r = roomy.new_sequence();
   grow(roomy, *r, 24);
   EXPECT_EQ(roomy.rollback(*r, 18), 18);
 }
 
-TEST(MemoryPoolRollback, SlidingGroupsBesideAFullOneKeepRollbackRoomToo) {
+TEST(CacheManagerRollback, SlidingGroupsBesideAFullOneKeepRollbackRoomToo) {
   // A sliding layer beside a full one: its own block table gives blocks back; the full one's never does.
   PoolOptions o;
   o.block_tokens = 4;
   o.bytes = 1 << 20;
   const std::vector<CacheSpec> layers = {CacheSpec::kv(2, 8, /*window=*/8), CacheSpec::kv(2, 8)};
-  MemoryPool tight(layers, o);
+  CacheManager tight(plan_cache(layers, o));
   ASSERT_EQ(tight.layout().groups.size(), 2u);
   auto s = tight.new_sequence();
   grow(tight, *s, 24);
   EXPECT_THROW(tight.rollback(*s, 18), ArgumentError);
   o.max_rollback_tokens = 6;
-  MemoryPool roomy(layers, o);
+  CacheManager roomy(plan_cache(layers, o));
   auto r = roomy.new_sequence();
   grow(roomy, *r, 24);
   EXPECT_EQ(r->block_tables()[1][0], -1);  // the window group still gave its first block back
@@ -150,7 +162,7 @@ TEST(MemoryPoolRollback, SlidingGroupsBesideAFullOneKeepRollbackRoomToo) {
   EXPECT_EQ(r->length(), 24);
 }
 
-TEST(MemoryPoolRollback, SlidingWindowIsCheckedWhereTheStateReturnsTo) {
+TEST(CacheManagerRollback, SlidingWindowIsCheckedWhereTheStateReturnsTo) {
   // A hybrid rolls back to its checkpoint, below the asked length, and recomputes from there: the window of keys
   // that recomputation reads must still be held, not only the one of the asked length.
   PoolOptions o;
@@ -159,7 +171,7 @@ TEST(MemoryPoolRollback, SlidingWindowIsCheckedWhereTheStateReturnsTo) {
   o.max_sequences = 2;
   o.prefix_caching = false;
   o.max_rollback_tokens = 6;
-  MemoryPool pool({CacheSpec::kv(2, 8, /*window=*/8), CacheSpec::state(16)}, o);
+  CacheManager pool(plan_cache({CacheSpec::kv(2, 8, /*window=*/8), CacheSpec::state(16)}, o));
   auto s = pool.new_sequence();
   grow(pool, *s, 8);
   pool.checkpoint(*s);

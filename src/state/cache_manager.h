@@ -1,17 +1,22 @@
 #pragma once
-// One memory pool per model, sized once from a byte budget and never grown:
+// The bookkeeping half of a memory pool (vLLM v1's KV cache manager): which KV blocks and recurrent-state slots
+// belong to which sequence, never the memory itself (that is CacheStorage, owned by the model that computes).
+// Sized once from a CacheGeometry and never grown:
 //   - fixed-size KV blocks (`block_tokens` tokens each) from one free list, handed to block groups (vLLM's KV-cache
-//     groups, BlockLayout in cache_spec.h): block b is row b of each of the pool's paged slots, [num_blocks,
-//     block_tokens, heads, head_dim] tensors, and the layers of the group holding it keep their K/V there, one
-//     per slot. Most models are one group (every paged layer, one block table per sequence); a model mixing full
-//     attention and sliding windows has a group per window (per `slots` layers of it), each with its own block
-//     table per sequence, so the windowed groups give back the blocks their window left while the full group
-//     keeps the context. Reference counts let forks and the prefix cache share blocks, and a shared, partly
-//     filled block is copied before anyone writes into it (copy on write);
+//     groups, BlockLayout in cache_spec.h): block b is row b of each of the storage's paged slots, and the layers
+//     of the group holding it keep their K/V there, one per slot. Most models are one group (every paged layer,
+//     one block table per sequence); a model mixing full attention and sliding windows has a group per window
+//     (per `slots` layers of it), each with its own block table per sequence, so the windowed groups give back
+//     the blocks their window left while the full group keeps the context. Reference counts let forks and the
+//     prefix cache share blocks, and a shared, partly filled block is copied before anyone writes into it (copy
+//     on write);
 //   - fixed-size recurrent-state slots for the linear / SSM layers: one per running sequence, plus snapshot
 //     slots that keep the state at block-aligned prefix boundaries, so a cached prefix restores both its KV
 //     blocks and its recurrent state (hybrid models get prefix caching too).
-// Running out is reported before anything is written (PoolExhausted), so the caller can wait, preempt or fail
+// What its decisions need done to the memory (a block copied on write, a state slot zeroed, forked, snapshotted,
+// checkpointed or restored) it queues as CacheOps, in order; flush() hands them to the storage, and every forward
+// pass flushes before it computes, so the runner sees memory exactly as the bookkeeping describes it.
+// Running out is reported before anything is changed (PoolExhausted), so the caller can wait, preempt or fail
 // one request while every other sequence's cache stays intact.
 #include <cstdint>
 #include <list>
@@ -26,38 +31,13 @@
 
 #include "state/block_pool.h"
 #include "state/cache_spec.h"
+#include "state/cache_geometry.h"
+#include "state/cache_ops.h"
+#include "state/cache_storage.h"
 #include "state/layer_memory.h"
 #include "state/sequence.h"
 
 namespace attnzoo {
-
-// The pool cannot hold what was asked; nothing was changed. Python: attnzoo.PoolExhaustedError (a MemoryError).
-struct PoolExhausted : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-struct PoolOptions {
-  int64_t block_tokens = 16;
-  DType kv_dtype = DType::f32;  // element type of every paged layer (f32, bf16, f16; i8 / f8_e4m3 + scales)
-  int64_t bytes = 0;            // budget; 0: default_pool_bytes()
-  int64_t max_sequences = 64;   // recurrent-state slots for running sequences (models with state layers)
-  bool prefix_caching = true;
-  // Recurrent state is snapshotted every this many blocks of a sequence (a prefix hit on a hybrid model can only
-  // end at such a boundary); 0 picks max(1, 256 / block_tokens).
-  int64_t snapshot_interval_blocks = 0;
-  // Sliding-window layers give back the blocks their window left (false: every layer keeps every block in one
-  // block table, as before windows freed anything; vLLM's disable_hybrid_kv_cache_manager: for comparisons).
-  bool free_outside_window = true;
-  // Windowed groups keep this many more tokens' blocks so a speculative rollback of up to this many tokens still
-  // finds its window. Speculation raises it to k + 1 itself (MemoryPool::keep_rollback_tokens, from the scheduler
-  // and generate()): front ends need not set it.
-  int64_t max_rollback_tokens = 0;
-  // Tests: non-zero hands blocks out in an order shuffled by this seed (no layer may assume adjacent blocks).
-  uint64_t shuffle_seed = 0;
-};
-
-// A quarter of the memory available now, at least 64 MiB and at most 16 GiB.
-int64_t default_pool_bytes();
 
 struct PoolStats {
   int64_t num_blocks = 0, free_blocks = 0, cached_blocks = 0, block_bytes = 0;
@@ -66,24 +46,24 @@ struct PoolStats {
   int64_t prefix_queries = 0, prefix_hits = 0;  // prompt tokens looked up / found (vLLM's counters)
 };
 
-class MemoryPool {
+class CacheManager {
  public:
-  MemoryPool(std::vector<CacheSpec> layers, const PoolOptions& options);
-  ~MemoryPool();
-  MemoryPool(const MemoryPool&) = delete;
-  MemoryPool& operator=(const MemoryPool&) = delete;
+  explicit CacheManager(const CacheGeometry& geometry);
+  ~CacheManager();
+  CacheManager(const CacheManager&) = delete;
+  CacheManager& operator=(const CacheManager&) = delete;
 
-  const std::vector<CacheSpec>& specs() const { return specs_; }  // per layer, with the pool's KV dtype
-  const BlockLayout& layout() const { return layout_; }
+  const CacheGeometry& geometry() const { return geometry_; }
+  const std::vector<CacheSpec>& specs() const { return geometry_.specs; }  // per layer, with the pool's KV dtype
+  const BlockLayout& layout() const { return geometry_.layout; }
   // Per block group: the blocks sequences hold now (shared ones once; not the prefix cache's unused ones).
   std::vector<int64_t> blocks_in_use() const;
   const PoolOptions& options() const { return options_; }
   int64_t block_tokens() const { return options_.block_tokens; }
-  bool has_paged() const { return block_bytes_ > 0; }
-  bool has_state() const { return slot_bytes_ > 0; }
-  LayerMemory layer(int64_t l) const { return layers_[size_t(l)]; }
+  bool has_paged() const { return geometry_.block_bytes > 0; }
+  bool has_state() const { return geometry_.slot_bytes > 0; }
   PoolStats stats() const;
-  int64_t snapshot_interval_tokens() const { return snapshot_blocks_ * options_.block_tokens; }
+  int64_t snapshot_interval_tokens() const { return geometry_.snapshot_blocks * options_.block_tokens; }
 
   // A new, empty sequence with a zeroed state slot. PoolExhausted when every state slot is taken.
   std::unique_ptr<Sequence> new_sequence();
@@ -130,6 +110,12 @@ class MemoryPool {
   int64_t attach_cached_prefix(Sequence& seq, std::span<const int32_t> prompt);
   void clear_prefix_cache();
 
+  // Performs the queued memory moves on `storage` (the one built from this manager's geometry), in order, and
+  // empties the queue. Thread-safe: when it returns, every move queued before the call has been performed.
+  void flush(CacheStorage& storage);
+  // The moves queued and not yet flushed (tests).
+  std::vector<CacheOp> pending_ops() const;
+
   // The block tables and slot mapping of a batch, one set per block group (what the layers read), from the
   // sequences' current tables.
   void fill_batch_tables(std::span<Sequence* const> seqs, std::span<const int64_t> context_lens,
@@ -138,9 +124,10 @@ class MemoryPool {
  private:
   friend class Sequence;
   void release(Sequence& seq);
-  void copy_block(int32_t from, int32_t to);
-  void copy_state(int32_t from_slot, int32_t to_slot);
-  void zero_state(int32_t slot);
+  // Queue memory moves (mu_ held).
+  void copy_block(int32_t from, int32_t to) { ops_.push_back({CacheOp::Kind::copy_block, from, to}); }
+  void copy_state(int32_t from, int32_t to) { ops_.push_back({CacheOp::Kind::copy_state, from, to}); }
+  void zero_state(int32_t slot) { ops_.push_back({CacheOp::Kind::zero_state, -1, slot}); }
   // Only a block this sequence alone holds, and that the prefix cache does not vouch for, may be written.
   bool writable(int32_t block) const;
   int64_t blocks_needed_locked(std::span<Sequence* const> seqs, std::span<const int64_t> new_tokens) const;
@@ -153,20 +140,13 @@ class MemoryPool {
   int32_t take_checkpoint_slot_locked();
   std::optional<int32_t> take_snapshot_slot();
 
-  std::vector<CacheSpec> specs_;
+  // The block groups (geometry_.layout); a windowed group gives back the blocks that left its window as a sequence
+  // grows (its table keeps kDropped there), so its memory stays bounded.
+  CacheGeometry geometry_;
   PoolOptions options_;
-  int64_t snapshot_blocks_ = 1;
-  // The block groups; a windowed group gives back the blocks that left its window as a sequence grows (its table
-  // keeps kDropped there), so its memory stays bounded.
-  BlockLayout layout_;
   size_t tables_ = 1;  // block tables per sequence: one per group, at least one
   static constexpr int32_t kDropped = -1;
-  std::vector<LayerMemory> layers_;
-  std::vector<LayerMemory> slots_;  // the paged tensors of each slot (what a block copy copies)
   std::vector<int32_t> block_group_;  // per block id: the group it was last handed to
-  uint8_t* base_ = nullptr;
-  int64_t mapped_bytes_ = 0;
-  int64_t block_bytes_ = 0, slot_bytes_ = 0;
   BlockPool blocks_{0};
   int64_t num_slots_ = 0, running_slots_ = 0;
   std::vector<int32_t> free_slots_;  // running-sequence slots
@@ -179,6 +159,7 @@ class MemoryPool {
   std::unordered_map<uint64_t, std::list<Snapshot>::iterator> snapshots_;
   std::vector<int32_t> free_snapshot_slots_;
   int64_t prefix_queries_ = 0, prefix_hits_ = 0;
+  std::vector<CacheOp> ops_;  // decided, not yet performed
   // Bookkeeping only: sequences on different threads run forward calls at once, each writing its own blocks.
   mutable std::mutex mu_;
 };

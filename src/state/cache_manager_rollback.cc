@@ -4,11 +4,11 @@
 #include <string>
 
 #include "core/error.h"
-#include "state/memory_pool.h"
+#include "state/cache_manager.h"
 
 namespace attnzoo {
 
-int32_t MemoryPool::take_checkpoint_slot_locked() {
+int32_t CacheManager::take_checkpoint_slot_locked() {
   if (!free_slots_.empty()) {
     const int32_t slot = free_slots_.back();
     free_slots_.pop_back();
@@ -19,7 +19,7 @@ int32_t MemoryPool::take_checkpoint_slot_locked() {
                       "max_num_seqs)");
 }
 
-void MemoryPool::release_checkpoints_locked(Sequence& seq, size_t keep) {
+void CacheManager::release_checkpoints_locked(Sequence& seq, size_t keep) {
   while (seq.checkpoints_.size() > keep) {
     const int32_t slot = seq.checkpoints_.back().slot;
     if (slot >= 0) (slot < running_slots_ ? free_slots_ : free_snapshot_slots_).push_back(slot);
@@ -27,7 +27,7 @@ void MemoryPool::release_checkpoints_locked(Sequence& seq, size_t keep) {
   }
 }
 
-void MemoryPool::checkpoint(Sequence& seq) {
+void CacheManager::checkpoint(Sequence& seq) {
   std::lock_guard lock(mu_);
   auto& cps = seq.checkpoints_;
   // Lengths only grow between rollbacks; one at the same length is refreshed in place.
@@ -40,22 +40,22 @@ void MemoryPool::checkpoint(Sequence& seq) {
   cps.push_back({seq.length_, slot});
 }
 
-void MemoryPool::keep_rollback_tokens(int64_t tokens) {
+void CacheManager::keep_rollback_tokens(int64_t tokens) {
   std::lock_guard lock(mu_);
   options_.max_rollback_tokens = std::max(options_.max_rollback_tokens, tokens);
 }
 
-int64_t MemoryPool::max_rollback_tokens() const {
+int64_t CacheManager::max_rollback_tokens() const {
   std::lock_guard lock(mu_);
   return options_.max_rollback_tokens;
 }
 
-void MemoryPool::clear_checkpoints(Sequence& seq) {
+void CacheManager::clear_checkpoints(Sequence& seq) {
   std::lock_guard lock(mu_);
   release_checkpoints_locked(seq, 0);
 }
 
-int64_t MemoryPool::rollback(Sequence& seq, int64_t length) {
+int64_t CacheManager::rollback(Sequence& seq, int64_t length) {
   int64_t state_at = length;
   {
     std::lock_guard lock(mu_);
@@ -72,8 +72,8 @@ int64_t MemoryPool::rollback(Sequence& seq, int64_t length) {
     }
     // Checked before anything changes, and at the length the sequence really returns to: recomputing from a
     // checkpoint below `length` needs that checkpoint's window of keys, not `length`'s.
-    for (size_t g = 0; g < layout_.groups.size() && state_at > 0; ++g) {
-      if (layout_.groups[g].window <= 0) continue;
+    for (size_t g = 0; g < geometry_.layout.groups.size() && state_at > 0; ++g) {
+      if (geometry_.layout.groups[g].window <= 0) continue;
       const auto& table = seq.block_tables_[g];
       const int64_t first = first_needed_block(g, state_at, 0);
       require(first >= int64_t(table.size()) || table[size_t(first)] != kDropped, "length",
