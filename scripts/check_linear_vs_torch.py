@@ -13,8 +13,11 @@ within the tolerance of it. Where fla imports (the GPU image, with the bundle's 
 recurrences and, on a GPU, its fused / chunked kernels run on the same inputs, and their distance from the same
 exact answer is printed beside ours for scale; they never decide the verdict.
 """
+import contextlib
 import importlib.util
 import os
+import signal
+import time
 
 import torch
 
@@ -22,6 +25,25 @@ import torch
 # both sides, so the error is our arithmetic: f32 recurrences lose ~1e-6 per step; the chunked form may round its
 # tile products to bf16 on tensor cores (fla's chunk kernels do), hence its looser bound.
 TOLERANCE = {"recurrent": 2e-3, "chunk": 3e-2}
+
+# fla's Triton kernels compile on first use: this check's share of the GPU run's budget for them, all cases
+# together, and the most one call may take. Past either, the column says so and the verdict is unchanged.
+FLA_KERNEL_BUDGET_S = 90
+FLA_KERNEL_CALL_S = 45
+_fla_kernel_spent = [0.0]
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"stopped after {seconds:.0f} s (time limit)")
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.1))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def l2norm(x):
@@ -191,11 +213,17 @@ def check_case(case, load, to_torch, device, fla):
     else:
         kernel_err, kernel_note = None, "n/a (needs a GPU)"
     if not isinstance(fla, str) and fla["kernels"] is None and device.type == "cuda":
+        left = FLA_KERNEL_BUDGET_S - _fla_kernel_spent[0]
+        t0 = time.monotonic()
         try:
-            o = fla_kernel(fla, case, q, k, v, g, beta, h0)
-            kernel_err, kernel_note = float((o.double() - exact_all).abs().max()), None
+            if left < 1:
+                raise TimeoutError("skipped: the fla kernels' time budget is spent")
+            with _time_limit(min(FLA_KERNEL_CALL_S, left)):
+                o = fla_kernel(fla, case, q, k, v, g, beta, h0)
+                kernel_err, kernel_note = float((o.double() - exact_all).abs().max()), None
         except Exception as e:  # noqa: BLE001
             kernel_note = _first_line(e)
+        _fla_kernel_spent[0] += time.monotonic() - t0
     row.update(max_err=worst["out"], state_max_err=worst["state"], fla_naive_max_err=naive_err,
                fla_naive_note=naive_note, fla_kernel_max_err=kernel_err, fla_kernel_note=kernel_note, tolerance=tol,
                ok=bool(excess <= 1.0))
