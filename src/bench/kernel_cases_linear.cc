@@ -46,7 +46,7 @@ std::vector<LinearCaseSpec> linear_case_specs() {
   return {
       {"gdn_decode_mild_gva", Entry::gdn_recurrent, DType::bf16, 4, 8, 128, 128, {1, 1, 1, 1, 1}, false, -0.1f, 0.f},
       {"gdn_varlen_strong", Entry::gdn_recurrent, DType::bf16, 2, 2, 64, 64, {1, 37, 5, 90}, true, -8.f, -1.f},
-      {"kda_decode_strong", Entry::kda_recurrent, DType::bf16, 4, 4, 128, 64, {1, 1, 1}, false, -6.f, -1.f},
+      {"kda_decode_strong", Entry::kda_recurrent, DType::bf16, 4, 4, 128, 128, {1, 1, 1}, false, -6.f, -1.f},
       {"kda_varlen_mild", Entry::kda_recurrent, DType::f16, 2, 2, 64, 128, {50, 1, 23}, true, -0.05f, 0.f},
       {"gla_decode_mild", Entry::gla_recurrent, DType::bf16, 4, 4, 128, 128, {1, 1, 1, 1}, false, -0.1f, 0.f},
       {"gla_varlen_strong", Entry::gla_recurrent, DType::f32, 2, 2, 64, 64, {1, 64, 17}, true, -6.f, -1.f},
