@@ -414,7 +414,7 @@ def main():
         d = {k: case[k] for k in ("B", "H", "K", "V")}
         name, make = decode_peer("gated_delta_rule", d)
         s, note = run_peer(budget, f"{name} {d}", make)
-        state_rows.append({"kernel": "gated_delta_rule", "dims": d, "ours_s": case["median_s"], "ours_error": None,
+        state_rows.append({"case": case, "kernel": "gated_delta_rule", "dims": d, "ours_s": case["median_s"], "ours_error": None,
                            "ours_gbps": case["gbps"], "peer": name, "peer_s": s, "peer_note": note,
                            "fla_s": s, "fla_gbps": None if s is None else case["state_bytes"] / s * 1e-9})
     for case in ours.get("state_decode", []):
