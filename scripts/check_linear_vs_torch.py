@@ -119,7 +119,8 @@ def fla_import():
         except Exception as e2:  # noqa: BLE001
             return f"{why}; naive files: {_first_line(e2)}"
     return dict(chunk_gated_delta_rule=chunk_gated_delta_rule, gdn_fused=fused_recurrent_gated_delta_rule,
-                gdn_naive=naive_recurrent_gated_delta_rule, gla_fused=fused_recurrent_gla, gla_naive=naive_recurrent_gla,
+                gdn_naive=naive_recurrent_gated_delta_rule, gla_fused=fused_recurrent_gla,
+                gla_naive=naive_recurrent_gla,
                 kda_fused=fused_recurrent_kda, kda_naive=naive_recurrent_kda, kernels=None)
 
 

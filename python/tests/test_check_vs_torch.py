@@ -3,8 +3,9 @@ softmax entries on seeded cases (ragged varlen prefill, bottom-right causal, win
 decode over bf16 / int8 / fp8 caches at block sizes 16 and 64) and the linear family's (Gated DeltaNet, KDA, GLA
 decode batches and ragged packed sequences with initial states, strong and mild decays; GDN's chunked prefill),
 and scripts/check_vs_torch.py recomputes each with torch (the linear ones with check_linear_vs_torch.py's float64
-recurrence, beside fla's naive recurrences where fla is installed). On the GPU machine the same two commands check the CUDA kernels against torch there; here they check the
-CPU kernels, and that the script fails where it should.
+recurrence, beside fla's naive recurrences where fla is installed). On the GPU machine the same two commands
+check the CUDA kernels against torch there; here they check the CPU kernels, and that the script fails where it
+should.
 
 The CLI binary is $ATTNZOO_CLI, else build/attnzoo of this checkout."""
 import importlib.util

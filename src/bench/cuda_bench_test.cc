@@ -112,7 +112,8 @@ TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   ASSERT_EQ(r.chunk_prefill.size(), 3u);
   EXPECT_FALSE(r.chunk_prefill[0].available());
   const std::string text = format_cuda_text(r), json = format_cuda_json(r);
-  EXPECT_NE(text.find("not available: q: chunk_gated_delta_rule runs on the CPU only so far"), std::string::npos) << text;
+  EXPECT_NE(text.find("not available: q: chunk_gated_delta_rule runs on the CPU only so far"), std::string::npos)
+      << text;
   EXPECT_NE(json.find("\"chunk_prefill\": [{\"kernel\": \"gated_delta_rule\", \"dims\": {\"B\": 2, \"T\": 100"),
             std::string::npos) << json;
   EXPECT_NE(json.find("\"available\": false, \"error\": \"q: chunk_gated_delta_rule runs on the CPU only so far\", "

@@ -203,7 +203,12 @@ std::string json_string(const std::string& s) {
 
 std::string dims_text(const LinearCase& c) {
   std::string s;
-  for (const Dim& d : c.dims) s += (s.empty() ? "" : " ") + std::string(d.name) + "=" + std::to_string(d.value);
+  for (const Dim& d : c.dims) {
+    if (!s.empty()) s += ' ';
+    s += d.name;
+    s += '=';
+    s += std::to_string(d.value);
+  }
   return s;
 }
 
@@ -302,7 +307,8 @@ std::vector<LinearRow> run_chunk_prefill_rows(Scale s, Device device, Stream str
 }
 
 std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {
-  std::string s = "linear / state-space decode (1 token, f32 state in place)  median ms   GB/s of state read + written   of copy\n";
+  std::string s =
+      "linear / state-space decode (1 token, f32 state in place)  median ms   GB/s of state read + written   of copy\n";
   char line[512];
   for (const LinearRow& r : rows) {
     if (!r.available()) {
@@ -353,9 +359,11 @@ std::string format_chunk_prefill_json(const std::vector<LinearRow>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const LinearRow& r = rows[i];
     const double flops = chunk_prefill_flops(r.shape), tokens = chunk_prefill_tokens(r.shape);
-    s += (i ? ", " : "") + row_json_head(r) + ", \"tokens\": " + num(tokens, true) + ", \"flops\": " + num(flops, true) +
-         ", \"tflops\": " + num(r.available() ? flops / r.median_s * 1e-12 : 0, r.available()) +
-         ", \"tokens_per_s\": " + num(r.available() ? tokens / r.median_s : 0, r.available()) + "}";
+    const double tflops = r.available() ? flops / r.median_s * 1e-12 : 0;
+    const double tokens_per_s = r.available() ? tokens / r.median_s : 0;
+    s += (i ? ", " : "") + row_json_head(r) + ", \"tokens\": " + num(tokens, true) + ", \"flops\": " +
+         num(flops, true) + ", \"tflops\": " + num(tflops, r.available()) + ", \"tokens_per_s\": " +
+         num(tokens_per_s, r.available()) + "}";
   }
   return s + "]";
 }

@@ -14,7 +14,8 @@ DeviceBuffer tiled(Device device, size_t bytes, const void* pattern, size_t patt
   const size_t first = std::min(bytes, pattern_bytes);
   b.upload(pattern, first, stream);
   for (size_t at = first; at < bytes; at += first)
-    copy_bytes(static_cast<unsigned char*>(b.data()) + at, device, b.data(), device, std::min(first, bytes - at), stream);
+    copy_bytes(static_cast<unsigned char*>(b.data()) + at, device, b.data(), device, std::min(first, bytes - at),
+               stream);
   return b;
 }
 

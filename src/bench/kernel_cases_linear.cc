@@ -86,7 +86,8 @@ std::string run_linear(const LinearCaseSpec& c, const std::filesystem::path& dir
   const bool delta = has_beta(c.entry);
   std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"linear\", \"entry\": " +
                       json_string(entry_name(c.entry)) + ", \"dtype\": " + json_string(dtype_name(c.dtype)) +
-                      ", \"out_dtype\": \"float32\", \"gate\": " + (channel_gate(c.entry) ? "\"channel\"" : "\"head\"") +
+                      ", \"out_dtype\": \"float32\", \"gate\": " +
+                      (channel_gate(c.entry) ? "\"channel\"" : "\"head\"") +
                       ", \"delta\": " + (delta ? "true" : "false") + ", \"l2norm\": " + (delta ? "true" : "false") +
                       ", \"B\": " + std::to_string(B) + ", \"T\": " + std::to_string(T) + ", \"H\": " +
                       std::to_string(c.H) + ", \"HV\": " + std::to_string(c.HV) + ", \"K\": " + std::to_string(c.K) +
