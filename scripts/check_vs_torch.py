@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Our softmax kernels' outputs against PyTorch on the device they ran on.
+"""Our softmax and linear-family kernels' outputs against PyTorch on the device they ran on.
 
 Reads what `attnzoo bench kernels --write-cases DIR --device D` wrote (manifest.json and .npy inputs and outputs),
-recomputes every case with attention written out in float64 torch on the same device, and beside it torch's own
-scaled_dot_product_attention in the inputs' precision (an explicit mask and bias where the case needs them),
-so the table shows how far our kernel and torch's each sit from the exact answer. Needs torch and numpy only,
-so it runs on the GPU machine's image where our Python module cannot be carried.
+recomputes every softmax case with attention written out in float64 torch on the same device, and beside it
+torch's own scaled_dot_product_attention in the inputs' precision (an explicit mask and bias where the case needs
+them), so the table shows how far our kernel and torch's each sit from the exact answer. The linear cases (Gated
+DeltaNet, KDA, GLA) go to check_linear_vs_torch.py beside this file: the float64 recurrence, and fla's functions
+where fla imports. Needs torch and numpy only, so it runs on the GPU machine's image where our Python module
+cannot be carried.
 
     python3 scripts/check_vs_torch.py DIR [--json FILE]
 
@@ -18,6 +20,9 @@ import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_linear_vs_torch as linear  # noqa: E402 (beside this script, in the repo and in the GPU bundle)
 
 # |ours - exact| <= tol * (1 + |exact|) per element. Inputs are the same rounded values on both sides, so the
 # error is ours alone: f32 accumulation, the probabilities rounded to the input precision before the value
@@ -158,7 +163,15 @@ def main():
     device = torch.device(manifest["device"])
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit(f"check_vs_torch: the cases ran on {manifest['device']}, and this torch sees no CUDA device")
-    rows = [check_case(case, args.dir, device) for case in manifest["cases"]]
+    softmax_cases = [c for c in manifest["cases"] if c["kind"] != "linear"]
+    linear_cases = [c for c in manifest["cases"] if c["kind"] == "linear"]
+    rows = [check_case(case, args.dir, device) for case in softmax_cases]
+    fla = linear.fla_import() if linear_cases else None
+    linear_rows = []
+    for case in linear_cases:
+        def load(what, case=case):
+            return np.load(os.path.join(args.dir, f"{case['name']}_{what}.npy"))
+        linear_rows.append(linear.check_case(case, load, to_torch, device, fla))
     print(f"our kernels on {manifest['device']} vs float64 torch there (torch {torch.__version__}); "
           "SDPA: torch's fused attention in the inputs' precision, for scale")
     print("| case | status | max abs err | SDPA's max abs err | tolerance | ok |")
@@ -170,10 +183,13 @@ def main():
         sdpa = "n/a" if r["sdpa_max_err"] is None else f"{r['sdpa_max_err']:.2e}"
         print(f"| {r['name']} | ok | {r['max_err']:.2e} | {sdpa} | {r['tolerance']:g} x (1 + abs(exact)) | "
               f"{'yes' if r['ok'] else 'NO'} |")
+    linear.print_rows(linear_rows)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": manifest["device"], "torch": torch.__version__, "rows": rows}, f, indent=1)
-    failed = [r["name"] for r in rows if not r["ok"]]
+            json.dump({"device": manifest["device"], "torch": torch.__version__, "rows": rows,
+                       "linear_rows": linear_rows, "fla": fla if isinstance(fla, str) or fla is None else (fla["kernels"] or "imported")},
+                      f, indent=1)
+    failed = [r["name"] for r in rows + linear_rows if not r["ok"]]
     if failed:
         print("failed: " + ", ".join(failed), file=sys.stderr)
         return 1

@@ -13,8 +13,11 @@ grep -q "ATTNZOO_WITH_CUDA:INTERNAL=ON\|ATTNZOO_WITH_CUDA=1" "$BUILD/CMakeCache.
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
 # The binaries whose tests touch a GPU: the CUDA kernels' folders and the device seam's (core).
+# test_cuda_emulation runs the kernels' device code on the CPU (make test's): no use there.
 bins=(attnzoo test_core)
-for t in "$BUILD"/test_*cuda*; do [ -x "$t" ] && bins+=("$(basename "$t")"); done
+for t in "$BUILD"/test_*cuda*; do
+  case "$(basename "$t")" in *emulation*) ;; *) [ -x "$t" ] && bins+=("$(basename "$t")") ;; esac
+done
 for b in "${bins[@]}"; do
   [ -x "$BUILD/$b" ] || { echo "gpu_bundle.sh: $BUILD/$b is missing (build first)" >&2; exit 1; }
   strip -o "$OUT/$b" "$BUILD/$b"
@@ -32,10 +35,11 @@ tar -C "$OUT" -cf - "${bins[@]}" lib | XZ_OPT=-T0 xz -6 > "$OUT.tar.xz.part"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 mv "$OUT.tar.xz.part" "$OUT/bundle.tar.xz"
-cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py "$OUT/"
-# fla (flash-linear-attention's kernels, pure Python + Triton) for gpu_peers.py's linear-family peers: the image
-# has triton and einops but not fla, and no network; .venv holds the pinned fla-core (requirements.txt).
-fla=$(.venv/bin/python -c "import fla, os; print(os.path.dirname(os.path.dirname(fla.__file__)))" 2>/dev/null) &&
+cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py scripts/check_linear_vs_torch.py "$OUT/"
+# fla (flash-linear-attention's kernels, pure Python + Triton) for the linear cases' fla columns and gpu_peers.py's
+# linear-family peers: the image has triton and einops but not fla, and no network; .venv (or $ATTNZOO_PYTHON)
+# holds the pinned fla-core (requirements.txt).
+fla=$("${ATTNZOO_PYTHON:-.venv/bin/python}" -c "import fla, os; print(os.path.dirname(os.path.dirname(fla.__file__)))" 2>/dev/null) &&
   tar -C "$fla" --exclude=__pycache__ -cf - fla | xz -6 > "$OUT/fla.tar.xz" ||
   echo "gpu_bundle.sh: no fla in .venv: the GPU run's linear-family rows will have no fla peer" >&2
 du -sh "$OUT"

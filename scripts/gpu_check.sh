@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The GPU machine's one prepared run, from a bundle built here (scripts/gpu_bundle.sh): the device seam's and the
-# CUDA kernels' tests, our softmax entries against PyTorch on the same GPU (check_vs_torch.py over the cases
-# `attnzoo bench kernels --write-cases` writes), the CUDA kernel table beside PyTorch's (gpu_peers.py), then, as
-# long as the time allows, compute-sanitizer's memcheck and racecheck on the tests and what the compiled
-# kernels hold (SASS tensor-core instructions). Writes gpu_check.log, gpu_check.json (each step's exit status
-# and seconds), tests.json (every test binary's results) and the steps' own JSON into OUT_DIR (7 files: the
-# device tool returns at most 8). Every step runs even when an earlier one fails.
+# The GPU machine's one prepared run, from a bundle built here (scripts/gpu_bundle.sh), in this order within one
+# time budget (GPU_CHECK_BUDGET_S, default 450 s: the run must end inside 8 minutes): correctness first (the
+# device seam's and the CUDA kernels' tests; our softmax and linear-family entries against PyTorch on the same GPU,
+# check_vs_torch.py over the cases `attnzoo bench kernels --write-cases` writes, fla beside the linear ones), then
+# the CUDA kernel table (bench_cuda.json), then the peers beside it (gpu_peers.py: torch's SDPA, cuBLAS, fla,
+# mamba_ssm where present), then, as long as the time allows, compute-sanitizer's memcheck and racecheck on the
+# tests and what the compiled kernels hold (SASS tensor-core instructions). Every step's limit is cut to the
+# budget left, and a step with too little left is skipped and recorded so. Writes gpu_check.log, gpu_check.json
+# (each step's exit status and seconds), tests.json (every test binary's results) and the steps' own JSON into
+# OUT_DIR (7 files: the device tool returns at most 8). Every step runs even when an earlier one fails, so on a
+# machine without a GPU (a dry run) the script walks every step, each failing fast.
 #   bash scripts/gpu_check.sh [BUNDLE_DIR] [OUT_DIR]
 set -uo pipefail
 BUNDLE=$(cd "${1:-build-gpu}" && pwd)
@@ -19,17 +23,25 @@ fi
 # Only our binaries see the bundled libraries: the image's Python and torch keep their own.
 OURS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 WORK=$(mktemp -d)  # the cases and per-binary test JSON: too many files for OUT_DIR
-# The device tool's per-call limit is 600 s: the sanitizer steps start only while this many seconds are left.
-BUDGET_S=${GPU_CHECK_BUDGET_S:-540}
+# The device tool's per-call limit is 600 s and the GPU session's whole lease is 15 minutes: the run ends by this.
+BUDGET_S=${GPU_CHECK_BUDGET_S:-450}
 LOG="$OUT_DIR/gpu_check.log"
 : > "$LOG"
 steps=()
 
-# step NAME TIMEOUT_S COMMAND...: runs it with its output in the log, and records status and time.
+skip() {
+  echo "=== $1: skipped, ${SECONDS}s spent of ${BUDGET_S}s" | tee -a "$LOG"
+  steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0}")
+}
+
+# step NAME TIMEOUT_S COMMAND...: runs it with its output in the log, its limit cut to the budget left, and
+# records status and time (exit 124: it hit its limit). Skipped with under 5 s left.
 step() {
-  local name=$1 limit=$2
+  local name=$1 limit=$2 left=$((BUDGET_S - SECONDS))
   shift 2
-  echo "=== $name: $*" | tee -a "$LOG"
+  if (( left < 5 )); then skip "$name"; return; fi
+  (( limit > left )) && limit=$left
+  echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
   local t0=$SECONDS
   timeout "$limit" "$@" >> "$LOG" 2>&1
   local rc=$?
@@ -40,34 +52,48 @@ step() {
 
 # step_if_time NAME TIMEOUT_S COMMAND...: the same, skipped (and recorded so) when it could overrun the budget.
 step_if_time() {
-  if (( SECONDS + $2 > BUDGET_S )); then
-    echo "=== $1: skipped, ${SECONDS}s spent of ${BUDGET_S}s" | tee -a "$LOG"
-    steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0}")
-    return
-  fi
+  if (( SECONDS + $2 > BUDGET_S )); then skip "$1"; return; fi
   step "$@"
 }
+
+# The CUDA test binaries (test_cuda_emulation runs the kernels' device code on the CPU: make test's, not this run's).
+cuda_tests=()
+for t in "$BUNDLE"/test_*cuda*; do
+  case "$(basename "$t")" in *emulation*) ;; *) [ -x "$t" ] && cuda_tests+=("$t") ;; esac
+done
 
 step device 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 step info 30 "${OURS[@]}" "$BUNDLE/attnzoo" info
 mkdir -p "$WORK/tests"
 step seam 60 "${OURS[@]}" "$BUNDLE/test_core" --gtest_filter='Device.*' --gtest_output="json:$WORK/tests/test_core.json"
-for t in "$BUNDLE"/test_*cuda*; do
+for t in "${cuda_tests[@]}"; do
   name=$(basename "$t")
-  step "$name" 180 "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json"
+  step "$name" 90 "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json"
 done
 
-# Our entries on seeded cases, then PyTorch on the same GPU recomputing them (the image's torch and numpy).
-step cases 120 "${OURS[@]}" "$BUNDLE/attnzoo" bench kernels --write-cases "$WORK/cases" --device cuda
-step vs-torch 120 python3 "$HERE/check_vs_torch.py" "$WORK/cases" --json "$OUT_DIR/vs_torch.json"
-
-# Our kernels by CUDA events, then PyTorch's SDPA backends and the cuBLAS GEMM peak on the same shapes.
-step bench 180 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
+# fla (the bundle's, pure Python over the image's triton) for the linear cases' and the peers' fla columns.
 mkdir -p "$WORK/pylib"
 [ -f "$BUNDLE/fla.tar.xz" ] && tar -C "$WORK/pylib" -xJf "$BUNDLE/fla.tar.xz"
-step peers 180 env "PYTHONPATH=$WORK/pylib${PYTHONPATH:+:$PYTHONPATH}" python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR"
+PYENV=(env "PYTHONPATH=$WORK/pylib${PYTHONPATH:+:$PYTHONPATH}")
 
-for t in "$BUNDLE"/test_*cuda*; do
+# Our entries on seeded cases (softmax and linear family), then PyTorch on the same GPU recomputing them (the
+# image's torch and numpy; fla's recurrences and kernels beside the linear ones, their compile time bounded).
+step cases 60 "${OURS[@]}" "$BUNDLE/attnzoo" bench kernels --write-cases "$WORK/cases" --device cuda
+step vs-torch 150 "${PYENV[@]}" python3 "$HERE/check_vs_torch.py" "$WORK/cases" --json "$OUT_DIR/vs_torch.json"
+
+# Our kernels by CUDA events, then the peers on the same shapes: PyTorch's SDPA backends and the cuBLAS GEMM peak,
+# fla's linear-family kernels (each compiled and autotuned on first use: gpu_peers.py bounds itself to what is left
+# of the budget, keeping 60 s for the sanitizers, and writes its files after every section).
+step bench 150 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
+peers_s=$((BUDGET_S - SECONDS - 60))
+(( peers_s > 200 )) && peers_s=200
+if (( peers_s < 20 )); then
+  skip peers
+else
+  step peers $((peers_s + 15)) "${PYENV[@]}" python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR" --budget-s "$peers_s"
+fi
+
+for t in "${cuda_tests[@]}"; do
   name=$(basename "$t")
   step_if_time "$name-sass" 30 bash -c "set -o pipefail; cuobjdump --dump-sass '$t' | grep -oE 'HGMMA|HMMA|LDSM|LDGSTS' | sort | uniq -c"
   # The sanitizers slow kernels by orders of magnitude: every test but the long-sequence ones. Under gVisor

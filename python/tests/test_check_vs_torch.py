@@ -1,10 +1,14 @@
 """The GPU run's torch comparison, kept honest on the CPU: `attnzoo bench kernels --write-cases DIR` runs the
 softmax entries on seeded cases (ragged varlen prefill, bottom-right causal, windows, softcap, sinks, ALiBi, paged
-decode over bf16 / int8 / fp8 caches at block sizes 16 and 64) and scripts/check_vs_torch.py recomputes each with
-torch. On the GPU machine the same two commands check the CUDA kernels against torch there; here they check the
-CPU kernels, and that the script fails where it should.
+decode over bf16 / int8 / fp8 caches at block sizes 16 and 64) and the linear family's (Gated DeltaNet, KDA, GLA
+decode batches and ragged packed sequences with initial states, strong and mild decays; GDN's chunked prefill),
+and scripts/check_vs_torch.py recomputes each with torch (the linear ones with check_linear_vs_torch.py's float64
+recurrence, beside fla's naive recurrences where fla is installed). On the GPU machine the same two commands
+check the CUDA kernels against torch there; here they check the CPU kernels, and that the script fails where it
+should.
 
 The CLI binary is $ATTNZOO_CLI, else build/attnzoo of this checkout."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,7 +31,7 @@ def cases(tmp_path_factory):
     r = subprocess.run([CLI, "bench", "kernels", "--write-cases", str(d), "--device", "cpu"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "9 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
+    assert "16 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
     return d
 
 
@@ -51,6 +55,68 @@ def test_every_cpu_case_matches_torch(cases, tmp_path):
     assert kinds == {"prefill", "decode"}
     # torch's own fused attention is compared where it can express the case (no softcap, no sinks).
     assert rows[0]["sdpa_max_err"] is not None
+
+
+def linear_only(src, dst):
+    """The linear cases alone (their own manifest), so the tests that break one of them check only those."""
+    manifest = json.loads((src / "manifest.json").read_text())
+    manifest["cases"] = [c for c in manifest["cases"] if c["kind"] == "linear"]
+    for name in os.listdir(src):
+        if any(name.startswith(c["name"] + "_") for c in manifest["cases"]):
+            with open(os.path.join(src, name), "rb") as f, open(os.path.join(dst, name), "wb") as g:
+                g.write(f.read())
+    (dst / "manifest.json").write_text(json.dumps(manifest))
+    return dst
+
+
+LINEAR = {"gdn_decode_mild_gva", "gdn_varlen_strong", "kda_decode_strong", "kda_varlen_mild", "gla_decode_mild",
+          "gla_varlen_strong", "gdn_chunk_varlen"}
+
+
+def test_every_linear_cpu_case_matches_the_recurrence(cases, tmp_path):
+    r = check(cases, "--json", str(tmp_path / "rows.json"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["name"]: row for row in json.loads((tmp_path / "rows.json").read_text())["linear_rows"]}
+    assert set(rows) == LINEAR and all(row["ok"] and row["status"] == "ok" for row in rows.values())
+    # Every case holds a token sequence to check and a state to carry (no vacuous zero-error rows).
+    assert all(0 < row["max_err"] < 1e-4 and 0 < row["state_max_err"] < 1e-4 for row in rows.values()), rows
+    assert "| gdn_chunk_varlen | chunk_gated_delta_rule | ok |" in r.stdout
+    if importlib.util.find_spec("fla") is not None:
+        # fla's own naive recurrences (loaded from their files where fla's kernels need a triton this machine lacks)
+        # agree with the script's: its recurrence is fla's math and layout, not only ours.
+        for name in LINEAR - {"gdn_decode_mild_gva"}:  # the naive GDN has no grouped value heads
+            assert rows[name]["fla_naive_max_err"] is not None and rows[name]["fla_naive_max_err"] < 1e-4, rows[name]
+
+
+@pytest.mark.parametrize("name,what,index", [("kda_varlen_mild", "final_state", (1, 0, 3, 7)),
+                                              ("gdn_decode_mild_gva", "out", (4, 0, 7, 100)),
+                                              ("gdn_chunk_varlen", "out", (0, 300, 1, 5))])
+def test_a_wrong_linear_output_fails_by_name(cases, tmp_path, name, what, index):
+    d = linear_only(cases, tmp_path)
+    a = np.load(d / f"{name}_{what}.npy")
+    a[index] += 0.5  # one element: the one-token sequence's state, the last decode row, the longest sequence's end
+    np.save(d / f"{name}_{what}.npy", a)
+    r = check(d)
+    assert r.returncode == 1
+    assert name in r.stderr and f"| {name} |" in r.stdout and "| NO |" in r.stdout
+    assert r.stdout.count("| NO |") == 1
+
+
+def test_a_refused_chunk_case_is_reported_not_failed(cases, tmp_path):
+    # Until the chunked CUDA prefill lands, the GPU's chunk_gated_delta_rule refuses device tensors: the manifest
+    # marks that case may_refuse, so the run reports it and goes on; a refused recurrent case still fails.
+    d = linear_only(cases, tmp_path)
+    manifest = json.loads((d / "manifest.json").read_text())
+    by_name = {c["name"]: c for c in manifest["cases"]}
+    by_name["gdn_chunk_varlen"].update(status="refused", error="q: chunk_gated_delta_rule runs on the CPU only so far")
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    r = check(d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "runs on the CPU only so far | | | | | | not available (allowed) |" in r.stdout
+    by_name["gla_decode_mild"].update(status="refused", error="q: K 512 is not built for this device")
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    r = check(d)
+    assert r.returncode == 1 and "gla_decode_mild" in r.stderr and "gdn_chunk_varlen" not in r.stderr
 
 
 def test_a_wrong_output_fails_by_name(cases, tmp_path):

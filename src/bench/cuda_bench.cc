@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "core/dtype.h"
@@ -11,43 +12,10 @@
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "bench/device_fill.h"
 
 namespace attnzoo::bench {
 namespace {
-
-// bf16 noise from a 64-bit LCG: random enough for softmax timing, and a 134 MB query tensor fills in well
-// under a second.
-std::vector<uint16_t> noise_bf16(size_t n, uint64_t seed) {
-  std::vector<uint16_t> out(n);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    const float f = float(int32_t(x >> 40) - (1 << 23)) / float(1 << 23);  // [-1, 1)
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    out[i] = uint16_t(bits >> 16);
-  }
-  return out;
-}
-
-// A device buffer of `bytes` filled with bf16 noise (as bytes: for one-byte caches the same bits read as int8 /
-// e4m3 values, finite either way): one 32 MiB pattern uploaded, then copied on the device, since generating
-// gigabytes on the host would take longer than the whole table.
-DeviceBuffer noise_buffer(Device device, size_t bytes, uint64_t seed, Stream stream) {
-  DeviceBuffer b(device, bytes);
-  const size_t chunk = std::min(bytes, size_t(32) << 20);
-  const std::vector<uint16_t> pattern = noise_bf16((chunk + 1) / 2, seed);
-  b.upload(pattern.data(), chunk, stream);
-  for (size_t at = chunk; at < bytes; at += chunk)
-    copy_bytes(static_cast<unsigned char*>(b.data()) + at, device, b.data(), device, std::min(chunk, bytes - at), stream);
-  return b;
-}
-
-TensorView view_on(const DeviceBuffer& b, DType t, std::initializer_list<int64_t> shape) {
-  TensorView v = TensorView::contiguous(b.data(), t, shape);
-  v.device = b.device();
-  return v;
-}
 
 CudaDecodeRow time_decode(const CudaDecodeCase& c, Device device, Stream stream, int reps) {
   const int64_t blocks_per_seq = (c.context + c.block_size - 1) / c.block_size, num_blocks = c.B * blocks_per_seq;
@@ -193,6 +161,11 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   for (const CudaDecodeCase& c : cuda_decode_cases(s)) r.decode.push_back(time_decode(c, device, stream, reps));
   for (const CudaStateDecodeCase& c : cuda_state_decode_cases(s))
     r.gated_delta_decode.push_back(time_state_decode(c, device, stream, reps));
+  const RowTimer timer = [&](const std::function<void()>& launch) {
+    return summarize(time_on_stream(launch, stream, 2, reps));
+  };
+  r.state_decode = run_linear_decode_rows(s, device, stream, timer);
+  r.chunk_prefill = run_chunk_prefill_rows(s, device, stream, timer);
   return r;
 }
 
@@ -217,14 +190,15 @@ std::string format_cuda_text(const CudaKernelReport& r) {
                   (long long)c.block_size, dtype_name(c.kv_dtype), row.median_s * 1e3, row.gbps);
     s += line;
   }
-  s += "gated delta rule decode (1 token, f32 state in place)       median ms   GB/s of state read + written\n";
+  s += "gated delta rule decode (1 token, f32 state in place)       median ms   GB/s of state read + written   of copy\n";
   for (const CudaStateDecodeRow& row : r.gated_delta_decode) {
     const CudaStateDecodeCase& c = row.shape;
-    std::snprintf(line, sizeof line, "  B=%-2lld H=%lld K=%lld V=%-30lld %10.3f %9.0f\n", (long long)c.B, (long long)c.H,
-                  (long long)c.K, (long long)c.V, row.median_s * 1e3, row.gbps);
+    std::snprintf(line, sizeof line, "  B=%-2lld H=%lld K=%lld V=%-30lld %10.3f %9.0f %8.0f%%\n", (long long)c.B,
+                  (long long)c.H, (long long)c.K, (long long)c.V, row.median_s * 1e3, row.gbps,
+                  r.copy_gbps > 0 ? 100 * row.gbps / r.copy_gbps : 0.0);
     s += line;
   }
-  return s;
+  return s + format_linear_decode_text(r.state_decode, r.copy_gbps) + format_chunk_prefill_text(r.chunk_prefill);
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
@@ -257,15 +231,16 @@ std::string format_cuda_json(const CudaKernelReport& r) {
   for (size_t i = 0; i < r.gated_delta_decode.size(); ++i) {
     const CudaStateDecodeRow& row = r.gated_delta_decode[i];
     const CudaStateDecodeCase& c = row.shape;
-    char item[256];
+    char item[320];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"H\": %lld, \"K\": %lld, \"V\": %lld, \"state_bytes\": %.0f, \"median_s\": %.9g, "
-                  "\"min_s\": %.9g, \"gbps\": %.6g}",
+                  "\"min_s\": %.9g, \"gbps\": %.6g, \"copy_fraction\": %.6g}",
                   i ? ", " : "", (long long)c.B, (long long)c.H, (long long)c.K, (long long)c.V, state_decode_bytes(c),
-                  row.median_s, row.min_s, row.gbps);
+                  row.median_s, row.min_s, row.gbps, r.copy_gbps > 0 ? row.gbps / r.copy_gbps : 0.0);
     s += item;
   }
-  return s + "]}\n";
+  return s + "], \"state_decode\": " + format_linear_decode_json(r.state_decode, r.copy_gbps) +
+         ", \"chunk_prefill\": " + format_chunk_prefill_json(r.chunk_prefill) + "}\n";
 }
 
 }  // namespace attnzoo::bench

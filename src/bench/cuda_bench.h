@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_linear_bench.h"
 #include "bench/kernel_bench.h"
 #include "core/device.h"
 #include "core/dtype.h"
@@ -50,6 +51,8 @@ struct CudaKernelReport {
   std::vector<CudaPrefillRow> prefill;
   std::vector<CudaDecodeRow> decode;
   std::vector<CudaStateDecodeRow> gated_delta_decode;
+  std::vector<LinearRow> state_decode;   // the other linear / state-space decode kernels (cuda_linear_bench.h)
+  std::vector<LinearRow> chunk_prefill;  // chunked prefill of the linear family, or why the entry refused
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/error.h"
+#include "bench/timer.h"
 #include "testing/test_util.h"
 
 namespace attnzoo::bench {
@@ -55,6 +58,71 @@ TEST(CudaBench, JsonHoldsEveryRow) {
   EXPECT_NE(format_cuda_text(r).find("GB/s of cache read"), std::string::npos);
   EXPECT_NE(json.find("\"gated_delta_decode\": [{\"B\": 32, \"H\": 32"), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("GB/s of state read + written"), std::string::npos);
+}
+
+TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
+  const std::vector<LinearCase> decode = linear_decode_cases(Scale::full);
+  ASSERT_EQ(decode.size(), 7u);
+  // Issue 26's decode shape for KDA: the same 64 MiB of state read and written as the GDN row.
+  EXPECT_EQ(decode[0].kernel, "kda");
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[0]), state_decode_bytes({32, 32, 128, 128}));
+  // Mamba-2 2.7B: 80 heads of [64, 128]; Mamba 2.8B: 5120 channels of 16; the convolution keeps W - 1 inputs.
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[4]), 2.0 * 32 * 80 * 64 * 128 * 4);
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[5]), 2.0 * 32 * 5120 * 16 * 4);
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[6]), 2.0 * 32 * 5376 * 3 * 4);
+  const std::vector<LinearCase> prefill = chunk_prefill_cases(Scale::full);
+  ASSERT_EQ(prefill.size(), 5u);
+  EXPECT_EQ(prefill[0].kernel, "gated_delta_rule");
+  EXPECT_EQ(prefill[1]["T"], 16384);
+  EXPECT_DOUBLE_EQ(chunk_prefill_tokens(prefill[0]), 4.0 * 4096);
+  // Per token and head C (3K + 2V) + 6KV at C = 64, K = V = 128: 139264 FLOPs; the two shapes hold as many tokens.
+  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[0]), 4.0 * 4096 * 16 * 139264);
+  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[1]), chunk_prefill_flops(prefill[0]));
+  // Mamba-2 as python/attnzoo/bench/ssm.py's mamba2_chunk_flops(T, 80, 64, 128, 1) counts it, times the batch.
+  EXPECT_EQ(prefill[4].kernel, "mamba2");
+  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[4]), 4 * 2.0 * 4096 * (64 * 128 + 80 * (2 * 128 * 64 + 64 * 64 / 2.0)));
+  attnzoo::testing::expect_error<ArgumentError>([&] { (void)decode[4]["K"]; }, "K");
+}
+
+// The CPU runs the same public entries, so every argument the GPU rows build is checked here: a wrong shape would
+// otherwise first show as "not available" in the one GPU run.
+Timing run_once(const std::function<void()>& launch) {
+  launch();
+  const double t0 = now_seconds();
+  launch();
+  return summarize({now_seconds() - t0 + 1e-9});
+}
+
+TEST(CudaBench, LinearRowsRunOnTheCpu) {
+  for (const LinearRow& r : run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+    EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
+  for (const LinearRow& r : run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+    EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
+}
+
+TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
+  const RowTimer refuses = [](const std::function<void()>&) -> Timing {
+    throw ArgumentError("q: chunk_gated_delta_rule runs on the CPU only so far");
+  };
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.chunk_prefill = run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, refuses);
+  r.state_decode = run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  ASSERT_EQ(r.chunk_prefill.size(), 3u);
+  EXPECT_FALSE(r.chunk_prefill[0].available());
+  const std::string text = format_cuda_text(r), json = format_cuda_json(r);
+  EXPECT_NE(text.find("not available: q: chunk_gated_delta_rule runs on the CPU only so far"), std::string::npos)
+      << text;
+  EXPECT_NE(json.find("\"chunk_prefill\": [{\"kernel\": \"gated_delta_rule\", \"dims\": {\"B\": 2, \"T\": 100"),
+            std::string::npos) << json;
+  EXPECT_NE(json.find("\"available\": false, \"error\": \"q: chunk_gated_delta_rule runs on the CPU only so far\", "
+                      "\"median_s\": null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tflops\": null, \"tokens_per_s\": null}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"state_decode\": [{\"kernel\": \"kda\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"copy_fraction\": "), std::string::npos);
+  EXPECT_EQ(json.find("\"available\": false, \"error\": null"), std::string::npos);
+  EXPECT_NE(text.find("of copy"), std::string::npos);
 }
 
 TEST(CudaBench, NeedsAGpu) {

@@ -22,7 +22,7 @@ namespace {
 struct BenchArgs {
   bool quick = false, json = false, no_torch = false;
   Device device{};
-  std::string write_cases;  // DIR: write the softmax entries' cases for scripts/check_vs_torch.py instead
+  std::string write_cases;  // DIR: write the softmax and linear entries' cases for scripts/check_vs_torch.py instead
 };
 
 const char* kBenchUsage =
@@ -30,8 +30,9 @@ const char* kBenchUsage =
     "         kernel timings vs this machine's measured peaks and vs PyTorch; with --device cuda the CUDA\n"
     "         kernels by CUDA events beside the device's copy bandwidth (scripts/gpu_peers.py adds torch's)\n"
     "       attnzoo bench kernels --write-cases DIR [--device cpu|cuda[:N]]\n"
-    "         runs the softmax prefill / decode entries on seeded cases on that device and writes their inputs\n"
-    "         and outputs (.npy + manifest.json) for scripts/check_vs_torch.py to compare with PyTorch there\n"
+    "         runs the softmax prefill / decode entries and the linear family's (Gated DeltaNet, KDA, GLA) on\n"
+    "         seeded cases on that device and writes their inputs and outputs (.npy + manifest.json) for\n"
+    "         scripts/check_vs_torch.py to compare with PyTorch there\n"
     "       attnzoo bench model -m DIR [--prompt N] [--gen N] [--json] ...   (attnzoo bench model --help)\n"
     "         prefill / decode tok/s of a model vs measured peaks\n"
     "       attnzoo bench serve [--base-url URL] [--num-prompts N] [--request-rate R] ...   (attnzoo bench serve --help)\n"

@@ -1,0 +1,371 @@
+#include "bench/cuda_linear_bench.h"
+
+#include <cstdio>
+#include <exception>
+#include <optional>
+
+#include "bench/device_fill.h"
+#include "core/error.h"
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/gla/gla.h"
+#include "kernels/linear/kda/kda.h"
+#include "kernels/linear/mamba/mamba.h"
+#include "kernels/linear/mamba2/mamba2.h"
+#include "kernels/linear/retention/retention.h"
+#include "kernels/linear/short_conv/short_conv.h"
+#include "kernels/linear/simple_gla/simple_gla.h"
+
+namespace attnzoo::bench {
+namespace {
+
+constexpr uint16_t kBf16Half = 0x3F00;
+constexpr int64_t kChunk = 64;
+
+// The buffers and the launch of one case; the buffers live as long as the launch is timed.
+struct Prepared {
+  std::vector<DeviceBuffer> buffers;
+  std::function<void()> launch;
+};
+
+// Allocation helpers that keep the buffer alive in `p` and return its view.
+struct Builder {
+  Prepared& p;
+  Device device;
+  Stream stream;
+  uint64_t seed = 11;
+
+  TensorView noise(std::initializer_list<int64_t> shape) {
+    p.buffers.push_back(noise_buffer(device, size_t(numel(shape)) * 2, seed++, stream));
+    return view_on(p.buffers.back(), DType::bf16, shape);
+  }
+  TensorView f32(std::initializer_list<int64_t> shape, float value) {
+    p.buffers.push_back(f32_buffer(device, size_t(numel(shape)), value, stream));
+    return view_on(p.buffers.back(), DType::f32, shape);
+  }
+  TensorView bf16(std::initializer_list<int64_t> shape, uint16_t bits) {
+    p.buffers.push_back(bf16_buffer(device, size_t(numel(shape)), bits, stream));
+    return view_on(p.buffers.back(), DType::bf16, shape);
+  }
+  static int64_t numel(std::initializer_list<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+// Decay -0.05 per step and beta 0.5: mild, so a timed loop of steps on one state stays finite; the state starts
+// at zero and is updated in place (an engine's state slot), which is what the byte count assumes.
+Prepared prepare_decode(const LinearCase& c, Device device, Stream stream) {
+  Prepared p;
+  Builder b{p, device, stream};
+  const std::string& k = c.kernel;
+  if (k == "kda") {
+    const int64_t B = c["B"], H = c["H"], K = c["K"], V = c["V"];
+    DeltaArgs a;
+    a.q = b.noise({B, 1, H, K});
+    a.k = b.noise({B, 1, H, K});
+    a.v = b.noise({B, 1, H, V});
+    a.g = b.f32({B, 1, H, K}, -0.05f);
+    a.beta = b.bf16({B, 1, H}, kBf16Half);
+    a.o = b.noise({B, 1, H, V});
+    a.initial_state = a.final_state = b.f32({B, H, K, V}, 0.f);
+    a.use_qk_l2norm_in_kernel = true;
+    a.check_values = false;  // an engine's decode step: the scans would read the state again
+    p.launch = [a] { recurrent_kda(a); };
+  } else if (k == "gla" || k == "simple_gla" || k == "retention") {
+    const int64_t B = c["B"], H = c["H"], K = c["K"], V = c["V"];
+    const TensorView q = b.noise({B, 1, H, K}), kk = b.noise({B, 1, H, K}), v = b.noise({B, 1, H, V});
+    const TensorView o = b.noise({B, 1, H, V});
+    GlaOptions opts;
+    opts.initial_state = opts.final_state = b.f32({B, H, K, V}, 0.f);
+    opts.check_values = false;
+    if (k == "gla") {
+      const TensorView g = b.f32({B, 1, H, K}, -0.05f);
+      p.launch = [=] { recurrent_gla(q, kk, v, g, o, opts); };
+    } else if (k == "simple_gla") {
+      const TensorView g = b.f32({B, 1, H}, -0.05f);
+      p.launch = [=] { recurrent_simple_gla(q, kk, v, g, TensorView{}, o, opts); };
+    } else {
+      p.launch = [=] { recurrent_retention(q, kk, v, o, opts); };
+    }
+  } else if (k == "mamba2") {
+    // mamba_ssm's Mamba2 decode step: D per head, dt_bias and softplus, the gate z applied later by its norm.
+    const int64_t B = c["B"], H = c["H"], P = c["P"], N = c["N"], G = c["G"];
+    Mamba2StepArgs a;
+    a.state = b.f32({B, H, P, N}, 0.f);
+    a.x = b.noise({B, H, P});
+    a.dt = b.noise({B, H});
+    a.A = b.f32({H}, -1.f);
+    a.B = b.noise({B, G, N});
+    a.C = b.noise({B, G, N});
+    a.D = b.f32({H}, 1.f);
+    a.dt_bias = b.f32({H}, -2.f);
+    a.dt_softplus = true;
+    a.y = b.noise({B, H, P});
+    p.launch = [a] { mamba2_state_update(a); };
+  } else if (k == "mamba") {
+    // mamba_ssm's Mamba (S6) decode step: z gated in the kernel.
+    const int64_t B = c["B"], D = c["D"], N = c["N"];
+    SelectiveStateUpdateArgs a;
+    a.state = b.f32({B, D, N}, 0.f);
+    a.x = b.noise({B, D});
+    a.dt = b.noise({B, D});
+    a.A = b.f32({D, N}, -1.f);
+    a.B = b.noise({B, N});
+    a.C = b.noise({B, N});
+    a.D = b.f32({D}, 1.f);
+    a.z = b.noise({B, D});
+    a.dt_bias = b.f32({D}, -2.f);
+    a.dt_softplus = true;
+    a.y = b.noise({B, D});
+    p.launch = [a] { selective_state_update(a); };
+  } else if (k == "conv") {
+    const int64_t B = c["B"], D = c["D"], W = c["W"];
+    const TensorView x = b.noise({B, D}), state = b.f32({B, D, W - 1}, 0.f), weight = b.noise({D, W});
+    const TensorView bias = b.noise({D}), y = b.noise({B, D});
+    p.launch = [=] { causal_conv1d_update(x, state, weight, bias, y, ConvActivation::silu); };
+  } else {
+    throw ArgumentError("linear decode case: unknown kernel '" + k + "'");
+  }
+  return p;
+}
+
+Prepared prepare_prefill(const LinearCase& c, Device device, Stream stream) {
+  Prepared p;
+  Builder b{p, device, stream};
+  const std::string& k = c.kernel;
+  if (k == "gated_delta_rule" || k == "kda") {
+    // fla's chunk_* call of a prefill: bf16 inputs, l2norm in the kernel, the final state out for decode.
+    const int64_t B = c["B"], T = c["T"], H = c["H"], K = c["K"], V = c["V"];
+    DeltaArgs a;
+    a.q = b.noise({B, T, H, K});
+    a.k = b.noise({B, T, H, K});
+    a.v = b.noise({B, T, H, V});
+    a.g = k == "kda" ? b.f32({B, T, H, K}, -0.05f) : b.f32({B, T, H}, -0.05f);
+    a.beta = b.bf16({B, T, H}, kBf16Half);
+    a.o = b.noise({B, T, H, V});
+    a.final_state = b.f32({B, H, K, V}, 0.f);
+    a.use_qk_l2norm_in_kernel = true;
+    a.chunk_size = kChunk;
+    a.check_values = false;
+    if (k == "kda")
+      p.launch = [a] { chunk_kda(a); };
+    else
+      p.launch = [a] { chunk_gated_delta_rule(a); };
+  } else if (k == "mamba2") {
+    const int64_t B = c["B"], T = c["T"], H = c["H"], P = c["P"], N = c["N"], G = c["G"];
+    Mamba2Args a;
+    a.x = b.noise({B, T, H, P});
+    a.dt = b.noise({B, T, H});
+    a.A = b.f32({H}, -1.f);
+    a.B = b.noise({B, T, G, N});
+    a.C = b.noise({B, T, G, N});
+    a.D = b.f32({H}, 1.f);
+    a.dt_bias = b.f32({H}, -2.f);
+    a.dt_softplus = true;
+    a.final_state = b.f32({B, H, P, N}, 0.f);
+    a.y = b.noise({B, T, H, P});
+    a.chunk_size = kChunk;
+    p.launch = [a] { mamba2_chunk_scan(a); };
+  } else {
+    throw ArgumentError("chunk prefill case: unknown kernel '" + k + "'");
+  }
+  return p;
+}
+
+// One row: never throws for what the entry says about the case (a refusal, a failed launch); the message becomes
+// the row's error, so a table with a missing kernel still has every other row.
+template <class Prepare>
+LinearRow run_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer, Prepare prepare) {
+  LinearRow row{c, {}, 0, 0};
+  try {
+    const Prepared p = prepare(c, device, stream);
+    const Timing t = timer(p.launch);
+    row.median_s = t.median_s;
+    row.min_s = t.min_s;
+    if (!(t.median_s > 0)) row.error = "no time measured";
+  } catch (const std::exception& e) {
+    row.error = e.what();
+  }
+  return row;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (ch == '\n') { out += "\\n"; continue; }
+    if (static_cast<unsigned char>(ch) < 0x20) continue;
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string dims_text(const LinearCase& c) {
+  std::string s;
+  for (const Dim& d : c.dims) {
+    if (!s.empty()) s += ' ';
+    s += d.name;
+    s += '=';
+    s += std::to_string(d.value);
+  }
+  return s;
+}
+
+std::string dims_json(const LinearCase& c) {
+  std::string s = "{";
+  for (size_t i = 0; i < c.dims.size(); ++i)
+    s += (i ? ", \"" : "\"") + std::string(c.dims[i].name) + "\": " + std::to_string(c.dims[i].value);
+  return s + "}";
+}
+
+// A number, or null for a row without one (JSON has no NaN).
+std::string num(double x, bool present) {
+  if (!present) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+std::string row_json_head(const LinearRow& r) {
+  return "{\"kernel\": " + json_string(r.shape.kernel) + ", \"dims\": " + dims_json(r.shape) +
+         ", \"available\": " + (r.available() ? "true" : "false") +
+         ", \"error\": " + (r.available() ? std::string("null") : json_string(r.error)) +
+         ", \"median_s\": " + num(r.median_s, r.available()) + ", \"min_s\": " + num(r.min_s, r.available());
+}
+
+}  // namespace
+
+int64_t LinearCase::operator[](const char* name) const {
+  for (const Dim& d : dims)
+    if (std::string(d.name) == name) return d.value;
+  throw ArgumentError(std::string(name) + ": the " + kernel + " case has no such dimension");
+}
+
+std::vector<LinearCase> linear_decode_cases(Scale s) {
+  if (s == Scale::tiny)
+    return {{"kda", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"gla", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"simple_gla", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"retention", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"mamba2", {{"B", 2}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}},
+            {"mamba", {{"B", 2}, {"D", 32}, {"N", 16}}},
+            {"conv", {{"B", 2}, {"D", 40}, {"W", 4}}}};
+  const std::vector<Dim> attn{{"B", 32}, {"H", 32}, {"K", 128}, {"V", 128}};
+  return {{"kda", attn},
+          {"gla", attn},
+          {"simple_gla", attn},
+          {"retention", attn},
+          {"mamba2", {{"B", 32}, {"H", 80}, {"P", 64}, {"N", 128}, {"G", 1}}},
+          {"mamba", {{"B", 32}, {"D", 5120}, {"N", 16}}},
+          {"conv", {{"B", 32}, {"D", 5376}, {"W", 4}}}};
+}
+
+std::vector<LinearCase> chunk_prefill_cases(Scale s) {
+  if (s == Scale::tiny)
+    return {{"gated_delta_rule", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"kda", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"mamba2", {{"B", 1}, {"T", 100}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}}};
+  const std::vector<Dim> batch{{"B", 4}, {"T", 4096}, {"H", 16}, {"K", 128}, {"V", 128}};
+  const std::vector<Dim> longest{{"B", 1}, {"T", 16384}, {"H", 16}, {"K", 128}, {"V", 128}};
+  const LinearCase ssd{"mamba2", {{"B", 4}, {"T", 4096}, {"H", 80}, {"P", 64}, {"N", 128}, {"G", 1}}};
+  if (s == Scale::quick) return {{"gated_delta_rule", batch}, {"kda", batch}, ssd};
+  return {{"gated_delta_rule", batch}, {"gated_delta_rule", longest}, {"kda", batch}, {"kda", longest}, ssd};
+}
+
+double linear_state_bytes(const LinearCase& c) {
+  double elems = 0;
+  if (c.kernel == "mamba2") elems = double(c["B"]) * double(c["H"]) * double(c["P"]) * double(c["N"]);
+  else if (c.kernel == "mamba") elems = double(c["B"]) * double(c["D"]) * double(c["N"]);
+  else if (c.kernel == "conv") elems = double(c["B"]) * double(c["D"]) * double(c["W"] - 1);
+  else elems = double(c["B"]) * double(c["H"]) * double(c["K"]) * double(c["V"]);
+  return 2.0 * elems * 4.0;
+}
+
+double chunk_prefill_tokens(const LinearCase& c) { return double(c["B"]) * double(c["T"]); }
+
+double chunk_prefill_flops(const LinearCase& c) {
+  const double C = double(kChunk);
+  if (c.kernel == "mamba2") {
+    const double H = double(c["H"]), P = double(c["P"]), N = double(c["N"]), G = double(c["G"]);
+    return chunk_prefill_tokens(c) * 2.0 * (G * C * N + H * (2 * N * P + C * P / 2));
+  }
+  const double H = double(c["H"]), K = double(c["K"]), V = double(c["V"]);
+  return chunk_prefill_tokens(c) * H * 2.0 * (C * (3 * K + 2 * V) / 2 + 3 * K * V);
+}
+
+std::vector<LinearRow> run_linear_decode_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
+  std::vector<LinearRow> rows;
+  for (const LinearCase& c : linear_decode_cases(s)) rows.push_back(run_row(c, device, stream, timer, prepare_decode));
+  return rows;
+}
+
+std::vector<LinearRow> run_chunk_prefill_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
+  std::vector<LinearRow> rows;
+  for (const LinearCase& c : chunk_prefill_cases(s)) rows.push_back(run_row(c, device, stream, timer, prepare_prefill));
+  return rows;
+}
+
+std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {
+  std::string s =
+      "linear / state-space decode (1 token, f32 state in place)  median ms   GB/s of state read + written   of copy\n";
+  char line[512];
+  for (const LinearRow& r : rows) {
+    if (!r.available()) {
+      std::snprintf(line, sizeof line, "  %-11s %-32s not available: %s\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.error.c_str());
+    } else {
+      const double gbps = linear_state_bytes(r.shape) / r.median_s * 1e-9;
+      std::snprintf(line, sizeof line, "  %-11s %-32s %10.3f %9.0f %8.0f%%\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.median_s * 1e3, gbps, copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0);
+    }
+    s += line;
+  }
+  return s;
+}
+
+std::string format_chunk_prefill_text(const std::vector<LinearRow>& rows) {
+  std::string s = "chunked prefill (bf16, chunk 64)                           median ms   TFLOP/s   Mtok/s\n";
+  char line[512];
+  for (const LinearRow& r : rows) {
+    if (!r.available()) {
+      std::snprintf(line, sizeof line, "  %-17s %-38s not available: %s\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.error.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "  %-17s %-38s %10.3f %9.1f %8.2f\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.median_s * 1e3, chunk_prefill_flops(r.shape) / r.median_s * 1e-12,
+                    chunk_prefill_tokens(r.shape) / r.median_s * 1e-6);
+    }
+    s += line;
+  }
+  return s;
+}
+
+std::string format_linear_decode_json(const std::vector<LinearRow>& rows, double copy_gbps) {
+  std::string s = "[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LinearRow& r = rows[i];
+    const double bytes = linear_state_bytes(r.shape);
+    const double gbps = r.available() ? bytes / r.median_s * 1e-9 : 0;
+    s += (i ? ", " : "") + row_json_head(r) + ", \"state_bytes\": " + num(bytes, true) + ", \"gbps\": " +
+         num(gbps, r.available()) + ", \"copy_fraction\": " + num(gbps / copy_gbps, r.available() && copy_gbps > 0) +
+         "}";
+  }
+  return s + "]";
+}
+
+std::string format_chunk_prefill_json(const std::vector<LinearRow>& rows) {
+  std::string s = "[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LinearRow& r = rows[i];
+    const double flops = chunk_prefill_flops(r.shape), tokens = chunk_prefill_tokens(r.shape);
+    const double tflops = r.available() ? flops / r.median_s * 1e-12 : 0;
+    const double tokens_per_s = r.available() ? tokens / r.median_s : 0;
+    s += (i ? ", " : "") + row_json_head(r) + ", \"tokens\": " + num(tokens, true) + ", \"flops\": " +
+         num(flops, true) + ", \"tflops\": " + num(tflops, r.available()) + ", \"tokens_per_s\": " +
+         num(tokens_per_s, r.available()) + "}";
+  }
+  return s + "]";
+}
+
+}  // namespace attnzoo::bench

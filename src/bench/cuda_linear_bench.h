@@ -1,0 +1,70 @@
+#pragma once
+// The linear / state-space rows of `attnzoo bench kernels --device cuda` (issue 26): one-token decode of every
+// family with a CUDA decode kernel, in GB/s of its f32 state read + written (the copy bandwidth's count, so the
+// two compare directly), and chunked prefill (Gated DeltaNet, KDA, Mamba-2 SSD) in TFLOP/s of a stated FLOP count
+// and tokens/s. Every row calls the family's public entry with device tensors, as an engine does; an entry that
+// refuses them (the chunked forms until their CUDA kernels land) gives a row "not available: <its error>"
+// instead of a timing, so the table is the same shape before and after.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/kernel_bench.h"
+#include "bench/timer.h"
+#include "core/device.h"
+
+namespace attnzoo::bench {
+
+struct Dim {
+  const char* name;
+  int64_t value;
+};
+
+// A kernel and its shape, the dims named as the family's papers and fla / mamba_ssm name them.
+struct LinearCase {
+  std::string kernel;  // decode: kda gla simple_gla retention mamba2 mamba conv; prefill: gated_delta_rule kda mamba2
+  std::vector<Dim> dims;
+  int64_t operator[](const char* name) const;  // ArgumentError naming `name` when the case has no such dim
+};
+
+struct LinearRow {
+  LinearCase shape;
+  std::string error;  // non-empty: the entry refused the case (or failed); no timing
+  double median_s = 0, min_s = 0;
+  bool available() const { return error.empty(); }
+};
+
+// B 32 H 32 K = V = 128 for the attention-like families (issue 26's decode shape); Mamba-2 2.7B (H 80, P 64,
+// N 128, G 1), Mamba 2.8B (D 5120, N 16) and the Mamba-2 2.7B convolution (D 5376 = 5120 + 2 x 128, W 4) at B 32.
+std::vector<LinearCase> linear_decode_cases(Scale s);
+// GDN and KDA at B 4 x T 4096 and B 1 x T 16384, H 16, K = V = 128; Mamba-2 2.7B SSD at B 4 x T 4096.
+std::vector<LinearCase> chunk_prefill_cases(Scale s);
+
+// f32 state bytes one decode step reads and writes (2 x the state's size): [B, H, K, V], [B, H, P, N], [B, D, N]
+// or [B, D, S] with S = W - 1.
+double linear_state_bytes(const LinearCase& c);
+// Tokens a prefill case processes (B x T).
+double chunk_prefill_tokens(const LinearCase& c);
+// Multiply-adds x 2 of the chunked form at chunk 64, the intra-chunk triangular products counted half:
+// delta family per token and head C (3K + 2V) + 6 K V (K K^T, the WY solve's products with K and V, Q K^T and its
+// product with the values, and Q S, W S, the state update K^T U); Mamba-2 as python/attnzoo/bench/ssm.py counts
+// it, per token 2 (G C N + H (2 N P + C P / 2)).
+double chunk_prefill_flops(const LinearCase& c);
+
+// Times one run of the launch given (warmup and repetitions are the timer's).
+using RowTimer = std::function<Timing(const std::function<void()>&)>;
+
+// Every case's row on `device` (any device: the CPU runs the same entries, which is how make test checks the
+// arguments built here); a case whose entry throws records the error and the table goes on.
+std::vector<LinearRow> run_linear_decode_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
+std::vector<LinearRow> run_chunk_prefill_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
+
+// The rows as text lines and as JSON arrays (the items of "state_decode" / "chunk_prefill"); copy_gbps is the
+// device's measured copy bandwidth each decode row is compared with.
+std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps);
+std::string format_chunk_prefill_text(const std::vector<LinearRow>& rows);
+std::string format_linear_decode_json(const std::vector<LinearRow>& rows, double copy_gbps);
+std::string format_chunk_prefill_json(const std::vector<LinearRow>& rows);
+
+}  // namespace attnzoo::bench

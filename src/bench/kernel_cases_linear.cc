@@ -1,0 +1,145 @@
+#include "bench/kernel_cases_linear.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "bench/case_io.h"
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/gla/gla.h"
+#include "kernels/linear/kda/kda.h"
+
+namespace attnzoo::bench {
+namespace {
+
+enum class Entry { gdn_recurrent, kda_recurrent, gla_recurrent, gdn_chunk };
+
+const char* entry_name(Entry e) {
+  switch (e) {
+    case Entry::gdn_recurrent: return "recurrent_gated_delta_rule";
+    case Entry::kda_recurrent: return "recurrent_kda";
+    case Entry::gla_recurrent: return "recurrent_gla";
+    case Entry::gdn_chunk: return "chunk_gated_delta_rule";
+  }
+  return "";
+}
+
+struct LinearCaseSpec {
+  const char* name;
+  Entry entry;
+  DType dtype;
+  int64_t H, HV, K, V;
+  std::vector<int32_t> lens;  // packed with cu_seqlens when `packed`, else a batch of lens.size() x lens[0]
+  bool packed;
+  float g_lo, g_hi;           // log decays drawn uniformly from [g_lo, g_hi]
+  // A device entry may refuse it without the check failing: the chunked CUDA prefill is not on every build yet.
+  bool may_refuse = false;
+};
+
+bool channel_gate(Entry e) { return e == Entry::kda_recurrent || e == Entry::gla_recurrent; }
+bool has_beta(Entry e) { return e != Entry::gla_recurrent; }
+
+// Decode batches (T = 1) as an engine steps them, and ragged packed sequences with a sequence of one token, at
+// decays from mild (state kept for hundreds of tokens) to strong (e^-8 per step, where an unstable formulation
+// loses the state's precision); head dims up to 128 in both K and V; grouped value heads (HV = 2 H, Qwen3-Next's).
+std::vector<LinearCaseSpec> linear_case_specs() {
+  return {
+      {"gdn_decode_mild_gva", Entry::gdn_recurrent, DType::bf16, 4, 8, 128, 128, {1, 1, 1, 1, 1}, false, -0.1f, 0.f},
+      {"gdn_varlen_strong", Entry::gdn_recurrent, DType::bf16, 2, 2, 64, 64, {1, 37, 5, 90}, true, -8.f, -1.f},
+      {"kda_decode_strong", Entry::kda_recurrent, DType::bf16, 4, 4, 128, 128, {1, 1, 1}, false, -6.f, -1.f},
+      {"kda_varlen_mild", Entry::kda_recurrent, DType::f16, 2, 2, 64, 128, {50, 1, 23}, true, -0.05f, 0.f},
+      {"gla_decode_mild", Entry::gla_recurrent, DType::bf16, 4, 4, 128, 128, {1, 1, 1, 1}, false, -0.1f, 0.f},
+      {"gla_varlen_strong", Entry::gla_recurrent, DType::f32, 2, 2, 64, 64, {1, 64, 17}, true, -6.f, -1.f},
+      {"gdn_chunk_varlen", Entry::gdn_chunk, DType::bf16, 2, 2, 128, 128, {100, 1, 64, 200}, true, -0.5f, 0.f, true},
+  };
+}
+
+HostArray uniform_array(DType t, std::vector<int64_t> shape, float lo, float hi, uint32_t seed) {
+  HostArray a = make_array(t, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (int64_t i = 0; i < a.numel(); ++i) store_from_f32(a.bytes.data(), t, i, u(rng));
+  return a;
+}
+
+std::string run_linear(const LinearCaseSpec& c, const std::filesystem::path& dir, Device device, uint32_t seed,
+                       bool& refused) {
+  const int64_t N = int64_t(c.lens.size());
+  const std::vector<int32_t> cu = offsets(c.lens);
+  const int64_t B = c.packed ? 1 : N, T = c.packed ? cu.back() : c.lens[0];
+  const HostArray q = random_array(c.dtype, {B, T, c.H, c.K}, seed);
+  const HostArray k = random_array(c.dtype, {B, T, c.H, c.K}, seed + 1);
+  const HostArray v = random_array(c.dtype, {B, T, c.HV, c.V}, seed + 2);
+  const HostArray g = channel_gate(c.entry) ? uniform_array(DType::f32, {B, T, c.HV, c.K}, c.g_lo, c.g_hi, seed + 3)
+                                            : uniform_array(DType::f32, {B, T, c.HV}, c.g_lo, c.g_hi, seed + 3);
+  const HostArray beta = uniform_array(c.dtype, {B, T, c.HV}, 0.05f, 1.f, seed + 4);
+  const HostArray h0 = random_array(DType::f32, {N, c.HV, c.K, c.V}, seed + 5);
+  const HostArray o = make_array(DType::f32, {B, T, c.HV, c.V});
+  const HostArray hT = make_array(DType::f32, {N, c.HV, c.K, c.V});
+  const std::string stem = c.name;
+  write_npy(dir / (stem + "_q.npy"), q);
+  write_npy(dir / (stem + "_k.npy"), k);
+  write_npy(dir / (stem + "_v.npy"), v);
+  write_npy(dir / (stem + "_g.npy"), g);
+  if (has_beta(c.entry)) write_npy(dir / (stem + "_beta.npy"), beta);
+  write_npy(dir / (stem + "_initial_state.npy"), h0);
+  const bool delta = has_beta(c.entry);
+  std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"linear\", \"entry\": " +
+                      json_string(entry_name(c.entry)) + ", \"dtype\": " + json_string(dtype_name(c.dtype)) +
+                      ", \"out_dtype\": \"float32\", \"gate\": " +
+                      (channel_gate(c.entry) ? "\"channel\"" : "\"head\"") +
+                      ", \"delta\": " + (delta ? "true" : "false") + ", \"l2norm\": " + (delta ? "true" : "false") +
+                      ", \"B\": " + std::to_string(B) + ", \"T\": " + std::to_string(T) + ", \"H\": " +
+                      std::to_string(c.H) + ", \"HV\": " + std::to_string(c.HV) + ", \"K\": " + std::to_string(c.K) +
+                      ", \"V\": " + std::to_string(c.V) + ", \"cu_seqlens\": " + (c.packed ? list(cu) : "null") +
+                      ", \"scale\": " + number(1.f / std::sqrt(float(c.K))) +
+                      ", \"may_refuse\": " + (c.may_refuse ? "true" : "false");
+  return finish_case(entry, refused, [&] {
+    const Placed dq = place(q, device), dk = place(k, device), dv = place(v, device), dg = place(g, device);
+    const Placed dh0 = place(h0, device), dout = place(o, device), dhT = place(hT, device);
+    if (delta) {
+      const Placed dbeta = place(beta, device);
+      DeltaArgs a;
+      a.q = dq.view;
+      a.k = dk.view;
+      a.v = dv.view;
+      a.g = dg.view;
+      a.beta = dbeta.view;
+      a.o = dout.view;
+      a.initial_state = dh0.view;
+      a.final_state = dhT.view;
+      if (c.packed) {
+        a.cu_seqlens = cu.data();
+        a.cu_seqlens_len = int64_t(cu.size());
+      }
+      a.use_qk_l2norm_in_kernel = true;
+      if (c.entry == Entry::gdn_recurrent) recurrent_gated_delta_rule(a);
+      else if (c.entry == Entry::kda_recurrent) recurrent_kda(a);
+      else chunk_gated_delta_rule(a);
+    } else {
+      GlaOptions opts;
+      opts.initial_state = dh0.view;
+      opts.final_state = dhT.view;
+      if (c.packed) {
+        opts.cu_seqlens = cu.data();
+        opts.cu_seqlens_len = int64_t(cu.size());
+      }
+      recurrent_gla(dq.view, dk.view, dv.view, dg.view, dout.view, opts);
+    }
+    write_npy(dir / (stem + "_out.npy"), fetch(dout, o));
+    write_npy(dir / (stem + "_final_state.npy"), fetch(dhT, hT));
+  });
+}
+
+}  // namespace
+
+void write_linear_cases(const std::filesystem::path& dir, Device device, uint32_t& seed,
+                        const std::function<void(const std::string& entry, bool refused)>& add) {
+  for (const LinearCaseSpec& c : linear_case_specs()) {
+    bool refused = false;
+    const std::string e = run_linear(c, dir, device, seed += 10, refused);
+    add(e, refused);
+  }
+}
+
+}  // namespace attnzoo::bench
