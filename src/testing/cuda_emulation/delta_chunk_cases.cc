@@ -164,6 +164,13 @@ TEST(EmulatedDeltaChunk, MatchesDecayStrengths) {
   check(c, true, 502);
 }
 
+// No tokens at all: no chunks, so only the state pass runs, and it copies each initial state to the final one.
+TEST(EmulatedDeltaChunk, CopiesStatesOfEmptySequences) {
+  DeltaCase c = shape(1, 0, 1, 2, 32, 32, DeltaGate::head);
+  c.cu_seqlens = {0, 0, 0};
+  check(c, false, 600);
+}
+
 // The plan: chunks never cross sequences, empty sequences own none, every kernel's sizes follow from the shape.
 TEST(EmulatedDeltaChunk, PlansChunksPerSequence) {
   DeltaCase c = shape(1, 100, 1, 2, 40, 48, DeltaGate::head, 32);
