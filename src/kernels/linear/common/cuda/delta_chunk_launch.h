@@ -52,14 +52,15 @@ struct Params {
 constexpr int pitch(int cols) { return cols + kPad; }
 constexpr size_t align16(size_t x) { return (x + 15) / 16 * 16; }
 
-struct IntraSmem {  // per (chunk, value head): K, V, A, T and the two scaled copies of T
-  size_t k, v, a, t, tb, tbg, G, beta, bytes;
+struct IntraSmem {  // per (chunk, value head): K, V, A, T (and a block row of partial sums), two scaled Ts
+  size_t k, v, a, t, x, tb, tbg, G, beta, bytes;
   constexpr IntraSmem(int C, int Kp, int Vp)
       : k(0),
         v(align16(k + size_t(C) * pitch(Kp) * 2)),
         a(align16(v + size_t(C) * pitch(Vp) * 2)),
         t(align16(a + size_t(C) * C * 4)),
-        tb(align16(t + size_t(C) * C * 4)),
+        x(align16(t + size_t(C) * C * 4)),
+        tb(align16(x + size_t(16) * C * 4)),
         tbg(align16(tb + size_t(C) * pitch(C) * 2)),
         G(align16(tbg + size_t(C) * pitch(C) * 2)),
         beta(align16(G + size_t(C) * 4)),
