@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
+#include "kernels/linear/common/cuda/delta_chunk_launch.h"
 #include "kernels/linear/common/delta_testing.h"
 #include "kernels/linear/delta_rule/delta_rule.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
@@ -56,6 +57,14 @@ TEST(CudaDeltaChunk, RefusesWhatItDoesNotDo) {
   p = problem(64, 64);
   p.final_state = reinterpret_cast<float*>(reinterpret_cast<char*>(const_cast<float*>(p.initial_state)) + 2);
   testing::expect_error<ArgumentError>([&] { check_cuda_delta_chunk(p); }, "final_state: data must be");
+}
+
+// The largest shape (K = V = 128, 64-token chunks) fits the shared memory one block may opt into on every GPU
+// of sm_80 and later, the consumer ones included (99 KB on sm_86 / sm_89).
+TEST(CudaDeltaChunk, PlansSharedMemoryEveryGpuHas) {
+  const cuda_delta_chunk::ChunkLaunch l = cuda_delta_chunk::plan_delta_chunk(problem(128, 128));
+  ASSERT_FALSE(l.empty);
+  for (size_t bytes : {l.intra_smem, l.state_smem, l.output_smem}) EXPECT_LE(bytes, 99u * 1024);
 }
 
 #if ATTNZOO_WITH_CUDA
