@@ -1,5 +1,6 @@
 // The CUDA chunked delta rule (delta_chunk_{intra,state,output}.cuh, launched as delta_chunk_launch plans it)
-// under the CTA emulator against the double reference: gate none and per head, ragged packed sequences with
+// under the CTA emulator against the double reference: gate none, per head and per key channel (KDA), ragged
+// packed sequences with
 // one-token, empty and chunk-unaligned ones, padded batches, HV = 2H, K and V off the 16 / 32 tiles and
 // K = V = 128, chunk sizes 16, 32 and 64, l2norm, f32 / bf16 / f16 in and out, log decays near -20 and mild
 // ones, zero, separate and in-place states. Outputs, separate final states and the whole scratch start as NaN
@@ -19,6 +20,7 @@
 #include "kernels/linear/common/delta_testing.h"
 #include "kernels/linear/delta_rule/delta_rule.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/kda/kda.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 
@@ -58,7 +60,9 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
                " out=" + dtype_name(c.out_dtype) + (in_place ? " in-place" : ""));
   const DeltaInputs in(c, seed);
   HostTensor o_ref(DType::f32, {c.B, c.T, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  (c.gate == DeltaGate::none ? delta_rule_reference : gated_delta_rule_reference)(in.args(c, o_ref, &s_ref));
+  (c.gate == DeltaGate::none   ? delta_rule_reference
+   : c.gate == DeltaGate::head ? gated_delta_rule_reference
+                               : kda_reference)(in.args(c, o_ref, &s_ref));
 
   HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
   std::memset(o.bytes.data(), 0xff, o.bytes.size());
@@ -105,7 +109,7 @@ DeltaCase shape(int64_t B, int64_t T, int64_t H, int64_t HV, int64_t K, int64_t 
   return c;
 }
 
-const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head};
+const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};
 
 // Packed sequences of 1, 37, 0, 79 and 33 tokens (the empty one's final state is its initial state; the others
 // end mid-chunk at every chunk size), HV = 2H, each chunk size.
@@ -131,6 +135,7 @@ TEST(EmulatedDeltaChunk, MatchesPaddedBatchesAndOddHeadDims) {
 // fla's head dims on one chunk and a tail.
 TEST(EmulatedDeltaChunk, MatchesWideHeads) {
   check(shape(1, 70, 1, 1, 128, 128, DeltaGate::head), false, 300);
+  check(shape(1, 70, 1, 1, 128, 128, DeltaGate::channel), true, 301);
 }
 
 TEST(EmulatedDeltaChunk, MatchesDtypesAndL2Norm) {
@@ -153,15 +158,18 @@ TEST(EmulatedDeltaChunk, MatchesDtypesAndL2Norm) {
 // Log gates around -20 wipe the state each token (exp(-20) ~ 2e-9): exp(G_i) alone underflows within a chunk,
 // so only decays taken as differences keep the result finite. Then a mix from -20 to 0, and mild decays.
 TEST(EmulatedDeltaChunk, MatchesDecayStrengths) {
-  DeltaCase c = shape(1, 80, 1, 2, 64, 32, DeltaGate::head);
-  c.g_min = -21.f, c.g_max = -19.f;
-  check(c, true, 500);
-  c = shape(1, 100, 1, 2, 32, 64, DeltaGate::head, 32);
-  c.g_min = -20.f, c.g_max = 0.f;
-  c.cu_seqlens = {0, 1, 60, 100};
-  check(c, false, 501);
-  c.g_min = -0.05f, c.g_max = 0.f;
-  check(c, true, 502);
+  uint64_t seed = 500;
+  for (DeltaGate gate : {DeltaGate::head, DeltaGate::channel}) {
+    DeltaCase c = shape(1, 80, 1, 2, 64, 32, gate);
+    c.g_min = -21.f, c.g_max = -19.f;
+    check(c, true, seed++);
+    c = shape(1, 100, 1, 2, 32, 64, gate, 32);
+    c.g_min = -20.f, c.g_max = 0.f;
+    c.cu_seqlens = {0, 1, 60, 100};
+    check(c, false, seed++);
+    c.g_min = -0.05f, c.g_max = 0.f;
+    check(c, true, seed++);
+  }
 }
 
 // No tokens at all: no chunks, so only the state pass runs, and it copies each initial state to the final one.

@@ -1,5 +1,5 @@
-// The chunked delta family's branch to a GPU: chunk_gated_delta_rule (and chunk_delta_rule through it) call this
-// for device tensors after the device-neutral make_delta_problem, so the CUDA build and the CPU-only one differ
+// The chunked delta family's branch to a GPU: chunk_gated_delta_rule (and chunk_delta_rule through it) and
+// chunk_kda call this for device tensors after the device-neutral make_delta_problem, so the CUDA build and the CPU-only one differ
 // in this file alone (as delta_recurrent_device.cc does for the recurrent entries).
 #include "core/device_unreachable.h"
 #include "core/error.h"

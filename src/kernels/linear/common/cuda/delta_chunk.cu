@@ -2,7 +2,11 @@
 // the three kernels per chunk size. What it refuses and every size are decided in delta_chunk_launch.cc.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <string>
+
 #include "core/cuda_check.h"
+#include "core/error.h"
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
 #include "kernels/linear/common/cuda/delta_chunk_intra.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
@@ -53,6 +57,17 @@ void chunk_delta_cuda(const DeltaProblem& p, Stream stream) {
   cuda_delta_chunk::ChunkLaunch plan = cuda_delta_chunk::plan_delta_chunk(p);
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
+  int device = 0, optin = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+             "cudaDeviceGetAttribute");
+  const size_t smem = std::max({plan.intra_smem, plan.state_smem, plan.output_smem});
+  require(smem <= size_t(optin), "q", [&] {
+    return "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V) + " with chunk_size " +
+           std::to_string(p.chunk_size) + " need " + std::to_string(smem) +
+           " bytes of shared memory per block; this GPU allows " + std::to_string(optin) +
+           " (a smaller chunk_size needs less)";
+  });
   StreamScratch scratch(plan.scratch_bytes, cuda_stream);
   const std::vector<unsigned char> metadata = cuda_delta_chunk::metadata_bytes_of(plan);
   scratch.upload(metadata.data(), metadata.size());

@@ -1,9 +1,10 @@
-// The CUDA chunked delta rule: what it refuses (checked on the host, no GPU needed, in every build), and, on a
+// The CUDA chunked delta rule, gated delta rule and KDA: what they refuse (checked on the host, no GPU needed, in every build), and, on a
 // GPU, its outputs and final states against the CPU chunked kernel and the double-precision reference run on the
 // same host data, through the public chunked entries (so the device branch, the deferred value scans, the
 // scratch and the three launches are all exercised). Compiled by g++: no CUDA headers here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "kernels/linear/common/delta_testing.h"
 #include "kernels/linear/delta_rule/delta_rule.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/kda/kda.h"
 #include "testing/device_test_util.h"
 
 namespace attnzoo {
@@ -44,8 +46,7 @@ TEST(CudaDeltaChunk, RefusesWhatItDoesNotDo) {
   testing::expect_error<ArgumentError>([&] { check_cuda_delta_chunk(problem(64, 256)); }, "v: V=256 exceeds 128");
   testing::expect_error<ArgumentError>([&] { check_cuda_delta_chunk(problem(64, 64, 128)); },
                                        "chunk_size: the CUDA chunked kernels run chunks of 16, 32 or 64 tokens");
-  testing::expect_error<ArgumentError>([&] { check_cuda_delta_chunk(problem(64, 64, 64, DeltaGate::channel)); },
-                                       "g: per-channel gates (KDA) have no CUDA chunked kernel");
+  EXPECT_NO_THROW(check_cuda_delta_chunk(problem(128, 128, 64, DeltaGate::channel)));
 
   // Element-misaligned data (a view one byte into a buffer) is named.
   DeltaProblem p = problem(64, 64);
@@ -59,20 +60,30 @@ TEST(CudaDeltaChunk, RefusesWhatItDoesNotDo) {
   testing::expect_error<ArgumentError>([&] { check_cuda_delta_chunk(p); }, "final_state: data must be");
 }
 
-// The largest shape (K = V = 128, 64-token chunks) fits the shared memory one block may opt into on every GPU
-// of sm_80 and later, the consumer ones included (99 KB on sm_86 / sm_89).
-TEST(CudaDeltaChunk, PlansSharedMemoryEveryGpuHas) {
-  const cuda_delta_chunk::ChunkLaunch l = cuda_delta_chunk::plan_delta_chunk(problem(128, 128));
-  ASSERT_FALSE(l.empty);
-  for (size_t bytes : {l.intra_smem, l.state_smem, l.output_smem}) EXPECT_LE(bytes, 99u * 1024);
+// Shared memory per block against what a block may opt into: 99 KB on sm_86 / sm_89, 163 KB on sm_80, 227 KB
+// on sm_90. The delta rule and gated delta rule fit every GPU at their largest shape (K = V = 128, 64-token
+// chunks); KDA needs sm_80's at that shape, and fits every GPU with 32-token chunks.
+TEST(CudaDeltaChunk, PlansSharedMemoryTheGpusHave) {
+  auto largest = [](int64_t chunk, DeltaGate gate) {
+    const cuda_delta_chunk::ChunkLaunch l = cuda_delta_chunk::plan_delta_chunk(problem(128, 128, chunk, gate));
+    EXPECT_FALSE(l.empty);
+    return std::max({l.intra_smem, l.state_smem, l.output_smem});
+  };
+  EXPECT_LE(largest(64, DeltaGate::none), 99u * 1024);
+  EXPECT_LE(largest(64, DeltaGate::head), 99u * 1024);
+  EXPECT_LE(largest(64, DeltaGate::channel), 163u * 1024);
+  EXPECT_LE(largest(32, DeltaGate::channel), 99u * 1024);
 }
 
 #if ATTNZOO_WITH_CUDA
 
 using Entry = void (*)(const DeltaArgs&);
-Entry chunk(DeltaGate gate) { return gate == DeltaGate::none ? chunk_delta_rule : chunk_gated_delta_rule; }
+Entry chunk(DeltaGate gate) {
+  return gate == DeltaGate::none ? chunk_delta_rule : gate == DeltaGate::head ? chunk_gated_delta_rule : chunk_kda;
+}
 Entry reference(DeltaGate gate) {
-  return gate == DeltaGate::none ? delta_rule_reference : gated_delta_rule_reference;
+  return gate == DeltaGate::none ? delta_rule_reference
+                                 : gate == DeltaGate::head ? gated_delta_rule_reference : kda_reference;
 }
 
 // Relative RMS error allowed against the reference: the products run on bf16 operands (about 4e-3 on these
@@ -109,7 +120,7 @@ void check_case(const DeltaCase& c, bool in_place, uint64_t seed = 1) {
   EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
 }
 
-const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head};
+const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};
 
 // fla's prefill shape (K = V = 128, HV = 2H) over several chunks, at every chunk size.
 TEST(CudaDeltaChunk, MatchesPrefill) {
@@ -138,15 +149,18 @@ TEST(CudaDeltaChunk, MatchesRaggedPackedSequences) {
 
 TEST(CudaDeltaChunk, MatchesDecayStrengths) {
   REQUIRE_GPU();
-  // Log gates around -20: exp(G) underflows inside a chunk; only differences of G keep the result finite.
-  check_case({.T = 200, .H = 2, .HV = 4, .K = 128, .V = 128, .g_min = -21.f, .g_max = -19.f,
-              .initial_state = true},
-             true);
-  check_case({.T = 200, .H = 2, .HV = 4, .K = 64, .V = 64, .g_min = -20.f, .g_max = 0.f, .initial_state = true,
-              .cu_seqlens = {0, 1, 77, 200}},
-             false);
-  check_case({.T = 200, .H = 2, .HV = 4, .K = 64, .V = 64, .g_min = -0.05f, .g_max = 0.f, .initial_state = true},
-             true);
+  for (DeltaGate gate : {DeltaGate::head, DeltaGate::channel}) {
+    // Log gates around -20: exp(G) underflows inside a chunk; only differences of G keep the result finite.
+    check_case({.T = 200, .H = 2, .HV = 4, .K = 128, .V = 128, .gate = gate, .g_min = -21.f, .g_max = -19.f,
+                .initial_state = true},
+               true);
+    check_case({.T = 200, .H = 2, .HV = 4, .K = 64, .V = 64, .gate = gate, .g_min = -20.f, .g_max = 0.f,
+                .initial_state = true, .cu_seqlens = {0, 1, 77, 200}},
+               false);
+    check_case({.T = 200, .H = 2, .HV = 4, .K = 64, .V = 64, .gate = gate, .g_min = -0.05f, .g_max = 0.f,
+                .initial_state = true},
+               true);
+  }
 }
 
 TEST(CudaDeltaChunk, MatchesDtypesAndL2Norm) {

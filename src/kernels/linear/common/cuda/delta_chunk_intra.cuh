@@ -6,9 +6,11 @@
 //   T = (I + A)^-1                                   forward substitution in f32, by 16 x 16 blocks
 //   W = (T diag(beta exp(G))) K,  U = (T diag(beta)) V   tensor cores, the diagonal folded into T's columns
 // Gamma is exp of a difference, never exp(G_i) exp(-G_j): G reaches -20 per token, and exp(-G_j) would
-// overflow within a few tokens.
+// overflow within a few tokens. KDA (one decay per key channel, G [C x Kp]) takes A from channel_gram and
+// W = (T diag(beta)) (K . exp(G)) with the decay on the keys, where it cannot fold into T's columns.
 #include <cstdint>
 
+#include "kernels/linear/common/cuda/delta_chunk_gram.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
 
 namespace attnzoo::cuda_delta_chunk {
@@ -16,7 +18,8 @@ namespace attnzoo::cuda_delta_chunk {
 template <int C>
 __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char* smem) {
   constexpr int kBlocks = C / 16;
-  const IntraSmem L(C, p.Kp, p.Vp);
+  const bool channel = p.channel;
+  const IntraSmem L(C, p.Kp, p.Vp, channel);
   Bf16* sK = reinterpret_cast<Bf16*>(smem + L.k);
   Bf16* sV = reinterpret_cast<Bf16*>(smem + L.v);
   float* sA = reinterpret_cast<float*>(smem + L.a);
@@ -26,6 +29,8 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
   Bf16* sTbg = reinterpret_cast<Bf16*>(smem + L.tbg);
   float* sG = reinterpret_cast<float*>(smem + L.G);
   float* sBeta = reinterpret_cast<float*>(smem + L.beta);
+  Bf16* sLeft = reinterpret_cast<Bf16*>(smem + L.left);
+  Bf16* sRight = reinterpret_cast<Bf16*>(smem + L.right);
   const int ldk = pitch(p.Kp), ldv = pitch(p.Vp), ldc = pitch(C);
   const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
   const int64_t c_hv = blockIdx.x;  // chunk * HV + value head
@@ -36,11 +41,21 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
   if (tid < C) {
     const int64_t at = (ch.row + tid) * p.HV + hv;
     sBeta[tid] = tid >= len ? 0.f : p.beta ? cuda_linear::load_elem(p.beta, p.beta_t, at) : 1.f;
-    sG[tid] = p.g && tid < len ? cuda_linear::load_elem(p.g, p.g_t, at) : 0.f;
+    if (!channel) sG[tid] = p.g && tid < len ? cuda_linear::load_elem(p.g, p.g_t, at) : 0.f;
   }
+  if (channel)
+    for (int e = tid; e < C * p.Kp; e += kThreads) {
+      const int i = e / p.Kp, c = e % p.Kp;
+      sG[e] = i < len && c < p.K ? cuda_linear::load_elem(p.g, p.g_t, ((ch.row + i) * p.HV + hv) * p.K + c) : 0.f;
+    }
   sm80::sync_threads();
-  // C adds in f32 in token order, as the CPU kernel sums them.
-  if (tid == 0) {
+  // Adds in f32 in token order, as the CPU kernel sums them (per channel for KDA).
+  if (channel) {
+    if (tid < p.Kp) {
+      float G = 0.f;
+      for (int i = 0; i < C; ++i) sG[i * p.Kp + tid] = G += sG[i * p.Kp + tid];
+    }
+  } else if (tid == 0) {
     float G = 0.f;
     for (int i = 0; i < C; ++i) sG[i] = G += sG[i];
   }
@@ -49,10 +64,19 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
   stage_rows(sV, ldv, p.v, p.v_t, (ch.row * p.HV + hv) * p.V, int64_t(p.HV) * p.V, len, C, p.V, p.Vp, false, 1.f,
              One{});
   sm80::sync_threads();
-  if (p.G && tid < len) p.G[(ch.row + tid) * p.HV + hv] = sG[tid];
+  if (channel) {
+    for (int e = tid; e < len * p.K; e += kThreads) {
+      const int i = e / p.K, c = e % p.K;
+      p.G[((ch.row + i) * p.HV + hv) * p.K + c] = sG[i * p.Kp + c];
+    }
+    channel_gram<C>(sK, sK, ldk, sG, p.Kp, p.K, sLeft, sRight,
+                    [&](int i, int j, float x) { sA[i * C + j] = j < i ? sBeta[i] * x : 0.f; });
+  } else if (p.G && tid < len) {
+    p.G[(ch.row + tid) * p.HV + hv] = sG[tid];
+  }
 
   // A, lower blocks only: the substitution below never reads right of the diagonal.
-  for (int task = warp; task < kBlocks * kBlocks; task += kWarps) {
+  for (int task = warp; task < (channel ? 0 : kBlocks * kBlocks); task += kWarps) {
     const int rb = task / kBlocks, cb = task % kBlocks;
     if (cb > rb) continue;
     float acc[2][4];
@@ -108,9 +132,17 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
     const int i = x / C, j = x % C;
     const float t = j <= i ? sT[i * C + j] : 0.f, bj = sBeta[j];
     sTb[i * ldc + j] = __float2bfloat16_rn(t * bj);
-    sTbg[i * ldc + j] = __float2bfloat16_rn(t * bj * expf(sG[j]));
+    if (!channel) sTbg[i * ldc + j] = __float2bfloat16_rn(t * bj * expf(sG[j]));
   }
+  // KDA's right factor of W: the keys decayed from the chunk start, per channel (the gram's scratch is free).
+  if (channel)
+    for (int e = tid; e < C * p.Kp; e += kThreads) {
+      const int i = e / p.Kp, c = e % p.Kp;
+      sRight[i * ldk + c] = __float2bfloat16_rn(__bfloat162float(sK[i * ldk + c]) * expf(sG[e]));
+    }
   sm80::sync_threads();
+  const Bf16* w_left = channel ? sTb : sTbg;
+  const Bf16* w_right = channel ? sRight : sK;
 
   // W and U, one 16 x 16 output block per task; the inner dimension stops at the block's diagonal.
   Bf16* w = reinterpret_cast<Bf16*>(p.w) + c_hv * w_elems(C, p.Kp);
@@ -124,8 +156,8 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
     zero(acc);
     for (int kk = 0; kk <= rb; ++kk) {
       uint32_t a[4], b[4];
-      load_a(a, is_w ? sTbg : sTb, ldc, rb * 16, kk * 16, lane);
-      load_b_kn(b, is_w ? sK : sV, is_w ? ldk : ldv, kk * 16, n0, lane);
+      load_a(a, is_w ? w_left : sTb, ldc, rb * 16, kk * 16, lane);
+      load_b_kn(b, is_w ? w_right : sV, is_w ? ldk : ldv, kk * 16, n0, lane);
       mma_16x16(acc, a, b);
     }
 #pragma unroll

@@ -28,8 +28,6 @@ int64_t chunk_count(const DeltaProblem& p) {
 }  // namespace
 
 void check_cuda_delta_chunk(const DeltaProblem& p) {
-  require(p.gate != DeltaGate::channel, "g",
-          "per-channel gates (KDA) have no CUDA chunked kernel yet; use the recurrent form on CUDA");
   require(p.K <= kMaxDim, "q", [&] {
     return "K=" + str(p.K) + " exceeds " + str(kMaxDim) + ", the widest keys the CUDA chunked kernels stage";
   });
@@ -84,13 +82,14 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   params.group = int(p.group());
   params.scale = p.scale;
   params.l2norm = p.l2norm;
+  params.channel = p.gate == DeltaGate::channel;
 
   l.intra_grid = unsigned(NC * p.HV);
   l.output_grid = l.intra_grid;
   l.state_grid = unsigned(N * p.HV * (params.Vp / kStateCols));
-  l.intra_smem = IntraSmem(C, params.Kp, params.Vp).bytes;
-  l.state_smem = StateSmem(C, params.Kp).bytes;
-  l.output_smem = OutputSmem(C, params.Kp, params.Vp).bytes;
+  l.intra_smem = IntraSmem(C, params.Kp, params.Vp, params.channel).bytes;
+  l.state_smem = StateSmem(C, params.Kp, params.channel).bytes;
+  l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel).bytes;
 
   // One allocation: the metadata first (uploaded), then the scratch, every piece 256-byte aligned.
   size_t at = 0;
@@ -107,7 +106,7 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   l.u_at = take(per * size_t(u_elems(C, params.Vp)) * 4);
   l.vnew_at = take(per * size_t(u_elems(C, params.Vp)) * 2);
   l.h_at = take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
-  l.G_at = take(p.gate == DeltaGate::none ? 0 : size_t(p.B * p.T * p.HV) * 4);
+  l.G_at = take(p.gate == DeltaGate::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
   l.scratch_bytes = std::max<size_t>(at, 256);
   return l;
 }

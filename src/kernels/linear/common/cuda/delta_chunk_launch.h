@@ -40,11 +40,12 @@ struct Params {
   float* u;        // [C, Vp] f32:  U = T diag(beta) V
   uint16_t* vnew;  // [C, Vp] bf16: U - W h
   uint16_t* h;     // [Kp, Vp] bf16: the state before the chunk
-  float* G;        // [B * T, HV]: cumulative log decay within each chunk (gated only)
+  float* G;        // [B * T, HV] ([B * T, HV, K] for KDA): cumulative log decay within each chunk (gated only)
   int64_t n_chunks;
   int H, HV, K, V, Kp, Vp, group;  // Kp: K rounded up to 16; Vp: V rounded up to kStateCols
   float scale;
   bool l2norm;
+  bool channel;  // KDA: g [B, T, HV, K], one decay per key channel
 };
 
 // Shared-memory layouts, in bytes, used by the kernels and by the host that sizes the launches. Rows of bf16
@@ -52,9 +53,10 @@ struct Params {
 constexpr int pitch(int cols) { return cols + kPad; }
 constexpr size_t align16(size_t x) { return (x + 15) / 16 * 16; }
 
+// KDA adds G per channel ([C x Kp] f32) and two tiles of decayed rows for its sub-chunk products (gram_*).
 struct IntraSmem {  // per (chunk, value head): K, V, A, T (and a block row of partial sums), two scaled Ts
-  size_t k, v, a, t, x, tb, tbg, G, beta, bytes;
-  constexpr IntraSmem(int C, int Kp, int Vp)
+  size_t k, v, a, t, x, tb, tbg, G, beta, left, right, bytes;
+  constexpr IntraSmem(int C, int Kp, int Vp, bool channel)
       : k(0),
         v(align16(k + size_t(C) * pitch(Kp) * 2)),
         a(align16(v + size_t(C) * pitch(Vp) * 2)),
@@ -63,31 +65,35 @@ struct IntraSmem {  // per (chunk, value head): K, V, A, T (and a block row of p
         tb(align16(x + size_t(16) * C * 4)),
         tbg(align16(tb + size_t(C) * pitch(C) * 2)),
         G(align16(tbg + size_t(C) * pitch(C) * 2)),
-        beta(align16(G + size_t(C) * 4)),
-        bytes(align16(beta + size_t(C) * 4)) {}
+        beta(align16(G + size_t(C) * (channel ? Kp : 1) * 4)),
+        left(align16(beta + size_t(C) * 4)),
+        right(align16(left + (channel ? size_t(16) * pitch(Kp) * 2 : 0))),
+        bytes(align16(right + (channel ? size_t(C) * pitch(Kp) * 2 : 0))) {}
 };
 
 struct StateSmem {  // per (sequence, value head, 32 state columns): W, the decayed keys, h and v_new of a chunk
   size_t w, kd, h, vn, G, bytes;
-  constexpr StateSmem(int C, int Kp)
+  constexpr StateSmem(int C, int Kp, bool channel)
       : w(0),
         kd(align16(w + size_t(C) * pitch(Kp) * 2)),
         h(align16(kd + size_t(C) * pitch(Kp) * 2)),
         vn(align16(h + size_t(Kp) * pitch(kStateCols) * 2)),
         G(align16(vn + size_t(C) * pitch(kStateCols) * 2)),
-        bytes(align16(G + size_t(C) * 4)) {}
+        bytes(align16(G + size_t(C) * (channel ? Kp : 1) * 4)) {}
 };
 
 struct OutputSmem {  // per (chunk, value head): Q, K, the masked scores, h and v_new
-  size_t q, k, p, h, vn, G, bytes;
-  constexpr OutputSmem(int C, int Kp, int Vp)
+  size_t q, k, p, h, vn, G, left, right, bytes;
+  constexpr OutputSmem(int C, int Kp, int Vp, bool channel)
       : q(0),
         k(align16(q + size_t(C) * pitch(Kp) * 2)),
         p(align16(k + size_t(C) * pitch(Kp) * 2)),
         h(align16(p + size_t(C) * pitch(C) * 2)),
         vn(align16(h + size_t(Kp) * pitch(Vp) * 2)),
         G(align16(vn + size_t(C) * pitch(Vp) * 2)),
-        bytes(align16(G + size_t(C) * 4)) {}
+        left(align16(G + size_t(C) * (channel ? Kp : 1) * 4)),
+        right(align16(left + (channel ? size_t(16) * pitch(Kp) * 2 : 0))),
+        bytes(align16(right + (channel ? size_t(C) * pitch(Kp) * 2 : 0))) {}
 };
 
 // Scratch sizes, in elements per (chunk, value head).

@@ -60,7 +60,8 @@ __device__ __forceinline__ int acc_row(int lane, int e) { return lane / 4 + 8 * 
 __device__ __forceinline__ int acc_col(int lane, int nt, int e) { return nt * 8 + 2 * (lane % 4) + e % 2; }
 
 // Rows [0, C) of a bf16 tile from one head of an input: row i < len is the `D` elements at src + first + i *
-// stride (any float dtype), times scale and factor(i), after fla's l2norm when asked; rows past len and columns
+// stride (any float dtype), element (i, col) times scale and factor(i, col), after fla's l2norm when asked (the
+// factor is a decay, per token or per token and channel); rows past len and columns
 // [D, Dp) are zeros, so padded tokens and dims add exact zeros to every product. Warp w stages rows w, w + 4, ...,
 // lane l columns l, l + 32, ... (D <= kMaxDim), and the norm is one warp sum in f32 before the bf16 rounding.
 template <class Factor>
@@ -79,11 +80,10 @@ __device__ __forceinline__ void stage_rows(Bf16* dst, int ld, const void* src, E
     }
     float s = scale;
     if (l2norm) s /= sqrtf(cuda_linear::warp_sum(sq) + 1e-6f);
-    if (i < len) s *= factor(i);
 #pragma unroll
     for (int j = 0; j < kMaxDim / 32; ++j) {
       const int col = lane + 32 * j;
-      if (col < Dp) dst[i * ld + col] = __float2bfloat16_rn(x[j] * s);
+      if (col < Dp) dst[i * ld + col] = __float2bfloat16_rn(i < len && col < D ? x[j] * s * factor(i, col) : 0.f);
     }
   }
 }
@@ -95,7 +95,7 @@ __device__ __forceinline__ void put2(Bf16* dst, float x0, float x1) {
 }
 
 struct One {
-  __device__ __forceinline__ float operator()(int) const { return 1.f; }
+  __device__ __forceinline__ float operator()(int, int) const { return 1.f; }
 };
 
 // `rows` rows of 16-byte pieces (cols bf16 elements each, a multiple of 8) from global memory into a tile, by

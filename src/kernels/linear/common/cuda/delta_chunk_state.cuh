@@ -4,6 +4,7 @@
 // the f32 state h [Kp x 32] in MMA accumulator registers (warp w holds row blocks w and w + 4). Per chunk:
 //   store h (bf16) for the output kernel;   v_new = U - W h;   h <- exp(G_last) h + Kd^T v_new
 // with Kd = K exp(G_last - G) (each factor <= 1), staged from the raw keys here rather than kept as scratch.
+// For KDA G_last and G are per key channel: Kd's factor is per element, the state's decay per row.
 // The state is read once before the first chunk and written once after the last (in place is fine: no other
 // CTA touches this slice).
 #include <cstdint>
@@ -17,7 +18,8 @@ constexpr int kStateBlocks = kMaxDim / 16 / kWarps;  // row blocks of h per warp
 template <int C>
 __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char* smem) {
   constexpr int kTiles = kStateCols / 8;
-  const StateSmem L(C, p.Kp);
+  const bool channel = p.channel;
+  const StateSmem L(C, p.Kp, channel);
   Bf16* sW = reinterpret_cast<Bf16*>(smem + L.w);
   Bf16* sKd = reinterpret_cast<Bf16*>(smem + L.kd);
   Bf16* sH = reinterpret_cast<Bf16*>(smem + L.h);
@@ -67,11 +69,22 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
           sm80::store2(h_out + int64_t(r) * p.Vp + col0 + col, x0, x1);
         }
     }
-    if (tid < C) sG[tid] = p.G ? p.G[(ch.row + min(tid, ch.len - 1)) * p.HV + hv] : 0.f;
+    // Rows past the chunk repeat its last row, so row C - 1 is G_last.
+    if (channel) {
+      for (int e = tid; e < C * p.Kp; e += kThreads) {
+        const int i = min(e / p.Kp, ch.len - 1), c = e % p.Kp;
+        sG[e] = c < p.K ? p.G[((ch.row + i) * p.HV + hv) * p.K + c] : 0.f;
+      }
+    } else if (tid < C) {
+      sG[tid] = p.G ? p.G[(ch.row + min(tid, ch.len - 1)) * p.HV + hv] : 0.f;
+    }
     sm80::sync_threads();
-    const float G_last = sG[C - 1];
+    const float G_last = sG[C - 1];  // per-head gates
+    const float* G_last_row = sG + (C - 1) * p.Kp;  // KDA
     stage_rows(sKd, ldk, p.k, p.k_t, (ch.row * p.H + h) * p.K, int64_t(p.H) * p.K, ch.len, C, p.K, p.Kp, p.l2norm,
-               1.f, [&](int j) { return expf(G_last - sG[j]); });
+               1.f, [&](int j, int c) {
+                 return channel ? expf(G_last_row[c] - sG[j * p.Kp + c]) : expf(G_last - sG[j]);
+               });
     sm80::cp_async_wait<0>();
     sm80::sync_threads();
 
@@ -108,16 +121,19 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
     sm80::sync_threads();
 
     // h <- exp(G_last) h + Kd^T v_new, the decay applied after h was read for W h (and stored) above.
-    const float decay = p.G ? expf(G_last) : 1.f;
+    const float decay = p.G && !channel ? expf(G_last) : 1.f;
 #pragma unroll
     for (int i = 0; i < kStateBlocks; ++i) {
       const int rb = warp + kWarps * i;
       if (rb * 16 >= p.Kp) continue;
+      float row_decay[2] = {decay, decay};
+      if (channel)
+        for (int half = 0; half < 2; ++half) row_decay[half] = expf(G_last_row[rb * 16 + acc_row(lane, 2 * half)]);
       float acc[kTiles / 2][2][4];
 #pragma unroll
       for (int nt = 0; nt < kTiles; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[nt / 2][nt % 2][e] = s[i][nt][e] * decay;
+        for (int e = 0; e < 4; ++e) acc[nt / 2][nt % 2][e] = s[i][nt][e] * row_decay[e / 2];
       for (int kk = 0; kk < C / 16; ++kk) {
         uint32_t a[4];
         load_a_trans(a, sKd, ldk, rb * 16, kk * 16, lane);
