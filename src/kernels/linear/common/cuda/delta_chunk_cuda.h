@@ -3,9 +3,9 @@
 // kernels (fla's chunk_gated_delta_rule decomposition; C = chunk_size tokens per chunk, G the cumulative log
 // decay inside a chunk, Gamma_ij = exp(G_i - G_j) for i >= j):
 //   1. intra (parallel over chunks):  A = strict_tril(diag(beta) K K^T . Gamma), T = (I + A)^-1,
-//      W = T diag(beta exp(G)) K, U = T diag(beta) V                             (delta_chunk_intra.cuh)
+//      W = T diag(beta exp(G)) K, U = T diag(beta) V, Kd = K exp(G_last - G)      (delta_chunk_intra.cuh)
 //   2. state (sequential over a sequence's chunks, parallel over value heads and 32-column state slices):
-//      v_new = U - W h, h <- exp(G_last) h + (K exp(G_last - G))^T v_new        (delta_chunk_state.cuh)
+//      v_new = U - W h, h <- exp(G_last) h + Kd^T v_new                         (delta_chunk_state.cuh)
 //   3. output (parallel over chunks): o = exp(G) (Q h) + tril(Q K^T . Gamma) v_new  (delta_chunk_output.cuh)
 // KDA's per-channel decays enter the Gram matrices through 16-row sub-chunks with a reference point each
 // (delta_chunk_gram.cuh) and the keys, queries and state rows elementwise.
@@ -26,9 +26,10 @@ namespace attnzoo {
 void check_cuda_delta_chunk(const DeltaProblem& p);
 
 // Runs a validated problem whose tensors live on the current device, on `stream`: uploads the chunk table, takes
-// stream-ordered scratch (per chunk and value head: W and U, v_new and the state before the chunk), launches the
-// three kernels. Nothing needs to outlive the call on the host. ArgumentError naming q when the current device
-// cannot give a block the shared memory the shape needs.
+// stream-ordered scratch (per chunk and value head: W, Kd, U, v_new and the state before the chunk, bf16 but for
+// U's f32: 112 KB at K = V = 128 and 64-token chunks), launches the three kernels. Nothing needs to outlive the
+// call on the host. ArgumentError naming q when the current device cannot give a block the shared memory the
+// shape needs.
 void chunk_delta_cuda(const DeltaProblem& p, Stream stream);
 
 }  // namespace attnzoo

@@ -5,6 +5,7 @@
 //   A = strict_tril(diag(beta) K K^T . Gamma)        K K^T on tensor cores, Gamma_ij = exp(G_i - G_j) <= 1
 //   T = (I + A)^-1                                   forward substitution in f32, by 16 x 16 blocks
 //   W = (T diag(beta exp(G))) K,  U = (T diag(beta)) V   tensor cores, the diagonal folded into T's columns
+//   Kd = K exp(G_last - G)                           the keys decayed to the chunk's end, for the state pass
 // Gamma is exp of a difference, never exp(G_i) exp(-G_j): G reaches -20 per token, and exp(-G_j) would
 // overflow within a few tokens. KDA (one decay per key channel, G [C x Kp]) takes A from channel_gram and
 // W = (T diag(beta)) (K . exp(G)) with the decay on the keys, where it cannot fold into T's columns.
@@ -73,6 +74,16 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
                     [&](int i, int j, float x) { sA[i * C + j] = j < i ? sBeta[i] * x : 0.f; });
   } else if (p.G && tid < len) {
     p.G[(ch.row + tid) * p.HV + hv] = sG[tid];
+  }
+  // Kd here, where K and G are staged anyway, keeps the sequential state pass free of element loads and exps.
+  Bf16* kd = reinterpret_cast<Bf16*>(p.kd) + c_hv * w_elems(C, p.Kp);
+  for (int e = tid; e < C * p.Kp / 2; e += kThreads) {
+    const int i = e / (p.Kp / 2), c = e % (p.Kp / 2) * 2;
+    float f[2];
+    for (int x = 0; x < 2; ++x)
+      f[x] = channel ? expf(sG[(C - 1) * p.Kp + c + x] - sG[i * p.Kp + c + x]) : expf(sG[C - 1] - sG[i]);
+    sm80::store2(kd + i * p.Kp + c, __bfloat162float(sK[i * ldk + c]) * f[0],
+                 __bfloat162float(sK[i * ldk + c + 1]) * f[1]);
   }
 
   // A, lower blocks only: the substitution below never reads right of the diagonal.

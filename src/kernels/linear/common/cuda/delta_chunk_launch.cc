@@ -88,7 +88,7 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   l.output_grid = l.intra_grid;
   l.state_grid = unsigned(N * p.HV * (params.Vp / kStateCols));
   l.intra_smem = IntraSmem(C, params.Kp, params.Vp, params.channel).bytes;
-  l.state_smem = StateSmem(C, params.Kp, params.channel).bytes;
+  l.state_smem = StateSmem(C, params.Kp).bytes;
   l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel).bytes;
 
   // One allocation: the metadata first (uploaded), then the scratch, every piece 256-byte aligned.
@@ -103,6 +103,7 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   l.seq_chunks_at = take(l.seq_chunks.size() * sizeof(int32_t));
   l.metadata_bytes = at;
   l.w_at = take(per * size_t(w_elems(C, params.Kp)) * 2);
+  l.kd_at = take(per * size_t(w_elems(C, params.Kp)) * 2);
   l.u_at = take(per * size_t(u_elems(C, params.Vp)) * 4);
   l.vnew_at = take(per * size_t(u_elems(C, params.Vp)) * 2);
   l.h_at = take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
@@ -123,6 +124,7 @@ void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   params.chunks = reinterpret_cast<const ChunkDesc*>(base + l.chunks_at);
   params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
   params.w = reinterpret_cast<uint16_t*>(base + l.w_at);
+  params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
   params.u = reinterpret_cast<float*>(base + l.u_at);
   params.vnew = reinterpret_cast<uint16_t*>(base + l.vnew_at);
   params.h = reinterpret_cast<uint16_t*>(base + l.h_at);

@@ -37,6 +37,7 @@ struct Params {
   const int32_t* seq_chunks;   // [N + 1]: sequence n owns chunks [seq_chunks[n], seq_chunks[n + 1])
   // Scratch, per (chunk, value head) unless said otherwise; bf16 held as raw bits so this header needs no CUDA.
   uint16_t* w;     // [C, Kp] bf16: W = T diag(beta exp(G)) K, rows past the chunk zero
+  uint16_t* kd;    // [C, Kp] bf16: Kd = K exp(G_last - G), the keys decayed to the chunk's end
   float* u;        // [C, Vp] f32:  U = T diag(beta) V
   uint16_t* vnew;  // [C, Vp] bf16: U - W h
   uint16_t* h;     // [Kp, Vp] bf16: the state before the chunk
@@ -71,15 +72,18 @@ struct IntraSmem {  // per (chunk, value head): K, V, A, T (and a block row of p
         bytes(align16(right + (channel ? size_t(C) * pitch(Kp) * 2 : 0))) {}
 };
 
-struct StateSmem {  // per (sequence, value head, 32 state columns): W, the decayed keys, h and v_new of a chunk
-  size_t w, kd, h, vn, G, bytes;
-  constexpr StateSmem(int C, int Kp, bool channel)
+// per (sequence, value head, 32 state columns): W and U of two chunks (the next one's arrive while this one is
+// worked on), the decayed keys, h and v_new of a chunk, G_last (per channel for KDA)
+struct StateSmem {
+  size_t w, u, kd, h, vn, G, bytes;
+  constexpr StateSmem(int C, int Kp)
       : w(0),
-        kd(align16(w + size_t(C) * pitch(Kp) * 2)),
+        u(align16(w + 2 * size_t(C) * pitch(Kp) * 2)),
+        kd(align16(u + 2 * size_t(C) * kStateCols * 4)),
         h(align16(kd + size_t(C) * pitch(Kp) * 2)),
         vn(align16(h + size_t(Kp) * pitch(kStateCols) * 2)),
         G(align16(vn + size_t(C) * pitch(kStateCols) * 2)),
-        bytes(align16(G + size_t(C) * (channel ? Kp : 1) * 4)) {}
+        bytes(align16(G + size_t(Kp) * 4)) {}
 };
 
 struct OutputSmem {  // per (chunk, value head): Q, K, the masked scores, h and v_new
@@ -111,7 +115,8 @@ struct ChunkLaunch {
   unsigned intra_grid = 0, state_grid = 0, output_grid = 0;
   size_t intra_smem = 0, state_smem = 0, output_smem = 0;
   // Byte offsets of the metadata and scratch in one allocation of `scratch_bytes`, in Params' order.
-  size_t chunks_at = 0, seq_chunks_at = 0, w_at = 0, u_at = 0, vnew_at = 0, h_at = 0, G_at = 0, scratch_bytes = 0;
+  size_t chunks_at = 0, seq_chunks_at = 0, w_at = 0, kd_at = 0, u_at = 0, vnew_at = 0, h_at = 0, G_at = 0;
+  size_t scratch_bytes = 0;
   size_t metadata_bytes = 0;  // the leading bytes to upload (chunks and seq_chunks)
 };
 

@@ -98,14 +98,21 @@ struct One {
   __device__ __forceinline__ float operator()(int, int) const { return 1.f; }
 };
 
-// `rows` rows of 16-byte pieces (cols bf16 elements each, a multiple of 8) from global memory into a tile, by
-// cp.async; the caller commits and waits.
-__device__ __forceinline__ void copy_rows(Bf16* dst, int ld, const uint16_t* src, int rows, int cols) {
-  const int pieces = cols / 8;
+// `rows` rows of `row_bytes` (a multiple of 16) from global memory, `src_pitch` bytes apart, into a shared tile
+// with `dst_pitch` bytes per row, by cp.async; the caller commits and waits.
+__device__ __forceinline__ void copy_rows(void* dst, int dst_pitch, const void* src, int64_t src_pitch, int rows,
+                                          int row_bytes) {
+  const int pieces = row_bytes / 16;
   for (int x = sm80::thread_index(); x < rows * pieces; x += kThreads) {
-    const int r = x / pieces, c = x % pieces * 8;
-    sm80::cp_async_16(sm80::smem_u32(dst + r * ld + c), src + int64_t(r) * cols + c, true);
+    const int r = x / pieces, c = x % pieces * 16;
+    sm80::cp_async_16(sm80::smem_u32(static_cast<unsigned char*>(dst) + r * dst_pitch + c),
+                      static_cast<const unsigned char*>(src) + r * src_pitch + c, true);
   }
+}
+
+// A bf16 tile of `rows` x `cols` stored densely (row pitch `cols`) in global memory.
+__device__ __forceinline__ void copy_rows(Bf16* dst, int ld, const uint16_t* src, int rows, int cols) {
+  copy_rows(dst, ld * 2, src, int64_t(cols) * 2, rows, cols * 2);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

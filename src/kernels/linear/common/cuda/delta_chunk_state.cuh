@@ -3,10 +3,11 @@
 // value head, slice of kStateCols = 32 state columns) and walks the sequence's chunks in order with its slice of
 // the f32 state h [Kp x 32] in MMA accumulator registers (warp w holds row blocks w and w + 4). Per chunk:
 //   store h (bf16) for the output kernel;   v_new = U - W h;   h <- exp(G_last) h + Kd^T v_new
-// with Kd = K exp(G_last - G) (each factor <= 1), staged from the raw keys here rather than kept as scratch.
-// For KDA G_last and G are per key channel: Kd's factor is per element, the state's decay per row.
-// The state is read once before the first chunk and written once after the last (in place is fine: no other
-// CTA touches this slice).
+// with Kd = K exp(G_last - G) from the intra kernel (for KDA G_last is per key channel: a decay per state row).
+// Everything a chunk reads comes by cp.async, issued a chunk ahead (W and U double-buffered; Kd once the previous
+// chunk's update has read it), so the chain from chunk to chunk is shared-memory and tensor-core work only. The
+// state is read once before the first chunk and written once after the last (in place is fine: no other CTA
+// touches this slice).
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
@@ -19,8 +20,9 @@ template <int C>
 __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char* smem) {
   constexpr int kTiles = kStateCols / 8;
   const bool channel = p.channel;
-  const StateSmem L(C, p.Kp, channel);
-  Bf16* sW = reinterpret_cast<Bf16*>(smem + L.w);
+  const StateSmem L(C, p.Kp);
+  Bf16* sW = reinterpret_cast<Bf16*>(smem + L.w);  // [2][C][ldk]
+  float* sU = reinterpret_cast<float*>(smem + L.u);  // [2][C][kStateCols]
   Bf16* sKd = reinterpret_cast<Bf16*>(smem + L.kd);
   Bf16* sH = reinterpret_cast<Bf16*>(smem + L.h);
   Bf16* sVn = reinterpret_cast<Bf16*>(smem + L.vn);
@@ -33,7 +35,6 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
   cta /= slices;
   const int hv = int(cta % p.HV);
   const int64_t n = cta / p.HV;
-  const int h = hv / p.group;
 
   // s[i][nt][e]: row (warp + 4 i) 16 + acc_row(e), column col0 + acc_col(nt, e).
   float s[kStateBlocks][kTiles][4];
@@ -48,11 +49,32 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
         s[i][nt][e] = p.initial_state && r < p.K && col < p.V ? p.initial_state[state_at + int64_t(r) * p.V + col] : 0.f;
       }
 
-  for (int c = p.seq_chunks[n]; c < p.seq_chunks[n + 1]; ++c) {
+  const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
+  // W and U of chunk c into buffer b; the slice's U columns are 128 contiguous bytes of each row.
+  auto fetch_w_u = [&](int c, int b) {
+    const int64_t c_hv = int64_t(c) * p.HV + hv;
+    copy_rows(sW + b * C * ldk, ldk, p.w + c_hv * w_elems(C, p.Kp), C, p.Kp);
+    copy_rows(sU + b * C * kStateCols, kStateCols * 4, p.u + c_hv * u_elems(C, p.Vp) + col0, int64_t(p.Vp) * 4, C,
+              kStateCols * 4);
+  };
+  auto fetch_kd = [&](int c) {
+    copy_rows(sKd, ldk, p.kd + (int64_t(c) * p.HV + hv) * w_elems(C, p.Kp), C, p.Kp);
+  };
+  // Groups in flight at the top of chunk c: W / U of c, then Kd of c.
+  if (first < end) {
+    fetch_w_u(first, 0);
+    sm80::cp_async_commit();
+    fetch_kd(first);
+    sm80::cp_async_commit();
+  }
+
+  for (int c = first; c < end; ++c) {
+    const int b = (c - first) & 1;
     const ChunkDesc ch = p.chunks[c];
     const int64_t c_hv = int64_t(c) * p.HV + hv;
-    copy_rows(sW, ldk, p.w + c_hv * w_elems(C, p.Kp), C, p.Kp);
-    sm80::cp_async_commit();
+    // The other buffers were last read by chunk c - 1's v_new, which a barrier has closed.
+    if (c + 1 < end) fetch_w_u(c + 1, b ^ 1);
+    sm80::cp_async_commit();  // possibly empty, so that "all but the newest group" is always chunk c's
 
     Bf16* h_out = reinterpret_cast<Bf16*>(p.h) + c_hv * h_elems(p.Kp, p.Vp);
 #pragma unroll
@@ -69,41 +91,32 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
           sm80::store2(h_out + int64_t(r) * p.Vp + col0 + col, x0, x1);
         }
     }
-    // Rows past the chunk repeat its last row, so row C - 1 is G_last.
+    const int64_t last = ch.row + ch.len - 1;
     if (channel) {
-      for (int e = tid; e < C * p.Kp; e += kThreads) {
-        const int i = min(e / p.Kp, ch.len - 1), c = e % p.Kp;
-        sG[e] = c < p.K ? p.G[((ch.row + i) * p.HV + hv) * p.K + c] : 0.f;
-      }
-    } else if (tid < C) {
-      sG[tid] = p.G ? p.G[(ch.row + min(tid, ch.len - 1)) * p.HV + hv] : 0.f;
+      if (tid < p.Kp) sG[tid] = tid < p.K ? p.G[(last * p.HV + hv) * p.K + tid] : 0.f;
+    } else if (tid == 0) {
+      sG[0] = p.G ? p.G[last * p.HV + hv] : 0.f;
     }
-    sm80::sync_threads();
-    const float G_last = sG[C - 1];  // per-head gates
-    const float* G_last_row = sG + (C - 1) * p.Kp;  // KDA
-    stage_rows(sKd, ldk, p.k, p.k_t, (ch.row * p.H + h) * p.K, int64_t(p.H) * p.K, ch.len, C, p.K, p.Kp, p.l2norm,
-               1.f, [&](int j, int c) {
-                 return channel ? expf(G_last_row[c] - sG[j * p.Kp + c]) : expf(G_last - sG[j]);
-               });
-    sm80::cp_async_wait<0>();
+    sm80::cp_async_wait<1>();
     sm80::sync_threads();
 
     // v_new = U - W h: warp w computes token rows [16 w, 16 w + 16) of the slice.
+    const Bf16* w = sW + b * C * ldk;
+    const float* u = sU + b * C * kStateCols;
     if (warp < C / 16) {
       float acc[kTiles / 2][2][4];
 #pragma unroll
       for (int q = 0; q < kTiles / 2; ++q) zero(acc[q]);
       for (int k0 = 0; k0 < p.Kp; k0 += 16) {
         uint32_t a[4];
-        load_a(a, sW, ldk, warp * 16, k0, lane);
+        load_a(a, w, ldk, warp * 16, k0, lane);
 #pragma unroll
         for (int q = 0; q < kTiles / 2; ++q) {
-          uint32_t b[4];
-          load_b_kn(b, sH, lds, k0, q * 16, lane);
-          mma_16x16(acc[q], a, b);
+          uint32_t bb[4];
+          load_b_kn(bb, sH, lds, k0, q * 16, lane);
+          mma_16x16(acc[q], a, bb);
         }
       }
-      const float* u = p.u + c_hv * u_elems(C, p.Vp);
       Bf16* vn_out = reinterpret_cast<Bf16*>(p.vnew) + c_hv * u_elems(C, p.Vp);
 #pragma unroll
       for (int q = 0; q < kTiles / 2; ++q)
@@ -112,8 +125,8 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
             const int i = warp * 16 + acc_row(lane, 2 * half), col = q * 16 + acc_col(lane, nt, 0);
-            const float* ui = u + int64_t(i) * p.Vp + col0 + col;
-            const float x0 = ui[0] - acc[q][nt][2 * half], x1 = ui[1] - acc[q][nt][2 * half + 1];
+            const float x0 = u[i * kStateCols + col] - acc[q][nt][2 * half];
+            const float x1 = u[i * kStateCols + col + 1] - acc[q][nt][2 * half + 1];
             put2(sVn + i * lds + col, x0, x1);
             sm80::store2(vn_out + int64_t(i) * p.Vp + col0 + col, x0, x1);
           }
@@ -121,14 +134,14 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
     sm80::sync_threads();
 
     // h <- exp(G_last) h + Kd^T v_new, the decay applied after h was read for W h (and stored) above.
-    const float decay = p.G && !channel ? expf(G_last) : 1.f;
+    const float decay = p.G && !channel ? expf(sG[0]) : 1.f;
 #pragma unroll
     for (int i = 0; i < kStateBlocks; ++i) {
       const int rb = warp + kWarps * i;
       if (rb * 16 >= p.Kp) continue;
       float row_decay[2] = {decay, decay};
       if (channel)
-        for (int half = 0; half < 2; ++half) row_decay[half] = expf(G_last_row[rb * 16 + acc_row(lane, 2 * half)]);
+        for (int half = 0; half < 2; ++half) row_decay[half] = expf(sG[rb * 16 + acc_row(lane, 2 * half)]);
       float acc[kTiles / 2][2][4];
 #pragma unroll
       for (int nt = 0; nt < kTiles; ++nt)
@@ -139,9 +152,9 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
         load_a_trans(a, sKd, ldk, rb * 16, kk * 16, lane);
 #pragma unroll
         for (int q = 0; q < kTiles / 2; ++q) {
-          uint32_t b[4];
-          load_b_kn(b, sVn, lds, kk * 16, q * 16, lane);
-          mma_16x16(acc[q], a, b);
+          uint32_t bb[4];
+          load_b_kn(bb, sVn, lds, kk * 16, q * 16, lane);
+          mma_16x16(acc[q], a, bb);
         }
       }
 #pragma unroll
@@ -149,8 +162,10 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[i][nt][e] = acc[nt / 2][nt % 2][e];
     }
-    // The next chunk overwrites every tile this one read.
+    // The next chunk overwrites sH, sVn, sG and (once every warp is done with it) sKd.
     sm80::sync_threads();
+    if (c + 1 < end) fetch_kd(c + 1);
+    sm80::cp_async_commit();
   }
 
   if (!p.final_state) return;
