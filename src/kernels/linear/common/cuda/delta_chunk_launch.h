@@ -54,7 +54,8 @@ struct Params {
 constexpr int pitch(int cols) { return cols + kPad; }
 constexpr size_t align16(size_t x) { return (x + 15) / 16 * 16; }
 
-// KDA adds G per channel ([C x Kp] f32) and two tiles of decayed rows for its sub-chunk products (gram_*).
+// KDA adds G per channel ([C x Kp] f32) and two tiles of decayed rows for its sub-chunk products
+// (delta_chunk_gram.cuh).
 struct IntraSmem {  // per (chunk, value head): K, V, A, T (and a block row of partial sums), two scaled Ts
   size_t k, v, a, t, x, tb, tbg, G, beta, left, right, bytes;
   constexpr IntraSmem(int C, int Kp, int Vp, bool channel)
@@ -72,8 +73,8 @@ struct IntraSmem {  // per (chunk, value head): K, V, A, T (and a block row of p
         bytes(align16(right + (channel ? size_t(C) * pitch(Kp) * 2 : 0))) {}
 };
 
-// per (sequence, value head, 32 state columns): W and U of two chunks (the next one's arrive while this one is
-// worked on), the decayed keys, h and v_new of a chunk, G_last (per channel for KDA)
+// Per (sequence, value head, 32 state columns): W and U of two chunks (the next one's arrive while this one is
+// worked on), the decayed keys, h and v_new of a chunk, G_last (per channel for KDA).
 struct StateSmem {
   size_t w, u, kd, h, vn, G, bytes;
   constexpr StateSmem(int C, int Kp)
@@ -108,7 +109,7 @@ constexpr int64_t h_elems(int Kp, int Vp) { return int64_t(Kp) * Vp; }
 struct ChunkLaunch {
   bool empty = true;  // nothing to run: no sequences, or no tokens and no state to write
   int C = 64;
-  Params params{};  // chunks, seq_chunks and the scratch pointers still null: see scratch_layout()
+  Params params{};  // chunks, seq_chunks and the scratch pointers still null: see bind_scratch()
   std::vector<ChunkDesc> chunks;
   std::vector<int32_t> seq_chunks;
   // One-dimensional grids: intra and output (chunk, value head); state (sequence, value head, column slice).
