@@ -123,12 +123,13 @@ TEST(EmulatedDeltaChunk, MatchesRaggedPackedSequences) {
     }
 }
 
-// A padded batch (no cu_seqlens) with a zero initial state; K and V off the 16- and 32-wide tiles.
+// Padded batches (no cu_seqlens), one with a zero initial state; K and V off the 16- and 32-wide tiles; GQA.
 TEST(EmulatedDeltaChunk, MatchesPaddedBatchesAndOddHeadDims) {
   uint64_t seed = 200;
   for (DeltaGate gate : kGates) {
     check(shape(2, 45, 1, 2, 32, 64, gate, 16, false), false, seed++);
     check(shape(2, 40, 2, 2, 40, 48, gate, 32), true, seed++);
+    check(shape(1, 40, 2, 4, 32, 32, gate, 16), false, seed++);  // two key heads, each read by two value heads
   }
 }
 
