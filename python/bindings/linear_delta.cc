@@ -3,7 +3,7 @@
 // the caller's framework (or pass initial_state again as final_state for an in-place update) and make inputs
 // contiguous; shapes, dtypes, gates and (unless check_values is false) NaN / Inf are validated in C++, errors
 // naming the argument. Tensors may live in CUDA memory: the entries themselves run them there (the recurrent
-// forms) or refuse them by name (chunked, reference).
+// and chunked forms) or refuse them by name (the references).
 #include <nanobind/stl/optional.h>
 
 #include <optional>

@@ -102,21 +102,16 @@ def test_a_wrong_linear_output_fails_by_name(cases, tmp_path, name, what, index)
     assert r.stdout.count("| NO |") == 1
 
 
-def test_a_refused_chunk_case_is_reported_not_failed(cases, tmp_path):
-    # Until the chunked CUDA prefill lands, the GPU's chunk_gated_delta_rule refuses device tensors: the manifest
-    # marks that case may_refuse, so the run reports it and goes on; a refused recurrent case still fails.
+def test_a_refused_linear_case_fails_by_name(cases, tmp_path):
+    # Every linear entry, the chunked prefill included, runs on the GPU: a refusal there is a failure.
     d = linear_only(cases, tmp_path)
     manifest = json.loads((d / "manifest.json").read_text())
     by_name = {c["name"]: c for c in manifest["cases"]}
-    by_name["gdn_chunk_varlen"].update(status="refused", error="q: chunk_gated_delta_rule runs on the CPU only so far")
+    by_name["gdn_chunk_varlen"].update(status="refused", error="q: K=256 exceeds 128")
     (d / "manifest.json").write_text(json.dumps(manifest))
     r = check(d)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "runs on the CPU only so far | | | | | | not available (allowed) |" in r.stdout
-    by_name["gla_decode_mild"].update(status="refused", error="q: K 512 is not built for this device")
-    (d / "manifest.json").write_text(json.dumps(manifest))
-    r = check(d)
-    assert r.returncode == 1 and "gla_decode_mild" in r.stderr and "gdn_chunk_varlen" not in r.stderr
+    assert r.returncode == 1 and "gdn_chunk_varlen" in r.stderr, r.stdout + r.stderr
+    assert "| gdn_chunk_varlen | chunk_gated_delta_rule | refused: q: K=256 exceeds 128 | | | | | | NO |" in r.stdout
 
 
 def test_a_wrong_output_fails_by_name(cases, tmp_path):

@@ -13,8 +13,9 @@ head hv reads q/k head hv // (HV // H)); beta [B, T, HV]; g log decays (natural 
 
 dtypes: q, k, v, g, beta float32, bfloat16 or float16 (computed in float32); o has q's dtype.
 Arrays: numpy in -> numpy out, torch in -> torch out on the same device. CUDA torch tensors run the recurrent_*
-forms on the GPU (on the caller's current stream; cu_seqlens is read on the host, a CUDA one is copied there);
-chunk_* and *_reference refuse them by name (the chunked CUDA form is still to come).
+forms and the chunk_* forms on the GPU (on the caller's current stream; cu_seqlens is read on the host, a CUDA
+one is copied there; the chunked CUDA form takes K, V <= 128 and chunk_size 16, 32 or 64, and rounds the operands
+of its products to bfloat16); *_reference refuse them by name.
 Errors: ValueError naming the argument for bad shapes, head counts, non-finite inputs, positive gates or an
 unsupported chunk size; TypeError for unsupported dtypes.
 

@@ -1,7 +1,7 @@
 // The delta family's device seam, checked on the host in every build: tensors on two devices are refused naming
-// the odd one, the entries that run on the CPU only (chunked forms, references) refuse a device tensor by name,
-// and a recurrent call on a GPU that is not there (or in a build without CUDA) is a DeviceError, never a device
-// pointer read by the host. The tensors marked as device ones below hold host memory: every refusal must come
+// the odd one, the entries that run on the CPU only (the references) refuse a device tensor by name, and a
+// recurrent or chunked call on a GPU that is not there (or in a build without CUDA) is a DeviceError, never a
+// device pointer read by the host. The tensors marked as device ones below hold host memory: every refusal must come
 // before anything reads them.
 #include <gtest/gtest.h>
 
@@ -62,17 +62,14 @@ TEST(DeltaDevice, TensorsOnTwoDevicesAreRefusedNamingTheOddOne) {
   testing::expect_error<ArgumentError>([&] { recurrent_kda(a); }, "g: lives on cuda:1, q on cuda:0");
 }
 
-TEST(DeltaDevice, ChunkedFormsAndReferencesRunOnTheCpuOnly) {
+TEST(DeltaDevice, ReferencesRunOnTheCpuOnly) {
   using Entry = void (*)(const DeltaArgs&);
   const struct {
     DeltaGate gate;
     Entry entry;
     const char* name;
-  } cpu_only[] = {{DeltaGate::none, chunk_delta_rule, "chunk_delta_rule"},
-                  {DeltaGate::none, delta_rule_reference, "delta_rule_reference"},
-                  {DeltaGate::head, chunk_gated_delta_rule, "chunk_gated_delta_rule"},
+  } cpu_only[] = {{DeltaGate::none, delta_rule_reference, "delta_rule_reference"},
                   {DeltaGate::head, gated_delta_rule_reference, "gated_delta_rule_reference"},
-                  {DeltaGate::channel, chunk_kda, "chunk_kda"},
                   {DeltaGate::channel, kda_reference, "kda_reference"}};
   for (const auto& e : cpu_only) {
     SCOPED_TRACE(e.name);
@@ -98,20 +95,28 @@ TEST(DeltaDevice, ShapesAreStillCheckedForDeviceTensors) {
   testing::expect_error<ArgumentError>([&] { recurrent_kda(a); }, "g: is required");
 }
 
-// Without a GPU the recurrent entries raise a DeviceError (in a CUDA build from the runtime, without CUDA
-// naming q's device and the reason) before any kernel could read the host memory behind these views.
-TEST(DeltaDevice, RecurrentOnAbsentGpuIsADeviceError) {
+// Without a GPU the recurrent and chunked entries raise a DeviceError (in a CUDA build from the runtime, without CUDA naming q's device and the reason) before any
+// kernel could read the host memory behind these views.
+TEST(DeltaDevice, GpuEntriesOnAbsentGpuAreADeviceError) {
   SKIP_WITH_A_REAL_GPU();
-  for (DeltaGate gate : {DeltaGate::none, DeltaGate::head, DeltaGate::channel}) {
-    Inputs x(gate);
+  using Entry = void (*)(const DeltaArgs&);
+  const struct {
+    DeltaGate gate;
+    Entry entry;
+    const char* name;
+  } on_device[] = {{DeltaGate::none, recurrent_delta_rule, "recurrent_delta_rule"},
+                   {DeltaGate::head, recurrent_gated_delta_rule, "recurrent_gated_delta_rule"},
+                   {DeltaGate::channel, recurrent_kda, "recurrent_kda"},
+                   {DeltaGate::none, chunk_delta_rule, "chunk_delta_rule"},
+                   {DeltaGate::head, chunk_gated_delta_rule, "chunk_gated_delta_rule"},
+                   {DeltaGate::channel, chunk_kda, "chunk_kda"}};
+  for (const auto& e : on_device) {
+    SCOPED_TRACE(e.name);
+    Inputs x(e.gate);
     for (bool check_values : {true, false}) {
       DeltaArgs a = on_gpu(x.args());
       a.check_values = check_values;
-      auto run = [&] {
-        if (gate == DeltaGate::none) recurrent_delta_rule(a);
-        if (gate == DeltaGate::head) recurrent_gated_delta_rule(a);
-        if (gate == DeltaGate::channel) recurrent_kda(a);
-      };
+      auto run = [&] { e.entry(a); };
       EXPECT_THROW(run(), DeviceError);
       if (!cuda_built()) testing::expect_error<DeviceError>(run, "q: lives on cuda:0, and ");
     }

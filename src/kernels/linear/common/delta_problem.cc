@@ -73,7 +73,7 @@ void require_delta_host(const DeltaArgs& a, const char* entry) {
     if (!t->empty())
       require(t->device.is_cpu(), name, [&] {
         return "lives on " + t->device.str() + "; " + entry +
-               " runs on the CPU only so far (the recurrent form also runs on CUDA)";
+               " runs on the CPU only so far (the recurrent and chunked forms also run on CUDA)";
       });
 }
 

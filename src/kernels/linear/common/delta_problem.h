@@ -68,12 +68,14 @@ struct DeltaProblem {
 DeltaProblem make_delta_problem(const DeltaArgs& args, DeltaGate gate);
 
 // ArgumentError naming the first tensor of `args` not in host memory, for the entries that run on the CPU only
-// so far (`entry`: the chunked forms and the references).
+// so far (`entry`: the references).
 void require_delta_host(const DeltaArgs& args, const char* entry);
 
 // Runs a validated recurrent problem whose tensors live on a GPU: the CUDA path's own checks, the deferred value
 // scans, then the kernel on the current stream of the tensors' device. DeviceError in a build without CUDA.
 void recurrent_delta_on_device(const DeltaProblem& p);
+// The same for a chunked problem (any gate): the CUDA chunked kernels (common/cuda/delta_chunk*).
+void chunk_delta_on_device(const DeltaProblem& p);
 
 // The plain recurrence in double precision, one token at a time (the definition the fast paths are tested against).
 void delta_reference(const DeltaProblem& p);

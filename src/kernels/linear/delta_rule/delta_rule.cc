@@ -13,12 +13,9 @@ const DeltaArgs& without_gate(const DeltaArgs& args) {
 
 }  // namespace
 
-// The CPU-only entries name themselves, not the gated entry they forward to, when refusing device tensors.
-void chunk_delta_rule(const DeltaArgs& args) {
-  require_delta_host(args, "chunk_delta_rule");
-  chunk_gated_delta_rule(without_gate(args));
-}
+void chunk_delta_rule(const DeltaArgs& args) { chunk_gated_delta_rule(without_gate(args)); }
 void recurrent_delta_rule(const DeltaArgs& args) { recurrent_gated_delta_rule(without_gate(args)); }
+// The CPU-only reference names itself, not the gated entry it forwards to, when refusing device tensors.
 void delta_rule_reference(const DeltaArgs& args) {
   require_delta_host(args, "delta_rule_reference");
   gated_delta_rule_reference(without_gate(args));

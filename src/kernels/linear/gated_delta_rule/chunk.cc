@@ -31,8 +31,8 @@ namespace attnzoo {
 HWY_EXPORT(ChunkGatedDeltaRule);
 
 void chunk_gated_delta_rule(const DeltaArgs& args) {
-  require_delta_host(args, "chunk_gated_delta_rule");
   const DeltaProblem p = make_delta_problem(args, args.g.empty() ? DeltaGate::none : DeltaGate::head);
+  if (!p.device.is_cpu()) return chunk_delta_on_device(p);
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   HWY_DYNAMIC_DISPATCH(ChunkGatedDeltaRule)(p);
 }

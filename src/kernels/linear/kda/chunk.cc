@@ -26,8 +26,8 @@ namespace attnzoo {
 HWY_EXPORT(ChunkKda);
 
 void chunk_kda(const DeltaArgs& args) {
-  require_delta_host(args, "chunk_kda");
   const DeltaProblem p = make_delta_problem(args, DeltaGate::channel);
+  if (!p.device.is_cpu()) return chunk_delta_on_device(p);
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   HWY_DYNAMIC_DISPATCH(ChunkKda)(p);
 }

@@ -9,7 +9,9 @@
 namespace attnzoo {
 
 // Chunked prefill (WY representation; per-channel decays handled in 16-token sub-chunks, see
-// common/delta_chunk-inl.h). CPU tensors only so far.
+// common/delta_chunk-inl.h). On the CPU, or on a GPU when every tensor lives there (common/cuda/
+// delta_chunk_cuda.h, launched on current_stream(): tensor-core products on bf16 operands with the state in f32;
+// K, V <= 128 and chunk_size 16, 32 or 64 there).
 void chunk_kda(const DeltaArgs& args);
 // Token-by-token recurrence (decode; any length). On the CPU, or on a GPU when every tensor lives there
 // (common/cuda/, launched on current_stream()).

@@ -1,0 +1,187 @@
+#pragma once
+// Kernel 1 of the chunked delta rule (delta_chunk_cuda.h): per (chunk, value head), everything that needs no
+// state. With G the cumulative log decay of the chunk (0 without a gate) and rows past the chunk's tokens zero
+// (beta = 0, G = G_last: they change nothing):
+//   A = strict_tril(diag(beta) K K^T . Gamma)        K K^T on tensor cores, Gamma_ij = exp(G_i - G_j) <= 1
+//   T = (I + A)^-1                                   forward substitution in f32, by 16 x 16 blocks
+//   W = (T diag(beta exp(G))) K,  U = (T diag(beta)) V   tensor cores, the diagonal folded into T's columns
+//   Kd = K exp(G_last - G)                           the keys decayed to the chunk's end, for the state pass
+// Gamma is exp of a difference, never exp(G_i) exp(-G_j): G reaches -20 per token, and exp(-G_j) would
+// overflow within a few tokens. KDA (one decay per key channel, G [C x Kp]) takes A from channel_gram and
+// W = (T diag(beta)) (K . exp(G)) with the decay on the keys, where it cannot fold into T's columns.
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/delta_chunk_gram.cuh"
+#include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
+
+namespace attnzoo::cuda_delta_chunk {
+
+template <int C>
+__device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char* smem) {
+  constexpr int kBlocks = C / 16;
+  const bool channel = p.channel;
+  const IntraSmem L(C, p.Kp, p.Vp, channel);
+  Bf16* sK = reinterpret_cast<Bf16*>(smem + L.k);
+  Bf16* sV = reinterpret_cast<Bf16*>(smem + L.v);
+  float* sA = reinterpret_cast<float*>(smem + L.a);
+  float* sT = reinterpret_cast<float*>(smem + L.t);
+  float* sX = reinterpret_cast<float*>(smem + L.x);
+  Bf16* sTb = reinterpret_cast<Bf16*>(smem + L.tb);
+  Bf16* sTbg = reinterpret_cast<Bf16*>(smem + L.tbg);
+  float* sG = reinterpret_cast<float*>(smem + L.G);
+  float* sBeta = reinterpret_cast<float*>(smem + L.beta);
+  Bf16* sLeft = reinterpret_cast<Bf16*>(smem + L.left);
+  Bf16* sRight = reinterpret_cast<Bf16*>(smem + L.right);
+  const int ldk = pitch(p.Kp), ldv = pitch(p.Vp), ldc = pitch(C);
+  const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
+  const int64_t c_hv = blockIdx.x;  // chunk * HV + value head
+  const int hv = int(c_hv % p.HV);
+  const ChunkDesc ch = p.chunks[c_hv / p.HV];
+  const int h = hv / p.group, len = ch.len;
+
+  if (tid < C) {
+    const int64_t at = (ch.row + tid) * p.HV + hv;
+    sBeta[tid] = tid >= len ? 0.f : p.beta ? cuda_linear::load_elem(p.beta, p.beta_t, at) : 1.f;
+    if (!channel) sG[tid] = p.g && tid < len ? cuda_linear::load_elem(p.g, p.g_t, at) : 0.f;
+  }
+  if (channel)
+    for (int e = tid; e < C * p.Kp; e += kThreads) {
+      const int i = e / p.Kp, c = e % p.Kp;
+      sG[e] = i < len && c < p.K ? cuda_linear::load_elem(p.g, p.g_t, ((ch.row + i) * p.HV + hv) * p.K + c) : 0.f;
+    }
+  sm80::sync_threads();
+  // Adds in f32 in token order, as the CPU kernel sums them (per channel for KDA).
+  if (channel) {
+    if (tid < p.Kp) {
+      float G = 0.f;
+      for (int i = 0; i < C; ++i) sG[i * p.Kp + tid] = G += sG[i * p.Kp + tid];
+    }
+  } else if (tid == 0) {
+    float G = 0.f;
+    for (int i = 0; i < C; ++i) sG[i] = G += sG[i];
+  }
+  stage_rows(sK, ldk, p.k, p.k_t, (ch.row * p.H + h) * p.K, int64_t(p.H) * p.K, len, C, p.K, p.Kp, p.l2norm, 1.f,
+             One{});
+  stage_rows(sV, ldv, p.v, p.v_t, (ch.row * p.HV + hv) * p.V, int64_t(p.HV) * p.V, len, C, p.V, p.Vp, false, 1.f,
+             One{});
+  sm80::sync_threads();
+  if (channel) {
+    for (int e = tid; e < len * p.K; e += kThreads) {
+      const int i = e / p.K, c = e % p.K;
+      p.G[((ch.row + i) * p.HV + hv) * p.K + c] = sG[i * p.Kp + c];
+    }
+    channel_gram<C>(sK, sK, ldk, sG, p.Kp, p.K, sLeft, sRight,
+                    [&](int i, int j, float x) { sA[i * C + j] = j < i ? sBeta[i] * x : 0.f; });
+  } else if (p.G && tid < len) {
+    p.G[(ch.row + tid) * p.HV + hv] = sG[tid];
+  }
+  // Kd here, where K and G are staged anyway, keeps the sequential state pass free of element loads and exps.
+  Bf16* kd = reinterpret_cast<Bf16*>(p.kd) + c_hv * w_elems(C, p.Kp);
+  for (int e = tid; e < C * p.Kp / 2; e += kThreads) {
+    const int i = e / (p.Kp / 2), c = e % (p.Kp / 2) * 2;
+    float f[2];
+    for (int x = 0; x < 2; ++x)
+      f[x] = channel ? expf(sG[(C - 1) * p.Kp + c + x] - sG[i * p.Kp + c + x]) : expf(sG[C - 1] - sG[i]);
+    sm80::store2(kd + i * p.Kp + c, __bfloat162float(sK[i * ldk + c]) * f[0],
+                 __bfloat162float(sK[i * ldk + c + 1]) * f[1]);
+  }
+
+  // A, lower blocks only: the substitution below never reads right of the diagonal.
+  for (int task = warp; task < (channel ? 0 : kBlocks * kBlocks); task += kWarps) {
+    const int rb = task / kBlocks, cb = task % kBlocks;
+    if (cb > rb) continue;
+    float acc[2][4];
+    zero(acc);
+    for (int k0 = 0; k0 < p.Kp; k0 += 16) {
+      uint32_t a[4], b[4];
+      load_a(a, sK, ldk, rb * 16, k0, lane);
+      load_b_nk(b, sK, ldk, k0, cb * 16, lane);
+      mma_16x16(acc, a, b);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = rb * 16 + acc_row(lane, e), j = cb * 16 + acc_col(lane, nt, e);
+        sA[i * C + j] = j < i ? sBeta[i] * acc[nt][e] * expf(sG[i] - sG[j]) : 0.f;
+      }
+  }
+  sm80::sync_threads();
+
+  // T by 16 x 16 blocks: the diagonal blocks first (column j of a block solves its unit lower system alone, one
+  // thread per column), then block rows in order, T_IJ = -T_II sum_{J <= M < I} A_IM T_MJ, every element of a
+  // block row in parallel. The serial path is ~6 C instead of C^2 / 2 for one thread per column of the whole T.
+  if (tid < C) {
+    const int j = tid, i0 = j / 16 * 16;
+    for (int i = i0; i < i0 + 16; ++i) {
+      float x = i == j ? 1.f : 0.f;
+      for (int m = j; m < i; ++m) x = fmaf(-sA[i * C + m], sT[m * C + j], x);
+      sT[i * C + j] = x;
+    }
+  }
+  sm80::sync_threads();
+  for (int I = 1; I < kBlocks; ++I) {
+    const int width = I * 16;  // the block row's columns left of its diagonal block
+    for (int x = tid; x < 16 * width; x += kThreads) {
+      const int r = x / width, c = x % width, i = I * 16 + r;
+      float acc = 0.f;
+      for (int m = c / 16 * 16; m < I * 16; ++m) acc = fmaf(sA[i * C + m], sT[m * C + c], acc);
+      sX[r * C + c] = acc;
+    }
+    sm80::sync_threads();
+    for (int x = tid; x < 16 * width; x += kThreads) {
+      const int r = x / width, c = x % width, i = I * 16 + r;
+      float acc = 0.f;
+      for (int q = 0; q <= r; ++q) acc = fmaf(sT[i * C + I * 16 + q], sX[q * C + c], acc);
+      sT[i * C + c] = -acc;
+    }
+    sm80::sync_threads();
+  }
+  // The left factors of W and U: T with its columns scaled (T diag(...)), zero above the diagonal as the MMAs
+  // need.
+  for (int x = tid; x < C * C; x += kThreads) {
+    const int i = x / C, j = x % C;
+    const float t = j <= i ? sT[i * C + j] : 0.f, bj = sBeta[j];
+    sTb[i * ldc + j] = __float2bfloat16_rn(t * bj);
+    if (!channel) sTbg[i * ldc + j] = __float2bfloat16_rn(t * bj * expf(sG[j]));
+  }
+  // KDA's right factor of W: the keys decayed from the chunk start, per channel (the gram's scratch is free).
+  if (channel)
+    for (int e = tid; e < C * p.Kp; e += kThreads) {
+      const int i = e / p.Kp, c = e % p.Kp;
+      sRight[i * ldk + c] = __float2bfloat16_rn(__bfloat162float(sK[i * ldk + c]) * expf(sG[e]));
+    }
+  sm80::sync_threads();
+  const Bf16* w_left = channel ? sTb : sTbg;
+  const Bf16* w_right = channel ? sRight : sK;
+
+  // W and U, one 16 x 16 output block per task; the inner dimension stops at the block's diagonal.
+  Bf16* w = reinterpret_cast<Bf16*>(p.w) + c_hv * w_elems(C, p.Kp);
+  float* u = p.u + c_hv * u_elems(C, p.Vp);
+  const int wk = p.Kp / 16, uk = p.Vp / 16;
+  for (int task = warp; task < kBlocks * (wk + uk); task += kWarps) {
+    const int rb = task % kBlocks, cg = task / kBlocks;
+    const bool is_w = cg < wk;
+    const int n0 = (is_w ? cg : cg - wk) * 16;
+    float acc[2][4];
+    zero(acc);
+    for (int kk = 0; kk <= rb; ++kk) {
+      uint32_t a[4], b[4];
+      load_a(a, is_w ? w_left : sTb, ldc, rb * 16, kk * 16, lane);
+      load_b_kn(b, is_w ? w_right : sV, is_w ? ldk : ldv, kk * 16, n0, lane);
+      mma_16x16(acc, a, b);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int i = rb * 16 + acc_row(lane, 2 * half), j = n0 + acc_col(lane, nt, 0);
+        if (is_w)
+          sm80::store2(w + i * p.Kp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
+        else
+          sm80::store2(u + i * p.Vp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
+      }
+  }
+}
+
+}  // namespace attnzoo::cuda_delta_chunk

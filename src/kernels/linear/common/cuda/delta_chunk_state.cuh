@@ -1,0 +1,183 @@
+#pragma once
+// Kernel 2 of the chunked delta rule (delta_chunk_cuda.h): the only sequential part. A CTA owns one (sequence,
+// value head, slice of kStateCols = 32 state columns) and walks the sequence's chunks in order with its slice of
+// the f32 state h [Kp x 32] in MMA accumulator registers (warp w holds row blocks w and w + 4). Per chunk:
+//   store h (bf16) for the output kernel;   v_new = U - W h;   h <- exp(G_last) h + Kd^T v_new
+// with Kd = K exp(G_last - G) from the intra kernel (for KDA G_last is per key channel: a decay per state row).
+// Everything a chunk reads comes by cp.async, issued a chunk ahead (W and U double-buffered; Kd once the previous
+// chunk's update has read it), so the chain from chunk to chunk is shared-memory and tensor-core work only. The
+// state is read once before the first chunk and written once after the last (in place is fine: no other CTA
+// touches this slice).
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
+
+namespace attnzoo::cuda_delta_chunk {
+
+constexpr int kStateBlocks = kMaxDim / 16 / kWarps;  // row blocks of h per warp
+
+template <int C>
+__device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char* smem) {
+  constexpr int kTiles = kStateCols / 8;
+  const bool channel = p.channel;
+  const StateSmem L(C, p.Kp);
+  Bf16* sW = reinterpret_cast<Bf16*>(smem + L.w);  // [2][C][ldk]
+  float* sU = reinterpret_cast<float*>(smem + L.u);  // [2][C][kStateCols]
+  Bf16* sKd = reinterpret_cast<Bf16*>(smem + L.kd);
+  Bf16* sH = reinterpret_cast<Bf16*>(smem + L.h);
+  Bf16* sVn = reinterpret_cast<Bf16*>(smem + L.vn);
+  float* sG = reinterpret_cast<float*>(smem + L.G);
+  const int ldk = pitch(p.Kp), lds = pitch(kStateCols);
+  const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
+  const int slices = p.Vp / kStateCols;
+  int64_t cta = blockIdx.x;
+  const int col0 = int(cta % slices) * kStateCols;
+  cta /= slices;
+  const int hv = int(cta % p.HV);
+  const int64_t n = cta / p.HV;
+
+  // s[i][nt][e]: row (warp + 4 i) 16 + acc_row(e), column col0 + acc_col(nt, e).
+  float s[kStateBlocks][kTiles][4];
+  const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V;
+#pragma unroll
+  for (int i = 0; i < kStateBlocks; ++i)
+#pragma unroll
+    for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = (warp + kWarps * i) * 16 + acc_row(lane, e), col = col0 + acc_col(lane, nt, e);
+        s[i][nt][e] = p.initial_state && r < p.K && col < p.V ? p.initial_state[state_at + int64_t(r) * p.V + col] : 0.f;
+      }
+
+  const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
+  // W and U of chunk c into buffer b; the slice's U columns are 128 contiguous bytes of each row.
+  auto fetch_w_u = [&](int c, int b) {
+    const int64_t c_hv = int64_t(c) * p.HV + hv;
+    copy_rows(sW + b * C * ldk, ldk, p.w + c_hv * w_elems(C, p.Kp), C, p.Kp);
+    copy_rows(sU + b * C * kStateCols, kStateCols * 4, p.u + c_hv * u_elems(C, p.Vp) + col0, int64_t(p.Vp) * 4, C,
+              kStateCols * 4);
+  };
+  auto fetch_kd = [&](int c) {
+    copy_rows(sKd, ldk, p.kd + (int64_t(c) * p.HV + hv) * w_elems(C, p.Kp), C, p.Kp);
+  };
+  // Groups in flight at the top of chunk c: W / U of c, then Kd of c.
+  if (first < end) {
+    fetch_w_u(first, 0);
+    sm80::cp_async_commit();
+    fetch_kd(first);
+    sm80::cp_async_commit();
+  }
+
+  for (int c = first; c < end; ++c) {
+    const int b = (c - first) & 1;
+    const ChunkDesc ch = p.chunks[c];
+    const int64_t c_hv = int64_t(c) * p.HV + hv;
+    // The other buffers were last read by chunk c - 1's v_new, which a barrier has closed.
+    if (c + 1 < end) fetch_w_u(c + 1, b ^ 1);
+    sm80::cp_async_commit();  // possibly empty, so that "all but the newest group" is always chunk c's
+
+    Bf16* h_out = reinterpret_cast<Bf16*>(p.h) + c_hv * h_elems(p.Kp, p.Vp);
+#pragma unroll
+    for (int i = 0; i < kStateBlocks; ++i) {
+      const int rb = warp + kWarps * i;
+      if (rb * 16 >= p.Kp) continue;
+#pragma unroll
+      for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = rb * 16 + acc_row(lane, 2 * half), col = acc_col(lane, nt, 0);
+          const float x0 = s[i][nt][2 * half], x1 = s[i][nt][2 * half + 1];
+          put2(sH + r * lds + col, x0, x1);
+          sm80::store2(h_out + int64_t(r) * p.Vp + col0 + col, x0, x1);
+        }
+    }
+    const int64_t last = ch.row + ch.len - 1;
+    if (channel) {
+      if (tid < p.Kp) sG[tid] = tid < p.K ? p.G[(last * p.HV + hv) * p.K + tid] : 0.f;
+    } else if (tid == 0) {
+      sG[0] = p.G ? p.G[last * p.HV + hv] : 0.f;
+    }
+    sm80::cp_async_wait<1>();
+    sm80::sync_threads();
+
+    // v_new = U - W h: warp w computes token rows [16 w, 16 w + 16) of the slice.
+    const Bf16* w = sW + b * C * ldk;
+    const float* u = sU + b * C * kStateCols;
+    if (warp < C / 16) {
+      float acc[kTiles / 2][2][4];
+#pragma unroll
+      for (int q = 0; q < kTiles / 2; ++q) zero(acc[q]);
+      for (int k0 = 0; k0 < p.Kp; k0 += 16) {
+        uint32_t a[4];
+        load_a(a, w, ldk, warp * 16, k0, lane);
+#pragma unroll
+        for (int q = 0; q < kTiles / 2; ++q) {
+          uint32_t bb[4];
+          load_b_kn(bb, sH, lds, k0, q * 16, lane);
+          mma_16x16(acc[q], a, bb);
+        }
+      }
+      Bf16* vn_out = reinterpret_cast<Bf16*>(p.vnew) + c_hv * u_elems(C, p.Vp);
+#pragma unroll
+      for (int q = 0; q < kTiles / 2; ++q)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int i = warp * 16 + acc_row(lane, 2 * half), col = q * 16 + acc_col(lane, nt, 0);
+            const float x0 = u[i * kStateCols + col] - acc[q][nt][2 * half];
+            const float x1 = u[i * kStateCols + col + 1] - acc[q][nt][2 * half + 1];
+            put2(sVn + i * lds + col, x0, x1);
+            sm80::store2(vn_out + int64_t(i) * p.Vp + col0 + col, x0, x1);
+          }
+    }
+    sm80::sync_threads();
+
+    // h <- exp(G_last) h + Kd^T v_new, the decay applied after h was read for W h (and stored) above.
+    const float decay = p.G && !channel ? expf(sG[0]) : 1.f;
+#pragma unroll
+    for (int i = 0; i < kStateBlocks; ++i) {
+      const int rb = warp + kWarps * i;
+      if (rb * 16 >= p.Kp) continue;
+      float row_decay[2] = {decay, decay};
+      if (channel)
+        for (int half = 0; half < 2; ++half) row_decay[half] = expf(sG[rb * 16 + acc_row(lane, 2 * half)]);
+      float acc[kTiles / 2][2][4];
+#pragma unroll
+      for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt / 2][nt % 2][e] = s[i][nt][e] * row_decay[e / 2];
+      for (int kk = 0; kk < C / 16; ++kk) {
+        uint32_t a[4];
+        load_a_trans(a, sKd, ldk, rb * 16, kk * 16, lane);
+#pragma unroll
+        for (int q = 0; q < kTiles / 2; ++q) {
+          uint32_t bb[4];
+          load_b_kn(bb, sVn, lds, kk * 16, q * 16, lane);
+          mma_16x16(acc[q], a, bb);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[i][nt][e] = acc[nt / 2][nt % 2][e];
+    }
+    // The next chunk overwrites sH, sVn, sG and (once every warp is done with it) sKd.
+    sm80::sync_threads();
+    if (c + 1 < end) fetch_kd(c + 1);
+    sm80::cp_async_commit();
+  }
+
+  if (!p.final_state) return;
+#pragma unroll
+  for (int i = 0; i < kStateBlocks; ++i)
+#pragma unroll
+    for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = (warp + kWarps * i) * 16 + acc_row(lane, e), col = col0 + acc_col(lane, nt, e);
+        if (r < p.K && col < p.V) p.final_state[state_at + int64_t(r) * p.V + col] = s[i][nt][e];
+      }
+}
+
+}  // namespace attnzoo::cuda_delta_chunk
