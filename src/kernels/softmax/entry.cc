@@ -4,9 +4,11 @@
 #include "core/error.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode_problem.h"
+#include "kernels/softmax/mla_problem.h"
 
 #if ATTNZOO_WITH_CUDA
 #include "kernels/softmax/cuda/decode_cuda.h"
+#include "kernels/softmax/cuda/mla_decode_cuda.h"
 #include "kernels/softmax/cuda/prefill_cuda.h"
 #endif
 
@@ -43,6 +45,19 @@ void attention_decode(const DecodeProblem& p) {
   check_cuda_decode(p);
   const DeviceGuard on(p.device);
   attention_decode_cuda(p, current_stream());
+#else
+  throw device_unreachable("q", p.device);
+#endif
+}
+
+void mla_decode(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
+                const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
+  const MlaProblem p = make_mla_cache_problem(q, cache, weights, out, opts, varlen, /*any_device=*/true);
+  if (p.device.is_cpu()) return mla_run_absorbed(p);
+#if ATTNZOO_WITH_CUDA
+  check_cuda_mla_decode(p, varlen.cu_seqlens_q != nullptr);
+  const DeviceGuard on(p.device);
+  mla_decode_cuda(p, current_stream());
 #else
   throw device_unreachable("q", p.device);
 #endif

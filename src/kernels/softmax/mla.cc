@@ -293,11 +293,6 @@ void mla_prefill(const TensorView& q, const LatentCacheView& cache, const MlaWei
   mla_run_naive(make_mla_cache_problem(q, cache, weights, out, opts, varlen));
 }
 
-void mla_decode(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
-  mla_run_absorbed(make_mla_cache_problem(q, cache, weights, out, opts, varlen));
-}
-
 void mla_prefill_reference(const TensorView& q, const TensorView& latent, const MlaWeights& weights,
                            const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
   mla_run_reference(make_mla_prefill_problem(q, latent, weights, out, opts, varlen));

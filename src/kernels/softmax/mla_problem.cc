@@ -10,20 +10,27 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-void check_layout(const TensorView& t, const char* name) {
-  check_float_tensor(t, name);
+// `on` is the device every operand must share; only mla_decode passes a non-CPU one (its CUDA path), the other
+// entries keep refusing device tensors through check_float_tensor.
+void check_layout(const TensorView& t, const char* name, Device on = Device::cpu()) {
+  if (on.is_cpu()) {
+    check_float_tensor(t, name);
+  } else {
+    check_float_operand(t, name);
+    require(t.device == on, name, [&] { return "lives on " + t.device.str() + ", q on " + on.str(); });
+  }
   require(t.ndim >= 1 && t.stride(-1) == 1, name, "last dimension must be contiguous (stride 1)");
   for (int d = 0; d < t.ndim; ++d) require(t.strides[d] >= 0, name, "negative strides are not supported");
 }
 
-MlaDims check_weights(const MlaWeights& w) {
+MlaDims check_weights(const MlaWeights& w, Device on) {
   MlaDims d{w.num_heads, w.qk_nope_head_dim, w.qk_rope_head_dim, w.v_head_dim, w.kv_lora_rank};
   require(d.H >= 1, "num_heads", "must be >= 1, got " + str(d.H));
   require(d.dn >= 1, "qk_nope_head_dim", "must be >= 1, got " + str(d.dn));
   require(d.dr >= 0, "qk_rope_head_dim", "must be >= 0, got " + str(d.dr));
   require(d.dv >= 1, "v_head_dim", "must be >= 1, got " + str(d.dv));
   require(d.r >= 1, "kv_lora_rank", "must be >= 1, got " + str(d.r));
-  check_layout(w.w_kv_b, "w_kv_b");
+  check_layout(w.w_kv_b, "w_kv_b", on);
   require(w.w_kv_b.ndim == 2 && w.w_kv_b.shape[0] == d.H * (d.dn + d.dv) && w.w_kv_b.shape[1] == d.r, "w_kv_b",
           "must be [num_heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank] = [" + str(d.H * (d.dn + d.dv)) +
               ", " + str(d.r) + "], got " + w.w_kv_b.shape_str());
@@ -32,12 +39,13 @@ MlaDims check_weights(const MlaWeights& w) {
 
 // Fills the fields shared by prefill and decode problems from q, out and the weights.
 MlaProblem start_problem(const TensorView& q, const TensorView& out, const MlaWeights& weights,
-                         const MlaOptions& opts) {
+                         const MlaOptions& opts, bool any_device = false) {
   MlaProblem p;
-  p.dims = check_weights(weights);
+  p.device = any_device ? q.device : Device::cpu();
+  p.dims = check_weights(weights, p.device);
   const MlaDims& d = p.dims;
-  check_layout(q, "q");
-  check_layout(out, "out");
+  check_layout(q, "q", p.device);
+  check_layout(out, "out", p.device);
   require(q.ndim >= 3 && q.size(-2) == d.H && q.size(-1) == d.qk_dim(), "q",
           "must end in [num_heads, qk_nope_head_dim + qk_rope_head_dim] = [" + str(d.H) + ", " + str(d.qk_dim()) +
               "], got " + q.shape_str());
@@ -136,8 +144,9 @@ void MlaProblem::load_latent_row(const MlaSeq& s, int64_t j, float* dst) const {
 }
 
 MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                                  const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen) {
-  MlaProblem p = start_problem(q, out, weights, opts);
+                                  const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen,
+                                  bool any_device) {
+  MlaProblem p = start_problem(q, out, weights, opts, any_device);
   const bool packed = varlen.cu_seqlens_q != nullptr, paged = cache.block_table != nullptr;
   require(varlen.cu_seqlens_k == nullptr, "cu_seqlens_k",
           "is not used with a latent cache (cache_seqlens gives each sequence's rows)");
@@ -168,7 +177,17 @@ MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& ca
   }
   const int64_t B = int64_t(spans.size());
   const TensorView& c = cache.latent;
-  check_kv_cache_dtype(c, "latent_cache");
+  if (p.device.is_cpu()) {
+    check_kv_cache_dtype(c, "latent_cache");
+  } else {
+    check_kv_cache_operand(c, "latent_cache");
+    require(c.device == p.device, "latent_cache",
+            [&] { return "lives on " + c.device.str() + ", q on " + p.device.str(); });
+    // Refused before check_kv_scale, which reads the scales on the host.
+    if (is_quantized_kv(c.dtype))
+      throw DTypeError(std::string("latent_cache: ") + dtype_name(c.dtype) +
+                       " latent caches run on the CPU only for now; on CUDA use bfloat16, float16 or float32");
+  }
   require(c.ndim >= 1 && c.stride(-1) == 1, "latent_cache", "last dimension must be contiguous (stride 1)");
   for (int d = 0; d < c.ndim; ++d) require(c.strides[d] >= 0, "latent_cache", "negative strides are not supported");
   const int64_t L = p.dims.latent_dim();

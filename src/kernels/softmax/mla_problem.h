@@ -26,6 +26,7 @@ struct MlaSeq {
 
 struct MlaProblem {
   MlaDims dims;
+  Device device{};  // where q, out, the weights and the latents live (a CUDA one only for mla_decode)
   float scale = 1.f;
   bool causal = true;
   std::vector<MlaSeq> seqs;
@@ -61,9 +62,12 @@ struct MlaProblem {
 MlaProblem make_mla_prefill_problem(const TensorView& q, const TensorView& latent, const MlaWeights& weights,
                                     const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen);
 // Queries against a latent cache (contiguous or paged): q padded [B, Tq, H, dq], or packed [total_q, H, dq]
-// with varlen.cu_seqlens_q; cache_seqlens[b] counts sequence b's rows including its queries' own.
+// with varlen.cu_seqlens_q; cache_seqlens[b] counts sequence b's rows including its queries' own. With
+// any_device the tensors may live on any one device (mla_decode's GPU branch); cache_seqlens and block_table
+// stay host memory on every device. Otherwise a device tensor is refused by name.
 MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
-                                  const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen);
+                                  const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen,
+                                  bool any_device = false);
 
 // The two fast paths and the definition, on a validated problem.
 void mla_run_naive(const MlaProblem& p);

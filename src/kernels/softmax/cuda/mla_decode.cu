@@ -1,0 +1,93 @@
+// The CUDA MLA decode's launches: the attention kernel's occupancy its split plan (mla_decode_launch_plan.h) is
+// sized by, one stream-ordered upload of the plan's metadata, then absorb, attend, merge (split sequences only)
+// and expand on the caller's stream.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "kernels/softmax/cuda/mla_decode_cuda.h"
+#include "kernels/softmax/cuda/mla_decode_kernel.cuh"
+#include "kernels/softmax/cuda/mla_decode_launch_plan.h"
+
+namespace attnzoo {
+namespace cuda_mla {
+
+__global__ void __launch_bounds__(kThreads) absorb_kernel(const MlaDecodeParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  mla_absorb(p, smem);
+}
+
+template <int kCols>
+__global__ void __launch_bounds__(kThreads) attend_kernel(const MlaDecodeParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  mla_attend<kCols>(p, smem);
+}
+
+__global__ void __launch_bounds__(kThreads) merge_kernel(const MlaDecodeParams p) { mla_merge(p); }
+
+__global__ void __launch_bounds__(kThreads) expand_kernel(const MlaDecodeParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  mla_expand(p, smem);
+}
+
+}  // namespace cuda_mla
+
+namespace {
+using namespace cuda_mla;
+
+const void* attend_for_rank(int64_t r) {
+  switch (mla_cols_per_thread(r)) {
+    case 1: return reinterpret_cast<const void*>(&attend_kernel<1>);
+    case 2: return reinterpret_cast<const void*>(&attend_kernel<2>);
+    default: return reinterpret_cast<const void*>(&attend_kernel<4>);
+  }
+}
+
+void launch(const void* fn, dim3 grid, size_t smem, void** args, cudaStream_t stream, const char* what) {
+  if (smem > 48 * 1024)  // above 48 KB a kernel must opt in; the attribute is per device and cheap to set
+    cuda_check(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+               "cudaFuncSetAttribute");
+  cuda_check(cudaLaunchKernel(fn, grid, dim3(kThreads), args, smem, stream), what);
+}
+
+}  // namespace
+
+void mla_decode_cuda(const MlaProblem& p, Stream stream) {
+  if (p.seqs.empty()) return;
+  const MlaDims& d = p.dims;
+  const void* attend = attend_for_rank(d.r);
+  const size_t attend_smem = size_t(mla_attend_smem_bytes(d.latent_dim()));
+  if (attend_smem > 48 * 1024)
+    cuda_check(cudaFuncSetAttribute(attend, cudaFuncAttributeMaxDynamicSharedMemorySize, int(attend_smem)),
+               "cudaFuncSetAttribute");
+  int device = 0, sms = 0, per_sm = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attend, kThreads, attend_smem),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (per_sm < 1)
+    throw DeviceError("CUDA MLA decode: a CTA of " + std::to_string(attend_smem) +
+                      " bytes of shared memory does not fit on this GPU's multiprocessors");
+  const MlaLaunchPlan plan = plan_mla_decode_launch(p, int64_t(per_sm) * sms);
+
+  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
+  StreamScratch scratch(plan.device_bytes, cuda_stream);
+  MlaDecodeParams params = bind_device_buffer(plan, scratch.data());
+  scratch.upload(plan.metadata.data(), plan.metadata.size());
+  void* args[] = {&params};
+  const unsigned H = unsigned(d.H);
+  launch(reinterpret_cast<const void*>(&absorb_kernel), dim3(H, plan.batch_groups),
+         size_t(mla_rows_smem_bytes(d.dn)), args, cuda_stream, "mla absorb_kernel launch");
+  launch(attend, dim3(unsigned(plan.work.size()), plan.head_groups), attend_smem, args, cuda_stream,
+         "mla attend_kernel launch");
+  if (!plan.merges.empty())
+    launch(reinterpret_cast<const void*>(&merge_kernel), dim3(unsigned(plan.merges.size()), H), 0, args,
+           cuda_stream, "mla merge_kernel launch");
+  launch(reinterpret_cast<const void*>(&expand_kernel), dim3(H, plan.batch_groups),
+         size_t(mla_rows_smem_bytes(d.r)), args, cuda_stream, "mla expand_kernel launch");
+  scratch.finish();  // ordered after the kernels on the stream
+}
+
+}  // namespace attnzoo

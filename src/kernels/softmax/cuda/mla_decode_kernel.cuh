@@ -1,0 +1,241 @@
+#pragma once
+// The device side of the CUDA MLA decode (absorbed form, one new token per sequence), four kernels in stream
+// order:
+//   absorb     q_lat[b, h] = [W_UK_h^T q_nope_h ; q_pe_h], one CTA per (head, kBatchPerCta sequences) so each
+//              W_UK_h is read once for those sequences;
+//   attend     multi-query attention with head dim r + dr over the latent rows: one CTA per (chunk of one
+//              sequence's rows, kHeadsPerCta heads) reads each latent tile from memory once for all of its heads;
+//              online softmax in exp2, f32 throughout. A sequence's only chunk writes ctx normalised; chunks of a
+//              split sequence leave (max, sum, unnormalised ctx) for
+//   merge      the log-sum-exp combination of a split sequence's chunks, one CTA per (sequence, head);
+//   expand     out[b, h] = W_UV_h ctx[b, h] in out's dtype, one CTA per (head, kBatchPerCta sequences).
+// Scalar FMA throughout (no tensor cores yet): the latent read once per 16 heads bounds the memory traffic,
+// the arithmetic is what a later mma.sync version would speed up.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/softmax/cuda/mla_decode_params.h"
+#include "kernels/softmax/cuda/sm80.cuh"
+
+namespace attnzoo::cuda_mla {
+
+__device__ __forceinline__ float load_elt(const void* base, Elt t, int64_t i) {
+  switch (t) {
+    case Elt::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    case Elt::f16: return __half2float(static_cast<const __half*>(base)[i]);
+    default: return static_cast<const float*>(base)[i];
+  }
+}
+
+__device__ __forceinline__ void store_elt(void* base, Elt t, int64_t i, float x) {
+  switch (t) {
+    case Elt::bf16: sm80::store1(static_cast<__nv_bfloat16*>(base) + i, x); break;
+    case Elt::f16: sm80::store1(static_cast<__half*>(base) + i, x); break;
+    default: sm80::store1(static_cast<float*>(base) + i, x); break;
+  }
+}
+
+// Grid (H, ceil(B / kBatchPerCta)); shared memory mla_rows_smem_bytes(dn).
+__device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned char* smem) {
+  const int tid = int(threadIdx.x), h = int(blockIdx.x), b0 = int(blockIdx.y) * kBatchPerCta;
+  const int nb = min(kBatchPerCta, p.B - b0), L = p.r + p.dr;
+  float* sq = reinterpret_cast<float*>(smem);  // [kBatchPerCta][dn]
+  for (int idx = tid; idx < kBatchPerCta * p.dn; idx += kThreads) {
+    const int bb = idx / p.dn, i = idx % p.dn;
+    sq[idx] = bb < nb ? load_elt(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + i) : 0.f;
+  }
+  __syncthreads();
+  const int64_t w_uk = int64_t(h) * (p.dn + p.dv) * p.w_row;
+  for (int c = tid; c < p.r; c += kThreads) {
+    float acc[kBatchPerCta] = {};
+    for (int i = 0; i < p.dn; ++i) {
+      const float wv = load_elt(p.w, p.w_type, w_uk + int64_t(i) * p.w_row + c);
+#pragma unroll
+      for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += sq[bb * p.dn + i] * wv;
+    }
+    for (int bb = 0; bb < nb; ++bb) p.q_lat[(int64_t(b0 + bb) * p.H + h) * L + c] = acc[bb];
+  }
+  for (int idx = tid; idx < nb * p.dr; idx += kThreads) {
+    const int bb = idx / p.dr, c = idx % p.dr;
+    p.q_lat[(int64_t(b0 + bb) * p.H + h) * L + p.r + c] =
+        load_elt(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + p.dn + c);
+  }
+}
+
+// Grid (work items, ceil(H / kHeadsPerCta)); shared memory mla_attend_smem_bytes(r + dr). Thread tid
+// accumulates latent columns tid + k * kThreads (k < kCols) of every head of the CTA.
+template <int kCols>
+__device__ __forceinline__ void mla_attend(const MlaDecodeParams& p, unsigned char* smem) {
+  const int tid = int(threadIdx.x);
+  const MlaWork w = p.work[blockIdx.x];
+  const int h0 = int(blockIdx.y) * kHeadsPerCta, nh = min(kHeadsPerCta, p.H - h0);
+  const int L = p.r + p.dr, P = int(mla_row_pitch(L));
+  int64_t* sRow = reinterpret_cast<int64_t*>(smem);             // [kTile] element offset of each row; -1 past
+  float* sQ = reinterpret_cast<float*>(smem + kTile * 8);        // [kHeadsPerCta][P]
+  float* sK = sQ + kHeadsPerCta * P;                             // [kTile][P]
+  float* sS = sK + kTile * P;                                    // [kHeadsPerCta][kTile] scores, then weights
+  float* sM = sS + kHeadsPerCta * kTile;                         // [kHeadsPerCta] running max (log2 units)
+  float* sL = sM + kHeadsPerCta;                                 // running sum
+  float* sA = sL + kHeadsPerCta;                                 // this tile's rescale of the old state
+
+  // Heads past H get zero queries: their scores are finite and never stored.
+  for (int idx = tid; idx < kHeadsPerCta * L; idx += kThreads) {
+    const int hh = idx / L, c = idx % L;
+    sQ[hh * P + c] = hh < nh ? p.q_lat[(int64_t(w.b) * p.H + h0 + hh) * L + c] : 0.f;
+  }
+  if (tid < kHeadsPerCta) sM[tid] = -INFINITY, sL[tid] = 0.f;
+
+  float acc[kHeadsPerCta][kCols];
+#pragma unroll
+  for (int hh = 0; hh < kHeadsPerCta; ++hh)
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) acc[hh][k] = 0.f;
+
+  // Each thread scores one head against two keys of the tile.
+  const int my_head = tid / (kTile / 2), my_key = (tid % (kTile / 2)) * 2;
+  static_assert(kHeadsPerCta * kTile == 2 * kThreads);
+  const int n_tiles = (w.k_end - w.k_begin + kTile - 1) / kTile;
+  for (int i = 0; i < n_tiles; ++i) {
+    const int k0 = w.k_begin + i * kTile;
+    if (tid < kTile) {  // the block table is read once per row, not once per element
+      const int pos = k0 + tid;
+      int64_t at = -1;
+      if (pos < w.k_end) {
+        const int blk = pos / p.block_size;
+        const int64_t phys = p.block_table ? p.block_table[int64_t(w.b) * p.max_blocks_per_seq + blk] : w.b;
+        at = phys * p.latent_block + int64_t(pos - blk * p.block_size) * p.latent_token;
+      }
+      sRow[tid] = at;
+    }
+    __syncthreads();  // sRow is written, and every thread is done with the previous tile's sK and sS
+    // Rows past the chunk are zeros: their weights are zero, and 0 * garbage could be NaN.
+    for (int idx = tid; idx < kTile * L; idx += kThreads) {
+      const int j = idx / L, c = idx % L;
+      const int64_t at = sRow[j];
+      sK[j * P + c] = at >= 0 ? load_elt(p.latent, p.latent_type, at + c) : 0.f;
+    }
+    __syncthreads();
+
+    {
+      const float* q = sQ + my_head * P;
+      const float* k_a = sK + my_key * P;
+      const float* k_b = k_a + P;
+      float s0 = 0.f, s1 = 0.f;
+      for (int c = 0; c < L; ++c) {
+        const float qc = q[c];
+        s0 += qc * k_a[c];
+        s1 += qc * k_b[c];
+      }
+      sS[my_head * kTile + my_key] = k0 + my_key < w.k_end ? s0 * p.scale_log2 : -INFINITY;
+      sS[my_head * kTile + my_key + 1] = k0 + my_key + 1 < w.k_end ? s1 * p.scale_log2 : -INFINITY;
+    }
+    __syncthreads();
+
+    // One thread per head: the new max, the weights in place of the scores, the running sum. Every tile holds
+    // at least one row of the chunk, so the new max is finite.
+    if (tid < kHeadsPerCta) {
+      float* s = sS + tid * kTile;
+      float m = sM[tid];
+      for (int j = 0; j < kTile; ++j) m = fmaxf(m, s[j]);
+      const float alpha = exp2f(sM[tid] - m);  // 0 on the first tile (-inf - m)
+      float sum = 0.f;
+      for (int j = 0; j < kTile; ++j) {
+        s[j] = exp2f(s[j] - m);
+        sum += s[j];
+      }
+      sL[tid] = sL[tid] * alpha + sum;
+      sM[tid] = m;
+      sA[tid] = alpha;
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int hh = 0; hh < kHeadsPerCta; ++hh) {
+      const float alpha = sA[hh];
+#pragma unroll
+      for (int k = 0; k < kCols; ++k) acc[hh][k] *= alpha;
+    }
+    for (int j = 0; j < kTile; ++j) {
+      float v[kCols];
+#pragma unroll
+      for (int k = 0; k < kCols; ++k) {
+        const int c = tid + k * kThreads;
+        v[k] = c < p.r ? sK[j * P + c] : 0.f;
+      }
+#pragma unroll
+      for (int hh = 0; hh < kHeadsPerCta; ++hh) {
+        const float pw = sS[hh * kTile + j];
+#pragma unroll
+        for (int k = 0; k < kCols; ++k) acc[hh][k] += pw * v[k];
+      }
+    }
+  }
+  __syncthreads();  // the softmax state is final (and written, even with no tile)
+
+#pragma unroll
+  for (int hh = 0; hh < kHeadsPerCta; ++hh) {
+    if (hh >= nh) break;
+    const int h = h0 + hh;
+    const float l = sL[hh], inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) {
+      const int c = tid + k * kThreads;
+      if (c >= p.r) continue;
+      if (w.slot < 0) p.ctx[(int64_t(w.b) * p.H + h) * p.r + c] = acc[hh][k] * inv;
+      else p.part_o[(int64_t(w.slot) * p.H + h) * p.r + c] = acc[hh][k];
+    }
+  }
+  if (w.slot >= 0 && tid < nh) {
+    p.part_m[int64_t(w.slot) * p.H + h0 + tid] = sM[tid];
+    p.part_l[int64_t(w.slot) * p.H + h0 + tid] = sL[tid];
+  }
+}
+
+// Grid (merges, H): one split sequence's chunks for one head, by the log-sum-exp rule.
+__device__ __forceinline__ void mla_merge(const MlaDecodeParams& p) {
+  const MlaMerge mg = p.merges[blockIdx.x];
+  const int h = int(blockIdx.y);
+  float m = -INFINITY;
+  for (int s = 0; s < mg.num_slots; ++s) m = fmaxf(m, p.part_m[int64_t(mg.first_slot + s) * p.H + h]);
+  for (int c = int(threadIdx.x); c < p.r; c += kThreads) {
+    float l = 0.f, o = 0.f;
+    for (int s = 0; s < mg.num_slots; ++s) {
+      const int64_t at = int64_t(mg.first_slot + s) * p.H + h;
+      if (p.part_m[at] == -INFINITY) continue;  // keeps -inf - -inf out of exp2
+      const float f = exp2f(p.part_m[at] - m);
+      l += f * p.part_l[at];
+      o += f * p.part_o[at * p.r + c];
+    }
+    p.ctx[(int64_t(mg.b) * p.H + h) * p.r + c] = l > 0.f ? o / l : 0.f;
+  }
+}
+
+// Grid (H, ceil(B / kBatchPerCta)); shared memory mla_rows_smem_bytes(r). A thread per output column, over
+// the whole rank for every sequence of the CTA: no cross-lane reduction, and the W_UV_h row a thread walks stays
+// in L1 across the 16 columns a sector holds.
+__device__ __forceinline__ void mla_expand(const MlaDecodeParams& p, unsigned char* smem) {
+  const int tid = int(threadIdx.x);
+  const int h = int(blockIdx.x), b0 = int(blockIdx.y) * kBatchPerCta, nb = min(kBatchPerCta, p.B - b0);
+  float* sc = reinterpret_cast<float*>(smem);  // [kBatchPerCta][r]
+  for (int idx = tid; idx < kBatchPerCta * p.r; idx += kThreads) {
+    const int bb = idx / p.r, c = idx % p.r;
+    sc[idx] = bb < nb ? p.ctx[(int64_t(b0 + bb) * p.H + h) * p.r + c] : 0.f;
+  }
+  __syncthreads();
+  const int64_t w_uv = (int64_t(h) * (p.dn + p.dv) + p.dn) * p.w_row;
+  for (int i = tid; i < p.dv; i += kThreads) {
+    float acc[kBatchPerCta] = {};
+    const int64_t row = w_uv + int64_t(i) * p.w_row;
+    for (int c = 0; c < p.r; ++c) {
+      const float wv = load_elt(p.w, p.w_type, row + c);
+#pragma unroll
+      for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += wv * sc[bb * p.r + c];
+    }
+    for (int bb = 0; bb < nb; ++bb)
+      store_elt(p.o, p.o_type, int64_t(b0 + bb) * p.o_batch + int64_t(h) * p.o_head + i, acc[bb]);
+  }
+}
+
+}  // namespace attnzoo::cuda_mla

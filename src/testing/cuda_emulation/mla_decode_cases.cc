@@ -1,0 +1,204 @@
+// The CUDA MLA decode's kernels (mla_decode_kernel.cuh: absorb, attend, merge, expand) and launch plan run under
+// the CTA emulator against the double-precision reference (the naive form): one or two head groups, ranks 64 to
+// 512, rope dims 0 to 64, paged caches over shuffled blocks (NaN in every row no sequence owns, -1 in the table
+// past each sequence's last block, block sizes 16 and 64) and contiguous ones, ragged lengths down to 1,
+// bf16 / f16 / f32 caches, queries and weights, and plans with and without split contexts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/softmax/cuda/mla_decode_cuda.h"
+#include "kernels/softmax/cuda/mla_decode_kernel.cuh"
+#include "kernels/softmax/cuda/mla_decode_launch_plan.h"
+#include "kernels/softmax/mla_problem.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_tensor.h"
+#include "testing/paged_cache.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+using namespace cuda_mla;
+using cuda_emulation::DeviceMemory;
+using cuda_emulation::DeviceTensor;
+using testing::HostTensor;
+
+// mla_decode.cu's four launches, on the emulator.
+void launch_all(const MlaLaunchPlan& plan, const MlaDecodeParams& params) {
+  const unsigned H = unsigned(params.H);
+  cuda_emulation::launch(dim3(H, plan.batch_groups), kThreads, size_t(mla_rows_smem_bytes(params.dn)),
+                         [&](unsigned char* smem) { mla_absorb(params, smem); });
+  const size_t smem = size_t(mla_attend_smem_bytes(params.r + params.dr));
+  cuda_emulation::launch(dim3(unsigned(plan.work.size()), plan.head_groups), kThreads, smem,
+                         [&](unsigned char* s) {
+                           switch (mla_cols_per_thread(params.r)) {
+                             case 1: return mla_attend<1>(params, s);
+                             case 2: return mla_attend<2>(params, s);
+                             default: return mla_attend<4>(params, s);
+                           }
+                         });
+  if (!plan.merges.empty())
+    cuda_emulation::launch(dim3(unsigned(plan.merges.size()), H), kThreads, 0,
+                           [&](unsigned char*) { mla_merge(params); });
+  cuda_emulation::launch(dim3(H, plan.batch_groups), kThreads, size_t(mla_rows_smem_bytes(params.r)),
+                         [&](unsigned char* smem) { mla_expand(params, smem); });
+}
+
+struct Case {
+  int64_t H = 16, dn = 32, dr = 32, dv = 32, r = 64;
+  std::vector<int32_t> lens;  // cache_seqlens
+  int64_t block_size = 16;    // 0: contiguous cache
+  DType cache = DType::bf16, q = DType::bf16, w = DType::bf16, out = DType::f32;
+  int64_t slots = 1 << 20;    // resident attention CTAs the plan may fill
+  int64_t min_chunk = kMinChunk;
+};
+
+std::string describe(const Case& c) {
+  std::ostringstream s;
+  s << "H=" << c.H << " dn=" << c.dn << " dr=" << c.dr << " dv=" << c.dv << " r=" << c.r << " bs=" << c.block_size
+    << " cache=" << dtype_name(c.cache) << " q=" << dtype_name(c.q) << " w=" << dtype_name(c.w)
+    << " out=" << dtype_name(c.out) << " slots=" << c.slots << " min_chunk=" << c.min_chunk << " lens=";
+  for (int32_t l : c.lens) s << l << ",";
+  return s.str();
+}
+
+// Error allowed relative to the largest |output|: every product and sum runs in f32 on the kernels' side (the
+// inputs are the reference's own bf16 / f16 values), so what is left is f32 rounding over sums of a few
+// hundred terms and the output's own rounding.
+double tolerance(const Case& c) {
+  if (c.out == DType::bf16) return 8e-3;
+  if (c.out == DType::f16) return 1.5e-3;
+  return 2e-4;
+}
+
+// Returns whether the plan split a sequence (and so ran the merge kernel).
+bool check(const Case& c, uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  const int64_t B = int64_t(c.lens.size()), L = c.r + c.dr;
+  const int64_t S = *std::max_element(c.lens.begin(), c.lens.end()) + 3;
+  const int64_t block_size = c.block_size ? c.block_size : S, max_blocks = (S + block_size - 1) / block_size;
+  const int64_t num_blocks = c.block_size ? B * max_blocks + 2 : B;
+
+  // The cache: rows no sequence owns stay NaN, so a kernel that reads past a sequence's end fails.
+  HostTensor rows(c.cache, {B, S, L}, seed + 1);
+  HostTensor latent(c.cache, {num_blocks, block_size, L}, 0, 0.f);
+  testing::fill_nan_bytes(latent);
+  std::vector<int32_t> table;
+  if (c.block_size) table = testing::shuffled_block_table(B, max_blocks, num_blocks, seed);
+  const size_t row_bytes = size_t(L) * dtype_size(c.cache);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t pos = 0; pos < c.lens[size_t(b)]; ++pos) {
+      const int64_t dst = c.block_size ? table[size_t(b * max_blocks + pos / block_size)] * block_size + pos % block_size
+                                       : b * S + pos;
+      std::memcpy(latent.bytes.data() + size_t(dst) * row_bytes, rows.bytes.data() + size_t(b * S + pos) * row_bytes,
+                  row_bytes);
+    }
+  // Entries past a sequence's last block are padding a kernel must never follow.
+  for (int64_t b = 0; b < B && c.block_size; ++b)
+    for (int64_t i = (c.lens[size_t(b)] + block_size - 1) / block_size; i < max_blocks; ++i)
+      table[size_t(b * max_blocks + i)] = -1;
+  LatentCacheView cache{latent.view, c.lens.data(), table.empty() ? nullptr : table.data(),
+                        table.empty() ? 0 : max_blocks};
+
+  // W ~ N(0, r^-1/2) keeps the absorbed scores O(1).
+  const HostTensor w(c.w, {c.H * (c.dn + c.dv), c.r}, seed + 2, 1.f / std::sqrt(float(c.r)));
+  DeviceTensor q(c.q, {B, 1, c.H, c.dn + c.dr}, seed + 3), out(c.out, {B, 1, c.H, c.dv}, 0);
+  HostTensor ref(DType::f32, {B, 1, c.H, c.dv}, 0, 0.f);
+  mla_decode_reference(q.view, cache, {w.view, c.H, c.dn, c.dr, c.dv, c.r}, ref.view, {});
+
+  const DeviceTensor dw(w.view, w.bytes.size()), dlat(latent.view, latent.bytes.size());
+  LatentCacheView device_cache = cache;
+  device_cache.latent = dlat.device_view();
+  const MlaProblem p = make_mla_cache_problem(q.device_view(), device_cache,
+                                              {dw.device_view(), c.H, c.dn, c.dr, c.dv, c.r}, out.device_view(),
+                                              {}, {});
+  EXPECT_NO_THROW(check_cuda_mla_decode(p, false));
+
+  const MlaLaunchPlan plan = plan_mla_decode_launch(p, c.slots, c.min_chunk);
+  DeviceMemory buffer(plan.device_bytes);
+  std::memcpy(buffer.data(), plan.metadata.data(), plan.metadata.size());
+  const MlaDecodeParams params = bind_device_buffer(plan, buffer.data());
+  cuda_emulation::seed_schedule(seed);
+  launch_all(plan, params);
+  out.download();
+
+  double err = 0, top = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double got = load_as_f32(out.host.data(), c.out, i), want = ref.at(i);
+    err = std::isfinite(got) ? std::max(err, std::fabs(got - want)) : INFINITY;
+    top = std::max(top, std::fabs(want));
+  }
+  EXPECT_GT(top, 0.0);
+  EXPECT_LE(err, tolerance(c) * top) << "largest |output| " << top;
+  return !plan.merges.empty();
+}
+
+Case random_case(std::mt19937_64& rng, bool split) {
+  Case c;
+  c.H = rng() % 2 ? 16 : 32;
+  c.r = rng() % 2 ? 64 : 128;
+  c.dr = std::vector<int64_t>{0, 32, 64}[rng() % 3];
+  c.dn = std::vector<int64_t>{16, 32}[rng() % 2];
+  c.dv = std::vector<int64_t>{16, 24, 32}[rng() % 3];
+  c.block_size = std::vector<int64_t>{0, 16, 64}[rng() % 3];
+  c.q = rng() % 2 ? DType::bf16 : DType::f16;
+  c.cache = std::vector<DType>{c.q, DType::bf16, DType::f16, DType::f32}[rng() % 4];
+  c.w = std::vector<DType>{c.q, DType::f32}[rng() % 2];
+  c.out = std::vector<DType>{DType::f32, DType::f32, DType::bf16, DType::f16}[rng() % 4];
+  const int n = 1 + int(rng() % 3);
+  for (int i = 0; i < n; ++i) {
+    int32_t len = 1 + int32_t(rng() % (split ? 150 : 80));
+    if (rng() % 3 == 0) len = std::vector<int32_t>{1, 15, 16, 17, 64, 65}[rng() % 6];
+    c.lens.push_back(len);
+  }
+  if (split) {
+    c.lens[0] = std::max<int32_t>(c.lens[0], 60 + int32_t(rng() % 90));
+    c.min_chunk = rng() % 2 ? 16 : 32;  // short chunks: the plan cuts the long sequence to fill spare slots
+    c.slots = 24 + int64_t(rng() % 40);
+  }
+  return c;
+}
+
+TEST(EmulatedMlaDecode, MatchesReferenceOnRandomCases) {
+  std::mt19937_64 rng(91);
+  for (int i = 0; i < 12; ++i) check(random_case(rng, false), 5000 + uint64_t(i));
+}
+
+// Spare slots: the long sequences are cut into chunks whose partial results the merge kernel combines.
+TEST(EmulatedMlaDecode, MatchesReferenceWhenSplit) {
+  std::mt19937_64 rng(92);
+  int split = 0;
+  for (int i = 0; i < 10; ++i) split += check(random_case(rng, true), 6000 + uint64_t(i));
+  EXPECT_GE(split, 8) << "cases whose plan split a sequence";
+}
+
+// DeepSeek's rank and rope dims (r = 512: four accumulator columns per thread) on a short context, split and not.
+TEST(EmulatedMlaDecode, DeepSeekRankShortContext) {
+  Case c;
+  c.H = 16, c.dn = 32, c.dr = 64, c.dv = 32, c.r = 512;
+  c.lens = {40, 1, 23};
+  c.block_size = 16;
+  check(c, 7001);
+  c.min_chunk = 16, c.slots = 8;
+  c.cache = c.q = c.w = DType::f16;
+  c.block_size = 64;
+  EXPECT_TRUE(check(c, 7002));
+}
+
+// Rank 256 (two columns per thread), a head count that leaves the second head group partly empty, f32 throughout.
+TEST(EmulatedMlaDecode, PartialHeadGroupAndRank256) {
+  Case c;
+  c.H = 20, c.dn = 16, c.dr = 16, c.dv = 16, c.r = 256;
+  c.lens = {33, 7};
+  c.cache = c.q = c.w = DType::f32;
+  check(c, 7003);
+}
+
+}  // namespace
+}  // namespace attnzoo
