@@ -133,6 +133,7 @@ void check_cuda_mla_decode(const MlaProblem& p, bool packed) {
              "; speculative verification (Tq > 1) runs on the CPU only for now";
     });
   const MlaDims& d = p.dims;
+  require(d.H <= 65535, "num_heads", [&] { return "at most 65535 on CUDA (the merge's grid y), got " + str(d.H); });
   require(d.r <= cuda_mla::kMaxRank, "kv_lora_rank",
           [&] { return "at most " + str(cuda_mla::kMaxRank) + " on CUDA, got " + str(d.r); });
   require(d.dn <= 512, "qk_nope_head_dim", [&] { return "at most 512 on CUDA, got " + str(d.dn); });
