@@ -11,6 +11,13 @@
 // Both are the same function; the naive form suits prefill (many queries: expanding K/V costs less than
 // absorbing every query), the absorbed form suits decode (the cache stays r + dr wide and is read once for all
 // heads, as multi-query attention with head dim r + dr and value dim r).
+//
+// On CUDA (every tensor on one GPU; cache_seqlens and block_table stay host memory) mla_decode runs plain decode:
+// padded q [B, 1, H, dn + dr], a bf16 / f16 / f32 latent cache, contiguous or paged, r <= 512, dn <= 512,
+// dr <= 128 (kernels/softmax/cuda/mla_decode_kernel.cuh: absorb, attention over the latent rows 16 heads per
+// CTA with split contexts merged by log-sum-exp, up-projection; f32 accumulation). Everything else on a device
+// is refused by name: Tq > 1, packed q (cu_seqlens), int8 / fp8 latent caches; mla_prefill and the references
+// run on the CPU only.
 #include <cstdint>
 #include <limits>
 
@@ -62,7 +69,7 @@ void mla_prefill(const TensorView& q, const LatentCacheView& cache, const MlaWei
 // Absorbed form against a latent cache that already holds the new tokens' rows. q [B, Tq, H, dn + dr] with
 // Tq >= 1 (1 for plain decode, a few for speculative verification), out [B, Tq, H, dv];
 // Tq <= cache_seqlens[b] <= cache capacity. Packed q (varlen.cu_seqlens_q) also works; then, as for
-// Tq > 8, the absorbed attention runs on the tiled prefill kernel.
+// Tq > 8, the absorbed attention runs on the tiled prefill kernel. On CUDA: plain decode only (see above).
 void mla_decode(const TensorView& q, const LatentCacheView& cache, const MlaWeights& weights,
                 const TensorView& out, const MlaOptions& opts, const VarlenInfo& varlen = {});
 
