@@ -15,7 +15,8 @@
 // On CUDA (every tensor on one GPU; cache_seqlens and block_table stay host memory) mla_decode runs plain decode:
 // padded q [B, 1, H, dn + dr], a bf16 / f16 / f32 latent cache, contiguous or paged, r <= 512, dn <= 512,
 // dr <= 128 (kernels/softmax/cuda/mla_decode_kernel.cuh: absorb, attention over the latent rows 16 heads per
-// CTA with split contexts merged by log-sum-exp, up-projection; f32 accumulation). Everything else on a device
+// CTA with split contexts merged by log-sum-exp, on mma.sync tensor cores for bf16 / f16 caches
+// (mla_decode_mma.cuh), up-projection; f32 accumulation). Everything else on a device
 // is refused by name: Tq > 1, packed q (cu_seqlens), int8 / fp8 latent caches; mla_prefill and the references
 // run on the CPU only.
 #include <cstdint>

@@ -16,6 +16,7 @@
 #include "kernels/softmax/cuda/mla_decode_cuda.h"
 #include "kernels/softmax/cuda/mla_decode_kernel.cuh"
 #include "kernels/softmax/cuda/mla_decode_launch_plan.h"
+#include "kernels/softmax/cuda/mla_decode_mma.cuh"
 #include "kernels/softmax/mla_problem.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
@@ -29,14 +30,29 @@ using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using testing::HostTensor;
 
+template <class Elem>
+void attend_mma(const MlaDecodeParams& params, unsigned char* s) {
+  switch (mla_mma_blocks_per_warp(params.r)) {
+    case 2: return mla_attend_mma<Elem, 2>(params, s);
+    case 4: return mla_attend_mma<Elem, 4>(params, s);
+    case 8: return mla_attend_mma<Elem, 8>(params, s);
+    default: return mla_attend_mma<Elem, 16>(params, s);
+  }
+}
+
 // mla_decode.cu's four launches, on the emulator.
 void launch_all(const MlaLaunchPlan& plan, const MlaDecodeParams& params) {
   const unsigned H = unsigned(params.H);
   cuda_emulation::launch(dim3(H, plan.batch_groups), kThreads, size_t(mla_rows_smem_bytes(params.dn)),
                          [&](unsigned char* smem) { mla_absorb(params, smem); });
-  const size_t smem = size_t(mla_attend_smem_bytes(params.r + params.dr));
+  const int64_t L = params.r + params.dr;
+  const size_t smem = size_t(plan.tensor_cores ? mla_attend_mma_smem_bytes(L) : mla_attend_smem_bytes(L));
   cuda_emulation::launch(dim3(unsigned(plan.work.size()), plan.head_groups), kThreads, smem,
                          [&](unsigned char* s) {
+                           if (plan.tensor_cores) {
+                             if (params.latent_type == Elt::bf16) return attend_mma<__nv_bfloat16>(params, s);
+                             return attend_mma<__half>(params, s);
+                           }
                            switch (mla_cols_per_thread(params.r)) {
                              case 1: return mla_attend<1>(params, s);
                              case 2: return mla_attend<2>(params, s);
@@ -58,24 +74,27 @@ struct Case {
   int64_t slots = 1 << 20;    // resident attention CTAs the plan may fill
   int64_t min_chunk = kMinChunk;
   int64_t pad = 0;            // spare elements after each sequence's q and out rows: batch strides past the shape
+  bool scalar = false;        // the scalar attention even where the tensor cores could run
 };
 
 std::string describe(const Case& c) {
   std::ostringstream s;
   s << "H=" << c.H << " dn=" << c.dn << " dr=" << c.dr << " dv=" << c.dv << " r=" << c.r << " bs=" << c.block_size
     << " cache=" << dtype_name(c.cache) << " q=" << dtype_name(c.q) << " w=" << dtype_name(c.w)
-    << " out=" << dtype_name(c.out) << " slots=" << c.slots << " min_chunk=" << c.min_chunk << " pad=" << c.pad << " lens=";
+    << " out=" << dtype_name(c.out) << " slots=" << c.slots << " min_chunk=" << c.min_chunk << " pad=" << c.pad << " scalar=" << c.scalar << " lens=";
   for (int32_t l : c.lens) s << l << ",";
   return s.str();
 }
 
-// Error allowed relative to the largest |output|: every product and sum runs in f32 on the kernels' side (the
-// inputs are the reference's own bf16 / f16 values), so what is left is f32 rounding over sums of a few
-// hundred terms and the output's own rounding.
-double tolerance(const Case& c) {
-  if (c.out == DType::bf16) return 8e-3;
-  if (c.out == DType::f16) return 1.5e-3;
-  return 2e-4;
+// Error allowed relative to the largest |output|. The scalar attention runs every product and sum in f32 (the
+// inputs are the reference's own bf16 / f16 values): f32 rounding over sums of a few hundred terms. The tensor
+// cores take q_lat and the softmax weights rounded to the cache's type (2^-9 relative for bf16, 2^-11 for f16).
+// A bf16 / f16 output adds its own rounding.
+double tolerance(const Case& c, bool tensor_cores) {
+  const double compute = !tensor_cores ? 1e-5 : c.cache == DType::bf16 ? 4e-3 : 1e-3;
+  if (c.out == DType::bf16) return compute + 5e-3;
+  if (c.out == DType::f16) return compute + 7e-4;
+  return compute;
 }
 
 // Returns whether the plan split a sequence (and so ran the merge kernel).
@@ -121,7 +140,9 @@ bool check(const Case& c, uint64_t seed) {
                                               {}, {});
   EXPECT_NO_THROW(check_cuda_mla_decode(p, false));
 
-  const MlaLaunchPlan plan = plan_mla_decode_launch(p, c.slots, c.min_chunk);
+  MlaLaunchPlan plan = plan_mla_decode_launch(p, c.slots, c.min_chunk);
+  EXPECT_EQ(plan.tensor_cores, c.cache != DType::f32 && c.r % 64 == 0 && c.dr % 16 == 0);
+  if (c.scalar) plan.tensor_cores = false;
   DeviceMemory buffer(plan.device_bytes);
   std::memcpy(buffer.data(), plan.metadata.data(), plan.metadata.size());
   const MlaDecodeParams params = bind_device_buffer(plan, buffer.data());
@@ -137,7 +158,7 @@ bool check(const Case& c, uint64_t seed) {
     top = std::max(top, std::fabs(want));
   }
   EXPECT_GT(top, 0.0);
-  EXPECT_LE(err, tolerance(c) * top) << "largest |output| " << top;
+  EXPECT_LE(err, tolerance(c, plan.tensor_cores) * top) << "largest |output| " << top;
   return !plan.merges.empty();
 }
 
@@ -154,6 +175,7 @@ Case random_case(std::mt19937_64& rng, bool split) {
   c.w = std::vector<DType>{c.q, DType::f32}[rng() % 2];
   c.out = std::vector<DType>{DType::f32, DType::f32, DType::bf16, DType::f16}[rng() % 4];
   c.pad = rng() % 3 == 0 ? 8 : 0;
+  c.scalar = rng() % 4 == 0;
   const int n = 1 + int(rng() % 3);
   for (int i = 0; i < n; ++i) {
     int32_t len = 1 + int32_t(rng() % (split ? 150 : 80));
@@ -161,7 +183,7 @@ Case random_case(std::mt19937_64& rng, bool split) {
     c.lens.push_back(len);
   }
   if (split) {
-    c.lens[0] = std::max<int32_t>(c.lens[0], 60 + int32_t(rng() % 90));
+    c.lens[0] = std::max<int32_t>(c.lens[0], 80 + int32_t(rng() % 90));  // past one 64-row tile
     c.min_chunk = rng() % 2 ? 16 : 32;  // short chunks: the plan cuts the long sequence to fill spare slots
     c.slots = 24 + int64_t(rng() % 40);
   }
@@ -181,17 +203,20 @@ TEST(EmulatedMlaDecode, MatchesReferenceWhenSplit) {
   EXPECT_GE(split, 13) << "cases whose plan split a sequence";
 }
 
-// DeepSeek's rank and rope dims (r = 512: four accumulator columns per thread) on a short context, split and not.
+// DeepSeek's rank and rope dims (r = 512: four accumulator columns per thread, sixteen value blocks per warp)
+// on a short context, split and not, on the tensor cores and the scalar path.
 TEST(EmulatedMlaDecode, DeepSeekRankShortContext) {
   Case c;
   c.H = 16, c.dn = 32, c.dr = 64, c.dv = 32, c.r = 512;
-  c.lens = {40, 1, 23};
+  c.lens = {70, 1, 23};
   c.block_size = 16;
   check(c, 7001);
   c.min_chunk = 16, c.slots = 8;
   c.cache = c.q = c.w = DType::f16;
   c.block_size = 64;
   EXPECT_TRUE(check(c, 7002));
+  c.scalar = true;
+  EXPECT_TRUE(check(c, 7003));
 }
 
 // Rank 256 (two columns per thread), a head count that leaves the second head group partly empty, f32 throughout.
@@ -200,7 +225,7 @@ TEST(EmulatedMlaDecode, PartialHeadGroupAndRank256) {
   c.H = 20, c.dn = 16, c.dr = 16, c.dv = 16, c.r = 256;
   c.lens = {33, 7};
   c.cache = c.q = c.w = DType::f32;
-  check(c, 7003);
+  check(c, 7004);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "kernels/softmax/cuda/mla_decode_cuda.h"
 #include "kernels/softmax/cuda/mla_decode_kernel.cuh"
 #include "kernels/softmax/cuda/mla_decode_launch_plan.h"
+#include "kernels/softmax/cuda/mla_decode_mma.cuh"
 
 namespace attnzoo {
 namespace cuda_mla {
@@ -23,6 +24,12 @@ template <int kCols>
 __global__ void __launch_bounds__(kThreads) attend_kernel(const MlaDecodeParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
   mla_attend<kCols>(p, smem);
+}
+
+template <class Elem, int kNB>
+__global__ void __launch_bounds__(kThreads) attend_mma_kernel(const MlaDecodeParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  mla_attend_mma<Elem, kNB>(p, smem);
 }
 
 __global__ void __launch_bounds__(kThreads) merge_kernel(const MlaDecodeParams p) { mla_merge(p); }
@@ -45,6 +52,30 @@ const void* attend_for_rank(int64_t r) {
   }
 }
 
+template <class Elem>
+const void* attend_mma_for_rank(int64_t r) {
+  switch (mla_mma_blocks_per_warp(r)) {
+    case 2: return reinterpret_cast<const void*>(&attend_mma_kernel<Elem, 2>);
+    case 4: return reinterpret_cast<const void*>(&attend_mma_kernel<Elem, 4>);
+    case 8: return reinterpret_cast<const void*>(&attend_mma_kernel<Elem, 8>);
+    default: return reinterpret_cast<const void*>(&attend_mma_kernel<Elem, 16>);
+  }
+}
+
+// The plan's rule (plan_mla_decode_launch decides tensor_cores) as an instantiation and its shared memory; ranks
+// the tensor cores take are multiples of 64 up to 512, so 2..16 blocks per warp, all even.
+struct AttendChoice {
+  const void* fn;
+  size_t smem;
+};
+AttendChoice attend_for(const MlaProblem& p, bool tensor_cores) {
+  const MlaDims& d = p.dims;
+  if (!tensor_cores) return {attend_for_rank(d.r), size_t(mla_attend_smem_bytes(d.latent_dim()))};
+  const size_t smem = size_t(mla_attend_mma_smem_bytes(d.latent_dim()));
+  if (p.latent_dtype == DType::bf16) return {attend_mma_for_rank<__nv_bfloat16>(d.r), smem};
+  return {attend_mma_for_rank<__half>(d.r), smem};
+}
+
 void launch(const void* fn, dim3 grid, size_t smem, void** args, cudaStream_t stream, const char* what) {
   if (smem > 48 * 1024)  // above 48 KB a kernel must opt in; the attribute is per device and cheap to set
     cuda_check(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
@@ -57,18 +88,17 @@ void launch(const void* fn, dim3 grid, size_t smem, void** args, cudaStream_t st
 void mla_decode_cuda(const MlaProblem& p, Stream stream) {
   if (p.seqs.empty()) return;
   const MlaDims& d = p.dims;
-  const void* attend = attend_for_rank(d.r);
-  const size_t attend_smem = size_t(mla_attend_smem_bytes(d.latent_dim()));
-  if (attend_smem > 48 * 1024)
-    cuda_check(cudaFuncSetAttribute(attend, cudaFuncAttributeMaxDynamicSharedMemorySize, int(attend_smem)),
+  const AttendChoice attend = attend_for(p, mla_uses_tensor_cores(p));  // its occupancy sizes the split
+  if (attend.smem > 48 * 1024)
+    cuda_check(cudaFuncSetAttribute(attend.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(attend.smem)),
                "cudaFuncSetAttribute");
   int device = 0, sms = 0, per_sm = 0;
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attend, kThreads, attend_smem),
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attend.fn, kThreads, attend.smem),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   if (per_sm < 1)
-    throw DeviceError("CUDA MLA decode: a CTA of " + std::to_string(attend_smem) +
+    throw DeviceError("CUDA MLA decode: a CTA of " + std::to_string(attend.smem) +
                       " bytes of shared memory does not fit on this GPU's multiprocessors");
   const MlaLaunchPlan plan = plan_mla_decode_launch(p, int64_t(per_sm) * sms);
 
@@ -80,7 +110,7 @@ void mla_decode_cuda(const MlaProblem& p, Stream stream) {
   const unsigned H = unsigned(d.H);
   launch(reinterpret_cast<const void*>(&absorb_kernel), dim3(H, plan.batch_groups),
          size_t(mla_rows_smem_bytes(d.dn)), args, cuda_stream, "mla absorb_kernel launch");
-  launch(attend, dim3(unsigned(plan.work.size()), plan.head_groups), attend_smem, args, cuda_stream,
+  launch(attend.fn, dim3(unsigned(plan.work.size()), plan.head_groups), attend.smem, args, cuda_stream,
          "mla attend_kernel launch");
   if (!plan.merges.empty())
     launch(reinterpret_cast<const void*>(&merge_kernel), dim3(unsigned(plan.merges.size()), H), 0, args,

@@ -9,8 +9,9 @@
 //              split sequence leave (max, sum, unnormalised ctx) for
 //   merge      the log-sum-exp combination of a split sequence's chunks, one CTA per (sequence, head);
 //   expand     out[b, h] = W_UV_h ctx[b, h] in out's dtype, one CTA per (head, kBatchPerCta sequences).
-// Scalar FMA throughout (no tensor cores yet): the latent read once per 16 heads bounds the memory traffic,
-// the arithmetic is what a later mma.sync version would speed up.
+// All four in scalar f32 FMA. A bf16 / f16 cache of 16-byte aligned rows with r a multiple of 64 and dr of 16
+// (DeepSeek's) takes mla_decode_mma.cuh's tensor-core attention instead; this mla_attend is for the rest
+// (f32 caches, odd ranks, unaligned rows).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -23,7 +23,7 @@ Elt elt(DType t) { return t == DType::bf16 ? Elt::bf16 : t == DType::f16 ? Elt::
 // min_chunk) that keeps every attention CTA inside one wave of `slots`, so a split costs a merge only where
 // the GPU would otherwise idle. When whole sequences already overflow a wave, a slot's fair share of all rows,
 // so that one long sequence does not run alone after the short ones are done.
-int64_t chunk_length(const MlaProblem& p, int64_t head_groups, int64_t slots, int64_t min_chunk) {
+int64_t chunk_length(const MlaProblem& p, int64_t tile, int64_t head_groups, int64_t slots, int64_t min_chunk) {
   int64_t longest = 0, total = 0;
   for (const MlaSeq& s : p.seqs) longest = std::max(longest, s.Tk), total += s.Tk;
   auto ctas = [&](int64_t L) {
@@ -31,21 +31,30 @@ int64_t chunk_length(const MlaProblem& p, int64_t head_groups, int64_t slots, in
     for (const MlaSeq& s : p.seqs) n += std::max<int64_t>(1, (s.Tk + L - 1) / L);
     return n * head_groups;
   };
-  const int64_t whole = round_up(std::max<int64_t>(longest, 1), kTile);
+  const int64_t whole = round_up(std::max<int64_t>(longest, 1), tile);
   if (ctas(whole) > slots) {
     const int64_t share = (total * head_groups + slots - 1) / slots;
-    return std::min(whole, round_up(std::max(min_chunk, share), kTile));
+    return std::min(whole, round_up(std::max(min_chunk, share), tile));
   }
-  int64_t lo = (min_chunk + kTile - 1) / kTile, hi = whole / kTile;  // in tiles; ctas(hi * kTile) fits
+  int64_t lo = (min_chunk + tile - 1) / tile, hi = whole / tile;  // in tiles; ctas(hi * tile) fits
   if (lo >= hi) return whole;
   while (lo < hi) {
     const int64_t mid = (lo + hi) / 2;
-    if (ctas(mid * kTile) <= slots) hi = mid; else lo = mid + 1;
+    if (ctas(mid * tile) <= slots) hi = mid; else lo = mid + 1;
   }
-  return lo * kTile;
+  return lo * tile;
 }
 
 }  // namespace
+
+// It copies rows in 16-byte pieces and steps over whole 16-column k steps and pairs of 8-column value blocks
+// per warp.
+bool mla_uses_tensor_cores(const MlaProblem& p) {
+  const MlaDims& d = p.dims;
+  return (p.latent_dtype == DType::bf16 || p.latent_dtype == DType::f16) && d.r % (16 * kWarps) == 0 &&
+         d.dr % 16 == 0 && reinterpret_cast<uintptr_t>(p.latent) % 16 == 0 && p.latent_token % 8 == 0 &&
+         p.latent_block % 8 == 0;
+}
 
 MlaLaunchPlan plan_mla_decode_launch(const MlaProblem& p, int64_t slots, int64_t min_chunk) {
   MlaLaunchPlan plan;
@@ -53,7 +62,9 @@ MlaLaunchPlan plan_mla_decode_launch(const MlaProblem& p, int64_t slots, int64_t
   const int64_t B = int64_t(p.seqs.size());
   plan.head_groups = unsigned((d.H + kHeadsPerCta - 1) / kHeadsPerCta);
   plan.batch_groups = unsigned((B + kBatchPerCta - 1) / kBatchPerCta);
-  const int64_t L = B ? chunk_length(p, plan.head_groups, std::max<int64_t>(slots, 1), min_chunk) : kTile;
+  plan.tensor_cores = mla_uses_tensor_cores(p);
+  const int64_t tile = plan.tensor_cores ? kMmaTile : kTile;
+  const int64_t L = B ? chunk_length(p, tile, plan.head_groups, std::max<int64_t>(slots, 1), min_chunk) : tile;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t len = p.seqs[size_t(b)].Tk, n = std::max<int64_t>(1, (len + L - 1) / L);
     if (n == 1) {

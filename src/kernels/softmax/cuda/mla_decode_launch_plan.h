@@ -25,8 +25,13 @@ struct MlaLaunchPlan {
   size_t device_bytes = 0;
   size_t merges_at = 0, table_at = 0, q_lat_at = 0, ctx_at = 0, part_o_at = 0, part_m_at = 0, part_l_at = 0;
   bool has_table = false;
+  bool tensor_cores = false;     // mla_attend_mma (a bf16 / f16 cache of aligned rows) instead of mla_attend
   MlaDecodeParams params{};  // complete except the pointers into the device buffer
 };
+
+// Whether the attention runs on tensor cores (mla_decode_mma.cuh): a bf16 / f16 cache with 16-byte aligned rows,
+// r a multiple of 64 and dr of 16. Otherwise the scalar mla_attend.
+bool mla_uses_tensor_cores(const MlaProblem& p);
 
 // For a problem check_cuda_mla_decode accepted and `slots` attention CTAs resident at once on the GPU; chunks
 // are never shorter than `min_chunk` rows (the tests lower it to split short contexts).

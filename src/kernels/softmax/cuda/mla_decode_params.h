@@ -59,6 +59,18 @@ constexpr int64_t mla_row_pitch(int64_t L) { return L + 1; }
 constexpr int64_t mla_attend_smem_bytes(int64_t L) {
   return kTile * 8 + (kHeadsPerCta + kTile) * mla_row_pitch(L) * 4 + kHeadsPerCta * (kTile + 3) * 4;
 }
+// The tensor-core attention (mla_decode_mma.cuh): kMmaTile rows a tile, 16 per warp; rows of L + 8 elements (an
+// odd number of 16-byte pieces when L is a multiple of 16, so ldmatrix's eight rows hit eight bank quads); the
+// tile's row offsets, queries and rows in the cache's 16-bit type, then the weights, the scores and the state.
+constexpr int kMmaTile = 16 * kWarps;
+constexpr int64_t mla_mma_pitch(int64_t L) { return L + 8; }
+constexpr int64_t mla_attend_mma_smem_bytes(int64_t L) {
+  return kMmaTile * 8 + (kHeadsPerCta + kMmaTile) * mla_mma_pitch(L) * 2 + kHeadsPerCta * (kMmaTile + 8) * 2 +
+         kHeadsPerCta * (kMmaTile + 4) * 4 + kHeadsPerCta * 3 * 4;
+}
+// 8-column value blocks each warp of the tensor-core attention accumulates (its template argument).
+constexpr int mla_mma_blocks_per_warp(int64_t r) { return int(r / (8 * kWarps)); }
+
 // The absorb and up-projection CTAs stage their sequences' rows (q_nope: dn, ctx: r) as f32.
 constexpr int64_t mla_rows_smem_bytes(int64_t n) { return kBatchPerCta * n * 4; }
 
