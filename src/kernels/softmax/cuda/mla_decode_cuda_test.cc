@@ -27,9 +27,10 @@ using testing::on_gpu;
 struct Dims {
   int64_t H, dn, dr, dv, r;
 };
-constexpr Dims kDeepSeekV3{128, 128, 64, 128, 512};
 
 #if ATTNZOO_WITH_CUDA
+
+constexpr Dims kDeepSeekV3{128, 128, 64, 128, 512};
 
 TEST(CudaMlaDecode, RefusesWhatItDoesNotDoByName) {
   SKIP_WITH_A_REAL_GPU();
