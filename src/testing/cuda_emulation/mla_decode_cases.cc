@@ -219,13 +219,18 @@ TEST(EmulatedMlaDecode, DeepSeekRankShortContext) {
   EXPECT_TRUE(check(c, 7003));
 }
 
-// Rank 256 (two columns per thread), a head count that leaves the second head group partly empty, f32 throughout.
+// Rank 256 (two columns per thread; eight value blocks per warp on the tensor cores), a head count that leaves
+// the second head group partly empty; f32 throughout, then bf16 and split.
 TEST(EmulatedMlaDecode, PartialHeadGroupAndRank256) {
   Case c;
   c.H = 20, c.dn = 16, c.dr = 16, c.dv = 16, c.r = 256;
   c.lens = {33, 7};
   c.cache = c.q = c.w = DType::f32;
   check(c, 7004);
+  c.cache = c.q = c.w = DType::bf16;  // the tensor cores: eight value blocks per warp, heads 16..19 of 32 rows
+  c.min_chunk = 16, c.slots = 16;
+  c.lens = {130, 7};
+  EXPECT_TRUE(check(c, 7005));
 }
 
 }  // namespace
