@@ -3,7 +3,7 @@
 // aligned (mla_decode_kernel.cuh's scalar mla_attend takes every other cache). Same grid, work items and
 // outputs. The 16 heads of a CTA are one m16 row block: per tile of kMmaTile latent rows, each warp scores the
 // 16 heads against its own 16 rows over the whole r + dr (S = Q K^T), the scores meet in shared memory for one
-// online-softmax step per head, and each warp then adds P V for its quarter of the r value columns (V is the
+// online-softmax step per head (eight threads each), and each warp then adds P V for its quarter of the r value columns (V is the
 // first r columns of the same rows), so a warp's accumulator is 16 x r / 4 rather than 16 x r.
 // The queries enter the tensor cores in the cache's type: q_lat is rounded once to bf16 / f16 (as the cache
 // itself is), the weights P likewise; accumulation stays f32.
@@ -111,23 +111,34 @@ __device__ __forceinline__ void mla_attend_mma(const MlaDecodeParams& p, unsigne
     }
     __syncthreads();
 
-    // One thread per head: the new max, the weights (in the cache's type, for the tensor cores), the sum of
-    // the rounded weights (so that the normalisation matches what P V adds up). Every tile holds at least one
-    // row of the chunk, so the new max is finite.
-    if (tid < kHeadsPerCta) {
-      const float* s = sS + tid * SP;
-      float m = sM[tid];
-      for (int j = 0; j < T; ++j) m = fmaxf(m, s[j]);
-      const float alpha = exp2f(sM[tid] - m);
+    // Eight threads per head (lanes 8k..8k+7 of a warp), eight of the tile's rows each: the new max, the weights
+    // (in the cache's type, for the tensor cores), the sum of the rounded weights (so that the normalisation
+    // matches what P V adds up). Every tile holds at least one row of the chunk, so the new max is finite.
+    {
+      static_assert(kHeadsPerCta * 8 == kThreads && T == 8 * 8);
+      const int hh = tid / 8, part = tid % 8;
+      const float* s = sS + hh * SP + part * 8;
+      const float m_old = sM[hh];
+      float m = m_old;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) m = fmaxf(m, s[j]);
+#pragma unroll
+      for (int mask = 1; mask < 8; mask *= 2) m = fmaxf(m, sm80::shfl_xor(m, mask));
       float sum = 0.f;
-      for (int j = 0; j < T; ++j) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
         const Elem pj = to_elem<Elem>(exp2f(s[j] - m));
-        sP[tid * PP + j] = pj;
+        sP[hh * PP + part * 8 + j] = pj;
         sum += from_elem(pj);
       }
-      sL[tid] = sL[tid] * alpha + sum;
-      sM[tid] = m;
-      sA[tid] = alpha;
+#pragma unroll
+      for (int mask = 1; mask < 8; mask *= 2) sum += sm80::shfl_xor(sum, mask);
+      if (part == 0) {  // every lane of the group read sM before the shuffles above
+        const float alpha = exp2f(m_old - m);  // 0 on the first tile (-inf - m)
+        sL[hh] = sL[hh] * alpha + sum;
+        sM[hh] = m;
+        sA[hh] = alpha;
+      }
     }
     __syncthreads();
 
