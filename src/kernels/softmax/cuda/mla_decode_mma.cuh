@@ -3,8 +3,8 @@
 // aligned (mla_decode_kernel.cuh's scalar mla_attend takes every other cache). Same grid, work items and
 // outputs. The 16 heads of a CTA are one m16 row block: per tile of kMmaTile latent rows, each warp scores the
 // 16 heads against its own 16 rows over the whole r + dr (S = Q K^T), the scores meet in shared memory for one
-// online-softmax step per head (eight threads each), and each warp then adds P V for its quarter of the r value columns (V is the
-// first r columns of the same rows), so a warp's accumulator is 16 x r / 4 rather than 16 x r.
+// online-softmax step per head (eight threads each), and each warp then adds P V for its quarter of the r value
+// columns (V is the first r columns of the same rows), so a warp's accumulator is 16 x r / 4 rather than 16 x r.
 // The queries enter the tensor cores in the cache's type: q_lat is rounded once to bf16 / f16 (as the cache
 // itself is), the weights P likewise; accumulation stays f32.
 #include <cuda_bf16.h>
