@@ -81,7 +81,8 @@ std::string describe(const Case& c) {
   std::ostringstream s;
   s << "H=" << c.H << " dn=" << c.dn << " dr=" << c.dr << " dv=" << c.dv << " r=" << c.r << " bs=" << c.block_size
     << " cache=" << dtype_name(c.cache) << " q=" << dtype_name(c.q) << " w=" << dtype_name(c.w)
-    << " out=" << dtype_name(c.out) << " slots=" << c.slots << " min_chunk=" << c.min_chunk << " pad=" << c.pad << " scalar=" << c.scalar << " lens=";
+    << " out=" << dtype_name(c.out) << " slots=" << c.slots << " min_chunk=" << c.min_chunk << " pad=" << c.pad
+    << " scalar=" << c.scalar << " lens=";
   for (int32_t l : c.lens) s << l << ",";
   return s.str();
 }
@@ -114,8 +115,9 @@ bool check(const Case& c, uint64_t seed) {
   const size_t row_bytes = size_t(L) * dtype_size(c.cache);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t pos = 0; pos < c.lens[size_t(b)]; ++pos) {
-      const int64_t dst = c.block_size ? table[size_t(b * max_blocks + pos / block_size)] * block_size + pos % block_size
-                                       : b * S + pos;
+      const int64_t dst = c.block_size
+                              ? table[size_t(b * max_blocks + pos / block_size)] * block_size + pos % block_size
+                              : b * S + pos;
       std::memcpy(latent.bytes.data() + size_t(dst) * row_bytes, rows.bytes.data() + size_t(b * S + pos) * row_bytes,
                   row_bytes);
     }

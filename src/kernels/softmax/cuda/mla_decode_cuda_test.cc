@@ -117,8 +117,9 @@ void check_case(const Case& c, uint64_t seed) {
   const size_t row_bytes = size_t(L) * dtype_size(c.cache);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t pos = 0; pos < c.lens[size_t(b)]; ++pos) {
-      const int64_t dst = c.block_size ? table[size_t(b * max_blocks + pos / block_size)] * block_size + pos % block_size
-                                       : b * S + pos;
+      const int64_t dst = c.block_size
+                              ? table[size_t(b * max_blocks + pos / block_size)] * block_size + pos % block_size
+                              : b * S + pos;
       std::memcpy(latent.bytes.data() + size_t(dst) * row_bytes, rows.bytes.data() + size_t(b * S + pos) * row_bytes,
                   row_bytes);
     }
