@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "kernels/softmax/cuda/mla_decode_params.h"
+#include "kernels/softmax/cuda/mla_latent_row.cuh"
 #include "kernels/softmax/cuda/sm80.cuh"
 
 namespace attnzoo::cuda_mla {
@@ -100,16 +101,7 @@ __device__ __forceinline__ void mla_attend(const MlaDecodeParams& p, unsigned ch
   const int n_tiles = (w.k_end - w.k_begin + kTile - 1) / kTile;
   for (int i = 0; i < n_tiles; ++i) {
     const int k0 = w.k_begin + i * kTile;
-    if (tid < kTile) {  // the block table is read once per row, not once per element
-      const int pos = k0 + tid;
-      int64_t at = -1;
-      if (pos < w.k_end) {
-        const int blk = pos / p.block_size;
-        const int64_t phys = p.block_table ? p.block_table[int64_t(w.b) * p.max_blocks_per_seq + blk] : w.b;
-        at = phys * p.latent_block + int64_t(pos - blk * p.block_size) * p.latent_token;
-      }
-      sRow[tid] = at;
-    }
+    if (tid < kTile) sRow[tid] = latent_row(p, w, k0 + tid);
     __syncthreads();  // sRow is written, and every thread is done with the previous tile's sK and sS
     // Rows past the chunk are zeros: their weights are zero, and 0 * garbage could be NaN.
     for (int idx = tid; idx < kTile * L; idx += kThreads) {

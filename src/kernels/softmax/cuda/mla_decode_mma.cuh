@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "kernels/softmax/cuda/mla_decode_params.h"
+#include "kernels/softmax/cuda/mla_latent_row.cuh"
 #include "kernels/softmax/cuda/sm80.cuh"
 
 namespace attnzoo::cuda_mla {
@@ -71,16 +72,7 @@ __device__ __forceinline__ void mla_attend_mma(const MlaDecodeParams& p, unsigne
   const int n_tiles = (w.k_end - w.k_begin + T - 1) / T;
   for (int i = 0; i < n_tiles; ++i) {
     const int k0 = w.k_begin + i * T;
-    if (tid < T) {
-      const int pos = k0 + tid;
-      int64_t at = -1;
-      if (pos < w.k_end) {
-        const int blk = pos / p.block_size;
-        const int64_t phys = p.block_table ? p.block_table[int64_t(w.b) * p.max_blocks_per_seq + blk] : w.b;
-        at = phys * p.latent_block + int64_t(pos - blk * p.block_size) * p.latent_token;
-      }
-      sRow[tid] = at;
-    }
+    if (tid < T) sRow[tid] = latent_row(p, w, k0 + tid);
     __syncthreads();  // sRow is written; every warp is done with the previous tile's sK and sP
     // Rows past the chunk arrive as zeros (never read from memory): their weights are zero, 0 * garbage is not.
     for (int idx = tid; idx < T * chunks; idx += kThreads) {
