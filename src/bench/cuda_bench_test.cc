@@ -100,6 +100,20 @@ TEST(CudaBench, LinearRowsRunOnTheCpu) {
     EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
 }
 
+TEST(CudaBench, MlaRowsRunOnTheCpuAndCountTheirBytes) {
+  for (const LinearRow& r : run_mla_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+    EXPECT_TRUE(r.available()) << r.error;
+  const LinearCase v3 = mla_decode_cases(Scale::full)[0];
+  // 32 x 4096 latent rows of 576 bf16 values, and 128 heads x 256 rows of W_UK / W_UV over rank 512.
+  EXPECT_EQ(mla_decode_bytes(v3), 2.0 * (32.0 * 4096 * 576 + 128.0 * 256 * 512));
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.mla_decode = run_mla_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  EXPECT_NE(format_cuda_json(r).find("\"mla_decode\": [{\"kernel\": \"mla_decode\""), std::string::npos);
+  EXPECT_NE(format_cuda_text(r).find("MLA absorbed decode"), std::string::npos);
+}
+
 TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   const RowTimer refuses = [](const std::function<void()>&) -> Timing {
     throw ArgumentError("q: chunk_gated_delta_rule runs on the CPU only so far");

@@ -306,22 +306,28 @@ std::vector<LinearRow> run_chunk_prefill_rows(Scale s, Device device, Stream str
   return rows;
 }
 
-std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {
-  std::string s =
-      "linear / state-space decode (1 token, f32 state in place)  median ms   GB/s of state read + written   of copy\n";
+std::string format_bandwidth_text(const char* title, const std::vector<LinearRow>& rows, RowBytes bytes,
+                                  double copy_gbps) {
+  std::string s = title;
   char line[512];
   for (const LinearRow& r : rows) {
     if (!r.available()) {
       std::snprintf(line, sizeof line, "  %-11s %-32s not available: %s\n", r.shape.kernel.c_str(),
                     dims_text(r.shape).c_str(), r.error.c_str());
     } else {
-      const double gbps = linear_state_bytes(r.shape) / r.median_s * 1e-9;
+      const double gbps = bytes(r.shape) / r.median_s * 1e-9;
       std::snprintf(line, sizeof line, "  %-11s %-32s %10.3f %9.0f %8.0f%%\n", r.shape.kernel.c_str(),
                     dims_text(r.shape).c_str(), r.median_s * 1e3, gbps, copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0);
     }
     s += line;
   }
   return s;
+}
+
+std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {
+  return format_bandwidth_text(
+      "linear / state-space decode (1 token, f32 state in place)  median ms   GB/s of state read + written   of copy\n",
+      rows, linear_state_bytes, copy_gbps);
 }
 
 std::string format_chunk_prefill_text(const std::vector<LinearRow>& rows) {
@@ -341,17 +347,22 @@ std::string format_chunk_prefill_text(const std::vector<LinearRow>& rows) {
   return s;
 }
 
-std::string format_linear_decode_json(const std::vector<LinearRow>& rows, double copy_gbps) {
+std::string format_bandwidth_json(const std::vector<LinearRow>& rows, RowBytes bytes, const char* bytes_key,
+                                  double copy_gbps) {
   std::string s = "[";
   for (size_t i = 0; i < rows.size(); ++i) {
     const LinearRow& r = rows[i];
-    const double bytes = linear_state_bytes(r.shape);
-    const double gbps = r.available() ? bytes / r.median_s * 1e-9 : 0;
-    s += (i ? ", " : "") + row_json_head(r) + ", \"state_bytes\": " + num(bytes, true) + ", \"gbps\": " +
+    const double b = bytes(r.shape);
+    const double gbps = r.available() ? b / r.median_s * 1e-9 : 0;
+    s += (i ? ", " : "") + row_json_head(r) + ", \"" + bytes_key + "\": " + num(b, true) + ", \"gbps\": " +
          num(gbps, r.available()) + ", \"copy_fraction\": " + num(gbps / copy_gbps, r.available() && copy_gbps > 0) +
          "}";
   }
   return s + "]";
+}
+
+std::string format_linear_decode_json(const std::vector<LinearRow>& rows, double copy_gbps) {
+  return format_bandwidth_json(rows, linear_state_bytes, "state_bytes", copy_gbps);
 }
 
 std::string format_chunk_prefill_json(const std::vector<LinearRow>& rows) {

@@ -60,6 +60,14 @@ using RowTimer = std::function<Timing(const std::function<void()>&)>;
 std::vector<LinearRow> run_linear_decode_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
 std::vector<LinearRow> run_chunk_prefill_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
 
+// Rows of a bandwidth-bound kernel as text under `title` and as a JSON array: GB/s of bytes(case) per second and
+// its share of the device's copy bandwidth; the JSON names the byte count `bytes_key`.
+using RowBytes = double (*)(const LinearCase&);
+std::string format_bandwidth_text(const char* title, const std::vector<LinearRow>& rows, RowBytes bytes,
+                                  double copy_gbps);
+std::string format_bandwidth_json(const std::vector<LinearRow>& rows, RowBytes bytes, const char* bytes_key,
+                                  double copy_gbps);
+
 // The rows as text lines and as JSON arrays (the items of "state_decode" / "chunk_prefill"); copy_gbps is the
 // device's measured copy bandwidth each decode row is compared with.
 std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps);
