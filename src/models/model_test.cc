@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "loader/load_error.h"
 #include "loader/test_files.h"
 #include "models/registry.h"
@@ -53,6 +54,22 @@ std::string load_error(const std::string& dir) {
     return e.what();
   }
   return "";
+}
+
+TEST(Model, AMemoryPoolOnAGpuIsRefusedByName) {
+  // The layers compute on the host: a pool in device memory would hand them pointers they cannot read.
+  ScratchDir dir;
+  write_model(dir, kConfig);
+  LoadOptions o;
+  o.pool.device = Device::cuda();
+  o.pool.bytes = 1 << 20;
+  try {
+    Model::load(dir.str(), o);
+    FAIL() << "a GPU pool was accepted";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("device: models run on the CPU so far (cuda:0 asked)"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Model, LoadsAndRunsARaggedBatch) {

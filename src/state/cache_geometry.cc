@@ -26,10 +26,10 @@ int64_t device_pool_bytes(Device device, double utilization) {
   const CudaMemoryInfo m = cuda_memory_info(device.index);
   const double in_use = double(m.total_bytes - m.free_bytes);
   const double budget = double(m.total_bytes) * utilization - in_use;
-  auto gib = [](double b) { return std::to_string(int64_t(b / double(1 << 20))) + " MiB"; };
+  auto mib = [](double b) { return std::to_string(int64_t(b / double(1 << 20))) + " MiB"; };
   if (budget < 1.0)
     throw PoolExhausted("gpu_memory_utilization: " + std::to_string(utilization) + " of " + device.str() + "'s " +
-                        gib(double(m.total_bytes)) + " leaves nothing for the cache with " + gib(in_use) +
+                        mib(double(m.total_bytes)) + " leaves nothing for the cache with " + mib(in_use) +
                         " in use (raise it, or free device memory)");
   return int64_t(budget);
 }
@@ -90,6 +90,7 @@ CacheGeometry plan_cache(std::vector<CacheSpec> layers, const PoolOptions& optio
              std::to_string(g.num_slots()) + " slots of " + std::to_string(g.slot_bytes) + ")";
     throw PoolExhausted(why);
   }
+  // bytes() multiplies without checks: the whole pool's size is checked once, here.
   checked_add(checked_mul(g.num_blocks, g.block_bytes, "pool"), checked_mul(g.num_slots(), g.slot_bytes, "pool"),
               "pool");
   return g;
