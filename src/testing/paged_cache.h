@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/softmax/kv_quant.h"
+#include "kernels/softmax/mla.h"
 #include "testing/test_util.h"
 
 namespace attnzoo::testing {
@@ -68,6 +69,40 @@ inline CacheTensor make_cache_tensor(DType dtype, int64_t B, int64_t S, int64_t 
     for (int64_t i = 0; i < rows * D; ++i) store_from_f32(t.data->view.data, dtype, i, x[i]);
   }
   return t;
+}
+
+// A latent (MLA) cache holding `lens[b]` random rows of `width` values for each sequence b, paged over shuffled
+// blocks of `block_size` tokens (0: contiguous [B, S]). Rows no sequence owns are NaN bytes and table entries past
+// a sequence's last block are -1, so a kernel that reads past a sequence's end, or follows padding, fails.
+struct LatentTestCache {
+  HostTensor latent;
+  std::vector<int32_t> table;  // empty when contiguous
+  int64_t max_blocks = 0;
+
+  LatentCacheView view(const std::vector<int32_t>& lens) const {
+    return {latent.view, lens.data(), table.empty() ? nullptr : table.data(), table.empty() ? 0 : max_blocks};
+  }
+};
+
+inline LatentTestCache latent_test_cache(DType dtype, const std::vector<int32_t>& lens, int64_t width,
+                                         int64_t block_size, uint64_t seed) {
+  const int64_t B = int64_t(lens.size()), S = *std::max_element(lens.begin(), lens.end()) + 3;
+  const int64_t bs = block_size ? block_size : S, max_blocks = (S + bs - 1) / bs;
+  const int64_t num_blocks = block_size ? B * max_blocks + 2 : B;
+  const HostTensor rows(dtype, {B, S, width}, seed + 1);
+  LatentTestCache c{HostTensor(dtype, {num_blocks, bs, width}, 0, 0.f), {}, max_blocks};
+  fill_nan_bytes(c.latent);
+  if (block_size) c.table = shuffled_block_table(B, max_blocks, num_blocks, seed);
+  const size_t row_bytes = size_t(width) * dtype_size(dtype);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t pos = 0; pos < lens[size_t(b)]; ++pos) {
+      const int64_t dst = block_size ? c.table[size_t(b * max_blocks + pos / bs)] * bs + pos % bs : b * S + pos;
+      std::memcpy(c.latent.bytes.data() + size_t(dst) * row_bytes, rows.bytes.data() + size_t(b * S + pos) * row_bytes,
+                  row_bytes);
+    }
+  for (int64_t b = 0; b < B && block_size; ++b)
+    for (int64_t i = (lens[size_t(b)] + bs - 1) / bs; i < max_blocks; ++i) c.table[size_t(b * max_blocks + i)] = -1;
+  return c;
 }
 
 }  // namespace attnzoo::testing

@@ -107,27 +107,9 @@ void check_case(const Case& c, uint64_t seed) {
   SCOPED_TRACE(describe(c));
   const Dims& d = c.d;
   const int64_t B = int64_t(c.lens.size()), L = d.r + d.dr;
-  const int64_t S = *std::max_element(c.lens.begin(), c.lens.end()) + 3;
-  const int64_t block_size = c.block_size ? c.block_size : S, max_blocks = (S + block_size - 1) / block_size;
-  const int64_t num_blocks = c.block_size ? B * max_blocks + 2 : B;
-  HostTensor rows(c.cache, {B, S, L}, seed + 1), latent(c.cache, {num_blocks, block_size, L}, 0, 0.f);
-  testing::fill_nan_bytes(latent);
-  std::vector<int32_t> table;
-  if (c.block_size) table = testing::shuffled_block_table(B, max_blocks, num_blocks, seed);
-  const size_t row_bytes = size_t(L) * dtype_size(c.cache);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t pos = 0; pos < c.lens[size_t(b)]; ++pos) {
-      const int64_t dst = c.block_size
-                              ? table[size_t(b * max_blocks + pos / block_size)] * block_size + pos % block_size
-                              : b * S + pos;
-      std::memcpy(latent.bytes.data() + size_t(dst) * row_bytes, rows.bytes.data() + size_t(b * S + pos) * row_bytes,
-                  row_bytes);
-    }
-  for (int64_t b = 0; b < B && c.block_size; ++b)
-    for (int64_t i = (c.lens[size_t(b)] + block_size - 1) / block_size; i < max_blocks; ++i)
-      table[size_t(b * max_blocks + i)] = -1;
-  const LatentCacheView cache{latent.view, c.lens.data(), table.empty() ? nullptr : table.data(),
-                              table.empty() ? 0 : max_blocks};
+  const testing::LatentTestCache lc = testing::latent_test_cache(c.cache, c.lens, L, c.block_size, seed);
+  const HostTensor& latent = lc.latent;
+  const LatentCacheView cache = lc.view(c.lens);
   const HostTensor w(c.w, {d.H * (d.dn + d.dv), d.r}, seed + 2, 1.f / std::sqrt(float(d.r)));
   const HostTensor q(c.q, {B, 1, d.H, d.dn + d.dr}, seed + 3);
   const MlaWeights weights{w.view, d.H, d.dn, d.dr, d.dv, d.r};
