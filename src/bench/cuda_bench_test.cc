@@ -114,6 +114,22 @@ TEST(CudaBench, MlaRowsRunOnTheCpuAndCountTheirBytes) {
   EXPECT_NE(format_cuda_text(r).find("MLA absorbed decode"), std::string::npos);
 }
 
+TEST(CudaBench, QuantGemvRowsRunOnTheCpuAndCountTheirBytes) {
+  for (const LinearRow& r : run_quant_gemv_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+    EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
+  const std::vector<LinearCase> full = quant_gemv_cases(Scale::full);
+  ASSERT_EQ(full.size(), 32u);  // 8 formats x 2 shapes x M = 1, 8
+  // Q4_0 [4096, 14336]: 448 blocks of 18 bytes per row.
+  for (const LinearCase& c : full)
+    if (c.kernel == "gemv_Q4_0" && c["K"] == 14336) EXPECT_EQ(quant_gemv_bytes(c), 4096.0 * 448 * 18);
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.quant_gemv = run_quant_gemv_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  EXPECT_NE(format_cuda_json(r).find("\"quant_gemv\": [{\"kernel\": \"gemv_BF16\""), std::string::npos);
+  EXPECT_NE(format_cuda_text(r).find("gemv_Q6_K"), std::string::npos);
+}
+
 TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   const RowTimer refuses = [](const std::function<void()>&) -> Timing {
     throw ArgumentError("q: chunk_gated_delta_rule runs on the CPU only so far");

@@ -1,0 +1,133 @@
+#pragma once
+// The device side of the quantized GEMV (gemv.cu launches it as gemv_launch.h plans it; gemv_cuda.h has the
+// contract). Decode is weight-bandwidth bound: every byte of w is read once, by 16-byte loads where the rows
+// allow, and the few activation rows are reused from shared memory for all the block's rows.
+//
+// A block of kWarps warps owns kRowsPerBlock consecutive rows of w, kRowsPerWarp per warp, and walks K in tiles
+// of kTileElems: the block stages x [kM, tile] as f32 (rows past M as zeros, so the products need no branch), each
+// warp copies its rows' bytes of the tile, and after one barrier each lane decodes its weights (gemv_formats.cuh:
+// element 32 i + lane of each block) and FMAs them with the kM activations into kRowsPerWarp x kM f32 sums. At the
+// end one butterfly reduction per sum, and lane 0 writes the row's outputs.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "kernels/quant/cuda/gemv_formats.cuh"
+#include "kernels/quant/cuda/gemv_launch.h"
+
+#if defined(ATTNZOO_CUDA_EMULATION)
+#include <cstring>
+#endif
+
+namespace attnzoo::cuda_quant {
+
+#if defined(ATTNZOO_CUDA_EMULATION)
+// The emulator's: the same bytes, alignment- and bounds-checked, so an over-read of a row fails the case.
+inline uint4 load_weights16(const unsigned char* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 16) cuda_emulation::fail("16-byte weight load from misaligned %p", p);
+  cuda_emulation::check_global(p, 16, "weight load");
+  uint4 v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
+inline unsigned short load_weights2(const unsigned char* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 2) cuda_emulation::fail("2-byte weight load from misaligned %p", p);
+  cuda_emulation::check_global(p, 2, "weight load");
+  unsigned short v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline void store_y(float* y, float v) {
+  cuda_emulation::check_global(y, 4, "y store");
+  *y = v;
+}
+inline float load_x(const void* x, bool bf16, int64_t i) {
+  cuda_emulation::check_global(static_cast<const unsigned char*>(x) + i * (bf16 ? 2 : 4), bf16 ? 2 : 4, "x load");
+  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : static_cast<const float*>(x)[i];
+}
+#else
+// Weights are read once: streaming loads (evict-first), which keep L2 for the activations every block reads.
+__device__ __forceinline__ uint4 load_weights16(const unsigned char* p) {
+  return __ldcs(reinterpret_cast<const uint4*>(p));
+}
+__device__ __forceinline__ unsigned short load_weights2(const unsigned char* p) {
+  return __ldcs(reinterpret_cast<const unsigned short*>(p));
+}
+__device__ __forceinline__ void store_y(float* y, float v) { *y = v; }
+__device__ __forceinline__ float load_x(const void* x, bool bf16, int64_t i) {
+  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : static_cast<const float*>(x)[i];
+}
+#endif
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Shared memory: xs [kM][kTileElems] f32, then the block's rows' tiles, tile_bytes(kType) each.
+template <QuantType kType, int kM>
+__device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* smem) {
+  using F = Format<kType>;
+  constexpr int kTileBytes = kTileElems / F::kElems * F::kBytes;
+  static_assert(kTileBytes % 16 == 0, "a row's tile must be whole 16-byte vectors");
+  float* xs = reinterpret_cast<float*>(smem);
+  unsigned char* ws = smem + kM * kTileElems * sizeof(float);
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int64_t row0 = int64_t(blockIdx.x) * kRowsPerBlock + warp * kRowsPerWarp;
+
+  float acc[kRowsPerWarp][kM];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
+
+  for (int64_t k0 = 0; k0 < p.K; k0 += kTileElems) {
+    const int elems = int(p.K - k0 < kTileElems ? p.K - k0 : kTileElems);  // whole blocks: K is
+    const int bytes = elems / F::kElems * F::kBytes;
+    __syncthreads();  // every warp is done with the previous tile
+    for (int m = 0; m < kM; ++m)
+      for (int c = int(threadIdx.x); c < elems; c += kThreads)
+        xs[m * kTileElems + c] = m < p.M ? load_x(p.x, p.x_bf16, m * p.x_stride + k0 + c) : 0.f;
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      if (row0 + r >= p.N) break;  // warp-uniform
+      const unsigned char* src = p.w + (row0 + r) * p.w_row_bytes + k0 / F::kElems * F::kBytes;
+      unsigned char* dst = ws + (warp * kRowsPerWarp + r) * kTileBytes;
+      if (p.w_vec16) {  // bytes is then a multiple of 16 too (every full tile is, and so is the row)
+        for (int o = lane * 16; o < bytes; o += 32 * 16)
+          *reinterpret_cast<uint4*>(dst + o) = load_weights16(src + o);
+      } else {
+        for (int o = lane * 2; o < bytes; o += 32 * 2)
+          *reinterpret_cast<unsigned short*>(dst + o) = load_weights2(src + o);
+      }
+    }
+    __syncthreads();  // x is the block's; each warp's rows are its own, but one barrier serves both
+
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      if (row0 + r >= p.N) break;
+      const unsigned char* tile = ws + (warp * kRowsPerWarp + r) * kTileBytes;
+      for (int blk = 0; blk < elems / F::kElems; ++blk) {
+#pragma unroll
+        for (int i = 0; i < F::kElems / 32; ++i) {
+          const int e = 32 * i + lane;
+          const float wv = F::value(tile + blk * F::kBytes, e);
+          const float* xc = xs + blk * F::kElems + e;
+#pragma unroll
+          for (int m = 0; m < kM; ++m) acc[r][m] += wv * xc[m * kTileElems];
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    if (row0 + r >= p.N) break;
+#pragma unroll
+    for (int m = 0; m < kM; ++m) {
+      const float s = warp_sum(acc[r][m]);
+      if (lane == 0 && m < p.M) store_y(p.y + m * p.y_stride + row0 + r, s);
+    }
+  }
+}
+
+}  // namespace attnzoo::cuda_quant

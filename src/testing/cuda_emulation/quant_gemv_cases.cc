@@ -1,0 +1,192 @@
+// The CUDA quantized GEMV (kernels/quant/cuda: gemv_kernel.cuh, launched as gemv_launch.h plans it) under the CTA
+// emulator against the CPU's definition of each format (dequantize_row_reference) and a double-precision product,
+// within the f32 GEMV's bound (quant_test.cc: 1e-5 of sum |w x|). Every format the kernel takes, random blocks
+// (random f16 scales, the K-quants' super-block mins and packed 6-bit scales / mins included), M = 1, 2, 3 and 8
+// activation rows (every row bucket), N = 37 (not a whole number of the 8-row blocks), and three K per format:
+// a few blocks, a tile of 2048 plus a tail, and past a tile; rows that are whole 16-byte vectors take the 16-byte
+// loads, the others the 2-byte ones, and one case moves w's base 2 bytes off a vector. x f32 or bf16 with padded
+// rows; y starts as NaN with padded rows whose bytes must stay untouched; w sits in an allocation of exactly its
+// bytes, so an over-read of a row fails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/quant/cuda/gemv_cuda.h"
+#include "kernels/quant/cuda/gemv_kernel.cuh"
+#include "kernels/quant/cuda/gemv_launch.h"
+#include "kernels/quant/quant.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/strided_operand.h"
+#include "testing/random_blocks.h"
+
+namespace attnzoo {
+namespace {
+using cuda_emulation::DeviceMemory;
+using cuda_emulation::StridedOperand;
+using namespace cuda_quant;
+
+template <QuantType kType>
+void launch_rows(const GemvLaunch& l) {
+  auto run = [&](auto bucket) {
+    cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
+                           [&](unsigned char* smem) { quant_gemv_cta<kType, decltype(bucket)::value>(l.params, smem); });
+  };
+  switch (l.rows_bucket) {
+    case 1: return run(std::integral_constant<int, 1>{});
+    case 2: return run(std::integral_constant<int, 2>{});
+    case 4: return run(std::integral_constant<int, 4>{});
+    default: return run(std::integral_constant<int, 8>{});
+  }
+}
+
+// gemv.cu's dispatch.
+void launch(const GemvLaunch& l) {
+  switch (l.type) {
+    case QuantType::BF16: return launch_rows<QuantType::BF16>(l);
+    case QuantType::F16: return launch_rows<QuantType::F16>(l);
+    case QuantType::Q8_0: return launch_rows<QuantType::Q8_0>(l);
+    case QuantType::Q4_0: return launch_rows<QuantType::Q4_0>(l);
+    case QuantType::Q4_1: return launch_rows<QuantType::Q4_1>(l);
+    case QuantType::Q4_K: return launch_rows<QuantType::Q4_K>(l);
+    case QuantType::Q5_K: return launch_rows<QuantType::Q5_K>(l);
+    case QuantType::Q6_K: return launch_rows<QuantType::Q6_K>(l);
+    default: FAIL() << "no kernel for " << quant_type_name(l.type);
+  }
+}
+
+struct GemvCase {
+  QuantType type;
+  int64_t M, N, K;
+  DType x_dtype = DType::f32;
+  int64_t w_offset = 0;  // bytes between the allocation's (256-byte aligned) start and w
+};
+
+std::string label(const GemvCase& c) {
+  return std::string(quant_type_name(c.type)) + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
+         " K=" + std::to_string(c.K) + " x " + dtype_name(c.x_dtype) + " w+" + std::to_string(c.w_offset);
+}
+
+// Which load path the case takes: a test of both must know it took both.
+bool check(const GemvCase& c, uint64_t seed) {
+  SCOPED_TRACE(label(c));
+  const std::vector<uint8_t> raw = testing::random_quant_rows(c.type, c.N, c.K, seed);
+  DeviceMemory w_mem(raw.size() + size_t(c.w_offset));
+  std::memcpy(w_mem.data() + c.w_offset, raw.data(), raw.size());
+  const QuantMatrix w_host = make_quant_matrix(raw.data(), raw.size(), c.type, c.N, c.K, "w");
+  QuantMatrix w = w_host;
+  w.data = w_mem.data() + c.w_offset;
+
+  StridedOperand x(c.x_dtype, {c.M, c.K}, seed + 1, {c.K + 5, 1});
+  StridedOperand y(DType::f32, {c.M, c.N}, 0, {c.N + 3, 1});
+  std::memset(y.host.data(), 0xFF, y.host.size());
+  y.upload();
+  TensorView xv = x.device_view(), yv = y.device_view();
+  xv.device = yv.device = Device::cuda();
+  const QuantGemvProblem p = make_quant_gemv_cuda_problem(w, Device::cuda(), xv, yv);
+  const GemvLaunch l = plan_quant_gemv(p);
+  EXPECT_FALSE(l.empty);
+  cuda_emulation::seed_schedule(seed);
+  launch(l);
+  y.download();
+  EXPECT_TRUE(y.outside_untouched()) << "bytes between or after y's rows were written";
+
+  std::vector<float> row(size_t(c.K));
+  for (int64_t n = 0; n < c.N; ++n) {
+    dequantize_row_reference(c.type, w_host.row(n), row.data(), c.K);
+    for (int64_t m = 0; m < c.M; ++m) {
+      double want = 0, abs_sum = 0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const double prod = double(row[size_t(k)]) * double(x.at(m * (c.K + 5) + k));
+        want += prod;
+        abs_sum += std::fabs(prod);
+      }
+      const float got = y.at(m * (c.N + 3) + n);
+      if (!(std::fabs(double(got) - want) <= 1e-5 * abs_sum + 1e-6)) {  // NaN fails too
+        ADD_FAILURE() << "row " << n << " activation row " << m << ": got " << got << ", want " << want
+                      << " (sum |w x| " << abs_sum << ")";
+        return l.params.w_vec16;  // one row says it; the rest would repeat it
+      }
+    }
+  }
+  return l.params.w_vec16;
+}
+
+// A few blocks; a tile plus a tail; past a tile (whole 16-byte rows where the format allows).
+std::vector<int64_t> ks(QuantType t) {
+  if (block_shape(t).elems == 256) return {256, 2304, 4096};
+  return {96, 2208, 2304};
+}
+
+void check_format(QuantType t) {
+  bool vec16 = false, vec2 = false;
+  uint64_t seed = 100 + uint64_t(t) * 17;
+  for (int64_t K : ks(t))
+    for (int64_t M : {1, 3, 8}) {
+      const bool v = check({t, M, 37, K, M == 3 ? DType::bf16 : DType::f32}, seed++);
+      (v ? vec16 : vec2) = true;
+    }
+  check({t, 2, 9, ks(t)[1], DType::f32}, seed++);
+  // A vector-row K with w 2 bytes off a 16-byte boundary: the 2-byte loads (the only case taking them for the
+  // formats whose rows are always whole vectors: Q4_K, Q5_K, BF16, F16 at even block counts).
+  const bool shifted = check({t, 1, 5, ks(t)[2], DType::f32, 2}, seed++);
+  EXPECT_FALSE(shifted) << "w 2 bytes off a vector took the 16-byte loads";
+  vec2 = vec2 || !shifted;
+  EXPECT_TRUE(vec16) << "no case took the 16-byte loads";
+  EXPECT_TRUE(vec2) << "no case took the 2-byte loads";
+}
+
+TEST(CudaQuantGemvEmulated, Bf16) { check_format(QuantType::BF16); }
+TEST(CudaQuantGemvEmulated, F16) { check_format(QuantType::F16); }
+TEST(CudaQuantGemvEmulated, Q8_0) { check_format(QuantType::Q8_0); }
+TEST(CudaQuantGemvEmulated, Q4_0) { check_format(QuantType::Q4_0); }
+TEST(CudaQuantGemvEmulated, Q4_1) { check_format(QuantType::Q4_1); }
+TEST(CudaQuantGemvEmulated, Q4_K) { check_format(QuantType::Q4_K); }
+TEST(CudaQuantGemvEmulated, Q5_K) { check_format(QuantType::Q5_K); }
+TEST(CudaQuantGemvEmulated, Q6_K) { check_format(QuantType::Q6_K); }
+
+// An empty product launches nothing; the refusals name the argument.
+TEST(CudaQuantGemvEmulated, RefusesByName) {
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_0, 4, 64, 1);
+  const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_0, 4, 64, "w");
+  std::vector<float> xs(9 * 64), ys(9 * 4);
+  auto view = [](std::vector<float>& v, int64_t r, int64_t c) {
+    TensorView t = TensorView::contiguous(v.data(), DType::f32, {r, c});
+    t.device = Device::cuda();
+    return t;
+  };
+  const Device gpu = Device::cuda();
+  EXPECT_TRUE(plan_quant_gemv(make_quant_gemv_cuda_problem(w, gpu, view(xs, 0, 64), view(ys, 0, 4))).empty);
+  auto expect_refusal = [](auto&& fn, const std::string& start) {
+    try {
+      fn();
+      ADD_FAILURE() << "accepted; wanted " << start;
+    } catch (const std::exception& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(start, 0), 0u) << e.what();
+    }
+  };
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 9, 64), view(ys, 9, 4)); }, "x: M=9");
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 32), view(ys, 1, 4)); }, "x: must be [1, 64]");
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 64), view(ys, 1, 5)); }, "y: must be [1, 4]");
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, Device::cpu(), view(xs, 1, 64), view(ys, 1, 4)); }, "w: lives on cpu");
+  TensorView host_x = view(xs, 1, 64);
+  host_x.device = Device::cpu();
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, host_x, view(ys, 1, 4)); }, "x: lives on cpu");
+  TensorView x16 = view(xs, 1, 64);
+  x16.dtype = DType::f16;
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, x16, view(ys, 1, 4)); }, "x: takes float32 or bfloat16");
+  QuantMatrix odd = w;
+  odd.data = raw.data() + 1;
+  expect_refusal([&] { make_quant_gemv_cuda_problem(odd, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "w: data must be 2-byte aligned");
+  QuantMatrix q5 = w;
+  q5.type = QuantType::Q5_0;
+  expect_refusal([&] { make_quant_gemv_cuda_problem(q5, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "w: format Q5_0 has no CUDA GEMV");
+  QuantMatrix grouped = w;
+  grouped.row_group = 16;
+  expect_refusal([&] { make_quant_gemv_cuda_problem(grouped, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "w: rows regrouped");
+}
+
+}  // namespace
+}  // namespace attnzoo
