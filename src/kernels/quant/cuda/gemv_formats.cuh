@@ -1,10 +1,12 @@
 #pragma once
-// One weight of each GGUF format, decoded on the device from its block's bytes in shared memory: the layouts of
-// dequant_reference.cc (the definition, with the same f32 operations: a scale times an integer, then the offset),
-// written for the kernel's walk, in which lane l of a warp takes element 32 i + l of a block. So a warp decodes
-// one 32-element sub-block at a time: every lane shares its scale (one broadcast read) and the lanes' x reads are
-// consecutive floats (no bank conflicts). Bytes are read one at a time: blocks of 18, 20, 34 or 210 bytes leave
-// no alignment to rely on.
+// Four consecutive weights of each GGUF format, decoded on the device from their block's bytes in shared memory:
+// the layouts of dequant_reference.cc (the definition, with the same f32 operations: a scale times an integer,
+// then the offset), written for the kernel's walk, in which each lane takes 4 consecutive elements (8 lanes per
+// 32-element sub-block), so a scale is decoded once per 4 weights and the lanes' activation reads are
+// consecutive float4s. Offsets `off` are multiples of 4; 4 weights never straddle a sub-block or a block.
+// Packed values are read as one 32-bit word where the block layout keeps them 4-byte aligned (Q4_1, the
+// K-quants of 144 / 176 bytes) and as two 16-bit halves where it does not (blocks of 18, 34 and 210 bytes start
+// on even bytes only).
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -14,8 +16,14 @@
 namespace attnzoo::cuda_quant {
 
 __device__ __forceinline__ float half_at(const unsigned char* p) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(p[0] | (p[1] << 8))));
+  return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
 }
+// 4 bytes at a 2-byte aligned address, little-endian.
+__device__ __forceinline__ uint32_t u32_at2(const unsigned char* p) {
+  const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+  return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
+}
+__device__ __forceinline__ uint32_t u32_at4(const unsigned char* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
 template <QuantType kType>
 struct Format;
@@ -24,24 +32,31 @@ struct Format;
 template <>
 struct Format<QuantType::BF16> {
   static constexpr int kElems = 32, kBytes = 64;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) {
-    return __uint_as_float(uint32_t(b[2 * e] | (b[2 * e + 1] << 8)) << 16);
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+    const uint32_t lo = u32_at4(b + 2 * off), hi = u32_at4(b + 2 * off + 4);
+    w[0] = __uint_as_float(lo << 16), w[1] = __uint_as_float(lo & 0xFFFF0000u);
+    w[2] = __uint_as_float(hi << 16), w[3] = __uint_as_float(hi & 0xFFFF0000u);
   }
 };
 
 template <>
 struct Format<QuantType::F16> {
   static constexpr int kElems = 32, kBytes = 64;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) { return half_at(b + 2 * e); }
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = half_at(b + 2 * (off + i));
+  }
 };
 
 // d, then qs[16]: byte j holds element j (low nibble) and j + 16 (high); values biased by 8.
 template <>
 struct Format<QuantType::Q4_0> {
   static constexpr int kElems = 32, kBytes = 18;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) {
-    const int q = (b[2 + (e & 15)] >> (4 * (e >> 4))) & 0xF;
-    return half_at(b) * float(q - 8);
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+    const float d = half_at(b);
+    const uint32_t q = u32_at2(b + 2 + (off & 15)) >> (4 * (off >> 4));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = d * float(int((q >> (8 * i)) & 0xF) - 8);
   }
 };
 
@@ -49,9 +64,11 @@ struct Format<QuantType::Q4_0> {
 template <>
 struct Format<QuantType::Q4_1> {
   static constexpr int kElems = 32, kBytes = 20;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) {
-    const int q = (b[4 + (e & 15)] >> (4 * (e >> 4))) & 0xF;
-    return half_at(b) * float(q) + half_at(b + 2);
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+    const float d = half_at(b), m = half_at(b + 2);
+    const uint32_t q = u32_at4(b + 4 + (off & 15)) >> (4 * (off >> 4));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = d * float((q >> (8 * i)) & 0xF) + m;
   }
 };
 
@@ -59,8 +76,11 @@ struct Format<QuantType::Q4_1> {
 template <>
 struct Format<QuantType::Q8_0> {
   static constexpr int kElems = 32, kBytes = 34;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) {
-    return half_at(b) * float(static_cast<signed char>(b[2 + e]));
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+    const float d = half_at(b);
+    const uint32_t q = u32_at2(b + 2 + off);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = d * float(int(int8_t(uint8_t(q >> (8 * i)))));
   }
 };
 
@@ -79,13 +99,14 @@ __device__ __forceinline__ void k_scale_min(const unsigned char* s, int j, int& 
 template <>
 struct Format<QuantType::Q4_K> {
   static constexpr int kElems = 256, kBytes = 144;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) {
-    const int j = e >> 5, l = e & 31;
-    int sc, m;
-    k_scale_min(b + 4, j, sc, m);
-    const float dl = half_at(b) * float(sc), ml = half_at(b + 2) * float(m);
-    const int q = (b[16 + 32 * (j >> 1) + l] >> (4 * (j & 1))) & 0xF;
-    return dl * float(q) - ml;
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+    const int j = off >> 5;
+    int sc, mn;
+    k_scale_min(b + 4, j, sc, mn);
+    const float dl = half_at(b) * float(sc), ml = half_at(b + 2) * float(mn);
+    const uint32_t q = u32_at4(b + 16 + 32 * (j >> 1) + (off & 31)) >> (4 * (j & 1));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = dl * float((q >> (8 * i)) & 0xF) - ml;
   }
 };
 
@@ -93,13 +114,15 @@ struct Format<QuantType::Q4_K> {
 template <>
 struct Format<QuantType::Q5_K> {
   static constexpr int kElems = 256, kBytes = 176;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) {
-    const int j = e >> 5, l = e & 31;
-    int sc, m;
-    k_scale_min(b + 4, j, sc, m);
-    const float dl = half_at(b) * float(sc), ml = half_at(b + 2) * float(m);
-    const int q = ((b[48 + 32 * (j >> 1) + l] >> (4 * (j & 1))) & 0xF) | (((b[16 + l] >> j) & 1) << 4);
-    return dl * float(q) - ml;
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+    const int j = off >> 5;
+    int sc, mn;
+    k_scale_min(b + 4, j, sc, mn);
+    const float dl = half_at(b) * float(sc), ml = half_at(b + 2) * float(mn);
+    const uint32_t q = u32_at4(b + 48 + 32 * (j >> 1) + (off & 31)) >> (4 * (j & 1));
+    const uint32_t h = u32_at4(b + 16 + (off & 31)) >> j;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = dl * float(((q >> (8 * i)) & 0xF) | (((h >> (8 * i)) & 1) << 4)) - ml;
   }
 };
 
@@ -108,12 +131,13 @@ struct Format<QuantType::Q5_K> {
 template <>
 struct Format<QuantType::Q6_K> {
   static constexpr int kElems = 256, kBytes = 210;
-  __device__ static __forceinline__ float value(const unsigned char* b, int e) {
-    const int half = e >> 7, p = e & 127;
-    const int lo = (b[64 * half + (p & 63)] >> (4 * (p >> 6))) & 0xF;
-    const int hi = (b[128 + 32 * half + (p & 31)] >> (2 * (p >> 5))) & 3;
-    const float dl = half_at(b + 208) * float(static_cast<signed char>(b[192 + (e >> 4)]));
-    return dl * float((lo | (hi << 4)) - 32);
+  __device__ static __forceinline__ void decode4(const unsigned char* b, int off, float (&w)[4]) {
+    const int half = off >> 7, p = off & 127;
+    const uint32_t lo = u32_at2(b + 64 * half + (p & 63)) >> (4 * (p >> 6));
+    const uint32_t hi = u32_at2(b + 128 + 32 * half + (p & 31)) >> (2 * (p >> 5));
+    const float dl = half_at(b + 208) * float(int(int8_t(b[192 + (off >> 4)])));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = dl * float(int(((lo >> (8 * i)) & 0xF) | (((hi >> (8 * i)) & 3) << 4)) - 32);
   }
 };
 

@@ -6,7 +6,7 @@
 // A block of kWarps warps owns kRowsPerBlock consecutive rows of w, kRowsPerWarp per warp, and walks K in tiles
 // of kTileElems: the block stages x [kM, tile] as f32 (rows past M as zeros, so the products need no branch), each
 // warp copies its rows' bytes of the tile, and after one barrier each lane decodes its weights (gemv_formats.cuh:
-// element 32 i + lane of each block) and FMAs them with the kM activations into kRowsPerWarp x kM f32 sums. At the
+// elements 4 lane .. 4 lane + 3 of each 128) and FMAs them with the kM activations into kRowsPerWarp x kM f32 sums. At the
 // end one butterfly reduction per sum, and lane 0 writes the row's outputs.
 #include <cuda_bf16.h>
 
@@ -59,6 +59,11 @@ __device__ __forceinline__ float load_x(const void* x, bool bf16, int64_t i) {
 }
 #endif
 
+// Four activations in one 16-byte shared-memory load (the project's own type: the emulator has no float4).
+struct alignas(16) Float4 {
+  float x, y, z, w;
+};
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
@@ -102,19 +107,20 @@ __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* s
     }
     __syncthreads();  // x is the block's; each warp's rows are its own, but one barrier serves both
 
+    // 4 consecutive weights per lane, 128 per warp pass; the pass's activations are loaded once for both rows.
+    for (int e = lane * 4; e < elems; e += 128) {
+      Float4 xv[kM];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      if (row0 + r >= p.N) break;
-      const unsigned char* tile = ws + (warp * kRowsPerWarp + r) * kTileBytes;
-      for (int blk = 0; blk < elems / F::kElems; ++blk) {
+      for (int m = 0; m < kM; ++m) xv[m] = *reinterpret_cast<const Float4*>(xs + m * kTileElems + e);
+      const int blk = e / F::kElems, off = e % F::kElems;
 #pragma unroll
-        for (int i = 0; i < F::kElems / 32; ++i) {
-          const int e = 32 * i + lane;
-          const float wv = F::value(tile + blk * F::kBytes, e);
-          const float* xc = xs + blk * F::kElems + e;
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        if (row0 + r >= p.N) break;  // warp-uniform
+        float w[4];
+        F::decode4(ws + (warp * kRowsPerWarp + r) * kTileBytes + blk * F::kBytes, off, w);
 #pragma unroll
-          for (int m = 0; m < kM; ++m) acc[r][m] += wv * xc[m * kTileElems];
-        }
+        for (int m = 0; m < kM; ++m)
+          acc[r][m] += w[0] * xv[m].x + w[1] * xv[m].y + w[2] * xv[m].z + w[3] * xv[m].w;
       }
     }
   }
