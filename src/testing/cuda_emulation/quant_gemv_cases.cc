@@ -4,13 +4,14 @@
 // (random f16 scales, the K-quants' super-block mins and packed 6-bit scales / mins included), M = 1, 2, 3 and 8
 // activation rows (every row bucket), N = 37 (not a whole number of the 8-row blocks), and three K per format:
 // a few blocks, a tile of 2048 plus a tail, and past a tile; rows that are whole 16-byte vectors take the 16-byte
-// loads, the others the 2-byte ones, and one case moves w's base 2 bytes off a vector. x f32 or bf16 with padded
+// loads, and cases moving w's base 4 and 2 bytes off a vector take the 4- and 2-byte ones. x f32 or bf16 with padded
 // rows; y starts as NaN with padded rows whose bytes must stay untouched; w sits in an allocation of exactly its
 // bytes, so an over-read of a row fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,8 +70,8 @@ std::string label(const GemvCase& c) {
          " K=" + std::to_string(c.K) + " x " + dtype_name(c.x_dtype) + " w+" + std::to_string(c.w_offset);
 }
 
-// Which load path the case takes: a test of both must know it took both.
-bool check(const GemvCase& c, uint64_t seed) {
+// The width of the weight loads the case took (16, 4 or 2 bytes): a test of every path must know it took each.
+int check(const GemvCase& c, uint64_t seed) {
   SCOPED_TRACE(label(c));
   const std::vector<uint8_t> raw = testing::random_quant_rows(c.type, c.N, c.K, seed);
   DeviceMemory w_mem(raw.size() + size_t(c.w_offset));
@@ -107,11 +108,11 @@ bool check(const GemvCase& c, uint64_t seed) {
       if (!(std::fabs(double(got) - want) <= 1e-5 * abs_sum + 1e-6)) {  // NaN fails too
         ADD_FAILURE() << "row " << n << " activation row " << m << ": got " << got << ", want " << want
                       << " (sum |w x| " << abs_sum << ")";
-        return l.params.w_vec16;  // one row says it; the rest would repeat it
+        return l.params.w_load_bytes;  // one row says it; the rest would repeat it
       }
     }
   }
-  return l.params.w_vec16;
+  return l.params.w_load_bytes;
 }
 
 // A few blocks; a tile plus a tail; past a tile (whole 16-byte rows where the format allows).
@@ -121,21 +122,15 @@ std::vector<int64_t> ks(QuantType t) {
 }
 
 void check_format(QuantType t) {
-  bool vec16 = false, vec2 = false;
+  std::set<int> widths;
   uint64_t seed = 100 + uint64_t(t) * 17;
   for (int64_t K : ks(t))
-    for (int64_t M : {1, 3, 8}) {
-      const bool v = check({t, M, 37, K, M == 3 ? DType::bf16 : DType::f32}, seed++);
-      (v ? vec16 : vec2) = true;
-    }
+    for (int64_t M : {1, 3, 8}) widths.insert(check({t, M, 37, K, M == 3 ? DType::bf16 : DType::f32}, seed++));
   check({t, 2, 9, ks(t)[1], DType::f32}, seed++);
-  // A vector-row K with w 2 bytes off a 16-byte boundary: the 2-byte loads (the only case taking them for the
-  // formats whose rows are always whole vectors: Q4_K, Q5_K, BF16, F16 at even block counts).
-  const bool shifted = check({t, 1, 5, ks(t)[2], DType::f32, 2}, seed++);
-  EXPECT_FALSE(shifted) << "w 2 bytes off a vector took the 16-byte loads";
-  vec2 = vec2 || !shifted;
-  EXPECT_TRUE(vec16) << "no case took the 16-byte loads";
-  EXPECT_TRUE(vec2) << "no case took the 2-byte loads";
+  // Past a tile, w moved 4 and 2 bytes off a 16-byte boundary: 4-byte loads, then 2-byte ones, whatever the rows.
+  EXPECT_EQ(check({t, 1, 5, ks(t)[2], DType::f32, 4}, seed++), 4);
+  EXPECT_EQ(check({t, 1, 5, ks(t)[2], DType::f32, 2}, seed++), 2);
+  EXPECT_TRUE(widths.count(16)) << "no case with aligned w took the 16-byte loads";
 }
 
 TEST(CudaQuantGemvEmulated, Bf16) { check_format(QuantType::BF16); }
@@ -183,6 +178,9 @@ TEST(CudaQuantGemvEmulated, RefusesByName) {
   QuantMatrix q5 = w;
   q5.type = QuantType::Q5_0;
   expect_refusal([&] { make_quant_gemv_cuda_problem(q5, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "w: format Q5_0 has no CUDA GEMV");
+  const std::vector<uint8_t> bf16_raw = testing::random_quant_rows(QuantType::BF16, 4, 48, 2);
+  const QuantMatrix bf16 = make_quant_matrix(bf16_raw.data(), bf16_raw.size(), QuantType::BF16, 4, 48, "w");
+  expect_refusal([&] { make_quant_gemv_cuda_problem(bf16, gpu, view(xs, 1, 48), view(ys, 1, 4)); }, "w: BF16 rows of 48 columns");
   QuantMatrix grouped = w;
   grouped.row_group = 16;
   expect_refusal([&] { make_quant_gemv_cuda_problem(grouped, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "w: rows regrouped");

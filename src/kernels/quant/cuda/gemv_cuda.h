@@ -32,8 +32,9 @@ constexpr int64_t kQuantGemvMaxRows = 8;  // activation rows per call
 bool quant_gemv_cuda_supported(QuantType type);
 
 // Every refusal, before any CUDA call: w's format one the kernels compute with, its rows plain GGUF rows (not
-// regrouped), its data on a CUDA `w_device` and 2-byte aligned (every block size is even; 16-byte loads are
-// taken where rows allow); x float32 or bfloat16 [M, K] with K = w.cols, 1 <= M <= 8 (M = 0: nothing to do),
+// regrouped), BF16 / F16 rows a multiple of 32 long, its data on a CUDA `w_device` and 2-byte aligned (every
+// block size is even; 16-byte loads are taken where rows are whole 16-byte vectors, 4-byte ones where they are
+// whole words); x float32 or bfloat16 [M, K] with K = w.cols, 1 <= M <= 8 (M = 0: nothing to do),
 // rows contiguous; y float32 [M, N], N = w.rows, rows contiguous; x and y on w's device. ArgumentError /
 // DTypeError naming the argument (w, x, y).
 QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_device, const TensorView& x,

@@ -1,7 +1,7 @@
 #pragma once
 // The device side of the quantized GEMV (gemv.cu launches it as gemv_launch.h plans it; gemv_cuda.h has the
 // contract). Decode is weight-bandwidth bound: every byte of w is read once, by 16-byte loads where the rows
-// allow, and the few activation rows are reused from shared memory for all the block's rows.
+// allow (4- or 2-byte ones where they do not), and the few activation rows are reused from shared memory for all the block's rows.
 //
 // A block of kWarps warps owns kRowsPerBlock consecutive rows of w, kRowsPerWarp per warp, and walks K in tiles
 // of kTileElems: the block stages x [kM, tile] as f32 (rows past M as zeros, so the products need no branch), each
@@ -30,6 +30,13 @@ inline uint4 load_weights16(const unsigned char* p) {
   std::memcpy(&v, p, 16);
   return v;
 }
+inline uint32_t load_weights4(const unsigned char* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 4) cuda_emulation::fail("4-byte weight load from misaligned %p", p);
+  cuda_emulation::check_global(p, 4, "weight load");
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 inline unsigned short load_weights2(const unsigned char* p) {
   if (reinterpret_cast<uintptr_t>(p) % 2) cuda_emulation::fail("2-byte weight load from misaligned %p", p);
   cuda_emulation::check_global(p, 2, "weight load");
@@ -49,6 +56,9 @@ inline float load_x(const void* x, bool bf16, int64_t i) {
 // Weights are read once: streaming loads (evict-first), which keep L2 for the activations every block reads.
 __device__ __forceinline__ uint4 load_weights16(const unsigned char* p) {
   return __ldcs(reinterpret_cast<const uint4*>(p));
+}
+__device__ __forceinline__ uint32_t load_weights4(const unsigned char* p) {
+  return __ldcs(reinterpret_cast<const unsigned int*>(p));
 }
 __device__ __forceinline__ unsigned short load_weights2(const unsigned char* p) {
   return __ldcs(reinterpret_cast<const unsigned short*>(p));
@@ -97,9 +107,13 @@ __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* s
       if (row0 + r >= p.N) break;  // warp-uniform
       const unsigned char* src = p.w + (row0 + r) * p.w_row_bytes + k0 / F::kElems * F::kBytes;
       unsigned char* dst = ws + (warp * kRowsPerWarp + r) * kTileBytes;
-      if (p.w_vec16) {  // bytes is then a multiple of 16 too (every full tile is, and so is the row)
+      // bytes is a multiple of the load width: every full tile is a multiple of 16, and so is the row of the width
+      if (p.w_load_bytes == 16) {
         for (int o = lane * 16; o < bytes; o += 32 * 16)
           *reinterpret_cast<uint4*>(dst + o) = load_weights16(src + o);
+      } else if (p.w_load_bytes == 4) {
+        for (int o = lane * 4; o < bytes; o += 32 * 4)
+          *reinterpret_cast<uint32_t*>(dst + o) = load_weights4(src + o);
       } else {
         for (int o = lane * 2; o < bytes; o += 32 * 2)
           *reinterpret_cast<unsigned short*>(dst + o) = load_weights2(src + o);

@@ -27,7 +27,7 @@ struct Params {
   int64_t y_stride;
   int M;
   int64_t N, K;
-  bool w_vec16;  // w's base and row length are whole 16-byte vectors: 16-byte loads, else 2-byte ones
+  int w_load_bytes;  // 16, 4 or 2: the widest that divides w's base and its row length
 };
 
 struct GemvLaunch {

@@ -52,6 +52,10 @@ QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_dev
   require(w.row_group == 0, "w", "rows regrouped for the CPU's VNNI decode (row_groups.h); the GPU reads GGUF rows");
   require(w.data != nullptr || w.rows * w.cols == 0, "w", "data is null");
   require(reinterpret_cast<uintptr_t>(w.data) % 2 == 0, "w", "data must be 2-byte aligned on CUDA (blocks start on even bytes)");
+  require(quant_is_blocked(w.type) || w.cols % 32 == 0, "w", [&] {
+    return std::string(quant_type_name(w.type)) + " rows of " + str(w.cols) +
+           " columns; the CUDA GEMV walks them 32 at a time (a multiple of 32)";
+  });
   const std::optional<int64_t> row_bytes = quant_row_bytes(w.type, w.cols);
   require(row_bytes && *row_bytes == w.row_bytes, "w", [&] {
     return "row_bytes " + str(w.row_bytes) + " is not " + std::string(quant_type_name(w.type)) + "'s for " +
@@ -119,7 +123,9 @@ GemvLaunch plan_quant_gemv(const QuantGemvProblem& p) {
   k.y_stride = p.y_stride;
   k.M = int(p.M);
   k.N = p.N, k.K = p.K;
-  k.w_vec16 = reinterpret_cast<uintptr_t>(p.w) % 16 == 0 && p.w_row_bytes % 16 == 0;
+  // The widest load that divides both w's base and its row length: every row and tile start then keeps it.
+  const uint64_t alignment = uint64_t(reinterpret_cast<uintptr_t>(p.w)) | uint64_t(p.w_row_bytes);
+  k.w_load_bytes = alignment % 16 == 0 ? 16 : alignment % 4 == 0 ? 4 : 2;
   l.grid = unsigned((p.N + kRowsPerBlock - 1) / kRowsPerBlock);
   l.smem_bytes = size_t(l.rows_bucket) * kTileElems * sizeof(float) + size_t(kRowsPerBlock) * size_t(tile_bytes(p.type));
   return l;
