@@ -1,19 +1,22 @@
 #pragma once
 // The device side of the quantized GEMV (gemv.cu launches it as gemv_launch.h plans it; gemv_cuda.h has the
-// contract). Decode is weight-bandwidth bound: every byte of w is read once, by 16-byte loads where the rows
-// allow (4- or 2-byte ones where they do not), and the few activation rows are reused from shared memory for all the block's rows.
+// contract). Decode is weight-bandwidth bound: every byte of w is read once, by 16-byte asynchronous copies where
+// the rows allow (4-byte ones, or plain 2-byte loads, where they do not), and the few activation rows are reused
+// from shared memory for all the block's rows.
 //
 // A block of kWarps warps owns kRowsPerBlock consecutive rows of w, kRowsPerWarp per warp, and walks K in tiles
-// of kTileElems: the block stages x [kM, tile] as f32 (rows past M as zeros, so the products need no branch), each
-// warp copies its rows' bytes of the tile, and after one barrier each lane decodes its weights (gemv_formats.cuh:
-// elements 4 lane .. 4 lane + 3 of each 128) and FMAs them with the kM activations into kRowsPerWarp x kM f32 sums. At the
-// end one butterfly reduction per sum, and lane 0 writes the row's outputs.
+// of kTileElems. Per tile: each warp starts copying its rows' bytes of the next tile into the other of two
+// buffers (cp.async), the block stages x [kM, tile] as f32 (rows past M as zeros, so the products need no
+// branch), and after the current tile's copies have landed and one barrier, each lane decodes its weights
+// (gemv_formats.cuh: elements 4 lane .. 4 lane + 3 of each 128) and FMAs them with the kM activations into
+// kRowsPerWarp x kM f32 sums. At the end one butterfly reduction per sum, and lane 0 writes the row's outputs.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
 #include "kernels/quant/cuda/gemv_formats.cuh"
 #include "kernels/quant/cuda/gemv_launch.h"
+#include "kernels/softmax/cuda/sm80.cuh"
 
 #if defined(ATTNZOO_CUDA_EMULATION)
 #include <cstring>
@@ -23,20 +26,6 @@ namespace attnzoo::cuda_quant {
 
 #if defined(ATTNZOO_CUDA_EMULATION)
 // The emulator's: the same bytes, alignment- and bounds-checked, so an over-read of a row fails the case.
-inline uint4 load_weights16(const unsigned char* p) {
-  if (reinterpret_cast<uintptr_t>(p) % 16) cuda_emulation::fail("16-byte weight load from misaligned %p", p);
-  cuda_emulation::check_global(p, 16, "weight load");
-  uint4 v;
-  std::memcpy(&v, p, 16);
-  return v;
-}
-inline uint32_t load_weights4(const unsigned char* p) {
-  if (reinterpret_cast<uintptr_t>(p) % 4) cuda_emulation::fail("4-byte weight load from misaligned %p", p);
-  cuda_emulation::check_global(p, 4, "weight load");
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 inline unsigned short load_weights2(const unsigned char* p) {
   if (reinterpret_cast<uintptr_t>(p) % 2) cuda_emulation::fail("2-byte weight load from misaligned %p", p);
   cuda_emulation::check_global(p, 2, "weight load");
@@ -54,12 +43,6 @@ inline float load_x(const void* x, bool bf16, int64_t i) {
 }
 #else
 // Weights are read once: streaming loads (evict-first), which keep L2 for the activations every block reads.
-__device__ __forceinline__ uint4 load_weights16(const unsigned char* p) {
-  return __ldcs(reinterpret_cast<const uint4*>(p));
-}
-__device__ __forceinline__ uint32_t load_weights4(const unsigned char* p) {
-  return __ldcs(reinterpret_cast<const unsigned int*>(p));
-}
 __device__ __forceinline__ unsigned short load_weights2(const unsigned char* p) {
   return __ldcs(reinterpret_cast<const unsigned short*>(p));
 }
@@ -79,7 +62,30 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Shared memory: xs [kM][kTileElems] f32, then the block's rows' tiles, tile_bytes(kType) each.
+// A warp's rows' bytes of tile t into `dst` (kRowsPerWarp tiles of kTileBytes): asynchronous copies (cp.async,
+// landing at the wait that covers the group the caller commits) where the rows allow 16- or 4-byte pieces,
+// plain 2-byte loads and stores otherwise. `bytes` is a multiple of the width: every full tile is a multiple of
+// 16, and the row is one of the width.
+template <int kTileBytes>
+__device__ __forceinline__ void stage_weights(const Params& p, int64_t row0, int64_t tile_start, int bytes,
+                                              unsigned char* dst, int lane) {
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    if (row0 + r >= p.N) break;  // warp-uniform
+    const unsigned char* src = p.w + (row0 + r) * p.w_row_bytes + tile_start;
+    unsigned char* d = dst + r * kTileBytes;
+    if (p.w_load_bytes == 16) {
+      for (int o = lane * 16; o < bytes; o += 32 * 16) sm80::cp_async_16(sm80::smem_u32(d + o), src + o, true);
+    } else if (p.w_load_bytes == 4) {
+      for (int o = lane * 4; o < bytes; o += 32 * 4) sm80::cp_async_4(sm80::smem_u32(d + o), src + o, true);
+    } else {
+      for (int o = lane * 2; o < bytes; o += 32 * 2)
+        *reinterpret_cast<unsigned short*>(d + o) = load_weights2(src + o);
+    }
+  }
+}
+
+// Shared memory: xs [kM][kTileElems] f32, then two buffers of the block's rows' tiles (tile_bytes(kType) each):
+// tile t + 1's weights are in flight while tile t is decoded.
 template <QuantType kType, int kM>
 __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* smem) {
   using F = Format<kType>;
@@ -89,6 +95,10 @@ __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* s
   unsigned char* ws = smem + kM * kTileElems * sizeof(float);
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int64_t row0 = int64_t(blockIdx.x) * kRowsPerBlock + warp * kRowsPerWarp;
+  auto warp_tiles = [&](int buffer) { return ws + (buffer * kRowsPerBlock + warp * kRowsPerWarp) * kTileBytes; };
+  auto tile_bytes_at = [&](int64_t k0) {
+    return int((p.K - k0 < kTileElems ? p.K - k0 : kTileElems) / F::kElems * F::kBytes);  // K is whole blocks
+  };
 
   float acc[kRowsPerWarp][kM];
 #pragma unroll
@@ -96,31 +106,26 @@ __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* s
 #pragma unroll
     for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
 
-  for (int64_t k0 = 0; k0 < p.K; k0 += kTileElems) {
-    const int elems = int(p.K - k0 < kTileElems ? p.K - k0 : kTileElems);  // whole blocks: K is
-    const int bytes = elems / F::kElems * F::kBytes;
-    __syncthreads();  // every warp is done with the previous tile
+  const int64_t tiles = (p.K + kTileElems - 1) / kTileElems;
+  if (tiles > 0) stage_weights<kTileBytes>(p, row0, 0, tile_bytes_at(0), warp_tiles(0), lane);
+  sm80::cp_async_commit();
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t k0 = t * kTileElems;
+    const int elems = int(p.K - k0 < kTileElems ? p.K - k0 : kTileElems);
+    __syncthreads();  // every warp is done with tile t - 1: xs and the other buffer are free
+    if (t + 1 < tiles) {
+      const int64_t next = k0 + kTileElems;
+      stage_weights<kTileBytes>(p, row0, next / F::kElems * F::kBytes, tile_bytes_at(next), warp_tiles(int(t + 1) & 1),
+                                lane);
+    }
+    sm80::cp_async_commit();  // possibly empty: the wait below always leaves exactly the newest group in flight
     for (int m = 0; m < kM; ++m)
       for (int c = int(threadIdx.x); c < elems; c += kThreads)
         xs[m * kTileElems + c] = m < p.M ? load_x(p.x, p.x_bf16, m * p.x_stride + k0 + c) : 0.f;
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      if (row0 + r >= p.N) break;  // warp-uniform
-      const unsigned char* src = p.w + (row0 + r) * p.w_row_bytes + k0 / F::kElems * F::kBytes;
-      unsigned char* dst = ws + (warp * kRowsPerWarp + r) * kTileBytes;
-      // bytes is a multiple of the load width: every full tile is a multiple of 16, and so is the row of the width
-      if (p.w_load_bytes == 16) {
-        for (int o = lane * 16; o < bytes; o += 32 * 16)
-          *reinterpret_cast<uint4*>(dst + o) = load_weights16(src + o);
-      } else if (p.w_load_bytes == 4) {
-        for (int o = lane * 4; o < bytes; o += 32 * 4)
-          *reinterpret_cast<uint32_t*>(dst + o) = load_weights4(src + o);
-      } else {
-        for (int o = lane * 2; o < bytes; o += 32 * 2)
-          *reinterpret_cast<unsigned short*>(dst + o) = load_weights2(src + o);
-      }
-    }
-    __syncthreads();  // x is the block's; each warp's rows are its own, but one barrier serves both
+    sm80::cp_async_wait<1>();  // this thread's copies of tile t have landed
+    __syncthreads();           // and every thread's, and all of xs
 
+    const unsigned char* tiles_now = warp_tiles(int(t) & 1);
     // 4 consecutive weights per lane, 128 per warp pass; the pass's activations are loaded once for both rows.
     for (int e = lane * 4; e < elems; e += 128) {
       Float4 xv[kM];
@@ -131,7 +136,7 @@ __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* s
       for (int r = 0; r < kRowsPerWarp; ++r) {
         if (row0 + r >= p.N) break;  // warp-uniform
         float w[4];
-        F::decode4(ws + (warp * kRowsPerWarp + r) * kTileBytes + blk * F::kBytes, off, w);
+        F::decode4(tiles_now + r * kTileBytes + blk * F::kBytes, off, w);
 #pragma unroll
         for (int m = 0; m < kM; ++m)
           acc[r][m] += w[0] * xv[m].x + w[1] * xv[m].y + w[2] * xv[m].z + w[3] * xv[m].w;

@@ -13,8 +13,8 @@ constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = 2;  // a warp's rows share each activation value it loads from shared memory
 constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr int kThreads = kWarps * 32;
-// Weights per row per pass: x [kM, kTileElems] f32 and each row's bytes of the tile are staged in shared
-// memory. 2048 is the smallest count whose bytes are whole 16-byte vectors in every format (Q6_K: 8 blocks of 210).
+// Weights per row per pass: x [kM, kTileElems] f32 and each row's bytes of the tile (two tiles: the next one
+// is in flight) are staged in shared memory. 2048 is the smallest count whose bytes are whole 16-byte vectors in every format (Q6_K: 8 blocks of 210).
 constexpr int kTileElems = 2048;
 
 struct Params {

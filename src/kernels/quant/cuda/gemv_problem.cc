@@ -127,7 +127,7 @@ GemvLaunch plan_quant_gemv(const QuantGemvProblem& p) {
   const uint64_t alignment = uint64_t(reinterpret_cast<uintptr_t>(p.w)) | uint64_t(p.w_row_bytes);
   k.w_load_bytes = alignment % 16 == 0 ? 16 : alignment % 4 == 0 ? 4 : 2;
   l.grid = unsigned((p.N + kRowsPerBlock - 1) / kRowsPerBlock);
-  l.smem_bytes = size_t(l.rows_bucket) * kTileElems * sizeof(float) + size_t(kRowsPerBlock) * size_t(tile_bytes(p.type));
+  l.smem_bytes = size_t(l.rows_bucket) * kTileElems * sizeof(float) + 2 * size_t(kRowsPerBlock) * size_t(tile_bytes(p.type));
   return l;
 }
 
