@@ -181,6 +181,10 @@ TEST(CudaQuantGemvEmulated, RefusesByName) {
   const std::vector<uint8_t> bf16_raw = testing::random_quant_rows(QuantType::BF16, 4, 48, 2);
   const QuantMatrix bf16 = make_quant_matrix(bf16_raw.data(), bf16_raw.size(), QuantType::BF16, 4, 48, "w");
   expect_refusal([&] { make_quant_gemv_cuda_problem(bf16, gpu, view(xs, 1, 48), view(ys, 1, 4)); }, "w: BF16 rows of 48 columns");
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 64), view(xs, 1, 4)); }, "y: overlaps x");
+  QuantMatrix w_in_y = w;
+  w_in_y.data = ys.data();  // 4 x 36 bytes inside y's 9 x 4 floats
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w_in_y, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "y: overlaps w");
   QuantMatrix grouped = w;
   grouped.row_group = 16;
   expect_refusal([&] { make_quant_gemv_cuda_problem(grouped, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "w: rows regrouped");

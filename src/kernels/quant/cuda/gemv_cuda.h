@@ -35,7 +35,8 @@ bool quant_gemv_cuda_supported(QuantType type);
 // regrouped), BF16 / F16 rows a multiple of 32 long, its data on a CUDA `w_device` and 2-byte aligned (every
 // block size is even; 16-byte loads are taken where rows are whole 16-byte vectors, 4-byte ones where they are
 // whole words); x float32 or bfloat16 [M, K] with K = w.cols, 1 <= M <= 8 (M = 0: nothing to do),
-// rows contiguous; y float32 [M, N], N = w.rows, rows contiguous; x and y on w's device. ArgumentError /
+// rows contiguous; y float32 [M, N], N = w.rows, rows contiguous, overlapping neither x nor w; x and y on w's
+// device. ArgumentError /
 // DTypeError naming the argument (w, x, y).
 QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_device, const TensorView& x,
                                               const TensorView& y);

@@ -15,6 +15,16 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// [first byte, one past the last) of `rows` rows of `cols` elements, `stride` elements apart.
+struct Extent {
+  uintptr_t begin, end;
+};
+Extent extent(const void* data, int64_t rows, int64_t cols, int64_t stride, size_t elem) {
+  const uintptr_t b = reinterpret_cast<uintptr_t>(data);
+  return {b, rows * cols == 0 ? b : b + uintptr_t(((rows - 1) * stride + cols) * int64_t(elem))};
+}
+bool overlap(Extent a, Extent b) { return a.begin < b.end && b.begin < a.end; }
+
 void require_on(const TensorView& t, const char* name, Device device) {
   require(t.device == device, name, [&] {
     return "lives on " + t.device.str() + ", the weight on " + device.str() + "; the CUDA GEMV needs both there";
@@ -88,6 +98,11 @@ QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_dev
           "data must be aligned to its element size on CUDA");
   require(reinterpret_cast<uintptr_t>(y.data) % 4 == 0, "y", "data must be aligned to its element size on CUDA");
   require((x.data != nullptr && y.data != nullptr) || M * w.rows == 0, "x", "data is null");
+  // Every block reads all of x and its rows of w until its last tile; y is written at the end, so a y over
+  // either would be read after another block wrote it.
+  const Extent y_bytes = extent(p.y, M, p.N, p.y_stride, 4);
+  require(!overlap(y_bytes, extent(p.x, M, p.K, p.x_stride, dtype_size(p.x_dtype))), "y", "overlaps x");
+  require(!overlap(y_bytes, extent(p.w, p.N, p.w_row_bytes, p.w_row_bytes, 1)), "y", "overlaps w");
   const int64_t blocks = (w.rows + cuda_quant::kRowsPerBlock - 1) / cuda_quant::kRowsPerBlock;
   require(blocks <= INT_MAX, "w", [&] {
     return "ceil(rows / " + str(cuda_quant::kRowsPerBlock) + ") = " + str(blocks) + " thread blocks exceed the grid's 2^31 - 1";
