@@ -133,6 +133,35 @@ void check_format(QuantType t) {
   EXPECT_TRUE(widths.count(16)) << "no case with aligned w took the 16-byte loads";
 }
 
+// Each weight exactly the reference's (bit for bit: the host compiler does not fuse the scale and the offset; the
+// device may, a rounding's difference), over a tile's worth of random blocks of every format.
+template <QuantType kType>
+void check_decode() {
+  using F = Format<kType>;
+  const int64_t n = kTileElems;
+  const std::vector<uint8_t> raw = testing::random_quant_rows(kType, 1, n, 3 + uint64_t(kType));
+  std::vector<float> want(static_cast<size_t>(n));
+  dequantize_row_reference(kType, raw.data(), want.data(), n);
+  for (int64_t e = 0; e < n; e += 4) {
+    float w[4];
+    F::decode4(raw.data() + e / F::kElems * F::kBytes, int(e % F::kElems), w);
+    for (int i = 0; i < 4; ++i)
+      ASSERT_EQ(std::memcmp(&w[i], &want[size_t(e + i)], 4), 0)
+          << quant_type_name(kType) << " element " << e + i << ": " << w[i] << " vs " << want[size_t(e + i)];
+  }
+}
+
+TEST(CudaQuantGemvEmulated, DecodesEveryWeightAsTheReference) {
+  check_decode<QuantType::BF16>();
+  check_decode<QuantType::F16>();
+  check_decode<QuantType::Q8_0>();
+  check_decode<QuantType::Q4_0>();
+  check_decode<QuantType::Q4_1>();
+  check_decode<QuantType::Q4_K>();
+  check_decode<QuantType::Q5_K>();
+  check_decode<QuantType::Q6_K>();
+}
+
 TEST(CudaQuantGemvEmulated, Bf16) { check_format(QuantType::BF16); }
 TEST(CudaQuantGemvEmulated, F16) { check_format(QuantType::F16); }
 TEST(CudaQuantGemvEmulated, Q8_0) { check_format(QuantType::Q8_0); }
