@@ -5,7 +5,7 @@
 // activation rows (every row bucket), N = 37 (not a whole number of the 8-row blocks), and three K per format:
 // a few blocks, a tile of 2048 plus a tail, and past a tile; rows that are whole 16-byte vectors take the 16-byte
 // loads, and cases moving w's base 4 and 2 bytes off a vector take the 4- and 2-byte ones. x f32 or bf16 with padded
-// rows; y starts as NaN with padded rows whose bytes must stay untouched; w sits in an allocation of exactly its
+// rows (padded by 4: f32 rows of whole 16-byte vectors, copied by cp.async; by 5: loaded); y starts as NaN with padded rows whose bytes must stay untouched; w sits in an allocation of exactly its
 // bytes, so an over-read of a row fails.
 #include <gtest/gtest.h>
 
@@ -63,15 +63,23 @@ struct GemvCase {
   int64_t M, N, K;
   DType x_dtype = DType::f32;
   int64_t w_offset = 0;  // bytes between the allocation's (256-byte aligned) start and w
+  int64_t x_pad = 5;     // elements after each x row: 4 keeps f32 rows whole 16-byte vectors (the async copies)
+};
+
+// The paths a case took: the weight loads' width (16, 4 or 2 bytes) and whether x came by cp.async.
+struct Paths {
+  int w_load_bytes;
+  bool x_async;
 };
 
 std::string label(const GemvCase& c) {
   return std::string(quant_type_name(c.type)) + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
-         " K=" + std::to_string(c.K) + " x " + dtype_name(c.x_dtype) + " w+" + std::to_string(c.w_offset);
+         " K=" + std::to_string(c.K) + " x " + dtype_name(c.x_dtype) + " pad " + std::to_string(c.x_pad) + " w+" +
+         std::to_string(c.w_offset);
 }
 
-// The width of the weight loads the case took (16, 4 or 2 bytes): a test of every path must know it took each.
-int check(const GemvCase& c, uint64_t seed) {
+// A test of every path must know it took each.
+Paths check(const GemvCase& c, uint64_t seed) {
   SCOPED_TRACE(label(c));
   const std::vector<uint8_t> raw = testing::random_quant_rows(c.type, c.N, c.K, seed);
   DeviceMemory w_mem(raw.size() + size_t(c.w_offset));
@@ -80,7 +88,7 @@ int check(const GemvCase& c, uint64_t seed) {
   QuantMatrix w = w_host;
   w.data = w_mem.data() + c.w_offset;
 
-  StridedOperand x(c.x_dtype, {c.M, c.K}, seed + 1, {c.K + 5, 1});
+  StridedOperand x(c.x_dtype, {c.M, c.K}, seed + 1, {c.K + c.x_pad, 1});
   StridedOperand y(DType::f32, {c.M, c.N}, 0, {c.N + 3, 1});
   std::memset(y.host.data(), 0xFF, y.host.size());
   y.upload();
@@ -100,7 +108,7 @@ int check(const GemvCase& c, uint64_t seed) {
     for (int64_t m = 0; m < c.M; ++m) {
       double want = 0, abs_sum = 0;
       for (int64_t k = 0; k < c.K; ++k) {
-        const double prod = double(row[size_t(k)]) * double(x.at(m * (c.K + 5) + k));
+        const double prod = double(row[size_t(k)]) * double(x.at(m * (c.K + c.x_pad) + k));
         want += prod;
         abs_sum += std::fabs(prod);
       }
@@ -108,11 +116,11 @@ int check(const GemvCase& c, uint64_t seed) {
       if (!(std::fabs(double(got) - want) <= 1e-5 * abs_sum + 1e-6)) {  // NaN fails too
         ADD_FAILURE() << "row " << n << " activation row " << m << ": got " << got << ", want " << want
                       << " (sum |w x| " << abs_sum << ")";
-        return l.params.w_load_bytes;  // one row says it; the rest would repeat it
+        return {l.params.w_load_bytes, l.params.x_async};  // one row says it; the rest would repeat it
       }
     }
   }
-  return l.params.w_load_bytes;
+  return {l.params.w_load_bytes, l.params.x_async};
 }
 
 // A few blocks; a tile plus a tail; past a tile (whole 16-byte rows where the format allows).
@@ -123,14 +131,25 @@ std::vector<int64_t> ks(QuantType t) {
 
 void check_format(QuantType t) {
   std::set<int> widths;
+  std::set<bool> x_async;
+  auto run = [&](const GemvCase& c, uint64_t seed) {
+    const Paths took = check(c, seed);
+    widths.insert(took.w_load_bytes);
+    x_async.insert(took.x_async);
+    return took;
+  };
   uint64_t seed = 100 + uint64_t(t) * 17;
+  // x: f32 rows padded by 5 (loaded: not whole vectors) at M = 8, bf16 (converted) at M = 3, one row (copied) at M = 1.
   for (int64_t K : ks(t))
-    for (int64_t M : {1, 3, 8}) widths.insert(check({t, M, 37, K, M == 3 ? DType::bf16 : DType::f32}, seed++));
-  check({t, 2, 9, ks(t)[1], DType::f32}, seed++);
+    for (int64_t M : {1, 3, 8}) run({t, M, 37, K, M == 3 ? DType::bf16 : DType::f32}, seed++);
+  // Rows padded by 4: whole vectors, copied.
+  EXPECT_TRUE(run({t, 2, 9, ks(t)[1], DType::f32, 0, 4}, seed++).x_async);
+  EXPECT_TRUE(run({t, 8, 11, ks(t)[2], DType::f32, 0, 4}, seed++).x_async);
   // Past a tile, w moved 4 and 2 bytes off a 16-byte boundary: 4-byte loads, then 2-byte ones, whatever the rows.
-  EXPECT_EQ(check({t, 1, 5, ks(t)[2], DType::f32, 4}, seed++), 4);
-  EXPECT_EQ(check({t, 1, 5, ks(t)[2], DType::f32, 2}, seed++), 2);
+  EXPECT_EQ(run({t, 1, 5, ks(t)[2], DType::f32, 4}, seed++).w_load_bytes, 4);
+  EXPECT_EQ(run({t, 1, 5, ks(t)[2], DType::f32, 2}, seed++).w_load_bytes, 2);
   EXPECT_TRUE(widths.count(16)) << "no case with aligned w took the 16-byte loads";
+  EXPECT_EQ(x_async.size(), 2u) << "x took only one of its paths";
 }
 
 // Each weight exactly the reference's (bit for bit: the host compiler does not fuse the scale and the offset; the

@@ -21,8 +21,8 @@ __global__ void __launch_bounds__(kThreads) quant_gemv_kernel(const Params p) {
 template <QuantType kType, int kM>
 void launch(const GemvLaunch& l, cudaStream_t stream) {
   auto kernel = quant_gemv_kernel<kType, kM>;
-  // Activations (8 KiB a row) and two buffers of tiles (up to 64 KiB for bf16, 18 KiB for Q4_0) may pass the
-  // 48 KiB default; the quantized formats' 1- and 2-row kernels, the decode step's usual ones, skip the call.
+  // Two tiles of activations (8 KiB a row each) and of weights (up to 64 KiB for bf16, 18 KiB for Q4_0) may pass
+  // the 48 KiB default; the quantized formats' one-row kernels, the decode step's usual ones, skip the call.
   if (l.smem_bytes > 48 * 1024)
     cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(l.smem_bytes)),
                "cudaFuncSetAttribute(quant_gemv_kernel)");

@@ -5,11 +5,12 @@
 // from shared memory for all the block's rows.
 //
 // A block of kWarps warps owns kRowsPerBlock consecutive rows of w, kRowsPerWarp per warp, and walks K in tiles
-// of kTileElems. Per tile: each warp starts copying its rows' bytes of the next tile into the other of two
-// buffers (cp.async), the block stages x [kM, tile] as f32 (rows past M as zeros, so the products need no
-// branch), and after the current tile's copies have landed and one barrier, each lane decodes its weights
-// (gemv_formats.cuh: elements 4 lane .. 4 lane + 3 of each 128) and FMAs them with the kM activations into
-// kRowsPerWarp x kM f32 sums. At the end one butterfly reduction per sum, and lane 0 writes the row's outputs.
+// of kTileElems, two buffers of each: while tile t is decoded, each warp's copies of its rows' bytes of tile t + 1
+// and the block's of x [M, tile t + 1] (f32, cp.async; bf16 is loaded and converted instead) are in flight. After
+// tile t's copies have landed and a barrier, each lane decodes its weights (gemv_formats.cuh: elements
+// 4 lane .. 4 lane + 3 of each 128) and FMAs them with the kM activations (the bucket's rows past M are zeros whose
+// sums are dropped, so the products need no branch) into kRowsPerWarp x kM f32 sums. At the end one butterfly reduction per sum, and
+// lane 0 writes the row's outputs.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -84,20 +85,40 @@ __device__ __forceinline__ void stage_weights(const Params& p, int64_t row0, int
   }
 }
 
-// Shared memory: xs [kM][kTileElems] f32, then two buffers of the block's rows' tiles (tile_bytes(kType) each):
-// tile t + 1's weights are in flight while tile t is decoded.
+// Tile t's activations into xs [kM][kTileElems] f32 (rows from M on keep the zeros written at the start): by the
+// whole block, as asynchronous 16-byte copies (f32 rows of whole vectors) or loaded and converted.
+template <int kM>
+__device__ __forceinline__ void stage_x(const Params& p, int64_t k0, int elems, float* xs) {
+  for (int m = 0; m < kM && m < p.M; ++m) {
+    if (p.x_async) {
+      const float* src = static_cast<const float*>(p.x) + m * p.x_stride + k0;
+      for (int c = int(threadIdx.x) * 4; c < elems; c += kThreads * 4)
+        sm80::cp_async_16(sm80::smem_u32(xs + m * kTileElems + c), src + c, true);
+    } else {
+      for (int c = int(threadIdx.x); c < elems; c += kThreads)
+        xs[m * kTileElems + c] = load_x(p.x, p.x_bf16, m * p.x_stride + k0 + c);
+    }
+  }
+}
+
+// Shared memory: two buffers of xs [kM][kTileElems] f32, then two of the block's rows' tiles (tile_bytes(kType)
+// each): tile t + 1's activations and weights are in flight while tile t is decoded.
 template <QuantType kType, int kM>
 __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* smem) {
   using F = Format<kType>;
   constexpr int kTileBytes = kTileElems / F::kElems * F::kBytes;
   static_assert(kTileBytes % 16 == 0, "a row's tile must be whole 16-byte vectors");
   float* xs = reinterpret_cast<float*>(smem);
-  unsigned char* ws = smem + kM * kTileElems * sizeof(float);
+  unsigned char* ws = smem + 2 * kM * kTileElems * sizeof(float);
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int64_t row0 = int64_t(blockIdx.x) * kRowsPerBlock + warp * kRowsPerWarp;
+  auto x_tile = [&](int buffer) { return xs + buffer * kM * kTileElems; };
   auto warp_tiles = [&](int buffer) { return ws + (buffer * kRowsPerBlock + warp * kRowsPerWarp) * kTileBytes; };
-  auto tile_bytes_at = [&](int64_t k0) {
-    return int((p.K - k0 < kTileElems ? p.K - k0 : kTileElems) / F::kElems * F::kBytes);  // K is whole blocks
+  auto tile_elems = [&](int64_t k0) { return int(p.K - k0 < kTileElems ? p.K - k0 : kTileElems); };  // whole blocks
+  auto stage = [&](int64_t k0, int buffer) {
+    stage_weights<kTileBytes>(p, row0, k0 / F::kElems * F::kBytes, tile_elems(k0) / F::kElems * F::kBytes,
+                              warp_tiles(buffer), lane);
+    stage_x<kM>(p, k0, tile_elems(k0), x_tile(buffer));
   };
 
   float acc[kRowsPerWarp][kM];
@@ -105,32 +126,30 @@ __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* s
   for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
     for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
+  // The bucket's rows past M: their sums are never written, so any bytes would do, but zeros keep them finite
+  // (the loop's first barrier orders these stores before any read).
+  for (int i = int(threadIdx.x); i < (kM - p.M) * kTileElems; i += kThreads)
+    x_tile(0)[p.M * kTileElems + i] = x_tile(1)[p.M * kTileElems + i] = 0.f;
 
   const int64_t tiles = (p.K + kTileElems - 1) / kTileElems;
-  if (tiles > 0) stage_weights<kTileBytes>(p, row0, 0, tile_bytes_at(0), warp_tiles(0), lane);
+  if (tiles > 0) stage(0, 0);
   sm80::cp_async_commit();
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t k0 = t * kTileElems;
-    const int elems = int(p.K - k0 < kTileElems ? p.K - k0 : kTileElems);
-    __syncthreads();  // every warp is done with tile t - 1: xs and the other buffer are free
-    if (t + 1 < tiles) {
-      const int64_t next = k0 + kTileElems;
-      stage_weights<kTileBytes>(p, row0, next / F::kElems * F::kBytes, tile_bytes_at(next), warp_tiles(int(t + 1) & 1),
-                                lane);
-    }
+    const int elems = tile_elems(k0);
+    __syncthreads();  // every warp is done with tile t - 1: the other buffers are free
+    if (t + 1 < tiles) stage(k0 + kTileElems, int(t + 1) & 1);
     sm80::cp_async_commit();  // possibly empty: the wait below always leaves exactly the newest group in flight
-    for (int m = 0; m < kM; ++m)
-      for (int c = int(threadIdx.x); c < elems; c += kThreads)
-        xs[m * kTileElems + c] = m < p.M ? load_x(p.x, p.x_bf16, m * p.x_stride + k0 + c) : 0.f;
     sm80::cp_async_wait<1>();  // this thread's copies of tile t have landed
-    __syncthreads();           // and every thread's, and all of xs
+    __syncthreads();           // and every thread's
 
+    const float* x_now = x_tile(int(t) & 1);
     const unsigned char* tiles_now = warp_tiles(int(t) & 1);
     // 4 consecutive weights per lane, 128 per warp pass; the pass's activations are loaded once for both rows.
     for (int e = lane * 4; e < elems; e += 128) {
       Float4 xv[kM];
 #pragma unroll
-      for (int m = 0; m < kM; ++m) xv[m] = *reinterpret_cast<const Float4*>(xs + m * kTileElems + e);
+      for (int m = 0; m < kM; ++m) xv[m] = *reinterpret_cast<const Float4*>(x_now + m * kTileElems + e);
       const int blk = e / F::kElems, off = e % F::kElems;
 #pragma unroll
       for (int r = 0; r < kRowsPerWarp; ++r) {

@@ -13,8 +13,8 @@ constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = 2;  // a warp's rows share each activation value it loads from shared memory
 constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr int kThreads = kWarps * 32;
-// Weights per row per pass: x [kM, kTileElems] f32 and each row's bytes of the tile (two tiles: the next one
-// is in flight) are staged in shared memory. 2048 is the smallest count whose bytes are whole 16-byte vectors in every format (Q6_K: 8 blocks of 210).
+// Weights per row per pass: x [kM, kTileElems] f32 and each row's bytes of the tile are staged in shared memory,
+// two of each (the next tile's are in flight while one is decoded). 2048 is the smallest count whose bytes are whole 16-byte vectors in every format (Q6_K: 8 blocks of 210).
 constexpr int kTileElems = 2048;
 
 struct Params {
@@ -28,6 +28,7 @@ struct Params {
   int M;
   int64_t N, K;
   int w_load_bytes;  // 16, 4 or 2: the widest that divides w's base and its row length
+  bool x_async;      // f32 x in whole 16-byte rows: copied by cp.async like the weights, else loaded and converted
 };
 
 struct GemvLaunch {

@@ -141,8 +141,9 @@ GemvLaunch plan_quant_gemv(const QuantGemvProblem& p) {
   // The widest load that divides both w's base and its row length: every row and tile start then keeps it.
   const uint64_t alignment = uint64_t(reinterpret_cast<uintptr_t>(p.w)) | uint64_t(p.w_row_bytes);
   k.w_load_bytes = alignment % 16 == 0 ? 16 : alignment % 4 == 0 ? 4 : 2;
+  k.x_async = p.x_dtype == DType::f32 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && (p.M <= 1 || p.x_stride % 4 == 0);
   l.grid = unsigned((p.N + kRowsPerBlock - 1) / kRowsPerBlock);
-  l.smem_bytes = size_t(l.rows_bucket) * kTileElems * sizeof(float) + 2 * size_t(kRowsPerBlock) * size_t(tile_bytes(p.type));
+  l.smem_bytes = 2 * (size_t(l.rows_bucket) * kTileElems * sizeof(float) + size_t(kRowsPerBlock) * size_t(tile_bytes(p.type)));
   return l;
 }
 
