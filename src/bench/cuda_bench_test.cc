@@ -114,6 +114,19 @@ TEST(CudaBench, MlaRowsRunOnTheCpuAndCountTheirBytes) {
   EXPECT_NE(format_cuda_text(r).find("MLA absorbed decode"), std::string::npos);
 }
 
+TEST(CudaBench, SamplingRowsRunOnTheCpuAndCountTheLogits) {
+  for (const LinearRow& r : run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+    EXPECT_TRUE(r.available()) << r.error;
+  const std::vector<LinearCase> full = sampling_cases(Scale::full);
+  EXPECT_EQ(sampling_bytes(full.back()), 4.0 * 64 * 151936);
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.sampling = run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  EXPECT_NE(format_cuda_json(r).find("\"sampling\": [{\"kernel\": \"sample\""), std::string::npos);
+  EXPECT_NE(format_cuda_text(r).find("sampling (f32 logits"), std::string::npos);
+}
+
 TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   const RowTimer refuses = [](const std::function<void()>&) -> Timing {
     throw ArgumentError("q: chunk_gated_delta_rule runs on the CPU only so far");
