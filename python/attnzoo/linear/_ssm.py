@@ -3,9 +3,9 @@
 Mamba and Mamba-2 keep mamba_ssm's layouts and argument names; RWKV-7 mirrors flash-linear-attention's
 chunk_rwkv7 / fused_recurrent_rwkv7. Inputs may be float32, bfloat16 or float16 (numpy or torch; CPU);
 accumulation and states are float32; outputs come back in the caller's framework with the main input's dtype.
-Mamba's selective scan and Mamba-2's recurrent form, and both decode steps, also take CUDA torch tensors: they run
-on the tensors' GPU, on the caller's current stream, with outputs there; Mamba-2's chunked form and the
-references refuse them by name.
+Mamba's selective scan, Mamba-2's and RWKV-7's recurrent forms, and both decode steps, also take CUDA torch
+tensors: they run on the tensors' GPU, on the caller's current stream, with outputs there; the chunked forms and
+the references refuse them by name.
 """
 import math
 
@@ -265,7 +265,8 @@ def _rwkv7(form, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
     r, w, k, v, a, b, initial_state = _prepared(
         ((r, "r"), (w, "w"), (k, "k"), (v, "v"), (a, "a"), (b, "b")), _RWKV7, check_inputs,
-        required=("r", "w", "k", "v", "a", "b"), states=((initial_state, "initial_state"),), seqs=_seqs(cu))
+        required=("r", "w", "k", "v", "a", "b"), states=((initial_state, "initial_state"),), seqs=_seqs(cu),
+        cuda=True)
     Bsz, _, H, K = shape_of(r)
     if K == 0 or shape_of(v)[3] == 0:
         raise ValueError(f"r: head dimensions K and V must be >= 1, got r {shape_of(r)} and v {shape_of(v)}")
@@ -273,7 +274,7 @@ def _rwkv7(form, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_
         scale = K ** -0.5
     o = empty_like_input(r, shape_of(v))
     final = empty_f32(r, (num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
-    _core.rwkv7(form, r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size)
+    _core.rwkv7(form, r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size, cuda_stream_of(r))
     return o, final
 
 
@@ -287,7 +288,8 @@ def recurrent_rwkv7(r, w, k, v, a, b, scale=None, initial_state=None, output_fin
     (fla's chunk_rwkv7 defaults to 1.0: pass scale=1.0 to match RWKV-7 models). initial_state: [N_seq, H, K, V]
     (converted to float32). cu_seqlens: int32 [N_seq + 1] packed offsets (B = 1).
     Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
-    For prefill, chunk_rwkv7 gives the same results with dense chunk products.
+    For prefill, chunk_rwkv7 gives the same results with dense chunk products. CUDA torch tensors run on their GPU
+    (prefill and decode: T = 1, with the state passed as initial_state), on the current stream.
     """
     return _rwkv7("recurrent", r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs)
 
