@@ -72,8 +72,8 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
     l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
   }
   cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_rwkv7::rwkv7_recurrent_cta(l.params); });
+  cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
+                         [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
   download(od, o);
   download(in_place ? init : sd, s);
   EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));

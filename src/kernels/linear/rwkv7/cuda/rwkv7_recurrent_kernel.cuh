@@ -9,7 +9,8 @@
 // registers. A warp's load of a state row is one coalesced 128-byte segment; r, exp(w), k, a and b of a token are
 // staged in shared memory (thread i stages row i) and read as broadcasts. Two barriers per token: the first
 // publishes the token's staging (and the last token's output shares, summed by warp 0 then), the second the shares
-// of sa. The state is read once before the first token and written once after the last.
+// of sa. The state is read once before the first token and written once after the last. The staging is sized by
+// the block (dynamic shared memory), so RWKV-7's 64-row heads take 3 KiB a block and 32 two-warp blocks fit an SM.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -22,26 +23,31 @@ namespace attnzoo::cuda_rwkv7 {
 using cuda_linear::load_elem;
 using cuda_linear::store_elem;
 
+// The shared staging, carved from the launch's dynamic shared memory: kStageArrays arrays of one float per
+// thread (stage_bytes), so a block's share grows with K. A token's inputs (one float per key row) are
+// double-buffered by token parity: the next token's staging then needs no barrier against threads still applying
+// this token's update. The per-thread shares of sa and o have one buffer each: a token's sa shares are read before
+// the next token's first barrier and written after it; its o shares are written after the second barrier and read
+// between the next token's two.
 struct Stage {
-  // Double-buffered by token parity: the next token's staging then needs no barrier against threads still
-  // applying this token's update.
-  float r[2][kMaxK], decay[2][kMaxK], k[2][kMaxK], a[2][kMaxK], b[2][kMaxK];
-  // Per thread, its rows' shares of sa and of o. One buffer each: a token's sa shares are read before the next
-  // token's first barrier and written after it; its o shares are written after the second barrier and read
-  // between the next token's two.
-  float sa[kMaxThreads], o[kMaxThreads];
+  enum Input { r, decay, k, a, b };
+  float* base;
+  int threads;
+  __device__ float* input(Input which, int buf) const { return base + (2 * int(which) + buf) * threads; }
+  __device__ float* sa() const { return base + 10 * threads; }
+  __device__ float* o() const { return base + 11 * threads; }
 };
 
 // Warp 0's lanes each sum their column's o shares over the warps and store the token's output row.
 __device__ __forceinline__ void store_output(const Params& p, const Stage& st, int warps, int lane, int64_t at) {
   float o = 0.f;
-  for (int w = 0; w < warps; ++w) o += st.o[w * 32 + lane];
+  for (int w = 0; w < warps; ++w) o += st.o()[w * 32 + lane];
   store_elem(p.o, p.o_t, at, o);
 }
 
-__device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p) {
-  __shared__ Stage st;
+__device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned char* smem) {
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
+  const Stage st{reinterpret_cast<float*>(smem), int(blockDim.x)};
   int64_t cta = blockIdx.x;
   const int slice = int(cta % p.slices);
   cta /= p.slices;
@@ -77,28 +83,30 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p) {
       ax = load_elem(p.a, p.a_t, at);
       bx = load_elem(p.b, p.b_t, at);
     }
-    st.r[buf][tid] = rx, st.decay[buf][tid] = decay, st.k[buf][tid] = kx, st.a[buf][tid] = ax;
-    st.b[buf][tid] = bx;
+    float *const r_s = st.input(Stage::r, buf), *const decay_s = st.input(Stage::decay, buf);
+    float *const k_s = st.input(Stage::k, buf), *const a_s = st.input(Stage::a, buf);
+    float* const b_s = st.input(Stage::b, buf);
+    r_s[tid] = rx, decay_s[tid] = decay, k_s[tid] = kx, a_s[tid] = ax, b_s[tid] = bx;
     const float v = has_col ? load_elem(p.v, p.v_t, (row * p.H + h) * p.V + col) : 0.f;
     __syncthreads();
 
     if (t > 0 && warp == 0 && has_col) store_output(p, st, warps, lane, ((row - 1) * p.H + h) * p.V + col);
     float sa = 0.f;
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) sa = fmaf(st.a[buf][row0 + j], s[j], sa);
-    st.sa[tid] = sa;
+    for (int j = 0; j < kRowsPerThread; ++j) sa = fmaf(a_s[row0 + j], s[j], sa);
+    st.sa()[tid] = sa;
     __syncthreads();
 
     float sa_all = 0.f;
-    for (int w = 0; w < warps; ++w) sa_all += st.sa[w * 32 + lane];
+    for (int w = 0; w < warps; ++w) sa_all += st.sa()[w * 32 + lane];
     float o = 0.f;
 #pragma unroll
     for (int j = 0; j < kRowsPerThread; ++j) {
       const int r = row0 + j;
-      s[j] = fmaf(st.k[buf][r], v, fmaf(st.b[buf][r], sa_all, st.decay[buf][r] * s[j]));
-      o = fmaf(st.r[buf][r], s[j], o);
+      s[j] = fmaf(k_s[r], v, fmaf(b_s[r], sa_all, decay_s[r] * s[j]));
+      o = fmaf(r_s[r], s[j], o);
     }
-    st.o[tid] = o;
+    st.o()[tid] = o;
   }
   if (length > 0) {  // the last token's output (the CTA's sequence, so every thread agrees)
     __syncthreads();

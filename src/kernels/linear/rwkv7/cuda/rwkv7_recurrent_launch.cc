@@ -57,6 +57,7 @@ RecurrentLaunch plan_rwkv7_recurrent(const Rwkv7Problem& p) {
   const int warps = int((p.K + kRowsPerThread - 1) / kRowsPerThread);
   l.grid = unsigned(ctas(p));
   l.threads = unsigned(warps * 32);
+  l.smem_bytes = stage_bytes(l.threads);
   return l;
 }
 

@@ -18,6 +18,10 @@ constexpr int kRowsPerThread = 32;  // state rows per warp, in each thread's reg
 constexpr int kMaxWarps = 8;        // so K <= 256
 constexpr int kMaxK = kMaxWarps * kRowsPerThread;
 constexpr int kMaxThreads = kMaxWarps * 32;
+constexpr int kStageArrays = 12;  // shared floats per thread: r, exp(w), k, a, b twice over, the sa and o shares
+
+// The kernel's dynamic shared memory for a block of `threads` (K rounded up to whole warps).
+constexpr unsigned stage_bytes(unsigned threads) { return kStageArrays * threads * unsigned(sizeof(float)); }
 
 struct Params {
   const void *r, *w, *k, *v, *a, *b;
@@ -37,6 +41,7 @@ struct RecurrentLaunch {
   Params params{};                   // seq_offsets still null: the caller points it at its copy of `seq_offsets`
   std::vector<int64_t> seq_offsets;  // N + 1 rows for packed batches; empty for padded ones (no upload)
   unsigned grid = 0, threads = 0;    // one-dimensional
+  unsigned smem_bytes = 0;           // stage_bytes(threads), dynamic
 };
 
 // For a problem check_cuda_rwkv7_recurrent accepts.
