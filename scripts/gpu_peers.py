@@ -9,7 +9,7 @@ the same size, which favours it.
 
 The linear family (issue 26) is timed beside fla's Triton kernels, found on sys.path or in the bundle's fla/
 (gpu_bundle.sh carries the pure-Python package from .venv): the one-token decode rows beside fla's fused
-recurrent GDN / KDA / GLA / simple GLA / retention and its causal_conv1d_update, Mamba-2 and Mamba beside
+recurrent GDN / KDA / GLA / simple GLA / retention / RWKV-7 and its causal_conv1d_update, Mamba-2 and Mamba beside
 mamba_ssm's selective_state_update where it is installed, else torch's eager reference math; the chunked prefill
 rows beside fla's chunk_gated_delta_rule / chunk_kda, and Mamba-2 SSD beside mamba_ssm's
 mamba_chunk_scan_combined or else fla's chunk_simple_gla (SSD is simple GLA with q = C, k = B, v = dt x,
@@ -195,6 +195,17 @@ def decode_peer(kernel, d):
             cache = torch.zeros(B, D, W, device=DEVICE, dtype=torch.bfloat16)  # fla's cache keeps W inputs
             return lambda: f(x, cache, weight=w, bias=bias, activation="silu")
         return "fla causal_conv1d_update", make
+    if kernel == "rwkv7":
+        def make():
+            from fla.ops.rwkv7 import fused_recurrent_rwkv7 as f
+            B, H, K, V = d["B"], d["H"], d["K"], d["V"]
+            # As our row: log decay -0.05, a = -1/8 and b = 1/8 on every channel (a bounded state), scale 1.
+            r, k, v = bf16(B, 1, H, K), bf16(B, 1, H, K), bf16(B, 1, H, V)
+            a = torch.full((B, 1, H, K), -0.125, device=DEVICE, dtype=torch.bfloat16)
+            b = torch.full((B, 1, H, K), 0.125, device=DEVICE, dtype=torch.bfloat16)
+            w, h0 = f32(-0.05, B, 1, H, K), torch.zeros(B, H, K, V, device=DEVICE)
+            return lambda: f(r, w, k, v, a, b, scale=1.0, initial_state=h0, output_final_state=True)
+        return "fla fused_recurrent_rwkv7", make
     if kernel in ("mamba2", "mamba"):
         try:
             ssu = mamba_ssm_state_update()

@@ -94,13 +94,18 @@ class Engine:
     speculative_config: exact speculative decoding, vLLM's dict: {"method": "ngram", "num_speculative_tokens": K,
     "prompt_lookup_max": N, "prompt_lookup_min": M} or {"method": "draft_model", "model": Model or directory,
     "num_speculative_tokens": K}; stats() then counts spec_decode_num_drafts / _draft_tokens / _accepted_tokens.
+    device: where a model given as a directory is loaded (Model.load's device); for a loaded Model, None or
+    its own device. A draft model given as a directory is loaded beside the target.
     """
 
     def __init__(self, model, max_num_batched_tokens=2048, max_num_seqs=64, max_model_len=0,
                  enable_chunked_prefill=True, eos_token_ids=None, max_waiting_requests=0, tokenizer=None,
-                 speculative_config=None):
+                 speculative_config=None, device=None):
         if not isinstance(model, Model):
-            model = Model.load(model)
+            model = Model.load(model, device=device or "auto")
+        elif device not in (None, "auto") and ("cuda:0" if device == "cuda" else device) != model.device:
+            raise ValueError(f"device: the model was loaded on {model.device}, {device!r} asked; load it there "
+                             "(Model.load(..., device=)) or pass the directory")
         self.model = model
         tok = tokenizer if tokenizer is not None else model.tokenizer
         self.tokenizer = tok
@@ -108,7 +113,7 @@ class Engine:
         self.eos_token_ids = sorted(_eos_ids(model, tok, eos_token_ids))
         spec = dict(speculative_config or {})
         if isinstance(spec.get("model"), str):
-            spec["model"] = Model.load(spec["model"])
+            spec["model"] = Model.load(spec["model"], device=model.device)
         self._draft = spec.get("model")  # the engine holds on to it
         args = _speculative_args(spec) or {"speculative": "none"}
         self._core = _core.Engine(model._core, tok._native if tok is not None else None, int(max_num_batched_tokens),

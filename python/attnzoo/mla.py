@@ -9,7 +9,8 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import as_i32_vector, as_input, as_output, empty_like_input, optional_input, shape_of
+from ._arrays import (as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, optional_input,
+                      shape_of)
 
 
 def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
@@ -85,16 +86,20 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
     scale: default (qk_nope_head_dim + qk_rope_head_dim) ** -0.5. Same dtypes and errors as mla_prefill.
     Equals mla_prefill on the same tokens up to f32 rounding (the absorption reorders the sums).
     k_scale / kv_cache_dtype: a quantized latent cache, as in mla_prefill.
+    CUDA torch tensors (all on one GPU) run there without a copy, on the caller's current stream, for one new
+    token per sequence over a bf16 / f16 / f32 latent cache; cache_seqlens and block_table are read on the host.
     """
     r, dn, dr, dv = _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
-    q, latent_cache, w_kv_b = as_input(q, "q"), as_input(latent_cache, "latent_cache"), as_input(w_kv_b, "w_kv_b")
+    q = as_input(q, "q", cuda=True)
+    latent_cache, w_kv_b = as_input(latent_cache, "latent_cache", cuda=True), as_input(w_kv_b, "w_kv_b", cuda=True)
     if cache_seqlens is None:
         raise ValueError("cache_seqlens: is required")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
-    _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b, as_output(out, "out"),
-                     r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale, bool(causal),
-                     k_scale=optional_input(k_scale, "k_scale"), kv_cache_dtype=kv_cache_dtype)
+    _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b,
+                     as_output(out, "out", cuda=True), r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale,
+                     bool(causal), k_scale=optional_input(k_scale, "k_scale", cuda=True),
+                     kv_cache_dtype=kv_cache_dtype, stream=cuda_stream_of(q))
     return out
 
 

@@ -63,7 +63,7 @@ class Model:
     @classmethod
     def load(cls, directory, dtype="auto", block_size=16, kv_cache_dtype="auto", kv_cache_bytes=None,
              max_num_seqs=64, enable_prefix_caching=True, snapshot_interval_blocks=0, shuffle_blocks_seed=0,
-             free_outside_window=True):
+             free_outside_window=True, device="auto", gpu_memory_utilization=0.9):
         """Loads a checkpoint and sizes its memory pool.
 
         block_size: tokens per KV block (vLLM's name). kv_cache_dtype: "auto" (bf16 with bf16-held weights or a
@@ -74,13 +74,21 @@ class Model:
         snapshot_interval_blocks: models with recurrent layers snapshot their state every this many blocks, where
         a prefix-cache hit can end (0: every 256 tokens). shuffle_blocks_seed: tests only. free_outside_window:
         sliding-window layers give back the blocks their window has left (False: every layer keeps every block,
-        vLLM's disable_hybrid_kv_cache_manager; for comparisons).
+        vLLM's disable_hybrid_kv_cache_manager; for comparisons). device: "cpu", "cuda", "cuda:N" or "auto" (a GPU
+        once models compute there; they run on the CPU so far, and a GPU is refused by name).
+        gpu_memory_utilization: on a GPU, the pool's budget as vLLM's: this fraction of the device's memory less
+        what is in use (kv_cache_bytes, when given, wins).
         """
         directory = os.fspath(directory)
         core = _core.Model.load(directory, dtype, block_size, kv_cache_dtype, kv_cache_bytes or 0, max_num_seqs,
                                 enable_prefix_caching, snapshot_interval_blocks, shuffle_blocks_seed, 0,
-                                free_outside_window)
+                                free_outside_window, device, gpu_memory_utilization)
         return cls(core, directory)
+
+    @property
+    def device(self):
+        """Where the model computes and its memory pool lives: "cpu" or "cuda:N"."""
+        return self._core.device
 
     @property
     def vocab_size(self):

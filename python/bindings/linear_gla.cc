@@ -92,9 +92,11 @@ void bind_linear_gla(nb::module_& m) {
         "Gated linear recurrence (family: simple_gla, gla, retention, linear_attn; path: chunk, recurrent, "
         "reference, parallel). See attnzoo.linear.");
   m.def("causal_conv1d",
-        [](const AnyArray& x, const AnyArray& weight, std::optional<AnyArray> bias, const OutArray& y,
-           std::optional<AnyArray> initial_state, std::optional<OutArray> final_state,
-           std::optional<std::string> activation, std::optional<AnyArray> cu_seqlens, bool reference) {
+        // The prefill also runs CUDA tensors (on the caller's `stream`); the reference refuses them by name.
+        [](const DeviceArray& x, const DeviceArray& weight, std::optional<DeviceArray> bias, const DeviceOutArray& y,
+           std::optional<DeviceArray> initial_state, std::optional<DeviceOutArray> final_state,
+           std::optional<std::string> activation, std::optional<AnyArray> cu_seqlens, bool reference,
+           uintptr_t stream) {
           CausalConv1dOptions opts;
           opts.bias = optional_view(bias, "bias");
           opts.initial_state = optional_view(initial_state, "initial_state");
@@ -106,6 +108,7 @@ void bind_linear_gla(nb::module_& m) {
           }
           const TensorView xv = as_view(x, "x"), wv = as_view(weight, "weight"), yv = as_view(y, "y");
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           if (reference)
             causal_conv1d_reference(xv, wv, yv, opts);
           else
@@ -113,7 +116,7 @@ void bind_linear_gla(nb::module_& m) {
         },
         nb::arg("x"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("y"), nb::arg("initial_state").none(),
         nb::arg("final_state").none(), nb::arg("activation").none(), nb::arg("cu_seqlens").none(),
-        nb::arg("reference") = false);
+        nb::arg("reference") = false, nb::arg("stream") = 0);
   m.def("causal_conv1d_update",
         // The decode step also runs CUDA tensors (on the caller's `stream`).
         [](const DeviceArray& x, const DeviceOutArray& conv_state, const DeviceArray& weight,

@@ -1,7 +1,7 @@
 // Bindings for the linear family, state-space part (Mamba-2, Mamba, RWKV-7, RWKV-4). The Python wrappers in
-// attnzoo/linear/_ssm.py allocate the outputs in the caller's framework and pass them here. Mamba's and Mamba-2's
-// tensors may live in CUDA memory: their recurrent forms and decode steps run them there (on the caller's
-// `stream`), Mamba-2's chunked form and the references refuse them by name.
+// attnzoo/linear/_ssm.py allocate the outputs in the caller's framework and pass them here. Mamba's, Mamba-2's and
+// RWKV-7's tensors may live in CUDA memory: their recurrent forms and decode steps run them there (on the caller's
+// `stream`), the chunked forms and the references refuse them by name.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -156,9 +156,10 @@ void bind_rwkv4(nb::module_& m) {
 void bind_rwkv7(nb::module_& m) {
   // form: "reference" (double precision), "recurrent" or "chunk" (chunk_size used only there).
   m.def("rwkv7",
-        [](const std::string& form, const AnyArray& r, const AnyArray& w, const AnyArray& k, const AnyArray& v,
-           const AnyArray& a, const AnyArray& b, float scale, const OptIn& initial_state, const OutArray& o,
-           const OptOut& final_state, const OptIn& cu_seqlens, int64_t chunk_size) {
+        [](const std::string& form, const DeviceArray& r, const DeviceArray& w, const DeviceArray& k,
+           const DeviceArray& v, const DeviceArray& a, const DeviceArray& b, float scale,
+           const OptDeviceIn& initial_state, const DeviceOutArray& o, const OptDeviceOut& final_state,
+           const OptIn& cu_seqlens, int64_t chunk_size, uintptr_t stream) {
           require(form == "reference" || form == "recurrent" || form == "chunk", "form",
                   "expected 'reference', 'recurrent' or 'chunk', got '" + form + "'");
           Rwkv7Args x;
@@ -168,13 +169,14 @@ void bind_rwkv7(nb::module_& m) {
           x.o = as_view(o, "o"), x.final_state = view_or_empty(final_state, "final_state");
           std::tie(x.cu_seqlens, x.cu_seqlens_len) = seqlens_of(cu_seqlens);
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           if (form == "reference") rwkv7_reference(x);
           else if (form == "recurrent") recurrent_rwkv7(x);
           else chunk_rwkv7(x, chunk_size);
         },
         nb::arg("form"), nb::arg("r"), nb::arg("w"), nb::arg("k"), nb::arg("v"), nb::arg("a"), nb::arg("b"),
         nb::arg("scale"), nb::arg("initial_state").none(), nb::arg("o"), nb::arg("final_state").none(),
-        nb::arg("cu_seqlens").none(), nb::arg("chunk_size") = 64);
+        nb::arg("cu_seqlens").none(), nb::arg("chunk_size") = 64, nb::arg("stream") = 0);
 }
 
 }  // namespace

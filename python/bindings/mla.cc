@@ -15,10 +15,10 @@
 namespace attnzoo::py {
 namespace {
 
-MlaWeights make_weights(const AnyArray& w_kv_b, const TensorView& q, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
+MlaWeights make_weights(const TensorView& w_kv_b, const TensorView& q, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
                         int64_t qk_rope_head_dim, int64_t v_head_dim) {
   require(q.ndim >= 3, "q", "must be [..., heads, qk_nope_head_dim + qk_rope_head_dim], got " + q.shape_str());
-  return {as_view(w_kv_b, "w_kv_b"), q.size(-2), qk_nope_head_dim, qk_rope_head_dim, v_head_dim, kv_lora_rank};
+  return {w_kv_b, q.size(-2), qk_nope_head_dim, qk_rope_head_dim, v_head_dim, kv_lora_rank};
 }
 
 MlaOptions make_options(std::optional<float> scale, bool causal) {
@@ -39,7 +39,7 @@ void bind_mla(nb::module_& m) {
            std::optional<AnyArray> block_table, bool reference, bool check_inputs, std::optional<AnyArray> k_scale,
            const std::string& kv_cache_dtype) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
-          const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
+          const MlaWeights w = make_weights(as_view(w_kv_b, "w_kv_b"), qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           VarlenInfo vl;
           if (cu_seqlens) {
             const TensorView cv = as_view(*cu_seqlens, "cu_seqlens");
@@ -89,12 +89,15 @@ void bind_mla(nb::module_& m) {
         nb::arg("check_inputs") = false, nb::arg("k_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
 
   m.def("mla_decode",
-        [](const AnyArray& q, const AnyArray& latent_cache, const AnyArray& cache_seqlens, const AnyArray& w_kv_b,
-           const OutArray& out, int64_t kv_lora_rank, int64_t qk_nope_head_dim, int64_t qk_rope_head_dim,
-           int64_t v_head_dim, std::optional<AnyArray> block_table, std::optional<float> scale, bool causal,
-           bool reference, std::optional<AnyArray> k_scale, const std::string& kv_cache_dtype) {
+        // The tensors may live on a GPU (mla_decode's CUDA branch; launched on `stream`); cache_seqlens and
+        // block_table are host metadata, as everywhere.
+        [](const DeviceArray& q, const DeviceArray& latent_cache, const AnyArray& cache_seqlens,
+           const DeviceArray& w_kv_b, const DeviceOutArray& out, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
+           int64_t qk_rope_head_dim, int64_t v_head_dim, std::optional<AnyArray> block_table,
+           std::optional<float> scale, bool causal, bool reference, std::optional<DeviceArray> k_scale,
+           const std::string& kv_cache_dtype, uintptr_t stream) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
-          const MlaWeights w = make_weights(w_kv_b, qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
+          const MlaWeights w = make_weights(as_view(w_kv_b, "w_kv_b"), qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           const int64_t B = qv.shape[0];
           LatentCacheView cache;
           cache.latent = as_kv_cache(as_view(latent_cache, "latent_cache"), kv_cache_dtype, "latent_cache");
@@ -102,7 +105,9 @@ void bind_mla(nb::module_& m) {
           cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", B);
           if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
           const MlaOptions o = make_options(scale, causal);
+          refuse_host_only_options(qv.device, reference, false);
           KernelScope scope;
+          const StreamGuard on_stream(stream_of(stream));
           if (reference)
             mla_decode_reference(qv, cache, w, ov, o);
           else
@@ -111,7 +116,7 @@ void bind_mla(nb::module_& m) {
         nb::arg("q"), nb::arg("latent_cache"), nb::arg("cache_seqlens"), nb::arg("w_kv_b"), nb::arg("out"),
         nb::arg("kv_lora_rank"), nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"),
         nb::arg("block_table").none(), nb::arg("scale").none(), nb::arg("causal"), nb::arg("reference") = false,
-        nb::arg("k_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto");
+        nb::arg("k_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto", nb::arg("stream") = 0);
 }
 
 }  // namespace attnzoo::py

@@ -11,6 +11,7 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "models/model_device.h"
 #include "models/registry.h"
 
 namespace attnzoo::py {
@@ -202,7 +203,7 @@ void bind_model(nb::module_& m) {
           [](const std::string& dir, const std::string& dtype, int64_t block_size, const std::string& kv_cache_dtype,
              int64_t kv_cache_bytes, int64_t max_num_seqs, bool enable_prefix_caching,
              int64_t snapshot_interval_blocks, uint64_t shuffle_blocks_seed, int64_t max_rollback_tokens,
-             bool free_outside_window) {
+             bool free_outside_window, const std::string& device, double gpu_memory_utilization) {
             LoadOptions opts = load_options(resolve_formats(dir, {dtype, kv_cache_dtype}));
             opts.pool.block_tokens = block_size;
             require(kv_cache_bytes >= 0, "kv_cache_bytes", "must be non-negative (0: the default)");
@@ -213,6 +214,10 @@ void bind_model(nb::module_& m) {
             opts.pool.shuffle_seed = shuffle_blocks_seed;
             opts.pool.max_rollback_tokens = max_rollback_tokens;
             opts.pool.free_outside_window = free_outside_window;
+            opts.pool.device = resolve_model_device(device, "device");
+            require(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1, "gpu_memory_utilization",
+                    "must be a fraction in (0, 1], got " + std::to_string(gpu_memory_utilization));
+            opts.pool.gpu_memory_utilization = gpu_memory_utilization;
             KernelScope scope(false);  // loading converts weights on the pool: hold it, but do not cancel mid-way
             return Model::load(dir, opts);
           },
@@ -220,11 +225,14 @@ void bind_model(nb::module_& m) {
           nb::arg("kv_cache_dtype") = "auto", nb::arg("kv_cache_bytes") = int64_t(0),
           nb::arg("max_num_seqs") = int64_t(64), nb::arg("enable_prefix_caching") = true,
           nb::arg("snapshot_interval_blocks") = int64_t(0), nb::arg("shuffle_blocks_seed") = uint64_t(0),
-          nb::arg("max_rollback_tokens") = int64_t(0), nb::arg("free_outside_window") = true)
+          nb::arg("max_rollback_tokens") = int64_t(0), nb::arg("free_outside_window") = true,
+          nb::arg("device") = "auto", nb::arg("gpu_memory_utilization") = 0.9)
       .def("new_sequence", [](const Model& model) { return model.new_sequence(); }, nb::keep_alive<0, 1>())
       .def("fork", [](const Model& model, const Sequence& seq) { return model.fork(seq); }, nb::arg("seq"),
            nb::keep_alive<0, 1>(), "A sequence continuing from seq: its blocks shared copy-on-write, its state copied.")
       .def("pool_stats", [](const Model& model) { return pool_dict(model.cache()); })
+      .def_prop_ro("device", [](const Model& model) { return model.cache().options().device.str(); },
+                   "Where the model computes and its memory pool lives: \"cpu\" or \"cuda:N\".")
       .def("clear_prefix_cache", [](const Model& model) { model.cache().clear_prefix_cache(); })
       .def(
           "forward",

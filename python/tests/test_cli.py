@@ -177,3 +177,23 @@ def test_batch_invariant_flag_is_taken_where_it_is_listed(model_dir):
         assert "--batch-invariant" in run(command, "--help").stdout, command
     first = _generated(run("generate", "-m", model_dir, "-p", "hello", "-n", "4", "--batch-invariant"))
     assert first and _generated(run("generate", "-m", model_dir, "-p", "hello", "-n", "4", "--batch-invariant")) == first
+
+
+def test_device_flag_on_every_model_command(model_dir, tmp_path):
+    # --device cpu and auto give the CPU run; a GPU is refused by name before the weights load (the runner
+    # computes on the host so far), a malformed name and a bad --gpu-memory-utilization name their flag.
+    want = _generated(run("generate", "-m", model_dir, "-p", "hello", "-n", "4"))
+    for device in ("cpu", "auto"):
+        assert _generated(run("generate", "-m", model_dir, "-p", "hello", "-n", "4", "--device", device)) == want
+    text = tmp_path / "text.txt"
+    text.write_text("the quick brown fox jumps over the lazy dog " * 8)
+    commands = [["generate", "-m", model_dir, "-p", "hello", "-n", "4"], ["chat", "-m", model_dir],
+                ["perplexity", "-m", model_dir, "-f", str(text), "-c", "32"], ["serve", "-m", model_dir, "--port", "0"]]
+    for command in commands:
+        r = run(*command, "--device", "cuda", stdin="")
+        assert r.returncode != 0 and "device: models run on the CPU so far (cuda:0 asked)" in r.stderr, (command, r.stderr)
+        r = run(*command, "--device", "gpu", stdin="")
+        assert r.returncode != 0 and "--device: expected cpu, cuda or cuda:N, got 'gpu'" in r.stderr, (command, r.stderr)
+        r = run(*command, "--gpu-memory-utilization", "1.5", stdin="")
+        assert r.returncode != 0 and "--gpu-memory-utilization: must be a fraction in (0, 1], got 1.5" in r.stderr, \
+            (command, r.stderr)

@@ -188,3 +188,23 @@ def test_gated_linear_recurrence_reaches_the_cuda_entry_and_the_other_forms_refu
     # Every tensor must live where q does: the odd one is named.
     with pytest.raises(ValueError, match="k: lives on cpu, q on cuda:0"):
         call("gla", "recurrent", k=np.zeros((B, T, H, K), np.float32))
+
+
+def test_mla_decode_reaches_the_cuda_entry():
+    # DeepSeek's absorbed decode over a paged latent cache: q, latents, w_kv_b and out stay on the device; the
+    # lengths and block table are host metadata. Host-only options are refused before the device is asked for.
+    B, H, r, dn, dr, dv = 2, 4, 64, 32, 16, 32
+    q, out = FakeCuda((B, 1, H, dn + dr)), FakeCuda((B, 1, H, dv))
+    latent, w_kv_b = FakeCuda((6, 16, r + dr)), FakeCuda((H * (dn + dv), r))
+    seqlens, table = np.array([40, 17], dtype=np.int32), np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int32)
+
+    def call(**kw):
+        return _core.mla_decode(q, latent, seqlens, w_kv_b, out, r, dn, dr, dv, table, None, True, **kw)
+
+    with pytest.raises(RuntimeError) as e:
+        call()
+    _no_device_error(e)
+    with pytest.raises(ValueError, match="reference"):
+        call(reference=True)
+    with pytest.raises(ValueError, match="w_kv_b"):  # shapes are checked on the host first
+        _core.mla_decode(q, latent, seqlens, FakeCuda((H * (dn + dv), r + 1)), out, r, dn, dr, dv, table, None, True)

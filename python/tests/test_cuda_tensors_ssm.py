@@ -1,7 +1,7 @@
 """CUDA tensors through the state-space bindings whose kernels also run on a GPU (Mamba-2's recurrent form and
-decode step, the short convolution's decode step): they reach the CUDA entry without a copy, and the entries that
-read host memory refuse them by name. No GPU here: test_cuda_tensors.FakeCuda (a DLPack producer that claims
-CUDA memory over host bytes nobody dereferences) stands in for a torch CUDA tensor, and the call must end in the
+decode step, RWKV-7's recurrent form, the short convolution's prefill and decode step): they reach the CUDA entry
+without a copy, and the entries that read host memory refuse them by name. No GPU here: test_cuda_tensors.FakeCuda
+(a DLPack producer that claims CUDA memory over host bytes nobody dereferences) stands in for a torch CUDA tensor, and the call must end in the
 device's own error (no GPU / no CUDA in this build), never in a read of the pointer as host memory. The bindings
 are called directly: the wrappers allocate outputs in the caller's framework, which a bare DLPack producer does
 not have (a torch CUDA tensor gets its outputs on its device)."""
@@ -61,7 +61,7 @@ def test_mamba2_decode_step_reaches_the_cuda_entry():
         step(x=np.zeros((Bn, H, P), np.float32))
 
 
-def test_conv_decode_step_reaches_the_cuda_entry_and_the_prefill_refuses():
+def test_conv_decode_step_and_prefill_reach_the_cuda_entry_and_the_reference_refuses():
     D, W = 256, 4
     x, state, w, y = FakeCuda((Bn, D)), FakeCuda((Bn, D, W - 1), bf16=False), FakeCuda((D, W)), FakeCuda((Bn, D))
     with pytest.raises(RuntimeError) as e:
@@ -69,9 +69,16 @@ def test_conv_decode_step_reaches_the_cuda_entry_and_the_prefill_refuses():
     _no_device_error(e)
     with pytest.raises(ValueError, match="weight: lives on cpu, x on cuda:0"):
         _core.causal_conv1d_update(x, state, np.zeros((D, W), np.float32), None, y, "silu")
-    # The prefill binding takes host arrays only: a CUDA object is refused before any C++ runs.
-    with pytest.raises(TypeError):
-        _core.causal_conv1d(FakeCuda((1, 8, D)), w, None, FakeCuda((1, 8, D)), None, None, "silu", None)
+    xs, ys, cu = FakeCuda((1, 8, D)), FakeCuda((1, 8, D)), np.array([0, 3, 8], np.int32)
+    states = FakeCuda((2, D, W - 1), bf16=False)
+    with pytest.raises(RuntimeError) as e:
+        _core.causal_conv1d(xs, w, None, ys, states, states, "silu", cu)
+    _no_device_error(e)
+    with pytest.raises(ValueError, match=r"x: lives on cuda:0; causal_conv1d_reference runs on the CPU only so far "
+                                         r"\(causal_conv1d, like causal_conv1d_update, also runs on CUDA\)"):
+        _core.causal_conv1d(xs, w, None, ys, states, states, "silu", cu, True)
+    with pytest.raises(ValueError, match="initial_state: expected \\[2, 256, S\\]"):
+        _core.causal_conv1d(xs, w, None, ys, FakeCuda((3, D, W - 1), bf16=False), None, "silu", cu)
 
 
 def test_selective_scan_and_its_decode_step_reach_the_cuda_entry():
@@ -95,3 +102,25 @@ def test_selective_scan_and_its_decode_step_reach_the_cuda_entry():
     with pytest.raises(RuntimeError) as e:
         _core.selective_state_update(False, state, x, dt, A, B1, C1, None, None, None, True, y)
     _no_device_error(e)
+
+
+def test_rwkv7_recurrence_reaches_the_cuda_entry_and_the_chunked_form_refuses():
+    K, V = 64, 32
+    r, w, k, a, b = (FakeCuda((Bn, T, H, K)) for _ in range(5))
+    v, o, state = FakeCuda((Bn, T, H, V)), FakeCuda((Bn, T, H, V)), FakeCuda((Bn, H, K, V), bf16=False)
+
+    def call(form, w=w, state=state):
+        _core.rwkv7(form, r, w, k, v, a, b, 1.0, state, o, state, None, 64)
+
+    with pytest.raises(RuntimeError) as e:
+        call("recurrent")
+    _no_device_error(e)
+    with pytest.raises(ValueError, match=r"r: lives on cuda:0; chunk_rwkv7 runs on the CPU only so far "
+                                         r"\(the recurrent form also runs on CUDA\)"):
+        call("chunk")
+    with pytest.raises(ValueError, match="rwkv7_reference runs on the CPU only"):
+        call("reference")
+    with pytest.raises(ValueError, match="w: lives on cpu, r on cuda:0"):
+        call("recurrent", w=np.zeros((Bn, T, H, K), np.float32))
+    with pytest.raises(ValueError, match="initial_state: expected shape"):
+        call("recurrent", state=FakeCuda((Bn, H, K, V + 1), bf16=False))

@@ -167,3 +167,20 @@ def test_text_and_stop_strings_match_model_generate(text_model):
     out = llm.generate([prompts[0]], SamplingParams(temperature=0, max_tokens=30, stop_token_ids=[ids[3]]))[0]
     assert out.outputs[0].token_ids == ids[:ids.index(ids[3]) + 1]
     assert out.outputs[0].finish_reason == "stop"
+
+
+def test_device_is_chosen_at_load_and_a_gpu_is_refused_by_name(checkpoint):
+    _, directory, _ = checkpoint
+    model = Model.load(directory, device="cpu")
+    assert model.device == "cpu" and Model.load(directory).device == "cpu"  # "auto": where the runner computes
+    with pytest.raises(ValueError, match=r"device: models run on the CPU so far \(cuda:1 asked\)"):
+        Model.load(directory, device="cuda:1")
+    with pytest.raises(ValueError, match="device: expected cpu, cuda or cuda:N, got 'tpu'"):
+        Model.load(directory, device="tpu")
+    with pytest.raises(ValueError, match=r"gpu_memory_utilization: must be a fraction in \(0, 1\]"):
+        Model.load(directory, gpu_memory_utilization=0)
+    assert Engine(directory, device="cpu").model.device == "cpu"
+    with pytest.raises(ValueError, match="device: the model was loaded on cpu, 'cuda' asked"):
+        Engine(model, device="cuda")
+    with pytest.raises(ValueError, match=r"device: models run on the CPU so far \(cuda:0 asked\)"):
+        LLM(directory, device="cuda")

@@ -51,6 +51,7 @@ OURS = {
         row("mamba2", {"B": 2, "H": 4, "P": 8, "N": 16, "G": 2}, state_bytes=8192, gbps=80.0, copy_fraction=0.02),
         row("mamba", {"B": 2, "D": 8, "N": 16}, state_bytes=2048, gbps=20.0, copy_fraction=0.005),
         row("conv", {"B": 2, "D": 8, "W": 4}, state_bytes=384, gbps=4.0, copy_fraction=0.001),
+        row("rwkv7", {"B": 2, "H": 2, "K": 16, "V": 16}, state_bytes=8192, gbps=80.0, copy_fraction=0.02),
     ],
     "chunk_prefill": [
         row("gated_delta_rule", {"B": 1, "T": 64, "H": 2, "K": 16, "V": 16}, False, tokens=64, flops=1e6,
@@ -71,7 +72,8 @@ def test_every_section_runs_and_every_peer_is_guarded(tmp_path, monkeypatch):
     gdn = out["gated_delta_decode_rows"][0]
     assert gdn["peer"].startswith("fla") and (gdn["peer_s"] or gdn["peer_note"])
     linear = {r["kernel"]: r for r in out["state_decode_rows"]}
-    assert set(linear) == {"kda", "mamba2", "mamba", "conv"}
+    assert set(linear) == {"kda", "mamba2", "mamba", "conv", "rwkv7"}
+    assert linear["rwkv7"]["peer"] == "fla fused_recurrent_rwkv7"
     # Without mamba_ssm the state-space rows' peer is torch's eager math, which runs on any device.
     for kernel in ("mamba2", "mamba"):
         assert linear[kernel]["peer_s"] or linear[kernel]["peer"].startswith("mamba_ssm"), linear[kernel]

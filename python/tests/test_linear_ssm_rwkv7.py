@@ -55,6 +55,34 @@ def test_default_scale_head_dim_256_numpy():
     assert rel_rms(o, o_ref) <= 1e-4 and rel_rms(s, s_ref) <= 1e-4
 
 
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_inplace_final_state_decode_loop(framework):
+    """Token by token into the caller's buffer (the engine's state slot) == one out-of-place call over the whole
+    sequence; the buffer itself comes back."""
+    r, w, k, v, a, b, h0 = make(B=3, T=6, H=2, K=32, V=48)
+    o_ref, s_ref = L.recurrent_rwkv7(r, w, k, v, a, b, initial_state=h0)
+    conv = (lambda x: x.numpy()) if framework == "numpy" else (lambda x: x)
+    state = conv(h0.clone())
+    for t in range(6):
+        o, s = L.recurrent_rwkv7(*(conv(x[:, t:t + 1]).copy() if framework == "numpy" else x[:, t:t + 1]
+                                   for x in (r, w, k, v, a, b)), initial_state=state, inplace_final_state=True)
+        assert s is state
+        assert rel_rms(o, o_ref[:, t:t + 1]) <= 1e-5
+    assert rel_rms(torch.as_tensor(state), s_ref) <= 1e-5
+
+
+def test_inplace_final_state_errors():
+    r, w, k, v, a, b, h0 = make(B=2, T=1, H=2, K=16, V=16)
+    with pytest.raises(ValueError, match="initial_state: inplace_final_state=True needs the state buffer"):
+        L.recurrent_rwkv7(r, w, k, v, a, b, inplace_final_state=True)
+    with pytest.raises(TypeError, match="initial_state: inplace_final_state=True needs float32"):
+        L.recurrent_rwkv7(r, w, k, v, a, b, initial_state=h0.double(), inplace_final_state=True)
+    with pytest.raises(ValueError, match="initial_state: expected shape"):
+        L.recurrent_rwkv7(r, w, k, v, a, b, initial_state=h0[:1].clone(), inplace_final_state=True)
+    with pytest.raises(ValueError, match="initial_state: expected shape"):
+        L.recurrent_rwkv7(r, w, k, v, a, b, initial_state=h0[..., :8].clone(), inplace_final_state=True)
+
+
 def test_packed_sequences_and_4097():
     lens = [1, 64, 4032]
     r, w, k, v, a, b, _ = make(B=1, T=sum(lens), H=1, K=16, V=16)

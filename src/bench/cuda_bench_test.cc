@@ -62,7 +62,7 @@ TEST(CudaBench, JsonHoldsEveryRow) {
 
 TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   const std::vector<LinearCase> decode = linear_decode_cases(Scale::full);
-  ASSERT_EQ(decode.size(), 7u);
+  ASSERT_EQ(decode.size(), 8u);
   // Issue 26's decode shape for KDA: the same 64 MiB of state read and written as the GDN row.
   EXPECT_EQ(decode[0].kernel, "kda");
   EXPECT_DOUBLE_EQ(linear_state_bytes(decode[0]), state_decode_bytes({32, 32, 128, 128}));
@@ -70,6 +70,9 @@ TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   EXPECT_DOUBLE_EQ(linear_state_bytes(decode[4]), 2.0 * 32 * 80 * 64 * 128 * 4);
   EXPECT_DOUBLE_EQ(linear_state_bytes(decode[5]), 2.0 * 32 * 5120 * 16 * 4);
   EXPECT_DOUBLE_EQ(linear_state_bytes(decode[6]), 2.0 * 32 * 5376 * 3 * 4);
+  // RWKV-7 2.9B: 40 heads of [64, 64].
+  EXPECT_EQ(decode[7].kernel, "rwkv7");
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[7]), 2.0 * 32 * 40 * 64 * 64 * 4);
   const std::vector<LinearCase> prefill = chunk_prefill_cases(Scale::full);
   ASSERT_EQ(prefill.size(), 5u);
   EXPECT_EQ(prefill[0].kernel, "gated_delta_rule");
@@ -112,6 +115,19 @@ TEST(CudaBench, MlaRowsRunOnTheCpuAndCountTheirBytes) {
   r.mla_decode = run_mla_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
   EXPECT_NE(format_cuda_json(r).find("\"mla_decode\": [{\"kernel\": \"mla_decode\""), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("MLA absorbed decode"), std::string::npos);
+}
+
+TEST(CudaBench, SamplingRowsRunOnTheCpuAndCountTheLogits) {
+  for (const LinearRow& r : run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+    EXPECT_TRUE(r.available()) << r.error;
+  const std::vector<LinearCase> full = sampling_cases(Scale::full);
+  EXPECT_EQ(sampling_bytes(full.back()), 4.0 * 64 * 151936);
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.sampling = run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  EXPECT_NE(format_cuda_json(r).find("\"sampling\": [{\"kernel\": \"sample\""), std::string::npos);
+  EXPECT_NE(format_cuda_text(r).find("sampling (f32 logits"), std::string::npos);
 }
 
 TEST(CudaBench, QuantGemvRowsRunOnTheCpuAndCountTheirBytes) {

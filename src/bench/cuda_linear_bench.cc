@@ -12,6 +12,7 @@
 #include "kernels/linear/mamba/mamba.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/retention/retention.h"
+#include "kernels/linear/rwkv7/rwkv7.h"
 #include "kernels/linear/short_conv/short_conv.h"
 #include "kernels/linear/simple_gla/simple_gla.h"
 
@@ -19,6 +20,7 @@ namespace attnzoo::bench {
 namespace {
 
 constexpr uint16_t kBf16Half = 0x3F00;
+constexpr uint16_t kBf16MinusEighth = 0xBE00, kBf16Eighth = 0x3E00;
 constexpr int64_t kChunk = 64;
 
 // The buffers and the launch of one case; the buffers live as long as the launch is timed.
@@ -119,6 +121,20 @@ Prepared prepare_decode(const LinearCase& c, Device device, Stream stream) {
     a.dt_softplus = true;
     a.y = b.noise({B, D});
     p.launch = [a] { selective_state_update(a); };
+  } else if (k == "rwkv7") {
+    // fla's fused_recurrent_rwkv7 step as RWKV-7 blocks call it (scale 1). a = -1/8 and b = 1/8 on every channel
+    // make b a^T = -(K / 64) 1 1^T, which with the decay e^-0.05 keeps the timed loop's state bounded at K = 64.
+    const int64_t B = c["B"], H = c["H"], K = c["K"], V = c["V"];
+    Rwkv7Args a;
+    a.r = b.noise({B, 1, H, K});
+    a.w = b.f32({B, 1, H, K}, -0.05f);
+    a.k = b.noise({B, 1, H, K});
+    a.v = b.noise({B, 1, H, V});
+    a.a = b.bf16({B, 1, H, K}, kBf16MinusEighth);
+    a.b = b.bf16({B, 1, H, K}, kBf16Eighth);
+    a.o = b.noise({B, 1, H, V});
+    a.initial_state = a.final_state = b.f32({B, H, K, V}, 0.f);
+    p.launch = [a] { recurrent_rwkv7(a); };
   } else if (k == "conv") {
     const int64_t B = c["B"], D = c["D"], W = c["W"];
     const TensorView x = b.noise({B, D}), state = b.f32({B, D, W - 1}, 0.f), weight = b.noise({D, W});
@@ -250,7 +266,8 @@ std::vector<LinearCase> linear_decode_cases(Scale s) {
             {"retention", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
             {"mamba2", {{"B", 2}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}},
             {"mamba", {{"B", 2}, {"D", 32}, {"N", 16}}},
-            {"conv", {{"B", 2}, {"D", 40}, {"W", 4}}}};
+            {"conv", {{"B", 2}, {"D", 40}, {"W", 4}}},
+            {"rwkv7", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}}};
   const std::vector<Dim> attn{{"B", 32}, {"H", 32}, {"K", 128}, {"V", 128}};
   return {{"kda", attn},
           {"gla", attn},
@@ -258,7 +275,8 @@ std::vector<LinearCase> linear_decode_cases(Scale s) {
           {"retention", attn},
           {"mamba2", {{"B", 32}, {"H", 80}, {"P", 64}, {"N", 128}, {"G", 1}}},
           {"mamba", {{"B", 32}, {"D", 5120}, {"N", 16}}},
-          {"conv", {{"B", 32}, {"D", 5376}, {"W", 4}}}};
+          {"conv", {{"B", 32}, {"D", 5376}, {"W", 4}}},
+          {"rwkv7", {{"B", 32}, {"H", 40}, {"K", 64}, {"V", 64}}}};  // RWKV-7 2.9B: 40 heads of 64
 }
 
 std::vector<LinearCase> chunk_prefill_cases(Scale s) {

@@ -9,6 +9,7 @@
 #include "layers/matmul_precision.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
+#include "models/model_device.h"
 
 namespace attnzoo::cli {
 
@@ -18,6 +19,7 @@ const char* kGenerationFlagsUsage =
     "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium] [--batch-invariant]\n"
     "         [--stop STR]...\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
+    "         [--device auto|cpu|cuda[:N]] [--gpu-memory-utilization 0.9]\n"
     "         [-c|--ctx-size N (prompt + answer tokens; default: the model's max_position_embeddings)]";
 
 
@@ -46,12 +48,20 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   else if (s == "--kv-cache-dtype") a.kv_cache_dtype = value();
   else if (s == "--block-size") a.block_size = parse_number<int64_t>(s, value());
   else if (s == "--kv-cache-memory") a.kv_cache_memory = parse_byte_size(s, value());
+  else if (s == "--device") a.device = value();
+  else if (s == "--gpu-memory-utilization") a.gpu_memory_utilization = parse_memory_fraction(s, value());
   else if (s == "-c" || s == "--ctx-size") {
     a.ctx_size = parse_number<int64_t>(s, value());
     require(a.ctx_size >= 0, s.c_str(), "must be >= 0 (0: the model's context), got " + std::to_string(a.ctx_size));
   }
   else return false;
   return true;
+}
+
+double parse_memory_fraction(const std::string& flag, const std::string& text) {
+  const double v = parse_number<double>(flag, text);
+  require(v > 0 && v <= 1, flag.c_str(), "must be a fraction in (0, 1], got " + text);
+  return v;
 }
 
 std::string default_model_path() {
@@ -127,6 +137,8 @@ LoadOptions load_options(const GenerationFlags& a) {
   require(a.block_size > 0, "--block-size", "must be positive, got " + std::to_string(a.block_size));
   options.pool.block_tokens = a.block_size;
   options.pool.bytes = a.kv_cache_memory;
+  options.pool.device = resolve_model_device(a.device, "--device");
+  options.pool.gpu_memory_utilization = a.gpu_memory_utilization;
   return options;
 }
 

@@ -27,6 +27,9 @@ struct GenerationFlags {
   std::string kv_cache_dtype = "auto";
   int64_t block_size = 16;
   int64_t kv_cache_memory = 0;
+  // Where the model runs (models/model_device.h) and, on a GPU, the pool's share of its memory (vLLM's names).
+  std::string device = "auto";
+  double gpu_memory_utilization = 0.9;
   // llama.cpp's -c / --ctx-size: prompt + answer tokens at most (0: the model's max_position_embeddings).
   int64_t ctx_size = 0;
 };
@@ -58,6 +61,9 @@ void use_default_model(GenerationFlags& flags, const std::string& command);
 // Consumes args[i] (and its value, advancing i) when it is one of the shared flags; false when it is not.
 // Throws ArgumentError for a missing or malformed value.
 bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, GenerationFlags& flags);
+
+// --gpu-memory-utilization's value: a fraction in (0, 1]; errors name `flag`.
+double parse_memory_fraction(const std::string& flag, const std::string& text);
 
 // "4G", "512M", "64K" (powers of 1024) or plain bytes, as --kv-cache-memory takes them; errors name `flag`.
 int64_t parse_byte_size(const std::string& flag, const std::string& text);

@@ -28,6 +28,7 @@ const char* kUsage =
     "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
     "         [--batch-invariant]\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
+    "         [--device auto|cpu|cuda[:N]] [--gpu-memory-utilization 0.9]\n"
     "  perplexity of the model over FILE as llama.cpp computes it: windows of -c tokens, each from an empty\n"
     "  state (first token BOS when the tokenizer adds one), the second half of each scored; -b tokens per\n"
     "  forward call (several windows side by side); --chunks: score only the first N windows\n";
@@ -42,7 +43,8 @@ PerplexityArgs parse_args(const std::vector<std::string>& args) {
     };
     // The model and memory-pool flags generate takes; its sampling flags mean nothing here.
     if (s == "-m" || s == "--model" || s == "--dtype" || s == "--matmul-precision" || s == "--kv-cache-dtype" ||
-        s == "--block-size" || s == "--kv-cache-memory" || s == "--batch-invariant")
+        s == "--block-size" || s == "--kv-cache-memory" || s == "--batch-invariant" || s == "--device" ||
+        s == "--gpu-memory-utilization")
       parse_generation_flag(args, i, a.flags);
     else if (s == "-f" || s == "--file") a.file = value();
     else if (s == "-c" || s == "--ctx-size") a.options.n_ctx = parse_number<int64_t>(s, value());

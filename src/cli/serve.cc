@@ -24,6 +24,7 @@
 #include "layers/matmul_precision.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "models/model_device.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,6 +35,7 @@ const char* kUsage =
     "usage: attnzoo serve -m DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
     "         [--max-num-seqs 64] [--max-num-batched-tokens 2048] [--max-model-len N] [--no-chunked-prefill]\n"
     "         [--kv-cache-memory BYTES] [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16]\n"
+    "         [--device auto|cpu|cuda[:N]] [--gpu-memory-utilization 0.9]\n"
     "         [--no-prefix-caching] [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
     "         [--batch-invariant]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]\n"
@@ -43,7 +45,8 @@ const char* kUsage =
     "          [--draft-model DIR]]";
 
 struct ServeArgs {
-  std::string model, dtype = "auto", kv_cache_dtype = "auto";
+  std::string model, dtype = "auto", kv_cache_dtype = "auto", device = "auto";
+  double gpu_memory_utilization = 0.9;
   server::ServerOptions server;
   EngineOptions engine;
   std::optional<int64_t> kv_cache_memory, block_size;
@@ -85,6 +88,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--kv-cache-memory") a.kv_cache_memory = integer();
     else if (s == "--kv-cache-dtype") a.kv_cache_dtype = value();
     else if (s == "--block-size") a.block_size = integer();
+    else if (s == "--device") a.device = value();
+    else if (s == "--gpu-memory-utilization") a.gpu_memory_utilization = parse_memory_fraction(s, value());
     else if (s == "--no-prefix-caching") a.prefix_caching = false;
     else if (s == "--dtype") a.dtype = value();
     // medium: batched steps (prefill chunks, many decodes at once) multiply in bf16 (layers/matmul_precision.h).
@@ -138,6 +143,8 @@ int run_serve(const std::vector<std::string>& args) {
   LoadOptions load = load_options(resolve_formats(a.model, {a.dtype, a.kv_cache_dtype}));
   if (a.kv_cache_memory) load.pool.bytes = *a.kv_cache_memory;
   if (a.block_size) load.pool.block_tokens = *a.block_size;
+  load.pool.device = resolve_model_device(a.device, "--device");
+  load.pool.gpu_memory_utilization = a.gpu_memory_utilization;
   load.pool.prefix_caching = a.prefix_caching;
   load.pool.max_sequences = std::max(load.pool.max_sequences, a.engine.max_num_seqs);
   // The draft (when asked for) gets the target's pool settings: one sequence per running sample.

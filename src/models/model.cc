@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "loader/load_error.h"
 #include "loader/model_dir.h"
+#include "models/model_device.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -42,6 +43,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   const Config& config = files.config();
   const std::vector<std::string> archs = config.get_string_list("architectures");
   if (archs.empty()) throw LoadError(config.source() + ": key 'architectures': empty list");
+  // Before the weights load: a device the runner cannot compute on is refused without the wait.
+  require_model_device(options.pool.device, "device");
   ModelBuilder builder = find_model_builder(archs[0]);
   if (!builder) {
     std::string known;
@@ -51,10 +54,6 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   std::unique_ptr<Model> model = builder(std::move(files), options);
   std::vector<CacheSpec> specs;
   for (auto& l : model->info().layers) specs.push_back(l.cache);
-  // The layers compute on the host so far: a pool on a GPU would hand them device memory.
-  require(options.pool.device.is_cpu(), "device",
-          "models run on the CPU so far (" + options.pool.device.str() +
-              " asked); the CUDA kernels run through their entry points (attnzoo.attention, bench kernels --device cuda)");
   const CacheGeometry geometry = plan_cache(specs, options.pool);
   model->cache_ = std::make_shared<CacheManager>(geometry);
   model->storage_ = std::make_unique<CacheStorage>(geometry);

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "loader/load_error.h"
 #include "loader/test_files.h"
+#include "models/model_device.h"
 #include "models/registry.h"
 
 namespace attnzoo {
@@ -68,6 +69,21 @@ TEST(Model, AMemoryPoolOnAGpuIsRefusedByName) {
     FAIL() << "a GPU pool was accepted";
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("device: models run on the CPU so far (cuda:0 asked)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Model, DeviceNamesResolveWhereTheRunnerComputes) {
+  // "auto" never picks a device Model::load would refuse; explicit names pass through for load to judge.
+  EXPECT_EQ(resolve_model_device("auto", "--device"), Device::cpu());
+  EXPECT_TRUE(model_runs_on(resolve_model_device("auto", "--device")));
+  EXPECT_EQ(resolve_model_device("cpu", "--device"), Device::cpu());
+  EXPECT_EQ(resolve_model_device("cuda:1", "--device"), Device::cuda(1));
+  try {
+    resolve_model_device("gpu", "--device");
+    FAIL() << "'gpu' was accepted";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("--device: expected cpu, cuda or cuda:N, got 'gpu'"), std::string::npos)
         << e.what();
   }
 }

@@ -195,7 +195,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                     linear_prefill="chunked", matmul_precision="auto", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
                     kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None, llama_bench=None,
-                    timeline=False, batch_invariant=False):
+                    timeline=False, batch_invariant=False, device="auto"):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
@@ -213,6 +213,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     draft_model, prompt_lookup_min / max): a row of plain against speculative greedy decoding of `gen` tokens.
     timeline: add the pool's per-job timeline of a decode step after the prompt (bench/timeline.py).
     batch_invariant: run with batch-invariant numerics (attnzoo.set_batch_invariant), to measure what they cost.
+    device: where the model runs (Model.load's device; the document's "device" says where it did).
     llama_bench: None, or the path of llama.cpp's llama-bench, run on the model's GGUF with the same prompt, gen,
     threads and repeats after our runs (model_dir must be a GGUF, or a directory holding one).
     """
@@ -249,7 +250,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     try:
         t0 = time.perf_counter()
         model = Model.load(model_dir, dtype=dtype, block_size=block_size, kv_cache_dtype=kv_cache_dtype,
-                           kv_cache_bytes=kv_cache_bytes, snapshot_interval_blocks=snapshot_interval_blocks)
+                           kv_cache_bytes=kv_cache_bytes, snapshot_interval_blocks=snapshot_interval_blocks,
+                           device=device)
         load_s = time.perf_counter() - t0
         info = model.inspect()
         max_pos = info["max_position_embeddings"]
@@ -358,7 +360,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                     "load_average": os.getloadavg()[0]},
         "settings": {"prompt": prompt, "gen": gen, "contexts": contexts, "context_gen": context_gen,
                      "dtype": dtype, "linear_prefill": linear_prefill, "matmul_precision": matmul_precision,
-                     "batch_invariant": bool(batch_invariant),
+                     "batch_invariant": bool(batch_invariant), "device": model.device,
                      "repeats": repeats, "probes": probes, "prefix": prefix, "prefix_new": prefix_new,
                      "block_size": block_size, "kv_cache_dtype": kv_cache_dtype, "formats": info["formats"],
                      "snapshot_interval_blocks": snapshot_interval_blocks},
@@ -444,6 +446,8 @@ def main(argv=None):
     parser.add_argument("--batch-invariant", action="store_true",
                         help="batch-invariant numerics (the same logits whatever runs beside a token), to measure "
                              "their cost against a run without")
+    parser.add_argument("--device", default="auto",
+                        help="where the model runs: auto, cpu, cuda or cuda:N (as Model.load's device)")
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of the report")
     args = parser.parse_args(argv)
     if not os.path.exists(args.model):
@@ -468,7 +472,7 @@ def main(argv=None):
                               snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
                               kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory,
                               speculative=speculative, llama_bench=args.llama_bench, timeline=args.timeline,
-                              batch_invariant=args.batch_invariant)
+                              batch_invariant=args.batch_invariant, device=args.device)
     except (ValueError, OSError) as e:  # bad arguments and unreadable checkpoints: one line, no traceback
         print(f"attnzoo bench model: {e}", file=sys.stderr)
         return 1

@@ -11,8 +11,9 @@ float16 (numpy in -> numpy out, torch in -> torch out); accumulation and states 
 `chunk_*` is the chunkwise-parallel prefill (chunk_size 16, 32, 64 or 128); `recurrent_*` (alias
 `fused_recurrent_*`) the O(1)-per-token decode form. Both return (o, final_state or None).
 CUDA torch tensors run the recurrent forms on the GPU (outputs and states on their device, on the caller's
-current stream; cu_seqlens is read on the host, a CUDA one is copied there); the chunked, parallel and reference
-forms refuse them by name (their CUDA forms are still to come). check_inputs scans CUDA inputs with torch there.
+current stream; cu_seqlens is read on the host, a CUDA one is copied there), as do the short convolution's
+prefill and decode step; the chunked, parallel and reference forms refuse them by name (their CUDA forms are
+still to come). check_inputs scans CUDA inputs with torch there.
 """
 import numpy as np
 
@@ -287,10 +288,11 @@ def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=F
     S inputs before each sequence, oldest first (causal-conv1d's layout; S = W reads fla's caches).
     Returns (y [B, T, D] in x's dtype, final_state [N, D, S] or None; S = W - 1 without an initial state).
     check_inputs=False skips the NaN / Inf scan of x (it reads x once more; shapes and dtypes are still checked).
+    CUDA tensors run on their GPU (the caller's current stream); y and the final state are allocated there.
     """
-    x, weight = _float_input(x, "x"), _float_input(weight, "weight")
-    bias = None if bias is None else _float_input(bias, "bias")
-    initial_state = optional_input(initial_state, "initial_state")
+    x, weight = _float_input(x, "x", cuda=True), _float_input(weight, "weight", cuda=True)
+    bias = None if bias is None else _float_input(bias, "bias", cuda=True)
+    initial_state = optional_input(initial_state, "initial_state", cuda=True)
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
     dims = check_layouts([("x", x, "B T D"), ("weight", weight, "D W"), ("bias", bias, "D")])
     N = num_seqs(dims["B"], cu)
@@ -303,9 +305,9 @@ def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=F
         ht = empty_f32(x, (N, shape_of(x)[2], S))
     y = empty_like_input(x, shape_of(x))
     if ht is not None and ht.shape[-1] == 0:  # width 1 keeps no history
-        _core.causal_conv1d(x, weight, bias, y, None, None, activation, cu)
+        _core.causal_conv1d(x, weight, bias, y, None, None, activation, cu, stream=cuda_stream_of(x))
         return y, ht
-    _core.causal_conv1d(x, weight, bias, y, h0, ht, activation, cu)
+    _core.causal_conv1d(x, weight, bias, y, h0, ht, activation, cu, stream=cuda_stream_of(x))
     return y, ht
 
 

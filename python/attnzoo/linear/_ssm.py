@@ -3,9 +3,9 @@
 Mamba and Mamba-2 keep mamba_ssm's layouts and argument names; RWKV-7 mirrors flash-linear-attention's
 chunk_rwkv7 / fused_recurrent_rwkv7. Inputs may be float32, bfloat16 or float16 (numpy or torch; CPU);
 accumulation and states are float32; outputs come back in the caller's framework with the main input's dtype.
-Mamba's selective scan and Mamba-2's recurrent form, and both decode steps, also take CUDA torch tensors: they run
-on the tensors' GPU, on the caller's current stream, with outputs there; Mamba-2's chunked form and the
-references refuse them by name.
+Mamba's selective scan, Mamba-2's and RWKV-7's recurrent forms, and both decode steps, also take CUDA torch
+tensors: they run on the tensors' GPU, on the caller's current stream, with outputs there; the chunked forms and
+the references refuse them by name.
 """
 import math
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _core
 from .._arrays import _is_torch, as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, shape_of
-from ._common import check_layouts, contiguous, empty_f32, float32_state, num_seqs, scan
+from ._common import check_layouts, contiguous, empty_f32, float32_state, in_place_state, num_seqs, scan
 
 __all__ = [
     "mamba2_chunk_scan", "mamba2_recurrent", "mamba2_reference", "mamba2_state_update",
@@ -260,25 +260,38 @@ def fused_recurrent_rwkv4(w, u, k, v, state):
 
 
 def _rwkv7(form, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
-           chunk_size=64):
-    """form: "reference" (double precision), "recurrent" or "chunk" (with chunk_size)."""
+           chunk_size=64, inplace_final_state=False):
+    """form: "reference" (double precision), "recurrent" or "chunk" (with chunk_size). inplace_final_state: the
+    caller's initial_state buffer is the final state (never copied; its layout checked against the inputs')."""
     cu = as_i32_vector(cu_seqlens, "cu_seqlens")
-    r, w, k, v, a, b, initial_state = _prepared(
+    caller_state = initial_state
+    state = in_place_state(initial_state, cuda=True) if inplace_final_state else None
+    r, w, k, v, a, b, *held = _prepared(
         ((r, "r"), (w, "w"), (k, "k"), (v, "v"), (a, "a"), (b, "b")), _RWKV7, check_inputs,
-        required=("r", "w", "k", "v", "a", "b"), states=((initial_state, "initial_state"),), seqs=_seqs(cu))
+        required=("r", "w", "k", "v", "a", "b"),
+        states=() if inplace_final_state else ((initial_state, "initial_state"),), seqs=_seqs(cu), cuda=True)
+    if inplace_final_state:
+        dims = check_layouts([(n, x, _RWKV7[n]) for x, n in ((r, "r"), (v, "v"))])
+        check_layouts([("initial_state", state, _RWKV7["initial_state"])], {**dims, "seqs": _seqs(cu)(dims)})
+        initial_state = scan(state, "initial_state", check_inputs)
+    else:
+        initial_state = held[0]
     Bsz, _, H, K = shape_of(r)
     if K == 0 or shape_of(v)[3] == 0:
         raise ValueError(f"r: head dimensions K and V must be >= 1, got r {shape_of(r)} and v {shape_of(v)}")
     if scale is None:
         scale = K ** -0.5
     o = empty_like_input(r, shape_of(v))
-    final = empty_f32(r, (num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
-    _core.rwkv7(form, r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size)
-    return o, final
+    if inplace_final_state:
+        final = initial_state
+    else:
+        final = empty_f32(r, (num_seqs(Bsz, cu), H, K, shape_of(v)[3])) if output_final_state else None
+    _core.rwkv7(form, r, w, k, v, a, b, float(scale), initial_state, o, final, cu, chunk_size, cuda_stream_of(r))
+    return o, (caller_state if inplace_final_state else final)
 
 
 def recurrent_rwkv7(r, w, k, v, a, b, scale=None, initial_state=None, output_final_state=True, cu_seqlens=None,
-                    check_inputs=True):
+                    inplace_final_state=False, check_inputs=True):
     """RWKV-7 time mixing core, token by token (fla's fused_recurrent_rwkv7; same arguments and defaults).
 
     r, w, k, a, b: [B, T, H, K]; v: [B, T, H, V]; w is the log decay (natural log). Per head, state S [K, V]:
@@ -287,9 +300,13 @@ def recurrent_rwkv7(r, w, k, v, a, b, scale=None, initial_state=None, output_fin
     (fla's chunk_rwkv7 defaults to 1.0: pass scale=1.0 to match RWKV-7 models). initial_state: [N_seq, H, K, V]
     (converted to float32). cu_seqlens: int32 [N_seq + 1] packed offsets (B = 1).
     Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
-    For prefill, chunk_rwkv7 gives the same results with dense chunk products.
+    For prefill, chunk_rwkv7 gives the same results with dense chunk products. CUDA torch tensors run on their GPU
+    (prefill and decode: T = 1, with the state passed as initial_state), on the current stream.
+    inplace_final_state=True: initial_state (float32, contiguous, required) is updated in place and returned as
+    the final state, so a decode step reads and writes the state once (fla's decode ops offer the same).
     """
-    return _rwkv7("recurrent", r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs)
+    return _rwkv7("recurrent", r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,
+                  inplace_final_state=inplace_final_state)
 
 
 fused_recurrent_rwkv7 = recurrent_rwkv7

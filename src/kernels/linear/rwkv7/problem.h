@@ -1,10 +1,14 @@
 #pragma once
+// A validated RWKV-7 call, shared by the reference, recurrent and chunked paths. Device-neutral: for tensors on a
+// GPU only shapes are read (the recurrent entry sends those problems to rwkv7_recurrent_on_device).
+#include "core/device.h"
 #include "kernels/linear/common/sequences.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 
 namespace attnzoo {
 
 struct Rwkv7Problem {
+  Device device{};  // where every tensor lives (make_rwkv7_problem checks they agree)
   int64_t batch = 0, T = 0, H = 0, K = 0, V = 0;
   SequenceSpans seqs;
   const void *r = nullptr, *w = nullptr, *k = nullptr, *v = nullptr, *a = nullptr, *b = nullptr;
@@ -17,5 +21,13 @@ struct Rwkv7Problem {
 };
 
 Rwkv7Problem make_rwkv7_problem(const Rwkv7Args& a);
+
+// ArgumentError naming the first tensor of `a` not in host memory, for the entries that run on the CPU only so
+// far (the chunked form and the reference).
+void require_rwkv7_host(const Rwkv7Args& a, const char* entry);
+
+// Runs a validated problem whose tensors live on a GPU on the current stream of their device: the CUDA path's own
+// checks, then the kernel. DeviceError in a build without CUDA.
+void rwkv7_recurrent_on_device(const Rwkv7Problem& p);
 
 }  // namespace attnzoo

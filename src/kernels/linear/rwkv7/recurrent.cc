@@ -93,6 +93,7 @@ HWY_EXPORT(Rwkv7RecurrentTask);
 
 void recurrent_rwkv7(const Rwkv7Args& args) {
   const Rwkv7Problem p = make_rwkv7_problem(args);
+  if (!p.device.is_cpu()) return rwkv7_recurrent_on_device(p);  // the one branch to a GPU
   active_target();
   ThreadPool::global().parallel_for(p.seqs.count() * p.H, [&](int64_t task, int) {
     HWY_DYNAMIC_DISPATCH(Rwkv7RecurrentTask)(p, task);

@@ -7,6 +7,7 @@
 namespace attnzoo {
 
 void rwkv7_reference(const Rwkv7Args& args) {
+  require_rwkv7_host(args, "rwkv7_reference");
   const Rwkv7Problem p = make_rwkv7_problem(args);
   const int64_t K = p.K, V = p.V;
   std::vector<double> S(static_cast<size_t>(K * V)), sa(static_cast<size_t>(V));

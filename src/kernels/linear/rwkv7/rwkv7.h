@@ -23,7 +23,10 @@ struct Rwkv7Args {
   int64_t cu_seqlens_len = 0;
 };
 
-// Token by token, O(1) state per step (prefill and decode).
+// Token by token, O(1) state per step (prefill and decode). Runs where the tensors live (all on r's device): the
+// CPU, or a GPU in a CUDA build (cuda/rwkv7_recurrent_cuda.h); a decode step passes T = 1 and the pool's state
+// slots as both initial_state and final_state. The other entries run on the CPU only so far and refuse device
+// tensors by name.
 void recurrent_rwkv7(const Rwkv7Args& args);
 // Chunkwise-parallel prefill (fla's chunk_dplr_delta_rule): the same results as recurrent_rwkv7, with the work of
 // each chunk of chunk_size tokens (16, 32, 64 or 128; otherwise ArgumentError naming chunk_size) done as dense

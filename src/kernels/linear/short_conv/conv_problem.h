@@ -1,6 +1,6 @@
 #pragma once
-// The validated form of a causal_conv1d call, shared by the reference, the vectorised kernel and the CUDA decode
-// step. Device-neutral: for tensors on a GPU only shapes are read (weight_t and bias stay empty; the device
+// The validated form of a causal_conv1d call, shared by the reference, the vectorised kernel and the CUDA prefill
+// and decode step. Device-neutral: for tensors on a GPU only shapes are read (weight_t and bias stay empty; the device
 // kernel reads weight_in and bias_in there).
 #include <vector>
 
@@ -32,5 +32,8 @@ void run_causal_conv1d(const ConvProblem& p);  // vectorised (conv.cc)
 // Runs a validated decode step (padded sequences, final_state == initial_state) whose tensors live on a GPU, on
 // the current stream of their device. DeviceError in a build without CUDA.
 void conv_update_on_device(const ConvProblem& p);
+// Runs a validated prefill (packed or padded sequences, optional initial / final states, which may alias) whose
+// tensors live on a GPU, on the current stream of their device. DeviceError in a build without CUDA.
+void conv_prefill_on_device(const ConvProblem& p);
 
 }  // namespace attnzoo

@@ -30,12 +30,12 @@ void check_state(const TensorView& s, const char* name, int64_t N, int64_t D, in
   *S = s.shape[2];
 }
 
-// The prefill form and the reference read on the host; only the decode step has a device path so far.
+// The reference reads on the host; the prefill and the decode step have device paths.
 void require_conv_host(const TensorView& x, const TensorView& weight, const TensorView& y,
                        const CausalConv1dOptions& opts, const char* entry) {
   ssm::require_host_entry({{&x, "x"}, {&weight, "weight"}, {&opts.bias, "bias"}, {&y, "y"},
                            {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}},
-                          entry, "causal_conv1d_update");
+                          entry, "causal_conv1d, like causal_conv1d_update,");
 }
 
 }  // namespace
@@ -101,8 +101,9 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
 
 void causal_conv1d(const TensorView& x, const TensorView& weight, const TensorView& y,
                    const CausalConv1dOptions& opts) {
-  require_conv_host(x, weight, y, opts, "causal_conv1d");
-  run_causal_conv1d(make_conv_problem(x, weight, y, opts));
+  const ConvProblem p = make_conv_problem(x, weight, y, opts);
+  if (!p.device.is_cpu()) return conv_prefill_on_device(p);  // the one branch to a GPU
+  run_causal_conv1d(p);
 }
 
 // The definition, in double: each output reads its W inputs from the sequence or, before its start, from the

@@ -23,13 +23,15 @@ struct CausalConv1dOptions {
   int64_t cu_seqlens_len = 0;
 };
 
+// Prefill. Runs where the tensors live (all on x's device): the CPU, or a GPU in a CUDA build
+// (cuda/conv_prefill_cuda.h); the reference runs on the CPU only and refuses device tensors by name.
 void causal_conv1d(const TensorView& x, const TensorView& weight, const TensorView& y,
                    const CausalConv1dOptions& opts);
 void causal_conv1d_reference(const TensorView& x, const TensorView& weight, const TensorView& y,
                              const CausalConv1dOptions& opts);
 
 // One decode step (or L speculative tokens) per sequence: x [N, D] or [N, L, D]; conv_state [N, D, S] f32 is
-// read and advanced in place; y has x's shape.
+// read and advanced in place; y has x's shape. Runs on the CPU or a GPU, as causal_conv1d.
 void causal_conv1d_update(const TensorView& x, const TensorView& conv_state, const TensorView& weight,
                           const TensorView& bias, const TensorView& y, ConvActivation activation);
 

@@ -1,6 +1,6 @@
 // The short convolution's device seam, checked on the host in every build: tensors on two devices are refused
-// naming the odd one, the prefill form and the reference refuse a device tensor by name, and a decode step on a
-// GPU that is not there (or in a build without CUDA) is a DeviceError, never a device pointer read by the host.
+// naming the odd one, the reference refuses a device tensor by name, and a prefill or decode step on a GPU that
+// is not there (or in a build without CUDA) is a DeviceError, never a device pointer read by the host.
 // The tensors marked as device ones below hold host memory: every refusal must come before anything reads them.
 #include <gtest/gtest.h>
 
@@ -40,15 +40,19 @@ TEST(ShortConvDevice, TensorsOnTwoDevicesAreRefusedNamingTheOddOne) {
       "conv_state: lives on cuda:1, x on cpu");
 }
 
-TEST(ShortConvDevice, PrefillAndReferenceRunOnTheCpuOnly) {
+TEST(ShortConvDevice, ReferenceRunsOnTheCpuOnly) {
   Inputs in;
   CausalConv1dOptions opts;
   opts.bias = on_gpu(in.b.view);
   testing::expect_error<ArgumentError>(
-      [&] { causal_conv1d(on_gpu(in.xs.view), on_gpu(in.w.view), on_gpu(in.ys.view), opts); },
-      "x: lives on cuda:0; causal_conv1d runs on the CPU only so far (causal_conv1d_update also runs on CUDA)");
+      [&] { causal_conv1d_reference(on_gpu(in.xs.view), on_gpu(in.w.view), on_gpu(in.ys.view), opts); },
+      "x: lives on cuda:0; causal_conv1d_reference runs on the CPU only so far (causal_conv1d, like "
+      "causal_conv1d_update, also runs on CUDA)");
   testing::expect_error<ArgumentError>([&] { causal_conv1d_reference(in.xs.view, in.w.view, in.ys.view, opts); },
                                        "bias: lives on cuda:0; causal_conv1d_reference runs on the CPU only");
+  // The prefill checks the devices first, as the decode step does.
+  testing::expect_error<ArgumentError>([&] { causal_conv1d(on_gpu(in.xs.view), in.w.view, on_gpu(in.ys.view), opts); },
+                                       "weight: lives on cpu, x on cuda:0");
 }
 
 TEST(ShortConvDevice, ShapesAreStillCheckedForDeviceTensors) {
@@ -68,7 +72,7 @@ TEST(ShortConvDevice, ShapesAreStillCheckedForDeviceTensors) {
       "initial_state: expected [2, 8, S] with S >= 3");
 }
 
-TEST(ShortConvDevice, DecodeOnAbsentGpuIsADeviceError) {
+TEST(ShortConvDevice, DecodeAndPrefillOnAbsentGpuAreDeviceErrors) {
   SKIP_WITH_A_REAL_GPU();
   Inputs in;
   auto run = [&] {
@@ -77,6 +81,12 @@ TEST(ShortConvDevice, DecodeOnAbsentGpuIsADeviceError) {
   };
   EXPECT_THROW(run(), DeviceError);
   if (!cuda_built()) testing::expect_error<DeviceError>(run, "x: lives on cuda:0, and ");
+  CausalConv1dOptions opts;
+  opts.bias = on_gpu(in.b.view);
+  opts.initial_state = opts.final_state = on_gpu(in.state.view);
+  auto prefill = [&] { causal_conv1d(on_gpu(in.xs.view), on_gpu(in.w.view), on_gpu(in.ys.view), opts); };
+  EXPECT_THROW(prefill(), DeviceError);
+  if (!cuda_built()) testing::expect_error<DeviceError>(prefill, "x: lives on cuda:0, and ");
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+#include "engine/cuda/sample_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+
+namespace attnzoo::cuda_sample {
+
+SamplePlan plan_samples(int64_t vocab, std::span<Sampler* const> samplers,
+                        std::span<const std::span<const int32_t>> contexts) {
+  require(vocab > 0, "logits", "is empty");
+  require(vocab <= INT32_MAX, "logits", "has more entries than token ids can name");
+  require(contexts.size() == samplers.size(), "contexts",
+          "needs one per row: " + std::to_string(contexts.size()) + " for " + std::to_string(samplers.size()) +
+              " rows");
+  SamplePlan plan;
+  plan.rows.reserve(samplers.size());
+  std::vector<int32_t> sorted;
+  for (size_t r = 0; r < samplers.size(); ++r) {
+    require(samplers[r] != nullptr, "samplers", "row " + std::to_string(r) + " has none");
+    const SamplingParams& sp = samplers[r]->params();
+    for (int32_t id : contexts[r])
+      require(id >= 0 && id < vocab, "context_ids",
+              "token id " + std::to_string(id) + " of row " + std::to_string(r) + " is outside the vocabulary [0, " +
+                  std::to_string(vocab) + ")");
+    RowSettings s{};
+    s.temperature = sp.temperature;
+    s.top_p = sp.top_p;
+    s.log_min_p = sp.min_p > 0.f ? std::log(sp.min_p) : -INFINITY;
+    s.repetition_penalty = sp.repetition_penalty;
+    s.presence_penalty = sp.presence_penalty;
+    s.frequency_penalty = sp.frequency_penalty;
+    s.top_k = sp.top_k > 0 && sp.top_k < vocab ? int32_t(sp.top_k) : 0;
+    s.penalty_begin = s.penalty_end = int32_t(plan.penalties.size());
+    const bool penalised = sp.repetition_penalty != 1.f || sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f;
+    if (penalised && !contexts[r].empty()) {
+      sorted.assign(contexts[r].begin(), contexts[r].end());
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t i = 0; i < sorted.size();) {
+        size_t j = i;
+        while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+        plan.penalties.push_back({sorted[i], int32_t(j - i)});
+        i = j;
+      }
+      require(plan.penalties.size() <= size_t(INT32_MAX), "contexts", "hold too many distinct tokens");
+      s.penalty_end = int32_t(plan.penalties.size());
+    }
+    s.u = sp.greedy() ? 0.0 : samplers[r]->rng().uniform();
+    plan.rows.push_back(s);
+  }
+  return plan;
+}
+
+void raise_row_status(int32_t status, int64_t row) {
+  const std::string at = " (row " + std::to_string(row) + ")";
+  switch (status) {
+    case kRowOk: return;
+    case kRowNan: throw ArgumentError("logits: contain NaN" + at);
+    case kRowPosInf: throw ArgumentError("logits: contain +inf" + at);
+    case kRowAllNegInf: throw ArgumentError("logits: are all -inf: no token can be sampled" + at);
+    case kRowOverflow: throw ArgumentError("temperature: is so small that the scaled logits overflow" + at);
+    default: throw DeviceError("sampling kernel: row " + std::to_string(row) + " returned status " + std::to_string(status));
+  }
+}
+
+}  // namespace attnzoo::cuda_sample

@@ -1,0 +1,124 @@
+#pragma once
+// The device side of the RWKV-7 recurrence. Per token, with the state S [K, V] of one head:
+//   sa = a^T S;   S <- diag(exp(w)) S + b sa^T + k v^T;   o = S^T (scale r)
+// Every column of S evolves on its own (sa_j and v_j are per column), so splitting V over CTAs needs no traffic
+// between them; the rows meet in two sums per token (sa, then o).
+//
+// Work split as the delta kernel's (delta_recurrent_kernel.cuh): a CTA per (sequence, head, slice of kCols = 32
+// state columns); warp w holds state rows [32 w, 32 w + 32) of the slice, lane c column c, one float per row in
+// registers. A warp's load of a state row is one coalesced 128-byte segment; r, exp(w), k, a and b of a token are
+// staged in shared memory (thread i stages row i) and read as broadcasts. Two barriers per token: the first
+// publishes the token's staging (and the last token's output shares, summed by warp 0 then), the second the shares
+// of sa. The state is read once before the first token and written once after the last. The staging is sized by
+// the block (dynamic shared memory), so RWKV-7's 64-row heads take 3 KiB a block and 32 two-warp blocks fit an SM.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
+
+namespace attnzoo::cuda_rwkv7 {
+
+using cuda_linear::load_elem;
+using cuda_linear::store_elem;
+
+// The shared staging, carved from the launch's dynamic shared memory: kStageArrays arrays of one float per
+// thread (stage_bytes), so a block's share grows with K. A token's inputs (one float per key row) are
+// double-buffered by token parity: the next token's staging then needs no barrier against threads still applying
+// this token's update. The per-thread shares of sa and o have one buffer each: a token's sa shares are read before
+// the next token's first barrier and written after it; its o shares are written after the second barrier and read
+// between the next token's two.
+struct Stage {
+  enum Input { r, decay, k, a, b };
+  float* base;
+  int threads;
+  __device__ float* input(Input which, int buf) const { return base + (2 * int(which) + buf) * threads; }
+  __device__ float* sa() const { return base + 10 * threads; }
+  __device__ float* o() const { return base + 11 * threads; }
+};
+
+// Warp 0's lanes each sum their column's o shares over the warps and store the token's output row.
+__device__ __forceinline__ void store_output(const Params& p, const Stage& st, int warps, int lane, int64_t at) {
+  float o = 0.f;
+  for (int w = 0; w < warps; ++w) o += st.o()[w * 32 + lane];
+  store_elem(p.o, p.o_t, at, o);
+}
+
+__device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned char* smem) {
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
+  const Stage st{reinterpret_cast<float*>(smem), int(blockDim.x)};
+  int64_t cta = blockIdx.x;
+  const int slice = int(cta % p.slices);
+  cta /= p.slices;
+  const int h = int(cta % p.H);
+  const int64_t n = cta / p.H;
+  const int col = slice * kCols + lane;
+  const bool has_col = col < p.V;
+  const int row0 = warp * kRowsPerThread;
+
+  int64_t begin = n * p.T, length = p.T;
+  if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
+
+  // Element (row 0, col) of this head's state; rows are p.V apart.
+  const int64_t state_at = (n * p.H + h) * int64_t(p.K) * p.V + col;
+  float s[kRowsPerThread];
+#pragma unroll
+  for (int j = 0; j < kRowsPerThread; ++j) {
+    const int r = row0 + j;
+    s[j] = p.initial_state && has_col && r < p.K ? p.initial_state[state_at + int64_t(r) * p.V] : 0.f;
+  }
+
+  for (int64_t t = 0; t < length; ++t) {
+    const int buf = int(t & 1);
+    const int64_t row = begin + t;
+    // blockDim.x is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so the zero state
+    // rows there stay zero), and the loops below need no bound.
+    float rx = 0.f, decay = 0.f, kx = 0.f, ax = 0.f, bx = 0.f;
+    if (tid < p.K) {
+      const int64_t at = (row * p.H + h) * p.K + tid;
+      rx = load_elem(p.r, p.r_t, at) * p.scale;
+      decay = expf(load_elem(p.w, p.w_t, at));
+      kx = load_elem(p.k, p.k_t, at);
+      ax = load_elem(p.a, p.a_t, at);
+      bx = load_elem(p.b, p.b_t, at);
+    }
+    float *const r_s = st.input(Stage::r, buf), *const decay_s = st.input(Stage::decay, buf);
+    float *const k_s = st.input(Stage::k, buf), *const a_s = st.input(Stage::a, buf);
+    float* const b_s = st.input(Stage::b, buf);
+    r_s[tid] = rx, decay_s[tid] = decay, k_s[tid] = kx, a_s[tid] = ax, b_s[tid] = bx;
+    const float v = has_col ? load_elem(p.v, p.v_t, (row * p.H + h) * p.V + col) : 0.f;
+    __syncthreads();
+
+    if (t > 0 && warp == 0 && has_col) store_output(p, st, warps, lane, ((row - 1) * p.H + h) * p.V + col);
+    float sa = 0.f;
+#pragma unroll
+    for (int j = 0; j < kRowsPerThread; ++j) sa = fmaf(a_s[row0 + j], s[j], sa);
+    st.sa()[tid] = sa;
+    __syncthreads();
+
+    float sa_all = 0.f;
+    for (int w = 0; w < warps; ++w) sa_all += st.sa()[w * 32 + lane];
+    float o = 0.f;
+#pragma unroll
+    for (int j = 0; j < kRowsPerThread; ++j) {
+      const int r = row0 + j;
+      s[j] = fmaf(k_s[r], v, fmaf(b_s[r], sa_all, decay_s[r] * s[j]));
+      o = fmaf(r_s[r], s[j], o);
+    }
+    st.o()[tid] = o;
+  }
+  if (length > 0) {  // the last token's output (the CTA's sequence, so every thread agrees)
+    __syncthreads();
+    if (warp == 0 && has_col) store_output(p, st, warps, lane, ((begin + length - 1) * p.H + h) * p.V + col);
+  }
+
+  if (!p.final_state || !has_col) return;
+#pragma unroll
+  for (int j = 0; j < kRowsPerThread; ++j) {
+    const int r = row0 + j;
+    if (r < p.K) p.final_state[state_at + int64_t(r) * p.V] = s[j];
+  }
+}
+
+}  // namespace attnzoo::cuda_rwkv7

@@ -1,0 +1,23 @@
+// RWKV-7's one branch to a GPU: recurrent_rwkv7 (prefill and the decode step) calls this for device tensors after
+// the device-neutral make_rwkv7_problem, so the CUDA build and the CPU-only one differ in this file alone.
+#include "core/device_unreachable.h"
+#include "core/error.h"
+#include "kernels/linear/rwkv7/problem.h"
+
+#if ATTNZOO_WITH_CUDA
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
+#endif
+
+namespace attnzoo {
+
+void rwkv7_recurrent_on_device(const Rwkv7Problem& p) {
+#if ATTNZOO_WITH_CUDA
+  check_cuda_rwkv7_recurrent(p);
+  const DeviceGuard on(p.device);  // the launcher runs on the current device
+  recurrent_rwkv7_cuda(p, current_stream());
+#else
+  throw device_unreachable("r", p.device);
+#endif
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,64 @@
+#pragma once
+// RWKV-7 test problems shared by the CUDA recurrence's emulated cases (testing/cuda_emulation/rwkv7_cases.cc) and
+// its GPU test (cuda/rwkv7_recurrent_cuda_test.cc): inputs shaped as RWKV-7 blocks make them (a = -kk with kk unit
+// norm per head, b = kk * iclr with iclr in (0, 1), keys scaled by K^-1/2), log decays of a chosen strength.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/linear/rwkv7/rwkv7.h"
+#include "testing/test_util.h"
+
+namespace attnzoo::testing {
+
+struct Rwkv7Case {
+  int64_t B = 1, T = 1, H = 2, K = 64, V = 64;
+  float w_min = -3.f, w_max = -0.01f;  // log decays spread over [w_min, w_max] (a squashed N(0, 1) draw)
+  bool initial_state = true;
+  std::vector<int32_t> cu_seqlens;  // packed sequences (B must be 1)
+  DType dtype = DType::f32;         // r, w, k, v, a, b
+  DType out_dtype = DType::f32;     // o
+  int64_t nseq() const { return cu_seqlens.empty() ? B : int64_t(cu_seqlens.size()) - 1; }
+  std::string label() const {
+    return "B=" + std::to_string(B) + " T=" + std::to_string(T) + " H=" + std::to_string(H) + " K=" +
+           std::to_string(K) + " V=" + std::to_string(V) + " w=[" + std::to_string(w_min) + "," +
+           std::to_string(w_max) + "] " + dtype_name(dtype) + "->" + dtype_name(out_dtype) +
+           (initial_state ? " h0" : "") + (cu_seqlens.empty() ? "" : " packed");
+  }
+};
+
+struct Rwkv7Inputs {
+  HostTensor r, w, k, v, a, b, h0;
+  Rwkv7Inputs(const Rwkv7Case& c, uint64_t seed)
+      : r(c.dtype, {c.B, c.T, c.H, c.K}, seed), w(c.dtype, {c.B, c.T, c.H, c.K}, seed + 1),
+        k(c.dtype, {c.B, c.T, c.H, c.K}, seed + 2), v(c.dtype, {c.B, c.T, c.H, c.V}, seed + 3),
+        a(c.dtype, {c.B, c.T, c.H, c.K}, seed + 4), b(c.dtype, {c.B, c.T, c.H, c.K}, seed + 5),
+        h0(DType::f32, {c.nseq(), c.H, c.K, c.V}, seed + 6) {
+    for (int64_t i = 0; i < c.B * c.T * c.H; ++i) {
+      double norm = 0;
+      for (int64_t j = 0; j < c.K; ++j) norm += double(a.at(i * c.K + j)) * a.at(i * c.K + j);
+      norm = std::sqrt(norm) + 1e-6;
+      for (int64_t j = 0; j < c.K; ++j) {
+        const int64_t e = i * c.K + j;
+        const float kk = float(a.at(e) / norm), iclr = 1.f / (1.f + std::exp(-b.at(e)));
+        store_from_f32(a.view.data, c.dtype, e, -kk);
+        store_from_f32(b.view.data, c.dtype, e, kk * iclr);
+        const float spread = 0.5f * (1.f + std::tanh(w.at(e)));
+        store_from_f32(w.view.data, c.dtype, e, c.w_min + (c.w_max - c.w_min) * spread);
+        store_from_f32(k.view.data, c.dtype, e, k.at(e) / std::sqrt(float(c.K)));
+      }
+    }
+  }
+  // Host views of the inputs; o and the states are the caller's.
+  Rwkv7Args args(const Rwkv7Case& c) const {
+    Rwkv7Args x;
+    x.r = r.view, x.w = w.view, x.k = k.view, x.v = v.view, x.a = a.view, x.b = b.view;
+    x.scale = 1.f / std::sqrt(float(c.K));
+    if (c.initial_state) x.initial_state = h0.view;
+    if (!c.cu_seqlens.empty()) x.cu_seqlens = c.cu_seqlens.data(), x.cu_seqlens_len = int64_t(c.cu_seqlens.size());
+    return x;
+  }
+};
+
+}  // namespace attnzoo::testing

@@ -1,0 +1,152 @@
+// The CUDA RWKV-7 recurrence (rwkv7_recurrent_kernel.cuh, launched as rwkv7_recurrent_launch plans it) under the
+// CTA emulator, against the double reference (rwkv7_reference) and the CPU twin (recurrent_rwkv7): ragged packed
+// sequences with a one-token and an empty one, one-token decode at RWKV-7's head size (64) and at 128, K != V,
+// K and V off the 32-wide tiles and K = 256 (eight warps), bf16 / f16 in and out, strong and mild decays, with and
+// without an initial state, in-place and separate states. Outputs and separate final states start as NaN bytes,
+// so an element the kernel forgets fails.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
+#include "kernels/linear/rwkv7/problem.h"
+#include "kernels/linear/rwkv7/rwkv7.h"
+#include "kernels/linear/rwkv7/rwkv7_testing.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_tensor.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+using cuda_emulation::DeviceMemory;
+using cuda_emulation::DeviceTensor;
+using testing::HostTensor;
+using testing::Rwkv7Case;
+using testing::Rwkv7Inputs;
+
+DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
+void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
+
+// The GPU test's (rwkv7_recurrent_cuda_test.cc): f32 arithmetic alone separates kernel and reference; a 16-bit
+// output adds its rounding.
+double tolerance(const Rwkv7Case& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
+
+// With `in_place` the final state overwrites the initial one (the engine's decode step); otherwise it goes to a
+// separate NaN-filled buffer. The CPU twin runs the same host inputs, so the kernel is held to both.
+void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
+  const Rwkv7Inputs in(c, seed);
+  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
+  HostTensor o_ref(DType::f32, o_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
+  Rwkv7Args a = in.args(c);
+  a.o = o_ref.view, a.final_state = s_ref.view;
+  rwkv7_reference(a);
+  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
+  a.o = o_cpu.view, a.final_state = s_cpu.view;
+  recurrent_rwkv7(a);
+
+  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
+  DeviceTensor init = on_device(in.h0);
+  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
+  a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
+  if (c.initial_state) a.initial_state = init.device_view();
+  a.final_state = in_place ? init.device_view() : sd.device_view();
+  const Rwkv7Problem p = make_rwkv7_problem(a);
+  ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
+
+  cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
+  ASSERT_FALSE(l.empty);
+  std::optional<DeviceMemory> offsets;
+  if (!l.seq_offsets.empty()) {
+    offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
+    std::memcpy(offsets->data(), l.seq_offsets.data(), offsets->size());
+    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
+  }
+  cuda_emulation::seed_schedule(seed);
+  cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
+                         [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+  download(od, o);
+  download(in_place ? init : sd, s);
+  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+  EXPECT_LE(testing::relative_rms(o, o_cpu), tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, s_cpu), 1e-4);
+}
+
+// Field by field: designated initializers that skip fields warn under -Wextra.
+Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
+  Rwkv7Case c;
+  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
+  return c;
+}
+
+// Packed sequences of 1, 3, 0 and 5 tokens (the empty one's final state is its initial state); K = 48 and V = 40
+// leave the last warp's rows and the last slice's columns part empty.
+TEST(EmulatedRwkv7Recurrent, MatchesRaggedPackedSequences) {
+  for (bool in_place : {true, false})
+    for (bool init : {true, false}) {
+      Rwkv7Case c = shape(1, 9, 2, 48, 40, init);
+      c.cu_seqlens = {0, 1, 4, 4, 9};
+      check(c, in_place && init, 10 + uint64_t(in_place) + 2 * uint64_t(init));
+    }
+}
+
+// Longer sequences (33 and 37 tokens, odd lengths) carry the state through both staging buffers many times.
+TEST(EmulatedRwkv7Recurrent, MatchesOddLengths) {
+  Rwkv7Case c = shape(1, 70, 1, 32, 64);
+  c.cu_seqlens = {0, 33, 70};
+  check(c, false, 20);
+  check(shape(2, 37, 1, 64, 32, false), false, 21);
+}
+
+// One decode step of a padded batch, state in place: RWKV-7's 64 x 64 heads, and 128 x 128 (four warps, four
+// column slices).
+TEST(EmulatedRwkv7Recurrent, MatchesDecodeStep) {
+  check(shape(3, 1, 4, 64, 64), true, 30);
+  check(shape(2, 1, 2, 128, 128), true, 31);
+}
+
+// K != V both ways, off the tiles; K = 256 (eight warps), the widest state the kernel keeps in registers.
+TEST(EmulatedRwkv7Recurrent, MatchesUnequalKeyAndValueDims) {
+  check(shape(1, 4, 1, 100, 36), false, 40);
+  check(shape(1, 4, 1, 20, 100), true, 41);
+  check(shape(1, 3, 1, 256, 32, false), false, 42);
+}
+
+TEST(EmulatedRwkv7Recurrent, MatchesDtypes) {
+  Rwkv7Case c = shape(1, 6, 2, 64, 48);
+  c.cu_seqlens = {0, 2, 6};
+  c.dtype = DType::bf16;
+  check(c, true, 50);
+  c.out_dtype = DType::bf16;
+  check(c, false, 51);
+  c.dtype = c.out_dtype = DType::f16;
+  check(c, true, 52);
+}
+
+// Log decays around -20 wipe the state each token (what is left is the last token's write); decays near 0 keep
+// it, so only the low-rank part forgets.
+TEST(EmulatedRwkv7Recurrent, MatchesStrongAndMildDecays) {
+  Rwkv7Case c = shape(2, 5, 1, 64, 32);
+  c.w_min = -21.f, c.w_max = -19.f;
+  check(c, true, 60);
+  c = shape(1, 24, 1, 64, 64);
+  c.w_min = -0.05f, c.w_max = 0.f;
+  check(c, false, 61);
+  c = shape(1, 12, 1, 64, 64, false);
+  c.w_min = -20.f, c.w_max = 0.f;  // every strength side by side, channel by channel
+  c.cu_seqlens = {0, 1, 12};
+  check(c, false, 62);
+}
+
+}  // namespace
+}  // namespace attnzoo
