@@ -1,10 +1,11 @@
 // The CUDA chunked gated linear recurrence (gla_chunk_{prep,state,output}.cuh, launched as gla_chunk_launch
-// plans it) under the CTA emulator against the double reference: linear attention (each feature map), retention
-// (host g_gamma), simple GLA with g, a device g_gamma or both, GLA's per-channel decays; ragged packed sequences
-// with one-token, empty and chunk-unaligned ones, padded batches, HV = 2H, K != V off the 16 / 32 tiles and
-// K = V = 128, chunk sizes 16, 32 and 64, f32 / bf16 / f16 in and out, log decays near -20, mixed and mild ones,
-// zero, separate and in-place states. Outputs, separate final states and the whole scratch start as NaN bytes,
-// so an element a kernel forgets (or reads before it is written) fails.
+// plans it) under the CTA emulator against the double reference and the CPU chunked kernels (its CPU twin):
+// linear attention (each feature map), retention (host g_gamma), simple GLA with g, a device g_gamma or both,
+// GLA's per-channel decays; ragged packed sequences with one-token, empty and chunk-unaligned ones, padded
+// batches, HV = 2H, K != V off the 16 / 32 tiles and K = V = 128, chunk sizes 16, 32 and 64, f32 / bf16 / f16 in
+// and out, log decays near -20, mixed and mild ones, zero, separate and in-place states. Outputs, separate final
+// states and the whole scratch start as NaN bytes, so an element a kernel forgets (or reads before it is written)
+// fails.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -47,8 +48,8 @@ void run_stages(const ChunkLaunch& l) {
                            [&](unsigned char* smem) { gla_chunk_output<C>(p, smem); });
 }
 
-// The GPU test's bound (gla_chunk_cuda_test.cc). bf16 operands for every product dominate the error (a few 1e-3
-// relative RMS), where a wrong mask, decay or missing term costs tens of percent.
+// The GPU test's bound (gla_chunk_cuda_test.cc). bf16 operands for every product dominate the error (2e-3 to
+// 4e-3 relative RMS on these cases), where a wrong mask, decay or missing term costs tens of percent.
 constexpr double kTolerance = 1e-2;
 
 DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
@@ -61,6 +62,9 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
   const std::vector<int64_t> o_shape{c.B, c.T, c.HV, c.V}, s_shape{in.N, c.HV, c.K, c.V};
   HostTensor o_ref(DType::f32, o_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
   testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref));
+  // The CPU twin: the chunked kernel on the host, in f32 throughout.
+  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
+  testing::run_gla_entry(c.family, GlaPath::chunk, in.args(c, o_cpu, &s_cpu));
 
   HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
   for (HostTensor* t : {&o, &s}) std::memset(t->bytes.data(), 0xff, t->bytes.size());
@@ -96,8 +100,10 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
   download(in_place ? init : sd, s);
   if (c.T > 0) {
     EXPECT_LE(testing::relative_rms(o, o_ref), kTolerance);
+    EXPECT_LE(testing::relative_rms(o, o_cpu), kTolerance);
   }
   EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
+  EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
 }
 
 // One of each family's configurations the chunked kernels run: every gate kind, every way of decaying simple
