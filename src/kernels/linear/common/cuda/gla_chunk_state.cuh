@@ -95,8 +95,10 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
       const int rb = warp + kWarps * i;
       if (rb * 16 >= p.Kp) continue;
       float row_decay[2] = {decay, decay};
-      if (channel)
+      if (channel) {
+#pragma unroll
         for (int half = 0; half < 2; ++half) row_decay[half] = expf(sG[rb * 16 + acc_row(lane, 2 * half)]);
+      }
       float acc[kTiles / 2][2][4];
 #pragma unroll
       for (int nt = 0; nt < kTiles; ++nt)
