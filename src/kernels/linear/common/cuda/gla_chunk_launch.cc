@@ -109,6 +109,7 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p) {
   l.metadata_bytes = at;
   l.kd_at = take(per * size_t(kd_elems(C, params.Kp)) * 2);
   l.vb_at = take(per * size_t(v_elems(C, params.Vp)) * 2);
+  l.decay_at = take(per * size_t(params.Kp) * 4);
   l.h_at = take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
   l.G_at = take(p.gate == GateKind::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
   l.scratch_bytes = std::max<size_t>(at, 256);
@@ -130,6 +131,7 @@ void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   if (!l.gamma.empty()) params.g_gamma = reinterpret_cast<const float*>(base + l.gamma_at);
   params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
   params.vb = reinterpret_cast<uint16_t*>(base + l.vb_at);
+  params.decay = reinterpret_cast<float*>(base + l.decay_at);
   params.h = reinterpret_cast<uint16_t*>(base + l.h_at);
   params.G = l.params.g || l.params.g_gamma ? reinterpret_cast<float*>(base + l.G_at) : nullptr;
 }

@@ -36,6 +36,7 @@ struct Params {
   // Scratch per (chunk, value head); bf16 held as raw bits so this header needs no CUDA.
   uint16_t* kd;  // [C, Kp]: phi(K) exp(G_last - G), the keys decayed to the chunk's end; rows past it zero
   uint16_t* vb;  // [C, Vp]: V in bf16, rows past the chunk zero
+  float* decay;  // [Kp]: exp(G_last), the state rows' decay across the chunk (1 without a gate)
   uint16_t* h;   // [Kp, Vp]: the state before the chunk
   float* G;      // [B * T, HV] ([B * T, HV, K] for GLA): cumulative log decay within each chunk; null: no decay
   int64_t n_chunks;
@@ -48,15 +49,15 @@ struct Params {
 // The prep kernel's G: [C] f32, or [C x Kp] for GLA.
 constexpr size_t prep_smem_bytes(int C, int Kp, bool channel) { return align16(size_t(C) * (channel ? Kp : 1) * 4); }
 
-// Per (sequence, value head, 32 state columns): Kd and the slice of V of two chunks (the next one's arrive by
-// cp.async while this one is worked on), G_last.
+// Per (sequence, value head, 32 state columns): Kd, the slice of V and the row decays of two chunks (the next
+// one's arrive by cp.async while this one is worked on).
 struct StateSmem {
-  size_t kd, v, G, bytes;
+  size_t kd, v, decay, bytes;
   constexpr StateSmem(int C, int Kp)
       : kd(0),
         v(align16(kd + 2 * size_t(C) * pitch(Kp) * 2)),
-        G(align16(v + 2 * size_t(C) * pitch(kStateCols) * 2)),
-        bytes(align16(G + size_t(Kp) * 4)) {}
+        decay(align16(v + 2 * size_t(C) * pitch(kStateCols) * 2)),
+        bytes(align16(decay + 2 * size_t(Kp) * 4)) {}
 };
 
 // The output kernel's layout is the delta rule's (Q, K, scores, h, values, G, GLA's sub-chunk tiles).
@@ -77,7 +78,7 @@ struct ChunkLaunch {
   unsigned prep_grid = 0, state_grid = 0, output_grid = 0;
   size_t prep_smem = 0, state_smem = 0, output_smem = 0;
   // Byte offsets in one allocation of `scratch_bytes`; the first metadata_bytes are uploaded.
-  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, h_at = 0, G_at = 0;
+  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, decay_at = 0, h_at = 0, G_at = 0;
   size_t scratch_bytes = 0, metadata_bytes = 0;
 };
 

@@ -2,8 +2,9 @@
 // Kernel 1 of the chunked gated linear recurrence (gla_chunk_cuda.h): per (chunk, value head), what the
 // sequential state pass would otherwise wait on. With G the cumulative log decay of the chunk (g plus g_gamma
 // per head, or g per key channel; summed in f32 in token order, as the CPU kernels sum it):
-//   G for the output kernel;   Kd = phi(K) exp(G_last - G) (bf16);   V (bf16)
-// rows past the chunk's tokens zero, so they add exact zeros to the state.
+//   G for the output kernel;   Kd = phi(K) exp(G_last - G) (bf16);   V (bf16);   exp(G_last) per state row
+// rows past the chunk's tokens zero, so they add exact zeros to the state. The state pass then reads only what
+// cp.async can bring a chunk ahead, with no exp on its sequential path.
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
@@ -48,6 +49,10 @@ __device__ __forceinline__ void gla_chunk_prep(const Params& p, float* sG) {
   } else if (decays && tid < len) {
     p.G[(ch.row + tid) * p.HV + hv] = sG[tid];
   }
+
+  float* decay = p.decay + c_hv * p.Kp;
+  for (int c = tid; c < p.Kp; c += kThreads)
+    decay[c] = !decays ? 1.f : expf(channel ? (c < p.K ? sG[(len - 1) * p.Kp + c] : 0.f) : sG[len - 1]);
 
   // Rows past len hold G_last (nothing added), so their factor would be 1; the zero keys keep them out.
   const FeatureMapFn phi{p.feature_map};

@@ -4,9 +4,9 @@
 // its slice of the f32 state h [Kp x 32] in MMA accumulator registers (warp w holds row blocks w and w + 4), as
 // the delta rule's state pass does (delta_chunk_state.cuh). Per chunk:
 //   store h (bf16) for the output kernel;   h <- exp(G_last) h + Kd^T V
-// with Kd = phi(K) exp(G_last - G) from the prep kernel (for GLA G_last is per key channel: a decay per state
-// row). Kd and the V slice of the next chunk arrive by cp.async while this one is worked on, so the chain from
-// chunk to chunk is shared-memory and tensor-core work only.
+// with Kd = phi(K) exp(G_last - G) and exp(G_last) from the prep kernel (for GLA G_last is per key channel: a
+// decay per state row). Kd, the V slice and the decays of the next chunk arrive by cp.async while this one is
+// worked on, so the chain from chunk to chunk is shared-memory and tensor-core work only.
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
@@ -18,11 +18,10 @@ constexpr int kStateBlocks = kMaxDim / 16 / kWarps;  // row blocks of h per warp
 template <int C>
 __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* smem) {
   constexpr int kTiles = kStateCols / 8;
-  const bool channel = p.channel;
   const StateSmem L(C, p.Kp);
   Bf16* sKd = reinterpret_cast<Bf16*>(smem + L.kd);  // [2][C][ldk]
   Bf16* sV = reinterpret_cast<Bf16*>(smem + L.v);    // [2][C][lds]
-  float* sG = reinterpret_cast<float*>(smem + L.G);
+  float* sDecay = reinterpret_cast<float*>(smem + L.decay);  // [2][Kp]
   const int ldk = pitch(p.Kp), lds = pitch(kStateCols);
   const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
   const int slices = p.Vp / kStateCols;
@@ -46,19 +45,19 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
       }
 
   const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
-  // Kd and the slice's V columns (64 contiguous bytes of each row) of chunk c into buffer b.
+  // Kd, the slice's V columns (64 contiguous bytes of each row) and the row decays of chunk c into buffer b.
   auto fetch = [&](int c, int b) {
     const int64_t c_hv = int64_t(c) * p.HV + hv;
     copy_rows(sKd + b * C * ldk, ldk, p.kd + c_hv * kd_elems(C, p.Kp), C, p.Kp);
     copy_rows(sV + b * C * lds, lds * 2, p.vb + c_hv * v_elems(C, p.Vp) + col0, int64_t(p.Vp) * 2, C,
               kStateCols * 2);
+    copy_rows(sDecay + b * p.Kp, p.Kp * 4, p.decay + c_hv * p.Kp, p.Kp * 4, 1, p.Kp * 4);
   };
   if (first < end) fetch(first, 0);
   sm80::cp_async_commit();
 
   for (int c = first; c < end; ++c) {
     const int b = (c - first) & 1;
-    const ChunkDesc ch = p.chunks[c];
     const int64_t c_hv = int64_t(c) * p.HV + hv;
     // The other buffers were last read by chunk c - 1's update, which a barrier has closed.
     if (c + 1 < end) fetch(c + 1, b ^ 1);
@@ -77,28 +76,18 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
           sm80::store2(h_out + int64_t(r) * p.Vp + col0 + col, s[i][nt][2 * half], s[i][nt][2 * half + 1]);
         }
     }
-    const int64_t last = ch.row + ch.len - 1;
-    if (channel) {
-      if (tid < p.Kp) sG[tid] = p.G && tid < p.K ? p.G[(last * p.HV + hv) * p.K + tid] : 0.f;
-    } else if (tid == 0) {
-      sG[0] = p.G ? p.G[last * p.HV + hv] : 0.f;
-    }
     sm80::cp_async_wait<1>();
     sm80::sync_threads();
 
     // h <- exp(G_last) h + Kd^T V.
     const Bf16* kd = sKd + b * C * ldk;
     const Bf16* v = sV + b * C * lds;
-    const float decay = channel ? 1.f : expf(sG[0]);
+    const float* decay = sDecay + b * p.Kp;
 #pragma unroll
     for (int i = 0; i < kStateBlocks; ++i) {
       const int rb = warp + kWarps * i;
       if (rb * 16 >= p.Kp) continue;
-      float row_decay[2] = {decay, decay};
-      if (channel) {
-#pragma unroll
-        for (int half = 0; half < 2; ++half) row_decay[half] = expf(sG[rb * 16 + acc_row(lane, 2 * half)]);
-      }
+      const float row_decay[2] = {decay[rb * 16 + acc_row(lane, 0)], decay[rb * 16 + acc_row(lane, 2)]};
       float acc[kTiles / 2][2][4];
 #pragma unroll
       for (int nt = 0; nt < kTiles; ++nt)
@@ -119,7 +108,7 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[i][nt][e] = acc[nt / 2][nt % 2][e];
     }
-    // The next chunk overwrites sG and, by its prefetch, this chunk's buffers.
+    // The next chunk's prefetch overwrites this chunk's buffers.
     sm80::sync_threads();
   }
 
