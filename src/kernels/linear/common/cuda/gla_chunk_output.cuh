@@ -2,115 +2,18 @@
 // Kernel 3 of the chunked gated linear recurrence (gla_chunk_cuda.h): per (chunk, value head), with h the state
 // before the chunk from the state pass,
 //   o = exp(G) . (Q h) + P V,   P = tril(Q K^T . Gamma) (diagonal included),  Q = phi(q) scale,  K = phi(k)
-// the delta rule's output kernel (delta_chunk_output.cuh) with V in place of v_new: exp(G_i) <= 1 scales the
-// accumulator rows of Q h, Gamma_ij = exp(G_i - G_j) <= 1 the f32 scores before they are rounded for the second
-// product. GLA (G per key channel) takes P from channel_gram and stages Q . exp(G) as a second tile for Q h.
-#include <cstdint>
-
+// which is the delta rule's output kernel (delta_chunk_output.cuh) with V in place of v_new and the feature map
+// applied as q and k are staged: exp(G_i) <= 1 scales the accumulator rows of Q h, Gamma_ij = exp(G_i - G_j) <= 1
+// the f32 scores before they are rounded for the second product; GLA (G per key channel) takes P from
+// channel_gram and stages Q . exp(G) as a second tile for Q h.
+#include "kernels/linear/common/cuda/delta_chunk_output.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
 
 namespace attnzoo::cuda_gla_chunk {
 
 template <int C>
 __device__ __forceinline__ void gla_chunk_output(const Params& p, unsigned char* smem) {
-  constexpr int kBlocks = C / 16;
-  const bool channel = p.channel;
-  const OutputSmem L(C, p.Kp, p.Vp, channel);
-  Bf16* sQ = reinterpret_cast<Bf16*>(smem + L.q);
-  Bf16* sK = reinterpret_cast<Bf16*>(smem + L.k);
-  Bf16* sP = reinterpret_cast<Bf16*>(smem + L.p);
-  Bf16* sH = reinterpret_cast<Bf16*>(smem + L.h);
-  Bf16* sV = reinterpret_cast<Bf16*>(smem + L.vn);
-  float* sG = reinterpret_cast<float*>(smem + L.G);
-  Bf16* sLeft = reinterpret_cast<Bf16*>(smem + L.left);
-  Bf16* sRight = reinterpret_cast<Bf16*>(smem + L.right);
-  const int ldk = pitch(p.Kp), ldv = pitch(p.Vp), ldc = pitch(C);
-  const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
-  const int64_t c_hv = blockIdx.x;
-  const int hv = int(c_hv % p.HV);
-  const ChunkDesc ch = p.chunks[c_hv / p.HV];
-  const int h = hv / p.group, len = ch.len;
-
-  copy_rows(sH, ldv, p.h + c_hv * h_elems(p.Kp, p.Vp), p.Kp, p.Vp);
-  copy_rows(sV, ldv, p.vb + c_hv * v_elems(C, p.Vp), C, p.Vp);
-  sm80::cp_async_commit();
-  // Rows past the chunk take G_last, so no factor there exceeds 1 (their queries are zero anyway).
-  if (channel) {
-    for (int e = tid; e < C * p.Kp; e += kThreads) {
-      const int i = min(e / p.Kp, len - 1), c = e % p.Kp;
-      sG[e] = c < p.K ? p.G[((ch.row + i) * p.HV + hv) * p.K + c] : 0.f;
-    }
-  } else if (tid < C) {
-    sG[tid] = p.G ? p.G[(ch.row + min(tid, len - 1)) * p.HV + hv] : 0.f;
-  }
-  const FeatureMapFn phi{p.feature_map};
-  const int64_t qk_first = (ch.row * p.H + h) * p.K, qk_stride = int64_t(p.H) * p.K;
-  stage_rows(sQ, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, false, p.scale, One{}, phi);
-  stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, false, 1.f, One{}, phi);
-  sm80::sync_threads();
-
-  if (channel) {
-    channel_gram<C>(sQ, sK, ldk, sG, p.Kp, p.K, sLeft, sRight,
-                    [&](int i, int j, float x) { sP[i * ldc + j] = __float2bfloat16_rn(j <= i ? x : 0.f); });
-    stage_rows(sRight, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, false, p.scale,
-               [&](int i, int c) { return expf(sG[i * p.Kp + c]); }, phi);
-  }
-  // P, lower blocks only: the second product stops at each row block's diagonal.
-  for (int task = warp; task < (channel ? 0 : kBlocks * kBlocks); task += kWarps) {
-    const int rb = task / kBlocks, cb = task % kBlocks;
-    if (cb > rb) continue;
-    float acc[2][4];
-    zero(acc);
-    for (int k0 = 0; k0 < p.Kp; k0 += 16) {
-      uint32_t a[4], b[4];
-      load_a(a, sQ, ldk, rb * 16, k0, lane);
-      load_b_nk(b, sK, ldk, k0, cb * 16, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = rb * 16 + acc_row(lane, 2 * half), j = cb * 16 + acc_col(lane, nt, 0);
-        const float x0 = j <= i ? acc[nt][2 * half] * expf(sG[i] - sG[j]) : 0.f;
-        const float x1 = j + 1 <= i ? acc[nt][2 * half + 1] * expf(sG[i] - sG[j + 1]) : 0.f;
-        put2(sP + i * ldc + j, x0, x1);
-      }
-  }
-  sm80::cp_async_wait<0>();
-  sm80::sync_threads();
-
-  for (int task = warp; task < kBlocks * (p.Vp / 16); task += kWarps) {
-    const int rb = task % kBlocks, n0 = task / kBlocks * 16;
-    float acc[2][4];
-    zero(acc);
-    for (int k0 = 0; k0 < p.Kp; k0 += 16) {
-      uint32_t a[4], b[4];
-      load_a(a, channel ? sRight : sQ, ldk, rb * 16, k0, lane);
-      load_b_kn(b, sH, ldv, k0, n0, lane);
-      mma_16x16(acc, a, b);
-    }
-    const float decay[2] = {channel ? 1.f : expf(sG[rb * 16 + acc_row(lane, 0)]),
-                            channel ? 1.f : expf(sG[rb * 16 + acc_row(lane, 2)])};
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[nt][e] *= decay[e / 2];
-    for (int kk = 0; kk <= rb; ++kk) {
-      uint32_t a[4], b[4];
-      load_a(a, sP, ldc, rb * 16, kk * 16, lane);
-      load_b_kn(b, sV, ldv, kk * 16, n0, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = rb * 16 + acc_row(lane, e), col = n0 + acc_col(lane, nt, e);
-        if (i < len && col < p.V)
-          cuda_linear::store_elem(p.o, p.o_t, ((ch.row + i) * p.HV + hv) * p.V + col, acc[nt][e]);
-      }
-  }
+  cuda_delta_chunk::chunk_output<C>(p, p.vb, /*l2norm=*/false, FeatureMapFn{p.feature_map}, smem);
 }
 
 }  // namespace attnzoo::cuda_gla_chunk

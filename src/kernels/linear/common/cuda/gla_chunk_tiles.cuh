@@ -1,8 +1,7 @@
 #pragma once
-// What the chunked gated linear recurrence's kernels share: the chunked delta rule's tensor-core fragments,
-// staging and copies (delta_chunk_mma.cuh) and its per-channel decayed Gram matrices (delta_chunk_gram.cuh),
-// named into this namespace one by one, and the feature map on the device.
-#include "kernels/linear/common/cuda/delta_chunk_gram.cuh"
+// What the chunked gated linear recurrence's prep and state kernels share: the chunked delta rule's tensor-core
+// fragments and copies (delta_chunk_mma.cuh), named into this namespace one by one, and the feature map on the
+// device. (The output kernel is the delta rule's own, delta_chunk_output.cuh's chunk_output.)
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_launch.h"
 
@@ -11,17 +10,10 @@ namespace attnzoo::cuda_gla_chunk {
 using cuda_delta_chunk::acc_col;
 using cuda_delta_chunk::acc_row;
 using cuda_delta_chunk::Bf16;
-using cuda_delta_chunk::channel_gram;
 using cuda_delta_chunk::copy_rows;
-using cuda_delta_chunk::load_a;
 using cuda_delta_chunk::load_a_trans;
 using cuda_delta_chunk::load_b_kn;
-using cuda_delta_chunk::load_b_nk;
 using cuda_delta_chunk::mma_16x16;
-using cuda_delta_chunk::One;
-using cuda_delta_chunk::put2;
-using cuda_delta_chunk::stage_rows;
-using cuda_delta_chunk::zero;
 
 // phi of the feature map, on the device (gla_rows.h's apply_feature_map).
 struct FeatureMapFn {
