@@ -108,7 +108,7 @@ def fla_import():
             raise ModuleNotFoundError("No module named 'triton'")
         from fla.ops.gated_delta_rule import (chunk_gated_delta_rule, fused_recurrent_gated_delta_rule,
                                               naive_recurrent_gated_delta_rule)
-        from fla.ops.gla import fused_recurrent_gla
+        from fla.ops.gla import chunk_gla, fused_recurrent_gla
         from fla.ops.gla.naive import naive_recurrent_gla
         from fla.ops.kda import fused_recurrent_kda
         from fla.ops.kda.naive import naive_recurrent_kda
@@ -118,7 +118,8 @@ def fla_import():
             return dict(_naive_by_path(), kernels=why)
         except Exception as e2:  # noqa: BLE001
             return f"{why}; naive files: {_first_line(e2)}"
-    return dict(chunk_gated_delta_rule=chunk_gated_delta_rule, gdn_fused=fused_recurrent_gated_delta_rule,
+    return dict(chunk_gated_delta_rule=chunk_gated_delta_rule, chunk_gla=chunk_gla,
+                gdn_fused=fused_recurrent_gated_delta_rule,
                 gdn_naive=naive_recurrent_gated_delta_rule, gla_fused=fused_recurrent_gla,
                 gla_naive=naive_recurrent_gla,
                 kda_fused=fused_recurrent_kda, kda_naive=naive_recurrent_kda, kernels=None)
@@ -157,6 +158,8 @@ def fla_kernel(fla, case, q, k, v, g, beta, h0):
                                              use_qk_l2norm_in_kernel=True, **kw)
     elif entry == "recurrent_kda":
         o, _ = fla["kda_fused"](q, k, v, g=g, beta=beta, scale=case["scale"], use_qk_l2norm_in_kernel=True, **kw)
+    elif entry == "chunk_gla":
+        o, _ = fla["chunk_gla"](q, k, v, g=g, scale=case["scale"], **kw)
     else:
         o, _ = fla["gla_fused"](q, k, v, gk=g, scale=case["scale"], **kw)
     return o.reshape(-1, case["HV"], case["V"])

@@ -11,12 +11,12 @@ The linear family (issue 26) is timed beside fla's Triton kernels, found on sys.
 (gpu_bundle.sh carries the pure-Python package from .venv): the one-token decode rows beside fla's fused
 recurrent GDN / KDA / GLA / simple GLA / retention / RWKV-7 and its causal_conv1d_update, Mamba-2 and Mamba beside
 mamba_ssm's selective_state_update where it is installed, else torch's eager reference math; the chunked prefill
-rows beside fla's chunk_gated_delta_rule / chunk_kda, and Mamba-2 SSD beside mamba_ssm's
-mamba_chunk_scan_combined or else fla's chunk_simple_gla (SSD is simple GLA with q = C, k = B, v = dt x,
-g = A dt). Every peer is guarded: a missing function, a failure or a timeout is reported in its row, never fatal.
-Triton compiles (and autotunes) each kernel on its first call, so the step is time-bounded: --budget-s for the
-whole run (peers past it are skipped and say so), at most PEER_LIMIT_S per peer, and the JSON and markdown are
-rewritten after every section, so what was measured survives a kill.
+rows beside fla's chunk_gated_delta_rule / chunk_kda / chunk_simple_gla / chunk_gla, and Mamba-2 SSD beside
+mamba_ssm's mamba_chunk_scan_combined or else fla's chunk_simple_gla (SSD is simple GLA with q = C, k = B,
+v = dt x, g = A dt). Every peer is guarded: a missing function, a failure or a timeout is reported in its row,
+never fatal. Triton compiles (and autotunes) each kernel on its first call, so the step is time-bounded:
+--budget-s for the whole run (peers past it are skipped and say so), at most PEER_LIMIT_S per peer, and the JSON
+and markdown are rewritten after every section, so what was measured survives a kill.
 
     python3 scripts/gpu_peers.py ours.json OUT_DIR [--budget-s SECONDS]
 """
@@ -273,6 +273,15 @@ def prefill_peer(kernel, d):
             else:
                 from fla.ops.gated_delta_rule import chunk_gated_delta_rule as f
             return lambda: f(q, k, v, g=g, beta=beta, output_final_state=True, use_qk_l2norm_in_kernel=True)
+        return f"fla chunk_{kernel}", make
+    if kernel in ("simple_gla", "gla"):
+        def make():
+            q, k, v, g, _, _ = attention_like_inputs(d, T=d["T"], channel_gate=kernel == "gla")
+            if kernel == "gla":
+                from fla.ops.gla import chunk_gla as f
+            else:
+                from fla.ops.simple_gla import chunk_simple_gla as f
+            return lambda: f(q, k, v, g=g, output_final_state=True)
         return f"fla chunk_{kernel}", make
     if kernel == "mamba2":
         B, T, H, P, N, G = (d[x] for x in ("B", "T", "H", "P", "N", "G"))

@@ -1,7 +1,7 @@
 // Bindings for the gated-linear part of the linear family: linear attention, retention, simple GLA, GLA and
 // the causal short convolution. The Python wrappers (attnzoo/linear/_gla.py) allocate outputs and states in
-// the caller's framework and pass them in. The recurrence's tensors may live in CUDA memory: the recurrent
-// entries run them there (on the caller's stream), the chunked, parallel and reference ones refuse them by name.
+// the caller's framework and pass them in. The recurrence's tensors may live in CUDA memory: the recurrent and
+// chunked entries run them there (on the caller's stream), the parallel and reference ones refuse them by name.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 

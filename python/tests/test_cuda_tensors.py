@@ -156,8 +156,9 @@ def test_delta_recurrence_and_chunked_form_reach_the_cuda_entry():
         call(_core.recurrent_gated_delta_rule, beta=np.zeros((B, T, H), np.float32))
 
 
-def test_gated_linear_recurrence_reaches_the_cuda_entry_and_the_other_forms_refuse():
-    # The binding directly, as for the delta family. GLA's gate is per key channel; z only with normalize.
+def test_gated_linear_recurrence_reaches_the_cuda_entries_and_the_other_forms_refuse():
+    # The binding directly, as for the delta family: the recurrent and chunked paths reach the CUDA launchers (the
+    # normalised chunked form through the recurrent one). GLA's gate is per key channel; z only with normalize.
     B, T, H, K, V = 2, 1, 4, 64, 64
     q, k, v, o = FakeCuda((B, T, H, K)), FakeCuda((B, T, H, K)), FakeCuda((B, T, H, V)), FakeCuda((B, T, H, V))
     gk, g = FakeCuda((B, T, H, K)), FakeCuda((B, T, H))
@@ -169,18 +170,17 @@ def test_gated_linear_recurrence_reaches_the_cuda_entry_and_the_other_forms_refu
                           final_z, check_values)
 
     for family, kwargs in [("gla", {}), ("simple_gla", {"g": g}), ("retention", {"g": None}),
-                           ("linear_attn", {"g": None, "normalize": True, "z": z})]:
-        with pytest.raises(RuntimeError) as e:
-            call(family, "recurrent", **kwargs)
-        _no_device_error(e)
+                           ("linear_attn", {"g": None, "normalize": True, "z": z}), ("linear_attn", {"g": None})]:
+        for path in ("recurrent", "chunk"):
+            with pytest.raises(RuntimeError) as e:
+                call(family, path, **kwargs)
+            _no_device_error(e)
     # A device g_gamma's value scan runs on the device too; a host one (retention's kind) is read on the host.
     with pytest.raises(RuntimeError) as e:
         call("simple_gla", "recurrent", g=g, g_gamma=FakeCuda((H,), bf16=False), check_values=True)
     _no_device_error(e)
     with pytest.raises(ValueError, match="g_gamma: must be finite and <= 0"):
         call("simple_gla", "recurrent", g=None, g_gamma=np.full((H,), 0.5, np.float32))
-    with pytest.raises(ValueError, match="chunk_gla runs on the CPU only so far"):
-        call("gla", "chunk")
     with pytest.raises(ValueError, match="q: lives on cuda:0; simple_gla_reference"):
         call("simple_gla", "reference", g=g)
     with pytest.raises(ValueError, match="parallel_retention runs on the CPU only"):

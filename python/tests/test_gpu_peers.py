@@ -56,6 +56,8 @@ OURS = {
     "chunk_prefill": [
         row("gated_delta_rule", {"B": 1, "T": 64, "H": 2, "K": 16, "V": 16}, False, tokens=64, flops=1e6,
             tflops=None, tokens_per_s=None),
+        row("gla", {"B": 1, "T": 64, "H": 2, "K": 16, "V": 16}, tokens=64, flops=1e6, tflops=0.01,
+            tokens_per_s=6.4e5),
         row("mamba2", {"B": 1, "T": 64, "H": 4, "P": 8, "N": 16, "G": 1}, tokens=64, flops=1e6, tflops=0.01,
             tokens_per_s=6.4e5),
     ],

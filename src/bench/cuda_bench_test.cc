@@ -74,16 +74,20 @@ TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   EXPECT_EQ(decode[7].kernel, "rwkv7");
   EXPECT_DOUBLE_EQ(linear_state_bytes(decode[7]), 2.0 * 32 * 40 * 64 * 64 * 4);
   const std::vector<LinearCase> prefill = chunk_prefill_cases(Scale::full);
-  ASSERT_EQ(prefill.size(), 5u);
+  ASSERT_EQ(prefill.size(), 7u);
   EXPECT_EQ(prefill[0].kernel, "gated_delta_rule");
   EXPECT_EQ(prefill[1]["T"], 16384);
   EXPECT_DOUBLE_EQ(chunk_prefill_tokens(prefill[0]), 4.0 * 4096);
   // Per token and head C (3K + 2V) + 6KV at C = 64, K = V = 128: 139264 FLOPs; the two shapes hold as many tokens.
   EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[0]), 4.0 * 4096 * 16 * 139264);
   EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[1]), chunk_prefill_flops(prefill[0]));
+  // Simple GLA and GLA: C (K + V) + 4KV = 81920 FLOPs per token and head at C = 64, K = V = 128.
+  EXPECT_EQ(prefill[4].kernel, "simple_gla");
+  EXPECT_EQ(prefill[5].kernel, "gla");
+  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[5]), 4.0 * 4096 * 16 * 81920);
   // Mamba-2 as python/attnzoo/bench/ssm.py's mamba2_chunk_flops(T, 80, 64, 128, 1) counts it, times the batch.
-  EXPECT_EQ(prefill[4].kernel, "mamba2");
-  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[4]), 4 * 2.0 * 4096 * (64 * 128 + 80 * (2 * 128 * 64 + 64 * 64 / 2.0)));
+  EXPECT_EQ(prefill[6].kernel, "mamba2");
+  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[6]), 4 * 2.0 * 4096 * (64 * 128 + 80 * (2 * 128 * 64 + 64 * 64 / 2.0)));
   attnzoo::testing::expect_error<ArgumentError>([&] { (void)decode[4]["K"]; }, "K");
 }
 
@@ -155,7 +159,7 @@ TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   r.copy_gbps = 4000;
   r.chunk_prefill = run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, refuses);
   r.state_decode = run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
-  ASSERT_EQ(r.chunk_prefill.size(), 3u);
+  ASSERT_EQ(r.chunk_prefill.size(), 5u);
   EXPECT_FALSE(r.chunk_prefill[0].available());
   const std::string text = format_cuda_text(r), json = format_cuda_json(r);
   EXPECT_NE(text.find("not available: q: chunk_gated_delta_rule runs on the CPU only so far"), std::string::npos)

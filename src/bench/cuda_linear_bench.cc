@@ -168,6 +168,21 @@ Prepared prepare_prefill(const LinearCase& c, Device device, Stream stream) {
       p.launch = [a] { chunk_kda(a); };
     else
       p.launch = [a] { chunk_gated_delta_rule(a); };
+  } else if (k == "simple_gla" || k == "gla") {
+    // fla's chunk_simple_gla / chunk_gla call of a prefill: bf16 inputs, f32 log decays, the final state out.
+    const int64_t B = c["B"], T = c["T"], H = c["H"], K = c["K"], V = c["V"];
+    const TensorView q = b.noise({B, T, H, K}), kk = b.noise({B, T, H, K}), v = b.noise({B, T, H, V});
+    const TensorView o = b.noise({B, T, H, V});
+    GlaOptions opts;
+    opts.final_state = b.f32({B, H, K, V}, 0.f);
+    opts.chunk_size = kChunk;
+    if (k == "gla") {
+      const TensorView g = b.f32({B, T, H, K}, -0.05f);
+      p.launch = [=] { chunk_gla(q, kk, v, g, o, opts); };
+    } else {
+      const TensorView g = b.f32({B, T, H}, -0.05f);
+      p.launch = [=] { chunk_simple_gla(q, kk, v, g, TensorView{}, o, opts); };
+    }
   } else if (k == "mamba2") {
     const int64_t B = c["B"], T = c["T"], H = c["H"], P = c["P"], N = c["N"], G = c["G"];
     Mamba2Args a;
@@ -283,12 +298,15 @@ std::vector<LinearCase> chunk_prefill_cases(Scale s) {
   if (s == Scale::tiny)
     return {{"gated_delta_rule", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
             {"kda", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"simple_gla", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"gla", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
             {"mamba2", {{"B", 1}, {"T", 100}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}}};
   const std::vector<Dim> batch{{"B", 4}, {"T", 4096}, {"H", 16}, {"K", 128}, {"V", 128}};
   const std::vector<Dim> longest{{"B", 1}, {"T", 16384}, {"H", 16}, {"K", 128}, {"V", 128}};
   const LinearCase ssd{"mamba2", {{"B", 4}, {"T", 4096}, {"H", 80}, {"P", 64}, {"N", 128}, {"G", 1}}};
-  if (s == Scale::quick) return {{"gated_delta_rule", batch}, {"kda", batch}, ssd};
-  return {{"gated_delta_rule", batch}, {"gated_delta_rule", longest}, {"kda", batch}, {"kda", longest}, ssd};
+  if (s == Scale::quick) return {{"gated_delta_rule", batch}, {"kda", batch}, {"simple_gla", batch}, {"gla", batch}, ssd};
+  return {{"gated_delta_rule", batch}, {"gated_delta_rule", longest}, {"kda", batch}, {"kda", longest},
+          {"simple_gla", batch}, {"gla", batch}, ssd};
 }
 
 double linear_state_bytes(const LinearCase& c) {
@@ -309,6 +327,8 @@ double chunk_prefill_flops(const LinearCase& c) {
     return chunk_prefill_tokens(c) * 2.0 * (G * C * N + H * (2 * N * P + C * P / 2));
   }
   const double H = double(c["H"]), K = double(c["K"]), V = double(c["V"]);
+  // The gated-linear recurrence per token: causal halves of Q K^T and P V, then Q h and the state update.
+  if (c.kernel == "simple_gla" || c.kernel == "gla") return chunk_prefill_tokens(c) * H * 2.0 * (C * (K + V) / 2 + 2 * K * V);
   return chunk_prefill_tokens(c) * H * 2.0 * (C * (3 * K + 2 * V) / 2 + 3 * K * V);
 }
 

@@ -12,7 +12,7 @@
 namespace attnzoo::bench {
 namespace {
 
-enum class Entry { gdn_recurrent, kda_recurrent, gla_recurrent, gdn_chunk };
+enum class Entry { gdn_recurrent, kda_recurrent, gla_recurrent, gdn_chunk, gla_chunk };
 
 const char* entry_name(Entry e) {
   switch (e) {
@@ -20,6 +20,7 @@ const char* entry_name(Entry e) {
     case Entry::kda_recurrent: return "recurrent_kda";
     case Entry::gla_recurrent: return "recurrent_gla";
     case Entry::gdn_chunk: return "chunk_gated_delta_rule";
+    case Entry::gla_chunk: return "chunk_gla";
   }
   return "";
 }
@@ -34,8 +35,10 @@ struct LinearCaseSpec {
   float g_lo, g_hi;           // log decays drawn uniformly from [g_lo, g_hi]
 };
 
-bool channel_gate(Entry e) { return e == Entry::kda_recurrent || e == Entry::gla_recurrent; }
-bool has_beta(Entry e) { return e != Entry::gla_recurrent; }
+bool channel_gate(Entry e) {
+  return e == Entry::kda_recurrent || e == Entry::gla_recurrent || e == Entry::gla_chunk;
+}
+bool has_beta(Entry e) { return e != Entry::gla_recurrent && e != Entry::gla_chunk; }
 
 // Decode batches (T = 1) as an engine steps them, and ragged packed sequences with a sequence of one token, at
 // decays from mild (state kept for hundreds of tokens) to strong (e^-8 per step, where an unstable formulation
@@ -49,6 +52,7 @@ std::vector<LinearCaseSpec> linear_case_specs() {
       {"gla_decode_mild", Entry::gla_recurrent, DType::bf16, 4, 4, 128, 128, {1, 1, 1, 1}, false, -0.1f, 0.f},
       {"gla_varlen_strong", Entry::gla_recurrent, DType::f32, 2, 2, 64, 64, {1, 64, 17}, true, -6.f, -1.f},
       {"gdn_chunk_varlen", Entry::gdn_chunk, DType::bf16, 2, 2, 128, 128, {100, 1, 64, 200}, true, -0.5f, 0.f},
+      {"gla_chunk_varlen", Entry::gla_chunk, DType::bf16, 2, 2, 128, 64, {130, 1, 64, 77}, true, -2.f, 0.f},
   };
 }
 
@@ -121,7 +125,10 @@ std::string run_linear(const LinearCaseSpec& c, const std::filesystem::path& dir
         opts.cu_seqlens = cu.data();
         opts.cu_seqlens_len = int64_t(cu.size());
       }
-      recurrent_gla(dq.view, dk.view, dv.view, dg.view, dout.view, opts);
+      if (c.entry == Entry::gla_chunk)
+        chunk_gla(dq.view, dk.view, dv.view, dg.view, dout.view, opts);
+      else
+        recurrent_gla(dq.view, dk.view, dv.view, dg.view, dout.view, opts);
     }
     write_npy(dir / (stem + "_out.npy"), fetch(dout, o));
     write_npy(dir / (stem + "_final_state.npy"), fetch(dhT, hT));

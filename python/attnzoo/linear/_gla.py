@@ -10,10 +10,11 @@ len(cu_seqlens) - 1 for packed sequences (B == 1). scale defaults to K ** -0.5. 
 float16 (numpy in -> numpy out, torch in -> torch out); accumulation and states in float32; o has q's dtype.
 `chunk_*` is the chunkwise-parallel prefill (chunk_size 16, 32, 64 or 128); `recurrent_*` (alias
 `fused_recurrent_*`) the O(1)-per-token decode form. Both return (o, final_state or None).
-CUDA torch tensors run the recurrent forms on the GPU (outputs and states on their device, on the caller's
-current stream; cu_seqlens is read on the host, a CUDA one is copied there), as do the short convolution's
-prefill and decode step; the chunked, parallel and reference forms refuse them by name (their CUDA forms are
-still to come). check_inputs scans CUDA inputs with torch there.
+CUDA torch tensors run the recurrent and chunked forms on the GPU (outputs and states on their device, on the
+caller's current stream; cu_seqlens is read on the host, a CUDA one is copied there; the chunked kernels take
+K, V <= 128 and chunk_size <= 64, and the normalised linear attention runs the recurrent kernel there), as do the
+short convolution's prefill and decode step; the parallel and reference forms refuse them by name. check_inputs
+scans CUDA inputs with torch there.
 """
 import numpy as np
 

@@ -41,27 +41,6 @@ void launch(const cuda_gla::RecurrentLaunch& l) {
 DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
 void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
-// The problem each family's front end builds (gla.cc, simple_gla.cc, retention.cc, linear_attention.cc), over
-// the emulated device copies; `gamma` keeps retention's host decays alive.
-GlaProblem family_problem(GlaFamily f, const GlaEntryArgs& a, std::vector<float>& gamma) {
-  switch (f) {
-    case GlaFamily::gla: return make_gla_problem(a.q, a.k, a.v, a.g, GateKind::channel, TensorView{}, a.o, a.opts);
-    case GlaFamily::simple_gla: return make_gla_problem(a.q, a.k, a.v, a.g, GateKind::scalar, a.g_gamma, a.o, a.opts);
-    case GlaFamily::retention: {
-      gamma = retention_log_decays(a.v.shape[2]);
-      const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
-      return make_gla_problem(a.q, a.k, a.v, TensorView{}, GateKind::scalar, g_gamma, a.o, a.opts);
-    }
-    case GlaFamily::linear_attn: {
-      GlaProblem p = make_gla_problem(a.q, a.k, a.v, TensorView{}, GateKind::none, TensorView{}, a.o, a.opts);
-      p.feature_map = a.opts.feature_map;
-      if (a.opts.normalize) set_gla_normalizer(p, a.opts.initial_z, a.opts.final_z);
-      return p;
-    }
-  }
-  return {};
-}
-
 double tolerance(const GlaDeviceCase& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
 
 // With `in_place` the final state overwrites the initial one (the engine's decode step); otherwise it goes to a
@@ -91,7 +70,7 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
     a.opts.final_z = zd.device_view();
   }
   std::vector<float> retention_gamma;
-  const GlaProblem p = family_problem(c.family, a, retention_gamma);
+  const GlaProblem p = testing::gla_family_problem(c.family, a, retention_gamma);
   ASSERT_NO_THROW(check_cuda_gla_recurrent(p));
 
   cuda_gla::RecurrentLaunch l = cuda_gla::plan_gla_recurrent(p);

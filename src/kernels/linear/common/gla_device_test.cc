@@ -1,6 +1,6 @@
 // The gated-linear group's device seam, checked on the host in every build: tensors on two devices are refused
-// naming the odd one, the entries that run on the CPU only (chunked, parallel and reference forms) refuse device
-// tensors by name, and a recurrent call on a GPU that is not there (or in a build without CUDA) is a
+// naming the odd one, the entries that run on the CPU only (parallel and reference forms) refuse device tensors
+// by name, and a recurrent or chunked call on a GPU that is not there (or in a build without CUDA) is a
 // DeviceError, never a device pointer read by the host. The tensors marked as device ones below hold host
 // memory: every refusal must come before anything reads them.
 #include <gtest/gtest.h>
@@ -76,19 +76,14 @@ TEST(GlaDevice, TensorsOnTwoDevicesAreRefusedNamingTheOddOne) {
   testing::expect_error<ArgumentError>([&] { z.run(GlaPath::recurrent, a); }, "final_z: lives on cpu, q on cuda:0");
 }
 
-TEST(GlaDevice, ChunkedFormsAndReferencesRunOnTheCpuOnly) {
-  const char* names[][2] = {{"chunk_linear_attn", "linear_attn_reference"},
-                            {"chunk_retention", "retention_reference"},
-                            {"chunk_simple_gla", "simple_gla_reference"},
-                            {"chunk_gla", "gla_reference"}};
+TEST(GlaDevice, ReferencesRunOnTheCpuOnly) {
+  const char* names[] = {"linear_attn_reference", "retention_reference", "simple_gla_reference", "gla_reference"};
   for (GlaFamily family : kFamilies) {
     Inputs x(family, family == GlaFamily::linear_attn);
-    for (GlaPath path : {GlaPath::chunk, GlaPath::reference}) {
-      const std::string name = names[int(family)][path == GlaPath::chunk ? 0 : 1];
-      SCOPED_TRACE(name);
-      testing::expect_error<ArgumentError>([&] { x.run(path, on_gpu(x.args())); },
-                                           "q: lives on cuda:0; " + name + " runs on the CPU only so far");
-    }
+    const std::string name = names[int(family)];
+    SCOPED_TRACE(name);
+    testing::expect_error<ArgumentError>([&] { x.run(GlaPath::reference, on_gpu(x.args())); },
+                                         "q: lives on cuda:0; " + name + " runs on the CPU only so far");
   }
   Inputs r(GlaFamily::retention);
   GlaEntryArgs a = on_gpu(r.args());
@@ -109,19 +104,21 @@ TEST(GlaDevice, ShapesAreStillCheckedForDeviceTensors) {
   testing::expect_error<ArgumentError>([&] { x.run(GlaPath::recurrent, a); }, "g: GLA needs a gate");
 }
 
-// Without a GPU the recurrent entries raise a DeviceError (in a CUDA build from the runtime, without CUDA
-// naming q's device and the reason) before any kernel could read the host memory behind these views.
-TEST(GlaDevice, RecurrentOnAbsentGpuIsADeviceError) {
+// Without a GPU the recurrent and chunked entries raise a DeviceError (in a CUDA build from the runtime, without
+// CUDA naming q's device and the reason) before any kernel could read the host memory behind these views.
+TEST(GlaDevice, RecurrentAndChunkedOnAbsentGpuAreDeviceErrors) {
   SKIP_WITH_A_REAL_GPU();
   for (GlaFamily family : kFamilies) {
     Inputs x(family, family == GlaFamily::linear_attn);
-    for (bool check_values : {true, false}) {
-      GlaEntryArgs a = on_gpu(x.args());
-      a.opts.check_values = check_values;
-      auto run = [&] { x.run(GlaPath::recurrent, a); };
-      EXPECT_THROW(run(), DeviceError);
-      if (!cuda_built()) testing::expect_error<DeviceError>(run, "q: lives on cuda:0, and ");
-    }
+    for (GlaPath path : {GlaPath::recurrent, GlaPath::chunk})
+      for (bool check_values : {true, false}) {
+        SCOPED_TRACE(path == GlaPath::chunk ? "chunk" : "recurrent");
+        GlaEntryArgs a = on_gpu(x.args());
+        a.opts.check_values = check_values;
+        auto run = [&] { x.run(path, a); };
+        EXPECT_THROW(run(), DeviceError);
+        if (!cuda_built()) testing::expect_error<DeviceError>(run, "q: lives on cuda:0, and ");
+      }
   }
 }
 

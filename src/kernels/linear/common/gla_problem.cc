@@ -154,6 +154,7 @@ void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const Tensor
 
 void run_gla(const GlaProblem& p, GlaPath path, const char* entry) {
   if (!p.device.is_cpu() && path == GlaPath::recurrent) return gated_linear_recurrent_on_device(p);
+  if (!p.device.is_cpu() && path == GlaPath::chunk) return gated_linear_chunk_on_device(p);
   require_gla_host(p, entry);
   switch (path) {
     case GlaPath::reference: return gated_linear_reference(p);

@@ -89,13 +89,18 @@ void gated_linear_parallel_constant_decay(const GlaProblem& p);  // quadratic (R
 // g_gamma scan, then the kernel on the current stream of the tensors' device. DeviceError without CUDA.
 void gated_linear_recurrent_on_device(const GlaProblem& p);
 
+// The chunked form of a validated problem on its GPU: the CUDA chunked kernels (tensor cores), or, for linear
+// attention's normalised form, the recurrent kernel. DeviceError without CUDA.
+void gated_linear_chunk_on_device(const GlaProblem& p);
+
 // ArgumentError naming q unless the problem's tensors live in host memory, for the entries that run on the CPU
-// only so far (`entry`: the chunked, parallel and reference forms).
+// only so far (`entry`: the parallel and reference forms).
 void require_gla_host(const GlaProblem& p, const char* entry);
 
 enum class GlaPath { reference, recurrent, chunk };
-// Runs the chosen path; `chunk` picks the scalar- or channel-decay kernel from the gate kind. The recurrent path
-// runs device problems on their device; the others refuse them naming `entry` (the public function).
+// Runs the chosen path; `chunk` picks the scalar- or channel-decay kernel from the gate kind. The recurrent and
+// chunked paths run device problems on their device; the others refuse them naming `entry` (the public
+// function).
 void run_gla(const GlaProblem& p, GlaPath path, const char* entry);
 
 }  // namespace attnzoo

@@ -28,6 +28,7 @@ struct GlaDeviceCase {
   bool initial_state = false;
   DType dtype = DType::f32;      // q, k, v, g
   DType out_dtype = DType::f32;  // o
+  int64_t chunk_size = 64;       // the chunked entries'
   int64_t num_seqs() const { return cu_seqlens.empty() ? B : int64_t(cu_seqlens.size()) - 1; }
   std::string label() const {
     static const char* families[] = {"linear_attn", "retention", "simple_gla", "gla"};
@@ -36,7 +37,8 @@ struct GlaDeviceCase {
            " V=" + std::to_string(V) + " g=[" + std::to_string(g_min) + "," + std::to_string(g_max) + "]" +
            (g_gamma ? " g_gamma" : "") + (data_gate ? "" : " no-g") + " phi=" + std::to_string(int(feature_map)) +
            (normalize ? " normalize" : "") + (initial_state ? " init" : "") + (cu_seqlens.empty() ? "" : " varlen") +
-           (dtype == DType::bf16 ? " bf16" : "") + (out_dtype == DType::bf16 ? " o=bf16" : "");
+           (dtype == DType::bf16 ? " bf16" : dtype == DType::f16 ? " f16" : "") +
+           (out_dtype == DType::bf16 ? " o=bf16" : "") + " chunk=" + std::to_string(chunk_size);
   }
 };
 
@@ -108,6 +110,7 @@ struct GlaInputs {
       a.opts.cu_seqlens = c.cu_seqlens.data();
       a.opts.cu_seqlens_len = int64_t(c.cu_seqlens.size());
     }
+    a.opts.chunk_size = c.chunk_size;
     a.opts.feature_map = c.feature_map;
     a.opts.normalize = c.normalize;
     if (c.normalize && c.initial_state) a.opts.initial_z = z.view;
@@ -115,5 +118,26 @@ struct GlaInputs {
     return a;
   }
 };
+
+// The problem each family's front end builds (gla.cc, simple_gla.cc, retention.cc, linear_attention.cc), over
+// device copies (the emulator's); `gamma` keeps retention's host decays alive.
+inline GlaProblem gla_family_problem(GlaFamily f, const GlaEntryArgs& a, std::vector<float>& gamma) {
+  switch (f) {
+    case GlaFamily::gla: return make_gla_problem(a.q, a.k, a.v, a.g, GateKind::channel, TensorView{}, a.o, a.opts);
+    case GlaFamily::simple_gla: return make_gla_problem(a.q, a.k, a.v, a.g, GateKind::scalar, a.g_gamma, a.o, a.opts);
+    case GlaFamily::retention: {
+      gamma = retention_log_decays(a.v.shape[2]);
+      const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
+      return make_gla_problem(a.q, a.k, a.v, TensorView{}, GateKind::scalar, g_gamma, a.o, a.opts);
+    }
+    case GlaFamily::linear_attn: {
+      GlaProblem p = make_gla_problem(a.q, a.k, a.v, TensorView{}, GateKind::none, TensorView{}, a.o, a.opts);
+      p.feature_map = a.opts.feature_map;
+      if (a.opts.normalize) set_gla_normalizer(p, a.opts.initial_z, a.opts.final_z);
+      return p;
+    }
+  }
+  return {};
+}
 
 }  // namespace attnzoo::testing

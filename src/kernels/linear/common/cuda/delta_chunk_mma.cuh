@@ -64,10 +64,11 @@ __device__ __forceinline__ int acc_col(int lane, int nt, int e) { return nt * 8 
 // factor is a decay, per token or per token and channel); rows past len and columns
 // [D, Dp) are zeros, so padded tokens and dims add exact zeros to every product. Warp w stages rows w, w + 4, ...,
 // lane l columns l, l + 32, ... (D <= kMaxDim), and the norm is one warp sum in f32 before the bf16 rounding.
-template <class Factor>
+// `map` applies to each loaded element first (the gated-linear group's feature maps; l2norm sees mapped rows).
+template <class Factor, class Map>
 __device__ __forceinline__ void stage_rows(Bf16* dst, int ld, const void* src, Elem t, int64_t first,
                                            int64_t stride, int len, int C, int D, int Dp, bool l2norm, float scale,
-                                           const Factor& factor) {
+                                           const Factor& factor, const Map& map) {
   const int lane = sm80::thread_index() % 32, warp = sm80::thread_index() / 32;
   for (int i = warp; i < C; i += kWarps) {
     float x[kMaxDim / 32];
@@ -75,7 +76,7 @@ __device__ __forceinline__ void stage_rows(Bf16* dst, int ld, const void* src, E
 #pragma unroll
     for (int j = 0; j < kMaxDim / 32; ++j) {
       const int col = lane + 32 * j;
-      x[j] = i < len && col < D ? cuda_linear::load_elem(src, t, first + i * stride + col) : 0.f;
+      x[j] = i < len && col < D ? map(cuda_linear::load_elem(src, t, first + i * stride + col)) : 0.f;
       sq = fmaf(x[j], x[j], sq);
     }
     float s = scale;
@@ -86,6 +87,17 @@ __device__ __forceinline__ void stage_rows(Bf16* dst, int ld, const void* src, E
       if (col < Dp) dst[i * ld + col] = __float2bfloat16_rn(i < len && col < D ? x[j] * s * factor(i, col) : 0.f);
     }
   }
+}
+
+struct Identity {
+  __device__ __forceinline__ float operator()(float x) const { return x; }
+};
+
+template <class Factor>
+__device__ __forceinline__ void stage_rows(Bf16* dst, int ld, const void* src, Elem t, int64_t first,
+                                           int64_t stride, int len, int C, int D, int Dp, bool l2norm, float scale,
+                                           const Factor& factor) {
+  stage_rows(dst, ld, src, t, first, stride, len, C, D, Dp, l2norm, scale, factor, Identity{});
 }
 
 // Two neighbouring elements of a shared tile (sm80::store2 is for global memory).

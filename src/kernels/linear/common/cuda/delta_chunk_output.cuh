@@ -12,8 +12,12 @@
 
 namespace attnzoo::cuda_delta_chunk {
 
-template <int C>
-__device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned char* smem) {
+// The body, shared with the gated linear recurrence's output kernel (gla_chunk_output.cuh), whose parameters
+// carry the same fields: `values` are the bf16 [C x Vp] rows per (chunk, value head) the scores multiply (v_new
+// here, V there), `phi` maps each q and k element as it is staged (identity here, the feature map there).
+template <int C, class P, class Map>
+__device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values, bool l2norm, const Map& phi,
+                                             unsigned char* smem) {
   constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
   const OutputSmem L(C, p.Kp, p.Vp, channel);
@@ -33,7 +37,7 @@ __device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned cha
   const int h = hv / p.group, len = ch.len;
 
   copy_rows(sH, ldv, p.h + c_hv * h_elems(p.Kp, p.Vp), p.Kp, p.Vp);
-  copy_rows(sVn, ldv, p.vnew + c_hv * u_elems(C, p.Vp), C, p.Vp);
+  copy_rows(sVn, ldv, values + c_hv * u_elems(C, p.Vp), C, p.Vp);
   sm80::cp_async_commit();
   if (channel) {
     for (int e = tid; e < C * p.Kp; e += kThreads) {
@@ -44,15 +48,15 @@ __device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned cha
     sG[tid] = p.G ? p.G[(ch.row + min(tid, len - 1)) * p.HV + hv] : 0.f;
   }
   const int64_t qk_first = (ch.row * p.H + h) * p.K, qk_stride = int64_t(p.H) * p.K;
-  stage_rows(sQ, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, p.l2norm, p.scale, One{});
-  stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, p.l2norm, 1.f, One{});
+  stage_rows(sQ, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, p.scale, One{}, phi);
+  stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, 1.f, One{}, phi);
   sm80::sync_threads();
 
   if (channel) {
     channel_gram<C>(sQ, sK, ldk, sG, p.Kp, p.K, sLeft, sRight,
                     [&](int i, int j, float x) { sP[i * ldc + j] = __float2bfloat16_rn(j <= i ? x : 0.f); });
-    stage_rows(sRight, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, p.l2norm, p.scale,
-               [&](int i, int c) { return expf(sG[i * p.Kp + c]); });
+    stage_rows(sRight, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, p.scale,
+               [&](int i, int c) { return expf(sG[i * p.Kp + c]); }, phi);
   }
   // P, lower blocks only: the second product stops at each row block's diagonal.
   for (int task = warp; task < (channel ? 0 : kBlocks * kBlocks); task += kWarps) {
@@ -110,6 +114,11 @@ __device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned cha
           cuda_linear::store_elem(p.o, p.o_t, ((ch.row + i) * p.HV + hv) * p.V + col, acc[nt][e]);
       }
   }
+}
+
+template <int C>
+__device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned char* smem) {
+  chunk_output<C>(p, p.vnew, p.l2norm, Identity{}, smem);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

@@ -1,0 +1,84 @@
+// The CUDA chunked gated linear recurrence's launch: one stream-ordered allocation for the metadata and the
+// scratch, then the three kernels per chunk size. What it refuses and every size are decided in
+// gla_chunk_launch.cc.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "kernels/linear/common/cuda/gla_chunk_cuda.h"
+#include "kernels/linear/common/cuda/gla_chunk_launch.h"
+#include "kernels/linear/common/cuda/gla_chunk_output.cuh"
+#include "kernels/linear/common/cuda/gla_chunk_prep.cuh"
+#include "kernels/linear/common/cuda/gla_chunk_state.cuh"
+
+namespace attnzoo {
+namespace cuda_gla_chunk {
+
+template <int C>
+__global__ void __launch_bounds__(kThreads) gla_chunk_prep_kernel(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  gla_chunk_prep<C>(p, reinterpret_cast<float*>(smem));
+}
+template <int C>
+__global__ void __launch_bounds__(kThreads) gla_chunk_state_kernel(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  gla_chunk_state<C>(p, smem);
+}
+template <int C>
+__global__ void __launch_bounds__(kThreads) gla_chunk_output_kernel(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  gla_chunk_output<C>(p, smem);
+}
+
+namespace {
+
+template <class Kernel>
+void launch(Kernel kernel, unsigned grid, size_t smem, cudaStream_t stream, const Params& p, const char* name) {
+  if (grid == 0) return;  // no chunks (only empty sequences): the state pass alone copies the states
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+             "cudaFuncSetAttribute");
+  kernel<<<grid, kThreads, smem, stream>>>(p);
+  cuda_check(cudaGetLastError(), name);
+}
+
+template <int C>
+void run(const ChunkLaunch& l, cudaStream_t stream) {
+  launch(gla_chunk_prep_kernel<C>, l.prep_grid, l.prep_smem, stream, l.params, "gla_chunk_prep launch");
+  launch(gla_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "gla_chunk_state launch");
+  launch(gla_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params, "gla_chunk_output launch");
+}
+
+}  // namespace
+}  // namespace cuda_gla_chunk
+
+void chunk_gla_cuda(const GlaProblem& p, Stream stream) {
+  cuda_gla_chunk::ChunkLaunch plan = cuda_gla_chunk::plan_gla_chunk(p);
+  if (plan.empty) return;
+  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
+  int device = 0, optin = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+             "cudaDeviceGetAttribute");
+  const size_t smem = std::max({plan.prep_smem, plan.state_smem, plan.output_smem});
+  require(smem <= size_t(optin), "q", [&] {
+    return "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V) + " with chunk_size " +
+           std::to_string(p.chunk_size) + " need " + std::to_string(smem) +
+           " bytes of shared memory per block; this GPU allows " + std::to_string(optin) +
+           " (a smaller chunk_size needs less)";
+  });
+  StreamScratch scratch(plan.scratch_bytes, cuda_stream);
+  const std::vector<unsigned char> metadata = cuda_gla_chunk::metadata_bytes_of(plan);
+  scratch.upload(metadata.data(), metadata.size());
+  cuda_gla_chunk::bind_scratch(plan, scratch.data());
+  switch (plan.C) {
+    case 16: cuda_gla_chunk::run<16>(plan, cuda_stream); break;
+    case 32: cuda_gla_chunk::run<32>(plan, cuda_stream); break;
+    default: cuda_gla_chunk::run<64>(plan, cuda_stream); break;
+  }
+  scratch.finish();  // ordered after the kernels on the stream
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,140 @@
+#include "kernels/linear/common/cuda/gla_chunk_launch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "core/error.h"
+#include "kernels/linear/common/cuda/gla_chunk_cuda.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
+
+namespace attnzoo {
+namespace {
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
+using namespace cuda_gla_chunk;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+int64_t chunk_count(const GlaProblem& p) {
+  int64_t n = 0;
+  for (int64_t len : p.seqs.length) n += (len + p.chunk_size - 1) / p.chunk_size;
+  return n;
+}
+
+}  // namespace
+
+void check_cuda_gla_chunk(const GlaProblem& p) {
+  require(p.K <= kMaxDim, "q", [&] {
+    return "K=" + str(p.K) + " exceeds " + str(kMaxDim) + ", the widest keys the CUDA chunked kernels stage";
+  });
+  require(p.V <= kMaxDim, "v", [&] {
+    return "V=" + str(p.V) + " exceeds " + str(kMaxDim) + ", the widest values the CUDA chunked kernels stage";
+  });
+  require(p.chunk_size <= 64, "chunk_size", [&] {
+    return "the CUDA chunked kernels run chunks of 16, 32 or 64 tokens, got " + str(p.chunk_size);
+  });
+  require(!p.normalize, "normalize", "the CUDA chunked kernels carry no normaliser (the recurrent one does)");
+  for (auto [data, dtype, name] : {std::tuple{p.q, p.q_dtype, "q"}, {p.k, p.k_dtype, "k"}, {p.v, p.v_dtype, "v"},
+                                   {p.g, p.g_dtype, "g"}, {static_cast<const void*>(p.o), p.o_dtype, "o"}})
+    if (data) require_aligned(data, dtype_size(dtype), name);
+  for (auto [data, name] : {std::pair{static_cast<const void*>(p.initial_state), "initial_state"},
+                            {p.final_state, "final_state"}})
+    if (data) require_aligned(data, sizeof(float), name);
+  if (p.g_gamma && !p.g_gamma_device.is_cpu()) require_aligned(p.g_gamma, sizeof(float), "g_gamma");
+  require_grid_fits(chunk_count(p) * p.HV, "q", "chunks x value heads");
+  require_grid_fits(p.seqs.count() * p.HV * (round_up(p.V, kStateCols) / kStateCols), "v",
+                    "sequences x value heads x ceil(V / 32)");
+}
+
+namespace cuda_gla_chunk {
+
+ChunkLaunch plan_gla_chunk(const GlaProblem& p) {
+  ChunkLaunch l;
+  const int64_t N = p.seqs.count();
+  if (N == 0 || (p.B * p.T == 0 && !p.final_state)) return l;
+  l.empty = false;
+  const int C = int(p.chunk_size);
+  l.C = C;
+
+  // Chunks never cross sequences; a sequence's last chunk may be short, an empty sequence has none.
+  l.seq_chunks.reserve(size_t(N) + 1);
+  for (int64_t n = 0; n < N; ++n) {
+    l.seq_chunks.push_back(int32_t(l.chunks.size()));
+    const int64_t begin = p.seqs.begin[size_t(n)], len = p.seqs.length[size_t(n)];
+    for (int64_t t0 = 0; t0 < len; t0 += C)
+      l.chunks.push_back({begin + t0, int32_t(n), int32_t(std::min<int64_t>(C, len - t0))});
+  }
+  l.seq_chunks.push_back(int32_t(l.chunks.size()));
+  const int64_t NC = int64_t(l.chunks.size());
+  if (p.g_gamma && p.g_gamma_device.is_cpu()) l.gamma.assign(p.g_gamma, p.g_gamma + p.HV);
+
+  Params& params = l.params;
+  params.q = p.q, params.k = p.k, params.v = p.v, params.g = p.g, params.o = p.o;
+  params.q_t = elem_of(p.q_dtype), params.k_t = elem_of(p.k_dtype), params.v_t = elem_of(p.v_dtype);
+  params.g_t = elem_of(p.g_dtype), params.o_t = elem_of(p.o_dtype);
+  params.g_gamma = p.g_gamma && !p.g_gamma_device.is_cpu() ? p.g_gamma : nullptr;
+  params.initial_state = p.initial_state;
+  params.final_state = p.final_state;
+  params.n_chunks = NC;
+  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
+  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
+  params.group = int(p.group());
+  params.scale = p.scale;
+  params.feature_map = p.feature_map;
+  params.channel = p.gate == GateKind::channel;
+
+  l.prep_grid = unsigned(NC * p.HV);
+  l.output_grid = l.prep_grid;
+  l.state_grid = unsigned(N * p.HV * (params.Vp / kStateCols));
+  l.prep_smem = prep_smem_bytes(C, params.Kp, params.channel);
+  l.state_smem = StateSmem(C, params.Kp).bytes;
+  l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel).bytes;
+
+  // One allocation: the metadata first (uploaded), then the scratch, every piece 256-byte aligned.
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    const size_t here = at;
+    at = (at + bytes + 255) / 256 * 256;
+    return here;
+  };
+  const size_t per = size_t(NC * p.HV);
+  l.chunks_at = take(l.chunks.size() * sizeof(ChunkDesc));
+  l.seq_chunks_at = take(l.seq_chunks.size() * sizeof(int32_t));
+  l.gamma_at = take(l.gamma.size() * sizeof(float));
+  l.metadata_bytes = at;
+  l.kd_at = take(per * size_t(kd_elems(C, params.Kp)) * 2);
+  l.vb_at = take(per * size_t(v_elems(C, params.Vp)) * 2);
+  l.decay_at = take(per * size_t(params.Kp) * 4);
+  l.h_at = take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
+  l.G_at = take(p.gate == GateKind::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
+  l.scratch_bytes = std::max<size_t>(at, 256);
+  return l;
+}
+
+std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) {
+  std::vector<unsigned char> bytes(l.metadata_bytes, 0);
+  if (!l.chunks.empty()) std::memcpy(bytes.data() + l.chunks_at, l.chunks.data(), l.chunks.size() * sizeof(ChunkDesc));
+  std::memcpy(bytes.data() + l.seq_chunks_at, l.seq_chunks.data(), l.seq_chunks.size() * sizeof(int32_t));
+  if (!l.gamma.empty()) std::memcpy(bytes.data() + l.gamma_at, l.gamma.data(), l.gamma.size() * sizeof(float));
+  return bytes;
+}
+
+void bind_scratch(ChunkLaunch& l, unsigned char* base) {
+  Params& params = l.params;
+  params.chunks = reinterpret_cast<const ChunkDesc*>(base + l.chunks_at);
+  params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
+  if (!l.gamma.empty()) params.g_gamma = reinterpret_cast<const float*>(base + l.gamma_at);
+  params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
+  params.vb = reinterpret_cast<uint16_t*>(base + l.vb_at);
+  params.decay = reinterpret_cast<float*>(base + l.decay_at);
+  params.h = reinterpret_cast<uint16_t*>(base + l.h_at);
+  params.G = l.params.g || l.params.g_gamma ? reinterpret_cast<float*>(base + l.G_at) : nullptr;
+}
+
+}  // namespace cuda_gla_chunk
+}  // namespace attnzoo

@@ -1,0 +1,93 @@
+#pragma once
+// The CUDA chunked gated linear recurrence's launch, decided on the host: the three kernels' parameters, grids,
+// shared memory and scratch layout for a validated problem. Plain C++: gla_chunk.cu uploads the metadata,
+// allocates the scratch and launches; the kernel emulator (testing/cuda_emulation) runs the same plan through
+// the same device code (gla_chunk_{prep,state,output}.cuh). Tiles, chunk descriptors and the MMA helpers are the
+// chunked delta rule's (delta_chunk_launch.h, delta_chunk_mma.cuh).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/linear/common/cuda/delta_chunk_launch.h"
+#include "kernels/linear/common/cuda/float_elem.h"
+#include "kernels/linear/common/gla_problem.h"
+
+namespace attnzoo::cuda_gla_chunk {
+
+using cuda_delta_chunk::align16;
+using cuda_delta_chunk::ChunkDesc;
+using cuda_delta_chunk::kMaxDim;
+using cuda_delta_chunk::kStateCols;
+using cuda_delta_chunk::kThreads;
+using cuda_delta_chunk::kWarps;
+using cuda_delta_chunk::pitch;
+using cuda_linear::Elem;
+using cuda_linear::elem_of;
+
+struct Params {
+  const void *q, *k, *v, *g;  // g: null without a data-dependent gate
+  void* o;
+  Elem q_t, k_t, v_t, g_t, o_t;
+  const float* g_gamma;        // [HV] on the device: constant log decay added to a scalar gate; null: none
+  const float* initial_state;  // [N, HV, K, V]; null: zeros
+  float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  const ChunkDesc* chunks;     // [n_chunks]
+  const int32_t* seq_chunks;   // [N + 1]: sequence n owns chunks [seq_chunks[n], seq_chunks[n + 1])
+  // Scratch per (chunk, value head); bf16 held as raw bits so this header needs no CUDA.
+  uint16_t* kd;  // [C, Kp]: phi(K) exp(G_last - G), the keys decayed to the chunk's end; rows past it zero
+  uint16_t* vb;  // [C, Vp]: V in bf16, rows past the chunk zero
+  float* decay;  // [Kp]: exp(G_last), the state rows' decay across the chunk (1 without a gate)
+  uint16_t* h;   // [Kp, Vp]: the state before the chunk
+  float* G;      // [B * T, HV] ([B * T, HV, K] for GLA): cumulative log decay within each chunk; null: no decay
+  int64_t n_chunks;
+  int H, HV, K, V, Kp, Vp, group;  // Kp: K rounded up to 16; Vp: V rounded up to kStateCols
+  float scale;
+  FeatureMap feature_map;
+  bool channel;  // GLA: g [B, T, HV, K], one decay per key channel
+};
+
+// The prep kernel's G: [C] f32, or [C x Kp] for GLA.
+constexpr size_t prep_smem_bytes(int C, int Kp, bool channel) { return align16(size_t(C) * (channel ? Kp : 1) * 4); }
+
+// Per (sequence, value head, 32 state columns): Kd, the slice of V and the row decays of two chunks (the next
+// one's arrive by cp.async while this one is worked on).
+struct StateSmem {
+  size_t kd, v, decay, bytes;
+  constexpr StateSmem(int C, int Kp)
+      : kd(0),
+        v(align16(kd + 2 * size_t(C) * pitch(Kp) * 2)),
+        decay(align16(v + 2 * size_t(C) * pitch(kStateCols) * 2)),
+        bytes(align16(decay + 2 * size_t(Kp) * 4)) {}
+};
+
+// The output kernel's layout is the delta rule's (Q, K, scores, h, values, G, GLA's sub-chunk tiles).
+using OutputSmem = cuda_delta_chunk::OutputSmem;
+
+constexpr int64_t kd_elems(int C, int Kp) { return int64_t(C) * Kp; }
+constexpr int64_t v_elems(int C, int Vp) { return int64_t(C) * Vp; }
+constexpr int64_t h_elems(int Kp, int Vp) { return int64_t(Kp) * Vp; }
+
+struct ChunkLaunch {
+  bool empty = true;  // nothing to run: no sequences, or no tokens and no state to write
+  int C = 64;
+  Params params{};  // metadata and scratch pointers still null: see bind_scratch()
+  std::vector<ChunkDesc> chunks;
+  std::vector<int32_t> seq_chunks;
+  std::vector<float> gamma;  // a host g_gamma's HV values, uploaded with the chunk table
+  // One-dimensional grids: prep and output (chunk, value head); state (sequence, value head, column slice).
+  unsigned prep_grid = 0, state_grid = 0, output_grid = 0;
+  size_t prep_smem = 0, state_smem = 0, output_smem = 0;
+  // Byte offsets in one allocation of `scratch_bytes`; the first metadata_bytes are uploaded.
+  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, decay_at = 0, h_at = 0, G_at = 0;
+  size_t scratch_bytes = 0, metadata_bytes = 0;
+};
+
+// For a problem check_cuda_gla_chunk accepts.
+ChunkLaunch plan_gla_chunk(const GlaProblem& p);
+
+// Points the plan's parameters into one device allocation of l.scratch_bytes at `base` (after the caller
+// uploads the l.metadata_bytes of metadata_bytes_of(l) to its start).
+void bind_scratch(ChunkLaunch& l, unsigned char* base);
+std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l);
+
+}  // namespace attnzoo::cuda_gla_chunk

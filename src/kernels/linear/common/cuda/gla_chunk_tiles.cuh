@@ -1,0 +1,30 @@
+#pragma once
+// What the chunked gated linear recurrence's prep and state kernels share: the chunked delta rule's tensor-core
+// fragments and copies (delta_chunk_mma.cuh), named into this namespace one by one, and the feature map on the
+// device. (The output kernel is the delta rule's own, delta_chunk_output.cuh's chunk_output.)
+#include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
+#include "kernels/linear/common/cuda/gla_chunk_launch.h"
+
+namespace attnzoo::cuda_gla_chunk {
+
+using cuda_delta_chunk::acc_col;
+using cuda_delta_chunk::acc_row;
+using cuda_delta_chunk::Bf16;
+using cuda_delta_chunk::copy_rows;
+using cuda_delta_chunk::load_a_trans;
+using cuda_delta_chunk::load_b_kn;
+using cuda_delta_chunk::mma_16x16;
+
+// phi of the feature map, on the device (gla_rows.h's apply_feature_map).
+struct FeatureMapFn {
+  FeatureMap f;
+  __device__ __forceinline__ float operator()(float x) const {
+    switch (f) {
+      case FeatureMap::elu_plus_one: return x > 0.f ? x + 1.f : expf(x);
+      case FeatureMap::relu: return fmaxf(x, 0.f);
+      default: return x;
+    }
+  }
+};
+
+}  // namespace attnzoo::cuda_gla_chunk

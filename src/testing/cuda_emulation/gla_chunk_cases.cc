@@ -1,0 +1,277 @@
+// The CUDA chunked gated linear recurrence (gla_chunk_{prep,state,output}.cuh, launched as gla_chunk_launch
+// plans it) under the CTA emulator against the double reference and the CPU chunked kernels (its CPU twin):
+// linear attention (each feature map), retention (host g_gamma), simple GLA with g, a device g_gamma or both,
+// GLA's per-channel decays; ragged packed sequences with one-token, empty and chunk-unaligned ones, padded
+// batches, HV = 2H, K != V off the 16 / 32 tiles and K = V = 128, chunk sizes 16, 32 and 64, f32 / bf16 / f16 in
+// and out, log decays near -20, mixed and mild ones, zero, separate and in-place states. Outputs, separate final
+// states and the whole scratch start as NaN bytes, so an element a kernel forgets (or reads before it is written)
+// fails.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/linear/common/cuda/gla_chunk_cuda.h"
+#include "kernels/linear/common/cuda/gla_chunk_launch.h"
+#include "kernels/linear/common/cuda/gla_chunk_output.cuh"
+#include "kernels/linear/common/cuda/gla_chunk_prep.cuh"
+#include "kernels/linear/common/cuda/gla_chunk_state.cuh"
+#include "kernels/linear/common/gla_problem.h"
+#include "kernels/linear/common/gla_testing.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_tensor.h"
+
+namespace attnzoo {
+namespace {
+using namespace cuda_gla_chunk;
+using cuda_emulation::DeviceMemory;
+using cuda_emulation::DeviceTensor;
+using testing::GlaDeviceCase;
+using testing::GlaEntryArgs;
+using testing::GlaFamily;
+using testing::GlaInputs;
+using testing::HostTensor;
+
+// gla_chunk.cu's three kernels in its order, on the emulator.
+template <int C>
+void run_stages(const ChunkLaunch& l) {
+  const Params& p = l.params;
+  if (l.prep_grid)
+    cuda_emulation::launch(dim3(l.prep_grid), kThreads, l.prep_smem,
+                           [&](unsigned char* smem) { gla_chunk_prep<C>(p, reinterpret_cast<float*>(smem)); });
+  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
+                         [&](unsigned char* smem) { gla_chunk_state<C>(p, smem); });
+  if (l.output_grid)
+    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
+                           [&](unsigned char* smem) { gla_chunk_output<C>(p, smem); });
+}
+
+// The GPU test's bound (gla_chunk_cuda_test.cc). bf16 operands for every product dominate the error (2e-3 to
+// 4e-3 relative RMS on these cases), where a wrong mask, decay or missing term costs tens of percent.
+constexpr double kTolerance = 1e-2;
+
+DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
+void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
+
+// With `in_place` the final state overwrites the initial one; otherwise it goes to a separate NaN-filled buffer.
+void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
+  const GlaInputs in(c, seed);
+  const std::vector<int64_t> o_shape{c.B, c.T, c.HV, c.V}, s_shape{in.N, c.HV, c.K, c.V};
+  HostTensor o_ref(DType::f32, o_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
+  testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref));
+  // The CPU twin: the chunked kernel on the host, in f32 throughout.
+  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
+  testing::run_gla_entry(c.family, GlaPath::chunk, in.args(c, o_cpu, &s_cpu));
+
+  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  for (HostTensor* t : {&o, &s}) std::memset(t->bytes.data(), 0xff, t->bytes.size());
+  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
+                     g_gamma = on_device(in.g_gamma), od = on_device(o), sd = on_device(s);
+  DeviceTensor init = on_device(in.init);
+  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  GlaEntryArgs a = in.args(c, o, &s);
+  a.q = q.device_view(), a.k = k.device_view(), a.v = v.device_view(), a.o = od.device_view();
+  if (!a.g.empty()) a.g = g.device_view();
+  if (!a.g_gamma.empty()) a.g_gamma = g_gamma.device_view();
+  if (c.initial_state) a.opts.initial_state = init.device_view();
+  a.opts.final_state = in_place ? init.device_view() : sd.device_view();
+  a.opts.check_values = false;  // the host scan would read the device copies
+  std::vector<float> retention_gamma;
+  const GlaProblem p = testing::gla_family_problem(c.family, a, retention_gamma);
+  ASSERT_NO_THROW(check_cuda_gla_chunk(p));
+
+  ChunkLaunch l = plan_gla_chunk(p);
+  ASSERT_FALSE(l.empty);
+  DeviceMemory scratch(l.scratch_bytes);
+  std::memset(scratch.data(), 0xff, scratch.size());
+  const std::vector<unsigned char> metadata = metadata_bytes_of(l);
+  std::memcpy(scratch.data(), metadata.data(), metadata.size());
+  bind_scratch(l, scratch.data());
+  cuda_emulation::seed_schedule(seed);
+  switch (l.C) {
+    case 16: run_stages<16>(l); break;
+    case 32: run_stages<32>(l); break;
+    default: run_stages<64>(l); break;
+  }
+  download(od, o);
+  download(in_place ? init : sd, s);
+  if (c.T > 0) {
+    EXPECT_LE(testing::relative_rms(o, o_ref), kTolerance);
+    EXPECT_LE(testing::relative_rms(o, o_cpu), kTolerance);
+  }
+  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
+  EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
+}
+
+// One of each family's configurations the chunked kernels run: every gate kind, every way of decaying simple
+// GLA, every feature map (the normalised form goes to the recurrent kernel).
+std::vector<GlaDeviceCase> family_cases(const GlaDeviceCase& shape) {
+  std::vector<GlaDeviceCase> cases;
+  auto add = [&](GlaFamily f, auto&& tweak) {
+    GlaDeviceCase c = shape;
+    c.family = f;
+    tweak(c);
+    cases.push_back(c);
+  };
+  add(GlaFamily::gla, [](GlaDeviceCase&) {});
+  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
+  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
+  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
+  add(GlaFamily::retention, [](GlaDeviceCase&) {});
+  add(GlaFamily::linear_attn, [](GlaDeviceCase&) {});
+  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu; });
+  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::elu_plus_one; });
+  return cases;
+}
+
+// Field by field: designated initializers that skip fields warn under -Wextra.
+GlaDeviceCase shape(int64_t B, int64_t T, int64_t H, int64_t HV, int64_t K, int64_t V, int64_t chunk = 64,
+                    bool init = true) {
+  GlaDeviceCase c;
+  c.B = B, c.T = T, c.H = H, c.HV = HV, c.K = K, c.V = V, c.chunk_size = chunk, c.initial_state = init;
+  return c;
+}
+
+// Packed sequences of 1, 37, 0, 79 and 33 tokens (the empty one's final state is its initial state; the others
+// end mid-chunk at every chunk size), HV = 2H; the chunk size turns with the family.
+TEST(EmulatedGlaChunk, MatchesRaggedPackedSequences) {
+  uint64_t seed = 100;
+  GlaDeviceCase s = shape(1, 150, 1, 2, 32, 32);
+  s.cu_seqlens = {0, 1, 38, 38, 117, 150};
+  const int64_t chunks[] = {16, 32, 64};
+  for (GlaDeviceCase c : family_cases(s)) {
+    c.chunk_size = chunks[seed % 3];
+    check(c, seed % 2 == 0, seed);
+    ++seed;
+  }
+}
+
+// Padded batches (no cu_seqlens), one with a zero initial state; K != V off the 16- and 32-wide tiles; GQA.
+TEST(EmulatedGlaChunk, MatchesPaddedBatchesAndOddHeadDims) {
+  uint64_t seed = 200;
+  for (GlaFamily f : {GlaFamily::gla, GlaFamily::simple_gla, GlaFamily::linear_attn}) {
+    GlaDeviceCase c = shape(2, 45, 1, 2, 32, 64, 16, false);
+    c.family = f;
+    check(c, false, seed++);
+    c = shape(2, 40, 2, 2, 40, 48, 32);
+    c.family = f, c.g_gamma = f == GlaFamily::simple_gla;
+    check(c, true, seed++);
+    c = shape(1, 40, 2, 4, 48, 40, 16);  // two key heads, each read by two value heads
+    c.family = f;
+    check(c, false, seed++);
+  }
+}
+
+// fla's head dims on one chunk and a tail.
+TEST(EmulatedGlaChunk, MatchesWideHeads) {
+  GlaDeviceCase c = shape(1, 70, 1, 1, 128, 128);
+  c.family = GlaFamily::simple_gla;
+  check(c, false, 300);
+  c.family = GlaFamily::gla;
+  check(c, true, 301);
+}
+
+TEST(EmulatedGlaChunk, MatchesDtypes) {
+  uint64_t seed = 400;
+  for (GlaFamily f : {GlaFamily::gla, GlaFamily::simple_gla, GlaFamily::retention}) {
+    GlaDeviceCase c = shape(1, 50, 1, 2, 32, 32, 32);
+    c.family = f;
+    c.cu_seqlens = {0, 19, 50};
+    c.dtype = DType::bf16;
+    check(c, true, seed++);
+    c.out_dtype = DType::bf16;
+    check(c, false, seed++);
+    c.dtype = DType::f16;
+    c.out_dtype = DType::f32;
+    check(c, false, seed++);
+  }
+}
+
+// Log gates around -20 wipe the state each token (exp(-20) ~ 2e-9): exp(G_i) alone underflows within a chunk and
+// exp(-G_j) would overflow, so only decays taken as differences keep the result finite. Then a mix from -20 to 0,
+// and mild decays, per head and per key channel.
+TEST(EmulatedGlaChunk, MatchesDecayStrengths) {
+  uint64_t seed = 500;
+  for (GlaFamily f : {GlaFamily::simple_gla, GlaFamily::gla}) {
+    GlaDeviceCase c = shape(1, 80, 1, 2, 64, 32);
+    c.family = f, c.g_min = -21.f, c.g_max = -19.f;
+    check(c, true, seed++);
+    c = shape(1, 100, 1, 2, 32, 64, 32);
+    c.family = f, c.g_min = -20.f, c.g_max = 0.f;
+    c.cu_seqlens = {0, 1, 60, 100};
+    check(c, false, seed++);
+    c.g_min = -0.05f, c.g_max = 0.f;
+    c.initial_state = false;
+    check(c, true, seed++);
+  }
+}
+
+// No tokens at all: no chunks, so only the state pass runs, and it copies each initial state to the final one.
+TEST(EmulatedGlaChunk, CopiesStatesOfEmptySequences) {
+  GlaDeviceCase c = shape(1, 0, 1, 2, 32, 32);
+  c.family = GlaFamily::gla;
+  c.cu_seqlens = {0, 0, 0};
+  check(c, false, 600);
+}
+
+// What the chunked kernels cannot run is refused naming the argument (the device branch sends the normalised
+// form to the recurrent kernel before asking).
+TEST(EmulatedGlaChunk, RefusesWhatItCannotRun) {
+  auto problem = [](GlaDeviceCase c, const GlaInputs& in, HostTensor& o) {
+    std::vector<float> gamma;
+    return testing::gla_family_problem(c.family, in.args(c, o, nullptr), gamma);
+  };
+  GlaDeviceCase c = shape(1, 8, 1, 1, 256, 32);
+  c.family = GlaFamily::simple_gla;
+  {
+    const GlaInputs in(c);
+    HostTensor o(DType::f32, {1, 8, 1, 32}, 0, 0.f);
+    testing::expect_error<ArgumentError>([&] { check_cuda_gla_chunk(problem(c, in, o)); }, "q: K=256 exceeds 128");
+  }
+  c = shape(1, 8, 1, 1, 32, 32, 64);
+  c.chunk_size = 128;
+  {
+    const GlaInputs in(c);
+    HostTensor o(DType::f32, {1, 8, 1, 32}, 0, 0.f);
+    testing::expect_error<ArgumentError>([&] { check_cuda_gla_chunk(problem(c, in, o)); }, "chunk_size: ");
+  }
+  c = shape(1, 8, 1, 1, 32, 32, 64, false);
+  c.family = GlaFamily::linear_attn, c.normalize = true;
+  {
+    const GlaInputs in(c);
+    HostTensor o(DType::f32, {1, 8, 1, 32}, 0, 0.f);
+    testing::expect_error<ArgumentError>([&] { check_cuda_gla_chunk(problem(c, in, o)); }, "normalize: ");
+  }
+}
+
+// The plan: chunks never cross sequences, empty sequences own none, a host g_gamma travels with the metadata.
+TEST(EmulatedGlaChunk, PlansChunksPerSequence) {
+  GlaDeviceCase c = shape(1, 100, 1, 2, 40, 48, 32);
+  c.family = GlaFamily::retention;
+  c.cu_seqlens = {0, 1, 1, 65, 100};
+  const GlaInputs in(c, 1);
+  HostTensor o(DType::f32, {1, 100, 2, 48}, 0, 0.f);
+  std::vector<float> gamma;
+  const GlaProblem p = testing::gla_family_problem(c.family, in.args(c, o, nullptr), gamma);
+  const ChunkLaunch l = plan_gla_chunk(p);
+  EXPECT_EQ(l.seq_chunks, (std::vector<int32_t>{0, 1, 1, 3, 5}));
+  ASSERT_EQ(l.chunks.size(), 5u);
+  const int64_t rows[] = {0, 1, 33, 65, 97};
+  const int32_t lens[] = {1, 32, 32, 32, 3};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(l.chunks[i].row, rows[i]);
+    EXPECT_EQ(l.chunks[i].len, lens[i]);
+  }
+  EXPECT_EQ(l.gamma, gamma);
+  EXPECT_EQ(l.params.g_gamma, nullptr);  // bound to the uploaded copy by bind_scratch
+  EXPECT_EQ(l.params.Kp, 48);
+  EXPECT_EQ(l.params.Vp, 64);
+  EXPECT_EQ(l.prep_grid, 10u);
+  EXPECT_EQ(l.state_grid, 4u * 2 * 2);
+}
+
+}  // namespace
+}  // namespace attnzoo
