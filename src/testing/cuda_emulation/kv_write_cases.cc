@@ -83,6 +83,7 @@ struct KvCase {
   int64_t row_pad = 0;   // spare elements after each row (and head) of the rows
   int64_t cache_pad = 0; // spare elements after each head / slot of the cache
   Rows rows = Rows::random;
+  bool past = false;  // every 7th token's slot past the cache: the unchecked kernel skips it (the CPU sees -1)
 };
 
 void check_kv_write(const KvCase& c) {
@@ -90,7 +91,7 @@ void check_kv_write(const KvCase& c) {
                std::to_string(c.T) + " H " + std::to_string(c.H) + " D " + std::to_string(c.D) + " blocks " +
                std::to_string(c.num_blocks) + "x" + std::to_string(c.block_size) + (c.heads ? "" : " latent") +
                " pads " + std::to_string(c.row_pad) + "/" + std::to_string(c.cache_pad) +
-               (c.rows == Rows::special ? " special rows" : ""));
+               (c.rows == Rows::special ? " special rows" : "") + (c.past ? " slots past the cache" : ""));
   const std::vector<int64_t> row_shape = c.heads ? std::vector<int64_t>{c.T, c.H, c.D} : std::vector<int64_t>{c.T, c.D};
   std::vector<int64_t> row_strides = c.heads ? std::vector<int64_t>{(c.D + c.row_pad) * c.H + 3, c.D + c.row_pad, 1}
                                              : std::vector<int64_t>{c.D + c.row_pad, 1};
@@ -140,8 +141,11 @@ void check_kv_write(const KvCase& c) {
   std::shuffle(slots.begin(), slots.end(), std::mt19937_64(3 + uint64_t(c.D)));
   slots.resize(size_t(c.T));
   for (int64_t t = 4; t < c.T; t += 5) slots[size_t(t)] = -1;
+  std::vector<int64_t> device_slots = slots;
+  if (c.past)
+    for (int64_t t = 3; t < c.T; t += 7) device_slots[size_t(t)] = num_slots + t, slots[size_t(t)] = -1;
   DeviceMemory slot_mapping(slots.size() * sizeof(int64_t) + 8);
-  std::memcpy(slot_mapping.data(), slots.data(), slots.size() * sizeof(int64_t));
+  std::memcpy(slot_mapping.data(), device_slots.data(), slots.size() * sizeof(int64_t));
 
   with_row_type(c.rows_dtype, [&](auto src_tag) {
     with_cache_type(c.cache_dtype, [&](auto dst_tag) {
@@ -197,6 +201,13 @@ TEST(EmulatedKvWrite, QuantizesSpecialRowsAsTheCpu) {
       check_kv_write({28, 4, 64, 6, 8, rows, cache, true, 0, 0, Rows::special});
       check_kv_write({15, 3, 33, 4, 7, rows, cache, true, 5, 1, Rows::special});
     }
+}
+
+// An unchecked write (a model step's) never writes outside the cache: slots past it are skipped.
+TEST(EmulatedKvWrite, SkipsSlotsPastTheCache) {
+  check_kv_write({40, 2, 48, 5, 16, DType::bf16, DType::bf16, true, 0, 0, Rows::random, true});
+  check_kv_write({40, 2, 48, 5, 16, DType::f32, DType::i8, true, 1, 1, Rows::random, true});
+  check_kv_write({12, 1, 64, 4, 4, DType::f16, DType::f8_e4m3, false, 0, 0, Rows::random, true});
 }
 
 // The checked path's scan: the lowest offending token, or none.
