@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/softmax/kv_quant.h"
+#include "kernels/softmax/kv_write_device.h"
+#include "kernels/softmax/kv_write_shape.h"
 #include "kernels/softmax/problem.h"
 
 namespace attnzoo {
@@ -50,11 +52,12 @@ struct Scatter {
   float* scale_out;
 };
 
-Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
-                      const char* rows_name, const char* cache_name, const TensorView& scale,
-                      const char* scale_name) {
-  check_float_tensor(rows, rows_name);
-  check_kv_cache_dtype(cache, cache_name);
+}  // namespace
+
+KvScaleView check_paged_rows_shape(const TensorView& rows, const TensorView& cache, const char* rows_name,
+                                   const char* cache_name, const TensorView& scale, const char* scale_name) {
+  check_float_operand(rows, rows_name);
+  check_kv_cache_operand(cache, cache_name);
   require(rows.ndim == 2 || rows.ndim == 3, rows_name,
           [&] { return "must be [tokens, heads, head_dim] or [tokens, dim], got " + rows.shape_str(); });
   require(cache.ndim == rows.ndim + 1, cache_name, [&] {
@@ -68,6 +71,17 @@ Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const
     });
   check_rows_layout(rows, rows_name);
   check_rows_layout(cache, cache_name);
+  return check_kv_scale(cache, scale, cache_name, scale_name);
+}
+
+namespace {
+
+Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
+                      const char* rows_name, const char* cache_name, const TensorView& scale,
+                      const char* scale_name) {
+  check_float_tensor(rows, rows_name);
+  check_kv_cache_dtype(cache, cache_name);
+  const KvScaleView scale_view = check_paged_rows_shape(rows, cache, rows_name, cache_name, scale, scale_name);
   const int64_t T = rows.shape[0];
   require(slot_mapping != nullptr || T == 0, "slot_mapping", "is required");
   const int64_t num_slots = cache.shape[0] * cache.shape[1];
@@ -76,8 +90,7 @@ Scatter check_scatter(const TensorView& rows, const int64_t* slot_mapping, const
       return "entry " + str(t) + " = " + str(slot_mapping[t]) + " is past the cache's " + str(num_slots) +
              " slots (num_blocks * block_size)";
     });
-  return {rows, cache, slot_mapping, check_kv_scale(cache, scale, cache_name, scale_name),
-          static_cast<float*>(scale.data)};
+  return {rows, cache, slot_mapping, scale_view, static_cast<float*>(scale.data)};
 }
 
 // Quantized caches: each (token, head) row widened to f32, quantized into its slot, its scale stored beside.
@@ -139,6 +152,10 @@ void run_scatter(const Scatter& s) {
 
 void write_paged_rows(const TensorView& rows, const int64_t* slot_mapping, const TensorView& cache,
                       const char* rows_name, const char* cache_name, const TensorView& scale, const char* scale_name) {
+  if (!rows.device.is_cpu() || !cache.device.is_cpu()) {
+    const PagedRowsCuda w{rows, cache, scale, rows_name, cache_name, scale_name};
+    return write_paged_rows_on_device({&w, 1}, slot_mapping);
+  }
   run_scatter(check_scatter(rows, slot_mapping, cache, rows_name, cache_name, scale, scale_name));
 }
 
@@ -159,6 +176,11 @@ void write_kv_paged(const TensorView& k_new, const TensorView& v_new, const int6
             return "must have k_cache's [num_blocks, block_size], got " + v_cache.shape_str() + " and " +
                    k_cache.shape_str();
           });
+  if (!k_new.device.is_cpu() || !k_cache.device.is_cpu()) {
+    const PagedRowsCuda w[2] = {{k_new, k_cache, k_scale, "k_new", "k_cache", "k_scale"},
+                                {v_new, v_cache, v_scale, "v_new", "v_cache", "v_scale"}};
+    return write_paged_rows_on_device(w, slot_mapping);
+  }
   // Both validated before either is written, so a bad argument leaves both caches untouched.
   const Scatter k = check_scatter(k_new, slot_mapping, k_cache, "k_new", "k_cache", k_scale, "k_scale");
   const Scatter v = check_scatter(v_new, slot_mapping, v_cache, "v_new", "v_cache", v_scale, "v_scale");

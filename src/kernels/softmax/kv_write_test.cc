@@ -7,7 +7,9 @@
 #include <numeric>
 #include <random>
 
+#include "core/device.h"
 #include "core/error.h"
+#include "kernels/softmax/cuda/kv_write_cuda.h"
 #include "kernels/softmax/kv_write.h"
 #include "testing/test_util.h"
 
@@ -109,6 +111,66 @@ TEST(WriteKvPaged, BadArgumentsWriteNothing) {
   EXPECT_THROW(write_kv_paged(ints.view, v_new.view, slots.data(), k_cache.view, v_cache.view), DTypeError);
   testing::expect_error<ArgumentError>([&] { write_kv_paged(k_new.view, v_new.view, nullptr, k_cache.view, v_cache.view); },
                               "slot_mapping");
+}
+
+// The CUDA scatter's host-side refusals (kernels/softmax/cuda/kv_write_cuda.h), in every build: the views below
+// claim device memory but are never read.
+TEST(WriteKvPagedCuda, RefusesNamingTheArgument) {
+  HostTensor k_new(DType::bf16, {3, 2, 8}, 1), v_new(DType::bf16, {3, 2, 8}, 2);
+  HostTensor k_cache(DType::i8, {2, 4, 2, 8}, 0, 0.f), v_cache(DType::i8, {2, 4, 2, 8}, 0, 0.f);
+  HostTensor k_scale(DType::f32, {2, 4, 2}, 0, 0.f), v_scale(DType::f32, {2, 4, 2}, 0, 0.f);
+  auto on_gpu = [](TensorView t, Device d = Device::cuda()) {
+    t.device = d;
+    return t;
+  };
+  const PagedRowsCuda ok{on_gpu(k_new.view), on_gpu(k_cache.view), on_gpu(k_scale.view), "k_new", "k_cache", "k_scale"};
+  EXPECT_NO_THROW(check_paged_rows_cuda(ok));
+  PagedRowsCuda bad = ok;
+  bad.rows = k_new.view;
+  testing::expect_error<ArgumentError>([&] { check_paged_rows_cuda(bad); },
+                                       "k_new: lives on cpu; the CUDA KV write needs device memory");
+  bad = ok;
+  bad.cache = on_gpu(k_cache.view, Device::cuda(1));
+  testing::expect_error<ArgumentError>([&] { check_paged_rows_cuda(bad); },
+                                       "k_cache: lives on cuda:1, the other operands on cuda:0");
+  bad = ok;
+  bad.scale = k_scale.view;
+  testing::expect_error<ArgumentError>([&] { check_paged_rows_cuda(bad); }, "k_scale: lives on cpu");
+  bad = ok;
+  bad.scale = {};
+  testing::expect_error<ArgumentError>([&] { check_paged_rows_cuda(bad); }, "k_scale: is required");
+  bad = ok;
+  HostTensor wide(DType::i8, {2, 4, 2, 9}, 0, 0.f);
+  bad.cache = on_gpu(wide.view);
+  testing::expect_error<ArgumentError>([&] { check_paged_rows_cuda(bad); }, "k_cache: shape");
+  HostTensor ints(DType::i32, {2, 4, 2, 8}, 0, 0.f);
+  bad.cache = on_gpu(ints.view);
+  testing::expect_error<DTypeError>([&] { check_paged_rows_cuda(bad); }, "k_cache: expected float32");
+  bad = ok;
+  bad.rows = on_gpu(ints.view);
+  testing::expect_error<DTypeError>([&] { check_paged_rows_cuda(bad); }, "k_new");
+
+  // The entries branch to the device for device tensors and refuse there by the same names.
+  const int64_t slots[3] = {0, 5, -1};
+  testing::expect_error<ArgumentError>(
+      [&] {
+        write_kv_paged(on_gpu(k_new.view), v_new.view, slots, on_gpu(k_cache.view), on_gpu(v_cache.view),
+                       on_gpu(k_scale.view), on_gpu(v_scale.view));
+      },
+      "v_new: lives on cpu");
+  testing::expect_error<ArgumentError>(
+      [&] {
+        write_kv_paged(on_gpu(k_new.view), on_gpu(v_new.view), nullptr, on_gpu(k_cache.view), on_gpu(v_cache.view),
+                       on_gpu(k_scale.view), on_gpu(v_scale.view));
+      },
+      "slot_mapping: is required");
+  testing::expect_error<ArgumentError>(
+      [&] { write_paged_rows(on_gpu(k_new.view), slots, k_cache.view, "kv", "kv_cache", k_scale.view, "kv_scale"); },
+      "kv_cache: lives on cpu");
+  if (cuda_device_count() > 0) return;  // the fake device pointers below would be read by a real GPU
+  EXPECT_THROW(write_kv_paged(on_gpu(k_new.view), on_gpu(v_new.view), slots, on_gpu(k_cache.view),
+                              on_gpu(v_cache.view), on_gpu(k_scale.view), on_gpu(v_scale.view)),
+               DeviceError);
 }
 
 }  // namespace

@@ -99,6 +99,11 @@ inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
   return r;
 }
 
+// Round-to-nearest products and differences that nvcc never contracts into an FMA; the emulator's own code is
+// built without FMA contraction, so plain operators are the same.
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+
 using std::isfinite;
 using std::isnan;
 using std::max;
