@@ -318,6 +318,15 @@ void async_wait(int n) {
   }
 }
 
+namespace {
+// Lets other threads run before this one goes on: at the asynchronous instructions' hand-offs, so the other
+// side of a missing wait or an early release runs in the gap, as it may on the GPU.
+void yield_thread() {
+  Fiber& f = self();
+  swapcontext(&f.context, &cta.scheduler);
+}
+}  // namespace
+
 const unsigned char* warpgroup_exchange(const void* mine, size_t bytes, int kind) {
   if (bytes > kSlotBytes) fail("warpgroup exchange of %zu bytes", bytes);
   self();
@@ -356,6 +365,7 @@ void mbarrier_arrive(uint32_t bar, uint32_t expect_tx_bytes) {
   if (b.pending == 0) fail("mbarrier.arrive at %u: more arrivals than its count %d", bar, b.count);
   --b.pending;
   complete_if_done(b);
+  yield_thread();
 }
 
 bool mbarrier_test_parity(uint32_t bar, uint32_t parity) {
@@ -376,6 +386,7 @@ void bulk_copy(uint32_t dst, size_t bytes, uint32_t bar, std::function<void()> l
   self();
   std::memset(shared_at(dst, bytes, "bulk copy destination"), 0xFF, bytes);
   mbarrier_at(bar, "bulk copy").copies.push_back({bytes, std::move(land)});
+  yield_thread();
 }
 
 void wgmma_fence() { self().wgmma_fenced = true; }
@@ -400,6 +411,7 @@ void wgmma_commit() {
 }
 
 void wgmma_wait(int n) {
+  yield_thread();
   Fiber& f = self();
   while (int(f.wgmma_groups.size()) > n) {
     for (WgmmaOp& op : f.wgmma_groups.front()) {
