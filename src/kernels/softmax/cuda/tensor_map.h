@@ -21,7 +21,7 @@ using TensorMap = TensorMapSpec;
 inline TensorMap encode_tensor_map(const TensorMapSpec& spec) { return spec; }
 #else
 // The driver's CUtensorMap, copied into kernel parameters (__grid_constant__) as is.
-struct alignas(64) TensorMap {
+struct alignas(128) TensorMap {
   uint64_t opaque[16];
 };
 // cuTensorMapEncodeTiled, reached through cudaGetDriverEntryPointByVersion so nothing links libcuda. DeviceError
