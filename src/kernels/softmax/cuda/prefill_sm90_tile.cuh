@@ -105,6 +105,7 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
 
     float sc[Bc / 8][4];
     sm90::mbarrier_wait(k_full(stage), parity);
+    sm90::fence_operand(sc);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -115,6 +116,7 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
     }
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
+    sm90::fence_operand(sc);
 
     score_tile(p, s, range, n * Bc, qpos, t, slope_log2, sc);
     sm80::online_softmax_step(sc, acc, row_max, row_sum);
@@ -131,12 +133,14 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
     // V [key][dim] is B = V (k = key, n = dim) with n contiguous: MN-major, 16 key rows (2048 bytes) per step,
     // the next 64 dims one box (leading byte offset) further.
     sm90::mbarrier_wait(v_full(stage), parity);
+    sm90::fence_operand(acc);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Bc / 16; ++kk)
       sm90::wgmma_rs<Elem, D, 1>(acc, pf[kk], sm90::smem_descriptor(v_tile(stage) + uint32_t(kk) * 2048, L::kKVBox, 1024), 1);
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
+    sm90::fence_operand(acc);
     sm90::mbarrier_arrive(empty(stage));  // this thread is done with the stage; the producer may refill it
   }
 

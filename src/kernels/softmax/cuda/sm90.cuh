@@ -42,6 +42,15 @@ constexpr uint64_t smem_descriptor(uint32_t addr, uint32_t leading_bytes, uint32
 namespace attnzoo::sm90 {
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+// Pins an accumulator's registers in place across the asynchronous wgmma: the compiler sees them rewritten
+// here, so it moves no read after a wait (or write before an issue) across it.
+template <int Rows>
+__device__ __forceinline__ void fence_operand(float (&d)[Rows][4]) {
+#pragma unroll
+  for (int i = 0; i < Rows; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {

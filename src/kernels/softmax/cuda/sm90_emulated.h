@@ -78,6 +78,8 @@ inline void multiply(float* value, const float (&a)[2][16], const Descriptor& b,
 }  // namespace emulated
 
 inline void wgmma_fence() { cuda_emulation::wgmma_fence(); }
+template <int Rows>
+inline void fence_operand(float (&)[Rows][4]) {}
 inline void wgmma_commit() { cuda_emulation::wgmma_commit(); }
 template <int N>
 inline void wgmma_wait() {
