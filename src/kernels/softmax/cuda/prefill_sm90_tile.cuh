@@ -10,7 +10,9 @@
 //     with the sm_80 path: prefill_rows.cuh, online_softmax.cuh), P rounded to the input dtype in registers and
 //     O += P V by wgmma with A from registers and V as an MN-major B; the epilogue stores O with bounded plain
 //     stores, so ragged sequence ends need no masking on the way out.
-// K's full barrier is separate from V's, so S = Q K^T of a tile starts while its V is still in flight.
+// K's full barrier is separate from V's, so S = Q K^T of a tile starts while its V is still in flight, and each
+// consumer keeps the next tile's Q K^T in flight with this tile's P V, the softmax between them (FlashAttention-3's
+// intra-warpgroup overlap).
 // Tile layouts, descriptors and swizzle: sm90.cuh and prefill_sm90_params.h.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -97,32 +99,32 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
 
   // This warpgroup's 64 rows of Q: the K-major A operand, 32 bytes further per k16 step within a box.
   const uint32_t q_rows = base + L::kQ + uint32_t(consumer) * 64 * 128;
-  sm90::mbarrier_wait(q_full, 0);
+  auto stage_of = [](int i) { return i % S; };
+  auto parity_of = [](int i) { return uint32_t(i / S) & 1; };
 
-  for (int n = range.n_begin, i = 0; n < range.n_end; ++n, ++i) {
-    const int stage = i % S;
-    const uint32_t parity = uint32_t(i / S) & 1;
-
-    float sc[Bc / 8][4];
-    sm90::mbarrier_wait(k_full(stage), parity);
+  // S = Q K^T of the i-th key tile into sc, issued and committed (not waited for).
+  float sc[Bc / 8][4];
+  auto issue_scores = [&](int i) {
+    sm90::mbarrier_wait(k_full(stage_of(i)), parity_of(i));
     sm90::fence_operand(sc);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t step = uint32_t(kk % 4) * 32;
       const uint64_t a = sm90::smem_descriptor(q_rows + uint32_t(kk / 4) * L::kQBox + step, 16, 1024);
-      const uint64_t b = sm90::smem_descriptor(k_tile(stage) + uint32_t(kk / 4) * L::kKVBox + step, 16, 1024);
+      const uint64_t b = sm90::smem_descriptor(k_tile(stage_of(i)) + uint32_t(kk / 4) * L::kKVBox + step, 16, 1024);
       sm90::wgmma_ss<Elem, Bc, 0>(sc, a, b, kk > 0);
     }
     sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
+  };
+  // The landed scores of key tile n into weights (P, rounded to Elem as the A fragments of P V: key columns
+  // 16kk..16kk+15 are n-blocks 2kk and 2kk+1) and the factor the output rows must be rescaled by.
+  uint32_t pf[Bc / 16][4];
+  float alpha[2];
+  auto weigh = [&](int n) {
     sm90::fence_operand(sc);
-
     score_tile(p, s, range, n * Bc, qpos, t, slope_log2, sc);
-    sm80::online_softmax_step(sc, acc, row_max, row_sum);
-
-    // P as A fragments from registers: key columns 16kk..16kk+15 are n-blocks 2kk and 2kk+1 of S.
-    uint32_t pf[Bc / 16][4];
+    sm80::online_softmax_weights(sc, row_max, row_sum, alpha);
 #pragma unroll
     for (int kk = 0; kk < Bc / 16; ++kk) {
       pf[kk][0] = sm80::pack2<Elem>(sc[2 * kk][0], sc[2 * kk][1]);
@@ -130,18 +132,38 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
       pf[kk][2] = sm80::pack2<Elem>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
       pf[kk][3] = sm80::pack2<Elem>(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
     }
+  };
+
+  sm90::mbarrier_wait(q_full, 0);
+  const int tiles = range.n_end - range.n_begin;
+  if (tiles > 0) {
+    issue_scores(0);
+    sm90::wgmma_wait<0>();
+    weigh(range.n_begin);
+    sm80::rescale_rows(acc, alpha);
+  }
+  // FlashAttention-3's intra-warpgroup pipeline: tile i + 1's Q K^T and tile i's P V are in flight together, and
+  // tile i + 1's softmax runs while P V still does; only its rescale of O waits for P V to land.
+  for (int i = 0; i < tiles; ++i) {
+    const bool next = i + 1 < tiles;
+    if (next) issue_scores(i + 1);
     // V [key][dim] is B = V (k = key, n = dim) with n contiguous: MN-major, 16 key rows (2048 bytes) per step,
     // the next 64 dims one box (leading byte offset) further.
-    sm90::mbarrier_wait(v_full(stage), parity);
+    sm90::mbarrier_wait(v_full(stage_of(i)), parity_of(i));
     sm90::fence_operand(acc);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Bc / 16; ++kk)
-      sm90::wgmma_rs<Elem, D, 1>(acc, pf[kk], sm90::smem_descriptor(v_tile(stage) + uint32_t(kk) * 2048, L::kKVBox, 1024), 1);
+      sm90::wgmma_rs<Elem, D, 1>(acc, pf[kk], sm90::smem_descriptor(v_tile(stage_of(i)) + uint32_t(kk) * 2048, L::kKVBox, 1024), 1);
     sm90::wgmma_commit();
+    if (next) {
+      sm90::wgmma_wait<1>();  // Q K^T of tile i + 1 (the older group) has landed; P V may still run
+      weigh(range.n_begin + i + 1);
+    }
     sm90::wgmma_wait<0>();
     sm90::fence_operand(acc);
-    sm90::mbarrier_arrive(empty(stage));  // this thread is done with the stage; the producer may refill it
+    sm90::mbarrier_arrive(empty(stage_of(i)));  // this thread is done with the stage; the producer may refill it
+    if (next) sm80::rescale_rows(acc, alpha);
   }
 
   finish_rows<D>(p, s, head, row, t, acc, row_max, row_sum, sink_log2);
