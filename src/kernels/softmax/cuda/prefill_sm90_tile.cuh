@@ -117,14 +117,17 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
     }
     sm90::wgmma_commit();
   };
-  // The landed scores of key tile n into weights (P, rounded to Elem as the A fragments of P V: key columns
-  // 16kk..16kk+15 are n-blocks 2kk and 2kk+1) and the factor the output rows must be rescaled by.
-  uint32_t pf[Bc / 16][4];
+  // The landed scores of key tile n into weights and the factor the output rows must be rescaled by.
   float alpha[2];
   auto weigh = [&](int n) {
     sm90::fence_operand(sc);
     score_tile(p, s, range, n * Bc, qpos, t, slope_log2, sc);
     sm80::online_softmax_weights(sc, row_max, row_sum, alpha);
+  };
+  // P rounded to Elem as the A fragments of P V (key columns 16kk..16kk+15 are n-blocks 2kk and 2kk+1): only
+  // once the previous P V has landed, since a wgmma reads its A registers asynchronously too.
+  uint32_t pf[Bc / 16][4];
+  auto pack_weights = [&] {
 #pragma unroll
     for (int kk = 0; kk < Bc / 16; ++kk) {
       pf[kk][0] = sm80::pack2<Elem>(sc[2 * kk][0], sc[2 * kk][1]);
@@ -141,12 +144,10 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
     sm90::wgmma_wait<0>();
     weigh(range.n_begin);
     sm80::rescale_rows(acc, alpha);
+    pack_weights();
   }
-  // FlashAttention-3's intra-warpgroup pipeline: tile i + 1's Q K^T and tile i's P V are in flight together, and
-  // tile i + 1's softmax runs while P V still does; only its rescale of O waits for P V to land.
-  for (int i = 0; i < tiles; ++i) {
-    const bool next = i + 1 < tiles;
-    if (next) issue_scores(i + 1);
+  // O += P V for key tile i, issued and committed.
+  auto issue_values = [&](int i) {
     // V [key][dim] is B = V (k = key, n = dim) with n contiguous: MN-major, 16 key rows (2048 bytes) per step,
     // the next 64 dims one box (leading byte offset) further.
     sm90::mbarrier_wait(v_full(stage_of(i)), parity_of(i));
@@ -154,16 +155,28 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Bc / 16; ++kk)
-      sm90::wgmma_rs<Elem, D, 1>(acc, pf[kk], sm90::smem_descriptor(v_tile(stage_of(i)) + uint32_t(kk) * 2048, L::kKVBox, 1024), 1);
+      sm90::wgmma_rs<Elem, D, 1>(acc, pf[kk],
+                                 sm90::smem_descriptor(v_tile(stage_of(i)) + uint32_t(kk) * 2048, L::kKVBox, 1024), 1);
     sm90::wgmma_commit();
-    if (next) {
-      sm90::wgmma_wait<1>();  // Q K^T of tile i + 1 (the older group) has landed; P V may still run
-      weigh(range.n_begin + i + 1);
-    }
+  };
+  // FlashAttention-3's intra-warpgroup pipeline: tile i + 1's Q K^T and tile i's P V are in flight together, and
+  // tile i + 1's softmax runs while P V still does; its rescale of O and its P wait for P V to land.
+  for (int i = 0; i + 1 < tiles; ++i) {
+    issue_scores(i + 1);
+    issue_values(i);
+    sm90::wgmma_wait<1>();  // Q K^T of tile i + 1 (the older group) has landed; P V may still run
+    weigh(range.n_begin + i + 1);
     sm90::wgmma_wait<0>();
     sm90::fence_operand(acc);
     sm90::mbarrier_arrive(empty(stage_of(i)));  // this thread is done with the stage; the producer may refill it
-    if (next) sm80::rescale_rows(acc, alpha);
+    sm80::rescale_rows(acc, alpha);
+    pack_weights();
+  }
+  if (tiles > 0) {
+    issue_values(tiles - 1);
+    sm90::wgmma_wait<0>();
+    sm90::fence_operand(acc);
+    sm90::mbarrier_arrive(empty(stage_of(tiles - 1)));
   }
 
   finish_rows<D>(p, s, head, row, t, acc, row_max, row_sum, sink_log2);

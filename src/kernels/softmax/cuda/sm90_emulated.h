@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -101,7 +102,7 @@ inline void wgmma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, int scale_d) 
   });
 }
 
-// A's registers are read at the issue (the kernel may not change them before the wait, as on the GPU).
+// A's registers are read at the issue and must hold the same values at the covering wait.
 template <class Elem, int N, int TransB>
 inline void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b, int scale_d) {
   static_assert(N == 64 || N == 128);
@@ -121,7 +122,12 @@ inline void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b, i
       rows[1][2 * t + 8 + h] = half(s[3]);
     }
   }
-  cuda_emulation::wgmma_issue(&d[0][0], N / 2, scale_d != 0, [rows, db, at](float* value) {
+  // The GPU reads them asynchronously too: registers rewritten before the covering wait are a race, caught here.
+  const uint32_t* regs = a;
+  const std::array<uint32_t, 4> issued{a[0], a[1], a[2], a[3]};
+  cuda_emulation::wgmma_issue(&d[0][0], N / 2, scale_d != 0, [rows, db, at, regs, issued](float* value) {
+    for (int i = 0; i < 4; ++i)
+      if (regs[i] != issued[i]) emulated::emu::fail("wgmma: A fragment registers changed before the wgmma.wait_group");
     emulated::multiply<Elem, N, TransB>(value, rows, db, at);
   });
 }
