@@ -16,7 +16,7 @@ w('''#pragma once
 
 namespace attnzoo::sm90 {
 ''')
-for N in (64, 128):
+for N in (64, 128, 256):
     n = N // 2
     regs = ", ".join(f"%{i}" for i in range(n))
     outs = ", ".join(f'"+f"(d[{i // 4}][{i % 4}])' for i in range(n))

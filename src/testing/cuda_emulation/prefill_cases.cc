@@ -55,7 +55,8 @@ void launch_sm90(const PrefillSm90Params& params, unsigned work_items, unsigned 
 template <class Elem>
 void launch_sm90_for_dim(int64_t D, const PrefillSm90Params& params, unsigned work_items, unsigned heads) {
   if (D == 64) launch_sm90<Elem, 64>(params, work_items, heads);
-  else launch_sm90<Elem, 128>(params, work_items, heads);
+  else if (D == 128) launch_sm90<Elem, 128>(params, work_items, heads);
+  else launch_sm90<Elem, 256>(params, work_items, heads);
 }
 
 // Runs the problem through one kernel's plan and body.
@@ -232,14 +233,10 @@ TEST(EmulatedPrefill, MatchesReferenceAtWindowEdges) {
   check(c, 99);
 }
 
-// The Hopper kernel on the same kind of cases, head dims 64 and 128 (the ones it covers).
+// The Hopper kernel on the same kind of cases.
 TEST(EmulatedPrefillSm90, MatchesReferenceOnRandomCases) {
   std::mt19937_64 rng(20261205);
-  for (int i = 0; i < 24; ++i) {
-    Case c = random_case(rng);
-    if (c.D == 256) c.D = 64 + 64 * int64_t(rng() % 2);
-    check(c, 2000 + uint64_t(i), PrefillPath::sm90);
-  }
+  for (int i = 0; i < 30; ++i) check(random_case(rng), 2000 + uint64_t(i), PrefillPath::sm90);
 }
 
 // Windows shorter than the prompt and around the 128-key tile, queries at the end of longer keys; several
@@ -255,6 +252,9 @@ TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
   c.opts.causal = true;
   c.v_mean = 3.f;
   check(c, 7, PrefillPath::sm90);
+  Case wide{1, 150, 300, 2, 1, 256};  // 64-key tiles: the ring wraps twice
+  wide.opts.window = 100;
+  check(wide, 8, PrefillPath::sm90);
 }
 
 TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
@@ -273,8 +273,14 @@ TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
   EXPECT_EQ(choose_prefill_path(problem(128), 9, "sm80"), PrefillPath::sm80);
   EXPECT_EQ(choose_prefill_path(problem(128), 8, nullptr), PrefillPath::sm80);
   EXPECT_EQ(choose_prefill_path(problem(128), 10, nullptr), PrefillPath::sm80);  // sm_90a code is sm_90's only
-  EXPECT_EQ(choose_prefill_path(problem(256), 9, nullptr), PrefillPath::sm80);
-  EXPECT_STREQ(sm90_prefill_gap(problem(256)), "head_dim D is not 64 or 128");
+  EXPECT_EQ(choose_prefill_path(problem(256), 9, nullptr), PrefillPath::sm90);
+  EXPECT_EQ(choose_prefill_path(problem(256), 8, nullptr), PrefillPath::sm80);
+  // Batches whose stride is not a whole number of tokens cannot be TMA coordinates: the sm_80 kernel takes them.
+  AttentionProblem padded = problem(64);
+  padded.seqs[1].q_offset += 8;
+  EXPECT_STREQ(sm90_prefill_gap(padded),
+               "a sequence does not start at a whole token (batch stride not a multiple of the token stride)");
+  EXPECT_EQ(choose_prefill_path(padded, 9, nullptr), PrefillPath::sm80);
 }
 
 }  // namespace

@@ -73,6 +73,7 @@ void check_ss() {
 TEST(EmulatedSm90, WgmmaFromSharedMatchesPlainProduct) {
   check_ss<64>();
   check_ss<128>();
+  check_ss<256>();
 }
 
 // A from registers (the mma.m16n8k16 A fragment per warp) times B (K x N) stored MN-major: blocks of 64 columns
@@ -116,6 +117,7 @@ void check_rs() {
 TEST(EmulatedSm90, WgmmaFromRegistersWithMnMajorBMatchesPlainProduct) {
   check_rs<64>();
   check_rs<128>();
+  check_rs<256>();
 }
 
 // The accumulators are unreadable (NaN) between the issue and the covering wait; wait_group<1> leaves the

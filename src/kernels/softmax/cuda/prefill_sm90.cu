@@ -37,7 +37,8 @@ void launch(const PrefillSm90Params& params, unsigned work_items, int64_t Hq, cu
 template <class Elem>
 void launch_for_dim(int64_t D, const PrefillSm90Params& params, unsigned work_items, int64_t Hq, cudaStream_t stream) {
   if (D == 64) launch<Elem, 64>(params, work_items, Hq, stream);
-  else launch<Elem, 128>(params, work_items, Hq, stream);
+  else if (D == 128) launch<Elem, 128>(params, work_items, Hq, stream);
+  else launch<Elem, 256>(params, work_items, Hq, stream);
 }
 
 }  // namespace

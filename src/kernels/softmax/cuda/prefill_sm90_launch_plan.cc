@@ -30,7 +30,7 @@ sm90::TensorMapSpec map_of(const void* base, TokenStrides st, int64_t heads, int
 }  // namespace
 
 const char* sm90_prefill_gap(const AttentionProblem& p) {
-  if (p.D != 64 && p.D != 128) return "head_dim D is not 64 or 128";
+  if (p.D != 64 && p.D != 128 && p.D != 256) return "head_dim D is not 64, 128 or 256";
   for (const SeqSpan& s : p.seqs) {
     if (s.Tq == 0) continue;
     // A sequence's rows are TMA coordinates: it must start at a whole token of each tensor.
@@ -56,11 +56,11 @@ PrefillPath choose_prefill_path(const AttentionProblem& p, int sm_major, const c
 
 PrefillSm90Plan plan_prefill_sm90(const AttentionProblem& p) {
   PrefillSm90Plan plan;
-  plan.launch = plan_prefill_launch(p, kSm90QueryTile, kSm90KeyTile);
+  plan.launch = plan_prefill_launch(p, kSm90QueryTile, sm90_key_tile(p.D));
   if (plan.launch.work_items == 0) return plan;
   plan.q = map_of(p.q, p.qs, p.Hq, p.D, token_rows(p, &SeqSpan::q_offset, &SeqSpan::Tq, p.qs.token), kSm90QueryTile);
-  plan.k = map_of(p.k, p.ks, p.Hkv, p.D, token_rows(p, &SeqSpan::k_offset, &SeqSpan::Tk, p.ks.token), kSm90KeyTile);
-  plan.v = map_of(p.v, p.vs, p.Hkv, p.D, token_rows(p, &SeqSpan::v_offset, &SeqSpan::Tk, p.vs.token), kSm90KeyTile);
+  plan.k = map_of(p.k, p.ks, p.Hkv, p.D, token_rows(p, &SeqSpan::k_offset, &SeqSpan::Tk, p.ks.token), uint32_t(sm90_key_tile(p.D)));
+  plan.v = map_of(p.v, p.vs, p.Hkv, p.D, token_rows(p, &SeqSpan::v_offset, &SeqSpan::Tk, p.vs.token), uint32_t(sm90_key_tile(p.D)));
   return plan;
 }
 

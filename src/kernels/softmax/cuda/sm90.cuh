@@ -60,16 +60,18 @@ __device__ __forceinline__ void wgmma_wait() {
 // d (+)= A B, A 64x16 and B 16xN from shared memory; TransB 1: B MN-major. scale_d 0 overwrites d.
 template <class Elem, int N, int TransB>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, int scale_d) {
-  static_assert(N == 64 || N == 128);
+  static_assert(N == 64 || N == 128 || N == 256);
   if constexpr (N == 64) wgmma_ss_n64<Elem, TransB>(d, a, b, scale_d);
-  else wgmma_ss_n128<Elem, TransB>(d, a, b, scale_d);
+  else if constexpr (N == 128) wgmma_ss_n128<Elem, TransB>(d, a, b, scale_d);
+  else wgmma_ss_n256<Elem, TransB>(d, a, b, scale_d);
 }
 // The same with A from registers (the fragment above).
 template <class Elem, int N, int TransB>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  static_assert(N == 64 || N == 128);
+  static_assert(N == 64 || N == 128 || N == 256);
   if constexpr (N == 64) wgmma_rs_n64<Elem, TransB>(d, a, b, scale_d);
-  else wgmma_rs_n128<Elem, TransB>(d, a, b, scale_d);
+  else if constexpr (N == 128) wgmma_rs_n128<Elem, TransB>(d, a, b, scale_d);
+  else wgmma_rs_n256<Elem, TransB>(d, a, b, scale_d);
 }
 
 __device__ __forceinline__ void mbarrier_init(uint32_t bar, int count) {

@@ -89,7 +89,7 @@ inline void wgmma_wait() {
 
 template <class Elem, int N, int TransB>
 inline void wgmma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, int scale_d) {
-  static_assert(N == 64 || N == 128);
+  static_assert(N == 64 || N == 128 || N == 256);
   const unsigned char none = 0;
   cuda_emulation::warpgroup_exchange(&none, 1, emulated::kWgmma + N / 16 + TransB);
   const emulated::Descriptor da = emulated::decode(a, "A"), db = emulated::decode(b, "B");
@@ -105,7 +105,7 @@ inline void wgmma_ss(float (&d)[N / 8][4], uint64_t a, uint64_t b, int scale_d) 
 // A's registers are read at the issue and must hold the same values at the covering wait.
 template <class Elem, int N, int TransB>
 inline void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  static_assert(N == 64 || N == 128);
+  static_assert(N == 64 || N == 128 || N == 256);
   const auto* all = reinterpret_cast<const uint32_t*>(
       cuda_emulation::warpgroup_exchange(a, sizeof a, emulated::kWgmma + 32 + N / 16 + TransB));
   const emulated::Descriptor db = emulated::decode(b, "B");
