@@ -21,8 +21,8 @@ sm90::TensorMapSpec map_of(const void* base, TokenStrides st, int64_t heads, int
   m.rank = 3;
   m.elem_bytes = 2;
   m.dims[0] = uint64_t(D), m.dims[1] = uint64_t(heads), m.dims[2] = uint64_t(rows);
-  // One head: its stride is never stepped over, and may be anything; the map still needs a multiple of 16.
-  m.strides[1] = uint64_t(heads > 1 ? st.head * 2 : 16), m.strides[2] = uint64_t(st.token * 2);
+  // One head: its stride is never stepped over and may be anything; the map gets a packed one (a multiple of 16).
+  m.strides[1] = uint64_t(heads > 1 ? st.head : D) * 2, m.strides[2] = uint64_t(st.token * 2);
   m.box[0] = 64, m.box[1] = 1, m.box[2] = box_rows;
   return m;
 }
