@@ -59,7 +59,7 @@ __device__ __forceinline__ void store_rows(const PrefillParams& p, const SeqDesc
                                            const float (&acc)[D / 8][4], const float (&inv)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    if (row + 8 * r >= s.Tq) continue;  // tail rows of the last tile were computed on zeros; never stored
+    if (row + 8 * r >= s.Tq) continue;  // tail rows of the last tile (zeros, or a neighbour's rows) are never stored
     Out* dst = static_cast<Out*>(p.o) + s.o_offset + int64_t(row + 8 * r) * p.o_token + int64_t(head) * p.o_head;
 #pragma unroll
     for (int nd = 0; nd < D / 8; ++nd)
