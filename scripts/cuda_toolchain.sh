@@ -11,13 +11,17 @@ cd "$(dirname "$0")/.."
 # Every part pinned: an unpinned extra pulls a newer minor release beside the 13.0 nvcc. 13.0 is also what the
 # H200 image's nvcc and PyTorch build carry, so a binary built here runs there unchanged.
 PIN='cuda-toolkit[nvcc,crt,nvvm,cudart,cccl]==13.0.2'
+# cuobjdump and the nvdisasm it runs, for the SASS check (scripts/check_sass.sh, a ctest): the meta-package has no
+# extra for them and PyPI has none older than 13.2 (~5 MB together); they read 13.0's binaries.
+SASS_PIN='nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51'
 SHIM=.cuda/toolkit
-STAMP=.stamps/cuda-$(printf '%s' "$PIN" | sha256sum | cut -c1-16)
+STAMP=.stamps/cuda-$(printf '%s %s' "$PIN" "$SASS_PIN" | sha256sum | cut -c1-16)
 
 if [ ! -f "$STAMP" ] || [ ! -x "$SHIM/bin/nvcc" ]; then
   [ -x .venv/bin/python ] || { echo "cuda_toolchain.sh: .venv is missing (run scripts/setup.sh first)" >&2; exit 1; }
-  echo "[setup] installing the CUDA compiler ($PIN)"
-  .venv/bin/pip install -q "$PIN" 2> >(grep -v "WARNING: Location" >&2)
+  echo "[setup] installing the CUDA compiler ($PIN $SASS_PIN)"
+  # shellcheck disable=SC2086  # SASS_PIN is two requirements
+  .venv/bin/pip install -q "$PIN" $SASS_PIN 2> >(grep -v "WARNING: Location" >&2)
   root=$(.venv/bin/python -c 'import nvidia.cu13, os; print(os.path.dirname(nvidia.cu13.__file__))' 2>/dev/null ||
          .venv/bin/python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13"))')
   [ -x "$root/bin/nvcc" ] || { echo "cuda_toolchain.sh: no nvcc under $root after the install" >&2; exit 1; }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/cuda/prefill_sm90_launch_plan.h"
 #include "kernels/softmax/decode.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "bench/device_fill.h"
@@ -155,7 +157,11 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
     AttentionOptions opts;
     opts.causal = c.causal;
     const Timing t = summarize(time_on_stream([&] { attention_prefill(qv, kv, vv, ov, opts); }, stream, 2, reps));
-    r.prefill.push_back({c, t.median_s, t.min_s, prefill_flops(c) / t.median_s * 1e-12});
+    // The launcher's own choice, from the same inputs (capability, coverage, ATTNZOO_CUDA_PREFILL).
+    const cuda_prefill::PrefillPath path = cuda_prefill::choose_prefill_path(
+        make_prefill_problem(qv, kv, vv, ov, opts, {}), info.sm_major, std::getenv("ATTNZOO_CUDA_PREFILL"));
+    r.prefill.push_back({c, t.median_s, t.min_s, prefill_flops(c) / t.median_s * 1e-12,
+                         cuda_prefill::prefill_path_name(path)});
   }
 
   for (const CudaDecodeCase& c : cuda_decode_cases(s)) r.decode.push_back(time_decode(c, device, stream, reps));
@@ -177,12 +183,12 @@ std::string format_cuda_text(const CudaKernelReport& r) {
   char line[256];
   std::snprintf(line, sizeof line, "copy         %.0f GB/s (device to device, read + write)\n", r.copy_gbps);
   s += line;
-  s += "prefill (bf16, GQA, FlashAttention FLOP count)   median ms   TFLOP/s\n";
+  s += "prefill (bf16, GQA, FlashAttention FLOP count)   median ms   TFLOP/s   kernel\n";
   for (const CudaPrefillRow& row : r.prefill) {
     const CudaPrefillCase& c = row.shape;
-    std::snprintf(line, sizeof line, "  B=%-2lld T=%-6lld Hq=%lld Hkv=%lld D=%-3lld %-10s %10.3f %9.1f\n",
+    std::snprintf(line, sizeof line, "  B=%-2lld T=%-6lld Hq=%lld Hkv=%lld D=%-3lld %-10s %10.3f %9.1f   %s\n",
                   (long long)c.B, (long long)c.T, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
-                  c.causal ? "causal" : "non-causal", row.median_s * 1e3, row.tflops);
+                  c.causal ? "causal" : "non-causal", row.median_s * 1e3, row.tflops, row.path.c_str());
     s += line;
   }
   s += "paged decode (1 token, bf16 q)                                median ms   GB/s of cache read\n";
@@ -214,9 +220,9 @@ std::string format_cuda_json(const CudaKernelReport& r) {
     char item[320];
     std::snprintf(item, sizeof item,
                   "%s{\"B\": %lld, \"T\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"causal\": %s, "
-                  "\"median_s\": %.9g, \"min_s\": %.9g, \"tflops\": %.6g}",
+                  "\"median_s\": %.9g, \"min_s\": %.9g, \"tflops\": %.6g, \"kernel\": \"%s\"}",
                   i ? ", " : "", (long long)c.B, (long long)c.T, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
-                  c.causal ? "true" : "false", row.median_s, row.min_s, row.tflops);
+                  c.causal ? "true" : "false", row.median_s, row.min_s, row.tflops, row.path.c_str());
     s += item;
   }
   s += "], \"decode\": [";

@@ -25,6 +25,7 @@ struct CudaPrefillRow {
   CudaPrefillCase shape;
   double median_s = 0, min_s = 0;
   double tflops = 0;  // visible score / value products only (a causal problem counts half), as FlashAttention does
+  std::string path = "sm80";  // the kernel that ran: "sm90" (wgmma + TMA) or "sm80" (mma.sync)
 };
 // Paged decode, one query token per sequence over `context` cached tokens (FlashInfer's and vLLM's decode
 // shape): bandwidth-bound, so measured in bytes of the cache read (K and V, plus int8 / fp8 scales) per second.

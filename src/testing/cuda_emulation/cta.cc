@@ -2,6 +2,8 @@
 
 #include <ucontext.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -33,14 +35,38 @@ struct Copy {
   bool valid;
 };
 
+// One wgmma.mma_async in flight: its accumulator registers and the product to form at the covering wait.
+struct WgmmaOp {
+  float* acc;
+  int n;
+  bool scale_d;
+  std::function<void(float*)> compute;
+};
+
 struct Fiber {
   ucontext_t context;
   bool done = false;
   const Barrier* waiting = nullptr;  // runnable again once its generation moves past waiting_for
   uint64_t waiting_for = 0;
+  int64_t waiting_bar = -1;  // or once the mbarrier at this shared offset has completed the phase of this parity
+  uint32_t waiting_parity = 0;
   std::vector<Copy> open;
   std::deque<std::vector<Copy>> groups;
-  bool ready() const { return !done && (!waiting || waiting->generation != waiting_for); }
+  bool wgmma_fenced = false;
+  std::vector<WgmmaOp> wgmma_open;
+  std::deque<std::vector<WgmmaOp>> wgmma_groups;
+  std::map<float*, std::vector<float>> wgmma_values;  // accumulators in flight: the value their ops build
+};
+
+struct BulkCopy {
+  size_t bytes;
+  std::function<void()> land;
+};
+struct MBarrier {
+  int count = 0, pending = 0;
+  int64_t tx = 0;
+  uint32_t phase = 0;  // completed phases
+  std::vector<BulkCopy> copies;  // issued, not landed
 };
 
 // Deep enough for a D = 256 accumulator and the emulated instructions' locals in an unoptimized build.
@@ -55,6 +81,10 @@ struct Cta {
   Barrier block_barrier;
   std::vector<Barrier> warp_barriers;
   std::vector<unsigned char> slots;  // [warp][generation parity][lane][kSlotBytes]
+  std::vector<Barrier> warpgroup_barriers;
+  std::vector<unsigned char> warpgroup_slots;  // [warpgroup][generation parity][thread][kSlotBytes]
+  Barrier named[16];
+  std::map<uint32_t, MBarrier> mbarriers;
   int current = -1;
   ucontext_t scheduler;
   const std::function<void(unsigned char*)>* body = nullptr;
@@ -62,6 +92,42 @@ struct Cta {
 Cta cta;
 std::mt19937_64 schedule(1);
 std::map<uintptr_t, size_t> allocations;
+
+MBarrier& mbarrier_at(uint32_t bar, const char* what) {
+  auto it = cta.mbarriers.find(bar);
+  if (it == cta.mbarriers.end()) fail("%s: no mbarrier initialized at shared offset %u", what, bar);
+  return it->second;
+}
+
+void complete_if_done(MBarrier& b) {
+  if (b.pending == 0 && b.tx == 0) {
+    ++b.phase;
+    b.pending = b.count;
+  }
+}
+
+// The copies land when someone waits for them: the latest moment the hardware could.
+void land_copies(MBarrier& b) {
+  std::vector<BulkCopy> copies = std::move(b.copies);
+  b.copies.clear();
+  for (BulkCopy& c : copies) {
+    c.land();
+    b.tx -= int64_t(c.bytes);
+    complete_if_done(b);
+  }
+}
+
+bool phase_done(MBarrier& b, uint32_t parity) {
+  land_copies(b);
+  return (b.phase & 1u) != (parity & 1u);
+}
+
+bool cta_ready(Fiber& f) {
+  if (f.done) return false;
+  if (f.waiting && f.waiting->generation == f.waiting_for) return false;
+  if (f.waiting_bar >= 0) return phase_done(mbarrier_at(uint32_t(f.waiting_bar), "mbarrier wait"), f.waiting_parity);
+  return true;
+}
 
 Fiber& self() {
   if (cta.current < 0) fail("an emulated instruction ran outside a CTA");
@@ -96,6 +162,8 @@ void run_thread() {
   if (!f.open.empty()) fail("cp.async copies never committed when the thread exits");
   for (const auto& g : f.groups)
     if (!g.empty()) fail("cp.async copies never waited for when the thread exits");
+  if (!f.wgmma_open.empty()) fail("wgmma ops never committed when the thread exits");
+  if (!f.wgmma_groups.empty()) fail("wgmma groups never waited for when the thread exits");
   f.done = true;
 }  // returns to the scheduler through uc_link
 
@@ -106,6 +174,10 @@ void run_cta(int threads) {
   cta.block_barrier = {threads, 0, -1, 0};
   cta.warp_barriers.assign(size_t(warps), Barrier{32, 0, -1, 0});
   cta.slots.assign(size_t(warps) * 2 * 32 * kSlotBytes, 0);
+  cta.warpgroup_barriers.assign(size_t(warps / 4), Barrier{128, 0, -1, 0});
+  cta.warpgroup_slots.assign(size_t(warps / 4) * 2 * 128 * kSlotBytes, 0);
+  for (Barrier& b : cta.named) b = Barrier{};
+  cta.mbarriers.clear();
   for (int i = 0; i < threads; ++i) {
     ucontext_t& c = cta.fibers[size_t(i)].context;
     getcontext(&c);
@@ -121,9 +193,9 @@ void run_cta(int threads) {
     if (pass % 64 == 0)
       for (int& s : speed) s = 1 + int(schedule() % 8);
     bool left = false, ready = false;
-    for (const Fiber& f : cta.fibers) {
+    for (Fiber& f : cta.fibers) {
       left |= !f.done;
-      ready |= f.ready();
+      ready |= cta_ready(f);
     }
     if (!left) break;
     if (!ready) fail("deadlock: every live thread waits at a barrier the others never reach (or have exited)");
@@ -133,7 +205,7 @@ void run_cta(int threads) {
       if (int(schedule() % 8) >= speed[size_t(w)]) continue;
       for (int i = w * 32; i < w * 32 + 32; ++i) {
         Fiber& f = cta.fibers[size_t(i)];
-        if (!f.ready()) continue;
+        if (!cta_ready(f)) continue;
         cta.current = i;
         threadIdx = dim3(unsigned(i));
         swapcontext(&cta.scheduler, &f.context);
@@ -141,6 +213,8 @@ void run_cta(int threads) {
     }
   }
   cta.current = -1;
+  for (const auto& [at, b] : cta.mbarriers)
+    if (!b.copies.empty()) fail("a bulk copy on the mbarrier at %u was never waited for", at);
 }
 
 }  // namespace
@@ -242,6 +316,125 @@ void async_wait(int n) {
     for (const Copy& c : f.groups.front()) land(c);
     f.groups.pop_front();
   }
+}
+
+namespace {
+// Lets other threads run before this one goes on: at the asynchronous instructions' hand-offs, so the other
+// side of a missing wait or an early release runs in the gap, as it may on the GPU.
+void yield_thread() {
+  Fiber& f = self();
+  swapcontext(&f.context, &cta.scheduler);
+}
+}  // namespace
+
+const unsigned char* warpgroup_exchange(const void* mine, size_t bytes, int kind) {
+  if (bytes > kSlotBytes) fail("warpgroup exchange of %zu bytes", bytes);
+  self();
+  const int tid = cta.current, group = tid / 128;
+  if (size_t(group) >= cta.warpgroup_barriers.size()) fail("a warpgroup collective in a partial warpgroup");
+  Barrier& b = cta.warpgroup_barriers[size_t(group)];
+  unsigned char* slots = cta.warpgroup_slots.data() + (size_t(group) * 2 + b.generation % 2) * 128 * kSlotBytes;
+  std::memcpy(slots + size_t(tid % 128) * kSlotBytes, mine, bytes);
+  arrive(b, kind);
+  return slots;
+}
+
+void named_barrier_sync(int id, int nthreads) {
+  if (id <= 0 || id >= 16) fail("bar.sync %d: ids 1..15 (0 is __syncthreads')", id);
+  if (nthreads <= 0 || nthreads % 32 || nthreads > int(cta.fibers.size()))
+    fail("bar.sync %d with %d threads in a CTA of %zu", id, nthreads, cta.fibers.size());
+  Barrier& b = cta.named[id];
+  if (b.arrived == 0) b.expected = nthreads;
+  else if (b.expected != nthreads) fail("bar.sync %d: %d threads, others said %d", id, nthreads, b.expected);
+  arrive(b, 1000 + id);
+}
+
+void mbarrier_init(uint32_t bar, int count) {
+  if (bar % 8) fail("mbarrier.init: shared offset %u not 8-byte aligned", bar);
+  shared_at(bar, 8, "mbarrier");
+  if (count <= 0) fail("mbarrier.init with count %d", count);
+  MBarrier& b = cta.mbarriers[bar];
+  b = MBarrier{};
+  b.count = b.pending = count;
+}
+
+void mbarrier_arrive(uint32_t bar, uint32_t expect_tx_bytes) {
+  self();
+  MBarrier& b = mbarrier_at(bar, "mbarrier.arrive");
+  b.tx += expect_tx_bytes;
+  if (b.pending == 0) fail("mbarrier.arrive at %u: more arrivals than its count %d", bar, b.count);
+  --b.pending;
+  complete_if_done(b);
+  yield_thread();
+}
+
+bool mbarrier_test_parity(uint32_t bar, uint32_t parity) {
+  self();
+  return phase_done(mbarrier_at(bar, "mbarrier.try_wait"), parity);
+}
+
+void mbarrier_wait_parity(uint32_t bar, uint32_t parity) {
+  Fiber& f = self();
+  if (phase_done(mbarrier_at(bar, "mbarrier.try_wait"), parity)) return;
+  f.waiting_bar = bar;
+  f.waiting_parity = parity;
+  swapcontext(&f.context, &cta.scheduler);
+  f.waiting_bar = -1;
+}
+
+void bulk_copy(uint32_t dst, size_t bytes, uint32_t bar, std::function<void()> land) {
+  self();
+  std::memset(shared_at(dst, bytes, "bulk copy destination"), 0xFF, bytes);
+  mbarrier_at(bar, "bulk copy").copies.push_back({bytes, std::move(land)});
+  yield_thread();
+}
+
+void wgmma_fence() { self().wgmma_fenced = true; }
+
+void wgmma_issue(float* acc, int n, bool scale_d, std::function<void(float*)> compute) {
+  Fiber& f = self();
+  // Stricter than the ISA, which asks for the fence only after registers changed: every issue after a wait
+  // (where the registers become the kernel's again) must follow a fence.
+  if (!f.wgmma_fenced) fail("wgmma.mma_async without a wgmma.fence since the last wgmma.wait_group");
+  auto [it, fresh] = f.wgmma_values.try_emplace(acc);
+  if (fresh) {
+    it->second.assign(acc, acc + n);
+    std::fill(acc, acc + n, std::nanf(""));
+  }
+  f.wgmma_open.push_back({acc, n, scale_d, std::move(compute)});
+}
+
+void wgmma_commit() {
+  Fiber& f = self();
+  f.wgmma_groups.push_back(std::move(f.wgmma_open));
+  f.wgmma_open.clear();
+}
+
+void wgmma_wait(int n) {
+  yield_thread();
+  Fiber& f = self();
+  while (int(f.wgmma_groups.size()) > n) {
+    for (WgmmaOp& op : f.wgmma_groups.front()) {
+      std::vector<float>& value = f.wgmma_values.at(op.acc);
+      if (!op.scale_d) std::fill(value.begin(), value.end(), 0.f);
+      op.compute(value.data());
+    }
+    f.wgmma_groups.pop_front();
+  }
+  // Registers no op in flight (committed or not) still writes are the kernel's again.
+  for (auto it = f.wgmma_values.begin(); it != f.wgmma_values.end();) {
+    bool busy = false;
+    for (const auto& g : f.wgmma_groups)
+      for (const WgmmaOp& op : g) busy |= op.acc == it->first;
+    for (const WgmmaOp& op : f.wgmma_open) busy |= op.acc == it->first;
+    if (busy) {
+      ++it;
+      continue;
+    }
+    std::copy(it->second.begin(), it->second.end(), it->first);
+    it = f.wgmma_values.erase(it);
+  }
+  f.wgmma_fenced = false;
 }
 
 }  // namespace attnzoo::cuda_emulation

@@ -6,7 +6,10 @@
 // one warp read what another has not written yet. Shared memory (dynamic, and static __shared__ variables)
 // starts as 0xFF bytes (NaN in f32, bf16 and f16); an async copy poisons its destination when issued and lands
 // only at the cp.async.wait_group that covers it, so a missing wait reads NaN and a copy issued into a buffer
-// still being read corrupts it.
+// still being read corrupts it. Hopper's asynchronous pieces (sm90_emulated.h) follow the same rule: a TMA copy
+// poisons its destination until a thread's wait on its mbarrier lands it, and a wgmma's accumulator registers
+// read NaN until the wgmma.wait_group that covers it (the product itself is formed there, from shared memory as
+// it is then, so a buffer refilled before the wait corrupts it).
 // "Global memory" is host memory registered with bounds; async copies and the kernels' stores are checked
 // against it. Any violation prints what and where, then aborts.
 #include <cstddef>
@@ -59,5 +62,30 @@ const unsigned char* warp_exchange(const void* mine, size_t bytes, int kind);
 void async_copy(uint32_t dst, const void* src, int bytes, bool valid);
 void async_commit();
 void async_wait(int n);
+
+// Warpgroup collective (4 consecutive warps, 128 threads): as warp_exchange, lane l of the warpgroup at l * 32.
+const unsigned char* warpgroup_exchange(const void* mine, size_t bytes, int kind);
+
+// bar.sync id, nthreads: waits until `nthreads` threads (a multiple of 32) have arrived at barrier `id` (1..15;
+// 0 is __syncthreads').
+void named_barrier_sync(int id, int nthreads);
+
+// mbarrier objects at shared offsets (PTX ISA "mbarrier"): a phase completes when its pending arrivals and its
+// transaction bytes both reach zero; the next phase then expects `count` arrivals again.
+void mbarrier_init(uint32_t bar, int count);
+void mbarrier_arrive(uint32_t bar, uint32_t expect_tx_bytes);  // expect_tx (when > 0), then arrive
+bool mbarrier_test_parity(uint32_t bar, uint32_t parity);       // has the phase of this parity completed?
+void mbarrier_wait_parity(uint32_t bar, uint32_t parity);       // blocks the thread until it has
+// An asynchronous copy of `bytes` into shared `dst` completing on `bar`'s transaction count: `dst` reads NaN
+// until a wait on `bar` lands it (land() writes it then).
+void bulk_copy(uint32_t dst, size_t bytes, uint32_t bar, std::function<void()> land);
+
+// wgmma's asynchronous groups for the running thread. An issued op makes its accumulator's `n` registers read
+// NaN; `compute(value)` runs at the wait_group that covers it, on the value the registers had at the first issue
+// (or zeros when !scale_d), and the registers get the result once no op on them is left in flight.
+void wgmma_fence();
+void wgmma_issue(float* acc, int n, bool scale_d, std::function<void(float* value)> compute);
+void wgmma_commit();
+void wgmma_wait(int n);
 
 }  // namespace attnzoo::cuda_emulation

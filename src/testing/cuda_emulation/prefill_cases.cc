@@ -1,4 +1,5 @@
-// The CUDA prefill's tile code (prefill_tile.cuh) and launch plan run under the CTA emulator against the
+// The CUDA prefill's tile code (prefill_tile.cuh, and the Hopper path's prefill_sm90_tile.cuh on the emulated
+// wgmma / TMA / mbarriers) and launch plans run under the CTA emulator against the
 // double-precision reference: seeded random cases over ragged varlen batches, GQA / MQA, causal (bottom-right),
 // windows, softcap, sinks, ALiBi, head dims 64 / 128 / 256, bf16 / f16 in, f32 / bf16 / f16 out, odd lengths
 // at tile edges and padded token strides. Shapes are small: every emulated thread is a fiber.
@@ -13,6 +14,8 @@
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/cuda/prefill_launch_plan.h"
+#include "kernels/softmax/cuda/prefill_sm90_launch_plan.h"
+#include "kernels/softmax/cuda/prefill_sm90_tile.cuh"
 #include "kernels/softmax/cuda/prefill_tile.cuh"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
@@ -39,6 +42,45 @@ void launch_for_dim(int64_t D, const PrefillParams& params, unsigned work_items,
     case 128: return launch<Elem, 128>(params, work_items, heads);
     default: return launch<Elem, 256>(params, work_items, heads);
   }
+}
+
+// prefill_sm90.cu's kernel body.
+template <class Elem, int D>
+void launch_sm90(const PrefillSm90Params& params, unsigned work_items, unsigned heads) {
+  cuda_emulation::launch(dim3(work_items, heads), kSm90Threads, Sm90Layout<D>::kSmemBytes, [&](unsigned char* smem) {
+    attend_tile_sm90<Elem, D>(params, int(blockIdx.x), int(blockIdx.y), smem);
+  });
+}
+
+template <class Elem>
+void launch_sm90_for_dim(int64_t D, const PrefillSm90Params& params, unsigned work_items, unsigned heads) {
+  if (D == 64) launch_sm90<Elem, 64>(params, work_items, heads);
+  else if (D == 128) launch_sm90<Elem, 128>(params, work_items, heads);
+  else launch_sm90<Elem, 256>(params, work_items, heads);
+}
+
+// Runs the problem through one kernel's plan and body.
+void run(PrefillPath path, const AttentionProblem& p, DType in, uint64_t seed) {
+  cuda_emulation::seed_schedule(seed);
+  if (path == PrefillPath::sm80) {
+    const PrefillLaunchPlan plan = plan_prefill_launch(p);
+    if (plan.work_items == 0) return;
+    DeviceMemory metadata(plan.metadata.size());
+    std::memcpy(metadata.data(), plan.metadata.data(), plan.metadata.size());
+    const PrefillParams params = bind_metadata(plan, metadata.data());
+    if (in == DType::bf16) launch_for_dim<__nv_bfloat16>(p.D, params, plan.work_items, unsigned(p.Hq));
+    else launch_for_dim<__half>(p.D, params, plan.work_items, unsigned(p.Hq));
+    return;
+  }
+  ASSERT_EQ(sm90_prefill_gap(p), nullptr);
+  const PrefillSm90Plan plan = plan_prefill_sm90(p);
+  if (plan.launch.work_items == 0) return;
+  DeviceMemory metadata(plan.launch.metadata.size());
+  std::memcpy(metadata.data(), plan.launch.metadata.data(), plan.launch.metadata.size());
+  const PrefillSm90Params params{bind_metadata(plan.launch, metadata.data()), sm90::encode_tensor_map(plan.q),
+                                 sm90::encode_tensor_map(plan.k), sm90::encode_tensor_map(plan.v)};
+  if (in == DType::bf16) launch_sm90_for_dim<__nv_bfloat16>(p.D, params, plan.launch.work_items, unsigned(p.Hq));
+  else launch_sm90_for_dim<__half>(p.D, params, plan.launch.work_items, unsigned(p.Hq));
 }
 
 struct Case {
@@ -76,8 +118,8 @@ Tolerance tolerance(DType in, DType out) {
   return out == DType::f32 ? Tolerance{2e-3, 1e-3} : Tolerance{5e-3, 2e-3};  // f16 in
 }
 
-void check(Case c, uint64_t seed) {
-  SCOPED_TRACE(describe(c));
+void check(Case c, uint64_t seed, PrefillPath path = PrefillPath::sm80) {
+  SCOPED_TRACE(describe(c) + " kernel=" + prefill_path_name(path));
   if (!c.sinks.empty()) c.opts.sinks = c.sinks.data();
   if (!c.slopes.empty()) c.opts.alibi_slopes = c.slopes.data();
   const bool packed = !c.cu_q.empty();
@@ -97,15 +139,7 @@ void check(Case c, uint64_t seed) {
   const AttentionProblem p =
       make_prefill_problem(q.device_view(), k.device_view(), v.device_view(), out.device_view(), c.opts, varlen);
   ASSERT_NO_THROW(check_cuda_prefill(p));
-  const PrefillLaunchPlan plan = plan_prefill_launch(p);
-  if (plan.work_items > 0) {
-    DeviceMemory metadata(plan.metadata.size());
-    std::memcpy(metadata.data(), plan.metadata.data(), plan.metadata.size());
-    const PrefillParams params = bind_metadata(plan, metadata.data());
-    cuda_emulation::seed_schedule(seed);
-    if (c.in == DType::bf16) launch_for_dim<__nv_bfloat16>(c.D, params, plan.work_items, unsigned(c.Hq));
-    else launch_for_dim<__half>(c.D, params, plan.work_items, unsigned(c.Hq));
-  }
+  run(path, p, c.in, seed);
   out.download();
 
   // Every element the shape covers is compared, in token order; the spare elements between tokens must keep
@@ -197,6 +231,56 @@ TEST(EmulatedPrefill, MatchesReferenceAtWindowEdges) {
   Case c{1, 40, 70, 1, 1, 256};
   c.opts.window = 33;
   check(c, 99);
+}
+
+// The Hopper kernel on the same kind of cases.
+TEST(EmulatedPrefillSm90, MatchesReferenceOnRandomCases) {
+  std::mt19937_64 rng(20261205);
+  for (int i = 0; i < 30; ++i) check(random_case(rng), 2000 + uint64_t(i), PrefillPath::sm90);
+}
+
+// Windows shorter than the prompt and around the 128-key tile, queries at the end of longer keys; several
+// 128-row query tiles and key tiles, so the ring's stages wrap.
+TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
+  for (int64_t w : {1, 64, 127, 128, 129}) {
+    Case c{1, 70, 300, 2, 1, 64};
+    c.opts.window = w;
+    c.opts.causal = w != 64;
+    check(c, uint64_t(w), PrefillPath::sm90);
+  }
+  Case c{1, 200, 520, 4, 2, 128};
+  c.opts.causal = true;
+  c.v_mean = 3.f;
+  check(c, 7, PrefillPath::sm90);
+  Case wide{1, 150, 300, 2, 1, 256};  // 64-key tiles: the ring wraps twice
+  wide.opts.window = 100;
+  check(wide, 8, PrefillPath::sm90);
+}
+
+TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
+  std::vector<uint8_t> bytes(size_t(2) * 16 * 4 * 256 * 2);
+  auto problem = [&](int64_t D) {
+    TensorView q;
+    q.dtype = DType::bf16;
+    q.ndim = 4;
+    q.shape = {2, 16, 4, D};
+    q.strides = {16 * 4 * D, 4 * D, D, 1};
+    q.data = bytes.data();
+    return make_prefill_problem(q, q, q, q, {}, {});
+  };
+  EXPECT_EQ(choose_prefill_path(problem(128), 9, nullptr), PrefillPath::sm90);
+  EXPECT_EQ(choose_prefill_path(problem(64), 9, ""), PrefillPath::sm90);
+  EXPECT_EQ(choose_prefill_path(problem(128), 9, "sm80"), PrefillPath::sm80);
+  EXPECT_EQ(choose_prefill_path(problem(128), 8, nullptr), PrefillPath::sm80);
+  EXPECT_EQ(choose_prefill_path(problem(128), 10, nullptr), PrefillPath::sm80);  // sm_90a code is sm_90's only
+  EXPECT_EQ(choose_prefill_path(problem(256), 9, nullptr), PrefillPath::sm90);
+  EXPECT_EQ(choose_prefill_path(problem(256), 8, nullptr), PrefillPath::sm80);
+  // Batches whose stride is not a whole number of tokens cannot be TMA coordinates: the sm_80 kernel takes them.
+  AttentionProblem padded = problem(64);
+  padded.seqs[1].q_offset += 8;
+  EXPECT_STREQ(sm90_prefill_gap(padded),
+               "a sequence does not start at a whole token (batch stride not a multiple of the token stride)");
+  EXPECT_EQ(choose_prefill_path(padded, 9, nullptr), PrefillPath::sm80);
 }
 
 }  // namespace

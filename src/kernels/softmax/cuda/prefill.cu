@@ -1,7 +1,11 @@
-// The CUDA prefill's launch: one stream-ordered upload of the metadata its plan (prefill_launch_plan.h) lays
-// out, and the kernel.
+// The CUDA prefill's launch: the kernel choice (the Hopper one on sm_90 where it covers the problem,
+// prefill_sm90.cu; else this file's sm_80 one), then one stream-ordered upload of the metadata its plan
+// (prefill_launch_plan.h) lays out, and the kernel.
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -9,6 +13,8 @@
 #include "core/error.h"
 #include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/cuda/prefill_launch_plan.h"
+#include "kernels/softmax/cuda/prefill_sm90_cuda.h"
+#include "kernels/softmax/cuda/prefill_sm90_launch_plan.h"
 #include "kernels/softmax/cuda/prefill_tile.cuh"
 
 namespace attnzoo {
@@ -45,10 +51,25 @@ void launch_for_dim(int64_t D, const PrefillParams& params, int64_t work_items, 
   }
 }
 
+// The current device's compute capability major, asked of the runtime once per device.
+int current_sm_major() {
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  static std::array<std::atomic<int>, 64> known{};  // 0: not asked yet
+  if (device < int(known.size()))
+    if (const int major = known[size_t(device)].load(std::memory_order_relaxed)) return major;
+  int major = 0;
+  cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  if (device < int(known.size())) known[size_t(device)].store(major, std::memory_order_relaxed);
+  return major;
+}
+
 }  // namespace
 
 void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
   require(p.device.is_cuda(), "q", "lives on " + p.device.str() + "; the CUDA prefill needs device memory");
+  if (choose_prefill_path(p, current_sm_major(), std::getenv("ATTNZOO_CUDA_PREFILL")) == PrefillPath::sm90)
+    return attention_prefill_cuda_sm90(p, stream);
   const PrefillLaunchPlan plan = plan_prefill_launch(p);
   if (plan.work_items == 0) return;
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 
 #if ATTNZOO_WITH_CUDA
 #include "kernels/softmax/cuda/prefill_cuda.h"
+#include "kernels/softmax/cuda/prefill_sm90_launch_plan.h"
 #endif
 
 namespace attnzoo {
@@ -144,8 +146,28 @@ Tolerance tolerance(DType in, DType out) {
   return out == DType::f32 ? Tolerance{2e-3, 1e-3} : Tolerance{5e-3, 2e-3};  // f16 in
 }
 
+// Runs the case on the kernel the launcher picks and, where that is the Hopper one, again with the sm_80 kernel
+// forced (ATTNZOO_CUDA_PREFILL=sm80), so an H100 / H200 checks both against the reference.
+void check_one_path(const GpuCase& c, bool through_public_entry);
 void check_on_gpu(const GpuCase& c, bool through_public_entry = false) {
   SCOPED_TRACE(c.name);
+  unsetenv("ATTNZOO_CUDA_PREFILL");
+  check_one_path(c, through_public_entry);
+  {
+    const Operand q(c.in, {1, 1, c.Hq, c.D}, 11), k(c.in, {1, 1, c.Hkv, c.D}, 12);
+    const AttentionProblem p = make_prefill_problem(q.device_view(), k.device_view(), k.device_view(),
+                                                    q.device_view(), c.opts, {});
+    if (cuda_prefill::choose_prefill_path(p, cuda_device_info(p.device.index).sm_major, nullptr) ==
+        cuda_prefill::PrefillPath::sm80)
+      return;
+  }
+  SCOPED_TRACE("sm_80 kernel forced");
+  setenv("ATTNZOO_CUDA_PREFILL", "sm80", 1);
+  check_one_path(c, through_public_entry);
+  unsetenv("ATTNZOO_CUDA_PREFILL");
+}
+
+void check_one_path(const GpuCase& c, bool through_public_entry) {
   const bool packed = !c.cu_q.empty();
   const int64_t tq = packed ? c.cu_q.back() : c.Tq;
   const int64_t tk = packed ? (c.cu_k.empty() ? c.cu_q.back() : c.cu_k.back()) : c.Tk;

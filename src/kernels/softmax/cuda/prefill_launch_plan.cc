@@ -34,9 +34,9 @@ namespace {
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 }  // namespace
 
-PrefillLaunchPlan plan_prefill_launch(const AttentionProblem& p) {
-  constexpr int64_t Br = kQueryTile;
-  const int64_t Bc = p.D <= 128 ? TileShape<64>::kBc : TileShape<256>::kBc;
+PrefillLaunchPlan plan_prefill_launch(const AttentionProblem& p, int64_t query_tile, int64_t key_tile) {
+  const int64_t Br = query_tile;
+  const int64_t Bc = key_tile > 0 ? key_tile : p.D <= 128 ? TileShape<64>::kBc : TileShape<256>::kBc;
 
   // The work list: every sequence's query tiles, costliest first (most key tiles under the causal / window
   // band), so the long CTAs start early and the short ones fill the tail.

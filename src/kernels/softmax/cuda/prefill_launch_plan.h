@@ -19,8 +19,10 @@ struct PrefillLaunchPlan {
   PrefillParams params{};   // complete except the pointers into the metadata
 };
 
-// For a problem check_cuda_prefill accepted. work_items == 0: nothing to launch.
-PrefillLaunchPlan plan_prefill_launch(const AttentionProblem& p);
+// For a problem check_cuda_prefill accepted. work_items == 0: nothing to launch. The work list cuts each
+// sequence's queries into tiles of `query_tile` rows, ordered by their count of `key_tile`-key tiles (the sm_80
+// kernel's by default).
+PrefillLaunchPlan plan_prefill_launch(const AttentionProblem& p, int64_t query_tile = kQueryTile, int64_t key_tile = 0);
 
 // The plan's parameters with its metadata pointers set to `metadata`, the device copy of plan.metadata.
 PrefillParams bind_metadata(const PrefillLaunchPlan& plan, const unsigned char* metadata);

@@ -18,6 +18,7 @@
 
 #include "kernels/softmax/cuda/prefill_params.h"
 #include "kernels/softmax/cuda/online_softmax.cuh"
+#include "kernels/softmax/cuda/prefill_rows.cuh"
 #include "kernels/softmax/cuda/sm80.cuh"
 
 namespace attnzoo::cuda_prefill {
@@ -41,19 +42,6 @@ __device__ __forceinline__ void load_rows(Elem* dst, const Elem* src, int64_t to
   }
 }
 
-template <class Out, int D>
-__device__ __forceinline__ void store_rows(const PrefillParams& p, const SeqDesc& s, int head, int row, int t,
-                                           const float (&acc)[D / 8][4], const float (&inv)[2]) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (row + 8 * r >= s.Tq) continue;  // tail rows of the last tile were computed on zeros; never stored
-    Out* dst = static_cast<Out*>(p.o) + s.o_offset + int64_t(row + 8 * r) * p.o_token + int64_t(head) * p.o_head;
-#pragma unroll
-    for (int nd = 0; nd < D / 8; ++nd)
-      sm80::store2(dst + nd * 8 + 2 * t, acc[nd][2 * r] * inv[r], acc[nd][2 * r + 1] * inv[r]);
-  }
-}
-
 template <class Elem, int D>
 __device__ __forceinline__ void attend_tile(const PrefillParams& p, int work_index, int head, unsigned char* smem) {
   using Shape = TileShape<D>;
@@ -71,13 +59,8 @@ __device__ __forceinline__ void attend_tile(const PrefillParams& p, int work_ind
   Elem* sK = sQ + Br * P;      // [2][Bc][P]
   Elem* sV = sK + 2 * Bc * P;  // [2][Bc][P]
 
-  // Bottom-right alignment: query i sits at position Tk - Tq + i. The keys any row of this tile can see form
-  // [kbeg, kend); key tiles outside it are never loaded.
-  const int rows = min(Br, s.Tq - m0);
-  const int qlo = s.Tk - s.Tq + m0, qhi = qlo + rows - 1;
-  const int kbeg = p.window > 0 ? max(0, qlo - p.window + 1) : 0;
-  const int kend = p.causal ? min(s.Tk, qhi + 1) : s.Tk;
-  const int n_begin = kbeg / Bc, n_end = kend > kbeg ? (kend + Bc - 1) / Bc : n_begin;
+  const KeyTiles range = key_tiles(p, s, m0, Br, Bc);
+  const int n_begin = range.n_begin, n_end = range.n_end;
 
   // Two commit groups, Q then the first K/V tile (possibly empty), so Q can be waited for alone.
   load_rows<Br, D>(sQ, q, p.q_token, m0, s.Tq, tid);
@@ -152,25 +135,7 @@ __device__ __forceinline__ void attend_tile(const PrefillParams& p, int work_ind
       }
     }
 
-    // transform_score's order: scale, softcap, ALiBi; then the mask. Only tiles that straddle the causal or
-    // window band or the end of the keys need the per-element mask.
-    const int k0 = n * Bc;
-    const bool masked = k0 + Bc > s.Tk || (p.causal && k0 + Bc - 1 > qlo) || (p.window > 0 && k0 <= qhi - p.window);
-#pragma unroll
-    for (int nb = 0; nb < Bc / 8; ++nb) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int kpos = k0 + nb * 8 + 2 * t + (e & 1), qp = qpos[e / 2];
-        float x = sc[nb][e];
-        x = p.softcap > 0.f ? p.softcap_log2 * tanhf(x * p.scale_over_softcap) : x * p.scale_log2;
-        if (p.alibi_slopes) x -= slope_log2 * float(abs(qp - kpos));
-        if (masked) {
-          const bool visible = kpos < s.Tk && (!p.causal || kpos <= qp) && (p.window <= 0 || kpos > qp - p.window);
-          if (!visible) x = -INFINITY;
-        }
-        sc[nb][e] = x;
-      }
-    }
+    score_tile(p, s, range, n * Bc, qpos, t, slope_log2, sc);
 
     // Online softmax: the running max, the rescaled sums and accumulators, the weights (online_softmax.cuh).
     sm80::online_softmax_step(sc, acc, row_max, row_sum);
@@ -194,21 +159,7 @@ __device__ __forceinline__ void attend_tile(const PrefillParams& p, int work_ind
     sm80::sync_threads();  // everyone is done with buffer `buf` before the next iteration refills it
   }
 
-  float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += sm80::shfl_xor(l, 1);
-    l += sm80::shfl_xor(l, 2);
-    // With a sink, row_max started at it and so is finite; without one, a row that saw no key has l = 0.
-    if (p.sinks) l += sm80::exp2_approx(sink_log2 - row_max[r]);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;
-  }
-  switch (p.out_type) {
-    case OutType::f32: store_rows<float, D>(p, s, head, row, t, acc, inv); break;
-    case OutType::bf16: store_rows<__nv_bfloat16, D>(p, s, head, row, t, acc, inv); break;
-    case OutType::f16: store_rows<__half, D>(p, s, head, row, t, acc, inv); break;
-  }
+  finish_rows<D>(p, s, head, row, t, acc, row_max, row_sum, sink_log2);
 }
 
 }  // namespace attnzoo::cuda_prefill

@@ -1,0 +1,12 @@
+#pragma once
+// The Hopper (sm_90a) prefill's launcher, for prefill.cu's dispatch (choose_prefill_path): FlashAttention-3's
+// design on wgmma and TMA (prefill_sm90_tile.cuh). CUDA builds only.
+#include "core/device.h"
+#include "kernels/softmax/problem.h"
+
+namespace attnzoo {
+
+// A problem check_cuda_prefill accepted and sm90_prefill_gap covers, on an sm_90 device (the current one).
+void attention_prefill_cuda_sm90(const AttentionProblem& p, Stream stream);
+
+}  // namespace attnzoo

@@ -1,0 +1,185 @@
+#pragma once
+// The Hopper (sm_90a) prefill: FlashAttention-3's design on wgmma and TMA. One CTA computes 128 query rows of one
+// head of one sequence with three warpgroups:
+//   - the producer (warpgroup 0) gives its registers up (setmaxnreg) and one of its threads loads the Q tile once
+//     and the K / V tiles of 128 keys (64 at D = 256) into a two-stage shared ring by TMA, guarded by mbarriers: K
+//     and V each "full" (a transaction count of the tile's bytes) and one "empty" (every consumer thread
+//     arrives once it has read the stage);
+//   - two consumers of 64 query rows each: S = Q K^T by wgmma with both operands in shared memory (K-major),
+//     the score transform, mask and online softmax in the accumulator registers (exp2 of scale * log2 e, shared
+//     with the sm_80 path: prefill_rows.cuh, online_softmax.cuh), P rounded to the input dtype in registers and
+//     O += P V by wgmma with A from registers and V as an MN-major B; the epilogue stores O with bounded plain
+//     stores, so ragged sequence ends need no masking on the way out.
+// K's full barrier is separate from V's, so S = Q K^T of a tile starts while its V is still in flight, and each
+// consumer keeps the next tile's Q K^T in flight with this tile's P V, the softmax between them (FlashAttention-3's
+// intra-warpgroup overlap).
+// Tile layouts, descriptors and swizzle: sm90.cuh and prefill_sm90_params.h.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/softmax/cuda/online_softmax.cuh"
+#include "kernels/softmax/cuda/prefill_rows.cuh"
+#include "kernels/softmax/cuda/prefill_sm90_params.h"
+#include "kernels/softmax/cuda/sm90.cuh"
+
+namespace attnzoo::cuda_prefill {
+
+template <class Elem, int D>
+__device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params, int work_index, int head,
+                                                 unsigned char* smem) {
+  using L = Sm90Layout<D>;
+  constexpr int Br = kSm90QueryTile, Bc = L::kKeyTile, S = kSm90Stages;
+  const PrefillParams& p = params.p;
+  const int tid = sm80::thread_index(), group = tid / 128;
+
+  const uint32_t raw = sm80::smem_u32(smem), base = (raw + 1023u) & ~1023u;  // 128-byte swizzle: 1024-aligned
+  const uint32_t q_full = base + L::kBarriers;
+  auto k_full = [&](int stage) { return q_full + 8u * uint32_t(1 + stage); };
+  auto v_full = [&](int stage) { return q_full + 8u * uint32_t(1 + S + stage); };
+  auto empty = [&](int stage) { return q_full + 8u * uint32_t(1 + 2 * S + stage); };
+  auto k_tile = [&](int stage) { return base + L::kK + uint32_t(stage) * L::kKVBytes; };
+  auto v_tile = [&](int stage) { return base + L::kV + uint32_t(stage) * L::kKVBytes; };
+
+  const WorkItem w = p.work[work_index];
+  const SeqDesc s = p.seqs[w.seq];
+  const int m0 = w.q_start, kv_head = head / p.group;
+  const KeyTiles range = key_tiles(p, s, m0, Br, Bc);
+
+  if (tid == 0) {
+    sm90::mbarrier_init(q_full, 1);
+    for (int stage = 0; stage < S; ++stage) {
+      sm90::mbarrier_init(k_full(stage), 1);
+      sm90::mbarrier_init(v_full(stage), 1);
+      sm90::mbarrier_init(empty(stage), 128 * kSm90Consumers);
+    }
+    sm90::fence_barrier_init();
+  }
+  sm80::sync_threads();  // the last CTA-wide barrier: the roles part here
+
+  if (group == 0) {
+    sm90::setmaxnreg_dec<24>();
+    if (tid != 0) return;
+    // Sequences start at whole tokens (the plan checks it), so their first rows are token coordinates.
+    const int q_row = int(s.q_offset / p.q_token) + m0;
+    const int k_row = int(s.k_offset / p.k_token), v_row = int(s.v_offset / p.v_token);
+    sm90::mbarrier_arrive_expect_tx(q_full, L::kQBytes);
+    for (int box = 0; box < L::kBoxes; ++box)
+      sm90::tma_load_3d(base + L::kQ + uint32_t(box) * L::kQBox, params.q, 64 * box, head, q_row, q_full);
+    for (int n = range.n_begin, i = 0; n < range.n_end; ++n, ++i) {
+      const int stage = i % S;
+      sm90::mbarrier_wait(empty(stage), ((i / S) & 1) ^ 1);  // the first pass finds every stage free
+      sm90::mbarrier_arrive_expect_tx(k_full(stage), L::kKVBytes);
+      for (int box = 0; box < L::kBoxes; ++box)
+        sm90::tma_load_3d(k_tile(stage) + uint32_t(box) * L::kKVBox, params.k, 64 * box, kv_head, k_row + n * Bc,
+                          k_full(stage));
+      sm90::mbarrier_arrive_expect_tx(v_full(stage), L::kKVBytes);
+      for (int box = 0; box < L::kBoxes; ++box)
+        sm90::tma_load_3d(v_tile(stage) + uint32_t(box) * L::kKVBox, params.v, 64 * box, kv_head, v_row + n * Bc,
+                          v_full(stage));
+    }
+    return;
+  }
+
+  sm90::setmaxnreg_inc<240>();
+  const int consumer = group - 1, lane = tid % 32, warp = (tid % 128) / 32, g = lane / 4, t = lane % 4;
+  // This thread's two rows (g and g + 8 of its warp's 16 in its warpgroup's 64) as sequence positions.
+  const int row = m0 + 64 * consumer + 16 * warp + g;
+  const int qpos[2] = {s.Tk - s.Tq + row, s.Tk - s.Tq + row + 8};
+
+  // Softmax state in log2 units, as in prefill_tile.cuh: a sink starts the running max and joins the sum last.
+  const float sink_log2 = p.sinks ? p.sinks[head] * kLog2e : -INFINITY;
+  const float slope_log2 = p.alibi_slopes ? p.alibi_slopes[head] * kLog2e : 0.f;
+  float row_max[2] = {sink_log2, sink_log2};
+  float row_sum[2] = {0.f, 0.f};
+  float acc[D / 8][4];
+#pragma unroll
+  for (int nd = 0; nd < D / 8; ++nd) acc[nd][0] = acc[nd][1] = acc[nd][2] = acc[nd][3] = 0.f;
+
+  // This warpgroup's 64 rows of Q: the K-major A operand, 32 bytes further per k16 step within a box.
+  const uint32_t q_rows = base + L::kQ + uint32_t(consumer) * 64 * 128;
+  auto stage_of = [](int i) { return i % S; };
+  auto parity_of = [](int i) { return uint32_t(i / S) & 1; };
+
+  // S = Q K^T of the i-th key tile into sc, issued and committed (not waited for).
+  float sc[Bc / 8][4];
+  auto issue_scores = [&](int i) {
+    sm90::mbarrier_wait(k_full(stage_of(i)), parity_of(i));
+    sm90::fence_operand(sc);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t step = uint32_t(kk % 4) * 32;
+      const uint64_t a = sm90::smem_descriptor(q_rows + uint32_t(kk / 4) * L::kQBox + step, 16, 1024);
+      const uint64_t b = sm90::smem_descriptor(k_tile(stage_of(i)) + uint32_t(kk / 4) * L::kKVBox + step, 16, 1024);
+      sm90::wgmma_ss<Elem, Bc, 0>(sc, a, b, kk > 0);
+    }
+    sm90::wgmma_commit();
+  };
+  // The landed scores of key tile n into weights and the factor the output rows must be rescaled by.
+  float alpha[2];
+  auto weigh = [&](int n) {
+    sm90::fence_operand(sc);
+    score_tile(p, s, range, n * Bc, qpos, t, slope_log2, sc);
+    sm80::online_softmax_weights(sc, row_max, row_sum, alpha);
+  };
+  // P rounded to Elem as the A fragments of P V (key columns 16kk..16kk+15 are n-blocks 2kk and 2kk+1): only
+  // once the previous P V has landed, since a wgmma reads its A registers asynchronously too.
+  uint32_t pf[Bc / 16][4];
+  auto pack_weights = [&] {
+#pragma unroll
+    for (int kk = 0; kk < Bc / 16; ++kk) {
+      pf[kk][0] = sm80::pack2<Elem>(sc[2 * kk][0], sc[2 * kk][1]);
+      pf[kk][1] = sm80::pack2<Elem>(sc[2 * kk][2], sc[2 * kk][3]);
+      pf[kk][2] = sm80::pack2<Elem>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+      pf[kk][3] = sm80::pack2<Elem>(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+    }
+  };
+
+  sm90::mbarrier_wait(q_full, 0);
+  const int tiles = range.n_end - range.n_begin;
+  if (tiles > 0) {
+    issue_scores(0);
+    sm90::wgmma_wait<0>();
+    weigh(range.n_begin);
+    sm80::rescale_rows(acc, alpha);
+    pack_weights();
+  }
+  // O += P V for key tile i, issued and committed.
+  auto issue_values = [&](int i) {
+    // V [key][dim] is B = V (k = key, n = dim) with n contiguous: MN-major, 16 key rows (2048 bytes) per step,
+    // the next 64 dims one box (leading byte offset) further.
+    sm90::mbarrier_wait(v_full(stage_of(i)), parity_of(i));
+    sm90::fence_operand(acc);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Bc / 16; ++kk)
+      sm90::wgmma_rs<Elem, D, 1>(acc, pf[kk],
+                                 sm90::smem_descriptor(v_tile(stage_of(i)) + uint32_t(kk) * 2048, L::kKVBox, 1024), 1);
+    sm90::wgmma_commit();
+  };
+  // FlashAttention-3's intra-warpgroup pipeline: tile i + 1's Q K^T and tile i's P V are in flight together, and
+  // tile i + 1's softmax runs while P V still does; its rescale of O and its P wait for P V to land.
+  for (int i = 0; i + 1 < tiles; ++i) {
+    issue_scores(i + 1);
+    issue_values(i);
+    sm90::wgmma_wait<1>();  // Q K^T of tile i + 1 (the older group) has landed; P V may still run
+    weigh(range.n_begin + i + 1);
+    sm90::wgmma_wait<0>();
+    sm90::fence_operand(acc);
+    sm90::mbarrier_arrive(empty(stage_of(i)));  // this thread is done with the stage; the producer may refill it
+    sm80::rescale_rows(acc, alpha);
+    pack_weights();
+  }
+  if (tiles > 0) {
+    issue_values(tiles - 1);
+    sm90::wgmma_wait<0>();
+    sm90::fence_operand(acc);
+    sm90::mbarrier_arrive(empty(stage_of(tiles - 1)));
+  }
+
+  finish_rows<D>(p, s, head, row, t, acc, row_max, row_sum, sink_log2);
+}
+
+}  // namespace attnzoo::cuda_prefill
