@@ -43,12 +43,10 @@ GemmBackend gemm_cuda(const TensorView& x, const TensorView& w, const TensorView
   const GemmBackend backend = resolve_gemm_backend(p, opts.backend);
   if (p.M == 0 || p.N == 0) return backend;
   const DeviceGuard on(p.device);
-#if defined(ATTNZOO_WITH_CUBLASLT)
   if (backend == GemmBackend::cublaslt) {
     cublaslt_gemm(p, stream);
     return backend;
   }
-#endif
   int sm_count = 0;
   cuda_check(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, p.device.index),
              "cudaDeviceGetAttribute");

@@ -86,17 +86,10 @@ GemmProblem make_gemm_problem(const TensorView& x, const TensorView& w, const Te
   return p;
 }
 
-bool cublaslt_built() {
-#if defined(ATTNZOO_WITH_CUBLASLT)
-  return true;
-#else
-  return false;
-#endif
-}
-
 bool cublaslt_takes(const GemmProblem& p, const char** why) {
   const char* reason = nullptr;
-  if (!cublaslt_built()) reason = "this build has no cuBLASLt (configure found no cublasLt.h, or ATTNZOO_CUBLASLT=OFF)";
+  if (!cublaslt_built()) reason = "this build has no cuBLASLt (configure found none, or ATTNZOO_CUBLASLT=OFF)";
+  else if (p.K == 0) reason = "K = 0";
   else if (p.x_dtype != p.w_dtype) reason = "x and w differ in dtype (cuBLASLt multiplies one dtype)";
   else if (p.y_dtype != DType::f32 && p.y_dtype != p.w_dtype) reason = "y is neither float32 nor w's dtype";
   else if (p.bias && p.bias_dtype != p.y_dtype) reason = "bias's dtype differs from y's";
