@@ -168,6 +168,7 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   r.chunk_prefill = run_chunk_prefill_rows(s, device, stream, timer);
   r.mla_decode = run_mla_decode_rows(s, device, stream, timer);
   r.sampling = run_sampling_rows(s, device, stream, timer);
+  r.gemm = run_gemm_rows(s, device, stream, timer);
   return r;
 }
 
@@ -201,7 +202,8 @@ std::string format_cuda_text(const CudaKernelReport& r) {
     s += line;
   }
   return s + format_linear_decode_text(r.state_decode, r.copy_gbps) + format_chunk_prefill_text(r.chunk_prefill) +
-         format_mla_decode_text(r.mla_decode, r.copy_gbps) + format_sampling_text(r.sampling, r.copy_gbps);
+         format_mla_decode_text(r.mla_decode, r.copy_gbps) + format_sampling_text(r.sampling, r.copy_gbps) +
+         format_gemm_text(r.gemm);
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
@@ -245,7 +247,8 @@ std::string format_cuda_json(const CudaKernelReport& r) {
   return s + "], \"state_decode\": " + format_linear_decode_json(r.state_decode, r.copy_gbps) +
          ", \"chunk_prefill\": " + format_chunk_prefill_json(r.chunk_prefill) +
          ", \"mla_decode\": " + format_mla_decode_json(r.mla_decode, r.copy_gbps) +
-         ", \"sampling\": " + format_sampling_json(r.sampling, r.copy_gbps) + "}\n";
+         ", \"sampling\": " + format_sampling_json(r.sampling, r.copy_gbps) +
+         ", \"gemm\": " + format_gemm_json(r.gemm) + "}\n";
 }
 
 }  // namespace attnzoo::bench

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_gemm_bench.h"
 #include "bench/cuda_linear_bench.h"
 #include "bench/cuda_mla_bench.h"
 #include "bench/cuda_sampling_bench.h"
@@ -57,6 +58,7 @@ struct CudaKernelReport {
   std::vector<LinearRow> chunk_prefill;  // chunked prefill of the linear family, or why the entry refused
   std::vector<LinearRow> mla_decode;     // DeepSeek-V3's absorbed MLA decode (cuda_mla_bench.h)
   std::vector<LinearRow> sampling;       // a decode step's logits sampled on the device (cuda_sampling_bench.h)
+  std::vector<LinearRow> gemm;           // the projections' GEMM, ours and cuBLASLt (cuda_gemm_bench.h)
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);

@@ -106,6 +106,16 @@ GemmBackend resolve_gemm_backend(const GemmProblem& p, GemmBackend requested) {
   return takes ? GemmBackend::cublaslt : GemmBackend::ours;
 }
 
+#if !defined(ATTNZOO_WITH_CUDA)
+// A build without CUDA has no device tensors to multiply: the checks refuse what they would, then the build says
+// why the rest cannot run.
+GemmBackend gemm_cuda(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
+                      const GemmOptions& opts, Stream) {
+  make_gemm_problem(x, w, bias, y, opts);
+  throw DeviceError("gemm_cuda: this build has no CUDA (ATTNZOO_CUDA=OFF or no compiler found)");
+}
+#endif
+
 namespace cuda_gemm {
 
 GemmLaunch plan_gemm(const GemmProblem& p, int sm_count, const TileKind* force) {

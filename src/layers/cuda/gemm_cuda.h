@@ -56,8 +56,8 @@ bool cublaslt_takes(const GemmProblem& p, const char** why);
 // cublaslt when it cannot is an ArgumentError naming `backend` with the reason.
 GemmBackend resolve_gemm_backend(const GemmProblem& p, GemmBackend requested);
 
-// Checks, resolves the backend, then runs on the tensors' device and `stream` (defined in gemm.cu, CUDA builds
-// only). Returns the backend that ran.
+// Checks, resolves the backend, then runs on the tensors' device and `stream` (gemm.cu; a build without CUDA
+// refuses after the checks). Returns the backend that ran.
 GemmBackend gemm_cuda(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
                       const GemmOptions& opts = {}, Stream stream = current_stream());
 
