@@ -142,6 +142,7 @@ GemmLaunch plan_gemm(const GemmProblem& p, int sm_count, const TileKind* force) 
   const bool whole_pieces = p.K % 8 == 0;
   g.x_async = whole_pieces && p.x_dtype == p.w_dtype && aligned16(p.x, p.ldx, p.x_dtype);
   g.w_async = whole_pieces && aligned16(p.w, p.ldw, p.w_dtype);
+  g.x_f32_pieces = whole_pieces && p.x_dtype == DType::f32 && aligned16(p.x, p.ldx, p.x_dtype);
   const int64_t pair = 2 * int64_t(dtype_size(p.y_dtype));
   g.y_pairs = reinterpret_cast<uintptr_t>(p.y) % pair == 0 && p.ldy % 2 == 0;
   g.accumulate = p.accumulate;

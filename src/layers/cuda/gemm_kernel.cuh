@@ -26,21 +26,36 @@ __device__ __forceinline__ W to_operand(float v) {
   else return __float2half_rn(v);
 }
 
+enum class Staging { async, f32_pieces, elements };
+
 // `Rows` rows of one operand, [row0, row0 + Rows) x [k0, k0 + 32), into a stage (pitch Tile::kPitch), from `base`
-// with row stride `ld` and `rows` rows in all. 8-element pieces: by cp.async when `async`, else loaded, converted
-// to W and stored (the caller's barrier orders those stores like the async copies' wait).
+// with row stride `ld` and `rows` rows in all, in 8-element pieces: by cp.async; or (f32 x) two 16-byte loads
+// rounded to W and stored as one 16-byte piece; or element by element, converted. The caller's barrier orders the
+// plain stores as the async copies' wait orders theirs.
 template <class Tile, int Rows, class W>
 __device__ __forceinline__ void stage_operand(W* dst, const void* base, Elem type, int64_t ld, int rows, int row0,
-                                              int k0, int K, bool async) {
+                                              int k0, int K, Staging how) {
   constexpr int kPieces = Tile::BK / 8;
   for (int c = sm80::thread_index(); c < Rows * kPieces; c += Tile::kThreads) {
     const int r = c / kPieces, kc = c % kPieces * 8;
     const int row = row0 + r, k = k0 + kc;
     W* to = dst + r * Tile::kPitch + kc;
-    if (async) {
+    if (how == Staging::async) {
       const bool valid = row < rows && k < K;
       const auto* from = static_cast<const W*>(base) + (valid ? int64_t(row) * ld + k : 0);
       sm80::cp_async_16(sm80::smem_u32(to), from, valid);
+    } else if (how == Staging::f32_pieces) {
+      uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;  // zero bits are 0.f
+      if (row < rows && k < K) {
+        const auto* from = reinterpret_cast<const uint4*>(static_cast<const float*>(base) + int64_t(row) * ld + k);
+        lo = from[0];
+        hi = from[1];
+      }
+      *reinterpret_cast<uint4*>(to) =
+          make_uint4(sm80::pack2<W>(__uint_as_float(lo.x), __uint_as_float(lo.y)),
+                     sm80::pack2<W>(__uint_as_float(lo.z), __uint_as_float(lo.w)),
+                     sm80::pack2<W>(__uint_as_float(hi.x), __uint_as_float(hi.y)),
+                     sm80::pack2<W>(__uint_as_float(hi.z), __uint_as_float(hi.w)));
     } else {
 #pragma unroll
       for (int j = 0; j < 8; ++j)
@@ -52,9 +67,11 @@ __device__ __forceinline__ void stage_operand(W* dst, const void* base, Elem typ
 
 template <class Tile, class W>
 __device__ __forceinline__ void stage_step(W* stage, const GemmParams& p, int m0, int n0, int k0) {
-  stage_operand<Tile, Tile::BM>(stage, p.x, p.x_type, p.ldx, p.M, m0, k0, p.K, p.x_async);
+  const Staging x_how = p.x_async ? Staging::async : p.x_f32_pieces ? Staging::f32_pieces : Staging::elements;
+  stage_operand<Tile, Tile::BM>(stage, p.x, p.x_type, p.ldx, p.M, m0, k0, p.K, x_how);
   constexpr Elem kW = std::is_same_v<W, __nv_bfloat16> ? Elem::bf16 : Elem::f16;
-  stage_operand<Tile, Tile::BN>(stage + Tile::BM * Tile::kPitch, p.w, kW, p.ldw, p.N, n0, k0, p.K, p.w_async);
+  stage_operand<Tile, Tile::BN>(stage + Tile::BM * Tile::kPitch, p.w, kW, p.ldw, p.N, n0, k0, p.K,
+                                p.w_async ? Staging::async : Staging::elements);
 }
 
 template <class Out>

@@ -23,6 +23,8 @@ struct GemmParams {
   // multiple of 8, so a row's 8-element pieces are all inside or all outside it. Otherwise elements are loaded
   // one by one and converted (padded strides, f32 activations).
   bool x_async, w_async;
+  // x f32 with 16-byte aligned rows and K a multiple of 8: two 16-byte loads per piece, converted in registers.
+  bool x_f32_pieces;
   bool y_pairs;  // y's base and row stride allow paired stores of two neighbouring columns
   bool accumulate;
 };

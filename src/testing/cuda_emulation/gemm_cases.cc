@@ -117,7 +117,13 @@ TEST(EmulatedGemm, MatchesPaddedAndOddStrides) {
       c.x_pad = pad, c.w_pad = pad, c.y_pad = pad, c.y = y;
       check(c, seed++);
     }
-  Case odd_k = shape(33, 40, 45);
+  // f32 activations: rows padded by a 16-byte multiple (two 16-byte loads a piece), then by an odd count.
+  for (int64_t pad : {4, 3}) {
+    Case c = shape(70, 90, 72);
+    c.x = DType::f32, c.x_pad = pad;
+    check(c, seed++);
+  }
+    Case odd_k = shape(33, 40, 45);
   check(odd_k, seed++);
   odd_k.x = DType::f32, odd_k.w = DType::f16;
   check(odd_k, seed++);
@@ -153,8 +159,13 @@ TEST(EmulatedGemm, PlansTilesAndStaging) {
   EXPECT_EQ(l.grid_m, 4u);
   EXPECT_EQ(l.grid_n, 64u);
   EXPECT_TRUE(l.params.x_async && l.params.w_async && l.params.y_pairs);
+  EXPECT_FALSE(l.params.x_f32_pieces);
   p.x_dtype = DType::f32;
   EXPECT_FALSE(plan_gemm(p, 132).params.x_async);
+  EXPECT_TRUE(plan_gemm(p, 132).params.x_f32_pieces);
+  p.ldx = 4098;
+  EXPECT_FALSE(plan_gemm(p, 132).params.x_f32_pieces);
+  p.ldx = 4096;
   p.x_dtype = DType::bf16, p.ldw = 4100;
   EXPECT_FALSE(plan_gemm(p, 132).params.w_async);
   p.ldw = 4096, p.K = 4092;
