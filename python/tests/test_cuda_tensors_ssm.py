@@ -1,6 +1,6 @@
-"""CUDA tensors through the state-space bindings whose kernels also run on a GPU (Mamba-2's recurrent form and
-decode step, RWKV-7's recurrent form, the short convolution's prefill and decode step): they reach the CUDA entry
-without a copy, and the entries that read host memory refuse them by name. No GPU here: test_cuda_tensors.FakeCuda
+"""CUDA tensors through the state-space bindings whose kernels also run on a GPU (Mamba-2's recurrent and chunked
+forms and decode step, RWKV-7's recurrent form, the short convolution's prefill and decode step): they reach the
+CUDA entry without a copy, and the entries that read host memory refuse them by name. No GPU here: test_cuda_tensors.FakeCuda
 (a DLPack producer that claims CUDA memory over host bytes nobody dereferences) stands in for a torch CUDA tensor, and the call must end in the
 device's own error (no GPU / no CUDA in this build), never in a read of the pointer as host memory. The bindings
 are called directly: the wrappers allocate outputs in the caller's framework, which a bare DLPack producer does
@@ -27,15 +27,14 @@ def _scan(mode, a, **over):
                       a["state"], a["y"], a["state"], None, 64)
 
 
-def test_mamba2_recurrence_reaches_the_cuda_entry_and_the_chunked_form_refuses():
+def test_mamba2_recurrent_and_chunked_forms_reach_the_cuda_entry_and_the_reference_refuses():
     a = _mamba2_inputs()
-    with pytest.raises(RuntimeError) as e:
-        _scan("recurrent", a)
-    _no_device_error(e)
-    with pytest.raises(ValueError, match=r"x: lives on cuda:0; mamba2_chunk_scan runs on the CPU only so far "
-                                         r"\(the recurrent form also runs on CUDA\)"):
-        _scan("chunk", a)
-    with pytest.raises(ValueError, match="mamba2_reference runs on the CPU only"):
+    for mode in ("recurrent", "chunk"):
+        with pytest.raises(RuntimeError) as e:
+            _scan(mode, a)
+        _no_device_error(e)
+    with pytest.raises(ValueError, match=r"x: lives on cuda:0; mamba2_reference runs on the CPU only so far "
+                                         r"\(the chunked form, like the recurrent one, also runs on CUDA\)"):
         _scan("reference", a)
     # Every tensor must live where x does: the odd one is named.
     with pytest.raises(ValueError, match="dt_bias: lives on cpu, x on cuda:0"):

@@ -111,6 +111,8 @@ def mamba2_chunk_scan(x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=
     dt_limit: (min, max) clamp applied after softplus, or None for no clamp.
     initial_state: [N_seq, H, P, N] (mamba_ssm's layout), converted to float32. cu_seqlens: int32 [N_seq + 1]
     offsets of packed sequences (then B must be 1). chunk_size: 16, 32, 64 or 128.
+    CUDA tensors run on their GPU on tensor cores (bf16 products, f32 state; chunk_size 16, 32 or 64 there; a state
+    size N or head dim P over 128 runs the recurrent kernel instead).
     Returns (y [B, T, H, P] in x's dtype, final_state [N_seq, H, P, N] float32 or None).
     check_inputs: refuse NaN / Inf in the inputs (one pass over each).
     """

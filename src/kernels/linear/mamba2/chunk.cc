@@ -231,8 +231,8 @@ int64_t choose_head_blocks(const Mamba2Problem& p, int64_t threads) {
 }  // namespace
 
 void mamba2_chunk_scan(const Mamba2Args& args) {
-  require_mamba2_host(args, "mamba2_chunk_scan");
   const Mamba2Problem p = make_mamba2_problem(args);
+  if (!p.device.is_cpu()) return mamba2_chunk_on_device(p);
   active_target();
   const int64_t base = p.seqs.count() * p.G;
   const int64_t blocks = choose_head_blocks(p, ThreadPool::global().num_threads());

@@ -30,11 +30,13 @@ struct Mamba2Args {
   int64_t chunk_size = 64;   // chunk form only: 16, 32, 64 or 128
 };
 
-// Prefill: chunked SSD (dense tile products inside chunks, states passed between chunks).
+// Prefill: chunked SSD (dense tile products inside chunks, states passed between chunks). Runs where the
+// tensors live: the CPU, or a GPU in a CUDA build on tensor cores (cuda/mamba2_chunk_cuda.h; chunk_size <= 64
+// there, and N or P > 128 take the recurrent kernel).
 void mamba2_chunk_scan(const Mamba2Args& args);
 // Token-by-token recurrence, O(1) state per step. Runs where the tensors live (all on x's device): the CPU, or
-// a GPU in a CUDA build (cuda/mamba2_recurrent_cuda.h); the other entries run on the CPU only so far and refuse
-// device tensors by name.
+// a GPU in a CUDA build (cuda/mamba2_recurrent_cuda.h); the reference runs on the CPU only and refuses device
+// tensors by name.
 void mamba2_recurrent(const Mamba2Args& args);
 // The plain recurrence in double precision (tests compare against it).
 void mamba2_reference(const Mamba2Args& args);

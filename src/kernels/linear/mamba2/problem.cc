@@ -11,7 +11,7 @@ void require_mamba2_host(const Mamba2Args& a, const char* entry) {
   ssm::require_host_entry({{&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
                            {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.initial_state, "initial_state"},
                            {&a.final_state, "final_state"}, {&a.y, "y"}},
-                          entry);
+                          entry, "the chunked form, like the recurrent one,");
 }
 
 void require_mamba2_host(const Mamba2StepArgs& a, const char* entry) {

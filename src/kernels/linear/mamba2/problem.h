@@ -40,13 +40,16 @@ struct Mamba2Problem {
 Mamba2Problem make_mamba2_problem(const Mamba2Args& a);
 
 // ArgumentError naming the first tensor of `a` not in host memory, for the entries that run on the CPU only so
-// far (the chunked form and the references).
+// far (the references).
 void require_mamba2_host(const Mamba2Args& a, const char* entry);
 void require_mamba2_host(const Mamba2StepArgs& a, const char* entry);
 
 // Runs a validated recurrent problem whose tensors live on a GPU on the current stream of their device: the CUDA
 // path's own checks, then the kernel. DeviceError in a build without CUDA.
 void mamba2_recurrent_on_device(const Mamba2Problem& p);
+// The chunked form of a validated problem on its GPU: the chunked tensor-core kernels, or the recurrent kernel
+// for state or head rows wider than their tiles (N or P > 128). DeviceError without CUDA.
+void mamba2_chunk_on_device(const Mamba2Problem& p);
 
 }  // namespace attnzoo
 

@@ -12,12 +12,18 @@
 
 namespace attnzoo::cuda_delta_chunk {
 
+// chunk_output's default epilogue: each output element stored as computed.
+struct AsComputed {
+  __device__ __forceinline__ float operator()(int64_t /*row*/, int /*hv*/, int /*col*/, float o) const { return o; }
+};
+
 // The body, shared with the gated linear recurrence's output kernel (gla_chunk_output.cuh), whose parameters
 // carry the same fields: `values` are the bf16 [C x Vp] rows per (chunk, value head) the scores multiply (v_new
-// here, V there), `phi` maps each q and k element as it is staged (identity here, the feature map there).
-template <int C, class P, class Map>
+// here, V there), `phi` maps each q and k element as it is staged (identity here, the feature map there), `out`
+// maps each f32 output element (token row, value head, column, value) as it is stored (Mamba-2's skip and gate).
+template <int C, class P, class Map, class Out = AsComputed>
 __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values, bool l2norm, const Map& phi,
-                                             unsigned char* smem) {
+                                             unsigned char* smem, const Out& out = {}) {
   constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
   const OutputSmem L(C, p.Kp, p.Vp, channel);
@@ -111,7 +117,8 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
       for (int e = 0; e < 4; ++e) {
         const int i = rb * 16 + acc_row(lane, e), col = n0 + acc_col(lane, nt, e);
         if (i < len && col < p.V)
-          cuda_linear::store_elem(p.o, p.o_t, ((ch.row + i) * p.HV + hv) * p.V + col, acc[nt][e]);
+          cuda_linear::store_elem(p.o, p.o_t, ((ch.row + i) * p.HV + hv) * p.V + col,
+                                  out(ch.row + i, hv, col, acc[nt][e]));
       }
   }
 }

@@ -54,8 +54,7 @@ void run(const ChunkLaunch& l, cudaStream_t stream) {
 }  // namespace
 }  // namespace cuda_gla_chunk
 
-void chunk_gla_cuda(const GlaProblem& p, Stream stream) {
-  cuda_gla_chunk::ChunkLaunch plan = cuda_gla_chunk::plan_gla_chunk(p);
+void run_gla_chunk_plan(cuda_gla_chunk::ChunkLaunch plan, Stream stream, const char* arg) {
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   int device = 0, optin = 0;
@@ -63,9 +62,9 @@ void chunk_gla_cuda(const GlaProblem& p, Stream stream) {
   cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
              "cudaDeviceGetAttribute");
   const size_t smem = std::max({plan.prep_smem, plan.state_smem, plan.output_smem});
-  require(smem <= size_t(optin), "q", [&] {
-    return "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V) + " with chunk_size " +
-           std::to_string(p.chunk_size) + " need " + std::to_string(smem) +
+  require(smem <= size_t(optin), arg, [&] {
+    return "keys of " + std::to_string(plan.params.K) + " and values of " + std::to_string(plan.params.V) +
+           " with chunk_size " + std::to_string(plan.C) + " need " + std::to_string(smem) +
            " bytes of shared memory per block; this GPU allows " + std::to_string(optin) +
            " (a smaller chunk_size needs less)";
   });
@@ -79,6 +78,10 @@ void chunk_gla_cuda(const GlaProblem& p, Stream stream) {
     default: cuda_gla_chunk::run<64>(plan, cuda_stream); break;
   }
   scratch.finish();  // ordered after the kernels on the stream
+}
+
+void chunk_gla_cuda(const GlaProblem& p, Stream stream) {
+  run_gla_chunk_plan(cuda_gla_chunk::plan_gla_chunk(p), stream, "q");
 }
 
 }  // namespace attnzoo

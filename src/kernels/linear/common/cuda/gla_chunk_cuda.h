@@ -29,4 +29,11 @@ void check_cuda_gla_chunk(const GlaProblem& p);
 // q when the current device cannot give a block the shared memory the shape needs.
 void chunk_gla_cuda(const GlaProblem& p, Stream stream);
 
+namespace cuda_gla_chunk {
+struct ChunkLaunch;
+}
+// What chunk_gla_cuda does after planning, for any plan of these kernels (Mamba-2's SSD runs through it too):
+// `arg` names the argument of the shared-memory refusal.
+void run_gla_chunk_plan(cuda_gla_chunk::ChunkLaunch plan, Stream stream, const char* arg);
+
 }  // namespace attnzoo

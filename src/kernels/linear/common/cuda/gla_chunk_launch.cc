@@ -53,7 +53,7 @@ void check_cuda_gla_chunk(const GlaProblem& p) {
 
 namespace cuda_gla_chunk {
 
-ChunkLaunch plan_gla_chunk(const GlaProblem& p) {
+ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   ChunkLaunch l;
   const int64_t N = p.seqs.count();
   if (N == 0 || (p.B * p.T == 0 && !p.final_state)) return l;
@@ -87,11 +87,13 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p) {
   params.scale = p.scale;
   params.feature_map = p.feature_map;
   params.channel = p.gate == GateKind::channel;
+  params.ssd = ssd;
+  params.state_row = p.V, params.state_col = 1;
 
   l.prep_grid = unsigned(NC * p.HV);
   l.output_grid = l.prep_grid;
   l.state_grid = unsigned(N * p.HV * (params.Vp / kStateCols));
-  l.prep_smem = prep_smem_bytes(C, params.Kp, params.channel);
+  l.prep_smem = prep_smem_bytes(C, params.Kp, params.channel, ssd.dt != nullptr);
   l.state_smem = StateSmem(C, params.Kp).bytes;
   l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel).bytes;
 
@@ -133,7 +135,8 @@ void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   params.vb = reinterpret_cast<uint16_t*>(base + l.vb_at);
   params.decay = reinterpret_cast<float*>(base + l.decay_at);
   params.h = reinterpret_cast<uint16_t*>(base + l.h_at);
-  params.G = l.params.g || l.params.g_gamma ? reinterpret_cast<float*>(base + l.G_at) : nullptr;
+  const bool decays = params.g || params.g_gamma || params.ssd.dt;
+  params.G = decays ? reinterpret_cast<float*>(base + l.G_at) : nullptr;
 }
 
 }  // namespace cuda_gla_chunk

@@ -24,6 +24,16 @@ using cuda_delta_chunk::pitch;
 using cuda_linear::Elem;
 using cuda_linear::elem_of;
 
+// Mamba-2's SSD on these kernels (mamba2/cuda/mamba2_chunk_launch.h plans it): q = C, k = B, v = x, and the
+// step dt' = clamp(softplus?(dt + dt_bias)) formed in the prep, which scales V (v = dt' x) and makes the scalar
+// log decay A dt'; the output kernel adds D x and gates by silu(z) as it stores. dt null: not an SSD problem.
+struct SsdParams {
+  const void *dt, *A, *dt_bias, *D, *z;  // dt [B * T, HV], A [HV], dt_bias [HV], D [HV] or [HV, V], z like o
+  Elem dt_t, A_t, dt_bias_t, D_t, z_t;
+  bool D_per_channel, dt_softplus, dt_limit;
+  float dt_min, dt_max;
+};
+
 struct Params {
   const void *q, *k, *v, *g;  // g: null without a data-dependent gate
   void* o;
@@ -31,6 +41,9 @@ struct Params {
   const float* g_gamma;        // [HV] on the device: constant log decay added to a scalar gate; null: none
   const float* initial_state;  // [N, HV, K, V]; null: zeros
   float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  // Element (key row r, value column c) of a state sits at r * state_row + c * state_col: (V, 1) for the
+  // gated-linear family's [K, V] states, (1, K) for Mamba-2's [P, N] ones (K = N, V = P).
+  int64_t state_row, state_col;
   const ChunkDesc* chunks;     // [n_chunks]
   const int32_t* seq_chunks;   // [N + 1]: sequence n owns chunks [seq_chunks[n], seq_chunks[n + 1])
   // Scratch per (chunk, value head); bf16 held as raw bits so this header needs no CUDA.
@@ -44,10 +57,13 @@ struct Params {
   float scale;
   FeatureMap feature_map;
   bool channel;  // GLA: g [B, T, HV, K], one decay per key channel
+  SsdParams ssd;
 };
 
-// The prep kernel's G: [C] f32, or [C x Kp] for GLA.
-constexpr size_t prep_smem_bytes(int C, int Kp, bool channel) { return align16(size_t(C) * (channel ? Kp : 1) * 4); }
+// The prep kernel's G: [C] f32, [C x Kp] for GLA, or G and the steps dt' ([2][C]) for the SSD.
+constexpr size_t prep_smem_bytes(int C, int Kp, bool channel, bool ssd) {
+  return align16(size_t(C) * (channel ? Kp : ssd ? 2 : 1) * 4);
+}
 
 // Per (sequence, value head, 32 state columns): Kd, the slice of V and the row decays of two chunks (the next
 // one's arrive by cp.async while this one is worked on).
@@ -82,8 +98,9 @@ struct ChunkLaunch {
   size_t scratch_bytes = 0, metadata_bytes = 0;
 };
 
-// For a problem check_cuda_gla_chunk accepts.
-ChunkLaunch plan_gla_chunk(const GlaProblem& p);
+// For a problem check_cuda_gla_chunk accepts. With `ssd` (Mamba-2, whose caller checks it instead) p.gate is
+// scalar with no g: the prep forms the decays from ssd.dt and ssd.A.
+ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd = {});
 
 // Points the plan's parameters into one device allocation of l.scratch_bytes at `base` (after the caller
 // uploads the l.metadata_bytes of metadata_bytes_of(l) to its start).

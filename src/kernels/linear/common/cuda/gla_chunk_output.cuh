@@ -5,15 +5,36 @@
 // which is the delta rule's output kernel (delta_chunk_output.cuh) with V in place of v_new and the feature map
 // applied as q and k are staged: exp(G_i) <= 1 scales the accumulator rows of Q h, Gamma_ij = exp(G_i - G_j) <= 1
 // the f32 scores before they are rounded for the second product; GLA (G per key channel) takes P from
-// channel_gram and stages Q . exp(G) as a second tile for Q h.
+// channel_gram and stages Q . exp(G) as a second tile for Q h. Mamba-2's SSD adds its D skip and z gate as o
+// is stored.
 #include "kernels/linear/common/cuda/delta_chunk_output.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
 
 namespace attnzoo::cuda_gla_chunk {
 
+// Mamba-2's y = o + D x, then y *= silu(z), as each element is stored (x is the raw v: V holds dt' x).
+struct SsdEpilogue {
+  const Params& p;
+  __device__ __forceinline__ float operator()(int64_t row, int hv, int col, float y) const {
+    const SsdParams& s = p.ssd;
+    const int64_t at = (row * p.HV + hv) * p.V + col;
+    if (s.D)
+      y += cuda_linear::load_elem(s.D, s.D_t, s.D_per_channel ? int64_t(hv) * p.V + col : hv) *
+           cuda_linear::load_elem(p.v, p.v_t, at);
+    if (s.z) {
+      const float z = cuda_linear::load_elem(s.z, s.z_t, at);
+      y *= z / (1.f + expf(-z));
+    }
+    return y;
+  }
+};
+
 template <int C>
 __device__ __forceinline__ void gla_chunk_output(const Params& p, unsigned char* smem) {
-  cuda_delta_chunk::chunk_output<C>(p, p.vb, /*l2norm=*/false, FeatureMapFn{p.feature_map}, smem);
+  if (p.ssd.dt)
+    cuda_delta_chunk::chunk_output<C>(p, p.vb, /*l2norm=*/false, FeatureMapFn{p.feature_map}, smem, SsdEpilogue{p});
+  else
+    cuda_delta_chunk::chunk_output<C>(p, p.vb, /*l2norm=*/false, FeatureMapFn{p.feature_map}, smem);
 }
 
 }  // namespace attnzoo::cuda_gla_chunk

@@ -3,6 +3,7 @@
 // sequential state pass would otherwise wait on. With G the cumulative log decay of the chunk (g plus g_gamma
 // per head, or g per key channel; summed in f32 in token order, as the CPU kernels sum it):
 //   G for the output kernel;   Kd = phi(K) exp(G_last - G) (bf16);   V (bf16);   exp(G_last) per state row
+// (for Mamba-2's SSD the per-head G sums A dt' and V is dt' x, dt' formed here from dt: gla_chunk_launch.h)
 // rows past the chunk's tokens zero, so they add exact zeros to the state. The state pass then reads only what
 // cp.async can bring a chunk ahead, with no exp on its sequential path.
 #include <cstdint>
@@ -11,10 +12,21 @@
 
 namespace attnzoo::cuda_gla_chunk {
 
-// sG: [C] f32 (scalar) or [C x Kp] (channel) shared scratch.
+// Mamba-2's step dt' = clamp(softplus?(dt + dt_bias)) (ssm::StepTransform on the device: softplus is linear
+// above 20, as the host's).
+__device__ __forceinline__ float ssd_step(const SsdParams& s, int64_t at, int hv) {
+  float dt = cuda_linear::load_elem(s.dt, s.dt_t, at);
+  if (s.dt_bias) dt += cuda_linear::load_elem(s.dt_bias, s.dt_bias_t, hv);
+  if (s.dt_softplus) dt = dt > 20.f ? dt : log1pf(expf(dt));
+  if (s.dt_limit) dt = fminf(fmaxf(dt, s.dt_min), s.dt_max);
+  return dt;
+}
+
+// sG: [C] f32 (scalar), [C x Kp] (channel) or [2][C] (SSD: G, then the steps dt') shared scratch.
 template <int C>
 __device__ __forceinline__ void gla_chunk_prep(const Params& p, float* sG) {
-  const bool channel = p.channel, decays = p.G != nullptr;
+  const bool channel = p.channel, decays = p.G != nullptr, ssd = p.ssd.dt != nullptr;
+  float* sDt = sG + C;
   const int tid = sm80::thread_index();
   const int64_t c_hv = blockIdx.x;
   const int hv = int(c_hv % p.HV);
@@ -26,6 +38,10 @@ __device__ __forceinline__ void gla_chunk_prep(const Params& p, float* sG) {
       const int i = e / p.Kp, c = e % p.Kp;
       sG[e] = i < len && c < p.K ? cuda_linear::load_elem(p.g, p.g_t, ((ch.row + i) * p.HV + hv) * p.K + c) : 0.f;
     }
+  } else if (ssd && tid < C) {
+    const float dt = tid < len ? ssd_step(p.ssd, (ch.row + tid) * p.HV + hv, hv) : 0.f;
+    sDt[tid] = dt;
+    sG[tid] = cuda_linear::load_elem(p.ssd.A, p.ssd.A_t, hv) * dt;
   } else if (decays && tid < C) {
     const int64_t at = (ch.row + tid) * p.HV + hv;
     sG[tid] = tid >= len ? 0.f : (p.g ? cuda_linear::load_elem(p.g, p.g_t, at) : 0.f) + (p.g_gamma ? p.g_gamma[hv] : 0.f);
@@ -71,8 +87,9 @@ __device__ __forceinline__ void gla_chunk_prep(const Params& p, float* sG) {
   const int64_t v_first = (ch.row * p.HV + hv) * p.V, v_stride = int64_t(p.HV) * p.V;
   for (int e = tid; e < C * p.Vp; e += kThreads) {
     const int i = e / p.Vp, c = e % p.Vp;
-    vb[e] = __float2bfloat16_rn(i < len && c < p.V ? cuda_linear::load_elem(p.v, p.v_t, v_first + i * v_stride + c)
-                                                   : 0.f);
+    float x = 0.f;
+    if (i < len && c < p.V) x = cuda_linear::load_elem(p.v, p.v_t, v_first + i * v_stride + c) * (ssd ? sDt[i] : 1.f);
+    vb[e] = __float2bfloat16_rn(x);
   }
 }
 

@@ -41,7 +41,8 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = (warp + kWarps * i) * 16 + acc_row(lane, e), col = col0 + acc_col(lane, nt, e);
-        s[i][nt][e] = p.initial_state && r < p.K && col < p.V ? p.initial_state[state_at + int64_t(r) * p.V + col] : 0.f;
+        const bool inside = p.initial_state && r < p.K && col < p.V;
+        s[i][nt][e] = inside ? p.initial_state[state_at + r * p.state_row + col * p.state_col] : 0.f;
       }
 
   const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
@@ -120,7 +121,7 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = (warp + kWarps * i) * 16 + acc_row(lane, e), col = col0 + acc_col(lane, nt, e);
-        if (r < p.K && col < p.V) p.final_state[state_at + int64_t(r) * p.V + col] = s[i][nt][e];
+        if (r < p.K && col < p.V) p.final_state[state_at + r * p.state_row + col * p.state_col] = s[i][nt][e];
       }
 }
 

@@ -1,0 +1,180 @@
+// Mamba-2's chunked SSD on CUDA tensor cores: what it refuses (checked on the host, no GPU needed), and, on a
+// GPU, its outputs and final states against the double-precision reference and the CPU chunked form run on the
+// same host data, through the public entry (mamba2_chunk_scan), so the device branch (and its fall back to the
+// recurrent kernel for N > 128) and the launch are both exercised. Compiled by g++ in every CUDA build: no CUDA
+// headers here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "kernels/linear/mamba2/cuda/mamba2_chunk_cuda.h"
+#include "kernels/linear/mamba2/mamba2.h"
+#include "testing/test_util.h"
+#include "testing/device_test_util.h"
+
+namespace attnzoo {
+namespace {
+using testing::HostTensor;
+using testing::OnDevice;
+
+struct Case {
+  int64_t B = 1, T = 1, H = 2, P = 64, G = 1, N = 128, chunk = 64;
+  std::vector<int32_t> cu;            // packed sequences (B must be 1)
+  float A_min = -1.f, A_max = -0.5f;  // A spread evenly over the heads
+  float dt_mean = 0.f;                // dt drawn as N(dt_mean, 1) before bias and softplus
+  bool D_per_channel = false, with_z = true, softplus = true, limit = false, with_h0 = true;
+  DType dtype = DType::f32, out_dtype = DType::f32;
+  int64_t nseq() const { return cu.empty() ? B : int64_t(cu.size()) - 1; }
+  std::string label() const {
+    return "B=" + std::to_string(B) + " T=" + std::to_string(T) + " H=" + std::to_string(H) + " P=" +
+           std::to_string(P) + " G=" + std::to_string(G) + " N=" + std::to_string(N) + " chunk=" +
+           std::to_string(chunk) + " A=[" + std::to_string(A_min) + "," + std::to_string(A_max) +
+           "] dt_mean=" + std::to_string(dt_mean) + " " + dtype_name(dtype) + "->" + dtype_name(out_dtype) +
+           (cu.empty() ? "" : " packed");
+  }
+};
+
+struct Inputs {
+  HostTensor x, dt, A, B, C, D, z, bias, h0;
+  explicit Inputs(const Case& c)
+      : x(c.dtype, {c.B, c.T, c.H, c.P}, 11), dt(c.dtype, {c.B, c.T, c.H}, 12), A(DType::f32, {c.H}, 0, 0.f),
+        B(c.dtype, {c.B, c.T, c.G, c.N}, 13, 0.5f), C(c.dtype, {c.B, c.T, c.G, c.N}, 14, 0.5f),
+        D(c.dtype, c.D_per_channel ? std::vector<int64_t>{c.H, c.P} : std::vector<int64_t>{c.H}, 15),
+        z(c.dtype, {c.B, c.T, c.H, c.P}, 16), bias(DType::f32, {c.H}, 17, 0.5f),
+        h0(DType::f32, {c.nseq(), c.H, c.P, c.N}, 18) {
+    for (int64_t i = 0; i < dt.numel(); ++i) store_from_f32(dt.view.data, dt.view.dtype, i, dt.at(i) + c.dt_mean);
+    for (int64_t h = 0; h < c.H; ++h)
+      A.view.ptr<float>()[h] = c.A_min + (c.A_max - c.A_min) * float(h) / float(std::max<int64_t>(c.H - 1, 1));
+  }
+  Mamba2Args args(const Case& c) const {
+    Mamba2Args a;
+    a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = B.view, a.C = C.view, a.D = D.view, a.dt_bias = bias.view;
+    if (c.with_z) a.z = z.view;
+    a.dt_softplus = c.softplus;
+    if (c.limit) a.dt_limit = true, a.dt_min = 0.01f, a.dt_max = 2.f;
+    if (c.with_h0) a.initial_state = h0.view;
+    if (!c.cu.empty()) a.cu_seqlens = c.cu.data(), a.cu_seqlens_len = int64_t(c.cu.size());
+    a.chunk_size = c.chunk;
+    return a;
+  }
+};
+
+#if ATTNZOO_WITH_CUDA
+
+TEST(CudaMamba2Chunk, RefusesWhatItDoesNotDo) {
+  auto check = [](const Case& c, auto&& edit) {
+    const Inputs in(c);
+    HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f);
+    Mamba2Args a = in.args(c);
+    a.y = y.view;
+    Mamba2Problem p = make_mamba2_problem(a);
+    edit(p);
+    check_cuda_mamba2_chunk(p);
+  };
+  auto nothing = [](Mamba2Problem&) {};
+  EXPECT_NO_THROW(check({.P = 128, .N = 128, .chunk = 16}, nothing));
+  testing::expect_error<ArgumentError>([&] { check({.N = 256}, nothing); }, "B: state size N=256 exceeds 128");
+  testing::expect_error<ArgumentError>([&] { check({.P = 130}, nothing); }, "x: head dim P=130 exceeds 128");
+  testing::expect_error<ArgumentError>([&] { check({.chunk = 128}, nothing); }, "chunk_size: ");
+  testing::expect_error<ArgumentError>(
+      [&] { check({.dtype = DType::bf16}, [](Mamba2Problem& p) { p.Bm = static_cast<const char*>(p.Bm) + 1; }); },
+      "B: data must be aligned");
+  testing::expect_error<ArgumentError>(
+      [&] { check({}, [](Mamba2Problem& p) { p.A_in.data = static_cast<char*>(p.A_in.data) + 2; }); },
+      "A: data must be aligned");
+}
+
+// The gated-linear kernels' bound (gla_chunk_cuda_test.cc): bf16 operands for every product dominate the error,
+// where a wrong mask, decay, step or missing term costs tens of percent. The fall back to the recurrent kernel
+// (N > 128) meets it with room to spare.
+constexpr double kTolerance = 1e-2;
+
+// Runs case `c` through mamba2_chunk_scan on the GPU (final state in place over the initial one when
+// `in_place`; otherwise into a separate buffer that starts as NaN bytes) against the reference and the CPU twin.
+void check_chunk(const Case& c, bool in_place) {
+  SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
+  const Inputs in(c);
+  const std::vector<int64_t> y_shape{c.B, c.T, c.H, c.P}, s_shape{c.nseq(), c.H, c.P, c.N};
+  HostTensor y_ref(DType::f32, y_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
+  Mamba2Args a = in.args(c);
+  a.y = y_ref.view, a.final_state = s_ref.view;
+  mamba2_reference(a);
+  HostTensor y_cpu(DType::f32, y_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
+  a.y = y_cpu.view, a.final_state = s_cpu.view;
+  mamba2_chunk_scan(a);
+
+  HostTensor y(c.out_dtype, y_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  testing::fill_nan_bytes(y);
+  testing::fill_nan_bytes(s);
+  const OnDevice x(in.x), dt(in.dt), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), h0(in.h0), yd(y),
+      sd(s);
+  a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = B.view, a.C = C.view, a.D = D.view, a.dt_bias = bias.view;
+  a.y = yd.view;
+  if (c.with_z) a.z = z.view;
+  if (c.with_h0) a.initial_state = h0.view;
+  a.final_state = in_place && c.with_h0 ? h0.view : sd.view;
+  mamba2_chunk_scan(a);
+  synchronize(current_stream());
+  yd.download(y);
+  (in_place && c.with_h0 ? h0 : sd).download(s);
+  if (c.T > 0) {
+    EXPECT_LE(testing::relative_rms(y, y_ref), kTolerance);
+    EXPECT_LE(testing::relative_rms(y, y_cpu), kTolerance);
+  }
+  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
+  EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
+}
+
+// Mamba-2 2.7B's heads (H = 80, P = 64, N = 128, one group) over a long prompt; Nemotron-H-like groups (8 heads
+// per group); Falcon-H1-like N = 256, which the device branch sends to the recurrent kernel.
+TEST(CudaMamba2Chunk, MatchesModelShapes) {
+  REQUIRE_GPU();
+  check_chunk({.T = 1000, .H = 80, .P = 64, .G = 1, .N = 128, .dtype = DType::bf16, .out_dtype = DType::bf16}, true);
+  check_chunk({.B = 2, .T = 300, .H = 16, .P = 64, .G = 2, .N = 128, .dtype = DType::bf16}, false);
+  check_chunk({.T = 70, .H = 4, .P = 64, .G = 2, .N = 256, .D_per_channel = true}, false);
+}
+
+// Packed sequences of 1, 37, 0, 79 and 33 tokens at each chunk size (ends mid-chunk everywhere), padded batches.
+TEST(CudaMamba2Chunk, MatchesRaggedAndPaddedSequences) {
+  REQUIRE_GPU();
+  for (int64_t chunk : {16, 32, 64}) {
+    check_chunk({.T = 150, .H = 4, .P = 32, .G = 2, .N = 64, .chunk = chunk, .cu = {0, 1, 38, 38, 117, 150}},
+                chunk != 32);
+    check_chunk({.B = 2, .T = 45, .H = 2, .P = 48, .N = 40, .chunk = chunk}, chunk == 32);
+  }
+  check_chunk({.T = 0, .H = 2, .P = 40, .N = 24, .cu = {0, 0, 0}}, false);  // states copied through
+}
+
+TEST(CudaMamba2Chunk, MatchesOptionsAndDtypes) {
+  REQUIRE_GPU();
+  check_chunk({.T = 40, .H = 4, .P = 64, .G = 2, .N = 64, .chunk = 32, .D_per_channel = true}, true);
+  check_chunk({.B = 2, .T = 33, .H = 3, .P = 40, .G = 3, .N = 24, .chunk = 16, .with_z = false, .limit = true},
+              false);
+  check_chunk({.T = 50, .H = 2, .P = 8, .N = 16, .chunk = 32, .softplus = false, .limit = true}, true);
+  check_chunk({.T = 66, .H = 2, .P = 64, .N = 128, .with_h0 = false}, false);
+  check_chunk({.T = 50, .H = 2, .P = 32, .N = 64, .cu = {0, 19, 50}, .dtype = DType::f16}, false);
+  check_chunk({.T = 50, .H = 2, .P = 32, .N = 64, .cu = {0, 19, 50}, .dtype = DType::f16,
+               .out_dtype = DType::f16},
+              true);
+}
+
+// exp(A dt') near e^-24 per token (the state is rebuilt from the last token) and near 1 - 2e-4 (it carries).
+TEST(CudaMamba2Chunk, MatchesDecayStrengths) {
+  REQUIRE_GPU();
+  check_chunk({.T = 200, .H = 4, .P = 64, .N = 128, .A_min = -8.f, .A_max = -6.f, .dt_mean = 3.f}, true);
+  check_chunk({.T = 200, .H = 4, .P = 64, .N = 128, .A_min = -0.02f, .A_max = -0.01f, .dt_mean = -4.f}, false);
+}
+
+#else
+
+TEST(CudaMamba2Chunk, NeedsACudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+
+#endif
+
+}  // namespace
+}  // namespace attnzoo

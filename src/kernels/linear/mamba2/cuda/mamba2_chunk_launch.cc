@@ -1,0 +1,87 @@
+#include "kernels/linear/mamba2/cuda/mamba2_chunk_launch.h"
+
+#include <iterator>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
+#include "kernels/linear/common/gla_problem.h"
+#include "kernels/linear/mamba2/cuda/mamba2_chunk_cuda.h"
+
+namespace attnzoo {
+namespace {
+using cuda_gla_chunk::kMaxDim;
+using cuda_gla_chunk::kStateCols;
+using cuda_linear::elem_of;
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int64_t chunk_count(const Mamba2Problem& p) {
+  int64_t n = 0;
+  for (int64_t len : p.seqs.length) n += (len + p.chunk_size - 1) / p.chunk_size;
+  return n;
+}
+
+}  // namespace
+
+bool cuda_mamba2_chunk_fits(const Mamba2Problem& p) { return p.N <= kMaxDim && p.P <= kMaxDim; }
+
+void check_cuda_mamba2_chunk(const Mamba2Problem& p) {
+  require(p.N <= kMaxDim, "B", [&] {
+    return "state size N=" + str(p.N) + " exceeds " + str(kMaxDim) + ", the widest keys the CUDA chunked kernels stage";
+  });
+  require(p.P <= kMaxDim, "x", [&] {
+    return "head dim P=" + str(p.P) + " exceeds " + str(kMaxDim) + ", the widest values the CUDA chunked kernels stage";
+  });
+  require(p.chunk_size <= 64, "chunk_size", [&] {
+    return "the CUDA chunked kernels run chunks of 16, 32 or 64 tokens, got " + str(p.chunk_size);
+  });
+  const std::pair<const void*, DType> inputs[] = {
+      {p.x, p.x_dtype}, {p.Bm, p.b_dtype}, {p.Cm, p.c_dtype}, {p.z, p.z_dtype}, {p.y, p.y_dtype}};
+  const char* names[] = {"x", "B", "C", "z", "y"};
+  for (size_t i = 0; i < std::size(inputs); ++i)
+    if (inputs[i].first) require_aligned(inputs[i].first, dtype_size(inputs[i].second), names[i]);
+  for (auto [t, name] : {std::pair{&p.dt_in, "dt"}, {&p.A_in, "A"}, {&p.D_in, "D"}, {&p.dt_bias_in, "dt_bias"}})
+    if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
+  if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
+  if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
+  require_grid_fits(chunk_count(p) * p.H, "x", "chunks x heads");
+  require_grid_fits(p.seqs.count() * p.H * ((p.P + kStateCols - 1) / kStateCols), "x",
+                    "sequences x heads x ceil(P / 32)");
+}
+
+namespace cuda_mamba2 {
+
+cuda_gla_chunk::ChunkLaunch plan_mamba2_chunk(const Mamba2Problem& p) {
+  // The SSD as simple GLA: the groups are the key heads (C and B [B, T, G, N]), the Mamba heads the value heads.
+  GlaProblem g;
+  g.device = g.g_gamma_device = p.device;
+  g.q = p.Cm, g.q_dtype = p.c_dtype;
+  g.k = p.Bm, g.k_dtype = p.b_dtype;
+  g.v = p.x, g.v_dtype = p.x_dtype;
+  g.B = p.batch, g.T = p.T, g.H = p.G, g.HV = p.H, g.K = p.N, g.V = p.P;
+  g.seqs = p.seqs;
+  g.gate = GateKind::scalar;  // no g: the prep forms A dt' from ssd
+  g.scale = 1.f;
+  g.initial_state = p.h0, g.final_state = p.ht;
+  g.o = p.y, g.o_dtype = p.y_dtype;
+  g.chunk_size = p.chunk_size;
+
+  cuda_gla_chunk::SsdParams ssd{};
+  ssd.dt = p.dt_in.data, ssd.A = p.A_in.data, ssd.dt_bias = p.dt_bias_in.data, ssd.D = p.D_in.data, ssd.z = p.z;
+  ssd.dt_t = elem_of(p.dt_in.dtype), ssd.A_t = elem_of(p.A_in.dtype), ssd.dt_bias_t = elem_of(p.dt_bias_in.dtype);
+  ssd.D_t = elem_of(p.D_in.dtype), ssd.z_t = elem_of(p.z_dtype);
+  ssd.D_per_channel = p.D_in.ndim == 2;
+  ssd.dt_softplus = p.dt_softplus, ssd.dt_limit = p.dt_limit;
+  ssd.dt_min = p.dt_min, ssd.dt_max = p.dt_max;
+  cuda_gla_chunk::ChunkLaunch l = cuda_gla_chunk::plan_gla_chunk(g, ssd);
+  // Mamba-2's states are [P, N]: key row n (a state entry of B) at stride 1, value column i at stride N.
+  l.params.state_row = 1, l.params.state_col = p.N;
+  return l;
+}
+
+}  // namespace cuda_mamba2
+}  // namespace attnzoo
