@@ -36,5 +36,36 @@ if(ATTNZOO_WITH_CUDA)
   find_package(CUDAToolkit REQUIRED)
   get_filename_component(ATTNZOO_CUDA_ROOT ${CUDAToolkit_BIN_DIR} DIRECTORY)  # for the installed CMake package
 endif()
+
+# cuBLASLt for the projections' GEMM (src/layers/cuda/gemm_cublaslt.cc): with it, gemm_cuda hands cuBLASLt what it
+# multiplies and keeps our mma.sync kernel for the rest; without it, ours runs everything. AUTO takes it when the
+# toolkit has both the header and the library (a full CUDA install; from PyPI the cuda-toolkit wheel's cublas
+# extra, ~420 MB, then scripts/cuda_toolchain.sh again for the shim's libcublasLt.so). CI installs neither.
+set(ATTNZOO_CUBLASLT AUTO CACHE STRING "cuBLASLt for the projections' GEMM: AUTO (when found), ON or OFF")
+set_property(CACHE ATTNZOO_CUBLASLT PROPERTY STRINGS AUTO ON OFF)
+set(ATTNZOO_WITH_CUBLASLT OFF)
+if(NOT ATTNZOO_WITH_CUDA)
+  set(_cublaslt_why "no CUDA build")
+elseif(ATTNZOO_CUBLASLT STREQUAL "OFF")
+  set(_cublaslt_why "ATTNZOO_CUBLASLT=OFF")
+else()
+  find_file(ATTNZOO_CUBLASLT_HEADER cublasLt.h PATHS ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  if(NOT ATTNZOO_CUBLASLT_HEADER)
+    set(_cublaslt_why "no cublasLt.h in ${CUDAToolkit_INCLUDE_DIRS}")
+  elseif(NOT TARGET CUDA::cublasLt)
+    set(_cublaslt_why "cublasLt.h but no libcublasLt.so in ${CUDAToolkit_LIBRARY_DIR}")
+  else()
+    set(ATTNZOO_WITH_CUBLASLT ON)
+    set(_cublaslt_why "${ATTNZOO_CUBLASLT_HEADER}")
+  endif()
+  if(ATTNZOO_CUBLASLT STREQUAL "ON" AND NOT ATTNZOO_WITH_CUBLASLT)
+    message(FATAL_ERROR "ATTNZOO_CUBLASLT=ON but there is ${_cublaslt_why}")
+  endif()
+endif()
+if(ATTNZOO_WITH_CUBLASLT)
+  message(STATUS "attnzoo: cuBLASLt ON (${_cublaslt_why}): the projections' GEMM uses it where it can")
+else()
+  message(STATUS "attnzoo: cuBLASLt OFF (${_cublaslt_why}): the projections' GEMM is our kernel alone")
+endif()
 message(STATUS "attnzoo: CUDA ${ATTNZOO_WITH_CUDA} (${CMAKE_CUDA_COMPILER} ${CMAKE_CUDA_COMPILER_VERSION}; "
                "architectures ${CMAKE_CUDA_ARCHITECTURES})")

@@ -22,10 +22,11 @@ for b in "${bins[@]}"; do
   [ -x "$BUILD/$b" ] || { echo "gpu_bundle.sh: $BUILD/$b is missing (build first)" >&2; exit 1; }
   strip -o "$OUT/$b" "$BUILD/$b"
 done
-# Shared libraries outside glibc / libstdc++ (present on any image) that the binaries need.
+# Shared libraries outside glibc / libstdc++ (present on any image) that the binaries need; not cuBLAS(Lt), which a
+# build with ATTNZOO_CUBLASLT links: 517 MB, and the GPU image has it with PyTorch (gpu_check.sh finds it there).
 for b in "${bins[@]}"; do ldd "$OUT/$b"; done | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libcublas*) ;;
     *) cp -L "$lib" "$OUT/lib/" ;;
   esac
 done

@@ -20,8 +20,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -f "$BUNDLE/bundle.tar.xz" ] && [ ! -x "$BUNDLE/attnzoo" ]; then
   tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" || { echo "gpu_check.sh: cannot unpack $BUNDLE/bundle.tar.xz" >&2; exit 1; }
 fi
-# Only our binaries see the bundled libraries: the image's Python and torch keep their own.
-OURS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+# Only our binaries see the bundled libraries: the image's Python and torch keep their own. A bundle built with
+# cuBLASLt (cmake/Cuda.cmake) does not carry its 517 MB library: the image's, which PyTorch's wheels installed, is
+# found after the bundle's.
+CU13_LIB=$(python3 -c "import nvidia.cu13, os; print(os.path.dirname(nvidia.cu13.__file__) + '/lib')" 2>/dev/null)
+OURS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${CU13_LIB:+:$CU13_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 WORK=$(mktemp -d)  # the cases and per-binary test JSON: too many files for OUT_DIR
 # The device tool's per-call limit is 600 s and the GPU session's whole lease is 15 minutes: the run ends by this.
 BUDGET_S=${GPU_CHECK_BUDGET_S:-450}

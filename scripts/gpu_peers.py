@@ -57,6 +57,13 @@ def gemm_tflops(n=None):
     return 2 * n**3 / time_cuda(lambda: a @ b) * 1e-12
 
 
+def linear_seconds(dims):
+    """torch's y = x W^T (F.linear, cuBLAS) at a projection GEMM row's shape, bf16 as our rows run it."""
+    x = torch.randn(dims["M"], dims["K"], device=DEVICE, dtype=torch.bfloat16)
+    w = torch.randn(dims["N"], dims["K"], device=DEVICE, dtype=torch.bfloat16)
+    return time_cuda(lambda: torch.nn.functional.linear(x, w))
+
+
 def sdpa_seconds(case, backend):
     B, T, Hq, Hkv, D = (case[k] for k in ("B", "T", "Hq", "Hkv", "D"))
     # [B, T, H, D] as our kernels take it, viewed as SDPA's [B, H, T, D].
@@ -330,7 +337,7 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 
-def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows):
+def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows=()):
     peak_text = f"{peak:.0f} TFLOP/s" if peak else "not measured"
     device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
     lines = [f"GPU: {device} (torch {torch.__version__}); cuBLAS bf16 GEMM {GEMM_N}^3: "
@@ -379,7 +386,33 @@ def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows)
                 ours_text = f"not available: {r['ours_error']} | - | -"
             lines.append(f"| {r['kernel']} | {dims} | {ours_text} | {r['peer']} | {peer_ms} | {peer_tok} | "
                          f"{ratio(r['peer_s'], r['ours_s'])} |")
+    # Issue 27's projections: our GEMM and our cuBLASLt call beside torch's at the same shape and the GEMM peak.
+    if gemm_rows:
+        lines += ["", "| projection GEMM (bf16) | shape | ours TFLOP/s | our cuBLASLt call | torch F.linear | "
+                  "ours / torch | ours / GEMM peak |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in gemm_rows:
+            dims = " ".join(f"{k}={v}" for k, v in r["dims"].items())
+            ours_text = fmt(r["ours_tflops"]) if r["ours_tflops"] else f"not available: {r['ours_error']}"
+            lt_text = fmt(r["cublaslt_tflops"]) if r["cublaslt_tflops"] else f"not available: {r['cublaslt_error']}"
+            lines.append(f"| gemm | {dims} | {ours_text} | {lt_text} | {fmt(r['torch_tflops'])} | "
+                         f"{ratio(r['ours_tflops'], r['torch_tflops'])} | {ratio(r['ours_tflops'], peak)} |")
     return "\n".join(lines)
+
+
+def gemm_peer_rows(budget, ours):
+    """One row per shape of ours' "gemm" rows (gemm_ours and gemm_cublaslt), torch's F.linear timed beside them."""
+    by_shape = {}
+    for case in ours.get("gemm", []):
+        key = tuple(case["dims"].items())
+        r = by_shape.setdefault(key, {"dims": case["dims"], "ours_tflops": None, "ours_error": None,
+                                      "cublaslt_tflops": None, "cublaslt_error": None, "torch_tflops": None})
+        which = "ours" if case["kernel"] == "gemm_ours" else "cublaslt"
+        r[f"{which}_tflops"], r[f"{which}_error"] = case["tflops"], case["error"]
+    for r in by_shape.values():
+        flops = 2 * r["dims"]["M"] * r["dims"]["N"] * r["dims"]["K"]
+        s = guarded(budget, f"torch linear {r['dims']}", lambda: linear_seconds(r["dims"]))
+        r["torch_tflops"] = None if s is None else flops / s * 1e-12
+    return list(by_shape.values())
 
 
 def main():
@@ -392,19 +425,21 @@ def main():
         ours = json.load(f)
     budget = Budget(args.budget_s)
     peak = None
-    rows, decode_rows, state_rows, linear_rows, chunk_rows = [], [], [], [], []
+    rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows = [], [], [], [], [], []
 
     def save():
-        table = markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows)
+        table = markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows)
         with open(f"{args.out_dir}/gpu_peers.md", "w") as f:
             f.write(table + "\n")
         with open(f"{args.out_dir}/gpu_peers.json", "w") as f:
             json.dump({"gemm_tflops": peak, "ours": ours, "rows": rows, "decode_rows": decode_rows,
                        "gated_delta_decode_rows": state_rows, "state_decode_rows": linear_rows,
-                       "chunk_prefill_rows": chunk_rows, "budget_s": args.budget_s}, f, indent=1)
+                       "chunk_prefill_rows": chunk_rows, "gemm_rows": gemm_rows, "budget_s": args.budget_s},
+                      f, indent=1)
         return table
 
     peak = guarded(budget, "cuBLAS GEMM", gemm_tflops)
+    gemm_rows = gemm_peer_rows(budget, ours)
     save()
 
     # Issue 26's rows before the softmax ones: SDPA's peers on these shapes were measured on the H200 before

@@ -61,6 +61,11 @@ OURS = {
         row("mamba2", {"B": 1, "T": 64, "H": 4, "P": 8, "N": 16, "G": 1}, tokens=64, flops=1e6, tflops=0.01,
             tokens_per_s=6.4e5),
     ],
+    "gemm": [
+        row("gemm_ours", {"M": 64, "N": 96, "K": 128}, flops=1572864, tflops=0.0157),
+        dict(row("gemm_cublaslt", {"M": 64, "N": 96, "K": 128}, False, flops=1572864, tflops=None),
+             error="backend: cublaslt cannot run this problem: this build has no cuBLASLt"),
+    ],
 }
 
 
@@ -87,6 +92,9 @@ def test_every_section_runs_and_every_peer_is_guarded(tmp_path, monkeypatch):
     assert "not available: q: chunk_gated_delta_rule runs on the CPU only so far" in md
     assert "target >= 3x" in md and "target >= 1.5x" in md
     assert "| mamba2 | B=2 H=4 P=8 N=16 G=2 |" in md
+    gemm = out["gemm_rows"]
+    assert len(gemm) == 1 and gemm[0]["ours_tflops"] == 0.0157 and gemm[0]["torch_tflops"]
+    assert "| gemm | M=64 N=96 K=128 | 0 | not available: backend: cublaslt cannot run" in md
 
 
 def test_a_spent_budget_skips_peers_and_still_writes(tmp_path, monkeypatch):

@@ -175,6 +175,7 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   r.mla_decode = run_mla_decode_rows(s, device, stream, timer);
   r.quant_gemv = run_quant_gemv_rows(s, device, stream, timer);
   r.sampling = run_sampling_rows(s, device, stream, timer);
+  r.gemm = run_gemm_rows(s, device, stream, timer);
   return r;
 }
 
@@ -209,7 +210,7 @@ std::string format_cuda_text(const CudaKernelReport& r) {
   }
   return s + format_linear_decode_text(r.state_decode, r.copy_gbps) + format_chunk_prefill_text(r.chunk_prefill) +
          format_mla_decode_text(r.mla_decode, r.copy_gbps) + format_sampling_text(r.sampling, r.copy_gbps) +
-         format_quant_gemv_text(r.quant_gemv, r.copy_gbps);
+         format_quant_gemv_text(r.quant_gemv, r.copy_gbps) + format_gemm_text(r.gemm);
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
@@ -254,7 +255,8 @@ std::string format_cuda_json(const CudaKernelReport& r) {
          ", \"chunk_prefill\": " + format_chunk_prefill_json(r.chunk_prefill) +
          ", \"mla_decode\": " + format_mla_decode_json(r.mla_decode, r.copy_gbps) +
          ", \"sampling\": " + format_sampling_json(r.sampling, r.copy_gbps) +
-         ", \"quant_gemv\": " + format_quant_gemv_json(r.quant_gemv, r.copy_gbps) + "}\n";
+         ", \"quant_gemv\": " + format_quant_gemv_json(r.quant_gemv, r.copy_gbps) +
+         ", \"gemm\": " + format_gemm_json(r.gemm) + "}\n";
 }
 
 }  // namespace attnzoo::bench

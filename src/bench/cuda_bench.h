@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/cuda_gemv_bench.h"
+#include "bench/cuda_gemm_bench.h"
 #include "bench/cuda_linear_bench.h"
 #include "bench/cuda_mla_bench.h"
 #include "bench/cuda_sampling_bench.h"
@@ -60,6 +61,7 @@ struct CudaKernelReport {
   std::vector<LinearRow> mla_decode;     // DeepSeek-V3's absorbed MLA decode (cuda_mla_bench.h)
   std::vector<LinearRow> quant_gemv;     // decode projections over GGUF-format weights (cuda_gemv_bench.h)
   std::vector<LinearRow> sampling;       // a decode step's logits sampled on the device (cuda_sampling_bench.h)
+  std::vector<LinearRow> gemm;           // the projections' GEMM, ours and cuBLASLt (cuda_gemm_bench.h)
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);

@@ -150,6 +150,24 @@ TEST(CudaBench, QuantGemvRowsRunOnTheCpuAndCountTheirBytes) {
   EXPECT_NE(format_cuda_text(r).find("gemv_Q6_K"), std::string::npos);
 }
 
+// gemm_cuda takes device tensors only: on the CPU every row reaches the entry and says so.
+TEST(CudaBench, GemmRowsReachTheEntryAndCountTheirFlops) {
+  const std::vector<LinearCase> full = gemm_cases(Scale::full);
+  ASSERT_EQ(full.size(), 8u);
+  EXPECT_EQ(full[2].kernel, "gemm_ours");
+  EXPECT_EQ(full[3].kernel, "gemm_cublaslt");
+  EXPECT_DOUBLE_EQ(gemm_flops(full[2]), 2.0 * 4096 * 14336 * 4096);
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.gemm = run_gemm_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  for (const LinearRow& row : r.gemm) EXPECT_NE(row.error.find("x: lives on cpu"), std::string::npos) << row.error;
+  EXPECT_NE(format_cuda_json(r).find("\"gemm\": [{\"kernel\": \"gemm_ours\""), std::string::npos);
+  EXPECT_NE(format_cuda_text(r).find("projection GEMM"), std::string::npos);
+  r.gemm[0].error.clear();
+  r.gemm[0].median_s = 1e-3;  // 2 x 64 x 96 x 128 flops in a millisecond
+  EXPECT_NE(format_cuda_json(r).find("\"flops\": 1572864, \"tflops\": 0.001572864"), std::string::npos);
+}
+
 TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   const RowTimer refuses = [](const std::function<void()>&) -> Timing {
     throw ArgumentError("q: chunk_gated_delta_rule runs on the CPU only so far");

@@ -362,6 +362,22 @@ std::string format_bandwidth_text(const char* title, const std::vector<LinearRow
   return s;
 }
 
+std::string format_flops_text(const char* title, const std::vector<LinearRow>& rows, RowFlops flops) {
+  std::string s = title;
+  char line[512];
+  for (const LinearRow& r : rows) {
+    if (!r.available()) {
+      std::snprintf(line, sizeof line, "  %-14s %-29s not available: %s\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.error.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "  %-14s %-29s %10.3f %9.1f\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.median_s * 1e3, flops(r.shape) / r.median_s * 1e-12);
+    }
+    s += line;
+  }
+  return s;
+}
+
 std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {
   return format_bandwidth_text(
       "linear / state-space decode (1 token, f32 state in place)  median ms   GB/s of state read + written   of copy\n",
@@ -395,6 +411,17 @@ std::string format_bandwidth_json(const std::vector<LinearRow>& rows, RowBytes b
     s += (i ? ", " : "") + row_json_head(r) + ", \"" + bytes_key + "\": " + num(b, true) + ", \"gbps\": " +
          num(gbps, r.available()) + ", \"copy_fraction\": " + num(gbps / copy_gbps, r.available() && copy_gbps > 0) +
          "}";
+  }
+  return s + "]";
+}
+
+std::string format_flops_json(const std::vector<LinearRow>& rows, RowFlops flops) {
+  std::string s = "[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LinearRow& r = rows[i];
+    const double f = flops(r.shape);
+    s += (i ? ", " : "") + row_json_head(r) + ", \"flops\": " + num(f, true) + ", \"tflops\": " +
+         num(r.available() ? f / r.median_s * 1e-12 : 0, r.available()) + "}";
   }
   return s + "]";
 }

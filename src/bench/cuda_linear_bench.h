@@ -69,6 +69,11 @@ std::string format_bandwidth_text(const char* title, const std::vector<LinearRow
 std::string format_bandwidth_json(const std::vector<LinearRow>& rows, RowBytes bytes, const char* bytes_key,
                                   double copy_gbps);
 
+// Rows of a compute-bound kernel as text under `title` and as a JSON array: TFLOP/s of flops(case) per second.
+using RowFlops = double (*)(const LinearCase&);
+std::string format_flops_text(const char* title, const std::vector<LinearRow>& rows, RowFlops flops);
+std::string format_flops_json(const std::vector<LinearRow>& rows, RowFlops flops);
+
 // The rows as text lines and as JSON arrays (the items of "state_decode" / "chunk_prefill"); copy_gbps is the
 // device's measured copy bandwidth each decode row is compared with.
 std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps);
