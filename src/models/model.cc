@@ -57,14 +57,16 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   std::string kv_reason;
   if (pool.device.is_cuda()) {
     // The CUDA attention kernels read 16-bit or 8-bit caches: an f32 one is held as bf16 there.
-    if (pool.kv_dtype == DType::f32) {
-      pool.kv_dtype = DType::bf16;
-      kv_reason = "f32 asked, held as bf16 on " + pool.device.str() + " (the CUDA attention reads 16- or 8-bit caches)";
+    const bool widened_kv = pool.kv_dtype == DType::f32;
+    if (widened_kv) pool.kv_dtype = DType::bf16;
+    // Refusals by name first; then the weights go up before the pool is sized from the free device memory, so
+    // they are counted out of it.
+    model->runner_ = model->make_device_runner(pool.device, pool.kv_dtype);
+    if (widened_kv) {
+      kv_reason = "f32 chosen, held as bf16 on " + pool.device.str() + " (the CUDA attention reads 16- or 8-bit caches)";
       std::fprintf(stderr, "attnzoo: KV cache held as bf16 on %s, not f32 (the GPU's attention reads 16- or 8-bit "
                    "caches; half the bytes, 8 significant bits)\n", pool.device.str().c_str());
     }
-    // Before the pool is sized from the free device memory, so the weights are counted out of it.
-    model->runner_ = model->make_device_runner(pool.device, pool.kv_dtype);
   }
   std::vector<CacheSpec> specs;
   for (auto& l : model->info().layers) specs.push_back(l.cache);
