@@ -74,8 +74,9 @@ class Model:
         snapshot_interval_blocks: models with recurrent layers snapshot their state every this many blocks, where
         a prefix-cache hit can end (0: every 256 tokens). shuffle_blocks_seed: tests only. free_outside_window:
         sliding-window layers give back the blocks their window has left (False: every layer keeps every block,
-        vLLM's disable_hybrid_kv_cache_manager; for comparisons). device: "cpu", "cuda", "cuda:N" or "auto" (a GPU
-        once models compute there; they run on the CPU so far, and a GPU is refused by name).
+        vLLM's disable_hybrid_kv_cache_manager; for comparisons). device: "cpu", "cuda", "cuda:N" or "auto" (the CPU
+        until the GPU path has run on hardware). On a GPU the Llama family (Llama, Qwen2, Qwen3, Mistral, SmolLM)
+        computes there; other architectures and features are refused by name, as is a GPU this machine lacks.
         gpu_memory_utilization: on a GPU, the pool's budget as vLLM's: this fraction of the device's memory less
         what is in use (kv_cache_bytes, when given, wins).
         """

@@ -42,6 +42,14 @@ class AttentionLayer : public SequenceMixer {
                  std::optional<RmsNorm> k_norm, Rope rope, const std::string& name);
 
   const AttentionConfig& config() const { return config_; }
+  // The parts, for a runner that holds its own copy of the weights elsewhere (models/cuda/).
+  const Linear& q_proj() const { return q_; }
+  const Linear& k_proj() const { return k_; }
+  const Linear& v_proj() const { return v_; }
+  const Linear& o_proj() const { return o_; }
+  const std::optional<RmsNorm>& q_norm() const { return q_norm_; }
+  const std::optional<RmsNorm>& k_norm() const { return k_norm_; }
+  const Rope& rope() const { return rope_; }
   // gpt-oss attention sinks: sinks [num_heads] (f32/bf16/f16, widened here) is one learned logit per head that
   // joins every query's softmax denominator. `name` appears in errors.
   void set_sinks(const TensorView& sinks, const std::string& name);

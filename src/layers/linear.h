@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +85,8 @@ class Linear {
   TensorView weight() const;
   std::string shape_str() const;  // "[out, in]", with the format for block-quantized weights
   bool has_bias() const { return bias_ != nullptr; }
+  // The bias as f32 (empty without one).
+  std::span<const float> bias() const { return bias_ ? std::span<const float>(*bias_) : std::span<const float>(); }
   bool owns_weight() const { return owned_ != nullptr; }
   // The bytes one forward pass streams (quantized blocks for block formats).
   uint64_t weight_bytes() const { return w_.bytes(); }

@@ -13,6 +13,11 @@ class GatedMlp : public FeedForward {
   GatedMlp(Linear gate, Linear up, Linear down, Activation act, const std::string& name);
   int64_t hidden() const { return down_.out_features(); }
   int64_t intermediate() const { return gate_.out_features(); }
+  // The parts, for a runner that holds its own copy of the weights elsewhere (models/cuda/).
+  const Linear& gate_proj() const { return gate_; }
+  const Linear& up_proj() const { return up_; }
+  const Linear& down_proj() const { return down_; }
+  Activation activation() const { return act_; }
   uint64_t weight_bytes() const override { return gate_.weight_bytes() + up_.weight_bytes() + down_.weight_bytes(); }
   // x [T, hidden] -> out [T, hidden].
   void forward(const float* x, int64_t T, float* out) const override;

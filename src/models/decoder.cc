@@ -8,6 +8,7 @@
 
 #include "core/dispatch_timeline.h"
 #include "loader/load_error.h"
+#include "models/cuda/decoder_cuda_runner.h"
 #include "models/output_head.h"
 
 namespace attnzoo {
@@ -177,6 +178,10 @@ DecoderModel::DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, st
 
 void DecoderModel::run(const Batch& batch, std::span<const int64_t> rows, float* logits) const {
   run_layers(batch, rows, logits, nullptr);
+}
+
+std::unique_ptr<DeviceRunner> DecoderModel::make_device_runner(Device device, DType kv_dtype) const {
+  return make_decoder_cuda_runner(parts(), device, kv_dtype);
 }
 
 std::vector<LayerTrace> DecoderModel::run_trace(const Batch& batch) const {

@@ -43,6 +43,16 @@ struct DecoderOptions {
   float residual_scale = 1.f;      // Granite's residual_multiplier
 };
 
+// A DecoderModel's parts, read-only: what a runner that computes elsewhere copies (models/cuda/).
+struct DecoderParts {
+  const ModelInfo* info = nullptr;
+  const Embedding* embed = nullptr;
+  const std::vector<DecoderBlock>* blocks = nullptr;
+  const RmsNorm* norm = nullptr;
+  const Linear* lm_head = nullptr;
+  const DecoderOptions* options = nullptr;
+};
+
 class DecoderModel : public Model {
  public:
   DecoderModel(ModelFiles files, ModelInfo info, Embedding embed, std::vector<DecoderBlock> blocks, RmsNorm norm,
@@ -50,10 +60,13 @@ class DecoderModel : public Model {
 
   const ModelInfo& info() const override { return info_; }
   const Config& config() const override { return files_.config(); }
+  DecoderParts parts() const { return {&info_, &embed_, &blocks_, &norm_, &lm_head_, &options_}; }
 
  protected:
   void run(const Batch& batch, std::span<const int64_t> rows, float* logits) const override;
   std::vector<LayerTrace> run_trace(const Batch& batch) const override;
+  // The Llama family's blocks on a GPU (models/cuda/decoder_cuda_runner.h); other block shapes refused by name.
+  std::unique_ptr<DeviceRunner> make_device_runner(Device device, DType kv_dtype) const override;
 
  private:
   // The forward pass; with `trace`, each mixer also records its LayerTrace (one per block).

@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.h"
 #include "loader/load_error.h"
@@ -52,9 +53,24 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     throw LoadError(config.source() + ": unsupported architecture '" + archs[0] + "' (supported: " + known + ")");
   }
   std::unique_ptr<Model> model = builder(std::move(files), options);
+  PoolOptions pool = options.pool;
+  std::string kv_reason;
+  if (pool.device.is_cuda()) {
+    // The CUDA attention kernels read 16-bit or 8-bit caches: an f32 one is held as bf16 there.
+    const bool widened_kv = pool.kv_dtype == DType::f32;
+    if (widened_kv) pool.kv_dtype = DType::bf16;
+    // Refusals by name first; then the weights go up before the pool is sized from the free device memory, so
+    // they are counted out of it.
+    model->runner_ = model->make_device_runner(pool.device, pool.kv_dtype);
+    if (widened_kv) {
+      kv_reason = "f32 chosen, held as bf16 on " + pool.device.str() + " (the CUDA attention reads 16- or 8-bit caches)";
+      std::fprintf(stderr, "attnzoo: KV cache held as bf16 on %s, not f32 (the GPU's attention reads 16- or 8-bit "
+                   "caches; half the bytes, 8 significant bits)\n", pool.device.str().c_str());
+    }
+  }
   std::vector<CacheSpec> specs;
   for (auto& l : model->info().layers) specs.push_back(l.cache);
-  const CacheGeometry geometry = plan_cache(specs, options.pool);
+  const CacheGeometry geometry = plan_cache(specs, pool);
   model->cache_ = std::make_shared<CacheManager>(geometry);
   model->storage_ = std::make_unique<CacheStorage>(geometry);
   // What inspect reports is what the pool holds: the layer specs in the pool's KV dtype.
@@ -67,8 +83,9 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   if (f.weights != options.weights || f.weights_reason.empty()) f.weights_reason = "set by the caller (LoadOptions)";
   if (f.kv_cache != options.pool.kv_dtype || f.kv_cache_reason.empty())
     f.kv_cache_reason = "set by the caller (LoadOptions)";
+  if (!kv_reason.empty()) f.kv_cache_reason = kv_reason;
   f.weights = options.weights;
-  f.kv_cache = options.pool.kv_dtype;
+  f.kv_cache = pool.kv_dtype;
   return model;
 }
 
@@ -274,10 +291,10 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
         dest.push_back(out_row[size_t(p.source[i])]);
       }
     if (in_place) {
-      run(p.batch, rows, logits);
+      compute(p.batch, rows, logits);
     } else {
       w.piece_logits.resize(rows.size() * size_t(V));
-      run(p.batch, rows, w.piece_logits.data());
+      compute(p.batch, rows, w.piece_logits.data());
       for (size_t i = 0; i < rows.size(); ++i)
         std::copy_n(w.piece_logits.data() + i * size_t(V), V, logits + size_t(dest[i]) * size_t(V));
     }
@@ -294,6 +311,7 @@ std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {
   for (int32_t id : ids)
     require(id >= 0 && id < info().vocab_size, "ids",
             "id " + std::to_string(id) + " outside the vocabulary [0, " + std::to_string(info().vocab_size) + ")");
+  require(!runner_, "trace", [&] { return "runs on the CPU only so far (the model is on " + storage_->device().str() + ")"; });
   const std::unique_ptr<Sequence> seq = new_sequence();
   Batch batch;
   batch.add(*seq, ids);
@@ -301,6 +319,15 @@ std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {
   cache_->reserve(batch.sequences, std::span(&n, 1));
   prepare(batch);
   return run_trace(batch);
+}
+
+void Model::compute(const Batch& batch, std::span<const int64_t> rows, float* logits) const {
+  if (runner_) return runner_->run(batch, rows, *storage_, logits);
+  run(batch, rows, logits);
+}
+
+std::unique_ptr<DeviceRunner> Model::make_device_runner(Device device, DType) const {
+  throw ArgumentError("device: " + info().architecture + " runs on the CPU only so far (" + device.str() + " asked)");
 }
 
 std::vector<LayerTrace> Model::run_trace(const Batch&) const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "layers/batch.h"
+#include "models/device_runner.h"
 #include "models/format_choice.h"
 #include "state/cache_manager.h"
 #include "state/cache_storage.h"
@@ -123,6 +124,10 @@ class Model {
   virtual void run(const Batch& batch, std::span<const int64_t> rows, float* logits) const = 0;
   virtual std::vector<LayerTrace> run_trace(const Batch& batch) const;
   LayerMemory layer_memory(int64_t layer) const { return storage_->layer(layer); }
+  // The runner that computes this model on `device` with a KV cache of `kv_dtype` (Model::load calls it when the
+  // pool is on a GPU, before the pool is sized): its refusals by name first, then the weights uploaded. The
+  // default refuses the architecture; DecoderModel's covers the Llama family (models/cuda/).
+  virtual std::unique_ptr<DeviceRunner> make_device_runner(Device device, DType kv_dtype) const;
 
  private:
   // Fills the batch's block tables, slot mapping and state slots from the bookkeeping (its new tokens reserved)
@@ -131,8 +136,11 @@ class Model {
   // forward() with the rows already resolved, logits [wanted.size(), vocab]: `wanted` empty computes no logits
   // at all (and `logits` may be null).
   void forward_rows(const Batch& batch, std::span<const int64_t> wanted, float* logits) const;
+  // run() where the model computes: the device runner when the pool is on a GPU.
+  void compute(const Batch& batch, std::span<const int64_t> rows, float* logits) const;
   std::shared_ptr<CacheManager> cache_;
   std::unique_ptr<CacheStorage> storage_;
+  std::unique_ptr<DeviceRunner> runner_;  // null: run() on the host
 };
 
 }  // namespace attnzoo

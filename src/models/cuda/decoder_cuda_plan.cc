@@ -1,0 +1,143 @@
+#include "models/cuda/decoder_cuda_plan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/softmax/decode.h"
+#include "layers/attention_layer.h"
+#include "layers/cuda/embedding_cuda.h"
+#include "layers/mlp.h"
+
+namespace attnzoo {
+namespace {
+
+[[noreturn]] void refuse(const DecoderParts& p, const std::string& feature, const std::string& where = "") {
+  throw ArgumentError("device: " + feature + " (" + p.info->architecture + (where.empty() ? "" : ", " + where) +
+                      ") runs on the CPU only so far");
+}
+
+// Dense weights go up as bf16 / f16 (f32 rounded to bf16); GGUF blocks would need the dequantizing GEMM.
+void check_projection(const DecoderParts& p, const Linear& l) {
+  const QuantType t = l.matrix().type;
+  if (t != QuantType::F32 && t != QuantType::BF16 && t != QuantType::F16)
+    refuse(p, std::string("GGUF ") + quant_type_name(t) + " weights", l.name());
+}
+
+void check_norm(const DecoderParts& p, const std::optional<RmsNorm>& n, const char* what, const std::string& where) {
+  if (!n) refuse(p, std::string("a block without its ") + what, where);
+  if (n->mean_centered()) refuse(p, "mean-centred (LayerNorm) norms", where);
+}
+
+}  // namespace
+
+void check_decoder_runs_on_cuda(const DecoderParts& p) {
+  const DecoderOptions& o = *p.options;
+  if (o.logits_scale != 1.f) refuse(p, "a logits multiplier");
+  if (o.final_logit_softcap != 0.f) refuse(p, "the final logit softcap");
+  if (o.residual_scale != 1.f) refuse(p, "a residual multiplier");
+  if (!embedding_type_supported_cuda(p.embed->matrix().type))
+    refuse(p, std::string("a ") + quant_type_name(p.embed->matrix().type) + " embedding table");
+  if (p.norm->mean_centered()) refuse(p, "mean-centred (LayerNorm) norms", "model.norm");
+  check_projection(p, *p.lm_head);
+  for (size_t i = 0; i < p.blocks->size(); ++i) {
+    const DecoderBlock& b = (*p.blocks)[i];
+    const std::string where = "layer " + std::to_string(i);
+    if (b.parallel) refuse(p, "parallel blocks", where);
+    if (b.residual_is_normed) refuse(p, "postnorm blocks", where);
+    if (b.post_mixer_norm || b.post_ffn_norm) refuse(p, "post-sublayer norms", where);
+    const auto* attn = dynamic_cast<const AttentionLayer*>(b.mixer.get());
+    if (!attn) refuse(p, (b.mixer ? b.mixer->kind() : std::string("feed-forward-only")) + " layers", where);
+    const auto* mlp = dynamic_cast<const GatedMlp*>(b.ffn.get());
+    if (!mlp) refuse(p, "feed-forwards other than a gated MLP (MoE, plain MLP)", where);
+    check_norm(p, b.input_norm, "input norm", where);
+    check_norm(p, b.pre_ffn_norm, "feed-forward norm", where);
+    const AttentionConfig& c = attn->config();
+    if (c.output_gate) refuse(p, "the attention output gate", where);
+    if (c.temperature_beta != 0.f) refuse(p, "the query temperature (llama_4_scaling_beta)", where);
+    if (!attn->sinks().empty()) refuse(p, "attention sinks", where);
+    if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
+      refuse(p, "head_dim " + std::to_string(c.head_dim) + " (the CUDA attention takes 64, 128 or 256)", where);
+    for (const std::optional<RmsNorm>* n : {&attn->q_norm(), &attn->k_norm()}) {
+      if (!*n) continue;
+      if ((*n)->dim() != c.head_dim) refuse(p, "q / k norms across heads", where);
+      if ((*n)->mean_centered()) refuse(p, "mean-centred (LayerNorm) norms", where);
+    }
+    for (const Linear* l : {&attn->q_proj(), &attn->k_proj(), &attn->v_proj(), &attn->o_proj(), &mlp->gate_proj(),
+                            &mlp->up_proj(), &mlp->down_proj()})
+      check_projection(p, *l);
+  }
+}
+
+StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups) {
+  auto aligned = [](size_t n) { return (n + 15) / 16 * 16; };
+  const size_t T = size_t(num_tokens);
+  StepLayout l;
+  l.tokens = 0;
+  l.positions = aligned(T * sizeof(int32_t));
+  size_t at = l.positions + aligned(T * sizeof(int32_t));
+  for (int64_t g = 0; g < block_groups; ++g) {
+    l.slot_mapping.push_back(at);
+    at += aligned(T * sizeof(int64_t));
+  }
+  l.bytes = at;
+  return l;
+}
+
+void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t>& staging) {
+  const size_t T = size_t(batch.num_tokens());
+  require(layout.slot_mapping.size() == batch.block_groups.size(), "layout", "needs one slot mapping per block group");
+  staging.assign(layout.bytes, 0);
+  std::memcpy(staging.data() + layout.tokens, batch.tokens.data(), T * sizeof(int32_t));
+  std::memcpy(staging.data() + layout.positions, batch.positions.data(), T * sizeof(int32_t));
+  for (size_t g = 0; g < layout.slot_mapping.size(); ++g) {
+    const std::vector<int64_t>& slots = batch.block_groups[g].slot_mapping;
+    require(slots.size() == T, "slot_mapping", "needs one slot per token");
+    std::memcpy(staging.data() + layout.slot_mapping[g], slots.data(), T * sizeof(int64_t));
+  }
+}
+
+std::vector<AttentionCall> plan_attention_calls(std::span<const int32_t> cu_seqlens,
+                                                std::span<const int32_t> context_lens) {
+  const int64_t S = int64_t(context_lens.size());
+  require(int64_t(cu_seqlens.size()) == S + 1, "cu_seqlens", "needs one entry per sequence and one more");
+  std::vector<AttentionCall> calls;
+  auto len = [&](int64_t s) { return int64_t(cu_seqlens[size_t(s) + 1]) - cu_seqlens[size_t(s)]; };
+  for (int64_t s = 0; s < S;) {
+    const int64_t n = len(s), context = context_lens[size_t(s)];
+    AttentionCall c;
+    c.first_seq = s;
+    c.first_row = cu_seqlens[size_t(s)];
+    if (context == 0) {  // fresh: this and the following fresh sequences in one varlen prefill
+      c.kind = AttentionCall::Kind::prefill;
+      c.cu_seqlens.push_back(0);
+      for (; s < S && context_lens[size_t(s)] == 0; ++s) c.cu_seqlens.push_back(int32_t(c.cu_seqlens.back() + len(s)));
+    } else if (n <= kMaxDecodeQueries) {  // decode: this and the following cached sequences of as many new tokens
+      c.kind = AttentionCall::Kind::decode;
+      c.tq = n;
+      for (; s < S && context_lens[size_t(s)] > 0 && len(s) == n; ++s)
+        c.cache_seqlens.push_back(int32_t(context_lens[size_t(s)] + n));
+    } else {  // a long chunk after a cached prefix: rounds of kMaxDecodeQueries queries, each causal by its cut
+      for (int64_t done = 0; done < n; done += kMaxDecodeQueries) {
+        AttentionCall r;
+        r.kind = AttentionCall::Kind::decode;
+        r.first_seq = s;
+        r.num_seqs = 1;
+        r.first_row = cu_seqlens[size_t(s)] + done;
+        r.tq = std::min(kMaxDecodeQueries, n - done);
+        r.rows = r.tq;
+        r.cache_seqlens.push_back(int32_t(context + done + r.tq));
+        calls.push_back(std::move(r));
+      }
+      ++s;
+      continue;
+    }
+    c.num_seqs = s - c.first_seq;
+    c.rows = cu_seqlens[size_t(s)] - c.first_row;
+    calls.push_back(std::move(c));
+  }
+  return calls;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,55 @@
+#pragma once
+// The host half of the CUDA decoder runner (decoder_cuda_runner.h), plain C++ that builds and is tested on every
+// machine: which decoders it takes (everything else refused by name before anything is uploaded), the layout of
+// the one host-to-device copy of a step's metadata, and the attention calls a ragged batch becomes.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "layers/batch.h"
+#include "models/decoder.h"
+
+namespace attnzoo {
+
+// The ArgumentError "device: <feature> (<architecture>...) runs on the CPU only so far" for the first part of the
+// model the runner does not cover: anything but pre-norm blocks of softmax attention (optional q/k/v/o biases,
+// Qwen3's per-head q/k RMSNorm, RoPE or NoPE, sliding windows, attention-logit softcap) and a gated MLP; Gemma's /
+// OLMo 2's extra norms, parallel or postnorm blocks, MoE and other mixers, output gates, sinks, query temperature,
+// logit / residual multipliers, head dims other than 64 / 128 / 256, GGUF block-quantized projections.
+void check_decoder_runs_on_cuda(const DecoderParts& parts);
+
+// Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32
+// [T], then one int64 slot_mapping [T] per block group (window layers have their own). Each array starts on a
+// 16-byte boundary.
+struct StepLayout {
+  size_t tokens = 0, positions = 0;
+  std::vector<size_t> slot_mapping;  // per block group
+  size_t bytes = 0;
+};
+StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups);
+// Writes the batch's arrays into `staging` (resized to layout.bytes) where `layout` says.
+void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t>& staging);
+
+// One attention launch of a step, over consecutive sequences of the batch and their packed query rows.
+//  prefill: sequences with nothing cached before this step (context_lens 0); their keys are their own new
+//           tokens', read from the step's contiguous K/V (the CUDA prefill takes contiguous varlen K/V only),
+//           one varlen call; cu_seqlens relative to first_row.
+//  decode:  sequences with a cached context, each bringing `tq` <= kMaxDecodeQueries queries, over the paged
+//           cache (the CUDA decode takes Tq > 1 bottom-right-aligned queries). A longer chunk after a cached
+//           prefix (chunked prefill, prefix-cache hits) is a run of single-sequence decode calls of up to
+//           kMaxDecodeQueries queries each, each seeing the keys up to its last query (cache_seqlens cut there).
+struct AttentionCall {
+  enum class Kind : uint8_t { prefill, decode };
+  Kind kind = Kind::prefill;
+  int64_t first_seq = 0, num_seqs = 0;
+  int64_t first_row = 0, rows = 0;
+  int64_t tq = 0;                      // decode: queries per sequence
+  std::vector<int32_t> cu_seqlens;     // prefill: [num_seqs + 1] from 0
+  std::vector<int32_t> cache_seqlens;  // decode: [num_seqs] keys each call's sequences see
+};
+// cu_seqlens [S + 1] and context_lens [S] as the Batch holds them.
+std::vector<AttentionCall> plan_attention_calls(std::span<const int32_t> cu_seqlens,
+                                                std::span<const int32_t> context_lens);
+
+}  // namespace attnzoo

@@ -1,0 +1,23 @@
+#pragma once
+// The Llama family's decoder (Llama, Qwen2's q/k/v biases, Qwen3's q/k norms, Mistral's windows, SmolLM's NoPE
+// layers ...) computing on an NVIDIA GPU: DecoderModel's blocks run as the layers/cuda/ kernels, the projections
+// on gemm_cuda, attention on the softmax family's CUDA prefill and paged decode, the K/V written into the pool's
+// device memory. A step is one copy of its metadata up, every layer's launches on the current stream with no
+// wait, and one copy of the requested logits rows down.
+//
+// Numerics: the residual stream, norms, MLP activations and logits are f32; projections multiply bf16 / f16
+// weights (f32 checkpoints rounded to bf16 at load, with a notice) by activations rounded to the weight's dtype;
+// q / k / v and the attention output are 16-bit (the cache's dtype, bf16 for an 8-bit cache).
+#include <memory>
+
+#include "core/device.h"
+#include "models/decoder.h"
+#include "models/device_runner.h"
+
+namespace attnzoo {
+
+// check_decoder_runs_on_cuda's refusals, then (CUDA builds) the weights uploaded to `device` for a pool whose
+// paged K/V is `kv_dtype`; a build without CUDA refuses after the checks.
+std::unique_ptr<DeviceRunner> make_decoder_cuda_runner(const DecoderParts& parts, Device device, DType kv_dtype);
+
+}  // namespace attnzoo

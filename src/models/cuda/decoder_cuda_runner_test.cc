@@ -1,0 +1,147 @@
+// The Llama family's decoder on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
+// of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
+// paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
+// within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped without a
+// GPU; the host half (refusals, plans) is models/decoder_cuda_plan_test.cc.
+#include "models/cuda/decoder_cuda_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "models/model.h"
+#include "testing/device_test_util.h"
+#include "testing/tiny_decoder.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::ScratchDir;
+using testing::TinyDecoder;
+
+constexpr int64_t V = testing::kTinyDecoderVocab;
+
+std::unique_ptr<Model> load(const ScratchDir& dir, Device device, uint64_t shuffle_seed) {
+  LoadOptions o;
+  o.pool.device = device;
+  o.pool.kv_dtype = DType::bf16;  // the same cache rounding on both sides
+  o.pool.bytes = 32 << 20;
+  o.pool.shuffle_seed = shuffle_seed;
+  return Model::load(dir.str(), o);
+}
+
+int64_t argmax(const float* row) { return std::max_element(row, row + V) - row; }
+
+// Every row within bf16 tolerance of the CPU's; the argmax equal where the CPU's top two are not a near-tie.
+void expect_close(const std::vector<float>& cpu, const std::vector<float>& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.size(), gpu.size()) << what;
+  float scale = 0.f, worst = 0.f;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    scale = std::max(scale, std::abs(cpu[i]));
+    worst = std::max(worst, std::abs(cpu[i] - gpu[i]));
+  }
+  const float tol = 0.03f * scale + 0.02f;
+  EXPECT_LE(worst, tol) << what << ": largest logit " << scale;
+  for (size_t r = 0; r < cpu.size() / size_t(V); ++r) {
+    const float* c = cpu.data() + r * size_t(V);
+    std::vector<float> sorted(c, c + V);
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    if (sorted[0] - sorted[1] > 2 * tol) EXPECT_EQ(argmax(c), argmax(gpu.data() + r * size_t(V))) << what << " row " << r;
+  }
+}
+
+// One model's side of the scenario: its own sequences, fed the same tokens.
+struct Side {
+  std::unique_ptr<Model> model;
+  std::vector<std::unique_ptr<Sequence>> seqs;
+
+  std::vector<float> step(const std::vector<std::vector<int32_t>>& ids, const std::vector<size_t>& which,
+                          bool last_only) {
+    Batch b;
+    for (size_t i = 0; i < which.size(); ++i) b.add(*seqs[which[i]], ids[i]);
+    return model->forward(b, last_only);
+  }
+};
+
+void run_scenario(const TinyDecoder& t) {
+  ScratchDir dir;
+  write_tiny_decoder(dir, t);
+  Side cpu{load(dir, Device::cpu(), 3), {}}, gpu{load(dir, Device::cuda(), 5), {}};
+  std::mt19937 rng(t.seed);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
+  auto ids = [&](int n) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& x : v) x = token(rng);
+    return v;
+  };
+  for (int i = 0; i < 4; ++i) {
+    cpu.seqs.push_back(cpu.model->new_sequence());
+    gpu.seqs.push_back(gpu.model->new_sequence());
+  }
+  const std::string name = t.architecture + " " + t.dtype;
+
+  // A ragged prefill: every row's logits.
+  const std::vector<std::vector<int32_t>> prompts = {ids(37), ids(5), ids(70)};
+  expect_close(cpu.step(prompts, {0, 1, 2}, false), gpu.step(prompts, {0, 1, 2}, false), name + " prefill");
+
+  // Decode steps of one token each, the CPU's greedy choice fed to both.
+  std::vector<int32_t> next = {1, 2, 3};
+  for (int s = 0; s < 6; ++s) {
+    std::vector<std::vector<int32_t>> step_ids;
+    for (int32_t id : next) step_ids.push_back({id});
+    const std::vector<float> c = cpu.step(step_ids, {0, 1, 2}, false);
+    expect_close(c, gpu.step(step_ids, {0, 1, 2}, false), name + " decode step " + std::to_string(s));
+    for (size_t r = 0; r < 3; ++r) next[r] = int32_t(argmax(c.data() + r * size_t(V)));
+  }
+  // Three tokens per sequence (a verify step's shape): decode with Tq = 3 over the paged cache.
+  const std::vector<std::vector<int32_t>> three = {ids(3), ids(3)};
+  expect_close(cpu.step(three, {0, 2}, false), gpu.step(three, {0, 2}, false), name + " Tq 3");
+
+  // A prompt starting with sequence 0's first 37 tokens: its cached blocks are reused, the rest attends over them.
+  std::vector<int32_t> shared = prompts[0];
+  for (int32_t id : ids(12)) shared.push_back(id);
+  expect_close(cpu.step({shared}, {3}, true), gpu.step({shared}, {3}, true), name + " prefix reuse");
+  // A 19-token chunk after it: rounds of 8, 8 and 3 queries over the cache.
+  const std::vector<std::vector<int32_t>> chunk = {ids(19)};
+  expect_close(cpu.step(chunk, {3}, false), gpu.step(chunk, {3}, false), name + " chunk after a prefix");
+}
+
+TEST(DecoderCudaRunner, LlamaMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{});
+}
+
+TEST(DecoderCudaRunner, Qwen3WithQkNormsMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true, .seed = 12});
+}
+
+TEST(DecoderCudaRunner, AnF32Qwen2WithBiasesAndHeadDim128MatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .dtype = "F32",
+                           .qkv_bias = true, .head_dim = 128, .seed = 13});
+}
+
+TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "MistralForCausalLM", .model_type = "mistral",
+                           .extra_config = "\"sliding_window\": 24, ", .seed = 14});
+}
+
+TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  write_tiny_decoder(dir, TinyDecoder{.head_dim = 32});
+  try {
+    load(dir, Device::cuda(), 0);
+    FAIL() << "head_dim 32 was taken";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("device: head_dim 32"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo

@@ -1,0 +1,142 @@
+// The GPU runner's host half on every machine: which decoders it takes and refuses by name, the step's metadata
+// layout and the attention calls a ragged batch becomes (models/cuda/decoder_cuda_plan.h).
+#include "models/cuda/decoder_cuda_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "testing/tiny_decoder.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::ScratchDir;
+using testing::TinyDecoder;
+
+std::unique_ptr<Model> load_cpu(const TinyDecoder& t, const ScratchDir& dir) {
+  write_tiny_decoder(dir, t);
+  return Model::load(dir.str());
+}
+
+std::string refusal(const DecoderParts& parts) {
+  try {
+    check_decoder_runs_on_cuda(parts);
+  } catch (const ArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
+  TinyDecoder qwen3{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true};
+  TinyDecoder qwen2{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .qkv_bias = true};
+  TinyDecoder mistral{.architecture = "MistralForCausalLM", .model_type = "mistral", .dtype = "F32",
+                      .extra_config = "\"sliding_window\": 8, "};
+  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral}) {
+    ScratchDir dir;
+    const auto model = load_cpu(t, dir);
+    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.architecture;
+  }
+}
+
+TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
+  ScratchDir dir;
+  const auto narrow = load_cpu(TinyDecoder{.head_dim = 32}, dir);
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*narrow).parts()),
+            "device: head_dim 32 (the CUDA attention takes 64, 128 or 256) (LlamaForCausalLM, layer 0) runs on the "
+            "CPU only so far");
+
+  ScratchDir dir2;
+  const auto model = load_cpu(TinyDecoder{}, dir2);
+  const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+  DecoderOptions scaled;
+  scaled.logits_scale = 0.5f;
+  DecoderOptions capped;
+  capped.final_logit_softcap = 30.f;
+  DecoderOptions granite;
+  granite.residual_scale = 0.2f;
+  for (auto [options, feature] : {std::pair{&scaled, "a logits multiplier"}, {&capped, "the final logit softcap"},
+                                  {&granite, "a residual multiplier"}}) {
+    DecoderParts p = parts;
+    p.options = options;
+    EXPECT_EQ(refusal(p), std::string("device: ") + feature + " (LlamaForCausalLM) runs on the CPU only so far");
+  }
+  std::vector<DecoderBlock> mlp_only(1);  // Nemotron-H's feed-forward-only layers have no mixer
+  DecoderParts p = parts;
+  p.blocks = &mlp_only;
+  EXPECT_EQ(refusal(p), "device: feed-forward-only layers (LlamaForCausalLM, layer 0) runs on the CPU only so far");
+}
+
+TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {
+  const StepLayout l = plan_step_layout(5, 2);
+  EXPECT_EQ(l.tokens, 0u);
+  EXPECT_EQ(l.positions, 32u);  // 20 bytes of ids, rounded up to 16
+  ASSERT_EQ(l.slot_mapping.size(), 2u);
+  EXPECT_EQ(l.slot_mapping[0], 64u);
+  EXPECT_EQ(l.slot_mapping[1], 112u);  // 40 bytes of slots, rounded up to 48
+  EXPECT_EQ(l.bytes, 160u);
+
+  Batch b;
+  b.tokens = {3, 1, 4, 1, 5};
+  b.positions = {0, 1, 2, 7, 8};
+  b.cu_seqlens = {0, 3, 5};
+  b.block_groups.resize(2);
+  b.block_groups[0].slot_mapping = {16, 17, 18, 40, 41};
+  b.block_groups[1].slot_mapping = {-1, 1, 2, 3, 4};
+  std::vector<uint8_t> staging;
+  pack_step(b, l, staging);
+  ASSERT_EQ(staging.size(), l.bytes);
+  EXPECT_EQ(std::memcmp(staging.data() + l.tokens, b.tokens.data(), 20), 0);
+  EXPECT_EQ(std::memcmp(staging.data() + l.positions, b.positions.data(), 20), 0);
+  EXPECT_EQ(std::memcmp(staging.data() + l.slot_mapping[0], b.block_groups[0].slot_mapping.data(), 40), 0);
+  EXPECT_EQ(std::memcmp(staging.data() + l.slot_mapping[1], b.block_groups[1].slot_mapping.data(), 40), 0);
+  b.block_groups[1].slot_mapping.pop_back();
+  EXPECT_THROW(pack_step(b, l, staging), ArgumentError);
+}
+
+TEST(DecoderCudaPlan, ARaggedBatchBecomesPrefillAndDecodeCalls) {
+  // fresh 5, fresh 3 | decode 1 (10 cached), decode 1 (7) | 2 new over 4 cached | 19 new over 20 cached | fresh 1
+  const std::vector<int32_t> len = {5, 3, 1, 1, 2, 19, 1}, context = {0, 0, 10, 7, 4, 20, 0};
+  std::vector<int32_t> cu = {0};
+  for (int32_t n : len) cu.push_back(cu.back() + n);
+  const std::vector<AttentionCall> calls = plan_attention_calls(cu, context);
+  using K = AttentionCall::Kind;
+  ASSERT_EQ(calls.size(), 7u);
+  EXPECT_EQ(calls[0].kind, K::prefill);
+  EXPECT_EQ(calls[0].first_seq, 0);
+  EXPECT_EQ(calls[0].num_seqs, 2);
+  EXPECT_EQ(calls[0].rows, 8);
+  EXPECT_EQ(calls[0].cu_seqlens, (std::vector<int32_t>{0, 5, 8}));
+  EXPECT_EQ(calls[1].kind, K::decode);
+  EXPECT_EQ(calls[1].first_seq, 2);
+  EXPECT_EQ(calls[1].num_seqs, 2);
+  EXPECT_EQ(calls[1].first_row, 8);
+  EXPECT_EQ(calls[1].tq, 1);
+  EXPECT_EQ(calls[1].cache_seqlens, (std::vector<int32_t>{11, 8}));
+  EXPECT_EQ(calls[2].first_seq, 4);
+  EXPECT_EQ(calls[2].tq, 2);
+  EXPECT_EQ(calls[2].first_row, 10);
+  EXPECT_EQ(calls[2].cache_seqlens, (std::vector<int32_t>{6}));
+  // The long chunk: rounds of 8, 8, 3 queries, each seeing the keys up to its own last query.
+  for (int r = 0; r < 3; ++r) {
+    const AttentionCall& c = calls[size_t(3 + r)];
+    EXPECT_EQ(c.kind, K::decode);
+    EXPECT_EQ(c.first_seq, 5);
+    EXPECT_EQ(c.num_seqs, 1);
+    EXPECT_EQ(c.first_row, 12 + 8 * r);
+    EXPECT_EQ(c.tq, r < 2 ? 8 : 3);
+    EXPECT_EQ(c.rows, c.tq);
+    EXPECT_EQ(c.cache_seqlens, (std::vector<int32_t>{20 + 8 * r + int32_t(c.tq)}));
+  }
+  EXPECT_EQ(calls[6].kind, K::prefill);
+  EXPECT_EQ(calls[6].first_row, 31);
+  EXPECT_EQ(calls[6].cu_seqlens, (std::vector<int32_t>{0, 1}));
+  int64_t rows = 0;
+  for (const AttentionCall& c : calls) rows += c.rows;
+  EXPECT_EQ(rows, cu.back());  // every query row in exactly one call
+}
+
+}  // namespace
+}  // namespace attnzoo
