@@ -1,7 +1,6 @@
 #include "bench/cuda_gemm_bench.h"
 
 #include <cstdint>
-#include <exception>
 
 #include "bench/device_fill.h"
 #include "layers/cuda/gemm_cuda.h"
@@ -28,8 +27,7 @@ double gemm_flops(const LinearCase& c) { return 2.0 * double(c["M"]) * double(c[
 namespace {
 
 LinearRow gemm_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
-  LinearRow row{c, {}, 0, 0};
-  try {
+  return timed_row(c, [&] {
     const int64_t M = c["M"], N = c["N"], K = c["K"];
     const DeviceBuffer x = noise_buffer(device, size_t(M * K) * 2, 31, stream);
     const DeviceBuffer w = noise_buffer(device, size_t(N * K) * 2, 32, stream);
@@ -38,14 +36,8 @@ LinearRow gemm_row(const LinearCase& c, Device device, Stream stream, const RowT
                      yv = view_on(y, DType::bf16, {M, N});
     GemmOptions opts;
     opts.backend = c.kernel == "gemm_ours" ? GemmBackend::ours : GemmBackend::cublaslt;
-    const Timing t = timer([&] { gemm_cuda(xv, wv, nullptr, yv, opts, stream); });
-    row.median_s = t.median_s;
-    row.min_s = t.min_s;
-    if (!(t.median_s > 0)) row.error = "no time measured";
-  } catch (const std::exception& e) {
-    row.error = e.what();
-  }
-  return row;
+    return timer([&] { gemm_cuda(xv, wv, nullptr, yv, opts, stream); });
+  });
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "bench/cuda_gemv_bench.h"
 
 #include <cstdint>
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -23,8 +22,7 @@ QuantType format_of(const LinearCase& c) {
 }
 
 LinearRow gemv_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
-  LinearRow row{c, {}, 0, 0};
-  try {
+  return timed_row(c, [&] {
     const QuantType t = format_of(c);
     const int64_t M = c["M"], N = c["N"], K = c["K"];
     // Random bytes: timing reads every byte the same whatever the values (NaN scales included).
@@ -37,14 +35,8 @@ LinearRow gemv_row(const LinearCase& c, Device device, Stream stream, const RowT
     wm.rows = N, wm.cols = K;
     wm.row_bytes = c["row_bytes"];
     const TensorView xv = view_on(x, DType::f32, {M, K}), yv = view_on(y, DType::f32, {M, N});
-    const Timing tm = timer([&] { quant_gemv_tensors(wm, device, xv, yv); });
-    row.median_s = tm.median_s;
-    row.min_s = tm.min_s;
-    if (!(tm.median_s > 0)) row.error = "no time measured";
-  } catch (const std::exception& e) {
-    row.error = e.what();
-  }
-  return row;
+    return timer([&] { quant_gemv_tensors(wm, device, xv, yv); });
+  });
 }
 
 }  // namespace

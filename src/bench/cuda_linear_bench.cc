@@ -204,21 +204,12 @@ Prepared prepare_prefill(const LinearCase& c, Device device, Stream stream) {
   return p;
 }
 
-// One row: never throws for what the entry says about the case (a refusal, a failed launch); the message becomes
-// the row's error, so a table with a missing kernel still has every other row.
 template <class Prepare>
 LinearRow run_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer, Prepare prepare) {
-  LinearRow row{c, {}, 0, 0};
-  try {
+  return timed_row(c, [&] {
     const Prepared p = prepare(c, device, stream);
-    const Timing t = timer(p.launch);
-    row.median_s = t.median_s;
-    row.min_s = t.min_s;
-    if (!(t.median_s > 0)) row.error = "no time measured";
-  } catch (const std::exception& e) {
-    row.error = e.what();
-  }
-  return row;
+    return timer(p.launch);
+  });
 }
 
 std::string json_string(const std::string& s) {
@@ -442,6 +433,19 @@ std::string format_chunk_prefill_json(const std::vector<LinearRow>& rows) {
          num(tokens_per_s, r.available()) + "}";
   }
   return s + "]";
+}
+
+LinearRow timed_row(const LinearCase& c, const std::function<Timing()>& measure) {
+  LinearRow row{c, {}, 0, 0};
+  try {
+    const Timing t = measure();
+    row.median_s = t.median_s;
+    row.min_s = t.min_s;
+    if (!(t.median_s > 0)) row.error = "no time measured";
+  } catch (const std::exception& e) {
+    row.error = e.what();
+  }
+  return row;
 }
 
 }  // namespace attnzoo::bench

@@ -56,6 +56,11 @@ double chunk_prefill_flops(const LinearCase& c);
 // Times one run of the launch given (warmup and repetitions are the timer's).
 using RowTimer = std::function<Timing(const std::function<void()>&)>;
 
+// One row of any CUDA table: `measure` builds the case's inputs and returns the timer's verdict on its launch.
+// Never throws for what the entry says about the case (a refusal, a failed launch): the message becomes the row's
+// error, so a table with a missing kernel still has every other row.
+LinearRow timed_row(const LinearCase& c, const std::function<Timing()>& measure);
+
 // Every case's row on `device` (any device: the CPU runs the same entries, which is how make test checks the
 // arguments built here); a case whose entry throws records the error and the table goes on.
 std::vector<LinearRow> run_linear_decode_rows(Scale s, Device device, Stream stream, const RowTimer& timer);

@@ -1,7 +1,6 @@
 #include "bench/cuda_mla_bench.h"
 
 #include <cstdint>
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -30,8 +29,7 @@ double mla_decode_bytes(const LinearCase& c) {
 namespace {
 
 LinearRow mla_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
-  LinearRow row{c, {}, 0, 0};
-  try {
+  return timed_row(c, [&] {
     const int64_t B = c["B"], ctx = c["ctx"], H = c["H"], r = c["r"], dr = c["dr"], dn = c["dn"], dv = c["dv"];
     const int64_t block = c["block"], per_seq = (ctx + block - 1) / block, blocks = B * per_seq;
     const DeviceBuffer latent = noise_buffer(device, size_t(blocks * block * (r + dr)) * 2, 11, stream);
@@ -56,14 +54,8 @@ LinearRow mla_row(const LinearCase& c, Device device, Stream stream, const RowTi
     weights.kv_lora_rank = r;
     const TensorView qv = view_on(q, DType::bf16, {B, 1, H, dn + dr}), ov = view_on(o, DType::bf16, {B, 1, H, dv});
     // Timed as an engine calls it: the host checks, plan and metadata upload of each step included.
-    const Timing t = timer([&] { mla_decode(qv, cache, weights, ov, {}); });
-    row.median_s = t.median_s;
-    row.min_s = t.min_s;
-    if (!(t.median_s > 0)) row.error = "no time measured";
-  } catch (const std::exception& e) {
-    row.error = e.what();
-  }
-  return row;
+    return timer([&] { mla_decode(qv, cache, weights, ov, {}); });
+  });
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "bench/cuda_sampling_bench.h"
 
 #include <cstdint>
-#include <exception>
 #include <vector>
 
 #include "bench/device_fill.h"
@@ -29,8 +28,7 @@ SamplingParams mode_params(int64_t mode) {
 }
 
 LinearRow sampling_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
-  LinearRow row{c, {}, 0, 0};
-  try {
+  return timed_row(c, [&] {
     const int64_t B = c["B"], V = c["V"];
     // Logits spread like a model's (a few units), each row its own.
     std::vector<float> host(size_t(B * V));
@@ -48,14 +46,8 @@ LinearRow sampling_row(const LinearCase& c, Device device, Stream stream, const 
     for (int64_t b = 0; b < B; ++b) rows.push_back(&samplers.emplace_back(mode_params(c["mode"])));
     const std::vector<std::span<const int32_t>> contexts(static_cast<size_t>(B));
     std::vector<int32_t> ids(static_cast<size_t>(B));
-    const Timing t = timer([&] { sample_rows(view, rows, contexts, ids); });
-    row.median_s = t.median_s;
-    row.min_s = t.min_s;
-    if (!(t.median_s > 0)) row.error = "no time measured";
-  } catch (const std::exception& e) {
-    row.error = e.what();
-  }
-  return row;
+    return timer([&] { sample_rows(view, rows, contexts, ids); });
+  });
 }
 
 }  // namespace
