@@ -42,21 +42,7 @@ __device__ __forceinline__ void route_grouped_tokens(const GroupedRouteParams<T>
       s[j] = e < E ? to_f32(logits[e]) : -INFINITY;
     }
     if (p.softmax) {
-      float top = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j) top = fmaxf(top, s[j]);
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
-      double sum = 0;
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j) {
-        s[j] = lane + 32 * j < E ? float(exp(double(s[j] - top))) : 0.f;
-        sum += s[j];
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j) s[j] = float(double(s[j]) / sum);
+      warp_softmax(s, lane, E);
     } else {
 #pragma unroll
       for (int j = 0; j < kPerLane; ++j) s[j] = lane + 32 * j < E ? 1.f / (1.f + float(exp(-double(s[j])))) : 0.f;
@@ -96,15 +82,7 @@ __device__ __forceinline__ void route_grouped_tokens(const GroupedRouteParams<T>
       const bool open = lane < p.n_group && !(kept >> lane & 1u);
       float best = open ? my_group : -INFINITY;
       int best_i = open ? lane : INT_MAX;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float v = __shfl_xor_sync(0xffffffffu, best, o);
-        const int i = __shfl_xor_sync(0xffffffffu, best_i, o);
-        if (better(v, i, best, best_i)) {
-          best = v;
-          best_i = i;
-        }
-      }
+      warp_best(best, best_i);
       kept |= 1u << best_i;
     }
 #pragma unroll
@@ -117,25 +95,9 @@ __device__ __forceinline__ void route_grouped_tokens(const GroupedRouteParams<T>
     int my_expert = 0;
     float my_s = 0.f;
     for (int r = 0; r < p.top_k; ++r) {
-      float best = -INFINITY;
-      int best_i = INT_MAX;
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j) {
-        const int e = lane + 32 * j;
-        if (e < E && !(taken >> j & 1u) && (best_i == INT_MAX || c[j] > best)) {
-          best = c[j];
-          best_i = e;
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const float v = __shfl_xor_sync(0xffffffffu, best, o);
-        const int i = __shfl_xor_sync(0xffffffffu, best_i, o);
-        if (better(v, i, best, best_i)) {
-          best = v;
-          best_i = i;
-        }
-      }
+      float best;
+      int best_i;
+      best_untaken(c, taken, lane, E, best, best_i);
       float owned = 0.f;  // the winner's s, from the lane that holds it
 #pragma unroll
       for (int j = 0; j < kPerLane; ++j)

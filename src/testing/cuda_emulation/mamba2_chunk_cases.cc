@@ -20,6 +20,7 @@
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/mamba2/problem.h"
+#include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/test_util.h"
@@ -115,17 +116,7 @@ void check(const SsdCase& c, bool in_place, uint64_t seed) {
 
   ChunkLaunch l = cuda_mamba2::plan_mamba2_chunk(p);
   ASSERT_FALSE(l.empty);
-  DeviceMemory scratch(l.scratch_bytes);
-  std::memset(scratch.data(), 0xff, scratch.size());
-  const std::vector<unsigned char> metadata = metadata_bytes_of(l);
-  std::memcpy(scratch.data(), metadata.data(), metadata.size());
-  bind_scratch(l, scratch.data());
-  cuda_emulation::seed_schedule(seed);
-  switch (l.C) {
-    case 16: run_stages<16>(l); break;
-    case 32: run_stages<32>(l); break;
-    default: run_stages<64>(l); break;
-  }
+  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_stages<decltype(c)::value>(l); });
   download(yd, y);
   download(in_place ? init : sd, s);
   if (c.T > 0) {

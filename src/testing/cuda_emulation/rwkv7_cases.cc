@@ -32,20 +32,14 @@ using testing::Rwkv7Inputs;
 DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
 void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
-// The GPU test's (rwkv7_recurrent_cuda_test.cc): f32 arithmetic alone separates kernel and reference; a 16-bit
-// output adds its rounding.
-double tolerance(const Rwkv7Case& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
-
 // With `in_place` the final state overwrites the initial one (the engine's decode step); otherwise it goes to a
 // separate NaN-filled buffer. The CPU twin runs the same host inputs, so the kernel is held to both.
 void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
   const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  HostTensor o_ref(DType::f32, o_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
   Rwkv7Args a = in.args(c);
-  a.o = o_ref.view, a.final_state = s_ref.view;
-  rwkv7_reference(a);
   HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
   a.o = o_cpu.view, a.final_state = s_cpu.view;
   recurrent_rwkv7(a);
@@ -76,9 +70,9 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
                          [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
   download(od, o);
   download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
-  EXPECT_LE(testing::relative_rms(o, o_cpu), tolerance(c));
+  EXPECT_LE(testing::relative_rms(o, ref.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, ref.s), 1e-4);
+  EXPECT_LE(testing::relative_rms(o, o_cpu), testing::rwkv7_cuda_tolerance(c));
   EXPECT_LE(testing::relative_rms(s, s_cpu), 1e-4);
 }
 

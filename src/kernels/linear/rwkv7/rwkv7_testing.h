@@ -61,4 +61,21 @@ struct Rwkv7Inputs {
   }
 };
 
+// The CUDA kernel's bound, emulated or on a GPU: f32 arithmetic (and the device's expf) alone separates kernel
+// and reference; a 16-bit output adds its rounding. States are f32 either way, held to 1e-4.
+inline double rwkv7_cuda_tolerance(const Rwkv7Case& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
+
+// The reference's output o [B, T, H, V] and final states s [N, H, K, V] (f32) for case `c`.
+struct Rwkv7Outputs {
+  HostTensor o, s;
+};
+inline Rwkv7Outputs rwkv7_reference_outputs(const Rwkv7Case& c, const Rwkv7Inputs& in) {
+  Rwkv7Outputs ref{HostTensor(DType::f32, {c.B, c.T, c.H, c.V}, 0, 0.f),
+                   HostTensor(DType::f32, {c.nseq(), c.H, c.K, c.V}, 0, 0.f)};
+  Rwkv7Args a = in.args(c);
+  a.o = ref.o.view, a.final_state = ref.s.view;
+  rwkv7_reference(a);
+  return ref;
+}
+
 }  // namespace attnzoo::testing

@@ -7,6 +7,7 @@
 
 #include "core/cuda_check.h"
 #include "core/error.h"
+#include "kernels/linear/common/cuda/chunk_pass_launch.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
 #include "kernels/linear/common/cuda/delta_chunk_intra.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
@@ -34,20 +35,12 @@ __global__ void __launch_bounds__(kThreads) delta_chunk_output_kernel(const Para
 
 namespace {
 
-template <class Kernel>
-void launch(Kernel kernel, unsigned grid, size_t smem, cudaStream_t stream, const Params& p, const char* name) {
-  if (grid == 0) return;  // no chunks (only empty sequences): the state pass alone copies the states
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-             "cudaFuncSetAttribute");
-  kernel<<<grid, kThreads, smem, stream>>>(p);
-  cuda_check(cudaGetLastError(), name);
-}
-
 template <int C>
 void run(const ChunkLaunch& l, cudaStream_t stream) {
-  launch(delta_chunk_intra_kernel<C>, l.intra_grid, l.intra_smem, stream, l.params, "delta_chunk_intra launch");
-  launch(delta_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "delta_chunk_state launch");
-  launch(delta_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params, "delta_chunk_output launch");
+  launch_pass(delta_chunk_intra_kernel<C>, l.intra_grid, l.intra_smem, stream, l.params, "delta_chunk_intra launch");
+  launch_pass(delta_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "delta_chunk_state launch");
+  launch_pass(delta_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params,
+              "delta_chunk_output launch");
 }
 
 }  // namespace
@@ -57,10 +50,7 @@ void chunk_delta_cuda(const DeltaProblem& p, Stream stream) {
   cuda_delta_chunk::ChunkLaunch plan = cuda_delta_chunk::plan_delta_chunk(p);
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  int device = 0, optin = 0;
-  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-             "cudaDeviceGetAttribute");
+  const int optin = cuda_delta_chunk::shared_memory_optin();
   const size_t smem = std::max({plan.intra_smem, plan.state_smem, plan.output_smem});
   require(smem <= size_t(optin), "q", [&] {
     return "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V) + " with chunk_size " +

@@ -1,7 +1,8 @@
 #pragma once
 // Kernel 2 of the chunked delta rule (delta_chunk_cuda.h): the only sequential part. A CTA owns one (sequence,
 // value head, slice of kStateCols = 32 state columns) and walks the sequence's chunks in order with its slice of
-// the f32 state h [Kp x 32] in MMA accumulator registers (warp w holds row blocks w and w + 4). Per chunk:
+// the f32 state h [Kp x 32] in MMA accumulator registers (chunk_state_slice.cuh: the steps GLA's pass shares). Per
+// chunk:
 //   store h (bf16) for the output kernel;   v_new = U - W h;   h <- exp(G_last) h + Kd^T v_new
 // with Kd = K exp(G_last - G) from the intra kernel (for KDA G_last is per key channel: a decay per state row).
 // Everything a chunk reads comes by cp.async, issued a chunk ahead (W and U double-buffered; Kd once the previous
@@ -10,15 +11,13 @@
 // touches this slice).
 #include <cstdint>
 
+#include "kernels/linear/common/cuda/chunk_state_slice.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
 
 namespace attnzoo::cuda_delta_chunk {
 
-constexpr int kStateBlocks = kMaxDim / 16 / kWarps;  // row blocks of h per warp
-
 template <int C>
 __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char* smem) {
-  constexpr int kTiles = kStateCols / 8;
   const bool channel = p.channel;
   const StateSmem L(C, p.Kp);
   Bf16* sW = reinterpret_cast<Bf16*>(smem + L.w);  // [2][C][ldk]
@@ -29,25 +28,13 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
   float* sG = reinterpret_cast<float*>(smem + L.G);
   const int ldk = pitch(p.Kp), lds = pitch(kStateCols);
   const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
-  const int slices = p.Vp / kStateCols;
-  int64_t cta = blockIdx.x;
-  const int col0 = int(cta % slices) * kStateCols;
-  cta /= slices;
-  const int hv = int(cta % p.HV);
-  const int64_t n = cta / p.HV;
+  const StateSlice slice = state_slice(p.Vp, p.HV);
+  const int64_t n = slice.n;
+  const int hv = slice.hv, col0 = slice.col0;
 
-  // s[i][nt][e]: row (warp + 4 i) 16 + acc_row(e), column col0 + acc_col(nt, e).
-  float s[kStateBlocks][kTiles][4];
+  StateRegs s;
   const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V;
-#pragma unroll
-  for (int i = 0; i < kStateBlocks; ++i)
-#pragma unroll
-    for (int nt = 0; nt < kTiles; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = (warp + kWarps * i) * 16 + acc_row(lane, e), col = col0 + acc_col(lane, nt, e);
-        s[i][nt][e] = p.initial_state && r < p.K && col < p.V ? p.initial_state[state_at + int64_t(r) * p.V + col] : 0.f;
-      }
+  load_state(s, p.initial_state ? p.initial_state + state_at : nullptr, p.V, 1, p.K, p.V, col0, warp, lane);
 
   const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
   // W and U of chunk c into buffer b; the slice's U columns are 128 contiguous bytes of each row.
@@ -76,21 +63,7 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
     if (c + 1 < end) fetch_w_u(c + 1, b ^ 1);
     sm80::cp_async_commit();  // possibly empty, so that "all but the newest group" is always chunk c's
 
-    Bf16* h_out = reinterpret_cast<Bf16*>(p.h) + c_hv * h_elems(p.Kp, p.Vp);
-#pragma unroll
-    for (int i = 0; i < kStateBlocks; ++i) {
-      const int rb = warp + kWarps * i;
-      if (rb * 16 >= p.Kp) continue;
-#pragma unroll
-      for (int nt = 0; nt < kTiles; ++nt)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = rb * 16 + acc_row(lane, 2 * half), col = acc_col(lane, nt, 0);
-          const float x0 = s[i][nt][2 * half], x1 = s[i][nt][2 * half + 1];
-          put2(sH + r * lds + col, x0, x1);
-          sm80::store2(h_out + int64_t(r) * p.Vp + col0 + col, x0, x1);
-        }
-    }
+    store_h(s, reinterpret_cast<Bf16*>(p.h) + c_hv * h_elems(p.Kp, p.Vp), p.Vp, col0, p.Kp, sH, lds, warp, lane);
     const int64_t last = ch.row + ch.len - 1;
     if (channel) {
       if (tid < p.Kp) sG[tid] = tid < p.K ? p.G[(last * p.HV + hv) * p.K + tid] : 0.f;
@@ -104,14 +77,14 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
     const Bf16* w = sW + b * C * ldk;
     const float* u = sU + b * C * kStateCols;
     if (warp < C / 16) {
-      float acc[kTiles / 2][2][4];
+      float acc[kStateTiles / 2][2][4];
 #pragma unroll
-      for (int q = 0; q < kTiles / 2; ++q) zero(acc[q]);
+      for (int q = 0; q < kStateTiles / 2; ++q) zero(acc[q]);
       for (int k0 = 0; k0 < p.Kp; k0 += 16) {
         uint32_t a[4];
         load_a(a, w, ldk, warp * 16, k0, lane);
 #pragma unroll
-        for (int q = 0; q < kTiles / 2; ++q) {
+        for (int q = 0; q < kStateTiles / 2; ++q) {
           uint32_t bb[4];
           load_b_kn(bb, sH, lds, k0, q * 16, lane);
           mma_16x16(acc[q], a, bb);
@@ -119,7 +92,7 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
       }
       Bf16* vn_out = reinterpret_cast<Bf16*>(p.vnew) + c_hv * u_elems(C, p.Vp);
 #pragma unroll
-      for (int q = 0; q < kTiles / 2; ++q)
+      for (int q = 0; q < kStateTiles / 2; ++q)
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
@@ -135,49 +108,14 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
 
     // h <- exp(G_last) h + Kd^T v_new, the decay applied after h was read for W h (and stored) above.
     const float decay = p.G && !channel ? expf(sG[0]) : 1.f;
-#pragma unroll
-    for (int i = 0; i < kStateBlocks; ++i) {
-      const int rb = warp + kWarps * i;
-      if (rb * 16 >= p.Kp) continue;
-      float row_decay[2] = {decay, decay};
-      if (channel)
-        for (int half = 0; half < 2; ++half) row_decay[half] = expf(sG[rb * 16 + acc_row(lane, 2 * half)]);
-      float acc[kTiles / 2][2][4];
-#pragma unroll
-      for (int nt = 0; nt < kTiles; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[nt / 2][nt % 2][e] = s[i][nt][e] * row_decay[e / 2];
-      for (int kk = 0; kk < C / 16; ++kk) {
-        uint32_t a[4];
-        load_a_trans(a, sKd, ldk, rb * 16, kk * 16, lane);
-#pragma unroll
-        for (int q = 0; q < kTiles / 2; ++q) {
-          uint32_t bb[4];
-          load_b_kn(bb, sVn, lds, kk * 16, q * 16, lane);
-          mma_16x16(acc[q], a, bb);
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < kTiles; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[i][nt][e] = acc[nt / 2][nt % 2][e];
-    }
+    decay_and_add<C>(s, sKd, ldk, sVn, lds, p.Kp, [&](int r) { return channel ? expf(sG[r]) : decay; }, warp, lane);
     // The next chunk overwrites sH, sVn, sG and (once every warp is done with it) sKd.
     sm80::sync_threads();
     if (c + 1 < end) fetch_kd(c + 1);
     sm80::cp_async_commit();
   }
 
-  if (!p.final_state) return;
-#pragma unroll
-  for (int i = 0; i < kStateBlocks; ++i)
-#pragma unroll
-    for (int nt = 0; nt < kTiles; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = (warp + kWarps * i) * 16 + acc_row(lane, e), col = col0 + acc_col(lane, nt, e);
-        if (r < p.K && col < p.V) p.final_state[state_at + int64_t(r) * p.V + col] = s[i][nt][e];
-      }
+  if (p.final_state) store_state(s, p.final_state + state_at, p.V, 1, p.K, p.V, col0, warp, lane);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

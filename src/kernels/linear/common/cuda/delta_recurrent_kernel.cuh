@@ -16,12 +16,17 @@
 
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 #include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/recurrent_split.cuh"
 #include "kernels/linear/common/cuda/warp_reduce.cuh"
 #include "kernels/linear/common/delta_problem.h"
 
 namespace attnzoo::cuda_delta {
 
 using cuda_linear::load_elem;
+using cuda_linear::load_state_column;
+using cuda_linear::recurrent_cta;
+using cuda_linear::RecurrentCta;
+using cuda_linear::store_state_column;
 using cuda_linear::store_elem;
 using cuda_linear::warp_sum;
 
@@ -38,27 +43,16 @@ template <DeltaGate kGate>
 __device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
   __shared__ Stage st;
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
-  int64_t cta = blockIdx.x;
-  const int slice = int(cta % p.slices);
-  cta /= p.slices;
-  const int hv = int(cta % p.HV);
-  const int64_t n = cta / p.HV;
+  const RecurrentCta cta = recurrent_cta(p.slices, p.HV, p.V, p.T, p.seq_offsets);
+  const int64_t n = cta.n, begin = cta.begin, length = cta.length;
+  const int hv = cta.head, col = cta.col, row0 = cta.row0;
+  const bool has_col = cta.has_col;
   const int h = hv / p.group;
-  const int col = slice * kCols + lane;
-  const bool has_col = col < p.V;
-  const int row0 = warp * kRowsPerThread;
-
-  int64_t begin = n * p.T, length = p.T;
-  if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
   const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V + col;
   float s[kRowsPerThread];
-#pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
-    const int r = row0 + j;
-    s[j] = p.initial_state && has_col && r < p.K ? p.initial_state[state_at + int64_t(r) * p.V] : 0.f;
-  }
+  load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
 
   for (int64_t t = 0; t < length; ++t) {
     const int b = int(t & 1);
@@ -116,12 +110,7 @@ __device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
     for (int j = 0; j < kRowsPerThread; ++j) s[j] = fmaf(st.k[b][row0 + j], ku, s[j]);
   }
 
-  if (!p.final_state || !has_col) return;
-#pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
-    const int r = row0 + j;
-    if (r < p.K) p.final_state[state_at + int64_t(r) * p.V] = s[j];
-  }
+  store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);
 }
 
 }  // namespace attnzoo::cuda_delta

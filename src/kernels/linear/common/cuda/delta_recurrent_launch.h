@@ -6,18 +6,18 @@
 #include <vector>
 
 #include "kernels/linear/common/cuda/float_elem.h"
+#include "kernels/linear/common/cuda/recurrent_split.h"
 #include "kernels/linear/common/delta_problem.h"
 
 namespace attnzoo::cuda_delta {
 
 using cuda_linear::Elem;
 using cuda_linear::elem_of;
-
-constexpr int kCols = 32;            // state columns per CTA: one warp wide
-constexpr int kRowsPerThread = 32;   // state rows per warp, in each thread's registers
-constexpr int kMaxWarps = 8;         // so K <= 256
-constexpr int kMaxK = kMaxWarps * kRowsPerThread;
-constexpr int kMaxThreads = kMaxWarps * 32;
+using cuda_linear::kCols;
+using cuda_linear::kMaxK;
+using cuda_linear::kMaxThreads;
+using cuda_linear::kMaxWarps;
+using cuda_linear::kRowsPerThread;
 
 struct Params {
   const void *q, *k, *v, *g, *beta;  // beta may be null (1)

@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.h"
 #include "core/error.h"
+#include "kernels/linear/common/cuda/chunk_pass_launch.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/cuda/gla_chunk_launch.h"
 #include "kernels/linear/common/cuda/gla_chunk_output.cuh"
@@ -35,20 +36,13 @@ __global__ void __launch_bounds__(kThreads) gla_chunk_output_kernel(const Params
 
 namespace {
 
-template <class Kernel>
-void launch(Kernel kernel, unsigned grid, size_t smem, cudaStream_t stream, const Params& p, const char* name) {
-  if (grid == 0) return;  // no chunks (only empty sequences): the state pass alone copies the states
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-             "cudaFuncSetAttribute");
-  kernel<<<grid, kThreads, smem, stream>>>(p);
-  cuda_check(cudaGetLastError(), name);
-}
+using cuda_delta_chunk::launch_pass;
 
 template <int C>
 void run(const ChunkLaunch& l, cudaStream_t stream) {
-  launch(gla_chunk_prep_kernel<C>, l.prep_grid, l.prep_smem, stream, l.params, "gla_chunk_prep launch");
-  launch(gla_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "gla_chunk_state launch");
-  launch(gla_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params, "gla_chunk_output launch");
+  launch_pass(gla_chunk_prep_kernel<C>, l.prep_grid, l.prep_smem, stream, l.params, "gla_chunk_prep launch");
+  launch_pass(gla_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "gla_chunk_state launch");
+  launch_pass(gla_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params, "gla_chunk_output launch");
 }
 
 }  // namespace
@@ -57,10 +51,7 @@ void run(const ChunkLaunch& l, cudaStream_t stream) {
 void run_gla_chunk_plan(cuda_gla_chunk::ChunkLaunch plan, Stream stream, const char* arg) {
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  int device = 0, optin = 0;
-  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-             "cudaDeviceGetAttribute");
+  const int optin = cuda_delta_chunk::shared_memory_optin();
   const size_t smem = std::max({plan.prep_smem, plan.state_smem, plan.output_smem});
   require(smem <= size_t(optin), arg, [&] {
     return "keys of " + std::to_string(plan.params.K) + " and values of " + std::to_string(plan.params.V) +

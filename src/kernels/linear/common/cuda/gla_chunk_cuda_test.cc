@@ -13,11 +13,13 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
+#include "kernels/linear/common/cuda/gla_device_testing.h"
 #include "kernels/linear/common/gla_testing.h"
 #include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
+using testing::gla_family_cases;
 using testing::GlaDeviceCase;
 using testing::GlaEntryArgs;
 using testing::GlaFamily;
@@ -63,52 +65,11 @@ constexpr double kTolerance = 1e-2;
 // goes to the recurrent kernel, whose own tolerances are tighter; this one bounds both.
 void check_case(const GlaDeviceCase& c, bool in_place, bool device_gamma = true, uint64_t seed = 1) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
-  const GlaInputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.HV, c.V}, s_shape{in.N, c.HV, c.K, c.V}, z_shape{in.N, 1, c.H, c.K};
-  HostTensor o_ref(DType::f32, o_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f), z_ref(DType::f32, z_shape, 0, 0.f);
-  testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref, &z_ref));
-
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f), z(DType::f32, z_shape, 0, 0.f);
-  for (HostTensor* t : {&o, &s, &z}) testing::fill_nan_bytes(*t);
-  const OnDevice q(in.q), k(in.k), v(in.v), g(in.g), gamma(in.g_gamma), init(in.init), z0(in.z), od(o), sd(s),
-      zd(z);
-  GlaEntryArgs a = in.args(c, o, &s, &z);
-  a.q = q.view, a.k = k.view, a.v = v.view, a.o = od.view;
-  if (!a.g.empty()) a.g = g.view;
-  if (!a.g_gamma.empty() && device_gamma) a.g_gamma = gamma.view;
-  if (c.initial_state) a.opts.initial_state = init.view;
-  a.opts.final_state = in_place ? init.view : sd.view;
-  if (c.normalize) {
-    if (c.initial_state) a.opts.initial_z = z0.view;
-    a.opts.final_z = zd.view;
-  }
-  testing::run_gla_entry(c.family, GlaPath::chunk, a);
-  synchronize(current_stream());
-  od.download(o);
-  (in_place ? init : sd).download(s);
+  const testing::GlaDeviceRun r = testing::run_gla_on_device(c, GlaPath::chunk, in_place, device_gamma, seed);
   if (c.T > 0) {
-    EXPECT_LE(testing::relative_rms(o, o_ref), kTolerance);
+    EXPECT_LE(testing::relative_rms(r.o, r.o_ref), kTolerance);
   }
-  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
-}
-
-std::vector<GlaDeviceCase> family_cases(GlaDeviceCase shape) {
-  std::vector<GlaDeviceCase> cases;
-  auto add = [&](GlaFamily f, auto&& tweak) {
-    GlaDeviceCase c = shape;
-    c.family = f;
-    tweak(c);
-    cases.push_back(c);
-  };
-  add(GlaFamily::gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
-  add(GlaFamily::retention, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::elu_plus_one, c.normalize = true; });
-  return cases;
+  EXPECT_LE(testing::relative_rms(r.s, r.s_ref), kTolerance);
 }
 
 // Ragged packed sequences (lengths 1, 70, 0, 130: chunk-unaligned at every size), K != V off the tiles.
@@ -116,20 +77,20 @@ TEST(CudaGlaChunk, MatchesRaggedSequences) {
   REQUIRE_GPU();
   for (int64_t chunk : {16, 32, 64})
     for (bool init : {false, true})
-      for (GlaDeviceCase c : family_cases({.B = 1, .T = 201, .H = 1, .HV = 2, .K = 100, .V = 60,
-                                           .cu_seqlens = {0, 1, 71, 71, 201}}))
+      for (GlaDeviceCase c : gla_family_cases({.B = 1, .T = 201, .H = 1, .HV = 2, .K = 100, .V = 60,
+                                               .cu_seqlens = {0, 1, 71, 71, 201}}))
         c.initial_state = init, c.chunk_size = chunk, check_case(c, init);
 }
 
 // fla's prefill shape, smaller: padded batch, K = V = 128, grouped value heads, bf16 in and out.
 TEST(CudaGlaChunk, MatchesPrefillShapes) {
   REQUIRE_GPU();
-  for (const GlaDeviceCase& c : family_cases({.B = 2, .T = 300, .H = 2, .HV = 4, .K = 128, .V = 128,
-                                              .initial_state = true, .dtype = DType::bf16,
-                                              .out_dtype = DType::bf16}))
+  for (const GlaDeviceCase& c : gla_family_cases({.B = 2, .T = 300, .H = 2, .HV = 4, .K = 128, .V = 128,
+                                                  .initial_state = true, .dtype = DType::bf16,
+                                                  .out_dtype = DType::bf16}))
     check_case(c, false);
-  for (const GlaDeviceCase& c : family_cases({.B = 1, .T = 129, .H = 2, .HV = 2, .K = 64, .V = 128,
-                                              .initial_state = true, .dtype = DType::f16}))
+  for (const GlaDeviceCase& c : gla_family_cases({.B = 1, .T = 129, .H = 2, .HV = 2, .K = 64, .V = 128,
+                                                  .initial_state = true, .dtype = DType::f16}))
     check_case(c, true);
 }
 

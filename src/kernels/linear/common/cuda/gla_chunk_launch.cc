@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
 #include <tuple>
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/linear/common/cuda/chunk_plan.h"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/cuda/launch_checks.h"
 
@@ -15,29 +15,15 @@ namespace {
 using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 using namespace cuda_gla_chunk;
-
-std::string str(int64_t v) { return std::to_string(v); }
+using cuda_delta_chunk::check_chunk_shape;
+using cuda_delta_chunk::chunk_count;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-int64_t chunk_count(const GlaProblem& p) {
-  int64_t n = 0;
-  for (int64_t len : p.seqs.length) n += (len + p.chunk_size - 1) / p.chunk_size;
-  return n;
-}
 
 }  // namespace
 
 void check_cuda_gla_chunk(const GlaProblem& p) {
-  require(p.K <= kMaxDim, "q", [&] {
-    return "K=" + str(p.K) + " exceeds " + str(kMaxDim) + ", the widest keys the CUDA chunked kernels stage";
-  });
-  require(p.V <= kMaxDim, "v", [&] {
-    return "V=" + str(p.V) + " exceeds " + str(kMaxDim) + ", the widest values the CUDA chunked kernels stage";
-  });
-  require(p.chunk_size <= 64, "chunk_size", [&] {
-    return "the CUDA chunked kernels run chunks of 16, 32 or 64 tokens, got " + str(p.chunk_size);
-  });
+  check_chunk_shape(p.K, "q", "K", p.V, "v", "V", p.chunk_size);
   require(!p.normalize, "normalize", "the CUDA chunked kernels carry no normaliser (the recurrent one does)");
   for (auto [data, dtype, name] : {std::tuple{p.q, p.q_dtype, "q"}, {p.k, p.k_dtype, "k"}, {p.v, p.v_dtype, "v"},
                                    {p.g, p.g_dtype, "g"}, {static_cast<const void*>(p.o), p.o_dtype, "o"}})
@@ -46,12 +32,16 @@ void check_cuda_gla_chunk(const GlaProblem& p) {
                             {p.final_state, "final_state"}})
     if (data) require_aligned(data, sizeof(float), name);
   if (p.g_gamma && !p.g_gamma_device.is_cpu()) require_aligned(p.g_gamma, sizeof(float), "g_gamma");
-  require_grid_fits(chunk_count(p) * p.HV, "q", "chunks x value heads");
+  require_grid_fits(chunk_count(p.seqs, p.chunk_size) * p.HV, "q", "chunks x value heads");
   require_grid_fits(p.seqs.count() * p.HV * (round_up(p.V, kStateCols) / kStateCols), "v",
                     "sequences x value heads x ceil(V / 32)");
 }
 
 namespace cuda_gla_chunk {
+
+using cuda_delta_chunk::ScratchLayout;
+using cuda_delta_chunk::split_into_chunks;
+using cuda_delta_chunk::write_chunk_metadata;
 
 ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   ChunkLaunch l;
@@ -61,15 +51,7 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   const int C = int(p.chunk_size);
   l.C = C;
 
-  // Chunks never cross sequences; a sequence's last chunk may be short, an empty sequence has none.
-  l.seq_chunks.reserve(size_t(N) + 1);
-  for (int64_t n = 0; n < N; ++n) {
-    l.seq_chunks.push_back(int32_t(l.chunks.size()));
-    const int64_t begin = p.seqs.begin[size_t(n)], len = p.seqs.length[size_t(n)];
-    for (int64_t t0 = 0; t0 < len; t0 += C)
-      l.chunks.push_back({begin + t0, int32_t(n), int32_t(std::min<int64_t>(C, len - t0))});
-  }
-  l.seq_chunks.push_back(int32_t(l.chunks.size()));
+  split_into_chunks(p.seqs, C, l.chunks, l.seq_chunks);
   const int64_t NC = int64_t(l.chunks.size());
   if (p.g_gamma && p.g_gamma_device.is_cpu()) l.gamma.assign(p.g_gamma, p.g_gamma + p.HV);
 
@@ -97,31 +79,25 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   l.state_smem = StateSmem(C, params.Kp).bytes;
   l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel).bytes;
 
-  // One allocation: the metadata first (uploaded), then the scratch, every piece 256-byte aligned.
-  size_t at = 0;
-  auto take = [&](size_t bytes) {
-    const size_t here = at;
-    at = (at + bytes + 255) / 256 * 256;
-    return here;
-  };
+  // One allocation: the metadata first (uploaded), then the scratch.
+  ScratchLayout at;
   const size_t per = size_t(NC * p.HV);
-  l.chunks_at = take(l.chunks.size() * sizeof(ChunkDesc));
-  l.seq_chunks_at = take(l.seq_chunks.size() * sizeof(int32_t));
-  l.gamma_at = take(l.gamma.size() * sizeof(float));
-  l.metadata_bytes = at;
-  l.kd_at = take(per * size_t(kd_elems(C, params.Kp)) * 2);
-  l.vb_at = take(per * size_t(v_elems(C, params.Vp)) * 2);
-  l.decay_at = take(per * size_t(params.Kp) * 4);
-  l.h_at = take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
-  l.G_at = take(p.gate == GateKind::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
-  l.scratch_bytes = std::max<size_t>(at, 256);
+  l.chunks_at = at.take(l.chunks.size() * sizeof(ChunkDesc));
+  l.seq_chunks_at = at.take(l.seq_chunks.size() * sizeof(int32_t));
+  l.gamma_at = at.take(l.gamma.size() * sizeof(float));
+  l.metadata_bytes = at.end;
+  l.kd_at = at.take(per * size_t(kd_elems(C, params.Kp)) * 2);
+  l.vb_at = at.take(per * size_t(v_elems(C, params.Vp)) * 2);
+  l.decay_at = at.take(per * size_t(params.Kp) * 4);
+  l.h_at = at.take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
+  l.G_at = at.take(p.gate == GateKind::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
+  l.scratch_bytes = std::max<size_t>(at.end, 256);
   return l;
 }
 
 std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) {
   std::vector<unsigned char> bytes(l.metadata_bytes, 0);
-  if (!l.chunks.empty()) std::memcpy(bytes.data() + l.chunks_at, l.chunks.data(), l.chunks.size() * sizeof(ChunkDesc));
-  std::memcpy(bytes.data() + l.seq_chunks_at, l.seq_chunks.data(), l.seq_chunks.size() * sizeof(int32_t));
+  write_chunk_metadata(l.chunks, l.chunks_at, l.seq_chunks, l.seq_chunks_at, bytes);
   if (!l.gamma.empty()) std::memcpy(bytes.data() + l.gamma_at, l.gamma.data(), l.gamma.size() * sizeof(float));
   return bytes;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // What the chunked gated linear recurrence's prep and state kernels share: the chunked delta rule's tensor-core
-// fragments and copies (delta_chunk_mma.cuh), named into this namespace one by one, and the feature map on the
-// device. (The output kernel is the delta rule's own, delta_chunk_output.cuh's chunk_output.)
+// fragments and copies (delta_chunk_mma.cuh) and the state slice's steps (chunk_state_slice.cuh), named into this
+// namespace one by one, and the feature map on the device. (The output kernel is the delta rule's own,
+// delta_chunk_output.cuh's chunk_output.)
+#include "kernels/linear/common/cuda/chunk_state_slice.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_launch.h"
 
@@ -11,9 +13,16 @@ using cuda_delta_chunk::acc_col;
 using cuda_delta_chunk::acc_row;
 using cuda_delta_chunk::Bf16;
 using cuda_delta_chunk::copy_rows;
+using cuda_delta_chunk::decay_and_add;
 using cuda_delta_chunk::load_a_trans;
 using cuda_delta_chunk::load_b_kn;
+using cuda_delta_chunk::load_state;
 using cuda_delta_chunk::mma_16x16;
+using cuda_delta_chunk::state_slice;
+using cuda_delta_chunk::StateRegs;
+using cuda_delta_chunk::StateSlice;
+using cuda_delta_chunk::store_h;
+using cuda_delta_chunk::store_state;
 
 // phi of the feature map, on the device (gla_rows.h's apply_feature_map).
 struct FeatureMapFn {

@@ -14,11 +14,13 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
+#include "kernels/linear/common/cuda/gla_device_testing.h"
 #include "kernels/linear/common/gla_testing.h"
 #include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
+using testing::gla_family_cases;
 using testing::GlaDeviceCase;
 using testing::GlaEntryArgs;
 using testing::GlaFamily;
@@ -72,62 +74,17 @@ double tolerance(const GlaDeviceCase& c) { return c.out_dtype == DType::f32 ? 1e
 // g_gamma when `device_gamma` (simple GLA; retention's is always the host's).
 void check_case(const GlaDeviceCase& c, bool in_place, bool device_gamma = true, uint64_t seed = 1) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
-  const GlaInputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.HV, c.V}, s_shape{in.N, c.HV, c.K, c.V}, z_shape{in.N, 1, c.H, c.K};
-  HostTensor o_ref(DType::f32, o_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f), z_ref(DType::f32, z_shape, 0, 0.f);
-  testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref, &z_ref));
-
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f), z(DType::f32, z_shape, 0, 0.f);
-  for (HostTensor* t : {&o, &s, &z}) testing::fill_nan_bytes(*t);
-  const OnDevice q(in.q), k(in.k), v(in.v), g(in.g), gamma(in.g_gamma), init(in.init), z0(in.z), od(o), sd(s),
-      zd(z);
-  GlaEntryArgs a = in.args(c, o, &s, &z);
-  a.q = q.view, a.k = k.view, a.v = v.view, a.o = od.view;
-  if (!a.g.empty()) a.g = g.view;
-  if (!a.g_gamma.empty() && device_gamma) a.g_gamma = gamma.view;
-  if (c.initial_state) a.opts.initial_state = init.view;
-  a.opts.final_state = in_place ? init.view : sd.view;
-  if (c.normalize) {
-    if (c.initial_state) a.opts.initial_z = z0.view;
-    a.opts.final_z = zd.view;
-  }
-  testing::run_gla_entry(c.family, GlaPath::recurrent, a);
-  synchronize(current_stream());
-  od.download(o);
-  (in_place ? init : sd).download(s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
-  if (c.normalize) {
-    zd.download(z);
-    EXPECT_LE(testing::relative_rms(z, z_ref), 1e-5);
-  }
-}
-
-// One of each family's configurations: every gate kind, both ways of decaying simple GLA, every feature map.
-std::vector<GlaDeviceCase> family_cases(GlaDeviceCase shape) {
-  std::vector<GlaDeviceCase> cases;
-  auto add = [&](GlaFamily f, auto&& tweak) {
-    GlaDeviceCase c = shape;
-    c.family = f;
-    tweak(c);
-    cases.push_back(c);
-  };
-  add(GlaFamily::gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
-  add(GlaFamily::retention, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::elu_plus_one, c.normalize = true; });
-  return cases;
+  const testing::GlaDeviceRun r = testing::run_gla_on_device(c, GlaPath::recurrent, in_place, device_gamma, seed);
+  EXPECT_LE(testing::relative_rms(r.o, r.o_ref), tolerance(c));
+  EXPECT_LE(testing::relative_rms(r.s, r.s_ref), 1e-4);
+  if (c.normalize) EXPECT_LE(testing::relative_rms(r.z, r.z_ref), 1e-5);
 }
 
 // One decode step of an engine-shaped batch, grouped value heads (HV = 2 H), in place and not.
 TEST(CudaGlaRecurrent, MatchesDecodeStep) {
   REQUIRE_GPU();
-  for (const GlaDeviceCase& c : family_cases({.B = 8, .T = 1, .H = 4, .HV = 8, .K = 128, .V = 128,
-                                              .initial_state = true})) {
+  for (const GlaDeviceCase& c : gla_family_cases({.B = 8, .T = 1, .H = 4, .HV = 8, .K = 128, .V = 128,
+                                                  .initial_state = true})) {
     check_case(c, true);
     check_case(c, false);
   }
@@ -137,10 +94,10 @@ TEST(CudaGlaRecurrent, MatchesDecodeStep) {
 TEST(CudaGlaRecurrent, MatchesRaggedSequences) {
   REQUIRE_GPU();
   for (bool init : {false, true})
-    for (GlaDeviceCase c : family_cases({.B = 1, .T = 41, .H = 1, .HV = 2, .K = 100, .V = 60,
-                                         .cu_seqlens = {0, 1, 8, 8, 41}}))
+    for (GlaDeviceCase c : gla_family_cases({.B = 1, .T = 41, .H = 1, .HV = 2, .K = 100, .V = 60,
+                                             .cu_seqlens = {0, 1, 8, 8, 41}}))
       c.initial_state = init, check_case(c, false);
-  for (const GlaDeviceCase& c : family_cases({.B = 3, .T = 33, .H = 2, .HV = 2, .K = 256, .V = 40}))
+  for (const GlaDeviceCase& c : gla_family_cases({.B = 3, .T = 33, .H = 2, .HV = 2, .K = 256, .V = 40}))
     check_case(c, false);
 }
 
@@ -162,7 +119,7 @@ TEST(CudaGlaRecurrent, MatchesBf16AndHostGamma) {
                                      GlaDeviceCase{.B = 2, .T = 9, .H = 2, .HV = 2, .K = 64, .V = 96,
                                                    .initial_state = true, .dtype = DType::bf16,
                                                    .out_dtype = DType::bf16}})
-    for (const GlaDeviceCase& c : family_cases(shape)) check_case(c, false);
+    for (const GlaDeviceCase& c : gla_family_cases(shape)) check_case(c, false);
   check_case({.family = GlaFamily::simple_gla, .B = 2, .T = 5, .H = 1, .HV = 2, .K = 32, .V = 32, .g_gamma = true,
               .initial_state = true},
              false, /*device_gamma=*/false);

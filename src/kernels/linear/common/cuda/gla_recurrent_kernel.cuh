@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/recurrent_split.cuh"
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 #include "kernels/linear/common/cuda/warp_reduce.cuh"
 #include "kernels/linear/common/gla_problem.h"
@@ -23,6 +24,10 @@
 namespace attnzoo::cuda_gla {
 
 using cuda_linear::load_elem;
+using cuda_linear::load_state_column;
+using cuda_linear::recurrent_cta;
+using cuda_linear::RecurrentCta;
+using cuda_linear::store_state_column;
 using cuda_linear::store_elem;
 using cuda_linear::warp_sum;
 
@@ -46,28 +51,17 @@ template <GateKind kGate>
 __device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
   __shared__ Stage st;
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
-  int64_t cta = blockIdx.x;
-  const int slice = int(cta % p.slices);
-  cta /= p.slices;
-  const int hv = int(cta % p.HV);
-  const int64_t n = cta / p.HV;
+  const RecurrentCta cta = recurrent_cta(p.slices, p.HV, p.V, p.T, p.seq_offsets);
+  const int64_t n = cta.n, begin = cta.begin, length = cta.length;
+  const int hv = cta.head, col = cta.col, row0 = cta.row0;
+  const bool has_col = cta.has_col;
   const int h = hv / p.group;
-  const int col = slice * kCols + lane;
-  const bool has_col = col < p.V;
-  const int row0 = warp * kRowsPerThread;
   const bool has_row = tid < p.K;  // thread i stages key row i
-
-  int64_t begin = n * p.T, length = p.T;
-  if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
   const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V + col;
   float s[kRowsPerThread];
-#pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
-    const int r = row0 + j;
-    s[j] = p.initial_state && has_col && r < p.K ? p.initial_state[state_at + int64_t(r) * p.V] : 0.f;
-  }
+  load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
   const int64_t z_at = (n * p.H + h) * p.K + tid;
   float z = p.normalize && p.initial_z && has_row ? p.initial_z[z_at] : 0.f;
   const float gamma = kGate == GateKind::scalar && p.g_gamma ? p.g_gamma[hv] : 0.f;
@@ -121,13 +115,8 @@ __device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
   }
 
   // Every value head of a group carries the same z; the first one's first slice writes it.
-  if (p.normalize && p.final_z && has_row && slice == 0 && hv % p.group == 0) p.final_z[z_at] = z;
-  if (!p.final_state || !has_col) return;
-#pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
-    const int r = row0 + j;
-    if (r < p.K) p.final_state[state_at + int64_t(r) * p.V] = s[j];
-  }
+  if (p.normalize && p.final_z && has_row && cta.slice == 0 && hv % p.group == 0) p.final_z[z_at] = z;
+  store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);
 }
 
 }  // namespace attnzoo::cuda_gla

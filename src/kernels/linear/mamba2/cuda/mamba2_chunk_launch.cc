@@ -5,40 +5,27 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/linear/common/cuda/chunk_plan.h"
 #include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/common/gla_problem.h"
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_cuda.h"
 
 namespace attnzoo {
 namespace {
+using cuda_delta_chunk::check_chunk_shape;
+using cuda_delta_chunk::chunk_count;
 using cuda_gla_chunk::kMaxDim;
 using cuda_gla_chunk::kStateCols;
 using cuda_linear::elem_of;
 using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 
-std::string str(int64_t v) { return std::to_string(v); }
-
-int64_t chunk_count(const Mamba2Problem& p) {
-  int64_t n = 0;
-  for (int64_t len : p.seqs.length) n += (len + p.chunk_size - 1) / p.chunk_size;
-  return n;
-}
-
 }  // namespace
 
 bool cuda_mamba2_chunk_fits(const Mamba2Problem& p) { return p.N <= kMaxDim && p.P <= kMaxDim; }
 
 void check_cuda_mamba2_chunk(const Mamba2Problem& p) {
-  require(p.N <= kMaxDim, "B", [&] {
-    return "state size N=" + str(p.N) + " exceeds " + str(kMaxDim) + ", the widest keys the CUDA chunked kernels stage";
-  });
-  require(p.P <= kMaxDim, "x", [&] {
-    return "head dim P=" + str(p.P) + " exceeds " + str(kMaxDim) + ", the widest values the CUDA chunked kernels stage";
-  });
-  require(p.chunk_size <= 64, "chunk_size", [&] {
-    return "the CUDA chunked kernels run chunks of 16, 32 or 64 tokens, got " + str(p.chunk_size);
-  });
+  check_chunk_shape(p.N, "B", "state size N", p.P, "x", "head dim P", p.chunk_size);
   const std::pair<const void*, DType> inputs[] = {
       {p.x, p.x_dtype}, {p.Bm, p.b_dtype}, {p.Cm, p.c_dtype}, {p.z, p.z_dtype}, {p.y, p.y_dtype}};
   const char* names[] = {"x", "B", "C", "z", "y"};
@@ -48,7 +35,7 @@ void check_cuda_mamba2_chunk(const Mamba2Problem& p) {
     if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
   if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
   if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
-  require_grid_fits(chunk_count(p) * p.H, "x", "chunks x heads");
+  require_grid_fits(chunk_count(p.seqs, p.chunk_size) * p.H, "x", "chunks x heads");
   require_grid_fits(p.seqs.count() * p.H * ((p.P + kStateCols - 1) / kStateCols), "x",
                     "sequences x heads x ceil(P / 32)");
 }

@@ -59,20 +59,14 @@ TEST(CudaRwkv7Recurrent, RefusesWhatItDoesNotDo) {
 
 #if ATTNZOO_WITH_CUDA
 
-// As the emulated cases (testing/cuda_emulation/rwkv7_cases.cc): f32 arithmetic (and the device's expf) alone
-// separates kernel and reference; a 16-bit output adds its rounding.
-double tolerance(const Rwkv7Case& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
-
 // Runs case `c` through recurrent_rwkv7 on the GPU (final state in place over the initial one when `in_place`;
 // otherwise into a separate buffer that starts as NaN bytes, so an element the kernel forgets fails).
 void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
   const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  HostTensor o_ref(DType::f32, o_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
   Rwkv7Args a = in.args(c);
-  a.o = o_ref.view, a.final_state = s_ref.view;
-  rwkv7_reference(a);
 
   HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
   testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
@@ -85,8 +79,8 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   synchronize(current_stream());
   od.download(o);
   (same ? h0 : sd).download(s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+  EXPECT_LE(testing::relative_rms(o, ref.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, ref.s), 1e-4);
 }
 
 // Engine-shaped decode steps, state in place: RWKV-7 1.5B's 32 heads of 64 x 64 at batch 8, and 128 x 128 heads.

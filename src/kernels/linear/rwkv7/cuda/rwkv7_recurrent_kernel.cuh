@@ -16,11 +16,16 @@
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/float_elem.cuh"
+#include "kernels/linear/common/cuda/recurrent_split.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
 
 namespace attnzoo::cuda_rwkv7 {
 
 using cuda_linear::load_elem;
+using cuda_linear::load_state_column;
+using cuda_linear::recurrent_cta;
+using cuda_linear::RecurrentCta;
+using cuda_linear::store_state_column;
 using cuda_linear::store_elem;
 
 // The shared staging, carved from the launch's dynamic shared memory: kStageArrays arrays of one float per
@@ -48,26 +53,15 @@ __device__ __forceinline__ void store_output(const Params& p, const Stage& st, i
 __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned char* smem) {
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
   const Stage st{reinterpret_cast<float*>(smem), int(blockDim.x)};
-  int64_t cta = blockIdx.x;
-  const int slice = int(cta % p.slices);
-  cta /= p.slices;
-  const int h = int(cta % p.H);
-  const int64_t n = cta / p.H;
-  const int col = slice * kCols + lane;
-  const bool has_col = col < p.V;
-  const int row0 = warp * kRowsPerThread;
-
-  int64_t begin = n * p.T, length = p.T;
-  if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
+  const RecurrentCta cta = recurrent_cta(p.slices, p.H, p.V, p.T, p.seq_offsets);
+  const int64_t n = cta.n, begin = cta.begin, length = cta.length;
+  const int h = cta.head, col = cta.col, row0 = cta.row0;
+  const bool has_col = cta.has_col;
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
   const int64_t state_at = (n * p.H + h) * int64_t(p.K) * p.V + col;
   float s[kRowsPerThread];
-#pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
-    const int r = row0 + j;
-    s[j] = p.initial_state && has_col && r < p.K ? p.initial_state[state_at + int64_t(r) * p.V] : 0.f;
-  }
+  load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
 
   for (int64_t t = 0; t < length; ++t) {
     const int buf = int(t & 1);
@@ -113,12 +107,7 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned ch
     if (warp == 0 && has_col) store_output(p, st, warps, lane, ((begin + length - 1) * p.H + h) * p.V + col);
   }
 
-  if (!p.final_state || !has_col) return;
-#pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
-    const int r = row0 + j;
-    if (r < p.K) p.final_state[state_at + int64_t(r) * p.V] = s[j];
-  }
+  store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);
 }
 
 }  // namespace attnzoo::cuda_rwkv7

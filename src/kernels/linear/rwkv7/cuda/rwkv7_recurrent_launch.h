@@ -6,18 +6,19 @@
 #include <vector>
 
 #include "kernels/linear/common/cuda/float_elem.h"
+#include "kernels/linear/common/cuda/recurrent_split.h"
 #include "kernels/linear/rwkv7/problem.h"
 
 namespace attnzoo::cuda_rwkv7 {
 
 using cuda_linear::Elem;
 using cuda_linear::elem_of;
+using cuda_linear::kCols;
+using cuda_linear::kMaxK;
+using cuda_linear::kMaxThreads;
+using cuda_linear::kMaxWarps;
+using cuda_linear::kRowsPerThread;
 
-constexpr int kCols = 32;           // state columns per CTA: one warp wide
-constexpr int kRowsPerThread = 32;  // state rows per warp, in each thread's registers
-constexpr int kMaxWarps = 8;        // so K <= 256
-constexpr int kMaxK = kMaxWarps * kRowsPerThread;
-constexpr int kMaxThreads = kMaxWarps * 32;
 constexpr int kStageArrays = 12;  // shared floats per thread: r, exp(w), k, a, b twice over, the sa and o shares
 
 // The kernel's dynamic shared memory for a block of `threads` (K rounded up to whole warps).
