@@ -40,7 +40,10 @@ void sample_rows_cuda(const TensorView& logits, std::span<Sampler* const> sample
   const size_t upload = align_up(settings_bytes + penalty_bytes);
   const size_t results = align_up(2 * size_t(rows) * sizeof(int32_t));
   const size_t work = align_up(size_t(rows) * size_t(vocab) * sizeof(float));
-  const size_t candidates = size_t(rows) * size_t(vocab) * sizeof(Candidate);
+  // Only top-k / top-p rows gather candidates: a greedy or plain-temperature step allocates none.
+  bool filtered = false;
+  for (const RowSettings& r : plan.rows) filtered = filtered || (r.temperature != 0.f && (r.top_k > 0 || r.top_p < 1.f));
+  const size_t candidates = filtered ? size_t(rows) * size_t(vocab) * sizeof(Candidate) : 0;
   StreamScratch scratch(upload + results + work + candidates, s);
   std::vector<unsigned char> staged(settings_bytes + penalty_bytes);
   std::memcpy(staged.data(), plan.rows.data(), settings_bytes);
@@ -57,7 +60,7 @@ void sample_rows_cuda(const TensorView& logits, std::span<Sampler* const> sample
   p.out = reinterpret_cast<int32_t*>(base + upload);
   p.status = p.out + rows;
   p.work = reinterpret_cast<float*>(base + upload + results);
-  p.candidates = reinterpret_cast<Candidate*>(base + upload + results + work);
+  p.candidates = filtered ? reinterpret_cast<Candidate*>(base + upload + results + work) : nullptr;
   sample_kernel<<<unsigned(rows), kThreads, 0, s>>>(p);
   cuda_check(cudaGetLastError(), "sample_kernel launch");
 
