@@ -30,6 +30,35 @@ void check_norm(const DecoderParts& p, const std::optional<RmsNorm>& n, const ch
   if (n->mean_centered()) refuse(p, "mean-centred (LayerNorm) norms", where);
 }
 
+// One check per mixer kind that has a CUDA block (device_blocks.h).
+void check_attention(const DecoderParts& p, const AttentionLayer& attn, const std::string& where) {
+  const AttentionConfig& c = attn.config();
+  if (c.output_gate) refuse(p, "the attention output gate", where);
+  if (c.temperature_beta != 0.f) refuse(p, "the query temperature (llama_4_scaling_beta)", where);
+  if (!attn.sinks().empty()) refuse(p, "attention sinks", where);
+  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
+    refuse(p, "head_dim " + std::to_string(c.head_dim) + " (the CUDA attention takes 64, 128 or 256)", where);
+  for (const std::optional<RmsNorm>* n : {&attn.q_norm(), &attn.k_norm()}) {
+    if (!*n) continue;
+    if ((*n)->dim() != c.head_dim) refuse(p, "q / k norms across heads", where);
+    if ((*n)->mean_centered()) refuse(p, "mean-centred (LayerNorm) norms", where);
+  }
+  for (const Linear* l : {&attn.q_proj(), &attn.k_proj(), &attn.v_proj(), &attn.o_proj()}) check_projection(p, *l);
+}
+
+void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::string& where) {
+  if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
+  refuse(p, mixer.kind() + " layers", where);
+}
+
+void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string& where) {
+  if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) {
+    for (const Linear* l : {&mlp->gate_proj(), &mlp->up_proj(), &mlp->down_proj()}) check_projection(p, *l);
+    return;
+  }
+  refuse(p, "feed-forwards other than a gated MLP (MoE, plain MLP)", where);
+}
+
 }  // namespace
 
 void check_decoder_runs_on_cuda(const DecoderParts& p) {
@@ -47,26 +76,12 @@ void check_decoder_runs_on_cuda(const DecoderParts& p) {
     if (b.parallel) refuse(p, "parallel blocks", where);
     if (b.residual_is_normed) refuse(p, "postnorm blocks", where);
     if (b.post_mixer_norm || b.post_ffn_norm) refuse(p, "post-sublayer norms", where);
-    const auto* attn = dynamic_cast<const AttentionLayer*>(b.mixer.get());
-    if (!attn) refuse(p, (b.mixer ? b.mixer->kind() : std::string("feed-forward-only")) + " layers", where);
-    const auto* mlp = dynamic_cast<const GatedMlp*>(b.ffn.get());
-    if (!mlp) refuse(p, "feed-forwards other than a gated MLP (MoE, plain MLP)", where);
+    if (!b.mixer) refuse(p, "feed-forward-only layers", where);
     check_norm(p, b.input_norm, "input norm", where);
+    check_mixer(p, *b.mixer, where);
+    if (!b.ffn) refuse(p, "blocks without a feed-forward", where);
     check_norm(p, b.pre_ffn_norm, "feed-forward norm", where);
-    const AttentionConfig& c = attn->config();
-    if (c.output_gate) refuse(p, "the attention output gate", where);
-    if (c.temperature_beta != 0.f) refuse(p, "the query temperature (llama_4_scaling_beta)", where);
-    if (!attn->sinks().empty()) refuse(p, "attention sinks", where);
-    if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
-      refuse(p, "head_dim " + std::to_string(c.head_dim) + " (the CUDA attention takes 64, 128 or 256)", where);
-    for (const std::optional<RmsNorm>* n : {&attn->q_norm(), &attn->k_norm()}) {
-      if (!*n) continue;
-      if ((*n)->dim() != c.head_dim) refuse(p, "q / k norms across heads", where);
-      if ((*n)->mean_centered()) refuse(p, "mean-centred (LayerNorm) norms", where);
-    }
-    for (const Linear* l : {&attn->q_proj(), &attn->k_proj(), &attn->v_proj(), &attn->o_proj(), &mlp->gate_proj(),
-                            &mlp->up_proj(), &mlp->down_proj()})
-      check_projection(p, *l);
+    check_ffn(p, *b.ffn, where);
   }
 }
 

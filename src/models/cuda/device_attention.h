@@ -1,0 +1,15 @@
+#pragma once
+// Softmax attention as a GPU block (device_blocks.h): q / k / v projections (optional biases), Qwen3's per-head
+// q / k RMSNorm, RoPE or none (NoPE layers), the new K/V written into the pool's paged device memory, the CUDA
+// prefill for fresh sequences and the paged decode for cached ones (the step's AttentionCalls), then the output
+// projection added into the residual stream. q, k, v and the attention output are the cache's 16-bit dtype.
+#include <memory>
+
+#include "layers/attention_layer.h"
+#include "models/cuda/device_blocks.h"
+
+namespace attnzoo {
+
+std::unique_ptr<DeviceMixer> make_device_attention(const AttentionLayer& attn, const DeviceLoad& load);
+
+}  // namespace attnzoo

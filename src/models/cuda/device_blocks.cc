@@ -1,0 +1,22 @@
+#include "models/cuda/device_blocks.h"
+
+#include "core/error.h"
+#include "models/cuda/device_attention.h"
+#include "models/cuda/device_mlp.h"
+
+namespace attnzoo {
+
+#if ATTNZOO_WITH_CUDA
+// check_decoder_runs_on_cuda refused every other kind on the host, by name; reaching the throws is a bug.
+std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const DeviceLoad& load) {
+  if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return make_device_attention(*attn, load);
+  throw ArgumentError("device: a " + mixer.kind() + " mixer has no CUDA block");
+}
+
+std::unique_ptr<DeviceFfn> make_device_ffn(const FeedForward& ffn, const DeviceLoad& load) {
+  if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return make_device_gated_mlp(*mlp, load);
+  throw ArgumentError("device: this feed-forward has no CUDA block");
+}
+#endif
+
+}  // namespace attnzoo

@@ -1,0 +1,45 @@
+#pragma once
+// A projection whose weights live on a GPU, as gemm_cuda multiplies them: W [out, in] bf16 / f16 as the checkpoint
+// stores it (f32 rounded to bf16 at load, counted for the one notice), bias f32 [out] or none.
+#include <cstdint>
+
+#include "core/device.h"
+#include "core/tensor.h"
+#include "layers/cuda/gemm_cuda.h"
+#include "layers/linear.h"
+
+namespace attnzoo {
+
+// What rounding f32 checkpoints to bf16 cost, for the one notice at load.
+struct WeightRounding {
+  int64_t tensors = 0;
+  uint64_t f32_bytes = 0;
+};
+
+// What building a model's device blocks needs: where, on which stream, the 16-bit dtype of the attention's
+// activations (the cache's), and the rounding tally.
+struct DeviceLoad {
+  Device device;
+  Stream stream;
+  DType act_dtype = DType::bf16;
+  WeightRounding* rounding = nullptr;
+};
+
+class DeviceLinear {
+ public:
+  DeviceLinear() = default;
+  DeviceLinear(const Linear& l, const DeviceLoad& load);
+
+  int64_t out_features() const { return w_.shape[0]; }
+  int64_t in_features() const { return w_.shape[1]; }
+  // y [T, out] (=|+=) x [T, in] Wᵀ + bias, on `stream`.
+  void apply(const TensorView& x, const TensorView& y, GemmOptions opts, Stream stream) const {
+    gemm_cuda(x, w_, bias_.empty() ? nullptr : &bias_, y, opts, stream);
+  }
+
+ private:
+  DeviceBuffer weight_, bias_bytes_;
+  TensorView w_, bias_;
+};
+
+}  // namespace attnzoo

@@ -1,0 +1,60 @@
+#pragma once
+// What every block of a model step on a GPU reads (models/cuda/device_blocks.h): the batch and the pool's memory
+// as the CPU model has them, the step's metadata already on the device (decoder_cuda_plan.h's StepLayout), the
+// attention calls the batch became, and scratch memory the step's layers share.
+#include <cstdint>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tensor.h"
+#include "layers/batch.h"
+#include "models/cuda/decoder_cuda_plan.h"
+#include "state/cache_storage.h"
+
+namespace attnzoo {
+
+// Scratch buffers reused by every layer of a step: the layers run one after another on one stream, so slot i
+// holds whatever the running layer puts there. A slot grows to the largest request and never shrinks.
+class DeviceWorkspace {
+ public:
+  explicit DeviceWorkspace(Device device) : device_(device) {}
+  void* get(size_t slot, size_t bytes) {
+    if (slots_.size() <= slot) slots_.resize(slot + 1);
+    if (slots_[slot].bytes() < bytes) slots_[slot] = DeviceBuffer(device_, bytes);
+    return slots_[slot].data();
+  }
+
+ private:
+  Device device_;
+  std::vector<DeviceBuffer> slots_;
+};
+
+// A tensor over device memory.
+inline TensorView device_view(Device device, void* data, DType dtype, std::initializer_list<int64_t> shape) {
+  TensorView t = TensorView::contiguous(data, dtype, shape);
+  t.device = device;
+  return t;
+}
+
+struct DeviceStep {
+  Device device;
+  Stream stream;
+  const Batch* batch = nullptr;
+  const CacheStorage* storage = nullptr;
+  int64_t num_tokens = 0;
+  const uint8_t* meta = nullptr;  // the step's metadata on the device, where `layout` says
+  const StepLayout* layout = nullptr;
+  const std::vector<AttentionCall>* calls = nullptr;
+  TensorView positions;  // i32 [T] on the device
+  DeviceWorkspace* workspace = nullptr;
+
+  TensorView view(void* data, DType dtype, std::initializer_list<int64_t> shape) const {
+    return device_view(device, data, dtype, shape);
+  }
+  // The int64 slot_mapping [T] of a block group, on the device.
+  const int64_t* slot_mapping(int32_t block_group) const {
+    return reinterpret_cast<const int64_t*>(meta + layout->slot_mapping[size_t(block_group)]);
+  }
+};
+
+}  // namespace attnzoo
