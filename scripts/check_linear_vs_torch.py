@@ -2,7 +2,7 @@
 this for the manifest's "linear" cases; it needs torch and numpy only).
 
 Each case (Gated DeltaNet, KDA or GLA: a decode batch or ragged packed sequences, an initial state, mild or strong
-decays) is recomputed with the plain recurrence written out here in float64 torch on the cases' device, in fla's
+decays; RWKV-7's recurrence and the causal conv1d prefill, by their own float64 forms below) is recomputed with the plain recurrence written out here in float64 torch on the cases' device, in fla's
 layout and conventions (q, k [B, T, H, K]; v [B, T, HV, V]; states [N, HV, K, V]; l2norm x / sqrt(|x|^2 + 1e-6)):
 
     S_t = D_t S_{t-1} + beta_t k_t (v_t - (D_t S_{t-1})^T k_t)^T     (delta family; GLA: S_t = D_t S_{t-1} + k_t v_t^T)
@@ -169,6 +169,70 @@ def _first_line(e):
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
+def exact_rwkv7(case, r, w, k, v, a, b, h0):
+    """RWKV-7's recurrence on one sequence in float64 (fla's dplr convention): r, w, k, a, b [T, H, K]; v [T, H, V];
+    S_t = diag(exp(w_t)) S_{t-1} + b_t (a_t^T S_{t-1}) + k_t v_t^T, o_t = S_t^T (scale r_t)."""
+    r, w, k, v, a, b, S = (x.double() for x in (r, w, k, v, a, b, h0))
+    out = torch.empty(r.shape[0], case["H"], case["V"], dtype=torch.float64, device=r.device)
+    for t in range(r.shape[0]):
+        sa = torch.bmm(a[t][:, None, :], S)[:, 0]  # a^T S_{t-1}: [H, V]
+        S = S * torch.exp(w[t])[:, :, None] + b[t][:, :, None] * sa[:, None, :] + k[t][:, :, None] * v[t][:, None, :]
+        out[t] = case["scale"] * torch.bmm(r[t][:, None, :], S)[:, 0]
+    return out, S
+
+
+def exact_conv(case, x, weight, bias, h0):
+    """The causal depthwise convolution on one sequence in float64: x [T, D], weight [D, W], h0 [D, W - 1] the
+    inputs before it (oldest first); y[t] = silu(bias + sum_w weight[:, w] x[t - (W - 1) + w]), and the last W - 1
+    inputs as the final state."""
+    W = case["W"]
+    padded = torch.cat([h0.double().T, x.double()], dim=0)  # [W - 1 + T, D]
+    T = x.shape[0]
+    y = bias.double()[None].expand(T, -1).clone()
+    for j in range(W):
+        y = y + weight.double()[:, j][None] * padded[j:j + T]
+    if case["activation"] == "silu":
+        y = y * torch.sigmoid(y)
+    return y, padded[-(W - 1):].T
+
+
+def check_rwkv7_or_conv(case, load, to_torch, device, row):
+    """RWKV-7's and the convolution's rows: our output and final state against the float64 forms above (no fla
+    column: fla's RWKV-7 / conv kernels are timed in gpu_peers.py, not compared here)."""
+    dt = case["dtype"]
+    h0 = to_torch(load("initial_state"), "float32", device)
+    ours_state = to_torch(load("final_state"), "float32", device).double()
+    tol = TOLERANCE["recurrent"]
+    worst = {"out": 0.0, "state": 0.0}
+    excess = 0.0
+    if case["entry"] == "recurrent_rwkv7":
+        names = ("r", "w", "k", "v", "a", "b")
+        flat = [to_torch(load(n), dt, device).reshape(-1, case["H"], case["K"] if n != "v" else case["V"])
+                for n in names]
+        ours = to_torch(load("out"), case["out_dtype"], device).double().reshape(-1, case["H"], case["V"])
+        seqs = sequences(case)
+    else:
+        x = to_torch(load("x"), dt, device).reshape(-1, case["D"])
+        weight, bias = to_torch(load("weight"), dt, device), to_torch(load("bias"), dt, device)
+        ours = to_torch(load("out"), case["out_dtype"], device).double().reshape(-1, case["D"])
+        cu = case["cu_seqlens"]
+        seqs = [(slice(cu[n], cu[n + 1]), n) for n in range(len(cu) - 1)]
+    for rows, n in seqs:
+        if case["entry"] == "recurrent_rwkv7":
+            exact, state = exact_rwkv7(case, *(t[rows] for t in flat), h0[n])
+        else:
+            exact, state = exact_conv(case, x[rows], weight, bias, h0[n])
+        for what, got, want in (("out", ours[rows], exact), ("state", ours_state[n], state)):
+            err = (got - want).abs()
+            worst[what] = max(worst[what], float(err.max()) if err.numel() else 0.0)
+            if err.numel():
+                excess = max(excess, float((err / (tol * (1 + want.abs()))).max()))
+    note = "n/a (no fla column for this entry)"
+    row.update(max_err=worst["out"], state_max_err=worst["state"], fla_naive_max_err=None, fla_naive_note=note,
+               fla_kernel_max_err=None, fla_kernel_note=note, tolerance=tol, ok=bool(excess <= 1.0))
+    return row
+
+
 def check_case(case, load, to_torch, device, fla):
     """The case's row: our worst errors (output, final state) against the exact recurrence, fla's beside them."""
     row = {"name": case["name"], "entry": case["entry"], "status": case["status"]}
@@ -176,6 +240,8 @@ def check_case(case, load, to_torch, device, fla):
         row["error"] = case.get("error", "")
         row["ok"] = False
         return row
+    if case["entry"] in ("recurrent_rwkv7", "causal_conv1d"):
+        return check_rwkv7_or_conv(case, load, to_torch, device, row)
     dt = case["dtype"]
     q, k, v = (to_torch(load(n), dt, device) for n in ("q", "k", "v"))
     g = to_torch(load("g"), "float32", device)

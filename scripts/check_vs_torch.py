@@ -5,9 +5,11 @@ Reads what `attnzoo bench kernels --write-cases DIR --device D` wrote (manifest.
 recomputes every softmax case with attention written out in float64 torch on the same device, and beside it
 torch's own scaled_dot_product_attention in the inputs' precision (an explicit mask and bias where the case needs
 them), so the table shows how far our kernel and torch's each sit from the exact answer. The linear cases (Gated
-DeltaNet, KDA, GLA) go to check_linear_vs_torch.py beside this file: the float64 recurrence, and fla's functions
-where fla imports. Needs torch and numpy only, so it runs on the GPU machine's image where our Python module
-cannot be carried.
+DeltaNet, KDA, GLA, RWKV-7, the causal conv1d) go to check_linear_vs_torch.py beside this file: the float64
+recurrence, and fla's functions where fla imports; a model step's kernels (quantized GEMV, paged KV write, embedding
+gather, grouped routing, sampling) to check_step_vs_torch.py: gguf-py's block decoders, DeepSeek's routing code,
+the sampler's filters. Needs torch and numpy (and gguf-py, which the GPU bundle carries), so it runs on the GPU
+machine's image where our Python module cannot be carried.
 
     python3 scripts/check_vs_torch.py DIR [--json FILE]
 
@@ -23,6 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_linear_vs_torch as linear  # noqa: E402 (beside this script, in the repo and in the GPU bundle)
+import check_step_vs_torch as step  # noqa: E402
 
 # |ours - exact| <= tol * (1 + |exact|) per element. Inputs are the same rounded values on both sides, so the
 # error is ours alone: f32 accumulation, the probabilities rounded to the input precision before the value
@@ -163,8 +166,12 @@ def main():
     device = torch.device(manifest["device"])
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit(f"check_vs_torch: the cases ran on {manifest['device']}, and this torch sees no CUDA device")
-    softmax_cases = [c for c in manifest["cases"] if c["kind"] != "linear"]
+    softmax_cases = [c for c in manifest["cases"] if c["kind"] in ("prefill", "decode")]
     linear_cases = [c for c in manifest["cases"] if c["kind"] == "linear"]
+    step_cases = [c for c in manifest["cases"] if c["kind"] in step.STEP_KINDS]
+    unknown = [c["name"] for c in manifest["cases"] if c not in softmax_cases + linear_cases + step_cases]
+    if unknown:
+        sys.exit(f"check_vs_torch: no check for the cases {', '.join(unknown)} (a newer attnzoo than this script?)")
     rows = [check_case(case, args.dir, device) for case in softmax_cases]
     fla = linear.fla_import() if linear_cases else None
     linear_rows = []
@@ -172,6 +179,11 @@ def main():
         def load(what, case=case):
             return np.load(os.path.join(args.dir, f"{case['name']}_{what}.npy"))
         linear_rows.append(linear.check_case(case, load, to_torch, device, fla))
+    step_rows = []
+    for case in step_cases:
+        def load(what, case=case):
+            return np.load(os.path.join(args.dir, f"{case['name']}_{what}.npy"))
+        step_rows.append(step.check_case(case, load, device))
     print(f"our kernels on {manifest['device']} vs float64 torch there (torch {torch.__version__}); "
           "SDPA: torch's fused attention in the inputs' precision, for scale")
     print("| case | status | max abs err | SDPA's max abs err | tolerance | ok |")
@@ -184,12 +196,13 @@ def main():
         print(f"| {r['name']} | ok | {r['max_err']:.2e} | {sdpa} | {r['tolerance']:g} x (1 + abs(exact)) | "
               f"{'yes' if r['ok'] else 'NO'} |")
     linear.print_rows(linear_rows)
+    step.print_rows(step_rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": manifest["device"], "torch": torch.__version__, "rows": rows,
-                       "linear_rows": linear_rows, "fla": fla if isinstance(fla, str) or fla is None else (fla["kernels"] or "imported")},
+                       "linear_rows": linear_rows, "step_rows": step_rows, "fla": fla if isinstance(fla, str) or fla is None else (fla["kernels"] or "imported")},
                       f, indent=1)
-    failed = [r["name"] for r in rows + linear_rows if not r["ok"]]
+    failed = [r["name"] for r in rows + linear_rows + step_rows if not r["ok"]]
     if failed:
         print("failed: " + ", ".join(failed), file=sys.stderr)
         return 1

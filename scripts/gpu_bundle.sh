@@ -36,11 +36,17 @@ tar -C "$OUT" -cf - "${bins[@]}" lib | XZ_OPT=-T0 xz -6 > "$OUT.tar.xz.part"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 mv "$OUT.tar.xz.part" "$OUT/bundle.tar.xz"
-cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py scripts/check_linear_vs_torch.py "$OUT/"
+cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py scripts/check_linear_vs_torch.py \
+  scripts/check_step_vs_torch.py "$OUT/"
 # fla (flash-linear-attention's kernels, pure Python + Triton) for the linear cases' fla columns and gpu_peers.py's
 # linear-family peers: the image has triton and einops but not fla, and no network; .venv (or $ATTNZOO_PYTHON)
 # holds the pinned fla-core (requirements.txt).
 fla=$("${ATTNZOO_PYTHON:-.venv/bin/python}" -c "import fla, os; print(os.path.dirname(os.path.dirname(fla.__file__)))" 2>/dev/null) &&
   tar -C "$fla" --exclude=__pycache__ -cf - fla | xz -6 > "$OUT/fla.tar.xz" ||
   echo "gpu_bundle.sh: no fla in .venv: the GPU run's linear-family rows will have no fla peer" >&2
+# gguf-py (pure Python over numpy, 1.4 MB) for check_step_vs_torch.py's decoding of the GEMV's and the embedding's
+# GGUF blocks: the image has numpy but not gguf.
+gguf=$("${ATTNZOO_PYTHON:-.venv/bin/python}" -c "import importlib.util, os; print(os.path.dirname(list(importlib.util.find_spec('gguf').submodule_search_locations)[0]))" 2>/dev/null) &&
+  tar -C "$gguf" --exclude=__pycache__ -cf - gguf | xz -6 > "$OUT/gguf.tar.xz" ||
+  echo "gpu_bundle.sh: no gguf in .venv: the GPU run's GEMV and embedding cases will have no reference" >&2
 du -sh "$OUT"

@@ -74,9 +74,11 @@ for t in "${cuda_tests[@]}"; do
   step "$name" 90 "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json"
 done
 
-# fla (the bundle's, pure Python over the image's triton) for the linear cases' and the peers' fla columns.
+# fla (the bundle's, pure Python over the image's triton) for the linear cases' and the peers' fla columns; gguf-py
+# (pure Python over numpy) for the GEMV and embedding cases' GGUF block decoding.
 mkdir -p "$WORK/pylib"
 [ -f "$BUNDLE/fla.tar.xz" ] && tar -C "$WORK/pylib" -xJf "$BUNDLE/fla.tar.xz"
+[ -f "$BUNDLE/gguf.tar.xz" ] && tar -C "$WORK/pylib" -xJf "$BUNDLE/gguf.tar.xz"
 PYENV=(env "PYTHONPATH=$WORK/pylib${PYTHONPATH:+:$PYTHONPATH}")
 
 # Our entries on seeded cases (softmax and linear family), then PyTorch on the same GPU recomputing them (the

@@ -316,6 +316,38 @@ def prefill_peer(kernel, d):
         return "mamba_ssm mamba_chunk_scan_combined", make
     raise ValueError(f"no peer for {kernel}")
 
+def conv_prefill_peers(d):
+    """(name, make) of every peer for a conv1d_prefill row (B x T tokens of D bf16 channels, width W, bias + SiLU):
+    causal-conv1d's CUDA kernel (Mamba's) where the image has it, fla's Triton kernel from the bundle, and torch's
+    own depthwise F.conv1d (cuDNN) with the SiLU after it, which every torch has."""
+    B, T, D, W = d["B"], d["T"], d["D"], d["W"]
+
+    def inputs():
+        return bf16(B, T, D), bf16(D, W), bf16(D)
+
+    def dao():
+        from causal_conv1d import causal_conv1d_fn as f
+        x, w, bias = inputs()
+        xt = x.transpose(1, 2)  # [B, D, T] over [B, T, D] memory: its channel-last layout, no copy
+        return lambda: f(xt, w, bias, activation="silu")
+
+    def fla():
+        from fla.modules.causal_conv1d import causal_conv1d as f
+        x, w, bias = inputs()
+        return lambda: f(x, weight=w, bias=bias, activation="silu")
+
+    def torch_conv():
+        x, w, bias = inputs()
+        xt, w3 = x.transpose(1, 2), w[:, None, :]
+
+        def run():
+            y = torch.nn.functional.conv1d(xt, w3, bias, padding=W - 1, groups=D)[..., :T]
+            return torch.nn.functional.silu(y)
+        return run
+
+    return [("causal-conv1d", dao), ("fla causal_conv1d", fla), ("torch conv1d", torch_conv)]
+
+
 def guarded(budget, label, fn):
     """fn()'s value under the budget and the per-peer limit, or None (the reason printed)."""
     if budget.left() < 5:
@@ -337,7 +369,7 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 
-def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows=()):
+def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows=(), conv_rows=()):
     peak_text = f"{peak:.0f} TFLOP/s" if peak else "not measured"
     device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
     lines = [f"GPU: {device} (torch {torch.__version__}); cuBLAS bf16 GEMM {GEMM_N}^3: "
@@ -396,6 +428,20 @@ def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows,
             lt_text = fmt(r["cublaslt_tflops"]) if r["cublaslt_tflops"] else f"not available: {r['cublaslt_error']}"
             lines.append(f"| gemm | {dims} | {ours_text} | {lt_text} | {fmt(r['torch_tflops'])} | "
                          f"{ratio(r['ours_tflops'], r['torch_tflops'])} | {ratio(r['ours_tflops'], peak)} |")
+    # The short convolution's prefill: bandwidth-bound, so GB/s of x read + y written, beside each peer's.
+    if conv_rows:
+        lines += ["", "| conv1d prefill (bf16, SiLU) | shape | ours ms | ours GB/s | ours / copy | causal-conv1d ms | "
+                  "fla ms | torch conv1d ms | fastest peer time / ours |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in conv_rows:
+            dims = " ".join(f"{k}={v}" for k, v in r["dims"].items())
+            peers = [r["peers"][name]["s"] for name in r["peers"] if r["peers"][name]["s"]]
+            cols = " | ".join(f"{p['s'] * 1e3:.3f}" if p["s"] else (p["note"] or "-") for p in r["peers"].values())
+            if r["ours_s"]:
+                ours_text = f"{r['ours_s'] * 1e3:.3f} | {r['ours_gbps']:.0f} | {r['ours_gbps'] / ours['copy_gbps']:.0%}"
+            else:
+                ours_text = f"not available: {r['ours_error']} | - | -"
+            lines.append(f"| conv1d_prefill | {dims} | {ours_text} | {cols} | "
+                         f"{ratio(min(peers) if peers else None, r['ours_s'])} |")
     return "\n".join(lines)
 
 
@@ -425,16 +471,17 @@ def main():
         ours = json.load(f)
     budget = Budget(args.budget_s)
     peak = None
-    rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows = [], [], [], [], [], []
+    rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows, conv_rows = [], [], [], [], [], [], []
 
     def save():
-        table = markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows)
+        table = markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows, conv_rows)
         with open(f"{args.out_dir}/gpu_peers.md", "w") as f:
             f.write(table + "\n")
         with open(f"{args.out_dir}/gpu_peers.json", "w") as f:
             json.dump({"gemm_tflops": peak, "ours": ours, "rows": rows, "decode_rows": decode_rows,
                        "gated_delta_decode_rows": state_rows, "state_decode_rows": linear_rows,
-                       "chunk_prefill_rows": chunk_rows, "gemm_rows": gemm_rows, "budget_s": args.budget_s},
+                       "chunk_prefill_rows": chunk_rows, "gemm_rows": gemm_rows, "conv_prefill_rows": conv_rows,
+                       "budget_s": args.budget_s},
                       f, indent=1)
         return table
 
@@ -465,6 +512,14 @@ def main():
                            "ours_s": case["median_s"], "ours_error": case["error"], "ours_tflops": case["tflops"],
                            "peer": name, "peer_s": s, "peer_note": note,
                            "peer_tflops": None if s is None else case["flops"] / s * 1e-12})
+        save()
+    for case in ours.get("conv_prefill", []):
+        row = {"dims": case["dims"], "bytes": case["bytes"], "ours_s": case["median_s"], "ours_error": case["error"],
+               "ours_gbps": case["gbps"], "peers": {}}
+        for name, make in conv_prefill_peers(case["dims"]):
+            s, note = run_peer(budget, f"{name} {case['dims']}", make)
+            row["peers"][name] = {"s": s, "note": note, "gbps": None if s is None else case["bytes"] / s * 1e-9}
+        conv_rows.append(row)
         save()
 
     for case in ours["prefill"]:

@@ -66,6 +66,8 @@ OURS = {
         dict(row("gemm_cublaslt", {"M": 64, "N": 96, "K": 128}, False, flops=1572864, tflops=None),
              error="backend: cublaslt cannot run this problem: this build has no cuBLASLt"),
     ],
+    "conv_prefill": [row("conv1d_prefill", {"B": 2, "T": 33, "D": 64, "W": 4}, bytes=16896, gbps=0.17,
+                         copy_fraction=4e-5)],
 }
 
 
@@ -95,6 +97,12 @@ def test_every_section_runs_and_every_peer_is_guarded(tmp_path, monkeypatch):
     gemm = out["gemm_rows"]
     assert len(gemm) == 1 and gemm[0]["ours_tflops"] == 0.0157 and gemm[0]["torch_tflops"]
     assert "| gemm | M=64 N=96 K=128 | 0 | not available: backend: cublaslt cannot run" in md
+    # The convolution's prefill: torch's depthwise conv1d runs anywhere; the others time or say why not.
+    conv = out["conv_prefill_rows"]
+    assert len(conv) == 1 and set(conv[0]["peers"]) == {"causal-conv1d", "fla causal_conv1d", "torch conv1d"}
+    assert conv[0]["peers"]["torch conv1d"]["s"], conv[0]
+    assert all(p["s"] or p["note"] for p in conv[0]["peers"].values())
+    assert "| conv1d_prefill | B=2 T=33 D=64 W=4 | 0.100 |" in md
 
 
 def test_a_spent_budget_skips_peers_and_still_writes(tmp_path, monkeypatch):

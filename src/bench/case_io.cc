@@ -31,6 +31,8 @@ const char* npy_descr(DType t) {
     case DType::i8: return "|i1";
     case DType::f8_e4m3: return "|u1";
     case DType::i32: return "<i4";
+    case DType::i64: return "<i8";
+    case DType::u8: return "|u1";  // GGUF blocks' raw bytes
     default: throw ArgumentError(std::string("write_kernel_cases: no .npy form for ") + dtype_name(t));
   }
 }

@@ -176,6 +176,10 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   r.quant_gemv = run_quant_gemv_rows(s, device, stream, timer);
   r.sampling = run_sampling_rows(s, device, stream, timer);
   r.gemm = run_gemm_rows(s, device, stream, timer);
+  r.conv_prefill = run_conv_prefill_rows(s, device, stream, timer);
+  r.kv_write = run_kv_write_rows(s, device, stream, timer);
+  r.embedding = run_embedding_rows(s, device, stream, timer);
+  r.grouped_routing = run_grouped_routing_rows(s, device, stream, timer);
   return r;
 }
 
@@ -211,7 +215,8 @@ std::string format_cuda_text(const CudaKernelReport& r) {
   return s + format_linear_decode_text(r.state_decode, r.copy_gbps) + format_chunk_prefill_text(r.chunk_prefill) +
          format_mla_decode_text(r.mla_decode, r.copy_gbps) + format_sampling_text(r.sampling, r.copy_gbps) +
          format_quant_gemv_text(r.quant_gemv, r.copy_gbps) +
-         format_gemm_text(r.gemm);
+         format_gemm_text(r.gemm) + format_conv_prefill_text(r.conv_prefill, r.copy_gbps) +
+         format_step_text(r.kv_write, r.embedding, r.grouped_routing, r.copy_gbps);
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
@@ -257,7 +262,11 @@ std::string format_cuda_json(const CudaKernelReport& r) {
          ", \"mla_decode\": " + format_mla_decode_json(r.mla_decode, r.copy_gbps) +
          ", \"sampling\": " + format_sampling_json(r.sampling, r.copy_gbps) +
          ", \"quant_gemv\": " + format_quant_gemv_json(r.quant_gemv, r.copy_gbps) +
-         ", \"gemm\": " + format_gemm_json(r.gemm) + "}\n";
+         ", \"gemm\": " + format_gemm_json(r.gemm) +
+         ", \"conv_prefill\": " + format_conv_prefill_json(r.conv_prefill, r.copy_gbps) +
+         ", \"kv_write\": " + format_kv_write_json(r.kv_write, r.copy_gbps) +
+         ", \"embedding\": " + format_embedding_json(r.embedding, r.copy_gbps) +
+         ", \"grouped_routing\": " + format_grouped_routing_json(r.grouped_routing, r.copy_gbps) + "}\n";
 }
 
 }  // namespace attnzoo::bench

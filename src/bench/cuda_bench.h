@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_conv_bench.h"
 #include "bench/cuda_gemv_bench.h"
 #include "bench/cuda_gemm_bench.h"
 #include "bench/cuda_linear_bench.h"
 #include "bench/cuda_mla_bench.h"
 #include "bench/cuda_sampling_bench.h"
+#include "bench/cuda_step_bench.h"
 #include "bench/kernel_bench.h"
 #include "core/device.h"
 #include "core/dtype.h"
@@ -62,6 +64,10 @@ struct CudaKernelReport {
   std::vector<LinearRow> quant_gemv;     // decode projections over GGUF-format weights (cuda_gemv_bench.h)
   std::vector<LinearRow> sampling;       // a decode step's logits sampled on the device (cuda_sampling_bench.h)
   std::vector<LinearRow> gemm;           // the projections' GEMM, ours and cuBLASLt (cuda_gemm_bench.h)
+  std::vector<LinearRow> conv_prefill;   // the short convolution's prefill (cuda_conv_bench.h)
+  std::vector<LinearRow> kv_write;       // a model step's small kernels (cuda_step_bench.h): the paged KV write,
+  std::vector<LinearRow> embedding;      // the embedding gather
+  std::vector<LinearRow> grouped_routing;  // and DeepSeek's grouped routing
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);

@@ -168,6 +168,41 @@ TEST(CudaBench, GemmRowsReachTheEntryAndCountTheirFlops) {
   EXPECT_NE(format_cuda_json(r).find("\"flops\": 1572864, \"tflops\": 0.001572864"), std::string::npos);
 }
 
+// The step kernels' rows run their CPU twins on the CPU, on the arguments the GPU rows build.
+TEST(CudaBench, StepAndConvRowsRunOnTheCpuAndCountTheirBytes) {
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.conv_prefill = run_conv_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.kv_write = run_kv_write_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.embedding = run_embedding_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.grouped_routing = run_grouped_routing_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  for (const auto* rows : {&r.conv_prefill, &r.kv_write, &r.embedding, &r.grouped_routing}) {
+    ASSERT_FALSE(rows->empty());
+    for (const LinearRow& row : *rows) EXPECT_TRUE(row.available()) << row.shape.kernel << ": " << row.error;
+  }
+  // Qwen3-Next's convolution: 4 x 4096 tokens of 8192 bf16 channels read and written.
+  EXPECT_EQ(conv_prefill_bytes(conv_prefill_cases(Scale::full)[0]), 2.0 * 4 * 4096 * 8192 * 2);
+  // 4096 tokens x 8 heads, k and v: bf16 rows read, int8 rows and their f32 scales written.
+  const std::vector<LinearCase> kv = kv_write_cases(Scale::full);
+  ASSERT_EQ(kv.size(), 6u);
+  EXPECT_EQ(kv[3].kernel, "kv_write_int8");
+  EXPECT_EQ(kv_write_bytes(kv[3]), 2.0 * 4096 * 8 * (128 * 2 + 128 + 4));
+  // Q4_K rows of 4096: 16 super-blocks of 144 bytes read, 4096 f32 written, per token.
+  for (const LinearCase& c : embedding_cases(Scale::full))
+    if (c.kernel == "embedding_Q4_K") EXPECT_EQ(embedding_bytes(c), 4096.0 * (16 * 144 + 4096 * 4));
+  const LinearCase v3 = grouped_routing_cases(Scale::full)[1];
+  EXPECT_EQ(v3["E"], 256);
+  EXPECT_EQ(grouped_routing_bytes(v3), 4096.0 * (256 * 4 + 8 * 8));
+  const std::string json = format_cuda_json(r), text = format_cuda_text(r);
+  EXPECT_NE(json.find("\"conv_prefill\": [{\"kernel\": \"conv1d_prefill\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"kv_write\": [{\"kernel\": \"kv_write_bfloat16\""), std::string::npos);
+  EXPECT_NE(json.find("\"embedding\": [{\"kernel\": \"embedding_BF16\""), std::string::npos);
+  EXPECT_NE(json.find("\"grouped_routing\": [{\"kernel\": \"grouped_routing\""), std::string::npos);
+  for (const char* title : {"causal conv1d prefill", "paged KV write", "embedding gather", "grouped routing"})
+    EXPECT_NE(text.find(title), std::string::npos) << title;
+}
+
 TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   const RowTimer refuses = [](const std::function<void()>&) -> Timing {
     throw ArgumentError("q: chunk_gated_delta_rule runs on the CPU only so far");

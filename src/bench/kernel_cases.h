@@ -1,7 +1,7 @@
 #pragma once
 // `attnzoo bench kernels --device D --write-cases DIR`: the softmax entries (varlen prefill, paged decode over
-// bf16 / int8 / fp8 caches) and the linear family's (kernel_cases_linear.h) run on seeded random inputs on device
-// D, each case's inputs and our output written as .npy files beside a manifest.json. scripts/check_vs_torch.py
+// bf16 / int8 / fp8 caches), the linear family's (kernel_cases_linear.h) and a model step's kernels
+// (kernel_cases_step.h) run on seeded random inputs on device D, each case's inputs and our output written as .npy files beside a manifest.json. scripts/check_vs_torch.py
 // reads them back into PyTorch on the same device and compares with its own attention and recurrences (and SDPA /
 // fla where they can express the case): on a GPU machine that is the CUDA kernels against torch on that GPU,
 // where our Python module (built for another Python) cannot be carried; on a CPU it is the same check of the CPU

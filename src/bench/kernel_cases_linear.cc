@@ -8,6 +8,8 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/gla/gla.h"
 #include "kernels/linear/kda/kda.h"
+#include "kernels/linear/rwkv7/rwkv7.h"
+#include "kernels/linear/short_conv/short_conv.h"
 
 namespace attnzoo::bench {
 namespace {
@@ -135,6 +137,87 @@ std::string run_linear(const LinearCaseSpec& c, const std::filesystem::path& dir
   });
 }
 
+// RWKV-7 through recurrent_rwkv7, inputs as its blocks make them: a = -kk (kk a unit vector per head), b = kk x iclr
+// (iclr in (0, 1)), keys scaled by K^-1/2, log decays over [-3, -0.01]; ragged packed sequences, or a decode batch.
+std::string run_rwkv7(const char* name, DType dtype, int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& lens,
+                      bool packed, const std::filesystem::path& dir, Device device, uint32_t seed, bool& refused) {
+  const int64_t N = int64_t(lens.size());
+  const std::vector<int32_t> cu = offsets(lens);
+  const int64_t B = packed ? 1 : N, T = packed ? cu.back() : lens[0];
+  HostArray r = random_array(dtype, {B, T, H, K}, seed), k = random_array(dtype, {B, T, H, K}, seed + 1);
+  const HostArray v = random_array(dtype, {B, T, H, V}, seed + 2);
+  const HostArray w = uniform_array(dtype, {B, T, H, K}, -3.f, -0.01f, seed + 3);
+  const HostArray kk = random_array(DType::f32, {B, T, H, K}, seed + 4);
+  const HostArray iclr = uniform_array(DType::f32, {B, T, H, K}, 0.f, 1.f, seed + 5);
+  HostArray a = make_array(dtype, {B, T, H, K}), b = make_array(dtype, {B, T, H, K});
+  for (int64_t i = 0; i < B * T * H; ++i) {
+    double norm = 0;
+    for (int64_t j = 0; j < K; ++j) norm += std::pow(double(load_as_f32(kk.bytes.data(), DType::f32, i * K + j)), 2);
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = i * K + j;
+      const float unit = float(load_as_f32(kk.bytes.data(), DType::f32, e) / std::sqrt(norm));
+      store_from_f32(a.bytes.data(), dtype, e, -unit);
+      store_from_f32(b.bytes.data(), dtype, e, unit * load_as_f32(iclr.bytes.data(), DType::f32, e));
+      store_from_f32(k.bytes.data(), dtype, e, load_as_f32(k.bytes.data(), dtype, e) / std::sqrt(float(K)));
+    }
+  }
+  const HostArray h0 = random_array(DType::f32, {N, H, K, V}, seed + 6);
+  const HostArray o = make_array(DType::f32, {B, T, H, V}), hT = make_array(DType::f32, {N, H, K, V});
+  const std::string stem = name;
+  const std::pair<const char*, const HostArray*> inputs[] = {{"r", &r}, {"w", &w}, {"k", &k}, {"v", &v},
+                                                             {"a", &a}, {"b", &b}, {"initial_state", &h0}};
+  for (const auto& [what, x] : inputs) write_npy(dir / (stem + "_" + what + ".npy"), *x);
+  const std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"linear\", \"entry\": \"recurrent_rwkv7\", " +
+                            "\"dtype\": " + json_string(dtype_name(dtype)) + ", \"out_dtype\": \"float32\", \"B\": " +
+                            std::to_string(B) + ", \"T\": " + std::to_string(T) + ", \"H\": " + std::to_string(H) +
+                            ", \"HV\": " + std::to_string(H) + ", \"K\": " + std::to_string(K) + ", \"V\": " +
+                            std::to_string(V) + ", \"cu_seqlens\": " + (packed ? list(cu) : "null") + ", \"scale\": " +
+                            number(1.f / std::sqrt(float(K)));
+  return finish_case(entry, refused, [&] {
+    const Placed dr = place(r, device), dw = place(w, device), dk = place(k, device), dv = place(v, device);
+    const Placed da = place(a, device), db = place(b, device), dh0 = place(h0, device);
+    const Placed dout = place(o, device), dhT = place(hT, device);
+    Rwkv7Args x;
+    x.r = dr.view, x.w = dw.view, x.k = dk.view, x.v = dv.view, x.a = da.view, x.b = db.view;
+    x.scale = 1.f / std::sqrt(float(K));
+    x.initial_state = dh0.view, x.final_state = dhT.view, x.o = dout.view;
+    if (packed) x.cu_seqlens = cu.data(), x.cu_seqlens_len = int64_t(cu.size());
+    recurrent_rwkv7(x);
+    write_npy(dir / (stem + "_out.npy"), fetch(dout, o));
+    write_npy(dir / (stem + "_final_state.npy"), fetch(dhT, hT));
+  });
+}
+
+// causal_conv1d's prefill over ragged packed sequences (one shorter than the window), bias, SiLU, initial states
+// [N, D, W - 1] and the final tails written for decode.
+std::string run_conv(const char* name, DType dtype, int64_t D, int64_t W, const std::vector<int32_t>& lens,
+                     const std::filesystem::path& dir, Device device, uint32_t seed, bool& refused) {
+  const int64_t N = int64_t(lens.size()), S = W - 1;
+  const std::vector<int32_t> cu = offsets(lens);
+  const HostArray x = random_array(dtype, {1, cu.back(), D}, seed), weight = random_array(dtype, {D, W}, seed + 1);
+  const HostArray bias = random_array(dtype, {D}, seed + 2), h0 = random_array(DType::f32, {N, D, S}, seed + 3);
+  const HostArray y = make_array(DType::f32, {1, cu.back(), D}), hT = make_array(DType::f32, {N, D, S});
+  const std::string stem = name;
+  const std::pair<const char*, const HostArray*> inputs[] = {
+      {"x", &x}, {"weight", &weight}, {"bias", &bias}, {"initial_state", &h0}};
+  for (const auto& [what, a] : inputs) write_npy(dir / (stem + "_" + what + ".npy"), *a);
+  const std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"linear\", \"entry\": \"causal_conv1d\", " +
+                            "\"dtype\": " + json_string(dtype_name(dtype)) + ", \"out_dtype\": \"float32\", \"D\": " +
+                            std::to_string(D) + ", \"W\": " + std::to_string(W) + ", \"activation\": \"silu\", " +
+                            "\"cu_seqlens\": " + list(cu);
+  return finish_case(entry, refused, [&] {
+    const Placed dx = place(x, device), dwt = place(weight, device), db = place(bias, device);
+    const Placed dh0 = place(h0, device), dy = place(y, device), dhT = place(hT, device);
+    CausalConv1dOptions opts;
+    opts.bias = db.view, opts.initial_state = dh0.view, opts.final_state = dhT.view;
+    opts.activation = ConvActivation::silu;
+    opts.cu_seqlens = cu.data(), opts.cu_seqlens_len = int64_t(cu.size());
+    causal_conv1d(dx.view, dwt.view, dy.view, opts);
+    write_npy(dir / (stem + "_out.npy"), fetch(dy, y));
+    write_npy(dir / (stem + "_final_state.npy"), fetch(dhT, hT));
+  });
+}
+
 }  // namespace
 
 void write_linear_cases(const std::filesystem::path& dir, Device device, uint32_t& seed,
@@ -144,6 +227,13 @@ void write_linear_cases(const std::filesystem::path& dir, Device device, uint32_
     const std::string e = run_linear(c, dir, device, seed += 10, refused);
     add(e, refused);
   }
+  bool refused = false;
+  std::string e = run_rwkv7("rwkv7_varlen", DType::bf16, 2, 64, 64, {1, 40, 7, 64}, true, dir, device, seed += 10, refused);
+  add(e, refused);
+  e = run_rwkv7("rwkv7_decode_kv", DType::f16, 4, 64, 128, {1, 1, 1}, false, dir, device, seed += 10, refused);
+  add(e, refused);
+  e = run_conv("conv1d_varlen", DType::bf16, 96, 4, {1, 30, 2, 77}, dir, device, seed += 10, refused);
+  add(e, refused);
 }
 
 }  // namespace attnzoo::bench

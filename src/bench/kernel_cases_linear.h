@@ -1,8 +1,9 @@
 #pragma once
 // The linear family's cases for `attnzoo bench kernels --write-cases` (issue 26): Gated DeltaNet, KDA and GLA
 // through their public recurrent entries (one-token decode batches and ragged packed sequences, initial states,
-// strong and mild decays, grouped value heads) and Gated DeltaNet's chunked prefill, each case's inputs, output
-// and final state written as .npy beside the softmax cases. scripts/check_linear_vs_torch.py recomputes them
+// strong and mild decays, grouped value heads), Gated DeltaNet's and GLA's chunked prefill, RWKV-7's recurrence
+// (recurrent_rwkv7) and the causal conv1d prefill (causal_conv1d), each case's inputs, output and final state
+// written as .npy beside the softmax cases. scripts/check_linear_vs_torch.py recomputes them
 // with the plain recurrence in float64 torch (fla's math and layout) and sets fla's own functions beside it.
 #include <filesystem>
 #include <functional>

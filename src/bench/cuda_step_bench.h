@@ -1,0 +1,37 @@
+#pragma once
+// A model step's memory-bound small kernels in `attnzoo bench kernels --device cuda`, each through the call a model
+// step makes with device tensors: the paged KV write (write_paged_rows_cuda, unchecked as the step trusts its pool's
+// slots; bf16 / int8 / fp8 caches), the embedding gather (EmbeddingCuda::lookup over a dense or GGUF table,
+// device ids unchecked) and DeepSeek-V3's grouped routing (route_grouped_top_k_cuda). Bandwidth rows: bytes read +
+// written per second, the copy bandwidth's count, so "of copy" compares like with like. On the CPU (make test)
+// the same rows run the CPU twins (write_kv_paged, Embedding::lookup, route_grouped_top_k) on the same arguments.
+#include <string>
+#include <vector>
+
+#include "bench/cuda_linear_bench.h"
+
+namespace attnzoo::bench {
+
+// kernel "kv_write_<cache dtype>" (bfloat16, int8, float8_e4m3fn): T new tokens of Hkv heads x D, block_size.
+std::vector<LinearCase> kv_write_cases(Scale s);
+// The new rows read (bf16 k and v) and the cache rows and their f32 scales written.
+double kv_write_bytes(const LinearCase& c);
+// kernel "embedding_<table format>" (BF16, Q8_0, Q4_K, Q6_K): T ids into a [vocab, dim] table, f32 rows out.
+std::vector<LinearCase> embedding_cases(Scale s);
+double embedding_bytes(const LinearCase& c);  // T table rows read (as stored) + T x dim x 4 written
+// kernel "grouped_routing": DeepSeek-V3's router (E 256, 8 groups, top-4 groups, top-8, sigmoid + bias), T tokens.
+std::vector<LinearCase> grouped_routing_cases(Scale s);
+double grouped_routing_bytes(const LinearCase& c);  // T x E f32 logits read + T x top_k (id, weight) written
+
+std::vector<LinearRow> run_kv_write_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
+std::vector<LinearRow> run_embedding_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
+std::vector<LinearRow> run_grouped_routing_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
+
+// The three tables as text and as JSON arrays (bandwidth rows: "bytes", "gbps", "copy_fraction").
+std::string format_step_text(const std::vector<LinearRow>& kv_write, const std::vector<LinearRow>& embedding,
+                             const std::vector<LinearRow>& routing, double copy_gbps);
+std::string format_kv_write_json(const std::vector<LinearRow>& rows, double copy_gbps);
+std::string format_embedding_json(const std::vector<LinearRow>& rows, double copy_gbps);
+std::string format_grouped_routing_json(const std::vector<LinearRow>& rows, double copy_gbps);
+
+}  // namespace attnzoo::bench
