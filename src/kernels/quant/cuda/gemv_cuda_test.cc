@@ -40,10 +40,10 @@ TEST(CudaQuantGemv, RefusesWhatItDoesNotDo) {
                                        "x: M=9 rows");
   testing::expect_error<ArgumentError>(
       [&] { make_quant_gemv_cuda_problem(w, Device::cpu(), view(xs, 1, 512), view(ys, 1, 4)); }, "w: lives on cpu");
-  TensorView y_bf16 = view(ys, 1, 4);
-  y_bf16.dtype = DType::bf16;
-  testing::expect_error<DTypeError>([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 512), y_bf16); },
-                                    "y: takes float32");
+  TensorView y_i32 = view(ys, 1, 4);
+  y_i32.dtype = DType::i32;
+  testing::expect_error<DTypeError>([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 512), y_i32); },
+                                    "y: takes float32, bfloat16 or float16");
   QuantMatrix q3 = w;
   q3.type = QuantType::Q3_K;
   testing::expect_error<ArgumentError>([&] { make_quant_gemv_cuda_problem(q3, gpu, view(xs, 1, 512), view(ys, 1, 4)); },
