@@ -75,16 +75,16 @@ for t in "${cuda_tests[@]}"; do
   step "$name" 90 "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json"
 done
 
-# Issue 27's proof for GGUF weights: the perplexity of the SmolLM2 GGUF over the project's own text (README.md) on
-# the CPU and on the GPU, within 0.5% of each other; both recorded in gpu_check.json. The GGUF (scripts/setup.sh's
-# .models/, or GPU_CHECK_GGUF) is 98 MB, past what travels to the GPU machine with the tree: without it the step is
-# skipped and recorded so. A few windows of 256 tokens, bounded: the CPU side dominates.
+# Issue 27's proof for GGUF weights: the perplexity of the SmolLM2 GGUF over the project's text (pg1661.txt, which
+# gpu_bundle.sh packs; GPU_CHECK_TEXT) on the CPU and on the GPU, within 0.5% of each other; both recorded in
+# gpu_check.json. The GGUF (scripts/setup.sh's .models/, or GPU_CHECK_GGUF) is 98 MB, past what travels to the GPU
+# machine with the tree: without it the step is skipped and recorded so. 4 windows of 512 tokens, bounded.
 GGUF=${GPU_CHECK_GGUF:-$HERE/../.models/SmolLM2-135M-Instruct.Q4_1.gguf}
-TEXT=${GPU_CHECK_TEXT:-$HERE/../README.md}
+TEXT=${GPU_CHECK_TEXT:-$BUNDLE/pg1661.txt}
 ppl_json=null
 if [ -f "$GGUF" ] && [ -f "$TEXT" ]; then
   for dev in cpu cuda; do
-    step_if_time "gguf-perplexity-$dev" 60 "${OURS[@]}" "$BUNDLE/attnzoo" perplexity -m "$GGUF" -f "$TEXT" -c 256 \
+    step_if_time "gguf-perplexity-$dev" 60 "${OURS[@]}" "$BUNDLE/attnzoo" perplexity -m "$GGUF" -f "$TEXT" -c 512 \
       --chunks 4 --device "$dev"
   done
   # The last "Final estimate: PPL = X +/- Y" of each device's step in the log.
