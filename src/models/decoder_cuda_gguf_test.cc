@@ -1,16 +1,20 @@
 // GGUF weights on the GPU runner, its host half on every machine (models/cuda/device_weights.h): how each format
-// goes up and which kernel multiplies it for a step's row count, the slices of the shared bf16 panel, the notice
+// goes up (the bytes too) and which kernel multiplies it for a step's row count, the slices of the shared bf16
+// panel, the notice
 // for formats expanded at load, and tiny GGUF decoders taken by check_decoder_runs_on_cuda, token tables the CUDA
 // gather cannot read included (expanded at load).
 #include <gtest/gtest.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/quant/row_groups.h"
 #include "layers/attention_layer.h"
 #include "layers/cuda/embedding_cuda.h"
 #include "layers/mlp.h"
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_weights.h"
 #include "models/model.h"
+#include "testing/random_blocks.h"
 #include "testing/tiny_gguf.h"
 
 namespace attnzoo {
@@ -44,6 +48,39 @@ TEST(DeviceWeights, ThePanelHoldsWholeMatricesUpTo64MiBAndSlicesBiggerOnes) {
   EXPECT_EQ(dequant_panel_rows(100000, 3000), 11136);  // whole 64-row groups
   EXPECT_EQ(dequant_panel_rows(1000, int64_t(1) << 20), 64);  // never below 64 rows
   EXPECT_EQ(dequant_panel_rows(10, int64_t(1) << 20), 10);
+}
+
+// What goes up: GGUF rows back from the CPU's 16-row groups, and expanded weights bit for bit the reference's values
+// rounded to bf16.
+TEST(DeviceWeights, TheDeviceGetsGgufRowsAndTheReferencesBf16) {
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    const int64_t rows = 32, cols = 512;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, rows, cols, 5 + uint64_t(t));
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, rows, cols, "w");
+    ASSERT_TRUE(row_groups_format(t));
+    std::vector<uint8_t> grouped_bytes(raw.size());
+    const QuantMatrix grouped = to_row_groups(w, grouped_bytes.data());
+    ASSERT_EQ(grouped.row_group, 16);
+    EXPECT_NE(grouped_bytes, raw) << quant_type_name(t);  // the regrouping moved bytes
+    EXPECT_EQ(device_gguf_rows(grouped), raw) << quant_type_name(t);
+    EXPECT_EQ(device_gguf_rows(w), raw) << quant_type_name(t);
+  }
+  for (QuantType t : {QuantType::Q5_0, QuantType::Q3_K, QuantType::Q8_0}) {
+    const int64_t rows = 5, cols = 256;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, rows, cols, 9 + uint64_t(t));
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, rows, cols, "w");
+    const std::vector<uint16_t> got = device_dense_rows(w);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row_reference(t, w.row(r), row.data(), cols);
+      for (int64_t c = 0; c < cols; ++c)
+        ASSERT_EQ(got[size_t(r * cols + c)], f32_to_bf16(row[size_t(c)])) << quant_type_name(t) << " " << r << ", " << c;
+    }
+  }
+  const std::vector<float> f32 = {1.f, 1.00390625f, -3.f, 1e-3f};  // 1 + 2^-8: a tie, to even (1)
+  const QuantMatrix f32_w{f32.data(), QuantType::F32, 1, 4, 16};
+  EXPECT_EQ(device_dense_rows(f32_w), (std::vector<uint16_t>{f32_to_bf16(1.f), f32_to_bf16(1.f), f32_to_bf16(-3.f),
+                                                             f32_to_bf16(1e-3f)}));
 }
 
 TEST(DeviceWeights, ExpandedTensorsAreOneNotice) {

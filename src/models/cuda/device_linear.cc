@@ -4,11 +4,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/aligned_buffer.h"
-#include "core/convert.h"
 #include "kernels/quant/cuda/dequant_cuda.h"
 #include "kernels/quant/cuda/gemv_cuda.h"
-#include "kernels/quant/row_groups.h"
 #include "models/cuda/device_step.h"
 
 namespace attnzoo {
@@ -24,28 +21,6 @@ TensorView columns(const TensorView& t, int64_t n0, int64_t n) {
   return s;
 }
 
-// W as bf16 / f16 rows on the host: 16-bit rows as they are, f32 rounded, GGUF blocks dequantized (dequantize_rows:
-// the reference's values, regrouped rows read back as GGUF rows) and rounded.
-std::vector<uint16_t> dense_rows(const QuantMatrix& m) {
-  const int64_t out = m.rows, in = m.cols;
-  std::vector<uint16_t> rows(static_cast<size_t>(out * in));
-  std::vector<float> f32(static_cast<size_t>(in));
-  for (int64_t r = 0; r < out; ++r) {
-    uint16_t* dst = rows.data() + r * in;
-    if (m.type == QuantType::BF16 || m.type == QuantType::F16) {
-      std::memcpy(dst, m.row(r), size_t(in) * 2);
-      continue;
-    }
-    const float* src = reinterpret_cast<const float*>(m.row(r));
-    if (m.type != QuantType::F32) {
-      dequantize_rows(m, r, 1, f32.data());
-      src = f32.data();
-    }
-    convert_from_f32(src, dst, DType::bf16, size_t(in));
-  }
-  return rows;
-}
-
 }  // namespace
 
 DeviceLinear::DeviceLinear(const Linear& l, const DeviceLoad& load)
@@ -54,22 +29,16 @@ DeviceLinear::DeviceLinear(const Linear& l, const DeviceLoad& load)
   if (kind_ == DeviceWeights::blocks) {
     // GGUF rows up as stored: regrouped ones (row_groups.h) turned back first.
     weight_ = DeviceBuffer(load.device, size_t(m.bytes()));
-    const uint8_t* bytes = static_cast<const uint8_t*>(m.data);
     std::vector<uint8_t> gguf_rows;
-    if (m.row_group != 0) {
-      gguf_rows.resize(size_t(m.bytes()));
-      AlignedBuffer<uint8_t> scratch;
-      for (int64_t r = 0; r < out_; ++r)
-        std::memcpy(gguf_rows.data() + r * m.row_bytes, row_of_group(m, r, scratch), size_t(m.row_bytes));
-      bytes = gguf_rows.data();
-    }
-    weight_.upload(bytes, weight_.bytes(), load.stream);  // pageable: staged before the call returns
+    if (m.row_group != 0) gguf_rows = device_gguf_rows(m);
+    // From pageable memory: staged before the call returns, so `gguf_rows` may go.
+    weight_.upload(m.row_group != 0 ? gguf_rows.data() : m.data, weight_.bytes(), load.stream);
     blocks_ = QuantMatrix{weight_.data(), m.type, out_, in_, m.row_bytes};
     panel_ = load.panel ? load.panel : std::make_shared<DequantPanel>(DequantPanel{load.device, {}});
     panel_rows_ = dequant_panel_rows(out_, in_);
     panel_->reserve(size_t(panel_rows_ * in_) * 2);
   } else {
-    const std::vector<uint16_t> rows = dense_rows(m);
+    const std::vector<uint16_t> rows = device_dense_rows(m);
     weight_ = DeviceBuffer(load.device, rows.size() * 2);
     weight_.upload(rows.data(), weight_.bytes(), load.stream);
     w_ = device_view(load.device, weight_.data(), m.type == QuantType::F16 ? DType::f16 : DType::bf16, {out_, in_});
@@ -105,7 +74,7 @@ void DeviceLinear::apply(const TensorView& x, const TensorView& y, GemmOptions o
 EmbeddingCuda make_device_embedding(const Embedding& embed, const DeviceLoad& load) {
   const QuantMatrix& m = embed.matrix();
   if (embedding_type_supported_cuda(m.type)) return EmbeddingCuda(embed, load.device, load.stream);
-  const std::vector<uint16_t> rows = dense_rows(m);  // uploaded before it goes: the copy is from pageable memory
+  const std::vector<uint16_t> rows = device_dense_rows(m);  // uploaded before it goes: the copy is from pageable memory
   if (load.rounding) load.rounding->count_expanded(m.type, m.bytes(), rows.size() * 2);
   const Embedding expanded(TensorView::contiguous(const_cast<uint16_t*>(rows.data()), DType::bf16, {m.rows, m.cols}),
                            "model.embed_tokens.weight");

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
+#include "core/aligned_buffer.h"
+#include "core/convert.h"
 #include "kernels/quant/cuda/dequant_cuda.h"
 #include "kernels/quant/cuda/gemv_cuda.h"
+#include "kernels/quant/row_groups.h"
 
 namespace attnzoo {
 
@@ -18,6 +22,34 @@ DeviceWeights device_weights(QuantType type) {
 DeviceProduct device_product(DeviceWeights w, int64_t rows) {
   if (w != DeviceWeights::blocks) return DeviceProduct::gemm;
   return rows <= kQuantGemvMaxRows ? DeviceProduct::gemv : DeviceProduct::dequant_gemm;
+}
+
+std::vector<uint8_t> device_gguf_rows(const QuantMatrix& w) {
+  std::vector<uint8_t> rows(static_cast<size_t>(w.bytes()));
+  AlignedBuffer<uint8_t> scratch;
+  for (int64_t r = 0; r < w.rows; ++r)
+    std::memcpy(rows.data() + r * w.row_bytes, row_of_group(w, r, scratch), size_t(w.row_bytes));
+  return rows;
+}
+
+std::vector<uint16_t> device_dense_rows(const QuantMatrix& w) {
+  const int64_t in = w.cols;
+  std::vector<uint16_t> rows(static_cast<size_t>(w.rows * in));
+  std::vector<float> f32(static_cast<size_t>(in));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    uint16_t* dst = rows.data() + r * in;
+    if (w.type == QuantType::BF16 || w.type == QuantType::F16) {
+      std::memcpy(dst, w.row(r), size_t(in) * 2);
+      continue;
+    }
+    const float* src = reinterpret_cast<const float*>(w.row(r));
+    if (w.type != QuantType::F32) {
+      dequantize_rows(w, r, 1, f32.data());  // the reference's values; regrouped rows read back as GGUF rows
+      src = f32.data();
+    }
+    convert_from_f32(src, dst, DType::bf16, size_t(in));
+  }
+  return rows;
 }
 
 int64_t dequant_panel_rows(int64_t rows, int64_t cols) {

@@ -13,9 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/quant_type.h"
+#include "kernels/quant/quant.h"
 
 namespace attnzoo {
 
@@ -25,6 +27,12 @@ DeviceWeights device_weights(QuantType type);
 enum class DeviceProduct : uint8_t { gemm, gemv, dequant_gemm };
 // How a step of `rows` activation rows multiplies weights kept as `w`.
 DeviceProduct device_product(DeviceWeights w, int64_t rows);
+
+// The bytes a GPU gets for w, on the host: `blocks` as GGUF rows (rows the CPU regrouped for its VNNI decode turned
+// back, row_of_group), the others as bf16 / f16 rows (16-bit rows as stored; f32 rounded; other GGUF formats
+// dequantized as dequantize_row_reference defines them, then rounded to nearest-even bf16).
+std::vector<uint8_t> device_gguf_rows(const QuantMatrix& w);
+std::vector<uint16_t> device_dense_rows(const QuantMatrix& w);
 
 // The shared bf16 panel's cap, and the rows of a [rows, cols] matrix expanded into it at a time.
 constexpr size_t kDequantPanelMaxBytes = size_t(64) << 20;
