@@ -92,6 +92,9 @@ TEST(DeviceWeights, ExpandedTensorsAreOneNotice) {
   EXPECT_EQ(expansion_notice(r, "cuda:0"),
             "attnzoo: 3 GGUF weight tensors (Q5_0, Q3_K) expanded to bf16 at load for cuda:0, which has no kernel "
             "for their blocks: 80.0 MiB there instead of 25.0\n");
+  EXPECT_EQ(panel_notice(0, "cuda:0"), "");
+  EXPECT_EQ(panel_notice(size_t(49152) * 576 * 2, "cuda:1"),
+            "attnzoo: 54.0 MiB on cuda:1 for the bf16 panel GGUF projections expand into for steps of more than 8 rows\n");
 }
 
 DecoderParts parts_of(const Model& m) { return dynamic_cast<const DecoderModel&>(m).parts(); }

@@ -74,6 +74,7 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
                  static_cast<long long>(rounded.tensors), device.str().c_str(), double(rounded.f32_bytes) / 2 / (1 << 20),
                  double(rounded.f32_bytes) / (1 << 20));
   std::fputs(expansion_notice(rounded, device.str()).c_str(), stderr);
+  std::fputs(panel_notice(load.panel->buffer.bytes(), device.str()).c_str(), stderr);
 }
 
 void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage,

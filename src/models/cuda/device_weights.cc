@@ -79,4 +79,14 @@ std::string expansion_notice(const WeightRounding& r, const std::string& device)
   return line;
 }
 
+std::string panel_notice(size_t panel_bytes, const std::string& device) {
+  if (panel_bytes == 0) return "";
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "attnzoo: %.1f MiB on %s for the bf16 panel GGUF projections expand into for steps of more than %lld "
+                "rows\n",
+                double(panel_bytes) / (1 << 20), device.c_str(), static_cast<long long>(kQuantGemvMaxRows));
+  return line;
+}
+
 }  // namespace attnzoo

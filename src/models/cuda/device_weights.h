@@ -49,5 +49,7 @@ struct WeightRounding {
 };
 // The one line on stderr about expanded tensors ("" when none); `device` as Device::str spells it.
 std::string expansion_notice(const WeightRounding& r, const std::string& device);
+// The line saying what the shared bf16 panel costs ("" for none: no block-quantized projection).
+std::string panel_notice(size_t panel_bytes, const std::string& device);
 
 }  // namespace attnzoo
