@@ -38,6 +38,10 @@ mkdir -p "$OUT"
 mv "$OUT.tar.xz.part" "$OUT/bundle.tar.xz"
 cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py scripts/check_linear_vs_torch.py \
   scripts/check_step_vs_torch.py "$OUT/"
+# The perplexity text (The Adventures of Sherlock Holmes, 594 KB, from setup.sh's Debian package) for gpu_check.sh's
+# GGUF perplexity on both devices.
+SHERLOCK=/usr/share/gocode/src/github.com/bkaradzic/go-lz4/testdata/pg1661.txt
+[ -f "$SHERLOCK" ] && cp "$SHERLOCK" "$OUT/" || echo "gpu_bundle.sh: no $SHERLOCK: gpu_check.sh's GGUF perplexity needs GPU_CHECK_TEXT" >&2
 # fla (flash-linear-attention's kernels, pure Python + Triton) for the linear cases' fla columns and gpu_peers.py's
 # linear-family peers: the image has triton and einops but not fla, and no network; .venv (or $ATTNZOO_PYTHON)
 # holds the pinned fla-core (requirements.txt).

@@ -5,7 +5,8 @@
 # check_vs_torch.py over the cases `attnzoo bench kernels --write-cases` writes, fla beside the linear ones), then
 # the CUDA kernel table (bench_cuda.json), then the peers beside it (gpu_peers.py: torch's SDPA, cuBLAS, fla,
 # mamba_ssm where present), then, as long as the time allows, compute-sanitizer's memcheck and racecheck on the
-# tests and what the compiled kernels hold (SASS tensor-core instructions). Every step's limit is cut to the
+# tests and what the compiled kernels hold (SASS tensor-core instructions). After the tests, the perplexity of a
+# GGUF on the CPU and the GPU (gguf_perplexity in gpu_check.json). Every step's limit is cut to the
 # budget left, and a step with too little left is skipped and recorded so. Writes gpu_check.log, gpu_check.json
 # (each step's exit status and seconds), tests.json (every test binary's results) and the steps' own JSON into
 # OUT_DIR (7 files: the device tool returns at most 8). Every step runs even when an earlier one fails, so on a
@@ -74,6 +75,39 @@ for t in "${cuda_tests[@]}"; do
   step "$name" 90 "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json"
 done
 
+# Issue 27's proof for GGUF weights: the perplexity of the SmolLM2 GGUF over the project's text (pg1661.txt, which
+# gpu_bundle.sh packs; GPU_CHECK_TEXT) on the CPU and on the GPU, within 0.5% of each other; both recorded in
+# gpu_check.json. The GGUF (scripts/setup.sh's .models/, or GPU_CHECK_GGUF) is 98 MB, past what travels to the GPU
+# machine with the tree: without it the step is skipped and recorded so. 4 windows of 512 tokens, bounded.
+GGUF=${GPU_CHECK_GGUF:-$HERE/../.models/SmolLM2-135M-Instruct.Q4_1.gguf}
+TEXT=${GPU_CHECK_TEXT:-$BUNDLE/pg1661.txt}
+ppl_json=null
+if [ -f "$GGUF" ] && [ -f "$TEXT" ]; then
+  for dev in cpu cuda; do
+    step_if_time "gguf-perplexity-$dev" 60 "${OURS[@]}" "$BUNDLE/attnzoo" perplexity -m "$GGUF" -f "$TEXT" -c 512 \
+      --chunks 4 --device "$dev"
+  done
+  # The last "Final estimate: PPL = X +/- Y" of each device's step in the log.
+  ppl_json=$(python3 - "$LOG" <<'PY'
+import json, re, sys
+log, ppl, dev = open(sys.argv[1]).read().splitlines(), {}, None
+for line in log:
+    m = re.match(r"=== gguf-perplexity-(cpu|cuda) \(limit", line)
+    if m:
+        dev = m.group(1)
+    m = re.search(r"Final estimate: PPL = ([0-9.]+)", line)
+    if m and dev:
+        ppl[dev] = float(m.group(1))
+if "cpu" in ppl and "cuda" in ppl:
+    ppl["relative_difference"] = abs(ppl["cuda"] - ppl["cpu"]) / ppl["cpu"]
+    ppl["within_0.5%"] = ppl["relative_difference"] <= 0.005
+print(json.dumps(ppl))
+PY
+)
+else
+  skip gguf-perplexity
+fi
+
 # fla (the bundle's, pure Python over the image's triton) for the linear cases' and the peers' fla columns; gguf-py
 # (pure Python over numpy) for the GEMV and embedding cases' GGUF block decoding.
 mkdir -p "$WORK/pylib"
@@ -119,6 +153,6 @@ PY
 {
   echo "{\"steps\": ["
   (IFS=,; echo "${steps[*]}")
-  echo "]}"
+  echo "], \"gguf_perplexity\": $ppl_json}"
 } > "$OUT_DIR/gpu_check.json"
 cat "$OUT_DIR/gpu_check.json"

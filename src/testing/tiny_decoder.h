@@ -1,8 +1,8 @@
 #pragma once
 // A small random Llama-family checkpoint with the GPU runner's head shape (head_dim 64): Llama, or Qwen3 with its
-// per-head q / k norms, or Qwen2 with q / k / v biases; bf16 or f32 tensors; extra config.json keys for the
-// features a test switches on. 2 layers, hidden 128, 4 query heads over 2 KV heads, vocabulary 97; normal draws
-// from a fixed seed, fan-in scaled, so greedy ties are practically impossible.
+// per-head q / k norms, or Qwen2 with q / k / v biases; bf16 or f32 tensors; extra config.json keys for the features
+// a test switches on; tied embeddings. 2 layers, hidden 128, 4 query heads over 2 KV heads, vocabulary 97; normal
+// draws from a fixed seed, fan-in scaled, so greedy ties are practically impossible.
 #include <cmath>
 #include <random>
 #include <string>
@@ -23,6 +23,7 @@ struct TinyDecoder {
   std::string extra_config;    // more keys, each followed by a comma: "\"sliding_window\": 8, "
   int64_t head_dim = 64;
   uint32_t seed = 11;
+  bool tied = false;  // no lm_head.weight: the head reads the embedding table
 };
 
 inline constexpr int64_t kTinyDecoderVocab = 97;
@@ -33,9 +34,10 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
              R"({"architectures": [")" + t.architecture + R"("], "model_type": ")" + t.model_type + R"(", )" +
                  t.extra_config + R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": )" + std::to_string(D) + R"(, "vocab_size": 97,
-  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false})");
+  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": )" + std::string(t.tied ? "true" : "false") + "}");
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
-      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}};
+  if (!t.tied) shapes.push_back({"lm_head.weight", {V, H}});
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
     for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{

@@ -7,7 +7,6 @@
 #include "core/error.h"
 #include "kernels/softmax/decode.h"
 #include "layers/attention_layer.h"
-#include "layers/cuda/embedding_cuda.h"
 #include "layers/mlp.h"
 
 namespace attnzoo {
@@ -18,11 +17,11 @@ namespace {
                       ") runs on the CPU only so far");
 }
 
-// Dense weights go up as bf16 / f16 (f32 rounded to bf16); GGUF blocks would need the dequantizing GEMM.
+// Every format the CPU computes with goes up (device_weights.h): dense as bf16 / f16, GGUF blocks as they are or
+// expanded to bf16 at load.
 void check_projection(const DecoderParts& p, const Linear& l) {
   const QuantType t = l.matrix().type;
-  if (t != QuantType::F32 && t != QuantType::BF16 && t != QuantType::F16)
-    refuse(p, std::string("GGUF ") + quant_type_name(t) + " weights", l.name());
+  if (!quant_supported(t)) refuse(p, std::string("GGUF ") + quant_type_name(t) + " weights", l.name());
 }
 
 void check_norm(const DecoderParts& p, const std::optional<RmsNorm>& n, const char* what, const std::string& where) {
@@ -66,7 +65,8 @@ void check_decoder_runs_on_cuda(const DecoderParts& p) {
   if (o.logits_scale != 1.f) refuse(p, "a logits multiplier");
   if (o.final_logit_softcap != 0.f) refuse(p, "the final logit softcap");
   if (o.residual_scale != 1.f) refuse(p, "a residual multiplier");
-  if (!embedding_type_supported_cuda(p.embed->matrix().type))
+  // Tables the CUDA gather does not read go up expanded to bf16 (make_device_embedding).
+  if (!quant_supported(p.embed->matrix().type))
     refuse(p, std::string("a ") + quant_type_name(p.embed->matrix().type) + " embedding table");
   if (p.norm->mean_centered()) refuse(p, "mean-centred (LayerNorm) norms", "model.norm");
   check_projection(p, *p.lm_head);

@@ -16,7 +16,8 @@ namespace attnzoo {
 // model the runner does not cover: anything but pre-norm blocks of softmax attention (optional q/k/v/o biases,
 // Qwen3's per-head q/k RMSNorm, RoPE or NoPE, sliding windows, attention-logit softcap) and a gated MLP; Gemma's /
 // OLMo 2's extra norms, parallel or postnorm blocks, MoE and other mixers, output gates, sinks, query temperature,
-// logit / residual multipliers, head dims other than 64 / 128 / 256, GGUF block-quantized projections.
+// logit / residual multipliers, head dims other than 64 / 128 / 256. Weights and token tables of every format the
+// CPU computes with go up (device_weights.h, make_device_embedding).
 void check_decoder_runs_on_cuda(const DecoderParts& parts);
 
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32

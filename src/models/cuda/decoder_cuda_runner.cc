@@ -53,8 +53,9 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
       workspace_(device) {
   const DeviceGuard guard(device);
   WeightRounding rounded;
-  const DeviceLoad load{device, current_stream(), kv_dtype == DType::f16 ? DType::f16 : DType::bf16, &rounded};
-  embed_ = EmbeddingCuda(*p.embed, device, load.stream);
+  const DeviceLoad load{device, current_stream(), kv_dtype == DType::f16 ? DType::f16 : DType::bf16, &rounded,
+                        std::make_shared<DequantPanel>(DequantPanel{device, {}})};
+  embed_ = make_device_embedding(*p.embed, load);
   for (const DecoderBlock& b : *p.blocks) {
     DeviceBlock d;
     d.input_norm = RmsNormCuda(*b.input_norm, device, load.stream);
@@ -72,6 +73,8 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
                  "significant bits instead of 24: logits agree with the CPU's f32 run to bf16 tolerance)\n",
                  static_cast<long long>(rounded.tensors), device.str().c_str(), double(rounded.f32_bytes) / 2 / (1 << 20),
                  double(rounded.f32_bytes) / (1 << 20));
+  std::fputs(expansion_notice(rounded, device.str()).c_str(), stderr);
+  std::fputs(panel_notice(load.panel->buffer.bytes(), device.str()).c_str(), stderr);
 }
 
 void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage,

@@ -1,8 +1,9 @@
 // The Llama family's decoder on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
 // of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
 // paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
-// within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped without a
-// GPU; the host half (refusals, plans) is models/decoder_cuda_plan_test.cc.
+// within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie; the same for tiny
+// GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head). Skipped without a GPU; the host half
+// (refusals, plans) is models/decoder_cuda_plan_test.cc and models/decoder_cuda_gguf_test.cc.
 #include "models/cuda/decoder_cuda_runner.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,9 @@
 #include "core/error.h"
 #include "models/model.h"
 #include "testing/device_test_util.h"
+#include "layers/matmul_precision.h"
 #include "testing/tiny_decoder.h"
+#include "testing/tiny_gguf.h"
 
 namespace attnzoo {
 namespace {
@@ -24,13 +27,13 @@ using testing::TinyDecoder;
 
 constexpr int64_t V = testing::kTinyDecoderVocab;
 
-std::unique_ptr<Model> load(const ScratchDir& dir, Device device, uint64_t shuffle_seed) {
+std::unique_ptr<Model> load(const std::string& path, Device device, uint64_t shuffle_seed) {
   LoadOptions o;
   o.pool.device = device;
   o.pool.kv_dtype = DType::bf16;  // the same cache rounding on both sides
   o.pool.bytes = 32 << 20;
   o.pool.shuffle_seed = shuffle_seed;
-  return Model::load(dir.str(), o);
+  return Model::load(path, o);
 }
 
 int64_t argmax(const float* row) { return std::max_element(row, row + V) - row; }
@@ -66,10 +69,9 @@ struct Side {
   }
 };
 
-void run_scenario(const TinyDecoder& t) {
-  ScratchDir dir;
-  write_tiny_decoder(dir, t);
-  Side cpu{load(dir, Device::cpu(), 3), {}}, gpu{load(dir, Device::cuda(), 5), {}};
+// The model at `path` (a checkpoint directory or a GGUF file), `t` its tiny decoder.
+void run_scenario_at(const std::string& path, const TinyDecoder& t, const std::string& name) {
+  Side cpu{load(path, Device::cpu(), 3), {}}, gpu{load(path, Device::cuda(), 5), {}};
   std::mt19937 rng(t.seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
   auto ids = [&](int n) {
@@ -81,7 +83,6 @@ void run_scenario(const TinyDecoder& t) {
     cpu.seqs.push_back(cpu.model->new_sequence());
     gpu.seqs.push_back(gpu.model->new_sequence());
   }
-  const std::string name = t.architecture + " " + t.dtype;
 
   // A ragged prefill: every row's logits.
   const std::vector<std::vector<int32_t>> prompts = {ids(37), ids(5), ids(70)};
@@ -109,6 +110,23 @@ void run_scenario(const TinyDecoder& t) {
   expect_close(cpu.step(chunk, {3}, false), gpu.step(chunk, {3}, false), name + " chunk after a prefix");
 }
 
+void run_scenario(const TinyDecoder& t) {
+  ScratchDir dir;
+  write_tiny_decoder(dir, t);
+  run_scenario_at(dir.str(), t, t.architecture + " " + t.dtype);
+}
+
+// GGUF blocks: the GPU multiplies f32 / bf16 activations (decode rows through the quantized GEMV, longer steps
+// through bf16-expanded panels), so the CPU is held to f32 products (its "auto" would take 8-bit activations,
+// ~0.5% per projection, a different rounding than the one under test). The scenario's decode steps (3 and 6 rows)
+// take the GEMV, its prefills and chunks the panels, the single-row heads the GEMV and the all-rows ones a panel.
+void run_gguf_scenario(const TinyDecoder& t, QuantType type, const TensorPolicy& overrides = {}) {
+  const ScopedMatmulPrecision f32_products(MatmulPrecision::highest);
+  ScratchDir dir;
+  run_scenario_at(testing::write_tiny_gguf(dir, t, type, overrides), t,
+                  std::string("GGUF ") + quant_type_name(type) + (t.tied ? " tied" : ""));
+}
+
 TEST(DecoderCudaRunner, LlamaMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{});
@@ -131,12 +149,33 @@ TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
                            .extra_config = "\"sliding_window\": 24, ", .seed = 14});
 }
 
+// Every projection Q8_0 blocks.
+TEST(DecoderCudaRunner, AQ8_0GgufMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_gguf_scenario(TinyDecoder{.seed = 15}, QuantType::Q8_0);
+}
+
+// Q4_K blocks (o, down), Q5_0 expanded to bf16 at load (q / k / v, gate, up: rows of 128), a Q5_0 token table
+// (which the gather does not read: expanded too) and a Q8_0 head.
+TEST(DecoderCudaRunner, AQ4_KGgufWithExpandedFallbacksMatchesTheCpu) {
+  REQUIRE_GPU();
+  TensorPolicy q5_table;
+  q5_table.token_embedding_type = QuantType::Q5_0;
+  run_gguf_scenario(TinyDecoder{.seed = 16}, QuantType::Q4_K, q5_table);
+}
+
+// No output.weight: the head multiplies the Q8_0 token table.
+TEST(DecoderCudaRunner, ATiedGgufHeadReadsTheQuantizedTable) {
+  REQUIRE_GPU();
+  run_gguf_scenario(TinyDecoder{.seed = 17, .tied = true}, QuantType::Q8_0);
+}
+
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
   REQUIRE_GPU();
   ScratchDir dir;
   write_tiny_decoder(dir, TinyDecoder{.head_dim = 32});
   try {
-    load(dir, Device::cuda(), 0);
+    load(dir.str(), Device::cuda(), 0);
     FAIL() << "head_dim 32 was taken";
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("device: head_dim 32"), std::string::npos) << e.what();

@@ -1,28 +1,40 @@
 #pragma once
-// A projection whose weights live on a GPU, as gemm_cuda multiplies them: W [out, in] bf16 / f16 as the checkpoint
-// stores it (f32 rounded to bf16 at load, counted for the one notice), bias f32 [out] or none.
+// A projection whose weights live on a GPU, kept as device_weights.h chooses: W [out, in] bf16 / f16 as gemm_cuda
+// multiplies it (f32 rounded to bf16 and GGUF formats no kernel reads expanded to bf16 at load, both counted for
+// the notices), or GGUF blocks as the file stores them, multiplied by the quantized GEMV (steps of up to 8 rows)
+// or expanded slice by slice into a shared bf16 panel for gemm_cuda (longer steps). Bias f32 [out] or none.
 #include <cstdint>
+#include <memory>
 
 #include "core/device.h"
 #include "core/tensor.h"
+#include "kernels/quant/quant.h"
+#include "layers/cuda/embedding_cuda.h"
 #include "layers/cuda/gemm_cuda.h"
+#include "layers/embedding.h"
 #include "layers/linear.h"
+#include "models/cuda/device_weights.h"
 
 namespace attnzoo {
 
-// What rounding f32 checkpoints to bf16 cost, for the one notice at load.
-struct WeightRounding {
-  int64_t tensors = 0;
-  uint64_t f32_bytes = 0;
+// The bf16 panel every GGUF projection of a model expands its blocks into for a long step (the layers run one
+// after another on one stream). Sized at load for the largest slice, so a step allocates nothing.
+struct DequantPanel {
+  Device device;
+  DeviceBuffer buffer;
+  void reserve(size_t bytes) {
+    if (buffer.bytes() < bytes) buffer = DeviceBuffer(device, bytes);
+  }
 };
 
 // What building a model's device blocks needs: where, on which stream, the 16-bit dtype of the attention's
-// activations (the cache's), and the rounding tally.
+// activations (the cache's), the tally for the load notices, and the shared panel (made on first need when null).
 struct DeviceLoad {
   Device device;
   Stream stream;
   DType act_dtype = DType::bf16;
   WeightRounding* rounding = nullptr;
+  std::shared_ptr<DequantPanel> panel;
 };
 
 class DeviceLinear {
@@ -30,16 +42,27 @@ class DeviceLinear {
   DeviceLinear() = default;
   DeviceLinear(const Linear& l, const DeviceLoad& load);
 
-  int64_t out_features() const { return w_.shape[0]; }
-  int64_t in_features() const { return w_.shape[1]; }
+  int64_t out_features() const { return out_; }
+  int64_t in_features() const { return in_; }
+  DeviceWeights weights() const { return kind_; }
   // y [T, out] (=|+=) x [T, in] Wᵀ + bias, on `stream`.
-  void apply(const TensorView& x, const TensorView& y, GemmOptions opts, Stream stream) const {
-    gemm_cuda(x, w_, bias_.empty() ? nullptr : &bias_, y, opts, stream);
-  }
+  void apply(const TensorView& x, const TensorView& y, GemmOptions opts, Stream stream) const;
 
  private:
+  void apply_panels(const TensorView& x, const TensorView& y, GemmOptions opts, Stream stream) const;
+
+  DeviceWeights kind_ = DeviceWeights::dense;
+  int64_t out_ = 0, in_ = 0;
+  Device device_;
   DeviceBuffer weight_, bias_bytes_;
-  TensorView w_, bias_;
+  TensorView w_, bias_;                  // w_: dense and expanded weights
+  QuantMatrix blocks_;                   // blocks: GGUF rows on the device
+  std::shared_ptr<DequantPanel> panel_;  // blocks
+  int64_t panel_rows_ = 0;
 };
+
+// The token table on the device: as stored where the CUDA gather reads its format, else (Q4_1, Q5_0, Q5_K, ...)
+// expanded to bf16 at load, counted with the projections for the notice.
+EmbeddingCuda make_device_embedding(const Embedding& embed, const DeviceLoad& load);
 
 }  // namespace attnzoo

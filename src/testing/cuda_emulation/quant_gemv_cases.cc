@@ -6,7 +6,7 @@
 // a few blocks, a tile of 2048 plus a tail, and past a tile; rows that are whole 16-byte vectors take the 16-byte
 // loads, and cases moving w's base 4 and 2 bytes off a vector take the 4- and 2-byte ones. x f32 or bf16 with padded
 // rows (padded by 4: f32 rows of whole 16-byte vectors, copied by cp.async; by 5: loaded); y starts as NaN with padded rows whose bytes must stay untouched; w sits in an allocation of exactly its
-// bytes, so an over-read of a row fails.
+// bytes, so an over-read of a row fails. The epilogue: f16 x, a bias, bf16 / f16 y, accumulating into y.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,6 +64,9 @@ struct GemvCase {
   DType x_dtype = DType::f32;
   int64_t w_offset = 0;  // bytes between the allocation's (256-byte aligned) start and w
   int64_t x_pad = 5;     // elements after each x row: 4 keeps f32 rows whole 16-byte vectors (the async copies)
+  // The epilogue: y's dtype, + bias, + y's own value.
+  DType y_dtype = DType::f32;
+  bool bias = false, accumulate = false;
 };
 
 // The paths a case took: the weight loads' width (16, 4 or 2 bytes) and whether x came by cp.async.
@@ -75,7 +78,8 @@ struct Paths {
 std::string label(const GemvCase& c) {
   return std::string(quant_type_name(c.type)) + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
          " K=" + std::to_string(c.K) + " x " + dtype_name(c.x_dtype) + " pad " + std::to_string(c.x_pad) + " w+" +
-         std::to_string(c.w_offset);
+         std::to_string(c.w_offset) + " y " + dtype_name(c.y_dtype) + (c.bias ? " +bias" : "") +
+         (c.accumulate ? " +=" : "");
 }
 
 // A test of every path must know it took each.
@@ -89,12 +93,25 @@ Paths check(const GemvCase& c, uint64_t seed) {
   w.data = w_mem.data() + c.w_offset;
 
   StridedOperand x(c.x_dtype, {c.M, c.K}, seed + 1, {c.K + c.x_pad, 1});
-  StridedOperand y(DType::f32, {c.M, c.N}, 0, {c.N + 3, 1});
-  std::memset(y.host.data(), 0xFF, y.host.size());
-  y.upload();
-  TensorView xv = x.device_view(), yv = y.device_view();
-  xv.device = yv.device = Device::cuda();
-  const QuantGemvProblem p = make_quant_gemv_cuda_problem(w, Device::cuda(), xv, yv);
+  // Accumulating: y starts as values it must add to; else as NaN, every element of which must be overwritten.
+  StridedOperand y(c.y_dtype, {c.M, c.N}, seed + 2, {c.N + 3, 1});
+  if (!c.accumulate) {
+    std::memset(y.host.data(), 0xFF, y.host.size());
+    y.upload();
+  }
+  const std::vector<float> y_before = [&] {
+    std::vector<float> v(size_t(c.M * (c.N + 3)));
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t n = 0; n < c.N; ++n) v[size_t(m * (c.N + 3) + n)] = y.at(m * (c.N + 3) + n);
+    return v;
+  }();
+  StridedOperand bias(DType::f32, {c.N}, seed + 3);
+  TensorView xv = x.device_view(), yv = y.device_view(), bv = bias.device_view();
+  xv.device = yv.device = bv.device = Device::cuda();
+  QuantGemvEpilogue epilogue;
+  epilogue.bias = c.bias ? &bv : nullptr;
+  epilogue.accumulate = c.accumulate;
+  const QuantGemvProblem p = make_quant_gemv_cuda_problem(w, Device::cuda(), xv, yv, epilogue);
   const GemvLaunch l = plan_quant_gemv(p);
   EXPECT_FALSE(l.empty);
   cuda_emulation::seed_schedule(seed);
@@ -112,8 +129,12 @@ Paths check(const GemvCase& c, uint64_t seed) {
         want += prod;
         abs_sum += std::fabs(prod);
       }
+      // The epilogue's terms join the sum's bound; a 16-bit y adds its rounding (half an ulp: 2^-9 / 2^-12 relative).
+      if (c.bias) want += bias.at(n), abs_sum += std::fabs(bias.at(n));
+      if (c.accumulate) want += y_before[size_t(m * (c.N + 3) + n)], abs_sum += std::fabs(y_before[size_t(m * (c.N + 3) + n)]);
+      const double rounding = c.y_dtype == DType::bf16 ? 1.0 / 256 : c.y_dtype == DType::f16 ? 1.0 / 2048 : 0;
       const float got = y.at(m * (c.N + 3) + n);
-      if (!(std::fabs(double(got) - want) <= 1e-5 * abs_sum + 1e-6)) {  // NaN fails too
+      if (!(std::fabs(double(got) - want) <= 1e-5 * abs_sum + 1e-6 + rounding * std::fabs(want))) {  // NaN fails too
         ADD_FAILURE() << "row " << n << " activation row " << m << ": got " << got << ", want " << want
                       << " (sum |w x| " << abs_sum << ")";
         return {l.params.w_load_bytes, l.params.x_async};  // one row says it; the rest would repeat it
@@ -148,6 +169,12 @@ void check_format(QuantType t) {
   // Past a tile, w moved 4 and 2 bytes off a 16-byte boundary: 4-byte loads, then 2-byte ones, whatever the rows.
   EXPECT_EQ(run({t, 1, 5, ks(t)[2], DType::f32, 4}, seed++).w_load_bytes, 4);
   EXPECT_EQ(run({t, 1, 5, ks(t)[2], DType::f32, 2}, seed++).w_load_bytes, 2);
+  // The epilogue as a model's projections use it: bias into a 16-bit y from f16 x (attention q / k / v), and
+  // accumulated into an f32 y (the residual), with and without a bias.
+  run({t, 3, 37, ks(t)[0], DType::f16, 0, 5, DType::bf16, true, false}, seed++);
+  run({t, 1, 37, ks(t)[1], DType::bf16, 0, 5, DType::f16, true, false}, seed++);
+  run({t, 8, 37, ks(t)[0], DType::f32, 0, 4, DType::f32, false, true}, seed++);
+  run({t, 2, 37, ks(t)[1], DType::f32, 0, 5, DType::f32, true, true}, seed++);
   EXPECT_TRUE(widths.count(16)) << "no case with aligned w took the 16-byte loads";
   EXPECT_EQ(x_async.size(), 2u) << "x took only one of its paths";
 }
@@ -217,9 +244,15 @@ TEST(CudaQuantGemvEmulated, RefusesByName) {
   TensorView host_x = view(xs, 1, 64);
   host_x.device = Device::cpu();
   expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, host_x, view(ys, 1, 4)); }, "x: lives on cpu");
-  TensorView x16 = view(xs, 1, 64);
-  x16.dtype = DType::f16;
-  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, x16, view(ys, 1, 4)); }, "x: takes float32 or bfloat16");
+  TensorView x_i32 = view(xs, 1, 64);
+  x_i32.dtype = DType::i32;
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, x_i32, view(ys, 1, 4)); }, "x: takes float32, bfloat16 or float16");
+  std::vector<float> short_bias(3);
+  TensorView bias = TensorView::contiguous(short_bias.data(), DType::f32, {3});
+  bias.device = gpu;
+  QuantGemvEpilogue with_bias;
+  with_bias.bias = &bias;
+  expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 64), view(ys, 1, 4), with_bias); }, "bias: must be [4]");
   QuantMatrix odd = w;
   odd.data = raw.data() + 1;
   expect_refusal([&] { make_quant_gemv_cuda_problem(odd, gpu, view(xs, 1, 64), view(ys, 1, 4)); }, "w: data must be 2-byte aligned");

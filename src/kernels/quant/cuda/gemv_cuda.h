@@ -22,8 +22,18 @@ struct QuantGemvProblem {
   const void* x = nullptr;  // [M, K], rows x_stride elements apart
   DType x_dtype = DType::f32;
   int64_t x_stride = 0;
-  float* y = nullptr;  // [M, N] f32, rows y_stride elements apart
+  void* y = nullptr;  // [M, N], rows y_stride elements apart
+  DType y_dtype = DType::f32;
   int64_t y_stride = 0;
+  const float* bias = nullptr;  // [N] or null
+  bool accumulate = false;
+};
+
+// What the GEMV does with a row's sums, gemm_cuda's epilogue: + bias [N] (f32, contiguous, on w's device), then
+// + y's own value when accumulating (the residual stream fused into an output projection), rounded to y's dtype.
+struct QuantGemvEpilogue {
+  const TensorView* bias = nullptr;
+  bool accumulate = false;
 };
 
 constexpr int64_t kQuantGemvMaxRows = 8;  // activation rows per call
@@ -34,12 +44,12 @@ bool quant_gemv_cuda_supported(QuantType type);
 // Every refusal, before any CUDA call: w's format one the kernels compute with, its rows plain GGUF rows (not
 // regrouped), BF16 / F16 rows a multiple of 32 long, its data on a CUDA `w_device` and 2-byte aligned (every
 // block size is even; 16-byte loads are taken where rows are whole 16-byte vectors, 4-byte ones where they are
-// whole words); x float32 or bfloat16 [M, K] with K = w.cols, 1 <= M <= 8 (M = 0: nothing to do),
-// rows contiguous; y float32 [M, N], N = w.rows, rows contiguous, overlapping neither x nor w; x and y on w's
-// device. ArgumentError /
-// DTypeError naming the argument (w, x, y).
+// whole words); x float32, bfloat16 or float16 [M, K] with K = w.cols, 1 <= M <= 8 (M = 0: nothing to do),
+// rows contiguous; y float32, bfloat16 or float16 [M, N], N = w.rows, rows contiguous, overlapping neither x nor
+// w; bias float32 [N] contiguous; x, y and bias on w's device. ArgumentError / DTypeError naming the argument
+// (w, x, y, bias).
 QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_device, const TensorView& x,
-                                              const TensorView& y);
+                                              const TensorView& y, const QuantGemvEpilogue& epilogue = {});
 
 // Runs a problem make_quant_gemv_cuda_problem returned, on `stream` (defined in gemv.cu, CUDA builds only).
 void quant_gemv_cuda(const QuantGemvProblem& p, Stream stream);

@@ -2,13 +2,15 @@
 // against the CPU's definition of each format (dequantize_row_reference) times x in double precision, within the
 // f32 GEMV's bound (1e-5 of sum |w x|), through the public entry quant_gemv_tensors with device tensors (so the
 // device branch, the plan and the launch are all exercised). Every format, M = 1, 3 and 8 (x f32, and bf16 at
-// M = 3), N = 37 and 4096 x 14336 rows' shapes cut to 64 rows (K past several tiles). Compiled by g++ in every
+// M = 3), N = 37 and 4096 x 14336 rows' shapes cut to 64 rows (K past several tiles); the epilogue (bias, accumulation,
+// bf16 y) through the kernel's own entry. Compiled by g++ in every
 // CUDA build: no CUDA headers here.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/device.h"
@@ -40,10 +42,10 @@ TEST(CudaQuantGemv, RefusesWhatItDoesNotDo) {
                                        "x: M=9 rows");
   testing::expect_error<ArgumentError>(
       [&] { make_quant_gemv_cuda_problem(w, Device::cpu(), view(xs, 1, 512), view(ys, 1, 4)); }, "w: lives on cpu");
-  TensorView y_bf16 = view(ys, 1, 4);
-  y_bf16.dtype = DType::bf16;
-  testing::expect_error<DTypeError>([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 512), y_bf16); },
-                                    "y: takes float32");
+  TensorView y_i32 = view(ys, 1, 4);
+  y_i32.dtype = DType::i32;
+  testing::expect_error<DTypeError>([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 512), y_i32); },
+                                    "y: takes float32, bfloat16 or float16");
   QuantMatrix q3 = w;
   q3.type = QuantType::Q3_K;
   testing::expect_error<ArgumentError>([&] { make_quant_gemv_cuda_problem(q3, gpu, view(xs, 1, 512), view(ys, 1, 4)); },
@@ -106,6 +108,50 @@ TEST(CudaQuantGemv, MatchesTheCpuDefinitionOfEveryFormat) {
 TEST(CudaQuantGemv, CoversEveryRowCount) {
   REQUIRE_GPU();
   for (int64_t N : {1, 7, 8, 9, 4097}) check(QuantType::Q4_0, 2, N, 512, DType::f32, 7 + uint64_t(N));
+}
+
+// The epilogue a model's projections use: + bias and + y into an f32 y (the residual stream), and + bias into a
+// bf16 y from f16 x (attention's q / k / v), against the same double product.
+TEST(CudaQuantGemv, AddsBiasAndAccumulatesIntoF32Or16BitOutputs) {
+  REQUIRE_GPU();
+  const int64_t M = 3, N = 37, K = 2304;
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_K, N, K, 91);
+  const QuantMatrix w_host = make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_K, N, K, "w");
+  DeviceBuffer w_dev(Device::cuda(), raw.size());
+  w_dev.upload(raw.data(), raw.size());
+  QuantMatrix w = w_host;
+  w.data = w_dev.data();
+  const HostTensor bias(DType::f32, {N}, 92);
+  const OnDevice bias_d(bias);
+  for (const auto& [x_dtype, y_dtype, accumulate] :
+       {std::tuple{DType::f32, DType::f32, true}, std::tuple{DType::f16, DType::bf16, false}}) {
+    SCOPED_TRACE(std::string("x ") + dtype_name(x_dtype) + " y " + dtype_name(y_dtype));
+    const HostTensor x(x_dtype, {M, K}, 93);
+    HostTensor y(y_dtype, {M, N}, 94);
+    std::vector<float> y_before(static_cast<size_t>(M * N));
+    for (int64_t i = 0; i < M * N; ++i) y_before[size_t(i)] = y.at(i);
+    if (!accumulate) testing::fill_nan_bytes(y);
+    const OnDevice xd(x), yd(y);
+    QuantGemvEpilogue epilogue;
+    epilogue.bias = &bias_d.view;
+    epilogue.accumulate = accumulate;
+    quant_gemv_cuda(make_quant_gemv_cuda_problem(w, Device::cuda(), xd.view, yd.view, epilogue), current_stream());
+    yd.download(y);
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t n = 0; n < N; ++n) {
+      dequantize_row_reference(QuantType::Q4_K, w_host.row(n), row.data(), K);
+      for (int64_t m = 0; m < M; ++m) {
+        double want = bias.at(n) + (accumulate ? y_before[size_t(m * N + n)] : 0.0), abs_sum = std::fabs(want);
+        for (int64_t k = 0; k < K; ++k) {
+          const double prod = double(row[size_t(k)]) * double(x.at(m * K + k));
+          want += prod;
+          abs_sum += std::fabs(prod);
+        }
+        const double rounding = y_dtype == DType::bf16 ? std::fabs(want) / 256 : 0;
+        ASSERT_LE(std::fabs(double(y.at(m * N + n)) - want), 1e-5 * abs_sum + 1e-6 + rounding) << "row " << n << ", " << m;
+      }
+    }
+  }
 }
 
 #endif  // ATTNZOO_WITH_CUDA

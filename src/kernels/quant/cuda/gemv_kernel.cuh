@@ -6,12 +6,14 @@
 //
 // A block of kWarps warps owns kRowsPerBlock consecutive rows of w, kRowsPerWarp per warp, and walks K in tiles
 // of kTileElems, two buffers of each: while tile t is decoded, each warp's copies of its rows' bytes of tile t + 1
-// and the block's of x [M, tile t + 1] (f32, cp.async; bf16 is loaded and converted instead) are in flight. After
+// and the block's of x [M, tile t + 1] (f32, cp.async; bf16 / f16 is loaded and converted instead) are in flight. After
 // tile t's copies have landed and a barrier, each lane decodes its weights (gemv_formats.cuh: elements
 // 4 lane .. 4 lane + 3 of each 128) and FMAs them with the kM activations (the bucket's rows past M are zeros whose
 // sums are dropped, so the products need no branch) into kRowsPerWarp x kM f32 sums. At the end one butterfly reduction per sum, and
-// lane 0 writes the row's outputs.
+// lane 0 writes the row's outputs: + bias, + y's value when accumulating, rounded to y's dtype (gemm_cuda's
+// epilogue, so a projection needs no second pass).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -25,6 +27,21 @@
 
 namespace attnzoo::cuda_quant {
 
+// Element i of an f32 / bf16 / f16 array (x, or y when accumulating), and y's stores rounded to its dtype.
+__device__ __forceinline__ float load_value(const void* a, DType dtype, int64_t i) {
+  if (dtype == DType::bf16) return __bfloat162float(static_cast<const __nv_bfloat16*>(a)[i]);
+  if (dtype == DType::f16) return __half2float(static_cast<const __half*>(a)[i]);
+  return static_cast<const float*>(a)[i];
+}
+__device__ __forceinline__ void store_value(void* a, DType dtype, int64_t i, float v) {
+  if (dtype == DType::bf16)
+    static_cast<__nv_bfloat16*>(a)[i] = __float2bfloat16_rn(v);
+  else if (dtype == DType::f16)
+    static_cast<__half*>(a)[i] = __float2half_rn(v);
+  else
+    static_cast<float*>(a)[i] = v;
+}
+
 #if defined(ATTNZOO_CUDA_EMULATION)
 // The emulator's: the same bytes, alignment- and bounds-checked, so an over-read of a row fails the case.
 inline unsigned short load_weights2(const unsigned char* p) {
@@ -34,23 +51,31 @@ inline unsigned short load_weights2(const unsigned char* p) {
   std::memcpy(&v, p, 2);
   return v;
 }
-inline void store_y(float* y, float v) {
-  cuda_emulation::check_global(y, 4, "y store");
-  *y = v;
+inline float load_x(const void* x, DType dtype, int64_t i) {
+  cuda_emulation::check_global(static_cast<const unsigned char*>(x) + i * int64_t(dtype_size(dtype)), dtype_size(dtype), "x load");
+  return load_value(x, dtype, i);
 }
-inline float load_x(const void* x, bool bf16, int64_t i) {
-  cuda_emulation::check_global(static_cast<const unsigned char*>(x) + i * (bf16 ? 2 : 4), bf16 ? 2 : 4, "x load");
-  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : static_cast<const float*>(x)[i];
+inline float load_y(const void* y, DType dtype, int64_t i) {
+  cuda_emulation::check_global(static_cast<const unsigned char*>(y) + i * int64_t(dtype_size(dtype)), dtype_size(dtype), "y load");
+  return load_value(y, dtype, i);
+}
+inline float load_bias(const float* bias, int64_t n) {
+  cuda_emulation::check_global(bias + n, 4, "bias load");
+  return bias[n];
+}
+inline void store_y(void* y, DType dtype, int64_t i, float v) {
+  cuda_emulation::check_global(static_cast<unsigned char*>(y) + i * int64_t(dtype_size(dtype)), dtype_size(dtype), "y store");
+  store_value(y, dtype, i, v);
 }
 #else
 // Weights are read once: streaming loads (evict-first), which keep L2 for the activations every block reads.
 __device__ __forceinline__ unsigned short load_weights2(const unsigned char* p) {
   return __ldcs(reinterpret_cast<const unsigned short*>(p));
 }
-__device__ __forceinline__ void store_y(float* y, float v) { *y = v; }
-__device__ __forceinline__ float load_x(const void* x, bool bf16, int64_t i) {
-  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(x)[i]) : static_cast<const float*>(x)[i];
-}
+__device__ __forceinline__ float load_x(const void* x, DType dtype, int64_t i) { return load_value(x, dtype, i); }
+__device__ __forceinline__ float load_y(const void* y, DType dtype, int64_t i) { return load_value(y, dtype, i); }
+__device__ __forceinline__ float load_bias(const float* bias, int64_t n) { return bias[n]; }
+__device__ __forceinline__ void store_y(void* y, DType dtype, int64_t i, float v) { store_value(y, dtype, i, v); }
 #endif
 
 // Four activations in one 16-byte shared-memory load (the project's own type: the emulator has no float4).
@@ -96,7 +121,7 @@ __device__ __forceinline__ void stage_x(const Params& p, int64_t k0, int elems, 
         sm80::cp_async_16(sm80::smem_u32(xs + m * kTileElems + c), src + c, true);
     } else {
       for (int c = int(threadIdx.x); c < elems; c += kThreads)
-        xs[m * kTileElems + c] = load_x(p.x, p.x_bf16, m * p.x_stride + k0 + c);
+        xs[m * kTileElems + c] = load_x(p.x, p.x_dtype, m * p.x_stride + k0 + c);
     }
   }
 }
@@ -168,8 +193,13 @@ __device__ __forceinline__ void quant_gemv_cta(const Params& p, unsigned char* s
     if (row0 + r >= p.N) break;
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      const float s = warp_sum(acc[r][m]);
-      if (lane == 0 && m < p.M) store_y(p.y + m * p.y_stride + row0 + r, s);
+      float s = warp_sum(acc[r][m]);
+      if (lane == 0 && m < p.M) {
+        const int64_t at = m * p.y_stride + row0 + r;
+        if (p.bias) s += load_bias(p.bias, row0 + r);
+        if (p.accumulate) s += load_y(p.y, p.y_dtype, at);
+        store_y(p.y, p.y_dtype, at, s);
+      }
     }
   }
 }

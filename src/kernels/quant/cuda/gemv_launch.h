@@ -21,10 +21,13 @@ struct Params {
   const unsigned char* w;
   int64_t w_row_bytes;
   const void* x;
-  bool x_bf16;
+  DType x_dtype;
   int64_t x_stride;
-  float* y;
+  void* y;
+  DType y_dtype;
   int64_t y_stride;
+  const float* bias;  // or null
+  bool accumulate;
   int M;
   int64_t N, K;
   int w_load_bytes;  // 16, 4 or 2: the widest that divides w's base and its row length

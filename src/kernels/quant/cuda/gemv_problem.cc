@@ -53,7 +53,7 @@ bool quant_gemv_cuda_supported(QuantType type) {
 }
 
 QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_device, const TensorView& x,
-                                              const TensorView& y) {
+                                              const TensorView& y, const QuantGemvEpilogue& epilogue) {
   require(quant_gemv_cuda_supported(w.type), "w", [&] {
     return std::string("format ") + quant_type_name(w.type) +
            " has no CUDA GEMV (BF16, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K do)";
@@ -74,9 +74,11 @@ QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_dev
 
   require_on(x, "x", w_device);
   require_on(y, "y", w_device);
-  if (x.dtype != DType::f32 && x.dtype != DType::bf16)
-    throw DTypeError(std::string("x: takes float32 or bfloat16, got ") + dtype_name(x.dtype));
-  if (y.dtype != DType::f32) throw DTypeError(std::string("y: takes float32, got ") + dtype_name(y.dtype));
+  auto float_dtype = [](DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; };
+  if (!float_dtype(x.dtype))
+    throw DTypeError(std::string("x: takes float32, bfloat16 or float16, got ") + dtype_name(x.dtype));
+  if (!float_dtype(y.dtype))
+    throw DTypeError(std::string("y: takes float32, bfloat16 or float16, got ") + dtype_name(y.dtype));
   require(x.ndim == 2, "x", [&] { return "must be [M, K] (2-D), got " + x.shape_str(); });
   const int64_t M = x.shape[0];
   require(M >= 0 && M <= kQuantGemvMaxRows, "x", [&] {
@@ -92,15 +94,27 @@ QuantGemvProblem make_quant_gemv_cuda_problem(const QuantMatrix& w, Device w_dev
   p.x = x.data;
   p.x_dtype = x.dtype;
   p.x_stride = row_stride(x, "x", M, w.cols);
-  p.y = static_cast<float*>(y.data);
+  p.y = y.data;
+  p.y_dtype = y.dtype;
   p.y_stride = row_stride(y, "y", M, w.rows);
+  p.accumulate = epilogue.accumulate;
+  if (const TensorView* b = epilogue.bias) {
+    require_on(*b, "bias", w_device);
+    if (b->dtype != DType::f32) throw DTypeError(std::string("bias: takes float32, got ") + dtype_name(b->dtype));
+    require(b->ndim == 1 && b->shape[0] == w.rows && (b->strides[0] == 1 || w.rows <= 1), "bias",
+            [&] { return "must be [" + str(w.rows) + "] contiguous, got " + b->shape_str(); });
+    require(b->data != nullptr || w.rows == 0, "bias", "data is null");
+    require(reinterpret_cast<uintptr_t>(b->data) % 4 == 0, "bias", "data must be aligned to its element size on CUDA");
+    p.bias = static_cast<const float*>(b->data);
+  }
   require(reinterpret_cast<uintptr_t>(x.data) % dtype_size(x.dtype) == 0, "x",
           "data must be aligned to its element size on CUDA");
-  require(reinterpret_cast<uintptr_t>(y.data) % 4 == 0, "y", "data must be aligned to its element size on CUDA");
+  require(reinterpret_cast<uintptr_t>(y.data) % dtype_size(y.dtype) == 0, "y",
+          "data must be aligned to its element size on CUDA");
   require((x.data != nullptr && y.data != nullptr) || M * w.rows == 0, "x", "data is null");
   // Every block reads all of x and its rows of w until its last tile; y is written at the end, so a y over
   // either would be read after another block wrote it.
-  const Extent y_bytes = extent(p.y, M, p.N, p.y_stride, 4);
+  const Extent y_bytes = extent(p.y, M, p.N, p.y_stride, dtype_size(p.y_dtype));
   require(!overlap(y_bytes, extent(p.x, M, p.K, p.x_stride, dtype_size(p.x_dtype))), "y", "overlaps x");
   require(!overlap(y_bytes, extent(p.w, p.N, p.w_row_bytes, p.w_row_bytes, 1)), "y", "overlaps w");
   const int64_t blocks = (w.rows + cuda_quant::kRowsPerBlock - 1) / cuda_quant::kRowsPerBlock;
@@ -132,10 +146,13 @@ GemvLaunch plan_quant_gemv(const QuantGemvProblem& p) {
   k.w = static_cast<const unsigned char*>(p.w);
   k.w_row_bytes = p.w_row_bytes;
   k.x = p.x;
-  k.x_bf16 = p.x_dtype == DType::bf16;
+  k.x_dtype = p.x_dtype;
   k.x_stride = p.x_stride;
   k.y = p.y;
+  k.y_dtype = p.y_dtype;
   k.y_stride = p.y_stride;
+  k.bias = p.bias;
+  k.accumulate = p.accumulate;
   k.M = int(p.M);
   k.N = p.N, k.K = p.K;
   // The widest load that divides both w's base and its row length: every row and tile start then keeps it.
