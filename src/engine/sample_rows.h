@@ -4,6 +4,7 @@
 // decode step on the GPU never brings its [rows, vocab] logits to the host.
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "core/tensor.h"
 #include "engine/sampler.h"
@@ -17,5 +18,13 @@ namespace attnzoo {
 // (ArgumentError naming logits, temperature or context_ids), with the row.
 void sample_rows(const TensorView& logits, std::span<Sampler* const> samplers,
                  std::span<const std::span<const int32_t>> contexts, std::span<int32_t> out);
+
+// The engine's form: sampler i reads logits row logit_rows[i] (several samplers may read one row: the n samples
+// forked from one prompt), and a row the sampler refuses (NaN, +inf, all -inf, an overflowing temperature) fails
+// alone: out[i] = -1 and errors[i] the CPU sampler's message, while the other rows are sampled (errors[i] is
+// cleared for them). The argument checks, and an id of contexts outside the vocabulary, still throw.
+void sample_rows(const TensorView& logits, std::span<const int64_t> logit_rows, std::span<Sampler* const> samplers,
+                 std::span<const std::span<const int32_t>> contexts, std::span<int32_t> out,
+                 std::span<std::string> errors);
 
 }  // namespace attnzoo

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/tensor.h"
 #include "engine/scheduler_state.h"
 #include "models/model.h"
 
@@ -304,9 +305,7 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   }
   // An empty span would ask for every row: a step of prefill chunks only asks for one and ignores it.
   if (rows.empty()) rows.push_back(0);
-  const size_t V = size_t(model_.info().vocab_size);
-  if (logits_.size() < rows.size() * V) logits_.resize(rows.size() * V);
-  const std::span<float> logits(logits_.data(), rows.size() * V);
+  TensorView logits;  // where the model left them: on a GPU they stay there and only the sampled ids come back
   // Prefixes were looked up at admission; the step's blocks are reserved here, as planned, and the model only
   // computes over the tables it is handed.
   batch.reuse_cached_prefix = false;
@@ -314,7 +313,7 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   for (int64_t s = 0; s < batch.num_sequences(); ++s) step_counts_[size_t(s)] = batch.seq_len(s);
   try {
     cache_->reserve(batch.sequences, step_counts_);
-    model_.forward(batch, rows, logits);
+    logits = model_.forward_logits(batch, rows, logits_);
   } catch (const PoolExhausted&) {
     for (size_t i = 0; i < planned.size(); ++i)
       if (guesses[i] > 0 && planned[i].sample->seq) cache_->clear_checkpoints(*planned[i].sample->seq);
@@ -336,26 +335,29 @@ void Scheduler::run(const std::vector<Planned>& planned, StepReport& report) {
   }
   const auto now = EngineClock::now();
   ++counters_.steps;
+  std::vector<StepRow>& step_rows = step_rows_;
+  step_rows.clear();
   for (size_t i = 0; i < planned.size(); ++i) {
     const Planned& p = planned[i];
     const bool decode = (p.num_tokens == 1 || p.guesses > 0) && p.sample->generated > 0;
     if (!decode) counters_.prompt_tokens += p.num_tokens;
     if (row_of[i] < 0 || p.sample->finished) continue;
-    const float* row = logits.data() + size_t(row_of[i]) * V;
     RequestState& r = *p.request;
     if (guesses[i] > 0) {
-      verify(r, *p.sample, length_before[i], row, now);
+      step_rows.push_back({&r, p.sample, row_of[i], guesses[i] + 1, length_before[i]});
       continue;
     }
     if (!r.forked) {
       fork_samples(r);
       if (r.done()) continue;  // forking failed
+      // The n samples read the prompt's one row, each with its own sampler and context.
       for (auto& s : r.samples)
-        if (!s->finished) sample_next(r, *s, row, now);
+        if (!s->finished) step_rows.push_back({&r, s.get(), row_of[i]});
     } else {
-      sample_next(r, *p.sample, row, now);
+      step_rows.push_back({&r, p.sample, row_of[i]});
     }
   }
+  sample_step(logits, now);
 }
 
 }  // namespace attnzoo

@@ -15,8 +15,10 @@
 #include <list>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "core/tensor.h"
 #include "engine/engine_options.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -91,7 +93,10 @@ class Scheduler {
   void admit_waiting(std::vector<Planned>& planned, int64_t& budget, StepReport& report);
   void preempt(RequestState& r, std::vector<Planned>& planned, int64_t& budget);
   void run(const std::vector<Planned>& planned, StepReport& report);
-  void sample_next(RequestState& r, Sample& s, const float* logits, EngineClock::time_point now);
+  // The step's tokens from its logits (Model::forward_logits, on the host or a GPU): the plain samples in one
+  // sample_rows call where the logits are, then, in step order, each sample's token committed, the speculative
+  // rows verified and the logprobs rows sampled on the host (on a GPU only those rows are copied down).
+  void sample_step(const TensorView& logits, EngineClock::time_point now);
   // Records one new token of a sample (logprobs from its row), with the stop checks; finishes the sample if so.
   void commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row, EngineClock::time_point now);
   // Up to num_speculative_tokens guesses for a decoding sample, within `budget` extra tokens; how many.
@@ -128,9 +133,27 @@ class Scheduler {
   std::vector<int64_t> step_counts_;
   std::vector<RequestState*> running_order_;
   std::vector<Planned> tentative_;
-  // The step's batch and logits, reused: the model writes into them without a vocabulary-sized vector per step.
+  // The step's batch and host logits, reused: the model writes into them without a vocabulary-sized vector per
+  // step (on a GPU, logits_ holds only the rows copied down: verification and logprobs).
   Batch batch_;
   std::vector<float> logits_;
+  // A sample with a row of the step's logits to read: its next token, or (verify_rows > 0) the rows of its
+  // pending token and guesses, verified. In step order, the n samples of a fork one after another.
+  struct StepRow {
+    RequestState* request;
+    Sample* sample;
+    int64_t row;
+    int64_t verify_rows = 0;
+    int64_t length_before = 0;  // the sequence's length before a verification pass
+  };
+  std::vector<StepRow> step_rows_;
+  // sample_rows' arguments and results for the step's plain samples (step_rows_ entries draw_of_).
+  std::vector<size_t> draw_of_;
+  std::vector<int64_t> draw_rows_;
+  std::vector<Sampler*> draw_samplers_;
+  std::vector<std::span<const int32_t>> draw_contexts_;
+  std::vector<int32_t> draw_tokens_;
+  std::vector<std::string> draw_errors_;
   std::function<void()> before_outputs_;
 };
 

@@ -2,7 +2,9 @@
 // outputs, aborts and failures.
 #include <algorithm>
 
+#include "core/device.h"
 #include "engine/logprobs.h"
+#include "engine/sample_rows.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_state.h"
 #include "models/model.h"
@@ -39,17 +41,80 @@ void Scheduler::fork_samples(RequestState& r) {
   r.forked = true;
 }
 
-void Scheduler::sample_next(RequestState& r, Sample& s, const float* logits, EngineClock::time_point now) {
+void Scheduler::sample_step(const TensorView& logits, EngineClock::time_point now) {
   const int64_t V = model_.info().vocab_size;
-  const std::span<const float> row(logits, size_t(V));
-  int32_t token;
-  try {
-    token = s.sampler->sample(row, s.tokens);
-  } catch (const std::exception& e) {
-    fail(r, std::string("sampling failed: ") + e.what());
-    return;
+  const bool on_device = logits.device.is_cuda();
+  // Verification and logprobs read whole rows on the host: on a GPU those rows alone come down, each into its
+  // own place in logits_ (which forward_logits sized for every row).
+  const float* host = on_device ? logits_.data() : logits.ptr<const float>();
+  const auto needs_host = [](const StepRow& e) { return e.verify_rows > 0 || e.request->request.params.logprobs; };
+  if (on_device) {
+    int64_t copied = -1;  // the n samples of a fork share a row: it comes down once
+    for (const StepRow& e : step_rows_) {
+      if (!needs_host(e) || e.row == copied) continue;
+      const int64_t count = std::max<int64_t>(e.verify_rows, 1);
+      for (int64_t k = 0; k < count; ++k)
+        copy_bytes(logits_.data() + size_t(e.row + k) * size_t(V), Device::cpu(),
+                   logits.ptr<const float>() + (e.row + k) * logits.stride(0), logits.device, size_t(V) * sizeof(float),
+                   current_stream());
+      copied = e.row;
+    }
   }
-  commit_token(r, s, token, row, now);
+  // Every plain sample in one call where the logits are; a row the sampler refuses fails its request alone.
+  draw_of_.clear();
+  draw_rows_.clear();
+  draw_samplers_.clear();
+  draw_contexts_.clear();
+  for (size_t k = 0; k < step_rows_.size(); ++k) {
+    const StepRow& e = step_rows_[k];
+    if (needs_host(e)) continue;
+    draw_of_.push_back(k);
+    draw_rows_.push_back(e.row);
+    draw_samplers_.push_back(e.sample->sampler.get());
+    draw_contexts_.emplace_back(e.sample->tokens);
+  }
+  draw_tokens_.resize(draw_rows_.size());
+  draw_errors_.resize(draw_rows_.size());
+  std::string call_failed;
+  if (!draw_rows_.empty()) {
+    try {
+      sample_rows(logits, draw_rows_, draw_samplers_, draw_contexts_, draw_tokens_, draw_errors_);
+    } catch (const std::exception& e) {
+      call_failed = e.what();
+    }
+  }
+  size_t d = 0;
+  for (size_t k = 0; k < step_rows_.size(); ++k) {
+    const StepRow& e = step_rows_[k];
+    RequestState& r = *e.request;
+    Sample& s = *e.sample;
+    const float* row = host + size_t(e.row) * size_t(V);
+    const bool drawn = d < draw_of_.size() && draw_of_[d] == k;
+    const size_t at = d;
+    if (drawn) ++d;
+    if (s.finished) continue;  // its request failed on an earlier sample of the fork
+    if (e.verify_rows > 0) {
+      verify(r, s, e.length_before, row, now);
+      continue;
+    }
+    int32_t token = -1;
+    std::string why;
+    if (drawn) {
+      token = draw_tokens_[at];
+      why = call_failed.empty() ? draw_errors_[at] : call_failed;
+    } else {
+      try {
+        token = s.sampler->sample(std::span(row, size_t(V)), s.tokens);
+      } catch (const std::exception& ex) {
+        why = ex.what();
+      }
+    }
+    if (!why.empty()) {
+      fail(r, "sampling failed: " + why);
+      continue;
+    }
+    commit_token(r, s, token, drawn ? std::span<const float>() : std::span(row, size_t(V)), now);
+  }
 }
 
 void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "core/error.h"
 #include "loader/load_error.h"
@@ -137,6 +138,15 @@ ForwardScratch& forward_scratch() {
   return s;
 }
 
+// The rows a forward call asks for: every token's when logits_indices is empty.
+std::span<const int64_t> wanted_rows(const Batch& in, std::span<const int64_t> logits_indices) {
+  if (!logits_indices.empty()) return logits_indices;
+  std::vector<int64_t>& all = forward_scratch().all_rows;
+  all.resize(size_t(in.num_tokens()));
+  for (size_t t = 0; t < all.size(); ++t) all[t] = int64_t(t);
+  return all;
+}
+
 }  // namespace
 
 void Model::prepare(Batch& batch) const {
@@ -151,7 +161,7 @@ std::vector<float> Model::forward(const Batch& batch, bool last_only) const {
   else
     for (int64_t t = 0; t < batch.num_tokens(); ++t) rows.push_back(t);
   std::vector<float> logits(rows.size() * size_t(info().vocab_size));
-  forward_rows(batch, rows, logits.data());
+  forward_rows(batch, rows, logits.data(), /*leave_on_device=*/false);
   return logits;
 }
 
@@ -163,18 +173,20 @@ std::vector<float> Model::forward(const Batch& in, std::span<const int64_t> logi
 }
 
 void Model::forward(const Batch& in, std::span<const int64_t> logits_indices, std::span<float> logits) const {
-  std::span<const int64_t> wanted = logits_indices;
-  if (wanted.empty()) {
-    std::vector<int64_t>& all = forward_scratch().all_rows;
-    all.resize(size_t(in.num_tokens()));
-    for (size_t t = 0; t < all.size(); ++t) all[t] = int64_t(t);
-    wanted = all;
-  }
+  const std::span<const int64_t> wanted = wanted_rows(in, logits_indices);
   const size_t need = wanted.size() * size_t(info().vocab_size);
   if (logits.size() != need)
     throw ArgumentError("logits: expected " + std::to_string(need) + " floats ([" + std::to_string(wanted.size()) +
                         ", " + std::to_string(info().vocab_size) + "]), got " + std::to_string(logits.size()));
-  forward_rows(in, wanted, logits.data());
+  forward_rows(in, wanted, logits.data(), /*leave_on_device=*/false);
+}
+
+TensorView Model::forward_logits(const Batch& in, std::span<const int64_t> logits_indices,
+                                 std::vector<float>& host) const {
+  const std::span<const int64_t> wanted = wanted_rows(in, logits_indices);
+  const size_t need = wanted.size() * size_t(info().vocab_size);
+  if (host.size() < need) host.resize(need);
+  return forward_rows(in, wanted, host.data(), /*leave_on_device=*/true);
 }
 
 void Model::rollback(Sequence& seq, int64_t length) const {
@@ -190,10 +202,11 @@ void Model::rollback(Sequence& seq, int64_t length) const {
   if (at == length) return;
   Batch batch;
   batch.add(seq, std::span(tokens).subspan(size_t(at)));
-  forward_rows(batch, {}, nullptr);
+  forward_rows(batch, {}, nullptr, /*leave_on_device=*/false);
 }
 
-void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float* logits) const {
+TensorView Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float* host,
+                               bool leave_on_device) const {
   const ModelInfo& mi = info();
   validate_batch(in, mi, *cache_);
   const int64_t S = in.num_sequences(), V = mi.vocab_size;
@@ -258,6 +271,12 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
   // layers, the tokens run in pieces that end on the snapshot boundaries.
   const int64_t interval = cache_->has_state() && cache_->options().prefix_caching ? cache_->snapshot_interval_tokens() : 0;
   const bool per_token_checkpoints = in.checkpoint_each_token && cache_->has_state();
+  // A GPU model's rows can stay where its head wrote them only when one run computes them all, in the caller's
+  // order; otherwise each piece's rows come down to their places in `host`.
+  leave_on_device = leave_on_device && runner_ && interval == 0 && !per_token_checkpoints &&
+                    std::adjacent_find(wanted.begin(), wanted.end(), std::greater_equal<int64_t>()) == wanted.end();
+  TensorView result;
+  if (!wanted.empty()) result = TensorView::contiguous(host, DType::f32, {int64_t(wanted.size()), V});
   Piece& p = w.piece;
   while (true) {
     p.batch.clear();
@@ -290,13 +309,28 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
         rows.push_back(int64_t(i));
         dest.push_back(out_row[size_t(p.source[i])]);
       }
-    if (in_place) {
-      compute(p.batch, rows, logits);
+    if (runner_) {
+      const TensorView got = runner_->run(p.batch, rows, *storage_);
+      if (leave_on_device && in_place && rows.size() == wanted.size()) {
+        result = got;
+      } else if (!rows.empty()) {
+        // Runs of consecutive destinations come down in one copy each (the whole piece when in place).
+        const size_t row_bytes = size_t(V) * sizeof(float);
+        for (size_t i = 0; i < rows.size();) {
+          size_t n = 1;
+          while (i + n < rows.size() && dest[i + n] == dest[i] + int64_t(n)) ++n;
+          copy_bytes(host + size_t(dest[i]) * size_t(V), Device::cpu(), got.ptr<const float>() + i * size_t(V),
+                     got.device, n * row_bytes, current_stream());
+          i += n;
+        }
+      }
+    } else if (in_place) {
+      run(p.batch, rows, host);
     } else {
       w.piece_logits.resize(rows.size() * size_t(V));
-      compute(p.batch, rows, w.piece_logits.data());
+      run(p.batch, rows, w.piece_logits.data());
       for (size_t i = 0; i < rows.size(); ++i)
-        std::copy_n(w.piece_logits.data() + i * size_t(V), V, logits + size_t(dest[i]) * size_t(V));
+        std::copy_n(w.piece_logits.data() + i * size_t(V), V, host + size_t(dest[i]) * size_t(V));
     }
     for (int64_t s = 0; s < p.batch.num_sequences(); ++s) {
       cache_->advance(*p.batch.sequences[size_t(s)],
@@ -304,6 +338,7 @@ void Model::forward_rows(const Batch& in, std::span<const int64_t> wanted, float
       if (per_token_checkpoints) cache_->checkpoint(*p.batch.sequences[size_t(s)]);
     }
   }
+  return result;
 }
 
 std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {
@@ -319,11 +354,6 @@ std::vector<LayerTrace> Model::trace(std::span<const int32_t> ids) const {
   cache_->reserve(batch.sequences, std::span(&n, 1));
   prepare(batch);
   return run_trace(batch);
-}
-
-void Model::compute(const Batch& batch, std::span<const int64_t> rows, float* logits) const {
-  if (runner_) return runner_->run(batch, rows, *storage_, logits);
-  run(batch, rows, logits);
 }
 
 std::unique_ptr<DeviceRunner> Model::make_device_runner(Device device, DType) const {

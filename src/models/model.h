@@ -104,6 +104,14 @@ class Model {
   // with a reused Batch (Batch::clear) and logits buffer, a decode step allocates nothing once the first step has
   // sized the per-thread workspaces, except where a sequence's own token list or block table must grow.
   void forward(const Batch& batch, std::span<const int64_t> logits_indices, std::span<float> logits) const;
+  // The same rows left where the model computed them, f32 [rows, vocab]: the runner's device memory for a model
+  // on a GPU (valid until its next forward pass, ready in order on the current stream), so a caller that samples
+  // there (engine/sample_rows.h) brings only the ids back; `host` otherwise (grown to [rows, vocab] when smaller,
+  // never shrunk: a reused vector keeps a decode step allocation-free). A batch computed in pieces (a recurrent
+  // model snapshotting its state for the prefix cache, per-token checkpoints) or rows asked out of packed order
+  // are gathered into `host` on every device.
+  TensorView forward_logits(const Batch& batch, std::span<const int64_t> logits_indices,
+                            std::vector<float>& host) const;
 
   // Speculative decoding's rollback, one operation: `seq` back at `length` tokens (a length it had), its memory
   // as if it had only ever seen those. Paged (softmax / MLA) memory is truncated, blocks past it freed; recurrent
@@ -133,11 +141,10 @@ class Model {
   // Fills the batch's block tables, slot mapping and state slots from the bookkeeping (its new tokens reserved)
   // and brings the memory up to date with it (the queued moves), so run() only computes.
   void prepare(Batch& batch) const;
-  // forward() with the rows already resolved, logits [wanted.size(), vocab]: `wanted` empty computes no logits
-  // at all (and `logits` may be null).
-  void forward_rows(const Batch& batch, std::span<const int64_t> wanted, float* logits) const;
-  // run() where the model computes: the device runner when the pool is on a GPU.
-  void compute(const Batch& batch, std::span<const int64_t> rows, float* logits) const;
+  // forward() with the rows already resolved, logits [wanted.size(), vocab] into `host`, or left in the device
+  // runner's memory (leave_on_device, where the batch runs in one piece and its rows in packed order); returns
+  // where they are. `wanted` empty computes no logits at all (`host` may be null; the view is empty).
+  TensorView forward_rows(const Batch& batch, std::span<const int64_t> wanted, float* host, bool leave_on_device) const;
   std::shared_ptr<CacheManager> cache_;
   std::unique_ptr<CacheStorage> storage_;
   std::unique_ptr<DeviceRunner> runner_;  // null: run() on the host

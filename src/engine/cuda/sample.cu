@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/cuda_check.h"
@@ -23,13 +24,15 @@ size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 }  // namespace
 }  // namespace cuda_sample
 
-void sample_rows_cuda(const TensorView& logits, std::span<Sampler* const> samplers,
-                      std::span<const std::span<const int32_t>> contexts, std::span<int32_t> out, Stream stream) {
+void sample_rows_cuda(const TensorView& logits, std::span<const int64_t> logit_rows, std::span<Sampler* const> samplers,
+                      std::span<const std::span<const int32_t>> contexts, std::span<int32_t> out,
+                      std::span<std::string> errors, Stream stream) {
   using namespace cuda_sample;
-  const int64_t rows = logits.shape[0], vocab = logits.shape[1];
+  // `rows`: the sampled rows, one CTA each (the logits may hold fewer when samples share a row).
+  const int64_t rows = int64_t(samplers.size()), vocab = logits.shape[1];
   if (rows == 0) return;
-  require(rows <= INT32_MAX, "logits", "has too many rows for one launch");
-  const SamplePlan plan = plan_samples(vocab, samplers, contexts);
+  require(rows <= INT32_MAX, "samplers", "are too many rows for one launch");
+  const SamplePlan plan = plan_samples(vocab, samplers, contexts, logit_rows);
   const DeviceGuard on(logits.device);
   const auto s = static_cast<cudaStream_t>(stream.handle);
 
@@ -69,7 +72,10 @@ void sample_rows_cuda(const TensorView& logits, std::span<Sampler* const> sample
              "cudaMemcpyAsync");
   scratch.finish();
   cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-  for (int64_t r = 0; r < rows; ++r) raise_row_status(back[size_t(rows + r)], r);
+  if (errors.empty())
+    for (int64_t r = 0; r < rows; ++r) raise_row_status(back[size_t(rows + r)], r);
+  else
+    for (int64_t r = 0; r < rows; ++r) errors[size_t(r)] = row_status_message(back[size_t(rows + r)], r);
   for (int64_t r = 0; r < rows; ++r) out[size_t(r)] = back[size_t(r)];
 }
 

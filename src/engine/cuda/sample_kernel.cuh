@@ -185,7 +185,7 @@ __device__ void sample_row(const SampleParams& p) {
   __shared__ RowScratch s;
   const int32_t row = int32_t(blockIdx.x), vocab = p.vocab;
   const RowSettings r = p.rows[row];
-  const float* in = p.logits + int64_t(row) * p.row_stride;
+  const float* in = p.logits + int64_t(r.logits_row) * p.row_stride;
   float* x = p.work + int64_t(row) * vocab;
   int32_t* out = p.out + row;
 

@@ -5,7 +5,7 @@
 
 namespace attnzoo::cuda_sample {
 
-constexpr int kThreads = 256;  // one CTA per row of logits
+constexpr int kThreads = 256;  // one CTA per sampled row (several may read one row of logits)
 constexpr int kWarps = kThreads / 32;
 
 // Why a row has no token: the CPU sampler's refusals (engine/sampler.cc), reported per row.
@@ -20,6 +20,7 @@ struct RowSettings {
   float repetition_penalty, presence_penalty, frequency_penalty;
   int32_t top_k;            // 0: off (k >= vocab is off too, as on the CPU: the plan writes 0)
   int32_t penalty_begin, penalty_end;  // this row's (id, count) pairs in SampleParams::penalties
+  int32_t logits_row;       // the row of SampleParams::logits it reads (the n samples of one prompt share one)
 };
 
 struct PenaltyEntry {
@@ -39,7 +40,7 @@ struct SampleParams {
   int32_t vocab;
   const RowSettings* rows;
   const PenaltyEntry* penalties;
-  float* work;           // [rows, vocab]: each row after penalties and temperature
+  float* work;           // [rows, vocab]: each sampled row after penalties and temperature
   Candidate* candidates;  // [rows, vocab]: the candidates of filtered rows, in id order
   int32_t* out;          // [rows]: the token, or -1 where status says why not
   int32_t* status;       // [rows]: RowStatus

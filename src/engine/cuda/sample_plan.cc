@@ -9,12 +9,13 @@
 namespace attnzoo::cuda_sample {
 
 SamplePlan plan_samples(int64_t vocab, std::span<Sampler* const> samplers,
-                        std::span<const std::span<const int32_t>> contexts) {
+                        std::span<const std::span<const int32_t>> contexts, std::span<const int64_t> logit_rows) {
   require(vocab > 0, "logits", "is empty");
   require(vocab <= INT32_MAX, "logits", "has more entries than token ids can name");
   require(contexts.size() == samplers.size(), "contexts",
           "needs one per row: " + std::to_string(contexts.size()) + " for " + std::to_string(samplers.size()) +
               " rows");
+  require(logit_rows.empty() || logit_rows.size() == samplers.size(), "logit_rows", "needs one per sampler");
   SamplePlan plan;
   plan.rows.reserve(samplers.size());
   std::vector<int32_t> sorted;
@@ -34,6 +35,9 @@ SamplePlan plan_samples(int64_t vocab, std::span<Sampler* const> samplers,
     s.frequency_penalty = sp.frequency_penalty;
     s.top_k = sp.top_k > 0 && sp.top_k < vocab ? int32_t(sp.top_k) : 0;
     s.penalty_begin = s.penalty_end = int32_t(plan.penalties.size());
+    const int64_t row = logit_rows.empty() ? int64_t(r) : logit_rows[r];
+    require(row >= 0 && row <= INT32_MAX, "logit_rows", "entry " + std::to_string(r) + " is out of range");
+    s.logits_row = int32_t(row);
     const bool penalised = sp.repetition_penalty != 1.f || sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f;
     if (penalised && !contexts[r].empty()) {
       sorted.assign(contexts[r].begin(), contexts[r].end());
@@ -53,16 +57,19 @@ SamplePlan plan_samples(int64_t vocab, std::span<Sampler* const> samplers,
   return plan;
 }
 
-void raise_row_status(int32_t status, int64_t row) {
-  const std::string at = " (row " + std::to_string(row) + ")";
+std::string row_status_message(int32_t status, int64_t row) {
   switch (status) {
-    case kRowOk: return;
-    case kRowNan: throw ArgumentError("logits: contain NaN" + at);
-    case kRowPosInf: throw ArgumentError("logits: contain +inf" + at);
-    case kRowAllNegInf: throw ArgumentError("logits: are all -inf: no token can be sampled" + at);
-    case kRowOverflow: throw ArgumentError("temperature: is so small that the scaled logits overflow" + at);
+    case kRowOk: return {};
+    case kRowNan: return "logits: contain NaN";
+    case kRowPosInf: return "logits: contain +inf";
+    case kRowAllNegInf: return "logits: are all -inf: no token can be sampled";
+    case kRowOverflow: return "temperature: is so small that the scaled logits overflow";
     default: throw DeviceError("sampling kernel: row " + std::to_string(row) + " returned status " + std::to_string(status));
   }
+}
+
+void raise_row_status(int32_t status, int64_t row) {
+  if (status != kRowOk) throw ArgumentError(row_status_message(status, row) + " (row " + std::to_string(row) + ")");
 }
 
 }  // namespace attnzoo::cuda_sample

@@ -24,8 +24,7 @@ struct DeviceBlock {
 class DecoderCudaRunner final : public DeviceRunner {
  public:
   DecoderCudaRunner(const DecoderParts& p, Device device, DType kv_dtype);
-  void run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage,
-           float* logits) const override;
+  TensorView run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage) const override;
 
  private:
   // A step's buffers are sized from its token count: grown when a bigger step comes, never shrunk.
@@ -77,8 +76,8 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   std::fputs(panel_notice(load.panel->buffer.bytes(), device.str()).c_str(), stderr);
 }
 
-void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage,
-                            float* logits) const {
+TensorView DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows,
+                                  const CacheStorage& storage) const {
   const DeviceGuard guard(device_);
   const Stream s = current_stream();
   const int64_t T = batch.num_tokens(), H = hidden_;
@@ -118,7 +117,7 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
   // consecutive rows (usually one run, or one row per sequence).
   const int64_t R = int64_t(rows.size());
-  if (R == 0) return;
+  if (R == 0) return {};
   grow(picked_, size_t(R * H) * 4);
   grow(logits_, size_t(R * vocab_) * 4);
   const size_t row_bytes = size_t(H) * 4;
@@ -133,7 +132,7 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   norm_.forward(picked, picked, s);
   const TensorView out = step.view(logits_.data(), DType::f32, {R, vocab_});
   lm_head_.apply(picked, out, {}, s);
-  copy_bytes(logits, Device::cpu(), logits_.data(), device_, size_t(R * vocab_) * 4, s);  // waits for the step
+  return out;
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // The Llama family's decoder (Llama, Qwen2's q/k/v biases, Qwen3's q/k norms, Mistral's windows, SmolLM's NoPE
 // layers ...) computing on an NVIDIA GPU: DecoderModel's blocks run as the layers/cuda/ kernels, the projections
 // on gemm_cuda, attention on the softmax family's CUDA prefill and paged decode, the K/V written into the pool's
-// device memory. A step is one copy of its metadata up, every layer's launches on the current stream with no
-// wait, and one copy of the requested logits rows down.
+// device memory. A step is one copy of its metadata up and every layer's launches on the current stream with no
+// wait; the requested logits rows stay in device memory for the caller (the engine samples them there).
 //
 // Numerics: the residual stream, norms, MLP activations and logits are f32; projections multiply bf16 / f16
 // weights (f32 checkpoints rounded to bf16 at load, with a notice) by activations rounded to the weight's dtype;
