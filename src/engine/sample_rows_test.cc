@@ -1,6 +1,7 @@
 // sample_rows on host logits is Sampler::sample row by row (errors naming the row); its checks come before any
 // device is asked for, and device logits reach the GPU branch (here: the named error of a build or machine
-// without one). The GPU's own results: engine/cuda/sample_cuda_test.cc and the emulated kernel's cases.
+// without one). The engine's form: samplers sharing a row, refused rows reported alone. The GPU's own results:
+// engine/cuda/sample_cuda_test.cc and the emulated kernel's cases.
 #include "engine/sample_rows.h"
 
 #include <gtest/gtest.h>
@@ -68,6 +69,67 @@ TEST(SampleRows, ChecksNameTheArgumentAndTheRow) {
   logits[13] = 0.f;
   // A device the build or the machine cannot reach is said so by name; validation came first.
   expect_error<DeviceError>([&] { sample_rows(on_gpu, two, contexts, out); }, "cuda:0");
+}
+
+TEST(SampleRows, SamplersSharingARowDrawEachFromTheirOwnGenerator) {
+  const int64_t rows = 2, vocab = 40;
+  std::vector<float> logits(size_t(rows * vocab));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  for (float& x : logits) x = normal(rng);
+  const TensorView v = TensorView::contiguous(logits.data(), DType::f32, {rows, vocab});
+  // Three samplers on row 1 (a prompt's n = 3 samples, seeds apart, contexts apart), one greedy on row 0.
+  std::vector<SamplingParams> params(4);
+  for (size_t i = 0; i < 4; ++i) {
+    params[i].temperature = i == 0 ? 0.f : 1.3f;
+    params[i].seed = 50 + i;
+    params[i].repetition_penalty = 1.2f;
+  }
+  std::vector<Sampler> samplers(params.begin(), params.end());
+  Sampler* ptrs[] = {&samplers[0], &samplers[1], &samplers[2], &samplers[3]};
+  const std::vector<int32_t> a{4, 4, 9}, b{17};
+  const std::span<const int32_t> contexts[] = {a, a, b, {}};
+  const int64_t logit_rows[] = {0, 1, 1, 1};
+  int32_t out[4];
+  std::vector<std::string> errors(4, "stale");
+  sample_rows(v, logit_rows, ptrs, contexts, out, errors);
+  for (size_t i = 0; i < 4; ++i) {
+    Sampler twin(params[i]);
+    const std::span<const float> row(logits.data() + logit_rows[i] * vocab, size_t(vocab));
+    EXPECT_EQ(out[i], twin.sample(row, contexts[i])) << "sampler " << i;
+    EXPECT_EQ(errors[i], "") << "sampler " << i;
+  }
+}
+
+TEST(SampleRows, ARefusedRowIsReportedAndTheOthersStillSample) {
+  const int64_t vocab = 10;
+  std::vector<float> logits(size_t(3 * vocab), 0.5f);
+  logits[3] = 2.f;
+  logits[size_t(vocab + 4)] = NAN;
+  for (int64_t i = 0; i < vocab; ++i) logits[size_t(2 * vocab + i)] = -INFINITY;
+  const TensorView v = TensorView::contiguous(logits.data(), DType::f32, {3, vocab});
+  Sampler a(SamplingParams{.temperature = 0.f}), b(SamplingParams{}), c(SamplingParams{}), d(SamplingParams{.temperature = 0.f});
+  Sampler* ptrs[] = {&a, &b, &c, &d};
+  const std::span<const int32_t> contexts[4] = {};
+  const int64_t logit_rows[] = {0, 1, 2, 0};
+  int32_t out[4];
+  std::vector<std::string> errors(4);
+  sample_rows(v, logit_rows, ptrs, contexts, out, errors);
+  EXPECT_EQ(out[0], 3);
+  EXPECT_EQ(out[3], 3);
+  EXPECT_EQ(out[1], -1);
+  EXPECT_EQ(out[2], -1);
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "logits: contain NaN");
+  EXPECT_EQ(errors[2], "logits: are all -inf: no token can be sampled");
+  // The engine's form checks its own arguments by name.
+  const int64_t outside[] = {0, 1, 3, 0};
+  expect_error<ArgumentError>([&] { sample_rows(v, outside, ptrs, contexts, out, errors); },
+                              "logit_rows: entry 2 is 3, outside the logits' 3 rows");
+  expect_error<ArgumentError>([&] { sample_rows(v, std::span(logit_rows, 3), ptrs, contexts, out, errors); },
+                              "logit_rows: needs one per sampler: 3 for 4");
+  expect_error<ArgumentError>([&] { sample_rows(v, logit_rows, ptrs, contexts, out, std::span(errors).first(2)); },
+                              "errors: needs one entry per sampler");
 }
 
 }  // namespace

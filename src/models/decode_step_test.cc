@@ -6,6 +6,7 @@
 #include <execinfo.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -104,17 +105,27 @@ TEST(DecodeStep, AllocatesNothingOnceWarm) {
     model->forward(batch, true);
   }
   Batch batch;
-  std::vector<float> logits(static_cast<size_t>(V), 0.f);
+  std::vector<float> logits(static_cast<size_t>(V), 0.f), host;
   const int64_t last = 0;
   int32_t token = 35;
+  // The two forms alternate: logits into the caller's buffer, and left where computed (the engine's,
+  // forward_logits: on the CPU the reused host vector).
+  bool engine_form = false;
+  TensorView left;
   auto step = [&] {
     batch.clear();
     batch.add(*seq, std::span(&token, 1));
-    model->forward(batch, std::span(&last, 1), logits);
+    if (engine_form)
+      left = model->forward_logits(batch, std::span(&last, 1), host);
+    else
+      model->forward(batch, std::span(&last, 1), logits);
   };
   step();  // sizes the per-thread workspaces
+  engine_form = true;
+  step();
   int measured = 0;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 8; ++i) {
+    engine_form = i % 2 == 1;
     token = int32_t((token * 31 + 7) % V);
     // Only a sequence's own lists grow (doubling: amortized), and a new block every B tokens: skip those steps.
     const bool grows = seq->tokens().size() == seq->tokens().capacity() || seq->length() % B == 0;
@@ -127,7 +138,14 @@ TEST(DecodeStep, AllocatesNothingOnceWarm) {
                     << " allocations (ATTNZOO_TEST_ALLOC_TRACE=1 shows where)";
     ++measured;
   }
-  EXPECT_GE(measured, 3);
+  EXPECT_GE(measured, 4);
+  ASSERT_TRUE(engine_form);
+  EXPECT_EQ(left.data, host.data());
+  EXPECT_EQ(left.device, Device::cpu());
+  ASSERT_EQ(left.ndim, 2);
+  EXPECT_EQ(left.shape[0], 1);
+  EXPECT_EQ(left.shape[1], V);
+  std::copy_n(host.data(), V, logits.data());
   // The step computed what forward() computes: the same logits from a fresh copy of the sequence's tokens.
   const auto fresh = model->new_sequence();
   Batch whole;

@@ -115,6 +115,36 @@ TEST(Model, LoadsAndRunsARaggedBatch) {
   for (int v = 0; v < 5; ++v) EXPECT_NEAR(lc[size_t(v)], logits[size_t(3 * 5 + v)], 1e-6);
 }
 
+TEST(Model, ForwardLogitsLeavesTheRowsInTheCallersHostVectorOnTheCpu) {
+  ScratchDir dir;
+  write_model(dir, kConfig);
+  auto model = Model::load(dir.str());
+  const std::vector<int32_t> ia = {1, 2, 3}, ib = {4, 0};
+  const std::vector<int64_t> rows = {3, 0, 4};  // out of packed order: gathered into place
+  auto run = [&](auto&& forward) {
+    auto a = model->new_sequence(), b = model->new_sequence();
+    Batch batch;
+    batch.add(*a, ia);
+    batch.add(*b, ib);
+    return forward(batch);
+  };
+  const std::vector<float> want = run([&](const Batch& b) { return model->forward(b, rows); });
+  std::vector<float> host(10 * 5, -1.f);  // bigger than needed: kept, not shrunk
+  const TensorView got = run([&](const Batch& b) { return model->forward_logits(b, rows, host); });
+  EXPECT_EQ(host.size(), 50u);
+  EXPECT_EQ(got.data, host.data());
+  EXPECT_EQ(got.device, Device::cpu());
+  ASSERT_EQ(got.ndim, 2);
+  EXPECT_EQ(got.shape[0], 3);
+  EXPECT_EQ(got.shape[1], 5);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(host[i], want[i]) << i;
+  // An empty list asks for every token's row, as forward's does; the vector grows to hold them.
+  std::vector<float> grown;
+  const TensorView every = run([&](const Batch& b) { return model->forward_logits(b, {}, grown); });
+  EXPECT_EQ(every.shape[0], 5);
+  EXPECT_EQ(grown.size(), 25u);
+}
+
 TEST(Model, ErrorsNameTheArchitectureTensorAndFile) {
   {
     ScratchDir dir;
