@@ -1,6 +1,7 @@
 // The GPU sampler on a GPU against the CPU's Sampler on the same rows and seeds: Qwen-sized vocabularies (151936),
 // a decode batch of 64 rows with every filter, penalties and a padded row stride, several steps, so each row's
-// generator advances the same way on both sides. Skipped without a GPU; the emulated kernel
+// generator advances the same way on both sides; the engine's form (samplers sharing a row, a refused row reported
+// alone). Skipped without a GPU; the emulated kernel
 // (testing/cuda_emulation/sample_cases.cc) covers the ties and refusals in every build.
 #include <gtest/gtest.h>
 
@@ -75,6 +76,39 @@ TEST_F(SampleRowsGpu, MatchesTheCpuSamplerStepAfterStep) {
   }
   // A draw within rounding of a token boundary may land on the neighbour; across 256 draws none should.
   EXPECT_EQ(mismatches, 0);
+}
+
+TEST_F(SampleRowsGpu, SamplersSharingRowsAndARefusedRowAsOnTheCpu) {
+  // The engine's form: the n samples of a prompt read its one row; a NaN row fails its sampler alone.
+  const int64_t rows = 3, vocab = 32000;
+  std::vector<float> host(size_t(rows * vocab));
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  for (float& x : host) x = normal(rng);
+  host[size_t(2 * vocab + 77)] = NAN;
+  DeviceBuffer device(Device::cuda(0), host.size() * sizeof(float));
+  device.upload(host.data(), host.size() * sizeof(float));
+  const TensorView on_host = TensorView::contiguous(host.data(), DType::f32, {rows, vocab});
+  TensorView on_gpu = on_host;
+  on_gpu.data = device.data();
+  on_gpu.device = Device::cuda(0);
+  const std::vector<int64_t> logit_rows = {0, 1, 1, 2, 1, 0};
+  std::vector<Sampler> cpu, gpu;
+  for (size_t i = 0; i < logit_rows.size(); ++i) cpu.emplace_back(settings(int(i))), gpu.emplace_back(settings(int(i)));
+  std::vector<Sampler*> cpu_rows, gpu_rows;
+  for (size_t i = 0; i < logit_rows.size(); ++i) cpu_rows.push_back(&cpu[i]), gpu_rows.push_back(&gpu[i]);
+  const std::vector<int32_t> seen = {5, 5, 900, 31000};
+  const std::vector<std::span<const int32_t>> contexts(logit_rows.size(), seen);
+  std::vector<int32_t> want(logit_rows.size()), got(logit_rows.size());
+  std::vector<std::string> want_errors(logit_rows.size()), got_errors(logit_rows.size());
+  sample_rows(on_host, logit_rows, cpu_rows, contexts, want, want_errors);
+  sample_rows(on_gpu, logit_rows, gpu_rows, contexts, got, got_errors);
+  for (size_t i = 0; i < logit_rows.size(); ++i) {
+    EXPECT_EQ(got[i], want[i]) << "sampler " << i;
+    EXPECT_EQ(got_errors[i], want_errors[i]) << "sampler " << i;
+  }
+  EXPECT_EQ(got[3], -1);
+  EXPECT_EQ(got_errors[3], "logits: contain NaN");
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // draws, top-k, top-p, min-p and their combinations, penalties, rows of logits on a coarse grid (ties at every
 // boundary the filters and the draw search for), masked (-inf) rows, nuclei wide enough that the candidates must
 // widen to the whole row, and padded row strides; and the CPU's refusals (NaN, +inf, all -inf, an overflowing
-// temperature) for the rows that earn them, with the other rows still sampled.
+// temperature) for the rows that earn them, with the other rows still sampled; several samplers reading one row
+// (the engine's n > 1 forks).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,9 +66,11 @@ std::string describe(const Case& c) {
 struct Emulated {
   std::vector<int32_t> ids, status;
 };
+// `rows`: the sampled rows, one per sampler (logit_rows, when given, says which row of `logits` each reads).
 Emulated run_emulated(const std::vector<float>& logits, int64_t rows, int64_t vocab, int64_t stride,
-                      std::vector<Sampler*> samplers, const std::vector<std::span<const int32_t>>& contexts) {
-  const SamplePlan plan = plan_samples(vocab, samplers, contexts);
+                      std::vector<Sampler*> samplers, const std::vector<std::span<const int32_t>>& contexts,
+                      std::span<const int64_t> logit_rows = {}) {
+  const SamplePlan plan = plan_samples(vocab, samplers, contexts, logit_rows);
   DeviceMemory x(logits.size() * sizeof(float)), settings(plan.rows.size() * sizeof(RowSettings));
   DeviceMemory penalties(std::max<size_t>(1, plan.penalties.size()) * sizeof(PenaltyEntry));
   DeviceMemory work(size_t(rows * vocab) * sizeof(float)), candidates(size_t(rows * vocab) * sizeof(Candidate));
@@ -176,6 +179,52 @@ TEST(EmulatedSampling, FiltersCombineAsOnTheCpu) {
   check_case({params(1.5f, 0, 1.f, 0.02f), 2, 600, 0, Shape::flat, 2, false}, 7);
   check_case({params(1.f, 5, 1.f, 0.3f), 3, 400, 0, Shape::grid, 2, false}, 8);
   check_case({params(0.6f, 0, 0.95f, 0.01f), 3, 900, 0, Shape::peaked, 2, false}, 9);
+}
+
+TEST(EmulatedSampling, SamplersSharingARowMatchTheCpu) {
+  // The n samples forked from one prompt read its one row, each with its own settings, generator and context.
+  const int64_t vocab = 800, stride = 808;
+  const int64_t logit_rows[] = {1, 0, 1, 1, 2, 1};
+  std::vector<SamplingParams> settings = {params(0.f), params(1.f), params(0.8f, 20), params(1.2f, 0, 0.7f),
+                                          params(0.9f, 0, 1.f, 0.05f), params(1.f, 9, 0.9f)};
+  settings[2].repetition_penalty = 1.4f;
+  settings[5].frequency_penalty = 0.6f;
+  std::vector<Sampler> cpu, gpu;
+  for (size_t i = 0; i < settings.size(); ++i) {
+    settings[i].seed = 70 + i;
+    cpu.emplace_back(settings[i]);
+    gpu.emplace_back(settings[i]);
+  }
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<int32_t>> history(settings.size());
+  for (auto& h : history)
+    for (int i = 0; i < 30; ++i) h.push_back(int32_t(rng() % 100));
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const std::vector<float> logits = make_logits(3, vocab, stride, step == 1 ? Shape::grid : Shape::normal, 40 + uint64_t(step));
+    std::vector<std::span<const int32_t>> contexts;
+    std::vector<Sampler*> samplers;
+    std::vector<int32_t> want;
+    for (size_t i = 0; i < settings.size(); ++i) {
+      contexts.emplace_back(history[i]);
+      samplers.push_back(&gpu[i]);
+      want.push_back(cpu[i].sample(std::span(logits.data() + logit_rows[i] * stride, size_t(vocab)), contexts.back()));
+    }
+    const Emulated got = run_emulated(logits, int64_t(settings.size()), vocab, stride, samplers, contexts, logit_rows);
+    for (size_t i = 0; i < settings.size(); ++i) {
+      ASSERT_EQ(got.status[i], kRowOk) << "sampler " << i;
+      ASSERT_EQ(got.ids[i], want[i]) << "sampler " << i;
+      history[i].push_back(want[i]);
+    }
+  }
+  // The row each sampler reads is in its settings; one outside the int32 range of a launch is refused.
+  const SamplePlan plan = plan_samples(vocab, std::vector<Sampler*>{&gpu[0], &gpu[1]},
+                                       std::vector<std::span<const int32_t>>(2), std::vector<int64_t>{2, 0});
+  EXPECT_EQ(plan.rows[0].logits_row, 2);
+  EXPECT_EQ(plan.rows[1].logits_row, 0);
+  EXPECT_THROW(plan_samples(vocab, std::vector<Sampler*>{&gpu[0]}, std::vector<std::span<const int32_t>>(1),
+                            std::vector<int64_t>{-1}),
+               ArgumentError);
 }
 
 TEST(EmulatedSampling, RefusedRowsGetTheCpuErrorsAndTheOthersStillSample) {
