@@ -8,7 +8,9 @@
 
 namespace attnzoo {
 
-// One sequence of a Model: each append runs a batch of one and keeps only the last token's logits.
+// One sequence of a Model: each append runs a batch of one and keeps only the last token's logits. They come to
+// the host (a GPU model copies its row down each step): the generation loop samples, verifies and streams there;
+// the serving scheduler is the path that samples on the device (Model::forward_logits + sample_rows).
 class ModelSequence : public LogitsSource {
  public:
   explicit ModelSequence(const Model& model) : model_(model), state_(model.new_sequence()) {}

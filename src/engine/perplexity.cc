@@ -114,6 +114,7 @@ PerplexityResult perplexity(const Model& model, std::span<const int32_t> tokens,
       // An empty index list asks for every row; a piece with nothing to score asks for one and ignores it.
       const bool none = rows.empty();
       if (none) rows.push_back(batch.num_tokens() - 1);
+      // Host rows on every device: the scored rows' log-softmax runs on the CPU (a GPU model copies them down).
       const std::vector<float> logits = model.forward(batch, rows);
       if (none) continue;
       std::vector<double> row_nll(targets.size());

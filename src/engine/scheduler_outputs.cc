@@ -49,6 +49,7 @@ void Scheduler::sample_step(const TensorView& logits, EngineClock::time_point no
   const float* host = on_device ? logits_.data() : logits.ptr<const float>();
   const auto needs_host = [](const StepRow& e) { return e.verify_rows > 0 || e.request->request.params.logprobs; };
   if (on_device) {
+    const DeviceGuard on(logits.device);  // the model's device's stream: after its step
     int64_t copied = -1;  // the n samples of a fork share a row: it comes down once
     for (const StepRow& e : step_rows_) {
       if (!needs_host(e) || e.row == copied) continue;

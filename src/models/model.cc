@@ -314,7 +314,9 @@ TensorView Model::forward_rows(const Batch& in, std::span<const int64_t> wanted,
       if (leave_on_device && in_place && rows.size() == wanted.size()) {
         result = got;
       } else if (!rows.empty()) {
-        // Runs of consecutive destinations come down in one copy each (the whole piece when in place).
+        // Runs of consecutive destinations come down in one copy each (the whole piece when in place), on the
+        // runner's device's stream, after its step.
+        const DeviceGuard on_device(got.device);
         const size_t row_bytes = size_t(V) * sizeof(float);
         for (size_t i = 0; i < rows.size();) {
           size_t n = 1;
