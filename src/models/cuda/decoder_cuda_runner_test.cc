@@ -1,6 +1,7 @@
 // The Llama family's decoder on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
 // of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
-// paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
+// paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides; Llama, Qwen2 / 3,
+// Mistral, and the MoE decoders Qwen3-MoE and GLM-4.5 (DeepSeek-V3 routing). Logits agree
 // within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped without a
 // GPU; the host half (refusals, plans) is models/decoder_cuda_plan_test.cc.
 #include "models/cuda/decoder_cuda_runner.h"
@@ -129,6 +130,21 @@ TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "MistralForCausalLM", .model_type = "mistral",
                            .extra_config = "\"sliding_window\": 24, ", .seed = 14});
+}
+
+// Mixture-of-experts feed-forwards (device_moe.h): routing, grouping and the grouped GEMMs on the device.
+TEST(DecoderCudaRunner, AQwen3MoeMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe", .qk_norm = true,
+                           .seed = 15, .moe_experts = 8, .moe_top_k = 2});
+  run_scenario(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe", .qk_norm = true,
+                           .seed = 16, .moe_experts = 16, .moe_top_k = 8});
+}
+
+TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 17,
+                           .moe_experts = 8, .moe_top_k = 2, .deepseek_moe = true});
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
