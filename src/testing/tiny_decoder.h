@@ -4,7 +4,8 @@
 // features a test switches on. 2 layers, hidden 128, 4 query heads over 2 KV heads, vocabulary 97; normal draws
 // from a fixed seed, fan-in scaled, so greedy ties are practically impossible. With moe_experts, the MLPs become
 // mixtures of experts 64 wide: Qwen3-MoE's (every layer, mlp.gate + mlp.experts.N) or, with deepseek_moe, GLM-4.5's
-// (layer 0 dense, layer 1 a DeepSeek-V3 MoE: two groups, a correction bias, routed scaling, one shared expert).
+// (layer 0 dense, layer 1 a DeepSeek-V3 MoE: two groups of moe_experts / 2, topk_group 2 when moe_top_k exceeds
+// one group, else 1; a correction bias, routed scaling, one shared expert).
 #include <cmath>
 #include <random>
 #include <string>
@@ -38,7 +39,8 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
   std::string moe_config;
   if (E > 0 && t.deepseek_moe)
     moe_config = R"("n_routed_experts": )" + std::to_string(E) + R"(, "num_experts_per_tok": )" +
-                 std::to_string(t.moe_top_k) + R"(, "moe_intermediate_size": 64, "n_group": 2, "topk_group": 1,
+                 std::to_string(t.moe_top_k) + R"(, "moe_intermediate_size": 64, "n_group": 2, "topk_group": )" +
+                 (t.moe_top_k > E / 2 ? "2" : "1") + R"(,
   "norm_topk_prob": true, "routed_scaling_factor": 2.5, "n_shared_experts": 1, "first_k_dense_replace": 1,
   "partial_rotary_factor": 1.0, )";
   else if (E > 0)
@@ -88,10 +90,7 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
     int64_t n = 1;
     for (int64_t s : shape) n *= s;
     const bool norm = name.find("norm") != std::string::npos, bias = name.find("bias") != std::string::npos;
-    // The router a little sharper than fan-in scale, so a token's top experts are rarely near-ties.
-    const float scale = name == "lm_head.weight" || name.ends_with(".mlp.gate.weight")
-                            ? 4.f / std::sqrt(float(H))
-                            : 1.f / std::sqrt(float(shape.back()));
+    const float scale = name == "lm_head.weight" ? 4.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()));
     std::vector<float> v(static_cast<size_t>(n));
     for (auto& x : v)
       x = norm ? 1.f + 0.1f * normal(rng)

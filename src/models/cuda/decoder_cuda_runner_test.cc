@@ -132,19 +132,21 @@ TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
                            .extra_config = "\"sliding_window\": 24, ", .seed = 14});
 }
 
-// Mixture-of-experts feed-forwards (device_moe.h): routing, grouping and the grouped GEMMs on the device.
+// Mixture-of-experts feed-forwards (device_moe.h): routing, grouping, the grouped GEMMs and the combine on the
+// device. Every expert is chosen (top_k = E): the two sides' hidden states differ at bf16's level, so a sparse
+// choice at a near-tie could pick another expert on each side and move that row far past the tolerance; with all
+// chosen, the weights move only as smoothly as the scores. Sparse loads with idle experts are
+// layers/cuda/moe_cuda_test.cc's and the emulator's (moe_cases.cc), over one routing on both sides.
 TEST(DecoderCudaRunner, AQwen3MoeMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe", .qk_norm = true,
-                           .seed = 15, .moe_experts = 8, .moe_top_k = 2});
-  run_scenario(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe", .qk_norm = true,
-                           .seed = 16, .moe_experts = 16, .moe_top_k = 8});
+                           .seed = 15, .moe_experts = 8, .moe_top_k = 8});
 }
 
 TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 17,
-                           .moe_experts = 8, .moe_top_k = 2, .deepseek_moe = true});
+                           .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true});
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
