@@ -27,6 +27,8 @@ __global__ void __launch_bounds__(kElementThreads) gather_kernel(const GatherPar
 
 __global__ void __launch_bounds__(kElementThreads) combine_kernel(const CombineParams p) { combine_slots(p); }
 
+__global__ void __launch_bounds__(kElementThreads) router_kernel(const RouterParams p) { router_dots(p); }
+
 template <class Tile, class W>
 __global__ void __launch_bounds__(Tile::kThreads) grouped_gemm_kernel(const GroupedGemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -109,6 +111,18 @@ void moe_combine_cuda(const TensorView& expert_out, const TensorView& dest, cons
   combine_kernel<<<cuda_step::grid_for(x.shape[0] * x.shape[1], kElementThreads), kElementThreads, 0,
                    static_cast<cudaStream_t>(stream.handle)>>>(p);
   cuda_check(cudaGetLastError(), "moe combine_kernel launch");
+}
+
+void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits, Stream stream) {
+  using namespace cuda_moe;
+  check_router_logits_cuda(x, w, logits);
+  if (logits.numel() == 0) return;
+  const DeviceGuard on(x.device);
+  const RouterParams p{x.ptr<const float>(), x.strides[0], w.ptr<const float>(), logits.ptr<float>(),
+                       int(x.shape[0]), int(w.shape[0]), int(x.shape[1])};
+  router_kernel<<<cuda_step::grid_for(logits.numel(), kElementThreads / 32), kElementThreads, 0,
+                  static_cast<cudaStream_t>(stream.handle)>>>(p);
+  cuda_check(cudaGetLastError(), "moe router_kernel launch");
 }
 
 }  // namespace attnzoo

@@ -128,6 +128,15 @@ void check_moe_combine_cuda(const TensorView& expert_out, const TensorView& dest
   }
 }
 
+void check_router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits) {
+  require_rows(x, "x", nullptr);
+  if (x.dtype != DType::f32) throw DTypeError(std::string("x: dtype ") + dtype_name(x.dtype) + ", expected float32");
+  require(w.ndim == 2, "w", [&] { return "expected [experts, hidden], got " + w.shape_str(); });
+  require_exact(w, "w", DType::f32, {w.shape[0], x.shape[1]}, &x.device);
+  require_exact(logits, "logits", DType::f32, {x.shape[0], w.shape[0]}, &x.device);
+  require(x.shape[0] * w.shape[0] < (int64_t(1) << 40) && x.shape[1] < (int64_t(1) << 31), "x", "too large");
+}
+
 namespace cuda_moe {
 
 GroupedGemmLaunch plan_grouped_gemm(const TensorView& x, const TensorView& w, const MoeGroupingCuda& g,
@@ -184,6 +193,10 @@ void moe_combine_cuda(const TensorView& expert_out, const TensorView& dest, cons
                       const TensorView* shared, const TensorView* shared_gate, const TensorView& x, Stream) {
   check_moe_combine_cuda(expert_out, dest, weights, shared, shared_gate, x);
   no_cuda("moe_combine_cuda");
+}
+void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits, Stream) {
+  check_router_logits_cuda(x, w, logits);
+  no_cuda("router_logits_cuda");
 }
 #endif
 

@@ -38,7 +38,14 @@ void check_grouped_gemm_cuda(const TensorView& x, const TensorView& w, const Moe
 void check_moe_combine_cuda(const TensorView& expert_out, const TensorView& dest, const TensorView& weights,
                             const TensorView* shared, const TensorView* shared_gate, const TensorView& x);
 
+void check_router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits);
+
 // The launchers (moe.cu, CUDA builds only) check first, then run on the tensors' device and `stream`.
+// logits f32 [T, E] = x f32 [T, H] (any row stride) w f32 [E, H]ᵀ in f32: the router a checkpoint keeps in f32
+// (DeepSeek-V3, GLM-4.5, LFM2-MoE: transformers keeps gate.weight f32, since a rounded router can pick other
+// experts), which the bf16 tensor-core GEMM would round. A warp per (token, expert) dot product.
+void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits,
+                        Stream stream = current_stream());
 // experts: the routing's ids, every one in [0, num_experts) (route_top_k_cuda's output is).
 void moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_t tile_rows, const MoeGroupingCuda& g,
                     Stream stream = current_stream());

@@ -81,6 +81,15 @@ TEST(MoeCuda, RefusesNamingTheArgument) {
   expect_error<DTypeError>(
       [&] { check_moe_combine_cuda(out, g.dest, weights, nullptr, nullptr, fake_cuda_view(DType::bf16, {T, H})); },
       "x: dtype bfloat16, expected float32");
+
+  const TensorView router = fake_cuda_view(DType::f32, {E, H}), logits = fake_cuda_view(DType::f32, {T, E});
+  EXPECT_NO_THROW(check_router_logits_cuda(h, router, logits));
+  expect_error<DTypeError>([&] { check_router_logits_cuda(h, fake_cuda_view(DType::bf16, {E, H}), logits); },
+                           "w: dtype bfloat16, expected float32");
+  expect_error<ArgumentError>([&] { check_router_logits_cuda(h, fake_cuda_view(DType::f32, {E, H + 1}), logits); },
+                              "w: expected shape [8, 32]");
+  expect_error<ArgumentError>([&] { check_router_logits_cuda(h, router, fake_cuda_view(DType::f32, {T, E + 1})); },
+                              "logits: expected shape [5, 8]");
 }
 
 // Each token's k distinct experts from a skewed load; experts e % 3 == 1 never chosen (idle) when enough remain.

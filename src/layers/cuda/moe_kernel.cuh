@@ -92,4 +92,19 @@ __device__ __forceinline__ void combine_slots(const CombineParams& p) {
   }
 }
 
+// A warp per (token, expert), grid-stride over the T x E pairs: lane l sums x[k] w[k] over k = l, l + 32, ...,
+// then the warp's butterfly. The pair is one per warp, so every lane of a warp runs the same loop and shuffles.
+__device__ __forceinline__ void router_dots(const RouterParams& p) {
+  const int lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
+  const int64_t pairs = int64_t(p.T) * p.E;
+  for (int64_t q = int64_t(blockIdx.x) * warps + threadIdx.x / 32; q < pairs; q += int64_t(gridDim.x) * warps) {
+    const float* x = p.x + (q / p.E) * p.ldx;
+    const float* w = p.w + (q % p.E) * p.H;
+    float acc = 0.f;
+    for (int k = lane; k < p.H; k += 32) acc += x[k] * w[k];
+    acc = cuda_step::warp_sum(acc);
+    if (lane == 0) p.logits[q] = acc;
+  }
+}
+
 }  // namespace attnzoo::cuda_moe

@@ -41,6 +41,14 @@ struct CombineParams {
   int T, H, top_k;
 };
 
+struct RouterParams {
+  const float* x;
+  int64_t ldx;
+  const float* w;  // [E, H] contiguous
+  float* logits;   // [T, E] contiguous
+  int T, E, H;
+};
+
 // One launch of the grouped GEMM: `gemm` is expert 0's problem over all n rows (its flags hold for every expert's
 // segment: segments start at whole rows and experts' W at whole [N, K] matrices of a K divisible by 8 when async);
 // each CTA rebases x, w, y and M to its expert.

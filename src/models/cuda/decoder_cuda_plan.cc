@@ -72,6 +72,7 @@ void check_moe(const DecoderParts& p, const Linear& router, const std::vector<Ga
     refuse(p, std::to_string(n_group) + " expert groups (the CUDA routing takes " + std::to_string(kMaxGroupsCuda) +
                   ")", where);
   check_projection(p, router);
+  if (router.has_bias()) refuse(p, "a router bias", where);
   for (const GatedMlp& e : experts) {
     check_gated_mlp(p, e);
     if (e.intermediate() != experts[0].intermediate()) refuse(p, "experts of different sizes", where);

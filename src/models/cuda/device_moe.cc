@@ -90,6 +90,34 @@ struct DeviceSharedMlp {
   }
 };
 
+// The router's projection: an f32 router (DeepSeek's, kept f32 at load as transformers keeps it) as f32 dot
+// products over the f32 normed rows, as the CPU computes it; a 16-bit one through the GEMM like any projection.
+class DeviceRouter {
+ public:
+  DeviceRouter(const Linear& router, const DeviceLoad& load) {
+    const QuantMatrix& m = router.matrix();
+    if (m.type != QuantType::F32) {
+      gemm_.emplace(router, load);
+      return;
+    }
+    std::vector<float> host(size_t(m.rows * m.cols));
+    for (int64_t r = 0; r < m.rows; ++r)
+      std::memcpy(host.data() + r * m.cols, m.row(r), size_t(m.cols) * sizeof(float));
+    f32_ = DeviceBuffer(load.device, host.size() * sizeof(float));
+    f32_.upload(host.data(), f32_.bytes(), load.stream);
+    w_ = device_view(load.device, f32_.data(), DType::f32, {m.rows, m.cols});
+  }
+  void apply(const TensorView& h, const TensorView& logits, Stream s) const {
+    if (gemm_) gemm_->apply(h, logits, {}, s);
+    else router_logits_cuda(h, w_, logits, s);
+  }
+
+ private:
+  std::optional<DeviceLinear> gemm_;
+  DeviceBuffer f32_;
+  TensorView w_;
+};
+
 // The routing variants: each writes ids int32 [T, top_k] and weights f32 [T, top_k] from the router's logits.
 struct SoftmaxRouting {
   RouteCudaOptions opts;
@@ -144,7 +172,7 @@ class DeviceMoe final : public DeviceFfn {
 
     const TensorView logits = f32(kLogits, {T, E}, T * E);
     const TensorView ids = i32(kIds, {T, k_}, n), weights = f32(kWeights, {T, k_}, n);
-    router_.apply(h, logits, {}, s);
+    router_.apply(h, logits, s);
     routing_.route(logits, ids, weights, s);
 
     const cuda_gemm::TileKind tile = moe_tile(n, E);
@@ -178,7 +206,7 @@ class DeviceMoe final : public DeviceFfn {
   }
 
  private:
-  DeviceLinear router_;
+  DeviceRouter router_;
   StackedWeights gate_up_, down_;
   Routing routing_;
   Activation act_;

@@ -4,7 +4,7 @@
 // gate|up and down (the activation over the halves on the host, as its own kernel is elementwise_cuda's), and the
 // combine into the residual (exact against the same float sums in the CPU's order), with and without a shared
 // expert and its sigmoid gate. Ragged loads with idle experts, T = 1 and T = 100, top_k 1 / 2 / 8, both tiles, K
-// on and off the 16-byte staging.
+// on and off the 16-byte staging. And the f32 router's dot products against Linear::forward.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "layers/activations.h"
@@ -225,6 +226,34 @@ TEST(EmulatedMoe, LargeTilesAndOneBusyExpert) {
   check({100, 4, 2, 64, 32, false, false, TileKind::large}, seed++);
   check({70, 1, 1, 32, 16, true, true, TileKind::large}, seed++);  // one expert: every token's only choice
   check({130, 3, 1, 32, 16}, seed++);                            // a segment over two small tiles
+}
+
+// The f32 router against Linear::forward over the same f32 weights: within f32 summation-order error (a bound from
+// the sum of |x w|), rows padded, H off a multiple of 32, the grid-stride loop over several rounds.
+TEST(EmulatedMoe, F32RouterMatchesTheCpuLinear) {
+  for (auto [T, E, H] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 8, 64}, {37, 60, 100}, {5, 256, 33}}) {
+    SCOPED_TRACE("T " + std::to_string(T) + " E " + std::to_string(E) + " H " + std::to_string(H));
+    const int64_t ldx = H + 3;
+    HostTensor x(DType::f32, {T, H}, uint64_t(T + E)), w(DType::f32, {E, H}, uint64_t(H), 0.2f);
+    Buf xd(size_t(T * ldx), DType::f32), wd(size_t(E * H), DType::f32), logits(size_t(T * E), DType::f32);
+    for (int64_t t = 0; t < T; ++t) std::memcpy(xd.at<float>() + t * ldx, static_cast<float*>(x.view.data) + t * H, size_t(H) * 4);
+    std::memcpy(wd.mem.data(), w.view.data, size_t(E * H) * 4);
+    TensorView xv = xd.view(DType::f32, {T, H});
+    xv.strides[0] = ldx;
+    check_router_logits_cuda(xv, wd.view(DType::f32, {E, H}), logits.view(DType::f32, {T, E}));
+    const RouterParams p{xd.at<const float>(), ldx, wd.at<const float>(), logits.at<float>(), int(T), int(E), int(H)};
+    cuda_emulation::launch(dim3(std::min(cuda_step::grid_for(T * E, 8), 3u)), 256, 0,
+                           [&](unsigned char*) { router_dots(p); });
+    std::vector<float> want(static_cast<size_t>(T * E));
+    Linear::from_weights(w.view, {}, "router").forward(static_cast<const float*>(x.view.data), T, want.data());
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t e = 0; e < E; ++e) {
+        double mag = 0;
+        for (int64_t i = 0; i < H; ++i) mag += std::abs(double(x.at(t * H + i)) * w.at(e * H + i));
+        ASSERT_NEAR(logits.at<float>()[t * E + e], want[size_t(t * E + e)], 4e-7 * mag + 1e-30)
+            << "token " << t << " expert " << e;
+      }
+  }
 }
 
 TEST(EmulatedMoe, PicksTheTileFromTheAverageLoad) {
