@@ -29,6 +29,11 @@ __global__ void __launch_bounds__(kElementThreads) combine_kernel(const CombineP
 
 __global__ void __launch_bounds__(kElementThreads) router_kernel(const RouterParams p) { router_dots(p); }
 
+template <Activation kAct>
+__global__ void __launch_bounds__(kElementThreads) activation_kernel(const ActivationParams p) {
+  activate_in_place<kAct>(p);
+}
+
 template <class Tile, class W>
 __global__ void __launch_bounds__(Tile::kThreads) grouped_gemm_kernel(const GroupedGemmParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -123,6 +128,23 @@ void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorVi
   router_kernel<<<cuda_step::grid_for(logits.numel(), kElementThreads / 32), kElementThreads, 0,
                   static_cast<cudaStream_t>(stream.handle)>>>(p);
   cuda_check(cudaGetLastError(), "moe router_kernel launch");
+}
+
+void activation_inplace_cuda(Activation act, const TensorView& x, Stream stream) {
+  using namespace cuda_moe;
+  check_activation_inplace_cuda(x);
+  if (x.numel() == 0) return;
+  const DeviceGuard on(x.device);
+  const ActivationParams p{x.ptr<float>(), x.numel()};
+  const unsigned grid = cuda_step::grid_for(p.count, kElementThreads);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  switch (act) {
+    case Activation::silu: activation_kernel<Activation::silu><<<grid, kElementThreads, 0, s>>>(p); break;
+    case Activation::gelu_tanh: activation_kernel<Activation::gelu_tanh><<<grid, kElementThreads, 0, s>>>(p); break;
+    case Activation::gelu: activation_kernel<Activation::gelu><<<grid, kElementThreads, 0, s>>>(p); break;
+    case Activation::relu2: activation_kernel<Activation::relu2><<<grid, kElementThreads, 0, s>>>(p); break;
+  }
+  cuda_check(cudaGetLastError(), "moe activation_kernel launch");
 }
 
 }  // namespace attnzoo

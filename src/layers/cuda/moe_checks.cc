@@ -137,6 +137,12 @@ void check_router_logits_cuda(const TensorView& x, const TensorView& w, const Te
   require(x.shape[0] * w.shape[0] < (int64_t(1) << 40) && x.shape[1] < (int64_t(1) << 31), "x", "too large");
 }
 
+void check_activation_inplace_cuda(const TensorView& x) {
+  require_cuda_tensor(x, "x");
+  if (x.dtype != DType::f32) throw DTypeError(std::string("x: dtype ") + dtype_name(x.dtype) + ", expected float32");
+  require(x.is_contiguous(), "x", "must be contiguous");
+}
+
 namespace cuda_moe {
 
 GroupedGemmLaunch plan_grouped_gemm(const TensorView& x, const TensorView& w, const MoeGroupingCuda& g,
@@ -197,6 +203,10 @@ void moe_combine_cuda(const TensorView& expert_out, const TensorView& dest, cons
 void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits, Stream) {
   check_router_logits_cuda(x, w, logits);
   no_cuda("router_logits_cuda");
+}
+void activation_inplace_cuda(Activation, const TensorView& x, Stream) {
+  check_activation_inplace_cuda(x);
+  no_cuda("activation_inplace_cuda");
 }
 #endif
 

@@ -13,6 +13,7 @@
 
 #include "core/device.h"
 #include "core/tensor.h"
+#include "layers/activations.h"
 #include "layers/cuda/gemm_plan.h"
 
 namespace attnzoo {
@@ -39,6 +40,7 @@ void check_moe_combine_cuda(const TensorView& expert_out, const TensorView& dest
                             const TensorView* shared, const TensorView* shared_gate, const TensorView& x);
 
 void check_router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits);
+void check_activation_inplace_cuda(const TensorView& x);
 
 // The launchers (moe.cu, CUDA builds only) check first, then run on the tensors' device and `stream`.
 // logits f32 [T, E] = x f32 [T, H] (any row stride) w f32 [E, H]ᵀ in f32: the router a checkpoint keeps in f32
@@ -46,6 +48,9 @@ void check_router_logits_cuda(const TensorView& x, const TensorView& w, const Te
 // experts), which the bf16 tensor-core GEMM would round. A warp per (token, expert) dot product.
 void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits,
                         Stream stream = current_stream());
+// x <- act(x) over a contiguous f32 tensor: the ungated experts' activation (PlainMlp: Nemotron-H's relu²), the twin
+// of apply_activation_inplace with elementwise_kernel.cuh's formulas.
+void activation_inplace_cuda(Activation act, const TensorView& x, Stream stream = current_stream());
 // experts: the routing's ids, every one in [0, num_experts) (route_top_k_cuda's output is).
 void moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_t tile_rows, const MoeGroupingCuda& g,
                     Stream stream = current_stream());

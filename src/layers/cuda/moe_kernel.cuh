@@ -4,6 +4,7 @@
 // grouped_gemm_kernel.cuh.
 #include <cstdint>
 
+#include "layers/cuda/elementwise_kernel.cuh"
 #include "layers/cuda/moe_plan.h"
 #include "layers/cuda/step_kernels.cuh"
 
@@ -105,6 +106,13 @@ __device__ __forceinline__ void router_dots(const RouterParams& p) {
     acc = cuda_step::warp_sum(acc);
     if (lane == 0) p.logits[q] = acc;
   }
+}
+
+// Grid-stride over the elements, in place, with the gated activation's formulas (elementwise_kernel.cuh).
+template <Activation kAct>
+__device__ __forceinline__ void activate_in_place(const ActivationParams& p) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += int64_t(gridDim.x) * blockDim.x)
+    p.x[i] = cuda_step::activate<kAct>(p.x[i]);
 }
 
 }  // namespace attnzoo::cuda_moe

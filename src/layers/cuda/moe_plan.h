@@ -49,6 +49,11 @@ struct RouterParams {
   int T, E, H;
 };
 
+struct ActivationParams {
+  float* x;
+  int64_t count;
+};
+
 // One launch of the grouped GEMM: `gemm` is expert 0's problem over all n rows (its flags hold for every expert's
 // segment: segments start at whole rows and experts' W at whole [N, K] matrices of a K divisible by 8 when async);
 // each CTA rebases x, w, y and M to its expert.

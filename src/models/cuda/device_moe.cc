@@ -71,22 +71,45 @@ class StackedWeights {
   TensorView view_;
 };
 
-// A gated MLP whose output goes to its own rows (the shared expert: gated, then summed with the routed slots).
+// What the dispatch needs of an expert kind: the matrices of its first product (gate then up, or up alone) and
+// whether an activation over halves (gated) or in place (PlainMlp: Nemotron-H's relu²) follows.
+template <class Expert>
+struct ExpertKind;
+template <>
+struct ExpertKind<GatedMlp> {
+  static constexpr bool kGated = true;
+  static std::vector<const Linear*> first(const GatedMlp& m) { return {&m.gate_proj(), &m.up_proj()}; }
+};
+template <>
+struct ExpertKind<PlainMlp> {
+  static constexpr bool kGated = false;
+  static std::vector<const Linear*> first(const PlainMlp& m) { return {&m.up_proj()}; }
+};
+
+// The shared expert as a dense MLP whose output goes to its own rows (gated by Qwen's sigmoid, then summed with
+// the routed slots).
+template <class Expert>
 struct DeviceSharedMlp {
-  DeviceLinear gate, up, down;
+  std::optional<DeviceLinear> gate;
+  DeviceLinear up, down;
   Activation act;
   int64_t intermediate;
-  DeviceSharedMlp(const GatedMlp& m, const DeviceLoad& load)
-      : gate(m.gate_proj(), load), up(m.up_proj(), load), down(m.down_proj(), load), act(m.activation()),
-        intermediate(m.intermediate()) {}
+  DeviceSharedMlp(const Expert& m, const DeviceLoad& load)
+      : up(m.up_proj(), load), down(m.down_proj(), load), act(m.activation()), intermediate(m.intermediate()) {
+    if constexpr (ExpertKind<Expert>::kGated) gate.emplace(m.gate_proj(), load);
+  }
   void forward(const DeviceStep& step, const TensorView& h, const TensorView& out) const {
     const int64_t T = step.num_tokens, I = intermediate;
-    const TensorView g = step.view(step.workspace->get(kSharedGate, size_t(T * I) * 4), DType::f32, {T, I});
     const TensorView u = step.view(step.workspace->get(kSharedUp, size_t(T * I) * 4), DType::f32, {T, I});
-    gate.apply(h, g, {}, step.stream);
     up.apply(h, u, {}, step.stream);
-    gated_activation_cuda(act, g, u, g, step.stream);
-    down.apply(g, out, {}, step.stream);
+    if (gate) {
+      const TensorView g = step.view(step.workspace->get(kSharedGate, size_t(T * I) * 4), DType::f32, {T, I});
+      gate->apply(h, g, {}, step.stream);
+      gated_activation_cuda(act, g, u, u, step.stream);
+    } else {
+      activation_inplace_cuda(act, u, step.stream);
+    }
+    down.apply(u, out, {}, step.stream);
   }
 };
 
@@ -134,17 +157,13 @@ struct GroupedRouting {
   }
 };
 
-template <class Routing>
+template <class Routing, class Expert>
 class DeviceMoe final : public DeviceFfn {
  public:
-  DeviceMoe(const Linear& router, const std::vector<GatedMlp>& experts, const GatedMlp* shared,
+  DeviceMoe(const Linear& router, const std::vector<Expert>& experts, const Expert* shared,
             const Linear* shared_gate, int64_t top_k, Routing routing, const DeviceLoad& load)
       : router_(router, load),
-        gate_up_(int64_t(experts.size()),
-                 [&](int64_t e) {
-                   const GatedMlp& m = experts[size_t(e)];
-                   return std::vector<const Linear*>{&m.gate_proj(), &m.up_proj()};
-                 },
+        gate_up_(int64_t(experts.size()), [&](int64_t e) { return ExpertKind<Expert>::first(experts[size_t(e)]); },
                  load),
         down_(int64_t(experts.size()),
               [&](int64_t e) { return std::vector<const Linear*>{&experts[size_t(e)].down_proj()}; }, load),
@@ -183,14 +202,21 @@ class DeviceMoe final : public DeviceFfn {
     const TensorView gathered = step.view(ws.get(kGathered, size_t(n * H) * 2), wt, {n, H});
     moe_gather_cuda(h, g.source, k_, gathered, s);
 
-    // gate | up as one [n, 2I] product; the activation over its halves into the gate half, which down reads.
-    float* gu = static_cast<float*>(ws.get(kGateUp, size_t(n * 2 * I) * 4));
-    grouped_gemm_cuda(gathered, gate_up_.view(), g, tile, step.view(gu, DType::f32, {n, 2 * I}), s);
-    TensorView gate = step.view(gu, DType::f32, {n, I}), up = step.view(gu + I, DType::f32, {n, I});
-    gate.strides[0] = up.strides[0] = 2 * I;
-    gated_activation_cuda(act_, gate, up, gate, s);
+    // Gated: gate | up as one [n, 2I] product, the activation over its halves into the gate half, which down
+    // reads. Plain: up [n, I], activated in place.
+    const int64_t F = gate_up_.view().shape[1];
+    float* gu = static_cast<float*>(ws.get(kGateUp, size_t(n * F) * 4));
+    grouped_gemm_cuda(gathered, gate_up_.view(), g, tile, step.view(gu, DType::f32, {n, F}), s);
+    TensorView act = step.view(gu, DType::f32, {n, I});
+    if constexpr (ExpertKind<Expert>::kGated) {
+      TensorView up = step.view(gu + I, DType::f32, {n, I});
+      act.strides[0] = up.strides[0] = 2 * I;
+      gated_activation_cuda(act_, act, up, act, s);
+    } else {
+      activation_inplace_cuda(act_, act, s);
+    }
     const TensorView expert_out = f32(kExpertOut, {n, H}, n * H);
-    grouped_gemm_cuda(gate, down_.view(), g, tile, expert_out, s);
+    grouped_gemm_cuda(act, down_.view(), g, tile, expert_out, s);
 
     TensorView shared_out, shared_logit;
     if (shared_) {
@@ -211,7 +237,7 @@ class DeviceMoe final : public DeviceFfn {
   Routing routing_;
   Activation act_;
   int64_t E_, k_, H_, I_;
-  std::optional<DeviceSharedMlp> shared_;
+  std::optional<DeviceSharedMlp<Expert>> shared_;
   std::optional<DeviceLinear> shared_gate_;
 };
 
@@ -222,12 +248,13 @@ std::unique_ptr<DeviceFfn> make_device_sparse_moe(const SparseMoe& moe, const De
   r.opts.top_k = moe.config().top_k;
   r.opts.order = RouteOrder::softmax_then_top_k;
   r.opts.normalize = moe.config().normalize_top_k;
-  return std::make_unique<DeviceMoe<SoftmaxRouting>>(
+  return std::make_unique<DeviceMoe<SoftmaxRouting, GatedMlp>>(
       moe.router(), moe.experts(), moe.shared_expert() ? &*moe.shared_expert() : nullptr,
       moe.shared_gate() ? &*moe.shared_gate() : nullptr, r.opts.top_k, std::move(r), load);
 }
 
-std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const DeepseekMoe& moe, const DeviceLoad& load) {
+template <class Expert>
+std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const BasicDeepseekMoe<Expert>& moe, const DeviceLoad& load) {
   GroupedRouting r;
   r.opts = grouped_route_options(moe.config());
   const std::vector<float>& bias = moe.correction_bias();
@@ -235,10 +262,12 @@ std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const DeepseekMoe& moe, cons
   r.bias_bytes.upload(bias.data(), r.bias_bytes.bytes(), load.stream);
   r.bias = device_view(load.device, r.bias_bytes.data(), DType::f32, {int64_t(bias.size())});
   const int64_t k = r.opts.top_k;
-  return std::make_unique<DeviceMoe<GroupedRouting>>(moe.router(), moe.experts(),
-                                                     moe.shared_experts() ? &*moe.shared_experts() : nullptr,
-                                                     nullptr, k, std::move(r), load);
+  return std::make_unique<DeviceMoe<GroupedRouting, Expert>>(
+      moe.router(), moe.experts(), moe.shared_experts() ? &*moe.shared_experts() : nullptr, nullptr, k, std::move(r),
+      load);
 }
+template std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const DeepseekMoe&, const DeviceLoad&);
+template std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const NemotronHMoe&, const DeviceLoad&);
 #endif
 
 }  // namespace attnzoo

@@ -4,7 +4,8 @@
 // gate|up and down (the activation over the halves on the host, as its own kernel is elementwise_cuda's), and the
 // combine into the residual (exact against the same float sums in the CPU's order), with and without a shared
 // expert and its sigmoid gate. Ragged loads with idle experts, T = 1 and T = 100, top_k 1 / 2 / 8, both tiles, K
-// on and off the 16-byte staging. And the f32 router's dot products against Linear::forward.
+// on and off the 16-byte staging; Nemotron-H's ungated relu² experts (up, the in-place activation kernel, down).
+// And the f32 router's dot products against Linear::forward.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "layers/activations.h"
@@ -35,10 +37,11 @@ struct Case {
   int64_t T, E, k, H, I;
   bool shared = false, gate = false;
   TileKind tile = TileKind::small;
+  bool plain = false;  // PlainMlp experts (Nemotron-H): up, relu² in place, down
   std::string label() const {
     return "T=" + std::to_string(T) + " E=" + std::to_string(E) + " k=" + std::to_string(k) + " H=" +
            std::to_string(H) + " I=" + std::to_string(I) + (shared ? " shared" : "") + (gate ? " gated" : "") +
-           (tile == TileKind::large ? " large" : " small");
+           (tile == TileKind::large ? " large" : " small") + (plain ? " plain" : "");
   }
 };
 
@@ -92,7 +95,7 @@ void grouped_gemm(const TensorView& x, const TensorView& w, const MoeGroupingCud
 
 void check(const Case& c, uint64_t seed) {
   SCOPED_TRACE(c.label());
-  const int64_t T = c.T, E = c.E, k = c.k, H = c.H, I = c.I, n = T * k;
+  const int64_t T = c.T, E = c.E, k = c.k, H = c.H, I = c.I, n = T * k, F = c.plain ? I : 2 * I;
   std::mt19937_64 rng(seed);
   const MoeRouting routing = random_routing(c, rng);
   HostTensor x(DType::f32, {T, H}, seed + 1), residual(DType::f32, {T, H}, seed + 2);
@@ -107,8 +110,8 @@ void check(const Case& c, uint64_t seed) {
   // The device operands: gate | up stacked per expert as [E, 2I, H], down as [E, H, I].
   Buf ids(size_t(n), DType::i32), offsets(size_t(E + 1), DType::i32), tiles(size_t(E + 1), DType::i32),
       source(size_t(n), DType::i32), dest(size_t(n), DType::i32);
-  Buf xd(size_t(T * H), DType::f32), gathered(size_t(n * H), DType::bf16), w_gu(size_t(E * 2 * I * H), DType::bf16),
-      gu(size_t(n * 2 * I), DType::f32), w_down(size_t(E * H * I), DType::bf16), out(size_t(n * H), DType::f32),
+  Buf xd(size_t(T * H), DType::f32), gathered(size_t(n * H), DType::bf16), w_gu(size_t(E * F * H), DType::bf16),
+      gu(size_t(n * F), DType::f32), w_down(size_t(E * H * I), DType::bf16), out(size_t(n * H), DType::f32),
       xres(size_t(T * H), DType::f32), sh(size_t(T * H), DType::f32), shg(size_t(T), DType::f32),
       wts(size_t(n), DType::f32);
   std::memcpy(ids.mem.data(), routing.experts.data(), size_t(n) * 4);
@@ -119,8 +122,12 @@ void check(const Case& c, uint64_t seed) {
   std::memcpy(shg.mem.data(), gate.view.data, size_t(T) * 4);
   for (int64_t e = 0; e < E; ++e) {
     const size_t m = size_t(I * H) * 2;
-    std::memcpy(w_gu.mem.data() + size_t(e) * 2 * m, wg[size_t(e)].view.data, m);
-    std::memcpy(w_gu.mem.data() + size_t(e) * 2 * m + m, wu[size_t(e)].view.data, m);
+    if (c.plain) {
+      std::memcpy(w_gu.mem.data() + size_t(e) * m, wu[size_t(e)].view.data, m);
+    } else {
+      std::memcpy(w_gu.mem.data() + size_t(e) * 2 * m, wg[size_t(e)].view.data, m);
+      std::memcpy(w_gu.mem.data() + size_t(e) * 2 * m + m, wu[size_t(e)].view.data, m);
+    }
     std::memcpy(w_down.mem.data() + size_t(e) * m, wd[size_t(e)].view.data, m);
   }
   const MoeGroupingCuda g{offsets.view(DType::i32, {E + 1}), tiles.view(DType::i32, {E + 1}),
@@ -160,14 +167,22 @@ void check(const Case& c, uint64_t seed) {
   cuda_emulation::launch(dim3(std::min(cuda_step::grid_for(n * H, 256), 3u)), 256, 0,
                          [&](unsigned char*) { gather_rows<__nv_bfloat16>(gather); });
 
-  // gate | up, the activation over the halves into the gate half, down.
-  grouped_gemm(gv, w_gu.view(DType::bf16, {E, 2 * I, H}), g, c.tile, gu.view(DType::f32, {n, 2 * I}));
-  for (int64_t r = 0; r < n; ++r) {
-    float* at = gu.at<float>() + r * 2 * I;
-    gated_activation(Activation::silu, at, at + I, at, I);
-  }
+  // gate | up, the activation over the halves into the gate half, down; or up, relu² in place by the device
+  // kernel, down.
+  grouped_gemm(gv, w_gu.view(DType::bf16, {E, F, H}), g, c.tile, gu.view(DType::f32, {n, F}));
   TensorView act = gu.view(DType::f32, {n, I});
-  act.strides[0] = 2 * I;
+  if (c.plain) {
+    check_activation_inplace_cuda(act);
+    const ActivationParams ap{gu.at<float>(), n * I};
+    cuda_emulation::launch(dim3(std::min(cuda_step::grid_for(n * I, 256), 3u)), 256, 0,
+                           [&](unsigned char*) { activate_in_place<Activation::relu2>(ap); });
+  } else {
+    for (int64_t r = 0; r < n; ++r) {
+      float* at = gu.at<float>() + r * 2 * I;
+      gated_activation(Activation::silu, at, at + I, at, I);
+    }
+    act.strides[0] = 2 * I;
+  }
   grouped_gemm(act, w_down.view(DType::bf16, {E, H, I}), g, c.tile, out.view(DType::f32, {n, H}));
 
   // Combine into the residual.
@@ -182,9 +197,12 @@ void check(const Case& c, uint64_t seed) {
 
   // The CPU layer: the shared part first (as SparseMoe::forward), the routed slots onto it, then the residual.
   std::vector<GatedMlp> experts;
-  for (int64_t e = 0; e < E; ++e)
-    experts.emplace_back(Linear::from_weights(wg[size_t(e)].view, {}, "g"), Linear::from_weights(wu[size_t(e)].view, {}, "u"),
-                         Linear::from_weights(wd[size_t(e)].view, {}, "d"), Activation::silu, "expert");
+  std::vector<PlainMlp> plain_experts;
+  for (int64_t e = 0; e < E; ++e) {
+    const Linear up = Linear::from_weights(wu[size_t(e)].view, {}, "u"), down = Linear::from_weights(wd[size_t(e)].view, {}, "d");
+    if (c.plain) plain_experts.emplace_back(up, down, Activation::relu2, "expert");
+    else experts.emplace_back(Linear::from_weights(wg[size_t(e)].view, {}, "g"), up, down, Activation::silu, "expert");
+  }
   std::vector<float> moe(size_t(T * H), 0.f), sums(size_t(T * H));
   for (int64_t t = 0; t < T; ++t) {
     const float s = c.gate ? 1.f / (1.f + std::exp(-gate.at(t))) : 1.f;
@@ -197,7 +215,9 @@ void check(const Case& c, uint64_t seed) {
       sums[size_t(t * H + i)] = residual.at(t * H + i) + acc;
     }
   }
-  run_routed_experts(experts, routing, k, static_cast<const float*>(x.view.data), T, moe.data(), /*accumulate=*/true);
+  const float* xs = static_cast<const float*>(x.view.data);
+  if (c.plain) run_routed_experts(plain_experts, routing, k, xs, T, moe.data(), /*accumulate=*/true);
+  else run_routed_experts(experts, routing, k, xs, T, moe.data(), /*accumulate=*/true);
   float scale = 0.f, worst = 0.f;
   int64_t worst_at = 0;
   for (int64_t q = 0; q < T * H; ++q) {
@@ -254,6 +274,35 @@ TEST(EmulatedMoe, F32RouterMatchesTheCpuLinear) {
             << "token " << t << " expert " << e;
       }
   }
+}
+
+// Nemotron-H's experts: ungated relu² MLPs, its shared expert ungated too.
+TEST(EmulatedMoe, PlainExpertsMatchTheCpu) {
+  uint64_t seed = 80;
+  check({1, 16, 6, 64, 48, false, false, TileKind::small, true}, seed++);
+  check({100, 16, 6, 48, 40, true, false, TileKind::small, true}, seed++);
+  check({100, 2, 1, 32, 24, true, false, TileKind::large, true}, seed++);
+}
+
+// The in-place activation against apply_activation_inplace, every activation, within a few f32 ulp.
+TEST(EmulatedMoe, ActivationInPlaceMatchesTheCpu) {
+  const int64_t n = 1000;
+  HostTensor x(DType::f32, {n}, 7, 3.f);
+  auto run = [&](auto act_tag, Activation act) {
+    SCOPED_TRACE(int(act));
+    Buf xd(size_t(n), DType::f32);
+    std::memcpy(xd.mem.data(), x.view.data, size_t(n) * 4);
+    const ActivationParams p{xd.at<float>(), n};
+    cuda_emulation::launch(dim3(2), 256, 0, [&](unsigned char*) { activate_in_place<decltype(act_tag)::value>(p); });
+    std::vector<float> want(static_cast<const float*>(x.view.data), static_cast<const float*>(x.view.data) + n);
+    apply_activation_inplace(act, want.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(xd.at<float>()[i], want[size_t(i)], 4e-6f * std::abs(want[size_t(i)]) + 1e-7f) << "x " << x.at(i);
+  };
+  run(std::integral_constant<Activation, Activation::silu>{}, Activation::silu);
+  run(std::integral_constant<Activation, Activation::gelu_tanh>{}, Activation::gelu_tanh);
+  run(std::integral_constant<Activation, Activation::gelu>{}, Activation::gelu);
+  run(std::integral_constant<Activation, Activation::relu2>{}, Activation::relu2);
 }
 
 TEST(EmulatedMoe, PicksTheTileFromTheAverageLoad) {
