@@ -51,6 +51,11 @@ class BasicDeepseekMoe : public FeedForward {
                    std::vector<Expert> experts, std::optional<Expert> shared_experts, const std::string& name);
 
   int64_t num_experts() const { return int64_t(experts_.size()); }
+  const DeepseekMoeConfig& config() const { return config_; }
+  const Linear& router() const { return router_; }
+  const std::vector<float>& correction_bias() const { return bias_; }  // [E], zeros when the checkpoint has none
+  const std::vector<Expert>& experts() const { return experts_; }
+  const std::optional<Expert>& shared_experts() const { return shared_; }
   uint64_t weight_bytes() const override;
   // Router, top_k experts and the shared experts: what one decode token streams.
   uint64_t decode_weight_bytes() const override;

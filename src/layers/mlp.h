@@ -32,6 +32,10 @@ class PlainMlp : public FeedForward {
   // Validates shapes: up [intermediate, hidden], down [hidden, intermediate]; `name` prefixes errors.
   PlainMlp(Linear up, Linear down, Activation act, const std::string& name);
   int64_t hidden() const { return down_.out_features(); }
+  int64_t intermediate() const { return up_.out_features(); }
+  const Linear& up_proj() const { return up_; }
+  const Linear& down_proj() const { return down_; }
+  Activation activation() const { return act_; }
   uint64_t weight_bytes() const override { return up_.weight_bytes() + down_.weight_bytes(); }
   void forward(const float* x, int64_t T, float* out) const override;
 

@@ -52,6 +52,10 @@ class SparseMoe : public FeedForward {
 
   int64_t num_experts() const { return int64_t(experts_.size()); }
   const MoeConfig& config() const { return config_; }
+  const Linear& router() const { return router_; }
+  const std::vector<GatedMlp>& experts() const { return experts_; }
+  const std::optional<GatedMlp>& shared_expert() const { return shared_expert_; }
+  const std::optional<Linear>& shared_gate() const { return shared_gate_; }
   uint64_t weight_bytes() const override;
   // Weight bytes one token streams: router, top_k experts and the shared expert.
   uint64_t active_weight_bytes() const;

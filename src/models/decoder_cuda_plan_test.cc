@@ -34,7 +34,11 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
   TinyDecoder qwen2{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .qkv_bias = true};
   TinyDecoder mistral{.architecture = "MistralForCausalLM", .model_type = "mistral", .dtype = "F32",
                       .extra_config = "\"sliding_window\": 8, "};
-  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral}) {
+  TinyDecoder qwen3_moe{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe", .qk_norm = true,
+                        .moe_experts = 8, .moe_top_k = 2};
+  TinyDecoder glm45{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .moe_experts = 8,
+                    .deepseek_moe = true};
+  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45}) {
     ScratchDir dir;
     const auto model = load_cpu(t, dir);
     EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.architecture;
@@ -63,6 +67,15 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
     p.options = options;
     EXPECT_EQ(refusal(p), std::string("device: ") + feature + " (LlamaForCausalLM) runs on the CPU only so far");
   }
+  // Past the routing kernels' limits: a lane per chosen expert.
+  ScratchDir dir3;
+  const auto wide = load_cpu(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe",
+                                         .moe_experts = 40, .moe_top_k = 33},
+                             dir3);
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide).parts()),
+            "device: 33 experts per token (the CUDA routing takes 32) (Qwen3MoeForCausalLM, layer 0) runs on the CPU "
+            "only so far");
+
   std::vector<DecoderBlock> mlp_only(1);  // Nemotron-H's feed-forward-only layers have no mixer
   DecoderParts p = parts;
   p.blocks = &mlp_only;

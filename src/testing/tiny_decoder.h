@@ -1,8 +1,11 @@
 #pragma once
 // A small random Llama-family checkpoint with the GPU runner's head shape (head_dim 64): Llama, or Qwen3 with its
-// per-head q / k norms, or Qwen2 with q / k / v biases; bf16 or f32 tensors; extra config.json keys for the features
-// a test switches on; tied embeddings. 2 layers, hidden 128, 4 query heads over 2 KV heads, vocabulary 97; normal
-// draws from a fixed seed, fan-in scaled, so greedy ties are practically impossible.
+// per-head q / k norms, or Qwen2 with q / k / v biases; bf16 or f32 tensors; extra config.json keys for the
+// features a test switches on; tied embeddings. 2 layers, hidden 128, 4 query heads over 2 KV heads, vocabulary 97; normal draws
+// from a fixed seed, fan-in scaled, so greedy ties are practically impossible. With moe_experts, the MLPs become
+// mixtures of experts 64 wide: Qwen3-MoE's (every layer, mlp.gate + mlp.experts.N) or, with deepseek_moe, GLM-4.5's
+// (layer 0 dense, layer 1 a DeepSeek-V3 MoE: two groups of moe_experts / 2, topk_group 2 when moe_top_k exceeds
+// one group, else 1; a correction bias, routed scaling, one shared expert).
 #include <cmath>
 #include <random>
 #include <string>
@@ -24,15 +27,29 @@ struct TinyDecoder {
   int64_t head_dim = 64;
   uint32_t seed = 11;
   bool tied = false;  // no lm_head.weight: the head reads the embedding table
+  int64_t moe_experts = 0;  // > 0: MoE feed-forwards of this many experts
+  int64_t moe_top_k = 2;
+  bool deepseek_moe = false;
 };
 
 inline constexpr int64_t kTinyDecoderVocab = 97;
 
 inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
   const int64_t V = kTinyDecoderVocab, H = 128, I = 256, D = t.head_dim, Q = 4 * D, KV = 2 * D, L = 2;
+  const int64_t E = t.moe_experts, MI = 64;
+  std::string moe_config;
+  if (E > 0 && t.deepseek_moe)
+    moe_config = R"("n_routed_experts": )" + std::to_string(E) + R"(, "num_experts_per_tok": )" +
+                 std::to_string(t.moe_top_k) + R"(, "moe_intermediate_size": 64, "n_group": 2, "topk_group": )" +
+                 (t.moe_top_k > E / 2 ? "2" : "1") + R"(,
+  "norm_topk_prob": true, "routed_scaling_factor": 2.5, "n_shared_experts": 1, "first_k_dense_replace": 1,
+  "partial_rotary_factor": 1.0, )";
+  else if (E > 0)
+    moe_config = R"("num_experts": )" + std::to_string(E) + R"(, "num_experts_per_tok": )" +
+                 std::to_string(t.moe_top_k) + R"(, "moe_intermediate_size": 64, "norm_topk_prob": true, )";
   write_file(dir.path() / "config.json",
              R"({"architectures": [")" + t.architecture + R"("], "model_type": ")" + t.model_type + R"(", )" +
-                 t.extra_config + R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+                 t.extra_config + moe_config + R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": )" + std::to_string(D) + R"(, "vocab_size": 97,
   "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": )" + std::string(t.tied ? "true" : "false") + "}");
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
@@ -43,9 +60,23 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
     for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
              {".input_layernorm.weight", {H}}, {".post_attention_layernorm.weight", {H}},
              {".self_attn.q_proj.weight", {Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
-             {".self_attn.v_proj.weight", {KV, H}}, {".self_attn.o_proj.weight", {H, Q}},
-             {".mlp.gate_proj.weight", {I, H}}, {".mlp.up_proj.weight", {I, H}}, {".mlp.down_proj.weight", {H, I}}})
+             {".self_attn.v_proj.weight", {KV, H}}, {".self_attn.o_proj.weight", {H, Q}}})
       shapes.emplace_back(p + name, shape);
+    auto mlp = [&](const std::string& m, int64_t width) {
+      shapes.push_back({m + ".gate_proj.weight", {width, H}});
+      shapes.push_back({m + ".up_proj.weight", {width, H}});
+      shapes.push_back({m + ".down_proj.weight", {H, width}});
+    };
+    if (E == 0 || (t.deepseek_moe && l == 0)) {
+      mlp(p + ".mlp", I);
+    } else {
+      shapes.push_back({p + ".mlp.gate.weight", {E, H}});
+      for (int64_t e = 0; e < E; ++e) mlp(p + ".mlp.experts." + std::to_string(e), MI);
+      if (t.deepseek_moe) {
+        shapes.push_back({p + ".mlp.gate.e_score_correction_bias", {E}});
+        mlp(p + ".mlp.shared_experts", MI);
+      }
+    }
     if (t.qk_norm) {
       shapes.push_back({p + ".self_attn.q_norm.weight", {D}});
       shapes.push_back({p + ".self_attn.k_norm.weight", {D}});

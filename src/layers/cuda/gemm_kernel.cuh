@@ -116,13 +116,13 @@ __device__ __forceinline__ void store_block(const GemmParams& p, const float (&a
       }
 }
 
-// One CTA: block (blockIdx.x, blockIdx.y) of y. `smem` holds Tile::kSmemBytes, 16-byte aligned.
+// One CTA: the block of y at rows m0.., columns n0... `smem` holds Tile::kSmemBytes, 16-byte aligned. The grouped
+// GEMM (grouped_gemm_kernel.cuh) calls it with each expert's own p and its tile's corner.
 template <class Tile, class W>
-__device__ __forceinline__ void gemm_block(const GemmParams& p, unsigned char* smem) {
+__device__ __forceinline__ void gemm_block_at(const GemmParams& p, unsigned char* smem, int m0, int n0) {
   W* stages = reinterpret_cast<W*>(smem);
   const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
   const int wm = warp / Tile::kWarpsN, wn = warp % Tile::kWarpsN;
-  const int m0 = int(blockIdx.x) * Tile::BM, n0 = int(blockIdx.y) * Tile::BN;
   const int steps = (p.K + Tile::BK - 1) / Tile::BK;
 
   float acc[Tile::MI][Tile::NI][4];
@@ -178,6 +178,12 @@ __device__ __forceinline__ void gemm_block(const GemmParams& p, unsigned char* s
     case Elem::f16: store_block<Tile, __half>(p, acc, row0, col0); break;
     default: store_block<Tile, float>(p, acc, row0, col0); break;
   }
+}
+
+// One CTA: block (blockIdx.x, blockIdx.y) of y.
+template <class Tile, class W>
+__device__ __forceinline__ void gemm_block(const GemmParams& p, unsigned char* smem) {
+  gemm_block_at<Tile, W>(p, smem, int(blockIdx.x) * Tile::BM, int(blockIdx.y) * Tile::BN);
 }
 
 }  // namespace attnzoo::cuda_gemm

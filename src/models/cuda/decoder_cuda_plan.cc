@@ -7,7 +7,10 @@
 #include "core/error.h"
 #include "kernels/softmax/decode.h"
 #include "layers/attention_layer.h"
+#include "layers/cuda/routing_cuda.h"
+#include "layers/deepseek_moe.h"
 #include "layers/mlp.h"
+#include "layers/moe.h"
 
 namespace attnzoo {
 namespace {
@@ -50,12 +53,58 @@ void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::s
   refuse(p, mixer.kind() + " layers", where);
 }
 
+void check_mlp(const DecoderParts& p, const GatedMlp& mlp) {
+  for (const Linear* l : {&mlp.gate_proj(), &mlp.up_proj(), &mlp.down_proj()}) check_projection(p, *l);
+}
+
+void check_mlp(const DecoderParts& p, const PlainMlp& mlp) {
+  for (const Linear* l : {&mlp.up_proj(), &mlp.down_proj()}) check_projection(p, *l);
+}
+
+bool has_bias(const GatedMlp& m) { return m.gate_proj().has_bias() || m.up_proj().has_bias() || m.down_proj().has_bias(); }
+bool has_bias(const PlainMlp& m) { return m.up_proj().has_bias() || m.down_proj().has_bias(); }
+
+// The MoE blocks (device_moe.h): the routing kernels' limits, the experts stacked as one array each (one
+// intermediate size and activation, no biases: the grouped GEMM adds none), 16-bit or f32 weights throughout.
+template <class Expert>
+void check_moe(const DecoderParts& p, const Linear& router, const std::vector<Expert>& experts, int64_t top_k,
+               int64_t n_group, const std::string& where) {
+  const int64_t E = int64_t(experts.size());
+  if (E > kMaxExpertsCuda)
+    refuse(p, std::to_string(E) + " experts (the CUDA routing takes " + std::to_string(kMaxExpertsCuda) + ")", where);
+  if (top_k > kMaxTopKCuda)
+    refuse(p, std::to_string(top_k) + " experts per token (the CUDA routing takes " + std::to_string(kMaxTopKCuda) +
+                  ")", where);
+  if (n_group > kMaxGroupsCuda)
+    refuse(p, std::to_string(n_group) + " expert groups (the CUDA routing takes " + std::to_string(kMaxGroupsCuda) +
+                  ")", where);
+  check_projection(p, router);
+  if (router.has_bias()) refuse(p, "a router bias", where);
+  for (const Expert& e : experts) {
+    check_mlp(p, e);
+    if (e.intermediate() != experts[0].intermediate()) refuse(p, "experts of different sizes", where);
+    if (e.activation() != experts[0].activation()) refuse(p, "experts of different activations", where);
+    if (has_bias(e)) refuse(p, "expert biases", where);
+  }
+}
+
+template <class Expert>
+void check_deepseek_moe(const DecoderParts& p, const BasicDeepseekMoe<Expert>& moe, const std::string& where) {
+  check_moe(p, moe.router(), moe.experts(), moe.config().top_k, moe.config().n_group, where);
+  if (moe.shared_experts()) check_mlp(p, *moe.shared_experts());
+}
+
 void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string& where) {
-  if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) {
-    for (const Linear* l : {&mlp->gate_proj(), &mlp->up_proj(), &mlp->down_proj()}) check_projection(p, *l);
+  if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return check_mlp(p, *mlp);
+  if (const auto* moe = dynamic_cast<const SparseMoe*>(&ffn)) {
+    check_moe(p, moe->router(), moe->experts(), moe->config().top_k, 1, where);
+    if (moe->shared_expert()) check_mlp(p, *moe->shared_expert());
+    if (moe->shared_gate()) check_projection(p, *moe->shared_gate());
     return;
   }
-  refuse(p, "feed-forwards other than a gated MLP (MoE, plain MLP)", where);
+  if (const auto* moe = dynamic_cast<const DeepseekMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
+  if (const auto* moe = dynamic_cast<const NemotronHMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
+  refuse(p, "feed-forwards other than a gated MLP or a softmax / DeepSeek MoE (plain MLP, gpt-oss's MoE)", where);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // The Llama family's decoder on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
 // of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
 // paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
-// within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie; the same for tiny
-// GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head). Skipped without a GPU; the host half
+// within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie; the same for the
+// MoE decoders Qwen3-MoE and GLM-4.5 (DeepSeek-V3 routing) and for tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head). Skipped without a GPU; the host half
 // (refusals, plans) is models/decoder_cuda_plan_test.cc and models/decoder_cuda_gguf_test.cc.
 #include "models/cuda/decoder_cuda_runner.h"
 
@@ -168,6 +168,23 @@ TEST(DecoderCudaRunner, AQ4_KGgufWithExpandedFallbacksMatchesTheCpu) {
 TEST(DecoderCudaRunner, ATiedGgufHeadReadsTheQuantizedTable) {
   REQUIRE_GPU();
   run_gguf_scenario(TinyDecoder{.seed = 17, .tied = true}, QuantType::Q8_0);
+}
+
+// Mixture-of-experts feed-forwards (device_moe.h): routing, grouping, the grouped GEMMs and the combine on the
+// device. Every expert is chosen (top_k = E): the two sides' hidden states differ at bf16's level, so a sparse
+// choice at a near-tie could pick another expert on each side and move that row far past the tolerance; with all
+// chosen, the weights move only as smoothly as the scores. Sparse loads with idle experts are
+// layers/cuda/moe_cuda_test.cc's and the emulator's (moe_cases.cc), over one routing on both sides.
+TEST(DecoderCudaRunner, AQwen3MoeMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe", .qk_norm = true,
+                           .seed = 15, .moe_experts = 8, .moe_top_k = 8});
+}
+
+TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 17,
+                           .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true});
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "models/cuda/device_attention.h"
 #include "models/cuda/device_mlp.h"
+#include "models/cuda/device_moe.h"
 
 namespace attnzoo {
 
@@ -15,6 +16,9 @@ std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const
 
 std::unique_ptr<DeviceFfn> make_device_ffn(const FeedForward& ffn, const DeviceLoad& load) {
   if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return make_device_gated_mlp(*mlp, load);
+  if (const auto* moe = dynamic_cast<const SparseMoe*>(&ffn)) return make_device_sparse_moe(*moe, load);
+  if (const auto* moe = dynamic_cast<const DeepseekMoe*>(&ffn)) return make_device_deepseek_moe(*moe, load);
+  if (const auto* moe = dynamic_cast<const NemotronHMoe*>(&ffn)) return make_device_deepseek_moe(*moe, load);
   throw ArgumentError("device: this feed-forward has no CUDA block");
 }
 #endif

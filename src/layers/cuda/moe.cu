@@ -1,0 +1,150 @@
+// The MoE dispatch launchers (moe_cuda.h): the checks and the grouped GEMM's plan are moe_checks.cc's, the
+// kernels' bodies moe_kernel.cuh and grouped_gemm_kernel.cuh.
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#include "core/error.h"
+#include "layers/cuda/grouped_gemm_kernel.cuh"
+#include "layers/cuda/moe_cuda.h"
+#include "layers/cuda/moe_kernel.cuh"
+#include "layers/cuda/moe_plan.h"
+
+namespace attnzoo {
+namespace cuda_moe {
+namespace {
+
+constexpr int kElementThreads = 256;
+
+__global__ void __launch_bounds__(kGroupThreads) group_kernel(const GroupParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  group_entries(p, smem);
+}
+
+template <class Out>
+__global__ void __launch_bounds__(kElementThreads) gather_kernel(const GatherParams p) {
+  gather_rows<Out>(p);
+}
+
+__global__ void __launch_bounds__(kElementThreads) combine_kernel(const CombineParams p) { combine_slots(p); }
+
+__global__ void __launch_bounds__(kElementThreads) router_kernel(const RouterParams p) { router_dots(p); }
+
+template <Activation kAct>
+__global__ void __launch_bounds__(kElementThreads) activation_kernel(const ActivationParams p) {
+  activate_in_place<kAct>(p);
+}
+
+template <class Tile, class W>
+__global__ void __launch_bounds__(Tile::kThreads) grouped_gemm_kernel(const GroupedGemmParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  grouped_gemm_block<Tile, W>(p, smem);
+}
+
+template <class Tile, class W>
+void launch_grouped(const GroupedGemmLaunch& l, cudaStream_t stream) {
+  auto kernel = grouped_gemm_kernel<Tile, W>;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSmemBytes)),
+             "cudaFuncSetAttribute");
+  kernel<<<dim3(l.grid_m, l.grid_n), Tile::kThreads, Tile::kSmemBytes, stream>>>(l.params);
+  cuda_check(cudaGetLastError(), "grouped_gemm_kernel launch");
+}
+
+}  // namespace
+}  // namespace cuda_moe
+
+void moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_t tile_rows, const MoeGroupingCuda& g,
+                    Stream stream) {
+  using namespace cuda_moe;
+  check_moe_group_cuda(experts, num_experts, tile_rows, g);
+  const DeviceGuard on(experts.device);
+  const GroupParams p{experts.ptr<const int32_t>(), int(experts.numel()), int(num_experts), int(tile_rows),
+                      g.offsets.ptr<int32_t>(), g.tiles.ptr<int32_t>(), g.source.ptr<int32_t>(), g.dest.ptr<int32_t>()};
+  // Runs for n = 0 too: the offsets and tiles of an empty step are zeros.
+  group_kernel<<<1, kGroupThreads, group_smem_bytes(p.experts), static_cast<cudaStream_t>(stream.handle)>>>(p);
+  cuda_check(cudaGetLastError(), "moe group_kernel launch");
+}
+
+void moe_gather_cuda(const TensorView& h, const TensorView& source, int64_t top_k, const TensorView& x,
+                     Stream stream) {
+  using namespace cuda_moe;
+  check_moe_gather_cuda(h, source, top_k, x);
+  if (x.shape[0] == 0 || x.shape[1] == 0) return;
+  const DeviceGuard on(h.device);
+  const GatherParams p{h.ptr<const float>(), h.strides[0], source.ptr<const int32_t>(), x.data,
+                       int(x.shape[0]), int(x.shape[1]), int(top_k)};
+  const unsigned grid = cuda_step::grid_for(x.numel(), kElementThreads);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  if (x.dtype == DType::bf16) gather_kernel<__nv_bfloat16><<<grid, kElementThreads, 0, s>>>(p);
+  else gather_kernel<__half><<<grid, kElementThreads, 0, s>>>(p);
+  cuda_check(cudaGetLastError(), "moe gather_kernel launch");
+}
+
+void grouped_gemm_cuda(const TensorView& x, const TensorView& w, const MoeGroupingCuda& g, cuda_gemm::TileKind tile,
+                       const TensorView& y, Stream stream) {
+  using namespace cuda_moe;
+  check_grouped_gemm_cuda(x, w, g, y);
+  if (x.shape[0] == 0 || w.shape[1] == 0) return;
+  const DeviceGuard on(w.device);
+  const GroupedGemmLaunch l = plan_grouped_gemm(x, w, g, tile, y);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  const bool bf16 = w.dtype == DType::bf16;
+  if (tile == cuda_gemm::TileKind::large) {
+    bf16 ? launch_grouped<cuda_gemm::LargeTile, __nv_bfloat16>(l, s) : launch_grouped<cuda_gemm::LargeTile, __half>(l, s);
+  } else {
+    bf16 ? launch_grouped<cuda_gemm::SmallTile, __nv_bfloat16>(l, s) : launch_grouped<cuda_gemm::SmallTile, __half>(l, s);
+  }
+}
+
+void moe_combine_cuda(const TensorView& expert_out, const TensorView& dest, const TensorView& weights,
+                      const TensorView* shared, const TensorView* shared_gate, const TensorView& x, Stream stream) {
+  using namespace cuda_moe;
+  check_moe_combine_cuda(expert_out, dest, weights, shared, shared_gate, x);
+  if (x.shape[0] == 0 || x.shape[1] == 0) return;
+  const DeviceGuard on(x.device);
+  const CombineParams p{expert_out.ptr<const float>(),
+                        dest.ptr<const int32_t>(),
+                        weights.ptr<const float>(),
+                        shared ? shared->ptr<const float>() : nullptr,
+                        shared ? shared->strides[0] : 0,
+                        shared_gate ? shared_gate->ptr<const float>() : nullptr,
+                        shared_gate ? shared_gate->strides[0] : 0,
+                        x.ptr<float>(),
+                        x.strides[0],
+                        int(x.shape[0]),
+                        int(x.shape[1]),
+                        int(weights.shape[1])};
+  combine_kernel<<<cuda_step::grid_for(x.shape[0] * x.shape[1], kElementThreads), kElementThreads, 0,
+                   static_cast<cudaStream_t>(stream.handle)>>>(p);
+  cuda_check(cudaGetLastError(), "moe combine_kernel launch");
+}
+
+void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits, Stream stream) {
+  using namespace cuda_moe;
+  check_router_logits_cuda(x, w, logits);
+  if (logits.numel() == 0) return;
+  const DeviceGuard on(x.device);
+  const RouterParams p{x.ptr<const float>(), x.strides[0], w.ptr<const float>(), logits.ptr<float>(),
+                       int(x.shape[0]), int(w.shape[0]), int(x.shape[1])};
+  router_kernel<<<cuda_step::grid_for(logits.numel(), kElementThreads / 32), kElementThreads, 0,
+                  static_cast<cudaStream_t>(stream.handle)>>>(p);
+  cuda_check(cudaGetLastError(), "moe router_kernel launch");
+}
+
+void activation_inplace_cuda(Activation act, const TensorView& x, Stream stream) {
+  using namespace cuda_moe;
+  check_activation_inplace_cuda(x);
+  if (x.numel() == 0) return;
+  const DeviceGuard on(x.device);
+  const ActivationParams p{x.ptr<float>(), x.numel()};
+  const unsigned grid = cuda_step::grid_for(p.count, kElementThreads);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  switch (act) {
+    case Activation::silu: activation_kernel<Activation::silu><<<grid, kElementThreads, 0, s>>>(p); break;
+    case Activation::gelu_tanh: activation_kernel<Activation::gelu_tanh><<<grid, kElementThreads, 0, s>>>(p); break;
+    case Activation::gelu: activation_kernel<Activation::gelu><<<grid, kElementThreads, 0, s>>>(p); break;
+    case Activation::relu2: activation_kernel<Activation::relu2><<<grid, kElementThreads, 0, s>>>(p); break;
+  }
+  cuda_check(cudaGetLastError(), "moe activation_kernel launch");
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,188 @@
+// The CUDA MoE dispatch (moe_cuda.h) against run_routed_experts (moe.h): a CPU routing uploaded, then grouping,
+// gather, gate | up and down as grouped GEMMs, the activation over the halves and the combine into a residual, with
+// a gated shared expert's rows; a decode token (T = 1, top 8 of 64) and a prefill (T = 300, top 2 of 16) whose
+// loads leave experts idle, within bf16 tolerance. Refusals are host-only and run without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "layers/activations.h"
+#include "layers/cuda/elementwise_cuda.h"
+#include "layers/cuda/moe_cuda.h"
+#include "layers/cuda/step_test_util.h"
+#include "layers/moe.h"
+#include "testing/device_test_util.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+using cuda_gemm::TileKind;
+using testing::DeviceOperand;
+using testing::expect_error;
+using testing::fake_cuda_view;
+
+MoeGroupingCuda fake_grouping(int64_t E, int64_t n) {
+  return {fake_cuda_view(DType::i32, {E + 1}), fake_cuda_view(DType::i32, {E + 1}), fake_cuda_view(DType::i32, {n}),
+          fake_cuda_view(DType::i32, {n})};
+}
+
+TEST(MoeCuda, RefusesNamingTheArgument) {
+  const int64_t T = 5, k = 2, E = 8, n = T * k, H = 32, N = 48;
+  const TensorView ids = fake_cuda_view(DType::i32, {T, k});
+  const MoeGroupingCuda g = fake_grouping(E, n);
+  EXPECT_NO_THROW(check_moe_group_cuda(ids, E, 64, g));
+  TensorView host = ids;
+  host.device = Device::cpu();
+  expect_error<ArgumentError>([&] { check_moe_group_cuda(host, E, 64, g); }, "experts: lives on cpu");
+  expect_error<DTypeError>([&] { check_moe_group_cuda(fake_cuda_view(DType::i64, {T, k}), E, 64, g); },
+                           "experts: dtype int64");
+  expect_error<ArgumentError>([&] { check_moe_group_cuda(ids, 1025, 64, fake_grouping(1025, n)); },
+                              "num_experts: must be in [1, 1024]");
+  expect_error<ArgumentError>([&] { check_moe_group_cuda(ids, E, 64, fake_grouping(E + 1, n)); },
+                              "offsets: expected shape [9]");
+  expect_error<ArgumentError>([&] { check_moe_group_cuda(ids, E, 64, fake_grouping(E, n + 1)); },
+                              "source: expected shape [10]");
+
+  const TensorView h = fake_cuda_view(DType::f32, {T, H}), x = fake_cuda_view(DType::bf16, {n, H});
+  EXPECT_NO_THROW(check_moe_gather_cuda(h, g.source, k, x));
+  expect_error<DTypeError>([&] { check_moe_gather_cuda(h, g.source, k, fake_cuda_view(DType::f32, {n, H})); },
+                           "x: dtype float32 is not supported");
+  expect_error<ArgumentError>([&] { check_moe_gather_cuda(h, g.source, k, fake_cuda_view(DType::bf16, {n, H + 1})); },
+                              "x: expected a contiguous [10, 32]");
+
+  const TensorView w = fake_cuda_view(DType::bf16, {E, N, H}), y = fake_cuda_view(DType::f32, {n, N});
+  EXPECT_NO_THROW(check_grouped_gemm_cuda(x, w, g, y));
+  expect_error<ArgumentError>([&] { check_grouped_gemm_cuda(x, fake_cuda_view(DType::bf16, {N, H}), g, y); },
+                              "w: expected a contiguous [experts, N, K]");
+  expect_error<DTypeError>([&] { check_grouped_gemm_cuda(x, fake_cuda_view(DType::f32, {E, N, H}), g, y); },
+                           "w: dtype float32 is not supported");
+  expect_error<ArgumentError>([&] { check_grouped_gemm_cuda(x, fake_cuda_view(DType::bf16, {E, N, H + 8}), g, y); },
+                              "x: K = 32, w's is 40");
+  expect_error<ArgumentError>([&] { check_grouped_gemm_cuda(x, w, g, fake_cuda_view(DType::f32, {n, N + 1})); },
+                              "y: expected [10, 48]");
+  expect_error<ArgumentError>([&] { check_grouped_gemm_cuda(x, fake_cuda_view(DType::bf16, {E + 1, N, H}), g, y); },
+                              "offsets: expected shape [10]");
+
+  const TensorView out = fake_cuda_view(DType::f32, {n, H}), weights = fake_cuda_view(DType::f32, {T, k});
+  const TensorView shared = fake_cuda_view(DType::f32, {T, H}), gate = fake_cuda_view(DType::f32, {T, 1});
+  const TensorView res = fake_cuda_view(DType::f32, {T, H});
+  EXPECT_NO_THROW(check_moe_combine_cuda(out, g.dest, weights, &shared, &gate, res));
+  expect_error<ArgumentError>([&] { check_moe_combine_cuda(out, g.dest, weights, nullptr, &gate, res); },
+                              "shared_gate: given without a shared expert");
+  expect_error<ArgumentError>(
+      [&] { check_moe_combine_cuda(fake_cuda_view(DType::f32, {n, H + 1}), g.dest, weights, nullptr, nullptr, res); },
+      "expert_out: expected shape [10, 32]");
+  expect_error<DTypeError>(
+      [&] { check_moe_combine_cuda(out, g.dest, weights, nullptr, nullptr, fake_cuda_view(DType::bf16, {T, H})); },
+      "x: dtype bfloat16, expected float32");
+
+  const TensorView router = fake_cuda_view(DType::f32, {E, H}), logits = fake_cuda_view(DType::f32, {T, E});
+  EXPECT_NO_THROW(check_router_logits_cuda(h, router, logits));
+  expect_error<DTypeError>([&] { check_router_logits_cuda(h, fake_cuda_view(DType::bf16, {E, H}), logits); },
+                           "w: dtype bfloat16, expected float32");
+  expect_error<ArgumentError>([&] { check_router_logits_cuda(h, fake_cuda_view(DType::f32, {E, H + 1}), logits); },
+                              "w: expected shape [8, 32]");
+  expect_error<ArgumentError>([&] { check_router_logits_cuda(h, router, fake_cuda_view(DType::f32, {T, E + 1})); },
+                              "logits: expected shape [5, 8]");
+}
+
+// Each token's k distinct experts from a skewed load; experts e % 3 == 1 never chosen (idle) when enough remain.
+MoeRouting skewed_routing(int64_t T, int64_t E, int64_t k, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> load(static_cast<size_t>(E));
+  const bool idle = E - (E + 1) / 3 >= k;
+  for (int64_t e = 0; e < E; ++e) load[size_t(e)] = idle && e % 3 == 1 ? 0.0 : double(e % 5 + 1);
+  std::uniform_real_distribution<float> weight(0.05f, 1.f);
+  MoeRouting r;
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<double> left = load;
+    for (int64_t j = 0; j < k; ++j) {
+      std::discrete_distribution<int32_t> pick(left.begin(), left.end());
+      const int32_t e = pick(rng);
+      left[size_t(e)] = 0.0;
+      r.experts.push_back(e);
+      r.weights.push_back(weight(rng));
+    }
+  }
+  return r;
+}
+
+void run_dispatch(int64_t T, int64_t E, int64_t k, int64_t H, int64_t I, uint64_t seed) {
+  SCOPED_TRACE("T " + std::to_string(T) + " E " + std::to_string(E) + " top_k " + std::to_string(k));
+  const int64_t n = T * k;
+  const MoeRouting routing = skewed_routing(T, E, k, seed);
+  DeviceOperand h(DType::f32, {T, H}, seed + 1), res(DType::f32, {T, H}, seed + 2),
+      shared(DType::f32, {T, H}, seed + 3), gate(DType::f32, {T, 1}, seed + 4);
+  DeviceOperand w_gu(DType::bf16, {E, 2 * I, H}, seed + 5, {}, 0.2f), w_down(DType::bf16, {E, H, I}, seed + 6, {}, 0.2f);
+  auto buffer = [](int64_t count, size_t elem) { return DeviceBuffer(Device::cuda(), size_t(count) * elem); };
+  auto view = [](const DeviceBuffer& b, DType dtype, std::initializer_list<int64_t> shape) {
+    TensorView t = TensorView::contiguous(b.data(), dtype, shape);
+    t.device = Device::cuda();
+    return t;
+  };
+  const DeviceBuffer ids = buffer(n, 4), weights = buffer(n, 4);
+  ids.upload(routing.experts.data(), size_t(n) * 4);
+  weights.upload(routing.weights.data(), size_t(n) * 4);
+  const DeviceBuffer offsets = buffer(E + 1, 4), tiles = buffer(E + 1, 4), source = buffer(n, 4), dest = buffer(n, 4),
+                     gathered = buffer(n * H, 2), gu = buffer(n * 2 * I, 4), out = buffer(n * H, 4);
+  const MoeGroupingCuda g{view(offsets, DType::i32, {E + 1}), view(tiles, DType::i32, {E + 1}),
+                          view(source, DType::i32, {n}), view(dest, DType::i32, {n})};
+  const TileKind tile = moe_tile(n, E);
+  moe_group_cuda(view(ids, DType::i32, {T, k}), E, moe_tile_rows(tile), g);
+  moe_gather_cuda(h.device_view(), g.source, k, view(gathered, DType::bf16, {n, H}));
+  grouped_gemm_cuda(view(gathered, DType::bf16, {n, H}), w_gu.device_view(), g, tile, view(gu, DType::f32, {n, 2 * I}));
+  TensorView g_half = view(gu, DType::f32, {n, I}), u_half = g_half;
+  u_half.data = static_cast<float*>(gu.data()) + I;
+  g_half.strides[0] = u_half.strides[0] = 2 * I;
+  gated_activation_cuda(Activation::silu, g_half, u_half, g_half);
+  grouped_gemm_cuda(g_half, w_down.device_view(), g, tile, view(out, DType::f32, {n, H}));
+  const TensorView sd = shared.device_view(), gd = gate.device_view();
+  moe_combine_cuda(view(out, DType::f32, {n, H}), g.dest, view(weights, DType::f32, {T, k}), &sd, &gd, res.device_view());
+  synchronize(current_stream());
+  std::vector<float> got(static_cast<size_t>(T * H));
+  res.download();
+  for (int64_t q = 0; q < T * H; ++q) got[size_t(q)] = res.at(q);
+
+  // The CPU layer over the same weights, its shared part first as SparseMoe::forward has it.
+  std::vector<GatedMlp> experts;
+  const size_t m = size_t(I * H);
+  for (int64_t e = 0; e < E; ++e) {
+    auto slice = [&](const DeviceOperand& w, size_t at, int64_t rows, int64_t cols) {
+      return TensorView::contiguous(static_cast<uint16_t*>(w.view.data) + at, DType::bf16, {rows, cols});
+    };
+    experts.emplace_back(Linear::from_weights(slice(w_gu, size_t(e) * 2 * m, I, H), {}, "g"),
+                         Linear::from_weights(slice(w_gu, size_t(e) * 2 * m + m, I, H), {}, "u"),
+                         Linear::from_weights(slice(w_down, size_t(e) * m, H, I), {}, "d"), Activation::silu, "e");
+  }
+  std::vector<float> want(static_cast<size_t>(T * H));
+  for (int64_t t = 0; t < T; ++t) {
+    const float s = 1.f / (1.f + std::exp(-gate.at(t)));
+    for (int64_t i = 0; i < H; ++i) want[size_t(t * H + i)] = shared.at(t * H + i) * s;
+  }
+  std::vector<float> x(static_cast<size_t>(T * H));
+  for (int64_t q = 0; q < T * H; ++q) x[size_t(q)] = h.at(q);
+  run_routed_experts(experts, routing, k, x.data(), T, want.data(), /*accumulate=*/true);
+  DeviceOperand res0(DType::f32, {T, H}, seed + 2);  // the residual as it was
+  float scale = 0.f, worst = 0.f;
+  for (int64_t q = 0; q < T * H; ++q) {
+    scale = std::max(scale, std::abs(want[size_t(q)]));
+    worst = std::max(worst, std::abs(got[size_t(q)] - res0.at(q) - want[size_t(q)]));
+  }
+  EXPECT_LE(worst, 0.02f * scale + 1e-4f) << "scale " << scale;
+}
+
+TEST(MoeCuda, DispatchMatchesTheCpuExperts) {
+  REQUIRE_GPU();
+  run_dispatch(1, 64, 8, 256, 128, 1);    // a decode token
+  run_dispatch(300, 16, 2, 128, 96, 2);   // a prefill, idle experts
+  run_dispatch(2048, 4, 2, 128, 64, 3);   // large tiles: 1024 rows per expert on average
+}
+
+}  // namespace
+}  // namespace attnzoo

@@ -1,0 +1,118 @@
+#pragma once
+// The device side of the MoE dispatch (moe_cuda.h has the contract; moe.cu launches it, the CTA emulator runs it in
+// testing/cuda_emulation/moe_cases.cc): the grouping, the gather and the combine. The grouped GEMM is
+// grouped_gemm_kernel.cuh.
+#include <cstdint>
+
+#include "layers/cuda/elementwise_kernel.cuh"
+#include "layers/cuda/moe_plan.h"
+#include "layers/cuda/step_kernels.cuh"
+
+namespace attnzoo::cuda_moe {
+
+// One CTA. Two passes over the entries in chunks of kGroupThreads, thread c holding entry base + c: a thread's rank
+// among the chunk's entries of its expert is the count of lower threads with that expert, and the chunk's last
+// entry of each expert advances the expert's cursor. Pass 0 counts; a serial scan (E <= 1024) turns the counts
+// into offsets and tile prefixes; pass 1 places each entry at its expert's cursor plus its rank. Only one thread
+// writes a cursor per chunk, so no atomics, and the order is entries' order within each expert: stable.
+__device__ __forceinline__ void group_entries(const GroupParams& p, unsigned char* smem) {
+  int* cursor = reinterpret_cast<int*>(smem);
+  int* chunk = cursor + p.experts;
+  const int tid = int(threadIdx.x);
+  for (int e = tid; e < p.experts; e += kGroupThreads) cursor[e] = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      __syncthreads();  // every count in
+      if (tid == 0) {
+        int row = 0, tile = 0;
+        for (int e = 0; e < p.experts; ++e) {
+          const int count = cursor[e];
+          p.offsets[e] = row;
+          p.tiles[e] = tile;
+          cursor[e] = row;
+          row += count;
+          tile += (count + p.tile_rows - 1) / p.tile_rows;
+        }
+        p.offsets[p.experts] = row;
+        p.tiles[p.experts] = tile;
+      }
+    }
+    for (int base = 0; base < p.n; base += kGroupThreads) {
+      __syncthreads();  // the scan, or the previous chunk's cursor updates, done; its chunk no longer read
+      const int i = base + tid;
+      const int id = i < p.n ? p.ids[i] : -1;
+      chunk[tid] = id;
+      __syncthreads();
+      int rank = 0;
+      bool last = true;
+      if (id >= 0) {
+        for (int j = 0; j < tid; ++j) rank += chunk[j] == id;
+        for (int j = tid + 1; j < kGroupThreads && last; ++j) last = chunk[j] != id;
+        if (pass == 1) {
+          const int row = cursor[id] + rank;
+          p.source[row] = i;
+          p.dest[i] = row;
+        }
+      }
+      __syncthreads();  // every read of the cursors before they move
+      if (id >= 0 && last) cursor[id] += rank + 1;
+    }
+  }
+}
+
+// Grid-stride over the n x H elements: x[r] = h[source[r] / top_k], rounded to Out (what the GEMM's staging would
+// round it to).
+template <class Out>
+__device__ __forceinline__ void gather_rows(const GatherParams& p) {
+  Out* x = static_cast<Out*>(p.x);
+  const int64_t total = int64_t(p.n) * p.H;
+  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < total; q += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = q / p.H, c = q % p.H;
+    const int64_t t = p.source[r] / p.top_k;
+    x[q] = cuda_step::from_f32<Out>(p.h[t * p.ldh + c]);
+  }
+}
+
+// Grid-stride over the T x H elements. The order is the CPU's (SparseMoe / DeepseekMoe forward, then the block's
+// residual add): the shared expert's output (times its gate), then each slot's weight * row in slot order, then
+// the sum into the residual. Products rounded before the add, as the CPU stores each slot's product first.
+__device__ __forceinline__ void combine_slots(const CombineParams& p) {
+  const int64_t total = int64_t(p.T) * p.H;
+  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < total; q += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = q / p.H, c = q % p.H;
+    float acc = 0.f;
+    if (p.shared) {
+      acc = p.shared[t * p.ldshared + c];
+      if (p.shared_gate) acc = __fmul_rn(acc, 1.f / (1.f + expf(-p.shared_gate[t * p.ldgate])));
+    }
+    for (int j = 0; j < p.top_k; ++j) {
+      const int64_t e = t * p.top_k + j;
+      acc += __fmul_rn(p.weights[e], p.expert_out[int64_t(p.dest[e]) * p.H + c]);
+    }
+    p.x[t * p.ldx + c] += acc;
+  }
+}
+
+// A warp per (token, expert), grid-stride over the T x E pairs: lane l sums x[k] w[k] over k = l, l + 32, ...,
+// then the warp's butterfly. The pair is one per warp, so every lane of a warp runs the same loop and shuffles.
+__device__ __forceinline__ void router_dots(const RouterParams& p) {
+  const int lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
+  const int64_t pairs = int64_t(p.T) * p.E;
+  for (int64_t q = int64_t(blockIdx.x) * warps + threadIdx.x / 32; q < pairs; q += int64_t(gridDim.x) * warps) {
+    const float* x = p.x + (q / p.E) * p.ldx;
+    const float* w = p.w + (q % p.E) * p.H;
+    float acc = 0.f;
+    for (int k = lane; k < p.H; k += 32) acc += x[k] * w[k];
+    acc = cuda_step::warp_sum(acc);
+    if (lane == 0) p.logits[q] = acc;
+  }
+}
+
+// Grid-stride over the elements, in place, with the gated activation's formulas (elementwise_kernel.cuh).
+template <Activation kAct>
+__device__ __forceinline__ void activate_in_place(const ActivationParams& p) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += int64_t(gridDim.x) * blockDim.x)
+    p.x[i] = cuda_step::activate<kAct>(p.x[i]);
+}
+
+}  // namespace attnzoo::cuda_moe

@@ -1,0 +1,80 @@
+#pragma once
+// The MoE kernels' launches, decided on the host (plain C++, so the emulator's cases and moe.cu fill them alike).
+#include <cstddef>
+#include <cstdint>
+
+#include "layers/cuda/gemm_plan.h"
+#include "layers/cuda/moe_cuda.h"
+
+namespace attnzoo::cuda_moe {
+
+// The grouping runs as one CTA: n is a step's routed entries (thousands at most in a prefill), and one CTA keeps
+// the per-expert cursors in shared memory and the order deterministic without atomics.
+constexpr int kGroupThreads = 256;
+
+struct GroupParams {
+  const int32_t* ids;  // [n]
+  int n, experts, tile_rows;
+  int32_t *offsets, *tiles, *source, *dest;
+};
+// Shared memory: a cursor per expert and one chunk of ids.
+inline size_t group_smem_bytes(int experts) { return size_t(experts + kGroupThreads) * sizeof(int32_t); }
+
+struct GatherParams {
+  const float* h;
+  int64_t ldh;
+  const int32_t* source;
+  void* x;  // [n, H], W's dtype
+  int n, H, top_k;
+};
+
+struct CombineParams {
+  const float* expert_out;  // [n, H] contiguous
+  const int32_t* dest;
+  const float* weights;  // [T, top_k]
+  const float* shared;   // [T, ldshared] or null
+  int64_t ldshared;
+  const float* shared_gate;  // [T] with stride ldgate, or null
+  int64_t ldgate;
+  float* x;
+  int64_t ldx;
+  int T, H, top_k;
+};
+
+struct RouterParams {
+  const float* x;
+  int64_t ldx;
+  const float* w;  // [E, H] contiguous
+  float* logits;   // [T, E] contiguous
+  int T, E, H;
+};
+
+struct ActivationParams {
+  float* x;
+  int64_t count;
+};
+
+// One launch of the grouped GEMM: `gemm` is expert 0's problem over all n rows (its flags hold for every expert's
+// segment: segments start at whole rows and experts' W at whole [N, K] matrices of a K divisible by 8 when async);
+// each CTA rebases x, w, y and M to its expert.
+struct GroupedGemmParams {
+  cuda_gemm::GemmParams gemm;
+  int64_t x_row_bytes, y_row_bytes, w_expert_elems;
+  const int32_t* offsets;
+  const int32_t* tiles;
+  int experts;
+};
+
+struct GroupedGemmLaunch {
+  GroupedGemmParams params;
+  cuda_gemm::TileKind tile;
+  unsigned grid_m, grid_n;
+  int threads;
+  size_t smem;
+};
+
+// After check_grouped_gemm_cuda.
+GroupedGemmLaunch plan_grouped_gemm(const TensorView& x, const TensorView& w, const MoeGroupingCuda& g,
+                                    cuda_gemm::TileKind tile, const TensorView& y);
+
+}  // namespace attnzoo::cuda_moe
