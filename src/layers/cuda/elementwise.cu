@@ -1,4 +1,4 @@
-// The gated activation and the residual add launchers (elementwise_cuda.h); the kernel's body is
+// The gated activation, residual add and logits epilogue launchers (elementwise_cuda.h); the kernel's body is
 // elementwise_kernel.cuh.
 #include <cuda_runtime.h>
 
@@ -26,8 +26,13 @@ Rows as_rows(const TensorView& t, bool flatten, const char* name) {
   return r;
 }
 
+template <class T, int N>
+__global__ void __launch_bounds__(kThreads) scale_softcap_kernel(const ScaleSoftcapParams<T> p) {
+  scale_softcap_rows<T, N>(p);
+}
+
 template <class Op, Activation kAct>
-void run(const TensorView& a, const TensorView& b, const TensorView& out, Stream stream) {
+void run(const TensorView& a, const TensorView& b, const TensorView& out, Stream stream, float alpha = 1.f) {
   const bool flatten = a.is_contiguous() && b.is_contiguous() && out.is_contiguous();
   const Rows a_rows = as_rows(a, flatten, "a"), b_rows = as_rows(b, flatten, "b"),
              out_rows = as_rows(out, flatten, "out");
@@ -38,7 +43,7 @@ void run(const TensorView& a, const TensorView& b, const TensorView& out, Stream
     using T = decltype(tag);
     constexpr int V = 16 / sizeof(T);
     const BinaryParams<T> p{a.ptr<const T>(), b.ptr<const T>(), out.ptr<T>(), RowMap(a_rows), RowMap(b_rows),
-                            RowMap(out_rows)};
+                            RowMap(out_rows), alpha};
     const bool vec = rows_vectorizable(a_rows, a.data, sizeof(T)) && rows_vectorizable(b_rows, b.data, sizeof(T)) &&
                      rows_vectorizable(out_rows, out.data, sizeof(T));
     const int n = vec ? V : 1;
@@ -49,6 +54,28 @@ void run(const TensorView& a, const TensorView& b, const TensorView& out, Stream
       binary_kernel<Op, kAct, T, 1><<<grid, kThreads, 0, s>>>(p);
     }
     cuda_check(cudaGetLastError(), "binary_kernel launch");
+  });
+}
+
+void run_scale_softcap(const TensorView& x, const TensorView& out, float scale, float cap, Stream stream) {
+  const bool flatten = x.is_contiguous() && out.is_contiguous();
+  const Rows x_rows = as_rows(x, flatten, "x"), out_rows = as_rows(out, flatten, "y");
+  if (out_rows.count == 0 || out_rows.cols == 0) return;
+  const DeviceGuard on(x.device);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  with_float_type(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = 16 / sizeof(T);
+    const ScaleSoftcapParams<T> p{x.ptr<const T>(), out.ptr<T>(), RowMap(x_rows), RowMap(out_rows), scale, cap};
+    const bool vec = rows_vectorizable(x_rows, x.data, sizeof(T)) && rows_vectorizable(out_rows, out.data, sizeof(T));
+    const int n = vec ? V : 1;
+    const dim3 grid(grid_for(out_rows.cols / n, kThreads), unsigned(out_rows.count < 65535 ? out_rows.count : 65535));
+    if (vec) {
+      scale_softcap_kernel<T, V><<<grid, kThreads, 0, s>>>(p);
+    } else {
+      scale_softcap_kernel<T, 1><<<grid, kThreads, 0, s>>>(p);
+    }
+    cuda_check(cudaGetLastError(), "scale_softcap_kernel launch");
   });
 }
 
@@ -71,6 +98,16 @@ void gated_activation_cuda(Activation act, const TensorView& gate, const TensorV
 void add_cuda(const TensorView& a, const TensorView& b, const TensorView& y, Stream stream) {
   check_add_cuda(a, b, y);
   cuda_step::run<cuda_step::AddOp, Activation::silu>(a, b, y, stream);  // the activation is unused by AddOp
+}
+
+void add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha, const TensorView& y, Stream stream) {
+  check_add_scaled_cuda(a, b, alpha, y);
+  cuda_step::run<cuda_step::AddOp, Activation::silu>(a, b, y, stream, alpha);
+}
+
+void scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap, Stream stream) {
+  check_scale_softcap_cuda(x, y, scale, cap);
+  cuda_step::run_scale_softcap(x, y, scale, cap, stream);
 }
 
 }  // namespace attnzoo

@@ -1,6 +1,7 @@
 #pragma once
 // The element-wise pieces of a step on an NVIDIA GPU: the gated activation of an MLP (the twin of
-// layers/activations.h's gated_activation) and the residual add. f32 math on f32 / bf16 / f16 data, 16-byte
+// layers/activations.h's gated_activation), the residual add (scaled: Granite's residual multiplier) and the
+// output head's logits multiplier and softcap (DecoderModel's CPU forward). f32 math on f32 / bf16 / f16 data, 16-byte
 // vectors where every row allows them.
 #include "core/device.h"
 #include "core/tensor.h"
@@ -14,10 +15,19 @@ namespace attnzoo {
 void check_gated_activation_cuda(const TensorView& gate, const TensorView& up, const TensorView& out);
 // y = a + b, one shape and one dtype; y may be a or b.
 void check_add_cuda(const TensorView& a, const TensorView& b, const TensorView& y);
+// y = a + alpha * b, as add_cuda; alpha finite.
+void check_add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha, const TensorView& y);
+// y = x * scale, then cap * tanh(y / cap) when cap > 0; x and y of one shape and dtype (y may be x); scale finite,
+// cap finite and >= 0.
+void check_scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap);
 
 // The launchers (elementwise.cu, CUDA builds only) check first, then run on the tensors' device.
 void gated_activation_cuda(Activation act, const TensorView& gate, const TensorView& up, const TensorView& out,
                            Stream stream = current_stream());
 void add_cuda(const TensorView& a, const TensorView& b, const TensorView& y, Stream stream = current_stream());
+void add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha, const TensorView& y,
+                     Stream stream = current_stream());
+void scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap,
+                        Stream stream = current_stream());
 
 }  // namespace attnzoo

@@ -44,6 +44,26 @@ TEST(AddCuda, RefusesNamingTheArgument) {
   expect_error<DTypeError>([&] { check_add_cuda(a, fake_cuda_view(DType::bf16, {7}), a); }, "b: dtype bfloat16");
 }
 
+TEST(AddScaledCuda, RefusesNamingTheArgument) {
+  const TensorView a = fake_cuda_view(DType::f32, {3, 8});
+  EXPECT_NO_THROW(check_add_scaled_cuda(a, a, 0.5f, a));
+  expect_error<ArgumentError>([&] { check_add_scaled_cuda(a, a, INFINITY, a); }, "alpha: must be finite");
+  expect_error<ArgumentError>([&] { check_add_scaled_cuda(a, fake_cuda_view(DType::f32, {3, 9}), 1.f, a); },
+                              "b: shape");
+}
+
+TEST(ScaleSoftcapCuda, RefusesNamingTheArgument) {
+  const TensorView x = fake_cuda_view(DType::f32, {2, 50});
+  EXPECT_NO_THROW(check_scale_softcap_cuda(x, x, 0.25f, 30.f));
+  EXPECT_NO_THROW(check_scale_softcap_cuda(x, x, 1.f, 0.f));
+  expect_error<ArgumentError>([&] { check_scale_softcap_cuda(x, x, NAN, 0.f); }, "scale: must be finite");
+  expect_error<ArgumentError>([&] { check_scale_softcap_cuda(x, x, 1.f, -1.f); }, "cap: must be finite and >= 0");
+  expect_error<ArgumentError>([&] { check_scale_softcap_cuda(x, fake_cuda_view(DType::f32, {2, 49}), 1.f, 0.f); },
+                              "y: shape");
+  expect_error<DTypeError>([&] { check_scale_softcap_cuda(x, fake_cuda_view(DType::bf16, {2, 50}), 1.f, 0.f); },
+                           "y: dtype bfloat16");
+}
+
 #if ATTNZOO_WITH_CUDA
 
 class ElementwiseCudaGpu : public ::testing::Test {
@@ -111,6 +131,41 @@ TEST_F(ElementwiseCudaGpu, AddIsExact) {
           ASSERT_EQ(a.at(r * n + i), load_as_f32(want, dt, 0)) << r << ", " << i;
         }
       EXPECT_TRUE(y.outside_untouched());
+    }
+}
+
+TEST_F(ElementwiseCudaGpu, AddScaledMatchesTheCpuStep) {
+  for (DType dt : {DType::f32, DType::bf16})
+    for (int64_t n : {int64_t(1), int64_t(4097)}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n));
+      DeviceOperand a(dt, {3, n}, 1), b(dt, {3, n}, 2), y(dt, {3, n}, 0);
+      add_scaled_cuda(a.device_view(), b.device_view(), 0.22f, y.device_view());
+      y.download();
+      synchronize(current_stream());
+      double worst = 0;
+      for (int64_t i = 0; i < 3 * n; ++i) {
+        const double want = double(float(a.at(i) + float(0.22f * b.at(i))));  // DecoderModel's x = x + rs * y
+        worst = std::max(worst, std::fabs(y.at(i) - want) / testing::output_tolerance(dt, want, 1.2e-7, 1e-30));
+      }
+      EXPECT_LE(worst, 1.0);
+    }
+}
+
+TEST_F(ElementwiseCudaGpu, ScaleSoftcapMatchesTheCpuStep) {
+  for (auto [scale, cap] : {std::pair{1.f, 30.f}, {0.125f, 0.f}, {2.5f, 10.f}})
+    for (int64_t n : {int64_t(256), int64_t(1001)}) {  // vectors; scalar
+      SCOPED_TRACE("scale " + std::to_string(scale) + " cap " + std::to_string(cap) + " n " + std::to_string(n));
+      DeviceOperand x(DType::f32, {4, n}, 1, {}, 40.f), y(DType::f32, {4, n}, 0);
+      scale_softcap_cuda(x.device_view(), y.device_view(), scale, cap);
+      y.download();
+      synchronize(current_stream());
+      double worst = 0;
+      for (int64_t i = 0; i < 4 * n; ++i) {
+        const float scaled = x.at(i) * scale;
+        const double want = cap > 0.f ? double(cap) * std::tanh(double(scaled) / cap) : double(scaled);
+        worst = std::max(worst, std::fabs(y.at(i) - want) / testing::output_tolerance(DType::f32, want, 1e-6, 1e-6));
+      }
+      EXPECT_LE(worst, 1.0);
     }
 }
 

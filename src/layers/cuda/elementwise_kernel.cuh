@@ -30,13 +30,15 @@ __device__ __forceinline__ float activate(float x) {
 struct GatedOp {};
 struct AddOp {};
 
-// out = op(a, b) over rows: a, b, out share the shape; each has its own row map.
+// out = op(a, b) over rows: a, b, out share the shape; each has its own row map. AddOp adds alpha * b (Granite's
+// residual multiplier); alpha 1 is the plain add, exact (a * 1 rounds to nothing, with or without a fused multiply-add).
 template <class T>
 struct BinaryParams {
   const T* a;
   const T* b;
   T* out;
   RowMap a_rows, b_rows, out_rows;
+  float alpha = 1.f;
 };
 
 template <class Op, Activation kAct, class T, int N>
@@ -55,10 +57,39 @@ __device__ __forceinline__ void binary_rows(const BinaryParams<T>& p) {
         if constexpr (std::is_same_v<Op, GatedOp>) {
           x[j] = activate<kAct>(x[j]) * y[j];
         } else {
-          x[j] += y[j];
+          x[j] += p.alpha * y[j];
         }
       }
       store<N>(out + i * N, x);
+    }
+  }
+}
+
+// The output head's epilogue over logits rows, as DecoderModel's CPU forward orders it: y = x * scale, then, with a
+// cap, cap * tanh(y / cap) (Gemma 2's final_logit_softcapping). One thread per N-element access, as binary_rows.
+template <class T>
+struct ScaleSoftcapParams {
+  const T* x;
+  T* out;
+  RowMap x_rows, out_rows;
+  float scale, cap;  // cap 0: no softcap
+};
+
+template <class T, int N>
+__device__ __forceinline__ void scale_softcap_rows(const ScaleSoftcapParams<T>& p) {
+  const int64_t accesses = p.out_rows.cols / N;
+  for (int64_t row = blockIdx.y; row < p.out_rows.count; row += gridDim.y) {
+    const T* x = p.x + p.x_rows.start(row);
+    T* out = p.out + p.out_rows.start(row);
+    for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < accesses; i += int64_t(gridDim.x) * kThreads) {
+      float v[N];
+      load<N>(x + i * N, v);
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        v[j] *= p.scale;
+        if (p.cap > 0.f) v[j] = p.cap * tanhf(v[j] / p.cap);
+      }
+      store<N>(out + i * N, v);
     }
   }
 }

@@ -194,6 +194,17 @@ void check_add_cuda(const TensorView& a, const TensorView& b, const TensorView& 
   check_elementwise(a, "a", b, "b", y, "y");
 }
 
+void check_add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha, const TensorView& y) {
+  check_elementwise(a, "a", b, "b", y, "y");
+  require(std::isfinite(alpha), "alpha", "must be finite");
+}
+
+void check_scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap) {
+  check_elementwise(x, "x", x, "x", y, "y");
+  require(std::isfinite(scale), "scale", "must be finite");
+  require(std::isfinite(cap) && cap >= 0.f, "cap", "must be finite and >= 0 (0: no softcap)");
+}
+
 void check_route_top_k_cuda(const TensorView& logits, const TensorView& experts, const TensorView& weights,
                             const RouteCudaOptions& opts) {
   activation_rows(logits, "logits", nullptr);

@@ -114,9 +114,9 @@ TEST(EmulatedStepKernels, RmsNormMatchesReference) {
 // ---- Gated activations and add ----------------------------------------------------------------------------------
 
 template <class Op, Activation kAct>
-void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad) {
+void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad, float alpha = 1.f) {
   SCOPED_TRACE(std::string(dtype_name(dtype)) + " act " + activation_name(kAct) + " rows " + std::to_string(rows) +
-               " cols " + std::to_string(cols) + " pad " + std::to_string(pad));
+               " cols " + std::to_string(cols) + " pad " + std::to_string(pad) + " alpha " + std::to_string(alpha));
   constexpr bool kAdd = std::is_same_v<Op, AddOp>;
   StridedOperand a(dtype, {rows, cols}, 1, {cols + pad, 1}), b(dtype, {rows, cols}, 2, {cols + pad, 1}),
       out(dtype, {rows, cols}, 0, {cols + pad, 1});
@@ -125,7 +125,7 @@ void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad) {
     using T = decltype(tag);
     constexpr int V = 16 / sizeof(T);
     const BinaryParams<T> p{a.device_ptr<const T>(), b.device_ptr<const T>(), out.device_ptr<T>(), RowMap(r),
-                            RowMap(r), RowMap(r)};
+                            RowMap(r), RowMap(r), alpha};
     const bool vec = rows_vectorizable(r, a.device.data(), sizeof(T));
     const int n = vec ? V : 1;
     const dim3 grid(capped(grid_for(cols / n, kThreads), 2), capped(unsigned(rows), 3));
@@ -137,8 +137,12 @@ void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad) {
   double worst = 0;
   a.for_each([&](int64_t o) {
     const double x = a.at(o), y = b.at(o);
-    const double want = kAdd ? double(float(x + y)) : double(activation_reference(kAct, float(x))) * y;
-    const double tol = kAdd ? output_tolerance(dtype, want, 0, 0) : output_tolerance(dtype, want, 1e-6, 2e-6 * (1 + std::fabs(y)));
+    // The scaled add as the CPU's x = 1 * x + rs * y: alpha 1 exact, otherwise within an f32 rounding of a fused
+    // multiply-add.
+    const double want = kAdd ? double(float(x + double(float(alpha * y))))
+                             : double(activation_reference(kAct, float(x))) * y;
+    const double tol = kAdd ? output_tolerance(dtype, want, alpha == 1.f ? 0 : 1.2e-7, alpha == 1.f ? 0 : 1e-30)
+                            : output_tolerance(dtype, want, 1e-6, 2e-6 * (1 + std::fabs(y)));
     worst = std::max(worst, std::fabs(out.at(o) - want) / std::max(tol, 1e-30));
   });
   EXPECT_LE(worst, 1.0);
@@ -153,7 +157,49 @@ TEST(EmulatedStepKernels, GatedActivationsAndAddMatchReference) {
       check_binary<GatedOp, Activation::gelu>(dt, rows, cols, pad);
       check_binary<GatedOp, Activation::relu2>(dt, rows, cols, pad);
       check_binary<AddOp, Activation::silu>(dt, rows, cols, pad);
+      check_binary<AddOp, Activation::silu>(dt, rows, cols, pad, 0.22f);  // Granite's residual multiplier
     }
+  }
+}
+
+// ---- Logits multiplier and softcap -------------------------------------------------------------------------------
+
+void check_scale_softcap(DType dtype, int64_t rows, int64_t cols, int64_t pad, float scale, float cap) {
+  SCOPED_TRACE(std::string(dtype_name(dtype)) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) +
+               " pad " + std::to_string(pad) + " scale " + std::to_string(scale) + " cap " + std::to_string(cap));
+  StridedOperand x(dtype, {rows, cols}, 1, {cols + pad, 1}, 40.f), out(dtype, {rows, cols}, 0, {cols + pad, 1});
+  const Rows r = rows_of(x.device_view(), "x");
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = 16 / sizeof(T);
+    const ScaleSoftcapParams<T> p{x.device_ptr<const T>(), out.device_ptr<T>(), RowMap(r), RowMap(r), scale, cap};
+    const bool vec = rows_vectorizable(r, x.device.data(), sizeof(T));
+    const int n = vec ? V : 1;
+    const dim3 grid(capped(grid_for(cols / n, kThreads), 2), capped(unsigned(rows), 3));
+    cuda_emulation::launch(grid, kThreads, 0, [&](unsigned char*) {
+      vec ? scale_softcap_rows<T, V>(p) : scale_softcap_rows<T, 1>(p);
+    });
+  });
+  out.download();
+  double worst = 0;
+  int64_t capped_values = 0;  // values the cap bends by more than 10%: the case exercises the tanh
+  x.for_each([&](int64_t o) {
+    // DecoderModel::run_layers' f32 steps, in double for the reference.
+    const double scaled = double(float(x.at(o) * scale));
+    const double want = cap > 0.f ? cap * std::tanh(scaled / cap) : scaled;
+    if (cap > 0.f && std::fabs(want) < 0.9 * std::fabs(scaled)) ++capped_values;
+    worst = std::max(worst, std::fabs(out.at(o) - want) / std::max(output_tolerance(dtype, want, 1e-6, 1e-6), 1e-30));
+  });
+  EXPECT_LE(worst, 1.0);
+  if (cap > 0.f) EXPECT_GT(capped_values, 0);
+  EXPECT_TRUE(out.outside_untouched());
+}
+
+TEST(EmulatedStepKernels, LogitsScaleAndSoftcapMatchReference) {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    check_scale_softcap(dt, 3, 2304, 0, 1.f, 30.f);   // Gemma 2's softcap alone, vectors over 2 x-blocks
+    check_scale_softcap(dt, 4, 100, 3, 0.125f, 0.f);  // Granite's multiplier alone, scalar
+    check_scale_softcap(dt, 5, 96, 8, 2.5f, 10.f);    // both, padded rows: vectors by rows
   }
 }
 
