@@ -8,10 +8,12 @@
 
 #include "core/error.h"
 #include "testing/tiny_decoder.h"
+#include "testing/tiny_dense_families.h"
 
 namespace attnzoo {
 namespace {
 
+using testing::DenseFamily;
 using testing::ScratchDir;
 using testing::TinyDecoder;
 
@@ -45,28 +47,68 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
   }
 }
 
+// The block forms beside Llama's, each family's checkpoint loaded by its CPU builder (which must put the feature
+// there: the test would pass vacuously otherwise).
+TEST(DecoderCudaPlan, TheDenseFamiliesAreTaken) {
+  for (DenseFamily f : {DenseFamily::gemma2, DenseFamily::gemma3, DenseFamily::olmo2, DenseFamily::cohere,
+                        DenseFamily::granite}) {
+    SCOPED_TRACE(testing::dense_family_name(f));
+    ScratchDir dir;
+    write_tiny_dense_family(dir, f);
+    std::unique_ptr<Model> model;
+    try {
+      model = Model::load(dir.str());
+    } catch (const std::exception& e) {
+      FAIL() << testing::dense_family_name(f) << ": " << e.what();
+    }
+    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+    EXPECT_EQ(refusal(parts), "");
+    const DecoderBlock& b = parts.blocks->front();
+    const auto& attn = dynamic_cast<const AttentionLayer&>(*b.mixer);
+    switch (f) {
+      case DenseFamily::gemma2:
+        EXPECT_EQ(parts.options->final_logit_softcap, 10.f);
+        EXPECT_TRUE(b.post_mixer_norm && b.post_ffn_norm);
+        EXPECT_EQ(attn.config().window, 8);
+        EXPECT_EQ(dynamic_cast<const GatedMlp&>(*b.ffn).activation(), Activation::gelu_tanh);
+        break;
+      case DenseFamily::gemma3:
+        ASSERT_TRUE(attn.q_norm());
+        EXPECT_EQ(attn.q_norm()->dim(), 64);
+        EXPECT_NE(attn.rope().config().theta,
+                  dynamic_cast<const AttentionLayer&>(*parts.blocks->back().mixer).rope().config().theta);
+        break;
+      case DenseFamily::olmo2:
+        EXPECT_FALSE(b.input_norm);
+        EXPECT_FALSE(b.pre_ffn_norm);
+        ASSERT_TRUE(attn.q_norm() && attn.k_norm());
+        EXPECT_EQ(attn.q_norm()->dim(), 4 * 64);
+        EXPECT_EQ(attn.k_norm()->dim(), 2 * 64);
+        break;
+      case DenseFamily::cohere:
+        EXPECT_TRUE(b.parallel);
+        EXPECT_TRUE(b.input_norm->mean_centered());
+        EXPECT_EQ(parts.options->logits_scale, 0.25f);
+        break;
+      case DenseFamily::granite:
+        EXPECT_EQ(parts.options->residual_scale, 0.22f);
+        EXPECT_EQ(parts.options->logits_scale, 0.25f);
+        EXPECT_EQ(attn.config().scale, 0.015625f);
+        break;
+    }
+  }
+}
+
 TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
   ScratchDir dir;
   const auto narrow = load_cpu(TinyDecoder{.head_dim = 32}, dir);
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*narrow).parts()),
-            "device: head_dim 32 (the CUDA attention takes 64, 128 or 256) (LlamaForCausalLM, layer 0) runs on the "
-            "CPU only so far");
+            "device: head_dim 32 (the CUDA attention takes 64, 128 or 256: Phi-3 / Phi-3.5 mini's 96 stays on the CPU) "
+            "(LlamaForCausalLM, layer 0) runs on the CPU only so far");
 
   ScratchDir dir2;
   const auto model = load_cpu(TinyDecoder{}, dir2);
   const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
-  DecoderOptions scaled;
-  scaled.logits_scale = 0.5f;
-  DecoderOptions capped;
-  capped.final_logit_softcap = 30.f;
-  DecoderOptions granite;
-  granite.residual_scale = 0.2f;
-  for (auto [options, feature] : {std::pair{&scaled, "a logits multiplier"}, {&capped, "the final logit softcap"},
-                                  {&granite, "a residual multiplier"}}) {
-    DecoderParts p = parts;
-    p.options = options;
-    EXPECT_EQ(refusal(p), std::string("device: ") + feature + " (LlamaForCausalLM) runs on the CPU only so far");
-  }
   // Past the routing kernels' limits: a lane per chosen expert.
   ScratchDir dir3;
   const auto wide = load_cpu(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe",

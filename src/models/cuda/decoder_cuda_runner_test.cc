@@ -2,7 +2,9 @@
 // of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
 // paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
 // within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie; the same for the
-// MoE decoders Qwen3-MoE and GLM-4.5 (DeepSeek-V3 routing) and for tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head). Skipped without a GPU; the host half
+// MoE decoders Qwen3-MoE and GLM-4.5 (DeepSeek-V3 routing), for tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head)
+// and for the dense families' block forms (testing/tiny_dense_families.h: Gemma 2 / 3, OLMo 2, Cohere, Granite).
+// Skipped without a GPU; the host half
 // (refusals, plans) is models/decoder_cuda_plan_test.cc and models/decoder_cuda_gguf_test.cc.
 #include "models/cuda/decoder_cuda_runner.h"
 
@@ -17,6 +19,7 @@
 #include "testing/device_test_util.h"
 #include "layers/matmul_precision.h"
 #include "testing/tiny_decoder.h"
+#include "testing/tiny_dense_families.h"
 #include "testing/tiny_gguf.h"
 
 namespace attnzoo {
@@ -185,6 +188,44 @@ TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) 
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 17,
                            .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true});
+}
+
+// The dense families' block forms (runner: staged sublayer outputs, no-norm copies, the logits epilogue; attention:
+// q / k norms across heads).
+void run_family_scenario(testing::DenseFamily f, uint32_t seed) {
+  ScratchDir dir;
+  write_tiny_dense_family(dir, f, seed);
+  run_scenario_at(dir.str(), TinyDecoder{.seed = seed}, testing::dense_family_name(f));
+}
+
+// Sandwich norms of (1 + w) weights, GELU-tanh, a window of 8 on layer 0, attention and final logit softcaps.
+TEST(DecoderCudaRunner, AGemma2WithSoftcapsAndSandwichNormsMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_family_scenario(testing::DenseFamily::gemma2, 21);
+}
+
+// Per-head q / k norms, a local RoPE base on the sliding layer and a global one on the full layer.
+TEST(DecoderCudaRunner, AGemma3WithLocalAndGlobalLayersMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_family_scenario(testing::DenseFamily::gemma3, 22);
+}
+
+// No input norm, post-sublayer norms, q / k norms over all heads' row.
+TEST(DecoderCudaRunner, AnOlmo2MatchesTheCpu) {
+  REQUIRE_GPU();
+  run_family_scenario(testing::DenseFamily::olmo2, 23);
+}
+
+// Parallel blocks over mean-centred LayerNorms, a logits multiplier.
+TEST(DecoderCudaRunner, ACohereWithParallelBlocksMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_family_scenario(testing::DenseFamily::cohere, 24);
+}
+
+// Embedding, attention and residual multipliers, logits scaling.
+TEST(DecoderCudaRunner, AGraniteWithItsMultipliersMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_family_scenario(testing::DenseFamily::granite, 25);
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

@@ -1,6 +1,7 @@
 #include "models/cuda/device_attention.h"
 
 #include <optional>
+#include <vector>
 
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
@@ -24,7 +25,8 @@ class DeviceAttention final : public DeviceMixer {
         q_(attn.q_proj(), load),
         k_(attn.k_proj(), load),
         v_(attn.v_proj(), load),
-        o_(attn.o_proj(), load) {
+        o_(attn.o_proj(), load),
+        sinks_(attn.sinks()) {
     if (attn.q_norm()) q_norm_.emplace(*attn.q_norm(), load.device, load.stream);
     if (attn.k_norm()) k_norm_.emplace(*attn.k_norm(), load.device, load.stream);
     if (attn.rope().config().type != "none") rope_.emplace(attn.rope(), load.device, load.stream);
@@ -47,8 +49,14 @@ class DeviceAttention final : public DeviceMixer {
     const TensorView q3 = step.view(q, act_dtype_, {T, Hq, D});
     const TensorView k3 = step.view(k, act_dtype_, {T, Hkv, D});
     const TensorView v3 = step.view(v, act_dtype_, {T, Hkv, D});
-    if (q_norm_) q_norm_->forward(q3, q3, s);
-    if (k_norm_) k_norm_->forward(k3, k3, s);
+    // Per head (Qwen3: dim D) or across the whole projected row (OLMo 2: dim heads * D).
+    auto norm_rows = [&](const std::optional<RmsNormCuda>& n, const TensorView& by_head, void* data, int64_t heads) {
+      if (!n) return;
+      const TensorView rows = n->dim() == D ? by_head : step.view(data, act_dtype_, {T, heads * D});
+      n->forward(rows, rows, s);
+    };
+    norm_rows(q_norm_, q3, q, Hq);
+    norm_rows(k_norm_, k3, k, Hkv);
     if (rope_) rope_->apply(q3, k3, step.positions, s);
     const PagedRowsCuda writes[2] = {{k3, memory.k, memory.k_scale, "k", "k_cache", "k_scale"},
                                      {v3, memory.v, memory.v_scale, "v", "v_cache", "v_scale"}};
@@ -72,6 +80,7 @@ class DeviceAttention final : public DeviceMixer {
     opts.causal = true;
     opts.window = config_.window;
     opts.softcap = config_.softcap;
+    opts.sinks = sinks_.empty() ? nullptr : sinks_.data();  // host [Hq]: each launch uploads it with its metadata
     const BlockTables& tables = step.batch->tables(memory);
     for (const AttentionCall& call : *step.calls) {
       const size_t q_at = size_t(call.first_row * Hq * D) * e, kv_at = size_t(call.first_row * Hkv * D) * e;
@@ -99,7 +108,8 @@ class DeviceAttention final : public DeviceMixer {
   AttentionConfig config_;
   DType act_dtype_;
   DeviceLinear q_, k_, v_, o_;
-  std::optional<RmsNormCuda> q_norm_, k_norm_;  // Qwen3
+  std::vector<float> sinks_;                    // gpt-oss: [Hq] logits, empty without
+  std::optional<RmsNormCuda> q_norm_, k_norm_;  // Qwen3 (per head), OLMo 2 (across heads)
   std::optional<RopeCuda> rope_;                // empty: a NoPE layer
 };
 
