@@ -40,10 +40,13 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
                         .moe_experts = 8, .moe_top_k = 2};
   TinyDecoder glm45{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .moe_experts = 8,
                     .deepseek_moe = true};
-  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45}) {
+  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45, testing::tiny_ministral3()}) {
     ScratchDir dir;
     const auto model = load_cpu(t, dir);
-    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.architecture;
+    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+    EXPECT_EQ(refusal(parts), "") << t.architecture;
+    if (t.model_type == "ministral3")  // the query temperature is there, not silently dropped by the builder
+      EXPECT_EQ(dynamic_cast<const AttentionLayer&>(*parts.blocks->front().mixer).config().temperature_beta, 0.5f);
   }
 }
 

@@ -8,6 +8,7 @@
 //   Cohere    parallel blocks over mean-centred LayerNorms, a logits multiplier, tied embeddings
 //   Granite   Granite 4.0's dense attention-only form (GraniteMoeHybrid with no Mamba layer and no experts):
 //             embedding, attention, residual multipliers and logits scaling
+//   Ministral 3  Llama's blocks with Llama 4's query temperature (a TinyDecoder: tiny_ministral3)
 // 2 layers, hidden 128, 4 query heads over 2 KV heads (Cohere: 2 over 1), vocabulary 97, bf16; normal draws from a fixed seed,
 // fan-in scaled (norm weights near their identity: 1 + small, or small for the (1 + w) form).
 #include <cmath>
@@ -19,6 +20,7 @@
 
 #include "core/dtype.h"
 #include "loader/test_files.h"
+#include "testing/tiny_decoder.h"
 
 namespace attnzoo::testing {
 
@@ -115,6 +117,15 @@ inline void write_tiny_dense_family(const ScratchDir& dir, DenseFamily f, uint32
     tensors.push_back(raw_tensor(name, "BF16", shape, b));
   }
   write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+// Ministral 3's text model: Llama's blocks with Llama 4's query temperature (a factor of up to ~2 over the test's
+// positions: beta 0.5 over intervals of 16 tokens).
+inline TinyDecoder tiny_ministral3(uint32_t seed = 11) {
+  return TinyDecoder{.architecture = "Ministral3ForCausalLM", .model_type = "ministral3",
+                     .extra_config = R"("rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+  "llama_4_scaling_beta": 0.5, "original_max_position_embeddings": 16}, )",
+                     .seed = seed};
 }
 
 }  // namespace attnzoo::testing

@@ -1,4 +1,4 @@
-// The gated activation, residual add and logits epilogue launchers (elementwise_cuda.h); the kernel's body is
+// The gated activation, residual add, logits epilogue and query temperature launchers (elementwise_cuda.h); the kernel's body is
 // elementwise_kernel.cuh.
 #include <cuda_runtime.h>
 
@@ -79,6 +79,33 @@ void run_scale_softcap(const TensorView& x, const TensorView& out, float scale, 
   });
 }
 
+template <class T, int N>
+__global__ void __launch_bounds__(kThreads) query_temperature_kernel(const TemperatureParams<T> p) {
+  query_temperature_rows<T, N>(p);
+}
+
+void run_query_temperature(const TensorView& q, const TensorView& positions, float beta, int64_t interval,
+                           Stream stream) {
+  const Rows rows = rows_of(q, "q");
+  if (rows.count == 0 || rows.cols == 0) return;
+  const DeviceGuard on(q.device);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  with_float_type(q.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = 16 / sizeof(T);
+    const TemperatureParams<T> p{q.ptr<T>(), RowMap(rows), positions.ptr<const int32_t>(), beta, float(interval)};
+    const bool vec = rows_vectorizable(rows, q.data, sizeof(T));
+    const int n = vec ? V : 1;
+    const dim3 grid(grid_for(rows.cols / n, kThreads), unsigned(rows.count < 65535 ? rows.count : 65535));
+    if (vec) {
+      query_temperature_kernel<T, V><<<grid, kThreads, 0, s>>>(p);
+    } else {
+      query_temperature_kernel<T, 1><<<grid, kThreads, 0, s>>>(p);
+    }
+    cuda_check(cudaGetLastError(), "query_temperature_kernel launch");
+  });
+}
+
 }  // namespace
 }  // namespace cuda_step
 
@@ -103,6 +130,12 @@ void add_cuda(const TensorView& a, const TensorView& b, const TensorView& y, Str
 void add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha, const TensorView& y, Stream stream) {
   check_add_scaled_cuda(a, b, alpha, y);
   cuda_step::run<cuda_step::AddOp, Activation::silu>(a, b, y, stream, alpha);
+}
+
+void query_temperature_cuda(const TensorView& q, const TensorView& positions, float beta, int64_t interval,
+                            Stream stream) {
+  check_query_temperature_cuda(q, positions, beta, interval);
+  cuda_step::run_query_temperature(q, positions, beta, interval, stream);
 }
 
 void scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap, Stream stream) {

@@ -1,7 +1,8 @@
 #pragma once
 // The element-wise pieces of a step on an NVIDIA GPU: the gated activation of an MLP (the twin of
 // layers/activations.h's gated_activation), the residual add (scaled: Granite's residual multiplier) and the
-// output head's logits multiplier and softcap (DecoderModel's CPU forward). f32 math on f32 / bf16 / f16 data, 16-byte
+// output head's logits multiplier and softcap (DecoderModel's CPU forward), and Llama 4's query temperature
+// (AttentionLayer::scale_queries). f32 math on f32 / bf16 / f16 data, 16-byte
 // vectors where every row allows them.
 #include "core/device.h"
 #include "core/tensor.h"
@@ -20,6 +21,9 @@ void check_add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha
 // y = x * scale, then cap * tanh(y / cap) when cap > 0; x and y of one shape and dtype (y may be x); scale finite,
 // cap finite and >= 0.
 void check_scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap);
+// q [tokens, n] rows (n: heads * head_dim) scaled in place, row t by 1 + beta * log(1 + floor(positions[t] /
+// interval)); positions int32 [tokens] contiguous on q's device; beta finite, interval > 0.
+void check_query_temperature_cuda(const TensorView& q, const TensorView& positions, float beta, int64_t interval);
 
 // The launchers (elementwise.cu, CUDA builds only) check first, then run on the tensors' device.
 void gated_activation_cuda(Activation act, const TensorView& gate, const TensorView& up, const TensorView& out,
@@ -29,5 +33,7 @@ void add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha, cons
                      Stream stream = current_stream());
 void scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap,
                         Stream stream = current_stream());
+void query_temperature_cuda(const TensorView& q, const TensorView& positions, float beta, int64_t interval,
+                            Stream stream = current_stream());
 
 }  // namespace attnzoo

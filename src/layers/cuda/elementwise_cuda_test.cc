@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "core/error.h"
@@ -62,6 +63,19 @@ TEST(ScaleSoftcapCuda, RefusesNamingTheArgument) {
                               "y: shape");
   expect_error<DTypeError>([&] { check_scale_softcap_cuda(x, fake_cuda_view(DType::bf16, {2, 50}), 1.f, 0.f); },
                            "y: dtype bfloat16");
+}
+
+TEST(QueryTemperatureCuda, RefusesNamingTheArgument) {
+  const TensorView q = fake_cuda_view(DType::bf16, {3, 256}), pos = fake_cuda_view(DType::i32, {3});
+  EXPECT_NO_THROW(check_query_temperature_cuda(q, pos, 0.1f, 16));
+  expect_error<ArgumentError>([&] { check_query_temperature_cuda(fake_cuda_view(DType::bf16, {3, 4, 64}), pos, 0.1f, 16); },
+                              "q: expected [tokens, heads * head_dim]");
+  expect_error<DTypeError>([&] { check_query_temperature_cuda(q, fake_cuda_view(DType::i64, {3}), 0.1f, 16); },
+                           "positions: must be int32");
+  expect_error<ArgumentError>([&] { check_query_temperature_cuda(q, fake_cuda_view(DType::i32, {4}), 0.1f, 16); },
+                              "positions: expected a contiguous [3]");
+  expect_error<ArgumentError>([&] { check_query_temperature_cuda(q, pos, NAN, 16); }, "beta: must be finite");
+  expect_error<ArgumentError>([&] { check_query_temperature_cuda(q, pos, 0.1f, 0); }, "interval: must be positive");
 }
 
 #if ATTNZOO_WITH_CUDA
@@ -167,6 +181,33 @@ TEST_F(ElementwiseCudaGpu, ScaleSoftcapMatchesTheCpuStep) {
       }
       EXPECT_LE(worst, 1.0);
     }
+}
+
+TEST_F(ElementwiseCudaGpu, QueryTemperatureMatchesTheCpuFormula) {
+  for (DType dt : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const int64_t T = 7, W = 4 * 64;
+    DeviceOperand q(dt, {T, W}, 1);
+    std::vector<float> was(size_t(T * W));
+    for (int64_t i = 0; i < T * W; ++i) was[size_t(i)] = q.at(i);
+    const std::vector<int32_t> pos = {0, 15, 16, 40, 100, 1000, 5};
+    DeviceBuffer positions(Device::cuda(), pos.size() * sizeof(int32_t));
+    positions.upload(pos.data(), positions.bytes(), current_stream());
+    TensorView pv = TensorView::contiguous(positions.data(), DType::i32, {T});
+    pv.device = positions.device();
+    query_temperature_cuda(q.device_view(), pv, 0.5f, 16);
+    q.download();
+    synchronize(current_stream());
+    double worst = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      const float s = 1.f + 0.5f * std::log(1.f + std::floor(float(pos[size_t(t)]) / 16.f));
+      for (int64_t i = 0; i < W; ++i) {
+        const double want = double(was[size_t(t * W + i)]) * s;
+        worst = std::max(worst, std::fabs(q.at(t * W + i) - want) / testing::output_tolerance(dt, want, 4e-7, 1e-30));
+      }
+    }
+    EXPECT_LE(worst, 1.0);
+  }
 }
 
 #endif  // ATTNZOO_WITH_CUDA

@@ -94,4 +94,32 @@ __device__ __forceinline__ void scale_softcap_rows(const ScaleSoftcapParams<T>& 
   }
 }
 
+// Llama 4's query temperature (AttentionLayer::scale_queries) on q rows [tokens, heads * head_dim] after RoPE: row t
+// times 1 + beta * log(1 + floor(positions[t] / interval)), the factor in f32 as transformers computes it.
+template <class T>
+struct TemperatureParams {
+  T* q;
+  RowMap rows;
+  const int32_t* positions;
+  float beta, interval;
+};
+
+template <class T, int N>
+__device__ __forceinline__ void query_temperature_rows(const TemperatureParams<T>& p) {
+  const int64_t accesses = p.rows.cols / N;
+  for (int64_t row = blockIdx.y; row < p.rows.count; row += gridDim.y) {
+    const float steps = floorf(float(p.positions[row]) / p.interval);
+    const float s = 1.f + p.beta * logf(1.f + steps);
+    if (s == 1.f) continue;  // as the CPU, which leaves such rows unrounded
+    T* q = p.q + p.rows.start(row);
+    for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < accesses; i += int64_t(gridDim.x) * kThreads) {
+      float v[N];
+      load<N>(q + i * N, v);
+#pragma unroll
+      for (int j = 0; j < N; ++j) v[j] *= s;
+      store<N>(q + i * N, v);
+    }
+  }
+}
+
 }  // namespace attnzoo::cuda_step

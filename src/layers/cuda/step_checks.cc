@@ -205,6 +205,19 @@ void check_scale_softcap_cuda(const TensorView& x, const TensorView& y, float sc
   require(std::isfinite(cap) && cap >= 0.f, "cap", "must be finite and >= 0 (0: no softcap)");
 }
 
+void check_query_temperature_cuda(const TensorView& q, const TensorView& positions, float beta, int64_t interval) {
+  check_elementwise(q, "q", q, "q", q, "q");
+  require(q.ndim == 2, "q", [&] { return "expected [tokens, heads * head_dim], got " + q.shape_str(); });
+  require_cuda_tensor(positions, "positions", &q.device);
+  if (positions.dtype != DType::i32)
+    throw DTypeError(std::string("positions: must be int32, got ") + dtype_name(positions.dtype));
+  require(positions.ndim == 1 && positions.shape[0] == q.shape[0] && positions.strides[0] == 1, "positions", [&] {
+    return "expected a contiguous [" + str(q.shape[0]) + "] (q's tokens), got " + positions.shape_str();
+  });
+  require(std::isfinite(beta), "beta", "must be finite");
+  require(interval > 0, "interval", [&] { return "must be positive, got " + str(interval); });
+}
+
 void check_route_top_k_cuda(const TensorView& logits, const TensorView& experts, const TensorView& weights,
                             const RouteCudaOptions& opts) {
   activation_rows(logits, "logits", nullptr);

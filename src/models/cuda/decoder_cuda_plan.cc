@@ -31,7 +31,6 @@ void check_projection(const DecoderParts& p, const Linear& l) {
 void check_attention(const DecoderParts& p, const AttentionLayer& attn, const std::string& where) {
   const AttentionConfig& c = attn.config();
   if (c.output_gate) refuse(p, "the attention output gate", where);
-  if (c.temperature_beta != 0.f) refuse(p, "the query temperature (llama_4_scaling_beta)", where);
   if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
     refuse(p, "head_dim " + std::to_string(c.head_dim) +
                   " (the CUDA attention takes 64, 128 or 256: Phi-3 / Phi-3.5 mini's 96 stays on the CPU)", where);

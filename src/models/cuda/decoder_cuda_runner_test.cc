@@ -228,6 +228,12 @@ TEST(DecoderCudaRunner, AGraniteWithItsMultipliersMatchesTheCpu) {
   run_family_scenario(testing::DenseFamily::granite, 25);
 }
 
+// Llama 4's query temperature after RoPE (query_temperature_cuda), growing over the scenario's positions.
+TEST(DecoderCudaRunner, AMinistral3WithTheQueryTemperatureMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(testing::tiny_ministral3(26));
+}
+
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
   REQUIRE_GPU();
   ScratchDir dir;

@@ -6,6 +6,7 @@
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
 #include "kernels/softmax/decode.h"
+#include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
 
@@ -58,6 +59,9 @@ class DeviceAttention final : public DeviceMixer {
     norm_rows(q_norm_, q3, q, Hq);
     norm_rows(k_norm_, k3, k, Hkv);
     if (rope_) rope_->apply(q3, k3, step.positions, s);
+    if (config_.temperature_beta != 0.f)  // Llama 4 / Ministral 3: after RoPE, as AttentionLayer::scale_queries
+      query_temperature_cuda(step.view(q, act_dtype_, {T, Hq * D}), step.positions, config_.temperature_beta,
+                             config_.temperature_interval, s);
     const PagedRowsCuda writes[2] = {{k3, memory.k, memory.k_scale, "k", "k_cache", "k_scale"},
                                      {v3, memory.v, memory.v_scale, "v", "v_cache", "v_scale"}};
     for (const PagedRowsCuda& w : writes) check_paged_rows_cuda(w);

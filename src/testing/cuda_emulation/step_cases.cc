@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,62 @@ TEST(EmulatedStepKernels, LogitsScaleAndSoftcapMatchReference) {
     check_scale_softcap(dt, 3, 2304, 0, 1.f, 30.f);   // Gemma 2's softcap alone, vectors over 2 x-blocks
     check_scale_softcap(dt, 4, 100, 3, 0.125f, 0.f);  // Granite's multiplier alone, scalar
     check_scale_softcap(dt, 5, 96, 8, 2.5f, 10.f);    // both, padded rows: vectors by rows
+  }
+}
+
+// ---- Query temperature ---------------------------------------------------------------------------------------------
+
+// Rows of q scaled in place against AttentionLayer::scale_queries' f32 formula (positions past several intervals,
+// and rows whose factor is exactly 1, which stay as they were).
+void check_query_temperature(DType dtype, int64_t tokens, int64_t width, int64_t pad, float beta, int64_t interval) {
+  SCOPED_TRACE(std::string(dtype_name(dtype)) + " tokens " + std::to_string(tokens) + " width " +
+               std::to_string(width) + " pad " + std::to_string(pad) + " beta " + std::to_string(beta));
+  StridedOperand q(dtype, {tokens, width}, 4, {width + pad, 1});
+  std::vector<float> before;
+  q.for_each([&](int64_t o) { before.push_back(q.at(o)); });
+  std::vector<int32_t> pos(static_cast<size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) pos[size_t(t)] = int32_t(t * 37 % 200);  // 0 .. 199 over interval 16
+  DeviceMemory positions(pos.size() * sizeof(int32_t));
+  std::memcpy(positions.data(), pos.data(), positions.size());
+  const Rows r = rows_of(q.device_view(), "q");
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int V = 16 / sizeof(T);
+    const TemperatureParams<T> p{q.device_ptr<T>(), RowMap(r), reinterpret_cast<const int32_t*>(positions.data()),
+                                 beta, float(interval)};
+    const bool vec = rows_vectorizable(r, q.device.data(), sizeof(T));
+    const int n = vec ? V : 1;
+    const dim3 grid(capped(grid_for(width / n, kThreads), 2), capped(unsigned(tokens), 3));
+    cuda_emulation::launch(grid, kThreads, 0, [&](unsigned char*) {
+      vec ? query_temperature_rows<T, V>(p) : query_temperature_rows<T, 1>(p);
+    });
+  });
+  q.download();
+  double worst = 0;
+  int64_t scaled_rows = 0;
+  size_t i = 0;
+  q.for_each([&](int64_t o) {
+    const int64_t t = int64_t(i) / width;
+    const float steps = std::floor(float(pos[size_t(t)]) / float(interval));
+    const float s = 1.f + beta * std::log(1.f + steps);
+    if (s == 1.f) {
+      ASSERT_EQ(q.at(o), before[i]) << "row " << t << " has factor 1";
+    } else if (int64_t(i) % width == 0) {
+      ++scaled_rows;
+    }
+    const double want = double(before[i]) * s;
+    worst = std::max(worst, std::fabs(q.at(o) - want) / std::max(output_tolerance(dtype, want, 4e-7, 1e-30), 1e-30));
+    ++i;
+  });
+  EXPECT_LE(worst, 1.0);
+  EXPECT_GT(scaled_rows, tokens / 2);
+  EXPECT_TRUE(q.outside_untouched());
+}
+
+TEST(EmulatedStepKernels, QueryTemperatureMatchesTheCpuFormula) {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    check_query_temperature(dt, 9, 512, 0, 0.1f, 16);  // Ministral 3's beta, vectors
+    check_query_temperature(dt, 5, 100, 3, 0.5f, 16);  // scalar, padded rows
   }
 }
 
