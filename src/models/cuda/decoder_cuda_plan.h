@@ -13,11 +13,12 @@
 namespace attnzoo {
 
 // The ArgumentError "device: <feature> (<architecture>...) runs on the CPU only so far" for the first part of the
-// model the runner does not cover: anything but pre-norm blocks of softmax attention (optional q/k/v/o biases,
-// Qwen3's per-head q/k RMSNorm, RoPE or NoPE, sliding windows, attention-logit softcap) and a gated MLP; Gemma's /
-// OLMo 2's extra norms, parallel or postnorm blocks, MoE and other mixers, output gates, sinks, query temperature,
-// logit / residual multipliers, head dims other than 64 / 128 / 256. Weights and token tables of every format the
-// CPU computes with go up (device_weights.h, make_device_embedding).
+// model the runner does not cover. It takes blocks of softmax attention (optional q/k/v/o biases, q/k norms per
+// head or across heads, RoPE or NoPE, sliding windows, softcap, sinks, the query temperature) and a gated MLP or a
+// softmax / DeepSeek MoE, with or without input norms, post-sublayer norms, parallel blocks, mean-centred norms and
+// DecoderOptions' multipliers and softcap; it refuses postnorm (MiniMax) blocks, other mixers and feed-forwards,
+// output gates and head dims other than 64 / 128 / 256. Weights and token tables of every format the CPU computes
+// with go up (device_weights.h, make_device_embedding).
 void check_decoder_runs_on_cuda(const DecoderParts& parts);
 
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32

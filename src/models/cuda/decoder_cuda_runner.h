@@ -1,6 +1,7 @@
 #pragma once
 // The Llama family's decoder (Llama, Qwen2's q/k/v biases, Qwen3's q/k norms, Mistral's windows, SmolLM's NoPE
-// layers ...) computing on an NVIDIA GPU: DecoderModel's blocks run as the layers/cuda/ kernels, the projections
+// layers ...), its MoE forms and the dense families' block forms (Gemma 2 / 3, OLMo 2, Cohere, Granite) computing
+// on an NVIDIA GPU: DecoderModel's blocks run as the layers/cuda/ kernels, the projections
 // on gemm_cuda, attention on the softmax family's CUDA prefill and paged decode, the K/V written into the pool's
 // device memory. A step is one copy of its metadata up and every layer's launches on the current stream with no
 // wait; the requested logits rows stay in device memory for the caller (the engine samples them there).
