@@ -38,7 +38,11 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
                         .moe_experts = 8, .moe_top_k = 2};
   TinyDecoder glm45{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .moe_experts = 8,
                     .deepseek_moe = true};
-  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45}) {
+  TinyDecoder deepseek_v3{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3", .moe_experts = 8,
+                          .deepseek_moe = true, .mla_kv_lora_rank = 64};
+  TinyDecoder deepseek_v2_lite{.architecture = "DeepseekV2ForCausalLM", .model_type = "deepseek_v2",
+                               .mla_kv_lora_rank = 128, .mla_q_lora_rank = 0};
+  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45, deepseek_v3, deepseek_v2_lite}) {
     ScratchDir dir;
     const auto model = load_cpu(t, dir);
     EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.architecture;
@@ -75,6 +79,15 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide).parts()),
             "device: 33 experts per token (the CUDA routing takes 32) (Qwen3MoeForCausalLM, layer 0) runs on the CPU "
             "only so far");
+
+  // MLA past the CUDA MLA decode's latent rank.
+  ScratchDir dir4;
+  const auto wide_latent = load_cpu(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
+                                                .mla_kv_lora_rank = 576},
+                                    dir4);
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide_latent).parts()),
+            "device: kv_lora_rank 576 (the CUDA MLA decode takes up to 512) (DeepseekV3ForCausalLM, layer 0) runs on "
+            "the CPU only so far");
 
   std::vector<DecoderBlock> mlp_only(1);  // Nemotron-H's feed-forward-only layers have no mixer
   DecoderParts p = parts;

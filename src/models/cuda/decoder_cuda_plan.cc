@@ -9,6 +9,7 @@
 #include "layers/attention_layer.h"
 #include "layers/cuda/routing_cuda.h"
 #include "layers/deepseek_moe.h"
+#include "layers/mla_mixer.h"
 #include "layers/mlp.h"
 #include "layers/moe.h"
 
@@ -48,8 +49,29 @@ void check_attention(const DecoderParts& p, const AttentionLayer& attn, const st
   for (const Linear* l : {&attn.q_proj(), &attn.k_proj(), &attn.v_proj(), &attn.o_proj()}) check_projection(p, *l);
 }
 
+// MLA (device_mla.h) within the CUDA MLA decode's limits (kernels/softmax/cuda/mla_decode_cuda.h).
+void check_mla(const DecoderParts& p, const MlaMixer& mla, const std::string& where) {
+  const MlaConfig& c = mla.config();
+  auto limit = [&](int64_t value, int64_t most, const char* what) {
+    if (value > most)
+      refuse(p, std::string(what) + " " + std::to_string(value) + " (the CUDA MLA decode takes up to " +
+                    std::to_string(most) + ")", where);
+  };
+  limit(c.kv_lora_rank, 512, "kv_lora_rank");
+  limit(c.qk_nope_head_dim, 512, "qk_nope_head_dim");
+  limit(c.qk_rope_head_dim, 128, "qk_rope_head_dim");
+  limit(c.num_heads, 65535, "num_heads");
+  const MlaLayerWeights& w = mla.weights();
+  if (w.kv_a_norm.mean_centered() || (w.q_a_norm && w.q_a_norm->mean_centered()))
+    refuse(p, "mean-centred (LayerNorm) norms", where);
+  for (const std::optional<Linear>* l : {&w.q_proj, &w.q_a_proj, &w.q_b_proj})
+    if (*l) check_projection(p, **l);
+  for (const Linear* l : {&w.kv_a_proj, &w.o_proj}) check_projection(p, *l);
+}
+
 void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::string& where) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
+  if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return check_mla(p, *mla, where);
   refuse(p, mixer.kind() + " layers", where);
 }
 
