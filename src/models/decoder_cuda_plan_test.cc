@@ -20,9 +20,9 @@ std::unique_ptr<Model> load_cpu(const TinyDecoder& t, const ScratchDir& dir) {
   return Model::load(dir.str());
 }
 
-std::string refusal(const DecoderParts& parts) {
+std::string refusal(const DecoderParts& parts, DType kv_dtype = DType::bf16) {
   try {
-    check_decoder_runs_on_cuda(parts);
+    check_decoder_runs_on_cuda(parts, kv_dtype);
   } catch (const ArgumentError& e) {
     return e.what();
   }
@@ -88,6 +88,18 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide_latent).parts()),
             "device: kv_lora_rank 576 (the CUDA MLA decode takes up to 512) (DeepseekV3ForCausalLM, layer 0) runs on "
             "the CPU only so far");
+  // ... and over an 8-bit latent cache (the softmax attention reads those; the MLA decode does not).
+  ScratchDir dir5;
+  const auto mla = load_cpu(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
+                                        .mla_kv_lora_rank = 64},
+                            dir5);
+  const DecoderParts mla_parts = dynamic_cast<const DecoderModel&>(*mla).parts();
+  EXPECT_EQ(refusal(mla_parts, DType::f16), "");
+  EXPECT_NE(refusal(mla_parts, DType::i8).find("latent cache (the CUDA MLA decode reads bf16 / f16 ones) "
+                                               "(DeepseekV3ForCausalLM, layer 0)"),
+            std::string::npos)
+      << refusal(mla_parts, DType::i8);
+  EXPECT_EQ(refusal(parts, DType::i8), "");  // Llama's 8-bit cache stays taken
 
   std::vector<DecoderBlock> mlp_only(1);  // Nemotron-H's feed-forward-only layers have no mixer
   DecoderParts p = parts;

@@ -50,8 +50,11 @@ void check_attention(const DecoderParts& p, const AttentionLayer& attn, const st
 }
 
 // MLA (device_mla.h) within the CUDA MLA decode's limits (kernels/softmax/cuda/mla_decode_cuda.h).
-void check_mla(const DecoderParts& p, const MlaMixer& mla, const std::string& where) {
+void check_mla(const DecoderParts& p, const MlaMixer& mla, DType kv_dtype, const std::string& where) {
   const MlaConfig& c = mla.config();
+  if (is_quantized_kv(kv_dtype))
+    refuse(p, std::string("a ") + dtype_name(kv_dtype) + " latent cache (the CUDA MLA decode reads bf16 / f16 ones)",
+           where);
   auto limit = [&](int64_t value, int64_t most, const char* what) {
     if (value > most)
       refuse(p, std::string(what) + " " + std::to_string(value) + " (the CUDA MLA decode takes up to " +
@@ -69,9 +72,9 @@ void check_mla(const DecoderParts& p, const MlaMixer& mla, const std::string& wh
   for (const Linear* l : {&w.kv_a_proj, &w.o_proj}) check_projection(p, *l);
 }
 
-void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::string& where) {
+void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dtype, const std::string& where) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
-  if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return check_mla(p, *mla, where);
+  if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return check_mla(p, *mla, kv_dtype, where);
   refuse(p, mixer.kind() + " layers", where);
 }
 
@@ -131,7 +134,7 @@ void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string&
 
 }  // namespace
 
-void check_decoder_runs_on_cuda(const DecoderParts& p) {
+void check_decoder_runs_on_cuda(const DecoderParts& p, DType kv_dtype) {
   const DecoderOptions& o = *p.options;
   if (o.logits_scale != 1.f) refuse(p, "a logits multiplier");
   if (o.final_logit_softcap != 0.f) refuse(p, "the final logit softcap");
@@ -149,7 +152,7 @@ void check_decoder_runs_on_cuda(const DecoderParts& p) {
     if (b.post_mixer_norm || b.post_ffn_norm) refuse(p, "post-sublayer norms", where);
     if (!b.mixer) refuse(p, "feed-forward-only layers", where);
     check_norm(p, b.input_norm, "input norm", where);
-    check_mixer(p, *b.mixer, where);
+    check_mixer(p, *b.mixer, kv_dtype, where);
     if (!b.ffn) refuse(p, "blocks without a feed-forward", where);
     check_norm(p, b.pre_ffn_norm, "feed-forward norm", where);
     check_ffn(p, *b.ffn, where);
