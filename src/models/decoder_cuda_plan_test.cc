@@ -41,6 +41,10 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
   TinyDecoder deepseek_v3{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3", .moe_experts = 8,
                           .deepseek_moe = true, .mla_kv_lora_rank = 64};
   TinyDecoder deepseek_v2_lite{.architecture = "DeepseekV2ForCausalLM", .model_type = "deepseek_v2",
+                               .dtype = "F32",
+                               .extra_config = R"("rope_scaling": {"type": "yarn", "factor": 4.0, )"
+                                               R"("original_max_position_embeddings": 1024, "mscale": 1.0, )"
+                                               R"("mscale_all_dim": 1.0, "beta_fast": 32, "beta_slow": 1}, )",
                                .mla_kv_lora_rank = 128, .mla_q_lora_rank = 0};
   for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45, deepseek_v3, deepseek_v2_lite}) {
     ScratchDir dir;
