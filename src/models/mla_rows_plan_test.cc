@@ -41,6 +41,13 @@ TEST(MlaRowsPlan, InconsistentArraysAreRefusedByName) {
   EXPECT_EQ(refusal({0, 2}, {5}, 2), "");
 }
 
+TEST(MlaRowsPlan, CallsAreBoundedByTheirScratch) {
+  // DeepSeek-V3: 128 heads x (2 x 512 + 64) f32 per row, 544 KiB: 240 rows in 128 MiB.
+  EXPECT_EQ(mla_rows_per_call(128, 512, 64), 240);
+  EXPECT_EQ(mla_rows_per_call(4, 64, 32), kMlaScratchBytes / (4 * 160 * 4));
+  EXPECT_EQ(mla_rows_per_call(1 << 20, 512, 64), 1);  // never none
+}
+
 // The decomposition itself: per-token rows through the absorbed form give what the CPU mixer computes per sequence
 // (the naive form over the same paged cache, queries bottom-right aligned), on a batch of every shape.
 TEST(MlaRowsPlan, PerTokenRowsMatchTheNaiveFormPerSequence) {

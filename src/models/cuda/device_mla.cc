@@ -1,5 +1,6 @@
 #include "models/cuda/device_mla.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "core/error.h"
@@ -107,7 +108,16 @@ class DeviceMla final : public DeviceMixer {
     MlaOptions opts;
     opts.scale = c.scale;
     opts.causal = true;
-    mla_decode(step.view(q, act_dtype_, {T, 1, H, Dq}), cache, mw, step.view(out, act_dtype_, {T, 1, H, dv}), opts);
+    const int64_t per_call = mla_rows_per_call(H, r, dr);
+    auto* o = static_cast<uint8_t*>(out);
+    for (int64_t first = 0; first < T; first += per_call) {
+      const int64_t n = std::min(per_call, T - first);
+      LatentCacheView part = cache;
+      part.cache_seqlens += first;
+      part.block_table += first * rows.max_blocks;
+      mla_decode(step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
+                 step.view(o + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}), opts);
+    }
 
     GemmOptions add_into;
     add_into.accumulate = true;

@@ -4,7 +4,7 @@
 // q_proj), kv_a_proj_with_mqa into the latent row [c_kv ; k_pe], kv_a_layernorm on c_kv, RoPE on q_pe and k_pe
 // (none on NoPE layers), the latent rows written into the pool's paged latent cache, then the absorbed CUDA MLA
 // decode with one row per new token (mla_rows_plan.h: every batch shape, prefill included, at a quadratic cost
-// for long prompts), then o_proj added into the residual stream. Activations and the latent are the cache's 16-bit
+// for long prompts; calls of at most mla_rows_per_call rows), then o_proj added into the residual stream. Activations and the latent are the cache's 16-bit
 // dtype; kv_b_proj goes up as the CPU holds it (bf16 / f16 / f32), read by the kernel directly.
 #include <memory>
 

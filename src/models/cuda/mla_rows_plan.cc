@@ -31,4 +31,9 @@ MlaRowsPlan plan_mla_rows(std::span<const int32_t> cu_seqlens, std::span<const i
   return plan;
 }
 
+int64_t mla_rows_per_call(int64_t num_heads, int64_t kv_lora_rank, int64_t qk_rope_head_dim) {
+  const int64_t row_bytes = num_heads * (2 * kv_lora_rank + qk_rope_head_dim) * int64_t(sizeof(float));
+  return std::max<int64_t>(1, kMlaScratchBytes / std::max<int64_t>(row_bytes, 1));
+}
+
 }  // namespace attnzoo

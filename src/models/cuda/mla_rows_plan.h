@@ -27,4 +27,10 @@ struct MlaRowsPlan {
 MlaRowsPlan plan_mla_rows(std::span<const int32_t> cu_seqlens, std::span<const int32_t> cache_seqlens,
                           std::span<const int32_t> block_tables, int64_t max_blocks);
 
+// Rows one MLA decode call takes: the kernel's stream-ordered scratch holds q_lat and ctx, f32 [rows, H, 2r + dr],
+// which for a long prefill at DeepSeek-V3's 128 heads and rank 512 would be gigabytes beside a pool sized to the
+// free memory; calls of at most kMlaScratchBytes of it (at least one row) keep it bounded.
+inline constexpr int64_t kMlaScratchBytes = int64_t(128) << 20;
+int64_t mla_rows_per_call(int64_t num_heads, int64_t kv_lora_rank, int64_t qk_rope_head_dim);
+
 }  // namespace attnzoo
