@@ -10,6 +10,7 @@
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
 #include "models/cuda/mla_rows_plan.h"
+#include "models/cuda/mla_step_views.h"
 
 namespace attnzoo {
 
@@ -18,16 +19,6 @@ namespace {
 
 // Workspace slots: the block's activations between its launches (the feed-forward's start at 8).
 enum Slot : size_t { kQ, kQa, kLatent, kOut };
-
-// A strided view of `rows` rows of `dim` elements, `row_stride` apart, as [rows, heads, dim] with heads
-// `head_stride` apart: q_pe inside each head of q, c_kv / k_pe inside the latent rows.
-TensorView rows_view(const DeviceStep& step, void* data, DType dtype, int64_t rows, int64_t heads, int64_t dim,
-                     int64_t row_stride, int64_t head_stride) {
-  TensorView t = step.view(data, dtype, {rows, heads, dim});
-  t.strides[0] = row_stride;
-  t.strides[1] = head_stride;
-  return t;
-}
 
 class DeviceMla final : public DeviceMixer {
  public:
@@ -64,25 +55,21 @@ class DeviceMla final : public DeviceMixer {
     void* out = ws.get(kOut, size_t(T * H * dv) * e);
     const LayerMemory memory = step.storage->layer(layer);
 
-    const TensorView q2 = step.view(q, act_dtype_, {T, H * Dq});
+    const MlaStepViews v = mla_step_views(c, step.device, act_dtype_, T, q, latent, out);
     if (q_a_) {
       void* qa = ws.get(kQa, size_t(T * c.q_lora_rank) * e);
       const TensorView qa2 = step.view(qa, act_dtype_, {T, c.q_lora_rank});
       q_a_->apply(h, qa2, {}, s);
       q_a_norm_->forward(qa2, qa2, s);
-      q_->apply(qa2, q2, {}, s);
+      q_->apply(qa2, v.q, {}, s);
     } else {
-      q_->apply(h, q2, {}, s);
+      q_->apply(h, v.q, {}, s);
     }
-    kv_a_.apply(h, step.view(latent, act_dtype_, {T, L}), {}, s);
-    const TensorView c_kv = rows_view(step, latent, act_dtype_, T, 1, r, L, L);
-    kv_a_norm_.forward(c_kv, c_kv, s);
-    if (rope_)
-      rope_->apply(rows_view(step, q + size_t(dn) * e, act_dtype_, T, H, dr, H * Dq, Dq),
-                   rows_view(step, latent + size_t(r) * e, act_dtype_, T, 1, dr, L, L), step.positions, s);
+    kv_a_.apply(h, v.latent, {}, s);
+    kv_a_norm_.forward(v.c_kv, v.c_kv, s);
+    if (rope_) rope_->apply(v.q_pe, v.k_pe, step.positions, s);
 
-    const PagedRowsCuda write{step.view(latent, act_dtype_, {T, 1, L}), memory.k, memory.k_scale, "latent",
-                              "latent_cache", "latent_scale"};
+    const PagedRowsCuda write{v.latent_rows, memory.k, memory.k_scale, "latent", "latent_cache", "latent_scale"};
     check_paged_rows_cuda(write);
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda({&write, 1}, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
@@ -109,19 +96,19 @@ class DeviceMla final : public DeviceMixer {
     opts.scale = c.scale;
     opts.causal = true;
     const int64_t per_call = mla_rows_per_call(H, r, dr);
-    auto* o = static_cast<uint8_t*>(out);
     for (int64_t first = 0; first < T; first += per_call) {
       const int64_t n = std::min(per_call, T - first);
       LatentCacheView part = cache;
       part.cache_seqlens += first;
       part.block_table += first * rows.max_blocks;
       mla_decode(step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
-                 step.view(o + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}), opts);
+                 step.view(static_cast<uint8_t*>(out) + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}),
+                 opts);
     }
 
     GemmOptions add_into;
     add_into.accumulate = true;
-    o_.apply(step.view(out, act_dtype_, {T, H * dv}), x, add_into, s);
+    o_.apply(v.out, x, add_into, s);
   }
 
  private:
