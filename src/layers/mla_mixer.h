@@ -52,6 +52,8 @@ class MlaMixer : public SequenceMixer {
   MlaMixer(const MlaConfig& config, MlaLayerWeights weights, Rope rope, const std::string& name);
 
   const MlaConfig& config() const { return config_; }
+  const MlaLayerWeights& weights() const { return w_; }  // kv_b_proj already dense
+  const Rope& rope() const { return rope_; }
   static constexpr const char* kKind = "mla";
   static CacheSpec spec(const MlaConfig& c) { return CacheSpec::latent(c.latent_dim()); }
   CacheSpec cache_spec() const override { return spec(config_); }

@@ -22,9 +22,9 @@ std::unique_ptr<Model> load_cpu(const TinyDecoder& t, const ScratchDir& dir) {
   return Model::load(dir.str());
 }
 
-std::string refusal(const DecoderParts& parts) {
+std::string refusal(const DecoderParts& parts, DType kv_dtype = DType::bf16) {
   try {
-    check_decoder_runs_on_cuda(parts);
+    check_decoder_runs_on_cuda(parts, kv_dtype);
   } catch (const ArgumentError& e) {
     return e.what();
   }
@@ -40,7 +40,16 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
                         .moe_experts = 8, .moe_top_k = 2};
   TinyDecoder glm45{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .moe_experts = 8,
                     .deepseek_moe = true};
-  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45, testing::tiny_ministral3()}) {
+  TinyDecoder deepseek_v3{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3", .moe_experts = 8,
+                          .deepseek_moe = true, .mla_kv_lora_rank = 64};
+  TinyDecoder deepseek_v2_lite{.architecture = "DeepseekV2ForCausalLM", .model_type = "deepseek_v2",
+                               .dtype = "F32",
+                               .extra_config = R"("rope_scaling": {"type": "yarn", "factor": 4.0, )"
+                                               R"("original_max_position_embeddings": 1024, "mscale": 1.0, )"
+                                               R"("mscale_all_dim": 1.0, "beta_fast": 32, "beta_slow": 1}, )",
+                               .mla_kv_lora_rank = 128, .mla_q_lora_rank = 0};
+  for (const TinyDecoder& t : {TinyDecoder{}, qwen3, qwen2, mistral, qwen3_moe, glm45, deepseek_v3, deepseek_v2_lite,
+                               testing::tiny_ministral3()}) {
     ScratchDir dir;
     const auto model = load_cpu(t, dir);
     const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
@@ -120,6 +129,27 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide).parts()),
             "device: 33 experts per token (the CUDA routing takes 32) (Qwen3MoeForCausalLM, layer 0) runs on the CPU "
             "only so far");
+
+  // MLA past the CUDA MLA decode's latent rank.
+  ScratchDir dir4;
+  const auto wide_latent = load_cpu(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
+                                                .mla_kv_lora_rank = 576},
+                                    dir4);
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide_latent).parts()),
+            "device: kv_lora_rank 576 (the CUDA MLA decode takes up to 512) (DeepseekV3ForCausalLM, layer 0) runs on "
+            "the CPU only so far");
+  // ... and over an 8-bit latent cache (the softmax attention reads those; the MLA decode does not).
+  ScratchDir dir5;
+  const auto mla = load_cpu(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
+                                        .mla_kv_lora_rank = 64},
+                            dir5);
+  const DecoderParts mla_parts = dynamic_cast<const DecoderModel&>(*mla).parts();
+  EXPECT_EQ(refusal(mla_parts, DType::f16), "");
+  EXPECT_NE(refusal(mla_parts, DType::i8).find("latent cache (the CUDA MLA decode reads bf16 / f16 ones) "
+                                               "(DeepseekV3ForCausalLM, layer 0)"),
+            std::string::npos)
+      << refusal(mla_parts, DType::i8);
+  EXPECT_EQ(refusal(parts, DType::i8), "");  // Llama's 8-bit cache stays taken
 
   std::vector<DecoderBlock> mlp_only(1);  // Nemotron-H's feed-forward-only layers have no mixer
   DecoderParts p = parts;

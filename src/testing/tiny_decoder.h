@@ -30,6 +30,8 @@ struct TinyDecoder {
   int64_t moe_experts = 0;  // > 0: MoE feed-forwards of this many experts
   int64_t moe_top_k = 2;
   bool deepseek_moe = false;
+  int64_t mla_kv_lora_rank = 0;  // > 0: MLA attention
+  int64_t mla_q_lora_rank = 64;  // 0: a plain q_proj
 };
 
 inline constexpr int64_t kTinyDecoderVocab = 97;
@@ -47,9 +49,14 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
   else if (E > 0)
     moe_config = R"("num_experts": )" + std::to_string(E) + R"(, "num_experts_per_tok": )" +
                  std::to_string(t.moe_top_k) + R"(, "moe_intermediate_size": 64, "norm_topk_prob": true, )";
+  const int64_t R = t.mla_kv_lora_rank, QR = t.mla_q_lora_rank, MD = 32;  // MD: each MLA head dim
+  std::string mla_config;
+  if (R > 0)
+    mla_config = R"("kv_lora_rank": )" + std::to_string(R) + R"(, "qk_nope_head_dim": 32, "qk_rope_head_dim": 32,
+  "v_head_dim": 32, )" + (QR > 0 ? R"("q_lora_rank": )" + std::to_string(QR) + ", " : std::string());
   write_file(dir.path() / "config.json",
              R"({"architectures": [")" + t.architecture + R"("], "model_type": ")" + t.model_type + R"(", )" +
-                 t.extra_config + moe_config + R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+                 t.extra_config + moe_config + mla_config + R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": )" + std::to_string(D) + R"(, "vocab_size": 97,
   "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": )" + std::string(t.tied ? "true" : "false") + "}");
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
@@ -57,11 +64,27 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
   if (!t.tied) shapes.push_back({"lm_head.weight", {V, H}});
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
-    for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {".input_layernorm.weight", {H}}, {".post_attention_layernorm.weight", {H}},
-             {".self_attn.q_proj.weight", {Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
-             {".self_attn.v_proj.weight", {KV, H}}, {".self_attn.o_proj.weight", {H, Q}}})
-      shapes.emplace_back(p + name, shape);
+    shapes.push_back({p + ".input_layernorm.weight", {H}});
+    shapes.push_back({p + ".post_attention_layernorm.weight", {H}});
+    if (R > 0) {
+      const std::string a = p + ".self_attn";
+      if (QR > 0) {
+        shapes.push_back({a + ".q_a_proj.weight", {QR, H}});
+        shapes.push_back({a + ".q_a_layernorm.weight", {QR}});
+        shapes.push_back({a + ".q_b_proj.weight", {4 * 2 * MD, QR}});
+      } else {
+        shapes.push_back({a + ".q_proj.weight", {4 * 2 * MD, H}});
+      }
+      shapes.push_back({a + ".kv_a_proj_with_mqa.weight", {R + MD, H}});
+      shapes.push_back({a + ".kv_a_layernorm.weight", {R}});
+      shapes.push_back({a + ".kv_b_proj.weight", {4 * 2 * MD, R}});
+      shapes.push_back({a + ".o_proj.weight", {H, 4 * MD}});
+    } else {
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".self_attn.q_proj.weight", {Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
+               {".self_attn.v_proj.weight", {KV, H}}, {".self_attn.o_proj.weight", {H, Q}}})
+        shapes.emplace_back(p + name, shape);
+    }
     auto mlp = [&](const std::string& m, int64_t width) {
       shapes.push_back({m + ".gate_proj.weight", {width, H}});
       shapes.push_back({m + ".up_proj.weight", {width, H}});

@@ -9,6 +9,7 @@
 #include "layers/attention_layer.h"
 #include "layers/cuda/routing_cuda.h"
 #include "layers/deepseek_moe.h"
+#include "layers/mla_mixer.h"
 #include "layers/mlp.h"
 #include "layers/moe.h"
 
@@ -39,8 +40,32 @@ void check_attention(const DecoderParts& p, const AttentionLayer& attn, const st
   for (const Linear* l : {&attn.q_proj(), &attn.k_proj(), &attn.v_proj(), &attn.o_proj()}) check_projection(p, *l);
 }
 
-void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::string& where) {
+// MLA (device_mla.h) within the CUDA MLA decode's limits (kernels/softmax/cuda/mla_decode_cuda.h).
+void check_mla(const DecoderParts& p, const MlaMixer& mla, DType kv_dtype, const std::string& where) {
+  const MlaConfig& c = mla.config();
+  if (is_quantized_kv(kv_dtype))
+    refuse(p, std::string("a ") + dtype_name(kv_dtype) + " latent cache (the CUDA MLA decode reads bf16 / f16 ones)",
+           where);
+  auto limit = [&](int64_t value, int64_t most, const char* what) {
+    if (value > most)
+      refuse(p, std::string(what) + " " + std::to_string(value) + " (the CUDA MLA decode takes up to " +
+                    std::to_string(most) + ")", where);
+  };
+  limit(c.kv_lora_rank, 512, "kv_lora_rank");
+  limit(c.qk_nope_head_dim, 512, "qk_nope_head_dim");
+  limit(c.qk_rope_head_dim, 128, "qk_rope_head_dim");
+  limit(c.num_heads, 65535, "num_heads");
+  const MlaLayerWeights& w = mla.weights();
+  if (w.kv_a_norm.mean_centered() || (w.q_a_norm && w.q_a_norm->mean_centered()))
+    refuse(p, "mean-centred (LayerNorm) norms", where);
+  for (const std::optional<Linear>* l : {&w.q_proj, &w.q_a_proj, &w.q_b_proj})
+    if (*l) check_projection(p, **l);
+  for (const Linear* l : {&w.kv_a_proj, &w.o_proj}) check_projection(p, *l);
+}
+
+void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dtype, const std::string& where) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
+  if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return check_mla(p, *mla, kv_dtype, where);
   refuse(p, mixer.kind() + " layers", where);
 }
 
@@ -100,7 +125,7 @@ void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string&
 
 }  // namespace
 
-void check_decoder_runs_on_cuda(const DecoderParts& p) {
+void check_decoder_runs_on_cuda(const DecoderParts& p, DType kv_dtype) {
   // Every DecoderOptions multiplier and softcap, mean-centred norms, post-sublayer norms, blocks without an input
   // norm and parallel blocks run as DecoderModel's CPU forward has them (decoder_cuda_runner.cc).
   // Tables the CUDA gather does not read go up expanded to bf16 (make_device_embedding).
@@ -114,7 +139,7 @@ void check_decoder_runs_on_cuda(const DecoderParts& p) {
         b.ffn_beta != 1.f)
       refuse(p, "postnorm blocks", where);
     if (!b.mixer) refuse(p, "feed-forward-only layers", where);
-    check_mixer(p, *b.mixer, where);
+    check_mixer(p, *b.mixer, kv_dtype, where);
     if (!b.ffn) refuse(p, "blocks without a feed-forward", where);
     check_ffn(p, *b.ffn, where);
   }

@@ -14,12 +14,13 @@ namespace attnzoo {
 
 // The ArgumentError "device: <feature> (<architecture>...) runs on the CPU only so far" for the first part of the
 // model the runner does not cover. It takes blocks of softmax attention (optional q/k/v/o biases, q/k norms per
-// head or across heads, RoPE or NoPE, sliding windows, softcap, sinks, the query temperature) and a gated MLP or a
-// softmax / DeepSeek MoE, with or without input norms, post-sublayer norms, parallel blocks, mean-centred norms and
+// head or across heads, RoPE or NoPE, sliding windows, softcap, sinks, the query temperature) or MLA (kv_lora_rank
+// <= 512, qk_nope_head_dim <= 512, qk_rope_head_dim <= 128, a 16-bit latent cache) and a gated MLP or a softmax /
+// DeepSeek MoE, with or without input norms, post-sublayer norms, parallel blocks, mean-centred norms and
 // DecoderOptions' multipliers and softcap; it refuses postnorm (MiniMax) blocks, other mixers and feed-forwards,
 // output gates and head dims other than 64 / 128 / 256. Weights and token tables of every format the CPU computes
-// with go up (device_weights.h, make_device_embedding).
-void check_decoder_runs_on_cuda(const DecoderParts& parts);
+// with go up (device_weights.h, make_device_embedding). `kv_dtype`: the pool's cache dtype on the device.
+void check_decoder_runs_on_cuda(const DecoderParts& parts, DType kv_dtype = DType::bf16);
 
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32
 // [T], then one int64 slot_mapping [T] per block group (window layers have their own). Each array starts on a

@@ -197,7 +197,7 @@ TensorView DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> r
 #endif
 
 std::unique_ptr<DeviceRunner> make_decoder_cuda_runner(const DecoderParts& parts, Device device, DType kv_dtype) {
-  check_decoder_runs_on_cuda(parts);
+  check_decoder_runs_on_cuda(parts, kv_dtype);
 #if ATTNZOO_WITH_CUDA
   return std::make_unique<DecoderCudaRunner>(parts, device, kv_dtype);
 #else

@@ -234,6 +234,25 @@ TEST(DecoderCudaRunner, AMinistral3WithTheQueryTemperatureMatchesTheCpu) {
   run_scenario(testing::tiny_ministral3(26));
 }
 
+// MLA (device_mla.h): every shape of the scenario (ragged prefill, decode, Tq 3, prefix reuse, a chunk after it)
+// is one absorbed-decode row per new token over the paged latent cache. Every expert chosen in the MoE layer, as
+// for GLM-4.5 above, so bf16-level differences cannot flip a near-tied choice.
+TEST(DecoderCudaRunner, ADeepseekV3WithQLoraAndAnMoeLayerMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3", .seed = 18,
+                           .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true, .mla_kv_lora_rank = 64});
+}
+
+// A plain q_proj (DeepSeek-V2-Lite's form) and YaRN, whose mscale the softmax scale carries; f32 weights.
+TEST(DecoderCudaRunner, AnF32DeepseekV2LiteShapeWithYarnMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "DeepseekV2ForCausalLM", .model_type = "deepseek_v2", .dtype = "F32",
+                           .extra_config = R"("rope_scaling": {"type": "yarn", "factor": 4.0, )"
+                                           R"("original_max_position_embeddings": 1024, "mscale": 1.0, )"
+                                           R"("mscale_all_dim": 1.0, "beta_fast": 32, "beta_slow": 1}, )",
+                           .seed = 19, .mla_kv_lora_rank = 128, .mla_q_lora_rank = 0});
+}
+
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
   REQUIRE_GPU();
   ScratchDir dir;

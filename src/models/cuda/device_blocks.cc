@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/cuda/device_attention.h"
+#include "models/cuda/device_mla.h"
 #include "models/cuda/device_mlp.h"
 #include "models/cuda/device_moe.h"
 
@@ -11,6 +12,7 @@ namespace attnzoo {
 // check_decoder_runs_on_cuda refused every other kind on the host, by name; reaching the throws is a bug.
 std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const DeviceLoad& load) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return make_device_attention(*attn, load);
+  if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return make_device_mla(*mla, load);
   throw ArgumentError("device: a " + mixer.kind() + " mixer has no CUDA block");
 }
 

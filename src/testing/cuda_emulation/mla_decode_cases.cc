@@ -2,7 +2,8 @@
 // the CTA emulator against the double-precision reference (the naive form): one or two head groups, ranks 64 to
 // 512, rope dims 0 to 64, paged caches over shuffled blocks (NaN in every row no sequence owns, -1 in the table
 // past each sequence's last block, block sizes 16 and 64) and contiguous ones, ragged lengths down to 1,
-// bf16 / f16 / f32 caches, queries and weights, and plans with and without split contexts.
+// bf16 / f16 / f32 caches, queries and weights, and plans with and without split contexts; and the GPU runner's
+// per-token rows (models/cuda/mla_rows_plan.h), several rows over one sequence's blocks, each cut at its position.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "kernels/softmax/cuda/mla_decode_launch_plan.h"
 #include "kernels/softmax/cuda/mla_decode_mma.cuh"
 #include "kernels/softmax/mla_problem.h"
+#include "models/cuda/mla_rows_plan.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/paged_cache.h"
@@ -75,6 +77,9 @@ struct Case {
   int64_t min_chunk = kMinChunk;
   int64_t pad = 0;            // spare elements after each sequence's q and out rows: batch strides past the shape
   bool scalar = false;        // the scalar attention even where the tensor cores could run
+  // Non-empty: `lens` are the sequences' cached lengths after a runner step that brought these many new tokens
+  // each; the kernel runs the step's per-token rows (paged caches only).
+  std::vector<int32_t> new_tokens;
 };
 
 std::string describe(const Case& c) {
@@ -84,6 +89,8 @@ std::string describe(const Case& c) {
     << " out=" << dtype_name(c.out) << " slots=" << c.slots << " min_chunk=" << c.min_chunk << " pad=" << c.pad
     << " scalar=" << c.scalar << " lens=";
   for (int32_t l : c.lens) s << l << ",";
+  s << " new_tokens=";
+  for (int32_t n : c.new_tokens) s << n << ",";
   return s.str();
 }
 
@@ -101,10 +108,19 @@ double tolerance(const Case& c, bool tensor_cores) {
 // Returns whether the plan split a sequence (and so ran the merge kernel).
 bool check(const Case& c, uint64_t seed) {
   SCOPED_TRACE(describe(c));
-  const int64_t B = int64_t(c.lens.size()), L = c.r + c.dr;
+  const int64_t L = c.r + c.dr;
   const testing::LatentTestCache lc = testing::latent_test_cache(c.cache, c.lens, L, c.block_size, seed);
   const HostTensor& latent = lc.latent;
   LatentCacheView cache = lc.view(c.lens);
+  MlaRowsPlan rows;
+  if (!c.new_tokens.empty()) {
+    std::vector<int32_t> cu = {0};
+    for (int32_t n : c.new_tokens) cu.push_back(cu.back() + n);
+    rows = plan_mla_rows(cu, c.lens, lc.table, lc.max_blocks);
+    cache.cache_seqlens = rows.cache_seqlens.data();
+    cache.block_table = rows.block_table.data();
+  }
+  const int64_t B = c.new_tokens.empty() ? int64_t(c.lens.size()) : int64_t(rows.cache_seqlens.size());
 
   // W ~ N(0, r^-1/2) keeps the absorbed scores O(1).
   const HostTensor w(c.w, {c.H * (c.dn + c.dv), c.r}, seed + 2, 1.f / std::sqrt(float(c.r)));
@@ -211,6 +227,27 @@ TEST(EmulatedMlaDecode, PartialHeadGroupAndRank256) {
   c.min_chunk = 16, c.slots = 16;
   c.lens = {130, 7};
   EXPECT_TRUE(check(c, 7005));
+}
+
+// The GPU runner's MLA step (device_mla.h) at the tiny DeepSeek-V3 test's shape (4 heads: one partly empty head
+// group): a fresh prefill of 12, a decode token after 39 cached, 3 tokens after 6: 16 rows, those of one sequence
+// over the same blocks. Then the F32 DeepSeek-V2-Lite test's (rank 128, f32 kv_b_proj): two fresh prefills, and a
+// few rows over long contexts, split.
+TEST(EmulatedMlaDecode, TheRunnersPerTokenRows) {
+  Case c;
+  c.H = 4, c.dn = 32, c.dr = 32, c.dv = 32, c.r = 64;
+  c.lens = {12, 40, 9};
+  c.new_tokens = {12, 1, 3};
+  c.out = DType::bf16;
+  check(c, 7006);
+  c.r = 128;
+  c.w = DType::f32;
+  c.lens = {70, 19};
+  c.new_tokens = {70, 19};
+  check(c, 7007);
+  c.new_tokens = {2, 1};
+  c.min_chunk = 16, c.slots = 40;
+  EXPECT_TRUE(check(c, 7008));
 }
 
 }  // namespace
