@@ -15,6 +15,10 @@ namespace attnzoo {
 #if ATTNZOO_WITH_CUDA
 namespace {
 
+// The normed rows the projections read (the residual stream stays f32): bf16, so a bf16 checkpoint's GEMMs take
+// one dtype on both sides (cuBLASLt where built) and read half the activation bytes.
+constexpr DType kNormed = DType::bf16;
+
 struct DeviceBlock {
   RmsNormCuda input_norm, ffn_norm;
   std::unique_ptr<DeviceMixer> mixer;
@@ -41,7 +45,7 @@ class DecoderCudaRunner final : public DeviceRunner {
   RmsNormCuda norm_;
   DeviceLinear lm_head_;
   mutable DeviceWorkspace workspace_;
-  mutable DeviceBuffer meta_, x_, h_, picked_, logits_;
+  mutable DeviceBuffer meta_, x_, h_, picked_, picked_h_, logits_;
   mutable std::vector<uint8_t> staging_;
 };
 
@@ -64,7 +68,18 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
     blocks_.push_back(std::move(d));
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
-  lm_head_ = DeviceLinear(*p.lm_head, load);
+  // A tied head over a 16-bit table multiplies by the embedding's device copy: the table goes up once.
+  const QuantMatrix& table = p.embed->matrix();
+  const QuantMatrix& head = p.lm_head->matrix();
+  if (head.data == table.data && head.type == table.type && !p.lm_head->has_bias() &&
+      (table.type == QuantType::BF16 || table.type == QuantType::F16) && table.row_bytes == table.cols * 2) {
+    const QuantMatrix& up = embed_.table();
+    lm_head_ = DeviceLinear::borrowing(device_view(device, const_cast<void*>(up.data),
+                                                   table.type == QuantType::F16 ? DType::f16 : DType::bf16,
+                                                   {up.rows, up.cols}));
+  } else {
+    lm_head_ = DeviceLinear(*p.lm_head, load);
+  }
   synchronize(load.stream);
   if (rounded.tensors > 0)
     std::fprintf(stderr,
@@ -99,9 +114,9 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   step.workspace = &workspace_;
 
   grow(x_, size_t(T * H) * 4);
-  grow(h_, size_t(T * H) * 4);
+  grow(h_, size_t(T * H) * dtype_size(kNormed));
   const TensorView x = step.view(x_.data(), DType::f32, {T, H});  // the residual stream
-  const TensorView h = step.view(h_.data(), DType::f32, {T, H});
+  const TensorView h = step.view(h_.data(), kNormed, {T, H});
   const TensorView ids = step.view(meta_.as<uint8_t>() + layout.tokens, DType::i32, {T});
   embed_.lookup(ids, x, embedding_scale_, /*check_ids=*/false, s);  // Model::forward checked the ids on the host
   for (size_t l = 0; l < blocks_.size(); ++l) {
@@ -117,6 +132,7 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   const int64_t R = int64_t(rows.size());
   if (R == 0) return;
   grow(picked_, size_t(R * H) * 4);
+  grow(picked_h_, size_t(R * H) * dtype_size(kNormed));
   grow(logits_, size_t(R * vocab_) * 4);
   const size_t row_bytes = size_t(H) * 4;
   for (int64_t i = 0; i < R;) {
@@ -127,9 +143,10 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
     i += n;
   }
   const TensorView picked = step.view(picked_.data(), DType::f32, {R, H});
-  norm_.forward(picked, picked, s);
+  const TensorView normed = step.view(picked_h_.data(), kNormed, {R, H});
+  norm_.forward(picked, normed, s);
   const TensorView out = step.view(logits_.data(), DType::f32, {R, vocab_});
-  lm_head_.apply(picked, out, {}, s);
+  lm_head_.apply(normed, out, {}, s);
   copy_bytes(logits, Device::cpu(), logits_.data(), device_, size_t(R * vocab_) * 4, s);  // waits for the step
 }
 

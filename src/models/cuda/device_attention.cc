@@ -14,17 +14,47 @@ namespace attnzoo {
 namespace {
 
 // Workspace slots: the block's activations between its launches.
-enum Slot : size_t { kQ, kK, kV, kOut };
+enum Slot : size_t { kQkv, kQ, kK, kV, kOut };
+
+// Rows [T, heads, D] of a 16-bit activation buffer whose token rows are `row` elements apart (a slice of one fused
+// [q|k|v] row, or a buffer of its own), starting `col` elements into the row.
+TensorView head_rows(const DeviceStep& step, void* base, DType dtype, int64_t col, int64_t row, int64_t T,
+                     int64_t heads, int64_t D) {
+  TensorView t = step.view(static_cast<uint8_t*>(base) + size_t(col) * dtype_size(dtype), dtype, {T, heads, D});
+  t.strides[0] = row;
+  return t;
+}
+
+// Packed rows [first, first + n) of a [T, H, D] view.
+TensorView token_rows(const TensorView& t, int64_t first, int64_t n) {
+  TensorView r = t;
+  r.data = static_cast<uint8_t*>(t.data) + size_t(first * t.strides[0]) * dtype_size(t.dtype);
+  r.shape[0] = n;
+  return r;
+}
+
+// The same rows as [seqs, tq, H, D] (tq consecutive rows per sequence), as the decode takes queries.
+TensorView seq_rows(const TensorView& t, int64_t first, int64_t seqs, int64_t tq) {
+  TensorView r = token_rows(t, first, seqs * tq);
+  r.ndim = 4;
+  r.shape = {seqs, tq, t.shape[1], t.shape[2]};
+  r.strides = {tq * t.strides[0], t.strides[0], t.strides[1], t.strides[2]};
+  return r;
+}
 
 class DeviceAttention final : public DeviceMixer {
  public:
   DeviceAttention(const AttentionLayer& attn, const DeviceLoad& load)
-      : config_(attn.config()),
-        act_dtype_(load.act_dtype),
-        q_(attn.q_proj(), load),
-        k_(attn.k_proj(), load),
-        v_(attn.v_proj(), load),
-        o_(attn.o_proj(), load) {
+      : config_(attn.config()), act_dtype_(load.act_dtype), o_(attn.o_proj(), load) {
+    // One [q|k|v] weight where the three go up alike (dense, one dtype): one GEMM reads h once.
+    const Linear* parts[3] = {&attn.q_proj(), &attn.k_proj(), &attn.v_proj()};
+    if (DeviceLinear::stackable(parts)) {
+      qkv_.emplace(parts, load);
+    } else {
+      q_.emplace(attn.q_proj(), load);
+      k_.emplace(attn.k_proj(), load);
+      v_.emplace(attn.v_proj(), load);
+    }
     if (attn.q_norm()) q_norm_.emplace(*attn.q_norm(), load.device, load.stream);
     if (attn.k_norm()) k_norm_.emplace(*attn.k_norm(), load.device, load.stream);
     if (attn.rope().config().type != "none") rope_.emplace(attn.rope(), load.device, load.stream);
@@ -32,21 +62,33 @@ class DeviceAttention final : public DeviceMixer {
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
-    const size_t e = dtype_size(act_dtype_);
+    const DType a = act_dtype_;
+    const size_t e = dtype_size(a);
     const Stream s = step.stream;
     DeviceWorkspace& ws = *step.workspace;
-    void* q = ws.get(kQ, size_t(T * Hq * D) * e);
-    void* k = ws.get(kK, size_t(T * Hkv * D) * e);
-    void* v = ws.get(kV, size_t(T * Hkv * D) * e);
-    void* out = ws.get(kOut, size_t(T * Hq * D) * e);
     const LayerMemory memory = step.storage->layer(layer);
 
-    q_.apply(h, step.view(q, act_dtype_, {T, Hq * D}), {}, s);
-    k_.apply(h, step.view(k, act_dtype_, {T, Hkv * D}), {}, s);
-    v_.apply(h, step.view(v, act_dtype_, {T, Hkv * D}), {}, s);
-    const TensorView q3 = step.view(q, act_dtype_, {T, Hq, D});
-    const TensorView k3 = step.view(k, act_dtype_, {T, Hkv, D});
-    const TensorView v3 = step.view(v, act_dtype_, {T, Hkv, D});
+    TensorView q3, k3, v3;
+    if (qkv_) {
+      const int64_t W = (Hq + 2 * Hkv) * D;
+      void* qkv = ws.get(kQkv, size_t(T * W) * e);
+      qkv_->apply(h, step.view(qkv, a, {T, W}), {}, s);
+      q3 = head_rows(step, qkv, a, 0, W, T, Hq, D);
+      k3 = head_rows(step, qkv, a, Hq * D, W, T, Hkv, D);
+      v3 = head_rows(step, qkv, a, (Hq + Hkv) * D, W, T, Hkv, D);
+    } else {
+      void* q = ws.get(kQ, size_t(T * Hq * D) * e);
+      void* k = ws.get(kK, size_t(T * Hkv * D) * e);
+      void* v = ws.get(kV, size_t(T * Hkv * D) * e);
+      q_->apply(h, step.view(q, a, {T, Hq * D}), {}, s);
+      k_->apply(h, step.view(k, a, {T, Hkv * D}), {}, s);
+      v_->apply(h, step.view(v, a, {T, Hkv * D}), {}, s);
+      q3 = step.view(q, a, {T, Hq, D});
+      k3 = step.view(k, a, {T, Hkv, D});
+      v3 = step.view(v, a, {T, Hkv, D});
+    }
+    void* out = ws.get(kOut, size_t(T * Hq * D) * e);
+    const TensorView out3 = step.view(out, a, {T, Hq, D});
     if (q_norm_) q_norm_->forward(q3, q3, s);
     if (k_norm_) k_norm_->forward(k3, k3, s);
     if (rope_) rope_->apply(q3, k3, step.positions, s);
@@ -55,18 +97,15 @@ class DeviceAttention final : public DeviceMixer {
     for (const PagedRowsCuda& w : writes) check_paged_rows_cuda(w);
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda(writes, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
-    attend(step, memory, static_cast<uint8_t*>(q), static_cast<uint8_t*>(k), static_cast<uint8_t*>(v),
-           static_cast<uint8_t*>(out));
+    attend(step, memory, q3, k3, v3, out3);
     GemmOptions add_into;
     add_into.accumulate = true;
-    o_.apply(step.view(out, act_dtype_, {T, Hq * D}), x, add_into, s);
+    o_.apply(step.view(out, a, {T, Hq * D}), x, add_into, s);
   }
 
  private:
-  void attend(const DeviceStep& step, const LayerMemory& memory, uint8_t* q, uint8_t* k, uint8_t* v,
-              uint8_t* out) const {
-    const int64_t Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
-    const size_t e = dtype_size(act_dtype_);
+  void attend(const DeviceStep& step, const LayerMemory& memory, const TensorView& q, const TensorView& k,
+              const TensorView& v, const TensorView& out) const {
     AttentionOptions opts;
     opts.scale = config_.scale;
     opts.causal = true;
@@ -74,13 +113,11 @@ class DeviceAttention final : public DeviceMixer {
     opts.softcap = config_.softcap;
     const BlockTables& tables = step.batch->tables(memory);
     for (const AttentionCall& call : *step.calls) {
-      const size_t q_at = size_t(call.first_row * Hq * D) * e, kv_at = size_t(call.first_row * Hkv * D) * e;
       if (call.kind == AttentionCall::Kind::prefill) {
         const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
-        attention_prefill(step.view(q + q_at, act_dtype_, {call.rows, Hq, D}),
-                          step.view(k + kv_at, act_dtype_, {call.rows, Hkv, D}),
-                          step.view(v + kv_at, act_dtype_, {call.rows, Hkv, D}),
-                          step.view(out + q_at, act_dtype_, {call.rows, Hq, D}), opts, varlen);
+        attention_prefill(token_rows(q, call.first_row, call.rows), token_rows(k, call.first_row, call.rows),
+                          token_rows(v, call.first_row, call.rows), token_rows(out, call.first_row, call.rows), opts,
+                          varlen);
       } else {
         KvCacheView cache;
         cache.k = memory.k;
@@ -90,15 +127,16 @@ class DeviceAttention final : public DeviceMixer {
         cache.cache_seqlens = call.cache_seqlens.data();
         cache.block_table = tables.block_table(call.first_seq);  // the call's sequences' rows are consecutive
         cache.max_blocks_per_seq = tables.max_blocks;
-        attention_decode(step.view(q + q_at, act_dtype_, {call.num_seqs, call.tq, Hq, D}), cache,
-                         step.view(out + q_at, act_dtype_, {call.num_seqs, call.tq, Hq, D}), opts);
+        attention_decode(seq_rows(q, call.first_row, call.num_seqs, call.tq), cache,
+                         seq_rows(out, call.first_row, call.num_seqs, call.tq), opts);
       }
     }
   }
 
   AttentionConfig config_;
   DType act_dtype_;
-  DeviceLinear q_, k_, v_, o_;
+  std::optional<DeviceLinear> qkv_, q_, k_, v_;  // qkv_, or the three where they cannot be stacked
+  DeviceLinear o_;
   std::optional<RmsNormCuda> q_norm_, k_norm_;  // Qwen3
   std::optional<RopeCuda> rope_;                // empty: a NoPE layer
 };

@@ -17,7 +17,7 @@ namespace attnzoo {
 class DeviceMixer {
  public:
   virtual ~DeviceMixer() = default;
-  // h: the block's normed input, f32 [T, hidden]; x: the residual stream, f32 [T, hidden], which the mixer's
+  // h: the block's normed input, bf16 [T, hidden]; x: the residual stream, f32 [T, hidden], which the mixer's
   // output is added into. `layer` names the pool memory (CacheStorage::layer) the mixer reads and writes.
   virtual void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const = 0;
 };
