@@ -9,6 +9,7 @@
 #include "layers/cuda/norm_cuda.h"
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_blocks.h"
+#include "models/cuda/step_decode_plans.h"
 
 namespace attnzoo {
 
@@ -45,6 +46,7 @@ class DecoderCudaRunner final : public DeviceRunner {
   RmsNormCuda norm_;
   DeviceLinear lm_head_;
   mutable DeviceWorkspace workspace_;
+  mutable StepDecodePlans decode_plans_;
   mutable DeviceBuffer meta_, x_, h_, picked_, picked_h_, logits_;
   mutable std::vector<uint8_t> staging_;
 };
@@ -112,6 +114,8 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   step.calls = &calls;
   step.positions = step.view(meta_.as<uint8_t>() + layout.positions, DType::i32, {T});
   step.workspace = &workspace_;
+  decode_plans_.clear();
+  step.decode_plans = &decode_plans_;
 
   grow(x_, size_t(T * H) * 4);
   grow(h_, size_t(T * H) * dtype_size(kNormed));

@@ -3,10 +3,13 @@
 #include <optional>
 
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/cuda/decode_cuda.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
 #include "kernels/softmax/decode.h"
+#include "kernels/softmax/decode_problem.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
+#include "models/cuda/step_decode_plans.h"
 
 namespace attnzoo {
 
@@ -49,7 +52,7 @@ class DeviceAttention final : public DeviceMixer {
     // One [q|k|v] weight where the three go up alike (dense, one dtype): one GEMM reads h once.
     const Linear* parts[3] = {&attn.q_proj(), &attn.k_proj(), &attn.v_proj()};
     if (DeviceLinear::stackable(parts)) {
-      qkv_.emplace(parts, load);
+      qkv_.emplace(parts, load, act_dtype_);  // the bias in y's dtype, which cuBLASLt adds
     } else {
       q_.emplace(attn.q_proj(), load);
       k_.emplace(attn.k_proj(), load);
@@ -112,7 +115,8 @@ class DeviceAttention final : public DeviceMixer {
     opts.window = config_.window;
     opts.softcap = config_.softcap;
     const BlockTables& tables = step.batch->tables(memory);
-    for (const AttentionCall& call : *step.calls) {
+    for (size_t i = 0; i < step.calls->size(); ++i) {
+      const AttentionCall& call = (*step.calls)[i];
       if (call.kind == AttentionCall::Kind::prefill) {
         const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
         attention_prefill(token_rows(q, call.first_row, call.rows), token_rows(k, call.first_row, call.rows),
@@ -127,10 +131,34 @@ class DeviceAttention final : public DeviceMixer {
         cache.cache_seqlens = call.cache_seqlens.data();
         cache.block_table = tables.block_table(call.first_seq);  // the call's sequences' rows are consecutive
         cache.max_blocks_per_seq = tables.max_blocks;
-        attention_decode(seq_rows(q, call.first_row, call.num_seqs, call.tq), cache,
-                         seq_rows(out, call.first_row, call.num_seqs, call.tq), opts);
+        decode(step, int64_t(i), memory, seq_rows(q, call.first_row, call.num_seqs, call.tq), cache,
+               seq_rows(out, call.first_row, call.num_seqs, call.tq), opts);
       }
     }
+  }
+
+  // attention_decode through the step's shared plans: the first layer of a block group checks, plans and
+  // uploads; the others launch the same plan over their own tensors.
+  void decode(const DeviceStep& step, int64_t call, const LayerMemory& memory, const TensorView& q,
+              const KvCacheView& cache, const TensorView& out, const AttentionOptions& opts) const {
+    DecodePlanKey key;
+    key.call = call;
+    key.block_group = memory.block_group;
+    key.Hq = config_.num_heads, key.Hkv = config_.num_kv_heads, key.D = config_.head_dim;
+    key.window = opts.window, key.scale = opts.scale, key.softcap = opts.softcap;
+    key.q_dtype = q.dtype, key.o_dtype = out.dtype, key.kv_dtype = memory.k.dtype;
+    key.q_strides = q.strides, key.o_strides = out.strides;
+    key.k_strides = memory.k.strides, key.v_strides = memory.v.strides;
+    key.ks_strides = memory.k_scale.strides, key.vs_strides = memory.v_scale.strides;
+    const StepDecodePlans::Plan* plan = step.decode_plans->find(key);
+    if (!plan) {
+      const DecodeProblem p = make_decode_problem(q, cache, out, opts);
+      check_cuda_decode(p);
+      plan = &step.decode_plans->add(key, prepare_attention_decode_cuda(p), step);
+    }
+    const cuda_decode::DecodeTensors tensors{q.data, out.data, memory.k.data, memory.v.data,
+                                             memory.k_scale.ptr<const float>(), memory.v_scale.ptr<const float>()};
+    launch_prepared_decode_cuda(plan->prepared, plan->device, tensors, step.stream);
   }
 
   AttentionConfig config_;

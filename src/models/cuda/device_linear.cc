@@ -30,7 +30,7 @@ bool DeviceLinear::stackable(std::span<const Linear* const> parts) {
   return !parts.empty();
 }
 
-DeviceLinear::DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load) {
+DeviceLinear::DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype) {
   // F32 / BF16 / F16 (check_decoder_runs_on_cuda refused the rest), one input width and dtype (stackable)
   const int64_t in = parts[0]->matrix().cols;
   int64_t out = 0;
@@ -63,9 +63,14 @@ DeviceLinear::DeviceLinear(std::span<const Linear* const> parts, const DeviceLoa
   weight_.upload(rows.data(), weight_.bytes(), load.stream);
   w_ = device_view(load.device, weight_.data(), device_dtype(parts[0]->matrix().type), {out, in});
   if (any_bias) {
-    bias_bytes_ = DeviceBuffer(load.device, size_t(out) * sizeof(float));
-    bias_bytes_.upload(bias.data(), bias_bytes_.bytes(), load.stream);
-    bias_ = device_view(load.device, bias_bytes_.data(), DType::f32, {out});
+    std::vector<uint8_t> bytes(size_t(out) * dtype_size(bias_dtype));
+    if (bias_dtype == DType::f32)
+      std::memcpy(bytes.data(), bias.data(), bytes.size());
+    else
+      convert_from_f32(bias.data(), bytes.data(), bias_dtype, size_t(out));
+    bias_bytes_ = DeviceBuffer(load.device, bytes.size());
+    bias_bytes_.upload(bytes.data(), bytes.size(), load.stream);
+    bias_ = device_view(load.device, bias_bytes_.data(), bias_dtype, {out});
   }
 }
 

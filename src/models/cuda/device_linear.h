@@ -31,8 +31,9 @@ class DeviceLinear {
   DeviceLinear() = default;
   DeviceLinear(const Linear& l, const DeviceLoad& load);
   // Projections of one input stacked into one weight, their outputs side by side in y's row ([q|k|v],
-  // [gate|up]): one GEMM reads x once. Biases concatenated (zeros for a part without one). Only where `stackable`.
-  DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load);
+  // [gate|up]): one GEMM reads x once. Biases concatenated (zeros for a part without one) and stored as
+  // `bias_dtype`: y's dtype lets cuBLASLt add them (it takes a bias of y's type only). Only where `stackable`.
+  DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype = DType::f32);
   // Whether `parts` can be stacked: one input width, dense weights that go up as one dtype.
   static bool stackable(std::span<const Linear* const> parts);
   // A bias-free projection over a bf16 / f16 [out, in] table already on the device and owned elsewhere (a tied

@@ -13,6 +13,8 @@
 
 namespace attnzoo {
 
+class StepDecodePlans;  // step_decode_plans.h
+
 // Scratch buffers reused by every layer of a step: the layers run one after another on one stream, so slot i
 // holds whatever the running layer puts there. A slot grows to the largest request and never shrinks.
 class DeviceWorkspace {
@@ -47,6 +49,7 @@ struct DeviceStep {
   const std::vector<AttentionCall>* calls = nullptr;
   TensorView positions;  // i32 [T] on the device
   DeviceWorkspace* workspace = nullptr;
+  StepDecodePlans* decode_plans = nullptr;  // the attention layers' shared decode plans, empty at the step's start
 
   TensorView view(void* data, DType dtype, std::initializer_list<int64_t> shape) const {
     return device_view(device, data, dtype, shape);

@@ -189,6 +189,20 @@ DecodeParams bind_device_buffer(const DecodeLaunchPlan& plan, unsigned char* dev
   return params;
 }
 
+DecodeTensors decode_tensors(const DecodeProblem& p) {
+  return {p.q, p.o, p.k, p.v, p.k_scale.data, p.v_scale.data};
+}
+
+DecodeParams with_tensors(DecodeParams params, const DecodeTensors& t) {
+  params.q = t.q;
+  params.o = t.o;
+  params.k = t.k;
+  params.v = t.v;
+  params.k_scale = t.k_scale;
+  params.v_scale = t.v_scale;
+  return params;
+}
+
 }  // namespace cuda_decode
 
 // Declared in decode_cuda.h; defined here, with the rest of the host side, so that it exists in every build.
