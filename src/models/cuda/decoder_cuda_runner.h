@@ -5,9 +5,10 @@
 // device memory. A step is one copy of its metadata up, every layer's launches on the current stream with no
 // wait, and one copy of the requested logits rows down.
 //
-// Numerics: the residual stream, norms, MLP activations and logits are f32; projections multiply bf16 / f16
-// weights (f32 checkpoints rounded to bf16 at load, with a notice) by activations rounded to the weight's dtype;
-// q / k / v and the attention output are 16-bit (the cache's dtype, bf16 for an 8-bit cache).
+// Numerics: the residual stream and logits are f32; the norms write bf16 rows, which the projections multiply
+// with bf16 / f16 weights (f32 checkpoints rounded to bf16 at load, with a notice) accumulating in f32; the MLP's
+// intermediate is bf16; q / k / v and the attention output are 16-bit (the cache's dtype, bf16 for an 8-bit
+// cache).
 #include <memory>
 
 #include "core/device.h"
