@@ -41,6 +41,19 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
   }
 }
 
+TEST(DecoderCudaPlan, ATiedSixteenBitHeadSharesTheEmbeddingsTable) {
+  auto shares = [](const TinyDecoder& t) {
+    ScratchDir dir;
+    const auto model = load_cpu(t, dir);
+    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+    EXPECT_EQ(refusal(parts), "") << t.architecture;
+    return head_shares_embedding(parts);
+  };
+  EXPECT_TRUE(shares(TinyDecoder{.tied = true}));
+  EXPECT_FALSE(shares(TinyDecoder{}));                            // its own lm_head.weight
+  EXPECT_FALSE(shares(TinyDecoder{.dtype = "F32", .tied = true}));  // an f32 table: the head goes up rounded
+}
+
 TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
   ScratchDir dir;
   const auto narrow = load_cpu(TinyDecoder{.head_dim = 32}, dir);

@@ -85,6 +85,14 @@ void check_decoder_runs_on_cuda(const DecoderParts& p) {
   }
 }
 
+bool head_shares_embedding(const DecoderParts& p) {
+  const QuantMatrix& table = p.embed->matrix();
+  const QuantMatrix& head = p.lm_head->matrix();
+  return head.data == table.data && head.type == table.type && head.rows == table.rows && head.cols == table.cols &&
+         !p.lm_head->has_bias() && (table.type == QuantType::BF16 || table.type == QuantType::F16) &&
+         table.row_bytes == table.cols * 2;
+}
+
 StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups) {
   auto aligned = [](size_t n) { return (n + 15) / 16 * 16; };
   const size_t T = size_t(num_tokens);

@@ -19,6 +19,10 @@ namespace attnzoo {
 // logit / residual multipliers, head dims other than 64 / 128 / 256, GGUF block-quantized projections.
 void check_decoder_runs_on_cuda(const DecoderParts& parts);
 
+// Whether the output head is the embedding table itself, held as bf16 / f16 rows (a tied checkpoint borrowed as
+// stored): the runner multiplies by the embedding's device copy instead of uploading the table twice.
+bool head_shares_embedding(const DecoderParts& parts);
+
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32
 // [T], then one int64 slot_mapping [T] per block group (window layers have their own). Each array starts on a
 // 16-byte boundary.

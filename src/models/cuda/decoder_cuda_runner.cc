@@ -71,13 +71,10 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
   // A tied head over a 16-bit table multiplies by the embedding's device copy: the table goes up once.
-  const QuantMatrix& table = p.embed->matrix();
-  const QuantMatrix& head = p.lm_head->matrix();
-  if (head.data == table.data && head.type == table.type && !p.lm_head->has_bias() &&
-      (table.type == QuantType::BF16 || table.type == QuantType::F16) && table.row_bytes == table.cols * 2) {
+  if (head_shares_embedding(p)) {
     const QuantMatrix& up = embed_.table();
     lm_head_ = DeviceLinear::borrowing(device_view(device, const_cast<void*>(up.data),
-                                                   table.type == QuantType::F16 ? DType::f16 : DType::bf16,
+                                                   up.type == QuantType::F16 ? DType::f16 : DType::bf16,
                                                    {up.rows, up.cols}));
   } else {
     lm_head_ = DeviceLinear(*p.lm_head, load);

@@ -125,6 +125,14 @@ TEST(DecoderCudaRunner, AnF32Qwen2WithBiasesAndHeadDim128MatchesTheCpu) {
                            .qkv_bias = true, .head_dim = 128, .seed = 13});
 }
 
+// bf16 biases on the stacked [q|k|v] projection (added by cuBLASLt where built), and a tied head: the GPU
+// multiplies by the embedding's device table rather than a second upload.
+TEST(DecoderCudaRunner, ABf16Qwen2WithBiasesAndATiedHeadMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .qkv_bias = true,
+                           .tied = true, .seed = 15});
+}
+
 TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "MistralForCausalLM", .model_type = "mistral",
