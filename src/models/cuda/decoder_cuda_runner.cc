@@ -94,11 +94,9 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   const Stream s = current_stream();
   const int64_t T = batch.num_tokens(), H = hidden_;
 
-  // The step's metadata, one copy up.
+  // The step's metadata and the attention layers' decode plans, one copy up.
   const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()));
   pack_step(batch, layout, staging_);
-  grow(meta_, layout.bytes);
-  copy_bytes(meta_.data(), device_, staging_.data(), Device::cpu(), layout.bytes, s);
   const std::vector<AttentionCall> calls = plan_attention_calls(batch.cu_seqlens, batch.context_lens);
   DeviceStep step;
   step.device = device_;
@@ -106,13 +104,19 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   step.batch = &batch;
   step.storage = &storage;
   step.num_tokens = T;
-  step.meta = meta_.as<uint8_t>();
   step.layout = &layout;
   step.calls = &calls;
-  step.positions = step.view(meta_.as<uint8_t>() + layout.positions, DType::i32, {T});
   step.workspace = &workspace_;
-  decode_plans_.clear();
   step.decode_plans = &decode_plans_;
+  decode_plans_.begin(layout.bytes);
+  for (size_t l = 0; l < blocks_.size(); ++l) blocks_[l].mixer->prepare(step, int64_t(l));
+  staging_.resize(decode_plans_.end());
+  decode_plans_.pack(staging_);
+  grow(meta_, staging_.size());
+  copy_bytes(meta_.data(), device_, staging_.data(), Device::cpu(), staging_.size(), s);
+  decode_plans_.bind(meta_.as<uint8_t>(), workspace_);
+  step.meta = meta_.as<uint8_t>();
+  step.positions = step.view(meta_.as<uint8_t>() + layout.positions, DType::i32, {T});
 
   grow(x_, size_t(T * H) * 4);
   grow(h_, size_t(T * H) * dtype_size(kNormed));

@@ -63,102 +63,139 @@ class DeviceAttention final : public DeviceMixer {
     if (attn.rope().config().type != "none") rope_.emplace(attn.rope(), load.device, load.stream);
   }
 
+  void prepare(const DeviceStep& step, int64_t layer) const override {
+    const Activations a = activations(step);
+    const LayerMemory memory = step.storage->layer(layer);
+    const BlockTables& tables = step.batch->tables(memory);
+    for (size_t i = 0; i < step.calls->size(); ++i) {
+      const AttentionCall& call = (*step.calls)[i];
+      if (call.kind != AttentionCall::Kind::decode) continue;
+      const TensorView q = seq_rows(a.q, call.first_row, call.num_seqs, call.tq);
+      const TensorView out = seq_rows(a.out, call.first_row, call.num_seqs, call.tq);
+      const DecodePlanKey key = plan_key(int64_t(i), memory, q, out);
+      if (!step.decode_plans->find(key))
+        step.decode_plans->add(key, prepare_decode(memory, tables, call, q, out));
+    }
+  }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
-    const DType a = act_dtype_;
-    const size_t e = dtype_size(a);
     const Stream s = step.stream;
-    DeviceWorkspace& ws = *step.workspace;
     const LayerMemory memory = step.storage->layer(layer);
-
-    TensorView q3, k3, v3;
+    const Activations a = activations(step);
     if (qkv_) {
-      const int64_t W = (Hq + 2 * Hkv) * D;
-      void* qkv = ws.get(kQkv, size_t(T * W) * e);
-      qkv_->apply(h, step.view(qkv, a, {T, W}), {}, s);
-      q3 = head_rows(step, qkv, a, 0, W, T, Hq, D);
-      k3 = head_rows(step, qkv, a, Hq * D, W, T, Hkv, D);
-      v3 = head_rows(step, qkv, a, (Hq + Hkv) * D, W, T, Hkv, D);
+      qkv_->apply(h, step.view(a.q.data, act_dtype_, {T, (Hq + 2 * Hkv) * D}), {}, s);
     } else {
-      void* q = ws.get(kQ, size_t(T * Hq * D) * e);
-      void* k = ws.get(kK, size_t(T * Hkv * D) * e);
-      void* v = ws.get(kV, size_t(T * Hkv * D) * e);
-      q_->apply(h, step.view(q, a, {T, Hq * D}), {}, s);
-      k_->apply(h, step.view(k, a, {T, Hkv * D}), {}, s);
-      v_->apply(h, step.view(v, a, {T, Hkv * D}), {}, s);
-      q3 = step.view(q, a, {T, Hq, D});
-      k3 = step.view(k, a, {T, Hkv, D});
-      v3 = step.view(v, a, {T, Hkv, D});
+      q_->apply(h, step.view(a.q.data, act_dtype_, {T, Hq * D}), {}, s);
+      k_->apply(h, step.view(a.k.data, act_dtype_, {T, Hkv * D}), {}, s);
+      v_->apply(h, step.view(a.v.data, act_dtype_, {T, Hkv * D}), {}, s);
     }
-    void* out = ws.get(kOut, size_t(T * Hq * D) * e);
-    const TensorView out3 = step.view(out, a, {T, Hq, D});
-    if (q_norm_) q_norm_->forward(q3, q3, s);
-    if (k_norm_) k_norm_->forward(k3, k3, s);
-    if (rope_) rope_->apply(q3, k3, step.positions, s);
-    const PagedRowsCuda writes[2] = {{k3, memory.k, memory.k_scale, "k", "k_cache", "k_scale"},
-                                     {v3, memory.v, memory.v_scale, "v", "v_cache", "v_scale"}};
+    if (q_norm_) q_norm_->forward(a.q, a.q, s);
+    if (k_norm_) k_norm_->forward(a.k, a.k, s);
+    if (rope_) rope_->apply(a.q, a.k, step.positions, s);
+    const PagedRowsCuda writes[2] = {{a.k, memory.k, memory.k_scale, "k", "k_cache", "k_scale"},
+                                     {a.v, memory.v, memory.v_scale, "v", "v_cache", "v_scale"}};
     for (const PagedRowsCuda& w : writes) check_paged_rows_cuda(w);
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda(writes, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
-    attend(step, memory, q3, k3, v3, out3);
+    attend(step, memory, a.q, a.k, a.v, a.out);
     GemmOptions add_into;
     add_into.accumulate = true;
-    o_.apply(step.view(out, a, {T, Hq * D}), x, add_into, s);
+    o_.apply(step.view(a.out.data, act_dtype_, {T, Hq * D}), x, add_into, s);
   }
 
  private:
   void attend(const DeviceStep& step, const LayerMemory& memory, const TensorView& q, const TensorView& k,
               const TensorView& v, const TensorView& out) const {
-    AttentionOptions opts;
-    opts.scale = config_.scale;
-    opts.causal = true;
-    opts.window = config_.window;
-    opts.softcap = config_.softcap;
-    const BlockTables& tables = step.batch->tables(memory);
     for (size_t i = 0; i < step.calls->size(); ++i) {
       const AttentionCall& call = (*step.calls)[i];
       if (call.kind == AttentionCall::Kind::prefill) {
         const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
         attention_prefill(token_rows(q, call.first_row, call.rows), token_rows(k, call.first_row, call.rows),
-                          token_rows(v, call.first_row, call.rows), token_rows(out, call.first_row, call.rows), opts,
-                          varlen);
+                          token_rows(v, call.first_row, call.rows), token_rows(out, call.first_row, call.rows),
+                          options(), varlen);
       } else {
-        KvCacheView cache;
-        cache.k = memory.k;
-        cache.v = memory.v;
-        cache.k_scale = memory.k_scale;
-        cache.v_scale = memory.v_scale;
-        cache.cache_seqlens = call.cache_seqlens.data();
-        cache.block_table = tables.block_table(call.first_seq);  // the call's sequences' rows are consecutive
-        cache.max_blocks_per_seq = tables.max_blocks;
-        decode(step, int64_t(i), memory, seq_rows(q, call.first_row, call.num_seqs, call.tq), cache,
-               seq_rows(out, call.first_row, call.num_seqs, call.tq), opts);
+        decode(step, int64_t(i), memory, call, seq_rows(q, call.first_row, call.num_seqs, call.tq),
+               seq_rows(out, call.first_row, call.num_seqs, call.tq));
       }
     }
   }
 
-  // attention_decode through the step's shared plans: the first layer of a block group checks, plans and
-  // uploads; the others launch the same plan over their own tensors.
-  void decode(const DeviceStep& step, int64_t call, const LayerMemory& memory, const TensorView& q,
-              const KvCacheView& cache, const TensorView& out, const AttentionOptions& opts) const {
+  // The step's q / k / v rows [T, heads, D] and the attention output, in the workspace: slices of one [q|k|v] row
+  // where the projections are stacked, buffers of their own otherwise.
+  struct Activations {
+    TensorView q, k, v, out;
+  };
+  Activations activations(const DeviceStep& step) const {
+    const int64_t T = step.num_tokens, Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
+    const DType a = act_dtype_;
+    const size_t e = dtype_size(a);
+    DeviceWorkspace& ws = *step.workspace;
+    Activations r;
+    if (qkv_) {
+      const int64_t W = (Hq + 2 * Hkv) * D;
+      void* qkv = ws.get(kQkv, size_t(T * W) * e);
+      r.q = head_rows(step, qkv, a, 0, W, T, Hq, D);
+      r.k = head_rows(step, qkv, a, Hq * D, W, T, Hkv, D);
+      r.v = head_rows(step, qkv, a, (Hq + Hkv) * D, W, T, Hkv, D);
+    } else {
+      r.q = step.view(ws.get(kQ, size_t(T * Hq * D) * e), a, {T, Hq, D});
+      r.k = step.view(ws.get(kK, size_t(T * Hkv * D) * e), a, {T, Hkv, D});
+      r.v = step.view(ws.get(kV, size_t(T * Hkv * D) * e), a, {T, Hkv, D});
+    }
+    r.out = step.view(ws.get(kOut, size_t(T * Hq * D) * e), a, {T, Hq, D});
+    return r;
+  }
+
+  AttentionOptions options() const {
+    AttentionOptions opts;
+    opts.scale = config_.scale;
+    opts.causal = true;
+    opts.window = config_.window;
+    opts.softcap = config_.softcap;
+    return opts;
+  }
+
+  DecodePlanKey plan_key(int64_t call, const LayerMemory& memory, const TensorView& q, const TensorView& out) const {
     DecodePlanKey key;
     key.call = call;
     key.block_group = memory.block_group;
     key.Hq = config_.num_heads, key.Hkv = config_.num_kv_heads, key.D = config_.head_dim;
-    key.window = opts.window, key.scale = opts.scale, key.softcap = opts.softcap;
+    key.window = config_.window, key.scale = config_.scale, key.softcap = config_.softcap;
     key.q_dtype = q.dtype, key.o_dtype = out.dtype, key.kv_dtype = memory.k.dtype;
     key.q_strides = q.strides, key.o_strides = out.strides;
     key.k_strides = memory.k.strides, key.v_strides = memory.v.strides;
     key.ks_strides = memory.k_scale.strides, key.vs_strides = memory.v_scale.strides;
+    return key;
+  }
+
+  // attention_decode's checks (block ids included) and the CUDA decode's plan for one call of this layer.
+  PreparedDecodeCuda prepare_decode(const LayerMemory& memory, const BlockTables& tables, const AttentionCall& call,
+                                    const TensorView& q, const TensorView& out) const {
+    KvCacheView cache;
+    cache.k = memory.k;
+    cache.v = memory.v;
+    cache.k_scale = memory.k_scale;
+    cache.v_scale = memory.v_scale;
+    cache.cache_seqlens = call.cache_seqlens.data();
+    cache.block_table = tables.block_table(call.first_seq);  // the call's sequences' rows are consecutive
+    cache.max_blocks_per_seq = tables.max_blocks;
+    const DecodeProblem p = make_decode_problem(q, cache, out, options());
+    check_cuda_decode(p);
+    return prepare_attention_decode_cuda(p);
+  }
+
+  // The paged decode through the step's shared plans: prepared before the upload (prepare), or here for a step
+  // that did not, then launched over this layer's tensors.
+  void decode(const DeviceStep& step, int64_t call_index, const LayerMemory& memory, const AttentionCall& call,
+              const TensorView& q, const TensorView& out) const {
+    const DecodePlanKey key = plan_key(call_index, memory, q, out);
     const StepDecodePlans::Plan* plan = step.decode_plans->find(key);
-    if (!plan) {
-      const DecodeProblem p = make_decode_problem(q, cache, out, opts);
-      check_cuda_decode(p);
-      plan = &step.decode_plans->add(key, prepare_attention_decode_cuda(p), step);
-    }
+    if (!plan)
+      plan = &step.decode_plans->add_late(key, prepare_decode(memory, step.batch->tables(memory), call, q, out), step);
     const cuda_decode::DecodeTensors tensors{q.data, out.data, memory.k.data, memory.v.data,
                                              memory.k_scale.ptr<const float>(), memory.v_scale.ptr<const float>()};
-    launch_prepared_decode_cuda(plan->prepared, plan->device, tensors, step.stream);
+    launch_prepared_decode_cuda(plan->prepared, plan->metadata, plan->partials, tensors, step.stream);
   }
 
   AttentionConfig config_;

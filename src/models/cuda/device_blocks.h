@@ -20,6 +20,9 @@ class DeviceMixer {
   // h: the block's normed input, bf16 [T, hidden]; x: the residual stream, f32 [T, hidden], which the mixer's
   // output is added into. `layer` names the pool memory (CacheStorage::layer) the mixer reads and writes.
   virtual void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const = 0;
+  // Host work before the step's one upload (step.meta is not set yet): what the mixer wants in that copy, such as
+  // the attention's decode plans (step.decode_plans). Nothing by default.
+  virtual void prepare(const DeviceStep& step, int64_t layer) const {}
 };
 
 class DeviceFfn {

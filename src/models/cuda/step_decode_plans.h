@@ -1,9 +1,10 @@
 #pragma once
 // The CUDA decode plans of one model step, shared by its attention layers (decode_cuda.h's PreparedDecodeCuda).
 // Layers of one block group with the same heads and options pose the same decode problem but for their tensors'
-// addresses: the first such layer validates it (block ids included), plans the split-KV launch and uploads the
-// plan's metadata (block table, work list) once; every later layer only launches. Per step: one check, plan and
-// copy per block group and decode call instead of one per layer.
+// addresses: before the step's upload the first such layer validates it (block ids included) and plans the
+// split-KV launch, and the plan's metadata (work list, block table) travels in the step's one host-to-device copy;
+// every layer then only launches. Per step: one check and plan per block group and decode call instead of one
+// check, plan, allocation and copy per layer.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -21,7 +22,8 @@ struct DecodePlanKey {
   int64_t Hq = 0, Hkv = 0, D = 0, window = 0;
   float scale = 0.f, softcap = 0.f;
   DType q_dtype = DType::f32, o_dtype = DType::f32, kv_dtype = DType::f32;
-  std::array<int64_t, TensorView::kMaxDims> q_strides{}, o_strides{}, k_strides{}, v_strides{}, ks_strides{}, vs_strides{};
+  std::array<int64_t, TensorView::kMaxDims> q_strides{}, o_strides{}, k_strides{}, v_strides{}, ks_strides{},
+      vs_strides{};
   bool operator==(const DecodePlanKey&) const = default;
 };
 
@@ -30,21 +32,38 @@ class StepDecodePlans {
   struct Plan {
     DecodePlanKey key;
     PreparedDecodeCuda prepared;
-    unsigned char* device = nullptr;  // the plan's metadata and partial results, a workspace slot of its own
+    size_t meta_at = 0;                        // where its metadata sits in the step's staging buffer
+    const unsigned char* metadata = nullptr;   // on the device, once bound
+    unsigned char* partials = nullptr;         // a workspace slot of its own
   };
-  // A step's plans start empty; the workspace slots they used are kept for the next step.
-  void clear() { plans_.clear(); }
+
+  // A new step whose own metadata takes the staging buffer's first `at` bytes.
+  void begin(size_t at) {
+    plans_.clear();
+    end_ = at;
+    bound_ = false;
+  }
   const Plan* find(const DecodePlanKey& key) const {
     for (const Plan& p : plans_)
       if (p.key == key) return &p;
     return nullptr;
   }
-  // Keeps `prepared` for the step and copies its metadata to a workspace slot of its own, stream-ordered.
-  const Plan& add(const DecodePlanKey& key, PreparedDecodeCuda prepared, const DeviceStep& step);
+  // Before the upload: keeps `prepared` for the step, its metadata placed after everything before it.
+  void add(const DecodePlanKey& key, PreparedDecodeCuda prepared);
+  // The staging bytes with every plan's metadata; pack copies them there (staging holds at least end() bytes).
+  size_t end() const { return end_; }
+  void pack(std::vector<uint8_t>& staging) const;
+  // After the upload of the staging buffer to `meta`: the plans' device pointers.
+  void bind(const uint8_t* meta, DeviceWorkspace& workspace);
+  // A plan no mixer prepared before the upload (its metadata copied on its own, stream-ordered): the step still
+  // runs, at one more copy.
+  const Plan& add_late(const DecodePlanKey& key, PreparedDecodeCuda prepared, const DeviceStep& step);
 
  private:
-  static constexpr size_t kFirstSlot = 16;  // after the attention's and the feed-forward's slots
+  static constexpr size_t kFirstSlot = 16;  // workspace slots after the attention's and the feed-forward's
   std::vector<Plan> plans_;
+  size_t end_ = 0;
+  bool bound_ = false;
 };
 
 }  // namespace attnzoo

@@ -165,9 +165,13 @@ bool check(Case c, uint64_t seed, bool plan_elsewhere = false) {
 
   const int rows = rows_per_cta(p.D, p.rows());
   const DecodeLaunchPlan plan = plan_decode_launch(planned, p.D == 256 ? 32 : 64, rows, c.slots);
-  DeviceMemory buffer(plan.device_bytes);
+  // Planned elsewhere, as a model step does it: the metadata and the partial results in buffers of their own.
+  DeviceMemory buffer(plan.device_bytes), partials(plan.device_bytes - plan.metadata.size() + 1);
   std::memcpy(buffer.data(), plan.metadata.data(), plan.metadata.size());
-  const DecodeParams params = with_tensors(bind_device_buffer(plan, buffer.data()), decode_tensors(p));
+  const DecodeParams params =
+      with_tensors(plan_elsewhere ? bind_device_buffers(plan, buffer.data(), partials.data())
+                                  : bind_device_buffer(plan, buffer.data()),
+                   decode_tensors(p));
   cuda_emulation::seed_schedule(seed);
   if (c.q == DType::bf16) launch_for_cache<__nv_bfloat16>(c.kv, plan, params);
   else launch_for_cache<__half>(c.kv, plan, params);

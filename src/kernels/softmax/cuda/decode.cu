@@ -86,12 +86,13 @@ PreparedDecodeCuda prepare_attention_decode_cuda(const DecodeProblem& p) {
   return {plan_decode_launch(p, kc.tile, kc.rows, int64_t(per_sm) * sms), kc.fn, kc.smem_bytes};
 }
 
-void launch_prepared_decode_cuda(const PreparedDecodeCuda& d, unsigned char* device, const DecodeTensors& t,
-                                 Stream stream) {
+void launch_prepared_decode_cuda(const PreparedDecodeCuda& d, const unsigned char* metadata, unsigned char* partials,
+                                 const DecodeTensors& t, Stream stream) {
   const DecodeLaunchPlan& plan = d.plan;
   if (plan.work.empty()) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  DecodeParams params = with_tensors(bind_device_buffer(plan, device), t);
+  // The kernels only read the metadata; the params hold it as the plan's own (mutable) buffer would be.
+  DecodeParams params = with_tensors(bind_device_buffers(plan, const_cast<unsigned char*>(metadata), partials), t);
   void* args[] = {&params};
   cuda_check(cudaLaunchKernel(d.kernel, dim3(unsigned(plan.work.size()), plan.row_groups), dim3(kThreads), args,
                               size_t(d.smem_bytes), cuda_stream),
@@ -111,7 +112,7 @@ void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   StreamScratch scratch(d.plan.device_bytes, cuda_stream);
   scratch.upload(d.plan.metadata.data(), d.plan.metadata.size());
-  launch_prepared_decode_cuda(d, scratch.data(), decode_tensors(p), stream);
+  launch_prepared_decode_cuda(d, scratch.data(), scratch.data() + d.plan.metadata.size(), decode_tensors(p), stream);
   scratch.finish();  // ordered after both kernels on the stream
 }
 

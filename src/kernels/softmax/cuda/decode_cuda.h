@@ -27,16 +27,18 @@ void attention_decode_cuda(const DecodeProblem& p, Stream stream);
 // which differ only in their tensors' addresses (cuda_decode::DecodeTensors), plan once per block group and
 // launch once per layer with no host metadata, no upload and no allocation.
 struct PreparedDecodeCuda {
-  cuda_decode::DecodeLaunchPlan plan;  // the caller copies plan.metadata to the head of a device buffer of
-                                       // plan.device_bytes, which the launches read and use as their workspace
+  cuda_decode::DecodeLaunchPlan plan;  // the caller copies plan.metadata to device memory the launches read, and
+                                       // gives them plan.device_bytes - plan.metadata.size() bytes of partials
   const void* kernel = nullptr;        // the chunk kernel's instantiation for the problem
   int smem_bytes = 0;
+  size_t partial_bytes() const { return plan.device_bytes - plan.metadata.size(); }
 };
 // For a validated problem (check_cuda_decode) on the current device. CUDA builds only (decode.cu).
 PreparedDecodeCuda prepare_attention_decode_cuda(const DecodeProblem& p);
-// Launches on `stream` over `device` (the buffer above; launches that share one run one after another on one
-// stream) with the tensors `t`, of the strides and dtypes the prepared problem had.
-void launch_prepared_decode_cuda(const PreparedDecodeCuda& d, unsigned char* device,
+// Launches on `stream` reading the plan's `metadata` (on the device) and using `partials` as its scratch (launches
+// that share one run one after another on one stream), with the tensors `t`, of the strides and dtypes the
+// prepared problem had.
+void launch_prepared_decode_cuda(const PreparedDecodeCuda& d, const unsigned char* metadata, unsigned char* partials,
                                  const cuda_decode::DecodeTensors& t, Stream stream);
 
 }  // namespace attnzoo

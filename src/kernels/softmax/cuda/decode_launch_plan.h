@@ -29,6 +29,9 @@ DecodeLaunchPlan plan_decode_launch(const DecodeProblem& p, int64_t tile, int64_
 
 // The plan's parameters pointing into `device`, a buffer of plan.device_bytes whose head holds plan.metadata.
 DecodeParams bind_device_buffer(const DecodeLaunchPlan& plan, unsigned char* device);
+// The same with the partial results in a buffer of their own (plan.device_bytes - plan.metadata.size() bytes), so
+// that the metadata can travel inside a larger upload (a model step's one copy) and the partials stay on the device.
+DecodeParams bind_device_buffers(const DecodeLaunchPlan& plan, unsigned char* metadata, unsigned char* partials);
 
 // The addresses in which the attention layers of one model step differ. Everything else a plan holds (sequences,
 // lengths, block table, heads, options, strides) is the same for every layer of one block group, so one plan and
