@@ -1,5 +1,6 @@
 #include "models/cuda/decoder_cuda_runner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_blocks.h"
 #include "models/cuda/step_decode_plans.h"
+#include "models/cuda/step_graphs.h"
 
 namespace attnzoo {
 
@@ -37,6 +39,10 @@ class DecoderCudaRunner final : public DeviceRunner {
   void grow(DeviceBuffer& b, size_t bytes) const {
     if (b.bytes() < bytes) b = DeviceBuffer(device_, bytes);
   }
+  // Everything a step's launches bake in besides what its one copy brings: shapes, calls, rows, every buffer's
+  // and the pool's addresses, the decode plans' grids and parameters (step_graphs.h).
+  std::vector<uint64_t> step_signature(const DeviceStep& step, std::span<const int64_t> rows,
+                                       const CacheStorage& storage) const;
 
   Device device_;
   int64_t hidden_ = 0, vocab_ = 0;
@@ -49,6 +55,7 @@ class DecoderCudaRunner final : public DeviceRunner {
   mutable StepDecodePlans decode_plans_;
   mutable DeviceBuffer meta_, x_, h_, picked_, picked_h_, logits_;
   mutable std::vector<uint8_t> staging_;
+  mutable StepGraphs graphs_;
 };
 
 DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType kv_dtype)
@@ -56,7 +63,8 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
       hidden_(p.info->hidden_size),
       vocab_(p.embed->vocab_size()),
       embedding_scale_(p.options->embedding_scale),
-      workspace_(device) {
+      workspace_(device),
+      graphs_(device, cuda_graphs_enabled()) {
   const DeviceGuard guard(device);
   WeightRounding rounded;
   const DeviceLoad load{device, current_stream(), kv_dtype == DType::f16 ? DType::f16 : DType::bf16, &rounded};
@@ -118,41 +126,76 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   step.meta = meta_.as<uint8_t>();
   step.positions = step.view(meta_.as<uint8_t>() + layout.positions, DType::i32, {T});
 
+  const int64_t R = int64_t(rows.size());
   grow(x_, size_t(T * H) * 4);
   grow(h_, size_t(T * H) * dtype_size(kNormed));
-  const TensorView x = step.view(x_.data(), DType::f32, {T, H});  // the residual stream
-  const TensorView h = step.view(h_.data(), kNormed, {T, H});
-  const TensorView ids = step.view(meta_.as<uint8_t>() + layout.tokens, DType::i32, {T});
-  embed_.lookup(ids, x, embedding_scale_, /*check_ids=*/false, s);  // Model::forward checked the ids on the host
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    const DeviceBlock& b = blocks_[l];
-    b.input_norm.forward(x, h, s);
-    b.mixer->forward(step, int64_t(l), h, x);
-    b.ffn_norm.forward(x, h, s);
-    b.ffn->forward(step, h, x);
-  }
-
-  // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
-  // consecutive rows (usually one run, or one row per sequence).
-  const int64_t R = int64_t(rows.size());
-  if (R == 0) return;
   grow(picked_, size_t(R * H) * 4);
   grow(picked_h_, size_t(R * H) * dtype_size(kNormed));
   grow(logits_, size_t(R * vocab_) * 4);
-  const size_t row_bytes = size_t(H) * 4;
-  for (int64_t i = 0; i < R;) {
-    int64_t n = 1;
-    while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
-    copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_, x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes,
-               device_, size_t(n) * row_bytes, s);
-    i += n;
+  const TensorView x = step.view(x_.data(), DType::f32, {T, H});  // the residual stream
+  const TensorView h = step.view(h_.data(), kNormed, {T, H});
+  const TensorView ids = step.view(meta_.as<uint8_t>() + layout.tokens, DType::i32, {T});
+
+  // Everything the step launches, on stream `cs`: what a step graph captures and replays.
+  auto compute = [&](Stream cs) {
+    step.stream = cs;
+    embed_.lookup(ids, x, embedding_scale_, /*check_ids=*/false, cs);  // Model::forward checked the ids on the host
+    for (size_t l = 0; l < blocks_.size(); ++l) {
+      const DeviceBlock& b = blocks_[l];
+      b.input_norm.forward(x, h, cs);
+      b.mixer->forward(step, int64_t(l), h, x);
+      b.ffn_norm.forward(x, h, cs);
+      b.ffn->forward(step, h, x);
+    }
+    // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
+    // consecutive rows (usually one run, or one row per sequence).
+    if (R == 0) return;
+    const size_t row_bytes = size_t(H) * 4;
+    for (int64_t i = 0; i < R;) {
+      int64_t n = 1;
+      while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
+      copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_,
+                 x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes, device_, size_t(n) * row_bytes, cs);
+      i += n;
+    }
+    const TensorView picked = step.view(picked_.data(), DType::f32, {R, H});
+    const TensorView normed = step.view(picked_h_.data(), kNormed, {R, H});
+    norm_.forward(picked, normed, cs);
+    lm_head_.apply(normed, step.view(logits_.data(), DType::f32, {R, vocab_}), {}, cs);
+  };
+
+  // A step of cached sequences only (every call a paged decode: a serve loop's step) goes through the step
+  // graphs; prefills upload plans of their own per layer, so they launch as they are.
+  const bool decode_only = !calls.empty() && std::all_of(calls.begin(), calls.end(), [](const AttentionCall& c) {
+    return c.kind == AttentionCall::Kind::decode;
+  });
+  if (decode_only && graphs_.enabled()) {
+    graphs_.run(step_signature(step, rows, storage), compute, s);
+  } else {
+    compute(s);
   }
-  const TensorView picked = step.view(picked_.data(), DType::f32, {R, H});
-  const TensorView normed = step.view(picked_h_.data(), kNormed, {R, H});
-  norm_.forward(picked, normed, s);
-  const TensorView out = step.view(logits_.data(), DType::f32, {R, vocab_});
-  lm_head_.apply(normed, out, {}, s);
+  if (R == 0) return;
   copy_bytes(logits, Device::cpu(), logits_.data(), device_, size_t(R * vocab_) * 4, s);  // waits for the step
+}
+
+std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, std::span<const int64_t> rows,
+                                                        const CacheStorage& storage) const {
+  auto ptr = [](const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+  std::vector<uint64_t> sig = {uint64_t(step.num_tokens), uint64_t(rows.size())};
+  sig.insert(sig.end(), rows.begin(), rows.end());
+  for (const AttentionCall& c : *step.calls)
+    for (int64_t v : {int64_t(c.kind), c.first_seq, c.num_seqs, c.first_row, c.rows, c.tq}) sig.push_back(uint64_t(v));
+  for (const DeviceBuffer* b : {&meta_, &x_, &h_, &picked_, &picked_h_, &logits_}) sig.push_back(ptr(b->data()));
+  sig.push_back(workspace_.generation());
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    const LayerMemory m = storage.layer(int64_t(l));
+    for (const void* p : {m.k.data, m.v.data, m.k_scale.data, m.v_scale.data}) sig.push_back(ptr(p));
+    sig.push_back(uint64_t(m.block_group));
+  }
+  for (const std::vector<size_t>* offsets : {&step.layout->slot_mapping}) sig.insert(sig.end(), offsets->begin(), offsets->end());
+  sig.push_back(step.layout->positions);
+  decode_plans_.append_signature(sig);
+  return sig;
 }
 
 }  // namespace

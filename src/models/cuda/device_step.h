@@ -22,13 +22,19 @@ class DeviceWorkspace {
   explicit DeviceWorkspace(Device device) : device_(device) {}
   void* get(size_t slot, size_t bytes) {
     if (slots_.size() <= slot) slots_.resize(slot + 1);
-    if (slots_[slot].bytes() < bytes) slots_[slot] = DeviceBuffer(device_, bytes);
+    if (slots_[slot].bytes() < bytes) {
+      slots_[slot] = DeviceBuffer(device_, bytes);
+      ++generation_;
+    }
     return slots_[slot].data();
   }
+  // Counts the reallocations: a captured step (step_graphs.h) is valid while this stays what it was.
+  uint64_t generation() const { return generation_; }
 
  private:
   Device device_;
   std::vector<DeviceBuffer> slots_;
+  uint64_t generation_ = 0;
 };
 
 // A tensor over device memory.

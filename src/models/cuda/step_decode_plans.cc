@@ -47,6 +47,34 @@ const StepDecodePlans::Plan& StepDecodePlans::add_late(const DecodePlanKey& key,
   plans_.push_back(std::move(p));
   return plans_.back();
 }
+
+void StepDecodePlans::append_signature(std::vector<uint64_t>& sig) const {
+  auto bits = [](float f) {
+    uint32_t u = 0;
+    std::memcpy(&u, &f, sizeof u);
+    return uint64_t(u);
+  };
+  sig.push_back(plans_.size());
+  for (const Plan& p : plans_) {
+    const cuda_decode::DecodeLaunchPlan& l = p.prepared.plan;
+    const cuda_decode::DecodeParams& q = l.params;
+    for (uint64_t v : {uint64_t(reinterpret_cast<uintptr_t>(p.metadata)), uint64_t(reinterpret_cast<uintptr_t>(p.partials)),
+                       uint64_t(reinterpret_cast<uintptr_t>(p.prepared.kernel)), uint64_t(p.prepared.smem_bytes),
+                       uint64_t(l.work.size()), uint64_t(l.merges.size()), uint64_t(l.row_groups), uint64_t(l.num_slots),
+                       uint64_t(l.metadata.size()), uint64_t(l.device_bytes), uint64_t(l.merges_at), uint64_t(l.table_at),
+                       uint64_t(l.sinks_at), uint64_t(l.slopes_at), uint64_t(l.part_m_at), uint64_t(l.part_l_at),
+                       uint64_t(l.part_o_at), uint64_t(l.has_table), uint64_t(l.has_sinks), uint64_t(l.has_slopes),
+                       uint64_t(q.q_batch), uint64_t(q.q_token), uint64_t(q.q_head), uint64_t(q.o_batch),
+                       uint64_t(q.o_token), uint64_t(q.o_head), uint64_t(q.k_block), uint64_t(q.k_token),
+                       uint64_t(q.k_head), uint64_t(q.v_block), uint64_t(q.v_token), uint64_t(q.v_head),
+                       uint64_t(q.ks_block), uint64_t(q.ks_token), uint64_t(q.ks_head), uint64_t(q.vs_block),
+                       uint64_t(q.vs_token), uint64_t(q.vs_head), uint64_t(q.max_blocks_per_seq),
+                       uint64_t(q.block_size), uint64_t(q.Tq), uint64_t(q.group), uint64_t(q.rows), uint64_t(q.D),
+                       uint64_t(q.causal), uint64_t(q.window), uint64_t(q.out_type), bits(q.scale_log2),
+                       bits(q.softcap_log2), bits(q.scale_over_softcap)})
+      sig.push_back(v);
+  }
+}
 #endif
 
 }  // namespace attnzoo

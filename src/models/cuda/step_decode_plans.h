@@ -58,6 +58,9 @@ class StepDecodePlans {
   // A plan no mixer prepared before the upload (its metadata copied on its own, stream-ordered): the step still
   // runs, at one more copy.
   const Plan& add_late(const DecodePlanKey& key, PreparedDecodeCuda prepared, const DeviceStep& step);
+  // What the plans decided on the host and a launch bakes in (grids, layout, scalar parameters, addresses), for a
+  // step graph's signature (step_graphs.h); the work lists' contents travel in the step's copy and may differ.
+  void append_signature(std::vector<uint64_t>& signature) const;
 
  private:
   static constexpr size_t kFirstSlot = 16;  // workspace slots after the attention's and the feed-forward's

@@ -1,0 +1,115 @@
+#include "models/cuda/step_graphs.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#if ATTNZOO_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#endif
+
+namespace attnzoo {
+
+namespace {
+std::atomic<int64_t> g_replays{0};
+}  // namespace
+
+int64_t cuda_graph_replays_total() { return g_replays.load(); }
+
+bool cuda_graphs_enabled() {
+  const char* v = std::getenv("ATTNZOO_CUDA_GRAPHS");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+#if ATTNZOO_WITH_CUDA
+namespace {
+// Graphs kept at once: a serve loop alternates among a few batch shapes; each holds its launches' parameters only.
+constexpr size_t kMaxGraphs = 8;
+}  // namespace
+
+struct StepGraphs::Graph {
+  std::vector<uint64_t> signature;
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+StepGraphs::StepGraphs(Device device, bool enabled) : device_(device), enabled_(enabled) {
+  if (!enabled_) return;
+  const DeviceGuard on(device_);
+  cudaStream_t s = nullptr;
+  cuda_check(cudaStreamCreate(&s), "cudaStreamCreate");  // blocking: ordered with the legacy default stream too
+  stream_ = s;
+  cudaEvent_t e = nullptr;
+  cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+  before_ = e;
+  cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+  after_ = e;
+}
+
+StepGraphs::~StepGraphs() {
+  if (!enabled_) return;
+  const DeviceGuard on(device_);
+  graphs_.clear();
+  cudaEventDestroy(static_cast<cudaEvent_t>(before_));
+  cudaEventDestroy(static_cast<cudaEvent_t>(after_));
+  cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+void StepGraphs::run(const std::vector<uint64_t>& signature, const std::function<void(Stream)>& launch,
+                     Stream caller) {
+  if (!enabled_) return launch(caller);
+  const auto own = static_cast<cudaStream_t>(stream_);
+  const auto from = static_cast<cudaStream_t>(caller.handle);
+  cuda_check(cudaEventRecord(static_cast<cudaEvent_t>(before_), from), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(own, static_cast<cudaEvent_t>(before_), 0), "cudaStreamWaitEvent");
+
+  Graph* found = nullptr;
+  for (const auto& g : graphs_)
+    if (g->signature == signature) found = g.get();
+  if (found) {
+    cuda_check(cudaGraphLaunch(found->exec, own), "cudaGraphLaunch");
+    ++replays_;
+    ++g_replays;
+  } else if (signature == last_) {
+    // Seen in the previous step, which grew every buffer this one needs: nothing allocates while capturing.
+    cuda_check(cudaStreamBeginCapture(own, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    try {
+      launch(Stream{own});
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(own, &partial);
+      if (partial) cudaGraphDestroy(partial);
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    cuda_check(cudaStreamEndCapture(own, &graph), "cudaStreamEndCapture");
+    auto g = std::make_unique<Graph>();
+    g->signature = signature;
+    const cudaError_t made = cudaGraphInstantiate(&g->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    cuda_check(made, "cudaGraphInstantiate");
+    cuda_check(cudaGraphLaunch(g->exec, own), "cudaGraphLaunch");
+    ++captures_;
+    if (graphs_.size() == kMaxGraphs) graphs_.erase(graphs_.begin());
+    graphs_.push_back(std::move(g));
+  } else {
+    launch(Stream{own});
+  }
+  last_ = signature;
+  cuda_check(cudaEventRecord(static_cast<cudaEvent_t>(after_), own), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(from, static_cast<cudaEvent_t>(after_), 0), "cudaStreamWaitEvent");
+}
+#else
+struct StepGraphs::Graph {};
+StepGraphs::StepGraphs(Device device, bool enabled) : device_(device), enabled_(false) { (void)enabled; }
+StepGraphs::~StepGraphs() = default;
+void StepGraphs::run(const std::vector<uint64_t>&, const std::function<void(Stream)>& launch, Stream caller) {
+  launch(caller);
+}
+#endif
+
+}  // namespace attnzoo
