@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "layers/batch.h"
 #include "models/format_choice.h"
+#include "models/cuda/step_graphs.h"
 #include "models/model.h"
 
 namespace attnzoo::bench {
@@ -39,7 +40,9 @@ CudaModelDecodeRow decode_row(const Model& model, int64_t batch, const CudaModel
     model.forward(b, /*last_only=*/true);
   }
   std::vector<double> samples;
-  for (int64_t step = 0; step <= o.steps; ++step) {  // the first step is untimed: the step's buffers grow there
+  int64_t replays_before = 0;
+  for (int64_t step = 0; step <= o.steps; ++step) {
+    if (step == 1) replays_before = cuda_graph_replays_total();  // the first step is untimed: the step's buffers grow there
     const std::vector<int32_t> ids = random_ids(rng, batch, vocab);
     b.clear();
     for (int64_t i = 0; i < batch; ++i) b.add(*seqs[size_t(i)], std::span<const int32_t>(ids).subspan(size_t(i), 1));
@@ -48,7 +51,8 @@ CudaModelDecodeRow decode_row(const Model& model, int64_t batch, const CudaModel
     if (step > 0) samples.push_back(now_seconds() - t0);
   }
   const Timing t = summarize(samples);
-  return {batch, o.context, o.steps, t.median_s, t.min_s, double(batch) / t.median_s};
+  return {batch, o.context, o.steps, t.median_s, t.min_s, double(batch) / t.median_s,
+          cuda_graph_replays_total() - replays_before};
 }
 
 }  // namespace
@@ -94,12 +98,12 @@ std::string format_cuda_model_text(const CudaModelReport& r) {
                 "weights      %.1f MiB per step; read once at copy bandwidth: %.3f ms (the batch-1 floor)\n",
                 r.copy_gbps, double(r.weight_bytes) / double(1 << 20), r.weights_once_s * 1e3);
   s += line;
-  s += "decode       batch  context  steps   step ms   tokens/s   x floor\n";
+  s += "decode       batch  context  steps   step ms   tokens/s   x floor  replayed\n";
   for (const CudaModelDecodeRow& row : r.decode) {
-    std::snprintf(line, sizeof line, "             %5lld  %7lld  %5lld  %8.3f  %9.1f  %8.2f\n",
+    std::snprintf(line, sizeof line, "             %5lld  %7lld  %5lld  %8.3f  %9.1f  %8.2f  %8lld\n",
                   static_cast<long long>(row.batch), static_cast<long long>(row.context),
                   static_cast<long long>(row.steps), row.median_step_s * 1e3, row.tokens_per_s,
-                  bound_ratio(r, row));
+                  bound_ratio(r, row), static_cast<long long>(row.replayed));
     s += line;
   }
   return s;
@@ -116,10 +120,10 @@ std::string format_cuda_model_json(const CudaModelReport& r) {
     char item[320];
     std::snprintf(item, sizeof item,
                   "%s{\"batch\": %lld, \"context\": %lld, \"steps\": %lld, \"median_step_s\": %.9g, "
-                  "\"min_step_s\": %.9g, \"tokens_per_s\": %.6g, \"x_weights_once\": %.6g}",
+                  "\"min_step_s\": %.9g, \"tokens_per_s\": %.6g, \"x_weights_once\": %.6g, \"replayed\": %lld}",
                   i ? ", " : "", static_cast<long long>(row.batch), static_cast<long long>(row.context),
                   static_cast<long long>(row.steps), row.median_step_s, row.min_step_s, row.tokens_per_s,
-                  bound_ratio(r, row));
+                  bound_ratio(r, row), static_cast<long long>(row.replayed));
     s += item;
   }
   return s + "]}";

@@ -25,6 +25,7 @@ struct CudaModelDecodeRow {
   int64_t batch = 0, context = 0, steps = 0;
   double median_step_s = 0, min_step_s = 0;
   double tokens_per_s = 0;  // batch / median step
+  int64_t replayed = 0;      // timed steps replayed from a CUDA graph (models/cuda/step_graphs.h)
 };
 
 struct CudaModelReport {

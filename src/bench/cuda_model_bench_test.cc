@@ -44,15 +44,16 @@ TEST(CudaModelBench, ReportsEachRowAgainstTheWeightsOnceFloor) {
   r.weight_bytes = 988'000'000;  // a 0.5B model's projections and head in bf16
   r.copy_gbps = 2600;
   r.weights_once_s = double(r.weight_bytes) / (r.copy_gbps * 1e9);
-  r.decode = {{1, 1024, 16, 0.57e-3, 0.55e-3, 1 / 0.57e-3}, {64, 1024, 16, 4e-3, 3.9e-3, 64 / 4e-3}};
+  r.decode = {{1, 1024, 16, 0.57e-3, 0.55e-3, 1 / 0.57e-3, 14}, {64, 1024, 16, 4e-3, 3.9e-3, 64 / 4e-3, 12}};
   EXPECT_NEAR(bound_ratio(r, r.decode[0]), 1.5, 0.01);
   const std::string text = format_cuda_model_text(r);
   EXPECT_NE(text.find("0.380 ms (the batch-1 floor)"), std::string::npos) << text;
-  EXPECT_NE(text.find("1.50\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.50        14\n"), std::string::npos) << text;
   const std::string json = format_cuda_model_json(r);
   EXPECT_NE(json.find("\"weight_bytes\": 988000000"), std::string::npos) << json;
   EXPECT_NE(json.find("\"batch\": 64, \"context\": 1024"), std::string::npos) << json;
   EXPECT_NE(json.find("\"x_weights_once\": 1.5"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"replayed\": 12}"), std::string::npos) << json;
   EXPECT_EQ(json.back(), '}');
 }
 
