@@ -55,7 +55,7 @@ class DecoderCudaRunner final : public DeviceRunner {
   mutable StepDecodePlans decode_plans_;
   mutable DeviceBuffer meta_, x_, h_, picked_, picked_h_, logits_;
   mutable std::vector<uint8_t> staging_;
-  mutable StepGraphs graphs_;
+  std::unique_ptr<StepGraphs> graphs_;
 };
 
 DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType kv_dtype)
@@ -63,8 +63,7 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
       hidden_(p.info->hidden_size),
       vocab_(p.embed->vocab_size()),
       embedding_scale_(p.options->embedding_scale),
-      workspace_(device),
-      graphs_(device, cuda_graphs_enabled()) {
+      workspace_(device) {
   const DeviceGuard guard(device);
   WeightRounding rounded;
   const DeviceLoad load{device, current_stream(), kv_dtype == DType::f16 ? DType::f16 : DType::bf16, &rounded};
@@ -78,6 +77,11 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
     blocks_.push_back(std::move(d));
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
+  // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one.
+  const bool replayable = std::all_of(blocks_.begin(), blocks_.end(), [](const DeviceBlock& b) {
+    return b.mixer->replayable() && b.ffn->replayable();
+  });
+  graphs_ = std::make_unique<StepGraphs>(device, replayable && cuda_graphs_enabled());
   // A tied head over a 16-bit table multiplies by the embedding's device copy: the table goes up once.
   if (head_shares_embedding(p)) {
     const QuantMatrix& up = embed_.table();
@@ -169,8 +173,8 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   const bool decode_only = !calls.empty() && std::all_of(calls.begin(), calls.end(), [](const AttentionCall& c) {
     return c.kind == AttentionCall::Kind::decode;
   });
-  if (decode_only && graphs_.enabled()) {
-    graphs_.run(step_signature(step, rows, storage), compute, s);
+  if (decode_only && graphs_->enabled()) {
+    graphs_->run(step_signature(step, rows, storage), compute, s);
   } else {
     compute(s);
   }

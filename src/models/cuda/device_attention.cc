@@ -63,6 +63,9 @@ class DeviceAttention final : public DeviceMixer {
     if (attn.rope().config().type != "none") rope_.emplace(attn.rope(), load.device, load.stream);
   }
 
+  // Its decode plans are made in prepare and travel in the step's copy; the signature holds their grids.
+  bool replayable() const override { return true; }
+
   void prepare(const DeviceStep& step, int64_t layer) const override {
     const Activations a = activations(step);
     const LayerMemory memory = step.storage->layer(layer);

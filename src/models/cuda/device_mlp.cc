@@ -30,6 +30,8 @@ class DeviceGatedMlp final : public DeviceFfn {
     }
   }
 
+  bool replayable() const override { return true; }  // GEMMs and one element-wise kernel over fixed buffers
+
   void forward(const DeviceStep& step, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, I = intermediate_;
     const size_t e = dtype_size(kMid);
