@@ -1,6 +1,8 @@
 #include "models/cuda/device_attention.h"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/decode_cuda.h"
@@ -18,6 +20,9 @@ namespace {
 
 // Workspace slots: the block's activations between its launches.
 enum Slot : size_t { kQkv, kQ, kK, kV, kOut };
+
+// Decode block tables go to the device this many blocks wide at a time (prepare_decode).
+constexpr int64_t kTableWidthStep = 64;
 
 // Rows [T, heads, D] of a 16-bit activation buffer whose token rows are `row` elements apart (a slice of one fused
 // [q|k|v] row, or a buffer of its own), starting `col` elements into the row.
@@ -172,17 +177,26 @@ class DeviceAttention final : public DeviceMixer {
     return key;
   }
 
-  // attention_decode's checks (block ids included) and the CUDA decode's plan for one call of this layer.
+  // attention_decode's checks (block ids included) and the CUDA decode's plan for one call of this layer. The
+  // call's table rows are widened to a whole number of kTableWidthStep blocks (-1 past each row's own, never
+  // followed): the width is a launch parameter, and a table one block wider every block_size tokens would change
+  // the step's graph signature (step_graphs.h) that often.
   PreparedDecodeCuda prepare_decode(const LayerMemory& memory, const BlockTables& tables, const AttentionCall& call,
                                     const TensorView& q, const TensorView& out) const {
+    const int64_t width = (tables.max_blocks + kTableWidthStep - 1) / kTableWidthStep * kTableWidthStep;
+    std::vector<int32_t> table(size_t(call.num_seqs * width), -1);
+    for (int64_t i = 0; i < call.num_seqs; ++i) {
+      const int32_t* row = tables.block_table(call.first_seq + i);  // the call's sequences' rows are consecutive
+      std::copy(row, row + tables.max_blocks, table.begin() + i * width);
+    }
     KvCacheView cache;
     cache.k = memory.k;
     cache.v = memory.v;
     cache.k_scale = memory.k_scale;
     cache.v_scale = memory.v_scale;
     cache.cache_seqlens = call.cache_seqlens.data();
-    cache.block_table = tables.block_table(call.first_seq);  // the call's sequences' rows are consecutive
-    cache.max_blocks_per_seq = tables.max_blocks;
+    cache.block_table = table.data();  // copied into the plan's metadata: may go on return
+    cache.max_blocks_per_seq = width;
     const DecodeProblem p = make_decode_problem(q, cache, out, options());
     check_cuda_decode(p);
     return prepare_attention_decode_cuda(p);
