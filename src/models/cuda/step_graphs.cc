@@ -41,7 +41,9 @@ StepGraphs::StepGraphs(Device device, bool enabled) : device_(device), enabled_(
   if (!enabled_) return;
   const DeviceGuard on(device_);
   cudaStream_t s = nullptr;
-  cuda_check(cudaStreamCreate(&s), "cudaStreamCreate");  // blocking: ordered with the legacy default stream too
+  // Non-blocking: no implicit ordering with the legacy default stream, whose use elsewhere would break a capture;
+  // run() orders it with the caller's stream by events.
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   stream_ = s;
   cudaEvent_t e = nullptr;
   cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
