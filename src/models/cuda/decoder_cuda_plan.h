@@ -35,6 +35,18 @@ StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups);
 // Writes the batch's arrays into `staging` (resized to layout.bytes) where `layout` says.
 void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t>& staging);
 
+// Batch-size buckets of the decode steps replayed from CUDA graphs (step_graphs.h): a step of `seqs` one-token
+// sequences is padded to 1, 2, 4, 8, 16, 32 or 64 sequences, or the next multiple of 64, so that steps of nearby
+// sizes share one graph.
+int64_t decode_bucket(int64_t seqs);
+// Whether padding applies to `batch`: every sequence cached (context_lens > 0) with one new token, and the
+// requested rows every token in order (a decode step's logits).
+bool pads_to_bucket(const Batch& batch, std::span<const int64_t> rows);
+// `batch` (pads_to_bucket) grown to `bucket` sequences in `padded`: each pad is token 0 at position 0 after one
+// cached token, its block table [0, -1, ...] (a decode over block 0, whatever it holds: a pad's rows are never
+// read) and its slot -1 (the K/V write skips it). `padded`'s lists keep their capacity from step to step.
+void pad_decode_batch(const Batch& batch, int64_t bucket, Batch& padded);
+
 // One attention launch of a step, over consecutive sequences of the batch and their packed query rows.
 //  prefill: sequences with nothing cached before this step (context_lens 0); their keys are their own new
 //           tokens', read from the step's contiguous K/V (the CUDA prefill takes contiguous varlen K/V only),

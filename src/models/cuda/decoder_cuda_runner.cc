@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <vector>
 
 #include "core/device_unreachable.h"
@@ -55,6 +56,8 @@ class DecoderCudaRunner final : public DeviceRunner {
   mutable StepDecodePlans decode_plans_;
   mutable DeviceBuffer meta_, x_, h_, picked_, picked_h_, logits_;
   mutable std::vector<uint8_t> staging_;
+  mutable Batch padded_;                     // a decode step padded to its bucket
+  mutable std::vector<int64_t> padded_rows_;  // its logits rows: all of them
   std::unique_ptr<StepGraphs> graphs_;
 };
 
@@ -100,10 +103,25 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
                  double(rounded.f32_bytes) / (1 << 20));
 }
 
-void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage,
-                            float* logits) const {
+void DecoderCudaRunner::run(const Batch& requested, std::span<const int64_t> requested_rows,
+                            const CacheStorage& storage, float* logits) const {
   const DeviceGuard guard(device_);
   const Stream s = current_stream();
+  // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph:
+  // the pads' logits rows come last and are not copied back.
+  const Batch* stepped = &requested;
+  std::span<const int64_t> rows = requested_rows;
+  if (graphs_->enabled() && pads_to_bucket(requested, requested_rows)) {
+    const int64_t bucket = decode_bucket(requested.num_sequences());
+    if (bucket != requested.num_sequences()) {
+      pad_decode_batch(requested, bucket, padded_);
+      padded_rows_.resize(size_t(bucket));
+      std::iota(padded_rows_.begin(), padded_rows_.end(), int64_t(0));
+      stepped = &padded_;
+      rows = padded_rows_;
+    }
+  }
+  const Batch& batch = *stepped;
   const int64_t T = batch.num_tokens(), H = hidden_;
 
   // The step's metadata and the attention layers' decode plans, one copy up.
@@ -178,8 +196,9 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   } else {
     compute(s);
   }
-  if (R == 0) return;
-  copy_bytes(logits, Device::cpu(), logits_.data(), device_, size_t(R * vocab_) * 4, s);  // waits for the step
+  const int64_t wanted = int64_t(requested_rows.size());  // the first rows: the pads' come after them
+  if (wanted == 0) return;
+  copy_bytes(logits, Device::cpu(), logits_.data(), device_, size_t(wanted * vocab_) * 4, s);  // waits for the step
 }
 
 std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, std::span<const int64_t> rows,
