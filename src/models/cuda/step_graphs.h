@@ -6,10 +6,12 @@
 // metadata (tokens, positions, slots, the decode plans' work lists) is copied into the same device buffer before
 // each replay, so a replay computes the new step. A signature is captured the second time it comes in a row (the
 // first run grows the buffers), replayed after; a change of any buffer's address changes the signature, and
-// graphs whose buffers moved are dropped. ATTNZOO_CUDA_GRAPHS=0 turns replay off.
+// graphs whose buffers moved are dropped. ATTNZOO_CUDA_GRAPHS=0 turns replay off; a capture that fails turns it
+// off for the runner, with one notice, and the step runs kernel by kernel.
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/device.h"
@@ -33,6 +35,10 @@ class StepGraphs {
 
  private:
   struct Graph;
+  // Captures the step and launches the graph; false (failure_ says why, the step not run) when the capture or
+  // its instantiation fails.
+  bool capture(const std::vector<uint64_t>& signature, const std::function<void(Stream)>& launch);
+
   Device device_;
   bool enabled_;
   void* stream_ = nullptr;  // cudaStream_t of our own: the legacy default stream cannot be captured
@@ -41,6 +47,7 @@ class StepGraphs {
   std::vector<uint64_t> last_;  // the previous step's signature
   std::vector<std::unique_ptr<Graph>> graphs_;
   int64_t replays_ = 0, captures_ = 0;
+  std::string failure_;
 };
 
 // ATTNZOO_CUDA_GRAPHS: "0" turns graphs off; anything else (or unset) leaves them on.
