@@ -1,5 +1,7 @@
 // The gated activation, residual add, logits epilogue and query temperature launchers (elementwise_cuda.h); the kernel's body is
 // elementwise_kernel.cuh.
+#include <type_traits>
+
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
@@ -26,9 +28,9 @@ Rows as_rows(const TensorView& t, bool flatten, const char* name) {
   return r;
 }
 
-template <class T, int N>
-__global__ void __launch_bounds__(kThreads) scale_softcap_kernel(const ScaleSoftcapParams<T> p) {
-  scale_softcap_rows<T, N>(p);
+template <class T, int N, class TY>
+__global__ void __launch_bounds__(kThreads) scale_softcap_kernel(const ScaleSoftcapParams<T, TY> p) {
+  scale_softcap_rows<T, N, TY>(p);
 }
 
 template <class Op, Activation kAct>
@@ -63,19 +65,28 @@ void run_scale_softcap(const TensorView& x, const TensorView& out, float scale, 
   if (out_rows.count == 0 || out_rows.cols == 0) return;
   const DeviceGuard on(x.device);
   const auto s = static_cast<cudaStream_t>(stream.handle);
-  with_float_type(x.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    constexpr int V = 16 / sizeof(T);
-    const ScaleSoftcapParams<T> p{x.ptr<const T>(), out.ptr<T>(), RowMap(x_rows), RowMap(out_rows), scale, cap};
-    const bool vec = rows_vectorizable(x_rows, x.data, sizeof(T)) && rows_vectorizable(out_rows, out.data, sizeof(T));
-    const int n = vec ? V : 1;
-    const dim3 grid(grid_for(out_rows.cols / n, kThreads), unsigned(out_rows.count < 65535 ? out_rows.count : 65535));
-    if (vec) {
-      scale_softcap_kernel<T, V><<<grid, kThreads, 0, s>>>(p);
-    } else {
-      scale_softcap_kernel<T, 1><<<grid, kThreads, 0, s>>>(p);
-    }
-    cuda_check(cudaGetLastError(), "scale_softcap_kernel launch");
+  // x's type and y's: one, or an f32 x rounded into a 16-bit y.
+  with_float_type(x.dtype, [&](auto x_tag) {
+    with_float_type(out.dtype, [&](auto y_tag) {
+      using T = decltype(x_tag);
+      using TY = decltype(y_tag);
+      if constexpr (std::is_same_v<T, TY> || std::is_same_v<T, float>) {
+        constexpr int V = 16 / sizeof(T);
+        const ScaleSoftcapParams<T, TY> p{x.ptr<const T>(), out.ptr<TY>(), RowMap(x_rows), RowMap(out_rows), scale,
+                                          cap};
+        const bool vec =
+            rows_vectorizable(x_rows, x.data, sizeof(T)) && rows_vectorizable(out_rows, out.data, sizeof(TY));
+        const int n = vec ? V : 1;
+        const dim3 grid(grid_for(out_rows.cols / n, kThreads),
+                        unsigned(out_rows.count < 65535 ? out_rows.count : 65535));
+        if (vec) {
+          scale_softcap_kernel<T, V, TY><<<grid, kThreads, 0, s>>>(p);
+        } else {
+          scale_softcap_kernel<T, 1, TY><<<grid, kThreads, 0, s>>>(p);
+        }
+        cuda_check(cudaGetLastError(), "scale_softcap_kernel launch");
+      }
+    });
   });
 }
 

@@ -18,7 +18,8 @@ void check_gated_activation_cuda(const TensorView& gate, const TensorView& up, c
 void check_add_cuda(const TensorView& a, const TensorView& b, const TensorView& y);
 // y = a + alpha * b, as add_cuda; alpha finite.
 void check_add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha, const TensorView& y);
-// y = x * scale, then cap * tanh(y / cap) when cap > 0; x and y of one shape and dtype (y may be x); scale finite,
+// y = x * scale, then cap * tanh(y / cap) when cap > 0; x and y of one shape and dtype (y may be x), or an f32 x
+// and a bf16 / f16 y (the residual stream rounded for the projections where a block has no norm); scale finite,
 // cap finite and >= 0.
 void check_scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap);
 // q [tokens, n] rows (n: heads * head_dim) scaled in place, row t by 1 + beta * log(1 + floor(positions[t] /

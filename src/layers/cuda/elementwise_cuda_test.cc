@@ -61,8 +61,12 @@ TEST(ScaleSoftcapCuda, RefusesNamingTheArgument) {
   expect_error<ArgumentError>([&] { check_scale_softcap_cuda(x, x, 1.f, -1.f); }, "cap: must be finite and >= 0");
   expect_error<ArgumentError>([&] { check_scale_softcap_cuda(x, fake_cuda_view(DType::f32, {2, 49}), 1.f, 0.f); },
                               "y: shape");
-  expect_error<DTypeError>([&] { check_scale_softcap_cuda(x, fake_cuda_view(DType::bf16, {2, 50}), 1.f, 0.f); },
-                           "y: dtype bfloat16");
+  // An f32 x rounded into a 16-bit y (the runner's un-normed block rows) is taken; the other way round is not.
+  EXPECT_NO_THROW(check_scale_softcap_cuda(x, fake_cuda_view(DType::bf16, {2, 50}), 1.f, 0.f));
+  expect_error<DTypeError>([&] { check_scale_softcap_cuda(fake_cuda_view(DType::bf16, {2, 50}), x, 1.f, 0.f); },
+                           "y: dtype float32");
+  expect_error<ArgumentError>([&] { check_scale_softcap_cuda(x, fake_cuda_view(DType::bf16, {2, 49}), 1.f, 0.f); },
+                              "y: shape");
 }
 
 TEST(QueryTemperatureCuda, RefusesNamingTheArgument) {
@@ -179,6 +183,23 @@ TEST_F(ElementwiseCudaGpu, ScaleSoftcapMatchesTheCpuStep) {
         const double want = cap > 0.f ? double(cap) * std::tanh(double(scaled) / cap) : double(scaled);
         worst = std::max(worst, std::fabs(y.at(i) - want) / testing::output_tolerance(DType::f32, want, 1e-6, 1e-6));
       }
+      EXPECT_LE(worst, 1.0);
+    }
+}
+
+// The f32 residual stream rounded to the projections' bf16 / f16 rows (a block without a norm, OLMo 2).
+TEST_F(ElementwiseCudaGpu, ScaleSoftcapRoundsF32RowsInto16Bit) {
+  for (DType dt : {DType::bf16, DType::f16})
+    for (int64_t n : {int64_t(256), int64_t(1001)}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " n " + std::to_string(n));
+      DeviceOperand x(DType::f32, {4, n}, 1, {}, 40.f), y(dt, {4, n}, 0);
+      scale_softcap_cuda(x.device_view(), y.device_view(), 1.f, 0.f);
+      y.download();
+      synchronize(current_stream());
+      double worst = 0;
+      for (int64_t i = 0; i < 4 * n; ++i)
+        worst = std::max(worst, std::fabs(y.at(i) - double(x.at(i))) /
+                                    testing::output_tolerance(dt, double(x.at(i)), 1e-6, 1e-6));
       EXPECT_LE(worst, 1.0);
     }
 }

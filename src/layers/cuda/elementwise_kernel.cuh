@@ -67,20 +67,22 @@ __device__ __forceinline__ void binary_rows(const BinaryParams<T>& p) {
 
 // The output head's epilogue over logits rows, as DecoderModel's CPU forward orders it: y = x * scale, then, with a
 // cap, cap * tanh(y / cap) (Gemma 2's final_logit_softcapping). One thread per N-element access, as binary_rows.
-template <class T>
+// TY: the output's type, a 16-bit one under an f32 x where the runner hands an un-normed residual row to the
+// projections (scale 1, no cap: the rounding alone).
+template <class T, class TY = T>
 struct ScaleSoftcapParams {
   const T* x;
-  T* out;
+  TY* out;
   RowMap x_rows, out_rows;
   float scale, cap;  // cap 0: no softcap
 };
 
-template <class T, int N>
-__device__ __forceinline__ void scale_softcap_rows(const ScaleSoftcapParams<T>& p) {
+template <class T, int N, class TY = T>
+__device__ __forceinline__ void scale_softcap_rows(const ScaleSoftcapParams<T, TY>& p) {
   const int64_t accesses = p.out_rows.cols / N;
   for (int64_t row = blockIdx.y; row < p.out_rows.count; row += gridDim.y) {
     const T* x = p.x + p.x_rows.start(row);
-    T* out = p.out + p.out_rows.start(row);
+    TY* out = p.out + p.out_rows.start(row);
     for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < accesses; i += int64_t(gridDim.x) * kThreads) {
       float v[N];
       load<N>(x + i * N, v);

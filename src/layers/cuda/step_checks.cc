@@ -100,7 +100,8 @@ void check_rms_norm_cuda(const TensorView& x, const TensorView* residual, const 
   require(rows.cols > 0, "x", "rows must not be empty (dim 0)");
   activation_rows(y, "y", &x.device);
   require_same_shape(y, "y", x, "x");
-  require_same_dtype(y, "y", x, "x");
+  // A 16-bit y of an f32 x: the residual stream's norm handed to bf16 projections.
+  if (x.dtype != DType::f32) require_same_dtype(y, "y", x, "x");
   if (residual) {
     activation_rows(*residual, "residual", &x.device);
     require_same_shape(*residual, "residual", x, "x");
@@ -200,7 +201,13 @@ void check_add_scaled_cuda(const TensorView& a, const TensorView& b, float alpha
 }
 
 void check_scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, float cap) {
-  check_elementwise(x, "x", x, "x", y, "y");
+  if (x.dtype == DType::f32 && (y.dtype == DType::bf16 || y.dtype == DType::f16)) {
+    activation_rows(x, "x", nullptr);
+    activation_rows(y, "y", &x.device);
+    require_same_shape(y, "y", x, "x");
+  } else {
+    check_elementwise(x, "x", x, "x", y, "y");
+  }
   require(std::isfinite(scale), "scale", "must be finite");
   require(std::isfinite(cap) && cap >= 0.f, "cap", "must be finite and >= 0 (0: no softcap)");
 }

@@ -43,6 +43,11 @@ class DeviceMla final : public DeviceMixer {
     w_kv_b_ = device_view(load.device, kv_b_.data(), kv_b.dtype, {kv_b.size(0), kv_b.size(1)});
   }
 
+  // Not graph-safe (the default false, said here): mla_decode plans on the host and uploads its plan (the rows'
+  // cache lengths and block-table rows among it) per call, so a step that holds MLA layers launches kernel by kernel.
+  bool replayable() const override { return false; }
+
+  // h: the block's bf16 normed rows (the projections take them as they are).
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const MlaConfig& c = config_;
     const int64_t T = step.num_tokens, H = c.num_heads, Dq = c.qk_head_dim(), L = c.latent_dim();

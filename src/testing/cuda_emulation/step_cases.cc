@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "layers/activations.h"
@@ -35,15 +36,15 @@ unsigned capped(unsigned blocks, unsigned cap) { return blocks < cap ? blocks : 
 
 // ---- RMSNorm -------------------------------------------------------------------------------------------------
 
-template <class T, int N, bool kResidual>
-void launch_norm(const NormParams<T>& p) {
+template <class T, int N, bool kResidual, class Y>
+void launch_norm(const NormParams<T, Y>& p) {
   // norm.cu's choice of threads per row.
   if ((p.x_rows.cols + N - 1) / N <= 4 * 32) {
     cuda_emulation::launch(dim3(capped(grid_for(p.x_rows.count, kBlock / 32), 2)), kBlock, 0,
-                           [&](unsigned char*) { rms_norm_rows<T, N, 32, kResidual>(p); });
+                           [&](unsigned char*) { rms_norm_rows<T, N, 32, kResidual, Y>(p); });
   } else {
     cuda_emulation::launch(dim3(capped(grid_for(p.x_rows.count, 1), 2)), kBlock, 0,
-                           [&](unsigned char*) { rms_norm_rows<T, N, kBlock, kResidual>(p); });
+                           [&](unsigned char*) { rms_norm_rows<T, N, kBlock, kResidual, Y>(p); });
   }
 }
 
@@ -52,14 +53,18 @@ struct NormCase {
   int64_t rows, dim;
   bool residual = false, centered = false;
   int64_t row_pad = 0;
+  DType y_dtype = DType::f32;  // with an f32 x: bf16 / f16 for a 16-bit y (the runner's projection input)
 };
 
 void check_norm(const NormCase& c) {
   SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " rows " + std::to_string(c.rows) + " dim " +
                std::to_string(c.dim) + (c.residual ? " +residual" : "") + (c.centered ? " centered" : "") + " pad " +
                std::to_string(c.row_pad));
-  auto operand = [&](uint64_t seed) { return StridedOperand(c.dtype, {c.rows, c.dim}, seed, {c.dim + c.row_pad, 1}); };
-  StridedOperand x = operand(1), y = operand(0), residual = operand(3);
+  const DType y_dtype = c.dtype == DType::f32 ? c.y_dtype : c.dtype;
+  auto operand = [&](DType dt, uint64_t seed) {
+    return StridedOperand(dt, {c.rows, c.dim}, seed, {c.dim + c.row_pad, 1});
+  };
+  StridedOperand x = operand(c.dtype, 1), y = operand(y_dtype, 0), residual = operand(c.dtype, 3);
   StridedOperand w(DType::f32, {c.dim}, 7, {}, 0.3f);
   for (int64_t i = 0; i < c.dim; ++i) w.set(i, 1.f + w.at(i));
   w.upload();
@@ -76,21 +81,27 @@ void check_norm(const NormCase& c) {
   testing::norm_rows_reference(src.data(), wf, c.rows, c.dim, c.centered, want.data());
 
   const Rows rows = rows_of(x.device_view(), "x");
-  with_float_type(c.dtype, [&](auto tag) {
-    using T = decltype(tag);
+  auto run = [&](auto x_tag, auto y_tag) {
+    using T = decltype(x_tag);
+    using Y = decltype(y_tag);
     constexpr int V = 16 / sizeof(T);
-    const NormParams<T> p{x.device_ptr<const T>(), c.residual ? residual.device_ptr<T>() : nullptr,
-                          w.device_ptr<const float>(), y.device_ptr<T>(), RowMap(rows), RowMap(rows), RowMap(rows),
-                          1e-5f, c.centered};
-    const bool vec = rows_vectorizable(rows, x.device.data(), sizeof(T));  // x, y and residual alike
+    const NormParams<T, Y> p{x.device_ptr<const T>(), c.residual ? residual.device_ptr<T>() : nullptr,
+                             w.device_ptr<const float>(), y.device_ptr<Y>(), RowMap(rows), RowMap(rows), RowMap(rows),
+                             1e-5f, c.centered};
+    // norm.cu's test: x, y and residual alike (same rows), y by its own element size
+    const bool vec = rows_vectorizable(rows, x.device.data(), sizeof(T)) &&
+                     rows_vectorizable(rows, y.device.data(), sizeof(Y));
     if (c.residual) vec ? launch_norm<T, V, true>(p) : launch_norm<T, 1, true>(p);
     else vec ? launch_norm<T, V, false>(p) : launch_norm<T, 1, false>(p);
-  });
+  };
+  if (y_dtype == c.dtype) with_float_type(c.dtype, [&](auto tag) { run(tag, tag); });
+  else with_float_type(y_dtype, [&](auto tag) { run(float{}, tag); });
   y.download();
   residual.download();
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(y.at(offs[i])) - want[i]) / output_tolerance(c.dtype, want[i], 4e-6, 1e-6));
+    const double tol = output_tolerance(y_dtype, want[i], 4e-6, 1e-6);
+    worst = std::max(worst, std::fabs(double(y.at(offs[i])) - want[i]) / tol);
     if (c.residual) {
       ASSERT_EQ(residual.at(offs[i]), src[i]) << "residual element " << i;
     }
@@ -109,6 +120,12 @@ TEST(EmulatedStepKernels, RmsNormMatchesReference) {
     check_norm({dt, 3, 1040, true, false, 8});    // fused residual, block per row, padded rows
     check_norm({dt, 6, 96, false, true});         // mean-centred
     check_norm({dt, 3, 1200, true, true, 3});     // mean-centred after the add, unaligned rows: scalar, block
+  }
+  // A 16-bit y under an f32 x: the residual stream's norm as the projections' bf16 / f16 input.
+  for (DType y16 : {DType::bf16, DType::f16}) {
+    check_norm({DType::f32, 19, 128, false, false, 0, y16});  // warp per row, f32 vectors in, scalar stores out
+    check_norm({DType::f32, 3, 2048, true, false, 0, y16});   // block per row, fused residual (f32) add
+    check_norm({DType::f32, 5, 100, false, false, 0, y16});   // scalar
   }
 }
 
@@ -165,20 +182,31 @@ TEST(EmulatedStepKernels, GatedActivationsAndAddMatchReference) {
 
 // ---- Logits multiplier and softcap -------------------------------------------------------------------------------
 
-void check_scale_softcap(DType dtype, int64_t rows, int64_t cols, int64_t pad, float scale, float cap) {
-  SCOPED_TRACE(std::string(dtype_name(dtype)) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) +
-               " pad " + std::to_string(pad) + " scale " + std::to_string(scale) + " cap " + std::to_string(cap));
-  StridedOperand x(dtype, {rows, cols}, 1, {cols + pad, 1}, 40.f), out(dtype, {rows, cols}, 0, {cols + pad, 1});
+void check_scale_softcap(DType dtype, int64_t rows, int64_t cols, int64_t pad, float scale, float cap,
+                         DType out_dtype) {
+  SCOPED_TRACE(std::string(dtype_name(dtype)) + " -> " + dtype_name(out_dtype) + " rows " + std::to_string(rows) +
+               " cols " + std::to_string(cols) + " pad " + std::to_string(pad) + " scale " + std::to_string(scale) +
+               " cap " + std::to_string(cap));
+  StridedOperand x(dtype, {rows, cols}, 1, {cols + pad, 1}, 40.f), out(out_dtype, {rows, cols}, 0, {cols + pad, 1});
   const Rows r = rows_of(x.device_view(), "x");
-  with_float_type(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    constexpr int V = 16 / sizeof(T);
-    const ScaleSoftcapParams<T> p{x.device_ptr<const T>(), out.device_ptr<T>(), RowMap(r), RowMap(r), scale, cap};
-    const bool vec = rows_vectorizable(r, x.device.data(), sizeof(T));
-    const int n = vec ? V : 1;
-    const dim3 grid(capped(grid_for(cols / n, kThreads), 2), capped(unsigned(rows), 3));
-    cuda_emulation::launch(grid, kThreads, 0, [&](unsigned char*) {
-      vec ? scale_softcap_rows<T, V>(p) : scale_softcap_rows<T, 1>(p);
+  with_float_type(dtype, [&](auto x_tag) {
+    with_float_type(out_dtype, [&](auto y_tag) {
+      using T = decltype(x_tag);
+      using TY = decltype(y_tag);
+      if constexpr (std::is_same_v<T, TY> || std::is_same_v<T, float>) {
+        constexpr int V = 16 / sizeof(T);
+        const ScaleSoftcapParams<T, TY> p{x.device_ptr<const T>(), out.device_ptr<TY>(), RowMap(r), RowMap(r), scale,
+                                          cap};
+        const bool vec = rows_vectorizable(r, x.device.data(), sizeof(T)) &&
+                         rows_vectorizable(r, out.device.data(), sizeof(TY));
+        const int n = vec ? V : 1;
+        const dim3 grid(capped(grid_for(cols / n, kThreads), 2), capped(unsigned(rows), 3));
+        cuda_emulation::launch(grid, kThreads, 0, [&](unsigned char*) {
+          vec ? scale_softcap_rows<T, V, TY>(p) : scale_softcap_rows<T, 1, TY>(p);
+        });
+      } else {
+        FAIL() << "no such pair";
+      }
     });
   });
   out.download();
@@ -189,18 +217,25 @@ void check_scale_softcap(DType dtype, int64_t rows, int64_t cols, int64_t pad, f
     const double scaled = double(float(x.at(o) * scale));
     const double want = cap > 0.f ? cap * std::tanh(scaled / cap) : scaled;
     if (cap > 0.f && std::fabs(want) < 0.9 * std::fabs(scaled)) ++capped_values;
-    worst = std::max(worst, std::fabs(out.at(o) - want) / std::max(output_tolerance(dtype, want, 1e-6, 1e-6), 1e-30));
+    worst = std::max(worst, std::fabs(out.at(o) - want) / std::max(output_tolerance(out_dtype, want, 1e-6, 1e-6), 1e-30));
   });
   EXPECT_LE(worst, 1.0);
-  if (cap > 0.f) EXPECT_GT(capped_values, 0);
+  if (cap > 0.f) {
+    EXPECT_GT(capped_values, 0);
+  }
   EXPECT_TRUE(out.outside_untouched());
 }
 
 TEST(EmulatedStepKernels, LogitsScaleAndSoftcapMatchReference) {
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
-    check_scale_softcap(dt, 3, 2304, 0, 1.f, 30.f);   // Gemma 2's softcap alone, vectors over 2 x-blocks
-    check_scale_softcap(dt, 4, 100, 3, 0.125f, 0.f);  // Granite's multiplier alone, scalar
-    check_scale_softcap(dt, 5, 96, 8, 2.5f, 10.f);    // both, padded rows: vectors by rows
+    check_scale_softcap(dt, 3, 2304, 0, 1.f, 30.f, dt);   // Gemma 2's softcap alone, vectors over 2 x-blocks
+    check_scale_softcap(dt, 4, 100, 3, 0.125f, 0.f, dt);  // Granite's multiplier alone, scalar
+    check_scale_softcap(dt, 5, 96, 8, 2.5f, 10.f, dt);    // both, padded rows: vectors by rows
+  }
+  // The f32 residual stream rounded into the projections' 16-bit rows (a block without a norm, OLMo 2).
+  for (DType out : {DType::bf16, DType::f16}) {
+    check_scale_softcap(DType::f32, 3, 2304, 0, 1.f, 0.f, out);
+    check_scale_softcap(DType::f32, 4, 100, 3, 1.f, 0.f, out);
   }
 }
 
