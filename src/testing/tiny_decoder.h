@@ -26,7 +26,7 @@ struct TinyDecoder {
   std::string extra_config;    // more keys, each followed by a comma: "\"sliding_window\": 8, "
   int64_t head_dim = 64;
   uint32_t seed = 11;
-  bool tied = false;  // no lm_head.weight: the head reads the embedding table
+  bool tied = false;  // no lm_head.weight: the head reads the embedding table (tie_word_embeddings)
   int64_t moe_experts = 0;  // > 0: MoE feed-forwards of this many experts
   int64_t moe_top_k = 2;
   bool deepseek_moe = false;
@@ -51,9 +51,10 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
              R"({"architectures": [")" + t.architecture + R"("], "model_type": ")" + t.model_type + R"(", )" +
                  t.extra_config + moe_config + R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": )" + std::to_string(D) + R"(, "vocab_size": 97,
-  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": )" + std::string(t.tied ? "true" : "false") + "}");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
-      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}};
+  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": )" +
+                 (t.tied ? "true" : "false") + "}");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"model.embed_tokens.weight", {V, H}},
+                                                                      {"model.norm.weight", {H}}};
   if (!t.tied) shapes.push_back({"lm_head.weight", {V, H}});
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);

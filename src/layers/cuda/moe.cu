@@ -20,14 +20,25 @@ __global__ void __launch_bounds__(kGroupThreads) group_kernel(const GroupParams 
   group_entries(p, smem);
 }
 
-template <class Out>
+template <class In, class Out>
 __global__ void __launch_bounds__(kElementThreads) gather_kernel(const GatherParams p) {
-  gather_rows<Out>(p);
+  gather_rows<In, Out>(p);
 }
 
 __global__ void __launch_bounds__(kElementThreads) combine_kernel(const CombineParams p) { combine_slots(p); }
 
-__global__ void __launch_bounds__(kElementThreads) router_kernel(const RouterParams p) { router_dots(p); }
+template <class In>
+__global__ void __launch_bounds__(kElementThreads) router_kernel(const RouterParams p) {
+  router_dots<In>(p);
+}
+
+// gather_kernel<In, Out> for h's dtype In.
+template <class Out>
+void launch_gather(DType h, unsigned grid, cudaStream_t s, const GatherParams& p) {
+  if (h == DType::bf16) gather_kernel<__nv_bfloat16, Out><<<grid, kElementThreads, 0, s>>>(p);
+  else if (h == DType::f16) gather_kernel<__half, Out><<<grid, kElementThreads, 0, s>>>(p);
+  else gather_kernel<float, Out><<<grid, kElementThreads, 0, s>>>(p);
+}
 
 template <Activation kAct>
 __global__ void __launch_bounds__(kElementThreads) activation_kernel(const ActivationParams p) {
@@ -70,12 +81,12 @@ void moe_gather_cuda(const TensorView& h, const TensorView& source, int64_t top_
   check_moe_gather_cuda(h, source, top_k, x);
   if (x.shape[0] == 0 || x.shape[1] == 0) return;
   const DeviceGuard on(h.device);
-  const GatherParams p{h.ptr<const float>(), h.strides[0], source.ptr<const int32_t>(), x.data,
+  const GatherParams p{h.data, h.strides[0], source.ptr<const int32_t>(), x.data,
                        int(x.shape[0]), int(x.shape[1]), int(top_k)};
   const unsigned grid = cuda_step::grid_for(x.numel(), kElementThreads);
   const auto s = static_cast<cudaStream_t>(stream.handle);
-  if (x.dtype == DType::bf16) gather_kernel<__nv_bfloat16><<<grid, kElementThreads, 0, s>>>(p);
-  else gather_kernel<__half><<<grid, kElementThreads, 0, s>>>(p);
+  if (x.dtype == DType::bf16) launch_gather<__nv_bfloat16>(h.dtype, grid, s, p);
+  else launch_gather<__half>(h.dtype, grid, s, p);
   cuda_check(cudaGetLastError(), "moe gather_kernel launch");
 }
 
@@ -123,10 +134,13 @@ void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorVi
   check_router_logits_cuda(x, w, logits);
   if (logits.numel() == 0) return;
   const DeviceGuard on(x.device);
-  const RouterParams p{x.ptr<const float>(), x.strides[0], w.ptr<const float>(), logits.ptr<float>(),
+  const RouterParams p{x.data, x.strides[0], w.ptr<const float>(), logits.ptr<float>(),
                        int(x.shape[0]), int(w.shape[0]), int(x.shape[1])};
-  router_kernel<<<cuda_step::grid_for(logits.numel(), kElementThreads / 32), kElementThreads, 0,
-                  static_cast<cudaStream_t>(stream.handle)>>>(p);
+  const unsigned grid = cuda_step::grid_for(logits.numel(), kElementThreads / 32);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  if (x.dtype == DType::bf16) router_kernel<__nv_bfloat16><<<grid, kElementThreads, 0, s>>>(p);
+  else if (x.dtype == DType::f16) router_kernel<__half><<<grid, kElementThreads, 0, s>>>(p);
+  else router_kernel<float><<<grid, kElementThreads, 0, s>>>(p);
   cuda_check(cudaGetLastError(), "moe router_kernel launch");
 }
 

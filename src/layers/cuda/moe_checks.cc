@@ -37,6 +37,9 @@ void require_rows(const TensorView& t, const char* name, const Device* device) {
           [&] { return "expected 2-D rows with a contiguous last dimension, got " + t.shape_str(); });
 }
 
+// The dtypes the gather and the router read rows of: the runner's bf16 normed rows, or f32 / f16 ones.
+bool float_rows(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
 void require_grouping(const MoeGroupingCuda& g, int64_t E, int64_t n, const Device* device) {
   require_exact(g.offsets, "offsets", DType::i32, {E + 1}, device);
   require_exact(g.tiles, "tiles", DType::i32, {E + 1}, device);
@@ -70,7 +73,8 @@ void check_moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_
 
 void check_moe_gather_cuda(const TensorView& h, const TensorView& source, int64_t top_k, const TensorView& x) {
   require_rows(h, "h", nullptr);
-  if (h.dtype != DType::f32) throw DTypeError(std::string("h: dtype ") + dtype_name(h.dtype) + ", expected float32");
+  if (!float_rows(h.dtype))
+    throw DTypeError(std::string("h: dtype ") + dtype_name(h.dtype) + " is not supported (float32, bfloat16 or float16)");
   require(top_k >= 1, "top_k", [&] { return "must be positive, got " + str(top_k); });
   const int64_t n = h.shape[0] * top_k;
   require_exact(source, "source", DType::i32, {n}, &h.device);
@@ -130,7 +134,8 @@ void check_moe_combine_cuda(const TensorView& expert_out, const TensorView& dest
 
 void check_router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits) {
   require_rows(x, "x", nullptr);
-  if (x.dtype != DType::f32) throw DTypeError(std::string("x: dtype ") + dtype_name(x.dtype) + ", expected float32");
+  if (!float_rows(x.dtype))
+    throw DTypeError(std::string("x: dtype ") + dtype_name(x.dtype) + " is not supported (float32, bfloat16 or float16)");
   require(w.ndim == 2, "w", [&] { return "expected [experts, hidden], got " + w.shape_str(); });
   require_exact(w, "w", DType::f32, {w.shape[0], x.shape[1]}, &x.device);
   require_exact(logits, "logits", DType::f32, {x.shape[0], w.shape[0]}, &x.device);

@@ -6,7 +6,7 @@
 // order, after the shared expert's output, as the CPU sums them. No CUDA headers here.
 //
 //   moe_group_cuda     experts int32 [T, top_k] -> offsets / tiles [E + 1], source / dest [T * top_k] (int32)
-//   moe_gather_cuda    h f32 [T, H] -> x [T * top_k, H] in W's dtype, row r = h[source[r] / top_k]
+//   moe_gather_cuda    h [T, H] (f32 / bf16 / f16) -> x [T * top_k, H] in W's dtype, row r = h[source[r] / top_k]
 //   grouped_gemm_cuda  y [n, N] = x [n, K] W[e]^T over each expert e's rows [offsets[e], offsets[e + 1])
 //   moe_combine_cuda   x[t] += shared[t] (* sigmoid(gate[t])) + sum over slots j of weight[t, j] * y[dest[t, j]]
 #include <cstdint>
@@ -43,7 +43,8 @@ void check_router_logits_cuda(const TensorView& x, const TensorView& w, const Te
 void check_activation_inplace_cuda(const TensorView& x);
 
 // The launchers (moe.cu, CUDA builds only) check first, then run on the tensors' device and `stream`.
-// logits f32 [T, E] = x f32 [T, H] (any row stride) w f32 [E, H]ᵀ in f32: the router a checkpoint keeps in f32
+// logits f32 [T, E] = x [T, H] (f32, bf16 or f16: the runner's bf16 normed rows, widened exactly; any row stride)
+// w f32 [E, H]ᵀ in f32: the router a checkpoint keeps in f32
 // (DeepSeek-V3, GLM-4.5, LFM2-MoE: transformers keeps gate.weight f32, since a rounded router can pick other
 // experts), which the bf16 tensor-core GEMM would round. A warp per (token, expert) dot product.
 void router_logits_cuda(const TensorView& x, const TensorView& w, const TensorView& logits,
@@ -54,7 +55,7 @@ void activation_inplace_cuda(Activation act, const TensorView& x, Stream stream 
 // experts: the routing's ids, every one in [0, num_experts) (route_top_k_cuda's output is).
 void moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_t tile_rows, const MoeGroupingCuda& g,
                     Stream stream = current_stream());
-// h f32 [T, H] (any row stride); source int32 [n]; x [n, H] bf16 / f16 contiguous.
+// h f32 / bf16 / f16 [T, H] (any row stride); source int32 [n]; x [n, H] bf16 / f16 contiguous.
 void moe_gather_cuda(const TensorView& h, const TensorView& source, int64_t top_k, const TensorView& x,
                      Stream stream = current_stream());
 // x [n, K] (any float dtype, contiguous last dimension), w [E, N, K] bf16 / f16 contiguous, y [n, N] f32 / bf16 /

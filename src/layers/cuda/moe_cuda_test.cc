@@ -51,6 +51,9 @@ TEST(MoeCuda, RefusesNamingTheArgument) {
 
   const TensorView h = fake_cuda_view(DType::f32, {T, H}), x = fake_cuda_view(DType::bf16, {n, H});
   EXPECT_NO_THROW(check_moe_gather_cuda(h, g.source, k, x));
+  EXPECT_NO_THROW(check_moe_gather_cuda(fake_cuda_view(DType::bf16, {T, H}), g.source, k, x));  // the runner's rows
+  expect_error<DTypeError>([&] { check_moe_gather_cuda(fake_cuda_view(DType::i32, {T, H}), g.source, k, x); },
+                           "h: dtype int32 is not supported");
   expect_error<DTypeError>([&] { check_moe_gather_cuda(h, g.source, k, fake_cuda_view(DType::f32, {n, H})); },
                            "x: dtype float32 is not supported");
   expect_error<ArgumentError>([&] { check_moe_gather_cuda(h, g.source, k, fake_cuda_view(DType::bf16, {n, H + 1})); },
@@ -84,6 +87,9 @@ TEST(MoeCuda, RefusesNamingTheArgument) {
 
   const TensorView router = fake_cuda_view(DType::f32, {E, H}), logits = fake_cuda_view(DType::f32, {T, E});
   EXPECT_NO_THROW(check_router_logits_cuda(h, router, logits));
+  EXPECT_NO_THROW(check_router_logits_cuda(fake_cuda_view(DType::bf16, {T, H}), router, logits));
+  expect_error<DTypeError>([&] { check_router_logits_cuda(fake_cuda_view(DType::i32, {T, H}), router, logits); },
+                           "x: dtype int32 is not supported");
   expect_error<DTypeError>([&] { check_router_logits_cuda(h, fake_cuda_view(DType::bf16, {E, H}), logits); },
                            "w: dtype bfloat16, expected float32");
   expect_error<ArgumentError>([&] { check_router_logits_cuda(h, fake_cuda_view(DType::f32, {E, H + 1}), logits); },

@@ -61,15 +61,16 @@ __device__ __forceinline__ void group_entries(const GroupParams& p, unsigned cha
 }
 
 // Grid-stride over the n x H elements: x[r] = h[source[r] / top_k], rounded to Out (what the GEMM's staging would
-// round it to).
-template <class Out>
+// round it to; a bf16 h into a bf16 x is a plain copy).
+template <class In, class Out>
 __device__ __forceinline__ void gather_rows(const GatherParams& p) {
+  const In* h = static_cast<const In*>(p.h);
   Out* x = static_cast<Out*>(p.x);
   const int64_t total = int64_t(p.n) * p.H;
   for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < total; q += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = q / p.H, c = q % p.H;
     const int64_t t = p.source[r] / p.top_k;
-    x[q] = cuda_step::from_f32<Out>(p.h[t * p.ldh + c]);
+    x[q] = cuda_step::from_f32<Out>(cuda_step::to_f32(h[t * p.ldh + c]));
   }
 }
 
@@ -95,14 +96,16 @@ __device__ __forceinline__ void combine_slots(const CombineParams& p) {
 
 // A warp per (token, expert), grid-stride over the T x E pairs: lane l sums x[k] w[k] over k = l, l + 32, ...,
 // then the warp's butterfly. The pair is one per warp, so every lane of a warp runs the same loop and shuffles.
+// In: x's dtype (f32, or the runner's bf16 normed rows, widened exactly).
+template <class In>
 __device__ __forceinline__ void router_dots(const RouterParams& p) {
   const int lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
   const int64_t pairs = int64_t(p.T) * p.E;
   for (int64_t q = int64_t(blockIdx.x) * warps + threadIdx.x / 32; q < pairs; q += int64_t(gridDim.x) * warps) {
-    const float* x = p.x + (q / p.E) * p.ldx;
+    const In* x = static_cast<const In*>(p.x) + (q / p.E) * p.ldx;
     const float* w = p.w + (q % p.E) * p.H;
     float acc = 0.f;
-    for (int k = lane; k < p.H; k += 32) acc += x[k] * w[k];
+    for (int k = lane; k < p.H; k += 32) acc += cuda_step::to_f32(x[k]) * w[k];
     acc = cuda_step::warp_sum(acc);
     if (lane == 0) p.logits[q] = acc;
   }

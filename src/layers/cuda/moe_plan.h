@@ -21,7 +21,7 @@ struct GroupParams {
 inline size_t group_smem_bytes(int experts) { return size_t(experts + kGroupThreads) * sizeof(int32_t); }
 
 struct GatherParams {
-  const float* h;
+  const void* h;  // f32 / bf16 / f16, rows ldh elements apart
   int64_t ldh;
   const int32_t* source;
   void* x;  // [n, H], W's dtype
@@ -42,7 +42,7 @@ struct CombineParams {
 };
 
 struct RouterParams {
-  const float* x;
+  const void* x;  // f32 / bf16 / f16, rows ldx elements apart
   int64_t ldx;
   const float* w;  // [E, H] contiguous
   float* logits;   // [T, E] contiguous

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "models/cuda/step_graphs.h"
 #include "models/model.h"
 #include "testing/device_test_util.h"
 #include "layers/matmul_precision.h"
@@ -143,6 +144,14 @@ TEST(DecoderCudaRunner, AnF32Qwen2WithBiasesAndHeadDim128MatchesTheCpu) {
                            .qkv_bias = true, .head_dim = 128, .seed = 13});
 }
 
+// bf16 biases on the stacked [q|k|v] projection (added by cuBLASLt where built), and a tied head: the GPU
+// multiplies by the embedding's device table rather than a second upload.
+TEST(DecoderCudaRunner, ABf16Qwen2WithBiasesAndATiedHeadMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .qkv_bias = true,
+                           .seed = 15, .tied = true});
+}
+
 TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "MistralForCausalLM", .model_type = "mistral",
@@ -185,6 +194,59 @@ TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) 
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 17,
                            .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true});
+}
+
+// Decode steps replayed from CUDA graphs (step_graphs.h) against the same steps launched kernel by kernel
+// (ATTNZOO_CUDA_GRAPHS=0), on identically placed blocks: equal bit for bit (the same kernels with the same
+// arguments, none of them order-dependent), and both within bf16 tolerance of the CPU. The batch changes shape on
+// the way (a step of two sequences, then four again) so that graphs are captured anew and an earlier one is
+// replayed again; steps of three sequences are padded to four on the graphs' side (other GEMM shapes than the
+// plain side's: compared with the CPU only).
+TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  const TinyDecoder t{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true, .seed = 16};
+  write_tiny_decoder(dir, t);
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  Side cpu{load(dir.str(), Device::cpu(), 3), {}}, graphs{load(dir.str(), Device::cuda(), 5), {}};
+  setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
+  Side plain{load(dir.str(), Device::cuda(), 5), {}};
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  std::mt19937 rng(t.seed);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int n : {37, 5, 70, 20}) {
+    std::vector<int32_t> p(static_cast<size_t>(n));
+    for (auto& x : p) x = token(rng);
+    prompts.push_back(p);
+  }
+  for (Side* side : {&cpu, &graphs, &plain})
+    for (int i = 0; i < 4; ++i) side->seqs.push_back(side->model->new_sequence());
+  const std::vector<size_t> all = {0, 1, 2, 3};
+  for (Side* side : {&cpu, &graphs, &plain}) side->step(prompts, all, true);
+
+  const int64_t replays_before = cuda_graph_replays_total();
+  std::vector<int32_t> next = {1, 2, 3, 4};
+  for (int s = 0; s < 40; ++s) {
+    const std::vector<size_t> which = s >= 20 && s < 24   ? std::vector<size_t>{1, 3}
+                                      : s >= 30 && s < 34 ? std::vector<size_t>{0, 1, 2}
+                                                          : all;
+    std::vector<std::vector<int32_t>> ids;
+    for (size_t r : which) ids.push_back({next[r]});
+    const std::vector<float> c = cpu.step(ids, which, false), g = graphs.step(ids, which, false),
+                             p = plain.step(ids, which, false);
+    const std::string what = "decode step " + std::to_string(s);
+    ASSERT_EQ(g.size(), p.size()) << what;
+    if (which.size() != 3) {
+      size_t differ = 0;
+      for (size_t i = 0; i < g.size(); ++i) differ += g[i] != p[i];
+      EXPECT_EQ(differ, 0u) << what << ": logits of the replayed step differ from the launched one's";
+    }
+    expect_close(c, g, what + " (graphs)");
+    expect_close(c, p, what + " (launched)");
+    for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax(c.data() + i * size_t(V)));
+  }
+  EXPECT_GT(cuda_graph_replays_total() - replays_before, 10) << "steps replayed from a graph";
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/convert.h"
 #include "kernels/quant/cuda/dequant_cuda.h"
 #include "kernels/quant/cuda/gemv_cuda.h"
 #include "models/cuda/device_step.h"
@@ -20,6 +21,9 @@ TensorView columns(const TensorView& t, int64_t n0, int64_t n) {
   s.shape[size_t(t.ndim - 1)] = n;
   return s;
 }
+
+// The 16-bit dtype a dense weight goes up as: f16 stays, f32 is rounded to bf16.
+DType device_dtype(QuantType t) { return t == QuantType::F16 ? DType::f16 : DType::bf16; }
 
 }  // namespace
 
@@ -41,7 +45,7 @@ DeviceLinear::DeviceLinear(const Linear& l, const DeviceLoad& load)
     const std::vector<uint16_t> rows = device_dense_rows(m);
     weight_ = DeviceBuffer(load.device, rows.size() * 2);
     weight_.upload(rows.data(), weight_.bytes(), load.stream);
-    w_ = device_view(load.device, weight_.data(), m.type == QuantType::F16 ? DType::f16 : DType::bf16, {out_, in_});
+    w_ = device_view(load.device, weight_.data(), device_dtype(m.type), {out_, in_});
     if (load.rounding && m.type == QuantType::F32) {
       ++load.rounding->tensors;
       load.rounding->f32_bytes += uint64_t(out_ * in_) * 4;
@@ -93,6 +97,72 @@ void DeviceLinear::apply_panels(const TensorView& x, const TensorView& y, GemmOp
     const TensorView bias = bias_.data ? columns(bias_, n0, n) : TensorView{};
     gemm_cuda(x, w, bias_.data ? &bias : nullptr, columns(y, n0, n), opts, stream);
   }
+}
+
+bool DeviceLinear::stackable(std::span<const Linear* const> parts) {
+  for (const Linear* l : parts) {
+    const QuantType t = l->matrix().type;
+    if (t != QuantType::F32 && t != QuantType::BF16 && t != QuantType::F16) return false;
+    if (l->matrix().cols != parts[0]->matrix().cols || device_dtype(t) != device_dtype(parts[0]->matrix().type))
+      return false;
+  }
+  return !parts.empty();
+}
+
+DeviceLinear::DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype)
+    : device_(load.device) {
+  // F32 / BF16 / F16, one input width and dtype (stackable: callers stack nothing else)
+  const int64_t in = parts[0]->matrix().cols;
+  int64_t out = 0;
+  bool any_bias = false;
+  for (const Linear* l : parts) {
+    out += l->matrix().rows;
+    any_bias = any_bias || l->has_bias();
+  }
+  weight_ = DeviceBuffer(load.device, size_t(out * in) * 2);
+  std::vector<uint16_t> rows(size_t(out * in));
+  std::vector<float> bias(any_bias ? size_t(out) : 0, 0.f);
+  int64_t at = 0;
+  for (const Linear* l : parts) {
+    const QuantMatrix& m = l->matrix();
+    for (int64_t r = 0; r < m.rows; ++r) {
+      uint16_t* dst = rows.data() + (at + r) * in;
+      if (m.type == QuantType::F32)
+        convert_from_f32(reinterpret_cast<const float*>(m.row(r)), dst, DType::bf16, size_t(in));
+      else
+        std::memcpy(dst, m.row(r), size_t(in) * 2);
+    }
+    if (l->has_bias()) std::memcpy(bias.data() + at, l->bias().data(), size_t(m.rows) * sizeof(float));
+    if (m.type == QuantType::F32 && load.rounding) {
+      ++load.rounding->tensors;
+      load.rounding->f32_bytes += uint64_t(m.rows * in) * 4;
+    }
+    at += m.rows;
+  }
+  // A copy from pageable memory returns once the bytes are staged, so `rows` may go on return.
+  weight_.upload(rows.data(), weight_.bytes(), load.stream);
+  w_ = device_view(load.device, weight_.data(), device_dtype(parts[0]->matrix().type), {out, in});
+  if (any_bias) {
+    std::vector<uint8_t> bytes(size_t(out) * dtype_size(bias_dtype));
+    if (bias_dtype == DType::f32)
+      std::memcpy(bytes.data(), bias.data(), bytes.size());
+    else
+      convert_from_f32(bias.data(), bytes.data(), bias_dtype, size_t(out));
+    bias_bytes_ = DeviceBuffer(load.device, bytes.size());
+    bias_bytes_.upload(bytes.data(), bytes.size(), load.stream);
+    bias_ = device_view(load.device, bias_bytes_.data(), bias_dtype, {out});
+  }
+  out_ = out;
+  in_ = in;
+}
+
+DeviceLinear DeviceLinear::borrowing(const TensorView& w) {
+  DeviceLinear d;
+  d.w_ = w;
+  d.out_ = w.shape[0];
+  d.in_ = w.shape[1];
+  d.device_ = w.device;
+  return d;
 }
 #endif
 

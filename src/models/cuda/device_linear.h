@@ -2,9 +2,12 @@
 // A projection whose weights live on a GPU, kept as device_weights.h chooses: W [out, in] bf16 / f16 as gemm_cuda
 // multiplies it (f32 rounded to bf16 and GGUF formats no kernel reads expanded to bf16 at load, both counted for
 // the notices), or GGUF blocks as the file stores them, multiplied by the quantized GEMV (steps of up to 8 rows)
-// or expanded slice by slice into a shared bf16 panel for gemm_cuda (longer steps). Bias f32 [out] or none.
+// or expanded slice by slice into a shared bf16 panel for gemm_cuda (longer steps). Bias f32 [out] (a stacked
+// dense one may be kept in y's 16-bit dtype) or none. Every path takes x bf16 / f16 / f32 (the runner hands it
+// bf16 normed rows) and writes y in the dtype the caller gives.
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "core/device.h"
 #include "core/tensor.h"
@@ -41,6 +44,15 @@ class DeviceLinear {
  public:
   DeviceLinear() = default;
   DeviceLinear(const Linear& l, const DeviceLoad& load);
+  // Projections of one input stacked into one weight, their outputs side by side in y's row ([q|k|v],
+  // [gate|up]): one GEMM reads x once. Biases concatenated (zeros for a part without one) and stored as
+  // `bias_dtype`: y's dtype lets cuBLASLt add them (it takes a bias of y's type only). Only where `stackable`.
+  DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype = DType::f32);
+  // Whether `parts` can be stacked: one input width, dense weights that go up as one dtype.
+  static bool stackable(std::span<const Linear* const> parts);
+  // A bias-free projection over a bf16 / f16 [out, in] table already on the device and owned elsewhere (a tied
+  // lm_head over the embedding's table: uploaded once).
+  static DeviceLinear borrowing(const TensorView& w);
 
   int64_t out_features() const { return out_; }
   int64_t in_features() const { return in_; }

@@ -1,6 +1,7 @@
 #pragma once
-// The gated MLP as a GPU block (device_blocks.h): gate and up projections, the activation times up in place,
-// then the down projection added into the residual stream. Activations are f32.
+// The gated MLP as a GPU block (device_blocks.h): gate and up projections (one stacked [gate|up] GEMM where the
+// weights allow), the activation times up in place, then the down projection added into the residual stream. The
+// intermediate is bf16.
 #include <memory>
 
 #include "layers/mlp.h"

@@ -15,7 +15,7 @@ namespace attnzoo {
 namespace {
 
 // Workspace slots after the attention's (device_attention.cc), as device_mlp.cc's; a block has one feed-forward,
-// so these may share numbers with the gated MLP's.
+// so these may share numbers with the gated MLP's. Below the decode plans' (step_decode_plans.h's kFirstSlot).
 enum Slot : size_t {
   kLogits = 8, kIds, kWeights, kOffsets, kTiles, kSource, kDest, kGathered, kGateUp, kExpertOut,
   kSharedGate, kSharedUp, kSharedOut, kSharedLogit
@@ -114,7 +114,8 @@ struct DeviceSharedMlp {
 };
 
 // The router's projection: an f32 router (DeepSeek's, kept f32 at load as transformers keeps it) as f32 dot
-// products over the f32 normed rows, as the CPU computes it; a 16-bit one through the GEMM like any projection.
+// products over the bf16 normed rows widened (the weights stay f32, so no choice moves by rounding the router); a
+// 16-bit one through the GEMM like any projection.
 class DeviceRouter {
  public:
   DeviceRouter(const Linear& router, const DeviceLoad& load) {
@@ -177,6 +178,11 @@ class DeviceMoe final : public DeviceFfn {
     if (shared_gate) shared_gate_.emplace(*shared_gate, load);
   }
 
+  // Graph-safe: every launch's grid and arguments follow from T, E and fixed buffers (the grouped GEMM's grid is
+  // the worst case, the experts' loads stay on the device), no host sync, no copy, nothing allocated once warm.
+  bool replayable() const override { return true; }
+
+  // h: the bf16 normed rows (f32 too), which the router, the shared expert and the gather read as they are.
   void forward(const DeviceStep& step, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, n = T * k_, E = E_, H = H_, I = I_;
     if (T == 0) return;

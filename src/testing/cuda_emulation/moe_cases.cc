@@ -5,7 +5,8 @@
 // combine into the residual (exact against the same float sums in the CPU's order), with and without a shared
 // expert and its sigmoid gate. Ragged loads with idle experts, T = 1 and T = 100, top_k 1 / 2 / 8, both tiles, K
 // on and off the 16-byte staging; Nemotron-H's ungated relu² experts (up, the in-place activation kernel, down).
-// And the f32 router's dot products against Linear::forward.
+// The normed rows h f32, or bf16 as the GPU runner hands them (the gather checked exactly against h's rows either
+// way). And the f32 router's dot products against Linear::forward over f32 and bf16 rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,10 +39,11 @@ struct Case {
   bool shared = false, gate = false;
   TileKind tile = TileKind::small;
   bool plain = false;  // PlainMlp experts (Nemotron-H): up, relu² in place, down
+  DType h = DType::f32;  // the normed rows' dtype (bf16: the GPU runner's)
   std::string label() const {
     return "T=" + std::to_string(T) + " E=" + std::to_string(E) + " k=" + std::to_string(k) + " H=" +
            std::to_string(H) + " I=" + std::to_string(I) + (shared ? " shared" : "") + (gate ? " gated" : "") +
-           (tile == TileKind::large ? " large" : " small") + (plain ? " plain" : "");
+           (tile == TileKind::large ? " large" : " small") + (plain ? " plain" : "") + " h " + dtype_name(h);
   }
 };
 
@@ -98,7 +100,9 @@ void check(const Case& c, uint64_t seed) {
   const int64_t T = c.T, E = c.E, k = c.k, H = c.H, I = c.I, n = T * k, F = c.plain ? I : 2 * I;
   std::mt19937_64 rng(seed);
   const MoeRouting routing = random_routing(c, rng);
-  HostTensor x(DType::f32, {T, H}, seed + 1), residual(DType::f32, {T, H}, seed + 2);
+  HostTensor x(c.h, {T, H}, seed + 1), residual(DType::f32, {T, H}, seed + 2);
+  std::vector<float> xs(size_t(T * H));  // h as the CPU layer reads it
+  for (int64_t q = 0; q < T * H; ++q) xs[size_t(q)] = x.at(q);
   HostTensor shared(DType::f32, {T, H}, seed + 3), gate(DType::f32, {T, 1}, seed + 4);
   std::vector<HostTensor> wg, wu, wd;
   for (int64_t e = 0; e < E; ++e) {
@@ -110,13 +114,13 @@ void check(const Case& c, uint64_t seed) {
   // The device operands: gate | up stacked per expert as [E, 2I, H], down as [E, H, I].
   Buf ids(size_t(n), DType::i32), offsets(size_t(E + 1), DType::i32), tiles(size_t(E + 1), DType::i32),
       source(size_t(n), DType::i32), dest(size_t(n), DType::i32);
-  Buf xd(size_t(T * H), DType::f32), gathered(size_t(n * H), DType::bf16), w_gu(size_t(E * F * H), DType::bf16),
+  Buf xd(size_t(T * H), c.h), gathered(size_t(n * H), DType::bf16), w_gu(size_t(E * F * H), DType::bf16),
       gu(size_t(n * F), DType::f32), w_down(size_t(E * H * I), DType::bf16), out(size_t(n * H), DType::f32),
       xres(size_t(T * H), DType::f32), sh(size_t(T * H), DType::f32), shg(size_t(T), DType::f32),
       wts(size_t(n), DType::f32);
   std::memcpy(ids.mem.data(), routing.experts.data(), size_t(n) * 4);
   std::memcpy(wts.mem.data(), routing.weights.data(), size_t(n) * 4);
-  std::memcpy(xd.mem.data(), x.view.data, size_t(T * H) * 4);
+  std::memcpy(xd.mem.data(), x.view.data, size_t(T * H) * dtype_size(c.h));
   std::memcpy(xres.mem.data(), residual.view.data, size_t(T * H) * 4);
   std::memcpy(sh.mem.data(), shared.view.data, size_t(T * H) * 4);
   std::memcpy(shg.mem.data(), gate.view.data, size_t(T) * 4);
@@ -160,12 +164,21 @@ void check(const Case& c, uint64_t seed) {
   }
 
   // Gather (grid capped so the grid-stride loop takes several rounds).
-  const TensorView xv = xd.view(DType::f32, {T, H}), gv = gathered.view(DType::bf16, {n, H});
+  const TensorView xv = xd.view(c.h, {T, H}), gv = gathered.view(DType::bf16, {n, H});
   check_moe_gather_cuda(xv, g.source, k, gv);
-  const GatherParams gather{xd.at<const float>(), H, source.at<const int32_t>(), gathered.mem.data(), int(n), int(H),
+  const GatherParams gather{xd.mem.data(), H, source.at<const int32_t>(), gathered.mem.data(), int(n), int(H),
                             int(k)};
-  cuda_emulation::launch(dim3(std::min(cuda_step::grid_for(n * H, 256), 3u)), 256, 0,
-                         [&](unsigned char*) { gather_rows<__nv_bfloat16>(gather); });
+  cuda_emulation::launch(dim3(std::min(cuda_step::grid_for(n * H, 256), 3u)), 256, 0, [&](unsigned char*) {
+    if (c.h == DType::bf16) gather_rows<__nv_bfloat16, __nv_bfloat16>(gather);
+    else gather_rows<float, __nv_bfloat16>(gather);
+  });
+  // Each gathered row is its token's h rounded to bf16 (h itself when bf16).
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t i = 0; i < H; ++i) {
+      uint16_t want = 0;
+      store_from_f32(&want, DType::bf16, 0, xs[size_t(order[size_t(r)] / k * H + i)]);
+      ASSERT_EQ(gathered.at<uint16_t>()[r * H + i], want) << "gathered row " << r << " column " << i;
+    }
 
   // gate | up, the activation over the halves into the gate half, down; or up, relu² in place by the device
   // kernel, down.
@@ -215,9 +228,8 @@ void check(const Case& c, uint64_t seed) {
       sums[size_t(t * H + i)] = residual.at(t * H + i) + acc;
     }
   }
-  const float* xs = static_cast<const float*>(x.view.data);
-  if (c.plain) run_routed_experts(plain_experts, routing, k, xs, T, moe.data(), /*accumulate=*/true);
-  else run_routed_experts(experts, routing, k, xs, T, moe.data(), /*accumulate=*/true);
+  if (c.plain) run_routed_experts(plain_experts, routing, k, xs.data(), T, moe.data(), /*accumulate=*/true);
+  else run_routed_experts(experts, routing, k, xs.data(), T, moe.data(), /*accumulate=*/true);
   float scale = 0.f, worst = 0.f;
   int64_t worst_at = 0;
   for (int64_t q = 0; q < T * H; ++q) {
@@ -241,6 +253,19 @@ TEST(EmulatedMoe, MatchesTheCpuExpertsOnRaggedLoads) {
   check({37, 6, 2, 36, 20}, seed++);              // K = 36 and 20: element-wise staging
 }
 
+// bf16 normed rows, as the GPU runner hands every feed-forward: gathered as they are.
+TEST(EmulatedMoe, Bf16RowsMatchTheCpuExperts) {
+  uint64_t seed = 30;
+  auto bf16 = [](Case c) {
+    c.h = DType::bf16;
+    return c;
+  };
+  check(bf16({1, 8, 2, 64, 32}), seed++);
+  check(bf16({100, 16, 8, 64, 48, true, true}), seed++);
+  check(bf16({37, 6, 2, 36, 20, true}), seed++);
+  check(bf16({100, 16, 6, 48, 40, true, false, TileKind::large, true}), seed++);
+}
+
 TEST(EmulatedMoe, LargeTilesAndOneBusyExpert) {
   uint64_t seed = 50;
   check({100, 4, 2, 64, 32, false, false, TileKind::large}, seed++);
@@ -249,23 +274,33 @@ TEST(EmulatedMoe, LargeTilesAndOneBusyExpert) {
 }
 
 // The f32 router against Linear::forward over the same f32 weights: within f32 summation-order error (a bound from
-// the sum of |x w|), rows padded, H off a multiple of 32, the grid-stride loop over several rounds.
+// the sum of |x w|), rows padded, H off a multiple of 32, the grid-stride loop over several rounds; x f32, or bf16
+// rows (the GPU runner's) against the CPU over the same rounded values.
 TEST(EmulatedMoe, F32RouterMatchesTheCpuLinear) {
-  for (auto [T, E, H] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 8, 64}, {37, 60, 100}, {5, 256, 33}}) {
-    SCOPED_TRACE("T " + std::to_string(T) + " E " + std::to_string(E) + " H " + std::to_string(H));
+  for (auto [T, E, H, xt] : std::vector<std::tuple<int64_t, int64_t, int64_t, DType>>{
+           {1, 8, 64, DType::f32}, {37, 60, 100, DType::f32}, {5, 256, 33, DType::f32}, {1, 8, 64, DType::bf16},
+           {37, 60, 100, DType::bf16}}) {
+    SCOPED_TRACE("T " + std::to_string(T) + " E " + std::to_string(E) + " H " + std::to_string(H) + " x " +
+                 dtype_name(xt));
     const int64_t ldx = H + 3;
-    HostTensor x(DType::f32, {T, H}, uint64_t(T + E)), w(DType::f32, {E, H}, uint64_t(H), 0.2f);
-    Buf xd(size_t(T * ldx), DType::f32), wd(size_t(E * H), DType::f32), logits(size_t(T * E), DType::f32);
-    for (int64_t t = 0; t < T; ++t) std::memcpy(xd.at<float>() + t * ldx, static_cast<float*>(x.view.data) + t * H, size_t(H) * 4);
+    const size_t es = dtype_size(xt);
+    HostTensor x(xt, {T, H}, uint64_t(T + E)), w(DType::f32, {E, H}, uint64_t(H), 0.2f);
+    Buf xd(size_t(T * ldx), xt), wd(size_t(E * H), DType::f32), logits(size_t(T * E), DType::f32);
+    for (int64_t t = 0; t < T; ++t)
+      std::memcpy(xd.mem.data() + size_t(t * ldx) * es, static_cast<uint8_t*>(x.view.data) + size_t(t * H) * es,
+                  size_t(H) * es);
     std::memcpy(wd.mem.data(), w.view.data, size_t(E * H) * 4);
-    TensorView xv = xd.view(DType::f32, {T, H});
+    TensorView xv = xd.view(xt, {T, H});
     xv.strides[0] = ldx;
     check_router_logits_cuda(xv, wd.view(DType::f32, {E, H}), logits.view(DType::f32, {T, E}));
-    const RouterParams p{xd.at<const float>(), ldx, wd.at<const float>(), logits.at<float>(), int(T), int(E), int(H)};
-    cuda_emulation::launch(dim3(std::min(cuda_step::grid_for(T * E, 8), 3u)), 256, 0,
-                           [&](unsigned char*) { router_dots(p); });
-    std::vector<float> want(static_cast<size_t>(T * E));
-    Linear::from_weights(w.view, {}, "router").forward(static_cast<const float*>(x.view.data), T, want.data());
+    const RouterParams p{xd.mem.data(), ldx, wd.at<const float>(), logits.at<float>(), int(T), int(E), int(H)};
+    cuda_emulation::launch(dim3(std::min(cuda_step::grid_for(T * E, 8), 3u)), 256, 0, [&](unsigned char*) {
+      if (xt == DType::bf16) router_dots<__nv_bfloat16>(p);
+      else router_dots<float>(p);
+    });
+    std::vector<float> xs(static_cast<size_t>(T * H)), want(static_cast<size_t>(T * E));
+    for (int64_t q = 0; q < T * H; ++q) xs[size_t(q)] = x.at(q);
+    Linear::from_weights(w.view, {}, "router").forward(xs.data(), T, want.data());
     for (int64_t t = 0; t < T; ++t)
       for (int64_t e = 0; e < E; ++e) {
         double mag = 0;
