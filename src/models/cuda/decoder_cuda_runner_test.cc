@@ -201,16 +201,13 @@ TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) 
 // arguments, none of them order-dependent), and both within bf16 tolerance of the CPU. The batch changes shape on
 // the way (a step of two sequences, then four again) so that graphs are captured anew and an earlier one is
 // replayed again; steps of three sequences are padded to four on the graphs' side (other GEMM shapes than the
-// plain side's: compared with the CPU only).
-TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
-  REQUIRE_GPU();
-  ScratchDir dir;
-  const TinyDecoder t{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true, .seed = 16};
-  write_tiny_decoder(dir, t);
+// plain side's: compared with the CPU only). `path` is `t` written as a checkpoint directory or a GGUF file.
+void expect_replays_match_launches(const std::string& path, const TinyDecoder& t, const std::string& name) {
+  SCOPED_TRACE(name);
   unsetenv("ATTNZOO_CUDA_GRAPHS");
-  Side cpu{load(dir.str(), Device::cpu(), 3), {}}, graphs{load(dir.str(), Device::cuda(), 5), {}};
+  Side cpu{load(path, Device::cpu(), 3), {}}, graphs{load(path, Device::cuda(), 5), {}};
   setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
-  Side plain{load(dir.str(), Device::cuda(), 5), {}};
+  Side plain{load(path, Device::cuda(), 5), {}};
   unsetenv("ATTNZOO_CUDA_GRAPHS");
   std::mt19937 rng(t.seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
@@ -247,6 +244,29 @@ TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
     for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax(c.data() + i * size_t(V)));
   }
   EXPECT_GT(cuda_graph_replays_total() - replays_before, 10) << "steps replayed from a graph";
+}
+
+TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  const TinyDecoder t{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true, .seed = 16};
+  write_tiny_decoder(dir, t);
+  expect_replays_match_launches(dir.str(), t, "Qwen3");
+}
+
+// The kinds marked replayable besides attention and the gated MLP: MoE feed-forwards (routing, grouping and the
+// grouped GEMMs inside the graph; every expert chosen, as in the scenarios above) and GGUF projections (the
+// quantized GEMV: decode steps of up to 8 rows).
+TEST(DecoderCudaRunner, MoeAndGgufGraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir moe_dir, gguf_dir;
+  const TinyDecoder moe{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 18,
+                        .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true};
+  write_tiny_decoder(moe_dir, moe);
+  expect_replays_match_launches(moe_dir.str(), moe, "GLM-4.5 MoE");
+  const ScopedMatmulPrecision f32_products(MatmulPrecision::highest);  // as run_gguf_scenario
+  const TinyDecoder gguf{.seed = 19};
+  expect_replays_match_launches(testing::write_tiny_gguf(gguf_dir, gguf, QuantType::Q8_0), gguf, "GGUF Q8_0");
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
