@@ -8,12 +8,14 @@
 
 #include "core/error.h"
 #include "testing/tiny_decoder.h"
+#include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
 namespace {
 
 using testing::ScratchDir;
 using testing::TinyDecoder;
+using testing::TinyHybrid;
 
 std::unique_ptr<Model> load_cpu(const TinyDecoder& t, const ScratchDir& dir) {
   write_tiny_decoder(dir, t);
@@ -63,20 +65,44 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
     p.options = options;
     EXPECT_EQ(refusal(p), std::string("device: ") + feature + " (LlamaForCausalLM) runs on the CPU only so far");
   }
-  std::vector<DecoderBlock> mlp_only(1);  // Nemotron-H's feed-forward-only layers have no mixer
+  std::vector<DecoderBlock> empty(1);  // Nemotron-H's layers have one sublayer or the other, never neither
   DecoderParts p = parts;
-  p.blocks = &mlp_only;
-  EXPECT_EQ(refusal(p), "device: feed-forward-only layers (LlamaForCausalLM, layer 0) runs on the CPU only so far");
+  p.blocks = &empty;
+  EXPECT_EQ(refusal(p),
+            "device: a block without a mixer or a feed-forward (LlamaForCausalLM, layer 0) runs on the CPU only so far");
+}
+
+std::unique_ptr<Model> load_cpu(const TinyHybrid& t, const ScratchDir& dir) {
+  write_tiny_hybrid(dir, t);
+  return Model::load(dir.str());
+}
+
+TEST(DecoderCudaPlan, Mamba2AndNemotronHAreTaken) {
+  // Nemotron-H: Mamba-2 and attention blocks without a feed-forward, relu² MLP blocks without a mixer.
+  for (const TinyHybrid& t : {TinyHybrid{}, TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-"}}) {
+    ScratchDir dir;
+    const auto model = load_cpu(t, dir);
+    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.architecture;
+  }
+}
+
+TEST(DecoderCudaPlan, AMamba2StateWiderThanTheScansIsRefusedByName) {
+  ScratchDir dir;
+  const auto model = load_cpu(TinyHybrid{.state_size = 264}, dir);
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+            "device: Mamba-2 state size 264 (the CUDA scans take up to 256) (Mamba2ForCausalLM, layer 0) runs on the "
+            "CPU only so far");
 }
 
 TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {
-  const StepLayout l = plan_step_layout(5, 2);
+  const StepLayout l = plan_step_layout(5, 2, 2);
   EXPECT_EQ(l.tokens, 0u);
   EXPECT_EQ(l.positions, 32u);  // 20 bytes of ids, rounded up to 16
   ASSERT_EQ(l.slot_mapping.size(), 2u);
   EXPECT_EQ(l.slot_mapping[0], 64u);
   EXPECT_EQ(l.slot_mapping[1], 112u);  // 40 bytes of slots, rounded up to 48
-  EXPECT_EQ(l.bytes, 160u);
+  EXPECT_EQ(l.state_slots, 160u);
+  EXPECT_EQ(l.bytes, 176u);  // 8 bytes of state slots, rounded up to 16
 
   Batch b;
   b.tokens = {3, 1, 4, 1, 5};
@@ -85,6 +111,7 @@ TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {
   b.block_groups.resize(2);
   b.block_groups[0].slot_mapping = {16, 17, 18, 40, 41};
   b.block_groups[1].slot_mapping = {-1, 1, 2, 3, 4};
+  b.state_slots = {6, 2};
   std::vector<uint8_t> staging;
   pack_step(b, l, staging);
   ASSERT_EQ(staging.size(), l.bytes);
@@ -92,6 +119,10 @@ TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {
   EXPECT_EQ(std::memcmp(staging.data() + l.positions, b.positions.data(), 20), 0);
   EXPECT_EQ(std::memcmp(staging.data() + l.slot_mapping[0], b.block_groups[0].slot_mapping.data(), 40), 0);
   EXPECT_EQ(std::memcmp(staging.data() + l.slot_mapping[1], b.block_groups[1].slot_mapping.data(), 40), 0);
+  EXPECT_EQ(std::memcmp(staging.data() + l.state_slots, b.state_slots.data(), 8), 0);
+  b.state_slots = {6, 2, 1, 0, 3};  // more sequences than the layout was planned for
+  EXPECT_THROW(pack_step(b, l, staging), ArgumentError);
+  b.state_slots = {6, 2};
   b.block_groups[1].slot_mapping.pop_back();
   EXPECT_THROW(pack_step(b, l, staging), ArgumentError);
 }

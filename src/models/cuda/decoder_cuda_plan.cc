@@ -8,6 +8,7 @@
 #include "kernels/softmax/decode.h"
 #include "layers/attention_layer.h"
 #include "layers/cuda/embedding_cuda.h"
+#include "layers/mamba2_mixer.h"
 #include "layers/mlp.h"
 
 namespace attnzoo {
@@ -46,8 +47,19 @@ void check_attention(const DecoderParts& p, const AttentionLayer& attn, const st
   for (const Linear* l : {&attn.q_proj(), &attn.k_proj(), &attn.v_proj(), &attn.o_proj()}) check_projection(p, *l);
 }
 
+// device_mamba2.cc: the conv and scans of kernels/linear/mamba2 and short_conv on dense states gathered from the
+// pool's slots.
+void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string& where) {
+  const Mamba2MixerConfig& c = m.config();
+  if (!c.proj_multipliers.empty()) refuse(p, "Mamba-2 in_proj multipliers (Falcon-H1's muP)", where);
+  if (c.state_size > 256)
+    refuse(p, "Mamba-2 state size " + std::to_string(c.state_size) + " (the CUDA scans take up to 256)", where);
+  for (const Linear* l : {&m.in_proj(), &m.out_proj()}) check_projection(p, *l);
+}
+
 void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::string& where) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
+  if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return check_mamba2(p, *mamba2, where);
   refuse(p, mixer.kind() + " layers", where);
 }
 
@@ -56,7 +68,11 @@ void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string&
     for (const Linear* l : {&mlp->gate_proj(), &mlp->up_proj(), &mlp->down_proj()}) check_projection(p, *l);
     return;
   }
-  refuse(p, "feed-forwards other than a gated MLP (MoE, plain MLP)", where);
+  if (const auto* mlp = dynamic_cast<const PlainMlp*>(&ffn)) {
+    for (const Linear* l : {&mlp->up_proj(), &mlp->down_proj()}) check_projection(p, *l);
+    return;
+  }
+  refuse(p, "feed-forwards other than a gated or plain MLP (MoE)", where);
 }
 
 }  // namespace
@@ -76,16 +92,19 @@ void check_decoder_runs_on_cuda(const DecoderParts& p) {
     if (b.parallel) refuse(p, "parallel blocks", where);
     if (b.residual_is_normed) refuse(p, "postnorm blocks", where);
     if (b.post_mixer_norm || b.post_ffn_norm) refuse(p, "post-sublayer norms", where);
-    if (!b.mixer) refuse(p, "feed-forward-only layers", where);
-    check_norm(p, b.input_norm, "input norm", where);
-    check_mixer(p, *b.mixer, where);
-    if (!b.ffn) refuse(p, "blocks without a feed-forward", where);
-    check_norm(p, b.pre_ffn_norm, "feed-forward norm", where);
-    check_ffn(p, *b.ffn, where);
+    if (!b.mixer && !b.ffn) refuse(p, "a block without a mixer or a feed-forward", where);
+    if (b.mixer) {  // none: a feed-forward-only block (Nemotron-H's MLP layers)
+      check_norm(p, b.input_norm, "input norm", where);
+      check_mixer(p, *b.mixer, where);
+    }
+    if (b.ffn) {  // none: Mamba-2's and Nemotron-H's mixer-only blocks
+      check_norm(p, b.pre_ffn_norm, "feed-forward norm", where);
+      check_ffn(p, *b.ffn, where);
+    }
   }
 }
 
-StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups) {
+StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups, int64_t num_seqs) {
   auto aligned = [](size_t n) { return (n + 15) / 16 * 16; };
   const size_t T = size_t(num_tokens);
   StepLayout l;
@@ -96,6 +115,8 @@ StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups) {
     l.slot_mapping.push_back(at);
     at += aligned(T * sizeof(int64_t));
   }
+  l.state_slots = at;
+  at += aligned(size_t(num_seqs) * sizeof(int32_t));
   l.bytes = at;
   return l;
 }
@@ -111,6 +132,9 @@ void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t
     require(slots.size() == T, "slot_mapping", "needs one slot per token");
     std::memcpy(staging.data() + layout.slot_mapping[g], slots.data(), T * sizeof(int64_t));
   }
+  require(layout.bytes - layout.state_slots >= batch.state_slots.size() * sizeof(int32_t), "layout",
+          "has no room for the batch's state slots");
+  std::memcpy(staging.data() + layout.state_slots, batch.state_slots.data(), batch.state_slots.size() * sizeof(int32_t));
 }
 
 std::vector<AttentionCall> plan_attention_calls(std::span<const int32_t> cu_seqlens,

@@ -14,20 +14,23 @@ namespace attnzoo {
 
 // The ArgumentError "device: <feature> (<architecture>...) runs on the CPU only so far" for the first part of the
 // model the runner does not cover: anything but pre-norm blocks of softmax attention (optional q/k/v/o biases,
-// Qwen3's per-head q/k RMSNorm, RoPE or NoPE, sliding windows, attention-logit softcap) and a gated MLP; Gemma's /
+// Qwen3's per-head q/k RMSNorm, RoPE or NoPE, sliding windows, attention-logit softcap) or Mamba-2 (state size
+// <= 256, no in_proj multipliers) and a gated or plain MLP, either sublayer possibly absent; Gemma's /
 // OLMo 2's extra norms, parallel or postnorm blocks, MoE and other mixers, output gates, sinks, query temperature,
 // logit / residual multipliers, head dims other than 64 / 128 / 256, GGUF block-quantized projections.
 void check_decoder_runs_on_cuda(const DecoderParts& parts);
 
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32
-// [T], then one int64 slot_mapping [T] per block group (window layers have their own). Each array starts on a
-// 16-byte boundary.
+// [T], then one int64 slot_mapping [T] per block group (window layers have their own), then the sequences' state
+// slots int32 [S] (Batch::state_slots: where the recurrent mixers' rows of the pool's state slabs are). Each array
+// starts on a 16-byte boundary.
 struct StepLayout {
   size_t tokens = 0, positions = 0;
   std::vector<size_t> slot_mapping;  // per block group
+  size_t state_slots = 0;
   size_t bytes = 0;
 };
-StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups);
+StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups, int64_t num_seqs);
 // Writes the batch's arrays into `staging` (resized to layout.bytes) where `layout` says.
 void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t>& staging);
 

@@ -15,6 +15,7 @@ namespace attnzoo {
 #if ATTNZOO_WITH_CUDA
 namespace {
 
+// Either sublayer may be absent (Nemotron-H's MLP-only and mixer-only layers, Mamba-2's blocks), with its norm.
 struct DeviceBlock {
   RmsNormCuda input_norm, ffn_norm;
   std::unique_ptr<DeviceMixer> mixer;
@@ -57,10 +58,14 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   embed_ = EmbeddingCuda(*p.embed, device, load.stream);
   for (const DecoderBlock& b : *p.blocks) {
     DeviceBlock d;
-    d.input_norm = RmsNormCuda(*b.input_norm, device, load.stream);
-    d.ffn_norm = RmsNormCuda(*b.pre_ffn_norm, device, load.stream);
-    d.mixer = make_device_mixer(*b.mixer, load);
-    d.ffn = make_device_ffn(*b.ffn, load);
+    if (b.mixer) {
+      d.input_norm = RmsNormCuda(*b.input_norm, device, load.stream);
+      d.mixer = make_device_mixer(*b.mixer, load);
+    }
+    if (b.ffn) {
+      d.ffn_norm = RmsNormCuda(*b.pre_ffn_norm, device, load.stream);
+      d.ffn = make_device_ffn(*b.ffn, load);
+    }
     blocks_.push_back(std::move(d));
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
@@ -81,7 +86,7 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   const int64_t T = batch.num_tokens(), H = hidden_;
 
   // The step's metadata, one copy up.
-  const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()));
+  const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()), batch.num_sequences());
   pack_step(batch, layout, staging_);
   grow(meta_, layout.bytes);
   copy_bytes(meta_.data(), device_, staging_.data(), Device::cpu(), layout.bytes, s);
@@ -106,10 +111,14 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   embed_.lookup(ids, x, embedding_scale_, /*check_ids=*/false, s);  // Model::forward checked the ids on the host
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const DeviceBlock& b = blocks_[l];
-    b.input_norm.forward(x, h, s);
-    b.mixer->forward(step, int64_t(l), h, x);
-    b.ffn_norm.forward(x, h, s);
-    b.ffn->forward(step, h, x);
+    if (b.mixer) {
+      b.input_norm.forward(x, h, s);
+      b.mixer->forward(step, int64_t(l), h, x);
+    }
+    if (b.ffn) {
+      b.ffn_norm.forward(x, h, s);
+      b.ffn->forward(step, h, x);
+    }
   }
 
   // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of

@@ -1,4 +1,4 @@
-// The Llama family's decoder on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
+// The Llama family's decoder, Mamba-2 and Nemotron-H on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
 // of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
 // paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
 // within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped without a
@@ -15,12 +15,14 @@
 #include "models/model.h"
 #include "testing/device_test_util.h"
 #include "testing/tiny_decoder.h"
+#include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
 namespace {
 
 using testing::ScratchDir;
 using testing::TinyDecoder;
+using testing::TinyHybrid;
 
 constexpr int64_t V = testing::kTinyDecoderVocab;
 
@@ -66,11 +68,10 @@ struct Side {
   }
 };
 
-void run_scenario(const TinyDecoder& t) {
-  ScratchDir dir;
-  write_tiny_decoder(dir, t);
+// `dir` holds the checkpoint; `name` prefixes the failures.
+void run_scenario(const ScratchDir& dir, const std::string& name, uint32_t seed) {
   Side cpu{load(dir, Device::cpu(), 3), {}}, gpu{load(dir, Device::cuda(), 5), {}};
-  std::mt19937 rng(t.seed);
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
   auto ids = [&](int n) {
     std::vector<int32_t> v(static_cast<size_t>(n));
@@ -81,7 +82,6 @@ void run_scenario(const TinyDecoder& t) {
     cpu.seqs.push_back(cpu.model->new_sequence());
     gpu.seqs.push_back(gpu.model->new_sequence());
   }
-  const std::string name = t.architecture + " " + t.dtype;
 
   // A ragged prefill: every row's logits.
   const std::vector<std::vector<int32_t>> prompts = {ids(37), ids(5), ids(70)};
@@ -109,6 +109,19 @@ void run_scenario(const TinyDecoder& t) {
   expect_close(cpu.step(chunk, {3}, false), gpu.step(chunk, {3}, false), name + " chunk after a prefix");
 }
 
+void run_scenario(const TinyDecoder& t) {
+  ScratchDir dir;
+  write_tiny_decoder(dir, t);
+  run_scenario(dir, t.architecture + " " + t.dtype, t.seed);
+}
+
+// The recurrent mixers also carry their state through the scenario: the prefix reuse restores a snapshot of it.
+void run_scenario(const TinyHybrid& t) {
+  ScratchDir dir;
+  write_tiny_hybrid(dir, t);
+  run_scenario(dir, t.architecture + " " + t.pattern + " " + t.dtype, t.seed);
+}
+
 TEST(DecoderCudaRunner, LlamaMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{});
@@ -129,6 +142,23 @@ TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "MistralForCausalLM", .model_type = "mistral",
                            .extra_config = "\"sliding_window\": 24, ", .seed = 14});
+}
+
+TEST(DecoderCudaRunner, Mamba2MatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyHybrid{});
+}
+
+TEST(DecoderCudaRunner, AnF32Mamba2WithAWideStateMatchesTheCpu) {
+  REQUIRE_GPU();
+  // N = 160 > 128: the chunked prefill falls back to the recurrent kernel.
+  run_scenario(TinyHybrid{.dtype = "F32", .state_size = 160, .seed = 22});
+}
+
+TEST(DecoderCudaRunner, NemotronHMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Mamba-2, NoPE attention and relu² MLP layers, each block with one sublayer.
+  run_scenario(TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-", .seed = 23});
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/cuda/device_attention.h"
+#include "models/cuda/device_mamba2.h"
 #include "models/cuda/device_mlp.h"
 
 namespace attnzoo {
@@ -10,11 +11,13 @@ namespace attnzoo {
 // check_decoder_runs_on_cuda refused every other kind on the host, by name; reaching the throws is a bug.
 std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const DeviceLoad& load) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return make_device_attention(*attn, load);
+  if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return make_device_mamba2(*mamba2, load);
   throw ArgumentError("device: a " + mixer.kind() + " mixer has no CUDA block");
 }
 
 std::unique_ptr<DeviceFfn> make_device_ffn(const FeedForward& ffn, const DeviceLoad& load) {
   if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return make_device_gated_mlp(*mlp, load);
+  if (const auto* mlp = dynamic_cast<const PlainMlp*>(&ffn)) return make_device_plain_mlp(*mlp, load);
   throw ArgumentError("device: this feed-forward has no CUDA block");
 }
 #endif

@@ -55,6 +55,8 @@ struct DeviceStep {
   const int64_t* slot_mapping(int32_t block_group) const {
     return reinterpret_cast<const int64_t*>(meta + layout->slot_mapping[size_t(block_group)]);
   }
+  // Batch::state_slots int32 [S] on the device.
+  const int32_t* state_slots() const { return reinterpret_cast<const int32_t*>(meta + layout->state_slots); }
 };
 
 }  // namespace attnzoo
