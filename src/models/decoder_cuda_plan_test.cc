@@ -86,6 +86,20 @@ TEST(DecoderCudaPlan, Mamba2AndNemotronHAreTaken) {
   }
 }
 
+TEST(DecoderCudaPlan, AGatedDeltaNetQwen3NextIsTakenWithoutItsGatedAttention) {
+  {
+    ScratchDir dir;
+    write_tiny_qwen3_next(dir, {});
+    const auto model = Model::load(dir.str());
+    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+  }
+  ScratchDir dir;
+  write_tiny_qwen3_next(dir, {.layer_types = {"linear_attention", "full_attention"}});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+            "device: the attention output gate (Qwen3NextForCausalLM, layer 1) runs on the CPU only so far");
+}
+
 TEST(DecoderCudaPlan, AMamba2StateWiderThanTheScansIsRefusedByName) {
   ScratchDir dir;
   const auto model = load_cpu(TinyHybrid{.state_size = 264}, dir);

@@ -1,10 +1,13 @@
 #pragma once
-// Small random Mamba-2 family checkpoints in Mamba's layout (backbone.embeddings, backbone.layers.<i>.{norm,
-// mixer}, backbone.norm_f, lm_head), beside tiny_decoder.h's Llama family and with its sizes (hidden 128,
-// vocabulary 97): Mamba2ForCausalLM (every layer a Mamba-2 mixer), or NemotronHForCausalLM with a layer pattern of
-// Mamba-2 ("M"), NoPE attention ("*", head_dim 64) and relu² MLP ("-") layers. Mamba-2: 8 heads of 16 over 2
-// groups, state size 32, conv width 4; step sizes softplus(dt + dt_bias) around 0.1 and decays A = -exp(A_log) in
-// [-3, -1], so the state carries tokens well past one chunk.
+// Small random hybrid checkpoints beside tiny_decoder.h's Llama family, with its sizes (hidden 128, vocabulary 97):
+// - the Mamba-2 family in Mamba's layout (backbone.embeddings, backbone.layers.<i>.{norm, mixer}, backbone.norm_f,
+//   lm_head): Mamba2ForCausalLM (every layer a Mamba-2 mixer), or NemotronHForCausalLM with a layer pattern of
+//   Mamba-2 ("M"), NoPE attention ("*", head_dim 64) and relu² MLP ("-") layers. Mamba-2: 8 heads of 16 over 2
+//   groups, state size 32, conv width 4; step sizes softplus(dt + dt_bias) around 0.1 and decays A = -exp(A_log)
+//   in [-3, -1], so the state carries tokens well past one chunk.
+// - Qwen3NextForCausalLM with Gated DeltaNet layers only ("linear_attention": 2 key heads, 4 value heads, head dims
+//   64, conv width 4; the fused in_proj_qkvz / in_proj_ba of Qwen3-Next) and a dense SwiGLU MLP after each, or with
+//   gated full attention at given layers.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -85,6 +88,82 @@ inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
       else if (ends(name, "conv1d.weight")) x = r / std::sqrt(float(W));
       else if (ends(name, "conv1d.bias")) x = 0.1f * r;
       else if (name == "backbone.embeddings.weight") x = r;
+      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
+      else x = r / std::sqrt(fan_in);
+    }
+    if (t.dtype == "F32") {
+      tensors.push_back(raw_tensor(name, "F32", shape, v));
+    } else {
+      std::vector<uint16_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+      tensors.push_back(raw_tensor(name, "BF16", shape, b));
+    }
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+struct TinyQwen3Next {
+  std::vector<std::string> layer_types = {"linear_attention", "linear_attention"};
+  std::string dtype = "BF16";
+  uint32_t seed = 31;
+};
+
+inline void write_tiny_qwen3_next(const ScratchDir& dir, const TinyQwen3Next& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.layer_types.size());
+  const int64_t HK = 2, HV = 4, K = 64, VD = 64, kd = HK * K, vd = HV * VD, C = 2 * kd + vd, W = 4;
+  const int64_t D = 64, Q = 4 * D, KV = 2 * D;
+  std::string types;
+  for (const std::string& x : t.layer_types) types += (types.empty() ? "\"" : ", \"") + x + "\"";
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 128,
+  "num_hidden_layers": )" + std::to_string(L) + R"(, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "head_dim": 64, "intermediate_size": 256, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+  "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_conv_kernel_dim": 4, "num_experts": 0,
+  "layer_types": [)" + types + R"(], "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+  "max_position_embeddings": 4096, "tie_word_embeddings": false})");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {
+        {".input_layernorm.weight", {H}}, {".post_attention_layernorm.weight", {H}}, {".mlp.gate_proj.weight", {I, H}},
+        {".mlp.up_proj.weight", {I, H}},  {".mlp.down_proj.weight", {H, I}}};
+    if (t.layer_types[size_t(l)] == "linear_attention") {
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".linear_attn.in_proj_qkvz.weight", {C + vd, H}}, {".linear_attn.in_proj_ba.weight", {2 * HV, H}},
+               {".linear_attn.conv1d.weight", {C, 1, W}},         {".linear_attn.A_log", {HV}},
+               {".linear_attn.dt_bias", {HV}},                    {".linear_attn.norm.weight", {VD}},
+               {".linear_attn.out_proj.weight", {H, vd}}})
+        parts.emplace_back(name, shape);
+    } else {  // q_proj: each head's query and output gate
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".self_attn.q_proj.weight", {2 * Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
+               {".self_attn.v_proj.weight", {KV, H}},    {".self_attn.o_proj.weight", {H, Q}},
+               {".self_attn.q_norm.weight", {D}},        {".self_attn.k_norm.weight", {D}}})
+        parts.emplace_back(name, shape);
+    }
+    for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
+  }
+  std::mt19937 rng(t.seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto ends = [](const std::string& s, const char* tail) {
+    const std::string t2(tail);
+    return s.size() >= t2.size() && s.compare(s.size() - t2.size(), t2.size(), t2) == 0;
+  };
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const float r = normal(rng);
+      if (ends(name, "linear_attn.norm.weight")) x = 1.f + 0.1f * r;   // applied as w
+      else if (ends(name, "norm.weight") || ends(name, "layernorm.weight")) x = 0.1f * r;  // applied as 1 + w
+      else if (ends(name, ".A_log")) x = std::log(1.f + std::min(2.f, std::fabs(r)));
+      else if (ends(name, ".dt_bias")) x = -2.3f + 0.5f * r;
+      else if (ends(name, "conv1d.weight")) x = r / std::sqrt(float(W));
+      else if (name == "model.embed_tokens.weight") x = r;
       else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
       else x = r / std::sqrt(fan_in);
     }

@@ -8,6 +8,7 @@
 #include "kernels/softmax/decode.h"
 #include "layers/attention_layer.h"
 #include "layers/cuda/embedding_cuda.h"
+#include "layers/gated_deltanet_mixer.h"
 #include "layers/mamba2_mixer.h"
 #include "layers/mlp.h"
 
@@ -57,9 +58,21 @@ void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string
   for (const Linear* l : {&m.in_proj(), &m.out_proj()}) check_projection(p, *l);
 }
 
+// device_gated_deltanet.cc: the chunked delta rule's CUDA kernels stage K and V <= 128 (Qwen3-Next's 128).
+void check_gated_deltanet(const DecoderParts& p, const GatedDeltaNetMixer& m, const std::string& where) {
+  const GatedDeltaNetConfig& c = m.config();
+  if (c.head_k_dim > 128 || c.head_v_dim > 128)
+    refuse(p, "Gated DeltaNet head dims " + std::to_string(c.head_k_dim) + " / " + std::to_string(c.head_v_dim) +
+                  " (the CUDA chunked delta rule takes up to 128)",
+           where);
+  for (const Linear& l : m.in_proj()) check_projection(p, l);
+  check_projection(p, m.out_proj());
+}
+
 void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::string& where) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
   if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return check_mamba2(p, *mamba2, where);
+  if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return check_gated_deltanet(p, *gdn, where);
   refuse(p, mixer.kind() + " layers", where);
 }
 

@@ -1,4 +1,4 @@
-// The Llama family's decoder, Mamba-2 and Nemotron-H on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
+// The Llama family's decoder, Mamba-2, Nemotron-H and Gated DeltaNet layers on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
 // of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
 // paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
 // within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped without a
@@ -159,6 +159,14 @@ TEST(DecoderCudaRunner, NemotronHMatchesTheCpu) {
   REQUIRE_GPU();
   // Mamba-2, NoPE attention and relu² MLP layers, each block with one sublayer.
   run_scenario(TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-", .seed = 23});
+}
+
+TEST(DecoderCudaRunner, AGatedDeltaNetQwen3NextMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Gated DeltaNet layers and dense SwiGLU MLPs (Qwen3-Next's gated attention and MoE are refused so far).
+  ScratchDir dir;
+  write_tiny_qwen3_next(dir, {});
+  run_scenario(dir, "Qwen3NextForCausalLM linear_attention BF16", 31);
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

@@ -10,7 +10,7 @@
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/row_copy_cuda.h"
 #include "layers/linear_prefill_mode.h"
-#include "layers/sequence_schedule.h"
+#include "models/cuda/device_conv_state.h"
 
 namespace attnzoo {
 
@@ -23,26 +23,13 @@ enum Slot : size_t { kProj = 16, kXbc, kConv, kX, kB, kC, kDt, kY, kConvState, k
 // As the CPU mixer: prompts this long take the chunked SSD scan, shorter ones the token-by-token recurrence.
 constexpr int64_t kMinChunkScanTokens = 16;
 
-DeviceBuffer upload_f32(const std::vector<float>& v, const DeviceLoad& load) {
-  DeviceBuffer b(load.device, std::max<size_t>(v.size(), 1) * sizeof(float));
-  if (!v.empty()) b.upload(v.data(), v.size() * sizeof(float), load.stream);
-  return b;
-}
-
-// The conv's weight and bias in any checkpoint dtype, widened to f32 like the CPU mixer's conv reads them.
-std::vector<float> widened(const TensorView& t) {
-  std::vector<float> v(size_t(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = load_as_f32(t.data, t.dtype, i);
-  return v;
-}
-
 class DeviceMamba2 final : public DeviceMixer {
  public:
   DeviceMamba2(const Mamba2Mixer& m, const DeviceLoad& load)
       : c_(m.config()), in_(m.in_proj(), load), out_(m.out_proj(), load) {
-    conv_w_ = upload_f32(widened(m.conv_weight()), load);
+    conv_w_ = upload_f32(widened_f32(m.conv_weight()), load);
     has_conv_bias_ = !m.conv_bias().empty();
-    if (has_conv_bias_) conv_b_ = upload_f32(widened(m.conv_bias()), load);
+    if (has_conv_bias_) conv_b_ = upload_f32(widened_f32(m.conv_bias()), load);
     A_ = upload_f32(m.A(), load);
     D_ = upload_f32(m.D(), load);
     dt_bias_ = upload_f32(m.dt_bias(), load);
@@ -55,60 +42,42 @@ class DeviceMamba2 final : public DeviceMixer {
     const int64_t E = c_.inner(), CD = c_.conv_dim(), PD = c_.proj_dim(), H = c_.num_heads, P = c_.head_dim;
     const int64_t G = c_.n_groups, N = c_.state_size, GN = G * N, W1 = c_.conv_state_len();
     const Stream s = step.stream;
-    DeviceWorkspace& ws = *step.workspace;
-    auto scratch = [&](Slot slot, int64_t rows, int64_t cols) {
-      return step.view(ws.get(slot, size_t(std::max<int64_t>(rows * cols, 1)) * 4), DType::f32, {rows, cols});
-    };
-    auto columns = [&](const TensorView& t, int64_t from, int64_t cols) {  // a column slice of a [rows, n] block
-      TensorView v = t;
-      v.data = t.ptr<float>() + from;
-      v.shape[1] = cols;
-      return v;
-    };
+    auto scratch = [&](Slot slot, int64_t rows, int64_t cols) { return workspace_f32(step, slot, rows, cols); };
 
     // in_proj, then x B C and dt out of the fused row; z stays there (the gate reads it strided).
     const TensorView proj = scratch(kProj, T, PD);
     in_.apply(h, proj, {}, s);
     const TensorView xbc = scratch(kXbc, T, CD), dt = scratch(kDt, T, H);
-    copy_rows_cuda({columns(proj, E, CD), xbc, nullptr, nullptr, T}, s);
-    copy_rows_cuda({columns(proj, E + CD, H), dt, nullptr, nullptr, T}, s);
-    const TensorView z = columns(proj, 0, E);
+    copy_rows_cuda({column_slice(proj, E, CD), xbc, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(proj, E + CD, H), dt, nullptr, nullptr, T}, s);
+    const TensorView z = column_slice(proj, 0, E);
 
-    // The sequences' slots: [conv tail (CD x W1, padded) | SSM state (H P N)] at memory.state(slot).
-    const LayerMemory memory = step.storage->layer(layer);
-    const int64_t conv_elems = CD * W1, tail = conv_tail_floats(conv_elems), state_elems = H * P * N;
-    const int64_t slots = S == 0 ? 0 : int64_t(*std::max_element(batch.state_slots.begin(), batch.state_slots.end())) + 1;
-    TensorView slab_conv = step.view(memory.states, DType::f32, {slots, conv_elems});
-    TensorView slab_state = step.view(memory.states + tail, DType::f32, {slots, state_elems});
-    slab_conv.strides[0] = slab_state.strides[0] = memory.state_stride;
-    const TensorView conv_state = scratch(kConvState, S, conv_elems), ssm_state = scratch(kSsmState, S, state_elems);
-    copy_rows_cuda({slab_conv, conv_state, step.state_slots(), nullptr, S}, s);
-    copy_rows_cuda({slab_state, ssm_state, step.state_slots(), nullptr, S}, s);
+    const DeviceConvStates states(step, layer, CD * W1, H * P * N, kConvState, kSsmState);
+    states.gather();
 
     // The causal conv (SiLU) over the packed batch, each sequence from its tail, the tails advanced in place.
     const TensorView conv = scratch(kConv, T, CD);
     CausalConv1dOptions co;
     if (has_conv_bias_) co.bias = step.view(conv_b_.data(), DType::f32, {CD});
-    co.initial_state = co.final_state = step.view(conv_state.data, DType::f32, {S, CD, W1});
+    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, CD, W1});
     co.activation = ConvActivation::silu;
     co.cu_seqlens = batch.cu_seqlens.data();
     co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
     causal_conv1d(step.view(xbc.data, DType::f32, {1, T, CD}), step.view(conv_w_.data(), DType::f32, {CD, c_.conv_kernel}),
                   step.view(conv.data, DType::f32, {1, T, CD}), co);
     const TensorView xs = scratch(kX, T, E), Bm = scratch(kB, T, GN), Cm = scratch(kC, T, GN);
-    copy_rows_cuda({columns(conv, 0, E), xs, nullptr, nullptr, T}, s);
-    copy_rows_cuda({columns(conv, E, GN), Bm, nullptr, nullptr, T}, s);
-    copy_rows_cuda({columns(conv, E + GN, GN), Cm, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(conv, 0, E), xs, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(conv, E, GN), Bm, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(conv, E + GN, GN), Cm, nullptr, nullptr, T}, s);
 
     const TensorView y = scratch(kY, T, E);
-    scan(step, xs, dt, Bm, Cm, ssm_state, y);
+    scan(step, xs, dt, Bm, Cm, states.state(), y);
     gate_and_norm(step, z, y);
     GemmOptions add_into;
     add_into.accumulate = true;
     out_.apply(y, x, add_into, s);
 
-    copy_rows_cuda({conv_state, slab_conv, nullptr, step.state_slots(), S}, s);
-    copy_rows_cuda({ssm_state, slab_state, nullptr, step.state_slots(), S}, s);
+    states.scatter();
   }
 
  private:
