@@ -100,6 +100,13 @@ TEST(DecoderCudaPlan, AGatedDeltaNetQwen3NextIsTakenWithoutItsGatedAttention) {
             "device: the attention output gate (Qwen3NextForCausalLM, layer 1) runs on the CPU only so far");
 }
 
+TEST(DecoderCudaPlan, Lfm2IsTaken) {
+  ScratchDir dir;
+  write_tiny_lfm2(dir, {});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+}
+
 TEST(DecoderCudaPlan, AMamba2StateWiderThanTheScansIsRefusedByName) {
   ScratchDir dir;
   const auto model = load_cpu(TinyHybrid{.state_size = 264}, dir);

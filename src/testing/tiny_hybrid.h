@@ -8,6 +8,8 @@
 // - Qwen3NextForCausalLM with Gated DeltaNet layers only ("linear_attention": 2 key heads, 4 value heads, head dims
 //   64, conv width 4; the fused in_proj_qkvz / in_proj_ba of Qwen3-Next) and a dense SwiGLU MLP after each, or with
 //   gated full attention at given layers.
+// - Lfm2ForCausalLM: gated short convolutions ("conv", L = 3) and attention with per-head q / k RMSNorm
+//   ("full_attention", head_dim 64), a SwiGLU feed-forward (w1 / w3 / w2) in every block.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -163,6 +165,71 @@ inline void write_tiny_qwen3_next(const ScratchDir& dir, const TinyQwen3Next& t)
       else if (ends(name, ".A_log")) x = std::log(1.f + std::min(2.f, std::fabs(r)));
       else if (ends(name, ".dt_bias")) x = -2.3f + 0.5f * r;
       else if (ends(name, "conv1d.weight")) x = r / std::sqrt(float(W));
+      else if (name == "model.embed_tokens.weight") x = r;
+      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
+      else x = r / std::sqrt(fan_in);
+    }
+    if (t.dtype == "F32") {
+      tensors.push_back(raw_tensor(name, "F32", shape, v));
+    } else {
+      std::vector<uint16_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+      tensors.push_back(raw_tensor(name, "BF16", shape, b));
+    }
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+struct TinyLfm2 {
+  std::vector<std::string> layer_types = {"conv", "full_attention", "conv"};
+  std::string dtype = "BF16";
+  uint32_t seed = 41;
+};
+
+inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.layer_types.size()), W = 3;
+  const int64_t D = 64, Q = 4 * D, KV = 2 * D;
+  std::string types;
+  for (const std::string& x : t.layer_types) types += (types.empty() ? "\"" : ", \"") + x + "\"";
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 128, "num_hidden_layers": )" +
+                 std::to_string(L) + R"(, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "head_dim": 64, "layer_types": [)" + types + R"(], "conv_L_cache": 3, "norm_eps": 1e-5, "rope_theta": 10000.0,
+  "max_position_embeddings": 4096, "tie_embedding": false})");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.embedding_norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {
+        {".operator_norm.weight", {H}},           {".ffn_norm.weight", {H}}, {".feed_forward.w1.weight", {I, H}},
+        {".feed_forward.w3.weight", {I, H}},      {".feed_forward.w2.weight", {H, I}}};
+    if (t.layer_types[size_t(l)] == "conv") {
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".conv.in_proj.weight", {3 * H, H}},
+               {".conv.conv.weight", {H, 1, W}},
+               {".conv.out_proj.weight", {H, H}}})
+        parts.emplace_back(name, shape);
+    } else {
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".self_attn.q_proj.weight", {Q, H}},       {".self_attn.k_proj.weight", {KV, H}},
+               {".self_attn.v_proj.weight", {KV, H}},      {".self_attn.out_proj.weight", {H, Q}},
+               {".self_attn.q_layernorm.weight", {D}},     {".self_attn.k_layernorm.weight", {D}}})
+        parts.emplace_back(name, shape);
+    }
+    for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
+  }
+  std::mt19937 rng(t.seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const float r = normal(rng);
+      if (name.find("norm") != std::string::npos) x = 1.f + 0.1f * r;
+      else if (name.find("conv.conv.weight") != std::string::npos) x = r / std::sqrt(float(W));
       else if (name == "model.embed_tokens.weight") x = r;
       else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
       else x = r / std::sqrt(fan_in);

@@ -24,7 +24,8 @@ void require_shape(const TensorView& t, const char* name, int64_t T, int64_t HV)
 
 void check_gdn_gates_cuda(const GdnGates& x) {
   require_f32(x.g, "g", nullptr);
-  require(x.g.ndim == 2 && x.g.is_contiguous(), "g", [&] { return "expected a contiguous [T, HV], got " + x.g.shape_str(); });
+  require(x.g.ndim == 2 && x.g.is_contiguous(), "g",
+          [&] { return "expected a contiguous [T, HV], got " + x.g.shape_str(); });
   const int64_t T = x.g.shape[0], HV = x.g.shape[1];
   require_f32(x.beta, "beta", &x.g.device);
   require_shape(x.beta, "beta", T, HV);

@@ -14,7 +14,9 @@ void require_f32_rows(const TensorView& t, const char* name, const Device* devic
   require(t.ndim == 2, name, [&] { return "expected 2 dims [rows, cols], got " + t.shape_str(); });
   require(t.strides[1] == 1 || t.shape[1] <= 1, name, "last dimension must be contiguous (stride 1)");
   require(t.strides[0] >= t.shape[1] || t.shape[0] <= 1, name,
-          [&] { return "rows overlap: row stride " + std::to_string(t.strides[0]) + " < " + std::to_string(t.shape[1]); });
+          [&] {
+            return "rows overlap: row stride " + std::to_string(t.strides[0]) + " < " + std::to_string(t.shape[1]);
+          });
 }
 
 }  // namespace

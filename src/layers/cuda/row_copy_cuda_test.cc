@@ -22,22 +22,23 @@ using testing::fake_cuda_view;
 
 TEST(RowCopyCuda, RefusesNamingTheArgument) {
   const TensorView a = fake_cuda_view(DType::f32, {4, 96});
+  auto refuses = [&](const RowCopy& c) { return [c] { check_copy_rows_cuda(c); }; };
   EXPECT_NO_THROW(check_copy_rows_cuda({a, a, nullptr, nullptr, 4}));
   TensorView host = a;
   host.device = Device::cpu();
   expect_error<ArgumentError>([&] { copy_rows_cuda({host, a, nullptr, nullptr, 4}); }, "src: lives on cpu");
-  expect_error<DTypeError>([&] { check_copy_rows_cuda({a, fake_cuda_view(DType::bf16, {4, 96}), nullptr, nullptr, 4}); },
+  expect_error<DTypeError>(refuses({a, fake_cuda_view(DType::bf16, {4, 96}), nullptr, nullptr, 4}),
                            "dst: expected float32");
-  expect_error<ArgumentError>([&] { check_copy_rows_cuda({a, fake_cuda_view(DType::f32, {4, 95}), nullptr, nullptr, 4}); },
+  expect_error<ArgumentError>(refuses({a, fake_cuda_view(DType::f32, {4, 95}), nullptr, nullptr, 4}),
                               "dst: has 95 columns, src 96");
-  expect_error<ArgumentError>([&] { check_copy_rows_cuda({a, a, nullptr, nullptr, 5}); }, "src: has 4 rows, 5 copied");
+  expect_error<ArgumentError>(refuses({a, a, nullptr, nullptr, 5}), "src: has 4 rows, 5 copied");
   const int32_t* some_index = reinterpret_cast<const int32_t*>(a.data);
   EXPECT_NO_THROW(check_copy_rows_cuda({a, fake_cuda_view(DType::f32, {9, 96}), some_index, nullptr, 9}));
-  expect_error<ArgumentError>([&] { check_copy_rows_cuda({a, a, some_index, nullptr, 6}); }, "dst: has 4 rows, 6 copied");
+  expect_error<ArgumentError>(refuses({a, a, some_index, nullptr, 6}), "dst: has 4 rows, 6 copied");
   TensorView overlapping = a;
   overlapping.strides[0] = 50;
-  expect_error<ArgumentError>([&] { check_copy_rows_cuda({a, overlapping, nullptr, nullptr, 4}); }, "dst: rows overlap");
-  expect_error<ArgumentError>([&] { check_copy_rows_cuda({fake_cuda_view(DType::f32, {96}), a, nullptr, nullptr, 1}); },
+  expect_error<ArgumentError>(refuses({a, overlapping, nullptr, nullptr, 4}), "dst: rows overlap");
+  expect_error<ArgumentError>(refuses({fake_cuda_view(DType::f32, {96}), a, nullptr, nullptr, 1}),
                               "src: expected 2 dims");
 }
 

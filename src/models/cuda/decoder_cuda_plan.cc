@@ -11,6 +11,7 @@
 #include "layers/gated_deltanet_mixer.h"
 #include "layers/mamba2_mixer.h"
 #include "layers/mlp.h"
+#include "layers/short_conv_mixer.h"
 
 namespace attnzoo {
 namespace {
@@ -73,6 +74,10 @@ void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::s
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
   if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return check_mamba2(p, *mamba2, where);
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return check_gated_deltanet(p, *gdn, where);
+  if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) {  // device_short_conv.cc: any width
+    for (const Linear* l : {&conv->in_proj(), &conv->out_proj()}) check_projection(p, *l);
+    return;
+  }
   refuse(p, mixer.kind() + " layers", where);
 }
 
@@ -147,7 +152,8 @@ void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t
   }
   require(layout.bytes - layout.state_slots >= batch.state_slots.size() * sizeof(int32_t), "layout",
           "has no room for the batch's state slots");
-  std::memcpy(staging.data() + layout.state_slots, batch.state_slots.data(), batch.state_slots.size() * sizeof(int32_t));
+  std::memcpy(staging.data() + layout.state_slots, batch.state_slots.data(),
+              batch.state_slots.size() * sizeof(int32_t));
 }
 
 std::vector<AttentionCall> plan_attention_calls(std::span<const int32_t> cu_seqlens,

@@ -4,6 +4,7 @@
 #include "models/cuda/device_attention.h"
 #include "models/cuda/device_gated_deltanet.h"
 #include "models/cuda/device_mamba2.h"
+#include "models/cuda/device_short_conv.h"
 #include "models/cuda/device_mlp.h"
 
 namespace attnzoo {
@@ -14,6 +15,7 @@ std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return make_device_attention(*attn, load);
   if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return make_device_mamba2(*mamba2, load);
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return make_device_gated_deltanet(*gdn, load);
+  if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) return make_device_short_conv(*conv, load);
   throw ArgumentError("device: a " + mixer.kind() + " mixer has no CUDA block");
 }
 

@@ -25,12 +25,12 @@ DeviceConvStates::DeviceConvStates(const DeviceStep& step, int64_t layer, int64_
 
 void DeviceConvStates::gather() const {
   copy_rows_cuda({slab_conv_, conv_, step_.state_slots(), nullptr, seqs_}, step_.stream);
-  copy_rows_cuda({slab_state_, state_, step_.state_slots(), nullptr, seqs_}, step_.stream);
+  if (state_.shape[1] > 0) copy_rows_cuda({slab_state_, state_, step_.state_slots(), nullptr, seqs_}, step_.stream);
 }
 
 void DeviceConvStates::scatter() const {
   copy_rows_cuda({conv_, slab_conv_, nullptr, step_.state_slots(), seqs_}, step_.stream);
-  copy_rows_cuda({state_, slab_state_, nullptr, step_.state_slots(), seqs_}, step_.stream);
+  if (state_.shape[1] > 0) copy_rows_cuda({state_, slab_state_, nullptr, step_.state_slots(), seqs_}, step_.stream);
 }
 
 DeviceBuffer upload_f32(const std::vector<float>& v, const DeviceLoad& load) {

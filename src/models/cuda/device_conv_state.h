@@ -1,6 +1,6 @@
 #pragma once
-// What the GPU runner's recurrent mixers with a short conv in front share (device_mamba2.*,
-// device_gated_deltanet.*): their pool slots ([conv tail | recurrent state], layers/sequence_schedule.h's
+// What the GPU runner's mixers with a short conv share (device_mamba2.*, device_gated_deltanet.*,
+// device_short_conv.*): their pool slots ([conv tail | recurrent state], layers/sequence_schedule.h's
 // ConvStateSlot) brought into the dense [S, ...] blocks the linear family's kernels take and put back, column slices
 // of fused projection rows, and their small parameters uploaded as f32.
 #include <cstdint>
@@ -14,7 +14,8 @@
 namespace attnzoo {
 
 // The batch's sequences' slots of one layer as dense f32 blocks in two workspace slots: conv [S, conv_elems]
-// (each row the [channels, W - 1] tail) and state [S, state_elems]. gather() fills them from the pool (a fresh
+// (each row the [channels, W - 1] tail) and state [S, state_elems] (none for LFM2's short conv: state_elems 0).
+// gather() fills them from the pool (a fresh
 // sequence's slot was zeroed by the pool, a prefix-cache hit's restored: every sequence starts from its slot, as
 // the CPU mixers do); scatter() writes them back. Stream-ordered, no host wait.
 class DeviceConvStates {

@@ -51,8 +51,9 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
       l.apply(h, column_slice(raw, col, l.out_features()), {}, s);
       col += l.out_features();
     }
-    const TensorView parts[4] = {scratch(kMixed, T, C), scratch(kZ, T, vd), column_slice(scratch(kBa, T, 2 * HV), 0, HV),
-                                 column_slice(scratch(kBa, T, 2 * HV), HV, HV)};
+    const TensorView ba = scratch(kBa, T, 2 * HV);
+    const TensorView parts[4] = {scratch(kMixed, T, C), scratch(kZ, T, vd), column_slice(ba, 0, HV),
+                                 column_slice(ba, HV, HV)};
     for (const GatedDeltaNetMixer::RunTarget& r : targets_)
       copy_rows_cuda({column_slice(raw, r.begin, r.count), column_slice(parts[r.part], r.offset, r.count), nullptr,
                       nullptr, T},
@@ -74,8 +75,8 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
     co.cu_seqlens = batch.cu_seqlens.data();
     co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
     causal_conv1d(step.view(parts[0].data, DType::f32, {1, T, C}),
-                  step.view(conv_w_.data(), DType::f32, {C, c_.conv_kernel}), step.view(conv.data, DType::f32, {1, T, C}),
-                  co);
+                  step.view(conv_w_.data(), DType::f32, {C, c_.conv_kernel}),
+                  step.view(conv.data, DType::f32, {1, T, C}), co);
     const TensorView q = scratch(kQ, T, kd), k = scratch(kK, T, kd), v = scratch(kV, T, vd), o = scratch(kO, T, vd);
     copy_rows_cuda({column_slice(conv, 0, kd), q, nullptr, nullptr, T}, s);
     copy_rows_cuda({column_slice(conv, kd, kd), k, nullptr, nullptr, T}, s);

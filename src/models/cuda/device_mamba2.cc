@@ -63,7 +63,8 @@ class DeviceMamba2 final : public DeviceMixer {
     co.activation = ConvActivation::silu;
     co.cu_seqlens = batch.cu_seqlens.data();
     co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    causal_conv1d(step.view(xbc.data, DType::f32, {1, T, CD}), step.view(conv_w_.data(), DType::f32, {CD, c_.conv_kernel}),
+    causal_conv1d(step.view(xbc.data, DType::f32, {1, T, CD}),
+                  step.view(conv_w_.data(), DType::f32, {CD, c_.conv_kernel}),
                   step.view(conv.data, DType::f32, {1, T, CD}), co);
     const TensorView xs = scratch(kX, T, E), Bm = scratch(kB, T, GN), Cm = scratch(kC, T, GN);
     copy_rows_cuda({column_slice(conv, 0, E), xs, nullptr, nullptr, T}, s);

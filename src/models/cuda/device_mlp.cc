@@ -43,7 +43,10 @@ class DeviceGatedMlp final : public DeviceFfn {
 class DevicePlainMlp final : public DeviceFfn {
  public:
   DevicePlainMlp(const PlainMlp& mlp, const DeviceLoad& load)
-      : up_(mlp.up_proj(), load), down_(mlp.down_proj(), load), act_(mlp.activation()), intermediate_(mlp.intermediate()) {
+      : up_(mlp.up_proj(), load),
+        down_(mlp.down_proj(), load),
+        act_(mlp.activation()),
+        intermediate_(mlp.intermediate()) {
     const std::vector<float> ones(size_t(intermediate_), 1.f);
     ones_ = DeviceBuffer(load.device, ones.size() * sizeof(float));
     ones_.upload(ones.data(), ones_.bytes(), load.stream);

@@ -63,7 +63,8 @@ void check_copy(const CopyCase& c, uint64_t seed) {
                         c.dst_stride};
   // row_copy.cu's choice of access width.
   auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  const bool vec = c.cols % 4 == 0 && c.src_stride % 4 == 0 && c.dst_stride % 4 == 0 && aligned(p.src) && aligned(p.dst);
+  const bool vec =
+      c.cols % 4 == 0 && c.src_stride % 4 == 0 && c.dst_stride % 4 == 0 && aligned(p.src) && aligned(p.dst);
   EXPECT_EQ(vec, c.vector);
   const int n = vec ? 4 : 1;
   const dim3 grid(capped(grid_for(c.cols / n, kCopyThreads), 2), capped(unsigned(c.rows), 3));
@@ -73,7 +74,8 @@ void check_copy(const CopyCase& c, uint64_t seed) {
   // Each destination element: the source's where the copy wrote, else its old value; the bytes past the rows
   // (the operand's 16-byte tail) untouched.
   std::vector<int64_t> source_row(size_t(c.dst_rows), -1);
-  for (int64_t r = 0; r < c.rows; ++r) source_row[size_t(c.scatter ? to[size_t(r)] : r)] = c.gather ? from[size_t(r)] : r;
+  for (int64_t r = 0; r < c.rows; ++r)
+    source_row[size_t(c.scatter ? to[size_t(r)] : r)] = c.gather ? from[size_t(r)] : r;
   const float* before = reinterpret_cast<const float*>(dst_before.data());
   for (int64_t d = 0; d < c.dst_rows; ++d)
     for (int64_t j = 0; j < c.dst_stride; ++j) {
