@@ -30,6 +30,7 @@ __device__ __forceinline__ float activate(float x) {
 struct GatedOp {};
 struct AddOp {};
 struct MulOp {};
+struct SigmoidGateOp {};  // a * sigmoid(b): the attention output gate
 
 // out = op(a, b) over rows: a, b, out share the shape; each has its own row map.
 template <class T>
@@ -57,6 +58,8 @@ __device__ __forceinline__ void binary_rows(const BinaryParams<T>& p) {
           x[j] = activate<kAct>(x[j]) * y[j];
         } else if constexpr (std::is_same_v<Op, MulOp>) {
           x[j] *= y[j];
+        } else if constexpr (std::is_same_v<Op, SigmoidGateOp>) {
+          x[j] *= 1.f / (1.f + expf(-y[j]));
         } else {
           x[j] += y[j];
         }

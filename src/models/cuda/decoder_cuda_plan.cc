@@ -36,7 +36,6 @@ void check_norm(const DecoderParts& p, const std::optional<RmsNorm>& n, const ch
 // One check per mixer kind that has a CUDA block (device_blocks.h).
 void check_attention(const DecoderParts& p, const AttentionLayer& attn, const std::string& where) {
   const AttentionConfig& c = attn.config();
-  if (c.output_gate) refuse(p, "the attention output gate", where);
   if (c.temperature_beta != 0.f) refuse(p, "the query temperature (llama_4_scaling_beta)", where);
   if (!attn.sinks().empty()) refuse(p, "attention sinks", where);
   if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)

@@ -164,10 +164,18 @@ TEST(DecoderCudaRunner, NemotronHMatchesTheCpu) {
 
 TEST(DecoderCudaRunner, AGatedDeltaNetQwen3NextMatchesTheCpu) {
   REQUIRE_GPU();
-  // Gated DeltaNet layers and dense SwiGLU MLPs (Qwen3-Next's gated attention and MoE are refused so far).
+  // Gated DeltaNet layers and dense SwiGLU MLPs (Qwen3-Next's MoE is refused so far).
   ScratchDir dir;
   write_tiny_qwen3_next(dir, {});
   run_scenario(dir, "Qwen3NextForCausalLM linear_attention BF16", 31);
+}
+
+TEST(DecoderCudaRunner, ADenseQwen3NextWithGatedAttentionMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Gated DeltaNet, then full attention with q / k norms, partial RoPE and the sigmoid output gate.
+  ScratchDir dir;
+  write_tiny_qwen3_next(dir, {.layer_types = {"linear_attention", "full_attention"}, .seed = 32});
+  run_scenario(dir, "Qwen3NextForCausalLM linear_attention + full_attention BF16", 32);
 }
 
 TEST(DecoderCudaRunner, Lfm2MatchesTheCpu) {
