@@ -105,6 +105,14 @@ TEST(DecoderCudaPlan, Lfm2IsTaken) {
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
 }
 
+TEST(DecoderCudaPlan, AKimiLinearOfKdaLayersIsTaken) {
+  // Its MLA layers stay refused by kind ("device: mla layers ..."), as DeepSeek's.
+  ScratchDir dir;
+  write_tiny_kimi_linear(dir, {});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+}
+
 TEST(DecoderCudaPlan, AMamba2StateWiderThanTheScansIsRefusedByName) {
   ScratchDir dir;
   const auto model = load_cpu(TinyHybrid{.state_size = 264}, dir);

@@ -10,6 +10,8 @@
 //   gated full attention at given layers.
 // - Lfm2ForCausalLM: gated short convolutions ("conv", L = 3) and attention with per-head q / k RMSNorm
 //   ("full_attention", head_dim 64), a SwiGLU feed-forward (w1 / w3 / w2) in every block.
+// - KimiLinearForCausalLM of Kimi Delta Attention layers only (2 heads of 64, conv width 4; its MLA layers have no
+//   CUDA block yet) with dense SwiGLU MLPs; the MLA sizes config.json must state anyway.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -230,6 +232,66 @@ inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
       const float r = normal(rng);
       if (name.find("norm") != std::string::npos) x = 1.f + 0.1f * r;
       else if (name.find("conv.conv.weight") != std::string::npos) x = r / std::sqrt(float(W));
+      else if (name == "model.embed_tokens.weight") x = r;
+      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
+      else x = r / std::sqrt(fan_in);
+    }
+    if (t.dtype == "F32") {
+      tensors.push_back(raw_tensor(name, "F32", shape, v));
+    } else {
+      std::vector<uint16_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+      tensors.push_back(raw_tensor(name, "BF16", shape, b));
+    }
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+struct TinyKimiLinear {
+  std::string dtype = "BF16";
+  uint32_t seed = 51;
+};
+
+inline void write_tiny_kimi_linear(const ScratchDir& dir, const TinyKimiLinear& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = 2, NH = 2, K = 64, D = NH * K, W = 4;
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear", "hidden_size": 128,
+  "num_hidden_layers": 2, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 4,
+  "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "intermediate_size": 256,
+  "layer_types": ["linear_attention", "linear_attention"], "linear_num_heads": 2, "linear_head_dim": 64,
+  "linear_conv_kernel_dim": 4, "num_experts": 0, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+  "max_position_embeddings": 4096, "tie_word_embeddings": false})");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {".input_layernorm.weight", {H}},     {".post_attention_layernorm.weight", {H}},
+             {".mlp.gate_proj.weight", {I, H}},    {".mlp.up_proj.weight", {I, H}},
+             {".mlp.down_proj.weight", {H, I}},    {".self_attn.q_proj.weight", {D, H}},
+             {".self_attn.k_proj.weight", {D, H}}, {".self_attn.v_proj.weight", {D, H}},
+             {".self_attn.q_conv1d.weight", {D, 1, W}}, {".self_attn.k_conv1d.weight", {D, 1, W}},
+             {".self_attn.v_conv1d.weight", {D, 1, W}}, {".self_attn.f_a_proj.weight", {K, H}},
+             {".self_attn.f_b_proj.weight", {D, K}},    {".self_attn.A_log", {1, 1, NH, 1}},
+             {".self_attn.dt_bias", {D}},               {".self_attn.b_proj.weight", {NH, H}},
+             {".self_attn.g_a_proj.weight", {K, H}},    {".self_attn.g_b_proj.weight", {D, K}},
+             {".self_attn.o_norm.weight", {K}},         {".self_attn.o_proj.weight", {H, D}}})
+      shapes.push_back({p + name, shape});
+  }
+  std::mt19937 rng(t.seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const float r = normal(rng);
+      if (name.find("norm") != std::string::npos) x = 1.f + 0.1f * r;
+      else if (name.find("A_log") != std::string::npos) x = std::log(1.f + std::min(2.f, std::fabs(r)));
+      else if (name.find("dt_bias") != std::string::npos) x = -2.3f + 0.5f * r;
+      else if (name.find("conv1d") != std::string::npos) x = r / std::sqrt(float(W));
       else if (name == "model.embed_tokens.weight") x = r;
       else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
       else x = r / std::sqrt(fan_in);

@@ -9,6 +9,7 @@
 #include "layers/attention_layer.h"
 #include "layers/cuda/embedding_cuda.h"
 #include "layers/gated_deltanet_mixer.h"
+#include "layers/kda_mixer.h"
 #include "layers/mamba2_mixer.h"
 #include "layers/mlp.h"
 #include "layers/short_conv_mixer.h"
@@ -69,10 +70,21 @@ void check_gated_deltanet(const DecoderParts& p, const GatedDeltaNetMixer& m, co
   check_projection(p, m.out_proj());
 }
 
+// device_kda.cc: the chunked KDA kernels stage head dims <= 128 (Kimi Linear's 128).
+void check_kda(const DecoderParts& p, const KdaMixer& m, const std::string& where) {
+  if (m.config().head_dim > 128)
+    refuse(p, "KDA head_dim " + std::to_string(m.config().head_dim) + " (the CUDA chunked KDA takes up to 128)", where);
+  const KdaWeights& w = m.weights();
+  for (const Linear* l : {&w.q_proj, &w.k_proj, &w.v_proj, &w.f_a_proj, &w.f_b_proj, &w.b_proj, &w.g_a_proj,
+                          &w.g_b_proj, &w.o_proj})
+    check_projection(p, *l);
+}
+
 void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, const std::string& where) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
   if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return check_mamba2(p, *mamba2, where);
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return check_gated_deltanet(p, *gdn, where);
+  if (const auto* kda = dynamic_cast<const KdaMixer*>(&mixer)) return check_kda(p, *kda, where);
   if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) {  // device_short_conv.cc: any width
     for (const Linear* l : {&conv->in_proj(), &conv->out_proj()}) check_projection(p, *l);
     return;

@@ -15,10 +15,10 @@ namespace attnzoo {
 // The ArgumentError "device: <feature> (<architecture>...) runs on the CPU only so far" for the first part of the
 // model the runner does not cover: anything but pre-norm blocks of softmax attention (optional q/k/v/o biases,
 // Qwen3's per-head q/k RMSNorm, RoPE or NoPE, sliding windows, attention-logit softcap, Qwen3-Next's output gate),
-// Mamba-2 (state size <= 256, no in_proj multipliers), Gated DeltaNet (head dims <= 128) or LFM2's short conv and a
-// gated or plain MLP, either sublayer possibly absent; Gemma's / OLMo 2's extra norms, parallel or postnorm blocks,
-// MoE and other mixers, sinks, query temperature, logit / residual multipliers, head dims other than 64 / 128 / 256,
-// GGUF block-quantized projections.
+// Mamba-2 (state size <= 256, no in_proj multipliers), Gated DeltaNet or KDA (head dims <= 128) or LFM2's short
+// conv, and a gated or plain MLP, either sublayer possibly absent; Gemma's / OLMo 2's extra norms, parallel or
+// postnorm blocks, MoE, MLA and the other mixers, sinks, query temperature, logit / residual multipliers, head dims
+// other than 64 / 128 / 256, GGUF block-quantized projections.
 void check_decoder_runs_on_cuda(const DecoderParts& parts);
 
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32

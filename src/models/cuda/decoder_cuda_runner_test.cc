@@ -1,9 +1,9 @@
-// The Llama family's decoder, Mamba-2, Nemotron-H, Gated DeltaNet layers and LFM2 on a GPU against the same
-// checkpoint on the CPU: a ragged prefill batch, decode steps of one and of several tokens per sequence, a prompt
-// that reuses a cached prefix (its new tokens attend over the paged cache in rounds; a recurrent layer's state
-// comes back from its snapshot) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits
-// agree within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped
-// without a GPU; the host half (refusals, plans) is models/decoder_cuda_plan_test.cc.
+// The Llama family's decoder, Mamba-2, Nemotron-H, dense Qwen3-Next, LFM2 and Kimi Linear's KDA layers on a GPU
+// against the same checkpoint on the CPU: a ragged prefill batch, decode steps of one and of several tokens per
+// sequence, a prompt that reuses a cached prefix (its new tokens attend over the paged cache in rounds; a recurrent
+// layer's state comes back from its snapshot) and a chunk after it, blocks handed out in shuffled orders on both
+// sides. Logits agree within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie.
+// Skipped without a GPU; the host half (refusals, plans) is models/decoder_cuda_plan_test.cc.
 #include "models/cuda/decoder_cuda_runner.h"
 
 #include <gtest/gtest.h>
@@ -184,6 +184,14 @@ TEST(DecoderCudaRunner, Lfm2MatchesTheCpu) {
   ScratchDir dir;
   write_tiny_lfm2(dir, {});
   run_scenario(dir, "Lfm2ForCausalLM BF16", 41);
+}
+
+TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Kimi Delta Attention layers and dense SwiGLU MLPs (its MLA layers are refused so far).
+  ScratchDir dir;
+  write_tiny_kimi_linear(dir, {});
+  run_scenario(dir, "KimiLinearForCausalLM linear_attention BF16", 51);
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

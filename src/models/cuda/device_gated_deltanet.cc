@@ -6,7 +6,7 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/short_conv/short_conv.h"
 #include "layers/cuda/elementwise_cuda.h"
-#include "layers/cuda/gdn_gates_cuda.h"
+#include "layers/cuda/delta_gates_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/row_copy_cuda.h"
 #include "layers/linear_prefill_mode.h"
@@ -59,9 +59,9 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
                       nullptr, T},
                      s);
     const TensorView g = scratch(kG, T, HV), beta = scratch(kBeta, T, HV);
-    gdn_gates_cuda({parts[2], parts[3], step.view(neg_A_.data(), DType::f32, {HV}),
-                    step.view(dt_bias_.data(), DType::f32, {HV}), g, beta},
-                   s);
+    delta_gates_cuda({parts[2], parts[3], step.view(neg_A_.data(), DType::f32, {HV}),
+                      step.view(dt_bias_.data(), DType::f32, {HV}), g, beta},
+                     s);
 
     const DeviceConvStates states(step, layer, C * W1, HV * K * V, kConvState, kDeltaState);
     states.gather();
