@@ -36,7 +36,8 @@ tar -C "$OUT" -cf - "${bins[@]}" lib | XZ_OPT=-T0 xz -6 > "$OUT.tar.xz.part"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 mv "$OUT.tar.xz.part" "$OUT/bundle.tar.xz"
-cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py scripts/check_linear_vs_torch.py "$OUT/"
+cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py scripts/check_linear_vs_torch.py \
+  scripts/make_bench_model.py scripts/hf_generate_bench.py "$OUT/"
 # fla (flash-linear-attention's kernels, pure Python + Triton) for the linear cases' fla columns and gpu_peers.py's
 # linear-family peers: the image has triton and einops but not fla, and no network; .venv (or $ATTNZOO_PYTHON)
 # holds the pinned fla-core (requirements.txt).

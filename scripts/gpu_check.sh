@@ -3,7 +3,8 @@
 # time budget (GPU_CHECK_BUDGET_S, default 450 s: the run must end inside 8 minutes): correctness first (the
 # device seam's and the CUDA kernels' tests; our softmax and linear-family entries against PyTorch on the same GPU,
 # check_vs_torch.py over the cases `attnzoo bench kernels --write-cases` writes, fla beside the linear ones), then
-# the CUDA kernel table (bench_cuda.json), then the peers beside it (gpu_peers.py: torch's SDPA, cuBLAS, fla,
+# the CUDA kernel table (bench_cuda.json), the GPU runner's decode on a 0.6B-shaped model (bench model, in the
+# log), then the peers beside it (gpu_peers.py: torch's SDPA, cuBLAS, fla,
 # mamba_ssm where present), then, as long as the time allows, compute-sanitizer's memcheck and racecheck on the
 # tests and what the compiled kernels hold (SASS tensor-core instructions). Every step's limit is cut to the
 # budget left, and a step with too little left is skipped and recorded so. Writes gpu_check.log, gpu_check.json
@@ -88,6 +89,16 @@ step vs-torch 150 "${PYENV[@]}" python3 "$HERE/check_vs_torch.py" "$WORK/cases" 
 # fla's linear-family kernels (each compiled and autotuned on first use: gpu_peers.py bounds itself to what is left
 # of the budget, keeping 60 s for the sanitizers, and writes its files after every section).
 step bench 150 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
+# The GPU runner on a whole model (issue 27's proof): a random Qwen3-0.6B-shaped bf16 checkpoint (make_bench_model.py,
+# the image's torch and transformers), then decode tok/s at batch 1 and 64 over 1k-token sequences beside the floor
+# of reading the weights once at the copy bandwidth measured in the same run, then transformers' generate at batch 64
+# on the same checkpoint (hf_generate_bench.py); both reports go to the log.
+step_if_time bench-model-write 60 "${PYENV[@]}" python3 "$HERE/make_bench_model.py" "$WORK/bench_model"
+step_if_time bench-model 120 "${OURS[@]}" "$BUNDLE/attnzoo" bench model -m "$WORK/bench_model" --device cuda \
+  --batches 1,64 --context 1024 --steps 16
+# The batch-64 peer on the same checkpoint: transformers' greedy generate over the same prompt length.
+step_if_time hf-generate 90 "${PYENV[@]}" python3 "$HERE/hf_generate_bench.py" "$WORK/bench_model" --batch 64 \
+  --context 1024 --new 16
 peers_s=$((BUDGET_S - SECONDS - 60))
 (( peers_s > 200 )) && peers_s=200
 if (( peers_s < 20 )); then

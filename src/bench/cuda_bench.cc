@@ -127,6 +127,14 @@ std::vector<CudaStateDecodeCase> cuda_state_decode_cases(Scale s) {
 
 double state_decode_bytes(const CudaStateDecodeCase& c) { return 2.0 * double(c.B * c.H * c.K * c.V) * 4.0; }
 
+double measure_copy_gbps(Device device, size_t bytes, int reps) {
+  const Stream stream = current_stream();
+  DeviceBuffer a(device, bytes), b(device, bytes);
+  const Timing t = summarize(
+      time_on_stream([&] { copy_bytes(b.data(), device, a.data(), device, bytes, stream); }, stream, 2, reps));
+  return 2.0 * double(bytes) / t.median_s * 1e-9;
+}
+
 CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   require(device.is_cuda(), "--device", "the CUDA table needs a CUDA device");
   const CudaDeviceInfo info = cuda_device_info(device.index);
@@ -138,13 +146,8 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   const Stream stream = current_stream();
   const int reps = s == Scale::full ? 20 : 5;
 
-  {  // Copy bandwidth: 1 GiB (64 MiB at the smaller scales) device to device, read + written.
-    const size_t bytes = s == Scale::full ? (size_t(1) << 30) : (size_t(64) << 20);
-    DeviceBuffer a(device, bytes), b(device, bytes);
-    const Timing t = summarize(time_on_stream([&] { copy_bytes(b.data(), device, a.data(), device, bytes, stream); },
-                                              stream, 2, reps));
-    r.copy_gbps = 2.0 * double(bytes) / t.median_s * 1e-9;
-  }
+  // Copy bandwidth: 1 GiB (64 MiB at the smaller scales) device to device.
+  r.copy_gbps = measure_copy_gbps(device, s == Scale::full ? (size_t(1) << 30) : (size_t(64) << 20), reps);
 
   for (const CudaPrefillCase& c : cuda_prefill_cases(s)) {
     const size_t nq = size_t(c.B * c.T * c.Hq * c.D), nkv = size_t(c.B * c.T * c.Hkv * c.D);

@@ -72,6 +72,8 @@ std::vector<CudaDecodeCase> cuda_decode_cases(Scale s);
 double decode_cache_bytes(const CudaDecodeCase& c);
 std::vector<CudaStateDecodeCase> cuda_state_decode_cases(Scale s);
 double state_decode_bytes(const CudaStateDecodeCase& c);  // 2 * B * H * K * V * 4
+// Device-to-device copy of `bytes` on the current stream, bytes read + written per second (median of `reps`).
+double measure_copy_gbps(Device device, size_t bytes, int reps);
 // DeviceError without a GPU (or without CUDA in this build).
 CudaKernelReport run_cuda_kernel_report(Scale s, Device device);
 std::string format_cuda_text(const CudaKernelReport& r);

@@ -1,11 +1,15 @@
-// `attnzoo bench kernels [--quick] [--json] [--no-torch] [--device cpu|cuda[:N]]` (and `bench model` / `bench serve`, Python only).
+// `attnzoo bench kernels [--quick] [--json] [--no-torch] [--device cpu|cuda[:N]]`, `bench model --device cuda` (the
+// GPU runner's decode rows, C++), and `bench model` / `bench serve` otherwise (Python only).
 // The full table compares our kernels with PyTorch on identical tensors, which needs both in one process: so
 // the CLI hands over to `python -m attnzoo.bench` when a Python that can import attnzoo (and torch) is around,
 // and prints the C++-only table otherwise.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "bench/cuda_bench.h"
+#include "bench/cuda_model_bench.h"
 #include "bench/kernel_cases.h"
 #include "bench/report.h"
 #include "cli/commands.h"
@@ -35,6 +39,10 @@ const char* kBenchUsage =
     "         scripts/check_vs_torch.py to compare with PyTorch there\n"
     "       attnzoo bench model -m DIR [--prompt N] [--gen N] [--json] ...   (attnzoo bench model --help)\n"
     "         prefill / decode tok/s of a model vs measured peaks\n"
+    "       attnzoo bench model -m DIR --device cuda[:N] [--batches 1,64] [--context 1024] [--steps 16]\n"
+    "                           [--kv-cache-dtype auto|bfloat16|...] [--json]\n"
+    "         decode tok/s on the GPU runner at each batch size over `context`-token sequences, beside the\n"
+    "         floor of reading the weights once per step at the device's copy bandwidth (measured in the run)\n"
     "       attnzoo bench serve [--base-url URL] [--num-prompts N] [--request-rate R] ...   (attnzoo bench serve --help)\n"
     "         load generator against a running attnzoo serve (TTFT, TPOT, ITL, throughput)\n";
 
@@ -70,6 +78,52 @@ int run_cpp_table(const BenchArgs& b, const std::string& why) {
   return 0;
 }
 
+// `bench model ... --device cuda[:N]`: the GPU runner's decode rows in C++ (bench/cuda_model_bench.h), so that a GPU
+// machine with the binary alone runs them. Null when the arguments name no CUDA device (the Python bench's).
+std::optional<bench::CudaModelBenchOptions> parse_cuda_model_args(const std::vector<std::string>& args) {
+  bool cuda = false;
+  for (size_t i = 1; i + 1 < args.size(); ++i)
+    if (args[i] == "--device" && args[i + 1].rfind("cuda", 0) == 0) cuda = true;
+  if (!cuda) return std::nullopt;
+  bench::CudaModelBenchOptions o;
+  auto value = [&](size_t& i) -> const std::string& {
+    require(i + 1 < args.size(), args[i].c_str(), "needs a value");
+    return args[++i];
+  };
+  auto integer = [&](const std::string& text, const std::string& name) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(used == text.size() && !text.empty(), name.c_str(), "expected an integer, got '" + text + "'");
+    return v;
+  };
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-m" || a == "--model") o.model = value(i);
+    else if (a == "--device") o.device = parse_device(value(i), "--device");
+    else if (a == "--context") o.context = integer(value(i), a);
+    else if (a == "--steps") o.steps = integer(value(i), a);
+    else if (a == "--kv-cache-dtype") o.kv_cache_dtype = value(i);
+    else if (a == "--json") continue;
+    else if (a == "--batches") {
+      o.batches.clear();
+      const std::string& list = value(i);
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        o.batches.push_back(integer(list.substr(at, comma - at), a));
+        at = comma + 1;
+      }
+    } else if (is_help(a)) throw HelpRequested(kBenchUsage);
+    else throw_unknown_option("bench model --device cuda", a, kBenchUsage);
+  }
+  bench::check_cuda_model_bench(o);
+  return o;
+}
+
 // `bench model -m DIR ...` loads and times a whole checkpoint (attnzoo.bench.model); `bench serve ...` is a load
 // generator against a running `attnzoo serve` (attnzoo.bench.serve). Both modules parse (and report errors in)
 // the options themselves.
@@ -83,6 +137,14 @@ int run_python_bench(const std::vector<std::string>& args) {
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args, const char* argv0) {
+  if (!args.empty() && args[0] == "model") {
+    if (const auto o = parse_cuda_model_args(args)) {
+      const bench::CudaModelReport r = bench::run_cuda_model_bench(*o);
+      const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
+      std::fputs((json ? bench::format_cuda_model_json(r) + "\n" : bench::format_cuda_model_text(r)).c_str(), stdout);
+      return 0;
+    }
+  }
   if (!args.empty() && (args[0] == "model" || args[0] == "serve")) return run_python_bench(args);
   const BenchArgs b = parse_bench_args(args);
   if (!b.write_cases.empty()) {

@@ -44,6 +44,19 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
   }
 }
 
+TEST(DecoderCudaPlan, ATiedSixteenBitHeadSharesTheEmbeddingsTable) {
+  auto shares = [](const TinyDecoder& t) {
+    ScratchDir dir;
+    const auto model = load_cpu(t, dir);
+    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+    EXPECT_EQ(refusal(parts), "") << t.architecture;
+    return head_shares_embedding(parts);
+  };
+  EXPECT_TRUE(shares(TinyDecoder{.tied = true}));
+  EXPECT_FALSE(shares(TinyDecoder{}));                            // its own lm_head.weight
+  EXPECT_FALSE(shares(TinyDecoder{.dtype = "F32", .tied = true}));  // an f32 table: the head goes up rounded
+}
+
 TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
   ScratchDir dir;
   const auto narrow = load_cpu(TinyDecoder{.head_dim = 32}, dir);
@@ -119,6 +132,71 @@ TEST(DecoderCudaPlan, AMamba2StateWiderThanTheScansIsRefusedByName) {
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
             "device: Mamba-2 state size 264 (the CUDA scans take up to 256) (Mamba2ForCausalLM, layer 0) runs on the "
             "CPU only so far");
+}
+
+TEST(DecoderCudaPlan, DecodeStepsArePaddedToTheirBucket) {
+  EXPECT_EQ(decode_bucket(1), 1);
+  EXPECT_EQ(decode_bucket(3), 4);
+  EXPECT_EQ(decode_bucket(33), 64);
+  EXPECT_EQ(decode_bucket(64), 64);
+  EXPECT_EQ(decode_bucket(65), 128);
+  EXPECT_EQ(decode_bucket(130), 192);
+
+  // Three cached sequences, one new token each, two block groups (a window layer's own tables).
+  Batch b;
+  b.tokens = {7, 8, 9};
+  b.positions = {40, 5, 70};
+  b.cu_seqlens = {0, 1, 2, 3};
+  b.context_lens = {40, 5, 70};
+  b.cache_seqlens = {41, 6, 71};
+  b.state_slots = {-1, -1, -1};
+  b.sequences = {nullptr, nullptr, nullptr};
+  b.block_groups.resize(2);
+  for (BlockTables& t : b.block_groups) {
+    t.max_blocks = 5;
+    t.block_tables = {3, 4, 5, -1, -1, 6, -1, -1, -1, -1, 7, 8, 9, 10, 11};
+    t.slot_mapping = {72, 101, 187};
+  }
+  const std::vector<int64_t> all = {0, 1, 2}, last_two = {1, 2}, shuffled = {0, 2, 1};
+  EXPECT_TRUE(pads_to_bucket(b, all));
+  EXPECT_FALSE(pads_to_bucket(b, last_two));
+  EXPECT_FALSE(pads_to_bucket(b, shuffled));
+  Batch fresh = b;
+  fresh.context_lens[1] = 0;  // a prefill
+  EXPECT_FALSE(pads_to_bucket(fresh, all));
+
+  Batch padded;
+  pad_decode_batch(b, 4, padded);
+  EXPECT_EQ(padded.tokens, (std::vector<int32_t>{7, 8, 9, 0}));
+  EXPECT_EQ(padded.positions, (std::vector<int32_t>{40, 5, 70, 0}));
+  EXPECT_EQ(padded.cu_seqlens, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(padded.context_lens, (std::vector<int32_t>{40, 5, 70, 1}));
+  // The pad has no state slot (the runner pads no model with a recurrent mixer), and the padded step packs into the
+  // layout of its four sequences.
+  EXPECT_EQ(padded.state_slots, (std::vector<int32_t>{-1, -1, -1, -1}));
+  const StepLayout layout = plan_step_layout(4, 2, 4);
+  std::vector<uint8_t> staging;
+  pack_step(padded, layout, staging);
+  int32_t pad_slot = 0;
+  std::memcpy(&pad_slot, staging.data() + layout.state_slots + 3 * sizeof(int32_t), sizeof(int32_t));
+  EXPECT_EQ(pad_slot, -1);
+  ASSERT_EQ(padded.block_groups.size(), 2u);
+  for (const BlockTables& t : padded.block_groups) {
+    EXPECT_EQ(t.slot_mapping, (std::vector<int64_t>{72, 101, 187, -1}));  // the K/V write skips -1
+    ASSERT_EQ(t.block_tables.size(), 20u);
+    EXPECT_EQ(std::vector<int32_t>(t.block_tables.begin() + 15, t.block_tables.end()),
+              (std::vector<int32_t>{0, -1, -1, -1, -1}));
+  }
+  // One decode call over all four: the pad attends over two keys of block 0.
+  const std::vector<AttentionCall> calls = plan_attention_calls(padded.cu_seqlens, padded.context_lens);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].kind, AttentionCall::Kind::decode);
+  EXPECT_EQ(calls[0].num_seqs, 4);
+  EXPECT_EQ(calls[0].cache_seqlens, (std::vector<int32_t>{41, 6, 71, 2}));
+  // Padding again into the same batch reuses it.
+  pad_decode_batch(b, 8, padded);
+  EXPECT_EQ(padded.num_sequences(), 8);
+  EXPECT_EQ(padded.block_groups[0].slot_mapping.size(), 8u);
 }
 
 TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {

@@ -20,6 +20,7 @@ struct TinyDecoder {
   std::string dtype = "BF16";  // or "F32"
   bool qk_norm = false;        // Qwen3
   bool qkv_bias = false;       // Qwen2
+  bool tied = false;           // no lm_head.weight: the head is the embedding table (tie_word_embeddings)
   std::string extra_config;    // more keys, each followed by a comma: "\"sliding_window\": 8, "
   int64_t head_dim = 64;
   uint32_t seed = 11;
@@ -33,9 +34,11 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
              R"({"architectures": [")" + t.architecture + R"("], "model_type": ")" + t.model_type + R"(", )" +
                  t.extra_config + R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": )" + std::to_string(D) + R"(, "vocab_size": 97,
-  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false})");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
-      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": )" +
+                 (t.tied ? "true" : "false") + "}");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"model.embed_tokens.weight", {V, H}},
+                                                                      {"model.norm.weight", {H}}};
+  if (!t.tied) shapes.push_back({"lm_head.weight", {V, H}});
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
     for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{

@@ -37,6 +37,8 @@ class EmbeddingCuda {
   int64_t vocab_size() const { return table_.rows; }
   int64_t dim() const { return table_.cols; }
   QuantType type() const { return table_.type; }
+  // The table as uploaded (data on the device): a tied output head multiplies by it rather than upload it again.
+  const QuantMatrix& table() const { return table_; }
 
   // out = table[ids] * scale. Device ids outside the vocabulary: with check_ids, an ArgumentError naming ids
   // after the kernel (the lookup reads a status back, so it synchronises the stream); without (a model step's),

@@ -10,20 +10,20 @@ namespace attnzoo {
 namespace cuda_step {
 namespace {
 
-template <class T, int N, int kRowThreads, bool kResidual>
-__global__ void __launch_bounds__(kBlock) rms_norm_kernel(const NormParams<T> p) {
-  rms_norm_rows<T, N, kRowThreads, kResidual>(p);
+template <class T, int N, int kRowThreads, bool kResidual, class Y>
+__global__ void __launch_bounds__(kBlock) rms_norm_kernel(const NormParams<T, Y> p) {
+  rms_norm_rows<T, N, kRowThreads, kResidual, Y>(p);
 }
 
-template <class T, int N, bool kResidual>
-void launch(const NormParams<T>& p, cudaStream_t stream) {
+template <class T, int N, bool kResidual, class Y>
+void launch(const NormParams<T, Y>& p, cudaStream_t stream) {
   // A warp per row up to 4 accesses per lane (dim 1024 in bf16): head norms and small models keep every lane
   // busy; longer rows take the whole block so a decode step's few rows still spread over 256 threads each.
   const int64_t accesses = (p.x_rows.cols + N - 1) / N;
   if (accesses <= 4 * 32) {
-    rms_norm_kernel<T, N, 32, kResidual><<<grid_for(p.x_rows.count, kBlock / 32), kBlock, 0, stream>>>(p);
+    rms_norm_kernel<T, N, 32, kResidual, Y><<<grid_for(p.x_rows.count, kBlock / 32), kBlock, 0, stream>>>(p);
   } else {
-    rms_norm_kernel<T, N, kBlock, kResidual><<<grid_for(p.x_rows.count, 1), kBlock, 0, stream>>>(p);
+    rms_norm_kernel<T, N, kBlock, kResidual, Y><<<grid_for(p.x_rows.count, 1), kBlock, 0, stream>>>(p);
   }
   cuda_check(cudaGetLastError(), "rms_norm_kernel launch");
 }
@@ -35,13 +35,16 @@ void run(const TensorView& x, const TensorView* residual, const TensorView& weig
   if (x_rows.count == 0) return;
   const DeviceGuard on(x.device);
   const auto s = static_cast<cudaStream_t>(stream.handle);
-  with_float_type(x.dtype, [&](auto tag) {
-    using T = decltype(tag);
+  // y of x's type, or a 16-bit y of an f32 x (the checks refuse the rest).
+  auto go = [&](auto x_tag, auto y_tag) {
+    using T = decltype(x_tag);
+    using Y = decltype(y_tag);
     constexpr int V = 16 / sizeof(T);
-    const NormParams<T> p{x.ptr<const T>(), residual ? residual->ptr<T>() : nullptr, weight.ptr<const float>(),
-                          y.ptr<T>(), RowMap(x_rows), RowMap(r_rows), RowMap(y_rows), opts.eps, opts.mean_centered};
+    const NormParams<T, Y> p{x.ptr<const T>(), residual ? residual->ptr<T>() : nullptr, weight.ptr<const float>(),
+                             y.ptr<Y>(), RowMap(x_rows), RowMap(r_rows), RowMap(y_rows), opts.eps,
+                             opts.mean_centered};
     // The f32 weight's offsets are multiples of V floats, 16 bytes or more: its base alone decides.
-    const bool vec = rows_vectorizable(x_rows, x.data, sizeof(T)) && rows_vectorizable(y_rows, y.data, sizeof(T)) &&
+    const bool vec = rows_vectorizable(x_rows, x.data, sizeof(T)) && rows_vectorizable(y_rows, y.data, sizeof(Y)) &&
                      (!residual || rows_vectorizable(r_rows, residual->data, sizeof(T))) &&
                      reinterpret_cast<uintptr_t>(weight.data) % 16 == 0;
     if (residual) {
@@ -49,7 +52,12 @@ void run(const TensorView& x, const TensorView* residual, const TensorView& weig
     } else {
       vec ? launch<T, V, false>(p, s) : launch<T, 1, false>(p, s);
     }
-  });
+  };
+  if (y.dtype == x.dtype) {
+    with_float_type(x.dtype, [&](auto tag) { go(tag, tag); });
+  } else {
+    with_float_type(y.dtype, [&](auto tag) { go(float{}, tag); });
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // RMSNorm on an NVIDIA GPU, the twin of layers/norm.h: y = x / sqrt(mean(x^2) + eps) * w over rows of `dim`, f32
-// math, activations f32 / bf16 / f16 in and out (one dtype for x, y and residual), the weight f32 with any Gemma
+// math, activations f32 / bf16 / f16 in and out (one dtype for x, y and residual, except that an f32 x may give a
+// bf16 / f16 y: the residual stream's norm as the projections' 16-bit input), the weight f32 with any Gemma
 // (1 + w) already folded in (as RmsNorm::weight() holds it). The fused form is vLLM's fused_add_rms_norm: the
 // residual stream is updated in place (residual += x, rounded to its dtype) and y is the norm of what was stored,
 // so the next layer's residual and this layer's input agree bit for bit.
@@ -16,9 +17,9 @@ struct RmsNormCudaOptions {
 };
 
 // Every refusal of the two launchers, before any CUDA call: x / y / residual of one shape (rows as in rows.h:
-// [rows, dim], [tokens, heads, dim] with strides, or contiguous) and one float dtype, weight f32 [dim] contiguous,
-// everything on one CUDA device, eps finite and >= 0. `residual` may be null. ArgumentError / DTypeError naming
-// the argument.
+// [rows, dim], [tokens, heads, dim] with strides, or contiguous) and one float dtype (y may be 16-bit under an f32
+// x), weight f32 [dim] contiguous, everything on one CUDA device, eps finite and >= 0. `residual` may be null.
+// ArgumentError / DTypeError naming the argument.
 void check_rms_norm_cuda(const TensorView& x, const TensorView* residual, const TensorView& weight,
                          const TensorView& y, const RmsNormCudaOptions& opts);
 

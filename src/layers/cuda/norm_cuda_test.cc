@@ -69,6 +69,11 @@ TEST(RmsNormCuda, RefusesNamingTheArgument) {
                            "x: takes float32, bfloat16 or float16");
   expect_error<DTypeError>(
       [&] { check_rms_norm_cuda(x, nullptr, w, fake_cuda_view(DType::f16, {3, 64}), opts); }, "y: dtype float16");
+  // A 16-bit y under an f32 x (the residual stream's norm as bf16 projection input), with or without the add.
+  const TensorView x32 = fake_cuda_view(DType::f32, {3, 64});
+  EXPECT_NO_THROW(check_rms_norm_cuda(x32, nullptr, w, y, opts));
+  EXPECT_NO_THROW(check_rms_norm_cuda(x32, &x32, w, fake_cuda_view(DType::f16, {3, 64}), opts));
+  expect_error<DTypeError>([&] { check_rms_norm_cuda(x32, &x, w, y, opts); }, "residual: dtype bfloat16");
   expect_error<ArgumentError>(
       [&] { check_rms_norm_cuda(x, nullptr, w, fake_cuda_view(DType::bf16, {3, 32}), opts); }, "y: shape");
   const TensorView short_residual = fake_cuda_view(DType::bf16, {2, 64});

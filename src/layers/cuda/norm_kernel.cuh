@@ -9,12 +9,14 @@ namespace attnzoo::cuda_step {
 
 constexpr int kBlock = 256;
 
-template <class T>
+// Y: the output's type, T's or (f32 x) a 16-bit one, so a norm over the f32 residual stream hands the
+// projections bf16 rows that cuBLASLt multiplies with bf16 weights directly.
+template <class T, class Y = T>
 struct NormParams {
   const T* x;
   T* residual;  // null without the fused add
   const float* weight;
-  T* y;
+  Y* y;
   RowMap x_rows, residual_rows, y_rows;
   float eps;
   bool centered;
@@ -40,8 +42,8 @@ __device__ __forceinline__ float row_sum(float v, float* partial) {
 
 // kRowThreads threads per row (a warp for short rows, the block for long ones), N elements per access. Rows are
 // uniform across the threads that share them, so the barriers inside row_sum are reached by all or none.
-template <class T, int N, int kRowThreads, bool kResidual>
-__device__ __forceinline__ void rms_norm_rows(const NormParams<T>& p) {
+template <class T, int N, int kRowThreads, bool kResidual, class Y = T>
+__device__ __forceinline__ void rms_norm_rows(const NormParams<T, Y>& p) {
   constexpr int kRowsPerBlock = kBlock / kRowThreads;
   __shared__ float partial[kBlock / 32];
   const int lane = int(threadIdx.x) % kRowThreads;
@@ -50,7 +52,7 @@ __device__ __forceinline__ void rms_norm_rows(const NormParams<T>& p) {
        row += step) {
     const T* x = p.x + p.x_rows.start(row);
     T* residual = kResidual ? p.residual + p.residual_rows.start(row) : nullptr;
-    T* y = p.y + p.y_rows.start(row);
+    Y* y = p.y + p.y_rows.start(row);
     const T* src = kResidual ? residual : x;  // what is normalized: the updated residual stream, or x
 
     float sum = 0.f, sumsq = 0.f;

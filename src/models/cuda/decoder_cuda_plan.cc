@@ -133,6 +133,14 @@ void check_decoder_runs_on_cuda(const DecoderParts& p) {
   }
 }
 
+bool head_shares_embedding(const DecoderParts& p) {
+  const QuantMatrix& table = p.embed->matrix();
+  const QuantMatrix& head = p.lm_head->matrix();
+  return head.data == table.data && head.type == table.type && head.rows == table.rows && head.cols == table.cols &&
+         !p.lm_head->has_bias() && (table.type == QuantType::BF16 || table.type == QuantType::F16) &&
+         table.row_bytes == table.cols * 2;
+}
+
 StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups, int64_t num_seqs) {
   auto aligned = [](size_t n) { return (n + 15) / 16 * 16; };
   const size_t T = size_t(num_tokens);
@@ -165,6 +173,53 @@ void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t
           "has no room for the batch's state slots");
   std::memcpy(staging.data() + layout.state_slots, batch.state_slots.data(),
               batch.state_slots.size() * sizeof(int32_t));
+}
+
+int64_t decode_bucket(int64_t seqs) {
+  require(seqs >= 1, "seqs", "a decode step has at least one sequence");
+  if (seqs > 64) return (seqs + 63) / 64 * 64;
+  int64_t b = 1;
+  while (b < seqs) b *= 2;
+  return b;
+}
+
+bool pads_to_bucket(const Batch& batch, std::span<const int64_t> rows) {
+  const int64_t S = batch.num_sequences();
+  if (S < 1 || batch.num_tokens() != S || int64_t(rows.size()) != S) return false;
+  if (int64_t(batch.context_lens.size()) != S) return false;
+  for (int64_t s = 0; s < S; ++s)
+    if (batch.context_lens[size_t(s)] <= 0 || rows[size_t(s)] != s) return false;
+  return true;
+}
+
+void pad_decode_batch(const Batch& batch, int64_t bucket, Batch& padded) {
+  const int64_t S = batch.num_sequences(), pads = bucket - S;
+  require(batch.num_tokens() == S && pads >= 0, "bucket",
+          "must hold the batch's sequences, each of one new token");
+  auto grown = [&](auto& dst, const auto& src, auto pad_value) {
+    dst.assign(src.begin(), src.end());
+    dst.insert(dst.end(), size_t(pads), pad_value);
+  };
+  grown(padded.tokens, batch.tokens, int32_t(0));
+  grown(padded.positions, batch.positions, int32_t(0));
+  grown(padded.context_lens, batch.context_lens, int32_t(1));
+  grown(padded.cache_seqlens, batch.cache_seqlens, int32_t(2));
+  grown(padded.state_slots, batch.state_slots, int32_t(-1));
+  grown(padded.sequences, batch.sequences, static_cast<Sequence*>(nullptr));
+  padded.cu_seqlens.assign(batch.cu_seqlens.begin(), batch.cu_seqlens.end());
+  for (int64_t i = 1; i <= pads; ++i) padded.cu_seqlens.push_back(int32_t(S + i));
+  padded.checkpoint_each_token = batch.checkpoint_each_token;
+  padded.reuse_cached_prefix = batch.reuse_cached_prefix;
+  padded.block_groups.resize(batch.block_groups.size());
+  for (size_t g = 0; g < batch.block_groups.size(); ++g) {
+    const BlockTables& src = batch.block_groups[g];
+    BlockTables& dst = padded.block_groups[g];
+    dst.max_blocks = src.max_blocks;
+    grown(dst.slot_mapping, src.slot_mapping, int64_t(-1));
+    dst.block_tables.assign(src.block_tables.begin(), src.block_tables.end());
+    for (int64_t i = 0; i < pads; ++i)
+      for (int64_t j = 0; j < src.max_blocks; ++j) dst.block_tables.push_back(j == 0 ? 0 : -1);
+  }
 }
 
 std::vector<AttentionCall> plan_attention_calls(std::span<const int32_t> cu_seqlens,

@@ -21,6 +21,10 @@ namespace attnzoo {
 // other than 64 / 128 / 256, GGUF block-quantized projections.
 void check_decoder_runs_on_cuda(const DecoderParts& parts);
 
+// Whether the output head is the embedding table itself, held as bf16 / f16 rows (a tied checkpoint borrowed as
+// stored): the runner multiplies by the embedding's device copy instead of uploading the table twice.
+bool head_shares_embedding(const DecoderParts& parts);
+
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32
 // [T], then one int64 slot_mapping [T] per block group (window layers have their own), then the sequences' state
 // slots int32 [S] (Batch::state_slots: where the recurrent mixers' rows of the pool's state slabs are). Each array
@@ -34,6 +38,19 @@ struct StepLayout {
 StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups, int64_t num_seqs);
 // Writes the batch's arrays into `staging` (resized to layout.bytes) where `layout` says.
 void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t>& staging);
+
+// Batch-size buckets of the decode steps replayed from CUDA graphs (step_graphs.h): a step of `seqs` one-token
+// sequences is padded to 1, 2, 4, 8, 16, 32 or 64 sequences, or the next multiple of 64, so that steps of nearby
+// sizes share one graph.
+int64_t decode_bucket(int64_t seqs);
+// Whether padding applies to `batch`: every sequence cached (context_lens > 0) with one new token, and the
+// requested rows every token in order (a decode step's logits).
+bool pads_to_bucket(const Batch& batch, std::span<const int64_t> rows);
+// `batch` (pads_to_bucket) grown to `bucket` sequences in `padded`: each pad is token 0 at position 0 after one
+// cached token, its block table [0, -1, ...] (a decode over block 0, whatever it holds: a pad's rows are never
+// read), its slot -1 (the K/V write skips it) and its state slot -1 (never read: the runner pads only models whose
+// every block is replayable, and no recurrent mixer is). `padded`'s lists keep their capacity from step to step.
+void pad_decode_batch(const Batch& batch, int64_t bucket, Batch& padded);
 
 // One attention launch of a step, over consecutive sequences of the batch and their packed query rows.
 //  prefill: sequences with nothing cached before this step (context_lens 0); their keys are their own new

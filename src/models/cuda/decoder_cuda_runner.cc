@@ -1,6 +1,8 @@
 #include "models/cuda/decoder_cuda_runner.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <vector>
 
 #include "core/device_unreachable.h"
@@ -9,11 +11,17 @@
 #include "layers/cuda/norm_cuda.h"
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_blocks.h"
+#include "models/cuda/step_decode_plans.h"
+#include "models/cuda/step_graphs.h"
 
 namespace attnzoo {
 
 #if ATTNZOO_WITH_CUDA
 namespace {
+
+// The normed rows the projections read (the residual stream stays f32): bf16, so a bf16 checkpoint's GEMMs take
+// one dtype on both sides (cuBLASLt where built) and read half the activation bytes.
+constexpr DType kNormed = DType::bf16;
 
 // Either sublayer may be absent (Nemotron-H's MLP-only and mixer-only layers, Mamba-2's blocks), with its norm.
 struct DeviceBlock {
@@ -33,6 +41,10 @@ class DecoderCudaRunner final : public DeviceRunner {
   void grow(DeviceBuffer& b, size_t bytes) const {
     if (b.bytes() < bytes) b = DeviceBuffer(device_, bytes);
   }
+  // Everything a step's launches bake in besides what its one copy brings: shapes, calls, rows, every buffer's
+  // and the pool's addresses, the decode plans' grids and parameters (step_graphs.h).
+  std::vector<uint64_t> step_signature(const DeviceStep& step, std::span<const int64_t> rows,
+                                       const CacheStorage& storage) const;
 
   Device device_;
   int64_t hidden_ = 0, vocab_ = 0;
@@ -42,8 +54,12 @@ class DecoderCudaRunner final : public DeviceRunner {
   RmsNormCuda norm_;
   DeviceLinear lm_head_;
   mutable DeviceWorkspace workspace_;
-  mutable DeviceBuffer meta_, x_, h_, picked_, logits_;
+  mutable StepDecodePlans decode_plans_;
+  mutable DeviceBuffer meta_, x_, h_, picked_, picked_h_, logits_;
   mutable std::vector<uint8_t> staging_;
+  mutable Batch padded_;                     // a decode step padded to its bucket
+  mutable std::vector<int64_t> padded_rows_;  // its logits rows: all of them
+  std::unique_ptr<StepGraphs> graphs_;
 };
 
 DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType kv_dtype)
@@ -69,7 +85,23 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
     blocks_.push_back(std::move(d));
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
-  lm_head_ = DeviceLinear(*p.lm_head, load);
+  // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one. An
+  // absent sublayer launches nothing. A recurrent mixer is never replayable (its conv and scan upload the
+  // sequence lengths inside each call), so a model with one neither replays nor pads: no pad row (state slot -1)
+  // ever reaches a state slab.
+  const bool replayable = std::all_of(blocks_.begin(), blocks_.end(), [](const DeviceBlock& b) {
+    return (!b.mixer || b.mixer->replayable()) && (!b.ffn || b.ffn->replayable());
+  });
+  graphs_ = std::make_unique<StepGraphs>(device, replayable && cuda_graphs_enabled());
+  // A tied head over a 16-bit table multiplies by the embedding's device copy: the table goes up once.
+  if (head_shares_embedding(p)) {
+    const QuantMatrix& up = embed_.table();
+    lm_head_ = DeviceLinear::borrowing(device_view(device, const_cast<void*>(up.data),
+                                                   up.type == QuantType::F16 ? DType::f16 : DType::bf16,
+                                                   {up.rows, up.cols}));
+  } else {
+    lm_head_ = DeviceLinear(*p.lm_head, load);
+  }
   synchronize(load.stream);
   if (rounded.tensors > 0)
     std::fprintf(stderr,
@@ -79,17 +111,31 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
                  double(rounded.f32_bytes) / (1 << 20));
 }
 
-void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage,
-                            float* logits) const {
+void DecoderCudaRunner::run(const Batch& requested, std::span<const int64_t> requested_rows,
+                            const CacheStorage& storage, float* logits) const {
   const DeviceGuard guard(device_);
   const Stream s = current_stream();
+  // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph:
+  // the pads' logits rows come last and are not copied back.
+  const Batch* stepped = &requested;
+  std::span<const int64_t> rows = requested_rows;
+  if (graphs_->enabled() && pads_to_bucket(requested, requested_rows)) {
+    const int64_t bucket = decode_bucket(requested.num_sequences());
+    if (bucket != requested.num_sequences()) {
+      pad_decode_batch(requested, bucket, padded_);
+      padded_rows_.resize(size_t(bucket));
+      std::iota(padded_rows_.begin(), padded_rows_.end(), int64_t(0));
+      stepped = &padded_;
+      rows = padded_rows_;
+    }
+  }
+  const Batch& batch = *stepped;
   const int64_t T = batch.num_tokens(), H = hidden_;
 
-  // The step's metadata, one copy up.
+  // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode plans, one
+  // copy up.
   const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()), batch.num_sequences());
   pack_step(batch, layout, staging_);
-  grow(meta_, layout.bytes);
-  copy_bytes(meta_.data(), device_, staging_.data(), Device::cpu(), layout.bytes, s);
   const std::vector<AttentionCall> calls = plan_attention_calls(batch.cu_seqlens, batch.context_lens);
   DeviceStep step;
   step.device = device_;
@@ -97,49 +143,97 @@ void DecoderCudaRunner::run(const Batch& batch, std::span<const int64_t> rows, c
   step.batch = &batch;
   step.storage = &storage;
   step.num_tokens = T;
-  step.meta = meta_.as<uint8_t>();
   step.layout = &layout;
   step.calls = &calls;
-  step.positions = step.view(meta_.as<uint8_t>() + layout.positions, DType::i32, {T});
   step.workspace = &workspace_;
+  step.decode_plans = &decode_plans_;
+  decode_plans_.begin(layout.bytes);
+  for (size_t l = 0; l < blocks_.size(); ++l)
+    if (blocks_[l].mixer) blocks_[l].mixer->prepare(step, int64_t(l));
+  staging_.resize(decode_plans_.end());
+  decode_plans_.pack(staging_);
+  grow(meta_, staging_.size());
+  copy_bytes(meta_.data(), device_, staging_.data(), Device::cpu(), staging_.size(), s);
+  decode_plans_.bind(meta_.as<uint8_t>(), workspace_);
+  step.meta = meta_.as<uint8_t>();
+  step.positions = step.view(meta_.as<uint8_t>() + layout.positions, DType::i32, {T});
 
-  grow(x_, size_t(T * H) * 4);
-  grow(h_, size_t(T * H) * 4);
-  const TensorView x = step.view(x_.data(), DType::f32, {T, H});  // the residual stream
-  const TensorView h = step.view(h_.data(), DType::f32, {T, H});
-  const TensorView ids = step.view(meta_.as<uint8_t>() + layout.tokens, DType::i32, {T});
-  embed_.lookup(ids, x, embedding_scale_, /*check_ids=*/false, s);  // Model::forward checked the ids on the host
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    const DeviceBlock& b = blocks_[l];
-    if (b.mixer) {
-      b.input_norm.forward(x, h, s);
-      b.mixer->forward(step, int64_t(l), h, x);
-    }
-    if (b.ffn) {
-      b.ffn_norm.forward(x, h, s);
-      b.ffn->forward(step, h, x);
-    }
-  }
-
-  // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
-  // consecutive rows (usually one run, or one row per sequence).
   const int64_t R = int64_t(rows.size());
-  if (R == 0) return;
+  grow(x_, size_t(T * H) * 4);
+  grow(h_, size_t(T * H) * dtype_size(kNormed));
   grow(picked_, size_t(R * H) * 4);
+  grow(picked_h_, size_t(R * H) * dtype_size(kNormed));
   grow(logits_, size_t(R * vocab_) * 4);
-  const size_t row_bytes = size_t(H) * 4;
-  for (int64_t i = 0; i < R;) {
-    int64_t n = 1;
-    while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
-    copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_, x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes,
-               device_, size_t(n) * row_bytes, s);
-    i += n;
+  const TensorView x = step.view(x_.data(), DType::f32, {T, H});  // the residual stream
+  const TensorView h = step.view(h_.data(), kNormed, {T, H});
+  const TensorView ids = step.view(meta_.as<uint8_t>() + layout.tokens, DType::i32, {T});
+
+  // Everything the step launches, on stream `cs`: what a step graph captures and replays.
+  auto compute = [&](Stream cs) {
+    step.stream = cs;
+    embed_.lookup(ids, x, embedding_scale_, /*check_ids=*/false, cs);  // Model::forward checked the ids on the host
+    for (size_t l = 0; l < blocks_.size(); ++l) {
+      const DeviceBlock& b = blocks_[l];
+      if (b.mixer) {
+        b.input_norm.forward(x, h, cs);
+        b.mixer->forward(step, int64_t(l), h, x);
+      }
+      if (b.ffn) {
+        b.ffn_norm.forward(x, h, cs);
+        b.ffn->forward(step, h, x);
+      }
+    }
+    // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
+    // consecutive rows (usually one run, or one row per sequence).
+    if (R == 0) return;
+    const size_t row_bytes = size_t(H) * 4;
+    for (int64_t i = 0; i < R;) {
+      int64_t n = 1;
+      while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
+      copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_,
+                 x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes, device_, size_t(n) * row_bytes, cs);
+      i += n;
+    }
+    const TensorView picked = step.view(picked_.data(), DType::f32, {R, H});
+    const TensorView normed = step.view(picked_h_.data(), kNormed, {R, H});
+    norm_.forward(picked, normed, cs);
+    lm_head_.apply(normed, step.view(logits_.data(), DType::f32, {R, vocab_}), {}, cs);
+  };
+
+  // A step of cached sequences only (every call a paged decode: a serve loop's step) goes through the step
+  // graphs; prefills upload plans of their own per layer, so they launch as they are.
+  const bool decode_only = !calls.empty() && std::all_of(calls.begin(), calls.end(), [](const AttentionCall& c) {
+    return c.kind == AttentionCall::Kind::decode;
+  });
+  if (decode_only && graphs_->enabled()) {
+    graphs_->run(step_signature(step, rows, storage), compute, s);
+  } else {
+    compute(s);
   }
-  const TensorView picked = step.view(picked_.data(), DType::f32, {R, H});
-  norm_.forward(picked, picked, s);
-  const TensorView out = step.view(logits_.data(), DType::f32, {R, vocab_});
-  lm_head_.apply(picked, out, {}, s);
-  copy_bytes(logits, Device::cpu(), logits_.data(), device_, size_t(R * vocab_) * 4, s);  // waits for the step
+  const int64_t wanted = int64_t(requested_rows.size());  // the first rows: the pads' come after them
+  if (wanted == 0) return;
+  copy_bytes(logits, Device::cpu(), logits_.data(), device_, size_t(wanted * vocab_) * 4, s);  // waits for the step
+}
+
+std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, std::span<const int64_t> rows,
+                                                        const CacheStorage& storage) const {
+  auto ptr = [](const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+  std::vector<uint64_t> sig = {uint64_t(step.num_tokens), uint64_t(rows.size())};
+  sig.insert(sig.end(), rows.begin(), rows.end());
+  for (const AttentionCall& c : *step.calls)
+    for (int64_t v : {int64_t(c.kind), c.first_seq, c.num_seqs, c.first_row, c.rows, c.tq}) sig.push_back(uint64_t(v));
+  for (const DeviceBuffer* b : {&meta_, &x_, &h_, &picked_, &picked_h_, &logits_}) sig.push_back(ptr(b->data()));
+  sig.push_back(workspace_.generation());
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    if (!blocks_[l].mixer) continue;  // no pool memory
+    const LayerMemory m = storage.layer(int64_t(l));
+    for (const void* p : {m.k.data, m.v.data, m.k_scale.data, m.v_scale.data}) sig.push_back(ptr(p));
+    sig.push_back(uint64_t(m.block_group));
+  }
+  for (const std::vector<size_t>* offsets : {&step.layout->slot_mapping}) sig.insert(sig.end(), offsets->begin(), offsets->end());
+  sig.push_back(step.layout->positions);
+  decode_plans_.append_signature(sig);
+  return sig;
 }
 
 }  // namespace

@@ -2,12 +2,15 @@
 // The Llama family's decoder (Llama, Qwen2's q/k/v biases, Qwen3's q/k norms, Mistral's windows, SmolLM's NoPE
 // layers ...) computing on an NVIDIA GPU: DecoderModel's blocks run as the layers/cuda/ kernels, the projections
 // on gemm_cuda, attention on the softmax family's CUDA prefill and paged decode, the K/V written into the pool's
-// device memory. A step is one copy of its metadata up, every layer's launches on the current stream with no
-// wait, and one copy of the requested logits rows down.
+// device memory. A step is one copy of its metadata up (tokens, positions, slot mappings, the attention's decode
+// plans), every layer's launches on the current stream with no wait, and one copy of the requested logits rows
+// down (a fresh prefill's attention still uploads its own plan per layer). A step of cached sequences only is
+// replayed from a CUDA graph once its launches recur (step_graphs.h).
 //
-// Numerics: the residual stream, norms, MLP activations and logits are f32; projections multiply bf16 / f16
-// weights (f32 checkpoints rounded to bf16 at load, with a notice) by activations rounded to the weight's dtype;
-// q / k / v and the attention output are 16-bit (the cache's dtype, bf16 for an 8-bit cache).
+// Numerics: the residual stream and logits are f32; the norms write bf16 rows, which the projections multiply
+// with bf16 / f16 weights (f32 checkpoints rounded to bf16 at load, with a notice) accumulating in f32; the MLP's
+// intermediate is bf16; q / k / v and the attention output are 16-bit (the cache's dtype, bf16 for an 8-bit
+// cache).
 #include <memory>
 
 #include "core/device.h"

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "models/cuda/step_graphs.h"
 #include "models/model.h"
 #include "testing/device_test_util.h"
 #include "testing/tiny_decoder.h"
@@ -116,11 +117,20 @@ void run_scenario(const TinyDecoder& t) {
   run_scenario(dir, t.architecture + " " + t.dtype, t.seed);
 }
 
-// The recurrent mixers also carry their state through the scenario: the prefix reuse restores a snapshot of it.
+// A model with a recurrent mixer: its state also goes through the scenario (the prefix reuse restores a snapshot of
+// it), and with graphs on, its steps still launch kernel by kernel (DeviceMixer::replayable), so none is replayed
+// and none padded to a bucket (a pad's state slot -1 must never reach a scan).
+void run_recurrent_scenario(const ScratchDir& dir, const std::string& name, uint32_t seed) {
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  const int64_t replays_before = cuda_graph_replays_total();
+  run_scenario(dir, name, seed);
+  EXPECT_EQ(cuda_graph_replays_total(), replays_before) << name << ": steps replayed from a graph";
+}
+
 void run_scenario(const TinyHybrid& t) {
   ScratchDir dir;
   write_tiny_hybrid(dir, t);
-  run_scenario(dir, t.architecture + " " + t.pattern + " " + t.dtype, t.seed);
+  run_recurrent_scenario(dir, t.architecture + " " + t.pattern + " " + t.dtype, t.seed);
 }
 
 TEST(DecoderCudaRunner, LlamaMatchesTheCpu) {
@@ -137,6 +147,14 @@ TEST(DecoderCudaRunner, AnF32Qwen2WithBiasesAndHeadDim128MatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .dtype = "F32",
                            .qkv_bias = true, .head_dim = 128, .seed = 13});
+}
+
+// bf16 biases on the stacked [q|k|v] projection (added by cuBLASLt where built), and a tied head: the GPU
+// multiplies by the embedding's device table rather than a second upload.
+TEST(DecoderCudaRunner, ABf16Qwen2WithBiasesAndATiedHeadMatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyDecoder{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .qkv_bias = true,
+                           .tied = true, .seed = 15});
 }
 
 TEST(DecoderCudaRunner, AWindowedMistralMatchesTheCpu) {
@@ -167,7 +185,7 @@ TEST(DecoderCudaRunner, AGatedDeltaNetQwen3NextMatchesTheCpu) {
   // Gated DeltaNet layers and dense SwiGLU MLPs (Qwen3-Next's MoE is refused so far).
   ScratchDir dir;
   write_tiny_qwen3_next(dir, {});
-  run_scenario(dir, "Qwen3NextForCausalLM linear_attention BF16", 31);
+  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention BF16", 31);
 }
 
 TEST(DecoderCudaRunner, ADenseQwen3NextWithGatedAttentionMatchesTheCpu) {
@@ -175,7 +193,7 @@ TEST(DecoderCudaRunner, ADenseQwen3NextWithGatedAttentionMatchesTheCpu) {
   // Gated DeltaNet, then full attention with q / k norms, partial RoPE and the sigmoid output gate.
   ScratchDir dir;
   write_tiny_qwen3_next(dir, {.layer_types = {"linear_attention", "full_attention"}, .seed = 32});
-  run_scenario(dir, "Qwen3NextForCausalLM linear_attention + full_attention BF16", 32);
+  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention + full_attention BF16", 32);
 }
 
 TEST(DecoderCudaRunner, Lfm2MatchesTheCpu) {
@@ -183,7 +201,7 @@ TEST(DecoderCudaRunner, Lfm2MatchesTheCpu) {
   // Short-conv and attention (q / k norms) layers, each with a SwiGLU.
   ScratchDir dir;
   write_tiny_lfm2(dir, {});
-  run_scenario(dir, "Lfm2ForCausalLM BF16", 41);
+  run_recurrent_scenario(dir, "Lfm2ForCausalLM BF16", 41);
 }
 
 TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
@@ -191,7 +209,60 @@ TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
   // Kimi Delta Attention layers and dense SwiGLU MLPs (its MLA layers are refused so far).
   ScratchDir dir;
   write_tiny_kimi_linear(dir, {});
-  run_scenario(dir, "KimiLinearForCausalLM linear_attention BF16", 51);
+  run_recurrent_scenario(dir, "KimiLinearForCausalLM linear_attention BF16", 51);
+}
+
+// Decode steps replayed from CUDA graphs (step_graphs.h) against the same steps launched kernel by kernel
+// (ATTNZOO_CUDA_GRAPHS=0), on identically placed blocks: equal bit for bit (the same kernels with the same
+// arguments, none of them order-dependent), and both within bf16 tolerance of the CPU. The batch changes shape on
+// the way (a step of two sequences, then four again) so that graphs are captured anew and an earlier one is
+// replayed again; steps of three sequences are padded to four on the graphs' side (other GEMM shapes than the
+// plain side's: compared with the CPU only).
+TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  const TinyDecoder t{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true, .seed = 16};
+  write_tiny_decoder(dir, t);
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  Side cpu{load(dir, Device::cpu(), 3), {}}, graphs{load(dir, Device::cuda(), 5), {}};
+  setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
+  Side plain{load(dir, Device::cuda(), 5), {}};
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  std::mt19937 rng(t.seed);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int n : {37, 5, 70, 20}) {
+    std::vector<int32_t> p(static_cast<size_t>(n));
+    for (auto& x : p) x = token(rng);
+    prompts.push_back(p);
+  }
+  for (Side* side : {&cpu, &graphs, &plain})
+    for (int i = 0; i < 4; ++i) side->seqs.push_back(side->model->new_sequence());
+  const std::vector<size_t> all = {0, 1, 2, 3};
+  for (Side* side : {&cpu, &graphs, &plain}) side->step(prompts, all, true);
+
+  const int64_t replays_before = cuda_graph_replays_total();
+  std::vector<int32_t> next = {1, 2, 3, 4};
+  for (int s = 0; s < 40; ++s) {
+    const std::vector<size_t> which = s >= 20 && s < 24   ? std::vector<size_t>{1, 3}
+                                      : s >= 30 && s < 34 ? std::vector<size_t>{0, 1, 2}
+                                                          : all;
+    std::vector<std::vector<int32_t>> ids;
+    for (size_t r : which) ids.push_back({next[r]});
+    const std::vector<float> c = cpu.step(ids, which, false), g = graphs.step(ids, which, false),
+                             p = plain.step(ids, which, false);
+    const std::string what = "decode step " + std::to_string(s);
+    ASSERT_EQ(g.size(), p.size()) << what;
+    if (which.size() != 3) {
+      size_t differ = 0;
+      for (size_t i = 0; i < g.size(); ++i) differ += g[i] != p[i];
+      EXPECT_EQ(differ, 0u) << what << ": logits of the replayed step differ from the launched one's";
+    }
+    expect_close(c, g, what + " (graphs)");
+    expect_close(c, p, what + " (launched)");
+    for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax(c.data() + i * size_t(V)));
+  }
+  EXPECT_GT(cuda_graph_replays_total() - replays_before, 10) << "steps replayed from a graph";
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

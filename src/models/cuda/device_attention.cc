@@ -1,13 +1,18 @@
 #include "models/cuda/device_attention.h"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/cuda/decode_cuda.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
 #include "kernels/softmax/decode.h"
+#include "kernels/softmax/decode_problem.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
+#include "models/cuda/step_decode_plans.h"
 
 namespace attnzoo {
 
@@ -15,111 +20,223 @@ namespace attnzoo {
 namespace {
 
 // Workspace slots: the block's activations between its launches.
-enum Slot : size_t { kQ, kK, kV, kOut };
+enum Slot : size_t { kQkv, kQ, kK, kV, kOut };
+
+// Decode block tables go to the device this many blocks wide at a time (prepare_decode).
+constexpr int64_t kTableWidthStep = 64;
+
+// Rows [T, heads, D] of a 16-bit activation buffer whose token rows are `row` elements apart and heads `head`
+// elements apart (a slice of one fused [q|k|v] row, q's heads among their output gates, or a buffer of its own),
+// starting `col` elements into the row.
+TensorView head_rows(const DeviceStep& step, void* base, DType dtype, int64_t col, int64_t row, int64_t head,
+                     int64_t T, int64_t heads, int64_t D) {
+  TensorView t = step.view(static_cast<uint8_t*>(base) + size_t(col) * dtype_size(dtype), dtype, {T, heads, D});
+  t.strides[0] = row;
+  t.strides[1] = head;
+  return t;
+}
+
+// Packed rows [first, first + n) of a [T, H, D] view.
+TensorView token_rows(const TensorView& t, int64_t first, int64_t n) {
+  TensorView r = t;
+  r.data = static_cast<uint8_t*>(t.data) + size_t(first * t.strides[0]) * dtype_size(t.dtype);
+  r.shape[0] = n;
+  return r;
+}
+
+// The same rows as [seqs, tq, H, D] (tq consecutive rows per sequence), as the decode takes queries.
+TensorView seq_rows(const TensorView& t, int64_t first, int64_t seqs, int64_t tq) {
+  TensorView r = token_rows(t, first, seqs * tq);
+  r.ndim = 4;
+  r.shape = {seqs, tq, t.shape[1], t.shape[2]};
+  r.strides = {tq * t.strides[0], t.strides[0], t.strides[1], t.strides[2]};
+  return r;
+}
 
 class DeviceAttention final : public DeviceMixer {
  public:
   DeviceAttention(const AttentionLayer& attn, const DeviceLoad& load)
-      : config_(attn.config()),
-        act_dtype_(load.act_dtype),
-        q_(attn.q_proj(), load),
-        k_(attn.k_proj(), load),
-        v_(attn.v_proj(), load),
-        o_(attn.o_proj(), load) {
+      : config_(attn.config()), act_dtype_(load.act_dtype), o_(attn.o_proj(), load) {
+    // One [q|k|v] weight where the three go up alike (dense, one dtype): one GEMM reads h once. With the output
+    // gate q_proj's rows are each head's [q ; gate] and stay so inside the stack, so the gate is read from the q
+    // part either way (activations).
+    const Linear* parts[3] = {&attn.q_proj(), &attn.k_proj(), &attn.v_proj()};
+    if (DeviceLinear::stackable(parts)) {
+      qkv_.emplace(parts, load, act_dtype_);  // the bias in y's dtype, which cuBLASLt adds
+    } else {
+      q_.emplace(attn.q_proj(), load);
+      k_.emplace(attn.k_proj(), load);
+      v_.emplace(attn.v_proj(), load);
+    }
     if (attn.q_norm()) q_norm_.emplace(*attn.q_norm(), load.device, load.stream);
     if (attn.k_norm()) k_norm_.emplace(*attn.k_norm(), load.device, load.stream);
     if (attn.rope().config().type != "none") rope_.emplace(attn.rope(), load.device, load.stream);
   }
 
+  // Its decode plans are made in prepare and travel in the step's copy; the signature holds their grids.
+  bool replayable() const override { return true; }
+
+  void prepare(const DeviceStep& step, int64_t layer) const override {
+    const Activations a = activations(step);
+    const LayerMemory memory = step.storage->layer(layer);
+    const BlockTables& tables = step.batch->tables(memory);
+    for (size_t i = 0; i < step.calls->size(); ++i) {
+      const AttentionCall& call = (*step.calls)[i];
+      if (call.kind != AttentionCall::Kind::decode) continue;
+      const TensorView q = seq_rows(a.q, call.first_row, call.num_seqs, call.tq);
+      const TensorView out = seq_rows(a.out, call.first_row, call.num_seqs, call.tq);
+      const DecodePlanKey key = plan_key(int64_t(i), memory, q, out);
+      if (!step.decode_plans->find(key))
+        step.decode_plans->add(key, prepare_decode(memory, tables, call, q, out));
+    }
+  }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
-    const size_t e = dtype_size(act_dtype_);
     const Stream s = step.stream;
-    DeviceWorkspace& ws = *step.workspace;
-    // With the output gate (Qwen3-Next / Qwen3.5) q_proj gives each head's [q ; gate]: q and the gate are read in
-    // place as strided views of those rows (the norm, RoPE and attention take any token and head strides).
-    const int64_t qw = config_.output_gate ? 2 * D : D;
-    void* q = ws.get(kQ, size_t(T * Hq * qw) * e);
-    void* k = ws.get(kK, size_t(T * Hkv * D) * e);
-    void* v = ws.get(kV, size_t(T * Hkv * D) * e);
-    void* out = ws.get(kOut, size_t(T * Hq * D) * e);
     const LayerMemory memory = step.storage->layer(layer);
-
-    q_.apply(h, step.view(q, act_dtype_, {T, Hq * qw}), {}, s);
-    k_.apply(h, step.view(k, act_dtype_, {T, Hkv * D}), {}, s);
-    v_.apply(h, step.view(v, act_dtype_, {T, Hkv * D}), {}, s);
-    TensorView q3 = step.view(q, act_dtype_, {T, Hq, D});
-    q3.strides[0] = Hq * qw;
-    q3.strides[1] = qw;
-    const TensorView k3 = step.view(k, act_dtype_, {T, Hkv, D});
-    const TensorView v3 = step.view(v, act_dtype_, {T, Hkv, D});
-    if (q_norm_) q_norm_->forward(q3, q3, s);
-    if (k_norm_) k_norm_->forward(k3, k3, s);
-    if (rope_) rope_->apply(q3, k3, step.positions, s);
-    const PagedRowsCuda writes[2] = {{k3, memory.k, memory.k_scale, "k", "k_cache", "k_scale"},
-                                     {v3, memory.v, memory.v_scale, "v", "v_cache", "v_scale"}};
+    const Activations a = activations(step);
+    const int64_t qw = q_width();
+    if (qkv_) {
+      qkv_->apply(h, step.view(a.q.data, act_dtype_, {T, Hq * qw + 2 * Hkv * D}), {}, s);
+    } else {
+      q_->apply(h, step.view(a.q.data, act_dtype_, {T, Hq * qw}), {}, s);
+      k_->apply(h, step.view(a.k.data, act_dtype_, {T, Hkv * D}), {}, s);
+      v_->apply(h, step.view(a.v.data, act_dtype_, {T, Hkv * D}), {}, s);
+    }
+    if (q_norm_) q_norm_->forward(a.q, a.q, s);
+    if (k_norm_) k_norm_->forward(a.k, a.k, s);
+    if (rope_) rope_->apply(a.q, a.k, step.positions, s);
+    const PagedRowsCuda writes[2] = {{a.k, memory.k, memory.k_scale, "k", "k_cache", "k_scale"},
+                                     {a.v, memory.v, memory.v_scale, "v", "v_cache", "v_scale"}};
     for (const PagedRowsCuda& w : writes) check_paged_rows_cuda(w);
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda(writes, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
-    attend(step, memory, q3, static_cast<uint8_t*>(k), static_cast<uint8_t*>(v), static_cast<uint8_t*>(out));
-    if (config_.output_gate) {
-      TensorView gate = q3;
-      gate.data = static_cast<uint8_t*>(q) + size_t(D) * e;
-      const TensorView out3 = step.view(out, act_dtype_, {T, Hq, D});
-      sigmoid_gate_cuda(out3, gate, out3, s);
-    }
+    attend(step, memory, a.q, a.k, a.v, a.out);
+    if (config_.output_gate) sigmoid_gate_cuda(a.out, a.gate, a.out, s);
     GemmOptions add_into;
     add_into.accumulate = true;
-    o_.apply(step.view(out, act_dtype_, {T, Hq * D}), x, add_into, s);
+    o_.apply(step.view(a.out.data, act_dtype_, {T, Hq * D}), x, add_into, s);
   }
 
  private:
-  // q3: [T, Hq, D] with its own token and head strides (device_attention's output-gate rows).
-  void attend(const DeviceStep& step, const LayerMemory& memory, const TensorView& q3, uint8_t* k, uint8_t* v,
-              uint8_t* out) const {
-    const int64_t Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
-    const size_t e = dtype_size(act_dtype_);
+  void attend(const DeviceStep& step, const LayerMemory& memory, const TensorView& q, const TensorView& k,
+              const TensorView& v, const TensorView& out) const {
+    for (size_t i = 0; i < step.calls->size(); ++i) {
+      const AttentionCall& call = (*step.calls)[i];
+      if (call.kind == AttentionCall::Kind::prefill) {
+        const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
+        attention_prefill(token_rows(q, call.first_row, call.rows), token_rows(k, call.first_row, call.rows),
+                          token_rows(v, call.first_row, call.rows), token_rows(out, call.first_row, call.rows),
+                          options(), varlen);
+      } else {
+        decode(step, int64_t(i), memory, call, seq_rows(q, call.first_row, call.num_seqs, call.tq),
+               seq_rows(out, call.first_row, call.num_seqs, call.tq));
+      }
+    }
+  }
+
+  // The elements of q_proj's output per head: q, or (Qwen3-Next / Qwen3.5's output gate) q then its gate.
+  int64_t q_width() const { return config_.output_gate ? 2 * config_.head_dim : config_.head_dim; }
+
+  // The step's q / k / v rows [T, heads, D] and the attention output, in the workspace: slices of one [q|k|v] row
+  // where the projections are stacked, buffers of their own otherwise. With the output gate q and the gate are
+  // strided views of q_proj's [q ; gate] heads, read in place (the norm, RoPE and attention take any token and
+  // head strides).
+  struct Activations {
+    TensorView q, k, v, out;
+    TensorView gate;  // [T, Hq, D]: set with the output gate only
+  };
+  Activations activations(const DeviceStep& step) const {
+    const int64_t T = step.num_tokens, Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
+    const DType a = act_dtype_;
+    const size_t e = dtype_size(a);
+    DeviceWorkspace& ws = *step.workspace;
+    Activations r;
+    const int64_t qw = q_width();
+    if (qkv_) {
+      const int64_t W = Hq * qw + 2 * Hkv * D;
+      void* qkv = ws.get(kQkv, size_t(T * W) * e);
+      r.q = head_rows(step, qkv, a, 0, W, qw, T, Hq, D);
+      r.k = head_rows(step, qkv, a, Hq * qw, W, D, T, Hkv, D);
+      r.v = head_rows(step, qkv, a, Hq * qw + Hkv * D, W, D, T, Hkv, D);
+    } else {
+      r.q = head_rows(step, ws.get(kQ, size_t(T * Hq * qw) * e), a, 0, Hq * qw, qw, T, Hq, D);
+      r.k = step.view(ws.get(kK, size_t(T * Hkv * D) * e), a, {T, Hkv, D});
+      r.v = step.view(ws.get(kV, size_t(T * Hkv * D) * e), a, {T, Hkv, D});
+    }
+    if (config_.output_gate) {
+      r.gate = r.q;
+      r.gate.data = static_cast<uint8_t*>(r.q.data) + size_t(D) * e;
+    }
+    r.out = step.view(ws.get(kOut, size_t(T * Hq * D) * e), a, {T, Hq, D});
+    return r;
+  }
+
+  AttentionOptions options() const {
     AttentionOptions opts;
     opts.scale = config_.scale;
     opts.causal = true;
     opts.window = config_.window;
     opts.softcap = config_.softcap;
-    const BlockTables& tables = step.batch->tables(memory);
-    auto queries = [&](int64_t first_row, std::initializer_list<int64_t> shape) {
-      uint8_t* first = static_cast<uint8_t*>(q3.data) + size_t(first_row * q3.strides[0]) * e;
-      TensorView t = step.view(first, act_dtype_, shape);
-      // [rows, Hq, D] or [seqs, tq, Hq, D]: the row and head strides of q3, the sequence stride tq rows.
-      t.strides[t.ndim - 2] = q3.strides[1];
-      t.strides[t.ndim - 3] = q3.strides[0];
-      if (t.ndim == 4) t.strides[0] = t.shape[1] * q3.strides[0];
-      return t;
-    };
-    for (const AttentionCall& call : *step.calls) {
-      const size_t q_at = size_t(call.first_row * Hq * D) * e, kv_at = size_t(call.first_row * Hkv * D) * e;
-      if (call.kind == AttentionCall::Kind::prefill) {
-        const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
-        attention_prefill(queries(call.first_row, {call.rows, Hq, D}),
-                          step.view(k + kv_at, act_dtype_, {call.rows, Hkv, D}),
-                          step.view(v + kv_at, act_dtype_, {call.rows, Hkv, D}),
-                          step.view(out + q_at, act_dtype_, {call.rows, Hq, D}), opts, varlen);
-      } else {
-        KvCacheView cache;
-        cache.k = memory.k;
-        cache.v = memory.v;
-        cache.k_scale = memory.k_scale;
-        cache.v_scale = memory.v_scale;
-        cache.cache_seqlens = call.cache_seqlens.data();
-        cache.block_table = tables.block_table(call.first_seq);  // the call's sequences' rows are consecutive
-        cache.max_blocks_per_seq = tables.max_blocks;
-        attention_decode(queries(call.first_row, {call.num_seqs, call.tq, Hq, D}), cache,
-                         step.view(out + q_at, act_dtype_, {call.num_seqs, call.tq, Hq, D}), opts);
-      }
+    return opts;
+  }
+
+  DecodePlanKey plan_key(int64_t call, const LayerMemory& memory, const TensorView& q, const TensorView& out) const {
+    DecodePlanKey key;
+    key.call = call;
+    key.block_group = memory.block_group;
+    key.Hq = config_.num_heads, key.Hkv = config_.num_kv_heads, key.D = config_.head_dim;
+    key.window = config_.window, key.scale = config_.scale, key.softcap = config_.softcap;
+    key.q_dtype = q.dtype, key.o_dtype = out.dtype, key.kv_dtype = memory.k.dtype;
+    key.q_strides = q.strides, key.o_strides = out.strides;
+    key.k_strides = memory.k.strides, key.v_strides = memory.v.strides;
+    key.ks_strides = memory.k_scale.strides, key.vs_strides = memory.v_scale.strides;
+    return key;
+  }
+
+  // attention_decode's checks (block ids included) and the CUDA decode's plan for one call of this layer. The
+  // call's table rows are widened to a whole number of kTableWidthStep blocks (-1 past each row's own, never
+  // followed): the width is a launch parameter, and a table one block wider every block_size tokens would change
+  // the step's graph signature (step_graphs.h) that often.
+  PreparedDecodeCuda prepare_decode(const LayerMemory& memory, const BlockTables& tables, const AttentionCall& call,
+                                    const TensorView& q, const TensorView& out) const {
+    const int64_t width = (tables.max_blocks + kTableWidthStep - 1) / kTableWidthStep * kTableWidthStep;
+    std::vector<int32_t> table(size_t(call.num_seqs * width), -1);
+    for (int64_t i = 0; i < call.num_seqs; ++i) {
+      const int32_t* row = tables.block_table(call.first_seq + i);  // the call's sequences' rows are consecutive
+      std::copy(row, row + tables.max_blocks, table.begin() + i * width);
     }
+    KvCacheView cache;
+    cache.k = memory.k;
+    cache.v = memory.v;
+    cache.k_scale = memory.k_scale;
+    cache.v_scale = memory.v_scale;
+    cache.cache_seqlens = call.cache_seqlens.data();
+    cache.block_table = table.data();  // copied into the plan's metadata: may go on return
+    cache.max_blocks_per_seq = width;
+    const DecodeProblem p = make_decode_problem(q, cache, out, options());
+    check_cuda_decode(p);
+    return prepare_attention_decode_cuda(p);
+  }
+
+  // The paged decode through the step's shared plans: prepared before the upload (prepare), or here for a step
+  // that did not, then launched over this layer's tensors.
+  void decode(const DeviceStep& step, int64_t call_index, const LayerMemory& memory, const AttentionCall& call,
+              const TensorView& q, const TensorView& out) const {
+    const DecodePlanKey key = plan_key(call_index, memory, q, out);
+    const StepDecodePlans::Plan* plan = step.decode_plans->find(key);
+    if (!plan)
+      plan = &step.decode_plans->add_late(key, prepare_decode(memory, step.batch->tables(memory), call, q, out), step);
+    const cuda_decode::DecodeTensors tensors{q.data, out.data, memory.k.data, memory.v.data,
+                                             memory.k_scale.ptr<const float>(), memory.v_scale.ptr<const float>()};
+    launch_prepared_decode_cuda(plan->prepared, plan->metadata, plan->partials, tensors, step.stream);
   }
 
   AttentionConfig config_;
   DType act_dtype_;
-  DeviceLinear q_, k_, v_, o_;
+  std::optional<DeviceLinear> qkv_, q_, k_, v_;  // qkv_, or the three where they cannot be stacked
+  DeviceLinear o_;
   std::optional<RmsNormCuda> q_norm_, k_norm_;  // Qwen3
   std::optional<RopeCuda> rope_;                // empty: a NoPE layer
 };

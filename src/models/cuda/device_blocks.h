@@ -18,9 +18,17 @@ namespace attnzoo {
 class DeviceMixer {
  public:
   virtual ~DeviceMixer() = default;
-  // h: the block's normed input, f32 [T, hidden]; x: the residual stream, f32 [T, hidden], which the mixer's
+  // h: the block's normed input, bf16 [T, hidden]; x: the residual stream, f32 [T, hidden], which the mixer's
   // output is added into. `layer` names the pool memory (CacheStorage::layer) the mixer reads and writes.
   virtual void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const = 0;
+  // Host work before the step's one upload (step.meta is not set yet): what the mixer wants in that copy, such as
+  // the attention's decode plans (step.decode_plans). Nothing by default.
+  virtual void prepare(const DeviceStep& step, int64_t layer) const {}
+  // Whether a decode step's launches may be captured and replayed (step_graphs.h): forward reads nothing from the
+  // host that the step's one copy does not bring, copies nothing from pageable memory, allocates nothing once
+  // warm, and launches the same kernels with the same arguments whenever the runner's step signature recurs.
+  // False by default: a kind that has not been checked for it runs kernel by kernel.
+  virtual bool replayable() const { return false; }
 };
 
 class DeviceFfn {
@@ -28,6 +36,8 @@ class DeviceFfn {
   virtual ~DeviceFfn() = default;
   // As DeviceMixer::forward, without pool memory.
   virtual void forward(const DeviceStep& step, const TensorView& h, const TensorView& x) const = 0;
+  // As DeviceMixer::replayable.
+  virtual bool replayable() const { return false; }
 };
 
 std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const DeviceLoad& load);

@@ -20,6 +20,7 @@ namespace {
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
 // so these may be Mamba-2's too.
 enum Slot : size_t { kRaw = 16, kMixed, kConv, kZ, kBa, kG, kBeta, kQ, kK, kV, kO, kConvState, kDeltaState };
+static_assert(kDeltaState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceGatedDeltaNet final : public DeviceMixer {
  public:

@@ -19,6 +19,7 @@ namespace {
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
 // so these may be the other mixers' too.
 enum Slot : size_t { kMixed = 16, kLow, kGRaw, kBRaw, kG, kBeta, kGate, kConv, kQ, kK, kV, kO, kConvState, kState };
+static_assert(kState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceKda final : public DeviceMixer {
  public:

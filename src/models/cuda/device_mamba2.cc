@@ -19,6 +19,7 @@ namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc).
 enum Slot : size_t { kProj = 16, kXbc, kConv, kX, kB, kC, kDt, kY, kConvState, kSsmState };
+static_assert(kSsmState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 // As the CPU mixer: prompts this long take the chunked SSD scan, shorter ones the token-by-token recurrence.
 constexpr int64_t kMinChunkScanTokens = 16;

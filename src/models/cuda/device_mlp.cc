@@ -1,5 +1,6 @@
 #include "models/cuda/device_mlp.h"
 
+#include <optional>
 #include <vector>
 
 #include "layers/cuda/elementwise_cuda.h"
@@ -10,32 +11,55 @@ namespace attnzoo {
 namespace {
 
 // Workspace slots after the attention's (device_attention.cc), so the two never share one within a block.
-enum Slot : size_t { kGate = 8, kUp };
+enum Slot : size_t { kGateUp = 8, kGate, kUp };
+
+// The intermediate rows between the projections: 16-bit, so the down projection reads half the bytes and
+// cuBLASLt takes it with the 16-bit weights.
+constexpr DType kMid = DType::bf16;
 
 class DeviceGatedMlp final : public DeviceFfn {
  public:
   DeviceGatedMlp(const GatedMlp& mlp, const DeviceLoad& load)
-      : gate_(mlp.gate_proj(), load),
-        up_(mlp.up_proj(), load),
-        down_(mlp.down_proj(), load),
-        act_(mlp.activation()),
-        intermediate_(mlp.intermediate()) {}
+      : down_(mlp.down_proj(), load), act_(mlp.activation()), intermediate_(mlp.intermediate()) {
+    // One [gate|up] weight where the two go up alike: one GEMM, the activation over its halves (silu_and_mul).
+    const Linear* parts[2] = {&mlp.gate_proj(), &mlp.up_proj()};
+    if (DeviceLinear::stackable(parts)) {
+      gate_up_.emplace(parts, load);
+    } else {
+      gate_.emplace(mlp.gate_proj(), load);
+      up_.emplace(mlp.up_proj(), load);
+    }
+  }
+
+  bool replayable() const override { return true; }  // GEMMs and one element-wise kernel over fixed buffers
 
   void forward(const DeviceStep& step, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, I = intermediate_;
+    const size_t e = dtype_size(kMid);
     const Stream s = step.stream;
-    const TensorView gate = step.view(step.workspace->get(kGate, size_t(T * I) * 4), DType::f32, {T, I});
-    const TensorView up = step.view(step.workspace->get(kUp, size_t(T * I) * 4), DType::f32, {T, I});
-    gate_.apply(h, gate, {}, s);
-    up_.apply(h, up, {}, s);
-    gated_activation_cuda(act_, gate, up, gate, s);
+    TensorView gate, up;
+    if (gate_up_) {
+      void* both = step.workspace->get(kGateUp, size_t(T * 2 * I) * e);
+      gate_up_->apply(h, step.view(both, kMid, {T, 2 * I}), {}, s);
+      gate = step.view(both, kMid, {T, I});
+      gate.strides[0] = 2 * I;
+      up = gate;
+      up.data = static_cast<uint8_t*>(both) + size_t(I) * e;
+    } else {
+      gate = step.view(step.workspace->get(kGate, size_t(T * I) * e), kMid, {T, I});
+      up = step.view(step.workspace->get(kUp, size_t(T * I) * e), kMid, {T, I});
+      gate_->apply(h, gate, {}, s);
+      up_->apply(h, up, {}, s);
+    }
+    gated_activation_cuda(act_, gate, up, gate, s);  // in place over the gate half
     GemmOptions add_into;
     add_into.accumulate = true;
     down_.apply(gate, x, add_into, s);
   }
 
  private:
-  DeviceLinear gate_, up_, down_;
+  std::optional<DeviceLinear> gate_up_, gate_, up_;  // gate_up_, or the two where they cannot be stacked
+  DeviceLinear down_;
   Activation act_;
   int64_t intermediate_;
 };

@@ -1,7 +1,8 @@
 #pragma once
-// The MLPs as GPU blocks (device_blocks.h), activations f32. Gated: gate and up projections, the activation times
-// up in place, then the down projection added into the residual stream. Plain (Nemotron-H's relu²): up, the
-// activation in place, down added into the residual stream.
+// The MLPs as GPU blocks (device_blocks.h), reading the block's bf16 normed rows. Gated: gate and up projections
+// (one stacked [gate|up] GEMM where the weights allow), the activation times up in place, then the down projection
+// added into the residual stream; the intermediate is bf16. Plain (Nemotron-H's relu²): up, the activation in
+// place, down added into the residual stream; the intermediate is f32.
 #include <memory>
 
 #include "layers/mlp.h"

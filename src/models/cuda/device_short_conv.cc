@@ -11,6 +11,7 @@ namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc).
 enum Slot : size_t { kProj = 16, kBx, kConv, kConvState, kNoState };
+static_assert(kNoState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceShortConv final : public DeviceMixer {
  public:

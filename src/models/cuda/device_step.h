@@ -13,6 +13,8 @@
 
 namespace attnzoo {
 
+class StepDecodePlans;  // step_decode_plans.h
+
 // Scratch buffers reused by every layer of a step: the layers run one after another on one stream, so slot i
 // holds whatever the running layer puts there. A slot grows to the largest request and never shrinks.
 class DeviceWorkspace {
@@ -20,14 +22,26 @@ class DeviceWorkspace {
   explicit DeviceWorkspace(Device device) : device_(device) {}
   void* get(size_t slot, size_t bytes) {
     if (slots_.size() <= slot) slots_.resize(slot + 1);
-    if (slots_[slot].bytes() < bytes) slots_[slot] = DeviceBuffer(device_, bytes);
+    if (slots_[slot].bytes() < bytes) {
+      slots_[slot] = DeviceBuffer(device_, bytes);
+      ++generation_;
+    }
     return slots_[slot].data();
   }
+  // Counts the reallocations: a captured step (step_graphs.h) is valid while this stays what it was.
+  uint64_t generation() const { return generation_; }
 
  private:
   Device device_;
   std::vector<DeviceBuffer> slots_;
+  uint64_t generation_ = 0;
 };
+
+// Workspace slots by owner, so that nothing a step still needs shares one with a later user: the attention's
+// [0, 8), the feed-forwards' [8, 16), the recurrent mixers' [16, kDecodePlanSlots) (device_mamba2.cc, ...), then
+// one per decode plan of the step (step_decode_plans.h: bound before the first layer runs, read by every
+// attention layer after it, so a recurrent layer in between must not regrow them).
+constexpr size_t kDecodePlanSlots = 32;
 
 // A tensor over device memory.
 inline TensorView device_view(Device device, void* data, DType dtype, std::initializer_list<int64_t> shape) {
@@ -47,6 +61,7 @@ struct DeviceStep {
   const std::vector<AttentionCall>* calls = nullptr;
   TensorView positions;  // i32 [T] on the device
   DeviceWorkspace* workspace = nullptr;
+  StepDecodePlans* decode_plans = nullptr;  // the attention layers' shared decode plans, empty at the step's start
 
   TensorView view(void* data, DType dtype, std::initializer_list<int64_t> shape) const {
     return device_view(device, data, dtype, shape);

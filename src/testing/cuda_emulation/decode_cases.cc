@@ -101,8 +101,11 @@ double tolerance(const Case& c) {
   return compute;
 }
 
-// Returns whether the plan split a sequence (and so ran the merge kernel).
-bool check(Case c, uint64_t seed) {
+// Returns whether the plan split a sequence (and so ran the merge kernel). With `plan_elsewhere`, the plan is made
+// for another layer's tensors (same shapes and strides, other bytes) and launched with this one's
+// (cuda_decode::with_tensors), as a model step's layers share one plan: any address left from the planning
+// layer reads its scrambled cache or writes its output instead of ours.
+bool check(Case c, uint64_t seed, bool plan_elsewhere = false) {
   SCOPED_TRACE(describe(c));
   if (!c.sinks.empty()) c.opts.sinks = c.sinks.data();
   if (!c.slopes.empty()) c.opts.alibi_slopes = c.slopes.data();
@@ -141,11 +144,34 @@ bool check(Case c, uint64_t seed) {
   const DecodeProblem p = make_decode_problem(q.device_view(), device_cache, out.device_view(), c.opts);
   EXPECT_NO_THROW(check_cuda_decode(p));
 
+  // The planning layer: scrambled copies of the caches and scales, its own q, an output nobody reads.
+  auto scramble = [](DeviceTensor& t) {
+    for (uint8_t& b : t.host) b ^= 0x5A;
+    t.upload();
+  };
+  DeviceTensor other_k(dk.view, dk.host.size()), other_v(dv.view, dv.host.size());
+  scramble(other_k), scramble(other_v);
+  const DeviceTensor other_q(c.q, {B, c.Tq, c.Hq, c.D}, seed + 30), other_out(c.out, {B, c.Tq, c.Hq, c.D}, 0);
+  std::optional<DeviceTensor> other_ks, other_vs;
+  KvCacheView other_cache = device_cache;
+  other_cache.k = other_k.device_view(), other_cache.v = other_v.device_view();
+  if (dks) {
+    other_ks.emplace(dks->view, dks->host.size()), other_vs.emplace(dvs->view, dvs->host.size());
+    scramble(*other_ks), scramble(*other_vs);
+    other_cache.k_scale = other_ks->device_view(), other_cache.v_scale = other_vs->device_view();
+  }
+  const DecodeProblem planned =
+      plan_elsewhere ? make_decode_problem(other_q.device_view(), other_cache, other_out.device_view(), c.opts) : p;
+
   const int rows = rows_per_cta(p.D, p.rows());
-  const DecodeLaunchPlan plan = plan_decode_launch(p, p.D == 256 ? 32 : 64, rows, c.slots);
-  DeviceMemory buffer(plan.device_bytes);
+  const DecodeLaunchPlan plan = plan_decode_launch(planned, p.D == 256 ? 32 : 64, rows, c.slots);
+  // Planned elsewhere, as a model step does it: the metadata and the partial results in buffers of their own.
+  DeviceMemory buffer(plan.device_bytes), partials(plan.device_bytes - plan.metadata.size() + 1);
   std::memcpy(buffer.data(), plan.metadata.data(), plan.metadata.size());
-  const DecodeParams params = bind_device_buffer(plan, buffer.data());
+  const DecodeParams params =
+      with_tensors(plan_elsewhere ? bind_device_buffers(plan, buffer.data(), partials.data())
+                                  : bind_device_buffer(plan, buffer.data()),
+                   decode_tensors(p));
   cuda_emulation::seed_schedule(seed);
   if (c.q == DType::bf16) launch_for_cache<__nv_bfloat16>(c.kv, plan, params);
   else launch_for_cache<__half>(c.kv, plan, params);
@@ -207,6 +233,14 @@ TEST(EmulatedDecode, MatchesReferenceWhenSplit) {
   int split = 0;
   for (int i = 0; i < 12; ++i) split += check(random_case(rng, true), 3000 + uint64_t(i));
   EXPECT_GE(split, 10) << "cases whose plan split a sequence";
+}
+
+// One plan, another layer's tensors: what launch_prepared_decode_cuda does for each layer of a model step.
+TEST(EmulatedDecode, OnePlanServesAnotherLayersTensors) {
+  std::mt19937_64 rng(79);
+  int split = 0;
+  for (int i = 0; i < 8; ++i) split += check(random_case(rng, i % 2 == 1), 4000 + uint64_t(i), /*plan_elsewhere=*/true);
+  EXPECT_GE(split, 2) << "cases whose plan split a sequence";
 }
 
 }  // namespace

@@ -34,15 +34,15 @@ unsigned capped(unsigned blocks, unsigned cap) { return blocks < cap ? blocks : 
 
 // ---- RMSNorm -------------------------------------------------------------------------------------------------
 
-template <class T, int N, bool kResidual>
-void launch_norm(const NormParams<T>& p) {
+template <class T, int N, bool kResidual, class Y>
+void launch_norm(const NormParams<T, Y>& p) {
   // norm.cu's choice of threads per row.
   if ((p.x_rows.cols + N - 1) / N <= 4 * 32) {
     cuda_emulation::launch(dim3(capped(grid_for(p.x_rows.count, kBlock / 32), 2)), kBlock, 0,
-                           [&](unsigned char*) { rms_norm_rows<T, N, 32, kResidual>(p); });
+                           [&](unsigned char*) { rms_norm_rows<T, N, 32, kResidual, Y>(p); });
   } else {
     cuda_emulation::launch(dim3(capped(grid_for(p.x_rows.count, 1), 2)), kBlock, 0,
-                           [&](unsigned char*) { rms_norm_rows<T, N, kBlock, kResidual>(p); });
+                           [&](unsigned char*) { rms_norm_rows<T, N, kBlock, kResidual, Y>(p); });
   }
 }
 
@@ -51,14 +51,18 @@ struct NormCase {
   int64_t rows, dim;
   bool residual = false, centered = false;
   int64_t row_pad = 0;
+  DType y_dtype = DType::f32;  // with an f32 x: bf16 / f16 for a 16-bit y (the runner's projection input)
 };
 
 void check_norm(const NormCase& c) {
   SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " rows " + std::to_string(c.rows) + " dim " +
                std::to_string(c.dim) + (c.residual ? " +residual" : "") + (c.centered ? " centered" : "") + " pad " +
                std::to_string(c.row_pad));
-  auto operand = [&](uint64_t seed) { return StridedOperand(c.dtype, {c.rows, c.dim}, seed, {c.dim + c.row_pad, 1}); };
-  StridedOperand x = operand(1), y = operand(0), residual = operand(3);
+  const DType y_dtype = c.dtype == DType::f32 ? c.y_dtype : c.dtype;
+  auto operand = [&](DType dt, uint64_t seed) {
+    return StridedOperand(dt, {c.rows, c.dim}, seed, {c.dim + c.row_pad, 1});
+  };
+  StridedOperand x = operand(c.dtype, 1), y = operand(y_dtype, 0), residual = operand(c.dtype, 3);
   StridedOperand w(DType::f32, {c.dim}, 7, {}, 0.3f);
   for (int64_t i = 0; i < c.dim; ++i) w.set(i, 1.f + w.at(i));
   w.upload();
@@ -75,21 +79,27 @@ void check_norm(const NormCase& c) {
   testing::norm_rows_reference(src.data(), wf, c.rows, c.dim, c.centered, want.data());
 
   const Rows rows = rows_of(x.device_view(), "x");
-  with_float_type(c.dtype, [&](auto tag) {
-    using T = decltype(tag);
+  auto run = [&](auto x_tag, auto y_tag) {
+    using T = decltype(x_tag);
+    using Y = decltype(y_tag);
     constexpr int V = 16 / sizeof(T);
-    const NormParams<T> p{x.device_ptr<const T>(), c.residual ? residual.device_ptr<T>() : nullptr,
-                          w.device_ptr<const float>(), y.device_ptr<T>(), RowMap(rows), RowMap(rows), RowMap(rows),
-                          1e-5f, c.centered};
-    const bool vec = rows_vectorizable(rows, x.device.data(), sizeof(T));  // x, y and residual alike
+    const NormParams<T, Y> p{x.device_ptr<const T>(), c.residual ? residual.device_ptr<T>() : nullptr,
+                             w.device_ptr<const float>(), y.device_ptr<Y>(), RowMap(rows), RowMap(rows), RowMap(rows),
+                             1e-5f, c.centered};
+    // norm.cu's test: x, y and residual alike (same rows), y by its own element size
+    const bool vec = rows_vectorizable(rows, x.device.data(), sizeof(T)) &&
+                     rows_vectorizable(rows, y.device.data(), sizeof(Y));
     if (c.residual) vec ? launch_norm<T, V, true>(p) : launch_norm<T, 1, true>(p);
     else vec ? launch_norm<T, V, false>(p) : launch_norm<T, 1, false>(p);
-  });
+  };
+  if (y_dtype == c.dtype) with_float_type(c.dtype, [&](auto tag) { run(tag, tag); });
+  else with_float_type(y_dtype, [&](auto tag) { run(float{}, tag); });
   y.download();
   residual.download();
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(y.at(offs[i])) - want[i]) / output_tolerance(c.dtype, want[i], 4e-6, 1e-6));
+    const double tol = output_tolerance(y_dtype, want[i], 4e-6, 1e-6);
+    worst = std::max(worst, std::fabs(double(y.at(offs[i])) - want[i]) / tol);
     if (c.residual) {
       ASSERT_EQ(residual.at(offs[i]), src[i]) << "residual element " << i;
     }
@@ -108,6 +118,12 @@ TEST(EmulatedStepKernels, RmsNormMatchesReference) {
     check_norm({dt, 3, 1040, true, false, 8});    // fused residual, block per row, padded rows
     check_norm({dt, 6, 96, false, true});         // mean-centred
     check_norm({dt, 3, 1200, true, true, 3});     // mean-centred after the add, unaligned rows: scalar, block
+  }
+  // A 16-bit y under an f32 x: the residual stream's norm as the projections' bf16 / f16 input.
+  for (DType y16 : {DType::bf16, DType::f16}) {
+    check_norm({DType::f32, 19, 128, false, false, 0, y16});  // warp per row, f32 vectors in, scalar stores out
+    check_norm({DType::f32, 3, 2048, true, false, 0, y16});   // block per row, fused residual (f32) add
+    check_norm({DType::f32, 5, 100, false, false, 0, y16});   // scalar
   }
 }
 

@@ -67,8 +67,7 @@ KernelChoice choice_for_cache(DType kv, int64_t D, int64_t rows) {
 
 }  // namespace
 
-void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
-  if (p.B == 0) return;
+PreparedDecodeCuda prepare_attention_decode_cuda(const DecodeProblem& p) {
   const int64_t rows = p.rows();
   const KernelChoice kc = p.q_dtype == DType::bf16 ? choice_for_cache<__nv_bfloat16>(p.kv_dtype, p.D, rows)
                                                     : choice_for_cache<__half>(p.kv_dtype, p.D, rows);
@@ -84,23 +83,36 @@ void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
   if (per_sm < 1)
     throw DeviceError("CUDA decode: a CTA of " + std::to_string(kc.smem_bytes) + " bytes of shared memory does not fit on " +
                       "this GPU's multiprocessors");
-  const DecodeLaunchPlan plan = plan_decode_launch(p, kc.tile, kc.rows, int64_t(per_sm) * sms);
+  return {plan_decode_launch(p, kc.tile, kc.rows, int64_t(per_sm) * sms), kc.fn, kc.smem_bytes};
+}
 
-  // One allocation: the metadata (uploaded with one copy), then the partial results of split sequences.
+void launch_prepared_decode_cuda(const PreparedDecodeCuda& d, const unsigned char* metadata, unsigned char* partials,
+                                 const DecodeTensors& t, Stream stream) {
+  const DecodeLaunchPlan& plan = d.plan;
+  if (plan.work.empty()) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  StreamScratch scratch(plan.device_bytes, cuda_stream);
-  DecodeParams params = bind_device_buffer(plan, scratch.data());
-  scratch.upload(plan.metadata.data(), plan.metadata.size());
+  // The kernels only read the metadata; the params hold it as the plan's own (mutable) buffer would be.
+  DecodeParams params = with_tensors(bind_device_buffers(plan, const_cast<unsigned char*>(metadata), partials), t);
   void* args[] = {&params};
-  cuda_check(cudaLaunchKernel(kc.fn, dim3(unsigned(plan.work.size()), plan.row_groups), dim3(kThreads), args,
-                              size_t(kc.smem_bytes), cuda_stream),
+  cuda_check(cudaLaunchKernel(d.kernel, dim3(unsigned(plan.work.size()), plan.row_groups), dim3(kThreads), args,
+                              size_t(d.smem_bytes), cuda_stream),
              "decode_kernel launch");
   if (!plan.merges.empty()) {
     cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(&merge_kernel),
-                                dim3(unsigned(plan.merges.size()), unsigned(rows)), dim3(kThreads), args, 0,
+                                dim3(unsigned(plan.merges.size()), unsigned(params.rows)), dim3(kThreads), args, 0,
                                 cuda_stream),
                "merge_kernel launch");
   }
+}
+
+void attention_decode_cuda(const DecodeProblem& p, Stream stream) {
+  if (p.B == 0) return;
+  const PreparedDecodeCuda d = prepare_attention_decode_cuda(p);
+  // One allocation: the metadata (uploaded with one copy), then the partial results of split sequences.
+  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
+  StreamScratch scratch(d.plan.device_bytes, cuda_stream);
+  scratch.upload(d.plan.metadata.data(), d.plan.metadata.size());
+  launch_prepared_decode_cuda(d, scratch.data(), scratch.data() + d.plan.metadata.size(), decode_tensors(p), stream);
   scratch.finish();  // ordered after both kernels on the stream
 }
 

@@ -7,6 +7,7 @@
 // Same semantics as attention_decode_reference: bottom-right-aligned causal, window, softcap then ALiBi, sinks,
 // rows that see no key give zeros; int8 / float8_e4m3fn caches with their per-(row, head) scales.
 #include "core/device.h"
+#include "kernels/softmax/cuda/decode_launch_plan.h"
 #include "kernels/softmax/decode_problem.h"
 
 namespace attnzoo {
@@ -21,5 +22,23 @@ void check_cuda_decode(const DecodeProblem& p);
 // the current device, on `stream`. Host metadata (p.seqlens, p.block_table, opts.sinks, opts.alibi_slopes) is
 // read here and what the kernels need is uploaded stream-ordered, so the caller may free it on return.
 void attention_decode_cuda(const DecodeProblem& p, Stream stream);
+
+// The same in two halves, for callers that run one problem's plan many times: a model step's attention layers,
+// which differ only in their tensors' addresses (cuda_decode::DecodeTensors), plan once per block group and
+// launch once per layer with no host metadata, no upload and no allocation.
+struct PreparedDecodeCuda {
+  cuda_decode::DecodeLaunchPlan plan;  // the caller copies plan.metadata to device memory the launches read, and
+                                       // gives them plan.device_bytes - plan.metadata.size() bytes of partials
+  const void* kernel = nullptr;        // the chunk kernel's instantiation for the problem
+  int smem_bytes = 0;
+  size_t partial_bytes() const { return plan.device_bytes - plan.metadata.size(); }
+};
+// For a validated problem (check_cuda_decode) on the current device. CUDA builds only (decode.cu).
+PreparedDecodeCuda prepare_attention_decode_cuda(const DecodeProblem& p);
+// Launches on `stream` reading the plan's `metadata` (on the device) and using `partials` as its scratch (launches
+// that share one run one after another on one stream), with the tensors `t`, of the strides and dtypes the
+// prepared problem had.
+void launch_prepared_decode_cuda(const PreparedDecodeCuda& d, const unsigned char* metadata, unsigned char* partials,
+                                 const cuda_decode::DecodeTensors& t, Stream stream);
 
 }  // namespace attnzoo

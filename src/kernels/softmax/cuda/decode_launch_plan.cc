@@ -177,15 +177,35 @@ DecodeLaunchPlan plan_decode_launch(const DecodeProblem& p, int64_t tile, int64_
 }
 
 DecodeParams bind_device_buffer(const DecodeLaunchPlan& plan, unsigned char* device) {
+  return bind_device_buffers(plan, device, device + plan.metadata.size());
+}
+
+DecodeParams bind_device_buffers(const DecodeLaunchPlan& plan, unsigned char* metadata, unsigned char* partials) {
   DecodeParams params = plan.params;
-  params.work = reinterpret_cast<const WorkItem*>(device);
-  params.merges = reinterpret_cast<const MergeItem*>(device + plan.merges_at);
-  params.block_table = plan.has_table ? reinterpret_cast<const int32_t*>(device + plan.table_at) : nullptr;
-  params.sinks = plan.has_sinks ? reinterpret_cast<const float*>(device + plan.sinks_at) : nullptr;
-  params.alibi_slopes = plan.has_slopes ? reinterpret_cast<const float*>(device + plan.slopes_at) : nullptr;
-  params.part_m = reinterpret_cast<float*>(device + plan.part_m_at);
-  params.part_l = reinterpret_cast<float*>(device + plan.part_l_at);
-  params.part_o = reinterpret_cast<float*>(device + plan.part_o_at);
+  params.work = reinterpret_cast<const WorkItem*>(metadata);
+  params.merges = reinterpret_cast<const MergeItem*>(metadata + plan.merges_at);
+  params.block_table = plan.has_table ? reinterpret_cast<const int32_t*>(metadata + plan.table_at) : nullptr;
+  params.sinks = plan.has_sinks ? reinterpret_cast<const float*>(metadata + plan.sinks_at) : nullptr;
+  params.alibi_slopes = plan.has_slopes ? reinterpret_cast<const float*>(metadata + plan.slopes_at) : nullptr;
+  // The partial results follow the metadata in plan.device_bytes (part_m_at is its end).
+  const size_t at = plan.metadata.size();
+  params.part_m = reinterpret_cast<float*>(partials + (plan.part_m_at - at));
+  params.part_l = reinterpret_cast<float*>(partials + (plan.part_l_at - at));
+  params.part_o = reinterpret_cast<float*>(partials + (plan.part_o_at - at));
+  return params;
+}
+
+DecodeTensors decode_tensors(const DecodeProblem& p) {
+  return {p.q, p.o, p.k, p.v, p.k_scale.data, p.v_scale.data};
+}
+
+DecodeParams with_tensors(DecodeParams params, const DecodeTensors& t) {
+  params.q = t.q;
+  params.o = t.o;
+  params.k = t.k;
+  params.v = t.v;
+  params.k_scale = t.k_scale;
+  params.v_scale = t.v_scale;
   return params;
 }
 

@@ -29,5 +29,22 @@ DecodeLaunchPlan plan_decode_launch(const DecodeProblem& p, int64_t tile, int64_
 
 // The plan's parameters pointing into `device`, a buffer of plan.device_bytes whose head holds plan.metadata.
 DecodeParams bind_device_buffer(const DecodeLaunchPlan& plan, unsigned char* device);
+// The same with the partial results in a buffer of their own (plan.device_bytes - plan.metadata.size() bytes), so
+// that the metadata can travel inside a larger upload (a model step's one copy) and the partials stay on the device.
+DecodeParams bind_device_buffers(const DecodeLaunchPlan& plan, unsigned char* metadata, unsigned char* partials);
+
+// The addresses in which the attention layers of one model step differ. Everything else a plan holds (sequences,
+// lengths, block table, heads, options, strides) is the same for every layer of one block group, so one plan and
+// its uploaded metadata serve them all, each launch rebinding only these.
+struct DecodeTensors {
+  const void* q = nullptr;
+  void* o = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* k_scale = nullptr;  // null unless the cache is int8 / e4m3
+  const float* v_scale = nullptr;
+};
+DecodeTensors decode_tensors(const DecodeProblem& p);
+DecodeParams with_tensors(DecodeParams params, const DecodeTensors& t);
 
 }  // namespace attnzoo::cuda_decode
