@@ -2,7 +2,9 @@
 // What the GPU runner's mixers with a short conv share (device_mamba2.*, device_gated_deltanet.*,
 // device_short_conv.*): their pool slots ([conv tail | recurrent state], layers/sequence_schedule.h's
 // ConvStateSlot) brought into the dense [S, ...] blocks the linear family's kernels take and put back, column slices
-// of fused projection rows, and their small parameters uploaded as f32.
+// of fused projection rows, and their small parameters uploaded as f32. Those mixers keep DeviceMixer::replayable's
+// false: their conv and scan calls take the batch's host cu_seqlens and upload them inside each call, which a step
+// graph would not redo, so their models' steps launch kernel by kernel and are never padded to a bucket.
 #include <cstdint>
 #include <vector>
 
