@@ -1,5 +1,5 @@
 #pragma once
-// What the GPU runner's mixers with a short conv share (device_mamba2.*, device_gated_deltanet.*,
+// What the GPU runner's mixers with a short conv share (device_mamba2.*, device_gated_deltanet.*, device_kda.*,
 // device_short_conv.*): their pool slots ([conv tail | recurrent state], layers/sequence_schedule.h's
 // ConvStateSlot) brought into the dense [S, ...] blocks the linear family's kernels take and put back, column slices
 // of fused projection rows, and their small parameters uploaded as f32. Those mixers keep DeviceMixer::replayable's

@@ -37,10 +37,11 @@ class DeviceWorkspace {
   uint64_t generation_ = 0;
 };
 
-// Workspace slots by owner, so that nothing a step still needs shares one with a later user: the attention's
-// [0, 8), the feed-forwards' [8, 16), the recurrent mixers' [16, kDecodePlanSlots) (device_mamba2.cc, ...), then
-// one per decode plan of the step (step_decode_plans.h: bound before the first layer runs, read by every
-// attention layer after it, so a recurrent layer in between must not regrow them).
+// Workspace slots by owner, so that nothing a step still needs shares one with a later user: the attention's from 0,
+// the feed-forwards' from 8, the recurrent mixers' from 16 (device_mamba2.cc, ...; a block's mixer and feed-forward
+// run one after the other, so theirs may overlap), all below kDecodePlanSlots; from there one per decode plan of
+// the step (step_decode_plans.h: bound before the first layer runs and read by every attention layer after it, so
+// no layer in between may regrow them).
 constexpr size_t kDecodePlanSlots = 32;
 
 // A tensor over device memory.
