@@ -73,4 +73,14 @@ void add_cuda(const TensorView& a, const TensorView& b, const TensorView& y, Str
   cuda_step::run<cuda_step::AddOp, Activation::silu>(a, b, y, stream);  // the activation is unused by AddOp
 }
 
+void mul_cuda(const TensorView& a, const TensorView& b, const TensorView& y, Stream stream) {
+  check_add_cuda(a, b, y);  // the same contract
+  cuda_step::run<cuda_step::MulOp, Activation::silu>(a, b, y, stream);  // the activation is unused by MulOp
+}
+
+void sigmoid_gate_cuda(const TensorView& a, const TensorView& gate, const TensorView& y, Stream stream) {
+  check_add_cuda(a, gate, y);  // the same contract
+  cuda_step::run<cuda_step::SigmoidGateOp, Activation::silu>(a, gate, y, stream);  // the activation is unused
+}
+
 }  // namespace attnzoo

@@ -23,6 +23,7 @@ namespace {
 // one dtype on both sides (cuBLASLt where built) and read half the activation bytes.
 constexpr DType kNormed = DType::bf16;
 
+// Either sublayer may be absent (Nemotron-H's MLP-only and mixer-only layers, Mamba-2's blocks), with its norm.
 struct DeviceBlock {
   RmsNormCuda input_norm, ffn_norm;
   std::unique_ptr<DeviceMixer> mixer;
@@ -73,16 +74,23 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   embed_ = make_device_embedding(*p.embed, load);
   for (const DecoderBlock& b : *p.blocks) {
     DeviceBlock d;
-    d.input_norm = RmsNormCuda(*b.input_norm, device, load.stream);
-    d.ffn_norm = RmsNormCuda(*b.pre_ffn_norm, device, load.stream);
-    d.mixer = make_device_mixer(*b.mixer, load);
-    d.ffn = make_device_ffn(*b.ffn, load);
+    if (b.mixer) {
+      d.input_norm = RmsNormCuda(*b.input_norm, device, load.stream);
+      d.mixer = make_device_mixer(*b.mixer, load);
+    }
+    if (b.ffn) {
+      d.ffn_norm = RmsNormCuda(*b.pre_ffn_norm, device, load.stream);
+      d.ffn = make_device_ffn(*b.ffn, load);
+    }
     blocks_.push_back(std::move(d));
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
-  // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one.
+  // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one. An
+  // absent sublayer launches nothing. A recurrent mixer is never replayable (its conv and scan upload the
+  // sequence lengths inside each call), so a model with one neither replays nor pads: no pad row (state slot -1)
+  // ever reaches a state slab.
   const bool replayable = std::all_of(blocks_.begin(), blocks_.end(), [](const DeviceBlock& b) {
-    return b.mixer->replayable() && b.ffn->replayable();
+    return (!b.mixer || b.mixer->replayable()) && (!b.ffn || b.ffn->replayable());
   });
   graphs_ = std::make_unique<StepGraphs>(device, replayable && cuda_graphs_enabled());
   // A tied head over a 16-bit table multiplies by the embedding's device copy: the table goes up once.
@@ -126,8 +134,9 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   const Batch& batch = *stepped;
   const int64_t T = batch.num_tokens(), H = hidden_;
 
-  // The step's metadata and the attention layers' decode plans, one copy up.
-  const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()));
+  // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode plans, one
+  // copy up.
+  const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()), batch.num_sequences());
   pack_step(batch, layout, staging_);
   const std::vector<AttentionCall> calls = plan_attention_calls(batch.cu_seqlens, batch.context_lens);
   DeviceStep step;
@@ -141,7 +150,8 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   step.workspace = &workspace_;
   step.decode_plans = &decode_plans_;
   decode_plans_.begin(layout.bytes);
-  for (size_t l = 0; l < blocks_.size(); ++l) blocks_[l].mixer->prepare(step, int64_t(l));
+  for (size_t l = 0; l < blocks_.size(); ++l)
+    if (blocks_[l].mixer) blocks_[l].mixer->prepare(step, int64_t(l));
   staging_.resize(decode_plans_.end());
   decode_plans_.pack(staging_);
   grow(meta_, staging_.size());
@@ -166,10 +176,14 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
     embed_.lookup(ids, x, embedding_scale_, /*check_ids=*/false, cs);  // Model::forward checked the ids on the host
     for (size_t l = 0; l < blocks_.size(); ++l) {
       const DeviceBlock& b = blocks_[l];
-      b.input_norm.forward(x, h, cs);
-      b.mixer->forward(step, int64_t(l), h, x);
-      b.ffn_norm.forward(x, h, cs);
-      b.ffn->forward(step, h, x);
+      if (b.mixer) {
+        b.input_norm.forward(x, h, cs);
+        b.mixer->forward(step, int64_t(l), h, x);
+      }
+      if (b.ffn) {
+        b.ffn_norm.forward(x, h, cs);
+        b.ffn->forward(step, h, x);
+      }
     }
     // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
     // consecutive rows (usually one run, or one row per sequence).
@@ -215,6 +229,7 @@ std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, 
   for (const DeviceBuffer* b : {&meta_, &x_, &h_, &picked_, &picked_h_, &logits_}) sig.push_back(ptr(b->data()));
   sig.push_back(workspace_.generation());
   for (size_t l = 0; l < blocks_.size(); ++l) {
+    if (!blocks_[l].mixer) continue;  // no pool memory
     const LayerMemory m = storage.layer(int64_t(l));
     for (const void* p : {m.k.data, m.v.data, m.k_scale.data, m.v_scale.data}) sig.push_back(ptr(p));
     sig.push_back(uint64_t(m.block_group));

@@ -1,9 +1,11 @@
-// The Llama family's decoder on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
-// of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
-// paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
-// within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie; the same for the
-// MoE decoders Qwen3-MoE and GLM-4.5 (DeepSeek-V3 routing) and for tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head). Skipped without a GPU; the host half
-// (refusals, plans) is models/decoder_cuda_plan_test.cc and models/decoder_cuda_gguf_test.cc.
+// The Llama family's decoders (dense and MoE: Qwen3-MoE, GLM-4.5 with DeepSeek-V3 routing), Mamba-2, Nemotron-H,
+// dense Qwen3-Next, LFM2 and Kimi Linear's KDA layers on a GPU against the same checkpoint on the CPU, and tiny GGUF
+// files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head): a ragged prefill batch, decode steps of
+// one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the paged
+// cache in rounds; a recurrent layer's state comes back from its snapshot) and a chunk after it, blocks handed out
+// in shuffled orders on both sides. Logits agree within bf16 tolerance and greedy tokens are equal wherever the
+// CPU's margin is not a near-tie. Skipped without a GPU; the host half (refusals, plans) is
+// models/decoder_cuda_plan_test.cc and models/decoder_cuda_gguf_test.cc.
 #include "models/cuda/decoder_cuda_runner.h"
 
 #include <gtest/gtest.h>
@@ -19,12 +21,14 @@
 #include "layers/matmul_precision.h"
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_gguf.h"
+#include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
 namespace {
 
 using testing::ScratchDir;
 using testing::TinyDecoder;
+using testing::TinyHybrid;
 
 constexpr int64_t V = testing::kTinyDecoderVocab;
 
@@ -70,10 +74,10 @@ struct Side {
   }
 };
 
-// The model at `path` (a checkpoint directory or a GGUF file), `t` its tiny decoder.
-void run_scenario_at(const std::string& path, const TinyDecoder& t, const std::string& name) {
+// The model at `path` (a checkpoint directory or a GGUF file); `name` prefixes the failures.
+void run_scenario_at(const std::string& path, const std::string& name, uint32_t seed) {
   Side cpu{load(path, Device::cpu(), 3), {}}, gpu{load(path, Device::cuda(), 5), {}};
-  std::mt19937 rng(t.seed);
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
   auto ids = [&](int n) {
     std::vector<int32_t> v(static_cast<size_t>(n));
@@ -114,7 +118,7 @@ void run_scenario_at(const std::string& path, const TinyDecoder& t, const std::s
 void run_scenario(const TinyDecoder& t) {
   ScratchDir dir;
   write_tiny_decoder(dir, t);
-  run_scenario_at(dir.str(), t, t.architecture + " " + t.dtype);
+  run_scenario_at(dir.str(), t.architecture + " " + t.dtype, t.seed);
 }
 
 // GGUF blocks: the GPU multiplies f32 / bf16 activations (decode rows through the quantized GEMV, longer steps
@@ -124,8 +128,24 @@ void run_scenario(const TinyDecoder& t) {
 void run_gguf_scenario(const TinyDecoder& t, QuantType type, const TensorPolicy& overrides = {}) {
   const ScopedMatmulPrecision f32_products(MatmulPrecision::highest);
   ScratchDir dir;
-  run_scenario_at(testing::write_tiny_gguf(dir, t, type, overrides), t,
-                  std::string("GGUF ") + quant_type_name(type) + (t.tied ? " tied" : ""));
+  run_scenario_at(testing::write_tiny_gguf(dir, t, type, overrides),
+                  std::string("GGUF ") + quant_type_name(type) + (t.tied ? " tied" : ""), t.seed);
+}
+
+// A model with a recurrent mixer: its state also goes through the scenario (the prefix reuse restores a snapshot of
+// it), and with graphs on, its steps still launch kernel by kernel (DeviceMixer::replayable), so none is replayed
+// and none padded to a bucket (a pad's state slot -1 must never reach a scan).
+void run_recurrent_scenario(const ScratchDir& dir, const std::string& name, uint32_t seed) {
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  const int64_t replays_before = cuda_graph_replays_total();
+  run_scenario_at(dir.str(), name, seed);
+  EXPECT_EQ(cuda_graph_replays_total(), replays_before) << name << ": steps replayed from a graph";
+}
+
+void run_scenario(const TinyHybrid& t) {
+  ScratchDir dir;
+  write_tiny_hybrid(dir, t);
+  run_recurrent_scenario(dir, t.architecture + " " + t.pattern + " " + t.dtype, t.seed);
 }
 
 TEST(DecoderCudaRunner, LlamaMatchesTheCpu) {
@@ -194,6 +214,55 @@ TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) 
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 17,
                            .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true});
+}
+
+TEST(DecoderCudaRunner, Mamba2MatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyHybrid{});
+}
+
+TEST(DecoderCudaRunner, AnF32Mamba2WithAWideStateMatchesTheCpu) {
+  REQUIRE_GPU();
+  // N = 160 > 128: the chunked prefill falls back to the recurrent kernel.
+  run_scenario(TinyHybrid{.dtype = "F32", .state_size = 160, .seed = 22});
+}
+
+TEST(DecoderCudaRunner, NemotronHMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Mamba-2, NoPE attention and relu² MLP layers, each block with one sublayer.
+  run_scenario(TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-", .seed = 23});
+}
+
+TEST(DecoderCudaRunner, AGatedDeltaNetQwen3NextMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Gated DeltaNet layers and dense SwiGLU MLPs (the tiny writer has no experts).
+  ScratchDir dir;
+  write_tiny_qwen3_next(dir, {});
+  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention BF16", 31);
+}
+
+TEST(DecoderCudaRunner, ADenseQwen3NextWithGatedAttentionMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Gated DeltaNet, then full attention with q / k norms, partial RoPE and the sigmoid output gate.
+  ScratchDir dir;
+  write_tiny_qwen3_next(dir, {.layer_types = {"linear_attention", "full_attention"}, .seed = 32});
+  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention + full_attention BF16", 32);
+}
+
+TEST(DecoderCudaRunner, Lfm2MatchesTheCpu) {
+  REQUIRE_GPU();
+  // Short-conv and attention (q / k norms) layers, each with a SwiGLU.
+  ScratchDir dir;
+  write_tiny_lfm2(dir, {});
+  run_recurrent_scenario(dir, "Lfm2ForCausalLM BF16", 41);
+}
+
+TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Kimi Delta Attention layers and dense SwiGLU MLPs (its MLA layers are refused so far).
+  ScratchDir dir;
+  write_tiny_kimi_linear(dir, {});
+  run_recurrent_scenario(dir, "KimiLinearForCausalLM linear_attention BF16", 51);
 }
 
 // Decode steps replayed from CUDA graphs (step_graphs.h) against the same steps launched kernel by kernel

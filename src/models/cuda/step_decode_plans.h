@@ -63,9 +63,7 @@ class StepDecodePlans {
   void append_signature(std::vector<uint64_t>& signature) const;
 
  private:
-  // Workspace slots after the attention's and every feed-forward's (device_moe.cc's run to 21): bound before the
-  // layers run, so no block may grow one of them mid-step.
-  static constexpr size_t kFirstSlot = 32;
+  static constexpr size_t kFirstSlot = kDecodePlanSlots;  // workspace slots after every block's
   std::vector<Plan> plans_;
   size_t end_ = 0;
   bool bound_ = false;
