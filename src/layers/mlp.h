@@ -38,10 +38,6 @@ class PlainMlp : public FeedForward {
   Activation activation() const { return act_; }
   uint64_t weight_bytes() const override { return up_.weight_bytes() + down_.weight_bytes(); }
   void forward(const float* x, int64_t T, float* out) const override;
-  const Linear& up_proj() const { return up_; }
-  const Linear& down_proj() const { return down_; }
-  Activation activation() const { return act_; }
-  int64_t intermediate() const { return up_.out_features(); }
 
  private:
   Linear up_, down_;
