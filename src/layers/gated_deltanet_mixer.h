@@ -70,17 +70,30 @@ class GatedDeltaNetMixer : public SequenceMixer {
   // Frobenius norm of each value head's state (after forward() has run on this batch).
   void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
- private:
-  GatedDeltaNetConfig config_;
-  GatedDeltaNetWeights w_;
-  TensorView conv_weight_;  // [conv_dim, W]
-  int64_t in_proj_width_ = 0;  // summed out_features of the in_proj sources
   // Where each projection run lands: part 0 = conv input (q k v), 1 = z, 2 = b, 3 = a; offset within the part.
   struct RunTarget {
     int64_t begin, count;  // columns of the sources' outputs side by side
     int part;
     int64_t offset;
   };
+  // The parts as the forward pass reads them (the GPU runner's device_gated_deltanet uploads these): the in_proj
+  // sources, their summed width and the runs' targets; conv weight [conv_dim, W] and bias [conv_dim] or empty as
+  // stored; -exp(A_log) and dt_bias [HV] and the norm's weight [V] in f32.
+  const std::vector<Linear>& in_proj() const { return w_.in_proj; }
+  int64_t in_proj_width() const { return in_proj_width_; }
+  const std::vector<RunTarget>& run_targets() const { return run_targets_; }
+  const Linear& out_proj() const { return w_.out_proj; }
+  const TensorView& conv_weight() const { return conv_weight_; }
+  const TensorView& conv_bias() const { return w_.conv_bias; }
+  const std::vector<float>& neg_A() const { return neg_A_; }
+  const std::vector<float>& dt_bias() const { return dt_bias_; }
+  const std::vector<float>& norm_weight() const { return norm_w_; }
+
+ private:
+  GatedDeltaNetConfig config_;
+  GatedDeltaNetWeights w_;
+  TensorView conv_weight_;  // [conv_dim, W]
+  int64_t in_proj_width_ = 0;  // summed out_features of the in_proj sources
   std::vector<RunTarget> run_targets_;
   std::vector<float> neg_A_, dt_bias_, norm_w_;
 };

@@ -55,6 +55,14 @@ class KdaMixer : public SequenceMixer {
   // Frobenius norm of each head's state (after forward() has run on this batch).
   void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
+  // The parts as the forward pass reads them (the GPU runner's device_kda uploads these): the projections as
+  // stored; the stacked conv weight [3*H*K, W], -exp(A_log) [H], dt_bias [H*K] and the norm's weight [K] in f32.
+  const KdaWeights& weights() const { return w_; }
+  const std::vector<float>& conv_weight() const { return conv_weight_; }
+  const std::vector<float>& neg_A() const { return neg_A_; }
+  const std::vector<float>& dt_bias() const { return dt_bias_; }
+  const std::vector<float>& norm_weight() const { return norm_w_; }
+
  private:
   KdaConfig config_;
   KdaWeights w_;

@@ -60,6 +60,18 @@ class Mamba2Mixer : public SequenceMixer {
   // Explainer: the Frobenius norm of each head's [P, N] state of the first sequence.
   void trace(const float* x, const Batch& batch, const LayerMemory& memory, LayerTrace& out) const override;
 
+  // The parts as the forward pass reads them (the GPU runner's device_mamba2 uploads these): conv weight [conv_dim,
+  // W] and bias [conv_dim] or empty in the checkpoint's dtype; A = -exp(A_log), D and dt_bias [H] and the gated
+  // norm's weight [inner] (empty without one) in f32.
+  const Linear& in_proj() const { return w_.in_proj; }
+  const Linear& out_proj() const { return w_.out_proj; }
+  const TensorView& conv_weight() const { return conv_weight_; }
+  const TensorView& conv_bias() const { return w_.conv_bias; }
+  const std::vector<float>& A() const { return A_; }
+  const std::vector<float>& D() const { return D_; }
+  const std::vector<float>& dt_bias() const { return dt_bias_; }
+  const std::vector<float>& norm_weight() const { return norm_w_; }
+
  private:
   void gate_and_norm(const float* proj, int64_t T, float* y) const;
 

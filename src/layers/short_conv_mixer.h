@@ -31,6 +31,12 @@ class ShortConvMixer : public SequenceMixer {
   uint64_t weight_bytes() const override;
   std::string kind() const override { return kKind; }
   void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const override;
+  // The parts as the forward pass reads them (the GPU runner's device_short_conv uploads these): conv weight
+  // [hidden, L] and bias [hidden] or empty, as stored.
+  const Linear& in_proj() const { return in_proj_; }
+  const Linear& out_proj() const { return out_proj_; }
+  const TensorView& conv_weight() const { return conv_weight_; }
+  const TensorView& conv_bias() const { return conv_bias_; }
 
  private:
   int64_t hidden_, kernel_;

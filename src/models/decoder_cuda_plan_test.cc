@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
+#include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
 namespace {
@@ -16,6 +17,8 @@ namespace {
 using testing::DenseFamily;
 using testing::ScratchDir;
 using testing::TinyDecoder;
+using testing::TinyHybrid;
+using testing::TinyQwen3Next;
 
 std::unique_ptr<Model> load_cpu(const TinyDecoder& t, const ScratchDir& dir) {
   write_tiny_decoder(dir, t);
@@ -164,10 +167,59 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
       << refusal(mla_parts, DType::i8);
   EXPECT_EQ(refusal(parts, DType::i8), "");  // Llama's 8-bit cache stays taken
 
-  std::vector<DecoderBlock> mlp_only(1);  // Nemotron-H's feed-forward-only layers have no mixer
+  std::vector<DecoderBlock> empty(1);  // Nemotron-H's layers have one sublayer or the other, never neither
   DecoderParts p = parts;
-  p.blocks = &mlp_only;
-  EXPECT_EQ(refusal(p), "device: feed-forward-only layers (LlamaForCausalLM, layer 0) runs on the CPU only so far");
+  p.blocks = &empty;
+  EXPECT_EQ(refusal(p), "device: a block without a mixer or a feed-forward (LlamaForCausalLM, layer 0) runs on the "
+                        "CPU only so far");
+}
+
+std::unique_ptr<Model> load_cpu(const TinyHybrid& t, const ScratchDir& dir) {
+  write_tiny_hybrid(dir, t);
+  return Model::load(dir.str());
+}
+
+TEST(DecoderCudaPlan, Mamba2AndNemotronHAreTaken) {
+  // Nemotron-H: Mamba-2 and attention blocks without a feed-forward, relu² MLP blocks without a mixer.
+  for (const TinyHybrid& t : {TinyHybrid{}, TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-"}}) {
+    ScratchDir dir;
+    const auto model = load_cpu(t, dir);
+    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.architecture;
+  }
+}
+
+TEST(DecoderCudaPlan, ADenseQwen3NextIsTaken) {
+  // Gated DeltaNet layers alone, and beside gated full attention (dense MLPs: the tiny writer has no experts).
+  const TinyQwen3Next mixed{.layer_types = {"linear_attention", "full_attention"}};
+  for (const TinyQwen3Next& t : {TinyQwen3Next{}, mixed}) {
+    ScratchDir dir;
+    write_tiny_qwen3_next(dir, t);
+    const auto model = Model::load(dir.str());
+    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.layer_types.size();
+  }
+}
+
+TEST(DecoderCudaPlan, Lfm2IsTaken) {
+  ScratchDir dir;
+  write_tiny_lfm2(dir, {});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+}
+
+TEST(DecoderCudaPlan, AKimiLinearOfKdaLayersIsTaken) {
+  // The tiny writer's layers are KDA's (its MLA layers would go to device_mla, as DeepSeek's).
+  ScratchDir dir;
+  write_tiny_kimi_linear(dir, {});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+}
+
+TEST(DecoderCudaPlan, AMamba2StateWiderThanTheScansIsRefusedByName) {
+  ScratchDir dir;
+  const auto model = load_cpu(TinyHybrid{.state_size = 264}, dir);
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+            "device: Mamba-2 state size 264 (the CUDA scans take up to 256) (Mamba2ForCausalLM, layer 0) runs on the "
+            "CPU only so far");
 }
 
 TEST(DecoderCudaPlan, DecodeStepsArePaddedToTheirBucket) {
@@ -207,6 +259,15 @@ TEST(DecoderCudaPlan, DecodeStepsArePaddedToTheirBucket) {
   EXPECT_EQ(padded.positions, (std::vector<int32_t>{40, 5, 70, 0}));
   EXPECT_EQ(padded.cu_seqlens, (std::vector<int32_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(padded.context_lens, (std::vector<int32_t>{40, 5, 70, 1}));
+  // The pad has no state slot (the runner pads no model with a recurrent mixer), and the padded step packs into the
+  // layout of its four sequences.
+  EXPECT_EQ(padded.state_slots, (std::vector<int32_t>{-1, -1, -1, -1}));
+  const StepLayout layout = plan_step_layout(4, 2, 4);
+  std::vector<uint8_t> staging;
+  pack_step(padded, layout, staging);
+  int32_t pad_slot = 0;
+  std::memcpy(&pad_slot, staging.data() + layout.state_slots + 3 * sizeof(int32_t), sizeof(int32_t));
+  EXPECT_EQ(pad_slot, -1);
   ASSERT_EQ(padded.block_groups.size(), 2u);
   for (const BlockTables& t : padded.block_groups) {
     EXPECT_EQ(t.slot_mapping, (std::vector<int64_t>{72, 101, 187, -1}));  // the K/V write skips -1
@@ -227,13 +288,14 @@ TEST(DecoderCudaPlan, DecodeStepsArePaddedToTheirBucket) {
 }
 
 TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {
-  const StepLayout l = plan_step_layout(5, 2);
+  const StepLayout l = plan_step_layout(5, 2, 2);
   EXPECT_EQ(l.tokens, 0u);
   EXPECT_EQ(l.positions, 32u);  // 20 bytes of ids, rounded up to 16
   ASSERT_EQ(l.slot_mapping.size(), 2u);
   EXPECT_EQ(l.slot_mapping[0], 64u);
   EXPECT_EQ(l.slot_mapping[1], 112u);  // 40 bytes of slots, rounded up to 48
-  EXPECT_EQ(l.bytes, 160u);
+  EXPECT_EQ(l.state_slots, 160u);
+  EXPECT_EQ(l.bytes, 176u);  // 8 bytes of state slots, rounded up to 16
 
   Batch b;
   b.tokens = {3, 1, 4, 1, 5};
@@ -242,6 +304,7 @@ TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {
   b.block_groups.resize(2);
   b.block_groups[0].slot_mapping = {16, 17, 18, 40, 41};
   b.block_groups[1].slot_mapping = {-1, 1, 2, 3, 4};
+  b.state_slots = {6, 2};
   std::vector<uint8_t> staging;
   pack_step(b, l, staging);
   ASSERT_EQ(staging.size(), l.bytes);
@@ -249,6 +312,10 @@ TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {
   EXPECT_EQ(std::memcmp(staging.data() + l.positions, b.positions.data(), 20), 0);
   EXPECT_EQ(std::memcmp(staging.data() + l.slot_mapping[0], b.block_groups[0].slot_mapping.data(), 40), 0);
   EXPECT_EQ(std::memcmp(staging.data() + l.slot_mapping[1], b.block_groups[1].slot_mapping.data(), 40), 0);
+  EXPECT_EQ(std::memcmp(staging.data() + l.state_slots, b.state_slots.data(), 8), 0);
+  b.state_slots = {6, 2, 1, 0, 3};  // more sequences than the layout was planned for
+  EXPECT_THROW(pack_step(b, l, staging), ArgumentError);
+  b.state_slots = {6, 2};
   b.block_groups[1].slot_mapping.pop_back();
   EXPECT_THROW(pack_step(b, l, staging), ArgumentError);
 }

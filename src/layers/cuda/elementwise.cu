@@ -154,4 +154,14 @@ void scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, f
   cuda_step::run_scale_softcap(x, y, scale, cap, stream);
 }
 
+void mul_cuda(const TensorView& a, const TensorView& b, const TensorView& y, Stream stream) {
+  check_add_cuda(a, b, y);  // the same contract
+  cuda_step::run<cuda_step::MulOp, Activation::silu>(a, b, y, stream);  // the activation is unused by MulOp
+}
+
+void sigmoid_gate_cuda(const TensorView& a, const TensorView& gate, const TensorView& y, Stream stream) {
+  check_add_cuda(a, gate, y);  // the same contract
+  cuda_step::run<cuda_step::SigmoidGateOp, Activation::silu>(a, gate, y, stream);  // the activation is unused
+}
+
 }  // namespace attnzoo

@@ -1,8 +1,8 @@
 #pragma once
 // The element-wise pieces of a step on an NVIDIA GPU: the gated activation of an MLP (the twin of
-// layers/activations.h's gated_activation), the residual add (scaled: Granite's residual multiplier) and the
-// output head's logits multiplier and softcap (DecoderModel's CPU forward), and Llama 4's query temperature
-// (AttentionLayer::scale_queries). f32 math on f32 / bf16 / f16 data, 16-byte
+// layers/activations.h's gated_activation), the residual add (scaled: Granite's residual multiplier), the product
+// and the sigmoid gate, the output head's logits multiplier and softcap (DecoderModel's CPU forward), and Llama 4's
+// query temperature (AttentionLayer::scale_queries). f32 math on f32 / bf16 / f16 data, 16-byte
 // vectors where every row allows them.
 #include "core/device.h"
 #include "core/tensor.h"
@@ -36,5 +36,11 @@ void scale_softcap_cuda(const TensorView& x, const TensorView& y, float scale, f
                         Stream stream = current_stream());
 void query_temperature_cuda(const TensorView& q, const TensorView& positions, float beta, int64_t interval,
                             Stream stream = current_stream());
+// y = a * b (LFM2's short-conv gates), as add_cuda: one shape and dtype (rows.h: any row strides), checked by
+// check_add_cuda; y may be a or b.
+void mul_cuda(const TensorView& a, const TensorView& b, const TensorView& y, Stream stream = current_stream());
+// y = a * sigmoid(gate) (the attention output gate of Qwen3-Next / Qwen3.5, AttentionLayer's formula), as mul_cuda.
+void sigmoid_gate_cuda(const TensorView& a, const TensorView& gate, const TensorView& y,
+                       Stream stream = current_stream());
 
 }  // namespace attnzoo

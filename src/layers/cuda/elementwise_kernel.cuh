@@ -29,6 +29,8 @@ __device__ __forceinline__ float activate(float x) {
 
 struct GatedOp {};
 struct AddOp {};
+struct MulOp {};
+struct SigmoidGateOp {};  // a * sigmoid(b): the attention output gate
 
 // out = op(a, b) over rows: a, b, out share the shape; each has its own row map. AddOp adds alpha * b (Granite's
 // residual multiplier); alpha 1 is the plain add, exact (a * 1 rounds to nothing, with or without a fused multiply-add).
@@ -56,6 +58,10 @@ __device__ __forceinline__ void binary_rows(const BinaryParams<T>& p) {
       for (int j = 0; j < N; ++j) {
         if constexpr (std::is_same_v<Op, GatedOp>) {
           x[j] = activate<kAct>(x[j]) * y[j];
+        } else if constexpr (std::is_same_v<Op, MulOp>) {
+          x[j] *= y[j];
+        } else if constexpr (std::is_same_v<Op, SigmoidGateOp>) {
+          x[j] *= 1.f / (1.f + expf(-y[j]));
         } else {
           x[j] += p.alpha * y[j];
         }

@@ -119,11 +119,13 @@ MoeRouting skewed_routing(int64_t T, int64_t E, int64_t k, uint64_t seed) {
   return r;
 }
 
-void run_dispatch(int64_t T, int64_t E, int64_t k, int64_t H, int64_t I, uint64_t seed) {
-  SCOPED_TRACE("T " + std::to_string(T) + " E " + std::to_string(E) + " top_k " + std::to_string(k));
+// h_dtype: the normed rows' (bf16: as the GPU runner hands them; the CPU reads the same rounded values).
+void run_dispatch(int64_t T, int64_t E, int64_t k, int64_t H, int64_t I, uint64_t seed, DType h_dtype = DType::f32) {
+  SCOPED_TRACE("T " + std::to_string(T) + " E " + std::to_string(E) + " top_k " + std::to_string(k) + " h " +
+               dtype_name(h_dtype));
   const int64_t n = T * k;
   const MoeRouting routing = skewed_routing(T, E, k, seed);
-  DeviceOperand h(DType::f32, {T, H}, seed + 1), res(DType::f32, {T, H}, seed + 2),
+  DeviceOperand h(h_dtype, {T, H}, seed + 1), res(DType::f32, {T, H}, seed + 2),
       shared(DType::f32, {T, H}, seed + 3), gate(DType::f32, {T, 1}, seed + 4);
   DeviceOperand w_gu(DType::bf16, {E, 2 * I, H}, seed + 5, {}, 0.2f), w_down(DType::bf16, {E, H, I}, seed + 6, {}, 0.2f);
   auto buffer = [](int64_t count, size_t elem) { return DeviceBuffer(Device::cuda(), size_t(count) * elem); };
@@ -188,6 +190,8 @@ TEST(MoeCuda, DispatchMatchesTheCpuExperts) {
   run_dispatch(1, 64, 8, 256, 128, 1);    // a decode token
   run_dispatch(300, 16, 2, 128, 96, 2);   // a prefill, idle experts
   run_dispatch(2048, 4, 2, 128, 64, 3);   // large tiles: 1024 rows per expert on average
+  run_dispatch(1, 64, 8, 256, 128, 4, DType::bf16);   // bf16 rows gathered as they are
+  run_dispatch(300, 16, 2, 128, 96, 5, DType::bf16);
 }
 
 }  // namespace

@@ -10,8 +10,12 @@
 #include "layers/cuda/routing_cuda.h"
 #include "layers/deepseek_moe.h"
 #include "layers/mla_mixer.h"
+#include "layers/gated_deltanet_mixer.h"
+#include "layers/kda_mixer.h"
+#include "layers/mamba2_mixer.h"
 #include "layers/mlp.h"
 #include "layers/moe.h"
+#include "layers/short_conv_mixer.h"
 
 namespace attnzoo {
 namespace {
@@ -31,7 +35,13 @@ void check_projection(const DecoderParts& p, const Linear& l) {
 // One check per mixer kind that has a CUDA block (device_blocks.h).
 void check_attention(const DecoderParts& p, const AttentionLayer& attn, const std::string& where) {
   const AttentionConfig& c = attn.config();
-  if (c.output_gate) refuse(p, "the attention output gate", where);
+  // Sinks and the query temperature go to the CUDA attention; the output gate's q is strided among its gates, so
+  // q / k norms across heads and the temperature (which read whole rows) are refused beside it.
+  if (c.output_gate && c.temperature_beta != 0.f)
+    refuse(p, "the attention output gate with the query temperature", where);
+  if (c.output_gate)
+    for (const std::optional<RmsNorm>* n : {&attn.q_norm(), &attn.k_norm()})
+      if (*n && (*n)->dim() != c.head_dim) refuse(p, "the attention output gate with q / k norms across heads", where);
   if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
     refuse(p, "head_dim " + std::to_string(c.head_dim) +
                   " (the CUDA attention takes 64, 128 or 256: Phi-3 / Phi-3.5 mini's 96 stays on the CPU)", where);
@@ -63,9 +73,47 @@ void check_mla(const DecoderParts& p, const MlaMixer& mla, DType kv_dtype, const
   for (const Linear* l : {&w.kv_a_proj, &w.o_proj}) check_projection(p, *l);
 }
 
+// device_mamba2.cc: the conv and scans of kernels/linear/mamba2 and short_conv on dense states gathered from the
+// pool's slots.
+void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string& where) {
+  const Mamba2MixerConfig& c = m.config();
+  if (!c.proj_multipliers.empty()) refuse(p, "Mamba-2 in_proj multipliers (Falcon-H1's muP)", where);
+  if (c.state_size > 256)
+    refuse(p, "Mamba-2 state size " + std::to_string(c.state_size) + " (the CUDA scans take up to 256)", where);
+  for (const Linear* l : {&m.in_proj(), &m.out_proj()}) check_projection(p, *l);
+}
+
+// device_gated_deltanet.cc: the chunked delta rule's CUDA kernels stage K and V <= 128 (Qwen3-Next's 128).
+void check_gated_deltanet(const DecoderParts& p, const GatedDeltaNetMixer& m, const std::string& where) {
+  const GatedDeltaNetConfig& c = m.config();
+  if (c.head_k_dim > 128 || c.head_v_dim > 128)
+    refuse(p, "Gated DeltaNet head dims " + std::to_string(c.head_k_dim) + " / " + std::to_string(c.head_v_dim) +
+                  " (the CUDA chunked delta rule takes up to 128)",
+           where);
+  for (const Linear& l : m.in_proj()) check_projection(p, l);
+  check_projection(p, m.out_proj());
+}
+
+// device_kda.cc: the chunked KDA kernels stage head dims <= 128 (Kimi Linear's 128).
+void check_kda(const DecoderParts& p, const KdaMixer& m, const std::string& where) {
+  if (m.config().head_dim > 128)
+    refuse(p, "KDA head_dim " + std::to_string(m.config().head_dim) + " (the CUDA chunked KDA takes up to 128)", where);
+  const KdaWeights& w = m.weights();
+  for (const Linear* l : {&w.q_proj, &w.k_proj, &w.v_proj, &w.f_a_proj, &w.f_b_proj, &w.b_proj, &w.g_a_proj,
+                          &w.g_b_proj, &w.o_proj})
+    check_projection(p, *l);
+}
+
 void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dtype, const std::string& where) {
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
   if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return check_mla(p, *mla, kv_dtype, where);
+  if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return check_mamba2(p, *mamba2, where);
+  if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return check_gated_deltanet(p, *gdn, where);
+  if (const auto* kda = dynamic_cast<const KdaMixer*>(&mixer)) return check_kda(p, *kda, where);
+  if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) {  // device_short_conv.cc: any width
+    for (const Linear* l : {&conv->in_proj(), &conv->out_proj()}) check_projection(p, *l);
+    return;
+  }
   refuse(p, mixer.kind() + " layers", where);
 }
 
@@ -118,9 +166,13 @@ void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string&
     if (moe->shared_gate()) check_projection(p, *moe->shared_gate());
     return;
   }
+  if (const auto* mlp = dynamic_cast<const PlainMlp*>(&ffn)) {
+    for (const Linear* l : {&mlp->up_proj(), &mlp->down_proj()}) check_projection(p, *l);
+    return;
+  }
   if (const auto* moe = dynamic_cast<const DeepseekMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
   if (const auto* moe = dynamic_cast<const NemotronHMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
-  refuse(p, "feed-forwards other than a gated MLP or a softmax / DeepSeek MoE (plain MLP, gpt-oss's MoE)", where);
+  refuse(p, "feed-forwards other than a gated or plain MLP or a softmax / DeepSeek MoE (gpt-oss's MoE)", where);
 }
 
 }  // namespace
@@ -138,10 +190,10 @@ void check_decoder_runs_on_cuda(const DecoderParts& p, DType kv_dtype) {
     if (b.residual_is_normed || b.mixer_alpha != 1.f || b.mixer_beta != 1.f || b.ffn_alpha != 1.f ||
         b.ffn_beta != 1.f)
       refuse(p, "postnorm blocks", where);
-    if (!b.mixer) refuse(p, "feed-forward-only layers", where);
-    check_mixer(p, *b.mixer, kv_dtype, where);
-    if (!b.ffn) refuse(p, "blocks without a feed-forward", where);
-    check_ffn(p, *b.ffn, where);
+    if (!b.mixer && !b.ffn) refuse(p, "a block without a mixer or a feed-forward", where);
+    if (b.parallel && (!b.mixer || !b.ffn)) refuse(p, "a parallel block without both sublayers", where);
+    if (b.mixer) check_mixer(p, *b.mixer, kv_dtype, where);  // none: a feed-forward-only block (Nemotron-H's MLPs)
+    if (b.ffn) check_ffn(p, *b.ffn, where);                  // none: Mamba-2's and Nemotron-H's mixer-only blocks
   }
 }
 
@@ -153,7 +205,7 @@ bool head_shares_embedding(const DecoderParts& p) {
          table.row_bytes == table.cols * 2;
 }
 
-StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups) {
+StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups, int64_t num_seqs) {
   auto aligned = [](size_t n) { return (n + 15) / 16 * 16; };
   const size_t T = size_t(num_tokens);
   StepLayout l;
@@ -164,6 +216,8 @@ StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups) {
     l.slot_mapping.push_back(at);
     at += aligned(T * sizeof(int64_t));
   }
+  l.state_slots = at;
+  at += aligned(size_t(num_seqs) * sizeof(int32_t));
   l.bytes = at;
   return l;
 }
@@ -179,6 +233,10 @@ void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t
     require(slots.size() == T, "slot_mapping", "needs one slot per token");
     std::memcpy(staging.data() + layout.slot_mapping[g], slots.data(), T * sizeof(int64_t));
   }
+  require(layout.bytes - layout.state_slots >= batch.state_slots.size() * sizeof(int32_t), "layout",
+          "has no room for the batch's state slots");
+  std::memcpy(staging.data() + layout.state_slots, batch.state_slots.data(),
+              batch.state_slots.size() * sizeof(int32_t));
 }
 
 int64_t decode_bucket(int64_t seqs) {

@@ -14,12 +14,14 @@ namespace attnzoo {
 
 // The ArgumentError "device: <feature> (<architecture>...) runs on the CPU only so far" for the first part of the
 // model the runner does not cover. It takes blocks of softmax attention (optional q/k/v/o biases, q/k norms per
-// head or across heads, RoPE or NoPE, sliding windows, softcap, sinks, the query temperature) or MLA (kv_lora_rank
-// <= 512, qk_nope_head_dim <= 512, qk_rope_head_dim <= 128, a 16-bit latent cache) and a gated MLP or a softmax /
-// DeepSeek MoE, with or without input norms, post-sublayer norms, parallel blocks, mean-centred norms and
-// DecoderOptions' multipliers and softcap; it refuses postnorm (MiniMax) blocks, other mixers and feed-forwards,
-// output gates and head dims other than 64 / 128 / 256. Weights and token tables of every format the CPU computes
-// with go up (device_weights.h, make_device_embedding). `kv_dtype`: the pool's cache dtype on the device.
+// head or across heads, RoPE or NoPE, sliding windows, softcap, sinks, the query temperature, Qwen3-Next's output
+// gate), MLA (kv_lora_rank <= 512, qk_nope_head_dim <= 512, qk_rope_head_dim <= 128, a 16-bit latent cache),
+// Mamba-2 (state size <= 256, no in_proj multipliers), Gated DeltaNet or KDA (head dims <= 128) or LFM2's short
+// conv, and a gated or plain MLP or a softmax / DeepSeek MoE, either sublayer possibly absent, with or without
+// input norms, post-sublayer norms, parallel blocks, mean-centred norms and DecoderOptions' multipliers and
+// softcap; it refuses postnorm (MiniMax) blocks, the other mixers, gpt-oss's MoE and head dims other than 64 / 128
+// / 256. Weights and token tables of every format the CPU computes with go up (device_weights.h,
+// make_device_embedding). `kv_dtype`: the pool's cache dtype on the device.
 void check_decoder_runs_on_cuda(const DecoderParts& parts, DType kv_dtype = DType::bf16);
 
 // Whether the output head is the embedding table itself, held as bf16 / f16 rows (a tied checkpoint borrowed as
@@ -27,14 +29,16 @@ void check_decoder_runs_on_cuda(const DecoderParts& parts, DType kv_dtype = DTyp
 bool head_shares_embedding(const DecoderParts& parts);
 
 // Byte offsets of a step's metadata in its one staging buffer and its device copy: tokens and positions int32
-// [T], then one int64 slot_mapping [T] per block group (window layers have their own). Each array starts on a
-// 16-byte boundary.
+// [T], then one int64 slot_mapping [T] per block group (window layers have their own), then the sequences' state
+// slots int32 [S] (Batch::state_slots: where the recurrent mixers' rows of the pool's state slabs are). Each array
+// starts on a 16-byte boundary.
 struct StepLayout {
   size_t tokens = 0, positions = 0;
   std::vector<size_t> slot_mapping;  // per block group
+  size_t state_slots = 0;
   size_t bytes = 0;
 };
-StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups);
+StepLayout plan_step_layout(int64_t num_tokens, int64_t block_groups, int64_t num_seqs);
 // Writes the batch's arrays into `staging` (resized to layout.bytes) where `layout` says.
 void pack_step(const Batch& batch, const StepLayout& layout, std::vector<uint8_t>& staging);
 
@@ -47,7 +51,8 @@ int64_t decode_bucket(int64_t seqs);
 bool pads_to_bucket(const Batch& batch, std::span<const int64_t> rows);
 // `batch` (pads_to_bucket) grown to `bucket` sequences in `padded`: each pad is token 0 at position 0 after one
 // cached token, its block table [0, -1, ...] (a decode over block 0, whatever it holds: a pad's rows are never
-// read) and its slot -1 (the K/V write skips it). `padded`'s lists keep their capacity from step to step.
+// read), its slot -1 (the K/V write skips it) and its state slot -1 (never read: the runner pads only models whose
+// every block is replayable, and no recurrent mixer is). `padded`'s lists keep their capacity from step to step.
 void pad_decode_batch(const Batch& batch, int64_t bucket, Batch& padded);
 
 // One attention launch of a step, over consecutive sequences of the batch and their packed query rows.

@@ -26,7 +26,8 @@ namespace {
 constexpr DType kNormed = DType::bf16;
 
 // DecoderBlock's parts on the device (decoder.h has the forms: no input norm in OLMo 2, post-sublayer norms in
-// Gemma 2 / 3 and OLMo 2, Cohere's parallel blocks).
+// Gemma 2 / 3 and OLMo 2, Cohere's parallel blocks). Either sublayer may be absent (Nemotron-H's MLP-only and
+// mixer-only layers, Mamba-2's blocks), with its norms.
 struct DeviceBlock {
   std::optional<RmsNormCuda> input_norm, ffn_norm, post_mixer_norm, post_ffn_norm;
   std::unique_ptr<DeviceMixer> mixer;
@@ -90,20 +91,27 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   embed_ = make_device_embedding(*p.embed, load);
   for (const DecoderBlock& b : *p.blocks) {
     DeviceBlock d;
-    d.input_norm = upload_norm(b.input_norm, load);
-    d.ffn_norm = upload_norm(b.pre_ffn_norm, load);
-    d.post_mixer_norm = upload_norm(b.post_mixer_norm, load);
-    d.post_ffn_norm = upload_norm(b.post_ffn_norm, load);
     d.parallel = b.parallel;
-    d.mixer = make_device_mixer(*b.mixer, load);
-    d.ffn = make_device_ffn(*b.ffn, load);
+    if (b.mixer) {
+      d.input_norm = upload_norm(b.input_norm, load);
+      d.post_mixer_norm = upload_norm(b.post_mixer_norm, load);
+      d.mixer = make_device_mixer(*b.mixer, load);
+    }
+    if (b.ffn) {
+      d.ffn_norm = upload_norm(b.pre_ffn_norm, load);  // unused in a parallel block: its ffn reads the mixer's h
+      d.post_ffn_norm = upload_norm(b.post_ffn_norm, load);
+      d.ffn = make_device_ffn(*b.ffn, load);
+    }
     staged_ = staged_ || d.parallel || d.post_mixer_norm || d.post_ffn_norm || residual_scale_ != 1.f;
     blocks_.push_back(std::move(d));
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
-  // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one.
+  // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one. An
+  // absent sublayer launches nothing. A recurrent mixer or MLA is never replayable (the conv and scan upload the
+  // sequence lengths, the MLA decode its rows' plan, inside each call), so a model with one neither replays nor
+  // pads: no pad row (state slot -1) ever reaches a state slab or the latent cache.
   const bool replayable = std::all_of(blocks_.begin(), blocks_.end(), [](const DeviceBlock& b) {
-    return b.mixer->replayable() && b.ffn->replayable();
+    return (!b.mixer || b.mixer->replayable()) && (!b.ffn || b.ffn->replayable());
   });
   graphs_ = std::make_unique<StepGraphs>(device, replayable && cuda_graphs_enabled());
   // A tied head over a 16-bit table multiplies by the embedding's device copy: the table goes up once.
@@ -147,8 +155,9 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   const Batch& batch = *stepped;
   const int64_t T = batch.num_tokens(), H = hidden_;
 
-  // The step's metadata and the attention layers' decode plans, one copy up.
-  const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()));
+  // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode plans, one
+  // copy up.
+  const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()), batch.num_sequences());
   pack_step(batch, layout, staging_);
   const std::vector<AttentionCall> calls = plan_attention_calls(batch.cu_seqlens, batch.context_lens);
   DeviceStep step;
@@ -162,7 +171,8 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   step.workspace = &workspace_;
   step.decode_plans = &decode_plans_;
   decode_plans_.begin(layout.bytes);
-  for (size_t l = 0; l < blocks_.size(); ++l) blocks_[l].mixer->prepare(step, int64_t(l));
+  for (size_t l = 0; l < blocks_.size(); ++l)
+    if (blocks_[l].mixer) blocks_[l].mixer->prepare(step, int64_t(l));
   staging_.resize(decode_plans_.end());
   decode_plans_.pack(staging_);
   grow(meta_, staging_.size());
@@ -208,20 +218,24 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
     };
     for (size_t l = 0; l < blocks_.size(); ++l) {
       const DeviceBlock& b = blocks_[l];
-      norm_or_round(b.input_norm);
       if (b.parallel) {  // x += post_norm?(mixer(h)) + ffn(h), with no residual multiplier (DecoderModel's form)
+        norm_or_round(b.input_norm);
         b.mixer->forward(step, int64_t(l), h, staged_output());
         if (b.post_mixer_norm) b.post_mixer_norm->forward(y, y, cs);
         b.ffn->forward(step, h, y);
         add_scaled_cuda(x, y, 1.f, x, cs);
         continue;
       }
-      if (b.post_mixer_norm || residual_scale_ != 1.f) {
-        b.mixer->forward(step, int64_t(l), h, staged_output());
-        add_staged(b.post_mixer_norm, residual_scale_);
-      } else {
-        b.mixer->forward(step, int64_t(l), h, x);
+      if (b.mixer) {
+        norm_or_round(b.input_norm);
+        if (b.post_mixer_norm || residual_scale_ != 1.f) {
+          b.mixer->forward(step, int64_t(l), h, staged_output());
+          add_staged(b.post_mixer_norm, residual_scale_);
+        } else {
+          b.mixer->forward(step, int64_t(l), h, x);
+        }
       }
+      if (!b.ffn) continue;
       norm_or_round(b.ffn_norm);
       if (b.post_ffn_norm || residual_scale_ != 1.f) {
         b.ffn->forward(step, h, staged_output());
@@ -247,7 +261,8 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
     const TensorView logits = step.view(logits_.data(), DType::f32, {R, vocab_});
     lm_head_.apply(normed, logits, {}, cs);
     // DecoderModel's epilogue (Cohere / Granite's multiplier, Gemma 2's final softcap) on the rows sampled from.
-    if (logits_scale_ != 1.f || logit_softcap_ > 0.f) scale_softcap_cuda(logits, logits, logits_scale_, logit_softcap_, cs);
+    if (logits_scale_ != 1.f || logit_softcap_ > 0.f)
+      scale_softcap_cuda(logits, logits, logits_scale_, logit_softcap_, cs);
   };
 
   // A step of cached sequences only (every call a paged decode: a serve loop's step) goes through the step
@@ -277,6 +292,7 @@ std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, 
   for (const DeviceBuffer* b : {&meta_, &x_, &h_, &y_, &picked_, &picked_h_, &logits_}) sig.push_back(ptr(b->data()));
   sig.push_back(workspace_.generation());
   for (size_t l = 0; l < blocks_.size(); ++l) {
+    if (!blocks_[l].mixer) continue;  // no pool memory
     const LayerMemory m = storage.layer(int64_t(l));
     for (const void* p : {m.k.data, m.v.data, m.k_scale.data, m.v_scale.data}) sig.push_back(ptr(p));
     sig.push_back(uint64_t(m.block_group));

@@ -10,9 +10,9 @@
 // (step_graphs.h).
 //
 // Numerics: the residual stream and logits are f32; the norms write bf16 rows, which the projections multiply
-// with bf16 / f16 weights (f32 checkpoints rounded to bf16 at load, with a notice) accumulating in f32; the MLP's
-// intermediate is bf16; q / k / v and the attention output are 16-bit (the cache's dtype, bf16 for an 8-bit
-// cache).
+// with bf16 / f16 weights (f32 checkpoints rounded to bf16 at load, with a notice) or GGUF blocks, accumulating in
+// f32; the MLP's intermediate is bf16 (the MoE experts' f32); q / k / v and the attention output are 16-bit (the
+// cache's dtype, bf16 for an 8-bit cache).
 #include <memory>
 
 #include "core/device.h"

@@ -1,11 +1,12 @@
-// The Llama family's decoder on a GPU against the same checkpoint on the CPU: a ragged prefill batch, decode steps
-// of one and of several tokens per sequence, a prompt that reuses a cached prefix (its new tokens attend over the
-// paged cache in rounds) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree
-// within bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie; the same for the
-// MoE decoders Qwen3-MoE and GLM-4.5 (DeepSeek-V3 routing), for tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied quantized head)
-// and for the dense families' block forms (testing/tiny_dense_families.h: Gemma 2 / 3, OLMo 2, Cohere, Granite).
-// Skipped without a GPU; the host half
-// (refusals, plans) is models/decoder_cuda_plan_test.cc and models/decoder_cuda_gguf_test.cc.
+// The Llama family's decoders (dense and MoE: Qwen3-MoE, GLM-4.5 with DeepSeek-V3 routing), Mamba-2, Nemotron-H,
+// dense Qwen3-Next, LFM2, Kimi Linear's KDA layers, DeepSeek-V3 / V2's MLA and the dense families' block forms
+// (testing/tiny_dense_families.h: Gemma 2 / 3, OLMo 2, Cohere, Granite; Ministral 3's query temperature) on a GPU
+// against the same checkpoint on the CPU, and tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied
+// quantized head): a ragged prefill batch, decode steps of one and of several tokens per sequence, a prompt that
+// reuses a cached prefix (its new tokens attend over the paged cache in rounds; a recurrent layer's state comes back
+// from its snapshot) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree within
+// bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped without a GPU; the
+// host half (refusals, plans) is models/decoder_cuda_plan_test.cc and models/decoder_cuda_gguf_test.cc.
 #include "models/cuda/decoder_cuda_runner.h"
 
 #include <gtest/gtest.h>
@@ -22,12 +23,14 @@
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
 #include "testing/tiny_gguf.h"
+#include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
 namespace {
 
 using testing::ScratchDir;
 using testing::TinyDecoder;
+using testing::TinyHybrid;
 
 constexpr int64_t V = testing::kTinyDecoderVocab;
 
@@ -73,10 +76,10 @@ struct Side {
   }
 };
 
-// The model at `path` (a checkpoint directory or a GGUF file), `t` its tiny decoder.
-void run_scenario_at(const std::string& path, const TinyDecoder& t, const std::string& name) {
+// The model at `path` (a checkpoint directory or a GGUF file); `name` prefixes the failures.
+void run_scenario_at(const std::string& path, const std::string& name, uint32_t seed) {
   Side cpu{load(path, Device::cpu(), 3), {}}, gpu{load(path, Device::cuda(), 5), {}};
-  std::mt19937 rng(t.seed);
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
   auto ids = [&](int n) {
     std::vector<int32_t> v(static_cast<size_t>(n));
@@ -117,7 +120,7 @@ void run_scenario_at(const std::string& path, const TinyDecoder& t, const std::s
 void run_scenario(const TinyDecoder& t) {
   ScratchDir dir;
   write_tiny_decoder(dir, t);
-  run_scenario_at(dir.str(), t, t.architecture + " " + t.dtype);
+  run_scenario_at(dir.str(), t.architecture + " " + t.dtype, t.seed);
 }
 
 // GGUF blocks: the GPU multiplies f32 / bf16 activations (decode rows through the quantized GEMV, longer steps
@@ -127,8 +130,24 @@ void run_scenario(const TinyDecoder& t) {
 void run_gguf_scenario(const TinyDecoder& t, QuantType type, const TensorPolicy& overrides = {}) {
   const ScopedMatmulPrecision f32_products(MatmulPrecision::highest);
   ScratchDir dir;
-  run_scenario_at(testing::write_tiny_gguf(dir, t, type, overrides), t,
-                  std::string("GGUF ") + quant_type_name(type) + (t.tied ? " tied" : ""));
+  run_scenario_at(testing::write_tiny_gguf(dir, t, type, overrides),
+                  std::string("GGUF ") + quant_type_name(type) + (t.tied ? " tied" : ""), t.seed);
+}
+
+// A model with a recurrent mixer: its state also goes through the scenario (the prefix reuse restores a snapshot of
+// it), and with graphs on, its steps still launch kernel by kernel (DeviceMixer::replayable), so none is replayed
+// and none padded to a bucket (a pad's state slot -1 must never reach a scan).
+void run_recurrent_scenario(const ScratchDir& dir, const std::string& name, uint32_t seed) {
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  const int64_t replays_before = cuda_graph_replays_total();
+  run_scenario_at(dir.str(), name, seed);
+  EXPECT_EQ(cuda_graph_replays_total(), replays_before) << name << ": steps replayed from a graph";
+}
+
+void run_scenario(const TinyHybrid& t) {
+  ScratchDir dir;
+  write_tiny_hybrid(dir, t);
+  run_recurrent_scenario(dir, t.architecture + " " + t.pattern + " " + t.dtype, t.seed);
 }
 
 TEST(DecoderCudaRunner, LlamaMatchesTheCpu) {
@@ -204,7 +223,7 @@ TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) 
 void run_family_scenario(testing::DenseFamily f, uint32_t seed) {
   ScratchDir dir;
   write_tiny_dense_family(dir, f, seed);
-  run_scenario_at(dir.str(), TinyDecoder{.seed = seed}, testing::dense_family_name(f));
+  run_scenario_at(dir.str(), testing::dense_family_name(f), seed);
 }
 
 // Sandwich norms of (1 + w) weights, GELU-tanh, a window of 8 on layer 0, attention and final logit softcaps.
@@ -262,21 +281,67 @@ TEST(DecoderCudaRunner, AnF32DeepseekV2LiteShapeWithYarnMatchesTheCpu) {
                            .seed = 19, .mla_kv_lora_rank = 128, .mla_q_lora_rank = 0});
 }
 
+TEST(DecoderCudaRunner, Mamba2MatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(TinyHybrid{});
+}
+
+TEST(DecoderCudaRunner, AnF32Mamba2WithAWideStateMatchesTheCpu) {
+  REQUIRE_GPU();
+  // N = 160 > 128: the chunked prefill falls back to the recurrent kernel.
+  run_scenario(TinyHybrid{.dtype = "F32", .state_size = 160, .seed = 22});
+}
+
+TEST(DecoderCudaRunner, NemotronHMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Mamba-2, NoPE attention and relu² MLP layers, each block with one sublayer.
+  run_scenario(TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-", .seed = 23});
+}
+
+TEST(DecoderCudaRunner, AGatedDeltaNetQwen3NextMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Gated DeltaNet layers and dense SwiGLU MLPs (the tiny writer has no experts).
+  ScratchDir dir;
+  write_tiny_qwen3_next(dir, {});
+  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention BF16", 31);
+}
+
+TEST(DecoderCudaRunner, ADenseQwen3NextWithGatedAttentionMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Gated DeltaNet, then full attention with q / k norms, partial RoPE and the sigmoid output gate.
+  ScratchDir dir;
+  write_tiny_qwen3_next(dir, {.layer_types = {"linear_attention", "full_attention"}, .seed = 32});
+  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention + full_attention BF16", 32);
+}
+
+TEST(DecoderCudaRunner, Lfm2MatchesTheCpu) {
+  REQUIRE_GPU();
+  // Short-conv and attention (q / k norms) layers, each with a SwiGLU.
+  ScratchDir dir;
+  write_tiny_lfm2(dir, {});
+  run_recurrent_scenario(dir, "Lfm2ForCausalLM BF16", 41);
+}
+
+TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Kimi Delta Attention layers and dense SwiGLU MLPs (the tiny writer's layers are all KDA).
+  ScratchDir dir;
+  write_tiny_kimi_linear(dir, {});
+  run_recurrent_scenario(dir, "KimiLinearForCausalLM linear_attention BF16", 51);
+}
+
 // Decode steps replayed from CUDA graphs (step_graphs.h) against the same steps launched kernel by kernel
 // (ATTNZOO_CUDA_GRAPHS=0), on identically placed blocks: equal bit for bit (the same kernels with the same
 // arguments, none of them order-dependent), and both within bf16 tolerance of the CPU. The batch changes shape on
 // the way (a step of two sequences, then four again) so that graphs are captured anew and an earlier one is
 // replayed again; steps of three sequences are padded to four on the graphs' side (other GEMM shapes than the
-// plain side's: compared with the CPU only).
-TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
-  REQUIRE_GPU();
-  ScratchDir dir;
-  const TinyDecoder t{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true, .seed = 16};
-  write_tiny_decoder(dir, t);
+// plain side's: compared with the CPU only). `path` is `t` written as a checkpoint directory or a GGUF file.
+void expect_replays_match_launches(const std::string& path, const TinyDecoder& t, const std::string& name) {
+  SCOPED_TRACE(name);
   unsetenv("ATTNZOO_CUDA_GRAPHS");
-  Side cpu{load(dir.str(), Device::cpu(), 3), {}}, graphs{load(dir.str(), Device::cuda(), 5), {}};
+  Side cpu{load(path, Device::cpu(), 3), {}}, graphs{load(path, Device::cuda(), 5), {}};
   setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
-  Side plain{load(dir.str(), Device::cuda(), 5), {}};
+  Side plain{load(path, Device::cuda(), 5), {}};
   unsetenv("ATTNZOO_CUDA_GRAPHS");
   std::mt19937 rng(t.seed);
   std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
@@ -313,6 +378,40 @@ TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
     for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax(c.data() + i * size_t(V)));
   }
   EXPECT_GT(cuda_graph_replays_total() - replays_before, 10) << "steps replayed from a graph";
+}
+
+TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  const TinyDecoder t{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true, .seed = 16};
+  write_tiny_decoder(dir, t);
+  expect_replays_match_launches(dir.str(), t, "Qwen3");
+}
+
+// The kinds marked replayable besides attention and the gated MLP: MoE feed-forwards (routing, grouping and the
+// grouped GEMMs inside the graph; every expert chosen, as in the scenarios above) and GGUF projections (the
+// quantized GEMV: decode steps of up to 8 rows).
+TEST(DecoderCudaRunner, MoeAndGgufGraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir moe_dir, gguf_dir;
+  const TinyDecoder moe{.architecture = "Glm4MoeForCausalLM", .model_type = "glm4_moe", .seed = 18,
+                        .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true};
+  write_tiny_decoder(moe_dir, moe);
+  expect_replays_match_launches(moe_dir.str(), moe, "GLM-4.5 MoE");
+  const ScopedMatmulPrecision f32_products(MatmulPrecision::highest);  // as run_gguf_scenario
+  const TinyDecoder gguf{.seed = 19};
+  expect_replays_match_launches(testing::write_tiny_gguf(gguf_dir, gguf, QuantType::Q8_0), gguf, "GGUF Q8_0");
+}
+
+// The dense families' launches around the blocks inside the graph too: Gemma 2's staged, post-normed sublayer
+// outputs and final softcap, OLMo 2's un-normed rows rounded into bf16 and q / k norms across heads.
+TEST(DecoderCudaRunner, DenseFamilyGraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  for (auto [f, seed] : {std::pair{testing::DenseFamily::gemma2, 27u}, {testing::DenseFamily::olmo2, 28u}}) {
+    ScratchDir dir;
+    write_tiny_dense_family(dir, f, seed);
+    expect_replays_match_launches(dir.str(), TinyDecoder{.seed = seed}, testing::dense_family_name(f));
+  }
 }
 
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {

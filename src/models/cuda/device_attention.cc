@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/decode_cuda.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
@@ -25,18 +26,24 @@ enum Slot : size_t { kQkv, kQ, kK, kV, kOut };
 // Decode block tables go to the device this many blocks wide at a time (prepare_decode).
 constexpr int64_t kTableWidthStep = 64;
 
-// Rows [T, heads, D] of a 16-bit activation buffer whose token rows are `row` elements apart (a slice of one fused
-// [q|k|v] row, or a buffer of its own), starting `col` elements into the row.
-TensorView head_rows(const DeviceStep& step, void* base, DType dtype, int64_t col, int64_t row, int64_t T,
-                     int64_t heads, int64_t D) {
+// Rows [T, heads, D] of a 16-bit activation buffer whose token rows are `row` elements apart and heads `head`
+// elements apart (a slice of one fused [q|k|v] row, q's heads among their output gates, or a buffer of its own),
+// starting `col` elements into the row.
+TensorView head_rows(const DeviceStep& step, void* base, DType dtype, int64_t col, int64_t row, int64_t head,
+                     int64_t T, int64_t heads, int64_t D) {
   TensorView t = step.view(static_cast<uint8_t*>(base) + size_t(col) * dtype_size(dtype), dtype, {T, heads, D});
   t.strides[0] = row;
+  t.strides[1] = head;
   return t;
 }
 
-// A [T, heads, D] view's rows as [T, heads * D] (the heads of a row are contiguous): the q / k norms across heads
-// and the query temperature read whole rows.
+// A [T, heads, D] view's rows as [T, heads * D]: the q / k norms across heads and the query temperature read whole
+// rows. Only where a row's heads are contiguous: not q among its output gates (check_decoder_runs_on_cuda refuses
+// the gate beside either).
 TensorView whole_rows(const TensorView& t) {
+  if (t.strides[1] != t.shape[2] || t.strides[2] != 1)
+    throw ArgumentError("device: q / k rows whose heads are not contiguous (" + t.shape_str() +
+                        ") cannot be normed or scaled as whole rows");
   TensorView r = t;
   r.ndim = 2;
   r.shape = {t.shape[0], t.shape[1] * t.shape[2]};
@@ -65,7 +72,9 @@ class DeviceAttention final : public DeviceMixer {
  public:
   DeviceAttention(const AttentionLayer& attn, const DeviceLoad& load)
       : config_(attn.config()), act_dtype_(load.act_dtype), o_(attn.o_proj(), load), sinks_(attn.sinks()) {
-    // One [q|k|v] weight where the three go up alike (dense, one dtype): one GEMM reads h once.
+    // One [q|k|v] weight where the three go up alike (dense, one dtype): one GEMM reads h once. With the output
+    // gate q_proj's rows are each head's [q ; gate] and stay so inside the stack, so the gate is read from the q
+    // part either way (activations).
     const Linear* parts[3] = {&attn.q_proj(), &attn.k_proj(), &attn.v_proj()};
     if (DeviceLinear::stackable(parts)) {
       qkv_.emplace(parts, load, act_dtype_);  // the bias in y's dtype, which cuBLASLt adds
@@ -102,10 +111,11 @@ class DeviceAttention final : public DeviceMixer {
     const Stream s = step.stream;
     const LayerMemory memory = step.storage->layer(layer);
     const Activations a = activations(step);
+    const int64_t qw = q_width();
     if (qkv_) {
-      qkv_->apply(h, step.view(a.q.data, act_dtype_, {T, (Hq + 2 * Hkv) * D}), {}, s);
+      qkv_->apply(h, step.view(a.q.data, act_dtype_, {T, Hq * qw + 2 * Hkv * D}), {}, s);
     } else {
-      q_->apply(h, step.view(a.q.data, act_dtype_, {T, Hq * D}), {}, s);
+      q_->apply(h, step.view(a.q.data, act_dtype_, {T, Hq * qw}), {}, s);
       k_->apply(h, step.view(a.k.data, act_dtype_, {T, Hkv * D}), {}, s);
       v_->apply(h, step.view(a.v.data, act_dtype_, {T, Hkv * D}), {}, s);
     }
@@ -128,6 +138,7 @@ class DeviceAttention final : public DeviceMixer {
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda(writes, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
     attend(step, memory, a.q, a.k, a.v, a.out);
+    if (config_.output_gate) sigmoid_gate_cuda(a.out, a.gate, a.out, s);
     GemmOptions add_into;
     add_into.accumulate = true;
     o_.apply(step.view(a.out.data, act_dtype_, {T, Hq * D}), x, add_into, s);
@@ -150,10 +161,16 @@ class DeviceAttention final : public DeviceMixer {
     }
   }
 
+  // The elements of q_proj's output per head: q, or (Qwen3-Next / Qwen3.5's output gate) q then its gate.
+  int64_t q_width() const { return config_.output_gate ? 2 * config_.head_dim : config_.head_dim; }
+
   // The step's q / k / v rows [T, heads, D] and the attention output, in the workspace: slices of one [q|k|v] row
-  // where the projections are stacked, buffers of their own otherwise.
+  // where the projections are stacked, buffers of their own otherwise. With the output gate q and the gate are
+  // strided views of q_proj's [q ; gate] heads, read in place (the norm, RoPE and attention take any token and
+  // head strides).
   struct Activations {
     TensorView q, k, v, out;
+    TensorView gate;  // [T, Hq, D]: set with the output gate only
   };
   Activations activations(const DeviceStep& step) const {
     const int64_t T = step.num_tokens, Hq = config_.num_heads, Hkv = config_.num_kv_heads, D = config_.head_dim;
@@ -161,16 +178,21 @@ class DeviceAttention final : public DeviceMixer {
     const size_t e = dtype_size(a);
     DeviceWorkspace& ws = *step.workspace;
     Activations r;
+    const int64_t qw = q_width();
     if (qkv_) {
-      const int64_t W = (Hq + 2 * Hkv) * D;
+      const int64_t W = Hq * qw + 2 * Hkv * D;
       void* qkv = ws.get(kQkv, size_t(T * W) * e);
-      r.q = head_rows(step, qkv, a, 0, W, T, Hq, D);
-      r.k = head_rows(step, qkv, a, Hq * D, W, T, Hkv, D);
-      r.v = head_rows(step, qkv, a, (Hq + Hkv) * D, W, T, Hkv, D);
+      r.q = head_rows(step, qkv, a, 0, W, qw, T, Hq, D);
+      r.k = head_rows(step, qkv, a, Hq * qw, W, D, T, Hkv, D);
+      r.v = head_rows(step, qkv, a, Hq * qw + Hkv * D, W, D, T, Hkv, D);
     } else {
-      r.q = step.view(ws.get(kQ, size_t(T * Hq * D) * e), a, {T, Hq, D});
+      r.q = head_rows(step, ws.get(kQ, size_t(T * Hq * qw) * e), a, 0, Hq * qw, qw, T, Hq, D);
       r.k = step.view(ws.get(kK, size_t(T * Hkv * D) * e), a, {T, Hkv, D});
       r.v = step.view(ws.get(kV, size_t(T * Hkv * D) * e), a, {T, Hkv, D});
+    }
+    if (config_.output_gate) {
+      r.gate = r.q;
+      r.gate.data = static_cast<uint8_t*>(r.q.data) + size_t(D) * e;
     }
     r.out = step.view(ws.get(kOut, size_t(T * Hq * D) * e), a, {T, Hq, D});
     return r;

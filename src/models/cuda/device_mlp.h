@@ -1,7 +1,8 @@
 #pragma once
-// The gated MLP as a GPU block (device_blocks.h): gate and up projections (one stacked [gate|up] GEMM where the
-// weights allow), the activation times up in place, then the down projection added into the residual stream. The
-// intermediate is bf16.
+// The MLPs as GPU blocks (device_blocks.h), reading the block's bf16 normed rows. Gated: gate and up projections
+// (one stacked [gate|up] GEMM where the weights allow), the activation times up in place, then the down projection
+// added into the residual stream; the intermediate is bf16. Plain (Nemotron-H's relu²): up, the activation in
+// place, down added into the residual stream; the intermediate is f32.
 #include <memory>
 
 #include "layers/mlp.h"
@@ -10,5 +11,6 @@
 namespace attnzoo {
 
 std::unique_ptr<DeviceFfn> make_device_gated_mlp(const GatedMlp& mlp, const DeviceLoad& load);
+std::unique_ptr<DeviceFfn> make_device_plain_mlp(const PlainMlp& mlp, const DeviceLoad& load);
 
 }  // namespace attnzoo

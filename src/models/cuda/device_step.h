@@ -37,6 +37,13 @@ class DeviceWorkspace {
   uint64_t generation_ = 0;
 };
 
+// Workspace slots by owner, so that nothing a step still needs shares one with a later user: the attention's from 0,
+// the feed-forwards' from 8, the recurrent mixers' from 16 (device_mamba2.cc, ...; a block's mixer and feed-forward
+// run one after the other, so theirs may overlap), all below kDecodePlanSlots; from there one per decode plan of
+// the step (step_decode_plans.h: bound before the first layer runs and read by every attention layer after it, so
+// no layer in between may regrow them).
+constexpr size_t kDecodePlanSlots = 32;
+
 // A tensor over device memory.
 inline TensorView device_view(Device device, void* data, DType dtype, std::initializer_list<int64_t> shape) {
   TensorView t = TensorView::contiguous(data, dtype, shape);
@@ -64,6 +71,8 @@ struct DeviceStep {
   const int64_t* slot_mapping(int32_t block_group) const {
     return reinterpret_cast<const int64_t*>(meta + layout->slot_mapping[size_t(block_group)]);
   }
+  // Batch::state_slots int32 [S] on the device.
+  const int32_t* state_slots() const { return reinterpret_cast<const int32_t*>(meta + layout->state_slots); }
 };
 
 }  // namespace attnzoo

@@ -16,7 +16,8 @@
 namespace attnzoo {
 
 // What makes two layers' decode problems the same plan: the call, the block group, the layer's attention shape
-// and options (its sinks by address: layers with sinks never share a plan), and the dtypes and strides of its q / out / cache views.
+// and options (its sinks by address: layers with sinks never share a plan), and the dtypes and strides of its q /
+// out / cache views.
 struct DecodePlanKey {
   int64_t call = 0, block_group = 0;
   int64_t Hq = 0, Hkv = 0, D = 0, window = 0;
@@ -64,9 +65,7 @@ class StepDecodePlans {
   void append_signature(std::vector<uint64_t>& signature) const;
 
  private:
-  // Workspace slots after the attention's and every feed-forward's (device_moe.cc's run to 21): bound before the
-  // layers run, so no block may grow one of them mid-step.
-  static constexpr size_t kFirstSlot = 32;
+  static constexpr size_t kFirstSlot = kDecodePlanSlots;  // workspace slots after every block's
   std::vector<Plan> plans_;
   size_t end_ = 0;
   bool bound_ = false;

@@ -1,7 +1,7 @@
 // The model-step kernels (layers/cuda: norm_kernel.cuh, elementwise_kernel.cuh) under the CTA emulator against
 // their CPU twins, with the GPU tests' tolerances: RMSNorm (warp and block per row, 16-byte and scalar accesses,
-// the fused residual add, mean-centred), the gated activations and add. RoPE and routing have files of their own
-// (rope_cases.cc, routing_cases.cc). Grids are capped at two or three blocks so that every grid-stride loop takes
+// the fused residual add, mean-centred), the gated activations, add, product and sigmoid gate. RoPE and routing have files of
+// their own (rope_cases.cc, routing_cases.cc). Grids are capped at two or three blocks so that every grid-stride loop takes
 // more than one round; bytes between rows must stay untouched.
 #include <gtest/gtest.h>
 
@@ -135,7 +135,8 @@ template <class Op, Activation kAct>
 void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad, float alpha = 1.f) {
   SCOPED_TRACE(std::string(dtype_name(dtype)) + " act " + activation_name(kAct) + " rows " + std::to_string(rows) +
                " cols " + std::to_string(cols) + " pad " + std::to_string(pad) + " alpha " + std::to_string(alpha));
-  constexpr bool kAdd = std::is_same_v<Op, AddOp>;
+  constexpr bool kAdd = std::is_same_v<Op, AddOp>, kMul = std::is_same_v<Op, MulOp>,
+                 kSigmoid = std::is_same_v<Op, SigmoidGateOp>;
   StridedOperand a(dtype, {rows, cols}, 1, {cols + pad, 1}), b(dtype, {rows, cols}, 2, {cols + pad, 1}),
       out(dtype, {rows, cols}, 0, {cols + pad, 1});
   const Rows r = rows_of(a.device_view(), "a");
@@ -155,19 +156,30 @@ void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad, float al
   double worst = 0;
   a.for_each([&](int64_t o) {
     const double x = a.at(o), y = b.at(o);
+    // Add and product: one f32 operation and one rounding, as the CPU's; the product compared after the same
+    // rounding to the dtype (an f16 product of two small values lands among the subnormals, under one ulp's bound).
     // The scaled add as the CPU's x = 1 * x + rs * y: alpha 1 exact, otherwise within an f32 rounding of a fused
     // multiply-add.
-    const double want = kAdd ? double(float(x + double(float(alpha * y))))
-                             : double(activation_reference(kAct, float(x))) * y;
-    const double tol = kAdd ? output_tolerance(dtype, want, alpha == 1.f ? 0 : 1.2e-7, alpha == 1.f ? 0 : 1e-30)
-                            : output_tolerance(dtype, want, 1e-6, 2e-6 * (1 + std::fabs(y)));
+    auto rounded = [&](float v) {
+      uint8_t bytes[4];
+      store_from_f32(bytes, dtype, 0, v);
+      return double(load_as_f32(bytes, dtype, 0));
+    };
+    const double want = kAdd       ? double(float(x + double(float(alpha * y))))
+                        : kMul     ? rounded(float(x * y))
+                        : kSigmoid ? x / (1.0 + std::exp(-y))
+                                   : double(activation_reference(kAct, float(x))) * y;
+    const double tol = kAdd    ? output_tolerance(dtype, want, alpha == 1.f ? 0 : 1.2e-7, alpha == 1.f ? 0 : 1e-30)
+                       : kMul  ? output_tolerance(dtype, want, 0, 0)
+                       : kSigmoid ? output_tolerance(dtype, want, 1e-6, 1e-7 * (1 + std::fabs(x)))
+                                  : output_tolerance(dtype, want, 1e-6, 2e-6 * (1 + std::fabs(y)));
     worst = std::max(worst, std::fabs(out.at(o) - want) / std::max(tol, 1e-30));
   });
   EXPECT_LE(worst, 1.0);
   EXPECT_TRUE(out.outside_untouched());
 }
 
-TEST(EmulatedStepKernels, GatedActivationsAndAddMatchReference) {
+TEST(EmulatedStepKernels, GatedActivationsAddProductAndSigmoidGateMatchReference) {
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     for (auto [rows, cols, pad] : {std::tuple{5, 2304, 0}, {4, 100, 3}}) {  // vectors over 2 x-blocks; scalar
       check_binary<GatedOp, Activation::silu>(dt, rows, cols, pad);
@@ -176,6 +188,8 @@ TEST(EmulatedStepKernels, GatedActivationsAndAddMatchReference) {
       check_binary<GatedOp, Activation::relu2>(dt, rows, cols, pad);
       check_binary<AddOp, Activation::silu>(dt, rows, cols, pad);
       check_binary<AddOp, Activation::silu>(dt, rows, cols, pad, 0.22f);  // Granite's residual multiplier
+      check_binary<MulOp, Activation::silu>(dt, rows, cols, pad);
+      check_binary<SigmoidGateOp, Activation::silu>(dt, rows, cols, pad);
     }
   }
 }
@@ -217,7 +231,8 @@ void check_scale_softcap(DType dtype, int64_t rows, int64_t cols, int64_t pad, f
     const double scaled = double(float(x.at(o) * scale));
     const double want = cap > 0.f ? cap * std::tanh(scaled / cap) : scaled;
     if (cap > 0.f && std::fabs(want) < 0.9 * std::fabs(scaled)) ++capped_values;
-    worst = std::max(worst, std::fabs(out.at(o) - want) / std::max(output_tolerance(out_dtype, want, 1e-6, 1e-6), 1e-30));
+    worst = std::max(worst,
+                     std::fabs(out.at(o) - want) / std::max(output_tolerance(out_dtype, want, 1e-6, 1e-6), 1e-30));
   });
   EXPECT_LE(worst, 1.0);
   if (cap > 0.f) {

@@ -1,0 +1,61 @@
+#include "models/cuda/device_conv_state.h"
+
+#include <algorithm>
+
+#include "layers/cuda/row_copy_cuda.h"
+#include "layers/sequence_schedule.h"
+
+namespace attnzoo {
+
+#if ATTNZOO_WITH_CUDA
+DeviceConvStates::DeviceConvStates(const DeviceStep& step, int64_t layer, int64_t conv_elems, int64_t state_elems,
+                                   size_t conv_slot, size_t state_slot)
+    : step_(step), seqs_(step.batch->num_sequences()) {
+  const std::vector<int32_t>& slots = step.batch->state_slots;
+  const LayerMemory memory = step.storage->layer(layer);
+  // The slab as rows of state_stride floats, as many as the highest slot the batch names (the kernel reads only
+  // those the index names).
+  const int64_t rows = slots.empty() ? 0 : int64_t(*std::max_element(slots.begin(), slots.end())) + 1;
+  slab_conv_ = step.view(memory.states, DType::f32, {rows, conv_elems});
+  slab_state_ = step.view(memory.states + conv_tail_floats(conv_elems), DType::f32, {rows, state_elems});
+  slab_conv_.strides[0] = slab_state_.strides[0] = memory.state_stride;
+  conv_ = workspace_f32(step, conv_slot, seqs_, conv_elems);
+  state_ = workspace_f32(step, state_slot, seqs_, state_elems);
+}
+
+void DeviceConvStates::gather() const {
+  copy_rows_cuda({slab_conv_, conv_, step_.state_slots(), nullptr, seqs_}, step_.stream);
+  if (state_.shape[1] > 0) copy_rows_cuda({slab_state_, state_, step_.state_slots(), nullptr, seqs_}, step_.stream);
+}
+
+void DeviceConvStates::scatter() const {
+  copy_rows_cuda({conv_, slab_conv_, nullptr, step_.state_slots(), seqs_}, step_.stream);
+  if (state_.shape[1] > 0) copy_rows_cuda({state_, slab_state_, nullptr, step_.state_slots(), seqs_}, step_.stream);
+}
+
+DeviceBuffer upload_f32(const std::vector<float>& v, const DeviceLoad& load) {
+  DeviceBuffer b(load.device, std::max<size_t>(v.size(), 1) * sizeof(float));
+  if (!v.empty()) b.upload(v.data(), v.size() * sizeof(float), load.stream);  // staged: `v` may go on return
+  return b;
+}
+#endif
+
+TensorView column_slice(const TensorView& t, int64_t from, int64_t cols) {
+  TensorView v = t;
+  v.data = static_cast<uint8_t*>(t.data) + size_t(from) * dtype_size(t.dtype);
+  v.shape[1] = cols;
+  return v;
+}
+
+TensorView workspace_f32(const DeviceStep& step, size_t slot, int64_t rows, int64_t cols) {
+  return step.view(step.workspace->get(slot, size_t(std::max<int64_t>(rows * cols, 1)) * sizeof(float)), DType::f32,
+                   {rows, cols});
+}
+
+std::vector<float> widened_f32(const TensorView& t) {
+  std::vector<float> v(size_t(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = load_as_f32(t.data, t.dtype, i);
+  return v;
+}
+
+}  // namespace attnzoo

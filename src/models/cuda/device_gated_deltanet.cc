@@ -1,0 +1,135 @@
+#include "models/cuda/device_gated_deltanet.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
+#include "kernels/linear/short_conv/short_conv.h"
+#include "layers/cuda/elementwise_cuda.h"
+#include "layers/cuda/delta_gates_cuda.h"
+#include "layers/cuda/norm_cuda.h"
+#include "layers/cuda/row_copy_cuda.h"
+#include "layers/linear_prefill_mode.h"
+#include "models/cuda/device_conv_state.h"
+
+namespace attnzoo {
+
+#if ATTNZOO_WITH_CUDA
+namespace {
+
+// Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
+// so these may be Mamba-2's too.
+enum Slot : size_t { kRaw = 16, kMixed, kConv, kZ, kBa, kG, kBeta, kQ, kK, kV, kO, kConvState, kDeltaState };
+static_assert(kDeltaState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+
+class DeviceGatedDeltaNet final : public DeviceMixer {
+ public:
+  DeviceGatedDeltaNet(const GatedDeltaNetMixer& m, const DeviceLoad& load)
+      : c_(m.config()), width_(m.in_proj_width()), targets_(m.run_targets()), out_(m.out_proj(), load) {
+    in_.reserve(m.in_proj().size());
+    for (const Linear& l : m.in_proj()) in_.emplace_back(l, load);
+    conv_w_ = upload_f32(widened_f32(m.conv_weight()), load);
+    has_conv_bias_ = !m.conv_bias().empty();
+    if (has_conv_bias_) conv_b_ = upload_f32(widened_f32(m.conv_bias()), load);
+    neg_A_ = upload_f32(m.neg_A(), load);
+    dt_bias_ = upload_f32(m.dt_bias(), load);
+    norm_w_ = upload_f32(m.norm_weight(), load);
+  }
+
+  void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
+    const Batch& batch = *step.batch;
+    const int64_t T = step.num_tokens, S = batch.num_sequences(), C = c_.conv_dim(), HV = c_.num_v_heads;
+    const int64_t H = c_.num_k_heads, K = c_.head_k_dim, V = c_.head_v_dim, kd = c_.key_dim(), vd = c_.value_dim();
+    const int64_t W1 = c_.conv_state_len();
+    const Stream s = step.stream;
+    auto scratch = [&](Slot slot, int64_t rows, int64_t cols) { return workspace_f32(step, slot, rows, cols); };
+
+    // The sources' outputs side by side (each GEMM writes its columns of the wide rows, bias included), then each
+    // run copied into its part, as the CPU mixer regroups them.
+    const TensorView raw = scratch(kRaw, T, width_);
+    int64_t col = 0;
+    for (const DeviceLinear& l : in_) {
+      l.apply(h, column_slice(raw, col, l.out_features()), {}, s);
+      col += l.out_features();
+    }
+    const TensorView ba = scratch(kBa, T, 2 * HV);
+    const TensorView parts[4] = {scratch(kMixed, T, C), scratch(kZ, T, vd), column_slice(ba, 0, HV),
+                                 column_slice(ba, HV, HV)};
+    for (const GatedDeltaNetMixer::RunTarget& r : targets_)
+      copy_rows_cuda({column_slice(raw, r.begin, r.count), column_slice(parts[r.part], r.offset, r.count), nullptr,
+                      nullptr, T},
+                     s);
+    const TensorView g = scratch(kG, T, HV), beta = scratch(kBeta, T, HV);
+    delta_gates_cuda({parts[2], parts[3], step.view(neg_A_.data(), DType::f32, {HV}),
+                      step.view(dt_bias_.data(), DType::f32, {HV}), g, beta},
+                     s);
+
+    const DeviceConvStates states(step, layer, C * W1, HV * K * V, kConvState, kDeltaState);
+    states.gather();
+
+    // The causal conv (SiLU) over q k v of the packed batch, each sequence from its tail, advanced in place.
+    const TensorView conv = scratch(kConv, T, C);
+    CausalConv1dOptions co;
+    if (has_conv_bias_) co.bias = step.view(conv_b_.data(), DType::f32, {C});
+    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, C, W1});
+    co.activation = ConvActivation::silu;
+    co.cu_seqlens = batch.cu_seqlens.data();
+    co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    causal_conv1d(step.view(parts[0].data, DType::f32, {1, T, C}),
+                  step.view(conv_w_.data(), DType::f32, {C, c_.conv_kernel}),
+                  step.view(conv.data, DType::f32, {1, T, C}), co);
+    const TensorView q = scratch(kQ, T, kd), k = scratch(kK, T, kd), v = scratch(kV, T, vd), o = scratch(kO, T, vd);
+    copy_rows_cuda({column_slice(conv, 0, kd), q, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(conv, kd, kd), k, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(conv, 2 * kd, vd), v, nullptr, nullptr, T}, s);
+
+    DeltaArgs a;
+    a.q = step.view(q.data, DType::f32, {1, T, H, K});
+    a.k = step.view(k.data, DType::f32, {1, T, H, K});
+    a.v = step.view(v.data, DType::f32, {1, T, HV, V});
+    a.g = step.view(g.data, DType::f32, {1, T, HV});
+    a.beta = step.view(beta.data, DType::f32, {1, T, HV});
+    a.o = step.view(o.data, DType::f32, {1, T, HV, V});
+    a.initial_state = a.final_state = step.view(states.state().data, DType::f32, {S, HV, K, V});
+    a.cu_seqlens = batch.cu_seqlens.data();
+    a.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    a.use_qk_l2norm_in_kernel = true;
+    a.check_values = false;  // as the CPU mixer: the layer's own projections and state, not a caller's input
+    int64_t longest = 0;
+    for (int64_t i = 0; i < S; ++i) longest = std::max<int64_t>(longest, batch.seq_len(i));
+    // As the CPU mixer: single tokens (decode) and the forced recurrent mode take the recurrence.
+    if (longest == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
+      recurrent_gated_delta_rule(a);
+    else
+      chunk_gated_delta_rule(a);
+    states.scatter();
+
+    // Norm first, then the gate (Qwen3NextRMSNormGated), per value head: rows of V.
+    const TensorView heads = step.view(o.data, DType::f32, {T * HV, V});
+    RmsNormCudaOptions opts;
+    opts.eps = c_.norm_eps;
+    rms_norm_cuda(heads, step.view(norm_w_.data(), DType::f32, {V}), heads, opts, s);
+    gated_activation_cuda(Activation::silu, step.view(parts[1].data, DType::f32, {T * HV, V}), heads, heads, s);
+    GemmOptions add_into;
+    add_into.accumulate = true;
+    out_.apply(o, x, add_into, s);
+  }
+
+ private:
+  GatedDeltaNetConfig c_;
+  int64_t width_;
+  std::vector<GatedDeltaNetMixer::RunTarget> targets_;
+  std::vector<DeviceLinear> in_;
+  DeviceLinear out_;
+  DeviceBuffer conv_w_, conv_b_, neg_A_, dt_bias_, norm_w_;
+  bool has_conv_bias_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceMixer> make_device_gated_deltanet(const GatedDeltaNetMixer& mixer, const DeviceLoad& load) {
+  return std::make_unique<DeviceGatedDeltaNet>(mixer, load);
+}
+#endif
+
+}  // namespace attnzoo

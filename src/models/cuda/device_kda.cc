@@ -1,0 +1,127 @@
+#include "models/cuda/device_kda.h"
+
+#include <algorithm>
+
+#include "kernels/linear/kda/kda.h"
+#include "kernels/linear/short_conv/short_conv.h"
+#include "layers/cuda/delta_gates_cuda.h"
+#include "layers/cuda/elementwise_cuda.h"
+#include "layers/cuda/norm_cuda.h"
+#include "layers/cuda/row_copy_cuda.h"
+#include "layers/linear_prefill_mode.h"
+#include "models/cuda/device_conv_state.h"
+
+namespace attnzoo {
+
+#if ATTNZOO_WITH_CUDA
+namespace {
+
+// Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
+// so these may be the other mixers' too.
+enum Slot : size_t { kMixed = 16, kLow, kGRaw, kBRaw, kG, kBeta, kGate, kConv, kQ, kK, kV, kO, kConvState, kState };
+static_assert(kState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+
+class DeviceKda final : public DeviceMixer {
+ public:
+  DeviceKda(const KdaMixer& m, const DeviceLoad& load)
+      : c_(m.config()),
+        q_(m.weights().q_proj, load),
+        k_(m.weights().k_proj, load),
+        v_(m.weights().v_proj, load),
+        f_a_(m.weights().f_a_proj, load),
+        f_b_(m.weights().f_b_proj, load),
+        b_(m.weights().b_proj, load),
+        g_a_(m.weights().g_a_proj, load),
+        g_b_(m.weights().g_b_proj, load),
+        o_(m.weights().o_proj, load),
+        conv_w_(upload_f32(m.conv_weight(), load)),
+        neg_A_(upload_f32(m.neg_A(), load)),
+        dt_bias_(upload_f32(m.dt_bias(), load)),
+        norm_w_(upload_f32(m.norm_weight(), load)) {}
+
+  void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
+    const Batch& batch = *step.batch;
+    const int64_t T = step.num_tokens, S = batch.num_sequences(), C = c_.conv_dim(), D = c_.qkv_dim();
+    const int64_t H = c_.num_heads, K = c_.head_dim, W1 = c_.conv_state_len();
+    const Stream s = step.stream;
+    auto scratch = [&](Slot slot, int64_t rows, int64_t cols) { return workspace_f32(step, slot, rows, cols); };
+
+    // [q | k | v] side by side (each GEMM writes its columns of the rows), then the gates.
+    const TensorView mixed = scratch(kMixed, T, C);
+    q_.apply(h, column_slice(mixed, 0, D), {}, s);
+    k_.apply(h, column_slice(mixed, D, D), {}, s);
+    v_.apply(h, column_slice(mixed, 2 * D, D), {}, s);
+    const TensorView low = scratch(kLow, T, K), g_raw = scratch(kGRaw, T, D), b_raw = scratch(kBRaw, T, H);
+    f_a_.apply(h, low, {}, s);
+    f_b_.apply(low, g_raw, {}, s);
+    b_.apply(h, b_raw, {}, s);
+    const TensorView g = scratch(kG, T, D), beta = scratch(kBeta, T, H);
+    delta_gates_cuda({b_raw, g_raw, step.view(neg_A_.data(), DType::f32, {H}),
+                      step.view(dt_bias_.data(), DType::f32, {D}), g, beta},
+                     s);
+    const TensorView gate = scratch(kGate, T, D);
+    g_a_.apply(h, low, {}, s);  // the forget gate's f_b has read `low` by now: one stream
+    g_b_.apply(low, gate, {}, s);
+
+    const DeviceConvStates states(step, layer, C * W1, H * K * K, kConvState, kState);
+    states.gather();
+    const TensorView conv = scratch(kConv, T, C);
+    CausalConv1dOptions co;
+    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, C, W1});
+    co.activation = ConvActivation::silu;
+    co.cu_seqlens = batch.cu_seqlens.data();
+    co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    causal_conv1d(step.view(mixed.data, DType::f32, {1, T, C}),
+                  step.view(conv_w_.data(), DType::f32, {C, c_.conv_kernel}),
+                  step.view(conv.data, DType::f32, {1, T, C}), co);
+    const TensorView q = scratch(kQ, T, D), k = scratch(kK, T, D), v = scratch(kV, T, D), o = scratch(kO, T, D);
+    copy_rows_cuda({column_slice(conv, 0, D), q, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(conv, D, D), k, nullptr, nullptr, T}, s);
+    copy_rows_cuda({column_slice(conv, 2 * D, D), v, nullptr, nullptr, T}, s);
+
+    DeltaArgs a;
+    a.q = step.view(q.data, DType::f32, {1, T, H, K});
+    a.k = step.view(k.data, DType::f32, {1, T, H, K});
+    a.v = step.view(v.data, DType::f32, {1, T, H, K});
+    a.g = step.view(g.data, DType::f32, {1, T, H, K});
+    a.beta = step.view(beta.data, DType::f32, {1, T, H});
+    a.o = step.view(o.data, DType::f32, {1, T, H, K});
+    a.initial_state = a.final_state = step.view(states.state().data, DType::f32, {S, H, K, K});
+    a.cu_seqlens = batch.cu_seqlens.data();
+    a.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    a.use_qk_l2norm_in_kernel = true;
+    a.check_values = false;  // as the CPU mixer: the layer's own projections and state, not a caller's input
+    int64_t longest = 0;
+    for (int64_t i = 0; i < S; ++i) longest = std::max<int64_t>(longest, batch.seq_len(i));
+    // As the CPU mixer: single tokens (decode) and the forced recurrent mode take the recurrence.
+    if (longest == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
+      recurrent_kda(a);
+    else
+      chunk_kda(a);
+    states.scatter();
+
+    // KimiLinearRMSNormGated: the norm per head (rows of K), times w, then times sigmoid(gate).
+    const TensorView heads = step.view(o.data, DType::f32, {T * H, K});
+    RmsNormCudaOptions opts;
+    opts.eps = c_.norm_eps;
+    rms_norm_cuda(heads, step.view(norm_w_.data(), DType::f32, {K}), heads, opts, s);
+    sigmoid_gate_cuda(heads, step.view(gate.data, DType::f32, {T * H, K}), heads, s);
+    GemmOptions add_into;
+    add_into.accumulate = true;
+    o_.apply(o, x, add_into, s);
+  }
+
+ private:
+  KdaConfig c_;
+  DeviceLinear q_, k_, v_, f_a_, f_b_, b_, g_a_, g_b_, o_;
+  DeviceBuffer conv_w_, neg_A_, dt_bias_, norm_w_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceMixer> make_device_kda(const KdaMixer& mixer, const DeviceLoad& load) {
+  return std::make_unique<DeviceKda>(mixer, load);
+}
+#endif
+
+}  // namespace attnzoo

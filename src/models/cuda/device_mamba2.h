@@ -1,0 +1,18 @@
+#pragma once
+// The Mamba-2 mixer (layers/mamba2_mixer.h) as a GPU block (device_blocks.h): in_proj, the causal conv over x B C,
+// the SSD scan, the gated RMSNorm and out_proj added into the residual stream, f32 activations. The pool's state
+// slots are not dense, and the conv and scan kernels take dense [S, ...] states: each step gathers the batch's
+// sequences' conv tails and SSM states into scratch (copy_rows_cuda through Batch::state_slots, uploaded with the
+// step's metadata), runs one conv and one scan over the whole ragged batch from those states (a fresh sequence's
+// slot was zeroed by the pool, a prefix-cache hit's restored, so every sequence starts from its slot as on the
+// CPU), and scatters them back.
+#include <memory>
+
+#include "layers/mamba2_mixer.h"
+#include "models/cuda/device_blocks.h"
+
+namespace attnzoo {
+
+std::unique_ptr<DeviceMixer> make_device_mamba2(const Mamba2Mixer& mixer, const DeviceLoad& load);
+
+}  // namespace attnzoo

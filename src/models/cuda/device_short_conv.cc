@@ -1,0 +1,69 @@
+#include "models/cuda/device_short_conv.h"
+
+#include "kernels/linear/short_conv/short_conv.h"
+#include "layers/cuda/elementwise_cuda.h"
+#include "models/cuda/device_conv_state.h"
+
+namespace attnzoo {
+
+#if ATTNZOO_WITH_CUDA
+namespace {
+
+// Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc).
+enum Slot : size_t { kProj = 16, kBx, kConv, kConvState, kNoState };
+static_assert(kNoState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+
+class DeviceShortConv final : public DeviceMixer {
+ public:
+  DeviceShortConv(const ShortConvMixer& m, const DeviceLoad& load)
+      : hidden_(m.hidden()),
+        kernel_(m.kernel()),
+        tail_(m.state_len()),
+        in_(m.in_proj(), load),
+        out_(m.out_proj(), load) {
+    conv_w_ = upload_f32(widened_f32(m.conv_weight()), load);
+    has_conv_bias_ = !m.conv_bias().empty();
+    if (has_conv_bias_) conv_b_ = upload_f32(widened_f32(m.conv_bias()), load);
+  }
+
+  void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
+    const Batch& batch = *step.batch;
+    const int64_t T = step.num_tokens, S = batch.num_sequences(), Hd = hidden_;
+    const Stream s = step.stream;
+    const TensorView proj = workspace_f32(step, kProj, T, 3 * Hd);
+    in_.apply(h, proj, {}, s);
+    const TensorView bx = workspace_f32(step, kBx, T, Hd), conv = workspace_f32(step, kConv, T, Hd);
+    mul_cuda(column_slice(proj, 0, Hd), column_slice(proj, 2 * Hd, Hd), bx, s);
+
+    const DeviceConvStates states(step, layer, Hd * tail_, 0, kConvState, kNoState);
+    states.gather();
+    CausalConv1dOptions co;
+    if (has_conv_bias_) co.bias = step.view(conv_b_.data(), DType::f32, {Hd});
+    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, Hd, tail_});
+    co.cu_seqlens = batch.cu_seqlens.data();
+    co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    causal_conv1d(step.view(bx.data, DType::f32, {1, T, Hd}), step.view(conv_w_.data(), DType::f32, {Hd, kernel_}),
+                  step.view(conv.data, DType::f32, {1, T, Hd}), co);
+    states.scatter();
+
+    mul_cuda(conv, column_slice(proj, Hd, Hd), conv, s);
+    GemmOptions add_into;
+    add_into.accumulate = true;
+    out_.apply(conv, x, add_into, s);
+  }
+
+ private:
+  int64_t hidden_, kernel_, tail_;
+  DeviceLinear in_, out_;
+  DeviceBuffer conv_w_, conv_b_;
+  bool has_conv_bias_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceMixer> make_device_short_conv(const ShortConvMixer& mixer, const DeviceLoad& load) {
+  return std::make_unique<DeviceShortConv>(mixer, load);
+}
+#endif
+
+}  // namespace attnzoo

@@ -1,0 +1,310 @@
+#pragma once
+// Small random hybrid checkpoints beside tiny_decoder.h's Llama family, with its sizes (hidden 128, vocabulary 97):
+// - the Mamba-2 family in Mamba's layout (backbone.embeddings, backbone.layers.<i>.{norm, mixer}, backbone.norm_f,
+//   lm_head): Mamba2ForCausalLM (every layer a Mamba-2 mixer), or NemotronHForCausalLM with a layer pattern of
+//   Mamba-2 ("M"), NoPE attention ("*", head_dim 64) and relu² MLP ("-") layers. Mamba-2: 8 heads of 16 over 2
+//   groups, state size 32, conv width 4; step sizes softplus(dt + dt_bias) around 0.1 and decays A = -exp(A_log)
+//   in [-3, -1], so the state carries tokens well past one chunk.
+// - Qwen3NextForCausalLM with Gated DeltaNet layers only ("linear_attention": 2 key heads, 4 value heads, head dims
+//   64, conv width 4; the fused in_proj_qkvz / in_proj_ba of Qwen3-Next) and a dense SwiGLU MLP after each, or with
+//   gated full attention at given layers.
+// - Lfm2ForCausalLM: gated short convolutions ("conv", L = 3) and attention with per-head q / k RMSNorm
+//   ("full_attention", head_dim 64), a SwiGLU feed-forward (w1 / w3 / w2) in every block.
+// - KimiLinearForCausalLM of Kimi Delta Attention layers only (2 heads of 64, conv width 4; its MLA layers have no
+//   CUDA block yet) with dense SwiGLU MLPs; the MLA sizes config.json must state anyway.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.h"
+#include "loader/test_files.h"
+#include "testing/tiny_decoder.h"
+
+namespace attnzoo::testing {
+
+struct TinyHybrid {
+  std::string architecture = "Mamba2ForCausalLM";  // or "NemotronHForCausalLM"
+  std::string pattern = "MM";                      // Nemotron-H's hybrid_override_pattern; Mamba-2: one M per layer
+  std::string dtype = "BF16";                      // or "F32"
+  int64_t state_size = 32;
+  uint32_t seed = 21;
+};
+
+inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.pattern.size());
+  const int64_t NH = 8, P = 16, G = 2, N = t.state_size, W = 4, E = NH * P, CD = E + 2 * G * N, PD = E + CD + NH;
+  const int64_t D = 64, Q = 4 * D, KV = 2 * D;
+  const bool nemotron = t.architecture == "NemotronHForCausalLM";
+  const std::string common = "\"hidden_size\": 128, \"num_hidden_layers\": " + std::to_string(L) +
+                             ", \"vocab_size\": 97, \"layer_norm_epsilon\": 1e-5, \"tie_word_embeddings\": false, "
+                             "\"conv_kernel\": 4, \"n_groups\": 2, ";
+  if (nemotron)
+    write_file(dir.path() / "config.json",
+               "{\"architectures\": [\"NemotronHForCausalLM\"], \"model_type\": \"nemotron_h\", " + common +
+                   "\"hybrid_override_pattern\": \"" + t.pattern +
+                   "\", \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 64, "
+                   "\"intermediate_size\": 256, \"mamba_num_heads\": 8, \"mamba_head_dim\": 16, \"ssm_state_size\": " +
+                   std::to_string(N) + ", \"max_position_embeddings\": 4096, \"mlp_hidden_act\": \"relu2\"}");
+  else
+    write_file(dir.path() / "config.json",
+               "{\"architectures\": [\"Mamba2ForCausalLM\"], \"model_type\": \"mamba2\", " + common +
+                   "\"num_heads\": 8, \"head_dim\": 16, \"state_size\": " + std::to_string(N) + "}");
+
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"backbone.embeddings.weight", {V, H}}, {"backbone.norm_f.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "backbone.layers." + std::to_string(l);
+    shapes.push_back({p + ".norm.weight", {H}});
+    const char kind = t.pattern[size_t(l)];
+    std::vector<std::pair<std::string, std::vector<int64_t>>> mixer;
+    if (kind == 'M')
+      mixer = {{".in_proj.weight", {PD, H}}, {".conv1d.weight", {CD, 1, W}}, {".conv1d.bias", {CD}},
+               {".dt_bias", {NH}},           {".A_log", {NH}},             {".D", {NH}},
+               {".norm.weight", {E}},        {".out_proj.weight", {H, E}}};
+    else if (kind == '*')
+      mixer = {{".q_proj.weight", {Q, H}}, {".k_proj.weight", {KV, H}}, {".v_proj.weight", {KV, H}},
+               {".o_proj.weight", {H, Q}}};
+    else
+      mixer = {{".up_proj.weight", {I, H}}, {".down_proj.weight", {H, I}}};
+    for (auto& [name, shape] : mixer) shapes.push_back({p + ".mixer" + name, shape});
+  }
+
+  std::mt19937 rng(t.seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto ends = [](const std::string& s, const char* tail) {
+    const std::string t2(tail);
+    return s.size() >= t2.size() && s.compare(s.size() - t2.size(), t2.size(), t2) == 0;
+  };
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const float r = normal(rng);
+      if (ends(name, "norm.weight") || ends(name, "norm_f.weight") || ends(name, ".D")) x = 1.f + 0.1f * r;
+      else if (ends(name, ".A_log")) x = std::log(1.f + std::min(2.f, std::fabs(r)));
+      else if (ends(name, ".dt_bias")) x = -2.3f + 0.5f * r;
+      else if (ends(name, "conv1d.weight")) x = r / std::sqrt(float(W));
+      else if (ends(name, "conv1d.bias")) x = 0.1f * r;
+      else if (name == "backbone.embeddings.weight") x = r;
+      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
+      else x = r / std::sqrt(fan_in);
+    }
+    if (t.dtype == "F32") {
+      tensors.push_back(raw_tensor(name, "F32", shape, v));
+    } else {
+      std::vector<uint16_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+      tensors.push_back(raw_tensor(name, "BF16", shape, b));
+    }
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+struct TinyQwen3Next {
+  std::vector<std::string> layer_types = {"linear_attention", "linear_attention"};
+  std::string dtype = "BF16";
+  uint32_t seed = 31;
+};
+
+inline void write_tiny_qwen3_next(const ScratchDir& dir, const TinyQwen3Next& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.layer_types.size());
+  const int64_t HK = 2, HV = 4, K = 64, VD = 64, kd = HK * K, vd = HV * VD, C = 2 * kd + vd, W = 4;
+  const int64_t D = 64, Q = 4 * D, KV = 2 * D;
+  std::string types;
+  for (const std::string& x : t.layer_types) types += (types.empty() ? "\"" : ", \"") + x + "\"";
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 128,
+  "num_hidden_layers": )" + std::to_string(L) + R"(, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "head_dim": 64, "intermediate_size": 256, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+  "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_conv_kernel_dim": 4, "num_experts": 0,
+  "layer_types": [)" + types + R"(], "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+  "max_position_embeddings": 4096, "tie_word_embeddings": false})");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {
+        {".input_layernorm.weight", {H}}, {".post_attention_layernorm.weight", {H}}, {".mlp.gate_proj.weight", {I, H}},
+        {".mlp.up_proj.weight", {I, H}},  {".mlp.down_proj.weight", {H, I}}};
+    if (t.layer_types[size_t(l)] == "linear_attention") {
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".linear_attn.in_proj_qkvz.weight", {C + vd, H}}, {".linear_attn.in_proj_ba.weight", {2 * HV, H}},
+               {".linear_attn.conv1d.weight", {C, 1, W}},         {".linear_attn.A_log", {HV}},
+               {".linear_attn.dt_bias", {HV}},                    {".linear_attn.norm.weight", {VD}},
+               {".linear_attn.out_proj.weight", {H, vd}}})
+        parts.emplace_back(name, shape);
+    } else {  // q_proj: each head's query and output gate
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".self_attn.q_proj.weight", {2 * Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
+               {".self_attn.v_proj.weight", {KV, H}},    {".self_attn.o_proj.weight", {H, Q}},
+               {".self_attn.q_norm.weight", {D}},        {".self_attn.k_norm.weight", {D}}})
+        parts.emplace_back(name, shape);
+    }
+    for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
+  }
+  std::mt19937 rng(t.seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  auto ends = [](const std::string& s, const char* tail) {
+    const std::string t2(tail);
+    return s.size() >= t2.size() && s.compare(s.size() - t2.size(), t2.size(), t2) == 0;
+  };
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const float r = normal(rng);
+      if (ends(name, "linear_attn.norm.weight")) x = 1.f + 0.1f * r;   // applied as w
+      else if (ends(name, "norm.weight") || ends(name, "layernorm.weight")) x = 0.1f * r;  // applied as 1 + w
+      else if (ends(name, ".A_log")) x = std::log(1.f + std::min(2.f, std::fabs(r)));
+      else if (ends(name, ".dt_bias")) x = -2.3f + 0.5f * r;
+      else if (ends(name, "conv1d.weight")) x = r / std::sqrt(float(W));
+      else if (name == "model.embed_tokens.weight") x = r;
+      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
+      else x = r / std::sqrt(fan_in);
+    }
+    if (t.dtype == "F32") {
+      tensors.push_back(raw_tensor(name, "F32", shape, v));
+    } else {
+      std::vector<uint16_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+      tensors.push_back(raw_tensor(name, "BF16", shape, b));
+    }
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+struct TinyLfm2 {
+  std::vector<std::string> layer_types = {"conv", "full_attention", "conv"};
+  std::string dtype = "BF16";
+  uint32_t seed = 41;
+};
+
+inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.layer_types.size()), W = 3;
+  const int64_t D = 64, Q = 4 * D, KV = 2 * D;
+  std::string types;
+  for (const std::string& x : t.layer_types) types += (types.empty() ? "\"" : ", \"") + x + "\"";
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 128, "num_hidden_layers": )" +
+                 std::to_string(L) + R"(, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "head_dim": 64, "layer_types": [)" + types + R"(], "conv_L_cache": 3, "norm_eps": 1e-5, "rope_theta": 10000.0,
+  "max_position_embeddings": 4096, "tie_embedding": false})");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.embedding_norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {
+        {".operator_norm.weight", {H}},           {".ffn_norm.weight", {H}}, {".feed_forward.w1.weight", {I, H}},
+        {".feed_forward.w3.weight", {I, H}},      {".feed_forward.w2.weight", {H, I}}};
+    if (t.layer_types[size_t(l)] == "conv") {
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".conv.in_proj.weight", {3 * H, H}},
+               {".conv.conv.weight", {H, 1, W}},
+               {".conv.out_proj.weight", {H, H}}})
+        parts.emplace_back(name, shape);
+    } else {
+      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {".self_attn.q_proj.weight", {Q, H}},       {".self_attn.k_proj.weight", {KV, H}},
+               {".self_attn.v_proj.weight", {KV, H}},      {".self_attn.out_proj.weight", {H, Q}},
+               {".self_attn.q_layernorm.weight", {D}},     {".self_attn.k_layernorm.weight", {D}}})
+        parts.emplace_back(name, shape);
+    }
+    for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
+  }
+  std::mt19937 rng(t.seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const float r = normal(rng);
+      if (name.find("norm") != std::string::npos) x = 1.f + 0.1f * r;
+      else if (name.find("conv.conv.weight") != std::string::npos) x = r / std::sqrt(float(W));
+      else if (name == "model.embed_tokens.weight") x = r;
+      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
+      else x = r / std::sqrt(fan_in);
+    }
+    if (t.dtype == "F32") {
+      tensors.push_back(raw_tensor(name, "F32", shape, v));
+    } else {
+      std::vector<uint16_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+      tensors.push_back(raw_tensor(name, "BF16", shape, b));
+    }
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+struct TinyKimiLinear {
+  std::string dtype = "BF16";
+  uint32_t seed = 51;
+};
+
+inline void write_tiny_kimi_linear(const ScratchDir& dir, const TinyKimiLinear& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = 2, NH = 2, K = 64, D = NH * K, W = 4;
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear", "hidden_size": 128,
+  "num_hidden_layers": 2, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 4,
+  "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "intermediate_size": 256,
+  "layer_types": ["linear_attention", "linear_attention"], "linear_num_heads": 2, "linear_head_dim": 64,
+  "linear_conv_kernel_dim": 4, "num_experts": 0, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+  "max_position_embeddings": 4096, "tie_word_embeddings": false})");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {".input_layernorm.weight", {H}},     {".post_attention_layernorm.weight", {H}},
+             {".mlp.gate_proj.weight", {I, H}},    {".mlp.up_proj.weight", {I, H}},
+             {".mlp.down_proj.weight", {H, I}},    {".self_attn.q_proj.weight", {D, H}},
+             {".self_attn.k_proj.weight", {D, H}}, {".self_attn.v_proj.weight", {D, H}},
+             {".self_attn.q_conv1d.weight", {D, 1, W}}, {".self_attn.k_conv1d.weight", {D, 1, W}},
+             {".self_attn.v_conv1d.weight", {D, 1, W}}, {".self_attn.f_a_proj.weight", {K, H}},
+             {".self_attn.f_b_proj.weight", {D, K}},    {".self_attn.A_log", {1, 1, NH, 1}},
+             {".self_attn.dt_bias", {D}},               {".self_attn.b_proj.weight", {NH, H}},
+             {".self_attn.g_a_proj.weight", {K, H}},    {".self_attn.g_b_proj.weight", {D, K}},
+             {".self_attn.o_norm.weight", {K}},         {".self_attn.o_proj.weight", {H, D}}})
+      shapes.push_back({p + name, shape});
+  }
+  std::mt19937 rng(t.seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<RawTensor> tensors;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const float r = normal(rng);
+      if (name.find("norm") != std::string::npos) x = 1.f + 0.1f * r;
+      else if (name.find("A_log") != std::string::npos) x = std::log(1.f + std::min(2.f, std::fabs(r)));
+      else if (name.find("dt_bias") != std::string::npos) x = -2.3f + 0.5f * r;
+      else if (name.find("conv1d") != std::string::npos) x = r / std::sqrt(float(W));
+      else if (name == "model.embed_tokens.weight") x = r;
+      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
+      else x = r / std::sqrt(fan_in);
+    }
+    if (t.dtype == "F32") {
+      tensors.push_back(raw_tensor(name, "F32", shape, v));
+    } else {
+      std::vector<uint16_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+      tensors.push_back(raw_tensor(name, "BF16", shape, b));
+    }
+  }
+  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+}
+
+}  // namespace attnzoo::testing
