@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "testing/random_logits.h"
 
 namespace attnzoo {
 namespace {
@@ -28,10 +28,7 @@ void expect_error(F f, const std::string& text) {
 
 TEST(SampleRows, HostRowsAreTheSamplersDraws) {
   const int64_t rows = 3, vocab = 50, stride = 64;
-  std::vector<float> logits(size_t(rows * stride));
-  std::mt19937 rng(4);
-  std::normal_distribution<float> normal(0.f, 2.f);
-  for (float& x : logits) x = normal(rng);
+  std::vector<float> logits = testing::random_logits(size_t(rows * stride), 4);
   TensorView v = TensorView::contiguous(logits.data(), DType::f32, {rows, vocab});
   v.strides[0] = stride;
   SamplingParams p;
@@ -73,10 +70,7 @@ TEST(SampleRows, ChecksNameTheArgumentAndTheRow) {
 
 TEST(SampleRows, SamplersSharingARowDrawEachFromTheirOwnGenerator) {
   const int64_t rows = 2, vocab = 40;
-  std::vector<float> logits(size_t(rows * vocab));
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.f, 2.f);
-  for (float& x : logits) x = normal(rng);
+  std::vector<float> logits = testing::random_logits(size_t(rows * vocab), 7);
   const TensorView v = TensorView::contiguous(logits.data(), DType::f32, {rows, vocab});
   // Three samplers on row 1 (a prompt's n = 3 samples, seeds apart, contexts apart), one greedy on row 0.
   std::vector<SamplingParams> params(4);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <random>
 #include <string>
@@ -68,6 +69,16 @@ void expect_error(const std::function<void()>& fn, const std::string& fragment) 
     ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
   } catch (const E& e) {
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+// Runs fn and expects a refusal whose message starts with `start`: the argument's name first, then its fault.
+inline void expect_refusal(const std::function<void()>& fn, const std::string& start) {
+  try {
+    fn();
+    ADD_FAILURE() << "accepted; wanted " << start;
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(start, 0), 0u) << e.what();
   }
 }
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/dtype.h"
 #include "loader/test_files.h"
+#include "testing/tiny_checkpoint.h"
 
 namespace attnzoo::testing {
 
@@ -60,8 +60,7 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": )" + std::to_string(D) + R"(, "vocab_size": 97,
   "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": )" +
                  (t.tied ? "true" : "false") + "}");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {{"model.embed_tokens.weight", {V, H}},
-                                                                      {"model.norm.weight", {H}}};
+  TinyTensorShapes shapes = {{"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}};
   if (!t.tied) shapes.push_back({"lm_head.weight", {V, H}});
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
@@ -81,7 +80,7 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
       shapes.push_back({a + ".kv_b_proj.weight", {4 * 2 * MD, R}});
       shapes.push_back({a + ".o_proj.weight", {H, 4 * MD}});
     } else {
-      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+      for (auto [name, shape] : TinyTensorShapes{
                {".self_attn.q_proj.weight", {Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
                {".self_attn.v_proj.weight", {KV, H}}, {".self_attn.o_proj.weight", {H, Q}}})
         shapes.emplace_back(p + name, shape);
@@ -109,27 +108,12 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
       for (auto [proj, rows] : {std::pair{"q", Q}, {"k", KV}, {"v", KV}})
         shapes.push_back({p + ".self_attn." + proj + "_proj.bias", {rows}});
   }
-  std::mt19937 rng(t.seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<RawTensor> tensors;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    const bool norm = name.find("norm") != std::string::npos, bias = name.find("bias") != std::string::npos;
-    const float scale = name == "lm_head.weight" ? 4.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()));
-    std::vector<float> v(static_cast<size_t>(n));
-    for (auto& x : v)
-      x = norm ? 1.f + 0.1f * normal(rng)
-               : bias ? 0.1f * normal(rng) : (name.find("embed") != std::string::npos ? normal(rng) : scale * normal(rng));
-    if (t.dtype == "F32") {
-      tensors.push_back(raw_tensor(name, "F32", shape, v));
-    } else {
-      std::vector<uint16_t> b(v.size());
-      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
-      tensors.push_back(raw_tensor(name, "BF16", shape, b));
-    }
-  }
-  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
+    if (name.find("norm") != std::string::npos) return 1.f + 0.1f * r;
+    if (name.find("bias") != std::string::npos) return 0.1f * r;
+    if (name.find("embed") != std::string::npos) return r;
+    return (name == "lm_head.weight" ? 4.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()))) * r;
+  });
 }
 
 }  // namespace attnzoo::testing

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/dtype.h"
 #include "loader/test_files.h"
+#include "testing/tiny_checkpoint.h"
 #include "testing/tiny_decoder.h"
 
 namespace attnzoo::testing {
@@ -53,13 +53,13 @@ inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
                "{\"architectures\": [\"Mamba2ForCausalLM\"], \"model_type\": \"mamba2\", " + common +
                    "\"num_heads\": 8, \"head_dim\": 16, \"state_size\": " + std::to_string(N) + "}");
 
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+  TinyTensorShapes shapes = {
       {"backbone.embeddings.weight", {V, H}}, {"backbone.norm_f.weight", {H}}, {"lm_head.weight", {V, H}}};
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "backbone.layers." + std::to_string(l);
     shapes.push_back({p + ".norm.weight", {H}});
     const char kind = t.pattern[size_t(l)];
-    std::vector<std::pair<std::string, std::vector<int64_t>>> mixer;
+    TinyTensorShapes mixer;
     if (kind == 'M')
       mixer = {{".in_proj.weight", {PD, H}}, {".conv1d.weight", {CD, 1, W}}, {".conv1d.bias", {CD}},
                {".dt_bias", {NH}},           {".A_log", {NH}},             {".D", {NH}},
@@ -72,38 +72,17 @@ inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
     for (auto& [name, shape] : mixer) shapes.push_back({p + ".mixer" + name, shape});
   }
 
-  std::mt19937 rng(t.seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  auto ends = [](const std::string& s, const char* tail) {
-    const std::string t2(tail);
-    return s.size() >= t2.size() && s.compare(s.size() - t2.size(), t2.size(), t2) == 0;
-  };
-  std::vector<RawTensor> tensors;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
     const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (auto& x : v) {
-      const float r = normal(rng);
-      if (ends(name, "norm.weight") || ends(name, "norm_f.weight") || ends(name, ".D")) x = 1.f + 0.1f * r;
-      else if (ends(name, ".A_log")) x = std::log(1.f + std::min(2.f, std::fabs(r)));
-      else if (ends(name, ".dt_bias")) x = -2.3f + 0.5f * r;
-      else if (ends(name, "conv1d.weight")) x = r / std::sqrt(float(W));
-      else if (ends(name, "conv1d.bias")) x = 0.1f * r;
-      else if (name == "backbone.embeddings.weight") x = r;
-      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
-      else x = r / std::sqrt(fan_in);
-    }
-    if (t.dtype == "F32") {
-      tensors.push_back(raw_tensor(name, "F32", shape, v));
-    } else {
-      std::vector<uint16_t> b(v.size());
-      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
-      tensors.push_back(raw_tensor(name, "BF16", shape, b));
-    }
-  }
-  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+    if (name.ends_with("norm.weight") || name.ends_with("norm_f.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
+    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
+    if (name.ends_with(".dt_bias")) return -2.3f + 0.5f * r;
+    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
+    if (name.ends_with("conv1d.bias")) return 0.1f * r;
+    if (name == "backbone.embeddings.weight") return r;
+    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
+    return r / std::sqrt(fan_in);
+  });
 }
 
 struct TinyQwen3Next {
@@ -116,8 +95,7 @@ inline void write_tiny_qwen3_next(const ScratchDir& dir, const TinyQwen3Next& t)
   const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.layer_types.size());
   const int64_t HK = 2, HV = 4, K = 64, VD = 64, kd = HK * K, vd = HV * VD, C = 2 * kd + vd, W = 4;
   const int64_t D = 64, Q = 4 * D, KV = 2 * D;
-  std::string types;
-  for (const std::string& x : t.layer_types) types += (types.empty() ? "\"" : ", \"") + x + "\"";
+  const std::string types = tiny_json_strings(t.layer_types);
   write_file(dir.path() / "config.json",
              R"({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 128,
   "num_hidden_layers": )" + std::to_string(L) + R"(, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -125,22 +103,20 @@ inline void write_tiny_qwen3_next(const ScratchDir& dir, const TinyQwen3Next& t)
   "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_conv_kernel_dim": 4, "num_experts": 0,
   "layer_types": [)" + types + R"(], "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
   "max_position_embeddings": 4096, "tie_word_embeddings": false})");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+  TinyTensorShapes shapes = {
       {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
-    std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {
-        {".input_layernorm.weight", {H}}, {".post_attention_layernorm.weight", {H}}, {".mlp.gate_proj.weight", {I, H}},
-        {".mlp.up_proj.weight", {I, H}},  {".mlp.down_proj.weight", {H, I}}};
+    TinyTensorShapes parts = tiny_norms_and_mlp_shapes(H, I);
     if (t.layer_types[size_t(l)] == "linear_attention") {
-      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+      for (auto [name, shape] : TinyTensorShapes{
                {".linear_attn.in_proj_qkvz.weight", {C + vd, H}}, {".linear_attn.in_proj_ba.weight", {2 * HV, H}},
                {".linear_attn.conv1d.weight", {C, 1, W}},         {".linear_attn.A_log", {HV}},
                {".linear_attn.dt_bias", {HV}},                    {".linear_attn.norm.weight", {VD}},
                {".linear_attn.out_proj.weight", {H, vd}}})
         parts.emplace_back(name, shape);
     } else {  // q_proj: each head's query and output gate
-      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+      for (auto [name, shape] : TinyTensorShapes{
                {".self_attn.q_proj.weight", {2 * Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
                {".self_attn.v_proj.weight", {KV, H}},    {".self_attn.o_proj.weight", {H, Q}},
                {".self_attn.q_norm.weight", {D}},        {".self_attn.k_norm.weight", {D}}})
@@ -148,38 +124,17 @@ inline void write_tiny_qwen3_next(const ScratchDir& dir, const TinyQwen3Next& t)
     }
     for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
-  std::mt19937 rng(t.seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  auto ends = [](const std::string& s, const char* tail) {
-    const std::string t2(tail);
-    return s.size() >= t2.size() && s.compare(s.size() - t2.size(), t2.size(), t2) == 0;
-  };
-  std::vector<RawTensor> tensors;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
     const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (auto& x : v) {
-      const float r = normal(rng);
-      if (ends(name, "linear_attn.norm.weight")) x = 1.f + 0.1f * r;   // applied as w
-      else if (ends(name, "norm.weight") || ends(name, "layernorm.weight")) x = 0.1f * r;  // applied as 1 + w
-      else if (ends(name, ".A_log")) x = std::log(1.f + std::min(2.f, std::fabs(r)));
-      else if (ends(name, ".dt_bias")) x = -2.3f + 0.5f * r;
-      else if (ends(name, "conv1d.weight")) x = r / std::sqrt(float(W));
-      else if (name == "model.embed_tokens.weight") x = r;
-      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
-      else x = r / std::sqrt(fan_in);
-    }
-    if (t.dtype == "F32") {
-      tensors.push_back(raw_tensor(name, "F32", shape, v));
-    } else {
-      std::vector<uint16_t> b(v.size());
-      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
-      tensors.push_back(raw_tensor(name, "BF16", shape, b));
-    }
-  }
-  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+    if (name.ends_with("linear_attn.norm.weight")) return 1.f + 0.1f * r;   // applied as w
+    if (name.ends_with("norm.weight") || name.ends_with("layernorm.weight")) return 0.1f * r;  // applied as 1 + w
+    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
+    if (name.ends_with(".dt_bias")) return -2.3f + 0.5f * r;
+    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
+    if (name == "model.embed_tokens.weight") return r;
+    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
+    return r / std::sqrt(fan_in);
+  });
 }
 
 struct TinyLfm2 {
@@ -191,28 +146,27 @@ struct TinyLfm2 {
 inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
   const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.layer_types.size()), W = 3;
   const int64_t D = 64, Q = 4 * D, KV = 2 * D;
-  std::string types;
-  for (const std::string& x : t.layer_types) types += (types.empty() ? "\"" : ", \"") + x + "\"";
+  const std::string types = tiny_json_strings(t.layer_types);
   write_file(dir.path() / "config.json",
              R"({"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 128, "num_hidden_layers": )" +
                  std::to_string(L) + R"(, "vocab_size": 97, "num_attention_heads": 4, "num_key_value_heads": 2,
   "head_dim": 64, "layer_types": [)" + types + R"(], "conv_L_cache": 3, "norm_eps": 1e-5, "rope_theta": 10000.0,
   "max_position_embeddings": 4096, "tie_embedding": false})");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+  TinyTensorShapes shapes = {
       {"model.embed_tokens.weight", {V, H}}, {"model.embedding_norm.weight", {H}}, {"lm_head.weight", {V, H}}};
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
-    std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {
+    TinyTensorShapes parts = {
         {".operator_norm.weight", {H}},           {".ffn_norm.weight", {H}}, {".feed_forward.w1.weight", {I, H}},
         {".feed_forward.w3.weight", {I, H}},      {".feed_forward.w2.weight", {H, I}}};
     if (t.layer_types[size_t(l)] == "conv") {
-      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+      for (auto [name, shape] : TinyTensorShapes{
                {".conv.in_proj.weight", {3 * H, H}},
                {".conv.conv.weight", {H, 1, W}},
                {".conv.out_proj.weight", {H, H}}})
         parts.emplace_back(name, shape);
     } else {
-      for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+      for (auto [name, shape] : TinyTensorShapes{
                {".self_attn.q_proj.weight", {Q, H}},       {".self_attn.k_proj.weight", {KV, H}},
                {".self_attn.v_proj.weight", {KV, H}},      {".self_attn.out_proj.weight", {H, Q}},
                {".self_attn.q_layernorm.weight", {D}},     {".self_attn.k_layernorm.weight", {D}}})
@@ -220,31 +174,14 @@ inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
     }
     for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
-  std::mt19937 rng(t.seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<RawTensor> tensors;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
     const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (auto& x : v) {
-      const float r = normal(rng);
-      if (name.find("norm") != std::string::npos) x = 1.f + 0.1f * r;
-      else if (name.find("conv.conv.weight") != std::string::npos) x = r / std::sqrt(float(W));
-      else if (name == "model.embed_tokens.weight") x = r;
-      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
-      else x = r / std::sqrt(fan_in);
-    }
-    if (t.dtype == "F32") {
-      tensors.push_back(raw_tensor(name, "F32", shape, v));
-    } else {
-      std::vector<uint16_t> b(v.size());
-      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
-      tensors.push_back(raw_tensor(name, "BF16", shape, b));
-    }
-  }
-  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+    if (name.find("norm") != std::string::npos) return 1.f + 0.1f * r;
+    if (name.find("conv.conv.weight") != std::string::npos) return r / std::sqrt(float(W));
+    if (name == "model.embed_tokens.weight") return r;
+    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
+    return r / std::sqrt(fan_in);
+  });
 }
 
 struct TinyKimiLinear {
@@ -261,50 +198,33 @@ inline void write_tiny_kimi_linear(const ScratchDir& dir, const TinyKimiLinear& 
   "layer_types": ["linear_attention", "linear_attention"], "linear_num_heads": 2, "linear_head_dim": 64,
   "linear_conv_kernel_dim": 4, "num_experts": 0, "rms_norm_eps": 1e-5, "hidden_act": "silu",
   "max_position_embeddings": 4096, "tie_word_embeddings": false})");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+  TinyTensorShapes shapes = {
       {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
-    for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {".input_layernorm.weight", {H}},     {".post_attention_layernorm.weight", {H}},
-             {".mlp.gate_proj.weight", {I, H}},    {".mlp.up_proj.weight", {I, H}},
-             {".mlp.down_proj.weight", {H, I}},    {".self_attn.q_proj.weight", {D, H}},
-             {".self_attn.k_proj.weight", {D, H}}, {".self_attn.v_proj.weight", {D, H}},
-             {".self_attn.q_conv1d.weight", {D, 1, W}}, {".self_attn.k_conv1d.weight", {D, 1, W}},
-             {".self_attn.v_conv1d.weight", {D, 1, W}}, {".self_attn.f_a_proj.weight", {K, H}},
-             {".self_attn.f_b_proj.weight", {D, K}},    {".self_attn.A_log", {1, 1, NH, 1}},
-             {".self_attn.dt_bias", {D}},               {".self_attn.b_proj.weight", {NH, H}},
-             {".self_attn.g_a_proj.weight", {K, H}},    {".self_attn.g_b_proj.weight", {D, K}},
-             {".self_attn.o_norm.weight", {K}},         {".self_attn.o_proj.weight", {H, D}}})
-      shapes.push_back({p + name, shape});
+    TinyTensorShapes parts = tiny_norms_and_mlp_shapes(H, I);
+    for (auto [name, shape] : TinyTensorShapes{
+             {".self_attn.q_proj.weight", {D, H}},      {".self_attn.k_proj.weight", {D, H}},
+             {".self_attn.v_proj.weight", {D, H}},      {".self_attn.q_conv1d.weight", {D, 1, W}},
+             {".self_attn.k_conv1d.weight", {D, 1, W}}, {".self_attn.v_conv1d.weight", {D, 1, W}},
+             {".self_attn.f_a_proj.weight", {K, H}},    {".self_attn.f_b_proj.weight", {D, K}},
+             {".self_attn.A_log", {1, 1, NH, 1}},       {".self_attn.dt_bias", {D}},
+             {".self_attn.b_proj.weight", {NH, H}},     {".self_attn.g_a_proj.weight", {K, H}},
+             {".self_attn.g_b_proj.weight", {D, K}},    {".self_attn.o_norm.weight", {K}},
+             {".self_attn.o_proj.weight", {H, D}}})
+      parts.emplace_back(name, shape);
+    for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
-  std::mt19937 rng(t.seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<RawTensor> tensors;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
     const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (auto& x : v) {
-      const float r = normal(rng);
-      if (name.find("norm") != std::string::npos) x = 1.f + 0.1f * r;
-      else if (name.find("A_log") != std::string::npos) x = std::log(1.f + std::min(2.f, std::fabs(r)));
-      else if (name.find("dt_bias") != std::string::npos) x = -2.3f + 0.5f * r;
-      else if (name.find("conv1d") != std::string::npos) x = r / std::sqrt(float(W));
-      else if (name == "model.embed_tokens.weight") x = r;
-      else if (name == "lm_head.weight") x = 4.f * r / std::sqrt(float(H));
-      else x = r / std::sqrt(fan_in);
-    }
-    if (t.dtype == "F32") {
-      tensors.push_back(raw_tensor(name, "F32", shape, v));
-    } else {
-      std::vector<uint16_t> b(v.size());
-      for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
-      tensors.push_back(raw_tensor(name, "BF16", shape, b));
-    }
-  }
-  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+    if (name.find("norm") != std::string::npos) return 1.f + 0.1f * r;
+    if (name.find("A_log") != std::string::npos) return std::log(1.f + std::min(2.f, std::fabs(r)));
+    if (name.find("dt_bias") != std::string::npos) return -2.3f + 0.5f * r;
+    if (name.find("conv1d") != std::string::npos) return r / std::sqrt(float(W));
+    if (name == "model.embed_tokens.weight") return r;
+    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
+    return r / std::sqrt(fan_in);
+  });
 }
 
 }  // namespace attnzoo::testing

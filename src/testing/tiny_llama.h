@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "loader/test_files.h"
+#include "testing/tiny_checkpoint.h"
 
 namespace attnzoo::testing {
 
@@ -22,31 +23,23 @@ inline void write_tiny_llama(const ScratchDir& dir, uint32_t seed = 7, int64_t v
   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": )" +
                  std::to_string(V) + R"(,
   "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false})");
-  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+  TinyTensorShapes shapes = {
       {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
-    for (auto [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+    for (auto [name, shape] : TinyTensorShapes{
              {".input_layernorm.weight", {H}}, {".post_attention_layernorm.weight", {H}},
              {".self_attn.q_proj.weight", {H, H}}, {".self_attn.k_proj.weight", {KV, H}},
              {".self_attn.v_proj.weight", {KV, H}}, {".self_attn.o_proj.weight", {H, H}},
              {".mlp.gate_proj.weight", {I, H}}, {".mlp.up_proj.weight", {I, H}}, {".mlp.down_proj.weight", {H, I}}})
       shapes.emplace_back(p + name, shape);
   }
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<RawTensor> tensors;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    const bool norm = name.find("norm") != std::string::npos;
+  write_tiny_tensors(dir, shapes, "F32", seed, [&](const std::string& name, const auto& shape, float r) {
+    if (name.find("norm") != std::string::npos) return 1.f + 0.1f * r;
+    if (name.find("embed") != std::string::npos) return r;
     // Fan-in scaling keeps activations O(1); the head is scaled up so the next token depends on the context.
-    const float scale = name == "lm_head.weight" ? 2.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()));
-    std::vector<float> v(static_cast<size_t>(n));
-    for (auto& x : v) x = norm ? 1.f + 0.1f * normal(rng) : (name.find("embed") != std::string::npos ? normal(rng) : scale * normal(rng));
-    tensors.push_back(raw_tensor(name, "F32", shape, v));
-  }
-  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+    return (name == "lm_head.weight" ? 2.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()))) * r;
+  });
 }
 
 }  // namespace attnzoo::testing

@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "engine/sample_rows.h"
+#include "testing/random_logits.h"
 
 namespace attnzoo {
 namespace {
@@ -81,10 +82,7 @@ TEST_F(SampleRowsGpu, MatchesTheCpuSamplerStepAfterStep) {
 TEST_F(SampleRowsGpu, SamplersSharingRowsAndARefusedRowAsOnTheCpu) {
   // The engine's form: the n samples of a prompt read its one row; a NaN row fails its sampler alone.
   const int64_t rows = 3, vocab = 32000;
-  std::vector<float> host(size_t(rows * vocab));
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal(0.f, 2.f);
-  for (float& x : host) x = normal(rng);
+  std::vector<float> host = testing::random_logits(size_t(rows * vocab), 9);
   host[size_t(2 * vocab + 77)] = NAN;
   DeviceBuffer device(Device::cuda(0), host.size() * sizeof(float));
   device.upload(host.data(), host.size() * sizeof(float));

@@ -8,6 +8,7 @@
 #include "layers/cuda/gemm_cuda.h"
 #include "layers/cuda/gemm_kernel.cuh"
 #include "layers/cuda/gemm_plan.h"
+#include "layers/cuda/tiled_launch.cuh"
 
 namespace attnzoo {
 namespace cuda_gemm {
@@ -19,19 +20,10 @@ __global__ void __launch_bounds__(Tile::kThreads) gemm_kernel(const GemmParams p
   gemm_block<Tile, W>(p, smem);
 }
 
-template <class Tile, class W>
-void launch(const GemmLaunch& l, cudaStream_t stream) {
-  auto kernel = gemm_kernel<Tile, W>;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSmemBytes)),
-             "cudaFuncSetAttribute");
-  kernel<<<dim3(l.grid_m, l.grid_n), Tile::kThreads, Tile::kSmemBytes, stream>>>(l.params);
-  cuda_check(cudaGetLastError(), "gemm_kernel launch");
-}
-
 template <class W>
 void run(const GemmLaunch& l, cudaStream_t stream) {
-  if (l.tile == TileKind::large) launch<LargeTile, W>(l, stream);
-  else launch<SmallTile, W>(l, stream);
+  if (l.tile == TileKind::large) launch_tiled<LargeTile>(gemm_kernel<LargeTile, W>, l, stream, "gemm_kernel launch");
+  else launch_tiled<SmallTile>(gemm_kernel<SmallTile, W>, l, stream, "gemm_kernel launch");
 }
 
 }  // namespace

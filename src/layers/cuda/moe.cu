@@ -8,6 +8,7 @@
 #include "layers/cuda/moe_cuda.h"
 #include "layers/cuda/moe_kernel.cuh"
 #include "layers/cuda/moe_plan.h"
+#include "layers/cuda/tiled_launch.cuh"
 
 namespace attnzoo {
 namespace cuda_moe {
@@ -53,11 +54,7 @@ __global__ void __launch_bounds__(Tile::kThreads) grouped_gemm_kernel(const Grou
 
 template <class Tile, class W>
 void launch_grouped(const GroupedGemmLaunch& l, cudaStream_t stream) {
-  auto kernel = grouped_gemm_kernel<Tile, W>;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tile::kSmemBytes)),
-             "cudaFuncSetAttribute");
-  kernel<<<dim3(l.grid_m, l.grid_n), Tile::kThreads, Tile::kSmemBytes, stream>>>(l.params);
-  cuda_check(cudaGetLastError(), "grouped_gemm_kernel launch");
+  cuda_gemm::launch_tiled<Tile>(grouped_gemm_kernel<Tile, W>, l, stream, "grouped_gemm_kernel launch");
 }
 
 }  // namespace

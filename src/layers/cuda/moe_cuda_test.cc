@@ -17,6 +17,7 @@
 #include "layers/cuda/step_test_util.h"
 #include "layers/moe.h"
 #include "testing/device_test_util.h"
+#include "testing/random_routing.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -104,19 +105,7 @@ MoeRouting skewed_routing(int64_t T, int64_t E, int64_t k, uint64_t seed) {
   std::vector<double> load(static_cast<size_t>(E));
   const bool idle = E - (E + 1) / 3 >= k;
   for (int64_t e = 0; e < E; ++e) load[size_t(e)] = idle && e % 3 == 1 ? 0.0 : double(e % 5 + 1);
-  std::uniform_real_distribution<float> weight(0.05f, 1.f);
-  MoeRouting r;
-  for (int64_t t = 0; t < T; ++t) {
-    std::vector<double> left = load;
-    for (int64_t j = 0; j < k; ++j) {
-      std::discrete_distribution<int32_t> pick(left.begin(), left.end());
-      const int32_t e = pick(rng);
-      left[size_t(e)] = 0.0;
-      r.experts.push_back(e);
-      r.weights.push_back(weight(rng));
-    }
-  }
-  return r;
+  return testing::draw_routing(T, k, load, rng);
 }
 
 // h_dtype: the normed rows' (bf16: as the GPU runner hands them; the CPU reads the same rounded values).

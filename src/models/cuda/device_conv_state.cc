@@ -33,12 +33,42 @@ void DeviceConvStates::scatter() const {
   if (state_.shape[1] > 0) copy_rows_cuda({state_, slab_state_, nullptr, step_.state_slots(), seqs_}, step_.stream);
 }
 
+DeviceCausalConv::DeviceCausalConv(const std::vector<float>& weight, const std::vector<float>& bias, int64_t kernel,
+                                   ConvActivation activation, const DeviceLoad& load)
+    : weight_(upload_f32(weight, load)), has_bias_(!bias.empty()), kernel_(kernel), activation_(activation) {
+  if (has_bias_) bias_ = upload_f32(bias, load);
+}
+
+DeviceCausalConv::DeviceCausalConv(const TensorView& weight, const TensorView& bias, int64_t kernel,
+                                   ConvActivation activation, const DeviceLoad& load)
+    : DeviceCausalConv(widened_f32(weight), bias.empty() ? std::vector<float>{} : widened_f32(bias), kernel,
+                       activation, load) {}
+
+void DeviceCausalConv::apply(const DeviceStep& step, const DeviceConvStates& states, const TensorView& x,
+                             const TensorView& y) const {
+  const int64_t T = x.shape[0], C = x.shape[1], S = states.conv().shape[0], tail = states.conv().shape[1] / C;
+  CausalConv1dOptions co;
+  if (has_bias_) co.bias = step.view(bias_.data(), DType::f32, {C});
+  co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, C, tail});
+  co.activation = activation_;
+  co.cu_seqlens = step.batch->cu_seqlens.data();
+  co.cu_seqlens_len = int64_t(step.batch->cu_seqlens.size());
+  causal_conv1d(step.view(x.data, DType::f32, {1, T, C}), step.view(weight_.data(), DType::f32, {C, kernel_}),
+                step.view(y.data, DType::f32, {1, T, C}), co);
+}
+
 DeviceBuffer upload_f32(const std::vector<float>& v, const DeviceLoad& load) {
   DeviceBuffer b(load.device, std::max<size_t>(v.size(), 1) * sizeof(float));
   if (!v.empty()) b.upload(v.data(), v.size() * sizeof(float), load.stream);  // staged: `v` may go on return
   return b;
 }
 #endif
+
+int64_t longest_sequence(const Batch& batch) {
+  int64_t longest = 0;
+  for (int64_t i = 0; i < batch.num_sequences(); ++i) longest = std::max<int64_t>(longest, batch.seq_len(i));
+  return longest;
+}
 
 TensorView column_slice(const TensorView& t, int64_t from, int64_t cols) {
   TensorView v = t;

@@ -1,16 +1,14 @@
 #include "models/cuda/device_gated_deltanet.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
-#include "kernels/linear/short_conv/short_conv.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/delta_gates_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/row_copy_cuda.h"
-#include "layers/linear_prefill_mode.h"
 #include "models/cuda/device_conv_state.h"
+#include "models/cuda/device_delta_scan.h"
 
 namespace attnzoo {
 
@@ -25,20 +23,20 @@ static_assert(kDeltaState < kDecodePlanSlots, "the step's decode plans own the s
 class DeviceGatedDeltaNet final : public DeviceMixer {
  public:
   DeviceGatedDeltaNet(const GatedDeltaNetMixer& m, const DeviceLoad& load)
-      : c_(m.config()), width_(m.in_proj_width()), targets_(m.run_targets()), out_(m.out_proj(), load) {
+      : c_(m.config()),
+        width_(m.in_proj_width()),
+        targets_(m.run_targets()),
+        out_(m.out_proj(), load),
+        conv_(m.conv_weight(), m.conv_bias(), c_.conv_kernel, ConvActivation::silu, load) {
     in_.reserve(m.in_proj().size());
     for (const Linear& l : m.in_proj()) in_.emplace_back(l, load);
-    conv_w_ = upload_f32(widened_f32(m.conv_weight()), load);
-    has_conv_bias_ = !m.conv_bias().empty();
-    if (has_conv_bias_) conv_b_ = upload_f32(widened_f32(m.conv_bias()), load);
     neg_A_ = upload_f32(m.neg_A(), load);
     dt_bias_ = upload_f32(m.dt_bias(), load);
     norm_w_ = upload_f32(m.norm_weight(), load);
   }
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
-    const Batch& batch = *step.batch;
-    const int64_t T = step.num_tokens, S = batch.num_sequences(), C = c_.conv_dim(), HV = c_.num_v_heads;
+    const int64_t T = step.num_tokens, C = c_.conv_dim(), HV = c_.num_v_heads;
     const int64_t H = c_.num_k_heads, K = c_.head_k_dim, V = c_.head_v_dim, kd = c_.key_dim(), vd = c_.value_dim();
     const int64_t W1 = c_.conv_state_len();
     const Stream s = step.stream;
@@ -69,15 +67,7 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
 
     // The causal conv (SiLU) over q k v of the packed batch, each sequence from its tail, advanced in place.
     const TensorView conv = scratch(kConv, T, C);
-    CausalConv1dOptions co;
-    if (has_conv_bias_) co.bias = step.view(conv_b_.data(), DType::f32, {C});
-    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, C, W1});
-    co.activation = ConvActivation::silu;
-    co.cu_seqlens = batch.cu_seqlens.data();
-    co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    causal_conv1d(step.view(parts[0].data, DType::f32, {1, T, C}),
-                  step.view(conv_w_.data(), DType::f32, {C, c_.conv_kernel}),
-                  step.view(conv.data, DType::f32, {1, T, C}), co);
+    conv_.apply(step, states, parts[0], conv);
     const TensorView q = scratch(kQ, T, kd), k = scratch(kK, T, kd), v = scratch(kV, T, vd), o = scratch(kO, T, vd);
     copy_rows_cuda({column_slice(conv, 0, kd), q, nullptr, nullptr, T}, s);
     copy_rows_cuda({column_slice(conv, kd, kd), k, nullptr, nullptr, T}, s);
@@ -90,18 +80,7 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
     a.g = step.view(g.data, DType::f32, {1, T, HV});
     a.beta = step.view(beta.data, DType::f32, {1, T, HV});
     a.o = step.view(o.data, DType::f32, {1, T, HV, V});
-    a.initial_state = a.final_state = step.view(states.state().data, DType::f32, {S, HV, K, V});
-    a.cu_seqlens = batch.cu_seqlens.data();
-    a.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    a.use_qk_l2norm_in_kernel = true;
-    a.check_values = false;  // as the CPU mixer: the layer's own projections and state, not a caller's input
-    int64_t longest = 0;
-    for (int64_t i = 0; i < S; ++i) longest = std::max<int64_t>(longest, batch.seq_len(i));
-    // As the CPU mixer: single tokens (decode) and the forced recurrent mode take the recurrence.
-    if (longest == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
-      recurrent_gated_delta_rule(a);
-    else
-      chunk_gated_delta_rule(a);
+    run_delta_scan(step, states, a, recurrent_gated_delta_rule, chunk_gated_delta_rule);
     states.scatter();
 
     // Norm first, then the gate (Qwen3NextRMSNormGated), per value head: rows of V.
@@ -121,8 +100,8 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
   std::vector<GatedDeltaNetMixer::RunTarget> targets_;
   std::vector<DeviceLinear> in_;
   DeviceLinear out_;
-  DeviceBuffer conv_w_, conv_b_, neg_A_, dt_bias_, norm_w_;
-  bool has_conv_bias_ = false;
+  DeviceCausalConv conv_;
+  DeviceBuffer neg_A_, dt_bias_, norm_w_;
 };
 
 }  // namespace

@@ -1,15 +1,12 @@
 #include "models/cuda/device_kda.h"
 
-#include <algorithm>
-
 #include "kernels/linear/kda/kda.h"
-#include "kernels/linear/short_conv/short_conv.h"
 #include "layers/cuda/delta_gates_cuda.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/row_copy_cuda.h"
-#include "layers/linear_prefill_mode.h"
 #include "models/cuda/device_conv_state.h"
+#include "models/cuda/device_delta_scan.h"
 
 namespace attnzoo {
 
@@ -34,14 +31,13 @@ class DeviceKda final : public DeviceMixer {
         g_a_(m.weights().g_a_proj, load),
         g_b_(m.weights().g_b_proj, load),
         o_(m.weights().o_proj, load),
-        conv_w_(upload_f32(m.conv_weight(), load)),
+        conv_(m.conv_weight(), {}, c_.conv_kernel, ConvActivation::silu, load),
         neg_A_(upload_f32(m.neg_A(), load)),
         dt_bias_(upload_f32(m.dt_bias(), load)),
         norm_w_(upload_f32(m.norm_weight(), load)) {}
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
-    const Batch& batch = *step.batch;
-    const int64_t T = step.num_tokens, S = batch.num_sequences(), C = c_.conv_dim(), D = c_.qkv_dim();
+    const int64_t T = step.num_tokens, C = c_.conv_dim(), D = c_.qkv_dim();
     const int64_t H = c_.num_heads, K = c_.head_dim, W1 = c_.conv_state_len();
     const Stream s = step.stream;
     auto scratch = [&](Slot slot, int64_t rows, int64_t cols) { return workspace_f32(step, slot, rows, cols); };
@@ -66,14 +62,7 @@ class DeviceKda final : public DeviceMixer {
     const DeviceConvStates states(step, layer, C * W1, H * K * K, kConvState, kState);
     states.gather();
     const TensorView conv = scratch(kConv, T, C);
-    CausalConv1dOptions co;
-    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, C, W1});
-    co.activation = ConvActivation::silu;
-    co.cu_seqlens = batch.cu_seqlens.data();
-    co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    causal_conv1d(step.view(mixed.data, DType::f32, {1, T, C}),
-                  step.view(conv_w_.data(), DType::f32, {C, c_.conv_kernel}),
-                  step.view(conv.data, DType::f32, {1, T, C}), co);
+    conv_.apply(step, states, mixed, conv);
     const TensorView q = scratch(kQ, T, D), k = scratch(kK, T, D), v = scratch(kV, T, D), o = scratch(kO, T, D);
     copy_rows_cuda({column_slice(conv, 0, D), q, nullptr, nullptr, T}, s);
     copy_rows_cuda({column_slice(conv, D, D), k, nullptr, nullptr, T}, s);
@@ -86,18 +75,7 @@ class DeviceKda final : public DeviceMixer {
     a.g = step.view(g.data, DType::f32, {1, T, H, K});
     a.beta = step.view(beta.data, DType::f32, {1, T, H});
     a.o = step.view(o.data, DType::f32, {1, T, H, K});
-    a.initial_state = a.final_state = step.view(states.state().data, DType::f32, {S, H, K, K});
-    a.cu_seqlens = batch.cu_seqlens.data();
-    a.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    a.use_qk_l2norm_in_kernel = true;
-    a.check_values = false;  // as the CPU mixer: the layer's own projections and state, not a caller's input
-    int64_t longest = 0;
-    for (int64_t i = 0; i < S; ++i) longest = std::max<int64_t>(longest, batch.seq_len(i));
-    // As the CPU mixer: single tokens (decode) and the forced recurrent mode take the recurrence.
-    if (longest == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
-      recurrent_kda(a);
-    else
-      chunk_kda(a);
+    run_delta_scan(step, states, a, recurrent_kda, chunk_kda);
     states.scatter();
 
     // KimiLinearRMSNormGated: the norm per head (rows of K), times w, then times sigmoid(gate).
@@ -114,7 +92,8 @@ class DeviceKda final : public DeviceMixer {
  private:
   KdaConfig c_;
   DeviceLinear q_, k_, v_, f_a_, f_b_, b_, g_a_, g_b_, o_;
-  DeviceBuffer conv_w_, neg_A_, dt_bias_, norm_w_;
+  DeviceCausalConv conv_;
+  DeviceBuffer neg_A_, dt_bias_, norm_w_;
 };
 
 }  // namespace

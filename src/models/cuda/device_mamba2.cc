@@ -1,11 +1,9 @@
 #include "models/cuda/device_mamba2.h"
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/linear/mamba2/mamba2.h"
-#include "kernels/linear/short_conv/short_conv.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/row_copy_cuda.h"
@@ -27,10 +25,10 @@ constexpr int64_t kMinChunkScanTokens = 16;
 class DeviceMamba2 final : public DeviceMixer {
  public:
   DeviceMamba2(const Mamba2Mixer& m, const DeviceLoad& load)
-      : c_(m.config()), in_(m.in_proj(), load), out_(m.out_proj(), load) {
-    conv_w_ = upload_f32(widened_f32(m.conv_weight()), load);
-    has_conv_bias_ = !m.conv_bias().empty();
-    if (has_conv_bias_) conv_b_ = upload_f32(widened_f32(m.conv_bias()), load);
+      : c_(m.config()),
+        in_(m.in_proj(), load),
+        out_(m.out_proj(), load),
+        conv_(m.conv_weight(), m.conv_bias(), c_.conv_kernel, ConvActivation::silu, load) {
     A_ = upload_f32(m.A(), load);
     D_ = upload_f32(m.D(), load);
     dt_bias_ = upload_f32(m.dt_bias(), load);
@@ -38,8 +36,7 @@ class DeviceMamba2 final : public DeviceMixer {
   }
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
-    const Batch& batch = *step.batch;
-    const int64_t T = step.num_tokens, S = batch.num_sequences();
+    const int64_t T = step.num_tokens;
     const int64_t E = c_.inner(), CD = c_.conv_dim(), PD = c_.proj_dim(), H = c_.num_heads, P = c_.head_dim;
     const int64_t G = c_.n_groups, N = c_.state_size, GN = G * N, W1 = c_.conv_state_len();
     const Stream s = step.stream;
@@ -58,15 +55,7 @@ class DeviceMamba2 final : public DeviceMixer {
 
     // The causal conv (SiLU) over the packed batch, each sequence from its tail, the tails advanced in place.
     const TensorView conv = scratch(kConv, T, CD);
-    CausalConv1dOptions co;
-    if (has_conv_bias_) co.bias = step.view(conv_b_.data(), DType::f32, {CD});
-    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, CD, W1});
-    co.activation = ConvActivation::silu;
-    co.cu_seqlens = batch.cu_seqlens.data();
-    co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    causal_conv1d(step.view(xbc.data, DType::f32, {1, T, CD}),
-                  step.view(conv_w_.data(), DType::f32, {CD, c_.conv_kernel}),
-                  step.view(conv.data, DType::f32, {1, T, CD}), co);
+    conv_.apply(step, states, xbc, conv);
     const TensorView xs = scratch(kX, T, E), Bm = scratch(kB, T, GN), Cm = scratch(kC, T, GN);
     copy_rows_cuda({column_slice(conv, 0, E), xs, nullptr, nullptr, T}, s);
     copy_rows_cuda({column_slice(conv, E, GN), Bm, nullptr, nullptr, T}, s);
@@ -91,8 +80,7 @@ class DeviceMamba2 final : public DeviceMixer {
     const Batch& batch = *step.batch;
     const int64_t T = step.num_tokens, S = batch.num_sequences(), H = c_.num_heads, P = c_.head_dim,
                   G = c_.n_groups, N = c_.state_size;
-    int64_t longest = 0;
-    for (int64_t i = 0; i < S; ++i) longest = std::max<int64_t>(longest, batch.seq_len(i));
+    const int64_t longest = longest_sequence(batch);
     const bool limit = c_.dt_min > 0.f || std::isfinite(c_.dt_max);
     const TensorView A = step.view(A_.data(), DType::f32, {H}), D = step.view(D_.data(), DType::f32, {H}),
                      dt_bias = step.view(dt_bias_.data(), DType::f32, {H});
@@ -146,8 +134,8 @@ class DeviceMamba2 final : public DeviceMixer {
 
   Mamba2MixerConfig c_;
   DeviceLinear in_, out_;
-  DeviceBuffer conv_w_, conv_b_, A_, D_, dt_bias_, norm_w_;
-  bool has_conv_bias_ = false;
+  DeviceCausalConv conv_;
+  DeviceBuffer A_, D_, dt_bias_, norm_w_;
 };
 
 }  // namespace

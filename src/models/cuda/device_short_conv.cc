@@ -1,6 +1,5 @@
 #include "models/cuda/device_short_conv.h"
 
-#include "kernels/linear/short_conv/short_conv.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "models/cuda/device_conv_state.h"
 
@@ -17,18 +16,13 @@ class DeviceShortConv final : public DeviceMixer {
  public:
   DeviceShortConv(const ShortConvMixer& m, const DeviceLoad& load)
       : hidden_(m.hidden()),
-        kernel_(m.kernel()),
         tail_(m.state_len()),
         in_(m.in_proj(), load),
-        out_(m.out_proj(), load) {
-    conv_w_ = upload_f32(widened_f32(m.conv_weight()), load);
-    has_conv_bias_ = !m.conv_bias().empty();
-    if (has_conv_bias_) conv_b_ = upload_f32(widened_f32(m.conv_bias()), load);
-  }
+        out_(m.out_proj(), load),
+        conv_(m.conv_weight(), m.conv_bias(), m.kernel(), ConvActivation::none, load) {}
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
-    const Batch& batch = *step.batch;
-    const int64_t T = step.num_tokens, S = batch.num_sequences(), Hd = hidden_;
+    const int64_t T = step.num_tokens, Hd = hidden_;
     const Stream s = step.stream;
     const TensorView proj = workspace_f32(step, kProj, T, 3 * Hd);
     in_.apply(h, proj, {}, s);
@@ -37,13 +31,7 @@ class DeviceShortConv final : public DeviceMixer {
 
     const DeviceConvStates states(step, layer, Hd * tail_, 0, kConvState, kNoState);
     states.gather();
-    CausalConv1dOptions co;
-    if (has_conv_bias_) co.bias = step.view(conv_b_.data(), DType::f32, {Hd});
-    co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, Hd, tail_});
-    co.cu_seqlens = batch.cu_seqlens.data();
-    co.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    causal_conv1d(step.view(bx.data, DType::f32, {1, T, Hd}), step.view(conv_w_.data(), DType::f32, {Hd, kernel_}),
-                  step.view(conv.data, DType::f32, {1, T, Hd}), co);
+    conv_.apply(step, states, bx, conv);
     states.scatter();
 
     mul_cuda(conv, column_slice(proj, Hd, Hd), conv, s);
@@ -53,10 +41,9 @@ class DeviceShortConv final : public DeviceMixer {
   }
 
  private:
-  int64_t hidden_, kernel_, tail_;
+  int64_t hidden_, tail_;
   DeviceLinear in_, out_;
-  DeviceBuffer conv_w_, conv_b_;
-  bool has_conv_bias_ = false;
+  DeviceCausalConv conv_;
 };
 
 }  // namespace

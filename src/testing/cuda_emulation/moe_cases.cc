@@ -25,6 +25,7 @@
 #include "layers/cuda/moe_plan.h"
 #include "layers/moe.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/random_routing.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -65,19 +66,7 @@ MoeRouting random_routing(const Case& c, std::mt19937_64& rng) {
   std::vector<double> load(size_t(c.E));
   const bool idle = c.E - (c.E + 1) / 5 >= c.k;
   for (int64_t e = 0; e < c.E; ++e) load[size_t(e)] = idle && e % 5 == 3 ? 0.0 : double((e % 4 + 1) * (e % 4 + 1));
-  std::uniform_real_distribution<float> weight(0.05f, 1.f);
-  MoeRouting r;
-  for (int64_t t = 0; t < c.T; ++t) {
-    std::vector<double> left = load;
-    for (int64_t j = 0; j < c.k; ++j) {
-      std::discrete_distribution<int32_t> pick(left.begin(), left.end());
-      const int32_t e = pick(rng);
-      left[size_t(e)] = 0.0;
-      r.experts.push_back(e);
-      r.weights.push_back(weight(rng));
-    }
-  }
-  return r;
+  return testing::draw_routing(c.T, c.k, load, rng);
 }
 
 template <class Tile>

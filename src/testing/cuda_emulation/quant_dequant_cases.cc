@@ -19,10 +19,12 @@
 #include "kernels/quant/quant.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/random_blocks.h"
+#include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceMemory;
+using testing::expect_refusal;
 using namespace cuda_quant;
 
 // dequant.cu's dispatch, the grid capped at `max_grid`.
@@ -103,14 +105,6 @@ TEST(CudaQuantDequantEmulated, RefusesByName) {
   QuantMatrix none = w;
   none.rows = 0;
   EXPECT_TRUE(plan_quant_dequant(make_quant_dequant_cuda_problem(none, gpu, on_gpu(ys.data(), DType::bf16, 0, 64))).empty);
-  auto expect_refusal = [](auto&& fn, const std::string& start) {
-    try {
-      fn();
-      ADD_FAILURE() << "accepted; wanted " << start;
-    } catch (const std::exception& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(start, 0), 0u) << e.what();
-    }
-  };
   const TensorView y = on_gpu(ys.data(), DType::bf16, 4, 64);
   expect_refusal([&] { make_quant_dequant_cuda_problem(w, Device::cpu(), y); }, "w: lives on cpu");
   QuantMatrix q5 = w;

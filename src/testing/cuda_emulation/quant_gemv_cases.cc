@@ -22,11 +22,13 @@
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/strided_operand.h"
 #include "testing/random_blocks.h"
+#include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::StridedOperand;
+using testing::expect_refusal;
 using namespace cuda_quant;
 
 template <QuantType kType>
@@ -229,14 +231,6 @@ TEST(CudaQuantGemvEmulated, RefusesByName) {
   };
   const Device gpu = Device::cuda();
   EXPECT_TRUE(plan_quant_gemv(make_quant_gemv_cuda_problem(w, gpu, view(xs, 0, 64), view(ys, 0, 4))).empty);
-  auto expect_refusal = [](auto&& fn, const std::string& start) {
-    try {
-      fn();
-      ADD_FAILURE() << "accepted; wanted " << start;
-    } catch (const std::exception& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(start, 0), 0u) << e.what();
-    }
-  };
   expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 9, 64), view(ys, 9, 4)); }, "x: M=9");
   expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 32), view(ys, 1, 4)); }, "x: must be [1, 64]");
   expect_refusal([&] { make_quant_gemv_cuda_problem(w, gpu, view(xs, 1, 64), view(ys, 1, 5)); }, "y: must be [1, 4]");
