@@ -51,6 +51,17 @@ class MambaMixer : public SequenceMixer {
   MambaMixer(const MambaMixerConfig& config, MambaMixerWeights weights, const std::string& name);
 
   const MambaMixerConfig& config() const { return config_; }
+  // What the GPU runner's block (models/cuda/device_mamba.*) uploads: the checkpoint's projections and conv bias,
+  // the conv weight as [inner, W], A = -exp(A_log), D, dt_bias and the dt / B / C norms' weights (ones where
+  // weightless) widened to f32.
+  const MambaMixerWeights& weights() const { return w_; }
+  const TensorView& conv_weight() const { return conv_weight_; }
+  const std::vector<float>& A() const { return A_; }
+  const std::vector<float>& D() const { return D_; }
+  const std::vector<float>& dt_bias() const { return dt_bias_; }
+  const std::vector<float>& dt_norm() const { return dt_norm_; }
+  const std::vector<float>& b_norm() const { return b_norm_; }
+  const std::vector<float>& c_norm() const { return c_norm_; }
   static CacheSpec spec(const MambaMixerConfig& c);
   CacheSpec cache_spec() const override { return spec(config_); }
   uint64_t weight_bytes() const override;

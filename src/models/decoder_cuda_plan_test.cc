@@ -188,6 +188,32 @@ TEST(DecoderCudaPlan, Mamba2AndNemotronHAreTaken) {
   }
 }
 
+TEST(DecoderCudaPlan, MambaAndFalconMambaAreTaken) {
+  for (const char* arch : {"MambaForCausalLM", "FalconMambaForCausalLM"}) {
+    ScratchDir dir;
+    write_tiny_mamba(dir, {.architecture = arch});
+    const auto model = Model::load(dir.str());
+    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << arch;
+  }
+}
+
+TEST(DecoderCudaPlan, AJambaIsTaken) {
+  // Mamba-1 and NoPE attention mixers, softmax-routed SparseMoe and dense SwiGLU feed-forwards.
+  ScratchDir dir;
+  write_tiny_jamba(dir, {});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+}
+
+TEST(DecoderCudaPlan, AMambaStateWiderThanTheSelectiveScanIsRefusedByName) {
+  ScratchDir dir;
+  write_tiny_mamba(dir, {.state_size = 72});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+            "device: Mamba state size 72 (the CUDA selective scan takes up to 64) (MambaForCausalLM, layer 0) runs "
+            "on the CPU only so far");
+}
+
 TEST(DecoderCudaPlan, ADenseQwen3NextIsTaken) {
   // Gated DeltaNet layers alone, and beside gated full attention (dense MLPs: the tiny writer has no experts).
   const TinyQwen3Next mixed{.layer_types = {"linear_attention", "full_attention"}};

@@ -10,6 +10,10 @@
 //   gated full attention at given layers.
 // - Lfm2ForCausalLM: gated short convolutions ("conv", L = 3) and attention with per-head q / k RMSNorm
 //   ("full_attention", head_dim 64), a SwiGLU feed-forward (w1 / w3 / w2) in every block.
+// - the Mamba-1 family in the same layout: MambaForCausalLM or FalconMambaForCausalLM (its weightless RMSNorms of
+//   dt, B and C), inner 256, state size 16, dt_rank 8, conv width 4, step sizes and decays as Mamba-2's.
+// - JambaForCausalLM: four layers, Mamba-1 mixers (weighted dt / B / C norms) but for NoPE attention at layer 2
+//   (2 query heads of 64 over one KV head), a 4-expert top-2 SparseMoe at the odd layers, dense SwiGLUs else.
 // - KimiLinearForCausalLM of Kimi Delta Attention layers only (2 heads of 64, conv width 4; its MLA layers have no
 //   CUDA block yet) with dense SwiGLU MLPs; the MLA sizes config.json must state anyway.
 #include <algorithm>
@@ -80,6 +84,114 @@ inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
     if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
     if (name.ends_with("conv1d.bias")) return 0.1f * r;
     if (name == "backbone.embeddings.weight") return r;
+    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
+    return r / std::sqrt(fan_in);
+  });
+}
+
+struct TinyMamba {
+  std::string architecture = "MambaForCausalLM";  // or "FalconMambaForCausalLM"
+  int64_t layers = 2;
+  std::string dtype = "BF16";  // or "F32"
+  int64_t state_size = 16;
+  uint32_t seed = 23;
+};
+
+inline void write_tiny_mamba(const ScratchDir& dir, const TinyMamba& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, E = 256, N = t.state_size, R = 8, W = 4;
+  write_file(dir.path() / "config.json",
+             "{\"architectures\": [\"" + t.architecture + "\"], \"hidden_size\": 128, \"num_hidden_layers\": " +
+                 std::to_string(t.layers) +
+                 ", \"vocab_size\": 97, \"intermediate_size\": 256, \"state_size\": " + std::to_string(N) +
+                 ", \"time_step_rank\": 8, \"conv_kernel\": 4, \"layer_norm_epsilon\": 1e-5, "
+                 "\"mixer_rms_eps\": 1e-6, \"use_bias\": false, \"use_conv_bias\": true, "
+                 "\"tie_word_embeddings\": false}");
+  TinyTensorShapes shapes = {
+      {"backbone.embeddings.weight", {V, H}}, {"backbone.norm_f.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < t.layers; ++l) {
+    const std::string p = "backbone.layers." + std::to_string(l);
+    shapes.push_back({p + ".norm.weight", {H}});
+    for (auto& [name, shape] : TinyTensorShapes{{".in_proj.weight", {2 * E, H}},
+                                                {".conv1d.weight", {E, 1, W}},
+                                                {".conv1d.bias", {E}},
+                                                {".x_proj.weight", {R + 2 * N, E}},
+                                                {".dt_proj.weight", {E, R}},
+                                                {".dt_proj.bias", {E}},
+                                                {".A_log", {E, N}},
+                                                {".D", {E}},
+                                                {".out_proj.weight", {H, E}}})
+      shapes.push_back({p + ".mixer" + name, shape});
+  }
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    if (name.ends_with("norm.weight") || name.ends_with("norm_f.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
+    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
+    if (name.ends_with(".dt_proj.bias")) return -2.3f + 0.5f * r;
+    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
+    if (name.ends_with("conv1d.bias")) return 0.1f * r;
+    if (name == "backbone.embeddings.weight") return r;
+    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
+    return r / std::sqrt(fan_in);
+  });
+}
+
+struct TinyJamba {
+  std::string dtype = "BF16";
+  uint32_t seed = 25;
+};
+
+inline void write_tiny_jamba(const ScratchDir& dir, const TinyJamba& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = 4, X = 4, E = 256, N = 16, R = 8, W = 4, D = 64;
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 128,
+  "num_hidden_layers": 4, "vocab_size": 97, "num_attention_heads": 2, "num_key_value_heads": 1,
+  "intermediate_size": 256, "num_experts": 4, "num_experts_per_tok": 2, "attn_layer_period": 4,
+  "attn_layer_offset": 2, "expert_layer_period": 2, "expert_layer_offset": 1, "mamba_expand": 2,
+  "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_dt_rank": 8, "rms_norm_eps": 1e-6,
+  "max_position_embeddings": 4096, "tie_word_embeddings": false})");
+  TinyTensorShapes shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.final_layernorm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    TinyTensorShapes parts = {{".input_layernorm.weight", {H}}, {".pre_ff_layernorm.weight", {H}}};
+    if (l == 2)
+      parts.insert(parts.end(), {{".self_attn.q_proj.weight", {2 * D, H}},
+                                 {".self_attn.k_proj.weight", {D, H}},
+                                 {".self_attn.v_proj.weight", {D, H}},
+                                 {".self_attn.o_proj.weight", {H, 2 * D}}});
+    else
+      parts.insert(parts.end(), {{".mamba.in_proj.weight", {2 * E, H}},
+                                 {".mamba.conv1d.weight", {E, 1, W}},
+                                 {".mamba.conv1d.bias", {E}},
+                                 {".mamba.x_proj.weight", {R + 2 * N, E}},
+                                 {".mamba.dt_proj.weight", {E, R}},
+                                 {".mamba.dt_proj.bias", {E}},
+                                 {".mamba.A_log", {E, N}},
+                                 {".mamba.D", {E}},
+                                 {".mamba.out_proj.weight", {H, E}},
+                                 {".mamba.dt_layernorm.weight", {R}},
+                                 {".mamba.b_layernorm.weight", {N}},
+                                 {".mamba.c_layernorm.weight", {N}}});
+    std::vector<std::string> mlps;
+    if (l % 2 == 1) {
+      parts.push_back({".feed_forward.router.weight", {X, H}});
+      for (int64_t e = 0; e < X; ++e) mlps.push_back(".feed_forward.experts." + std::to_string(e));
+    } else {
+      mlps.push_back(".feed_forward");
+    }
+    for (const std::string& m : mlps)
+      parts.insert(parts.end(),
+                   {{m + ".gate_proj.weight", {I, H}}, {m + ".up_proj.weight", {I, H}}, {m + ".down_proj.weight", {H, I}}});
+    for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
+  }
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    if (name.ends_with("norm.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
+    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
+    if (name.ends_with(".dt_proj.bias")) return -2.3f + 0.5f * r;
+    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
+    if (name.ends_with("conv1d.bias")) return 0.1f * r;
+    if (name == "model.embed_tokens.weight") return r;
     if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
     return r / std::sqrt(fan_in);
   });

@@ -13,6 +13,7 @@
 #include "layers/gated_deltanet_mixer.h"
 #include "layers/kda_mixer.h"
 #include "layers/mamba2_mixer.h"
+#include "layers/mamba_mixer.h"
 #include "layers/mlp.h"
 #include "layers/moe.h"
 #include "layers/short_conv_mixer.h"
@@ -83,6 +84,16 @@ void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string
   for (const Linear* l : {&m.in_proj(), &m.out_proj()}) check_projection(p, *l);
 }
 
+// device_mamba.cc: kernels/linear/mamba's selective scan and decode step, which keep a lane's share of the N state
+// entries in registers (up to 64).
+void check_mamba(const DecoderParts& p, const MambaMixer& m, const std::string& where) {
+  if (m.config().state_size > 64)
+    refuse(p, "Mamba state size " + std::to_string(m.config().state_size) + " (the CUDA selective scan takes up to 64)",
+           where);
+  const MambaMixerWeights& w = m.weights();
+  for (const Linear* l : {&w.in_proj, &w.x_proj, &w.dt_proj, &w.out_proj}) check_projection(p, *l);
+}
+
 // device_gated_deltanet.cc: the chunked delta rule's CUDA kernels stage K and V <= 128 (Qwen3-Next's 128).
 void check_gated_deltanet(const DecoderParts& p, const GatedDeltaNetMixer& m, const std::string& where) {
   const GatedDeltaNetConfig& c = m.config();
@@ -108,6 +119,7 @@ void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dty
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
   if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return check_mla(p, *mla, kv_dtype, where);
   if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return check_mamba2(p, *mamba2, where);
+  if (const auto* mamba = dynamic_cast<const MambaMixer*>(&mixer)) return check_mamba(p, *mamba, where);
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return check_gated_deltanet(p, *gdn, where);
   if (const auto* kda = dynamic_cast<const KdaMixer*>(&mixer)) return check_kda(p, *kda, where);
   if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) {  // device_short_conv.cc: any width

@@ -298,6 +298,32 @@ TEST(DecoderCudaRunner, NemotronHMatchesTheCpu) {
   run_scenario(TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-", .seed = 23});
 }
 
+TEST(DecoderCudaRunner, MambaMatchesTheCpu) {
+  REQUIRE_GPU();
+  // The selective scan on prefills and chunks (transposed to its channel-major layout), the decode step on
+  // single-token steps.
+  ScratchDir dir;
+  write_tiny_mamba(dir, {});
+  run_recurrent_scenario(dir, "MambaForCausalLM BF16", 23);
+}
+
+TEST(DecoderCudaRunner, AnF32FalconMambaWithItsDtBAndCNormsMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Weightless RMSNorms of dt_low, B and C on column slices of x_proj's rows; N = 64, the scan's widest.
+  ScratchDir dir;
+  write_tiny_mamba(dir, {.architecture = "FalconMambaForCausalLM", .dtype = "F32", .state_size = 64, .seed = 24});
+  run_recurrent_scenario(dir, "FalconMambaForCausalLM F32", 24);
+}
+
+TEST(DecoderCudaRunner, AJambaMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Mamba-1 layers with their weighted dt / B / C norms, NoPE attention, a top-2 SparseMoe without renormalised
+  // weights and dense SwiGLUs.
+  ScratchDir dir;
+  write_tiny_jamba(dir, {});
+  run_recurrent_scenario(dir, "JambaForCausalLM BF16", 25);
+}
+
 TEST(DecoderCudaRunner, AGatedDeltaNetQwen3NextMatchesTheCpu) {
   REQUIRE_GPU();
   // Gated DeltaNet layers and dense SwiGLU MLPs (the tiny writer has no experts).

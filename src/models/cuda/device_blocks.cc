@@ -5,6 +5,7 @@
 #include "models/cuda/device_mla.h"
 #include "models/cuda/device_gated_deltanet.h"
 #include "models/cuda/device_kda.h"
+#include "models/cuda/device_mamba.h"
 #include "models/cuda/device_mamba2.h"
 #include "models/cuda/device_short_conv.h"
 #include "models/cuda/device_mlp.h"
@@ -18,6 +19,7 @@ std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return make_device_attention(*attn, load);
   if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return make_device_mla(*mla, load);
   if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return make_device_mamba2(*mamba2, load);
+  if (const auto* mamba = dynamic_cast<const MambaMixer*>(&mixer)) return make_device_mamba(*mamba, load);
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return make_device_gated_deltanet(*gdn, load);
   if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) return make_device_short_conv(*conv, load);
   if (const auto* kda = dynamic_cast<const KdaMixer*>(&mixer)) return make_device_kda(*kda, load);
