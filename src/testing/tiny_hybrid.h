@@ -180,8 +180,9 @@ inline void write_tiny_jamba(const ScratchDir& dir, const TinyJamba& t) {
       mlps.push_back(".feed_forward");
     }
     for (const std::string& m : mlps)
-      parts.insert(parts.end(),
-                   {{m + ".gate_proj.weight", {I, H}}, {m + ".up_proj.weight", {I, H}}, {m + ".down_proj.weight", {H, I}}});
+      parts.insert(parts.end(), {{m + ".gate_proj.weight", {I, H}},
+                                 {m + ".up_proj.weight", {I, H}},
+                                 {m + ".down_proj.weight", {H, I}}});
     for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {

@@ -1,6 +1,6 @@
 #pragma once
-// What the GPU runner's mixers with a short conv share (device_mamba2.*, device_gated_deltanet.*, device_kda.*,
-// device_short_conv.*): their pool slots ([conv tail | recurrent state], layers/sequence_schedule.h's
+// What the GPU runner's mixers with a short conv share (device_mamba.*, device_mamba2.*, device_gated_deltanet.*,
+// device_kda.*, device_short_conv.*): their pool slots ([conv tail | recurrent state], layers/sequence_schedule.h's
 // ConvStateSlot) brought into the dense [S, ...] blocks the linear family's kernels take and put back, the causal
 // conv over the packed batch from those tails, column slices of fused projection rows, and their small parameters
 // uploaded as f32. Those mixers keep DeviceMixer::replayable's
