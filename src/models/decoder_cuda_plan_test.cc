@@ -378,6 +378,14 @@ TEST(DecoderCudaPlan, FalconH1IsTaken) {
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
             "device: Mamba-2 state size 288 (the CUDA scans take up to 256) (FalconH1ForCausalLM, layer 0) runs on "
             "the CPU only so far");
+
+  // The GPU scales the down projection's input by the down multiplier: a down bias would go unscaled.
+  ScratchDir biased;
+  write_tiny_falcon_h1(biased, {.layers = 1, .down_bias = true});
+  const auto with_bias = Model::load(biased.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*with_bias).parts()),
+            "device: a down projection bias with a down multiplier (Falcon-H1's mlp_bias) (FalconH1ForCausalLM, "
+            "layer 0) runs on the CPU only so far");
 }
 
 }  // namespace

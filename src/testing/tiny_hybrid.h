@@ -190,6 +190,7 @@ inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
 struct TinyFalconH1 {
   int64_t layers = 2;
   int64_t state_size = 32;  // Falcon-H1's own checkpoints have 256
+  bool down_bias = false;    // a feed_forward.down_proj.bias (mlp_bias)
   std::string dtype = "BF16";
   uint32_t seed = 61;
 };
@@ -224,10 +225,12 @@ inline void write_tiny_falcon_h1(const ScratchDir& dir, const TinyFalconH1& t) {
              {".feed_forward.gate_proj.weight", {I, H}}, {".feed_forward.up_proj.weight", {I, H}},
              {".feed_forward.down_proj.weight", {H, I}}})
       shapes.push_back({p + name, shape});
+    if (t.down_bias) shapes.push_back({p + ".feed_forward.down_proj.bias", {H}});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
     const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
     if (name.ends_with("norm.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
+    if (name.ends_with("down_proj.bias")) return 0.1f * r;
     if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
     if (name.ends_with(".dt_bias")) return -2.3f + 0.5f * r;
     if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
