@@ -388,5 +388,31 @@ TEST(DecoderCudaPlan, ARaggedBatchBecomesPrefillAndDecodeCalls) {
   EXPECT_EQ(rows, cu.back());  // every query row in exactly one call
 }
 
+TEST(DecoderCudaPlan, FalconH1IsTaken) {
+  // Attention beside Mamba-2 (a ParallelMixer) with every muP multiplier, at the tiny and the real state size.
+  for (int64_t N : {32, 256}) {
+    ScratchDir dir;
+    write_tiny_falcon_h1(dir, {.state_size = N});
+    const auto model = Model::load(dir.str());
+    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+    EXPECT_EQ(refusal(parts), "") << N;
+  }
+  // Each branch goes through its own kind's checks: a state past the CUDA scans' is refused by name.
+  ScratchDir dir;
+  write_tiny_falcon_h1(dir, {.layers = 1, .state_size = 288});
+  const auto model = Model::load(dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+            "device: Mamba-2 state size 288 (the CUDA scans take up to 256) (FalconH1ForCausalLM, layer 0) runs on "
+            "the CPU only so far");
+
+  // The GPU scales the down projection's input by the down multiplier: a down bias would go unscaled.
+  ScratchDir biased;
+  write_tiny_falcon_h1(biased, {.layers = 1, .down_bias = true});
+  const auto with_bias = Model::load(biased.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*with_bias).parts()),
+            "device: a down projection bias with a down multiplier (Falcon-H1's mlp_bias) (FalconH1ForCausalLM, "
+            "layer 0) runs on the CPU only so far");
+}
+
 }  // namespace
 }  // namespace attnzoo

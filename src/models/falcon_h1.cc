@@ -3,12 +3,12 @@
 // them: embeddings (embedding_multiplier), logits (lm_head_multiplier), the attention input / output
 // (attention_in/out_multiplier), keys (key_multiplier, folded into the attention scale: keys only meet queries in
 // the dot product), the SSM input / output (ssm_in/out_multiplier), the Mamba in_proj outputs per section
-// (ssm_multipliers over z, x, B, C, dt) and the MLP gate / down projections (mlp_multipliers).
+// (ssm_multipliers over z, x, B, C, dt) and the MLP gate / down projections (mlp_multipliers: ScaledGatedMlp).
 #include <cmath>
 
-#include "core/threads.h"
 #include "layers/activations.h"
 #include "layers/mamba2_mixer.h"
+#include "layers/scaled_gated_mlp.h"
 #include "layers/parallel_mixer.h"
 #include "loader/json.h"
 #include "loader/load_error.h"
@@ -22,35 +22,6 @@
 
 namespace attnzoo {
 namespace {
-
-// down(act(gate(x) * gate_multiplier) * up(x)) * down_multiplier.
-class FalconH1Mlp : public FeedForward {
- public:
-  FalconH1Mlp(Linear gate, Linear up, Linear down, Activation act, float gate_mult, float down_mult)
-      : gate_(std::move(gate)), up_(std::move(up)), down_(std::move(down)), act_(act), gate_mult_(gate_mult),
-        down_mult_(down_mult) {}
-  uint64_t weight_bytes() const override { return gate_.weight_bytes() + up_.weight_bytes() + down_.weight_bytes(); }
-  void forward(const float* x, int64_t T, float* out) const override {
-    const int64_t I = gate_.out_features(), H = down_.out_features();
-    std::vector<float> g(size_t(T * I)), u(size_t(T * I));
-    gate_.forward(x, T, g.data());
-    up_.forward(x, T, u.data());
-    ThreadPool::global().parallel_for(T, [&](int64_t t, int) {
-      float* gr = g.data() + t * I;
-      if (gate_mult_ != 1.f)
-        for (int64_t i = 0; i < I; ++i) gr[i] *= gate_mult_;
-      gated_activation(act_, gr, u.data() + t * I, gr, I);
-    });
-    down_.forward(g.data(), T, out);
-    if (down_mult_ != 1.f)
-      for (int64_t i = 0; i < T * H; ++i) out[i] *= down_mult_;
-  }
-
- private:
-  Linear gate_, up_, down_;
-  Activation act_;
-  float gate_mult_, down_mult_;
-};
 
 std::vector<double> float_list_or(const Config& c, const char* key, std::vector<double> fallback, size_t n) {
   std::vector<double> v = c.has(key) ? c.get_float_list(key) : fallback;
@@ -175,8 +146,9 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
     block.input_norm = RmsNorm(weight(files, p + ".input_layernorm.weight", {H}), eps, false, p + ".input_layernorm");
     block.mixer = std::move(mixer);
     block.pre_ffn_norm.emplace(weight(files, p + ".pre_ff_layernorm.weight", {H}), eps, false, p + ".pre_ff_layernorm");
-    block.ffn = std::make_unique<FalconH1Mlp>(linear(f + ".gate_proj", I, H), linear(f + ".up_proj", I, H),
-                                              linear(f + ".down_proj", H, I), act, float(mlp_m[0]), float(mlp_m[1]));
+    block.ffn = std::make_unique<ScaledGatedMlp>(
+        GatedMlp(linear(f + ".gate_proj", I, H), linear(f + ".up_proj", I, H), linear(f + ".down_proj", H, I), act, f),
+        float(mlp_m[0]), float(mlp_m[1]));
     blocks.push_back(std::move(block));
   }
   RmsNorm norm(weight(files, "model.final_layernorm.weight", {H}), eps, false, "model.final_layernorm");

@@ -14,6 +14,9 @@
 //   dt, B and C), inner 256, state size 16, dt_rank 8, conv width 4, step sizes and decays as Mamba-2's.
 // - JambaForCausalLM: four layers, Mamba-1 mixers (weighted dt / B / C norms) but for NoPE attention at layer 2
 //   (2 query heads of 64 over one KV head), a 4-expert top-2 SparseMoe at the odd layers, dense SwiGLUs else.
+// - FalconH1ForCausalLM: attention (4 heads of 64 over 2 KV heads) beside Mamba-2 (8 heads of 16 over 2 groups, conv
+//   width 4, the gated RMSNorm after the gate) in every layer, a SwiGLU feed-forward, every muP multiplier away
+//   from 1 (the muP vector over in_proj's sections included).
 // - KimiLinearForCausalLM of Kimi Delta Attention layers only (2 heads of 64, conv width 4; its MLA layers have no
 //   CUDA block yet) with dense SwiGLU MLPs; the MLA sizes config.json must state anyway.
 #include <algorithm>
@@ -291,6 +294,60 @@ inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
     const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
     if (name.find("norm") != std::string::npos) return 1.f + 0.1f * r;
     if (name.find("conv.conv.weight") != std::string::npos) return r / std::sqrt(float(W));
+    if (name == "model.embed_tokens.weight") return r;
+    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
+    return r / std::sqrt(fan_in);
+  });
+}
+
+struct TinyFalconH1 {
+  int64_t layers = 2;
+  int64_t state_size = 32;  // Falcon-H1's own checkpoints have 256
+  bool down_bias = false;    // a feed_forward.down_proj.bias (mlp_bias)
+  std::string dtype = "BF16";
+  uint32_t seed = 61;
+};
+
+inline void write_tiny_falcon_h1(const ScratchDir& dir, const TinyFalconH1& t) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = t.layers;
+  const int64_t NH = 8, P = 16, G = 2, N = t.state_size, W = 4, E = NH * P, CD = E + 2 * G * N, PD = E + CD + NH;
+  const int64_t D = 64, Q = 4 * D, KV = 2 * D;
+  write_file(dir.path() / "config.json",
+             R"({"architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "hidden_size": 128,
+  "num_hidden_layers": )" + std::to_string(L) + R"(, "vocab_size": 97, "intermediate_size": 256,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+  "max_position_embeddings": 4096, "tie_word_embeddings": false, "mamba_d_ssm": 128, "mamba_n_heads": 8,
+  "mamba_d_head": 16, "mamba_n_groups": 2, "mamba_d_state": )" + std::to_string(N) + R"(, "mamba_d_conv": 4,
+  "mamba_rms_norm": true, "mamba_norm_before_gate": false, "embedding_multiplier": 1.5, "lm_head_multiplier": 0.75,
+  "attention_in_multiplier": 0.8, "attention_out_multiplier": 1.25, "key_multiplier": 0.6,
+  "ssm_in_multiplier": 1.2, "ssm_out_multiplier": 0.9, "ssm_multipliers": [0.9, 1.1, 1.2, 0.8, 1.3],
+  "mlp_multipliers": [1.2, 0.7]})");
+  TinyTensorShapes shapes = {{"model.embed_tokens.weight", {V, H}},
+                             {"model.final_layernorm.weight", {H}},
+                             {"lm_head.weight", {V, H}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    for (auto& [name, shape] : TinyTensorShapes{
+             {".input_layernorm.weight", {H}},        {".pre_ff_layernorm.weight", {H}},
+             {".self_attn.q_proj.weight", {Q, H}},    {".self_attn.k_proj.weight", {KV, H}},
+             {".self_attn.v_proj.weight", {KV, H}},   {".self_attn.o_proj.weight", {H, Q}},
+             {".mamba.in_proj.weight", {PD, H}},      {".mamba.conv1d.weight", {CD, 1, W}},
+             {".mamba.conv1d.bias", {CD}},            {".mamba.dt_bias", {NH}},
+             {".mamba.A_log", {NH}},                  {".mamba.D", {NH}},
+             {".mamba.norm.weight", {E}},             {".mamba.out_proj.weight", {H, E}},
+             {".feed_forward.gate_proj.weight", {I, H}}, {".feed_forward.up_proj.weight", {I, H}},
+             {".feed_forward.down_proj.weight", {H, I}}})
+      shapes.push_back({p + name, shape});
+    if (t.down_bias) shapes.push_back({p + ".feed_forward.down_proj.bias", {H}});
+  }
+  write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
+    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+    if (name.ends_with("norm.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
+    if (name.ends_with("down_proj.bias")) return 0.1f * r;
+    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
+    if (name.ends_with(".dt_bias")) return -2.3f + 0.5f * r;
+    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
+    if (name.ends_with("conv1d.bias")) return 0.1f * r;
     if (name == "model.embed_tokens.weight") return r;
     if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
     return r / std::sqrt(fan_in);

@@ -16,6 +16,8 @@
 #include "layers/mamba_mixer.h"
 #include "layers/mlp.h"
 #include "layers/moe.h"
+#include "layers/parallel_mixer.h"
+#include "layers/scaled_gated_mlp.h"
 #include "layers/short_conv_mixer.h"
 
 namespace attnzoo {
@@ -78,7 +80,6 @@ void check_mla(const DecoderParts& p, const MlaMixer& mla, DType kv_dtype, const
 // pool's slots.
 void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string& where) {
   const Mamba2MixerConfig& c = m.config();
-  if (!c.proj_multipliers.empty()) refuse(p, "Mamba-2 in_proj multipliers (Falcon-H1's muP)", where);
   if (c.state_size > 256)
     refuse(p, "Mamba-2 state size " + std::to_string(c.state_size) + " (the CUDA scans take up to 256)", where);
   for (const Linear* l : {&m.in_proj(), &m.out_proj()}) check_projection(p, *l);
@@ -115,7 +116,23 @@ void check_kda(const DecoderParts& p, const KdaMixer& m, const std::string& wher
     check_projection(p, *l);
 }
 
+void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dtype, const std::string& where);
+
+// device_parallel_mixer.cc: each branch as its own kind. The branches read the layer's pool memory from its start,
+// so only the first branch with a fixed state may have one (Falcon-H1: attention, then Mamba-2).
+void check_parallel(const DecoderParts& p, const ParallelMixer& par, DType kv_dtype, const std::string& where) {
+  bool stateful = false;
+  for (const ParallelBranch& b : par.branches()) {
+    if (dynamic_cast<const ParallelMixer*>(b.mixer.get())) refuse(p, "parallel mixers nested in one", where);
+    check_mixer(p, *b.mixer, kv_dtype, where);
+    if (b.mixer->cache_spec().state_floats == 0) continue;
+    if (stateful) refuse(p, "a parallel mixer with more than one recurrent branch", where);
+    stateful = true;
+  }
+}
+
 void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dtype, const std::string& where) {
+  if (const auto* par = dynamic_cast<const ParallelMixer*>(&mixer)) return check_parallel(p, *par, kv_dtype, where);
   if (const auto* attn = dynamic_cast<const AttentionLayer*>(&mixer)) return check_attention(p, *attn, where);
   if (const auto* mla = dynamic_cast<const MlaMixer*>(&mixer)) return check_mla(p, *mla, kv_dtype, where);
   if (const auto* mamba2 = dynamic_cast<const Mamba2Mixer*>(&mixer)) return check_mamba2(p, *mamba2, where);
@@ -172,6 +189,12 @@ void check_deepseek_moe(const DecoderParts& p, const BasicDeepseekMoe<Expert>& m
 
 void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string& where) {
   if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return check_mlp(p, *mlp);
+  if (const auto* mlp = dynamic_cast<const ScaledGatedMlp*>(&ffn)) {
+    // device_mlp.cc scales the down projection's input by the down multiplier, which would leave a bias unscaled.
+    if (mlp->down_multiplier() != 1.f && mlp->mlp().down_proj().has_bias())
+      refuse(p, "a down projection bias with a down multiplier (Falcon-H1's mlp_bias)", where);
+    return check_mlp(p, mlp->mlp());
+  }
   if (const auto* moe = dynamic_cast<const SparseMoe*>(&ffn)) {
     check_moe(p, moe->router(), moe->experts(), moe->config().top_k, 1, where);
     if (moe->shared_expert()) check_mlp(p, *moe->shared_expert());
@@ -184,7 +207,7 @@ void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string&
   }
   if (const auto* moe = dynamic_cast<const DeepseekMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
   if (const auto* moe = dynamic_cast<const NemotronHMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
-  refuse(p, "feed-forwards other than a gated or plain MLP or a softmax / DeepSeek MoE (gpt-oss's MoE)", where);
+  refuse(p, "feed-forwards other than a gated (muP-scaled too) or plain MLP or a softmax / DeepSeek MoE (gpt-oss's MoE)", where);
 }
 
 }  // namespace

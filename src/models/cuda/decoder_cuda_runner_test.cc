@@ -440,6 +440,22 @@ TEST(DecoderCudaRunner, DenseFamilyGraphReplaysMatchStepsLaunchedOneByOne) {
   }
 }
 
+TEST(DecoderCudaRunner, AFalconH1WithItsMultipliersMatchesTheCpu) {
+  REQUIRE_GPU();
+  // Attention beside Mamba-2 in every layer (device_parallel_mixer), every muP multiplier away from 1.
+  ScratchDir dir;
+  write_tiny_falcon_h1(dir, {});
+  run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16", 61);
+}
+
+TEST(DecoderCudaRunner, AFalconH1WithItsStateSize256MatchesTheCpu) {
+  REQUIRE_GPU();
+  // Falcon-H1's own N = 256: the chunked prefill falls back to the recurrent kernel.
+  ScratchDir dir;
+  write_tiny_falcon_h1(dir, {.layers = 1, .state_size = 256, .dtype = "F32", .seed = 62});
+  run_recurrent_scenario(dir, "FalconH1ForCausalLM N 256 F32", 62);
+}
+
 TEST(DecoderCudaRunner, ArchitecturesItDoesNotCoverAreRefusedByName) {
   REQUIRE_GPU();
   ScratchDir dir;

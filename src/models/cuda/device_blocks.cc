@@ -7,6 +7,7 @@
 #include "models/cuda/device_kda.h"
 #include "models/cuda/device_mamba.h"
 #include "models/cuda/device_mamba2.h"
+#include "models/cuda/device_parallel_mixer.h"
 #include "models/cuda/device_short_conv.h"
 #include "models/cuda/device_mlp.h"
 #include "models/cuda/device_moe.h"
@@ -23,11 +24,13 @@ std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return make_device_gated_deltanet(*gdn, load);
   if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) return make_device_short_conv(*conv, load);
   if (const auto* kda = dynamic_cast<const KdaMixer*>(&mixer)) return make_device_kda(*kda, load);
+  if (const auto* par = dynamic_cast<const ParallelMixer*>(&mixer)) return make_device_parallel_mixer(*par, load);
   throw ArgumentError("device: a " + mixer.kind() + " mixer has no CUDA block");
 }
 
 std::unique_ptr<DeviceFfn> make_device_ffn(const FeedForward& ffn, const DeviceLoad& load) {
   if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return make_device_gated_mlp(*mlp, load);
+  if (const auto* mlp = dynamic_cast<const ScaledGatedMlp*>(&ffn)) return make_device_scaled_gated_mlp(*mlp, load);
   if (const auto* mlp = dynamic_cast<const PlainMlp*>(&ffn)) return make_device_plain_mlp(*mlp, load);
   if (const auto* moe = dynamic_cast<const SparseMoe*>(&ffn)) return make_device_sparse_moe(*moe, load);
   if (const auto* moe = dynamic_cast<const DeepseekMoe*>(&ffn)) return make_device_deepseek_moe(*moe, load);

@@ -2,8 +2,8 @@
 // A decoder block's sublayers on a GPU: the runner (decoder_cuda_runner.h) norms the residual stream and hands
 // each sublayer the normed rows (bf16); the sublayer adds its output into the residual stream (its output
 // projection accumulates), so no separate residual add runs. One file per kind: device_attention.*,
-// device_mamba2.*, device_gated_deltanet.*, device_kda.*, device_short_conv.*, device_mlp.* (gated and plain),
-// device_moe.*.
+// device_mamba2.*, device_gated_deltanet.*, device_kda.*, device_short_conv.*, device_parallel_mixer.* (Falcon-H1's
+// branches side by side), device_mlp.* (gated and plain), device_moe.*.
 // make_device_mixer / make_device_ffn choose the kind; check_decoder_runs_on_cuda (decoder_cuda_plan.h) has
 // refused, on the host and by name, every part they do not cover.
 #include <cstdint>

@@ -33,6 +33,14 @@ class DeviceMamba2 final : public DeviceMixer {
     D_ = upload_f32(m.D(), load);
     dt_bias_ = upload_f32(m.dt_bias(), load);
     if (c_.gated_norm) norm_w_ = upload_f32(m.norm_weight(), load);
+    // Falcon-H1's muP vector over in_proj's outputs is constant per section (z, x, B, C, dt): one scale per run.
+    const std::vector<float>& mult = c_.proj_multipliers;
+    for (size_t i = 0; i < mult.size();) {
+      size_t n = 1;
+      while (i + n < mult.size() && mult[i + n] == mult[i]) ++n;
+      if (mult[i] != 1.f) proj_scales_.push_back({int64_t(i), int64_t(n), mult[i]});
+      i += n;
+    }
   }
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
@@ -45,6 +53,10 @@ class DeviceMamba2 final : public DeviceMixer {
     // in_proj, then x B C and dt out of the fused row; z stays there (the gate reads it strided).
     const TensorView proj = scratch(kProj, T, PD);
     in_.apply(h, proj, {}, s);
+    for (const ProjScale& r : proj_scales_) {
+      const TensorView cols = column_slice(proj, r.first, r.count);
+      scale_softcap_cuda(cols, cols, r.scale, 0.f, s);
+    }
     const TensorView xbc = scratch(kXbc, T, CD), dt = scratch(kDt, T, H);
     copy_rows_cuda({column_slice(proj, E, CD), xbc, nullptr, nullptr, T}, s);
     copy_rows_cuda({column_slice(proj, E + CD, H), dt, nullptr, nullptr, T}, s);
@@ -132,7 +144,12 @@ class DeviceMamba2 final : public DeviceMixer {
     if (c_.norm_before_gate) gated_activation_cuda(Activation::silu, z, y, y, s);
   }
 
+  struct ProjScale {
+    int64_t first, count;
+    float scale;
+  };
   Mamba2MixerConfig c_;
+  std::vector<ProjScale> proj_scales_;  // the in_proj multipliers other than 1, by runs of columns
   DeviceLinear in_, out_;
   DeviceCausalConv conv_;
   DeviceBuffer A_, D_, dt_bias_, norm_w_;

@@ -1,5 +1,6 @@
 #pragma once
-// The Mamba-2 mixer (layers/mamba2_mixer.h) as a GPU block (device_blocks.h): in_proj, the causal conv over x B C,
+// The Mamba-2 mixer (layers/mamba2_mixer.h) as a GPU block (device_blocks.h): in_proj (its muP multipliers, when
+// set, scaling its output columns in place), the causal conv over x B C,
 // the SSD scan, the gated RMSNorm and out_proj added into the residual stream, f32 activations. The pool's state
 // slots are not dense, and the conv and scan kernels take dense [S, ...] states: each step gathers the batch's
 // sequences' conv tails and SSM states into scratch (copy_rows_cuda through Batch::state_slots, uploaded with the

@@ -19,8 +19,12 @@ constexpr DType kMid = DType::bf16;
 
 class DeviceGatedMlp final : public DeviceFfn {
  public:
-  DeviceGatedMlp(const GatedMlp& mlp, const DeviceLoad& load)
-      : down_(mlp.down_proj(), load), act_(mlp.activation()), intermediate_(mlp.intermediate()) {
+  DeviceGatedMlp(const GatedMlp& mlp, const DeviceLoad& load, float gate_mult, float down_mult)
+      : down_(mlp.down_proj(), load),
+        act_(mlp.activation()),
+        intermediate_(mlp.intermediate()),
+        gate_mult_(gate_mult),
+        down_mult_(down_mult) {
     // One [gate|up] weight where the two go up alike: one GEMM, the activation over its halves (silu_and_mul).
     const Linear* parts[2] = {&mlp.gate_proj(), &mlp.up_proj()};
     if (DeviceLinear::stackable(parts)) {
@@ -51,7 +55,11 @@ class DeviceGatedMlp final : public DeviceFfn {
       gate_->apply(h, gate, {}, s);
       up_->apply(h, up, {}, s);
     }
+    // Falcon-H1's muP: the gate scaled before the activation; the down multiplier scales the (linear) down
+    // projection's input instead of its output, which adds straight into the residual stream.
+    if (gate_mult_ != 1.f) scale_softcap_cuda(gate, gate, gate_mult_, 0.f, s);
     gated_activation_cuda(act_, gate, up, gate, s);  // in place over the gate half
+    if (down_mult_ != 1.f) scale_softcap_cuda(gate, gate, down_mult_, 0.f, s);
     GemmOptions add_into;
     add_into.accumulate = true;
     down_.apply(gate, x, add_into, s);
@@ -62,6 +70,7 @@ class DeviceGatedMlp final : public DeviceFfn {
   DeviceLinear down_;
   Activation act_;
   int64_t intermediate_;
+  float gate_mult_, down_mult_;  // ScaledGatedMlp's, else 1
 };
 
 class DevicePlainMlp final : public DeviceFfn {
@@ -104,7 +113,11 @@ std::unique_ptr<DeviceFfn> make_device_plain_mlp(const PlainMlp& mlp, const Devi
 }
 
 std::unique_ptr<DeviceFfn> make_device_gated_mlp(const GatedMlp& mlp, const DeviceLoad& load) {
-  return std::make_unique<DeviceGatedMlp>(mlp, load);
+  return std::make_unique<DeviceGatedMlp>(mlp, load, 1.f, 1.f);
+}
+
+std::unique_ptr<DeviceFfn> make_device_scaled_gated_mlp(const ScaledGatedMlp& mlp, const DeviceLoad& load) {
+  return std::make_unique<DeviceGatedMlp>(mlp.mlp(), load, mlp.gate_multiplier(), mlp.down_multiplier());
 }
 #endif
 

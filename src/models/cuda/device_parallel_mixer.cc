@@ -1,0 +1,67 @@
+#include "models/cuda/device_parallel_mixer.h"
+
+#include <vector>
+
+#include "layers/cuda/elementwise_cuda.h"
+
+namespace attnzoo {
+
+#if ATTNZOO_WITH_CUDA
+namespace {
+
+// Past the recurrent mixers' slots (device_kda.cc, the last, ends at 29): a branch runs while these hold its input and
+// output.
+enum Slot : size_t { kScaledInput = 30, kBranchOutput };
+static_assert(kBranchOutput < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+
+class DeviceParallelMixer final : public DeviceMixer {
+ public:
+  DeviceParallelMixer(const ParallelMixer& m, const DeviceLoad& load) {
+    for (const ParallelBranch& b : m.branches())
+      branches_.push_back({make_device_mixer(*b.mixer, load), b.in_scale, b.out_scale});
+  }
+
+  void prepare(const DeviceStep& step, int64_t layer) const override {
+    for (const Branch& b : branches_) b.mixer->prepare(step, layer);
+  }
+
+  // replayable() stays false: a Mamba-2 branch is not.
+
+  void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
+    const int64_t T = h.shape[0], H = h.shape[1];
+    const Stream s = step.stream;
+    for (const Branch& b : branches_) {
+      TensorView in = h;
+      if (b.in_scale != 1.f) {
+        in = step.view(step.workspace->get(kScaledInput, size_t(T * H) * dtype_size(h.dtype)), h.dtype, {T, H});
+        scale_softcap_cuda(h, in, b.in_scale, 0.f, s);
+      }
+      if (b.out_scale == 1.f) {
+        b.mixer->forward(step, layer, in, x);
+        continue;
+      }
+      const size_t bytes = size_t(T * H) * sizeof(float);
+      void* y = step.workspace->get(kBranchOutput, bytes);
+      zero_bytes(y, x.device, bytes, s);
+      const TensorView out = step.view(y, DType::f32, {T, H});
+      b.mixer->forward(step, layer, in, out);
+      add_scaled_cuda(x, out, b.out_scale, x, s);
+    }
+  }
+
+ private:
+  struct Branch {
+    std::unique_ptr<DeviceMixer> mixer;
+    float in_scale, out_scale;
+  };
+  std::vector<Branch> branches_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceMixer> make_device_parallel_mixer(const ParallelMixer& mixer, const DeviceLoad& load) {
+  return std::make_unique<DeviceParallelMixer>(mixer, load);
+}
+#endif
+
+}  // namespace attnzoo
