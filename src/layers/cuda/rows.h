@@ -32,4 +32,8 @@ void require_cuda_tensor(const TensorView& t, const char* name, const Device* de
 // DTypeError naming `name` unless `t` is float32, bfloat16 or float16: the activations these kernels read and write.
 void require_float_dtype(const TensorView& t, const char* name);
 
+// The refusals of a float32 [rows, cols] matrix on a CUDA device (of `device` when given) with a contiguous last
+// dimension and rows that do not overlap: what the row copy and the transpose read and write.
+void require_f32_matrix(const TensorView& t, const char* name, const Device* device);
+
 }  // namespace attnzoo
