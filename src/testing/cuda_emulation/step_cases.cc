@@ -161,7 +161,7 @@ void check_binary(DType dtype, int64_t rows, int64_t cols, int64_t pad, float al
     // The scaled add as the CPU's x = 1 * x + rs * y: alpha 1 exact, otherwise within an f32 rounding of a fused
     // multiply-add.
     auto rounded = [&](float v) {
-      uint8_t bytes[4];
+      uint8_t bytes[4] = {};  // zeroed: the compiler cannot see store_from_f32 fill what load_as_f32 reads
       store_from_f32(bytes, dtype, 0, v);
       return double(load_as_f32(bytes, dtype, 0));
     };
