@@ -82,6 +82,19 @@ done
 # machine with the tree: without it the step is skipped and recorded so. 4 windows of 512 tokens, bounded.
 GGUF=${GPU_CHECK_GGUF:-$HERE/../.models/SmolLM2-135M-Instruct.Q4_1.gguf}
 TEXT=${GPU_CHECK_TEXT:-$BUNDLE/pg1661.txt}
+# Or in parts carried by earlier calls (scripts/gpu_split_gguf.sh): joined here, used only when the digest matches.
+CARRY=${GPU_CHECK_CARRY:-$HERE/../gpu-carry}
+if [ -z "${GPU_CHECK_GGUF:-}" ] && [ ! -f "$GGUF" ] && ls "$CARRY"/*.sha256 > /dev/null 2>&1; then
+  digest=$(ls "$CARRY"/*.sha256 | head -1)
+  name=$(awk '{print $2}' "$digest")
+  cat "$CARRY/$name".part-* > "$WORK/$name" 2>/dev/null
+  if (cd "$WORK" && sha256sum --quiet -c "$digest") >> "$LOG" 2>&1; then
+    GGUF=$WORK/$name
+    echo "=== gguf: $name joined from $(ls "$CARRY/$name".part-* | wc -l) carried parts, digest matches" | tee -a "$LOG"
+  else
+    echo "=== gguf: the parts in $CARRY do not join into $name (a part missing or damaged)" | tee -a "$LOG"
+  fi
+fi
 ppl_json=null
 if [ -f "$GGUF" ] && [ -f "$TEXT" ]; then
   for dev in cpu cuda; do
