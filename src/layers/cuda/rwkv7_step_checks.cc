@@ -77,8 +77,8 @@ void check_rwkv7_shift_mix_cuda(const Rwkv7TokenShift& s) {
 
 void check_rwkv7_activate_cuda(const TensorView& x, const TensorView& y) {
   require_values(x, "x", DType::f32, x.numel(), nullptr);
-  require(y.dtype == DType::f32 || y.dtype == DType::bf16, "y",
-          [&] { return std::string("expected float32 or bfloat16, got ") + dtype_name(y.dtype); });
+  if (y.dtype != DType::f32 && y.dtype != DType::bf16)
+    throw DTypeError(std::string("y: expected float32 or bfloat16, got ") + dtype_name(y.dtype));
   require_values(y, "y", y.dtype, x.numel(), &x.device);
 }
 
