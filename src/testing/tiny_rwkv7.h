@@ -2,8 +2,9 @@
 // A small random RWKV7ForCausalLM checkpoint in flash-linear-attention's layout (the one models/rwkv7.cc reads),
 // with tiny_decoder.h's sizes: hidden 128 as 2 heads of 64 (RWKV-7's head size; other head counts and sizes on
 // request), vocabulary 97, intermediate 256, three layers (layer 0 with its pre_norm and no value LoRA; the later
-// ones mixing v towards layer 0's), LoRA ranks 16 / 16 / 8 / 16 (w, a, v, g). Values near what trained models hold: norms near 1, lerp coefficients in (0, 1),
-// fan-in scaled matrices, w_lora's bias so decays spread from mild to strong.
+// ones mixing v towards layer 0's), LoRA ranks 16 / 16 / 8 / 16 (w, a, v, g). Values near what trained models
+// hold: norms near 1, lerp coefficients in (0, 1), fan-in scaled matrices, w_lora's bias so decays spread from mild
+// to strong.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -53,7 +54,8 @@ inline void write_tiny_rwkv7(const ScratchDir& dir, const TinyRwkv7& t) {
     shapes.push_back({a + ".k_k", {C}});
     shapes.push_back({a + ".k_a", {C}});
     shapes.push_back({a + ".r_k", {H, K}});
-    for (const char* m : {".r_proj", ".k_proj", ".v_proj", ".o_proj"}) shapes.push_back({a + m + std::string(".weight"), {C, C}});
+    for (const char* m : {".r_proj", ".k_proj", ".v_proj", ".o_proj"})
+      shapes.push_back({a + m + std::string(".weight"), {C, C}});
     lora(a + ".w_lora", rw, C, true);
     lora(a + ".a_lora", ra, C, true);
     lora(a + ".g_lora", rg, C, false);

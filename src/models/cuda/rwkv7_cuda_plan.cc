@@ -9,7 +9,8 @@ namespace attnzoo {
 namespace {
 
 [[noreturn]] void refuse(const Rwkv7Model& m, const std::string& feature, const std::string& where) {
-  throw ArgumentError("device: " + feature + " (" + m.info().architecture + ", " + where + ") runs on the CPU only so far");
+  throw ArgumentError("device: " + feature + " (" + m.info().architecture + ", " + where +
+                      ") runs on the CPU only so far");
 }
 
 void check_projection(const Rwkv7Model& m, const Linear& l) {

@@ -22,7 +22,9 @@ namespace attnzoo {
 namespace {
 
 // The runner's own scratch (it shares no workspace with another model's blocks).
-enum Slot : size_t { kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16, kWkv };
+enum Slot : size_t {
+  kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16, kWkv
+};
 
 // A LayerNorm's widened weight and bias on the device.
 struct DeviceLayerNorm {
@@ -70,7 +72,8 @@ class Rwkv7CudaRunner final : public DeviceRunner {
   TensorView scratch(Slot slot, DType dtype, std::initializer_list<int64_t> shape) const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
-    return device_view(device_, workspace_.get(slot, size_t(std::max<int64_t>(n, 1)) * dtype_size(dtype)), dtype, shape);
+    void* data = workspace_.get(slot, size_t(std::max<int64_t>(n, 1)) * dtype_size(dtype));
+    return device_view(device_, data, dtype, shape);
   }
   // x [T, C] += the block's time mix of h, then its channel mix.
   void time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch, const TensorView& h,
@@ -135,8 +138,8 @@ Rwkv7CudaRunner::Rwkv7CudaRunner(const Rwkv7Model& m, Device device)
     std::fprintf(stderr,
                  "attnzoo: %lld f32 weight tensors rounded to bf16 on %s (%.1f MiB there instead of %.1f; 8 "
                  "significant bits instead of 24: logits agree with the CPU's f32 run to bf16 tolerance)\n",
-                 static_cast<long long>(rounded.tensors), device.str().c_str(), double(rounded.f32_bytes) / 2 / (1 << 20),
-                 double(rounded.f32_bytes) / (1 << 20));
+                 static_cast<long long>(rounded.tensors), device.str().c_str(),
+                 double(rounded.f32_bytes) / 2 / (1 << 20), double(rounded.f32_bytes) / (1 << 20));
   std::fputs(expansion_notice(rounded, device.str()).c_str(), stderr);
   std::fputs(panel_notice(load.panel->buffer.bytes(), device.str()).c_str(), stderr);
 }

@@ -48,7 +48,8 @@ void expect_close(const std::vector<float>& cpu, const std::vector<float>& gpu, 
     const float* c = cpu.data() + r * size_t(V);
     std::vector<float> sorted(c, c + V);
     std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-    if (sorted[0] - sorted[1] > 2 * tol) EXPECT_EQ(argmax(c), argmax(gpu.data() + r * size_t(V))) << what << " row " << r;
+    if (sorted[0] - sorted[1] > 2 * tol)
+      EXPECT_EQ(argmax(c), argmax(gpu.data() + r * size_t(V))) << what << " row " << r;
   }
 }
 
