@@ -21,6 +21,8 @@ class LayerNorm {
   int64_t dim() const { return int64_t(w_.size()); }
   int64_t groups() const { return groups_; }
   float eps() const { return eps_; }
+  const std::vector<float>& weight() const { return w_; }  // widened
+  const std::vector<float>& bias() const { return b_; }    // widened; empty: none
   // rows of dim() contiguous values; in place when x == y.
   void forward(const float* x, int64_t rows, float* y) const;
 

@@ -24,6 +24,8 @@ class Rwkv7ChannelMix {
   Rwkv7ChannelMix(int64_t hidden, Rwkv7ChannelMixWeights weights, const std::string& name);
   int64_t intermediate() const { return w_.key.out_features(); }
   uint64_t weight_bytes() const { return w_.key.weight_bytes() + w_.value.weight_bytes(); }
+  const Rwkv7ChannelMixWeights& weights() const { return w_; }
+  const std::vector<float>& x_k() const { return x_k_; }  // widened
   // x [T, hidden] (the ffn_norm output) -> out [T, hidden]; reads and updates each sequence's ffn_shift in its
   // slot of `memory` (the layer's, shared with the time mix).
   void forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const;

@@ -51,6 +51,13 @@ class Rwkv7TimeMix {
   Rwkv7TimeMix(const Rwkv7TimeMixConfig& config, Rwkv7TimeMixWeights weights, const std::string& name);
   const Rwkv7TimeMixConfig& config() const { return c_; }
   bool first_layer() const { return !w_.v_lora; }
+  const Rwkv7TimeMixWeights& weights() const { return w_; }
+  // The vectors widened to f32: mix(c) for c in r, w, k, v, a, g (0..5).
+  const std::vector<float>& mix(int c) const { return mix_[c]; }
+  const std::vector<float>& k_k() const { return k_k_; }
+  const std::vector<float>& k_a() const { return k_a_; }
+  const std::vector<float>& r_k() const { return r_k_; }
+  const LayerNorm& g_norm() const { return g_norm_; }
   uint64_t weight_bytes() const;
   // x [T, hidden] (the attn_norm output) -> out [T, hidden]. v_first [T, value_dim]: written by the first layer,
   // read by the others. Reads and updates each sequence's attn_shift and wkv in its slot of `memory`.

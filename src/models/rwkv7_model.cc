@@ -4,6 +4,7 @@
 
 #include "layers/rwkv7_state.h"
 #include "layers/sequence_schedule.h"
+#include "models/cuda/rwkv7_cuda_runner.h"
 
 namespace attnzoo {
 
@@ -41,6 +42,10 @@ void Rwkv7Model::run(const Batch& batch, std::span<const int64_t> rows, float* l
   for (int64_t i = 0; i < n_rows; ++i) std::copy_n(x.begin() + rows[size_t(i)] * C, C, h.begin() + i * C);
   norm_.forward(h.data(), n_rows, h.data());
   lm_head_.forward(h.data(), n_rows, logits);
+}
+
+std::unique_ptr<DeviceRunner> Rwkv7Model::make_device_runner(Device device, DType kv_dtype) const {
+  return make_rwkv7_cuda_runner(*this, device, kv_dtype);
 }
 
 std::vector<LayerTrace> Rwkv7Model::run_trace(const Batch& batch) const {

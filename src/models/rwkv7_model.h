@@ -6,7 +6,8 @@
 //   per block: r = pre_norm?(x) (layer 0 only) else x
 //              r += time_mix(attn_norm(r), v_first);  x = r + channel_mix(ffn_norm(r))
 //   logits = lm_head(norm(x))
-// Per layer and sequence the state is one pool slot, read through Rwkv7State: [attn_shift | wkv (H, K, V) | ffn_shift], f32.
+// Per layer and sequence the state is one pool slot, read through Rwkv7State: [attn_shift | ffn_shift | wkv (H, K,
+// V)], f32.
 #include <optional>
 #include <vector>
 
@@ -38,11 +39,17 @@ class Rwkv7Model : public Model {
   const Config& config() const override { return files_.config(); }
   // The per-layer state of one sequence: one slot of the memory pool.
   static CacheSpec cache_spec(const Rwkv7TimeMixConfig& c);
+  // The parts, for the GPU runner (models/cuda/rwkv7_cuda_runner.h).
+  const Embedding& embed() const { return embed_; }
+  const std::vector<Rwkv7Block>& blocks() const { return blocks_; }
+  const LayerNorm& norm() const { return norm_; }
+  const Linear& lm_head() const { return lm_head_; }
 
  protected:
   void run(const Batch& batch, std::span<const int64_t> rows, float* logits) const override;
   // Per layer: the Frobenius norm of each head's wkv state after the prompt.
   std::vector<LayerTrace> run_trace(const Batch& batch) const override;
+  std::unique_ptr<DeviceRunner> make_device_runner(Device device, DType kv_dtype) const override;
 
  private:
   ModelFiles files_;  // keeps the mapping alive: weights below are views into it

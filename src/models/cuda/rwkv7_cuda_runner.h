@@ -1,0 +1,32 @@
+#pragma once
+// RWKV-7 (Rwkv7Model: fla's RWKV7ForCausalLM, its GGUF form) computing on an NVIDIA GPU, the DeviceRunner contract
+// of decoder_cuda_runner.h. Per step: one copy of its metadata up (tokens, each token's sequence, cu_seqlens, the
+// state slots), then per layer on the current stream
+//   pre_norm (layer 0) / attn_norm: LayerNorm with bias (layers/cuda/rwkv7_step_cuda.h)
+//   the token shift and its six lerps in one kernel, against and into each sequence's attn_shift in its pool slot
+//   r / k / v projections and the w / a / g (/ v) LoRAs on gemm_cuda, their activations between them
+//   the key preparation (kk, the in-context learning rate, v's mix towards layer 0's v), the wkv states gathered
+//   from the slots into a dense [S, H, K, V], the RWKV-7 recurrence (kernels/linear/rwkv7/cuda: token by token
+//   for prefill too; a chunked CUDA RWKV-7 does not exist yet), the states scattered back
+//   the group norm + bonus + gate in one kernel, o_proj adding into the residual stream
+//   ffn_norm, the channel mix's shift (ffn_shift), key, relu^2, value adding into the stream
+// then the final norm and lm_head over the requested rows, whose logits stay in device memory.
+//
+// Numerics: the residual stream, the normed rows, the shift states, the recurrence's inputs and state and the
+// logits are f32; the projections read bf16 rows (the lerps, the LoRAs' middles, the gated output, relu^2) with
+// bf16 / f16 weights (f32 checkpoints rounded to bf16 at load) or GGUF blocks, accumulating in f32. The launches
+// read the batch's host cu_seqlens (the recurrence uploads them per call), so steps are never captured in CUDA
+// graphs.
+#include <memory>
+
+#include "core/device.h"
+#include "models/device_runner.h"
+#include "models/rwkv7_model.h"
+
+namespace attnzoo {
+
+// check_rwkv7_runs_on_cuda's refusals, then (CUDA builds) the weights uploaded to `device`; a build without CUDA
+// refuses after the checks. kv_dtype does not apply (no KV cache).
+std::unique_ptr<DeviceRunner> make_rwkv7_cuda_runner(const Rwkv7Model& model, Device device, DType kv_dtype);
+
+}  // namespace attnzoo
