@@ -1,4 +1,4 @@
-// The Llama family's decoders (dense and MoE: Qwen3-MoE, GLM-4.5 with DeepSeek-V3 routing), Mamba-2, Nemotron-H,
+// The Llama family's decoders (dense and MoE: Qwen3-MoE, GLM-4.5 with DeepSeek-V3 routing, gpt-oss), Mamba-2, Nemotron-H,
 // dense Qwen3-Next, LFM2, Kimi Linear's KDA layers, DeepSeek-V3 / V2's MLA and the dense families' block forms
 // (testing/tiny_dense_families.h: Gemma 2 / 3, OLMo 2, Cohere, Granite; Ministral 3's query temperature) on a GPU
 // against the same checkpoint on the CPU, and tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied
@@ -23,6 +23,7 @@
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
 #include "testing/tiny_gguf.h"
+#include "testing/tiny_gpt_oss.h"
 #include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
@@ -220,6 +221,21 @@ TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) 
 
 // The dense families' block forms (runner: staged sublayer outputs, no-norm copies, the logits epilogue; attention:
 // q / k norms across heads).
+// gpt-oss: sinks, a sliding layer then a full one, biased q / k / v / o, YaRN, the biased router, fused interleaved
+// experts with biases and the clamped SwiGLU. bf16 with every expert chosen (no choice can flip), then f32 (the
+// router as f32 dots plus its bias) with 3 of 8 experts kept by a router-bias margin (decoder_cuda_plan_test.cc
+// checks it), idle experts between them, and a limit that clamps often.
+TEST(DecoderCudaRunner, AGptOssMatchesTheCpu) {
+  REQUIRE_GPU();
+  for (const testing::TinyGptOss& t :
+       {testing::TinyGptOss{}, testing::TinyGptOss{.dtype = "F32", .experts = 8, .top_k = 3, .swiglu_limit = 0.5f,
+                                                   .chosen_bias = 16.f, .seed = 23}}) {
+    ScratchDir dir;
+    write_tiny_gpt_oss(dir, t);
+    run_scenario_at(dir.str(), "GptOssForCausalLM " + t.dtype + " top " + std::to_string(t.top_k), t.seed);
+  }
+}
+
 void run_family_scenario(testing::DenseFamily f, uint32_t seed) {
   ScratchDir dir;
   write_tiny_dense_family(dir, f, seed);
