@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "layers/gpt_oss_moe.h"
+#include "layers/scaled_gated_mlp.h"
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
 #include "testing/tiny_gpt_oss.h"
@@ -453,13 +454,15 @@ TEST(DecoderCudaPlan, FalconH1IsTaken) {
             "device: Mamba-2 state size 288 (the CUDA scans take up to 256) (FalconH1ForCausalLM, layer 0) runs on "
             "the CPU only so far");
 
-  // The GPU scales the down projection's input by the down multiplier: a down bias would go unscaled.
+  // mlp_bias: a down bias beside the down multiplier (the GPU adds the bias's scaled share after the projection).
   ScratchDir biased;
   write_tiny_falcon_h1(biased, {.layers = 1, .down_bias = true});
   const auto with_bias = Model::load(biased.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*with_bias).parts()),
-            "device: a down projection bias with a down multiplier (Falcon-H1's mlp_bias) (FalconH1ForCausalLM, "
-            "layer 0) runs on the CPU only so far");
+  const DecoderParts biased_parts = dynamic_cast<const DecoderModel&>(*with_bias).parts();
+  EXPECT_EQ(refusal(biased_parts), "");
+  const auto& mlp = dynamic_cast<const ScaledGatedMlp&>(*biased_parts.blocks->front().ffn);
+  EXPECT_TRUE(mlp.mlp().down_proj().has_bias());
+  EXPECT_NE(mlp.down_multiplier(), 1.f);
 }
 
 }  // namespace

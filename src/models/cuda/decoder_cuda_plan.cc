@@ -198,12 +198,8 @@ void check_deepseek_moe(const DecoderParts& p, const BasicDeepseekMoe<Expert>& m
 
 void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string& where) {
   if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return check_mlp(p, *mlp);
-  if (const auto* mlp = dynamic_cast<const ScaledGatedMlp*>(&ffn)) {
-    // device_mlp.cc scales the down projection's input by the down multiplier, which would leave a bias unscaled.
-    if (mlp->down_multiplier() != 1.f && mlp->mlp().down_proj().has_bias())
-      refuse(p, "a down projection bias with a down multiplier (Falcon-H1's mlp_bias)", where);
-    return check_mlp(p, mlp->mlp());
-  }
+  // device_mlp.cc: the down multiplier on the down projection's input, the rest of a down bias's share after it.
+  if (const auto* mlp = dynamic_cast<const ScaledGatedMlp*>(&ffn)) return check_mlp(p, mlp->mlp());
   if (const auto* moe = dynamic_cast<const SparseMoe*>(&ffn)) {
     check_moe(p, moe->router(), moe->experts(), moe->config().top_k, 1, where);
     if (moe->shared_expert()) check_mlp(p, *moe->shared_expert());

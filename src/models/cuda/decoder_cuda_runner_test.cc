@@ -464,6 +464,14 @@ TEST(DecoderCudaRunner, AFalconH1WithItsMultipliersMatchesTheCpu) {
   run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16", 61);
 }
 
+TEST(DecoderCudaRunner, AFalconH1WithADownBiasBesideItsDownMultiplierMatchesTheCpu) {
+  REQUIRE_GPU();
+  // mlp_bias: the down multiplier (0.7) scales the bias too, as transformers' down_proj(...) * down_multiplier.
+  ScratchDir dir;
+  write_tiny_falcon_h1(dir, {.down_bias = true, .seed = 63});
+  run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16 mlp_bias", 63);
+}
+
 TEST(DecoderCudaRunner, AFalconH1WithItsStateSize256MatchesTheCpu) {
   REQUIRE_GPU();
   // Falcon-H1's own N = 256: the chunked prefill falls back to the recurrent kernel.
