@@ -256,11 +256,14 @@ TEST(DecoderCudaPlan, AJambaIsTaken) {
 
 TEST(DecoderCudaPlan, AMambaStateWiderThanTheSelectiveScanIsRefusedByName) {
   ScratchDir dir;
-  write_tiny_mamba(dir, {.state_size = 72});
+  write_tiny_mamba(dir, {.state_size = 264});
   const auto model = Model::load(dir.str());
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
-            "device: Mamba state size 72 (the CUDA selective scan takes up to 64) (MambaForCausalLM, layer 0) runs "
+            "device: Mamba state size 264 (the CUDA selective scan takes up to 256) (MambaForCausalLM, layer 0) runs "
             "on the CPU only so far");
+  ScratchDir wide;  // up to 256 is taken: sixteen entries a lane
+  write_tiny_mamba(wide, {.state_size = 256});
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*Model::load(wide.str())).parts()), "");
 }
 
 TEST(DecoderCudaPlan, ADenseQwen3NextIsTaken) {

@@ -87,10 +87,10 @@ void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string
 }
 
 // device_mamba.cc: kernels/linear/mamba's selective scan and decode step, which keep a lane's share of the N state
-// entries in registers (up to 64).
+// entries in registers (up to 256: kMaxN).
 void check_mamba(const DecoderParts& p, const MambaMixer& m, const std::string& where) {
-  if (m.config().state_size > 64)
-    refuse(p, "Mamba state size " + std::to_string(m.config().state_size) + " (the CUDA selective scan takes up to 64)",
+  if (m.config().state_size > 256)
+    refuse(p, "Mamba state size " + std::to_string(m.config().state_size) + " (the CUDA selective scan takes up to 256)",
            where);
   const MambaMixerWeights& w = m.weights();
   for (const Linear* l : {&w.in_proj, &w.x_proj, &w.dt_proj, &w.out_proj}) check_projection(p, *l);

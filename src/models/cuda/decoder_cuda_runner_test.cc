@@ -325,10 +325,20 @@ TEST(DecoderCudaRunner, MambaMatchesTheCpu) {
 
 TEST(DecoderCudaRunner, AnF32FalconMambaWithItsDtBAndCNormsMatchesTheCpu) {
   REQUIRE_GPU();
-  // Weightless RMSNorms of dt_low, B and C on column slices of x_proj's rows; N = 64, the scan's widest.
+  // Weightless RMSNorms of dt_low, B and C on column slices of x_proj's rows; N = 64, four entries a lane.
   ScratchDir dir;
   write_tiny_mamba(dir, {.architecture = "FalconMambaForCausalLM", .dtype = "F32", .state_size = 64, .seed = 24});
   run_recurrent_scenario(dir, "FalconMambaForCausalLM F32", 24);
+}
+
+TEST(DecoderCudaRunner, AMambaWithAWideStateMatchesTheCpu) {
+  REQUIRE_GPU();
+  // N = 160 and 256: the selective scan's eight and sixteen entries a lane, in the scan and the decode step.
+  for (auto [N, seed] : {std::pair{int64_t(160), 25u}, {int64_t(256), 26u}}) {
+    ScratchDir dir;
+    write_tiny_mamba(dir, {.dtype = "F32", .state_size = N, .seed = seed});
+    run_recurrent_scenario(dir, "MambaForCausalLM F32 N " + std::to_string(N), seed);
+  }
 }
 
 TEST(DecoderCudaRunner, AJambaMatchesTheCpu) {
