@@ -455,6 +455,15 @@ TEST(DecoderCudaRunner, MoeAndGgufGraphReplaysMatchStepsLaunchedOneByOne) {
   expect_replays_match_launches(testing::write_tiny_gguf(gguf_dir, gguf, QuantType::Q8_0), gguf, "GGUF Q8_0");
 }
 
+// gpt-oss's decode steps replayed: the sinks in the decode plans, the sliding layer's window, the router's bias and
+// the experts' bias and SwiGLU launches inside the graph (every expert chosen: no choice to flip).
+TEST(DecoderCudaRunner, AGptOssGraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  write_tiny_gpt_oss(dir, {.seed = 29});
+  expect_replays_match_launches(dir.str(), TinyDecoder{.seed = 29}, "gpt-oss");
+}
+
 // The dense families' launches around the blocks inside the graph too: Gemma 2's staged, post-normed sublayer
 // outputs and final softcap, OLMo 2's un-normed rows rounded into bf16 and q / k norms across heads.
 TEST(DecoderCudaRunner, DenseFamilyGraphReplaysMatchStepsLaunchedOneByOne) {

@@ -52,7 +52,7 @@ class StackedWeights {
       for (const Linear* l : pieces_of(e)) {
         const QuantMatrix& m = l->matrix();
         if (m.type != QuantType::F32 && m.type != QuantType::BF16 && m.type != QuantType::F16) {
-          const std::vector<uint16_t> expanded = device_dense_rows(m);  // bf16: dtype is, with a non-f16 piece
+          const std::vector<uint16_t> expanded = device_dense_rows(m);  // bf16 rows: not every piece is f16
           std::memcpy(dst, expanded.data(), expanded.size() * 2);
           dst += m.rows * cols;
           if (load.rounding) load.rounding->count_expanded(m.type, m.bytes(), uint64_t(m.rows * m.cols) * 2);
