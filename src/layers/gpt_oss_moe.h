@@ -64,6 +64,8 @@ class GptOssMoe : public FeedForward {
   int64_t hidden() const { return router_.in_features(); }
   int64_t intermediate() const { return experts_[0].down.in_features(); }
   const GptOssExpert& expert(int64_t e) const { return experts_[size_t(e)]; }
+  const std::vector<GptOssExpert>& experts() const { return experts_; }
+  const Linear& router() const { return router_; }
   const GptOssMoeConfig& config() const { return config_; }
   uint64_t weight_bytes() const override;
   uint64_t decode_weight_bytes() const override;

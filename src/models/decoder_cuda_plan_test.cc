@@ -4,11 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "core/error.h"
+#include "layers/gpt_oss_moe.h"
+#include "layers/scaled_gated_mlp.h"
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
+#include "testing/tiny_gpt_oss.h"
 #include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
@@ -114,6 +120,49 @@ TEST(DecoderCudaPlan, TheDenseFamiliesAreTaken) {
   }
 }
 
+// gpt-oss whole: sinks, the sliding then full layer, its MoE (biased router, biased experts, clamped SwiGLU); the
+// GPU test's second checkpoint keeps experts 1, 4 and 7 for any normed row by a wide router margin.
+TEST(DecoderCudaPlan, GptOssIsTaken) {
+  using testing::TinyGptOss;
+  for (const TinyGptOss& t : {TinyGptOss{}, TinyGptOss{.dtype = "F32", .experts = 8, .top_k = 3, .swiglu_limit = 0.5f,
+                                                       .chosen_bias = 16.f, .seed = 23}}) {
+    SCOPED_TRACE(t.dtype);
+    ScratchDir dir;
+    write_tiny_gpt_oss(dir, t);
+    const auto model = Model::load(dir.str());
+    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+    EXPECT_EQ(refusal(parts), "");
+    const auto& attn = dynamic_cast<const AttentionLayer&>(*parts.blocks->front().mixer);
+    EXPECT_EQ(attn.sinks().size(), 4u);
+    EXPECT_EQ(attn.config().window, 8);
+    EXPECT_EQ(dynamic_cast<const AttentionLayer&>(*parts.blocks->back().mixer).config().window, 0);
+    for (const DecoderBlock& b : *parts.blocks) {
+      const auto& moe = dynamic_cast<const GptOssMoe&>(*b.ffn);
+      EXPECT_TRUE(moe.router().has_bias());
+      EXPECT_TRUE(moe.expert(0).gate.has_bias() && moe.expert(0).up.has_bias() && moe.expert(0).down.has_bias());
+      EXPECT_EQ(moe.config().limit, t.swiglu_limit);
+      if (t.chosen_bias == 0.f) continue;
+      // Rows of unit RMS (what the input norm hands the router, times weights near 1): the kept experts' lowest
+      // logit clears the others' highest by far more than bf16 rounding moves a logit.
+      const int64_t T = 64, H = moe.hidden(), E = moe.num_experts();
+      std::mt19937 rng(5);
+      std::normal_distribution<float> normal(0.f, 1.5f);
+      std::vector<float> x(size_t(T * H)), logits(size_t(T * E));
+      for (float& v : x) v = normal(rng);
+      moe.router().forward(x.data(), T, logits.data());
+      for (int64_t r = 0; r < T; ++r) {
+        float kept = 1e30f, other = -1e30f;
+        for (int64_t e = 0; e < E; ++e) {
+          const float l = logits[size_t(r * E + e)];
+          if (e % 3 == 1) kept = std::min(kept, l);
+          else other = std::max(other, l);
+        }
+        EXPECT_GT(kept - other, 4.f) << "row " << r;
+      }
+    }
+  }
+}
+
 TEST(DecoderCudaPlan, ATiedSixteenBitHeadSharesTheEmbeddingsTable) {
   auto shares = [](const TinyDecoder& t) {
     ScratchDir dir;
@@ -207,11 +256,14 @@ TEST(DecoderCudaPlan, AJambaIsTaken) {
 
 TEST(DecoderCudaPlan, AMambaStateWiderThanTheSelectiveScanIsRefusedByName) {
   ScratchDir dir;
-  write_tiny_mamba(dir, {.state_size = 72});
+  write_tiny_mamba(dir, {.state_size = 264});
   const auto model = Model::load(dir.str());
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
-            "device: Mamba state size 72 (the CUDA selective scan takes up to 64) (MambaForCausalLM, layer 0) runs "
+            "device: Mamba state size 264 (the CUDA selective scan takes up to 256) (MambaForCausalLM, layer 0) runs "
             "on the CPU only so far");
+  ScratchDir wide;  // up to 256 is taken: sixteen entries a lane
+  write_tiny_mamba(wide, {.state_size = 256});
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*Model::load(wide.str())).parts()), "");
 }
 
 TEST(DecoderCudaPlan, ADenseQwen3NextIsTaken) {
@@ -405,13 +457,15 @@ TEST(DecoderCudaPlan, FalconH1IsTaken) {
             "device: Mamba-2 state size 288 (the CUDA scans take up to 256) (FalconH1ForCausalLM, layer 0) runs on "
             "the CPU only so far");
 
-  // The GPU scales the down projection's input by the down multiplier: a down bias would go unscaled.
+  // mlp_bias: a down bias beside the down multiplier (the GPU adds the bias's scaled share after the projection).
   ScratchDir biased;
   write_tiny_falcon_h1(biased, {.layers = 1, .down_bias = true});
   const auto with_bias = Model::load(biased.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*with_bias).parts()),
-            "device: a down projection bias with a down multiplier (Falcon-H1's mlp_bias) (FalconH1ForCausalLM, "
-            "layer 0) runs on the CPU only so far");
+  const DecoderParts biased_parts = dynamic_cast<const DecoderModel&>(*with_bias).parts();
+  EXPECT_EQ(refusal(biased_parts), "");
+  const auto& mlp = dynamic_cast<const ScaledGatedMlp&>(*biased_parts.blocks->front().ffn);
+  EXPECT_TRUE(mlp.mlp().down_proj().has_bias());
+  EXPECT_NE(mlp.down_multiplier(), 1.f);
 }
 
 }  // namespace

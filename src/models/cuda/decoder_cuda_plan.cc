@@ -9,6 +9,7 @@
 #include "layers/attention_layer.h"
 #include "layers/cuda/routing_cuda.h"
 #include "layers/deepseek_moe.h"
+#include "layers/gpt_oss_moe.h"
 #include "layers/mla_mixer.h"
 #include "layers/gated_deltanet_mixer.h"
 #include "layers/kda_mixer.h"
@@ -86,10 +87,10 @@ void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string
 }
 
 // device_mamba.cc: kernels/linear/mamba's selective scan and decode step, which keep a lane's share of the N state
-// entries in registers (up to 64).
+// entries in registers (up to 256: kMaxN).
 void check_mamba(const DecoderParts& p, const MambaMixer& m, const std::string& where) {
-  if (m.config().state_size > 64)
-    refuse(p, "Mamba state size " + std::to_string(m.config().state_size) + " (the CUDA selective scan takes up to 64)",
+  if (m.config().state_size > 256)
+    refuse(p, "Mamba state size " + std::to_string(m.config().state_size) + " (the CUDA selective scan takes up to 256)",
            where);
   const MambaMixerWeights& w = m.weights();
   for (const Linear* l : {&w.in_proj, &w.x_proj, &w.dt_proj, &w.out_proj}) check_projection(p, *l);
@@ -154,15 +155,8 @@ void check_mlp(const DecoderParts& p, const PlainMlp& mlp) {
   for (const Linear* l : {&mlp.up_proj(), &mlp.down_proj()}) check_projection(p, *l);
 }
 
-bool has_bias(const GatedMlp& m) { return m.gate_proj().has_bias() || m.up_proj().has_bias() || m.down_proj().has_bias(); }
-bool has_bias(const PlainMlp& m) { return m.up_proj().has_bias() || m.down_proj().has_bias(); }
-
-// The MoE blocks (device_moe.h): the routing kernels' limits, the experts stacked as one array each (one
-// intermediate size and activation, no biases: the grouped GEMM adds none), 16-bit or f32 weights throughout.
-template <class Expert>
-void check_moe(const DecoderParts& p, const Linear& router, const std::vector<Expert>& experts, int64_t top_k,
-               int64_t n_group, const std::string& where) {
-  const int64_t E = int64_t(experts.size());
+// The routing kernels' limits (routing_cuda.h).
+void check_routing(const DecoderParts& p, int64_t E, int64_t top_k, int64_t n_group, const std::string& where) {
   if (E > kMaxExpertsCuda)
     refuse(p, std::to_string(E) + " experts (the CUDA routing takes " + std::to_string(kMaxExpertsCuda) + ")", where);
   if (top_k > kMaxTopKCuda)
@@ -171,14 +165,29 @@ void check_moe(const DecoderParts& p, const Linear& router, const std::vector<Ex
   if (n_group > kMaxGroupsCuda)
     refuse(p, std::to_string(n_group) + " expert groups (the CUDA routing takes " + std::to_string(kMaxGroupsCuda) +
                   ")", where);
+}
+
+// The MoE blocks (device_moe.h): the routing kernels' limits, the experts stacked as one array each (one
+// intermediate size and activation; biases, a router's too, added after the products), any weight format (GGUF
+// blocks expanded to bf16 at load).
+template <class Expert>
+void check_moe(const DecoderParts& p, const Linear& router, const std::vector<Expert>& experts, int64_t top_k,
+               int64_t n_group, const std::string& where) {
+  check_routing(p, int64_t(experts.size()), top_k, n_group, where);
   check_projection(p, router);
-  if (router.has_bias()) refuse(p, "a router bias", where);
   for (const Expert& e : experts) {
     check_mlp(p, e);
     if (e.intermediate() != experts[0].intermediate()) refuse(p, "experts of different sizes", where);
     if (e.activation() != experts[0].activation()) refuse(p, "experts of different activations", where);
-    if (has_bias(e)) refuse(p, "expert biases", where);
   }
+}
+
+// gpt-oss's (device_moe.h): its experts are of one shape (GptOssMoe checks it at load), so only the limits remain.
+void check_gpt_oss_moe(const DecoderParts& p, const GptOssMoe& moe, const std::string& where) {
+  check_routing(p, moe.num_experts(), moe.config().top_k, 1, where);
+  check_projection(p, moe.router());
+  for (const GptOssExpert& e : moe.experts())
+    for (const Linear* l : {&e.gate, &e.up, &e.down}) check_projection(p, *l);
 }
 
 template <class Expert>
@@ -189,12 +198,8 @@ void check_deepseek_moe(const DecoderParts& p, const BasicDeepseekMoe<Expert>& m
 
 void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string& where) {
   if (const auto* mlp = dynamic_cast<const GatedMlp*>(&ffn)) return check_mlp(p, *mlp);
-  if (const auto* mlp = dynamic_cast<const ScaledGatedMlp*>(&ffn)) {
-    // device_mlp.cc scales the down projection's input by the down multiplier, which would leave a bias unscaled.
-    if (mlp->down_multiplier() != 1.f && mlp->mlp().down_proj().has_bias())
-      refuse(p, "a down projection bias with a down multiplier (Falcon-H1's mlp_bias)", where);
-    return check_mlp(p, mlp->mlp());
-  }
+  // device_mlp.cc: the down multiplier on the down projection's input, the rest of a down bias's share after it.
+  if (const auto* mlp = dynamic_cast<const ScaledGatedMlp*>(&ffn)) return check_mlp(p, mlp->mlp());
   if (const auto* moe = dynamic_cast<const SparseMoe*>(&ffn)) {
     check_moe(p, moe->router(), moe->experts(), moe->config().top_k, 1, where);
     if (moe->shared_expert()) check_mlp(p, *moe->shared_expert());
@@ -207,7 +212,9 @@ void check_ffn(const DecoderParts& p, const FeedForward& ffn, const std::string&
   }
   if (const auto* moe = dynamic_cast<const DeepseekMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
   if (const auto* moe = dynamic_cast<const NemotronHMoe*>(&ffn)) return check_deepseek_moe(p, *moe, where);
-  refuse(p, "feed-forwards other than a gated (muP-scaled too) or plain MLP or a softmax / DeepSeek MoE (gpt-oss's MoE)", where);
+  if (const auto* moe = dynamic_cast<const GptOssMoe*>(&ffn)) return check_gpt_oss_moe(p, *moe, where);
+  refuse(p, "feed-forwards other than a gated (muP-scaled too) or plain MLP or a softmax / DeepSeek / gpt-oss MoE",
+         where);
 }
 
 }  // namespace

@@ -17,10 +17,10 @@ namespace attnzoo {
 // head or across heads, RoPE or NoPE, sliding windows, softcap, sinks, the query temperature, Qwen3-Next's output
 // gate), MLA (kv_lora_rank <= 512, qk_nope_head_dim <= 512, qk_rope_head_dim <= 128, a 16-bit latent cache),
 // Mamba-2 (state size <= 256, no in_proj multipliers), Gated DeltaNet or KDA (head dims <= 128) or LFM2's short
-// conv, and a gated or plain MLP or a softmax / DeepSeek MoE, either sublayer possibly absent, with or without
-// input norms, post-sublayer norms, parallel blocks, mean-centred norms and DecoderOptions' multipliers and
-// softcap; it refuses postnorm (MiniMax) blocks, the other mixers, gpt-oss's MoE and head dims other than 64 / 128
-// / 256. Weights and token tables of every format the CPU computes with go up (device_weights.h,
+// conv, and a gated or plain MLP or a softmax / DeepSeek / gpt-oss MoE (biased routers and experts too), either
+// sublayer possibly absent, with or without input norms, post-sublayer norms, parallel blocks, mean-centred norms
+// and DecoderOptions' multipliers and softcap; it refuses postnorm (MiniMax) blocks, the other mixers and head dims
+// other than 64 / 128 / 256. Weights and token tables of every format the CPU computes with go up (device_weights.h,
 // make_device_embedding). `kv_dtype`: the pool's cache dtype on the device.
 void check_decoder_runs_on_cuda(const DecoderParts& parts, DType kv_dtype = DType::bf16);
 

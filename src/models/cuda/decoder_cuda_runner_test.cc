@@ -1,4 +1,4 @@
-// The Llama family's decoders (dense and MoE: Qwen3-MoE, GLM-4.5 with DeepSeek-V3 routing), Mamba-2, Nemotron-H,
+// The Llama family's decoders (dense and MoE: Qwen3-MoE, GLM-4.5 with DeepSeek-V3 routing, gpt-oss), Mamba-2, Nemotron-H,
 // dense Qwen3-Next, LFM2, Kimi Linear's KDA layers, DeepSeek-V3 / V2's MLA and the dense families' block forms
 // (testing/tiny_dense_families.h: Gemma 2 / 3, OLMo 2, Cohere, Granite; Ministral 3's query temperature) on a GPU
 // against the same checkpoint on the CPU, and tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied
@@ -23,6 +23,7 @@
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
 #include "testing/tiny_gguf.h"
+#include "testing/tiny_gpt_oss.h"
 #include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
@@ -220,6 +221,21 @@ TEST(DecoderCudaRunner, AGlm45WithDeepseekRoutingAndASharedExpertMatchesTheCpu) 
 
 // The dense families' block forms (runner: staged sublayer outputs, no-norm copies, the logits epilogue; attention:
 // q / k norms across heads).
+// gpt-oss: sinks, a sliding layer then a full one, biased q / k / v / o, YaRN, the biased router, fused interleaved
+// experts with biases and the clamped SwiGLU. bf16 with every expert chosen (no choice can flip), then f32 (the
+// router as f32 dots plus its bias) with 3 of 8 experts kept by a router-bias margin (decoder_cuda_plan_test.cc
+// checks it), idle experts between them, and a limit that clamps often.
+TEST(DecoderCudaRunner, AGptOssMatchesTheCpu) {
+  REQUIRE_GPU();
+  for (const testing::TinyGptOss& t :
+       {testing::TinyGptOss{}, testing::TinyGptOss{.dtype = "F32", .experts = 8, .top_k = 3, .swiglu_limit = 0.5f,
+                                                   .chosen_bias = 16.f, .seed = 23}}) {
+    ScratchDir dir;
+    write_tiny_gpt_oss(dir, t);
+    run_scenario_at(dir.str(), "GptOssForCausalLM " + t.dtype + " top " + std::to_string(t.top_k), t.seed);
+  }
+}
+
 void run_family_scenario(testing::DenseFamily f, uint32_t seed) {
   ScratchDir dir;
   write_tiny_dense_family(dir, f, seed);
@@ -309,10 +325,20 @@ TEST(DecoderCudaRunner, MambaMatchesTheCpu) {
 
 TEST(DecoderCudaRunner, AnF32FalconMambaWithItsDtBAndCNormsMatchesTheCpu) {
   REQUIRE_GPU();
-  // Weightless RMSNorms of dt_low, B and C on column slices of x_proj's rows; N = 64, the scan's widest.
+  // Weightless RMSNorms of dt_low, B and C on column slices of x_proj's rows; N = 64, four entries a lane.
   ScratchDir dir;
   write_tiny_mamba(dir, {.architecture = "FalconMambaForCausalLM", .dtype = "F32", .state_size = 64, .seed = 24});
   run_recurrent_scenario(dir, "FalconMambaForCausalLM F32", 24);
+}
+
+TEST(DecoderCudaRunner, AMambaWithAWideStateMatchesTheCpu) {
+  REQUIRE_GPU();
+  // N = 160 and 256: the selective scan's eight and sixteen entries a lane, in the scan and the decode step.
+  for (auto [N, seed] : {std::pair{int64_t(160), 25u}, {int64_t(256), 26u}}) {
+    ScratchDir dir;
+    write_tiny_mamba(dir, {.dtype = "F32", .state_size = N, .seed = seed});
+    run_recurrent_scenario(dir, "MambaForCausalLM F32 N " + std::to_string(N), seed);
+  }
 }
 
 TEST(DecoderCudaRunner, AJambaMatchesTheCpu) {
@@ -429,6 +455,15 @@ TEST(DecoderCudaRunner, MoeAndGgufGraphReplaysMatchStepsLaunchedOneByOne) {
   expect_replays_match_launches(testing::write_tiny_gguf(gguf_dir, gguf, QuantType::Q8_0), gguf, "GGUF Q8_0");
 }
 
+// gpt-oss's decode steps replayed: the sinks in the decode plans, the sliding layer's window, the router's bias and
+// the experts' bias and SwiGLU launches inside the graph (every expert chosen: no choice to flip).
+TEST(DecoderCudaRunner, AGptOssGraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  write_tiny_gpt_oss(dir, {.seed = 29});
+  expect_replays_match_launches(dir.str(), TinyDecoder{.seed = 29}, "gpt-oss");
+}
+
 // The dense families' launches around the blocks inside the graph too: Gemma 2's staged, post-normed sublayer
 // outputs and final softcap, OLMo 2's un-normed rows rounded into bf16 and q / k norms across heads.
 TEST(DecoderCudaRunner, DenseFamilyGraphReplaysMatchStepsLaunchedOneByOne) {
@@ -446,6 +481,14 @@ TEST(DecoderCudaRunner, AFalconH1WithItsMultipliersMatchesTheCpu) {
   ScratchDir dir;
   write_tiny_falcon_h1(dir, {});
   run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16", 61);
+}
+
+TEST(DecoderCudaRunner, AFalconH1WithADownBiasBesideItsDownMultiplierMatchesTheCpu) {
+  REQUIRE_GPU();
+  // mlp_bias: the down multiplier (0.7) scales the bias too, as transformers' down_proj(...) * down_multiplier.
+  ScratchDir dir;
+  write_tiny_falcon_h1(dir, {.down_bias = true, .seed = 63});
+  run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16 mlp_bias", 63);
 }
 
 TEST(DecoderCudaRunner, AFalconH1WithItsStateSize256MatchesTheCpu) {

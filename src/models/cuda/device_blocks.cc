@@ -35,6 +35,7 @@ std::unique_ptr<DeviceFfn> make_device_ffn(const FeedForward& ffn, const DeviceL
   if (const auto* moe = dynamic_cast<const SparseMoe*>(&ffn)) return make_device_sparse_moe(*moe, load);
   if (const auto* moe = dynamic_cast<const DeepseekMoe*>(&ffn)) return make_device_deepseek_moe(*moe, load);
   if (const auto* moe = dynamic_cast<const NemotronHMoe*>(&ffn)) return make_device_deepseek_moe(*moe, load);
+  if (const auto* moe = dynamic_cast<const GptOssMoe*>(&ffn)) return make_device_gpt_oss_moe(*moe, load);
   throw ArgumentError("device: this feed-forward has no CUDA block");
 }
 #endif

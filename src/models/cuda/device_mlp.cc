@@ -1,9 +1,11 @@
 #include "models/cuda/device_mlp.h"
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "layers/cuda/elementwise_cuda.h"
+#include "layers/cuda/gpt_oss_moe_cuda.h"
 
 namespace attnzoo {
 
@@ -32,6 +34,16 @@ class DeviceGatedMlp final : public DeviceFfn {
     } else {
       gate_.emplace(mlp.gate_proj(), load);
       up_.emplace(mlp.up_proj(), load);
+    }
+    // The down multiplier scales the down projection's input, which leaves its bias (Falcon-H1's mlp_bias) unscaled:
+    // the missing (down_mult - 1) * bias goes on after it, every row alike.
+    const std::span<const float> bias = mlp.down_proj().bias();
+    if (down_mult != 1.f && !bias.empty()) {
+      std::vector<float> rest(bias.size());
+      for (size_t i = 0; i < bias.size(); ++i) rest[i] = (down_mult - 1.f) * bias[i];
+      bias_rest_bytes_ = DeviceBuffer(load.device, rest.size() * sizeof(float));
+      bias_rest_bytes_.upload(rest.data(), bias_rest_bytes_.bytes(), load.stream);
+      bias_rest_ = device_view(load.device, bias_rest_bytes_.data(), DType::f32, {1, int64_t(rest.size())});
     }
   }
 
@@ -63,6 +75,7 @@ class DeviceGatedMlp final : public DeviceFfn {
     GemmOptions add_into;
     add_into.accumulate = true;
     down_.apply(gate, x, add_into, s);
+    if (bias_rest_.data) grouped_bias_cuda(x, bias_rest_, nullptr, s);
   }
 
  private:
@@ -71,6 +84,8 @@ class DeviceGatedMlp final : public DeviceFfn {
   Activation act_;
   int64_t intermediate_;
   float gate_mult_, down_mult_;  // ScaledGatedMlp's, else 1
+  DeviceBuffer bias_rest_bytes_;
+  TensorView bias_rest_;  // f32 [1, hidden]: (down_mult - 1) * the down bias, or none
 };
 
 class DevicePlainMlp final : public DeviceFfn {

@@ -2,12 +2,15 @@
 
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "core/convert.h"
 #include "layers/cuda/elementwise_cuda.h"
+#include "layers/cuda/gpt_oss_moe_cuda.h"
 #include "layers/cuda/moe_cuda.h"
 #include "layers/cuda/routing_cuda.h"
+#include "models/cuda/device_weights.h"
 
 namespace attnzoo {
 
@@ -22,7 +25,9 @@ enum Slot : size_t {
 };
 
 // The experts' matrices stacked as one [E, rows, cols] upload in `dtype` (bf16 unless every piece is f16): each
-// expert's `pieces` (gate then up, or down alone) one after another. f32 pieces are rounded and counted.
+// expert's `pieces` (gate then up, or down alone) one after another. f32 pieces are rounded and counted; GGUF
+// blocks (a GGUF's stacked experts, gpt-oss's MXFP4 ones) are expanded to bf16 as device_dense_rows defines it,
+// counted for the expansion notice.
 class StackedWeights {
  public:
   StackedWeights() = default;
@@ -45,7 +50,14 @@ class StackedWeights {
     uint16_t* dst = host.data();
     for (int64_t e = 0; e < E; ++e)
       for (const Linear* l : pieces_of(e)) {
-        const QuantMatrix& m = l->matrix();  // F32 / BF16 / F16: check_decoder_runs_on_cuda refused the rest
+        const QuantMatrix& m = l->matrix();
+        if (m.type != QuantType::F32 && m.type != QuantType::BF16 && m.type != QuantType::F16) {
+          const std::vector<uint16_t> expanded = device_dense_rows(m);  // bf16 rows: not every piece is f16
+          std::memcpy(dst, expanded.data(), expanded.size() * 2);
+          dst += m.rows * cols;
+          if (load.rounding) load.rounding->count_expanded(m.type, m.bytes(), uint64_t(m.rows * m.cols) * 2);
+          continue;
+        }
         const bool same = m.type == (dtype == DType::f16 ? QuantType::F16 : QuantType::BF16);
         for (int64_t r = 0; r < m.rows; ++r, dst += cols) {
           if (same) {
@@ -71,6 +83,34 @@ class StackedWeights {
   TensorView view_;
 };
 
+// An f32 [rows, cols] array uploaded once (the stacked biases, the router's).
+struct DeviceF32 {
+  DeviceBuffer buffer;
+  TensorView view;
+  DeviceF32(const std::vector<float>& host, int64_t rows, int64_t cols, const DeviceLoad& load)
+      : buffer(load.device, host.size() * sizeof(float)) {
+    buffer.upload(host.data(), buffer.bytes(), load.stream);
+    view = device_view(load.device, buffer.data(), DType::f32, {rows, cols});
+  }
+};
+
+// The experts' biases stacked as StackedWeights stacks their pieces: f32 [E, rows], zeros for a piece without one;
+// none when no piece has one.
+template <class Pieces>
+std::optional<DeviceF32> stacked_bias(int64_t E, Pieces pieces_of, const DeviceLoad& load) {
+  bool any = false;
+  std::vector<float> host;
+  for (int64_t e = 0; e < E; ++e)
+    for (const Linear* l : pieces_of(e)) {
+      any = any || l->has_bias();
+      const std::span<const float> b = l->bias();
+      if (b.empty()) host.insert(host.end(), size_t(l->out_features()), 0.f);
+      else host.insert(host.end(), b.begin(), b.end());
+    }
+  if (!any) return std::nullopt;
+  return DeviceF32(host, E, int64_t(host.size()) / E, load);
+}
+
 // What the dispatch needs of an expert kind: the matrices of its first product (gate then up, or up alone) and
 // whether an activation over halves (gated) or in place (PlainMlp: Nemotron-H's relu²) follows.
 template <class Expert>
@@ -79,11 +119,28 @@ template <>
 struct ExpertKind<GatedMlp> {
   static constexpr bool kGated = true;
   static std::vector<const Linear*> first(const GatedMlp& m) { return {&m.gate_proj(), &m.up_proj()}; }
+  static const Linear& down(const GatedMlp& m) { return m.down_proj(); }
+  static Activation activation(const GatedMlp& m) { return m.activation(); }
 };
 template <>
 struct ExpertKind<PlainMlp> {
   static constexpr bool kGated = false;
   static std::vector<const Linear*> first(const PlainMlp& m) { return {&m.up_proj()}; }
+  static const Linear& down(const PlainMlp& m) { return m.down_proj(); }
+  static Activation activation(const PlainMlp& m) { return m.activation(); }
+};
+// gpt-oss's: gate and up (de-interleaved at load by GptOssMoe), its clamped SwiGLU in place of the activation.
+template <>
+struct ExpertKind<GptOssExpert> {
+  static constexpr bool kGated = true;
+  static std::vector<const Linear*> first(const GptOssExpert& m) { return {&m.gate, &m.up}; }
+  static const Linear& down(const GptOssExpert& m) { return m.down; }
+  static Activation activation(const GptOssExpert&) { return Activation::silu; }  // unused: the SwiGLU replaces it
+};
+
+// gpt-oss's activation over the gate | up halves (gpt_oss_clamped_swiglu's parameters).
+struct ClampedSwiglu {
+  float alpha, limit;
 };
 
 // The shared expert as a dense MLP whose output goes to its own rows (gated by Qwen's sigmoid, then summed with
@@ -121,9 +178,11 @@ class DeviceRouter {
   DeviceRouter(const Linear& router, const DeviceLoad& load) {
     const QuantMatrix& m = router.matrix();
     if (m.type != QuantType::F32) {
-      gemm_.emplace(router, load);
+      gemm_.emplace(router, load);  // with its bias (gpt-oss's), as any projection's
       return;
     }
+    if (router.has_bias())
+      bias_.emplace(std::vector<float>(router.bias().begin(), router.bias().end()), 1, m.rows, load);
     std::vector<float> host(size_t(m.rows * m.cols));
     for (int64_t r = 0; r < m.rows; ++r)
       std::memcpy(host.data() + r * m.cols, m.row(r), size_t(m.cols) * sizeof(float));
@@ -132,14 +191,19 @@ class DeviceRouter {
     w_ = device_view(load.device, f32_.data(), DType::f32, {m.rows, m.cols});
   }
   void apply(const TensorView& h, const TensorView& logits, Stream s) const {
-    if (gemm_) gemm_->apply(h, logits, {}, s);
-    else router_logits_cuda(h, w_, logits, s);
+    if (gemm_) {
+      gemm_->apply(h, logits, {}, s);
+      return;
+    }
+    router_logits_cuda(h, w_, logits, s);
+    if (bias_) grouped_bias_cuda(logits, bias_->view, nullptr, s);  // after the sum, as Linear adds it
   }
 
  private:
   std::optional<DeviceLinear> gemm_;
   DeviceBuffer f32_;
   TensorView w_;
+  std::optional<DeviceF32> bias_;
 };
 
 // The routing variants: each writes ids int32 [T, top_k] and weights f32 [T, top_k] from the router's logits.
@@ -161,20 +225,25 @@ struct GroupedRouting {
 template <class Routing, class Expert>
 class DeviceMoe final : public DeviceFfn {
  public:
+  // `swiglu`: gpt-oss's activation in place of the experts' own. The experts' biases (gpt-oss's) go on after each
+  // grouped GEMM, which adds none.
   DeviceMoe(const Linear& router, const std::vector<Expert>& experts, const Expert* shared,
-            const Linear* shared_gate, int64_t top_k, Routing routing, const DeviceLoad& load)
+            const Linear* shared_gate, int64_t top_k, Routing routing, const DeviceLoad& load,
+            std::optional<ClampedSwiglu> swiglu = std::nullopt)
       : router_(router, load),
-        gate_up_(int64_t(experts.size()), [&](int64_t e) { return ExpertKind<Expert>::first(experts[size_t(e)]); },
-                 load),
-        down_(int64_t(experts.size()),
-              [&](int64_t e) { return std::vector<const Linear*>{&experts[size_t(e)].down_proj()}; }, load),
+        gate_up_(int64_t(experts.size()), first_pieces(experts), load),
+        down_(int64_t(experts.size()), down_pieces(experts), load),
+        gate_up_bias_(stacked_bias(int64_t(experts.size()), first_pieces(experts), load)),
+        down_bias_(stacked_bias(int64_t(experts.size()), down_pieces(experts), load)),
         routing_(std::move(routing)),
-        act_(experts[0].activation()),
+        act_(ExpertKind<Expert>::activation(experts[0])),
+        swiglu_(swiglu),
         E_(int64_t(experts.size())),
         k_(top_k),
-        H_(experts[0].hidden()),
-        I_(experts[0].intermediate()) {
-    if (shared) shared_.emplace(*shared, load);
+        H_(ExpertKind<Expert>::down(experts[0]).out_features()),
+        I_(ExpertKind<Expert>::down(experts[0]).in_features()) {
+    if constexpr (!std::is_same_v<Expert, GptOssExpert>)  // gpt-oss has no shared expert
+      if (shared) shared_.emplace(*shared, load);
     if (shared_gate) shared_gate_.emplace(*shared_gate, load);
   }
 
@@ -212,17 +281,21 @@ class DeviceMoe final : public DeviceFfn {
     // reads. Plain: up [n, I], activated in place.
     const int64_t F = gate_up_.view().shape[1];
     float* gu = static_cast<float*>(ws.get(kGateUp, size_t(n * F) * 4));
-    grouped_gemm_cuda(gathered, gate_up_.view(), g, tile, step.view(gu, DType::f32, {n, F}), s);
+    const TensorView gu_rows = step.view(gu, DType::f32, {n, F});
+    grouped_gemm_cuda(gathered, gate_up_.view(), g, tile, gu_rows, s);
+    if (gate_up_bias_) grouped_bias_cuda(gu_rows, gate_up_bias_->view, &g.offsets, s);
     TensorView act = step.view(gu, DType::f32, {n, I});
     if constexpr (ExpertKind<Expert>::kGated) {
       TensorView up = step.view(gu + I, DType::f32, {n, I});
       act.strides[0] = up.strides[0] = 2 * I;
-      gated_activation_cuda(act_, act, up, act, s);
+      if (swiglu_) gpt_oss_swiglu_cuda(act, up, swiglu_->alpha, swiglu_->limit, act, s);
+      else gated_activation_cuda(act_, act, up, act, s);
     } else {
       activation_inplace_cuda(act_, act, s);
     }
     const TensorView expert_out = f32(kExpertOut, {n, H}, n * H);
     grouped_gemm_cuda(act, down_.view(), g, tile, expert_out, s);
+    if (down_bias_) grouped_bias_cuda(expert_out, down_bias_->view, &g.offsets, s);
 
     TensorView shared_out, shared_logit;
     if (shared_) {
@@ -238,10 +311,19 @@ class DeviceMoe final : public DeviceFfn {
   }
 
  private:
+  static auto first_pieces(const std::vector<Expert>& experts) {
+    return [&experts](int64_t e) { return ExpertKind<Expert>::first(experts[size_t(e)]); };
+  }
+  static auto down_pieces(const std::vector<Expert>& experts) {
+    return [&experts](int64_t e) { return std::vector<const Linear*>{&ExpertKind<Expert>::down(experts[size_t(e)])}; };
+  }
+
   DeviceRouter router_;
   StackedWeights gate_up_, down_;
+  std::optional<DeviceF32> gate_up_bias_, down_bias_;
   Routing routing_;
   Activation act_;
+  std::optional<ClampedSwiglu> swiglu_;
   int64_t E_, k_, H_, I_;
   std::optional<DeviceSharedMlp<Expert>> shared_;
   std::optional<DeviceLinear> shared_gate_;
@@ -274,6 +356,15 @@ std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const BasicDeepseekMoe<Exper
 }
 template std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const DeepseekMoe&, const DeviceLoad&);
 template std::unique_ptr<DeviceFfn> make_device_deepseek_moe(const NemotronHMoe&, const DeviceLoad&);
+
+std::unique_ptr<DeviceFfn> make_device_gpt_oss_moe(const GptOssMoe& moe, const DeviceLoad& load) {
+  SoftmaxRouting r;
+  r.opts.top_k = moe.config().top_k;
+  r.opts.order = RouteOrder::top_k_then_softmax;  // route_top_k_softmax
+  return std::make_unique<DeviceMoe<SoftmaxRouting, GptOssExpert>>(
+      moe.router(), moe.experts(), nullptr, nullptr, r.opts.top_k, std::move(r), load,
+      ClampedSwiglu{moe.config().alpha, moe.config().limit});
+}
 #endif
 
 }  // namespace attnzoo

@@ -229,7 +229,9 @@ void check_scan(const ScanCase& c, bool in_place, uint64_t seed) {
     switch (l.per_lane) {
       case 1: cuda_mamba::selective_scan_channel<1>(l.params); break;
       case 2: cuda_mamba::selective_scan_channel<2>(l.params); break;
-      default: cuda_mamba::selective_scan_channel<4>(l.params); break;
+      case 4: cuda_mamba::selective_scan_channel<4>(l.params); break;
+      case 8: cuda_mamba::selective_scan_channel<8>(l.params); break;
+      default: cuda_mamba::selective_scan_channel<16>(l.params); break;
     }
   });
   download(od, o);
@@ -239,13 +241,16 @@ void check_scan(const ScanCase& c, bool in_place, uint64_t seed) {
 }
 
 // Mamba 2.8B's decode step at batch 1 (5120 channels, N = 16); N = 32 with groups in bf16; N = 60 (four entries a
-// lane, the last part empty) with D = 37 leaving the last CTA's channels part empty.
+// lane, the last part empty) with D = 37 leaving the last CTA's channels part empty; N = 100 (eight a lane, part
+// empty) and N = 256 (sixteen a lane, the widest).
 TEST(EmulatedSelectiveScan, MatchesDecodeStep) {
   check_scan(scan_shape(1, 5120, 1, 16), true, 500);
   ScanCase c = scan_shape(3, 100, 1, 32, 4);
   c.dtype = DType::bf16;
   check_scan(c, true, 501);
   check_scan(scan_shape(2, 37, 1, 60), false, 502);
+  check_scan(scan_shape(2, 19, 1, 100), true, 503);
+  check_scan(scan_shape(1, 16, 1, 256, 2), false, 504);
 }
 
 // Packed sequences of 1, 7, 0 and 33 positions, then 33, 1 and 7 with groups; padded rows of 17 positions.
@@ -256,6 +261,12 @@ TEST(EmulatedSelectiveScan, MatchesRaggedPackedSequences) {
   c = scan_shape(1, 24, 41, 4, 2);
   c.cu_seqlens = {0, 33, 34, 41};
   check_scan(c, false, 601);
+  c = scan_shape(1, 12, 41, 128);  // eight entries a lane, over ragged sequences
+  c.cu_seqlens = {0, 1, 8, 8, 41};
+  check_scan(c, true, 603);
+  c = scan_shape(1, 9, 20, 200, 1);  // sixteen a lane, the last part empty
+  c.cu_seqlens = {0, 13, 20};
+  check_scan(c, false, 604);
   check_scan(scan_shape(3, 33, 17, 16), true, 602);
 }
 

@@ -1,6 +1,6 @@
 // The CUDA selective scan's launcher: the packed sequences' upload and the launch of the plan
 // (selective_scan_launch.h, which also holds what the kernel refuses). One kernel per register width of a
-// channel's state (N up to 16, 32 or 64); dtypes are run-time (float_elem.cuh).
+// channel's state (N up to 16, 32, 64, 128 or 256); dtypes are run-time (float_elem.cuh).
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
@@ -30,7 +30,9 @@ void selective_scan_cuda(const SelectiveScanProblem& p, Stream stream) {
     switch (l.per_lane) {
       case 1: selective_scan_kernel<1><<<grid, block, 0, cuda_stream>>>(l.params); break;
       case 2: selective_scan_kernel<2><<<grid, block, 0, cuda_stream>>>(l.params); break;
-      default: selective_scan_kernel<4><<<grid, block, 0, cuda_stream>>>(l.params); break;
+      case 4: selective_scan_kernel<4><<<grid, block, 0, cuda_stream>>>(l.params); break;
+      case 8: selective_scan_kernel<8><<<grid, block, 0, cuda_stream>>>(l.params); break;
+      default: selective_scan_kernel<16><<<grid, block, 0, cuda_stream>>>(l.params); break;
     }
     cuda_check(cudaGetLastError(), "selective_scan_kernel launch");
   };

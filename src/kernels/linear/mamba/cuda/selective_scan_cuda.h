@@ -8,8 +8,8 @@
 
 namespace attnzoo {
 
-// What only the CUDA path requires beyond make_selective_scan_problem's checks: state size N <= 64 (the entries
-// sixteen lanes keep in registers); every tensor's data aligned to its element size; at most 2^31 - 1 thread
+// What only the CUDA path requires beyond make_selective_scan_problem's checks: state size N <= 256 (the entries
+// sixteen lanes keep in registers, 16 a lane at most: Falcon-H1's and Mamba-2's widest); every tensor's data aligned to its element size; at most 2^31 - 1 thread
 // blocks. ArgumentError naming the argument.
 void check_cuda_selective_scan(const SelectiveScanProblem& p);
 

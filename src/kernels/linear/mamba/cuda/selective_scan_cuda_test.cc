@@ -78,10 +78,10 @@ TEST(CudaSelectiveScan, RefusesWhatItDoesNotDo) {
   };
   auto nothing = [](SelectiveScanProblem&) {};
   Case c;
-  c.N = 64;
+  c.N = 256;
   EXPECT_NO_THROW(check(c, nothing));
-  c.N = 65;
-  testing::expect_error<ArgumentError>([&] { check(c, nothing); }, "A: state size N=65 exceeds 64");
+  c.N = 257;
+  testing::expect_error<ArgumentError>([&] { check(c, nothing); }, "A: state size N=257 exceeds 256");
   c.N = 16, c.dtype = DType::bf16;
   testing::expect_error<ArgumentError>(
       [&] { check(c, [](SelectiveScanProblem& p) { p.u = static_cast<const char*>(p.u) + 1; }); },
@@ -175,6 +175,8 @@ TEST(CudaSelectiveScan, MatchesDecodeStep) {
   check_step({.B = 4, .D = 5120});
   check_step({.B = 3, .D = 100, .N = 32, .G = 4, .dtype = DType::bf16});
   check_step({.B = 2, .D = 37, .N = 60, .with_D = false, .with_z = false, .with_bias = false, .softplus = false});
+  check_step({.B = 2, .D = 19, .N = 100});          // eight entries a lane, the last part empty
+  check_step({.B = 1, .D = 16, .N = 256, .G = 2});  // sixteen a lane, the widest
 }
 
 // Packed sequences of 1, 7 and 33 tokens (and an empty one: its final state is its initial state), and padded
@@ -184,6 +186,8 @@ TEST(CudaSelectiveScan, MatchesRaggedPackedSequences) {
   for (bool in_place : {true, false}) {
     check_scan({.D = 40, .L = 41, .cu = {0, 1, 8, 8, 41}}, in_place);
     check_scan({.D = 24, .L = 41, .N = 4, .G = 2, .cu = {0, 33, 34, 41}}, in_place);
+    check_scan({.D = 12, .L = 41, .N = 128, .cu = {0, 1, 8, 8, 41}}, in_place);
+    check_scan({.D = 9, .L = 20, .N = 200, .G = 1, .cu = {0, 13, 20}}, in_place);
   }
   check_scan({.B = 3, .D = 33, .L = 17}, true);
   check_scan({.B = 2, .D = 16, .L = 9, .with_h0 = false}, false);

@@ -45,7 +45,7 @@ ScanLaunch plan_selective_scan(const SelectiveScanProblem& p) {
   const int64_t N = p.seqs.count();
   if (N == 0 || (p.batch * p.L == 0 && !p.ht)) return l;
   l.empty = false;
-  l.per_lane = p.N <= 16 ? 1 : p.N <= 32 ? 2 : 4;
+  l.per_lane = p.N <= 16 ? 1 : p.N <= 32 ? 2 : p.N <= 64 ? 4 : p.N <= 128 ? 8 : 16;
 
   Params& params = l.params;
   params.u = p.u, params.delta = p.delta, params.B = p.Bm, params.C = p.Cm, params.z = p.z, params.out = p.out;

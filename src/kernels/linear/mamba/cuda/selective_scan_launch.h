@@ -17,7 +17,7 @@ using cuda_linear::elem_of;
 constexpr int kLanesPerChannel = 16;
 constexpr int kThreads = 128;
 constexpr int kChannels = kThreads / kLanesPerChannel;  // 8 per CTA
-constexpr int kMaxN = 64;
+constexpr int kMaxN = 256;
 
 struct Params {
   const void *u, *delta, *A, *B, *C;
@@ -36,7 +36,7 @@ struct Params {
 
 struct ScanLaunch {
   bool empty = true;                 // nothing to run: no sequences, or no tokens and no state to write
-  int per_lane = 0;                  // the kernel to launch: 1, 2 or 4 state entries per lane (N <= 16 of them)
+  int per_lane = 0;                  // the kernel to launch: 1, 2, 4, 8 or 16 state entries per lane (N <= 16 of them)
   Params params{};                   // seq_offsets still null: the caller points it at its device copy
   std::vector<int64_t> seq_offsets;  // Nseq + 1 positions for packed batches; empty for batch rows (no upload)
   unsigned grid = 0, threads = 0;    // one-dimensional
