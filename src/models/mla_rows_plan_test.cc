@@ -9,7 +9,9 @@
 #include <random>
 
 #include "core/error.h"
+#include "kernels/softmax/attention.h"
 #include "kernels/softmax/mla.h"
+#include "layers/head_rows.h"
 
 namespace attnzoo {
 namespace {
@@ -92,6 +94,160 @@ TEST(MlaRowsPlan, PerTokenRowsMatchTheNaiveFormPerSequence) {
   mla_decode_reference(TensorView::contiguous(q.data(), DType::f32, {T, 1, H, Dq}), rows, mw,
                        TensorView::contiguous(got.data(), DType::f32, {T, 1, H, dv}), opts);
   for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+}
+
+TEST(MlaStepPlan, PrefillSequencesExpandDecodeRowsStayAbsorbed) {
+  // A decode after 10 cached, a fresh prefill of 3, a chunk of 2 after 4 cached, an empty sequence, a decode.
+  const std::vector<int32_t> cu = {0, 1, 4, 6, 6, 7}, cache = {11, 3, 6, 5, 2};
+  const int64_t M = 3, bs = 4;
+  const std::vector<int32_t> tables = {0, 1, 2, 7, -1, -1, 5, 3, -1, 6, 4, -1, 8, -1, -1};
+  MlaExpandSizes sizes;
+  sizes.head_dim = 64, sizes.key_bytes = 10, sizes.query_bytes = 1;
+  const MlaStepPlan plan = plan_mla_step(cu, cache, tables, M, bs, sizes);
+  EXPECT_EQ(plan.rows.cache_seqlens, plan_mla_rows(cu, cache, tables, M).cache_seqlens);
+  EXPECT_EQ(plan.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {6, 1}}));
+  ASSERT_EQ(plan.groups.size(), 1u);
+  const MlaExpandGroup& g = plan.groups[0];
+  EXPECT_EQ(g.q_rows, (std::vector<int32_t>{1, 2, 3, 4, 5}));
+  // Block 7's first three slots; then blocks 5 and 3, six keys (four cached, the chunk's two).
+  EXPECT_EQ(g.key_slots, (std::vector<int32_t>{28, 29, 30, 20, 21, 22, 23, 12, 13}));
+  EXPECT_EQ(g.cu_seqlens_q, (std::vector<int32_t>{0, 3, 5}));
+  EXPECT_EQ(g.cu_seqlens_k, (std::vector<int32_t>{0, 3, 9}));
+
+  // Every row absorbed: no head dim the prefill takes, or a threshold above every sequence.
+  for (const MlaStepPlan& p : {plan_mla_step(cu, cache, tables, M, bs, MlaExpandSizes{}),
+                               plan_mla_step(cu, cache, tables, M, bs, sizes, /*min_rows=*/4)}) {
+    EXPECT_TRUE(p.groups.empty());
+    EXPECT_EQ(p.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{0, 7}}));
+  }
+}
+
+TEST(MlaStepPlan, ScratchBudgetSplitsGroupsAndKeepsTooLongContextsAbsorbed) {
+  // Three prefills of 2 tokens after 0, 6 and 1 cached; key_bytes 10, query_bytes 1: 22, 82 and 32 bytes.
+  const std::vector<int32_t> cu = {0, 2, 4, 6}, cache = {2, 8, 3};
+  const std::vector<int32_t> tables = {0, -1, 1, 2, 3, -1};
+  MlaExpandSizes sizes;
+  sizes.head_dim = 128, sizes.key_bytes = 10, sizes.query_bytes = 1;
+  const MlaStepPlan fits = plan_mla_step(cu, cache, tables, 2, 4, sizes, 2, /*budget=*/140);
+  ASSERT_EQ(fits.groups.size(), 1u);
+  EXPECT_TRUE(fits.absorbed_runs.empty());
+  const MlaStepPlan split = plan_mla_step(cu, cache, tables, 2, 4, sizes, 2, /*budget=*/110);
+  ASSERT_EQ(split.groups.size(), 2u);
+  EXPECT_EQ(split.groups[0].q_rows, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(split.groups[1].q_rows, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(split.groups[1].cu_seqlens_k, (std::vector<int32_t>{0, 3}));
+  const MlaStepPlan alone = plan_mla_step(cu, cache, tables, 2, 4, sizes, 2, /*budget=*/60);
+  EXPECT_EQ(alone.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{2, 2}}));
+  ASSERT_EQ(alone.groups.size(), 1u);  // the first and the third share one call around the absorbed second
+  EXPECT_EQ(alone.groups[0].q_rows, (std::vector<int32_t>{0, 1, 4, 5}));
+
+  const std::vector<int32_t> short_table = {0, -1, 1, -1, 3, -1};  // sequence 1's 8 keys need two blocks
+  EXPECT_THROW(plan_mla_step(cu, cache, short_table, 2, 4, sizes, 2, 1000), ArgumentError);
+}
+
+TEST(MlaStepPlan, ExpandSizesPadToThePrefillsHeadDims) {
+  const MlaExpandSizes v3 = mla_expand_sizes(128, 512, 128, 64, 128, 2);  // DeepSeek-V3: 192 / 128 -> 256
+  EXPECT_EQ(v3.head_dim, 256);
+  EXPECT_EQ(v3.key_bytes, 2 * (576 + 128 * 256 + 2 * 128 * 256));
+  EXPECT_EQ(v3.query_bytes, 2 * 2 * 128 * 256);
+  EXPECT_EQ(kMlaExpandBytes / v3.key_bytes, 5429);  // the longest context one call expands
+  EXPECT_EQ(mla_expand_sizes(4, 64, 32, 32, 32, 2).head_dim, 64);  // the GPU test's tiny shapes
+  EXPECT_EQ(mla_expand_sizes(4, 64, 64, 32, 32, 2).head_dim, 128);
+  EXPECT_EQ(mla_expand_sizes(4, 64, 256, 64, 128, 2).head_dim, 0);  // wider than 256: absorbed
+}
+
+// The expanded path itself, through the CPU twins of its steps in device_mla.cc's order (gather the keys' latent
+// rows, c_kv through kv_b_proj rounded to bf16 as the GEMM stores it, pad K / V / Q, the softmax prefill at the
+// padded dim with MLA's scale, the output sliced back) with the absorbed rows for the rest, against the naive
+// form per sequence: every row covered once, within bf16 rounding.
+TEST(MlaStepPlan, ExpandedAndAbsorbedRowsMatchTheNaiveForm) {
+  const int64_t H = 3, dn = 24, dr = 16, dv = 20, r = 32, L = r + dr, Dq = dn + dr, bs = 4, M = 6;
+  const std::vector<int32_t> len = {5, 1, 3, 9, 0}, context = {0, 12, 4, 7, 3};
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<int32_t> cu = {0}, cache_seqlens;
+  for (size_t s = 0; s < len.size(); ++s) {
+    cu.push_back(cu.back() + len[s]);
+    cache_seqlens.push_back(context[s] + len[s]);
+  }
+  const int64_t S = int64_t(len.size()), T = cu.back(), num_blocks = S * M;
+  std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
+  std::iota(tables.begin(), tables.end(), 0);
+  std::shuffle(tables.begin(), tables.end(), rng);
+  auto bf16 = [&](int64_t n, float scale) {
+    std::vector<uint16_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) store_from_f32(v.data(), DType::bf16, i, scale * normal(rng));
+    return v;
+  };
+  std::vector<uint16_t> latent = bf16(num_blocks * bs * L, 1.f), q = bf16(T * H * Dq, 1.f);
+  std::vector<uint16_t> w = bf16(H * (dn + dv) * r, 0.2f);
+  MlaWeights mw;
+  mw.w_kv_b = TensorView::contiguous(w.data(), DType::bf16, {H * (dn + dv), r});
+  mw.num_heads = H, mw.qk_nope_head_dim = dn, mw.qk_rope_head_dim = dr, mw.v_head_dim = dv, mw.kv_lora_rank = r;
+  MlaOptions mla_opts;  // NaN scale: (dn + dr)^-0.5
+  LatentCacheView seqs;
+  seqs.latent = TensorView::contiguous(latent.data(), DType::bf16, {num_blocks, bs, 1, L});
+  seqs.cache_seqlens = cache_seqlens.data();
+  seqs.block_table = tables.data();
+  seqs.max_blocks_per_seq = M;
+  std::vector<float> want(size_t(T * H * dv));
+  mla_prefill_reference(TensorView::contiguous(q.data(), DType::bf16, {T, H, Dq}), seqs, mw,
+                        TensorView::contiguous(want.data(), DType::f32, {T, H, dv}), mla_opts,
+                        VarlenInfo{cu.data(), nullptr, S});
+
+  const MlaExpandSizes sizes = mla_expand_sizes(H, r, dn, dr, dv, 2);
+  ASSERT_EQ(sizes.head_dim, 64);
+  const MlaStepPlan plan = plan_mla_step(cu, cache_seqlens, tables, M, bs, sizes);
+  ASSERT_EQ(plan.groups.size(), 1u);  // sequences 0, 2 and 3; sequence 1 (a decode) absorbed
+  EXPECT_EQ(plan.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{5, 1}}));
+  std::vector<uint16_t> got(size_t(T * H * dv), 0xFFFF);  // NaN where nothing wrote
+  const TensorView out = TensorView::contiguous(got.data(), DType::bf16, {T, H, dv});
+  auto cols = [](TensorView t, int64_t col, int64_t n) {
+    t.data = static_cast<uint16_t*>(t.data) + col;
+    t.shape[2] = n;
+    return t;
+  };
+  const int64_t D = sizes.head_dim;
+  for (const MlaExpandGroup& g : plan.groups) {
+    const int64_t n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
+    TensorView pool = TensorView::contiguous(latent.data(), DType::bf16, {num_blocks * bs, 1, L});
+    std::vector<uint16_t> keys(size_t(N * L)), kv(size_t(N * H * (dn + dv))), k(size_t(N * H * D)),
+        v(size_t(N * H * D)), qp(size_t(n * H * D)), op(size_t(n * H * D));
+    const TensorView keys_v = TensorView::contiguous(keys.data(), DType::bf16, {N, 1, L});
+    copy_head_rows({pool, keys_v, g.key_slots.data(), nullptr, N});
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t o = 0; o < H * (dn + dv); ++o) {
+        float acc = 0.f;
+        for (int64_t i = 0; i < r; ++i)
+          acc += load_as_f32(keys.data(), DType::bf16, j * L + i) * load_as_f32(w.data(), DType::bf16, o * r + i);
+        store_from_f32(kv.data(), DType::bf16, j * H * (dn + dv) + o, acc);
+      }
+    const TensorView kv_v = TensorView::contiguous(kv.data(), DType::bf16, {N, H, dn + dv});
+    const TensorView k_v = TensorView::contiguous(k.data(), DType::bf16, {N, H, D});
+    const TensorView v_v = TensorView::contiguous(v.data(), DType::bf16, {N, H, D});
+    copy_head_rows({cols(kv_v, 0, dn), cols(k_v, 0, dn), nullptr, nullptr, N});
+    copy_head_rows({cols(keys_v, r, dr), cols(k_v, dn, D - dn), nullptr, nullptr, N});
+    copy_head_rows({cols(kv_v, dn, dv), v_v, nullptr, nullptr, N});
+    const TensorView q_v = TensorView::contiguous(qp.data(), DType::bf16, {n, H, D});
+    const TensorView o_v = TensorView::contiguous(op.data(), DType::bf16, {n, H, D});
+    copy_head_rows({TensorView::contiguous(q.data(), DType::bf16, {T, H, Dq}), q_v, g.q_rows.data(), nullptr, n});
+    AttentionOptions opts;
+    opts.scale = 1.f / std::sqrt(float(Dq));
+    attention_prefill(q_v, k_v, v_v, o_v, opts,
+                      VarlenInfo{g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1});
+    copy_head_rows({cols(o_v, 0, dv), out, nullptr, g.q_rows.data(), n});
+  }
+  for (const auto& [first, rows] : plan.absorbed_runs) {
+    LatentCacheView part = seqs;
+    part.cache_seqlens = plan.rows.cache_seqlens.data() + first;
+    part.block_table = plan.rows.block_table.data() + first * M;
+    std::vector<float> o(size_t(rows * H * dv));
+    mla_decode_reference(TensorView::contiguous(q.data() + first * H * Dq, DType::bf16, {rows, 1, H, Dq}), part, mw,
+                         TensorView::contiguous(o.data(), DType::f32, {rows, 1, H, dv}), mla_opts);
+    for (size_t i = 0; i < o.size(); ++i) store_from_f32(got.data(), DType::bf16, first * H * dv + int64_t(i), o[i]);
+  }
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(load_as_f32(got.data(), DType::bf16, int64_t(i)), want[i], 2e-2 * (1 + std::fabs(want[i]))) << i;
 }
 
 }  // namespace

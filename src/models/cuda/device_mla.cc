@@ -1,12 +1,16 @@
 #include "models/cuda/device_mla.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "core/error.h"
 
+#include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
 #include "kernels/softmax/mla.h"
+#include "layers/cuda/gemm_cuda.h"
+#include "layers/cuda/head_rows_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
 #include "models/cuda/mla_rows_plan.h"
@@ -17,8 +21,12 @@ namespace attnzoo {
 #if ATTNZOO_WITH_CUDA
 namespace {
 
-// Workspace slots: the block's activations between its launches (the feed-forward's start at 8).
-enum Slot : size_t { kQ, kQa, kLatent, kOut };
+// Workspace slots: the block's activations between its launches, then the expanded prefill's scratch (the
+// gathered latent rows and their expansion, padded K and V, padded Q and output, the row indices); the
+// feed-forward's start at 8.
+enum Slot : size_t { kQ, kQa, kLatent, kOut, kExpandLatent, kExpandKv, kExpandQo, kExpandRows };
+
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
 class DeviceMla final : public DeviceMixer {
  public:
@@ -34,13 +42,18 @@ class DeviceMla final : public DeviceMixer {
       q_.emplace(*w.q_b_proj, load);
     }
     if (config_.rope) rope_.emplace(mla.rope(), load.device, load.stream);
-    // kv_b_proj is never a GEMM here: the kernel folds W_UK into the queries and W_UV after the attention.
+    // The absorbed decode folds W_UK into the queries and W_UV after the attention, reading kv_b_proj directly.
     const TensorView kv_b = w.kv_b_proj.weight();
     require(kv_b.is_contiguous(), "kv_b_proj.weight", "must be contiguous to go up to the device");
     const size_t bytes = size_t(kv_b.numel()) * dtype_size(kv_b.dtype);
     kv_b_ = DeviceBuffer(load.device, bytes);
     copy_bytes(kv_b_.data(), load.device, kv_b.data, Device::cpu(), bytes, load.stream);
     w_kv_b_ = device_view(load.device, kv_b_.data(), kv_b.dtype, {kv_b.size(0), kv_b.size(1)});
+    // Prefill rows expand the latents through the same kv_b_proj with the projections' GEMM (bf16 / f16 weights).
+    if (kv_b.dtype == DType::bf16 || kv_b.dtype == DType::f16)
+      expand_sizes_ = mla_expand_sizes(config_.num_heads, config_.kv_lora_rank, config_.qk_nope_head_dim,
+                                       config_.qk_rope_head_dim, config_.v_head_dim, int64_t(dtype_size(act_dtype_)));
+    scale_ = std::isnan(config_.scale) ? 1.f / std::sqrt(float(config_.qk_head_dim())) : config_.scale;
   }
 
   // Not graph-safe (the default false, said here): mla_decode plans on the host and uploads its plan (the rows'
@@ -51,7 +64,7 @@ class DeviceMla final : public DeviceMixer {
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const MlaConfig& c = config_;
     const int64_t T = step.num_tokens, H = c.num_heads, Dq = c.qk_head_dim(), L = c.latent_dim();
-    const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, r = c.kv_lora_rank, dv = c.v_head_dim;
+    const int64_t dv = c.v_head_dim;
     const size_t e = dtype_size(act_dtype_);
     const Stream s = step.stream;
     DeviceWorkspace& ws = *step.workspace;
@@ -79,37 +92,11 @@ class DeviceMla final : public DeviceMixer {
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda({&write, 1}, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
 
-    // Every new token is its own decode row over its sequence's blocks, cut at its own position. Host arrays:
-    // the kernel uploads its plan (these among it) once per call, stream-ordered.
     const BlockTables& tables = step.batch->tables(memory);
-    const MlaRowsPlan rows = plan_mla_rows(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
-                                           tables.max_blocks);
-    LatentCacheView cache;
-    cache.latent = memory.k;
-    cache.scale = memory.k_scale;
-    cache.cache_seqlens = rows.cache_seqlens.data();
-    cache.block_table = rows.block_table.data();
-    cache.max_blocks_per_seq = rows.max_blocks;
-    MlaWeights mw;
-    mw.w_kv_b = w_kv_b_;
-    mw.num_heads = H;
-    mw.qk_nope_head_dim = dn;
-    mw.qk_rope_head_dim = dr;
-    mw.v_head_dim = dv;
-    mw.kv_lora_rank = r;
-    MlaOptions opts;
-    opts.scale = c.scale;
-    opts.causal = true;
-    const int64_t per_call = mla_rows_per_call(H, r, dr);
-    for (int64_t first = 0; first < T; first += per_call) {
-      const int64_t n = std::min(per_call, T - first);
-      LatentCacheView part = cache;
-      part.cache_seqlens += first;
-      part.block_table += first * rows.max_blocks;
-      mla_decode(step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
-                 step.view(static_cast<uint8_t*>(out) + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}),
-                 opts);
-    }
+    const MlaStepPlan plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
+                                           tables.max_blocks, memory.k.size(1), expand_sizes_);
+    absorbed(step, memory, plan, q, out);
+    for (const MlaExpandGroup& g : plan.groups) expanded(step, memory, g, v);
 
     GemmOptions add_into;
     add_into.accumulate = true;
@@ -117,6 +104,111 @@ class DeviceMla final : public DeviceMixer {
   }
 
  private:
+  // The absorbed decode over the plan's absorbed runs: every new token its own decode row over its sequence's
+  // blocks, cut at its own position. Host arrays: the kernel uploads its plan (these among it) once per call,
+  // stream-ordered.
+  void absorbed(const DeviceStep& step, const LayerMemory& memory, const MlaStepPlan& plan, uint8_t* q,
+                void* out) const {
+    const MlaConfig& c = config_;
+    const int64_t H = c.num_heads, Dq = c.qk_head_dim(), dv = c.v_head_dim;
+    const size_t e = dtype_size(act_dtype_);
+    LatentCacheView cache;
+    cache.latent = memory.k;
+    cache.scale = memory.k_scale;
+    cache.cache_seqlens = plan.rows.cache_seqlens.data();
+    cache.block_table = plan.rows.block_table.data();
+    cache.max_blocks_per_seq = plan.rows.max_blocks;
+    MlaWeights mw;
+    mw.w_kv_b = w_kv_b_;
+    mw.num_heads = H;
+    mw.qk_nope_head_dim = c.qk_nope_head_dim;
+    mw.qk_rope_head_dim = c.qk_rope_head_dim;
+    mw.v_head_dim = dv;
+    mw.kv_lora_rank = c.kv_lora_rank;
+    MlaOptions opts;
+    opts.scale = c.scale;
+    opts.causal = true;
+    const int64_t per_call = mla_rows_per_call(H, c.kv_lora_rank, c.qk_rope_head_dim);
+    for (const auto& [run_first, run_rows] : plan.absorbed_runs)
+      for (int64_t first = run_first; first < run_first + run_rows; first += per_call) {
+        const int64_t n = std::min(per_call, run_first + run_rows - first);
+        LatentCacheView part = cache;
+        part.cache_seqlens += first;
+        part.block_table += first * plan.rows.max_blocks;
+        mla_decode(step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
+                   step.view(static_cast<uint8_t*>(out) + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}),
+                   opts);
+      }
+  }
+
+  // One expanded prefill call (mla_rows_plan.h): the group's keys' latent rows gathered from the pool, c_kv
+  // through kv_b_proj, K = [k_nope | k_pe | 0] and V = [v | 0] at the padded head dim, Q = [q_nope | q_pe | 0]
+  // gathered from the step's rows, the softmax prefill, the output's first dv columns scattered back.
+  void expanded(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g,
+                const MlaStepViews& v) const {
+    const MlaConfig& c = config_;
+    const int64_t H = c.num_heads, L = c.latent_dim(), r = c.kv_lora_rank, dn = c.qk_nope_head_dim;
+    const int64_t dr = c.qk_rope_head_dim, dv = c.v_head_dim, D = expand_sizes_.head_dim;
+    const int64_t n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size()), W = H * (dn + dv);
+    const DType a = act_dtype_;
+    const size_t e = dtype_size(a);
+    const Stream s = step.stream;
+    DeviceWorkspace& ws = *step.workspace;
+
+    // The row indices, one upload per call (from pageable memory: returns once staged).
+    auto* rows = static_cast<int32_t*>(ws.get(kExpandRows, size_t(n + N) * sizeof(int32_t)));
+    copy_bytes(rows, step.device, g.q_rows.data(), Device::cpu(), size_t(n) * sizeof(int32_t), s);
+    copy_bytes(rows + n, step.device, g.key_slots.data(), Device::cpu(), size_t(N) * sizeof(int32_t), s);
+    const int32_t* q_rows = rows;
+    const int32_t* key_slots = rows + n;
+
+    // The latent rows, then their expansion [N, H, dn + dv].
+    const size_t kv_at = align256(size_t(N * L) * e);
+    auto* latent = static_cast<uint8_t*>(ws.get(kExpandLatent, kv_at + size_t(N * W) * e));
+    TensorView pool = memory.k;  // [num_blocks, block_size, 1, L]: its slots as rows
+    require(pool.stride(0) == pool.size(1) * pool.stride(1), "latent_cache", "needs its blocks' slots evenly spaced");
+    pool.ndim = 3;
+    pool.shape = {pool.size(0) * pool.size(1), 1, L};
+    pool.strides = {memory.k.stride(1), L, 1};
+    const TensorView keys_latent = step.view(latent, a, {N, 1, L});
+    copy_head_rows_cuda({pool, keys_latent, key_slots, nullptr, N}, s);
+    TensorView c_kv = step.view(latent, a, {N, r});
+    c_kv.strides[0] = L;
+    const TensorView kv = step.view(latent + kv_at, a, {N, W});
+    gemm_cuda(c_kv, w_kv_b_, nullptr, kv, {}, s);
+
+    // K and V padded to D.
+    const size_t v_at = align256(size_t(N * H * D) * e);
+    auto* kv_padded = static_cast<uint8_t*>(ws.get(kExpandKv, v_at + size_t(N * H * D) * e));
+    const TensorView k = step.view(kv_padded, a, {N, H, D}), vv = step.view(kv_padded + v_at, a, {N, H, D});
+    auto heads = [&](const TensorView& t, int64_t col, int64_t cols) {  // [N, H, cols] from column col of t's heads
+      TensorView h = t;
+      h.data = static_cast<uint8_t*>(t.data) + size_t(col) * e;
+      h.shape[2] = cols;
+      return h;
+    };
+    const TensorView kv_heads = step.view(latent + kv_at, a, {N, H, dn + dv});
+    copy_head_rows_cuda({heads(kv_heads, 0, dn), heads(k, 0, dn), nullptr, nullptr, N}, s);
+    TensorView k_pe = step.view(latent + size_t(r) * e, a, {N, 1, dr});
+    k_pe.strides[0] = L;
+    copy_head_rows_cuda({k_pe, heads(k, dn, D - dn), nullptr, nullptr, N}, s);
+    copy_head_rows_cuda({heads(kv_heads, dn, dv), vv, nullptr, nullptr, N}, s);
+
+    // Q gathered and padded, the attention, the output sliced back into the step's rows.
+    const size_t o_at = align256(size_t(n * H * D) * e);
+    auto* qo = static_cast<uint8_t*>(ws.get(kExpandQo, o_at + size_t(n * H * D) * e));
+    const TensorView qp = step.view(qo, a, {n, H, D}), op = step.view(qo + o_at, a, {n, H, D});
+    const TensorView q_heads = step.view(v.q.data, a, {v.q.size(0), H, c.qk_head_dim()});
+    copy_head_rows_cuda({q_heads, qp, q_rows, nullptr, n}, s);
+    AttentionOptions opts;
+    opts.scale = scale_;
+    opts.causal = true;  // bottom-right: a sequence's queries are the last of its keys
+    attention_prefill(qp, k, vv, op, opts,
+                      {g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1});
+    const TensorView out_heads = step.view(v.out.data, a, {v.out.size(0), H, dv});
+    copy_head_rows_cuda({heads(op, 0, dv), out_heads, nullptr, q_rows, n}, s);
+  }
+
   MlaConfig config_;
   DType act_dtype_;
   std::optional<DeviceLinear> q_, q_a_;  // q_proj, or q_b_proj after q_a_proj
@@ -127,6 +219,8 @@ class DeviceMla final : public DeviceMixer {
   std::optional<RopeCuda> rope_;  // empty: a NoPE layer
   DeviceBuffer kv_b_;
   TensorView w_kv_b_;
+  MlaExpandSizes expand_sizes_;  // head_dim 0: every row absorbed (kv_b_proj in f32, which the GEMM does not take)
+  float scale_ = 0.f;            // the softmax scale, (dn + dr)^-0.5 unless the config sets it: never D's
 };
 
 }  // namespace

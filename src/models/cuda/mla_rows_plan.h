@@ -6,12 +6,32 @@
 // cache_seqlens cut at context + i + 1, so it sees exactly the keys up to itself (causal by construction). Fresh
 // prefills, decode steps and chunks after a cached prefix are all the same plan.
 //
-// What this costs: a prefill row reads its whole prefix of latents, so a prompt of n tokens reads ~n^2 / 2 latent
-// rows per layer (the CPU's naive-form prefill expands K / V once instead). The faster path, expanded K / V through
-// kv_b_proj into the softmax prefill, needs Dq == Dv and head dims 64 / 128 / 256 there; DeepSeek's 192 / 128 do
-// not fit it yet.
+// That is the path for decode rows. Prefill rows (sequences bringing at least kMlaExpandMinRows new tokens) take
+// the path vLLM and FlashInfer use instead, planned by plan_mla_step: the sequence's whole context of latent rows
+// (cached ones and its new ones) gathered from the pool, expanded through kv_b_proj into per-head K [keys, H,
+// dn + dr] (k_pe broadcast to every head) and V [keys, H, dv] by one GEMM, then the CUDA softmax prefill (varlen,
+// bottom-right causal) over q = [q_nope | q_pe]. That prefill takes head dims 64 / 128 / 256 with Dq == Dv, so
+// Q, K and V are zero-padded to the next of them (192 / 128 -> 256 for DeepSeek-V3; zeros add nothing to q.k or
+// to the output's first dv columns) and the output is sliced back. A Dq != Dv prefill kernel would save the
+// padding (a third of K's bytes and half of V's at DeepSeek-V3's shapes), but its tiles and shared-memory plan
+// are the kernel's, four instantiations more; the padding is three copies beside a GEMM and an attention.
+//
+// What it costs per layer, counted in row-key pairs P (a fresh prompt of n tokens: P ~ n^2 / 2; n new after c
+// cached: P ~ n * (c + n / 2)) and keys N = c + n; DeepSeek-V3 (H = 128, r = 512, dn / dr / dv = 128 / 64 / 128,
+// padded D = 256, bf16):
+//   absorbed rows: every pair reads its latent row once per 16 heads, 8 x 1152 B = ~9.2 KB, and costs
+//                  H * 2 * (r + dr + r) = ~278 kflop;
+//   expanded:      the GEMM's N * H * (dn + dv) * r * 2 flops (~33.6 Mflop per key), H * 4 * D = ~131 kflop per
+//                  pair in the attention, and ~198 KB of scratch per key (mla_expand_sizes: latent row,
+//                  expansion, padded K and V) written and read back about once, beside the attention's own K / V
+//                  re-reads (once per 128-query tile).
+// A fresh 4096-token prompt (P ~ 8.4M): ~77 GB of latent reads and ~2.3 Pflop absorbed; ~0.8 GB of scratch,
+// ~8.6 GB of tile re-reads and ~1.2 Tflop expanded. The expansion's scratch is bounded (kMlaExpandBytes per
+// call); a sequence whose keys alone would not fit it (~5,400 at DeepSeek-V3's shapes; chunked prefill keeps the
+// new tokens few, not the context) stays on the absorbed rows.
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace attnzoo {
@@ -32,5 +52,45 @@ MlaRowsPlan plan_mla_rows(std::span<const int32_t> cu_seqlens, std::span<const i
 // free memory; calls of at most kMlaScratchBytes of it (at least one row) keep it bounded.
 inline constexpr int64_t kMlaScratchBytes = int64_t(128) << 20;
 int64_t mla_rows_per_call(int64_t num_heads, int64_t kv_lora_rank, int64_t qk_rope_head_dim);
+
+// The expanded prefill's shapes for heads of qk_head_dim dq and v_head_dim dv: the head dim the CUDA softmax
+// prefill runs at (the smallest of 64, 128, 256 holding both; 0 when none does and every row stays absorbed), and
+// the scratch bytes of `elem_bytes` elements one key (latent row, expansion, padded K and V) and one query
+// (padded q and output) take.
+struct MlaExpandSizes {
+  int64_t head_dim = 0;
+  int64_t key_bytes = 0, query_bytes = 0;
+};
+MlaExpandSizes mla_expand_sizes(int64_t num_heads, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
+                                int64_t qk_rope_head_dim, int64_t v_head_dim, int64_t elem_bytes);
+
+// Sequences with fewer new tokens stay on the absorbed rows: a decode step (one token) reads each latent once
+// there, and its expansion would cost a GEMM over the whole context for one row.
+inline constexpr int64_t kMlaExpandMinRows = 2;
+// The expanded prefill's scratch per call (a group of sequences); beside a pool sized to the free memory.
+inline constexpr int64_t kMlaExpandBytes = int64_t(1) << 30;
+
+// One expanded prefill call over consecutive-or-not prefill sequences of the step.
+struct MlaExpandGroup {
+  std::vector<int32_t> q_rows;        // [n]: the step rows of its queries, sequence after sequence
+  std::vector<int32_t> key_slots;     // [keys]: pool slots (block * block_size + offset) of each sequence's keys
+  std::vector<int32_t> cu_seqlens_q;  // [S' + 1] into q_rows
+  std::vector<int32_t> cu_seqlens_k;  // [S' + 1] into key_slots
+};
+
+// A step's MLA rows split between the two paths.
+struct MlaStepPlan {
+  MlaRowsPlan rows;  // plan_mla_rows over every row; the absorbed runs read their rows' part
+  std::vector<std::pair<int64_t, int64_t>> absorbed_runs;  // (first row, rows): consecutive rows left absorbed
+  std::vector<MlaExpandGroup> groups;
+};
+
+// Arrays as plan_mla_rows takes them, block_size the pool's. A sequence of at least `min_rows` new tokens whose
+// keys * sizes.key_bytes + new tokens * sizes.query_bytes fit `budget` is expanded (joining the previous group
+// while the group fits); sizes.head_dim 0 expands nothing. ArgumentError naming the argument.
+MlaStepPlan plan_mla_step(std::span<const int32_t> cu_seqlens, std::span<const int32_t> cache_seqlens,
+                          std::span<const int32_t> block_tables, int64_t max_blocks, int64_t block_size,
+                          const MlaExpandSizes& sizes, int64_t min_rows = kMlaExpandMinRows,
+                          int64_t budget = kMlaExpandBytes);
 
 }  // namespace attnzoo
