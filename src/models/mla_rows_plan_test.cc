@@ -12,6 +12,7 @@
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/mla.h"
 #include "layers/head_rows.h"
+#include "models/cuda/mla_step_views.h"
 
 namespace attnzoo {
 namespace {
@@ -156,8 +157,8 @@ TEST(MlaStepPlan, ExpandSizesPadToThePrefillsHeadDims) {
   EXPECT_EQ(mla_expand_sizes(4, 64, 256, 64, 128, 2).head_dim, 0);  // wider than 256: absorbed
 }
 
-// The expanded path itself, through the CPU twins of its steps in device_mla.cc's order (gather the keys' latent
-// rows, c_kv through kv_b_proj rounded to bf16 as the GEMM stores it, pad K / V / Q, the softmax prefill at the
+// The expanded path itself, over mla_expand_views' tensors (device_mla.cc's) on host memory, through the CPU
+// twins of its steps in device_mla.cc's order (gather the keys' latent rows, c_kv through kv_b_proj rounded to bf16 as the GEMM stores it, pad K / V / Q, the softmax prefill at the
 // padded dim with MLA's scale, the output sliced back) with the absorbed rows for the rest, against the naive
 // form per sequence: every row covered once, within bf16 rounding.
 TEST(MlaStepPlan, ExpandedAndAbsorbedRowsMatchTheNaiveForm) {
@@ -201,41 +202,35 @@ TEST(MlaStepPlan, ExpandedAndAbsorbedRowsMatchTheNaiveForm) {
   ASSERT_EQ(plan.groups.size(), 1u);  // sequences 0, 2 and 3; sequence 1 (a decode) absorbed
   EXPECT_EQ(plan.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{5, 1}}));
   std::vector<uint16_t> got(size_t(T * H * dv), 0xFFFF);  // NaN where nothing wrote
-  const TensorView out = TensorView::contiguous(got.data(), DType::bf16, {T, H, dv});
-  auto cols = [](TensorView t, int64_t col, int64_t n) {
-    t.data = static_cast<uint16_t*>(t.data) + col;
-    t.shape[2] = n;
-    return t;
-  };
+  MlaConfig c;
+  c.num_heads = H, c.kv_lora_rank = r, c.qk_nope_head_dim = dn, c.qk_rope_head_dim = dr, c.v_head_dim = dv;
+  std::vector<uint16_t> step_latent(size_t(T * L));  // the step's own latent rows: not read here
+  const MlaStepViews step = mla_step_views(c, Device::cpu(), DType::bf16, T, q.data(), step_latent.data(), got.data());
   const int64_t D = sizes.head_dim;
   for (const MlaExpandGroup& g : plan.groups) {
     const int64_t n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
-    TensorView pool = TensorView::contiguous(latent.data(), DType::bf16, {num_blocks * bs, 1, L});
-    std::vector<uint16_t> keys(size_t(N * L)), kv(size_t(N * H * (dn + dv))), k(size_t(N * H * D)),
-        v(size_t(N * H * D)), qp(size_t(n * H * D)), op(size_t(n * H * D));
-    const TensorView keys_v = TensorView::contiguous(keys.data(), DType::bf16, {N, 1, L});
-    copy_head_rows({pool, keys_v, g.key_slots.data(), nullptr, N});
+    const MlaExpandBytes bytes = mla_expand_bytes(c, DType::bf16, D, N, n);
+    std::vector<uint8_t> latent_kv(bytes.latent_kv), k_v(bytes.k_v), q_o(bytes.q_o);
+    const MlaExpandViews x =
+        mla_expand_views(c, seqs.latent, step, D, N, n, latent_kv.data(), k_v.data(), q_o.data());
+    copy_head_rows({x.pool_rows, x.keys_latent, g.key_slots.data(), nullptr, N});
     for (int64_t j = 0; j < N; ++j)
       for (int64_t o = 0; o < H * (dn + dv); ++o) {
         float acc = 0.f;
         for (int64_t i = 0; i < r; ++i)
-          acc += load_as_f32(keys.data(), DType::bf16, j * L + i) * load_as_f32(w.data(), DType::bf16, o * r + i);
-        store_from_f32(kv.data(), DType::bf16, j * H * (dn + dv) + o, acc);
+          acc += load_as_f32(x.c_kv.data, DType::bf16, j * x.c_kv.stride(0) + i) *
+                 load_as_f32(w.data(), DType::bf16, o * r + i);
+        store_from_f32(x.kv.data, DType::bf16, j * x.kv.stride(0) + o, acc);
       }
-    const TensorView kv_v = TensorView::contiguous(kv.data(), DType::bf16, {N, H, dn + dv});
-    const TensorView k_v = TensorView::contiguous(k.data(), DType::bf16, {N, H, D});
-    const TensorView v_v = TensorView::contiguous(v.data(), DType::bf16, {N, H, D});
-    copy_head_rows({cols(kv_v, 0, dn), cols(k_v, 0, dn), nullptr, nullptr, N});
-    copy_head_rows({cols(keys_v, r, dr), cols(k_v, dn, D - dn), nullptr, nullptr, N});
-    copy_head_rows({cols(kv_v, dn, dv), v_v, nullptr, nullptr, N});
-    const TensorView q_v = TensorView::contiguous(qp.data(), DType::bf16, {n, H, D});
-    const TensorView o_v = TensorView::contiguous(op.data(), DType::bf16, {n, H, D});
-    copy_head_rows({TensorView::contiguous(q.data(), DType::bf16, {T, H, Dq}), q_v, g.q_rows.data(), nullptr, n});
+    copy_head_rows({x.kv_nope, x.k_nope, nullptr, nullptr, N});
+    copy_head_rows({x.k_pe, x.k_rope, nullptr, nullptr, N});
+    copy_head_rows({x.kv_v, x.v, nullptr, nullptr, N});
+    copy_head_rows({x.step_q, x.q, g.q_rows.data(), nullptr, n});
     AttentionOptions opts;
     opts.scale = 1.f / std::sqrt(float(Dq));
-    attention_prefill(q_v, k_v, v_v, o_v, opts,
+    attention_prefill(x.q, x.k, x.v, x.o, opts,
                       VarlenInfo{g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1});
-    copy_head_rows({cols(o_v, 0, dv), out, nullptr, g.q_rows.data(), n});
+    copy_head_rows({x.o_v, x.step_out, nullptr, g.q_rows.data(), n});
   }
   for (const auto& [first, rows] : plan.absorbed_runs) {
     LatentCacheView part = seqs;

@@ -8,7 +8,11 @@
 
 #include "kernels/softmax/cuda/kv_write_cuda.h"
 #include "kernels/softmax/cuda/mla_decode_cuda.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/mla_problem.h"
+#include "kernels/softmax/problem.h"
+#include "layers/cuda/gemm_cuda.h"
+#include "layers/cuda/head_rows_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
 #include "models/cuda/mla_rows_plan.h"
@@ -73,6 +77,46 @@ void check_step(const MlaConfig& c) {
     const MlaProblem p = make_mla_cache_problem(v.q_heads, view, mw, v.out_heads, opts, {}, /*any_device=*/true);
     EXPECT_EQ(int64_t(p.seqs.size()), T);
     check_cuda_mla_decode(p, /*packed=*/false);
+  });
+
+  // The same 37 rows through the expanded prefill: the 30 fresh ones (30 keys) and the chunk of 7 (50 keys), in
+  // one call at the padded head dim.
+  const MlaExpandSizes sizes = mla_expand_sizes(H, r, c.qk_nope_head_dim, dr, dv, 2);
+  const int64_t D = sizes.head_dim;
+  ASSERT_GT(D, 0);
+  const MlaStepPlan plan = plan_mla_step(cu, cache_seqlens, tables, max_blocks, bs, sizes);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_TRUE(plan.absorbed_runs.empty());
+  const MlaExpandGroup& g = plan.groups[0];
+  const int64_t N = int64_t(g.key_slots.size()), n = int64_t(g.q_rows.size());
+  EXPECT_EQ(N, 80);
+  EXPECT_EQ(n, T);
+  const MlaExpandBytes bytes = mla_expand_bytes(c, dt, D, N, n);
+  FakeDeviceBytes latent_kv(bytes.latent_kv), k_v(bytes.k_v), q_o(bytes.q_o), indices(size_t(n + N) * 4);
+  const MlaExpandViews x = mla_expand_views(c, cache, v, D, N, n, latent_kv.data(), k_v.data(), q_o.data());
+  const auto* index = static_cast<const int32_t*>(indices.data());
+  for (const HeadRowCopy& copy : {HeadRowCopy{x.pool_rows, x.keys_latent, index, nullptr, N},
+                                  HeadRowCopy{x.kv_nope, x.k_nope, nullptr, nullptr, N},
+                                  HeadRowCopy{x.k_pe, x.k_rope, nullptr, nullptr, N},
+                                  HeadRowCopy{x.kv_v, x.v, nullptr, nullptr, N},
+                                  HeadRowCopy{x.step_q, x.q, index, nullptr, n},
+                                  HeadRowCopy{x.o_v, x.step_out, nullptr, index, n}})
+    EXPECT_NO_THROW(check_head_rows_cuda(copy)) << copy.src.shape_str() << " -> " << copy.dst.shape_str();
+  // k_pe lands right after k_nope in every head, and the pool's slots are its rows.
+  EXPECT_EQ(static_cast<uint8_t*>(x.k_rope.data), static_cast<uint8_t*>(x.k.data) + c.qk_nope_head_dim * 2);
+  EXPECT_EQ(x.pool_rows.size(0), num_blocks * bs);
+  EXPECT_EQ(x.pool_rows.stride(0), L);
+  EXPECT_NO_THROW({
+    const GemmProblem gp = make_gemm_problem(x.c_kv, mw.w_kv_b, nullptr, x.kv, {});
+    EXPECT_EQ(gp.K, r);
+    EXPECT_EQ(gp.ldx, L);
+  });
+  AttentionOptions opts_prefill;
+  opts_prefill.scale = 0.1f;
+  EXPECT_NO_THROW({
+    const AttentionProblem p = make_prefill_problem(
+        x.q, x.k, x.v, x.o, opts_prefill, {g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), 2});
+    check_cuda_prefill(p);
   });
 }
 

@@ -26,8 +26,6 @@ namespace {
 // feed-forward's start at 8.
 enum Slot : size_t { kQ, kQa, kLatent, kOut, kExpandLatent, kExpandKv, kExpandQo, kExpandRows };
 
-size_t align256(size_t n) { return (n + 255) / 256 * 256; }
-
 class DeviceMla final : public DeviceMixer {
  public:
   DeviceMla(const MlaMixer& mla, const DeviceLoad& load)
@@ -147,11 +145,8 @@ class DeviceMla final : public DeviceMixer {
   void expanded(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g,
                 const MlaStepViews& v) const {
     const MlaConfig& c = config_;
-    const int64_t H = c.num_heads, L = c.latent_dim(), r = c.kv_lora_rank, dn = c.qk_nope_head_dim;
-    const int64_t dr = c.qk_rope_head_dim, dv = c.v_head_dim, D = expand_sizes_.head_dim;
-    const int64_t n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size()), W = H * (dn + dv);
+    const int64_t D = expand_sizes_.head_dim, n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
     const DType a = act_dtype_;
-    const size_t e = dtype_size(a);
     const Stream s = step.stream;
     DeviceWorkspace& ws = *step.workspace;
 
@@ -162,51 +157,21 @@ class DeviceMla final : public DeviceMixer {
     const int32_t* q_rows = rows;
     const int32_t* key_slots = rows + n;
 
-    // The latent rows, then their expansion [N, H, dn + dv].
-    const size_t kv_at = align256(size_t(N * L) * e);
-    auto* latent = static_cast<uint8_t*>(ws.get(kExpandLatent, kv_at + size_t(N * W) * e));
-    TensorView pool = memory.k;  // [num_blocks, block_size, 1, L]: its slots as rows
-    require(pool.stride(0) == pool.size(1) * pool.stride(1), "latent_cache", "needs its blocks' slots evenly spaced");
-    pool.ndim = 3;
-    pool.shape = {pool.size(0) * pool.size(1), 1, L};
-    pool.strides = {memory.k.stride(1), L, 1};
-    const TensorView keys_latent = step.view(latent, a, {N, 1, L});
-    copy_head_rows_cuda({pool, keys_latent, key_slots, nullptr, N}, s);
-    TensorView c_kv = step.view(latent, a, {N, r});
-    c_kv.strides[0] = L;
-    const TensorView kv = step.view(latent + kv_at, a, {N, W});
-    gemm_cuda(c_kv, w_kv_b_, nullptr, kv, {}, s);
-
-    // K and V padded to D.
-    const size_t v_at = align256(size_t(N * H * D) * e);
-    auto* kv_padded = static_cast<uint8_t*>(ws.get(kExpandKv, v_at + size_t(N * H * D) * e));
-    const TensorView k = step.view(kv_padded, a, {N, H, D}), vv = step.view(kv_padded + v_at, a, {N, H, D});
-    auto heads = [&](const TensorView& t, int64_t col, int64_t cols) {  // [N, H, cols] from column col of t's heads
-      TensorView h = t;
-      h.data = static_cast<uint8_t*>(t.data) + size_t(col) * e;
-      h.shape[2] = cols;
-      return h;
-    };
-    const TensorView kv_heads = step.view(latent + kv_at, a, {N, H, dn + dv});
-    copy_head_rows_cuda({heads(kv_heads, 0, dn), heads(k, 0, dn), nullptr, nullptr, N}, s);
-    TensorView k_pe = step.view(latent + size_t(r) * e, a, {N, 1, dr});
-    k_pe.strides[0] = L;
-    copy_head_rows_cuda({k_pe, heads(k, dn, D - dn), nullptr, nullptr, N}, s);
-    copy_head_rows_cuda({heads(kv_heads, dn, dv), vv, nullptr, nullptr, N}, s);
-
-    // Q gathered and padded, the attention, the output sliced back into the step's rows.
-    const size_t o_at = align256(size_t(n * H * D) * e);
-    auto* qo = static_cast<uint8_t*>(ws.get(kExpandQo, o_at + size_t(n * H * D) * e));
-    const TensorView qp = step.view(qo, a, {n, H, D}), op = step.view(qo + o_at, a, {n, H, D});
-    const TensorView q_heads = step.view(v.q.data, a, {v.q.size(0), H, c.qk_head_dim()});
-    copy_head_rows_cuda({q_heads, qp, q_rows, nullptr, n}, s);
+    const MlaExpandBytes bytes = mla_expand_bytes(c, a, D, N, n);
+    const MlaExpandViews x = mla_expand_views(c, memory.k, v, D, N, n, ws.get(kExpandLatent, bytes.latent_kv),
+                                              ws.get(kExpandKv, bytes.k_v), ws.get(kExpandQo, bytes.q_o));
+    copy_head_rows_cuda({x.pool_rows, x.keys_latent, key_slots, nullptr, N}, s);
+    gemm_cuda(x.c_kv, w_kv_b_, nullptr, x.kv, {}, s);
+    copy_head_rows_cuda({x.kv_nope, x.k_nope, nullptr, nullptr, N}, s);
+    copy_head_rows_cuda({x.k_pe, x.k_rope, nullptr, nullptr, N}, s);  // one head for all, then zeros
+    copy_head_rows_cuda({x.kv_v, x.v, nullptr, nullptr, N}, s);
+    copy_head_rows_cuda({x.step_q, x.q, q_rows, nullptr, n}, s);
     AttentionOptions opts;
     opts.scale = scale_;
     opts.causal = true;  // bottom-right: a sequence's queries are the last of its keys
-    attention_prefill(qp, k, vv, op, opts,
+    attention_prefill(x.q, x.k, x.v, x.o, opts,
                       {g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1});
-    const TensorView out_heads = step.view(v.out.data, a, {v.out.size(0), H, dv});
-    copy_head_rows_cuda({heads(op, 0, dv), out_heads, nullptr, q_rows, n}, s);
+    copy_head_rows_cuda({x.o_v, x.step_out, nullptr, q_rows, n}, s);
   }
 
   MlaConfig config_;
