@@ -1,6 +1,7 @@
 #include "models/cuda/device_mla.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 
@@ -8,23 +9,52 @@
 
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
+#include "kernels/softmax/cuda/mla_decode_cuda.h"
 #include "kernels/softmax/mla.h"
+#include "kernels/softmax/mla_problem.h"
 #include "layers/cuda/gemm_cuda.h"
 #include "layers/cuda/head_rows_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
 #include "models/cuda/mla_rows_plan.h"
 #include "models/cuda/mla_step_views.h"
+#include "models/cuda/step_decode_plans.h"
 
 namespace attnzoo {
 
 #if ATTNZOO_WITH_CUDA
+
+// What the step's MLA plan depends on beyond the batch: layers that agree share it.
+struct MlaStepKey {
+  int64_t block_group = 0, H = 0, dn = 0, dr = 0, dv = 0, r = 0, expand_dim = 0;
+  float scale = 0.f;
+  DType act = DType::bf16, w = DType::bf16, latent = DType::bf16;
+  std::array<int64_t, TensorView::kMaxDims> latent_strides{};
+  bool operator==(const MlaStepKey&) const = default;
+};
+
+// The step's MLA plan (step_decode_plans.h), made once by the first MLA layer's prepare: the rows' split, each
+// absorbed call's prepared decode (metadata in the step's copy) and each expanded call's row indices (likewise).
+// Every MLA layer whose key matches only launches.
+struct MlaStepShared {
+  MlaStepKey key;
+  MlaStepPlan plan;
+  struct AbsorbedCall {
+    int64_t first = 0;  // its first step row
+    PreparedMlaDecodeCuda prepared;
+    size_t meta_at = 0;
+  };
+  std::vector<AbsorbedCall> calls;
+  size_t scratch_bytes = 0;           // the largest call's: every call and layer reuses one slot
+  std::vector<size_t> group_rows_at;  // each expanded group's [q_rows | key_slots]
+};
+
 namespace {
 
 // Workspace slots: the block's activations between its launches, then the expanded prefill's scratch (the
-// gathered latent rows and their expansion, padded K and V, padded Q and output, the row indices); the
-// feed-forward's start at 8.
-enum Slot : size_t { kQ, kQa, kLatent, kOut, kExpandLatent, kExpandKv, kExpandQo, kExpandRows };
+// gathered latent rows and their expansion, padded K and V, padded Q and output) and the absorbed decode's
+// (or, planned per layer, the expanded call's row indices); the feed-forward's start at 8.
+enum Slot : size_t { kQ, kQa, kLatent, kOut, kExpandLatent, kExpandKv, kExpandQo, kDecodeScratch };
 
 class DeviceMla final : public DeviceMixer {
  public:
@@ -54,9 +84,38 @@ class DeviceMla final : public DeviceMixer {
     scale_ = std::isnan(config_.scale) ? 1.f / std::sqrt(float(config_.qk_head_dim())) : config_.scale;
   }
 
-  // Not graph-safe (the default false, said here): mla_decode plans on the host and uploads its plan (the rows'
-  // cache lengths and block-table rows among it) per call, so a step that holds MLA layers launches kernel by kernel.
+    // Not graph-safe (the default false, said here): the step's MLA plan is made on the host each step (its
+  // metadata travels in the step's copy), so a step that holds MLA layers launches kernel by kernel.
   bool replayable() const override { return false; }
+
+  // The first MLA layer of the step plans it for all: the split, the absorbed calls' decode plans, the expanded
+  // calls' row indices, all in the step's one copy. A layer of another shape (none in the models the runner
+  // covers) plans its own calls in forward.
+  void prepare(const DeviceStep& step, int64_t layer) const override {
+    if (!step.decode_plans || step.decode_plans->mla) return;
+    StepDecodePlans& plans = *step.decode_plans;
+    const LayerMemory memory = step.storage->layer(layer);
+    auto shared = std::make_shared<MlaStepShared>();
+    shared->key = step_key(memory);
+    const BlockTables& tables = step.batch->tables(memory);
+    shared->plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
+                                 tables.max_blocks, memory.k.size(1), expand_sizes_);
+    const DeviceGuard on(step.device);
+    for_each_absorbed_call(step, memory, shared->plan, [&](int64_t first, const MlaProblem& p) {
+      check_cuda_mla_decode(p, /*packed=*/false);
+      MlaStepShared::AbsorbedCall call{first, prepare_mla_decode_cuda(p), 0};
+      call.meta_at = plans.add_bytes(call.prepared.plan.metadata);
+      shared->scratch_bytes = std::max(shared->scratch_bytes, call.prepared.scratch_bytes());
+      shared->calls.push_back(std::move(call));
+    });
+    for (const MlaExpandGroup& g : shared->plan.groups) {
+      std::vector<int32_t> rows = g.q_rows;
+      rows.insert(rows.end(), g.key_slots.begin(), g.key_slots.end());
+      shared->group_rows_at.push_back(plans.add_bytes(
+          {reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(int32_t)}));
+    }
+    plans.mla = std::move(shared);
+  }
 
   // h: the block's bf16 normed rows (the projections take them as they are).
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
@@ -68,7 +127,7 @@ class DeviceMla final : public DeviceMixer {
     DeviceWorkspace& ws = *step.workspace;
     auto* q = static_cast<uint8_t*>(ws.get(kQ, size_t(T * H * Dq) * e));
     auto* latent = static_cast<uint8_t*>(ws.get(kLatent, size_t(T * L) * e));
-    void* out = ws.get(kOut, size_t(T * H * dv) * e);
+    auto* out = static_cast<uint8_t*>(ws.get(kOut, size_t(T * H * dv) * e));
     const LayerMemory memory = step.storage->layer(layer);
 
     const MlaStepViews v = mla_step_views(c, step.device, act_dtype_, T, q, latent, out);
@@ -90,11 +149,37 @@ class DeviceMla final : public DeviceMixer {
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda({&write, 1}, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
 
-    const BlockTables& tables = step.batch->tables(memory);
-    const MlaStepPlan plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
-                                           tables.max_blocks, memory.k.size(1), expand_sizes_);
-    absorbed(step, memory, plan, q, out);
-    for (const MlaExpandGroup& g : plan.groups) expanded(step, memory, g, v);
+    const MlaStepShared* shared = step.decode_plans ? step.decode_plans->mla.get() : nullptr;
+    if (shared && shared->key == step_key(memory)) {
+      // The step's plan: launches only.
+      auto* scratch = static_cast<unsigned char*>(ws.get(kDecodeScratch, shared->scratch_bytes));
+      for (const MlaStepShared::AbsorbedCall& call : shared->calls)
+        launch_prepared_mla_decode_cuda(call.prepared, step.decode_plans->device(call.meta_at), scratch,
+                                        {q + size_t(call.first * H * Dq) * e, out + size_t(call.first * H * dv) * e,
+                                         w_kv_b_.data, memory.k.data},
+                                        s);
+      for (size_t i = 0; i < shared->plan.groups.size(); ++i)
+        expanded(step, memory, shared->plan.groups[i], v,
+                 reinterpret_cast<const int32_t*>(step.decode_plans->device(shared->group_rows_at[i])));
+    } else {
+      // Planned here: each absorbed call through mla_decode (its plan uploaded per call), each expanded call's
+      // row indices uploaded (from pageable memory: the copy returns once staged).
+      const DeviceGuard on(step.device);
+      const BlockTables& tables = step.batch->tables(memory);
+      const MlaStepPlan plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
+                                             tables.max_blocks, memory.k.size(1), expand_sizes_);
+      for_each_absorbed_call(step, memory, plan, [&](int64_t, const MlaProblem& p) {
+        check_cuda_mla_decode(p, /*packed=*/false);
+        mla_decode_cuda(p, s);
+      });
+      for (const MlaExpandGroup& g : plan.groups) {
+        const size_t n = g.q_rows.size(), N = g.key_slots.size();
+        auto* rows = static_cast<int32_t*>(ws.get(kDecodeScratch, (n + N) * sizeof(int32_t)));
+        copy_bytes(rows, step.device, g.q_rows.data(), Device::cpu(), n * sizeof(int32_t), s);
+        copy_bytes(rows + n, step.device, g.key_slots.data(), Device::cpu(), N * sizeof(int32_t), s);
+        expanded(step, memory, g, v, rows);
+      }
+    }
 
     GemmOptions add_into;
     add_into.accumulate = true;
@@ -102,14 +187,24 @@ class DeviceMla final : public DeviceMixer {
   }
 
  private:
-  // The absorbed decode over the plan's absorbed runs: every new token its own decode row over its sequence's
-  // blocks, cut at its own position. Host arrays: the kernel uploads its plan (these among it) once per call,
-  // stream-ordered.
-  void absorbed(const DeviceStep& step, const LayerMemory& memory, const MlaStepPlan& plan, uint8_t* q,
-                void* out) const {
+  MlaStepKey step_key(const LayerMemory& memory) const {
     const MlaConfig& c = config_;
-    const int64_t H = c.num_heads, Dq = c.qk_head_dim(), dv = c.v_head_dim;
+    return {memory.block_group, c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim,
+            c.kv_lora_rank, expand_sizes_.head_dim, scale_, act_dtype_, w_kv_b_.dtype, memory.k.dtype,
+            memory.k.strides};
+  }
+
+  // fn(first row, problem) for each absorbed-decode call of `plan`: the runs' rows in calls of at most
+  // mla_rows_per_call rows, each row a decode row over its sequence's blocks cut at its own position, over this
+  // layer's tensors in the step's scratch, validated as mla_decode validates.
+  template <class Fn>
+  void for_each_absorbed_call(const DeviceStep& step, const LayerMemory& memory, const MlaStepPlan& plan,
+                              Fn&& fn) const {
+    const MlaConfig& c = config_;
+    const int64_t T = step.num_tokens, H = c.num_heads, Dq = c.qk_head_dim(), dv = c.v_head_dim;
     const size_t e = dtype_size(act_dtype_);
+    auto* q = static_cast<uint8_t*>(step.workspace->get(kQ, size_t(T * H * Dq) * e));
+    auto* out = static_cast<uint8_t*>(step.workspace->get(kOut, size_t(T * H * dv) * e));
     LatentCacheView cache;
     cache.latent = memory.k;
     cache.scale = memory.k_scale;
@@ -133,31 +228,26 @@ class DeviceMla final : public DeviceMixer {
         LatentCacheView part = cache;
         part.cache_seqlens += first;
         part.block_table += first * plan.rows.max_blocks;
-        mla_decode(step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
-                   step.view(static_cast<uint8_t*>(out) + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}),
-                   opts);
+        const MlaProblem p = make_mla_cache_problem(
+            step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
+            step.view(out + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}), opts, {}, /*any_device=*/true);
+        fn(first, p);
       }
   }
 
   // One expanded prefill call (mla_rows_plan.h): the group's keys' latent rows gathered from the pool, c_kv
   // through kv_b_proj, K = [k_nope | k_pe | 0] and V = [v | 0] at the padded head dim, Q = [q_nope | q_pe | 0]
-  // gathered from the step's rows, the softmax prefill, the output's first dv columns scattered back.
-  void expanded(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g,
-                const MlaStepViews& v) const {
+  // gathered from the step's rows, the softmax prefill, the output's first dv columns scattered back. `rows`: the
+  // group's [q_rows | key_slots] on the device.
+  void expanded(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g, const MlaStepViews& v,
+                const int32_t* rows) const {
     const MlaConfig& c = config_;
     const int64_t D = expand_sizes_.head_dim, n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
-    const DType a = act_dtype_;
     const Stream s = step.stream;
     DeviceWorkspace& ws = *step.workspace;
-
-    // The row indices, one upload per call (from pageable memory: returns once staged).
-    auto* rows = static_cast<int32_t*>(ws.get(kExpandRows, size_t(n + N) * sizeof(int32_t)));
-    copy_bytes(rows, step.device, g.q_rows.data(), Device::cpu(), size_t(n) * sizeof(int32_t), s);
-    copy_bytes(rows + n, step.device, g.key_slots.data(), Device::cpu(), size_t(N) * sizeof(int32_t), s);
     const int32_t* q_rows = rows;
     const int32_t* key_slots = rows + n;
-
-    const MlaExpandBytes bytes = mla_expand_bytes(c, a, D, N, n);
+    const MlaExpandBytes bytes = mla_expand_bytes(c, act_dtype_, D, N, n);
     const MlaExpandViews x = mla_expand_views(c, memory.k, v, D, N, n, ws.get(kExpandLatent, bytes.latent_kv),
                                               ws.get(kExpandKv, bytes.k_v), ws.get(kExpandQo, bytes.q_o));
     copy_head_rows_cuda({x.pool_rows, x.keys_latent, key_slots, nullptr, N}, s);
