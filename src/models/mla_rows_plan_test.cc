@@ -104,7 +104,7 @@ TEST(MlaStepPlan, PrefillSequencesExpandDecodeRowsStayAbsorbed) {
   const std::vector<int32_t> tables = {0, 1, 2, 7, -1, -1, 5, 3, -1, 6, 4, -1, 8, -1, -1};
   MlaExpandSizes sizes;
   sizes.head_dim = 64, sizes.key_bytes = 10, sizes.query_bytes = 1;
-  const MlaStepPlan plan = plan_mla_step(cu, cache, tables, M, bs, sizes);
+  const MlaStepPlan plan = plan_mla_step(cu, cache, tables, M, bs, sizes, /*min_rows=*/2);
   EXPECT_EQ(plan.rows.cache_seqlens, plan_mla_rows(cu, cache, tables, M).cache_seqlens);
   EXPECT_EQ(plan.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {6, 1}}));
   ASSERT_EQ(plan.groups.size(), 1u);
@@ -115,9 +115,12 @@ TEST(MlaStepPlan, PrefillSequencesExpandDecodeRowsStayAbsorbed) {
   EXPECT_EQ(g.cu_seqlens_q, (std::vector<int32_t>{0, 3, 5}));
   EXPECT_EQ(g.cu_seqlens_k, (std::vector<int32_t>{0, 3, 9}));
 
-  // Every row absorbed: no head dim the prefill takes, or a threshold above every sequence.
-  for (const MlaStepPlan& p : {plan_mla_step(cu, cache, tables, M, bs, MlaExpandSizes{}),
-                               plan_mla_step(cu, cache, tables, M, bs, sizes, /*min_rows=*/4)}) {
+  // Every row absorbed: no head dim the prefill takes, or a threshold above every sequence (the default: up to
+  // kMaxDecodeQueries new tokens are decode rows, a verify step's).
+  EXPECT_EQ(kMlaExpandMinRows, 9);
+  for (const MlaStepPlan& p : {plan_mla_step(cu, cache, tables, M, bs, MlaExpandSizes{}, 2),
+                               plan_mla_step(cu, cache, tables, M, bs, sizes, /*min_rows=*/4),
+                               plan_mla_step(cu, cache, tables, M, bs, sizes)}) {
     EXPECT_TRUE(p.groups.empty());
     EXPECT_EQ(p.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{0, 7}}));
   }
@@ -198,7 +201,7 @@ TEST(MlaStepPlan, ExpandedAndAbsorbedRowsMatchTheNaiveForm) {
 
   const MlaExpandSizes sizes = mla_expand_sizes(H, r, dn, dr, dv, 2);
   ASSERT_EQ(sizes.head_dim, 64);
-  const MlaStepPlan plan = plan_mla_step(cu, cache_seqlens, tables, M, bs, sizes);
+  const MlaStepPlan plan = plan_mla_step(cu, cache_seqlens, tables, M, bs, sizes, /*min_rows=*/2);
   ASSERT_EQ(plan.groups.size(), 1u);  // sequences 0, 2 and 3; sequence 1 (a decode) absorbed
   EXPECT_EQ(plan.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{5, 1}}));
   std::vector<uint16_t> got(size_t(T * H * dv), 0xFFFF);  // NaN where nothing wrote

@@ -79,18 +79,18 @@ void check_step(const MlaConfig& c) {
     check_cuda_mla_decode(p, /*packed=*/false);
   });
 
-  // The same 37 rows through the expanded prefill: the 30 fresh ones (30 keys) and the chunk of 7 (50 keys), in
-  // one call at the padded head dim.
+  // The same step split: the 30 fresh rows through the expanded prefill at the padded head dim, the chunk of 7
+  // (a verify step's size) left absorbed.
   const MlaExpandSizes sizes = mla_expand_sizes(H, r, c.qk_nope_head_dim, dr, dv, 2);
   const int64_t D = sizes.head_dim;
   ASSERT_GT(D, 0);
   const MlaStepPlan plan = plan_mla_step(cu, cache_seqlens, tables, max_blocks, bs, sizes);
   ASSERT_EQ(plan.groups.size(), 1u);
-  EXPECT_TRUE(plan.absorbed_runs.empty());
+  EXPECT_EQ(plan.absorbed_runs, (std::vector<std::pair<int64_t, int64_t>>{{30, 7}}));
   const MlaExpandGroup& g = plan.groups[0];
   const int64_t N = int64_t(g.key_slots.size()), n = int64_t(g.q_rows.size());
-  EXPECT_EQ(N, 80);
-  EXPECT_EQ(n, T);
+  EXPECT_EQ(N, 30);
+  EXPECT_EQ(n, 30);
   const MlaExpandBytes bytes = mla_expand_bytes(c, dt, D, N, n);
   FakeDeviceBytes latent_kv(bytes.latent_kv), k_v(bytes.k_v), q_o(bytes.q_o), indices(size_t(n + N) * 4);
   const MlaExpandViews x = mla_expand_views(c, cache, v, D, N, n, latent_kv.data(), k_v.data(), q_o.data());
@@ -115,7 +115,7 @@ void check_step(const MlaConfig& c) {
   opts_prefill.scale = 0.1f;
   EXPECT_NO_THROW({
     const AttentionProblem p = make_prefill_problem(
-        x.q, x.k, x.v, x.o, opts_prefill, {g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), 2});
+        x.q, x.k, x.v, x.o, opts_prefill, {g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), 1});
     check_cuda_prefill(p);
   });
 }

@@ -263,8 +263,8 @@ TEST(DecoderCudaRunner, AMinistral3WithTheQueryTemperatureMatchesTheCpu) {
 }
 
 // MLA (device_mla.h, mla_rows_plan.h): decode rows are absorbed-decode rows over the paged latent cache; prefill
-// sequences (the ragged prefill, Tq 3, the prefix reuse and the chunk after it) expand their whole context's
-// latents into K / V padded to 64 for the softmax prefill. Every expert chosen in the MoE layer, as for GLM-4.5
+// sequences of more than 8 new tokens (the ragged prefill, the prefix reuse and the chunk after it; not Tq 3)
+// expand their whole context's latents into K / V padded to 64 for the softmax prefill. Every expert chosen in the MoE layer, as for GLM-4.5
 // above, so bf16-level differences cannot flip a near-tied choice.
 TEST(DecoderCudaRunner, ADeepseekV3WithQLoraAndAnMoeLayerMatchesTheCpu) {
   REQUIRE_GPU();
@@ -274,8 +274,8 @@ TEST(DecoderCudaRunner, ADeepseekV3WithQLoraAndAnMoeLayerMatchesTheCpu) {
 
 // Both MLA paths in one step: decode rows absorbed around a fresh prompt expanded, a 300-token prompt (90,000
 // row-key pairs the absorbed rows would read one by one), a fresh one-token prompt (absorbed), a prefix-cache hit
-// whose new tokens expand the cached context with them, and a step of a short chunk after that context beside
-// decode rows.
+// whose new tokens expand the cached context with them, and a step of a 12-token chunk after that context beside
+// decode rows of one and of three tokens (a verify step's: absorbed).
 TEST(DecoderCudaRunner, ADeepseekV3MixesExpandedPrefillAndAbsorbedDecodeRows) {
   REQUIRE_GPU();
   ScratchDir dir;
@@ -303,7 +303,7 @@ TEST(DecoderCudaRunner, ADeepseekV3MixesExpandedPrefillAndAbsorbedDecodeRows) {
   std::vector<int32_t> shared = long_prompt;
   for (int32_t id : ids(40)) shared.push_back(id);
   both({shared}, {3}, false, "a prefix-cache hit");
-  both({ids(1), ids(5), ids(1), ids(2)}, {0, 3, 1, 2}, false, "a chunk after the hit beside decode rows");
+  both({ids(1), ids(12), ids(1), ids(3)}, {0, 3, 1, 2}, false, "a chunk after the hit beside decode rows");
   for (int s = 0; s < 3; ++s) both({ids(1), ids(1), ids(1), ids(1)}, {0, 1, 2, 3}, false, "decode " + std::to_string(s));
 }
 

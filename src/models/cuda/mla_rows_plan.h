@@ -6,7 +6,7 @@
 // cache_seqlens cut at context + i + 1, so it sees exactly the keys up to itself (causal by construction). Fresh
 // prefills, decode steps and chunks after a cached prefix are all the same plan.
 //
-// That is the path for decode rows. Prefill rows (sequences bringing at least kMlaExpandMinRows new tokens) take
+// That is the path for decode rows. Prefill rows (sequences bringing more than kMaxDecodeQueries new tokens) take
 // the path vLLM and FlashInfer use instead, planned by plan_mla_step: the sequence's whole context of latent rows
 // (cached ones and its new ones) gathered from the pool, expanded through kv_b_proj into per-head K [keys, H,
 // dn + dr] (k_pe broadcast to every head) and V [keys, H, dv] by one GEMM, then the CUDA softmax prefill (varlen,
@@ -33,6 +33,8 @@
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "kernels/softmax/decode.h"
 
 namespace attnzoo {
 
@@ -64,9 +66,12 @@ struct MlaExpandSizes {
 MlaExpandSizes mla_expand_sizes(int64_t num_heads, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
                                 int64_t qk_rope_head_dim, int64_t v_head_dim, int64_t elem_bytes);
 
-// Sequences with fewer new tokens stay on the absorbed rows: a decode step (one token) reads each latent once
-// there, and its expansion would cost a GEMM over the whole context for one row.
-inline constexpr int64_t kMlaExpandMinRows = 2;
+// Sequences with fewer new tokens stay on the absorbed rows: decode steps, speculative verification included (up
+// to kMaxDecodeQueries queries per sequence, what the softmax layers' paged decode takes, as vLLM's MLA backends
+// keep such rows on the decode path). Their expansion would cost a GEMM over the whole context for a few rows
+// (~33.6 Mflop per key at DeepSeek-V3's shapes: ~1.1 Tflop per layer for a 32k context) where the absorbed rows
+// read each latent once per row and head group.
+inline constexpr int64_t kMlaExpandMinRows = kMaxDecodeQueries + 1;
 // The expanded prefill's scratch per call (a group of sequences); beside a pool sized to the free memory.
 inline constexpr int64_t kMlaExpandBytes = int64_t(1) << 30;
 
