@@ -84,7 +84,7 @@ class DeviceMla final : public DeviceMixer {
     scale_ = std::isnan(config_.scale) ? 1.f / std::sqrt(float(config_.qk_head_dim())) : config_.scale;
   }
 
-    // Not graph-safe (the default false, said here): the step's MLA plan is made on the host each step (its
+  // Not graph-safe (the default false, said here): the step's MLA plan is made on the host each step (its
   // metadata travels in the step's copy), so a step that holds MLA layers launches kernel by kernel.
   bool replayable() const override { return false; }
 
