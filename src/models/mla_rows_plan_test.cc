@@ -160,10 +160,11 @@ TEST(MlaStepPlan, ExpandSizesPadToThePrefillsHeadDims) {
   EXPECT_EQ(mla_expand_sizes(4, 64, 256, 64, 128, 2).head_dim, 0);  // wider than 256: absorbed
 }
 
-// The expanded path itself, over mla_expand_views' tensors (device_mla.cc's) on host memory, through the CPU
-// twins of its steps in device_mla.cc's order (gather the keys' latent rows, c_kv through kv_b_proj rounded to bf16 as the GEMM stores it, pad K / V / Q, the softmax prefill at the
-// padded dim with MLA's scale, the output sliced back) with the absorbed rows for the rest, against the naive
-// form per sequence: every row covered once, within bf16 rounding.
+// The expanded path itself, over mla_expand_views' tensors (device_mla.cc's) on host memory, through the CPU twins
+// of its steps in device_mla.cc's order (gather the keys' latent rows, c_kv through kv_b_proj rounded to bf16 as the
+// GEMM stores it, pad K / V / Q, the softmax prefill at the padded dim with MLA's scale, the output sliced back)
+// with the absorbed rows for the rest, against the naive form per sequence: every row covered once, within bf16
+// rounding.
 TEST(MlaStepPlan, ExpandedAndAbsorbedRowsMatchTheNaiveForm) {
   const int64_t H = 3, dn = 24, dr = 16, dv = 20, r = 32, L = r + dr, Dq = dn + dr, bs = 4, M = 6;
   const std::vector<int32_t> len = {5, 1, 3, 9, 0}, context = {0, 12, 4, 7, 3};

@@ -263,9 +263,9 @@ TEST(DecoderCudaRunner, AMinistral3WithTheQueryTemperatureMatchesTheCpu) {
 }
 
 // MLA (device_mla.h, mla_rows_plan.h): decode rows are absorbed-decode rows over the paged latent cache; prefill
-// sequences of more than 8 new tokens (the ragged prefill, the prefix reuse and the chunk after it; not Tq 3)
-// expand their whole context's latents into K / V padded to 64 for the softmax prefill. Every expert chosen in the MoE layer, as for GLM-4.5
-// above, so bf16-level differences cannot flip a near-tied choice.
+// sequences of more than 8 new tokens (the ragged prefill, the prefix reuse and the chunk after it; not Tq 3) expand
+// their whole context's latents into K / V padded to 64 for the softmax prefill. Every expert chosen in the MoE
+// layer, as for GLM-4.5 above, so bf16-level differences cannot flip a near-tied choice.
 TEST(DecoderCudaRunner, ADeepseekV3WithQLoraAndAnMoeLayerMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3", .seed = 18,
@@ -304,7 +304,8 @@ TEST(DecoderCudaRunner, ADeepseekV3MixesExpandedPrefillAndAbsorbedDecodeRows) {
   for (int32_t id : ids(40)) shared.push_back(id);
   both({shared}, {3}, false, "a prefix-cache hit");
   both({ids(1), ids(12), ids(1), ids(3)}, {0, 3, 1, 2}, false, "a chunk after the hit beside decode rows");
-  for (int s = 0; s < 3; ++s) both({ids(1), ids(1), ids(1), ids(1)}, {0, 1, 2, 3}, false, "decode " + std::to_string(s));
+  for (int s = 0; s < 3; ++s)
+    both({ids(1), ids(1), ids(1), ids(1)}, {0, 1, 2, 3}, false, "decode " + std::to_string(s));
 }
 
 // A plain q_proj (DeepSeek-V2-Lite's form) and YaRN, whose mscale the softmax scale carries; f32 weights, so

@@ -46,7 +46,8 @@ MlaExpandSizes mla_expand_sizes(int64_t num_heads, int64_t kv_lora_rank, int64_t
       break;
     }
   const int64_t H = num_heads;
-  s.key_bytes = elem_bytes * (kv_lora_rank + qk_rope_head_dim + H * (qk_nope_head_dim + v_head_dim) + 2 * H * s.head_dim);
+  s.key_bytes =
+      elem_bytes * (kv_lora_rank + qk_rope_head_dim + H * (qk_nope_head_dim + v_head_dim) + 2 * H * s.head_dim);
   s.query_bytes = elem_bytes * 2 * H * s.head_dim;
   return s;
 }

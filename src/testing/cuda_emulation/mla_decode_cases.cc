@@ -147,9 +147,9 @@ bool check(const Case& c, uint64_t seed) {
   // of their own, the tensors' addresses bound at launch (the plan's own cleared, so nothing reads them).
   const bool elsewhere = seed % 2 == 1;
   if (elsewhere) plan.params.q = plan.params.w = plan.params.latent = plan.params.o = nullptr;
-  const MlaDecodeParams params = elsewhere
-                                     ? with_tensors(bind_device_buffers(plan, buffer.data(), scratch.data()), mla_tensors(p))
-                                     : bind_device_buffer(plan, buffer.data());
+  const MlaDecodeParams params =
+      elsewhere ? with_tensors(bind_device_buffers(plan, buffer.data(), scratch.data()), mla_tensors(p))
+                : bind_device_buffer(plan, buffer.data());
   cuda_emulation::seed_schedule(seed);
   launch_all(plan, params);
   out.download();
