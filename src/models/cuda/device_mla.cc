@@ -235,33 +235,40 @@ class DeviceMla final : public DeviceMixer {
       }
   }
 
-  // One expanded prefill call (mla_rows_plan.h): the group's keys' latent rows gathered from the pool, c_kv
-  // through kv_b_proj, K = [k_nope | k_pe | 0] and V = [v | 0] at the padded head dim, Q = [q_nope | q_pe | 0]
+  // One expanded prefill call (mla_rows_plan.h): the group's keys' latent rows gathered from the pool once, then
+  // per slice of g.heads heads (all of them but for a context too long for the scratch) c_kv through the slice's
+  // rows of kv_b_proj, K = [k_nope | k_pe | 0] and V = [v | 0] at the padded head dim, Q = [q_nope | q_pe | 0]
   // gathered from the step's rows, the softmax prefill, the output's first dv columns scattered back. `rows`: the
   // group's [q_rows | key_slots] on the device.
   void expanded(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g, const MlaStepViews& v,
                 const int32_t* rows) const {
     const MlaConfig& c = config_;
-    const int64_t D = expand_sizes_.head_dim, n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
+    const int64_t H = c.num_heads, D = expand_sizes_.head_dim, hg = g.heads;
+    const int64_t n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
     const Stream s = step.stream;
     DeviceWorkspace& ws = *step.workspace;
     const int32_t* q_rows = rows;
     const int32_t* key_slots = rows + n;
-    const MlaExpandBytes bytes = mla_expand_bytes(c, act_dtype_, D, N, n);
-    const MlaExpandViews x = mla_expand_views(c, memory.k, v, D, N, n, ws.get(kExpandLatent, bytes.latent_kv),
-                                              ws.get(kExpandKv, bytes.k_v), ws.get(kExpandQo, bytes.q_o));
-    copy_head_rows_cuda({x.pool_rows, x.keys_latent, key_slots, nullptr, N}, s);
-    gemm_cuda(x.c_kv, w_kv_b_, nullptr, x.kv, {}, s);
-    copy_head_rows_cuda({x.kv_nope, x.k_nope, nullptr, nullptr, N}, s);
-    copy_head_rows_cuda({x.k_pe, x.k_rope, nullptr, nullptr, N}, s);  // one head for all, then zeros
-    copy_head_rows_cuda({x.kv_v, x.v, nullptr, nullptr, N}, s);
-    copy_head_rows_cuda({x.step_q, x.q, q_rows, nullptr, n}, s);
+    const MlaExpandBytes bytes = mla_expand_bytes(c, act_dtype_, D, N, n, hg);
+    void* latent_kv = ws.get(kExpandLatent, bytes.latent_kv);
+    void* k_v = ws.get(kExpandKv, bytes.k_v);
+    void* q_o = ws.get(kExpandQo, bytes.q_o);
     AttentionOptions opts;
     opts.scale = scale_;
     opts.causal = true;  // bottom-right: a sequence's queries are the last of its keys
-    attention_prefill(x.q, x.k, x.v, x.o, opts,
-                      {g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1});
-    copy_head_rows_cuda({x.o_v, x.step_out, nullptr, q_rows, n}, s);
+    const VarlenInfo varlen{g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1};
+    for (int64_t h0 = 0; h0 < H; h0 += hg) {
+      const int64_t heads = std::min(hg, H - h0);
+      const MlaExpandViews x = mla_expand_views(c, memory.k, v, w_kv_b_, D, N, n, h0, heads, latent_kv, k_v, q_o);
+      if (h0 == 0) copy_head_rows_cuda({x.pool_rows, x.keys_latent, key_slots, nullptr, N}, s);  // every slice's
+      gemm_cuda(x.c_kv, x.w, nullptr, x.kv, {}, s);
+      copy_head_rows_cuda({x.kv_nope, x.k_nope, nullptr, nullptr, N}, s);
+      copy_head_rows_cuda({x.k_pe, x.k_rope, nullptr, nullptr, N}, s);  // one head for all, then zeros
+      copy_head_rows_cuda({x.kv_v, x.v, nullptr, nullptr, N}, s);
+      copy_head_rows_cuda({x.step_q, x.q, q_rows, nullptr, n}, s);
+      attention_prefill(x.q, x.k, x.v, x.o, opts, varlen);
+      copy_head_rows_cuda({x.o_v, x.step_out, nullptr, q_rows, n}, s);
+    }
   }
 
   MlaConfig config_;

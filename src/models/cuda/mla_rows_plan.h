@@ -27,8 +27,8 @@
 //                  re-reads (once per 128-query tile).
 // A fresh 4096-token prompt (P ~ 8.4M): ~77 GB of latent reads and ~2.3 Pflop absorbed; ~0.8 GB of scratch,
 // ~8.6 GB of tile re-reads and ~1.2 Tflop expanded. The expansion's scratch is bounded (kMlaExpandBytes per
-// call); a sequence whose keys alone would not fit it (~5,400 at DeepSeek-V3's shapes; chunked prefill keeps the
-// new tokens few, not the context) stays on the absorbed rows.
+// call): past ~5,400 keys over all 128 heads at DeepSeek-V3's shapes, a sequence runs in slices of heads (16 heads:
+// ~41k keys; one head: ~400k), each slice its own GEMM rows and prefill call over one gather of the latent rows.
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -55,13 +55,16 @@ MlaRowsPlan plan_mla_rows(std::span<const int32_t> cu_seqlens, std::span<const i
 inline constexpr int64_t kMlaScratchBytes = int64_t(128) << 20;
 int64_t mla_rows_per_call(int64_t num_heads, int64_t kv_lora_rank, int64_t qk_rope_head_dim);
 
-// The expanded prefill's shapes for heads of qk_head_dim dq and v_head_dim dv: the head dim the CUDA softmax
-// prefill runs at (the smallest of 64, 128, 256 holding both; 0 when none does and every row stays absorbed), and
-// the scratch bytes of `elem_bytes` elements one key (latent row, expansion, padded K and V) and one query
-// (padded q and output) take.
+// The expanded prefill's shapes: the head dim the CUDA softmax prefill runs at (the smallest of 64, 128, 256
+// holding both qk_head_dim and v_head_dim; 0 when none does and every row stays absorbed), and the scratch bytes of
+// `elem_bytes` elements a call over `heads` heads takes (bytes()): per key its gathered latent row, per key and head
+// its expansion and padded K and V, per query and head its padded q and output.
 struct MlaExpandSizes {
-  int64_t head_dim = 0;
-  int64_t key_bytes = 0, query_bytes = 0;
+  int64_t num_heads = 0, head_dim = 0;
+  int64_t latent_bytes = 0, head_key_bytes = 0, head_query_bytes = 0;
+  int64_t bytes(int64_t keys, int64_t queries, int64_t heads) const {
+    return keys * latent_bytes + heads * (keys * head_key_bytes + queries * head_query_bytes);
+  }
 };
 MlaExpandSizes mla_expand_sizes(int64_t num_heads, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
                                 int64_t qk_rope_head_dim, int64_t v_head_dim, int64_t elem_bytes);
@@ -72,11 +75,15 @@ MlaExpandSizes mla_expand_sizes(int64_t num_heads, int64_t kv_lora_rank, int64_t
 // (~33.6 Mflop per key at DeepSeek-V3's shapes: ~1.1 Tflop per layer for a 32k context) where the absorbed rows
 // read each latent once per row and head group.
 inline constexpr int64_t kMlaExpandMinRows = kMaxDecodeQueries + 1;
-// The expanded prefill's scratch per call (a group of sequences); beside a pool sized to the free memory.
+// The expanded prefill's scratch per call (a group of sequences, or a slice of heads of one long sequence); beside a
+// pool sized to the free memory.
 inline constexpr int64_t kMlaExpandBytes = int64_t(1) << 30;
 
-// One expanded prefill call over consecutive-or-not prefill sequences of the step.
+// One expanded prefill call over consecutive-or-not prefill sequences of the step, `heads` heads at a time: the
+// heads are independent (each its own rows of kv_b_proj, K, V and softmax), so a context whose expansion over all
+// of them would not fit the scratch runs in slices of heads over one gather of its latent rows.
 struct MlaExpandGroup {
+  int64_t heads = 0;                  // heads per call: all of them unless one long sequence's keys need slices
   std::vector<int32_t> q_rows;        // [n]: the step rows of its queries, sequence after sequence
   std::vector<int32_t> key_slots;     // [keys]: pool slots (block * block_size + offset) of each sequence's keys
   std::vector<int32_t> cu_seqlens_q;  // [S' + 1] into q_rows
@@ -90,9 +97,10 @@ struct MlaStepPlan {
   std::vector<MlaExpandGroup> groups;
 };
 
-// Arrays as plan_mla_rows takes them, block_size the pool's. A sequence of at least `min_rows` new tokens whose
-// keys * sizes.key_bytes + new tokens * sizes.query_bytes fit `budget` is expanded (joining the previous group
-// while the group fits); sizes.head_dim 0 expands nothing. ArgumentError naming the argument.
+// Arrays as plan_mla_rows takes them, block_size the pool's. A sequence of at least `min_rows` new tokens is
+// expanded: over all heads when sizes.bytes of its keys and queries fit `budget` (joining the previous group while
+// the group fits), else alone in the widest slice of heads that fits, else (not even one head fits) absorbed;
+// sizes.head_dim 0 expands nothing. ArgumentError naming the argument.
 MlaStepPlan plan_mla_step(std::span<const int32_t> cu_seqlens, std::span<const int32_t> cache_seqlens,
                           std::span<const int32_t> block_tables, int64_t max_blocks, int64_t block_size,
                           const MlaExpandSizes& sizes, int64_t min_rows = kMlaExpandMinRows,
