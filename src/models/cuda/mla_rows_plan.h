@@ -14,7 +14,8 @@
 // Q, K and V are zero-padded to the next of them (192 / 128 -> 256 for DeepSeek-V3; zeros add nothing to q.k or
 // to the output's first dv columns) and the output is sliced back. A Dq != Dv prefill kernel would save the
 // padding (a third of K's bytes and half of V's at DeepSeek-V3's shapes), but its tiles and shared-memory plan
-// are the kernel's, four instantiations more; the padding is three copies beside a GEMM and an attention.
+// are the kernel's, four instantiations more; the padding rides on copies the expansion makes anyway (K's
+// assembly, the queries' gather), plus V's and the output's, all beside a GEMM and an attention.
 //
 // What it costs per layer, counted in row-key pairs P (a fresh prompt of n tokens: P ~ n^2 / 2; n new after c
 // cached: P ~ n * (c + n / 2)) and keys N = c + n; DeepSeek-V3 (H = 128, r = 512, dn / dr / dv = 128 / 64 / 128,
