@@ -278,16 +278,55 @@ TEST(DecoderCudaRunner, AMinistral3WithTheQueryTemperatureMatchesTheCpu) {
   run_scenario(testing::tiny_ministral3(26));
 }
 
-// MLA (device_mla.h): every shape of the scenario (ragged prefill, decode, Tq 3, prefix reuse, a chunk after it)
-// is one absorbed-decode row per new token over the paged latent cache. Every expert chosen in the MoE layer, as
-// for GLM-4.5 above, so bf16-level differences cannot flip a near-tied choice.
+// MLA (device_mla.h, mla_rows_plan.h): decode rows are absorbed-decode rows over the paged latent cache; prefill
+// sequences of more than 8 new tokens (the ragged prefill, the prefix reuse and the chunk after it; not Tq 3) expand
+// their whole context's latents into K / V padded to 64 for the softmax prefill. Every expert chosen in the MoE
+// layer, as for GLM-4.5 above, so bf16-level differences cannot flip a near-tied choice.
 TEST(DecoderCudaRunner, ADeepseekV3WithQLoraAndAnMoeLayerMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3", .seed = 18,
                            .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true, .mla_kv_lora_rank = 64});
 }
 
-// A plain q_proj (DeepSeek-V2-Lite's form) and YaRN, whose mscale the softmax scale carries; f32 weights.
+// Both MLA paths in one step: decode rows absorbed around a fresh prompt expanded, a 300-token prompt (90,000
+// row-key pairs the absorbed rows would read one by one), a fresh one-token prompt (absorbed), a prefix-cache hit
+// whose new tokens expand the cached context with them, and a step of a 12-token chunk after that context beside
+// decode rows of one and of three tokens (a verify step's: absorbed).
+TEST(DecoderCudaRunner, ADeepseekV3MixesExpandedPrefillAndAbsorbedDecodeRows) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  write_tiny_decoder(dir, TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
+                                      .seed = 23, .mla_kv_lora_rank = 64});
+  Side cpu{load(dir.str(), Device::cpu(), 3), {}}, gpu{load(dir.str(), Device::cuda(), 5), {}};
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
+  auto ids = [&](int n) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& x : v) x = token(rng);
+    return v;
+  };
+  for (int i = 0; i < 4; ++i) {
+    cpu.seqs.push_back(cpu.model->new_sequence());
+    gpu.seqs.push_back(gpu.model->new_sequence());
+  }
+  auto both = [&](const std::vector<std::vector<int32_t>>& step_ids, const std::vector<size_t>& which, bool last,
+                  const std::string& what) {
+    expect_close(cpu.step(step_ids, which, last), gpu.step(step_ids, which, last), "MLA " + what);
+  };
+  const std::vector<int32_t> long_prompt = ids(300);
+  both({long_prompt, ids(1)}, {0, 1}, false, "a long prompt beside a one-token one");
+  both({ids(1), ids(150), ids(1)}, {0, 2, 1}, false, "decode rows around a fresh prompt");
+  std::vector<int32_t> shared = long_prompt;
+  for (int32_t id : ids(40)) shared.push_back(id);
+  both({shared}, {3}, false, "a prefix-cache hit");
+  both({ids(1), ids(12), ids(1), ids(3)}, {0, 3, 1, 2}, false, "a chunk after the hit beside decode rows");
+  for (int s = 0; s < 3; ++s)
+    both({ids(1), ids(1), ids(1), ids(1)}, {0, 1, 2, 3}, false, "decode " + std::to_string(s));
+}
+
+// A plain q_proj (DeepSeek-V2-Lite's form) and YaRN, whose mscale the softmax scale carries; f32 weights, so
+// kv_b_proj stays f32 on the device and every row takes the absorbed decode (the expansion's GEMM takes bf16 /
+// f16 weights).
 TEST(DecoderCudaRunner, AnF32DeepseekV2LiteShapeWithYarnMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(TinyDecoder{.architecture = "DeepseekV2ForCausalLM", .model_type = "deepseek_v2", .dtype = "F32",

@@ -1,24 +1,60 @@
 #include "models/cuda/device_mla.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <optional>
 
 #include "core/error.h"
 
+#include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
+#include "kernels/softmax/cuda/mla_decode_cuda.h"
 #include "kernels/softmax/mla.h"
+#include "kernels/softmax/mla_problem.h"
+#include "layers/cuda/gemm_cuda.h"
+#include "layers/cuda/head_rows_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
 #include "models/cuda/mla_rows_plan.h"
 #include "models/cuda/mla_step_views.h"
+#include "models/cuda/step_decode_plans.h"
 
 namespace attnzoo {
 
 #if ATTNZOO_WITH_CUDA
+
+// What the step's MLA plan depends on beyond the batch: layers that agree share it.
+struct MlaStepKey {
+  int64_t block_group = 0, H = 0, dn = 0, dr = 0, dv = 0, r = 0, expand_dim = 0;
+  float scale = 0.f;
+  DType act = DType::bf16, w = DType::bf16, latent = DType::bf16;
+  std::array<int64_t, TensorView::kMaxDims> latent_strides{};
+  bool operator==(const MlaStepKey&) const = default;
+};
+
+// The step's MLA plan (step_decode_plans.h), made once by the first MLA layer's prepare: the rows' split, each
+// absorbed call's prepared decode (metadata in the step's copy) and each expanded call's row indices (likewise).
+// Every MLA layer whose key matches only launches.
+struct MlaStepShared {
+  MlaStepKey key;
+  MlaStepPlan plan;
+  struct AbsorbedCall {
+    int64_t first = 0;  // its first step row
+    PreparedMlaDecodeCuda prepared;
+    size_t meta_at = 0;
+  };
+  std::vector<AbsorbedCall> calls;
+  size_t scratch_bytes = 0;           // the largest call's: every call and layer reuses one slot
+  std::vector<size_t> group_rows_at;  // each expanded group's [q_rows | key_slots]
+};
+
 namespace {
 
-// Workspace slots: the block's activations between its launches (the feed-forward's start at 8).
-enum Slot : size_t { kQ, kQa, kLatent, kOut };
+// Workspace slots: the block's activations between its launches, then the expanded prefill's scratch (the
+// gathered latent rows and their expansion, padded K and V, padded Q and output) and the absorbed decode's
+// (or, planned per layer, the expanded call's row indices); the feed-forward's start at 8.
+enum Slot : size_t { kQ, kQa, kLatent, kOut, kExpandLatent, kExpandKv, kExpandQo, kDecodeScratch };
 
 class DeviceMla final : public DeviceMixer {
  public:
@@ -34,30 +70,64 @@ class DeviceMla final : public DeviceMixer {
       q_.emplace(*w.q_b_proj, load);
     }
     if (config_.rope) rope_.emplace(mla.rope(), load.device, load.stream);
-    // kv_b_proj is never a GEMM here: the kernel folds W_UK into the queries and W_UV after the attention.
+    // The absorbed decode folds W_UK into the queries and W_UV after the attention, reading kv_b_proj directly.
     const TensorView kv_b = w.kv_b_proj.weight();
     require(kv_b.is_contiguous(), "kv_b_proj.weight", "must be contiguous to go up to the device");
     const size_t bytes = size_t(kv_b.numel()) * dtype_size(kv_b.dtype);
     kv_b_ = DeviceBuffer(load.device, bytes);
     copy_bytes(kv_b_.data(), load.device, kv_b.data, Device::cpu(), bytes, load.stream);
     w_kv_b_ = device_view(load.device, kv_b_.data(), kv_b.dtype, {kv_b.size(0), kv_b.size(1)});
+    // Prefill rows expand the latents through the same kv_b_proj with the projections' GEMM (bf16 / f16 weights).
+    if (kv_b.dtype == DType::bf16 || kv_b.dtype == DType::f16)
+      expand_sizes_ = mla_expand_sizes(config_.num_heads, config_.kv_lora_rank, config_.qk_nope_head_dim,
+                                       config_.qk_rope_head_dim, config_.v_head_dim, int64_t(dtype_size(act_dtype_)));
+    scale_ = std::isnan(config_.scale) ? 1.f / std::sqrt(float(config_.qk_head_dim())) : config_.scale;
   }
 
-  // Not graph-safe (the default false, said here): mla_decode plans on the host and uploads its plan (the rows'
-  // cache lengths and block-table rows among it) per call, so a step that holds MLA layers launches kernel by kernel.
+  // Not graph-safe (the default false, said here): the step's MLA plan is made on the host each step (its
+  // metadata travels in the step's copy), so a step that holds MLA layers launches kernel by kernel.
   bool replayable() const override { return false; }
+
+  // The first MLA layer of the step plans it for all: the split, the absorbed calls' decode plans, the expanded
+  // calls' row indices, all in the step's one copy. A layer of another shape (none in the models the runner
+  // covers) plans its own calls in forward.
+  void prepare(const DeviceStep& step, int64_t layer) const override {
+    if (!step.decode_plans || step.decode_plans->mla) return;
+    StepDecodePlans& plans = *step.decode_plans;
+    const LayerMemory memory = step.storage->layer(layer);
+    auto shared = std::make_shared<MlaStepShared>();
+    shared->key = step_key(memory);
+    const BlockTables& tables = step.batch->tables(memory);
+    shared->plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
+                                 tables.max_blocks, memory.k.size(1), expand_sizes_);
+    const DeviceGuard on(step.device);
+    for_each_absorbed_call(step, memory, shared->plan, [&](int64_t first, const MlaProblem& p) {
+      check_cuda_mla_decode(p, /*packed=*/false);
+      MlaStepShared::AbsorbedCall call{first, prepare_mla_decode_cuda(p), 0};
+      call.meta_at = plans.add_bytes(call.prepared.plan.metadata);
+      shared->scratch_bytes = std::max(shared->scratch_bytes, call.prepared.scratch_bytes());
+      shared->calls.push_back(std::move(call));
+    });
+    for (const MlaExpandGroup& g : shared->plan.groups) {
+      std::vector<int32_t> rows = g.q_rows;
+      rows.insert(rows.end(), g.key_slots.begin(), g.key_slots.end());
+      shared->group_rows_at.push_back(plans.add_bytes(
+          {reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(int32_t)}));
+    }
+    plans.mla = std::move(shared);
+  }
 
   // h: the block's bf16 normed rows (the projections take them as they are).
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const MlaConfig& c = config_;
     const int64_t T = step.num_tokens, H = c.num_heads, Dq = c.qk_head_dim(), L = c.latent_dim();
-    const int64_t dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, r = c.kv_lora_rank, dv = c.v_head_dim;
+    const int64_t dv = c.v_head_dim;
     const size_t e = dtype_size(act_dtype_);
     const Stream s = step.stream;
     DeviceWorkspace& ws = *step.workspace;
     auto* q = static_cast<uint8_t*>(ws.get(kQ, size_t(T * H * Dq) * e));
     auto* latent = static_cast<uint8_t*>(ws.get(kLatent, size_t(T * L) * e));
-    void* out = ws.get(kOut, size_t(T * H * dv) * e);
+    auto* out = static_cast<uint8_t*>(ws.get(kOut, size_t(T * H * dv) * e));
     const LayerMemory memory = step.storage->layer(layer);
 
     const MlaStepViews v = mla_step_views(c, step.device, act_dtype_, T, q, latent, out);
@@ -79,36 +149,36 @@ class DeviceMla final : public DeviceMixer {
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda({&write, 1}, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
 
-    // Every new token is its own decode row over its sequence's blocks, cut at its own position. Host arrays:
-    // the kernel uploads its plan (these among it) once per call, stream-ordered.
-    const BlockTables& tables = step.batch->tables(memory);
-    const MlaRowsPlan rows = plan_mla_rows(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
-                                           tables.max_blocks);
-    LatentCacheView cache;
-    cache.latent = memory.k;
-    cache.scale = memory.k_scale;
-    cache.cache_seqlens = rows.cache_seqlens.data();
-    cache.block_table = rows.block_table.data();
-    cache.max_blocks_per_seq = rows.max_blocks;
-    MlaWeights mw;
-    mw.w_kv_b = w_kv_b_;
-    mw.num_heads = H;
-    mw.qk_nope_head_dim = dn;
-    mw.qk_rope_head_dim = dr;
-    mw.v_head_dim = dv;
-    mw.kv_lora_rank = r;
-    MlaOptions opts;
-    opts.scale = c.scale;
-    opts.causal = true;
-    const int64_t per_call = mla_rows_per_call(H, r, dr);
-    for (int64_t first = 0; first < T; first += per_call) {
-      const int64_t n = std::min(per_call, T - first);
-      LatentCacheView part = cache;
-      part.cache_seqlens += first;
-      part.block_table += first * rows.max_blocks;
-      mla_decode(step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
-                 step.view(static_cast<uint8_t*>(out) + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}),
-                 opts);
+    const MlaStepShared* shared = step.decode_plans ? step.decode_plans->mla.get() : nullptr;
+    if (shared && shared->key == step_key(memory)) {
+      // The step's plan: launches only.
+      auto* scratch = static_cast<unsigned char*>(ws.get(kDecodeScratch, shared->scratch_bytes));
+      for (const MlaStepShared::AbsorbedCall& call : shared->calls)
+        launch_prepared_mla_decode_cuda(call.prepared, step.decode_plans->device(call.meta_at), scratch,
+                                        {q + size_t(call.first * H * Dq) * e, out + size_t(call.first * H * dv) * e,
+                                         w_kv_b_.data, memory.k.data},
+                                        s);
+      for (size_t i = 0; i < shared->plan.groups.size(); ++i)
+        expanded(step, memory, shared->plan.groups[i], v,
+                 reinterpret_cast<const int32_t*>(step.decode_plans->device(shared->group_rows_at[i])));
+    } else {
+      // Planned here: each absorbed call through mla_decode (its plan uploaded per call), each expanded call's
+      // row indices uploaded (from pageable memory: the copy returns once staged).
+      const DeviceGuard on(step.device);
+      const BlockTables& tables = step.batch->tables(memory);
+      const MlaStepPlan plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
+                                             tables.max_blocks, memory.k.size(1), expand_sizes_);
+      for_each_absorbed_call(step, memory, plan, [&](int64_t, const MlaProblem& p) {
+        check_cuda_mla_decode(p, /*packed=*/false);
+        mla_decode_cuda(p, s);
+      });
+      for (const MlaExpandGroup& g : plan.groups) {
+        const size_t n = g.q_rows.size(), N = g.key_slots.size();
+        auto* rows = static_cast<int32_t*>(ws.get(kDecodeScratch, (n + N) * sizeof(int32_t)));
+        copy_bytes(rows, step.device, g.q_rows.data(), Device::cpu(), n * sizeof(int32_t), s);
+        copy_bytes(rows + n, step.device, g.key_slots.data(), Device::cpu(), N * sizeof(int32_t), s);
+        expanded(step, memory, g, v, rows);
+      }
     }
 
     GemmOptions add_into;
@@ -117,6 +187,90 @@ class DeviceMla final : public DeviceMixer {
   }
 
  private:
+  MlaStepKey step_key(const LayerMemory& memory) const {
+    const MlaConfig& c = config_;
+    return {memory.block_group, c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim,
+            c.kv_lora_rank, expand_sizes_.head_dim, scale_, act_dtype_, w_kv_b_.dtype, memory.k.dtype,
+            memory.k.strides};
+  }
+
+  // fn(first row, problem) for each absorbed-decode call of `plan`: the runs' rows in calls of at most
+  // mla_rows_per_call rows, each row a decode row over its sequence's blocks cut at its own position, over this
+  // layer's tensors in the step's scratch, validated as mla_decode validates.
+  template <class Fn>
+  void for_each_absorbed_call(const DeviceStep& step, const LayerMemory& memory, const MlaStepPlan& plan,
+                              Fn&& fn) const {
+    const MlaConfig& c = config_;
+    const int64_t T = step.num_tokens, H = c.num_heads, Dq = c.qk_head_dim(), dv = c.v_head_dim;
+    const size_t e = dtype_size(act_dtype_);
+    auto* q = static_cast<uint8_t*>(step.workspace->get(kQ, size_t(T * H * Dq) * e));
+    auto* out = static_cast<uint8_t*>(step.workspace->get(kOut, size_t(T * H * dv) * e));
+    LatentCacheView cache;
+    cache.latent = memory.k;
+    cache.scale = memory.k_scale;
+    cache.cache_seqlens = plan.rows.cache_seqlens.data();
+    cache.block_table = plan.rows.block_table.data();
+    cache.max_blocks_per_seq = plan.rows.max_blocks;
+    MlaWeights mw;
+    mw.w_kv_b = w_kv_b_;
+    mw.num_heads = H;
+    mw.qk_nope_head_dim = c.qk_nope_head_dim;
+    mw.qk_rope_head_dim = c.qk_rope_head_dim;
+    mw.v_head_dim = dv;
+    mw.kv_lora_rank = c.kv_lora_rank;
+    MlaOptions opts;
+    opts.scale = c.scale;
+    opts.causal = true;
+    const int64_t per_call = mla_rows_per_call(H, c.kv_lora_rank, c.qk_rope_head_dim);
+    for (const auto& [run_first, run_rows] : plan.absorbed_runs)
+      for (int64_t first = run_first; first < run_first + run_rows; first += per_call) {
+        const int64_t n = std::min(per_call, run_first + run_rows - first);
+        LatentCacheView part = cache;
+        part.cache_seqlens += first;
+        part.block_table += first * plan.rows.max_blocks;
+        const MlaProblem p = make_mla_cache_problem(
+            step.view(q + size_t(first * H * Dq) * e, act_dtype_, {n, 1, H, Dq}), part, mw,
+            step.view(out + size_t(first * H * dv) * e, act_dtype_, {n, 1, H, dv}), opts, {}, /*any_device=*/true);
+        fn(first, p);
+      }
+  }
+
+  // One expanded prefill call (mla_rows_plan.h): the group's keys' latent rows gathered from the pool once, then
+  // per slice of g.heads heads (all of them but for a context too long for the scratch) c_kv through the slice's
+  // rows of kv_b_proj, K = [k_nope | k_pe | 0] and V = [v | 0] at the padded head dim, Q = [q_nope | q_pe | 0]
+  // gathered from the step's rows, the softmax prefill, the output's first dv columns scattered back. `rows`: the
+  // group's [q_rows | key_slots] on the device.
+  void expanded(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g, const MlaStepViews& v,
+                const int32_t* rows) const {
+    const MlaConfig& c = config_;
+    const int64_t H = c.num_heads, D = expand_sizes_.head_dim, hg = g.heads;
+    const int64_t n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
+    const Stream s = step.stream;
+    DeviceWorkspace& ws = *step.workspace;
+    const int32_t* q_rows = rows;
+    const int32_t* key_slots = rows + n;
+    const MlaExpandBytes bytes = mla_expand_bytes(c, act_dtype_, D, N, n, hg);
+    void* latent_kv = ws.get(kExpandLatent, bytes.latent_kv);
+    void* k_v = ws.get(kExpandKv, bytes.k_v);
+    void* q_o = ws.get(kExpandQo, bytes.q_o);
+    AttentionOptions opts;
+    opts.scale = scale_;
+    opts.causal = true;  // bottom-right: a sequence's queries are the last of its keys
+    const VarlenInfo varlen{g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1};
+    for (int64_t h0 = 0; h0 < H; h0 += hg) {
+      const int64_t heads = std::min(hg, H - h0);
+      const MlaExpandViews x = mla_expand_views(c, memory.k, v, w_kv_b_, D, N, n, h0, heads, latent_kv, k_v, q_o);
+      if (h0 == 0) copy_head_rows_cuda({x.pool_rows, x.keys_latent, key_slots, nullptr, N}, s);  // every slice's
+      gemm_cuda(x.c_kv, x.w, nullptr, x.kv, {}, s);
+      copy_head_rows_cuda({x.kv_nope, x.k_nope, nullptr, nullptr, N}, s);
+      copy_head_rows_cuda({x.k_pe, x.k_rope, nullptr, nullptr, N}, s);  // one head for all, then zeros
+      copy_head_rows_cuda({x.kv_v, x.v, nullptr, nullptr, N}, s);
+      copy_head_rows_cuda({x.step_q, x.q, q_rows, nullptr, n}, s);
+      attention_prefill(x.q, x.k, x.v, x.o, opts, varlen);
+      copy_head_rows_cuda({x.o_v, x.step_out, nullptr, q_rows, n}, s);
+    }
+  }
+
   MlaConfig config_;
   DType act_dtype_;
   std::optional<DeviceLinear> q_, q_a_;  // q_proj, or q_b_proj after q_a_proj
@@ -127,6 +281,8 @@ class DeviceMla final : public DeviceMixer {
   std::optional<RopeCuda> rope_;  // empty: a NoPE layer
   DeviceBuffer kv_b_;
   TensorView w_kv_b_;
+  MlaExpandSizes expand_sizes_;  // head_dim 0: every row absorbed (kv_b_proj in f32, which the GEMM does not take)
+  float scale_ = 0.f;            // the softmax scale, (dn + dr)^-0.5 unless the config sets it: never D's
 };
 
 }  // namespace

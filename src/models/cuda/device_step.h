@@ -62,7 +62,8 @@ struct DeviceStep {
   const std::vector<AttentionCall>* calls = nullptr;
   TensorView positions;  // i32 [T] on the device
   DeviceWorkspace* workspace = nullptr;
-  StepDecodePlans* decode_plans = nullptr;  // the attention layers' shared decode plans, empty at the step's start
+  StepDecodePlans* decode_plans = nullptr;  // the attention layers' shared decode plans and the MLA layers' step
+                                            // plan, empty at the step's start
 
   TensorView view(void* data, DType dtype, std::initializer_list<int64_t> shape) const {
     return device_view(device, data, dtype, shape);

@@ -18,13 +18,24 @@ void StepDecodePlans::add(const DecodePlanKey& key, PreparedDecodeCuda prepared)
   plans_.push_back(std::move(p));
 }
 
+size_t StepDecodePlans::add_bytes(std::span<const uint8_t> bytes) {
+  require(!bound_, "decode plans", "bytes added after the step's upload");
+  const size_t at = (end_ + 255) / 256 * 256;
+  end_ = at + bytes.size();
+  extra_.emplace_back(at, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  return at;
+}
+
 void StepDecodePlans::pack(std::vector<uint8_t>& staging) const {
   require(staging.size() >= end_, "staging", "holds fewer bytes than the step's decode plans end at");
   for (const Plan& p : plans_)
     std::memcpy(staging.data() + p.meta_at, p.prepared.plan.metadata.data(), p.prepared.plan.metadata.size());
+  for (const auto& [at, bytes] : extra_)
+    if (!bytes.empty()) std::memcpy(staging.data() + at, bytes.data(), bytes.size());
 }
 
 void StepDecodePlans::bind(const uint8_t* meta, DeviceWorkspace& workspace) {
+  meta_ = meta;
   for (size_t i = 0; i < plans_.size(); ++i) {
     Plan& p = plans_[i];
     p.metadata = meta + p.meta_at;

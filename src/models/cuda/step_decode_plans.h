@@ -7,6 +7,8 @@
 // check, plan, allocation and copy per layer.
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "core/tensor.h"
@@ -14,6 +16,8 @@
 #include "models/cuda/device_step.h"
 
 namespace attnzoo {
+
+struct MlaStepShared;  // device_mla.cc: the step's MLA plan, shared by its MLA layers
 
 // What makes two layers' decode problems the same plan: the call, the block group, the layer's attention shape
 // and options (its sinks by address: layers with sinks never share a plan), and the dtypes and strides of its q /
@@ -42,6 +46,8 @@ class StepDecodePlans {
   // A new step whose own metadata takes the staging buffer's first `at` bytes.
   void begin(size_t at) {
     plans_.clear();
+    extra_.clear();
+    mla.reset();
     end_ = at;
     bound_ = false;
   }
@@ -60,6 +66,13 @@ class StepDecodePlans {
   // A plan no mixer prepared before the upload (its metadata copied on its own, stream-ordered): the step still
   // runs, at one more copy.
   const Plan& add_late(const DecodePlanKey& key, PreparedDecodeCuda prepared, const DeviceStep& step);
+  // Another layer kind's plan bytes (device_mla.cc's) to travel in the step's copy, placed after everything before
+  // them: their offset, which device(at) turns into their address once bound.
+  size_t add_bytes(std::span<const uint8_t> bytes);
+  const uint8_t* device(size_t at) const { return meta_ + at; }
+  // The step's MLA plan: made by the first MLA layer's prepare, read by every MLA layer's forward.
+  std::shared_ptr<MlaStepShared> mla;
+
   // What the plans decided on the host and a launch bakes in (grids, layout, scalar parameters, addresses), for a
   // step graph's signature (step_graphs.h); the work lists' contents travel in the step's copy and may differ.
   void append_signature(std::vector<uint64_t>& signature) const;
@@ -67,6 +80,8 @@ class StepDecodePlans {
  private:
   static constexpr size_t kFirstSlot = kDecodePlanSlots;  // workspace slots after every block's
   std::vector<Plan> plans_;
+  std::vector<std::pair<size_t, std::vector<uint8_t>>> extra_;  // add_bytes': (offset, bytes)
+  const uint8_t* meta_ = nullptr;
   size_t end_ = 0;
   bool bound_ = false;
 };

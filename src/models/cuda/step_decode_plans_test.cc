@@ -6,6 +6,8 @@
 
 #include <numeric>
 
+#include "core/error.h"
+
 namespace attnzoo {
 namespace {
 
@@ -42,6 +44,30 @@ TEST(StepDecodePlans, MetadataFollowsTheStepsOwnBytesOnSixteenByteBoundaries) {
   plans.begin(16);  // the next step starts empty
   EXPECT_EQ(plans.find(group0), nullptr);
   EXPECT_EQ(plans.end(), 16u);
+}
+
+// device_mla.cc's plans and row indices: after the decode plans, on 256-byte boundaries, packed beside them,
+// found on the device at their offset; a new step drops them and the MLA plan.
+TEST(StepDecodePlans, OtherPlansBytesTravelInTheSameCopy) {
+  StepDecodePlans plans;
+  plans.begin(20);
+  plans.add(DecodePlanKey{}, prepared_with(5, 100));
+  const std::vector<uint8_t> mla_meta = {1, 2, 3}, rows = {9, 8};
+  EXPECT_EQ(plans.add_bytes(mla_meta), 256u);
+  EXPECT_EQ(plans.add_bytes(rows), 512u);
+  EXPECT_EQ(plans.end(), 514u);
+  std::vector<uint8_t> staging(plans.end(), 0);
+  plans.pack(staging);
+  EXPECT_EQ(staging[32], 100);
+  EXPECT_EQ((std::vector<uint8_t>(staging.begin() + 256, staging.begin() + 259)), mla_meta);
+  EXPECT_EQ((std::vector<uint8_t>(staging.begin() + 512, staging.end())), rows);
+  DeviceWorkspace workspace(Device::cpu());
+  plans.bind(staging.data(), workspace);
+  EXPECT_EQ(plans.device(512), staging.data() + 512);
+  EXPECT_THROW(plans.add_bytes(rows), ArgumentError) << "after the upload";
+  plans.begin(16);
+  EXPECT_EQ(plans.end(), 16u);
+  EXPECT_EQ(plans.mla, nullptr);
 }
 
 }  // namespace

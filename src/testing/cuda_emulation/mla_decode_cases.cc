@@ -3,7 +3,9 @@
 // 512, rope dims 0 to 64, paged caches over shuffled blocks (NaN in every row no sequence owns, -1 in the table
 // past each sequence's last block, block sizes 16 and 64) and contiguous ones, ragged lengths down to 1,
 // bf16 / f16 / f32 caches, queries and weights, and plans with and without split contexts; and the GPU runner's
-// per-token rows (models/cuda/mla_rows_plan.h), several rows over one sequence's blocks, each cut at its position.
+// per-token rows (models/cuda/mla_rows_plan.h), several rows over one sequence's blocks, each cut at its position;
+// half of them with the plan's metadata and scratch in separate buffers and the tensors bound at launch, as a model
+// step's MLA layers share one plan.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,9 +141,15 @@ bool check(const Case& c, uint64_t seed) {
   MlaLaunchPlan plan = plan_mla_decode_launch(p, c.slots, c.min_chunk);
   EXPECT_EQ(plan.tensor_cores, c.cache != DType::f32 && c.r % 64 == 0 && c.dr % 16 == 0);
   if (c.scalar) plan.tensor_cores = false;
-  DeviceMemory buffer(plan.device_bytes);
+  DeviceMemory buffer(plan.device_bytes), scratch(plan.device_bytes - plan.metadata.size() + 1);
   std::memcpy(buffer.data(), plan.metadata.data(), plan.metadata.size());
-  const MlaDecodeParams params = bind_device_buffer(plan, buffer.data());
+  // Odd seeds run the plan as a model step does (launch_prepared_mla_decode_cuda): metadata and scratch in buffers
+  // of their own, the tensors' addresses bound at launch (the plan's own cleared, so nothing reads them).
+  const bool elsewhere = seed % 2 == 1;
+  if (elsewhere) plan.params.q = plan.params.w = plan.params.latent = plan.params.o = nullptr;
+  const MlaDecodeParams params =
+      elsewhere ? with_tensors(bind_device_buffers(plan, buffer.data(), scratch.data()), mla_tensors(p))
+                : bind_device_buffer(plan, buffer.data());
   cuda_emulation::seed_schedule(seed);
   launch_all(plan, params);
   out.download();

@@ -1,6 +1,6 @@
 // The CUDA MLA decode's launches: the attention kernel's occupancy its split plan (mla_decode_launch_plan.h) is
-// sized by, one stream-ordered upload of the plan's metadata, then absorb, attend, merge (split sequences only)
-// and expand on the caller's stream.
+// sized by (prepare), then absorb, attend, merge (split sequences only) and expand on the caller's stream
+// (launch_prepared); mla_decode_cuda does both around one stream-ordered upload of the plan's metadata.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -85,9 +85,7 @@ void launch(const void* fn, dim3 grid, size_t smem, void** args, cudaStream_t st
 
 }  // namespace
 
-void mla_decode_cuda(const MlaProblem& p, Stream stream) {
-  if (p.seqs.empty()) return;
-  const MlaDims& d = p.dims;
+PreparedMlaDecodeCuda prepare_mla_decode_cuda(const MlaProblem& p) {
   const AttendChoice attend = attend_for(p, mla_uses_tensor_cores(p));  // its occupancy sizes the split
   if (attend.smem > 48 * 1024)
     cuda_check(cudaFuncSetAttribute(attend.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(attend.smem)),
@@ -100,23 +98,35 @@ void mla_decode_cuda(const MlaProblem& p, Stream stream) {
   if (per_sm < 1)
     throw DeviceError("CUDA MLA decode: a CTA of " + std::to_string(attend.smem) +
                       " bytes of shared memory does not fit on this GPU's multiprocessors");
-  const MlaLaunchPlan plan = plan_mla_decode_launch(p, int64_t(per_sm) * sms);
+  return {plan_mla_decode_launch(p, int64_t(per_sm) * sms), attend.fn, attend.smem};
+}
 
+void launch_prepared_mla_decode_cuda(const PreparedMlaDecodeCuda& d, const unsigned char* metadata,
+                                     unsigned char* scratch, const MlaTensors& t, Stream stream) {
+  const MlaLaunchPlan& plan = d.plan;
+  if (plan.work.empty()) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  StreamScratch scratch(plan.device_bytes, cuda_stream);
-  MlaDecodeParams params = bind_device_buffer(plan, scratch.data());
-  scratch.upload(plan.metadata.data(), plan.metadata.size());
+  MlaDecodeParams params = with_tensors(bind_device_buffers(plan, metadata, scratch), t);
   void* args[] = {&params};
-  const unsigned H = unsigned(d.H);
+  const unsigned H = unsigned(params.H);
   launch(reinterpret_cast<const void*>(&absorb_kernel), dim3(H, plan.batch_groups),
-         size_t(mla_rows_smem_bytes(d.dn)), args, cuda_stream, "mla absorb_kernel launch");
-  launch(attend.fn, dim3(unsigned(plan.work.size()), plan.head_groups), attend.smem, args, cuda_stream,
+         size_t(mla_rows_smem_bytes(params.dn)), args, cuda_stream, "mla absorb_kernel launch");
+  launch(d.attend, dim3(unsigned(plan.work.size()), plan.head_groups), d.attend_smem, args, cuda_stream,
          "mla attend_kernel launch");
   if (!plan.merges.empty())
     launch(reinterpret_cast<const void*>(&merge_kernel), dim3(unsigned(plan.merges.size()), H), 0, args,
            cuda_stream, "mla merge_kernel launch");
   launch(reinterpret_cast<const void*>(&expand_kernel), dim3(H, plan.batch_groups),
-         size_t(mla_rows_smem_bytes(d.r)), args, cuda_stream, "mla expand_kernel launch");
+         size_t(mla_rows_smem_bytes(params.r)), args, cuda_stream, "mla expand_kernel launch");
+}
+
+void mla_decode_cuda(const MlaProblem& p, Stream stream) {
+  if (p.seqs.empty()) return;
+  const PreparedMlaDecodeCuda d = prepare_mla_decode_cuda(p);
+  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
+  StreamScratch scratch(d.plan.device_bytes, cuda_stream);
+  scratch.upload(d.plan.metadata.data(), d.plan.metadata.size());
+  launch_prepared_mla_decode_cuda(d, scratch.data(), scratch.data() + d.plan.metadata.size(), mla_tensors(p), stream);
   scratch.finish();  // ordered after the kernels on the stream
 }
 

@@ -119,15 +119,31 @@ MlaLaunchPlan plan_mla_decode_launch(const MlaProblem& p, int64_t slots, int64_t
 }
 
 MlaDecodeParams bind_device_buffer(const MlaLaunchPlan& plan, unsigned char* device) {
+  return bind_device_buffers(plan, device, device + plan.metadata.size());
+}
+
+MlaDecodeParams bind_device_buffers(const MlaLaunchPlan& plan, const unsigned char* metadata, unsigned char* scratch) {
   MlaDecodeParams params = plan.params;
-  params.work = reinterpret_cast<const MlaWork*>(device);
-  params.merges = reinterpret_cast<const MlaMerge*>(device + plan.merges_at);
-  params.block_table = plan.has_table ? reinterpret_cast<const int32_t*>(device + plan.table_at) : nullptr;
-  params.q_lat = reinterpret_cast<float*>(device + plan.q_lat_at);
-  params.ctx = reinterpret_cast<float*>(device + plan.ctx_at);
-  params.part_o = reinterpret_cast<float*>(device + plan.part_o_at);
-  params.part_m = reinterpret_cast<float*>(device + plan.part_m_at);
-  params.part_l = reinterpret_cast<float*>(device + plan.part_l_at);
+  params.work = reinterpret_cast<const MlaWork*>(metadata);
+  params.merges = reinterpret_cast<const MlaMerge*>(metadata + plan.merges_at);
+  params.block_table = plan.has_table ? reinterpret_cast<const int32_t*>(metadata + plan.table_at) : nullptr;
+  // The scratch offsets count from the metadata's end (plan_mla_decode_launch lays q_lat out right after it).
+  auto at = [&](size_t offset) { return reinterpret_cast<float*>(scratch + (offset - plan.metadata.size())); };
+  params.q_lat = at(plan.q_lat_at);
+  params.ctx = at(plan.ctx_at);
+  params.part_o = at(plan.part_o_at);
+  params.part_m = at(plan.part_m_at);
+  params.part_l = at(plan.part_l_at);
+  return params;
+}
+
+MlaTensors mla_tensors(const MlaProblem& p) { return {p.q, p.o, p.w, p.latent}; }
+
+MlaDecodeParams with_tensors(MlaDecodeParams params, const MlaTensors& t) {
+  params.q = t.q;
+  params.o = t.o;
+  params.w = t.w;
+  params.latent = t.latent;
   return params;
 }
 

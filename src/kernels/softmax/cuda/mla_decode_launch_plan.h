@@ -39,5 +39,19 @@ MlaLaunchPlan plan_mla_decode_launch(const MlaProblem& p, int64_t slots, int64_t
 
 // The plan's parameters pointing into `device`, a buffer of plan.device_bytes whose head holds plan.metadata.
 MlaDecodeParams bind_device_buffer(const MlaLaunchPlan& plan, unsigned char* device);
+// The same over two buffers: `metadata` holding plan.metadata (uploaded once, read by every launch of the plan) and
+// `scratch` of plan.device_bytes - plan.metadata.size() bytes (q_lat, ctx, the partial results).
+MlaDecodeParams bind_device_buffers(const MlaLaunchPlan& plan, const unsigned char* metadata, unsigned char* scratch);
+
+// What differs between launches of one plan: the tensors' addresses (a model step's MLA layers: the same rows
+// over the same blocks, each layer its own weights and latent cache).
+struct MlaTensors {
+  const void* q = nullptr;
+  void* o = nullptr;
+  const void* w = nullptr;
+  const void* latent = nullptr;
+};
+MlaTensors mla_tensors(const MlaProblem& p);
+MlaDecodeParams with_tensors(MlaDecodeParams params, const MlaTensors& t);
 
 }  // namespace attnzoo::cuda_mla
