@@ -183,6 +183,8 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   r.kv_write = run_kv_write_rows(s, device, stream, timer);
   r.embedding = run_embedding_rows(s, device, stream, timer);
   r.grouped_routing = run_grouped_routing_rows(s, device, stream, timer);
+  r.moe_router = run_moe_router_rows(s, device, stream, timer);
+  r.moe_experts = run_moe_experts_rows(s, device, stream, timer);
   return r;
 }
 
@@ -219,7 +221,8 @@ std::string format_cuda_text(const CudaKernelReport& r) {
          format_mla_decode_text(r.mla_decode, r.copy_gbps) + format_sampling_text(r.sampling, r.copy_gbps) +
          format_quant_gemv_text(r.quant_gemv, r.copy_gbps) +
          format_gemm_text(r.gemm) + format_conv_prefill_text(r.conv_prefill, r.copy_gbps) +
-         format_step_text(r.kv_write, r.embedding, r.grouped_routing, r.copy_gbps);
+         format_step_text(r.kv_write, r.embedding, r.grouped_routing, r.copy_gbps) +
+         format_moe_text(r.moe_router, r.moe_experts, r.copy_gbps, best_gemm_tflops(r.gemm));
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
@@ -269,7 +272,9 @@ std::string format_cuda_json(const CudaKernelReport& r) {
          ", \"conv_prefill\": " + format_conv_prefill_json(r.conv_prefill, r.copy_gbps) +
          ", \"kv_write\": " + format_kv_write_json(r.kv_write, r.copy_gbps) +
          ", \"embedding\": " + format_embedding_json(r.embedding, r.copy_gbps) +
-         ", \"grouped_routing\": " + format_grouped_routing_json(r.grouped_routing, r.copy_gbps) + "}\n";
+         ", \"grouped_routing\": " + format_grouped_routing_json(r.grouped_routing, r.copy_gbps) +
+         ", \"moe_router\": " + format_moe_router_json(r.moe_router, r.copy_gbps) +
+         ", \"moe_experts\": " + format_moe_experts_json(r.moe_experts, r.copy_gbps, best_gemm_tflops(r.gemm)) + "}\n";
 }
 
 }  // namespace attnzoo::bench

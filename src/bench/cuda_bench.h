@@ -12,6 +12,7 @@
 #include "bench/cuda_gemm_bench.h"
 #include "bench/cuda_linear_bench.h"
 #include "bench/cuda_mla_bench.h"
+#include "bench/cuda_moe_bench.h"
 #include "bench/cuda_sampling_bench.h"
 #include "bench/cuda_step_bench.h"
 #include "bench/kernel_bench.h"
@@ -68,6 +69,8 @@ struct CudaKernelReport {
   std::vector<LinearRow> kv_write;       // a model step's small kernels (cuda_step_bench.h): the paged KV write,
   std::vector<LinearRow> embedding;      // the embedding gather
   std::vector<LinearRow> grouped_routing;  // and DeepSeek's grouped routing
+  std::vector<LinearRow> moe_router;       // a MoE feed-forward's f32 router and top-k (cuda_moe_bench.h)
+  std::vector<LinearRow> moe_experts;      // and its routed experts, grouped by expert
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);
