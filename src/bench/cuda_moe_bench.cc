@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench/device_fill.h"
+#include "core/error.h"
 #include "layers/activations.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/moe_cuda.h"
@@ -48,6 +49,7 @@ LinearRow moe_router_row(const LinearCase& c, Device device, Stream stream, cons
         route_softmax_top_k(logits.data(), T, E, k, opts.normalize, out);
       });
     }
+#if ATTNZOO_WITH_CUDA
     const DeviceBuffer w(device, w_host.size() * 4), logits(device, size_t(T * E) * 4), ids(device, size_t(T * k) * 4),
         weights(device, size_t(T * k) * 4);
     w.upload(w_host.data(), w_host.size() * 4, stream);
@@ -60,6 +62,9 @@ LinearRow moe_router_row(const LinearCase& c, Device device, Stream stream, cons
       router_logits_cuda(hv, wv, lv, stream);
       route_top_k_cuda(lv, iv, pv, opts, stream);
     });
+#else
+    throw DeviceError("moe router: this build has no CUDA");
+#endif
   });
 }
 
@@ -96,6 +101,7 @@ LinearRow moe_experts_row(const LinearCase& c, Device device, Stream stream, con
       const std::vector<float> rows = widened(h, size_t(T * H), stream);
       return timer([&] { run_routed_experts(experts, routing, k, rows.data(), T, x.as<float>(), true); });
     }
+#if ATTNZOO_WITH_CUDA
     const DeviceBuffer ids(device, size_t(n) * 4), weights(device, size_t(n) * 4);
     ids.upload(routing.experts.data(), size_t(n) * 4, stream);
     weights.upload(routing.weights.data(), size_t(n) * 4, stream);
@@ -127,6 +133,9 @@ LinearRow moe_experts_row(const LinearCase& c, Device device, Stream stream, con
       grouped_gemm_cuda(act, wd, g, tile, out_v, stream);
       moe_combine_cuda(out_v, g.dest, wv, nullptr, nullptr, xv, stream);
     });
+#else
+    throw DeviceError("moe experts: this build has no CUDA");
+#endif
   });
 }
 

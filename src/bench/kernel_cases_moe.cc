@@ -94,6 +94,7 @@ std::string run_moe(const MoeSpec& c, const fs::path& dir, Device device, uint32
       std::memcpy(experts.bytes.data(), routing.experts.data(), experts.bytes.size());
       std::memcpy(weights.bytes.data(), routing.weights.data(), weights.bytes.size());
     } else {
+#if ATTNZOO_WITH_CUDA
       // DeviceMoe::forward's launches (models/cuda/device_moe.cc).
       const Placed dh = place(h, device), dr = place(router, device), dgu = place(w_gate_up, device),
                    dd = place(w_down, device), dx = place(x, device), ds = place(shared, device),
@@ -127,6 +128,9 @@ std::string run_moe(const MoeSpec& c, const fs::path& dir, Device device, uint32
       experts = fetch(de, experts);
       weights = fetch(dw, weights);
       out = fetch(dx, x);
+#else
+      throw DeviceError("moe: this build has no CUDA");
+#endif
     }
     write_npy(dir / (stem + "_experts.npy"), experts);
     write_npy(dir / (stem + "_weights.npy"), weights);
