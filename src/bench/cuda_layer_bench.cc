@@ -161,10 +161,11 @@ LinearRow elementwise_row(const LinearCase& c, Device device, Stream stream, con
     index_buffer.upload(index.data(), index.size() * 4, stream);
     const TensorView av = view_on(a, d.a, {a_rows, cols}), bv = view_on(b, d.b, {rows, cols});
     const TensorView yv = k == "transpose" ? view_on(y, d.y, {cols, rows}) : view_on(y, d.y, {rows, cols});
-    const TensorView q = view_on(a, d.a, {rows, cols}), positions = view_on(index_buffer, DType::i32, {rows});
+    const TensorView q = view_on(a, d.a, {rows, cols});
     if (!device.is_cuda())
       return timer([&] { host_elementwise(c, av, bv, k == "query_temperature" ? q : yv, index.data()); });
 #if ATTNZOO_WITH_CUDA
+    const TensorView positions = view_on(index_buffer, DType::i32, {rows});
     std::function<void()> launch;
     if (k == "mul") {
       check_add_cuda(av, bv, yv);

@@ -81,7 +81,8 @@ MoeRouting balanced_routing(int64_t T, int64_t E, int64_t k) {
 
 LinearRow moe_experts_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
   return timed_row(c, [&] {
-    const int64_t T = c["T"], E = c["E"], k = c["top_k"], H = c["H"], I = c["I"], n = T * k;
+    const int64_t T = c["T"], E = c["E"], k = c["top_k"], H = c["H"], I = c["I"];
+    [[maybe_unused]] const int64_t n = T * k;  // the routed rows (the GPU path's)
     const MoeRouting routing = balanced_routing(T, E, k);
     const DeviceBuffer h = noise_buffer(device, size_t(T * H) * 2, 83, stream);
     const DeviceBuffer w_gu = noise_buffer(device, size_t(E * 2 * I * H) * 2, 84, stream);  // [E, gate | up, H]

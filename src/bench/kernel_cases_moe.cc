@@ -42,7 +42,8 @@ std::vector<float> as_f32(const HostArray& a) {
 float* f32_data(HostArray& a) { return reinterpret_cast<float*>(a.bytes.data()); }
 
 std::string run_moe(const MoeSpec& c, const fs::path& dir, Device device, uint32_t seed, bool& refused) {
-  const int64_t T = c.T, E = c.E, k = c.top_k, H = c.H, I = c.I, n = T * k;
+  const int64_t T = c.T, E = c.E, k = c.top_k, H = c.H, I = c.I;
+  [[maybe_unused]] const int64_t n = T * k;  // the routed rows (the GPU path's)
   // The runner's bf16 normed rows; an f32 router (logits of a few units); experts scaled so activations stay O(1).
   const HostArray h = random_array(DType::bf16, {T, H}, seed);
   const HostArray router = scaled_array(DType::f32, {E, H}, seed + 1, 2.f / std::sqrt(float(H)));
