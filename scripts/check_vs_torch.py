@@ -8,7 +8,9 @@ them), so the table shows how far our kernel and torch's each sit from the exact
 DeltaNet, KDA, GLA, RWKV-7, the causal conv1d) go to check_linear_vs_torch.py beside this file: the float64
 recurrence, and fla's functions where fla imports; a model step's kernels (quantized GEMV, paged KV write, embedding
 gather, grouped routing, sampling) to check_step_vs_torch.py: gguf-py's block decoders, DeepSeek's routing code,
-the sampler's filters. Needs torch and numpy (and gguf-py, which the GPU bundle carries), so it runs on the GPU
+the sampler's filters; the GPU runner's newer kernels (MoE, GGUF blocks to bf16, the delta gates, the element-wise
+and copy kernels) to check_layers_vs_torch.py: the MoE densely per token, gguf-py, transformers' / fla's formulas.
+Needs torch and numpy (and gguf-py, which the GPU bundle carries), so it runs on the GPU
 machine's image where our Python module cannot be carried.
 
     python3 scripts/check_vs_torch.py DIR [--json FILE]
