@@ -35,7 +35,8 @@ LinearRow dequant_row(const LinearCase& c, Device device, Stream stream, const R
   return timed_row(c, [&] {
     const int64_t rows = c["rows"], cols = c["cols"], row_bytes = c["row_bytes"];
     // bf16 noise read as blocks: finite or not, every block decodes with the same operations.
-    const DeviceBuffer w = noise_buffer(device, size_t(rows * row_bytes), 91, stream), y(device, size_t(rows * cols) * 2);
+    const DeviceBuffer w = noise_buffer(device, size_t(rows * row_bytes), 91, stream);
+    const DeviceBuffer y(device, size_t(rows * cols) * 2);
     QuantMatrix m;
     m.data = w.data(), m.type = dequant_format_of(c), m.rows = rows, m.cols = cols, m.row_bytes = row_bytes;
     if (!device.is_cuda()) {
@@ -231,7 +232,9 @@ std::vector<LinearCase> elementwise_cases(Scale s) {
           {"row_copy", {{"rows", s == Scale::tiny ? 3 : 64}, {"cols", s == Scale::tiny ? 64 : 32 * 128 * 128}}}};
 }
 
-double dequant_bytes(const LinearCase& c) { return double(c["rows"]) * (double(c["row_bytes"]) + 2.0 * double(c["cols"])); }
+double dequant_bytes(const LinearCase& c) {
+  return double(c["rows"]) * (double(c["row_bytes"]) + 2.0 * double(c["cols"]));
+}
 
 double delta_gates_bytes(const LinearCase& c) { return double(c["T"]) * double(c["Nb"] + c["Ng"]) * 4 * 2; }
 

@@ -27,7 +27,8 @@ std::string head(const std::string& name, const char* kind) {
 
 HostArray scaled(DType t, std::vector<int64_t> shape, uint32_t seed, float scale) {
   HostArray a = random_array(t, std::move(shape), seed);
-  for (int64_t i = 0; i < a.numel(); ++i) store_from_f32(a.bytes.data(), t, i, scale * load_as_f32(a.bytes.data(), t, i));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    store_from_f32(a.bytes.data(), t, i, scale * load_as_f32(a.bytes.data(), t, i));
   return a;
 }
 
@@ -98,9 +99,11 @@ std::string run_delta_gates(const GateSpec& c, const fs::path& dir, Device devic
   HostArray proj = random_array(DType::f32, {T, width}, seed);
   for (int64_t i = 0; i < proj.numel(); ++i)
     store_from_f32(proj.bytes.data(), DType::f32, i, (i % width < Nb ? 4.f : 12.f) * at(proj, i));
-  const HostArray A_log = scaled(DType::f32, {Ng / c.group}, seed + 1, 0.5f), dt_bias = random_array(DType::f32, {Ng}, seed + 2);
+  const HostArray A_log = scaled(DType::f32, {Ng / c.group}, seed + 1, 0.5f);
+  const HostArray dt_bias = random_array(DType::f32, {Ng}, seed + 2);
   HostArray neg_A = make_array(DType::f32, {Ng / c.group});
-  for (int64_t h = 0; h < neg_A.numel(); ++h) store_from_f32(neg_A.bytes.data(), DType::f32, h, -std::exp(at(A_log, h)));
+  for (int64_t h = 0; h < neg_A.numel(); ++h)
+    store_from_f32(neg_A.bytes.data(), DType::f32, h, -std::exp(at(A_log, h)));
   HostArray g = make_array(DType::f32, {T, Ng}), beta = make_array(DType::f32, {T, Nb});
   const std::string stem = c.name;
   write_npy(dir / (stem + "_b.npy"), columns(proj, 0, Nb));
@@ -149,7 +152,8 @@ std::string run_elementwise(const std::string& op, const fs::path& dir, Device d
   HostArray positions = make_array(DType::i32, {T});
   const int32_t pos[T] = {0, 1, 8191, 8192, 8193, 16383, 16384, 40000, 100000, 7, 300000, 65536, 12345};
   std::memcpy(positions.bytes.data(), pos, sizeof pos);
-  const HostArray pool = random_array(DType::f32, {10, 70}, seed + 3), dst_before = random_array(DType::f32, {8, 70}, seed + 4);
+  const HostArray pool = random_array(DType::f32, {10, 70}, seed + 3);
+  const HostArray dst_before = random_array(DType::f32, {8, 70}, seed + 4);
   HostArray src_rows = make_array(DType::i32, {5}), dst_rows = make_array(DType::i32, {5});
   const int32_t src_index[5] = {9, 0, 4, 4, 7}, dst_index[5] = {3, 7, 0, 5, 1};  // a source read twice
   std::memcpy(src_rows.bytes.data(), src_index, sizeof src_index);
@@ -165,7 +169,8 @@ std::string run_elementwise(const std::string& op, const fs::path& dir, Device d
   if (op == "scale_softcap") save("x", a);
   if (op == "query_temperature") save("q", a), save("positions", positions);
   if (op == "transpose") save("src", a);
-  if (op == "row_copy") save("src", pool), save("dst_before", dst_before), save("src_rows", src_rows), save("dst_rows", dst_rows);
+  if (op == "row_copy")
+    save("src", pool), save("dst_before", dst_before), save("src_rows", src_rows), save("dst_rows", dst_rows);
   if (op == "add_scaled") params = ", \"alpha\": " + number(alpha);
   if (op == "scale_softcap") params = ", \"scale\": " + number(scale) + ", \"cap\": " + number(cap);
   if (op == "query_temperature") params = ", \"beta\": " + number(beta) + ", \"interval\": " + std::to_string(interval);
@@ -182,13 +187,15 @@ std::string run_elementwise(const std::string& op, const fs::path& dir, Device d
         if (op == "sigmoid_gate") v = at(a, i) / (1.f + std::exp(-at(wide, r * 2 * W + W + col)));
         if (op == "add_scaled") v = at(a, i) + alpha * at(b, i);
         if (op == "scale_softcap") v = cap * std::tanh(at(a, i) * scale / cap);
-        if (op == "query_temperature") v = at(a, i) * (1.f + beta * std::log(1.f + std::floor(float(pos[r]) / float(interval))));
+        if (op == "query_temperature")
+          v = at(a, i) * (1.f + beta * std::log(1.f + std::floor(float(pos[r]) / float(interval))));
         if (op == "transpose") v = at(a, (i % 37) * 150 + i / 37);
         store_from_f32(out.bytes.data(), out.dtype, i, v);
       }
       if (op == "row_copy")
         for (int r = 0; r < 5; ++r)
-          std::memcpy(out.bytes.data() + size_t(dst_index[r]) * 70 * 4, pool.bytes.data() + size_t(src_index[r]) * 70 * 4, 70 * 4);
+          std::memcpy(out.bytes.data() + size_t(dst_index[r]) * 70 * 4,
+                      pool.bytes.data() + size_t(src_index[r]) * 70 * 4, 70 * 4);
     } else {
 #if ATTNZOO_WITH_CUDA
       const Placed da = place(a, device), db = place(b, device), dwide = place(wide, device),
@@ -222,12 +229,15 @@ void write_layer_cases(const fs::path& dir, Device device, uint32_t& seed,
                        const std::function<void(const std::string& entry, bool refused)>& add) {
   bool refused = false;
   auto run = [&](const std::string& entry) { add(entry, refused); };
-  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K})
+  for (QuantType t :
+       {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K})
     run(run_dequant(t, dir, device, seed += 10, refused));
   // Gated DeltaNet: 12 value heads; KDA: 4 heads x 64 key channels, A per head.
-  const GateSpec gates[] = {{"delta_gates_gdn", "gated_deltanet", 37, 12, 12, 1}, {"delta_gates_kda", "kda", 23, 4, 256, 64}};
+  const GateSpec gates[] = {{"delta_gates_gdn", "gated_deltanet", 37, 12, 12, 1},
+                            {"delta_gates_kda", "kda", 23, 4, 256, 64}};
   for (const GateSpec& g : gates) run(run_delta_gates(g, dir, device, seed += 10, refused));
-  for (const char* op : {"mul", "sigmoid_gate", "add_scaled", "scale_softcap", "query_temperature", "transpose", "row_copy"})
+  for (const char* op :
+       {"mul", "sigmoid_gate", "add_scaled", "scale_softcap", "query_temperature", "transpose", "row_copy"})
     run(run_elementwise(op, dir, device, seed += 10, refused));
 }
 

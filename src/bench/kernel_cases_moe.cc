@@ -50,7 +50,8 @@ std::string run_moe(const MoeSpec& c, const fs::path& dir, Device device, uint32
   const HostArray w_gate_up = scaled_array(DType::bf16, {E, 2 * I, H}, seed + 2, 1.f / std::sqrt(float(H)));
   const HostArray w_down = scaled_array(DType::bf16, {E, H, I}, seed + 3, 1.f / std::sqrt(float(I)));
   const HostArray x = random_array(DType::f32, {T, H}, seed + 4);
-  const HostArray shared = random_array(DType::f32, {T, H}, seed + 5), shared_gate = random_array(DType::f32, {T, 1}, seed + 6);
+  const HostArray shared = random_array(DType::f32, {T, H}, seed + 5);
+  const HostArray shared_gate = random_array(DType::f32, {T, 1}, seed + 6);
   HostArray experts = make_array(DType::i32, {T, k}), weights = make_array(DType::f32, {T, k});
   const std::string stem = c.name;
   const std::pair<const char*, const HostArray*> inputs[] = {{"h", &h}, {"router", &router},
