@@ -8,7 +8,9 @@ them), so the table shows how far our kernel and torch's each sit from the exact
 DeltaNet, KDA, GLA, RWKV-7, the causal conv1d) go to check_linear_vs_torch.py beside this file: the float64
 recurrence, and fla's functions where fla imports; a model step's kernels (quantized GEMV, paged KV write, embedding
 gather, grouped routing, sampling) to check_step_vs_torch.py: gguf-py's block decoders, DeepSeek's routing code,
-the sampler's filters. Needs torch and numpy (and gguf-py, which the GPU bundle carries), so it runs on the GPU
+the sampler's filters; the GPU runner's newer kernels (MoE, GGUF blocks to bf16, the delta gates, the element-wise
+and copy kernels) to check_layers_vs_torch.py: the MoE densely per token, gguf-py, transformers' / fla's formulas.
+Needs torch and numpy (and gguf-py, which the GPU bundle carries), so it runs on the GPU
 machine's image where our Python module cannot be carried.
 
     python3 scripts/check_vs_torch.py DIR [--json FILE]
@@ -26,6 +28,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_linear_vs_torch as linear  # noqa: E402 (beside this script, in the repo and in the GPU bundle)
 import check_step_vs_torch as step  # noqa: E402
+import check_layers_vs_torch as layers  # noqa: E402
 
 # |ours - exact| <= tol * (1 + |exact|) per element. Inputs are the same rounded values on both sides, so the
 # error is ours alone: f32 accumulation, the probabilities rounded to the input precision before the value
@@ -169,7 +172,9 @@ def main():
     softmax_cases = [c for c in manifest["cases"] if c["kind"] in ("prefill", "decode")]
     linear_cases = [c for c in manifest["cases"] if c["kind"] == "linear"]
     step_cases = [c for c in manifest["cases"] if c["kind"] in step.STEP_KINDS]
-    unknown = [c["name"] for c in manifest["cases"] if c not in softmax_cases + linear_cases + step_cases]
+    layer_cases = [c for c in manifest["cases"] if c["kind"] in layers.LAYER_KINDS]
+    known = softmax_cases + linear_cases + step_cases + layer_cases
+    unknown = [c["name"] for c in manifest["cases"] if c not in known]
     if unknown:
         sys.exit(f"check_vs_torch: no check for the cases {', '.join(unknown)} (a newer attnzoo than this script?)")
     rows = [check_case(case, args.dir, device) for case in softmax_cases]
@@ -184,6 +189,11 @@ def main():
         def load(what, case=case):
             return np.load(os.path.join(args.dir, f"{case['name']}_{what}.npy"))
         step_rows.append(step.check_case(case, load, device))
+    layer_rows = []
+    for case in layer_cases:
+        def load(what, case=case):
+            return np.load(os.path.join(args.dir, f"{case['name']}_{what}.npy"))
+        layer_rows.append(layers.check_case(case, load, device))
     print(f"our kernels on {manifest['device']} vs float64 torch there (torch {torch.__version__}); "
           "SDPA: torch's fused attention in the inputs' precision, for scale")
     print("| case | status | max abs err | SDPA's max abs err | tolerance | ok |")
@@ -197,12 +207,14 @@ def main():
               f"{'yes' if r['ok'] else 'NO'} |")
     linear.print_rows(linear_rows)
     step.print_rows(step_rows)
+    layers.print_rows(layer_rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": manifest["device"], "torch": torch.__version__, "rows": rows,
-                       "linear_rows": linear_rows, "step_rows": step_rows, "fla": fla if isinstance(fla, str) or fla is None else (fla["kernels"] or "imported")},
+                       "linear_rows": linear_rows, "step_rows": step_rows,
+                       "layer_rows": layer_rows, "fla": fla if isinstance(fla, str) or fla is None else (fla["kernels"] or "imported")},
                       f, indent=1)
-    failed = [r["name"] for r in rows + linear_rows + step_rows if not r["ok"]]
+    failed = [r["name"] for r in rows + linear_rows + step_rows + layer_rows if not r["ok"]]
     if failed:
         print("failed: " + ", ".join(failed), file=sys.stderr)
         return 1

@@ -32,7 +32,7 @@ def cases(tmp_path_factory):
     r = subprocess.run([CLI, "bench", "kernels", "--write-cases", str(d), "--device", "cpu"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "36 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
+    assert "53 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
     return d
 
 
@@ -231,3 +231,70 @@ def test_a_sampled_token_outside_its_set_fails(cases, tmp_path, row):
     assert r.returncode == 1 and "sampling_rows" in r.stderr, r.stdout
     rows = {x["name"]: x for x in json.loads((tmp_path / "rows.json").read_text())["step_rows"]}
     assert rows["sampling_rows"]["bad_rows"] == [row]
+
+
+DEQUANT = {f"dequant_{f}" for f in ("Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K")}
+ELEMENTWISE = {f"elementwise_{op}" for op in ("mul", "sigmoid_gate", "add_scaled", "scale_softcap",
+                                              "query_temperature", "transpose", "row_copy")}
+LAYERS = {"moe_qwen3", "moe_qwen2_shared", "delta_gates_gdn", "delta_gates_kda"} | DEQUANT | ELEMENTWISE
+
+
+def layers_only(src, dst):
+    manifest = json.loads((src / "manifest.json").read_text())
+    manifest["cases"] = [c for c in manifest["cases"] if c["name"] in LAYERS]
+    for name in os.listdir(src):
+        if any(name.startswith(c["name"] + "_") for c in manifest["cases"]):
+            with open(os.path.join(src, name), "rb") as f, open(os.path.join(dst, name), "wb") as g:
+                g.write(f.read())
+    (dst / "manifest.json").write_text(json.dumps(manifest))
+    return dst
+
+
+@needs_gguf
+def test_every_layer_cpu_case_matches_its_reference(cases, tmp_path):
+    d = layers_only(cases, tmp_path)
+    r = check(d, "--json", str(tmp_path / "rows.json"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["name"]: row for row in json.loads((tmp_path / "rows.json").read_text())["layer_rows"]}
+    assert set(rows) == LAYERS and all(row["ok"] and row["status"] == "ok" for row in rows.values()), rows
+    # The CPU's f32 MoE differs from the float64 one by rounding only, and not by nothing.
+    assert all(0 < rows[name]["max_err"] < 1e-3 for name in ("moe_qwen3", "moe_qwen2_shared"))
+    assert rows["moe_qwen3"]["ids_equal"] and rows["moe_qwen3"]["weights_err"] < 1e-6
+    assert "| moe_qwen2_shared | moe | ok |" in r.stdout
+    # The CPU's expansion is dequant_reference rounded to bf16: gguf-py's values rounded the same way, but for
+    # the rare tie an f32 operation in another order may break differently.
+    assert all(rows[name]["bf16_equal_fraction"] > 0.99 for name in DEQUANT), rows
+    assert rows["elementwise_transpose"]["max_err"] == 0 and rows["elementwise_row_copy"]["max_err"] == 0
+    assert all(0 < rows[name]["max_err"] < 1e-4 for name in ("delta_gates_gdn", "delta_gates_kda"))
+
+
+def other_expert(d, name, token):
+    """An expert the token did not choose."""
+    chosen = set(np.load(d / f"{name}_experts.npy")[token].tolist())
+    return min(set(range(60)) - chosen)
+
+
+@pytest.mark.parametrize("name,what,index,change", [
+    ("moe_qwen3", "out", (3, 100), lambda x: x + 0.05),           # one output, past the bf16 activations' rounding
+    ("moe_qwen2_shared", "out", (18, 127), lambda x: x - 0.05),
+    ("moe_qwen2_shared", "weights", (5, 1), lambda x: x * 1.001),  # one routing weight
+    ("moe_qwen3", "experts", (7, 7), None),                        # a slot's expert: one the token did not choose
+    ("dequant_Q4_1", "out", (5, 300), lambda x: x ^ 2),            # one bf16 two ulps off
+    ("dequant_Q5_K", "w", (20, 200), lambda x: x ^ 0x10),          # one weight's bits: our panel no longer matches
+    ("delta_gates_kda", "g", (9, 130), lambda x: x * 1.001),
+    ("delta_gates_gdn", "beta", (36, 11), lambda x: x + 1e-4),
+    ("elementwise_query_temperature", "out", (8, 17), lambda x: x ^ 2),
+    ("elementwise_scale_softcap", "out", (12, 199), lambda x: x ^ 2),
+    ("elementwise_row_copy", "out", (2, 69), lambda x: x + 1),     # a row no index wrote: untouched
+    ("elementwise_transpose", "out", (149, 36), lambda x: x * 1.0000001 + 1e-30),
+])
+def test_a_wrong_layer_output_fails_by_name(cases, tmp_path, name, what, index, change):
+    if name.startswith("dequant") and importlib.util.find_spec("gguf") is None:
+        pytest.skip("gguf-py (the GGUF decoders) absent")
+    d = layers_only(cases, tmp_path)
+    if change is None:
+        change = lambda x, e=other_expert(d, name, index[0]): e  # noqa: E731
+    corrupt(d, name, what, index, change)
+    r = check(d)
+    assert r.returncode == 1, r.stdout
+    assert name in r.stderr and f"| {name} |" in r.stdout and r.stdout.count("| NO |") == 1, r.stdout

@@ -10,8 +10,10 @@
 #include "bench/cuda_conv_bench.h"
 #include "bench/cuda_gemv_bench.h"
 #include "bench/cuda_gemm_bench.h"
+#include "bench/cuda_layer_bench.h"
 #include "bench/cuda_linear_bench.h"
 #include "bench/cuda_mla_bench.h"
+#include "bench/cuda_moe_bench.h"
 #include "bench/cuda_sampling_bench.h"
 #include "bench/cuda_step_bench.h"
 #include "bench/kernel_bench.h"
@@ -68,6 +70,11 @@ struct CudaKernelReport {
   std::vector<LinearRow> kv_write;       // a model step's small kernels (cuda_step_bench.h): the paged KV write,
   std::vector<LinearRow> embedding;      // the embedding gather
   std::vector<LinearRow> grouped_routing;  // and DeepSeek's grouped routing
+  std::vector<LinearRow> moe_router;       // a MoE feed-forward's f32 router and top-k (cuda_moe_bench.h)
+  std::vector<LinearRow> moe_experts;      // and its routed experts, grouped by expert
+  std::vector<LinearRow> dequant;          // GGUF blocks to bf16 (cuda_layer_bench.h)
+  std::vector<LinearRow> delta_gates;      // Gated DeltaNet's and KDA's gates
+  std::vector<LinearRow> elementwise;      // the element-wise kernels, the transpose and the row copy
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);

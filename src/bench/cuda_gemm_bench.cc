@@ -1,5 +1,6 @@
 #include "bench/cuda_gemm_bench.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "bench/device_fill.h"
@@ -46,6 +47,13 @@ std::vector<LinearRow> run_gemm_rows(Scale s, Device device, Stream stream, cons
   std::vector<LinearRow> rows;
   for (const LinearCase& c : gemm_cases(s)) rows.push_back(gemm_row(c, device, stream, timer));
   return rows;
+}
+
+double best_gemm_tflops(const std::vector<LinearRow>& rows) {
+  double best = 0;
+  for (const LinearRow& r : rows)
+    if (r.available()) best = std::max(best, gemm_flops(r.shape) / r.median_s * 1e-12);
+  return best;
 }
 
 std::string format_gemm_text(const std::vector<LinearRow>& rows) {

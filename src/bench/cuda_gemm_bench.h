@@ -14,6 +14,9 @@ namespace attnzoo::bench {
 std::vector<LinearCase> gemm_cases(Scale s);  // kernel gemm_ours / gemm_cublaslt, dims M N K
 double gemm_flops(const LinearCase& c);       // 2 M N K
 std::vector<LinearRow> run_gemm_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
+// The fastest available row's TFLOP/s (ours or cuBLASLt): the run's measured bf16 GEMM rate, which the MoE rows
+// compare with; 0 when no row ran.
+double best_gemm_tflops(const std::vector<LinearRow>& rows);
 std::string format_gemm_text(const std::vector<LinearRow>& rows);
 std::string format_gemm_json(const std::vector<LinearRow>& rows);
 

@@ -369,6 +369,40 @@ std::string format_flops_text(const char* title, const std::vector<LinearRow>& r
   return s;
 }
 
+std::string format_bandwidth_flops_text(const char* title, const std::vector<LinearRow>& rows, RowBytes bytes,
+                                        RowFlops flops, double copy_gbps, double peak_tflops) {
+  std::string s = title;
+  char line[512];
+  for (const LinearRow& r : rows) {
+    if (!r.available()) {
+      std::snprintf(line, sizeof line, "  %-11s %-32s not available: %s\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.error.c_str());
+    } else {
+      const double gbps = bytes(r.shape) / r.median_s * 1e-9, tflops = flops(r.shape) / r.median_s * 1e-12;
+      std::snprintf(line, sizeof line, "  %-11s %-32s %10.3f %9.0f %8.0f%% %9.1f %8.0f%%\n", r.shape.kernel.c_str(),
+                    dims_text(r.shape).c_str(), r.median_s * 1e3, gbps, copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0,
+                    tflops, peak_tflops > 0 ? 100 * tflops / peak_tflops : 0.0);
+    }
+    s += line;
+  }
+  return s;
+}
+
+std::string format_bandwidth_flops_json(const std::vector<LinearRow>& rows, RowBytes bytes, RowFlops flops,
+                                        double copy_gbps, double peak_tflops) {
+  std::string s = "[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LinearRow& r = rows[i];
+    const double b = bytes(r.shape), f = flops(r.shape);
+    const double gbps = r.available() ? b / r.median_s * 1e-9 : 0, tflops = r.available() ? f / r.median_s * 1e-12 : 0;
+    s += (i ? ", " : "") + row_json_head(r) + ", \"bytes\": " + num(b, true) + ", \"gbps\": " +
+         num(gbps, r.available()) + ", \"copy_fraction\": " + num(gbps / copy_gbps, r.available() && copy_gbps > 0) +
+         ", \"flops\": " + num(f, true) + ", \"tflops\": " + num(tflops, r.available()) +
+         ", \"gemm_fraction\": " + num(tflops / peak_tflops, r.available() && peak_tflops > 0) + "}";
+  }
+  return s + "]";
+}
+
 std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {
   return format_bandwidth_text(
       "linear / state-space decode (1 token, f32 state in place)  median ms   GB/s of state read + written   of copy\n",

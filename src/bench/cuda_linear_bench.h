@@ -79,6 +79,14 @@ using RowFlops = double (*)(const LinearCase&);
 std::string format_flops_text(const char* title, const std::vector<LinearRow>& rows, RowFlops flops);
 std::string format_flops_json(const std::vector<LinearRow>& rows, RowFlops flops);
 
+// Rows of a kernel that is bandwidth-bound at a decode step's size and compute-bound at a prefill's (the MoE
+// experts): GB/s of bytes(case) and its share of the copy bandwidth, and TFLOP/s of flops(case) and its share of
+// `peak_tflops` (the run's best bf16 GEMM row; 0: not measured, no share shown).
+std::string format_bandwidth_flops_text(const char* title, const std::vector<LinearRow>& rows, RowBytes bytes,
+                                        RowFlops flops, double copy_gbps, double peak_tflops);
+std::string format_bandwidth_flops_json(const std::vector<LinearRow>& rows, RowBytes bytes, RowFlops flops,
+                                        double copy_gbps, double peak_tflops);
+
 // The rows as text lines and as JSON arrays (the items of "state_decode" / "chunk_prefill"); copy_gbps is the
 // device's measured copy bandwidth each decode row is compared with.
 std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps);

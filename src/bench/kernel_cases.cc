@@ -2,6 +2,7 @@
 
 #include "bench/case_io.h"
 #include "bench/kernel_cases_linear.h"
+#include "bench/kernel_cases_layers.h"
 #include "bench/kernel_cases_step.h"
 
 #include <algorithm>
@@ -222,6 +223,8 @@ CaseSummary write_kernel_cases(const std::string& dir_name, Device device) {
   }
   write_linear_cases(dir, device, seed, add);
   write_step_cases(dir, device, seed, add);
+  write_moe_cases(dir, device, seed, add);
+  write_layer_cases(dir, device, seed, add);
   std::ofstream f(dir / "manifest.json");
   f << manifest << "\n]}\n";
   if (!f) throw std::runtime_error("write_kernel_cases: cannot write " + (dir / "manifest.json").string());

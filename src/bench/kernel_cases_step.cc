@@ -22,13 +22,6 @@
 #include "layers/embedding.h"
 
 namespace attnzoo::bench {
-namespace {
-
-namespace fs = std::filesystem;
-
-std::string entry_head(const std::string& name, const char* kind) {
-  return "{\"name\": " + json_string(name) + ", \"kind\": " + json_string(kind);
-}
 
 // N(0, 1) values with every row scaled by 2^(r % 7 - 3), so rows differ in magnitude (and quantized rows in
 // scale), then quantized to `t` by the CPU's quantizer: the blocks a GGUF file holds.
@@ -45,6 +38,14 @@ HostArray bytes_array(const std::vector<uint8_t>& bytes, int64_t rows) {
   HostArray a = make_array(DType::u8, {rows, int64_t(bytes.size()) / rows});
   a.bytes = bytes;
   return a;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string entry_head(const std::string& name, const char* kind) {
+  return "{\"name\": " + json_string(name) + ", \"kind\": " + json_string(kind);
 }
 
 // --- quantized GEMV: y [M, N] = x [M, K] w^T over w's GGUF blocks --------------------------------------------

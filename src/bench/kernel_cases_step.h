@@ -9,10 +9,20 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
+#include "core/quant_type.h"
 
 namespace attnzoo::bench {
+
+struct HostArray;
+
+// N(0, 1) values with every row scaled by 2^(r % 7 - 3), quantized to `t` by the CPU's quantizer: the blocks a
+// GGUF file holds, rows of differing scale.
+std::vector<uint8_t> quantized_rows(QuantType t, int64_t rows, int64_t cols, uint32_t seed);
+// The bytes as a uint8 [rows, bytes / rows] array.
+HostArray bytes_array(const std::vector<uint8_t>& bytes, int64_t rows);
 
 // Runs every step case on `device`, writes its files into `dir` and hands each manifest entry to `add`.
 void write_step_cases(const std::filesystem::path& dir, Device device, uint32_t& seed,

@@ -1,0 +1,53 @@
+#include "bench/cuda_layer_bench.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "bench/cuda_bench.h"
+#include "bench/timer.h"
+
+namespace attnzoo::bench {
+namespace {
+
+Timing run_once(const std::function<void()>& launch) {
+  const double t0 = now_seconds();
+  launch();
+  return summarize({now_seconds() - t0 + 1e-9});
+}
+
+// The smaller kernels' rows run their CPU twins on the CPU, on the arguments the GPU rows build.
+TEST(CudaLayerBench, RowsRunOnTheCpuAndCountTheirBytes) {
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.dequant = run_dequant_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.delta_gates = run_delta_gates_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.elementwise = run_elementwise_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  EXPECT_EQ(r.dequant.size(), 6u);
+  EXPECT_EQ(r.delta_gates.size(), 2u);
+  EXPECT_EQ(r.elementwise.size(), 7u);
+  for (const auto* rows : {&r.dequant, &r.delta_gates, &r.elementwise})
+    for (const LinearRow& row : *rows) EXPECT_TRUE(row.available()) << row.shape.kernel << ": " << row.error;
+  // Q4_K at [4096, 14336]: 56 super-blocks of 144 bytes a row read, the bf16 row written.
+  for (const LinearCase& c : dequant_cases(Scale::full))
+    if (c.kernel == "dequant_Q4_K") EXPECT_EQ(dequant_bytes(c), 4096.0 * (56 * 144 + 14336 * 2));
+  // KDA: 4096 tokens of a [32 x 128] and b [32] read, g and beta written, f32.
+  EXPECT_EQ(delta_gates_bytes(delta_gates_cases(Scale::full)[1]), 4096.0 * (32 + 4096) * 8);
+  for (const LinearCase& c : elementwise_cases(Scale::full)) {
+    const double n = double(c["rows"]) * double(c["cols"]);
+    if (c.kernel == "sigmoid_gate") EXPECT_EQ(elementwise_bytes(c), n * 6);    // bf16 a, gate, y
+    if (c.kernel == "scale_softcap") EXPECT_EQ(elementwise_bytes(c), n * 6);   // f32 in, bf16 out
+    if (c.kernel == "row_copy") EXPECT_EQ(elementwise_bytes(c), 64.0 * 32 * 128 * 128 * 8);
+  }
+  const std::string json = format_cuda_json(r), text = format_cuda_text(r);
+  EXPECT_NE(json.find("\"dequant\": [{\"kernel\": \"dequant_Q8_0\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"delta_gates\": [{\"kernel\": \"delta_gates_gdn\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"elementwise\": [{\"kernel\": \"mul\""), std::string::npos) << json;
+  for (const char* title : {"GGUF blocks to bf16", "delta gates", "element-wise and copies"})
+    EXPECT_NE(text.find(title), std::string::npos) << title;
+}
+
+}  // namespace
+}  // namespace attnzoo::bench

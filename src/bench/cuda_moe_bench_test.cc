@@ -1,0 +1,51 @@
+#include "bench/cuda_moe_bench.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "bench/cuda_bench.h"
+#include "bench/timer.h"
+
+namespace attnzoo::bench {
+namespace {
+
+Timing run_once(const std::function<void()>& launch) {
+  const double t0 = now_seconds();
+  launch();
+  return summarize({now_seconds() - t0 + 1e-9});
+}
+
+// The MoE rows run their CPU twins on the CPU, on the arguments the GPU rows build, and count what the table says.
+TEST(CudaMoeBench, RowsRunOnTheCpuAndCountQwen3MoeShapes) {
+  CudaKernelReport r;
+  r.device = "cuda:0 test";
+  r.copy_gbps = 4000;
+  r.moe_router = run_moe_router_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.moe_experts = run_moe_experts_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  for (const auto* rows : {&r.moe_router, &r.moe_experts}) {
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_TRUE(rows->front().available()) << rows->front().shape.kernel << ": " << rows->front().error;
+  }
+  const std::vector<LinearCase> experts = moe_experts_cases(Scale::full);
+  ASSERT_EQ(experts.size(), 2u);
+  // Decode: 64 x 8 = 512 routed rows reach all 128 experts, each [gate | up | down] of 3 x 768 x 2048 bf16 read.
+  EXPECT_EQ(moe_experts_bytes(experts[0]), 128.0 * 3 * 768 * 2048 * 2 + 64.0 * 2048 * 10);
+  EXPECT_EQ(moe_experts_flops(experts[1]), 2.0 * 4096 * 8 * 3 * 768 * 2048);
+  const LinearCase tiny = moe_experts_cases(Scale::tiny)[0];  // 5 x 2 = 10 rows over 8 experts: all 8 touched
+  EXPECT_EQ(moe_experts_bytes(tiny), 8.0 * 3 * 32 * 64 * 2 + 5.0 * 64 * 10);
+  EXPECT_EQ(moe_router_bytes(moe_router_cases(Scale::full)[0]), 128.0 * 2048 * 4 + 64.0 * 2048 * 2 + 64.0 * 128 * 4 +
+                                                                     64.0 * 8 * 8);
+  // A GEMM row makes the experts' TFLOP/s share: here the experts at exactly half of it.
+  r.gemm = {{{"gemm_ours", {{"M", 64}, {"N", 96}, {"K", 128}}}, {}, 1e-3, 1e-3}};
+  r.moe_experts[0].median_s = 2 * moe_experts_flops(tiny) / (2.0 * 64 * 96 * 128 / 1e-3);
+  const std::string json = format_cuda_json(r), text = format_cuda_text(r);
+  EXPECT_NE(json.find("\"moe_router\": [{\"kernel\": \"moe_router\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"moe_experts\": [{\"kernel\": \"moe_experts\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"gemm_fraction\": 0.5}"), std::string::npos) << json;
+  for (const char* title : {"MoE router", "MoE experts"}) EXPECT_NE(text.find(title), std::string::npos) << title;
+}
+
+}  // namespace
+}  // namespace attnzoo::bench
