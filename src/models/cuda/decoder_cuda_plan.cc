@@ -45,9 +45,8 @@ void check_attention(const DecoderParts& p, const AttentionLayer& attn, const st
   if (c.output_gate)
     for (const std::optional<RmsNorm>* n : {&attn.q_norm(), &attn.k_norm()})
       if (*n && (*n)->dim() != c.head_dim) refuse(p, "the attention output gate with q / k norms across heads", where);
-  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
-    refuse(p, "head_dim " + std::to_string(c.head_dim) +
-                  " (the CUDA attention takes 64, 128 or 256: Phi-3 / Phi-3.5 mini's 96 stays on the CPU)", where);
+  if (c.head_dim != 64 && c.head_dim != 96 && c.head_dim != 128 && c.head_dim != 256)
+    refuse(p, "head_dim " + std::to_string(c.head_dim) + " (the CUDA attention takes 64, 96, 128 or 256)", where);
   // q / k norms run per head (Qwen3, Gemma 3) or across all heads' row (OLMo 2), the only widths AttentionLayer
   // takes; sinks go to the CUDA attention with its other options.
   for (const Linear* l : {&attn.q_proj(), &attn.k_proj(), &attn.v_proj(), &attn.o_proj()}) check_projection(p, *l);
