@@ -7,9 +7,11 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "layers/lightning_attention_mixer.h"
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
 #include "testing/tiny_hybrid.h"
+#include "testing/tiny_minimax.h"
 
 namespace attnzoo {
 namespace {
@@ -89,6 +91,22 @@ TEST(DecoderCudaPlan, Phi3WithHeadDim96IsTaken) {
     EXPECT_EQ(attn.config().window, t.seed == 13 ? 8 : 0);
     EXPECT_EQ(attn.rope().config().type, t.seed == 14 ? "longrope" : "default");
   }
+}
+
+// MiniMax-Text-01's lightning attention (device_lightning.h) beside softmax attention, its MoE, and the postnorm
+// residuals the runner applies (alpha / beta per kind of sublayer over the normed input).
+TEST(DecoderCudaPlan, AMiniMaxWithLightningAttentionAndPostnormBlocksIsTaken) {
+  ScratchDir dir;
+  write_tiny_minimax(dir);
+  const auto model = Model::load(dir.str());
+  const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+  EXPECT_EQ(refusal(parts), "");
+  const DecoderBlock& b = parts.blocks->front();
+  ASSERT_TRUE(dynamic_cast<const LightningAttentionMixer*>(b.mixer.get()));
+  EXPECT_TRUE(b.residual_is_normed);
+  EXPECT_EQ(b.mixer_alpha, 1.3f);
+  EXPECT_EQ(b.ffn_beta, 0.9f);
+  EXPECT_TRUE(dynamic_cast<const AttentionLayer*>((*parts.blocks)[1].mixer.get()));
 }
 
 TEST(DecoderCudaPlan, TheDenseFamiliesAreTaken) {

@@ -24,6 +24,7 @@
 #include "testing/tiny_dense_families.h"
 #include "testing/tiny_gguf.h"
 #include "testing/tiny_hybrid.h"
+#include "testing/tiny_minimax.h"
 
 namespace attnzoo {
 namespace {
@@ -268,6 +269,15 @@ TEST(DecoderCudaRunner, APhi3WithHeadDim96MatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(testing::tiny_phi3(41));
   run_scenario(testing::tiny_phi3(42, R"("partial_rotary_factor": 0.5, "sliding_window": 8, )"));
+}
+
+// MiniMax-Text-01: lightning attention (simple GLA with a constant decay per head, its state through the prefix
+// reuse's snapshot) beside a softmax layer, a top-2 MoE, postnorm residuals with every alpha / beta away from 1.
+TEST(DecoderCudaRunner, AMiniMaxWithLightningAttentionMatchesTheCpu) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  testing::write_tiny_minimax(dir, 43);
+  run_recurrent_scenario(dir, "MiniMaxForCausalLM", 43);
 }
 
 // MLA (device_mla.h): every shape of the scenario (ragged prefill, decode, Tq 3, prefix reuse, a chunk after it)
