@@ -26,8 +26,8 @@ namespace {
 constexpr DType kNormed = DType::bf16;
 
 // DecoderBlock's parts on the device (decoder.h has the forms: no input norm in OLMo 2, post-sublayer norms in
-// Gemma 2 / 3 and OLMo 2, Cohere's parallel blocks). Either sublayer may be absent (Nemotron-H's MLP-only and
-// mixer-only layers, Mamba-2's blocks), with its norms.
+// Gemma 2 / 3 and OLMo 2, Cohere's parallel blocks, MiniMax's postnorm residuals). Either sublayer may be absent
+// (Nemotron-H's MLP-only and mixer-only layers, Mamba-2's blocks), with its norms.
 struct DeviceBlock {
   std::optional<RmsNormCuda> input_norm, ffn_norm, post_mixer_norm, post_ffn_norm;
   std::unique_ptr<DeviceMixer> mixer;
