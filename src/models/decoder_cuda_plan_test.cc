@@ -107,6 +107,14 @@ TEST(DecoderCudaPlan, AMiniMaxWithLightningAttentionAndPostnormBlocksIsTaken) {
   EXPECT_EQ(b.mixer_alpha, 1.3f);
   EXPECT_EQ(b.ffn_beta, 0.9f);
   EXPECT_TRUE(dynamic_cast<const AttentionLayer*>((*parts.blocks)[1].mixer.get()));
+
+  // Past the chunked simple GLA's staging: head dims up to 128.
+  ScratchDir wide_dir;
+  write_tiny_minimax(wide_dir, 12, 256);
+  const auto wide = Model::load(wide_dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide).parts()),
+            "device: lightning attention head_dim 256 (the CUDA chunked simple GLA takes up to 128) "
+            "(MiniMaxForCausalLM, layer 0) runs on the CPU only so far");
 }
 
 TEST(DecoderCudaPlan, TheDenseFamiliesAreTaken) {

@@ -1,6 +1,6 @@
 #pragma once
 // A small random MiniMax-Text-01 checkpoint (MiniMaxForCausalLM, models/minimax.cc) with the GPU runner's head shape
-// (head_dim 64): lightning attention layers beside one softmax attention layer ("linear_attention",
+// (head_dim 64, or `head_dim`): lightning attention layers beside one softmax attention layer ("linear_attention",
 // "full_attention", "linear_attention"), a top-2 of 4 Mixtral-style experts in every block, postnorm residuals with
 // every alpha / beta away from 1. Hidden 128, 4 heads (2 KV heads in the softmax layer), vocabulary 97, bf16;
 // normal draws from a fixed seed, fan-in scaled.
@@ -13,13 +13,13 @@
 
 namespace attnzoo::testing {
 
-inline void write_tiny_minimax(const ScratchDir& dir, uint32_t seed = 11) {
-  const int64_t V = kTinyDecoderVocab, H = 128, I = 64, D = 64, heads = 4, inner = heads * D, KV = 2 * D, E = 4;
+inline void write_tiny_minimax(const ScratchDir& dir, uint32_t seed = 11, int64_t head_dim = 64) {
+  const int64_t V = kTinyDecoderVocab, H = 128, I = 64, D = head_dim, heads = 4, inner = heads * D, KV = 2 * D, E = 4;
   const std::vector<std::string> types = {"linear_attention", "full_attention", "linear_attention"};
   write_file(dir.path() / "config.json",
              R"({"architectures": ["MiniMaxForCausalLM"], "model_type": "minimax", "hidden_size": 128,
   "intermediate_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
-  "head_dim": 64, "vocab_size": 97, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+  "head_dim": )" + std::to_string(D) + R"(, "vocab_size": 97, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
   "hidden_act": "silu", "num_local_experts": 4, "num_experts_per_tok": 2, "layer_types": [)" +
                  tiny_json_strings(types) + R"(], "full_attn_alpha_factor": 1.7, "full_attn_beta_factor": 0.8,
   "linear_attn_alpha_factor": 1.3, "linear_attn_beta_factor": 1.1, "mlp_alpha_factor": 1.5,
