@@ -32,7 +32,7 @@ def cases(tmp_path_factory):
     r = subprocess.run([CLI, "bench", "kernels", "--write-cases", str(d), "--device", "cpu"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "53 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
+    assert "55 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
     return d
 
 
@@ -51,7 +51,7 @@ def test_every_cpu_case_matches_torch(cases, tmp_path):
     r = check(cases, "--json", str(tmp_path / "rows.json"))
     assert r.returncode == 0, r.stdout + r.stderr
     rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
-    assert len(rows) == 9 and all(row["ok"] for row in rows)
+    assert len(rows) == 11 and all(row["ok"] for row in rows)
     kinds = {row["name"].split("_")[0] for row in rows}
     assert kinds == {"prefill", "decode"}
     # torch's own fused attention is compared where it can express the case (no softcap, no sinks).

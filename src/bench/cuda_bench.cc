@@ -89,10 +89,10 @@ CudaStateDecodeRow time_state_decode(const CudaStateDecodeCase& c, Device device
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s) {
   if (s == Scale::tiny) return {{1, 256, 4, 2, 128, true}};
   if (s == Scale::quick) return {{1, 2048, 32, 8, 128, true}, {1, 2048, 32, 8, 64, true}};
-  // The headline shapes (GQA 32 / 8, D = 128, causal at 4k x 4 and 16k x 1), then the other head dims and the
-  // non-causal form.
+  // The headline shapes (GQA 32 / 8, D = 128, causal at 4k x 4 and 16k x 1), then the other head dims (96: Phi-3
+  // mini's MHA 32 / 32) and the non-causal form.
   return {{4, 4096, 32, 8, 128, true},  {1, 16384, 32, 8, 128, true}, {4, 4096, 32, 8, 64, true},
-          {4, 4096, 32, 8, 256, true}, {4, 4096, 32, 8, 128, false}};
+          {4, 4096, 32, 32, 96, true}, {4, 4096, 32, 8, 256, true},  {4, 4096, 32, 8, 128, false}};
 }
 
 double prefill_flops(const CudaPrefillCase& c) {
@@ -105,10 +105,12 @@ std::vector<CudaDecodeCase> cuda_decode_cases(Scale s) {
   if (s == Scale::quick) return {{8, 4096, 32, 8, 128, 16, DType::bf16}};
   // The headline shape (B = 32 at 32k, GQA 32 / 8, D = 128) in vLLM's default block of 16 and FlashInfer's
   // larger pages, then the one-byte caches (half the bytes, the same rows).
+  // Last, Phi-3 mini's MHA 32 / 32 at D = 96 (16-row CTAs), at 8k: 3.2 GB of cache.
   return {{32, 32768, 32, 8, 128, 16, DType::bf16},
           {32, 32768, 32, 8, 128, 64, DType::bf16},
           {32, 32768, 32, 8, 128, 16, DType::i8},
-          {32, 32768, 32, 8, 128, 16, DType::f8_e4m3}};
+          {32, 32768, 32, 8, 128, 16, DType::f8_e4m3},
+          {32, 8192, 32, 32, 96, 16, DType::bf16}};
 }
 
 double decode_cache_bytes(const CudaDecodeCase& c) {

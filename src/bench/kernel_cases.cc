@@ -89,6 +89,7 @@ std::vector<PrefillCase> prefill_cases() {
       {"prefill_mqa_softcap_sinks_d256", DType::f16, DType::f16, 4, 1, 256, {150, 3}, {}, {true, 0, 30.f, true, false}},
       {"prefill_alibi_noncausal_d128", DType::bf16, DType::f32, 4, 2, 128, {17, 90}, {100, 90}, {false, 0, 0.f, false, true}},
       {"prefill_bottom_right_causal_d128", DType::bf16, DType::bf16, 8, 8, 128, {64}, {256}, {}},
+      {"prefill_mha_causal_d96", DType::bf16, DType::bf16, 4, 4, 96, {130, 7}, {}, {}},  // Phi-3 mini's head dim
   };
 }
 
@@ -98,6 +99,7 @@ std::vector<DecodeCase> decode_cases() {
       {"decode_bf16_bs64_tq4_window", DType::bf16, 4, 8, 2, 128, 64, {300, 90}, {true, 100, 0.f, false, false}},
       {"decode_int8_bs16_sinks", DType::i8, 1, 4, 4, 128, 16, {257, 33}, {true, 0, 0.f, true, false}},
       {"decode_fp8_bs64_softcap_alibi_d64", DType::f8_e4m3, 1, 8, 1, 64, 64, {700, 64}, {true, 0, 50.f, false, true}},
+      {"decode_int8_bs16_tq4_d96", DType::i8, 4, 16, 2, 96, 16, {400, 20}, {}},  // 96, GQA 8: two 16-row groups
   };
 }
 

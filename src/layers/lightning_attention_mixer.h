@@ -42,6 +42,9 @@ class LightningAttentionMixer : public SequenceMixer {
                           const std::string& name);
 
   const LightningAttentionConfig& config() const { return config_; }
+  const LightningAttentionWeights& weights() const { return w_; }
+  const std::vector<float>& norm_weight() const { return norm_; }  // widened to f32
+  const std::vector<float>& log_decay() const { return log_decay_; }  // -slope per head: simple GLA's g_gamma
   // Pool slot: the [H, D, D] state.
   static CacheSpec spec(const LightningAttentionConfig& c);
   CacheSpec cache_spec() const override { return spec(config_); }

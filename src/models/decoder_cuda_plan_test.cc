@@ -11,11 +11,13 @@
 
 #include "core/error.h"
 #include "layers/gpt_oss_moe.h"
+#include "layers/lightning_attention_mixer.h"
 #include "layers/scaled_gated_mlp.h"
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
 #include "testing/tiny_gpt_oss.h"
 #include "testing/tiny_hybrid.h"
+#include "testing/tiny_minimax.h"
 
 namespace attnzoo {
 namespace {
@@ -70,6 +72,57 @@ TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
 
 // The block forms beside Llama's, each family's checkpoint loaded by its CPU builder (which must put the feature
 // there: the test would pass vacuously otherwise).
+// Phi-3 / Phi-3.5 mini's head_dim 96 on the CUDA attention, with full or partial rotary, LongRoPE and Phi-3-mini-4k's
+// window; its fused qkv_proj / gate_up_proj are row views the device weights take as separate projections.
+TEST(DecoderCudaPlan, Phi3WithHeadDim96IsTaken) {
+  const std::string longrope = R"("rope_scaling": {"type": "longrope", "short_factor": [)" + [] {
+    std::string f;
+    for (int i = 0; i < 48; ++i) f += (i ? ", " : "") + std::to_string(1.0 + 0.05 * i);
+    return f;
+  }() + R"(], "long_factor": [)" + [] {
+    std::string f;
+    for (int i = 0; i < 48; ++i) f += (i ? ", " : "") + std::to_string(1.0 + 0.5 * i);
+    return f;
+  }() + R"(]}, "original_max_position_embeddings": 1024, )";
+  for (const TinyDecoder& t : {testing::tiny_phi3(), testing::tiny_phi3(12, R"("partial_rotary_factor": 0.5, )"),
+                               testing::tiny_phi3(13, R"("sliding_window": 8, )"), testing::tiny_phi3(14, longrope)}) {
+    SCOPED_TRACE(t.extra_config);
+    ScratchDir dir;
+    const auto model = load_cpu(t, dir);
+    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+    EXPECT_EQ(refusal(parts), "");
+    const auto& attn = dynamic_cast<const AttentionLayer&>(*parts.blocks->front().mixer);
+    EXPECT_EQ(attn.config().head_dim, 96);
+    EXPECT_EQ(attn.rope().rotary_dim(), t.seed == 12 ? 48 : 96);
+    EXPECT_EQ(attn.config().window, t.seed == 13 ? 8 : 0);
+    EXPECT_EQ(attn.rope().config().type, t.seed == 14 ? "longrope" : "default");
+  }
+}
+
+// MiniMax-Text-01's lightning attention (device_lightning.h) beside softmax attention, its MoE, and the postnorm
+// residuals the runner applies (alpha / beta per kind of sublayer over the normed input).
+TEST(DecoderCudaPlan, AMiniMaxWithLightningAttentionAndPostnormBlocksIsTaken) {
+  ScratchDir dir;
+  write_tiny_minimax(dir);
+  const auto model = Model::load(dir.str());
+  const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
+  EXPECT_EQ(refusal(parts), "");
+  const DecoderBlock& b = parts.blocks->front();
+  ASSERT_TRUE(dynamic_cast<const LightningAttentionMixer*>(b.mixer.get()));
+  EXPECT_TRUE(b.residual_is_normed);
+  EXPECT_EQ(b.mixer_alpha, 1.3f);
+  EXPECT_EQ(b.ffn_beta, 0.9f);
+  EXPECT_TRUE(dynamic_cast<const AttentionLayer*>((*parts.blocks)[1].mixer.get()));
+
+  // Past the chunked simple GLA's staging: head dims up to 128.
+  ScratchDir wide_dir;
+  write_tiny_minimax(wide_dir, 12, 256);
+  const auto wide = Model::load(wide_dir.str());
+  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide).parts()),
+            "device: lightning attention head_dim 256 (the CUDA chunked simple GLA takes up to 128) "
+            "(MiniMaxForCausalLM, layer 0) runs on the CPU only so far");
+}
+
 TEST(DecoderCudaPlan, TheDenseFamiliesAreTaken) {
   for (DenseFamily f : {DenseFamily::gemma2, DenseFamily::gemma3, DenseFamily::olmo2, DenseFamily::cohere,
                         DenseFamily::granite}) {
@@ -180,8 +233,8 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
   ScratchDir dir;
   const auto narrow = load_cpu(TinyDecoder{.head_dim = 32}, dir);
   EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*narrow).parts()),
-            "device: head_dim 32 (the CUDA attention takes 64, 128 or 256: Phi-3 / Phi-3.5 mini's 96 stays on the CPU) "
-            "(LlamaForCausalLM, layer 0) runs on the CPU only so far");
+            "device: head_dim 32 (the CUDA attention takes 64, 96, 128 or 256) (LlamaForCausalLM, layer 0) runs on the "
+            "CPU only so far");
 
   ScratchDir dir2;
   const auto model = load_cpu(TinyDecoder{}, dir2);

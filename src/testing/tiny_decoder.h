@@ -2,7 +2,8 @@
 // A small random Llama-family checkpoint with the GPU runner's head shape (head_dim 64): Llama, or Qwen3 with its
 // per-head q / k norms, or Qwen2 with q / k / v biases; bf16 or f32 tensors; extra config.json keys for the
 // features a test switches on; tied embeddings. 2 layers, hidden 128, 4 query heads over 2 KV heads, vocabulary 97; normal draws
-// from a fixed seed, fan-in scaled, so greedy ties are practically impossible. With moe_experts, the MLPs become
+// from a fixed seed, fan-in scaled, so greedy ties are practically impossible. With fused (tiny_phi3), Phi-3's
+// layout: self_attn.qkv_proj and mlp.gate_up_proj, each one tensor of the separate projections' rows. With moe_experts, the MLPs become
 // mixtures of experts 64 wide: Qwen3-MoE's (every layer, mlp.gate + mlp.experts.N) or, with deepseek_moe, GLM-4.5's
 // (layer 0 dense, layer 1 a DeepSeek-V3 MoE: two groups of moe_experts / 2, topk_group 2 when moe_top_k exceeds
 // one group, else 1; a correction bias, routed scaling, one shared expert).
@@ -32,6 +33,7 @@ struct TinyDecoder {
   bool deepseek_moe = false;
   int64_t mla_kv_lora_rank = 0;  // > 0: MLA attention
   int64_t mla_q_lora_rank = 64;  // 0: a plain q_proj
+  bool fused = false;            // Phi-3's qkv_proj and gate_up_proj
 };
 
 inline constexpr int64_t kTinyDecoderVocab = 97;
@@ -79,6 +81,9 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
       shapes.push_back({a + ".kv_a_layernorm.weight", {R}});
       shapes.push_back({a + ".kv_b_proj.weight", {4 * 2 * MD, R}});
       shapes.push_back({a + ".o_proj.weight", {H, 4 * MD}});
+    } else if (t.fused) {
+      shapes.push_back({p + ".self_attn.qkv_proj.weight", {Q + 2 * KV, H}});
+      shapes.push_back({p + ".self_attn.o_proj.weight", {H, Q}});
     } else {
       for (auto [name, shape] : TinyTensorShapes{
                {".self_attn.q_proj.weight", {Q, H}}, {".self_attn.k_proj.weight", {KV, H}},
@@ -90,7 +95,10 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
       shapes.push_back({m + ".up_proj.weight", {width, H}});
       shapes.push_back({m + ".down_proj.weight", {H, width}});
     };
-    if (E == 0 || (t.deepseek_moe && l == 0)) {
+    if (t.fused) {
+      shapes.push_back({p + ".mlp.gate_up_proj.weight", {2 * I, H}});
+      shapes.push_back({p + ".mlp.down_proj.weight", {H, I}});
+    } else if (E == 0 || (t.deepseek_moe && l == 0)) {
       mlp(p + ".mlp", I);
     } else {
       shapes.push_back({p + ".mlp.gate.weight", {E, H}});
@@ -114,6 +122,14 @@ inline void write_tiny_decoder(const ScratchDir& dir, const TinyDecoder& t) {
     if (name.find("embed") != std::string::npos) return r;
     return (name == "lm_head.weight" ? 4.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()))) * r;
   });
+}
+
+// Phi-3 / Phi-3.5 mini's head shape, head_dim 96 (4 query heads over 2 KV heads here; the published ones are MHA),
+// fused projections, full rotary unless `extra_config` sets partial_rotary_factor.
+inline TinyDecoder tiny_phi3(uint32_t seed = 11, std::string extra_config = "") {
+  return TinyDecoder{.architecture = "Phi3ForCausalLM", .model_type = "phi3",
+                     .extra_config = R"("hidden_act": "silu", )" + std::move(extra_config), .head_dim = 96,
+                     .seed = seed, .fused = true};
 }
 
 }  // namespace attnzoo::testing

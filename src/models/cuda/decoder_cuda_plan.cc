@@ -13,6 +13,7 @@
 #include "layers/mla_mixer.h"
 #include "layers/gated_deltanet_mixer.h"
 #include "layers/kda_mixer.h"
+#include "layers/lightning_attention_mixer.h"
 #include "layers/mamba2_mixer.h"
 #include "layers/mamba_mixer.h"
 #include "layers/mlp.h"
@@ -46,9 +47,8 @@ void check_attention(const DecoderParts& p, const AttentionLayer& attn, const st
   if (c.output_gate)
     for (const std::optional<RmsNorm>* n : {&attn.q_norm(), &attn.k_norm()})
       if (*n && (*n)->dim() != c.head_dim) refuse(p, "the attention output gate with q / k norms across heads", where);
-  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
-    refuse(p, "head_dim " + std::to_string(c.head_dim) +
-                  " (the CUDA attention takes 64, 128 or 256: Phi-3 / Phi-3.5 mini's 96 stays on the CPU)", where);
+  if (c.head_dim != 64 && c.head_dim != 96 && c.head_dim != 128 && c.head_dim != 256)
+    refuse(p, "head_dim " + std::to_string(c.head_dim) + " (the CUDA attention takes 64, 96, 128 or 256)", where);
   // q / k norms run per head (Qwen3, Gemma 3) or across all heads' row (OLMo 2), the only widths AttentionLayer
   // takes; sinks go to the CUDA attention with its other options.
   for (const Linear* l : {&attn.q_proj(), &attn.k_proj(), &attn.v_proj(), &attn.o_proj()}) check_projection(p, *l);
@@ -117,6 +117,16 @@ void check_kda(const DecoderParts& p, const KdaMixer& m, const std::string& wher
     check_projection(p, *l);
 }
 
+// device_lightning.cc: MiniMax's lightning attention on simple GLA's CUDA kernels, whose chunked form stages head
+// dims <= 128 (MiniMax-Text-01's 128).
+void check_lightning(const DecoderParts& p, const LightningAttentionMixer& m, const std::string& where) {
+  if (m.config().head_dim > 128)
+    refuse(p, "lightning attention head_dim " + std::to_string(m.config().head_dim) +
+                  " (the CUDA chunked simple GLA takes up to 128)", where);
+  const LightningAttentionWeights& w = m.weights();
+  for (const Linear* l : {&w.qkv_proj, &w.output_gate, &w.out_proj}) check_projection(p, *l);
+}
+
 void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dtype, const std::string& where);
 
 // device_parallel_mixer.cc: each branch as its own kind. The branches read the layer's pool memory from its start,
@@ -140,6 +150,7 @@ void check_mixer(const DecoderParts& p, const SequenceMixer& mixer, DType kv_dty
   if (const auto* mamba = dynamic_cast<const MambaMixer*>(&mixer)) return check_mamba(p, *mamba, where);
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return check_gated_deltanet(p, *gdn, where);
   if (const auto* kda = dynamic_cast<const KdaMixer*>(&mixer)) return check_kda(p, *kda, where);
+  if (const auto* la = dynamic_cast<const LightningAttentionMixer*>(&mixer)) return check_lightning(p, *la, where);
   if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) {  // device_short_conv.cc: any width
     for (const Linear* l : {&conv->in_proj(), &conv->out_proj()}) check_projection(p, *l);
     return;
@@ -229,9 +240,11 @@ void check_decoder_runs_on_cuda(const DecoderParts& p, DType kv_dtype) {
   for (size_t i = 0; i < p.blocks->size(); ++i) {
     const DecoderBlock& b = (*p.blocks)[i];
     const std::string where = "layer " + std::to_string(i);
-    if (b.residual_is_normed || b.mixer_alpha != 1.f || b.mixer_beta != 1.f || b.ffn_alpha != 1.f ||
-        b.ffn_beta != 1.f)
-      refuse(p, "postnorm blocks", where);
+    // Postnorm residuals (MiniMax's alpha / beta over the normed input) run in the runner; a parallel block has
+    // none on the CPU either.
+    if (b.parallel && (b.residual_is_normed || b.mixer_alpha != 1.f || b.mixer_beta != 1.f || b.ffn_alpha != 1.f ||
+                       b.ffn_beta != 1.f))
+      refuse(p, "a parallel block with postnorm residuals", where);
     if (!b.mixer && !b.ffn) refuse(p, "a block without a mixer or a feed-forward", where);
     if (b.parallel && (!b.mixer || !b.ffn)) refuse(p, "a parallel block without both sublayers", where);
     if (b.mixer) check_mixer(p, *b.mixer, kv_dtype, where);  // none: a feed-forward-only block (Nemotron-H's MLPs)

@@ -26,13 +26,18 @@ namespace {
 constexpr DType kNormed = DType::bf16;
 
 // DecoderBlock's parts on the device (decoder.h has the forms: no input norm in OLMo 2, post-sublayer norms in
-// Gemma 2 / 3 and OLMo 2, Cohere's parallel blocks). Either sublayer may be absent (Nemotron-H's MLP-only and
-// mixer-only layers, Mamba-2's blocks), with its norms.
+// Gemma 2 / 3 and OLMo 2, Cohere's parallel blocks, MiniMax's postnorm residuals). Either sublayer may be absent
+// (Nemotron-H's MLP-only and mixer-only layers, Mamba-2's blocks), with its norms.
 struct DeviceBlock {
   std::optional<RmsNormCuda> input_norm, ffn_norm, post_mixer_norm, post_ffn_norm;
   std::unique_ptr<DeviceMixer> mixer;
   std::unique_ptr<DeviceFfn> ffn;
   bool parallel = false;
+  // MiniMax's postnorm: x = alpha * x' + beta * sublayer(h), x' the f32 normed input (normed_residual) or x.
+  bool normed_residual = false;
+  float mixer_alpha = 1.f, mixer_beta = 1.f, ffn_alpha = 1.f, ffn_beta = 1.f;
+  bool mixer_postnorm() const { return normed_residual || mixer_alpha != 1.f || mixer_beta != 1.f; }
+  bool ffn_postnorm() const { return normed_residual || ffn_alpha != 1.f || ffn_beta != 1.f; }
 };
 
 std::optional<RmsNormCuda> upload_norm(const std::optional<RmsNorm>& n, const DeviceLoad& load) {
@@ -92,6 +97,8 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   for (const DecoderBlock& b : *p.blocks) {
     DeviceBlock d;
     d.parallel = b.parallel;
+    d.normed_residual = b.residual_is_normed;
+    d.mixer_alpha = b.mixer_alpha, d.mixer_beta = b.mixer_beta, d.ffn_alpha = b.ffn_alpha, d.ffn_beta = b.ffn_beta;
     if (b.mixer) {
       d.input_norm = upload_norm(b.input_norm, load);
       d.post_mixer_norm = upload_norm(b.post_mixer_norm, load);
@@ -102,7 +109,8 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
       d.post_ffn_norm = upload_norm(b.post_ffn_norm, load);
       d.ffn = make_device_ffn(*b.ffn, load);
     }
-    staged_ = staged_ || d.parallel || d.post_mixer_norm || d.post_ffn_norm || residual_scale_ != 1.f;
+    staged_ = staged_ || d.parallel || d.post_mixer_norm || d.post_ffn_norm || residual_scale_ != 1.f ||
+              d.mixer_postnorm() || d.ffn_postnorm();
     blocks_.push_back(std::move(d));
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
@@ -216,6 +224,15 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
       if (post_norm) post_norm->forward(y, y, cs);
       add_scaled_cuda(x, y, alpha, x, cs);
     };
+    // DecoderModel's add_residual(alpha, beta) for a postnorm block: the stream becomes its own normed rows in
+    // f32 (the CPU's h; `norm` in place, none: x itself), scaled by alpha, plus beta * residual_scale * y.
+    auto add_postnorm = [&](const std::optional<RmsNormCuda>& post_norm, const std::optional<RmsNormCuda>& norm,
+                            bool normed, float alpha, float beta) {
+      if (post_norm) post_norm->forward(y, y, cs);
+      if (normed && norm) norm->forward(x, x, cs);
+      if (alpha != 1.f) scale_softcap_cuda(x, x, alpha, 0.f, cs);
+      add_scaled_cuda(x, y, beta * residual_scale_, x, cs);
+    };
     for (size_t l = 0; l < blocks_.size(); ++l) {
       const DeviceBlock& b = blocks_[l];
       if (b.parallel) {  // x += post_norm?(mixer(h)) + ffn(h), with no residual multiplier (DecoderModel's form)
@@ -228,7 +245,10 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
       }
       if (b.mixer) {
         norm_or_round(b.input_norm);
-        if (b.post_mixer_norm || residual_scale_ != 1.f) {
+        if (b.mixer_postnorm()) {
+          b.mixer->forward(step, int64_t(l), h, staged_output());
+          add_postnorm(b.post_mixer_norm, b.input_norm, b.normed_residual, b.mixer_alpha, b.mixer_beta);
+        } else if (b.post_mixer_norm || residual_scale_ != 1.f) {
           b.mixer->forward(step, int64_t(l), h, staged_output());
           add_staged(b.post_mixer_norm, residual_scale_);
         } else {
@@ -237,7 +257,10 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
       }
       if (!b.ffn) continue;
       norm_or_round(b.ffn_norm);
-      if (b.post_ffn_norm || residual_scale_ != 1.f) {
+      if (b.ffn_postnorm()) {
+        b.ffn->forward(step, h, staged_output());
+        add_postnorm(b.post_ffn_norm, b.ffn_norm, b.normed_residual, b.ffn_alpha, b.ffn_beta);
+      } else if (b.post_ffn_norm || residual_scale_ != 1.f) {
         b.ffn->forward(step, h, staged_output());
         add_staged(b.post_ffn_norm, residual_scale_);
       } else {

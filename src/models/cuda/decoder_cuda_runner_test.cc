@@ -1,8 +1,8 @@
 // The Llama family's decoders (dense and MoE: Qwen3-MoE, GLM-4.5 with DeepSeek-V3 routing, gpt-oss), Mamba-2, Nemotron-H,
 // dense Qwen3-Next, LFM2, Kimi Linear's KDA layers, DeepSeek-V3 / V2's MLA and the dense families' block forms
-// (testing/tiny_dense_families.h: Gemma 2 / 3, OLMo 2, Cohere, Granite; Ministral 3's query temperature) on a GPU
-// against the same checkpoint on the CPU, and tiny GGUF files (Q8_0, Q4_K with expanded Q5_0 fallbacks, a tied
-// quantized head): a ragged prefill batch, decode steps of one and of several tokens per sequence, a prompt that
+// (testing/tiny_dense_families.h: Gemma 2 / 3, OLMo 2, Cohere, Granite; Ministral 3's query temperature; Phi-3's
+// head_dim 96) on a GPU against the same checkpoint on the CPU, and tiny GGUF files (Q8_0, Q4_K with expanded
+// Q5_0 fallbacks, a tied quantized head): a ragged prefill batch, decode steps of one and of several tokens per sequence, a prompt that
 // reuses a cached prefix (its new tokens attend over the paged cache in rounds; a recurrent layer's state comes back
 // from its snapshot) and a chunk after it, blocks handed out in shuffled orders on both sides. Logits agree within
 // bf16 tolerance and greedy tokens are equal wherever the CPU's margin is not a near-tie. Skipped without a GPU; the
@@ -25,6 +25,7 @@
 #include "testing/tiny_gguf.h"
 #include "testing/tiny_gpt_oss.h"
 #include "testing/tiny_hybrid.h"
+#include "testing/tiny_minimax.h"
 
 namespace attnzoo {
 namespace {
@@ -276,6 +277,23 @@ TEST(DecoderCudaRunner, AGraniteWithItsMultipliersMatchesTheCpu) {
 TEST(DecoderCudaRunner, AMinistral3WithTheQueryTemperatureMatchesTheCpu) {
   REQUIRE_GPU();
   run_scenario(testing::tiny_ministral3(26));
+}
+
+// Phi-3 / Phi-3.5 mini's head_dim 96 (the sm_80 prefill on every GPU, the paged decode's 16-row CTAs), its fused
+// qkv_proj / gate_up_proj: full rotary, then partial rotary under Phi-3-mini-4k's window on every layer.
+TEST(DecoderCudaRunner, APhi3WithHeadDim96MatchesTheCpu) {
+  REQUIRE_GPU();
+  run_scenario(testing::tiny_phi3(41));
+  run_scenario(testing::tiny_phi3(42, R"("partial_rotary_factor": 0.5, "sliding_window": 8, )"));
+}
+
+// MiniMax-Text-01: lightning attention (simple GLA with a constant decay per head, its state through the prefix
+// reuse's snapshot) beside a softmax layer, a top-2 MoE, postnorm residuals with every alpha / beta away from 1.
+TEST(DecoderCudaRunner, AMiniMaxWithLightningAttentionMatchesTheCpu) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  testing::write_tiny_minimax(dir, 43);
+  run_recurrent_scenario(dir, "MiniMaxForCausalLM", 43);
 }
 
 // MLA (device_mla.h, mla_rows_plan.h): decode rows are absorbed-decode rows over the paged latent cache; prefill

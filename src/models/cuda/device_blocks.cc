@@ -5,6 +5,7 @@
 #include "models/cuda/device_mla.h"
 #include "models/cuda/device_gated_deltanet.h"
 #include "models/cuda/device_kda.h"
+#include "models/cuda/device_lightning.h"
 #include "models/cuda/device_mamba.h"
 #include "models/cuda/device_mamba2.h"
 #include "models/cuda/device_parallel_mixer.h"
@@ -24,6 +25,7 @@ std::unique_ptr<DeviceMixer> make_device_mixer(const SequenceMixer& mixer, const
   if (const auto* gdn = dynamic_cast<const GatedDeltaNetMixer*>(&mixer)) return make_device_gated_deltanet(*gdn, load);
   if (const auto* conv = dynamic_cast<const ShortConvMixer*>(&mixer)) return make_device_short_conv(*conv, load);
   if (const auto* kda = dynamic_cast<const KdaMixer*>(&mixer)) return make_device_kda(*kda, load);
+  if (const auto* la = dynamic_cast<const LightningAttentionMixer*>(&mixer)) return make_device_lightning(*la, load);
   if (const auto* par = dynamic_cast<const ParallelMixer*>(&mixer)) return make_device_parallel_mixer(*par, load);
   throw ArgumentError("device: a " + mixer.kind() + " mixer has no CUDA block");
 }

@@ -1,8 +1,8 @@
 // The CUDA decode's kernels (decode_kernel.cuh: chunks and the merge of split sequences) and split-KV launch plan
 // run under the CTA emulator against the double-precision reference: seeded random cases over paged caches
 // (shuffled block tables, -1 past each sequence's last block, block sizes 16 and 64) and contiguous ones,
-// bf16 / f16 / int8 / fp8 caches, 1 to 8 new tokens, GQA / MQA, causal, windows, softcap, sinks, ALiBi, and
-// CTA slots to spare, so that sequences past 256 keys are split and merged.
+// bf16 / f16 / int8 / fp8 caches, head dims 64 / 96 / 128 / 256, 1 to 8 new tokens, GQA / MQA, causal, windows,
+// softcap, sinks, ALiBi, and CTA slots to spare, so that sequences past 256 keys are split and merged.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +51,7 @@ void launch_for_dim(const DecodeLaunchPlan& plan, const DecodeParams& params) {
   const bool small = rows_per_cta(params.D, params.rows) == 16;
   switch (params.D) {
     case 64: return small ? launch<Elem, KvT, 64, 1>(plan, params) : launch<Elem, KvT, 64, 4>(plan, params);
+    case 96: return launch<Elem, KvT, 96, 1>(plan, params);  // rows_per_cta: always 16
     case 128: return small ? launch<Elem, KvT, 128, 1>(plan, params) : launch<Elem, KvT, 128, 4>(plan, params);
     default: return launch<Elem, KvT, 256, 4>(plan, params);
   }
@@ -187,9 +188,11 @@ bool check(Case c, uint64_t seed, bool plan_elsewhere = false) {
   return !plan.merges.empty();
 }
 
-Case random_case(std::mt19937_64& rng, bool split) {
+// head_dim: 0 draws 64, 128 or 256.
+Case random_case(std::mt19937_64& rng, bool split, int64_t head_dim = 0) {
   Case c;
   c.D = std::vector<int64_t>{64, 128, 256}[rng() % 3];
+  if (head_dim) c.D = head_dim;
   c.Tq = 1 + int64_t(rng() % 8);
   const int64_t group = std::vector<int64_t>{1, 2, 4, 8}[rng() % 4];
   c.Hkv = 1 + int64_t(rng() % 2);
@@ -233,6 +236,26 @@ TEST(EmulatedDecode, MatchesReferenceWhenSplit) {
   int split = 0;
   for (int i = 0; i < 12; ++i) split += check(random_case(rng, true), 3000 + uint64_t(i));
   EXPECT_GE(split, 10) << "cases whose plan split a sequence";
+}
+
+// Phi-3's head dim, on every cache format: 12 sixteen-byte pieces a 16-bit row and 6 an 8-bit one, spread over
+// the CTA without a fixed column; more than 16 rows (GQA x new tokens) take several 16-row groups.
+TEST(EmulatedDecode, MatchesReferenceAtHeadDim96) {
+  std::mt19937_64 rng(96);
+  int split = 0, wide = 0;
+  for (int i = 0; i < 16; ++i) {
+    const Case c = random_case(rng, i % 3 == 2, 96);
+    wide += c.Tq * (c.Hq / c.Hkv) > 16;
+    split += check(c, 6000 + uint64_t(i));
+  }
+  for (DType kv : {DType::bf16, DType::i8, DType::f8_e4m3}) {
+    Case c;
+    c.D = 96, c.Tq = 8, c.Hq = 8, c.Hkv = 2, c.kv = kv, c.block_size = 16, c.lens = {70, 200};
+    c.opts.causal = true;
+    check(c, 6100 + uint64_t(kv));
+  }
+  EXPECT_GE(split, 3) << "cases whose plan split a sequence";
+  EXPECT_GE(wide, 2) << "cases with more than one 16-row group";
 }
 
 // One plan, another layer's tensors: what launch_prepared_decode_cuda does for each layer of a model step.

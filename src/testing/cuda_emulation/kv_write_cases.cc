@@ -190,6 +190,7 @@ TEST(EmulatedKvWrite, MatchesTheCpuScatterBitForBit) {
   for (DType cache : {DType::f32, DType::bf16, DType::f16, DType::i8, DType::f8_e4m3})
     for (DType rows : {DType::f32, DType::bf16, DType::f16}) {
       check_kv_write({37, 3, 40, 7, 16, rows, cache});                         // Llama-like, small
+      check_kv_write({19, 2, 96, 4, 16, rows, cache});                         // Phi-3's head_dim: three rounds of 32 lanes
       check_kv_write({21, 2, 129, 5, 5, rows, cache, true, 3, 2});             // odd dims, padded strides
       check_kv_write({9, 1, 576, 4, 3, rows, cache, false, 1, 1});             // MLA latent rows [T, r + dr]
     }

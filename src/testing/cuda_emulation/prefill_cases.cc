@@ -1,8 +1,8 @@
 // The CUDA prefill's tile code (prefill_tile.cuh, and the Hopper path's prefill_sm90_tile.cuh on the emulated
 // wgmma / TMA / mbarriers) and launch plans run under the CTA emulator against the
 // double-precision reference: seeded random cases over ragged varlen batches, GQA / MQA, causal (bottom-right),
-// windows, softcap, sinks, ALiBi, head dims 64 / 128 / 256, bf16 / f16 in, f32 / bf16 / f16 out, odd lengths
-// at tile edges and padded token strides. Shapes are small: every emulated thread is a fiber.
+// windows, softcap, sinks, ALiBi, head dims 64 / 96 / 128 / 256 (96 on the sm_80 kernel only), bf16 / f16 in,
+// f32 / bf16 / f16 out, odd lengths at tile edges and padded token strides. Shapes are small: every emulated thread is a fiber.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +39,7 @@ template <class Elem>
 void launch_for_dim(int64_t D, const PrefillParams& params, unsigned work_items, unsigned heads) {
   switch (D) {
     case 64: return launch<Elem, 64>(params, work_items, heads);
+    case 96: return launch<Elem, 96>(params, work_items, heads);
     case 128: return launch<Elem, 128>(params, work_items, heads);
     default: return launch<Elem, 256>(params, work_items, heads);
   }
@@ -178,9 +179,11 @@ int32_t ragged_length(std::mt19937_64& rng, int32_t top) {
   return x;
 }
 
-Case random_case(std::mt19937_64& rng) {
+// head_dim: 0 draws 64, 128 or 256.
+Case random_case(std::mt19937_64& rng, int64_t head_dim = 0) {
   Case c;
   c.D = std::vector<int64_t>{64, 128, 256}[rng() % 3];
+  if (head_dim) c.D = head_dim;
   c.in = rng() % 2 ? DType::bf16 : DType::f16;
   c.out = std::vector<DType>{DType::f32, DType::f32, DType::bf16, DType::f16}[rng() % 4];
   const int64_t group = std::vector<int64_t>{1, 2, 4}[rng() % 3];
@@ -233,6 +236,17 @@ TEST(EmulatedPrefill, MatchesReferenceAtWindowEdges) {
   check(c, 99);
 }
 
+// Phi-3's head dim: 12 sixteen-byte pieces a row, which the loads spread over the CTA without a fixed column.
+TEST(EmulatedPrefill, MatchesReferenceAtHeadDim96) {
+  std::mt19937_64 rng(20261206);
+  for (int i = 0; i < 16; ++i) check(random_case(rng, 96), 5000 + uint64_t(i));
+  Case c{1, 70, 130, 4, 2, 96};  // several key tiles and both buffers, a window across a tile edge
+  c.opts.causal = true;
+  c.opts.window = 65;
+  c.v_mean = 3.f;
+  check(c, 5100);
+}
+
 // The Hopper kernel on the same kind of cases.
 TEST(EmulatedPrefillSm90, MatchesReferenceOnRandomCases) {
   std::mt19937_64 rng(20261205);
@@ -275,6 +289,9 @@ TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
   EXPECT_EQ(choose_prefill_path(problem(128), 10, nullptr), PrefillPath::sm80);  // sm_90a code is sm_90's only
   EXPECT_EQ(choose_prefill_path(problem(256), 9, nullptr), PrefillPath::sm90);
   EXPECT_EQ(choose_prefill_path(problem(256), 8, nullptr), PrefillPath::sm80);
+  // Head dim 96 is not whole 64-column boxes: Hopper runs the sm_80 kernel for it.
+  EXPECT_STREQ(sm90_prefill_gap(problem(96)), "head_dim D is not 64, 128 or 256");
+  EXPECT_EQ(choose_prefill_path(problem(96), 9, nullptr), PrefillPath::sm80);
   // Batches whose stride is not a whole number of tokens cannot be TMA coordinates: the sm_80 kernel takes them.
   AttentionProblem padded = problem(64);
   padded.seqs[1].q_offset += 8;

@@ -104,6 +104,8 @@ TEST(EmulatedRope, MatchesRopeApply) {
       check_rope({dt, 64, 0, layout, "default", 4, false, 2}, false);         // unaligned token stride: scalar
       check_rope({dt, 128, 0, layout, "llama3", 6, true}, true);              // banded scaling
       check_rope({dt, 64, 32, layout, "yarn", 5}, true);                      // attention factor on cos / sin
+      check_rope({dt, 96, 0, layout, "default", 5}, true);                    // Phi-3 mini: half = 48, full
+      check_rope({dt, 96, 32, layout, "default", 4, true}, true);             // partial rotary at head_dim 96
     }
 }
 

@@ -50,9 +50,10 @@ KernelChoice choice_for_dim(int64_t D, int64_t rows) {
   const bool small = rows_per_cta(D, rows) == 16;
   switch (D) {
     case 64: return small ? choice<Elem, KvT, 64, 1>() : choice<Elem, KvT, 64, 4>();
+    case 96: return choice<Elem, KvT, 96, 1>();
     case 128: return small ? choice<Elem, KvT, 128, 1>() : choice<Elem, KvT, 128, 4>();
     case 256: return choice<Elem, KvT, 256, 4>();
-    default: throw ArgumentError("q: head_dim D on CUDA must be 64, 128 or 256, got " + std::to_string(D));
+    default: throw ArgumentError("q: head_dim D on CUDA must be 64, 96, 128 or 256, got " + std::to_string(D));
   }
 }
 

@@ -13,7 +13,7 @@
 namespace attnzoo {
 
 // What only the CUDA path requires beyond make_decode_problem's checks: bf16 / f16 queries; out f32, bf16 or
-// f16; a bf16 / f16 cache of q's dtype, or an int8 / float8_e4m3fn one; head_dim 64, 128 or 256 with Dv == D;
+// f16; a bf16 / f16 cache of q's dtype, or an int8 / float8_e4m3fn one; head_dim 64, 96, 128 or 256 with Dv == D;
 // no block mask; 16-byte aligned bases and row strides (multiples of 16 bytes). ArgumentError / DTypeError
 // naming the argument.
 void check_cuda_decode(const DecodeProblem& p);

@@ -172,11 +172,12 @@ TEST(CudaDecode, RefusesWhatItDoesNotDo) {
   EXPECT_NO_THROW(check_cuda_decode(problem(DType::bf16, DType::bf16, 128)));
   EXPECT_NO_THROW(check_cuda_decode(problem(DType::f16, DType::i8, 64)));
   EXPECT_NO_THROW(check_cuda_decode(problem(DType::bf16, DType::f8_e4m3, 256)));
+  EXPECT_NO_THROW(check_cuda_decode(problem(DType::bf16, DType::i8, 96)));  // Phi-3 / Phi-3.5 mini
 
   testing::expect_error<DTypeError>(refuse(problem(DType::bf16, DType::f32, 128)), "k_cache");
   testing::expect_error<DTypeError>(refuse(problem(DType::bf16, DType::f16, 128)), "k_cache: dtype float16");
   testing::expect_error<DTypeError>(refuse(problem(DType::f32, DType::bf16, 128)), "q:");
-  testing::expect_error<ArgumentError>(refuse(problem(DType::bf16, DType::bf16, 96)), "q: head_dim D on CUDA");
+  testing::expect_error<ArgumentError>(refuse(problem(DType::bf16, DType::bf16, 80)), "q: head_dim D on CUDA");
   BlockMask mask({.seq_len = 64, .block = 16, .local_blocks = 1});
   AttentionOptions masked;
   masked.block_mask = &mask;
@@ -233,7 +234,7 @@ TEST(CudaDecode, MatchesSmallGroupings) {
 
 TEST(CudaDecode, MatchesSmallHeadDims) {
   REQUIRE_GPU();
-  for (int64_t D : {64, 128, 256})
+  for (int64_t D : {64, 96, 128, 256})
     for (int64_t Tq : {1, 4}) {
       Case c{Tq, 8, 2, D, {int32_t(1 + 3 * Tq), 200}};
       c.block_size = Tq == 1 ? 0 : 16;
@@ -285,12 +286,16 @@ TEST(CudaDecode, MatchesSmallQuantizedCaches) {
         c.block_size = bs;
         check_case(c, uint64_t(bs) + 2);
       }
-  for (int64_t D : {64, 256}) {
+  for (int64_t D : {64, 96, 256}) {
     Case c{2, 8, 2, D, {40, 300}};
     c.kv_dtype = DType::i8;
     c.block_size = 16;
     check_case(c, uint64_t(D));
   }
+  Case phi3{1, 8, 8, 96, {40, 1000}};  // fp8 at head_dim 96, MHA as Phi-3 mini: one 16-row group per head
+  phi3.kv_dtype = DType::f8_e4m3;
+  phi3.block_size = 16;
+  check_case(phi3, 96);
 }
 
 // Ragged long caches: the long sequences are split into chunks and merged, the short ones written directly.

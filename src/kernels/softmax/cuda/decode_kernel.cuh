@@ -52,10 +52,10 @@ __device__ __forceinline__ void decode_chunk(const DecodeParams& p, unsigned cha
 
   // Query rows; rows past Tq * G are zero-filled and never stored.
   {
-    constexpr int kChunks = D / 8, kStep = kThreads / kChunks;
-    const int c = tid % kChunks;
-    for (int r = tid / kChunks; r < S::kRows; r += kStep) {
-      const int x = row0 + r;
+    // Pieces tid, tid + kThreads, ... of the rows read row-major (a 12-piece row at D = 96 does not divide the CTA).
+    constexpr int kChunks = D / 8;
+    for (int piece = tid; piece < S::kRows * kChunks; piece += kThreads) {
+      const int r = piece / kChunks, c = piece % kChunks, x = row0 + r;
       const bool valid = x < p.rows;
       const int tq = valid ? x / G : 0, h = w.hk * G + (valid ? x % G : 0);
       const Elem* src = static_cast<const Elem*>(p.q) +
@@ -84,16 +84,20 @@ __device__ __forceinline__ void decode_chunk(const DecodeParams& p, unsigned cha
   // Tile j's K and V rows (and their scales) into stage st. Each thread copies 16-byte piece c of every
   // kStep-th row, so one warp instruction reads whole rows (two 256-byte rows at D = 128, bf16): full sectors.
   auto issue = [&](int j, int st) {
-    constexpr int kChunks = D * int(sizeof(KvT)) / 16, kStep = kThreads / kChunks, kElems = 16 / int(sizeof(KvT));
-    static_assert(kThreads % kChunks == 0 && kTile % kStep == 0);
+    constexpr int kChunks = D * int(sizeof(KvT)) / 16, kElems = 16 / int(sizeof(KvT));
+    // Where a row's pieces divide the CTA, a thread keeps one column (kStep rows apart); else (D = 96: 12 pieces
+    // of 16 bits, 6 of 8) thread tid takes pieces tid, tid + kThreads, ... of the tile read row-major.
+    constexpr bool kFixedColumn = kThreads % kChunks == 0;
+    constexpr int kStep = kFixedColumn ? kThreads / kChunks : 0;
+    static_assert(kFixedColumn ? kTile % kStep == 0 : kTile * kChunks % kThreads == 0);
     constexpr int kRowBytes = S::kQuant ? D : P * 2;
     const int2* rows = sRows + (j & 1) * kTile;
-    const int c = tid % kChunks, r0 = tid / kChunks;
     const uint32_t dk = S::kQuant ? sm80::smem_u32(raw_k(st)) : sm80::smem_u32(stage_k(st));
     const uint32_t dv = dk + (S::kQuant ? S::kRawBytes : S::kTileBytes);
 #pragma unroll
-    for (int i = 0; i < kTile / kStep; ++i) {
-      const int r = r0 + i * kStep;
+    for (int i = 0; i < kTile * kChunks / kThreads; ++i) {
+      const int r = kFixedColumn ? tid / kChunks + i * kStep : (tid + i * kThreads) / kChunks;
+      const int c = kFixedColumn ? tid % kChunks : (tid + i * kThreads) % kChunks;
       const int2 at = rows[r];
       const bool valid = at.x >= 0;
       const int64_t blk = valid ? at.x : 0, in = at.y;

@@ -224,8 +224,8 @@ void check_cuda_decode(const DecodeProblem& p) {
   if (is_half(p.kv_dtype) && p.kv_dtype != p.q_dtype)
     throw DTypeError(std::string("k_cache: dtype ") + dtype_name(p.kv_dtype) + " differs from q's " +
                      dtype_name(p.q_dtype) + " (CUDA decode needs them equal, or an int8 / float8_e4m3fn cache)");
-  require(p.D == 64 || p.D == 128 || p.D == 256, "q",
-          [&] { return "head_dim D on CUDA must be 64, 128 or 256, got " + str(p.D); });
+  require(p.D == 64 || p.D == 96 || p.D == 128 || p.D == 256, "q",
+          [&] { return "head_dim D on CUDA must be 64, 96, 128 or 256, got " + str(p.D); });
   require(p.Dv == p.D, "v_cache",
           [&] { return "head_dim " + str(p.Dv) + " must equal q's " + str(p.D) + " on CUDA"; });
   require(p.opts.block_mask == nullptr, "block_mask", "not supported on CUDA yet");

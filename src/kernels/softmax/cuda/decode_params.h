@@ -53,7 +53,7 @@ struct DecodeParams {
 
 template <int D, int M, class KvT>
 struct ChunkShape {
-  static_assert(D == 64 || D == 128 || D == 256);
+  static_assert(D == 64 || D == 96 || D == 128 || D == 256);  // 96: Phi-3 / Phi-3.5 mini, on 64's and 128's tiles
   static_assert(M == 1 || M == 4);
   static constexpr bool kQuant = sizeof(KvT) == 1;
   // Head dim 256 halves the tile so K and V of two stages (and 64 query rows) stay inside sm_80's 163 KB.
@@ -80,7 +80,9 @@ struct ChunkShape {
 
 // Query rows one CTA serves: 16 (one m16 block shared by the 4 warps, which split the keys) when they suffice,
 // else 64 (a block per warp). Head dim 256 always takes 64: its 32-key tile cannot be cut into four 16-key
-// slices. 16 * M of ChunkShape.
-constexpr int rows_per_cta(int64_t D, int64_t rows) { return D == 256 || rows > 16 ? 64 : 16; }
+// slices. Head dim 96 always takes 16, more row groups where there are more rows: its models (Phi-3 / Phi-3.5
+// mini) are MHA, so a step's rows (new tokens x heads per kv head) are at most kMaxDecodeQueries = 8, and one
+// instantiation per cache format keeps the build lean. 16 * M of ChunkShape.
+constexpr int rows_per_cta(int64_t D, int64_t rows) { return D == 96 ? 16 : D == 256 || rows > 16 ? 64 : 16; }
 
 }  // namespace attnzoo::cuda_decode

@@ -45,9 +45,10 @@ template <class Elem>
 void launch_for_dim(int64_t D, const PrefillParams& params, int64_t work_items, int64_t Hq, cudaStream_t stream) {
   switch (D) {
     case 64: return launch<Elem, 64>(params, work_items, Hq, stream);
+    case 96: return launch<Elem, 96>(params, work_items, Hq, stream);
     case 128: return launch<Elem, 128>(params, work_items, Hq, stream);
     case 256: return launch<Elem, 256>(params, work_items, Hq, stream);
-    default: throw ArgumentError("q: head_dim D on CUDA must be 64, 128 or 256, got " + std::to_string(D));
+    default: throw ArgumentError("q: head_dim D on CUDA must be 64, 96, 128 or 256, got " + std::to_string(D));
   }
 }
 

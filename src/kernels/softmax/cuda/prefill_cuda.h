@@ -8,8 +8,9 @@
 namespace attnzoo {
 
 // What only the CUDA path requires beyond make_prefill_problem's checks: bf16 / f16 q, k, v of one dtype;
-// head_dim 64, 128 or 256 with Dv == D; no block mask; contiguous unquantized K/V; 16-byte aligned bases and
-// strides that are multiples of 8 elements. ArgumentError / DTypeError naming the argument.
+// head_dim 64, 96, 128 or 256 with Dv == D (96 runs the sm_80 kernel, on Hopper too); no block mask; contiguous
+// unquantized K/V; 16-byte aligned bases and strides that are multiples of 8 elements. ArgumentError /
+// DTypeError naming the argument.
 void check_cuda_prefill(const AttentionProblem& p);
 
 // Runs a validated problem whose q/k/v/o pointers are device memory on the current device (attention_prefill

@@ -54,10 +54,10 @@ TEST(CudaPrefill, RefusesWhatItDoesNotDo) {
   HostTensor k16(DType::f16, {1, 16, 2, 128}, 2), v16(DType::f16, {1, 16, 2, 128}, 3);
   expect_error<DTypeError>([&] { check_cuda_prefill(host_problem(q, k16, v16, out)); }, "k: ");
 
-  HostTensor q96(bf16, {1, 16, 8, 96}, 1), k96(bf16, {1, 16, 2, 96}, 2), v96(bf16, {1, 16, 2, 96}, 3),
-      out96(bf16, {1, 16, 8, 96}, 0, 0.f);
-  expect_error<ArgumentError>([&] { check_cuda_prefill(host_problem(q96, k96, v96, out96)); },
-                              "q: head_dim D on CUDA must be 64, 128 or 256");
+  HostTensor q80(bf16, {1, 16, 8, 80}, 1), k80(bf16, {1, 16, 2, 80}, 2), v80(bf16, {1, 16, 2, 80}, 3),
+      out80(bf16, {1, 16, 8, 80}, 0, 0.f);
+  expect_error<ArgumentError>([&] { check_cuda_prefill(host_problem(q80, k80, v80, out80)); },
+                              "q: head_dim D on CUDA must be 64, 96, 128 or 256");
 
   BlockMask mask({.seq_len = 64, .block = 16, .local_blocks = 1});
   AttentionOptions masked;
@@ -225,7 +225,7 @@ void check_one_path(const GpuCase& c, bool through_public_entry) {
 
 TEST(CudaPrefill, MatchesReferenceAcrossHeadDims) {
   REQUIRE_GPU();
-  for (int64_t D : {64, 128, 256})
+  for (int64_t D : {64, 96, 128, 256})
     for (bool causal : {true, false}) {
       GpuCase c{"D=" + std::to_string(D) + (causal ? " causal" : " bidirectional"), 2, 129, 129, 4, 4, D};
       c.opts.causal = causal;
@@ -314,7 +314,7 @@ TEST(CudaPrefill, MatchesReferenceInAndOutDtypes) {
 // 3, one stray zero key among 63 moves the output by ~0.05.
 TEST(CudaPrefill, MatchesReferenceTailKeysMasked) {
   REQUIRE_GPU();
-  for (int64_t D : {64, 128, 256}) {
+  for (int64_t D : {64, 96, 128, 256}) {
     const int64_t Tk = D == 256 ? 31 : 63;
     for (int64_t keys : {Tk, 3 * Tk + 2}) {
       GpuCase c{"bidirectional, " + std::to_string(keys) + " keys, D=" + std::to_string(D), 2, 5, keys, 2, 1, D};

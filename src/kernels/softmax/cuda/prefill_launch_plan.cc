@@ -122,8 +122,8 @@ void check_cuda_prefill(const AttentionProblem& p) {
   if (p.o_dtype != DType::f32 && !is_half(p.o_dtype))
     throw DTypeError(std::string("out: CUDA prefill writes float32, bfloat16 or float16, got ") +
                      dtype_name(p.o_dtype));
-  require(p.D == 64 || p.D == 128 || p.D == 256, "q",
-          [&] { return "head_dim D on CUDA must be 64, 128 or 256, got " + str(p.D); });
+  require(p.D == 64 || p.D == 96 || p.D == 128 || p.D == 256, "q",
+          [&] { return "head_dim D on CUDA must be 64, 96, 128 or 256, got " + str(p.D); });
   require(p.Dv == p.D, "v", [&] { return "head_dim " + str(p.Dv) + " must equal q's " + str(p.D) + " on CUDA"; });
   require(p.opts.block_mask == nullptr, "block_mask", "not supported on CUDA yet");
   require(p.k_scale.data == nullptr && p.v_scale.data == nullptr, "cache",

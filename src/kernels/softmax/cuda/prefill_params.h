@@ -44,10 +44,10 @@ struct PrefillParams {
 
 // Tile shapes per head dim. Bc shrinks for D = 256 so K and V tiles, double-buffered, stay near 100 KB; Q stays in
 // shared memory there (re-read per key tile, as FlashAttention-2 does) because its 64 registers on top of a
-// 128-register accumulator would spill.
+// 128-register accumulator would spill. D = 96 (Phi-3 / Phi-3.5 mini) takes 64's and 128's tiles: six k16 steps.
 template <int D>
 struct TileShape {
-  static_assert(D == 64 || D == 128 || D == 256);
+  static_assert(D == 64 || D == 96 || D == 128 || D == 256);
   static constexpr int kBr = kQueryTile;
   static constexpr int kBc = D <= 128 ? 64 : 32;
   // Row pitch in elements: 16 bytes of padding shift each row by four banks, so the eight 16-byte rows one

@@ -30,6 +30,7 @@ sm90::TensorMapSpec map_of(const void* base, TokenStrides st, int64_t heads, int
 }  // namespace
 
 const char* sm90_prefill_gap(const AttentionProblem& p) {
+  // Tiles are whole 64-column swizzle boxes; 96 (Phi-3) would need a half box per row, so it runs the sm_80 kernel.
   if (p.D != 64 && p.D != 128 && p.D != 256) return "head_dim D is not 64, 128 or 256";
   for (const SeqSpan& s : p.seqs) {
     if (s.Tq == 0) continue;

@@ -27,18 +27,32 @@ namespace attnzoo::cuda_prefill {
 // pitch kPitch; rows at or past T are zero-filled, so they contribute exact zeros to QK^T and PV.
 template <int R, int D, class Elem>
 __device__ __forceinline__ void load_rows(Elem* dst, const Elem* src, int64_t token, int row0, int T, int tid) {
-  constexpr int kChunks = D / 8;               // 16-byte pieces per row
-  constexpr int kRowStep = kThreads / kChunks;  // rows between one thread's successive pieces
-  static_assert(kThreads % kChunks == 0 && R % kRowStep == 0);
-  const int r0 = tid / kChunks, c = tid % kChunks;
-  const uint32_t d0 = sm80::smem_u32(dst + r0 * TileShape<D>::kPitch + c * 8);
+  constexpr int kChunks = D / 8;  // 16-byte pieces per row
+  if constexpr (kThreads % kChunks == 0) {
+    constexpr int kRowStep = kThreads / kChunks;  // rows between one thread's successive pieces
+    static_assert(R % kRowStep == 0);
+    const int r0 = tid / kChunks, c = tid % kChunks;
+    const uint32_t d0 = sm80::smem_u32(dst + r0 * TileShape<D>::kPitch + c * 8);
 #pragma unroll
-  for (int i = 0; i < R / kRowStep; ++i) {
-    const int row = row0 + r0 + i * kRowStep;
-    const bool valid = row < T;
-    // An invalid row still gets an address inside the tensor (row 0 of this head; T > 0 whenever we load).
-    const Elem* g = src + int64_t(valid ? row : 0) * token + c * 8;
-    sm80::cp_async_16(d0 + i * kRowStep * TileShape<D>::kPitch * 2, g, valid);
+    for (int i = 0; i < R / kRowStep; ++i) {
+      const int row = row0 + r0 + i * kRowStep;
+      const bool valid = row < T;
+      // An invalid row still gets an address inside the tensor (row 0 of this head; T > 0 whenever we load).
+      const Elem* g = src + int64_t(valid ? row : 0) * token + c * 8;
+      sm80::cp_async_16(d0 + i * kRowStep * TileShape<D>::kPitch * 2, g, valid);
+    }
+  } else {
+    // A row of pieces that does not divide the CTA (12 at D = 96): thread tid copies pieces tid, tid + kThreads,
+    // ... of the tile read row-major, still whole rows per warp instruction but no fixed column per thread.
+    static_assert(R * kChunks % kThreads == 0);
+#pragma unroll
+    for (int i = 0; i < R * kChunks / kThreads; ++i) {
+      const int piece = tid + i * kThreads, r = piece / kChunks, c = piece % kChunks;
+      const int row = row0 + r;
+      const bool valid = row < T;
+      const Elem* g = src + int64_t(valid ? row : 0) * token + c * 8;
+      sm80::cp_async_16(sm80::smem_u32(dst + r * TileShape<D>::kPitch + c * 8), g, valid);
+    }
   }
 }
 
