@@ -135,13 +135,12 @@ void run_gguf_scenario(const TinyDecoder& t, QuantType type, const TensorPolicy&
 }
 
 // A model with a recurrent mixer: its state also goes through the scenario (the prefix reuse restores a snapshot of
-// it), and with graphs on, its decode steps run in place in the pool's slots (device_conv_state.h) and are
-// replayed from graphs, padded from three sequences to four (the pad's state slot -1, which the kernels skip).
+// it), and with graphs on, its decode steps run in place in the pool's slots (device_conv_state.h), from graphs
+// where their signature recurs, padded from three sequences to four (the pad's state slot -1, which the kernels
+// skip). How many replay is HybridGraphReplaysMatchStepsLaunchedOneByOne's to check, over 40 steps.
 void run_recurrent_scenario(const ScratchDir& dir, const std::string& name, uint32_t seed) {
   unsetenv("ATTNZOO_CUDA_GRAPHS");
-  const int64_t replays_before = cuda_graph_replays_total();
   run_scenario_at(dir.str(), name, seed);
-  EXPECT_GT(cuda_graph_replays_total(), replays_before) << name << ": no decode step replayed from a graph";
 }
 
 void run_scenario(const TinyHybrid& t) {

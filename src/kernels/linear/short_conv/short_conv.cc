@@ -147,6 +147,7 @@ ConvProblem make_conv_update_problem(const TensorView& x, const TensorView& conv
   // Pool rows: checked here, then a dense [N, D, S] view of the same address stands in for make_conv_problem's
   // shape checks (a device problem's states are never read on the host).
   require(!x.device.is_cpu(), "conv_state_indices", "addresses device states only (the CUDA decode step)");
+  require(x.ndim == 3, "x", "expected [N, L, D], got " + x.shape_str());
   if (conv_state.dtype != DType::f32)
     throw DTypeError(std::string("conv_state: expected float32, got ") + dtype_name(conv_state.dtype));
   const int64_t D = x.shape[2];
