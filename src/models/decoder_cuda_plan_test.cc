@@ -390,7 +390,7 @@ TEST(DecoderCudaPlan, DecodeStepsArePaddedToTheirBucket) {
   EXPECT_EQ(padded.positions, (std::vector<int32_t>{40, 5, 70, 0}));
   EXPECT_EQ(padded.cu_seqlens, (std::vector<int32_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(padded.context_lens, (std::vector<int32_t>{40, 5, 70, 1}));
-  // The pad has no state slot (the runner pads no model with a recurrent mixer), and the padded step packs into the
+  // The pad has no state slot (the recurrent mixers' in-place decode skips -1), and the padded step packs into the
   // layout of its four sequences.
   EXPECT_EQ(padded.state_slots, (std::vector<int32_t>{-1, -1, -1, -1}));
   const StepLayout layout = plan_step_layout(4, 2, 4);

@@ -51,8 +51,8 @@ int64_t decode_bucket(int64_t seqs);
 bool pads_to_bucket(const Batch& batch, std::span<const int64_t> rows);
 // `batch` (pads_to_bucket) grown to `bucket` sequences in `padded`: each pad is token 0 at position 0 after one
 // cached token, its block table [0, -1, ...] (a decode over block 0, whatever it holds: a pad's rows are never
-// read), its slot -1 (the K/V write skips it) and its state slot -1 (never read: the runner pads only models whose
-// every block is replayable, and no recurrent mixer is). `padded`'s lists keep their capacity from step to step.
+// read), its slot -1 (the K/V write skips it) and its state slot -1 (the recurrent mixers' in-place decode skips it:
+// device_conv_state.h). `padded`'s lists keep their capacity from step to step.
 void pad_decode_batch(const Batch& batch, int64_t bucket, Batch& padded);
 
 // One attention launch of a step, over consecutive sequences of the batch and their packed query rows.

@@ -115,9 +115,9 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
   // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one. An
-  // absent sublayer launches nothing. A recurrent mixer or MLA is never replayable (the conv and scan upload the
-  // sequence lengths, the MLA decode its rows' plan, inside each call), so a model with one neither replays nor
-  // pads: no pad row (state slot -1) ever reaches a state slab or the latent cache.
+  // absent sublayer launches nothing. MLA is never replayable (its decode uploads its rows' plan inside each call),
+  // so a model with it neither replays nor pads: no pad row ever reaches the latent cache. The recurrent mixers
+  // that are decode in place in the pool's slots (device_conv_state.h), where a pad's state slot -1 is skipped.
   const bool replayable = std::all_of(blocks_.begin(), blocks_.end(), [](const DeviceBlock& b) {
     return (!b.mixer || b.mixer->replayable()) && (!b.ffn || b.ffn->replayable());
   });
@@ -317,7 +317,8 @@ std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, 
   for (size_t l = 0; l < blocks_.size(); ++l) {
     if (!blocks_[l].mixer) continue;  // no pool memory
     const LayerMemory m = storage.layer(int64_t(l));
-    for (const void* p : {m.k.data, m.v.data, m.k_scale.data, m.v_scale.data}) sig.push_back(ptr(p));
+    for (const void* p : {m.k.data, m.v.data, m.k_scale.data, m.v_scale.data, static_cast<void*>(m.states)})
+      sig.push_back(ptr(p));
     sig.push_back(uint64_t(m.block_group));
   }
   for (const std::vector<size_t>* offsets : {&step.layout->slot_mapping}) sig.insert(sig.end(), offsets->begin(), offsets->end());

@@ -1,11 +1,13 @@
 #pragma once
 // What the GPU runner's mixers with a short conv share (device_mamba.*, device_mamba2.*, device_gated_deltanet.*,
 // device_kda.*, device_short_conv.*): their pool slots ([conv tail | recurrent state], layers/sequence_schedule.h's
-// ConvStateSlot) brought into the dense [S, ...] blocks the linear family's kernels take and put back, the causal
-// conv over the packed batch from those tails, column slices of fused projection rows, and their small parameters
-// uploaded as f32. Those mixers keep DeviceMixer::replayable's
-// false: their conv and scan calls take the batch's host cu_seqlens and upload them inside each call, which a step
-// graph would not redo, so their models' steps launch kernel by kernel and are never padded to a bucket.
+// ConvStateSlot), the causal conv over the packed batch from those tails, column slices of fused projection rows,
+// and their small parameters uploaded as f32. A decode step (every sequence one token) runs in place in the
+// pool's slots: the conv and scan kernels take the step's slot indices (Batch::state_slots, in the step's one
+// upload; fla / vLLM's ssm_state_indices), read and write each state once, skip the pads' slot -1, and upload
+// nothing of their own, so these mixers are replayable() and their models' decode steps run as CUDA graphs,
+// padded to a bucket. A prefill step brings the slots into dense [S, ...] blocks, runs the packed kernels (which
+// upload the batch's cu_seqlens inside each call) and puts the blocks back.
 #include <cstdint>
 #include <vector>
 
@@ -18,26 +20,35 @@
 
 namespace attnzoo {
 
-// The batch's sequences' slots of one layer as dense f32 blocks in two workspace slots: conv [S, conv_elems]
-// (each row the [channels, W - 1] tail) and state [S, state_elems] (none for LFM2's short conv: state_elems 0).
-// gather() fills them from the pool (a fresh
-// sequence's slot was zeroed by the pool, a prefix-cache hit's restored: every sequence starts from its slot, as
-// the CPU mixers do); scatter() writes them back. Stream-ordered, no host wait.
+// The batch's sequences' slots of one layer, as conv [rows, conv_elems] (each row the [channels, W - 1] tail) and
+// state [rows, state_elems] (none for LFM2's short conv: state_elems 0) f32 views. On a decode step (in_place())
+// they are the pool's rows, one slot stride apart, addressed through slots(); otherwise dense [S, ...] blocks in two
+// workspace slots that gather() fills from the pool (a fresh sequence's slot was zeroed by the pool, a
+// prefix-cache hit's restored: every sequence starts from its slot, as the CPU mixers do) and scatter() writes
+// back (both do nothing in place). Stream-ordered, no host wait.
 class DeviceConvStates {
  public:
   DeviceConvStates(const DeviceStep& step, int64_t layer, int64_t conv_elems, int64_t state_elems, size_t conv_slot,
                    size_t state_slot);
   void gather() const;
   void scatter() const;
-  const TensorView& conv() const { return conv_; }    // f32 [S, conv_elems]
-  const TensorView& state() const { return state_; }  // f32 [S, state_elems]
+  bool in_place() const { return in_place_; }
+  const TensorView& conv() const { return conv_; }    // f32 [S or the pool's rows, conv_elems]
+  const TensorView& state() const { return state_; }  // f32 [S or the pool's rows, state_elems]
+  // In place: sequence n's row of conv() and state(), int32 [S] on the device (negative: a pad, skipped).
+  const int32_t* slots() const { return step_.state_slots(); }
 
  private:
   const DeviceStep& step_;
   int64_t seqs_ = 0;
+  bool in_place_ = false;
   TensorView slab_conv_, slab_state_;  // the pool's rows, addressed through the step's state slots
   TensorView conv_, state_;
 };
+
+// Whether a step's recurrent mixers update the pool's slots in place: every sequence brings exactly one token (a
+// decode step, a bucket's pads included), so the kernels take one row per sequence and no sequence offsets.
+bool decodes_in_place(const Batch& batch);
 
 // The mixer's depthwise causal conv, weight [channels, kernel] and optional bias on the device as f32 (the CPU
 // mixers' conv reads them widened too).
@@ -49,7 +60,8 @@ class DeviceCausalConv {
   DeviceCausalConv(const TensorView& weight, const TensorView& bias, int64_t kernel, ConvActivation activation,
                    const DeviceLoad& load);
   // x, y: contiguous f32 [T, channels] of the packed batch. Each sequence starts from its tail in states.conv()
-  // ([S, channels * tail]) and the tails advance in place.
+  // and the tails advance in place (on a decode step, the pool's own rows: causal_conv1d_update's
+  // conv_state_indices).
   void apply(const DeviceStep& step, const DeviceConvStates& states, const TensorView& x, const TensorView& y) const;
 
  private:

@@ -35,6 +35,9 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
     norm_w_ = upload_f32(m.norm_weight(), load);
   }
 
+  // A decode step runs in place in the pool's slots with nothing uploaded of its own (device_conv_state.h).
+  bool replayable() const override { return true; }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, C = c_.conv_dim(), HV = c_.num_v_heads;
     const int64_t H = c_.num_k_heads, K = c_.head_k_dim, V = c_.head_v_dim, kd = c_.key_dim(), vd = c_.value_dim();

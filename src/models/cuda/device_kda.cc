@@ -36,6 +36,9 @@ class DeviceKda final : public DeviceMixer {
         dt_bias_(upload_f32(m.dt_bias(), load)),
         norm_w_(upload_f32(m.norm_weight(), load)) {}
 
+  // A decode step runs in place in the pool's slots with nothing uploaded of its own (device_conv_state.h).
+  bool replayable() const override { return true; }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, C = c_.conv_dim(), D = c_.qkv_dim();
     const int64_t H = c_.num_heads, K = c_.head_dim, W1 = c_.conv_state_len();

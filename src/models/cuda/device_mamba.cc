@@ -38,6 +38,9 @@ class DeviceMamba final : public DeviceMixer {
     }
   }
 
+  // A decode step runs in place in the pool's slots with nothing uploaded of its own (device_conv_state.h).
+  bool replayable() const override { return true; }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens;
     const int64_t E = c_.inner, N = c_.state_size, R = c_.dt_rank, XP = c_.x_proj_dim(), W1 = c_.conv_state_len();
@@ -77,9 +80,8 @@ class DeviceMamba final : public DeviceMixer {
     dt_proj_.apply(dt_low, dt, {}, s);  // dt_bias and softplus are the scan's
 
     const TensorView y = scratch(kY, T, E);
-    const Batch& batch = *step.batch;
-    if (longest_sequence(batch) == 1 && T == batch.num_sequences())
-      decode(step, states.state(), conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
+    if (states.in_place())
+      decode(step, states, conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
     else
       scan(step, states.state(), conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
     GemmOptions add_into;
@@ -91,9 +93,11 @@ class DeviceMamba final : public DeviceMixer {
 
  private:
   // Every sequence one token: the decode step on token-major rows ([S, inner] and [S, N], contiguous copies of
-  // the strided slices), each sequence's state updated in place.
-  void decode(const DeviceStep& step, const TensorView& state, const TensorView& u, const TensorView& dt,
+  // the strided slices), each sequence's state updated in place in its pool slot.
+  void decode(const DeviceStep& step, const DeviceConvStates& states, const TensorView& u, const TensorView& dt,
               const TensorView& Bs, const TensorView& Cs, const TensorView& zs, const TensorView& y) const {
+    const StreamGuard on(step.stream);  // the entry launches on the current stream: a step graph's while capturing
+    const TensorView& state = states.state();
     const int64_t S = step.num_tokens, E = c_.inner, N = c_.state_size;
     const TensorView Bm = workspace_f32(step, kB, S, N), Cm = workspace_f32(step, kC, S, N),
                      z = workspace_f32(step, kZ, S, E);
@@ -101,7 +105,9 @@ class DeviceMamba final : public DeviceMixer {
     copy_rows_cuda({Cs, Cm, nullptr, nullptr, S}, step.stream);
     copy_rows_cuda({zs, z, nullptr, nullptr, S}, step.stream);
     SelectiveStateUpdateArgs a;
-    a.state = step.view(state.data, DType::f32, {S, E, N});
+    a.state = step.view(state.data, DType::f32, {state.shape[0], E, N});
+    a.state.strides[0] = state.strides[0];
+    a.state_batch_indices = states.slots();
     a.x = u, a.dt = dt, a.z = z, a.y = y;
     a.A = step.view(A_.data(), DType::f32, {E, N});
     a.D = step.view(D_.data(), DType::f32, {E});

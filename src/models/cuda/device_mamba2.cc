@@ -43,6 +43,9 @@ class DeviceMamba2 final : public DeviceMixer {
     }
   }
 
+  // A decode step runs in place in the pool's slots with nothing uploaded of its own (device_conv_state.h).
+  bool replayable() const override { return true; }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens;
     const int64_t E = c_.inner(), CD = c_.conv_dim(), PD = c_.proj_dim(), H = c_.num_heads, P = c_.head_dim;
@@ -74,7 +77,7 @@ class DeviceMamba2 final : public DeviceMixer {
     copy_rows_cuda({column_slice(conv, E + GN, GN), Cm, nullptr, nullptr, T}, s);
 
     const TensorView y = scratch(kY, T, E);
-    scan(step, xs, dt, Bm, Cm, states.state(), y);
+    scan(step, xs, dt, Bm, Cm, states, y);
     gate_and_norm(step, z, y);
     GemmOptions add_into;
     add_into.accumulate = true;
@@ -84,11 +87,13 @@ class DeviceMamba2 final : public DeviceMixer {
   }
 
  private:
-  // One scan over the batch on the dense states: a decode step when every sequence brings one token, else the
-  // varlen recurrence or chunked SSD (sequences continuing from a cached state with several tokens included:
-  // every sequence starts from its state).
+  // One scan over the batch: a decode step in place in the pool's slots when every sequence brings one token,
+  // else the varlen recurrence or chunked SSD on the gathered states (sequences continuing from a cached state
+  // with several tokens included: every sequence starts from its state).
   void scan(const DeviceStep& step, const TensorView& xs, const TensorView& dt, const TensorView& Bm,
-            const TensorView& Cm, const TensorView& state, const TensorView& y) const {
+            const TensorView& Cm, const DeviceConvStates& states, const TensorView& y) const {
+    const StreamGuard on(step.stream);  // the entries launch on the current stream: a step graph's while capturing
+    const TensorView& state = states.state();
     const Batch& batch = *step.batch;
     const int64_t T = step.num_tokens, S = batch.num_sequences(), H = c_.num_heads, P = c_.head_dim,
                   G = c_.n_groups, N = c_.state_size;
@@ -96,9 +101,11 @@ class DeviceMamba2 final : public DeviceMixer {
     const bool limit = c_.dt_min > 0.f || std::isfinite(c_.dt_max);
     const TensorView A = step.view(A_.data(), DType::f32, {H}), D = step.view(D_.data(), DType::f32, {H}),
                      dt_bias = step.view(dt_bias_.data(), DType::f32, {H});
-    if (longest == 1 && T == S) {
+    if (states.in_place()) {
       Mamba2StepArgs a;
-      a.state = step.view(state.data, DType::f32, {S, H, P, N});
+      a.state = step.view(state.data, DType::f32, {state.shape[0], H, P, N});
+      a.state.strides[0] = state.strides[0];
+      a.state_batch_indices = states.slots();
       a.x = step.view(xs.data, DType::f32, {S, H, P});
       a.dt = step.view(dt.data, DType::f32, {S, H});
       a.A = A, a.D = D, a.dt_bias = dt_bias;

@@ -25,7 +25,11 @@ class DeviceParallelMixer final : public DeviceMixer {
     for (const Branch& b : branches_) b.mixer->prepare(step, layer);
   }
 
-  // replayable() stays false: a Mamba-2 branch is not.
+  bool replayable() const override {
+    for (const Branch& b : branches_)
+      if (!b.mixer->replayable()) return false;
+    return true;
+  }
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = h.shape[0], H = h.shape[1];

@@ -21,6 +21,9 @@ class DeviceShortConv final : public DeviceMixer {
         out_(m.out_proj(), load),
         conv_(m.conv_weight(), m.conv_bias(), m.kernel(), ConvActivation::none, load) {}
 
+  // A decode step runs in place in the pool's slots with nothing uploaded of its own (device_conv_state.h).
+  bool replayable() const override { return true; }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, Hd = hidden_;
     const Stream s = step.stream;

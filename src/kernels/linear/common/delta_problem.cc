@@ -55,6 +55,27 @@ void require_state(const TensorView& s, const char* name, int64_t N, int64_t HV,
   require(s.is_contiguous(), name, "must be contiguous");
 }
 
+// ssm_state_indices: one pool tensor as initial_state and final_state, [slots, HV, K, V] with a row stride of
+// its own, on a device (the CPU entries take dense states), with the value scans off.
+void require_pool_states(const DeltaArgs& a, DeltaProblem& p) {
+  require(!p.device.is_cpu(), "ssm_state_indices", "addresses device states only (the CUDA recurrence)");
+  require(!a.check_values, "ssm_state_indices", "needs check_values = false (the value scans read dense states)");
+  const TensorView& s = a.final_state;
+  require(!s.empty() && a.initial_state.data == s.data, "final_state",
+          "with ssm_state_indices must be initial_state (the pool's states, updated in place)");
+  if (s.dtype != DType::f32) throw DTypeError(std::string("final_state: expected float32, got ") + dtype_name(s.dtype));
+  require(s.ndim == 4 && s.shape[1] == p.HV && s.shape[2] == p.K && s.shape[3] == p.V, "final_state",
+          "expected [slots, " + str(p.HV) + ", " + str(p.K) + ", " + str(p.V) + "], got " + s.shape_str());
+  require(s.strides[3] == 1 && s.strides[2] == p.V && s.strides[1] == p.K * p.V && s.strides[0] >= p.HV * p.K * p.V,
+          "final_state", "needs contiguous [HV, K, V] rows, one pool row apart");
+  require(a.initial_state.ndim == 4 && a.initial_state.strides[0] == s.strides[0], "initial_state",
+          "must have final_state's shape and row stride");
+  p.initial_state = a.initial_state.ptr<const float>();
+  p.final_state = s.ptr<float>();
+  p.state_indices = a.ssm_state_indices;
+  p.state_stride = s.strides[0];
+}
+
 // The delta family runs on any device with every tensor on q's: shapes, dtypes and cu_seqlens are host metadata
 // wherever the data lives.
 void require_same_device(const DeltaArgs& a) {
@@ -137,12 +158,15 @@ DeltaProblem make_delta_problem(const DeltaArgs& a, DeltaGate gate) {
 
   p.seqs = make_sequence_spans(p.B, p.T, a.cu_seqlens, a.cu_seqlens_len);
   const int64_t N = p.seqs.count();
-  if (!a.initial_state.empty()) {
+  p.state_stride = p.HV * p.K * p.V;
+  if (a.ssm_state_indices) {
+    require_pool_states(a, p);
+  } else if (!a.initial_state.empty()) {
     require_state(a.initial_state, "initial_state", N, p.HV, p.K, p.V);
     if (scan_here) require_finite(a.initial_state, "initial_state", false);
     p.initial_state = a.initial_state.ptr<const float>();
   }
-  if (!a.final_state.empty()) {
+  if (!a.final_state.empty() && !a.ssm_state_indices) {
     require_state(a.final_state, "final_state", N, p.HV, p.K, p.V);
     p.final_state = a.final_state.ptr<float>();
   }

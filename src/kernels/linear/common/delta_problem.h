@@ -26,6 +26,12 @@ struct DeltaArgs {
   TensorView final_state;    // absent or [N, HV, K, V] f32, written (may alias initial_state)
   const int32_t* cu_seqlens = nullptr;  // N + 1 token offsets of packed sequences (then B == 1)
   int64_t cu_seqlens_len = 0;
+  // States addressed in a pool (fla / vLLM's ssm_state_indices): int32 [N] on the states' device, sequence n's
+  // row of initial_state / final_state, which are then [slots, HV, K, V] with any row stride (the pool's slot
+  // stride; the rest contiguous) and must be the same tensor. A negative index skips the sequence: neither its
+  // state nor its o is touched (a padded batch row). Device problems and the recurrent form only, check_values
+  // false (the value scans read dense states): each state is read and written once, with no gather or scatter.
+  const int32_t* ssm_state_indices = nullptr;
   std::optional<float> scale;           // default K^-0.5
   bool use_qk_l2norm_in_kernel = false;  // q, k <- x / sqrt(|x|^2 + 1e-6) before use (fla's l2norm)
   int64_t chunk_size = 64;               // chunked form only: 16, 32, 64 or 128
@@ -48,8 +54,10 @@ struct DeltaProblem {
   int64_t chunk_size = 64;
   SequenceSpans seqs;
   TensorView q, k, v, g, beta, o;
-  const float* initial_state = nullptr;  // [N, HV, K, V]
+  const float* initial_state = nullptr;  // [N, HV, K, V], or the pool's rows with state_indices
   float* final_state = nullptr;
+  const int32_t* state_indices = nullptr;  // DeltaArgs::ssm_state_indices (device memory), or null: row n
+  int64_t state_stride = 0;                // floats from one state row to the next (HV K V when dense)
 
   int64_t group() const { return HV / H; }
   // Element offsets of token row `row` (index into the flattened B*T tokens) for a head.

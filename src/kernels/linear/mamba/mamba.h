@@ -39,6 +39,11 @@ struct SelectiveStateUpdateArgs {
   TensorView D, z, dt_bias;
   bool dt_softplus = false;
   TensorView y;
+  // States in a pool (mamba_ssm / vLLM's state_batch_indices; int32 [Bn] in device memory, GPU tensors only):
+  // state is then [slots, D, N] with any row stride (the pool's slot stride; each row's [D, N] contiguous), batch
+  // row b reads and updates row state_batch_indices[b] in place, and a negative index skips the row (neither its
+  // state nor its y is touched: a padded batch row).
+  const int32_t* state_batch_indices = nullptr;
 };
 void selective_state_update(const SelectiveStateUpdateArgs& args);
 void selective_state_update_reference(const SelectiveStateUpdateArgs& args);

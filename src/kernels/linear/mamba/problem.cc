@@ -62,6 +62,7 @@ SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a) {
     ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N}, any);
     p.ht = a.final_state.ptr<float>();
   }
+  p.state_stride = p.D * p.N;  // dense states; make_selective_step_problem's pool rows set their own
   p.softplus = a.delta_softplus;
   p.A_in = a.A, p.skip_in = a.D, p.bias_in = a.delta_bias;
   if (p.device.is_cpu()) {  // the device path reads A, D and delta_bias there
@@ -99,7 +100,25 @@ SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs&
   s.u = add_len(a.x), s.delta = add_len(a.dt), s.A = a.A, s.B = add_len(a.B), s.C = add_len(a.C);
   s.D = a.D, s.z = add_len(a.z), s.delta_bias = a.dt_bias, s.delta_softplus = a.dt_softplus;
   s.initial_state = a.state, s.final_state = a.state, s.out = add_len(a.y);
-  return make_selective_scan_problem(s);
+  if (!a.state_batch_indices) return make_selective_scan_problem(s);
+  // Pool rows: checked here, then a dense [Bn, D, N] view of the same address stands in for the scan's checks (a
+  // device problem's states are never read on the host).
+  require(!a.x.device.is_cpu(), "state_batch_indices", "addresses device states only (the CUDA decode step)");
+  const TensorView& st = a.state;
+  if (st.dtype != DType::f32) throw DTypeError(std::string("state: expected float32, got ") + dtype_name(st.dtype));
+  const int64_t D = a.x.shape[1];
+  require(st.ndim == 3 && st.shape[1] == D, "state",
+          "expected [slots, " + std::to_string(D) + ", N], got " + st.shape_str());
+  const int64_t N = st.shape[2];
+  require(st.strides[2] == 1 && st.strides[1] == N && st.strides[0] >= D * N, "state",
+          "needs contiguous [D, N] rows, one pool row apart");
+  TensorView dense = TensorView::contiguous(st.data, DType::f32, {a.x.shape[0], D, N});
+  dense.device = st.device;
+  s.initial_state = s.final_state = dense;
+  SelectiveScanProblem p = make_selective_scan_problem(s);
+  p.state_indices = a.state_batch_indices;
+  p.state_stride = st.strides[0];
+  return p;
 }
 
 }  // namespace attnzoo

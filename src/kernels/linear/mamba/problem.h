@@ -20,8 +20,10 @@ struct SelectiveScanProblem {
   bool softplus = false;
   const void *u = nullptr, *delta = nullptr, *Bm = nullptr, *Cm = nullptr, *z = nullptr;
   DType u_dtype{}, delta_dtype{}, b_dtype{}, c_dtype{}, z_dtype{};
-  const float* h0 = nullptr;  // [Nseq, D, N]
+  const float* h0 = nullptr;  // [Nseq, D, N], or the pool's rows with state_indices
   float* ht = nullptr;
+  const int32_t* state_indices = nullptr;  // SelectiveStateUpdateArgs::state_batch_indices (device), or null: row n
+  int64_t state_stride = 0;                // floats from one sequence's state row to the next (D N when dense)
   void* out = nullptr;
   DType out_dtype{};
   bool packed = false;  // cu_seqlens given: every sequence lives in batch row 0

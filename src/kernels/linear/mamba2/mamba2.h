@@ -51,6 +51,11 @@ struct Mamba2StepArgs {
   bool dt_limit = false;
   float dt_min = 0.f, dt_max = INFINITY;
   TensorView y;
+  // States in a pool (mamba_ssm / vLLM's state_batch_indices; int32 [Bn] in device memory, GPU tensors only):
+  // state is then [slots, H, P, N] with any row stride (the pool's slot stride; each row's [H, P, N] contiguous),
+  // batch row b reads and updates row state_batch_indices[b] in place, and a negative index skips the row (neither
+  // its state nor its y is touched: a padded batch row).
+  const int32_t* state_batch_indices = nullptr;
 };
 void mamba2_state_update(const Mamba2StepArgs& args);
 void mamba2_state_update_reference(const Mamba2StepArgs& args);

@@ -29,8 +29,10 @@ struct Mamba2Problem {
   const void* Cm = nullptr;
   const void* z = nullptr;
   DType x_dtype{}, b_dtype{}, c_dtype{}, z_dtype{};
-  const float* h0 = nullptr;  // [Nseq, H, P, N]
+  const float* h0 = nullptr;  // [Nseq, H, P, N], or the pool's rows with state_indices
   float* ht = nullptr;
+  const int32_t* state_indices = nullptr;  // Mamba2StepArgs::state_batch_indices (device memory), or null: row n
+  int64_t state_stride = 0;                // floats from one sequence's state row to the next (H P N when dense)
   void* y = nullptr;
   DType y_dtype{};
   int64_t chunk_size = 64;

@@ -19,8 +19,10 @@ struct ConvProblem {
   std::vector<float> weight_t;           // [W, D] (transposed so a tap is one contiguous row); host only
   std::vector<float> bias;               // [D] (zeros when absent); host only
   TensorView weight_in, bias_in;         // as given: [D, W], [D] or empty
-  const float* initial_state = nullptr;  // [N, D, S]
+  const float* initial_state = nullptr;  // [N, D, S], or the pool's rows with state_indices
   float* final_state = nullptr;
+  const int32_t* state_indices = nullptr;  // causal_conv1d_update's conv_state_indices (device memory), or null
+  int64_t state_stride = 0;                // floats from one sequence's state row to the next (D S when dense)
   ConvActivation activation = ConvActivation::none;
   SequenceSpans seqs;
 };
@@ -28,6 +30,11 @@ struct ConvProblem {
 ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, const TensorView& y,
                               const CausalConv1dOptions& opts);
 void run_causal_conv1d(const ConvProblem& p);  // vectorised (conv.cc)
+// causal_conv1d_update's problem: x, y [N, L, D], the state advanced in place (see causal_conv1d_update for
+// conv_state_indices).
+ConvProblem make_conv_update_problem(const TensorView& x, const TensorView& conv_state, const TensorView& weight,
+                                     const TensorView& bias, const TensorView& y, ConvActivation activation,
+                                     const int32_t* conv_state_indices);
 
 // Runs a validated decode step (padded sequences, final_state == initial_state) whose tensors live on a GPU, on
 // the current stream of their device. DeviceError in a build without CUDA.

@@ -72,6 +72,7 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
   const int64_t N = p.seqs.count();
   check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
   check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
+  p.state_stride = p.D * p.S;  // dense states; make_conv_update_problem's pool rows set their own
   p.device = x.device;
   p.x = x.data;
   p.x_dtype = x.dtype;
@@ -133,8 +134,40 @@ void causal_conv1d_reference(const TensorView& x, const TensorView& weight, cons
   });
 }
 
+ConvProblem make_conv_update_problem(const TensorView& x, const TensorView& conv_state, const TensorView& weight,
+                                     const TensorView& bias, const TensorView& y, ConvActivation activation,
+                                     const int32_t* conv_state_indices) {
+  require(!conv_state.empty(), "conv_state", "is required");
+  CausalConv1dOptions opts;
+  opts.bias = bias;
+  opts.initial_state = conv_state;
+  opts.final_state = conv_state;
+  opts.activation = activation;
+  if (!conv_state_indices) return make_conv_problem(x, weight, y, opts);
+  // Pool rows: checked here, then a dense [N, D, S] view of the same address stands in for make_conv_problem's
+  // shape checks (a device problem's states are never read on the host).
+  require(!x.device.is_cpu(), "conv_state_indices", "addresses device states only (the CUDA decode step)");
+  require(x.ndim == 3, "x", "expected [N, L, D], got " + x.shape_str());
+  if (conv_state.dtype != DType::f32)
+    throw DTypeError(std::string("conv_state: expected float32, got ") + dtype_name(conv_state.dtype));
+  const int64_t D = x.shape[2];
+  require(conv_state.ndim == 3 && conv_state.shape[1] == D, "conv_state",
+          "expected [slots, " + std::to_string(D) + ", S], got " + conv_state.shape_str());
+  const int64_t S = conv_state.shape[2];
+  require(conv_state.strides[2] == 1 && conv_state.strides[1] == S && conv_state.strides[0] >= D * S, "conv_state",
+          "needs contiguous [D, S] rows, one pool row apart");
+  TensorView dense = TensorView::contiguous(conv_state.data, DType::f32, {x.shape[0], D, S});
+  dense.device = conv_state.device;
+  opts.initial_state = opts.final_state = dense;
+  ConvProblem p = make_conv_problem(x, weight, y, opts);
+  p.state_indices = conv_state_indices;
+  p.state_stride = conv_state.strides[0];
+  return p;
+}
+
 void causal_conv1d_update(const TensorView& x, const TensorView& conv_state, const TensorView& weight,
-                          const TensorView& bias, const TensorView& y, ConvActivation activation) {
+                          const TensorView& bias, const TensorView& y, ConvActivation activation,
+                          const int32_t* conv_state_indices) {
   require(x.ndim == 2 || x.ndim == 3, "x", "expected [N, D] or [N, L, D], got " + x.shape_str());
   require(!conv_state.empty(), "conv_state", "is required");
   ssm::require_same_device({{&x, "x"}, {&conv_state, "conv_state"}, {&weight, "weight"}, {&bias, "bias"}, {&y, "y"}});
@@ -148,12 +181,7 @@ void causal_conv1d_update(const TensorView& x, const TensorView& conv_state, con
     y3.device = y.device;
     require(y.is_contiguous(), "y", "must be contiguous");
   }
-  CausalConv1dOptions opts;
-  opts.bias = bias;
-  opts.initial_state = conv_state;
-  opts.final_state = conv_state;
-  opts.activation = activation;
-  const ConvProblem p = make_conv_problem(x3, weight, y3, opts);
+  const ConvProblem p = make_conv_update_problem(x3, conv_state, weight, bias, y3, activation, conv_state_indices);
   if (!p.device.is_cpu()) return conv_update_on_device(p);  // the one branch to a GPU
   run_causal_conv1d(p);
 }

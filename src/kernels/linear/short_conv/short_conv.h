@@ -32,7 +32,12 @@ void causal_conv1d_reference(const TensorView& x, const TensorView& weight, cons
 
 // One decode step (or L speculative tokens) per sequence: x [N, D] or [N, L, D]; conv_state [N, D, S] f32 is
 // read and advanced in place; y has x's shape. Runs on the CPU or a GPU, as causal_conv1d.
+// With conv_state_indices (vLLM's; int32 [N] in device memory, GPU tensors only) the states live in a pool:
+// conv_state is [slots, D, S] with any row stride (the pool's slot stride; each row's [D, S] contiguous), sequence
+// n reads and advances row conv_state_indices[n] in place, and a negative index skips the sequence (neither its
+// state nor its y is touched: a padded batch row).
 void causal_conv1d_update(const TensorView& x, const TensorView& conv_state, const TensorView& weight,
-                          const TensorView& bias, const TensorView& y, ConvActivation activation);
+                          const TensorView& bias, const TensorView& y, ConvActivation activation,
+                          const int32_t* conv_state_indices = nullptr);
 
 }  // namespace attnzoo

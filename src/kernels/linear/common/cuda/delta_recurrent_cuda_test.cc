@@ -19,6 +19,7 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "testing/device_test_util.h"
+#include "testing/pool_slots_testing.h"
 
 namespace attnzoo {
 namespace {
@@ -187,6 +188,42 @@ TEST(CudaDeltaRecurrent, ScansValuesOnTheDevice) {
   a.check_values = false;
   EXPECT_NO_THROW(recurrent_gated_delta_rule(a));
   synchronize(current_stream());
+}
+
+// One decode step on states in a pool (ssm_state_indices, the GPU runner's decode): scattered, permuted slots of a
+// slab whose rows hold more than the state, and pads (-1), against the reference on the same states gathered
+// (testing/pool_slots_testing.h's checks: nothing else of the slab touched, the pads' outputs unwritten).
+TEST(CudaDeltaRecurrent, MatchesDecodeStepOnPoolSlots) {
+  REQUIRE_GPU();
+  for (DeltaGate gate : {DeltaGate::head, DeltaGate::channel}) {
+    testing::PoolSlots pool({6, 0, -1, 3, 9, -1, -1, -1}, 10, 24, 4 * 128 * 96, 8, 8);
+    const int64_t N = pool.count();
+    const DeltaCase c{.B = N, .T = 1, .H = 2, .HV = 4, .K = 128, .V = 96, .gate = gate, .initial_state = true,
+                      .l2norm = true};
+    SCOPED_TRACE(c.label());
+    const DeltaInputs in(c, 7);
+    HostTensor o_ref(DType::f32, {N, 1, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {N, c.HV, c.K, c.V}, 0, 0.f);
+    reference(gate)(in.args(c, o_ref, &s_ref));
+    pool.place(in.init.view.ptr<float>());
+
+    HostTensor o(DType::f32, {N, 1, c.HV, c.V}, 0, 0.f);
+    testing::fill_nan_bytes(o);
+    const std::vector<int32_t>& index = pool.index;
+    DeviceBuffer idx(Device::cuda(), index.size() * sizeof(int32_t));
+    idx.upload(index.data(), index.size() * sizeof(int32_t));
+    const OnDevice q(in.q), k(in.k), v(in.v), g(in.g), beta(in.beta), od(o), slab(pool.slab);
+    DeltaArgs a = in.args(c, o, nullptr);
+    a.q = q.view, a.k = k.view, a.v = v.view, a.g = g.view, a.beta = beta.view, a.o = od.view;
+    a.initial_state = a.final_state = pool.rows(slab.buffer.data(), {c.HV, c.K, c.V});
+    a.ssm_state_indices = idx.as<int32_t>();
+    a.check_values = false;
+    recurrent(gate)(a);
+    synchronize(current_stream());
+    od.download(o);
+    slab.download(pool.slab);
+    pool.expect_outputs(o, o_ref, c.HV * c.V, tolerance(c));
+    pool.expect_states(s_ref.view.ptr<float>(), 1e-4);
+  }
 }
 
 #else

@@ -52,6 +52,8 @@ RecurrentLaunch plan_delta_recurrent(const DeltaProblem& p) {
   params.g_t = elem_of(p.g.dtype), params.beta_t = elem_of(p.beta.dtype), params.o_t = elem_of(p.o.dtype);
   params.initial_state = p.initial_state;
   params.final_state = p.final_state;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_stride;
   params.T = p.T;
   params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
   params.group = int(p.group());

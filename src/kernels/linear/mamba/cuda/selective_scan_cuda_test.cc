@@ -16,6 +16,7 @@
 #include "kernels/linear/mamba/mamba.h"
 #include "testing/test_util.h"
 #include "testing/device_test_util.h"
+#include "testing/pool_slots_testing.h"
 
 namespace attnzoo {
 namespace {
@@ -208,6 +209,40 @@ TEST(CudaSelectiveScan, MatchesDtypes) {
   check_scan(c, true);
   c.dtype = DType::f16, c.out_dtype = DType::f16, c.cu = {0, 3, 7};
   check_scan(c, false);
+}
+
+// The decode step on states in a pool (state_batch_indices, the GPU runner's decode): scattered, permuted slots of
+// a slab whose rows hold more than the state, and pads (-1), against the reference on the same states gathered
+// (testing/pool_slots_testing.h's checks: nothing else of the slab touched, the pads' outputs unwritten).
+TEST(CudaSelectiveScan, MatchesDecodeStepOnPoolSlots) {
+  REQUIRE_GPU();
+  const int64_t D = 1536, N = 16;
+  testing::PoolSlots pool({3, 0, -1, 6, -1}, 7, 12, D * N, 4, 9);
+  const int64_t Bn = pool.count();
+  HostTensor x(DType::bf16, {Bn, D}, 1), dt(DType::bf16, {Bn, D}, 2, 0.5f), A(DType::f32, {D, N}, 3),
+      Bm(DType::bf16, {Bn, N}, 4, 0.5f), Cm(DType::bf16, {Bn, N}, 5, 0.5f), skip(DType::f32, {D}, 6),
+      z(DType::bf16, {Bn, D}, 7), bias(DType::f32, {D}, 8, 0.3f), dense(DType::f32, {Bn, D, N}, 10),
+      y_ref(DType::f32, {Bn, D}, 0, 0.f), y(DType::f32, {Bn, D}, 0, 0.f);
+  for (int64_t i = 0; i < A.numel(); ++i) A.view.ptr<float>()[i] = -std::fabs(A.at(i));
+  pool.place(dense.view.ptr<float>());
+  SelectiveStateUpdateArgs a;
+  a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = Bm.view, a.C = Cm.view, a.D = skip.view, a.z = z.view;
+  a.dt_bias = bias.view, a.dt_softplus = true, a.state = dense.view, a.y = y_ref.view;
+  selective_state_update_reference(a);  // dense: after
+  testing::fill_nan_bytes(y);
+  DeviceBuffer idx(Device::cuda(), pool.index.size() * sizeof(int32_t));
+  idx.upload(pool.index.data(), pool.index.size() * sizeof(int32_t));
+  const OnDevice xd(x), dtd(dt), Ad(A), Bd(Bm), Cd(Cm), skipd(skip), zd(z), biasd(bias), yd(y), slab(pool.slab);
+  a.x = xd.view, a.dt = dtd.view, a.A = Ad.view, a.B = Bd.view, a.C = Cd.view, a.D = skipd.view, a.z = zd.view;
+  a.dt_bias = biasd.view, a.y = yd.view;
+  a.state = pool.rows(slab.buffer.data(), {D, N});
+  a.state_batch_indices = idx.as<int32_t>();
+  selective_state_update(a);
+  synchronize(current_stream());
+  yd.download(y);
+  slab.download(pool.slab);
+  pool.expect_outputs(y, y_ref, D, 1e-4);
+  pool.expect_states(dense.view.ptr<float>(), 1e-4);
 }
 
 #else

@@ -38,7 +38,10 @@ __device__ __forceinline__ void selective_scan_channel(const Params& p) {
   int64_t b = s, begin = 0, length = p.L;
   if (p.seq_offsets) b = 0, begin = p.seq_offsets[s], length = p.seq_offsets[s + 1] - begin;
 
-  const int64_t state_at = (s * p.D + d) * p.N;  // entry 0 of this channel's state
+  // A pool-addressed state (state_batch_indices): a negative row is a padded batch row, whose CTA touches nothing.
+  const int64_t slot = p.state_indices ? int64_t(p.state_indices[s]) : s;
+  if (slot < 0) return;
+  const int64_t state_at = slot * p.state_stride + int64_t(d) * p.N;  // entry 0 of this channel's state
   float h[kPerLane], a[kPerLane];
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {

@@ -56,6 +56,8 @@ ScanLaunch plan_selective_scan(const SelectiveScanProblem& p) {
   params.delta_bias_t = elem_of(p.bias_in.dtype);
   params.initial_state = p.h0;
   params.final_state = p.ht;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_stride;
   params.L = p.L;
   params.D = int(p.D), params.N = int(p.N), params.G = int(p.G);
   params.channels_per_group = int(p.channels_per_group());

@@ -26,6 +26,8 @@ struct Params {
   Elem u_t, delta_t, A_t, B_t, C_t, skip_t, z_t, delta_bias_t, out_t;
   const float* initial_state;  // [Nseq, D, N]; null: zeros
   float* final_state;          // [Nseq, D, N]; null: not written; may be initial_state
+  const int32_t* state_indices;  // sequence s's state row (negative: skip the sequence); null: row s
+  int64_t state_stride;          // floats between state rows
   // Packed sequences: Nseq + 1 positions along L of batch row 0; null: sequence s is batch row s, positions [0, L).
   const int64_t* seq_offsets;
   int64_t L;

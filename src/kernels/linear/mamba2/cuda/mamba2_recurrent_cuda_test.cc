@@ -17,6 +17,7 @@
 #include "kernels/linear/mamba2/mamba2.h"
 #include "testing/test_util.h"
 #include "testing/device_test_util.h"
+#include "testing/pool_slots_testing.h"
 
 namespace attnzoo {
 namespace {
@@ -187,6 +188,44 @@ TEST(CudaMamba2Recurrent, MatchesDtypes) {
   check_recurrent(c, true);
   c.dtype = DType::f16, c.out_dtype = DType::f16, c.cu = {0, 2, 7}, c.B = 1;
   check_recurrent(c, false);
+}
+
+// The decode step on states in a pool (state_batch_indices, the GPU runner's decode): scattered, permuted slots of
+// a slab whose rows hold more than the state (a slot's conv tail before it), and pads (-1), against the reference
+// on the same states gathered (testing/pool_slots_testing.h's checks: nothing else of the slab touched, the pads'
+// outputs unwritten). N = 128 and 256 (Falcon-H1's).
+TEST(CudaMamba2Recurrent, MatchesDecodeStepOnPoolSlots) {
+  REQUIRE_GPU();
+  for (int64_t N : {128, 256}) {
+    const int64_t H = 8, P = 64, G = 2;
+    testing::PoolSlots pool({5, -1, 0, 2, -1, -1}, 6, 40, H * P * N, 3, 9);
+    const int64_t Bn = pool.count();
+    SCOPED_TRACE("N=" + std::to_string(N));
+    HostTensor x(DType::bf16, {Bn, H, P}, 1), dt(DType::bf16, {Bn, H}, 2), A(DType::f32, {H}, 3),
+        Bm(DType::bf16, {Bn, G, N}, 4, 0.5f), Cm(DType::bf16, {Bn, G, N}, 5, 0.5f), D(DType::f32, {H}, 6),
+        z(DType::bf16, {Bn, H, P}, 7), bias(DType::f32, {H}, 8, 0.5f), dense(DType::f32, {Bn, H, P, N}, 10),
+        y_ref(DType::f32, {Bn, H, P}, 0, 0.f), y(DType::f32, {Bn, H, P}, 0, 0.f);
+    for (int64_t h = 0; h < H; ++h) A.view.ptr<float>()[h] = -0.5f - std::fabs(A.at(h));
+    pool.place(dense.view.ptr<float>());
+    Mamba2StepArgs a;
+    a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = Bm.view, a.C = Cm.view, a.D = D.view, a.z = z.view;
+    a.dt_bias = bias.view, a.dt_softplus = true, a.state = dense.view, a.y = y_ref.view;
+    mamba2_state_update_reference(a);  // dense: after
+    testing::fill_nan_bytes(y);
+    DeviceBuffer idx(Device::cuda(), pool.index.size() * sizeof(int32_t));
+    idx.upload(pool.index.data(), pool.index.size() * sizeof(int32_t));
+    const OnDevice xd(x), dtd(dt), Ad(A), Bd(Bm), Cd(Cm), Dd(D), zd(z), biasd(bias), yd(y), slab(pool.slab);
+    a.x = xd.view, a.dt = dtd.view, a.A = Ad.view, a.B = Bd.view, a.C = Cd.view, a.D = Dd.view, a.z = zd.view;
+    a.dt_bias = biasd.view, a.y = yd.view;
+    a.state = pool.rows(slab.buffer.data(), {H, P, N});
+    a.state_batch_indices = idx.as<int32_t>();
+    mamba2_state_update(a);
+    synchronize(current_stream());
+    yd.download(y);
+    slab.download(pool.slab);
+    pool.expect_outputs(y, y_ref, H * P, 1e-4);
+    pool.expect_states(dense.view.ptr<float>(), 1e-4);
+  }
 }
 
 #else

@@ -47,7 +47,10 @@ __device__ __forceinline__ void mamba2_recurrent_warp(const Params& p) {
   if (p.seq_offsets) begin = p.seq_offsets[n], length = p.seq_offsets[n + 1] - begin;
 
   // Columns and rows past N and P hold zeros (their B and C read as 0, so they stay zero) and are never stored.
-  const int64_t state_at = ((n * p.H + h) * p.P + row0) * p.N;  // element (row0, 0) of this head's state
+  // A pool-addressed state (state_batch_indices): a negative row is a padded batch row, left untouched.
+  const int64_t slot = p.state_indices ? int64_t(p.state_indices[n]) : n;
+  if (slot < 0) return;
+  const int64_t state_at = slot * p.state_stride + (int64_t(h) * p.P + row0) * p.N;  // element (row0, 0) of the head
   float s[kRowsPerWarp][kColsPerLane];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r)

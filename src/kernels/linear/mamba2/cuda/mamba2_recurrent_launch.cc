@@ -59,6 +59,8 @@ RecurrentLaunch plan_mamba2_recurrent(const Mamba2Problem& p) {
   params.dt_bias_t = elem_of(p.dt_bias_in.dtype);
   params.initial_state = p.h0;
   params.final_state = p.ht;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_stride;
   params.T = p.T;
   params.H = int(p.H), params.P = int(p.P), params.G = int(p.G), params.N = int(p.N);
   params.heads_per_group = int(p.heads_per_group());

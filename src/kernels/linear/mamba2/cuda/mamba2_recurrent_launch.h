@@ -27,6 +27,8 @@ struct Params {
   Elem x_t, dt_t, A_t, B_t, C_t, D_t, z_t, dt_bias_t, y_t;
   const float* initial_state;  // [Nseq, H, P, N]; null: zeros
   float* final_state;          // [Nseq, H, P, N]; null: not written; may be initial_state
+  const int32_t* state_indices;  // sequence n's state row (negative: skip the sequence); null: row n
+  int64_t state_stride;          // floats between state rows
   const int64_t* seq_offsets;  // Nseq + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
   int64_t T;
   int H, P, G, N, heads_per_group;

@@ -15,6 +15,7 @@
 #include "kernels/linear/short_conv/short_conv.h"
 #include "testing/test_util.h"
 #include "testing/device_test_util.h"
+#include "testing/pool_slots_testing.h"
 
 namespace attnzoo {
 namespace {
@@ -108,6 +109,32 @@ TEST(CudaConvUpdate, MatchesDtypes) {
   check_case({.N = 4, .D = 512, .dtype = DType::bf16});
   check_case({.N = 4, .D = 512, .dtype = DType::bf16, .out_dtype = DType::bf16});
   check_case({.N = 4, .L = 2, .D = 512, .dtype = DType::f16, .out_dtype = DType::f16});
+}
+
+// The decode step on rows of a state pool (conv_state_indices, the GPU runner's decode): scattered, permuted slots
+// of a slab whose rows hold more than the tail, and pads (-1), against the reference on the same tails gathered
+// (the tails exactly: a shift; testing/pool_slots_testing.h's checks: nothing else of the slab touched, the pads'
+// outputs unwritten).
+TEST(CudaConvUpdate, MatchesDecodeStepOnPoolSlots) {
+  REQUIRE_GPU();
+  const int64_t D = 1000, S = 3;
+  testing::PoolSlots pool({4, -1, 0, 7, 2, -1}, 8, 5, D * S, 11, 5);
+  const int64_t N = pool.count();
+  HostTensor x(DType::bf16, {N, D}, 1), dense(DType::f32, {N, D, S}, 2), w(DType::bf16, {D, 4}, 3, 0.5f),
+      b(DType::bf16, {D}, 4), y_ref(DType::f32, {N, D}, 0, 0.f), y(DType::f32, {N, D}, 0, 0.f);
+  pool.place(dense.view.ptr<float>());
+  causal_conv1d_update(x.view, dense.view, w.view, b.view, y_ref.view, ConvActivation::silu);  // dense: after
+  testing::fill_nan_bytes(y);
+  DeviceBuffer idx(Device::cuda(), pool.index.size() * sizeof(int32_t));
+  idx.upload(pool.index.data(), pool.index.size() * sizeof(int32_t));
+  const OnDevice xd(x), wd(w), bd(b), yd(y), slab(pool.slab);
+  causal_conv1d_update(xd.view, pool.rows(slab.buffer.data(), {D, S}), wd.view, bd.view, yd.view,
+                       ConvActivation::silu, idx.as<int32_t>());
+  synchronize(current_stream());
+  yd.download(y);
+  slab.download(pool.slab);
+  pool.expect_outputs(y, y_ref, D, 1e-5);
+  pool.expect_states(dense.view.ptr<float>(), 0.0);
 }
 
 #else

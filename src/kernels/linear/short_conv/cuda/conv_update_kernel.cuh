@@ -22,7 +22,10 @@ __device__ __forceinline__ void conv_update_thread(const Params& p) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.N * p.D) return;
   const int64_t n = i / p.D, d = i % p.D;
-  float* state = p.state + i * p.S;  // this (sequence, channel)'s S entries, oldest first
+  // A pool-addressed state (conv_state_indices): a negative row is a padded batch row, left untouched.
+  const int64_t slot = p.state_indices ? int64_t(p.state_indices[n]) : n;
+  if (slot < 0) return;
+  float* state = p.state + slot * p.state_stride + d * p.S;  // this (sequence, channel)'s S entries, oldest first
   auto input = [&](int64_t t) -> float {  // t counted from the first new token, may be negative
     if (t >= 0) return load_elem(p.x, p.x_t, (n * p.L + t) * p.D + d);
     return t >= -p.S ? state[p.S + t] : 0.f;

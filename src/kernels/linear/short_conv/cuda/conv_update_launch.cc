@@ -34,6 +34,8 @@ UpdateLaunch plan_conv_update(const ConvProblem& p) {
   params.x_t = elem_of(p.x_dtype), params.weight_t = elem_of(p.weight_in.dtype);
   params.bias_t = elem_of(p.bias_in.dtype), params.y_t = elem_of(p.y_dtype);
   params.state = p.final_state;  // == p.initial_state: causal_conv1d_update advances the state in place
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_stride;
   params.N = N, params.L = p.seqs.length[0], params.D = p.D;
   params.W = int(p.W), params.S = int(p.S);
   params.silu = p.activation == ConvActivation::silu;

@@ -19,6 +19,8 @@ struct Params {
   void* y;
   Elem x_t, weight_t, bias_t, y_t;
   float* state;  // [N, D, S], read then advanced
+  const int32_t* state_indices;  // sequence n's state row (negative: skip the sequence); null: row n
+  int64_t state_stride;          // floats between state rows
   int64_t N, L, D;
   int W, S;
   bool silu;
