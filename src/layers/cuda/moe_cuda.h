@@ -25,7 +25,13 @@ struct MoeGroupingCuda {
   TensorView tiles;    // [E + 1]: the prefix sums of ceil(rows_e / tile_rows), the grouped GEMM's row tiles
   TensorView source;   // [n]: the entry grouped row r holds
   TensorView dest;     // [n]: the grouped row of entry i
+  // [moe_group_scratch(n, E)] int32 scratch of the grouping alone; may stay empty when that is 0 (a decode step).
+  TensorView counts;
 };
+
+// The scratch moe_group_cuda needs for n entries over E experts: E per CTA once n spreads over several CTAs
+// (moe_plan.h), else 0.
+int64_t moe_group_scratch(int64_t n, int64_t experts);
 
 // The grouped GEMM's tile for n routed rows over E experts: the large tile once the average expert fills one.
 // The grouping's tile_rows is that tile's BM.

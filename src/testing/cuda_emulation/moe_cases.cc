@@ -25,6 +25,7 @@
 #include "layers/cuda/moe_plan.h"
 #include "layers/moe.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/moe_group_run.h"
 #include "testing/random_routing.h"
 #include "testing/test_util.h"
 
@@ -124,16 +125,16 @@ void check(const Case& c, uint64_t seed) {
     std::memcpy(w_down.mem.data() + size_t(e) * m, wd[size_t(e)].view.data, m);
   }
   const MoeGroupingCuda g{offsets.view(DType::i32, {E + 1}), tiles.view(DType::i32, {E + 1}),
-                          source.view(DType::i32, {n}), dest.view(DType::i32, {n})};
+                          source.view(DType::i32, {n}), dest.view(DType::i32, {n}), {}};
   const int64_t tile_rows = moe_tile_rows(c.tile);
   cuda_emulation::seed_schedule(seed);
 
   // Grouping, exactly: a stable sort of the entries by expert.
   check_moe_group_cuda(ids.view(DType::i32, {T, k}), E, tile_rows, g);
   const GroupParams gp{ids.at<const int32_t>(), int(n), int(E), int(tile_rows),
-                       offsets.at<int32_t>(), tiles.at<int32_t>(), source.at<int32_t>(), dest.at<int32_t>()};
-  cuda_emulation::launch(dim3(1), kGroupThreads, group_smem_bytes(int(E)),
-                         [&](unsigned char* smem) { group_entries(gp, smem); });
+                       offsets.at<int32_t>(), tiles.at<int32_t>(), source.at<int32_t>(), dest.at<int32_t>(),
+                       nullptr, 1, int(n)};
+  cuda_emulation::run_grouping(gp);
   std::vector<int32_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
