@@ -6,6 +6,7 @@
 // order, after the shared expert's output, as the CPU sums them. No CUDA headers here.
 //
 //   moe_group_cuda     experts int32 [T, top_k] -> offsets / tiles [E + 1], source / dest [T * top_k] (int32)
+//                      (through counts, a prefill's scratch: moe_group_scratch)
 //   moe_gather_cuda    h [T, H] (f32 / bf16 / f16) -> x [T * top_k, H] in W's dtype, row r = h[source[r] / top_k]
 //   grouped_gemm_cuda  y [n, N] = x [n, K] W[e]^T over each expert e's rows [offsets[e], offsets[e + 1])
 //   moe_combine_cuda   x[t] += shared[t] (* sigmoid(gate[t])) + sum over slots j of weight[t, j] * y[dest[t, j]]
