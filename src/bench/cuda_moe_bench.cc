@@ -109,8 +109,11 @@ LinearRow moe_experts_row(const LinearCase& c, Device device, Stream stream, con
     const DeviceBuffer offsets(device, size_t(E + 1) * 4), tiles(device, size_t(E + 1) * 4),
         source(device, size_t(n) * 4), dest(device, size_t(n) * 4), gathered(device, size_t(n * H) * 2),
         gu(device, size_t(n * 2 * I) * 4), out(device, size_t(n * H) * 4);
+    const int64_t scratch = moe_group_scratch(n, E);
+    const DeviceBuffer counts(device, size_t(std::max<int64_t>(scratch, 1)) * 4);
     const MoeGroupingCuda g{view_on(offsets, DType::i32, {E + 1}), view_on(tiles, DType::i32, {E + 1}),
-                            view_on(source, DType::i32, {n}), view_on(dest, DType::i32, {n})};
+                            view_on(source, DType::i32, {n}), view_on(dest, DType::i32, {n}),
+                            scratch > 0 ? view_on(counts, DType::i32, {scratch}) : TensorView{}};
     const cuda_gemm::TileKind tile = moe_tile(n, E);
     const TensorView idv = view_on(ids, DType::i32, {T, k}), hv = view_on(h, DType::bf16, {T, H});
     const TensorView gathered_v = view_on(gathered, DType::bf16, {n, H}), gu_v = view_on(gu, DType::f32, {n, 2 * I});

@@ -1,4 +1,5 @@
 // The MoE cases of kernel_cases_layers.h.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -114,8 +115,11 @@ std::string run_moe(const MoeSpec& c, const fs::path& dir, Device device, uint32
       opts.top_k = k, opts.order = RouteOrder::softmax_then_top_k, opts.normalize = c.normalize;
       router_logits_cuda(dh.view, dr.view, view(logits, DType::f32, {T, E}));
       route_top_k_cuda(view(logits, DType::f32, {T, E}), de.view, dw.view, opts);
+      const int64_t scratch = moe_group_scratch(n, E);
+      const DeviceBuffer counts = buffer(std::max<int64_t>(scratch, 1), 4);
       const MoeGroupingCuda g{view(offsets, DType::i32, {E + 1}), view(tiles, DType::i32, {E + 1}),
-                              view(source, DType::i32, {n}), view(dest, DType::i32, {n})};
+                              view(source, DType::i32, {n}), view(dest, DType::i32, {n}),
+                              scratch > 0 ? view(counts, DType::i32, {scratch}) : TensorView{}};
       const cuda_gemm::TileKind tile = moe_tile(n, E);
       moe_group_cuda(de.view, E, moe_tile_rows(tile), g);
       moe_gather_cuda(dh.view, g.source, k, view(gathered, DType::bf16, {n, H}));

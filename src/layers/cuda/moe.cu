@@ -21,6 +21,21 @@ __global__ void __launch_bounds__(kGroupThreads) group_kernel(const GroupParams 
   group_entries(p, smem);
 }
 
+__global__ void __launch_bounds__(kGroupThreads) count_kernel(const GroupParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  count_entries(p, smem);
+}
+
+__global__ void __launch_bounds__(kScanThreads) scan_kernel(const GroupParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  scan_counts(p, smem);
+}
+
+__global__ void __launch_bounds__(kGroupThreads) scatter_kernel(const GroupParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  scatter_entries(p, smem);
+}
+
 template <class In, class Out>
 __global__ void __launch_bounds__(kElementThreads) gather_kernel(const GatherParams p) {
   gather_rows<In, Out>(p);
@@ -65,11 +80,24 @@ void moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_t tile
   using namespace cuda_moe;
   check_moe_group_cuda(experts, num_experts, tile_rows, g);
   const DeviceGuard on(experts.device);
+  const GroupPlan plan = plan_group(experts.numel());
   const GroupParams p{experts.ptr<const int32_t>(), int(experts.numel()), int(num_experts), int(tile_rows),
-                      g.offsets.ptr<int32_t>(), g.tiles.ptr<int32_t>(), g.source.ptr<int32_t>(), g.dest.ptr<int32_t>()};
-  // Runs for n = 0 too: the offsets and tiles of an empty step are zeros.
-  group_kernel<<<1, kGroupThreads, group_smem_bytes(p.experts), static_cast<cudaStream_t>(stream.handle)>>>(p);
-  cuda_check(cudaGetLastError(), "moe group_kernel launch");
+                      g.offsets.ptr<int32_t>(), g.tiles.ptr<int32_t>(), g.source.ptr<int32_t>(), g.dest.ptr<int32_t>(),
+                      plan.ctas > 1 ? g.counts.ptr<int32_t>() : nullptr, plan.ctas, plan.range};
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  const size_t smem = group_smem_bytes(p.experts);
+  if (plan.ctas == 1) {
+    // Runs for n = 0 too: the offsets and tiles of an empty step are zeros.
+    group_kernel<<<1, kGroupThreads, smem, s>>>(p);
+    cuda_check(cudaGetLastError(), "moe group_kernel launch");
+    return;
+  }
+  count_kernel<<<unsigned(plan.ctas), kGroupThreads, smem, s>>>(p);
+  cuda_check(cudaGetLastError(), "moe count_kernel launch");
+  scan_kernel<<<1, kScanThreads, scan_smem_bytes(p.experts), s>>>(p);
+  cuda_check(cudaGetLastError(), "moe scan_kernel launch");
+  scatter_kernel<<<unsigned(plan.ctas), kGroupThreads, smem, s>>>(p);
+  cuda_check(cudaGetLastError(), "moe scatter_kernel launch");
 }
 
 void moe_gather_cuda(const TensorView& h, const TensorView& source, int64_t top_k, const TensorView& x,

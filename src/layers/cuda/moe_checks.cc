@@ -57,6 +57,11 @@ int64_t moe_tile_rows(cuda_gemm::TileKind tile) {
   return tile == cuda_gemm::TileKind::large ? cuda_gemm::LargeTile::BM : cuda_gemm::SmallTile::BM;
 }
 
+int64_t moe_group_scratch(int64_t n, int64_t experts) {
+  const cuda_moe::GroupPlan plan = cuda_moe::plan_group(n);
+  return plan.ctas > 1 ? experts * plan.ctas : 0;
+}
+
 void check_moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_t tile_rows, const MoeGroupingCuda& g) {
   require_cuda_tensor(experts, "experts");
   if (experts.dtype != DType::i32)
@@ -69,6 +74,8 @@ void check_moe_group_cuda(const TensorView& experts, int64_t num_experts, int64_
   const int64_t n = experts.shape[0] * experts.shape[1];
   require(n < (int64_t(1) << 31), "experts", "T * top_k must be below 2^31");
   require_grouping(g, num_experts, n, &experts.device);
+  const int64_t scratch = moe_group_scratch(n, num_experts);
+  if (scratch > 0) require_exact(g.counts, "counts", DType::i32, {scratch}, &experts.device);
 }
 
 void check_moe_gather_cuda(const TensorView& h, const TensorView& source, int64_t top_k, const TensorView& x) {
@@ -149,6 +156,15 @@ void check_activation_inplace_cuda(const TensorView& x) {
 }
 
 namespace cuda_moe {
+
+GroupPlan plan_group(int64_t n) {
+  if (n <= kGroupOneCtaMax) return {1, int(std::max<int64_t>(n, 0))};
+  // kGroupRange per CTA until that would take more than kGroupMaxCtas; then whole chunks spread evenly.
+  const int64_t chunks = (n + kGroupThreads - 1) / kGroupThreads;
+  const int64_t per_cta = std::max<int64_t>(kGroupRange / kGroupThreads, (chunks + kGroupMaxCtas - 1) / kGroupMaxCtas);
+  const int64_t range = per_cta * kGroupThreads;
+  return {int((n + range - 1) / range), int(range)};
+}
 
 GroupedGemmLaunch plan_grouped_gemm(const TensorView& x, const TensorView& w, const MoeGroupingCuda& g,
                                     cuda_gemm::TileKind tile, const TensorView& y) {

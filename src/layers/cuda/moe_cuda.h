@@ -6,6 +6,7 @@
 // order, after the shared expert's output, as the CPU sums them. No CUDA headers here.
 //
 //   moe_group_cuda     experts int32 [T, top_k] -> offsets / tiles [E + 1], source / dest [T * top_k] (int32)
+//                      (through counts, a prefill's scratch: moe_group_scratch)
 //   moe_gather_cuda    h [T, H] (f32 / bf16 / f16) -> x [T * top_k, H] in W's dtype, row r = h[source[r] / top_k]
 //   grouped_gemm_cuda  y [n, N] = x [n, K] W[e]^T over each expert e's rows [offsets[e], offsets[e + 1])
 //   moe_combine_cuda   x[t] += shared[t] (* sigmoid(gate[t])) + sum over slots j of weight[t, j] * y[dest[t, j]]
@@ -25,7 +26,13 @@ struct MoeGroupingCuda {
   TensorView tiles;    // [E + 1]: the prefix sums of ceil(rows_e / tile_rows), the grouped GEMM's row tiles
   TensorView source;   // [n]: the entry grouped row r holds
   TensorView dest;     // [n]: the grouped row of entry i
+  // [moe_group_scratch(n, E)] int32 scratch of the grouping alone; may stay empty when that is 0 (a decode step).
+  TensorView counts;
 };
+
+// The scratch moe_group_cuda needs for n entries over E experts: E per CTA once n spreads over several CTAs
+// (moe_plan.h), else 0.
+int64_t moe_group_scratch(int64_t n, int64_t experts);
 
 // The grouped GEMM's tile for n routed rows over E experts: the large tile once the average expert fills one.
 // The grouping's tile_rows is that tile's BM.

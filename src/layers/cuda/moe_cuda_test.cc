@@ -1,12 +1,16 @@
 // The CUDA MoE dispatch (moe_cuda.h) against run_routed_experts (moe.h): a CPU routing uploaded, then grouping,
 // gather, gate | up and down as grouped GEMMs, the activation over the halves and the combine into a residual, with
 // a gated shared expert's rows; a decode token (T = 1, top 8 of 64) and a prefill (T = 300, top 2 of 16) whose
-// loads leave experts idle, within bf16 tolerance. Refusals are host-only and run without a GPU.
+// loads leave experts idle, within bf16 tolerance; the grouping alone at prefill scale (many CTAs), exactly. Refusals
+// are host-only and run without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/device.h"
@@ -29,8 +33,9 @@ using testing::expect_error;
 using testing::fake_cuda_view;
 
 MoeGroupingCuda fake_grouping(int64_t E, int64_t n) {
+  const int64_t scratch = moe_group_scratch(n, E);
   return {fake_cuda_view(DType::i32, {E + 1}), fake_cuda_view(DType::i32, {E + 1}), fake_cuda_view(DType::i32, {n}),
-          fake_cuda_view(DType::i32, {n})};
+          fake_cuda_view(DType::i32, {n}), scratch > 0 ? fake_cuda_view(DType::i32, {scratch}) : TensorView{}};
 }
 
 TEST(MoeCuda, RefusesNamingTheArgument) {
@@ -49,6 +54,17 @@ TEST(MoeCuda, RefusesNamingTheArgument) {
                               "offsets: expected shape [9]");
   expect_error<ArgumentError>([&] { check_moe_group_cuda(ids, E, 64, fake_grouping(E, n + 1)); },
                               "source: expected shape [10]");
+  {  // a prefill's grouping spreads over CTAs and needs their counts: E per CTA
+    const TensorView prefill = fake_cuda_view(DType::i32, {4096, 8});
+    MoeGroupingCuda big = fake_grouping(128, 4096 * 8);
+    EXPECT_EQ(moe_group_scratch(4096 * 8, 128), 128 * 32);
+    EXPECT_EQ(moe_group_scratch(n, E), 0);
+    EXPECT_NO_THROW(check_moe_group_cuda(prefill, 128, 128, big));
+    big.counts = TensorView{};
+    expect_error<ArgumentError>([&] { check_moe_group_cuda(prefill, 128, 128, big); }, "counts: ");
+    big.counts = fake_cuda_view(DType::i32, {128 * 31});
+    expect_error<ArgumentError>([&] { check_moe_group_cuda(prefill, 128, 128, big); }, "counts: expected shape [4096]");
+  }
 
   const TensorView h = fake_cuda_view(DType::f32, {T, H}), x = fake_cuda_view(DType::bf16, {n, H});
   EXPECT_NO_THROW(check_moe_gather_cuda(h, g.source, k, x));
@@ -128,8 +144,11 @@ void run_dispatch(int64_t T, int64_t E, int64_t k, int64_t H, int64_t I, uint64_
   weights.upload(routing.weights.data(), size_t(n) * 4);
   const DeviceBuffer offsets = buffer(E + 1, 4), tiles = buffer(E + 1, 4), source = buffer(n, 4), dest = buffer(n, 4),
                      gathered = buffer(n * H, 2), gu = buffer(n * 2 * I, 4), out = buffer(n * H, 4);
+  const int64_t scratch = moe_group_scratch(n, E);
+  const DeviceBuffer counts = buffer(std::max<int64_t>(scratch, 1), 4);
   const MoeGroupingCuda g{view(offsets, DType::i32, {E + 1}), view(tiles, DType::i32, {E + 1}),
-                          view(source, DType::i32, {n}), view(dest, DType::i32, {n})};
+                          view(source, DType::i32, {n}), view(dest, DType::i32, {n}),
+                          scratch > 0 ? view(counts, DType::i32, {scratch}) : TensorView{}};
   const TileKind tile = moe_tile(n, E);
   moe_group_cuda(view(ids, DType::i32, {T, k}), E, moe_tile_rows(tile), g);
   moe_gather_cuda(h.device_view(), g.source, k, view(gathered, DType::bf16, {n, H}));
@@ -181,6 +200,52 @@ TEST(MoeCuda, DispatchMatchesTheCpuExperts) {
   run_dispatch(2048, 4, 2, 128, 64, 3);   // large tiles: 1024 rows per expert on average
   run_dispatch(1, 64, 8, 256, 128, 4, DType::bf16);   // bf16 rows gathered as they are
   run_dispatch(300, 16, 2, 128, 96, 5, DType::bf16);
+}
+
+// The grouping alone at prefill scale (the multi-CTA path), on either side of its threshold, against a stable sort:
+// offsets, tile prefix and the permutation exactly.
+TEST(MoeCuda, GroupingIsAStableSortAtPrefillScale) {
+  REQUIRE_GPU();
+  for (auto [T, E, k] : std::vector<std::array<int64_t, 3>>{{256, 128, 8}, {257, 128, 8}, {4096, 128, 8},
+                                                             {12800, 256, 8}, {5000, 1, 1}, {3000, 1024, 4}}) {
+    SCOPED_TRACE("T " + std::to_string(T) + " E " + std::to_string(E) + " top_k " + std::to_string(k));
+    const int64_t n = T * k, tile_rows = moe_tile_rows(moe_tile(n, E));
+    const MoeRouting routing = skewed_routing(T, E, k, uint64_t(T + E));
+    auto buffer = [](int64_t count) { return DeviceBuffer(Device::cuda(), size_t(std::max<int64_t>(count, 1)) * 4); };
+    auto view = [](const DeviceBuffer& b, std::initializer_list<int64_t> shape) {
+      TensorView t = TensorView::contiguous(b.data(), DType::i32, shape);
+      t.device = Device::cuda();
+      return t;
+    };
+    const int64_t scratch = moe_group_scratch(n, E);
+    const DeviceBuffer ids = buffer(n), offsets = buffer(E + 1), tiles = buffer(E + 1), source = buffer(n),
+                       dest = buffer(n), counts = buffer(scratch);
+    ids.upload(routing.experts.data(), size_t(n) * 4);
+    const MoeGroupingCuda g{view(offsets, {E + 1}), view(tiles, {E + 1}), view(source, {n}), view(dest, {n}),
+                            scratch > 0 ? view(counts, {scratch}) : TensorView{}};
+    moe_group_cuda(view(ids, {T, k}), E, tile_rows, g);
+    std::vector<int32_t> off(static_cast<size_t>(E + 1)), til(off), src(static_cast<size_t>(n)), dst(src);
+    offsets.download(off.data(), off.size() * 4);
+    tiles.download(til.data(), til.size() * 4);
+    source.download(src.data(), src.size() * 4);
+    dest.download(dst.data(), dst.size() * 4);
+    synchronize(current_stream());
+    std::vector<int32_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return routing.experts[size_t(a)] < routing.experts[size_t(b)]; });
+    ASSERT_EQ(src, order);
+    for (int64_t r = 0; r < n; ++r) ASSERT_EQ(dst[size_t(order[size_t(r)])], r) << "entry " << order[size_t(r)];
+    int32_t row = 0, tile = 0;
+    for (int64_t e = 0; e <= E; ++e) {
+      ASSERT_EQ(off[size_t(e)], row) << "offsets[" << e << "]";
+      ASSERT_EQ(til[size_t(e)], tile) << "tiles[" << e << "]";
+      if (e == E) break;
+      const int32_t count = int32_t(std::count(routing.experts.begin(), routing.experts.end(), int32_t(e)));
+      row += count;
+      tile += int32_t((count + tile_rows - 1) / tile_rows);
+    }
+  }
 }
 
 }  // namespace

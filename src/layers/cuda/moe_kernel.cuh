@@ -10,54 +10,162 @@
 
 namespace attnzoo::cuda_moe {
 
-// One CTA. Two passes over the entries in chunks of kGroupThreads, thread c holding entry base + c: a thread's rank
-// among the chunk's entries of its expert is the count of lower threads with that expert, and the chunk's last
-// entry of each expert advances the expert's cursor. Pass 0 counts; a serial scan (E <= 1024) turns the counts
-// into offsets and tile prefixes; pass 1 places each entry at its expert's cursor plus its rank. Only one thread
-// writes a cursor per chunk, so no atomics, and the order is entries' order within each expert: stable.
+// Walks entries [begin, end) in chunks of kGroupThreads, thread c holding entry base + c: a thread's rank among
+// the chunk's entries of its expert is the count of lower threads with that expert, and the chunk's last entry of
+// each expert advances the expert's cursor. Counting (place false) only advances; placing puts each entry at its
+// expert's cursor plus its rank. Only one thread writes a cursor per chunk, so no atomics, and the order is the
+// entries' order within each expert: stable. Opens with a barrier (the caller's cursors set); the caller syncs
+// before reading the cursors after it.
+__device__ __forceinline__ void walk_entries(const GroupParams& p, int* cursor, int* chunk, int begin, int end,
+                                             bool place) {
+  const int tid = int(threadIdx.x);
+  for (int base = begin; base < end; base += kGroupThreads) {
+    __syncthreads();  // the cursors set, or the previous chunk's updates done; its chunk no longer read
+    const int i = base + tid;
+    const int id = i < end ? p.ids[i] : -1;
+    chunk[tid] = id;
+    __syncthreads();
+    int rank = 0;
+    bool last = true;
+    if (id >= 0) {
+      for (int j = 0; j < tid; ++j) rank += chunk[j] == id;
+      for (int j = tid + 1; j < kGroupThreads && last; ++j) last = chunk[j] != id;
+      if (place) {
+        const int row = cursor[id] + rank;
+        p.source[row] = i;
+        p.dest[i] = row;
+      }
+    }
+    __syncthreads();  // every read of the cursors before they move
+    if (id >= 0 && last) cursor[id] += rank + 1;
+  }
+}
+
+// The single-CTA grouping (n <= kGroupOneCtaMax): count, a serial scan (E <= 1024) of the counts into offsets and
+// tile prefixes, place.
 __device__ __forceinline__ void group_entries(const GroupParams& p, unsigned char* smem) {
   int* cursor = reinterpret_cast<int*>(smem);
   int* chunk = cursor + p.experts;
   const int tid = int(threadIdx.x);
   for (int e = tid; e < p.experts; e += kGroupThreads) cursor[e] = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1) {
-      __syncthreads();  // every count in
-      if (tid == 0) {
-        int row = 0, tile = 0;
-        for (int e = 0; e < p.experts; ++e) {
-          const int count = cursor[e];
-          p.offsets[e] = row;
-          p.tiles[e] = tile;
-          cursor[e] = row;
-          row += count;
-          tile += (count + p.tile_rows - 1) / p.tile_rows;
-        }
-        p.offsets[p.experts] = row;
-        p.tiles[p.experts] = tile;
-      }
+  walk_entries(p, cursor, chunk, 0, p.n, false);
+  __syncthreads();  // every count in
+  if (tid == 0) {
+    int row = 0, tile = 0;
+    for (int e = 0; e < p.experts; ++e) {
+      const int count = cursor[e];
+      p.offsets[e] = row;
+      p.tiles[e] = tile;
+      cursor[e] = row;
+      row += count;
+      tile += (count + p.tile_rows - 1) / p.tile_rows;
     }
-    for (int base = 0; base < p.n; base += kGroupThreads) {
-      __syncthreads();  // the scan, or the previous chunk's cursor updates, done; its chunk no longer read
-      const int i = base + tid;
-      const int id = i < p.n ? p.ids[i] : -1;
-      chunk[tid] = id;
-      __syncthreads();
-      int rank = 0;
-      bool last = true;
-      if (id >= 0) {
-        for (int j = 0; j < tid; ++j) rank += chunk[j] == id;
-        for (int j = tid + 1; j < kGroupThreads && last; ++j) last = chunk[j] != id;
-        if (pass == 1) {
-          const int row = cursor[id] + rank;
-          p.source[row] = i;
-          p.dest[i] = row;
-        }
-      }
-      __syncthreads();  // every read of the cursors before they move
-      if (id >= 0 && last) cursor[id] += rank + 1;
-    }
+    p.offsets[p.experts] = row;
+    p.tiles[p.experts] = tile;
   }
+  walk_entries(p, cursor, chunk, 0, p.n, true);
+}
+
+// The multi-CTA grouping's first launch: CTA c counts its range's entries per expert into counts[e, c].
+__device__ __forceinline__ void count_entries(const GroupParams& p, unsigned char* smem) {
+  int* cursor = reinterpret_cast<int*>(smem);
+  int* chunk = cursor + p.experts;
+  const int c = int(blockIdx.x), tid = int(threadIdx.x);
+  const int begin = c * p.range, end = min(p.n, begin + p.range);
+  for (int e = tid; e < p.experts; e += kGroupThreads) cursor[e] = 0;
+  walk_entries(p, cursor, chunk, begin, end, false);
+  __syncthreads();
+  for (int e = tid; e < p.experts; e += kGroupThreads) p.counts[int64_t(e) * p.ctas + c] = cursor[e];
+}
+
+// The exclusive prefix of each thread's v over the CTA (every thread calls it), and the CTA's total. warp_sums:
+// 32 ints of shared memory, free again after the caller's next barrier.
+__device__ __forceinline__ int block_exclusive_scan(int v, int* warp_sums, int& total) {
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32;
+  int x = v;
+  for (int d = 1; d < 32; d *= 2) {
+    const int y = __shfl_sync(0xffffffffu, x, lane >= d ? lane - d : lane);
+    if (lane >= d) x += y;
+  }
+  if (lane == 31) warp_sums[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    int w = lane < warps ? warp_sums[lane] : 0;
+    for (int d = 1; d < 32; d *= 2) {
+      const int y = __shfl_sync(0xffffffffu, w, lane >= d ? lane - d : lane);
+      if (lane >= d) w += y;
+    }
+    warp_sums[lane] = w;  // inclusive over warps
+  }
+  __syncthreads();
+  total = warp_sums[warps - 1];
+  return (warp > 0 ? warp_sums[warp - 1] : 0) + x - v;
+}
+
+// The second launch, one CTA of kScanThreads: counts [E, ctas] scanned in place in (expert, CTA) order, so
+// counts[e, c] becomes CTA c's first row for expert e; offsets[e] = counts[e, 0]; the tile prefix over the
+// experts' totals. Tiles of kScanThreads x kScanItems counts, loaded and stored coalesced, each thread scanning
+// kScanItems consecutive ones.
+__device__ __forceinline__ void scan_counts(const GroupParams& p, unsigned char* smem) {
+  constexpr int kTile = kScanThreads * kScanItems;
+  int* tile = reinterpret_cast<int*>(smem);
+  int* warp_sums = tile + kTile;
+  int* start = warp_sums + 32;  // [experts + 1]
+  const int tid = int(threadIdx.x);
+  const int64_t m = int64_t(p.experts) * p.ctas;
+  int carry = 0;
+  for (int64_t base = 0; base < m; base += kTile) {
+    for (int j = 0; j < kScanItems; ++j) {
+      const int64_t q = base + j * kScanThreads + tid;
+      tile[j * kScanThreads + tid] = q < m ? p.counts[q] : 0;
+    }
+    __syncthreads();
+    int* mine = tile + tid * kScanItems;
+    int sum = 0;
+    for (int j = 0; j < kScanItems; ++j) sum += mine[j];
+    int total = 0;
+    int run = carry + block_exclusive_scan(sum, warp_sums, total);
+    for (int j = 0; j < kScanItems; ++j) {
+      const int v = mine[j];
+      mine[j] = run;
+      run += v;
+    }
+    __syncthreads();
+    for (int j = 0; j < kScanItems; ++j) {
+      const int64_t q = base + j * kScanThreads + tid;
+      if (q < m) {
+        p.counts[q] = tile[j * kScanThreads + tid];
+        if (q % p.ctas == 0) start[q / p.ctas] = tile[j * kScanThreads + tid];
+      }
+    }
+    carry += total;
+    __syncthreads();  // the tile and the warps' sums free for the next one
+  }
+  if (tid == 0) start[p.experts] = p.n;
+  __syncthreads();
+  // E <= kScanThreads: an expert per thread.
+  const int e = tid;
+  const int rows = e < p.experts ? start[e + 1] - start[e] : 0;
+  int tiles_total = 0;
+  const int tile_start = block_exclusive_scan((rows + p.tile_rows - 1) / p.tile_rows, warp_sums, tiles_total);
+  if (e < p.experts) {
+    p.offsets[e] = start[e];
+    p.tiles[e] = tile_start;
+  }
+  if (tid == 0) {
+    p.offsets[p.experts] = p.n;
+    p.tiles[p.experts] = tiles_total;
+  }
+}
+
+// The third launch: CTA c places its range from its bases counts[e, c], as group_entries' second pass.
+__device__ __forceinline__ void scatter_entries(const GroupParams& p, unsigned char* smem) {
+  int* cursor = reinterpret_cast<int*>(smem);
+  int* chunk = cursor + p.experts;
+  const int c = int(blockIdx.x), tid = int(threadIdx.x);
+  const int begin = c * p.range, end = min(p.n, begin + p.range);
+  for (int e = tid; e < p.experts; e += kGroupThreads) cursor[e] = p.counts[int64_t(e) * p.ctas + c];
+  walk_entries(p, cursor, chunk, begin, end, true);
 }
 
 // Grid-stride over the n x H elements: x[r] = h[source[r] / top_k], rounded to Out (what the GEMM's staging would

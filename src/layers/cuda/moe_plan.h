@@ -8,17 +8,41 @@
 
 namespace attnzoo::cuda_moe {
 
-// The grouping runs as one CTA: n is a step's routed entries (thousands at most in a prefill), and one CTA keeps
-// the per-expert cursors in shared memory and the order deterministic without atomics.
+// The grouping: a stable counting sort of a step's n routed entries by expert, without atomics. Up to
+// kGroupOneCtaMax entries (a decode step: 64 tokens x top 8 = 512) it runs as one CTA (group_entries): one launch,
+// per-expert cursors in shared memory. Above, a prefill's tens of thousands would serialize on one SM, so it runs
+// as three launches: ctas CTAs each count a contiguous range of `range` entries per expert (count_entries), one
+// CTA scans the (expert, CTA) counts into each CTA's per-expert bases, the offsets and the tile prefix
+// (scan_counts), and the same CTAs place their ranges from those bases in entry order (scatter_entries). The
+// threshold: at two ranges or fewer the split gains at most 2x over a few chunks, less than two more launches on
+// the stream cost (an estimate, not a measurement).
 constexpr int kGroupThreads = 256;
+constexpr int kGroupRange = 4 * kGroupThreads;  // entries per CTA of the multi-CTA path (more for huge n)
+constexpr int64_t kGroupOneCtaMax = 2 * kGroupRange;
+constexpr int kGroupMaxCtas = 1024;  // bounds the scratch (experts x CTAs) and the scan over it
+constexpr int kScanThreads = 1024, kScanItems = 8;
 
 struct GroupParams {
   const int32_t* ids;  // [n]
   int n, experts, tile_rows;
   int32_t *offsets, *tiles, *source, *dest;
+  int32_t* counts;  // [experts, ctas]: each CTA's count per expert, then its base (multi-CTA only)
+  int ctas, range;
 };
-// Shared memory: a cursor per expert and one chunk of ids.
+
+// ctas == 1: the single-CTA group_entries over all n; else ctas CTAs of `range` entries (a multiple of
+// kGroupThreads), the last one partial.
+struct GroupPlan {
+  int ctas, range;
+};
+GroupPlan plan_group(int64_t n);
+
+// Shared memory: a cursor per expert and one chunk of ids (every CTA of either path).
 inline size_t group_smem_bytes(int experts) { return size_t(experts + kGroupThreads) * sizeof(int32_t); }
+// The scan's: one tile of counts, the warps' sums, each expert's start.
+inline size_t scan_smem_bytes(int experts) {
+  return size_t(kScanThreads * kScanItems + 32 + experts + 1) * sizeof(int32_t);
+}
 
 struct GatherParams {
   const void* h;  // f32 / bf16 / f16, rows ldh elements apart

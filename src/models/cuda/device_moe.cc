@@ -21,7 +21,7 @@ namespace {
 // so these may share numbers with the gated MLP's. Below the decode plans' (step_decode_plans.h's kFirstSlot).
 enum Slot : size_t {
   kLogits = 8, kIds, kWeights, kOffsets, kTiles, kSource, kDest, kGathered, kGateUp, kExpertOut,
-  kSharedGate, kSharedUp, kSharedOut, kSharedLogit
+  kSharedGate, kSharedUp, kSharedOut, kSharedLogit, kGroupCounts
 };
 
 // The experts' matrices stacked as one [E, rows, cols] upload in `dtype` (bf16 unless every piece is f16): each
@@ -270,8 +270,9 @@ class DeviceMoe final : public DeviceFfn {
     routing_.route(logits, ids, weights, s);
 
     const cuda_gemm::TileKind tile = moe_tile(n, E);
+    const int64_t scratch = moe_group_scratch(n, E);  // a prefill's grouping over many CTAs
     const MoeGroupingCuda g{i32(kOffsets, {E + 1}, E + 1), i32(kTiles, {E + 1}, E + 1), i32(kSource, {n}, n),
-                            i32(kDest, {n}, n)};
+                            i32(kDest, {n}, n), scratch > 0 ? i32(kGroupCounts, {scratch}, scratch) : TensorView{}};
     moe_group_cuda(ids, E, moe_tile_rows(tile), g, s);
     const DType wt = gate_up_.view().dtype;
     const TensorView gathered = step.view(ws.get(kGathered, size_t(n * H) * 2), wt, {n, H});

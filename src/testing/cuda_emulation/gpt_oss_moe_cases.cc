@@ -20,6 +20,7 @@
 #include "layers/cuda/moe_plan.h"
 #include "layers/gpt_oss_moe.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/moe_group_run.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -207,12 +208,12 @@ void check_experts(int64_t T, int64_t E, int64_t k, int64_t H, int64_t I, float 
     std::memcpy(b_down.at<float>() + e * H, bdn[size_t(e)].view.data, size_t(H) * 4);
   }
   const MoeGroupingCuda g{offsets.view(DType::i32, {E + 1}), tiles.view(DType::i32, {E + 1}),
-                          source.view(DType::i32, {n}), dest.view(DType::i32, {n})};
+                          source.view(DType::i32, {n}), dest.view(DType::i32, {n}), {}};
   cuda_emulation::seed_schedule(seed);
   const GroupParams gp{ids.at<const int32_t>(), int(n), int(E), int(cuda_gemm::SmallTile::BM),
-                       offsets.at<int32_t>(), tiles.at<int32_t>(), source.at<int32_t>(), dest.at<int32_t>()};
-  cuda_emulation::launch(dim3(1), kGroupThreads, group_smem_bytes(int(E)),
-                         [&](unsigned char* smem) { group_entries(gp, smem); });
+                       offsets.at<int32_t>(), tiles.at<int32_t>(), source.at<int32_t>(), dest.at<int32_t>(),
+                       nullptr, 1, int(n)};
+  cuda_emulation::run_grouping(gp);
   const GatherParams gather{xd.mem.data(), H, source.at<const int32_t>(), gathered.mem.data(), int(n), int(H), int(k)};
   cuda_emulation::launch(dim3(cuda_step::grid_for(n * H, 256)), 256, 0,
                          [&](unsigned char*) { gather_rows<__nv_bfloat16, __nv_bfloat16>(gather); });

@@ -3,7 +3,7 @@
 // grouping (exact: offsets, tile prefixes and the stable order by expert, token, slot), gather, the grouped GEMMs
 // gate|up and down (the activation over the halves on the host, as its own kernel is elementwise_cuda's), and the
 // combine into the residual (exact against the same float sums in the CPU's order), with and without a shared
-// expert and its sigmoid gate. Ragged loads with idle experts, T = 1 and T = 100, top_k 1 / 2 / 8, both tiles, K
+// expert and its sigmoid gate. Ragged loads with idle experts, T = 1 to 700, top_k 1 / 2 / 8, both tiles, K
 // on and off the 16-byte staging; Nemotron-H's ungated relu² experts (up, the in-place activation kernel, down).
 // The normed rows h f32, or bf16 as the GPU runner hands them (the gather checked exactly against h's rows either
 // way). And the f32 router's dot products against Linear::forward over f32 and bf16 rows.
@@ -25,6 +25,7 @@
 #include "layers/cuda/moe_plan.h"
 #include "layers/moe.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/moe_group_run.h"
 #include "testing/random_routing.h"
 #include "testing/test_util.h"
 
@@ -123,17 +124,21 @@ void check(const Case& c, uint64_t seed) {
     }
     std::memcpy(w_down.mem.data() + size_t(e) * m, wd[size_t(e)].view.data, m);
   }
+  // The multi-CTA grouping's scratch, for the checks (run_grouping brings its own, poisoned).
+  const int64_t scratch = moe_group_scratch(n, E);
+  Buf counts(size_t(scratch), DType::i32);
   const MoeGroupingCuda g{offsets.view(DType::i32, {E + 1}), tiles.view(DType::i32, {E + 1}),
-                          source.view(DType::i32, {n}), dest.view(DType::i32, {n})};
+                          source.view(DType::i32, {n}), dest.view(DType::i32, {n}),
+                          scratch > 0 ? counts.view(DType::i32, {scratch}) : TensorView{}};
   const int64_t tile_rows = moe_tile_rows(c.tile);
   cuda_emulation::seed_schedule(seed);
 
   // Grouping, exactly: a stable sort of the entries by expert.
   check_moe_group_cuda(ids.view(DType::i32, {T, k}), E, tile_rows, g);
   const GroupParams gp{ids.at<const int32_t>(), int(n), int(E), int(tile_rows),
-                       offsets.at<int32_t>(), tiles.at<int32_t>(), source.at<int32_t>(), dest.at<int32_t>()};
-  cuda_emulation::launch(dim3(1), kGroupThreads, group_smem_bytes(int(E)),
-                         [&](unsigned char* smem) { group_entries(gp, smem); });
+                       offsets.at<int32_t>(), tiles.at<int32_t>(), source.at<int32_t>(), dest.at<int32_t>(),
+                       nullptr, 1, int(n)};
+  cuda_emulation::run_grouping(gp);
   std::vector<int32_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -260,6 +265,14 @@ TEST(EmulatedMoe, LargeTilesAndOneBusyExpert) {
   check({100, 4, 2, 64, 32, false, false, TileKind::large}, seed++);
   check({70, 1, 1, 32, 16, true, true, TileKind::large}, seed++);  // one expert: every token's only choice
   check({130, 3, 1, 32, 16}, seed++);                            // a segment over two small tiles
+}
+
+// Past kGroupOneCtaMax entries the grouping runs over several CTAs (moe_group_cases.cc checks it alone): the
+// gather, the grouped GEMMs and the combine read its output as they read the single CTA's.
+TEST(EmulatedMoe, MultiCtaGroupingFeedsTheDispatch) {
+  uint64_t seed = 70;
+  check({300, 16, 8, 32, 16, true, true}, seed++);                     // 2400 entries: 3 CTAs
+  check({700, 4, 4, 32, 16, false, false, TileKind::large}, seed++);  // 2800 entries, 700 rows per expert
 }
 
 // The f32 router against Linear::forward over the same f32 weights: within f32 summation-order error (a bound from
