@@ -170,7 +170,8 @@ inline void write_tiny_jamba(const ScratchDir& dir, const TinyJamba& t) {
                                  {".self_attn.o_proj.weight", {H, 2 * D}}});
     else {
       TinyTensorShapes mamba = tiny_mamba_mixer_shapes(H, E, N, R, W);
-      mamba.insert(mamba.end(), {{".dt_layernorm.weight", {R}}, {".b_layernorm.weight", {N}}, {".c_layernorm.weight", {N}}});
+      mamba.insert(mamba.end(),
+                   {{".dt_layernorm.weight", {R}}, {".b_layernorm.weight", {N}}, {".c_layernorm.weight", {N}}});
       for (auto& [name, shape] : mamba) parts.push_back({".mamba" + name, shape});
     }
     std::vector<std::string> mlps;
@@ -312,7 +313,8 @@ inline void write_tiny_falcon_h1(const ScratchDir& dir, const TinyFalconH1& t) {
              {".self_attn.q_proj.weight", {Q, H}},    {".self_attn.k_proj.weight", {KV, H}},
              {".self_attn.v_proj.weight", {KV, H}},   {".self_attn.o_proj.weight", {H, Q}}})
       shapes.push_back({p + name, shape});
-    for (auto& [name, shape] : tiny_mamba2_mixer_shapes(H, NH, P, G, N, W)) shapes.push_back({p + ".mamba" + name, shape});
+    for (auto& [name, shape] : tiny_mamba2_mixer_shapes(H, NH, P, G, N, W))
+      shapes.push_back({p + ".mamba" + name, shape});
     for (auto& [name, shape] : TinyTensorShapes{{".feed_forward.gate_proj.weight", {I, H}},
                                                 {".feed_forward.up_proj.weight", {I, H}},
                                                 {".feed_forward.down_proj.weight", {H, I}}})
