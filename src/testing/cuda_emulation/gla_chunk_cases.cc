@@ -97,25 +97,12 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
   EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
 }
 
-// One of each family's configurations the chunked kernels run: every gate kind, every way of decaying simple
-// GLA, every feature map (the normalised form goes to the recurrent kernel).
+// Every family's configurations the chunked kernels run: each feature map, none normalised (the normalised form
+// goes to the recurrent kernel).
 std::vector<GlaDeviceCase> family_cases(const GlaDeviceCase& shape) {
-  std::vector<GlaDeviceCase> cases;
-  auto add = [&](GlaFamily f, auto&& tweak) {
-    GlaDeviceCase c = shape;
-    c.family = f;
-    tweak(c);
-    cases.push_back(c);
-  };
-  add(GlaFamily::gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
-  add(GlaFamily::retention, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::elu_plus_one; });
-  return cases;
+  return testing::gla_family_cases(shape, {{FeatureMap::identity, false},
+                                           {FeatureMap::relu, false},
+                                           {FeatureMap::elu_plus_one, false}});
 }
 
 // Field by field: designated initializers that skip fields warn under -Wextra.
