@@ -13,9 +13,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/linear/common/cuda/gla_chunk_output.cuh"
-#include "kernels/linear/common/cuda/gla_chunk_prep.cuh"
-#include "kernels/linear/common/cuda/gla_chunk_state.cuh"
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_cuda.h"
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
@@ -23,6 +20,7 @@
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/gla_chunk_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -30,24 +28,11 @@ namespace {
 using namespace cuda_gla_chunk;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::run_gla_chunk_stages;
 using testing::HostTensor;
 
 DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
 void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
-
-// gla_chunk.cu's three kernels in its order, on the emulator.
-template <int C>
-void run_stages(const ChunkLaunch& l) {
-  const Params& p = l.params;
-  if (l.prep_grid)
-    cuda_emulation::launch(dim3(l.prep_grid), kThreads, l.prep_smem,
-                           [&](unsigned char* smem) { gla_chunk_prep<C>(p, reinterpret_cast<float*>(smem)); });
-  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
-                         [&](unsigned char* smem) { gla_chunk_state<C>(p, smem); });
-  if (l.output_grid)
-    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
-                           [&](unsigned char* smem) { gla_chunk_output<C>(p, smem); });
-}
 
 // The GPU test's bound (mamba2_chunk_cuda_test.cc), the gated-linear kernels' own: bf16 operands for every
 // product dominate the error, where a wrong mask, decay, step or missing term costs tens of percent.
@@ -116,7 +101,7 @@ void check(const SsdCase& c, bool in_place, uint64_t seed) {
 
   ChunkLaunch l = cuda_mamba2::plan_mamba2_chunk(p);
   ASSERT_FALSE(l.empty);
-  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_stages<decltype(c)::value>(l); });
+  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_gla_chunk_stages<decltype(c)::value>(l); });
   download(yd, y);
   download(in_place ? init : sd, s);
   if (c.T > 0) {
