@@ -242,30 +242,24 @@ TEST(DecoderCudaPlan, ATiedSixteenBitHeadSharesTheEmbeddingsTable) {
 }
 
 TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
-  ScratchDir dir;
-  const auto narrow = load_cpu(TinyDecoder{.head_dim = 32}, dir);
-  EXPECT_EQ(refusal(*narrow),
+  EXPECT_EQ(refusal_of(testing::write_tiny_decoder, TinyDecoder{.head_dim = 32}),
             "device: head_dim 32 (the CUDA attention takes 64, 96, 128 or 256) (LlamaForCausalLM, layer 0) runs on the "
             "CPU only so far");
 
-  ScratchDir dir2;
-  const auto model = load_cpu(TinyDecoder{}, dir2);
+  ScratchDir dir;
+  const auto model = load_cpu(TinyDecoder{}, dir);
   const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
   // Past the routing kernels' limits: a lane per chosen expert.
-  ScratchDir dir3;
-  const auto wide = load_cpu(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe",
-                                         .moe_experts = 40, .moe_top_k = 33},
-                             dir3);
-  EXPECT_EQ(refusal(*wide),
+  EXPECT_EQ(refusal_of(testing::write_tiny_decoder, TinyDecoder{.architecture = "Qwen3MoeForCausalLM",
+                                                                .model_type = "qwen3_moe", .moe_experts = 40,
+                                                                .moe_top_k = 33}),
             "device: 33 experts per token (the CUDA routing takes 32) (Qwen3MoeForCausalLM, layer 0) runs on the CPU "
             "only so far");
 
   // MLA past the CUDA MLA decode's latent rank.
-  ScratchDir dir4;
-  const auto wide_latent = load_cpu(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
-                                                .mla_kv_lora_rank = 576},
-                                    dir4);
-  EXPECT_EQ(refusal(*wide_latent),
+  EXPECT_EQ(refusal_of(testing::write_tiny_decoder, TinyDecoder{.architecture = "DeepseekV3ForCausalLM",
+                                                                .model_type = "deepseek_v3",
+                                                                .mla_kv_lora_rank = 576}),
             "device: kv_lora_rank 576 (the CUDA MLA decode takes up to 512) (DeepseekV3ForCausalLM, layer 0) runs on "
             "the CPU only so far");
   // ... and over an 8-bit latent cache (the softmax attention reads those; the MLA decode does not).
