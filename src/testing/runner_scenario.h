@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -66,6 +67,25 @@ struct ScenarioSide {
   }
 };
 
+// Random prompts from a seeded stream: ids(n) is the next n token ids, fed alike to every side.
+struct ScenarioTokens {
+  std::mt19937 rng;
+  std::uniform_int_distribution<int32_t> token{0, int32_t(kTinyDecoderVocab) - 1};
+
+  explicit ScenarioTokens(uint32_t seed) : rng(seed) {}
+  std::vector<int32_t> operator()(int n) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& x : v) x = token(rng);
+    return v;
+  }
+};
+
+// `n` new sequences on each of `sides`, so that sequence i is the same request on all of them.
+inline void open_sequences(std::initializer_list<ScenarioSide*> sides, int n) {
+  for (ScenarioSide* side : sides)
+    for (int i = 0; i < n; ++i) side->seqs.push_back(side->model->new_sequence());
+}
+
 // The model at `path` (a checkpoint directory or a GGUF file) on the CPU and the GPU: a ragged prefill of 37,
 // `short_prompt` and 70 tokens, six decode steps with the CPU's greedy choice fed to both, three tokens per sequence
 // (a verify step's shape), a prompt starting with the first prompt (its cached blocks or state snapshot reused) and
@@ -75,17 +95,8 @@ inline void run_cpu_gpu_scenario(const std::string& path, const std::string& nam
   const size_t V = size_t(kTinyDecoderVocab);
   ScenarioSide cpu{load_shuffled(path, Device::cpu(), 3, kv_dtype), {}},
       gpu{load_shuffled(path, Device::cuda(), 5, kv_dtype), {}};
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
-  auto ids = [&](int n) {
-    std::vector<int32_t> v(static_cast<size_t>(n));
-    for (auto& x : v) x = token(rng);
-    return v;
-  };
-  for (int i = 0; i < 4; ++i) {
-    cpu.seqs.push_back(cpu.model->new_sequence());
-    gpu.seqs.push_back(gpu.model->new_sequence());
-  }
+  ScenarioTokens ids(seed);
+  open_sequences({&cpu, &gpu}, 4);
 
   const std::vector<std::vector<int32_t>> prompts = {ids(37), ids(short_prompt), ids(70)};
   expect_close_logits(cpu.step(prompts, {0, 1, 2}, false), gpu.step(prompts, {0, 1, 2}, false), name + " prefill");

@@ -252,17 +252,8 @@ TEST(DecoderCudaRunner, ADeepseekV3MixesExpandedPrefillAndAbsorbedDecodeRows) {
   write_tiny_decoder(dir, TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
                                       .seed = 23, .mla_kv_lora_rank = 64});
   ScenarioSide cpu{load(dir.str(), Device::cpu(), 3), {}}, gpu{load(dir.str(), Device::cuda(), 5), {}};
-  std::mt19937 rng(23);
-  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
-  auto ids = [&](int n) {
-    std::vector<int32_t> v(static_cast<size_t>(n));
-    for (auto& x : v) x = token(rng);
-    return v;
-  };
-  for (int i = 0; i < 4; ++i) {
-    cpu.seqs.push_back(cpu.model->new_sequence());
-    gpu.seqs.push_back(gpu.model->new_sequence());
-  }
+  testing::ScenarioTokens ids(23);
+  testing::open_sequences({&cpu, &gpu}, 4);
   auto both = [&](const std::vector<std::vector<int32_t>>& step_ids, const std::vector<size_t>& which, bool last,
                   const std::string& what) {
     expect_close_logits(cpu.step(step_ids, which, last), gpu.step(step_ids, which, last), "MLA " + what);
@@ -378,16 +369,10 @@ void expect_replays_match_launches(const std::string& path, const TinyDecoder& t
   setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
   ScenarioSide plain{load(path, Device::cuda(), 5), {}};
   unsetenv("ATTNZOO_CUDA_GRAPHS");
-  std::mt19937 rng(t.seed);
-  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
+  testing::ScenarioTokens ids(t.seed);
   std::vector<std::vector<int32_t>> prompts;
-  for (int n : {37, 5, 70, 20}) {
-    std::vector<int32_t> p(static_cast<size_t>(n));
-    for (auto& x : p) x = token(rng);
-    prompts.push_back(p);
-  }
-  for (ScenarioSide* side : {&cpu, &graphs, &plain})
-    for (int i = 0; i < 4; ++i) side->seqs.push_back(side->model->new_sequence());
+  for (int n : {37, 5, 70, 20}) prompts.push_back(ids(n));
+  testing::open_sequences({&cpu, &graphs, &plain}, 4);
   const std::vector<size_t> all = {0, 1, 2, 3};
   for (ScenarioSide* side : {&cpu, &graphs, &plain}) side->step(prompts, all, true);
 
