@@ -34,7 +34,7 @@ template <class T, class Kernel>
 void launch_rows(const Rows& rows, bool vec, const char* what, Kernel&& kernel) {
   constexpr int V = 16 / sizeof(T);
   const int n = vec ? V : 1;
-  const dim3 grid(grid_for(rows.cols / n, kThreads), unsigned(rows.count < 65535 ? rows.count : 65535));
+  const dim3 grid(grid_for(rows.cols / n, kThreads), grid_rows(rows.count));
   if (vec) {
     kernel(std::integral_constant<int, V>{}, grid);
   } else {
