@@ -155,28 +155,9 @@ CHECKS = {"moe": check_moe, "dequant": check_dequant, "delta_gates": check_delta
 
 
 def check_case(case, load, device):
-    row = {"name": case["name"], "kind": case["kind"], "status": case["status"]}
-    if case["status"] != "ok":
-        row.update(error=case.get("error", ""), ok=False)
-        return row
-    try:
-        row.update(CHECKS[case["kind"]](case, load, device))
-    except ModuleNotFoundError as e:  # no gguf-py: no reference, and a case without one is not a pass
-        row.update(status=f"no reference ({e})", ok=False)
-    return row
+    return step.check_case(case, load, device, CHECKS)
 
 
 def print_rows(rows):
-    if not rows:
-        return
-    print()
-    print("the GPU runner's newer kernels vs independent references (the MoE densely per token, gguf-py's block "
-          "decoders, transformers' / fla's gate formulas, torch's element-wise ops)")
-    print("| case | kind | status | max abs err | tolerance | ok |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        if r["status"] != "ok":
-            print(f"| {r['name']} | {r['kind']} | {r['status']}: {r.get('error', '')} | | | NO |")
-            continue
-        print(f"| {r['name']} | {r['kind']} | ok | {r['max_err']:.2e} | {r['tolerance']} | "
-              f"{'yes' if r['ok'] else 'NO'} |")
+    step.print_rows(rows, "the GPU runner's newer kernels vs independent references (the MoE densely per token, "
+                          "gguf-py's block decoders, transformers' / fla's gate formulas, torch's element-wise ops)")

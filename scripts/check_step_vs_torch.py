@@ -196,24 +196,25 @@ CHECKS = {"gemv": check_gemv, "embedding": check_embedding, "kv_write": check_kv
           "grouped_routing": check_grouped_routing, "sampling": check_sampling}
 
 
-def check_case(case, load, device):
+# `checks`: kind -> check(case, load, device), the row's fields (check_layers_vs_torch.py passes its own).
+def check_case(case, load, device, checks=CHECKS):
     row = {"name": case["name"], "kind": case["kind"], "status": case["status"]}
     if case["status"] != "ok":
         row.update(error=case.get("error", ""), ok=False)
         return row
     try:
-        row.update(CHECKS[case["kind"]](case, load, device))
+        row.update(checks[case["kind"]](case, load, device))
     except ModuleNotFoundError as e:  # no gguf-py: no reference, and a case without one is not a pass
         row.update(status=f"no reference ({e})", ok=False)
     return row
 
 
-def print_rows(rows):
+def print_rows(rows, title="a model step's kernels vs independent references (gguf-py's block decoders, "
+                            "DeepSeek's routing code, the sampler's filters in torch)"):
     if not rows:
         return
     print()
-    print("a model step's kernels vs independent references (gguf-py's block decoders, DeepSeek's routing code, "
-          "the sampler's filters in torch)")
+    print(title)
     print("| case | kind | status | max abs err | tolerance | ok |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:

@@ -58,16 +58,21 @@ def test_every_cpu_case_matches_torch(cases, tmp_path):
     assert rows[0]["sdpa_max_err"] is not None
 
 
-def linear_only(src, dst):
-    """The linear cases alone (their own manifest), so the tests that break one of them check only those."""
+def cases_where(src, dst, keep):
+    """The cases `keep(case)` takes, alone (their own manifest), so the tests that break one of them check only
+    those."""
     manifest = json.loads((src / "manifest.json").read_text())
-    manifest["cases"] = [c for c in manifest["cases"] if c["kind"] == "linear"]
+    manifest["cases"] = [c for c in manifest["cases"] if keep(c)]
     for name in os.listdir(src):
         if any(name.startswith(c["name"] + "_") for c in manifest["cases"]):
             with open(os.path.join(src, name), "rb") as f, open(os.path.join(dst, name), "wb") as g:
                 g.write(f.read())
     (dst / "manifest.json").write_text(json.dumps(manifest))
     return dst
+
+
+def linear_only(src, dst):
+    return cases_where(src, dst, lambda c: c["kind"] == "linear")
 
 
 LINEAR = {"gdn_decode_mild_gva", "gdn_varlen_strong", "kda_decode_strong", "kda_varlen_mild", "gla_decode_mild",
@@ -154,14 +159,7 @@ STEP = {"gemv_BF16", "gemv_Q8_0", "gemv_Q4_0", "gemv_Q4_K", "gemv_Q6_K", "kv_wri
 
 
 def step_only(src, dst):
-    manifest = json.loads((src / "manifest.json").read_text())
-    manifest["cases"] = [c for c in manifest["cases"] if c["name"] in STEP]
-    for name in os.listdir(src):
-        if any(name.startswith(c["name"] + "_") for c in manifest["cases"]):
-            with open(os.path.join(src, name), "rb") as f, open(os.path.join(dst, name), "wb") as g:
-                g.write(f.read())
-    (dst / "manifest.json").write_text(json.dumps(manifest))
-    return dst
+    return cases_where(src, dst, lambda c: c["name"] in STEP)
 
 
 needs_gguf = pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="gguf-py (the GGUF decoders) absent")
@@ -240,14 +238,7 @@ LAYERS = {"moe_qwen3", "moe_qwen2_shared", "delta_gates_gdn", "delta_gates_kda"}
 
 
 def layers_only(src, dst):
-    manifest = json.loads((src / "manifest.json").read_text())
-    manifest["cases"] = [c for c in manifest["cases"] if c["name"] in LAYERS]
-    for name in os.listdir(src):
-        if any(name.startswith(c["name"] + "_") for c in manifest["cases"]):
-            with open(os.path.join(src, name), "rb") as f, open(os.path.join(dst, name), "wb") as g:
-                g.write(f.read())
-    (dst / "manifest.json").write_text(json.dumps(manifest))
-    return dst
+    return cases_where(src, dst, lambda c: c["name"] in LAYERS)
 
 
 @needs_gguf

@@ -6,8 +6,9 @@
 
 #include <functional>
 
-#include "core/error.h"
+#include "bench/cuda_bench_testing.h"
 #include "bench/timer.h"
+#include "core/error.h"
 #include "testing/test_util.h"
 
 namespace attnzoo::bench {
@@ -38,9 +39,7 @@ TEST(CudaBench, StateDecodeCountsTheStateReadAndWritten) {
 }
 
 TEST(CudaBench, JsonHoldsEveryRow) {
-  CudaKernelReport r;
-  r.device = "cuda:0 test";
-  r.copy_gbps = 4000;
+  CudaKernelReport r = test_report();
   for (const CudaPrefillCase& c : cuda_prefill_cases(Scale::full)) r.prefill.push_back({c, 1e-3, 9e-4, 1.5});
   for (const CudaDecodeCase& c : cuda_decode_cases(Scale::full)) r.decode.push_back({c, 1e-3, 9e-4, 4000});
   for (const CudaStateDecodeCase& c : cuda_state_decode_cases(Scale::full))
@@ -93,7 +92,7 @@ TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
 
 // The CPU runs the same public entries, so every argument the GPU rows build is checked here: a wrong shape would
 // otherwise first show as "not available" in the one GPU run.
-Timing run_once(const std::function<void()>& launch) {
+Timing run_warm(const std::function<void()>& launch) {
   launch();
   const double t0 = now_seconds();
   launch();
@@ -101,51 +100,45 @@ Timing run_once(const std::function<void()>& launch) {
 }
 
 TEST(CudaBench, LinearRowsRunOnTheCpu) {
-  for (const LinearRow& r : run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+  for (const LinearRow& r : run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm))
     EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
-  for (const LinearRow& r : run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+  for (const LinearRow& r : run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm))
     EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
 }
 
 TEST(CudaBench, MlaRowsRunOnTheCpuAndCountTheirBytes) {
-  for (const LinearRow& r : run_mla_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+  for (const LinearRow& r : run_mla_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm))
     EXPECT_TRUE(r.available()) << r.error;
   const LinearCase v3 = mla_decode_cases(Scale::full)[0];
   // 32 x 4096 latent rows of 576 bf16 values, and 128 heads x 256 rows of W_UK / W_UV over rank 512.
   EXPECT_EQ(mla_decode_bytes(v3), 2.0 * (32.0 * 4096 * 576 + 128.0 * 256 * 512));
-  CudaKernelReport r;
-  r.device = "cuda:0 test";
-  r.copy_gbps = 4000;
-  r.mla_decode = run_mla_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  CudaKernelReport r = test_report();
+  r.mla_decode = run_mla_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
   EXPECT_NE(format_cuda_json(r).find("\"mla_decode\": [{\"kernel\": \"mla_decode\""), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("MLA absorbed decode"), std::string::npos);
 }
 
 TEST(CudaBench, SamplingRowsRunOnTheCpuAndCountTheLogits) {
-  for (const LinearRow& r : run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+  for (const LinearRow& r : run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm))
     EXPECT_TRUE(r.available()) << r.error;
   const std::vector<LinearCase> full = sampling_cases(Scale::full);
   EXPECT_EQ(sampling_bytes(full.back()), 4.0 * 64 * 151936);
-  CudaKernelReport r;
-  r.device = "cuda:0 test";
-  r.copy_gbps = 4000;
-  r.sampling = run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  CudaKernelReport r = test_report();
+  r.sampling = run_sampling_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
   EXPECT_NE(format_cuda_json(r).find("\"sampling\": [{\"kernel\": \"sample\""), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("sampling (f32 logits"), std::string::npos);
 }
 
 TEST(CudaBench, QuantGemvRowsRunOnTheCpuAndCountTheirBytes) {
-  for (const LinearRow& r : run_quant_gemv_rows(Scale::tiny, Device::cpu(), Stream{}, run_once))
+  for (const LinearRow& r : run_quant_gemv_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm))
     EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
   const std::vector<LinearCase> full = quant_gemv_cases(Scale::full);
   ASSERT_EQ(full.size(), 32u);  // 8 formats x 2 shapes x M = 1, 8
   // Q4_0 [4096, 14336]: 448 blocks of 18 bytes per row.
   for (const LinearCase& c : full)
     if (c.kernel == "gemv_Q4_0" && c["K"] == 14336) EXPECT_EQ(quant_gemv_bytes(c), 4096.0 * 448 * 18);
-  CudaKernelReport r;
-  r.device = "cuda:0 test";
-  r.copy_gbps = 4000;
-  r.quant_gemv = run_quant_gemv_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  CudaKernelReport r = test_report();
+  r.quant_gemv = run_quant_gemv_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
   EXPECT_NE(format_cuda_json(r).find("\"quant_gemv\": [{\"kernel\": \"gemv_BF16\""), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("gemv_Q6_K"), std::string::npos);
 }
@@ -159,7 +152,7 @@ TEST(CudaBench, GemmRowsReachTheEntryAndCountTheirFlops) {
   EXPECT_DOUBLE_EQ(gemm_flops(full[2]), 2.0 * 4096 * 14336 * 4096);
   CudaKernelReport r;
   r.device = "cuda:0 test";
-  r.gemm = run_gemm_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.gemm = run_gemm_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
   for (const LinearRow& row : r.gemm) EXPECT_NE(row.error.find("x: lives on cpu"), std::string::npos) << row.error;
   EXPECT_NE(format_cuda_json(r).find("\"gemm\": [{\"kernel\": \"gemm_ours\""), std::string::npos);
   EXPECT_NE(format_cuda_text(r).find("projection GEMM"), std::string::npos);
@@ -170,13 +163,11 @@ TEST(CudaBench, GemmRowsReachTheEntryAndCountTheirFlops) {
 
 // The step kernels' rows run their CPU twins on the CPU, on the arguments the GPU rows build.
 TEST(CudaBench, StepAndConvRowsRunOnTheCpuAndCountTheirBytes) {
-  CudaKernelReport r;
-  r.device = "cuda:0 test";
-  r.copy_gbps = 4000;
-  r.conv_prefill = run_conv_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
-  r.kv_write = run_kv_write_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
-  r.embedding = run_embedding_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
-  r.grouped_routing = run_grouped_routing_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  CudaKernelReport r = test_report();
+  r.conv_prefill = run_conv_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
+  r.kv_write = run_kv_write_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
+  r.embedding = run_embedding_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
+  r.grouped_routing = run_grouped_routing_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
   for (const auto* rows : {&r.conv_prefill, &r.kv_write, &r.embedding, &r.grouped_routing}) {
     ASSERT_FALSE(rows->empty());
     for (const LinearRow& row : *rows) EXPECT_TRUE(row.available()) << row.shape.kernel << ": " << row.error;
@@ -207,11 +198,9 @@ TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   const RowTimer refuses = [](const std::function<void()>&) -> Timing {
     throw ArgumentError("q: chunk_gated_delta_rule runs on the CPU only so far");
   };
-  CudaKernelReport r;
-  r.device = "cuda:0 test";
-  r.copy_gbps = 4000;
+  CudaKernelReport r = test_report();
   r.chunk_prefill = run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, refuses);
-  r.state_decode = run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
+  r.state_decode = run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
   ASSERT_EQ(r.chunk_prefill.size(), 5u);
   EXPECT_FALSE(r.chunk_prefill[0].available());
   const std::string text = format_cuda_text(r), json = format_cuda_json(r);

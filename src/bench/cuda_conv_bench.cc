@@ -38,9 +38,7 @@ double conv_prefill_bytes(const LinearCase& c) {
 }
 
 std::vector<LinearRow> run_conv_prefill_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : conv_prefill_cases(s)) rows.push_back(conv_prefill_row(c, device, stream, timer));
-  return rows;
+  return case_rows(conv_prefill_cases(s), conv_prefill_row, device, stream, timer);
 }
 
 std::string format_conv_prefill_text(const std::vector<LinearRow>& rows, double copy_gbps) {

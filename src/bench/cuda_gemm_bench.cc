@@ -44,9 +44,7 @@ LinearRow gemm_row(const LinearCase& c, Device device, Stream stream, const RowT
 }  // namespace
 
 std::vector<LinearRow> run_gemm_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : gemm_cases(s)) rows.push_back(gemm_row(c, device, stream, timer));
-  return rows;
+  return case_rows(gemm_cases(s), gemm_row, device, stream, timer);
 }
 
 double best_gemm_tflops(const std::vector<LinearRow>& rows) {

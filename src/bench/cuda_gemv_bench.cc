@@ -62,9 +62,7 @@ std::vector<LinearCase> quant_gemv_cases(Scale s) {
 double quant_gemv_bytes(const LinearCase& c) { return double(c["N"]) * double(c["row_bytes"]); }
 
 std::vector<LinearRow> run_quant_gemv_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : quant_gemv_cases(s)) rows.push_back(gemv_row(c, device, stream, timer));
-  return rows;
+  return case_rows(quant_gemv_cases(s), gemv_row, device, stream, timer);
 }
 
 std::string format_quant_gemv_text(const std::vector<LinearRow>& rows, double copy_gbps) {

@@ -249,21 +249,15 @@ double elementwise_bytes(const LinearCase& c) {
 }
 
 std::vector<LinearRow> run_dequant_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : dequant_cases(s)) rows.push_back(dequant_row(c, device, stream, timer));
-  return rows;
+  return case_rows(dequant_cases(s), dequant_row, device, stream, timer);
 }
 
 std::vector<LinearRow> run_delta_gates_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : delta_gates_cases(s)) rows.push_back(delta_gates_row(c, device, stream, timer));
-  return rows;
+  return case_rows(delta_gates_cases(s), delta_gates_row, device, stream, timer);
 }
 
 std::vector<LinearRow> run_elementwise_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : elementwise_cases(s)) rows.push_back(elementwise_row(c, device, stream, timer));
-  return rows;
+  return case_rows(elementwise_cases(s), elementwise_row, device, stream, timer);
 }
 
 std::string format_layer_text(const std::vector<LinearRow>& dequant, const std::vector<LinearRow>& gates,

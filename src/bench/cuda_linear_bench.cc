@@ -469,6 +469,13 @@ std::string format_chunk_prefill_json(const std::vector<LinearRow>& rows) {
   return s + "]";
 }
 
+std::vector<LinearRow> case_rows(const std::vector<LinearCase>& cases, CaseRow row, Device device, Stream stream,
+                                 const RowTimer& timer) {
+  std::vector<LinearRow> rows;
+  for (const LinearCase& c : cases) rows.push_back(row(c, device, stream, timer));
+  return rows;
+}
+
 LinearRow timed_row(const LinearCase& c, const std::function<Timing()>& measure) {
   LinearRow row{c, {}, 0, 0};
   try {

@@ -61,6 +61,11 @@ using RowTimer = std::function<Timing(const std::function<void()>&)>;
 // error, so a table with a missing kernel still has every other row.
 LinearRow timed_row(const LinearCase& c, const std::function<Timing()>& measure);
 
+// Each of `cases`' rows, in order, from `row` (a kernel's own setup around the timer).
+using CaseRow = LinearRow (*)(const LinearCase&, Device, Stream, const RowTimer&);
+std::vector<LinearRow> case_rows(const std::vector<LinearCase>& cases, CaseRow row, Device device, Stream stream,
+                                 const RowTimer& timer);
+
 // Every case's row on `device` (any device: the CPU runs the same entries, which is how make test checks the
 // arguments built here); a case whose entry throws records the error and the table goes on.
 std::vector<LinearRow> run_linear_decode_rows(Scale s, Device device, Stream stream, const RowTimer& timer);

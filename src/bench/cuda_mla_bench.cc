@@ -61,9 +61,7 @@ LinearRow mla_row(const LinearCase& c, Device device, Stream stream, const RowTi
 }  // namespace
 
 std::vector<LinearRow> run_mla_decode_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : mla_decode_cases(s)) rows.push_back(mla_row(c, device, stream, timer));
-  return rows;
+  return case_rows(mla_decode_cases(s), mla_row, device, stream, timer);
 }
 
 std::string format_mla_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {

@@ -176,15 +176,11 @@ double moe_experts_flops(const LinearCase& c) {
 }
 
 std::vector<LinearRow> run_moe_router_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : moe_router_cases(s)) rows.push_back(moe_router_row(c, device, stream, timer));
-  return rows;
+  return case_rows(moe_router_cases(s), moe_router_row, device, stream, timer);
 }
 
 std::vector<LinearRow> run_moe_experts_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : moe_experts_cases(s)) rows.push_back(moe_experts_row(c, device, stream, timer));
-  return rows;
+  return case_rows(moe_experts_cases(s), moe_experts_row, device, stream, timer);
 }
 
 std::string format_moe_text(const std::vector<LinearRow>& router, const std::vector<LinearRow>& experts,

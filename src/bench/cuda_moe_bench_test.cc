@@ -2,26 +2,16 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 
-#include "bench/cuda_bench.h"
-#include "bench/timer.h"
+#include "bench/cuda_bench_testing.h"
 
 namespace attnzoo::bench {
 namespace {
 
-Timing run_once(const std::function<void()>& launch) {
-  const double t0 = now_seconds();
-  launch();
-  return summarize({now_seconds() - t0 + 1e-9});
-}
-
 // The MoE rows run their CPU twins on the CPU, on the arguments the GPU rows build, and count what the table says.
 TEST(CudaMoeBench, RowsRunOnTheCpuAndCountQwen3MoeShapes) {
-  CudaKernelReport r;
-  r.device = "cuda:0 test";
-  r.copy_gbps = 4000;
+  CudaKernelReport r = test_report();
   r.moe_router = run_moe_router_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
   r.moe_experts = run_moe_experts_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
   for (const auto* rows : {&r.moe_router, &r.moe_experts}) {

@@ -53,9 +53,7 @@ LinearRow sampling_row(const LinearCase& c, Device device, Stream stream, const 
 }  // namespace
 
 std::vector<LinearRow> run_sampling_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : sampling_cases(s)) rows.push_back(sampling_row(c, device, stream, timer));
-  return rows;
+  return case_rows(sampling_cases(s), sampling_row, device, stream, timer);
 }
 
 std::string format_sampling_text(const std::vector<LinearRow>& rows, double copy_gbps) {

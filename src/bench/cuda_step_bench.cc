@@ -192,21 +192,15 @@ double grouped_routing_bytes(const LinearCase& c) {
 }
 
 std::vector<LinearRow> run_kv_write_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : kv_write_cases(s)) rows.push_back(kv_write_row(c, device, stream, timer));
-  return rows;
+  return case_rows(kv_write_cases(s), kv_write_row, device, stream, timer);
 }
 
 std::vector<LinearRow> run_embedding_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : embedding_cases(s)) rows.push_back(embedding_row(c, device, stream, timer));
-  return rows;
+  return case_rows(embedding_cases(s), embedding_row, device, stream, timer);
 }
 
 std::vector<LinearRow> run_grouped_routing_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  std::vector<LinearRow> rows;
-  for (const LinearCase& c : grouped_routing_cases(s)) rows.push_back(grouped_routing_row(c, device, stream, timer));
-  return rows;
+  return case_rows(grouped_routing_cases(s), grouped_routing_row, device, stream, timer);
 }
 
 std::string format_step_text(const std::vector<LinearRow>& kv_write, const std::vector<LinearRow>& embedding,

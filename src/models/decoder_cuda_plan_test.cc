@@ -42,6 +42,18 @@ std::string refusal(const DecoderParts& parts, DType kv_dtype = DType::bf16) {
   return "";
 }
 
+std::string refusal(const Model& model, DType kv_dtype = DType::bf16) {
+  return refusal(dynamic_cast<const DecoderModel&>(model).parts(), kv_dtype);
+}
+
+// Why the checkpoint `write` makes of `t` does not run on the GPU ("" when it does).
+template <typename Tiny>
+std::string refusal_of(void (*write)(const ScratchDir&, const Tiny&), const Tiny& t) {
+  ScratchDir dir;
+  write(dir, t);
+  return refusal(*Model::load(dir.str()));
+}
+
 TEST(DecoderCudaPlan, TheLlamaFamilyIsTaken) {
   TinyDecoder qwen3{.architecture = "Qwen3ForCausalLM", .model_type = "qwen3", .qk_norm = true};
   TinyDecoder qwen2{.architecture = "Qwen2ForCausalLM", .model_type = "qwen2", .qkv_bias = true};
@@ -118,7 +130,7 @@ TEST(DecoderCudaPlan, AMiniMaxWithLightningAttentionAndPostnormBlocksIsTaken) {
   ScratchDir wide_dir;
   write_tiny_minimax(wide_dir, 12, 256);
   const auto wide = Model::load(wide_dir.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide).parts()),
+  EXPECT_EQ(refusal(*wide),
             "device: lightning attention head_dim 256 (the CUDA chunked simple GLA takes up to 128) "
             "(MiniMaxForCausalLM, layer 0) runs on the CPU only so far");
 }
@@ -230,30 +242,24 @@ TEST(DecoderCudaPlan, ATiedSixteenBitHeadSharesTheEmbeddingsTable) {
 }
 
 TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
-  ScratchDir dir;
-  const auto narrow = load_cpu(TinyDecoder{.head_dim = 32}, dir);
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*narrow).parts()),
+  EXPECT_EQ(refusal_of(testing::write_tiny_decoder, TinyDecoder{.head_dim = 32}),
             "device: head_dim 32 (the CUDA attention takes 64, 96, 128 or 256) (LlamaForCausalLM, layer 0) runs on the "
             "CPU only so far");
 
-  ScratchDir dir2;
-  const auto model = load_cpu(TinyDecoder{}, dir2);
+  ScratchDir dir;
+  const auto model = load_cpu(TinyDecoder{}, dir);
   const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
   // Past the routing kernels' limits: a lane per chosen expert.
-  ScratchDir dir3;
-  const auto wide = load_cpu(TinyDecoder{.architecture = "Qwen3MoeForCausalLM", .model_type = "qwen3_moe",
-                                         .moe_experts = 40, .moe_top_k = 33},
-                             dir3);
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide).parts()),
+  EXPECT_EQ(refusal_of(testing::write_tiny_decoder, TinyDecoder{.architecture = "Qwen3MoeForCausalLM",
+                                                                .model_type = "qwen3_moe", .moe_experts = 40,
+                                                                .moe_top_k = 33}),
             "device: 33 experts per token (the CUDA routing takes 32) (Qwen3MoeForCausalLM, layer 0) runs on the CPU "
             "only so far");
 
   // MLA past the CUDA MLA decode's latent rank.
-  ScratchDir dir4;
-  const auto wide_latent = load_cpu(TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
-                                                .mla_kv_lora_rank = 576},
-                                    dir4);
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*wide_latent).parts()),
+  EXPECT_EQ(refusal_of(testing::write_tiny_decoder, TinyDecoder{.architecture = "DeepseekV3ForCausalLM",
+                                                                .model_type = "deepseek_v3",
+                                                                .mla_kv_lora_rank = 576}),
             "device: kv_lora_rank 576 (the CUDA MLA decode takes up to 512) (DeepseekV3ForCausalLM, layer 0) runs on "
             "the CPU only so far");
   // ... and over an 8-bit latent cache (the softmax attention reads those; the MLA decode does not).
@@ -276,79 +282,50 @@ TEST(DecoderCudaPlan, WhatItDoesNotCoverIsRefusedByName) {
                         "CPU only so far");
 }
 
-std::unique_ptr<Model> load_cpu(const TinyHybrid& t, const ScratchDir& dir) {
-  write_tiny_hybrid(dir, t);
-  return Model::load(dir.str());
-}
-
 TEST(DecoderCudaPlan, Mamba2AndNemotronHAreTaken) {
   // Nemotron-H: Mamba-2 and attention blocks without a feed-forward, relu² MLP blocks without a mixer.
-  for (const TinyHybrid& t : {TinyHybrid{}, TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-"}}) {
-    ScratchDir dir;
-    const auto model = load_cpu(t, dir);
-    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.architecture;
-  }
+  for (const TinyHybrid& t : {TinyHybrid{}, TinyHybrid{.architecture = "NemotronHForCausalLM", .pattern = "M*-M-"}})
+    EXPECT_EQ(refusal_of(testing::write_tiny_hybrid, t), "") << t.architecture;
 }
 
 TEST(DecoderCudaPlan, MambaAndFalconMambaAreTaken) {
   for (const char* arch : {"MambaForCausalLM", "FalconMambaForCausalLM"}) {
-    ScratchDir dir;
-    write_tiny_mamba(dir, {.architecture = arch});
-    const auto model = Model::load(dir.str());
-    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << arch;
+    EXPECT_EQ(refusal_of(testing::write_tiny_mamba, testing::TinyMamba{.architecture = arch}), "") << arch;
   }
 }
 
 TEST(DecoderCudaPlan, AJambaIsTaken) {
   // Mamba-1 and NoPE attention mixers, softmax-routed SparseMoe and dense SwiGLU feed-forwards.
-  ScratchDir dir;
-  write_tiny_jamba(dir, {});
-  const auto model = Model::load(dir.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+  EXPECT_EQ(refusal_of(testing::write_tiny_jamba, testing::TinyJamba{}), "");
 }
 
 TEST(DecoderCudaPlan, AMambaStateWiderThanTheSelectiveScanIsRefusedByName) {
-  ScratchDir dir;
-  write_tiny_mamba(dir, {.state_size = 264});
-  const auto model = Model::load(dir.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+  EXPECT_EQ(refusal_of(testing::write_tiny_mamba, testing::TinyMamba{.state_size = 264}),
             "device: Mamba state size 264 (the CUDA selective scan takes up to 256) (MambaForCausalLM, layer 0) runs "
             "on the CPU only so far");
-  ScratchDir wide;  // up to 256 is taken: sixteen entries a lane
-  write_tiny_mamba(wide, {.state_size = 256});
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*Model::load(wide.str())).parts()), "");
+  // Up to 256 is taken: sixteen entries a lane.
+  EXPECT_EQ(refusal_of(testing::write_tiny_mamba, testing::TinyMamba{.state_size = 256}), "");
 }
 
 TEST(DecoderCudaPlan, ADenseQwen3NextIsTaken) {
   // Gated DeltaNet layers alone, and beside gated full attention (dense MLPs: the tiny writer has no experts).
   const TinyQwen3Next mixed{.layer_types = {"linear_attention", "full_attention"}};
   for (const TinyQwen3Next& t : {TinyQwen3Next{}, mixed}) {
-    ScratchDir dir;
-    write_tiny_qwen3_next(dir, t);
-    const auto model = Model::load(dir.str());
-    EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "") << t.layer_types.size();
+    EXPECT_EQ(refusal_of(testing::write_tiny_qwen3_next, t), "") << t.layer_types.size();
   }
 }
 
 TEST(DecoderCudaPlan, Lfm2IsTaken) {
-  ScratchDir dir;
-  write_tiny_lfm2(dir, {});
-  const auto model = Model::load(dir.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+  EXPECT_EQ(refusal_of(testing::write_tiny_lfm2, testing::TinyLfm2{}), "");
 }
 
 TEST(DecoderCudaPlan, AKimiLinearOfKdaLayersIsTaken) {
   // The tiny writer's layers are KDA's (its MLA layers would go to device_mla, as DeepSeek's).
-  ScratchDir dir;
-  write_tiny_kimi_linear(dir, {});
-  const auto model = Model::load(dir.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()), "");
+  EXPECT_EQ(refusal_of(testing::write_tiny_kimi_linear, testing::TinyKimiLinear{}), "");
 }
 
 TEST(DecoderCudaPlan, AMamba2StateWiderThanTheScansIsRefusedByName) {
-  ScratchDir dir;
-  const auto model = load_cpu(TinyHybrid{.state_size = 264}, dir);
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+  EXPECT_EQ(refusal_of(testing::write_tiny_hybrid, TinyHybrid{.state_size = 264}),
             "device: Mamba-2 state size 264 (the CUDA scans take up to 256) (Mamba2ForCausalLM, layer 0) runs on the "
             "CPU only so far");
 }
@@ -495,18 +472,10 @@ TEST(DecoderCudaPlan, ARaggedBatchBecomesPrefillAndDecodeCalls) {
 
 TEST(DecoderCudaPlan, FalconH1IsTaken) {
   // Attention beside Mamba-2 (a ParallelMixer) with every muP multiplier, at the tiny and the real state size.
-  for (int64_t N : {32, 256}) {
-    ScratchDir dir;
-    write_tiny_falcon_h1(dir, {.state_size = N});
-    const auto model = Model::load(dir.str());
-    const DecoderParts parts = dynamic_cast<const DecoderModel&>(*model).parts();
-    EXPECT_EQ(refusal(parts), "") << N;
-  }
+  for (int64_t N : {32, 256})
+    EXPECT_EQ(refusal_of(testing::write_tiny_falcon_h1, testing::TinyFalconH1{.state_size = N}), "") << N;
   // Each branch goes through its own kind's checks: a state past the CUDA scans' is refused by name.
-  ScratchDir dir;
-  write_tiny_falcon_h1(dir, {.layers = 1, .state_size = 288});
-  const auto model = Model::load(dir.str());
-  EXPECT_EQ(refusal(dynamic_cast<const DecoderModel&>(*model).parts()),
+  EXPECT_EQ(refusal_of(testing::write_tiny_falcon_h1, testing::TinyFalconH1{.layers = 1, .state_size = 288}),
             "device: Mamba-2 state size 288 (the CUDA scans take up to 256) (FalconH1ForCausalLM, layer 0) runs on "
             "the CPU only so far");
 

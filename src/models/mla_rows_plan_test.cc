@@ -17,6 +17,24 @@
 namespace attnzoo {
 namespace {
 
+// A ragged batch over a paged latent cache: sequence s brings len[s] new tokens after context[s] cached ones and
+// owns M blocks of the pool, handed out in a shuffled order (each sequence's blocks scattered over the pool).
+struct PagedBatch {
+  std::vector<int32_t> cu{0}, cache_seqlens, tables;
+  int64_t S, T, num_blocks;
+
+  PagedBatch(const std::vector<int32_t>& len, const std::vector<int32_t>& context, int64_t M, std::mt19937& rng) {
+    for (size_t s = 0; s < len.size(); ++s) {
+      cu.push_back(cu.back() + len[s]);
+      cache_seqlens.push_back(context[s] + len[s]);
+    }
+    S = int64_t(len.size()), T = cu.back(), num_blocks = S * M;
+    tables.resize(size_t(num_blocks));
+    std::iota(tables.begin(), tables.end(), 0);
+    std::shuffle(tables.begin(), tables.end(), rng);
+  }
+};
+
 TEST(MlaRowsPlan, EachNewTokenSeesTheKeysUpToItself) {
   // A fresh prefill of 3, a decode step after 10 cached, a chunk of 2 after 4 cached, an empty sequence.
   const std::vector<int32_t> cu = {0, 3, 4, 6, 6}, cache = {3, 11, 6, 5};
@@ -58,15 +76,7 @@ TEST(MlaRowsPlan, PerTokenRowsMatchTheNaiveFormPerSequence) {
   const std::vector<int32_t> len = {5, 1, 3, 9}, context = {0, 12, 4, 7};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<int32_t> cu = {0}, cache_seqlens;
-  for (size_t s = 0; s < len.size(); ++s) {
-    cu.push_back(cu.back() + len[s]);
-    cache_seqlens.push_back(context[s] + len[s]);
-  }
-  const int64_t S = int64_t(len.size()), T = cu.back(), num_blocks = S * M;
-  std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
-  std::iota(tables.begin(), tables.end(), 0);
-  std::shuffle(tables.begin(), tables.end(), rng);  // each sequence's blocks scattered over the pool
+  const auto [cu, cache_seqlens, tables, S, T, num_blocks] = PagedBatch(len, context, M, rng);
   std::vector<float> latent(size_t(num_blocks * bs * L)), q(size_t(T * H * Dq)), w(size_t(H * (dn + dv) * r));
   for (auto* v : {&latent, &q, &w})
     for (float& x : *v) x = normal(rng);
@@ -190,15 +200,7 @@ TEST(MlaStepPlan, ExpandedAndAbsorbedRowsMatchTheNaiveForm) {
   const std::vector<int32_t> len = {5, 1, 3, 9, 0}, context = {0, 12, 4, 7, 3};
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<int32_t> cu = {0}, cache_seqlens;
-  for (size_t s = 0; s < len.size(); ++s) {
-    cu.push_back(cu.back() + len[s]);
-    cache_seqlens.push_back(context[s] + len[s]);
-  }
-  const int64_t S = int64_t(len.size()), T = cu.back(), num_blocks = S * M;
-  std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
-  std::iota(tables.begin(), tables.end(), 0);
-  std::shuffle(tables.begin(), tables.end(), rng);
+  const auto [cu, cache_seqlens, tables, S, T, num_blocks] = PagedBatch(len, context, M, rng);
   auto bf16 = [&](int64_t n, float scale) {
     std::vector<uint16_t> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) store_from_f32(v.data(), DType::bf16, i, scale * normal(rng));

@@ -12,7 +12,6 @@
 // 2 layers, hidden 128, 4 query heads over 2 KV heads (Cohere: 2 over 1), vocabulary 97, bf16; normal draws from a fixed seed,
 // fan-in scaled (norm weights near their identity: 1 + small, or small for the (1 + w) form).
 #include <cmath>
-#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -20,6 +19,7 @@
 
 #include "core/dtype.h"
 #include "loader/test_files.h"
+#include "testing/tiny_checkpoint.h"
 #include "testing/tiny_decoder.h"
 
 namespace attnzoo::testing {
@@ -41,7 +41,6 @@ inline void write_tiny_dense_family(const ScratchDir& dir, DenseFamily f, uint32
   constexpr int64_t V = 97, H = 128, I = 256, D = 64, L = 2;
   // Cohere's head_dim is hidden / heads (its config has no head_dim key): 2 query heads over 1 KV head there.
   const int64_t heads = f == DenseFamily::cohere ? 2 : 4, Q = heads * D, KV = heads / 2 * D;
-  using Shapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
   const bool gemma = f == DenseFamily::gemma2 || f == DenseFamily::gemma3;
   std::string keys;  // family keys, each followed by a comma
   switch (f) {
@@ -74,14 +73,14 @@ inline void write_tiny_dense_family(const ScratchDir& dir, DenseFamily f, uint32
                  std::to_string(heads) + R"(, "num_key_value_heads": )" + std::to_string(heads / 2) +
                  R"(, "head_dim": 64, "vocab_size": 97, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6})");
 
-  Shapes shapes = {{"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}};
+  TinyTensorShapes shapes = {{"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}};
   if (f == DenseFamily::olmo2) shapes.push_back({"lm_head.weight", {V, H}});
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l), a = p + ".self_attn";
     for (auto [proj, rows, cols] : {std::tuple{".q_proj", Q, H}, {".k_proj", KV, H}, {".v_proj", KV, H},
                                     {".o_proj", H, Q}})
       shapes.push_back({a + proj + ".weight", {rows, cols}});
-    Shapes norms;
+    TinyTensorShapes norms;
     if (gemma) norms = {{".input_layernorm", {H}}, {".post_attention_layernorm", {H}},
                         {".pre_feedforward_layernorm", {H}}, {".post_feedforward_layernorm", {H}}};
     if (f == DenseFamily::gemma3) norms.insert(norms.end(), {{".self_attn.q_norm", {D}}, {".self_attn.k_norm", {D}}});
@@ -101,22 +100,11 @@ inline void write_tiny_dense_family(const ScratchDir& dir, DenseFamily f, uint32
     }
   }
 
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<RawTensor> tensors;
-  for (const auto& [name, shape] : shapes) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    const bool norm = name.find("norm") != std::string::npos, embed = name.find("embed") != std::string::npos;
-    const float scale = name == "lm_head.weight" ? 4.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()));
-    std::vector<uint16_t> b(static_cast<size_t>(n));
-    for (auto& x : b) {
-      const float v = norm ? (gemma ? 0.f : 1.f) + 0.1f * normal(rng) : embed ? normal(rng) : scale * normal(rng);
-      x = f32_to_bf16(v);
-    }
-    tensors.push_back(raw_tensor(name, "BF16", shape, b));
-  }
-  write_file(dir.path() / "model.safetensors", safetensors_bytes(tensors));
+  write_tiny_tensors(dir, shapes, "BF16", seed, [&](const std::string& name, const auto& shape, float r) {
+    if (name.find("norm") != std::string::npos) return (gemma ? 0.f : 1.f) + 0.1f * r;
+    if (name.find("embed") != std::string::npos) return r;
+    return (name == "lm_head.weight" ? 4.f / std::sqrt(float(H)) : 1.f / std::sqrt(float(shape.back()))) * r;
+  });
 }
 
 // Ministral 3's text model: Llama's blocks with Llama 4's query temperature (a factor of up to ~2 over the test's

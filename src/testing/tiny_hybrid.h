@@ -32,6 +32,39 @@
 
 namespace attnzoo::testing {
 
+// The hybrids' weights by name: norms (and the SSMs' skip D) near 1, decays A = -exp(A_log) in [-3, -1], step-size
+// biases around softplus(-2.3) ~ 0.1, conv taps scaled by the width, unit embeddings, an lm_head sharp enough for
+// the logits to rank, every other matrix scaled by its fan-in. A family with its own rule for a name checks it first.
+inline float tiny_hybrid_weight(const std::string& name, const std::vector<int64_t>& shape, float r,
+                                int64_t conv_width, int64_t hidden) {
+  const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
+  if (name.ends_with("norm.weight") || name.ends_with("norm_f.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
+  if (name.ends_with("A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
+  if (name.ends_with("dt_bias") || name.ends_with(".dt_proj.bias")) return -2.3f + 0.5f * r;
+  if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(conv_width));
+  if (name.ends_with("conv1d.bias")) return 0.1f * r;
+  if (name.ends_with("embeddings.weight") || name.ends_with("embed_tokens.weight")) return r;
+  if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(hidden));
+  return r / std::sqrt(fan_in);
+}
+
+// A Mamba-1 mixer's tensors (inner E, state N, dt rank R, conv width W), in the order both its families draw them.
+inline TinyTensorShapes tiny_mamba_mixer_shapes(int64_t hidden, int64_t E, int64_t N, int64_t R, int64_t W) {
+  return {{".in_proj.weight", {2 * E, hidden}}, {".conv1d.weight", {E, 1, W}}, {".conv1d.bias", {E}},
+          {".x_proj.weight", {R + 2 * N, E}},   {".dt_proj.weight", {E, R}},   {".dt_proj.bias", {E}},
+          {".A_log", {E, N}},                   {".D", {E}},                   {".out_proj.weight", {hidden, E}}};
+}
+
+// A Mamba-2 mixer's tensors (NH heads of P over G groups, state N, conv width W): in_proj yields the gate z, the
+// convolved x / B / C and one dt per head.
+inline TinyTensorShapes tiny_mamba2_mixer_shapes(int64_t hidden, int64_t NH, int64_t P, int64_t G, int64_t N,
+                                                 int64_t W) {
+  const int64_t E = NH * P, CD = E + 2 * G * N, PD = E + CD + NH;
+  return {{".in_proj.weight", {PD, hidden}}, {".conv1d.weight", {CD, 1, W}}, {".conv1d.bias", {CD}},
+          {".dt_bias", {NH}},                {".A_log", {NH}},               {".D", {NH}},
+          {".norm.weight", {E}},             {".out_proj.weight", {hidden, E}}};
+}
+
 struct TinyHybrid {
   std::string architecture = "Mamba2ForCausalLM";  // or "NemotronHForCausalLM"
   std::string pattern = "MM";                      // Nemotron-H's hybrid_override_pattern; Mamba-2: one M per layer
@@ -42,7 +75,7 @@ struct TinyHybrid {
 
 inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
   const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = int64_t(t.pattern.size());
-  const int64_t NH = 8, P = 16, G = 2, N = t.state_size, W = 4, E = NH * P, CD = E + 2 * G * N, PD = E + CD + NH;
+  const int64_t NH = 8, P = 16, G = 2, N = t.state_size, W = 4;
   const int64_t D = 64, Q = 4 * D, KV = 2 * D;
   const bool nemotron = t.architecture == "NemotronHForCausalLM";
   const std::string common = "\"hidden_size\": 128, \"num_hidden_layers\": " + std::to_string(L) +
@@ -68,9 +101,7 @@ inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
     const char kind = t.pattern[size_t(l)];
     TinyTensorShapes mixer;
     if (kind == 'M')
-      mixer = {{".in_proj.weight", {PD, H}}, {".conv1d.weight", {CD, 1, W}}, {".conv1d.bias", {CD}},
-               {".dt_bias", {NH}},           {".A_log", {NH}},             {".D", {NH}},
-               {".norm.weight", {E}},        {".out_proj.weight", {H, E}}};
+      mixer = tiny_mamba2_mixer_shapes(H, NH, P, G, N, W);
     else if (kind == '*')
       mixer = {{".q_proj.weight", {Q, H}}, {".k_proj.weight", {KV, H}}, {".v_proj.weight", {KV, H}},
                {".o_proj.weight", {H, Q}}};
@@ -80,15 +111,7 @@ inline void write_tiny_hybrid(const ScratchDir& dir, const TinyHybrid& t) {
   }
 
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
-    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    if (name.ends_with("norm.weight") || name.ends_with("norm_f.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
-    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
-    if (name.ends_with(".dt_bias")) return -2.3f + 0.5f * r;
-    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
-    if (name.ends_with("conv1d.bias")) return 0.1f * r;
-    if (name == "backbone.embeddings.weight") return r;
-    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
-    return r / std::sqrt(fan_in);
+    return tiny_hybrid_weight(name, shape, r, W, H);
   });
 }
 
@@ -114,27 +137,10 @@ inline void write_tiny_mamba(const ScratchDir& dir, const TinyMamba& t) {
   for (int64_t l = 0; l < t.layers; ++l) {
     const std::string p = "backbone.layers." + std::to_string(l);
     shapes.push_back({p + ".norm.weight", {H}});
-    for (auto& [name, shape] : TinyTensorShapes{{".in_proj.weight", {2 * E, H}},
-                                                {".conv1d.weight", {E, 1, W}},
-                                                {".conv1d.bias", {E}},
-                                                {".x_proj.weight", {R + 2 * N, E}},
-                                                {".dt_proj.weight", {E, R}},
-                                                {".dt_proj.bias", {E}},
-                                                {".A_log", {E, N}},
-                                                {".D", {E}},
-                                                {".out_proj.weight", {H, E}}})
-      shapes.push_back({p + ".mixer" + name, shape});
+    for (auto& [name, shape] : tiny_mamba_mixer_shapes(H, E, N, R, W)) shapes.push_back({p + ".mixer" + name, shape});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
-    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    if (name.ends_with("norm.weight") || name.ends_with("norm_f.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
-    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
-    if (name.ends_with(".dt_proj.bias")) return -2.3f + 0.5f * r;
-    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
-    if (name.ends_with("conv1d.bias")) return 0.1f * r;
-    if (name == "backbone.embeddings.weight") return r;
-    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
-    return r / std::sqrt(fan_in);
+    return tiny_hybrid_weight(name, shape, r, W, H);
   });
 }
 
@@ -162,19 +168,12 @@ inline void write_tiny_jamba(const ScratchDir& dir, const TinyJamba& t) {
                                  {".self_attn.k_proj.weight", {D, H}},
                                  {".self_attn.v_proj.weight", {D, H}},
                                  {".self_attn.o_proj.weight", {H, 2 * D}}});
-    else
-      parts.insert(parts.end(), {{".mamba.in_proj.weight", {2 * E, H}},
-                                 {".mamba.conv1d.weight", {E, 1, W}},
-                                 {".mamba.conv1d.bias", {E}},
-                                 {".mamba.x_proj.weight", {R + 2 * N, E}},
-                                 {".mamba.dt_proj.weight", {E, R}},
-                                 {".mamba.dt_proj.bias", {E}},
-                                 {".mamba.A_log", {E, N}},
-                                 {".mamba.D", {E}},
-                                 {".mamba.out_proj.weight", {H, E}},
-                                 {".mamba.dt_layernorm.weight", {R}},
-                                 {".mamba.b_layernorm.weight", {N}},
-                                 {".mamba.c_layernorm.weight", {N}}});
+    else {
+      TinyTensorShapes mamba = tiny_mamba_mixer_shapes(H, E, N, R, W);
+      mamba.insert(mamba.end(),
+                   {{".dt_layernorm.weight", {R}}, {".b_layernorm.weight", {N}}, {".c_layernorm.weight", {N}}});
+      for (auto& [name, shape] : mamba) parts.push_back({".mamba" + name, shape});
+    }
     std::vector<std::string> mlps;
     if (l % 2 == 1) {
       parts.push_back({".feed_forward.router.weight", {X, H}});
@@ -189,15 +188,7 @@ inline void write_tiny_jamba(const ScratchDir& dir, const TinyJamba& t) {
     for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
-    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    if (name.ends_with("norm.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
-    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
-    if (name.ends_with(".dt_proj.bias")) return -2.3f + 0.5f * r;
-    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
-    if (name.ends_with("conv1d.bias")) return 0.1f * r;
-    if (name == "model.embed_tokens.weight") return r;
-    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
-    return r / std::sqrt(fan_in);
+    return tiny_hybrid_weight(name, shape, r, W, H);
   });
 }
 
@@ -241,15 +232,9 @@ inline void write_tiny_qwen3_next(const ScratchDir& dir, const TinyQwen3Next& t)
     for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
-    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    if (name.ends_with("linear_attn.norm.weight")) return 1.f + 0.1f * r;   // applied as w
+    if (name.ends_with("linear_attn.norm.weight")) return 1.f + 0.1f * r;                    // applied as w
     if (name.ends_with("norm.weight") || name.ends_with("layernorm.weight")) return 0.1f * r;  // applied as 1 + w
-    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
-    if (name.ends_with(".dt_bias")) return -2.3f + 0.5f * r;
-    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
-    if (name == "model.embed_tokens.weight") return r;
-    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
-    return r / std::sqrt(fan_in);
+    return tiny_hybrid_weight(name, shape, r, W, H);
   });
 }
 
@@ -291,12 +276,8 @@ inline void write_tiny_lfm2(const ScratchDir& dir, const TinyLfm2& t) {
     for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
-    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    if (name.find("norm") != std::string::npos) return 1.f + 0.1f * r;
-    if (name.find("conv.conv.weight") != std::string::npos) return r / std::sqrt(float(W));
-    if (name == "model.embed_tokens.weight") return r;
-    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
-    return r / std::sqrt(fan_in);
+    if (name.ends_with("conv.conv.weight")) return r / std::sqrt(float(W));
+    return tiny_hybrid_weight(name, shape, r, W, H);
   });
 }
 
@@ -310,7 +291,7 @@ struct TinyFalconH1 {
 
 inline void write_tiny_falcon_h1(const ScratchDir& dir, const TinyFalconH1& t) {
   const int64_t V = kTinyDecoderVocab, H = 128, I = 256, L = t.layers;
-  const int64_t NH = 8, P = 16, G = 2, N = t.state_size, W = 4, E = NH * P, CD = E + 2 * G * N, PD = E + CD + NH;
+  const int64_t NH = 8, P = 16, G = 2, N = t.state_size, W = 4;
   const int64_t D = 64, Q = 4 * D, KV = 2 * D;
   write_file(dir.path() / "config.json",
              R"({"architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "hidden_size": 128,
@@ -330,27 +311,19 @@ inline void write_tiny_falcon_h1(const ScratchDir& dir, const TinyFalconH1& t) {
     for (auto& [name, shape] : TinyTensorShapes{
              {".input_layernorm.weight", {H}},        {".pre_ff_layernorm.weight", {H}},
              {".self_attn.q_proj.weight", {Q, H}},    {".self_attn.k_proj.weight", {KV, H}},
-             {".self_attn.v_proj.weight", {KV, H}},   {".self_attn.o_proj.weight", {H, Q}},
-             {".mamba.in_proj.weight", {PD, H}},      {".mamba.conv1d.weight", {CD, 1, W}},
-             {".mamba.conv1d.bias", {CD}},            {".mamba.dt_bias", {NH}},
-             {".mamba.A_log", {NH}},                  {".mamba.D", {NH}},
-             {".mamba.norm.weight", {E}},             {".mamba.out_proj.weight", {H, E}},
-             {".feed_forward.gate_proj.weight", {I, H}}, {".feed_forward.up_proj.weight", {I, H}},
-             {".feed_forward.down_proj.weight", {H, I}}})
+             {".self_attn.v_proj.weight", {KV, H}},   {".self_attn.o_proj.weight", {H, Q}}})
+      shapes.push_back({p + name, shape});
+    for (auto& [name, shape] : tiny_mamba2_mixer_shapes(H, NH, P, G, N, W))
+      shapes.push_back({p + ".mamba" + name, shape});
+    for (auto& [name, shape] : TinyTensorShapes{{".feed_forward.gate_proj.weight", {I, H}},
+                                                {".feed_forward.up_proj.weight", {I, H}},
+                                                {".feed_forward.down_proj.weight", {H, I}}})
       shapes.push_back({p + name, shape});
     if (t.down_bias) shapes.push_back({p + ".feed_forward.down_proj.bias", {H}});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
-    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    if (name.ends_with("norm.weight") || name.ends_with(".D")) return 1.f + 0.1f * r;
     if (name.ends_with("down_proj.bias")) return 0.1f * r;
-    if (name.ends_with(".A_log")) return std::log(1.f + std::min(2.f, std::fabs(r)));
-    if (name.ends_with(".dt_bias")) return -2.3f + 0.5f * r;
-    if (name.ends_with("conv1d.weight")) return r / std::sqrt(float(W));
-    if (name.ends_with("conv1d.bias")) return 0.1f * r;
-    if (name == "model.embed_tokens.weight") return r;
-    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
-    return r / std::sqrt(fan_in);
+    return tiny_hybrid_weight(name, shape, r, W, H);
   });
 }
 
@@ -386,14 +359,7 @@ inline void write_tiny_kimi_linear(const ScratchDir& dir, const TinyKimiLinear& 
     for (auto& [name, shape] : parts) shapes.push_back({p + name, shape});
   }
   write_tiny_tensors(dir, shapes, t.dtype, t.seed, [&](const std::string& name, const auto& shape, float r) {
-    const float fan_in = float(shape.size() > 1 ? shape[1] : 1);
-    if (name.find("norm") != std::string::npos) return 1.f + 0.1f * r;
-    if (name.find("A_log") != std::string::npos) return std::log(1.f + std::min(2.f, std::fabs(r)));
-    if (name.find("dt_bias") != std::string::npos) return -2.3f + 0.5f * r;
-    if (name.find("conv1d") != std::string::npos) return r / std::sqrt(float(W));
-    if (name == "model.embed_tokens.weight") return r;
-    if (name == "lm_head.weight") return 4.f * r / std::sqrt(float(H));
-    return r / std::sqrt(fan_in);
+    return tiny_hybrid_weight(name, shape, r, W, H);
   });
 }
 

@@ -28,6 +28,21 @@ Rows as_rows(const TensorView& t, bool flatten, const char* name) {
   return r;
 }
 
+// Launches `kernel(N)` over `rows` with N = 16 / sizeof(T) (16-byte accesses) when `vec`, N = 1 otherwise: a
+// thread per access along a row in x, the rows in y (past 65535, the kernels' grid-stride loop takes the rest).
+template <class T, class Kernel>
+void launch_rows(const Rows& rows, bool vec, const char* what, Kernel&& kernel) {
+  constexpr int V = 16 / sizeof(T);
+  const int n = vec ? V : 1;
+  const dim3 grid(grid_for(rows.cols / n, kThreads), grid_rows(rows.count));
+  if (vec) {
+    kernel(std::integral_constant<int, V>{}, grid);
+  } else {
+    kernel(std::integral_constant<int, 1>{}, grid);
+  }
+  cuda_check(cudaGetLastError(), what);
+}
+
 template <class T, int N, class TY>
 __global__ void __launch_bounds__(kThreads) scale_softcap_kernel(const ScaleSoftcapParams<T, TY> p) {
   scale_softcap_rows<T, N, TY>(p);
@@ -43,19 +58,13 @@ void run(const TensorView& a, const TensorView& b, const TensorView& out, Stream
   const auto s = static_cast<cudaStream_t>(stream.handle);
   with_float_type(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    constexpr int V = 16 / sizeof(T);
     const BinaryParams<T> p{a.ptr<const T>(), b.ptr<const T>(), out.ptr<T>(), RowMap(a_rows), RowMap(b_rows),
                             RowMap(out_rows), alpha};
     const bool vec = rows_vectorizable(a_rows, a.data, sizeof(T)) && rows_vectorizable(b_rows, b.data, sizeof(T)) &&
                      rows_vectorizable(out_rows, out.data, sizeof(T));
-    const int n = vec ? V : 1;
-    const dim3 grid(grid_for(out_rows.cols / n, kThreads), unsigned(out_rows.count < 65535 ? out_rows.count : 65535));
-    if (vec) {
-      binary_kernel<Op, kAct, T, V><<<grid, kThreads, 0, s>>>(p);
-    } else {
-      binary_kernel<Op, kAct, T, 1><<<grid, kThreads, 0, s>>>(p);
-    }
-    cuda_check(cudaGetLastError(), "binary_kernel launch");
+    launch_rows<T>(out_rows, vec, "binary_kernel launch", [&](auto n, dim3 grid) {
+      binary_kernel<Op, kAct, T, decltype(n)::value><<<grid, kThreads, 0, s>>>(p);
+    });
   });
 }
 
@@ -71,20 +80,13 @@ void run_scale_softcap(const TensorView& x, const TensorView& out, float scale, 
       using T = decltype(x_tag);
       using TY = decltype(y_tag);
       if constexpr (std::is_same_v<T, TY> || std::is_same_v<T, float>) {
-        constexpr int V = 16 / sizeof(T);
         const ScaleSoftcapParams<T, TY> p{x.ptr<const T>(), out.ptr<TY>(), RowMap(x_rows), RowMap(out_rows), scale,
                                           cap};
         const bool vec =
             rows_vectorizable(x_rows, x.data, sizeof(T)) && rows_vectorizable(out_rows, out.data, sizeof(TY));
-        const int n = vec ? V : 1;
-        const dim3 grid(grid_for(out_rows.cols / n, kThreads),
-                        unsigned(out_rows.count < 65535 ? out_rows.count : 65535));
-        if (vec) {
-          scale_softcap_kernel<T, V, TY><<<grid, kThreads, 0, s>>>(p);
-        } else {
-          scale_softcap_kernel<T, 1, TY><<<grid, kThreads, 0, s>>>(p);
-        }
-        cuda_check(cudaGetLastError(), "scale_softcap_kernel launch");
+        launch_rows<T>(out_rows, vec, "scale_softcap_kernel launch", [&](auto n, dim3 grid) {
+          scale_softcap_kernel<T, decltype(n)::value, TY><<<grid, kThreads, 0, s>>>(p);
+        });
       }
     });
   });
@@ -103,17 +105,11 @@ void run_query_temperature(const TensorView& q, const TensorView& positions, flo
   const auto s = static_cast<cudaStream_t>(stream.handle);
   with_float_type(q.dtype, [&](auto tag) {
     using T = decltype(tag);
-    constexpr int V = 16 / sizeof(T);
     const TemperatureParams<T> p{q.ptr<T>(), RowMap(rows), positions.ptr<const int32_t>(), beta, float(interval)};
     const bool vec = rows_vectorizable(rows, q.data, sizeof(T));
-    const int n = vec ? V : 1;
-    const dim3 grid(grid_for(rows.cols / n, kThreads), unsigned(rows.count < 65535 ? rows.count : 65535));
-    if (vec) {
-      query_temperature_kernel<T, V><<<grid, kThreads, 0, s>>>(p);
-    } else {
-      query_temperature_kernel<T, 1><<<grid, kThreads, 0, s>>>(p);
-    }
-    cuda_check(cudaGetLastError(), "query_temperature_kernel launch");
+    launch_rows<T>(rows, vec, "query_temperature_kernel launch", [&](auto n, dim3 grid) {
+      query_temperature_kernel<T, decltype(n)::value><<<grid, kThreads, 0, s>>>(p);
+    });
   });
 }
 

@@ -19,7 +19,7 @@ void copy_head_rows_cuda(const HeadRowCopy& c, Stream stream) {
   check_head_rows_cuda(c);
   const HeadRowParams p = head_row_params(c);
   if (p.rows == 0 || p.heads * p.width == 0) return;
-  const dim3 grid(grid_for(p.heads * p.width, kHeadRowThreads), unsigned(p.rows < 65535 ? p.rows : 65535));
+  const dim3 grid(grid_for(p.heads * p.width, kHeadRowThreads), grid_rows(p.rows));
   const DeviceGuard on(c.src.device);
   head_rows_kernel<<<grid, kHeadRowThreads, 0, static_cast<cudaStream_t>(stream.handle)>>>(p);
   cuda_check(cudaGetLastError(), "head_rows_kernel launch");

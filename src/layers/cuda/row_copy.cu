@@ -28,7 +28,7 @@ void copy_rows_cuda(const RowCopy& c, Stream stream) {
   auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   const bool vec = cols % 4 == 0 && p.src_stride % 4 == 0 && p.dst_stride % 4 == 0 && aligned(p.src) && aligned(p.dst);
   const int n = vec ? 4 : 1;
-  const dim3 grid(grid_for(cols / n, kCopyThreads), unsigned(c.rows < 65535 ? c.rows : 65535));
+  const dim3 grid(grid_for(cols / n, kCopyThreads), grid_rows(c.rows));
   const DeviceGuard on(c.src.device);
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (vec) {

@@ -111,6 +111,9 @@ inline unsigned grid_for(int64_t items, int64_t per_block) {
   return unsigned(blocks < 65536 ? blocks : 65536);
 }
 
+// Blocks in y for a loop over `rows` that strides by gridDim.y: one per row, never more than grid.y allows.
+inline unsigned grid_rows(int64_t rows) { return unsigned(rows < 65535 ? rows : 65535); }
+
 // Calls fn(T{}) with T the CUDA type of a float dtype (the checks have refused every other).
 template <class Fn>
 void with_float_type(DType dtype, Fn&& fn) {

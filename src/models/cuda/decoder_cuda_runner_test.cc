@@ -19,6 +19,7 @@
 #include "models/cuda/step_graphs.h"
 #include "models/model.h"
 #include "testing/device_test_util.h"
+#include "testing/runner_scenario.h"
 #include "layers/matmul_precision.h"
 #include "testing/tiny_decoder.h"
 #include "testing/tiny_dense_families.h"
@@ -33,90 +34,19 @@ namespace {
 using testing::ScratchDir;
 using testing::TinyDecoder;
 using testing::TinyHybrid;
+using testing::argmax_logit;
+using testing::expect_close_logits;
+using testing::ScenarioSide;
 
 constexpr int64_t V = testing::kTinyDecoderVocab;
 
+// The same cache rounding on both sides.
 std::unique_ptr<Model> load(const std::string& path, Device device, uint64_t shuffle_seed) {
-  LoadOptions o;
-  o.pool.device = device;
-  o.pool.kv_dtype = DType::bf16;  // the same cache rounding on both sides
-  o.pool.bytes = 32 << 20;
-  o.pool.shuffle_seed = shuffle_seed;
-  return Model::load(path, o);
+  return testing::load_shuffled(path, device, shuffle_seed, DType::bf16);
 }
 
-int64_t argmax(const float* row) { return std::max_element(row, row + V) - row; }
-
-// Every row within bf16 tolerance of the CPU's; the argmax equal where the CPU's top two are not a near-tie.
-void expect_close(const std::vector<float>& cpu, const std::vector<float>& gpu, const std::string& what) {
-  ASSERT_EQ(cpu.size(), gpu.size()) << what;
-  float scale = 0.f, worst = 0.f;
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    scale = std::max(scale, std::abs(cpu[i]));
-    worst = std::max(worst, std::abs(cpu[i] - gpu[i]));
-  }
-  const float tol = 0.03f * scale + 0.02f;
-  EXPECT_LE(worst, tol) << what << ": largest logit " << scale;
-  for (size_t r = 0; r < cpu.size() / size_t(V); ++r) {
-    const float* c = cpu.data() + r * size_t(V);
-    std::vector<float> sorted(c, c + V);
-    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-    if (sorted[0] - sorted[1] > 2 * tol) EXPECT_EQ(argmax(c), argmax(gpu.data() + r * size_t(V))) << what << " row " << r;
-  }
-}
-
-// One model's side of the scenario: its own sequences, fed the same tokens.
-struct Side {
-  std::unique_ptr<Model> model;
-  std::vector<std::unique_ptr<Sequence>> seqs;
-
-  std::vector<float> step(const std::vector<std::vector<int32_t>>& ids, const std::vector<size_t>& which,
-                          bool last_only) {
-    Batch b;
-    for (size_t i = 0; i < which.size(); ++i) b.add(*seqs[which[i]], ids[i]);
-    return model->forward(b, last_only);
-  }
-};
-
-// The model at `path` (a checkpoint directory or a GGUF file); `name` prefixes the failures.
 void run_scenario_at(const std::string& path, const std::string& name, uint32_t seed) {
-  Side cpu{load(path, Device::cpu(), 3), {}}, gpu{load(path, Device::cuda(), 5), {}};
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
-  auto ids = [&](int n) {
-    std::vector<int32_t> v(static_cast<size_t>(n));
-    for (auto& x : v) x = token(rng);
-    return v;
-  };
-  for (int i = 0; i < 4; ++i) {
-    cpu.seqs.push_back(cpu.model->new_sequence());
-    gpu.seqs.push_back(gpu.model->new_sequence());
-  }
-
-  // A ragged prefill: every row's logits.
-  const std::vector<std::vector<int32_t>> prompts = {ids(37), ids(5), ids(70)};
-  expect_close(cpu.step(prompts, {0, 1, 2}, false), gpu.step(prompts, {0, 1, 2}, false), name + " prefill");
-
-  // Decode steps of one token each, the CPU's greedy choice fed to both.
-  std::vector<int32_t> next = {1, 2, 3};
-  for (int s = 0; s < 6; ++s) {
-    std::vector<std::vector<int32_t>> step_ids;
-    for (int32_t id : next) step_ids.push_back({id});
-    const std::vector<float> c = cpu.step(step_ids, {0, 1, 2}, false);
-    expect_close(c, gpu.step(step_ids, {0, 1, 2}, false), name + " decode step " + std::to_string(s));
-    for (size_t r = 0; r < 3; ++r) next[r] = int32_t(argmax(c.data() + r * size_t(V)));
-  }
-  // Three tokens per sequence (a verify step's shape): decode with Tq = 3 over the paged cache.
-  const std::vector<std::vector<int32_t>> three = {ids(3), ids(3)};
-  expect_close(cpu.step(three, {0, 2}, false), gpu.step(three, {0, 2}, false), name + " Tq 3");
-
-  // A prompt starting with sequence 0's first 37 tokens: its cached blocks are reused, the rest attends over them.
-  std::vector<int32_t> shared = prompts[0];
-  for (int32_t id : ids(12)) shared.push_back(id);
-  expect_close(cpu.step({shared}, {3}, true), gpu.step({shared}, {3}, true), name + " prefix reuse");
-  // A 19-token chunk after it: rounds of 8, 8 and 3 queries over the cache.
-  const std::vector<std::vector<int32_t>> chunk = {ids(19)};
-  expect_close(cpu.step(chunk, {3}, false), gpu.step(chunk, {3}, false), name + " chunk after a prefix");
+  testing::run_cpu_gpu_scenario(path, name, seed, DType::bf16, 5);
 }
 
 void run_scenario(const TinyDecoder& t) {
@@ -145,10 +75,16 @@ void run_recurrent_scenario(const ScratchDir& dir, const std::string& name, uint
   run_scenario_at(dir.str(), name, seed);
 }
 
-void run_scenario(const TinyHybrid& t) {
+// `t` written by `write` (a tiny_hybrid.h writer), its seed also the scenario's.
+template <typename Tiny>
+void run_recurrent_scenario(const Tiny& t, void (*write)(const ScratchDir&, const Tiny&), const std::string& name) {
   ScratchDir dir;
-  write_tiny_hybrid(dir, t);
-  run_recurrent_scenario(dir, t.architecture + " " + t.pattern + " " + t.dtype, t.seed);
+  write(dir, t);
+  run_recurrent_scenario(dir, name, t.seed);
+}
+
+void run_scenario(const TinyHybrid& t) {
+  run_recurrent_scenario(t, testing::write_tiny_hybrid, t.architecture + " " + t.pattern + " " + t.dtype);
 }
 
 TEST(DecoderCudaRunner, LlamaMatchesTheCpu) {
@@ -314,21 +250,12 @@ TEST(DecoderCudaRunner, ADeepseekV3MixesExpandedPrefillAndAbsorbedDecodeRows) {
   ScratchDir dir;
   write_tiny_decoder(dir, TinyDecoder{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3",
                                       .seed = 23, .mla_kv_lora_rank = 64});
-  Side cpu{load(dir.str(), Device::cpu(), 3), {}}, gpu{load(dir.str(), Device::cuda(), 5), {}};
-  std::mt19937 rng(23);
-  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
-  auto ids = [&](int n) {
-    std::vector<int32_t> v(static_cast<size_t>(n));
-    for (auto& x : v) x = token(rng);
-    return v;
-  };
-  for (int i = 0; i < 4; ++i) {
-    cpu.seqs.push_back(cpu.model->new_sequence());
-    gpu.seqs.push_back(gpu.model->new_sequence());
-  }
+  ScenarioSide cpu{load(dir.str(), Device::cpu(), 3), {}}, gpu{load(dir.str(), Device::cuda(), 5), {}};
+  testing::ScenarioTokens ids(23);
+  testing::open_sequences({&cpu, &gpu}, 4);
   auto both = [&](const std::vector<std::vector<int32_t>>& step_ids, const std::vector<size_t>& which, bool last,
                   const std::string& what) {
-    expect_close(cpu.step(step_ids, which, last), gpu.step(step_ids, which, last), "MLA " + what);
+    expect_close_logits(cpu.step(step_ids, which, last), gpu.step(step_ids, which, last), "MLA " + what);
   };
   const std::vector<int32_t> long_prompt = ids(300);
   both({long_prompt, ids(1)}, {0, 1}, false, "a long prompt beside a one-token one");
@@ -374,26 +301,23 @@ TEST(DecoderCudaRunner, MambaMatchesTheCpu) {
   REQUIRE_GPU();
   // The selective scan on prefills and chunks (transposed to its channel-major layout), the decode step on
   // single-token steps.
-  ScratchDir dir;
-  write_tiny_mamba(dir, {});
-  run_recurrent_scenario(dir, "MambaForCausalLM BF16", 23);
+  run_recurrent_scenario(testing::TinyMamba{}, testing::write_tiny_mamba, "MambaForCausalLM BF16");
 }
 
 TEST(DecoderCudaRunner, AnF32FalconMambaWithItsDtBAndCNormsMatchesTheCpu) {
   REQUIRE_GPU();
   // Weightless RMSNorms of dt_low, B and C on column slices of x_proj's rows; N = 64, four entries a lane.
-  ScratchDir dir;
-  write_tiny_mamba(dir, {.architecture = "FalconMambaForCausalLM", .dtype = "F32", .state_size = 64, .seed = 24});
-  run_recurrent_scenario(dir, "FalconMambaForCausalLM F32", 24);
+  run_recurrent_scenario(
+      testing::TinyMamba{.architecture = "FalconMambaForCausalLM", .dtype = "F32", .state_size = 64, .seed = 24},
+      testing::write_tiny_mamba, "FalconMambaForCausalLM F32");
 }
 
 TEST(DecoderCudaRunner, AMambaWithAWideStateMatchesTheCpu) {
   REQUIRE_GPU();
   // N = 160 and 256: the selective scan's eight and sixteen entries a lane, in the scan and the decode step.
   for (auto [N, seed] : {std::pair{int64_t(160), 25u}, {int64_t(256), 26u}}) {
-    ScratchDir dir;
-    write_tiny_mamba(dir, {.dtype = "F32", .state_size = N, .seed = seed});
-    run_recurrent_scenario(dir, "MambaForCausalLM F32 N " + std::to_string(N), seed);
+    run_recurrent_scenario(testing::TinyMamba{.dtype = "F32", .state_size = N, .seed = seed}, testing::write_tiny_mamba,
+                           "MambaForCausalLM F32 N " + std::to_string(N));
   }
 }
 
@@ -401,41 +325,34 @@ TEST(DecoderCudaRunner, AJambaMatchesTheCpu) {
   REQUIRE_GPU();
   // Mamba-1 layers with their weighted dt / B / C norms, NoPE attention, a top-2 SparseMoe without renormalised
   // weights and dense SwiGLUs.
-  ScratchDir dir;
-  write_tiny_jamba(dir, {});
-  run_recurrent_scenario(dir, "JambaForCausalLM BF16", 25);
+  run_recurrent_scenario(testing::TinyJamba{}, testing::write_tiny_jamba, "JambaForCausalLM BF16");
 }
 
 TEST(DecoderCudaRunner, AGatedDeltaNetQwen3NextMatchesTheCpu) {
   REQUIRE_GPU();
   // Gated DeltaNet layers and dense SwiGLU MLPs (the tiny writer has no experts).
-  ScratchDir dir;
-  write_tiny_qwen3_next(dir, {});
-  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention BF16", 31);
+  run_recurrent_scenario(testing::TinyQwen3Next{}, testing::write_tiny_qwen3_next,
+                         "Qwen3NextForCausalLM linear_attention BF16");
 }
 
 TEST(DecoderCudaRunner, ADenseQwen3NextWithGatedAttentionMatchesTheCpu) {
   REQUIRE_GPU();
   // Gated DeltaNet, then full attention with q / k norms, partial RoPE and the sigmoid output gate.
-  ScratchDir dir;
-  write_tiny_qwen3_next(dir, {.layer_types = {"linear_attention", "full_attention"}, .seed = 32});
-  run_recurrent_scenario(dir, "Qwen3NextForCausalLM linear_attention + full_attention BF16", 32);
+  run_recurrent_scenario(testing::TinyQwen3Next{.layer_types = {"linear_attention", "full_attention"}, .seed = 32},
+                         testing::write_tiny_qwen3_next, "Qwen3NextForCausalLM linear_attention + full_attention BF16");
 }
 
 TEST(DecoderCudaRunner, Lfm2MatchesTheCpu) {
   REQUIRE_GPU();
   // Short-conv and attention (q / k norms) layers, each with a SwiGLU.
-  ScratchDir dir;
-  write_tiny_lfm2(dir, {});
-  run_recurrent_scenario(dir, "Lfm2ForCausalLM BF16", 41);
+  run_recurrent_scenario(testing::TinyLfm2{}, testing::write_tiny_lfm2, "Lfm2ForCausalLM BF16");
 }
 
 TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
   REQUIRE_GPU();
   // Kimi Delta Attention layers and dense SwiGLU MLPs (the tiny writer's layers are all KDA).
-  ScratchDir dir;
-  write_tiny_kimi_linear(dir, {});
-  run_recurrent_scenario(dir, "KimiLinearForCausalLM linear_attention BF16", 51);
+  run_recurrent_scenario(testing::TinyKimiLinear{}, testing::write_tiny_kimi_linear,
+                         "KimiLinearForCausalLM linear_attention BF16");
 }
 
 // Decode steps replayed from CUDA graphs (step_graphs.h) against the same steps launched kernel by kernel
@@ -447,22 +364,16 @@ TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
 void expect_replays_match_launches(const std::string& path, const TinyDecoder& t, const std::string& name) {
   SCOPED_TRACE(name);
   unsetenv("ATTNZOO_CUDA_GRAPHS");
-  Side cpu{load(path, Device::cpu(), 3), {}}, graphs{load(path, Device::cuda(), 5), {}};
+  ScenarioSide cpu{load(path, Device::cpu(), 3), {}}, graphs{load(path, Device::cuda(), 5), {}};
   setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
-  Side plain{load(path, Device::cuda(), 5), {}};
+  ScenarioSide plain{load(path, Device::cuda(), 5), {}};
   unsetenv("ATTNZOO_CUDA_GRAPHS");
-  std::mt19937 rng(t.seed);
-  std::uniform_int_distribution<int32_t> token(0, int32_t(V) - 1);
+  testing::ScenarioTokens ids(t.seed);
   std::vector<std::vector<int32_t>> prompts;
-  for (int n : {37, 5, 70, 20}) {
-    std::vector<int32_t> p(static_cast<size_t>(n));
-    for (auto& x : p) x = token(rng);
-    prompts.push_back(p);
-  }
-  for (Side* side : {&cpu, &graphs, &plain})
-    for (int i = 0; i < 4; ++i) side->seqs.push_back(side->model->new_sequence());
+  for (int n : {37, 5, 70, 20}) prompts.push_back(ids(n));
+  testing::open_sequences({&cpu, &graphs, &plain}, 4);
   const std::vector<size_t> all = {0, 1, 2, 3};
-  for (Side* side : {&cpu, &graphs, &plain}) side->step(prompts, all, true);
+  for (ScenarioSide* side : {&cpu, &graphs, &plain}) side->step(prompts, all, true);
 
   const int64_t replays_before = cuda_graph_replays_total();
   std::vector<int32_t> next = {1, 2, 3, 4};
@@ -481,9 +392,9 @@ void expect_replays_match_launches(const std::string& path, const TinyDecoder& t
       for (size_t i = 0; i < g.size(); ++i) differ += g[i] != p[i];
       EXPECT_EQ(differ, 0u) << what << ": logits of the replayed step differ from the launched one's";
     }
-    expect_close(c, g, what + " (graphs)");
-    expect_close(c, p, what + " (launched)");
-    for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax(c.data() + i * size_t(V)));
+    expect_close_logits(c, g, what + " (graphs)");
+    expect_close_logits(c, p, what + " (launched)");
+    for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax_logit(c.data() + i * size_t(V)));
   }
   EXPECT_GT(cuda_graph_replays_total() - replays_before, 10) << "steps replayed from a graph";
 }

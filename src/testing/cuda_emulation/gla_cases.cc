@@ -105,25 +105,12 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
   }
 }
 
-// One of each family's configurations: every gate kind, both ways of decaying simple GLA, every feature map.
+// Every family's configurations, linear attention's feature maps with and without normalisation.
 std::vector<GlaDeviceCase> family_cases(const GlaDeviceCase& shape) {
-  std::vector<GlaDeviceCase> cases;
-  auto add = [&](GlaFamily f, auto&& tweak) {
-    GlaDeviceCase c = shape;
-    c.family = f;
-    tweak(c);
-    cases.push_back(c);
-  };
-  add(GlaFamily::gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
-  add(GlaFamily::retention, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.normalize = false; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu, c.normalize = false; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::elu_plus_one, c.normalize = true; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu, c.normalize = true; });
-  return cases;
+  return testing::gla_family_cases(shape, {{FeatureMap::identity, false},
+                                           {FeatureMap::relu, false},
+                                           {FeatureMap::elu_plus_one, true},
+                                           {FeatureMap::relu, true}});
 }
 
 // Field by field: designated initializers that skip fields warn under -Wextra.

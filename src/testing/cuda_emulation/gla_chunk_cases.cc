@@ -15,39 +15,24 @@
 #include "core/error.h"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/cuda/gla_chunk_launch.h"
-#include "kernels/linear/common/cuda/gla_chunk_output.cuh"
-#include "kernels/linear/common/cuda/gla_chunk_prep.cuh"
-#include "kernels/linear/common/cuda/gla_chunk_state.cuh"
 #include "kernels/linear/common/gla_problem.h"
 #include "kernels/linear/common/gla_testing.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/gla_chunk_stages.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_gla_chunk;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::run_gla_chunk_stages;
 using testing::GlaDeviceCase;
 using testing::GlaEntryArgs;
 using testing::GlaFamily;
 using testing::GlaInputs;
 using testing::HostTensor;
-
-// gla_chunk.cu's three kernels in its order, on the emulator.
-template <int C>
-void run_stages(const ChunkLaunch& l) {
-  const Params& p = l.params;
-  if (l.prep_grid)
-    cuda_emulation::launch(dim3(l.prep_grid), kThreads, l.prep_smem,
-                           [&](unsigned char* smem) { gla_chunk_prep<C>(p, reinterpret_cast<float*>(smem)); });
-  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
-                         [&](unsigned char* smem) { gla_chunk_state<C>(p, smem); });
-  if (l.output_grid)
-    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
-                           [&](unsigned char* smem) { gla_chunk_output<C>(p, smem); });
-}
 
 // The GPU test's bound (gla_chunk_cuda_test.cc). bf16 operands for every product dominate the error (2e-3 to
 // 4e-3 relative RMS on these cases), where a wrong mask, decay or missing term costs tens of percent.
@@ -86,7 +71,7 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
 
   ChunkLaunch l = plan_gla_chunk(p);
   ASSERT_FALSE(l.empty);
-  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_stages<decltype(c)::value>(l); });
+  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_gla_chunk_stages<decltype(c)::value>(l); });
   download(od, o);
   download(in_place ? init : sd, s);
   if (c.T > 0) {
@@ -97,25 +82,12 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
   EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
 }
 
-// One of each family's configurations the chunked kernels run: every gate kind, every way of decaying simple
-// GLA, every feature map (the normalised form goes to the recurrent kernel).
+// Every family's configurations the chunked kernels run: each feature map, none normalised (the normalised form
+// goes to the recurrent kernel).
 std::vector<GlaDeviceCase> family_cases(const GlaDeviceCase& shape) {
-  std::vector<GlaDeviceCase> cases;
-  auto add = [&](GlaFamily f, auto&& tweak) {
-    GlaDeviceCase c = shape;
-    c.family = f;
-    tweak(c);
-    cases.push_back(c);
-  };
-  add(GlaFamily::gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
-  add(GlaFamily::retention, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::elu_plus_one; });
-  return cases;
+  return testing::gla_family_cases(shape, {{FeatureMap::identity, false},
+                                           {FeatureMap::relu, false},
+                                           {FeatureMap::elu_plus_one, false}});
 }
 
 // Field by field: designated initializers that skip fields warn under -Wextra.

@@ -20,6 +20,7 @@
 #include "layers/cuda/moe_plan.h"
 #include "layers/gpt_oss_moe.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_array.h"
 #include "testing/cuda_emulation/moe_group_run.h"
 #include "testing/test_util.h"
 
@@ -30,17 +31,7 @@ using cuda_emulation::DeviceMemory;
 using cuda_gemm::TileKind;
 using testing::HostTensor;
 
-// Emulated device memory holding `count` elements of `dtype`, and a CUDA view of it.
-struct Buf {
-  DeviceMemory mem;
-  Buf(size_t count, DType dtype) : mem(std::max<size_t>(count, 1) * dtype_size(dtype)) {}
-  template <class T> T* at() const { return reinterpret_cast<T*>(mem.data()); }
-  TensorView view(DType dtype, std::initializer_list<int64_t> shape) const {
-    TensorView t = TensorView::contiguous(mem.data(), dtype, shape);
-    t.device = Device::cuda();
-    return t;
-  }
-};
+using Buf = cuda_emulation::DeviceArray;
 
 void run_bias(const BiasParams& p, int64_t count) {
   // Grid capped so the grid-stride loop takes several rounds.

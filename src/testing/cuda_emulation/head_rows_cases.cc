@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,12 +14,13 @@
 #include "layers/cuda/head_rows_kernel.cuh"
 #include "layers/head_rows.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/row_index.h"
 #include "testing/cuda_emulation/strided_operand.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_step;
-using cuda_emulation::DeviceMemory;
+using cuda_emulation::RowIndex;
 using cuda_emulation::StridedOperand;
 
 unsigned capped(unsigned blocks, unsigned cap) { return blocks < cap ? blocks : cap; }
@@ -49,22 +49,10 @@ void check_copy(const HeadCase& c, DType dtype, uint64_t seed) {
   StridedOperand dst(dtype, {c.dst_rows, c.heads, c.dst_stride}, seed + 100);
   std::vector<uint8_t> twin = dst.host;  // the host copy's destination, from the same bytes
   std::mt19937 rng(static_cast<uint32_t>(seed));
-  auto index = [&](int64_t of) {
-    std::vector<int32_t> v(static_cast<size_t>(of));
-    std::iota(v.begin(), v.end(), 0);
-    std::shuffle(v.begin(), v.end(), rng);
-    v.resize(size_t(c.rows));
-    return v;
-  };
-  const std::vector<int32_t> from = c.gather ? index(c.src_rows) : std::vector<int32_t>{};
-  const std::vector<int32_t> to = c.scatter ? index(c.dst_rows) : std::vector<int32_t>{};
-  DeviceMemory from_d(std::max<size_t>(4, from.size() * 4)), to_d(std::max<size_t>(4, to.size() * 4));
-  std::copy(from.begin(), from.end(), reinterpret_cast<int32_t*>(from_d.data()));
-  std::copy(to.begin(), to.end(), reinterpret_cast<int32_t*>(to_d.data()));
+  const RowIndex from(c.gather, c.rows, c.src_rows, rng), to(c.scatter, c.rows, c.dst_rows, rng);
 
   HeadRowCopy on_device{slice(src.device_view(), c.src_col, c.cols), slice(dst.device_view(), c.dst_col, c.width),
-                        c.gather ? reinterpret_cast<const int32_t*>(from_d.data()) : nullptr,
-                        c.scatter ? reinterpret_cast<const int32_t*>(to_d.data()) : nullptr, c.rows};
+                        from.device_ptr(), to.device_ptr(), c.rows};
   check_head_row_copy(on_device, nullptr);
   const HeadRowParams p = head_row_params(on_device);
   const dim3 grid(capped(grid_for(p.heads * p.width, kHeadRowThreads), 2), capped(unsigned(c.rows), 3));
@@ -74,13 +62,13 @@ void check_copy(const HeadCase& c, DType dtype, uint64_t seed) {
   TensorView twin_dst = dst.view;
   twin_dst.data = twin.data();
   copy_head_rows({slice(src.view, c.src_col, c.cols), slice(twin_dst, c.dst_col, c.width),
-                  c.gather ? from.data() : nullptr, c.scatter ? to.data() : nullptr, c.rows});
+                  from.host_ptr(), to.host_ptr(), c.rows});
   ASSERT_EQ(0, std::memcmp(dst.host.data(), twin.data(), twin.size())) << "the kernel and its twin disagree";
 
   // The twin itself, element by element: the source's bits, zeros past them, the rest untouched.
   std::vector<int64_t> source_row(size_t(c.dst_rows), -1);
   for (int64_t r = 0; r < c.rows; ++r)
-    source_row[size_t(c.scatter ? to[size_t(r)] : r)] = c.gather ? from[size_t(r)] : r;
+    source_row[size_t(c.scatter ? to[r] : r)] = c.gather ? from[r] : r;
   StridedOperand before(dtype, {c.dst_rows, c.heads, c.dst_stride}, seed + 100);
   for (int64_t d = 0; d < c.dst_rows; ++d)
     for (int64_t h = 0; h < c.heads; ++h)

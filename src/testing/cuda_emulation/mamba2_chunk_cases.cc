@@ -13,16 +13,15 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/linear/common/cuda/gla_chunk_output.cuh"
-#include "kernels/linear/common/cuda/gla_chunk_prep.cuh"
-#include "kernels/linear/common/cuda/gla_chunk_state.cuh"
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_cuda.h"
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/mamba2/problem.h"
+#include "kernels/linear/mamba2/cuda/mamba2_cuda_testing.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/gla_chunk_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -30,36 +29,17 @@ namespace {
 using namespace cuda_gla_chunk;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::run_gla_chunk_stages;
 using testing::HostTensor;
 
 DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
 void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
-// gla_chunk.cu's three kernels in its order, on the emulator.
-template <int C>
-void run_stages(const ChunkLaunch& l) {
-  const Params& p = l.params;
-  if (l.prep_grid)
-    cuda_emulation::launch(dim3(l.prep_grid), kThreads, l.prep_smem,
-                           [&](unsigned char* smem) { gla_chunk_prep<C>(p, reinterpret_cast<float*>(smem)); });
-  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
-                         [&](unsigned char* smem) { gla_chunk_state<C>(p, smem); });
-  if (l.output_grid)
-    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
-                           [&](unsigned char* smem) { gla_chunk_output<C>(p, smem); });
-}
-
 // The GPU test's bound (mamba2_chunk_cuda_test.cc), the gated-linear kernels' own: bf16 operands for every
 // product dominate the error, where a wrong mask, decay, step or missing term costs tens of percent.
 constexpr double kTolerance = 1e-2;
 
-struct SsdCase {
-  int64_t B = 1, T = 1, H = 2, P = 64, G = 1, N = 128, chunk = 64;
-  std::vector<int32_t> cu_seqlens;
-  float A_min = -1.f, A_max = -0.5f, dt_mean = 0.f;  // A spread over the heads; dt's mean before the bias
-  bool D_per_channel = false, with_z = true, softplus = true, limit = false, initial_state = true;
-  DType dtype = DType::f32, out = DType::f32;
-};
+using SsdCase = testing::Mamba2DeviceCase;
 
 SsdCase ssd_shape(int64_t B, int64_t T, int64_t H, int64_t P, int64_t G, int64_t N, int64_t chunk = 64) {
   SsdCase c;
@@ -69,27 +49,10 @@ SsdCase ssd_shape(int64_t B, int64_t T, int64_t H, int64_t P, int64_t G, int64_t
 
 // With `in_place` the final state overwrites the initial one (the engine's prefill into its cache).
 void check(const SsdCase& c, bool in_place, uint64_t seed) {
-  SCOPED_TRACE("B=" + std::to_string(c.B) + " T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
-               " P=" + std::to_string(c.P) + " G=" + std::to_string(c.G) + " N=" + std::to_string(c.N) +
-               " chunk=" + std::to_string(c.chunk) + " " + dtype_name(c.dtype) + "->" + dtype_name(c.out) +
-               (in_place ? " in-place" : ""));
-  const int64_t nseq = c.cu_seqlens.empty() ? c.B : int64_t(c.cu_seqlens.size()) - 1;
-  const std::vector<int64_t> y_shape{c.B, c.T, c.H, c.P}, s_shape{nseq, c.H, c.P, c.N};
-  HostTensor x(c.dtype, y_shape, seed), dt(c.dtype, {c.B, c.T, c.H}, seed + 1), A(DType::f32, {c.H}, 0, 0.f),
-      Bm(c.dtype, {c.B, c.T, c.G, c.N}, seed + 2, 0.5f), Cm(c.dtype, {c.B, c.T, c.G, c.N}, seed + 3, 0.5f),
-      D(c.dtype, c.D_per_channel ? std::vector<int64_t>{c.H, c.P} : std::vector<int64_t>{c.H}, seed + 4),
-      z(c.dtype, y_shape, seed + 5), bias(DType::f32, {c.H}, seed + 6, 0.5f), h0(DType::f32, s_shape, seed + 7);
-  for (int64_t i = 0; i < dt.numel(); ++i) store_from_f32(dt.view.data, dt.view.dtype, i, dt.at(i) + c.dt_mean);
-  for (int64_t h = 0; h < c.H; ++h)
-    A.view.ptr<float>()[h] = c.A_min + (c.A_max - c.A_min) * float(h) / float(std::max<int64_t>(c.H - 1, 1));
-  Mamba2Args a;
-  a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = Bm.view, a.C = Cm.view, a.D = D.view, a.dt_bias = bias.view;
-  if (c.with_z) a.z = z.view;
-  a.dt_softplus = c.softplus;
-  if (c.limit) a.dt_limit = true, a.dt_min = 0.01f, a.dt_max = 2.f;
-  if (c.initial_state) a.initial_state = h0.view;
-  if (!c.cu_seqlens.empty()) a.cu_seqlens = c.cu_seqlens.data(), a.cu_seqlens_len = int64_t(c.cu_seqlens.size());
-  a.chunk_size = c.chunk;
+  SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
+  const testing::Mamba2DeviceInputs in(c, seed);
+  const std::vector<int64_t> y_shape{c.B, c.T, c.H, c.P}, s_shape{c.nseq(), c.H, c.P, c.N};
+  Mamba2Args a = in.args(c);
   HostTensor y_ref(DType::f32, y_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
   a.y = y_ref.view, a.final_state = s_ref.view;
   mamba2_reference(a);
@@ -98,17 +61,17 @@ void check(const SsdCase& c, bool in_place, uint64_t seed) {
   a.y = y_cpu.view, a.final_state = s_cpu.view;
   mamba2_chunk_scan(a);
 
-  HostTensor y(c.out, y_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  HostTensor y(c.out_dtype, y_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
   testing::fill_nan_bytes(y), testing::fill_nan_bytes(s);
-  const DeviceTensor xd = on_device(x), dtd = on_device(dt), Ad = on_device(A), Bd = on_device(Bm),
-                     Cd = on_device(Cm), Dd = on_device(D), zd = on_device(z), biasd = on_device(bias),
+  const DeviceTensor xd = on_device(in.x), dtd = on_device(in.dt), Ad = on_device(in.A), Bd = on_device(in.B),
+                     Cd = on_device(in.C), Dd = on_device(in.D), zd = on_device(in.z), biasd = on_device(in.bias),
                      yd = on_device(y), sd = on_device(s);
-  DeviceTensor init = on_device(h0);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  DeviceTensor init = on_device(in.h0);
+  if (!c.with_h0) std::memset(init.device.data(), 0xff, init.device.size());  // never read
   a.x = xd.device_view(), a.dt = dtd.device_view(), a.A = Ad.device_view(), a.B = Bd.device_view();
   a.C = Cd.device_view(), a.D = Dd.device_view(), a.dt_bias = biasd.device_view(), a.y = yd.device_view();
   if (c.with_z) a.z = zd.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
+  if (c.with_h0) a.initial_state = init.device_view();
   a.final_state = in_place ? init.device_view() : sd.device_view();
   const Mamba2Problem p = make_mamba2_problem(a);
   ASSERT_TRUE(cuda_mamba2_chunk_fits(p));
@@ -116,7 +79,7 @@ void check(const SsdCase& c, bool in_place, uint64_t seed) {
 
   ChunkLaunch l = cuda_mamba2::plan_mamba2_chunk(p);
   ASSERT_FALSE(l.empty);
-  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_stages<decltype(c)::value>(l); });
+  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_gla_chunk_stages<decltype(c)::value>(l); });
   download(yd, y);
   download(in_place ? init : sd, s);
   if (c.T > 0) {
@@ -133,7 +96,7 @@ TEST(EmulatedMamba2Chunk, MatchesModelShapes) {
   SsdCase c = ssd_shape(1, 100, 2, 64, 1, 128);
   check(c, false, 100);
   c = ssd_shape(1, 70, 4, 64, 2, 128);
-  c.dtype = c.out = DType::bf16;
+  c.dtype = c.out_dtype = DType::bf16;
   check(c, true, 101);
 }
 
@@ -143,7 +106,7 @@ TEST(EmulatedMamba2Chunk, MatchesRaggedPackedSequences) {
   uint64_t seed = 200;
   for (int64_t chunk : {16, 32, 64}) {
     SsdCase c = ssd_shape(1, 150, 4, 32, 2, 64, chunk);
-    c.cu_seqlens = {0, 1, 38, 38, 117, 150};
+    c.cu = {0, 1, 38, 38, 117, 150};
     check(c, seed % 2 == 0, seed);
     ++seed;
     c = ssd_shape(2, 45, 2, 48, 1, 40, chunk);
@@ -165,22 +128,22 @@ TEST(EmulatedMamba2Chunk, MatchesOptions) {
   c.softplus = false, c.limit = true;
   check(c, true, 302);
   c = ssd_shape(1, 66, 2, 64, 1, 128);
-  c.initial_state = false;
+  c.with_h0 = false;
   check(c, false, 303);
 }
 
 TEST(EmulatedMamba2Chunk, MatchesDtypes) {
   uint64_t seed = 400;
   SsdCase c = ssd_shape(1, 50, 2, 32, 1, 64, 32);
-  c.cu_seqlens = {0, 19, 50};
+  c.cu = {0, 19, 50};
   c.dtype = DType::bf16;
   check(c, true, seed++);
-  c.out = DType::bf16;
+  c.out_dtype = DType::bf16;
   check(c, false, seed++);
   c.dtype = DType::f16;
-  c.out = DType::f32;
+  c.out_dtype = DType::f32;
   check(c, false, seed++);
-  c.out = DType::f16;
+  c.out_dtype = DType::f16;
   check(c, true, seed++);
 }
 
@@ -192,14 +155,14 @@ TEST(EmulatedMamba2Chunk, MatchesStrongAndMildDecays) {
   c.A_min = -8.f, c.A_max = -6.f, c.dt_mean = 3.f;
   check(c, true, 500);
   c.A_min = -0.02f, c.A_max = -0.01f, c.dt_mean = -4.f;
-  c.cu_seqlens = {0, 1, 60, 80};
+  c.cu = {0, 1, 60, 80};
   check(c, false, 501);
 }
 
 // No tokens at all: no chunks, so only the state pass runs, and it copies each [P, N] state through its strides.
 TEST(EmulatedMamba2Chunk, CopiesStatesOfEmptySequences) {
   SsdCase c = ssd_shape(1, 0, 2, 40, 1, 24);
-  c.cu_seqlens = {0, 0, 0};
+  c.cu = {0, 0, 0};
   check(c, false, 600);
 }
 

@@ -25,6 +25,7 @@
 #include "layers/cuda/moe_plan.h"
 #include "layers/moe.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_array.h"
 #include "testing/cuda_emulation/moe_group_run.h"
 #include "testing/random_routing.h"
 #include "testing/test_util.h"
@@ -49,17 +50,7 @@ struct Case {
   }
 };
 
-// Emulated device memory holding `count` elements of `dtype`, and a CUDA view of it.
-struct Buf {
-  DeviceMemory mem;
-  Buf(size_t count, DType dtype) : mem(std::max<size_t>(count, 1) * dtype_size(dtype)) {}
-  template <class T> T* at() const { return reinterpret_cast<T*>(mem.data()); }
-  TensorView view(DType dtype, std::initializer_list<int64_t> shape) const {
-    TensorView t = TensorView::contiguous(mem.data(), dtype, shape);
-    t.device = Device::cuda();
-    return t;
-  }
-};
+using Buf = cuda_emulation::DeviceArray;
 
 // Each token's k distinct experts drawn from a skewed load: expert e with weight (e % 4 + 1)^2, every fifth expert
 // (e % 5 == 3) never chosen while k others remain, so some experts stay idle.

@@ -5,19 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "layers/cuda/row_copy_kernel.cuh"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/row_index.h"
 #include "testing/cuda_emulation/strided_operand.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_step;
-using cuda_emulation::DeviceMemory;
+using cuda_emulation::RowIndex;
 using cuda_emulation::StridedOperand;
 
 unsigned capped(unsigned blocks, unsigned cap) { return blocks < cap ? blocks : cap; }
@@ -40,23 +40,12 @@ void check_copy(const CopyCase& c, uint64_t seed) {
   const std::vector<uint8_t> dst_before = dst.host;
   // Distinct rows on the indexed sides, in a shuffled order (the pool's slots of a batch).
   std::mt19937 rng(static_cast<uint32_t>(seed));
-  auto index = [&](int64_t of) {
-    std::vector<int32_t> v(static_cast<size_t>(of));
-    std::iota(v.begin(), v.end(), 0);
-    std::shuffle(v.begin(), v.end(), rng);
-    v.resize(size_t(c.rows));
-    return v;
-  };
-  const std::vector<int32_t> from = c.gather ? index(c.src_rows) : std::vector<int32_t>{};
-  const std::vector<int32_t> to = c.scatter ? index(c.dst_rows) : std::vector<int32_t>{};
-  DeviceMemory from_d(std::max<size_t>(4, from.size() * 4)), to_d(std::max<size_t>(4, to.size() * 4));
-  std::copy(from.begin(), from.end(), reinterpret_cast<int32_t*>(from_d.data()));
-  std::copy(to.begin(), to.end(), reinterpret_cast<int32_t*>(to_d.data()));
+  const RowIndex from(c.gather, c.rows, c.src_rows, rng), to(c.scatter, c.rows, c.dst_rows, rng);
 
   const RowCopyParams p{src.device_ptr<const float>() + c.src_col,
                         dst.device_ptr<float>() + c.dst_col,
-                        c.gather ? reinterpret_cast<const int32_t*>(from_d.data()) : nullptr,
-                        c.scatter ? reinterpret_cast<const int32_t*>(to_d.data()) : nullptr,
+                        from.device_ptr(),
+                        to.device_ptr(),
                         c.rows,
                         c.cols,
                         c.src_stride,
@@ -75,7 +64,7 @@ void check_copy(const CopyCase& c, uint64_t seed) {
   // (the operand's 16-byte tail) untouched.
   std::vector<int64_t> source_row(size_t(c.dst_rows), -1);
   for (int64_t r = 0; r < c.rows; ++r)
-    source_row[size_t(c.scatter ? to[size_t(r)] : r)] = c.gather ? from[size_t(r)] : r;
+    source_row[size_t(c.scatter ? to[r] : r)] = c.gather ? from[r] : r;
   const float* before = reinterpret_cast<const float*>(dst_before.data());
   for (int64_t d = 0; d < c.dst_rows; ++d)
     for (int64_t j = 0; j < c.dst_stride; ++j) {

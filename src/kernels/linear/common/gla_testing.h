@@ -76,6 +76,36 @@ inline void fill_gla_uniform(HostTensor& t, float lo, float hi, uint64_t seed) {
   for (int64_t i = 0; i < t.numel(); ++i) store_from_f32(t.view.data, t.view.dtype, i, dist(rng));
 }
 
+// Linear attention's feature map, and whether its output is divided by the running key sum (z).
+struct GlaLinearVariant {
+  FeatureMap feature_map;
+  bool normalize;
+};
+
+// One of each family's configurations: GLA's per-channel decays, simple GLA with g, a g_gamma or both, retention,
+// then linear attention under each of `linear` (by default every feature map, elu + 1 normalised).
+inline std::vector<GlaDeviceCase> gla_family_cases(const GlaDeviceCase& shape,
+                                                   const std::vector<GlaLinearVariant>& linear = {
+                                                       {FeatureMap::identity, false},
+                                                       {FeatureMap::relu, false},
+                                                       {FeatureMap::elu_plus_one, true}}) {
+  std::vector<GlaDeviceCase> cases;
+  auto add = [&](GlaFamily f, auto&& tweak) {
+    GlaDeviceCase c = shape;
+    c.family = f;
+    tweak(c);
+    cases.push_back(c);
+  };
+  add(GlaFamily::gla, [](GlaDeviceCase&) {});
+  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
+  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
+  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
+  add(GlaFamily::retention, [](GlaDeviceCase&) {});
+  for (const GlaLinearVariant& l : linear)
+    add(GlaFamily::linear_attn, [&](GlaDeviceCase& c) { c.feature_map = l.feature_map, c.normalize = l.normalize; });
+  return cases;
+}
+
 // The inputs of one case, owned: q, k, v at unit scale, g uniform in the case's range, g_gamma RetNet-like,
 // states and z at unit scale (z positive, as a running sum of elu + 1 keys is).
 struct GlaInputs {

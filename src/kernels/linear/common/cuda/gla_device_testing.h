@@ -1,7 +1,7 @@
 #pragma once
 // What the GPU tests of the gated linear recurrences share (gla_chunk_cuda_test.cc, gla_recurrent_cuda_test.cc):
-// a case run through a public entry on the device beside the double-precision reference on the host, and one
-// configuration of each family. Needs a GPU: include only from tests that check for one.
+// a case run through a public entry on the device beside the double-precision reference on the host (the cases
+// themselves: gla_testing.h's gla_family_cases). Needs a GPU: include only from tests that check for one.
 #include <cstdint>
 #include <vector>
 
@@ -47,26 +47,6 @@ inline GlaDeviceRun run_gla_on_device(const GlaDeviceCase& c, GlaPath path, bool
   (in_place ? init : sd).download(r.s);
   if (c.normalize) zd.download(r.z);
   return r;
-}
-
-// One of each family's configurations: every gate kind, both ways of decaying simple GLA, every feature map.
-inline std::vector<GlaDeviceCase> gla_family_cases(const GlaDeviceCase& shape) {
-  std::vector<GlaDeviceCase> cases;
-  auto add = [&](GlaFamily f, auto&& tweak) {
-    GlaDeviceCase c = shape;
-    c.family = f;
-    tweak(c);
-    cases.push_back(c);
-  };
-  add(GlaFamily::gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase&) {});
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true; });
-  add(GlaFamily::simple_gla, [](GlaDeviceCase& c) { c.g_gamma = true, c.data_gate = false; });
-  add(GlaFamily::retention, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase&) {});
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::relu; });
-  add(GlaFamily::linear_attn, [](GlaDeviceCase& c) { c.feature_map = FeatureMap::elu_plus_one, c.normalize = true; });
-  return cases;
 }
 
 }  // namespace attnzoo::testing

@@ -1,5 +1,6 @@
 #pragma once
-// The Mamba-2 cases the CUDA scans' GPU tests share (mamba2_chunk_cuda_test.cc, mamba2_recurrent_cuda_test.cc):
+// The Mamba-2 cases the CUDA scans' tests share (mamba2_chunk_cuda_test.cc, mamba2_recurrent_cuda_test.cc, the
+// emulated testing/cuda_emulation/mamba2_chunk_cases.cc):
 // a problem's shape and options, and host inputs drawn for it (A spread over the heads, dt around a chosen mean).
 #include <algorithm>
 #include <cstdint>
@@ -31,12 +32,13 @@ struct Mamba2DeviceCase {
 
 struct Mamba2DeviceInputs {
   HostTensor x, dt, A, B, C, D, z, bias, h0;
-  explicit Mamba2DeviceInputs(const Mamba2DeviceCase& c)
-      : x(c.dtype, {c.B, c.T, c.H, c.P}, 11), dt(c.dtype, {c.B, c.T, c.H}, 12), A(DType::f32, {c.H}, 0, 0.f),
-        B(c.dtype, {c.B, c.T, c.G, c.N}, 13, 0.5f), C(c.dtype, {c.B, c.T, c.G, c.N}, 14, 0.5f),
-        D(c.dtype, c.D_per_channel ? std::vector<int64_t>{c.H, c.P} : std::vector<int64_t>{c.H}, 15),
-        z(c.dtype, {c.B, c.T, c.H, c.P}, 16), bias(DType::f32, {c.H}, 17, 0.5f),
-        h0(DType::f32, {c.nseq(), c.H, c.P, c.N}, 18) {
+  // Seeds `seed` (x) to `seed` + 7 (h0).
+  explicit Mamba2DeviceInputs(const Mamba2DeviceCase& c, uint64_t seed = 11)
+      : x(c.dtype, {c.B, c.T, c.H, c.P}, seed), dt(c.dtype, {c.B, c.T, c.H}, seed + 1), A(DType::f32, {c.H}, 0, 0.f),
+        B(c.dtype, {c.B, c.T, c.G, c.N}, seed + 2, 0.5f), C(c.dtype, {c.B, c.T, c.G, c.N}, seed + 3, 0.5f),
+        D(c.dtype, c.D_per_channel ? std::vector<int64_t>{c.H, c.P} : std::vector<int64_t>{c.H}, seed + 4),
+        z(c.dtype, {c.B, c.T, c.H, c.P}, seed + 5), bias(DType::f32, {c.H}, seed + 6, 0.5f),
+        h0(DType::f32, {c.nseq(), c.H, c.P, c.N}, seed + 7) {
     for (int64_t i = 0; i < dt.numel(); ++i) store_from_f32(dt.view.data, dt.view.dtype, i, dt.at(i) + c.dt_mean);
     for (int64_t h = 0; h < c.H; ++h)
       A.view.ptr<float>()[h] = c.A_min + (c.A_max - c.A_min) * float(h) / float(std::max<int64_t>(c.H - 1, 1));
