@@ -115,9 +115,9 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
   }
   norm_ = RmsNormCuda(*p.norm, device, load.stream);
   // Graphs only over blocks known to replay correctly (DeviceMixer::replayable); the rest launch one by one. An
-  // absent sublayer launches nothing. MLA is never replayable (its decode uploads its rows' plan inside each call),
-  // so a model with it neither replays nor pads: no pad row ever reaches the latent cache. The recurrent mixers
-  // that are decode in place in the pool's slots (device_conv_state.h), where a pad's state slot -1 is skipped.
+  // absent sublayer launches nothing. MLA replays its step plan (device_mla.cc; a pad row writes no latent). The
+  // recurrent mixers that are decode in place in the pool's slots (device_conv_state.h), where a pad's state slot
+  // -1 is skipped.
   const bool replayable = std::all_of(blocks_.begin(), blocks_.end(), [](const DeviceBlock& b) {
     return (!b.mixer || b.mixer->replayable()) && (!b.ffn || b.ffn->replayable());
   });

@@ -431,6 +431,18 @@ TEST(DecoderCudaRunner, AGptOssGraphReplaysMatchStepsLaunchedOneByOne) {
   expect_replays_match_launches(dir.str(), TinyDecoder{.seed = 29}, "gpt-oss");
 }
 
+// MLA's decode steps replayed (device_mla.cc): the step's absorbed-decode plan in the step's copy, its launches in
+// the graph, the latent rows written by slot (a pad's -1 skipped: a pad that wrote a real row would show in the
+// later steps); DeepSeek-V3's q LoRA and an MoE layer with every expert chosen, as above.
+TEST(DecoderCudaRunner, ADeepseekV3GraphReplaysMatchStepsLaunchedOneByOne) {
+  REQUIRE_GPU();
+  ScratchDir dir;
+  const TinyDecoder t{.architecture = "DeepseekV3ForCausalLM", .model_type = "deepseek_v3", .seed = 31,
+                      .moe_experts = 8, .moe_top_k = 8, .deepseek_moe = true, .mla_kv_lora_rank = 64};
+  write_tiny_decoder(dir, t);
+  expect_replays_match_launches(dir.str(), t, "DeepSeek-V3");
+}
+
 // The dense families' launches around the blocks inside the graph too: Gemma 2's staged, post-normed sublayer
 // outputs and final softcap, OLMo 2's un-normed rows rounded into bf16 and q / k norms across heads.
 TEST(DecoderCudaRunner, DenseFamilyGraphReplaysMatchStepsLaunchedOneByOne) {

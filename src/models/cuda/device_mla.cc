@@ -17,6 +17,7 @@
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
 #include "models/cuda/mla_rows_plan.h"
+#include "models/cuda/mla_step_signature.h"
 #include "models/cuda/mla_step_views.h"
 #include "models/cuda/step_decode_plans.h"
 
@@ -51,6 +52,21 @@ struct MlaStepShared {
 
 namespace {
 
+// What the plan's launches bake in, for the step graph's signature (step_graphs.h): each absorbed call's rows,
+// kernels, offset in the step's copy and launch plan, the expanded groups' count (none on a decode-only step, the
+// only kind replayed) and the scratch slot's size.
+void append_mla_step_signature(const MlaStepShared& shared, std::vector<uint64_t>& sig) {
+  sig.push_back(shared.calls.size());
+  for (const MlaStepShared::AbsorbedCall& c : shared.calls) {
+    for (uint64_t v : {uint64_t(c.first), uint64_t(c.meta_at), uint64_t(reinterpret_cast<uintptr_t>(c.prepared.attend)),
+                       uint64_t(c.prepared.attend_smem)})
+      sig.push_back(v);
+    append_mla_launch_signature(c.prepared.plan, sig);
+  }
+  sig.push_back(shared.plan.groups.size());
+  sig.push_back(shared.scratch_bytes);
+}
+
 // Workspace slots: the block's activations between its launches, then the expanded prefill's scratch (the
 // gathered latent rows and their expansion, padded K and V, padded Q and output) and the absorbed decode's
 // (or, planned per layer, the expanded call's row indices); the feed-forward's start at 8.
@@ -84,19 +100,25 @@ class DeviceMla final : public DeviceMixer {
     scale_ = std::isnan(config_.scale) ? 1.f / std::sqrt(float(config_.qk_head_dim())) : config_.scale;
   }
 
-  // Not graph-safe (the default false, said here): the step's MLA plan is made on the host each step (its
-  // metadata travels in the step's copy), so a step that holds MLA layers launches kernel by kernel.
-  bool replayable() const override { return false; }
+  // Graph-safe on decode-only steps, the only ones the runner replays: every launch reads the step's plan (made
+  // in prepare, its metadata in the step's copy, what the launches bake in in the signature through
+  // StepDecodePlans::append_signature) over fixed buffers, on the step's stream, with no host copy or sync. Those
+  // steps have no expanded group (kMlaExpandMinRows is past the decode calls' queries). A pad row of a bucket
+  // (pad_decode_batch) writes no latent (slot -1) and reads block 0's first two rows: its output row is never
+  // requested, and rows do not mix.
+  bool replayable() const override { return true; }
 
-  // The first MLA layer of the step plans it for all: the split, the absorbed calls' decode plans, the expanded
-  // calls' row indices, all in the step's one copy. A layer of another shape (none in the models the runner
-  // covers) plans its own calls in forward.
+  // The first MLA layer of each shape plans the step for every layer of that shape: the split, the absorbed
+  // calls' decode plans, the expanded calls' row indices, all in the step's one copy. (The models the runner
+  // covers have one shape.)
   void prepare(const DeviceStep& step, int64_t layer) const override {
-    if (!step.decode_plans || step.decode_plans->mla) return;
+    if (!step.decode_plans) return;
     StepDecodePlans& plans = *step.decode_plans;
     const LayerMemory memory = step.storage->layer(layer);
+    const MlaStepKey key = step_key(memory);
+    if (find_shared(plans, key)) return;
     auto shared = std::make_shared<MlaStepShared>();
-    shared->key = step_key(memory);
+    shared->key = key;
     const BlockTables& tables = step.batch->tables(memory);
     shared->plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
                                  tables.max_blocks, memory.k.size(1), expand_sizes_);
@@ -114,7 +136,8 @@ class DeviceMla final : public DeviceMixer {
       shared->group_rows_at.push_back(plans.add_bytes(
           {reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(int32_t)}));
     }
-    plans.mla = std::move(shared);
+    append_mla_step_signature(*shared, plans.mla_signature);
+    plans.mla.push_back(std::move(shared));
   }
 
   // h: the block's bf16 normed rows (the projections take them as they are).
@@ -149,8 +172,8 @@ class DeviceMla final : public DeviceMixer {
     // Unchecked: the slots come from the pool's own bookkeeping (fill_batch_memory), not from a caller.
     write_paged_rows_cuda({&write, 1}, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
 
-    const MlaStepShared* shared = step.decode_plans ? step.decode_plans->mla.get() : nullptr;
-    if (shared && shared->key == step_key(memory)) {
+    const MlaStepShared* shared = step.decode_plans ? find_shared(*step.decode_plans, step_key(memory)) : nullptr;
+    if (shared) {
       // The step's plan: launches only.
       auto* scratch = static_cast<unsigned char*>(ws.get(kDecodeScratch, shared->scratch_bytes));
       for (const MlaStepShared::AbsorbedCall& call : shared->calls)
@@ -162,8 +185,9 @@ class DeviceMla final : public DeviceMixer {
         expanded(step, memory, shared->plan.groups[i], v,
                  reinterpret_cast<const int32_t*>(step.decode_plans->device(shared->group_rows_at[i])));
     } else {
-      // Planned here: each absorbed call through mla_decode (its plan uploaded per call), each expanded call's
-      // row indices uploaded (from pageable memory: the copy returns once staged).
+      // No step plans (a caller without the runner's prepare): each absorbed call through mla_decode (its plan
+      // uploaded per call), each expanded call's row indices uploaded (from pageable memory: the copy returns
+      // once staged).
       const DeviceGuard on(step.device);
       const BlockTables& tables = step.batch->tables(memory);
       const MlaStepPlan plan = plan_mla_step(step.batch->cu_seqlens, step.batch->cache_seqlens, tables.block_tables,
@@ -187,6 +211,12 @@ class DeviceMla final : public DeviceMixer {
   }
 
  private:
+  static const MlaStepShared* find_shared(const StepDecodePlans& plans, const MlaStepKey& key) {
+    for (const auto& s : plans.mla)
+      if (s->key == key) return s.get();
+    return nullptr;
+  }
+
   MlaStepKey step_key(const LayerMemory& memory) const {
     const MlaConfig& c = config_;
     return {memory.block_group, c.num_heads, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim,

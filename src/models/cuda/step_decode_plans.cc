@@ -85,6 +85,7 @@ void StepDecodePlans::append_signature(std::vector<uint64_t>& sig) const {
                        bits(q.softcap_log2), bits(q.scale_over_softcap)})
       sig.push_back(v);
   }
+  sig.insert(sig.end(), mla_signature.begin(), mla_signature.end());
 }
 #endif
 

@@ -17,7 +17,7 @@
 
 namespace attnzoo {
 
-struct MlaStepShared;  // device_mla.cc: the step's MLA plan, shared by its MLA layers
+struct MlaStepShared;  // device_mla.cc: the step's MLA plan, shared by its MLA layers of one shape
 
 // What makes two layers' decode problems the same plan: the call, the block group, the layer's attention shape
 // and options (its sinks by address: layers with sinks never share a plan), and the dtypes and strides of its q /
@@ -47,7 +47,8 @@ class StepDecodePlans {
   void begin(size_t at) {
     plans_.clear();
     extra_.clear();
-    mla.reset();
+    mla.clear();
+    mla_signature.clear();
     end_ = at;
     bound_ = false;
   }
@@ -70,11 +71,14 @@ class StepDecodePlans {
   // them: their offset, which device(at) turns into their address once bound.
   size_t add_bytes(std::span<const uint8_t> bytes);
   const uint8_t* device(size_t at) const { return meta_ + at; }
-  // The step's MLA plan: made by the first MLA layer's prepare, read by every MLA layer's forward.
-  std::shared_ptr<MlaStepShared> mla;
+  // The step's MLA plans, one per layer shape: made by the first MLA layer of the shape's prepare, read by every
+  // MLA layer's forward; what their launches bake in (device_mla.cc), joining append_signature's.
+  std::vector<std::shared_ptr<MlaStepShared>> mla;
+  std::vector<uint64_t> mla_signature;
 
   // What the plans decided on the host and a launch bakes in (grids, layout, scalar parameters, addresses), for a
-  // step graph's signature (step_graphs.h); the work lists' contents travel in the step's copy and may differ.
+  // step graph's signature (step_graphs.h), the MLA plans' included; the work lists' contents travel in the
+  // step's copy and may differ.
   void append_signature(std::vector<uint64_t>& signature) const;
 
  private:

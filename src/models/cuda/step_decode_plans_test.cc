@@ -47,7 +47,8 @@ TEST(StepDecodePlans, MetadataFollowsTheStepsOwnBytesOnSixteenByteBoundaries) {
 }
 
 // device_mla.cc's plans and row indices: after the decode plans, on 256-byte boundaries, packed beside them,
-// found on the device at their offset; a new step drops them and the MLA plan.
+// found on the device at their offset; the MLA plans' signature after the attention plans'; a new step drops
+// them and the MLA plans.
 TEST(StepDecodePlans, OtherPlansBytesTravelInTheSameCopy) {
   StepDecodePlans plans;
   plans.begin(20);
@@ -65,9 +66,16 @@ TEST(StepDecodePlans, OtherPlansBytesTravelInTheSameCopy) {
   plans.bind(staging.data(), workspace);
   EXPECT_EQ(plans.device(512), staging.data() + 512);
   EXPECT_THROW(plans.add_bytes(rows), ArgumentError) << "after the upload";
+  std::vector<uint64_t> attention_only, with_mla;
+  plans.append_signature(attention_only);
+  plans.mla_signature = {7, 8};
+  plans.append_signature(with_mla);
+  attention_only.insert(attention_only.end(), {7, 8});
+  EXPECT_EQ(with_mla, attention_only) << "the MLA plans' part after the attention plans'";
   plans.begin(16);
   EXPECT_EQ(plans.end(), 16u);
-  EXPECT_EQ(plans.mla, nullptr);
+  EXPECT_TRUE(plans.mla.empty());
+  EXPECT_TRUE(plans.mla_signature.empty());
 }
 
 }  // namespace
