@@ -8,7 +8,8 @@
 // after a prefix-cache hit) through their whole context's latents expanded into padded K / V by kv_b_proj and the
 // CUDA softmax prefill; then o_proj added into the residual stream. Both paths are planned once per step by the
 // first MLA layer (prepare: the absorbed calls' decode plans and the expanded calls' row indices travel in the
-// step's one copy); every layer launches. Activations and the latent are the cache's 16-bit dtype; kv_b_proj goes up
+// step's one copy); every layer launches. What those launches bake in joins the step graph's signature
+// (mla_step_signature.h), so decode-only steps replay from CUDA graphs (step_graphs.h) as attention's do. Activations and the latent are the cache's 16-bit dtype; kv_b_proj goes up
 // as the CPU holds it (bf16 / f16 / f32), read by the decode kernel directly; an f32 one keeps every row absorbed
 // (the expansion's GEMM takes bf16 / f16 weights).
 #include <memory>
