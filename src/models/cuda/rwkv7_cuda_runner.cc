@@ -204,26 +204,38 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   keys.fused_l2norm = c.fused_l2norm;
   rwkv7_prepare_keys_cuda(keys, s);
 
-  // The wkv states: each sequence's slot (past its two shift rows) into a dense [S, H, K, V] and back.
+  // The wkv states: each sequence's slot past its two shift rows. A decode step updates them in place through the
+  // step's uploaded slots (ssm_state_indices; a pad's -1 is skipped, nothing is uploaded); a prefill step brings
+  // them into a dense [S, H, K, V] and back (the packed recurrence uploads the batch's cu_seqlens).
   const int64_t state = H * K * V;
   const int64_t pool_rows = batch.state_slots.empty()
                                 ? 0
                                 : int64_t(*std::max_element(batch.state_slots.begin(), batch.state_slots.end())) + 1;
-  TensorView slab = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, state});
-  slab.strides[0] = memory.state_stride;
-  const TensorView dense = scratch(kWkv, DType::f32, {S, state});
-  copy_rows_cuda({slab, dense, slots_, nullptr, S}, s);
+  const bool in_place = decodes_in_place(batch);
   Rwkv7Args args;
-  auto keyed = [&](const TensorView& t) { return device_view(d, t.data, DType::f32, {1, T, H, K}); };
+  const int64_t B = in_place ? S : 1, L = in_place ? 1 : T;
+  auto keyed = [&](const TensorView& t) { return device_view(d, t.data, DType::f32, {B, L, H, K}); };
   args.r = keyed(r), args.w = keyed(w), args.k = keyed(k), args.a = keyed(a_rec), args.b = keyed(a);
-  args.v = device_view(d, v.data, DType::f32, {1, T, H, V});
-  args.o = device_view(d, o.data, DType::f32, {1, T, H, V});
+  args.v = device_view(d, v.data, DType::f32, {B, L, H, V});
+  args.o = device_view(d, o.data, DType::f32, {B, L, H, V});
   args.scale = 1.f;
-  args.initial_state = args.final_state = device_view(d, dense.data, DType::f32, {S, H, K, V});
-  args.cu_seqlens = batch.cu_seqlens.data();
-  args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-  recurrent_rwkv7(args);  // on the current stream (s)
-  copy_rows_cuda({dense, slab, nullptr, slots_, S}, s);
+  if (in_place) {
+    TensorView pool = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, H, K, V});
+    pool.strides[0] = memory.state_stride;
+    args.initial_state = args.final_state = pool;
+    args.ssm_state_indices = slots_;
+    recurrent_rwkv7(args);  // on the current stream (s)
+  } else {
+    TensorView slab = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, state});
+    slab.strides[0] = memory.state_stride;
+    const TensorView dense = scratch(kWkv, DType::f32, {S, state});
+    copy_rows_cuda({slab, dense, slots_, nullptr, S}, s);
+    args.initial_state = args.final_state = device_view(d, dense.data, DType::f32, {S, H, K, V});
+    args.cu_seqlens = batch.cu_seqlens.data();
+    args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    recurrent_rwkv7(args);
+    copy_rows_cuda({dense, slab, nullptr, slots_, S}, s);
+  }
 
   Rwkv7Output out;
   out.o = o, out.r = r, out.k = k, out.v = v, out.g = g;
