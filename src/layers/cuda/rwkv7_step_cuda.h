@@ -20,8 +20,9 @@ void check_rwkv7_layer_norm_cuda(const TensorView& x, const TensorView& weight, 
 // the token before t in its sequence or, for a sequence's first token, its shift row, which then becomes the
 // sequence's last token. x f32 [T, C] contiguous; mixes f32 [M, C] contiguous; out bf16 [M, T, C] contiguous.
 // Sequence s's shift row: C floats at shift + slot * shift_stride, slot = slots[s] (a device int32 [S]: the pool's
-// state slots, not bounded by the kernel) or s where slots is null. seq_of int32 [T] and cu_seqlens int32 [S + 1]
-// on the device, the caller's (the runner's step upload), not checked against each other here.
+// state slots, not bounded by the kernel; negative: a pad, whose shift row counts as zeros and is not written) or
+// s where slots is null. seq_of int32 [T] and cu_seqlens int32 [S + 1] on the device, the caller's (the runner's
+// step upload), not checked against each other here.
 struct Rwkv7TokenShift {
   TensorView x, mixes, out;
   float* shift = nullptr;

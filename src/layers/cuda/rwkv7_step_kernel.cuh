@@ -53,8 +53,8 @@ __device__ __forceinline__ void rwkv7_layer_norm(const Rwkv7NormParams& p) {
 //   prev = t's predecessor in s, or s's shift row for s's first token;  out[m][t] = x[t] + (prev - x[t]) * mix[m]
 // and s's shift row becomes its last token's x. The thread of a sequence's first token also writes its shift
 // value (after reading it), so each shift value has one reader and one writer. x [T, C] f32; shift row of
-// sequence s at shift + slot(s) * shift_stride, slot(s) = slots[s] (the pool's state slots) or s when slots is
-// null; mixes [M, C] f32; out [M, T, C] bf16 (the projections' input).
+// sequence s at shift + slot(s) * shift_stride, slot(s) = slots[s] (the pool's state slots; negative: a pad,
+// whose shift counts as zeros and is not written) or s when slots is null; mixes [M, C] f32; out [M, T, C] bf16 (the projections' input).
 struct Rwkv7ShiftParams {
   const float* x;
   float* shift;
@@ -77,9 +77,13 @@ __device__ __forceinline__ void rwkv7_shift_mix(const Rwkv7ShiftParams& p) {
     const float cur = p.x[e];
     float prev;
     if (t == first) {
-      float* sh = p.shift + int64_t(p.slots ? p.slots[s] : s) * p.shift_stride + i;
-      prev = *sh;
-      *sh = p.x[(int64_t(p.cu_seqlens[s + 1]) - 1) * p.C + i];
+      const int64_t slot = p.slots ? int64_t(p.slots[s]) : s;
+      prev = 0.f;  // a padded batch row's slot -1: no shift row is read or written (its outputs are never used)
+      if (slot >= 0) {
+        float* sh = p.shift + slot * p.shift_stride + i;
+        prev = *sh;
+        *sh = p.x[(int64_t(p.cu_seqlens[s + 1]) - 1) * p.C + i];
+      }
     } else {
       prev = p.x[e - p.C];
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -11,10 +12,12 @@
 #include "layers/cuda/embedding_cuda.h"
 #include "layers/cuda/row_copy_cuda.h"
 #include "layers/cuda/rwkv7_step_cuda.h"
+#include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_conv_state.h"
 #include "models/cuda/device_linear.h"
 #include "models/cuda/device_step.h"
 #include "models/cuda/rwkv7_cuda_plan.h"
+#include "models/cuda/step_graphs.h"
 
 namespace attnzoo {
 
@@ -80,6 +83,10 @@ class Rwkv7CudaRunner final : public DeviceRunner {
                 const TensorView& x, Stream s) const;
   void channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& h, const TensorView& x,
                    Stream s) const;
+  // Everything a decode step's launches bake in besides what its one copy brings: shapes, rows, every buffer's
+  // and the pool's addresses (step_graphs.h).
+  std::vector<uint64_t> step_signature(const Batch& batch, std::span<const int64_t> rows,
+                                       const CacheStorage& storage) const;
 
   Device device_;
   int64_t hidden_ = 0, vocab_ = 0, value_dim_ = 0, inter_ = 0, max_rank_ = 1;
@@ -92,6 +99,9 @@ class Rwkv7CudaRunner final : public DeviceRunner {
   mutable DeviceBuffer meta_, x_, h_, v_first_, picked_, picked_h_, logits_;
   mutable std::vector<int32_t> staging_;
   mutable const int32_t *seq_of_ = nullptr, *cu_ = nullptr, *slots_ = nullptr;
+  mutable Batch padded_;                     // a decode step padded to its bucket
+  mutable std::vector<int64_t> padded_rows_;  // its logits rows: all of them
+  std::unique_ptr<StepGraphs> graphs_;
 };
 
 Rwkv7CudaRunner::Rwkv7CudaRunner(const Rwkv7Model& m, Device device)
@@ -133,6 +143,7 @@ Rwkv7CudaRunner::Rwkv7CudaRunner(const Rwkv7Model& m, Device device)
   }
   norm_ = DeviceLayerNorm(m.norm(), load);
   lm_head_ = DeviceLinear(m.lm_head(), load);
+  graphs_ = std::make_unique<StepGraphs>(device, cuda_graphs_enabled());
   synchronize(load.stream);
   if (rounded.tensors > 0)
     std::fprintf(stderr,
@@ -204,26 +215,38 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   keys.fused_l2norm = c.fused_l2norm;
   rwkv7_prepare_keys_cuda(keys, s);
 
-  // The wkv states: each sequence's slot (past its two shift rows) into a dense [S, H, K, V] and back.
+  // The wkv states: each sequence's slot past its two shift rows. A decode step updates them in place through the
+  // step's uploaded slots (ssm_state_indices; a pad's -1 is skipped, nothing is uploaded); a prefill step brings
+  // them into a dense [S, H, K, V] and back (the packed recurrence uploads the batch's cu_seqlens).
   const int64_t state = H * K * V;
   const int64_t pool_rows = batch.state_slots.empty()
                                 ? 0
                                 : int64_t(*std::max_element(batch.state_slots.begin(), batch.state_slots.end())) + 1;
-  TensorView slab = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, state});
-  slab.strides[0] = memory.state_stride;
-  const TensorView dense = scratch(kWkv, DType::f32, {S, state});
-  copy_rows_cuda({slab, dense, slots_, nullptr, S}, s);
+  const bool in_place = decodes_in_place(batch);
   Rwkv7Args args;
-  auto keyed = [&](const TensorView& t) { return device_view(d, t.data, DType::f32, {1, T, H, K}); };
+  const int64_t B = in_place ? S : 1, L = in_place ? 1 : T;
+  auto keyed = [&](const TensorView& t) { return device_view(d, t.data, DType::f32, {B, L, H, K}); };
   args.r = keyed(r), args.w = keyed(w), args.k = keyed(k), args.a = keyed(a_rec), args.b = keyed(a);
-  args.v = device_view(d, v.data, DType::f32, {1, T, H, V});
-  args.o = device_view(d, o.data, DType::f32, {1, T, H, V});
+  args.v = device_view(d, v.data, DType::f32, {B, L, H, V});
+  args.o = device_view(d, o.data, DType::f32, {B, L, H, V});
   args.scale = 1.f;
-  args.initial_state = args.final_state = device_view(d, dense.data, DType::f32, {S, H, K, V});
-  args.cu_seqlens = batch.cu_seqlens.data();
-  args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-  recurrent_rwkv7(args);  // on the current stream (s)
-  copy_rows_cuda({dense, slab, nullptr, slots_, S}, s);
+  if (in_place) {
+    TensorView pool = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, H, K, V});
+    pool.strides[0] = memory.state_stride;
+    args.initial_state = args.final_state = pool;
+    args.ssm_state_indices = slots_;
+    recurrent_rwkv7(args);  // on the current stream (s)
+  } else {
+    TensorView slab = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, state});
+    slab.strides[0] = memory.state_stride;
+    const TensorView dense = scratch(kWkv, DType::f32, {S, state});
+    copy_rows_cuda({slab, dense, slots_, nullptr, S}, s);
+    args.initial_state = args.final_state = device_view(d, dense.data, DType::f32, {S, H, K, V});
+    args.cu_seqlens = batch.cu_seqlens.data();
+    args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    recurrent_rwkv7(args);
+    copy_rows_cuda({dense, slab, nullptr, slots_, S}, s);
+  }
 
   Rwkv7Output out;
   out.o = o, out.r = r, out.k = k, out.v = v, out.g = g;
@@ -257,9 +280,26 @@ void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& 
   b.value.apply(hidden16, x, add_into, s);
 }
 
-TensorView Rwkv7CudaRunner::run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage) const {
+TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t> requested_rows,
+                                const CacheStorage& storage) const {
   const DeviceGuard guard(device_);
   const Stream s = current_stream();
+  // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph: a
+  // pad's state slot -1 is skipped by the token shift and the recurrence, and its logits row is left out of the
+  // view returned.
+  const Batch* stepped = &requested;
+  std::span<const int64_t> rows = requested_rows;
+  if (graphs_->enabled() && pads_to_bucket(requested, requested_rows)) {
+    const int64_t bucket = decode_bucket(requested.num_sequences());
+    if (bucket != requested.num_sequences()) {
+      pad_decode_batch(requested, bucket, padded_);
+      padded_rows_.resize(size_t(bucket));
+      std::iota(padded_rows_.begin(), padded_rows_.end(), int64_t(0));
+      stepped = &padded_;
+      rows = padded_rows_;
+    }
+  }
+  const Batch& batch = *stepped;
   const int64_t T = batch.num_tokens(), S = batch.num_sequences(), C = hidden_, R = int64_t(rows.size());
 
   // One copy up: tokens | seq_of | cu_seqlens | state_slots.
@@ -282,34 +322,65 @@ TensorView Rwkv7CudaRunner::run(const Batch& batch, std::span<const int64_t> row
   grow(logits_, size_t(R * vocab_) * 4);
   const TensorView x = device_view(device_, x_.data(), DType::f32, {T, C});
   const TensorView h = device_view(device_, h_.data(), DType::f32, {T, C});
-  if (T > 0) {
-    embed_.lookup(device_view(device_, const_cast<int32_t*>(meta), DType::i32, {T}), x, 1.f, /*check_ids=*/false, s);
-    for (size_t l = 0; l < blocks_.size(); ++l) {
-      const DeviceRwkv7Block& b = blocks_[l];
-      const LayerMemory memory = storage.layer(int64_t(l));
-      if (b.pre_norm) b.pre_norm->forward(x, x, s);  // the residual stream itself is normed
-      b.attn_norm.forward(x, h, s);
-      time_mix(b, memory, batch, h, x, s);
-      b.ffn_norm.forward(x, h, s);
-      channel_mix(b, memory, h, x, s);
+
+  // Everything the step launches, on stream `cs`: what a step graph captures and replays.
+  auto compute = [&](Stream cs) {
+    const StreamGuard on(cs);  // the recurrence launches on the current stream: a step graph's while capturing
+    if (T > 0) {
+      embed_.lookup(device_view(device_, const_cast<int32_t*>(meta), DType::i32, {T}), x, 1.f, /*check_ids=*/false,
+                    cs);
+      for (size_t l = 0; l < blocks_.size(); ++l) {
+        const DeviceRwkv7Block& b = blocks_[l];
+        const LayerMemory memory = storage.layer(int64_t(l));
+        if (b.pre_norm) b.pre_norm->forward(x, x, cs);  // the residual stream itself is normed
+        b.attn_norm.forward(x, h, cs);
+        time_mix(b, memory, batch, h, x, cs);
+        b.ffn_norm.forward(x, h, cs);
+        channel_mix(b, memory, h, x, cs);
+      }
     }
+    if (R == 0) return;
+    // Only the requested rows reach the final norm and the head, gathered by runs of consecutive rows.
+    const size_t row_bytes = size_t(C) * 4;
+    for (int64_t i = 0; i < R;) {
+      int64_t n = 1;
+      while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
+      copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_,
+                 x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes, device_, size_t(n) * row_bytes, cs);
+      i += n;
+    }
+    const TensorView picked = device_view(device_, picked_.data(), DType::f32, {R, C});
+    const TensorView normed = device_view(device_, picked_h_.data(), DType::f32, {R, C});
+    norm_.forward(picked, normed, cs);
+    lm_head_.apply(normed, device_view(device_, logits_.data(), DType::f32, {R, vocab_}), {}, cs);
+  };
+
+  // A decode step (every sequence one token: the recurrence in place, nothing uploaded inside the launches) goes
+  // through the step graphs; a prefill's recurrence uploads its cu_seqlens per call, so it launches as it is.
+  if (decodes_in_place(batch) && graphs_->enabled()) {
+    graphs_->run(step_signature(batch, rows, storage), compute, s);
+  } else {
+    compute(s);
   }
-  if (R == 0) return {};
-  // Only the requested rows reach the final norm and the head, gathered by runs of consecutive rows.
-  const size_t row_bytes = size_t(C) * 4;
-  for (int64_t i = 0; i < R;) {
-    int64_t n = 1;
-    while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
-    copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_,
-               x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes, device_, size_t(n) * row_bytes, s);
-    i += n;
+  const int64_t wanted = int64_t(requested_rows.size());
+  if (wanted == 0) return {};
+  return device_view(device_, logits_.data(), DType::f32, {wanted, vocab_});
+}
+
+std::vector<uint64_t> Rwkv7CudaRunner::step_signature(const Batch& batch, std::span<const int64_t> rows,
+                                                      const CacheStorage& storage) const {
+  auto ptr = [](const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+  std::vector<uint64_t> sig = {uint64_t(batch.num_tokens()), uint64_t(batch.num_sequences()), uint64_t(rows.size())};
+  sig.insert(sig.end(), rows.begin(), rows.end());
+  for (const DeviceBuffer* b : {&meta_, &x_, &h_, &v_first_, &picked_, &picked_h_, &logits_})
+    sig.push_back(ptr(b->data()));
+  sig.push_back(workspace_.generation());
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    const LayerMemory m = storage.layer(int64_t(l));
+    sig.push_back(ptr(m.states));
+    sig.push_back(uint64_t(m.state_stride));
   }
-  const TensorView picked = device_view(device_, picked_.data(), DType::f32, {R, C});
-  const TensorView normed = device_view(device_, picked_h_.data(), DType::f32, {R, C});
-  norm_.forward(picked, normed, s);
-  const TensorView logits = device_view(device_, logits_.data(), DType::f32, {R, vocab_});
-  lm_head_.apply(normed, logits, {}, s);
-  return logits;
+  return sig;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The decode-form kernels on states addressed in a pool (fla / vLLM's ssm_state_indices, conv_state_indices: the
-// GPU runner's decode steps, device_conv_state.h) under the CTA emulator: a one-token step per sequence whose
-// states are scattered, permuted rows of a slab with a row stride of its own (room before and after each state,
+// GPU runners' decode steps, device_conv_state.h, rwkv7_cuda_runner.cc) under the CTA emulator: a one-token step
+// per sequence whose states are scattered, permuted rows of a slab with a row stride of its own (room before and after each state,
 // as a pool slot's [conv tail | state] has), and padded batch rows (index -1). Against the dense CPU twins on the
 // same states gathered: the outputs and the named rows' new states; and bit for bit, every byte the step must not
 // touch: the other slots, the rest of each named slot, and the pads' outputs (NaN bytes, which stay NaN bytes).
@@ -30,6 +30,12 @@
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/mamba2/problem.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
+#include "kernels/linear/rwkv7/problem.h"
+#include "kernels/linear/rwkv7/rwkv7.h"
+#include "kernels/linear/rwkv7/rwkv7_testing.h"
 #include "kernels/linear/short_conv/conv_problem.h"
 #include "kernels/linear/short_conv/cuda/conv_update_cuda.h"
 #include "kernels/linear/short_conv/cuda/conv_update_kernel.cuh"
@@ -235,6 +241,94 @@ TEST(EmulatedPoolStates, DeltaRefusals) {
   // The chunked form takes dense states.
   a = args(true);
   EXPECT_THROW(chunk_delta_on_device(make_delta_problem(a, DeltaGate::head)), ArgumentError);
+}
+
+// ---- RWKV-7: rwkv7_recurrent_kernel.cuh ----
+
+// One decode step of index.size() sequences of H heads on pool slots `index` of a slab of `slots`, against the CPU
+// twin (recurrent_rwkv7) on the dense states.
+void check_rwkv7(int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& index, int64_t slots, DType dtype,
+                 uint64_t seed) {
+  const int64_t N = int64_t(index.size());
+  testing::Rwkv7Case c;
+  c.B = N, c.T = 1, c.H = H, c.K = K, c.V = V, c.dtype = dtype;
+  SCOPED_TRACE(c.label() + " slots=" + std::to_string(slots));
+  const testing::Rwkv7Inputs in(c, seed);
+  HostTensor o_ref(DType::f32, {N, 1, H, V}, 0, 0.f), s_ref(DType::f32, {N, H, K, V}, 0, 0.f);
+  Rwkv7Args a = in.args(c);
+  a.o = o_ref.view, a.final_state = s_ref.view;
+  recurrent_rwkv7(a);
+
+  Pool pool(slots, 3, H * K * V, 9, seed + 100);
+  pool.place(index, static_cast<const float*>(in.h0.view.data));
+  pool.upload();
+  const Indices idx(index);
+  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
+  const DeviceTensor r = dev(in.r), w = dev(in.w), k = dev(in.k), v = dev(in.v), ad = dev(in.a), bd = dev(in.b);
+  const DeviceTensor o(dtype, {N, 1, H, V}, 0);  // NaN bytes
+  a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
+  a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
+  a.o = on_gpu(o.device_view());
+  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, H, K, V}));
+  states.strides[0] = pool.stride();
+  a.initial_state = a.final_state = states;
+  a.ssm_state_indices = idx.data();
+  const Rwkv7Problem p = make_rwkv7_problem(a);
+  ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
+  const cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
+  ASSERT_FALSE(l.empty);
+  ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: nothing uploaded
+  cuda_emulation::seed_schedule(seed);
+  cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
+                         [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+  expect_rows(index, o, o_ref, H * V, dtype == DType::f32 ? 1e-4 : 1e-2);
+  pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
+}
+
+// Scattered, permuted slots with pads between and after them; RWKV-7's 64 x 64 heads, and K != V off the tiles
+// (a part-empty last warp and slice).
+TEST(EmulatedPoolStates, Rwkv7RecurrenceInPlace) {
+  check_rwkv7(2, 64, 64, {5, 0, -1, 9, 3, -1, -1, -1}, 11, DType::f32, 80);
+  check_rwkv7(1, 48, 100, {2}, 3, DType::f32, 81);
+  check_rwkv7(3, 40, 36, {1, -1, 4, 0}, 6, DType::bf16, 82);
+}
+
+// What make_rwkv7_problem refuses with pool states, by name; the CPU entries take dense states.
+TEST(EmulatedPoolStates, Rwkv7Refusals) {
+  testing::Rwkv7Case c;
+  c.B = 2, c.T = 1, c.H = 2, c.K = 16, c.V = 16;
+  const testing::Rwkv7Inputs in(c, 3);
+  HostTensor o(DType::f32, {2, 1, 2, 16}, 0, 0.f), pool(DType::f32, {4, 2, 16, 16}, 4);
+  const std::vector<int32_t> index{3, 1};
+  auto args = [&](bool gpu) {
+    Rwkv7Args a = in.args(c);
+    a.o = o.view;
+    a.initial_state = a.final_state = pool.view;
+    a.ssm_state_indices = index.data();
+    if (gpu)
+      for (TensorView* t : {&a.r, &a.w, &a.k, &a.v, &a.a, &a.b, &a.o, &a.initial_state, &a.final_state})
+        t->device = Device::cuda();
+    return a;
+  };
+  auto refused = [](auto&& call, const std::string& name) {
+    try {
+      call();
+    } catch (const ArgumentError& e) {
+      return std::string(e.what()).find(name) != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_NO_THROW(make_rwkv7_problem(args(true)));
+  EXPECT_TRUE(refused([&] { recurrent_rwkv7(args(false)); }, "ssm_state_indices"));
+  EXPECT_TRUE(refused([&] { chunk_rwkv7(args(false)); }, "ssm_state_indices"));
+  EXPECT_TRUE(refused([&] { rwkv7_reference(args(false)); }, "ssm_state_indices"));
+  Rwkv7Args a = args(true);
+  a.final_state = o.view;
+  a.final_state.device = Device::cuda();
+  EXPECT_TRUE(refused([&] { make_rwkv7_problem(a); }, "final_state"));  // not the pool updated in place
+  a = args(true);
+  a.initial_state.strides[0] = a.final_state.strides[0] = 2 * 16 * 16 - 1;  // rows overlapping
+  EXPECT_TRUE(refused([&] { make_rwkv7_problem(a); }, "final_state"));
 }
 
 // ---- Short convolution's decode step: conv_update_kernel.cuh ----

@@ -77,7 +77,8 @@ TEST(EmulatedRwkv7Step, LayerNormMatchesTheCpus) {
   check_layer_norm(3, 3, 17, true, true, 1);     // odd group widths
 }
 
-// A ragged batch of `lens` sequences at pool slots `slots` (shift rows `stride` floats apart, the row at `offset`).
+// A ragged batch of `lens` sequences at pool slots `slots` (-1: a pad; shift rows `stride` floats apart, the row
+// at `offset`).
 void check_shift(const std::vector<int32_t>& lens, const std::vector<int32_t>& slots, int64_t C, int M,
                  int64_t stride, int64_t offset, unsigned blocks) {
   SCOPED_TRACE("C " + std::to_string(C) + " M " + std::to_string(M) + " seqs " + std::to_string(lens.size()));
@@ -103,8 +104,11 @@ void check_shift(const std::vector<int32_t>& lens, const std::vector<int32_t>& s
   // The CPU: deltas from rwkv7_token_shift over a host copy of the pool, then the lerps as the time mix takes them.
   const std::vector<float> xh = values(x), mh = values(mixes);
   std::vector<float> pool_h = values(pool), delta(size_t(T * C));
-  rwkv7_token_shift(xh.data(), batch, C, [&](int64_t s) { return pool_h.data() + slots[size_t(s)] * stride + offset; },
-                    delta.data());
+  // A pad (slot -1) shifts in zeros of its own and leaves the pool alone.
+  std::vector<std::vector<float>> pad_rows(size_t(S), std::vector<float>(size_t(C), 0.f));
+  rwkv7_token_shift(xh.data(), batch, C, [&](int64_t s) {
+    return slots[size_t(s)] < 0 ? pad_rows[size_t(s)].data() : pool_h.data() + slots[size_t(s)] * stride + offset;
+  }, delta.data());
 
   const Rwkv7ShiftParams p{x.device_ptr<const float>(), pool.device_ptr<float>() + offset, stride, slots_d,
                            seq_of_d, cu_d, mixes.device_ptr<const float>(), out.device_ptr<__nv_bfloat16>(), T, C, M};
@@ -124,6 +128,7 @@ TEST(EmulatedRwkv7Step, TokenShiftMatchesTheCpus) {
   check_shift({5, 1, 0, 9}, {3, 0, 5, 1}, 48, 6, 130, 0, 2);
   check_shift({1, 1, 1}, {2, 0, 1}, 33, 1, 80, 40, 1);   // decode: the channel mix's shift row past the time mix's
   check_shift({300}, {0}, 16, 1, 40, 16, 3);             // one long sequence: 4800 values over 768 threads
+  check_shift({1, 1, 1, 1}, {1, -1, 0, -1}, 40, 6, 90, 0, 1);  // a decode step padded to a bucket (pads' slot -1)
 }
 
 TEST(EmulatedRwkv7Step, ActivationsMatchTheCpus) {

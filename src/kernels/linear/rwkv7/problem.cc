@@ -1,11 +1,37 @@
 #include "kernels/linear/rwkv7/problem.h"
 
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
 #include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
+namespace {
+
+std::string str(int64_t x) { return std::to_string(x); }
+
+// ssm_state_indices: one pool tensor as initial_state and final_state, [slots, H, K, V] with a row stride of its
+// own, on a device (the CPU entries take dense states).
+void require_pool_states(const Rwkv7Args& a, Rwkv7Problem& p) {
+  require(!p.device.is_cpu(), "ssm_state_indices", "addresses device states only (the CUDA recurrence)");
+  const TensorView& s = a.final_state;
+  require(!s.empty() && a.initial_state.data == s.data, "final_state",
+          "with ssm_state_indices must be initial_state (the pool's states, updated in place)");
+  if (s.dtype != DType::f32) throw DTypeError(std::string("final_state: expected float32, got ") + dtype_name(s.dtype));
+  require(s.ndim == 4 && s.shape[1] == p.H && s.shape[2] == p.K && s.shape[3] == p.V, "final_state",
+          "expected [slots, " + str(p.H) + ", " + str(p.K) + ", " + str(p.V) + "], got " + s.shape_str());
+  require(s.strides[3] == 1 && s.strides[2] == p.V && s.strides[1] == p.K * p.V && s.strides[0] >= p.H * p.K * p.V,
+          "final_state", "needs contiguous [H, K, V] rows, one pool row apart");
+  require(a.initial_state.ndim == 4 && a.initial_state.strides[0] == s.strides[0], "initial_state",
+          "must have final_state's shape and row stride");
+  p.h0 = a.initial_state.ptr<const float>();
+  p.ht = s.ptr<float>();
+  p.state_indices = a.ssm_state_indices;
+  p.state_stride = s.strides[0];
+}
+
+}  // namespace
 
 void require_rwkv7_host(const Rwkv7Args& a, const char* entry) {
   ssm::require_host_entry({{&a.r, "r"}, {&a.w, "w"}, {&a.k, "k"}, {&a.v, "v"}, {&a.a, "a"}, {&a.b, "b"},
@@ -33,11 +59,14 @@ Rwkv7Problem make_rwkv7_problem(const Rwkv7Args& a) {
   ssm::require_float_tensor(a.o, "o", {p.batch, p.T, p.H, p.V}, any);
   require(std::isfinite(a.scale), "scale", "must be finite");
   p.seqs = make_sequence_spans(p.batch, p.T, a.cu_seqlens, a.cu_seqlens_len);
-  if (!a.initial_state.empty()) {
+  p.state_stride = p.H * p.K * p.V;
+  if (a.ssm_state_indices) {
+    require_pool_states(a, p);
+  } else if (!a.initial_state.empty()) {
     ssm::require_f32_tensor(a.initial_state, "initial_state", {p.seqs.count(), p.H, p.K, p.V}, any);
     p.h0 = a.initial_state.ptr<float>();
   }
-  if (!a.final_state.empty()) {
+  if (!a.final_state.empty() && !a.ssm_state_indices) {
     ssm::require_f32_tensor(a.final_state, "final_state", {p.seqs.count(), p.H, p.K, p.V}, any);
     p.ht = a.final_state.ptr<float>();
   }

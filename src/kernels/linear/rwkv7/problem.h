@@ -14,8 +14,10 @@ struct Rwkv7Problem {
   const void *r = nullptr, *w = nullptr, *k = nullptr, *v = nullptr, *a = nullptr, *b = nullptr;
   DType r_dtype{}, w_dtype{}, k_dtype{}, v_dtype{}, a_dtype{}, b_dtype{};
   float scale = 1.f;
-  const float* h0 = nullptr;
+  const float* h0 = nullptr;  // [Nseq, H, K, V], or the pool's rows with state_indices
   float* ht = nullptr;
+  const int32_t* state_indices = nullptr;  // Rwkv7Args::ssm_state_indices (device memory), or null: row n
+  int64_t state_stride = 0;                // floats from one state row to the next (H K V when dense)
   void* o = nullptr;
   DType o_dtype{};
 };

@@ -21,6 +21,11 @@ struct Rwkv7Args {
   TensorView o;              // [B, T, H, V]
   const int32_t* cu_seqlens = nullptr;
   int64_t cu_seqlens_len = 0;
+  // States addressed in a pool (fla / vLLM's ssm_state_indices, as DeltaArgs): int32 [Nseq] on the states'
+  // device, sequence n's row of initial_state / final_state, which are then [slots, H, K, V] with any row stride
+  // (the pool's slot stride; the rest contiguous) and must be the same tensor. A negative index skips the
+  // sequence: neither its state nor its o is touched (a padded batch row). The recurrent entry on a device only.
+  const int32_t* ssm_state_indices = nullptr;
 };
 
 // Token by token, O(1) state per step (prefill and decode). Runs where the tensors live (all on r's device): the

@@ -49,6 +49,8 @@ RecurrentLaunch plan_rwkv7_recurrent(const Rwkv7Problem& p) {
   params.v_t = elem_of(p.v_dtype), params.a_t = elem_of(p.a_dtype), params.b_t = elem_of(p.b_dtype);
   params.o_t = elem_of(p.o_dtype);
   params.initial_state = p.h0, params.final_state = p.ht;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_stride;
   params.T = p.T;
   params.H = int(p.H), params.K = int(p.K), params.V = int(p.V);
   params.slices = int((p.V + kCols - 1) / kCols);

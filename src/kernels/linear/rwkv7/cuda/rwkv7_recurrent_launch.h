@@ -30,6 +30,8 @@ struct Params {
   Elem r_t, w_t, k_t, v_t, a_t, b_t, o_t;
   const float* initial_state;  // [N, H, K, V]; null: zeros
   float* final_state;          // [N, H, K, V]; null: not written; may be initial_state
+  const int32_t* state_indices;  // sequence n's state row (negative: skip the sequence); null: row n
+  int64_t state_stride;          // floats between state rows
   const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
   int64_t T;
   int H, K, V;
