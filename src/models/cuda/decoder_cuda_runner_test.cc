@@ -456,8 +456,10 @@ TEST(DecoderCudaRunner, DenseFamilyGraphReplaysMatchStepsLaunchedOneByOne) {
 
 // The recurrent mixers' decode in place in the pool's slots inside graphs, against the same steps launched kernel
 // by kernel and the CPU: Gated DeltaNet beside attention (Qwen3-Next), KDA (Kimi Linear), the short conv (LFM2),
-// Mamba-2 (Nemotron-H), Mamba-1 with an MoE (Jamba) and Falcon-H1's parallel attention + Mamba-2. The three-sequence
-// steps are padded to four on the graphs' side: a pad that wrote any real slot would show in the later steps.
+// Mamba-2 (Nemotron-H), Mamba-1 with an MoE (Jamba), Falcon-H1's parallel attention + Mamba-2 and MiniMax's
+// lightning attention (simple GLA in the pool's slots) beside softmax attention, an MoE and postnorm residuals. The
+// three-sequence steps are padded to four on the graphs' side: a pad that wrote any real slot would show in the later
+// steps.
 TEST(DecoderCudaRunner, HybridGraphReplaysMatchStepsLaunchedOneByOne) {
   REQUIRE_GPU();
   {
@@ -489,6 +491,11 @@ TEST(DecoderCudaRunner, HybridGraphReplaysMatchStepsLaunchedOneByOne) {
     ScratchDir dir;
     write_tiny_falcon_h1(dir, {});
     expect_replays_match_launches(dir.str(), TinyDecoder{.seed = 76}, "Falcon-H1");
+  }
+  {
+    ScratchDir dir;
+    testing::write_tiny_minimax(dir, 77);
+    expect_replays_match_launches(dir.str(), TinyDecoder{.seed = 77}, "MiniMax");
   }
 }
 

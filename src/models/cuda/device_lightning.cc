@@ -31,10 +31,10 @@ class DeviceLightning final : public DeviceMixer {
         norm_w_(upload_f32(m.norm_weight(), load)),
         log_decay_(upload_f32(m.log_decay(), load)) {}
 
+  bool replayable() const override { return true; }
+
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
-    const Batch& batch = *step.batch;
     const int64_t T = step.num_tokens, H = c_.heads, D = c_.head_dim, inner = c_.inner();
-    const int64_t S = batch.num_sequences();
     const Stream s = step.stream;
     auto scratch = [&](Slot slot, int64_t rows, int64_t cols) { return workspace_f32(step, slot, rows, cols); };
 
@@ -48,30 +48,8 @@ class DeviceLightning final : public DeviceMixer {
     copy_rows_cuda({column_slice(rows, D, D), k, nullptr, nullptr, T * H}, s);
     copy_rows_cuda({column_slice(rows, 2 * D, D), v, nullptr, nullptr, T * H}, s);
 
-    // The sequences' states from their pool slots (a fresh one zeroed by the pool, a prefix hit's restored).
-    const LayerMemory memory = step.storage->layer(layer);
-    const std::vector<int32_t>& slots = batch.state_slots;
-    const int64_t slab_rows = slots.empty() ? 0 : int64_t(*std::max_element(slots.begin(), slots.end())) + 1;
-    TensorView slab = step.view(memory.states, DType::f32, {slab_rows, H * D * D});
-    slab.strides[0] = memory.state_stride;
-    const TensorView state = scratch(kState, S, H * D * D);
-    copy_rows_cuda({slab, state, step.state_slots(), nullptr, S}, s);
-
     const TensorView o = scratch(kO, T, inner);
-    GlaOptions opts;
-    opts.scale = 1.f;  // MiniMax does not scale the queries
-    opts.initial_state = opts.final_state = step.view(state.data, DType::f32, {S, H, D, D});
-    opts.cu_seqlens = batch.cu_seqlens.data();
-    opts.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    opts.check_values = false;  // the layer's own decays (finite, <= 0 by construction): no device scan
-    auto view = [&](const TensorView& t) { return step.view(t.data, DType::f32, {1, T, H, D}); };
-    const TensorView g_gamma = step.view(log_decay_.data(), DType::f32, {H});
-    // As the CPU mixer: single tokens (decode) and the forced recurrent mode take the recurrence.
-    if (longest_sequence(batch) == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
-      recurrent_simple_gla(view(q), view(k), view(v), TensorView{}, g_gamma, view(o), opts);
-    else
-      chunk_simple_gla(view(q), view(k), view(v), TensorView{}, g_gamma, view(o), opts);
-    copy_rows_cuda({state, slab, nullptr, step.state_slots(), S}, s);
+    scan(step, layer, q, k, v, o);
 
     // The norm over all heads' features, then the sigmoid gate of the block's input, then out_proj.
     RmsNormCudaOptions no;
@@ -86,6 +64,52 @@ class DeviceLightning final : public DeviceMixer {
   }
 
  private:
+  // Simple GLA with the per-head constant decay (g_gamma = -slope, scale 1) over the batch's q, k, v, each
+  // [T * H, D]: a decode step in place in the pool's slots (the step's uploaded slot indices, pads -1 skipped),
+  // else the packed recurrence or chunked form on the states gathered from the slots and scattered back.
+  void scan(const DeviceStep& step, int64_t layer, const TensorView& q, const TensorView& k, const TensorView& v,
+            const TensorView& o) const {
+    const StreamGuard on(step.stream);  // the entries launch on the current stream: a step graph's while capturing
+    const Batch& batch = *step.batch;
+    const int64_t T = step.num_tokens, H = c_.heads, D = c_.head_dim, S = batch.num_sequences();
+    const LayerMemory memory = step.storage->layer(layer);
+    const std::vector<int32_t>& slots = batch.state_slots;
+    // The slab as rows of state_stride floats, as many as the highest slot the batch names.
+    const int64_t slab_rows =
+        slots.empty() ? 0 : std::max<int64_t>(int64_t(*std::max_element(slots.begin(), slots.end())) + 1, 0);
+    GlaOptions opts;
+    opts.scale = 1.f;  // MiniMax does not scale the queries
+    opts.check_values = false;  // the layer's own decays (finite, <= 0 by construction): no device scan
+    const TensorView g_gamma = step.view(log_decay_.data(), DType::f32, {H});
+    if (decodes_in_place(batch)) {
+      // A padded batch of S one-token sequences (no offsets to upload), each state read and written once in its
+      // pool row; g_gamma is already on the device, so the launch uploads nothing.
+      TensorView pool = step.view(memory.states, DType::f32, {slab_rows, H, D, D});
+      pool.strides[0] = memory.state_stride;
+      opts.initial_state = opts.final_state = pool;
+      opts.ssm_state_indices = step.state_slots();
+      auto per_sequence = [&](const TensorView& t) { return step.view(t.data, DType::f32, {S, 1, H, D}); };
+      recurrent_simple_gla(per_sequence(q), per_sequence(k), per_sequence(v), TensorView{}, g_gamma,
+                           per_sequence(o), opts);
+      return;
+    }
+    // The sequences' states from their pool slots (a fresh one zeroed by the pool, a prefix hit's restored).
+    TensorView slab = step.view(memory.states, DType::f32, {slab_rows, H * D * D});
+    slab.strides[0] = memory.state_stride;
+    const TensorView state = workspace_f32(step, kState, S, H * D * D);
+    copy_rows_cuda({slab, state, step.state_slots(), nullptr, S}, step.stream);
+    opts.initial_state = opts.final_state = step.view(state.data, DType::f32, {S, H, D, D});
+    opts.cu_seqlens = batch.cu_seqlens.data();
+    opts.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
+    auto view = [&](const TensorView& t) { return step.view(t.data, DType::f32, {1, T, H, D}); };
+    // As the CPU mixer: single tokens and the forced recurrent mode take the recurrence.
+    if (longest_sequence(batch) == 1 || linear_prefill_mode() == LinearPrefillMode::recurrent)
+      recurrent_simple_gla(view(q), view(k), view(v), TensorView{}, g_gamma, view(o), opts);
+    else
+      chunk_simple_gla(view(q), view(k), view(v), TensorView{}, g_gamma, view(o), opts);
+    copy_rows_cuda({state, slab, nullptr, step.state_slots(), S}, step.stream);
+  }
+
   LightningAttentionConfig c_;
   DeviceLinear qkv_, gate_, out_;
   DeviceBuffer norm_w_, log_decay_;

@@ -1,13 +1,15 @@
 // The decode-form kernels on states addressed in a pool (fla / vLLM's ssm_state_indices, conv_state_indices: the
-// GPU runners' decode steps, device_conv_state.h, rwkv7_cuda_runner.cc) under the CTA emulator: a one-token step
-// per sequence whose states are scattered, permuted rows of a slab with a row stride of its own (room before and after each state,
-// as a pool slot's [conv tail | state] has), and padded batch rows (index -1). Against the dense CPU twins on the
-// same states gathered: the outputs and the named rows' new states; and bit for bit, every byte the step must not
-// touch: the other slots, the rest of each named slot, and the pads' outputs (NaN bytes, which stay NaN bytes).
+// GPU runners' decode steps, device_conv_state.h, device_lightning.cc, rwkv7_cuda_runner.cc) under the CTA
+// emulator: a one-token step per sequence whose states are scattered, permuted rows of a slab with a row stride of
+// its own (room before and after each state, as a pool slot's [conv tail | state] has), and padded batch rows
+// (index -1). Against the dense CPU twins on the same states gathered: the outputs and the named rows' new states;
+// and bit for bit, every byte the step must not touch: the other slots, the rest of each named slot, and the pads'
+// outputs (NaN bytes, which stay NaN bytes).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,8 +18,13 @@
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
 #include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
+#include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
+#include "kernels/linear/common/cuda/gla_recurrent_kernel.cuh"
+#include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 #include "kernels/linear/common/delta_problem.h"
 #include "kernels/linear/common/delta_testing.h"
+#include "kernels/linear/common/gla_problem.h"
+#include "kernels/linear/common/gla_testing.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
@@ -329,6 +336,136 @@ TEST(EmulatedPoolStates, Rwkv7Refusals) {
   a = args(true);
   a.initial_state.strides[0] = a.final_state.strides[0] = 2 * 16 * 16 - 1;  // rows overlapping
   EXPECT_TRUE(refused([&] { make_rwkv7_problem(a); }, "final_state"));
+}
+
+// ---- Gated linear recurrence (MiniMax's lightning attention, simple GLA, GLA): gla_recurrent_kernel.cuh ----
+
+template <GateKind kGate>
+void launch_gla(const cuda_gla::RecurrentLaunch& l) {
+  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
+                         [&](unsigned char*) { cuda_gla::gla_recurrent_cta<kGate>(l.params); });
+}
+
+// One decode step of index.size() sequences of family case `shape` (B, T = 1 set here) on pool slots `index` of
+// a slab of `slots`, every tensor (a device g_gamma included, as the runner's) on the device.
+void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots, uint64_t seed) {
+  const int64_t N = int64_t(index.size());
+  c.B = N, c.T = 1, c.initial_state = true;
+  SCOPED_TRACE(c.label() + " slots=" + std::to_string(slots));
+  const GlaInputs in(c, seed);
+  HostTensor o_ref(DType::f32, {N, 1, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {N, c.HV, c.K, c.V}, 0, 0.f);
+  testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref));
+
+  Pool pool(slots, 5, c.HV * c.K * c.V, 11, seed + 100);
+  pool.place(index, static_cast<const float*>(in.init.view.data));
+  pool.upload();
+  const Indices idx(index);
+  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
+  const DeviceTensor q = dev(in.q), k = dev(in.k), v = dev(in.v), g = dev(in.g), g_gamma = dev(in.g_gamma);
+  const DeviceTensor o(c.out_dtype, {N, 1, c.HV, c.V}, 0);  // NaN bytes
+  HostTensor unused(DType::f32, {1}, 0, 0.f);
+  testing::GlaEntryArgs a = in.args(c, unused, nullptr);
+  a.q = on_gpu(q.device_view()), a.k = on_gpu(k.device_view()), a.v = on_gpu(v.device_view());
+  a.o = on_gpu(o.device_view());
+  if (!a.g.empty()) a.g = on_gpu(g.device_view());
+  if (!a.g_gamma.empty()) a.g_gamma = on_gpu(g_gamma.device_view());
+  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.HV, c.K, c.V}));
+  states.strides[0] = pool.stride();
+  a.opts.initial_state = a.opts.final_state = states;
+  a.opts.ssm_state_indices = idx.data();
+  a.opts.check_values = false;
+  std::vector<float> retention_gamma;
+  const GlaProblem p = testing::gla_family_problem(c.family, a, retention_gamma);
+  ASSERT_NO_THROW(check_cuda_gla_recurrent(p));
+  cuda_gla::RecurrentLaunch l = cuda_gla::plan_gla_recurrent(p);
+  ASSERT_FALSE(l.empty);
+  ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: no offsets to upload
+  // Retention's host decays are the launcher's one upload (the runner's lightning passes a device g_gamma).
+  std::optional<DeviceMemory> gamma;
+  if (!l.gamma.empty()) {
+    gamma.emplace(l.gamma.size() * sizeof(float));
+    std::memcpy(gamma->data(), l.gamma.data(), gamma->size());
+    l.params.g_gamma = reinterpret_cast<const float*>(gamma->data());
+  }
+  cuda_emulation::seed_schedule(seed);
+  switch (l.gate) {
+    case GateKind::none: launch_gla<GateKind::none>(l); break;
+    case GateKind::scalar: launch_gla<GateKind::scalar>(l); break;
+    case GateKind::channel: launch_gla<GateKind::channel>(l); break;
+  }
+  expect_rows(index, o, o_ref, c.HV * c.V, c.out_dtype == DType::f32 ? 1e-4 : 1e-2);
+  pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
+}
+
+// Every family but the normalised linear attention (its z is not pool-addressed), scattered permuted slots with
+// pads between and after them; V = 100 (a part-empty last slice), K = 96 (three warps), HV = 2H, bf16 in and out.
+TEST(EmulatedPoolStates, GlaRecurrenceInPlace) {
+  auto shape = [](int64_t H, int64_t HV, int64_t K, int64_t V, DType dtype) {
+    GlaDeviceCase c;
+    c.H = H, c.HV = HV, c.K = K, c.V = V, c.dtype = c.out_dtype = dtype;
+    return c;
+  };
+  uint64_t seed = 80;
+  const std::vector<testing::GlaLinearVariant> unnormalised{{FeatureMap::relu, false}};
+  for (const GlaDeviceCase& c : testing::gla_family_cases(shape(2, 2, 48, 100, DType::f32), unnormalised))
+    check_gla(c, {5, 0, -1, 9, 3, -1, -1, -1}, 11, seed++);
+  for (const GlaDeviceCase& c : testing::gla_family_cases(shape(1, 2, 96, 32, DType::bf16), {}))
+    check_gla(c, {1, -1, 4, 0}, 6, seed++);
+  // MiniMax's lightning attention: g_gamma alone, K = V = head_dim, one sequence in the pool's only slot.
+  GlaDeviceCase lightning = shape(4, 4, 64, 64, DType::f32);
+  lightning.family = GlaFamily::simple_gla, lightning.g_gamma = true, lightning.data_gate = false;
+  check_gla(lightning, {0}, 1, seed++);
+  check_gla(lightning, {2, -1}, 3, seed++);
+}
+
+// What make_gla_problem and the entries refuse with pool states, by name.
+TEST(EmulatedPoolStates, GlaRefusals) {
+  GlaDeviceCase c;
+  c.family = GlaFamily::simple_gla, c.B = 2, c.T = 1, c.H = 1, c.HV = 1, c.K = 16, c.V = 16, c.initial_state = true;
+  const GlaInputs in(c, 3);
+  HostTensor o(DType::f32, {2, 1, 1, 16}, 0, 0.f), pool(DType::f32, {4, 1, 16, 16}, 4);
+  const std::vector<int32_t> index{3, 1};
+  auto args = [&](bool gpu) {
+    testing::GlaEntryArgs a = in.args(c, o, nullptr);
+    a.opts.initial_state = a.opts.final_state = pool.view;
+    a.opts.ssm_state_indices = index.data();
+    if (gpu)
+      for (TensorView* t : {&a.q, &a.k, &a.v, &a.g, &a.o, &a.opts.initial_state, &a.opts.final_state})
+        t->device = Device::cuda();
+    return a;
+  };
+  auto refused = [](auto&& call, const std::string& name) {
+    try {
+      call();
+    } catch (const ArgumentError& e) {
+      return std::string(e.what()).find(name) != std::string::npos;
+    }
+    return false;
+  };
+  auto problem = [](const testing::GlaEntryArgs& a) {
+    return make_gla_problem(a.q, a.k, a.v, a.g, GateKind::scalar, TensorView{}, a.o, a.opts);
+  };
+  EXPECT_NO_THROW(problem(args(true)));
+  // Host states: the CPU entries take dense ones.
+  EXPECT_TRUE(refused([&] { recurrent_simple_gla(in.q.view, in.k.view, in.v.view, in.g.view, TensorView{}, o.view,
+                                                 args(false).opts); }, "ssm_state_indices"));
+  testing::GlaEntryArgs a = args(true);
+  a.opts.final_state = o.view;
+  a.opts.final_state.device = Device::cuda();
+  EXPECT_TRUE(refused([&] { problem(a); }, "final_state"));  // not the pool updated in place
+  a = args(true);
+  a.opts.initial_state.strides[0] = a.opts.final_state.strides[0] = 16 * 16 - 1;  // rows overlapping
+  EXPECT_TRUE(refused([&] { problem(a); }, "final_state"));
+  // The chunked form and the reference take dense states; the normaliser's z is not addressed.
+  a = args(true);
+  EXPECT_TRUE(refused([&] { run_gla(problem(a), GlaPath::chunk, "chunk_simple_gla"); }, "ssm_state_indices"));
+  EXPECT_TRUE(refused([&] { run_gla(problem(a), GlaPath::reference, "simple_gla_reference"); }, "ssm_state_indices"));
+  EXPECT_TRUE(refused(
+      [&] {
+        GlaProblem p = make_gla_problem(a.q, a.k, a.v, TensorView{}, GateKind::none, TensorView{}, a.o, a.opts);
+        set_gla_normalizer(p, TensorView{}, TensorView{});
+      },
+      "ssm_state_indices"));
 }
 
 // ---- Short convolution's decode step: conv_update_kernel.cuh ----

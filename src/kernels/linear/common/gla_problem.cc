@@ -41,6 +41,27 @@ void require_device(const TensorView& t, const char* name, Device device) {
     require(t.device == device, name, [&] { return "lives on " + t.device.str() + ", q on " + device.str(); });
 }
 
+// ssm_state_indices: one pool tensor as initial_state and final_state, [slots, HV, K, V] with a row stride of
+// its own, on a device (the CPU entries take dense states).
+void require_pool_states(const GlaOptions& opts, GlaProblem& p) {
+  require(!p.device.is_cpu(), "ssm_state_indices", "addresses device states only (the CUDA recurrence)");
+  const TensorView& s = opts.final_state;
+  require(!s.empty() && opts.initial_state.data == s.data, "final_state",
+          "with ssm_state_indices must be initial_state (the pool's states, updated in place)");
+  require_f32(s, "final_state");
+  const std::string hkv = std::to_string(p.HV) + ", " + std::to_string(p.K) + ", " + std::to_string(p.V);
+  require(s.ndim == 4 && s.shape[1] == p.HV && s.shape[2] == p.K && s.shape[3] == p.V, "final_state",
+          "expected [slots, " + hkv + "], got " + s.shape_str());
+  require(s.strides[3] == 1 && s.strides[2] == p.V && s.strides[1] == p.K * p.V && s.strides[0] >= p.HV * p.K * p.V,
+          "final_state", "needs contiguous [HV, K, V] rows, one pool row apart");
+  require(opts.initial_state.ndim == 4 && opts.initial_state.strides[0] == s.strides[0], "initial_state",
+          "must have final_state's shape and row stride");
+  p.initial_state = opts.initial_state.ptr<float>();
+  p.final_state = s.ptr<float>();
+  p.state_indices = opts.ssm_state_indices;
+  p.state_stride = s.strides[0];
+}
+
 }  // namespace
 
 void require_gla_host(const GlaProblem& p, const char* entry) {
@@ -119,12 +140,15 @@ GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const Tens
 
   p.scale = opts.scale ? *opts.scale : float(1.0 / std::sqrt(double(p.K)));
   require(std::isfinite(p.scale), "scale", "must be finite");
-  if (!opts.initial_state.empty()) {
+  p.state_stride = p.HV * p.K * p.V;
+  if (opts.ssm_state_indices) {
+    require_pool_states(opts, p);
+  } else if (!opts.initial_state.empty()) {
     require_f32(opts.initial_state, "initial_state");
     require_shape(opts.initial_state, "initial_state", {N, p.HV, p.K, p.V});
     p.initial_state = opts.initial_state.ptr<float>();
   }
-  if (!opts.final_state.empty()) {
+  if (!opts.final_state.empty() && !opts.ssm_state_indices) {
     require_f32(opts.final_state, "final_state");
     require_shape(opts.final_state, "final_state", {N, p.HV, p.K, p.V});
     p.final_state = opts.final_state.ptr<float>();
@@ -136,6 +160,8 @@ GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const Tens
 }
 
 void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const TensorView& final_z) {
+  // z is per (sequence, key head) in its own dense tensor: a pool row for it is not addressed.
+  require(!p.state_indices, "ssm_state_indices", "does not address the normaliser's z (normalize)");
   p.normalize = true;
   const int64_t N = p.seqs.count();
   require_device(initial_z, "initial_z", p.device);
@@ -153,6 +179,9 @@ void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const Tensor
 }
 
 void run_gla(const GlaProblem& p, GlaPath path, const char* entry) {
+  require(!p.state_indices || path == GlaPath::recurrent, "ssm_state_indices", [&] {
+    return std::string("addresses the recurrent form's states only, not ") + entry + "'s";
+  });
   if (!p.device.is_cpu() && path == GlaPath::recurrent) return gated_linear_recurrent_on_device(p);
   if (!p.device.is_cpu() && path == GlaPath::chunk) return gated_linear_chunk_on_device(p);
   require_gla_host(p, entry);

@@ -27,6 +27,12 @@ struct GlaOptions {
   TensorView final_state;            // [N, HV, K, V] f32, may be empty (not written)
   const int32_t* cu_seqlens = nullptr;  // [N + 1] token offsets of packed sequences (B must be 1)
   int64_t cu_seqlens_len = 0;
+  // States addressed in a pool (fla / vLLM's ssm_state_indices, as DeltaArgs'): int32 [N] on the states' device,
+  // sequence n's row of initial_state / final_state, which are then [slots, HV, K, V] with any row stride (the
+  // pool's slot stride; the rest contiguous) and must be the same tensor. A negative index skips the sequence:
+  // neither its state nor its o is touched (a padded batch row). The CUDA recurrent form only, without the
+  // normaliser: each state is read and written once in its pool row, with no gather or scatter.
+  const int32_t* ssm_state_indices = nullptr;
   int64_t chunk_size = 64;           // chunked kernels: 16, 32, 64 or 128
   // false skips the device scan of a device-resident g_gamma (finite, <= 0), the group's only value scan: on a
   // GPU it waits for the device, which a decode step should not. Host g_gamma is always checked (it is tiny).
@@ -56,8 +62,10 @@ struct GlaProblem {
   FeatureMap feature_map = FeatureMap::identity;
   bool normalize = false;
 
-  const float* initial_state = nullptr;  // [N, HV, K, V]
+  const float* initial_state = nullptr;  // [N, HV, K, V], or the pool's rows with state_indices
   float* final_state = nullptr;
+  const int32_t* state_indices = nullptr;  // GlaOptions::ssm_state_indices (device memory), or null: row n
+  int64_t state_stride = 0;                // floats from one state row to the next (HV K V when dense)
   const float* initial_z = nullptr;      // [N, 1, H, K] (normalize only)
   float* final_z = nullptr;
 

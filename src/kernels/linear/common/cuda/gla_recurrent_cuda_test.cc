@@ -17,6 +17,7 @@
 #include "kernels/linear/common/cuda/gla_device_testing.h"
 #include "kernels/linear/common/gla_testing.h"
 #include "testing/device_test_util.h"
+#include "testing/pool_slots_testing.h"
 
 namespace attnzoo {
 namespace {
@@ -148,6 +149,45 @@ TEST(CudaGlaRecurrent, ScansADeviceGamma) {
   a.opts.check_values = false;
   EXPECT_NO_THROW(testing::run_gla_entry(c.family, GlaPath::recurrent, a));
   synchronize(current_stream());
+}
+
+// One decode step on states in a pool (ssm_state_indices, the GPU runner's lightning decode): scattered, permuted
+// slots of a slab whose rows hold more than the state, and pads (-1), for every family but the normalised linear
+// attention, against the reference on the same states gathered (testing/pool_slots_testing.h's checks: nothing
+// else of the slab touched, the pads' outputs unwritten).
+TEST(CudaGlaRecurrent, MatchesDecodeStepOnPoolSlots) {
+  REQUIRE_GPU();
+  GlaDeviceCase shape{.B = 8, .T = 1, .H = 2, .HV = 4, .K = 128, .V = 96, .initial_state = true};
+  uint64_t seed = 7;
+  for (const GlaDeviceCase& c : gla_family_cases(shape, {{FeatureMap::identity, false}})) {
+    SCOPED_TRACE(c.label());
+    testing::PoolSlots pool({6, 0, -1, 3, 9, -1, -1, -1}, 10, 24, c.HV * c.K * c.V, 8, seed);
+    const int64_t N = pool.count();
+    const GlaInputs in(c, seed++);
+    HostTensor o_ref(DType::f32, {N, 1, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {N, c.HV, c.K, c.V}, 0, 0.f);
+    testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref));
+    pool.place(in.init.view.ptr<float>());
+
+    HostTensor o(DType::f32, {N, 1, c.HV, c.V}, 0, 0.f);
+    testing::fill_nan_bytes(o);
+    const std::vector<int32_t>& index = pool.index;
+    DeviceBuffer idx(Device::cuda(), index.size() * sizeof(int32_t));
+    idx.upload(index.data(), index.size() * sizeof(int32_t));
+    const OnDevice q(in.q), k(in.k), v(in.v), g(in.g), gamma(in.g_gamma), od(o), slab(pool.slab);
+    GlaEntryArgs a = in.args(c, o, nullptr);
+    a.q = q.view, a.k = k.view, a.v = v.view, a.o = od.view;
+    if (!a.g.empty()) a.g = g.view;
+    if (!a.g_gamma.empty()) a.g_gamma = gamma.view;
+    a.opts.initial_state = a.opts.final_state = pool.rows(slab.buffer.data(), {c.HV, c.K, c.V});
+    a.opts.ssm_state_indices = idx.as<int32_t>();
+    a.opts.check_values = false;
+    testing::run_gla_entry(c.family, GlaPath::recurrent, a);
+    synchronize(current_stream());
+    od.download(o);
+    slab.download(pool.slab);
+    pool.expect_outputs(o, o_ref, c.HV * c.V, 1e-4);
+    pool.expect_states(s_ref.view.ptr<float>(), 1e-4);
+  }
 }
 
 #endif  // ATTNZOO_WITH_CUDA

@@ -57,9 +57,12 @@ __device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
   const bool has_col = cta.has_col;
   const int h = hv / p.group;
   const bool has_row = tid < p.K;  // thread i stages key row i
+  // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose CTA touches nothing.
+  const int64_t slot = p.state_indices ? int64_t(p.state_indices[n]) : n;
+  if (slot < 0) return;  // uniform over the CTA, before any barrier
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
-  const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V + col;
+  const int64_t state_at = slot * p.state_stride + int64_t(hv) * p.K * p.V + col;
   float s[kRowsPerThread];
   load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
   const int64_t z_at = (n * p.H + h) * p.K + tid;

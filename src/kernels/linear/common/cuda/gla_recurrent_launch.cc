@@ -58,6 +58,7 @@ RecurrentLaunch plan_gla_recurrent(const GlaProblem& p) {
   params.g_t = elem_of(p.g_dtype), params.o_t = elem_of(p.o_dtype);
   params.g_gamma = p.g_gamma;
   params.initial_state = p.initial_state, params.final_state = p.final_state;
+  params.state_indices = p.state_indices, params.state_stride = p.state_stride;
   params.initial_z = p.initial_z, params.final_z = p.final_z;
   params.T = p.T;
   params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);

@@ -27,6 +27,8 @@ struct Params {
   const float* g_gamma;        // [HV] constant log decay added to a scalar gate; null: none
   const float* initial_state;  // [N, HV, K, V]; null: zeros
   float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  const int32_t* state_indices;  // sequence n's state row (negative: skip the sequence); null: row n
+  int64_t state_stride;          // floats between state rows
   const float* initial_z;      // [N, 1, H, K] (normalize); null: zeros
   float* final_z;              // [N, 1, H, K] (normalize); null: not written
   const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
