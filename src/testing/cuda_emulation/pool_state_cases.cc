@@ -57,6 +57,9 @@ using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using testing::DeltaCase;
 using testing::DeltaInputs;
+using testing::GlaDeviceCase;
+using testing::GlaFamily;
+using testing::GlaInputs;
 using testing::HostTensor;
 
 // A slab of `slots` rows of lead + elems + trail random floats; a sequence's state is the elems after the lead.
