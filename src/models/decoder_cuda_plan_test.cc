@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "core/error.h"
@@ -393,6 +394,34 @@ TEST(DecoderCudaPlan, DecodeStepsArePaddedToTheirBucket) {
   pad_decode_batch(b, 8, padded);
   EXPECT_EQ(padded.num_sequences(), 8);
   EXPECT_EQ(padded.block_groups[0].slot_mapping.size(), 8u);
+}
+
+// What a runner computes for a step: padded only with graphs on, only a decode step, only below its bucket.
+TEST(DecoderCudaPlan, DecodePaddingPadsOnlyGraphedDecodeSteps) {
+  Batch b;
+  b.tokens = {7, 8, 9};
+  b.positions = {40, 5, 70};
+  b.cu_seqlens = {0, 1, 2, 3};
+  b.context_lens = {40, 5, 70};
+  b.cache_seqlens = {41, 6, 71};
+  b.state_slots = {2, 0, 5};
+  b.sequences = {nullptr, nullptr, nullptr};
+  const std::vector<int64_t> all = {0, 1, 2}, last = {2};
+  DecodePadding padding;
+  std::span<const int64_t> rows = all;
+  EXPECT_EQ(&padding.step(b, rows, false), &b);  // graphs off
+  EXPECT_EQ(rows.data(), all.data());
+  rows = last;
+  EXPECT_EQ(&padding.step(b, rows, true), &b);  // not every token's logits
+  EXPECT_EQ(rows.data(), last.data());
+  rows = all;
+  const Batch& padded = padding.step(b, rows, true);
+  EXPECT_NE(&padded, &b);
+  EXPECT_EQ(padded.state_slots, (std::vector<int32_t>{2, 0, 5, -1}));
+  EXPECT_EQ(std::vector<int64_t>(rows.begin(), rows.end()), (std::vector<int64_t>{0, 1, 2, 3}));
+  Batch four = padded;  // already a bucket's size
+  std::span<const int64_t> four_rows = rows;
+  EXPECT_EQ(&padding.step(four, four_rows, true), &four);
 }
 
 TEST(DecoderCudaPlan, AStepsMetadataIsOneAlignedBuffer) {

@@ -1,11 +1,13 @@
 #pragma once
 // What the GPU runners' end-to-end tests (models/cuda/*_runner_test.cc) share: a tiny checkpoint loaded on each side
 // with its pool's slots handed out in its own shuffled order, logits held to bf16 tolerance of the CPU's, and one
-// scenario over four sequences fed alike on both sides. The tiny checkpoints' vocabulary is kTinyDecoderVocab.
+// scenario over four sequences fed alike on both sides, and decode steps replayed from CUDA graphs against the
+// same steps launched one by one. The tiny checkpoints' vocabulary is kTinyDecoderVocab.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "models/cuda/step_graphs.h"
 #include "models/model.h"
 #include "testing/tiny_decoder.h"
 
@@ -118,6 +121,53 @@ inline void run_cpu_gpu_scenario(const std::string& path, const std::string& nam
   // On a paged cache: rounds of 8, 8 and 3 queries over it.
   const std::vector<std::vector<int32_t>> chunk = {ids(19)};
   expect_close_logits(cpu.step(chunk, {3}, false), gpu.step(chunk, {3}, false), name + " chunk after a prefix");
+}
+
+// Decode steps replayed from CUDA graphs (step_graphs.h) against the same steps launched kernel by kernel
+// (ATTNZOO_CUDA_GRAPHS=0), on identically placed pool memory: equal bit for bit (the same kernels with the same
+// arguments, none of them order-dependent), and both within bf16 tolerance of the CPU. The batch changes shape on
+// the way (a step of two sequences, then four again) so that graphs are captured anew and an earlier one is
+// replayed again; steps of three sequences are padded to four on the graphs' side (other GEMM shapes than the
+// plain side's: compared with the CPU only). `path` is a checkpoint directory or a GGUF file.
+inline void expect_replays_match_launches(const std::string& path, DType kv_dtype, uint32_t seed,
+                                          const std::string& name) {
+  SCOPED_TRACE(name);
+  const size_t V = size_t(kTinyDecoderVocab);
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  ScenarioSide cpu{load_shuffled(path, Device::cpu(), 3, kv_dtype), {}},
+      graphs{load_shuffled(path, Device::cuda(), 5, kv_dtype), {}};
+  setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
+  ScenarioSide plain{load_shuffled(path, Device::cuda(), 5, kv_dtype), {}};
+  unsetenv("ATTNZOO_CUDA_GRAPHS");
+  ScenarioTokens ids(seed);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int n : {37, 5, 70, 20}) prompts.push_back(ids(n));
+  open_sequences({&cpu, &graphs, &plain}, 4);
+  const std::vector<size_t> all = {0, 1, 2, 3};
+  for (ScenarioSide* side : {&cpu, &graphs, &plain}) side->step(prompts, all, true);
+
+  const int64_t replays_before = cuda_graph_replays_total();
+  std::vector<int32_t> next = {1, 2, 3, 4};
+  for (int s = 0; s < 40; ++s) {
+    const std::vector<size_t> which = s >= 20 && s < 24   ? std::vector<size_t>{1, 3}
+                                      : s >= 30 && s < 34 ? std::vector<size_t>{0, 1, 2}
+                                                          : all;
+    std::vector<std::vector<int32_t>> step_ids;
+    for (size_t r : which) step_ids.push_back({next[r]});
+    const std::vector<float> c = cpu.step(step_ids, which, false), g = graphs.step(step_ids, which, false),
+                             p = plain.step(step_ids, which, false);
+    const std::string what = "decode step " + std::to_string(s);
+    ASSERT_EQ(g.size(), p.size()) << what;
+    if (which.size() != 3) {
+      size_t differ = 0;
+      for (size_t i = 0; i < g.size(); ++i) differ += g[i] != p[i];
+      EXPECT_EQ(differ, 0u) << what << ": logits of the replayed step differ from the launched one's";
+    }
+    expect_close_logits(c, g, what + " (graphs)");
+    expect_close_logits(c, p, what + " (launched)");
+    for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax_logit(c.data() + i * V));
+  }
+  EXPECT_GT(cuda_graph_replays_total() - replays_before, 10) << "steps replayed from a graph";
 }
 
 }  // namespace attnzoo::testing

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "core/error.h"
@@ -339,6 +340,17 @@ void pad_decode_batch(const Batch& batch, int64_t bucket, Batch& padded) {
     for (int64_t i = 0; i < pads; ++i)
       for (int64_t j = 0; j < src.max_blocks; ++j) dst.block_tables.push_back(j == 0 ? 0 : -1);
   }
+}
+
+const Batch& DecodePadding::step(const Batch& requested, std::span<const int64_t>& rows, bool graphs) {
+  if (!graphs || !pads_to_bucket(requested, rows)) return requested;
+  const int64_t bucket = decode_bucket(requested.num_sequences());
+  if (bucket == requested.num_sequences()) return requested;
+  pad_decode_batch(requested, bucket, padded_);
+  rows_.resize(size_t(bucket));
+  std::iota(rows_.begin(), rows_.end(), int64_t(0));
+  rows = rows_;
+  return padded_;
 }
 
 std::vector<AttentionCall> plan_attention_calls(std::span<const int32_t> cu_seqlens,

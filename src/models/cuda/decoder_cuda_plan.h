@@ -55,6 +55,19 @@ bool pads_to_bucket(const Batch& batch, std::span<const int64_t> rows);
 // device_conv_state.h). `padded`'s lists keep their capacity from step to step.
 void pad_decode_batch(const Batch& batch, int64_t bucket, Batch& padded);
 
+// The step a GPU runner computes for `requested` and its logits rows: as given or, with graphs on and a decode step
+// (pads_to_bucket), padded to its bucket, so that nearby sizes share a graph. The padded batch and rows (every
+// token's, the pads' after the requested ones) are held here, their lists' capacity kept from step to step.
+class DecodePadding {
+ public:
+  // Returns the batch to run and points `rows` at its logits rows.
+  const Batch& step(const Batch& requested, std::span<const int64_t>& rows, bool graphs);
+
+ private:
+  Batch padded_;
+  std::vector<int64_t> rows_;
+};
+
 // One attention launch of a step, over consecutive sequences of the batch and their packed query rows.
 //  prefill: sequences with nothing cached before this step (context_lens 0); their keys are their own new
 //           tokens', read from the step's contiguous K/V (the CUDA prefill takes contiguous varlen K/V only),

@@ -75,8 +75,7 @@ class DecoderCudaRunner final : public DeviceRunner {
   mutable DeviceBuffer meta_, x_, h_, y_, picked_, picked_h_, logits_;
   bool staged_ = false;
   mutable std::vector<uint8_t> staging_;
-  mutable Batch padded_;                     // a decode step padded to its bucket
-  mutable std::vector<int64_t> padded_rows_;  // its logits rows: all of them
+  mutable DecodePadding padding_;  // a decode step padded to its bucket
   std::unique_ptr<StepGraphs> graphs_;
 };
 
@@ -148,19 +147,8 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   const Stream s = current_stream();
   // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph:
   // the pads' logits rows come last and are left out of the view returned.
-  const Batch* stepped = &requested;
   std::span<const int64_t> rows = requested_rows;
-  if (graphs_->enabled() && pads_to_bucket(requested, requested_rows)) {
-    const int64_t bucket = decode_bucket(requested.num_sequences());
-    if (bucket != requested.num_sequences()) {
-      pad_decode_batch(requested, bucket, padded_);
-      padded_rows_.resize(size_t(bucket));
-      std::iota(padded_rows_.begin(), padded_rows_.end(), int64_t(0));
-      stepped = &padded_;
-      rows = padded_rows_;
-    }
-  }
-  const Batch& batch = *stepped;
+  const Batch& batch = padding_.step(requested, rows, graphs_->enabled());
   const int64_t T = batch.num_tokens(), H = hidden_;
 
   // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode plans, one

@@ -355,48 +355,9 @@ TEST(DecoderCudaRunner, AKimiLinearOfKdaLayersMatchesTheCpu) {
                          "KimiLinearForCausalLM linear_attention BF16");
 }
 
-// Decode steps replayed from CUDA graphs (step_graphs.h) against the same steps launched kernel by kernel
-// (ATTNZOO_CUDA_GRAPHS=0), on identically placed blocks: equal bit for bit (the same kernels with the same
-// arguments, none of them order-dependent), and both within bf16 tolerance of the CPU. The batch changes shape on
-// the way (a step of two sequences, then four again) so that graphs are captured anew and an earlier one is
-// replayed again; steps of three sequences are padded to four on the graphs' side (other GEMM shapes than the
-// plain side's: compared with the CPU only). `path` is `t` written as a checkpoint directory or a GGUF file.
+// testing::expect_replays_match_launches over `path` (`t` written as a checkpoint directory or a GGUF file).
 void expect_replays_match_launches(const std::string& path, const TinyDecoder& t, const std::string& name) {
-  SCOPED_TRACE(name);
-  unsetenv("ATTNZOO_CUDA_GRAPHS");
-  ScenarioSide cpu{load(path, Device::cpu(), 3), {}}, graphs{load(path, Device::cuda(), 5), {}};
-  setenv("ATTNZOO_CUDA_GRAPHS", "0", 1);
-  ScenarioSide plain{load(path, Device::cuda(), 5), {}};
-  unsetenv("ATTNZOO_CUDA_GRAPHS");
-  testing::ScenarioTokens ids(t.seed);
-  std::vector<std::vector<int32_t>> prompts;
-  for (int n : {37, 5, 70, 20}) prompts.push_back(ids(n));
-  testing::open_sequences({&cpu, &graphs, &plain}, 4);
-  const std::vector<size_t> all = {0, 1, 2, 3};
-  for (ScenarioSide* side : {&cpu, &graphs, &plain}) side->step(prompts, all, true);
-
-  const int64_t replays_before = cuda_graph_replays_total();
-  std::vector<int32_t> next = {1, 2, 3, 4};
-  for (int s = 0; s < 40; ++s) {
-    const std::vector<size_t> which = s >= 20 && s < 24   ? std::vector<size_t>{1, 3}
-                                      : s >= 30 && s < 34 ? std::vector<size_t>{0, 1, 2}
-                                                          : all;
-    std::vector<std::vector<int32_t>> ids;
-    for (size_t r : which) ids.push_back({next[r]});
-    const std::vector<float> c = cpu.step(ids, which, false), g = graphs.step(ids, which, false),
-                             p = plain.step(ids, which, false);
-    const std::string what = "decode step " + std::to_string(s);
-    ASSERT_EQ(g.size(), p.size()) << what;
-    if (which.size() != 3) {
-      size_t differ = 0;
-      for (size_t i = 0; i < g.size(); ++i) differ += g[i] != p[i];
-      EXPECT_EQ(differ, 0u) << what << ": logits of the replayed step differ from the launched one's";
-    }
-    expect_close_logits(c, g, what + " (graphs)");
-    expect_close_logits(c, p, what + " (launched)");
-    for (size_t i = 0; i < which.size(); ++i) next[which[i]] = int32_t(argmax_logit(c.data() + i * size_t(V)));
-  }
-  EXPECT_GT(cuda_graph_replays_total() - replays_before, 10) << "steps replayed from a graph";
+  testing::expect_replays_match_launches(path, DType::bf16, t.seed, name);
 }
 
 TEST(DecoderCudaRunner, GraphReplaysMatchStepsLaunchedOneByOne) {

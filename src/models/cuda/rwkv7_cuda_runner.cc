@@ -99,8 +99,7 @@ class Rwkv7CudaRunner final : public DeviceRunner {
   mutable DeviceBuffer meta_, x_, h_, v_first_, picked_, picked_h_, logits_;
   mutable std::vector<int32_t> staging_;
   mutable const int32_t *seq_of_ = nullptr, *cu_ = nullptr, *slots_ = nullptr;
-  mutable Batch padded_;                     // a decode step padded to its bucket
-  mutable std::vector<int64_t> padded_rows_;  // its logits rows: all of them
+  mutable DecodePadding padding_;  // a decode step padded to its bucket
   std::unique_ptr<StepGraphs> graphs_;
 };
 
@@ -287,19 +286,8 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
   // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph: a
   // pad's state slot -1 is skipped by the token shift and the recurrence, and its logits row is left out of the
   // view returned.
-  const Batch* stepped = &requested;
   std::span<const int64_t> rows = requested_rows;
-  if (graphs_->enabled() && pads_to_bucket(requested, requested_rows)) {
-    const int64_t bucket = decode_bucket(requested.num_sequences());
-    if (bucket != requested.num_sequences()) {
-      pad_decode_batch(requested, bucket, padded_);
-      padded_rows_.resize(size_t(bucket));
-      std::iota(padded_rows_.begin(), padded_rows_.end(), int64_t(0));
-      stepped = &padded_;
-      rows = padded_rows_;
-    }
-  }
-  const Batch& batch = *stepped;
+  const Batch& batch = padding_.step(requested, rows, graphs_->enabled());
   const int64_t T = batch.num_tokens(), S = batch.num_sequences(), C = hidden_, R = int64_t(rows.size());
 
   // One copy up: tokens | seq_of | cu_seqlens | state_slots.
