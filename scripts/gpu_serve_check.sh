@@ -139,8 +139,11 @@ print(serve.format_report(json.load(open(sys.argv[2]))))" "$(dirname "$SERVE_PY"
   return $rc
 }
 
+# Which card gave the numbers (a second call may not get gpu_check.sh's), into the JSON too.
+gpu=
 case "$DEVICE" in
-  cuda*) step device 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv ;;
+  cuda*) step device 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv &&
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ;;
 esac
 MODEL=${GPU_SERVE_MODEL:-}
 if [ -z "$MODEL" ]; then
@@ -157,9 +160,9 @@ if start_server 120 "$MODEL"; then
 fi
 stop_server
 
-python3 - "$WORK" "$OUT_DIR/gpu_serve.json" "$PROMPTS" "$(IFS=,; echo "${steps[*]}")" "$DEVICE" <<'PY'
+python3 - "$WORK" "$OUT_DIR/gpu_serve.json" "$PROMPTS" "$(IFS=,; echo "${steps[*]}")" "$DEVICE" "$gpu" <<'PY'
 import json, os, sys
-work, out, prompts, steps, device = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+work, out, prompts, steps, device, gpu = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 
 def load(name):
     try:
@@ -175,7 +178,7 @@ proof = {
     "prefix_ttft_speedup": speedup,
     "prefix_ttft_speedup_at_least_5x": speedup is not None and speedup >= 5,
 }
-doc = {"device": device, "steps": json.loads(f"[{steps}]"), "serve_random": random_doc,
+doc = {"device": device, "gpu": gpu or None, "steps": json.loads(f"[{steps}]"), "serve_random": random_doc,
        "serve_shared_prefix": prefix_doc, "proof": proof}
 with open(out, "w") as f:
     json.dump(doc, f, indent=1)

@@ -15,7 +15,6 @@ pytest.importorskip("openai")
 from test_chat_cli import CLI, needs_cli  # noqa: E402
 from test_serve import checkpoint  # noqa: E402,F401  (its session fixture)
 
-pytestmark = needs_cli
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(ROOT, "scripts", "gpu_serve_check.sh")
 
@@ -59,6 +58,24 @@ def gone(pid):
         return f.read().split(")")[-1].split()[0] == "Z"
 
 
+def test_prefix_ttft_compares_whole_hits_with_misses_and_counts_partial_ones_apart():
+    from attnzoo.bench.serve import prefix_ttft
+
+    def result(ttft, cached):
+        usage = None if cached is None else {"prompt_tokens_details": {"cached_tokens": cached}}
+        return {"start": 10.0, "times": [10.0 + ttft, 11.0], "usage": usage}
+
+    # 2048-token prefix: 2048 and 1024 cached are hits, 16 a partial one, 0 a miss, no usage unknown.
+    ok = [result(0.5, 0), result(0.3, 0), result(0.04, 2048), result(0.06, 2048), result(0.05, 1024),
+          result(0.2, 16), result(0.1, None)]
+    p = prefix_ttft(ok, 2048)
+    assert (p["hit_requests"], p["miss_requests"], p["partial_requests"], p["unknown_requests"]) == (3, 2, 1, 1)
+    assert p["hit_ttft_ms"]["median"] == pytest.approx(50) and p["miss_ttft_ms"]["median"] == pytest.approx(400)
+    assert p["ttft_speedup"] == pytest.approx(8)
+    assert prefix_ttft(ok[:2], 2048)["ttft_speedup"] is None  # no hit: no ratio
+
+
+@needs_cli
 def test_the_serve_proof_runs_on_the_cpu(checkpoint, tmp_path):  # noqa: F811
     rc, doc, log = run_check(checkpoint, tmp_path)
     assert rc == 0, log
@@ -83,6 +100,7 @@ def test_the_serve_proof_runs_on_the_cpu(checkpoint, tmp_path):  # noqa: F811
     assert gone(server_pid(log))
 
 
+@needs_cli
 def test_a_failed_bench_still_stops_the_server(checkpoint, tmp_path):  # noqa: F811
     rc, doc, log = run_check(checkpoint, tmp_path, GPU_SERVE_RATE="-1")  # serve.py refuses the rate
     assert rc == 1
@@ -94,6 +112,7 @@ def test_a_failed_bench_still_stops_the_server(checkpoint, tmp_path):  # noqa: F
     assert gone(server_pid(log))
 
 
+@needs_cli
 def test_a_server_that_cannot_start_is_recorded_and_nothing_runs(tmp_path):
     rc, doc, log = run_check(str(tmp_path / "no-such-model"), tmp_path / "out")
     assert rc == 1
