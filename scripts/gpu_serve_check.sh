@@ -5,13 +5,15 @@
 # TPOT / ITL reported; then 64 prompts over 8 shared 2048-token prefixes at the same rate, the TTFT of the requests
 # the prefix cache served beside the TTFT of those it did not (each response's cached_tokens says which; issue 27
 # asks a hit >= 5x faster). The first run warms the server, so the second's misses are not its first prefills.
+# Then, with a minute of the budget left, the same prompts at the same times on a server started with
+# --no-prefix-caching: every request cold under the same load, the hits' second yardstick.
 # A second device call, not a step of gpu_check.sh: that script's 450 s budget is already spent on correctness,
-# the kernel table and the peers, and this needs about three minutes of its own (the checkpoint, the load, two
+# the kernel table and the peers, and this needs two to three minutes of its own (the checkpoint, two loads, three
 # runs of Poisson arrivals); a second call costs about a minute of start-up and fails or succeeds on its own.
-# The server is stopped on every exit, failures included (SIGTERM: it drains, then SIGKILL after
+# Each server is stopped on every exit, failures included (SIGTERM: it drains, then SIGKILL after
 # GPU_SERVE_STOP_S), and the steps bound themselves to GPU_SERVE_BUDGET_S, default 300 s, as gpu_check.sh's do.
 # Writes gpu_serve.log (each step's output, the bench tables, the server's output) and gpu_serve.json (each step's
-# exit status and seconds, both bench documents, the proof's verdicts) into OUT_DIR: its own call's $OUT, so two
+# exit status and seconds, the bench documents, the proof's verdicts) into OUT_DIR: its own call's $OUT, so two
 # files (with gpu_check.sh's seven in one folder they would pass the eight the device tool returns).
 #   bash scripts/gpu_serve_check.sh [BUNDLE_DIR] [OUT_DIR]
 # GPU_SERVE_MODEL: a checkpoint with a tokenizer.json instead of writing one; GPU_SERVE_DEVICE (default cuda);
@@ -73,6 +75,7 @@ step() {
 
 server_pid=
 server_url=
+server_name=
 # Stops the server if one runs: SIGTERM drains it (requests in flight get 5 s), SIGKILL past STOP_S. Its exit
 # status is the step's (0 after a drain), its output goes into the log.
 stop_server() {
@@ -87,22 +90,25 @@ stop_server() {
   wait "$server_pid"
   rc=$?
   server_pid=
-  record serve-stop $rc $((SECONDS - t0))
+  record "$server_name-stop" $rc $((SECONDS - t0))
   { echo "=== server output (last 200 lines)"; tail -n 200 "$WORK/serve.out"; } >> "$LOG"
 }
 trap stop_server EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# start_server LIMIT_S DIR: starts `attnzoo serve` on a free port and waits, at most LIMIT_S, for "ready".
+# start_server NAME LIMIT_S DIR [FLAG...]: starts `attnzoo serve` on a free port and waits, at most LIMIT_S, for
+# "ready"; steps NAME-start and (stop_server) NAME-stop.
 start_server() {
-  local limit=$1 model=$2 left=$((BUDGET_S - SECONDS))
-  if (( left < 5 )); then skip serve-start; return 1; fi
+  local limit=$2 model=$3 left=$((BUDGET_S - SECONDS))
+  server_name=$1
+  shift 3
+  if (( left < 5 )); then skip "$server_name-start"; return 1; fi
   (( limit > left )) && limit=$left
   # shellcheck disable=SC2086  # GPU_SERVE_ARGS: flags, split on spaces
   local cmd=("${OURS[@]}" "$BUNDLE/attnzoo" serve -m "$model" --port 0 --served-model-name bench --device "$DEVICE"
-             --shutdown-grace-seconds 5 ${GPU_SERVE_ARGS:-})
-  echo "=== serve-start (limit ${limit}s): ${cmd[*]}" | tee -a "$LOG"
+             --shutdown-grace-seconds 5 ${GPU_SERVE_ARGS:-} "$@")
+  echo "=== $server_name-start (limit ${limit}s): ${cmd[*]}" | tee -a "$LOG"
   local t0=$SECONDS rc=124
   "${cmd[@]}" > "$WORK/serve.out" 2>&1 &
   server_pid=$!
@@ -123,7 +129,7 @@ start_server() {
     fi
     sleep 0.2
   done
-  record serve-start $rc $((SECONDS - t0))
+  record "$server_name-start" $rc $((SECONDS - t0))
   echo "=== server at ${server_url:-nowhere}" | tee -a "$LOG"
   return $rc
 }
@@ -150,15 +156,25 @@ if [ -z "$MODEL" ]; then
   MODEL=$WORK/bench_model
   step model-write 90 python3 "$HERE/make_bench_model.py" "$MODEL"
 fi
-if start_server 120 "$MODEL"; then
+# Short answers: the prefill is what differs between a hit and a miss.
+prefix_args=(--dataset shared-prefix --prefix-len "$PREFIX_LEN" --num-prefixes "$PREFIXES" --num-prompts
+             "$PREFIX_PROMPTS" --input-len 64 --output-len 16 --request-rate "$RATE" --seed 1)
+if start_server serve 120 "$MODEL"; then
   bench serve-random 150 "$WORK/random.json" --dataset random --num-prompts "$PROMPTS" --request-rate "$RATE" \
     --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN"
-  # Short answers: the prefill is what differs between a hit and a miss.
-  bench serve-shared-prefix 90 "$WORK/prefix.json" --dataset shared-prefix --prefix-len "$PREFIX_LEN" \
-    --num-prefixes "$PREFIXES" --num-prompts "$PREFIX_PROMPTS" --input-len 64 --output-len 16 \
-    --request-rate "$RATE" --seed 1
+  bench serve-shared-prefix 90 "$WORK/prefix.json" "${prefix_args[@]}"
 fi
 stop_server
+# The same prompts at the same arrival times (the same seed) on a server started with --no-prefix-caching: every
+# request cold under the same load, the second measure of what a hit saves. Only with a minute of the budget left.
+if [ -s "$WORK/prefix.json" ]; then
+  if (( BUDGET_S - SECONDS < 60 )); then
+    skip serve-nocache-start
+  elif start_server serve-nocache 60 "$MODEL" --no-prefix-caching; then
+    bench serve-shared-prefix-nocache 60 "$WORK/prefix_nocache.json" "${prefix_args[@]}"
+  fi
+  stop_server
+fi
 
 python3 - "$WORK" "$OUT_DIR/gpu_serve.json" "$PROMPTS" "$(IFS=,; echo "${steps[*]}")" "$DEVICE" "$gpu" <<'PY'
 import json, os, sys
@@ -171,15 +187,20 @@ def load(name):
     except (OSError, ValueError):
         return None
 
-random_doc, prefix_doc = load("random.json"), load("prefix.json")
+random_doc, prefix_doc, nocache_doc = load("random.json"), load("prefix.json"), load("prefix_nocache.json")
 speedup = (prefix_doc or {}).get("prefix_ttft", {}).get("ttft_speedup")
+# Hits against the same prompts served cold by the server without a prefix cache.
+hit_ms = (prefix_doc or {}).get("prefix_ttft", {}).get("hit_ttft_ms", {}).get("median")
+cold_ms = nocache_doc["ttft_ms"]["median"] if nocache_doc and nocache_doc["completed"] else None
+speedup_nocache = cold_ms / hit_ms if cold_ms and hit_ms else None
 proof = {
     "random_all_completed": bool(random_doc) and random_doc["completed"] == prompts and random_doc["failed"] == 0,
     "prefix_ttft_speedup": speedup,
     "prefix_ttft_speedup_at_least_5x": speedup is not None and speedup >= 5,
+    "prefix_ttft_speedup_vs_no_caching": speedup_nocache,
 }
 doc = {"device": device, "gpu": gpu or None, "steps": json.loads(f"[{steps}]"), "serve_random": random_doc,
-       "serve_shared_prefix": prefix_doc, "proof": proof}
+       "serve_shared_prefix": prefix_doc, "serve_shared_prefix_no_caching": nocache_doc, "proof": proof}
 with open(out, "w") as f:
     json.dump(doc, f, indent=1)
 print(json.dumps({"steps": doc["steps"], "proof": proof}, indent=1))

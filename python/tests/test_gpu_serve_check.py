@@ -40,12 +40,9 @@ def run_check(model, out_dir, **env):
     return proc.returncode, doc, (out_dir / "gpu_serve.log").read_text()
 
 
-def server_pid(log):
-    """The server's pid, from the serve-start line's `attnzoo serve` command (the script logs it)."""
-    for line in log.splitlines():
-        if line.startswith("=== server pid "):
-            return int(line.split()[3])
-    raise AssertionError("the log names no server pid")
+def server_pids(log):
+    """The pids of the servers the script started (it logs each)."""
+    return [int(line.split()[3]) for line in log.splitlines() if line.startswith("=== server pid ")]
 
 
 def gone(pid):
@@ -81,7 +78,8 @@ def test_the_serve_proof_runs_on_the_cpu(checkpoint, tmp_path):  # noqa: F811
     assert rc == 0, log
     assert sorted(os.listdir(tmp_path)) == ["gpu_serve.json", "gpu_serve.log"]
     steps = {s["step"]: s["exit"] for s in doc["steps"]}
-    assert steps == {"serve-start": 0, "serve-random": 0, "serve-shared-prefix": 0, "serve-stop": 0}
+    assert steps == {"serve-start": 0, "serve-random": 0, "serve-shared-prefix": 0, "serve-stop": 0,
+                     "serve-nocache-start": 0, "serve-shared-prefix-nocache": 0, "serve-nocache-stop": 0}
     random_doc, prefix_doc = doc["serve_random"], doc["serve_shared_prefix"]
     assert random_doc["completed"] == 6 and random_doc["failed"] == 0 and random_doc["request_rate"] == 40
     assert random_doc["total_output_tokens"] == 6 * 5
@@ -96,8 +94,15 @@ def test_the_serve_proof_runs_on_the_cpu(checkpoint, tmp_path):  # noqa: F811
     assert p["ttft_speedup"] == pytest.approx(p["miss_ttft_ms"]["median"] / p["hit_ttft_ms"]["median"])
     assert doc["proof"]["random_all_completed"] is True
     assert doc["proof"]["prefix_ttft_speedup"] == p["ttft_speedup"]
+    # The same prompts on the server without a prefix cache: every one cold.
+    cold = doc["serve_shared_prefix_no_caching"]
+    assert cold["completed"] == 8 and cold["total_input_tokens"] == prefix_doc["total_input_tokens"]
+    assert cold["prefix_ttft"]["miss_requests"] == 8 and cold["prefix_ttft"]["ttft_speedup"] is None
+    assert doc["proof"]["prefix_ttft_speedup_vs_no_caching"] == pytest.approx(
+        cold["ttft_ms"]["median"] / p["hit_ttft_ms"]["median"])
     assert "Serving Benchmark Result" in log and "TTFT speedup of a hit" in log and "attnzoo serve: ready" in log
-    assert gone(server_pid(log))
+    pids = server_pids(log)
+    assert len(pids) == 2 and all(gone(pid) for pid in pids)
 
 
 @needs_cli
@@ -109,7 +114,9 @@ def test_a_failed_bench_still_stops_the_server(checkpoint, tmp_path):  # noqa: F
     assert steps["serve-stop"] == 0
     assert doc["serve_random"] is None and doc["proof"]["random_all_completed"] is False
     assert doc["proof"]["prefix_ttft_speedup"] is None
-    assert gone(server_pid(log))
+    assert [s["step"] for s in doc["steps"]][-1] == "serve-stop"  # no run without a prefix cache after it
+    pids = server_pids(log)
+    assert len(pids) == 1 and gone(pids[0])
 
 
 @needs_cli
