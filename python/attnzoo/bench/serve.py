@@ -234,8 +234,8 @@ def cached_tokens(result):
 
 
 def prefix_ttft(ok, prefix_len):
-    """TTFT of the requests that found their shared prefix cached (at least half of it: a whole prefix less its
-    last partial block) beside those that found none of it (the first of each group, and any arriving before the
+    """TTFT of the requests that found their shared prefix cached (at least half of it: a hit gets the prefix's
+    whole blocks, all of it but a last partial block) beside those that found none of it (the first of each group, and any arriving before the
     first's prefill had cached a block). One admitted while its group's first was half-way through a chunked
     prefill finds part of the prefix: counted as partial, in neither, so the ratio compares whole hits with
     cold prompts. The speedup is the misses' median TTFT over the hits'."""
