@@ -10,7 +10,9 @@ replicas' /metrics), with each replica's beside it.
 
 Datasets: "random" (prompts of random token ids, lengths drawn around --input-len with --range-ratio) and
 "shared-prefix" (every prompt starts with one of --num-prefixes prefixes of --prefix-len tokens: system prompts, so
-prefix caching shows; the prompts of the groups arrive in random order).
+prefix caching shows; the prompts of the groups arrive in random order). There the TTFT of the requests whose
+prefix the cache supplied is reported beside that of the requests it did not (each response's
+usage.prompt_tokens_details.cached_tokens says which), and their ratio: what a prefix-cache hit saves.
 Prompts are sent as token ids with ignore_eos, so every request generates exactly its --output-len tokens."""
 import argparse
 import http.client
@@ -220,7 +222,39 @@ def summarize(args, model, results, duration, before, after):
         "e2el_ms": percentiles(e2e),
     }
     doc["prefix_cache_hit_rate"], doc["replicas"] = fleet_hit_rates(before, after)
+    if args.dataset == "shared-prefix" and args.prefix_len > 0:
+        doc["prefix_ttft"] = prefix_ttft(ok, args.prefix_len)
     return doc
+
+
+def cached_tokens(result):
+    """Prompt tokens the server's prefix cache supplied to this request (None: its usage does not say)."""
+    details = (result["usage"] or {}).get("prompt_tokens_details") or {}
+    return details.get("cached_tokens")
+
+
+def prefix_ttft(ok, prefix_len):
+    """TTFT of the requests that found their shared prefix cached (at least half of it: a hit gets the prefix's
+    whole blocks, all of it but a last partial block) beside those that found none of it (the first of each group, and any arriving before the
+    first's prefill had cached a block). One admitted while its group's first was half-way through a chunked
+    prefill finds part of the prefix: counted as partial, in neither, so the ratio compares whole hits with
+    cold prompts. The speedup is the misses' median TTFT over the hits'."""
+    hits, misses, partial, unknown = [], [], 0, 0
+    for r in ok:
+        cached = cached_tokens(r)
+        if cached is None or not r["times"]:
+            unknown += 1
+        elif cached == 0:
+            misses.append(r["times"][0] - r["start"])
+        elif 2 * cached >= prefix_len:
+            hits.append(r["times"][0] - r["start"])
+        else:
+            partial += 1
+    hit_ms, miss_ms = percentiles(hits), percentiles(misses)
+    return {"prefix_len": prefix_len, "hit_requests": len(hits), "miss_requests": len(misses),
+            "partial_requests": partial, "unknown_requests": unknown, "hit_ttft_ms": hit_ms, "miss_ttft_ms": miss_ms,
+            "ttft_speedup": miss_ms["median"] / hit_ms["median"] if hits and misses and hit_ms["median"] > 0
+            else None}
 
 
 def format_report(doc):
@@ -245,6 +279,14 @@ def format_report(doc):
     if len(doc["replicas"]) > 1:
         for r in doc["replicas"]:
             rows.append((f"  {r['url']}", "gone" if r["queried_tokens"] is None else percent(r["hit_rate"])))
+    if "prefix_ttft" in doc:
+        p = doc["prefix_ttft"]
+        rows += [(f"---TTFT by prefix-cache hit ({p['prefix_len']}-token prefix)---", None),
+                 ("Hit / miss / partial requests", f"{p['hit_requests']} / {p['miss_requests']} / "
+                                                   f"{p['partial_requests']}"),
+                 ("Median TTFT, hits (ms)", f"{p['hit_ttft_ms']['median']:.2f}"),
+                 ("Median TTFT, misses (ms)", f"{p['miss_ttft_ms']['median']:.2f}"),
+                 ("TTFT speedup of a hit", "n/a" if p["ttft_speedup"] is None else f"{p['ttft_speedup']:.2f}x")]
     lines = ["{s:{c}^50}".format(s=" Serving Benchmark Result ", c="=")]
     for name, value in rows:
         lines.append("{s:{c}^50}".format(s=name, c="-") if value is None else f"{name:<40}{value:<10}")
