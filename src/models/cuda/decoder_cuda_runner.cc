@@ -1,8 +1,6 @@
 #include "models/cuda/decoder_cuda_runner.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "layers/cuda/norm_cuda.h"
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_blocks.h"
+#include "models/cuda/runner_step.h"
 #include "models/cuda/step_decode_plans.h"
 #include "models/cuda/step_graphs.h"
 
@@ -51,10 +50,7 @@ class DecoderCudaRunner final : public DeviceRunner {
   TensorView run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage) const override;
 
  private:
-  // A step's buffers are sized from its token count: grown when a bigger step comes, never shrunk.
-  void grow(DeviceBuffer& b, size_t bytes) const {
-    if (b.bytes() < bytes) b = DeviceBuffer(device_, bytes);
-  }
+  void grow(DeviceBuffer& b, size_t bytes) const { attnzoo::grow(b, device_, bytes); }
   // Everything a step's launches bake in besides what its one copy brings: shapes, calls, rows, every buffer's
   // and the pool's addresses, the decode plans' grids and parameters (step_graphs.h).
   std::vector<uint64_t> step_signature(const DeviceStep& step, std::span<const int64_t> rows,
@@ -131,24 +127,15 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
     lm_head_ = DeviceLinear(*p.lm_head, load);
   }
   synchronize(load.stream);
-  if (rounded.tensors > 0)
-    std::fprintf(stderr,
-                 "attnzoo: %lld f32 weight tensors rounded to bf16 on %s (%.1f MiB there instead of %.1f; 8 "
-                 "significant bits instead of 24: logits agree with the CPU's f32 run to bf16 tolerance)\n",
-                 static_cast<long long>(rounded.tensors), device.str().c_str(), double(rounded.f32_bytes) / 2 / (1 << 20),
-                 double(rounded.f32_bytes) / (1 << 20));
-  std::fputs(expansion_notice(rounded, device.str()).c_str(), stderr);
-  std::fputs(panel_notice(load.panel->buffer.bytes(), device.str()).c_str(), stderr);
+  print_load_notices(rounded, *load.panel, device);
 }
 
 TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_t> requested_rows,
                                   const CacheStorage& storage) const {
-  const DeviceGuard guard(device_);
-  const Stream s = current_stream();
-  // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph:
-  // the pads' logits rows come last and are left out of the view returned.
-  std::span<const int64_t> rows = requested_rows;
-  const Batch& batch = padding_.step(requested, rows, graphs_->enabled());
+  const RunnerStep run_step(device_, padding_, requested, requested_rows, graphs_->enabled());
+  const Stream s = run_step.stream;
+  const std::span<const int64_t> rows = run_step.rows;
+  const Batch& batch = run_step.batch;
   const int64_t T = batch.num_tokens(), H = hidden_;
 
   // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode plans, one
@@ -258,14 +245,7 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
     // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
     // consecutive rows (usually one run, or one row per sequence).
     if (R == 0) return;
-    const size_t row_bytes = size_t(H) * 4;
-    for (int64_t i = 0; i < R;) {
-      int64_t n = 1;
-      while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
-      copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_,
-                 x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes, device_, size_t(n) * row_bytes, cs);
-      i += n;
-    }
+    gather_rows(x_, picked_, rows, size_t(H) * 4, device_, cs);
     const TensorView picked = step.view(picked_.data(), DType::f32, {R, H});
     const TensorView normed = step.view(picked_h_.data(), kNormed, {R, H});
     norm_.forward(picked, normed, cs);
@@ -286,11 +266,7 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   } else {
     compute(s);
   }
-  // The requested rows are the first ones (the pads' come after them), in the same buffer whether the step was
-  // replayed or launched: nothing is copied to the host here.
-  const int64_t wanted = int64_t(requested_rows.size());
-  if (wanted == 0) return {};
-  return step.view(logits_.data(), DType::f32, {wanted, vocab_});
+  return run_step.logits(device_, logits_.data(), vocab_);
 }
 
 std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, std::span<const int64_t> rows,
