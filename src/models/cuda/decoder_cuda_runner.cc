@@ -138,8 +138,8 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   const Batch& batch = run_step.batch;
   const int64_t T = batch.num_tokens(), H = hidden_;
 
-  // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode plans, one
-  // copy up.
+  // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode and prefill
+  // plans (one per call and layer shape, shared by the layers of that shape), one copy up.
   const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()), batch.num_sequences());
   pack_step(batch, layout, staging_);
   const std::vector<AttentionCall> calls = plan_attention_calls(batch.cu_seqlens, batch.context_lens);
@@ -257,7 +257,7 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   };
 
   // A step of cached sequences only (every call a paged decode: a serve loop's step) goes through the step
-  // graphs; prefills upload plans of their own per layer, so they launch as they are.
+  // graphs; a step with a prefill call launches as it is (its work list's grid changes with every prompt).
   const bool decode_only = !calls.empty() && std::all_of(calls.begin(), calls.end(), [](const AttentionCall& c) {
     return c.kind == AttentionCall::Kind::decode;
   });

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "models/cuda/step_decode_plans.h"
 #include "models/cuda/step_graphs.h"
 #include "models/model.h"
 #include "testing/device_test_util.h"
@@ -45,8 +46,12 @@ std::unique_ptr<Model> load(const std::string& path, Device device, uint64_t shu
   return testing::load_shuffled(path, device, shuffle_seed, DType::bf16);
 }
 
+// Every step's attention plans, its prefills' included, went up in the step's one copy: no layer copied a plan of
+// its own (step_decode_plans.h), whatever its window, sinks or head dim.
 void run_scenario_at(const std::string& path, const std::string& name, uint32_t seed) {
+  const int64_t late_copies = step_plan_late_copies_total();
   testing::run_cpu_gpu_scenario(path, name, seed, DType::bf16, 5);
+  EXPECT_EQ(step_plan_late_copies_total(), late_copies) << name << ": plans copied outside their step's upload";
 }
 
 void run_scenario(const TinyDecoder& t) {

@@ -5,11 +5,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/decode_cuda.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/decode.h"
 #include "kernels/softmax/decode_problem.h"
+#include "kernels/softmax/problem.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
@@ -88,7 +89,8 @@ class DeviceAttention final : public DeviceMixer {
     if (attn.rope().config().type != "none") rope_.emplace(attn.rope(), load.device, load.stream);
   }
 
-  // Its decode plans are made in prepare and travel in the step's copy; the signature holds their grids.
+  // Its decode and prefill plans are made in prepare and travel in the step's copy; the signature holds the decode
+  // plans' grids.
   bool replayable() const override { return true; }
 
   void prepare(const DeviceStep& step, int64_t layer) const override {
@@ -97,7 +99,11 @@ class DeviceAttention final : public DeviceMixer {
     const BlockTables& tables = step.batch->tables(memory);
     for (size_t i = 0; i < step.calls->size(); ++i) {
       const AttentionCall& call = (*step.calls)[i];
-      if (call.kind != AttentionCall::Kind::decode) continue;
+      if (call.kind == AttentionCall::Kind::prefill) {
+        step.decode_plans->prepare_prefill(int64_t(i), prefill_problem(call, a.q, a.k, a.v, a.out),
+                                           prepare_attention_prefill_cuda);
+        continue;
+      }
       const TensorView q = seq_rows(a.q, call.first_row, call.num_seqs, call.tq);
       const TensorView out = seq_rows(a.out, call.first_row, call.num_seqs, call.tq);
       const DecodePlanKey key = plan_key(int64_t(i), memory, q, out);
@@ -150,10 +156,7 @@ class DeviceAttention final : public DeviceMixer {
     for (size_t i = 0; i < step.calls->size(); ++i) {
       const AttentionCall& call = (*step.calls)[i];
       if (call.kind == AttentionCall::Kind::prefill) {
-        const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
-        attention_prefill(token_rows(q, call.first_row, call.rows), token_rows(k, call.first_row, call.rows),
-                          token_rows(v, call.first_row, call.rows), token_rows(out, call.first_row, call.rows),
-                          options(), varlen);
+        prefill(step, int64_t(i), prefill_problem(call, q, k, v, out));
       } else {
         decode(step, int64_t(i), memory, call, seq_rows(q, call.first_row, call.num_seqs, call.tq),
                seq_rows(out, call.first_row, call.num_seqs, call.tq));
@@ -245,6 +248,24 @@ class DeviceAttention final : public DeviceMixer {
     const DecodeProblem p = make_decode_problem(q, cache, out, options());
     check_cuda_decode(p);
     return prepare_attention_decode_cuda(p);
+  }
+
+  // The call's varlen prefill over this layer's rows of q / k / v / out, checked as attention_prefill checks it
+  // (this layer's addresses included).
+  AttentionProblem prefill_problem(const AttentionCall& call, const TensorView& q, const TensorView& k,
+                                   const TensorView& v, const TensorView& out) const {
+    const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
+    auto rows = [&](const TensorView& t) { return token_rows(t, call.first_row, call.rows); };
+    AttentionProblem p = make_prefill_problem(rows(q), rows(k), rows(v), rows(out), options(), varlen);
+    check_cuda_prefill(p);
+    return p;
+  }
+
+  // The prefill through the step's shared plans, as decode below: its work list came up in the step's copy.
+  void prefill(const DeviceStep& step, int64_t call_index, const AttentionProblem& p) const {
+    const StepDecodePlans::PrefillPlan& plan =
+        step.decode_plans->prefill_plan(call_index, p, step, prepare_attention_prefill_cuda);
+    launch_prepared_prefill_cuda(plan.prepared, plan.metadata, {p.q, p.k, p.v, p.o}, step.stream);
   }
 
   // The paged decode through the step's shared plans: prepared before the upload (prepare), or here for a step
