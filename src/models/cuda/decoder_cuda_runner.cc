@@ -59,7 +59,9 @@ class DecoderCudaRunner final : public DeviceRunner {
   Device device_;
   int64_t hidden_ = 0, vocab_ = 0;
   float embedding_scale_ = 1.f;
-  float residual_scale_ = 1.f, logits_scale_ = 1.f, logit_softcap_ = 0.f;  // DecoderOptions
+  // DecoderOptions; logits_scale_ 1 where the head folded it (a tied 16-bit head or GGUF blocks keep it). The
+  // embedding multiplier stays a parameter of the gather, which costs nothing there (and the table may be the head's).
+  float residual_scale_ = 1.f, logits_scale_ = 1.f, logit_softcap_ = 0.f;
   EmbeddingCuda embed_;
   std::vector<DeviceBlock> blocks_;
   RmsNormCuda norm_;
@@ -124,7 +126,12 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
                                                    up.type == QuantType::F16 ? DType::f16 : DType::bf16,
                                                    {up.rows, up.cols}));
   } else {
-    lm_head_ = DeviceLinear(*p.lm_head, load);
+    // The logits multiplier (Falcon-H1's lm_head_multiplier, Granite's, Cohere's) folded into the head's rows where
+    // its weights can take it (device_weight_fold.h); a head over the embedding's table, or GGUF blocks, keeps it
+    // for the epilogue.
+    const bool fold = foldable(p.lm_head->matrix().type);
+    lm_head_ = DeviceLinear(*p.lm_head, load, WeightFold::output(fold ? logits_scale_ : 1.f));
+    if (fold) logits_scale_ = 1.f;
   }
   synchronize(load.stream);
   print_load_notices(rounded, *load.panel, device);

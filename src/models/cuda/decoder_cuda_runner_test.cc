@@ -467,7 +467,8 @@ TEST(DecoderCudaRunner, HybridGraphReplaysMatchStepsLaunchedOneByOne) {
 
 TEST(DecoderCudaRunner, AFalconH1WithItsMultipliersMatchesTheCpu) {
   REQUIRE_GPU();
-  // Attention beside Mamba-2 in every layer (device_parallel_mixer), every muP multiplier away from 1.
+  // Attention beside Mamba-2 in every layer (device_parallel_mixer), every muP multiplier away from 1, each folded
+  // into its projection's bf16 weights at load (device_weight_fold.h).
   ScratchDir dir;
   write_tiny_falcon_h1(dir, {});
   run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16", 61);
@@ -479,6 +480,15 @@ TEST(DecoderCudaRunner, AFalconH1WithADownBiasBesideItsDownMultiplierMatchesTheC
   ScratchDir dir;
   write_tiny_falcon_h1(dir, {.down_bias = true, .seed = 63});
   run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16 mlp_bias", 63);
+}
+
+TEST(DecoderCudaRunner, AFalconH1WithATiedHeadMatchesTheCpu) {
+  REQUIRE_GPU();
+  // The multipliers folded into every projection at load but the head's: the head is the embedding's table, which
+  // the gather reads unscaled, so lm_head_multiplier (0.75) stays the logits epilogue's.
+  ScratchDir dir;
+  write_tiny_falcon_h1(dir, {.seed = 64, .tied = true});
+  run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16 tied", 64);
 }
 
 TEST(DecoderCudaRunner, AFalconH1WithItsStateSize256MatchesTheCpu) {

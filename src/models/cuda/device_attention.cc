@@ -71,18 +71,23 @@ TensorView seq_rows(const TensorView& t, int64_t first, int64_t seqs, int64_t tq
 
 class DeviceAttention final : public DeviceMixer {
  public:
-  DeviceAttention(const AttentionLayer& attn, const DeviceLoad& load)
-      : config_(attn.config()), act_dtype_(load.act_dtype), o_(attn.o_proj(), load), sinks_(attn.sinks()) {
+  DeviceAttention(const AttentionLayer& attn, const DeviceLoad& load, MixerScales scales)
+      : config_(attn.config()),
+        act_dtype_(load.act_dtype),
+        o_(attn.o_proj(), load, WeightFold::output(scales.out)),
+        sinks_(attn.sinks()) {
     // One [q|k|v] weight where the three go up alike (dense, one dtype): one GEMM reads h once. With the output
     // gate q_proj's rows are each head's [q ; gate] and stay so inside the stack, so the gate is read from the q
     // part either way (activations).
     const Linear* parts[3] = {&attn.q_proj(), &attn.k_proj(), &attn.v_proj()};
+    const WeightFold in = WeightFold::input(scales.in);
     if (DeviceLinear::stackable(parts)) {
-      qkv_.emplace(parts, load, act_dtype_);  // the bias in y's dtype, which cuBLASLt adds
+      const WeightFold folds[3] = {in, in, in};
+      qkv_.emplace(parts, load, act_dtype_, folds);  // the bias in y's dtype, which cuBLASLt adds
     } else {
-      q_.emplace(attn.q_proj(), load);
-      k_.emplace(attn.k_proj(), load);
-      v_.emplace(attn.v_proj(), load);
+      q_.emplace(attn.q_proj(), load, in);
+      k_.emplace(attn.k_proj(), load, in);
+      v_.emplace(attn.v_proj(), load, in);
     }
     if (attn.q_norm()) q_norm_.emplace(*attn.q_norm(), load.device, load.stream);
     if (attn.k_norm()) k_norm_.emplace(*attn.k_norm(), load.device, load.stream);
@@ -292,8 +297,9 @@ class DeviceAttention final : public DeviceMixer {
 
 }  // namespace
 
-std::unique_ptr<DeviceMixer> make_device_attention(const AttentionLayer& attn, const DeviceLoad& load) {
-  return std::make_unique<DeviceAttention>(attn, load);
+std::unique_ptr<DeviceMixer> make_device_attention(const AttentionLayer& attn, const DeviceLoad& load,
+                                                   MixerScales scales) {
+  return std::make_unique<DeviceAttention>(attn, load, scales);
 }
 #endif
 
