@@ -503,6 +503,8 @@ TEST(DecoderCudaPlan, FalconH1IsTaken) {
   // Attention beside Mamba-2 (a ParallelMixer) with every muP multiplier, at the tiny and the real state size.
   for (int64_t N : {32, 256})
     EXPECT_EQ(refusal_of(testing::write_tiny_falcon_h1, testing::TinyFalconH1{.state_size = N}), "") << N;
+  // A tied head: the logits multiplier stays the epilogue's (it cannot fold into the shared table).
+  EXPECT_EQ(refusal_of(testing::write_tiny_falcon_h1, testing::TinyFalconH1{.layers = 1, .tied = true}), "");
   // Each branch goes through its own kind's checks: a state past the CUDA scans' is refused by name.
   EXPECT_EQ(refusal_of(testing::write_tiny_falcon_h1, testing::TinyFalconH1{.layers = 1, .state_size = 288}),
             "device: Mamba-2 state size 288 (the CUDA scans take up to 256) (FalconH1ForCausalLM, layer 0) runs on "

@@ -287,6 +287,7 @@ struct TinyFalconH1 {
   bool down_bias = false;    // a feed_forward.down_proj.bias (mlp_bias)
   std::string dtype = "BF16";
   uint32_t seed = 61;
+  bool tied = false;  // no lm_head.weight: the head is the token table (lm_head_multiplier cannot fold into it)
 };
 
 inline void write_tiny_falcon_h1(const ScratchDir& dir, const TinyFalconH1& t) {
@@ -297,15 +298,15 @@ inline void write_tiny_falcon_h1(const ScratchDir& dir, const TinyFalconH1& t) {
              R"({"architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "hidden_size": 128,
   "num_hidden_layers": )" + std::to_string(L) + R"(, "vocab_size": 97, "intermediate_size": 256,
   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-  "max_position_embeddings": 4096, "tie_word_embeddings": false, "mamba_d_ssm": 128, "mamba_n_heads": 8,
+  "max_position_embeddings": 4096, "tie_word_embeddings": )" + std::string(t.tied ? "true" : "false") + R"(,
+  "mamba_d_ssm": 128, "mamba_n_heads": 8,
   "mamba_d_head": 16, "mamba_n_groups": 2, "mamba_d_state": )" + std::to_string(N) + R"(, "mamba_d_conv": 4,
   "mamba_rms_norm": true, "mamba_norm_before_gate": false, "embedding_multiplier": 1.5, "lm_head_multiplier": 0.75,
   "attention_in_multiplier": 0.8, "attention_out_multiplier": 1.25, "key_multiplier": 0.6,
   "ssm_in_multiplier": 1.2, "ssm_out_multiplier": 0.9, "ssm_multipliers": [0.9, 1.1, 1.2, 0.8, 1.3],
   "mlp_multipliers": [1.2, 0.7]})");
-  TinyTensorShapes shapes = {{"model.embed_tokens.weight", {V, H}},
-                             {"model.final_layernorm.weight", {H}},
-                             {"lm_head.weight", {V, H}}};
+  TinyTensorShapes shapes = {{"model.embed_tokens.weight", {V, H}}, {"model.final_layernorm.weight", {H}}};
+  if (!t.tied) shapes.push_back({"lm_head.weight", {V, H}});
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
     for (auto& [name, shape] : TinyTensorShapes{

@@ -1,8 +1,6 @@
 #include "models/cuda/decoder_cuda_runner.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "layers/cuda/norm_cuda.h"
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_blocks.h"
+#include "models/cuda/runner_step.h"
 #include "models/cuda/step_decode_plans.h"
 #include "models/cuda/step_graphs.h"
 
@@ -51,10 +50,7 @@ class DecoderCudaRunner final : public DeviceRunner {
   TensorView run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage) const override;
 
  private:
-  // A step's buffers are sized from its token count: grown when a bigger step comes, never shrunk.
-  void grow(DeviceBuffer& b, size_t bytes) const {
-    if (b.bytes() < bytes) b = DeviceBuffer(device_, bytes);
-  }
+  void grow(DeviceBuffer& b, size_t bytes) const { attnzoo::grow(b, device_, bytes); }
   // Everything a step's launches bake in besides what its one copy brings: shapes, calls, rows, every buffer's
   // and the pool's addresses, the decode plans' grids and parameters (step_graphs.h).
   std::vector<uint64_t> step_signature(const DeviceStep& step, std::span<const int64_t> rows,
@@ -63,7 +59,9 @@ class DecoderCudaRunner final : public DeviceRunner {
   Device device_;
   int64_t hidden_ = 0, vocab_ = 0;
   float embedding_scale_ = 1.f;
-  float residual_scale_ = 1.f, logits_scale_ = 1.f, logit_softcap_ = 0.f;  // DecoderOptions
+  // DecoderOptions; logits_scale_ 1 where the head folded it (a tied 16-bit head or GGUF blocks keep it). The
+  // embedding multiplier stays a parameter of the gather, which costs nothing there (and the table may be the head's).
+  float residual_scale_ = 1.f, logits_scale_ = 1.f, logit_softcap_ = 0.f;
   EmbeddingCuda embed_;
   std::vector<DeviceBlock> blocks_;
   RmsNormCuda norm_;
@@ -128,31 +126,27 @@ DecoderCudaRunner::DecoderCudaRunner(const DecoderParts& p, Device device, DType
                                                    up.type == QuantType::F16 ? DType::f16 : DType::bf16,
                                                    {up.rows, up.cols}));
   } else {
-    lm_head_ = DeviceLinear(*p.lm_head, load);
+    // The logits multiplier (Falcon-H1's lm_head_multiplier, Granite's, Cohere's) folded into the head's rows where
+    // its weights can take it (device_weight_fold.h); a head over the embedding's table, or GGUF blocks, keeps it
+    // for the epilogue.
+    const bool fold = foldable(p.lm_head->matrix().type);
+    lm_head_ = DeviceLinear(*p.lm_head, load, WeightFold::output(fold ? logits_scale_ : 1.f));
+    if (fold) logits_scale_ = 1.f;
   }
   synchronize(load.stream);
-  if (rounded.tensors > 0)
-    std::fprintf(stderr,
-                 "attnzoo: %lld f32 weight tensors rounded to bf16 on %s (%.1f MiB there instead of %.1f; 8 "
-                 "significant bits instead of 24: logits agree with the CPU's f32 run to bf16 tolerance)\n",
-                 static_cast<long long>(rounded.tensors), device.str().c_str(), double(rounded.f32_bytes) / 2 / (1 << 20),
-                 double(rounded.f32_bytes) / (1 << 20));
-  std::fputs(expansion_notice(rounded, device.str()).c_str(), stderr);
-  std::fputs(panel_notice(load.panel->buffer.bytes(), device.str()).c_str(), stderr);
+  print_load_notices(rounded, *load.panel, device);
 }
 
 TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_t> requested_rows,
                                   const CacheStorage& storage) const {
-  const DeviceGuard guard(device_);
-  const Stream s = current_stream();
-  // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph:
-  // the pads' logits rows come last and are left out of the view returned.
-  std::span<const int64_t> rows = requested_rows;
-  const Batch& batch = padding_.step(requested, rows, graphs_->enabled());
+  const RunnerStep run_step(device_, padding_, requested, requested_rows, graphs_->enabled());
+  const Stream s = run_step.stream;
+  const std::span<const int64_t> rows = run_step.rows;
+  const Batch& batch = run_step.batch;
   const int64_t T = batch.num_tokens(), H = hidden_;
 
-  // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode plans, one
-  // copy up.
+  // The step's metadata (the recurrent mixers' state slots included) and the attention layers' decode and prefill
+  // plans (one per call and layer shape, shared by the layers of that shape), one copy up.
   const StepLayout layout = plan_step_layout(T, int64_t(batch.block_groups.size()), batch.num_sequences());
   pack_step(batch, layout, staging_);
   const std::vector<AttentionCall> calls = plan_attention_calls(batch.cu_seqlens, batch.context_lens);
@@ -258,14 +252,7 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
     // Only the requested rows reach the final norm and the vocabulary projection: gathered by runs of
     // consecutive rows (usually one run, or one row per sequence).
     if (R == 0) return;
-    const size_t row_bytes = size_t(H) * 4;
-    for (int64_t i = 0; i < R;) {
-      int64_t n = 1;
-      while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
-      copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_,
-                 x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes, device_, size_t(n) * row_bytes, cs);
-      i += n;
-    }
+    gather_rows(x_, picked_, rows, size_t(H) * 4, device_, cs);
     const TensorView picked = step.view(picked_.data(), DType::f32, {R, H});
     const TensorView normed = step.view(picked_h_.data(), kNormed, {R, H});
     norm_.forward(picked, normed, cs);
@@ -277,7 +264,7 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   };
 
   // A step of cached sequences only (every call a paged decode: a serve loop's step) goes through the step
-  // graphs; prefills upload plans of their own per layer, so they launch as they are.
+  // graphs; a step with a prefill call launches as it is (its work list's grid changes with every prompt).
   const bool decode_only = !calls.empty() && std::all_of(calls.begin(), calls.end(), [](const AttentionCall& c) {
     return c.kind == AttentionCall::Kind::decode;
   });
@@ -286,11 +273,7 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   } else {
     compute(s);
   }
-  // The requested rows are the first ones (the pads' come after them), in the same buffer whether the step was
-  // replayed or launched: nothing is copied to the host here.
-  const int64_t wanted = int64_t(requested_rows.size());
-  if (wanted == 0) return {};
-  return step.view(logits_.data(), DType::f32, {wanted, vocab_});
+  return run_step.logits(device_, logits_.data(), vocab_);
 }
 
 std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, std::span<const int64_t> rows,

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "models/cuda/step_decode_plans.h"
 #include "models/cuda/step_graphs.h"
 #include "models/model.h"
 #include "testing/device_test_util.h"
@@ -45,8 +46,12 @@ std::unique_ptr<Model> load(const std::string& path, Device device, uint64_t shu
   return testing::load_shuffled(path, device, shuffle_seed, DType::bf16);
 }
 
+// Every step's attention plans, its prefills' included, went up in the step's one copy: no layer copied a plan of
+// its own (step_decode_plans.h), whatever its window, sinks or head dim.
 void run_scenario_at(const std::string& path, const std::string& name, uint32_t seed) {
+  const int64_t late_copies = step_plan_late_copies_total();
   testing::run_cpu_gpu_scenario(path, name, seed, DType::bf16, 5);
+  EXPECT_EQ(step_plan_late_copies_total(), late_copies) << name << ": plans copied outside their step's upload";
 }
 
 void run_scenario(const TinyDecoder& t) {
@@ -462,7 +467,8 @@ TEST(DecoderCudaRunner, HybridGraphReplaysMatchStepsLaunchedOneByOne) {
 
 TEST(DecoderCudaRunner, AFalconH1WithItsMultipliersMatchesTheCpu) {
   REQUIRE_GPU();
-  // Attention beside Mamba-2 in every layer (device_parallel_mixer), every muP multiplier away from 1.
+  // Attention beside Mamba-2 in every layer (device_parallel_mixer), every muP multiplier away from 1, each folded
+  // into its projection's bf16 weights at load (device_weight_fold.h).
   ScratchDir dir;
   write_tiny_falcon_h1(dir, {});
   run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16", 61);
@@ -474,6 +480,15 @@ TEST(DecoderCudaRunner, AFalconH1WithADownBiasBesideItsDownMultiplierMatchesTheC
   ScratchDir dir;
   write_tiny_falcon_h1(dir, {.down_bias = true, .seed = 63});
   run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16 mlp_bias", 63);
+}
+
+TEST(DecoderCudaRunner, AFalconH1WithATiedHeadMatchesTheCpu) {
+  REQUIRE_GPU();
+  // The multipliers folded into every projection at load but the head's: the head is the embedding's table, which
+  // the gather reads unscaled, so lm_head_multiplier (0.75) stays the logits epilogue's.
+  ScratchDir dir;
+  write_tiny_falcon_h1(dir, {.seed = 64, .tied = true});
+  run_recurrent_scenario(dir, "FalconH1ForCausalLM BF16 tied", 64);
 }
 
 TEST(DecoderCudaRunner, AFalconH1WithItsStateSize256MatchesTheCpu) {

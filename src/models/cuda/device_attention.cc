@@ -5,11 +5,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/decode_cuda.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/decode.h"
 #include "kernels/softmax/decode_problem.h"
+#include "kernels/softmax/problem.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/norm_cuda.h"
 #include "layers/cuda/rope_cuda.h"
@@ -70,25 +71,31 @@ TensorView seq_rows(const TensorView& t, int64_t first, int64_t seqs, int64_t tq
 
 class DeviceAttention final : public DeviceMixer {
  public:
-  DeviceAttention(const AttentionLayer& attn, const DeviceLoad& load)
-      : config_(attn.config()), act_dtype_(load.act_dtype), o_(attn.o_proj(), load), sinks_(attn.sinks()) {
+  DeviceAttention(const AttentionLayer& attn, const DeviceLoad& load, MixerScales scales)
+      : config_(attn.config()),
+        act_dtype_(load.act_dtype),
+        o_(attn.o_proj(), load, WeightFold::output(scales.out)),
+        sinks_(attn.sinks()) {
     // One [q|k|v] weight where the three go up alike (dense, one dtype): one GEMM reads h once. With the output
     // gate q_proj's rows are each head's [q ; gate] and stay so inside the stack, so the gate is read from the q
     // part either way (activations).
     const Linear* parts[3] = {&attn.q_proj(), &attn.k_proj(), &attn.v_proj()};
+    const WeightFold in = WeightFold::input(scales.in);
     if (DeviceLinear::stackable(parts)) {
-      qkv_.emplace(parts, load, act_dtype_);  // the bias in y's dtype, which cuBLASLt adds
+      const WeightFold folds[3] = {in, in, in};
+      qkv_.emplace(parts, load, act_dtype_, folds);  // the bias in y's dtype, which cuBLASLt adds
     } else {
-      q_.emplace(attn.q_proj(), load);
-      k_.emplace(attn.k_proj(), load);
-      v_.emplace(attn.v_proj(), load);
+      q_.emplace(attn.q_proj(), load, in);
+      k_.emplace(attn.k_proj(), load, in);
+      v_.emplace(attn.v_proj(), load, in);
     }
     if (attn.q_norm()) q_norm_.emplace(*attn.q_norm(), load.device, load.stream);
     if (attn.k_norm()) k_norm_.emplace(*attn.k_norm(), load.device, load.stream);
     if (attn.rope().config().type != "none") rope_.emplace(attn.rope(), load.device, load.stream);
   }
 
-  // Its decode plans are made in prepare and travel in the step's copy; the signature holds their grids.
+  // Its decode and prefill plans are made in prepare and travel in the step's copy; the signature holds the decode
+  // plans' grids.
   bool replayable() const override { return true; }
 
   void prepare(const DeviceStep& step, int64_t layer) const override {
@@ -97,7 +104,11 @@ class DeviceAttention final : public DeviceMixer {
     const BlockTables& tables = step.batch->tables(memory);
     for (size_t i = 0; i < step.calls->size(); ++i) {
       const AttentionCall& call = (*step.calls)[i];
-      if (call.kind != AttentionCall::Kind::decode) continue;
+      if (call.kind == AttentionCall::Kind::prefill) {
+        step.decode_plans->prepare_prefill(int64_t(i), prefill_problem(call, a.q, a.k, a.v, a.out),
+                                           prepare_attention_prefill_cuda);
+        continue;
+      }
       const TensorView q = seq_rows(a.q, call.first_row, call.num_seqs, call.tq);
       const TensorView out = seq_rows(a.out, call.first_row, call.num_seqs, call.tq);
       const DecodePlanKey key = plan_key(int64_t(i), memory, q, out);
@@ -150,10 +161,7 @@ class DeviceAttention final : public DeviceMixer {
     for (size_t i = 0; i < step.calls->size(); ++i) {
       const AttentionCall& call = (*step.calls)[i];
       if (call.kind == AttentionCall::Kind::prefill) {
-        const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
-        attention_prefill(token_rows(q, call.first_row, call.rows), token_rows(k, call.first_row, call.rows),
-                          token_rows(v, call.first_row, call.rows), token_rows(out, call.first_row, call.rows),
-                          options(), varlen);
+        prefill(step, int64_t(i), prefill_problem(call, q, k, v, out));
       } else {
         decode(step, int64_t(i), memory, call, seq_rows(q, call.first_row, call.num_seqs, call.tq),
                seq_rows(out, call.first_row, call.num_seqs, call.tq));
@@ -247,6 +255,24 @@ class DeviceAttention final : public DeviceMixer {
     return prepare_attention_decode_cuda(p);
   }
 
+  // The call's varlen prefill over this layer's rows of q / k / v / out, checked as attention_prefill checks it
+  // (this layer's addresses included).
+  AttentionProblem prefill_problem(const AttentionCall& call, const TensorView& q, const TensorView& k,
+                                   const TensorView& v, const TensorView& out) const {
+    const VarlenInfo varlen{call.cu_seqlens.data(), nullptr, call.num_seqs};
+    auto rows = [&](const TensorView& t) { return token_rows(t, call.first_row, call.rows); };
+    AttentionProblem p = make_prefill_problem(rows(q), rows(k), rows(v), rows(out), options(), varlen);
+    check_cuda_prefill(p);
+    return p;
+  }
+
+  // The prefill through the step's shared plans, as decode below: its work list came up in the step's copy.
+  void prefill(const DeviceStep& step, int64_t call_index, const AttentionProblem& p) const {
+    const StepDecodePlans::PrefillPlan& plan =
+        step.decode_plans->prefill_plan(call_index, p, step, prepare_attention_prefill_cuda);
+    launch_prepared_prefill_cuda(plan.prepared, plan.metadata, {p.q, p.k, p.v, p.o}, step.stream);
+  }
+
   // The paged decode through the step's shared plans: prepared before the upload (prepare), or here for a step
   // that did not, then launched over this layer's tensors.
   void decode(const DeviceStep& step, int64_t call_index, const LayerMemory& memory, const AttentionCall& call,
@@ -271,8 +297,9 @@ class DeviceAttention final : public DeviceMixer {
 
 }  // namespace
 
-std::unique_ptr<DeviceMixer> make_device_attention(const AttentionLayer& attn, const DeviceLoad& load) {
-  return std::make_unique<DeviceAttention>(attn, load);
+std::unique_ptr<DeviceMixer> make_device_attention(const AttentionLayer& attn, const DeviceLoad& load,
+                                                   MixerScales scales) {
+  return std::make_unique<DeviceAttention>(attn, load, scales);
 }
 #endif
 

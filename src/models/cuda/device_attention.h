@@ -10,6 +10,9 @@
 
 namespace attnzoo {
 
-std::unique_ptr<DeviceMixer> make_device_attention(const AttentionLayer& attn, const DeviceLoad& load);
+// `scales`: a parallel branch's multipliers, folded into q / k / v (in) and o_proj (out); only where their weights
+// are `foldable` (device_parallel_mixer.cc decides).
+std::unique_ptr<DeviceMixer> make_device_attention(const AttentionLayer& attn, const DeviceLoad& load,
+                                                   MixerScales scales = {});
 
 }  // namespace attnzoo

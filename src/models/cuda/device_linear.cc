@@ -27,9 +27,11 @@ DType device_dtype(QuantType t) { return t == QuantType::F16 ? DType::f16 : DTyp
 
 }  // namespace
 
-DeviceLinear::DeviceLinear(const Linear& l, const DeviceLoad& load)
+DeviceLinear::DeviceLinear(const Linear& l, const DeviceLoad& load, const WeightFold& fold)
     : kind_(device_weights(l.matrix().type)), out_(l.matrix().rows), in_(l.matrix().cols), device_(load.device) {
   const QuantMatrix& m = l.matrix();
+  require(kind_ != DeviceWeights::blocks || fold.identity(), l.name().c_str(),
+          "GGUF blocks kept as stored on the device cannot take a multiplier (see foldable)");
   if (kind_ == DeviceWeights::blocks) {
     // GGUF rows up as stored: regrouped ones (row_groups.h) turned back first.
     weight_ = DeviceBuffer(load.device, size_t(m.bytes()));
@@ -42,7 +44,7 @@ DeviceLinear::DeviceLinear(const Linear& l, const DeviceLoad& load)
     panel_rows_ = dequant_panel_rows(out_, in_);
     panel_->reserve(size_t(panel_rows_ * in_) * 2);
   } else {
-    const std::vector<uint16_t> rows = device_dense_rows(m);
+    const std::vector<uint16_t> rows = device_folded_rows(m, fold, l.name().c_str());
     weight_ = DeviceBuffer(load.device, rows.size() * 2);
     weight_.upload(rows.data(), weight_.bytes(), load.stream);
     w_ = device_view(load.device, weight_.data(), device_dtype(m.type), {out_, in_});
@@ -54,8 +56,9 @@ DeviceLinear::DeviceLinear(const Linear& l, const DeviceLoad& load)
       load.rounding->count_expanded(m.type, m.bytes(), uint64_t(out_ * in_) * 2);
   }
   if (l.has_bias()) {
+    const std::vector<float> bias = folded_bias(l.bias(), fold);
     bias_bytes_ = DeviceBuffer(load.device, size_t(out_) * sizeof(float));
-    bias_bytes_.upload(l.bias().data(), bias_bytes_.bytes(), load.stream);
+    bias_bytes_.upload(bias.data(), bias_bytes_.bytes(), load.stream);
     bias_ = device_view(load.device, bias_bytes_.data(), DType::f32, {out_});
   }
 }
@@ -109,8 +112,10 @@ bool DeviceLinear::stackable(std::span<const Linear* const> parts) {
   return !parts.empty();
 }
 
-DeviceLinear::DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype)
+DeviceLinear::DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype,
+                           std::span<const WeightFold> folds)
     : device_(load.device) {
+  require(folds.empty() || folds.size() == parts.size(), "folds", "one per stacked part, or none");
   // F32 / BF16 / F16, one input width and dtype (stackable: callers stack nothing else)
   const int64_t in = parts[0]->matrix().cols;
   int64_t out = 0;
@@ -123,16 +128,16 @@ DeviceLinear::DeviceLinear(std::span<const Linear* const> parts, const DeviceLoa
   std::vector<uint16_t> rows(size_t(out * in));
   std::vector<float> bias(any_bias ? size_t(out) : 0, 0.f);
   int64_t at = 0;
-  for (const Linear* l : parts) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Linear* l = parts[i];
     const QuantMatrix& m = l->matrix();
-    for (int64_t r = 0; r < m.rows; ++r) {
-      uint16_t* dst = rows.data() + (at + r) * in;
-      if (m.type == QuantType::F32)
-        convert_from_f32(reinterpret_cast<const float*>(m.row(r)), dst, DType::bf16, size_t(in));
-      else
-        std::memcpy(dst, m.row(r), size_t(in) * 2);
+    const WeightFold fold = folds.empty() ? WeightFold{} : folds[i];
+    const std::vector<uint16_t> part = device_folded_rows(m, fold, l->name().c_str());
+    std::copy(part.begin(), part.end(), rows.begin() + at * in);
+    if (l->has_bias()) {
+      const std::vector<float> b = folded_bias(l->bias(), fold);
+      std::copy(b.begin(), b.end(), bias.begin() + at);
     }
-    if (l->has_bias()) std::memcpy(bias.data() + at, l->bias().data(), size_t(m.rows) * sizeof(float));
     if (m.type == QuantType::F32 && load.rounding) {
       ++load.rounding->tensors;
       load.rounding->f32_bytes += uint64_t(m.rows * in) * 4;

@@ -16,6 +16,7 @@
 #include "layers/cuda/gemm_cuda.h"
 #include "layers/embedding.h"
 #include "layers/linear.h"
+#include "models/cuda/device_weight_fold.h"
 #include "models/cuda/device_weights.h"
 
 namespace attnzoo {
@@ -43,11 +44,14 @@ struct DeviceLoad {
 class DeviceLinear {
  public:
   DeviceLinear() = default;
-  DeviceLinear(const Linear& l, const DeviceLoad& load);
+  // `fold`: multipliers the weights absorb (device_weight_fold.h; only where `foldable` unless the identity).
+  DeviceLinear(const Linear& l, const DeviceLoad& load, const WeightFold& fold = {});
   // Projections of one input stacked into one weight, their outputs side by side in y's row ([q|k|v],
   // [gate|up]): one GEMM reads x once. Biases concatenated (zeros for a part without one) and stored as
   // `bias_dtype`: y's dtype lets cuBLASLt add them (it takes a bias of y's type only). Only where `stackable`.
-  DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype = DType::f32);
+  // `folds`: one per part, or none.
+  DeviceLinear(std::span<const Linear* const> parts, const DeviceLoad& load, DType bias_dtype = DType::f32,
+               std::span<const WeightFold> folds = {});
   // Whether `parts` can be stacked: one input width, dense weights that go up as one dtype.
   static bool stackable(std::span<const Linear* const> parts);
   // A bias-free projection over a bf16 / f16 [out, in] table already on the device and owned elsewhere (a tied

@@ -24,23 +24,31 @@ constexpr int64_t kMinChunkScanTokens = 16;
 
 class DeviceMamba2 final : public DeviceMixer {
  public:
-  DeviceMamba2(const Mamba2Mixer& m, const DeviceLoad& load)
+  DeviceMamba2(const Mamba2Mixer& m, const DeviceLoad& load, MixerScales scales)
       : c_(m.config()),
-        in_(m.in_proj(), load),
-        out_(m.out_proj(), load),
+        in_(m.in_proj(), load, in_proj_fold(m, scales)),
+        out_(m.out_proj(), load, WeightFold::output(scales.out)),
         conv_(m.conv_weight(), m.conv_bias(), c_.conv_kernel, ConvActivation::silu, load) {
     A_ = upload_f32(m.A(), load);
     D_ = upload_f32(m.D(), load);
     dt_bias_ = upload_f32(m.dt_bias(), load);
     if (c_.gated_norm) norm_w_ = upload_f32(m.norm_weight(), load);
-    // Falcon-H1's muP vector over in_proj's outputs is constant per section (z, x, B, C, dt): one scale per run.
-    const std::vector<float>& mult = c_.proj_multipliers;
+    // Falcon-H1's muP vector over in_proj's outputs, where in_proj's weights could not fold it, is constant per
+    // section (z, x, B, C, dt): one scale per run.
+    const std::vector<float>& mult = foldable(m.in_proj().matrix().type) ? std::vector<float>{} : c_.proj_multipliers;
     for (size_t i = 0; i < mult.size();) {
       size_t n = 1;
       while (i + n < mult.size() && mult[i + n] == mult[i]) ++n;
       if (mult[i] != 1.f) proj_scales_.push_back({int64_t(i), int64_t(n), mult[i]});
       i += n;
     }
+  }
+
+  // in_proj's multipliers folded into its rows, the input one into every weight, where its weights go up as 16-bit
+  // rows (in(scale * x) * mult = (mult * scale * W) x + mult * b).
+  static WeightFold in_proj_fold(const Mamba2Mixer& m, MixerScales scales) {
+    if (!foldable(m.in_proj().matrix().type)) return {};
+    return {scales.in, 1.f, m.config().proj_multipliers};
   }
 
   // A decode step runs in place in the pool's slots with nothing uploaded of its own (device_conv_state.h).
@@ -164,8 +172,9 @@ class DeviceMamba2 final : public DeviceMixer {
 
 }  // namespace
 
-std::unique_ptr<DeviceMixer> make_device_mamba2(const Mamba2Mixer& mixer, const DeviceLoad& load) {
-  return std::make_unique<DeviceMamba2>(mixer, load);
+std::unique_ptr<DeviceMixer> make_device_mamba2(const Mamba2Mixer& mixer, const DeviceLoad& load,
+                                                MixerScales scales) {
+  return std::make_unique<DeviceMamba2>(mixer, load, scales);
 }
 #endif
 

@@ -1,6 +1,7 @@
 #pragma once
 // The Mamba-2 mixer (layers/mamba2_mixer.h) as a GPU block (device_blocks.h): in_proj (its muP multipliers, when
-// set, scaling its output columns in place), the causal conv over x B C,
+// set, folded into its rows at load, or scaling its output columns in place where its weights stay GGUF blocks),
+// the causal conv over x B C,
 // the SSD scan, the gated RMSNorm and out_proj added into the residual stream, f32 activations. The pool's state
 // slots are not dense, and the conv and scan kernels take dense [S, ...] states: each step gathers the batch's
 // sequences' conv tails and SSM states into scratch (copy_rows_cuda through Batch::state_slots, uploaded with the
@@ -14,6 +15,9 @@
 
 namespace attnzoo {
 
-std::unique_ptr<DeviceMixer> make_device_mamba2(const Mamba2Mixer& mixer, const DeviceLoad& load);
+// `scales`: a parallel branch's multipliers, folded into in_proj (in) and out_proj (out); only where their weights
+// are `foldable` (device_parallel_mixer.cc decides).
+std::unique_ptr<DeviceMixer> make_device_mamba2(const Mamba2Mixer& mixer, const DeviceLoad& load,
+                                                MixerScales scales = {});
 
 }  // namespace attnzoo

@@ -9,6 +9,7 @@
 
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/kv_write_cuda.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/cuda/mla_decode_cuda.h"
 #include "kernels/softmax/mla.h"
 #include "kernels/softmax/mla_problem.h"
@@ -35,8 +36,8 @@ struct MlaStepKey {
 };
 
 // The step's MLA plan (step_decode_plans.h), made once by the first MLA layer's prepare: the rows' split, each
-// absorbed call's prepared decode (metadata in the step's copy) and each expanded call's row indices (likewise).
-// Every MLA layer whose key matches only launches.
+// absorbed call's prepared decode (metadata in the step's copy), each expanded call's row indices and the
+// softmax prefill of each of its head-slice shapes (likewise). Every MLA layer whose key matches only launches.
 struct MlaStepShared {
   MlaStepKey key;
   MlaStepPlan plan;
@@ -48,6 +49,12 @@ struct MlaStepShared {
   std::vector<AbsorbedCall> calls;
   size_t scratch_bytes = 0;           // the largest call's: every call and layer reuses one slot
   std::vector<size_t> group_rows_at;  // each expanded group's [q_rows | key_slots]
+  struct ExpandedPrefill {
+    int64_t heads = 0;  // the slice's: all but a long context's last slice have the group's heads
+    PreparedPrefillCuda prepared;
+    size_t meta_at = 0;
+  };
+  std::vector<std::vector<ExpandedPrefill>> group_prefills;  // per group, one per slice shape
 };
 
 namespace {
@@ -130,11 +137,22 @@ class DeviceMla final : public DeviceMixer {
       shared->scratch_bytes = std::max(shared->scratch_bytes, call.prepared.scratch_bytes());
       shared->calls.push_back(std::move(call));
     });
+    const MlaStepViews views = step_views(step);
     for (const MlaExpandGroup& g : shared->plan.groups) {
       std::vector<int32_t> rows = g.q_rows;
       rows.insert(rows.end(), g.key_slots.begin(), g.key_slots.end());
       shared->group_rows_at.push_back(plans.add_bytes(
           {reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(int32_t)}));
+      // The slices' prefill plans: their problems differ from layer to layer only in the scratch's addresses.
+      std::vector<MlaStepShared::ExpandedPrefill> prefills;
+      for (int64_t heads : {g.heads, config_.num_heads % g.heads}) {  // the slices', the last one's if shorter
+        if (heads == 0) continue;
+        const ExpandedCall x = expanded_call(step, memory, g, views, 0, heads);
+        MlaStepShared::ExpandedPrefill p{heads, prepare_attention_prefill_cuda(x.problem), 0};
+        p.meta_at = plans.add_bytes(p.prepared.launch.metadata);
+        prefills.push_back(std::move(p));
+      }
+      shared->group_prefills.push_back(std::move(prefills));
     }
     append_mla_step_signature(*shared, plans.mla_signature);
     plans.mla.push_back(std::move(shared));
@@ -143,17 +161,16 @@ class DeviceMla final : public DeviceMixer {
   // h: the block's bf16 normed rows (the projections take them as they are).
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const MlaConfig& c = config_;
-    const int64_t T = step.num_tokens, H = c.num_heads, Dq = c.qk_head_dim(), L = c.latent_dim();
+    const int64_t T = step.num_tokens, H = c.num_heads, Dq = c.qk_head_dim();
     const int64_t dv = c.v_head_dim;
     const size_t e = dtype_size(act_dtype_);
     const Stream s = step.stream;
     DeviceWorkspace& ws = *step.workspace;
-    auto* q = static_cast<uint8_t*>(ws.get(kQ, size_t(T * H * Dq) * e));
-    auto* latent = static_cast<uint8_t*>(ws.get(kLatent, size_t(T * L) * e));
-    auto* out = static_cast<uint8_t*>(ws.get(kOut, size_t(T * H * dv) * e));
     const LayerMemory memory = step.storage->layer(layer);
 
-    const MlaStepViews v = mla_step_views(c, step.device, act_dtype_, T, q, latent, out);
+    const MlaStepViews v = step_views(step);
+    auto* q = static_cast<uint8_t*>(v.q.data);
+    auto* out = static_cast<uint8_t*>(v.out.data);
     if (q_a_) {
       void* qa = ws.get(kQa, size_t(T * c.q_lora_rank) * e);
       const TensorView qa2 = step.view(qa, act_dtype_, {T, c.q_lora_rank});
@@ -183,7 +200,8 @@ class DeviceMla final : public DeviceMixer {
                                         s);
       for (size_t i = 0; i < shared->plan.groups.size(); ++i)
         expanded(step, memory, shared->plan.groups[i], v,
-                 reinterpret_cast<const int32_t*>(step.decode_plans->device(shared->group_rows_at[i])));
+                 reinterpret_cast<const int32_t*>(step.decode_plans->device(shared->group_rows_at[i])),
+                 &shared->group_prefills[i]);
     } else {
       // No step plans (a caller without the runner's prepare): each absorbed call through mla_decode (its plan
       // uploaded per call), each expanded call's row indices uploaded (from pageable memory: the copy returns
@@ -201,7 +219,7 @@ class DeviceMla final : public DeviceMixer {
         auto* rows = static_cast<int32_t*>(ws.get(kDecodeScratch, (n + N) * sizeof(int32_t)));
         copy_bytes(rows, step.device, g.q_rows.data(), Device::cpu(), n * sizeof(int32_t), s);
         copy_bytes(rows + n, step.device, g.key_slots.data(), Device::cpu(), N * sizeof(int32_t), s);
-        expanded(step, memory, g, v, rows);
+        expanded(step, memory, g, v, rows, nullptr);
       }
     }
 
@@ -265,40 +283,79 @@ class DeviceMla final : public DeviceMixer {
       }
   }
 
+  // The step's q / latent / output rows in the workspace, as every MLA layer in turn lays them out.
+  MlaStepViews step_views(const DeviceStep& step) const {
+    const MlaConfig& c = config_;
+    const int64_t T = step.num_tokens, H = c.num_heads;
+    const size_t e = dtype_size(act_dtype_);
+    DeviceWorkspace& ws = *step.workspace;
+    void* q = ws.get(kQ, size_t(T * H * c.qk_head_dim()) * e);
+    void* latent = ws.get(kLatent, size_t(T * c.latent_dim()) * e);
+    void* out = ws.get(kOut, size_t(T * H * c.v_head_dim) * e);
+    return mla_step_views(c, step.device, act_dtype_, T, q, latent, out);
+  }
+
+  // Heads [h0, h0 + heads) of an expanded call over the group's scratch (sized for g.heads heads), and their
+  // softmax prefill, checked as attention_prefill checks it: bottom-right causal, a sequence's queries the last of
+  // its keys.
+  struct ExpandedCall {
+    MlaExpandViews x;
+    AttentionProblem problem;
+  };
+  ExpandedCall expanded_call(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g,
+                             const MlaStepViews& v, int64_t h0, int64_t heads) const {
+    const MlaConfig& c = config_;
+    const int64_t D = expand_sizes_.head_dim, n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
+    DeviceWorkspace& ws = *step.workspace;
+    const MlaExpandBytes bytes = mla_expand_bytes(c, act_dtype_, D, N, n, g.heads);
+    ExpandedCall call{mla_expand_views(c, memory.k, v, w_kv_b_, D, N, n, h0, heads, ws.get(kExpandLatent, bytes.latent_kv),
+                                       ws.get(kExpandKv, bytes.k_v), ws.get(kExpandQo, bytes.q_o)),
+                      {}};
+    AttentionOptions opts;
+    opts.scale = scale_;
+    opts.causal = true;
+    const VarlenInfo varlen{g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1};
+    call.problem = make_prefill_problem(call.x.q, call.x.k, call.x.v, call.x.o, opts, varlen);
+    check_cuda_prefill(call.problem);
+    return call;
+  }
+
   // One expanded prefill call (mla_rows_plan.h): the group's keys' latent rows gathered from the pool once, then
   // per slice of g.heads heads (all of them but for a context too long for the scratch) c_kv through the slice's
   // rows of kv_b_proj, K = [k_nope | k_pe | 0] and V = [v | 0] at the padded head dim, Q = [q_nope | q_pe | 0]
   // gathered from the step's rows, the softmax prefill, the output's first dv columns scattered back. `rows`: the
-  // group's [q_rows | key_slots] on the device.
+  // group's [q_rows | key_slots] on the device; `prefills`: the step's plans of the slices' prefills (their
+  // metadata in the step's copy), or none: each slice's prefill uploads its own.
   void expanded(const DeviceStep& step, const LayerMemory& memory, const MlaExpandGroup& g, const MlaStepViews& v,
-                const int32_t* rows) const {
-    const MlaConfig& c = config_;
-    const int64_t H = c.num_heads, D = expand_sizes_.head_dim, hg = g.heads;
+                const int32_t* rows, const std::vector<MlaStepShared::ExpandedPrefill>* prefills) const {
+    const int64_t H = config_.num_heads, hg = g.heads;
     const int64_t n = int64_t(g.q_rows.size()), N = int64_t(g.key_slots.size());
     const Stream s = step.stream;
-    DeviceWorkspace& ws = *step.workspace;
     const int32_t* q_rows = rows;
     const int32_t* key_slots = rows + n;
-    const MlaExpandBytes bytes = mla_expand_bytes(c, act_dtype_, D, N, n, hg);
-    void* latent_kv = ws.get(kExpandLatent, bytes.latent_kv);
-    void* k_v = ws.get(kExpandKv, bytes.k_v);
-    void* q_o = ws.get(kExpandQo, bytes.q_o);
-    AttentionOptions opts;
-    opts.scale = scale_;
-    opts.causal = true;  // bottom-right: a sequence's queries are the last of its keys
-    const VarlenInfo varlen{g.cu_seqlens_q.data(), g.cu_seqlens_k.data(), int64_t(g.cu_seqlens_q.size()) - 1};
     for (int64_t h0 = 0; h0 < H; h0 += hg) {
       const int64_t heads = std::min(hg, H - h0);
-      const MlaExpandViews x = mla_expand_views(c, memory.k, v, w_kv_b_, D, N, n, h0, heads, latent_kv, k_v, q_o);
+      const ExpandedCall call = expanded_call(step, memory, g, v, h0, heads);
+      const MlaExpandViews& x = call.x;
       if (h0 == 0) copy_head_rows_cuda({x.pool_rows, x.keys_latent, key_slots, nullptr, N}, s);  // every slice's
       gemm_cuda(x.c_kv, x.w, nullptr, x.kv, {}, s);
       copy_head_rows_cuda({x.kv_nope, x.k_nope, nullptr, nullptr, N}, s);
       copy_head_rows_cuda({x.k_pe, x.k_rope, nullptr, nullptr, N}, s);  // one head for all, then zeros
       copy_head_rows_cuda({x.kv_v, x.v, nullptr, nullptr, N}, s);
       copy_head_rows_cuda({x.step_q, x.q, q_rows, nullptr, n}, s);
-      attention_prefill(x.q, x.k, x.v, x.o, opts, varlen);
+      prefill(step, call.problem, heads, prefills);
       copy_head_rows_cuda({x.o_v, x.step_out, nullptr, q_rows, n}, s);
     }
+  }
+
+  void prefill(const DeviceStep& step, const AttentionProblem& p, int64_t heads,
+               const std::vector<MlaStepShared::ExpandedPrefill>* prefills) const {
+    if (prefills)
+      for (const MlaStepShared::ExpandedPrefill& e : *prefills)
+        if (e.heads == heads)
+          return launch_prepared_prefill_cuda(e.prepared, step.decode_plans->device(e.meta_at), {p.q, p.k, p.v, p.o},
+                                              step.stream);
+    attention_prefill(p);  // on the current stream, the step's
   }
 
   MlaConfig config_;

@@ -19,28 +19,37 @@ enum Slot : size_t { kGateUp = 8, kGate, kUp };
 // cuBLASLt takes it with the 16-bit weights.
 constexpr DType kMid = DType::bf16;
 
+// A multiplier on `l`'s output, folded into its rows and bias where its weights can take it (device_weight_fold.h).
+WeightFold output_fold(const Linear& l, float scale) {
+  return WeightFold::output(foldable(l.matrix().type) ? scale : 1.f);
+}
+
 class DeviceGatedMlp final : public DeviceFfn {
  public:
   DeviceGatedMlp(const GatedMlp& mlp, const DeviceLoad& load, float gate_mult, float down_mult)
-      : down_(mlp.down_proj(), load),
+      : down_(mlp.down_proj(), load, output_fold(mlp.down_proj(), down_mult)),
         act_(mlp.activation()),
         intermediate_(mlp.intermediate()),
-        gate_mult_(gate_mult),
-        down_mult_(down_mult) {
+        gate_mult_(foldable(mlp.gate_proj().matrix().type) ? 1.f : gate_mult),
+        down_mult_(foldable(mlp.down_proj().matrix().type) ? 1.f : down_mult) {
+    // Falcon-H1's muP: gate(x) * gate_mult and down(.) * down_mult are the gate's and the down projection's rows
+    // (and biases) scaled at load; what a GGUF block weight could not take stays a multiplier here.
+    const WeightFold gate_fold = output_fold(mlp.gate_proj(), gate_mult);
     // One [gate|up] weight where the two go up alike: one GEMM, the activation over its halves (silu_and_mul).
     const Linear* parts[2] = {&mlp.gate_proj(), &mlp.up_proj()};
     if (DeviceLinear::stackable(parts)) {
-      gate_up_.emplace(parts, load);
+      const WeightFold folds[2] = {gate_fold, {}};
+      gate_up_.emplace(parts, load, DType::f32, folds);
     } else {
-      gate_.emplace(mlp.gate_proj(), load);
+      gate_.emplace(mlp.gate_proj(), load, gate_fold);
       up_.emplace(mlp.up_proj(), load);
     }
-    // The down multiplier scales the down projection's input, which leaves its bias (Falcon-H1's mlp_bias) unscaled:
-    // the missing (down_mult - 1) * bias goes on after it, every row alike.
+    // An unfolded down multiplier scales the down projection's input, which leaves its bias (Falcon-H1's mlp_bias)
+    // unscaled: the missing (down_mult - 1) * bias goes on after it, every row alike.
     const std::span<const float> bias = mlp.down_proj().bias();
-    if (down_mult != 1.f && !bias.empty()) {
+    if (down_mult_ != 1.f && !bias.empty()) {
       std::vector<float> rest(bias.size());
-      for (size_t i = 0; i < bias.size(); ++i) rest[i] = (down_mult - 1.f) * bias[i];
+      for (size_t i = 0; i < bias.size(); ++i) rest[i] = (down_mult_ - 1.f) * bias[i];
       bias_rest_bytes_ = DeviceBuffer(load.device, rest.size() * sizeof(float));
       bias_rest_bytes_.upload(rest.data(), bias_rest_bytes_.bytes(), load.stream);
       bias_rest_ = device_view(load.device, bias_rest_bytes_.data(), DType::f32, {1, int64_t(rest.size())});
@@ -67,8 +76,9 @@ class DeviceGatedMlp final : public DeviceFfn {
       gate_->apply(h, gate, {}, s);
       up_->apply(h, up, {}, s);
     }
-    // Falcon-H1's muP: the gate scaled before the activation; the down multiplier scales the (linear) down
-    // projection's input instead of its output, which adds straight into the residual stream.
+    // Falcon-H1's muP where the weights could not fold it: the gate scaled before the activation; the down
+    // multiplier scales the (linear) down projection's input instead of its output, which adds straight into the
+    // residual stream.
     if (gate_mult_ != 1.f) scale_softcap_cuda(gate, gate, gate_mult_, 0.f, s);
     gated_activation_cuda(act_, gate, up, gate, s);  // in place over the gate half
     if (down_mult_ != 1.f) scale_softcap_cuda(gate, gate, down_mult_, 0.f, s);
@@ -83,7 +93,7 @@ class DeviceGatedMlp final : public DeviceFfn {
   DeviceLinear down_;
   Activation act_;
   int64_t intermediate_;
-  float gate_mult_, down_mult_;  // ScaledGatedMlp's, else 1
+  float gate_mult_, down_mult_;  // ScaledGatedMlp's where its weights could not fold them, else 1
   DeviceBuffer bias_rest_bytes_;
   TensorView bias_rest_;  // f32 [1, hidden]: (down_mult - 1) * the down bias, or none
 };

@@ -40,7 +40,7 @@ class DeviceWorkspace {
 // Workspace slots by owner, so that nothing a step still needs shares one with a later user: the attention's from 0,
 // the feed-forwards' from 8, the recurrent mixers' from 16 (device_mamba2.cc, ...; a block's mixer and feed-forward
 // run one after the other, so theirs may overlap), all below kDecodePlanSlots; from there one per decode plan of
-// the step (step_decode_plans.h: bound before the first layer runs and read by every attention layer after it, so
+// the step and per plan copied late (step_decode_plans.h: bound before the first layer runs and read by every attention layer after it, so
 // no layer in between may regrow them).
 constexpr size_t kDecodePlanSlots = 32;
 
@@ -62,8 +62,8 @@ struct DeviceStep {
   const std::vector<AttentionCall>* calls = nullptr;
   TensorView positions;  // i32 [T] on the device
   DeviceWorkspace* workspace = nullptr;
-  StepDecodePlans* decode_plans = nullptr;  // the attention layers' shared decode plans and the MLA layers' step
-                                            // plan, empty at the step's start
+  StepDecodePlans* decode_plans = nullptr;  // the attention layers' shared decode and prefill plans and the MLA
+                                            // layers' step plan, empty at the step's start
 
   TensorView view(void* data, DType dtype, std::initializer_list<int64_t> shape) const {
     return device_view(device, data, dtype, shape);

@@ -1,8 +1,6 @@
 #include "models/cuda/rwkv7_cuda_runner.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -16,6 +14,7 @@
 #include "models/cuda/device_conv_state.h"
 #include "models/cuda/device_linear.h"
 #include "models/cuda/device_step.h"
+#include "models/cuda/runner_step.h"
 #include "models/cuda/rwkv7_cuda_plan.h"
 #include "models/cuda/step_graphs.h"
 
@@ -69,9 +68,7 @@ class Rwkv7CudaRunner final : public DeviceRunner {
   TensorView run(const Batch& batch, std::span<const int64_t> rows, const CacheStorage& storage) const override;
 
  private:
-  void grow(DeviceBuffer& b, size_t bytes) const {
-    if (b.bytes() < bytes) b = DeviceBuffer(device_, std::max<size_t>(bytes, 4));
-  }
+  void grow(DeviceBuffer& b, size_t bytes) const { attnzoo::grow(b, device_, bytes); }
   TensorView scratch(Slot slot, DType dtype, std::initializer_list<int64_t> shape) const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -144,14 +141,7 @@ Rwkv7CudaRunner::Rwkv7CudaRunner(const Rwkv7Model& m, Device device)
   lm_head_ = DeviceLinear(m.lm_head(), load);
   graphs_ = std::make_unique<StepGraphs>(device, cuda_graphs_enabled());
   synchronize(load.stream);
-  if (rounded.tensors > 0)
-    std::fprintf(stderr,
-                 "attnzoo: %lld f32 weight tensors rounded to bf16 on %s (%.1f MiB there instead of %.1f; 8 "
-                 "significant bits instead of 24: logits agree with the CPU's f32 run to bf16 tolerance)\n",
-                 static_cast<long long>(rounded.tensors), device.str().c_str(),
-                 double(rounded.f32_bytes) / 2 / (1 << 20), double(rounded.f32_bytes) / (1 << 20));
-  std::fputs(expansion_notice(rounded, device.str()).c_str(), stderr);
-  std::fputs(panel_notice(load.panel->buffer.bytes(), device.str()).c_str(), stderr);
+  print_load_notices(rounded, *load.panel, device);
 }
 
 void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch,
@@ -281,13 +271,11 @@ void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& 
 
 TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t> requested_rows,
                                 const CacheStorage& storage) const {
-  const DeviceGuard guard(device_);
-  const Stream s = current_stream();
-  // A decode step replayed from graphs is padded to its batch-size bucket, so that nearby sizes share a graph: a
-  // pad's state slot -1 is skipped by the token shift and the recurrence, and its logits row is left out of the
-  // view returned.
-  std::span<const int64_t> rows = requested_rows;
-  const Batch& batch = padding_.step(requested, rows, graphs_->enabled());
+  // A pad's state slot -1 (a decode step padded to its bucket) is skipped by the token shift and the recurrence.
+  const RunnerStep run_step(device_, padding_, requested, requested_rows, graphs_->enabled());
+  const Stream s = run_step.stream;
+  const std::span<const int64_t> rows = run_step.rows;
+  const Batch& batch = run_step.batch;
   const int64_t T = batch.num_tokens(), S = batch.num_sequences(), C = hidden_, R = int64_t(rows.size());
 
   // One copy up: tokens | seq_of | cu_seqlens | state_slots.
@@ -328,15 +316,8 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
       }
     }
     if (R == 0) return;
-    // Only the requested rows reach the final norm and the head, gathered by runs of consecutive rows.
-    const size_t row_bytes = size_t(C) * 4;
-    for (int64_t i = 0; i < R;) {
-      int64_t n = 1;
-      while (i + n < R && rows[size_t(i + n)] == rows[size_t(i)] + n) ++n;
-      copy_bytes(picked_.as<uint8_t>() + size_t(i) * row_bytes, device_,
-                 x_.as<uint8_t>() + size_t(rows[size_t(i)]) * row_bytes, device_, size_t(n) * row_bytes, cs);
-      i += n;
-    }
+    // Only the requested rows reach the final norm and the head.
+    gather_rows(x_, picked_, rows, size_t(C) * 4, device_, cs);
     const TensorView picked = device_view(device_, picked_.data(), DType::f32, {R, C});
     const TensorView normed = device_view(device_, picked_h_.data(), DType::f32, {R, C});
     norm_.forward(picked, normed, cs);
@@ -350,9 +331,7 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
   } else {
     compute(s);
   }
-  const int64_t wanted = int64_t(requested_rows.size());
-  if (wanted == 0) return {};
-  return device_view(device_, logits_.data(), DType::f32, {wanted, vocab_});
+  return run_step.logits(device_, logits_.data(), vocab_);
 }
 
 std::vector<uint64_t> Rwkv7CudaRunner::step_signature(const Batch& batch, std::span<const int64_t> rows,

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "kernels/softmax/cuda/prefill_launch_plan.h"
 
 namespace attnzoo {
 namespace {
@@ -76,6 +77,99 @@ TEST(StepDecodePlans, OtherPlansBytesTravelInTheSameCopy) {
   EXPECT_EQ(plans.end(), 16u);
   EXPECT_TRUE(plans.mla.empty());
   EXPECT_TRUE(plans.mla_signature.empty());
+}
+
+// A layer's q / k / v / out rows [T, heads, D] of its own (each layer's activations at other addresses), and the
+// varlen prefill problem of one call over them.
+struct LayerRows {
+  int64_t T, Hq, Hkv, D;
+  std::vector<uint16_t> q, k, v, out;
+  LayerRows(int64_t t, int64_t hq, int64_t hkv, int64_t d)
+      : T(t), Hq(hq), Hkv(hkv), D(d), q(size_t(t * hq * d)), k(size_t(t * hkv * d)), v(k.size()), out(q.size()) {}
+  AttentionProblem problem(const std::vector<int32_t>& cu_seqlens, int64_t window) {
+    AttentionOptions opts;
+    opts.causal = true;
+    opts.window = window;
+    auto rows = [&](std::vector<uint16_t>& b, int64_t heads) {
+      return TensorView::contiguous(b.data(), DType::bf16, {T, heads, D});
+    };
+    return make_prefill_problem(rows(q, Hq), rows(k, Hkv), rows(v, Hkv), rows(out, Hq), opts,
+                                {cu_seqlens.data(), nullptr, int64_t(cu_seqlens.size()) - 1});
+  }
+};
+
+// prepare_attention_prefill_cuda's plan made on the host (the sm_80 one), counting how many were made.
+int prefill_plans_made = 0;
+PreparedPrefillCuda plan_on_host(const AttentionProblem& p) {
+  ++prefill_plans_made;
+  PreparedPrefillCuda d;
+  d.launch = cuda_prefill::plan_prefill_launch(p);
+  d.dtype = p.q_dtype, d.D = p.D, d.Hq = p.Hq;
+  return d;
+}
+
+// A prefill step of five attention layers as the runner prepares it: layers of one shape share one plan, a
+// sliding-window layer has its own, both travel in the step's one copy and every layer finds its plan there after
+// the upload, with no copy of its own. A layer no one prepared still runs, at one late copy, counted.
+TEST(StepDecodePlans, PrefillPlansAreOnePerLayerShapeInTheStepsOneCopy) {
+  const std::vector<int32_t> cu = {0, 70, 100};  // two prompts, one varlen call
+  std::vector<LayerRows> layers;
+  for (int l = 0; l < 4; ++l) layers.emplace_back(100, 4, 2, 64);
+  const int64_t windows[4] = {0, 0, 32, 0};  // layer 2 slides
+  LayerRows wide(100, 4, 2, 128);             // prepared by no one
+
+  StepDecodePlans plans;
+  plans.begin(20);
+  plans.add(DecodePlanKey{}, prepared_with(5, 100));  // a decode call of the same step
+  prefill_plans_made = 0;
+  for (int l = 0; l < 4; ++l) plans.prepare_prefill(1, layers[size_t(l)].problem(cu, windows[l]), plan_on_host);
+  EXPECT_EQ(prefill_plans_made, 2) << "one plan for the three full-attention layers, one for the sliding one";
+  ASSERT_EQ(plans.prefill_plans(), 2u);
+
+  const StepDecodePlans::PrefillPlan* full = plans.find_prefill(prefill_plan_key(1, layers[0].problem(cu, 0)));
+  const StepDecodePlans::PrefillPlan* sliding = plans.find_prefill(prefill_plan_key(1, layers[2].problem(cu, 32)));
+  ASSERT_NE(full, nullptr);
+  ASSERT_NE(sliding, nullptr);
+  EXPECT_NE(full, sliding);
+  EXPECT_EQ(plans.find_prefill(prefill_plan_key(0, layers[0].problem(cu, 0))), nullptr) << "another call";
+  EXPECT_EQ(full->meta_at, 48u) << "after the decode plan's 5 bytes at 32, on a 16-byte boundary";
+  EXPECT_EQ(sliding->meta_at % 16, 0u);
+  EXPECT_GE(sliding->meta_at, full->meta_at + full->prepared.launch.metadata.size());
+  EXPECT_EQ(plans.end(), sliding->meta_at + sliding->prepared.launch.metadata.size());
+
+  std::vector<uint8_t> staging(plans.end(), 0);
+  plans.pack(staging);
+  for (const StepDecodePlans::PrefillPlan* p : {full, sliding}) {
+    const std::vector<unsigned char>& m = p->prepared.launch.metadata;
+    ASSERT_FALSE(m.empty());
+    EXPECT_TRUE(std::equal(m.begin(), m.end(), staging.begin() + std::ptrdiff_t(p->meta_at)));
+  }
+  DeviceWorkspace workspace(Device::cpu());
+  plans.bind(staging.data(), workspace);
+  EXPECT_THROW(plans.prepare_prefill(1, wide.problem(cu, 0), plan_on_host), ArgumentError) << "after the upload";
+
+  DeviceStep step;
+  step.device = Device::cpu();
+  step.workspace = &workspace;
+  const int64_t late_before = step_plan_late_copies_total();
+  for (int l = 0; l < 4; ++l) {
+    const StepDecodePlans::PrefillPlan& p = plans.prefill_plan(1, layers[size_t(l)].problem(cu, windows[l]), step,
+                                                              plan_on_host);
+    EXPECT_EQ(p.metadata, staging.data() + (l == 2 ? sliding : full)->meta_at) << "layer " << l;
+  }
+  EXPECT_EQ(prefill_plans_made, 2);
+  EXPECT_EQ(step_plan_late_copies_total(), late_before) << "no layer copied a plan of its own";
+
+  const StepDecodePlans::PrefillPlan& late = plans.prefill_plan(1, wide.problem(cu, 0), step, plan_on_host);
+  EXPECT_EQ(prefill_plans_made, 3);
+  EXPECT_EQ(step_plan_late_copies_total(), late_before + 1);
+  const std::vector<unsigned char>& m = late.prepared.launch.metadata;
+  ASSERT_NE(late.metadata, nullptr);
+  EXPECT_TRUE(std::equal(m.begin(), m.end(), late.metadata)) << "copied on its own";
+  EXPECT_NE(late.metadata, plans.find(DecodePlanKey{})->partials) << "a workspace slot of its own";
+
+  plans.begin(16);
+  EXPECT_EQ(plans.prefill_plans(), 0u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The CUDA prefill's launch: the kernel choice (the Hopper one on sm_90 where it covers the problem,
 // prefill_sm90.cu; else this file's sm_80 one), then one stream-ordered upload of the metadata its plan
-// (prefill_launch_plan.h) lays out, and the kernel.
+// (prefill_launch_plan.h) lays out, and the kernel. A caller that launches one plan for several problems (the GPU
+// runner's attention layers) prepares it, copies its metadata itself and launches it per problem.
 #include <cuda_runtime.h>
 
 #include <array>
@@ -69,21 +70,50 @@ int current_sm_major() {
 
 void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
   require(p.device.is_cuda(), "q", "lives on " + p.device.str() + "; the CUDA prefill needs device memory");
-  if (choose_prefill_path(p, current_sm_major(), std::getenv("ATTNZOO_CUDA_PREFILL")) == PrefillPath::sm90)
-    return attention_prefill_cuda_sm90(p, stream);
-  const PrefillLaunchPlan plan = plan_prefill_launch(p);
-  if (plan.work_items == 0) return;
-
+  const PreparedPrefillCuda prepared = prepare_attention_prefill_cuda(p);
+  if (prepared.launch.work_items == 0) return;
   // One allocation and one copy for everything the kernel reads besides the tensors.
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  StreamScratch scratch(plan.metadata.size(), cuda_stream);
-  const PrefillParams params = bind_metadata(plan, scratch.data());
-  scratch.upload(plan.metadata.data(), plan.metadata.size());
-  if (p.q_dtype == DType::bf16)
-    launch_for_dim<__nv_bfloat16>(p.D, params, plan.work_items, p.Hq, cuda_stream);
-  else
-    launch_for_dim<__half>(p.D, params, plan.work_items, p.Hq, cuda_stream);
+  StreamScratch scratch(prepared.launch.metadata.size(), cuda_stream);
+  scratch.upload(prepared.launch.metadata.data(), prepared.launch.metadata.size());
+  launch_prepared_prefill_cuda(prepared, scratch.data(), {p.q, p.k, p.v, p.o}, stream);
   scratch.finish();  // ordered after the kernel on the stream
+}
+
+PreparedPrefillCuda prepare_attention_prefill_cuda(const AttentionProblem& p) {
+  PreparedPrefillCuda d;
+  d.path = choose_prefill_path(p, current_sm_major(), std::getenv("ATTNZOO_CUDA_PREFILL"));
+  if (d.path == PrefillPath::sm90) {
+    PrefillSm90Plan plan = plan_prefill_sm90(p);
+    d.launch = std::move(plan.launch);
+    d.q = plan.q, d.k = plan.k, d.v = plan.v;
+  } else {
+    d.launch = plan_prefill_launch(p);
+  }
+  d.dtype = p.q_dtype;
+  d.D = p.D;
+  d.Hq = p.Hq;
+  return d;
+}
+
+void launch_prepared_prefill_cuda(const PreparedPrefillCuda& d, const unsigned char* metadata, const PrefillTensors& t,
+                                  Stream stream) {
+  if (d.launch.work_items == 0) return;
+  PrefillParams params = bind_metadata(d.launch, metadata);
+  params.q = t.q, params.k = t.k, params.v = t.v, params.o = t.o;
+  if (d.path == PrefillPath::sm90) {
+    // The maps' shapes and strides are the prepared problem's; only their bases are this launch's.
+    sm90::TensorMapSpec q = d.q, k = d.k, v = d.v;
+    q.base = t.q, k.base = t.k, v.base = t.v;
+    const PrefillSm90Params sm90_params{params, sm90::encode_tensor_map(q), sm90::encode_tensor_map(k),
+                                        sm90::encode_tensor_map(v)};
+    return launch_prefill_sm90_cuda(sm90_params, d.launch.work_items, d.Hq, d.D, d.dtype, stream);
+  }
+  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
+  if (d.dtype == DType::bf16)
+    launch_for_dim<__nv_bfloat16>(d.D, params, d.launch.work_items, d.Hq, cuda_stream);
+  else
+    launch_for_dim<__half>(d.D, params, d.launch.work_items, d.Hq, cuda_stream);
 }
 
 }  // namespace attnzoo

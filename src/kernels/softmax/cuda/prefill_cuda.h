@@ -3,6 +3,7 @@
 // tensor cores, bf16 / f16 operands, f32 accumulation, output in out's dtype. Same semantics as
 // attention_prefill_reference: bottom-right-aligned causal, sliding window, softcap, ALiBi, sinks, varlen.
 #include "core/device.h"
+#include "kernels/softmax/cuda/prefill_sm90_launch_plan.h"
 #include "kernels/softmax/problem.h"
 
 namespace attnzoo {
@@ -18,5 +19,29 @@ void check_cuda_prefill(const AttentionProblem& p);
 // (p.seqs, opts.sinks, opts.alibi_slopes: host pointers of Hq floats) is uploaded by this function,
 // stream-ordered, so the caller may free it as soon as this returns.
 void attention_prefill_cuda(const AttentionProblem& p, Stream stream);
+
+// A prefill planned once on the host and launched for every problem that differs from it only in its tensors'
+// addresses (a model's attention layers of one shape over one step's sequences): the caller copies
+// `launch.metadata` to device memory once, and each launch reads it there.
+struct PreparedPrefillCuda {
+  cuda_prefill::PrefillPath path = cuda_prefill::PrefillPath::sm80;
+  cuda_prefill::PrefillLaunchPlan launch;  // the Hopper plan's cut on sm90; work_items == 0: nothing to launch
+  sm90::TensorMapSpec q, k, v;  // sm90: the maps, their bases the prepared problem's
+  DType dtype = DType::bf16;                  // of q, k and v
+  int64_t D = 0, Hq = 0;
+};
+// For a problem check_cuda_prefill accepted, on the current device (its compute capability picks the path).
+PreparedPrefillCuda prepare_attention_prefill_cuda(const AttentionProblem& p);
+
+struct PrefillTensors {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+};
+// Launches on `stream` over `metadata` (the device copy of d.launch.metadata) with the tensors `t`, of the
+// strides and dtypes the prepared problem had.
+void launch_prepared_prefill_cuda(const PreparedPrefillCuda& d, const unsigned char* metadata, const PrefillTensors& t,
+                                  Stream stream);
 
 }  // namespace attnzoo

@@ -337,6 +337,49 @@ TEST(CudaPrefill, PublicEntryRunsOnTheGpu) {
   check_on_gpu({"attention_prefill with CUDA tensors", 2, 65, 65, 4, 2, 128}, /*through_public_entry=*/true);
 }
 
+// The GPU runner's way (models/cuda/step_decode_plans.h): one layer's problem prepared, its metadata copied up
+// once, the launch made over another layer's tensors of the same shape. Its output is the output that layer's own
+// attention_prefill_cuda writes, bit for bit (the same plan, the same kernel), on whichever path the GPU takes and
+// on the sm_80 one forced.
+TEST(CudaPrefill, APreparedPlanLaunchesOverAnotherLayersTensors) {
+  REQUIRE_GPU();
+  const std::vector<int32_t> cu = {0, 70, 77, 200};
+  const VarlenInfo varlen{cu.data(), nullptr, 3};
+  AttentionOptions opts;
+  opts.window = 40;
+  for (const char* forced : {static_cast<const char*>(nullptr), "sm80"}) {
+    SCOPED_TRACE(forced ? forced : "the GPU's own path");
+    if (forced) setenv("ATTNZOO_CUDA_PREFILL", forced, 1);
+    Operand q0(DType::bf16, {200, 4, 128}, 1), k0(DType::bf16, {200, 2, 128}, 2), v0(DType::bf16, {200, 2, 128}, 3);
+    Operand q1(DType::bf16, {200, 4, 128}, 4), k1(DType::bf16, {200, 2, 128}, 5), v1(DType::bf16, {200, 2, 128}, 6);
+    Operand out0(DType::bf16, {200, 4, 128}, 0), out1(DType::bf16, {200, 4, 128}, 0), own(DType::bf16, {200, 4, 128}, 0);
+    const AttentionProblem layer0 =
+        make_prefill_problem(q0.device_view(), k0.device_view(), v0.device_view(), out0.device_view(), opts, varlen);
+    const AttentionProblem layer1 =
+        make_prefill_problem(q1.device_view(), k1.device_view(), v1.device_view(), out1.device_view(), opts, varlen);
+    check_cuda_prefill(layer0);
+    check_cuda_prefill(layer1);
+    const PreparedPrefillCuda prepared = prepare_attention_prefill_cuda(layer0);
+    ASSERT_GT(prepared.launch.work_items, 0u);
+    DeviceBuffer metadata(Device::cuda(), prepared.launch.metadata.size());
+    metadata.upload(prepared.launch.metadata.data(), metadata.bytes());
+    launch_prepared_prefill_cuda(prepared, metadata.as<unsigned char>(), {layer1.q, layer1.k, layer1.v, layer1.o},
+                                 current_stream());
+    attention_prefill_cuda(
+        make_prefill_problem(q1.device_view(), k1.device_view(), v1.device_view(), own.device_view(), opts, varlen),
+        current_stream());
+    synchronize(current_stream());
+    out1.download();
+    own.download();
+    EXPECT_EQ(out1.host, own.host);
+    out0.download();
+    int64_t written = 0;
+    out0.for_each_element([&](int64_t i) { written += !std::isnan(load_as_f32(out0.view.data, DType::bf16, i)); });
+    EXPECT_EQ(written, 0) << "the prepared layer's own output was not the launch's";
+    unsetenv("ATTNZOO_CUDA_PREFILL");
+  }
+}
+
 #endif  // ATTNZOO_WITH_CUDA
 
 }  // namespace

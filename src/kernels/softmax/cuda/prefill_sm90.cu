@@ -53,11 +53,17 @@ void attention_prefill_cuda_sm90(const AttentionProblem& p, Stream stream) {
   const PrefillSm90Params params{bind_metadata(plan.launch, scratch.data()), sm90::encode_tensor_map(plan.q),
                                  sm90::encode_tensor_map(plan.k), sm90::encode_tensor_map(plan.v)};
   scratch.upload(plan.launch.metadata.data(), plan.launch.metadata.size());
-  if (p.q_dtype == DType::bf16)
-    launch_for_dim<__nv_bfloat16>(p.D, params, plan.launch.work_items, p.Hq, cuda_stream);
-  else
-    launch_for_dim<__half>(p.D, params, plan.launch.work_items, p.Hq, cuda_stream);
+  launch_prefill_sm90_cuda(params, plan.launch.work_items, p.Hq, p.D, p.q_dtype, stream);
   scratch.finish();
+}
+
+void launch_prefill_sm90_cuda(const PrefillSm90Params& params, unsigned work_items, int64_t Hq, int64_t D,
+                              DType dtype, Stream stream) {
+  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
+  if (dtype == DType::bf16)
+    launch_for_dim<__nv_bfloat16>(D, params, work_items, Hq, cuda_stream);
+  else
+    launch_for_dim<__half>(D, params, work_items, Hq, cuda_stream);
 }
 
 }  // namespace attnzoo
