@@ -12,7 +12,10 @@
 //     stores, so ragged sequence ends need no masking on the way out.
 // K's full barrier is separate from V's, so S = Q K^T of a tile starts while its V is still in flight, and each
 // consumer keeps the next tile's Q K^T in flight with this tile's P V, the softmax between them (FlashAttention-3's
-// intra-warpgroup overlap).
+// intra-warpgroup overlap). Across the two consumers, named barriers take turns (FlashAttention-3's ping-pong,
+// section 3.1 of the paper): a consumer issues its GEMMs only in its turn and hands the turn over once they are
+// issued, so one warpgroup's softmax (exp2 on the multi-function units) runs while the other's GEMMs hold the
+// tensor cores, instead of both warpgroups contending for the same unit at the same time.
 // Tile layouts, descriptors and swizzle: sm90.cuh and prefill_sm90_params.h.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -25,6 +28,13 @@
 #include "kernels/softmax/cuda/sm90.cuh"
 
 namespace attnzoo::cuda_prefill {
+
+// The turns: consumer c waits at barrier kSm90TurnBarrier + c with bar.sync before issuing, and the other
+// consumer's bar.arrive (128 threads each side) lets it go. Consumer 1 arrives once up front, so consumer 0 takes
+// the first turn, and hands nothing over after its own last turn, so every phase completes: both consumers take
+// the same number of turns, since the key range is the CTA's, not each warpgroup's.
+constexpr int kSm90TurnBarrier = 1;  // 1 and 2; 0 is __syncthreads'
+constexpr int kSm90TurnThreads = 2 * 128;
 
 template <class Elem, int D>
 __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params, int work_index, int head,
@@ -84,6 +94,8 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
 
   sm90::setmaxnreg_inc<240>();
   const int consumer = group - 1, lane = tid % 32, warp = (tid % 128) / 32, g = lane / 4, t = lane % 4;
+  auto wait_turn = [&] { sm90::named_barrier_sync(kSm90TurnBarrier + consumer, kSm90TurnThreads); };
+  auto pass_turn = [&] { sm90::named_barrier_arrive(kSm90TurnBarrier + 1 - consumer, kSm90TurnThreads); };
   // This thread's two rows (g and g + 8 of its warp's 16 in its warpgroup's 64) as sequence positions.
   const int row = m0 + 64 * consumer + 16 * warp + g;
   const int qpos[2] = {s.Tk - s.Tq + row, s.Tk - s.Tq + row + 8};
@@ -140,7 +152,10 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
   sm90::mbarrier_wait(q_full, 0);
   const int tiles = range.n_end - range.n_begin;
   if (tiles > 0) {
+    if (consumer == 1) pass_turn();
+    wait_turn();
     issue_scores(0);
+    pass_turn();
     sm90::wgmma_wait<0>();
     weigh(range.n_begin);
     sm80::rescale_rows(acc, alpha);
@@ -162,8 +177,10 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
   // FlashAttention-3's intra-warpgroup pipeline: tile i + 1's Q K^T and tile i's P V are in flight together, and
   // tile i + 1's softmax runs while P V still does; its rescale of O and its P wait for P V to land.
   for (int i = 0; i + 1 < tiles; ++i) {
+    wait_turn();
     issue_scores(i + 1);
     issue_values(i);
+    pass_turn();  // the other consumer's GEMMs go in while this one's softmax runs
     sm90::wgmma_wait<1>();  // Q K^T of tile i + 1 (the older group) has landed; P V may still run
     weigh(range.n_begin + i + 1);
     sm90::wgmma_wait<0>();
@@ -173,7 +190,9 @@ __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params
     pack_weights();
   }
   if (tiles > 0) {
+    wait_turn();
     issue_values(tiles - 1);
+    if (consumer == 0) pass_turn();  // consumer 1's last turn is the last one
     sm90::wgmma_wait<0>();
     sm90::fence_operand(acc);
     sm90::mbarrier_arrive(empty(stage_of(tiles - 1)));
