@@ -254,7 +254,7 @@ TEST(EmulatedPrefillSm90, MatchesReferenceOnRandomCases) {
 }
 
 // Windows shorter than the prompt and around the 128-key tile, queries at the end of longer keys; several
-// 128-row query tiles and key tiles, so the ring's stages wrap.
+// 128-row query tiles and key tiles, so the ring's stages wrap, at every head dim's ring depth.
 TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
   for (int64_t w : {1, 64, 127, 128, 129}) {
     Case c{1, 70, 300, 2, 1, 64};
@@ -269,6 +269,15 @@ TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
   Case wide{1, 150, 300, 2, 1, 256};  // 64-key tiles: the ring wraps twice
   wide.opts.window = 100;
   check(wide, 8, PrefillPath::sm90);
+  // The deeper rings (4 stages at D = 64, 3 at 128) round more than twice, so each stage's barriers come back to
+  // parity 0: a few queries at the end of many keys.
+  Case deep64{1, 40, 1100, 2, 1, 64};  // 9 key tiles
+  deep64.opts.causal = true;
+  deep64.v_mean = 3.f;
+  check(deep64, 9, PrefillPath::sm90);
+  Case deep128{1, 30, 900, 2, 2, 128};  // 8 key tiles
+  deep128.opts.causal = false;
+  check(deep128, 10, PrefillPath::sm90);
 }
 
 TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {

@@ -244,6 +244,20 @@ TEST(CudaPrefill, MatchesReferenceGqaMqaBottomRight) {
   check_on_gpu({"long causal GQA", 1, 1024, 1024, 4, 1, 128});
 }
 
+// The Hopper kernel's rings (4 stages at D = 64, 3 at 128, 2 at 256: prefill_sm90_params.h) go round more than
+// twice, so every stage's barriers return to parity 0; several query tiles wait on the same K / V.
+TEST(CudaPrefill, MatchesReferenceAcrossRingStages) {
+  REQUIRE_GPU();
+  for (int64_t D : {64, 128, 256}) {
+    GpuCase c{"ring wraps, D=" + std::to_string(D), 1, 300, 2000, 4, 2, D};
+    c.v_mean = 3.f;
+    check_on_gpu(c);
+    c.name += " bidirectional";
+    c.opts.causal = false;
+    check_on_gpu(c);
+  }
+}
+
 TEST(CudaPrefill, MatchesReferenceVarlen) {
   REQUIRE_GPU();
   GpuCase ragged{"ragged 1, 17, 0, 100, 64, 129", 0, 0, 0, 4, 2, 64};

@@ -2,9 +2,9 @@
 // The Hopper (sm_90a) prefill: FlashAttention-3's design on wgmma and TMA. One CTA computes 128 query rows of one
 // head of one sequence with three warpgroups:
 //   - the producer (warpgroup 0) gives its registers up (setmaxnreg) and one of its threads loads the Q tile once
-//     and the K / V tiles of 128 keys (64 at D = 256) into a two-stage shared ring by TMA, guarded by mbarriers: K
-//     and V each "full" (a transaction count of the tile's bytes) and one "empty" (every consumer thread
-//     arrives once it has read the stage);
+//     and the K / V tiles of 128 keys (64 at D = 256) into a shared ring by TMA (4, 3 or 2 stages at D = 64, 128,
+//     256: prefill_sm90_params.h), guarded by mbarriers: K and V each "full" (a transaction count of the tile's
+//     bytes) and one "empty" (every consumer thread arrives once it has read the stage);
 //   - two consumers of 64 query rows each: S = Q K^T by wgmma with both operands in shared memory (K-major),
 //     the score transform, mask and online softmax in the accumulator registers (exp2 of scale * log2 e, shared
 //     with the sm_80 path: prefill_rows.cuh, online_softmax.cuh), P rounded to the input dtype in registers and
@@ -40,7 +40,7 @@ template <class Elem, int D>
 __device__ __forceinline__ void attend_tile_sm90(const PrefillSm90Params& params, int work_index, int head,
                                                  unsigned char* smem) {
   using L = Sm90Layout<D>;
-  constexpr int Br = kSm90QueryTile, Bc = L::kKeyTile, S = kSm90Stages;
+  constexpr int Br = kSm90QueryTile, Bc = L::kKeyTile, S = L::kStages;
   const PrefillParams& p = params.p;
   const int tid = sm80::thread_index(), group = tid / 128;
 
