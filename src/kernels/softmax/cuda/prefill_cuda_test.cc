@@ -258,6 +258,23 @@ TEST(CudaPrefill, MatchesReferenceAcrossRingStages) {
   }
 }
 
+// More (query tile, head) items than an H100 / H200 has multiprocessors (132), so the Hopper kernel's persistent
+// CTAs take several each, with their ring, Q buffer and turns carried from one item to the next.
+TEST(CudaPrefill, MatchesReferenceWithMoreItemsThanMultiprocessors) {
+  REQUIRE_GPU();
+  for (int64_t D : {64, 128, 256}) {
+    GpuCase c{"150 sequences x 2 heads, D=" + std::to_string(D), 0, 0, 0, 2, 1, D};
+    c.cu_q = {0};
+    c.cu_k = {0};
+    for (int i = 0; i < 150; ++i) {
+      c.cu_q.push_back(c.cu_q.back() + 1 + (i * 7) % 40);
+      c.cu_k.push_back(c.cu_k.back() + 1 + (i * 7) % 40 + (i * 13) % 150);
+    }
+    c.v_mean = 3.f;
+    check_on_gpu(c);
+  }
+}
+
 TEST(CudaPrefill, MatchesReferenceVarlen) {
   REQUIRE_GPU();
   GpuCase ragged{"ragged 1, 17, 0, 100, 64, 129", 0, 0, 0, 4, 2, 64};

@@ -32,17 +32,19 @@ struct Sm90Layout {
   static constexpr uint32_t kQBox = kSm90QueryTile * 128, kKVBox = kKeyTile * 128;  // bytes of one box
   static constexpr uint32_t kQBytes = kBoxes * kQBox, kKVBytes = kBoxes * kKVBox;      // bytes of one tile
   static constexpr uint32_t kQ = 0, kK = kQBytes, kV = kK + kStages * kKVBytes;
-  static constexpr uint32_t kBarriers = kV + kStages * kKVBytes;  // q_full, k_full[S], v_full[S], empty[S]
-  static constexpr size_t kSmemBytes = kBarriers + 8 * (1 + 3 * kStages) + 1024;  // + slack to align to 1024
+  static constexpr uint32_t kBarriers = kV + kStages * kKVBytes;  // q_full, q_empty, k_full[S], v_full[S], empty[S]
+  static constexpr size_t kSmemBytes = kBarriers + 8 * (2 + 3 * kStages) + 1024;  // + slack to align to 1024
   static_assert(kSmemBytes <= kSm90MaxSmemBytes, "the ring does not fit shared memory");
 };
 
 // Q, K and V as TMA maps: 3-D (head dim, head, token) over the whole tensor, each sequence's rows from the token
 // its offset names; rows past the tensor read as zeros, rows past a sequence inside it are its neighbour's
 // (finite data, masked out or never stored).
+// The persistent CTAs stride over `items` = work items x `heads` (prefill_sm90_tile.cuh).
 struct PrefillSm90Params {
   PrefillParams p;
   sm90::TensorMap q, k, v;
+  int32_t heads, items;
 };
 
 }  // namespace attnzoo::cuda_prefill
