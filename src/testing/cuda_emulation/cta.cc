@@ -56,6 +56,7 @@ struct Fiber {
   std::vector<WgmmaOp> wgmma_open;
   std::deque<std::vector<WgmmaOp>> wgmma_groups;
   std::map<float*, std::vector<float>> wgmma_values;  // accumulators in flight: the value their ops build
+  uint64_t named_phase[16] = {};  // per named barrier: 1 + the phase (generation) this thread last arrived in
 };
 
 struct BulkCopy {
@@ -84,6 +85,7 @@ struct Cta {
   std::vector<Barrier> warpgroup_barriers;
   std::vector<unsigned char> warpgroup_slots;  // [warpgroup][generation parity][thread][kSlotBytes]
   Barrier named[16];
+  int named_waiting[16];  // threads of each named barrier's open phase that wait (bar.sync) rather than arrive
   std::map<uint32_t, MBarrier> mbarriers;
   int current = -1;
   ucontext_t scheduler;
@@ -177,6 +179,7 @@ void run_cta(int threads) {
   cta.warpgroup_barriers.assign(size_t(warps / 4), Barrier{128, 0, -1, 0});
   cta.warpgroup_slots.assign(size_t(warps / 4) * 2 * 128 * kSlotBytes, 0);
   for (Barrier& b : cta.named) b = Barrier{};
+  std::fill(std::begin(cta.named_waiting), std::end(cta.named_waiting), 0);
   cta.mbarriers.clear();
   for (int i = 0; i < threads; ++i) {
     ucontext_t& c = cta.fibers[size_t(i)].context;
@@ -213,6 +216,10 @@ void run_cta(int threads) {
     }
   }
   cta.current = -1;
+  for (int id = 1; id < 16; ++id)
+    if (cta.named[id].arrived)
+      fail("named barrier %d: %d of its %d arrivals when the CTA ends (a bar.arrive nobody waits for, or a count "
+           "above the threads that take part)", id, cta.named[id].arrived, cta.named[id].expected);
   for (const auto& [at, b] : cta.mbarriers)
     if (!b.copies.empty()) fail("a bulk copy on the mbarrier at %u was never waited for", at);
 }
@@ -339,14 +346,42 @@ const unsigned char* warpgroup_exchange(const void* mine, size_t bytes, int kind
   return slots;
 }
 
-void named_barrier_sync(int id, int nthreads) {
-  if (id <= 0 || id >= 16) fail("bar.sync %d: ids 1..15 (0 is __syncthreads')", id);
+namespace {
+// The checks bar.sync and bar.arrive share (cta.h): the id, the count against the phase's, one arrival a thread.
+Barrier& named_arrival(const char* op, int id, int nthreads) {
+  if (id <= 0 || id >= 16) fail("%s %d: ids 1..15 (0 is __syncthreads')", op, id);
   if (nthreads <= 0 || nthreads % 32 || nthreads > int(cta.fibers.size()))
-    fail("bar.sync %d with %d threads in a CTA of %zu", id, nthreads, cta.fibers.size());
+    fail("%s %d with %d threads in a CTA of %zu", op, id, nthreads, cta.fibers.size());
   Barrier& b = cta.named[id];
   if (b.arrived == 0) b.expected = nthreads;
-  else if (b.expected != nthreads) fail("bar.sync %d: %d threads, others said %d", id, nthreads, b.expected);
+  else if (b.expected != nthreads) fail("%s %d: %d threads, others said %d", op, id, nthreads, b.expected);
+  // On the GPU a second arrival counts again and completes the phase early: a race the emulator would hide.
+  uint64_t& phase = self().named_phase[id];
+  if (phase == b.generation + 1) fail("%s %d: a thread arrives twice in one phase of the barrier", op, id);
+  phase = b.generation + 1;
+  return b;
+}
+}  // namespace
+
+void named_barrier_sync(int id, int nthreads) {
+  Barrier& b = named_arrival("bar.sync", id, nthreads);
+  // The phase this sync completes (if it does) starts the next one with no waiter.
+  cta.named_waiting[id] = b.arrived + 1 == b.expected ? 0 : cta.named_waiting[id] + 1;
   arrive(b, 1000 + id);
+}
+
+void named_barrier_arrive(int id, int nthreads) {
+  Barrier& b = named_arrival("bar.arrive", id, nthreads);
+  if (b.arrived == 0) b.kind = 1000 + id;
+  if (++b.arrived == b.expected) {
+    if (cta.named_waiting[id] == 0)
+      fail("bar.arrive %d: a phase of %d arrivals completed with no thread waiting at it", id, b.expected);
+    b.arrived = 0;
+    cta.named_waiting[id] = 0;
+    ++b.generation;
+  }
+  // The arriving side runs on; let the waiting side (or another arriver) run in the gap, as it may on the GPU.
+  yield_thread();
 }
 
 void mbarrier_init(uint32_t bar, int count) {

@@ -67,8 +67,12 @@ void async_wait(int n);
 const unsigned char* warpgroup_exchange(const void* mine, size_t bytes, int kind);
 
 // bar.sync id, nthreads: waits until `nthreads` threads (a multiple of 32) have arrived at barrier `id` (1..15;
-// 0 is __syncthreads').
+// 0 is __syncthreads'); bar.arrive id, nthreads: counts as one of them without waiting. Stricter than the ISA,
+// so that a wrong count or a stray arrive fails instead of passing by luck: every arrival of a phase names the
+// same count, a thread arrives at most once per phase, a phase needs at least one waiting thread (arrivals
+// alone synchronize nothing), and no phase may be left incomplete when the CTA ends.
 void named_barrier_sync(int id, int nthreads);
+void named_barrier_arrive(int id, int nthreads);
 
 // mbarrier objects at shared offsets (PTX ISA "mbarrier"): a phase completes when its pending arrivals and its
 // transaction bytes both reach zero; the next phase then expects `count` arrivals again.

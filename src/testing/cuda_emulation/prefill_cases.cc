@@ -45,19 +45,19 @@ void launch_for_dim(int64_t D, const PrefillParams& params, unsigned work_items,
   }
 }
 
-// prefill_sm90.cu's kernel body.
+// prefill_sm90.cu's kernel body, on a persistent grid of `ctas`.
 template <class Elem, int D>
-void launch_sm90(const PrefillSm90Params& params, unsigned work_items, unsigned heads) {
-  cuda_emulation::launch(dim3(work_items, heads), kSm90Threads, Sm90Layout<D>::kSmemBytes, [&](unsigned char* smem) {
-    attend_tile_sm90<Elem, D>(params, int(blockIdx.x), int(blockIdx.y), smem);
+void launch_sm90(const PrefillSm90Params& params, unsigned ctas) {
+  cuda_emulation::launch(dim3(ctas), kSm90Threads, Sm90Layout<D>::kSmemBytes, [&](unsigned char* smem) {
+    attend_tiles_sm90<Elem, D>(params, int(blockIdx.x), int(gridDim.x), smem);
   });
 }
 
 template <class Elem>
-void launch_sm90_for_dim(int64_t D, const PrefillSm90Params& params, unsigned work_items, unsigned heads) {
-  if (D == 64) launch_sm90<Elem, 64>(params, work_items, heads);
-  else if (D == 128) launch_sm90<Elem, 128>(params, work_items, heads);
-  else launch_sm90<Elem, 256>(params, work_items, heads);
+void launch_sm90_for_dim(int64_t D, const PrefillSm90Params& params, unsigned ctas) {
+  if (D == 64) launch_sm90<Elem, 64>(params, ctas);
+  else if (D == 128) launch_sm90<Elem, 128>(params, ctas);
+  else launch_sm90<Elem, 256>(params, ctas);
 }
 
 // Runs the problem through one kernel's plan and body.
@@ -74,14 +74,17 @@ void run(PrefillPath path, const AttentionProblem& p, DType in, uint64_t seed) {
     return;
   }
   ASSERT_EQ(sm90_prefill_gap(p), nullptr);
-  const PrefillSm90Plan plan = plan_prefill_sm90(p);
+  // A few "multiprocessors", varied by the seed, so each persistent CTA takes one item or several (sometimes
+  // items with no key tiles), and the ring, the Q buffer and the turns carry over between them.
+  const PrefillSm90Plan plan = plan_prefill_sm90(p, 1 + int(seed % 4));
   if (plan.launch.work_items == 0) return;
   DeviceMemory metadata(plan.launch.metadata.size());
   std::memcpy(metadata.data(), plan.launch.metadata.data(), plan.launch.metadata.size());
   const PrefillSm90Params params{bind_metadata(plan.launch, metadata.data()), sm90::encode_tensor_map(plan.q),
-                                 sm90::encode_tensor_map(plan.k), sm90::encode_tensor_map(plan.v)};
-  if (in == DType::bf16) launch_sm90_for_dim<__nv_bfloat16>(p.D, params, plan.launch.work_items, unsigned(p.Hq));
-  else launch_sm90_for_dim<__half>(p.D, params, plan.launch.work_items, unsigned(p.Hq));
+                                 sm90::encode_tensor_map(plan.k), sm90::encode_tensor_map(plan.v),
+                                 int32_t(p.Hq), plan.items};
+  if (in == DType::bf16) launch_sm90_for_dim<__nv_bfloat16>(p.D, params, plan.ctas);
+  else launch_sm90_for_dim<__half>(p.D, params, plan.ctas);
 }
 
 struct Case {
@@ -254,7 +257,7 @@ TEST(EmulatedPrefillSm90, MatchesReferenceOnRandomCases) {
 }
 
 // Windows shorter than the prompt and around the 128-key tile, queries at the end of longer keys; several
-// 128-row query tiles and key tiles, so the ring's stages wrap.
+// 128-row query tiles and key tiles, so the ring's stages wrap, at every head dim's ring depth.
 TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
   for (int64_t w : {1, 64, 127, 128, 129}) {
     Case c{1, 70, 300, 2, 1, 64};
@@ -269,6 +272,15 @@ TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
   Case wide{1, 150, 300, 2, 1, 256};  // 64-key tiles: the ring wraps twice
   wide.opts.window = 100;
   check(wide, 8, PrefillPath::sm90);
+  // The deeper rings (4 stages at D = 64, 3 at 128) round more than twice, so each stage's barriers come back to
+  // parity 0: a few queries at the end of many keys.
+  Case deep64{1, 40, 1100, 2, 1, 64};  // 9 key tiles
+  deep64.opts.causal = true;
+  deep64.v_mean = 3.f;
+  check(deep64, 9, PrefillPath::sm90);
+  Case deep128{1, 30, 900, 2, 2, 128};  // 8 key tiles
+  deep128.opts.causal = false;
+  check(deep128, 10, PrefillPath::sm90);
 }
 
 TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
@@ -298,6 +310,26 @@ TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
   EXPECT_STREQ(sm90_prefill_gap(padded),
                "a sequence does not start at a whole token (batch stride not a multiple of the token stride)");
   EXPECT_EQ(choose_prefill_path(padded, 9, nullptr), PrefillPath::sm80);
+}
+
+// The Hopper plan's persistent grid: one CTA per multiprocessor, fewer when there are fewer items.
+TEST(PrefillSm90Plan, PersistentGridIsAtMostOneCtaPerMultiprocessor) {
+  std::vector<uint8_t> bytes(size_t(2) * 16 * 4 * 128 * 2);
+  auto problem = [&](int64_t D) {
+    TensorView q;
+    q.dtype = DType::bf16;
+    q.ndim = 4;
+    q.shape = {2, 16, 4, D};
+    q.strides = {16 * 4 * D, 4 * D, D, 1};
+    q.data = bytes.data();
+    return make_prefill_problem(q, q, q, q, {}, {});
+  };
+  // 2 sequences of 16 rows, one 128-row tile each, times 4 heads.
+  const PrefillSm90Plan plan = plan_prefill_sm90(problem(128), 132);
+  EXPECT_EQ(plan.items, 8);
+  EXPECT_EQ(plan.ctas, 8u);
+  EXPECT_EQ(plan_prefill_sm90(problem(128), 3).ctas, 3u);
+  EXPECT_EQ(plan_prefill_sm90(problem(128), 0).ctas, 1u);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The emulated Hopper instructions (sm90_emulated.h) against plain loops: wgmma products through 128-byte
 // swizzled K-major and MN-major shared operands and from registers, laid out here by the PTX ISA's formulas
 // written independently of the emulator; TMA tiles with out-of-bounds edges; accumulators and copies that read
-// NaN until their waits; an mbarrier ring over several phases.
+// NaN until their waits; an mbarrier ring over several phases; named barriers taking turns, and the mistakes
+// with them that must fail.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -231,6 +232,95 @@ TEST(EmulatedSm90, MbarrierRingPassesTilesThroughPhases) {
   }
   EXPECT_EQ(seen, 3 * 256 * kTiles);
   EXPECT_EQ(wrong, 0);
+}
+
+// Two warpgroups taking turns as the Hopper prefill's consumers do (prefill_sm90_tile.cuh): each waits at its
+// own barrier (bar.sync, 256 threads) and hands the turn over with bar.arrive at the other's. `pingpong` false
+// leaves the barriers out, to show that the check below sees overlapping turns when nothing orders them.
+struct Turns {
+  int overlaps = 0, turns = 0;
+};
+Turns take_turns(bool pingpong, int rounds, uint64_t seed) {
+  cuda_emulation::seed_schedule(seed);
+  Turns r;
+  int inside[2] = {0, 0};
+  cuda_emulation::launch(dim3(1), 256, 0, [&](unsigned char*) {
+    const int tid = cuda_emulation::thread_index(), wg = tid / 128;
+    if (pingpong && wg == 1) sm90::named_barrier_arrive(1, 256);  // warpgroup 0 goes first
+    for (int i = 0; i < rounds; ++i) {
+      if (pingpong) sm90::named_barrier_sync(1 + wg, 256);
+      ++inside[wg];
+      r.overlaps += inside[1 - wg] > 0;
+      const unsigned char none = 0;
+      cuda_emulation::warp_exchange(&none, 1, 7);  // other warps run here
+      --inside[wg];
+      ++r.turns;
+      if (pingpong && !(wg == 1 && i + 1 == rounds)) sm90::named_barrier_arrive(2 - wg, 256);
+    }
+  });
+  return r;
+}
+
+TEST(EmulatedSm90, NamedBarriersMakeTwoWarpgroupsTakeTurns) {
+  for (uint64_t seed : {1, 2, 3}) {
+    const Turns ordered = take_turns(true, 5, seed);
+    EXPECT_EQ(ordered.turns, 2 * 128 * 5);
+    EXPECT_EQ(ordered.overlaps, 0);
+  }
+  EXPECT_GT(take_turns(false, 5, 1).overlaps, 0);
+}
+
+// The ways a ping-pong goes wrong fail instead of running on: a hand-over left out deadlocks, counts that
+// disagree or that the threads cannot meet fail, and so does a hand-over nobody collects.
+TEST(EmulatedSm90DeathTest, NamedBarrierMistakesFail) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto run = [](auto body) {
+    cuda_emulation::launch(dim3(1), 256, 8, [&](unsigned char*) { body(cuda_emulation::thread_index() / 128); });
+  };
+  // Warpgroup 1 never hands the turn back: warpgroup 0's second wait never ends.
+  EXPECT_DEATH(run([](int wg) {
+                 if (wg == 1) return sm90::named_barrier_sync(2, 256);
+                 sm90::named_barrier_arrive(2, 256);
+                 sm90::named_barrier_sync(1, 256);
+               }),
+               "deadlock");
+  // The waiters count one warpgroup, the arrivers both.
+  EXPECT_DEATH(run([](int wg) {
+                 if (wg == 0) sm90::named_barrier_sync(1, 128);
+                 else sm90::named_barrier_arrive(1, 256);
+               }),
+               "others said|when the CTA ends");
+  // Both sides say 128: the waiters pass alone (warpgroup 1 arrives only once they have, by an mbarrier), and
+  // the arrivals complete a phase nobody waits at.
+  EXPECT_DEATH(run([](int wg) {
+                 if (cuda_emulation::thread_index() == 0) sm90::mbarrier_init(0, 128);
+                 __syncthreads();
+                 if (wg == 0) {
+                   sm90::named_barrier_sync(1, 128);
+                   sm90::mbarrier_arrive(0);
+                 } else {
+                   sm90::mbarrier_wait(0, 0);
+                   sm90::named_barrier_arrive(1, 128);
+                 }
+               }),
+               "no thread waiting");
+  // A count above the threads taking part (the CTA's third warpgroup, the producer's place, never comes): the
+  // phase never completes.
+  EXPECT_DEATH(cuda_emulation::launch(dim3(1), 384, 0,
+                                      [](unsigned char*) {
+                                        const int wg = cuda_emulation::thread_index() / 128;
+                                        if (wg == 0) sm90::named_barrier_sync(1, 384);
+                                        if (wg == 1) sm90::named_barrier_arrive(1, 384);
+                                      }),
+               "deadlock|when the CTA ends");
+  // One hand-over too many: its phase is still open when the CTA ends (or, if the thread is quick enough, it
+  // arrives twice in the first phase).
+  EXPECT_DEATH(run([](int wg) {
+                 if (wg == 0) return sm90::named_barrier_sync(1, 256);
+                 sm90::named_barrier_arrive(1, 256);
+                 sm90::named_barrier_arrive(1, 256);
+               }),
+               "when the CTA ends|arrives twice");
 }
 
 }  // namespace

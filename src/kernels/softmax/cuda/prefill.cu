@@ -66,6 +66,19 @@ int current_sm_major() {
   return major;
 }
 
+// The current device's multiprocessor count (the Hopper prefill's persistent grid), asked once per device.
+int current_multiprocessors() {
+  int device = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  static std::array<std::atomic<int>, 64> known{};  // 0: not asked yet
+  if (device < int(known.size()))
+    if (const int sms = known[size_t(device)].load(std::memory_order_relaxed)) return sms;
+  int sms = 0;
+  cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  if (device < int(known.size())) known[size_t(device)].store(sms, std::memory_order_relaxed);
+  return sms;
+}
+
 }  // namespace
 
 void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
@@ -84,9 +97,10 @@ PreparedPrefillCuda prepare_attention_prefill_cuda(const AttentionProblem& p) {
   PreparedPrefillCuda d;
   d.path = choose_prefill_path(p, current_sm_major(), std::getenv("ATTNZOO_CUDA_PREFILL"));
   if (d.path == PrefillPath::sm90) {
-    PrefillSm90Plan plan = plan_prefill_sm90(p);
+    PrefillSm90Plan plan = plan_prefill_sm90(p, current_multiprocessors());
     d.launch = std::move(plan.launch);
     d.q = plan.q, d.k = plan.k, d.v = plan.v;
+    d.items = plan.items, d.ctas = plan.ctas;
   } else {
     d.launch = plan_prefill_launch(p);
   }
@@ -106,8 +120,8 @@ void launch_prepared_prefill_cuda(const PreparedPrefillCuda& d, const unsigned c
     sm90::TensorMapSpec q = d.q, k = d.k, v = d.v;
     q.base = t.q, k.base = t.k, v.base = t.v;
     const PrefillSm90Params sm90_params{params, sm90::encode_tensor_map(q), sm90::encode_tensor_map(k),
-                                        sm90::encode_tensor_map(v)};
-    return launch_prefill_sm90_cuda(sm90_params, d.launch.work_items, d.Hq, d.D, d.dtype, stream);
+                                        sm90::encode_tensor_map(v), int32_t(d.Hq), d.items};
+    return launch_prefill_sm90_cuda(sm90_params, d.ctas, d.D, d.dtype, stream);
   }
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   if (d.dtype == DType::bf16)

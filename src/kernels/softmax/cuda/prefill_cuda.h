@@ -27,6 +27,8 @@ struct PreparedPrefillCuda {
   cuda_prefill::PrefillPath path = cuda_prefill::PrefillPath::sm80;
   cuda_prefill::PrefillLaunchPlan launch;  // the Hopper plan's cut on sm90; work_items == 0: nothing to launch
   sm90::TensorMapSpec q, k, v;  // sm90: the maps, their bases the prepared problem's
+  int32_t items = 0;                          // sm90: (work item, head) pairs the persistent CTAs share
+  unsigned ctas = 0;                          // sm90: the persistent grid
   DType dtype = DType::bf16;                  // of q, k and v
   int64_t D = 0, Hq = 0;
 };

@@ -244,6 +244,38 @@ TEST(CudaPrefill, MatchesReferenceGqaMqaBottomRight) {
   check_on_gpu({"long causal GQA", 1, 1024, 1024, 4, 1, 128});
 }
 
+// The Hopper kernel's rings (4 stages at D = 64, 3 at 128, 2 at 256: prefill_sm90_params.h) go round more than
+// twice (1200 keys: 10 tiles of 128, 19 of 64), so every stage's barriers return to parity 0; two query tiles
+// wait on the same K / V.
+TEST(CudaPrefill, MatchesReferenceAcrossRingStages) {
+  REQUIRE_GPU();
+  for (int64_t D : {64, 128, 256}) {
+    GpuCase c{"ring wraps, D=" + std::to_string(D), 1, 130, 1200, 4, 2, D};
+    c.v_mean = 3.f;
+    check_on_gpu(c);
+    c.name += " bidirectional";
+    c.opts.causal = false;
+    check_on_gpu(c);
+  }
+}
+
+// More (query tile, head) items than an H100 / H200 has multiprocessors (132), so the Hopper kernel's persistent
+// CTAs take several each, with their ring, Q buffer and turns carried from one item to the next.
+TEST(CudaPrefill, MatchesReferenceWithMoreItemsThanMultiprocessors) {
+  REQUIRE_GPU();
+  for (int64_t D : {64, 128, 256}) {
+    GpuCase c{"150 sequences x 2 heads, D=" + std::to_string(D), 0, 0, 0, 2, 1, D};
+    c.cu_q = {0};
+    c.cu_k = {0};
+    for (int i = 0; i < 150; ++i) {
+      c.cu_q.push_back(c.cu_q.back() + 1 + (i * 7) % 40);
+      c.cu_k.push_back(c.cu_k.back() + 1 + (i * 7) % 40 + (i * 13) % 150);
+    }
+    c.v_mean = 3.f;
+    check_on_gpu(c);
+  }
+}
+
 TEST(CudaPrefill, MatchesReferenceVarlen) {
   REQUIRE_GPU();
   GpuCase ragged{"ragged 1, 17, 0, 100, 64, 129", 0, 0, 0, 4, 2, 64};

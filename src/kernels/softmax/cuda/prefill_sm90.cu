@@ -1,5 +1,6 @@
 // The Hopper prefill's launch (prefill_sm90_tile.cuh): the sm_80 launcher's metadata upload, the Q / K / V tensor
-// maps encoded on the host and passed as __grid_constant__ parameters (TMA reads them from parameter space).
+// maps encoded on the host and passed as __grid_constant__ parameters (TMA reads them from parameter space), a
+// persistent grid of at most one CTA per multiprocessor.
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
@@ -16,7 +17,7 @@ __global__ void __launch_bounds__(kSm90Threads, 1) prefill_sm90_kernel(const __g
   // wgmma, TMA and setmaxnreg exist on sm_90a only; choose_prefill_path launches this nowhere else.
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) unsigned char smem[];
-  attend_tile_sm90<Elem, D>(params, int(blockIdx.x), int(blockIdx.y), smem);
+  attend_tiles_sm90<Elem, D>(params, int(blockIdx.x), int(gridDim.x), smem);
 #endif
 }
 
@@ -26,44 +27,29 @@ namespace {
 using namespace cuda_prefill;
 
 template <class Elem, int D>
-void launch(const PrefillSm90Params& params, unsigned work_items, int64_t Hq, cudaStream_t stream) {
+void launch(const PrefillSm90Params& params, unsigned ctas, cudaStream_t stream) {
   constexpr int smem = int(Sm90Layout<D>::kSmemBytes);
   cuda_check(cudaFuncSetAttribute(prefill_sm90_kernel<Elem, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
              "cudaFuncSetAttribute");
-  prefill_sm90_kernel<Elem, D><<<dim3(work_items, unsigned(Hq)), kSm90Threads, smem, stream>>>(params);
+  prefill_sm90_kernel<Elem, D><<<ctas, kSm90Threads, smem, stream>>>(params);
   cuda_check(cudaGetLastError(), "prefill_sm90_kernel launch");
 }
 
 template <class Elem>
-void launch_for_dim(int64_t D, const PrefillSm90Params& params, unsigned work_items, int64_t Hq, cudaStream_t stream) {
-  if (D == 64) launch<Elem, 64>(params, work_items, Hq, stream);
-  else if (D == 128) launch<Elem, 128>(params, work_items, Hq, stream);
-  else launch<Elem, 256>(params, work_items, Hq, stream);
+void launch_for_dim(int64_t D, const PrefillSm90Params& params, unsigned ctas, cudaStream_t stream) {
+  if (D == 64) launch<Elem, 64>(params, ctas, stream);
+  else if (D == 128) launch<Elem, 128>(params, ctas, stream);
+  else launch<Elem, 256>(params, ctas, stream);
 }
 
 }  // namespace
 
-void attention_prefill_cuda_sm90(const AttentionProblem& p, Stream stream) {
-  const char* gap = sm90_prefill_gap(p);
-  require(gap == nullptr, "q", [&] { return std::string("the Hopper prefill does not cover this problem: ") + gap; });
-  const PrefillSm90Plan plan = plan_prefill_sm90(p);
-  if (plan.launch.work_items == 0) return;
-  auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  StreamScratch scratch(plan.launch.metadata.size(), cuda_stream);
-  const PrefillSm90Params params{bind_metadata(plan.launch, scratch.data()), sm90::encode_tensor_map(plan.q),
-                                 sm90::encode_tensor_map(plan.k), sm90::encode_tensor_map(plan.v)};
-  scratch.upload(plan.launch.metadata.data(), plan.launch.metadata.size());
-  launch_prefill_sm90_cuda(params, plan.launch.work_items, p.Hq, p.D, p.q_dtype, stream);
-  scratch.finish();
-}
-
-void launch_prefill_sm90_cuda(const PrefillSm90Params& params, unsigned work_items, int64_t Hq, int64_t D,
-                              DType dtype, Stream stream) {
+void launch_prefill_sm90_cuda(const PrefillSm90Params& params, unsigned ctas, int64_t D, DType dtype, Stream stream) {
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   if (dtype == DType::bf16)
-    launch_for_dim<__nv_bfloat16>(D, params, work_items, Hq, cuda_stream);
+    launch_for_dim<__nv_bfloat16>(D, params, ctas, cuda_stream);
   else
-    launch_for_dim<__half>(D, params, work_items, Hq, cuda_stream);
+    launch_for_dim<__half>(D, params, ctas, cuda_stream);
 }
 
 }  // namespace attnzoo

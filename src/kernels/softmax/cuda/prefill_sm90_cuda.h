@@ -7,12 +7,9 @@
 
 namespace attnzoo {
 
-// A problem check_cuda_prefill accepted and sm90_prefill_gap covers, on an sm_90 device (the current one).
-void attention_prefill_cuda_sm90(const AttentionProblem& p, Stream stream);
-
-// The Hopper kernel over bound parameters (their metadata and maps already on the device and encoded):
-// `work_items` CTAs per query head, q / k / v of `dtype` (bf16 or f16), head dim D.
-void launch_prefill_sm90_cuda(const cuda_prefill::PrefillSm90Params& params, unsigned work_items, int64_t Hq,
-                              int64_t D, DType dtype, Stream stream);
+// The Hopper kernel over bound parameters (their metadata and maps already on the device and encoded): a
+// persistent grid of `ctas` (plan_prefill_sm90's), q / k / v of `dtype` (bf16 or f16), head dim D.
+void launch_prefill_sm90_cuda(const cuda_prefill::PrefillSm90Params& params, unsigned ctas, int64_t D, DType dtype,
+                              Stream stream);
 
 }  // namespace attnzoo

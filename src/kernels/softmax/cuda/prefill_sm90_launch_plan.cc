@@ -1,6 +1,7 @@
 #include "kernels/softmax/cuda/prefill_sm90_launch_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace attnzoo::cuda_prefill {
@@ -44,6 +45,9 @@ const char* sm90_prefill_gap(const AttentionProblem& p) {
       token_rows(p, &SeqSpan::k_offset, &SeqSpan::Tk, std::max<int64_t>(p.ks.token, 1)) > kMaxRows ||
       token_rows(p, &SeqSpan::v_offset, &SeqSpan::Tk, std::max<int64_t>(p.vs.token, 1)) > kMaxRows)
     return "more than 2^30 token rows";
+  int64_t tiles = 0;
+  for (const SeqSpan& s : p.seqs) tiles += (s.Tq + kSm90QueryTile - 1) / kSm90QueryTile;
+  if (tiles * p.Hq > INT32_MAX) return "more than 2^31 - 1 (query tile, head) items";
   return nullptr;
 }
 
@@ -55,10 +59,12 @@ PrefillPath choose_prefill_path(const AttentionProblem& p, int sm_major, const c
   return sm_major == 9 && !sm90_prefill_gap(p) ? PrefillPath::sm90 : PrefillPath::sm80;
 }
 
-PrefillSm90Plan plan_prefill_sm90(const AttentionProblem& p) {
+PrefillSm90Plan plan_prefill_sm90(const AttentionProblem& p, int multiprocessors) {
   PrefillSm90Plan plan;
   plan.launch = plan_prefill_launch(p, kSm90QueryTile, sm90_key_tile(p.D));
   if (plan.launch.work_items == 0) return plan;
+  plan.items = int32_t(int64_t(plan.launch.work_items) * p.Hq);
+  plan.ctas = unsigned(std::min<int64_t>(plan.items, std::max(multiprocessors, 1)));
   plan.q = map_of(p.q, p.qs, p.Hq, p.D, token_rows(p, &SeqSpan::q_offset, &SeqSpan::Tq, p.qs.token), kSm90QueryTile);
   plan.k = map_of(p.k, p.ks, p.Hkv, p.D, token_rows(p, &SeqSpan::k_offset, &SeqSpan::Tk, p.ks.token), uint32_t(sm90_key_tile(p.D)));
   plan.v = map_of(p.v, p.vs, p.Hkv, p.D, token_rows(p, &SeqSpan::v_offset, &SeqSpan::Tk, p.vs.token), uint32_t(sm90_key_tile(p.D)));

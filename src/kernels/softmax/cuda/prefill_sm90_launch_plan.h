@@ -1,6 +1,7 @@
 #pragma once
 // The Hopper prefill's launch, decided on the host: whether its kernel covers a problem, which kernel a launch
-// takes, and the Hopper plan (the sm_80 plan's work list cut into 128-row tiles, plus the Q / K / V tensor maps).
+// takes, and the Hopper plan (the sm_80 plan's work list cut into 128-row tiles, the Q / K / V tensor maps and the
+// persistent grid).
 // Plain C++, so the choice is tested on every machine and the emulator runs the same plan.
 #include "kernels/softmax/cuda/prefill_launch_plan.h"
 #include "kernels/softmax/cuda/prefill_sm90_params.h"
@@ -22,8 +23,10 @@ PrefillPath choose_prefill_path(const AttentionProblem& p, int sm_major, const c
 struct PrefillSm90Plan {
   PrefillLaunchPlan launch;  // work_items == 0: nothing to launch
   sm90::TensorMapSpec q, k, v;
+  int32_t items = 0;  // (work item, head) pairs, heads innermost
+  unsigned ctas = 0;  // persistent CTAs: one per multiprocessor, fewer when there are fewer items
 };
-// For a problem sm90_prefill_gap covers.
-PrefillSm90Plan plan_prefill_sm90(const AttentionProblem& p);
+// For a problem sm90_prefill_gap covers, on a GPU of `multiprocessors` SMs (at least 1).
+PrefillSm90Plan plan_prefill_sm90(const AttentionProblem& p, int multiprocessors);
 
 }  // namespace attnzoo::cuda_prefill

@@ -1,8 +1,8 @@
 #pragma once
 // The sm_90a (Hopper) instructions the CUDA prefill's Hopper path is written in: wgmma.mma_async and its fence /
-// commit / wait, mbarriers, TMA tensor copies (cp.async.bulk.tensor), named barriers and setmaxnreg. Inline PTX
-// only, kept apart from the kernel's logic as sm80.cuh is: the kernel emulator replaces exactly this file
-// (sm90_emulated.h) so the tile code runs unchanged on a CPU.
+// commit / wait, mbarriers, TMA tensor copies (cp.async.bulk.tensor), named barriers (bar.sync / bar.arrive) and
+// setmaxnreg. Inline PTX only, kept apart from the kernel's logic as sm80.cuh is: the kernel emulator replaces
+// exactly this file (sm90_emulated.h) so the tile code runs unchanged on a CPU.
 //
 // wgmma m64nNk16 (PTX ISA "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"), a warpgroup of 4 warps;
 // warp w of the group owns rows 16w..16w+15, g = lane / 4, t = lane % 4:
@@ -130,6 +130,11 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const TensorMap& map, 
 // bar.sync with an id (1..15; 0 is __syncthreads') and a thread count: a warpgroup, or a few, sync alone.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// bar.arrive: counts towards the same barrier's thread count without waiting (the signalling side of a
+// producer / consumer hand-off; the count must be the waiters' and the arrivers' together).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // The warpgroup's registers per thread: the producer gives some up, the consumers take them.

@@ -192,6 +192,7 @@ inline void tma_load_4d(uint32_t dst, const TensorMap& map, int c0, int c1, int 
 }
 
 inline void named_barrier_sync(int id, int threads) { cuda_emulation::named_barrier_sync(id, threads); }
+inline void named_barrier_arrive(int id, int threads) { cuda_emulation::named_barrier_arrive(id, threads); }
 template <int R>
 inline void setmaxnreg_dec() {}
 template <int R>
