@@ -165,10 +165,9 @@ TEST(CudaBench, GemmRowsReachTheEntryAndCountTheirFlops) {
 TEST(CudaBench, StepAndConvRowsRunOnTheCpuAndCountTheirBytes) {
   CudaKernelReport r = test_report();
   r.conv_prefill = run_conv_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  r.kv_write = run_kv_write_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  r.embedding = run_embedding_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  r.grouped_routing = run_grouped_routing_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  for (const auto* rows : {&r.conv_prefill, &r.kv_write, &r.embedding, &r.grouped_routing}) {
+  r.step = run_bandwidth_tables(step_tables(), Scale::tiny, Device::cpu(), Stream{}, run_warm);
+  ASSERT_EQ(r.step.size(), 3u);
+  for (const std::vector<LinearRow>* rows : {&r.conv_prefill, &r.step[0].rows, &r.step[1].rows, &r.step[2].rows}) {
     ASSERT_FALSE(rows->empty());
     for (const LinearRow& row : *rows) EXPECT_TRUE(row.available()) << row.shape.kernel << ": " << row.error;
   }
