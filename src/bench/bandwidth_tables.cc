@@ -1,5 +1,7 @@
 #include "bench/bandwidth_tables.h"
 
+#include <cstdio>
+
 #include "core/error.h"
 
 namespace attnzoo::bench {
@@ -13,7 +15,11 @@ std::vector<BandwidthTableRows> run_bandwidth_tables(const std::vector<Bandwidth
 
 std::string format_bandwidth_tables_text(const std::vector<BandwidthTableRows>& tables, double copy_gbps) {
   std::string s;
-  for (const BandwidthTableRows& t : tables) s += format_bandwidth_text(t.table->title, t.rows, t.table->bytes, copy_gbps);
+  char title[256];
+  for (const BandwidthTableRows& t : tables) {
+    std::snprintf(title, sizeof title, "%-62s median ms   GB/s %s   of copy\n", t.table->title, t.table->counted);
+    s += format_bandwidth_text(title, t.rows, t.table->bytes, copy_gbps);
+  }
   return s;
 }
 

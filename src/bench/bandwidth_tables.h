@@ -11,10 +11,11 @@ namespace attnzoo::bench {
 
 struct BandwidthTable {
   const char* key;    // the JSON array's name in the report
-  const char* title;  // the text table's header line, "\n"-terminated
+  const char* title;  // the text table's name; its header line adds the columns
   std::vector<LinearCase> (*cases)(Scale);
   CaseRow row;     // builds a case's inputs and times its launch
   RowBytes bytes;  // bytes read + written by one launch (the copy bandwidth's count)
+  const char* counted = "read + written";  // what the GB/s column counts, in the header
 };
 
 struct BandwidthTableRows {

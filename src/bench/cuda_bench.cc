@@ -186,6 +186,7 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   r.moe_router = run_moe_router_rows(s, device, stream, timer);
   r.moe_experts = run_moe_experts_rows(s, device, stream, timer);
   r.layer = run_bandwidth_tables(layer_tables(), s, device, stream, timer);
+  r.runner = run_bandwidth_tables(runner_tables(), s, device, stream, timer);
   return r;
 }
 
@@ -224,7 +225,7 @@ std::string format_cuda_text(const CudaKernelReport& r) {
          format_gemm_text(r.gemm) + format_conv_prefill_text(r.conv_prefill, r.copy_gbps) +
          format_bandwidth_tables_text(r.step, r.copy_gbps) +
          format_moe_text(r.moe_router, r.moe_experts, r.copy_gbps, best_gemm_tflops(r.gemm)) +
-         format_bandwidth_tables_text(r.layer, r.copy_gbps);
+         format_bandwidth_tables_text(r.layer, r.copy_gbps) + format_bandwidth_tables_text(r.runner, r.copy_gbps);
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
@@ -275,7 +276,8 @@ std::string format_cuda_json(const CudaKernelReport& r) {
          format_bandwidth_tables_json(r.step, r.copy_gbps) +
          ", \"moe_router\": " + format_moe_router_json(r.moe_router, r.copy_gbps) +
          ", \"moe_experts\": " + format_moe_experts_json(r.moe_experts, r.copy_gbps, best_gemm_tflops(r.gemm)) +
-         format_bandwidth_tables_json(r.layer, r.copy_gbps) + "}\n";
+         format_bandwidth_tables_json(r.layer, r.copy_gbps) + format_bandwidth_tables_json(r.runner, r.copy_gbps) +
+         "}\n";
 }
 
 }  // namespace attnzoo::bench

@@ -14,6 +14,7 @@
 #include "bench/cuda_linear_bench.h"
 #include "bench/cuda_mla_bench.h"
 #include "bench/cuda_moe_bench.h"
+#include "bench/cuda_runner_bench.h"
 #include "bench/cuda_sampling_bench.h"
 #include "bench/cuda_step_bench.h"
 #include "bench/kernel_bench.h"
@@ -75,6 +76,9 @@ struct CudaKernelReport {
   // GGUF blocks to bf16, Gated DeltaNet's and KDA's gates, the element-wise kernels, the transpose and the row
   // copy (cuda_layer_bench.h).
   std::vector<BandwidthTableRows> layer;
+  // The runners' own: RWKV-7's step kernels, gpt-oss's expert bias and SwiGLU, MLA's head rows, the MoE grouping
+  // (cuda_runner_bench.h).
+  std::vector<BandwidthTableRows> runner;
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);

@@ -250,15 +250,11 @@ double elementwise_bytes(const LinearCase& c) {
 
 const std::vector<BandwidthTable>& layer_tables() {
   static const std::vector<BandwidthTable> tables = {
-      {"dequant",
-       "GGUF blocks to bf16 (quant_dequant_cuda)                       median ms   GB/s read + written   of copy\n",
-       dequant_cases, dequant_row, dequant_bytes},
-      {"delta_gates",
-       "delta gates (g, beta from a, b; f32)                           median ms   GB/s read + written   of copy\n",
-       delta_gates_cases, delta_gates_row, delta_gates_bytes},
-      {"elementwise",
-       "element-wise and copies (a step's small kernels)               median ms   GB/s read + written   of copy\n",
-       elementwise_cases, elementwise_row, elementwise_bytes}};
+      {"dequant", "GGUF blocks to bf16 (quant_dequant_cuda)", dequant_cases, dequant_row, dequant_bytes},
+      {"delta_gates", "delta gates (g, beta from a, b; f32)", delta_gates_cases, delta_gates_row,
+       delta_gates_bytes},
+      {"elementwise", "element-wise and copies (a step's small kernels)", elementwise_cases, elementwise_row,
+       elementwise_bytes}};
   return tables;
 }
 

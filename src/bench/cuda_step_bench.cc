@@ -193,15 +193,11 @@ double grouped_routing_bytes(const LinearCase& c) {
 
 const std::vector<BandwidthTable>& step_tables() {
   static const std::vector<BandwidthTable> tables = {
-      {"kv_write",
-       "paged KV write (bf16 k, v -> cache; slots scattered by block)   median ms   GB/s read + written   of copy\n",
-       kv_write_cases, kv_write_row, kv_write_bytes},
-      {"embedding",
-       "embedding gather (f32 rows out, device ids)                    median ms   GB/s read + written   of copy\n",
-       embedding_cases, embedding_row, embedding_bytes},
-      {"grouped_routing",
-       "grouped routing (DeepSeek-V3, f32 logits; tokens/s = T / median)   median ms   GB/s of logits + ids   of copy\n",
-       grouped_routing_cases, grouped_routing_row, grouped_routing_bytes}};
+      {"kv_write", "paged KV write (bf16 k, v -> cache; slots scattered by block)", kv_write_cases, kv_write_row,
+       kv_write_bytes},
+      {"embedding", "embedding gather (f32 rows out, device ids)", embedding_cases, embedding_row, embedding_bytes},
+      {"grouped_routing", "grouped routing (DeepSeek-V3, f32 logits; tokens/s = T / median)", grouped_routing_cases,
+       grouped_routing_row, grouped_routing_bytes, "of logits + ids"}};
   return tables;
 }
 
