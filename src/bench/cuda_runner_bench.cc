@@ -103,21 +103,10 @@ LinearRow moe_group_row(const LinearCase& c, Device device, Stream stream, const
     ids_d.upload(ids.data(), size_t(n) * 4, stream);
     const cuda_gemm::TileKind tile = moe_tile(n, E);
     const int64_t tile_rows = moe_tile_rows(tile);
-    if (!device.is_cuda()) {  // the CPU MoE's grouping (moe.cc's per-expert lists), written out in that order
+    if (!device.is_cuda()) {
       return timer([&] {
-        int32_t *off = offsets.as<int32_t>(), *til = tiles.as<int32_t>();
-        std::fill_n(off, E + 1, 0);
-        for (int32_t e : ids) ++off[e + 1];
-        til[0] = 0;
-        for (int64_t e = 0; e < E; ++e) {
-          til[e + 1] = til[e] + int32_t((off[e + 1] + tile_rows - 1) / tile_rows);
-          off[e + 1] += off[e];
-        }
-        std::vector<int32_t> next(off, off + E);
-        for (int64_t i = 0; i < n; ++i) {
-          const int32_t r = next[size_t(ids[size_t(i)])]++;
-          source.as<int32_t>()[r] = int32_t(i), dest.as<int32_t>()[i] = r;
-        }
+        moe_group_host(ids.data(), n, E, tile_rows, offsets.as<int32_t>(), tiles.as<int32_t>(), source.as<int32_t>(),
+                       dest.as<int32_t>());
       });
     }
     const int64_t scratch = moe_group_scratch(n, E);
@@ -136,6 +125,23 @@ LinearRow moe_group_row(const LinearCase& c, Device device, Stream stream, const
 }
 
 }  // namespace
+
+void moe_group_host(const int32_t* ids, int64_t n, int64_t E, int64_t tile_rows, int32_t* offsets, int32_t* tiles,
+                    int32_t* source, int32_t* dest) {
+  // The CPU MoE's grouping (moe.cc's per-expert lists of entries in order), written out as the kernel's arrays.
+  std::fill_n(offsets, E + 1, 0);
+  for (int64_t i = 0; i < n; ++i) ++offsets[ids[i] + 1];
+  tiles[0] = 0;
+  for (int64_t e = 0; e < E; ++e) {
+    tiles[e + 1] = tiles[e] + int32_t((offsets[e + 1] + tile_rows - 1) / tile_rows);
+    offsets[e + 1] += offsets[e];
+  }
+  std::vector<int32_t> next(offsets, offsets + E);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t r = next[size_t(ids[i])]++;
+    source[r] = int32_t(i), dest[i] = r;
+  }
+}
 
 std::vector<LinearCase> gpt_oss_moe_cases(Scale s) {
   const bool tiny = s == Scale::tiny;

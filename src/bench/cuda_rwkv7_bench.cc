@@ -52,15 +52,11 @@ Timing shift_mix(const LinearCase& c, Device device, Stream stream, const RowTim
     seq_of.insert(seq_of.end(), size_t(batch.cu_seqlens.back() - batch.cu_seqlens[size_t(s)]), int32_t(s));
   }
   batch.tokens.assign(size_t(T), 0);
-  if (!device.is_cuda()) {  // the time mix's forward: the deltas, then each lerp as its projection takes it
-    std::vector<float> delta(size_t(T * C));
+  if (!device.is_cuda()) {
     return timer([&] {
-      const float* xs = x.as<float>();
-      rwkv7_token_shift(xs, batch, C, [&](int64_t s) { return pool.as<float>() + batch.state_slots[size_t(s)] * stride; },
-                        delta.data());
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t i = 0; i < T * C; ++i)
-          store_from_f32(out.data(), DType::bf16, m * T * C + i, xs[i] + delta[size_t(i)] * mixes.as<float>()[m * C + i % C]);
+      rwkv7_shift_mix_host(x.as<float>(), batch, C, mixes.as<float>(), M,
+                           [&](int64_t s) { return pool.as<float>() + batch.state_slots[size_t(s)] * stride; },
+                           out.as<uint16_t>());
     });
   }
   const DeviceBuffer seq_of_d = upload(device, seq_of, stream), cu_d = upload(device, batch.cu_seqlens, stream),
@@ -85,18 +81,10 @@ Timing activate(const LinearCase& c, Device device, Stream stream, const RowTime
   const DeviceBuffer x = f32_noise(device, n, 74, stream), y16(device, decay ? 0 : size_t(n) * 2);
   const TensorView xv = view_on(x, DType::f32, {n});
   const TensorView yv = decay ? xv : view_on(y16, DType::bf16, {n});
-  if (!device.is_cuda()) {  // rwkv7_time_mix.cc's and rwkv7_channel_mix.cc's loops
-    return timer([&] {
-      float* xs = x.as<float>();
-      for (int64_t i = 0; i < n; ++i) {
-        if (decay) xs[i] = kDecayScale * sigmoid(xs[i]);
-        else store_from_f32(y16.data(), DType::bf16, i, xs[i] > 0.f ? xs[i] * xs[i] : 0.f);
-      }
-    });
-  }
+  const Rwkv7Activation act = decay ? Rwkv7Activation::decay : Rwkv7Activation::relu2;
+  if (!device.is_cuda()) return timer([&] { rwkv7_activate_host(act, x.as<float>(), n, yv.data, yv.dtype); });
   check_rwkv7_activate_cuda(xv, yv);
 #if ATTNZOO_WITH_CUDA
-  const Rwkv7Activation act = decay ? Rwkv7Activation::decay : Rwkv7Activation::relu2;
   return timer([&] { rwkv7_activate_cuda(act, xv, yv, stream); });
 #else
   throw DeviceError(c.kernel + ": this build has no CUDA");
@@ -110,12 +98,10 @@ Timing prepare_keys(const LinearCase& c, Device device, Stream stream, const Row
                      a_rec(device, size_t(T * HK) * 4), k_k = f32_noise(device, HK, 77, stream),
                      k_a = f32_noise(device, HK, 78, stream), v = f32_noise(device, T * HV, 79, stream),
                      v_first = f32_noise(device, T * HV, 80, stream), v_gate = f32_noise(device, T * HV, 81, stream);
-  if (!device.is_cuda()) {  // the time mix's forward from a = sigmoid(a) to the recurrence's inputs
+  if (!device.is_cuda()) {
     return timer([&] {
-      float *as = a.as<float>(), *vs = v.as<float>();
-      for (int64_t i = 0; i < T * HK; ++i) as[i] = sigmoid(as[i]);
-      for (int64_t i = 0; i < T * HV; ++i) vs[i] += sigmoid(v_gate.as<float>()[i]) * (v_first.as<float>()[i] - vs[i]);
-      rwkv7_prepare_keys(k.as<float>(), as, a_rec.as<float>(), k_k.as<float>(), k_a.as<float>(), T, H, K, true);
+      rwkv7_prepare_keys_host(k.as<float>(), a.as<float>(), a_rec.as<float>(), k_k.as<float>(), k_a.as<float>(),
+                              v.as<float>(), v_first.as<float>(), v_gate.as<float>(), T, H, K, V, true);
     });
   }
   Rwkv7Keys p;
@@ -140,13 +126,10 @@ Timing output(const LinearCase& c, Device device, Stream stream, const RowTimer&
                      k = f32_noise(device, T * HK, 86, stream), r_k = f32_noise(device, HK, 87, stream),
                      v = f32_noise(device, T * HV, 88, stream), g = f32_noise(device, T * HV, 89, stream),
                      out(device, size_t(T * HV) * 2);
-  if (!device.is_cuda()) {  // the time mix's tail, before o_proj takes it in bf16
-    std::vector<float> normed(size_t(T * HV));
+  if (!device.is_cuda()) {
     return timer([&] {
-      layer_norm(o.as<float>(), T, H, V, nw.as<float>(), nb.as<float>(), eps, normed.data());
-      rwkv7_bonus_gate(normed.data(), r.as<float>(), k.as<float>(), r_k.as<float>(), v.as<float>(), g.as<float>(),
-                       T, H, K, V);
-      for (int64_t i = 0; i < T * HV; ++i) store_from_f32(out.data(), DType::bf16, i, normed[size_t(i)]);
+      rwkv7_output_host(o.as<float>(), nw.as<float>(), nb.as<float>(), r.as<float>(), k.as<float>(), r_k.as<float>(),
+                        v.as<float>(), g.as<float>(), T, H, K, V, eps, out.as<uint16_t>());
     });
   }
   Rwkv7Output p;
@@ -173,6 +156,52 @@ LinearRow rwkv7_step_row(const LinearCase& c, Device device, Stream stream, cons
 }
 
 }  // namespace
+
+void rwkv7_shift_mix_host(const float* x, const Batch& batch, int64_t C, const float* mixes, int64_t M,
+                          const std::function<float*(int64_t)>& shift_of, uint16_t* out) {
+  // The time mix's forward: the deltas, then each lerp as its projection takes it.
+  const int64_t T = batch.num_tokens();
+  std::vector<float> delta(size_t(T * C));
+  rwkv7_token_shift(x, batch, C, shift_of, delta.data());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t i = 0; i < T * C; ++i)
+      store_from_f32(out, DType::bf16, m * T * C + i, x[i] + delta[size_t(i)] * mixes[m * C + i % C]);
+}
+
+void rwkv7_activate_host(Rwkv7Activation act, const float* x, int64_t n, void* y, DType y_dtype) {
+  // rwkv7_time_mix.cc's (the LoRAs' middles, the decay) and rwkv7_channel_mix.cc's (relu^2) formulas.
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    float out = v;
+    if (act == Rwkv7Activation::tanh) out = std::tanh(v);
+    if (act == Rwkv7Activation::sigmoid) out = sigmoid(v);
+    if (act == Rwkv7Activation::decay) out = kDecayScale * sigmoid(v);
+    if (act == Rwkv7Activation::relu2) out = v > 0.f ? v * v : 0.f;
+    store_from_f32(y, y_dtype, i, out);
+  }
+}
+
+void rwkv7_prepare_keys_host(float* k, float* a, float* a_rec, const float* k_k, const float* k_a, float* v,
+                             float* v_first, const float* v_gate, int64_t T, int64_t H, int64_t K, int64_t V,
+                             bool fused_l2norm) {
+  // The time mix's forward from a = sigmoid(a) to the recurrence's inputs.
+  for (int64_t i = 0; i < T * H * K; ++i) a[i] = sigmoid(a[i]);
+  for (int64_t i = 0; i < T * H * V; ++i) {
+    if (v_gate) v[i] += sigmoid(v_gate[i]) * (v_first[i] - v[i]);
+    else v_first[i] = v[i];
+  }
+  rwkv7_prepare_keys(k, a, a_rec, k_k, k_a, T, H, K, fused_l2norm);
+}
+
+void rwkv7_output_host(const float* o, const float* norm_weight, const float* norm_bias, const float* r,
+                       const float* k, const float* r_k, const float* v, const float* g, int64_t T, int64_t H,
+                       int64_t K, int64_t V, float eps, uint16_t* out) {
+  // The time mix's tail, before o_proj takes it in bf16.
+  std::vector<float> normed(size_t(T * H * V));
+  layer_norm(o, T, H, V, norm_weight, norm_bias, eps, normed.data());
+  rwkv7_bonus_gate(normed.data(), r, k, r_k, v, g, T, H, K, V);
+  for (int64_t i = 0; i < T * H * V; ++i) store_from_f32(out, DType::bf16, i, normed[size_t(i)]);
+}
 
 std::vector<LinearCase> rwkv7_step_cases(Scale s) {
   const bool tiny = s == Scale::tiny;
