@@ -26,7 +26,8 @@ std::string format_bandwidth_tables_text(const std::vector<BandwidthTableRows>& 
 std::string format_bandwidth_tables_json(const std::vector<BandwidthTableRows>& tables, double copy_gbps) {
   std::string s;
   for (const BandwidthTableRows& t : tables)
-    s += std::string(", \"") + t.table->key + "\": " + format_bandwidth_json(t.rows, t.table->bytes, "bytes", copy_gbps);
+    s += std::string(", \"") + t.table->key +
+         "\": " + format_bandwidth_json(t.rows, t.table->bytes, "bytes", copy_gbps);
   return s;
 }
 

@@ -30,8 +30,10 @@ std::vector<int32_t> even_offsets(int64_t n, int64_t E) {
 LinearRow gpt_oss_moe_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
   return timed_row(c, [&] {
     const int64_t n = c["n"], E = c["E"], I = c["I"], N = 2 * I;
-    // The gate | up GEMM output [n, 2I] f32 as DeviceMoe holds it; small values, so the SwiGLU's clamp binds rarely.
-    const DeviceBuffer y = f32_buffer(device, size_t(n * N), 0.5f, stream), bias = f32_buffer(device, size_t(E * N), 0.25f, stream);
+    // The gate | up GEMM output [n, 2I] f32 as DeviceMoe holds it. Constants: the work does not depend on the
+    // values, and the SwiGLU run in place rep after rep stays finite (the clamp bounds the gate).
+    const DeviceBuffer y = f32_buffer(device, size_t(n * N), 0.5f, stream);
+    const DeviceBuffer bias = f32_buffer(device, size_t(E * N), 0.25f, stream);
     const std::vector<int32_t> offsets = even_offsets(n, E);
     const DeviceBuffer offsets_d(device, offsets.size() * 4);
     offsets_d.upload(offsets.data(), offsets.size() * 4, stream);
@@ -98,8 +100,8 @@ LinearRow moe_group_row(const LinearCase& c, Device device, Stream stream, const
       std::shuffle(all.begin(), all.end(), rng);
       std::copy_n(all.begin(), k, ids.begin() + t * k);
     }
-    const DeviceBuffer ids_d(device, size_t(n) * 4), offsets(device, size_t(E + 1) * 4), tiles(device, size_t(E + 1) * 4),
-        source(device, size_t(n) * 4), dest(device, size_t(n) * 4);
+    const DeviceBuffer ids_d(device, size_t(n) * 4), source(device, size_t(n) * 4), dest(device, size_t(n) * 4);
+    const DeviceBuffer offsets(device, size_t(E + 1) * 4), tiles(device, size_t(E + 1) * 4);
     ids_d.upload(ids.data(), size_t(n) * 4, stream);
     const cuda_gemm::TileKind tile = moe_tile(n, E);
     const int64_t tile_rows = moe_tile_rows(tile);

@@ -33,8 +33,10 @@ TEST(CudaRunnerBench, RowsRunOnTheCpuAndCountTheirBytes) {
   EXPECT_GT(prefill["T"] * prefill["top_k"], 2048);
   EXPECT_EQ(moe_group_bytes(prefill), 32768.0 * 12 + 129 * 8);
   const std::string json = format_cuda_json(r), text = format_cuda_text(r);
-  for (const char* key : {"rwkv7_step\": [{\"kernel\": \"rwkv7_shift_mix\"", "gpt_oss_moe\": [{\"kernel\": \"grouped_bias\"",
-                          "head_rows\": [{\"kernel\": \"head_rows_k_nope\"", "moe_group\": [{\"kernel\": \"moe_group\""})
+  for (const char* key : {"rwkv7_step\": [{\"kernel\": \"rwkv7_shift_mix\"",
+                          "gpt_oss_moe\": [{\"kernel\": \"grouped_bias\"",
+                          "head_rows\": [{\"kernel\": \"head_rows_k_nope\"",
+                          "moe_group\": [{\"kernel\": \"moe_group\""})
     EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
   for (const char* title : {"RWKV-7 step kernels", "gpt-oss experts", "MLA head rows", "MoE grouping"})
     EXPECT_NE(text.find(title), std::string::npos) << title;

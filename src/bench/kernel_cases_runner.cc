@@ -57,7 +57,7 @@ std::string run_rwkv7_shift(const ShiftSpec& c, const fs::path& dir, Device devi
   // A prefill piece, a decode token, an empty sequence, a longer piece, and a bucket's pad (slot -1: zeros shift
   // in, nothing is written); slots out of order, two of the pool's six left alone.
   const std::vector<int32_t> lens = {5, 1, 0, 9, 1}, slots = {3, 0, 5, 1, -1};
-  const int64_t C = 96, M = c.M, stride = 2 * C, pool_rows = 6, S = int64_t(lens.size());
+  const int64_t C = 96, M = c.M, stride = 2 * C, pool_rows = 6;
   const std::vector<int32_t> cu = offsets(lens);
   const int64_t T = cu.back();
   const HostArray x = scaled({T, C}, seed, 1.f), mixes = scaled({M, C}, seed + 1, 0.5f, 0.5f);
@@ -81,7 +81,7 @@ std::string run_rwkv7_shift(const ShiftSpec& c, const fs::path& dir, Device devi
     } else {
 #if ATTNZOO_WITH_CUDA
       std::vector<int32_t> seq_of;
-      for (int64_t s = 0; s < S; ++s) seq_of.insert(seq_of.end(), size_t(lens[size_t(s)]), int32_t(s));
+      for (size_t s = 0; s < lens.size(); ++s) seq_of.insert(seq_of.end(), size_t(lens[s]), int32_t(s));
       const Placed dx = place(x, device), dm = place(mixes, device), dpool = place(pool, device),
                    dout = place(out, device), dslots = place(slots_a, device), dcu = place(cu_a, device),
                    dseq = place(i32_array(seq_of), device);
@@ -203,7 +203,8 @@ std::string run_rwkv7_output(const fs::path& dir, Device device, uint32_t seed, 
       const Placed d_o = place(o, device), dnw = place(nw, device), dnb = place(nb, device), dr = place(r, device),
                    dk = place(k, device), drk = place(r_k, device), dv = place(v, device), dg = place(g, device),
                    dout = place(out, device);
-      rwkv7_output_cuda({d_o.view, dnw.view, dnb.view, dr.view, dk.view, drk.view, dv.view, dg.view, dout.view, H, eps});
+      rwkv7_output_cuda(
+          {d_o.view, dnw.view, dnb.view, dr.view, dk.view, drk.view, dv.view, dg.view, dout.view, H, eps});
       out = fetch(dout, out);
 #else
       throw DeviceError("rwkv7_output: this build has no CUDA");
@@ -285,7 +286,8 @@ std::string run_head_rows(const HeadRowsSpec& c, const fs::path& dir, Device dev
     HeadRowCopy copy;
     copy.src = TensorView::contiguous(s, DType::bf16, {c.src_rows, c.src_heads, c.src_width});
     copy.src.shape[2] = c.cols;
-    copy.dst = TensorView::contiguous(static_cast<uint16_t*>(d) + c.col0, DType::bf16, {c.dst_rows, c.heads, c.dst_width});
+    copy.dst = TensorView::contiguous(static_cast<uint16_t*>(d) + c.col0, DType::bf16,
+                                      {c.dst_rows, c.heads, c.dst_width});
     copy.dst.shape[2] = c.width;
     copy.src.device = copy.dst.device = dev;
     copy.src.shape[0] = c.src_rows, copy.dst.shape[0] = c.dst_rows;
@@ -348,13 +350,15 @@ std::string run_moe_group(const fs::path& dir, Device device, uint32_t seed, boo
       const Placed dc = place(make_array(DType::i32, {std::max<int64_t>(scratch, 1)}), device);
       TensorView counts = dc.view;
       counts.shape[0] = scratch;
-      moe_group_cuda(di.view, E, tile_rows, {doff.view, dt.view, ds.view, dd.view, scratch > 0 ? counts : TensorView{}});
+      const MoeGroupingCuda g{doff.view, dt.view, ds.view, dd.view, scratch > 0 ? counts : TensorView{}};
+      moe_group_cuda(di.view, E, tile_rows, g);
       off = fetch(doff, off), tiles = fetch(dt, tiles), source = fetch(ds, source), dest = fetch(dd, dest);
 #else
       throw DeviceError("moe_group: this build has no CUDA");
 #endif
     }
-    for (const auto& [what, arr] : {std::pair{"offsets", &off}, {"tiles", &tiles}, {"source", &source}, {"dest", &dest}})
+    for (const auto& [what, arr] :
+         {std::pair{"offsets", &off}, {"tiles", &tiles}, {"source", &source}, {"dest", &dest}})
       write_npy(dir / (stem + "_" + what + ".npy"), *arr);
   });
 }
@@ -367,9 +371,13 @@ void write_runner_cases(const fs::path& dir, Device device, uint32_t& seed,
   auto run = [&](const std::string& entry) { add(entry, refused); };
   for (const ShiftSpec& c : {ShiftSpec{"rwkv7_shift_mix_time", 6, 0}, ShiftSpec{"rwkv7_shift_mix_channel", 1, 96}})
     run(run_rwkv7_shift(c, dir, device, seed += 10, refused));
-  const ActSpec acts[] = {{"none", Rwkv7Activation::none, DType::bf16}, {"tanh", Rwkv7Activation::tanh, DType::bf16},
+  // Each with the output dtype the runner gives it: the LoRAs' middles (tanh, sigmoid) and relu^2 bf16, the decay
+  // f32 in place; none, the kernel's plain rounding to bf16.
+  const ActSpec acts[] = {{"none", Rwkv7Activation::none, DType::bf16},
+                          {"tanh", Rwkv7Activation::tanh, DType::bf16},
                           {"sigmoid", Rwkv7Activation::sigmoid, DType::bf16},
-                          {"decay", Rwkv7Activation::decay, DType::f32}, {"relu2", Rwkv7Activation::relu2, DType::bf16}};
+                          {"decay", Rwkv7Activation::decay, DType::f32},
+                          {"relu2", Rwkv7Activation::relu2, DType::bf16}};
   for (const ActSpec& c : acts) run(run_rwkv7_activate(c, dir, device, seed += 10, refused));
   for (bool first : {true, false}) run(run_rwkv7_keys(first, dir, device, seed += 10, refused));
   run(run_rwkv7_output(dir, device, seed += 10, refused));
