@@ -1,6 +1,7 @@
 """The GPU runner's newer kernels from `attnzoo bench kernels --write-cases` against independent references in
-torch (check_vs_torch.py calls this for the manifest's moe / dequant / delta_gates / elementwise cases; it needs
-torch and numpy, and gguf-py's block decoders for the dequant cases, which the GPU bundle carries from .venv).
+torch (check_vs_torch.py calls this for the manifest's moe / dequant / delta_gates / elementwise cases, and the
+runners' own kernels through check_runner_vs_torch.py; it needs torch and numpy, and gguf-py's block decoders for
+the dequant cases, which the GPU bundle carries from .venv).
 
 - moe: the feed-forward computed densely per token in float64, as transformers' Qwen2-MoE / Qwen3-MoE blocks
   write it: logits = h router^T, p = softmax(logits), the top_k of p (renormalized with norm_topk_prob), out = x +
@@ -24,9 +25,10 @@ torch and numpy, and gguf-py's block decoders for the dequant cases, which the G
 import numpy as np
 import torch
 
+import check_runner_vs_torch as runner
 import check_step_vs_torch as step
 
-LAYER_KINDS = ("moe", "dequant", "delta_gates", "elementwise")
+LAYER_KINDS = ("moe", "dequant", "delta_gates", "elementwise") + runner.RUNNER_KINDS
 MOE_ACT_ROUNDING = 4e-3
 MOE_F32 = 1e-5
 MOE_NEAR_TIE = 1e-6
@@ -151,7 +153,7 @@ def check_elementwise(case, load, device):
 
 
 CHECKS = {"moe": check_moe, "dequant": check_dequant, "delta_gates": check_delta_gates,
-          "elementwise": check_elementwise}
+          "elementwise": check_elementwise, **runner.CHECKS}
 
 
 def check_case(case, load, device):
@@ -160,4 +162,5 @@ def check_case(case, load, device):
 
 def print_rows(rows):
     step.print_rows(rows, "the GPU runner's newer kernels vs independent references (the MoE densely per token, "
-                          "gguf-py's block decoders, transformers' / fla's gate formulas, torch's element-wise ops)")
+                          "gguf-py's block decoders, transformers' / fla's gate formulas, torch's element-wise ops, "
+                          "fla's RWKV-7 and transformers' gpt-oss formulas, torch's indexing and stable sort)")

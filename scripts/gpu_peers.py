@@ -174,6 +174,9 @@ def mamba_ssm_state_update():
 
 def decode_peer(kernel, d):
     """(peer name, make) for one of our state_decode rows."""
+    if kernel.endswith("_pool"):  # our pool-addressed step beside the peer's dense one: the same states moved
+        name, make = decode_peer(kernel[:-len("_pool")], {k: v for k, v in d.items() if k != "slots"})
+        return f"{name} (dense)", make
     if kernel in ("gated_delta_rule", "kda", "gla", "simple_gla", "retention"):
         def make():
             q, k, v, g, beta, h0 = attention_like_inputs(d, channel_gate=kernel in ("kda", "gla"))

@@ -32,7 +32,7 @@ def cases(tmp_path_factory):
     r = subprocess.run([CLI, "bench", "kernels", "--write-cases", str(d), "--device", "cpu"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "55 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
+    assert "70 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
     return d
 
 
@@ -285,6 +285,51 @@ def test_a_wrong_layer_output_fails_by_name(cases, tmp_path, name, what, index, 
     d = layers_only(cases, tmp_path)
     if change is None:
         change = lambda x, e=other_expert(d, name, index[0]): e  # noqa: E731
+    corrupt(d, name, what, index, change)
+    r = check(d)
+    assert r.returncode == 1, r.stdout
+    assert name in r.stderr and f"| {name} |" in r.stdout and r.stdout.count("| NO |") == 1, r.stdout
+
+
+RUNNER = {"rwkv7_shift_mix_time", "rwkv7_shift_mix_channel", "rwkv7_prepare_keys_first", "rwkv7_prepare_keys",
+          "rwkv7_output", "gpt_oss_grouped_bias", "gpt_oss_swiglu", "head_rows_gather_pad", "head_rows_broadcast",
+          "moe_group"} | {f"rwkv7_activate_{a}" for a in ("none", "tanh", "sigmoid", "decay", "relu2")}
+
+
+def runner_only(src, dst):
+    return cases_where(src, dst, lambda c: c["name"] in RUNNER)
+
+
+def test_every_runner_cpu_case_matches_its_reference(cases, tmp_path):
+    # The runners' own kernels' CPU twins against fla's RWKV-7, transformers' gpt-oss and torch's indexing / sort.
+    d = runner_only(cases, tmp_path)
+    r = check(d, "--json", str(tmp_path / "rows.json"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["name"]: row for row in json.loads((tmp_path / "rows.json").read_text())["layer_rows"]}
+    assert set(rows) == RUNNER and all(row["ok"] and row["status"] == "ok" for row in rows.values()), rows
+    # f32 math against float64: rounding, and not nothing; the copies and the grouping exact.
+    assert all(0 < rows[name]["max_err"] < 1e-5 for name in ("rwkv7_prepare_keys_first", "rwkv7_prepare_keys",
+                                                             "gpt_oss_swiglu", "rwkv7_activate_decay")), rows
+    assert all(rows[name]["max_err"] == 0 for name in ("head_rows_gather_pad", "head_rows_broadcast", "moe_group"))
+    assert rows["rwkv7_shift_mix_time"]["shift_ok"] and "| moe_group | moe_group | ok |" in r.stdout
+
+
+@pytest.mark.parametrize("name,what,index,change", [
+    ("rwkv7_shift_mix_time", "out", (5, 15, 7), lambda x: x ^ 2),     # the pad token's lerp, two ulps off
+    ("rwkv7_shift_mix_channel", "shift", (5, 100), lambda x: x + 1e-3),  # an empty sequence's row: left alone
+    ("rwkv7_shift_mix_time", "shift", (0, 95), lambda x: x + 1e-3),   # the decode token's row: its token, exactly
+    ("rwkv7_activate_decay", "y", (123,), lambda x: x * 1.001),
+    ("rwkv7_prepare_keys", "b_out", (3, 100), lambda x: x + 1e-4),
+    ("rwkv7_prepare_keys_first", "v_first_out", (2, 50), lambda x: x + 1e-4),  # the first layer's v_first is v
+    ("rwkv7_output", "out", (5, 143), lambda x: x ^ 0x40),
+    ("gpt_oss_grouped_bias", "out", (15, 3), lambda x: x + 1e-3),   # a row of the expert after the empty one
+    ("gpt_oss_swiglu", "out", (30, 39), lambda x: x + 0.01),
+    ("head_rows_gather_pad", "dst", (2, 1, 150), lambda x: x + 1),  # a row no index wrote: untouched
+    ("head_rows_broadcast", "dst", (4, 3, 80), lambda x: x ^ 1),    # the zero pad after the copied columns
+    ("moe_group", "dest", (2000,), lambda x: x + 1),
+])
+def test_a_wrong_runner_output_fails_by_name(cases, tmp_path, name, what, index, change):
+    d = runner_only(cases, tmp_path)
     corrupt(d, name, what, index, change)
     r = check(d)
     assert r.returncode == 1, r.stdout

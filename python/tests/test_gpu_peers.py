@@ -50,6 +50,7 @@ OURS = {
         row("kda", {"B": 2, "H": 2, "K": 16, "V": 16}, state_bytes=8192, gbps=80.0, copy_fraction=0.02),
         row("mamba2", {"B": 2, "H": 4, "P": 8, "N": 16, "G": 2}, state_bytes=8192, gbps=80.0, copy_fraction=0.02),
         row("mamba", {"B": 2, "D": 8, "N": 16}, state_bytes=2048, gbps=20.0, copy_fraction=0.005),
+        row("mamba_pool", {"B": 2, "D": 8, "N": 16, "slots": 4}, state_bytes=2048, gbps=18.0, copy_fraction=0.005),
         row("conv", {"B": 2, "D": 8, "W": 4}, state_bytes=384, gbps=4.0, copy_fraction=0.001),
         row("rwkv7", {"B": 2, "H": 2, "K": 16, "V": 16}, state_bytes=8192, gbps=80.0, copy_fraction=0.02),
     ],
@@ -81,10 +82,12 @@ def test_every_section_runs_and_every_peer_is_guarded(tmp_path, monkeypatch):
     gdn = out["gated_delta_decode_rows"][0]
     assert gdn["peer"].startswith("fla") and (gdn["peer_s"] or gdn["peer_note"])
     linear = {r["kernel"]: r for r in out["state_decode_rows"]}
-    assert set(linear) == {"kda", "mamba2", "mamba", "conv", "rwkv7"}
+    assert set(linear) == {"kda", "mamba2", "mamba", "mamba_pool", "conv", "rwkv7"}
     assert linear["rwkv7"]["peer"] == "fla fused_recurrent_rwkv7"
+    # A pool-addressed row beside the peer's dense step on the same states.
+    assert linear["mamba_pool"]["peer"] == linear["mamba"]["peer"] + " (dense)"
     # Without mamba_ssm the state-space rows' peer is torch's eager math, which runs on any device.
-    for kernel in ("mamba2", "mamba"):
+    for kernel in ("mamba2", "mamba", "mamba_pool"):
         assert linear[kernel]["peer_s"] or linear[kernel]["peer"].startswith("mamba_ssm"), linear[kernel]
     for r in out["state_decode_rows"] + out["chunk_prefill_rows"]:
         assert r["peer_s"] is not None or r["peer_note"], r  # a time or the reason there is none

@@ -182,14 +182,11 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
   r.sampling = run_sampling_rows(s, device, stream, timer);
   r.gemm = run_gemm_rows(s, device, stream, timer);
   r.conv_prefill = run_conv_prefill_rows(s, device, stream, timer);
-  r.kv_write = run_kv_write_rows(s, device, stream, timer);
-  r.embedding = run_embedding_rows(s, device, stream, timer);
-  r.grouped_routing = run_grouped_routing_rows(s, device, stream, timer);
+  r.step = run_bandwidth_tables(step_tables(), s, device, stream, timer);
   r.moe_router = run_moe_router_rows(s, device, stream, timer);
   r.moe_experts = run_moe_experts_rows(s, device, stream, timer);
-  r.dequant = run_dequant_rows(s, device, stream, timer);
-  r.delta_gates = run_delta_gates_rows(s, device, stream, timer);
-  r.elementwise = run_elementwise_rows(s, device, stream, timer);
+  r.layer = run_bandwidth_tables(layer_tables(), s, device, stream, timer);
+  r.runner = run_bandwidth_tables(runner_tables(), s, device, stream, timer);
   return r;
 }
 
@@ -226,9 +223,9 @@ std::string format_cuda_text(const CudaKernelReport& r) {
          format_mla_decode_text(r.mla_decode, r.copy_gbps) + format_sampling_text(r.sampling, r.copy_gbps) +
          format_quant_gemv_text(r.quant_gemv, r.copy_gbps) +
          format_gemm_text(r.gemm) + format_conv_prefill_text(r.conv_prefill, r.copy_gbps) +
-         format_step_text(r.kv_write, r.embedding, r.grouped_routing, r.copy_gbps) +
+         format_bandwidth_tables_text(r.step, r.copy_gbps) +
          format_moe_text(r.moe_router, r.moe_experts, r.copy_gbps, best_gemm_tflops(r.gemm)) +
-         format_layer_text(r.dequant, r.delta_gates, r.elementwise, r.copy_gbps);
+         format_bandwidth_tables_text(r.layer, r.copy_gbps) + format_bandwidth_tables_text(r.runner, r.copy_gbps);
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
@@ -276,14 +273,11 @@ std::string format_cuda_json(const CudaKernelReport& r) {
          ", \"quant_gemv\": " + format_quant_gemv_json(r.quant_gemv, r.copy_gbps) +
          ", \"gemm\": " + format_gemm_json(r.gemm) +
          ", \"conv_prefill\": " + format_conv_prefill_json(r.conv_prefill, r.copy_gbps) +
-         ", \"kv_write\": " + format_kv_write_json(r.kv_write, r.copy_gbps) +
-         ", \"embedding\": " + format_embedding_json(r.embedding, r.copy_gbps) +
-         ", \"grouped_routing\": " + format_grouped_routing_json(r.grouped_routing, r.copy_gbps) +
+         format_bandwidth_tables_json(r.step, r.copy_gbps) +
          ", \"moe_router\": " + format_moe_router_json(r.moe_router, r.copy_gbps) +
          ", \"moe_experts\": " + format_moe_experts_json(r.moe_experts, r.copy_gbps, best_gemm_tflops(r.gemm)) +
-         ", \"dequant\": " + format_dequant_json(r.dequant, r.copy_gbps) +
-         ", \"delta_gates\": " + format_delta_gates_json(r.delta_gates, r.copy_gbps) +
-         ", \"elementwise\": " + format_elementwise_json(r.elementwise, r.copy_gbps) + "}\n";
+         format_bandwidth_tables_json(r.layer, r.copy_gbps) + format_bandwidth_tables_json(r.runner, r.copy_gbps) +
+         "}\n";
 }
 
 }  // namespace attnzoo::bench

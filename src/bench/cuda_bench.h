@@ -14,6 +14,7 @@
 #include "bench/cuda_linear_bench.h"
 #include "bench/cuda_mla_bench.h"
 #include "bench/cuda_moe_bench.h"
+#include "bench/cuda_runner_bench.h"
 #include "bench/cuda_sampling_bench.h"
 #include "bench/cuda_step_bench.h"
 #include "bench/kernel_bench.h"
@@ -67,14 +68,17 @@ struct CudaKernelReport {
   std::vector<LinearRow> sampling;       // a decode step's logits sampled on the device (cuda_sampling_bench.h)
   std::vector<LinearRow> gemm;           // the projections' GEMM, ours and cuBLASLt (cuda_gemm_bench.h)
   std::vector<LinearRow> conv_prefill;   // the short convolution's prefill (cuda_conv_bench.h)
-  std::vector<LinearRow> kv_write;       // a model step's small kernels (cuda_step_bench.h): the paged KV write,
-  std::vector<LinearRow> embedding;      // the embedding gather
-  std::vector<LinearRow> grouped_routing;  // and DeepSeek's grouped routing
+  // A model step's small kernels (cuda_step_bench.h): the paged KV write, the embedding gather, DeepSeek's
+  // grouped routing.
+  std::vector<BandwidthTableRows> step;
   std::vector<LinearRow> moe_router;       // a MoE feed-forward's f32 router and top-k (cuda_moe_bench.h)
   std::vector<LinearRow> moe_experts;      // and its routed experts, grouped by expert
-  std::vector<LinearRow> dequant;          // GGUF blocks to bf16 (cuda_layer_bench.h)
-  std::vector<LinearRow> delta_gates;      // Gated DeltaNet's and KDA's gates
-  std::vector<LinearRow> elementwise;      // the element-wise kernels, the transpose and the row copy
+  // GGUF blocks to bf16, Gated DeltaNet's and KDA's gates, the element-wise kernels, the transpose and the row
+  // copy (cuda_layer_bench.h).
+  std::vector<BandwidthTableRows> layer;
+  // The runners' own: RWKV-7's step kernels, gpt-oss's expert bias and SwiGLU, MLA's head rows, the MoE grouping
+  // (cuda_runner_bench.h).
+  std::vector<BandwidthTableRows> runner;
 };
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s);

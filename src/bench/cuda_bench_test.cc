@@ -61,17 +61,23 @@ TEST(CudaBench, JsonHoldsEveryRow) {
 
 TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   const std::vector<LinearCase> decode = linear_decode_cases(Scale::full);
-  ASSERT_EQ(decode.size(), 8u);
+  ASSERT_EQ(decode.size(), 13u);
   // Issue 26's decode shape for KDA: the same 64 MiB of state read and written as the GDN row.
   EXPECT_EQ(decode[0].kernel, "kda");
   EXPECT_DOUBLE_EQ(linear_state_bytes(decode[0]), state_decode_bytes({32, 32, 128, 128}));
   // Mamba-2 2.7B: 80 heads of [64, 128]; Mamba 2.8B: 5120 channels of 16; the convolution keeps W - 1 inputs.
-  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[4]), 2.0 * 32 * 80 * 64 * 128 * 4);
-  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[5]), 2.0 * 32 * 5120 * 16 * 4);
-  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[6]), 2.0 * 32 * 5376 * 3 * 4);
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[6]), 2.0 * 32 * 80 * 64 * 128 * 4);
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[8]), 2.0 * 32 * 5120 * 16 * 4);
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[10]), 2.0 * 32 * 5376 * 3 * 4);
+  // Each pool-addressed form beside its dense one, the same 32 states moved (not the pool's 64).
+  for (size_t i : {size_t(2), size_t(7), size_t(9), size_t(11)}) {
+    EXPECT_EQ(decode[i].kernel, decode[i - 1].kernel + "_pool");
+    EXPECT_EQ(decode[i]["slots"], 64);
+    EXPECT_DOUBLE_EQ(linear_state_bytes(decode[i]), linear_state_bytes(decode[i - 1]));
+  }
   // RWKV-7 2.9B: 40 heads of [64, 64].
-  EXPECT_EQ(decode[7].kernel, "rwkv7");
-  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[7]), 2.0 * 32 * 40 * 64 * 64 * 4);
+  EXPECT_EQ(decode[12].kernel, "rwkv7");
+  EXPECT_DOUBLE_EQ(linear_state_bytes(decode[12]), 2.0 * 32 * 40 * 64 * 64 * 4);
   const std::vector<LinearCase> prefill = chunk_prefill_cases(Scale::full);
   ASSERT_EQ(prefill.size(), 7u);
   EXPECT_EQ(prefill[0].kernel, "gated_delta_rule");
@@ -87,7 +93,7 @@ TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   // Mamba-2 as python/attnzoo/bench/ssm.py's mamba2_chunk_flops(T, 80, 64, 128, 1) counts it, times the batch.
   EXPECT_EQ(prefill[6].kernel, "mamba2");
   EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[6]), 4 * 2.0 * 4096 * (64 * 128 + 80 * (2 * 128 * 64 + 64 * 64 / 2.0)));
-  attnzoo::testing::expect_error<ArgumentError>([&] { (void)decode[4]["K"]; }, "K");
+  attnzoo::testing::expect_error<ArgumentError>([&] { (void)decode[6]["K"]; }, "K");
 }
 
 // The CPU runs the same public entries, so every argument the GPU rows build is checked here: a wrong shape would
@@ -100,8 +106,13 @@ Timing run_warm(const std::function<void()>& launch) {
 }
 
 TEST(CudaBench, LinearRowsRunOnTheCpu) {
-  for (const LinearRow& r : run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm))
-    EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
+  // The pool forms reach their entries too, which take device states only (their arguments are checked there).
+  for (const LinearRow& r : run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm)) {
+    if (r.shape.kernel.ends_with("_pool"))
+      EXPECT_NE(r.error.find("addresses device states only"), std::string::npos) << r.shape.kernel << ": " << r.error;
+    else
+      EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
+  }
   for (const LinearRow& r : run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm))
     EXPECT_TRUE(r.available()) << r.shape.kernel << ": " << r.error;
 }
@@ -165,10 +176,9 @@ TEST(CudaBench, GemmRowsReachTheEntryAndCountTheirFlops) {
 TEST(CudaBench, StepAndConvRowsRunOnTheCpuAndCountTheirBytes) {
   CudaKernelReport r = test_report();
   r.conv_prefill = run_conv_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  r.kv_write = run_kv_write_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  r.embedding = run_embedding_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  r.grouped_routing = run_grouped_routing_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  for (const auto* rows : {&r.conv_prefill, &r.kv_write, &r.embedding, &r.grouped_routing}) {
+  r.step = run_bandwidth_tables(step_tables(), Scale::tiny, Device::cpu(), Stream{}, run_warm);
+  ASSERT_EQ(r.step.size(), 3u);
+  for (const std::vector<LinearRow>* rows : {&r.conv_prefill, &r.step[0].rows, &r.step[1].rows, &r.step[2].rows}) {
     ASSERT_FALSE(rows->empty());
     for (const LinearRow& row : *rows) EXPECT_TRUE(row.available()) << row.shape.kernel << ": " << row.error;
   }

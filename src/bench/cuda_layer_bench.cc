@@ -248,41 +248,14 @@ double elementwise_bytes(const LinearCase& c) {
   return n * double(dtype_size(d.a) + dtype_size(d.y));  // scale_softcap, transpose, row_copy
 }
 
-std::vector<LinearRow> run_dequant_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  return case_rows(dequant_cases(s), dequant_row, device, stream, timer);
-}
-
-std::vector<LinearRow> run_delta_gates_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  return case_rows(delta_gates_cases(s), delta_gates_row, device, stream, timer);
-}
-
-std::vector<LinearRow> run_elementwise_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  return case_rows(elementwise_cases(s), elementwise_row, device, stream, timer);
-}
-
-std::string format_layer_text(const std::vector<LinearRow>& dequant, const std::vector<LinearRow>& gates,
-                              const std::vector<LinearRow>& elementwise, double copy_gbps) {
-  return format_bandwidth_text(
-             "GGUF blocks to bf16 (quant_dequant_cuda)                       median ms   GB/s read + written   of copy\n",
-             dequant, dequant_bytes, copy_gbps) +
-         format_bandwidth_text(
-             "delta gates (g, beta from a, b; f32)                           median ms   GB/s read + written   of copy\n",
-             gates, delta_gates_bytes, copy_gbps) +
-         format_bandwidth_text(
-             "element-wise and copies (a step's small kernels)               median ms   GB/s read + written   of copy\n",
-             elementwise, elementwise_bytes, copy_gbps);
-}
-
-std::string format_dequant_json(const std::vector<LinearRow>& rows, double copy_gbps) {
-  return format_bandwidth_json(rows, dequant_bytes, "bytes", copy_gbps);
-}
-
-std::string format_delta_gates_json(const std::vector<LinearRow>& rows, double copy_gbps) {
-  return format_bandwidth_json(rows, delta_gates_bytes, "bytes", copy_gbps);
-}
-
-std::string format_elementwise_json(const std::vector<LinearRow>& rows, double copy_gbps) {
-  return format_bandwidth_json(rows, elementwise_bytes, "bytes", copy_gbps);
+const std::vector<BandwidthTable>& layer_tables() {
+  static const std::vector<BandwidthTable> tables = {
+      {"dequant", "GGUF blocks to bf16 (quant_dequant_cuda)", dequant_cases, dequant_row, dequant_bytes},
+      {"delta_gates", "delta gates (g, beta from a, b; f32)", delta_gates_cases, delta_gates_row,
+       delta_gates_bytes},
+      {"elementwise", "element-wise and copies (a step's small kernels)", elementwise_cases, elementwise_row,
+       elementwise_bytes}};
+  return tables;
 }
 
 }  // namespace attnzoo::bench

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cuda_linear_bench.h"
+#include "bench/bandwidth_tables.h"
 
 namespace attnzoo::bench {
 
@@ -24,14 +24,7 @@ double dequant_bytes(const LinearCase& c);      // rows x (row_bytes + 2 cols)
 double delta_gates_bytes(const LinearCase& c);  // T (Nb + Ng) 4 x 2
 double elementwise_bytes(const LinearCase& c);  // per kernel: its operands read and its output written
 
-std::vector<LinearRow> run_dequant_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
-std::vector<LinearRow> run_delta_gates_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
-std::vector<LinearRow> run_elementwise_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
-
-std::string format_layer_text(const std::vector<LinearRow>& dequant, const std::vector<LinearRow>& gates,
-                              const std::vector<LinearRow>& elementwise, double copy_gbps);
-std::string format_dequant_json(const std::vector<LinearRow>& rows, double copy_gbps);
-std::string format_delta_gates_json(const std::vector<LinearRow>& rows, double copy_gbps);
-std::string format_elementwise_json(const std::vector<LinearRow>& rows, double copy_gbps);
+// The tables above, in the report's order (keys dequant, delta_gates, elementwise).
+const std::vector<BandwidthTable>& layer_tables();
 
 }  // namespace attnzoo::bench

@@ -12,14 +12,12 @@ namespace {
 // The smaller kernels' rows run their CPU twins on the CPU, on the arguments the GPU rows build.
 TEST(CudaLayerBench, RowsRunOnTheCpuAndCountTheirBytes) {
   CudaKernelReport r = test_report();
-  r.dequant = run_dequant_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
-  r.delta_gates = run_delta_gates_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
-  r.elementwise = run_elementwise_rows(Scale::tiny, Device::cpu(), Stream{}, run_once);
-  EXPECT_EQ(r.dequant.size(), 6u);
-  EXPECT_EQ(r.delta_gates.size(), 2u);
-  EXPECT_EQ(r.elementwise.size(), 7u);
-  for (const auto* rows : {&r.dequant, &r.delta_gates, &r.elementwise})
-    for (const LinearRow& row : *rows) EXPECT_TRUE(row.available()) << row.shape.kernel << ": " << row.error;
+  r.layer = run_bandwidth_tables(layer_tables(), Scale::tiny, Device::cpu(), Stream{}, run_once);
+  EXPECT_EQ(table_rows(r.layer, "dequant").size(), 6u);
+  EXPECT_EQ(table_rows(r.layer, "delta_gates").size(), 2u);
+  EXPECT_EQ(table_rows(r.layer, "elementwise").size(), 7u);
+  for (const BandwidthTableRows& t : r.layer)
+    for (const LinearRow& row : t.rows) EXPECT_TRUE(row.available()) << row.shape.kernel << ": " << row.error;
   // Q4_K at [4096, 14336]: 56 super-blocks of 144 bytes a row read, the bf16 row written.
   for (const LinearCase& c : dequant_cases(Scale::full))
     if (c.kernel == "dequant_Q4_K") EXPECT_EQ(dequant_bytes(c), 4096.0 * (56 * 144 + 14336 * 2));

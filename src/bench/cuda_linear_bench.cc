@@ -1,8 +1,11 @@
 #include "bench/cuda_linear_bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <numeric>
 #include <optional>
+#include <random>
 
 #include "bench/device_fill.h"
 #include "core/error.h"
@@ -48,6 +51,15 @@ struct Builder {
     p.buffers.push_back(bf16_buffer(device, size_t(numel(shape)), bits, stream));
     return view_on(p.buffers.back(), DType::bf16, shape);
   }
+  // B distinct slots of a pool of `pool_slots`, shuffled (a pool after some churn): int32 on the device.
+  const int32_t* slots(int64_t B, int64_t pool_slots) {
+    std::vector<int32_t> all(static_cast<size_t>(pool_slots));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), std::mt19937(uint32_t(seed++)));
+    p.buffers.emplace_back(device, size_t(B) * 4);
+    p.buffers.back().upload(all.data(), size_t(B) * 4, stream);
+    return p.buffers.back().as<const int32_t>();
+  }
   static int64_t numel(std::initializer_list<int64_t> shape) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -55,13 +67,38 @@ struct Builder {
   }
 };
 
+// A "<kernel>_pool" case's kernel: the same step over states addressed in a pool.
+std::string pool_base(const std::string& kernel) {
+  return kernel.ends_with("_pool") ? kernel.substr(0, kernel.size() - 5) : kernel;
+}
+
 // Decay -0.05 per step and beta 0.5: mild, so a timed loop of steps on one state stays finite; the state starts
-// at zero and is updated in place (an engine's state slot), which is what the byte count assumes.
+// at zero and is updated in place (an engine's state slot), which is what the byte count assumes. A "_pool" case
+// keeps its B states in a pool of `slots` rows, each sequence's at a scattered slot (ssm_state_indices /
+// state_batch_indices / conv_state_indices, as vLLM's decode step passes them).
 Prepared prepare_decode(const LinearCase& c, Device device, Stream stream) {
   Prepared p;
   Builder b{p, device, stream};
-  const std::string& k = c.kernel;
-  if (k == "kda") {
+  const std::string k = pool_base(c.kernel);
+  const bool pool = k != c.kernel;
+  const int64_t rows = pool ? c["slots"] : c["B"];  // the state tensor's rows
+  const int32_t* slots = pool ? b.slots(c["B"], rows) : nullptr;
+  if (k == "gated_delta_rule") {
+    // fla's fused_recurrent_gated_delta_rule step (Qwen3-Next): a decay and a beta per head.
+    const int64_t B = c["B"], H = c["H"], K = c["K"], V = c["V"];
+    DeltaArgs a;
+    a.q = b.noise({B, 1, H, K});
+    a.k = b.noise({B, 1, H, K});
+    a.v = b.noise({B, 1, H, V});
+    a.g = b.f32({B, 1, H}, -0.05f);
+    a.beta = b.bf16({B, 1, H}, kBf16Half);
+    a.o = b.noise({B, 1, H, V});
+    a.initial_state = a.final_state = b.f32({rows, H, K, V}, 0.f);
+    a.ssm_state_indices = slots;
+    a.use_qk_l2norm_in_kernel = true;
+    a.check_values = false;
+    p.launch = [a] { recurrent_gated_delta_rule(a); };
+  } else if (k == "kda") {
     const int64_t B = c["B"], H = c["H"], K = c["K"], V = c["V"];
     DeltaArgs a;
     a.q = b.noise({B, 1, H, K});
@@ -94,7 +131,8 @@ Prepared prepare_decode(const LinearCase& c, Device device, Stream stream) {
     // mamba_ssm's Mamba2 decode step: D per head, dt_bias and softplus, the gate z applied later by its norm.
     const int64_t B = c["B"], H = c["H"], P = c["P"], N = c["N"], G = c["G"];
     Mamba2StepArgs a;
-    a.state = b.f32({B, H, P, N}, 0.f);
+    a.state = b.f32({rows, H, P, N}, 0.f);
+    a.state_batch_indices = slots;
     a.x = b.noise({B, H, P});
     a.dt = b.noise({B, H});
     a.A = b.f32({H}, -1.f);
@@ -109,7 +147,8 @@ Prepared prepare_decode(const LinearCase& c, Device device, Stream stream) {
     // mamba_ssm's Mamba (S6) decode step: z gated in the kernel.
     const int64_t B = c["B"], D = c["D"], N = c["N"];
     SelectiveStateUpdateArgs a;
-    a.state = b.f32({B, D, N}, 0.f);
+    a.state = b.f32({rows, D, N}, 0.f);
+    a.state_batch_indices = slots;
     a.x = b.noise({B, D});
     a.dt = b.noise({B, D});
     a.A = b.f32({D, N}, -1.f);
@@ -137,9 +176,9 @@ Prepared prepare_decode(const LinearCase& c, Device device, Stream stream) {
     p.launch = [a] { recurrent_rwkv7(a); };
   } else if (k == "conv") {
     const int64_t B = c["B"], D = c["D"], W = c["W"];
-    const TensorView x = b.noise({B, D}), state = b.f32({B, D, W - 1}, 0.f), weight = b.noise({D, W});
+    const TensorView x = b.noise({B, D}), state = b.f32({rows, D, W - 1}, 0.f), weight = b.noise({D, W});
     const TensorView bias = b.noise({D}), y = b.noise({B, D});
-    p.launch = [=] { causal_conv1d_update(x, state, weight, bias, y, ConvActivation::silu); };
+    p.launch = [=] { causal_conv1d_update(x, state, weight, bias, y, ConvActivation::silu, slots); };
   } else {
     throw ArgumentError("linear decode case: unknown kernel '" + k + "'");
   }
@@ -265,24 +304,33 @@ int64_t LinearCase::operator[](const char* name) const {
 }
 
 std::vector<LinearCase> linear_decode_cases(Scale s) {
-  if (s == Scale::tiny)
-    return {{"kda", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
-            {"gla", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
-            {"simple_gla", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
-            {"retention", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}},
-            {"mamba2", {{"B", 2}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}},
-            {"mamba", {{"B", 2}, {"D", 32}, {"N", 16}}},
-            {"conv", {{"B", 2}, {"D", 40}, {"W", 4}}},
-            {"rwkv7", {{"B", 2}, {"H", 2}, {"K", 32}, {"V", 32}}}};
-  const std::vector<Dim> attn{{"B", 32}, {"H", 32}, {"K", 128}, {"V", 128}};
+  const bool tiny = s == Scale::tiny;
+  const int64_t B = tiny ? 2 : 32;
+  const std::vector<Dim> attn = tiny ? std::vector<Dim>{{"B", B}, {"H", 2}, {"K", 32}, {"V", 32}}
+                                     : std::vector<Dim>{{"B", B}, {"H", 32}, {"K", 128}, {"V", 128}};
+  const std::vector<Dim> ssd = tiny ? std::vector<Dim>{{"B", B}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}
+                                    : std::vector<Dim>{{"B", B}, {"H", 80}, {"P", 64}, {"N", 128}, {"G", 1}};
+  const std::vector<Dim> s6{{"B", B}, {"D", tiny ? 32 : 5120}, {"N", 16}};
+  const std::vector<Dim> conv{{"B", B}, {"D", tiny ? 40 : 5376}, {"W", 4}};
+  // The pool-addressed form beside the dense one: the B states at scattered slots of a pool of 2B.
+  auto in_pool = [&](std::vector<Dim> dims) {
+    dims.push_back({"slots", 2 * B});
+    return dims;
+  };
   return {{"kda", attn},
+          {"gated_delta_rule", attn},
+          {"gated_delta_rule_pool", in_pool(attn)},
           {"gla", attn},
           {"simple_gla", attn},
           {"retention", attn},
-          {"mamba2", {{"B", 32}, {"H", 80}, {"P", 64}, {"N", 128}, {"G", 1}}},
-          {"mamba", {{"B", 32}, {"D", 5120}, {"N", 16}}},
-          {"conv", {{"B", 32}, {"D", 5376}, {"W", 4}}},
-          {"rwkv7", {{"B", 32}, {"H", 40}, {"K", 64}, {"V", 64}}}};  // RWKV-7 2.9B: 40 heads of 64
+          {"mamba2", ssd},
+          {"mamba2_pool", in_pool(ssd)},
+          {"mamba", s6},
+          {"mamba_pool", in_pool(s6)},
+          {"conv", conv},
+          {"conv_pool", in_pool(conv)},
+          // RWKV-7 2.9B: 40 heads of 64
+          {"rwkv7", tiny ? attn : std::vector<Dim>{{"B", B}, {"H", 40}, {"K", 64}, {"V", 64}}}};
 }
 
 std::vector<LinearCase> chunk_prefill_cases(Scale s) {
@@ -302,9 +350,10 @@ std::vector<LinearCase> chunk_prefill_cases(Scale s) {
 
 double linear_state_bytes(const LinearCase& c) {
   double elems = 0;
-  if (c.kernel == "mamba2") elems = double(c["B"]) * double(c["H"]) * double(c["P"]) * double(c["N"]);
-  else if (c.kernel == "mamba") elems = double(c["B"]) * double(c["D"]) * double(c["N"]);
-  else if (c.kernel == "conv") elems = double(c["B"]) * double(c["D"]) * double(c["W"] - 1);
+  const std::string k = pool_base(c.kernel);  // a pool's slots cost what dense rows do: B states read and written
+  if (k == "mamba2") elems = double(c["B"]) * double(c["H"]) * double(c["P"]) * double(c["N"]);
+  else if (k == "mamba") elems = double(c["B"]) * double(c["D"]) * double(c["N"]);
+  else if (k == "conv") elems = double(c["B"]) * double(c["D"]) * double(c["W"] - 1);
   else elems = double(c["B"]) * double(c["H"]) * double(c["K"]) * double(c["V"]);
   return 2.0 * elems * 4.0;
 }

@@ -23,7 +23,9 @@ struct Dim {
 
 // A kernel and its shape, the dims named as the family's papers and fla / mamba_ssm name them.
 struct LinearCase {
-  std::string kernel;  // decode: kda gla simple_gla retention mamba2 mamba conv rwkv7; prefill: gated_delta_rule kda mamba2
+  // decode: kda gated_delta_rule gla simple_gla retention mamba2 mamba conv rwkv7 (and *_pool); prefill:
+  // gated_delta_rule kda simple_gla gla mamba2
+  std::string kernel;
   std::vector<Dim> dims;
   int64_t operator[](const char* name) const;  // ArgumentError naming `name` when the case has no such dim
 };
@@ -37,7 +39,9 @@ struct LinearRow {
 
 // B 32 H 32 K = V = 128 for the attention-like families (issue 26's decode shape); Mamba-2 2.7B (H 80, P 64,
 // N 128, G 1), Mamba 2.8B (D 5120, N 16), the Mamba-2 2.7B convolution (D 5376 = 5120 + 2 x 128, W 4) and
-// RWKV-7 2.9B (H 40, K = V = 64) at B 32.
+// RWKV-7 2.9B (H 40, K = V = 64) at B 32. Gated DeltaNet, Mamba-2, Mamba and the convolution also as
+// "<kernel>_pool" right after the dense row: the same step over states at 32 scattered slots of a pool of 64
+// (dim slots; ssm_state_indices / state_batch_indices / conv_state_indices), GPU tensors only.
 std::vector<LinearCase> linear_decode_cases(Scale s);
 // GDN and KDA at B 4 x T 4096 and B 1 x T 16384, H 16, K = V = 128; Mamba-2 2.7B SSD at B 4 x T 4096.
 std::vector<LinearCase> chunk_prefill_cases(Scale s);

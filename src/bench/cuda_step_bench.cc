@@ -191,41 +191,14 @@ double grouped_routing_bytes(const LinearCase& c) {
   return double(c["T"]) * (4.0 * double(c["E"]) + 8.0 * double(c["top_k"]));
 }
 
-std::vector<LinearRow> run_kv_write_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  return case_rows(kv_write_cases(s), kv_write_row, device, stream, timer);
-}
-
-std::vector<LinearRow> run_embedding_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  return case_rows(embedding_cases(s), embedding_row, device, stream, timer);
-}
-
-std::vector<LinearRow> run_grouped_routing_rows(Scale s, Device device, Stream stream, const RowTimer& timer) {
-  return case_rows(grouped_routing_cases(s), grouped_routing_row, device, stream, timer);
-}
-
-std::string format_step_text(const std::vector<LinearRow>& kv_write, const std::vector<LinearRow>& embedding,
-                             const std::vector<LinearRow>& routing, double copy_gbps) {
-  return format_bandwidth_text(
-             "paged KV write (bf16 k, v -> cache; slots scattered by block)   median ms   GB/s read + written   of copy\n",
-             kv_write, kv_write_bytes, copy_gbps) +
-         format_bandwidth_text(
-             "embedding gather (f32 rows out, device ids)                    median ms   GB/s read + written   of copy\n",
-             embedding, embedding_bytes, copy_gbps) +
-         format_bandwidth_text(
-             "grouped routing (DeepSeek-V3, f32 logits; tokens/s = T / median)   median ms   GB/s of logits + ids   of copy\n",
-             routing, grouped_routing_bytes, copy_gbps);
-}
-
-std::string format_kv_write_json(const std::vector<LinearRow>& rows, double copy_gbps) {
-  return format_bandwidth_json(rows, kv_write_bytes, "bytes", copy_gbps);
-}
-
-std::string format_embedding_json(const std::vector<LinearRow>& rows, double copy_gbps) {
-  return format_bandwidth_json(rows, embedding_bytes, "bytes", copy_gbps);
-}
-
-std::string format_grouped_routing_json(const std::vector<LinearRow>& rows, double copy_gbps) {
-  return format_bandwidth_json(rows, grouped_routing_bytes, "bytes", copy_gbps);
+const std::vector<BandwidthTable>& step_tables() {
+  static const std::vector<BandwidthTable> tables = {
+      {"kv_write", "paged KV write (bf16 k, v -> cache; slots scattered by block)", kv_write_cases, kv_write_row,
+       kv_write_bytes},
+      {"embedding", "embedding gather (f32 rows out, device ids)", embedding_cases, embedding_row, embedding_bytes},
+      {"grouped_routing", "grouped routing (DeepSeek-V3, f32 logits; tokens/s = T / median)", grouped_routing_cases,
+       grouped_routing_row, grouped_routing_bytes, "of logits + ids"}};
+  return tables;
 }
 
 }  // namespace attnzoo::bench

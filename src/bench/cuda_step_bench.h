@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cuda_linear_bench.h"
+#include "bench/bandwidth_tables.h"
 
 namespace attnzoo::bench {
 
@@ -23,15 +23,7 @@ double embedding_bytes(const LinearCase& c);  // T table rows read (as stored) +
 std::vector<LinearCase> grouped_routing_cases(Scale s);
 double grouped_routing_bytes(const LinearCase& c);  // T x E f32 logits read + T x top_k (id, weight) written
 
-std::vector<LinearRow> run_kv_write_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
-std::vector<LinearRow> run_embedding_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
-std::vector<LinearRow> run_grouped_routing_rows(Scale s, Device device, Stream stream, const RowTimer& timer);
-
-// The three tables as text and as JSON arrays (bandwidth rows: "bytes", "gbps", "copy_fraction").
-std::string format_step_text(const std::vector<LinearRow>& kv_write, const std::vector<LinearRow>& embedding,
-                             const std::vector<LinearRow>& routing, double copy_gbps);
-std::string format_kv_write_json(const std::vector<LinearRow>& rows, double copy_gbps);
-std::string format_embedding_json(const std::vector<LinearRow>& rows, double copy_gbps);
-std::string format_grouped_routing_json(const std::vector<LinearRow>& rows, double copy_gbps);
+// The tables above, in the report's order (keys kv_write, embedding, grouped_routing).
+const std::vector<BandwidthTable>& step_tables();
 
 }  // namespace attnzoo::bench

@@ -227,6 +227,7 @@ CaseSummary write_kernel_cases(const std::string& dir_name, Device device) {
   write_step_cases(dir, device, seed, add);
   write_moe_cases(dir, device, seed, add);
   write_layer_cases(dir, device, seed, add);
+  write_runner_cases(dir, device, seed, add);
   std::ofstream f(dir / "manifest.json");
   f << manifest << "\n]}\n";
   if (!f) throw std::runtime_error("write_kernel_cases: cannot write " + (dir / "manifest.json").string());

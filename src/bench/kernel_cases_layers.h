@@ -22,5 +22,11 @@ void write_moe_cases(const std::filesystem::path& dir, Device device, uint32_t& 
                      const std::function<void(const std::string& entry, bool refused)>& add);
 void write_layer_cases(const std::filesystem::path& dir, Device device, uint32_t& seed,
                        const std::function<void(const std::string& entry, bool refused)>& add);
+// The runners' own kernels (kernel_cases_runner.cc): RWKV-7's token shift and lerps over pool slots, its
+// activations, key preparation and gated group norm + bonus; gpt-oss's grouped bias and clamped SwiGLU;
+// copy_head_rows' gathers, pads and broadcast; the MoE grouping past one CTA. scripts/check_runner_vs_torch.py
+// recomputes them as fla / transformers write them.
+void write_runner_cases(const std::filesystem::path& dir, Device device, uint32_t& seed,
+                        const std::function<void(const std::string& entry, bool refused)>& add);
 
 }  // namespace attnzoo::bench

@@ -112,24 +112,7 @@ void Rwkv7TimeMix::forward(const float* x, const Batch& batch, const LayerMemory
   for (float& e : a) e = sigmoid(e);
   lora_forward(w_.g_lora, LoraActivation::sigmoid, mix(5), T, g.data());
 
-  // kk = l2norm(k * k_k) per head, then k's in-context learning-rate update; the recurrence takes a = -kk and
-  // b = kk * a, written over kk and a.
-  for (int64_t th = 0; th < T * H; ++th) {
-    const int64_t base = th * K, c0 = (th % H) * K;
-    float ss = 0.f;
-    for (int64_t i = 0; i < K; ++i) {
-      kk[size_t(base + i)] = k[size_t(base + i)] * k_k_[size_t(c0 + i)];
-      ss += kk[size_t(base + i)] * kk[size_t(base + i)];
-    }
-    const float inv = c_.fused_l2norm ? 1.f / std::sqrt(ss + 1e-6f) : 1.f / std::max(std::sqrt(ss), 1e-12f);
-    for (int64_t i = 0; i < K; ++i) {
-      const size_t j = size_t(base + i);
-      const float kn = kk[j] * inv, ai = a[j];
-      k[j] = k[j] * (1.f + (ai - 1.f) * k_a_[size_t(c0 + i)]);
-      a[j] = kn * ai;
-      kk[j] = -kn;
-    }
-  }
+  rwkv7_prepare_keys(k.data(), a.data(), kk.data(), k_k_.data(), k_a_.data(), T, H, K, c_.fused_l2norm);
 
   for_each_sequence(batch, 1, [&](int64_t s) {
     const int64_t b = batch.seq_begin(s), n = batch.seq_len(s);
@@ -153,13 +136,38 @@ void Rwkv7TimeMix::forward(const float* x, const Batch& batch, const LayerMemory
   });
 
   g_norm_.forward(o.data(), T, o.data());
+  rwkv7_bonus_gate(o.data(), r.data(), k.data(), r_k_.data(), v.data(), g.data(), T, H, K, V);
+  w_.o_proj.forward(o.data(), T, out);
+}
+
+void rwkv7_prepare_keys(float* k, float* a, float* kk, const float* k_k, const float* k_a, int64_t T, int64_t H,
+                        int64_t K, bool fused_l2norm) {
+  for (int64_t th = 0; th < T * H; ++th) {
+    const int64_t base = th * K, c0 = (th % H) * K;
+    float ss = 0.f;
+    for (int64_t i = 0; i < K; ++i) {
+      kk[base + i] = k[base + i] * k_k[c0 + i];
+      ss += kk[base + i] * kk[base + i];
+    }
+    const float inv = fused_l2norm ? 1.f / std::sqrt(ss + 1e-6f) : 1.f / std::max(std::sqrt(ss), 1e-12f);
+    for (int64_t i = 0; i < K; ++i) {
+      const int64_t j = base + i;
+      const float kn = kk[j] * inv, ai = a[j];
+      k[j] = k[j] * (1.f + (ai - 1.f) * k_a[c0 + i]);  // the in-context learning rate's update
+      a[j] = kn * ai;
+      kk[j] = -kn;
+    }
+  }
+}
+
+void rwkv7_bonus_gate(float* o, const float* r, const float* k, const float* r_k, const float* v, const float* g,
+                      int64_t T, int64_t H, int64_t K, int64_t V) {
   for (int64_t th = 0; th < T * H; ++th) {
     const int64_t kb = th * K, vb = th * V, c0 = (th % H) * K;
     float bonus = 0.f;
-    for (int64_t i = 0; i < K; ++i) bonus += r[size_t(kb + i)] * k[size_t(kb + i)] * r_k_[size_t(c0 + i)];
-    for (int64_t j = 0; j < V; ++j) o[size_t(vb + j)] = (o[size_t(vb + j)] + bonus * v[size_t(vb + j)]) * g[size_t(vb + j)];
+    for (int64_t i = 0; i < K; ++i) bonus += r[kb + i] * k[kb + i] * r_k[c0 + i];
+    for (int64_t j = 0; j < V; ++j) o[vb + j] = (o[vb + j] + bonus * v[vb + j]) * g[vb + j];
   }
-  w_.o_proj.forward(o.data(), T, out);
 }
 
 }  // namespace attnzoo

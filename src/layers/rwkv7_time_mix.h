@@ -70,4 +70,15 @@ class Rwkv7TimeMix {
   LayerNorm g_norm_;
 };
 
+// The time mix's per-(token, head) pieces on either side of the recurrence, shared with the GPU runner's
+// benchmark and cases (the CPU twins of rwkv7_step_cuda.h's rwkv7_prepare_keys_cuda / rwkv7_output_cuda).
+// kk = l2norm(k * k_k) per head, then k <- k * (1 + (a - 1) * k_a), a <- kk * a and kk <- -kk: the recurrence's
+// k, b and a. k, a (already sigmoid), kk [T, H * K]; k_k, k_a [H * K].
+void rwkv7_prepare_keys(float* k, float* a, float* kk, const float* k_k, const float* k_a, int64_t T, int64_t H,
+                        int64_t K, bool fused_l2norm);
+// o <- (o + sum_K(r * k * r_k) * v) * g per (token, head), o already group-normed. o, v, g [T, H * V]; r, k
+// [T, H * K]; r_k [H * K].
+void rwkv7_bonus_gate(float* o, const float* r, const float* k, const float* r_k, const float* v, const float* g,
+                      int64_t T, int64_t H, int64_t K, int64_t V);
+
 }  // namespace attnzoo
