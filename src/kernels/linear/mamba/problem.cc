@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
 
@@ -103,21 +104,15 @@ SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs&
   if (!a.state_batch_indices) return make_selective_scan_problem(s);
   // Pool rows: checked here, then a dense [Bn, D, N] view of the same address stands in for the scan's checks (a
   // device problem's states are never read on the host).
-  require(!a.x.device.is_cpu(), "state_batch_indices", "addresses device states only (the CUDA decode step)");
-  const TensorView& st = a.state;
-  if (st.dtype != DType::f32) throw DTypeError(std::string("state: expected float32, got ") + dtype_name(st.dtype));
   const int64_t D = a.x.shape[1];
-  require(st.ndim == 3 && st.shape[1] == D, "state",
-          "expected [slots, " + std::to_string(D) + ", N], got " + st.shape_str());
-  const int64_t N = st.shape[2];
-  require(st.strides[2] == 1 && st.strides[1] == N && st.strides[0] >= D * N, "state",
-          "needs contiguous [D, N] rows, one pool row apart");
-  TensorView dense = TensorView::contiguous(st.data, DType::f32, {a.x.shape[0], D, N});
-  dense.device = st.device;
+  const ssm::PoolStates pool = ssm::require_pool_states(a.state, a.state, "state_batch_indices", a.x.device,
+                                                        {{D, "D"}, {-1, "N"}}, "state", "state");
+  TensorView dense = TensorView::contiguous(pool.base, DType::f32, {a.x.shape[0], D, a.state.shape[2]});
+  dense.device = a.state.device;
   s.initial_state = s.final_state = dense;
   SelectiveScanProblem p = make_selective_scan_problem(s);
   p.state_indices = a.state_batch_indices;
-  p.state_stride = st.strides[0];
+  p.state_stride = pool.row_stride;
   return p;
 }
 

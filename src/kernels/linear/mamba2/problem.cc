@@ -119,21 +119,15 @@ Mamba2Problem make_mamba2_step_problem(const Mamba2StepArgs& a) {
   if (!a.state_batch_indices) return make_mamba2_problem(s);
   // Pool rows: checked here, then a dense [Bn, H, P, N] view of the same address stands in for the sequence
   // checks (a device problem's states are never read on the host).
-  require(!a.x.device.is_cpu(), "state_batch_indices", "addresses device states only (the CUDA decode step)");
   const int64_t H = a.x.shape[1], P = a.x.shape[2], N = a.B.shape[2];
-  const TensorView& st = a.state;
-  if (st.dtype != DType::f32) throw DTypeError(std::string("state: expected float32, got ") + dtype_name(st.dtype));
-  require(st.ndim == 4 && st.shape[1] == H && st.shape[2] == P && st.shape[3] == N, "state",
-          "expected [slots, " + std::to_string(H) + ", " + std::to_string(P) + ", " + std::to_string(N) + "], got " +
-              st.shape_str());
-  require(st.strides[3] == 1 && st.strides[2] == N && st.strides[1] == P * N && st.strides[0] >= H * P * N, "state",
-          "needs contiguous [H, P, N] rows, one pool row apart");
-  TensorView dense = TensorView::contiguous(st.data, DType::f32, {a.x.shape[0], H, P, N});
-  dense.device = st.device;
+  const ssm::PoolStates pool = ssm::require_pool_states(a.state, a.state, "state_batch_indices", a.x.device,
+                                                        {{H, "H"}, {P, "P"}, {N, "N"}}, "state", "state");
+  TensorView dense = TensorView::contiguous(pool.base, DType::f32, {a.x.shape[0], H, P, N});
+  dense.device = a.state.device;
   s.initial_state = s.final_state = dense;
   Mamba2Problem p = make_mamba2_problem(s);
   p.state_indices = a.state_batch_indices;
-  p.state_stride = st.strides[0];
+  p.state_stride = pool.row_stride;
   return p;
 }
 

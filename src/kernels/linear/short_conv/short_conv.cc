@@ -146,22 +146,15 @@ ConvProblem make_conv_update_problem(const TensorView& x, const TensorView& conv
   if (!conv_state_indices) return make_conv_problem(x, weight, y, opts);
   // Pool rows: checked here, then a dense [N, D, S] view of the same address stands in for make_conv_problem's
   // shape checks (a device problem's states are never read on the host).
-  require(!x.device.is_cpu(), "conv_state_indices", "addresses device states only (the CUDA decode step)");
   require(x.ndim == 3, "x", "expected [N, L, D], got " + x.shape_str());
-  if (conv_state.dtype != DType::f32)
-    throw DTypeError(std::string("conv_state: expected float32, got ") + dtype_name(conv_state.dtype));
-  const int64_t D = x.shape[2];
-  require(conv_state.ndim == 3 && conv_state.shape[1] == D, "conv_state",
-          "expected [slots, " + std::to_string(D) + ", S], got " + conv_state.shape_str());
-  const int64_t S = conv_state.shape[2];
-  require(conv_state.strides[2] == 1 && conv_state.strides[1] == S && conv_state.strides[0] >= D * S, "conv_state",
-          "needs contiguous [D, S] rows, one pool row apart");
-  TensorView dense = TensorView::contiguous(conv_state.data, DType::f32, {x.shape[0], D, S});
+  const ssm::PoolStates pool = ssm::require_pool_states(conv_state, conv_state, "conv_state_indices", x.device,
+                                                        {{x.shape[2], "D"}, {-1, "S"}}, "conv_state", "conv_state");
+  TensorView dense = TensorView::contiguous(pool.base, DType::f32, {x.shape[0], x.shape[2], conv_state.shape[2]});
   dense.device = conv_state.device;
   opts.initial_state = opts.final_state = dense;
   ConvProblem p = make_conv_problem(x, weight, y, opts);
   p.state_indices = conv_state_indices;
-  p.state_stride = conv_state.strides[0];
+  p.state_stride = pool.row_stride;
   return p;
 }
 
