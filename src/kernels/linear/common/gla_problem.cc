@@ -168,8 +168,8 @@ void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const Tensor
 }
 
 void run_gla(const GlaProblem& p, GlaPath path, const char* entry) {
-  require(!p.state_indices || path == GlaPath::recurrent, "ssm_state_indices", [&] {
-    return std::string("addresses the recurrent form's states only, not ") + entry + "'s";
+  require(!p.state_indices || path != GlaPath::reference, "ssm_state_indices", [&] {
+    return std::string("addresses the recurrent and chunked forms' states only, not ") + entry + "'s";
   });
   if (!p.device.is_cpu() && path == GlaPath::recurrent) return gated_linear_recurrent_on_device(p);
   if (!p.device.is_cpu() && path == GlaPath::chunk) return gated_linear_chunk_on_device(p);

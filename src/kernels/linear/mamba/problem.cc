@@ -55,15 +55,23 @@ SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a) {
   if (!p.packed)  // spans index positions along L, per batch row
     for (auto& b : p.seqs.begin) b = 0;
   const int64_t nseq = p.seqs.count();
-  if (!a.initial_state.empty()) {
-    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N}, any);
-    p.h0 = a.initial_state.ptr<float>();
+  p.state_stride = p.D * p.N;  // dense states; pool rows set their own
+  if (a.state_batch_indices) {
+    const ssm::PoolStates pool = ssm::require_pool_states(a.initial_state, a.final_state, "state_batch_indices",
+                                                          p.device, {{p.D, "D"}, {p.N, "N"}});
+    p.h0 = p.ht = pool.base;
+    p.state_indices = a.state_batch_indices;
+    p.state_stride = pool.row_stride;
+  } else {
+    if (!a.initial_state.empty()) {
+      ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N}, any);
+      p.h0 = a.initial_state.ptr<float>();
+    }
+    if (!a.final_state.empty()) {
+      ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N}, any);
+      p.ht = a.final_state.ptr<float>();
+    }
   }
-  if (!a.final_state.empty()) {
-    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N}, any);
-    p.ht = a.final_state.ptr<float>();
-  }
-  p.state_stride = p.D * p.N;  // dense states; make_selective_step_problem's pool rows set their own
   p.softplus = a.delta_softplus;
   p.A_in = a.A, p.skip_in = a.D, p.bias_in = a.delta_bias;
   if (p.device.is_cpu()) {  // the device path reads A, D and delta_bias there

@@ -52,15 +52,23 @@ Mamba2Problem make_mamba2_problem(const Mamba2Args& a) {
   require(!a.dt_limit || a.dt_min <= a.dt_max, "dt_limit", "needs min <= max");
   p.seqs = make_sequence_spans(p.batch, p.T, a.cu_seqlens, a.cu_seqlens_len);
   const int64_t nseq = p.seqs.count();
-  if (!a.initial_state.empty()) {
-    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N}, any);
-    p.h0 = a.initial_state.ptr<float>();
+  p.state_stride = p.H * p.P * p.N;  // dense states; pool rows set their own
+  if (a.state_batch_indices) {
+    const ssm::PoolStates pool = ssm::require_pool_states(a.initial_state, a.final_state, "state_batch_indices",
+                                                          p.device, {{p.H, "H"}, {p.P, "P"}, {p.N, "N"}});
+    p.h0 = p.ht = pool.base;
+    p.state_indices = a.state_batch_indices;
+    p.state_stride = pool.row_stride;
+  } else {
+    if (!a.initial_state.empty()) {
+      ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N}, any);
+      p.h0 = a.initial_state.ptr<float>();
+    }
+    if (!a.final_state.empty()) {
+      ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N}, any);
+      p.ht = a.final_state.ptr<float>();
+    }
   }
-  if (!a.final_state.empty()) {
-    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N}, any);
-    p.ht = a.final_state.ptr<float>();
-  }
-  p.state_stride = p.H * p.P * p.N;  // dense states; make_mamba2_step_problem's pool rows set their own
   require(a.chunk_size == 16 || a.chunk_size == 32 || a.chunk_size == 64 || a.chunk_size == 128, "chunk_size",
           "must be 16, 32, 64 or 128, got " + std::to_string(a.chunk_size));
   p.chunk_size = a.chunk_size;

@@ -70,17 +70,30 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
   }
   p.seqs = make_sequence_spans(B, T, opts.cu_seqlens, opts.cu_seqlens_len);
   const int64_t N = p.seqs.count();
-  check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
-  check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
-  p.state_stride = p.D * p.S;  // dense states; make_conv_update_problem's pool rows set their own
+  if (opts.conv_state_indices) {
+    // Pool rows: checked here, then a dense [N, D, S] view of the same address stands in for the state checks (a
+    // device problem's states are never read on the host).
+    const ssm::PoolStates pool = ssm::require_pool_states(opts.initial_state, opts.final_state, "conv_state_indices",
+                                                          x.device, {{p.D, "D"}, {-1, "S"}});
+    TensorView dense = TensorView::contiguous(pool.base, DType::f32, {N, p.D, opts.final_state.shape[2]});
+    dense.device = x.device;
+    check_state(dense, "final_state", N, p.D, p.W, &p.S);
+    p.initial_state = p.final_state = pool.base;
+    p.state_indices = opts.conv_state_indices;
+    p.state_stride = pool.row_stride;
+  } else {
+    check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
+    check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
+    p.state_stride = p.D * p.S;  // dense states; make_conv_update_problem's pool rows set their own
+    p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
+    p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
+  }
   p.device = x.device;
   p.x = x.data;
   p.x_dtype = x.dtype;
   p.y = y.data;
   p.y_dtype = y.dtype;
   p.weight_in = weight;
-  p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
-  p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
   p.activation = opts.activation;
   if (!opts.bias.empty()) {
     require_float(opts.bias, "bias");
