@@ -78,8 +78,7 @@ void check_mla(const DecoderParts& p, const MlaMixer& mla, DType kv_dtype, const
   for (const Linear* l : {&w.kv_a_proj, &w.o_proj}) check_projection(p, *l);
 }
 
-// device_mamba2.cc: the conv and scans of kernels/linear/mamba2 and short_conv on dense states gathered from the
-// pool's slots.
+// device_mamba2.cc: the conv and scans of kernels/linear/mamba2 and short_conv, in place in the pool's slots.
 void check_mamba2(const DecoderParts& p, const Mamba2Mixer& m, const std::string& where) {
   const Mamba2MixerConfig& c = m.config();
   if (c.state_size > 256)

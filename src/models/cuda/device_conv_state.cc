@@ -2,42 +2,21 @@
 
 #include <algorithm>
 
-#include "layers/cuda/row_copy_cuda.h"
 #include "layers/sequence_schedule.h"
 
 namespace attnzoo {
 
 #if ATTNZOO_WITH_CUDA
-DeviceConvStates::DeviceConvStates(const DeviceStep& step, int64_t layer, int64_t conv_elems, int64_t state_elems,
-                                   size_t conv_slot, size_t state_slot)
-    : step_(step), seqs_(step.batch->num_sequences()), in_place_(decodes_in_place(*step.batch)) {
+DeviceConvStates::DeviceConvStates(const DeviceStep& step, int64_t layer, int64_t conv_elems, int64_t state_elems)
+    : step_(step), decode_(decodes_in_place(*step.batch)) {
   const std::vector<int32_t>& slots = step.batch->state_slots;
   const LayerMemory memory = step.storage->layer(layer);
   // The slab as rows of state_stride floats, as many as the highest slot the batch names (the kernels read only
   // those the index names).
   const int64_t rows = slots.empty() ? 0 : std::max<int64_t>(*std::max_element(slots.begin(), slots.end()) + 1, 0);
-  slab_conv_ = step.view(memory.states, DType::f32, {rows, conv_elems});
-  slab_state_ = step.view(memory.states + conv_tail_floats(conv_elems), DType::f32, {rows, state_elems});
-  slab_conv_.strides[0] = slab_state_.strides[0] = memory.state_stride;
-  if (in_place_) {
-    conv_ = slab_conv_;
-    state_ = slab_state_;
-    return;
-  }
-  conv_ = workspace_f32(step, conv_slot, seqs_, conv_elems);
-  state_ = workspace_f32(step, state_slot, seqs_, state_elems);
-}
-
-void DeviceConvStates::gather() const {
-  if (in_place_) return;
-  copy_rows_cuda({slab_conv_, conv_, step_.state_slots(), nullptr, seqs_}, step_.stream);
-  if (state_.shape[1] > 0) copy_rows_cuda({slab_state_, state_, step_.state_slots(), nullptr, seqs_}, step_.stream);
-}
-
-void DeviceConvStates::scatter() const {
-  if (in_place_) return;
-  copy_rows_cuda({conv_, slab_conv_, nullptr, step_.state_slots(), seqs_}, step_.stream);
-  if (state_.shape[1] > 0) copy_rows_cuda({state_, slab_state_, nullptr, step_.state_slots(), seqs_}, step_.stream);
+  conv_ = step.view(memory.states, DType::f32, {rows, conv_elems});
+  state_ = step.view(memory.states + conv_tail_floats(conv_elems), DType::f32, {rows, state_elems});
+  conv_.strides[0] = state_.strides[0] = memory.state_stride;
 }
 
 DeviceCausalConv::DeviceCausalConv(const std::vector<float>& weight, const std::vector<float>& bias, int64_t kernel,
@@ -57,17 +36,17 @@ void DeviceCausalConv::apply(const DeviceStep& step, const DeviceConvStates& sta
   const int64_t T = x.shape[0], C = x.shape[1], tail = states.conv().shape[1] / C;
   const TensorView weight = step.view(weight_.data(), DType::f32, {C, kernel_});
   const TensorView bias = has_bias_ ? step.view(bias_.data(), DType::f32, {C}) : TensorView{};
-  if (states.in_place()) {  // one token per sequence: the decode step on the pool's rows
-    TensorView pool = step.view(states.conv().data, DType::f32, {states.conv().shape[0], C, tail});
-    pool.strides[0] = states.conv().strides[0];
+  TensorView pool = step.view(states.conv().data, DType::f32, {states.conv().shape[0], C, tail});
+  pool.strides[0] = states.conv().strides[0];
+  if (states.decode()) {  // one token per sequence
     causal_conv1d_update(step.view(x.data, DType::f32, {T, C}), pool, weight, bias,
                          step.view(y.data, DType::f32, {T, C}), activation_, states.slots());
     return;
   }
-  const int64_t S = states.conv().shape[0];
   CausalConv1dOptions co;
   co.bias = bias;
-  co.initial_state = co.final_state = step.view(states.conv().data, DType::f32, {S, C, tail});
+  co.initial_state = co.final_state = pool;
+  co.conv_state_indices = states.slots();
   co.activation = activation_;
   co.cu_seqlens = step.batch->cu_seqlens.data();
   co.cu_seqlens_len = int64_t(step.batch->cu_seqlens.size());

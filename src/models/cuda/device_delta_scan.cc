@@ -12,9 +12,12 @@ void run_delta_scan(const DeviceStep& step, const DeviceConvStates& states, Delt
   const int64_t S = batch.num_sequences(), HV = a.v.shape[2], K = a.k.shape[3], V = a.v.shape[3];
   a.use_qk_l2norm_in_kernel = true;
   a.check_values = false;  // as the CPU mixers: the layer's own projections and state, not a caller's input
-  if (states.in_place()) {
-    // A decode step: a padded batch of S one-token sequences (no offsets to upload), each state read and written
-    // once in its pool row.
+  TensorView pool = step.view(states.state().data, DType::f32, {states.state().shape[0], HV, K, V});
+  pool.strides[0] = states.state().strides[0];
+  a.initial_state = a.final_state = pool;
+  a.ssm_state_indices = states.slots();
+  if (states.decode()) {
+    // A padded batch of S one-token sequences (no offsets to upload).
     auto per_sequence = [&](TensorView t) {
       if (t.empty()) return t;
       t.shape[0] = S, t.shape[1] = 1;
@@ -23,14 +26,9 @@ void run_delta_scan(const DeviceStep& step, const DeviceConvStates& states, Delt
     };
     a.q = per_sequence(a.q), a.k = per_sequence(a.k), a.v = per_sequence(a.v), a.g = per_sequence(a.g);
     a.beta = per_sequence(a.beta), a.o = per_sequence(a.o);
-    TensorView pool = step.view(states.state().data, DType::f32, {states.state().shape[0], HV, K, V});
-    pool.strides[0] = states.state().strides[0];
-    a.initial_state = a.final_state = pool;
-    a.ssm_state_indices = states.slots();
     recurrent(a);
     return;
   }
-  a.initial_state = a.final_state = step.view(states.state().data, DType::f32, {S, HV, K, V});
   a.cu_seqlens = batch.cu_seqlens.data();
   a.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
   // As the CPU mixers: single tokens (decode) and the forced recurrent mode take the recurrence.

@@ -17,8 +17,8 @@ namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
 // so these may be Mamba-2's too.
-enum Slot : size_t { kRaw = 16, kMixed, kConv, kZ, kBa, kG, kBeta, kQ, kK, kV, kO, kConvState, kDeltaState };
-static_assert(kDeltaState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+enum Slot : size_t { kRaw = 16, kMixed, kConv, kZ, kBa, kG, kBeta, kQ, kK, kV, kO };
+static_assert(kO < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceGatedDeltaNet final : public DeviceMixer {
  public:
@@ -65,8 +65,7 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
                       step.view(dt_bias_.data(), DType::f32, {HV}), g, beta},
                      s);
 
-    const DeviceConvStates states(step, layer, C * W1, HV * K * V, kConvState, kDeltaState);
-    states.gather();
+    const DeviceConvStates states(step, layer, C * W1, HV * K * V);
 
     // The causal conv (SiLU) over q k v of the packed batch, each sequence from its tail, advanced in place.
     const TensorView conv = scratch(kConv, T, C);
@@ -84,7 +83,6 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
     a.beta = step.view(beta.data, DType::f32, {1, T, HV});
     a.o = step.view(o.data, DType::f32, {1, T, HV, V});
     run_delta_scan(step, states, a, recurrent_gated_delta_rule, chunk_gated_delta_rule);
-    states.scatter();
 
     // Norm first, then the gate (Qwen3NextRMSNormGated), per value head: rows of V.
     const TensorView heads = step.view(o.data, DType::f32, {T * HV, V});

@@ -15,8 +15,8 @@ namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
 // so these may be the other mixers' too.
-enum Slot : size_t { kMixed = 16, kLow, kGRaw, kBRaw, kG, kBeta, kGate, kConv, kQ, kK, kV, kO, kConvState, kState };
-static_assert(kState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+enum Slot : size_t { kMixed = 16, kLow, kGRaw, kBRaw, kG, kBeta, kGate, kConv, kQ, kK, kV, kO };
+static_assert(kO < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceKda final : public DeviceMixer {
  public:
@@ -62,8 +62,7 @@ class DeviceKda final : public DeviceMixer {
     g_a_.apply(h, low, {}, s);  // the forget gate's f_b has read `low` by now: one stream
     g_b_.apply(low, gate, {}, s);
 
-    const DeviceConvStates states(step, layer, C * W1, H * K * K, kConvState, kState);
-    states.gather();
+    const DeviceConvStates states(step, layer, C * W1, H * K * K);
     const TensorView conv = scratch(kConv, T, C);
     conv_.apply(step, states, mixed, conv);
     const TensorView q = scratch(kQ, T, D), k = scratch(kK, T, D), v = scratch(kV, T, D), o = scratch(kO, T, D);
@@ -79,7 +78,6 @@ class DeviceKda final : public DeviceMixer {
     a.beta = step.view(beta.data, DType::f32, {1, T, H});
     a.o = step.view(o.data, DType::f32, {1, T, H, K});
     run_delta_scan(step, states, a, recurrent_kda, chunk_kda);
-    states.scatter();
 
     // KimiLinearRMSNormGated: the norm per head (rows of K), times w, then times sigmoid(gate).
     const TensorView heads = step.view(o.data, DType::f32, {T * H, K});

@@ -18,8 +18,8 @@ namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
 // so these may be the other mixers' too.
-enum Slot : size_t { kQkv = 16, kQ, kK, kV, kO, kGate, kState };
-static_assert(kState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+enum Slot : size_t { kQkv = 16, kQ, kK, kV, kO, kGate };
+static_assert(kGate < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceLightning final : public DeviceMixer {
  public:
@@ -65,8 +65,9 @@ class DeviceLightning final : public DeviceMixer {
 
  private:
   // Simple GLA with the per-head constant decay (g_gamma = -slope, scale 1) over the batch's q, k, v, each
-  // [T * H, D]: a decode step in place in the pool's slots (the step's uploaded slot indices, pads -1 skipped),
-  // else the packed recurrence or chunked form on the states gathered from the slots and scattered back.
+  // [T * H, D], in place in the pool's slots (the step's uploaded slot indices, pads -1 skipped): a decode step,
+  // else the packed recurrence or chunked form (a fresh sequence's slot zeroed by the pool, a prefix hit's
+  // restored).
   void scan(const DeviceStep& step, int64_t layer, const TensorView& q, const TensorView& k, const TensorView& v,
             const TensorView& o) const {
     const StreamGuard on(step.stream);  // the entries launch on the current stream: a step graph's while capturing
@@ -81,24 +82,18 @@ class DeviceLightning final : public DeviceMixer {
     opts.scale = 1.f;  // MiniMax does not scale the queries
     opts.check_values = false;  // the layer's own decays (finite, <= 0 by construction): no device scan
     const TensorView g_gamma = step.view(log_decay_.data(), DType::f32, {H});
+    TensorView pool = step.view(memory.states, DType::f32, {slab_rows, H, D, D});
+    pool.strides[0] = memory.state_stride;
+    opts.initial_state = opts.final_state = pool;
+    opts.ssm_state_indices = step.state_slots();
     if (decodes_in_place(batch)) {
       // A padded batch of S one-token sequences (no offsets to upload), each state read and written once in its
       // pool row; g_gamma is already on the device, so the launch uploads nothing.
-      TensorView pool = step.view(memory.states, DType::f32, {slab_rows, H, D, D});
-      pool.strides[0] = memory.state_stride;
-      opts.initial_state = opts.final_state = pool;
-      opts.ssm_state_indices = step.state_slots();
       auto per_sequence = [&](const TensorView& t) { return step.view(t.data, DType::f32, {S, 1, H, D}); };
       recurrent_simple_gla(per_sequence(q), per_sequence(k), per_sequence(v), TensorView{}, g_gamma,
                            per_sequence(o), opts);
       return;
     }
-    // The sequences' states from their pool slots (a fresh one zeroed by the pool, a prefix hit's restored).
-    TensorView slab = step.view(memory.states, DType::f32, {slab_rows, H * D * D});
-    slab.strides[0] = memory.state_stride;
-    const TensorView state = workspace_f32(step, kState, S, H * D * D);
-    copy_rows_cuda({slab, state, step.state_slots(), nullptr, S}, step.stream);
-    opts.initial_state = opts.final_state = step.view(state.data, DType::f32, {S, H, D, D});
     opts.cu_seqlens = batch.cu_seqlens.data();
     opts.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
     auto view = [&](const TensorView& t) { return step.view(t.data, DType::f32, {1, T, H, D}); };
@@ -107,7 +102,6 @@ class DeviceLightning final : public DeviceMixer {
       recurrent_simple_gla(view(q), view(k), view(v), TensorView{}, g_gamma, view(o), opts);
     else
       chunk_simple_gla(view(q), view(k), view(v), TensorView{}, g_gamma, view(o), opts);
-    copy_rows_cuda({state, slab, nullptr, step.state_slots(), S}, step.stream);
   }
 
   LightningAttentionConfig c_;

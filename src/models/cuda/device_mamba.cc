@@ -16,7 +16,7 @@ namespace {
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc). A decode step uses
 // kB / kC / kZ for token-major rows, any other step for the channel-major [N, T] / [inner, T] blocks; kX holds the
 // conv's input, then (the conv done) the scan's channel-major u.
-enum Slot : size_t { kProj = 16, kX, kConv, kXdbl, kDtLow, kDt, kY, kConvState, kSsmState, kB, kC, kZ, kDelta, kOut };
+enum Slot : size_t { kProj = 16, kX, kConv, kXdbl, kDtLow, kDt, kY, kB, kC, kZ, kDelta, kOut };
 static_assert(kOut < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceMamba final : public DeviceMixer {
@@ -54,8 +54,7 @@ class DeviceMamba final : public DeviceMixer {
     copy_rows_cuda({column_slice(proj, 0, E), xin, nullptr, nullptr, T}, s);
     const TensorView z = column_slice(proj, E, E);
 
-    const DeviceConvStates states(step, layer, E * W1, E * N, kConvState, kSsmState);
-    states.gather();
+    const DeviceConvStates states(step, layer, E * W1, E * N);
 
     // The causal conv (SiLU) over the packed batch, each sequence from its tail, the tails advanced in place.
     const TensorView conv = scratch(kConv, T, E);
@@ -80,15 +79,13 @@ class DeviceMamba final : public DeviceMixer {
     dt_proj_.apply(dt_low, dt, {}, s);  // dt_bias and softplus are the scan's
 
     const TensorView y = scratch(kY, T, E);
-    if (states.in_place())
+    if (states.decode())
       decode(step, states, conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
     else
-      scan(step, states.state(), conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
+      scan(step, states, conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
     GemmOptions add_into;
     add_into.accumulate = true;
     out_.apply(y, x, add_into, s);
-
-    states.scatter();
   }
 
  private:
@@ -117,12 +114,13 @@ class DeviceMamba final : public DeviceMixer {
     selective_state_update(a);
   }
 
-  // Any other batch: one packed selective scan over the channel-major transposes, every sequence from its state
-  // (those continuing from a cached state with several tokens included), its output transposed back into y.
-  void scan(const DeviceStep& step, const TensorView& state, const TensorView& u, const TensorView& dt,
+  // Any other batch: one packed selective scan over the channel-major transposes, every sequence from its pool
+  // slot (those continuing from a cached state with several tokens included) and back into it, its output
+  // transposed back into y.
+  void scan(const DeviceStep& step, const DeviceConvStates& states, const TensorView& u, const TensorView& dt,
             const TensorView& Bs, const TensorView& Cs, const TensorView& zs, const TensorView& y) const {
     const Batch& batch = *step.batch;
-    const int64_t T = step.num_tokens, S = batch.num_sequences(), E = c_.inner, N = c_.state_size;
+    const int64_t T = step.num_tokens, E = c_.inner, N = c_.state_size;
     const Stream s = step.stream;
     auto channels = [&](Slot slot, const TensorView& rows) {
       const TensorView t = workspace_f32(step, slot, rows.shape[1], T);
@@ -141,7 +139,10 @@ class DeviceMamba final : public DeviceMixer {
     a.delta_softplus = true;
     a.cu_seqlens = batch.cu_seqlens.data();
     a.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    a.initial_state = a.final_state = step.view(state.data, DType::f32, {S, E, N});
+    const TensorView& state = states.state();
+    a.initial_state = a.final_state = step.view(state.data, DType::f32, {state.shape[0], E, N});
+    a.initial_state.strides[0] = a.final_state.strides[0] = state.strides[0];
+    a.state_batch_indices = states.slots();
     const TensorView out = workspace_f32(step, kOut, E, T);
     a.out = step.view(out.data, DType::f32, {1, E, T});
     selective_scan(a);

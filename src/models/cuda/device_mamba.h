@@ -2,9 +2,8 @@
 // The Mamba-1 mixer (layers/mamba_mixer.h: Mamba, Falcon-Mamba, Jamba's mamba layers) as a GPU block
 // (device_blocks.h): in_proj, the causal conv (SiLU) over x, x_proj with Falcon-Mamba's / Jamba's RMSNorms of
 // dt_low, B and C, dt_proj, the selective scan gated by silu(z), and out_proj added into the residual stream, f32
-// activations. As device_mamba2.*, each step gathers the batch's sequences' conv tails and states into dense
-// scratch (DeviceConvStates), runs one conv and one scan over the whole ragged batch from them and scatters them
-// back. A decode step (every sequence one token) takes selective_state_update on the token-major rows; any other
+// activations. As device_mamba2.*, each step runs one conv and one scan over the whole ragged batch in place in
+// the pool's slots (DeviceConvStates). A decode step (every sequence one token) takes selective_state_update on the token-major rows; any other
 // batch the packed selective scan, whose channel-major [inner, T] layout the activations are transposed into
 // (layers/cuda/transpose_cuda.h) and its output back out of.
 #include <memory>

@@ -16,8 +16,8 @@ namespace attnzoo {
 namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc).
-enum Slot : size_t { kProj = 16, kXbc, kConv, kX, kB, kC, kDt, kY, kConvState, kSsmState };
-static_assert(kSsmState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+enum Slot : size_t { kProj = 16, kXbc, kConv, kX, kB, kC, kDt, kY };
+static_assert(kY < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 // As the CPU mixer: prompts this long take the chunked SSD scan, shorter ones the token-by-token recurrence.
 constexpr int64_t kMinChunkScanTokens = 16;
@@ -73,8 +73,7 @@ class DeviceMamba2 final : public DeviceMixer {
     copy_rows_cuda({column_slice(proj, E + CD, H), dt, nullptr, nullptr, T}, s);
     const TensorView z = column_slice(proj, 0, E);
 
-    const DeviceConvStates states(step, layer, CD * W1, H * P * N, kConvState, kSsmState);
-    states.gather();
+    const DeviceConvStates states(step, layer, CD * W1, H * P * N);
 
     // The causal conv (SiLU) over the packed batch, each sequence from its tail, the tails advanced in place.
     const TensorView conv = scratch(kConv, T, CD);
@@ -90,14 +89,12 @@ class DeviceMamba2 final : public DeviceMixer {
     GemmOptions add_into;
     add_into.accumulate = true;
     out_.apply(y, x, add_into, s);
-
-    states.scatter();
   }
 
  private:
-  // One scan over the batch: a decode step in place in the pool's slots when every sequence brings one token,
-  // else the varlen recurrence or chunked SSD on the gathered states (sequences continuing from a cached state
-  // with several tokens included: every sequence starts from its state).
+  // One scan over the batch in place in the pool's slots: a decode step when every sequence brings one token,
+  // else the varlen recurrence or chunked SSD (sequences continuing from a cached state with several tokens
+  // included: every sequence starts from its slot).
   void scan(const DeviceStep& step, const TensorView& xs, const TensorView& dt, const TensorView& Bm,
             const TensorView& Cm, const DeviceConvStates& states, const TensorView& y) const {
     const StreamGuard on(step.stream);  // the entries launch on the current stream: a step graph's while capturing
@@ -109,10 +106,11 @@ class DeviceMamba2 final : public DeviceMixer {
     const bool limit = c_.dt_min > 0.f || std::isfinite(c_.dt_max);
     const TensorView A = step.view(A_.data(), DType::f32, {H}), D = step.view(D_.data(), DType::f32, {H}),
                      dt_bias = step.view(dt_bias_.data(), DType::f32, {H});
-    if (states.in_place()) {
+    TensorView pool = step.view(state.data, DType::f32, {state.shape[0], H, P, N});
+    pool.strides[0] = state.strides[0];
+    if (states.decode()) {
       Mamba2StepArgs a;
-      a.state = step.view(state.data, DType::f32, {state.shape[0], H, P, N});
-      a.state.strides[0] = state.strides[0];
+      a.state = pool;
       a.state_batch_indices = states.slots();
       a.x = step.view(xs.data, DType::f32, {S, H, P});
       a.dt = step.view(dt.data, DType::f32, {S, H});
@@ -133,7 +131,8 @@ class DeviceMamba2 final : public DeviceMixer {
     a.dt_softplus = true, a.dt_limit = limit, a.dt_min = c_.dt_min, a.dt_max = c_.dt_max;
     a.cu_seqlens = batch.cu_seqlens.data();
     a.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    a.initial_state = a.final_state = step.view(state.data, DType::f32, {S, H, P, N});
+    a.initial_state = a.final_state = pool;
+    a.state_batch_indices = states.slots();
     a.y = step.view(y.data, DType::f32, {1, T, H, P});
     if (longest >= kMinChunkScanTokens && linear_prefill_mode() == LinearPrefillMode::chunked)
       mamba2_chunk_scan(a);

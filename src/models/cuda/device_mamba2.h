@@ -1,13 +1,11 @@
 #pragma once
 // The Mamba-2 mixer (layers/mamba2_mixer.h) as a GPU block (device_blocks.h): in_proj (its muP multipliers, when
 // set, folded into its rows at load, or scaling its output columns in place where its weights stay GGUF blocks),
-// the causal conv over x B C,
-// the SSD scan, the gated RMSNorm and out_proj added into the residual stream, f32 activations. The pool's state
-// slots are not dense, and the conv and scan kernels take dense [S, ...] states: each step gathers the batch's
-// sequences' conv tails and SSM states into scratch (copy_rows_cuda through Batch::state_slots, uploaded with the
-// step's metadata), runs one conv and one scan over the whole ragged batch from those states (a fresh sequence's
-// slot was zeroed by the pool, a prefix-cache hit's restored, so every sequence starts from its slot as on the
-// CPU), and scatters them back.
+// the causal conv over x B C, the SSD scan, the gated RMSNorm and out_proj added into the residual stream, f32
+// activations. One conv and one scan over the whole ragged batch, in place in the pool's slots: the kernels read
+// and write each sequence's conv tail and SSM state in its slot through Batch::state_slots (uploaded with the
+// step's metadata; a fresh sequence's slot was zeroed by the pool, a prefix-cache hit's restored, so every
+// sequence starts from its slot as on the CPU).
 #include <memory>
 
 #include "layers/mamba2_mixer.h"

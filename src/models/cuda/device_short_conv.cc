@@ -9,8 +9,8 @@ namespace attnzoo {
 namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc).
-enum Slot : size_t { kProj = 16, kBx, kConv, kConvState, kNoState };
-static_assert(kNoState < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+enum Slot : size_t { kProj = 16, kBx, kConv };
+static_assert(kConv < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceShortConv final : public DeviceMixer {
  public:
@@ -32,10 +32,8 @@ class DeviceShortConv final : public DeviceMixer {
     const TensorView bx = workspace_f32(step, kBx, T, Hd), conv = workspace_f32(step, kConv, T, Hd);
     mul_cuda(column_slice(proj, 0, Hd), column_slice(proj, 2 * Hd, Hd), bx, s);
 
-    const DeviceConvStates states(step, layer, Hd * tail_, 0, kConvState, kNoState);
-    states.gather();
+    const DeviceConvStates states(step, layer, Hd * tail_, 0);
     conv_.apply(step, states, bx, conv);
-    states.scatter();
 
     mul_cuda(conv, column_slice(proj, Hd, Hd), conv, s);
     GemmOptions add_into;

@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/linear/common/cuda/delta_chunk_cuda.h"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
 #include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
+#include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
 #include "kernels/linear/common/cuda/gla_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
@@ -150,9 +152,9 @@ TEST(EmulatedPoolStates, DeltaRefusals) {
   a = args(true);
   a.initial_state.strides[0] = a.final_state.strides[0] = 2 * 16 * 16 - 1;  // rows overlapping
   EXPECT_TRUE(refused(a, "final_state"));
-  // The chunked form takes dense states.
+  // The chunked form takes the pool's states too (pool_state_chunk_cases.cc).
   a = args(true);
-  EXPECT_THROW(chunk_delta_on_device(make_delta_problem(a, DeltaGate::head)), ArgumentError);
+  EXPECT_NO_THROW(check_cuda_delta_chunk(make_delta_problem(a, DeltaGate::head)));
 }
 
 // ---- RWKV-7: rwkv7_recurrent_kernel.cuh ----
@@ -361,9 +363,10 @@ TEST(EmulatedPoolStates, GlaRefusals) {
   a = args(true);
   a.opts.initial_state.strides[0] = a.opts.final_state.strides[0] = 16 * 16 - 1;  // rows overlapping
   EXPECT_TRUE(refused([&] { problem(a); }, "final_state"));
-  // The chunked form and the reference take dense states; the normaliser's z is not addressed.
+  // The reference takes dense states (the chunked form the pool's, pool_state_chunk_cases.cc); the normaliser's
+  // z is not addressed.
   a = args(true);
-  EXPECT_TRUE(refused([&] { run_gla(problem(a), GlaPath::chunk, "chunk_simple_gla"); }, "ssm_state_indices"));
+  EXPECT_NO_THROW(check_cuda_gla_chunk(problem(a)));
   EXPECT_TRUE(refused([&] { run_gla(problem(a), GlaPath::reference, "simple_gla_reference"); }, "ssm_state_indices"));
   EXPECT_TRUE(refused(
       [&] {

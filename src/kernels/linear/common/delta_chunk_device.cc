@@ -13,8 +13,6 @@
 namespace attnzoo {
 
 void chunk_delta_on_device(const DeltaProblem& p) {
-  require(!p.state_indices, "ssm_state_indices",
-          "addresses pool states in the recurrent form only; the chunked form takes dense [N, HV, K, V] states");
 #if ATTNZOO_WITH_CUDA
   check_cuda_delta_chunk(p);
   const DeviceGuard on(p.device);  // the launchers run on the current device

@@ -7,6 +7,7 @@
 
 #include "core/convert.h"
 #include "core/error.h"
+#include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
 namespace {
@@ -55,25 +56,15 @@ void require_state(const TensorView& s, const char* name, int64_t N, int64_t HV,
   require(s.is_contiguous(), name, "must be contiguous");
 }
 
-// ssm_state_indices: one pool tensor as initial_state and final_state, [slots, HV, K, V] with a row stride of
-// its own, on a device (the CPU entries take dense states), with the value scans off.
+// ssm_state_indices: the shared pool check, with the value scans off.
 void require_pool_states(const DeltaArgs& a, DeltaProblem& p) {
-  require(!p.device.is_cpu(), "ssm_state_indices", "addresses device states only (the CUDA recurrence)");
+  const ssm::PoolStates pool = ssm::require_pool_states(a.initial_state, a.final_state, "ssm_state_indices",
+                                                        p.device, {{p.HV, "HV"}, {p.K, "K"}, {p.V, "V"}});
   require(!a.check_values, "ssm_state_indices", "needs check_values = false (the value scans read dense states)");
-  const TensorView& s = a.final_state;
-  require(!s.empty() && a.initial_state.data == s.data, "final_state",
-          "with ssm_state_indices must be initial_state (the pool's states, updated in place)");
-  if (s.dtype != DType::f32) throw DTypeError(std::string("final_state: expected float32, got ") + dtype_name(s.dtype));
-  require(s.ndim == 4 && s.shape[1] == p.HV && s.shape[2] == p.K && s.shape[3] == p.V, "final_state",
-          "expected [slots, " + str(p.HV) + ", " + str(p.K) + ", " + str(p.V) + "], got " + s.shape_str());
-  require(s.strides[3] == 1 && s.strides[2] == p.V && s.strides[1] == p.K * p.V && s.strides[0] >= p.HV * p.K * p.V,
-          "final_state", "needs contiguous [HV, K, V] rows, one pool row apart");
-  require(a.initial_state.ndim == 4 && a.initial_state.strides[0] == s.strides[0], "initial_state",
-          "must have final_state's shape and row stride");
-  p.initial_state = a.initial_state.ptr<const float>();
-  p.final_state = s.ptr<float>();
+  p.initial_state = pool.base;
+  p.final_state = pool.base;
   p.state_indices = a.ssm_state_indices;
-  p.state_stride = s.strides[0];
+  p.state_stride = pool.row_stride;
 }
 
 // The delta family runs on any device with every tensor on q's: shapes, dtypes and cu_seqlens are host metadata

@@ -29,8 +29,9 @@ struct DeltaArgs {
   // States addressed in a pool (fla / vLLM's ssm_state_indices): int32 [N] on the states' device, sequence n's
   // row of initial_state / final_state, which are then [slots, HV, K, V] with any row stride (the pool's slot
   // stride; the rest contiguous) and must be the same tensor. A negative index skips the sequence: neither its
-  // state nor its o is touched (a padded batch row). Device problems and the recurrent form only, check_values
-  // false (the value scans read dense states): each state is read and written once, with no gather or scatter.
+  // state nor its o is touched (a padded batch row). Device problems only (the CUDA recurrent and chunked forms),
+  // check_values false (the value scans read dense states): each state is read and written once, with no gather
+  // or scatter.
   const int32_t* ssm_state_indices = nullptr;
   std::optional<float> scale;           // default K^-0.5
   bool use_qk_l2norm_in_kernel = false;  // q, k <- x / sqrt(|x|^2 + 1e-6) before use (fla's l2norm)

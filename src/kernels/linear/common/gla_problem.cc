@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
 namespace {
@@ -41,25 +42,13 @@ void require_device(const TensorView& t, const char* name, Device device) {
     require(t.device == device, name, [&] { return "lives on " + t.device.str() + ", q on " + device.str(); });
 }
 
-// ssm_state_indices: one pool tensor as initial_state and final_state, [slots, HV, K, V] with a row stride of
-// its own, on a device (the CPU entries take dense states).
 void require_pool_states(const GlaOptions& opts, GlaProblem& p) {
-  require(!p.device.is_cpu(), "ssm_state_indices", "addresses device states only (the CUDA recurrence)");
-  const TensorView& s = opts.final_state;
-  require(!s.empty() && opts.initial_state.data == s.data, "final_state",
-          "with ssm_state_indices must be initial_state (the pool's states, updated in place)");
-  require_f32(s, "final_state");
-  const std::string hkv = std::to_string(p.HV) + ", " + std::to_string(p.K) + ", " + std::to_string(p.V);
-  require(s.ndim == 4 && s.shape[1] == p.HV && s.shape[2] == p.K && s.shape[3] == p.V, "final_state",
-          "expected [slots, " + hkv + "], got " + s.shape_str());
-  require(s.strides[3] == 1 && s.strides[2] == p.V && s.strides[1] == p.K * p.V && s.strides[0] >= p.HV * p.K * p.V,
-          "final_state", "needs contiguous [HV, K, V] rows, one pool row apart");
-  require(opts.initial_state.ndim == 4 && opts.initial_state.strides[0] == s.strides[0], "initial_state",
-          "must have final_state's shape and row stride");
-  p.initial_state = opts.initial_state.ptr<float>();
-  p.final_state = s.ptr<float>();
+  const ssm::PoolStates pool = ssm::require_pool_states(opts.initial_state, opts.final_state, "ssm_state_indices",
+                                                        p.device, {{p.HV, "HV"}, {p.K, "K"}, {p.V, "V"}});
+  p.initial_state = pool.base;
+  p.final_state = pool.base;
   p.state_indices = opts.ssm_state_indices;
-  p.state_stride = s.strides[0];
+  p.state_stride = pool.row_stride;
 }
 
 }  // namespace
@@ -179,8 +168,8 @@ void set_gla_normalizer(GlaProblem& p, const TensorView& initial_z, const Tensor
 }
 
 void run_gla(const GlaProblem& p, GlaPath path, const char* entry) {
-  require(!p.state_indices || path == GlaPath::recurrent, "ssm_state_indices", [&] {
-    return std::string("addresses the recurrent form's states only, not ") + entry + "'s";
+  require(!p.state_indices || path != GlaPath::reference, "ssm_state_indices", [&] {
+    return std::string("addresses the recurrent and chunked forms' states only, not ") + entry + "'s";
   });
   if (!p.device.is_cpu() && path == GlaPath::recurrent) return gated_linear_recurrent_on_device(p);
   if (!p.device.is_cpu() && path == GlaPath::chunk) return gated_linear_chunk_on_device(p);

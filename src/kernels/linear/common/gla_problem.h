@@ -30,8 +30,8 @@ struct GlaOptions {
   // States addressed in a pool (fla / vLLM's ssm_state_indices, as DeltaArgs'): int32 [N] on the states' device,
   // sequence n's row of initial_state / final_state, which are then [slots, HV, K, V] with any row stride (the
   // pool's slot stride; the rest contiguous) and must be the same tensor. A negative index skips the sequence:
-  // neither its state nor its o is touched (a padded batch row). The CUDA recurrent form only, without the
-  // normaliser: each state is read and written once in its pool row, with no gather or scatter.
+  // neither its state nor its o is touched (a padded batch row). The CUDA recurrent and chunked forms only,
+  // without the normaliser: each state is read and written once in its pool row, with no gather or scatter.
   const int32_t* ssm_state_indices = nullptr;
   int64_t chunk_size = 64;           // chunked kernels: 16, 32, 64 or 128
   // false skips the device scan of a device-resident g_gamma (finite, <= 0), the group's only value scan: on a

@@ -61,6 +61,44 @@ void require_host_entry(std::initializer_list<NamedView> tensors, const char* en
       });
 }
 
+PoolStates require_pool_states(const TensorView& initial_state, const TensorView& final_state, const char* indices,
+                               Device device, std::initializer_list<PoolDim> row, const char* initial_name,
+                               const char* final_name) {
+  require(!device.is_cpu(), indices, "addresses device states only (the CPU entries take dense states)");
+  const TensorView& s = final_state;
+  require(!s.empty() && initial_state.data == s.data, final_name,
+          [&] { return std::string("with ") + indices + " must be " + initial_name +
+                       " (the pool's states, updated in place)"; });
+  require(s.device == device, final_name, [&] { return "lives on " + s.device.str() + ", the call on " + device.str(); });
+  if (s.dtype != DType::f32)
+    throw DTypeError(std::string(final_name) + ": expected float32 (states are kept in f32), got " +
+                     dtype_name(s.dtype));
+  std::string want = "[slots", dims = "[";
+  bool shape_ok = s.ndim == int(row.size()) + 1;
+  int d = 1;
+  for (const PoolDim& r : row) {
+    want += ", " + (r.size < 0 ? std::string(r.name) : std::to_string(r.size));
+    dims += (d > 1 ? ", " : "") + std::string(r.name);
+    shape_ok = shape_ok && (r.size < 0 || s.shape[size_t(d)] == r.size);
+    ++d;
+  }
+  require(shape_ok, final_name, [&] { return "expected " + want + "], got " + s.shape_str(); });
+  // Each slot's state contiguous, slots at least a state apart (overlapping rows would race).
+  int64_t size = 1;
+  bool rows_ok = true;
+  for (int i = s.ndim - 1; i >= 1; --i) {
+    rows_ok = rows_ok && s.strides[size_t(i)] == size;
+    size *= s.shape[size_t(i)];
+  }
+  require(rows_ok && s.strides[0] >= size, final_name,
+          [&] { return "needs contiguous " + dims + "] rows, one pool row apart"; });
+  bool same = initial_state.ndim == s.ndim && initial_state.dtype == s.dtype;
+  for (int i = 0; same && i < s.ndim; ++i)
+    same = initial_state.shape[size_t(i)] == s.shape[size_t(i)] && initial_state.strides[size_t(i)] == s.strides[size_t(i)];
+  require(same, initial_name, [&] { return std::string("must have ") + final_name + "'s shape and row stride"; });
+  return {s.ptr<float>(), s.strides[0]};
+}
+
 std::vector<float> to_f32_vector(const TensorView& t) {
   std::vector<float> out(size_t(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) out[size_t(i)] = load_as_f32(t.data, t.dtype, i);

@@ -59,4 +59,23 @@ struct StepTransform {
 
 std::string shape_string(std::initializer_list<int64_t> shape);
 
+// States in a pool (fla / vLLM's ssm_state_indices, mamba_ssm's state_batch_indices, causal_conv1d's
+// conv_state_indices): each sequence reads and updates one slot of a [slots, ...] f32 tensor whose slots sit a
+// row stride of their own apart (a pool slot holds more than this state), so initial and final state are one
+// tensor. Every family validates its pool through require_pool_states, which names the argument it refuses.
+struct PoolDim {
+  int64_t size;      // < 0: any (the family reads it from the tensor, e.g. Mamba-1's N)
+  const char* name;  // as the family's docs name it: "HV", "K", "D", ...
+};
+struct PoolStates {
+  float* base = nullptr;     // slot 0's state
+  int64_t row_stride = 0;    // floats from one slot to the next (>= the state's size)
+};
+// `indices` names the index argument, `device` the call's device (the CPU entries take dense states); `row` is one
+// slot's shape. For the families with a single state argument (Mamba's `state`, `conv_state`) pass it twice with
+// its name as both names.
+PoolStates require_pool_states(const TensorView& initial_state, const TensorView& final_state, const char* indices,
+                               Device device, std::initializer_list<PoolDim> row,
+                               const char* initial_name = "initial_state", const char* final_name = "final_state");
+
 }  // namespace attnzoo::ssm

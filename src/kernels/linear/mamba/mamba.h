@@ -24,6 +24,11 @@ struct SelectiveScanArgs {
   TensorView initial_state;  // optional [Nseq, D, N] f32
   TensorView final_state;    // optional [Nseq, D, N] f32, written
   TensorView out;            // [Bt, D, L], written
+  // States in a pool (as SelectiveStateUpdateArgs' state_batch_indices; int32 [Nseq] in device memory, GPU
+  // tensors only): initial_state and final_state are one [slots, D, N] f32 tensor with any row stride, sequence n
+  // starts from and leaves its state in row state_batch_indices[n], and a negative index is a pad (neither its
+  // slot nor its out columns are touched).
+  const int32_t* state_batch_indices = nullptr;
 };
 
 // Runs where the tensors live (all on u's device): the CPU, or a GPU in a CUDA build (cuda/selective_scan_cuda.h).

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
 
@@ -54,15 +55,23 @@ SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a) {
   if (!p.packed)  // spans index positions along L, per batch row
     for (auto& b : p.seqs.begin) b = 0;
   const int64_t nseq = p.seqs.count();
-  if (!a.initial_state.empty()) {
-    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N}, any);
-    p.h0 = a.initial_state.ptr<float>();
+  p.state_stride = p.D * p.N;  // dense states; pool rows set their own
+  if (a.state_batch_indices) {
+    const ssm::PoolStates pool = ssm::require_pool_states(a.initial_state, a.final_state, "state_batch_indices",
+                                                          p.device, {{p.D, "D"}, {p.N, "N"}});
+    p.h0 = p.ht = pool.base;
+    p.state_indices = a.state_batch_indices;
+    p.state_stride = pool.row_stride;
+  } else {
+    if (!a.initial_state.empty()) {
+      ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N}, any);
+      p.h0 = a.initial_state.ptr<float>();
+    }
+    if (!a.final_state.empty()) {
+      ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N}, any);
+      p.ht = a.final_state.ptr<float>();
+    }
   }
-  if (!a.final_state.empty()) {
-    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N}, any);
-    p.ht = a.final_state.ptr<float>();
-  }
-  p.state_stride = p.D * p.N;  // dense states; make_selective_step_problem's pool rows set their own
   p.softplus = a.delta_softplus;
   p.A_in = a.A, p.skip_in = a.D, p.bias_in = a.delta_bias;
   if (p.device.is_cpu()) {  // the device path reads A, D and delta_bias there
@@ -103,21 +112,15 @@ SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs&
   if (!a.state_batch_indices) return make_selective_scan_problem(s);
   // Pool rows: checked here, then a dense [Bn, D, N] view of the same address stands in for the scan's checks (a
   // device problem's states are never read on the host).
-  require(!a.x.device.is_cpu(), "state_batch_indices", "addresses device states only (the CUDA decode step)");
-  const TensorView& st = a.state;
-  if (st.dtype != DType::f32) throw DTypeError(std::string("state: expected float32, got ") + dtype_name(st.dtype));
   const int64_t D = a.x.shape[1];
-  require(st.ndim == 3 && st.shape[1] == D, "state",
-          "expected [slots, " + std::to_string(D) + ", N], got " + st.shape_str());
-  const int64_t N = st.shape[2];
-  require(st.strides[2] == 1 && st.strides[1] == N && st.strides[0] >= D * N, "state",
-          "needs contiguous [D, N] rows, one pool row apart");
-  TensorView dense = TensorView::contiguous(st.data, DType::f32, {a.x.shape[0], D, N});
-  dense.device = st.device;
+  const ssm::PoolStates pool = ssm::require_pool_states(a.state, a.state, "state_batch_indices", a.x.device,
+                                                        {{D, "D"}, {-1, "N"}}, "state", "state");
+  TensorView dense = TensorView::contiguous(pool.base, DType::f32, {a.x.shape[0], D, a.state.shape[2]});
+  dense.device = a.state.device;
   s.initial_state = s.final_state = dense;
   SelectiveScanProblem p = make_selective_scan_problem(s);
   p.state_indices = a.state_batch_indices;
-  p.state_stride = st.strides[0];
+  p.state_stride = pool.row_stride;
   return p;
 }
 

@@ -28,6 +28,11 @@ struct Mamba2Args {
   TensorView final_state;    // optional [Nseq, H, P, N] f32, written
   TensorView y;              // [B, T, H, P], written
   int64_t chunk_size = 64;   // chunk form only: 16, 32, 64 or 128
+  // States in a pool (as Mamba2StepArgs' state_batch_indices; int32 [Nseq] in device memory, GPU tensors only):
+  // initial_state and final_state are one [slots, H, P, N] f32 tensor with any row stride, sequence n starts
+  // from and leaves its state in row state_batch_indices[n], and a negative index is a pad (neither its slot nor
+  // its y rows are touched).
+  const int32_t* state_batch_indices = nullptr;
 };
 
 // Prefill: chunked SSD (dense tile products inside chunks, states passed between chunks). Runs where the

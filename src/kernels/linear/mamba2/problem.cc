@@ -52,15 +52,23 @@ Mamba2Problem make_mamba2_problem(const Mamba2Args& a) {
   require(!a.dt_limit || a.dt_min <= a.dt_max, "dt_limit", "needs min <= max");
   p.seqs = make_sequence_spans(p.batch, p.T, a.cu_seqlens, a.cu_seqlens_len);
   const int64_t nseq = p.seqs.count();
-  if (!a.initial_state.empty()) {
-    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N}, any);
-    p.h0 = a.initial_state.ptr<float>();
+  p.state_stride = p.H * p.P * p.N;  // dense states; pool rows set their own
+  if (a.state_batch_indices) {
+    const ssm::PoolStates pool = ssm::require_pool_states(a.initial_state, a.final_state, "state_batch_indices",
+                                                          p.device, {{p.H, "H"}, {p.P, "P"}, {p.N, "N"}});
+    p.h0 = p.ht = pool.base;
+    p.state_indices = a.state_batch_indices;
+    p.state_stride = pool.row_stride;
+  } else {
+    if (!a.initial_state.empty()) {
+      ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N}, any);
+      p.h0 = a.initial_state.ptr<float>();
+    }
+    if (!a.final_state.empty()) {
+      ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N}, any);
+      p.ht = a.final_state.ptr<float>();
+    }
   }
-  if (!a.final_state.empty()) {
-    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N}, any);
-    p.ht = a.final_state.ptr<float>();
-  }
-  p.state_stride = p.H * p.P * p.N;  // dense states; make_mamba2_step_problem's pool rows set their own
   require(a.chunk_size == 16 || a.chunk_size == 32 || a.chunk_size == 64 || a.chunk_size == 128, "chunk_size",
           "must be 16, 32, 64 or 128, got " + std::to_string(a.chunk_size));
   p.chunk_size = a.chunk_size;
@@ -119,21 +127,15 @@ Mamba2Problem make_mamba2_step_problem(const Mamba2StepArgs& a) {
   if (!a.state_batch_indices) return make_mamba2_problem(s);
   // Pool rows: checked here, then a dense [Bn, H, P, N] view of the same address stands in for the sequence
   // checks (a device problem's states are never read on the host).
-  require(!a.x.device.is_cpu(), "state_batch_indices", "addresses device states only (the CUDA decode step)");
   const int64_t H = a.x.shape[1], P = a.x.shape[2], N = a.B.shape[2];
-  const TensorView& st = a.state;
-  if (st.dtype != DType::f32) throw DTypeError(std::string("state: expected float32, got ") + dtype_name(st.dtype));
-  require(st.ndim == 4 && st.shape[1] == H && st.shape[2] == P && st.shape[3] == N, "state",
-          "expected [slots, " + std::to_string(H) + ", " + std::to_string(P) + ", " + std::to_string(N) + "], got " +
-              st.shape_str());
-  require(st.strides[3] == 1 && st.strides[2] == N && st.strides[1] == P * N && st.strides[0] >= H * P * N, "state",
-          "needs contiguous [H, P, N] rows, one pool row apart");
-  TensorView dense = TensorView::contiguous(st.data, DType::f32, {a.x.shape[0], H, P, N});
-  dense.device = st.device;
+  const ssm::PoolStates pool = ssm::require_pool_states(a.state, a.state, "state_batch_indices", a.x.device,
+                                                        {{H, "H"}, {P, "P"}, {N, "N"}}, "state", "state");
+  TensorView dense = TensorView::contiguous(pool.base, DType::f32, {a.x.shape[0], H, P, N});
+  dense.device = a.state.device;
   s.initial_state = s.final_state = dense;
   Mamba2Problem p = make_mamba2_problem(s);
   p.state_indices = a.state_batch_indices;
-  p.state_stride = st.strides[0];
+  p.state_stride = pool.row_stride;
   return p;
 }
 

@@ -11,24 +11,13 @@ namespace {
 
 std::string str(int64_t x) { return std::to_string(x); }
 
-// ssm_state_indices: one pool tensor as initial_state and final_state, [slots, H, K, V] with a row stride of its
-// own, on a device (the CPU entries take dense states).
 void require_pool_states(const Rwkv7Args& a, Rwkv7Problem& p) {
-  require(!p.device.is_cpu(), "ssm_state_indices", "addresses device states only (the CUDA recurrence)");
-  const TensorView& s = a.final_state;
-  require(!s.empty() && a.initial_state.data == s.data, "final_state",
-          "with ssm_state_indices must be initial_state (the pool's states, updated in place)");
-  if (s.dtype != DType::f32) throw DTypeError(std::string("final_state: expected float32, got ") + dtype_name(s.dtype));
-  require(s.ndim == 4 && s.shape[1] == p.H && s.shape[2] == p.K && s.shape[3] == p.V, "final_state",
-          "expected [slots, " + str(p.H) + ", " + str(p.K) + ", " + str(p.V) + "], got " + s.shape_str());
-  require(s.strides[3] == 1 && s.strides[2] == p.V && s.strides[1] == p.K * p.V && s.strides[0] >= p.H * p.K * p.V,
-          "final_state", "needs contiguous [H, K, V] rows, one pool row apart");
-  require(a.initial_state.ndim == 4 && a.initial_state.strides[0] == s.strides[0], "initial_state",
-          "must have final_state's shape and row stride");
-  p.h0 = a.initial_state.ptr<const float>();
-  p.ht = s.ptr<float>();
+  const ssm::PoolStates pool = ssm::require_pool_states(a.initial_state, a.final_state, "ssm_state_indices",
+                                                        p.device, {{p.H, "H"}, {p.K, "K"}, {p.V, "V"}});
+  p.h0 = pool.base;
+  p.ht = pool.base;
   p.state_indices = a.ssm_state_indices;
-  p.state_stride = s.strides[0];
+  p.state_stride = pool.row_stride;
 }
 
 }  // namespace

@@ -70,17 +70,30 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
   }
   p.seqs = make_sequence_spans(B, T, opts.cu_seqlens, opts.cu_seqlens_len);
   const int64_t N = p.seqs.count();
-  check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
-  check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
-  p.state_stride = p.D * p.S;  // dense states; make_conv_update_problem's pool rows set their own
+  if (opts.conv_state_indices) {
+    // Pool rows: checked here, then a dense [N, D, S] view of the same address stands in for the state checks (a
+    // device problem's states are never read on the host).
+    const ssm::PoolStates pool = ssm::require_pool_states(opts.initial_state, opts.final_state, "conv_state_indices",
+                                                          x.device, {{p.D, "D"}, {-1, "S"}});
+    TensorView dense = TensorView::contiguous(pool.base, DType::f32, {N, p.D, opts.final_state.shape[2]});
+    dense.device = x.device;
+    check_state(dense, "final_state", N, p.D, p.W, &p.S);
+    p.initial_state = p.final_state = pool.base;
+    p.state_indices = opts.conv_state_indices;
+    p.state_stride = pool.row_stride;
+  } else {
+    check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
+    check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
+    p.state_stride = p.D * p.S;  // dense states; make_conv_update_problem's pool rows set their own
+    p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
+    p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
+  }
   p.device = x.device;
   p.x = x.data;
   p.x_dtype = x.dtype;
   p.y = y.data;
   p.y_dtype = y.dtype;
   p.weight_in = weight;
-  p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
-  p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
   p.activation = opts.activation;
   if (!opts.bias.empty()) {
     require_float(opts.bias, "bias");
@@ -146,22 +159,15 @@ ConvProblem make_conv_update_problem(const TensorView& x, const TensorView& conv
   if (!conv_state_indices) return make_conv_problem(x, weight, y, opts);
   // Pool rows: checked here, then a dense [N, D, S] view of the same address stands in for make_conv_problem's
   // shape checks (a device problem's states are never read on the host).
-  require(!x.device.is_cpu(), "conv_state_indices", "addresses device states only (the CUDA decode step)");
   require(x.ndim == 3, "x", "expected [N, L, D], got " + x.shape_str());
-  if (conv_state.dtype != DType::f32)
-    throw DTypeError(std::string("conv_state: expected float32, got ") + dtype_name(conv_state.dtype));
-  const int64_t D = x.shape[2];
-  require(conv_state.ndim == 3 && conv_state.shape[1] == D, "conv_state",
-          "expected [slots, " + std::to_string(D) + ", S], got " + conv_state.shape_str());
-  const int64_t S = conv_state.shape[2];
-  require(conv_state.strides[2] == 1 && conv_state.strides[1] == S && conv_state.strides[0] >= D * S, "conv_state",
-          "needs contiguous [D, S] rows, one pool row apart");
-  TensorView dense = TensorView::contiguous(conv_state.data, DType::f32, {x.shape[0], D, S});
+  const ssm::PoolStates pool = ssm::require_pool_states(conv_state, conv_state, "conv_state_indices", x.device,
+                                                        {{x.shape[2], "D"}, {-1, "S"}}, "conv_state", "conv_state");
+  TensorView dense = TensorView::contiguous(pool.base, DType::f32, {x.shape[0], x.shape[2], conv_state.shape[2]});
   dense.device = conv_state.device;
   opts.initial_state = opts.final_state = dense;
   ConvProblem p = make_conv_problem(x, weight, y, opts);
   p.state_indices = conv_state_indices;
-  p.state_stride = conv_state.strides[0];
+  p.state_stride = pool.row_stride;
   return p;
 }
 

@@ -21,6 +21,11 @@ struct CausalConv1dOptions {
   ConvActivation activation = ConvActivation::none;
   const int32_t* cu_seqlens = nullptr;
   int64_t cu_seqlens_len = 0;
+  // States in a pool (as causal_conv1d_update's; GPU tensors only): initial_state and final_state are one
+  // [slots, D, S] f32 tensor with any row stride, sequence n starts from and leaves its state in row
+  // conv_state_indices[n] (int32 [N] in device memory), and a negative index is a pad (neither its slot nor its y
+  // rows are touched).
+  const int32_t* conv_state_indices = nullptr;
 };
 
 // Prefill. Runs where the tensors live (all on x's device): the CPU, or a GPU in a CUDA build

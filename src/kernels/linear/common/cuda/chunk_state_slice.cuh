@@ -29,6 +29,15 @@ __device__ __forceinline__ StateSlice state_slice(int Vp, int HV) {
   return {cta / HV, int(cta % HV), col0};
 }
 
+// Where sequence n's state starts in a chunked pass's states: row n of the dense [N, ...] block, or with pool
+// states (ssm_state_indices) its slot; -1 for a pad, whose passes return at once (they touch neither the pool nor
+// the outputs).
+__device__ __forceinline__ int64_t sequence_state_at(const int32_t* state_indices, int64_t n, int64_t state_stride) {
+  if (!state_indices) return n * state_stride;
+  const int32_t slot = state_indices[n];
+  return slot < 0 ? -1 : int64_t(slot) * state_stride;
+}
+
 // s <- the slice of the state at `state` (element (r, c) at r * row + c * col; rows < K, columns < V), or zeros
 // where there is none.
 __device__ __forceinline__ void load_state(StateRegs& s, const float* state, int64_t row, int64_t col, int K, int V,

@@ -51,6 +51,8 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   params.g_t = elem_of(p.g.dtype), params.beta_t = elem_of(p.beta.dtype), params.o_t = elem_of(p.o.dtype);
   params.initial_state = p.initial_state;
   params.final_state = p.final_state;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
   params.n_chunks = NC;
   params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
   params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));

@@ -33,6 +33,10 @@ struct Params {
   Elem q_t, k_t, v_t, g_t, beta_t, o_t;
   const float* initial_state;  // [N, HV, K, V]; null: zeros
   float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  // Pool states (ssm_state_indices): sequence n's state is row state_indices[n], state_stride floats apart;
+  // a negative row is a pad whose chunks touch nothing. Null: row n of the dense states (stride HV K V).
+  const int32_t* state_indices;
+  int64_t state_stride;
   const ChunkDesc* chunks;     // [n_chunks]
   const int32_t* seq_chunks;   // [N + 1]: sequence n owns chunks [seq_chunks[n], seq_chunks[n + 1])
   // Scratch, per (chunk, value head) unless said otherwise; bf16 held as raw bits so this header needs no CUDA.

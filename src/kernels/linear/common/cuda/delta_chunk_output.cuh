@@ -41,6 +41,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
   const int hv = int(c_hv % p.HV);
   const ChunkDesc ch = p.chunks[c_hv / p.HV];
   const int h = hv / p.group, len = ch.len;
+  if (p.state_indices && p.state_indices[ch.seq] < 0) return;  // a pad's chunk: its state pass stored no h
 
   copy_rows(sH, ldv, p.h + c_hv * h_elems(p.Kp, p.Vp), p.Kp, p.Vp);
   copy_rows(sVn, ldv, values + c_hv * u_elems(C, p.Vp), C, p.Vp);

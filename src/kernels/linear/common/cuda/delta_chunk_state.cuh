@@ -8,7 +8,7 @@
 // Everything a chunk reads comes by cp.async, issued a chunk ahead (W and U double-buffered; Kd once the previous
 // chunk's update has read it), so the chain from chunk to chunk is shared-memory and tensor-core work only. The
 // state is read once before the first chunk and written once after the last (in place is fine: no other CTA
-// touches this slice).
+// touches this slice); with pool states that read and write are the sequence's slot, and a pad's CTA returns.
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/chunk_state_slice.cuh"
@@ -32,8 +32,10 @@ __device__ __forceinline__ void delta_chunk_state(const Params& p, unsigned char
   const int64_t n = slice.n;
   const int hv = slice.hv, col0 = slice.col0;
 
+  const int64_t row = sequence_state_at(p.state_indices, n, p.state_stride);
+  if (row < 0) return;  // a pad: the output pass skips its chunks too
   StateRegs s;
-  const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V;
+  const int64_t state_at = row + hv * int64_t(p.K) * p.V;
   load_state(s, p.initial_state ? p.initial_state + state_at : nullptr, p.V, 1, p.K, p.V, col0, warp, lane);
 
   const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];

@@ -62,6 +62,8 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   params.g_gamma = p.g_gamma && !p.g_gamma_device.is_cpu() ? p.g_gamma : nullptr;
   params.initial_state = p.initial_state;
   params.final_state = p.final_state;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
   params.n_chunks = NC;
   params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
   params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));

@@ -41,6 +41,10 @@ struct Params {
   const float* g_gamma;        // [HV] on the device: constant log decay added to a scalar gate; null: none
   const float* initial_state;  // [N, HV, K, V]; null: zeros
   float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
+  // Pool states (ssm_state_indices): sequence n's state is row state_indices[n], state_stride floats apart;
+  // a negative row is a pad whose chunks touch nothing. Null: row n of the dense states (stride HV K V).
+  const int32_t* state_indices;
+  int64_t state_stride;
   // Element (key row r, value column c) of a state sits at r * state_row + c * state_col: (V, 1) for the
   // gated-linear family's [K, V] states, (1, K) for Mamba-2's [P, N] ones (K = N, V = P).
   int64_t state_row, state_col;

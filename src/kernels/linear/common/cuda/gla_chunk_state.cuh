@@ -25,8 +25,10 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
   const int64_t n = slice.n;
   const int hv = slice.hv, col0 = slice.col0;
 
+  const int64_t row = sequence_state_at(p.state_indices, n, p.state_stride);
+  if (row < 0) return;  // a pad: the output pass skips its chunks too
   StateRegs s;
-  const int64_t state_at = (n * p.HV + hv) * int64_t(p.K) * p.V;
+  const int64_t state_at = row + hv * int64_t(p.K) * p.V;
   load_state(s, p.initial_state ? p.initial_state + state_at : nullptr, p.state_row, p.state_col, p.K, p.V, col0,
              warp, lane);
 

@@ -14,6 +14,7 @@ using cuda_delta_chunk::acc_row;
 using cuda_delta_chunk::Bf16;
 using cuda_delta_chunk::copy_rows;
 using cuda_delta_chunk::decay_and_add;
+using cuda_delta_chunk::sequence_state_at;
 using cuda_delta_chunk::load_a_trans;
 using cuda_delta_chunk::load_b_kn;
 using cuda_delta_chunk::load_state;

@@ -54,6 +54,7 @@ cuda_gla_chunk::ChunkLaunch plan_mamba2_chunk(const Mamba2Problem& p) {
   g.gate = GateKind::scalar;  // no g: the prep forms A dt' from ssd
   g.scale = 1.f;
   g.initial_state = p.h0, g.final_state = p.ht;
+  g.state_indices = p.state_indices, g.state_stride = p.state_stride;  // pool slots: [H, P, N] rows, stride apart
   g.o = p.y, g.o_dtype = p.y_dtype;
   g.chunk_size = p.chunk_size;
 

@@ -54,6 +54,8 @@ PrefillLaunch plan_conv_prefill(const ConvProblem& p) {
   params.x_t = elem_of(p.x_dtype), params.weight_t = elem_of(p.weight_in.dtype);
   params.bias_t = elem_of(p.bias_in.dtype), params.y_t = elem_of(p.y_dtype);
   params.initial_state = p.initial_state, params.final_state = p.final_state;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_indices ? p.state_stride : p.D * p.S;
   params.N = N, params.D = p.D;
   params.W = int(p.W), params.S = int(p.S);
   params.channel_blocks = int(channel_blocks(p));

@@ -26,6 +26,10 @@ struct Params {
   Elem x_t, weight_t, bias_t, y_t;
   const float* initial_state;  // [N, D, S]; null: zeros before each sequence
   float* final_state;          // [N, D, S]; null: not written; may be initial_state
+  // Pool states (conv_state_indices): sequence n's [D, S] state is row state_indices[n], state_stride floats
+  // apart; a negative row is a pad whose threads touch nothing. Null: row n of the dense states (stride D S).
+  const int32_t* state_indices;
+  int64_t state_stride;
   // N + 1 token rows (sequence n is rows [seq_offsets[n], seq_offsets[n + 1])), then per tile of up to
   // kTileTokens tokens of one sequence: (sequence, first row); see tiles_of.
   const int64_t* seq_offsets;
