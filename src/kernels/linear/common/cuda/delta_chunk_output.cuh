@@ -21,9 +21,11 @@ struct AsComputed {
 // carry the same fields: `values` are the bf16 [C x Vp] rows per (chunk, value head) the scores multiply (v_new
 // here, V there), `phi` maps each q and k element as it is staged (identity here, the feature map there), `out`
 // maps each f32 output element (token row, value head, column, value) as it is stored (Mamba-2's skip and gate).
+// `scores`, where given, are Q K^T's f32 [C x C] per (chunk, key head), formed once for the key head's group
+// (gla_chunk_keys.cuh; blocks on and below the diagonal): K is then not staged and the first product skipped.
 template <int C, class P, class Map, class Out = AsComputed>
-__device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values, bool l2norm, const Map& phi,
-                                             unsigned char* smem, const Out& out = {}) {
+__device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values, const float* scores, bool l2norm,
+                                             const Map& phi, unsigned char* smem, const Out& out = {}) {
   constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
   const OutputSmem L(C, p.Kp, p.Vp, channel);
@@ -55,7 +57,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
   }
   const int64_t qk_first = (ch.row * p.H + h) * p.K, qk_stride = int64_t(p.H) * p.K;
   stage_rows(sQ, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, p.scale, One{}, phi);
-  stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, 1.f, One{}, phi);
+  if (!scores) stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, 1.f, One{}, phi);
   sm80::sync_threads();
 
   if (channel) {
@@ -65,7 +67,14 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
                [&](int i, int c) { return expf(sG[i * p.Kp + c]); }, phi);
   }
   // P, lower blocks only: the second product stops at each row block's diagonal.
-  for (int task = warp; task < (channel ? 0 : kBlocks * kBlocks); task += kWarps) {
+  if (scores) {
+    const float* S = scores + (c_hv / p.HV * p.H + h) * int64_t(C) * C;
+    for (int e = tid; e < C * C; e += kThreads) {
+      const int i = e / C, j = e % C;
+      if (j / 16 <= i / 16) sP[i * ldc + j] = __float2bfloat16_rn(j <= i ? S[e] * expf(sG[i] - sG[j]) : 0.f);
+    }
+  }
+  for (int task = warp; task < (channel || scores ? 0 : kBlocks * kBlocks); task += kWarps) {
     const int rb = task / kBlocks, cb = task % kBlocks;
     if (cb > rb) continue;
     float acc[2][4];
@@ -125,7 +134,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
 
 template <int C>
 __device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned char* smem) {
-  chunk_output<C>(p, p.vnew, p.l2norm, Identity{}, smem);
+  chunk_output<C>(p, p.vnew, /*scores=*/nullptr, p.l2norm, Identity{}, smem);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk
