@@ -17,14 +17,25 @@ struct AsComputed {
   __device__ __forceinline__ float operator()(int64_t /*row*/, int /*hv*/, int /*col*/, float o) const { return o; }
 };
 
+// chunk_output's values from scratch: the bf16 [C x Vp] rows per (chunk, value head) an earlier kernel wrote,
+// brought by cp.async (committed and waited for with h).
+struct ScratchValues {
+  const uint16_t* rows;
+  int Vp;
+  __device__ __forceinline__ void operator()(Bf16* dst, int ld, int64_t c_hv, int C, const ChunkDesc& /*ch*/,
+                                             int /*hv*/) const {
+    copy_rows(dst, ld, rows + c_hv * u_elems(C, Vp), C, Vp);
+  }
+};
+
 // The body, shared with the gated linear recurrence's output kernel (gla_chunk_output.cuh), whose parameters
-// carry the same fields: `values` are the bf16 [C x Vp] rows per (chunk, value head) the scores multiply (v_new
-// here, V there), `phi` maps each q and k element as it is staged (identity here, the feature map there), `out`
+// carry the same fields: `values` stages the bf16 [C x Vp] rows the scores multiply (v_new from scratch here, V
+// there) into a tile (dst, ld) for (chunk c_hv / HV, value head hv) before the first barrier, `phi` maps each q and k element as it is staged (identity here, the feature map there), `out`
 // maps each f32 output element (token row, value head, column, value) as it is stored (Mamba-2's skip and gate).
 // `scores`, where given, are Q K^T's f32 [C x C] per (chunk, key head), formed once for the key head's group
 // (gla_chunk_keys.cuh; blocks on and below the diagonal): K is then not staged and the first product skipped.
-template <int C, class P, class Map, class Out = AsComputed>
-__device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values, const float* scores, bool l2norm,
+template <int C, class P, class Values, class Map, class Out = AsComputed>
+__device__ __forceinline__ void chunk_output(const P& p, const Values& values, const float* scores, bool l2norm,
                                              const Map& phi, unsigned char* smem, const Out& out = {}) {
   constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
@@ -45,7 +56,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
   const int h = hv / p.group, len = ch.len;
 
   copy_rows(sH, ldv, p.h + c_hv * h_elems(p.Kp, p.Vp), p.Kp, p.Vp);
-  copy_rows(sVn, ldv, values + c_hv * u_elems(C, p.Vp), C, p.Vp);
+  values(sVn, ldv, c_hv, C, ch, hv);
   sm80::cp_async_commit();
   if (channel) {
     for (int e = tid; e < C * p.Kp; e += kThreads) {
@@ -134,7 +145,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
 
 template <int C>
 __device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned char* smem) {
-  chunk_output<C>(p, p.vnew, /*scores=*/nullptr, p.l2norm, Identity{}, smem);
+  chunk_output<C>(p, ScratchValues{p.vnew, p.Vp}, /*scores=*/nullptr, p.l2norm, Identity{}, smem);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

@@ -55,8 +55,9 @@ struct Params {
   bool shared_keys;
   uint16_t* kd;      // [C, Kp]: phi(K) exp(G_last - G), the keys decayed to the chunk's end (shared_keys: phi(K));
                      // rows past it zero
-  uint16_t* vb;      // [C, Vp]: V in bf16, rows past the chunk zero
-  uint16_t* vd;      // [C, Vp] (shared_keys only): V exp(G_last - G), the values decayed to the chunk's end
+  uint16_t* vb;      // [C, Vp] (without shared_keys): V in bf16, rows past the chunk zero
+  uint16_t* vd;      // [C, Vp] (shared_keys only): V exp(G_last - G), the values decayed to the chunk's end (the
+                     // output kernel stages V from the inputs then)
   float* scores;     // [C, C] per (chunk, key head) (shared_keys only): phi(Q) scale phi(K)^T, the 16 x 16 blocks
                      // on and below the diagonal (the others unwritten)
   float* decay;  // [Kp]: exp(G_last), the state rows' decay across the chunk (1 without a gate)

@@ -29,14 +29,40 @@ struct SsdEpilogue {
   }
 };
 
-template <int C>
-__device__ __forceinline__ void gla_chunk_output(const Params& p, unsigned char* smem) {
+// V staged from the inputs (dt' v for the SSD, as the prep forms it), a warp per row: with shared_keys the prep
+// keeps only the decayed values for the state pass, and reading v here costs no more than reading its bf16 copy.
+struct InputValues {
+  const Params& p;
+  __device__ __forceinline__ void operator()(Bf16* dst, int ld, int64_t /*c_hv*/, int C, const ChunkDesc& ch,
+                                             int hv) const {
+    const int lane = sm80::thread_index() % 32, warp = sm80::thread_index() / 32;
+    const int64_t first = (ch.row * p.HV + hv) * p.V, stride = int64_t(p.HV) * p.V;
+    for (int i = warp; i < C; i += kWarps) {
+      const bool in = i < ch.len;
+      const float dt = in && p.ssd.dt ? ssd_step(p.ssd, (ch.row + i) * p.HV + hv, hv) : 1.f;
+      for (int col = lane; col < p.Vp; col += 32)
+        dst[i * ld + col] = __float2bfloat16_rn(
+            in && col < p.V ? cuda_linear::load_elem(p.v, p.v_t, first + i * stride + col) * dt : 0.f);
+    }
+  }
+};
+
+template <int C, class Values>
+__device__ __forceinline__ void gla_chunk_output(const Params& p, const Values& values, unsigned char* smem) {
   const float* scores = p.shared_keys ? p.scores : nullptr;
   const FeatureMapFn phi{p.feature_map};
   if (p.ssd.dt)
-    cuda_delta_chunk::chunk_output<C>(p, p.vb, scores, /*l2norm=*/false, phi, smem, SsdEpilogue{p});
+    cuda_delta_chunk::chunk_output<C>(p, values, scores, /*l2norm=*/false, phi, smem, SsdEpilogue{p});
   else
-    cuda_delta_chunk::chunk_output<C>(p, p.vb, scores, /*l2norm=*/false, phi, smem);
+    cuda_delta_chunk::chunk_output<C>(p, values, scores, /*l2norm=*/false, phi, smem);
+}
+
+template <int C>
+__device__ __forceinline__ void gla_chunk_output(const Params& p, unsigned char* smem) {
+  if (p.shared_keys)
+    gla_chunk_output<C>(p, InputValues{p}, smem);
+  else
+    gla_chunk_output<C>(p, cuda_delta_chunk::ScratchValues{p.vb, p.Vp}, smem);
 }
 
 }  // namespace attnzoo::cuda_gla_chunk
