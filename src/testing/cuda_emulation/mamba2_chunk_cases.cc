@@ -215,6 +215,8 @@ TEST(EmulatedMamba2Chunk, PlansGroupsAsKeyHeadsAndStatesTransposed) {
   EXPECT_FALSE(per_head.params.shared_keys);
   EXPECT_EQ(per_head.keys_grid, 0u);
   EXPECT_LT(per_head.scratch_bytes, l.scratch_bytes);  // no scores, no decayed values
+  EXPECT_EQ(l.output_smem, OutputSmem(32, 32, 64, false, /*keys=*/false).bytes);  // K not staged
+  EXPECT_LT(l.output_smem, per_head.output_smem);
 }
 
 // What the chunked kernels cannot stage is refused naming the argument; the device branch sends N or P > 128 to

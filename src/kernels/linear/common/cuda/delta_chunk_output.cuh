@@ -39,7 +39,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const Values& values, c
                                              const Map& phi, unsigned char* smem, const Out& out = {}) {
   constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
-  const OutputSmem L(C, p.Kp, p.Vp, channel);
+  const OutputSmem L(C, p.Kp, p.Vp, channel, /*keys=*/!scores);
   Bf16* sQ = reinterpret_cast<Bf16*>(smem + L.q);
   Bf16* sK = reinterpret_cast<Bf16*>(smem + L.k);
   Bf16* sP = reinterpret_cast<Bf16*>(smem + L.p);

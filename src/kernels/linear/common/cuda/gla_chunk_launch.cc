@@ -82,7 +82,7 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   l.prep_smem = prep_smem_bytes(C, params.Kp, params.channel, ssd.dt != nullptr);
   l.keys_smem = shared ? keys_smem_bytes(C, params.Kp) : 0;
   l.state_smem = StateSmem(C, params.Kp).bytes;
-  l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel).bytes;
+  l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel, /*keys=*/!shared).bytes;
 
   // One allocation: the metadata first (uploaded), then the scratch.
   ScratchLayout at;
