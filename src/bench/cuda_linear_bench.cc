@@ -363,8 +363,10 @@ double chunk_prefill_tokens(const LinearCase& c) { return double(c["B"]) * doubl
 double chunk_prefill_flops(const LinearCase& c) {
   const double C = double(kChunk);
   if (c.kernel == "mamba2") {
+    // Per chunk and group the causal half of C B^T (the kernels form it once per group, not per head), per chunk
+    // and head C h, the causal half of the intra-chunk product and the state update.
     const double H = double(c["H"]), P = double(c["P"]), N = double(c["N"]), G = double(c["G"]);
-    return chunk_prefill_tokens(c) * 2.0 * (G * C * N + H * (2 * N * P + C * P / 2));
+    return chunk_prefill_tokens(c) * 2.0 * (G * C * N / 2 + H * (2 * N * P + C * P / 2));
   }
   const double H = double(c["H"]), K = double(c["K"]), V = double(c["V"]);
   // The gated-linear recurrence per token: causal halves of Q K^T and P V, then Q h and the state update.

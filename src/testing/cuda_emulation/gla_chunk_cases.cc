@@ -1,11 +1,11 @@
-// The CUDA chunked gated linear recurrence (gla_chunk_{prep,state,output}.cuh, launched as gla_chunk_launch
+// The CUDA chunked gated linear recurrence (gla_chunk_{prep,keys,state,output}.cuh, launched as gla_chunk_launch
 // plans it) under the CTA emulator against the double reference and the CPU chunked kernels (its CPU twin):
 // linear attention (each feature map), retention (host g_gamma), simple GLA with g, a device g_gamma or both,
 // GLA's per-channel decays; ragged packed sequences with one-token, empty and chunk-unaligned ones, padded
-// batches, HV = 2H, K != V off the 16 / 32 tiles and K = V = 128, chunk sizes 16, 32 and 64, f32 / bf16 / f16 in
-// and out, log decays near -20, mixed and mild ones, zero, separate and in-place states. Outputs, separate final
-// states and the whole scratch start as NaN bytes, so an element a kernel forgets (or reads before it is written)
-// fails.
+// batches, HV = 2H (with per-head decays: the keys kernel's shared keys and scores), K != V off the 16 / 32 tiles
+// and K = V = 128, chunk sizes 16, 32 and 64, f32 / bf16 / f16 in and out, log decays near -20, mixed and mild
+// ones, zero, separate and in-place states. Outputs, separate final states and the whole scratch start as NaN
+// bytes, so an element a kernel forgets (or reads before it is written) fails.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -210,7 +210,8 @@ TEST(EmulatedGlaChunk, RefusesWhatItCannotRun) {
   }
 }
 
-// The plan: chunks never cross sequences, empty sequences own none, a host g_gamma travels with the metadata.
+// The plan: chunks never cross sequences, empty sequences own none, a host g_gamma travels with the metadata,
+// value heads sharing a key head share its keys kernel.
 TEST(EmulatedGlaChunk, PlansChunksPerSequence) {
   GlaDeviceCase c = shape(1, 100, 1, 2, 40, 48, 32);
   c.family = GlaFamily::retention;
@@ -234,6 +235,9 @@ TEST(EmulatedGlaChunk, PlansChunksPerSequence) {
   EXPECT_EQ(l.params.Vp, 64);
   EXPECT_EQ(l.prep_grid, 10u);
   EXPECT_EQ(l.state_grid, 4u * 2 * 2);
+  // A per-head decay with two value heads per key head: the key head's K and Q K^T once per chunk.
+  EXPECT_TRUE(l.params.shared_keys);
+  EXPECT_EQ(l.keys_grid, 5u);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
-// Mamba-2's chunked SSD on the gated linear recurrence's CUDA chunked kernels (gla_chunk_{prep,state,output}.cuh
-// on the plan mamba2_chunk_launch makes) under the CTA emulator, against the double reference and the CPU
-// chunked form (its CPU twin): ragged packed sequences with one-token, empty and chunk-unaligned ones, padded
-// batches, one group and several (heads sharing B / C), Mamba-2 2.7B's head (P = 64, N = 128), chunk sizes 16,
-// 32 and 64, f32 / bf16 / f16 in and out, strong and mild A dt, D per head and per channel, with and without z,
-// softplus and the dt limits, zero, separate and in-place states. Outputs, separate final states and the whole
-// scratch start as NaN bytes, so an element a kernel forgets (or reads before it is written) fails.
+// Mamba-2's chunked SSD on the gated linear recurrence's CUDA chunked kernels
+// (gla_chunk_{prep,keys,state,output}.cuh on the plan mamba2_chunk_launch makes) under the CTA emulator, against
+// the double reference and the CPU chunked form (its CPU twin): ragged packed sequences with one-token, empty and
+// chunk-unaligned ones, padded batches, one group and several (heads sharing B / C, formed once per group by the
+// keys kernel; 1, 2 and 8 groups), Mamba-2 2.7B's head (P = 64, N = 128), chunk sizes 16, 32 and 64, f32 / bf16 /
+// f16 in and out, strong and mild A dt, D per head and per channel, with and without z, softplus and the dt
+// limits, zero, separate and in-place states. Outputs, separate final states and the whole scratch start as NaN
+// bytes, so an element a kernel forgets (or reads before it is written) fails.
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,6 +102,24 @@ TEST(EmulatedMamba2Chunk, MatchesModelShapes) {
   check(c, true, 101);
 }
 
+// B / C shared by the heads of a group: the keys kernel forms B and C B^T once per (chunk, group) and every head
+// of the group reads them. One group of 4 heads, 2 of 3, 8 of 2 (Nemotron-H-like), and 8 groups of one head each
+// (the per-head path), on ragged packed sequences ending mid-chunk and a padded batch.
+TEST(EmulatedMamba2Chunk, MatchesGroupsSharingBC) {
+  SsdCase c = ssd_shape(1, 133, 4, 32, 1, 64, 32);
+  c.cu = {0, 5, 70, 70, 133};
+  check(c, true, 700);
+  c = ssd_shape(2, 77, 6, 64, 2, 128);
+  c.dtype = c.out_dtype = DType::bf16;
+  check(c, false, 701);
+  c = ssd_shape(1, 100, 16, 16, 8, 32, 16);
+  c.cu = {0, 1, 40, 100};
+  c.D_per_channel = true;
+  check(c, false, 702);
+  c.H = 8;
+  check(c, true, 703);
+}
+
 // Packed sequences of 1, 37, 0, 79 and 33 tokens (the empty one's final state is its initial state; the others
 // end mid-chunk at every chunk size), then a padded batch, at each chunk size.
 TEST(EmulatedMamba2Chunk, MatchesRaggedPackedSequences) {
@@ -184,6 +204,19 @@ TEST(EmulatedMamba2Chunk, PlansGroupsAsKeyHeadsAndStatesTransposed) {
   EXPECT_EQ(l.prep_grid, 4u * 6);
   EXPECT_EQ(l.state_grid, 6u * 2);  // P = 40: two 32-column slices
   EXPECT_EQ(l.prep_smem, size_t(2 * 32 * 4));
+  // Two heads per group: B and C B^T once per (chunk, group).
+  EXPECT_TRUE(l.params.shared_keys);
+  EXPECT_EQ(l.keys_grid, 4u * 3);
+  EXPECT_EQ(l.keys_smem, keys_smem_bytes(32, 32));
+  // One head per group: nothing to share, each head forms its own.
+  HostTensor Bh(DType::f32, {1, 100, 6, 24}, 4);
+  a.B = a.C = Bh.view;
+  const ChunkLaunch per_head = cuda_mamba2::plan_mamba2_chunk(make_mamba2_problem(a));
+  EXPECT_FALSE(per_head.params.shared_keys);
+  EXPECT_EQ(per_head.keys_grid, 0u);
+  EXPECT_LT(per_head.scratch_bytes, l.scratch_bytes);  // no scores, no decayed values
+  EXPECT_EQ(l.output_smem, OutputSmem(32, 32, 64, false, /*keys=*/false).bytes);  // K not staged
+  EXPECT_LT(l.output_smem, per_head.output_smem);
 }
 
 // What the chunked kernels cannot stage is refused naming the argument; the device branch sends N or P > 128 to

@@ -91,12 +91,14 @@ struct StateSmem {
         bytes(align16(G + size_t(Kp) * 4)) {}
 };
 
-struct OutputSmem {  // per (chunk, value head): Q, K, the masked scores, h and v_new
+// Per (chunk, value head): Q, K, the masked scores, h and v_new. Without `keys` (the gated-linear output kernel
+// given its key head's scores formed, gla_chunk_keys.cuh) K takes no room.
+struct OutputSmem {
   size_t q, k, p, h, vn, G, left, right, bytes;
-  constexpr OutputSmem(int C, int Kp, int Vp, bool channel)
+  constexpr OutputSmem(int C, int Kp, int Vp, bool channel, bool keys = true)
       : q(0),
         k(align16(q + size_t(C) * pitch(Kp) * 2)),
-        p(align16(k + size_t(C) * pitch(Kp) * 2)),
+        p(align16(k + (keys ? size_t(C) * pitch(Kp) * 2 : 0))),
         h(align16(p + size_t(C) * pitch(C) * 2)),
         vn(align16(h + size_t(Kp) * pitch(Vp) * 2)),
         G(align16(vn + size_t(C) * pitch(Vp) * 2)),

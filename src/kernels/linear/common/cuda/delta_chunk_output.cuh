@@ -17,16 +17,29 @@ struct AsComputed {
   __device__ __forceinline__ float operator()(int64_t /*row*/, int /*hv*/, int /*col*/, float o) const { return o; }
 };
 
+// chunk_output's values from scratch: the bf16 [C x Vp] rows per (chunk, value head) an earlier kernel wrote,
+// brought by cp.async (committed and waited for with h).
+struct ScratchValues {
+  const uint16_t* rows;
+  int Vp;
+  __device__ __forceinline__ void operator()(Bf16* dst, int ld, int64_t c_hv, int C, const ChunkDesc& /*ch*/,
+                                             int /*hv*/) const {
+    copy_rows(dst, ld, rows + c_hv * u_elems(C, Vp), C, Vp);
+  }
+};
+
 // The body, shared with the gated linear recurrence's output kernel (gla_chunk_output.cuh), whose parameters
-// carry the same fields: `values` are the bf16 [C x Vp] rows per (chunk, value head) the scores multiply (v_new
-// here, V there), `phi` maps each q and k element as it is staged (identity here, the feature map there), `out`
+// carry the same fields: `values` stages the bf16 [C x Vp] rows the scores multiply (v_new from scratch here, V
+// there) into a tile (dst, ld) for (chunk c_hv / HV, value head hv) before the first barrier, `phi` maps each q and k element as it is staged (identity here, the feature map there), `out`
 // maps each f32 output element (token row, value head, column, value) as it is stored (Mamba-2's skip and gate).
-template <int C, class P, class Map, class Out = AsComputed>
-__device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values, bool l2norm, const Map& phi,
-                                             unsigned char* smem, const Out& out = {}) {
+// `scores`, where given, are Q K^T's f32 [C x C] per (chunk, key head), formed once for the key head's group
+// (gla_chunk_keys.cuh; blocks on and below the diagonal): K is then not staged and the first product skipped.
+template <int C, class P, class Values, class Map, class Out = AsComputed>
+__device__ __forceinline__ void chunk_output(const P& p, const Values& values, const float* scores, bool l2norm,
+                                             const Map& phi, unsigned char* smem, const Out& out = {}) {
   constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
-  const OutputSmem L(C, p.Kp, p.Vp, channel);
+  const OutputSmem L(C, p.Kp, p.Vp, channel, /*keys=*/!scores);
   Bf16* sQ = reinterpret_cast<Bf16*>(smem + L.q);
   Bf16* sK = reinterpret_cast<Bf16*>(smem + L.k);
   Bf16* sP = reinterpret_cast<Bf16*>(smem + L.p);
@@ -44,7 +57,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
   if (p.state_indices && p.state_indices[ch.seq] < 0) return;  // a pad's chunk: its state pass stored no h
 
   copy_rows(sH, ldv, p.h + c_hv * h_elems(p.Kp, p.Vp), p.Kp, p.Vp);
-  copy_rows(sVn, ldv, values + c_hv * u_elems(C, p.Vp), C, p.Vp);
+  values(sVn, ldv, c_hv, C, ch, hv);
   sm80::cp_async_commit();
   if (channel) {
     for (int e = tid; e < C * p.Kp; e += kThreads) {
@@ -56,7 +69,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
   }
   const int64_t qk_first = (ch.row * p.H + h) * p.K, qk_stride = int64_t(p.H) * p.K;
   stage_rows(sQ, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, p.scale, One{}, phi);
-  stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, 1.f, One{}, phi);
+  if (!scores) stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, 1.f, One{}, phi);
   sm80::sync_threads();
 
   if (channel) {
@@ -66,7 +79,14 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
                [&](int i, int c) { return expf(sG[i * p.Kp + c]); }, phi);
   }
   // P, lower blocks only: the second product stops at each row block's diagonal.
-  for (int task = warp; task < (channel ? 0 : kBlocks * kBlocks); task += kWarps) {
+  if (scores) {
+    const float* S = scores + (c_hv / p.HV * p.H + h) * int64_t(C) * C;
+    for (int e = tid; e < C * C; e += kThreads) {
+      const int i = e / C, j = e % C;
+      if (j / 16 <= i / 16) sP[i * ldc + j] = __float2bfloat16_rn(j <= i ? S[e] * expf(sG[i] - sG[j]) : 0.f);
+    }
+  }
+  for (int task = warp; task < (channel || scores ? 0 : kBlocks * kBlocks); task += kWarps) {
     const int rb = task / kBlocks, cb = task % kBlocks;
     if (cb > rb) continue;
     float acc[2][4];
@@ -126,7 +146,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const uint16_t* values,
 
 template <int C>
 __device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned char* smem) {
-  chunk_output<C>(p, p.vnew, p.l2norm, Identity{}, smem);
+  chunk_output<C>(p, ScratchValues{p.vnew, p.Vp}, /*scores=*/nullptr, p.l2norm, Identity{}, smem);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

@@ -1,5 +1,5 @@
 // The CUDA chunked gated linear recurrence's launch: one stream-ordered allocation for the metadata and the
-// scratch, then the three kernels per chunk size. What it refuses and every size are decided in
+// scratch, then the kernels per chunk size (three, or four with the keys kernel of shared_keys plans). What it refuses and every size are decided in
 // gla_chunk_launch.cc.
 #include <cuda_runtime.h>
 
@@ -11,6 +11,7 @@
 #include "kernels/linear/common/cuda/chunk_pass_launch.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/cuda/gla_chunk_launch.h"
+#include "kernels/linear/common/cuda/gla_chunk_keys.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_output.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_prep.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_state.cuh"
@@ -22,6 +23,11 @@ template <int C>
 __global__ void __launch_bounds__(kThreads) gla_chunk_prep_kernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
   gla_chunk_prep<C>(p, reinterpret_cast<float*>(smem));
+}
+template <int C>
+__global__ void __launch_bounds__(kThreads) gla_chunk_keys_kernel(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  gla_chunk_keys<C>(p, smem);
 }
 template <int C>
 __global__ void __launch_bounds__(kThreads) gla_chunk_state_kernel(const Params p) {
@@ -41,6 +47,7 @@ using cuda_delta_chunk::launch_pass;
 template <int C>
 void run(const ChunkLaunch& l, cudaStream_t stream) {
   launch_pass(gla_chunk_prep_kernel<C>, l.prep_grid, l.prep_smem, stream, l.params, "gla_chunk_prep launch");
+  launch_pass(gla_chunk_keys_kernel<C>, l.keys_grid, l.keys_smem, stream, l.params, "gla_chunk_keys launch");
   launch_pass(gla_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "gla_chunk_state launch");
   launch_pass(gla_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params, "gla_chunk_output launch");
 }
@@ -52,7 +59,7 @@ void run_gla_chunk_plan(cuda_gla_chunk::ChunkLaunch plan, Stream stream, const c
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   const int optin = cuda_delta_chunk::shared_memory_optin();
-  const size_t smem = std::max({plan.prep_smem, plan.state_smem, plan.output_smem});
+  const size_t smem = std::max({plan.prep_smem, plan.keys_smem, plan.state_smem, plan.output_smem});
   require(smem <= size_t(optin), arg, [&] {
     return "keys of " + std::to_string(plan.params.K) + " and values of " + std::to_string(plan.params.V) +
            " with chunk_size " + std::to_string(plan.C) + " need " + std::to_string(smem) +

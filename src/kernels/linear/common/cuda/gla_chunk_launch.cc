@@ -73,23 +73,30 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   params.channel = p.gate == GateKind::channel;
   params.ssd = ssd;
   params.state_row = p.V, params.state_col = 1;
+  // Sharing pays where a key head serves several value heads; with one it would only add the scores' round trip.
+  params.shared_keys = !params.channel && params.group > 1;
+  const bool shared = params.shared_keys;
 
   l.prep_grid = unsigned(NC * p.HV);
   l.output_grid = l.prep_grid;
+  l.keys_grid = shared ? unsigned(NC * p.H) : 0;
   l.state_grid = unsigned(N * p.HV * (params.Vp / kStateCols));
   l.prep_smem = prep_smem_bytes(C, params.Kp, params.channel, ssd.dt != nullptr);
+  l.keys_smem = shared ? keys_smem_bytes(C, params.Kp) : 0;
   l.state_smem = StateSmem(C, params.Kp).bytes;
-  l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel).bytes;
+  l.output_smem = OutputSmem(C, params.Kp, params.Vp, params.channel, /*keys=*/!shared).bytes;
 
   // One allocation: the metadata first (uploaded), then the scratch.
   ScratchLayout at;
-  const size_t per = size_t(NC * p.HV);
+  const size_t per = size_t(NC * p.HV), per_key = size_t(NC * (shared ? p.H : p.HV));
   l.chunks_at = at.take(l.chunks.size() * sizeof(ChunkDesc));
   l.seq_chunks_at = at.take(l.seq_chunks.size() * sizeof(int32_t));
   l.gamma_at = at.take(l.gamma.size() * sizeof(float));
   l.metadata_bytes = at.end;
-  l.kd_at = at.take(per * size_t(kd_elems(C, params.Kp)) * 2);
-  l.vb_at = at.take(per * size_t(v_elems(C, params.Vp)) * 2);
+  l.kd_at = at.take(per_key * size_t(kd_elems(C, params.Kp)) * 2);
+  l.vb_at = at.take(shared ? 0 : per * size_t(v_elems(C, params.Vp)) * 2);
+  l.vd_at = at.take(shared ? per * size_t(v_elems(C, params.Vp)) * 2 : 0);
+  l.scores_at = at.take(shared ? per_key * size_t(C) * C * 4 : 0);
   l.decay_at = at.take(per * size_t(params.Kp) * 4);
   l.h_at = at.take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
   l.G_at = at.take(p.gate == GateKind::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
@@ -110,7 +117,9 @@ void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
   if (!l.gamma.empty()) params.g_gamma = reinterpret_cast<const float*>(base + l.gamma_at);
   params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
-  params.vb = reinterpret_cast<uint16_t*>(base + l.vb_at);
+  params.vb = params.shared_keys ? nullptr : reinterpret_cast<uint16_t*>(base + l.vb_at);
+  params.vd = params.shared_keys ? reinterpret_cast<uint16_t*>(base + l.vd_at) : nullptr;
+  params.scores = params.shared_keys ? reinterpret_cast<float*>(base + l.scores_at) : nullptr;
   params.decay = reinterpret_cast<float*>(base + l.decay_at);
   params.h = reinterpret_cast<uint16_t*>(base + l.h_at);
   const bool decays = params.g || params.g_gamma || params.ssd.dt;

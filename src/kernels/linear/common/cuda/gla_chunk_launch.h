@@ -51,8 +51,19 @@ struct Params {
   const ChunkDesc* chunks;     // [n_chunks]
   const int32_t* seq_chunks;   // [N + 1]: sequence n owns chunks [seq_chunks[n], seq_chunks[n + 1])
   // Scratch per (chunk, value head); bf16 held as raw bits so this header needs no CUDA.
-  uint16_t* kd;  // [C, Kp]: phi(K) exp(G_last - G), the keys decayed to the chunk's end; rows past it zero
-  uint16_t* vb;  // [C, Vp]: V in bf16, rows past the chunk zero
+  // With shared_keys (decays per value head, several value heads per key head: Mamba-2's groups, GQA-style
+  // GLA) what depends only on the key head is formed once per (chunk, key head) by the keys kernel and read by
+  // every value head of its group: kd holds phi(K) undecayed, the decay to the chunk's end moves onto the values
+  // (vd), and scores holds Q K^T. Without it (GLA's per-channel decays, or one value head per key head) kd is
+  // per (chunk, value head) and decayed, and the output kernel forms Q K^T itself.
+  bool shared_keys;
+  uint16_t* kd;      // [C, Kp]: phi(K) exp(G_last - G), the keys decayed to the chunk's end (shared_keys: phi(K));
+                     // rows past it zero
+  uint16_t* vb;      // [C, Vp] (without shared_keys): V in bf16, rows past the chunk zero
+  uint16_t* vd;      // [C, Vp] (shared_keys only): V exp(G_last - G), the values decayed to the chunk's end (the
+                     // output kernel stages V from the inputs then)
+  float* scores;     // [C, C] per (chunk, key head) (shared_keys only): phi(Q) scale phi(K)^T, the 16 x 16 blocks
+                     // on and below the diagonal (the others unwritten)
   float* decay;  // [Kp]: exp(G_last), the state rows' decay across the chunk (1 without a gate)
   uint16_t* h;   // [Kp, Vp]: the state before the chunk
   float* G;      // [B * T, HV] ([B * T, HV, K] for GLA): cumulative log decay within each chunk; null: no decay
@@ -68,6 +79,9 @@ struct Params {
 constexpr size_t prep_smem_bytes(int C, int Kp, bool channel, bool ssd) {
   return align16(size_t(C) * (channel ? Kp : ssd ? 2 : 1) * 4);
 }
+
+// The keys kernel's Q and K tiles, per (chunk, key head).
+constexpr size_t keys_smem_bytes(int C, int Kp) { return align16(2 * size_t(C) * pitch(Kp) * 2); }
 
 // Per (sequence, value head, 32 state columns): Kd, the slice of V and the row decays of two chunks (the next
 // one's arrive by cp.async while this one is worked on).
@@ -94,11 +108,13 @@ struct ChunkLaunch {
   std::vector<ChunkDesc> chunks;
   std::vector<int32_t> seq_chunks;
   std::vector<float> gamma;  // a host g_gamma's HV values, uploaded with the chunk table
-  // One-dimensional grids: prep and output (chunk, value head); state (sequence, value head, column slice).
-  unsigned prep_grid = 0, state_grid = 0, output_grid = 0;
-  size_t prep_smem = 0, state_smem = 0, output_smem = 0;
+  // One-dimensional grids: prep and output (chunk, value head); keys (chunk, key head; 0 without shared_keys);
+  // state (sequence, value head, column slice).
+  unsigned prep_grid = 0, keys_grid = 0, state_grid = 0, output_grid = 0;
+  size_t prep_smem = 0, keys_smem = 0, state_smem = 0, output_smem = 0;
   // Byte offsets in one allocation of `scratch_bytes`; the first metadata_bytes are uploaded.
-  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, decay_at = 0, h_at = 0, G_at = 0;
+  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, vd_at = 0, scores_at = 0,
+         decay_at = 0, h_at = 0, G_at = 0;
   size_t scratch_bytes = 0, metadata_bytes = 0;
 };
 

@@ -4,23 +4,15 @@
 // per head, or g per key channel; summed in f32 in token order, as the CPU kernels sum it):
 //   G for the output kernel;   Kd = phi(K) exp(G_last - G) (bf16);   V (bf16);   exp(G_last) per state row
 // (for Mamba-2's SSD the per-head G sums A dt' and V is dt' x, dt' formed here from dt: gla_chunk_launch.h)
-// rows past the chunk's tokens zero, so they add exact zeros to the state. The state pass then reads only what
-// cp.async can bring a chunk ahead, with no exp on its sequential path.
+// rows past the chunk's tokens zero, so they add exact zeros to the state. With shared_keys the keys kernel forms
+// phi(K) once per key head and the decay goes onto the values instead: Vd = V exp(G_last - G) (bf16) in place of
+// V, Kd^T V = phi(K)^T Vd either way. The state pass then reads only what cp.async can bring a chunk ahead, with no
+// exp on its sequential path.
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
 
 namespace attnzoo::cuda_gla_chunk {
-
-// Mamba-2's step dt' = clamp(softplus?(dt + dt_bias)) (ssm::StepTransform on the device: softplus is linear
-// above 20, as the host's).
-__device__ __forceinline__ float ssd_step(const SsdParams& s, int64_t at, int hv) {
-  float dt = cuda_linear::load_elem(s.dt, s.dt_t, at);
-  if (s.dt_bias) dt += cuda_linear::load_elem(s.dt_bias, s.dt_bias_t, hv);
-  if (s.dt_softplus) dt = dt > 20.f ? dt : log1pf(expf(dt));
-  if (s.dt_limit) dt = fminf(fmaxf(dt, s.dt_min), s.dt_max);
-  return dt;
-}
 
 // sG: [C] f32 (scalar), [C x Kp] (channel) or [2][C] (SSD: G, then the steps dt') shared scratch.
 template <int C>
@@ -74,7 +66,7 @@ __device__ __forceinline__ void gla_chunk_prep(const Params& p, float* sG) {
   const FeatureMapFn phi{p.feature_map};
   Bf16* kd = reinterpret_cast<Bf16*>(p.kd) + c_hv * kd_elems(C, p.Kp);
   const int64_t k_first = (ch.row * p.H + h) * p.K, k_stride = int64_t(p.H) * p.K;
-  for (int e = tid; e < C * p.Kp; e += kThreads) {
+  for (int e = tid; e < (p.shared_keys ? 0 : C * p.Kp); e += kThreads) {
     const int i = e / p.Kp, c = e % p.Kp;
     float x = 0.f;
     if (i < len && c < p.K) {
@@ -83,13 +75,16 @@ __device__ __forceinline__ void gla_chunk_prep(const Params& p, float* sG) {
     }
     kd[e] = __float2bfloat16_rn(x);
   }
-  Bf16* vb = reinterpret_cast<Bf16*>(p.vb) + c_hv * v_elems(C, p.Vp);
+  // With shared_keys the output kernel stages V from the inputs itself (gla_chunk_output.cuh): only Vd is kept.
+  Bf16* vb = p.shared_keys ? nullptr : reinterpret_cast<Bf16*>(p.vb) + c_hv * v_elems(C, p.Vp);
+  Bf16* vd = p.shared_keys ? reinterpret_cast<Bf16*>(p.vd) + c_hv * v_elems(C, p.Vp) : nullptr;
   const int64_t v_first = (ch.row * p.HV + hv) * p.V, v_stride = int64_t(p.HV) * p.V;
   for (int e = tid; e < C * p.Vp; e += kThreads) {
     const int i = e / p.Vp, c = e % p.Vp;
     float x = 0.f;
     if (i < len && c < p.V) x = cuda_linear::load_elem(p.v, p.v_t, v_first + i * v_stride + c) * (ssd ? sDt[i] : 1.f);
-    vb[e] = __float2bfloat16_rn(x);
+    if (vd) vd[e] = __float2bfloat16_rn(decays ? x * expf(sG[len - 1] - sG[i]) : x);
+    else vb[e] = __float2bfloat16_rn(x);
   }
 }
 

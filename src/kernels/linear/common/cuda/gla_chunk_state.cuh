@@ -34,10 +34,13 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
 
   const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
   // Kd, the slice's V columns (64 contiguous bytes of each row) and the row decays of chunk c into buffer b.
+  // With shared_keys: the key head's phi(K) and this value head's decayed values (gla_chunk_prep.cuh).
+  const uint16_t* values = p.shared_keys ? p.vd : p.vb;
   auto fetch = [&](int c, int b) {
     const int64_t c_hv = int64_t(c) * p.HV + hv;
-    copy_rows(sKd + b * C * ldk, ldk, p.kd + c_hv * kd_elems(C, p.Kp), C, p.Kp);
-    copy_rows(sV + b * C * lds, lds * 2, p.vb + c_hv * v_elems(C, p.Vp) + col0, int64_t(p.Vp) * 2, C,
+    const int64_t c_k = p.shared_keys ? int64_t(c) * p.H + hv / p.group : c_hv;
+    copy_rows(sKd + b * C * ldk, ldk, p.kd + c_k * kd_elems(C, p.Kp), C, p.Kp);
+    copy_rows(sV + b * C * lds, lds * 2, values + c_hv * v_elems(C, p.Vp) + col0, int64_t(p.Vp) * 2, C,
               kStateCols * 2);
     copy_rows(sDecay + b * p.Kp, p.Kp * 4, p.decay + c_hv * p.Kp, p.Kp * 4, 1, p.Kp * 4);
   };

@@ -1,7 +1,7 @@
 #pragma once
 // What the chunked gated linear recurrence's prep and state kernels share: the chunked delta rule's tensor-core
 // fragments and copies (delta_chunk_mma.cuh) and the state slice's steps (chunk_state_slice.cuh), named into this
-// namespace one by one, and the feature map on the device. (The output kernel is the delta rule's own,
+// namespace one by one, the feature map and Mamba-2's step on the device. (The output kernel is the delta rule's own,
 // delta_chunk_output.cuh's chunk_output.)
 #include "kernels/linear/common/cuda/chunk_state_slice.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
@@ -36,5 +36,15 @@ struct FeatureMapFn {
     }
   }
 };
+
+// Mamba-2's step dt' = clamp(softplus?(dt + dt_bias)) (ssm::StepTransform on the device: softplus is linear
+// above 20, as the host's).
+__device__ __forceinline__ float ssd_step(const SsdParams& s, int64_t at, int hv) {
+  float dt = cuda_linear::load_elem(s.dt, s.dt_t, at);
+  if (s.dt_bias) dt += cuda_linear::load_elem(s.dt_bias, s.dt_bias_t, hv);
+  if (s.dt_softplus) dt = dt > 20.f ? dt : log1pf(expf(dt));
+  if (s.dt_limit) dt = fminf(fmaxf(dt, s.dt_min), s.dt_max);
+  return dt;
+}
 
 }  // namespace attnzoo::cuda_gla_chunk

@@ -2,7 +2,10 @@
 // Mamba-2's chunked SSD prefill on an NVIDIA GPU: the gated linear recurrence's chunked tensor-core kernels
 // (common/cuda/gla_chunk_cuda.h) with q = C, k = B shared by each group's heads (the kernels' key heads are the
 // groups), v = x scaled by the step dt' and the scalar log decay A dt', both formed in the prep kernel from the
-// raw dt, dt_bias and A; the output kernel adds D x and gates by silu(z). Mamba-2's [P, N] states are read and
+// raw dt, dt_bias and A; the output kernel adds D x and gates by silu(z). With several heads per group B in bf16
+// and C B^T are formed once per (chunk, group) by the keys kernel and read by the group's heads (each head's
+// decays go on its values and on its copy of the scores), so Mamba-2 2.7B's 80 heads over one group form its
+// 64 x 64 scores of each chunk once. Mamba-2's [P, N] states are read and
 // written in place through the state kernel's strides. Same semantics as mamba2_reference; no CUDA headers here.
 #include "core/device.h"
 #include "kernels/linear/mamba2/problem.h"

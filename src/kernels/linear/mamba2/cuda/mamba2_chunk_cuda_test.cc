@@ -92,11 +92,14 @@ void check_chunk(const Case& c, bool in_place) {
 }
 
 // Mamba-2 2.7B's heads (H = 80, P = 64, N = 128, one group) over a long prompt; Nemotron-H-like groups (8 heads
-// per group); Falcon-H1-like N = 256, which the device branch sends to the recurrent kernel.
+// per group), and 8 groups of 4 heads over ragged packed sequences (each group's B and C B^T formed once, shared
+// by its heads); Falcon-H1-like N = 256, which the device branch sends to the recurrent kernel.
 TEST(CudaMamba2Chunk, MatchesModelShapes) {
   REQUIRE_GPU();
   check_chunk({.T = 1000, .H = 80, .P = 64, .G = 1, .N = 128, .dtype = DType::bf16, .out_dtype = DType::bf16}, true);
   check_chunk({.B = 2, .T = 300, .H = 16, .P = 64, .G = 2, .N = 128, .dtype = DType::bf16}, false);
+  check_chunk({.T = 333, .H = 32, .P = 64, .G = 8, .N = 128, .cu = {0, 1, 130, 130, 333}, .dtype = DType::bf16},
+              true);
   check_chunk({.T = 70, .H = 4, .P = 64, .G = 2, .N = 256, .D_per_channel = true}, false);
 }
 
