@@ -1,0 +1,84 @@
+#pragma once
+// The decayed Gram matrices of chunked RWKV-7 (rwkv7_chunk_intra.cuh): one row tile x against two column tiles
+// y1, y2 (q against k and b, a against k and b), each pair of tokens with the per-channel decay between them,
+//   M_ij = sum_c x_ic y_jc e^{Gx_ic - Gy_jc}
+// where Gy is the cumulative log decay G_j and Gx is G_i (for q) or G_{i-1} (for a, which reads the state before
+// its own token). The decay cannot be applied after the product, and e^{Gx_i} e^{-Gy_j} taken apart would
+// overflow (w = -8 over 64 tokens is e^{-512}), so, as the KDA Gram (common/cuda/delta_chunk_gram.cuh):
+//   * blocks left of the diagonal, by 16-row sub-chunks with the reference R = G_{r0 - 1} (r0 the sub-chunk's
+//     first row): M_ij = (x_i e^{Gx_i - R}) . (y_j e^{R - Gy_j}) for j < r0, one tensor-core product per block,
+//     both factors <= 1 (G is non-increasing, and Gx_i <= G_{r0 - 1} for i >= r0 in both cases);
+//   * diagonal blocks: each element summed in f32 with e^{Gx_ic - Gy_jc} <= 1 (j <= i, j < i for a) per channel,
+//     the exponential shared by the two column tiles.
+// Channels past K must hold zeros in x, y1, y2 and both decays.
+#include <cstdint>
+
+#include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_launch.h"
+
+namespace attnzoo::cuda_rwkv7_chunk {
+
+using cuda_delta_chunk::acc_col;
+using cuda_delta_chunk::acc_row;
+using cuda_delta_chunk::Bf16;
+using cuda_delta_chunk::load_a;
+using cuda_delta_chunk::load_b_nk;
+using cuda_delta_chunk::mma_16x16;
+using cuda_delta_chunk::zero;
+
+// Calls put(m, i, j, M_ij) for both matrices (m = 0 for y1, 1 for y2) and every element of the lower 16 x 16
+// blocks; diagonal blocks come whole with 0 right of the diagonal (and on it when `strict`). x, y1, y2: [C x Kp]
+// bf16 tiles with pitch ld; Gx, Gy: [C x Kp] f32 (Gy row r0 - 1 is the reference of sub-chunk r0); left
+// [16 x ld], right [2C x ld] bf16 scratch. Ends with a barrier: put's writes are visible, the scratch free again.
+template <int C, class Put>
+__device__ __forceinline__ void decayed_gram(const Bf16* x, const Bf16* y1, const Bf16* y2, int ld, const float* Gx,
+                                             const float* Gy, int Kp, int K, bool strict, Bf16* left, Bf16* right,
+                                             const Put& put) {
+  const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
+  for (int e = tid; e < C * 16; e += kThreads) {
+    const int i = e / 16, j = i / 16 * 16 + e % 16;
+    float m1 = 0.f, m2 = 0.f;
+    if (strict ? j < i : j <= i)
+      for (int c = 0; c < K; ++c) {
+        const float xd = __bfloat162float(x[i * ld + c]) * expf(Gx[i * Kp + c] - Gy[j * Kp + c]);
+        m1 = fmaf(xd, __bfloat162float(y1[j * ld + c]), m1);
+        m2 = fmaf(xd, __bfloat162float(y2[j * ld + c]), m2);
+      }
+    put(0, i, j, m1);
+    put(1, i, j, m2);
+  }
+  for (int rb = 1; rb < C / 16; ++rb) {
+    const int r0 = rb * 16;
+    const float* R = Gy + (r0 - 1) * Kp;
+    for (int e = tid; e < 16 * Kp; e += kThreads) {
+      const int r = e / Kp, c = e % Kp, i = r0 + r;
+      left[r * ld + c] = __float2bfloat16_rn(__bfloat162float(x[i * ld + c]) * expf(Gx[i * Kp + c] - R[c]));
+    }
+    for (int e = tid; e < r0 * Kp; e += kThreads) {
+      const int j = e / Kp, c = e % Kp;
+      const float d = expf(R[c] - Gy[j * Kp + c]);
+      right[j * ld + c] = __float2bfloat16_rn(__bfloat162float(y1[j * ld + c]) * d);
+      right[(C + j) * ld + c] = __float2bfloat16_rn(__bfloat162float(y2[j * ld + c]) * d);
+    }
+    sm80::sync_threads();
+    for (int task = warp; task < 2 * rb; task += kWarps) {
+      const int m = task / rb, cb = task % rb;
+      float acc[2][4];
+      zero(acc);
+      for (int k0 = 0; k0 < Kp; k0 += 16) {
+        uint32_t a[4], b[4];
+        load_a(a, left, ld, 0, k0, lane);
+        load_b_nk(b, right + m * C * ld, ld, k0, cb * 16, lane);
+        mma_16x16(acc, a, b);
+      }
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) put(m, r0 + acc_row(lane, e), cb * 16 + acc_col(lane, nt, e), acc[nt][e]);
+    }
+    sm80::sync_threads();
+  }
+  if (C == 16) sm80::sync_threads();
+}
+
+}  // namespace attnzoo::cuda_rwkv7_chunk
