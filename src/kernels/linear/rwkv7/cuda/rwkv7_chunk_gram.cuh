@@ -29,7 +29,7 @@ using cuda_delta_chunk::zero;
 // Calls put(m, i, j, M_ij) for both matrices (m = 0 for y1, 1 for y2) and every element of the lower 16 x 16
 // blocks; diagonal blocks come whole with 0 right of the diagonal (and on it when `strict`). x, y1, y2: [C x Kp]
 // bf16 tiles with pitch ld; Gx, Gy: [C x Kp] f32 (Gy row r0 - 1 is the reference of sub-chunk r0); left
-// [16 x ld], right [2C x ld] bf16 scratch. Ends with a barrier: put's writes are visible, the scratch free again.
+// [16 x ld], right [2 (C - 16) x ld] bf16 scratch (y1's then y2's decayed rows left of the last sub-chunk). Ends with a barrier: put's writes are visible, the scratch free again.
 template <int C, class Put>
 __device__ __forceinline__ void decayed_gram(const Bf16* x, const Bf16* y1, const Bf16* y2, int ld, const float* Gx,
                                              const float* Gy, int Kp, int K, bool strict, Bf16* left, Bf16* right,
@@ -58,7 +58,7 @@ __device__ __forceinline__ void decayed_gram(const Bf16* x, const Bf16* y1, cons
       const int j = e / Kp, c = e % Kp;
       const float d = expf(R[c] - Gy[j * Kp + c]);
       right[j * ld + c] = __float2bfloat16_rn(__bfloat162float(y1[j * ld + c]) * d);
-      right[(C + j) * ld + c] = __float2bfloat16_rn(__bfloat162float(y2[j * ld + c]) * d);
+      right[(C - 16 + j) * ld + c] = __float2bfloat16_rn(__bfloat162float(y2[j * ld + c]) * d);
     }
     sm80::sync_threads();
     for (int task = warp; task < 2 * rb; task += kWarps) {
@@ -68,7 +68,7 @@ __device__ __forceinline__ void decayed_gram(const Bf16* x, const Bf16* y1, cons
       for (int k0 = 0; k0 < Kp; k0 += 16) {
         uint32_t a[4], b[4];
         load_a(a, left, ld, 0, k0, lane);
-        load_b_nk(b, right + m * C * ld, ld, k0, cb * 16, lane);
+        load_b_nk(b, right + m * (C - 16) * ld, ld, k0, cb * 16, lane);
         mma_16x16(acc, a, b);
       }
 #pragma unroll

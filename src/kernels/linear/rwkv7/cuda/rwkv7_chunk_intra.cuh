@@ -88,6 +88,7 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
   stage_rows(sAe, ldk, p.a, p.a_t, k_first, k_stride, len, C, K, Kp, false, 1.f,
              [&](int i, int c) { return expf(sG0[i * Kp + c]); });
   stage_rows(sV, ldv, p.v, p.v_t, v_first, v_stride, len, C, p.V, p.Vp, false, 1.f, One{});
+  sm80::sync_threads();  // G's bytes become T's
 
   // T = (I + sAb)^-1 by 16 x 16 blocks, as the delta rule's intra pass: the diagonal blocks first (one thread per
   // column), then block rows in order, T_IJ = -T_II sum_{J <= M < I} A_IM T_MJ.
