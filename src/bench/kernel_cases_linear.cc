@@ -170,7 +170,8 @@ std::string run_rwkv7(const char* name, DType dtype, int64_t H, int64_t K, int64
                                                              {"a", &a}, {"b", &b}, {"initial_state", &h0}};
   for (const auto& [what, x] : inputs) write_npy(dir / (stem + "_" + what + ".npy"), *x);
   const std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"linear\", \"entry\": " +
-                            (chunked ? "\"chunk_rwkv7\", " : "\"recurrent_rwkv7\", ") + "\"dtype\": " + json_string(dtype_name(dtype)) + ", \"out_dtype\": \"float32\", \"B\": " +
+                            (chunked ? "\"chunk_rwkv7\", " : "\"recurrent_rwkv7\", ") +
+                            "\"dtype\": " + json_string(dtype_name(dtype)) + ", \"out_dtype\": \"float32\", \"B\": " +
                             std::to_string(B) + ", \"T\": " + std::to_string(T) + ", \"H\": " + std::to_string(H) +
                             ", \"HV\": " + std::to_string(H) + ", \"K\": " + std::to_string(K) + ", \"V\": " +
                             std::to_string(V) + ", \"cu_seqlens\": " + (packed ? list(cu) : "null") + ", \"scale\": " +
