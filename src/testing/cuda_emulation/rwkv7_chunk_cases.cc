@@ -155,6 +155,14 @@ TEST(EmulatedRwkv7Chunk, MatchesDecayStrengths) {
   }
 }
 
+// A long memory (decays near 0) over many chunks: the bf16 rounding of each chunk's products must not build up in
+// the f32 state the chunks carry.
+TEST(EmulatedRwkv7Chunk, MatchesLongSequencesWithLongMemory) {
+  Rwkv7Case c = shape(1, 700, 1, 64, 64);
+  c.w_min = -0.02f, c.w_max = 0.f;
+  check(c, 64, true, 650);
+}
+
 // No tokens at all: no chunks, so only the state pass runs, and it copies each initial state to the final one.
 TEST(EmulatedRwkv7Chunk, CopiesStatesOfEmptySequences) {
   Rwkv7Case c = shape(1, 0, 2, 32, 32);
