@@ -191,13 +191,14 @@ TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
   EXPECT_EQ(l.params.Vp, 64);
   EXPECT_EQ(l.intra_grid, 10u);
   EXPECT_EQ(l.state_grid, 4u * 2 * 2);
-  // Every shape fits an A100's 163 KB per block; RWKV-7's heads of 64 with 64-token chunks leave room for two
-  // blocks on an H100's SM (228 KB, 1 KB of each block reserved).
+  // Every shape fits an A100's 163 KB per block, RWKV-7's heads of 64 also sm_86 / sm_89's 99 KB at every chunk
+  // size (the GPU runner's chunk of 64 included) and two blocks on an H100's SM (228 KB, 1 KB of each reserved).
   for (int C : {16, 32, 64})
     for (int K : {64, 128}) {
-      EXPECT_LE(IntraSmem(C, K, K).bytes, 163u * 1024) << C << " " << K;
-      EXPECT_LE(StateSmem(C, K).bytes, 163u * 1024) << C << " " << K;
-      EXPECT_LE(OutputSmem(C, K, K).bytes, 163u * 1024) << C << " " << K;
+      const size_t limit = (K == 64 ? 99u : 163u) * 1024;
+      EXPECT_LE(IntraSmem(C, K, K).bytes, limit) << C << " " << K;
+      EXPECT_LE(StateSmem(C, K).bytes, limit) << C << " " << K;
+      EXPECT_LE(OutputSmem(C, K, K).bytes, limit) << C << " " << K;
     }
   EXPECT_LE(2 * (IntraSmem(64, 64, 64).bytes + 1024), 228u * 1024);
 }

@@ -29,7 +29,9 @@ using cuda_delta_chunk::zero;
 // Calls put(m, i, j, M_ij) for both matrices (m = 0 for y1, 1 for y2) and every element of the lower 16 x 16
 // blocks; diagonal blocks come whole with 0 right of the diagonal (and on it when `strict`). x, y1, y2: [C x Kp]
 // bf16 tiles with pitch ld; Gx, Gy: [C x Kp] f32 (Gy row r0 - 1 is the reference of sub-chunk r0); left
-// [16 x ld], right [2 (C - 16) x ld] bf16 scratch (y1's then y2's decayed rows left of the last sub-chunk). Ends with a barrier: put's writes are visible, the scratch free again.
+// [16 x ld], right [(C - 16) x ld] bf16 scratch (y1's, then y2's decayed rows left of the sub-chunk: one at a time,
+// so that RWKV-7's blocks stay within 99 KB of shared memory). Ends with a barrier: put's writes are visible, the
+// scratch free again.
 template <int C, class Put>
 __device__ __forceinline__ void decayed_gram(const Bf16* x, const Bf16* y1, const Bf16* y2, int ld, const float* Gx,
                                              const float* Gy, int Kp, int K, bool strict, Bf16* left, Bf16* right,
@@ -54,29 +56,29 @@ __device__ __forceinline__ void decayed_gram(const Bf16* x, const Bf16* y1, cons
       const int r = e / Kp, c = e % Kp, i = r0 + r;
       left[r * ld + c] = __float2bfloat16_rn(__bfloat162float(x[i * ld + c]) * expf(Gx[i * Kp + c] - R[c]));
     }
-    for (int e = tid; e < r0 * Kp; e += kThreads) {
-      const int j = e / Kp, c = e % Kp;
-      const float d = expf(R[c] - Gy[j * Kp + c]);
-      right[j * ld + c] = __float2bfloat16_rn(__bfloat162float(y1[j * ld + c]) * d);
-      right[(C - 16 + j) * ld + c] = __float2bfloat16_rn(__bfloat162float(y2[j * ld + c]) * d);
-    }
-    sm80::sync_threads();
-    for (int task = warp; task < 2 * rb; task += kWarps) {
-      const int m = task / rb, cb = task % rb;
-      float acc[2][4];
-      zero(acc);
-      for (int k0 = 0; k0 < Kp; k0 += 16) {
-        uint32_t a[4], b[4];
-        load_a(a, left, ld, 0, k0, lane);
-        load_b_nk(b, right + m * (C - 16) * ld, ld, k0, cb * 16, lane);
-        mma_16x16(acc, a, b);
+    for (int m = 0; m < 2; ++m) {
+      const Bf16* y = m == 0 ? y1 : y2;
+      for (int e = tid; e < r0 * Kp; e += kThreads) {
+        const int j = e / Kp, c = e % Kp;
+        right[j * ld + c] = __float2bfloat16_rn(__bfloat162float(y[j * ld + c]) * expf(R[c] - Gy[j * Kp + c]));
       }
+      sm80::sync_threads();
+      for (int cb = warp; cb < rb; cb += kWarps) {
+        float acc[2][4];
+        zero(acc);
+        for (int k0 = 0; k0 < Kp; k0 += 16) {
+          uint32_t a[4], b[4];
+          load_a(a, left, ld, 0, k0, lane);
+          load_b_nk(b, right, ld, k0, cb * 16, lane);
+          mma_16x16(acc, a, b);
+        }
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
+        for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) put(m, r0 + acc_row(lane, e), cb * 16 + acc_col(lane, nt, e), acc[nt][e]);
+          for (int e = 0; e < 4; ++e) put(m, r0 + acc_row(lane, e), cb * 16 + acc_col(lane, nt, e), acc[nt][e]);
+      }
+      sm80::sync_threads();
     }
-    sm80::sync_threads();
   }
   if (C == 16) sm80::sync_threads();
 }

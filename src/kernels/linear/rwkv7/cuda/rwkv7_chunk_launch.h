@@ -52,10 +52,10 @@ struct Params {
 struct IntraSmem {
   // f32: G with a leading zero row ([C + 1, Kp]: row i is G_{i-1}), whose bytes T and a block row of partial sums
   // take once the decays are folded into every factor; A_ak, A_ab (negated, then inverted into T). Then one region
-  // used twice: the staged q, k, a, b tiles and the Gram's sub-chunk factors (left [16], right [2 (C - 16)] rows:
-  // the columns left of the last sub-chunk, against k and against b), and after
-  // the Grams the factors of W and U (a e^{G_{i-1}}, V, T and T A_ak in bf16). ~104 KB at K = V = 64 with 64-token
-  // chunks (two blocks per SM on an H100), ~162 KB at K = V = 128 (an A100's 163 KB still takes it).
+  // used twice: the staged q, k, a, b tiles and the Gram's sub-chunk factors (left [16], right [C - 16] rows: the
+  // columns left of the last sub-chunk, against k, then against b), and after
+  // the Grams the factors of W and U (a e^{G_{i-1}}, V, T and T A_ak in bf16). ~97 KB at K = V = 64 with 64-token
+  // chunks (sm_86 / sm_89 allow 99 KB; an H100 fits two blocks per SM), ~150 KB at K = V = 128.
   size_t G, t, x, ak, ab, region, q, k, a, b, left, right, ae, v, tb, ta, bytes;
   constexpr IntraSmem(int C, int Kp, int Vp)
       : G(0),
@@ -75,7 +75,7 @@ struct IntraSmem {
         tb(align16(v + size_t(C) * pitch(Vp) * 2)),
         ta(align16(tb + size_t(C) * pitch(C) * 2)),
         bytes(std::max(align16(right + right_rows(C) * pitch(Kp) * 2), align16(ta + size_t(C) * pitch(C) * 2))) {}
-  static constexpr size_t right_rows(int C) { return 2 * size_t(C - 16); }
+  static constexpr size_t right_rows(int C) { return size_t(C - 16); }
 };
 
 // Per (sequence, head, 32 state columns): W and U of two chunks (the next one's arrive while this one is worked
