@@ -76,8 +76,13 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
              len, C, p.V, p.Vp, false, 1.f, One{});
   if (tid < Kp) p.decay[c_h * Kp + tid] = expf(G_last[tid]);
 
-  // The Gram matrices: [A_qk | A_qb] (diagonal included) to the scratch, A_ak and -A_ab (strictly lower) here.
+  // The Gram matrices: [A_qk | A_qb] (diagonal included) to the scratch, A_ak and -A_ab (strictly lower) here. The
+  // blocks right of the diagonal are never multiplied, but the output pass copies them: zeros, not stale bytes.
   Bf16* pm = reinterpret_cast<Bf16*>(p.pm) + c_h * rows_elems(C, 2 * C);
+  for (int e = tid; e < C * 2 * C; e += kThreads) {
+    const int i = e / (2 * C), j = e % C;
+    if (j / 16 > i / 16) pm[e] = __float2bfloat16_rn(0.f);
+  }
   decayed_gram<C>(sQ, sK, sB, ldk, sG, sG, Kp, K, false, sLeft, sRight, [&](int m, int i, int j, float x) {
     pm[i * 2 * C + m * C + j] = __float2bfloat16_rn(j <= i ? x : 0.f);
   });
