@@ -40,6 +40,7 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
   Bf16* sV = reinterpret_cast<Bf16*>(smem + L.v);
   Bf16* sTb = reinterpret_cast<Bf16*>(smem + L.tb);
   Bf16* sTa = reinterpret_cast<Bf16*>(smem + L.ta);
+  int* sOnCores = reinterpret_cast<int*>(smem + L.on_cores);
   const int ldk = pitch(Kp), ldv = pitch(p.Vp), ldc = pitch(C);
   const int tid = sm80::thread_index(), lane = tid % 32, warp = tid / 32;
   const int64_t c_h = blockIdx.x;  // chunk * H + head
@@ -83,10 +84,10 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
     const int i = e / (2 * C), j = e % C;
     if (j / 16 > i / 16) pm[e] = __float2bfloat16_rn(0.f);
   }
-  decayed_gram<C>(sQ, sK, sB, ldk, sG, sG, Kp, K, false, sLeft, sRight, [&](int m, int i, int j, float x) {
+  decayed_gram<C>(sQ, sK, sB, ldk, sG, sG, Kp, K, false, sLeft, sRight, sOnCores, [&](int m, int i, int j, float x) {
     pm[i * 2 * C + m * C + j] = __float2bfloat16_rn(j <= i ? x : 0.f);
   });
-  decayed_gram<C>(sA, sK, sB, ldk, sG0, sG, Kp, K, true, sLeft, sRight, [&](int m, int i, int j, float x) {
+  decayed_gram<C>(sA, sK, sB, ldk, sG0, sG, Kp, K, true, sLeft, sRight, sOnCores, [&](int m, int i, int j, float x) {
     (m == 0 ? sAk : sAb)[i * C + j] = j < i ? (m == 0 ? x : -x) : 0.f;
   });
   // The staged tiles are free: the right factors of W and U take their place.

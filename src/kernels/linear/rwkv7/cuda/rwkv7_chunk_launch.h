@@ -50,20 +50,21 @@ struct Params {
 // Shared-memory layouts, in bytes, used by the kernels and by the host that sizes the launches. bf16 tile rows are
 // padded as the delta family's (pitch()).
 struct IntraSmem {
-  // f32: G with a leading zero row ([C + 1, Kp]: row i is G_{i-1}), whose bytes T and a block row of partial sums
-  // take once the decays are folded into every factor; A_ak, A_ab (negated, then inverted into T). Then one region
-  // used twice: the staged q, k, a, b tiles and the Gram's sub-chunk factors (left [16], right [C - 16] rows: the
-  // columns left of the last sub-chunk, against k, then against b), and after
-  // the Grams the factors of W and U (a e^{G_{i-1}}, V, T and T A_ak in bf16). ~97 KB at K = V = 64 with 64-token
-  // chunks (sm_86 / sm_89 allow 99 KB; an H100 fits two blocks per SM), ~150 KB at K = V = 128.
-  size_t G, t, x, ak, ab, region, q, k, a, b, left, right, ae, v, tb, ta, bytes;
+  // f32: G with a leading zero row ([C + 1, Kp]: row i is G_{i-1}), whose bytes T takes once the decays are folded
+  // into every factor; A_ak, A_ab (negated, then inverted into T); the Gram's choice per diagonal block. Then one
+  // region used twice: the staged q, k, a, b tiles and the Gram's sub-chunk factors (left [16], right [C] rows:
+  // against k, then against b), and after the Grams the factors of W and U (a e^{G_{i-1}}, V, T and T A_ak in
+  // bf16; the substitution's block row of partial sums in T's bf16 bytes before they are written). ~96 KB at
+  // K = V = 64 with 64-token chunks (sm_86 / sm_89 allow 99 KB; an H100 fits two blocks per SM), ~154 KB at
+  // K = V = 128.
+  size_t G, t, ak, ab, on_cores, region, q, k, a, b, left, right, ae, v, tb, x, ta, bytes;
   constexpr IntraSmem(int C, int Kp, int Vp)
       : G(0),
         t(0),
-        x(align16(t + size_t(C) * C * 4)),
-        ak(std::max(align16(G + size_t(C + 1) * Kp * 4), align16(x + size_t(16) * C * 4))),
+        ak(std::max(align16(G + size_t(C + 1) * Kp * 4), align16(t + size_t(C) * C * 4))),
         ab(align16(ak + size_t(C) * C * 4)),
-        region(align16(ab + size_t(C) * C * 4)),
+        on_cores(align16(ab + size_t(C) * C * 4)),
+        region(align16(on_cores + size_t(C / 16) * 4)),
         q(region),
         k(align16(q + size_t(C) * pitch(Kp) * 2)),
         a(align16(k + size_t(C) * pitch(Kp) * 2)),
@@ -73,9 +74,10 @@ struct IntraSmem {
         ae(region),
         v(align16(ae + size_t(C) * pitch(Kp) * 2)),
         tb(align16(v + size_t(C) * pitch(Vp) * 2)),
+        x(tb),  // [16 x C] f32 fits [C x pitch(C)] bf16 from C = 32 on (C = 16 has no block row to substitute)
         ta(align16(tb + size_t(C) * pitch(C) * 2)),
         bytes(std::max(align16(right + right_rows(C) * pitch(Kp) * 2), align16(ta + size_t(C) * pitch(C) * 2))) {}
-  static constexpr size_t right_rows(int C) { return size_t(C - 16); }
+  static constexpr size_t right_rows(int C) { return size_t(C); }
 };
 
 // Per (sequence, head, 32 state columns): W and U of two chunks (the next one's arrive while this one is worked
