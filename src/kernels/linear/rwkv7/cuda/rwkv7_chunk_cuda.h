@@ -9,7 +9,8 @@
 //   2. state (sequential over a sequence's chunks, rwkv7_chunk_state.cuh): the low-rank reads SA = W S + U, then
 //      S <- e^{G_last} S + [k; b]^T-decayed [V; SA], the state slice held in MMA accumulators
 //   3. output (parallel over chunks, rwkv7_chunk_output.cuh): O = (q e^{G}) S + [A_qk | A_qb] [V; SA]
-// Every exponent is a decay towards the future (<= 0 for w <= 0), so no factor overflows at any decay strength.
+// Every exponent is a decay towards the future (<= 0 for w <= 0) or, on a diagonal block whose decays are mild
+// enough, bounded by 60, so no factor overflows at any decay strength.
 // Products run on bf16 operands with f32 accumulation (as the delta family's chunks: a relative RMS error of a few
 // 1e-3 against the double reference); the state carried between chunks is f32. No CUDA headers here.
 #include "core/device.h"
