@@ -84,11 +84,11 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
     const int i = e / (2 * C), j = e % C;
     if (j / 16 > i / 16) pm[e] = __float2bfloat16_rn(0.f);
   }
-  decayed_gram<C>(sQ, sK, sB, ldk, sG, sG, Kp, K, false, sLeft, sRight, sOnCores, [&](int m, int i, int j, float x) {
-    pm[i * 2 * C + m * C + j] = __float2bfloat16_rn(j <= i ? x : 0.f);
-  });
-  decayed_gram<C>(sA, sK, sB, ldk, sG0, sG, Kp, K, true, sLeft, sRight, sOnCores, [&](int m, int i, int j, float x) {
-    (m == 0 ? sAk : sAb)[i * C + j] = j < i ? (m == 0 ? x : -x) : 0.f;
+  decayed_grams<C>(sQ, sA, sK, sB, ldk, sG0, Kp, K, sLeft, sRight, sOnCores, [&](int m, int i, int j, float x) {
+    if (m < 2)
+      pm[i * 2 * C + m * C + j] = __float2bfloat16_rn(j <= i ? x : 0.f);
+    else
+      (m == 2 ? sAk : sAb)[i * C + j] = j < i ? (m == 2 ? x : -x) : 0.f;
   });
   // The staged tiles are free: the right factors of W and U take their place.
   stage_rows(sAe, ldk, p.a, p.a_t, k_first, k_stride, len, C, K, Kp, false, 1.f,

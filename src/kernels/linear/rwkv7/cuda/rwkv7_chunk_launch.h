@@ -52,8 +52,8 @@ struct Params {
 struct IntraSmem {
   // f32: G with a leading zero row ([C + 1, Kp]: row i is G_{i-1}), whose bytes T takes once the decays are folded
   // into every factor; A_ak, A_ab (negated, then inverted into T); the Gram's choice per diagonal block. Then one
-  // region used twice: the staged q, k, a, b tiles and the Gram's sub-chunk factors (left [16], right [C] rows:
-  // against k, then against b), and after the Grams the factors of W and U (a e^{G_{i-1}}, V, T and T A_ak in
+  // region used twice: the staged q, k, a, b tiles and the Gram's sub-chunk factors (left [32] rows: q's and a's,
+  // right [C]: k's, then b's), and after the Grams the factors of W and U (a e^{G_{i-1}}, V, T and T A_ak in
   // bf16; the substitution's block row of partial sums in T's bf16 bytes before they are written). ~96 KB at
   // K = V = 64 with 64-token chunks (sm_86 / sm_89 allow 99 KB; an H100 fits two blocks per SM), ~154 KB at
   // K = V = 128.
@@ -70,7 +70,7 @@ struct IntraSmem {
         a(align16(k + size_t(C) * pitch(Kp) * 2)),
         b(align16(a + size_t(C) * pitch(Kp) * 2)),
         left(align16(b + size_t(C) * pitch(Kp) * 2)),
-        right(align16(left + size_t(16) * pitch(Kp) * 2)),
+        right(align16(left + size_t(32) * pitch(Kp) * 2)),
         ae(region),
         v(align16(ae + size_t(C) * pitch(Kp) * 2)),
         tb(align16(v + size_t(C) * pitch(Vp) * 2)),
