@@ -21,7 +21,7 @@ namespace attnzoo {
 // What only the CUDA chunked path requires beyond make_rwkv7_problem's checks, ArgumentError naming the argument:
 // K <= 128 and V <= 128, chunk_size 16, 32 or 64, dense states (no ssm_state_indices), data aligned to its element
 // size, grids within 2^31 - 1 thread blocks. (The shared memory a block needs is checked against the device at
-// launch: ~96 KB at K = 64 with 64-token chunks, within every sm_80+ GPU's limit; ~154 KB at K = 128, past
+// launch: ~98 KB at K = 64 with 64-token chunks, within every sm_80+ GPU's limit; ~158 KB at K = 128, past
 // sm_86 / sm_89's 99 KB, where a smaller chunk_size fits.)
 void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size);
 

@@ -54,8 +54,8 @@ struct IntraSmem {
   // into every factor; A_ak, A_ab (negated, then inverted into T); the Gram's choice per diagonal block. Then one
   // region used twice: the staged q, k, a, b tiles and the Gram's sub-chunk factors (left [32] rows: q's and a's,
   // right [C]: k's, then b's), and after the Grams the factors of W and U (a e^{G_{i-1}}, V, T and T A_ak in
-  // bf16; the substitution's block row of partial sums in T's bf16 bytes before they are written). ~96 KB at
-  // K = V = 64 with 64-token chunks (sm_86 / sm_89 allow 99 KB; an H100 fits two blocks per SM), ~154 KB at
+  // bf16; the substitution's block row of partial sums in T's bf16 bytes before they are written). ~98 KB at
+  // K = V = 64 with 64-token chunks (sm_86 / sm_89 allow 99 KB; an H100 fits two blocks per SM), ~158 KB at
   // K = V = 128.
   size_t G, t, ak, ab, on_cores, region, q, k, a, b, left, right, ae, v, tb, x, ta, bytes;
   constexpr IntraSmem(int C, int Kp, int Vp)
