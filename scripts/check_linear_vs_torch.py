@@ -2,7 +2,7 @@
 this for the manifest's "linear" cases; it needs torch and numpy only).
 
 Each case (Gated DeltaNet, KDA or GLA: a decode batch or ragged packed sequences, an initial state, mild or strong
-decays; RWKV-7's recurrence and the causal conv1d prefill, by their own float64 forms below) is recomputed with the plain recurrence written out here in float64 torch on the cases' device, in fla's
+decays; RWKV-7's recurrence and chunked form and the causal conv1d prefill, by their own float64 forms below) is recomputed with the plain recurrence written out here in float64 torch on the cases' device, in fla's
 layout and conventions (q, k [B, T, H, K]; v [B, T, HV, V]; states [N, HV, K, V]; l2norm x / sqrt(|x|^2 + 1e-6)):
 
     S_t = D_t S_{t-1} + beta_t k_t (v_t - (D_t S_{t-1})^T k_t)^T     (delta family; GLA: S_t = D_t S_{t-1} + k_t v_t^T)
@@ -202,10 +202,10 @@ def check_rwkv7_or_conv(case, load, to_torch, device, row):
     dt = case["dtype"]
     h0 = to_torch(load("initial_state"), "float32", device)
     ours_state = to_torch(load("final_state"), "float32", device).double()
-    tol = TOLERANCE["recurrent"]
+    tol = TOLERANCE["chunk" if case["entry"].startswith("chunk") else "recurrent"]
     worst = {"out": 0.0, "state": 0.0}
     excess = 0.0
-    if case["entry"] == "recurrent_rwkv7":
+    if case["entry"] in ("recurrent_rwkv7", "chunk_rwkv7"):
         names = ("r", "w", "k", "v", "a", "b")
         flat = [to_torch(load(n), dt, device).reshape(-1, case["H"], case["K"] if n != "v" else case["V"])
                 for n in names]
@@ -218,7 +218,7 @@ def check_rwkv7_or_conv(case, load, to_torch, device, row):
         cu = case["cu_seqlens"]
         seqs = [(slice(cu[n], cu[n + 1]), n) for n in range(len(cu) - 1)]
     for rows, n in seqs:
-        if case["entry"] == "recurrent_rwkv7":
+        if case["entry"] in ("recurrent_rwkv7", "chunk_rwkv7"):
             exact, state = exact_rwkv7(case, *(t[rows] for t in flat), h0[n])
         else:
             exact, state = exact_conv(case, x[rows], weight, bias, h0[n])
@@ -240,7 +240,7 @@ def check_case(case, load, to_torch, device, fla):
         row["error"] = case.get("error", "")
         row["ok"] = False
         return row
-    if case["entry"] in ("recurrent_rwkv7", "causal_conv1d"):
+    if case["entry"] in ("recurrent_rwkv7", "chunk_rwkv7", "causal_conv1d"):
         return check_rwkv7_or_conv(case, load, to_torch, device, row)
     dt = case["dtype"]
     q, k, v = (to_torch(load(n), dt, device) for n in ("q", "k", "v"))

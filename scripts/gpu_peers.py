@@ -11,9 +11,10 @@ The linear family (issue 26) is timed beside fla's Triton kernels, found on sys.
 (gpu_bundle.sh carries the pure-Python package from .venv): the one-token decode rows beside fla's fused
 recurrent GDN / KDA / GLA / simple GLA / retention / RWKV-7 and its causal_conv1d_update, Mamba-2 and Mamba beside
 mamba_ssm's selective_state_update where it is installed, else torch's eager reference math; the chunked prefill
-rows beside fla's chunk_gated_delta_rule / chunk_kda / chunk_simple_gla / chunk_gla, and Mamba-2 SSD beside
-mamba_ssm's mamba_chunk_scan_combined or else fla's chunk_simple_gla (SSD is simple GLA with q = C, k = B,
-v = dt x, g = A dt). Every peer is guarded: a missing function, a failure or a timeout is reported in its row,
+rows beside fla's chunk_gated_delta_rule / chunk_kda / chunk_simple_gla / chunk_gla / chunk_rwkv7 (and our RWKV-7
+recurrent prefill row beside its fused_recurrent_rwkv7), and Mamba-2 SSD beside mamba_ssm's
+mamba_chunk_scan_combined or else fla's chunk_simple_gla (SSD is simple GLA with q = C, k = B, v = dt x,
+g = A dt). Every peer is guarded: a missing function, a failure or a timeout is reported in its row,
 never fatal. Triton compiles (and autotunes) each kernel on its first call, so the step is time-bounded:
 --budget-s for the whole run (peers past it are skipped and say so), at most PEER_LIMIT_S per peer, and the JSON
 and markdown are rewritten after every section, so what was measured survives a kill.
@@ -317,6 +318,20 @@ def prefill_peer(kernel, d):
             return lambda: mamba_chunk_scan_combined(x, dt, A, Bm, Cm, chunk_size=256, D=D, dt_bias=bias,
                                                      dt_softplus=True, return_final_states=True)
         return "mamba_ssm mamba_chunk_scan_combined", make
+    if kernel in ("rwkv7", "rwkv7_recurrent"):
+        def make():
+            B, T, H, K, V = d["B"], d["T"], d["H"], d["K"], d["V"]
+            # As our rows: log decay -0.05, a = -1/8 and b = 1/8 on every channel, scale 1, the final state out.
+            r, k, v = bf16(B, T, H, K), bf16(B, T, H, K), bf16(B, T, H, V)
+            a = torch.full((B, T, H, K), -0.125, device=DEVICE, dtype=torch.bfloat16)
+            b = torch.full((B, T, H, K), 0.125, device=DEVICE, dtype=torch.bfloat16)
+            w = f32(-0.05, B, T, H, K)
+            if kernel == "rwkv7":
+                from fla.ops.rwkv7 import chunk_rwkv7 as f
+            else:
+                from fla.ops.rwkv7 import fused_recurrent_rwkv7 as f
+            return lambda: f(r=r, w=w, k=k, v=v, a=a, b=b, scale=1.0, output_final_state=True)
+        return "fla chunk_rwkv7" if kernel == "rwkv7" else "fla fused_recurrent_rwkv7", make
     raise ValueError(f"no peer for {kernel}")
 
 def conv_prefill_peers(d):

@@ -1,8 +1,8 @@
 """The GPU run's torch comparison, kept honest on the CPU: `attnzoo bench kernels --write-cases DIR` runs the
 softmax entries on seeded cases (ragged varlen prefill, bottom-right causal, windows, softcap, sinks, ALiBi, paged
 decode over bf16 / int8 / fp8 caches at block sizes 16 and 64) and the linear family's (Gated DeltaNet, KDA, GLA
-decode batches and ragged packed sequences with initial states, strong and mild decays; GDN's and GLA's chunked
-prefill),
+decode batches and ragged packed sequences with initial states, strong and mild decays; GDN's, GLA's and RWKV-7's
+chunked prefill),
 and scripts/check_vs_torch.py recomputes each with torch (the linear ones with check_linear_vs_torch.py's float64
 recurrence, beside fla's naive recurrences where fla is installed). On the GPU machine the same two commands
 check the CUDA kernels against torch there; here they check the CPU kernels, and that the script fails where it
@@ -32,7 +32,7 @@ def cases(tmp_path_factory):
     r = subprocess.run([CLI, "bench", "kernels", "--write-cases", str(d), "--device", "cpu"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "70 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
+    assert "71 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
     return d
 
 
@@ -77,8 +77,8 @@ def linear_only(src, dst):
 
 LINEAR = {"gdn_decode_mild_gva", "gdn_varlen_strong", "kda_decode_strong", "kda_varlen_mild", "gla_decode_mild",
           "gla_varlen_strong", "gdn_chunk_varlen", "gla_chunk_varlen", "rwkv7_varlen", "rwkv7_decode_kv",
-          "conv1d_varlen"}
-NO_FLA_COLUMN = {"rwkv7_varlen", "rwkv7_decode_kv", "conv1d_varlen"}
+          "rwkv7_chunk_varlen", "conv1d_varlen"}
+NO_FLA_COLUMN = {"rwkv7_varlen", "rwkv7_decode_kv", "rwkv7_chunk_varlen", "conv1d_varlen"}
 
 
 def test_every_linear_cpu_case_matches_the_recurrence(cases, tmp_path):
@@ -92,6 +92,7 @@ def test_every_linear_cpu_case_matches_the_recurrence(cases, tmp_path):
                for name, row in rows.items()), rows
     assert "| gdn_chunk_varlen | chunk_gated_delta_rule | ok |" in r.stdout
     assert "| gla_chunk_varlen | chunk_gla | ok |" in r.stdout
+    assert "| rwkv7_chunk_varlen | chunk_rwkv7 | ok |" in r.stdout
     if importlib.util.find_spec("fla") is not None:
         # fla's own naive recurrences (loaded from their files where fla's kernels need a triton this machine lacks)
         # agree with the script's: its recurrence is fla's math and layout, not only ours.
@@ -104,6 +105,7 @@ def test_every_linear_cpu_case_matches_the_recurrence(cases, tmp_path):
                                               ("gdn_chunk_varlen", "out", (0, 300, 1, 5)),
                                               ("rwkv7_varlen", "final_state", (0, 1, 63, 2)),
                                               ("rwkv7_decode_kv", "out", (2, 0, 3, 127)),
+                                              ("rwkv7_chunk_varlen", "out", (0, 267, 1, 63)),
                                               ("conv1d_varlen", "out", (0, 109, 95)),
                                               ("conv1d_varlen", "final_state", (2, 0, 0))])
 def test_a_wrong_linear_output_fails_by_name(cases, tmp_path, name, what, index):

@@ -1,5 +1,5 @@
 """CUDA tensors through the state-space bindings whose kernels also run on a GPU (Mamba-2's recurrent and chunked
-forms and decode step, RWKV-7's recurrent form, the short convolution's prefill and decode step): they reach the
+forms and decode step, RWKV-7's recurrent and chunked forms, the short convolution's prefill and decode step): they reach the
 CUDA entry without a copy, and the entries that read host memory refuse them by name. No GPU here: test_cuda_tensors.FakeCuda
 (a DLPack producer that claims CUDA memory over host bytes nobody dereferences) stands in for a torch CUDA tensor, and the call must end in the
 device's own error (no GPU / no CUDA in this build), never in a read of the pointer as host memory. The bindings
@@ -103,7 +103,7 @@ def test_selective_scan_and_its_decode_step_reach_the_cuda_entry():
     _no_device_error(e)
 
 
-def test_rwkv7_recurrence_reaches_the_cuda_entry_and_the_chunked_form_refuses():
+def test_rwkv7_recurrent_and_chunked_forms_reach_the_cuda_entry_and_the_reference_refuses():
     K, V = 64, 32
     r, w, k, a, b = (FakeCuda((Bn, T, H, K)) for _ in range(5))
     v, o, state = FakeCuda((Bn, T, H, V)), FakeCuda((Bn, T, H, V)), FakeCuda((Bn, H, K, V), bf16=False)
@@ -111,12 +111,10 @@ def test_rwkv7_recurrence_reaches_the_cuda_entry_and_the_chunked_form_refuses():
     def call(form, w=w, state=state):
         _core.rwkv7(form, r, w, k, v, a, b, 1.0, state, o, state, None, 64)
 
-    with pytest.raises(RuntimeError) as e:
-        call("recurrent")
-    _no_device_error(e)
-    with pytest.raises(ValueError, match=r"r: lives on cuda:0; chunk_rwkv7 runs on the CPU only so far "
-                                         r"\(the recurrent form also runs on CUDA\)"):
-        call("chunk")
+    for form in ("recurrent", "chunk"):
+        with pytest.raises(RuntimeError) as e:
+            call(form)
+        _no_device_error(e)
     with pytest.raises(ValueError, match="rwkv7_reference runs on the CPU only"):
         call("reference")
     with pytest.raises(ValueError, match="w: lives on cpu, r on cuda:0"):

@@ -61,6 +61,10 @@ OURS = {
             tokens_per_s=6.4e5),
         row("mamba2", {"B": 1, "T": 64, "H": 4, "P": 8, "N": 16, "G": 1}, tokens=64, flops=1e6, tflops=0.01,
             tokens_per_s=6.4e5),
+        row("rwkv7", {"B": 1, "T": 64, "H": 2, "K": 16, "V": 16}, tokens=64, flops=1e6, tflops=0.01,
+            tokens_per_s=6.4e5),
+        row("rwkv7_recurrent", {"B": 1, "T": 64, "H": 2, "K": 16, "V": 16}, tokens=64, flops=1e6, tflops=0.005,
+            tokens_per_s=3.2e5),
     ],
     "gemm": [
         row("gemm_ours", {"M": 64, "N": 96, "K": 128}, flops=1572864, tflops=0.0157),
@@ -93,6 +97,7 @@ def test_every_section_runs_and_every_peer_is_guarded(tmp_path, monkeypatch):
         assert r["peer_s"] is not None or r["peer_note"], r  # a time or the reason there is none
     chunk = out["chunk_prefill_rows"]
     assert chunk[0]["ours_s"] is None and "runs on the CPU only" in chunk[0]["ours_error"]
+    assert [r["peer"] for r in chunk[3:]] == ["fla chunk_rwkv7", "fla fused_recurrent_rwkv7"]
     md = (tmp_path / "gpu_peers.md").read_text()
     assert "not available: q: chunk_gated_delta_rule runs on the CPU only so far" in md
     assert "target >= 3x" in md and "target >= 1.5x" in md

@@ -79,7 +79,7 @@ TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   EXPECT_EQ(decode[12].kernel, "rwkv7");
   EXPECT_DOUBLE_EQ(linear_state_bytes(decode[12]), 2.0 * 32 * 40 * 64 * 64 * 4);
   const std::vector<LinearCase> prefill = chunk_prefill_cases(Scale::full);
-  ASSERT_EQ(prefill.size(), 7u);
+  ASSERT_EQ(prefill.size(), 9u);
   EXPECT_EQ(prefill[0].kernel, "gated_delta_rule");
   EXPECT_EQ(prefill[1]["T"], 16384);
   EXPECT_DOUBLE_EQ(chunk_prefill_tokens(prefill[0]), 4.0 * 4096);
@@ -96,6 +96,12 @@ TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   EXPECT_EQ(prefill[6].kernel, "mamba2");
   EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[6]),
                    4 * 2.0 * 4096 * (64 * 128 / 2.0 + 80 * (2 * 128 * 64 + 64 * 64 / 2.0)));
+  // RWKV-7 2.9B's 40 heads of 64: 8KV + C (5K + 4V) = 69632 FLOPs per token and head at C = 64, the recurrent form
+  // on the same inputs held to the same count (so the two rows' TFLOP/s compare as their times do).
+  EXPECT_EQ(prefill[7].kernel, "rwkv7");
+  EXPECT_EQ(prefill[8].kernel, "rwkv7_recurrent");
+  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[7]), 4.0 * 4096 * 40 * 69632);
+  EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[8]), chunk_prefill_flops(prefill[7]));
   attnzoo::testing::expect_error<ArgumentError>([&] { (void)decode[6]["K"]; }, "K");
 }
 
@@ -214,7 +220,7 @@ TEST(CudaBench, ARefusedRowSaysWhyAndTheTableGoesOn) {
   CudaKernelReport r = test_report();
   r.chunk_prefill = run_chunk_prefill_rows(Scale::tiny, Device::cpu(), Stream{}, refuses);
   r.state_decode = run_linear_decode_rows(Scale::tiny, Device::cpu(), Stream{}, run_warm);
-  ASSERT_EQ(r.chunk_prefill.size(), 5u);
+  ASSERT_EQ(r.chunk_prefill.size(), 7u);
   EXPECT_FALSE(r.chunk_prefill[0].available());
   const std::string text = format_cuda_text(r), json = format_cuda_json(r);
   EXPECT_NE(text.find("not available: q: chunk_gated_delta_rule runs on the CPU only so far"), std::string::npos)

@@ -237,6 +237,23 @@ Prepared prepare_prefill(const LinearCase& c, Device device, Stream stream) {
     a.y = b.noise({B, T, H, P});
     a.chunk_size = kChunk;
     p.launch = [a] { mamba2_chunk_scan(a); };
+  } else if (k == "rwkv7" || k == "rwkv7_recurrent") {
+    // fla's chunk_rwkv7 call of a prefill (scale 1, the final state out), and the recurrent form on the same
+    // inputs for the ratio. a = -1/8 and b = 1/8 with the decay e^-0.05 keep the state bounded (the decode row's).
+    const int64_t B = c["B"], T = c["T"], H = c["H"], K = c["K"], V = c["V"];
+    Rwkv7Args a;
+    a.r = b.noise({B, T, H, K});
+    a.w = b.f32({B, T, H, K}, -0.05f);
+    a.k = b.noise({B, T, H, K});
+    a.v = b.noise({B, T, H, V});
+    a.a = b.bf16({B, T, H, K}, kBf16MinusEighth);
+    a.b = b.bf16({B, T, H, K}, kBf16Eighth);
+    a.o = b.noise({B, T, H, V});
+    a.final_state = b.f32({B, H, K, V}, 0.f);
+    if (k == "rwkv7")
+      p.launch = [a] { chunk_rwkv7(a, kChunk); };
+    else
+      p.launch = [a] { recurrent_rwkv7(a); };
   } else {
     throw ArgumentError("chunk prefill case: unknown kernel '" + k + "'");
   }
@@ -339,13 +356,18 @@ std::vector<LinearCase> chunk_prefill_cases(Scale s) {
             {"kda", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
             {"simple_gla", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
             {"gla", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
-            {"mamba2", {{"B", 1}, {"T", 100}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}}};
+            {"mamba2", {{"B", 1}, {"T", 100}, {"H", 4}, {"P", 16}, {"N", 16}, {"G", 1}}},
+            {"rwkv7", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}},
+            {"rwkv7_recurrent", {{"B", 2}, {"T", 100}, {"H", 2}, {"K", 32}, {"V", 32}}}};
   const std::vector<Dim> batch{{"B", 4}, {"T", 4096}, {"H", 16}, {"K", 128}, {"V", 128}};
   const std::vector<Dim> longest{{"B", 1}, {"T", 16384}, {"H", 16}, {"K", 128}, {"V", 128}};
   const LinearCase ssd{"mamba2", {{"B", 4}, {"T", 4096}, {"H", 80}, {"P", 64}, {"N", 128}, {"G", 1}}};
-  if (s == Scale::quick) return {{"gated_delta_rule", batch}, {"kda", batch}, {"simple_gla", batch}, {"gla", batch}, ssd};
+  const std::vector<Dim> goose{{"B", 4}, {"T", 4096}, {"H", 40}, {"K", 64}, {"V", 64}};  // RWKV-7 2.9B's heads
+  if (s == Scale::quick)
+    return {{"gated_delta_rule", batch}, {"kda", batch}, {"simple_gla", batch}, {"gla", batch}, ssd,
+            {"rwkv7", goose}, {"rwkv7_recurrent", goose}};
   return {{"gated_delta_rule", batch}, {"gated_delta_rule", longest}, {"kda", batch}, {"kda", longest},
-          {"simple_gla", batch}, {"gla", batch}, ssd};
+          {"simple_gla", batch}, {"gla", batch}, ssd, {"rwkv7", goose}, {"rwkv7_recurrent", goose}};
 }
 
 double linear_state_bytes(const LinearCase& c) {
@@ -371,6 +393,10 @@ double chunk_prefill_flops(const LinearCase& c) {
   const double H = double(c["H"]), K = double(c["K"]), V = double(c["V"]);
   // The gated-linear recurrence per token: causal halves of Q K^T and P V, then Q h and the state update.
   if (c.kernel == "simple_gla" || c.kernel == "gla") return chunk_prefill_tokens(c) * H * 2.0 * (C * (K + V) / 2 + 2 * K * V);
+  // RWKV-7 (rwkv7/README.md's count, the recurrent row held to the same one): four K x V products per token with
+  // the state, and the intra-chunk matrices and their products, about C (5K + 4V).
+  if (c.kernel == "rwkv7" || c.kernel == "rwkv7_recurrent")
+    return chunk_prefill_tokens(c) * H * (8 * K * V + C * (5 * K + 4 * V));
   return chunk_prefill_tokens(c) * H * 2.0 * (C * (3 * K + 2 * V) / 2 + 3 * K * V);
 }
 

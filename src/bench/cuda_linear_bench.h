@@ -1,8 +1,8 @@
 #pragma once
 // The linear / state-space rows of `attnzoo bench kernels --device cuda` (issue 26): one-token decode of every
 // family with a CUDA decode kernel, in GB/s of its f32 state read + written (the copy bandwidth's count, so the
-// two compare directly), and chunked prefill (Gated DeltaNet, KDA, Mamba-2 SSD) in TFLOP/s of a stated FLOP count
-// and tokens/s. Every row calls the family's public entry with device tensors, as an engine does; an entry that
+// two compare directly), and chunked prefill (Gated DeltaNet, KDA, GLA, simple GLA, Mamba-2 SSD, RWKV-7 beside its
+// recurrent form on the same inputs) in TFLOP/s of a stated FLOP count and tokens/s. Every row calls the family's public entry with device tensors, as an engine does; an entry that
 // refuses them (the chunked forms until their CUDA kernels land) gives a row "not available: <its error>"
 // instead of a timing, so the table is the same shape before and after.
 #include <cstdint>

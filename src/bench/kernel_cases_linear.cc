@@ -137,10 +137,12 @@ std::string run_linear(const LinearCaseSpec& c, const std::filesystem::path& dir
   });
 }
 
-// RWKV-7 through recurrent_rwkv7, inputs as its blocks make them: a = -kk (kk a unit vector per head), b = kk x iclr
-// (iclr in (0, 1)), keys scaled by K^-1/2, log decays over [-3, -0.01]; ragged packed sequences, or a decode batch.
+// RWKV-7 through recurrent_rwkv7 (or chunk_rwkv7 in 64-token chunks when `chunked`), inputs as its blocks make
+// them: a = -kk (kk a unit vector per head), b = kk x iclr (iclr in (0, 1)), keys scaled by K^-1/2, log decays over
+// [-3, -0.01]; ragged packed sequences, or a decode batch.
 std::string run_rwkv7(const char* name, DType dtype, int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& lens,
-                      bool packed, const std::filesystem::path& dir, Device device, uint32_t seed, bool& refused) {
+                      bool packed, bool chunked, const std::filesystem::path& dir, Device device, uint32_t seed,
+                      bool& refused) {
   const int64_t N = int64_t(lens.size());
   const std::vector<int32_t> cu = offsets(lens);
   const int64_t B = packed ? 1 : N, T = packed ? cu.back() : lens[0];
@@ -167,7 +169,8 @@ std::string run_rwkv7(const char* name, DType dtype, int64_t H, int64_t K, int64
   const std::pair<const char*, const HostArray*> inputs[] = {{"r", &r}, {"w", &w}, {"k", &k}, {"v", &v},
                                                              {"a", &a}, {"b", &b}, {"initial_state", &h0}};
   for (const auto& [what, x] : inputs) write_npy(dir / (stem + "_" + what + ".npy"), *x);
-  const std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"linear\", \"entry\": \"recurrent_rwkv7\", " +
+  const std::string entry = "{\"name\": " + json_string(stem) + ", \"kind\": \"linear\", \"entry\": " +
+                            (chunked ? "\"chunk_rwkv7\", " : "\"recurrent_rwkv7\", ") +
                             "\"dtype\": " + json_string(dtype_name(dtype)) + ", \"out_dtype\": \"float32\", \"B\": " +
                             std::to_string(B) + ", \"T\": " + std::to_string(T) + ", \"H\": " + std::to_string(H) +
                             ", \"HV\": " + std::to_string(H) + ", \"K\": " + std::to_string(K) + ", \"V\": " +
@@ -182,7 +185,10 @@ std::string run_rwkv7(const char* name, DType dtype, int64_t H, int64_t K, int64
     x.scale = 1.f / std::sqrt(float(K));
     x.initial_state = dh0.view, x.final_state = dhT.view, x.o = dout.view;
     if (packed) x.cu_seqlens = cu.data(), x.cu_seqlens_len = int64_t(cu.size());
-    recurrent_rwkv7(x);
+    if (chunked)
+      chunk_rwkv7(x, 64);
+    else
+      recurrent_rwkv7(x);
     write_npy(dir / (stem + "_out.npy"), fetch(dout, o));
     write_npy(dir / (stem + "_final_state.npy"), fetch(dhT, hT));
   });
@@ -228,9 +234,14 @@ void write_linear_cases(const std::filesystem::path& dir, Device device, uint32_
     add(e, refused);
   }
   bool refused = false;
-  std::string e = run_rwkv7("rwkv7_varlen", DType::bf16, 2, 64, 64, {1, 40, 7, 64}, true, dir, device, seed += 10, refused);
+  std::string e =
+      run_rwkv7("rwkv7_varlen", DType::bf16, 2, 64, 64, {1, 40, 7, 64}, true, false, dir, device, seed += 10, refused);
   add(e, refused);
-  e = run_rwkv7("rwkv7_decode_kv", DType::f16, 4, 64, 128, {1, 1, 1}, false, dir, device, seed += 10, refused);
+  e = run_rwkv7("rwkv7_decode_kv", DType::f16, 4, 64, 128, {1, 1, 1}, false, false, dir, device, seed += 10, refused);
+  add(e, refused);
+  // The chunked form: a one-token sequence, chunk-unaligned ones and one over two chunks.
+  e = run_rwkv7("rwkv7_chunk_varlen", DType::bf16, 2, 64, 64, {1, 100, 37, 130}, true, true, dir, device, seed += 10,
+                refused);
   add(e, refused);
   e = run_conv("conv1d_varlen", DType::bf16, 96, 4, {1, 30, 2, 77}, dir, device, seed += 10, refused);
   add(e, refused);

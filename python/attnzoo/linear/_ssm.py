@@ -3,9 +3,9 @@
 Mamba and Mamba-2 keep mamba_ssm's layouts and argument names; RWKV-7 mirrors flash-linear-attention's
 chunk_rwkv7 / fused_recurrent_rwkv7. Inputs may be float32, bfloat16 or float16 (numpy or torch; CPU);
 accumulation and states are float32; outputs come back in the caller's framework with the main input's dtype.
-Mamba's selective scan, Mamba-2's and RWKV-7's recurrent forms, and both decode steps, also take CUDA torch
-tensors: they run on the tensors' GPU, on the caller's current stream, with outputs there; the chunked forms and
-the references refuse them by name.
+Mamba's selective scan, Mamba-2's and RWKV-7's recurrent and chunked forms, and both decode steps, also take CUDA
+torch tensors: they run on the tensors' GPU, on the caller's current stream, with outputs there; the references
+refuse them by name.
 """
 import math
 
@@ -338,6 +338,8 @@ def chunk_rwkv7(r, w, k, v, a, b, scale=1.0, initial_state=None, output_final_st
     rounding at every decay strength. initial_state: [N_seq, H, K, V] (converted to float32). cu_seqlens: int32
     [N_seq + 1] packed offsets (B = 1). check_inputs=False skips the finiteness scan of the inputs.
     Returns (o [B, T, H, V] in r's dtype, final_state [N_seq, H, K, V] float32 or None).
+    CUDA tensors run on their GPU on tensor cores (bf16 products, f32 state, a relative error of a few 1e-3;
+    K, V <= 128 and chunk_size 16, 32 or 64 there), on the current stream.
     """
     chunk_size = _chunk_size_arg(chunk_size)
     return _rwkv7("chunk", r, w, k, v, a, b, scale, initial_state, output_final_state, cu_seqlens, check_inputs,

@@ -23,6 +23,18 @@ namespace attnzoo {
 #if ATTNZOO_WITH_CUDA
 namespace {
 
+// A prefill whose longest sequence has this many tokens takes the chunked RWKV-7 (tensor cores, 64 tokens per step
+// of its sequential pass); shorter ones stay token by token, where the chunk's three launches and its scratch cost
+// more than the few sequential steps they save.
+constexpr int64_t kChunkedPrefillFrom = 32;
+
+bool prefills_in_chunks(const Batch& batch, int64_t K, int64_t V) {
+  int64_t longest = 0;
+  for (size_t i = 0; i + 1 < batch.cu_seqlens.size(); ++i)
+    longest = std::max<int64_t>(longest, batch.cu_seqlens[i + 1] - batch.cu_seqlens[i]);
+  return longest >= kChunkedPrefillFrom && K <= 128 && V <= 128;  // the CUDA chunk's widest heads
+}
+
 // The runner's own scratch (it shares no workspace with another model's blocks).
 enum Slot : size_t {
   kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16, kWkv
@@ -206,7 +218,8 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
 
   // The wkv states: each sequence's slot past its two shift rows. A decode step updates them in place through the
   // step's uploaded slots (ssm_state_indices; a pad's -1 is skipped, nothing is uploaded); a prefill step brings
-  // them into a dense [S, H, K, V] and back (the packed recurrence uploads the batch's cu_seqlens).
+  // them into a dense [S, H, K, V] and back (the packed recurrence or chunk uploads the batch's cu_seqlens), in
+  // chunks when a sequence is long enough (prefills_in_chunks).
   const int64_t state = H * K * V;
   const int64_t pool_rows = batch.state_slots.empty()
                                 ? 0
@@ -233,7 +246,10 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
     args.initial_state = args.final_state = device_view(d, dense.data, DType::f32, {S, H, K, V});
     args.cu_seqlens = batch.cu_seqlens.data();
     args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    recurrent_rwkv7(args);
+    if (prefills_in_chunks(batch, K, V))
+      chunk_rwkv7(args, 64);
+    else
+      recurrent_rwkv7(args);
     copy_rows_cuda({dense, slab, nullptr, slots_, S}, s);
   }
 

@@ -6,14 +6,15 @@
 //   the token shift and its six lerps in one kernel, against and into each sequence's attn_shift in its pool slot
 //   r / k / v projections and the w / a / g (/ v) LoRAs on gemm_cuda, their activations between them
 //   the key preparation (kk, the in-context learning rate, v's mix towards layer 0's v), the wkv states gathered
-//   from the slots into a dense [S, H, K, V], the RWKV-7 recurrence (kernels/linear/rwkv7/cuda: token by token
-//   for prefill too; a chunked CUDA RWKV-7 does not exist yet), the states scattered back
+//   from the slots into a dense [S, H, K, V], RWKV-7 (kernels/linear/rwkv7/cuda: the chunked form on tensor cores
+//   for a prefill with a sequence of 32 tokens or more, the recurrence token by token otherwise), the states
+//   scattered back
 //   the group norm + bonus + gate in one kernel, o_proj adding into the residual stream
 //   ffn_norm, the channel mix's shift (ffn_shift), key, relu^2, value adding into the stream
 // then the final norm and lm_head over the requested rows, whose logits stay in device memory.
 //
 // Numerics: the residual stream, the normed rows, the shift states, the recurrence's inputs and state and the
-// logits are f32; the projections read bf16 rows (the lerps, the LoRAs' middles, the gated output, relu^2) with
+// logits are f32 (the chunked prefill's products take bf16 operands, accumulating in f32); the projections read bf16 rows (the lerps, the LoRAs' middles, the gated output, relu^2) with
 // bf16 / f16 weights (f32 checkpoints rounded to bf16 at load) or GGUF blocks, accumulating in f32. The launches
 // read the batch's host cu_seqlens (the recurrence uploads them per call), so steps are never captured in CUDA
 // graphs.

@@ -1,5 +1,5 @@
 // RWKV-7 on a GPU (rwkv7_cuda_runner.h) against the same tiny checkpoint on the CPU (testing/tiny_rwkv7.h): a ragged
-// prefill batch, decode steps of one token per sequence with the CPU's greedy choice fed to both, a step of three
+// prefill batch (37, 1 and 70 tokens: the chunked form), decode steps of one token per sequence with the CPU's greedy choice fed to both, a step of three
 // tokens per sequence, a prompt that reuses a cached prefix (its state comes back from the prefix's snapshot) and a
 // chunk after it, pool slots handed out in shuffled orders on both sides. bf16 and f32 checkpoints (the f32 one
 // with LayerNorms without bias and a tied head). Logits agree within bf16 tolerance and greedy tokens are equal

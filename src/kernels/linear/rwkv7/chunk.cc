@@ -175,8 +175,8 @@ HWY_EXPORT(Rwkv7ChunkTask);
 void chunk_rwkv7(const Rwkv7Args& args, int64_t chunk_size) {
   require(chunk_size == 16 || chunk_size == 32 || chunk_size == 64 || chunk_size == 128, "chunk_size",
           "must be 16, 32, 64 or 128, got " + std::to_string(chunk_size));
-  require_rwkv7_host(args, "chunk_rwkv7");
   const Rwkv7Problem p = make_rwkv7_problem(args);
+  if (!p.device.is_cpu()) return rwkv7_chunk_on_device(p, chunk_size);  // the one branch to a GPU
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
   // Heads are grouped per task (see Rwkv7ChunkTask) while keeping about two tasks per thread for balance.
   const int64_t nseq = p.seqs.count(), threads = ThreadPool::global().num_threads();

@@ -1,6 +1,6 @@
 #pragma once
 // A validated RWKV-7 call, shared by the reference, recurrent and chunked paths. Device-neutral: for tensors on a
-// GPU only shapes are read (the recurrent entry sends those problems to rwkv7_recurrent_on_device).
+// GPU only shapes are read (the recurrent and chunked entries send those problems to rwkv7_*_on_device).
 #include "core/device.h"
 #include "kernels/linear/common/sequences.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
@@ -24,12 +24,14 @@ struct Rwkv7Problem {
 
 Rwkv7Problem make_rwkv7_problem(const Rwkv7Args& a);
 
-// ArgumentError naming the first tensor of `a` not in host memory, for the entries that run on the CPU only so
-// far (the chunked form and the reference).
+// ArgumentError naming the first tensor of `a` not in host memory, for the entry that runs on the CPU only (the
+// reference).
 void require_rwkv7_host(const Rwkv7Args& a, const char* entry);
 
 // Runs a validated problem whose tensors live on a GPU on the current stream of their device: the CUDA path's own
 // checks, then the kernel. DeviceError in a build without CUDA.
 void rwkv7_recurrent_on_device(const Rwkv7Problem& p);
+// The same for the chunked form (chunk_size already checked as chunk_rwkv7 does).
+void rwkv7_chunk_on_device(const Rwkv7Problem& p, int64_t chunk_size);
 
 }  // namespace attnzoo

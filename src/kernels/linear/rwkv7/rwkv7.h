@@ -30,13 +30,14 @@ struct Rwkv7Args {
 
 // Token by token, O(1) state per step (prefill and decode). Runs where the tensors live (all on r's device): the
 // CPU, or a GPU in a CUDA build (cuda/rwkv7_recurrent_cuda.h); a decode step passes T = 1 and the pool's state
-// slots as both initial_state and final_state. The other entries run on the CPU only so far and refuse device
-// tensors by name.
+// slots as both initial_state and final_state.
 void recurrent_rwkv7(const Rwkv7Args& args);
 // Chunkwise-parallel prefill (fla's chunk_dplr_delta_rule): the same results as recurrent_rwkv7, with the work of
 // each chunk of chunk_size tokens (16, 32, 64 or 128; otherwise ArgumentError naming chunk_size) done as dense
-// products. Stable at any decay w <= 0.
+// products. Stable at any decay w <= 0. Runs where the tensors live: the CPU, or a GPU in a CUDA build
+// (cuda/rwkv7_chunk_cuda.h: tensor cores, bf16 operands; K, V <= 128, chunk_size <= 64, dense states only).
 void chunk_rwkv7(const Rwkv7Args& args, int64_t chunk_size = 64);
+// The double-precision definition; the CPU only (device tensors are refused by name).
 void rwkv7_reference(const Rwkv7Args& args);
 
 }  // namespace attnzoo

@@ -1,5 +1,5 @@
 // RWKV-7's device seam, checked on the host in every build: tensors on two devices are refused naming the odd
-// one, the entries that run on the CPU only (chunked form, reference) refuse a device tensor by name, shapes are
+// one, the entry that runs on the CPU only (the reference) refuses a device tensor by name, shapes are
 // still checked, and a recurrent call on a GPU that is not there (or in a build without CUDA) is a DeviceError,
 // never a device pointer read by the host. The tensors marked as device ones below hold host memory: every
 // refusal must come before anything reads them.
@@ -46,14 +46,24 @@ TEST(Rwkv7Device, TensorsOnTwoDevicesAreRefusedNamingTheOddOne) {
   testing::expect_error<ArgumentError>([&] { recurrent_rwkv7(a); }, "final_state: lives on cuda:1, r on cpu");
 }
 
-TEST(Rwkv7Device, ChunkedFormAndReferenceRunOnTheCpuOnly) {
+TEST(Rwkv7Device, ReferenceRunsOnTheCpuOnly) {
   const Inputs in;
-  testing::expect_error<ArgumentError>([&] { chunk_rwkv7(on_gpu(in.args())); },
-                                       "r: lives on cuda:0; chunk_rwkv7 runs on the CPU only so far (the "
-                                       "recurrent form also runs on CUDA)");
+  testing::expect_error<ArgumentError>([&] { rwkv7_reference(on_gpu(in.args())); },
+                                       "r: lives on cuda:0; rwkv7_reference");
   Rwkv7Args a = in.args();  // any one tensor on a device is named, even when r is on the host
   a.o.device = Device::cuda();
   testing::expect_error<ArgumentError>([&] { rwkv7_reference(a); }, "o: lives on cuda:0; rwkv7_reference");
+}
+
+// The chunked form on a device: its chunk_size is checked first, then (in a CUDA build) what only the CUDA chunk
+// refuses, all before anything reads the tensors.
+TEST(Rwkv7Device, ChunkedFormChecksBeforeTheDevice) {
+  const Inputs in;
+  testing::expect_error<ArgumentError>([&] { chunk_rwkv7(on_gpu(in.args()), 48); }, "chunk_size: must be 16");
+  if (cuda_built()) {
+    testing::expect_error<ArgumentError>([&] { chunk_rwkv7(on_gpu(in.args()), 128); },
+                                         "chunk_size: the CUDA chunked kernels run chunks of 16, 32 or 64");
+  }
 }
 
 TEST(Rwkv7Device, ShapesAreStillCheckedForDeviceTensors) {
@@ -74,6 +84,14 @@ TEST(Rwkv7Device, RecurrentOnAbsentGpuIsADeviceError) {
   EXPECT_THROW(recurrent_rwkv7(on_gpu(in.args())), DeviceError);
   if (!cuda_built())
     testing::expect_error<DeviceError>([&] { recurrent_rwkv7(on_gpu(in.args())); }, "r: lives on cuda:0, and ");
+}
+
+TEST(Rwkv7Device, ChunkedOnAbsentGpuIsADeviceError) {
+  SKIP_WITH_A_REAL_GPU();
+  const Inputs in;
+  EXPECT_THROW(chunk_rwkv7(on_gpu(in.args())), DeviceError);
+  if (!cuda_built())
+    testing::expect_error<DeviceError>([&] { chunk_rwkv7(on_gpu(in.args())); }, "r: lives on cuda:0, and ");
 }
 
 }  // namespace

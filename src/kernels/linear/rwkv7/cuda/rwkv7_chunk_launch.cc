@@ -1,0 +1,105 @@
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_launch.h"
+
+#include <tuple>
+
+#include "core/error.h"
+#include "kernels/linear/common/cuda/chunk_plan.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_cuda.h"
+
+namespace attnzoo {
+namespace {
+using cuda_linear::require_aligned;
+using cuda_linear::require_grid_fits;
+using namespace cuda_rwkv7_chunk;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+}  // namespace
+
+void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
+  require(!p.state_indices, "ssm_state_indices",
+          "addresses pool states in the recurrent form only; the chunked form takes dense [N, H, K, V] states");
+  cuda_delta_chunk::check_chunk_shape(p.K, "r", "K", p.V, "v", "V", chunk_size);
+  for (auto [data, dtype, name] : {std::tuple{p.r, p.r_dtype, "r"}, {p.w, p.w_dtype, "w"}, {p.k, p.k_dtype, "k"},
+                                   {p.v, p.v_dtype, "v"}, {p.a, p.a_dtype, "a"}, {p.b, p.b_dtype, "b"},
+                                   {static_cast<const void*>(p.o), p.o_dtype, "o"}})
+    if (data) require_aligned(data, dtype_size(dtype), name);
+  if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
+  if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
+  require_grid_fits(cuda_delta_chunk::chunk_count(p.seqs, chunk_size) * p.H, "r", "chunks x heads");
+  require_grid_fits(p.seqs.count() * p.H * (round_up(p.V, kStateCols) / kStateCols), "v",
+                    "sequences x heads x ceil(V / 32)");
+}
+
+namespace cuda_rwkv7_chunk {
+
+ChunkLaunch plan_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
+  ChunkLaunch l;
+  const int64_t N = p.seqs.count();
+  if (N == 0 || (p.batch * p.T == 0 && !p.ht)) return l;
+  l.empty = false;
+  const int C = int(chunk_size);
+  l.C = C;
+  cuda_delta_chunk::split_into_chunks(p.seqs, C, l.chunks, l.seq_chunks);
+  const int64_t NC = int64_t(l.chunks.size());
+
+  Params& params = l.params;
+  params.r = p.r, params.w = p.w, params.k = p.k, params.v = p.v, params.a = p.a, params.b = p.b, params.o = p.o;
+  params.r_t = elem_of(p.r_dtype), params.w_t = elem_of(p.w_dtype), params.k_t = elem_of(p.k_dtype);
+  params.v_t = elem_of(p.v_dtype), params.a_t = elem_of(p.a_dtype), params.b_t = elem_of(p.b_dtype);
+  params.o_t = elem_of(p.o_dtype);
+  params.initial_state = p.h0, params.final_state = p.ht;
+  params.n_chunks = NC;
+  params.H = int(p.H), params.K = int(p.K), params.V = int(p.V);
+  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
+  params.scale = p.scale;
+  const int Kp = params.Kp, Vp = params.Vp;
+
+  l.intra_grid = unsigned(NC * p.H);
+  l.output_grid = l.intra_grid;
+  l.state_grid = unsigned(N * p.H * (Vp / kStateCols));
+  l.intra_smem = IntraSmem(C, Kp, Vp).bytes;
+  l.state_smem = StateSmem(C, Kp).bytes;
+  l.output_smem = OutputSmem(C, Kp, Vp).bytes;
+
+  // One allocation: the metadata first (uploaded), then the scratch.
+  cuda_delta_chunk::ScratchLayout at;
+  const size_t per = size_t(NC * p.H);
+  l.chunks_at = at.take(l.chunks.size() * sizeof(ChunkDesc));
+  l.seq_chunks_at = at.take(l.seq_chunks.size() * sizeof(int32_t));
+  l.metadata_bytes = at.end;
+  l.wm_at = at.take(per * size_t(rows_elems(C, Kp)) * 2);
+  l.u_at = at.take(per * size_t(rows_elems(C, Vp)) * 4);
+  l.kb_at = at.take(per * size_t(rows_elems(2 * C, Kp)) * 2);
+  l.vsa_at = at.take(per * size_t(rows_elems(2 * C, Vp)) * 2);
+  l.qg_at = at.take(per * size_t(rows_elems(C, Kp)) * 2);
+  l.pm_at = at.take(per * size_t(rows_elems(C, 2 * C)) * 2);
+  l.decay_at = at.take(per * size_t(Kp) * 4);
+  l.h_at = at.take(per * size_t(rows_elems(Kp, Vp)) * 2);
+  l.scratch_bytes = std::max<size_t>(at.end, 256);
+  return l;
+}
+
+std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) {
+  std::vector<unsigned char> bytes(l.metadata_bytes, 0);
+  cuda_delta_chunk::write_chunk_metadata(l.chunks, l.chunks_at, l.seq_chunks, l.seq_chunks_at, bytes);
+  return bytes;
+}
+
+void bind_scratch(ChunkLaunch& l, unsigned char* base) {
+  Params& params = l.params;
+  params.chunks = reinterpret_cast<const ChunkDesc*>(base + l.chunks_at);
+  params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
+  params.wm = reinterpret_cast<uint16_t*>(base + l.wm_at);
+  params.u = reinterpret_cast<float*>(base + l.u_at);
+  params.kb = reinterpret_cast<uint16_t*>(base + l.kb_at);
+  params.vsa = reinterpret_cast<uint16_t*>(base + l.vsa_at);
+  params.qg = reinterpret_cast<uint16_t*>(base + l.qg_at);
+  params.pm = reinterpret_cast<uint16_t*>(base + l.pm_at);
+  params.decay = reinterpret_cast<float*>(base + l.decay_at);
+  params.h = reinterpret_cast<uint16_t*>(base + l.h_at);
+}
+
+}  // namespace cuda_rwkv7_chunk
+}  // namespace attnzoo

@@ -1,0 +1,227 @@
+// The CUDA chunked RWKV-7 (rwkv7_chunk_{intra,state,output}.cuh, launched as rwkv7_chunk_launch plans it) under
+// the CTA emulator, against the double reference (rwkv7_reference) and the CPU chunk (chunk_rwkv7 on the host, the
+// same chunk size): ragged packed sequences with one-token, empty and chunk-unaligned ones, padded batches, T below
+// one chunk and T = 1, K and V off the 16 / 32 tiles, RWKV-7's head size 64 and 128, chunk sizes 16, 32 and 64,
+// bf16 / f16 in and out, decays from none to e^-8 per step (and e^-20), with and without an initial state, in-place
+// and separate states. Outputs, separate final states and the whole scratch start as NaN bytes, so an element a
+// kernel forgets (or reads before it is written) fails.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_cuda.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_intra.cuh"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_launch.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_output.cuh"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_state.cuh"
+#include "kernels/linear/rwkv7/problem.h"
+#include "kernels/linear/rwkv7/rwkv7.h"
+#include "kernels/linear/rwkv7/rwkv7_testing.h"
+#include "testing/cuda_emulation/chunk_plan_run.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/device_tensor.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+using namespace cuda_rwkv7_chunk;
+using cuda_emulation::DeviceTensor;
+using testing::HostTensor;
+using testing::Rwkv7Case;
+using testing::Rwkv7Inputs;
+
+// rwkv7_chunk.cu's three kernels in its order, on the emulator.
+template <int C>
+void run_stages(const ChunkLaunch& l) {
+  const Params& p = l.params;
+  if (l.intra_grid)
+    cuda_emulation::launch(dim3(l.intra_grid), kThreads, l.intra_smem,
+                           [&](unsigned char* smem) { rwkv7_chunk_intra<C>(p, smem); });
+  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
+                         [&](unsigned char* smem) { rwkv7_chunk_state<C>(p, smem); });
+  if (l.output_grid)
+    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
+                           [&](unsigned char* smem) { rwkv7_chunk_output<C>(p, smem); });
+}
+
+DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
+void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
+
+// With `in_place` the final state overwrites the initial one; otherwise it goes to a separate NaN-filled buffer.
+void check(const Rwkv7Case& c, int64_t chunk, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + (in_place ? " in-place" : ""));
+  const Rwkv7Inputs in(c, seed);
+  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
+  Rwkv7Args a = in.args(c);
+  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
+  a.o = o_cpu.view, a.final_state = s_cpu.view;
+  chunk_rwkv7(a, chunk);
+
+  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
+  DeviceTensor init = on_device(in.h0);
+  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
+  a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
+  if (c.initial_state) a.initial_state = init.device_view();
+  a.final_state = in_place ? init.device_view() : sd.device_view();
+  const Rwkv7Problem p = make_rwkv7_problem(a);
+  ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
+
+  ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
+  ASSERT_FALSE(l.empty);
+  cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
+  download(od, o);
+  download(in_place ? init : sd, s);
+  const double tol = testing::rwkv7_chunk_cuda_tolerance();
+  EXPECT_LE(testing::relative_rms(o, ref.o), tol);
+  EXPECT_LE(testing::relative_rms(s, ref.s), tol);
+  EXPECT_LE(testing::relative_rms(o, o_cpu), tol);
+  EXPECT_LE(testing::relative_rms(s, s_cpu), tol);
+}
+
+// Field by field: designated initializers that skip fields warn under -Wextra.
+Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
+  Rwkv7Case c;
+  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
+  return c;
+}
+
+// Packed sequences of 1, 37, 0, 79 and 33 tokens (the empty one's final state is its initial state; the others
+// end mid-chunk at every chunk size), each chunk size, with and without initial states.
+TEST(EmulatedRwkv7Chunk, MatchesRaggedPackedSequences) {
+  uint64_t seed = 100;
+  for (int64_t chunk : {16, 32, 64})
+    for (bool init : {true, false}) {
+      Rwkv7Case c = shape(1, 150, 2, 32, 32, init);
+      c.cu_seqlens = {0, 1, 38, 38, 117, 150};
+      check(c, chunk, init && chunk == 32, seed++);
+    }
+}
+
+// Padded batches (no cu_seqlens); K and V off the 16- and 32-wide tiles, both ways round.
+TEST(EmulatedRwkv7Chunk, MatchesPaddedBatchesAndOddHeadDims) {
+  check(shape(2, 45, 1, 40, 48), 32, false, 200);
+  check(shape(2, 40, 2, 48, 40, false), 16, true, 201);
+  check(shape(1, 33, 1, 20, 100), 16, false, 202);
+}
+
+// Sequences shorter than one chunk, and single tokens: one partial chunk each.
+TEST(EmulatedRwkv7Chunk, MatchesShortSequences) {
+  check(shape(3, 5, 2, 64, 64), 64, true, 300);
+  check(shape(2, 1, 2, 64, 64), 64, false, 301);
+  Rwkv7Case c = shape(1, 4, 1, 32, 32);
+  c.cu_seqlens = {0, 1, 1, 4};
+  check(c, 16, false, 302);
+}
+
+// RWKV-7's head size (64) over several chunks, and the widest heads (128) on one chunk and a tail.
+TEST(EmulatedRwkv7Chunk, MatchesModelHeads) {
+  check(shape(1, 150, 2, 64, 64), 64, true, 400);
+  check(shape(1, 70, 1, 128, 128), 64, false, 401);
+}
+
+TEST(EmulatedRwkv7Chunk, MatchesDtypes) {
+  Rwkv7Case c = shape(1, 50, 2, 32, 32);
+  c.cu_seqlens = {0, 19, 50};
+  c.dtype = DType::bf16;
+  check(c, 32, true, 500);
+  c.out_dtype = DType::bf16;
+  check(c, 16, false, 501);
+  c.dtype = c.out_dtype = DType::f16;
+  check(c, 32, false, 502);
+}
+
+// e^-8 per step (e^-512 over a 64-token chunk: e^{G_i} alone underflows, e^{-G_j} overflows), e^-20, every strength
+// side by side channel by channel, decays near 0 (the state kept, only the low-rank part forgets), and decays
+// around e^-3.5 whose 16-token spans straddle the Gram's tensor-core bound (kTensorCoreSpan), so the diagonal
+// blocks of one chunk take both paths.
+TEST(EmulatedRwkv7Chunk, MatchesDecayStrengths) {
+  uint64_t seed = 600;
+  for (auto [lo, hi] : {std::pair{-8.f, -7.f}, {-21.f, -19.f}, {-20.f, 0.f}, {-0.05f, 0.f}, {-4.5f, -2.5f}}) {
+    Rwkv7Case c = shape(1, 100, 1, 64, 32);
+    c.w_min = lo, c.w_max = hi;
+    c.cu_seqlens = {0, 1, 60, 100};
+    check(c, 64, seed % 2 == 0, seed);
+    ++seed;
+    c = shape(1, 70, 1, 32, 64, false);
+    c.w_min = lo, c.w_max = hi;
+    check(c, 32, false, seed++);
+  }
+}
+
+// A long memory (decays near 0) over many chunks: the bf16 rounding of each chunk's products must not build up in
+// the f32 state the chunks carry.
+TEST(EmulatedRwkv7Chunk, MatchesLongSequencesWithLongMemory) {
+  Rwkv7Case c = shape(1, 700, 1, 64, 64);
+  c.w_min = -0.02f, c.w_max = 0.f;
+  check(c, 64, true, 650);
+}
+
+// No tokens at all: no chunks, so only the state pass runs, and it copies each initial state to the final one.
+TEST(EmulatedRwkv7Chunk, CopiesStatesOfEmptySequences) {
+  Rwkv7Case c = shape(1, 0, 2, 32, 32);
+  c.cu_seqlens = {0, 0, 0};
+  check(c, 64, false, 700);
+}
+
+// The plan: chunks never cross sequences, empty sequences own none, every kernel's sizes follow from the shape.
+TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
+  Rwkv7Case c = shape(1, 100, 2, 40, 48);
+  c.cu_seqlens = {0, 1, 1, 65, 100};
+  const Rwkv7Inputs in(c, 1);
+  HostTensor o(DType::f32, {1, 100, 2, 48}, 0, 0.f);
+  Rwkv7Args a = in.args(c);
+  a.o = o.view;
+  const ChunkLaunch l = plan_rwkv7_chunk(make_rwkv7_problem(a), 32);
+  EXPECT_EQ(l.seq_chunks, (std::vector<int32_t>{0, 1, 1, 3, 5}));
+  ASSERT_EQ(l.chunks.size(), 5u);
+  const int64_t rows[] = {0, 1, 33, 65, 97};
+  const int32_t lens[] = {1, 32, 32, 32, 3};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(l.chunks[i].row, rows[i]);
+    EXPECT_EQ(l.chunks[i].len, lens[i]);
+  }
+  EXPECT_EQ(l.params.Kp, 48);
+  EXPECT_EQ(l.params.Vp, 64);
+  EXPECT_EQ(l.intra_grid, 10u);
+  EXPECT_EQ(l.state_grid, 4u * 2 * 2);
+  // Every shape fits an A100's 163 KB per block, RWKV-7's heads of 64 also sm_86 / sm_89's 99 KB at every chunk
+  // size (the GPU runner's chunk of 64 included) and two blocks on an H100's SM (228 KB, 1 KB of each reserved).
+  for (int C : {16, 32, 64})
+    for (int K : {64, 128}) {
+      const size_t limit = (K == 64 ? 99u : 163u) * 1024;
+      EXPECT_LE(IntraSmem(C, K, K).bytes, limit) << C << " " << K;
+      EXPECT_LE(StateSmem(C, K).bytes, limit) << C << " " << K;
+      EXPECT_LE(OutputSmem(C, K, K).bytes, limit) << C << " " << K;
+    }
+  EXPECT_LE(2 * (IntraSmem(64, 64, 64).bytes + 1024), 228u * 1024);
+}
+
+// What only the CUDA chunk refuses, by name, before any device memory is read.
+TEST(EmulatedRwkv7Chunk, RefusesWhatItCannotRun) {
+  Rwkv7Case c = shape(1, 8, 1, 32, 32);
+  const Rwkv7Inputs in(c, 2);
+  HostTensor o(DType::f32, {1, 8, 1, 32}, 0, 0.f);
+  Rwkv7Args a = in.args(c);
+  a.o = o.view;
+  const Rwkv7Problem p = make_rwkv7_problem(a);
+  testing::expect_error<ArgumentError>([&] { check_cuda_rwkv7_chunk(p, 128); }, "chunk_size: the CUDA chunked");
+  Rwkv7Problem wide = p;
+  wide.K = 160;
+  testing::expect_error<ArgumentError>([&] { check_cuda_rwkv7_chunk(wide, 64); }, "r: K=160 exceeds 128");
+  Rwkv7Problem pooled = p;
+  int32_t slot = 0;
+  pooled.state_indices = &slot;
+  testing::expect_error<ArgumentError>([&] { check_cuda_rwkv7_chunk(pooled, 64); }, "ssm_state_indices:");
+}
+
+}  // namespace
+}  // namespace attnzoo
