@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "layers/cuda/embedding_cuda.h"
-#include "layers/cuda/row_copy_cuda.h"
 #include "layers/cuda/rwkv7_step_cuda.h"
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_conv_state.h"
@@ -37,7 +36,7 @@ bool prefills_in_chunks(const Batch& batch, int64_t K, int64_t V) {
 
 // The runner's own scratch (it shares no workspace with another model's blocks).
 enum Slot : size_t {
-  kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16, kWkv
+  kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16
 };
 
 // A LayerNorm's widened weight and bias on the device.
@@ -216,11 +215,10 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   keys.fused_l2norm = c.fused_l2norm;
   rwkv7_prepare_keys_cuda(keys, s);
 
-  // The wkv states: each sequence's slot past its two shift rows. A decode step updates them in place through the
-  // step's uploaded slots (ssm_state_indices; a pad's -1 is skipped, nothing is uploaded); a prefill step brings
-  // them into a dense [S, H, K, V] and back (the packed recurrence or chunk uploads the batch's cu_seqlens), in
-  // chunks when a sequence is long enough (prefills_in_chunks).
-  const int64_t state = H * K * V;
+  // The wkv states: each sequence's slot past its two shift rows, read and written in place through the step's
+  // uploaded slots (ssm_state_indices; a pad's -1 is skipped): a decode step by the recurrence, a prefill by the
+  // packed recurrence or, when a sequence is long enough (prefills_in_chunks), the chunked form (both upload the
+  // batch's cu_seqlens).
   const int64_t pool_rows = batch.state_slots.empty()
                                 ? 0
                                 : int64_t(*std::max_element(batch.state_slots.begin(), batch.state_slots.end())) + 1;
@@ -232,25 +230,19 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   args.v = device_view(d, v.data, DType::f32, {B, L, H, V});
   args.o = device_view(d, o.data, DType::f32, {B, L, H, V});
   args.scale = 1.f;
+  TensorView pool = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, H, K, V});
+  pool.strides[0] = memory.state_stride;
+  args.initial_state = args.final_state = pool;
+  args.ssm_state_indices = slots_;
   if (in_place) {
-    TensorView pool = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, H, K, V});
-    pool.strides[0] = memory.state_stride;
-    args.initial_state = args.final_state = pool;
-    args.ssm_state_indices = slots_;
     recurrent_rwkv7(args);  // on the current stream (s)
   } else {
-    TensorView slab = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, state});
-    slab.strides[0] = memory.state_stride;
-    const TensorView dense = scratch(kWkv, DType::f32, {S, state});
-    copy_rows_cuda({slab, dense, slots_, nullptr, S}, s);
-    args.initial_state = args.final_state = device_view(d, dense.data, DType::f32, {S, H, K, V});
     args.cu_seqlens = batch.cu_seqlens.data();
     args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
     if (prefills_in_chunks(batch, K, V))
       chunk_rwkv7(args, 64);
     else
       recurrent_rwkv7(args);
-    copy_rows_cuda({dense, slab, nullptr, slots_, S}, s);
   }
 
   Rwkv7Output out;

@@ -5,10 +5,9 @@
 //   pre_norm (layer 0) / attn_norm: LayerNorm with bias (layers/cuda/rwkv7_step_cuda.h)
 //   the token shift and its six lerps in one kernel, against and into each sequence's attn_shift in its pool slot
 //   r / k / v projections and the w / a / g (/ v) LoRAs on gemm_cuda, their activations between them
-//   the key preparation (kk, the in-context learning rate, v's mix towards layer 0's v), the wkv states gathered
-//   from the slots into a dense [S, H, K, V], RWKV-7 (kernels/linear/rwkv7/cuda: the chunked form on tensor cores
-//   for a prefill with a sequence of 32 tokens or more, the recurrence token by token otherwise), the states
-//   scattered back
+//   the key preparation (kk, the in-context learning rate, v's mix towards layer 0's v), RWKV-7
+//   (kernels/linear/rwkv7/cuda: the chunked form on tensor cores for a prefill with a sequence of 32 tokens or
+//   more, the recurrence token by token otherwise) on the wkv states in place in the pool's slots
 //   the group norm + bonus + gate in one kernel, o_proj adding into the residual stream
 //   ffn_norm, the channel mix's shift (ffn_shift), key, relu^2, value adding into the stream
 // then the final norm and lm_head over the requested rows, whose logits stay in device memory.

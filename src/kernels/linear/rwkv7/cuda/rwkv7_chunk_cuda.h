@@ -11,6 +11,8 @@
 //   3. output (parallel over chunks, rwkv7_chunk_output.cuh): O = (q e^{G}) S + [A_qk | A_qb] [V; SA]
 // Every exponent is a decay towards the future (<= 0 for w <= 0) or, on a diagonal block whose decays are mild
 // enough, bounded by 60, so no factor overflows at any decay strength.
+// States are dense [N, H, K, V] or, with ssm_state_indices, the pool's rows: the state pass reads each sequence's
+// slot once before its first chunk and writes it once after its last; a pad's (-1) chunks touch nothing.
 // Products run on bf16 operands with f32 accumulation (as the delta family's chunks: a relative RMS error of a few
 // 1e-3 against the double reference); the state carried between chunks is f32. No CUDA headers here.
 #include "core/device.h"
@@ -19,8 +21,7 @@
 namespace attnzoo {
 
 // What only the CUDA chunked path requires beyond make_rwkv7_problem's checks, ArgumentError naming the argument:
-// K <= 128 and V <= 128, chunk_size 16, 32 or 64, dense states (no ssm_state_indices), data aligned to its element
-// size, grids within 2^31 - 1 thread blocks. (The shared memory a block needs is checked against the device at
+// K <= 128 and V <= 128, chunk_size 16, 32 or 64, data aligned to its element size, grids within 2^31 - 1 thread blocks. (The shared memory a block needs is checked against the device at
 // launch: ~98 KB at K = 64 with 64-token chunks, within every sm_80+ GPU's limit; ~158 KB at K = 128, past
 // sm_86 / sm_89's 99 KB, where a smaller chunk_size fits.)
 void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size);

@@ -18,8 +18,6 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 }  // namespace
 
 void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
-  require(!p.state_indices, "ssm_state_indices",
-          "addresses pool states in the recurrent form only; the chunked form takes dense [N, H, K, V] states");
   cuda_delta_chunk::check_chunk_shape(p.K, "r", "K", p.V, "v", "V", chunk_size);
   for (auto [data, dtype, name] : {std::tuple{p.r, p.r_dtype, "r"}, {p.w, p.w_dtype, "w"}, {p.k, p.k_dtype, "k"},
                                    {p.v, p.v_dtype, "v"}, {p.a, p.a_dtype, "a"}, {p.b, p.b_dtype, "b"},
@@ -50,6 +48,8 @@ ChunkLaunch plan_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
   params.v_t = elem_of(p.v_dtype), params.a_t = elem_of(p.a_dtype), params.b_t = elem_of(p.b_dtype);
   params.o_t = elem_of(p.o_dtype);
   params.initial_state = p.h0, params.final_state = p.ht;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_indices ? p.state_stride : p.H * p.K * p.V;
   params.n_chunks = NC;
   params.H = int(p.H), params.K = int(p.K), params.V = int(p.V);
   params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
