@@ -6,6 +6,7 @@
 
 #include "core/device_unreachable.h"
 #include "core/error.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_cuda.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "layers/cuda/embedding_cuda.h"
 #include "layers/cuda/rwkv7_step_cuda.h"
@@ -15,6 +16,7 @@
 #include "models/cuda/device_step.h"
 #include "models/cuda/runner_step.h"
 #include "models/cuda/rwkv7_cuda_plan.h"
+#include "models/cuda/rwkv7_prefill_pieces.h"
 #include "models/cuda/step_graphs.h"
 
 namespace attnzoo {
@@ -26,6 +28,10 @@ namespace {
 // of its sequential pass); shorter ones stay token by token, where the chunk's three launches and its scratch cost
 // more than the few sequential steps they save.
 constexpr int64_t kChunkedPrefillFrom = 32;
+constexpr int64_t kChunk = 64;
+// The chunked prefill's scratch per layer call, at most: a longer prefill runs in pieces (rwkv7_prefill_pieces.h),
+// ~4700 tokens each at 40 heads of 64 (3.5 MB per 64-token chunk).
+constexpr size_t kChunkScratchBytes = size_t(256) << 20;
 
 bool prefills_in_chunks(const Batch& batch, int64_t K, int64_t V) {
   int64_t longest = 0;
@@ -217,8 +223,8 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
 
   // The wkv states: each sequence's slot past its two shift rows, read and written in place through the step's
   // uploaded slots (ssm_state_indices; a pad's -1 is skipped): a decode step by the recurrence, a prefill by the
-  // packed recurrence or, when a sequence is long enough (prefills_in_chunks), the chunked form (both upload the
-  // batch's cu_seqlens).
+  // packed recurrence or, when a sequence is long enough (prefills_in_chunks), the chunked form in pieces of at
+  // most kChunkScratchBytes of scratch (both upload the batch's, or the piece's, cu_seqlens).
   const int64_t pool_rows = batch.state_slots.empty()
                                 ? 0
                                 : int64_t(*std::max_element(batch.state_slots.begin(), batch.state_slots.end())) + 1;
@@ -239,10 +245,14 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   } else {
     args.cu_seqlens = batch.cu_seqlens.data();
     args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    if (prefills_in_chunks(batch, K, V))
-      chunk_rwkv7(args, 64);
-    else
+    if (prefills_in_chunks(batch, K, V)) {
+      const int64_t max_chunks =
+          std::max<int64_t>(1, int64_t(kChunkScratchBytes / rwkv7_chunk_scratch_per_chunk(H, K, V, kChunk)));
+      for (const Rwkv7PrefillPiece& piece : plan_rwkv7_prefill_pieces(batch.cu_seqlens, kChunk, max_chunks))
+        chunk_rwkv7(rwkv7_piece_args(args, piece), kChunk);
+    } else {
       recurrent_rwkv7(args);
+    }
   }
 
   Rwkv7Output out;

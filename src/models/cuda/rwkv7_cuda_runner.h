@@ -7,7 +7,10 @@
 //   r / k / v projections and the w / a / g (/ v) LoRAs on gemm_cuda, their activations between them
 //   the key preparation (kk, the in-context learning rate, v's mix towards layer 0's v), RWKV-7
 //   (kernels/linear/rwkv7/cuda: the chunked form on tensor cores for a prefill with a sequence of 32 tokens or
-//   more, the recurrence token by token otherwise) on the wkv states in place in the pool's slots
+//   more, the recurrence token by token otherwise) on the wkv states in place in the pool's slots; the chunk's
+//   stream-ordered scratch is bounded by 256 MiB per call: a longer prefill runs in pieces cut on the sequences'
+//   chunk boundaries (~4700 tokens each at 40 heads of 64; rwkv7_prefill_pieces.h), a cut sequence's state carried
+//   in its slot, so the same bits as one call
 //   the group norm + bonus + gate in one kernel, o_proj adding into the residual stream
 //   ffn_norm, the channel mix's shift (ffn_shift), key, relu^2, value adding into the stream
 // then the final norm and lm_head over the requested rows, whose logits stay in device memory.

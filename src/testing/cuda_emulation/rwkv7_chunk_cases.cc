@@ -22,6 +22,7 @@
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
+#include "models/cuda/rwkv7_prefill_pieces.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
@@ -205,6 +206,11 @@ TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
       EXPECT_LE(OutputSmem(C, K, K).bytes, limit) << C << " " << K;
     }
   EXPECT_LE(2 * (IntraSmem(64, 64, 64).bytes + 1024), 228u * 1024);
+  // The scratch the runner's prefill pieces bound: per chunk of all heads, plus the table and each region's alignment.
+  const size_t per_chunk = rwkv7_chunk_scratch_per_chunk(2, 40, 48, 32);
+  EXPECT_GE(l.scratch_bytes, l.metadata_bytes + 5 * per_chunk);
+  EXPECT_LE(l.scratch_bytes, l.metadata_bytes + 5 * per_chunk + 8 * 256);
+  EXPECT_EQ(rwkv7_chunk_scratch_per_chunk(1, 64, 64, 64), 90368u);  // 88 KB a head at RWKV-7's shapes
 }
 
 // What only the CUDA chunk refuses, by name, before any device memory is read.
@@ -289,6 +295,63 @@ TEST(EmulatedPoolStateChunks, Rwkv7ChunkInPlace) {
   c = shape(1, 100, 1, 40, 36);
   c.cu_seqlens = {0, 70, 71, 100};
   check_pool(c, 32, {-1, 2, 0}, 4, 902);
+}
+
+// ---- A long prefill in pieces (models/cuda/rwkv7_prefill_pieces.h: the GPU runner's bound on the scratch) ----
+
+// The pieces of at most `budget` chunks, one call each in order on the pool's slots, against one call over the
+// whole batch on a copy of the same pool: every output byte and every float of the slab the same (a cut sequence's
+// f32 state goes through its slot between two pieces exactly as it stays in registers between two chunks).
+void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& index, int64_t slots,
+                  int64_t budget, size_t want_pieces, uint64_t seed) {
+  SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + " budget=" + std::to_string(budget));
+  using cuda_emulation::on_gpu;
+  const Rwkv7Inputs in(c, seed);
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b);
+  const cuda_emulation::Indices idx(index);
+  auto run = [&](const Rwkv7Args& a) {
+    const Rwkv7Problem p = make_rwkv7_problem(a);
+    ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
+    ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
+    if (l.empty) return;
+    cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
+  };
+  auto whole_args = [&](cuda_emulation::Pool& pool, const DeviceTensor& o) {
+    pool.place(index, static_cast<const float*>(in.h0.view.data));
+    pool.upload();
+    Rwkv7Args a = in.args(c);
+    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
+    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
+    a.o = on_gpu(o.device_view());
+    TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
+    states.strides[0] = pool.stride();
+    a.initial_state = a.final_state = states;
+    a.ssm_state_indices = idx.data();
+    return a;
+  };
+  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
+  cuda_emulation::Pool one(slots, 4, c.H * c.K * c.V, 4, seed + 100), split(slots, 4, c.H * c.K * c.V, 4, seed + 100);
+  const DeviceTensor o_one(c.out_dtype, o_shape, 0), o_split(c.out_dtype, o_shape, 0);
+  run(whole_args(one, o_one));
+  const Rwkv7Args whole = whole_args(split, o_split);
+  const std::vector<Rwkv7PrefillPiece> pieces = plan_rwkv7_prefill_pieces(c.cu_seqlens, chunk, budget);
+  EXPECT_EQ(pieces.size(), want_pieces);
+  for (const Rwkv7PrefillPiece& piece : pieces) run(rwkv7_piece_args(whole, piece));
+  EXPECT_EQ(std::memcmp(o_one.device.data(), o_split.device.data(), o_one.device.size()), 0) << "outputs";
+  EXPECT_EQ(std::memcmp(one.after(), split.after(), size_t(slots * one.stride()) * 4), 0) << "the slab";
+}
+
+// Sequences of 150, 1, 0 and 100 tokens (a pad among them in the second run), in 64-token chunks cut into pieces
+// of 2 chunks (the first sequence cut once) and of 1 (cut twice, the last one once); 16-token chunks in pieces of 5.
+TEST(EmulatedRwkv7Chunk, PiecesMatchOneCall) {
+  Rwkv7Case c = shape(1, 251, 2, 64, 64);
+  c.cu_seqlens = {0, 150, 151, 151, 251};
+  check_pieces(c, 64, {3, 0, 4, 1}, 6, 2, 3, 1000);
+  check_pieces(c, 64, {3, -1, 4, 1}, 6, 1, 6, 1001);
+  c = shape(1, 100, 1, 32, 48);
+  c.cu_seqlens = {0, 37, 100};
+  check_pieces(c, 16, {1, 0}, 2, 5, 2, 1002);
 }
 
 }  // namespace

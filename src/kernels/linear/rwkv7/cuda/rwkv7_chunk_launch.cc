@@ -30,6 +30,14 @@ void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
                     "sequences x heads x ceil(V / 32)");
 }
 
+size_t rwkv7_chunk_scratch_per_chunk(int64_t H, int64_t K, int64_t V, int64_t chunk_size) {
+  const int C = int(chunk_size), Kp = int(round_up(K, 16)), Vp = int(round_up(V, kStateCols));
+  const int64_t bf16 = rows_elems(C, Kp) + rows_elems(2 * C, Kp) + rows_elems(2 * C, Vp) + rows_elems(C, Kp) +
+                       rows_elems(C, 2 * C) + rows_elems(Kp, Vp);  // wm, kb, vsa, qg, pm, h
+  const int64_t f32 = rows_elems(C, Vp) + Kp;                       // u, decay
+  return size_t(H * (2 * bf16 + 4 * f32));
+}
+
 namespace cuda_rwkv7_chunk {
 
 ChunkLaunch plan_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
