@@ -42,7 +42,7 @@ bool prefills_in_chunks(const Batch& batch, int64_t K, int64_t V) {
 
 // The runner's own scratch (it shares no workspace with another model's blocks).
 enum Slot : size_t {
-  kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16
+  kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16, kLoraG, kLoraG16
 };
 
 // A LayerNorm's widened weight and bias on the device.
@@ -92,11 +92,11 @@ class Rwkv7CudaRunner final : public DeviceRunner {
     void* data = workspace_.get(slot, size_t(std::max<int64_t>(n, 1)) * dtype_size(dtype));
     return device_view(device_, data, dtype, shape);
   }
-  // x [T, C] += the block's time mix of h, then its channel mix.
-  void time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch, const TensorView& h,
-                const TensorView& x, Stream s) const;
-  void channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& h, const TensorView& x,
-                   Stream s) const;
+  // x [T, C] += the block's time mix of attn_norm(x), then its channel mix of ffn_norm(x) (each norm fused into
+  // its sublayer's token shift).
+  void time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch, const TensorView& x,
+                Stream s) const;
+  void channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& x, Stream s) const;
   // Everything a decode step's launches bake in besides what its one copy brings: shapes, rows, every buffer's
   // and the pool's addresses (step_graphs.h).
   std::vector<uint64_t> step_signature(const Batch& batch, std::span<const int64_t> rows,
@@ -110,7 +110,7 @@ class Rwkv7CudaRunner final : public DeviceRunner {
   DeviceLinear lm_head_;
   mutable DeviceWorkspace workspace_;
   // meta_: the step's int32 tokens [T] | seq_of [T] | cu_seqlens [S + 1] | state_slots [S].
-  mutable DeviceBuffer meta_, x_, h_, v_first_, picked_, picked_h_, logits_;
+  mutable DeviceBuffer meta_, x_, v_first_, picked_, picked_h_, logits_;
   mutable std::vector<int32_t> staging_;
   mutable const int32_t *seq_of_ = nullptr, *cu_ = nullptr, *slots_ = nullptr;
   mutable DecodePadding padding_;  // a decode step padded to its bucket
@@ -162,17 +162,18 @@ Rwkv7CudaRunner::Rwkv7CudaRunner(const Rwkv7Model& m, Device device)
 }
 
 void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch,
-                               const TensorView& h, const TensorView& x, Stream s) const {
+                               const TensorView& x, Stream s) const {
   const Rwkv7TimeMixConfig& c = b.c;
-  const int64_t T = h.shape[0], C = c.hidden, Dv = c.value_dim(), H = c.num_heads, K = c.head_dim, V = c.head_v_dim;
+  const int64_t T = x.shape[0], C = c.hidden, Dv = c.value_dim(), H = c.num_heads, K = c.head_dim, V = c.head_v_dim;
   const int64_t S = batch.num_sequences();
   const Device d = device_;
   auto f32 = [&](const DeviceBuffer& buf, int64_t n) { return device_view(d, buf.data(), DType::f32, {n}); };
 
-  // The six lerps against each sequence's attn_shift (its slot's first C floats).
+  // attn_norm and the six lerps against each sequence's attn_shift (its slot's first C floats) in one launch.
   const TensorView mixed = scratch(kMixed, DType::bf16, {6, T, C});
   Rwkv7TokenShift shift;
-  shift.x = h;
+  shift.x = x;
+  shift.norm_weight = b.attn_norm.w(d), shift.norm_bias = b.attn_norm.b(d), shift.eps = b.attn_norm.eps;
   shift.mixes = device_view(d, b.mixes.data(), DType::f32, {6, C});
   shift.out = mixed;
   shift.shift = memory.states;
@@ -187,34 +188,35 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
                    k = scratch(kK, DType::f32, {T, C}), a = scratch(kA, DType::f32, {T, C}),
                    a_rec = scratch(kARec, DType::f32, {T, C}), v = scratch(kV, DType::f32, {T, Dv}),
                    g = scratch(kG, DType::f32, {T, Dv}), o = scratch(kO, DType::f32, {T, Dv});
-  // up(act(down(x))): the middle computed in f32 and rounded to bf16 for the up projection; none: down writes bf16.
-  auto lora = [&](const DeviceLora& l, Rwkv7Activation act, const TensorView& in, const TensorView& out) {
-    const int64_t rank = l.down.out_features();
-    const TensorView mid16 = scratch(kLora16, DType::bf16, {T, rank});
-    if (act == Rwkv7Activation::none) {
-      l.down.apply(in, mid16, {}, s);
-    } else {
-      const TensorView mid = scratch(kLora, DType::f32, {T, rank});
-      l.down.apply(in, mid, {}, s);
-      rwkv7_activate_cuda(act, mid, mid16, s);
-    }
+  // up(act(down(x))): the middle computed in f32 and rounded to bf16 for the up projection, w's tanh and g's sigmoid
+  // in one launch; a and v (no activation): down writes bf16.
+  auto plain_lora = [&](const DeviceLora& l, const TensorView& in, const TensorView& out) {
+    const TensorView mid16 = scratch(kLora16, DType::bf16, {T, l.down.out_features()});
+    l.down.apply(in, mid16, {}, s);
     l.up.apply(mid16, out, {}, s);
   };
   b.r_proj.apply(lerp(0), r, {}, s);
-  lora(b.loras[0], Rwkv7Activation::tanh, lerp(1), w);
-  rwkv7_activate_cuda(Rwkv7Activation::decay, w, w, s);
+  const DeviceLora &w_lora = b.loras[0], &g_lora = b.loras[2];
+  const int64_t w_rank = w_lora.down.out_features(), g_rank = g_lora.down.out_features();
+  const TensorView w_mid = scratch(kLora, DType::f32, {T, w_rank}), g_mid = scratch(kLoraG, DType::f32, {T, g_rank}),
+                   w_mid16 = scratch(kLora16, DType::bf16, {T, w_rank}),
+                   g_mid16 = scratch(kLoraG16, DType::bf16, {T, g_rank});
+  w_lora.down.apply(lerp(1), w_mid, {}, s);
+  g_lora.down.apply(lerp(5), g_mid, {}, s);
+  rwkv7_activate_pair_cuda(Rwkv7Activation::tanh, w_mid, w_mid16, Rwkv7Activation::sigmoid, g_mid, g_mid16, s);
+  w_lora.up.apply(w_mid16, w, {}, s);  // its decay comes with the key preparation
+  g_lora.up.apply(g_mid16, g, {}, s);
   b.k_proj.apply(lerp(2), k, {}, s);
   b.v_proj.apply(lerp(3), v, {}, s);
   TensorView v_gate;
   if (b.has_v_lora) {
     v_gate = scratch(kVGate, DType::f32, {T, Dv});
-    lora(b.loras[3], Rwkv7Activation::none, lerp(3), v_gate);
+    plain_lora(b.loras[3], lerp(3), v_gate);
   }
-  lora(b.loras[1], Rwkv7Activation::none, lerp(4), a);
-  lora(b.loras[2], Rwkv7Activation::sigmoid, lerp(5), g);
+  plain_lora(b.loras[1], lerp(4), a);
 
   Rwkv7Keys keys;
-  keys.k = k, keys.a = a, keys.a_rec = a_rec, keys.v = v, keys.v_gate = v_gate;
+  keys.k = k, keys.a = a, keys.a_rec = a_rec, keys.v = v, keys.v_gate = v_gate, keys.w = w;
   keys.k_k = f32(b.k_k, C), keys.k_a = f32(b.k_a, C);
   keys.v_first = device_view(d, v_first_.data(), DType::f32, {T, Dv});
   keys.heads = H;
@@ -268,11 +270,12 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   b.o_proj.apply(out.out, x, add_into, s);
 }
 
-void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& h,
-                                  const TensorView& x, Stream s) const {
-  const int64_t T = h.shape[0], C = hidden_, I = b.key.out_features();
-  Rwkv7TokenShift shift;
-  shift.x = h;
+void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& x,
+                                  Stream s) const {
+  const int64_t T = x.shape[0], C = hidden_, I = b.key.out_features();
+  Rwkv7TokenShift shift;  // ffn_norm and the lerp in one launch
+  shift.x = x;
+  shift.norm_weight = b.ffn_norm.w(device_), shift.norm_bias = b.ffn_norm.b(device_), shift.eps = b.ffn_norm.eps;
   shift.mixes = device_view(device_, b.ffn_mix.data(), DType::f32, {1, C});
   shift.out = scratch(kMixed, DType::bf16, {1, T, C});
   shift.shift = memory.states + C;  // ffn_shift: the slot's second C floats
@@ -309,13 +312,11 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
   slots_ = cu_ + S + 1;
 
   grow(x_, size_t(T * C) * 4);
-  grow(h_, size_t(T * C) * 4);
   grow(v_first_, size_t(T * std::max<int64_t>(value_dim_, 1)) * 4);
   grow(picked_, size_t(R * C) * 4);
   grow(picked_h_, size_t(R * C) * 4);
   grow(logits_, size_t(R * vocab_) * 4);
   const TensorView x = device_view(device_, x_.data(), DType::f32, {T, C});
-  const TensorView h = device_view(device_, h_.data(), DType::f32, {T, C});
 
   // Everything the step launches, on stream `cs`: what a step graph captures and replays.
   auto compute = [&](Stream cs) {
@@ -327,10 +328,8 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
         const DeviceRwkv7Block& b = blocks_[l];
         const LayerMemory memory = storage.layer(int64_t(l));
         if (b.pre_norm) b.pre_norm->forward(x, x, cs);  // the residual stream itself is normed
-        b.attn_norm.forward(x, h, cs);
-        time_mix(b, memory, batch, h, x, cs);
-        b.ffn_norm.forward(x, h, cs);
-        channel_mix(b, memory, h, x, cs);
+        time_mix(b, memory, batch, x, cs);
+        channel_mix(b, memory, x, cs);
       }
     }
     if (R == 0) return;
@@ -357,7 +356,7 @@ std::vector<uint64_t> Rwkv7CudaRunner::step_signature(const Batch& batch, std::s
   auto ptr = [](const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
   std::vector<uint64_t> sig = {uint64_t(batch.num_tokens()), uint64_t(batch.num_sequences()), uint64_t(rows.size())};
   sig.insert(sig.end(), rows.begin(), rows.end());
-  for (const DeviceBuffer* b : {&meta_, &x_, &h_, &v_first_, &picked_, &picked_h_, &logits_})
+  for (const DeviceBuffer* b : {&meta_, &x_, &v_first_, &picked_, &picked_h_, &logits_})
     sig.push_back(ptr(b->data()));
   sig.push_back(workspace_.generation());
   for (size_t l = 0; l < blocks_.size(); ++l) {
