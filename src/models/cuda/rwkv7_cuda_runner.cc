@@ -343,22 +343,17 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
 
   // A decode step (every sequence one token: the recurrence in place, nothing uploaded inside the launches) goes
   // through the step graphs; a prefill's recurrence uploads its cu_seqlens per call, so it launches as it is.
-  if (decodes_in_place(batch) && graphs_->enabled()) {
-    graphs_->run(step_signature(batch, rows, storage), compute, s);
-  } else {
-    compute(s);
-  }
+  run_step.launch(*graphs_, decodes_in_place(batch), [&] { return step_signature(batch, rows, storage); }, compute);
   return run_step.logits(device_, logits_.data(), vocab_);
 }
 
 std::vector<uint64_t> Rwkv7CudaRunner::step_signature(const Batch& batch, std::span<const int64_t> rows,
                                                       const CacheStorage& storage) const {
   auto ptr = [](const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  std::vector<uint64_t> sig = {uint64_t(batch.num_tokens()), uint64_t(batch.num_sequences()), uint64_t(rows.size())};
-  sig.insert(sig.end(), rows.begin(), rows.end());
-  for (const DeviceBuffer* b : {&meta_, &x_, &v_first_, &picked_, &picked_h_, &logits_})
-    sig.push_back(ptr(b->data()));
-  sig.push_back(workspace_.generation());
+  std::vector<uint64_t> sig = step_signature_start(batch.num_tokens(), rows,
+                                                   {&meta_, &x_, &v_first_, &picked_, &picked_h_, &logits_},
+                                                   workspace_.generation());
+  sig.push_back(uint64_t(batch.num_sequences()));
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const LayerMemory m = storage.layer(int64_t(l));
     sig.push_back(ptr(m.states));
