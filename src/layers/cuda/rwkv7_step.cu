@@ -96,7 +96,8 @@ void rwkv7_activate_pair_cuda(Rwkv7Activation act0, const TensorView& x0, const 
     return Rwkv7ActParams<Out>{x0.ptr<const float>(), y0p, n0, act0, x1.ptr<const float>(), y1p, n1, act1};
   };
   if (y0.dtype == DType::f32) {
-    rwkv7_activate_kernel<float><<<blocks, kRwkv7Threads, 0, native(stream)>>>(params(y0.ptr<float>(), y1.ptr<float>()));
+    rwkv7_activate_kernel<float><<<blocks, kRwkv7Threads, 0, native(stream)>>>(
+        params(y0.ptr<float>(), y1.ptr<float>()));
   } else {
     rwkv7_activate_kernel<__nv_bfloat16><<<blocks, kRwkv7Threads, 0, native(stream)>>>(
         params(y0.ptr<__nv_bfloat16>(), y1.ptr<__nv_bfloat16>()));

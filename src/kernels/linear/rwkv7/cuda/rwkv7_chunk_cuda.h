@@ -24,9 +24,10 @@
 namespace attnzoo {
 
 // What only the CUDA chunked path requires beyond make_rwkv7_problem's checks, ArgumentError naming the argument:
-// K <= 128 and V <= 128, chunk_size 16, 32 or 64, data aligned to its element size, grids within 2^31 - 1 thread blocks. (The shared memory a block needs is checked against the device at
-// launch: ~98 KB at K = 64 with 64-token chunks, within every sm_80+ GPU's limit; ~158 KB at K = 128, past
-// sm_86 / sm_89's 99 KB, where a smaller chunk_size fits.)
+// K <= 128 and V <= 128, chunk_size 16, 32 or 64, data aligned to its element size, grids within 2^31 - 1 thread
+// blocks. (The shared memory a block needs is checked against the device at launch: ~98 KB at K = 64 with 64-token
+// chunks, within every sm_80+ GPU's limit; ~158 KB at K = 128, past sm_86 / sm_89's 99 KB, where a smaller
+// chunk_size fits.)
 void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size);
 
 // The stream-ordered scratch chunk_rwkv7_cuda takes per chunk of C = chunk_size tokens of one sequence, all H heads
