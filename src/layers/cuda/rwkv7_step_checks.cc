@@ -66,6 +66,13 @@ void check_rwkv7_shift_mix_cuda(const Rwkv7TokenShift& s) {
   require(s.out.ndim == 3 && s.out.shape[0] == M && s.out.shape[1] == T, "out",
           [&] { return "expected [" + std::to_string(M) + ", " + std::to_string(T) + ", " + std::to_string(C) +
                        "], got " + s.out.shape_str(); });
+  if (s.norm_weight.data) {
+    require_values(s.norm_weight, "norm_weight", DType::f32, C, &s.x.device);
+    if (s.norm_bias.data) require_values(s.norm_bias, "norm_bias", DType::f32, C, &s.x.device);
+    require(std::isfinite(s.eps) && s.eps >= 0.f, "eps", "must be finite and >= 0");
+  } else {
+    require(!s.norm_bias.data, "norm_bias", "given without norm_weight");
+  }
   if (T == 0) return;
   require(s.shift != nullptr, "shift", "null");
   require(s.shift_stride >= C, "shift_stride", [&] {
@@ -92,6 +99,7 @@ void check_rwkv7_prepare_keys_cuda(const Rwkv7Keys& p) {
   require_matrix(p.v, "v", DType::f32, T, HV, &p.k.device);
   require_matrix(p.v_first, "v_first", DType::f32, T, HV, &p.k.device);
   if (p.v_gate.data) require_matrix(p.v_gate, "v_gate", DType::f32, T, HV, &p.k.device);
+  if (p.w.data) require_matrix(p.w, "w", DType::f32, T, HK, &p.k.device);
 }
 
 void check_rwkv7_output_cuda(const Rwkv7Output& p) {

@@ -23,8 +23,13 @@ void check_rwkv7_layer_norm_cuda(const TensorView& x, const TensorView& weight, 
 // state slots, not bounded by the kernel; negative: a pad, whose shift row counts as zeros and is not written) or
 // s where slots is null. seq_of int32 [T] and cu_seqlens int32 [S + 1] on the device, the caller's (the runner's
 // step upload), not checked against each other here.
+// With norm_weight, the block's LayerNorm comes first in the same launch (the runner's attn_norm / ffn_norm): the
+// shift and the lerps are of h = layer_norm(x) * norm_weight + norm_bias (f32 [C]; the bias optional) with eps,
+// the shift rows receive h, and h itself is never stored.
 struct Rwkv7TokenShift {
   TensorView x, mixes, out;
+  TensorView norm_weight, norm_bias;
+  float eps = 0.f;
   float* shift = nullptr;
   int64_t shift_stride = 0;
   const int32_t* slots = nullptr;
@@ -41,10 +46,11 @@ void check_rwkv7_activate_cuda(const TensorView& x, const TensorView& y);
 
 // The time mix between its projections and the recurrence, per (token, head): a = sigmoid(a),
 // kn = l2norm(k * k_k), k <- k * (1 + (a - 1) * k_a), a_rec = -kn, a <- kn * a (the recurrence's b); then
-// v <- lerp(v, v_first, sigmoid(v_gate)) where v_gate is given, else v_first = v (the first layer). k, a, a_rec
-// f32 [T, H * K]; k_k, k_a f32 [H * K]; v, v_first (and v_gate) f32 [T, H * V]; all contiguous.
+// v <- lerp(v, v_first, sigmoid(v_gate)) where v_gate is given, else v_first = v (the first layer); and where w is
+// given, the decay after w's LoRA in place: w <- -exp(-1/2) sigmoid(w) (one launch fewer than activating it apart).
+// k, a, a_rec (and w) f32 [T, H * K]; k_k, k_a f32 [H * K]; v, v_first (and v_gate) f32 [T, H * V]; all contiguous.
 struct Rwkv7Keys {
-  TensorView k, a, a_rec, k_k, k_a, v, v_first, v_gate;
+  TensorView k, a, a_rec, k_k, k_a, v, v_first, v_gate, w;
   int64_t heads = 0;
   bool fused_l2norm = true;
 };
@@ -66,6 +72,10 @@ void rwkv7_layer_norm_cuda(const TensorView& x, const TensorView& weight, const 
 void rwkv7_shift_mix_cuda(const Rwkv7TokenShift& s, Stream stream = current_stream());
 void rwkv7_activate_cuda(Rwkv7Activation act, const TensorView& x, const TensorView& y,
                          Stream stream = current_stream());
+// Two activations in one launch (the w and g LoRAs' middles), each pair checked as rwkv7_activate_cuda's, y1 of
+// y0's dtype and device.
+void rwkv7_activate_pair_cuda(Rwkv7Activation act0, const TensorView& x0, const TensorView& y0, Rwkv7Activation act1,
+                              const TensorView& x1, const TensorView& y1, Stream stream = current_stream());
 void rwkv7_prepare_keys_cuda(const Rwkv7Keys& p, Stream stream = current_stream());
 void rwkv7_output_cuda(const Rwkv7Output& p, Stream stream = current_stream());
 

@@ -54,6 +54,18 @@ TEST(Rwkv7StepCuda, RefusesNamingTheArgument) {
   bad = s;
   bad.cu_seqlens = nullptr;
   expect_error<ArgumentError>([&] { check_rwkv7_shift_mix_cuda(bad); }, "cu_seqlens: null");
+  Rwkv7TokenShift normed = s;  // the block norm fused in
+  normed.norm_weight = normed.norm_bias = w, normed.eps = 1e-5f;
+  EXPECT_NO_THROW(check_rwkv7_shift_mix_cuda(normed));
+  bad = normed;
+  bad.norm_weight = fake_cuda_view(DType::f32, {63});
+  expect_error<ArgumentError>([&] { check_rwkv7_shift_mix_cuda(bad); }, "norm_weight: expected 64 contiguous");
+  bad = normed;
+  bad.eps = -1.f;
+  expect_error<ArgumentError>([&] { check_rwkv7_shift_mix_cuda(bad); }, "eps: must be finite");
+  bad = s;
+  bad.norm_bias = w;
+  expect_error<ArgumentError>([&] { check_rwkv7_shift_mix_cuda(bad); }, "norm_bias: given without norm_weight");
 
   EXPECT_NO_THROW(check_rwkv7_activate_cuda(x, fake_cuda_view(DType::bf16, {4, 64})));
   expect_error<DTypeError>([&] { check_rwkv7_activate_cuda(x, fake_cuda_view(DType::f16, {4, 64})); },
@@ -71,6 +83,9 @@ TEST(Rwkv7StepCuda, RefusesNamingTheArgument) {
   bad_k = k;
   bad_k.v_gate = fake_cuda_view(DType::f32, {3, 64});
   expect_error<ArgumentError>([&] { check_rwkv7_prepare_keys_cuda(bad_k); }, "v_gate: expected 288 contiguous");
+  bad_k = k;
+  bad_k.w = fake_cuda_view(DType::f32, {3, 96});
+  expect_error<ArgumentError>([&] { check_rwkv7_prepare_keys_cuda(bad_k); }, "w: expected 384 contiguous");
 
   Rwkv7Output o;
   o.o = o.v = o.g = fake_cuda_view(DType::f32, {3, 96});
@@ -139,6 +154,22 @@ TEST(Rwkv7StepCuda, LayerNormAndTokenShiftMatchTheCpu) {
       ASSERT_NEAR(out.at(m * T * C + e), want, std::fabs(want) / 128 + 1e-5f) << "mix " << m << " at " << e;
     }
   for (size_t i = 0; i < pool_h.size(); ++i) ASSERT_EQ(pool.at(int64_t(i)), pool_h[i]) << "pool float " << i;
+
+  // The norm fused into the shift (the runner's launch) on a fresh copy of the pool: the two launches' lerps and
+  // shift rows (the emulator holds it to their bits; here within a rounding, should the compiler contract them
+  // differently).
+  DeviceOperand fused_pool(DType::f32, {5 * stride}, 6), fused_out(DType::bf16, {6, T, C}, 7);
+  Rwkv7TokenShift f = s;
+  f.x = x.device_view(), f.out = fused_out.device_view();
+  f.norm_weight = w.device_view(), f.norm_bias = b.device_view(), f.eps = 1e-5f;
+  f.shift = fused_pool.device_view().ptr<float>() + C;
+  rwkv7_shift_mix_cuda(f);
+  synchronize(current_stream());
+  fused_out.download(), fused_pool.download();
+  for (int64_t e = 0; e < 6 * T * C; ++e)
+    ASSERT_NEAR(fused_out.at(e), out.at(e), std::fabs(out.at(e)) / 128 + 1e-5f) << "fused lerp at " << e;
+  for (size_t i = 0; i < pool_h.size(); ++i)
+    ASSERT_NEAR(fused_pool.at(int64_t(i)), pool.at(int64_t(i)), 2e-5f * std::fabs(pool_h[i]) + 2e-5f) << i;
 }
 
 #endif

@@ -92,27 +92,96 @@ __device__ __forceinline__ void rwkv7_shift_mix(const Rwkv7ShiftParams& p) {
   }
 }
 
+// The block's LayerNorm fused into the token shift (rwkv7_step_cuda.h's Rwkv7TokenShift with norm_weight): a warp
+// per token normalises its row and its predecessor's (a second LayerNorm of that row, which saves the launch and
+// the store of h) and writes the lerps; a sequence's first token reads its shift row and writes its last token's
+// normed row there. The statistics and the normed values are rwkv7_layer_norm's f32 operations in its order, so
+// the lerps are the two launches' bits. shift.x is the un-normed stream; w, b [C] (b may be null).
+struct Rwkv7NormShiftParams {
+  Rwkv7ShiftParams shift;
+  const float* w;
+  const float* b;
+  float eps;
+};
+
+struct Rwkv7RowNorm {
+  float mean, inv;
+};
+
+__device__ __forceinline__ Rwkv7RowNorm rwkv7_row_norm(const float* x, int64_t D, float eps, int lane) {
+  float s = 0.f;
+  for (int64_t i = lane; i < D; i += 32) s += x[i];
+  const float mean = warp_sum(s) / float(D);
+  float ss = 0.f;
+  for (int64_t i = lane; i < D; i += 32) ss += (x[i] - mean) * (x[i] - mean);
+  return {mean, 1.f / sqrtf(warp_sum(ss) / float(D) + eps)};
+}
+
+__device__ __forceinline__ void rwkv7_norm_shift_mix(const Rwkv7NormShiftParams& q) {
+  const Rwkv7ShiftParams& p = q.shift;
+  const int lane = int(threadIdx.x) % 32;
+  const int64_t warps = int64_t(gridDim.x) * kRwkv7Warps, C = p.C;
+  auto normed = [&](const float* x, const Rwkv7RowNorm& n, int64_t i) {
+    const float v = (x[i] - n.mean) * n.inv * q.w[i];
+    return q.b ? v + q.b[i] : v;
+  };
+  for (int64_t t = int64_t(blockIdx.x) * kRwkv7Warps + threadIdx.x / 32; t < p.T; t += warps) {
+    const int32_t s = p.seq_of[t];
+    const bool first = t == p.cu_seqlens[s];
+    const float* xt = p.x + t * C;
+    // The predecessor's row, or for a first token the sequence's last row (what its shift row becomes).
+    const float* xp = first ? p.x + (int64_t(p.cu_seqlens[s + 1]) - 1) * C : xt - C;
+    const Rwkv7RowNorm nt = rwkv7_row_norm(xt, C, q.eps, lane), np = rwkv7_row_norm(xp, C, q.eps, lane);
+    float* sh = nullptr;  // a pad's slot -1: zeros shifted in, nothing written (its outputs are never used)
+    if (first) {
+      const int64_t slot = p.slots ? int64_t(p.slots[s]) : s;
+      if (slot >= 0) sh = p.shift + slot * p.shift_stride;
+    }
+    for (int64_t i = lane; i < C; i += 32) {
+      const float cur = normed(xt, nt, i);
+      float prev;
+      if (first) {
+        prev = sh ? sh[i] : 0.f;
+        if (sh) sh[i] = normed(xp, np, i);
+      } else {
+        prev = normed(xp, np, i);
+      }
+      const float d = prev - cur;
+      for (int m = 0; m < p.M; ++m)
+        p.out[m * p.T * C + t * C + i] = __float2bfloat16_rn(cur + d * p.mixes[m * C + i]);
+    }
+  }
+}
+
+// One or two runs of values, each with its activation: the second (n2 > 0) lets the w and g LoRAs' middles go in
+// one launch.
 template <class Out>
 struct Rwkv7ActParams {
   const float* x;
   Out* y;  // may be x (Out float)
   int64_t n;
   Rwkv7Activation act;
+  const float* x2 = nullptr;
+  Out* y2 = nullptr;
+  int64_t n2 = 0;
+  Rwkv7Activation act2 = Rwkv7Activation::none;
 };
 
 template <class Out>
 __device__ __forceinline__ void rwkv7_activate(const Rwkv7ActParams<Out>& p) {
   const int64_t step = int64_t(gridDim.x) * kRwkv7Threads;
-  for (int64_t e = int64_t(blockIdx.x) * kRwkv7Threads + threadIdx.x; e < p.n; e += step) {
-    float v = p.x[e];
-    switch (p.act) {
+  for (int64_t e = int64_t(blockIdx.x) * kRwkv7Threads + threadIdx.x; e < p.n + p.n2; e += step) {
+    const bool second = e >= p.n;
+    const int64_t at = second ? e - p.n : e;
+    float v = second ? p.x2[at] : p.x[at];
+    switch (second ? p.act2 : p.act) {
       case Rwkv7Activation::none: break;
       case Rwkv7Activation::tanh: v = tanhf(v); break;
       case Rwkv7Activation::sigmoid: v = rwkv7_sigmoid(v); break;
       case Rwkv7Activation::decay: v = kRwkv7DecayScale * rwkv7_sigmoid(v); break;
       case Rwkv7Activation::relu2: v = v > 0.f ? v * v : 0.f; break;
     }
-    p.y[e] = from_f32<Out>(v);
+    (second ? p.y2 : p.y)[at] = from_f32<Out>(v);
   }
 }
 
@@ -122,6 +191,7 @@ __device__ __forceinline__ void rwkv7_activate(const Rwkv7ActParams<Out>& p) {
 //   v <- v + sigmoid(v_gate) * (v_first - v) where v_gate is given (layers after the first), else v_first = v.
 // k, a_raw (b written over it), a_rec [T, H * K]; k_k, k_a [H * K]; v, v_first, v_gate [T, H * V]; all f32.
 struct Rwkv7KeyParams {
+  float* w;  // null: no decay here (the runner's w after its LoRA: w <- kRwkv7DecayScale * sigmoid(w))
   float* k;
   float* a;  // in: a_raw; out: b
   float* a_rec;
@@ -152,6 +222,7 @@ __device__ __forceinline__ void rwkv7_prepare_keys(const Rwkv7KeyParams& p) {
       p.k[j] = kv * (1.f + (ai - 1.f) * p.k_a[c0 + i]);
       p.a[j] = kn * ai;
       p.a_rec[j] = -kn;
+      if (p.w) p.w[j] = kRwkv7DecayScale * rwkv7_sigmoid(p.w[j]);
     }
     for (int64_t i = lane; i < p.V; i += 32) {
       const int64_t j = vb + i;

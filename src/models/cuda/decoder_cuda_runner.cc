@@ -268,23 +268,17 @@ TensorView DecoderCudaRunner::run(const Batch& requested, std::span<const int64_
   const bool decode_only = !calls.empty() && std::all_of(calls.begin(), calls.end(), [](const AttentionCall& c) {
     return c.kind == AttentionCall::Kind::decode;
   });
-  if (decode_only && graphs_->enabled()) {
-    graphs_->run(step_signature(step, rows, storage), compute, s);
-  } else {
-    compute(s);
-  }
+  run_step.launch(*graphs_, decode_only, [&] { return step_signature(step, rows, storage); }, compute);
   return run_step.logits(device_, logits_.data(), vocab_);
 }
 
 std::vector<uint64_t> DecoderCudaRunner::step_signature(const DeviceStep& step, std::span<const int64_t> rows,
                                                         const CacheStorage& storage) const {
   auto ptr = [](const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  std::vector<uint64_t> sig = {uint64_t(step.num_tokens), uint64_t(rows.size())};
-  sig.insert(sig.end(), rows.begin(), rows.end());
+  std::vector<uint64_t> sig = step_signature_start(
+      step.num_tokens, rows, {&meta_, &x_, &h_, &y_, &picked_, &picked_h_, &logits_}, workspace_.generation());
   for (const AttentionCall& c : *step.calls)
     for (int64_t v : {int64_t(c.kind), c.first_seq, c.num_seqs, c.first_row, c.rows, c.tq}) sig.push_back(uint64_t(v));
-  for (const DeviceBuffer* b : {&meta_, &x_, &h_, &y_, &picked_, &picked_h_, &logits_}) sig.push_back(ptr(b->data()));
-  sig.push_back(workspace_.generation());
   for (size_t l = 0; l < blocks_.size(); ++l) {
     if (!blocks_[l].mixer) continue;  // no pool memory
     const LayerMemory m = storage.layer(int64_t(l));

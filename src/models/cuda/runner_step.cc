@@ -27,6 +27,25 @@ RunnerStep::RunnerStep(Device device, DecodePadding& padding, const Batch& reque
       batch(padding.step(requested, rows, graphs)),
       wanted(int64_t(requested_rows.size())) {}
 
+void RunnerStep::launch(StepGraphs& graphs, bool replayable, const std::function<std::vector<uint64_t>()>& signature,
+                        const std::function<void(Stream)>& launches) const {
+  if (replayable && graphs.enabled()) {
+    graphs.run(signature(), launches, stream);
+  } else {
+    launches(stream);
+  }
+}
+
+std::vector<uint64_t> step_signature_start(int64_t tokens, std::span<const int64_t> rows,
+                                           std::initializer_list<const DeviceBuffer*> buffers,
+                                           uint64_t workspace_generation) {
+  std::vector<uint64_t> sig = {uint64_t(tokens), uint64_t(rows.size())};
+  sig.insert(sig.end(), rows.begin(), rows.end());
+  for (const DeviceBuffer* b : buffers) sig.push_back(uint64_t(reinterpret_cast<uintptr_t>(b->data())));
+  sig.push_back(workspace_generation);
+  return sig;
+}
+
 TensorView RunnerStep::logits(Device device, void* data, int64_t vocab) const {
   if (wanted == 0) return {};
   return device_view(device, data, DType::f32, {wanted, vocab});

@@ -6,9 +6,9 @@
 
 #include "core/device_unreachable.h"
 #include "core/error.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_chunk_cuda.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "layers/cuda/embedding_cuda.h"
-#include "layers/cuda/row_copy_cuda.h"
 #include "layers/cuda/rwkv7_step_cuda.h"
 #include "models/cuda/decoder_cuda_plan.h"
 #include "models/cuda/device_conv_state.h"
@@ -16,6 +16,7 @@
 #include "models/cuda/device_step.h"
 #include "models/cuda/runner_step.h"
 #include "models/cuda/rwkv7_cuda_plan.h"
+#include "models/cuda/rwkv7_prefill_pieces.h"
 #include "models/cuda/step_graphs.h"
 
 namespace attnzoo {
@@ -27,6 +28,10 @@ namespace {
 // of its sequential pass); shorter ones stay token by token, where the chunk's three launches and its scratch cost
 // more than the few sequential steps they save.
 constexpr int64_t kChunkedPrefillFrom = 32;
+constexpr int64_t kChunk = 64;
+// The chunked prefill's scratch per layer call, at most: a longer prefill runs in pieces (rwkv7_prefill_pieces.h),
+// ~4700 tokens each at 40 heads of 64 (3.5 MB per 64-token chunk).
+constexpr size_t kChunkScratchBytes = size_t(256) << 20;
 
 bool prefills_in_chunks(const Batch& batch, int64_t K, int64_t V) {
   int64_t longest = 0;
@@ -37,7 +42,7 @@ bool prefills_in_chunks(const Batch& batch, int64_t K, int64_t V) {
 
 // The runner's own scratch (it shares no workspace with another model's blocks).
 enum Slot : size_t {
-  kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16, kWkv
+  kMixed, kR, kW, kK, kA, kARec, kV, kVGate, kG, kO, kOut, kLora, kLora16, kHidden, kHidden16, kLoraG, kLoraG16
 };
 
 // A LayerNorm's widened weight and bias on the device.
@@ -87,11 +92,11 @@ class Rwkv7CudaRunner final : public DeviceRunner {
     void* data = workspace_.get(slot, size_t(std::max<int64_t>(n, 1)) * dtype_size(dtype));
     return device_view(device_, data, dtype, shape);
   }
-  // x [T, C] += the block's time mix of h, then its channel mix.
-  void time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch, const TensorView& h,
-                const TensorView& x, Stream s) const;
-  void channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& h, const TensorView& x,
-                   Stream s) const;
+  // x [T, C] += the block's time mix of attn_norm(x), then its channel mix of ffn_norm(x) (each norm fused into
+  // its sublayer's token shift).
+  void time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch, const TensorView& x,
+                Stream s) const;
+  void channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& x, Stream s) const;
   // Everything a decode step's launches bake in besides what its one copy brings: shapes, rows, every buffer's
   // and the pool's addresses (step_graphs.h).
   std::vector<uint64_t> step_signature(const Batch& batch, std::span<const int64_t> rows,
@@ -105,7 +110,7 @@ class Rwkv7CudaRunner final : public DeviceRunner {
   DeviceLinear lm_head_;
   mutable DeviceWorkspace workspace_;
   // meta_: the step's int32 tokens [T] | seq_of [T] | cu_seqlens [S + 1] | state_slots [S].
-  mutable DeviceBuffer meta_, x_, h_, v_first_, picked_, picked_h_, logits_;
+  mutable DeviceBuffer meta_, x_, v_first_, picked_, picked_h_, logits_;
   mutable std::vector<int32_t> staging_;
   mutable const int32_t *seq_of_ = nullptr, *cu_ = nullptr, *slots_ = nullptr;
   mutable DecodePadding padding_;  // a decode step padded to its bucket
@@ -157,17 +162,18 @@ Rwkv7CudaRunner::Rwkv7CudaRunner(const Rwkv7Model& m, Device device)
 }
 
 void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const Batch& batch,
-                               const TensorView& h, const TensorView& x, Stream s) const {
+                               const TensorView& x, Stream s) const {
   const Rwkv7TimeMixConfig& c = b.c;
-  const int64_t T = h.shape[0], C = c.hidden, Dv = c.value_dim(), H = c.num_heads, K = c.head_dim, V = c.head_v_dim;
+  const int64_t T = x.shape[0], C = c.hidden, Dv = c.value_dim(), H = c.num_heads, K = c.head_dim, V = c.head_v_dim;
   const int64_t S = batch.num_sequences();
   const Device d = device_;
   auto f32 = [&](const DeviceBuffer& buf, int64_t n) { return device_view(d, buf.data(), DType::f32, {n}); };
 
-  // The six lerps against each sequence's attn_shift (its slot's first C floats).
+  // attn_norm and the six lerps against each sequence's attn_shift (its slot's first C floats) in one launch.
   const TensorView mixed = scratch(kMixed, DType::bf16, {6, T, C});
   Rwkv7TokenShift shift;
-  shift.x = h;
+  shift.x = x;
+  shift.norm_weight = b.attn_norm.w(d), shift.norm_bias = b.attn_norm.b(d), shift.eps = b.attn_norm.eps;
   shift.mixes = device_view(d, b.mixes.data(), DType::f32, {6, C});
   shift.out = mixed;
   shift.shift = memory.states;
@@ -182,45 +188,45 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
                    k = scratch(kK, DType::f32, {T, C}), a = scratch(kA, DType::f32, {T, C}),
                    a_rec = scratch(kARec, DType::f32, {T, C}), v = scratch(kV, DType::f32, {T, Dv}),
                    g = scratch(kG, DType::f32, {T, Dv}), o = scratch(kO, DType::f32, {T, Dv});
-  // up(act(down(x))): the middle computed in f32 and rounded to bf16 for the up projection; none: down writes bf16.
-  auto lora = [&](const DeviceLora& l, Rwkv7Activation act, const TensorView& in, const TensorView& out) {
-    const int64_t rank = l.down.out_features();
-    const TensorView mid16 = scratch(kLora16, DType::bf16, {T, rank});
-    if (act == Rwkv7Activation::none) {
-      l.down.apply(in, mid16, {}, s);
-    } else {
-      const TensorView mid = scratch(kLora, DType::f32, {T, rank});
-      l.down.apply(in, mid, {}, s);
-      rwkv7_activate_cuda(act, mid, mid16, s);
-    }
+  // up(act(down(x))): the middle computed in f32 and rounded to bf16 for the up projection, w's tanh and g's sigmoid
+  // in one launch; a and v (no activation): down writes bf16.
+  auto plain_lora = [&](const DeviceLora& l, const TensorView& in, const TensorView& out) {
+    const TensorView mid16 = scratch(kLora16, DType::bf16, {T, l.down.out_features()});
+    l.down.apply(in, mid16, {}, s);
     l.up.apply(mid16, out, {}, s);
   };
   b.r_proj.apply(lerp(0), r, {}, s);
-  lora(b.loras[0], Rwkv7Activation::tanh, lerp(1), w);
-  rwkv7_activate_cuda(Rwkv7Activation::decay, w, w, s);
+  const DeviceLora &w_lora = b.loras[0], &g_lora = b.loras[2];
+  const int64_t w_rank = w_lora.down.out_features(), g_rank = g_lora.down.out_features();
+  const TensorView w_mid = scratch(kLora, DType::f32, {T, w_rank}), g_mid = scratch(kLoraG, DType::f32, {T, g_rank}),
+                   w_mid16 = scratch(kLora16, DType::bf16, {T, w_rank}),
+                   g_mid16 = scratch(kLoraG16, DType::bf16, {T, g_rank});
+  w_lora.down.apply(lerp(1), w_mid, {}, s);
+  g_lora.down.apply(lerp(5), g_mid, {}, s);
+  rwkv7_activate_pair_cuda(Rwkv7Activation::tanh, w_mid, w_mid16, Rwkv7Activation::sigmoid, g_mid, g_mid16, s);
+  w_lora.up.apply(w_mid16, w, {}, s);  // its decay comes with the key preparation
+  g_lora.up.apply(g_mid16, g, {}, s);
   b.k_proj.apply(lerp(2), k, {}, s);
   b.v_proj.apply(lerp(3), v, {}, s);
   TensorView v_gate;
   if (b.has_v_lora) {
     v_gate = scratch(kVGate, DType::f32, {T, Dv});
-    lora(b.loras[3], Rwkv7Activation::none, lerp(3), v_gate);
+    plain_lora(b.loras[3], lerp(3), v_gate);
   }
-  lora(b.loras[1], Rwkv7Activation::none, lerp(4), a);
-  lora(b.loras[2], Rwkv7Activation::sigmoid, lerp(5), g);
+  plain_lora(b.loras[1], lerp(4), a);
 
   Rwkv7Keys keys;
-  keys.k = k, keys.a = a, keys.a_rec = a_rec, keys.v = v, keys.v_gate = v_gate;
+  keys.k = k, keys.a = a, keys.a_rec = a_rec, keys.v = v, keys.v_gate = v_gate, keys.w = w;
   keys.k_k = f32(b.k_k, C), keys.k_a = f32(b.k_a, C);
   keys.v_first = device_view(d, v_first_.data(), DType::f32, {T, Dv});
   keys.heads = H;
   keys.fused_l2norm = c.fused_l2norm;
   rwkv7_prepare_keys_cuda(keys, s);
 
-  // The wkv states: each sequence's slot past its two shift rows. A decode step updates them in place through the
-  // step's uploaded slots (ssm_state_indices; a pad's -1 is skipped, nothing is uploaded); a prefill step brings
-  // them into a dense [S, H, K, V] and back (the packed recurrence or chunk uploads the batch's cu_seqlens), in
-  // chunks when a sequence is long enough (prefills_in_chunks).
-  const int64_t state = H * K * V;
+  // The wkv states: each sequence's slot past its two shift rows, read and written in place through the step's
+  // uploaded slots (ssm_state_indices; a pad's -1 is skipped): a decode step by the recurrence, a prefill by the
+  // packed recurrence or, when a sequence is long enough (prefills_in_chunks), the chunked form in pieces of at
+  // most kChunkScratchBytes of scratch (both upload the batch's, or the piece's, cu_seqlens).
   const int64_t pool_rows = batch.state_slots.empty()
                                 ? 0
                                 : int64_t(*std::max_element(batch.state_slots.begin(), batch.state_slots.end())) + 1;
@@ -232,25 +238,23 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   args.v = device_view(d, v.data, DType::f32, {B, L, H, V});
   args.o = device_view(d, o.data, DType::f32, {B, L, H, V});
   args.scale = 1.f;
+  TensorView pool = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, H, K, V});
+  pool.strides[0] = memory.state_stride;
+  args.initial_state = args.final_state = pool;
+  args.ssm_state_indices = slots_;
   if (in_place) {
-    TensorView pool = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, H, K, V});
-    pool.strides[0] = memory.state_stride;
-    args.initial_state = args.final_state = pool;
-    args.ssm_state_indices = slots_;
     recurrent_rwkv7(args);  // on the current stream (s)
   } else {
-    TensorView slab = device_view(d, memory.states + 2 * C, DType::f32, {pool_rows, state});
-    slab.strides[0] = memory.state_stride;
-    const TensorView dense = scratch(kWkv, DType::f32, {S, state});
-    copy_rows_cuda({slab, dense, slots_, nullptr, S}, s);
-    args.initial_state = args.final_state = device_view(d, dense.data, DType::f32, {S, H, K, V});
     args.cu_seqlens = batch.cu_seqlens.data();
     args.cu_seqlens_len = int64_t(batch.cu_seqlens.size());
-    if (prefills_in_chunks(batch, K, V))
-      chunk_rwkv7(args, 64);
-    else
+    if (prefills_in_chunks(batch, K, V)) {
+      const int64_t max_chunks =
+          std::max<int64_t>(1, int64_t(kChunkScratchBytes / rwkv7_chunk_scratch_per_chunk(H, K, V, kChunk)));
+      for (const Rwkv7PrefillPiece& piece : plan_rwkv7_prefill_pieces(batch.cu_seqlens, kChunk, max_chunks))
+        chunk_rwkv7(rwkv7_piece_args(args, piece), kChunk);
+    } else {
       recurrent_rwkv7(args);
-    copy_rows_cuda({dense, slab, nullptr, slots_, S}, s);
+    }
   }
 
   Rwkv7Output out;
@@ -266,11 +270,12 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   b.o_proj.apply(out.out, x, add_into, s);
 }
 
-void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& h,
-                                  const TensorView& x, Stream s) const {
-  const int64_t T = h.shape[0], C = hidden_, I = b.key.out_features();
-  Rwkv7TokenShift shift;
-  shift.x = h;
+void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& x,
+                                  Stream s) const {
+  const int64_t T = x.shape[0], C = hidden_, I = b.key.out_features();
+  Rwkv7TokenShift shift;  // ffn_norm and the lerp in one launch
+  shift.x = x;
+  shift.norm_weight = b.ffn_norm.w(device_), shift.norm_bias = b.ffn_norm.b(device_), shift.eps = b.ffn_norm.eps;
   shift.mixes = device_view(device_, b.ffn_mix.data(), DType::f32, {1, C});
   shift.out = scratch(kMixed, DType::bf16, {1, T, C});
   shift.shift = memory.states + C;  // ffn_shift: the slot's second C floats
@@ -307,13 +312,11 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
   slots_ = cu_ + S + 1;
 
   grow(x_, size_t(T * C) * 4);
-  grow(h_, size_t(T * C) * 4);
   grow(v_first_, size_t(T * std::max<int64_t>(value_dim_, 1)) * 4);
   grow(picked_, size_t(R * C) * 4);
   grow(picked_h_, size_t(R * C) * 4);
   grow(logits_, size_t(R * vocab_) * 4);
   const TensorView x = device_view(device_, x_.data(), DType::f32, {T, C});
-  const TensorView h = device_view(device_, h_.data(), DType::f32, {T, C});
 
   // Everything the step launches, on stream `cs`: what a step graph captures and replays.
   auto compute = [&](Stream cs) {
@@ -325,10 +328,8 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
         const DeviceRwkv7Block& b = blocks_[l];
         const LayerMemory memory = storage.layer(int64_t(l));
         if (b.pre_norm) b.pre_norm->forward(x, x, cs);  // the residual stream itself is normed
-        b.attn_norm.forward(x, h, cs);
-        time_mix(b, memory, batch, h, x, cs);
-        b.ffn_norm.forward(x, h, cs);
-        channel_mix(b, memory, h, x, cs);
+        time_mix(b, memory, batch, x, cs);
+        channel_mix(b, memory, x, cs);
       }
     }
     if (R == 0) return;
@@ -342,22 +343,17 @@ TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t>
 
   // A decode step (every sequence one token: the recurrence in place, nothing uploaded inside the launches) goes
   // through the step graphs; a prefill's recurrence uploads its cu_seqlens per call, so it launches as it is.
-  if (decodes_in_place(batch) && graphs_->enabled()) {
-    graphs_->run(step_signature(batch, rows, storage), compute, s);
-  } else {
-    compute(s);
-  }
+  run_step.launch(*graphs_, decodes_in_place(batch), [&] { return step_signature(batch, rows, storage); }, compute);
   return run_step.logits(device_, logits_.data(), vocab_);
 }
 
 std::vector<uint64_t> Rwkv7CudaRunner::step_signature(const Batch& batch, std::span<const int64_t> rows,
                                                       const CacheStorage& storage) const {
   auto ptr = [](const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
-  std::vector<uint64_t> sig = {uint64_t(batch.num_tokens()), uint64_t(batch.num_sequences()), uint64_t(rows.size())};
-  sig.insert(sig.end(), rows.begin(), rows.end());
-  for (const DeviceBuffer* b : {&meta_, &x_, &h_, &v_first_, &picked_, &picked_h_, &logits_})
-    sig.push_back(ptr(b->data()));
-  sig.push_back(workspace_.generation());
+  std::vector<uint64_t> sig = step_signature_start(batch.num_tokens(), rows,
+                                                   {&meta_, &x_, &v_first_, &picked_, &picked_h_, &logits_},
+                                                   workspace_.generation());
+  sig.push_back(uint64_t(batch.num_sequences()));
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const LayerMemory m = storage.layer(int64_t(l));
     sig.push_back(ptr(m.states));

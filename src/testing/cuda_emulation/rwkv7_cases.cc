@@ -3,7 +3,8 @@
 // sequences with a one-token and an empty one, one-token decode at RWKV-7's head size (64) and at 128, K != V,
 // K and V off the 32-wide tiles and K = 256 (eight warps), bf16 / f16 in and out, strong and mild decays, with and
 // without an initial state, in-place and separate states. Outputs and separate final states start as NaN bytes,
-// so an element the kernel forgets fails.
+// so an element the kernel forgets fails. Then a packed prefill on states in a pool's slots (the GPU runner's short
+// prefills) against the same kernel on the dense states.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/pool_states.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -140,6 +142,77 @@ TEST(EmulatedRwkv7Recurrent, MatchesStrongAndMildDecays) {
   c.w_min = -20.f, c.w_max = 0.f;  // every strength side by side, channel by channel
   c.cu_seqlens = {0, 1, 12};
   check(c, false, 62);
+}
+
+// ---- A packed prefill on a pool's slots (ssm_state_indices with cu_seqlens: the GPU runner's short prefills) ----
+
+// The kernel on scattered, permuted slots of a padded slab against the kernel on the dense states gathered: the
+// real sequences' output rows and new states bit for bit, the pads' output rows still NaN bytes, every other float
+// of the slab unchanged.
+void check_pool_prefill(const Rwkv7Case& c, const std::vector<int32_t>& index, int64_t slots, uint64_t seed) {
+  SCOPED_TRACE(c.label() + " slots=" + std::to_string(slots));
+  using cuda_emulation::on_gpu;
+  const Rwkv7Inputs in(c, seed);
+  const int64_t N = c.nseq();
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b), init = on_device(in.h0);
+  auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
+    Rwkv7Args a = in.args(c);
+    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
+    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
+    a.o = on_gpu(o.device_view());
+    a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
+    const Rwkv7Problem p = make_rwkv7_problem(a);
+    ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
+    cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
+    ASSERT_FALSE(l.empty);
+    ASSERT_FALSE(l.seq_offsets.empty());  // packed: the offsets go up
+    DeviceMemory offsets(l.seq_offsets.size() * sizeof(int64_t));
+    std::memcpy(offsets.data(), l.seq_offsets.data(), offsets.size());
+    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets.data());
+    cuda_emulation::seed_schedule(seed);
+    cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
+                           [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+  };
+  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
+  const DeviceTensor o_dense(c.out_dtype, o_shape, 0), s_dense(DType::f32, {N, c.H, c.K, c.V}, 0);
+  run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
+  cuda_emulation::Pool pool(slots, 5, c.H * c.K * c.V, 3, seed + 100);
+  pool.place(index, static_cast<const float*>(in.h0.view.data));
+  pool.upload();
+  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
+  states.strides[0] = pool.stride();
+  const cuda_emulation::Indices idx(index);
+  const DeviceTensor o(c.out_dtype, o_shape, 0);
+  run(o, states, states, idx.data());
+
+  const size_t row_bytes = size_t(c.H * c.V) * dtype_size(c.out_dtype);
+  const auto* got = static_cast<const uint8_t*>(o.device.data());
+  const auto* dense = static_cast<const uint8_t*>(o_dense.device.data());
+  int64_t differing = 0, pad_written = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (size_t b = size_t(c.cu_seqlens[size_t(n)]) * row_bytes; b < size_t(c.cu_seqlens[size_t(n) + 1]) * row_bytes;
+         ++b) {
+      if (index[size_t(n)] < 0)
+        pad_written += got[b] != 0xff;
+      else
+        differing += got[b] != dense[b];
+    }
+  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
+  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
+  pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
+}
+
+// Sequences of 1, 7, 0, 12 and 3 tokens on scattered, permuted slots with a pad among them; RWKV-7's 64 x 64 heads
+// and K != V off the tiles.
+TEST(EmulatedPoolStates, Rwkv7RecurrentPrefillInPlace) {
+  Rwkv7Case c = shape(1, 23, 2, 64, 64);
+  c.cu_seqlens = {0, 1, 8, 8, 20, 23};
+  check_pool_prefill(c, {6, 0, 3, -1, 8}, 10, 900);
+  c = shape(1, 23, 1, 48, 40);
+  c.cu_seqlens = {0, 1, 8, 8, 20, 23};
+  c.dtype = c.out_dtype = DType::bf16;
+  check_pool_prefill(c, {2, 4, 1, 0, 3}, 5, 901);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // one chunk and T = 1, K and V off the 16 / 32 tiles, RWKV-7's head size 64 and 128, chunk sizes 16, 32 and 64,
 // bf16 / f16 in and out, decays from none to e^-8 per step (and e^-20), with and without an initial state, in-place
 // and separate states. Outputs, separate final states and the whole scratch start as NaN bytes, so an element a
-// kernel forgets (or reads before it is written) fails.
+// kernel forgets (or reads before it is written) fails. Then the same kernels on states addressed in a pool
+// (ssm_state_indices: the GPU runner's prefill), in the style of pool_state_chunk_cases.cc.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -21,9 +22,11 @@
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
+#include "models/cuda/rwkv7_prefill_pieces.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/pool_states.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -203,6 +206,11 @@ TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
       EXPECT_LE(OutputSmem(C, K, K).bytes, limit) << C << " " << K;
     }
   EXPECT_LE(2 * (IntraSmem(64, 64, 64).bytes + 1024), 228u * 1024);
+  // The scratch the runner's prefill pieces bound: per chunk of all heads, plus the table and each region's alignment.
+  const size_t per_chunk = rwkv7_chunk_scratch_per_chunk(2, 40, 48, 32);
+  EXPECT_GE(l.scratch_bytes, l.metadata_bytes + 5 * per_chunk);
+  EXPECT_LE(l.scratch_bytes, l.metadata_bytes + 5 * per_chunk + 8 * 256);
+  EXPECT_EQ(rwkv7_chunk_scratch_per_chunk(1, 64, 64, 64), 90368u);  // 88 KB a head at RWKV-7's shapes
 }
 
 // What only the CUDA chunk refuses, by name, before any device memory is read.
@@ -217,10 +225,133 @@ TEST(EmulatedRwkv7Chunk, RefusesWhatItCannotRun) {
   Rwkv7Problem wide = p;
   wide.K = 160;
   testing::expect_error<ArgumentError>([&] { check_cuda_rwkv7_chunk(wide, 64); }, "r: K=160 exceeds 128");
-  Rwkv7Problem pooled = p;
-  int32_t slot = 0;
-  pooled.state_indices = &slot;
-  testing::expect_error<ArgumentError>([&] { check_cuda_rwkv7_chunk(pooled, 64); }, "ssm_state_indices:");
+}
+
+// ---- Pool states: a packed prefill whose states are scattered, permuted rows of a padded slab ----
+
+// The pool run against the dense run (each sequence's row of h0 gathered, a separate final state): the real
+// sequences' output rows and new states bit for bit (only the state pass's first read and last write moved), the
+// pads' output rows still NaN bytes, every other float of the slab (other slots, the room around each state, the
+// pads' slots) unchanged.
+void check_pool(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& index, int64_t slots,
+                uint64_t seed) {
+  SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + " slots=" + std::to_string(slots));
+  using cuda_emulation::on_gpu;
+  const Rwkv7Inputs in(c, seed);
+  const int64_t N = c.nseq();
+  ASSERT_EQ(size_t(N), index.size());
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b), init = on_device(in.h0);
+  auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
+    Rwkv7Args a = in.args(c);
+    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
+    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
+    a.o = on_gpu(o.device_view());
+    a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
+    const Rwkv7Problem p = make_rwkv7_problem(a);
+    ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
+    ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
+    ASSERT_FALSE(l.empty);
+    cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
+  };
+  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
+  const DeviceTensor o_dense(c.out_dtype, o_shape, 0), s_dense(DType::f32, {N, c.H, c.K, c.V}, 0);
+  run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
+
+  cuda_emulation::Pool pool(slots, 6, c.H * c.K * c.V, 10, seed + 100);
+  pool.place(index, static_cast<const float*>(in.h0.view.data));
+  pool.upload();
+  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
+  states.strides[0] = pool.stride();
+  const cuda_emulation::Indices idx(index);
+  const DeviceTensor o(c.out_dtype, o_shape, 0);
+  run(o, states, states, idx.data());
+
+  const size_t row_bytes = size_t(c.H * c.V) * dtype_size(c.out_dtype);
+  const auto* got = static_cast<const uint8_t*>(o.device.data());
+  const auto* dense = static_cast<const uint8_t*>(o_dense.device.data());
+  int64_t differing = 0, pad_written = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (size_t b = size_t(c.cu_seqlens[n]) * row_bytes; b < size_t(c.cu_seqlens[n + 1]) * row_bytes; ++b) {
+      if (index[size_t(n)] < 0)
+        pad_written += got[b] != 0xff;
+      else
+        differing += got[b] != dense[b];
+    }
+  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
+  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
+  pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
+}
+
+// Sequences of 1, 37, 0, 79 and 33 tokens (the empty one's slot gets its initial state back) on scattered, permuted
+// slots with a pad among them; RWKV-7's 64 x 64 heads and K != V off the tiles (a part-empty last state slice);
+// chunk sizes 16, 32 and 64; f32 and bf16.
+TEST(EmulatedPoolStateChunks, Rwkv7ChunkInPlace) {
+  Rwkv7Case c = shape(1, 150, 2, 32, 48);
+  c.cu_seqlens = {0, 1, 38, 38, 117, 150};
+  check_pool(c, 16, {6, 0, 3, -1, 8}, 10, 900);
+  c.K = c.V = 64, c.dtype = c.out_dtype = DType::bf16;
+  check_pool(c, 64, {2, 4, 1, 0, 3}, 5, 901);
+  c = shape(1, 100, 1, 40, 36);
+  c.cu_seqlens = {0, 70, 71, 100};
+  check_pool(c, 32, {-1, 2, 0}, 4, 902);
+}
+
+// ---- A long prefill in pieces (models/cuda/rwkv7_prefill_pieces.h: the GPU runner's bound on the scratch) ----
+
+// The pieces of at most `budget` chunks, one call each in order on the pool's slots, against one call over the
+// whole batch on a copy of the same pool: every output byte and every float of the slab the same (a cut sequence's
+// f32 state goes through its slot between two pieces exactly as it stays in registers between two chunks).
+void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& index, int64_t slots,
+                  int64_t budget, size_t want_pieces, uint64_t seed) {
+  SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + " budget=" + std::to_string(budget));
+  using cuda_emulation::on_gpu;
+  const Rwkv7Inputs in(c, seed);
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b);
+  const cuda_emulation::Indices idx(index);
+  auto run = [&](const Rwkv7Args& a) {
+    const Rwkv7Problem p = make_rwkv7_problem(a);
+    ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
+    ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
+    if (l.empty) return;
+    cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
+  };
+  auto whole_args = [&](cuda_emulation::Pool& pool, const DeviceTensor& o) {
+    pool.place(index, static_cast<const float*>(in.h0.view.data));
+    pool.upload();
+    Rwkv7Args a = in.args(c);
+    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
+    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
+    a.o = on_gpu(o.device_view());
+    TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
+    states.strides[0] = pool.stride();
+    a.initial_state = a.final_state = states;
+    a.ssm_state_indices = idx.data();
+    return a;
+  };
+  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
+  cuda_emulation::Pool one(slots, 4, c.H * c.K * c.V, 4, seed + 100), split(slots, 4, c.H * c.K * c.V, 4, seed + 100);
+  const DeviceTensor o_one(c.out_dtype, o_shape, 0), o_split(c.out_dtype, o_shape, 0);
+  run(whole_args(one, o_one));
+  const Rwkv7Args whole = whole_args(split, o_split);
+  const std::vector<Rwkv7PrefillPiece> pieces = plan_rwkv7_prefill_pieces(c.cu_seqlens, chunk, budget);
+  EXPECT_EQ(pieces.size(), want_pieces);
+  for (const Rwkv7PrefillPiece& piece : pieces) run(rwkv7_piece_args(whole, piece));
+  EXPECT_EQ(std::memcmp(o_one.device.data(), o_split.device.data(), o_one.device.size()), 0) << "outputs";
+  EXPECT_EQ(std::memcmp(one.after(), split.after(), size_t(slots * one.stride()) * 4), 0) << "the slab";
+}
+
+// Sequences of 150, 1, 0 and 100 tokens (a pad among them in the second run), in 64-token chunks cut into pieces
+// of 2 chunks (the first sequence cut once) and of 1 (cut twice, the last one once); 16-token chunks in pieces of 5.
+TEST(EmulatedRwkv7Chunk, PiecesMatchOneCall) {
+  Rwkv7Case c = shape(1, 251, 2, 64, 64);
+  c.cu_seqlens = {0, 150, 151, 151, 251};
+  check_pieces(c, 64, {3, 0, 4, 1}, 6, 2, 3, 1000);
+  check_pieces(c, 64, {3, -1, 4, 1}, 6, 1, 6, 1001);
+  c = shape(1, 100, 1, 32, 48);
+  c.cu_seqlens = {0, 37, 100};
+  check_pieces(c, 16, {1, 0}, 2, 5, 2, 1002);
 }
 
 }  // namespace

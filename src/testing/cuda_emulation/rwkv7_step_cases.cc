@@ -1,8 +1,9 @@
 // RWKV-7's per-token kernels (layers/cuda/rwkv7_step_kernel.cuh) under the CTA emulator against the CPU layers:
 // the LayerNorm against layers/layer_norm.h's (with and without bias, per group, in place), the token shift and
 // its lerps against rwkv7_state.h's rwkv7_token_shift over a ragged batch addressed through pool slots (one-token
-// and empty sequences, the shift rows advanced), the activations, and the time mix's key preparation and output
-// against rwkv7_time_mix.cc's loops written out the same way. Grids capped so their loops take several rounds;
+// and empty sequences, the shift rows advanced), the activations, and the time mix's key preparation (with the
+// decay after w's LoRA fused in) and output against rwkv7_time_mix.cc's loops written out the same way. The block
+// norm fused into the token shift is rwkv7_norm_shift_cases.cc's. Grids capped so their loops take several rounds;
 // outputs start as NaN bytes and nothing past them is written.
 #include <gtest/gtest.h>
 
@@ -158,6 +159,20 @@ TEST(EmulatedRwkv7Step, ActivationsMatchTheCpus) {
     EXPECT_TRUE(y32.outside_untouched());
     EXPECT_TRUE(y16.outside_untouched());
   }
+  // Two runs in one launch (the w and g LoRAs' middles): tanh over x's first 700 values, sigmoid over the rest.
+  const int64_t n0 = 700, n1 = n - n0;
+  StridedOperand a16(DType::bf16, {n0}, 5), b16(DType::bf16, {n1}, 6);
+  fill_nan(a16), fill_nan(b16);
+  const Rwkv7ActParams<__nv_bfloat16> pair{x.device_ptr<const float>(), a16.device_ptr<__nv_bfloat16>(), n0,
+                                           Rwkv7Activation::tanh, x.device_ptr<const float>() + n0,
+                                           b16.device_ptr<__nv_bfloat16>(), n1, Rwkv7Activation::sigmoid};
+  cuda_emulation::launch(dim3(1), kRwkv7Threads, 0, [&](unsigned char*) { rwkv7_activate(pair); });
+  a16.download(), b16.download();
+  for (int64_t i = 0; i < n0; ++i) expect_bf16(a16.at(i), std::tanh(xh[size_t(i)]), "tanh " + std::to_string(i));
+  for (int64_t i = 0; i < n1; ++i)
+    expect_bf16(b16.at(i), 1.f / (1.f + std::exp(-xh[size_t(n0 + i)])), "sigmoid " + std::to_string(i));
+  EXPECT_TRUE(a16.outside_untouched());
+  EXPECT_TRUE(b16.outside_untouched());
 }
 
 void check_keys(int64_t T, int64_t H, int64_t K, int64_t V, bool first_layer, bool fused, unsigned blocks) {
@@ -166,11 +181,13 @@ void check_keys(int64_t T, int64_t H, int64_t K, int64_t V, bool first_layer, bo
   const int64_t C = H * K, Dv = H * V;
   StridedOperand k(DType::f32, {T, C}, 1), a(DType::f32, {T, C}, 2, {}, 2.f), a_rec(DType::f32, {T, C}, 3),
       k_k(DType::f32, {C}, 4), k_a(DType::f32, {C}, 5), v(DType::f32, {T, Dv}, 6), v_first(DType::f32, {T, Dv}, 7),
-      v_gate(DType::f32, {T, Dv}, 8);
+      v_gate(DType::f32, {T, Dv}, 8), w(DType::f32, {T, C}, 9, {}, 3.f);
   fill_nan(a_rec);
   if (first_layer) fill_nan(v_first);
   std::vector<float> kh = values(k), ah = values(a), kr(kh.size()), vh = values(v), vf = values(v_first);
   const std::vector<float> kk_w = values(k_k), ka_w = values(k_a), vg = values(v_gate);
+  std::vector<float> wh = values(w);  // the decay after w's LoRA, fused into this launch
+  for (float& e : wh) e = -0.6065306597126334f / (1.f + std::exp(-e));
   // rwkv7_time_mix.cc's loop, a = sigmoid(a) first as its forward does.
   for (float& e : ah) e = 1.f / (1.f + std::exp(-e));
   for (int64_t th = 0; th < T * H; ++th) {
@@ -195,23 +212,24 @@ void check_keys(int64_t T, int64_t H, int64_t K, int64_t V, bool first_layer, bo
   } else {
     for (size_t i = 0; i < vh.size(); ++i) vh[i] += 1.f / (1.f + std::exp(-vg[i])) * (vf[i] - vh[i]);
   }
-  const Rwkv7KeyParams p{k.device_ptr<float>(), a.device_ptr<float>(), a_rec.device_ptr<float>(),
+  const Rwkv7KeyParams p{w.device_ptr<float>(), k.device_ptr<float>(), a.device_ptr<float>(), a_rec.device_ptr<float>(),
                          k_k.device_ptr<const float>(), k_a.device_ptr<const float>(), v.device_ptr<float>(),
                          v_first.device_ptr<float>(), first_layer ? nullptr : v_gate.device_ptr<const float>(),
                          T, H, K, V, fused};
   cuda_emulation::launch(dim3(blocks), kRwkv7Threads, 0, [&](unsigned char*) { rwkv7_prepare_keys(p); });
-  for (StridedOperand* t : {&k, &a, &a_rec, &v, &v_first}) t->download();
+  for (StridedOperand* t : {&k, &a, &a_rec, &v, &v_first, &w}) t->download();
   auto near = [](float got, float want) { return std::fabs(got - want) <= 2e-6f * std::fabs(want) + 1e-6f; };
   for (int64_t i = 0; i < T * C; ++i) {
     EXPECT_PRED2(near, k.at(i), kh[size_t(i)]) << "k " << i;
     EXPECT_PRED2(near, a.at(i), ah[size_t(i)]) << "b " << i;
     EXPECT_PRED2(near, a_rec.at(i), kr[size_t(i)]) << "a_rec " << i;
+    EXPECT_PRED2(near, w.at(i), wh[size_t(i)]) << "w " << i;
   }
   for (int64_t i = 0; i < T * Dv; ++i) {
     EXPECT_PRED2(near, v.at(i), vh[size_t(i)]) << "v " << i;
     EXPECT_PRED2(near, v_first.at(i), vf[size_t(i)]) << "v_first " << i;
   }
-  for (StridedOperand* t : {&k, &a, &a_rec, &v, &v_first}) EXPECT_TRUE(t->outside_untouched());
+  for (StridedOperand* t : {&k, &a, &a_rec, &v, &v_first, &w}) EXPECT_TRUE(t->outside_untouched());
 }
 
 TEST(EmulatedRwkv7Step, KeyPreparationMatchesTheTimeMix) {

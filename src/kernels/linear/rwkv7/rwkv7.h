@@ -24,7 +24,8 @@ struct Rwkv7Args {
   // States addressed in a pool (fla / vLLM's ssm_state_indices, as DeltaArgs): int32 [Nseq] on the states'
   // device, sequence n's row of initial_state / final_state, which are then [slots, H, K, V] with any row stride
   // (the pool's slot stride; the rest contiguous) and must be the same tensor. A negative index skips the
-  // sequence: neither its state nor its o is touched (a padded batch row). The recurrent entry on a device only.
+  // sequence: neither its state nor its o is touched (a padded batch row). The recurrent and chunked entries on a
+  // device only.
   const int32_t* ssm_state_indices = nullptr;
 };
 
@@ -35,7 +36,7 @@ void recurrent_rwkv7(const Rwkv7Args& args);
 // Chunkwise-parallel prefill (fla's chunk_dplr_delta_rule): the same results as recurrent_rwkv7, with the work of
 // each chunk of chunk_size tokens (16, 32, 64 or 128; otherwise ArgumentError naming chunk_size) done as dense
 // products. Stable at any decay w <= 0. Runs where the tensors live: the CPU, or a GPU in a CUDA build
-// (cuda/rwkv7_chunk_cuda.h: tensor cores, bf16 operands; K, V <= 128, chunk_size <= 64, dense states only).
+// (cuda/rwkv7_chunk_cuda.h: tensor cores, bf16 operands; K, V <= 128, chunk_size <= 64).
 void chunk_rwkv7(const Rwkv7Args& args, int64_t chunk_size = 64);
 // The double-precision definition; the CPU only (device tensors are refused by name).
 void rwkv7_reference(const Rwkv7Args& args);

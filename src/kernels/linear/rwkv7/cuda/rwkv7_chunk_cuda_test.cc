@@ -4,6 +4,8 @@
 // CUDA build: no CUDA headers here.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,6 +125,75 @@ TEST(CudaRwkv7Chunk, MatchesDecaysAndDtypes) {
   check(c, 32, false, 401);
   c.dtype = c.out_dtype = DType::f16, c.B = 1, c.cu_seqlens = {0, 30, 100};
   check(c, 64, true, 402);
+}
+
+// States in a pool's slots (ssm_state_indices, as the GPU runner's prefill passes them): permuted slots of a slab
+// with room around each state, a pad among the sequences; against the CPU chunk on the dense states, the pad's
+// output rows still NaN bytes and every float of the slab outside the named states unchanged.
+TEST(CudaRwkv7Chunk, ReadsAndWritesPoolSlots) {
+  REQUIRE_GPU();
+  Rwkv7Case c = shape(1, 155, 2, 64, 64);
+  c.cu_seqlens = {0, 1, 38, 38, 117, 150, 155};
+  const std::vector<int32_t> index{4, 0, 6, -1, 2, 5};
+  const int64_t N = c.nseq(), slots = 8, lead = 3, elems = c.H * c.K * c.V, stride = lead + elems + 7;
+  const Rwkv7Inputs in(c, 500);
+  Rwkv7Args a = in.args(c);
+  HostTensor o_cpu(DType::f32, {c.B, c.T, c.H, c.V}, 0, 0.f), s_cpu(DType::f32, {N, c.H, c.K, c.V}, 0, 0.f);
+  a.o = o_cpu.view, a.final_state = s_cpu.view;
+  chunk_rwkv7(a, 64);
+
+  HostTensor slab(DType::f32, {slots * stride}, 501), o(DType::f32, {c.B, c.T, c.H, c.V}, 0, 0.f);
+  auto* slab_f = static_cast<float*>(slab.view.data);
+  const auto* h0 = static_cast<const float*>(in.h0.view.data);
+  for (int64_t n = 0; n < N; ++n)
+    if (index[size_t(n)] >= 0) std::memcpy(slab_f + index[size_t(n)] * stride + lead, h0 + n * elems, elems * 4);
+  const std::vector<float> before(slab_f, slab_f + slots * stride);
+  testing::fill_nan_bytes(o);
+  const OnDevice r(in.r), w(in.w), k(in.k), v(in.v), ad(in.a), bd(in.b), od(o), slab_d(slab);
+  DeviceBuffer idx(Device::cuda(), index.size() * 4);
+  idx.upload(index.data(), index.size() * 4);
+  a.r = r.view, a.w = w.view, a.k = k.view, a.v = v.view, a.a = ad.view, a.b = bd.view, a.o = od.view;
+  TensorView pool = TensorView::contiguous(static_cast<float*>(slab_d.view.data) + lead, DType::f32,
+                                           {slots, c.H, c.K, c.V});
+  pool.strides[0] = stride;
+  pool.device = Device::cuda();
+  a.initial_state = a.final_state = pool;
+  a.ssm_state_indices = idx.as<int32_t>();
+  chunk_rwkv7(a, 64);
+  synchronize(current_stream());
+  od.download(o), slab_d.download(slab);
+
+  const double tol = testing::rwkv7_chunk_cuda_tolerance();
+  const int64_t width = c.H * c.V;
+  double err = 0, ref = 0, serr = 0, sref = 0;
+  int64_t pad_written = 0, changed = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t e = c.cu_seqlens[size_t(n)] * width; e < c.cu_seqlens[size_t(n) + 1] * width; ++e) {
+      if (index[size_t(n)] < 0) {
+        uint32_t bits;
+        std::memcpy(&bits, static_cast<const float*>(o.view.data) + e, 4);
+        pad_written += bits != 0xffffffffu;
+        continue;
+      }
+      const double g = static_cast<const float*>(o.view.data)[e], want = o_cpu.at(e);
+      err += (g - want) * (g - want), ref += want * want;
+    }
+  std::vector<char> named(size_t(slots * stride), 0);
+  for (int64_t n = 0; n < N; ++n) {
+    if (index[size_t(n)] < 0) continue;
+    for (int64_t i = 0; i < elems; ++i) {
+      const int64_t at = index[size_t(n)] * stride + lead + i;
+      named[size_t(at)] = 1;
+      const double g = slab_f[at], want = s_cpu.at(n * elems + i);
+      serr += (g - want) * (g - want), sref += want * want;
+    }
+  }
+  for (int64_t i = 0; i < slots * stride; ++i)
+    changed += !named[size_t(i)] && std::memcmp(&slab_f[i], &before[size_t(i)], 4) != 0;
+  EXPECT_LE(std::sqrt(err / ref), tol) << "the real sequences' outputs";
+  EXPECT_LE(std::sqrt(serr / sref), tol) << "the named slots' new states";
+  EXPECT_EQ(pad_written, 0) << "output floats of the pad written";
+  EXPECT_EQ(changed, 0) << "floats of the slab the prefill must not touch";
 }
 
 #endif

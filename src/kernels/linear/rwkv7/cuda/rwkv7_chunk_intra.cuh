@@ -46,6 +46,7 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
   const int64_t c_h = blockIdx.x;  // chunk * H + head
   const int h = int(c_h % p.H);
   const ChunkDesc ch = p.chunks[c_h / p.H];
+  if (p.state_indices && p.state_indices[ch.seq] < 0) return;  // a pad's chunk: nothing reads its factors
   const int len = ch.len;
   const int64_t k_first = (ch.row * p.H + h) * p.K, k_stride = int64_t(p.H) * p.K;
   const int64_t v_first = (ch.row * p.H + h) * p.V, v_stride = int64_t(p.H) * p.V;

@@ -18,8 +18,6 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 }  // namespace
 
 void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
-  require(!p.state_indices, "ssm_state_indices",
-          "addresses pool states in the recurrent form only; the chunked form takes dense [N, H, K, V] states");
   cuda_delta_chunk::check_chunk_shape(p.K, "r", "K", p.V, "v", "V", chunk_size);
   for (auto [data, dtype, name] : {std::tuple{p.r, p.r_dtype, "r"}, {p.w, p.w_dtype, "w"}, {p.k, p.k_dtype, "k"},
                                    {p.v, p.v_dtype, "v"}, {p.a, p.a_dtype, "a"}, {p.b, p.b_dtype, "b"},
@@ -30,6 +28,14 @@ void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
   require_grid_fits(cuda_delta_chunk::chunk_count(p.seqs, chunk_size) * p.H, "r", "chunks x heads");
   require_grid_fits(p.seqs.count() * p.H * (round_up(p.V, kStateCols) / kStateCols), "v",
                     "sequences x heads x ceil(V / 32)");
+}
+
+size_t rwkv7_chunk_scratch_per_chunk(int64_t H, int64_t K, int64_t V, int64_t chunk_size) {
+  const int C = int(chunk_size), Kp = int(round_up(K, 16)), Vp = int(round_up(V, kStateCols));
+  const int64_t bf16 = rows_elems(C, Kp) + rows_elems(2 * C, Kp) + rows_elems(2 * C, Vp) + rows_elems(C, Kp) +
+                       rows_elems(C, 2 * C) + rows_elems(Kp, Vp);  // wm, kb, vsa, qg, pm, h
+  const int64_t f32 = rows_elems(C, Vp) + Kp;                       // u, decay
+  return size_t(H * (2 * bf16 + 4 * f32));
 }
 
 namespace cuda_rwkv7_chunk {
@@ -50,6 +56,8 @@ ChunkLaunch plan_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
   params.v_t = elem_of(p.v_dtype), params.a_t = elem_of(p.a_dtype), params.b_t = elem_of(p.b_dtype);
   params.o_t = elem_of(p.o_dtype);
   params.initial_state = p.h0, params.final_state = p.ht;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_indices ? p.state_stride : p.H * p.K * p.V;
   params.n_chunks = NC;
   params.H = int(p.H), params.K = int(p.K), params.V = int(p.V);
   params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));

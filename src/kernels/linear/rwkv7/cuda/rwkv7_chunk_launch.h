@@ -31,6 +31,10 @@ struct Params {
   Elem r_t, w_t, k_t, v_t, a_t, b_t, o_t;
   const float* initial_state;  // [N, H, K, V]; null: zeros
   float* final_state;          // [N, H, K, V]; null: not written; may be initial_state
+  // Pool states (ssm_state_indices): sequence n's state is row state_indices[n], state_stride floats apart;
+  // -1 a pad, whose chunks touch nothing. Null: row n of the dense states (state_stride H K V).
+  const int32_t* state_indices;
+  int64_t state_stride;
   const ChunkDesc* chunks;     // [n_chunks]
   const int32_t* seq_chunks;   // [N + 1]: sequence n owns chunks [seq_chunks[n], seq_chunks[n + 1])
   // Scratch per (chunk, head), bf16 held as raw bits so this header needs no CUDA; rows past the chunk are zero.

@@ -27,6 +27,7 @@ __device__ __forceinline__ void rwkv7_chunk_output(const Params& p, unsigned cha
   const int64_t c_h = blockIdx.x;
   const int h = int(c_h % p.H);
   const ChunkDesc ch = p.chunks[c_h / p.H];
+  if (p.state_indices && p.state_indices[ch.seq] < 0) return;  // a pad's chunk: its state pass stored no h
 
   copy_rows(sQ, ldk, p.qg + c_h * rows_elems(C, Kp), C, Kp);
   copy_rows(sH, ldv, p.h + c_h * rows_elems(Kp, Vp), Kp, Vp);

@@ -8,7 +8,7 @@
 // one MMA chain over 2C rows for the update, since V and SA are adjacent rows of one tile. Everything a chunk reads
 // comes by cp.async, issued a chunk ahead (W and U double-buffered; k, b, V and the decays once the previous
 // chunk's update has read them). The state is read once and written once (in place is fine: no other CTA touches
-// this slice).
+// this slice), so with pool states (ssm_state_indices) the pool's slot is the only state memory touched.
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/chunk_state_slice.cuh"
@@ -35,8 +35,10 @@ __device__ __forceinline__ void rwkv7_chunk_state(const Params& p, unsigned char
   const int64_t n = slice.n;
   const int h = slice.hv, col0 = slice.col0;
 
+  const int64_t row = sequence_state_at(p.state_indices, n, p.state_stride);
+  if (row < 0) return;  // a pad: its chunks' intra and output passes return too
   StateRegs s;
-  const int64_t state_at = (n * p.H + h) * int64_t(p.K) * p.V;
+  const int64_t state_at = row + h * int64_t(p.K) * p.V;
   load_state(s, p.initial_state ? p.initial_state + state_at : nullptr, p.V, 1, p.K, p.V, col0, warp, lane);
 
   const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
