@@ -1,8 +1,9 @@
 // The CUDA delta-family recurrence (delta_recurrent_kernel.cuh, launched as delta_recurrent_launch plans it) and
 // the device value scan (value_scan_kernel.cuh) under the CTA emulator. The recurrence against the double
 // reference: the three gates, ragged packed sequences with a one-token and an empty one, one-token decode, HV =
-// 2H, K and V off the 32-wide tiles (40, 48, 100) and K = 256 (eight warps), l2norm, bf16 / f16 in and out,
-// log decays near -20, zero and in-place states. Outputs and separate final states start as NaN bytes, so an
+// 2H, K and V off the 32-wide tiles (40, 48, 100) and K = 256 (eight warps), small states packed several units to
+// a CTA (K = 16 .. 128, ragged sequences sharing a CTA), l2norm, bf16 / f16 in and out, log decays near -20, zero
+// and in-place states. Outputs and separate final states start as NaN bytes, so an
 // element the kernel forgets fails.
 #include <gtest/gtest.h>
 
@@ -79,6 +80,12 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
 
   cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
   ASSERT_FALSE(l.empty);
+  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
+  const int64_t units = in.N * c.HV * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
+  EXPECT_EQ(l.params.units, per);
+  EXPECT_EQ(l.params.total_units, units);
+  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
+  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
   std::optional<DeviceMemory> offsets;
   if (!l.seq_offsets.empty()) {
     offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
@@ -98,6 +105,37 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
 }
 
 const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};
+
+// The recurrences' packing (recurrent_split.h), shared by the delta, GLA and RWKV-7 plans: units of K rounded up
+// to whole warps fill a 4-warp CTA where they fit, and a larger K runs a unit per CTA as before.
+TEST(CudaRecurrentSplit, PacksSmallStates) {
+  using cuda_linear::recurrent_grid;
+  using cuda_linear::units_per_cta;
+  EXPECT_EQ(units_per_cta(16), 4);
+  EXPECT_EQ(units_per_cta(32), 4);
+  EXPECT_EQ(units_per_cta(33), 2);
+  EXPECT_EQ(units_per_cta(64), 2);
+  EXPECT_EQ(units_per_cta(65), 1);
+  EXPECT_EQ(units_per_cta(128), 1);
+  EXPECT_EQ(units_per_cta(256), 1);
+  // Issue 26's decode step: B = 32, H = 40, K = V = 64 is 32 x 40 x 2 units, 1280 CTAs of 128 threads (2560 of 64
+  // unpacked).
+  auto grid = recurrent_grid(32 * 40 * 2, 64);
+  EXPECT_EQ(grid.ctas, 1280);
+  EXPECT_EQ(grid.threads, 128);
+  EXPECT_EQ(grid.units, 2);
+  grid = recurrent_grid(30, 16);  // 7 full CTAs and one holding 2 units
+  EXPECT_EQ(grid.ctas, 8);
+  EXPECT_EQ(grid.threads, 128);
+  EXPECT_EQ(grid.units, 4);
+  grid = recurrent_grid(5, 96);  // three warps: alone
+  EXPECT_EQ(grid.ctas, 5);
+  EXPECT_EQ(grid.threads, 96);
+  EXPECT_EQ(grid.units, 1);
+  grid = recurrent_grid(3, 256);
+  EXPECT_EQ(grid.ctas, 3);
+  EXPECT_EQ(grid.threads, 256);
+}
 
 // Field by field: designated initializers that skip fields warn under -Wextra.
 DeltaCase shape(int64_t B, int64_t T, int64_t H, int64_t HV, int64_t K, int64_t V, DeltaGate gate, bool init = true) {
@@ -153,6 +191,21 @@ TEST(EmulatedDeltaRecurrent, MatchesStrongDecays) {
     c.cu_seqlens = {0, 1, 6};
     check(c, false, 53 + uint64_t(gate));
   }
+}
+
+// Small states pack several units into a CTA: K = 16 and 32 four, 64 two, 128 one. HV = 3 with one slice gives
+// three units a sequence, so CTAs straddle sequences: the ragged batch's 1-, 3-, 0- and 5-token sequences share
+// CTAs and their barriers, the short ones idling through the long one's tokens; the decode step's 5 x 3 x 2 units
+// leave the last CTA's tail empty at K <= 64.
+TEST(EmulatedDeltaRecurrent, MatchesPackedSmallStates) {
+  uint64_t seed = 60;
+  for (int64_t K : {16, 32, 64, 128})
+    for (DeltaGate gate : kGates) {
+      DeltaCase c = shape(1, 9, 1, 3, K, 32, gate);
+      c.cu_seqlens = {0, 1, 4, 4, 9};
+      check(c, true, seed++);
+      check(shape(5, 1, 1, 3, K, 40, gate), false, seed++);
+    }
 }
 
 // delta_values.cu's scan over `n` elements of one dtype: 256 threads, `blocks` CTAs, then grid-stride, as the

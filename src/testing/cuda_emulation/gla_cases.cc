@@ -2,9 +2,10 @@
 // CTA emulator against the double reference, with the GPU test's tolerances (gla_recurrent_cuda_test.cc): every
 // family (linear attention with and without the normaliser and each feature map, retention, simple GLA with g,
 // g_gamma or both, GLA), ragged packed sequences with a one-token and an empty one, one-token decode, HV = 2H,
-// K and V off the 32-wide tiles (40, 48, 100) and K = 256 (eight warps), bf16 in and out, log decays near -20,
-// zero and in-place states, an empty call that only copies the state. Outputs, separate final states and final
-// normaliser sums start as NaN bytes, so an element the kernel forgets fails.
+// K and V off the 32-wide tiles (40, 48, 100) and K = 256 (eight warps), small states packed several units to a
+// CTA (K = 16 .. 128, ragged sequences sharing a CTA), bf16 in and out, log decays near -20, zero and in-place
+// states, an empty call that only copies the state. Outputs, separate final states and final normaliser sums
+// start as NaN bytes, so an element the kernel forgets fails.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -75,6 +76,12 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
 
   cuda_gla::RecurrentLaunch l = cuda_gla::plan_gla_recurrent(p);
   ASSERT_FALSE(l.empty);
+  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
+  const int64_t units = in.N * c.HV * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
+  EXPECT_EQ(l.params.units, per);
+  EXPECT_EQ(l.params.total_units, units);
+  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
+  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
   // The launcher's upload of the host metadata, as separate emulated allocations.
   std::optional<DeviceMemory> offsets, gamma;
   if (!l.seq_offsets.empty()) {
@@ -128,6 +135,20 @@ TEST(EmulatedGlaRecurrent, MatchesRaggedPackedSequences) {
     GlaDeviceCase s = shape(1, 9, 1, 2, 48, 40, init);
     s.cu_seqlens = {0, 1, 4, 4, 9};
     for (const GlaDeviceCase& c : family_cases(s)) check(c, init, ++seed);
+  }
+}
+
+// Small states pack several units into a CTA: K = 16 and 32 four, 64 two, 128 one. HV = 3 with one slice gives
+// three units a sequence, so CTAs straddle sequences: the ragged batch's 1-, 3-, 0- and 5-token sequences share
+// CTAs and their barriers (a finished sequence's z and state kept while the others run on); the decode step's
+// 5 x 3 x 2 units leave the last CTA's tail empty at K <= 64.
+TEST(EmulatedGlaRecurrent, MatchesPackedSmallStates) {
+  uint64_t seed = 900;
+  for (int64_t K : {16, 32, 64, 128}) {
+    GlaDeviceCase s = shape(1, 9, 1, 3, K, 32);
+    s.cu_seqlens = {0, 1, 4, 4, 9};
+    for (const GlaDeviceCase& c : family_cases(s)) check(c, true, ++seed);
+    for (const GlaDeviceCase& c : family_cases(shape(5, 1, 1, 3, K, 40))) check(c, false, ++seed);
   }
 }
 

@@ -2,9 +2,10 @@
 // ssm_state_indices: the GPU runners' decode steps, device_conv_state.h, device_lightning.cc, rwkv7_cuda_runner.cc)
 // under the CTA emulator; the one-step kernels are in pool_state_step_cases.cc. A one-token step per sequence whose
 // states are scattered, permuted rows of a slab with a row stride of its own (room before and after each state, as
-// a pool slot's [conv tail | state] has), and padded batch rows (index -1). Against the dense CPU twins on the same
-// states gathered: the outputs and the named rows' new states; and bit for bit, every byte the step must not touch:
-// the other slots, the rest of each named slot, and the pads' outputs (NaN bytes, which stay NaN bytes).
+// a pool slot's [conv tail | state] has), and padded batch rows (index -1), some sharing a CTA with real rows where
+// small states pack several units to a CTA. Against the dense CPU twins on the same states gathered: the outputs
+// and the named rows' new states; and bit for bit, every byte the step must not touch: the other slots, the rest
+// of each named slot, and the pads' outputs (NaN bytes, which stay NaN bytes).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -112,6 +113,10 @@ TEST(EmulatedPoolStates, DeltaRecurrenceInPlace) {
     check_delta(gate, 48, 100, {5, 0, -1, 9, 3, -1, -1, -1}, 11, DType::f32, 10 + uint64_t(gate));
     check_delta(gate, 64, 32, {2}, 3, DType::f32, 20 + uint64_t(gate));
     check_delta(gate, 40, 48, {1, -1, 4, 0}, 6, DType::bf16, 30 + uint64_t(gate));
+    // Small states, four units to a CTA and two units a sequence: pads share CTAs with real rows (and the last
+    // CTA's tail is empty), each pad's units idle through the barriers without touching its slot or outputs.
+    check_delta(gate, 32, 32, {3, -1, -1, 1, 0}, 6, DType::f32, 40 + uint64_t(gate));
+    check_delta(gate, 16, 24, {-1, 2, 0, -1, -1, 4, -1}, 5, DType::f32, 42 + uint64_t(gate));
   }
 }
 
@@ -205,6 +210,10 @@ TEST(EmulatedPoolStates, Rwkv7RecurrenceInPlace) {
   check_rwkv7(2, 64, 64, {5, 0, -1, 9, 3, -1, -1, -1}, 11, DType::f32, 80);
   check_rwkv7(1, 48, 100, {2}, 3, DType::f32, 81);
   check_rwkv7(3, 40, 36, {1, -1, 4, 0}, 6, DType::bf16, 82);
+  // Small states, four units to a CTA: pads share CTAs with real rows (one unit a sequence at H = 1; three at
+  // H = 3, so CTAs straddle sequences), the last CTA's tail empty.
+  check_rwkv7(1, 32, 32, {4, -1, 0, -1, -1, 2}, 6, DType::f32, 83);
+  check_rwkv7(3, 16, 24, {-1, 1, -1, 0, 3}, 4, DType::f32, 84);
 }
 
 // What make_rwkv7_problem refuses with pool states, by name; the CPU entries take dense states.
@@ -323,6 +332,9 @@ TEST(EmulatedPoolStates, GlaRecurrenceInPlace) {
   lightning.family = GlaFamily::simple_gla, lightning.g_gamma = true, lightning.data_gate = false;
   check_gla(lightning, {0}, 1, seed++);
   check_gla(lightning, {2, -1}, 3, seed++);
+  // Small states, four units to a CTA and two units a sequence: pads share CTAs with real rows.
+  for (const GlaDeviceCase& c : testing::gla_family_cases(shape(1, 2, 32, 32, DType::f32), unnormalised))
+    check_gla(c, {3, -1, -1, 1, 0}, 6, seed++);
 }
 
 // What make_gla_problem and the entries refuse with pool states, by name.

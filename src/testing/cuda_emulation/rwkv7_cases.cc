@@ -61,6 +61,13 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
 
   cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
   ASSERT_FALSE(l.empty);
+  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
+  const int64_t units = c.nseq() * c.H * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
+  EXPECT_EQ(l.params.units, per);
+  EXPECT_EQ(l.params.total_units, units);
+  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
+  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
+  EXPECT_EQ(l.smem_bytes, cuda_rwkv7::stage_bytes(l.threads));
   std::optional<DeviceMemory> offsets;
   if (!l.seq_offsets.empty()) {
     offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
@@ -116,6 +123,20 @@ TEST(EmulatedRwkv7Recurrent, MatchesUnequalKeyAndValueDims) {
   check(shape(1, 4, 1, 100, 36), false, 40);
   check(shape(1, 4, 1, 20, 100), true, 41);
   check(shape(1, 3, 1, 256, 32, false), false, 42);
+}
+
+// Small states pack several units into a CTA: K = 16 and 32 four, 64 two (RWKV-7's heads), 128 one. H = 3 with
+// one slice gives three units a sequence, so CTAs straddle sequences: the ragged batch's 1-, 3-, 0- and 5-token
+// sequences share CTAs and their barriers (the short ones' last outputs stored while the long one runs on); the
+// decode step's 5 x 3 x 2 units leave the last CTA's tail empty at K <= 64.
+TEST(EmulatedRwkv7Recurrent, MatchesPackedSmallStates) {
+  uint64_t seed = 70;
+  for (int64_t K : {16, 32, 64, 128}) {
+    Rwkv7Case c = shape(1, 9, 3, K, 32);
+    c.cu_seqlens = {0, 1, 4, 4, 9};
+    check(c, true, seed++);
+    check(shape(5, 1, 3, K, 40), false, seed++);
+  }
 }
 
 TEST(EmulatedRwkv7Recurrent, MatchesDtypes) {

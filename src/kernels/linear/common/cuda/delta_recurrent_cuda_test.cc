@@ -123,6 +123,19 @@ TEST(CudaDeltaRecurrent, MatchesRaggedPackedSequences) {
     }
 }
 
+// Small states pack several units to a CTA (recurrent_split.h): issue 26's decode step (B = 32, H = 40, K = V =
+// 64: two units a CTA), and K = 16 (four) with ragged sequences of 1, 7, 0 and 33 tokens sharing CTAs (HV = 3,
+// one slice: three units a sequence).
+TEST(CudaDeltaRecurrent, MatchesPackedSmallStates) {
+  REQUIRE_GPU();
+  for (DeltaGate gate : kGates) {
+    check_case({.B = 32, .T = 1, .H = 40, .HV = 40, .K = 64, .V = 64, .gate = gate, .initial_state = true}, true);
+    check_case({.T = 41, .H = 1, .HV = 3, .K = 16, .V = 32, .gate = gate, .initial_state = true,
+                .cu_seqlens = {0, 1, 8, 8, 41}},
+               false);
+  }
+}
+
 TEST(CudaDeltaRecurrent, MatchesPaddedBatchesAndHeadDims) {
   REQUIRE_GPU();
   for (DeltaGate gate : kGates) {

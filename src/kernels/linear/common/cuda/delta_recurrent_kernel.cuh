@@ -4,12 +4,13 @@
 //   S <- a S;   p = S^T kn;   r = S^T qn;   u = beta (v - p);   o = r + (qn . kn) u;   S <- S + kn u^T
 // o = r + (qn . kn) u is S_new^T qn without a second pass over S, as the CPU kernel does it.
 //
-// Work split: a CTA per (sequence, value head, slice of kCols = 32 state columns); warp w holds state rows
-// [32 w, 32 w + 32) of the slice, lane c column c, one float per row in registers (kRowsPerThread of them). So a
-// warp's load of one state row is one coalesced 128-byte segment, p and r are per-thread dot products over the
-// thread's rows plus a sum over the warps through shared memory, and k, q and the decays of a token are staged
-// in shared memory once (thread i stages row i) and read as broadcasts. The state is read once before the first
-// token and written once after the last.
+// Work split (recurrent_split.h): a unit per (sequence, value head, slice of kCols = 32 state columns), several
+// units to a CTA when K is small; warp w of a unit holds state rows [32 w, 32 w + 32) of the slice, lane c column
+// c, one float per row in registers (kRowsPerThread of them). So a warp's load of one state row is one coalesced
+// 128-byte segment, p and r are per-thread dot products over the thread's rows plus a sum over the unit's warps
+// through shared memory, and k, q and the decays of a token are staged in shared memory once (the unit's thread i
+// stages row i) and read as broadcasts. The state is read once before the first token and written once after the
+// last. The units of a CTA share its two barriers per token; each reads only its own stretch of the staging.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 
 namespace attnzoo::cuda_delta {
 
+using cuda_linear::kMaxUnits;
 using cuda_linear::load_elem;
 using cuda_linear::load_state_column;
 using cuda_linear::recurrent_cta;
@@ -31,10 +33,11 @@ using cuda_linear::store_elem;
 using cuda_linear::warp_sum;
 
 // The token's inputs in shared memory, double-buffered by token parity: the next token's staging then needs no
-// barrier against threads still applying this token's update (which reads k).
+// barrier against threads still applying this token's update (which reads k). Rows and shares are indexed by the
+// CTA's thread, so unit u's rows start at its first thread; the scalars are per unit.
 struct Stage {
-  float k[2][kMaxK], q[2][kMaxK], a[2][kMaxK];
-  float beta[2], a_head[2];
+  float k[2][kMaxThreads], q[2][kMaxThreads], a[2][kMaxThreads];
+  float beta[2][kMaxUnits], a_head[2][kMaxUnits];
   float norms[kMaxWarps][3];  // per warp: |k|^2, |q|^2, q . k of the raw rows
   float2 partial[kMaxThreads];  // per thread: its rows' share of (S^T k, S^T q)
 };
@@ -42,75 +45,82 @@ struct Stage {
 template <DeltaGate kGate>
 __device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
   __shared__ Stage st;
-  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
-  const RecurrentCta cta = recurrent_cta(p.slices, p.HV, p.V, p.T, p.seq_offsets);
-  const int64_t n = cta.n, begin = cta.begin, length = cta.length;
+  RecurrentCta cta = recurrent_cta(p.units, p.total_units, p.slices, p.HV, p.V, p.T, p.seq_offsets);
+  const int lane = cta.tid % 32, warps = (int(blockDim.x) / p.units) / 32, warp0 = cta.base / 32;
+  const int tid = int(threadIdx.x), unit = cta.unit, base = cta.base;
+  // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose unit touches nothing
+  // but still keeps the CTA's barriers.
+  const int64_t slot = p.state_indices ? int64_t(p.state_indices[cta.n]) : cta.n;
+  if (slot < 0) cta.idle();
+  const int64_t begin = cta.begin, length = cta.length;
   const int hv = cta.head, col = cta.col, row0 = cta.row0;
   const bool has_col = cta.has_col;
   const int h = hv / p.group;
-  // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose CTA touches nothing.
-  const int64_t slot = p.state_indices ? int64_t(p.state_indices[n]) : n;
-  if (slot < 0) return;  // uniform over the CTA, before any barrier
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
-  const int64_t state_at = slot * p.state_stride + int64_t(hv) * p.K * p.V + col;
+  const int64_t state_at = (slot < 0 ? 0 : slot) * p.state_stride + int64_t(hv) * p.K * p.V + col;
   float s[kRowsPerThread];
   load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
 
-  for (int64_t t = 0; t < length; ++t) {
+  for (int64_t t = 0; t < cta.steps; ++t) {
     const int b = int(t & 1);
+    const bool active = t < length;  // uniform over the unit
     const int64_t row = begin + t;
-    // Thread i stages key row i (blockDim.x is K rounded up to whole warps; the rows past K stage zeros, so the
-    // loops below need no bound) and its share of the norms.
+    // The unit's thread i stages key row i (a unit is K rounded up to whole warps; the rows past K stage zeros, so
+    // the loops below need no bound) and its share of the norms.
     float kx = 0.f, qx = 0.f;
-    if (tid < p.K) {
-      const int64_t at = (row * p.H + h) * p.K + tid;
+    if (active && cta.tid < p.K) {
+      const int64_t at = (row * p.H + h) * p.K + cta.tid;
       kx = load_elem(p.k, p.k_t, at);
       qx = load_elem(p.q, p.q_t, at);
     }
     // A decay of 0 past K keeps the zero state rows there zero (and never multiplies unstaged memory).
     if (kGate == DeltaGate::channel)
-      st.a[b][tid] = tid < p.K ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + tid)) : 0.f;
+      st.a[b][tid] = active && cta.tid < p.K ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + cta.tid)) : 0.f;
     st.k[b][tid] = kx;
     st.q[b][tid] = qx;
-    if (tid == 0) {
-      st.beta[b] = p.beta ? load_elem(p.beta, p.beta_t, row * p.HV + hv) : 1.f;
-      if (kGate == DeltaGate::head) st.a_head[b] = expf(load_elem(p.g, p.g_t, row * p.HV + hv));
+    if (cta.tid == 0 && active) {
+      st.beta[b][unit] = p.beta ? load_elem(p.beta, p.beta_t, row * p.HV + hv) : 1.f;
+      if (kGate == DeltaGate::head) st.a_head[b][unit] = expf(load_elem(p.g, p.g_t, row * p.HV + hv));
     }
     const float kk = warp_sum(kx * kx), qq = warp_sum(qx * qx), qk = warp_sum(qx * kx);
-    if (lane == 0) st.norms[warp][0] = kk, st.norms[warp][1] = qq, st.norms[warp][2] = qk;
-    const float v = has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
+    if (lane == 0) st.norms[tid / 32][0] = kk, st.norms[tid / 32][1] = qq, st.norms[tid / 32][2] = qk;
+    const float v = active && has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
     __syncthreads();
 
+    // The norms have one buffer: read before the barrier that lets a warp on to the next token's staging.
     float kk_all = 0.f, qq_all = 0.f, qk_all = 0.f;
-    for (int w = 0; w < warps; ++w) kk_all += st.norms[w][0], qq_all += st.norms[w][1], qk_all += st.norms[w][2];
-    // fla's l2norm: x / sqrt(|x|^2 + 1e-6); the scale folds into q's factor.
-    const float k_norm = p.l2norm ? 1.f / sqrtf(kk_all + 1e-6f) : 1.f;
-    const float q_norm = (p.l2norm ? 1.f / sqrtf(qq_all + 1e-6f) : 1.f) * p.scale;
-    const float beta = st.beta[b];
+    for (int w = warp0; w < warp0 + warps; ++w)
+      kk_all += st.norms[w][0], qq_all += st.norms[w][1], qk_all += st.norms[w][2];
     float pk = 0.f, pq = 0.f;
+    if (active) {
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) {
-      const int r = row0 + j;
-      if (kGate == DeltaGate::head) s[j] *= st.a_head[b];
-      if (kGate == DeltaGate::channel) s[j] *= st.a[b][r];
-      pk = fmaf(s[j], st.k[b][r], pk);
-      pq = fmaf(s[j], st.q[b][r], pq);
+      for (int j = 0; j < kRowsPerThread; ++j) {
+        const int r = base + row0 + j;
+        if (kGate == DeltaGate::head) s[j] *= st.a_head[b][unit];
+        if (kGate == DeltaGate::channel) s[j] *= st.a[b][r];
+        pk = fmaf(s[j], st.k[b][r], pk);
+        pq = fmaf(s[j], st.q[b][r], pq);
+      }
     }
     st.partial[tid] = make_float2(pk, pq);
     __syncthreads();
+    if (!active) continue;  // after the token's last barrier
 
+    // fla's l2norm: x / sqrt(|x|^2 + 1e-6); the scale folds into q's factor.
+    const float k_norm = p.l2norm ? 1.f / sqrtf(kk_all + 1e-6f) : 1.f;
+    const float q_norm = (p.l2norm ? 1.f / sqrtf(qq_all + 1e-6f) : 1.f) * p.scale;
     float pk_all = 0.f, pq_all = 0.f;
     for (int w = 0; w < warps; ++w) {
-      const float2 x = st.partial[w * 32 + lane];
+      const float2 x = st.partial[base + w * 32 + lane];
       pk_all += x.x, pq_all += x.y;
     }
-    const float u = beta * (v - pk_all * k_norm);
-    if (warp == 0 && has_col)
+    const float u = st.beta[b][unit] * (v - pk_all * k_norm);
+    if (cta.tid < 32 && has_col)
       store_elem(p.o, p.o_t, (row * p.HV + hv) * p.V + col, fmaf(qk_all * k_norm * q_norm, u, pq_all * q_norm));
     const float ku = k_norm * u;
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) s[j] = fmaf(st.k[b][row0 + j], ku, s[j]);
+    for (int j = 0; j < kRowsPerThread; ++j) s[j] = fmaf(st.k[b][base + row0 + j], ku, s[j]);
   }
 
   store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);

@@ -15,7 +15,7 @@ using namespace cuda_delta;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-int64_t ctas(const DeltaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
+int64_t units(const DeltaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
 
 }  // namespace
 
@@ -29,8 +29,9 @@ void check_cuda_delta_recurrent(const DeltaProblem& p) {
     if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
   if (p.initial_state) require_aligned(p.initial_state, sizeof(float), "initial_state");
   if (p.final_state) require_aligned(p.final_state, sizeof(float), "final_state");
-  // One CTA per (sequence, value head, 32 columns) on a one-dimensional grid.
-  require_grid_fits(ctas(p), "v", "sequences x value heads x ceil(V / 32)");
+  // A unit per (sequence, value head, 32 columns), units_per_cta(K) of them to a CTA on a one-dimensional grid.
+  require_grid_fits(cuda_linear::recurrent_grid(units(p), p.K).ctas, "v",
+                    "sequences x value heads x ceil(V / 32) / units per CTA");
 }
 
 namespace cuda_delta {
@@ -61,9 +62,11 @@ RecurrentLaunch plan_delta_recurrent(const DeltaProblem& p) {
   params.scale = p.scale;
   params.l2norm = p.l2norm;
 
-  const int warps = int((p.K + kRowsPerThread - 1) / kRowsPerThread);
-  l.grid = unsigned(ctas(p));
-  l.threads = unsigned(warps * 32);
+  const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
+  params.units = grid.units;
+  params.total_units = units(p);
+  l.grid = unsigned(grid.ctas);
+  l.threads = unsigned(grid.threads);
   return l;
 }
 

@@ -31,6 +31,8 @@ struct Params {
   int64_t T;
   int H, HV, K, V, group;      // group = HV / H
   int slices;                  // ceil(V / kCols)
+  int units;                   // units per CTA (recurrent_split.h); the CTA's threads split evenly among them
+  int64_t total_units;         // sequences x HV x slices
   float scale;
   bool l2norm;
 };

@@ -102,6 +102,18 @@ TEST(CudaGlaRecurrent, MatchesRaggedSequences) {
     check_case(c, false);
 }
 
+// Small states pack several units to a CTA (recurrent_split.h): B = 32, H = 40, K = V = 64 decode (two units a
+// CTA), and K = 16 (four) with ragged sequences sharing CTAs (HV = 3, one slice: three units a sequence).
+TEST(CudaGlaRecurrent, MatchesPackedSmallStates) {
+  REQUIRE_GPU();
+  for (const GlaDeviceCase& c : gla_family_cases({.B = 32, .T = 1, .H = 40, .HV = 40, .K = 64, .V = 64,
+                                                  .initial_state = true}))
+    check_case(c, true);
+  for (const GlaDeviceCase& c : gla_family_cases({.B = 1, .T = 41, .H = 1, .HV = 3, .K = 16, .V = 32,
+                                                  .cu_seqlens = {0, 1, 8, 8, 41}, .initial_state = true}))
+    check_case(c, false);
+}
+
 // Strong decays (e^-5 per step) and mild ones, per channel and per head.
 TEST(CudaGlaRecurrent, MatchesStrongAndMildDecays) {
   REQUIRE_GPU();

@@ -4,12 +4,13 @@
 //   S <- diag(a) S + k'^T v;   o = q' S;   with the normaliser z <- a z + k', o /= q' . z + 1e-10
 // Decay, write and read touch each state element once, in one pass, as the CPU kernel does.
 //
-// Work split as the delta kernel's (delta_recurrent_kernel.cuh): a CTA per (sequence, value head, slice of
-// kCols = 32 state columns); warp w holds state rows [32 w, 32 w + 32) of the slice, lane c column c, one float
-// per row in registers. A warp's load of a state row is one coalesced 128-byte segment; k', q' and the channel
-// decays of a token are staged in shared memory (thread i stages row i) and read as broadcasts; o is each
-// thread's dot product over its rows plus a sum over the warps through shared memory. The normaliser's z is
-// per key row, not per column, so thread i keeps z_i in a register (every slice's CTA recomputes it: K adds,
+// Work split as the delta kernel's (delta_recurrent_kernel.cuh, recurrent_split.h): a unit per (sequence, value
+// head, slice of kCols = 32 state columns), several units to a CTA when K is small, sharing its barriers; warp w
+// of a unit holds state rows [32 w, 32 w + 32) of the slice, lane c column c, one float per row in registers. A
+// warp's load of a state row is one coalesced 128-byte segment; k', q' and the channel decays of a token are
+// staged in shared memory (the unit's thread i stages row i) and read as broadcasts; o is each thread's dot
+// product over its rows plus a sum over the unit's warps through shared memory. The normaliser's z is per key
+// row, not per column, so the unit's thread i keeps z_i in a register (every slice's unit recomputes it: K adds,
 // cheaper than sharing it). The state is read once before the first token and written once after the last.
 #include <cuda_runtime.h>
 
@@ -34,7 +35,7 @@ using cuda_linear::warp_sum;
 // Every stage is read before the token's second barrier and written before the next token's first, so one
 // buffer serves all tokens.
 struct Stage {
-  float k[kMaxK], q[kMaxK], a[kMaxK];
+  float k[kMaxThreads], q[kMaxThreads], a[kMaxThreads];  // by the CTA's thread: unit u's rows from its first
   float den[kMaxWarps];      // per warp: its rows' share of q' . z
   float partial[kMaxThreads];  // per thread: its rows' share of q' S
 };
@@ -50,68 +51,75 @@ __device__ __forceinline__ float feature(FeatureMap f, float x) {
 template <GateKind kGate>
 __device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
   __shared__ Stage st;
-  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
-  const RecurrentCta cta = recurrent_cta(p.slices, p.HV, p.V, p.T, p.seq_offsets);
-  const int64_t n = cta.n, begin = cta.begin, length = cta.length;
-  const int hv = cta.head, col = cta.col, row0 = cta.row0;
+  RecurrentCta cta = recurrent_cta(p.units, p.total_units, p.slices, p.HV, p.V, p.T, p.seq_offsets);
+  const int tid = int(threadIdx.x), lane = cta.tid % 32, warps = int(blockDim.x) / p.units / 32;
+  const int base = cta.base, warp0 = base / 32;
+  // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose unit touches nothing
+  // but still keeps the CTA's barriers.
+  const int64_t n = cta.n;
+  const int64_t slot = p.state_indices ? int64_t(p.state_indices[n]) : n;
+  if (slot < 0) cta.idle();
+  const int64_t begin = cta.begin, length = cta.length;
+  const int hv = cta.head, col = cta.col, row0 = base + cta.row0;  // row0: the warp's first row in the staging
   const bool has_col = cta.has_col;
   const int h = hv / p.group;
-  const bool has_row = tid < p.K;  // thread i stages key row i
-  // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose CTA touches nothing.
-  const int64_t slot = p.state_indices ? int64_t(p.state_indices[n]) : n;
-  if (slot < 0) return;  // uniform over the CTA, before any barrier
+  const bool has_row = cta.live && cta.tid < p.K;  // the unit's thread i stages key row i
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
-  const int64_t state_at = slot * p.state_stride + int64_t(hv) * p.K * p.V + col;
+  const int64_t state_at = (slot < 0 ? 0 : slot) * p.state_stride + int64_t(hv) * p.K * p.V + col;
   float s[kRowsPerThread];
   load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
-  const int64_t z_at = (n * p.H + h) * p.K + tid;
+  const int64_t z_at = (n * p.H + h) * p.K + cta.tid;
   float z = p.normalize && p.initial_z && has_row ? p.initial_z[z_at] : 0.f;
   const float gamma = kGate == GateKind::scalar && p.g_gamma ? p.g_gamma[hv] : 0.f;
 
-  for (int64_t t = 0; t < length; ++t) {
+  for (int64_t t = 0; t < cta.steps; ++t) {
+    const bool active = t < length;  // uniform over the unit
     const int64_t row = begin + t;
-    // blockDim.x is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so nothing there
+    // A unit is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so nothing there
     // ever grows), and the loops below need no bound.
     float kx = 0.f, qx = 0.f, a = 1.f;
-    if (has_row) {
-      const int64_t at = (row * p.H + h) * p.K + tid;
+    if (active && has_row) {
+      const int64_t at = (row * p.H + h) * p.K + cta.tid;
       kx = feature(p.feature_map, load_elem(p.k, p.k_t, at));
       qx = feature(p.feature_map, load_elem(p.q, p.q_t, at)) * p.scale;
     }
     // A scalar decay is the same for every thread: each reads it (a broadcast load) instead of waiting on one.
-    if (kGate == GateKind::scalar) a = expf(p.g ? gamma + load_elem(p.g, p.g_t, row * p.HV + hv) : gamma);
+    if (kGate == GateKind::scalar && active)
+      a = expf(p.g ? gamma + load_elem(p.g, p.g_t, row * p.HV + hv) : gamma);
     if (kGate == GateKind::channel) {
-      a = has_row ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + tid)) : 0.f;
+      a = active && has_row ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + cta.tid)) : 0.f;
       st.a[tid] = a;
     }
     st.k[tid] = kx;
     st.q[tid] = qx;
     if (p.normalize) {
-      z = fmaf(a, z, kx);
+      if (active) z = fmaf(a, z, kx);
       const float den = warp_sum(qx * z);
-      if (lane == 0) st.den[warp] = den;
+      if (lane == 0) st.den[tid / 32] = den;
     }
-    const float v = has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
+    const float v = active && has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
     __syncthreads();
 
     float den_all = 0.f;
-    if (p.normalize && warp == 0)
-      for (int w = 0; w < warps; ++w) den_all += st.den[w];
+    if (p.normalize && cta.tid < 32)
+      for (int w = warp0; w < warp0 + warps; ++w) den_all += st.den[w];
     float acc = 0.f;
+    if (active) {
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) {
-      const int r = row0 + j;
-      const float decay = kGate == GateKind::channel ? st.a[r] : a;
-      s[j] = fmaf(decay, s[j], st.k[r] * v);
-      acc = fmaf(st.q[r], s[j], acc);
+      for (int j = 0; j < kRowsPerThread; ++j) {
+        const int r = row0 + j;
+        const float decay = kGate == GateKind::channel ? st.a[r] : a;
+        s[j] = fmaf(decay, s[j], st.k[r] * v);
+        acc = fmaf(st.q[r], s[j], acc);
+      }
     }
     st.partial[tid] = acc;
     __syncthreads();
 
-    if (warp == 0 && has_col) {
+    if (active && cta.tid < 32 && has_col) {
       float o = 0.f;
-      for (int w = 0; w < warps; ++w) o += st.partial[w * 32 + lane];
+      for (int w = 0; w < warps; ++w) o += st.partial[base + w * 32 + lane];
       if (p.normalize) o *= 1.f / (den_all + 1e-10f);
       store_elem(p.o, p.o_t, (row * p.HV + hv) * p.V + col, o);
     }

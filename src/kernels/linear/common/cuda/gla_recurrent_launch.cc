@@ -16,7 +16,7 @@ using namespace cuda_gla;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-int64_t ctas(const GlaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
+int64_t units(const GlaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
 
 }  // namespace
 
@@ -34,8 +34,9 @@ void check_cuda_gla_recurrent(const GlaProblem& p) {
   if (p.g_gamma && !p.g_gamma_device.is_cpu()) require_aligned(p.g_gamma, sizeof(float), "g_gamma");
   require(!p.final_z || p.final_z != p.initial_z, "final_z",
           "must not be initial_z on CUDA: every thread block of a key head reads initial_z, one writes final_z");
-  // One CTA per (sequence, value head, 32 columns) on a one-dimensional grid.
-  require_grid_fits(ctas(p), "v", "sequences x value heads x ceil(V / 32)");
+  // A unit per (sequence, value head, 32 columns), units_per_cta(K) of them to a CTA on a one-dimensional grid.
+  require_grid_fits(cuda_linear::recurrent_grid(units(p), p.K).ctas, "v",
+                    "sequences x value heads x ceil(V / 32) / units per CTA");
 }
 
 namespace cuda_gla {
@@ -68,9 +69,11 @@ RecurrentLaunch plan_gla_recurrent(const GlaProblem& p) {
   params.feature_map = p.feature_map;
   params.normalize = p.normalize;
 
-  const int warps = int((p.K + kRowsPerThread - 1) / kRowsPerThread);
-  l.grid = unsigned(ctas(p));
-  l.threads = unsigned(warps * 32);
+  const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
+  params.units = grid.units;
+  params.total_units = units(p);
+  l.grid = unsigned(grid.ctas);
+  l.threads = unsigned(grid.threads);
   return l;
 }
 

@@ -102,6 +102,17 @@ TEST(CudaRwkv7Recurrent, MatchesRaggedPackedSequences) {
     }
 }
 
+// Small states pack several units to a CTA (recurrent_split.h): issue 26's decode step (B = 32, H = 40, K = V =
+// 64: two units a CTA), and K = 32 (four) with ragged sequences of 1, 7, 0 and 33 tokens sharing CTAs (H = 3, one
+// slice: three units a sequence).
+TEST(CudaRwkv7Recurrent, MatchesPackedSmallStates) {
+  REQUIRE_GPU();
+  check(shape(32, 1, 40, 64, 64), true, 500);
+  Rwkv7Case c = shape(1, 41, 3, 32, 32);
+  c.cu_seqlens = {0, 1, 8, 8, 41};
+  check(c, false, 501);
+}
+
 TEST(CudaRwkv7Recurrent, MatchesShapesAndDecays) {
   REQUIRE_GPU();
   check(shape(2, 65, 2, 100, 36), false, 300);      // K != V, off the tiles

@@ -4,13 +4,14 @@
 // Every column of S evolves on its own (sa_j and v_j are per column), so splitting V over CTAs needs no traffic
 // between them; the rows meet in two sums per token (sa, then o).
 //
-// Work split as the delta kernel's (delta_recurrent_kernel.cuh): a CTA per (sequence, head, slice of kCols = 32
-// state columns); warp w holds state rows [32 w, 32 w + 32) of the slice, lane c column c, one float per row in
-// registers. A warp's load of a state row is one coalesced 128-byte segment; r, exp(w), k, a and b of a token are
-// staged in shared memory (thread i stages row i) and read as broadcasts. Two barriers per token: the first
-// publishes the token's staging (and the last token's output shares, summed by warp 0 then), the second the shares
-// of sa. The state is read once before the first token and written once after the last. The staging is sized by
-// the block (dynamic shared memory), so RWKV-7's 64-row heads take 3 KiB a block and 32 two-warp blocks fit an SM.
+// Work split as the delta kernel's (delta_recurrent_kernel.cuh, recurrent_split.h): a unit per (sequence, head,
+// slice of kCols = 32 state columns), several units to a CTA when K is small; warp w of a unit holds state rows
+// [32 w, 32 w + 32) of the slice, lane c column c, one float per row in registers. A warp's load of a state row is
+// one coalesced 128-byte segment; r, exp(w), k, a and b of a token are staged in shared memory (the unit's thread
+// i stages row i) and read as broadcasts. Two barriers per token, shared by the CTA's units: the first publishes
+// the token's staging (and the last token's output shares, summed by the unit's warp 0 then), the second the
+// shares of sa. The state is read once before the first token and written once after the last. The staging is
+// sized by the block (dynamic shared memory): RWKV-7's 64-row heads pack two units into a 4-warp, 6 KiB block.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -43,37 +44,40 @@ struct Stage {
   __device__ float* o() const { return base + 11 * threads; }
 };
 
-// Warp 0's lanes each sum their column's o shares over the warps and store the token's output row.
-__device__ __forceinline__ void store_output(const Params& p, const Stage& st, int warps, int lane, int64_t at) {
+// The unit's warp 0 lanes each sum their column's o shares over the unit's warps and store the token's output row.
+__device__ __forceinline__ void store_output(const Params& p, const Stage& st, int base, int warps, int lane,
+                                             int64_t at) {
   float o = 0.f;
-  for (int w = 0; w < warps; ++w) o += st.o()[w * 32 + lane];
+  for (int w = 0; w < warps; ++w) o += st.o()[base + w * 32 + lane];
   store_elem(p.o, p.o_t, at, o);
 }
 
 __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned char* smem) {
-  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
   const Stage st{reinterpret_cast<float*>(smem), int(blockDim.x)};
-  const RecurrentCta cta = recurrent_cta(p.slices, p.H, p.V, p.T, p.seq_offsets);
-  const int64_t n = cta.n, begin = cta.begin, length = cta.length;
-  const int h = cta.head, col = cta.col, row0 = cta.row0;
-  const bool has_col = cta.has_col;
-  // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose CTA touches nothing.
-  const int64_t slot = p.state_indices ? int64_t(p.state_indices[n]) : n;
-  if (slot < 0) return;  // uniform over the CTA, before any barrier
+  RecurrentCta cta = recurrent_cta(p.units, p.total_units, p.slices, p.H, p.V, p.T, p.seq_offsets);
+  const int tid = int(threadIdx.x), lane = cta.tid % 32, warps = int(blockDim.x) / p.units / 32, base = cta.base;
+  // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose unit touches nothing
+  // but still keeps the CTA's barriers.
+  const int64_t slot = p.state_indices ? int64_t(p.state_indices[cta.n]) : cta.n;
+  if (slot < 0) cta.idle();
+  const int64_t begin = cta.begin, length = cta.length;
+  const int h = cta.head, col = cta.col, row0 = base + cta.row0;  // row0: the warp's first row in the staging
+  const bool has_col = cta.has_col, stores = cta.tid < 32 && has_col;
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
-  const int64_t state_at = slot * p.state_stride + int64_t(h) * p.K * p.V + col;
+  const int64_t state_at = (slot < 0 ? 0 : slot) * p.state_stride + int64_t(h) * p.K * p.V + col;
   float s[kRowsPerThread];
   load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
 
-  for (int64_t t = 0; t < length; ++t) {
+  for (int64_t t = 0; t < cta.steps; ++t) {
     const int buf = int(t & 1);
+    const bool active = t < length;  // uniform over the unit
     const int64_t row = begin + t;
-    // blockDim.x is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so the zero state
+    // A unit is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so the zero state
     // rows there stay zero), and the loops below need no bound.
     float rx = 0.f, decay = 0.f, kx = 0.f, ax = 0.f, bx = 0.f;
-    if (tid < p.K) {
-      const int64_t at = (row * p.H + h) * p.K + tid;
+    if (active && cta.tid < p.K) {
+      const int64_t at = (row * p.H + h) * p.K + cta.tid;
       rx = load_elem(p.r, p.r_t, at) * p.scale;
       decay = expf(load_elem(p.w, p.w_t, at));
       kx = load_elem(p.k, p.k_t, at);
@@ -84,18 +88,20 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned ch
     float *const k_s = st.input(Stage::k, buf), *const a_s = st.input(Stage::a, buf);
     float* const b_s = st.input(Stage::b, buf);
     r_s[tid] = rx, decay_s[tid] = decay, k_s[tid] = kx, a_s[tid] = ax, b_s[tid] = bx;
-    const float v = has_col ? load_elem(p.v, p.v_t, (row * p.H + h) * p.V + col) : 0.f;
+    const float v = active && has_col ? load_elem(p.v, p.v_t, (row * p.H + h) * p.V + col) : 0.f;
     __syncthreads();
 
-    if (t > 0 && warp == 0 && has_col) store_output(p, st, warps, lane, ((row - 1) * p.H + h) * p.V + col);
+    // The previous token's output, if this unit had one (its shares were written after that token's last barrier).
+    if (t > 0 && t <= length && stores) store_output(p, st, base, warps, lane, ((row - 1) * p.H + h) * p.V + col);
     float sa = 0.f;
 #pragma unroll
     for (int j = 0; j < kRowsPerThread; ++j) sa = fmaf(a_s[row0 + j], s[j], sa);
     st.sa()[tid] = sa;
     __syncthreads();
+    if (!active) continue;  // after the token's last barrier; an idle unit's state stays as it is
 
     float sa_all = 0.f;
-    for (int w = 0; w < warps; ++w) sa_all += st.sa()[w * 32 + lane];
+    for (int w = 0; w < warps; ++w) sa_all += st.sa()[base + w * 32 + lane];
     float o = 0.f;
 #pragma unroll
     for (int j = 0; j < kRowsPerThread; ++j) {
@@ -105,9 +111,10 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned ch
     }
     st.o()[tid] = o;
   }
-  if (length > 0) {  // the last token's output (the CTA's sequence, so every thread agrees)
+  if (cta.steps > 0) {  // the last token's output for the units that ran to the CTA's last step
     __syncthreads();
-    if (warp == 0 && has_col) store_output(p, st, warps, lane, ((begin + length - 1) * p.H + h) * p.V + col);
+    if (length == cta.steps && stores)
+      store_output(p, st, base, warps, lane, ((begin + length - 1) * p.H + h) * p.V + col);
   }
 
   store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);

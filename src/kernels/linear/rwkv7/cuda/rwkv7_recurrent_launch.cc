@@ -13,7 +13,7 @@ using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 using namespace cuda_rwkv7;
 
-int64_t ctas(const Rwkv7Problem& p) { return p.seqs.count() * p.H * ((p.V + kCols - 1) / kCols); }
+int64_t units(const Rwkv7Problem& p) { return p.seqs.count() * p.H * ((p.V + kCols - 1) / kCols); }
 
 }  // namespace
 
@@ -28,8 +28,9 @@ void check_cuda_rwkv7_recurrent(const Rwkv7Problem& p) {
     if (data) require_aligned(data, dtype_size(dtype), name);
   if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
   if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
-  // One CTA per (sequence, head, 32 columns) on a one-dimensional grid.
-  require_grid_fits(ctas(p), "v", "sequences x heads x ceil(V / 32)");
+  // A unit per (sequence, head, 32 columns), units_per_cta(K) of them to a CTA on a one-dimensional grid.
+  require_grid_fits(cuda_linear::recurrent_grid(units(p), p.K).ctas, "v",
+                    "sequences x heads x ceil(V / 32) / units per CTA");
 }
 
 namespace cuda_rwkv7 {
@@ -56,9 +57,11 @@ RecurrentLaunch plan_rwkv7_recurrent(const Rwkv7Problem& p) {
   params.slices = int((p.V + kCols - 1) / kCols);
   params.scale = p.scale;
 
-  const int warps = int((p.K + kRowsPerThread - 1) / kRowsPerThread);
-  l.grid = unsigned(ctas(p));
-  l.threads = unsigned(warps * 32);
+  const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
+  params.units = grid.units;
+  params.total_units = units(p);
+  l.grid = unsigned(grid.ctas);
+  l.threads = unsigned(grid.threads);
   l.smem_bytes = stage_bytes(l.threads);
   return l;
 }

@@ -21,7 +21,7 @@ using cuda_linear::kRowsPerThread;
 
 constexpr int kStageArrays = 12;  // shared floats per thread: r, exp(w), k, a, b twice over, the sa and o shares
 
-// The kernel's dynamic shared memory for a block of `threads` (K rounded up to whole warps).
+// The kernel's dynamic shared memory for a block of `threads` (its units' K rounded up to whole warps).
 constexpr unsigned stage_bytes(unsigned threads) { return kStageArrays * threads * unsigned(sizeof(float)); }
 
 struct Params {
@@ -36,6 +36,8 @@ struct Params {
   int64_t T;
   int H, K, V;
   int slices;                  // ceil(V / kCols)
+  int units;                   // units per CTA (recurrent_split.h); the CTA's threads split evenly among them
+  int64_t total_units;         // sequences x H x slices
   float scale;
 };
 
