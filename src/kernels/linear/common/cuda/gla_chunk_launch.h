@@ -54,9 +54,9 @@ struct Params {
   // With shared_keys (decays per value head, several value heads per key head: Mamba-2's groups, GQA-style
   // GLA) what depends only on the key head is formed once per (chunk, key head) by the keys kernel and read by
   // every value head of its group: kd holds phi(K) undecayed, the decay to the chunk's end moves onto the values
-  // (vscale, which the state pass applies to v as it stages it), qb holds phi(Q) scale in bf16 and scores Q K^T. Without it (GLA's
-  // per-channel decays, or one value head per key head) kd is per (chunk, value head) and decayed, and the output
-  // kernel forms Q K^T itself.
+  // (vscale, which the state pass applies to v as it stages it), qb holds phi(Q) scale in bf16 and scores Q K^T.
+  // Without it (GLA's per-channel decays, or one value head per key head) kd is per (chunk, value head) and
+  // decayed, and the output kernel forms Q K^T itself.
   bool shared_keys;
   uint16_t* kd;      // [C, Kp]: phi(K) exp(G_last - G), the keys decayed to the chunk's end (shared_keys: phi(K));
                      // rows past it zero
@@ -117,8 +117,8 @@ struct ChunkLaunch {
   unsigned prep_grid = 0, keys_grid = 0, state_grid = 0, output_grid = 0;
   size_t prep_smem = 0, keys_smem = 0, state_smem = 0, output_smem = 0;
   // Byte offsets in one allocation of `scratch_bytes`; the first metadata_bytes are uploaded.
-  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, vscale_at = 0, qb_at = 0, scores_at = 0,
-         decay_at = 0, h_at = 0, G_at = 0;
+  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, vscale_at = 0, qb_at = 0,
+         scores_at = 0, decay_at = 0, h_at = 0, G_at = 0;
   size_t scratch_bytes = 0, metadata_bytes = 0;
 };
 
