@@ -100,7 +100,8 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
                      lane);
     // The next chunk's prefetch overwrites this chunk's buffers.
     sm80::sync_threads();
-    // Buffer b ^ 1 was last read by chunk c - 1's update; chunk c + 1's barrier orders these stores before its.
+    // Buffer b ^ 1 was last read by chunk c - 1's update; chunk c + 1's barrier orders these stores before its
+    // update reads them.
     if (values_ahead) next.store(sV + (b ^ 1) * C * lds, lds, warp, lane);
   }
 
