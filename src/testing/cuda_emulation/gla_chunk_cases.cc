@@ -1,11 +1,11 @@
 // The CUDA chunked gated linear recurrence (gla_chunk_{prep,keys,state,output}.cuh, launched as gla_chunk_launch
-// plans it) under the CTA emulator against the double reference and the CPU chunked kernels (its CPU twin):
-// linear attention (each feature map), retention (host g_gamma), simple GLA with g, a device g_gamma or both,
-// GLA's per-channel decays; ragged packed sequences with one-token, empty and chunk-unaligned ones, padded
-// batches, HV = 2H (with per-head decays: the keys kernel's shared keys and scores), K != V off the 16 / 32 tiles
-// and K = V = 128, chunk sizes 16, 32 and 64, f32 / bf16 / f16 in and out, log decays near -20, mixed and mild
-// ones, zero, separate and in-place states. Outputs, separate final states and the whole scratch start as NaN
-// bytes, so an element a kernel forgets (or reads before it is written) fails.
+// plans it) under the CTA emulator against the double reference and the CPU chunked kernels (its CPU twin): linear
+// attention (each feature map), retention (host g_gamma), simple GLA with g, a device g_gamma or both, GLA's
+// per-channel decays; ragged packed sequences with one-token, empty and chunk-unaligned ones, padded batches,
+// HV = 2H (with per-head decays: the keys kernel's shared keys, queries and scores, the values decayed by the state
+// pass), K != V off the 16 / 32 tiles and K = V = 128, chunk sizes 16, 32 and 64, f32 / bf16 / f16 in and out, log
+// decays near -20, mixed and mild ones, zero, separate and in-place states. Outputs, separate final states and the
+// whole scratch start as NaN bytes, so an element a kernel forgets (or reads before it is written) fails.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -34,9 +34,12 @@ struct ScratchValues {
 // maps each f32 output element (token row, value head, column, value) as it is stored (Mamba-2's skip and gate).
 // `scores`, where given, are Q K^T's f32 [C x C] per (chunk, key head), formed once for the key head's group
 // (gla_chunk_keys.cuh; blocks on and below the diagonal): K is then not staged and the first product skipped.
+// `queries`, where given, are the same kernel's bf16 [C x Kp] phi(Q) scale per (chunk, key head), copied into
+// the Q tile instead of staging q again.
 template <int C, class P, class Values, class Map, class Out = AsComputed>
-__device__ __forceinline__ void chunk_output(const P& p, const Values& values, const float* scores, bool l2norm,
-                                             const Map& phi, unsigned char* smem, const Out& out = {}) {
+__device__ __forceinline__ void chunk_output(const P& p, const Values& values, const float* scores,
+                                             const uint16_t* queries, bool l2norm, const Map& phi,
+                                             unsigned char* smem, const Out& out = {}) {
   constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
   const OutputSmem L(C, p.Kp, p.Vp, channel, /*keys=*/!scores);
@@ -58,6 +61,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const Values& values, c
 
   copy_rows(sH, ldv, p.h + c_hv * h_elems(p.Kp, p.Vp), p.Kp, p.Vp);
   values(sVn, ldv, c_hv, C, ch, hv);
+  if (queries) copy_rows(sQ, ldk, queries + (c_hv / p.HV * p.H + h) * int64_t(C) * p.Kp, C, p.Kp);
   sm80::cp_async_commit();
   if (channel) {
     for (int e = tid; e < C * p.Kp; e += kThreads) {
@@ -68,7 +72,7 @@ __device__ __forceinline__ void chunk_output(const P& p, const Values& values, c
     sG[tid] = p.G ? p.G[(ch.row + min(tid, len - 1)) * p.HV + hv] : 0.f;
   }
   const int64_t qk_first = (ch.row * p.H + h) * p.K, qk_stride = int64_t(p.H) * p.K;
-  stage_rows(sQ, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, p.scale, One{}, phi);
+  if (!queries) stage_rows(sQ, ldk, p.q, p.q_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, p.scale, One{}, phi);
   if (!scores) stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, l2norm, 1.f, One{}, phi);
   sm80::sync_threads();
 
@@ -146,7 +150,8 @@ __device__ __forceinline__ void chunk_output(const P& p, const Values& values, c
 
 template <int C>
 __device__ __forceinline__ void delta_chunk_output(const Params& p, unsigned char* smem) {
-  chunk_output<C>(p, ScratchValues{p.vnew, p.Vp}, /*scores=*/nullptr, p.l2norm, Identity{}, smem);
+  chunk_output<C>(p, ScratchValues{p.vnew, p.Vp}, /*scores=*/nullptr, /*queries=*/nullptr, p.l2norm, Identity{},
+                  smem);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

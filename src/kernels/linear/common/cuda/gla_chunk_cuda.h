@@ -8,9 +8,10 @@
 //   3. output (parallel over chunks): o = (phi(Q) exp(G)) h + tril(phi(Q) phi(K)^T . Gamma) V
 //                                                                                    (gla_chunk_output.cuh)
 // With decays per value head and several value heads per key head (Mamba-2's groups; Params::shared_keys) a
-// fourth, the keys kernel (gla_chunk_keys.cuh), forms phi(K) and phi(Q) phi(K)^T once per (chunk, key head)
-// after the prep, the prep puts the decay exp(G_last - G) on V instead of K (keeping only those values), and the
-// output kernel takes the scores from it rather than forming them per value head, staging V from the inputs.
+// fourth, the keys kernel (gla_chunk_keys.cuh), forms phi(K), phi(Q) and phi(Q) phi(K)^T once per (chunk, key
+// head) after the prep, the prep puts the decay exp(G_last - G) on V instead of K (keeping only each row's factor:
+// the state pass forms the decayed values from v itself), and the output kernel takes phi(Q) and the scores from
+// it rather than forming them per value head, staging V from the inputs.
 // Every exponent is of a difference that is <= 0, so strong decays underflow to exact zeros and never overflow;
 // GLA's per-channel scores go through the delta rule's 16-row sub-chunks (delta_chunk_gram.cuh).
 // Products run on bf16 operands with f32 accumulation; the state carried between chunks stays f32, h passes to
@@ -29,8 +30,8 @@ void check_cuda_gla_chunk(const GlaProblem& p);
 // Runs a validated problem whose tensors live on the current device, on `stream`: uploads the chunk table (and
 // a host g_gamma), takes stream-ordered scratch (per chunk and value head: Kd, V and the state before the chunk
 // in bf16, the state rows' decays in f32, 64.5 KB at K = V = 128 and 64-token chunks; G in f32; with shared keys
-// Kd and the f32 scores per chunk and key head, the decayed V in place of V per chunk and value head), launches
-// the kernels. ArgumentError naming
+// Kd, phi(Q) and the f32 scores per chunk and key head, an f32 factor per value row in place of V per chunk and
+// value head), launches the kernels. ArgumentError naming
 // q when the current device cannot give a block the shared memory the shape needs.
 void chunk_gla_cuda(const GlaProblem& p, Stream stream);
 

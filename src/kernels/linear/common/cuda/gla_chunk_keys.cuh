@@ -3,6 +3,7 @@
 // (chunk, key head), what every value head of the key head's group would otherwise form again (Mamba-2's 80 heads
 // over one group of B / C):
 //   kd = phi(K) (bf16, undecayed: the prep puts each value head's decay on its values instead)
+//   qb = phi(Q) scale (bf16), which the output kernel's Q h takes as it is
 //   scores = phi(Q) scale phi(K)^T (f32), the 16 x 16 blocks on and below the diagonal
 // The output kernel applies each value head's Gamma_ij = exp(G_i - G_j) and the causal mask to the f32 scores, as
 // it would to its own, before rounding them for P V. Rows past the chunk's tokens are zero in both.
@@ -36,12 +37,15 @@ __device__ __forceinline__ void gla_chunk_keys(const Params& p, unsigned char* s
   stage_rows(sK, ldk, p.k, p.k_t, qk_first, qk_stride, len, C, p.K, p.Kp, /*l2norm=*/false, 1.f, One{}, phi);
   sm80::sync_threads();
 
-  // The state pass reads kd with cp.async, 16 bytes at a time: rows of Kp (a multiple of 16) bf16 elements.
+  // The state pass reads kd and the output kernel qb with cp.async, 16 bytes at a time: rows of Kp (a multiple
+  // of 16) bf16 elements.
   uint16_t* kd = p.kd + c_h * kd_elems(C, p.Kp);
+  uint16_t* qb = p.qb + c_h * kd_elems(C, p.Kp);
   const int pieces = p.Kp / 8;
   for (int x = tid; x < C * pieces; x += kThreads) {
     const int r = x / pieces, c = x % pieces * 8;
     *reinterpret_cast<uint4*>(kd + r * p.Kp + c) = *reinterpret_cast<const uint4*>(sK + r * ldk + c);
+    *reinterpret_cast<uint4*>(qb + r * p.Kp + c) = *reinterpret_cast<const uint4*>(sQ + r * ldk + c);
   }
 
   float* scores = p.scores + c_h * int64_t(C) * C;

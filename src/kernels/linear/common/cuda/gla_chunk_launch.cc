@@ -95,7 +95,8 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   l.metadata_bytes = at.end;
   l.kd_at = at.take(per_key * size_t(kd_elems(C, params.Kp)) * 2);
   l.vb_at = at.take(shared ? 0 : per * size_t(v_elems(C, params.Vp)) * 2);
-  l.vd_at = at.take(shared ? per * size_t(v_elems(C, params.Vp)) * 2 : 0);
+  l.vscale_at = at.take(shared ? per * size_t(C) * 4 : 0);
+  l.qb_at = at.take(shared ? per_key * size_t(kd_elems(C, params.Kp)) * 2 : 0);
   l.scores_at = at.take(shared ? per_key * size_t(C) * C * 4 : 0);
   l.decay_at = at.take(per * size_t(params.Kp) * 4);
   l.h_at = at.take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
@@ -118,7 +119,8 @@ void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   if (!l.gamma.empty()) params.g_gamma = reinterpret_cast<const float*>(base + l.gamma_at);
   params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
   params.vb = params.shared_keys ? nullptr : reinterpret_cast<uint16_t*>(base + l.vb_at);
-  params.vd = params.shared_keys ? reinterpret_cast<uint16_t*>(base + l.vd_at) : nullptr;
+  params.vscale = params.shared_keys ? reinterpret_cast<float*>(base + l.vscale_at) : nullptr;
+  params.qb = params.shared_keys ? reinterpret_cast<uint16_t*>(base + l.qb_at) : nullptr;
   params.scores = params.shared_keys ? reinterpret_cast<float*>(base + l.scores_at) : nullptr;
   params.decay = reinterpret_cast<float*>(base + l.decay_at);
   params.h = reinterpret_cast<uint16_t*>(base + l.h_at);

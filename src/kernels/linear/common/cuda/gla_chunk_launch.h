@@ -54,14 +54,18 @@ struct Params {
   // With shared_keys (decays per value head, several value heads per key head: Mamba-2's groups, GQA-style
   // GLA) what depends only on the key head is formed once per (chunk, key head) by the keys kernel and read by
   // every value head of its group: kd holds phi(K) undecayed, the decay to the chunk's end moves onto the values
-  // (vd), and scores holds Q K^T. Without it (GLA's per-channel decays, or one value head per key head) kd is
-  // per (chunk, value head) and decayed, and the output kernel forms Q K^T itself.
+  // (vscale, which the state pass applies to v as it stages it), qb holds phi(Q) scale in bf16 and scores Q K^T.
+  // Without it (GLA's per-channel decays, or one value head per key head) kd is per (chunk, value head) and
+  // decayed, and the output kernel forms Q K^T itself.
   bool shared_keys;
   uint16_t* kd;      // [C, Kp]: phi(K) exp(G_last - G), the keys decayed to the chunk's end (shared_keys: phi(K));
                      // rows past it zero
   uint16_t* vb;      // [C, Vp] (without shared_keys): V in bf16, rows past the chunk zero
-  uint16_t* vd;      // [C, Vp] (shared_keys only): V exp(G_last - G), the values decayed to the chunk's end (the
-                     // output kernel stages V from the inputs then)
+  float* vscale;     // [C] (shared_keys only): exp(G_last - G) (times dt' for the SSD), each value row's factor to
+                     // the chunk's end, zero past the chunk's tokens; the state pass and the output kernel stage
+                     // V from the inputs then, and no bf16 copy of it exists
+  uint16_t* qb;      // [C, Kp] per (chunk, key head) (shared_keys only): phi(Q) scale, rows past the chunk zero;
+                     // the output kernel copies it rather than loading and converting Q again per value head
   float* scores;     // [C, C] per (chunk, key head) (shared_keys only): phi(Q) scale phi(K)^T, the 16 x 16 blocks
                      // on and below the diagonal (the others unwritten)
   float* decay;  // [Kp]: exp(G_last), the state rows' decay across the chunk (1 without a gate)
@@ -84,7 +88,7 @@ constexpr size_t prep_smem_bytes(int C, int Kp, bool channel, bool ssd) {
 constexpr size_t keys_smem_bytes(int C, int Kp) { return align16(2 * size_t(C) * pitch(Kp) * 2); }
 
 // Per (sequence, value head, 32 state columns): Kd, the slice of V and the row decays of two chunks (the next
-// one's arrive by cp.async while this one is worked on).
+// one's arrive by cp.async, or with shared_keys its values through registers, while this one is worked on).
 struct StateSmem {
   size_t kd, v, decay, bytes;
   constexpr StateSmem(int C, int Kp)
@@ -113,8 +117,8 @@ struct ChunkLaunch {
   unsigned prep_grid = 0, keys_grid = 0, state_grid = 0, output_grid = 0;
   size_t prep_smem = 0, keys_smem = 0, state_smem = 0, output_smem = 0;
   // Byte offsets in one allocation of `scratch_bytes`; the first metadata_bytes are uploaded.
-  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, vd_at = 0, scores_at = 0,
-         decay_at = 0, h_at = 0, G_at = 0;
+  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, vscale_at = 0, qb_at = 0,
+         scores_at = 0, decay_at = 0, h_at = 0, G_at = 0;
   size_t scratch_bytes = 0, metadata_bytes = 0;
 };
 

@@ -6,7 +6,8 @@
 // applied as q and k are staged: exp(G_i) <= 1 scales the accumulator rows of Q h, Gamma_ij = exp(G_i - G_j) <= 1
 // the f32 scores before they are rounded for the second product; GLA (G per key channel) takes P from
 // channel_gram and stages Q . exp(G) as a second tile for Q h; with shared_keys Q K^T comes formed once per key
-// head from the keys kernel (gla_chunk_keys.cuh). Mamba-2's SSD adds its D skip and z gate as o is stored.
+// head from the keys kernel (gla_chunk_keys.cuh), and so does phi(Q) scale in bf16. Mamba-2's SSD adds its D skip
+// and z gate as o is stored.
 #include "kernels/linear/common/cuda/delta_chunk_output.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
 
@@ -50,11 +51,12 @@ struct InputValues {
 template <int C, class Values>
 __device__ __forceinline__ void gla_chunk_output(const Params& p, const Values& values, unsigned char* smem) {
   const float* scores = p.shared_keys ? p.scores : nullptr;
+  const uint16_t* queries = p.shared_keys ? p.qb : nullptr;
   const FeatureMapFn phi{p.feature_map};
   if (p.ssd.dt)
-    cuda_delta_chunk::chunk_output<C>(p, values, scores, /*l2norm=*/false, phi, smem, SsdEpilogue{p});
+    cuda_delta_chunk::chunk_output<C>(p, values, scores, queries, /*l2norm=*/false, phi, smem, SsdEpilogue{p});
   else
-    cuda_delta_chunk::chunk_output<C>(p, values, scores, /*l2norm=*/false, phi, smem);
+    cuda_delta_chunk::chunk_output<C>(p, values, scores, queries, /*l2norm=*/false, phi, smem);
 }
 
 template <int C>

@@ -5,9 +5,10 @@
 //   G for the output kernel;   Kd = phi(K) exp(G_last - G) (bf16);   V (bf16);   exp(G_last) per state row
 // (for Mamba-2's SSD the per-head G sums A dt' and V is dt' x, dt' formed here from dt: gla_chunk_launch.h)
 // rows past the chunk's tokens zero, so they add exact zeros to the state. With shared_keys the keys kernel forms
-// phi(K) once per key head and the decay goes onto the values instead: Vd = V exp(G_last - G) (bf16) in place of
-// V, Kd^T V = phi(K)^T Vd either way. The state pass then reads only what cp.async can bring a chunk ahead, with no
-// exp on its sequential path.
+// phi(K) once per key head and the decay goes onto the values instead: only each row's factor
+// exp(G_last - G) (dt' exp(G_last - G) for the SSD) is written, and the state pass forms Vd = V . factor from v
+// itself as it stages the chunk (Kd^T V = phi(K)^T Vd either way): a bf16 copy of the values written here and read
+// back there would move twice the bytes of reading v once. The state pass has no exp on its sequential path.
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
@@ -75,16 +76,21 @@ __device__ __forceinline__ void gla_chunk_prep(const Params& p, float* sG) {
     }
     kd[e] = __float2bfloat16_rn(x);
   }
-  // With shared_keys the output kernel stages V from the inputs itself (gla_chunk_output.cuh): only Vd is kept.
-  Bf16* vb = p.shared_keys ? nullptr : reinterpret_cast<Bf16*>(p.vb) + c_hv * v_elems(C, p.Vp);
-  Bf16* vd = p.shared_keys ? reinterpret_cast<Bf16*>(p.vd) + c_hv * v_elems(C, p.Vp) : nullptr;
+  // With shared_keys the state pass and the output kernel stage V from the inputs themselves
+  // (gla_chunk_state.cuh, gla_chunk_output.cuh): only the rows' factors are kept.
+  if (p.shared_keys) {
+    float* vscale = p.vscale + c_hv * C;
+    if (tid < C)
+      vscale[tid] = tid >= len ? 0.f : (ssd ? sDt[tid] : 1.f) * (decays ? expf(sG[len - 1] - sG[tid]) : 1.f);
+    return;
+  }
+  Bf16* vb = reinterpret_cast<Bf16*>(p.vb) + c_hv * v_elems(C, p.Vp);
   const int64_t v_first = (ch.row * p.HV + hv) * p.V, v_stride = int64_t(p.HV) * p.V;
   for (int e = tid; e < C * p.Vp; e += kThreads) {
     const int i = e / p.Vp, c = e % p.Vp;
     float x = 0.f;
     if (i < len && c < p.V) x = cuda_linear::load_elem(p.v, p.v_t, v_first + i * v_stride + c) * (ssd ? sDt[i] : 1.f);
-    if (vd) vd[e] = __float2bfloat16_rn(decays ? x * expf(sG[len - 1] - sG[i]) : x);
-    else vb[e] = __float2bfloat16_rn(x);
+    vb[e] = __float2bfloat16_rn(x);
   }
 }
 

@@ -6,12 +6,38 @@
 //   store h (bf16) for the output kernel;   h <- exp(G_last) h + Kd^T V
 // with Kd = phi(K) exp(G_last - G) and exp(G_last) from the prep kernel (for GLA G_last is per key channel: a
 // decay per state row). Kd, the V slice and the decays of the next chunk arrive by cp.async while this one is
-// worked on, so the chain from chunk to chunk is shared-memory and tensor-core work only.
+// worked on, so the chain from chunk to chunk is shared-memory and tensor-core work only. With shared_keys the V
+// slice is formed here from v and the prep's row factors (gla_chunk_prep.cuh): the next chunk's elements are
+// loaded into registers before this chunk's update and rounded into shared memory after it.
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/gla_chunk_tiles.cuh"
 
 namespace attnzoo::cuda_gla_chunk {
+
+// With shared_keys: a chunk's slice of the decayed values V . vscale, a thread per column (lane) and every
+// kWarps-th row from its warp's, held as v and factor separately so that nothing waits on the loads until store().
+template <int C>
+struct DecayedValues {
+  static constexpr int kRows = C / kWarps;
+  float v[kRows], f[kRows];
+  __device__ __forceinline__ void load(const Params& p, int64_t c, int hv, int col0, int warp, int lane) {
+    const ChunkDesc ch = p.chunks[c];
+    const float* factor = p.vscale + (c * p.HV + hv) * C;
+    const int col = col0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const int i = warp + r * kWarps;
+      const bool in = i < ch.len && col < p.V;
+      v[r] = in ? cuda_linear::load_elem(p.v, p.v_t, ((ch.row + i) * p.HV + hv) * p.V + col) : 0.f;
+      f[r] = factor[i];  // zero past the chunk's tokens
+    }
+  }
+  __device__ __forceinline__ void store(Bf16* dst, int ld, int warp, int lane) const {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) dst[(warp + r * kWarps) * ld + lane] = __float2bfloat16_rn(v[r] * f[r]);
+  }
+};
 
 template <int C>
 __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* smem) {
@@ -34,17 +60,24 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
 
   const int first = p.seq_chunks[n], end = p.seq_chunks[n + 1];
   // Kd, the slice's V columns (64 contiguous bytes of each row) and the row decays of chunk c into buffer b.
-  // With shared_keys: the key head's phi(K) and this value head's decayed values (gla_chunk_prep.cuh).
-  const uint16_t* values = p.shared_keys ? p.vd : p.vb;
+  // With shared_keys: the key head's phi(K), and the values come through `next` instead.
   auto fetch = [&](int c, int b) {
     const int64_t c_hv = int64_t(c) * p.HV + hv;
     const int64_t c_k = p.shared_keys ? int64_t(c) * p.H + hv / p.group : c_hv;
     copy_rows(sKd + b * C * ldk, ldk, p.kd + c_k * kd_elems(C, p.Kp), C, p.Kp);
-    copy_rows(sV + b * C * lds, lds * 2, values + c_hv * v_elems(C, p.Vp) + col0, int64_t(p.Vp) * 2, C,
-              kStateCols * 2);
+    if (!p.shared_keys)
+      copy_rows(sV + b * C * lds, lds * 2, p.vb + c_hv * v_elems(C, p.Vp) + col0, int64_t(p.Vp) * 2, C,
+                kStateCols * 2);
     copy_rows(sDecay + b * p.Kp, p.Kp * 4, p.decay + c_hv * p.Kp, p.Kp * 4, 1, p.Kp * 4);
   };
-  if (first < end) fetch(first, 0);
+  DecayedValues<C> next;
+  if (first < end) {
+    fetch(first, 0);
+    if (p.shared_keys) {
+      next.load(p, first, hv, col0, warp, lane);
+      next.store(sV, lds, warp, lane);
+    }
+  }
   sm80::cp_async_commit();
 
   for (int c = first; c < end; ++c) {
@@ -53,6 +86,8 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
     // The other buffers were last read by chunk c - 1's update, which a barrier has closed.
     if (c + 1 < end) fetch(c + 1, b ^ 1);
     sm80::cp_async_commit();  // possibly empty, so that "all but the newest group" is always chunk c's
+    const bool values_ahead = p.shared_keys && c + 1 < end;
+    if (values_ahead) next.load(p, c + 1, hv, col0, warp, lane);
 
     store_h(s, reinterpret_cast<Bf16*>(p.h) + c_hv * h_elems(p.Kp, p.Vp), p.Vp, col0, p.Kp, nullptr, lds, warp,
             lane);
@@ -65,6 +100,9 @@ __device__ __forceinline__ void gla_chunk_state(const Params& p, unsigned char* 
                      lane);
     // The next chunk's prefetch overwrites this chunk's buffers.
     sm80::sync_threads();
+    // Buffer b ^ 1 was last read by chunk c - 1's update; chunk c + 1's barrier orders these stores before its
+    // update reads them.
+    if (values_ahead) next.store(sV + (b ^ 1) * C * lds, lds, warp, lane);
   }
 
   if (p.final_state)
