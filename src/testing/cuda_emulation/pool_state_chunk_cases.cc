@@ -16,10 +16,7 @@
 #include <vector>
 
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
-#include "kernels/linear/common/cuda/delta_chunk_intra.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
-#include "kernels/linear/common/cuda/delta_chunk_output.cuh"
-#include "kernels/linear/common/cuda/delta_chunk_state.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/delta_problem.h"
 #include "kernels/linear/common/delta_testing.h"
@@ -44,6 +41,7 @@
 #include "kernels/linear/short_conv/cuda/conv_prefill_launch.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_chunk_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
@@ -97,20 +95,6 @@ TensorView pool_view(Pool& pool, const std::vector<int32_t>& index, const void* 
 
 // ---- The delta rule's chunk: delta_chunk_{intra,state,output}.cuh ----
 
-template <int C>
-void run_delta_stages(const cuda_delta_chunk::ChunkLaunch& l) {
-  using namespace cuda_delta_chunk;
-  const Params& p = l.params;
-  if (l.intra_grid)
-    cuda_emulation::launch(dim3(l.intra_grid), kThreads, l.intra_smem,
-                           [&](unsigned char* smem) { delta_chunk_intra<C>(p, smem); });
-  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
-                         [&](unsigned char* smem) { delta_chunk_state<C>(p, smem); });
-  if (l.output_grid)
-    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
-                           [&](unsigned char* smem) { delta_chunk_output<C>(p, smem); });
-}
-
 // One packed prefill of index.size() sequences (cu_seqlens) with gate `gate` on pool slots `index` of `slots`.
 void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t>& cu_seqlens,
                  const std::vector<int32_t>& index, int64_t slots, int64_t chunk, DType dtype, uint64_t seed) {
@@ -134,7 +118,8 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
     ASSERT_NO_THROW(check_cuda_delta_chunk(p));
     cuda_delta_chunk::ChunkLaunch l = cuda_delta_chunk::plan_delta_chunk(p);
     ASSERT_FALSE(l.empty);
-    cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_delta_stages<decltype(cs)::value>(l); });
+    cuda_emulation::run_chunk_plan(
+        l, seed, [&](auto cs) { cuda_emulation::run_delta_chunk_stages<decltype(cs)::value>(l); });
   };
   // Dense: every sequence from its row of init, into a separate final state.
   const DeviceTensor o_dense(dtype, {1, c.T, c.HV, V}, 0), s_dense(DType::f32, {N, c.HV, K, V}, 0);
