@@ -23,7 +23,6 @@
 #include "kernels/linear/common/gla_problem.h"
 #include "kernels/linear/common/gla_testing.h"
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
-#include "kernels/linear/mamba/cuda/selective_scan_kernel.cuh"
 #include "kernels/linear/mamba/cuda/selective_scan_launch.h"
 #include "kernels/linear/mamba/mamba.h"
 #include "kernels/linear/mamba/problem.h"
@@ -45,6 +44,7 @@
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/selective_scan_stages.h"
 
 namespace attnzoo {
 namespace {
@@ -301,18 +301,7 @@ void check_scan(int64_t D, int64_t N, const std::vector<int32_t>& cu_seqlens, co
     ASSERT_NO_THROW(check_cuda_selective_scan(p));
     cuda_mamba::ScanLaunch l = cuda_mamba::plan_selective_scan(p);
     ASSERT_FALSE(l.empty);
-    std::optional<DeviceMemory> offsets;
-    l.params.seq_offsets = upload(l.seq_offsets, offsets);
-    cuda_emulation::seed_schedule(seed);
-    cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-      switch (l.per_lane) {
-        case 1: cuda_mamba::selective_scan_channel<1>(l.params); break;
-        case 2: cuda_mamba::selective_scan_channel<2>(l.params); break;
-        case 4: cuda_mamba::selective_scan_channel<4>(l.params); break;
-        case 8: cuda_mamba::selective_scan_channel<8>(l.params); break;
-        default: cuda_mamba::selective_scan_channel<16>(l.params); break;
-      }
-    });
+    cuda_emulation::run_selective_scan(l, seed);
   };
   const DeviceTensor out_dense(DType::f32, {1, D, T}, 0), s_dense(DType::f32, {S, D, N}, 0);
   run(out_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
