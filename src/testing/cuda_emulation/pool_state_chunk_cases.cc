@@ -36,9 +36,9 @@
 #include "kernels/linear/mamba2/problem.h"
 #include "kernels/linear/short_conv/conv_problem.h"
 #include "kernels/linear/short_conv/cuda/conv_prefill_cuda.h"
-#include "kernels/linear/short_conv/cuda/conv_prefill_kernel.cuh"
 #include "kernels/linear/short_conv/cuda/conv_prefill_launch.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
+#include "testing/cuda_emulation/conv_prefill_stages.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/delta_chunk_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
@@ -355,21 +355,8 @@ void check_conv(int64_t D, int64_t W, int64_t S, const std::vector<int32_t>& cu_
     ASSERT_NO_THROW(check_cuda_conv_prefill(p));
     cuda_conv_prefill::PrefillLaunch l = cuda_conv_prefill::plan_conv_prefill(p);
     ASSERT_FALSE(l.empty);
-    DeviceMemory metadata(l.metadata.size() * sizeof(int64_t));
-    std::memcpy(metadata.data(), l.metadata.data(), metadata.size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(metadata.data());
-    cuda_emulation::seed_schedule(seed);
-    if (l.output_grid > 0)
-      cuda_emulation::launch(dim3(l.output_grid), int(l.threads), 0, [&](unsigned char*) {
-        switch (l.window) {
-          case 4: cuda_conv_prefill::conv_prefill_output_thread<4>(l.params); break;
-          case 8: cuda_conv_prefill::conv_prefill_output_thread<8>(l.params); break;
-          default: cuda_conv_prefill::conv_prefill_output_thread<16>(l.params); break;
-        }
-      });
     ASSERT_GT(l.state_grid, 0u);
-    cuda_emulation::launch(dim3(l.state_grid), int(l.threads), 0,
-                           [&](unsigned char*) { cuda_conv_prefill::conv_prefill_state_thread(l.params); });
+    cuda_emulation::run_conv_prefill(l, seed);
   };
   const DeviceTensor y_dense(DType::bf16, {1, T, D}, 0), s_dense(DType::f32, {N, D, S}, 0);
   run(y_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
