@@ -129,33 +129,10 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
   const Bf16* w_left = channel ? sTb : sTbg;
   const Bf16* w_right = channel ? sRight : sK;
 
-  // W and U, one 16 x 16 output block per task; the inner dimension stops at the block's diagonal.
-  Bf16* w = reinterpret_cast<Bf16*>(p.w) + c_hv * w_elems(C, p.Kp);
-  float* u = p.u + c_hv * u_elems(C, p.Vp);
-  const int wk = p.Kp / 16, uk = p.Vp / 16;
-  for (int task = warp; task < kBlocks * (wk + uk); task += kWarps) {
-    const int rb = task % kBlocks, cg = task / kBlocks;
-    const bool is_w = cg < wk;
-    const int n0 = (is_w ? cg : cg - wk) * 16;
-    float acc[2][4];
-    zero(acc);
-    for (int kk = 0; kk <= rb; ++kk) {
-      uint32_t a[4], b[4];
-      load_a(a, is_w ? w_left : sTb, ldc, rb * 16, kk * 16, lane);
-      load_b_kn(b, is_w ? w_right : sV, is_w ? ldk : ldv, kk * 16, n0, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = rb * 16 + acc_row(lane, 2 * half), j = n0 + acc_col(lane, nt, 0);
-        if (is_w)
-          sm80::store2(w + i * p.Kp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-        else
-          sm80::store2(u + i * p.Vp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
-  }
+  // W and U on tensor cores.
+  lower_products<C>(w_left, w_right, ldk, sTb, sV, ldv, ldc, p.Kp, p.Vp,
+                    reinterpret_cast<Bf16*>(p.w) + c_hv * w_elems(C, p.Kp), p.u + c_hv * u_elems(C, p.Vp), warp,
+                    lane);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

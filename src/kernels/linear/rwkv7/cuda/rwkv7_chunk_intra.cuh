@@ -16,14 +16,13 @@
 
 namespace attnzoo::cuda_rwkv7_chunk {
 
-using cuda_delta_chunk::load_b_kn;
+using cuda_delta_chunk::lower_products;
 using cuda_delta_chunk::One;
 using cuda_delta_chunk::stage_rows;
 using cuda_delta_chunk::unit_lower_inverse;
 
 template <int C>
 __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char* smem) {
-  constexpr int kBlocks = C / 16;
   const int Kp = p.Kp, K = p.K;
   const IntraSmem L(C, Kp, p.Vp);
   float* sG0 = reinterpret_cast<float*>(smem + L.G);  // row i: G_{i-1}
@@ -110,33 +109,10 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
   }
   sm80::sync_threads();
 
-  // W and U, one 16 x 16 output block per task; the inner dimension stops at the block's diagonal.
-  Bf16* wm = reinterpret_cast<Bf16*>(p.wm) + c_h * rows_elems(C, Kp);
-  float* u = p.u + c_h * rows_elems(C, p.Vp);
-  const int wk = Kp / 16, uk = p.Vp / 16;
-  for (int task = warp; task < kBlocks * (wk + uk); task += kWarps) {
-    const int rb = task % kBlocks, cg = task / kBlocks;
-    const bool is_w = cg < wk;
-    const int n0 = (is_w ? cg : cg - wk) * 16;
-    float acc[2][4];
-    zero(acc);
-    for (int kk = 0; kk <= rb; ++kk) {
-      uint32_t a[4], b[4];
-      load_a(a, is_w ? sTb : sTa, ldc, rb * 16, kk * 16, lane);
-      load_b_kn(b, is_w ? sAe : sV, is_w ? ldk : ldv, kk * 16, n0, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = rb * 16 + acc_row(lane, 2 * half), j = n0 + acc_col(lane, nt, 0);
-        if (is_w)
-          sm80::store2(wm + i * Kp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-        else
-          sm80::store2(u + i * p.Vp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
-  }
+  // W and U on tensor cores.
+  lower_products<C>(sTb, sAe, ldk, sTa, sV, ldv, ldc, Kp, p.Vp,
+                    reinterpret_cast<Bf16*>(p.wm) + c_h * rows_elems(C, Kp), p.u + c_h * rows_elems(C, p.Vp), warp,
+                    lane);
 }
 
 }  // namespace attnzoo::cuda_rwkv7_chunk
