@@ -11,7 +11,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,13 +41,13 @@
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/delta_chunk_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/packed_offsets.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/selective_scan_stages.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
@@ -201,14 +200,6 @@ TEST(EmulatedPoolStateChunks, GlaChunkInPlace) {
 
 // ---- Mamba-2's chunked SSD: the gated linear chunk on mamba2_chunk_launch's plan ----
 
-// The launcher's upload of packed sequences' offsets, as an emulated allocation; null when there are none.
-const int64_t* upload(const std::vector<int64_t>& offsets, std::optional<DeviceMemory>& memory) {
-  if (offsets.empty()) return nullptr;
-  memory.emplace(offsets.size() * sizeof(int64_t));
-  std::memcpy(memory->data(), offsets.data(), memory->size());
-  return reinterpret_cast<const int64_t*>(memory->data());
-}
-
 // The chunked SSD or (`recurrent`) the varlen recurrence the runner takes for short prefills and N or P > 128.
 void check_mamba2(testing::Mamba2DeviceCase c, const std::vector<int32_t>& index, int64_t slots, bool recurrent,
                   uint64_t seed) {
@@ -230,15 +221,15 @@ void check_mamba2(testing::Mamba2DeviceCase c, const std::vector<int32_t>& index
       ASSERT_NO_THROW(check_cuda_mamba2_recurrent(p));
       cuda_mamba2::RecurrentLaunch l = cuda_mamba2::plan_mamba2_recurrent(p);
       ASSERT_FALSE(l.empty);
-      std::optional<DeviceMemory> offsets;
-      l.params.seq_offsets = upload(l.seq_offsets, offsets);
-      cuda_emulation::seed_schedule(seed);
-      cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-        switch (l.cols_per_lane) {
-          case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
-          case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
-          default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
-        }
+      cuda_emulation::launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
+        cuda_emulation::seed_schedule(seed);
+        cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
+          switch (l.cols_per_lane) {
+            case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
+            case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
+            default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
+          }
+        });
       });
       return;
     }
