@@ -14,16 +14,15 @@
 
 #include "kernels/linear/short_conv/conv_problem.h"
 #include "kernels/linear/short_conv/cuda/conv_prefill_cuda.h"
-#include "kernels/linear/short_conv/cuda/conv_prefill_kernel.cuh"
 #include "kernels/linear/short_conv/cuda/conv_prefill_launch.h"
 #include "kernels/linear/short_conv/short_conv.h"
+#include "testing/cuda_emulation/conv_prefill_stages.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using testing::HostTensor;
 
@@ -88,21 +87,7 @@ void check(const ConvCase& c, uint64_t seed) {
 
   cuda_conv_prefill::PrefillLaunch l = cuda_conv_prefill::plan_conv_prefill(p);
   ASSERT_FALSE(l.empty);
-  DeviceMemory metadata(l.metadata.size() * sizeof(int64_t));
-  std::memcpy(metadata.data(), l.metadata.data(), metadata.size());
-  l.params.seq_offsets = reinterpret_cast<const int64_t*>(metadata.data());
-  cuda_emulation::seed_schedule(seed);
-  if (l.output_grid > 0)
-    cuda_emulation::launch(dim3(l.output_grid), int(l.threads), 0, [&](unsigned char*) {
-      switch (l.window) {
-        case 4: cuda_conv_prefill::conv_prefill_output_thread<4>(l.params); break;
-        case 8: cuda_conv_prefill::conv_prefill_output_thread<8>(l.params); break;
-        default: cuda_conv_prefill::conv_prefill_output_thread<16>(l.params); break;
-      }
-    });
-  if (l.state_grid > 0)
-    cuda_emulation::launch(dim3(l.state_grid), int(l.threads), 0,
-                           [&](unsigned char*) { cuda_conv_prefill::conv_prefill_state_thread(l.params); });
+  cuda_emulation::run_conv_prefill(l, seed);
   download(yd, y);
   const double tol = c.out == DType::f32 ? 1e-5 : 1e-2;
   EXPECT_LE(testing::relative_rms(y, y_ref), tol);

@@ -12,10 +12,7 @@
 #include <vector>
 
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
-#include "kernels/linear/common/cuda/delta_chunk_intra.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
-#include "kernels/linear/common/cuda/delta_chunk_output.cuh"
-#include "kernels/linear/common/cuda/delta_chunk_state.cuh"
 #include "kernels/linear/common/delta_problem.h"
 #include "kernels/linear/common/delta_testing.h"
 #include "kernels/linear/delta_rule/delta_rule.h"
@@ -23,6 +20,7 @@
 #include "kernels/linear/kda/kda.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_chunk_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
 
 namespace attnzoo {
@@ -33,20 +31,6 @@ using cuda_emulation::DeviceTensor;
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
-
-// delta_chunk.cu's three kernels in its order, on the emulator.
-template <int C>
-void run_stages(const ChunkLaunch& l) {
-  const Params& p = l.params;
-  if (l.intra_grid)
-    cuda_emulation::launch(dim3(l.intra_grid), kThreads, l.intra_smem,
-                           [&](unsigned char* smem) { delta_chunk_intra<C>(p, smem); });
-  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
-                         [&](unsigned char* smem) { delta_chunk_state<C>(p, smem); });
-  if (l.output_grid)
-    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
-                           [&](unsigned char* smem) { delta_chunk_output<C>(p, smem); });
-}
 
 // The GPU test's bound (delta_chunk_cuda_test.cc). bf16 operands for every product dominate the error: about
 // 4e-3 relative RMS on these cases, where a wrong mask, decay or missing term costs tens of percent.
@@ -84,7 +68,8 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
 
   ChunkLaunch l = plan_delta_chunk(p);
   ASSERT_FALSE(l.empty);
-  cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_stages<decltype(c)::value>(l); });
+  cuda_emulation::run_chunk_plan(
+      l, seed, [&](auto c) { cuda_emulation::run_delta_chunk_stages<decltype(c)::value>(l); });
   download(od, o);
   download(in_place ? init : sd, s);
   EXPECT_LE(testing::relative_rms(o, o_ref), kTolerance);

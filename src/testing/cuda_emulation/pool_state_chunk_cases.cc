@@ -11,22 +11,17 @@
 
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
-#include "kernels/linear/common/cuda/delta_chunk_intra.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
-#include "kernels/linear/common/cuda/delta_chunk_output.cuh"
-#include "kernels/linear/common/cuda/delta_chunk_state.cuh"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/delta_problem.h"
 #include "kernels/linear/common/delta_testing.h"
 #include "kernels/linear/common/gla_problem.h"
 #include "kernels/linear/common/gla_testing.h"
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
-#include "kernels/linear/mamba/cuda/selective_scan_kernel.cuh"
 #include "kernels/linear/mamba/cuda/selective_scan_launch.h"
 #include "kernels/linear/mamba/mamba.h"
 #include "kernels/linear/mamba/problem.h"
@@ -40,17 +35,19 @@
 #include "kernels/linear/mamba2/problem.h"
 #include "kernels/linear/short_conv/conv_problem.h"
 #include "kernels/linear/short_conv/cuda/conv_prefill_cuda.h"
-#include "kernels/linear/short_conv/cuda/conv_prefill_kernel.cuh"
 #include "kernels/linear/short_conv/cuda/conv_prefill_launch.h"
 #include "testing/cuda_emulation/chunk_plan_run.h"
+#include "testing/cuda_emulation/conv_prefill_stages.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_chunk_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/packed_offsets.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/selective_scan_stages.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
@@ -97,20 +94,6 @@ TensorView pool_view(Pool& pool, const std::vector<int32_t>& index, const void* 
 
 // ---- The delta rule's chunk: delta_chunk_{intra,state,output}.cuh ----
 
-template <int C>
-void run_delta_stages(const cuda_delta_chunk::ChunkLaunch& l) {
-  using namespace cuda_delta_chunk;
-  const Params& p = l.params;
-  if (l.intra_grid)
-    cuda_emulation::launch(dim3(l.intra_grid), kThreads, l.intra_smem,
-                           [&](unsigned char* smem) { delta_chunk_intra<C>(p, smem); });
-  cuda_emulation::launch(dim3(l.state_grid), kThreads, l.state_smem,
-                         [&](unsigned char* smem) { delta_chunk_state<C>(p, smem); });
-  if (l.output_grid)
-    cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
-                           [&](unsigned char* smem) { delta_chunk_output<C>(p, smem); });
-}
-
 // One packed prefill of index.size() sequences (cu_seqlens) with gate `gate` on pool slots `index` of `slots`.
 void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t>& cu_seqlens,
                  const std::vector<int32_t>& index, int64_t slots, int64_t chunk, DType dtype, uint64_t seed) {
@@ -134,7 +117,8 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
     ASSERT_NO_THROW(check_cuda_delta_chunk(p));
     cuda_delta_chunk::ChunkLaunch l = cuda_delta_chunk::plan_delta_chunk(p);
     ASSERT_FALSE(l.empty);
-    cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_delta_stages<decltype(cs)::value>(l); });
+    cuda_emulation::run_chunk_plan(
+        l, seed, [&](auto cs) { cuda_emulation::run_delta_chunk_stages<decltype(cs)::value>(l); });
   };
   // Dense: every sequence from its row of init, into a separate final state.
   const DeviceTensor o_dense(dtype, {1, c.T, c.HV, V}, 0), s_dense(DType::f32, {N, c.HV, K, V}, 0);
@@ -216,14 +200,6 @@ TEST(EmulatedPoolStateChunks, GlaChunkInPlace) {
 
 // ---- Mamba-2's chunked SSD: the gated linear chunk on mamba2_chunk_launch's plan ----
 
-// The launcher's upload of packed sequences' offsets, as an emulated allocation; null when there are none.
-const int64_t* upload(const std::vector<int64_t>& offsets, std::optional<DeviceMemory>& memory) {
-  if (offsets.empty()) return nullptr;
-  memory.emplace(offsets.size() * sizeof(int64_t));
-  std::memcpy(memory->data(), offsets.data(), memory->size());
-  return reinterpret_cast<const int64_t*>(memory->data());
-}
-
 // The chunked SSD or (`recurrent`) the varlen recurrence the runner takes for short prefills and N or P > 128.
 void check_mamba2(testing::Mamba2DeviceCase c, const std::vector<int32_t>& index, int64_t slots, bool recurrent,
                   uint64_t seed) {
@@ -245,15 +221,15 @@ void check_mamba2(testing::Mamba2DeviceCase c, const std::vector<int32_t>& index
       ASSERT_NO_THROW(check_cuda_mamba2_recurrent(p));
       cuda_mamba2::RecurrentLaunch l = cuda_mamba2::plan_mamba2_recurrent(p);
       ASSERT_FALSE(l.empty);
-      std::optional<DeviceMemory> offsets;
-      l.params.seq_offsets = upload(l.seq_offsets, offsets);
-      cuda_emulation::seed_schedule(seed);
-      cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-        switch (l.cols_per_lane) {
-          case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
-          case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
-          default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
-        }
+      cuda_emulation::launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
+        cuda_emulation::seed_schedule(seed);
+        cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
+          switch (l.cols_per_lane) {
+            case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
+            case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
+            default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
+          }
+        });
       });
       return;
     }
@@ -316,18 +292,7 @@ void check_scan(int64_t D, int64_t N, const std::vector<int32_t>& cu_seqlens, co
     ASSERT_NO_THROW(check_cuda_selective_scan(p));
     cuda_mamba::ScanLaunch l = cuda_mamba::plan_selective_scan(p);
     ASSERT_FALSE(l.empty);
-    std::optional<DeviceMemory> offsets;
-    l.params.seq_offsets = upload(l.seq_offsets, offsets);
-    cuda_emulation::seed_schedule(seed);
-    cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-      switch (l.per_lane) {
-        case 1: cuda_mamba::selective_scan_channel<1>(l.params); break;
-        case 2: cuda_mamba::selective_scan_channel<2>(l.params); break;
-        case 4: cuda_mamba::selective_scan_channel<4>(l.params); break;
-        case 8: cuda_mamba::selective_scan_channel<8>(l.params); break;
-        default: cuda_mamba::selective_scan_channel<16>(l.params); break;
-      }
-    });
+    cuda_emulation::run_selective_scan(l, seed);
   };
   const DeviceTensor out_dense(DType::f32, {1, D, T}, 0), s_dense(DType::f32, {S, D, N}, 0);
   run(out_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
@@ -381,21 +346,8 @@ void check_conv(int64_t D, int64_t W, int64_t S, const std::vector<int32_t>& cu_
     ASSERT_NO_THROW(check_cuda_conv_prefill(p));
     cuda_conv_prefill::PrefillLaunch l = cuda_conv_prefill::plan_conv_prefill(p);
     ASSERT_FALSE(l.empty);
-    DeviceMemory metadata(l.metadata.size() * sizeof(int64_t));
-    std::memcpy(metadata.data(), l.metadata.data(), metadata.size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(metadata.data());
-    cuda_emulation::seed_schedule(seed);
-    if (l.output_grid > 0)
-      cuda_emulation::launch(dim3(l.output_grid), int(l.threads), 0, [&](unsigned char*) {
-        switch (l.window) {
-          case 4: cuda_conv_prefill::conv_prefill_output_thread<4>(l.params); break;
-          case 8: cuda_conv_prefill::conv_prefill_output_thread<8>(l.params); break;
-          default: cuda_conv_prefill::conv_prefill_output_thread<16>(l.params); break;
-        }
-      });
     ASSERT_GT(l.state_grid, 0u);
-    cuda_emulation::launch(dim3(l.state_grid), int(l.threads), 0,
-                           [&](unsigned char*) { cuda_conv_prefill::conv_prefill_state_thread(l.params); });
+    cuda_emulation::run_conv_prefill(l, seed);
   };
   const DeviceTensor y_dense(DType::bf16, {1, T, D}, 0), s_dense(DType::f32, {N, D, S}, 0);
   run(y_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);

@@ -283,17 +283,21 @@ TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
   check(deep128, 10, PrefillPath::sm90);
 }
 
+// Two sequences of 16 bf16 tokens, 4 heads of D, q, k, v and o all viewing `bytes` (at least 2 * 16 * 4 * D * 2
+// of them): what the path choice and the plans read of a problem.
+AttentionProblem bf16_problem(std::vector<uint8_t>& bytes, int64_t D) {
+  TensorView q;
+  q.dtype = DType::bf16;
+  q.ndim = 4;
+  q.shape = {2, 16, 4, D};
+  q.strides = {16 * 4 * D, 4 * D, D, 1};
+  q.data = bytes.data();
+  return make_prefill_problem(q, q, q, q, {}, {});
+}
+
 TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
   std::vector<uint8_t> bytes(size_t(2) * 16 * 4 * 256 * 2);
-  auto problem = [&](int64_t D) {
-    TensorView q;
-    q.dtype = DType::bf16;
-    q.ndim = 4;
-    q.shape = {2, 16, 4, D};
-    q.strides = {16 * 4 * D, 4 * D, D, 1};
-    q.data = bytes.data();
-    return make_prefill_problem(q, q, q, q, {}, {});
-  };
+  auto problem = [&](int64_t D) { return bf16_problem(bytes, D); };
   EXPECT_EQ(choose_prefill_path(problem(128), 9, nullptr), PrefillPath::sm90);
   EXPECT_EQ(choose_prefill_path(problem(64), 9, ""), PrefillPath::sm90);
   EXPECT_EQ(choose_prefill_path(problem(128), 9, "sm80"), PrefillPath::sm80);
@@ -315,15 +319,7 @@ TEST(PrefillPathChoice, HopperWhenCoveredElseSm80) {
 // The Hopper plan's persistent grid: one CTA per multiprocessor, fewer when there are fewer items.
 TEST(PrefillSm90Plan, PersistentGridIsAtMostOneCtaPerMultiprocessor) {
   std::vector<uint8_t> bytes(size_t(2) * 16 * 4 * 128 * 2);
-  auto problem = [&](int64_t D) {
-    TensorView q;
-    q.dtype = DType::bf16;
-    q.ndim = 4;
-    q.shape = {2, 16, 4, D};
-    q.strides = {16 * 4 * D, 4 * D, D, 1};
-    q.data = bytes.data();
-    return make_prefill_problem(q, q, q, q, {}, {});
-  };
+  auto problem = [&](int64_t D) { return bf16_problem(bytes, D); };
   // 2 sequences of 16 rows, one 128-row tile each, times 4 heads.
   const PrefillSm90Plan plan = plan_prefill_sm90(problem(128), 132);
   EXPECT_EQ(plan.items, 8);

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
-#include "kernels/linear/mamba/cuda/selective_scan_kernel.cuh"
 #include "kernels/linear/mamba/cuda/selective_scan_launch.h"
 #include "kernels/linear/mamba/mamba.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
@@ -28,6 +27,7 @@
 #include "kernels/linear/short_conv/short_conv.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/selective_scan_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -222,18 +222,7 @@ void check_scan(const ScanCase& c, bool in_place, uint64_t seed) {
 
   cuda_mamba::ScanLaunch l = cuda_mamba::plan_selective_scan(p);
   ASSERT_FALSE(l.empty);
-  std::optional<DeviceMemory> offsets;
-  l.params.seq_offsets = upload(l.seq_offsets, offsets);
-  cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-    switch (l.per_lane) {
-      case 1: cuda_mamba::selective_scan_channel<1>(l.params); break;
-      case 2: cuda_mamba::selective_scan_channel<2>(l.params); break;
-      case 4: cuda_mamba::selective_scan_channel<4>(l.params); break;
-      case 8: cuda_mamba::selective_scan_channel<8>(l.params); break;
-      default: cuda_mamba::selective_scan_channel<16>(l.params); break;
-    }
-  });
+  cuda_emulation::run_selective_scan(l, seed);
   download(od, o);
   download(in_place ? init : sd, s);
   EXPECT_LE(testing::relative_rms(o, o_ref), output_tolerance(c.out));

@@ -1,8 +1,9 @@
 #pragma once
-// The steps the chunked state passes share (delta_chunk_state.cuh, gla_chunk_state.cuh): a CTA owns one
-// (sequence, value head, slice of kStateCols = 32 state columns) and holds its slice of the f32 state h [Kp x 32]
-// in MMA accumulator registers, warp w holding row blocks w and w + 4. What differs between the passes is only
-// what a chunk adds to h (Kd^T V for GLA, Kd^T v_new for the delta rule) and where the decays come from.
+// The steps the chunked state passes share (delta_chunk_state.cuh, gla_chunk_state.cuh, rwkv7_chunk_state.cuh): a
+// CTA owns one (sequence, value head, slice of kStateCols = 32 state columns) and holds its slice of the f32 state
+// h [Kp x 32] in MMA accumulator registers, warp w holding row blocks w and w + 4. What differs between the passes
+// is only what a chunk adds to h (Kd^T V for GLA, Kd^T v_new for the delta rule), where the decays come from, and
+// whether the chunk reads h first (W h: the delta rule's and RWKV-7's low-rank reads).
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
@@ -84,6 +85,36 @@ __device__ __forceinline__ void store_h(const StateRegs& s, Bf16* h_out, int Vp,
         sm80::store2(h_out + int64_t(r) * Vp + col0 + col, x0, x1);
       }
   }
+}
+
+// W h over the slice, for the passes whose chunk reads the state before updating it: warp w < C / 16 computes the
+// token rows [16 w, 16 w + 16) from W [C][ldk] and the chunk's bf16 h [Kp][lds] (store_h's shared tile), and hands
+// each lane's pairs to row_pair(i, col, x0, x1): row i, slice columns col and col + 1. Warps past C / 16 idle.
+template <int C, class RowPair>
+__device__ __forceinline__ void w_times_h(const Bf16* w, int ldk, const Bf16* sh, int lds, int Kp, int warp, int lane,
+                                          RowPair row_pair) {
+  if (warp >= C / 16) return;
+  float acc[kStateTiles / 2][2][4];
+#pragma unroll
+  for (int q = 0; q < kStateTiles / 2; ++q) zero(acc[q]);
+  for (int k0 = 0; k0 < Kp; k0 += 16) {
+    uint32_t a[4];
+    load_a(a, w, ldk, warp * 16, k0, lane);
+#pragma unroll
+    for (int q = 0; q < kStateTiles / 2; ++q) {
+      uint32_t bb[4];
+      load_b_kn(bb, sh, lds, k0, q * 16, lane);
+      mma_16x16(acc[q], a, bb);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kStateTiles / 2; ++q)
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        row_pair(warp * 16 + acc_row(lane, 2 * half), q * 16 + acc_col(lane, nt, 0), acc[q][nt][2 * half],
+                 acc[q][nt][2 * half + 1]);
 }
 
 // h <- diag(row_decay) h + Kd^T X over a chunk of C tokens: Kd [C][ldk] and X [C][lds] (the slice's columns) in

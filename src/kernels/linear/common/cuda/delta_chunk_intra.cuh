@@ -3,7 +3,7 @@
 // state. With G the cumulative log decay of the chunk (0 without a gate) and rows past the chunk's tokens zero
 // (beta = 0, G = G_last: they change nothing):
 //   A = strict_tril(diag(beta) K K^T . Gamma)        K K^T on tensor cores, Gamma_ij = exp(G_i - G_j) <= 1
-//   T = (I + A)^-1                                   forward substitution in f32, by 16 x 16 blocks
+//   T = (I + A)^-1                                   forward substitution in f32 (unit_lower_inverse.cuh)
 //   W = (T diag(beta exp(G))) K,  U = (T diag(beta)) V   tensor cores, the diagonal folded into T's columns
 //   Kd = K exp(G_last - G)                           the keys decayed to the chunk's end, for the state pass
 // Gamma is exp of a difference, never exp(G_i) exp(-G_j): G reaches -20 per token, and exp(-G_j) would
@@ -13,6 +13,7 @@
 
 #include "kernels/linear/common/cuda/delta_chunk_gram.cuh"
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
+#include "kernels/linear/common/cuda/unit_lower_inverse.cuh"
 
 namespace attnzoo::cuda_delta_chunk {
 
@@ -108,35 +109,8 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
   }
   sm80::sync_threads();
 
-  // T by 16 x 16 blocks: the diagonal blocks first (column j of a block solves its unit lower system alone, one
-  // thread per column), then block rows in order, T_IJ = -T_II sum_{J <= M < I} A_IM T_MJ, every element of a
-  // block row in parallel. The serial path is ~6 C instead of C^2 / 2 for one thread per column of the whole T.
-  if (tid < C) {
-    const int j = tid, i0 = j / 16 * 16;
-    for (int i = i0; i < i0 + 16; ++i) {
-      float x = i == j ? 1.f : 0.f;
-      for (int m = j; m < i; ++m) x = fmaf(-sA[i * C + m], sT[m * C + j], x);
-      sT[i * C + j] = x;
-    }
-  }
-  sm80::sync_threads();
-  for (int I = 1; I < kBlocks; ++I) {
-    const int width = I * 16;  // the block row's columns left of its diagonal block
-    for (int x = tid; x < 16 * width; x += kThreads) {
-      const int r = x / width, c = x % width, i = I * 16 + r;
-      float acc = 0.f;
-      for (int m = c / 16 * 16; m < I * 16; ++m) acc = fmaf(sA[i * C + m], sT[m * C + c], acc);
-      sX[r * C + c] = acc;
-    }
-    sm80::sync_threads();
-    for (int x = tid; x < 16 * width; x += kThreads) {
-      const int r = x / width, c = x % width, i = I * 16 + r;
-      float acc = 0.f;
-      for (int q = 0; q <= r; ++q) acc = fmaf(sT[i * C + I * 16 + q], sX[q * C + c], acc);
-      sT[i * C + c] = -acc;
-    }
-    sm80::sync_threads();
-  }
+  // T = (I + A)^-1 in f32, by 16 x 16 blocks.
+  unit_lower_inverse<C>(sA, sT, sX);
   // The left factors of W and U: T with its columns scaled (T diag(...)), zero above the diagonal as the MMAs
   // need.
   for (int x = tid; x < C * C; x += kThreads) {
@@ -155,33 +129,10 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
   const Bf16* w_left = channel ? sTb : sTbg;
   const Bf16* w_right = channel ? sRight : sK;
 
-  // W and U, one 16 x 16 output block per task; the inner dimension stops at the block's diagonal.
-  Bf16* w = reinterpret_cast<Bf16*>(p.w) + c_hv * w_elems(C, p.Kp);
-  float* u = p.u + c_hv * u_elems(C, p.Vp);
-  const int wk = p.Kp / 16, uk = p.Vp / 16;
-  for (int task = warp; task < kBlocks * (wk + uk); task += kWarps) {
-    const int rb = task % kBlocks, cg = task / kBlocks;
-    const bool is_w = cg < wk;
-    const int n0 = (is_w ? cg : cg - wk) * 16;
-    float acc[2][4];
-    zero(acc);
-    for (int kk = 0; kk <= rb; ++kk) {
-      uint32_t a[4], b[4];
-      load_a(a, is_w ? w_left : sTb, ldc, rb * 16, kk * 16, lane);
-      load_b_kn(b, is_w ? w_right : sV, is_w ? ldk : ldv, kk * 16, n0, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = rb * 16 + acc_row(lane, 2 * half), j = n0 + acc_col(lane, nt, 0);
-        if (is_w)
-          sm80::store2(w + i * p.Kp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-        else
-          sm80::store2(u + i * p.Vp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
-  }
+  // W and U on tensor cores.
+  lower_products<C>(w_left, w_right, ldk, sTb, sV, ldv, ldc, p.Kp, p.Vp,
+                    reinterpret_cast<Bf16*>(p.w) + c_hv * w_elems(C, p.Kp), p.u + c_hv * u_elems(C, p.Vp), warp,
+                    lane);
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

@@ -100,6 +100,40 @@ __device__ __forceinline__ void stage_rows(Bf16* dst, int ld, const void* src, E
   stage_rows(dst, ld, src, t, first, stride, len, C, D, Dp, l2norm, scale, factor, Identity{});
 }
 
+// The WY products of a chunk's intra pass: W = Lw Rw [C x Kp] (bf16, row pitch Kp) and U = Lu Ru [C x Vp] (f32,
+// row pitch Vp), the left factors [C x C] (pitch ldc) lower triangular with zeros above the diagonal. One 16 x 16
+// output block per warp task; the inner dimension stops at the block's diagonal.
+template <int C>
+__device__ __forceinline__ void lower_products(const Bf16* w_left, const Bf16* w_right, int ldk, const Bf16* u_left,
+                                               const Bf16* u_right, int ldv, int ldc, int Kp, int Vp, Bf16* w,
+                                               float* u, int warp, int lane) {
+  constexpr int kBlocks = C / 16;
+  const int wk = Kp / 16, uk = Vp / 16;
+  for (int task = warp; task < kBlocks * (wk + uk); task += kWarps) {
+    const int rb = task % kBlocks, cg = task / kBlocks;
+    const bool is_w = cg < wk;
+    const int n0 = (is_w ? cg : cg - wk) * 16;
+    float acc[2][4];
+    zero(acc);
+    for (int kk = 0; kk <= rb; ++kk) {
+      uint32_t a[4], b[4];
+      load_a(a, is_w ? w_left : u_left, ldc, rb * 16, kk * 16, lane);
+      load_b_kn(b, is_w ? w_right : u_right, is_w ? ldk : ldv, kk * 16, n0, lane);
+      mma_16x16(acc, a, b);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int i = rb * 16 + acc_row(lane, 2 * half), j = n0 + acc_col(lane, nt, 0);
+        if (is_w)
+          sm80::store2(w + i * Kp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
+        else
+          sm80::store2(u + i * Vp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
+      }
+  }
+}
+
 // Two neighbouring elements of a shared tile (sm80::store2 is for global memory).
 __device__ __forceinline__ void put2(Bf16* dst, float x0, float x1) {
   dst[0] = __float2bfloat16_rn(x0);

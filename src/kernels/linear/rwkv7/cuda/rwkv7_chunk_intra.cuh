@@ -4,24 +4,25 @@
 //   G_i = sum_{t <= i} w_t per channel, in token order (f32, as the CPU chunk adds them)
 //   q e^{G_i}, k and b e^{G_last - G_j}, V, e^{G_last}          straight to the scratch the other passes read
 //   [A_qk | A_qb], A_ak, A_ab                                   rwkv7_chunk_gram.cuh
-//   T = (I - A_ab)^-1                                           forward substitution in f32, by 16 x 16 blocks
+//   T = (I - A_ab)^-1                                           forward substitution in f32 (unit_lower_inverse.cuh)
 //   W = T (a e^{G_{i-1}}),  U = (T A_ak) V                      tensor cores (T A_ak in f32: two lower factors)
 // so that the low-rank reads of the chunk are SA = W S0 + U (chunk.cc's WY-like form).
 #include <cstdint>
 
 #include "kernels/linear/common/cuda/delta_chunk_mma.cuh"
+#include "kernels/linear/common/cuda/unit_lower_inverse.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_chunk_gram.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_chunk_launch.h"
 
 namespace attnzoo::cuda_rwkv7_chunk {
 
-using cuda_delta_chunk::load_b_kn;
+using cuda_delta_chunk::lower_products;
 using cuda_delta_chunk::One;
 using cuda_delta_chunk::stage_rows;
+using cuda_delta_chunk::unit_lower_inverse;
 
 template <int C>
 __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char* smem) {
-  constexpr int kBlocks = C / 16;
   const int Kp = p.Kp, K = p.K;
   const IntraSmem L(C, Kp, p.Vp);
   float* sG0 = reinterpret_cast<float*>(smem + L.G);  // row i: G_{i-1}
@@ -97,34 +98,8 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
   stage_rows(sV, ldv, p.v, p.v_t, v_first, v_stride, len, C, p.V, p.Vp, false, 1.f, One{});
   sm80::sync_threads();  // G's bytes become T's
 
-  // T = (I + sAb)^-1 by 16 x 16 blocks, as the delta rule's intra pass: the diagonal blocks first (one thread per
-  // column), then block rows in order, T_IJ = -T_II sum_{J <= M < I} A_IM T_MJ.
-  if (tid < C) {
-    const int j = tid, i0 = j / 16 * 16;
-    for (int i = i0; i < i0 + 16; ++i) {
-      float x = i == j ? 1.f : 0.f;
-      for (int m = j; m < i; ++m) x = fmaf(-sAb[i * C + m], sT[m * C + j], x);
-      sT[i * C + j] = x;
-    }
-  }
-  sm80::sync_threads();
-  for (int I = 1; I < kBlocks; ++I) {
-    const int width = I * 16;
-    for (int x = tid; x < 16 * width; x += kThreads) {
-      const int r = x / width, c = x % width, i = I * 16 + r;
-      float acc = 0.f;
-      for (int m = c / 16 * 16; m < I * 16; ++m) acc = fmaf(sAb[i * C + m], sT[m * C + c], acc);
-      sX[r * C + c] = acc;
-    }
-    sm80::sync_threads();
-    for (int x = tid; x < 16 * width; x += kThreads) {
-      const int r = x / width, c = x % width, i = I * 16 + r;
-      float acc = 0.f;
-      for (int q = 0; q <= r; ++q) acc = fmaf(sT[i * C + I * 16 + q], sX[q * C + c], acc);
-      sT[i * C + c] = -acc;
-    }
-    sm80::sync_threads();
-  }
+  // T = (I + sAb)^-1, the delta rule's inverse (sAb holds -A_ab).
+  unit_lower_inverse<C>(sAb, sT, sX);
   // The left factors of W and U in bf16: T (lower, unit diagonal) and T A_ak (strictly lower).
   for (int x = tid; x < C * C; x += kThreads) {
     const int i = x / C, j = x % C;
@@ -135,33 +110,10 @@ __device__ __forceinline__ void rwkv7_chunk_intra(const Params& p, unsigned char
   }
   sm80::sync_threads();
 
-  // W and U, one 16 x 16 output block per task; the inner dimension stops at the block's diagonal.
-  Bf16* wm = reinterpret_cast<Bf16*>(p.wm) + c_h * rows_elems(C, Kp);
-  float* u = p.u + c_h * rows_elems(C, p.Vp);
-  const int wk = Kp / 16, uk = p.Vp / 16;
-  for (int task = warp; task < kBlocks * (wk + uk); task += kWarps) {
-    const int rb = task % kBlocks, cg = task / kBlocks;
-    const bool is_w = cg < wk;
-    const int n0 = (is_w ? cg : cg - wk) * 16;
-    float acc[2][4];
-    zero(acc);
-    for (int kk = 0; kk <= rb; ++kk) {
-      uint32_t a[4], b[4];
-      load_a(a, is_w ? sTb : sTa, ldc, rb * 16, kk * 16, lane);
-      load_b_kn(b, is_w ? sAe : sV, is_w ? ldk : ldv, kk * 16, n0, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = rb * 16 + acc_row(lane, 2 * half), j = n0 + acc_col(lane, nt, 0);
-        if (is_w)
-          sm80::store2(wm + i * Kp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-        else
-          sm80::store2(u + i * p.Vp + j, acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
-  }
+  // W and U on tensor cores.
+  lower_products<C>(sTb, sAe, ldk, sTa, sV, ldv, ldc, Kp, p.Vp,
+                    reinterpret_cast<Bf16*>(p.wm) + c_h * rows_elems(C, Kp), p.u + c_h * rows_elems(C, p.Vp), warp,
+                    lane);
 }
 
 }  // namespace attnzoo::cuda_rwkv7_chunk

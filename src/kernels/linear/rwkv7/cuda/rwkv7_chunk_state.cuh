@@ -76,34 +76,12 @@ __device__ __forceinline__ void rwkv7_chunk_state(const Params& p, unsigned char
     // SA = W S + U: warp w computes token rows [16 w, 16 w + 16) of the slice, into rows C.. of [V; SA].
     const Bf16* w = sW + b * C * ldk;
     const float* u = sU + b * C * kStateCols;
-    if (warp < C / 16) {
-      float acc[kStateTiles / 2][2][4];
-#pragma unroll
-      for (int q = 0; q < kStateTiles / 2; ++q) zero(acc[q]);
-      for (int k0 = 0; k0 < Kp; k0 += 16) {
-        uint32_t a[4];
-        load_a(a, w, ldk, warp * 16, k0, lane);
-#pragma unroll
-        for (int q = 0; q < kStateTiles / 2; ++q) {
-          uint32_t bb[4];
-          load_b_kn(bb, sH, lds, k0, q * 16, lane);
-          mma_16x16(acc[q], a, bb);
-        }
-      }
-      Bf16* sa_out = reinterpret_cast<Bf16*>(p.vsa) + c_h * rows_elems(2 * C, Vp) + int64_t(C) * Vp;
-#pragma unroll
-      for (int q = 0; q < kStateTiles / 2; ++q)
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int i = warp * 16 + acc_row(lane, 2 * half), col = q * 16 + acc_col(lane, nt, 0);
-            const float x0 = u[i * kStateCols + col] + acc[q][nt][2 * half];
-            const float x1 = u[i * kStateCols + col + 1] + acc[q][nt][2 * half + 1];
-            put2(sVSA + (C + i) * lds + col, x0, x1);
-            sm80::store2(sa_out + int64_t(i) * Vp + col0 + col, x0, x1);
-          }
-    }
+    Bf16* sa_out = reinterpret_cast<Bf16*>(p.vsa) + c_h * rows_elems(2 * C, Vp) + int64_t(C) * Vp;
+    w_times_h<C>(w, ldk, sH, lds, Kp, warp, lane, [&](int i, int col, float ws0, float ws1) {
+      const float x0 = u[i * kStateCols + col] + ws0, x1 = u[i * kStateCols + col + 1] + ws1;
+      put2(sVSA + (C + i) * lds + col, x0, x1);
+      sm80::store2(sa_out + int64_t(i) * Vp + col0 + col, x0, x1);
+    });
     sm80::sync_threads();
 
     // S <- e^{G_last} S + [k; b]-decayed^T [V; SA], the decay applied after S was read for W S (and stored).
