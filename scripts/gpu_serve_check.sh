@@ -75,6 +75,7 @@ step() {
 
 server_pid=
 server_url=
+server_out=
 server_name=
 # Stops the server if one runs: SIGTERM drains it (requests in flight get 5 s), SIGKILL past STOP_S. Its exit
 # status is the step's (0 after a drain), its output goes into the log.
@@ -91,7 +92,7 @@ stop_server() {
   rc=$?
   server_pid=
   record "$server_name-stop" $rc $((SECONDS - t0))
-  { echo "=== server output (last 200 lines)"; tail -n 200 "$WORK/serve.out"; } >> "$LOG"
+  { echo "=== server output (last 200 lines)"; tail -n 200 "$server_out"; } >> "$LOG"
 }
 trap stop_server EXIT
 trap 'exit 143' TERM
@@ -110,12 +111,16 @@ start_server() {
              --shutdown-grace-seconds 5 ${GPU_SERVE_ARGS:-} "$@")
   echo "=== $server_name-start (limit ${limit}s): ${cmd[*]}" | tee -a "$LOG"
   local t0=$SECONDS rc=124
-  "${cmd[@]}" > "$WORK/serve.out" 2>&1 &
+  # A file of its own per server, made before the server starts: the background job opens (truncates) its output
+  # only once it runs, so polling a reused file could read the previous server's "ready" and then an emptied file.
+  server_out="$WORK/$server_name.out" server_url=
+  : > "$server_out"
+  "${cmd[@]}" > "$server_out" 2>&1 &
   server_pid=$!
   echo "=== server pid $server_pid" >> "$LOG"
   while (( SECONDS - t0 < limit )); do
-    if grep -q "^attnzoo serve: ready" "$WORK/serve.out"; then
-      server_url=$(grep -m1 -o "listening on http://[^ ]*" "$WORK/serve.out" | sed 's/listening on //')
+    if grep -q "^attnzoo serve: ready" "$server_out"; then
+      server_url=$(grep -m1 -o "listening on http://[^ ]*" "$server_out" | sed 's/listening on //')
       rc=0
       break
     fi
@@ -124,7 +129,7 @@ start_server() {
       rc=$?
       (( rc == 0 )) && rc=1  # it exited before it was ready
       server_pid=
-      { echo "=== server output"; cat "$WORK/serve.out"; } >> "$LOG"
+      { echo "=== server output"; cat "$server_out"; } >> "$LOG"
       break
     fi
     sleep 0.2
