@@ -1,11 +1,15 @@
 #pragma once
-// Host side of the chunked launches (delta_chunk.cu, gla_chunk.cu): both run three kernels of kThreads threads
-// on one Params, each with its own dynamic shared memory, under the device's opt-in limit.
+// Host side of the chunked launches (delta_chunk.cu, gla_chunk.cu, rwkv7_chunk.cu): each runs its passes, kernels
+// of kThreads threads on one Params with their own dynamic shared memory, under the device's opt-in limit.
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/cuda_check.h"
+#include "core/error.h"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
 
 namespace attnzoo::cuda_delta_chunk {
@@ -27,6 +31,32 @@ inline int shared_memory_optin() {
   cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
              "cudaDeviceGetAttribute");
   return optin;
+}
+
+// What every chunked launch does around its passes: refuse by name (`arg`, the problem's `shape` in words) a plan
+// whose largest pass needs more shared memory than a block of this device may have, then one stream-ordered
+// allocation for the chunk table and the scratch, the table's upload, the scratch bound into the plan, and
+// `passes(std::integral_constant<int, C>{})` for the plan's chunk size C (16, 32 or 64). metadata_bytes_of and
+// bind_scratch are the plan's family's own (found beside its ChunkLaunch).
+template <class Plan, class Passes>
+void run_chunk_plan(Plan& plan, size_t smem, const char* arg, const std::string& shape, cudaStream_t stream,
+                    Passes&& passes) {
+  const int optin = shared_memory_optin();
+  require(smem <= size_t(optin), arg, [&] {
+    return shape + " with chunk_size " + std::to_string(plan.C) + " need " + std::to_string(smem) +
+           " bytes of shared memory per block; this GPU allows " + std::to_string(optin) +
+           " (a smaller chunk_size needs less)";
+  });
+  StreamScratch scratch(plan.scratch_bytes, stream);
+  const std::vector<unsigned char> metadata = metadata_bytes_of(plan);
+  scratch.upload(metadata.data(), metadata.size());
+  bind_scratch(plan, scratch.data());
+  switch (plan.C) {
+    case 16: passes(std::integral_constant<int, 16>{}); break;
+    case 32: passes(std::integral_constant<int, 32>{}); break;
+    default: passes(std::integral_constant<int, 64>{}); break;
+  }
+  scratch.finish();  // ordered after the kernels on the stream
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

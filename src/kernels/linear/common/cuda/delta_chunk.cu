@@ -50,24 +50,10 @@ void chunk_delta_cuda(const DeltaProblem& p, Stream stream) {
   cuda_delta_chunk::ChunkLaunch plan = cuda_delta_chunk::plan_delta_chunk(p);
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  const int optin = cuda_delta_chunk::shared_memory_optin();
   const size_t smem = std::max({plan.intra_smem, plan.state_smem, plan.output_smem});
-  require(smem <= size_t(optin), "q", [&] {
-    return "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V) + " with chunk_size " +
-           std::to_string(p.chunk_size) + " need " + std::to_string(smem) +
-           " bytes of shared memory per block; this GPU allows " + std::to_string(optin) +
-           " (a smaller chunk_size needs less)";
-  });
-  StreamScratch scratch(plan.scratch_bytes, cuda_stream);
-  const std::vector<unsigned char> metadata = cuda_delta_chunk::metadata_bytes_of(plan);
-  scratch.upload(metadata.data(), metadata.size());
-  cuda_delta_chunk::bind_scratch(plan, scratch.data());
-  switch (plan.C) {
-    case 16: cuda_delta_chunk::run<16>(plan, cuda_stream); break;
-    case 32: cuda_delta_chunk::run<32>(plan, cuda_stream); break;
-    default: cuda_delta_chunk::run<64>(plan, cuda_stream); break;
-  }
-  scratch.finish();  // ordered after the kernels on the stream
+  const std::string shape = "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V);
+  cuda_delta_chunk::run_chunk_plan(plan, smem, "q", shape, cuda_stream,
+                                   [&](auto c) { cuda_delta_chunk::run<decltype(c)::value>(plan, cuda_stream); });
 }
 
 }  // namespace attnzoo

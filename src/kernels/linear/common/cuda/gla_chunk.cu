@@ -1,6 +1,6 @@
 // The CUDA chunked gated linear recurrence's launch: one stream-ordered allocation for the metadata and the
-// scratch, then the kernels per chunk size (three, or four with the keys kernel of shared_keys plans). What it refuses and every size are decided in
-// gla_chunk_launch.cc.
+// scratch, then the kernels per chunk size (three, or four with the keys kernel of shared_keys plans). What it
+// refuses and every size are decided in gla_chunk_launch.cc.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -58,24 +58,11 @@ void run(const ChunkLaunch& l, cudaStream_t stream) {
 void run_gla_chunk_plan(cuda_gla_chunk::ChunkLaunch plan, Stream stream, const char* arg) {
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  const int optin = cuda_delta_chunk::shared_memory_optin();
   const size_t smem = std::max({plan.prep_smem, plan.keys_smem, plan.state_smem, plan.output_smem});
-  require(smem <= size_t(optin), arg, [&] {
-    return "keys of " + std::to_string(plan.params.K) + " and values of " + std::to_string(plan.params.V) +
-           " with chunk_size " + std::to_string(plan.C) + " need " + std::to_string(smem) +
-           " bytes of shared memory per block; this GPU allows " + std::to_string(optin) +
-           " (a smaller chunk_size needs less)";
-  });
-  StreamScratch scratch(plan.scratch_bytes, cuda_stream);
-  const std::vector<unsigned char> metadata = cuda_gla_chunk::metadata_bytes_of(plan);
-  scratch.upload(metadata.data(), metadata.size());
-  cuda_gla_chunk::bind_scratch(plan, scratch.data());
-  switch (plan.C) {
-    case 16: cuda_gla_chunk::run<16>(plan, cuda_stream); break;
-    case 32: cuda_gla_chunk::run<32>(plan, cuda_stream); break;
-    default: cuda_gla_chunk::run<64>(plan, cuda_stream); break;
-  }
-  scratch.finish();  // ordered after the kernels on the stream
+  cuda_delta_chunk::run_chunk_plan(
+      plan, smem, arg,
+      "keys of " + std::to_string(plan.params.K) + " and values of " + std::to_string(plan.params.V), cuda_stream,
+      [&](auto c) { cuda_gla_chunk::run<decltype(c)::value>(plan, cuda_stream); });
 }
 
 void chunk_gla_cuda(const GlaProblem& p, Stream stream) {

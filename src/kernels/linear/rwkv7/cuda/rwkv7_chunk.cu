@@ -51,24 +51,10 @@ void chunk_rwkv7_cuda(const Rwkv7Problem& p, int64_t chunk_size, Stream stream) 
   cuda_rwkv7_chunk::ChunkLaunch plan = cuda_rwkv7_chunk::plan_rwkv7_chunk(p, chunk_size);
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  const int optin = cuda_delta_chunk::shared_memory_optin();
   const size_t smem = std::max({plan.intra_smem, plan.state_smem, plan.output_smem});
-  require(smem <= size_t(optin), "r", [&] {
-    return "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V) + " with chunk_size " +
-           std::to_string(chunk_size) + " need " + std::to_string(smem) +
-           " bytes of shared memory per block; this GPU allows " + std::to_string(optin) +
-           " (a smaller chunk_size needs less)";
-  });
-  StreamScratch scratch(plan.scratch_bytes, cuda_stream);
-  const std::vector<unsigned char> metadata = cuda_rwkv7_chunk::metadata_bytes_of(plan);
-  scratch.upload(metadata.data(), metadata.size());
-  cuda_rwkv7_chunk::bind_scratch(plan, scratch.data());
-  switch (plan.C) {
-    case 16: cuda_rwkv7_chunk::run<16>(plan, cuda_stream); break;
-    case 32: cuda_rwkv7_chunk::run<32>(plan, cuda_stream); break;
-    default: cuda_rwkv7_chunk::run<64>(plan, cuda_stream); break;
-  }
-  scratch.finish();  // ordered after the kernels on the stream
+  const std::string shape = "K=" + std::to_string(p.K) + " and V=" + std::to_string(p.V);
+  cuda_delta_chunk::run_chunk_plan(plan, smem, "r", shape, cuda_stream,
+                                   [&](auto c) { cuda_rwkv7_chunk::run<decltype(c)::value>(plan, cuda_stream); });
 }
 
 }  // namespace attnzoo
