@@ -41,7 +41,8 @@ mkdir -p "$OUT"
 mv "$OUT.tar.xz.part" "$OUT/bundle.tar.xz"
 cp scripts/gpu_check.sh scripts/gpu_peers.py scripts/check_vs_torch.py scripts/check_linear_vs_torch.py \
   scripts/check_step_vs_torch.py scripts/check_layers_vs_torch.py scripts/check_runner_vs_torch.py \
-  scripts/make_bench_model.py scripts/hf_generate_bench.py scripts/gpu_serve_check.sh "$OUT/"
+  scripts/make_bench_model.py scripts/hf_generate_bench.py scripts/gpu_serve_check.sh scripts/gpu_bundle_env.sh \
+  "$OUT/"
 # bench serve's load generator (standard library only) for gpu_serve_check.sh: the image has no attnzoo package.
 cp python/attnzoo/bench/serve.py "$OUT/"
 # The perplexity text (The Adventures of Sherlock Holmes, 594 KB, from setup.sh's Debian package) for gpu_check.sh's

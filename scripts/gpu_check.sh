@@ -14,19 +14,8 @@
 # machine without a GPU (a dry run) the script walks every step, each failing fast.
 #   bash scripts/gpu_check.sh [BUNDLE_DIR] [OUT_DIR]
 set -uo pipefail
-BUNDLE=$(cd "${1:-build-gpu}" && pwd)
-OUT_DIR=${2:-${OUT:-gpu-out}}
-mkdir -p "$OUT_DIR"
-OUT_DIR=$(cd "$OUT_DIR" && pwd)
-HERE=$(cd "$(dirname "$0")" && pwd)
-if [ -f "$BUNDLE/bundle.tar.xz" ] && [ ! -x "$BUNDLE/attnzoo" ]; then
-  tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" || { echo "gpu_check.sh: cannot unpack $BUNDLE/bundle.tar.xz" >&2; exit 1; }
-fi
-# Only our binaries see the bundled libraries: the image's Python and torch keep their own. A bundle built with
-# cuBLASLt (cmake/Cuda.cmake) does not carry its 517 MB library: the image's, which PyTorch's wheels installed, is
-# found after the bundle's.
-CU13_LIB=$(python3 -c "import nvidia.cu13, os; print(os.path.dirname(nvidia.cu13.__file__) + '/lib')" 2>/dev/null)
-OURS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${CU13_LIB:+:$CU13_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+# BUNDLE, OUT_DIR, HERE, OURS; the bundle unpacked.
+source "$(dirname "$0")/gpu_bundle_env.sh"
 WORK=$(mktemp -d)  # the cases and per-binary test JSON: too many files for OUT_DIR
 # The device tool's per-call limit is 600 s and the GPU session's whole lease is 15 minutes: the run ends by this.
 BUDGET_S=${GPU_CHECK_BUDGET_S:-450}

@@ -21,16 +21,8 @@
 # _PREFIX_PROMPTS (the shared-prefix run); GPU_SERVE_ARGS: more `serve` flags. python/tests/test_gpu_serve_check.py
 # runs it whole on the CPU (--device cpu, a tiny checkpoint, small numbers) before the GPU sees it.
 set -uo pipefail
-BUNDLE=$(cd "${1:-build-gpu}" && pwd)
-OUT_DIR=${2:-${OUT:-gpu-out}}
-mkdir -p "$OUT_DIR"
-OUT_DIR=$(cd "$OUT_DIR" && pwd)
-HERE=$(cd "$(dirname "$0")" && pwd)
-if [ -f "$BUNDLE/bundle.tar.xz" ] && [ ! -x "$BUNDLE/attnzoo" ]; then
-  tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" || { echo "gpu_serve_check.sh: cannot unpack $BUNDLE/bundle.tar.xz" >&2; exit 1; }
-fi
-CU13_LIB=$(python3 -c "import nvidia.cu13, os; print(os.path.dirname(nvidia.cu13.__file__) + '/lib')" 2>/dev/null)
-OURS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${CU13_LIB:+:$CU13_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+# BUNDLE, OUT_DIR, HERE, OURS; the bundle unpacked.
+source "$(dirname "$0")/gpu_bundle_env.sh"
 # serve.py beside this script in the bundle, in the package in a checkout.
 SERVE_PY=$HERE/serve.py
 [ -f "$SERVE_PY" ] || SERVE_PY=$HERE/../python/attnzoo/bench/serve.py
