@@ -44,8 +44,9 @@ HostArray columns(const HostArray& a, int64_t c0, int64_t n) {
   return out;
 }
 
-// A view of columns [c0, c0 + n) of a placed [rows, width] array (its row stride the width).
-TensorView column_view(const Placed& p, int64_t c0, int64_t n) {
+// A view of columns [c0, c0 + n) of a placed [rows, width] array (its row stride the width); only the CUDA
+// build's cases take column slices.
+[[maybe_unused]] TensorView column_view(const Placed& p, int64_t c0, int64_t n) {
   TensorView v = p.view;
   v.data = static_cast<uint8_t*>(v.data) + size_t(c0) * dtype_size(v.dtype);
   v.shape[1] = n;

@@ -9,8 +9,6 @@
 namespace attnzoo {
 namespace {
 
-std::string str(int64_t x) { return std::to_string(x); }
-
 void require_pool_states(const Rwkv7Args& a, Rwkv7Problem& p) {
   const ssm::PoolStates pool = ssm::require_pool_states(a.initial_state, a.final_state, "ssm_state_indices",
                                                         p.device, {{p.H, "H"}, {p.K, "K"}, {p.V, "V"}});
