@@ -19,7 +19,6 @@ namespace attnzoo::cuda_delta_chunk {
 
 template <int C>
 __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char* smem) {
-  constexpr int kBlocks = C / 16;
   const bool channel = p.channel;
   const IntraSmem L(C, p.Kp, p.Vp, channel);
   Bf16* sK = reinterpret_cast<Bf16*>(smem + L.k);
@@ -88,25 +87,11 @@ __device__ __forceinline__ void delta_chunk_intra(const Params& p, unsigned char
   }
 
   // A, lower blocks only: the substitution below never reads right of the diagonal.
-  for (int task = warp; task < (channel ? 0 : kBlocks * kBlocks); task += kWarps) {
-    const int rb = task / kBlocks, cb = task % kBlocks;
-    if (cb > rb) continue;
-    float acc[2][4];
-    zero(acc);
-    for (int k0 = 0; k0 < p.Kp; k0 += 16) {
-      uint32_t a[4], b[4];
-      load_a(a, sK, ldk, rb * 16, k0, lane);
-      load_b_nk(b, sK, ldk, k0, cb * 16, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = rb * 16 + acc_row(lane, e), j = cb * 16 + acc_col(lane, nt, e);
-        sA[i * C + j] = j < i ? sBeta[i] * acc[nt][e] * expf(sG[i] - sG[j]) : 0.f;
-      }
-  }
+  if (!channel)
+    lower_gram_blocks<C>(sK, sK, ldk, p.Kp, warp, lane, [&](int i, int j, float a0, float a1) {
+      sA[i * C + j] = j < i ? sBeta[i] * a0 * expf(sG[i] - sG[j]) : 0.f;
+      sA[i * C + j + 1] = j + 1 < i ? sBeta[i] * a1 * expf(sG[i] - sG[j + 1]) : 0.f;
+    });
   sm80::sync_threads();
 
   // T = (I + A)^-1 in f32, by 16 x 16 blocks.

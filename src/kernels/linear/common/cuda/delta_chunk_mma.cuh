@@ -59,6 +59,33 @@ __device__ __forceinline__ void zero(float (&acc)[2][4]) {
 __device__ __forceinline__ int acc_row(int lane, int e) { return lane / 4 + 8 * (e / 2); }
 __device__ __forceinline__ int acc_col(int lane, int nt, int e) { return nt * 8 + 2 * (lane % 4) + e % 2; }
 
+// The lower 16 x 16 blocks (column block <= row block) of X Y^T, X and Y [C, Kp] bf16 rows `ld` apart: one block
+// per warp task by mma.sync, then visit(i, j, x0, x1) for each pair of neighbouring elements (i, j), (i, j + 1) a
+// lane holds, so a caller can mask, scale and store them (paired or one by one).
+template <int C, class Visit>
+__device__ __forceinline__ void lower_gram_blocks(const Bf16* X, const Bf16* Y, int ld, int Kp, int warp, int lane,
+                                                  Visit&& visit) {
+  constexpr int kBlocks = C / 16;
+  for (int task = warp; task < kBlocks * kBlocks; task += kWarps) {
+    const int rb = task / kBlocks, cb = task % kBlocks;
+    if (cb > rb) continue;
+    float acc[2][4];
+    zero(acc);
+    for (int k0 = 0; k0 < Kp; k0 += 16) {
+      uint32_t a[4], b[4];
+      load_a(a, X, ld, rb * 16, k0, lane);
+      load_b_nk(b, Y, ld, k0, cb * 16, lane);
+      mma_16x16(acc, a, b);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        visit(rb * 16 + acc_row(lane, 2 * half), cb * 16 + acc_col(lane, nt, 0), acc[nt][2 * half],
+              acc[nt][2 * half + 1]);
+  }
+}
+
 // Rows [0, C) of a bf16 tile from one head of an input: row i < len is the `D` elements at src + first + i *
 // stride (any float dtype), element (i, col) times scale and factor(i, col), after fla's l2norm when asked (the
 // factor is a decay, per token or per token and channel); rows past len and columns

@@ -90,27 +90,12 @@ __device__ __forceinline__ void chunk_output(const P& p, const Values& values, c
       if (j / 16 <= i / 16) sP[i * ldc + j] = __float2bfloat16_rn(j <= i ? S[e] * expf(sG[i] - sG[j]) : 0.f);
     }
   }
-  for (int task = warp; task < (channel || scores ? 0 : kBlocks * kBlocks); task += kWarps) {
-    const int rb = task / kBlocks, cb = task % kBlocks;
-    if (cb > rb) continue;
-    float acc[2][4];
-    zero(acc);
-    for (int k0 = 0; k0 < p.Kp; k0 += 16) {
-      uint32_t a[4], b[4];
-      load_a(a, sQ, ldk, rb * 16, k0, lane);
-      load_b_nk(b, sK, ldk, k0, cb * 16, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = rb * 16 + acc_row(lane, 2 * half), j = cb * 16 + acc_col(lane, nt, 0);
-        const float x0 = j <= i ? acc[nt][2 * half] * expf(sG[i] - sG[j]) : 0.f;
-        const float x1 = j + 1 <= i ? acc[nt][2 * half + 1] * expf(sG[i] - sG[j + 1]) : 0.f;
-        put2(sP + i * ldc + j, x0, x1);
-      }
-  }
+  if (!channel && !scores)
+    lower_gram_blocks<C>(sQ, sK, ldk, p.Kp, warp, lane, [&](int i, int j, float a0, float a1) {
+      const float x0 = j <= i ? a0 * expf(sG[i] - sG[j]) : 0.f;
+      const float x1 = j + 1 <= i ? a1 * expf(sG[i] - sG[j + 1]) : 0.f;
+      put2(sP + i * ldc + j, x0, x1);
+    });
   sm80::cp_async_wait<0>();
   sm80::sync_threads();
 

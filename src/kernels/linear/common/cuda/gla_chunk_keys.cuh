@@ -13,15 +13,12 @@
 
 namespace attnzoo::cuda_gla_chunk {
 
-using cuda_delta_chunk::load_a;
-using cuda_delta_chunk::load_b_nk;
+using cuda_delta_chunk::lower_gram_blocks;
 using cuda_delta_chunk::One;
 using cuda_delta_chunk::stage_rows;
-using cuda_delta_chunk::zero;
 
 template <int C>
 __device__ __forceinline__ void gla_chunk_keys(const Params& p, unsigned char* smem) {
-  constexpr int kBlocks = C / 16;
   const int ldk = pitch(p.Kp);
   Bf16* sQ = reinterpret_cast<Bf16*>(smem);
   Bf16* sK = sQ + C * ldk;
@@ -49,25 +46,9 @@ __device__ __forceinline__ void gla_chunk_keys(const Params& p, unsigned char* s
   }
 
   float* scores = p.scores + c_h * int64_t(C) * C;
-  for (int task = warp; task < kBlocks * kBlocks; task += kWarps) {
-    const int rb = task / kBlocks, cb = task % kBlocks;
-    if (cb > rb) continue;
-    float acc[2][4];
-    zero(acc);
-    for (int k0 = 0; k0 < p.Kp; k0 += 16) {
-      uint32_t a[4], b[4];
-      load_a(a, sQ, ldk, rb * 16, k0, lane);
-      load_b_nk(b, sK, ldk, k0, cb * 16, lane);
-      mma_16x16(acc, a, b);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = rb * 16 + acc_row(lane, 2 * half), j = cb * 16 + acc_col(lane, nt, 0);
-        *reinterpret_cast<float2*>(scores + i * C + j) = make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
-      }
-  }
+  lower_gram_blocks<C>(sQ, sK, ldk, p.Kp, warp, lane, [&](int i, int j, float x0, float x1) {
+    *reinterpret_cast<float2*>(scores + i * C + j) = make_float2(x0, x1);
+  });
 }
 
 }  // namespace attnzoo::cuda_gla_chunk
