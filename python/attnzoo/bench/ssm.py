@@ -49,10 +49,11 @@ def _mamba2_scale(scale):
 
 
 def mamba2_chunk_flops(T, H, P, N, G, chunk=64):
-    """The chunked form's multiply-adds x 2: per chunk and group C B^T (Q x Q x N); per chunk and head the state's
-    contribution C S (Q x N x P), the causal half of the intra-chunk product (Q x Q / 2 x P) and the state update
-    (N x Q x P)."""
-    return 2.0 * T * (G * chunk * N + H * (2 * N * P + chunk * P / 2))
+    """The chunked form's multiply-adds x 2: per chunk and group the causal half of C B^T (Q x Q / 2 x N); per chunk
+    and head the state's contribution C S (Q x N x P), the causal half of the intra-chunk product (Q x Q / 2 x P)
+    and the state update (N x Q x P). Every intra-chunk triangle counts half, as src/bench's CUDA count does, so
+    the CPU and GPU rows state the same work for a shape."""
+    return 2.0 * T * (G * chunk * N / 2 + H * (2 * N * P + chunk * P / 2))
 
 
 def _mamba2_inputs(T, H, P, N, G, seed, strong):
