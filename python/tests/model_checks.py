@@ -190,36 +190,36 @@ def check_config_error_is_named(src, dst, match, **updates):
 
 
 def add_standard_tests(namespace, vocab, piece_orders, prefill, stop, pad_token_id, other_prompt,
-                       greedy_prompt_len=24, unpack=lambda case: case):
+                       greedy_prompt_len=24):
     """Defines, in a test module's `namespace`, the six checks every architecture runs on its `case` fixture
-    (kind, transformers model, attnzoo model, prompt ids, transformers logits; `unpack` picks those five):
+    (kind, transformers model, attnzoo model, prompt ids, transformers logits):
     the whole prompt, the prompt in pieces (each order in piece_orders), token-by-token decode after `prefill`
     tokens up to `stop`, a greedy continuation of the first greedy_prompt_len ids, a ragged batch that prefills
     other_prompt beside a decoding sequence, and the pieces and the decode again on 7-token blocks in shuffled
     order."""
 
     def test_full_prompt_matches_transformers(case):
-        kind, ref, m, ids, want = unpack(case)
+        kind, ref, m, ids, want = case
         check_full_prompt(m, ids, want, vocab)
 
     def test_prompt_in_pieces_carries_the_state(case):
-        kind, ref, m, ids, want = unpack(case)
+        kind, ref, m, ids, want = case
         check_prompt_in_pieces(m, ids, want, piece_orders)
 
     def test_token_by_token_decode(case):
-        kind, ref, m, ids, want = unpack(case)
+        kind, ref, m, ids, want = case
         check_token_by_token_decode(m, ids, want, prefill=prefill, stop=stop)
 
     def test_greedy_continuation_matches_transformers(case):
-        kind, ref, m, ids, want = unpack(case)
+        kind, ref, m, ids, want = case
         check_greedy_continuation(ref, m, ids[:greedy_prompt_len], pad_token_id=pad_token_id)
 
     def test_ragged_batch_mixes_prefill_and_decode(case):
-        kind, ref, m, ids, want = unpack(case)
+        kind, ref, m, ids, want = case
         check_ragged_batch(m, ids, want, other_prompt)
 
     def test_odd_shuffled_blocks_give_the_same_logits(case):
-        kind, ref, m, ids, want = unpack(case)
+        kind, ref, m, ids, want = case
         check_odd_shuffled_blocks(m, ids, want, piece_orders, prefill, stop)
 
     for fn in (test_full_prompt_matches_transformers, test_prompt_in_pieces_carries_the_state,
@@ -374,29 +374,37 @@ def check_same_gguf_tensors(ours, theirs):
             np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
-def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40, **from_config_kwargs):
-    """For a test module of one architecture family built by transformers from config(kind) (eager attention, and
-    from_config_kwargs such as experts_implementation): defines _build(kind, directory) (the random checkpoint, as
-    test_inspect_config.py builds it too), _prompt(n, seed), the module-scoped `case` fixture over `kinds` (the
-    attnzoo model on 4-token blocks) and add_standard_tests' six checks (pieces 1, 7, 17, 15; decode after 25
-    tokens)."""
+def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40, piece_orders=([1, 7, 17, 15],),
+                        prefill=25, stop=None, pad_token_id=0, block_size=4, torch_path=None,
+                        attn_implementation="eager", **from_config_kwargs):
+    """For a test module of one architecture family built by transformers from config(kind) (attn_implementation,
+    None for a model without attention, and from_config_kwargs such as experts_implementation): defines
+    _build(kind, directory) (the random checkpoint, as test_inspect_config.py builds it too), _prompt(n, seed), the
+    module-scoped `case` fixture over `kinds` (a prompt of prompt_len ids, the attnzoo model on block_size-token
+    blocks; torch_path(), when given, must hold first: transformers runs its own torch code, not a fused kernel)
+    and add_standard_tests' six checks (pieces in each order of piece_orders, decode from `prefill` up to `stop`,
+    by default the whole prompt; pad_token_id for the greedy continuation, a 23-token other prompt)."""
     def _build(kind, directory):
-        return save_random_model(kind, config(kind), directory, randomize, attn_implementation="eager",
-                                 **from_config_kwargs)
+        kwargs = dict(from_config_kwargs)
+        if attn_implementation is not None:
+            kwargs["attn_implementation"] = attn_implementation
+        return save_random_model(kind, config(kind), directory, randomize, **kwargs)
 
     def _prompt(n=prompt_len, seed=0):
         return prompt(vocab, n, seed)
 
     @pytest.fixture(scope="module", params=kinds)
     def case(request, tmp_path_factory):
+        if torch_path is not None:
+            assert torch_path()
         directory = tmp_path_factory.mktemp(request.param)
         ref = _build(request.param, directory)
         ids = _prompt()
-        return request.param, ref, Model.load(directory, block_size=4), ids, meaningful_logits(ref, ids)
+        return request.param, ref, Model.load(directory, block_size=block_size), ids, meaningful_logits(ref, ids)
 
     namespace.update(_build=_build, _prompt=_prompt, case=case)
-    add_standard_tests(namespace, vocab, ([1, 7, 17, 15],), prefill=25, stop=prompt_len, pad_token_id=0,
-                       other_prompt=_prompt(23, seed=1))
+    add_standard_tests(namespace, vocab, piece_orders, prefill=prefill, stop=prompt_len if stop is None else stop,
+                       pad_token_id=pad_token_id, other_prompt=_prompt(23, seed=1))
 
 
 def randomize_with_correction_bias(base):

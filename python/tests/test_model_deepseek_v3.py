@@ -52,33 +52,15 @@ def _randomize(model):
             b.copy_(0.05 * torch.randn_like(b))
 
 
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager",
-                                    experts_implementation="eager")
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory), ids, want, directory
-
-
-checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
-                          prefill=20, stop=PROMPT_LEN, pad_token_id=0, other_prompt=_prompt(23, seed=1),
-                          unpack=lambda case: case[:5])
+checks.define_family_tests(globals(), _config, KINDS, _randomize, VOCAB, PROMPT_LEN, (PIECES, PIECES[::-1]),
+                           prefill=20, block_size=16, experts_implementation="eager")
 
 
 def test_correction_bias_changes_the_routing(case, tmp_path):
     """Without e_score_correction_bias the logits differ: the bias is really read (and only steers the choice,
     which the match above checks)."""
-    kind, ref, m, ids, want, directory = case
+    kind, ref, m, ids, want = case
+    directory = m.directory
 
     def zero_bias(t):
         for k in t:
@@ -89,7 +71,7 @@ def test_correction_bias_changes_the_routing(case, tmp_path):
 
 
 def test_inspect_reports_latent_cache(case):
-    kind, ref, m, ids, want, _ = case
+    kind, ref, m, ids, want = case
     info = m.inspect()
     assert info["architecture"] == "DeepseekV3ForCausalLM"
     layers = info["layers"]
@@ -102,7 +84,8 @@ def test_inspect_reports_latent_cache(case):
 
 
 def test_bf16_weights_stay_close(case):
-    kind, ref, m, ids, want, directory = case
+    kind, ref, m, ids, want = case
+    directory = m.directory
     got = Model.load(directory, dtype="bfloat16").forward(ids[:40])
     rel = np.sqrt(((got - want[:40]) ** 2).sum() / (want[:40] ** 2).sum())
     assert 0 < rel <= 3e-2, rel
@@ -176,7 +159,8 @@ def test_quantize_refuses_what_deepseek2_cannot_hold(case, tmp_path):
     """RoPE on half-split channels (rope_interleave false) and a YaRN mscale apart from mscale_all_dim have no
     deepseek2 form: refused by key, nothing written."""
     import attnzoo
-    kind, ref, m, ids, want, directory = case
+    kind, ref, m, ids, want = case
+    directory = m.directory
     path = tmp_path / "x.gguf"
     with pytest.raises(ValueError, match="rope_interleave" if kind == "plain_q" else "mscale_all_dim"):
         attnzoo.quantize(directory, str(path), type="F32")

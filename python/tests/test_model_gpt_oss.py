@@ -50,26 +50,8 @@ def _randomize(model):
             p.copy_(0.2 * torch.randn_like(p))
 
 
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager",
-                                    experts_implementation="eager")
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory), ids, want
-
-
-checks.add_standard_tests(globals(), VOCAB, ([1, 7, 17, 15], [15, 17, 7, 1]),
-                          prefill=3, stop=PROMPT_LEN, pad_token_id=0, other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, KINDS, _randomize, VOCAB, PROMPT_LEN,
+                           ([1, 7, 17, 15], [15, 17, 7, 1]), prefill=3, block_size=16, experts_implementation="eager")
 
 
 def test_sinks_and_clamp_matter(case, tmp_path):

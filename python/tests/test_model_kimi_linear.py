@@ -69,26 +69,8 @@ def _randomize(model):
             b.copy_(0.1 * torch.randn_like(b))
 
 
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager")
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    assert _uses_torch_path()
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory), ids, want
-
-
-checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
-                          prefill=3, stop=70, pad_token_id=0, other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, KINDS, _randomize, VOCAB, PROMPT_LEN, (PIECES, PIECES[::-1]),
+                           prefill=3, stop=70, block_size=16, torch_path=_uses_torch_path)
 
 
 def test_inspect_reports_fixed_state_beside_latent(case):

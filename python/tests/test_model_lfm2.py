@@ -8,7 +8,6 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import model_checks as checks  # noqa: E402
-from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 160
 PIECES = [1, 17, 64, 100]
@@ -45,25 +44,8 @@ def _randomize(model):
             p.copy_(0.5 * torch.randn_like(p))
 
 
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager")
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory), ids, want
-
-
-checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
-                          prefill=20, stop=60, pad_token_id=VOCAB + 1, other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, KINDS, _randomize, VOCAB, PROMPT_LEN, (PIECES, PIECES[::-1]),
+                           prefill=20, stop=60, pad_token_id=VOCAB + 1, block_size=16)
 
 
 def test_inspect_reports_conv_state_and_kv_cache(case):

@@ -3,14 +3,12 @@ checkpoints: whole prompt, the prompt fed in pieces (states carried through the 
 greedy continuation, ragged batches, the per-layer state size `inspect` reports, and load errors."""
 import importlib.util
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import model_checks as checks  # noqa: E402
-from attnzoo.model import Model  # noqa: E402
 
 VOCAB = 160
 PIECES = [1, 17, 64, 30]  # a decode-sized piece, then scan pieces of several lengths
@@ -47,25 +45,8 @@ def _randomize(model):
             p.copy_((1.0 if "norm" in name else 0.0) + 0.3 * torch.randn_like(p))
 
 
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize)
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory), ids, want
-
-
-checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
-                          prefill=20, stop=60, pad_token_id=VOCAB + 1, other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, KINDS, _randomize, VOCAB, PROMPT_LEN, (PIECES, PIECES[::-1]),
+                           prefill=20, stop=60, pad_token_id=VOCAB + 1, block_size=16, attn_implementation=None)
 
 
 def test_reference_is_the_pure_torch_path():

@@ -32,28 +32,8 @@ def _config(kind):
 KINDS = ["g1_conv4", "g2_conv2_bias_tied", "g2_conv3_nobias"]
 
 
-_randomize = checks.randomize_ssm
-
-
-def _build(kind, directory):
-    return checks.save_random_model(kind, _config(kind), directory, _randomize)
-
-
-def _prompt(n=PROMPT_LEN, seed=0):
-    return checks.prompt(VOCAB, n, seed)
-
-
-@pytest.fixture(scope="module", params=KINDS)
-def case(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    ref = _build(request.param, directory)
-    ids = _prompt()
-    want = checks.meaningful_logits(ref, ids)
-    return request.param, ref, Model.load(directory), ids, want
-
-
-checks.add_standard_tests(globals(), VOCAB, (PIECES, PIECES[::-1]),
-                          prefill=20, stop=60, pad_token_id=VOCAB + 1, other_prompt=_prompt(23, seed=1))
+checks.define_family_tests(globals(), _config, KINDS, checks.randomize_ssm, VOCAB, PROMPT_LEN, (PIECES, PIECES[::-1]),
+                           prefill=20, stop=60, pad_token_id=VOCAB + 1, block_size=16, attn_implementation=None)
 
 
 def test_inspect_reports_the_fixed_state(case):
