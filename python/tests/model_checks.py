@@ -45,6 +45,44 @@ def build_gguf_case(param, tmp_path_factory, build, vocab, prompt_len):
     return kind, ftype, directory, path, ids, meaningful_logits(ref, ids)
 
 
+def save_gguf_and_checkpoint(kind, config, randomize, directory, ftype, write):
+    """A random transformers model of `kind` (random_model) written by write(model, path) to
+    <directory>/<kind>-<ftype>.gguf, which may round the model's values to the file's, then saved as a safetensors
+    checkpoint in <directory>/hf; returns the model (eval mode) and the GGUF's path."""
+    model = random_model(kind, config, randomize).eval()
+    path = os.path.join(directory, f"{kind}-{ftype}.gguf")
+    write(model, path)  # the model now holds the values the file decodes to
+    model.save_pretrained(os.path.join(directory, "hf"), safe_serialization=True)
+    return model, path
+
+
+def add_gguf_case_tests(namespace, cases, build, vocab, prompt_len, against_safetensors=False):
+    """Defines, in a GGUF test module's `namespace`, the module-scoped `case` fixture over `cases` ((kind, ftype)
+    pairs, built by build_gguf_case with build(kind, ftype, directory)) and the checks every such module runs on
+    it: the file's logits against transformers' (whole prompt, token by token after 30 tokens); with
+    against_safetensors, also the file against the checkpoint `build` saved in <directory>/hf, both loaded by
+    attnzoo."""
+
+    @pytest.fixture(scope="module", params=cases, ids=lambda c: f"{c[0]}-{c[1]}")
+    def case(request, tmp_path_factory):
+        return build_gguf_case(request.param, tmp_path_factory, build, vocab, prompt_len)
+
+    def test_logits_match_transformers(case):
+        kind, ftype, directory, path, ids, want = case
+        check_gguf_logits(path, ids, want, vocab, prefill=30)
+
+    def test_same_model_as_the_safetensors_checkpoint(case):
+        kind, ftype, directory, path, ids, want = case
+        check_gguf_as_safetensors(path, os.path.join(directory, "hf"), ids)
+
+    namespace["case"] = case
+    tests = [test_logits_match_transformers] + ([test_same_model_as_the_safetensors_checkpoint]
+                                                if against_safetensors else [])
+    for fn in tests:
+        fn.__module__ = namespace["__name__"]
+        namespace[fn.__name__] = fn
+
+
 def check_gguf_logits(path, ids, want, vocab, prefill):
     """The GGUF loaded by attnzoo: the whole prompt, then token by token after a prefill."""
     m = Model.load(path)

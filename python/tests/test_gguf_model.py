@@ -205,10 +205,7 @@ def write_gguf(model, kind, path, ftype, blocks=None):
                 continue
             data = data.astype(np.float16)
         w.add_tensor(new_name, data)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    checks.finish_gguf(w)
 
 
 def _build(kind, ftype, directory):
@@ -231,14 +228,7 @@ CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qw
          ("gemma2", "q8_0"), ("gemma3", "q4_0"), ("llama_wide", "q4_k")]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
-def case(request, tmp_path_factory):
-    return checks.build_gguf_case(request.param, tmp_path_factory, _build, VOCAB, PROMPT_LEN)
-
-
-def test_logits_match_transformers(case):
-    kind, ftype, directory, path, ids, want = case
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
+checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN)
 
 
 def test_directory_with_one_gguf_loads_the_same(case):
@@ -280,10 +270,7 @@ def test_unsupported_architecture_is_named(tmp_path):
     path = str(tmp_path / "x.gguf")
     w = gguf.GGUFWriter(path, "bert")
     w.add_tensor("token_embd.weight", np.zeros((4, 8), np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    checks.finish_gguf(w)
     with pytest.raises(ValueError, match=r"x\.gguf: key 'general\.architecture': 'bert' is not supported"):
         Model.load(path)
 
@@ -350,10 +337,7 @@ def test_chat_template_and_eos_ids_from_the_metadata(tmp_path):
     w.add_unk_token_id(4)
     w.add_chat_template([{"name": "default", "template": "{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}"},
                          {"name": "tool_use", "template": "tools: {{ tools | length }} {{ unk_token }}"}])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    checks.finish_gguf(w)
     special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
     for source in (path, str(tmp_path)):
         assert load_chat_template(source) == ("{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}", special)

@@ -200,30 +200,16 @@ def write_gguf(model, kind, path, ftype, tile=True, mtp=0, key_heads=None):
 
 
 def _build(kind, ftype, directory):
-    model = checks.random_model(kind, _config(kind), _randomize).eval()
-    path = os.path.join(directory, f"{kind}-{ftype}.gguf")
-    write_gguf(model, kind, path, ftype, mtp=1 if kind == "dense_mtp" else 0)
-    model.save_pretrained(os.path.join(directory, "hf"), safe_serialization=True)
-    return model, path
+    return checks.save_gguf_and_checkpoint(
+        kind, _config(kind), _randomize, directory, ftype,
+        lambda model, path: write_gguf(model, kind, path, ftype, mtp=1 if kind == "dense_mtp" else 0))
 
 
 CASES = [("dense", "f32"), ("dense", "q8_0"), ("dense_mtp", "f32"), ("moe", "f32"), ("moe", "q8_0"),
          ("moe_fused", "q8_0")]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}")
-def case(request, tmp_path_factory):
-    return checks.build_gguf_case(request.param, tmp_path_factory, _build, VOCAB, PROMPT_LEN)
-
-
-def test_logits_match_transformers(case):
-    kind, ftype, directory, path, ids, want = case
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
-
-
-def test_same_model_as_the_safetensors_checkpoint(case):
-    kind, ftype, directory, path, ids, want = case
-    checks.check_gguf_as_safetensors(path, os.path.join(directory, "hf"), ids)
+checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN, against_safetensors=True)
 
 
 def test_synthesized_config(case):
