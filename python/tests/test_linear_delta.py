@@ -8,27 +8,14 @@ import torch.nn.functional as F
 import attnzoo
 import attnzoo.linear as L
 from conftest import rel_rms
+import fla_naive
 
 
-
-def fla_naive(family):
-    """fla.ops.<family>.naive, loaded from its file: the fla.ops package imports triton, these files do not."""
-    import importlib.util
-    import pathlib
-
-    import fla
-    path = pathlib.Path(fla.__file__).parent / "ops" / family / "naive.py"
-    spec = importlib.util.spec_from_file_location(f"fla_naive_{family}_delta_tests", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-delta_rule_recurrence = fla_naive("delta_rule").delta_rule_recurrence
-naive_chunk_gated_delta_rule = fla_naive("gated_delta_rule").naive_chunk_gated_delta_rule
-naive_recurrent_gated_delta_rule = fla_naive("gated_delta_rule").naive_recurrent_gated_delta_rule
-naive_chunk_kda = fla_naive("kda").naive_chunk_kda
-naive_recurrent_kda = fla_naive("kda").naive_recurrent_kda
+delta_rule_recurrence = fla_naive.load("delta_rule").delta_rule_recurrence
+naive_chunk_gated_delta_rule = fla_naive.load("gated_delta_rule").naive_chunk_gated_delta_rule
+naive_recurrent_gated_delta_rule = fla_naive.load("gated_delta_rule").naive_recurrent_gated_delta_rule
+naive_chunk_kda = fla_naive.load("kda").naive_chunk_kda
+naive_recurrent_kda = fla_naive.load("kda").naive_recurrent_kda
 from transformers.models.qwen3_next.modeling_qwen3_next import (torch_chunk_gated_delta_rule,
                                                                   torch_recurrent_gated_delta_rule)
 

@@ -8,25 +8,13 @@ import torch.nn.functional as F
 import attnzoo
 from attnzoo import linear
 from conftest import rel_rms
+import fla_naive
 
 
-def fla_naive(family):
-    """fla.ops.<family>.naive, loaded from its file: the fla.ops package imports triton, these files do not."""
-    import importlib.util
-    import pathlib
-
-    import fla
-    path = pathlib.Path(fla.__file__).parent / "ops" / family / "naive.py"
-    spec = importlib.util.spec_from_file_location(f"fla_naive_{family}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-naive_recurrent_gla = fla_naive("gla").naive_recurrent_gla
-naive_recurrent_linear_attn = fla_naive("linear_attn").naive_recurrent_linear_attn
-naive_retention = fla_naive("retention").naive_retention
-naive_recurrent_simple_gla = fla_naive("simple_gla").naive_recurrent_simple_gla
+naive_recurrent_gla = fla_naive.load("gla").naive_recurrent_gla
+naive_recurrent_linear_attn = fla_naive.load("linear_attn").naive_recurrent_linear_attn
+naive_retention = fla_naive.load("retention").naive_retention
+naive_recurrent_simple_gla = fla_naive.load("simple_gla").naive_recurrent_simple_gla
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -1,20 +1,15 @@
 """RWKV-7 against flash-linear-attention's naive DPLR recurrence (fla/ops/generalized_delta_rule/dplr/naive.py,
 loaded by path: the package's __init__ needs triton)."""
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 import torch
 
 import attnzoo.linear as L
 from conftest import rel_rms
+import fla_naive
 
-fla = pytest.importorskip("fla")
-_path = os.path.join(os.path.dirname(fla.__file__), "ops", "generalized_delta_rule", "dplr", "naive.py")
-_spec = importlib.util.spec_from_file_location("fla_dplr_naive", _path)
-naive = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(naive)
+pytest.importorskip("fla")
+naive = fla_naive.load("generalized_delta_rule/dplr")
 
 
 def make(B=2, T=70, H=2, K=32, V=32, dtype=torch.float32, seed=0, w_value=None):
