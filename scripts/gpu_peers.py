@@ -387,13 +387,28 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 
+def table_head(*columns):
+    """The blank line, header row and rule that open one more markdown table."""
+    return ["", "| " + " | ".join(columns) + " |", "| " + " | ".join(["---"] * len(columns)) + " |"]
+
+
+def dims_text(r):
+    """A row's shape for its table cell: "name=value" pairs."""
+    return " ".join(f"{k}={v}" for k, v in r["dims"].items())
+
+
+def not_available(error, cells=1):
+    """The cells of a measurement our entry refused: its error, then "-" for the cells after it."""
+    return f"not available: {error}" + " | -" * (cells - 1)
+
+
 def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows, gemm_rows=(), conv_rows=()):
     peak_text = f"{peak:.0f} TFLOP/s" if peak else "not measured"
     device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
     lines = [f"GPU: {device} (torch {torch.__version__}); cuBLAS bf16 GEMM {GEMM_N}^3: "
-             f"{peak_text}; device copy (ours): {ours['copy_gbps']:.0f} GB/s", "",
-             "| B | T | Hq/Hkv | D | mask | ours TFLOP/s | torch flash | cuDNN | ours / flash | ours / cuDNN | ours / GEMM peak |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"{peak_text}; device copy (ours): {ours['copy_gbps']:.0f} GB/s"]
+    lines += table_head("B", "T", "Hq/Hkv", "D", "mask", "ours TFLOP/s", "torch flash", "cuDNN", "ours / flash",
+                        "ours / cuDNN", "ours / GEMM peak")
     for r in rows:
         c, p = r["case"], r["peers"]
         lines.append(f"| {c['B']} | {c['T']} | {c['Hq']}/{c['Hkv']} | {c['D']} | {'causal' if c['causal'] else 'none'} "
@@ -401,8 +416,8 @@ def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows,
                      f"{ratio(r['ours_tflops'], p.get('flash'))} | {ratio(r['ours_tflops'], p.get('cudnn'))} | "
                      f"{ratio(r['ours_tflops'], peak)} |")
     if decode_rows:
-        lines += ["", "| B | context | Hq/Hkv | D | block | cache | ours GB/s | torch flash | cuDNN | ours / copy | ours / cuDNN |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += table_head("B", "context", "Hq/Hkv", "D", "block", "cache", "ours GB/s", "torch flash", "cuDNN",
+                            "ours / copy", "ours / cuDNN")
         for r in decode_rows:
             c, p = r["case"], r["peers"]
             lines.append(f"| {c['B']} | {c['context']} | {c['Hq']}/{c['Hkv']} | {c['D']} | {c['block_size']} | "
@@ -410,55 +425,47 @@ def markdown(ours, peak, rows, decode_rows, state_rows, linear_rows, chunk_rows,
                          f"{r['ours_gbps'] / ours['copy_gbps']:.0%} | {ratio(r['ours_gbps'], p.get('cudnn'))} |")
     # Issue 26's decode targets: >= 3x the peer's time and >= 70% of the copy bandwidth.
     if state_rows or linear_rows:
-        lines += ["", "| decode (1 token) | shape | ours us | peer | peer us | ours GB/s of state | ours / copy | "
-                  "peer time / ours (target >= 3x) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += table_head("decode (1 token)", "shape", "ours us", "peer", "peer us", "ours GB/s of state",
+                            "ours / copy", "peer time / ours (target >= 3x)")
         for r in state_rows + linear_rows:
-            dims = " ".join(f"{k}={v}" for k, v in r["dims"].items())
             if not r["ours_s"]:
-                ours_text = f"not available: {r['ours_error']}"
-                lines.append(f"| {r['kernel']} | {dims} | {ours_text} | {r['peer']} | {fmt(r['peer_s'] and r['peer_s'] * 1e6)} "
-                             f"| - | - | - |")
+                lines.append(f"| {r['kernel']} | {dims_text(r)} | {not_available(r['ours_error'])} | {r['peer']} | "
+                             f"{fmt(r['peer_s'] and r['peer_s'] * 1e6)} | - | - | - |")
                 continue
             peer_us = f"{r['peer_s'] * 1e6:.0f}" if r["peer_s"] else (r["peer_note"] or "-")
-            lines.append(f"| {r['kernel']} | {dims} | {r['ours_s'] * 1e6:.0f} | {r['peer']} | {peer_us} | "
-                         f"{r['ours_gbps']:.0f} | {r['ours_gbps'] / ours['copy_gbps']:.0%} | {ratio(r['peer_s'], r['ours_s'])} |")
+            lines.append(f"| {r['kernel']} | {dims_text(r)} | {r['ours_s'] * 1e6:.0f} | {r['peer']} | {peer_us} | "
+                         f"{r['ours_gbps']:.0f} | {r['ours_gbps'] / ours['copy_gbps']:.0%} | "
+                         f"{ratio(r['peer_s'], r['ours_s'])} |")
     # Issue 26's prefill target: >= 1.5x fla's chunk_* (its time over ours).
     if chunk_rows:
-        lines += ["", "| chunked prefill | shape | ours ms | ours TFLOP/s | ours Mtok/s | peer | peer ms | peer Mtok/s | "
-                  "peer time / ours (target >= 1.5x) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += table_head("chunked prefill", "shape", "ours ms", "ours TFLOP/s", "ours Mtok/s", "peer", "peer ms",
+                            "peer Mtok/s", "peer time / ours (target >= 1.5x)")
         for r in chunk_rows:
-            dims = " ".join(f"{k}={v}" for k, v in r["dims"].items())
             peer_ms = f"{r['peer_s'] * 1e3:.2f}" if r["peer_s"] else (r["peer_note"] or "-")
             peer_tok = f"{r['tokens'] / r['peer_s'] * 1e-6:.2f}" if r["peer_s"] else "-"
-            if r["ours_s"]:
-                ours_text = f"{r['ours_s'] * 1e3:.2f} | {r['ours_tflops']:.1f} | {r['tokens'] / r['ours_s'] * 1e-6:.2f}"
-            else:
-                ours_text = f"not available: {r['ours_error']} | - | -"
-            lines.append(f"| {r['kernel']} | {dims} | {ours_text} | {r['peer']} | {peer_ms} | {peer_tok} | "
+            ours_text = (f"{r['ours_s'] * 1e3:.2f} | {r['ours_tflops']:.1f} | {r['tokens'] / r['ours_s'] * 1e-6:.2f}"
+                         if r["ours_s"] else not_available(r["ours_error"], 3))
+            lines.append(f"| {r['kernel']} | {dims_text(r)} | {ours_text} | {r['peer']} | {peer_ms} | {peer_tok} | "
                          f"{ratio(r['peer_s'], r['ours_s'])} |")
     # Issue 27's projections: our GEMM and our cuBLASLt call beside torch's at the same shape and the GEMM peak.
     if gemm_rows:
-        lines += ["", "| projection GEMM (bf16) | shape | ours TFLOP/s | our cuBLASLt call | torch F.linear | "
-                  "ours / torch | ours / GEMM peak |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += table_head("projection GEMM (bf16)", "shape", "ours TFLOP/s", "our cuBLASLt call", "torch F.linear",
+                            "ours / torch", "ours / GEMM peak")
         for r in gemm_rows:
-            dims = " ".join(f"{k}={v}" for k, v in r["dims"].items())
-            ours_text = fmt(r["ours_tflops"]) if r["ours_tflops"] else f"not available: {r['ours_error']}"
-            lt_text = fmt(r["cublaslt_tflops"]) if r["cublaslt_tflops"] else f"not available: {r['cublaslt_error']}"
-            lines.append(f"| gemm | {dims} | {ours_text} | {lt_text} | {fmt(r['torch_tflops'])} | "
+            ours_text = fmt(r["ours_tflops"]) if r["ours_tflops"] else not_available(r["ours_error"])
+            lt_text = fmt(r["cublaslt_tflops"]) if r["cublaslt_tflops"] else not_available(r["cublaslt_error"])
+            lines.append(f"| gemm | {dims_text(r)} | {ours_text} | {lt_text} | {fmt(r['torch_tflops'])} | "
                          f"{ratio(r['ours_tflops'], r['torch_tflops'])} | {ratio(r['ours_tflops'], peak)} |")
     # The short convolution's prefill: bandwidth-bound, so GB/s of x read + y written, beside each peer's.
     if conv_rows:
-        lines += ["", "| conv1d prefill (bf16, SiLU) | shape | ours ms | ours GB/s | ours / copy | causal-conv1d ms | "
-                  "fla ms | torch conv1d ms | fastest peer time / ours |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += table_head("conv1d prefill (bf16, SiLU)", "shape", "ours ms", "ours GB/s", "ours / copy",
+                            "causal-conv1d ms", "fla ms", "torch conv1d ms", "fastest peer time / ours")
         for r in conv_rows:
-            dims = " ".join(f"{k}={v}" for k, v in r["dims"].items())
             peers = [r["peers"][name]["s"] for name in r["peers"] if r["peers"][name]["s"]]
             cols = " | ".join(f"{p['s'] * 1e3:.3f}" if p["s"] else (p["note"] or "-") for p in r["peers"].values())
-            if r["ours_s"]:
-                ours_text = f"{r['ours_s'] * 1e3:.3f} | {r['ours_gbps']:.0f} | {r['ours_gbps'] / ours['copy_gbps']:.0%}"
-            else:
-                ours_text = f"not available: {r['ours_error']} | - | -"
-            lines.append(f"| conv1d_prefill | {dims} | {ours_text} | {cols} | "
+            ours_text = (f"{r['ours_s'] * 1e3:.3f} | {r['ours_gbps']:.0f} | {r['ours_gbps'] / ours['copy_gbps']:.0%}"
+                         if r["ours_s"] else not_available(r["ours_error"], 3))
+            lines.append(f"| conv1d_prefill | {dims_text(r)} | {ours_text} | {cols} | "
                          f"{ratio(min(peers) if peers else None, r['ours_s'])} |")
     return "\n".join(lines)
 
