@@ -222,6 +222,25 @@ def check_missing_tensors_are_named(src, tmp_path, names):
         expect_load_error(d, name.replace(".", r"\."))
 
 
+def check_edited_tensor_is_named(src, dst, name, edit):
+    """A checkpoint whose tensor `name` is replaced by edit(its value) (a misshapen copy) fails to load with an
+    error naming it."""
+    def apply(tensors):
+        tensors[name] = edit(tensors[name])
+    expect_load_error(copy_with(src, dst, tensors_edit=apply), name.replace(".", r"\."))
+
+
+def checkpoint_fixture(build, kind):
+    """A module-scoped fixture: the directory build(kind, directory) saved a checkpoint in, built once for the
+    module's load-error tests to copy and edit."""
+    @pytest.fixture(scope="module")
+    def checkpoint_dir(tmp_path_factory):
+        directory = tmp_path_factory.mktemp(kind)
+        build(kind, directory)
+        return directory
+    return checkpoint_dir
+
+
 def check_config_error_is_named(src, dst, match, **updates):
     """A config with `updates` applied fails to load with an error matching `match`."""
     expect_load_error(copy_with(src, dst, config_edit=lambda c: c.update(updates)), match)

@@ -205,11 +205,7 @@ def test_long_decode_holds_the_windows_flat_and_changes_no_logit(tmp_path):
     assert a.cache_bytes * 6 * (LONG // 4) == b.cache_bytes * (LONG // 4 + 5 * window_blocks)
 
 
-@pytest.fixture(scope="module")
-def gemma3_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("g3")
-    _build("gemma3", directory)
-    return directory
+gemma3_dir = checks.checkpoint_fixture(_build, "gemma3")
 
 
 def test_errors_are_named(gemma3_dir, tmp_path):

@@ -216,11 +216,7 @@ def test_f32_checkpoint_held_in_bf16(tmp_path):
     assert m.inspect()["owned_weight_bytes"] > 0
 
 
-@pytest.fixture(scope="module")
-def small_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("small")
-    _build("qwen2", directory)
-    return directory
+small_dir = checks.checkpoint_fixture(_build, "qwen2")
 
 
 def test_unknown_architecture_is_named(small_dir, tmp_path):
