@@ -193,6 +193,23 @@ def check_ragged_batch(m, ids, want, other):
     np.testing.assert_allclose(out_b[0], m.forward(np.concatenate([other, ids[:1]]))[-1], atol=ATOL, rtol=0)
 
 
+def check_fixed_state_only(m, ids, layer_kinds, per_layer):
+    """`inspect` of a model whose layers are of `layer_kinds` and each hold a fixed state of per_layer bytes and
+    nothing per token: the totals at 4K and 1M tokens are the layers' states, and so is a sequence's cache after
+    50 tokens (it does not grow). Returns the inspect dict."""
+    info = m.inspect()
+    total = len(layer_kinds) * per_layer
+    assert [layer["kind"] for layer in info["layers"]] == layer_kinds
+    for layer in info["layers"]:
+        assert layer["cache"]["fixed_bytes"] == per_layer and layer["cache"]["bytes_per_token"] == 0
+    assert info["cache_bytes_per_token"] == 0
+    assert info["cache_bytes_at"][4096] == info["cache_bytes_at"][1048576] == total
+    seq = m.new_sequence()
+    m.forward(ids[:50], seq=seq)
+    assert seq.cache_bytes == total
+    return info
+
+
 def copy_with(src, dst, config_edit=None, tensors_edit=None):
     """Copies a checkpoint, editing its config dict and / or its tensor dict in place on the way."""
     from safetensors.numpy import load_file, save_file
