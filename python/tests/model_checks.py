@@ -448,6 +448,14 @@ def check_same_gguf_tensors(ours, theirs):
             np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
+def runs_torch_forms(functions):
+    """Whether transformers runs its own PyTorch forms of `functions`: where fla, causal-conv1d or a hub kernel is
+    installed it swaps them in behind these names, and each wrapper's closure says whether it did
+    (is_new_implementation)."""
+    import inspect
+    return not any(inspect.getclosurevars(fn).nonlocals.get("is_new_implementation", True) for fn in functions)
+
+
 def define_family_tests(namespace, config, kinds, randomize, vocab, prompt_len=40, piece_orders=([1, 7, 17, 15],),
                         prefill=25, stop=None, pad_token_id=0, block_size=4, torch_path=None,
                         attn_implementation="eager", **from_config_kwargs):

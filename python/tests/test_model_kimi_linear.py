@@ -47,13 +47,9 @@ KINDS = ["moe", "dense_qlora"]
 
 def _uses_torch_path():
     """The reference must be transformers' own PyTorch KDA and causal conv, not an fla / causal-conv1d kernel."""
-    import inspect
     from transformers.models.kimi_linear import modeling_kimi_linear as mk
-    for fn in (mk.chunk_kimi_delta_attention, mk.recurrent_kimi_delta_attention, mk.causal_conv1d_fn,
-               mk.causal_conv1d_update):
-        if inspect.getclosurevars(fn).nonlocals.get("is_new_implementation", True):
-            return False
-    return True
+    return checks.runs_torch_forms((mk.chunk_kimi_delta_attention, mk.recurrent_kimi_delta_attention,
+                                    mk.causal_conv1d_fn, mk.causal_conv1d_update))
 
 
 def _randomize(model):

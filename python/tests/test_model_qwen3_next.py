@@ -52,16 +52,11 @@ KINDS = ["moe_interval", "dense_layer_types", "sparse_step_unnormalized", "qwen3
 
 def _uses_torch_path():
     """The reference must be transformers' own PyTorch Gated DeltaNet, not an fla / causal-conv1d kernel."""
-    import inspect
     from transformers.models.qwen3_5 import modeling_qwen3_5
     from transformers.models.qwen3_next import modeling_qwen3_next
-    for mod in (modeling_qwen3_next, modeling_qwen3_5):
-        for fn in (mod.torch_chunk_gated_delta_rule, mod.torch_recurrent_gated_delta_rule, mod.causal_conv1d_fn,
-                   mod.causal_conv1d_update):
-            closure = inspect.getclosurevars(fn).nonlocals
-            if closure.get("is_new_implementation", True):
-                return False
-    return True
+    return checks.runs_torch_forms(fn for mod in (modeling_qwen3_next, modeling_qwen3_5) for fn in (
+        mod.torch_chunk_gated_delta_rule, mod.torch_recurrent_gated_delta_rule, mod.causal_conv1d_fn,
+        mod.causal_conv1d_update))
 
 
 def _randomize(model):
