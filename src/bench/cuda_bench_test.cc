@@ -91,7 +91,7 @@ TEST(CudaBench, LinearRowsCountTheStateAndTheChunkedWork) {
   EXPECT_EQ(prefill[5].kernel, "gla");
   EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[5]), 4.0 * 4096 * 16 * 81920);
   // Mamba-2: C B^T once per group and, like every intra-chunk triangle here, half of it (python/attnzoo/bench/
-  // ssm.py's CPU count takes the whole square), then per head C h, the state update and half of the intra-chunk
+  // ssm.py's CPU count takes it the same way), then per head C h, the state update and half of the intra-chunk
   // product, times the batch.
   EXPECT_EQ(prefill[6].kernel, "mamba2");
   EXPECT_DOUBLE_EQ(chunk_prefill_flops(prefill[6]),

@@ -54,7 +54,7 @@ double chunk_prefill_tokens(const LinearCase& c);
 // Multiply-adds x 2 of the chunked form at chunk 64, the intra-chunk triangular products counted half:
 // delta family per token and head C (3K + 2V) + 6 K V (K K^T, the WY solve's products with K and V, Q K^T and its
 // product with the values, and Q S, W S, the state update K^T U); Mamba-2 per token 2 (G C N / 2 + H (2 N P +
-// C P / 2)): C B^T once per group (python/attnzoo/bench/ssm.py's CPU count takes its whole square).
+// C P / 2)): C B^T once per group (python/attnzoo/bench/ssm.py's CPU count is the same).
 double chunk_prefill_flops(const LinearCase& c);
 
 // Times one run of the launch given (warmup and repetitions are the timer's).
