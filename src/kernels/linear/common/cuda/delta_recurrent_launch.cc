@@ -64,6 +64,7 @@ RecurrentLaunch plan_delta_recurrent(const DeltaProblem& p) {
 
   const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
   params.units = grid.units;
+  params.rows = grid.rows;
   params.total_units = units(p);
   l.grid = unsigned(grid.ctas);
   l.threads = unsigned(grid.threads);

@@ -17,7 +17,6 @@ using cuda_linear::kCols;
 using cuda_linear::kMaxK;
 using cuda_linear::kMaxThreads;
 using cuda_linear::kMaxWarps;
-using cuda_linear::kRowsPerThread;
 
 struct Params {
   const void *q, *k, *v, *g, *beta;  // beta may be null (1)
@@ -32,6 +31,7 @@ struct Params {
   int H, HV, K, V, group;      // group = HV / H
   int slices;                  // ceil(V / kCols)
   int units;                   // units per CTA (recurrent_split.h); the CTA's threads split evenly among them
+  int rows;                    // state rows per thread: 16 or 32, the kernel instantiation that runs
   int64_t total_units;         // sequences x HV x slices
   float scale;
   bool l2norm;

@@ -59,6 +59,7 @@ RecurrentLaunch plan_rwkv7_recurrent(const Rwkv7Problem& p) {
 
   const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
   params.units = grid.units;
+  params.rows = grid.rows;
   params.total_units = units(p);
   l.grid = unsigned(grid.ctas);
   l.threads = unsigned(grid.threads);

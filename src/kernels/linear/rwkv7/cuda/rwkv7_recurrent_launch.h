@@ -17,7 +17,6 @@ using cuda_linear::kCols;
 using cuda_linear::kMaxK;
 using cuda_linear::kMaxThreads;
 using cuda_linear::kMaxWarps;
-using cuda_linear::kRowsPerThread;
 
 constexpr int kStageArrays = 12;  // shared floats per thread: r, exp(w), k, a, b twice over, the sa and o shares
 
@@ -37,6 +36,7 @@ struct Params {
   int H, K, V;
   int slices;                  // ceil(V / kCols)
   int units;                   // units per CTA (recurrent_split.h); the CTA's threads split evenly among them
+  int rows;                    // state rows per thread: 16 or 32, the kernel instantiation that runs
   int64_t total_units;         // sequences x H x slices
   float scale;
 };
