@@ -44,6 +44,21 @@ constexpr int units_per_cta(int64_t K) {
   return w >= kPackWarps ? 1 : kPackWarps / w;
 }
 
+// The kernel parameters every recurrence has (each family's Params derives from it): its states, its sequences
+// and its split.
+struct RecurrentSplitParams {
+  const float* initial_state;    // [N, heads, K, V]; null: zeros
+  float* final_state;            // [N, heads, K, V]; null: not written; may be initial_state
+  const int32_t* state_indices;  // sequence n's state row (negative: skip the sequence); null: row n
+  int64_t state_stride;          // floats between state rows
+  const int64_t* seq_offsets;    // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
+  int64_t T;
+  int slices;                    // ceil(V / kCols)
+  int units;                     // units per CTA; the CTA's threads split evenly among them
+  int rows;                      // state rows per thread: 16 or 32, the kernel instantiation that runs
+  int64_t total_units;           // sequences x heads x slices
+};
+
 // The packed launch's shape for `units` work units of state rows K.
 struct RecurrentGrid {
   int64_t ctas;
