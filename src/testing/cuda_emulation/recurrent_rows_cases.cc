@@ -1,7 +1,7 @@
 // The recurrences' rows per thread (recurrent_split.h: 16 at K <= 16, 32 above) under the CTA emulator, for each
 // of delta_recurrent_kernel.cuh (DeltaNet, Gated DeltaNet, KDA), gla_recurrent_kernel.cuh (GLA, simple GLA,
 // retention, linear attention) and rwkv7_recurrent_kernel.cuh. One ragged packed prefill (a one-token and an empty
-// sequence among them), K in {16, 32, 64, 128} with V = 40 (a part-empty last slice), run three ways: on dense
+// sequence among them), K in {12, 16, 32, 64, 128} with V = 40 (a part-empty last slice), run three ways: on dense
 // states against the double reference; at K <= 16 through the 32-row instantiation on the same plan, which must
 // agree bit for bit (its extra rows are zeros, each adding exactly 0 to every sum); and on scattered pool slots
 // with pads (index -1) mixed in, against the dense run bit for bit, every byte of the pads' outputs and slots
@@ -115,7 +115,7 @@ void check_three_ways(const Run& run, const Expected& e, const std::vector<int32
 // Sequences of 1, 6, 0, 4 and 3 tokens on slots 4, pad, 0, 2, pad of a 6-slot slab.
 const std::vector<int32_t> kCuSeqlens{0, 1, 7, 7, 11, 14}, kIndex{4, -1, 0, 2, -1};
 constexpr int64_t kSlots = 6, kV = 40;
-const int64_t kKs[] = {16, 32, 64, 128};
+const int64_t kKs[] = {12, 16, 32, 64, 128};
 
 template <class Launch>
 void launch_plan(const std::vector<int64_t>& offsets, const int64_t** slot, int rows, int* plan_rows, int64_t K,
