@@ -1,11 +1,12 @@
-// The recurrences' rows per thread (recurrent_split.h: 16 at K <= 16, 32 above) under the CTA emulator, for each
-// of delta_recurrent_kernel.cuh (DeltaNet, Gated DeltaNet, KDA), gla_recurrent_kernel.cuh (GLA, simple GLA,
-// retention, linear attention) and rwkv7_recurrent_kernel.cuh. One ragged packed prefill (a one-token and an empty
-// sequence among them), K in {12, 16, 32, 64, 128} with V = 40 (a part-empty last slice), run three ways: on dense
-// states against the double reference; at K <= 16 through the 32-row instantiation on the same plan, which must
-// agree bit for bit (its extra rows are zeros, each adding exactly 0 to every sum); and on scattered pool slots
-// with pads (index -1) mixed in, against the dense run bit for bit, every byte of the pads' outputs and slots
-// (and of the slab around the named states) untouched.
+// The recurrences' rows per thread (recurrent_split.h: 16 at K <= 16, 32 above) under the CTA emulator, for each of
+// delta_recurrent_kernel.cuh (DeltaNet, Gated DeltaNet, KDA), gla_recurrent_kernel.cuh (GLA, simple GLA, retention,
+// linear attention) and rwkv7_recurrent_kernel.cuh. One ragged packed prefill (a one-token and an empty sequence among
+// them) of three heads, V = 72 (three slices, the last part-empty: nine units a sequence, so at K <= 64 CTAs straddle
+// sequences) and K in {12, 16, 32, 64, 128}, run three ways: on dense states against the double reference; at K <= 16
+// through the 32-row instantiation on the same plan, which must agree bit for bit (its extra rows are zeros, each
+// adding exactly 0 to every sum); and on scattered pool slots with pads (index -1) mixed in, sharing CTAs with real
+// sequences, against the dense run bit for bit, every byte of the pads' outputs and slots (and of the slab around the
+// named states) untouched.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -114,7 +115,7 @@ void check_three_ways(const Run& run, const Expected& e, const std::vector<int32
 
 // Sequences of 1, 6, 0, 4 and 3 tokens on slots 4, pad, 0, 2, pad of a 6-slot slab.
 const std::vector<int32_t> kCuSeqlens{0, 1, 7, 7, 11, 14}, kIndex{4, -1, 0, 2, -1};
-constexpr int64_t kSlots = 6, kV = 40;
+constexpr int64_t kSlots = 6, kHeads = 3, kV = 72;
 const int64_t kKs[] = {12, 16, 32, 64, 128};
 
 template <class Launch>
@@ -129,7 +130,7 @@ void launch_plan(const std::vector<int64_t>& offsets, const int64_t** slot, int 
 
 void check_delta(DeltaGate gate, int64_t K, uint64_t seed) {
   testing::DeltaCase c;
-  c.B = 1, c.T = kCuSeqlens.back(), c.H = 1, c.HV = 2, c.K = K, c.V = kV, c.gate = gate, c.initial_state = true;
+  c.B = 1, c.T = kCuSeqlens.back(), c.H = 1, c.HV = kHeads, c.K = K, c.V = kV, c.gate = gate, c.initial_state = true;
   c.l2norm = true, c.cu_seqlens = kCuSeqlens;
   SCOPED_TRACE(c.label() + " gate=" + std::to_string(int(gate)));
   const testing::DeltaInputs in(c, seed);
@@ -219,12 +220,12 @@ void check_gla(testing::GlaDeviceCase c, uint64_t seed) {
                    kSlots, seed);
 }
 
-// Every family but the normalised linear attention (its z is not pool-addressed); HV = 2H.
+// Every family but the normalised linear attention (its z is not pool-addressed); HV = 3H.
 TEST(EmulatedRecurrentRows, Gla) {
   uint64_t seed = 950;
   for (int64_t K : kKs) {
     testing::GlaDeviceCase shape;
-    shape.B = 1, shape.T = kCuSeqlens.back(), shape.H = 1, shape.HV = 2, shape.K = K, shape.V = kV;
+    shape.B = 1, shape.T = kCuSeqlens.back(), shape.H = 1, shape.HV = kHeads, shape.K = K, shape.V = kV;
     shape.cu_seqlens = kCuSeqlens, shape.initial_state = true;
     for (const testing::GlaDeviceCase& c : testing::gla_family_cases(shape, {{FeatureMap::relu, false}}))
       check_gla(c, seed++);
@@ -235,7 +236,7 @@ TEST(EmulatedRecurrentRows, Gla) {
 
 void check_rwkv7(int64_t K, uint64_t seed) {
   testing::Rwkv7Case c;
-  c.B = 1, c.T = kCuSeqlens.back(), c.H = 2, c.K = K, c.V = kV, c.cu_seqlens = kCuSeqlens;
+  c.B = 1, c.T = kCuSeqlens.back(), c.H = kHeads, c.K = K, c.V = kV, c.cu_seqlens = kCuSeqlens;
   SCOPED_TRACE(c.label());
   const testing::Rwkv7Inputs in(c, seed);
   const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
