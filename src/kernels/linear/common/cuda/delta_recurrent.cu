@@ -10,9 +10,19 @@
 namespace attnzoo {
 namespace cuda_delta {
 
+template <DeltaGate kGate, int kRows>
+__global__ void __launch_bounds__(cuda_linear::bound_threads(kRows), cuda_linear::bound_ctas(kRows))
+    delta_recurrent_kernel(const Params p) {
+  delta_recurrent_rows<kGate, kRows>(p);
+}
+
 template <DeltaGate kGate>
-__global__ void __launch_bounds__(kMaxThreads) delta_recurrent_kernel(const Params p) {
-  delta_recurrent_cta<kGate>(p);
+void launch_rows(const RecurrentLaunch& plan, cudaStream_t stream) {
+  const dim3 grid(plan.grid), block(plan.threads);
+  if (plan.params.rows == 16)
+    delta_recurrent_kernel<kGate, 16><<<grid, block, 0, stream>>>(plan.params);
+  else
+    delta_recurrent_kernel<kGate, 32><<<grid, block, 0, stream>>>(plan.params);
 }
 
 }  // namespace cuda_delta
@@ -21,19 +31,15 @@ void recurrent_delta_cuda(const DeltaProblem& p, Stream stream) {
   cuda_delta::RecurrentLaunch plan = cuda_delta::plan_delta_recurrent(p);
   if (plan.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  cuda_delta::Params& params = plan.params;
-  const dim3 grid(plan.grid), block(plan.threads);
   auto launch = [&] {
     switch (p.gate) {
-      case DeltaGate::none: delta_recurrent_kernel<DeltaGate::none><<<grid, block, 0, cuda_stream>>>(params); break;
-      case DeltaGate::head: delta_recurrent_kernel<DeltaGate::head><<<grid, block, 0, cuda_stream>>>(params); break;
-      case DeltaGate::channel:
-        delta_recurrent_kernel<DeltaGate::channel><<<grid, block, 0, cuda_stream>>>(params);
-        break;
+      case DeltaGate::none: cuda_delta::launch_rows<DeltaGate::none>(plan, cuda_stream); break;
+      case DeltaGate::head: cuda_delta::launch_rows<DeltaGate::head>(plan, cuda_stream); break;
+      case DeltaGate::channel: cuda_delta::launch_rows<DeltaGate::channel>(plan, cuda_stream); break;
     }
     cuda_check(cudaGetLastError(), "delta_recurrent_kernel launch");
   };
-  cuda_linear::launch_with_offsets(plan.seq_offsets, cuda_stream, &params.seq_offsets, launch);
+  cuda_linear::launch_with_offsets(plan.seq_offsets, cuda_stream, &plan.params.seq_offsets, launch);
 }
 
 }  // namespace attnzoo

@@ -5,12 +5,13 @@
 // o = r + (qn . kn) u is S_new^T qn without a second pass over S, as the CPU kernel does it.
 //
 // Work split (recurrent_split.h): a unit per (sequence, value head, slice of kCols = 32 state columns), several
-// units to a CTA when K is small; warp w of a unit holds state rows [32 w, 32 w + 32) of the slice, lane c column
-// c, one float per row in registers (kRowsPerThread of them). So a warp's load of one state row is one coalesced
-// 128-byte segment, p and r are per-thread dot products over the thread's rows plus a sum over the unit's warps
-// through shared memory, and k, q and the decays of a token are staged in shared memory once (the unit's thread i
-// stages row i) and read as broadcasts. The state is read once before the first token and written once after the
-// last. The units of a CTA share its two barriers per token; each reads only its own stretch of the staging.
+// units to a CTA when K is small; warp w of a unit holds state rows [R w, R w + R) of the slice, lane c column c,
+// one float per row in registers (R = kRows, 16 or 32 as the plan picks for K). So a warp's load of one state row
+// is one coalesced 128-byte segment, p and r are per-thread dot products over the thread's rows plus a sum over the
+// unit's warps through shared memory, and k, q and the decays of a token are staged in shared memory once (the
+// unit's thread i stages row i) and read as broadcasts. The state is read once before the first token and written
+// once after the last. The units of a CTA share its two barriers per token; each reads only its own stretch of the
+// staging.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -42,10 +43,12 @@ struct Stage {
   float2 partial[kMaxThreads];  // per thread: its rows' share of (S^T k, S^T q)
 };
 
-template <DeltaGate kGate>
-__device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
+// One instantiation per (gate, rows per thread); delta_recurrent.cu makes each its own kernel, so each keeps its
+// own register count.
+template <DeltaGate kGate, int kRows>
+__device__ __forceinline__ void delta_recurrent_rows(const Params& p) {
   __shared__ Stage st;
-  RecurrentCta cta = recurrent_cta(p.units, p.total_units, p.slices, p.HV, p.V, p.T, p.seq_offsets);
+  RecurrentCta cta = recurrent_cta(kRows, p.units, p.total_units, p.slices, p.HV, p.V, p.T, p.seq_offsets);
   const int lane = cta.tid % 32, warps = (int(blockDim.x) / p.units) / 32, warp0 = cta.base / 32;
   const int tid = int(threadIdx.x), unit = cta.unit, base = cta.base;
   // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose unit touches nothing
@@ -59,7 +62,7 @@ __device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
   const int64_t state_at = (slot < 0 ? 0 : slot) * p.state_stride + int64_t(hv) * p.K * p.V + col;
-  float s[kRowsPerThread];
+  float s[kRows];
   load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
 
   for (int64_t t = 0; t < cta.steps; ++t) {
@@ -95,7 +98,7 @@ __device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
     float pk = 0.f, pq = 0.f;
     if (active) {
 #pragma unroll
-      for (int j = 0; j < kRowsPerThread; ++j) {
+      for (int j = 0; j < kRows; ++j) {
         const int r = base + row0 + j;
         if (kGate == DeltaGate::head) s[j] *= st.a_head[b][unit];
         if (kGate == DeltaGate::channel) s[j] *= st.a[b][r];
@@ -120,10 +123,18 @@ __device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
       store_elem(p.o, p.o_t, (row * p.HV + hv) * p.V + col, fmaf(qk_all * k_norm * q_norm, u, pq_all * q_norm));
     const float ku = k_norm * u;
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) s[j] = fmaf(st.k[b][base + row0 + j], ku, s[j]);
+    for (int j = 0; j < kRows; ++j) s[j] = fmaf(st.k[b][base + row0 + j], ku, s[j]);
   }
 
   store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);
+}
+
+// The instantiation the plan picked (p.rows), for callers that run one CTA function for every plan (the kernel
+// emulator); on the GPU both branches in one kernel would cost the larger one's registers.
+template <DeltaGate kGate>
+__device__ __forceinline__ void delta_recurrent_cta(const Params& p) {
+  if (p.rows == 16) return delta_recurrent_rows<kGate, 16>(p);
+  delta_recurrent_rows<kGate, 32>(p);
 }
 
 }  // namespace attnzoo::cuda_delta

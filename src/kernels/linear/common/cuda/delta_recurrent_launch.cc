@@ -1,37 +1,27 @@
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 
-#include <string>
 #include <utility>
 
-#include "core/error.h"
-#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
+#include "kernels/linear/common/cuda/recurrent_split_plan.h"
 
 namespace attnzoo {
 namespace {
 using cuda_linear::require_aligned;
-using cuda_linear::require_grid_fits;
 using namespace cuda_delta;
 
-std::string str(int64_t v) { return std::to_string(v); }
-
-int64_t units(const DeltaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
+int64_t units(const DeltaProblem& p) { return cuda_linear::recurrent_units(p.seqs.count(), p.HV, p.V); }
 
 }  // namespace
 
 void check_cuda_delta_recurrent(const DeltaProblem& p) {
-  require(p.K <= kMaxK, "q", [&] {
-    return "K=" + str(p.K) + " exceeds " + str(kMaxK) + ", the widest state rows the CUDA recurrence keeps in " +
-           "registers";
-  });
+  cuda_linear::require_recurrent_split(p.K, units(p), "q", "sequences x value heads x ceil(V / 32)");
   for (auto [t, name] : {std::pair{&p.q, "q"}, {&p.k, "k"}, {&p.v, "v"}, {&p.g, "g"}, {&p.beta, "beta"},
                          {&p.o, "o"}})
     if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
   if (p.initial_state) require_aligned(p.initial_state, sizeof(float), "initial_state");
   if (p.final_state) require_aligned(p.final_state, sizeof(float), "final_state");
-  // A unit per (sequence, value head, 32 columns), units_per_cta(K) of them to a CTA on a one-dimensional grid.
-  require_grid_fits(cuda_linear::recurrent_grid(units(p), p.K).ctas, "v",
-                    "sequences x value heads x ceil(V / 32) / units per CTA");
 }
 
 namespace cuda_delta {
@@ -58,15 +48,9 @@ RecurrentLaunch plan_delta_recurrent(const DeltaProblem& p) {
   params.T = p.T;
   params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
   params.group = int(p.group());
-  params.slices = int((p.V + kCols - 1) / kCols);
   params.scale = p.scale;
   params.l2norm = p.l2norm;
-
-  const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
-  params.units = grid.units;
-  params.total_units = units(p);
-  l.grid = unsigned(grid.ctas);
-  l.threads = unsigned(grid.threads);
+  cuda_linear::plan_recurrent_split(l, units(p), p.K, p.V);
   return l;
 }
 

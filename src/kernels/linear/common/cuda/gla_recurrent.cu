@@ -16,9 +16,19 @@
 namespace attnzoo {
 namespace cuda_gla {
 
+template <GateKind kGate, int kRows>
+__global__ void __launch_bounds__(cuda_linear::bound_threads(kRows), cuda_linear::bound_ctas(kRows))
+    gla_recurrent_kernel(const Params p) {
+  gla_recurrent_rows<kGate, kRows>(p);
+}
+
 template <GateKind kGate>
-__global__ void __launch_bounds__(kMaxThreads) gla_recurrent_kernel(const Params p) {
-  gla_recurrent_cta<kGate>(p);
+void launch_rows(const RecurrentLaunch& l, cudaStream_t stream) {
+  const dim3 grid(l.grid), block(l.threads);
+  if (l.params.rows == 16)
+    gla_recurrent_kernel<kGate, 16><<<grid, block, 0, stream>>>(l.params);
+  else
+    gla_recurrent_kernel<kGate, 32><<<grid, block, 0, stream>>>(l.params);
 }
 
 }  // namespace cuda_gla
@@ -34,16 +44,11 @@ void recurrent_gla_cuda(const GlaProblem& p, Stream stream) {
   RecurrentLaunch l = plan_gla_recurrent(p);
   if (l.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
-  const dim3 grid(l.grid), block(l.threads);
   auto launch = [&] {
     switch (l.gate) {
-      case GateKind::none: gla_recurrent_kernel<GateKind::none><<<grid, block, 0, cuda_stream>>>(l.params); break;
-      case GateKind::scalar:
-        gla_recurrent_kernel<GateKind::scalar><<<grid, block, 0, cuda_stream>>>(l.params);
-        break;
-      case GateKind::channel:
-        gla_recurrent_kernel<GateKind::channel><<<grid, block, 0, cuda_stream>>>(l.params);
-        break;
+      case GateKind::none: launch_rows<GateKind::none>(l, cuda_stream); break;
+      case GateKind::scalar: launch_rows<GateKind::scalar>(l, cuda_stream); break;
+      case GateKind::channel: launch_rows<GateKind::channel>(l, cuda_stream); break;
     }
     cuda_check(cudaGetLastError(), "gla_recurrent_kernel launch");
   };

@@ -4,14 +4,14 @@
 //   S <- diag(a) S + k'^T v;   o = q' S;   with the normaliser z <- a z + k', o /= q' . z + 1e-10
 // Decay, write and read touch each state element once, in one pass, as the CPU kernel does.
 //
-// Work split as the delta kernel's (delta_recurrent_kernel.cuh, recurrent_split.h): a unit per (sequence, value
-// head, slice of kCols = 32 state columns), several units to a CTA when K is small, sharing its barriers; warp w
-// of a unit holds state rows [32 w, 32 w + 32) of the slice, lane c column c, one float per row in registers. A
-// warp's load of a state row is one coalesced 128-byte segment; k', q' and the channel decays of a token are
-// staged in shared memory (the unit's thread i stages row i) and read as broadcasts; o is each thread's dot
-// product over its rows plus a sum over the unit's warps through shared memory. The normaliser's z is per key
-// row, not per column, so the unit's thread i keeps z_i in a register (every slice's unit recomputes it: K adds,
-// cheaper than sharing it). The state is read once before the first token and written once after the last.
+// Work split as the delta kernel's (delta_recurrent_kernel.cuh, recurrent_split.h): a unit per (sequence, value head,
+// slice of kCols = 32 state columns), several units to a CTA when K is small, sharing its barriers; warp w of a unit
+// holds state rows [R w, R w + R) of the slice, lane c column c, one float per row in registers (R = kRows, 16 or 32 as
+// the plan picks for K). A warp's load of a state row is one coalesced 128-byte segment; k', q' and the channel decays
+// of a token are staged in shared memory (the unit's thread i stages row i) and read as broadcasts; o is each thread's
+// dot product over its rows plus a sum over the unit's warps through shared memory. The normaliser's z is per key row,
+// not per column, so the unit's thread i keeps z_i in a register (every slice's unit recomputes it: K adds, cheaper
+// than sharing it). The state is read once before the first token and written once after the last.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -48,10 +48,12 @@ __device__ __forceinline__ float feature(FeatureMap f, float x) {
   }
 }
 
-template <GateKind kGate>
-__device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
+// One instantiation per (gate, rows per thread); gla_recurrent.cu makes each its own kernel, so each keeps its
+// own register count.
+template <GateKind kGate, int kRows>
+__device__ __forceinline__ void gla_recurrent_rows(const Params& p) {
   __shared__ Stage st;
-  RecurrentCta cta = recurrent_cta(p.units, p.total_units, p.slices, p.HV, p.V, p.T, p.seq_offsets);
+  RecurrentCta cta = recurrent_cta(kRows, p.units, p.total_units, p.slices, p.HV, p.V, p.T, p.seq_offsets);
   const int tid = int(threadIdx.x), lane = cta.tid % 32, warps = int(blockDim.x) / p.units / 32;
   const int base = cta.base, warp0 = base / 32;
   // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose unit touches nothing
@@ -67,7 +69,7 @@ __device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
   const int64_t state_at = (slot < 0 ? 0 : slot) * p.state_stride + int64_t(hv) * p.K * p.V + col;
-  float s[kRowsPerThread];
+  float s[kRows];
   load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
   const int64_t z_at = (n * p.H + h) * p.K + cta.tid;
   float z = p.normalize && p.initial_z && has_row ? p.initial_z[z_at] : 0.f;
@@ -107,7 +109,7 @@ __device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
     float acc = 0.f;
     if (active) {
 #pragma unroll
-      for (int j = 0; j < kRowsPerThread; ++j) {
+      for (int j = 0; j < kRows; ++j) {
         const int r = row0 + j;
         const float decay = kGate == GateKind::channel ? st.a[r] : a;
         s[j] = fmaf(decay, s[j], st.k[r] * v);
@@ -128,6 +130,14 @@ __device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
   // Every value head of a group carries the same z; the first one's first slice writes it.
   if (p.normalize && p.final_z && has_row && cta.slice == 0 && hv % p.group == 0) p.final_z[z_at] = z;
   store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);
+}
+
+// The instantiation the plan picked (p.rows), for callers that run one CTA function for every plan (the kernel
+// emulator); on the GPU both branches in one kernel would cost the larger one's registers.
+template <GateKind kGate>
+__device__ __forceinline__ void gla_recurrent_cta(const Params& p) {
+  if (p.rows == 16) return gla_recurrent_rows<kGate, 16>(p);
+  gla_recurrent_rows<kGate, 32>(p);
 }
 
 }  // namespace attnzoo::cuda_gla

@@ -1,30 +1,24 @@
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 
-#include <string>
 #include <tuple>
 #include <utility>
 
 #include "core/error.h"
-#include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
+#include "kernels/linear/common/cuda/launch_checks.h"
+#include "kernels/linear/common/cuda/recurrent_split_plan.h"
 
 namespace attnzoo {
 namespace {
 using cuda_linear::require_aligned;
-using cuda_linear::require_grid_fits;
 using namespace cuda_gla;
 
-std::string str(int64_t v) { return std::to_string(v); }
-
-int64_t units(const GlaProblem& p) { return p.seqs.count() * p.HV * ((p.V + kCols - 1) / kCols); }
+int64_t units(const GlaProblem& p) { return cuda_linear::recurrent_units(p.seqs.count(), p.HV, p.V); }
 
 }  // namespace
 
 void check_cuda_gla_recurrent(const GlaProblem& p) {
-  require(p.K <= kMaxK, "q", [&] {
-    return "K=" + str(p.K) + " exceeds " + str(kMaxK) + ", the widest state rows the CUDA recurrence keeps in " +
-           "registers";
-  });
+  cuda_linear::require_recurrent_split(p.K, units(p), "q", "sequences x value heads x ceil(V / 32)");
   for (auto [data, dtype, name] : {std::tuple{p.q, p.q_dtype, "q"}, {p.k, p.k_dtype, "k"}, {p.v, p.v_dtype, "v"},
                                    {p.g, p.g_dtype, "g"}, {static_cast<const void*>(p.o), p.o_dtype, "o"}})
     if (data) require_aligned(data, dtype_size(dtype), name);
@@ -34,9 +28,6 @@ void check_cuda_gla_recurrent(const GlaProblem& p) {
   if (p.g_gamma && !p.g_gamma_device.is_cpu()) require_aligned(p.g_gamma, sizeof(float), "g_gamma");
   require(!p.final_z || p.final_z != p.initial_z, "final_z",
           "must not be initial_z on CUDA: every thread block of a key head reads initial_z, one writes final_z");
-  // A unit per (sequence, value head, 32 columns), units_per_cta(K) of them to a CTA on a one-dimensional grid.
-  require_grid_fits(cuda_linear::recurrent_grid(units(p), p.K).ctas, "v",
-                    "sequences x value heads x ceil(V / 32) / units per CTA");
 }
 
 namespace cuda_gla {
@@ -64,16 +55,10 @@ RecurrentLaunch plan_gla_recurrent(const GlaProblem& p) {
   params.T = p.T;
   params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
   params.group = int(p.group());
-  params.slices = int((p.V + kCols - 1) / kCols);
   params.scale = p.scale;
   params.feature_map = p.feature_map;
   params.normalize = p.normalize;
-
-  const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
-  params.units = grid.units;
-  params.total_units = units(p);
-  l.grid = unsigned(grid.ctas);
-  l.threads = unsigned(grid.threads);
+  cuda_linear::plan_recurrent_split(l, units(p), p.K, p.V);
   return l;
 }
 

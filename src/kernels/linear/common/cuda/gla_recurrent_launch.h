@@ -18,25 +18,16 @@ using cuda_linear::kCols;
 using cuda_linear::kMaxK;
 using cuda_linear::kMaxThreads;
 using cuda_linear::kMaxWarps;
-using cuda_linear::kRowsPerThread;
 
-struct Params {
+// The states' heads are the value heads (HV).
+struct Params : cuda_linear::RecurrentSplitParams {
   const void *q, *k, *v, *g;  // g: null without a data-dependent gate
   void* o;
   Elem q_t, k_t, v_t, g_t, o_t;
   const float* g_gamma;        // [HV] constant log decay added to a scalar gate; null: none
-  const float* initial_state;  // [N, HV, K, V]; null: zeros
-  float* final_state;          // [N, HV, K, V]; null: not written; may be initial_state
-  const int32_t* state_indices;  // sequence n's state row (negative: skip the sequence); null: row n
-  int64_t state_stride;          // floats between state rows
   const float* initial_z;      // [N, 1, H, K] (normalize); null: zeros
   float* final_z;              // [N, 1, H, K] (normalize); null: not written
-  const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
-  int64_t T;
   int H, HV, K, V, group;      // group = HV / H
-  int slices;                  // ceil(V / kCols)
-  int units;                   // units per CTA (recurrent_split.h); the CTA's threads split evenly among them
-  int64_t total_units;         // sequences x HV x slices
   float scale;
   FeatureMap feature_map;
   bool normalize;

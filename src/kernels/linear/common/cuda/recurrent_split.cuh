@@ -31,10 +31,11 @@ __device__ __forceinline__ int64_t sequence_length(int64_t n, int64_t T, const i
   return seq_offsets ? seq_offsets[n + 1] - seq_offsets[n] : T;
 }
 
-// `total` units of which each CTA holds `units`. The CTA's units share its barriers, so all of its threads run
-// `steps` tokens in lockstep (a decode step's units all have one; a packed prefill's short sequences idle).
-__device__ __forceinline__ RecurrentCta recurrent_cta(int units, int64_t total, int slices, int heads, int V,
-                                                      int64_t T, const int64_t* seq_offsets) {
+// `total` units of which each CTA holds `units`, warps of `rows` state rows. The CTA's units share its barriers, so
+// all of its threads run `steps` tokens in lockstep (a decode step's units all have one; a packed prefill's short
+// sequences idle).
+__device__ __forceinline__ RecurrentCta recurrent_cta(int rows, int units, int64_t total, int slices, int heads,
+                                                      int V, int64_t T, const int64_t* seq_offsets) {
   RecurrentCta c;
   const int unit_threads = int(blockDim.x) / units;
   c.unit = int(threadIdx.x) / unit_threads;
@@ -50,7 +51,7 @@ __device__ __forceinline__ RecurrentCta recurrent_cta(int units, int64_t total, 
   c.n = u / heads;
   c.col = c.slice * kCols + c.tid % 32;
   c.has_col = c.live && c.col < V;
-  c.row0 = c.tid / 32 * kRowsPerThread;
+  c.row0 = c.tid / 32 * rows;
   c.begin = c.n * T, c.length = T;
   if (seq_offsets) c.begin = seq_offsets[c.n], c.length = seq_offsets[c.n + 1] - c.begin;
   if (!c.live) c.length = 0;
@@ -64,20 +65,22 @@ __device__ __forceinline__ RecurrentCta recurrent_cta(int units, int64_t total, 
 }
 
 // s <- rows row0.. of the column at `state` (rows V apart, K of them), zeros where there is no state or column.
-__device__ __forceinline__ void load_state_column(float (&s)[kRowsPerThread], const float* state, int K, int V,
+template <int kRows>
+__device__ __forceinline__ void load_state_column(float (&s)[kRows], const float* state, int K, int V,
                                                   const RecurrentCta& c) {
 #pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
+  for (int j = 0; j < kRows; ++j) {
     const int r = c.row0 + j;
     s[j] = state && c.has_col && r < K ? state[int64_t(r) * V] : 0.f;
   }
 }
 
-__device__ __forceinline__ void store_state_column(const float (&s)[kRowsPerThread], float* state, int K, int V,
+template <int kRows>
+__device__ __forceinline__ void store_state_column(const float (&s)[kRows], float* state, int K, int V,
                                                    const RecurrentCta& c) {
   if (!state || !c.has_col) return;
 #pragma unroll
-  for (int j = 0; j < kRowsPerThread; ++j) {
+  for (int j = 0; j < kRows; ++j) {
     const int r = c.row0 + j;
     if (r < K) state[int64_t(r) * V] = s[j];
   }

@@ -10,9 +10,11 @@
 namespace attnzoo {
 namespace cuda_rwkv7 {
 
-__global__ void __launch_bounds__(kMaxThreads) rwkv7_recurrent_kernel(const Params p) {
+template <int kRows>
+__global__ void __launch_bounds__(cuda_linear::bound_threads(kRows), cuda_linear::bound_ctas(kRows))
+    rwkv7_recurrent_kernel(const Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
-  rwkv7_recurrent_cta(p, smem);
+  rwkv7_recurrent_rows<kRows>(p, smem);
 }
 
 }  // namespace cuda_rwkv7
@@ -22,7 +24,11 @@ void recurrent_rwkv7_cuda(const Rwkv7Problem& p, Stream stream) {
   if (l.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   auto launch = [&] {
-    cuda_rwkv7::rwkv7_recurrent_kernel<<<dim3(l.grid), dim3(l.threads), l.smem_bytes, cuda_stream>>>(l.params);
+    const dim3 grid(l.grid), block(l.threads);
+    if (l.params.rows == 16)
+      cuda_rwkv7::rwkv7_recurrent_kernel<16><<<grid, block, l.smem_bytes, cuda_stream>>>(l.params);
+    else
+      cuda_rwkv7::rwkv7_recurrent_kernel<32><<<grid, block, l.smem_bytes, cuda_stream>>>(l.params);
     cuda_check(cudaGetLastError(), "rwkv7_recurrent_kernel launch");
   };
   cuda_linear::launch_with_offsets(l.seq_offsets, cuda_stream, &l.params.seq_offsets, launch);

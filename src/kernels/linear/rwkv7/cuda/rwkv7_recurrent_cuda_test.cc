@@ -113,6 +113,16 @@ TEST(CudaRwkv7Recurrent, MatchesPackedSmallStates) {
   check(c, false, 501);
 }
 
+// K <= 16 runs the 16-row kernel (recurrent_split.h): ragged sequences of 1, 7, 0 and 33 tokens sharing CTAs, and
+// a decode step with K off the rows (12) and V off the slices (40).
+TEST(CudaRwkv7Recurrent, MatchesSixteenRowStates) {
+  REQUIRE_GPU();
+  Rwkv7Case c = shape(1, 41, 3, 16, 40);
+  c.cu_seqlens = {0, 1, 8, 8, 41};
+  check(c, false, 510);
+  check(shape(9, 1, 2, 12, 40), true, 511);
+}
+
 TEST(CudaRwkv7Recurrent, MatchesShapesAndDecays) {
   REQUIRE_GPU();
   check(shape(2, 65, 2, 100, 36), false, 300);      // K != V, off the tiles

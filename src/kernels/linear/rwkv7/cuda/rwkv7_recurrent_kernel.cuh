@@ -4,14 +4,15 @@
 // Every column of S evolves on its own (sa_j and v_j are per column), so splitting V over CTAs needs no traffic
 // between them; the rows meet in two sums per token (sa, then o).
 //
-// Work split as the delta kernel's (delta_recurrent_kernel.cuh, recurrent_split.h): a unit per (sequence, head,
-// slice of kCols = 32 state columns), several units to a CTA when K is small; warp w of a unit holds state rows
-// [32 w, 32 w + 32) of the slice, lane c column c, one float per row in registers. A warp's load of a state row is
-// one coalesced 128-byte segment; r, exp(w), k, a and b of a token are staged in shared memory (the unit's thread
-// i stages row i) and read as broadcasts. Two barriers per token, shared by the CTA's units: the first publishes
-// the token's staging (and the last token's output shares, summed by the unit's warp 0 then), the second the
-// shares of sa. The state is read once before the first token and written once after the last. The staging is
-// sized by the block (dynamic shared memory): RWKV-7's 64-row heads pack two units into a 4-warp, 6 KiB block.
+// Work split as the delta kernel's (delta_recurrent_kernel.cuh, recurrent_split.h): a unit per (sequence, head, slice
+// of kCols = 32 state columns), several units to a CTA when K is small; warp w of a unit holds state rows
+// [R w, R w + R) of the slice, lane c column c, one float per row in registers (R = kRows, 16 or 32 as the plan picks
+// for K). A warp's load of a state row is one coalesced 128-byte segment; r, exp(w), k, a and b of a token are staged
+// in shared memory (the unit's thread i stages row i) and read as broadcasts. Two barriers per token, shared by the
+// CTA's units: the first publishes the token's staging (and the last token's output shares, summed by the unit's warp 0
+// then), the second the shares of sa. The state is read once before the first token and written once after the last.
+// The staging is sized by the block (dynamic shared memory): RWKV-7's 64-row heads pack two units into a 4-warp, 6 KiB
+// block.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -52,9 +53,12 @@ __device__ __forceinline__ void store_output(const Params& p, const Stage& st, i
   store_elem(p.o, p.o_t, at, o);
 }
 
-__device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned char* smem) {
+// One instantiation per rows per thread; rwkv7_recurrent.cu makes each its own kernel, so each keeps its own
+// register count.
+template <int kRows>
+__device__ __forceinline__ void rwkv7_recurrent_rows(const Params& p, unsigned char* smem) {
   const Stage st{reinterpret_cast<float*>(smem), int(blockDim.x)};
-  RecurrentCta cta = recurrent_cta(p.units, p.total_units, p.slices, p.H, p.V, p.T, p.seq_offsets);
+  RecurrentCta cta = recurrent_cta(kRows, p.units, p.total_units, p.slices, p.H, p.V, p.T, p.seq_offsets);
   const int tid = int(threadIdx.x), lane = cta.tid % 32, warps = int(blockDim.x) / p.units / 32, base = cta.base;
   // A pool-addressed state (ssm_state_indices): a negative row is a padded batch row, whose unit touches nothing
   // but still keeps the CTA's barriers.
@@ -66,7 +70,7 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned ch
 
   // Element (row 0, col) of this head's state; rows are p.V apart.
   const int64_t state_at = (slot < 0 ? 0 : slot) * p.state_stride + int64_t(h) * p.K * p.V + col;
-  float s[kRowsPerThread];
+  float s[kRows];
   load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
 
   for (int64_t t = 0; t < cta.steps; ++t) {
@@ -95,7 +99,7 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned ch
     if (t > 0 && t <= length && stores) store_output(p, st, base, warps, lane, ((row - 1) * p.H + h) * p.V + col);
     float sa = 0.f;
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) sa = fmaf(a_s[row0 + j], s[j], sa);
+    for (int j = 0; j < kRows; ++j) sa = fmaf(a_s[row0 + j], s[j], sa);
     st.sa()[tid] = sa;
     __syncthreads();
     if (!active) continue;  // after the token's last barrier; an idle unit's state stays as it is
@@ -104,7 +108,7 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned ch
     for (int w = 0; w < warps; ++w) sa_all += st.sa()[base + w * 32 + lane];
     float o = 0.f;
 #pragma unroll
-    for (int j = 0; j < kRowsPerThread; ++j) {
+    for (int j = 0; j < kRows; ++j) {
       const int r = row0 + j;
       s[j] = fmaf(k_s[r], v, fmaf(b_s[r], sa_all, decay_s[r] * s[j]));
       o = fmaf(r_s[r], s[j], o);
@@ -118,6 +122,13 @@ __device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned ch
   }
 
   store_state_column(s, p.final_state ? p.final_state + state_at : nullptr, p.K, p.V, cta);
+}
+
+// The instantiation the plan picked (p.rows), for callers that run one CTA function for every plan (the kernel
+// emulator); on the GPU both branches in one kernel would cost the larger one's registers.
+__device__ __forceinline__ void rwkv7_recurrent_cta(const Params& p, unsigned char* smem) {
+  if (p.rows == 16) return rwkv7_recurrent_rows<16>(p, smem);
+  rwkv7_recurrent_rows<32>(p, smem);
 }
 
 }  // namespace attnzoo::cuda_rwkv7

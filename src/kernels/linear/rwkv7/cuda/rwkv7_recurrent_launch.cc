@@ -1,36 +1,28 @@
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
 
-#include <string>
 #include <tuple>
 
-#include "core/error.h"
 #include "kernels/linear/common/cuda/launch_checks.h"
+#include "kernels/linear/common/cuda/recurrent_split_plan.h"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
 
 namespace attnzoo {
 namespace {
 using cuda_linear::require_aligned;
-using cuda_linear::require_grid_fits;
 using namespace cuda_rwkv7;
 
-int64_t units(const Rwkv7Problem& p) { return p.seqs.count() * p.H * ((p.V + kCols - 1) / kCols); }
+int64_t units(const Rwkv7Problem& p) { return cuda_linear::recurrent_units(p.seqs.count(), p.H, p.V); }
 
 }  // namespace
 
 void check_cuda_rwkv7_recurrent(const Rwkv7Problem& p) {
-  require(p.K <= kMaxK, "r", [&] {
-    return "K=" + std::to_string(p.K) + " exceeds " + std::to_string(kMaxK) +
-           ", the widest state rows the CUDA recurrence keeps in registers";
-  });
+  cuda_linear::require_recurrent_split(p.K, units(p), "r", "sequences x heads x ceil(V / 32)");
   for (auto [data, dtype, name] : {std::tuple{p.r, p.r_dtype, "r"}, {p.w, p.w_dtype, "w"}, {p.k, p.k_dtype, "k"},
                                    {p.v, p.v_dtype, "v"}, {p.a, p.a_dtype, "a"}, {p.b, p.b_dtype, "b"},
                                    {static_cast<const void*>(p.o), p.o_dtype, "o"}})
     if (data) require_aligned(data, dtype_size(dtype), name);
   if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
   if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
-  // A unit per (sequence, head, 32 columns), units_per_cta(K) of them to a CTA on a one-dimensional grid.
-  require_grid_fits(cuda_linear::recurrent_grid(units(p), p.K).ctas, "v",
-                    "sequences x heads x ceil(V / 32) / units per CTA");
 }
 
 namespace cuda_rwkv7 {
@@ -54,14 +46,8 @@ RecurrentLaunch plan_rwkv7_recurrent(const Rwkv7Problem& p) {
   params.state_stride = p.state_stride;
   params.T = p.T;
   params.H = int(p.H), params.K = int(p.K), params.V = int(p.V);
-  params.slices = int((p.V + kCols - 1) / kCols);
   params.scale = p.scale;
-
-  const cuda_linear::RecurrentGrid grid = cuda_linear::recurrent_grid(units(p), p.K);
-  params.units = grid.units;
-  params.total_units = units(p);
-  l.grid = unsigned(grid.ctas);
-  l.threads = unsigned(grid.threads);
+  cuda_linear::plan_recurrent_split(l, units(p), p.K, p.V);
   l.smem_bytes = stage_bytes(l.threads);
   return l;
 }

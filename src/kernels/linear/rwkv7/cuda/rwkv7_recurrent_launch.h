@@ -17,27 +17,17 @@ using cuda_linear::kCols;
 using cuda_linear::kMaxK;
 using cuda_linear::kMaxThreads;
 using cuda_linear::kMaxWarps;
-using cuda_linear::kRowsPerThread;
 
 constexpr int kStageArrays = 12;  // shared floats per thread: r, exp(w), k, a, b twice over, the sa and o shares
 
 // The kernel's dynamic shared memory for a block of `threads` (its units' K rounded up to whole warps).
 constexpr unsigned stage_bytes(unsigned threads) { return kStageArrays * threads * unsigned(sizeof(float)); }
 
-struct Params {
+struct Params : cuda_linear::RecurrentSplitParams {
   const void *r, *w, *k, *v, *a, *b;
   void* o;
   Elem r_t, w_t, k_t, v_t, a_t, b_t, o_t;
-  const float* initial_state;  // [N, H, K, V]; null: zeros
-  float* final_state;          // [N, H, K, V]; null: not written; may be initial_state
-  const int32_t* state_indices;  // sequence n's state row (negative: skip the sequence); null: row n
-  int64_t state_stride;          // floats between state rows
-  const int64_t* seq_offsets;  // N + 1 token rows of packed sequences; null: sequence n is rows [n T, n T + T)
-  int64_t T;
   int H, K, V;
-  int slices;                  // ceil(V / kCols)
-  int units;                   // units per CTA (recurrent_split.h); the CTA's threads split evenly among them
-  int64_t total_units;         // sequences x H x slices
   float scale;
 };
 
