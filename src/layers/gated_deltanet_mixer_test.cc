@@ -65,14 +65,7 @@ TEST(GatedDeltaNetMixer, PiecesCarryConvTailAndStateExactly) {
   EXPECT_EQ(m.cache_spec().bytes_per_token(), 0);
 
   // The explainer's trace reads each value head's state norm after a forward pass.
-  testing::MixerHarness harness(m);
-  const auto s = harness.new_sequence();
-  Batch b;
-  b.add(*s, std::vector<int32_t>(20, 0));
-  std::vector<float> y(size_t(20 * f.c.hidden));
-  harness.forward(x.view.ptr<float>(), b, y.data());
-  LayerTrace trace;
-  harness.trace(x.view.ptr<float>(), b, trace);
+  const LayerTrace trace = testing::trace_after_prefill(m, x.view.ptr<float>(), 20, f.c.hidden);
   EXPECT_EQ(trace.kind, "linear_attention");
   ASSERT_EQ(int64_t(trace.state_norms.size()), f.c.num_v_heads);
   for (float n : trace.state_norms) EXPECT_GT(n, 0.f);

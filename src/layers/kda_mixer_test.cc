@@ -120,14 +120,7 @@ TEST(KdaMixer, TraceReportsEveryHeadsStateNorm) {
   KdaFixture f;
   const KdaMixer m = f.build();
   HostTensor x(DType::f32, {12, f.c.hidden}, 41);
-  testing::MixerHarness harness(m);
-  const auto s = harness.new_sequence();
-  Batch b;
-  b.add(*s, std::vector<int32_t>(12, 0));
-  std::vector<float> y(size_t(12 * f.c.hidden));
-  harness.forward(x.view.ptr<float>(), b, y.data());
-  LayerTrace trace;
-  harness.trace(x.view.ptr<float>(), b, trace);
+  const LayerTrace trace = testing::trace_after_prefill(m, x.view.ptr<float>(), 12, f.c.hidden);
   EXPECT_EQ(trace.kind, "linear_attention");
   ASSERT_EQ(int64_t(trace.state_norms.size()), f.c.num_heads);
   for (float n : trace.state_norms) EXPECT_GT(n, 0.f);
