@@ -4,7 +4,7 @@
 
 #include "chat/builtins.h"
 #include "chat/error.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace attnzoo::chat {
 
@@ -32,7 +32,7 @@ std::vector<std::string> code_points(const std::string& s) {
   std::vector<std::string> out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const size_t n = std::min(tok::utf8::char_length(static_cast<unsigned char>(s[i])), s.size() - i);
+    const size_t n = std::min(utf8::char_length(static_cast<unsigned char>(s[i])), s.size() - i);
     out.push_back(s.substr(i, n));
     i += n;
   }

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "chat/error.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace attnzoo::chat {
 
@@ -323,7 +323,7 @@ class Lexer {
           }
           pos_ += n;
           if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail(pos_ - n - 2, "escape is not a Unicode scalar value");
-          tok::utf8::append(out, cp);
+          utf8::append(out, cp);
           break;
         }
         default:
@@ -344,7 +344,7 @@ class Lexer {
 }  // namespace
 
 std::vector<Token> tokenize(std::string_view source, const LexOptions& options) {
-  if (!tok::utf8::is_valid(source)) throw TemplateError(TemplateError::Kind::syntax, 0, 0, "the template is not valid UTF-8");
+  if (!utf8::is_valid(source)) throw TemplateError(TemplateError::Kind::syntax, 0, 0, "the template is not valid UTF-8");
   // Jinja reads \r\n, \r and \n alike as line breaks and writes \n.
   std::string text;
   text.reserve(source.size());

@@ -1,6 +1,6 @@
 #include "chat/text.h"
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace attnzoo::chat::text {
 namespace {
@@ -14,7 +14,7 @@ std::vector<Char> chars_of(const std::string& s) {
   std::vector<Char> out;
   for (size_t i = 0; i < s.size();) {
     uint32_t cp = 0;
-    size_t n = tok::utf8::decode(s, i, &cp);
+    size_t n = utf8::decode(s, i, &cp);
     if (n == 0) {  // not reachable for validated text; step one byte rather than loop
       cp = static_cast<unsigned char>(s[i]);
       n = 1;

@@ -9,10 +9,10 @@
 #include "cli/generation_flags.h"
 #include "cli/usage.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "engine/perplexity.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::cli {
 namespace {
@@ -65,7 +65,7 @@ int run_perplexity(const std::vector<std::string>& args) {
   PerplexityArgs a = parse_args(args);
   const std::string text = read_text_file("-f", a.file);
   if (text.empty()) throw ArgumentError("-f: '" + a.file + "' is empty: perplexity needs a text to score");
-  require(tok::utf8::is_valid(text), "-f", "'" + a.file + "' is not UTF-8 text");
+  require(utf8::is_valid(text), "-f", "'" + a.file + "' is not UTF-8 text");
   const auto model = Model::load(a.flags.model, load_options(a.flags));
   check_perplexity_options(a.options, model->info().max_position_embeddings);  // before tokenizing
   std::fprintf(stderr, "perplexity: formats\n%s", describe_formats(model->info().formats, "  ").c_str());

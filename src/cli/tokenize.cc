@@ -8,10 +8,10 @@
 #include "cli/tokenizer_report.h"
 #include "cli/usage.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "loader/json.h"
 #include "loader/load_error.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::cli {
 namespace {
@@ -59,7 +59,7 @@ std::string escape(const std::string& bytes) {
   for (size_t i = 0; i < bytes.size();) {
     const unsigned char c = static_cast<unsigned char>(bytes[i]);
     uint32_t cp = 0;
-    const size_t n = c < 0x80 ? 1 : tok::utf8::decode(bytes, i, &cp);
+    const size_t n = c < 0x80 ? 1 : utf8::decode(bytes, i, &cp);
     if (c == '\\') out += "\\\\";
     else if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
@@ -78,7 +78,7 @@ std::string escape(const std::string& bytes) {
 }
 
 // JSON string literal; the text is made valid UTF-8 first.
-std::string json_string(const std::string& bytes) { return json::quote(tok::utf8::lossy(bytes)); }
+std::string json_string(const std::string& bytes) { return json::quote(utf8::lossy(bytes)); }
 
 int print_tokens(const tok::Tokenizer& t, const TokenizeArgs& a) {
   const std::vector<int32_t> ids = t.encode(a.text, a.add_special);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace attnzoo::cli {
 
@@ -53,7 +53,7 @@ int print_tokenizer_report(const tok::Tokenizer& t, const std::string& path) {
   double seconds = 0;
   for (size_t n = 0; n < lines.size(); ++n) {
     const std::string& line = lines[n];
-    if (!tok::utf8::is_valid(line)) {
+    if (!utf8::is_valid(line)) {
       ++invalid;
       continue;
     }

@@ -31,6 +31,14 @@ std::vector<int32_t> draws(Sampler& s, const std::vector<float>& logits, int n, 
   return out;
 }
 
+// The ids n draws of a fresh Sampler(p) reach: the filters' support, once n is large.
+std::set<int32_t> drawn_ids(const SamplingParams& p, const std::vector<float>& logits, int n) {
+  Sampler s(p);
+  std::set<int32_t> seen;
+  for (int32_t id : draws(s, logits, n)) seen.insert(id);
+  return seen;
+}
+
 double entropy_of_draws(const std::vector<int32_t>& ids, size_t vocab) {
   std::vector<double> c(vocab, 0);
   for (auto id : ids) c[size_t(id)] += 1;
@@ -162,10 +170,7 @@ TEST(Sampler, TopKKeepsTiesWithTheKthAsHuggingFace) {
   const std::vector<float> x = {1.f, 3.f, 2.f, 2.f, 0.f};
   SamplingParams p;
   p.top_k = 2;
-  Sampler s(p);
-  std::set<int32_t> seen;
-  for (int32_t id : draws(s, x, 3000)) seen.insert(id);
-  EXPECT_EQ(seen, (std::set<int32_t>{1, 2, 3}));
+  EXPECT_EQ(drawn_ids(p, x, 3000), (std::set<int32_t>{1, 2, 3}));
 }
 
 TEST(Sampler, TopPKeepsTheSmallestNucleus) {
@@ -174,20 +179,14 @@ TEST(Sampler, TopPKeepsTheSmallestNucleus) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = -float(i) * std::log(2.f);
   SamplingParams p;
   p.top_p = 0.8f;
-  Sampler s(p);
-  std::set<int32_t> seen;
-  for (int32_t id : draws(s, x, 3000)) seen.insert(id);
-  EXPECT_EQ(seen, (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(drawn_ids(p, x, 3000), (std::set<int32_t>{0, 1, 2}));
 }
 
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
   const std::vector<float> x = {0.f, std::log(0.5f), std::log(0.2f), std::log(0.09f), std::log(0.01f)};
   SamplingParams p;
   p.min_p = 0.1f;
-  Sampler s(p);
-  std::set<int32_t> seen;
-  for (int32_t id : draws(s, x, 4000)) seen.insert(id);
-  EXPECT_EQ(seen, (std::set<int32_t>{0, 1, 2}));
+  EXPECT_EQ(drawn_ids(p, x, 4000), (std::set<int32_t>{0, 1, 2}));
 }
 
 TEST(Sampler, LowerTemperatureLowersEntropy) {

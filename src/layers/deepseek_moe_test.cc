@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "testing/random_gated_experts.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -88,29 +89,14 @@ TEST(DeepseekRouting, RejectsBadGroups) {
   EXPECT_THROW(route({.top_k = 0, .n_group = 2, .topk_group = 1}), ArgumentError);
 }
 
-struct MoeFixture {
-  int64_t H = 24, I = 12, E = 8, S = 20;
+struct MoeFixture : testing::RandomGatedExperts {
   HostTensor router{DType::f32, {E, H}, 1, 0.5f}, bias{DType::f32, {E}, 2, 0.1f};
-  std::vector<HostTensor> gate, up, down;
-  HostTensor sg{DType::f32, {S, H}, 90, 0.3f}, su{DType::f32, {S, H}, 91, 0.3f}, sd{DType::f32, {H, S}, 92, 0.3f};
   DeepseekMoeConfig c{.top_k = 3, .n_group = 4, .topk_group = 2, .norm_topk_prob = true, .routed_scaling_factor = 1.7f};
 
-  MoeFixture() {
-    for (int64_t e = 0; e < E; ++e) {
-      gate.emplace_back(DType::f32, std::vector<int64_t>{I, H}, 10 + e, 0.3f);
-      up.emplace_back(DType::f32, std::vector<int64_t>{I, H}, 30 + e, 0.3f);
-      down.emplace_back(DType::bf16, std::vector<int64_t>{H, I}, 50 + e, 0.3f);
-    }
-  }
-  GatedMlp mlp(const HostTensor& g, const HostTensor& u, const HostTensor& d) const {
-    return GatedMlp(Linear::from_weights(g.view, {}, "g"), Linear::from_weights(u.view, {}, "u"),
-                    Linear::from_weights(d.view, {}, "d"), Activation::silu, "mlp");
-  }
+  MoeFixture() : RandomGatedExperts(/*hidden=*/24, /*width=*/12, /*experts=*/8, /*shared_width=*/20) {}
   DeepseekMoe build() const {
-    std::vector<GatedMlp> experts;
-    for (int64_t e = 0; e < E; ++e) experts.push_back(mlp(gate[size_t(e)], up[size_t(e)], down[size_t(e)]));
-    return DeepseekMoe(c, Linear::from_weights(router.view, {}, "router"), bias.view, std::move(experts),
-                       mlp(sg, su, sd), "moe");
+    return DeepseekMoe(c, Linear::from_weights(router.view, {}, "router"), bias.view, experts(), shared_expert(),
+                       "moe");
   }
 };
 
@@ -123,7 +109,7 @@ TEST(DeepseekMoe, MatchesTokenByTokenDefinition) {
   moe.forward(x.view.ptr<float>(), T, got.data());
   MoeRouting routing;
   moe.route(x.view.ptr<float>(), T, routing);
-  const GatedMlp shared = f.mlp(f.sg, f.su, f.sd);
+  const GatedMlp shared = f.shared_expert();
   std::vector<int> used(size_t(f.E), 0);
   for (int64_t t = 0; t < T; ++t) {
     const float* xt = x.view.ptr<float>() + t * f.H;
@@ -134,7 +120,7 @@ TEST(DeepseekMoe, MatchesTokenByTokenDefinition) {
     for (int64_t j = 0; j < f.c.top_k; ++j) {
       const int32_t e = routing.experts[size_t(t * f.c.top_k + j)];
       used[size_t(e)] = 1;
-      f.mlp(f.gate[size_t(e)], f.up[size_t(e)], f.down[size_t(e)]).forward(xt, 1, y.data());
+      f.expert(e).forward(xt, 1, y.data());
       for (int64_t i = 0; i < f.H; ++i) want[size_t(i)] += double(routing.weights[size_t(t * f.c.top_k + j)]) * y[size_t(i)];
     }
     for (int64_t i = 0; i < f.H; ++i) ASSERT_NEAR(got[size_t(t * f.H + i)], want[size_t(i)], 1e-4) << t << " " << i;
@@ -148,10 +134,8 @@ TEST(DeepseekMoe, MatchesTokenByTokenDefinition) {
 TEST(DeepseekMoe, RejectsWrongBiasShape) {
   MoeFixture f;
   HostTensor short_bias(DType::f32, {f.E - 1}, 3);
-  std::vector<GatedMlp> experts;
-  for (int64_t e = 0; e < f.E; ++e) experts.push_back(f.mlp(f.gate[size_t(e)], f.up[size_t(e)], f.down[size_t(e)]));
   try {
-    DeepseekMoe(f.c, Linear::from_weights(f.router.view, {}, "router"), short_bias.view, std::move(experts),
+    DeepseekMoe(f.c, Linear::from_weights(f.router.view, {}, "router"), short_bias.view, f.experts(),
                 std::nullopt, "layers.3.mlp");
     FAIL() << "expected ArgumentError";
   } catch (const ArgumentError& e) {

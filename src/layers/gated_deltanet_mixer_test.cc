@@ -47,34 +47,16 @@ struct MixerFixture {
   }
 };
 
-// Runs x [T, hidden] through the mixer in pieces of the given sizes, carrying the state.
-std::vector<float> run_pieces(const GatedDeltaNetMixer& m, const float* x, const std::vector<int64_t>& pieces) {
-  const int64_t H = m.config().hidden;
-  int64_t T = 0;
-  for (int64_t p : pieces) T += p;
-  std::vector<float> y(size_t(T * H));
-  testing::MixerHarness harness(m);
-  const auto s = harness.new_sequence();
-  int64_t at = 0;
-  for (int64_t p : pieces) {
-    Batch b;
-    b.add(*s, std::vector<int32_t>(size_t(p), 0));
-    harness.forward(x + at * H, b, y.data() + at * H);
-    at += p;
-  }
-  return y;
-}
-
 TEST(GatedDeltaNetMixer, PiecesCarryConvTailAndStateExactly) {
   MixerFixture f;
   const GatedDeltaNetMixer m = f.build();
   HostTensor x(DType::f32, {150, f.c.hidden}, 9);
-  const auto whole = run_pieces(m, x.view.ptr<float>(), {150});
+  const auto whole = testing::run_mixer_pieces(m, x.view.ptr<float>(), f.c.hidden, {150});
   double scale = 0;
   for (float v : whole) scale = std::max(scale, double(std::fabs(v)));
   ASSERT_GT(scale, 1e-3);
   for (const auto& pieces : std::vector<std::vector<int64_t>>{{1, 2, 1, 17, 64, 65}, std::vector<int64_t>(150, 1)}) {
-    const auto got = run_pieces(m, x.view.ptr<float>(), pieces);
+    const auto got = testing::run_mixer_pieces(m, x.view.ptr<float>(), f.c.hidden, pieces);
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], whole[i], 2e-5 * (1 + scale)) << i;
   }
   // The slot: the conv tail padded to a cache line, then the state.
@@ -83,14 +65,7 @@ TEST(GatedDeltaNetMixer, PiecesCarryConvTailAndStateExactly) {
   EXPECT_EQ(m.cache_spec().bytes_per_token(), 0);
 
   // The explainer's trace reads each value head's state norm after a forward pass.
-  testing::MixerHarness harness(m);
-  const auto s = harness.new_sequence();
-  Batch b;
-  b.add(*s, std::vector<int32_t>(20, 0));
-  std::vector<float> y(size_t(20 * f.c.hidden));
-  harness.forward(x.view.ptr<float>(), b, y.data());
-  LayerTrace trace;
-  harness.trace(x.view.ptr<float>(), b, trace);
+  const LayerTrace trace = testing::trace_after_prefill(m, x.view.ptr<float>(), 20, f.c.hidden);
   EXPECT_EQ(trace.kind, "linear_attention");
   ASSERT_EQ(int64_t(trace.state_norms.size()), f.c.num_v_heads);
   for (float n : trace.state_norms) EXPECT_GT(n, 0.f);
@@ -103,7 +78,8 @@ TEST(GatedDeltaNetMixer, BatchedDecodeMatchesSingleSequences) {
   HostTensor x(DType::f32, {2, 10, H}, 11);
   const float* xa = x.view.ptr<float>();
   const float* xb = xa + 10 * H;
-  const auto want_a = run_pieces(m, xa, {9, 1}), want_b = run_pieces(m, xb, {9, 1});
+  const auto want_a = testing::run_mixer_pieces(m, xa, H, {9, 1}),
+             want_b = testing::run_mixer_pieces(m, xb, H, {9, 1});
   testing::MixerHarness harness(m);
   const auto a = harness.new_sequence(), b = harness.new_sequence();
   std::vector<float> y(size_t(10 * H));
@@ -156,8 +132,8 @@ TEST(GatedDeltaNetMixer, SplitSourcesRegroupedPerTokenMatchOneFusedProjection) {
   };
   EXPECT_EQ(r, 2);
   HostTensor x(DType::f32, {70, Hd}, 23);
-  const auto a = run_pieces(build(true), x.view.ptr<float>(), {69, 1});
-  const auto b = run_pieces(build(false), x.view.ptr<float>(), {69, 1});
+  const auto a = testing::run_mixer_pieces(build(true), x.view.ptr<float>(), Hd, {69, 1});
+  const auto b = testing::run_mixer_pieces(build(false), x.view.ptr<float>(), Hd, {69, 1});
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << i;
 }
 

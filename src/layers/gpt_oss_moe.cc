@@ -170,43 +170,17 @@ void GptOssMoe::forward(const float* x, int64_t T, float* out) const {
   MoeRouting routing;
   route(x, T, routing);
 
-  std::vector<std::vector<int64_t>> assigned(static_cast<size_t>(E));  // entries: t * k + slot
-  for (int64_t i = 0; i < T * k; ++i) assigned[size_t(routing.experts[size_t(i)])].push_back(i);
-  std::vector<int32_t> active;
-  for (int64_t e = 0; e < E; ++e)
-    if (!assigned[size_t(e)].empty()) active.push_back(int32_t(e));
-
-  std::vector<float> slots(size_t(T * k * H));  // each (token, slot)'s weighted expert output
-  auto run_expert = [&](int64_t a) {
-    const int32_t e = active[size_t(a)];
-    const auto& rows = assigned[size_t(e)];
-    const int64_t n = int64_t(rows.size());
-    const GptOssExpert& ex = experts_[size_t(e)];
-    std::vector<float> in(size_t(n * H)), g(size_t(n * I)), u(size_t(n * I)), h(size_t(n * I)), res(size_t(n * H));
-    for (int64_t r = 0; r < n; ++r) std::copy_n(x + (rows[size_t(r)] / k) * H, H, in.data() + r * H);
-    Linear::forward_shared({{&ex.gate, g.data()}, {&ex.up, u.data()}}, in.data(), n);
-    for (int64_t r = 0; r < n; ++r)
-      gpt_oss_clamped_swiglu(g.data() + r * I, u.data() + r * I, config_.alpha, config_.limit, h.data() + r * I, I);
-    ex.down.forward(h.data(), n, res.data());
-    for (int64_t r = 0; r < n; ++r) {
-      const float w = routing.weights[size_t(rows[size_t(r)])];
-      float* dst = slots.data() + rows[size_t(r)] * H;
-      for (int64_t i = 0; i < H; ++i) dst[i] = w * res[size_t(r * H + i)];
-    }
-  };
-  // Enough busy experts to fill the pool: one task each. Otherwise experts in turn, each projection using the pool.
-  const int64_t A = int64_t(active.size());
-  if (A >= ThreadPool::global().num_threads())
-    ThreadPool::global().parallel_for(A, [&](int64_t a, int) { run_expert(a); });
-  else
-    for (int64_t a = 0; a < A; ++a) run_expert(a);
-
-  std::fill(out, out + T * H, 0.f);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j) {
-      const float* src = slots.data() + (t * k + j) * H;
-      for (int64_t i = 0; i < H; ++i) out[t * H + i] += src[i];
-    }
+  run_routed_experts(
+      E, H,
+      [&](int32_t e, const float* in, int64_t n, float* res) {
+        const GptOssExpert& ex = experts_[size_t(e)];
+        std::vector<float> g(size_t(n * I)), u(size_t(n * I)), h(size_t(n * I));
+        Linear::forward_shared({{&ex.gate, g.data()}, {&ex.up, u.data()}}, in, n);
+        for (int64_t r = 0; r < n; ++r)
+          gpt_oss_clamped_swiglu(g.data() + r * I, u.data() + r * I, config_.alpha, config_.limit, h.data() + r * I, I);
+        ex.down.forward(h.data(), n, res);
+      },
+      routing, k, x, T, out, /*accumulate=*/false);
 }
 
 }  // namespace attnzoo

@@ -52,24 +52,6 @@ struct KdaFixture {
   KdaMixer build() const { return KdaMixer(c, weights(), "mixer"); }
 };
 
-// Runs x [T, hidden] through the mixer in pieces of the given sizes, carrying the state.
-std::vector<float> run_pieces(const KdaMixer& m, const float* x, const std::vector<int64_t>& pieces) {
-  const int64_t H = m.config().hidden;
-  int64_t T = 0;
-  for (int64_t p : pieces) T += p;
-  std::vector<float> y(size_t(T * H));
-  testing::MixerHarness harness(m);
-  const auto s = harness.new_sequence();
-  int64_t at = 0;
-  for (int64_t p : pieces) {
-    Batch b;
-    b.add(*s, std::vector<int32_t>(size_t(p), 0));
-    harness.forward(x + at * H, b, y.data() + at * H);
-    at += p;
-  }
-  return y;
-}
-
 double max_abs(const std::vector<float>& v) {
   double m = 0;
   for (float x : v) m = std::max(m, double(std::fabs(x)));
@@ -81,14 +63,14 @@ TEST(KdaMixer, PrefillPiecesAndDecodeStepsMatchOnePrefill) {
   const KdaMixer m = f.build();
   const int64_t T = 140;
   HostTensor x(DType::f32, {T, f.c.hidden}, 21);
-  const auto whole = run_pieces(m, x.view.ptr<float>(), {T});
+  const auto whole = testing::run_mixer_pieces(m, x.view.ptr<float>(), f.c.hidden, {T});
   const double scale = max_abs(whole);
   ASSERT_GT(scale, 1e-3);
   for (float y : whole) ASSERT_TRUE(std::isfinite(y));
   // Pieces shorter than the conv tail, around chunk boundaries, and pure token-by-token decode.
   for (const auto& pieces : std::vector<std::vector<int64_t>>{{1, 2, 1, 17, 64, 55}, {100, 40},
                                                                std::vector<int64_t>(size_t(T), 1)}) {
-    const auto got = run_pieces(m, x.view.ptr<float>(), pieces);
+    const auto got = testing::run_mixer_pieces(m, x.view.ptr<float>(), f.c.hidden, pieces);
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], whole[i], 2e-5 * (1 + scale)) << i;
   }
   EXPECT_EQ(m.cache_spec().fixed_bytes(),
@@ -107,7 +89,8 @@ TEST(KdaMixer, RaggedTwoSequenceBatchMatchesSeparateRuns) {
   std::vector<float> a_in(xa, xa + Ta * H), b_in(xb, xb + Tb * H);
   a_in.insert(a_in.end(), xnext, xnext + H);
   b_in.insert(b_in.end(), xnext + H, xnext + 2 * H);
-  const auto want_a = run_pieces(m, a_in.data(), {Ta, 1}), want_b = run_pieces(m, b_in.data(), {Tb, 1});
+  const auto want_a = testing::run_mixer_pieces(m, a_in.data(), H, {Ta, 1}),
+             want_b = testing::run_mixer_pieces(m, b_in.data(), H, {Tb, 1});
 
   testing::MixerHarness harness(m);
   const auto a = harness.new_sequence(), b = harness.new_sequence();
@@ -137,14 +120,7 @@ TEST(KdaMixer, TraceReportsEveryHeadsStateNorm) {
   KdaFixture f;
   const KdaMixer m = f.build();
   HostTensor x(DType::f32, {12, f.c.hidden}, 41);
-  testing::MixerHarness harness(m);
-  const auto s = harness.new_sequence();
-  Batch b;
-  b.add(*s, std::vector<int32_t>(12, 0));
-  std::vector<float> y(size_t(12 * f.c.hidden));
-  harness.forward(x.view.ptr<float>(), b, y.data());
-  LayerTrace trace;
-  harness.trace(x.view.ptr<float>(), b, trace);
+  const LayerTrace trace = testing::trace_after_prefill(m, x.view.ptr<float>(), 12, f.c.hidden);
   EXPECT_EQ(trace.kind, "linear_attention");
   ASSERT_EQ(int64_t(trace.state_norms.size()), f.c.num_heads);
   for (float n : trace.state_norms) EXPECT_GT(n, 0.f);

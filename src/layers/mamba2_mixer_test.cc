@@ -50,23 +50,6 @@ struct Mamba2Fixture {
   }
 };
 
-// Runs `mixer` as the only layer of each sequence over the given pieces and returns the outputs row by row.
-std::vector<float> run_pieces(const SequenceMixer& mixer, const std::vector<float>& x, int64_t hidden,
-                              const std::vector<int64_t>& pieces) {
-  testing::MixerHarness harness(mixer);
-  const auto seq = harness.new_sequence();
-  std::vector<float> out(x.size());
-  int64_t start = 0;
-  for (int64_t n : pieces) {
-    Batch b;
-    std::vector<int32_t> ids(size_t(n), 0);
-    b.add(*seq, ids);
-    harness.forward(x.data() + start * hidden, b, out.data() + start * hidden);
-    start += n;
-  }
-  return out;
-}
-
 TEST(Mamba2Mixer, PiecesAndRaggedBatchesMatchOneShot) {
   for (int64_t groups : {1, 2})
     for (int64_t width : {2, 4}) {
@@ -75,8 +58,8 @@ TEST(Mamba2Mixer, PiecesAndRaggedBatchesMatchOneShot) {
       const int64_t T = 40, Hd = f.c.hidden;
       testing::HostTensor xs(DType::f32, {T * Hd}, 9);
       const std::vector<float> x(xs.view.ptr<float>(), xs.view.ptr<float>() + T * Hd);
-      const std::vector<float> whole = run_pieces(*mixer, x, Hd, {T});
-      const std::vector<float> pieces = run_pieces(*mixer, x, Hd, {1, 2, 17, 1, 19});
+      const std::vector<float> whole = testing::run_mixer_pieces(*mixer, x.data(), Hd, {T});
+      const std::vector<float> pieces = testing::run_mixer_pieces(*mixer, x.data(), Hd, {1, 2, 17, 1, 19});
       for (size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(pieces[i], whole[i], 1e-5 * (1 + std::fabs(whole[i])));
       // Two sequences in one ragged call: the second's output equals running it alone.
       testing::MixerHarness harness(*mixer);
@@ -90,7 +73,7 @@ TEST(Mamba2Mixer, PiecesAndRaggedBatchesMatchOneShot) {
       std::vector<float> out(xx.size());
       harness.forward(xx.data(), batch, out.data());
       for (int64_t i = 0; i < T * Hd; ++i) ASSERT_NEAR(out[size_t(i)], whole[size_t(i)], 1e-5 * (1 + std::fabs(whole[size_t(i)])));
-      const std::vector<float> alone = run_pieces(*mixer, std::vector<float>(x.begin(), x.begin() + 7 * Hd), Hd, {7});
+      const std::vector<float> alone = testing::run_mixer_pieces(*mixer, x.data(), Hd, {7});
       for (int64_t i = 0; i < 7 * Hd; ++i) ASSERT_NEAR(out[size_t(T * Hd + i)], alone[size_t(i)], 1e-5 * (1 + std::fabs(alone[size_t(i)])));
       EXPECT_EQ(mixer->cache_spec().fixed_bytes(), a->bytes());
     }
@@ -128,8 +111,9 @@ TEST(ParallelMixer, SumsScaledBranchesAndKeepsItsState) {
   std::vector<float> half(x);
   for (float& v : half) v *= 0.5f;
   auto single = f.make();
-  const std::vector<float> a = run_pieces(*single, half, Hd, {T}), b = run_pieces(*single, x, Hd, {T});
-  const std::vector<float> got = run_pieces(par, x, Hd, {3, 1, 16});
+  const std::vector<float> a = testing::run_mixer_pieces(*single, half.data(), Hd, {T});
+  const std::vector<float> b = testing::run_mixer_pieces(*single, x.data(), Hd, {T});
+  const std::vector<float> got = testing::run_mixer_pieces(par, x.data(), Hd, {3, 1, 16});
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], 2.f * a[i] - b[i], 1e-5 * (1 + std::fabs(b[i])));
   EXPECT_EQ(par.kind(), "mamba2+mamba2");
   EXPECT_EQ(par.cache_spec().fixed_bytes(), 2 * single->cache_spec().fixed_bytes());

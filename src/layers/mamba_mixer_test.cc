@@ -114,23 +114,6 @@ struct MambaFixture {
   }
 };
 
-// Runs `mixer` as the only layer of one sequence over the given pieces and returns the outputs row by row.
-std::vector<float> run_pieces(const SequenceMixer& mixer, const std::vector<float>& x, int64_t hidden,
-                              const std::vector<int64_t>& pieces) {
-  testing::MixerHarness harness(mixer);
-  const auto seq = harness.new_sequence();
-  std::vector<float> out(x.size());
-  int64_t start = 0;
-  for (int64_t n : pieces) {
-    Batch b;
-    std::vector<int32_t> ids(size_t(n), 0);
-    b.add(*seq, ids);
-    harness.forward(x.data() + start * hidden, b, out.data() + start * hidden);
-    start += n;
-  }
-  return out;
-}
-
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, size_t offset = 0) {
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[offset + i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << "at " << i;
@@ -146,10 +129,10 @@ TEST(MambaMixer, MatchesReferenceInPiecesDecodeAndRaggedBatches) {
       testing::HostTensor xs(DType::f32, {T * Hd}, 11);
       const std::vector<float> x(xs.view.ptr<float>(), xs.view.ptr<float>() + T * Hd);
       const std::vector<float> want = f.reference(x, T);
-      const std::vector<float> whole = run_pieces(*mixer, x, Hd, {T});
+      const std::vector<float> whole = testing::run_mixer_pieces(*mixer, x.data(), Hd, {T});
       expect_close(whole, want);
-      expect_close(run_pieces(*mixer, x, Hd, {1, 17, 1, 1, 30, 20}), whole);
-      expect_close(run_pieces(*mixer, x, Hd, std::vector<int64_t>(size_t(T), 1)), whole);  // decode only
+      expect_close(testing::run_mixer_pieces(*mixer, x.data(), Hd, {1, 17, 1, 1, 30, 20}), whole);
+      expect_close(testing::run_mixer_pieces(*mixer, x.data(), Hd, std::vector<int64_t>(size_t(T), 1)), whole);  // decode only
 
       // Three sequences in one call (a 40-token prefill, a decode token, a 7-token prefill), then all three
       // decoding together (the parallel-over-sequences schedule): each matches running it alone.
@@ -164,8 +147,8 @@ TEST(MambaMixer, MatchesReferenceInPiecesDecodeAndRaggedBatches) {
       std::vector<float> out(xx.size());
       harness.forward(xx.data(), first, out.data());
       expect_close(out, std::vector<float>(whole.begin(), whole.begin() + 40 * Hd));
-      const std::vector<float> b_alone = run_pieces(*mixer, std::vector<float>(x.begin() + 40 * Hd, x.begin() + 42 * Hd), Hd, {2});
-      const std::vector<float> d_alone = run_pieces(*mixer, std::vector<float>(x.begin() + 50 * Hd, x.begin() + 58 * Hd), Hd, {8});
+      const std::vector<float> b_alone = testing::run_mixer_pieces(*mixer, x.data() + 40 * Hd, Hd, {2});
+      const std::vector<float> d_alone = testing::run_mixer_pieces(*mixer, x.data() + 50 * Hd, Hd, {8});
       expect_close(out, std::vector<float>(b_alone.begin(), b_alone.begin() + Hd), size_t(40 * Hd));
       expect_close(out, std::vector<float>(d_alone.begin(), d_alone.begin() + 7 * Hd), size_t(41 * Hd));
       Batch step;

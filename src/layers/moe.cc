@@ -79,10 +79,9 @@ void SparseMoe::route(const float* x, int64_t T, MoeRouting& out) const {
   route_softmax_top_k(logits.data(), T, E, config_.top_k, config_.normalize_top_k, out);
 }
 
-template <class Expert>
-void run_routed_experts(const std::vector<Expert>& experts, const MoeRouting& routing, int64_t k, const float* x,
-                        int64_t T, float* out, bool accumulate) {
-  const int64_t E = int64_t(experts.size()), H = experts[0].hidden();
+void run_routed_experts(int64_t num_experts, int64_t hidden, const RunExpert& run_expert, const MoeRouting& routing,
+                        int64_t k, const float* x, int64_t T, float* out, bool accumulate) {
+  const int64_t E = num_experts, H = hidden;
   std::vector<std::vector<int64_t>> assigned(static_cast<size_t>(E));  // entries: t * k + slot
   for (int64_t i = 0; i < T * k; ++i) assigned[size_t(routing.experts[size_t(i)])].push_back(i);
   std::vector<int32_t> active;
@@ -90,13 +89,13 @@ void run_routed_experts(const std::vector<Expert>& experts, const MoeRouting& ro
     if (!assigned[size_t(e)].empty()) active.push_back(int32_t(e));
 
   std::vector<float> slots(size_t(T * k * H));  // each (token, slot)'s weighted expert output
-  auto run_expert = [&](int64_t a) {
+  auto run_active = [&](int64_t a) {
     const int32_t e = active[size_t(a)];
     const auto& rows = assigned[size_t(e)];
     const int64_t n = int64_t(rows.size());
     std::vector<float> in(size_t(n * H)), res(size_t(n * H));
     for (int64_t r = 0; r < n; ++r) std::copy_n(x + (rows[size_t(r)] / k) * H, H, in.data() + r * H);
-    experts[size_t(e)].forward(in.data(), n, res.data());
+    run_expert(e, in.data(), n, res.data());
     for (int64_t r = 0; r < n; ++r) {
       const float w = routing.weights[size_t(rows[size_t(r)])];
       float* dst = slots.data() + rows[size_t(r)] * H;
@@ -106,15 +105,24 @@ void run_routed_experts(const std::vector<Expert>& experts, const MoeRouting& ro
   // Enough busy experts to fill the pool: one task each. Otherwise experts in turn, each GEMM using the pool.
   const int64_t A = int64_t(active.size());
   if (A >= ThreadPool::global().num_threads())
-    ThreadPool::global().parallel_for(A, [&](int64_t a, int) { run_expert(a); });
+    ThreadPool::global().parallel_for(A, [&](int64_t a, int) { run_active(a); });
   else
-    for (int64_t a = 0; a < A; ++a) run_expert(a);
+    for (int64_t a = 0; a < A; ++a) run_active(a);
   if (!accumulate) std::fill(out, out + T * H, 0.f);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       const float* src = slots.data() + (t * k + j) * H;
       for (int64_t i = 0; i < H; ++i) out[t * H + i] += src[i];
     }
+}
+
+template <class Expert>
+void run_routed_experts(const std::vector<Expert>& experts, const MoeRouting& routing, int64_t k, const float* x,
+                        int64_t T, float* out, bool accumulate) {
+  run_routed_experts(
+      int64_t(experts.size()), experts[0].hidden(),
+      [&](int32_t e, const float* in, int64_t n, float* res) { experts[size_t(e)].forward(in, n, res); }, routing, k,
+      x, T, out, accumulate);
 }
 
 template void run_routed_experts(const std::vector<GatedMlp>&, const MoeRouting&, int64_t, const float*, int64_t,

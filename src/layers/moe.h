@@ -7,6 +7,7 @@
 // (token, slot) result lands in its own row and the slots are summed in order, so results do not depend on
 // thread timing.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,12 @@ struct MoeRouting {
 template <class Expert>
 void run_routed_experts(const std::vector<Expert>& experts, const MoeRouting& routing, int64_t top_k,
                         const float* x, int64_t T, float* out, bool accumulate);
+
+// The same for experts that are not a FeedForward (gpt-oss's clamped SwiGLU with biases):
+// run_expert(e, in, n, res) computes expert e on n gathered rows, in and res [n, hidden].
+using RunExpert = std::function<void(int32_t e, const float* in, int64_t n, float* res)>;
+void run_routed_experts(int64_t num_experts, int64_t hidden, const RunExpert& run_expert, const MoeRouting& routing,
+                        int64_t top_k, const float* x, int64_t T, float* out, bool accumulate);
 
 // Softmax over the E router logits of each token, then the top_k largest probabilities (ties to the lower
 // expert index, as torch.topk on CPU), renormalized when `normalize`.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "testing/random_gated_experts.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -27,35 +28,21 @@ TEST(MoeRouting, SoftmaxTopKOrdersAndRenormalizes) {
   EXPECT_NEAR(r.weights[2], 0.5, 1e-6);
 }
 
-struct MoeFixture {
-  int64_t H = 24, I = 20, E = 5, k = 2, S = 12;
+struct MoeFixture : testing::RandomGatedExperts {
+  int64_t k = 2;
   HostTensor router{DType::f32, {E, H}, 1};
-  std::vector<HostTensor> gate, up, down;
-  HostTensor sg{DType::f32, {S, H}, 90, 0.3f}, su{DType::f32, {S, H}, 91, 0.3f}, sd{DType::f32, {H, S}, 92, 0.3f};
   HostTensor shared_gate{DType::f32, {1, H}, 93};
 
-  MoeFixture() {
-    for (int64_t e = 0; e < E; ++e) {
-      gate.emplace_back(DType::f32, std::vector<int64_t>{I, H}, 10 + e, 0.3f);
-      up.emplace_back(DType::f32, std::vector<int64_t>{I, H}, 30 + e, 0.3f);
-      down.emplace_back(DType::bf16, std::vector<int64_t>{H, I}, 50 + e, 0.3f);
-    }
-  }
-  GatedMlp mlp(const HostTensor& g, const HostTensor& u, const HostTensor& d) const {
-    return GatedMlp(Linear::from_weights(g.view, {}, "g"), Linear::from_weights(u.view, {}, "u"),
-                    Linear::from_weights(d.view, {}, "d"), Activation::silu, "mlp");
-  }
+  MoeFixture() : RandomGatedExperts(/*hidden=*/24, /*width=*/20, /*experts=*/5, /*shared_width=*/12) {}
   SparseMoe build(bool normalize, bool shared) const {
-    std::vector<GatedMlp> experts;
-    for (int64_t e = 0; e < E; ++e) experts.push_back(mlp(gate[size_t(e)], up[size_t(e)], down[size_t(e)]));
     std::optional<GatedMlp> se;
     std::optional<Linear> sgate;
     if (shared) {
-      se.emplace(mlp(sg, su, sd));
+      se.emplace(shared_expert());
       sgate.emplace(Linear::from_weights(shared_gate.view, {}, "sg"));
     }
     return SparseMoe({k, MoeRouter::softmax, normalize}, Linear::from_weights(router.view, {}, "router"),
-                     std::move(experts), std::move(se), std::move(sgate), "moe");
+                     experts(), std::move(se), std::move(sgate), "moe");
   }
   // Plain definition in double: every token through its top-k experts, one at a time.
   static std::vector<double> mlp_ref(const HostTensor& g, const HostTensor& u, const HostTensor& d, const float* x,
@@ -126,20 +113,16 @@ TEST(SparseMoe, MatchesPlainDefinition) {
 
 TEST(SparseMoe, RejectsBadShapesNamingThem) {
   MoeFixture f;
-  auto experts = [&] {
-    std::vector<GatedMlp> v;
-    for (int64_t e = 0; e < f.E; ++e) v.push_back(f.mlp(f.gate[size_t(e)], f.up[size_t(e)], f.down[size_t(e)]));
-    return v;
-  };
   HostTensor bad_router(DType::f32, {f.E - 1, f.H}, 3);
   try {
-    SparseMoe({2, MoeRouter::softmax, true}, Linear::from_weights(bad_router.view, {}, "r"), experts(), {}, {}, "m");
+    SparseMoe({2, MoeRouter::softmax, true}, Linear::from_weights(bad_router.view, {}, "r"), f.experts(), {}, {}, "m");
     FAIL();
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("m.gate.weight"), std::string::npos) << e.what();
   }
   try {
-    SparseMoe({f.E + 1, MoeRouter::softmax, true}, Linear::from_weights(f.router.view, {}, "r"), experts(), {}, {}, "m");
+    SparseMoe({f.E + 1, MoeRouter::softmax, true}, Linear::from_weights(f.router.view, {}, "r"), f.experts(), {}, {},
+              "m");
     FAIL();
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("num_experts_per_tok"), std::string::npos) << e.what();

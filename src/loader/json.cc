@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/utf8.h"
+
 namespace attnzoo::json {
 
 ParseError::ParseError(size_t offset, const std::string& message)
@@ -259,41 +261,6 @@ class Parser {
     return v;
   }
 
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xC0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += char(0xE0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    } else {
-      out += char(0xF0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3F));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    }
-  }
-
-  // Length of the well-formed UTF-8 sequence at pos_ (Unicode table 3-7), or 0 when ill-formed: overlong
-  // forms, UTF-16 surrogates and code points past U+10FFFF are all rejected.
-  size_t utf8_length() const {
-    auto byte = [&](size_t i) -> unsigned { return pos_ + i < s_.size() ? static_cast<unsigned char>(s_[pos_ + i]) : 0u; };
-    auto cont = [&](size_t i, unsigned lo = 0x80, unsigned hi = 0xBF) { unsigned b = byte(i); return b >= lo && b <= hi; };
-    unsigned c = byte(0);
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-    if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
-    if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return cont(1) && cont(2) ? 3 : 0;
-    if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
-    if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-    if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-    if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
-    return 0;
-  }
-
   std::string parse_string() {
     ++pos_;  // opening quote
     std::string out;
@@ -329,7 +296,7 @@ class Parser {
               if (lo < 0xDC00 || lo > 0xDFFF) fail("high surrogate not followed by a low surrogate");
               cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
-            append_utf8(out, cp);
+            utf8::append(out, cp);
             break;
           }
           default:
@@ -338,7 +305,8 @@ class Parser {
         }
         continue;
       }
-      size_t n = utf8_length();
+      uint32_t cp;
+      const size_t n = utf8::decode(s_, pos_, &cp);
       if (n == 0) fail(describe_byte("invalid UTF-8 in a string"));
       out.append(s_.substr(pos_, n));
       pos_ += n;

@@ -5,35 +5,16 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "core/utf8.h"
+
 namespace attnzoo::json {
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are not one (RFC 3629:
-// no overlongs, no surrogates, nothing above U+10FFFF).
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  return n;
-}
-
-}  // namespace
 
 void append_string(std::string& out, std::string_view s) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t n = utf8_sequence_length(s, i);
+    uint32_t cp;
+    const size_t n = utf8::decode(s, i, &cp);
     if (n == 0) {
       out += "\xEF\xBF\xBD";
       ++i;

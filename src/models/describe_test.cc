@@ -8,6 +8,7 @@
 #include "loader/load_error.h"
 #include "loader/test_files.h"
 #include "models/registry.h"
+#include "testing/tiny_llama.h"
 
 namespace attnzoo {
 namespace {
@@ -176,19 +177,7 @@ TEST(Describe, MatchesTheBuiltModel) {
     "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
     "vocab_size": 5, "sliding_window": 6, "tie_word_embeddings": true})";
   testing::write_file(dir.path() / "config.json", config);
-  const std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
-      {"model.embed_tokens.weight", {5, 8}},
-      {"model.norm.weight", {8}},
-      {"model.layers.0.input_layernorm.weight", {8}},
-      {"model.layers.0.post_attention_layernorm.weight", {8}},
-      {"model.layers.0.self_attn.q_proj.weight", {8, 8}},
-      {"model.layers.0.self_attn.k_proj.weight", {4, 8}},
-      {"model.layers.0.self_attn.v_proj.weight", {4, 8}},
-      {"model.layers.0.self_attn.o_proj.weight", {8, 8}},
-      {"model.layers.0.mlp.gate_proj.weight", {16, 8}},
-      {"model.layers.0.mlp.up_proj.weight", {16, 8}},
-      {"model.layers.0.mlp.down_proj.weight", {8, 16}},
-  };
+  const testing::TinyTensorShapes shapes = testing::one_layer_llama_shapes();
   std::vector<testing::RawTensor> tensors;
   for (const auto& [name, shape] : shapes) {
     int64_t n = 1;

@@ -6,6 +6,7 @@
 #include "layers/mamba_mixer.h"
 #include "loader/json.h"
 #include "loader/load_error.h"
+#include "models/backbone_config.h"
 #include "models/backbone_layout.h"
 #include "models/decoder.h"
 #include "models/describe.h"
@@ -26,15 +27,8 @@ struct MambaShape {
 
 MambaShape read_shape(const Config& c, const LoadOptions& options) {
   MambaShape s;
-  ModelInfo& info = s.info;
-  info.architecture = c.get_string_list("architectures")[0];
-  const bool falcon = info.architecture == "FalconMambaForCausalLM";
-  info.model_type = c.get_string_or("model_type", falcon ? "falcon_mamba" : "mamba");
-  info.hidden_size = c.get_int("hidden_size");
-  info.num_layers = c.get_int("num_hidden_layers");
-  info.vocab_size = c.get_int("vocab_size");
-  info.checkpoint_dtype = c.dtype();
-  info.weights = options.weights;
+  const bool falcon = c.get_string_list("architectures")[0] == "FalconMambaForCausalLM";
+  ModelInfo& info = s.info = read_backbone_info(c, options, falcon ? "falcon_mamba" : "mamba");
   const int64_t H = info.hidden_size;
 
   MambaMixerConfig& mc = s.mc;
@@ -58,9 +52,7 @@ MambaShape read_shape(const Config& c, const LoadOptions& options) {
                                  "state_size, time_step_rank, conv_kernel) must be positive");
   if (mc.conv_kernel > 16)
     throw LoadError(c.source() + ": conv_kernel (" + std::to_string(mc.conv_kernel) + ") must be at most 16");
-  const std::string act = c.get_string_or("hidden_act", "silu");
-  if (act != "silu" && act != "swish")
-    throw LoadError(c.source() + ": hidden_act '" + act + "' is not supported by the Mamba conv (only silu)");
+  require_silu_act(c, "the Mamba conv");
   return s;
 }
 

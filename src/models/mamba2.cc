@@ -4,6 +4,7 @@
 
 #include "layers/mamba2_mixer.h"
 #include "loader/load_error.h"
+#include "models/backbone_config.h"
 #include "models/backbone_layout.h"
 #include "models/decoder.h"
 #include "models/describe.h"
@@ -23,14 +24,7 @@ struct Mamba2Shape {
 
 Mamba2Shape read_shape(const Config& c, const LoadOptions& options) {
   Mamba2Shape s;
-  ModelInfo& info = s.info;
-  info.architecture = c.get_string_list("architectures")[0];
-  info.model_type = c.get_string_or("model_type", "mamba2");
-  info.hidden_size = c.get_int("hidden_size");
-  info.num_layers = c.get_int("num_hidden_layers");
-  info.vocab_size = c.get_int("vocab_size");
-  info.checkpoint_dtype = c.dtype();
-  info.weights = options.weights;
+  ModelInfo& info = s.info = read_backbone_info(c, options, "mamba2");
   const int64_t H = info.hidden_size;
 
   Mamba2MixerConfig& mc = s.mc;
@@ -53,9 +47,7 @@ Mamba2Shape read_shape(const Config& c, const LoadOptions& options) {
   if (mc.num_heads % mc.n_groups != 0)
     throw LoadError(c.source() + ": n_groups (" + std::to_string(mc.n_groups) + ") must divide num_heads (" +
                     std::to_string(mc.num_heads) + ")");
-  const std::string act = c.get_string_or("hidden_act", "silu");
-  if (act != "silu" && act != "swish")
-    throw LoadError(c.source() + ": hidden_act '" + act + "' is not supported by the Mamba-2 conv (only silu)");
+  require_silu_act(c, "the Mamba-2 conv");
 
   return s;
 }

@@ -7,6 +7,7 @@
 #include "loader/test_files.h"
 #include "models/model_device.h"
 #include "models/registry.h"
+#include "testing/tiny_llama.h"
 
 namespace attnzoo {
 namespace {
@@ -22,19 +23,7 @@ constexpr const char* kConfig = R"({"architectures": ["LlamaForCausalLM"], "hidd
 void write_model(const ScratchDir& dir, const std::string& config, const std::string& skip = "",
                  const std::string& misshape = "") {
   testing::write_file(dir.path() / "config.json", config);
-  const std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
-      {"model.embed_tokens.weight", {5, 8}},
-      {"model.norm.weight", {8}},
-      {"model.layers.0.input_layernorm.weight", {8}},
-      {"model.layers.0.post_attention_layernorm.weight", {8}},
-      {"model.layers.0.self_attn.q_proj.weight", {8, 8}},
-      {"model.layers.0.self_attn.k_proj.weight", {4, 8}},
-      {"model.layers.0.self_attn.v_proj.weight", {4, 8}},
-      {"model.layers.0.self_attn.o_proj.weight", {8, 8}},
-      {"model.layers.0.mlp.gate_proj.weight", {16, 8}},
-      {"model.layers.0.mlp.up_proj.weight", {16, 8}},
-      {"model.layers.0.mlp.down_proj.weight", {8, 16}},
-  };
+  const testing::TinyTensorShapes shapes = testing::one_layer_llama_shapes();
   std::vector<testing::RawTensor> tensors;
   for (auto [name, shape] : shapes) {
     if (name == skip) continue;

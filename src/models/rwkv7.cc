@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "loader/load_error.h"
+#include "models/backbone_config.h"
 #include "models/decoder.h"
 #include "models/describe.h"
 #include "models/output_head.h"
@@ -34,15 +35,8 @@ struct Rwkv7Shape {
 
 Rwkv7Shape read_shape(const Config& c, const LoadOptions& options) {
   Rwkv7Shape s;
-  ModelInfo& info = s.info;
-  info.architecture = c.get_string_list("architectures")[0];
-  info.model_type = c.get_string_or("model_type", "rwkv7");
-  info.hidden_size = c.get_int("hidden_size");
-  info.num_layers = c.get_int("num_hidden_layers");
-  info.vocab_size = c.get_int("vocab_size");
+  ModelInfo& info = s.info = read_backbone_info(c, options, "rwkv7");
   info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
-  info.checkpoint_dtype = c.dtype();
-  info.weights = options.weights;
   const int64_t C = info.hidden_size;
   if (C <= 0 || info.num_layers <= 0 || info.vocab_size <= 0)
     throw LoadError(c.source() + ": hidden_size, num_hidden_layers and vocab_size must be positive");

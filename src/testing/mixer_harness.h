@@ -83,4 +83,17 @@ inline std::vector<float> run_mixer_pieces(const SequenceMixer& mixer, const flo
   return out;
 }
 
+// The trace (layers/layer_trace.h) of `mixer` after one fresh sequence's prefill of x [T, hidden].
+inline LayerTrace trace_after_prefill(const SequenceMixer& mixer, const float* x, int64_t T, int64_t hidden) {
+  MixerHarness harness(mixer);
+  const auto seq = harness.new_sequence();
+  Batch b;
+  b.add(*seq, std::vector<int32_t>(size_t(T), 0));
+  std::vector<float> y(size_t(T * hidden));
+  harness.forward(x, b, y.data());
+  LayerTrace trace;
+  harness.trace(x, b, trace);
+  return trace;
+}
+
 }  // namespace attnzoo::testing

@@ -15,6 +15,22 @@ namespace attnzoo::testing {
 
 inline constexpr int64_t kTinyLlamaVocab = 97;
 
+// The tensors of the smallest Llama the loader tests write: one layer, hidden 8, intermediate 16, 2 query heads
+// over 1 KV head, vocabulary 5, embeddings tied (no lm_head).
+inline TinyTensorShapes one_layer_llama_shapes() {
+  return {{"model.embed_tokens.weight", {5, 8}},
+          {"model.norm.weight", {8}},
+          {"model.layers.0.input_layernorm.weight", {8}},
+          {"model.layers.0.post_attention_layernorm.weight", {8}},
+          {"model.layers.0.self_attn.q_proj.weight", {8, 8}},
+          {"model.layers.0.self_attn.k_proj.weight", {4, 8}},
+          {"model.layers.0.self_attn.v_proj.weight", {4, 8}},
+          {"model.layers.0.self_attn.o_proj.weight", {8, 8}},
+          {"model.layers.0.mlp.gate_proj.weight", {16, 8}},
+          {"model.layers.0.mlp.up_proj.weight", {16, 8}},
+          {"model.layers.0.mlp.down_proj.weight", {8, 16}}};
+}
+
 // `vocab`: another size stands for a checkpoint padded differently (a draft model's).
 inline void write_tiny_llama(const ScratchDir& dir, uint32_t seed = 7, int64_t vocab = kTinyLlamaVocab) {
   const int64_t V = vocab, H = 32, I = 64, KV = 2 * 8, L = 2;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/utf8.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
 

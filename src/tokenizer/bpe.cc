@@ -4,7 +4,7 @@
 #include <queue>
 #include <stdexcept>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace attnzoo::tok {
 

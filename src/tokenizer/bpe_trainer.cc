@@ -6,9 +6,9 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "loader/json.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
 namespace {

@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "loader/json.h"
 #include "tokenizer/json_fields.h"
 #include "tokenizer/pre_tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
 namespace {

@@ -1,8 +1,8 @@
 #include "tokenizer/decoder.h"
 
+#include "core/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pattern.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
 namespace {

@@ -4,12 +4,12 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "core/utf8.h"
 #include "loader/load_error.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/gguf_pre_tokenizer.h"
 #include "tokenizer/merges_from_scores.h"
 #include "tokenizer/normalizer.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
 namespace {

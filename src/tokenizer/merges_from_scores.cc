@@ -5,7 +5,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace attnzoo::tok {
 

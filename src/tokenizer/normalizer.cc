@@ -2,9 +2,9 @@
 
 #include <vector>
 
+#include "core/utf8.h"
 #include "tokenizer/pattern.h"
 #include "tokenizer/unicode.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
 namespace {

@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/utf8.h"
 #include "loader/mapped_file.h"
 #include "loader/model_dir.h"
 #include "tokenizer/gguf_file_vocab.h"
-#include "tokenizer/utf8.h"
 
 namespace attnzoo::tok {
 namespace {

@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace attnzoo::tok::unicode {
 namespace {

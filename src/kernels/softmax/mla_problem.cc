@@ -4,6 +4,7 @@
 
 #include "core/convert.h"
 #include "core/error.h"
+#include "kernels/softmax/varlen_spans.h"
 
 namespace attnzoo {
 namespace {
@@ -113,24 +114,8 @@ MlaProblem make_mla_prefill_problem(const TensorView& q, const TensorView& laten
           "with cu_seqlens must be [total, kv_lora_rank + qk_rope_head_dim] (or with a leading 1), got " +
               latent.shape_str());
   require(out.size(-3) == q.size(-3), "out", "token count differs from q's");
-  const int64_t n = varlen.num_seqs;
-  require(n >= 1, "cu_seqlens", "needs at least 2 entries (one sequence)");
-  const int32_t* cq = varlen.cu_seqlens_q;
-  const int32_t* ck = varlen.cu_seqlens_k ? varlen.cu_seqlens_k : cq;
-  require(cq[0] == 0, "cu_seqlens", "must start at 0");
-  require(ck[0] == 0, "cu_seqlens_k", "must start at 0");
-  for (int64_t s = 0; s < n; ++s) {
-    require(cq[s + 1] >= cq[s], "cu_seqlens", "must be non-decreasing (entry " + str(s + 1) + ")");
-    require(ck[s + 1] >= ck[s], "cu_seqlens_k", "must be non-decreasing (entry " + str(s + 1) + ")");
-    const int64_t Tq = cq[s + 1] - cq[s], Tk = ck[s + 1] - ck[s];
-    require(Tq <= Tk, "cu_seqlens", "sequence " + str(s) + " has more queries (" + str(Tq) + ") than latent rows (" +
-                                        str(Tk) + ")");
-    p.seqs.push_back({cq[s] * p.q_token, cq[s] * p.o_token, ck[s] * p.latent_token, nullptr, Tq, Tk});
-  }
-  require(cq[n] == q.size(-3), "cu_seqlens", "last entry " + str(cq[n]) + " must equal q's token count " +
-                                                 str(q.size(-3)));
-  require(ck[n] == latent.size(-2), (varlen.cu_seqlens_k ? "cu_seqlens_k" : "cu_seqlens"),
-          "last entry " + str(ck[n]) + " must equal kv_latent's token count " + str(latent.size(-2)));
+  for (const VarlenSpan& s : varlen_spans(varlen, q.size(-3), latent.size(-2), "kv_latent", "latent rows"))
+    p.seqs.push_back({s.q_start * p.q_token, s.q_start * p.o_token, s.k_start * p.latent_token, nullptr, s.Tq, s.Tk});
   return p;
 }
 

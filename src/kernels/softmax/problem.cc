@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/softmax/varlen_spans.h"
 
 namespace attnzoo {
 namespace {
@@ -144,27 +145,12 @@ AttentionProblem make_prefill_problem(const TensorView& q, const TensorView& k, 
   AttentionProblem p = start_problem(q, k, v, out, opts, "k", "v");
 
   if (packed) {
-    const int64_t n = varlen.num_seqs;
-    require(n >= 1, "cu_seqlens", "needs at least 2 entries (one sequence)");
-    const int32_t* cq = varlen.cu_seqlens_q;
-    const int32_t* ck = varlen.cu_seqlens_k ? varlen.cu_seqlens_k : cq;
     const int64_t total_q = q.size(-3), total_k = k.size(-3);
     require(v.size(-3) == total_k, "v", "token count differs from k's");
     require(out.size(-3) == total_q, "out", "token count differs from q's");
-    require(cq[0] == 0, "cu_seqlens", "must start at 0");
-    require(ck[0] == 0, "cu_seqlens_k", "must start at 0");
-    for (int64_t s = 0; s < n; ++s) {
-      require(cq[s + 1] >= cq[s], "cu_seqlens", "must be non-decreasing (entry " + str(s + 1) + ")");
-      require(ck[s + 1] >= ck[s], "cu_seqlens_k", "must be non-decreasing (entry " + str(s + 1) + ")");
-      const int64_t Tq = cq[s + 1] - cq[s], Tk = ck[s + 1] - ck[s];
-      require(Tq <= Tk, "cu_seqlens", "sequence " + str(s) + " has more queries (" + str(Tq) + ") than keys (" +
-                                          str(Tk) + ")");
-      p.seqs.push_back({cq[s] * p.qs.token, ck[s] * p.ks.token, ck[s] * p.vs.token, cq[s] * p.os.token, Tq, Tk});
-    }
-    require(cq[n] == total_q, "cu_seqlens", "last entry " + str(cq[n]) + " must equal q's token count " +
-                                                str(total_q));
-    require(ck[n] == total_k, "cu_seqlens_k", "last entry " + str(ck[n]) + " must equal k's token count " +
-                                                  str(total_k));
+    for (const VarlenSpan& s : varlen_spans(varlen, total_q, total_k, "k", "keys"))
+      p.seqs.push_back({s.q_start * p.qs.token, s.k_start * p.ks.token, s.k_start * p.vs.token,
+                        s.q_start * p.os.token, s.Tq, s.Tk});
   } else {
     const int64_t B = q.shape[0], Tq = q.shape[1], Tk = k.shape[1];
     require(k.shape[0] == B && v.shape[0] == B && out.shape[0] == B, "k", "batch sizes of q, k, v, out differ");

@@ -7,12 +7,19 @@
 namespace attnzoo {
 namespace {
 
+// Simple GLA with every value head's fixed decay; `gamma` holds those decays and must outlive the problem.
+GlaProblem retention_problem(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o,
+                             const GlaOptions& opts, std::vector<float>& gamma) {
+  require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
+  gamma = retention_log_decays(v.shape[2]);
+  const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
+  return make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts);
+}
+
 void run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o, const GlaOptions& opts,
          GlaPath path, const char* entry) {
-  require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
-  std::vector<float> gamma = retention_log_decays(v.shape[2]);
-  const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
-  run_gla(make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts), path, entry);
+  std::vector<float> gamma;
+  run_gla(retention_problem(q, k, v, o, opts, gamma), path, entry);
 }
 
 }  // namespace
@@ -42,10 +49,8 @@ void parallel_retention(const TensorView& q, const TensorView& k, const TensorVi
                         const GlaOptions& opts) {
   require(opts.initial_state.empty(), "initial_state", "the parallel form has no state; use chunk_retention");
   require(opts.final_state.empty(), "final_state", "the parallel form has no state; use chunk_retention");
-  require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
-  std::vector<float> gamma = retention_log_decays(v.shape[2]);
-  const TensorView g_gamma = TensorView::contiguous(gamma.data(), DType::f32, {int64_t(gamma.size())});
-  const GlaProblem p = make_gla_problem(q, k, v, TensorView{}, GateKind::scalar, g_gamma, o, opts);
+  std::vector<float> gamma;
+  const GlaProblem p = retention_problem(q, k, v, o, opts, gamma);
   require_gla_host(p, "parallel_retention");
   gated_linear_parallel_constant_decay(p);
 }

@@ -1,14 +1,15 @@
 #pragma once
-// UTF-8 helpers for the tokenizer. Text from files and callers is untrusted: decoding never reads past the end
-// and reports invalid sequences instead of guessing; lossy conversion follows the Unicode "maximal subpart"
-// practice (one U+FFFD per maximal invalid subsequence), as Rust's String::from_utf8_lossy and Python's
-// bytes.decode(errors="replace") do, so our decode output matches theirs byte for byte.
+// UTF-8 helpers for every reader of text (the JSON parser, the tokenizer, chat templates). Text from files and
+// callers is untrusted: decoding never reads past the end and reports invalid sequences instead of guessing; lossy
+// conversion follows the Unicode "maximal subpart" practice (one U+FFFD per maximal invalid subsequence), as
+// Rust's String::from_utf8_lossy and Python's bytes.decode(errors="replace") do, so our decode output matches
+// theirs byte for byte.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace attnzoo::tok::utf8 {
+namespace attnzoo::utf8 {
 
 constexpr uint32_t kReplacement = 0xFFFD;
 
@@ -36,4 +37,4 @@ inline size_t char_length(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
 
-}  // namespace attnzoo::tok::utf8
+}  // namespace attnzoo::utf8

@@ -1,6 +1,6 @@
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-namespace attnzoo::tok::utf8 {
+namespace attnzoo::utf8 {
 namespace {
 
 // The range the second byte must lie in for a lead byte (Unicode Table 3-7); 0 length for invalid leads.
@@ -118,4 +118,4 @@ size_t incomplete_tail(std::string_view s) {
   return 0;
 }
 
-}  // namespace attnzoo::tok::utf8
+}  // namespace attnzoo::utf8
