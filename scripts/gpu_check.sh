@@ -17,6 +17,7 @@ set -uo pipefail
 # BUNDLE, OUT_DIR, HERE, OURS; the bundle unpacked.
 source "$(dirname "$0")/gpu_bundle_env.sh"
 WORK=$(mktemp -d)  # the cases and per-binary test JSON: too many files for OUT_DIR
+trap 'rm -rf "$WORK"' EXIT  # the cases, the joined GGUF and the 1.2 GB bench model: never left behind
 # The device tool's per-call limit is 600 s and the GPU session's whole lease is 15 minutes: the run ends by this.
 BUDGET_S=${GPU_CHECK_BUDGET_S:-450}
 LOG="$OUT_DIR/gpu_check.log"
