@@ -27,10 +27,11 @@ steps=()
 skip() {
   echo "=== $1: skipped, ${SECONDS}s spent of ${BUDGET_S}s" | tee -a "$LOG"
   steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0}")
+  return 1
 }
 
 # step NAME TIMEOUT_S COMMAND...: runs it with its output in the log, its limit cut to the budget left, and
-# records status and time (exit 124: it hit its limit). Skipped with under 5 s left.
+# records status and time (exit 124: it hit its limit), returning the status. Skipped with under 5 s left.
 step() {
   local name=$1 limit=$2 left=$((BUDGET_S - SECONDS))
   shift 2
@@ -43,6 +44,7 @@ step() {
   local dt=$((SECONDS - t0))
   echo "=== $name: exit $rc in ${dt}s" | tee -a "$LOG"
   steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt}")
+  return $rc
 }
 
 # step_if_time NAME TIMEOUT_S COMMAND...: the same, skipped (and recorded so) when it could overrun the budget.
@@ -127,7 +129,9 @@ step vs-torch 150 "${PYENV[@]}" python3 "$HERE/check_vs_torch.py" "$WORK/cases" 
 # Our kernels by CUDA events, then the peers on the same shapes: PyTorch's SDPA backends and the cuBLAS GEMM peak,
 # fla's linear-family kernels (each compiled and autotuned on first use: gpu_peers.py bounds itself to what is left
 # of the budget, keeping 60 s for the sanitizers, and writes its files after every section).
-step bench 150 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
+# Into OUT_DIR only when whole: a failed or killed bench left an empty or cut file there, which no reader parses.
+step bench 150 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$WORK/bench_cuda.json'" &&
+  mv "$WORK/bench_cuda.json" "$OUT_DIR/bench_cuda.json"
 # The GPU runner on a whole model (issue 27's proof): a random Qwen3-0.6B-shaped bf16 checkpoint (make_bench_model.py,
 # the image's torch and transformers), then decode tok/s at batch 1 and 64 over 1k-token sequences beside the floor
 # of reading the weights once at the copy bandwidth measured in the same run, then transformers' generate at batch 64
@@ -140,7 +144,8 @@ step_if_time hf-generate 90 "${PYENV[@]}" python3 "$HERE/hf_generate_bench.py" "
   --context 1024 --new 16
 peers_s=$((BUDGET_S - SECONDS - 60))
 (( peers_s > 200 )) && peers_s=200
-if (( peers_s < 20 )); then
+if (( peers_s < 20 )) || [ ! -f "$OUT_DIR/bench_cuda.json" ]; then
+  [ -f "$OUT_DIR/bench_cuda.json" ] || echo "=== peers: no bench_cuda.json (the bench failed) to measure beside" | tee -a "$LOG"
   skip peers
 else
   step peers $((peers_s + 15)) "${PYENV[@]}" python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR" --budget-s "$peers_s"
