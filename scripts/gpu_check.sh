@@ -160,12 +160,20 @@ for t in "${cuda_tests[@]}"; do
   step_if_time "$name-racecheck" 90 "${OURS[@]}" compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
 done
 
-python3 - "$WORK/tests" "$OUT_DIR/tests.json" <<'PY'
+# Every binary by name, its gtest JSON or why there is none: a binary that crashed, was killed or was skipped writes
+# none, and one missing name would have hidden it (as one unreadable file would have lost the whole merge).
+python3 - "$WORK/tests" "$OUT_DIR/tests.json" test_core "${cuda_tests[@]##*/}" <<'PY'
 import json, os, sys
 merged = {}
-for name in sorted(os.listdir(sys.argv[1])):
-    with open(os.path.join(sys.argv[1], name)) as f:
-        merged[name[:-5]] = json.load(f)
+for name in sys.argv[3:]:
+    path = os.path.join(sys.argv[1], name + ".json")
+    try:
+        with open(path) as f:
+            merged[name] = json.load(f)
+    except FileNotFoundError:
+        merged[name] = {"error": "no gtest JSON: the binary crashed, was killed or was skipped (gpu_check.log)"}
+    except ValueError as e:
+        merged[name] = {"error": f"unreadable gtest JSON: {e}"}
 with open(sys.argv[2], "w") as f:
     json.dump(merged, f, indent=1)
 PY
