@@ -26,12 +26,15 @@ steps=()
 
 skip() {
   echo "=== $1: skipped, ${SECONDS}s spent of ${BUDGET_S}s" | tee -a "$LOG"
-  steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0}")
+  steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0, \"limit\": null, \"timed_out\": false}")
   return 1
 }
 
 # step NAME TIMEOUT_S COMMAND...: runs it with its output in the log, its limit cut to the budget left, and
-# records status and time (exit 124: it hit its limit), returning the status. Skipped with under 5 s left.
+# records status, time, limit and whether the limit killed it (exit 124, or 137 when SIGTERM was not enough),
+# returning the status. Skipped with under 5 s left. SIGKILL 5 s after SIGTERM: a process that ignores SIGTERM (a
+# hung driver call, a compile worker) would otherwise hold the run past the device tool's limit, which kills it
+# before gpu_check.json and tests.json are written.
 step() {
   local name=$1 limit=$2 left=$((BUDGET_S - SECONDS))
   shift 2
@@ -39,11 +42,12 @@ step() {
   (( limit > left )) && limit=$left
   echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
   local t0=$SECONDS
-  timeout "$limit" "$@" >> "$LOG" 2>&1
+  timeout -k 5 "$limit" "$@" >> "$LOG" 2>&1
   local rc=$?
-  local dt=$((SECONDS - t0))
-  echo "=== $name: exit $rc in ${dt}s" | tee -a "$LOG"
-  steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt}")
+  local dt=$((SECONDS - t0)) timed_out=false
+  (( (rc == 124 || rc == 137) && dt >= limit )) && timed_out=true
+  echo "=== $name: exit $rc in ${dt}s$([ $timed_out = true ] && echo ", killed at its limit of ${limit}s")" | tee -a "$LOG"
+  steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt, \"limit\": $limit, \"timed_out\": $timed_out}")
   return $rc
 }
 
