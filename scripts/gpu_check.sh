@@ -115,7 +115,11 @@ print(json.dumps(ppl))
 PY
 )
 else
-  skip gguf-perplexity
+  # Under the names a run records, so a reader finds both steps either way.
+  [ -f "$GGUF" ] || echo "=== gguf-perplexity: no GGUF at $GGUF nor parts in $CARRY" | tee -a "$LOG"
+  [ -f "$TEXT" ] || echo "=== gguf-perplexity: no text at $TEXT" | tee -a "$LOG"
+  skip gguf-perplexity-cpu
+  skip gguf-perplexity-cuda
 fi
 
 # fla (the bundle's, pure Python over the image's triton) for the linear cases' and the peers' fla columns; gguf-py
