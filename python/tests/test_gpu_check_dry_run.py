@@ -9,6 +9,7 @@ tests: test_check_vs_torch.py, test_gpu_peers.py, test_make_bench_model.py)."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -127,9 +128,16 @@ def run_check(root, bundle, name, budget, env=None, path_prefix=None):
                    **(env or {}))
     if path_prefix:
         environ["PATH"] = f"{path_prefix}:{environ['PATH']}"
-    proc = subprocess.run(["bash", str(bundle / "gpu_check.sh"), str(bundle), str(out)], cwd=cwd, env=environ,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=budget + 120)
-    return proc.returncode, proc.stdout, out, tmp, home, cwd
+    # Its own process group: a run that overstays (a step its limit did not stop) is killed whole, steps included.
+    proc = subprocess.Popen(["bash", str(bundle / "gpu_check.sh"), str(bundle), str(out)], cwd=cwd, env=environ,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        stdout, _ = proc.communicate(timeout=budget + 120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return proc.returncode, stdout, out, tmp, home, cwd
 
 
 @pytest.fixture(scope="module")
