@@ -35,7 +35,7 @@ done
 # hold most of the library's device code (~45 MB stripped apiece): a dictionary as long as the whole tar (~190 MB)
 # lets xz encode every later copy as a match of the first: 20 MB with the libraries instead of 48 (2 GB of memory
 # to pack, 200 MB to unpack). GPU_BUNDLE_XZ overrides those xz options: python/tests/test_gpu_check_dry_run.py
-# packs with preset=0 and a small dictionary, since CI only unpacks the archive (a 48 MB one in seconds, not minutes).
+# packs with preset=0 and a small dictionary, since CI only unpacks the archive (53 MB, packed in seconds, not minutes).
 tar -C "$OUT" -cf - "${bins[@]}" lib | xz "--lzma2=${GPU_BUNDLE_XZ:-preset=6,dict=192MiB}" > "$OUT.tar.xz.part"
 rm -rf "$OUT"
 mkdir -p "$OUT"
