@@ -64,7 +64,9 @@ gguf=$("${ATTNZOO_PYTHON:-.venv/bin/python}" -c "import importlib.util, os; prin
 du -sh "$OUT"
 # The call that carries it carries the tree too, within 64 MiB (a bundle packed with the dry run's fast
 # GPU_BUNDLE_XZ, ~55 MB, comes within 3 MiB of it; the GGUF's parts go in calls of their own).
-tree_bytes=$(git ls-files -z -co --exclude-standard | du -cb --files0-from=- 2> /dev/null | tail -1 | cut -f1)
+# Outside git, or with a tracked file deleted, the command fails: what du counted stands (0 without git).
+tree_bytes=$(git ls-files -z -co --exclude-standard 2> /dev/null |
+  du -cb --files0-from=- 2> /dev/null | tail -1 | cut -f1) || true
 out_bytes=$(du -sb "$OUT" | cut -f1)
-(( out_bytes + tree_bytes <= 64 * 1048576 )) || echo "gpu_bundle.sh: $OUT ($((out_bytes / 1048576)) MiB) and the" \
+(( out_bytes + ${tree_bytes:-0} <= 64 * 1048576 )) || echo "gpu_bundle.sh: $OUT ($((out_bytes / 1048576)) MiB) and the" \
   "tree ($((tree_bytes / 1048576)) MiB) pass the 64 MiB one device call carries: not for the GPU machine as it is" >&2

@@ -13,8 +13,10 @@ DIR=${2:-gpu-carry}
 PART_MIB=${3:-30}
 [ -f "$GGUF" ] || { echo "gpu_split_gguf.sh: no GGUF at $GGUF (make setup fetches the SmolLM2 one)" >&2; exit 1; }
 # A part travels beside the tree (tracked and untracked files git does not ignore): both within the 64 MiB.
-tree_bytes=$(git ls-files -z -co --exclude-standard | du -cb --files0-from=- 2> /dev/null | tail -1 | cut -f1)
-max_mib=$(((64 * 1048576 - tree_bytes) / 1048576))
+# Outside git, or with a tracked file deleted, the command fails: what du counted stands (0 without git).
+tree_bytes=$(git ls-files -z -co --exclude-standard 2> /dev/null |
+  du -cb --files0-from=- 2> /dev/null | tail -1 | cut -f1) || true
+max_mib=$(((64 * 1048576 - ${tree_bytes:-0}) / 1048576))
 [[ "$PART_MIB" =~ ^[1-9][0-9]*$ ]] && (( PART_MIB <= max_mib )) ||
   { echo "gpu_split_gguf.sh: PART_MIB must be 1..$max_mib (one call carries at most 64 MiB, the tree's" \
       "$((tree_bytes / 1048576)) MiB included), got '$PART_MIB'" >&2; exit 1; }
