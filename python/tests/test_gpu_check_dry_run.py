@@ -126,6 +126,14 @@ def run_check(root, bundle, name, budget, env=None, path_prefix=None):
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("GPU_CHECK_", "CUDA_VISIBLE"))}
     environ.update(TMPDIR=str(tmp), HOME=str(home), GPU_CHECK_BUDGET_S=str(budget), PYTHONPATH=str(hide.parent),
                    **(env or {}))
+    # python3 is this interpreter, as the image's is the one with torch's CUDA wheels (nvidia-cublas: the bundle's
+    # library path takes cuBLASLt from there).
+    python = root / "python-bin"
+    if not python.exists():
+        python.mkdir()
+        (python / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        (python / "python3").chmod(0o755)
+    environ["PATH"] = f"{python}:{environ['PATH']}"
     if path_prefix:
         environ["PATH"] = f"{path_prefix}:{environ['PATH']}"
     # Its own process group: a run that overstays (a step its limit did not stop) is killed whole, steps included.
@@ -192,15 +200,21 @@ def test_the_bundle_unpacks_to_the_paths_the_script_runs(dry_run):
     assert os.listdir(bundle / "lib"), "no library bundled"
     assert "error while loading shared libraries" not in dry_run["log"]
     assert not [line for line in dry_run["log"].splitlines() if str(bundle) in line and "No such file" in line]
-    # Our binaries, on the library path gpu_check.sh gives them, load the bundle's copies, not this machine's.
+    # Our binaries, on the library path gpu_check.sh gives them, load every library outside the system's folders
+    # from it: the bundle's copies, and cuBLASLt (a build with it) from python3's nvidia-cublas, never through the
+    # build's RUNPATH (this checkout's .cuda/toolkit, which the GPU machine does not have).
+    library_path = re.search(r"^=== info \(limit \d+s\): env LD_LIBRARY_PATH=(\S+) ", dry_run["log"], re.M).group(1)
+    dirs = library_path.split(":")
+    assert dirs[0] == str(bundle / "lib")
     for name in ["attnzoo", "test_core", *binaries]:
         ldd = subprocess.run(["ldd", str(bundle / name)], capture_output=True, text=True,
-                             env={**os.environ, "LD_LIBRARY_PATH": str(bundle / "lib")}).stdout
+                             env={**os.environ, "LD_LIBRARY_PATH": library_path}).stdout
         assert "not found" not in ldd, ldd
-        for lib in os.listdir(bundle / "lib"):
-            for line in ldd.splitlines():
-                if line.strip().startswith(lib + " "):
-                    assert f"=> {bundle / 'lib' / lib} " in line, line
+        for m in re.finditer(r"^\s*(\S+) => (/\S+) ", ldd, re.M):
+            if not m.group(2).startswith(("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")):
+                assert os.path.dirname(m.group(2)) in dirs, (name, m.group(0), dirs)
+            if m.group(1) in os.listdir(bundle / "lib"):
+                assert m.group(2) == str(bundle / "lib" / m.group(1)), (name, m.group(0))
     # Every step of ours ran its binary: the device seam's tests pass, `info` says there is no CUDA device, the
     # cases run (each refused by the device's entries), the CUDA commands refuse the missing device by name.
     for name in ["info", "seam", "cases", *binaries]:
