@@ -9,9 +9,10 @@
 # tests and what the compiled kernels hold (SASS tensor-core instructions). After the tests, the perplexity of a
 # GGUF on the CPU and the GPU (gguf_perplexity in gpu_check.json). Every step's limit is cut to the
 # budget left, and a step with too little left is skipped and recorded so. Writes gpu_check.log, gpu_check.json
-# (each step's exit status and seconds), tests.json (every test binary's results) and the steps' own JSON into
-# OUT_DIR (7 files: the device tool returns at most 8). Every step runs even when an earlier one fails, so on a
-# machine without a GPU (a dry run) the script walks every step, each failing fast.
+# (each step's exit status, seconds, limit and whether it was killed at it), tests.json (every test binary's
+# results) and the steps' own JSON into OUT_DIR (7 files: the device tool returns at most 8). Every step runs even
+# when an earlier one fails, so on a machine without a GPU (a dry run) the script walks every step, each failing
+# fast: python/tests/test_gpu_check_dry_run.py does that in make test.
 #   bash scripts/gpu_check.sh [BUNDLE_DIR] [OUT_DIR]
 set -uo pipefail
 # BUNDLE, OUT_DIR, HERE, OURS; the bundle unpacked.

@@ -9,6 +9,7 @@ tests: test_check_vs_torch.py, test_gpu_peers.py, test_make_bench_model.py)."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,8 +170,9 @@ def dry_run(tmp_path_factory):
     with open(out / "gpu_check.json") as f:
         doc = json.load(f)
     log = (out / "gpu_check.log").read_text()
-    return dict(root=root, bundle=bundle, before=before, carry=carry, carried=carried, rc=rc, stdout=stdout, out=out,
-                tmp=tmp, home=home, cwd=cwd, doc=doc, log=log, steps={s["step"]: s for s in doc["steps"]})
+    yield dict(root=root, bundle=bundle, before=before, carry=carry, carried=carried, rc=rc, stdout=stdout, out=out,
+               tmp=tmp, home=home, cwd=cwd, doc=doc, log=log, steps={s["step"]: s for s in doc["steps"]})
+    shutil.rmtree(root)  # ~0.5 GB unpacked: not left in pytest's kept temporary folders
 
 
 def test_every_step_the_script_names_is_recorded_once(dry_run):
