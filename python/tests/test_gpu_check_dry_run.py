@@ -189,7 +189,9 @@ def test_every_step_the_script_names_is_recorded_once(dry_run):
             assert f"=== {s['step']}: skipped" in dry_run["log"]
         else:
             assert isinstance(s["exit"], int) and s["step"] in runs and s["limit"] > 0, s
-            assert s["timed_out"] is False, (s, runs[s["step"]])  # nothing here comes near a limit
+            # Nothing of ours comes near a limit here (cuobjdump, where a PATH has it, may on a busy machine).
+            if not s["step"].endswith("-sass"):
+                assert s["timed_out"] is False, (s, runs[s["step"]])
 
 
 def test_the_bundle_unpacks_to_the_paths_the_script_runs(dry_run):
