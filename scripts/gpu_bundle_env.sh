@@ -13,5 +13,8 @@ if [ -f "$BUNDLE/bundle.tar.xz" ] && [ ! -x "$BUNDLE/attnzoo" ]; then
   tar -C "$BUNDLE" -xJf "$BUNDLE/bundle.tar.xz" ||
     { echo "$(basename "$0"): cannot unpack $BUNDLE/bundle.tar.xz" >&2; exit 1; }
 fi
-CU13_LIB=$(python3 -c "import nvidia.cu13, os; print(os.path.dirname(nvidia.cu13.__file__) + '/lib')" 2>/dev/null)
+# nvidia.cu13 is a namespace package (no __init__.py, __file__ None): its folders are __path__. The build's RUNPATH
+# (.cuda/toolkit/lib64) does not exist there, so without this no binary of a cuBLASLt build would load.
+CU13_LIB=$(python3 -c "import glob, nvidia.cu13
+print(next((p + '/lib' for p in nvidia.cu13.__path__ if glob.glob(p + '/lib/libcublasLt.so*')), ''))" 2>/dev/null)
 OURS=(env "LD_LIBRARY_PATH=$BUNDLE/lib${CU13_LIB:+:$CU13_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")

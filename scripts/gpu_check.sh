@@ -9,14 +9,16 @@
 # tests and what the compiled kernels hold (SASS tensor-core instructions). After the tests, the perplexity of a
 # GGUF on the CPU and the GPU (gguf_perplexity in gpu_check.json). Every step's limit is cut to the
 # budget left, and a step with too little left is skipped and recorded so. Writes gpu_check.log, gpu_check.json
-# (each step's exit status and seconds), tests.json (every test binary's results) and the steps' own JSON into
-# OUT_DIR (7 files: the device tool returns at most 8). Every step runs even when an earlier one fails, so on a
-# machine without a GPU (a dry run) the script walks every step, each failing fast.
+# (each step's exit status, seconds, limit and whether it was killed at it), tests.json (every test binary's
+# results) and the steps' own JSON into OUT_DIR (7 files: the device tool returns at most 8). Every step runs even
+# when an earlier one fails, so on a machine without a GPU (a dry run) the script walks every step, each failing
+# fast: python/tests/test_gpu_check_dry_run.py does that in make test.
 #   bash scripts/gpu_check.sh [BUNDLE_DIR] [OUT_DIR]
 set -uo pipefail
 # BUNDLE, OUT_DIR, HERE, OURS; the bundle unpacked.
 source "$(dirname "$0")/gpu_bundle_env.sh"
 WORK=$(mktemp -d)  # the cases and per-binary test JSON: too many files for OUT_DIR
+trap 'rm -rf "$WORK"' EXIT  # the cases, the joined GGUF and the 1.2 GB bench model: never left behind
 # The device tool's per-call limit is 600 s and the GPU session's whole lease is 15 minutes: the run ends by this.
 BUDGET_S=${GPU_CHECK_BUDGET_S:-450}
 LOG="$OUT_DIR/gpu_check.log"
@@ -25,11 +27,15 @@ steps=()
 
 skip() {
   echo "=== $1: skipped, ${SECONDS}s spent of ${BUDGET_S}s" | tee -a "$LOG"
-  steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0}")
+  steps+=("{\"step\": \"$1\", \"exit\": null, \"seconds\": 0, \"limit\": null, \"timed_out\": false}")
+  return 1
 }
 
 # step NAME TIMEOUT_S COMMAND...: runs it with its output in the log, its limit cut to the budget left, and
-# records status and time (exit 124: it hit its limit). Skipped with under 5 s left.
+# records status, time, limit and whether the limit killed it (exit 124, or 137 when SIGTERM was not enough),
+# returning the status. Skipped with under 5 s left. SIGKILL 5 s after SIGTERM: a process that ignores SIGTERM (a
+# hung driver call, a compile worker) would otherwise hold the run past the device tool's limit, which kills it
+# before gpu_check.json and tests.json are written.
 step() {
   local name=$1 limit=$2 left=$((BUDGET_S - SECONDS))
   shift 2
@@ -37,17 +43,28 @@ step() {
   (( limit > left )) && limit=$left
   echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
   local t0=$SECONDS
-  timeout "$limit" "$@" >> "$LOG" 2>&1
+  timeout -k 5 "$limit" "$@" >> "$LOG" 2>&1
   local rc=$?
-  local dt=$((SECONDS - t0))
-  echo "=== $name: exit $rc in ${dt}s" | tee -a "$LOG"
-  steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt}")
+  local dt=$((SECONDS - t0)) timed_out=false
+  (( (rc == 124 || rc == 137) && dt >= limit )) && timed_out=true
+  echo "=== $name: exit $rc in ${dt}s$([ $timed_out = true ] && echo ", killed at its limit of ${limit}s")" | tee -a "$LOG"
+  steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt, \"limit\": $limit, \"timed_out\": $timed_out}")
+  return $rc
 }
 
 # step_if_time NAME TIMEOUT_S COMMAND...: the same, skipped (and recorded so) when it could overrun the budget.
 step_if_time() {
   if (( SECONDS + $2 > BUDGET_S )); then skip "$1"; return; fi
   step "$@"
+}
+
+# step_if_left NAME MIN_S TIMEOUT_S COMMAND...: run with at least MIN_S of the budget left, cut to it: for the
+# sanitizers, whose log up to the cut still holds every error found so far.
+step_if_left() {
+  local name=$1 min=$2
+  shift 2
+  if (( SECONDS + min > BUDGET_S )); then skip "$name"; return; fi
+  step "$name" "$@"
 }
 
 # The CUDA test binaries (test_cuda_emulation runs the kernels' device code on the CPU: make test's, not this run's).
@@ -108,7 +125,11 @@ print(json.dumps(ppl))
 PY
 )
 else
-  skip gguf-perplexity
+  # Under the names a run records, so a reader finds both steps either way.
+  [ -f "$GGUF" ] || echo "=== gguf-perplexity: no GGUF at $GGUF nor parts in $CARRY" | tee -a "$LOG"
+  [ -f "$TEXT" ] || echo "=== gguf-perplexity: no text at $TEXT" | tee -a "$LOG"
+  skip gguf-perplexity-cpu
+  skip gguf-perplexity-cuda
 fi
 
 # fla (the bundle's, pure Python over the image's triton) for the linear cases' and the peers' fla columns; gguf-py
@@ -126,7 +147,9 @@ step vs-torch 150 "${PYENV[@]}" python3 "$HERE/check_vs_torch.py" "$WORK/cases" 
 # Our kernels by CUDA events, then the peers on the same shapes: PyTorch's SDPA backends and the cuBLAS GEMM peak,
 # fla's linear-family kernels (each compiled and autotuned on first use: gpu_peers.py bounds itself to what is left
 # of the budget, keeping 60 s for the sanitizers, and writes its files after every section).
-step bench 150 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$OUT_DIR/bench_cuda.json'"
+# Into OUT_DIR only when whole: a failed or killed bench left an empty or cut file there, which no reader parses.
+step bench 150 bash -c "$(printf '%q ' "${OURS[@]}") '$BUNDLE/attnzoo' bench kernels --device cuda --json > '$WORK/bench_cuda.json'" &&
+  mv "$WORK/bench_cuda.json" "$OUT_DIR/bench_cuda.json"
 # The GPU runner on a whole model (issue 27's proof): a random Qwen3-0.6B-shaped bf16 checkpoint (make_bench_model.py,
 # the image's torch and transformers), then decode tok/s at batch 1 and 64 over 1k-token sequences beside the floor
 # of reading the weights once at the copy bandwidth measured in the same run, then transformers' generate at batch 64
@@ -139,7 +162,8 @@ step_if_time hf-generate 90 "${PYENV[@]}" python3 "$HERE/hf_generate_bench.py" "
   --context 1024 --new 16
 peers_s=$((BUDGET_S - SECONDS - 60))
 (( peers_s > 200 )) && peers_s=200
-if (( peers_s < 20 )); then
+if (( peers_s < 20 )) || [ ! -f "$OUT_DIR/bench_cuda.json" ]; then
+  [ -f "$OUT_DIR/bench_cuda.json" ] || echo "=== peers: no bench_cuda.json (the bench failed) to measure beside" | tee -a "$LOG"
   skip peers
 else
   step peers $((peers_s + 15)) "${PYENV[@]}" python3 "$HERE/gpu_peers.py" "$OUT_DIR/bench_cuda.json" "$OUT_DIR" --budget-s "$peers_s"
@@ -149,17 +173,26 @@ for t in "${cuda_tests[@]}"; do
   name=$(basename "$t")
   step_if_time "$name-sass" 30 bash -c "set -o pipefail; cuobjdump --dump-sass '$t' | grep -oE 'HGMMA|HMMA|LDSM|LDGSTS' | sort | uniq -c"
   # The sanitizers slow kernels by orders of magnitude: every test but the long-sequence ones. Under gVisor
-  # compute-sanitizer has refused the device before ("Device not supported"): a short limit, then on.
-  step_if_time "$name-memcheck" 90 "${OURS[@]}" compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
-  step_if_time "$name-racecheck" 90 "${OURS[@]}" compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
+  # compute-sanitizer has refused the device before ("Device not supported"): a short limit, then on. Each runs
+  # with 30 s left (the peers keep 60 s for them: asking for the whole 90 skipped every one after a full peers step).
+  step_if_left "$name-memcheck" 30 90 "${OURS[@]}" compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
+  step_if_left "$name-racecheck" 30 90 "${OURS[@]}" compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_filter='-*Long*'
 done
 
-python3 - "$WORK/tests" "$OUT_DIR/tests.json" <<'PY'
+# Every binary by name, its gtest JSON or why there is none: a binary that crashed, was killed or was skipped writes
+# none, and one missing name would have hidden it (as one unreadable file would have lost the whole merge).
+python3 - "$WORK/tests" "$OUT_DIR/tests.json" test_core "${cuda_tests[@]##*/}" <<'PY'
 import json, os, sys
 merged = {}
-for name in sorted(os.listdir(sys.argv[1])):
-    with open(os.path.join(sys.argv[1], name)) as f:
-        merged[name[:-5]] = json.load(f)
+for name in sys.argv[3:]:
+    path = os.path.join(sys.argv[1], name + ".json")
+    try:
+        with open(path) as f:
+            merged[name] = json.load(f)
+    except FileNotFoundError:
+        merged[name] = {"error": "no gtest JSON: the binary crashed, was killed or was skipped (gpu_check.log)"}
+    except ValueError as e:
+        merged[name] = {"error": f"unreadable gtest JSON: {e}"}
 with open(sys.argv[2], "w") as f:
     json.dump(merged, f, indent=1)
 PY
