@@ -1,6 +1,5 @@
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -34,14 +33,9 @@ namespace cuda_delta_chunk {
 
 ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   ChunkLaunch l;
-  const int64_t N = p.seqs.count();
-  if (N == 0 || (p.B * p.T == 0 && !p.final_state)) return l;
-  l.empty = false;
-  const int C = int(p.chunk_size);
-  l.C = C;
-
-  split_into_chunks(p.seqs, C, l.chunks, l.seq_chunks);
-  const int64_t NC = int64_t(l.chunks.size());
+  if (!l.split(p.seqs, p.B * p.T, p.final_state != nullptr, p.chunk_size)) return l;
+  const int64_t N = p.seqs.count(), NC = int64_t(l.chunks.size());
+  const int C = l.C;
 
   Params& params = l.params;
   params.q = p.q.data, params.k = p.k.data, params.v = p.v.data, params.beta = p.beta.data;
@@ -71,8 +65,7 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   // One allocation: the metadata first (uploaded), then the scratch.
   ScratchLayout at;
   const size_t per = size_t(NC * p.HV);
-  l.chunks_at = at.take(l.chunks.size() * sizeof(ChunkDesc));
-  l.seq_chunks_at = at.take(l.seq_chunks.size() * sizeof(int32_t));
+  l.take_table(at);
   l.metadata_bytes = at.end;
   l.w_at = at.take(per * size_t(w_elems(C, params.Kp)) * 2);
   l.kd_at = at.take(per * size_t(w_elems(C, params.Kp)) * 2);
@@ -80,20 +73,15 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   l.vnew_at = at.take(per * size_t(u_elems(C, params.Vp)) * 2);
   l.h_at = at.take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
   l.G_at = at.take(p.gate == DeltaGate::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
-  l.scratch_bytes = std::max<size_t>(at.end, 256);
+  l.scratch_bytes = at.bytes();
   return l;
 }
 
-std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) {
-  std::vector<unsigned char> bytes(l.metadata_bytes, 0);
-  write_chunk_metadata(l.chunks, l.chunks_at, l.seq_chunks, l.seq_chunks_at, bytes);
-  return bytes;
-}
+std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) { return l.table_bytes(); }
 
 void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   Params& params = l.params;
-  params.chunks = reinterpret_cast<const ChunkDesc*>(base + l.chunks_at);
-  params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
+  l.bind_table(params, base);
   params.w = reinterpret_cast<uint16_t*>(base + l.w_at);
   params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
   params.u = reinterpret_cast<float*>(base + l.u_at);
