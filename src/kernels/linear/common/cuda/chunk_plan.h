@@ -18,6 +18,8 @@ struct ChunkDesc {
   int32_t seq, len;
 };
 
+constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
 // How many chunks the sequences make: chunks never cross sequences, so each sequence rounds up on its own.
 int64_t chunk_count(const SequenceSpans& seqs, int64_t chunk_size);
 

@@ -12,9 +12,6 @@ namespace {
 using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 using namespace cuda_delta_chunk;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 }  // namespace
 
 void check_cuda_delta_chunk(const DeltaProblem& p) {
@@ -43,15 +40,7 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   params.o = p.o.data;
   params.q_t = elem_of(p.q.dtype), params.k_t = elem_of(p.k.dtype), params.v_t = elem_of(p.v.dtype);
   params.g_t = elem_of(p.g.dtype), params.beta_t = elem_of(p.beta.dtype), params.o_t = elem_of(p.o.dtype);
-  params.initial_state = p.initial_state;
-  params.final_state = p.final_state;
-  params.state_indices = p.state_indices;
-  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
-  params.n_chunks = NC;
-  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
-  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
-  params.group = int(p.group());
-  params.scale = p.scale;
+  set_shared_params(params, p, NC);
   params.l2norm = p.l2norm;
   params.channel = p.gate == DeltaGate::channel;
 

@@ -116,6 +116,22 @@ struct ChunkLaunch : ChunkPlan {
   size_t w_at = 0, kd_at = 0, u_at = 0, vnew_at = 0, h_at = 0, G_at = 0;
 };
 
+// The Params fields the delta rule's and the gated linear group's plans (gla_chunk_launch.cc) take alike from their
+// problems, which name them alike: the states (dense rows HV K V floats apart unless pool rows are given), the
+// chunk count, heads and widths (Kp, Vp padded as the tiles need) and the scale.
+template <class ChunkParams, class Problem>
+void set_shared_params(ChunkParams& params, const Problem& p, int64_t n_chunks) {
+  params.initial_state = p.initial_state;
+  params.final_state = p.final_state;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
+  params.n_chunks = n_chunks;
+  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
+  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
+  params.group = int(p.group());
+  params.scale = p.scale;
+}
+
 // For a problem check_cuda_delta_chunk accepts.
 ChunkLaunch plan_delta_chunk(const DeltaProblem& p);
 

@@ -16,9 +16,7 @@ using cuda_linear::require_grid_fits;
 using namespace cuda_gla_chunk;
 using cuda_delta_chunk::check_chunk_shape;
 using cuda_delta_chunk::chunk_count;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
+using cuda_delta_chunk::round_up;
 }  // namespace
 
 void check_cuda_gla_chunk(const GlaProblem& p) {
@@ -52,15 +50,7 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   params.q_t = elem_of(p.q_dtype), params.k_t = elem_of(p.k_dtype), params.v_t = elem_of(p.v_dtype);
   params.g_t = elem_of(p.g_dtype), params.o_t = elem_of(p.o_dtype);
   params.g_gamma = p.g_gamma && !p.g_gamma_device.is_cpu() ? p.g_gamma : nullptr;
-  params.initial_state = p.initial_state;
-  params.final_state = p.final_state;
-  params.state_indices = p.state_indices;
-  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
-  params.n_chunks = NC;
-  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
-  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
-  params.group = int(p.group());
-  params.scale = p.scale;
+  cuda_delta_chunk::set_shared_params(params, p, NC);
   params.feature_map = p.feature_map;
   params.channel = p.gate == GateKind::channel;
   params.ssd = ssd;

@@ -12,9 +12,7 @@ namespace {
 using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 using namespace cuda_rwkv7_chunk;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
+using cuda_delta_chunk::round_up;
 }  // namespace
 
 void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
