@@ -150,9 +150,7 @@ class DeviceAttention final : public DeviceMixer {
     write_paged_rows_cuda(writes, step.slot_mapping(memory.block_group), /*check_slots=*/false, s);
     attend(step, memory, a.q, a.k, a.v, a.out);
     if (config_.output_gate) sigmoid_gate_cuda(a.out, a.gate, a.out, s);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    o_.apply(step.view(a.out.data, act_dtype_, {T, Hq * D}), x, add_into, s);
+    o_.apply_add(step.view(a.out.data, act_dtype_, {T, Hq * D}), x, s);
   }
 
  private:

@@ -1,5 +1,6 @@
 #include "models/cuda/device_delta_scan.h"
 
+#include "layers/cuda/row_copy_cuda.h"
 #include "layers/linear_prefill_mode.h"
 
 namespace attnzoo {
@@ -36,6 +37,27 @@ void run_delta_scan(const DeviceStep& step, const DeviceConvStates& states, Delt
     recurrent(a);
   else
     chunk(a);
+}
+
+TensorView run_conv_delta_scan(const DeviceStep& step, const DeviceConvStates& states, const TensorView& conv,
+                               const TensorView& g, const TensorView& beta, const DeltaHeads& heads,
+                               size_t first_slot, DeltaEntry recurrent, DeltaEntry chunk) {
+  const int64_t T = step.num_tokens, H = heads.H, K = heads.K, HV = heads.HV, V = heads.V;
+  auto rows = [&](size_t i, int64_t cols) { return workspace_f32(step, first_slot + i, T, cols); };
+  const TensorView q = rows(0, H * K), k = rows(1, H * K), v = rows(2, HV * V), o = rows(3, HV * V);
+  copy_rows_cuda({column_slice(conv, 0, H * K), q, nullptr, nullptr, T}, step.stream);
+  copy_rows_cuda({column_slice(conv, H * K, H * K), k, nullptr, nullptr, T}, step.stream);
+  copy_rows_cuda({column_slice(conv, 2 * H * K, HV * V), v, nullptr, nullptr, T}, step.stream);
+
+  DeltaArgs a;
+  a.q = step.view(q.data, DType::f32, {1, T, H, K});
+  a.k = step.view(k.data, DType::f32, {1, T, H, K});
+  a.v = step.view(v.data, DType::f32, {1, T, HV, V});
+  a.g = heads.channel_gate ? step.view(g.data, DType::f32, {1, T, HV, K}) : step.view(g.data, DType::f32, {1, T, HV});
+  a.beta = step.view(beta.data, DType::f32, {1, T, HV});
+  a.o = step.view(o.data, DType::f32, {1, T, HV, V});
+  run_delta_scan(step, states, a, recurrent, chunk);
+  return o;
 }
 #endif
 

@@ -17,8 +17,9 @@ namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
 // so these may be Mamba-2's too.
-enum Slot : size_t { kRaw = 16, kMixed, kConv, kZ, kBa, kG, kBeta, kQ, kK, kV, kO };
-static_assert(kO < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+// kScan and the three after it are run_conv_delta_scan's.
+enum Slot : size_t { kRaw = 16, kMixed, kConv, kZ, kBa, kG, kBeta, kScan };
+static_assert(kScan + 3 < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceGatedDeltaNet final : public DeviceMixer {
  public:
@@ -40,7 +41,7 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
 
   void forward(const DeviceStep& step, int64_t layer, const TensorView& h, const TensorView& x) const override {
     const int64_t T = step.num_tokens, C = c_.conv_dim(), HV = c_.num_v_heads;
-    const int64_t H = c_.num_k_heads, K = c_.head_k_dim, V = c_.head_v_dim, kd = c_.key_dim(), vd = c_.value_dim();
+    const int64_t H = c_.num_k_heads, K = c_.head_k_dim, V = c_.head_v_dim, vd = c_.value_dim();
     const int64_t W1 = c_.conv_state_len();
     const Stream s = step.stream;
     auto scratch = [&](Slot slot, int64_t rows, int64_t cols) { return workspace_f32(step, slot, rows, cols); };
@@ -70,19 +71,8 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
     // The causal conv (SiLU) over q k v of the packed batch, each sequence from its tail, advanced in place.
     const TensorView conv = scratch(kConv, T, C);
     conv_.apply(step, states, parts[0], conv);
-    const TensorView q = scratch(kQ, T, kd), k = scratch(kK, T, kd), v = scratch(kV, T, vd), o = scratch(kO, T, vd);
-    copy_rows_cuda({column_slice(conv, 0, kd), q, nullptr, nullptr, T}, s);
-    copy_rows_cuda({column_slice(conv, kd, kd), k, nullptr, nullptr, T}, s);
-    copy_rows_cuda({column_slice(conv, 2 * kd, vd), v, nullptr, nullptr, T}, s);
-
-    DeltaArgs a;
-    a.q = step.view(q.data, DType::f32, {1, T, H, K});
-    a.k = step.view(k.data, DType::f32, {1, T, H, K});
-    a.v = step.view(v.data, DType::f32, {1, T, HV, V});
-    a.g = step.view(g.data, DType::f32, {1, T, HV});
-    a.beta = step.view(beta.data, DType::f32, {1, T, HV});
-    a.o = step.view(o.data, DType::f32, {1, T, HV, V});
-    run_delta_scan(step, states, a, recurrent_gated_delta_rule, chunk_gated_delta_rule);
+    const TensorView o = run_conv_delta_scan(step, states, conv, g, beta, {H, K, HV, V}, kScan,
+                                             recurrent_gated_delta_rule, chunk_gated_delta_rule);
 
     // Norm first, then the gate (Qwen3NextRMSNormGated), per value head: rows of V.
     const TensorView heads = step.view(o.data, DType::f32, {T * HV, V});
@@ -90,9 +80,7 @@ class DeviceGatedDeltaNet final : public DeviceMixer {
     opts.eps = c_.norm_eps;
     rms_norm_cuda(heads, step.view(norm_w_.data(), DType::f32, {V}), heads, opts, s);
     gated_activation_cuda(Activation::silu, step.view(parts[1].data, DType::f32, {T * HV, V}), heads, heads, s);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    out_.apply(o, x, add_into, s);
+    out_.apply_add(o, x, s);
   }
 
  private:

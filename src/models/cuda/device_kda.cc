@@ -4,7 +4,6 @@
 #include "layers/cuda/delta_gates_cuda.h"
 #include "layers/cuda/elementwise_cuda.h"
 #include "layers/cuda/norm_cuda.h"
-#include "layers/cuda/row_copy_cuda.h"
 #include "models/cuda/device_conv_state.h"
 #include "models/cuda/device_delta_scan.h"
 
@@ -15,8 +14,9 @@ namespace {
 
 // Workspace slots past the attention's and the MLPs' (device_attention.cc, device_mlp.cc); a block has one mixer,
 // so these may be the other mixers' too.
-enum Slot : size_t { kMixed = 16, kLow, kGRaw, kBRaw, kG, kBeta, kGate, kConv, kQ, kK, kV, kO };
-static_assert(kO < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
+// kScan and the three after it are run_conv_delta_scan's.
+enum Slot : size_t { kMixed = 16, kLow, kGRaw, kBRaw, kG, kBeta, kGate, kConv, kScan };
+static_assert(kScan + 3 < kDecodePlanSlots, "the step's decode plans own the slots from kDecodePlanSlots on");
 
 class DeviceKda final : public DeviceMixer {
  public:
@@ -65,19 +65,8 @@ class DeviceKda final : public DeviceMixer {
     const DeviceConvStates states(step, layer, C * W1, H * K * K);
     const TensorView conv = scratch(kConv, T, C);
     conv_.apply(step, states, mixed, conv);
-    const TensorView q = scratch(kQ, T, D), k = scratch(kK, T, D), v = scratch(kV, T, D), o = scratch(kO, T, D);
-    copy_rows_cuda({column_slice(conv, 0, D), q, nullptr, nullptr, T}, s);
-    copy_rows_cuda({column_slice(conv, D, D), k, nullptr, nullptr, T}, s);
-    copy_rows_cuda({column_slice(conv, 2 * D, D), v, nullptr, nullptr, T}, s);
-
-    DeltaArgs a;
-    a.q = step.view(q.data, DType::f32, {1, T, H, K});
-    a.k = step.view(k.data, DType::f32, {1, T, H, K});
-    a.v = step.view(v.data, DType::f32, {1, T, H, K});
-    a.g = step.view(g.data, DType::f32, {1, T, H, K});
-    a.beta = step.view(beta.data, DType::f32, {1, T, H});
-    a.o = step.view(o.data, DType::f32, {1, T, H, K});
-    run_delta_scan(step, states, a, recurrent_kda, chunk_kda);
+    const TensorView o = run_conv_delta_scan(step, states, conv, g, beta, {H, K, H, K, /*channel_gate=*/true}, kScan,
+                                             recurrent_kda, chunk_kda);
 
     // KimiLinearRMSNormGated: the norm per head (rows of K), times w, then times sigmoid(gate).
     const TensorView heads = step.view(o.data, DType::f32, {T * H, K});
@@ -85,9 +74,7 @@ class DeviceKda final : public DeviceMixer {
     opts.eps = c_.norm_eps;
     rms_norm_cuda(heads, step.view(norm_w_.data(), DType::f32, {K}), heads, opts, s);
     sigmoid_gate_cuda(heads, step.view(gate.data, DType::f32, {T * H, K}), heads, s);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    o_.apply(o, x, add_into, s);
+    o_.apply_add(o, x, s);
   }
 
  private:

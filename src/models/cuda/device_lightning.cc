@@ -58,9 +58,7 @@ class DeviceLightning final : public DeviceMixer {
     const TensorView gate = scratch(kGate, T, inner);
     gate_.apply(h, gate, {}, s);
     sigmoid_gate_cuda(o, gate, o, s);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    out_.apply(o, x, add_into, s);
+    out_.apply_add(o, x, s);
   }
 
  private:

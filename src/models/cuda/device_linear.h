@@ -63,6 +63,12 @@ class DeviceLinear {
   DeviceWeights weights() const { return kind_; }
   // y [T, out] (=|+=) x [T, in] Wᵀ + bias, on `stream`.
   void apply(const TensorView& x, const TensorView& y, GemmOptions opts, Stream stream) const;
+  // y += x Wᵀ + bias: a block's last projection, added into the residual stream.
+  void apply_add(const TensorView& x, const TensorView& y, Stream stream) const {
+    GemmOptions add_into;
+    add_into.accumulate = true;
+    apply(x, y, add_into, stream);
+  }
 
  private:
   void apply_panels(const TensorView& x, const TensorView& y, GemmOptions opts, Stream stream) const;

@@ -83,9 +83,7 @@ class DeviceMamba final : public DeviceMixer {
       decode(step, states, conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
     else
       scan(step, states, conv, dt, column_slice(xdbl, R, N), column_slice(xdbl, R + N, N), z, y);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    out_.apply(y, x, add_into, s);
+    out_.apply_add(y, x, s);
   }
 
  private:

@@ -86,9 +86,7 @@ class DeviceMamba2 final : public DeviceMixer {
     const TensorView y = scratch(kY, T, E);
     scan(step, xs, dt, Bm, Cm, states, y);
     gate_and_norm(step, z, y);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    out_.apply(y, x, add_into, s);
+    out_.apply_add(y, x, s);
   }
 
  private:

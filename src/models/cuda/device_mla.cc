@@ -223,9 +223,7 @@ class DeviceMla final : public DeviceMixer {
       }
     }
 
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    o_.apply(v.out, x, add_into, s);
+    o_.apply_add(v.out, x, s);
   }
 
  private:

@@ -82,9 +82,7 @@ class DeviceGatedMlp final : public DeviceFfn {
     if (gate_mult_ != 1.f) scale_softcap_cuda(gate, gate, gate_mult_, 0.f, s);
     gated_activation_cuda(act_, gate, up, gate, s);  // in place over the gate half
     if (down_mult_ != 1.f) scale_softcap_cuda(gate, gate, down_mult_, 0.f, s);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    down_.apply(gate, x, add_into, s);
+    down_.apply_add(gate, x, s);
     if (bias_rest_.data) grouped_bias_cuda(x, bias_rest_, nullptr, s);
   }
 
@@ -119,9 +117,7 @@ class DevicePlainMlp final : public DeviceFfn {
     TensorView ones = step.view(ones_.data(), DType::f32, {T, I});
     ones.strides[0] = 0;
     gated_activation_cuda(act_, up, ones, up, s);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    down_.apply(up, x, add_into, s);
+    down_.apply_add(up, x, s);
   }
 
  private:

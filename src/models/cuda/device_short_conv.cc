@@ -36,9 +36,7 @@ class DeviceShortConv final : public DeviceMixer {
     conv_.apply(step, states, bx, conv);
 
     mul_cuda(conv, column_slice(proj, Hd, Hd), conv, s);
-    GemmOptions add_into;
-    add_into.accumulate = true;
-    out_.apply(conv, x, add_into, s);
+    out_.apply_add(conv, x, s);
   }
 
  private:

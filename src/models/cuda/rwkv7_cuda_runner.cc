@@ -265,9 +265,7 @@ void Rwkv7CudaRunner::time_mix(const DeviceRwkv7Block& b, const LayerMemory& mem
   out.heads = H;
   out.eps = b.g_norm.eps;
   rwkv7_output_cuda(out, s);
-  GemmOptions add_into;
-  add_into.accumulate = true;
-  b.o_proj.apply(out.out, x, add_into, s);
+  b.o_proj.apply_add(out.out, x, s);
 }
 
 void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& memory, const TensorView& x,
@@ -285,9 +283,7 @@ void Rwkv7CudaRunner::channel_mix(const DeviceRwkv7Block& b, const LayerMemory& 
   const TensorView hidden = scratch(kHidden, DType::f32, {T, I}), hidden16 = scratch(kHidden16, DType::bf16, {T, I});
   b.key.apply(device_view(device_, shift.out.data, DType::bf16, {T, C}), hidden, {}, s);
   rwkv7_activate_cuda(Rwkv7Activation::relu2, hidden, hidden16, s);
-  GemmOptions add_into;
-  add_into.accumulate = true;
-  b.value.apply(hidden16, x, add_into, s);
+  b.value.apply_add(hidden16, x, s);
 }
 
 TensorView Rwkv7CudaRunner::run(const Batch& requested, std::span<const int64_t> requested_rows,

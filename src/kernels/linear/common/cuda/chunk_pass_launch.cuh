@@ -1,6 +1,7 @@
 #pragma once
 // Host side of the chunked launches (delta_chunk.cu, gla_chunk.cu, rwkv7_chunk.cu): each runs its passes, kernels
-// of kThreads threads on one Params with their own dynamic shared memory, under the device's opt-in limit.
+// of kThreads threads on one Params with their own dynamic shared memory, under the device's opt-in limit. The
+// kernels themselves are chunk_pass_kernel's instances, one per (pass, chunk size).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -14,10 +15,20 @@
 
 namespace attnzoo::cuda_delta_chunk {
 
-template <class Kernel, class KernelParams>
-void launch_pass(Kernel kernel, unsigned grid, size_t smem, cudaStream_t stream, const KernelParams& p,
-                 const char* name) {
+// Every pass is one device function pass(params, dynamic shared memory) that the emulator runs as well
+// (testing/cuda_emulation); its kernel is that call alone, so one template serves every pass of every family.
+template <class KernelParams, void (*Pass)(const KernelParams&, unsigned char*)>
+__global__ void __launch_bounds__(kThreads) chunk_pass_kernel(const KernelParams p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  Pass(p, smem);
+}
+
+// Launches Pass's kernel over `grid` blocks with `smem` bytes of dynamic shared memory; `name` is what a failed
+// launch reports.
+template <class KernelParams, void (*Pass)(const KernelParams&, unsigned char*)>
+void launch_pass(unsigned grid, size_t smem, cudaStream_t stream, const KernelParams& p, const char* name) {
   if (grid == 0) return;  // no chunks (only empty sequences): the state pass alone copies the states
+  const auto kernel = chunk_pass_kernel<KernelParams, Pass>;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
              "cudaFuncSetAttribute");
   kernel<<<grid, kThreads, smem, stream>>>(p);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/linear/common/cuda/delta_chunk_launch.h"
 
 namespace attnzoo::cuda_delta_chunk {
 namespace {
@@ -32,9 +33,11 @@ void check_chunk_shape(int64_t K, const char* key_arg, const char* key_dim, int6
   });
 }
 
-void split_into_chunks(const SequenceSpans& seqs, int C, std::vector<ChunkDesc>& chunks,
-                       std::vector<int32_t>& seq_chunks) {
+bool ChunkPlan::split(const SequenceSpans& seqs, int64_t tokens, bool writes_state, int64_t chunk_size) {
   const int64_t N = seqs.count();
+  if (N == 0 || (tokens == 0 && !writes_state)) return false;
+  empty = false;
+  C = int(chunk_size);
   seq_chunks.reserve(size_t(N) + 1);
   for (int64_t n = 0; n < N; ++n) {
     seq_chunks.push_back(int32_t(chunks.size()));
@@ -43,13 +46,19 @@ void split_into_chunks(const SequenceSpans& seqs, int C, std::vector<ChunkDesc>&
       chunks.push_back({begin + t0, int32_t(n), int32_t(std::min<int64_t>(C, len - t0))});
   }
   seq_chunks.push_back(int32_t(chunks.size()));
+  return true;
 }
 
-void write_chunk_metadata(const std::vector<ChunkDesc>& chunks, size_t chunks_at,
-                          const std::vector<int32_t>& seq_chunks, size_t seq_chunks_at,
-                          std::vector<unsigned char>& bytes) {
+void ChunkPlan::take_table(ScratchLayout& at) {
+  chunks_at = at.take(chunks.size() * sizeof(ChunkDesc));
+  seq_chunks_at = at.take(seq_chunks.size() * sizeof(int32_t));
+}
+
+std::vector<unsigned char> ChunkPlan::table_bytes() const {
+  std::vector<unsigned char> bytes(metadata_bytes, 0);
   if (!chunks.empty()) std::memcpy(bytes.data() + chunks_at, chunks.data(), chunks.size() * sizeof(ChunkDesc));
   std::memcpy(bytes.data() + seq_chunks_at, seq_chunks.data(), seq_chunks.size() * sizeof(int32_t));
+  return bytes;
 }
 
 }  // namespace attnzoo::cuda_delta_chunk

@@ -17,29 +17,13 @@
 namespace attnzoo {
 namespace cuda_delta_chunk {
 
-template <int C>
-__global__ void __launch_bounds__(kThreads) delta_chunk_intra_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  delta_chunk_intra<C>(p, smem);
-}
-template <int C>
-__global__ void __launch_bounds__(kThreads) delta_chunk_state_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  delta_chunk_state<C>(p, smem);
-}
-template <int C>
-__global__ void __launch_bounds__(kThreads) delta_chunk_output_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  delta_chunk_output<C>(p, smem);
-}
-
 namespace {
 
 template <int C>
 void run(const ChunkLaunch& l, cudaStream_t stream) {
-  launch_pass(delta_chunk_intra_kernel<C>, l.intra_grid, l.intra_smem, stream, l.params, "delta_chunk_intra launch");
-  launch_pass(delta_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "delta_chunk_state launch");
-  launch_pass(delta_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params,
+  launch_pass<Params, delta_chunk_intra<C>>(l.intra_grid, l.intra_smem, stream, l.params, "delta_chunk_intra launch");
+  launch_pass<Params, delta_chunk_state<C>>(l.state_grid, l.state_smem, stream, l.params, "delta_chunk_state launch");
+  launch_pass<Params, delta_chunk_output<C>>(l.output_grid, l.output_smem, stream, l.params,
               "delta_chunk_output launch");
 }
 

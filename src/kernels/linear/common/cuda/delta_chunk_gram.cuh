@@ -43,13 +43,7 @@ __device__ __forceinline__ void channel_gram(const Bf16* x, const Bf16* y, int l
     sm80::sync_threads();
     for (int cb = warp; cb < rb; cb += kWarps) {
       float acc[2][4];
-      zero(acc);
-      for (int k0 = 0; k0 < Kp; k0 += 16) {
-        uint32_t a[4], b[4];
-        load_a(a, left, ld, 0, k0, lane);
-        load_b_nk(b, right, ld, k0, cb * 16, lane);
-        mma_16x16(acc, a, b);
-      }
+      gram_block(acc, left, 0, right, cb * 16, ld, Kp, lane);
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll

@@ -1,6 +1,5 @@
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -13,9 +12,6 @@ namespace {
 using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 using namespace cuda_delta_chunk;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 }  // namespace
 
 void check_cuda_delta_chunk(const DeltaProblem& p) {
@@ -34,14 +30,9 @@ namespace cuda_delta_chunk {
 
 ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   ChunkLaunch l;
-  const int64_t N = p.seqs.count();
-  if (N == 0 || (p.B * p.T == 0 && !p.final_state)) return l;
-  l.empty = false;
-  const int C = int(p.chunk_size);
-  l.C = C;
-
-  split_into_chunks(p.seqs, C, l.chunks, l.seq_chunks);
-  const int64_t NC = int64_t(l.chunks.size());
+  if (!l.split(p.seqs, p.B * p.T, p.final_state != nullptr, p.chunk_size)) return l;
+  const int64_t N = p.seqs.count(), NC = int64_t(l.chunks.size());
+  const int C = l.C;
 
   Params& params = l.params;
   params.q = p.q.data, params.k = p.k.data, params.v = p.v.data, params.beta = p.beta.data;
@@ -49,15 +40,7 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   params.o = p.o.data;
   params.q_t = elem_of(p.q.dtype), params.k_t = elem_of(p.k.dtype), params.v_t = elem_of(p.v.dtype);
   params.g_t = elem_of(p.g.dtype), params.beta_t = elem_of(p.beta.dtype), params.o_t = elem_of(p.o.dtype);
-  params.initial_state = p.initial_state;
-  params.final_state = p.final_state;
-  params.state_indices = p.state_indices;
-  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
-  params.n_chunks = NC;
-  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
-  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
-  params.group = int(p.group());
-  params.scale = p.scale;
+  set_shared_params(params, p, NC);
   params.l2norm = p.l2norm;
   params.channel = p.gate == DeltaGate::channel;
 
@@ -71,8 +54,7 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   // One allocation: the metadata first (uploaded), then the scratch.
   ScratchLayout at;
   const size_t per = size_t(NC * p.HV);
-  l.chunks_at = at.take(l.chunks.size() * sizeof(ChunkDesc));
-  l.seq_chunks_at = at.take(l.seq_chunks.size() * sizeof(int32_t));
+  l.take_table(at);
   l.metadata_bytes = at.end;
   l.w_at = at.take(per * size_t(w_elems(C, params.Kp)) * 2);
   l.kd_at = at.take(per * size_t(w_elems(C, params.Kp)) * 2);
@@ -80,20 +62,15 @@ ChunkLaunch plan_delta_chunk(const DeltaProblem& p) {
   l.vnew_at = at.take(per * size_t(u_elems(C, params.Vp)) * 2);
   l.h_at = at.take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
   l.G_at = at.take(p.gate == DeltaGate::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
-  l.scratch_bytes = std::max<size_t>(at.end, 256);
+  l.scratch_bytes = at.bytes();
   return l;
 }
 
-std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) {
-  std::vector<unsigned char> bytes(l.metadata_bytes, 0);
-  write_chunk_metadata(l.chunks, l.chunks_at, l.seq_chunks, l.seq_chunks_at, bytes);
-  return bytes;
-}
+std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) { return l.table_bytes(); }
 
 void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   Params& params = l.params;
-  params.chunks = reinterpret_cast<const ChunkDesc*>(base + l.chunks_at);
-  params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
+  l.bind_table(params, base);
   params.w = reinterpret_cast<uint16_t*>(base + l.w_at);
   params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
   params.u = reinterpret_cast<float*>(base + l.u_at);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/linear/common/cuda/chunk_plan.h"
 #include "kernels/linear/common/cuda/float_elem.h"
 #include "kernels/linear/common/delta_problem.h"
 
@@ -20,12 +21,6 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kMaxDim = 128;    // K and V: a lane stages at most four columns of a row (kMaxDim / 32)
 constexpr int kStateCols = 32;  // state columns per CTA of the state pass: its h slice lives in MMA accumulators
 constexpr int kPad = 8;         // bf16 elements of row padding in shared memory (see pitch())
-
-// One chunk of one sequence: token rows [row, row + len) of the flattened [B * T] tokens, len in [1, C].
-struct ChunkDesc {
-  int64_t row;
-  int32_t seq, len;
-};
 
 struct Params {
   const void *q, *k, *v, *g, *beta;  // g null: the plain delta rule; beta null: 1
@@ -112,20 +107,30 @@ constexpr int64_t w_elems(int C, int Kp) { return int64_t(C) * Kp; }
 constexpr int64_t u_elems(int C, int Vp) { return int64_t(C) * Vp; }
 constexpr int64_t h_elems(int Kp, int Vp) { return int64_t(Kp) * Vp; }
 
-struct ChunkLaunch {
-  bool empty = true;  // nothing to run: no sequences, or no tokens and no state to write
-  int C = 64;
+struct ChunkLaunch : ChunkPlan {
   Params params{};  // chunks, seq_chunks and the scratch pointers still null: see bind_scratch()
-  std::vector<ChunkDesc> chunks;
-  std::vector<int32_t> seq_chunks;
   // One-dimensional grids: intra and output (chunk, value head); state (sequence, value head, column slice).
   unsigned intra_grid = 0, state_grid = 0, output_grid = 0;
   size_t intra_smem = 0, state_smem = 0, output_smem = 0;
-  // Byte offsets of the metadata and scratch in one allocation of `scratch_bytes`, in Params' order.
-  size_t chunks_at = 0, seq_chunks_at = 0, w_at = 0, kd_at = 0, u_at = 0, vnew_at = 0, h_at = 0, G_at = 0;
-  size_t scratch_bytes = 0;
-  size_t metadata_bytes = 0;  // the leading bytes to upload (chunks and seq_chunks)
+  // Byte offsets of the scratch in the allocation, after the chunk table, in Params' order.
+  size_t w_at = 0, kd_at = 0, u_at = 0, vnew_at = 0, h_at = 0, G_at = 0;
 };
+
+// The Params fields the delta rule's and the gated linear group's plans (gla_chunk_launch.cc) take alike from their
+// problems, which name them alike: the states (dense rows HV K V floats apart unless pool rows are given), the
+// chunk count, heads and widths (Kp, Vp padded as the tiles need) and the scale.
+template <class ChunkParams, class Problem>
+void set_shared_params(ChunkParams& params, const Problem& p, int64_t n_chunks) {
+  params.initial_state = p.initial_state;
+  params.final_state = p.final_state;
+  params.state_indices = p.state_indices;
+  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
+  params.n_chunks = n_chunks;
+  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
+  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
+  params.group = int(p.group());
+  params.scale = p.scale;
+}
 
 // For a problem check_cuda_delta_chunk accepts.
 ChunkLaunch plan_delta_chunk(const DeltaProblem& p);

@@ -1,7 +1,8 @@
 #pragma once
 // Warp-level pieces of the chunked delta rule's tensor-core products: fragments of bf16 tiles in shared memory
 // for mma.m16n8k16 (layouts in softmax/cuda/sm80.cuh, whose wrappers run these on the GPU and under the
-// emulator alike), a tile's 16 x 16 product step, and the staging of input rows as bf16 tiles.
+// emulator alike), a tile's 16 x 16 product step, a 16 x 16 block of a Gram matrix, and the staging of input rows
+// as bf16 tiles.
 //
 // A tile is row-major with a pitch of pitch(cols) elements. Four ways to read one: as the A operand (16 x 16 at
 // (r0, c0)) straight or transposed, and as the B operand (16 k x 16 n, two n-tiles of 8) stored [n][k] (keys for
@@ -59,6 +60,19 @@ __device__ __forceinline__ void zero(float (&acc)[2][4]) {
 __device__ __forceinline__ int acc_row(int lane, int e) { return lane / 4 + 8 * (e / 2); }
 __device__ __forceinline__ int acc_col(int lane, int nt, int e) { return nt * 8 + 2 * (lane % 4) + e % 2; }
 
+// acc = X rows [x0, x0 + 16) times Y rows [y0, y0 + 16) transposed, over the Kp columns of both (bf16 tiles rows
+// `ld` apart): one 16 x 16 block of a Gram matrix X Y^T.
+__device__ __forceinline__ void gram_block(float (&acc)[2][4], const Bf16* X, int x0, const Bf16* Y, int y0, int ld,
+                                           int Kp, int lane) {
+  zero(acc);
+  for (int k0 = 0; k0 < Kp; k0 += 16) {
+    uint32_t a[4], b[4];
+    load_a(a, X, ld, x0, k0, lane);
+    load_b_nk(b, Y, ld, k0, y0, lane);
+    mma_16x16(acc, a, b);
+  }
+}
+
 // The lower 16 x 16 blocks (column block <= row block) of X Y^T, X and Y [C, Kp] bf16 rows `ld` apart: one block
 // per warp task by mma.sync, then visit(i, j, x0, x1) for each pair of neighbouring elements (i, j), (i, j + 1) a
 // lane holds, so a caller can mask, scale and store them (paired or one by one).
@@ -70,13 +84,7 @@ __device__ __forceinline__ void lower_gram_blocks(const Bf16* X, const Bf16* Y, 
     const int rb = task / kBlocks, cb = task % kBlocks;
     if (cb > rb) continue;
     float acc[2][4];
-    zero(acc);
-    for (int k0 = 0; k0 < Kp; k0 += 16) {
-      uint32_t a[4], b[4];
-      load_a(a, X, ld, rb * 16, k0, lane);
-      load_b_nk(b, Y, ld, k0, cb * 16, lane);
-      mma_16x16(acc, a, b);
-    }
+    gram_block(acc, X, rb * 16, Y, cb * 16, ld, Kp, lane);
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
 #pragma unroll

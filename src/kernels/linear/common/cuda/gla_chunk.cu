@@ -19,25 +19,10 @@
 namespace attnzoo {
 namespace cuda_gla_chunk {
 
+// The prep pass reads its shared memory as its f32 G rows.
 template <int C>
-__global__ void __launch_bounds__(kThreads) gla_chunk_prep_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
+__device__ __forceinline__ void gla_chunk_prep_pass(const Params& p, unsigned char* smem) {
   gla_chunk_prep<C>(p, reinterpret_cast<float*>(smem));
-}
-template <int C>
-__global__ void __launch_bounds__(kThreads) gla_chunk_keys_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  gla_chunk_keys<C>(p, smem);
-}
-template <int C>
-__global__ void __launch_bounds__(kThreads) gla_chunk_state_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  gla_chunk_state<C>(p, smem);
-}
-template <int C>
-__global__ void __launch_bounds__(kThreads) gla_chunk_output_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  gla_chunk_output<C>(p, smem);
 }
 
 namespace {
@@ -46,10 +31,10 @@ using cuda_delta_chunk::launch_pass;
 
 template <int C>
 void run(const ChunkLaunch& l, cudaStream_t stream) {
-  launch_pass(gla_chunk_prep_kernel<C>, l.prep_grid, l.prep_smem, stream, l.params, "gla_chunk_prep launch");
-  launch_pass(gla_chunk_keys_kernel<C>, l.keys_grid, l.keys_smem, stream, l.params, "gla_chunk_keys launch");
-  launch_pass(gla_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "gla_chunk_state launch");
-  launch_pass(gla_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params, "gla_chunk_output launch");
+  launch_pass<Params, gla_chunk_prep_pass<C>>(l.prep_grid, l.prep_smem, stream, l.params, "gla_chunk_prep launch");
+  launch_pass<Params, gla_chunk_keys<C>>(l.keys_grid, l.keys_smem, stream, l.params, "gla_chunk_keys launch");
+  launch_pass<Params, gla_chunk_state<C>>(l.state_grid, l.state_smem, stream, l.params, "gla_chunk_state launch");
+  launch_pass<Params, gla_chunk_output<C>>(l.output_grid, l.output_smem, stream, l.params, "gla_chunk_output launch");
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "kernels/linear/common/cuda/gla_chunk_launch.h"
 
-#include <algorithm>
 #include <cstring>
 #include <tuple>
 #include <utility>
@@ -17,9 +16,7 @@ using cuda_linear::require_grid_fits;
 using namespace cuda_gla_chunk;
 using cuda_delta_chunk::check_chunk_shape;
 using cuda_delta_chunk::chunk_count;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
+using cuda_delta_chunk::round_up;
 }  // namespace
 
 void check_cuda_gla_chunk(const GlaProblem& p) {
@@ -40,19 +37,12 @@ void check_cuda_gla_chunk(const GlaProblem& p) {
 namespace cuda_gla_chunk {
 
 using cuda_delta_chunk::ScratchLayout;
-using cuda_delta_chunk::split_into_chunks;
-using cuda_delta_chunk::write_chunk_metadata;
 
 ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   ChunkLaunch l;
-  const int64_t N = p.seqs.count();
-  if (N == 0 || (p.B * p.T == 0 && !p.final_state)) return l;
-  l.empty = false;
-  const int C = int(p.chunk_size);
-  l.C = C;
-
-  split_into_chunks(p.seqs, C, l.chunks, l.seq_chunks);
-  const int64_t NC = int64_t(l.chunks.size());
+  if (!l.split(p.seqs, p.B * p.T, p.final_state != nullptr, p.chunk_size)) return l;
+  const int64_t N = p.seqs.count(), NC = int64_t(l.chunks.size());
+  const int C = l.C;
   if (p.g_gamma && p.g_gamma_device.is_cpu()) l.gamma.assign(p.g_gamma, p.g_gamma + p.HV);
 
   Params& params = l.params;
@@ -60,15 +50,7 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   params.q_t = elem_of(p.q_dtype), params.k_t = elem_of(p.k_dtype), params.v_t = elem_of(p.v_dtype);
   params.g_t = elem_of(p.g_dtype), params.o_t = elem_of(p.o_dtype);
   params.g_gamma = p.g_gamma && !p.g_gamma_device.is_cpu() ? p.g_gamma : nullptr;
-  params.initial_state = p.initial_state;
-  params.final_state = p.final_state;
-  params.state_indices = p.state_indices;
-  params.state_stride = p.state_indices ? p.state_stride : p.HV * p.K * p.V;
-  params.n_chunks = NC;
-  params.H = int(p.H), params.HV = int(p.HV), params.K = int(p.K), params.V = int(p.V);
-  params.Kp = int(round_up(p.K, 16)), params.Vp = int(round_up(p.V, kStateCols));
-  params.group = int(p.group());
-  params.scale = p.scale;
+  cuda_delta_chunk::set_shared_params(params, p, NC);
   params.feature_map = p.feature_map;
   params.channel = p.gate == GateKind::channel;
   params.ssd = ssd;
@@ -89,8 +71,7 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   // One allocation: the metadata first (uploaded), then the scratch.
   ScratchLayout at;
   const size_t per = size_t(NC * p.HV), per_key = size_t(NC * (shared ? p.H : p.HV));
-  l.chunks_at = at.take(l.chunks.size() * sizeof(ChunkDesc));
-  l.seq_chunks_at = at.take(l.seq_chunks.size() * sizeof(int32_t));
+  l.take_table(at);
   l.gamma_at = at.take(l.gamma.size() * sizeof(float));
   l.metadata_bytes = at.end;
   l.kd_at = at.take(per_key * size_t(kd_elems(C, params.Kp)) * 2);
@@ -101,21 +82,19 @@ ChunkLaunch plan_gla_chunk(const GlaProblem& p, const SsdParams& ssd) {
   l.decay_at = at.take(per * size_t(params.Kp) * 4);
   l.h_at = at.take(per * size_t(h_elems(params.Kp, params.Vp)) * 2);
   l.G_at = at.take(p.gate == GateKind::none ? 0 : size_t(p.B * p.T * p.HV * (params.channel ? p.K : 1)) * 4);
-  l.scratch_bytes = std::max<size_t>(at.end, 256);
+  l.scratch_bytes = at.bytes();
   return l;
 }
 
 std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) {
-  std::vector<unsigned char> bytes(l.metadata_bytes, 0);
-  write_chunk_metadata(l.chunks, l.chunks_at, l.seq_chunks, l.seq_chunks_at, bytes);
+  std::vector<unsigned char> bytes = l.table_bytes();
   if (!l.gamma.empty()) std::memcpy(bytes.data() + l.gamma_at, l.gamma.data(), l.gamma.size() * sizeof(float));
   return bytes;
 }
 
 void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   Params& params = l.params;
-  params.chunks = reinterpret_cast<const ChunkDesc*>(base + l.chunks_at);
-  params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
+  l.bind_table(params, base);
   if (!l.gamma.empty()) params.g_gamma = reinterpret_cast<const float*>(base + l.gamma_at);
   params.kd = reinterpret_cast<uint16_t*>(base + l.kd_at);
   params.vb = params.shared_keys ? nullptr : reinterpret_cast<uint16_t*>(base + l.vb_at);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/linear/common/cuda/chunk_plan.h"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
 #include "kernels/linear/common/cuda/float_elem.h"
 #include "kernels/linear/common/gla_problem.h"
@@ -105,21 +106,16 @@ constexpr int64_t kd_elems(int C, int Kp) { return int64_t(C) * Kp; }
 constexpr int64_t v_elems(int C, int Vp) { return int64_t(C) * Vp; }
 constexpr int64_t h_elems(int Kp, int Vp) { return int64_t(Kp) * Vp; }
 
-struct ChunkLaunch {
-  bool empty = true;  // nothing to run: no sequences, or no tokens and no state to write
-  int C = 64;
+struct ChunkLaunch : cuda_delta_chunk::ChunkPlan {
   Params params{};  // metadata and scratch pointers still null: see bind_scratch()
-  std::vector<ChunkDesc> chunks;
-  std::vector<int32_t> seq_chunks;
-  std::vector<float> gamma;  // a host g_gamma's HV values, uploaded with the chunk table
+  std::vector<float> gamma;  // a host g_gamma's HV values, uploaded after the chunk table
   // One-dimensional grids: prep and output (chunk, value head); keys (chunk, key head; 0 without shared_keys);
   // state (sequence, value head, column slice).
   unsigned prep_grid = 0, keys_grid = 0, state_grid = 0, output_grid = 0;
   size_t prep_smem = 0, keys_smem = 0, state_smem = 0, output_smem = 0;
-  // Byte offsets in one allocation of `scratch_bytes`; the first metadata_bytes are uploaded.
-  size_t chunks_at = 0, seq_chunks_at = 0, gamma_at = 0, kd_at = 0, vb_at = 0, vscale_at = 0, qb_at = 0,
-         scores_at = 0, decay_at = 0, h_at = 0, G_at = 0;
-  size_t scratch_bytes = 0, metadata_bytes = 0;
+  // Byte offsets in the allocation, after the chunk table; gamma's is the last uploaded.
+  size_t gamma_at = 0, kd_at = 0, vb_at = 0, vscale_at = 0, qb_at = 0, scores_at = 0, decay_at = 0, h_at = 0,
+         G_at = 0;
 };
 
 // For a problem check_cuda_gla_chunk accepts. With `ssd` (Mamba-2, whose caller checks it instead) p.gate is

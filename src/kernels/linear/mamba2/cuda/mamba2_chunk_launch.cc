@@ -1,14 +1,13 @@
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_launch.h"
 
-#include <iterator>
 #include <string>
-#include <utility>
 
 #include "core/error.h"
 #include "kernels/linear/common/cuda/chunk_plan.h"
 #include "kernels/linear/common/cuda/launch_checks.h"
 #include "kernels/linear/common/gla_problem.h"
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_cuda.h"
+#include "kernels/linear/mamba2/cuda/mamba2_launch_checks.h"
 
 namespace attnzoo {
 namespace {
@@ -17,7 +16,6 @@ using cuda_delta_chunk::chunk_count;
 using cuda_gla_chunk::kMaxDim;
 using cuda_gla_chunk::kStateCols;
 using cuda_linear::elem_of;
-using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 
 }  // namespace
@@ -26,15 +24,7 @@ bool cuda_mamba2_chunk_fits(const Mamba2Problem& p) { return p.N <= kMaxDim && p
 
 void check_cuda_mamba2_chunk(const Mamba2Problem& p) {
   check_chunk_shape(p.N, "B", "state size N", p.P, "x", "head dim P", p.chunk_size);
-  const std::pair<const void*, DType> inputs[] = {
-      {p.x, p.x_dtype}, {p.Bm, p.b_dtype}, {p.Cm, p.c_dtype}, {p.z, p.z_dtype}, {p.y, p.y_dtype}};
-  const char* names[] = {"x", "B", "C", "z", "y"};
-  for (size_t i = 0; i < std::size(inputs); ++i)
-    if (inputs[i].first) require_aligned(inputs[i].first, dtype_size(inputs[i].second), names[i]);
-  for (auto [t, name] : {std::pair{&p.dt_in, "dt"}, {&p.A_in, "A"}, {&p.D_in, "D"}, {&p.dt_bias_in, "dt_bias"}})
-    if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
-  if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
-  if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
+  cuda_mamba2::require_mamba2_aligned(p);
   require_grid_fits(chunk_count(p.seqs, p.chunk_size) * p.H, "x", "chunks x heads");
   require_grid_fits(p.seqs.count() * p.H * ((p.P + kStateCols - 1) / kStateCols), "x",
                     "sequences x heads x ceil(P / 32)");

@@ -1,16 +1,14 @@
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 
-#include <iterator>
 #include <string>
-#include <utility>
 
 #include "core/error.h"
 #include "kernels/linear/common/cuda/launch_checks.h"
+#include "kernels/linear/mamba2/cuda/mamba2_launch_checks.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
 
 namespace attnzoo {
 namespace {
-using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 using namespace cuda_mamba2;
 
@@ -25,15 +23,7 @@ void check_cuda_mamba2_recurrent(const Mamba2Problem& p) {
     return "state size N=" + str(p.N) + " exceeds " + str(kMaxN) + ", the widest state rows the CUDA recurrence " +
            "keeps in registers";
   });
-  const std::pair<const void*, DType> inputs[] = {
-      {p.x, p.x_dtype}, {p.Bm, p.b_dtype}, {p.Cm, p.c_dtype}, {p.z, p.z_dtype}, {p.y, p.y_dtype}};
-  const char* names[] = {"x", "B", "C", "z", "y"};
-  for (size_t i = 0; i < std::size(inputs); ++i)
-    if (inputs[i].first) require_aligned(inputs[i].first, dtype_size(inputs[i].second), names[i]);
-  for (auto [t, name] : {std::pair{&p.dt_in, "dt"}, {&p.A_in, "A"}, {&p.D_in, "D"}, {&p.dt_bias_in, "dt_bias"}})
-    if (!t->empty()) require_aligned(t->data, dtype_size(t->dtype), name);
-  if (p.h0) require_aligned(p.h0, sizeof(float), "initial_state");
-  if (p.ht) require_aligned(p.ht, sizeof(float), "final_state");
+  cuda_mamba2::require_mamba2_aligned(p);
   // One CTA per (sequence, head, 16 state rows) on a one-dimensional grid.
   require_grid_fits(ctas(p), "x", "sequences x heads x ceil(P / 16)");
 }

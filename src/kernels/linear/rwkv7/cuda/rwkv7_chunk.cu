@@ -17,30 +17,14 @@
 namespace attnzoo {
 namespace cuda_rwkv7_chunk {
 
-template <int C>
-__global__ void __launch_bounds__(kThreads) rwkv7_chunk_intra_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  rwkv7_chunk_intra<C>(p, smem);
-}
-template <int C>
-__global__ void __launch_bounds__(kThreads) rwkv7_chunk_state_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  rwkv7_chunk_state<C>(p, smem);
-}
-template <int C>
-__global__ void __launch_bounds__(kThreads) rwkv7_chunk_output_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  rwkv7_chunk_output<C>(p, smem);
-}
-
 namespace {
 
 template <int C>
 void run(const ChunkLaunch& l, cudaStream_t stream) {
   using cuda_delta_chunk::launch_pass;
-  launch_pass(rwkv7_chunk_intra_kernel<C>, l.intra_grid, l.intra_smem, stream, l.params, "rwkv7_chunk_intra launch");
-  launch_pass(rwkv7_chunk_state_kernel<C>, l.state_grid, l.state_smem, stream, l.params, "rwkv7_chunk_state launch");
-  launch_pass(rwkv7_chunk_output_kernel<C>, l.output_grid, l.output_smem, stream, l.params,
+  launch_pass<Params, rwkv7_chunk_intra<C>>(l.intra_grid, l.intra_smem, stream, l.params, "rwkv7_chunk_intra launch");
+  launch_pass<Params, rwkv7_chunk_state<C>>(l.state_grid, l.state_smem, stream, l.params, "rwkv7_chunk_state launch");
+  launch_pass<Params, rwkv7_chunk_output<C>>(l.output_grid, l.output_smem, stream, l.params,
               "rwkv7_chunk_output launch");
 }
 

@@ -28,10 +28,7 @@ namespace attnzoo::cuda_rwkv7_chunk {
 using cuda_delta_chunk::acc_col;
 using cuda_delta_chunk::acc_row;
 using cuda_delta_chunk::Bf16;
-using cuda_delta_chunk::load_a;
-using cuda_delta_chunk::load_b_nk;
-using cuda_delta_chunk::mma_16x16;
-using cuda_delta_chunk::zero;
+using cuda_delta_chunk::gram_block;
 
 constexpr float kTensorCoreSpan = 60.f;
 
@@ -97,13 +94,7 @@ __device__ __forceinline__ void decayed_grams(const Bf16* q, const Bf16* a, cons
       for (int task = warp; task < 2 * (cols / 16); task += kWarps) {
         const int x = task % 2, cb = task / 2;
         float acc[2][4];
-        zero(acc);
-        for (int k0 = 0; k0 < Kp; k0 += 16) {
-          uint32_t fa[4], fb[4];
-          load_a(fa, left, ld, x * 16, k0, lane);
-          load_b_nk(fb, right, ld, k0, cb * 16, lane);
-          mma_16x16(acc, fa, fb);
-        }
+        gram_block(acc, left, x * 16, right, cb * 16, ld, Kp, lane);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt)
 #pragma unroll

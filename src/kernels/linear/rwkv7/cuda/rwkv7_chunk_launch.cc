@@ -12,9 +12,7 @@ namespace {
 using cuda_linear::require_aligned;
 using cuda_linear::require_grid_fits;
 using namespace cuda_rwkv7_chunk;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
+using cuda_delta_chunk::round_up;
 }  // namespace
 
 void check_cuda_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
@@ -42,13 +40,9 @@ namespace cuda_rwkv7_chunk {
 
 ChunkLaunch plan_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
   ChunkLaunch l;
-  const int64_t N = p.seqs.count();
-  if (N == 0 || (p.batch * p.T == 0 && !p.ht)) return l;
-  l.empty = false;
-  const int C = int(chunk_size);
-  l.C = C;
-  cuda_delta_chunk::split_into_chunks(p.seqs, C, l.chunks, l.seq_chunks);
-  const int64_t NC = int64_t(l.chunks.size());
+  if (!l.split(p.seqs, p.batch * p.T, p.ht != nullptr, chunk_size)) return l;
+  const int64_t N = p.seqs.count(), NC = int64_t(l.chunks.size());
+  const int C = l.C;
 
   Params& params = l.params;
   params.r = p.r, params.w = p.w, params.k = p.k, params.v = p.v, params.a = p.a, params.b = p.b, params.o = p.o;
@@ -74,8 +68,7 @@ ChunkLaunch plan_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
   // One allocation: the metadata first (uploaded), then the scratch.
   cuda_delta_chunk::ScratchLayout at;
   const size_t per = size_t(NC * p.H);
-  l.chunks_at = at.take(l.chunks.size() * sizeof(ChunkDesc));
-  l.seq_chunks_at = at.take(l.seq_chunks.size() * sizeof(int32_t));
+  l.take_table(at);
   l.metadata_bytes = at.end;
   l.wm_at = at.take(per * size_t(rows_elems(C, Kp)) * 2);
   l.u_at = at.take(per * size_t(rows_elems(C, Vp)) * 4);
@@ -85,20 +78,15 @@ ChunkLaunch plan_rwkv7_chunk(const Rwkv7Problem& p, int64_t chunk_size) {
   l.pm_at = at.take(per * size_t(rows_elems(C, 2 * C)) * 2);
   l.decay_at = at.take(per * size_t(Kp) * 4);
   l.h_at = at.take(per * size_t(rows_elems(Kp, Vp)) * 2);
-  l.scratch_bytes = std::max<size_t>(at.end, 256);
+  l.scratch_bytes = at.bytes();
   return l;
 }
 
-std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) {
-  std::vector<unsigned char> bytes(l.metadata_bytes, 0);
-  cuda_delta_chunk::write_chunk_metadata(l.chunks, l.chunks_at, l.seq_chunks, l.seq_chunks_at, bytes);
-  return bytes;
-}
+std::vector<unsigned char> metadata_bytes_of(const ChunkLaunch& l) { return l.table_bytes(); }
 
 void bind_scratch(ChunkLaunch& l, unsigned char* base) {
   Params& params = l.params;
-  params.chunks = reinterpret_cast<const ChunkDesc*>(base + l.chunks_at);
-  params.seq_chunks = reinterpret_cast<const int32_t*>(base + l.seq_chunks_at);
+  l.bind_table(params, base);
   params.wm = reinterpret_cast<uint16_t*>(base + l.wm_at);
   params.u = reinterpret_cast<float*>(base + l.u_at);
   params.kb = reinterpret_cast<uint16_t*>(base + l.kb_at);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/linear/common/cuda/chunk_plan.h"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
 #include "kernels/linear/common/cuda/float_elem.h"
 #include "kernels/linear/rwkv7/problem.h"
@@ -111,20 +112,13 @@ struct OutputSmem {  // per (chunk, head): q e^{G}, h, [A_qk | A_qb], [V; SA]
 // Scratch sizes, in elements per (chunk, head).
 constexpr int64_t rows_elems(int rows, int cols) { return int64_t(rows) * cols; }
 
-struct ChunkLaunch {
-  bool empty = true;  // nothing to run: no sequences, or no tokens and no state to write
-  int C = 64;
+struct ChunkLaunch : cuda_delta_chunk::ChunkPlan {
   Params params{};  // chunks, seq_chunks and the scratch pointers still null: see bind_scratch()
-  std::vector<ChunkDesc> chunks;
-  std::vector<int32_t> seq_chunks;
   // One-dimensional grids: intra and output (chunk, head); state (sequence, head, column slice).
   unsigned intra_grid = 0, state_grid = 0, output_grid = 0;
   size_t intra_smem = 0, state_smem = 0, output_smem = 0;
-  // Byte offsets of the metadata and scratch in one allocation of `scratch_bytes`, in Params' order.
-  size_t chunks_at = 0, seq_chunks_at = 0, wm_at = 0, u_at = 0, kb_at = 0, vsa_at = 0, qg_at = 0, pm_at = 0,
-         decay_at = 0, h_at = 0;
-  size_t scratch_bytes = 0;
-  size_t metadata_bytes = 0;  // the leading bytes to upload (chunks and seq_chunks)
+  // Byte offsets of the scratch in the allocation, after the chunk table, in Params' order.
+  size_t wm_at = 0, u_at = 0, kb_at = 0, vsa_at = 0, qg_at = 0, pm_at = 0, decay_at = 0, h_at = 0;
 };
 
 // For a problem check_cuda_rwkv7_chunk accepts.
