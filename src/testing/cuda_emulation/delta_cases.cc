@@ -29,6 +29,8 @@ namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
@@ -44,9 +46,6 @@ void (*reference(DeltaGate gate))(const DeltaArgs&) {
   return gate == DeltaGate::none ? delta_rule_reference
                                  : gate == DeltaGate::head ? gated_delta_rule_reference : kda_reference;
 }
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // The GPU test's (delta_recurrent_cuda_test.cc): f32 arithmetic alone separates kernel and reference; a 16-bit
 // output adds its rounding.

@@ -26,6 +26,8 @@ namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::GlaDeviceCase;
 using testing::GlaEntryArgs;
 using testing::GlaFamily;
@@ -38,9 +40,6 @@ void launch(const cuda_gla::RecurrentLaunch& l) {
   cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
                          [&](unsigned char*) { cuda_gla::gla_recurrent_cta<kGate>(l.params); });
 }
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 double tolerance(const GlaDeviceCase& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
 

@@ -27,6 +27,8 @@ namespace {
 using namespace cuda_gla_chunk;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using cuda_emulation::run_gla_chunk_stages;
 using testing::GlaDeviceCase;
 using testing::GlaEntryArgs;
@@ -37,9 +39,6 @@ using testing::HostTensor;
 // The GPU test's bound (gla_chunk_cuda_test.cc). bf16 operands for every product dominate the error (2e-3 to
 // 4e-3 relative RMS on these cases), where a wrong mask, decay or missing term costs tens of percent.
 constexpr double kTolerance = 1e-2;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // With `in_place` the final state overwrites the initial one; otherwise it goes to a separate NaN-filled buffer.
 void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {

@@ -32,11 +32,10 @@ namespace {
 using namespace cuda_gla_chunk;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using cuda_emulation::run_gla_chunk_stages;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // The GPU test's bound (mamba2_chunk_cuda_test.cc), the gated-linear kernels' own: bf16 operands for every
 // product dominate the error, where a wrong mask, decay, step or missing term costs tens of percent.

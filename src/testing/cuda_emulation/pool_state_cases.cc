@@ -47,6 +47,7 @@ using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
 using cuda_emulation::expect_rows;
+using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
 using testing::DeltaCase;
 using testing::DeltaInputs;
@@ -80,8 +81,8 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
   pool.place(index, static_cast<const float*>(in.init.view.data));
   pool.upload();
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor q = dev(in.q), k = dev(in.k), v = dev(in.v), g = dev(in.g), beta = dev(in.beta);
+  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
+                     beta = on_device(in.beta);
   const DeviceTensor o(dtype, {N, 1, HV, V}, 0);  // NaN bytes
   HostTensor unused(DType::f32, {1}, 0, 0.f);
   DeltaArgs a = in.args(c, unused, nullptr);
@@ -182,8 +183,8 @@ void check_rwkv7(int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& in
   pool.place(index, static_cast<const float*>(in.h0.view.data));
   pool.upload();
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor r = dev(in.r), w = dev(in.w), k = dev(in.k), v = dev(in.v), ad = dev(in.a), bd = dev(in.b);
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b);
   const DeviceTensor o(dtype, {N, 1, H, V}, 0);  // NaN bytes
   a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
   a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
@@ -276,8 +277,8 @@ void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots
   pool.place(index, static_cast<const float*>(in.init.view.data));
   pool.upload();
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor q = dev(in.q), k = dev(in.k), v = dev(in.v), g = dev(in.g), g_gamma = dev(in.g_gamma);
+  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
+                     g_gamma = on_device(in.g_gamma);
   const DeviceTensor o(c.out_dtype, {N, 1, c.HV, c.V}, 0);  // NaN bytes
   HostTensor unused(DType::f32, {1}, 0, 0.f);
   testing::GlaEntryArgs a = in.args(c, unused, nullptr);

@@ -51,10 +51,9 @@ namespace {
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
+using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
 
 // The packed outputs of the pool run against the dense run's: each real sequence's token rows (`width` elements
 // each) bit for bit, each pad's still NaN bytes.

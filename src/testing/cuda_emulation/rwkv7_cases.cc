@@ -27,12 +27,11 @@ namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // With `in_place` the final state overwrites the initial one (the engine's decode step); otherwise it goes to a
 // separate NaN-filled buffer. The CPU twin runs the same host inputs, so the kernel is held to both.

@@ -33,6 +33,8 @@ namespace attnzoo {
 namespace {
 using namespace cuda_rwkv7_chunk;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
@@ -50,9 +52,6 @@ void run_stages(const ChunkLaunch& l) {
     cuda_emulation::launch(dim3(l.output_grid), kThreads, l.output_smem,
                            [&](unsigned char* smem) { rwkv7_chunk_output<C>(p, smem); });
 }
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // With `in_place` the final state overwrites the initial one; otherwise it goes to a separate NaN-filled buffer.
 void check(const Rwkv7Case& c, int64_t chunk, bool in_place, uint64_t seed) {

@@ -34,10 +34,9 @@ namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // The launcher's upload of packed sequences' offsets, as a separate emulated allocation; null when there are none.
 const int64_t* upload(const std::vector<int64_t>& offsets, std::optional<DeviceMemory>& memory) {
