@@ -53,23 +53,18 @@ SsdCase ssd_shape(int64_t B, int64_t T, int64_t H, int64_t P, int64_t G, int64_t
 void check(const SsdCase& c, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const testing::Mamba2DeviceInputs in(c, seed);
-  const std::vector<int64_t> y_shape{c.B, c.T, c.H, c.P}, s_shape{c.nseq(), c.H, c.P, c.N};
-  Mamba2Args a = in.args(c);
-  HostTensor y_ref(DType::f32, y_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
-  a.y = y_ref.view, a.final_state = s_ref.view;
-  mamba2_reference(a);
   // The CPU twin: the chunked form on the host, in f32 throughout.
-  HostTensor y_cpu(DType::f32, y_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.y = y_cpu.view, a.final_state = s_cpu.view;
-  mamba2_chunk_scan(a);
+  const testing::Mamba2Outputs ref = testing::mamba2_host_outputs(c, in, mamba2_reference),
+                               cpu = testing::mamba2_host_outputs(c, in, mamba2_chunk_scan);
 
-  HostTensor y(c.out_dtype, y_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.P, c.N}, 0, 0.f);
   testing::fill_nan_bytes(y), testing::fill_nan_bytes(s);
   const DeviceTensor xd = on_device(in.x), dtd = on_device(in.dt), Ad = on_device(in.A), Bd = on_device(in.B),
                      Cd = on_device(in.C), Dd = on_device(in.D), zd = on_device(in.z), biasd = on_device(in.bias),
                      yd = on_device(y), sd = on_device(s);
   DeviceTensor init = on_device(in.h0);
   if (!c.with_h0) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  Mamba2Args a = in.args(c);
   a.x = xd.device_view(), a.dt = dtd.device_view(), a.A = Ad.device_view(), a.B = Bd.device_view();
   a.C = Cd.device_view(), a.D = Dd.device_view(), a.dt_bias = biasd.device_view(), a.y = yd.device_view();
   if (c.with_z) a.z = zd.device_view();
@@ -85,11 +80,11 @@ void check(const SsdCase& c, bool in_place, uint64_t seed) {
   download(yd, y);
   download(in_place ? init : sd, s);
   if (c.T > 0) {
-    EXPECT_LE(testing::relative_rms(y, y_ref), kTolerance);
-    EXPECT_LE(testing::relative_rms(y, y_cpu), kTolerance);
+    EXPECT_LE(testing::relative_rms(y, ref.y), kTolerance);
+    EXPECT_LE(testing::relative_rms(y, cpu.y), kTolerance);
   }
-  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
-  EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
+  EXPECT_LE(testing::relative_rms(s, ref.s), kTolerance);
+  EXPECT_LE(testing::relative_rms(s, cpu.s), kTolerance);
 }
 
 // Mamba-2 2.7B's head (P = 64, N = 128, one group) over a chunk and a tail, and Nemotron-H-like groups: 4 heads

@@ -32,25 +32,23 @@ using cuda_emulation::on_device;
 using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
+using testing::rwkv7_case;
 
 // With `in_place` the final state overwrites the initial one (the engine's decode step); otherwise it goes to a
 // separate NaN-filled buffer. The CPU twin runs the same host inputs, so the kernel is held to both.
 void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
-  Rwkv7Args a = in.args(c);
-  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.o = o_cpu.view, a.final_state = s_cpu.view;
-  recurrent_rwkv7(a);
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
+                              cpu = testing::rwkv7_host_outputs(c, in, recurrent_rwkv7);
 
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  HostTensor o(c.out_dtype, {c.B, c.T, c.H, c.V}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.K, c.V}, 0, 0.f);
   testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
   const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
                      ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
   DeviceTensor init = on_device(in.h0);
   if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  Rwkv7Args a = in.args(c);
   a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
   a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
   if (c.initial_state) a.initial_state = init.device_view();
@@ -80,15 +78,8 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   download(in_place ? init : sd, s);
   EXPECT_LE(testing::relative_rms(o, ref.o), testing::rwkv7_cuda_tolerance(c));
   EXPECT_LE(testing::relative_rms(s, ref.s), 1e-4);
-  EXPECT_LE(testing::relative_rms(o, o_cpu), testing::rwkv7_cuda_tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_cpu), 1e-4);
-}
-
-// Field by field: designated initializers that skip fields warn under -Wextra.
-Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
-  Rwkv7Case c;
-  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
-  return c;
+  EXPECT_LE(testing::relative_rms(o, cpu.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(s, cpu.s), 1e-4);
 }
 
 // Packed sequences of 1, 3, 0 and 5 tokens (the empty one's final state is its initial state); K = 48 and V = 40
@@ -96,7 +87,7 @@ Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init
 TEST(EmulatedRwkv7Recurrent, MatchesRaggedPackedSequences) {
   for (bool in_place : {true, false})
     for (bool init : {true, false}) {
-      Rwkv7Case c = shape(1, 9, 2, 48, 40, init);
+      Rwkv7Case c = rwkv7_case(1, 9, 2, 48, 40, init);
       c.cu_seqlens = {0, 1, 4, 4, 9};
       check(c, in_place && init, 10 + uint64_t(in_place) + 2 * uint64_t(init));
     }
@@ -104,24 +95,24 @@ TEST(EmulatedRwkv7Recurrent, MatchesRaggedPackedSequences) {
 
 // Longer sequences (33 and 37 tokens, odd lengths) carry the state through both staging buffers many times.
 TEST(EmulatedRwkv7Recurrent, MatchesOddLengths) {
-  Rwkv7Case c = shape(1, 70, 1, 32, 64);
+  Rwkv7Case c = rwkv7_case(1, 70, 1, 32, 64);
   c.cu_seqlens = {0, 33, 70};
   check(c, false, 20);
-  check(shape(2, 37, 1, 64, 32, false), false, 21);
+  check(rwkv7_case(2, 37, 1, 64, 32, false), false, 21);
 }
 
 // One decode step of a padded batch, state in place: RWKV-7's 64 x 64 heads, and 128 x 128 (four warps, four
 // column slices).
 TEST(EmulatedRwkv7Recurrent, MatchesDecodeStep) {
-  check(shape(3, 1, 4, 64, 64), true, 30);
-  check(shape(2, 1, 2, 128, 128), true, 31);
+  check(rwkv7_case(3, 1, 4, 64, 64), true, 30);
+  check(rwkv7_case(2, 1, 2, 128, 128), true, 31);
 }
 
 // K != V both ways, off the tiles; K = 256 (eight warps), the widest state the kernel keeps in registers.
 TEST(EmulatedRwkv7Recurrent, MatchesUnequalKeyAndValueDims) {
-  check(shape(1, 4, 1, 100, 36), false, 40);
-  check(shape(1, 4, 1, 20, 100), true, 41);
-  check(shape(1, 3, 1, 256, 32, false), false, 42);
+  check(rwkv7_case(1, 4, 1, 100, 36), false, 40);
+  check(rwkv7_case(1, 4, 1, 20, 100), true, 41);
+  check(rwkv7_case(1, 3, 1, 256, 32, false), false, 42);
 }
 
 // Small states pack several units into a CTA: K = 16 and 32 four, 64 two (RWKV-7's heads), 128 one. H = 3 with
@@ -131,15 +122,15 @@ TEST(EmulatedRwkv7Recurrent, MatchesUnequalKeyAndValueDims) {
 TEST(EmulatedRwkv7Recurrent, MatchesPackedSmallStates) {
   uint64_t seed = 70;
   for (int64_t K : {16, 32, 64, 128}) {
-    Rwkv7Case c = shape(1, 9, 3, K, 32);
+    Rwkv7Case c = rwkv7_case(1, 9, 3, K, 32);
     c.cu_seqlens = {0, 1, 4, 4, 9};
     check(c, true, seed++);
-    check(shape(5, 1, 3, K, 40), false, seed++);
+    check(rwkv7_case(5, 1, 3, K, 40), false, seed++);
   }
 }
 
 TEST(EmulatedRwkv7Recurrent, MatchesDtypes) {
-  Rwkv7Case c = shape(1, 6, 2, 64, 48);
+  Rwkv7Case c = rwkv7_case(1, 6, 2, 64, 48);
   c.cu_seqlens = {0, 2, 6};
   c.dtype = DType::bf16;
   check(c, true, 50);
@@ -152,13 +143,13 @@ TEST(EmulatedRwkv7Recurrent, MatchesDtypes) {
 // Log decays around -20 wipe the state each token (what is left is the last token's write); decays near 0 keep
 // it, so only the low-rank part forgets.
 TEST(EmulatedRwkv7Recurrent, MatchesStrongAndMildDecays) {
-  Rwkv7Case c = shape(2, 5, 1, 64, 32);
+  Rwkv7Case c = rwkv7_case(2, 5, 1, 64, 32);
   c.w_min = -21.f, c.w_max = -19.f;
   check(c, true, 60);
-  c = shape(1, 24, 1, 64, 64);
+  c = rwkv7_case(1, 24, 1, 64, 64);
   c.w_min = -0.05f, c.w_max = 0.f;
   check(c, false, 61);
-  c = shape(1, 12, 1, 64, 64, false);
+  c = rwkv7_case(1, 12, 1, 64, 64, false);
   c.w_min = -20.f, c.w_max = 0.f;  // every strength side by side, channel by channel
   c.cu_seqlens = {0, 1, 12};
   check(c, false, 62);
@@ -226,10 +217,10 @@ void check_pool_prefill(const Rwkv7Case& c, const std::vector<int32_t>& index, i
 // Sequences of 1, 7, 0, 12 and 3 tokens on scattered, permuted slots with a pad among them; RWKV-7's 64 x 64 heads
 // and K != V off the tiles.
 TEST(EmulatedPoolStates, Rwkv7RecurrentPrefillInPlace) {
-  Rwkv7Case c = shape(1, 23, 2, 64, 64);
+  Rwkv7Case c = rwkv7_case(1, 23, 2, 64, 64);
   c.cu_seqlens = {0, 1, 8, 8, 20, 23};
   check_pool_prefill(c, {6, 0, 3, -1, 8}, 10, 900);
-  c = shape(1, 23, 1, 48, 40);
+  c = rwkv7_case(1, 23, 1, 48, 40);
   c.cu_seqlens = {0, 1, 8, 8, 20, 23};
   c.dtype = c.out_dtype = DType::bf16;
   check_pool_prefill(c, {2, 4, 1, 0, 3}, 5, 901);

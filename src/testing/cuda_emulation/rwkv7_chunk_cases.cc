@@ -38,6 +38,7 @@ using cuda_emulation::on_device;
 using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
+using testing::rwkv7_case;
 
 // rwkv7_chunk.cu's three kernels in its order, on the emulator.
 template <int C>
@@ -57,19 +58,17 @@ void run_stages(const ChunkLaunch& l) {
 void check(const Rwkv7Case& c, int64_t chunk, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
-  Rwkv7Args a = in.args(c);
-  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.o = o_cpu.view, a.final_state = s_cpu.view;
-  chunk_rwkv7(a, chunk);
+  auto cpu_chunk = [&](const Rwkv7Args& host) { chunk_rwkv7(host, chunk); };
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
+                              cpu = testing::rwkv7_host_outputs(c, in, cpu_chunk);
 
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
+  HostTensor o(c.out_dtype, {c.B, c.T, c.H, c.V}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.K, c.V}, 0, 0.f);
   testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
   const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
                      ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
   DeviceTensor init = on_device(in.h0);
   if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
+  Rwkv7Args a = in.args(c);
   a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
   a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
   if (c.initial_state) a.initial_state = init.device_view();
@@ -85,15 +84,8 @@ void check(const Rwkv7Case& c, int64_t chunk, bool in_place, uint64_t seed) {
   const double tol = testing::rwkv7_chunk_cuda_tolerance();
   EXPECT_LE(testing::relative_rms(o, ref.o), tol);
   EXPECT_LE(testing::relative_rms(s, ref.s), tol);
-  EXPECT_LE(testing::relative_rms(o, o_cpu), tol);
-  EXPECT_LE(testing::relative_rms(s, s_cpu), tol);
-}
-
-// Field by field: designated initializers that skip fields warn under -Wextra.
-Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
-  Rwkv7Case c;
-  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
-  return c;
+  EXPECT_LE(testing::relative_rms(o, cpu.o), tol);
+  EXPECT_LE(testing::relative_rms(s, cpu.s), tol);
 }
 
 // Packed sequences of 1, 37, 0, 79 and 33 tokens (the empty one's final state is its initial state; the others
@@ -102,7 +94,7 @@ TEST(EmulatedRwkv7Chunk, MatchesRaggedPackedSequences) {
   uint64_t seed = 100;
   for (int64_t chunk : {16, 32, 64})
     for (bool init : {true, false}) {
-      Rwkv7Case c = shape(1, 150, 2, 32, 32, init);
+      Rwkv7Case c = rwkv7_case(1, 150, 2, 32, 32, init);
       c.cu_seqlens = {0, 1, 38, 38, 117, 150};
       check(c, chunk, init && chunk == 32, seed++);
     }
@@ -110,28 +102,28 @@ TEST(EmulatedRwkv7Chunk, MatchesRaggedPackedSequences) {
 
 // Padded batches (no cu_seqlens); K and V off the 16- and 32-wide tiles, both ways round.
 TEST(EmulatedRwkv7Chunk, MatchesPaddedBatchesAndOddHeadDims) {
-  check(shape(2, 45, 1, 40, 48), 32, false, 200);
-  check(shape(2, 40, 2, 48, 40, false), 16, true, 201);
-  check(shape(1, 33, 1, 20, 100), 16, false, 202);
+  check(rwkv7_case(2, 45, 1, 40, 48), 32, false, 200);
+  check(rwkv7_case(2, 40, 2, 48, 40, false), 16, true, 201);
+  check(rwkv7_case(1, 33, 1, 20, 100), 16, false, 202);
 }
 
 // Sequences shorter than one chunk, and single tokens: one partial chunk each.
 TEST(EmulatedRwkv7Chunk, MatchesShortSequences) {
-  check(shape(3, 5, 2, 64, 64), 64, true, 300);
-  check(shape(2, 1, 2, 64, 64), 64, false, 301);
-  Rwkv7Case c = shape(1, 4, 1, 32, 32);
+  check(rwkv7_case(3, 5, 2, 64, 64), 64, true, 300);
+  check(rwkv7_case(2, 1, 2, 64, 64), 64, false, 301);
+  Rwkv7Case c = rwkv7_case(1, 4, 1, 32, 32);
   c.cu_seqlens = {0, 1, 1, 4};
   check(c, 16, false, 302);
 }
 
 // RWKV-7's head size (64) over several chunks, and the widest heads (128) on one chunk and a tail.
 TEST(EmulatedRwkv7Chunk, MatchesModelHeads) {
-  check(shape(1, 150, 2, 64, 64), 64, true, 400);
-  check(shape(1, 70, 1, 128, 128), 64, false, 401);
+  check(rwkv7_case(1, 150, 2, 64, 64), 64, true, 400);
+  check(rwkv7_case(1, 70, 1, 128, 128), 64, false, 401);
 }
 
 TEST(EmulatedRwkv7Chunk, MatchesDtypes) {
-  Rwkv7Case c = shape(1, 50, 2, 32, 32);
+  Rwkv7Case c = rwkv7_case(1, 50, 2, 32, 32);
   c.cu_seqlens = {0, 19, 50};
   c.dtype = DType::bf16;
   check(c, 32, true, 500);
@@ -148,12 +140,12 @@ TEST(EmulatedRwkv7Chunk, MatchesDtypes) {
 TEST(EmulatedRwkv7Chunk, MatchesDecayStrengths) {
   uint64_t seed = 600;
   for (auto [lo, hi] : {std::pair{-8.f, -7.f}, {-21.f, -19.f}, {-20.f, 0.f}, {-0.05f, 0.f}, {-4.5f, -2.5f}}) {
-    Rwkv7Case c = shape(1, 100, 1, 64, 32);
+    Rwkv7Case c = rwkv7_case(1, 100, 1, 64, 32);
     c.w_min = lo, c.w_max = hi;
     c.cu_seqlens = {0, 1, 60, 100};
     check(c, 64, seed % 2 == 0, seed);
     ++seed;
-    c = shape(1, 70, 1, 32, 64, false);
+    c = rwkv7_case(1, 70, 1, 32, 64, false);
     c.w_min = lo, c.w_max = hi;
     check(c, 32, false, seed++);
   }
@@ -162,21 +154,21 @@ TEST(EmulatedRwkv7Chunk, MatchesDecayStrengths) {
 // A long memory (decays near 0) over many chunks: the bf16 rounding of each chunk's products must not build up in
 // the f32 state the chunks carry.
 TEST(EmulatedRwkv7Chunk, MatchesLongSequencesWithLongMemory) {
-  Rwkv7Case c = shape(1, 700, 1, 64, 64);
+  Rwkv7Case c = rwkv7_case(1, 700, 1, 64, 64);
   c.w_min = -0.02f, c.w_max = 0.f;
   check(c, 64, true, 650);
 }
 
 // No tokens at all: no chunks, so only the state pass runs, and it copies each initial state to the final one.
 TEST(EmulatedRwkv7Chunk, CopiesStatesOfEmptySequences) {
-  Rwkv7Case c = shape(1, 0, 2, 32, 32);
+  Rwkv7Case c = rwkv7_case(1, 0, 2, 32, 32);
   c.cu_seqlens = {0, 0, 0};
   check(c, 64, false, 700);
 }
 
 // The plan: chunks never cross sequences, empty sequences own none, every kernel's sizes follow from the shape.
 TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
-  Rwkv7Case c = shape(1, 100, 2, 40, 48);
+  Rwkv7Case c = rwkv7_case(1, 100, 2, 40, 48);
   c.cu_seqlens = {0, 1, 1, 65, 100};
   const Rwkv7Inputs in(c, 1);
   HostTensor o(DType::f32, {1, 100, 2, 48}, 0, 0.f);
@@ -214,7 +206,7 @@ TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
 
 // What only the CUDA chunk refuses, by name, before any device memory is read.
 TEST(EmulatedRwkv7Chunk, RefusesWhatItCannotRun) {
-  Rwkv7Case c = shape(1, 8, 1, 32, 32);
+  Rwkv7Case c = rwkv7_case(1, 8, 1, 32, 32);
   const Rwkv7Inputs in(c, 2);
   HostTensor o(DType::f32, {1, 8, 1, 32}, 0, 0.f);
   Rwkv7Args a = in.args(c);
@@ -286,12 +278,12 @@ void check_pool(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& i
 // slots with a pad among them; RWKV-7's 64 x 64 heads and K != V off the tiles (a part-empty last state slice);
 // chunk sizes 16, 32 and 64; f32 and bf16.
 TEST(EmulatedPoolStateChunks, Rwkv7ChunkInPlace) {
-  Rwkv7Case c = shape(1, 150, 2, 32, 48);
+  Rwkv7Case c = rwkv7_case(1, 150, 2, 32, 48);
   c.cu_seqlens = {0, 1, 38, 38, 117, 150};
   check_pool(c, 16, {6, 0, 3, -1, 8}, 10, 900);
   c.K = c.V = 64, c.dtype = c.out_dtype = DType::bf16;
   check_pool(c, 64, {2, 4, 1, 0, 3}, 5, 901);
-  c = shape(1, 100, 1, 40, 36);
+  c = rwkv7_case(1, 100, 1, 40, 36);
   c.cu_seqlens = {0, 70, 71, 100};
   check_pool(c, 32, {-1, 2, 0}, 4, 902);
 }
@@ -344,11 +336,11 @@ void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>&
 // Sequences of 150, 1, 0 and 100 tokens (a pad among them in the second run), in 64-token chunks cut into pieces
 // of 2 chunks (the first sequence cut once) and of 1 (cut twice, the last one once); 16-token chunks in pieces of 5.
 TEST(EmulatedRwkv7Chunk, PiecesMatchOneCall) {
-  Rwkv7Case c = shape(1, 251, 2, 64, 64);
+  Rwkv7Case c = rwkv7_case(1, 251, 2, 64, 64);
   c.cu_seqlens = {0, 150, 151, 151, 251};
   check_pieces(c, 64, {3, 0, 4, 1}, 6, 2, 3, 1000);
   check_pieces(c, 64, {3, -1, 4, 1}, 6, 1, 6, 1001);
-  c = shape(1, 100, 1, 32, 48);
+  c = rwkv7_case(1, 100, 1, 32, 48);
   c.cu_seqlens = {0, 37, 100};
   check_pieces(c, 16, {1, 0}, 2, 5, 2, 1002);
 }
