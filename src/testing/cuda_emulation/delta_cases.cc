@@ -9,12 +9,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 #include "kernels/linear/common/cuda/value_scan_kernel.cuh"
 #include "kernels/linear/common/delta_problem.h"
@@ -23,7 +21,9 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_recurrent_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/recurrent_packing.h"
 
 namespace attnzoo {
 namespace {
@@ -34,13 +34,6 @@ using cuda_emulation::on_device;
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
-
-// delta_recurrent.cu's kernel, launched on the emulator.
-template <DeltaGate kGate>
-void launch(const cuda_delta::RecurrentLaunch& l, const cuda_delta::Params& params) {
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_delta::delta_recurrent_cta<kGate>(params); });
-}
 
 void (*reference(DeltaGate gate))(const DeltaArgs&) {
   return gate == DeltaGate::none ? delta_rule_reference
@@ -79,24 +72,8 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
 
   cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
   ASSERT_FALSE(l.empty);
-  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
-  const int64_t units = in.N * c.HV * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
-  EXPECT_EQ(l.params.units, per);
-  EXPECT_EQ(l.params.total_units, units);
-  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
-  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
-  std::optional<DeviceMemory> offsets;
-  if (!l.seq_offsets.empty()) {
-    offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
-    std::memcpy(offsets->data(), l.seq_offsets.data(), offsets->size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
-  }
-  cuda_emulation::seed_schedule(seed);
-  switch (c.gate) {
-    case DeltaGate::none: launch<DeltaGate::none>(l, l.params); break;
-    case DeltaGate::head: launch<DeltaGate::head>(l, l.params); break;
-    case DeltaGate::channel: launch<DeltaGate::channel>(l, l.params); break;
-  }
+  cuda_emulation::expect_recurrent_packing(l, in.N * c.HV, c.K, c.V);
+  cuda_emulation::run_delta_recurrent(l, c.gate, seed);
   download(od, o);
   download(in_place ? init : sd, s);
   EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));

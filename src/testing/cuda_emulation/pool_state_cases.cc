@@ -9,8 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,11 +16,9 @@
 #include "core/error.h"
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/gla_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 #include "kernels/linear/common/delta_problem.h"
 #include "kernels/linear/common/delta_testing.h"
@@ -31,18 +27,19 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
-#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_recurrent_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/gla_recurrent_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
@@ -57,12 +54,6 @@ using testing::GlaInputs;
 using testing::HostTensor;
 
 // ---- Delta family (Gated DeltaNet, KDA): delta_recurrent_kernel.cuh ----
-
-template <DeltaGate kGate>
-void launch_delta(const cuda_delta::RecurrentLaunch& l) {
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_delta::delta_recurrent_cta<kGate>(l.params); });
-}
 
 // One decode step of index.size() sequences (HV = 2H) on pool slots `index` of a slab of `slots`.
 void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t>& index, int64_t slots,
@@ -95,15 +86,10 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
   a.check_values = false;
   const DeltaProblem p = make_delta_problem(a, gate);
   ASSERT_NO_THROW(check_cuda_delta_recurrent(p));
-  const cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
+  cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
   ASSERT_FALSE(l.empty);
   ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: nothing uploaded
-  cuda_emulation::seed_schedule(seed);
-  if (gate == DeltaGate::head) {
-    launch_delta<DeltaGate::head>(l);
-  } else {
-    launch_delta<DeltaGate::channel>(l);
-  }
+  cuda_emulation::run_delta_recurrent(l, gate, seed);
   expect_rows(index, o, o_ref, HV * V, dtype == DType::f32 ? 1e-4 : 1e-2);
   pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
 }
@@ -195,12 +181,10 @@ void check_rwkv7(int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& in
   a.ssm_state_indices = idx.data();
   const Rwkv7Problem p = make_rwkv7_problem(a);
   ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
-  const cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
+  cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
   ASSERT_FALSE(l.empty);
   ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: nothing uploaded
-  cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-                         [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+  cuda_emulation::run_rwkv7_recurrent(l, seed);
   expect_rows(index, o, o_ref, H * V, dtype == DType::f32 ? 1e-4 : 1e-2);
   pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
 }
@@ -257,12 +241,6 @@ TEST(EmulatedPoolStates, Rwkv7Refusals) {
 
 // ---- Gated linear recurrence (MiniMax's lightning attention, simple GLA, GLA): gla_recurrent_kernel.cuh ----
 
-template <GateKind kGate>
-void launch_gla(const cuda_gla::RecurrentLaunch& l) {
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_gla::gla_recurrent_cta<kGate>(l.params); });
-}
-
 // One decode step of index.size() sequences of family case `shape` (B, T = 1 set here) on pool slots `index` of
 // a slab of `slots`, every tensor (a device g_gamma included, as the runner's) on the device.
 void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots, uint64_t seed) {
@@ -298,18 +276,7 @@ void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots
   ASSERT_FALSE(l.empty);
   ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: no offsets to upload
   // Retention's host decays are the launcher's one upload (the runner's lightning passes a device g_gamma).
-  std::optional<DeviceMemory> gamma;
-  if (!l.gamma.empty()) {
-    gamma.emplace(l.gamma.size() * sizeof(float));
-    std::memcpy(gamma->data(), l.gamma.data(), gamma->size());
-    l.params.g_gamma = reinterpret_cast<const float*>(gamma->data());
-  }
-  cuda_emulation::seed_schedule(seed);
-  switch (l.gate) {
-    case GateKind::none: launch_gla<GateKind::none>(l); break;
-    case GateKind::scalar: launch_gla<GateKind::scalar>(l); break;
-    case GateKind::channel: launch_gla<GateKind::channel>(l); break;
-  }
+  cuda_emulation::run_gla_recurrent(l, seed);
   expect_rows(index, o, o_ref, c.HV * c.V, c.out_dtype == DType::f32 ? 1e-4 : 1e-2);
   pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
 }
