@@ -51,45 +51,11 @@ namespace {
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
+using cuda_emulation::expect_sequence_rows;
 using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
+using cuda_emulation::pool_view;
 using testing::HostTensor;
-
-// The packed outputs of the pool run against the dense run's: each real sequence's token rows (`width` elements
-// each) bit for bit, each pad's still NaN bytes.
-void expect_sequence_rows(const std::vector<int32_t>& index, const std::vector<int32_t>& cu_seqlens,
-                          const DeviceTensor& got, const DeviceTensor& dense, int64_t width) {
-  const size_t row_bytes = size_t(width) * dtype_size(got.view.dtype);
-  const auto* g = static_cast<const uint8_t*>(got.device.data());
-  const auto* d = static_cast<const uint8_t*>(dense.device.data());
-  int64_t differing = 0, pad_written = 0;
-  for (size_t n = 0; n < index.size(); ++n)
-    for (size_t b = size_t(cu_seqlens[n]) * row_bytes; b < size_t(cu_seqlens[n + 1]) * row_bytes; ++b) {
-      if (index[n] < 0)
-        pad_written += g[b] != 0xff;
-      else
-        differing += g[b] != d[b];
-    }
-  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
-  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
-}
-
-// The pool for `index` over a slab of `slots` rows of `elems` floats with room around each state, sequence n's
-// dense initial state (row n of `dense_init`) placed in its slot; the [slots, dims...] view of the states.
-template <size_t kDims>
-TensorView pool_view(Pool& pool, const std::vector<int32_t>& index, const void* dense_init,
-                     const int64_t (&dims)[kDims]) {
-  pool.place(index, static_cast<const float*>(dense_init));
-  pool.upload();
-  TensorView v;
-  if constexpr (kDims == 3) {
-    v = TensorView::contiguous(pool.state_base(), DType::f32, {pool.slots, dims[0], dims[1], dims[2]});
-  } else {
-    v = TensorView::contiguous(pool.state_base(), DType::f32, {pool.slots, dims[0], dims[1]});
-  }
-  v.strides[0] = pool.stride();
-  return on_gpu(v);
-}
 
 // ---- The delta rule's chunk: delta_chunk_{intra,state,output}.cuh ----
 

@@ -8,12 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
-#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
@@ -21,11 +19,12 @@
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/recurrent_packing.h"
+#include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::download;
 using cuda_emulation::on_device;
@@ -58,22 +57,9 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
 
   cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
   ASSERT_FALSE(l.empty);
-  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
-  const int64_t units = c.nseq() * c.H * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
-  EXPECT_EQ(l.params.units, per);
-  EXPECT_EQ(l.params.total_units, units);
-  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
-  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
+  cuda_emulation::expect_recurrent_packing(l, c.nseq() * c.H, c.K, c.V);
   EXPECT_EQ(l.smem_bytes, cuda_rwkv7::stage_bytes(l.threads));
-  std::optional<DeviceMemory> offsets;
-  if (!l.seq_offsets.empty()) {
-    offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
-    std::memcpy(offsets->data(), l.seq_offsets.data(), offsets->size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
-  }
-  cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-                         [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+  cuda_emulation::run_rwkv7_recurrent(l, seed);
   download(od, o);
   download(in_place ? init : sd, s);
   EXPECT_LE(testing::relative_rms(o, ref.o), testing::rwkv7_cuda_tolerance(c));
@@ -178,39 +164,18 @@ void check_pool_prefill(const Rwkv7Case& c, const std::vector<int32_t>& index, i
     cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
     ASSERT_FALSE(l.empty);
     ASSERT_FALSE(l.seq_offsets.empty());  // packed: the offsets go up
-    DeviceMemory offsets(l.seq_offsets.size() * sizeof(int64_t));
-    std::memcpy(offsets.data(), l.seq_offsets.data(), offsets.size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets.data());
-    cuda_emulation::seed_schedule(seed);
-    cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-                           [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+    cuda_emulation::run_rwkv7_recurrent(l, seed);
   };
   const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
   const DeviceTensor o_dense(c.out_dtype, o_shape, 0), s_dense(DType::f32, {N, c.H, c.K, c.V}, 0);
   run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
   cuda_emulation::Pool pool(slots, 5, c.H * c.K * c.V, 3, seed + 100);
-  pool.place(index, static_cast<const float*>(in.h0.view.data));
-  pool.upload();
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
-  states.strides[0] = pool.stride();
+  const TensorView states = cuda_emulation::pool_view(pool, index, in.h0.view.data, {c.H, c.K, c.V});
   const cuda_emulation::Indices idx(index);
   const DeviceTensor o(c.out_dtype, o_shape, 0);
   run(o, states, states, idx.data());
 
-  const size_t row_bytes = size_t(c.H * c.V) * dtype_size(c.out_dtype);
-  const auto* got = static_cast<const uint8_t*>(o.device.data());
-  const auto* dense = static_cast<const uint8_t*>(o_dense.device.data());
-  int64_t differing = 0, pad_written = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (size_t b = size_t(c.cu_seqlens[size_t(n)]) * row_bytes; b < size_t(c.cu_seqlens[size_t(n) + 1]) * row_bytes;
-         ++b) {
-      if (index[size_t(n)] < 0)
-        pad_written += got[b] != 0xff;
-      else
-        differing += got[b] != dense[b];
-    }
-  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
-  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
+  cuda_emulation::expect_sequence_rows(index, c.cu_seqlens, o, o_dense, c.H * c.V);
   pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
 }
 

@@ -175,18 +175,8 @@ TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
   Rwkv7Args a = in.args(c);
   a.o = o.view;
   const ChunkLaunch l = plan_rwkv7_chunk(make_rwkv7_problem(a), 32);
-  EXPECT_EQ(l.seq_chunks, (std::vector<int32_t>{0, 1, 1, 3, 5}));
-  ASSERT_EQ(l.chunks.size(), 5u);
-  const int64_t rows[] = {0, 1, 33, 65, 97};
-  const int32_t lens[] = {1, 32, 32, 32, 3};
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_EQ(l.chunks[i].row, rows[i]);
-    EXPECT_EQ(l.chunks[i].len, lens[i]);
-  }
-  EXPECT_EQ(l.params.Kp, 48);
-  EXPECT_EQ(l.params.Vp, 64);
+  cuda_emulation::expect_ragged_example_chunks(l);
   EXPECT_EQ(l.intra_grid, 10u);
-  EXPECT_EQ(l.state_grid, 4u * 2 * 2);
   // Every shape fits an A100's 163 KB per block, RWKV-7's heads of 64 also sm_86 / sm_89's 99 KB at every chunk
   // size (the GPU runner's chunk of 64 included) and two blocks on an H100's SM (228 KB, 1 KB of each reserved).
   for (int C : {16, 32, 64})
@@ -250,27 +240,12 @@ void check_pool(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& i
   run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
 
   cuda_emulation::Pool pool(slots, 6, c.H * c.K * c.V, 10, seed + 100);
-  pool.place(index, static_cast<const float*>(in.h0.view.data));
-  pool.upload();
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
-  states.strides[0] = pool.stride();
+  const TensorView states = cuda_emulation::pool_view(pool, index, in.h0.view.data, {c.H, c.K, c.V});
   const cuda_emulation::Indices idx(index);
   const DeviceTensor o(c.out_dtype, o_shape, 0);
   run(o, states, states, idx.data());
 
-  const size_t row_bytes = size_t(c.H * c.V) * dtype_size(c.out_dtype);
-  const auto* got = static_cast<const uint8_t*>(o.device.data());
-  const auto* dense = static_cast<const uint8_t*>(o_dense.device.data());
-  int64_t differing = 0, pad_written = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (size_t b = size_t(c.cu_seqlens[n]) * row_bytes; b < size_t(c.cu_seqlens[n + 1]) * row_bytes; ++b) {
-      if (index[size_t(n)] < 0)
-        pad_written += got[b] != 0xff;
-      else
-        differing += got[b] != dense[b];
-    }
-  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
-  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
+  cuda_emulation::expect_sequence_rows(index, c.cu_seqlens, o, o_dense, c.H * c.V);
   pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
 }
 
@@ -309,15 +284,11 @@ void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>&
     cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
   };
   auto whole_args = [&](cuda_emulation::Pool& pool, const DeviceTensor& o) {
-    pool.place(index, static_cast<const float*>(in.h0.view.data));
-    pool.upload();
     Rwkv7Args a = in.args(c);
     a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
     a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
     a.o = on_gpu(o.device_view());
-    TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
-    states.strides[0] = pool.stride();
-    a.initial_state = a.final_state = states;
+    a.initial_state = a.final_state = cuda_emulation::pool_view(pool, index, in.h0.view.data, {c.H, c.K, c.V});
     a.ssm_state_indices = idx.data();
     return a;
   };
