@@ -21,6 +21,7 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_operands.h"
 #include "testing/cuda_emulation/delta_recurrent_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/recurrent_packing.h"
@@ -29,8 +30,6 @@ namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
-using cuda_emulation::download;
-using cuda_emulation::on_device;
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
@@ -53,20 +52,8 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
   HostTensor o_ref(DType::f32, {c.B, c.T, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
   reference(c.gate)(in.args(c, o_ref, &s_ref));
 
-  HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  std::memset(o.bytes.data(), 0xff, o.bytes.size());
-  std::memset(s.bytes.data(), 0xff, s.bytes.size());
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     beta = on_device(in.beta), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.init);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  DeltaArgs a = in.args(c, o, &s);
-  a.q = q.device_view(), a.k = k.device_view(), a.v = v.device_view(), a.beta = beta.device_view();
-  a.o = od.device_view();
-  if (c.gate != DeltaGate::none) a.g = g.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
-  a.check_values = false;  // the host scan would read the device copies; delta_values has its own test below
+  cuda_emulation::DeltaOperands d(c, in, in_place);
+  const DeltaArgs& a = d.args;
   const DeltaProblem p = make_delta_problem(a, c.gate);
   ASSERT_NO_THROW(check_cuda_delta_recurrent(p));
 
@@ -74,10 +61,9 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
   ASSERT_FALSE(l.empty);
   cuda_emulation::expect_recurrent_packing(l, in.N * c.HV, c.K, c.V);
   cuda_emulation::run_delta_recurrent(l, c.gate, seed);
-  download(od, o);
-  download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+  d.download();
+  EXPECT_LE(testing::relative_rms(d.o, o_ref), tolerance(c));
+  EXPECT_LE(testing::relative_rms(d.s, s_ref), 1e-4);
 }
 
 const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};

@@ -7,7 +7,6 @@
 // bytes, so an element a kernel forgets (or reads before it is written) fails.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,15 +20,12 @@
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/delta_chunk_stages.h"
+#include "testing/cuda_emulation/delta_operands.h"
 #include "testing/cuda_emulation/device_tensor.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_delta_chunk;
-using cuda_emulation::DeviceMemory;
-using cuda_emulation::DeviceTensor;
-using cuda_emulation::download;
-using cuda_emulation::on_device;
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
@@ -48,20 +44,8 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
    : c.gate == DeltaGate::head ? gated_delta_rule_reference
                                : kda_reference)(in.args(c, o_ref, &s_ref));
 
-  HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  std::memset(o.bytes.data(), 0xff, o.bytes.size());
-  std::memset(s.bytes.data(), 0xff, s.bytes.size());
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     beta = on_device(in.beta), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.init);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  DeltaArgs a = in.args(c, o, &s);
-  a.q = q.device_view(), a.k = k.device_view(), a.v = v.device_view(), a.beta = beta.device_view();
-  a.o = od.device_view();
-  if (c.gate != DeltaGate::none) a.g = g.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
-  a.check_values = false;  // the host scan would read the device copies
+  cuda_emulation::DeltaOperands d(c, in, in_place);
+  const DeltaArgs& a = d.args;
   const DeltaProblem p = make_delta_problem(a, c.gate);
   ASSERT_NO_THROW(check_cuda_delta_chunk(p));
 
@@ -69,10 +53,9 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
   ASSERT_FALSE(l.empty);
   cuda_emulation::run_chunk_plan(
       l, seed, [&](auto c) { cuda_emulation::run_delta_chunk_stages<decltype(c)::value>(l); });
-  download(od, o);
-  download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), kTolerance);
-  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
+  d.download();
+  EXPECT_LE(testing::relative_rms(d.o, o_ref), kTolerance);
+  EXPECT_LE(testing::relative_rms(d.s, s_ref), kTolerance);
 }
 
 // Field by field: designated initializers that skip fields warn under -Wextra.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,6 +53,16 @@ using testing::GlaDeviceCase;
 using testing::GlaFamily;
 using testing::GlaInputs;
 using testing::HostTensor;
+
+// Whether `call` throws an ArgumentError that names `name` (the refusal tests of each family).
+bool refused(const std::function<void()>& call, const std::string& name) {
+  try {
+    call();
+  } catch (const ArgumentError& e) {
+    return std::string(e.what()).find(name) != std::string::npos;
+  }
+  return false;
+}
 
 // ---- Delta family (Gated DeltaNet, KDA): delta_recurrent_kernel.cuh ----
 
@@ -124,26 +135,21 @@ TEST(EmulatedPoolStates, DeltaRefusals) {
         t->device = Device::cuda();
     return a;
   };
-  auto refused = [](const DeltaArgs& a, const std::string& name) {
-    try {
-      make_delta_problem(a, DeltaGate::head);
-    } catch (const ArgumentError& e) {
-      return std::string(e.what()).find(name) != std::string::npos;
-    }
-    return false;
+  auto refused_args = [](const DeltaArgs& a, const std::string& name) {
+    return refused([&] { make_delta_problem(a, DeltaGate::head); }, name);
   };
   EXPECT_NO_THROW(make_delta_problem(args(true), DeltaGate::head));
-  EXPECT_TRUE(refused(args(false), "ssm_state_indices"));  // host states: the CPU entries take dense ones
+  EXPECT_TRUE(refused_args(args(false), "ssm_state_indices"));  // host states: the CPU entries take dense ones
   DeltaArgs a = args(true);
   a.check_values = true;
-  EXPECT_TRUE(refused(a, "ssm_state_indices"));
+  EXPECT_TRUE(refused_args(a, "ssm_state_indices"));
   a = args(true);
   a.final_state = o.view;
   a.final_state.device = Device::cuda();
-  EXPECT_TRUE(refused(a, "final_state"));  // not the pool updated in place
+  EXPECT_TRUE(refused_args(a, "final_state"));  // not the pool updated in place
   a = args(true);
   a.initial_state.strides[0] = a.final_state.strides[0] = 2 * 16 * 16 - 1;  // rows overlapping
-  EXPECT_TRUE(refused(a, "final_state"));
+  EXPECT_TRUE(refused_args(a, "final_state"));
   // The chunked form takes the pool's states too (pool_state_chunk_cases.cc).
   a = args(true);
   EXPECT_NO_THROW(check_cuda_delta_chunk(make_delta_problem(a, DeltaGate::head)));
@@ -217,14 +223,6 @@ TEST(EmulatedPoolStates, Rwkv7Refusals) {
       for (TensorView* t : {&a.r, &a.w, &a.k, &a.v, &a.a, &a.b, &a.o, &a.initial_state, &a.final_state})
         t->device = Device::cuda();
     return a;
-  };
-  auto refused = [](auto&& call, const std::string& name) {
-    try {
-      call();
-    } catch (const ArgumentError& e) {
-      return std::string(e.what()).find(name) != std::string::npos;
-    }
-    return false;
   };
   EXPECT_NO_THROW(make_rwkv7_problem(args(true)));
   EXPECT_TRUE(refused([&] { recurrent_rwkv7(args(false)); }, "ssm_state_indices"));
@@ -320,14 +318,6 @@ TEST(EmulatedPoolStates, GlaRefusals) {
       for (TensorView* t : {&a.q, &a.k, &a.v, &a.g, &a.o, &a.opts.initial_state, &a.opts.final_state})
         t->device = Device::cuda();
     return a;
-  };
-  auto refused = [](auto&& call, const std::string& name) {
-    try {
-      call();
-    } catch (const ArgumentError& e) {
-      return std::string(e.what()).find(name) != std::string::npos;
-    }
-    return false;
   };
   auto problem = [](const testing::GlaEntryArgs& a) {
     return make_gla_problem(a.q, a.k, a.v, a.g, GateKind::scalar, TensorView{}, a.o, a.opts);

@@ -7,7 +7,6 @@
 // prefills) against the same kernel on the dense states.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -20,15 +19,14 @@
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/recurrent_packing.h"
+#include "testing/cuda_emulation/rwkv7_operands.h"
 #include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceTensor;
-using cuda_emulation::download;
 using cuda_emulation::on_device;
-using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
 using testing::rwkv7_case;
@@ -41,17 +39,8 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
                               cpu = testing::rwkv7_host_outputs(c, in, recurrent_rwkv7);
 
-  HostTensor o(c.out_dtype, {c.B, c.T, c.H, c.V}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.K, c.V}, 0, 0.f);
-  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.h0);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  Rwkv7Args a = in.args(c);
-  a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
-  a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
+  cuda_emulation::Rwkv7Operands d(c, in, in_place);
+  const Rwkv7Args& a = d.args;
   const Rwkv7Problem p = make_rwkv7_problem(a);
   ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
 
@@ -60,12 +49,11 @@ void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   cuda_emulation::expect_recurrent_packing(l, c.nseq() * c.H, c.K, c.V);
   EXPECT_EQ(l.smem_bytes, cuda_rwkv7::stage_bytes(l.threads));
   cuda_emulation::run_rwkv7_recurrent(l, seed);
-  download(od, o);
-  download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(o, ref.o), testing::rwkv7_cuda_tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, ref.s), 1e-4);
-  EXPECT_LE(testing::relative_rms(o, cpu.o), testing::rwkv7_cuda_tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, cpu.s), 1e-4);
+  d.download();
+  EXPECT_LE(testing::relative_rms(d.o, ref.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(d.s, ref.s), 1e-4);
+  EXPECT_LE(testing::relative_rms(d.o, cpu.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(d.s, cpu.s), 1e-4);
 }
 
 // Packed sequences of 1, 3, 0 and 5 tokens (the empty one's final state is its initial state); K = 48 and V = 40

@@ -27,13 +27,13 @@
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/rwkv7_operands.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_rwkv7_chunk;
 using cuda_emulation::DeviceTensor;
-using cuda_emulation::download;
 using cuda_emulation::on_device;
 using testing::HostTensor;
 using testing::Rwkv7Case;
@@ -62,30 +62,20 @@ void check(const Rwkv7Case& c, int64_t chunk, bool in_place, uint64_t seed) {
   const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
                               cpu = testing::rwkv7_host_outputs(c, in, cpu_chunk);
 
-  HostTensor o(c.out_dtype, {c.B, c.T, c.H, c.V}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.K, c.V}, 0, 0.f);
-  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.h0);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  Rwkv7Args a = in.args(c);
-  a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
-  a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
+  cuda_emulation::Rwkv7Operands d(c, in, in_place);
+  const Rwkv7Args& a = d.args;
   const Rwkv7Problem p = make_rwkv7_problem(a);
   ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
 
   ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
   ASSERT_FALSE(l.empty);
   cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
-  download(od, o);
-  download(in_place ? init : sd, s);
+  d.download();
   const double tol = testing::rwkv7_chunk_cuda_tolerance();
-  EXPECT_LE(testing::relative_rms(o, ref.o), tol);
-  EXPECT_LE(testing::relative_rms(s, ref.s), tol);
-  EXPECT_LE(testing::relative_rms(o, cpu.o), tol);
-  EXPECT_LE(testing::relative_rms(s, cpu.s), tol);
+  EXPECT_LE(testing::relative_rms(d.o, ref.o), tol);
+  EXPECT_LE(testing::relative_rms(d.s, ref.s), tol);
+  EXPECT_LE(testing::relative_rms(d.o, cpu.o), tol);
+  EXPECT_LE(testing::relative_rms(d.s, cpu.s), tol);
 }
 
 // Packed sequences of 1, 37, 0, 79 and 33 tokens (the empty one's final state is its initial state; the others
