@@ -29,7 +29,6 @@
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_launch.h"
 #include "kernels/linear/mamba2/cuda/mamba2_cuda_testing.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
-#include "kernels/linear/mamba2/cuda/mamba2_recurrent_kernel.cuh"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/mamba2/problem.h"
@@ -43,6 +42,7 @@
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/packed_offsets.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
+#include "testing/cuda_emulation/mamba2_recurrent_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/selective_scan_stages.h"
 
@@ -186,16 +186,7 @@ void check_mamba2(testing::Mamba2DeviceCase c, const std::vector<int32_t>& index
       ASSERT_NO_THROW(check_cuda_mamba2_recurrent(p));
       cuda_mamba2::RecurrentLaunch l = cuda_mamba2::plan_mamba2_recurrent(p);
       ASSERT_FALSE(l.empty);
-      cuda_emulation::launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
-        cuda_emulation::seed_schedule(seed);
-        cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-          switch (l.cols_per_lane) {
-            case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
-            case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
-            default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
-          }
-        });
-      });
+      cuda_emulation::run_mamba2_recurrent(l, seed);
       return;
     }
     ASSERT_TRUE(cuda_mamba2_chunk_fits(p));

@@ -32,6 +32,14 @@ struct Mamba2DeviceCase {
   }
 };
 
+// Field by field: designated initializers that skip fields warn under -Wextra.
+inline Mamba2DeviceCase mamba2_case(int64_t B, int64_t T, int64_t H, int64_t P, int64_t G, int64_t N,
+                                    int64_t chunk = 64) {
+  Mamba2DeviceCase c;
+  c.B = B, c.T = T, c.H = H, c.P = P, c.G = G, c.N = N, c.chunk = chunk;
+  return c;
+}
+
 struct Mamba2DeviceInputs {
   HostTensor x, dt, A, B, C, D, z, bias, h0;
   // Seeds `seed` (x) to `seed` + 7 (h0).
