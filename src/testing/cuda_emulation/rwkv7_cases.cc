@@ -20,13 +20,12 @@
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/recurrent_packing.h"
 #include "testing/cuda_emulation/rwkv7_operands.h"
+#include "testing/cuda_emulation/rwkv7_pool_prefill.h"
 #include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceTensor;
-using cuda_emulation::on_device;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
 using testing::rwkv7_case;
@@ -131,40 +130,17 @@ TEST(EmulatedRwkv7Recurrent, MatchesStrongAndMildDecays) {
 
 // ---- A packed prefill on a pool's slots (ssm_state_indices with cu_seqlens: the GPU runner's short prefills) ----
 
-// The kernel on scattered, permuted slots of a padded slab against the kernel on the dense states gathered: the
-// real sequences' output rows and new states bit for bit, the pads' output rows still NaN bytes, every other float
-// of the slab unchanged.
+// The kernel on scattered, permuted slots of a padded slab against the kernel on the dense states gathered
+// (rwkv7_pool_prefill.h).
 void check_pool_prefill(const Rwkv7Case& c, const std::vector<int32_t>& index, int64_t slots, uint64_t seed) {
-  SCOPED_TRACE(c.label() + " slots=" + std::to_string(slots));
-  using cuda_emulation::on_gpu;
-  const Rwkv7Inputs in(c, seed);
-  const int64_t N = c.nseq();
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), init = on_device(in.h0);
-  auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
-    Rwkv7Args a = in.args(c);
-    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-    a.o = on_gpu(o.device_view());
-    a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
+  cuda_emulation::check_rwkv7_pool_prefill(c, index, slots, 5, 3, seed, [&](const Rwkv7Args& a) {
     const Rwkv7Problem p = make_rwkv7_problem(a);
     ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
     cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
     ASSERT_FALSE(l.empty);
     ASSERT_FALSE(l.seq_offsets.empty());  // packed: the offsets go up
     cuda_emulation::run_rwkv7_recurrent(l, seed);
-  };
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
-  const DeviceTensor o_dense(c.out_dtype, o_shape, 0), s_dense(DType::f32, {N, c.H, c.K, c.V}, 0);
-  run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
-  cuda_emulation::Pool pool(slots, 5, c.H * c.K * c.V, 3, seed + 100);
-  const TensorView states = cuda_emulation::pool_view(pool, index, in.h0.view.data, {c.H, c.K, c.V});
-  const cuda_emulation::Indices idx(index);
-  const DeviceTensor o(c.out_dtype, o_shape, 0);
-  run(o, states, states, idx.data());
-
-  cuda_emulation::expect_sequence_rows(index, c.cu_seqlens, o, o_dense, c.H * c.V);
-  pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
+  });
 }
 
 // Sequences of 1, 7, 0, 12 and 3 tokens on scattered, permuted slots with a pad among them; RWKV-7's 64 x 64 heads

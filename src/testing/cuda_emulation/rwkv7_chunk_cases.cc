@@ -28,13 +28,13 @@
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/rwkv7_operands.h"
+#include "testing/cuda_emulation/rwkv7_pool_prefill.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_rwkv7_chunk;
 using cuda_emulation::DeviceTensor;
-using cuda_emulation::on_device;
 using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
@@ -200,43 +200,17 @@ TEST(EmulatedRwkv7Chunk, RefusesWhatItCannotRun) {
 
 // ---- Pool states: a packed prefill whose states are scattered, permuted rows of a padded slab ----
 
-// The pool run against the dense run (each sequence's row of h0 gathered, a separate final state): the real
-// sequences' output rows and new states bit for bit (only the state pass's first read and last write moved), the
-// pads' output rows still NaN bytes, every other float of the slab (other slots, the room around each state, the
-// pads' slots) unchanged.
+// The pool run against the dense run (rwkv7_pool_prefill.h): only the state pass's first read and last write move.
 void check_pool(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& index, int64_t slots,
                 uint64_t seed) {
-  SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + " slots=" + std::to_string(slots));
-  using cuda_emulation::on_gpu;
-  const Rwkv7Inputs in(c, seed);
-  const int64_t N = c.nseq();
-  ASSERT_EQ(size_t(N), index.size());
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), init = on_device(in.h0);
-  auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
-    Rwkv7Args a = in.args(c);
-    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-    a.o = on_gpu(o.device_view());
-    a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
+  SCOPED_TRACE("chunk=" + std::to_string(chunk));
+  cuda_emulation::check_rwkv7_pool_prefill(c, index, slots, 6, 10, seed, [&](const Rwkv7Args& a) {
     const Rwkv7Problem p = make_rwkv7_problem(a);
     ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
     ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
     ASSERT_FALSE(l.empty);
     cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
-  };
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
-  const DeviceTensor o_dense(c.out_dtype, o_shape, 0), s_dense(DType::f32, {N, c.H, c.K, c.V}, 0);
-  run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
-
-  cuda_emulation::Pool pool(slots, 6, c.H * c.K * c.V, 10, seed + 100);
-  const TensorView states = cuda_emulation::pool_view(pool, index, in.h0.view.data, {c.H, c.K, c.V});
-  const cuda_emulation::Indices idx(index);
-  const DeviceTensor o(c.out_dtype, o_shape, 0);
-  run(o, states, states, idx.data());
-
-  cuda_emulation::expect_sequence_rows(index, c.cu_seqlens, o, o_dense, c.H * c.V);
-  pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
+  });
 }
 
 // Sequences of 1, 37, 0, 79 and 33 tokens (the empty one's slot gets its initial state back) on scattered, permuted
@@ -261,10 +235,8 @@ TEST(EmulatedPoolStateChunks, Rwkv7ChunkInPlace) {
 void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& index, int64_t slots,
                   int64_t budget, size_t want_pieces, uint64_t seed) {
   SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + " budget=" + std::to_string(budget));
-  using cuda_emulation::on_gpu;
   const Rwkv7Inputs in(c, seed);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b);
+  const cuda_emulation::Rwkv7GpuInputs inputs(in);
   const cuda_emulation::Indices idx(index);
   auto run = [&](const Rwkv7Args& a) {
     const Rwkv7Problem p = make_rwkv7_problem(a);
@@ -274,10 +246,7 @@ void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>&
     cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
   };
   auto whole_args = [&](cuda_emulation::Pool& pool, const DeviceTensor& o) {
-    Rwkv7Args a = in.args(c);
-    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-    a.o = on_gpu(o.device_view());
+    Rwkv7Args a = inputs.args(c, in, o);
     a.initial_state = a.final_state = cuda_emulation::pool_view(pool, index, in.h0.view.data, {c.H, c.K, c.V});
     a.ssm_state_indices = idx.data();
     return a;
