@@ -1,8 +1,8 @@
 #pragma once
 // The Mamba-2 cases the CUDA scans' tests share (mamba2_chunk_cuda_test.cc, mamba2_recurrent_cuda_test.cc, the
-// emulated testing/cuda_emulation/mamba2_chunk_cases.cc):
-// a problem's shape and options, host inputs drawn for it (A spread over the heads, dt around a chosen mean), the
-// host runs each compares with, and the problem the refusal tests hand to a device path's check.
+// emulated testing/cuda_emulation/mamba2_chunk_cases.cc and ssm_cases.cc): a problem's shape and options, host
+// inputs drawn for it (A spread over the heads, dt around a chosen mean), the host runs each compares with, and the
+// problem the refusal tests hand to a device path's check.
 #include <algorithm>
 #include <cstdint>
 #include <string>
