@@ -15,6 +15,7 @@
 #include "kernels/softmax/decode.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "bench/device_fill.h"
+#include "bench/json_array.h"
 
 namespace attnzoo::bench {
 namespace {
@@ -229,44 +230,40 @@ std::string format_cuda_text(const CudaKernelReport& r) {
 }
 
 std::string format_cuda_json(const CudaKernelReport& r) {
-  std::string s = "{\"device\": \"" + r.device + "\", \"copy_gbps\": " + std::to_string(r.copy_gbps) + ", \"prefill\": [";
-  for (size_t i = 0; i < r.prefill.size(); ++i) {
-    const CudaPrefillRow& row = r.prefill[i];
+  const std::string prefill = json_array(r.prefill, [](const CudaPrefillRow& row) {
     const CudaPrefillCase& c = row.shape;
     char item[320];
     std::snprintf(item, sizeof item,
-                  "%s{\"B\": %lld, \"T\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"causal\": %s, "
+                  "{\"B\": %lld, \"T\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"causal\": %s, "
                   "\"median_s\": %.9g, \"min_s\": %.9g, \"tflops\": %.6g, \"kernel\": \"%s\"}",
-                  i ? ", " : "", (long long)c.B, (long long)c.T, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
+                  (long long)c.B, (long long)c.T, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
                   c.causal ? "true" : "false", row.median_s, row.min_s, row.tflops, row.path.c_str());
-    s += item;
-  }
-  s += "], \"decode\": [";
-  for (size_t i = 0; i < r.decode.size(); ++i) {
-    const CudaDecodeRow& row = r.decode[i];
+    return std::string(item);
+  });
+  const std::string decode = json_array(r.decode, [](const CudaDecodeRow& row) {
     const CudaDecodeCase& c = row.shape;
     char item[320];
     std::snprintf(item, sizeof item,
-                  "%s{\"B\": %lld, \"context\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"block_size\": %lld, "
+                  "{\"B\": %lld, \"context\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"block_size\": %lld, "
                   "\"kv_dtype\": \"%s\", \"cache_bytes\": %.0f, \"median_s\": %.9g, \"min_s\": %.9g, \"gbps\": %.6g}",
-                  i ? ", " : "", (long long)c.B, (long long)c.context, (long long)c.Hq, (long long)c.Hkv,
-                  (long long)c.D, (long long)c.block_size, dtype_name(c.kv_dtype), decode_cache_bytes(c),
-                  row.median_s, row.min_s, row.gbps);
-    s += item;
-  }
-  s += "], \"gated_delta_decode\": [";
-  for (size_t i = 0; i < r.gated_delta_decode.size(); ++i) {
-    const CudaStateDecodeRow& row = r.gated_delta_decode[i];
+                  (long long)c.B, (long long)c.context, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
+                  (long long)c.block_size, dtype_name(c.kv_dtype), decode_cache_bytes(c), row.median_s, row.min_s,
+                  row.gbps);
+    return std::string(item);
+  });
+  const std::string gated_delta_decode = json_array(r.gated_delta_decode, [&](const CudaStateDecodeRow& row) {
     const CudaStateDecodeCase& c = row.shape;
     char item[320];
     std::snprintf(item, sizeof item,
-                  "%s{\"B\": %lld, \"H\": %lld, \"K\": %lld, \"V\": %lld, \"state_bytes\": %.0f, \"median_s\": %.9g, "
+                  "{\"B\": %lld, \"H\": %lld, \"K\": %lld, \"V\": %lld, \"state_bytes\": %.0f, \"median_s\": %.9g, "
                   "\"min_s\": %.9g, \"gbps\": %.6g, \"copy_fraction\": %.6g}",
-                  i ? ", " : "", (long long)c.B, (long long)c.H, (long long)c.K, (long long)c.V, state_decode_bytes(c),
-                  row.median_s, row.min_s, row.gbps, r.copy_gbps > 0 ? row.gbps / r.copy_gbps : 0.0);
-    s += item;
-  }
-  return s + "], \"state_decode\": " + format_linear_decode_json(r.state_decode, r.copy_gbps) +
+                  (long long)c.B, (long long)c.H, (long long)c.K, (long long)c.V, state_decode_bytes(c), row.median_s,
+                  row.min_s, row.gbps, r.copy_gbps > 0 ? row.gbps / r.copy_gbps : 0.0);
+    return std::string(item);
+  });
+  return "{\"device\": \"" + r.device + "\", \"copy_gbps\": " + std::to_string(r.copy_gbps) + ", \"prefill\": " +
+         prefill + ", \"decode\": " + decode + ", \"gated_delta_decode\": " + gated_delta_decode +
+         ", \"state_decode\": " + format_linear_decode_json(r.state_decode, r.copy_gbps) +
          ", \"chunk_prefill\": " + format_chunk_prefill_json(r.chunk_prefill) +
          ", \"mla_decode\": " + format_mla_decode_json(r.mla_decode, r.copy_gbps) +
          ", \"sampling\": " + format_sampling_json(r.sampling, r.copy_gbps) +

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "bench/device_fill.h"
+#include "bench/json_array.h"
 #include "core/error.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/gla/gla.h"
@@ -312,6 +313,12 @@ std::string row_json_head(const LinearRow& r) {
          ", \"median_s\": " + num(r.median_s, r.available()) + ", \"min_s\": " + num(r.min_s, r.available());
 }
 
+// The rows as a JSON array: each row's object is its head (row_json_head) and then `fields(row)`, its own keys.
+template <class Fields>
+std::string rows_json(const std::vector<LinearRow>& rows, Fields&& fields) {
+  return json_array(rows, [&](const LinearRow& r) { return row_json_head(r) + fields(r) + "}"; });
+}
+
 }  // namespace
 
 int64_t LinearCase::operator[](const char* name) const {
@@ -412,72 +419,67 @@ std::vector<LinearRow> run_chunk_prefill_rows(Scale s, Device device, Stream str
   return rows;
 }
 
-std::string format_bandwidth_text(const char* title, const std::vector<LinearRow>& rows, RowBytes bytes,
-                                  double copy_gbps) {
+namespace {
+
+// A table under `title`, a line a row: the kernel and its dims left-aligned in columns `kernel_width` and
+// `dims_width` wide, then `figures(row)` (from its leading space to the newline) or why the row did not run.
+template <class Figures>
+std::string rows_text(const char* title, const std::vector<LinearRow>& rows, int kernel_width, int dims_width,
+                      Figures&& figures) {
   std::string s = title;
   char line[512];
   for (const LinearRow& r : rows) {
-    if (!r.available()) {
-      std::snprintf(line, sizeof line, "  %-11s %-32s not available: %s\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.error.c_str());
-    } else {
-      const double gbps = bytes(r.shape) / r.median_s * 1e-9;
-      std::snprintf(line, sizeof line, "  %-11s %-32s %10.3f %9.0f %8.0f%%\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.median_s * 1e3, gbps, copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0);
-    }
+    const std::string tail = r.available() ? figures(r) : " not available: " + r.error + "\n";
+    std::snprintf(line, sizeof line, "  %-*s %-*s%s", kernel_width, r.shape.kernel.c_str(), dims_width,
+                  dims_text(r.shape).c_str(), tail.c_str());
     s += line;
   }
   return s;
 }
 
+}  // namespace
+
+std::string format_bandwidth_text(const char* title, const std::vector<LinearRow>& rows, RowBytes bytes,
+                                  double copy_gbps) {
+  return rows_text(title, rows, 11, 32, [&](const LinearRow& r) {
+    const double gbps = bytes(r.shape) / r.median_s * 1e-9;
+    char figures[512];
+    std::snprintf(figures, sizeof figures, " %10.3f %9.0f %8.0f%%\n", r.median_s * 1e3, gbps,
+                  copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0);
+    return std::string(figures);
+  });
+}
+
 std::string format_flops_text(const char* title, const std::vector<LinearRow>& rows, RowFlops flops) {
-  std::string s = title;
-  char line[512];
-  for (const LinearRow& r : rows) {
-    if (!r.available()) {
-      std::snprintf(line, sizeof line, "  %-14s %-29s not available: %s\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.error.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "  %-14s %-29s %10.3f %9.1f\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.median_s * 1e3, flops(r.shape) / r.median_s * 1e-12);
-    }
-    s += line;
-  }
-  return s;
+  return rows_text(title, rows, 14, 29, [&](const LinearRow& r) {
+    char figures[512];
+    std::snprintf(figures, sizeof figures, " %10.3f %9.1f\n", r.median_s * 1e3, flops(r.shape) / r.median_s * 1e-12);
+    return std::string(figures);
+  });
 }
 
 std::string format_bandwidth_flops_text(const char* title, const std::vector<LinearRow>& rows, RowBytes bytes,
                                         RowFlops flops, double copy_gbps, double peak_tflops) {
-  std::string s = title;
-  char line[512];
-  for (const LinearRow& r : rows) {
-    if (!r.available()) {
-      std::snprintf(line, sizeof line, "  %-11s %-32s not available: %s\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.error.c_str());
-    } else {
-      const double gbps = bytes(r.shape) / r.median_s * 1e-9, tflops = flops(r.shape) / r.median_s * 1e-12;
-      std::snprintf(line, sizeof line, "  %-11s %-32s %10.3f %9.0f %8.0f%% %9.1f %8.0f%%\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.median_s * 1e3, gbps, copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0,
-                    tflops, peak_tflops > 0 ? 100 * tflops / peak_tflops : 0.0);
-    }
-    s += line;
-  }
-  return s;
+  return rows_text(title, rows, 11, 32, [&](const LinearRow& r) {
+    const double gbps = bytes(r.shape) / r.median_s * 1e-9, tflops = flops(r.shape) / r.median_s * 1e-12;
+    char figures[512];
+    std::snprintf(figures, sizeof figures, " %10.3f %9.0f %8.0f%% %9.1f %8.0f%%\n", r.median_s * 1e3, gbps,
+                  copy_gbps > 0 ? 100 * gbps / copy_gbps : 0.0, tflops,
+                  peak_tflops > 0 ? 100 * tflops / peak_tflops : 0.0);
+    return std::string(figures);
+  });
 }
 
 std::string format_bandwidth_flops_json(const std::vector<LinearRow>& rows, RowBytes bytes, RowFlops flops,
                                         double copy_gbps, double peak_tflops) {
-  std::string s = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const LinearRow& r = rows[i];
+  return rows_json(rows, [&](const LinearRow& r) {
     const double b = bytes(r.shape), f = flops(r.shape);
     const double gbps = r.available() ? b / r.median_s * 1e-9 : 0, tflops = r.available() ? f / r.median_s * 1e-12 : 0;
-    s += (i ? ", " : "") + row_json_head(r) + ", \"bytes\": " + num(b, true) + ", \"gbps\": " +
-         num(gbps, r.available()) + ", \"copy_fraction\": " + num(gbps / copy_gbps, r.available() && copy_gbps > 0) +
-         ", \"flops\": " + num(f, true) + ", \"tflops\": " + num(tflops, r.available()) +
-         ", \"gemm_fraction\": " + num(tflops / peak_tflops, r.available() && peak_tflops > 0) + "}";
-  }
-  return s + "]";
+    return ", \"bytes\": " + num(b, true) + ", \"gbps\": " + num(gbps, r.available()) + ", \"copy_fraction\": " +
+           num(gbps / copy_gbps, r.available() && copy_gbps > 0) + ", \"flops\": " + num(f, true) +
+           ", \"tflops\": " + num(tflops, r.available()) +
+           ", \"gemm_fraction\": " + num(tflops / peak_tflops, r.available() && peak_tflops > 0);
+  });
 }
 
 std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double copy_gbps) {
@@ -487,45 +489,32 @@ std::string format_linear_decode_text(const std::vector<LinearRow>& rows, double
 }
 
 std::string format_chunk_prefill_text(const std::vector<LinearRow>& rows) {
-  std::string s = "chunked prefill (bf16, chunk 64)                           median ms   TFLOP/s   Mtok/s\n";
-  char line[512];
-  for (const LinearRow& r : rows) {
-    if (!r.available()) {
-      std::snprintf(line, sizeof line, "  %-17s %-38s not available: %s\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.error.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "  %-17s %-38s %10.3f %9.1f %8.2f\n", r.shape.kernel.c_str(),
-                    dims_text(r.shape).c_str(), r.median_s * 1e3, chunk_prefill_flops(r.shape) / r.median_s * 1e-12,
-                    chunk_prefill_tokens(r.shape) / r.median_s * 1e-6);
-    }
-    s += line;
-  }
-  return s;
+  return rows_text("chunked prefill (bf16, chunk 64)                           median ms   TFLOP/s   Mtok/s\n", rows,
+                   17, 38, [](const LinearRow& r) {
+                     char figures[512];
+                     std::snprintf(figures, sizeof figures, " %10.3f %9.1f %8.2f\n", r.median_s * 1e3,
+                                   chunk_prefill_flops(r.shape) / r.median_s * 1e-12,
+                                   chunk_prefill_tokens(r.shape) / r.median_s * 1e-6);
+                     return std::string(figures);
+                   });
 }
 
 std::string format_bandwidth_json(const std::vector<LinearRow>& rows, RowBytes bytes, const char* bytes_key,
                                   double copy_gbps) {
-  std::string s = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const LinearRow& r = rows[i];
+  return rows_json(rows, [&](const LinearRow& r) {
     const double b = bytes(r.shape);
     const double gbps = r.available() ? b / r.median_s * 1e-9 : 0;
-    s += (i ? ", " : "") + row_json_head(r) + ", \"" + bytes_key + "\": " + num(b, true) + ", \"gbps\": " +
-         num(gbps, r.available()) + ", \"copy_fraction\": " + num(gbps / copy_gbps, r.available() && copy_gbps > 0) +
-         "}";
-  }
-  return s + "]";
+    return ", \"" + std::string(bytes_key) + "\": " + num(b, true) + ", \"gbps\": " + num(gbps, r.available()) +
+           ", \"copy_fraction\": " + num(gbps / copy_gbps, r.available() && copy_gbps > 0);
+  });
 }
 
 std::string format_flops_json(const std::vector<LinearRow>& rows, RowFlops flops) {
-  std::string s = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const LinearRow& r = rows[i];
+  return rows_json(rows, [&](const LinearRow& r) {
     const double f = flops(r.shape);
-    s += (i ? ", " : "") + row_json_head(r) + ", \"flops\": " + num(f, true) + ", \"tflops\": " +
-         num(r.available() ? f / r.median_s * 1e-12 : 0, r.available()) + "}";
-  }
-  return s + "]";
+    return ", \"flops\": " + num(f, true) + ", \"tflops\": " +
+           num(r.available() ? f / r.median_s * 1e-12 : 0, r.available());
+  });
 }
 
 std::string format_linear_decode_json(const std::vector<LinearRow>& rows, double copy_gbps) {
@@ -533,17 +522,13 @@ std::string format_linear_decode_json(const std::vector<LinearRow>& rows, double
 }
 
 std::string format_chunk_prefill_json(const std::vector<LinearRow>& rows) {
-  std::string s = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const LinearRow& r = rows[i];
+  return rows_json(rows, [](const LinearRow& r) {
     const double flops = chunk_prefill_flops(r.shape), tokens = chunk_prefill_tokens(r.shape);
     const double tflops = r.available() ? flops / r.median_s * 1e-12 : 0;
     const double tokens_per_s = r.available() ? tokens / r.median_s : 0;
-    s += (i ? ", " : "") + row_json_head(r) + ", \"tokens\": " + num(tokens, true) + ", \"flops\": " +
-         num(flops, true) + ", \"tflops\": " + num(tflops, r.available()) + ", \"tokens_per_s\": " +
-         num(tokens_per_s, r.available()) + "}";
-  }
-  return s + "]";
+    return ", \"tokens\": " + num(tokens, true) + ", \"flops\": " + num(flops, true) + ", \"tflops\": " +
+           num(tflops, r.available()) + ", \"tokens_per_s\": " + num(tokens_per_s, r.available());
+  });
 }
 
 std::vector<LinearRow> case_rows(const std::vector<LinearCase>& cases, CaseRow row, Device device, Stream stream,

@@ -7,7 +7,6 @@
 // separate final states start as NaN bytes, so an element the kernels forget fails.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,10 +23,9 @@
 namespace attnzoo {
 namespace {
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 enum class Final { none, separate, in_place };
 

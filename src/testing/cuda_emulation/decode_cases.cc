@@ -28,6 +28,7 @@ namespace {
 using namespace cuda_decode;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::on_device;
 using testing::HostTensor;
 
 // decode.cu's two kernels, launched on the emulator.
@@ -135,7 +136,6 @@ bool check(Case c, uint64_t seed, bool plan_elsewhere = false) {
   HostTensor ref(DType::f32, {B, c.Tq, c.Hq, c.D}, 0, 0.f);
   attention_decode_reference(q.view, cache, ref.view, c.opts);
 
-  auto on_device = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
   const DeviceTensor dk = on_device(*k.data), dv = on_device(*v.data);
   std::optional<DeviceTensor> dks, dvs;
   if (k.scale) dks.emplace(k.scale->view, k.scale->bytes.size()), dvs.emplace(v.scale->view, v.scale->bytes.size());

@@ -9,12 +9,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 #include "kernels/linear/common/cuda/value_scan_kernel.cuh"
 #include "kernels/linear/common/delta_problem.h"
@@ -23,7 +21,10 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_operands.h"
+#include "testing/cuda_emulation/delta_recurrent_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/recurrent_packing.h"
 
 namespace attnzoo {
 namespace {
@@ -33,20 +34,10 @@ using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
 
-// delta_recurrent.cu's kernel, launched on the emulator.
-template <DeltaGate kGate>
-void launch(const cuda_delta::RecurrentLaunch& l, const cuda_delta::Params& params) {
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_delta::delta_recurrent_cta<kGate>(params); });
-}
-
 void (*reference(DeltaGate gate))(const DeltaArgs&) {
   return gate == DeltaGate::none ? delta_rule_reference
                                  : gate == DeltaGate::head ? gated_delta_rule_reference : kda_reference;
 }
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // The GPU test's (delta_recurrent_cuda_test.cc): f32 arithmetic alone separates kernel and reference; a 16-bit
 // output adds its rounding.
@@ -61,47 +52,18 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
   HostTensor o_ref(DType::f32, {c.B, c.T, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
   reference(c.gate)(in.args(c, o_ref, &s_ref));
 
-  HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  std::memset(o.bytes.data(), 0xff, o.bytes.size());
-  std::memset(s.bytes.data(), 0xff, s.bytes.size());
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     beta = on_device(in.beta), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.init);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  DeltaArgs a = in.args(c, o, &s);
-  a.q = q.device_view(), a.k = k.device_view(), a.v = v.device_view(), a.beta = beta.device_view();
-  a.o = od.device_view();
-  if (c.gate != DeltaGate::none) a.g = g.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
-  a.check_values = false;  // the host scan would read the device copies; delta_values has its own test below
+  cuda_emulation::DeltaOperands d(c, in, in_place);
+  const DeltaArgs& a = d.args;
   const DeltaProblem p = make_delta_problem(a, c.gate);
   ASSERT_NO_THROW(check_cuda_delta_recurrent(p));
 
   cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
   ASSERT_FALSE(l.empty);
-  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
-  const int64_t units = in.N * c.HV * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
-  EXPECT_EQ(l.params.units, per);
-  EXPECT_EQ(l.params.total_units, units);
-  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
-  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
-  std::optional<DeviceMemory> offsets;
-  if (!l.seq_offsets.empty()) {
-    offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
-    std::memcpy(offsets->data(), l.seq_offsets.data(), offsets->size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
-  }
-  cuda_emulation::seed_schedule(seed);
-  switch (c.gate) {
-    case DeltaGate::none: launch<DeltaGate::none>(l, l.params); break;
-    case DeltaGate::head: launch<DeltaGate::head>(l, l.params); break;
-    case DeltaGate::channel: launch<DeltaGate::channel>(l, l.params); break;
-  }
-  download(od, o);
-  download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+  cuda_emulation::expect_recurrent_packing(l, in.N * c.HV, c.K, c.V);
+  cuda_emulation::run_delta_recurrent(l, c.gate, seed);
+  d.download();
+  EXPECT_LE(testing::relative_rms(d.o, o_ref), tolerance(c));
+  EXPECT_LE(testing::relative_rms(d.s, s_ref), 1e-4);
 }
 
 const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};

@@ -7,7 +7,6 @@
 // bytes, so an element a kernel forgets (or reads before it is written) fails.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,13 +20,12 @@
 #include "testing/cuda_emulation/chunk_plan_run.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/delta_chunk_stages.h"
+#include "testing/cuda_emulation/delta_operands.h"
 #include "testing/cuda_emulation/device_tensor.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_delta_chunk;
-using cuda_emulation::DeviceMemory;
-using cuda_emulation::DeviceTensor;
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::HostTensor;
@@ -35,9 +33,6 @@ using testing::HostTensor;
 // The GPU test's bound (delta_chunk_cuda_test.cc). bf16 operands for every product dominate the error: about
 // 4e-3 relative RMS on these cases, where a wrong mask, decay or missing term costs tens of percent.
 constexpr double kTolerance = 1e-2;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // With `in_place` the final state overwrites the initial one; otherwise it goes to a separate NaN-filled buffer.
 void check(const DeltaCase& c, bool in_place, uint64_t seed) {
@@ -49,20 +44,8 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
    : c.gate == DeltaGate::head ? gated_delta_rule_reference
                                : kda_reference)(in.args(c, o_ref, &s_ref));
 
-  HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  std::memset(o.bytes.data(), 0xff, o.bytes.size());
-  std::memset(s.bytes.data(), 0xff, s.bytes.size());
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     beta = on_device(in.beta), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.init);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  DeltaArgs a = in.args(c, o, &s);
-  a.q = q.device_view(), a.k = k.device_view(), a.v = v.device_view(), a.beta = beta.device_view();
-  a.o = od.device_view();
-  if (c.gate != DeltaGate::none) a.g = g.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
-  a.check_values = false;  // the host scan would read the device copies
+  cuda_emulation::DeltaOperands d(c, in, in_place);
+  const DeltaArgs& a = d.args;
   const DeltaProblem p = make_delta_problem(a, c.gate);
   ASSERT_NO_THROW(check_cuda_delta_chunk(p));
 
@@ -70,10 +53,9 @@ void check(const DeltaCase& c, bool in_place, uint64_t seed) {
   ASSERT_FALSE(l.empty);
   cuda_emulation::run_chunk_plan(
       l, seed, [&](auto c) { cuda_emulation::run_delta_chunk_stages<decltype(c)::value>(l); });
-  download(od, o);
-  download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), kTolerance);
-  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
+  d.download();
+  EXPECT_LE(testing::relative_rms(d.o, o_ref), kTolerance);
+  EXPECT_LE(testing::relative_rms(d.s, s_ref), kTolerance);
 }
 
 // Field by field: designated initializers that skip fields warn under -Wextra.
@@ -164,18 +146,8 @@ TEST(EmulatedDeltaChunk, PlansChunksPerSequence) {
   HostTensor o(DType::f32, {1, 100, 2, 48}, 0, 0.f);
   const DeltaProblem p = make_delta_problem(in.args(c, o, nullptr), DeltaGate::head);
   const ChunkLaunch l = plan_delta_chunk(p);
-  EXPECT_EQ(l.seq_chunks, (std::vector<int32_t>{0, 1, 1, 3, 5}));
-  ASSERT_EQ(l.chunks.size(), 5u);
-  const int64_t rows[] = {0, 1, 33, 65, 97};
-  const int32_t lens[] = {1, 32, 32, 32, 3};
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_EQ(l.chunks[i].row, rows[i]);
-    EXPECT_EQ(l.chunks[i].len, lens[i]);
-  }
-  EXPECT_EQ(l.params.Kp, 48);
-  EXPECT_EQ(l.params.Vp, 64);
+  cuda_emulation::expect_ragged_example_chunks(l);
   EXPECT_EQ(l.intra_grid, 10u);
-  EXPECT_EQ(l.state_grid, 4u * 2 * 2);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // Test operands for the emulated kernels: host storage (seeded N(mean, 1) values, or NaN bytes for outputs, so
-// unwritten elements show) and its copy in emulated device memory, with views of both.
+// unwritten elements show) and its copy in emulated device memory, with views of both; a HostTensor's copy there
+// and the way back (the case files that build their operands as the CPU twins' tests do).
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -8,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/test_util.h"
 
 namespace attnzoo::cuda_emulation {
 
@@ -64,5 +66,12 @@ struct DeviceTensor {
     return size_t(std::max<int64_t>(n + tokens * token_pad, 1)) * dtype_size(dtype);
   }
 };
+
+inline DeviceTensor on_device(const testing::HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
+
+// The device bytes of `d` (made by on_device(h)) back into `h`.
+inline void download(const DeviceTensor& d, testing::HostTensor& h) {
+  std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size());
+}
 
 }  // namespace attnzoo::cuda_emulation

@@ -9,38 +9,29 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/gla_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 #include "kernels/linear/common/gla_problem.h"
 #include "kernels/linear/common/gla_testing.h"
 #include "kernels/linear/retention/retention.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/gla_recurrent_stages.h"
+#include "testing/cuda_emulation/recurrent_packing.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::GlaDeviceCase;
 using testing::GlaEntryArgs;
 using testing::GlaFamily;
 using testing::GlaInputs;
 using testing::HostTensor;
-
-// gla_recurrent.cu's kernel, launched on the emulator.
-template <GateKind kGate>
-void launch(const cuda_gla::RecurrentLaunch& l) {
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_gla::gla_recurrent_cta<kGate>(l.params); });
-}
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 double tolerance(const GlaDeviceCase& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2; }
 
@@ -76,30 +67,8 @@ void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
 
   cuda_gla::RecurrentLaunch l = cuda_gla::plan_gla_recurrent(p);
   ASSERT_FALSE(l.empty);
-  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
-  const int64_t units = in.N * c.HV * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
-  EXPECT_EQ(l.params.units, per);
-  EXPECT_EQ(l.params.total_units, units);
-  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
-  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
-  // The launcher's upload of the host metadata, as separate emulated allocations.
-  std::optional<DeviceMemory> offsets, gamma;
-  if (!l.seq_offsets.empty()) {
-    offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
-    std::memcpy(offsets->data(), l.seq_offsets.data(), offsets->size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
-  }
-  if (!l.gamma.empty()) {
-    gamma.emplace(l.gamma.size() * sizeof(float));
-    std::memcpy(gamma->data(), l.gamma.data(), gamma->size());
-    l.params.g_gamma = reinterpret_cast<const float*>(gamma->data());
-  }
-  cuda_emulation::seed_schedule(seed);
-  switch (l.gate) {
-    case GateKind::none: launch<GateKind::none>(l); break;
-    case GateKind::scalar: launch<GateKind::scalar>(l); break;
-    case GateKind::channel: launch<GateKind::channel>(l); break;
-  }
+  cuda_emulation::expect_recurrent_packing(l, in.N * c.HV, c.K, c.V);
+  cuda_emulation::run_gla_recurrent(l, seed);
   download(od, o);
   download(in_place ? init : sd, s);
   if (c.T > 0) {

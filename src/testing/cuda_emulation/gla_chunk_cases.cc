@@ -27,6 +27,8 @@ namespace {
 using namespace cuda_gla_chunk;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using cuda_emulation::run_gla_chunk_stages;
 using testing::GlaDeviceCase;
 using testing::GlaEntryArgs;
@@ -37,9 +39,6 @@ using testing::HostTensor;
 // The GPU test's bound (gla_chunk_cuda_test.cc). bf16 operands for every product dominate the error (2e-3 to
 // 4e-3 relative RMS on these cases), where a wrong mask, decay or missing term costs tens of percent.
 constexpr double kTolerance = 1e-2;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // With `in_place` the final state overwrites the initial one; otherwise it goes to a separate NaN-filled buffer.
 void check(const GlaDeviceCase& c, bool in_place, uint64_t seed) {
@@ -221,20 +220,10 @@ TEST(EmulatedGlaChunk, PlansChunksPerSequence) {
   std::vector<float> gamma;
   const GlaProblem p = testing::gla_family_problem(c.family, in.args(c, o, nullptr), gamma);
   const ChunkLaunch l = plan_gla_chunk(p);
-  EXPECT_EQ(l.seq_chunks, (std::vector<int32_t>{0, 1, 1, 3, 5}));
-  ASSERT_EQ(l.chunks.size(), 5u);
-  const int64_t rows[] = {0, 1, 33, 65, 97};
-  const int32_t lens[] = {1, 32, 32, 32, 3};
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_EQ(l.chunks[i].row, rows[i]);
-    EXPECT_EQ(l.chunks[i].len, lens[i]);
-  }
+  cuda_emulation::expect_ragged_example_chunks(l);
   EXPECT_EQ(l.gamma, gamma);
   EXPECT_EQ(l.params.g_gamma, nullptr);  // bound to the uploaded copy by bind_scratch
-  EXPECT_EQ(l.params.Kp, 48);
-  EXPECT_EQ(l.params.Vp, 64);
   EXPECT_EQ(l.prep_grid, 10u);
-  EXPECT_EQ(l.state_grid, 4u * 2 * 2);
   // A per-head decay with two value heads per key head: the key head's K and Q K^T once per chunk.
   EXPECT_TRUE(l.params.shared_keys);
   EXPECT_EQ(l.keys_grid, 5u);

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -25,57 +24,32 @@
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
+#include "testing/cuda_emulation/mamba2_operands.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_gla_chunk;
-using cuda_emulation::DeviceMemory;
-using cuda_emulation::DeviceTensor;
 using cuda_emulation::run_gla_chunk_stages;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // The GPU test's bound (mamba2_chunk_cuda_test.cc), the gated-linear kernels' own: bf16 operands for every
 // product dominate the error, where a wrong mask, decay, step or missing term costs tens of percent.
 constexpr double kTolerance = 1e-2;
 
 using SsdCase = testing::Mamba2DeviceCase;
-
-SsdCase ssd_shape(int64_t B, int64_t T, int64_t H, int64_t P, int64_t G, int64_t N, int64_t chunk = 64) {
-  SsdCase c;
-  c.B = B, c.T = T, c.H = H, c.P = P, c.G = G, c.N = N, c.chunk = chunk;
-  return c;
-}
+using testing::mamba2_case;
 
 // With `in_place` the final state overwrites the initial one (the engine's prefill into its cache).
 void check(const SsdCase& c, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const testing::Mamba2DeviceInputs in(c, seed);
-  const std::vector<int64_t> y_shape{c.B, c.T, c.H, c.P}, s_shape{c.nseq(), c.H, c.P, c.N};
-  Mamba2Args a = in.args(c);
-  HostTensor y_ref(DType::f32, y_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
-  a.y = y_ref.view, a.final_state = s_ref.view;
-  mamba2_reference(a);
   // The CPU twin: the chunked form on the host, in f32 throughout.
-  HostTensor y_cpu(DType::f32, y_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.y = y_cpu.view, a.final_state = s_cpu.view;
-  mamba2_chunk_scan(a);
+  const testing::Mamba2Outputs ref = testing::mamba2_host_outputs(c, in, mamba2_reference),
+                               cpu = testing::mamba2_host_outputs(c, in, mamba2_chunk_scan);
 
-  HostTensor y(c.out_dtype, y_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
-  testing::fill_nan_bytes(y), testing::fill_nan_bytes(s);
-  const DeviceTensor xd = on_device(in.x), dtd = on_device(in.dt), Ad = on_device(in.A), Bd = on_device(in.B),
-                     Cd = on_device(in.C), Dd = on_device(in.D), zd = on_device(in.z), biasd = on_device(in.bias),
-                     yd = on_device(y), sd = on_device(s);
-  DeviceTensor init = on_device(in.h0);
-  if (!c.with_h0) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  a.x = xd.device_view(), a.dt = dtd.device_view(), a.A = Ad.device_view(), a.B = Bd.device_view();
-  a.C = Cd.device_view(), a.D = Dd.device_view(), a.dt_bias = biasd.device_view(), a.y = yd.device_view();
-  if (c.with_z) a.z = zd.device_view();
-  if (c.with_h0) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
+  cuda_emulation::Mamba2Operands d(c, in, in_place);
+  const Mamba2Args& a = d.args;
   const Mamba2Problem p = make_mamba2_problem(a);
   ASSERT_TRUE(cuda_mamba2_chunk_fits(p));
   ASSERT_NO_THROW(check_cuda_mamba2_chunk(p));
@@ -83,22 +57,21 @@ void check(const SsdCase& c, bool in_place, uint64_t seed) {
   ChunkLaunch l = cuda_mamba2::plan_mamba2_chunk(p);
   ASSERT_FALSE(l.empty);
   cuda_emulation::run_chunk_plan(l, seed, [&](auto c) { run_gla_chunk_stages<decltype(c)::value>(l); });
-  download(yd, y);
-  download(in_place ? init : sd, s);
+  d.download();
   if (c.T > 0) {
-    EXPECT_LE(testing::relative_rms(y, y_ref), kTolerance);
-    EXPECT_LE(testing::relative_rms(y, y_cpu), kTolerance);
+    EXPECT_LE(testing::relative_rms(d.o, ref.y), kTolerance);
+    EXPECT_LE(testing::relative_rms(d.o, cpu.y), kTolerance);
   }
-  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
-  EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
+  EXPECT_LE(testing::relative_rms(d.s, ref.s), kTolerance);
+  EXPECT_LE(testing::relative_rms(d.s, cpu.s), kTolerance);
 }
 
 // Mamba-2 2.7B's head (P = 64, N = 128, one group) over a chunk and a tail, and Nemotron-H-like groups: 4 heads
 // reading 2 groups' B / C.
 TEST(EmulatedMamba2Chunk, MatchesModelShapes) {
-  SsdCase c = ssd_shape(1, 100, 2, 64, 1, 128);
+  SsdCase c = mamba2_case(1, 100, 2, 64, 1, 128);
   check(c, false, 100);
-  c = ssd_shape(1, 70, 4, 64, 2, 128);
+  c = mamba2_case(1, 70, 4, 64, 2, 128);
   c.dtype = c.out_dtype = DType::bf16;
   check(c, true, 101);
 }
@@ -107,13 +80,13 @@ TEST(EmulatedMamba2Chunk, MatchesModelShapes) {
 // of the group reads them. One group of 4 heads, 2 of 3, 8 of 2 (Nemotron-H-like), and 8 groups of one head each
 // (the per-head path), on ragged packed sequences ending mid-chunk and a padded batch.
 TEST(EmulatedMamba2Chunk, MatchesGroupsSharingBC) {
-  SsdCase c = ssd_shape(1, 133, 4, 32, 1, 64, 32);
+  SsdCase c = mamba2_case(1, 133, 4, 32, 1, 64, 32);
   c.cu = {0, 5, 70, 70, 133};
   check(c, true, 700);
-  c = ssd_shape(2, 77, 6, 64, 2, 128);
+  c = mamba2_case(2, 77, 6, 64, 2, 128);
   c.dtype = c.out_dtype = DType::bf16;
   check(c, false, 701);
-  c = ssd_shape(1, 100, 16, 16, 8, 32, 16);
+  c = mamba2_case(1, 100, 16, 16, 8, 32, 16);
   c.cu = {0, 1, 40, 100};
   c.D_per_channel = true;
   check(c, false, 702);
@@ -126,11 +99,11 @@ TEST(EmulatedMamba2Chunk, MatchesGroupsSharingBC) {
 TEST(EmulatedMamba2Chunk, MatchesRaggedPackedSequences) {
   uint64_t seed = 200;
   for (int64_t chunk : {16, 32, 64}) {
-    SsdCase c = ssd_shape(1, 150, 4, 32, 2, 64, chunk);
+    SsdCase c = mamba2_case(1, 150, 4, 32, 2, 64, chunk);
     c.cu = {0, 1, 38, 38, 117, 150};
     check(c, seed % 2 == 0, seed);
     ++seed;
-    c = ssd_shape(2, 45, 2, 48, 1, 40, chunk);
+    c = mamba2_case(2, 45, 2, 48, 1, 40, chunk);
     check(c, seed % 2 == 0, seed);
     ++seed;
   }
@@ -139,23 +112,23 @@ TEST(EmulatedMamba2Chunk, MatchesRaggedPackedSequences) {
 // D per channel, no gate, dt clamped with and without softplus, a zero initial state; head dims and state sizes
 // off the 16- and 32-wide tiles.
 TEST(EmulatedMamba2Chunk, MatchesOptions) {
-  SsdCase c = ssd_shape(1, 40, 4, 64, 2, 64, 32);
+  SsdCase c = mamba2_case(1, 40, 4, 64, 2, 64, 32);
   c.D_per_channel = true;
   check(c, true, 300);
-  c = ssd_shape(2, 33, 3, 40, 3, 24, 16);
+  c = mamba2_case(2, 33, 3, 40, 3, 24, 16);
   c.with_z = false, c.limit = true;
   check(c, false, 301);
-  c = ssd_shape(1, 50, 2, 8, 1, 16, 32);
+  c = mamba2_case(1, 50, 2, 8, 1, 16, 32);
   c.softplus = false, c.limit = true;
   check(c, true, 302);
-  c = ssd_shape(1, 66, 2, 64, 1, 128);
+  c = mamba2_case(1, 66, 2, 64, 1, 128);
   c.with_h0 = false;
   check(c, false, 303);
 }
 
 TEST(EmulatedMamba2Chunk, MatchesDtypes) {
   uint64_t seed = 400;
-  SsdCase c = ssd_shape(1, 50, 2, 32, 1, 64, 32);
+  SsdCase c = mamba2_case(1, 50, 2, 32, 1, 64, 32);
   c.cu = {0, 19, 50};
   c.dtype = DType::bf16;
   check(c, true, seed++);
@@ -172,7 +145,7 @@ TEST(EmulatedMamba2Chunk, MatchesDtypes) {
 // overflow, so only decays taken as differences keep the result finite. Near 1 - 2e-4 the state keeps nearly
 // everything across chunks.
 TEST(EmulatedMamba2Chunk, MatchesStrongAndMildDecays) {
-  SsdCase c = ssd_shape(1, 80, 2, 64, 1, 128);
+  SsdCase c = mamba2_case(1, 80, 2, 64, 1, 128);
   c.A_min = -8.f, c.A_max = -6.f, c.dt_mean = 3.f;
   check(c, true, 500);
   c.A_min = -0.02f, c.A_max = -0.01f, c.dt_mean = -4.f;
@@ -182,7 +155,7 @@ TEST(EmulatedMamba2Chunk, MatchesStrongAndMildDecays) {
 
 // No tokens at all: no chunks, so only the state pass runs, and it copies each [P, N] state through its strides.
 TEST(EmulatedMamba2Chunk, CopiesStatesOfEmptySequences) {
-  SsdCase c = ssd_shape(1, 0, 2, 40, 1, 24);
+  SsdCase c = mamba2_case(1, 0, 2, 40, 1, 24);
   c.cu = {0, 0, 0};
   check(c, false, 600);
 }

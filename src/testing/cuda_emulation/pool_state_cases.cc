@@ -9,8 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <optional>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,11 +17,9 @@
 #include "core/error.h"
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 #include "kernels/linear/common/cuda/gla_chunk_cuda.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/gla_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 #include "kernels/linear/common/delta_problem.h"
 #include "kernels/linear/common/delta_testing.h"
@@ -31,22 +28,24 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
-#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_recurrent_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/gla_recurrent_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
 using cuda_emulation::expect_rows;
+using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
 using testing::DeltaCase;
 using testing::DeltaInputs;
@@ -55,13 +54,17 @@ using testing::GlaFamily;
 using testing::GlaInputs;
 using testing::HostTensor;
 
-// ---- Delta family (Gated DeltaNet, KDA): delta_recurrent_kernel.cuh ----
-
-template <DeltaGate kGate>
-void launch_delta(const cuda_delta::RecurrentLaunch& l) {
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_delta::delta_recurrent_cta<kGate>(l.params); });
+// Whether `call` throws an ArgumentError that names `name` (the refusal tests of each family).
+bool refused(const std::function<void()>& call, const std::string& name) {
+  try {
+    call();
+  } catch (const ArgumentError& e) {
+    return std::string(e.what()).find(name) != std::string::npos;
+  }
+  return false;
 }
+
+// ---- Delta family (Gated DeltaNet, KDA): delta_recurrent_kernel.cuh ----
 
 // One decode step of index.size() sequences (HV = 2H) on pool slots `index` of a slab of `slots`.
 void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t>& index, int64_t slots,
@@ -80,8 +83,8 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
   pool.place(index, static_cast<const float*>(in.init.view.data));
   pool.upload();
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor q = dev(in.q), k = dev(in.k), v = dev(in.v), g = dev(in.g), beta = dev(in.beta);
+  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
+                     beta = on_device(in.beta);
   const DeviceTensor o(dtype, {N, 1, HV, V}, 0);  // NaN bytes
   HostTensor unused(DType::f32, {1}, 0, 0.f);
   DeltaArgs a = in.args(c, unused, nullptr);
@@ -94,15 +97,10 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
   a.check_values = false;
   const DeltaProblem p = make_delta_problem(a, gate);
   ASSERT_NO_THROW(check_cuda_delta_recurrent(p));
-  const cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
+  cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
   ASSERT_FALSE(l.empty);
   ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: nothing uploaded
-  cuda_emulation::seed_schedule(seed);
-  if (gate == DeltaGate::head) {
-    launch_delta<DeltaGate::head>(l);
-  } else {
-    launch_delta<DeltaGate::channel>(l);
-  }
+  cuda_emulation::run_delta_recurrent(l, gate, seed);
   expect_rows(index, o, o_ref, HV * V, dtype == DType::f32 ? 1e-4 : 1e-2);
   pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
 }
@@ -137,26 +135,21 @@ TEST(EmulatedPoolStates, DeltaRefusals) {
         t->device = Device::cuda();
     return a;
   };
-  auto refused = [](const DeltaArgs& a, const std::string& name) {
-    try {
-      make_delta_problem(a, DeltaGate::head);
-    } catch (const ArgumentError& e) {
-      return std::string(e.what()).find(name) != std::string::npos;
-    }
-    return false;
+  auto refused_args = [](const DeltaArgs& a, const std::string& name) {
+    return refused([&] { make_delta_problem(a, DeltaGate::head); }, name);
   };
   EXPECT_NO_THROW(make_delta_problem(args(true), DeltaGate::head));
-  EXPECT_TRUE(refused(args(false), "ssm_state_indices"));  // host states: the CPU entries take dense ones
+  EXPECT_TRUE(refused_args(args(false), "ssm_state_indices"));  // host states: the CPU entries take dense ones
   DeltaArgs a = args(true);
   a.check_values = true;
-  EXPECT_TRUE(refused(a, "ssm_state_indices"));
+  EXPECT_TRUE(refused_args(a, "ssm_state_indices"));
   a = args(true);
   a.final_state = o.view;
   a.final_state.device = Device::cuda();
-  EXPECT_TRUE(refused(a, "final_state"));  // not the pool updated in place
+  EXPECT_TRUE(refused_args(a, "final_state"));  // not the pool updated in place
   a = args(true);
   a.initial_state.strides[0] = a.final_state.strides[0] = 2 * 16 * 16 - 1;  // rows overlapping
-  EXPECT_TRUE(refused(a, "final_state"));
+  EXPECT_TRUE(refused_args(a, "final_state"));
   // The chunked form takes the pool's states too (pool_state_chunk_cases.cc).
   a = args(true);
   EXPECT_NO_THROW(check_cuda_delta_chunk(make_delta_problem(a, DeltaGate::head)));
@@ -182,8 +175,8 @@ void check_rwkv7(int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& in
   pool.place(index, static_cast<const float*>(in.h0.view.data));
   pool.upload();
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor r = dev(in.r), w = dev(in.w), k = dev(in.k), v = dev(in.v), ad = dev(in.a), bd = dev(in.b);
+  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
+                     ad = on_device(in.a), bd = on_device(in.b);
   const DeviceTensor o(dtype, {N, 1, H, V}, 0);  // NaN bytes
   a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
   a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
@@ -194,12 +187,10 @@ void check_rwkv7(int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& in
   a.ssm_state_indices = idx.data();
   const Rwkv7Problem p = make_rwkv7_problem(a);
   ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
-  const cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
+  cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
   ASSERT_FALSE(l.empty);
   ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: nothing uploaded
-  cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-                         [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+  cuda_emulation::run_rwkv7_recurrent(l, seed);
   expect_rows(index, o, o_ref, H * V, dtype == DType::f32 ? 1e-4 : 1e-2);
   pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
 }
@@ -233,14 +224,6 @@ TEST(EmulatedPoolStates, Rwkv7Refusals) {
         t->device = Device::cuda();
     return a;
   };
-  auto refused = [](auto&& call, const std::string& name) {
-    try {
-      call();
-    } catch (const ArgumentError& e) {
-      return std::string(e.what()).find(name) != std::string::npos;
-    }
-    return false;
-  };
   EXPECT_NO_THROW(make_rwkv7_problem(args(true)));
   EXPECT_TRUE(refused([&] { recurrent_rwkv7(args(false)); }, "ssm_state_indices"));
   EXPECT_TRUE(refused([&] { chunk_rwkv7(args(false)); }, "ssm_state_indices"));
@@ -256,12 +239,6 @@ TEST(EmulatedPoolStates, Rwkv7Refusals) {
 
 // ---- Gated linear recurrence (MiniMax's lightning attention, simple GLA, GLA): gla_recurrent_kernel.cuh ----
 
-template <GateKind kGate>
-void launch_gla(const cuda_gla::RecurrentLaunch& l) {
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0,
-                         [&](unsigned char*) { cuda_gla::gla_recurrent_cta<kGate>(l.params); });
-}
-
 // One decode step of index.size() sequences of family case `shape` (B, T = 1 set here) on pool slots `index` of
 // a slab of `slots`, every tensor (a device g_gamma included, as the runner's) on the device.
 void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots, uint64_t seed) {
@@ -276,8 +253,8 @@ void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots
   pool.place(index, static_cast<const float*>(in.init.view.data));
   pool.upload();
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor q = dev(in.q), k = dev(in.k), v = dev(in.v), g = dev(in.g), g_gamma = dev(in.g_gamma);
+  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
+                     g_gamma = on_device(in.g_gamma);
   const DeviceTensor o(c.out_dtype, {N, 1, c.HV, c.V}, 0);  // NaN bytes
   HostTensor unused(DType::f32, {1}, 0, 0.f);
   testing::GlaEntryArgs a = in.args(c, unused, nullptr);
@@ -297,18 +274,7 @@ void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots
   ASSERT_FALSE(l.empty);
   ASSERT_TRUE(l.seq_offsets.empty());  // a padded batch: no offsets to upload
   // Retention's host decays are the launcher's one upload (the runner's lightning passes a device g_gamma).
-  std::optional<DeviceMemory> gamma;
-  if (!l.gamma.empty()) {
-    gamma.emplace(l.gamma.size() * sizeof(float));
-    std::memcpy(gamma->data(), l.gamma.data(), gamma->size());
-    l.params.g_gamma = reinterpret_cast<const float*>(gamma->data());
-  }
-  cuda_emulation::seed_schedule(seed);
-  switch (l.gate) {
-    case GateKind::none: launch_gla<GateKind::none>(l); break;
-    case GateKind::scalar: launch_gla<GateKind::scalar>(l); break;
-    case GateKind::channel: launch_gla<GateKind::channel>(l); break;
-  }
+  cuda_emulation::run_gla_recurrent(l, seed);
   expect_rows(index, o, o_ref, c.HV * c.V, c.out_dtype == DType::f32 ? 1e-4 : 1e-2);
   pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
 }
@@ -352,14 +318,6 @@ TEST(EmulatedPoolStates, GlaRefusals) {
       for (TensorView* t : {&a.q, &a.k, &a.v, &a.g, &a.o, &a.opts.initial_state, &a.opts.final_state})
         t->device = Device::cuda();
     return a;
-  };
-  auto refused = [](auto&& call, const std::string& name) {
-    try {
-      call();
-    } catch (const ArgumentError& e) {
-      return std::string(e.what()).find(name) != std::string::npos;
-    }
-    return false;
   };
   auto problem = [](const testing::GlaEntryArgs& a) {
     return make_gla_problem(a.q, a.k, a.v, a.g, GateKind::scalar, TensorView{}, a.o, a.opts);

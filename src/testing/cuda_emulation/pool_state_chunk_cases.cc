@@ -29,7 +29,6 @@
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_launch.h"
 #include "kernels/linear/mamba2/cuda/mamba2_cuda_testing.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
-#include "kernels/linear/mamba2/cuda/mamba2_recurrent_kernel.cuh"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/mamba2/problem.h"
@@ -43,6 +42,7 @@
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/packed_offsets.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
+#include "testing/cuda_emulation/mamba2_recurrent_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/selective_scan_stages.h"
 
@@ -51,46 +51,11 @@ namespace {
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
+using cuda_emulation::expect_sequence_rows;
+using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
+using cuda_emulation::pool_view;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-
-// The packed outputs of the pool run against the dense run's: each real sequence's token rows (`width` elements
-// each) bit for bit, each pad's still NaN bytes.
-void expect_sequence_rows(const std::vector<int32_t>& index, const std::vector<int32_t>& cu_seqlens,
-                          const DeviceTensor& got, const DeviceTensor& dense, int64_t width) {
-  const size_t row_bytes = size_t(width) * dtype_size(got.view.dtype);
-  const auto* g = static_cast<const uint8_t*>(got.device.data());
-  const auto* d = static_cast<const uint8_t*>(dense.device.data());
-  int64_t differing = 0, pad_written = 0;
-  for (size_t n = 0; n < index.size(); ++n)
-    for (size_t b = size_t(cu_seqlens[n]) * row_bytes; b < size_t(cu_seqlens[n + 1]) * row_bytes; ++b) {
-      if (index[n] < 0)
-        pad_written += g[b] != 0xff;
-      else
-        differing += g[b] != d[b];
-    }
-  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
-  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
-}
-
-// The pool for `index` over a slab of `slots` rows of `elems` floats with room around each state, sequence n's
-// dense initial state (row n of `dense_init`) placed in its slot; the [slots, dims...] view of the states.
-template <size_t kDims>
-TensorView pool_view(Pool& pool, const std::vector<int32_t>& index, const void* dense_init,
-                     const int64_t (&dims)[kDims]) {
-  pool.place(index, static_cast<const float*>(dense_init));
-  pool.upload();
-  TensorView v;
-  if constexpr (kDims == 3) {
-    v = TensorView::contiguous(pool.state_base(), DType::f32, {pool.slots, dims[0], dims[1], dims[2]});
-  } else {
-    v = TensorView::contiguous(pool.state_base(), DType::f32, {pool.slots, dims[0], dims[1]});
-  }
-  v.strides[0] = pool.stride();
-  return on_gpu(v);
-}
 
 // ---- The delta rule's chunk: delta_chunk_{intra,state,output}.cuh ----
 
@@ -221,16 +186,7 @@ void check_mamba2(testing::Mamba2DeviceCase c, const std::vector<int32_t>& index
       ASSERT_NO_THROW(check_cuda_mamba2_recurrent(p));
       cuda_mamba2::RecurrentLaunch l = cuda_mamba2::plan_mamba2_recurrent(p);
       ASSERT_FALSE(l.empty);
-      cuda_emulation::launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
-        cuda_emulation::seed_schedule(seed);
-        cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-          switch (l.cols_per_lane) {
-            case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
-            case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
-            default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
-          }
-        });
-      });
+      cuda_emulation::run_mamba2_recurrent(l, seed);
       return;
     }
     ASSERT_TRUE(cuda_mamba2_chunk_fits(p));

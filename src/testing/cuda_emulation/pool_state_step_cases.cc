@@ -16,7 +16,6 @@
 #include "kernels/linear/mamba/mamba.h"
 #include "kernels/linear/mamba/problem.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
-#include "kernels/linear/mamba2/cuda/mamba2_recurrent_kernel.cuh"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/mamba2/problem.h"
@@ -27,6 +26,7 @@
 #include "kernels/linear/short_conv/short_conv.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/mamba2_recurrent_stages.h"
 #include "testing/test_util.h"
 #include "testing/cuda_emulation/pool_states.h"
 
@@ -37,6 +37,7 @@ using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
 using cuda_emulation::expect_rows;
+using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
 using testing::HostTensor;
 
@@ -58,8 +59,7 @@ void check_conv(int64_t D, int64_t W, int64_t S, const std::vector<int32_t>& ind
   pool.place(index, static_cast<const float*>(dense.view.data));
   pool.upload();
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor xd = dev(x), wd = dev(w), bd = dev(b);
+  const DeviceTensor xd = on_device(x), wd = on_device(w), bd = on_device(b);
   const DeviceTensor yd(DType::f32, {N, 1, D}, 0);  // NaN bytes
   TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, D, S}));
   states.strides[0] = pool.stride();
@@ -122,9 +122,8 @@ void check_mamba2(int64_t H, int64_t P, int64_t G, int64_t N, const std::vector<
   mamba2_state_update_reference(a);
 
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor xd = dev(x), dtd = dev(dt), Ad = dev(A), Bd = dev(Bm), Cd = dev(Cm), Dd = dev(D), zd = dev(z),
-                     biasd = dev(bias);
+  const DeviceTensor xd = on_device(x), dtd = on_device(dt), Ad = on_device(A), Bd = on_device(Bm), Cd = on_device(Cm),
+                     Dd = on_device(D), zd = on_device(z), biasd = on_device(bias);
   const DeviceTensor yd(DType::f32, {Bn, H, P}, 0);  // NaN bytes
   a.x = on_gpu(xd.device_view()), a.dt = on_gpu(dtd.device_view()), a.A = on_gpu(Ad.device_view());
   a.B = on_gpu(Bd.device_view()), a.C = on_gpu(Cd.device_view()), a.D = on_gpu(Dd.device_view());
@@ -134,17 +133,10 @@ void check_mamba2(int64_t H, int64_t P, int64_t G, int64_t N, const std::vector<
   a.state_batch_indices = idx.data();
   const Mamba2Problem p = make_mamba2_step_problem(a);
   ASSERT_NO_THROW(check_cuda_mamba2_recurrent(p));
-  const cuda_mamba2::RecurrentLaunch l = cuda_mamba2::plan_mamba2_recurrent(p);
+  cuda_mamba2::RecurrentLaunch l = cuda_mamba2::plan_mamba2_recurrent(p);
   ASSERT_FALSE(l.empty);
   ASSERT_TRUE(l.seq_offsets.empty());
-  cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-    switch (l.cols_per_lane) {
-      case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
-      case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
-      default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
-    }
-  });
+  cuda_emulation::run_mamba2_recurrent(l, seed);
   expect_rows(index, yd, y_ref, H * P, 1e-4);
   pool.expect(index, static_cast<const float*>(s_ref.view.data), 1e-4);
 }
@@ -178,9 +170,8 @@ void check_mamba(int64_t D, int64_t N, const std::vector<int32_t>& index, int64_
   selective_state_update_reference(a);
 
   const Indices idx(index);
-  auto dev = [](const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); };
-  const DeviceTensor xd = dev(x), dtd = dev(dt), Ad = dev(A), Bd = dev(Bm), Cd = dev(Cm), skipd = dev(skip),
-                     zd = dev(z), biasd = dev(bias);
+  const DeviceTensor xd = on_device(x), dtd = on_device(dt), Ad = on_device(A), Bd = on_device(Bm), Cd = on_device(Cm),
+                     skipd = on_device(skip), zd = on_device(z), biasd = on_device(bias);
   const DeviceTensor yd(DType::f32, {Bn, D}, 0);  // NaN bytes
   a.x = on_gpu(xd.device_view()), a.dt = on_gpu(dtd.device_view()), a.A = on_gpu(Ad.device_view());
   a.B = on_gpu(Bd.device_view()), a.C = on_gpu(Cd.device_view()), a.D = on_gpu(skipd.device_view());

@@ -1,7 +1,8 @@
 #pragma once
-// The CTA emulator's fixtures for decode kernels on states addressed in a pool (pool_state_cases.cc,
-// pool_state_step_cases.cc): a slab of slots with room around each state, the pads' untouched outputs, and the
-// per-sequence slot indices in device memory.
+// The CTA emulator's fixtures for kernels on states addressed in a pool (the decode steps of pool_state_cases.cc and
+// pool_state_step_cases.cc, the prefills of pool_state_chunk_cases.cc, rwkv7_cases.cc and rwkv7_chunk_cases.cc): a
+// slab of slots with room around each state and its view, the pads' untouched outputs, and the per-sequence slot
+// indices in device memory.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -105,6 +106,42 @@ struct Indices {
 inline TensorView on_gpu(TensorView t) {
   t.device = Device::cuda();
   return t;
+}
+
+// The packed outputs of the pool run against the dense run's: each real sequence's token rows (`width` elements
+// each) bit for bit, each pad's still NaN bytes.
+inline void expect_sequence_rows(const std::vector<int32_t>& index, const std::vector<int32_t>& cu_seqlens,
+                                 const DeviceTensor& got, const DeviceTensor& dense, int64_t width) {
+  const size_t row_bytes = size_t(width) * dtype_size(got.view.dtype);
+  const auto* g = static_cast<const uint8_t*>(got.device.data());
+  const auto* d = static_cast<const uint8_t*>(dense.device.data());
+  int64_t differing = 0, pad_written = 0;
+  for (size_t n = 0; n < index.size(); ++n)
+    for (size_t b = size_t(cu_seqlens[n]) * row_bytes; b < size_t(cu_seqlens[n + 1]) * row_bytes; ++b) {
+      if (index[n] < 0)
+        pad_written += g[b] != 0xff;
+      else
+        differing += g[b] != d[b];
+    }
+  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
+  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
+}
+
+// The pool for `index` over a slab of `slots` rows of `elems` floats with room around each state, sequence n's
+// dense initial state (row n of `dense_init`) placed in its slot; the [slots, dims...] view of the states.
+template <size_t kDims>
+TensorView pool_view(Pool& pool, const std::vector<int32_t>& index, const void* dense_init,
+                     const int64_t (&dims)[kDims]) {
+  pool.place(index, static_cast<const float*>(dense_init));
+  pool.upload();
+  TensorView v;
+  if constexpr (kDims == 3) {
+    v = TensorView::contiguous(pool.state_base(), DType::f32, {pool.slots, dims[0], dims[1], dims[2]});
+  } else {
+    v = TensorView::contiguous(pool.state_base(), DType::f32, {pool.slots, dims[0], dims[1]});
+  }
+  v.strides[0] = pool.stride();
+  return on_gpu(v);
 }
 
 }  // namespace attnzoo::cuda_emulation

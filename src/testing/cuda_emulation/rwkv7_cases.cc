@@ -7,13 +7,10 @@
 // prefills) against the same kernel on the dense states.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
-#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
@@ -21,75 +18,41 @@
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/recurrent_packing.h"
+#include "testing/cuda_emulation/rwkv7_operands.h"
+#include "testing/cuda_emulation/rwkv7_pool_prefill.h"
+#include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
-using cuda_emulation::DeviceTensor;
-using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
+using testing::rwkv7_case;
 
 // With `in_place` the final state overwrites the initial one (the engine's decode step); otherwise it goes to a
 // separate NaN-filled buffer. The CPU twin runs the same host inputs, so the kernel is held to both.
 void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
-  Rwkv7Args a = in.args(c);
-  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.o = o_cpu.view, a.final_state = s_cpu.view;
-  recurrent_rwkv7(a);
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
+                              cpu = testing::rwkv7_host_outputs(c, in, recurrent_rwkv7);
 
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
-  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.h0);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
-  a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
+  cuda_emulation::Rwkv7Operands d(c, in, in_place);
+  const Rwkv7Args& a = d.args;
   const Rwkv7Problem p = make_rwkv7_problem(a);
   ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
 
   cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
   ASSERT_FALSE(l.empty);
-  // The packing the plan chose (recurrent_split.h), held to the shape: every unit in a CTA, none twice.
-  const int64_t units = c.nseq() * c.H * ((c.V + 31) / 32), per = cuda_linear::units_per_cta(c.K);
-  EXPECT_EQ(l.params.units, per);
-  EXPECT_EQ(l.params.total_units, units);
-  EXPECT_EQ(int64_t(l.grid), (units + per - 1) / per);
-  EXPECT_EQ(int64_t(l.threads), per * ((c.K + 31) / 32) * 32);
+  cuda_emulation::expect_recurrent_packing(l, c.nseq() * c.H, c.K, c.V);
   EXPECT_EQ(l.smem_bytes, cuda_rwkv7::stage_bytes(l.threads));
-  std::optional<DeviceMemory> offsets;
-  if (!l.seq_offsets.empty()) {
-    offsets.emplace(l.seq_offsets.size() * sizeof(int64_t));
-    std::memcpy(offsets->data(), l.seq_offsets.data(), offsets->size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets->data());
-  }
-  cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-                         [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
-  download(od, o);
-  download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(o, ref.o), testing::rwkv7_cuda_tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, ref.s), 1e-4);
-  EXPECT_LE(testing::relative_rms(o, o_cpu), testing::rwkv7_cuda_tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_cpu), 1e-4);
-}
-
-// Field by field: designated initializers that skip fields warn under -Wextra.
-Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
-  Rwkv7Case c;
-  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
-  return c;
+  cuda_emulation::run_rwkv7_recurrent(l, seed);
+  d.download();
+  EXPECT_LE(testing::relative_rms(d.o, ref.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(d.s, ref.s), 1e-4);
+  EXPECT_LE(testing::relative_rms(d.o, cpu.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(d.s, cpu.s), 1e-4);
 }
 
 // Packed sequences of 1, 3, 0 and 5 tokens (the empty one's final state is its initial state); K = 48 and V = 40
@@ -97,7 +60,7 @@ Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init
 TEST(EmulatedRwkv7Recurrent, MatchesRaggedPackedSequences) {
   for (bool in_place : {true, false})
     for (bool init : {true, false}) {
-      Rwkv7Case c = shape(1, 9, 2, 48, 40, init);
+      Rwkv7Case c = rwkv7_case(1, 9, 2, 48, 40, init);
       c.cu_seqlens = {0, 1, 4, 4, 9};
       check(c, in_place && init, 10 + uint64_t(in_place) + 2 * uint64_t(init));
     }
@@ -105,24 +68,24 @@ TEST(EmulatedRwkv7Recurrent, MatchesRaggedPackedSequences) {
 
 // Longer sequences (33 and 37 tokens, odd lengths) carry the state through both staging buffers many times.
 TEST(EmulatedRwkv7Recurrent, MatchesOddLengths) {
-  Rwkv7Case c = shape(1, 70, 1, 32, 64);
+  Rwkv7Case c = rwkv7_case(1, 70, 1, 32, 64);
   c.cu_seqlens = {0, 33, 70};
   check(c, false, 20);
-  check(shape(2, 37, 1, 64, 32, false), false, 21);
+  check(rwkv7_case(2, 37, 1, 64, 32, false), false, 21);
 }
 
 // One decode step of a padded batch, state in place: RWKV-7's 64 x 64 heads, and 128 x 128 (four warps, four
 // column slices).
 TEST(EmulatedRwkv7Recurrent, MatchesDecodeStep) {
-  check(shape(3, 1, 4, 64, 64), true, 30);
-  check(shape(2, 1, 2, 128, 128), true, 31);
+  check(rwkv7_case(3, 1, 4, 64, 64), true, 30);
+  check(rwkv7_case(2, 1, 2, 128, 128), true, 31);
 }
 
 // K != V both ways, off the tiles; K = 256 (eight warps), the widest state the kernel keeps in registers.
 TEST(EmulatedRwkv7Recurrent, MatchesUnequalKeyAndValueDims) {
-  check(shape(1, 4, 1, 100, 36), false, 40);
-  check(shape(1, 4, 1, 20, 100), true, 41);
-  check(shape(1, 3, 1, 256, 32, false), false, 42);
+  check(rwkv7_case(1, 4, 1, 100, 36), false, 40);
+  check(rwkv7_case(1, 4, 1, 20, 100), true, 41);
+  check(rwkv7_case(1, 3, 1, 256, 32, false), false, 42);
 }
 
 // Small states pack several units into a CTA: K = 16 and 32 four, 64 two (RWKV-7's heads), 128 one. H = 3 with
@@ -132,15 +95,15 @@ TEST(EmulatedRwkv7Recurrent, MatchesUnequalKeyAndValueDims) {
 TEST(EmulatedRwkv7Recurrent, MatchesPackedSmallStates) {
   uint64_t seed = 70;
   for (int64_t K : {16, 32, 64, 128}) {
-    Rwkv7Case c = shape(1, 9, 3, K, 32);
+    Rwkv7Case c = rwkv7_case(1, 9, 3, K, 32);
     c.cu_seqlens = {0, 1, 4, 4, 9};
     check(c, true, seed++);
-    check(shape(5, 1, 3, K, 40), false, seed++);
+    check(rwkv7_case(5, 1, 3, K, 40), false, seed++);
   }
 }
 
 TEST(EmulatedRwkv7Recurrent, MatchesDtypes) {
-  Rwkv7Case c = shape(1, 6, 2, 64, 48);
+  Rwkv7Case c = rwkv7_case(1, 6, 2, 64, 48);
   c.cu_seqlens = {0, 2, 6};
   c.dtype = DType::bf16;
   check(c, true, 50);
@@ -153,13 +116,13 @@ TEST(EmulatedRwkv7Recurrent, MatchesDtypes) {
 // Log decays around -20 wipe the state each token (what is left is the last token's write); decays near 0 keep
 // it, so only the low-rank part forgets.
 TEST(EmulatedRwkv7Recurrent, MatchesStrongAndMildDecays) {
-  Rwkv7Case c = shape(2, 5, 1, 64, 32);
+  Rwkv7Case c = rwkv7_case(2, 5, 1, 64, 32);
   c.w_min = -21.f, c.w_max = -19.f;
   check(c, true, 60);
-  c = shape(1, 24, 1, 64, 64);
+  c = rwkv7_case(1, 24, 1, 64, 64);
   c.w_min = -0.05f, c.w_max = 0.f;
   check(c, false, 61);
-  c = shape(1, 12, 1, 64, 64, false);
+  c = rwkv7_case(1, 12, 1, 64, 64, false);
   c.w_min = -20.f, c.w_max = 0.f;  // every strength side by side, channel by channel
   c.cu_seqlens = {0, 1, 12};
   check(c, false, 62);
@@ -167,70 +130,26 @@ TEST(EmulatedRwkv7Recurrent, MatchesStrongAndMildDecays) {
 
 // ---- A packed prefill on a pool's slots (ssm_state_indices with cu_seqlens: the GPU runner's short prefills) ----
 
-// The kernel on scattered, permuted slots of a padded slab against the kernel on the dense states gathered: the
-// real sequences' output rows and new states bit for bit, the pads' output rows still NaN bytes, every other float
-// of the slab unchanged.
+// The kernel on scattered, permuted slots of a padded slab against the kernel on the dense states gathered
+// (rwkv7_pool_prefill.h).
 void check_pool_prefill(const Rwkv7Case& c, const std::vector<int32_t>& index, int64_t slots, uint64_t seed) {
-  SCOPED_TRACE(c.label() + " slots=" + std::to_string(slots));
-  using cuda_emulation::on_gpu;
-  const Rwkv7Inputs in(c, seed);
-  const int64_t N = c.nseq();
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), init = on_device(in.h0);
-  auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
-    Rwkv7Args a = in.args(c);
-    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-    a.o = on_gpu(o.device_view());
-    a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
+  cuda_emulation::check_rwkv7_pool_prefill(c, index, slots, 5, 3, seed, [&](const Rwkv7Args& a) {
     const Rwkv7Problem p = make_rwkv7_problem(a);
     ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
     cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
     ASSERT_FALSE(l.empty);
     ASSERT_FALSE(l.seq_offsets.empty());  // packed: the offsets go up
-    DeviceMemory offsets(l.seq_offsets.size() * sizeof(int64_t));
-    std::memcpy(offsets.data(), l.seq_offsets.data(), offsets.size());
-    l.params.seq_offsets = reinterpret_cast<const int64_t*>(offsets.data());
-    cuda_emulation::seed_schedule(seed);
-    cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-                           [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
-  };
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
-  const DeviceTensor o_dense(c.out_dtype, o_shape, 0), s_dense(DType::f32, {N, c.H, c.K, c.V}, 0);
-  run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
-  cuda_emulation::Pool pool(slots, 5, c.H * c.K * c.V, 3, seed + 100);
-  pool.place(index, static_cast<const float*>(in.h0.view.data));
-  pool.upload();
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
-  states.strides[0] = pool.stride();
-  const cuda_emulation::Indices idx(index);
-  const DeviceTensor o(c.out_dtype, o_shape, 0);
-  run(o, states, states, idx.data());
-
-  const size_t row_bytes = size_t(c.H * c.V) * dtype_size(c.out_dtype);
-  const auto* got = static_cast<const uint8_t*>(o.device.data());
-  const auto* dense = static_cast<const uint8_t*>(o_dense.device.data());
-  int64_t differing = 0, pad_written = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (size_t b = size_t(c.cu_seqlens[size_t(n)]) * row_bytes; b < size_t(c.cu_seqlens[size_t(n) + 1]) * row_bytes;
-         ++b) {
-      if (index[size_t(n)] < 0)
-        pad_written += got[b] != 0xff;
-      else
-        differing += got[b] != dense[b];
-    }
-  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
-  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
-  pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
+    cuda_emulation::run_rwkv7_recurrent(l, seed);
+  });
 }
 
 // Sequences of 1, 7, 0, 12 and 3 tokens on scattered, permuted slots with a pad among them; RWKV-7's 64 x 64 heads
 // and K != V off the tiles.
 TEST(EmulatedPoolStates, Rwkv7RecurrentPrefillInPlace) {
-  Rwkv7Case c = shape(1, 23, 2, 64, 64);
+  Rwkv7Case c = rwkv7_case(1, 23, 2, 64, 64);
   c.cu_seqlens = {0, 1, 8, 8, 20, 23};
   check_pool_prefill(c, {6, 0, 3, -1, 8}, 10, 900);
-  c = shape(1, 23, 1, 48, 40);
+  c = rwkv7_case(1, 23, 1, 48, 40);
   c.cu_seqlens = {0, 1, 8, 8, 20, 23};
   c.dtype = c.out_dtype = DType::bf16;
   check_pool_prefill(c, {2, 4, 1, 0, 3}, 5, 901);

@@ -27,6 +27,8 @@
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/rwkv7_operands.h"
+#include "testing/cuda_emulation/rwkv7_pool_prefill.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -36,6 +38,7 @@ using cuda_emulation::DeviceTensor;
 using testing::HostTensor;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
+using testing::rwkv7_case;
 
 // rwkv7_chunk.cu's three kernels in its order, on the emulator.
 template <int C>
@@ -51,50 +54,28 @@ void run_stages(const ChunkLaunch& l) {
                            [&](unsigned char* smem) { rwkv7_chunk_output<C>(p, smem); });
 }
 
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
-
 // With `in_place` the final state overwrites the initial one; otherwise it goes to a separate NaN-filled buffer.
 void check(const Rwkv7Case& c, int64_t chunk, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
-  Rwkv7Args a = in.args(c);
-  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.o = o_cpu.view, a.final_state = s_cpu.view;
-  chunk_rwkv7(a, chunk);
+  auto cpu_chunk = [&](const Rwkv7Args& host) { chunk_rwkv7(host, chunk); };
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
+                              cpu = testing::rwkv7_host_outputs(c, in, cpu_chunk);
 
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
-  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), od = on_device(o), sd = on_device(s);
-  DeviceTensor init = on_device(in.h0);
-  if (!c.initial_state) std::memset(init.device.data(), 0xff, init.device.size());  // never read
-  a.r = r.device_view(), a.w = w.device_view(), a.k = k.device_view(), a.v = v.device_view();
-  a.a = ad.device_view(), a.b = bd.device_view(), a.o = od.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
+  cuda_emulation::Rwkv7Operands d(c, in, in_place);
+  const Rwkv7Args& a = d.args;
   const Rwkv7Problem p = make_rwkv7_problem(a);
   ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
 
   ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
   ASSERT_FALSE(l.empty);
   cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
-  download(od, o);
-  download(in_place ? init : sd, s);
+  d.download();
   const double tol = testing::rwkv7_chunk_cuda_tolerance();
-  EXPECT_LE(testing::relative_rms(o, ref.o), tol);
-  EXPECT_LE(testing::relative_rms(s, ref.s), tol);
-  EXPECT_LE(testing::relative_rms(o, o_cpu), tol);
-  EXPECT_LE(testing::relative_rms(s, s_cpu), tol);
-}
-
-// Field by field: designated initializers that skip fields warn under -Wextra.
-Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
-  Rwkv7Case c;
-  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
-  return c;
+  EXPECT_LE(testing::relative_rms(d.o, ref.o), tol);
+  EXPECT_LE(testing::relative_rms(d.s, ref.s), tol);
+  EXPECT_LE(testing::relative_rms(d.o, cpu.o), tol);
+  EXPECT_LE(testing::relative_rms(d.s, cpu.s), tol);
 }
 
 // Packed sequences of 1, 37, 0, 79 and 33 tokens (the empty one's final state is its initial state; the others
@@ -103,7 +84,7 @@ TEST(EmulatedRwkv7Chunk, MatchesRaggedPackedSequences) {
   uint64_t seed = 100;
   for (int64_t chunk : {16, 32, 64})
     for (bool init : {true, false}) {
-      Rwkv7Case c = shape(1, 150, 2, 32, 32, init);
+      Rwkv7Case c = rwkv7_case(1, 150, 2, 32, 32, init);
       c.cu_seqlens = {0, 1, 38, 38, 117, 150};
       check(c, chunk, init && chunk == 32, seed++);
     }
@@ -111,28 +92,28 @@ TEST(EmulatedRwkv7Chunk, MatchesRaggedPackedSequences) {
 
 // Padded batches (no cu_seqlens); K and V off the 16- and 32-wide tiles, both ways round.
 TEST(EmulatedRwkv7Chunk, MatchesPaddedBatchesAndOddHeadDims) {
-  check(shape(2, 45, 1, 40, 48), 32, false, 200);
-  check(shape(2, 40, 2, 48, 40, false), 16, true, 201);
-  check(shape(1, 33, 1, 20, 100), 16, false, 202);
+  check(rwkv7_case(2, 45, 1, 40, 48), 32, false, 200);
+  check(rwkv7_case(2, 40, 2, 48, 40, false), 16, true, 201);
+  check(rwkv7_case(1, 33, 1, 20, 100), 16, false, 202);
 }
 
 // Sequences shorter than one chunk, and single tokens: one partial chunk each.
 TEST(EmulatedRwkv7Chunk, MatchesShortSequences) {
-  check(shape(3, 5, 2, 64, 64), 64, true, 300);
-  check(shape(2, 1, 2, 64, 64), 64, false, 301);
-  Rwkv7Case c = shape(1, 4, 1, 32, 32);
+  check(rwkv7_case(3, 5, 2, 64, 64), 64, true, 300);
+  check(rwkv7_case(2, 1, 2, 64, 64), 64, false, 301);
+  Rwkv7Case c = rwkv7_case(1, 4, 1, 32, 32);
   c.cu_seqlens = {0, 1, 1, 4};
   check(c, 16, false, 302);
 }
 
 // RWKV-7's head size (64) over several chunks, and the widest heads (128) on one chunk and a tail.
 TEST(EmulatedRwkv7Chunk, MatchesModelHeads) {
-  check(shape(1, 150, 2, 64, 64), 64, true, 400);
-  check(shape(1, 70, 1, 128, 128), 64, false, 401);
+  check(rwkv7_case(1, 150, 2, 64, 64), 64, true, 400);
+  check(rwkv7_case(1, 70, 1, 128, 128), 64, false, 401);
 }
 
 TEST(EmulatedRwkv7Chunk, MatchesDtypes) {
-  Rwkv7Case c = shape(1, 50, 2, 32, 32);
+  Rwkv7Case c = rwkv7_case(1, 50, 2, 32, 32);
   c.cu_seqlens = {0, 19, 50};
   c.dtype = DType::bf16;
   check(c, 32, true, 500);
@@ -149,12 +130,12 @@ TEST(EmulatedRwkv7Chunk, MatchesDtypes) {
 TEST(EmulatedRwkv7Chunk, MatchesDecayStrengths) {
   uint64_t seed = 600;
   for (auto [lo, hi] : {std::pair{-8.f, -7.f}, {-21.f, -19.f}, {-20.f, 0.f}, {-0.05f, 0.f}, {-4.5f, -2.5f}}) {
-    Rwkv7Case c = shape(1, 100, 1, 64, 32);
+    Rwkv7Case c = rwkv7_case(1, 100, 1, 64, 32);
     c.w_min = lo, c.w_max = hi;
     c.cu_seqlens = {0, 1, 60, 100};
     check(c, 64, seed % 2 == 0, seed);
     ++seed;
-    c = shape(1, 70, 1, 32, 64, false);
+    c = rwkv7_case(1, 70, 1, 32, 64, false);
     c.w_min = lo, c.w_max = hi;
     check(c, 32, false, seed++);
   }
@@ -163,39 +144,29 @@ TEST(EmulatedRwkv7Chunk, MatchesDecayStrengths) {
 // A long memory (decays near 0) over many chunks: the bf16 rounding of each chunk's products must not build up in
 // the f32 state the chunks carry.
 TEST(EmulatedRwkv7Chunk, MatchesLongSequencesWithLongMemory) {
-  Rwkv7Case c = shape(1, 700, 1, 64, 64);
+  Rwkv7Case c = rwkv7_case(1, 700, 1, 64, 64);
   c.w_min = -0.02f, c.w_max = 0.f;
   check(c, 64, true, 650);
 }
 
 // No tokens at all: no chunks, so only the state pass runs, and it copies each initial state to the final one.
 TEST(EmulatedRwkv7Chunk, CopiesStatesOfEmptySequences) {
-  Rwkv7Case c = shape(1, 0, 2, 32, 32);
+  Rwkv7Case c = rwkv7_case(1, 0, 2, 32, 32);
   c.cu_seqlens = {0, 0, 0};
   check(c, 64, false, 700);
 }
 
 // The plan: chunks never cross sequences, empty sequences own none, every kernel's sizes follow from the shape.
 TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
-  Rwkv7Case c = shape(1, 100, 2, 40, 48);
+  Rwkv7Case c = rwkv7_case(1, 100, 2, 40, 48);
   c.cu_seqlens = {0, 1, 1, 65, 100};
   const Rwkv7Inputs in(c, 1);
   HostTensor o(DType::f32, {1, 100, 2, 48}, 0, 0.f);
   Rwkv7Args a = in.args(c);
   a.o = o.view;
   const ChunkLaunch l = plan_rwkv7_chunk(make_rwkv7_problem(a), 32);
-  EXPECT_EQ(l.seq_chunks, (std::vector<int32_t>{0, 1, 1, 3, 5}));
-  ASSERT_EQ(l.chunks.size(), 5u);
-  const int64_t rows[] = {0, 1, 33, 65, 97};
-  const int32_t lens[] = {1, 32, 32, 32, 3};
-  for (size_t i = 0; i < 5; ++i) {
-    EXPECT_EQ(l.chunks[i].row, rows[i]);
-    EXPECT_EQ(l.chunks[i].len, lens[i]);
-  }
-  EXPECT_EQ(l.params.Kp, 48);
-  EXPECT_EQ(l.params.Vp, 64);
+  cuda_emulation::expect_ragged_example_chunks(l);
   EXPECT_EQ(l.intra_grid, 10u);
-  EXPECT_EQ(l.state_grid, 4u * 2 * 2);
   // Every shape fits an A100's 163 KB per block, RWKV-7's heads of 64 also sm_86 / sm_89's 99 KB at every chunk
   // size (the GPU runner's chunk of 64 included) and two blocks on an H100's SM (228 KB, 1 KB of each reserved).
   for (int C : {16, 32, 64})
@@ -215,7 +186,7 @@ TEST(EmulatedRwkv7Chunk, PlansChunksPerSequence) {
 
 // What only the CUDA chunk refuses, by name, before any device memory is read.
 TEST(EmulatedRwkv7Chunk, RefusesWhatItCannotRun) {
-  Rwkv7Case c = shape(1, 8, 1, 32, 32);
+  Rwkv7Case c = rwkv7_case(1, 8, 1, 32, 32);
   const Rwkv7Inputs in(c, 2);
   HostTensor o(DType::f32, {1, 8, 1, 32}, 0, 0.f);
   Rwkv7Args a = in.args(c);
@@ -229,70 +200,29 @@ TEST(EmulatedRwkv7Chunk, RefusesWhatItCannotRun) {
 
 // ---- Pool states: a packed prefill whose states are scattered, permuted rows of a padded slab ----
 
-// The pool run against the dense run (each sequence's row of h0 gathered, a separate final state): the real
-// sequences' output rows and new states bit for bit (only the state pass's first read and last write moved), the
-// pads' output rows still NaN bytes, every other float of the slab (other slots, the room around each state, the
-// pads' slots) unchanged.
+// The pool run against the dense run (rwkv7_pool_prefill.h): only the state pass's first read and last write move.
 void check_pool(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& index, int64_t slots,
                 uint64_t seed) {
-  SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + " slots=" + std::to_string(slots));
-  using cuda_emulation::on_gpu;
-  const Rwkv7Inputs in(c, seed);
-  const int64_t N = c.nseq();
-  ASSERT_EQ(size_t(N), index.size());
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b), init = on_device(in.h0);
-  auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
-    Rwkv7Args a = in.args(c);
-    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-    a.o = on_gpu(o.device_view());
-    a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
+  SCOPED_TRACE("chunk=" + std::to_string(chunk));
+  cuda_emulation::check_rwkv7_pool_prefill(c, index, slots, 6, 10, seed, [&](const Rwkv7Args& a) {
     const Rwkv7Problem p = make_rwkv7_problem(a);
     ASSERT_NO_THROW(check_cuda_rwkv7_chunk(p, chunk));
     ChunkLaunch l = plan_rwkv7_chunk(p, chunk);
     ASSERT_FALSE(l.empty);
     cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
-  };
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V};
-  const DeviceTensor o_dense(c.out_dtype, o_shape, 0), s_dense(DType::f32, {N, c.H, c.K, c.V}, 0);
-  run(o_dense, on_gpu(init.device_view()), on_gpu(s_dense.device_view()), nullptr);
-
-  cuda_emulation::Pool pool(slots, 6, c.H * c.K * c.V, 10, seed + 100);
-  pool.place(index, static_cast<const float*>(in.h0.view.data));
-  pool.upload();
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
-  states.strides[0] = pool.stride();
-  const cuda_emulation::Indices idx(index);
-  const DeviceTensor o(c.out_dtype, o_shape, 0);
-  run(o, states, states, idx.data());
-
-  const size_t row_bytes = size_t(c.H * c.V) * dtype_size(c.out_dtype);
-  const auto* got = static_cast<const uint8_t*>(o.device.data());
-  const auto* dense = static_cast<const uint8_t*>(o_dense.device.data());
-  int64_t differing = 0, pad_written = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (size_t b = size_t(c.cu_seqlens[n]) * row_bytes; b < size_t(c.cu_seqlens[n + 1]) * row_bytes; ++b) {
-      if (index[size_t(n)] < 0)
-        pad_written += got[b] != 0xff;
-      else
-        differing += got[b] != dense[b];
-    }
-  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
-  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
-  pool.expect(index, reinterpret_cast<const float*>(s_dense.device.data()), 0.0);
+  });
 }
 
 // Sequences of 1, 37, 0, 79 and 33 tokens (the empty one's slot gets its initial state back) on scattered, permuted
 // slots with a pad among them; RWKV-7's 64 x 64 heads and K != V off the tiles (a part-empty last state slice);
 // chunk sizes 16, 32 and 64; f32 and bf16.
 TEST(EmulatedPoolStateChunks, Rwkv7ChunkInPlace) {
-  Rwkv7Case c = shape(1, 150, 2, 32, 48);
+  Rwkv7Case c = rwkv7_case(1, 150, 2, 32, 48);
   c.cu_seqlens = {0, 1, 38, 38, 117, 150};
   check_pool(c, 16, {6, 0, 3, -1, 8}, 10, 900);
   c.K = c.V = 64, c.dtype = c.out_dtype = DType::bf16;
   check_pool(c, 64, {2, 4, 1, 0, 3}, 5, 901);
-  c = shape(1, 100, 1, 40, 36);
+  c = rwkv7_case(1, 100, 1, 40, 36);
   c.cu_seqlens = {0, 70, 71, 100};
   check_pool(c, 32, {-1, 2, 0}, 4, 902);
 }
@@ -305,10 +235,8 @@ TEST(EmulatedPoolStateChunks, Rwkv7ChunkInPlace) {
 void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>& index, int64_t slots,
                   int64_t budget, size_t want_pieces, uint64_t seed) {
   SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + " budget=" + std::to_string(budget));
-  using cuda_emulation::on_gpu;
   const Rwkv7Inputs in(c, seed);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b);
+  const cuda_emulation::Rwkv7GpuInputs inputs(in);
   const cuda_emulation::Indices idx(index);
   auto run = [&](const Rwkv7Args& a) {
     const Rwkv7Problem p = make_rwkv7_problem(a);
@@ -318,15 +246,8 @@ void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>&
     cuda_emulation::run_chunk_plan(l, seed, [&](auto cs) { run_stages<decltype(cs)::value>(l); });
   };
   auto whole_args = [&](cuda_emulation::Pool& pool, const DeviceTensor& o) {
-    pool.place(index, static_cast<const float*>(in.h0.view.data));
-    pool.upload();
-    Rwkv7Args a = in.args(c);
-    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-    a.o = on_gpu(o.device_view());
-    TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.H, c.K, c.V}));
-    states.strides[0] = pool.stride();
-    a.initial_state = a.final_state = states;
+    Rwkv7Args a = inputs.args(c, in, o);
+    a.initial_state = a.final_state = cuda_emulation::pool_view(pool, index, in.h0.view.data, {c.H, c.K, c.V});
     a.ssm_state_indices = idx.data();
     return a;
   };
@@ -345,11 +266,11 @@ void check_pieces(const Rwkv7Case& c, int64_t chunk, const std::vector<int32_t>&
 // Sequences of 150, 1, 0 and 100 tokens (a pad among them in the second run), in 64-token chunks cut into pieces
 // of 2 chunks (the first sequence cut once) and of 1 (cut twice, the last one once); 16-token chunks in pieces of 5.
 TEST(EmulatedRwkv7Chunk, PiecesMatchOneCall) {
-  Rwkv7Case c = shape(1, 251, 2, 64, 64);
+  Rwkv7Case c = rwkv7_case(1, 251, 2, 64, 64);
   c.cu_seqlens = {0, 150, 151, 151, 251};
   check_pieces(c, 64, {3, 0, 4, 1}, 6, 2, 3, 1000);
   check_pieces(c, 64, {3, -1, 4, 1}, 6, 1, 6, 1001);
-  c = shape(1, 100, 1, 32, 48);
+  c = rwkv7_case(1, 100, 1, 32, 48);
   c.cu_seqlens = {0, 37, 100};
   check_pieces(c, 16, {1, 0}, 2, 5, 2, 1002);
 }

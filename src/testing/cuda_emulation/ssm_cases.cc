@@ -9,16 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/mamba/cuda/selective_scan_cuda.h"
 #include "kernels/linear/mamba/cuda/selective_scan_launch.h"
 #include "kernels/linear/mamba/mamba.h"
+#include "kernels/linear/mamba2/cuda/mamba2_cuda_testing.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
-#include "kernels/linear/mamba2/cuda/mamba2_recurrent_kernel.cuh"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_launch.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "kernels/linear/short_conv/cuda/conv_update_cuda.h"
@@ -27,145 +25,86 @@
 #include "kernels/linear/short_conv/short_conv.h"
 #include "testing/cuda_emulation/cta.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/mamba2_operands.h"
+#include "testing/cuda_emulation/mamba2_recurrent_stages.h"
 #include "testing/cuda_emulation/selective_scan_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
 namespace {
-using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
-
-// The launcher's upload of packed sequences' offsets, as a separate emulated allocation; null when there are none.
-const int64_t* upload(const std::vector<int64_t>& offsets, std::optional<DeviceMemory>& memory) {
-  if (offsets.empty()) return nullptr;
-  memory.emplace(offsets.size() * sizeof(int64_t));
-  std::memcpy(memory->data(), offsets.data(), memory->size());
-  return reinterpret_cast<const int64_t*>(memory->data());
-}
 
 double output_tolerance(DType out) { return out == DType::f32 ? 1e-4 : 1e-2; }
 
 // ---- Mamba-2 ----
 
-struct Mamba2Case {
-  int64_t B = 1, T = 1, H = 2, P = 64, G = 1, N = 128;
-  std::vector<int32_t> cu_seqlens;
-  float A_min = -1.f, A_max = -0.5f, dt_mean = 0.f;  // A spread over the heads; dt's mean before the bias
-  bool D_per_channel = false, with_z = true, softplus = true, limit = false, initial_state = true;
-  DType dtype = DType::f32, out = DType::f32;
-};
-
-Mamba2Case mamba2_shape(int64_t B, int64_t T, int64_t H, int64_t P, int64_t G, int64_t N) {
-  Mamba2Case c;
-  c.B = B, c.T = T, c.H = H, c.P = P, c.G = G, c.N = N;
-  return c;
-}
+using Mamba2Case = testing::Mamba2DeviceCase;
+using testing::mamba2_case;
 
 // With `in_place` the final state overwrites the initial one (the engine's decode step).
 void check_mamba2(const Mamba2Case& c, bool in_place, uint64_t seed) {
-  SCOPED_TRACE("B=" + std::to_string(c.B) + " T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
-               " P=" + std::to_string(c.P) + " G=" + std::to_string(c.G) + " N=" + std::to_string(c.N) + " " +
-               dtype_name(c.dtype) + "->" + dtype_name(c.out) + (in_place ? " in-place" : ""));
-  const int64_t nseq = c.cu_seqlens.empty() ? c.B : int64_t(c.cu_seqlens.size()) - 1;
-  const std::vector<int64_t> y_shape{c.B, c.T, c.H, c.P}, s_shape{nseq, c.H, c.P, c.N};
-  HostTensor x(c.dtype, y_shape, seed), dt(c.dtype, {c.B, c.T, c.H}, seed + 1), A(DType::f32, {c.H}, 0, 0.f),
-      Bm(c.dtype, {c.B, c.T, c.G, c.N}, seed + 2, 0.5f), Cm(c.dtype, {c.B, c.T, c.G, c.N}, seed + 3, 0.5f),
-      D(c.dtype, c.D_per_channel ? std::vector<int64_t>{c.H, c.P} : std::vector<int64_t>{c.H}, seed + 4),
-      z(c.dtype, y_shape, seed + 5), bias(DType::f32, {c.H}, seed + 6, 0.5f), h0(DType::f32, s_shape, seed + 7);
-  for (int64_t i = 0; i < dt.numel(); ++i) store_from_f32(dt.view.data, dt.view.dtype, i, dt.at(i) + c.dt_mean);
-  for (int64_t h = 0; h < c.H; ++h)
-    A.view.ptr<float>()[h] = c.A_min + (c.A_max - c.A_min) * float(h) / float(std::max<int64_t>(c.H - 1, 1));
-  Mamba2Args a;
-  a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = Bm.view, a.C = Cm.view, a.D = D.view, a.dt_bias = bias.view;
-  if (c.with_z) a.z = z.view;
-  a.dt_softplus = c.softplus;
-  if (c.limit) a.dt_limit = true, a.dt_min = 0.01f, a.dt_max = 2.f;
-  if (c.initial_state) a.initial_state = h0.view;
-  if (!c.cu_seqlens.empty()) a.cu_seqlens = c.cu_seqlens.data(), a.cu_seqlens_len = int64_t(c.cu_seqlens.size());
-  HostTensor y_ref(DType::f32, y_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
-  a.y = y_ref.view, a.final_state = s_ref.view;
-  mamba2_reference(a);
-
-  HostTensor y(c.out, y_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
-  testing::fill_nan_bytes(y), testing::fill_nan_bytes(s);
-  const DeviceTensor xd = on_device(x), dtd = on_device(dt), Ad = on_device(A), Bd = on_device(Bm),
-                     Cd = on_device(Cm), Dd = on_device(D), zd = on_device(z), biasd = on_device(bias),
-                     yd = on_device(y), sd = on_device(s);
-  DeviceTensor init = on_device(h0);
-  a.x = xd.device_view(), a.dt = dtd.device_view(), a.A = Ad.device_view(), a.B = Bd.device_view();
-  a.C = Cd.device_view(), a.D = Dd.device_view(), a.dt_bias = biasd.device_view(), a.y = yd.device_view();
-  if (c.with_z) a.z = zd.device_view();
-  if (c.initial_state) a.initial_state = init.device_view();
-  a.final_state = in_place ? init.device_view() : sd.device_view();
-  const Mamba2Problem p = make_mamba2_problem(a);
+  SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
+  const testing::Mamba2DeviceInputs in(c, seed);
+  const testing::Mamba2Outputs ref = testing::mamba2_host_outputs(c, in, mamba2_reference);
+  cuda_emulation::Mamba2Operands d(c, in, in_place);
+  const Mamba2Problem p = make_mamba2_problem(d.args);
   ASSERT_NO_THROW(check_cuda_mamba2_recurrent(p));
 
   cuda_mamba2::RecurrentLaunch l = cuda_mamba2::plan_mamba2_recurrent(p);
   ASSERT_FALSE(l.empty);
-  std::optional<DeviceMemory> offsets;
-  l.params.seq_offsets = upload(l.seq_offsets, offsets);
-  cuda_emulation::seed_schedule(seed);
-  cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-    switch (l.cols_per_lane) {
-      case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
-      case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
-      default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
-    }
-  });
-  download(yd, y);
-  download(in_place ? init : sd, s);
-  EXPECT_LE(testing::relative_rms(y, y_ref), output_tolerance(c.out));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+  cuda_emulation::run_mamba2_recurrent(l, seed);
+  d.download();
+  EXPECT_LE(testing::relative_rms(d.o, ref.y), output_tolerance(c.out_dtype));
+  EXPECT_LE(testing::relative_rms(d.s, ref.s), 1e-4);
 }
 
 // Mamba-2 2.7B's decode step at batch 1: 80 heads of 64 x 128 states, one group, bf16 activations.
 TEST(EmulatedMamba2Recurrent, MatchesDecodeStepOf2_7B) {
-  Mamba2Case c = mamba2_shape(1, 1, 80, 64, 1, 128);
+  Mamba2Case c = mamba2_case(1, 1, 80, 64, 1, 128);
   check_mamba2(c, true, 100);
-  c.dtype = c.out = DType::bf16;
+  c.dtype = c.out_dtype = DType::bf16;
   check_mamba2(c, true, 101);
 }
 
 // Packed sequences of 1, 7, 0 and 33 tokens (the empty one's final state is its initial state), then 33, 1 and 7
 // with P = 30 and N = 100 leaving the last warp's rows and the lanes' last columns part empty.
 TEST(EmulatedMamba2Recurrent, MatchesRaggedPackedSequences) {
-  Mamba2Case c = mamba2_shape(1, 41, 4, 64, 2, 64);
-  c.cu_seqlens = {0, 1, 8, 8, 41};
+  Mamba2Case c = mamba2_case(1, 41, 4, 64, 2, 64);
+  c.cu = {0, 1, 8, 8, 41};
   check_mamba2(c, true, 200);
-  c = mamba2_shape(1, 41, 2, 30, 1, 100);
-  c.cu_seqlens = {0, 33, 34, 41};
+  c = mamba2_case(1, 41, 2, 30, 1, 100);
+  c.cu = {0, 33, 34, 41};
   check_mamba2(c, false, 201);
-  c = mamba2_shape(1, 7, 4, 64, 1, 128);
-  c.cu_seqlens = {0, 2, 7};
-  c.dtype = c.out = DType::f16;
+  c = mamba2_case(1, 7, 4, 64, 1, 128);
+  c.cu = {0, 2, 7};
+  c.dtype = c.out_dtype = DType::f16;
   check_mamba2(c, false, 202);
 }
 
 // Every register width (N = 16, 128, 256), D per channel, no gate, dt clamped with and without softplus, a zero
 // initial state, and a single-element state.
 TEST(EmulatedMamba2Recurrent, MatchesShapesAndOptions) {
-  Mamba2Case c = mamba2_shape(3, 1, 8, 64, 2, 256);
+  Mamba2Case c = mamba2_case(3, 1, 8, 64, 2, 256);
   c.D_per_channel = true;
   check_mamba2(c, true, 300);
-  c = mamba2_shape(2, 3, 4, 60, 4, 16);
+  c = mamba2_case(2, 3, 4, 60, 4, 16);
   c.with_z = false, c.limit = true, c.dtype = DType::bf16;
   check_mamba2(c, true, 301);
-  c = mamba2_shape(2, 5, 3, 8, 3, 16);
+  c = mamba2_case(2, 5, 3, 8, 3, 16);
   c.softplus = false, c.limit = true;
   check_mamba2(c, false, 302);
-  c = mamba2_shape(2, 9, 2, 64, 1, 128);
-  c.initial_state = false, c.out = DType::bf16;
+  c = mamba2_case(2, 9, 2, 64, 1, 128);
+  c.with_h0 = false, c.out_dtype = DType::bf16;
   check_mamba2(c, false, 303);
-  check_mamba2(mamba2_shape(1, 5, 1, 1, 1, 1), true, 304);
+  check_mamba2(mamba2_case(1, 5, 1, 1, 1, 1), true, 304);
 }
 
 // exp(A dt) near e^-24 wipes the state each token; near 1 - 2e-4 it keeps nearly all of it.
 TEST(EmulatedMamba2Recurrent, MatchesStrongAndMildDecays) {
-  Mamba2Case c = mamba2_shape(1, 17, 4, 64, 1, 128);
+  Mamba2Case c = mamba2_case(1, 17, 4, 64, 1, 128);
   c.A_min = -8.f, c.A_max = -6.f, c.dt_mean = 3.f;
   check_mamba2(c, true, 400);
   c.A_min = -0.02f, c.A_max = -0.01f, c.dt_mean = -4.f;

@@ -2,12 +2,14 @@
 // RWKV-7 test problems shared by the CUDA kernels' emulated cases (testing/cuda_emulation/rwkv7_cases.cc,
 // rwkv7_chunk_cases.cc) and their GPU tests (cuda/rwkv7_recurrent_cuda_test.cc, rwkv7_chunk_cuda_test.cc): inputs
 // shaped as RWKV-7 blocks make them (a = -kk with kk unit norm per head, b = kk * iclr with iclr in (0, 1), keys
-// scaled by K^-1/2), log decays of a chosen strength.
+// scaled by K^-1/2), log decays of a chosen strength; the host runs each compares with, and the problem its
+// refusal tests hand to a device path's check.
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "testing/test_util.h"
 
@@ -28,6 +30,13 @@ struct Rwkv7Case {
            (initial_state ? " h0" : "") + (cu_seqlens.empty() ? "" : " packed");
   }
 };
+
+// Field by field: designated initializers that skip fields warn under -Wextra.
+inline Rwkv7Case rwkv7_case(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool initial_state = true) {
+  Rwkv7Case c;
+  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = initial_state;
+  return c;
+}
 
 struct Rwkv7Inputs {
   HostTensor r, w, k, v, a, b, h0;
@@ -70,17 +79,38 @@ inline double rwkv7_cuda_tolerance(const Rwkv7Case& c) { return c.out_dtype == D
 // operands, a relative RMS error of a few 1e-3, where a wrong mask, decay or missing term costs tens of percent.
 inline double rwkv7_chunk_cuda_tolerance() { return 1e-2; }
 
-// The reference's output o [B, T, H, V] and final states s [N, H, K, V] (f32) for case `c`.
+// A run's output o [B, T, H, V] and final states s [N, H, K, V].
 struct Rwkv7Outputs {
   HostTensor o, s;
 };
-inline Rwkv7Outputs rwkv7_reference_outputs(const Rwkv7Case& c, const Rwkv7Inputs& in) {
-  Rwkv7Outputs ref{HostTensor(DType::f32, {c.B, c.T, c.H, c.V}, 0, 0.f),
+
+// `entry` (the reference, or a CPU path: recurrent_rwkv7, chunk_rwkv7 at a chunk size) on the host inputs of
+// case `c`, f32 outputs.
+template <class Entry>
+Rwkv7Outputs rwkv7_host_outputs(const Rwkv7Case& c, const Rwkv7Inputs& in, Entry&& entry) {
+  Rwkv7Outputs out{HostTensor(DType::f32, {c.B, c.T, c.H, c.V}, 0, 0.f),
                    HostTensor(DType::f32, {c.nseq(), c.H, c.K, c.V}, 0, 0.f)};
   Rwkv7Args a = in.args(c);
-  a.o = ref.o.view, a.final_state = ref.s.view;
-  rwkv7_reference(a);
-  return ref;
+  a.o = out.o.view, a.final_state = out.s.view;
+  entry(a);
+  return out;
+}
+
+inline Rwkv7Outputs rwkv7_reference_outputs(const Rwkv7Case& c, const Rwkv7Inputs& in) {
+  return rwkv7_host_outputs(c, in, rwkv7_reference);
+}
+
+// Case `c`'s problem on host views, `edit` applied, handed to `check` (a device path's check_cuda_*): the refusal
+// tests, whose checks read shapes and pointers, never data.
+template <class Edit, class Check>
+void check_rwkv7_problem(const Rwkv7Case& c, Edit&& edit, Check&& check) {
+  const Rwkv7Inputs in(c, 1);
+  HostTensor o(c.out_dtype, {c.B, c.T, c.H, c.V}, 0, 0.f);
+  Rwkv7Args a = in.args(c);
+  a.o = o.view;
+  Rwkv7Problem p = make_rwkv7_problem(a);
+  edit(p);
+  check(p);
 }
 
 }  // namespace attnzoo::testing

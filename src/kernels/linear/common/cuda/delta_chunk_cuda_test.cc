@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "kernels/linear/common/cuda/delta_chunk_cuda.h"
 #include "kernels/linear/common/cuda/delta_chunk_launch.h"
+#include "kernels/linear/common/cuda/delta_gpu_run.h"
 #include "kernels/linear/common/delta_testing.h"
 #include "kernels/linear/delta_rule/delta_rule.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
@@ -96,28 +97,13 @@ constexpr double kTolerance = 1e-2;
 void check_case(const DeltaCase& c, bool in_place, uint64_t seed = 1) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const DeltaInputs in(c, seed);
-  HostTensor o_ref(DType::f32, {c.B, c.T, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  reference(c.gate)(in.args(c, o_ref, &s_ref));
-  HostTensor o_cpu(DType::f32, {c.B, c.T, c.HV, c.V}, 0, 0.f), s_cpu(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  chunk(c.gate)(in.args(c, o_cpu, &s_cpu));
-
-  HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  testing::fill_nan_bytes(o);
-  testing::fill_nan_bytes(s);
-  const testing::OnDevice q(in.q), k(in.k), v(in.v), g(in.g), beta(in.beta), init(in.init), od(o), sd(s);
-  DeltaArgs a = in.args(c, o, &s);
-  a.q = q.view, a.k = k.view, a.v = v.view, a.beta = beta.view, a.o = od.view;
-  if (c.gate != DeltaGate::none) a.g = g.view;
-  if (c.initial_state) a.initial_state = init.view;
-  a.final_state = in_place ? init.view : sd.view;
-  chunk(c.gate)(a);
-  synchronize(current_stream());
-  od.download(o);
-  (in_place ? init : sd).download(s);
-  EXPECT_LE(testing::relative_rms(o, o_cpu), kTolerance);
-  EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
-  EXPECT_LE(testing::relative_rms(o, o_ref), kTolerance);
-  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
+  const testing::DeltaOutputs ref = testing::delta_host_outputs(c, in, reference(c.gate)),
+                              cpu = testing::delta_host_outputs(c, in, chunk(c.gate)),
+                              gpu = testing::delta_gpu_outputs(c, in, in_place, chunk(c.gate));
+  EXPECT_LE(testing::relative_rms(gpu.o, cpu.o), kTolerance);
+  EXPECT_LE(testing::relative_rms(gpu.s, cpu.s), kTolerance);
+  EXPECT_LE(testing::relative_rms(gpu.o, ref.o), kTolerance);
+  EXPECT_LE(testing::relative_rms(gpu.s, ref.s), kTolerance);
 }
 
 const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};

@@ -13,6 +13,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "kernels/linear/common/cuda/delta_gpu_run.h"
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
 #include "kernels/linear/common/delta_testing.h"
 #include "kernels/linear/delta_rule/delta_rule.h"
@@ -77,24 +78,10 @@ double tolerance(const DeltaCase& c) { return c.out_dtype == DType::f32 ? 1e-4 :
 void check_case(const DeltaCase& c, bool in_place, uint64_t seed = 1) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const DeltaInputs in(c, seed);
-  HostTensor o_ref(DType::f32, {c.B, c.T, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  reference(c.gate)(in.args(c, o_ref, &s_ref));
-
-  HostTensor o(c.out_dtype, {c.B, c.T, c.HV, c.V}, 0, 0.f), s(DType::f32, {in.N, c.HV, c.K, c.V}, 0, 0.f);
-  testing::fill_nan_bytes(o);
-  testing::fill_nan_bytes(s);
-  const OnDevice q(in.q), k(in.k), v(in.v), g(in.g), beta(in.beta), init(in.init), od(o), sd(s);
-  DeltaArgs a = in.args(c, o, &s);
-  a.q = q.view, a.k = k.view, a.v = v.view, a.beta = beta.view, a.o = od.view;
-  if (c.gate != DeltaGate::none) a.g = g.view;
-  if (c.initial_state) a.initial_state = init.view;
-  a.final_state = in_place ? init.view : sd.view;
-  recurrent(c.gate)(a);
-  synchronize(current_stream());
-  od.download(o);
-  (in_place ? init : sd).download(s);
-  EXPECT_LE(testing::relative_rms(o, o_ref), tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+  const testing::DeltaOutputs ref = testing::delta_host_outputs(c, in, reference(c.gate)),
+                              gpu = testing::delta_gpu_outputs(c, in, in_place, recurrent(c.gate));
+  EXPECT_LE(testing::relative_rms(gpu.o, ref.o), tolerance(c));
+  EXPECT_LE(testing::relative_rms(gpu.s, ref.s), 1e-4);
 }
 
 const DeltaGate kGates[] = {DeltaGate::none, DeltaGate::head, DeltaGate::channel};

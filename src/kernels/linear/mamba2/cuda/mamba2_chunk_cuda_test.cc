@@ -5,38 +5,27 @@
 // headers here.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/mamba2/cuda/mamba2_chunk_cuda.h"
 #include "kernels/linear/mamba2/cuda/mamba2_cuda_testing.h"
+#include "kernels/linear/mamba2/cuda/mamba2_gpu_run.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "testing/test_util.h"
 #include "testing/device_test_util.h"
 
 namespace attnzoo {
 namespace {
-using testing::HostTensor;
-using testing::OnDevice;
 using Case = testing::Mamba2DeviceCase;
 using Inputs = testing::Mamba2DeviceInputs;
 
 #if ATTNZOO_WITH_CUDA
 
 TEST(CudaMamba2Chunk, RefusesWhatItDoesNotDo) {
-  auto check = [](const Case& c, auto&& edit) {
-    const Inputs in(c);
-    HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f);
-    Mamba2Args a = in.args(c);
-    a.y = y.view;
-    Mamba2Problem p = make_mamba2_problem(a);
-    edit(p);
-    check_cuda_mamba2_chunk(p);
-  };
+  auto check = [](const Case& c, auto&& edit) { testing::check_mamba2_problem(c, edit, check_cuda_mamba2_chunk); };
   auto nothing = [](Mamba2Problem&) {};
   EXPECT_NO_THROW(check({.P = 128, .N = 128, .chunk = 16}, nothing));
   testing::expect_error<ArgumentError>([&] { check({.N = 256}, nothing); }, "B: state size N=256 exceeds 128");
@@ -60,35 +49,15 @@ constexpr double kTolerance = 1e-2;
 void check_chunk(const Case& c, bool in_place) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const Inputs in(c);
-  const std::vector<int64_t> y_shape{c.B, c.T, c.H, c.P}, s_shape{c.nseq(), c.H, c.P, c.N};
-  HostTensor y_ref(DType::f32, y_shape, 0, 0.f), s_ref(DType::f32, s_shape, 0, 0.f);
-  Mamba2Args a = in.args(c);
-  a.y = y_ref.view, a.final_state = s_ref.view;
-  mamba2_reference(a);
-  HostTensor y_cpu(DType::f32, y_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.y = y_cpu.view, a.final_state = s_cpu.view;
-  mamba2_chunk_scan(a);
-
-  HostTensor y(c.out_dtype, y_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
-  testing::fill_nan_bytes(y);
-  testing::fill_nan_bytes(s);
-  const OnDevice x(in.x), dt(in.dt), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), h0(in.h0), yd(y),
-      sd(s);
-  a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = B.view, a.C = C.view, a.D = D.view, a.dt_bias = bias.view;
-  a.y = yd.view;
-  if (c.with_z) a.z = z.view;
-  if (c.with_h0) a.initial_state = h0.view;
-  a.final_state = in_place && c.with_h0 ? h0.view : sd.view;
-  mamba2_chunk_scan(a);
-  synchronize(current_stream());
-  yd.download(y);
-  (in_place && c.with_h0 ? h0 : sd).download(s);
+  const testing::Mamba2Outputs ref = testing::mamba2_host_outputs(c, in, mamba2_reference),
+                               cpu = testing::mamba2_host_outputs(c, in, mamba2_chunk_scan),
+                               gpu = testing::mamba2_gpu_outputs(c, in, in_place, mamba2_chunk_scan);
   if (c.T > 0) {
-    EXPECT_LE(testing::relative_rms(y, y_ref), kTolerance);
-    EXPECT_LE(testing::relative_rms(y, y_cpu), kTolerance);
+    EXPECT_LE(testing::relative_rms(gpu.y, ref.y), kTolerance);
+    EXPECT_LE(testing::relative_rms(gpu.y, cpu.y), kTolerance);
   }
-  EXPECT_LE(testing::relative_rms(s, s_ref), kTolerance);
-  EXPECT_LE(testing::relative_rms(s, s_cpu), kTolerance);
+  EXPECT_LE(testing::relative_rms(gpu.s, ref.s), kTolerance);
+  EXPECT_LE(testing::relative_rms(gpu.s, cpu.s), kTolerance);
 }
 
 // Mamba-2 2.7B's heads (H = 80, P = 64, N = 128, one group) over a long prompt; Nemotron-H-like groups (8 heads

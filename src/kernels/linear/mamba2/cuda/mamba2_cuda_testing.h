@@ -1,13 +1,15 @@
 #pragma once
 // The Mamba-2 cases the CUDA scans' tests share (mamba2_chunk_cuda_test.cc, mamba2_recurrent_cuda_test.cc, the
-// emulated testing/cuda_emulation/mamba2_chunk_cases.cc):
-// a problem's shape and options, and host inputs drawn for it (A spread over the heads, dt around a chosen mean).
+// emulated testing/cuda_emulation/mamba2_chunk_cases.cc and ssm_cases.cc): a problem's shape and options, host
+// inputs drawn for it (A spread over the heads, dt around a chosen mean), the host runs each compares with, and the
+// problem the refusal tests hand to a device path's check.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/mamba2/mamba2.h"
+#include "kernels/linear/mamba2/problem.h"
 #include "testing/test_util.h"
 
 namespace attnzoo::testing {
@@ -29,6 +31,14 @@ struct Mamba2DeviceCase {
            (cu.empty() ? "" : " packed");
   }
 };
+
+// Field by field: designated initializers that skip fields warn under -Wextra.
+inline Mamba2DeviceCase mamba2_case(int64_t B, int64_t T, int64_t H, int64_t P, int64_t G, int64_t N,
+                                    int64_t chunk = 64) {
+  Mamba2DeviceCase c;
+  c.B = B, c.T = T, c.H = H, c.P = P, c.G = G, c.N = N, c.chunk = chunk;
+  return c;
+}
 
 struct Mamba2DeviceInputs {
   HostTensor x, dt, A, B, C, D, z, bias, h0;
@@ -58,5 +68,35 @@ struct Mamba2DeviceInputs {
     return a;
   }
 };
+
+// A run's output y [B, T, H, P] and final states s [N, H, P, N].
+struct Mamba2Outputs {
+  HostTensor y, s;
+};
+
+// `entry` (mamba2_reference, or a CPU path: mamba2_recurrent, mamba2_chunk_scan) on the host inputs of case `c`,
+// f32 outputs.
+template <class Entry>
+Mamba2Outputs mamba2_host_outputs(const Mamba2DeviceCase& c, const Mamba2DeviceInputs& in, Entry&& entry) {
+  Mamba2Outputs out{HostTensor(DType::f32, {c.B, c.T, c.H, c.P}, 0, 0.f),
+                    HostTensor(DType::f32, {c.nseq(), c.H, c.P, c.N}, 0, 0.f)};
+  Mamba2Args a = in.args(c);
+  a.y = out.y.view, a.final_state = out.s.view;
+  entry(a);
+  return out;
+}
+
+// Case `c`'s problem on host views, `edit` applied, handed to `check` (a device path's check_cuda_*): the refusal
+// tests, whose checks read shapes and pointers, never data.
+template <class Edit, class Check>
+void check_mamba2_problem(const Mamba2DeviceCase& c, Edit&& edit, Check&& check) {
+  const Mamba2DeviceInputs in(c);
+  HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f);
+  Mamba2Args a = in.args(c);
+  a.y = y.view;
+  Mamba2Problem p = make_mamba2_problem(a);
+  edit(p);
+  check(p);
+}
 
 }  // namespace attnzoo::testing

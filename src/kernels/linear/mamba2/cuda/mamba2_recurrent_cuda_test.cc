@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "kernels/linear/mamba2/cuda/mamba2_recurrent_cuda.h"
 #include "kernels/linear/mamba2/cuda/mamba2_cuda_testing.h"
+#include "kernels/linear/mamba2/cuda/mamba2_gpu_run.h"
 #include "kernels/linear/mamba2/mamba2.h"
 #include "testing/test_util.h"
 #include "testing/device_test_util.h"
@@ -29,15 +30,7 @@ using Inputs = testing::Mamba2DeviceInputs;
 #if ATTNZOO_WITH_CUDA
 
 TEST(CudaMamba2Recurrent, RefusesWhatItDoesNotDo) {
-  auto check = [](const Case& c, auto&& edit) {
-    const Inputs in(c);
-    HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f);
-    Mamba2Args a = in.args(c);
-    a.y = y.view;
-    Mamba2Problem p = make_mamba2_problem(a);
-    edit(p);
-    check_cuda_mamba2_recurrent(p);
-  };
+  auto check = [](const Case& c, auto&& edit) { testing::check_mamba2_problem(c, edit, check_cuda_mamba2_recurrent); };
   auto nothing = [](Mamba2Problem&) {};
   EXPECT_NO_THROW(check({.N = 256}, nothing));
   EXPECT_NO_THROW(check({.N = 100, .dtype = DType::bf16}, nothing));
@@ -69,28 +62,10 @@ double tolerance(const Case& c) { return c.out_dtype == DType::f32 ? 1e-4 : 1e-2
 void check_recurrent(const Case& c, bool in_place) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const Inputs in(c);
-  HostTensor y_ref(DType::f32, {c.B, c.T, c.H, c.P}, 0, 0.f), s_ref(DType::f32, {c.nseq(), c.H, c.P, c.N}, 0, 0.f);
-  Mamba2Args a = in.args(c);
-  a.y = y_ref.view, a.final_state = s_ref.view;
-  mamba2_reference(a);
-
-  HostTensor y(c.out_dtype, {c.B, c.T, c.H, c.P}, 0, 0.f), s(DType::f32, {c.nseq(), c.H, c.P, c.N}, 0, 0.f);
-  testing::fill_nan_bytes(y);
-  testing::fill_nan_bytes(s);
-  const OnDevice x(in.x), dt(in.dt), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), h0(in.h0), yd(y),
-      sd(s);
-  a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = B.view, a.C = C.view, a.y = yd.view;
-  if (c.with_D) a.D = D.view;
-  if (c.with_z) a.z = z.view;
-  if (c.with_bias) a.dt_bias = bias.view;
-  if (c.with_h0) a.initial_state = h0.view;
-  a.final_state = in_place && c.with_h0 ? h0.view : sd.view;
-  mamba2_recurrent(a);
-  synchronize(current_stream());
-  yd.download(y);
-  (in_place && c.with_h0 ? h0 : sd).download(s);
-  EXPECT_LE(testing::relative_rms(y, y_ref), tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, s_ref), 1e-4);
+  const testing::Mamba2Outputs ref = testing::mamba2_host_outputs(c, in, mamba2_reference),
+                               gpu = testing::mamba2_gpu_outputs(c, in, in_place, mamba2_recurrent);
+  EXPECT_LE(testing::relative_rms(gpu.y, ref.y), tolerance(c));
+  EXPECT_LE(testing::relative_rms(gpu.s, ref.s), 1e-4);
 }
 
 // A host tensor's own copy (a copied HostTensor's view still points at the original's bytes).

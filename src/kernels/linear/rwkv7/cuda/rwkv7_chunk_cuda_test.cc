@@ -13,6 +13,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "kernels/linear/rwkv7/cuda/rwkv7_chunk_cuda.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_gpu_run.h"
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
@@ -25,31 +26,22 @@ using testing::HostTensor;
 using testing::OnDevice;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
-
-Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
-  Rwkv7Case c;
-  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
-  return c;
-}
+using testing::rwkv7_case;
 
 TEST(CudaRwkv7Chunk, RefusesWhatItDoesNotDo) {
   auto check = [](const Rwkv7Case& c, int64_t chunk, auto&& edit) {
-    const Rwkv7Inputs in(c, 1);
-    HostTensor o(c.out_dtype, {c.B, c.T, c.H, c.V}, 0, 0.f);
-    Rwkv7Args a = in.args(c);
-    a.o = o.view;
-    Rwkv7Problem p = make_rwkv7_problem(a);
-    edit(p);
-    check_cuda_rwkv7_chunk(p, chunk);
+    testing::check_rwkv7_problem(c, edit, [&](const Rwkv7Problem& p) { check_cuda_rwkv7_chunk(p, chunk); });
   };
   auto nothing = [](Rwkv7Problem&) {};
-  EXPECT_NO_THROW(check(shape(1, 3, 1, 128, 128), 64, nothing));
-  testing::expect_error<ArgumentError>([&] { check(shape(1, 3, 1, 144, 8), 64, nothing); }, "r: K=144 exceeds 128");
-  testing::expect_error<ArgumentError>([&] { check(shape(1, 3, 1, 16, 130), 64, nothing); }, "v: V=130 exceeds 128");
+  EXPECT_NO_THROW(check(rwkv7_case(1, 3, 1, 128, 128), 64, nothing));
+  testing::expect_error<ArgumentError>([&] { check(rwkv7_case(1, 3, 1, 144, 8), 64, nothing); },
+                                       "r: K=144 exceeds 128");
+  testing::expect_error<ArgumentError>([&] { check(rwkv7_case(1, 3, 1, 16, 130), 64, nothing); },
+                                       "v: V=130 exceeds 128");
   testing::expect_error<ArgumentError>(
-      [&] { check(shape(1, 3, 1, 16, 16), 128, nothing); },
+      [&] { check(rwkv7_case(1, 3, 1, 16, 16), 128, nothing); },
       "chunk_size: the CUDA chunked kernels run chunks of 16, 32 or 64 tokens, got 128");
-  Rwkv7Case bf16 = shape(1, 2, 1, 16, 16);
+  Rwkv7Case bf16 = rwkv7_case(1, 2, 1, 16, 16);
   bf16.dtype = DType::bf16;
   testing::expect_error<ArgumentError>(
       [&] { check(bf16, 64, [](Rwkv7Problem& p) { p.b = static_cast<const char*>(p.b) + 1; }); },
@@ -63,37 +55,23 @@ TEST(CudaRwkv7Chunk, RefusesWhatItDoesNotDo) {
 void check(const Rwkv7Case& c, int64_t chunk, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + " chunk=" + std::to_string(chunk) + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
-  Rwkv7Args a = in.args(c);
-  HostTensor o_cpu(DType::f32, o_shape, 0, 0.f), s_cpu(DType::f32, s_shape, 0, 0.f);
-  a.o = o_cpu.view, a.final_state = s_cpu.view;
-  chunk_rwkv7(a, chunk);
-
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
-  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
-  const OnDevice r(in.r), w(in.w), k(in.k), v(in.v), ad(in.a), bd(in.b), h0(in.h0), od(o), sd(s);
-  a.r = r.view, a.w = w.view, a.k = k.view, a.v = v.view, a.a = ad.view, a.b = bd.view, a.o = od.view;
-  a.initial_state = c.initial_state ? h0.view : TensorView{};
-  const bool same = in_place && c.initial_state;
-  a.final_state = same ? h0.view : sd.view;
-  chunk_rwkv7(a, chunk);
-  synchronize(current_stream());
-  od.download(o);
-  (same ? h0 : sd).download(s);
+  auto entry = [&](const Rwkv7Args& a) { chunk_rwkv7(a, chunk); };
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
+                              cpu = testing::rwkv7_host_outputs(c, in, entry),
+                              gpu = testing::rwkv7_gpu_outputs(c, in, in_place, entry);
   const double tol = testing::rwkv7_chunk_cuda_tolerance();
-  EXPECT_LE(testing::relative_rms(o, ref.o), tol);
-  EXPECT_LE(testing::relative_rms(s, ref.s), tol);
-  EXPECT_LE(testing::relative_rms(o, o_cpu), tol);
-  EXPECT_LE(testing::relative_rms(s, s_cpu), tol);
+  EXPECT_LE(testing::relative_rms(gpu.o, ref.o), tol);
+  EXPECT_LE(testing::relative_rms(gpu.s, ref.s), tol);
+  EXPECT_LE(testing::relative_rms(gpu.o, cpu.o), tol);
+  EXPECT_LE(testing::relative_rms(gpu.s, cpu.s), tol);
 }
 
 // RWKV-7 1.5B's prefill shape (32 heads of 64 x 64) over many chunks at every chunk size, and 128 x 128 heads.
 TEST(CudaRwkv7Chunk, MatchesModelShapes) {
   REQUIRE_GPU();
-  for (int64_t chunk : {16, 32, 64}) check(shape(2, 300, 32, 64, 64), chunk, chunk == 64, 100 + uint64_t(chunk));
-  check(shape(1, 257, 4, 128, 128), 32, false, 110);
-  check(shape(1, 257, 4, 128, 128), 64, true, 111);  // ~158 KB of shared memory per block
+  for (int64_t chunk : {16, 32, 64}) check(rwkv7_case(2, 300, 32, 64, 64), chunk, chunk == 64, 100 + uint64_t(chunk));
+  check(rwkv7_case(1, 257, 4, 128, 128), 32, false, 110);
+  check(rwkv7_case(1, 257, 4, 128, 128), 64, true, 111);  // ~158 KB of shared memory per block
 }
 
 // Packed sequences of 1, 37, 0, 79, 33 and 5 tokens, with and without an initial state; K = 48, V = 40 leave
@@ -102,23 +80,23 @@ TEST(CudaRwkv7Chunk, MatchesRaggedPackedSequences) {
   REQUIRE_GPU();
   for (bool in_place : {true, false})
     for (bool init : {true, false}) {
-      Rwkv7Case c = shape(1, 155, 2, 48, 40, init);
+      Rwkv7Case c = rwkv7_case(1, 155, 2, 48, 40, init);
       c.cu_seqlens = {0, 1, 38, 38, 117, 150, 155};
       check(c, 64, in_place, 200);
     }
-  check(shape(3, 1, 2, 64, 64), 64, true, 210);  // one token each
-  check(shape(2, 9, 2, 64, 64), 64, false, 211);  // less than a chunk
+  check(rwkv7_case(3, 1, 2, 64, 64), 64, true, 210);  // one token each
+  check(rwkv7_case(2, 9, 2, 64, 64), 64, false, 211);  // less than a chunk
 }
 
 TEST(CudaRwkv7Chunk, MatchesDecaysAndDtypes) {
   REQUIRE_GPU();
   uint64_t seed = 300;
   for (auto [lo, hi] : {std::pair{-8.f, -7.f}, {-21.f, -19.f}, {-20.f, 0.f}, {-0.05f, 0.f}}) {
-    Rwkv7Case c = shape(2, 200, 4, 64, 64);
+    Rwkv7Case c = rwkv7_case(2, 200, 4, 64, 64);
     c.w_min = lo, c.w_max = hi;
     check(c, 64, true, seed++);
   }
-  Rwkv7Case c = shape(2, 100, 4, 64, 64);
+  Rwkv7Case c = rwkv7_case(2, 100, 4, 64, 64);
   c.dtype = DType::bf16;
   check(c, 64, true, 400);
   c.out_dtype = DType::bf16;
@@ -132,7 +110,7 @@ TEST(CudaRwkv7Chunk, MatchesDecaysAndDtypes) {
 // output rows still NaN bytes and every float of the slab outside the named states unchanged.
 TEST(CudaRwkv7Chunk, ReadsAndWritesPoolSlots) {
   REQUIRE_GPU();
-  Rwkv7Case c = shape(1, 155, 2, 64, 64);
+  Rwkv7Case c = rwkv7_case(1, 155, 2, 64, 64);
   c.cu_seqlens = {0, 1, 38, 38, 117, 150, 155};
   const std::vector<int32_t> index{4, 0, 6, -1, 2, 5};
   const int64_t N = c.nseq(), slots = 8, lead = 3, elems = c.H * c.K * c.V, stride = lead + elems + 7;

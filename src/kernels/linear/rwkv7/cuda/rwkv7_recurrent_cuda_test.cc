@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <vector>
 
 #include "core/device.h"
 #include "core/error.h"
+#include "kernels/linear/rwkv7/cuda/rwkv7_gpu_run.h"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
@@ -18,31 +18,18 @@
 
 namespace attnzoo {
 namespace {
-using testing::HostTensor;
-using testing::OnDevice;
 using testing::Rwkv7Case;
 using testing::Rwkv7Inputs;
-
-Rwkv7Case shape(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, bool init = true) {
-  Rwkv7Case c;
-  c.B = B, c.T = T, c.H = H, c.K = K, c.V = V, c.initial_state = init;
-  return c;
-}
+using testing::rwkv7_case;
 
 TEST(CudaRwkv7Recurrent, RefusesWhatItDoesNotDo) {
   auto check = [](const Rwkv7Case& c, auto&& edit) {
-    const Rwkv7Inputs in(c, 1);
-    HostTensor o(c.out_dtype, {c.B, c.T, c.H, c.V}, 0, 0.f);
-    Rwkv7Args a = in.args(c);
-    a.o = o.view;
-    Rwkv7Problem p = make_rwkv7_problem(a);
-    edit(p);
-    check_cuda_rwkv7_recurrent(p);
+    testing::check_rwkv7_problem(c, edit, check_cuda_rwkv7_recurrent);
   };
   auto nothing = [](Rwkv7Problem&) {};
-  EXPECT_NO_THROW(check(shape(1, 1, 1, 256, 8), nothing));
-  testing::expect_error<ArgumentError>([&] { check(shape(1, 1, 1, 257, 8), nothing); }, "r: K=257 exceeds 256");
-  Rwkv7Case bf16 = shape(1, 2, 1, 16, 16);
+  EXPECT_NO_THROW(check(rwkv7_case(1, 1, 1, 256, 8), nothing));
+  testing::expect_error<ArgumentError>([&] { check(rwkv7_case(1, 1, 1, 257, 8), nothing); }, "r: K=257 exceeds 256");
+  Rwkv7Case bf16 = rwkv7_case(1, 2, 1, 16, 16);
   bf16.dtype = DType::bf16;
   // Element-misaligned data (a view one byte into a buffer) is named.
   testing::expect_error<ArgumentError>(
@@ -50,7 +37,7 @@ TEST(CudaRwkv7Recurrent, RefusesWhatItDoesNotDo) {
       "a: data must be aligned");
   testing::expect_error<ArgumentError>(
       [&] {
-        check(shape(1, 2, 1, 16, 16), [](Rwkv7Problem& p) {
+        check(rwkv7_case(1, 2, 1, 16, 16), [](Rwkv7Problem& p) {
           p.h0 = reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.h0) + 2);
         });
       },
@@ -64,30 +51,17 @@ TEST(CudaRwkv7Recurrent, RefusesWhatItDoesNotDo) {
 void check(const Rwkv7Case& c, bool in_place, uint64_t seed) {
   SCOPED_TRACE(c.label() + (in_place ? " in-place" : ""));
   const Rwkv7Inputs in(c, seed);
-  const std::vector<int64_t> o_shape{c.B, c.T, c.H, c.V}, s_shape{c.nseq(), c.H, c.K, c.V};
-  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
-  Rwkv7Args a = in.args(c);
-
-  HostTensor o(c.out_dtype, o_shape, 0, 0.f), s(DType::f32, s_shape, 0, 0.f);
-  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
-  const OnDevice r(in.r), w(in.w), k(in.k), v(in.v), ad(in.a), bd(in.b), h0(in.h0), od(o), sd(s);
-  a.r = r.view, a.w = w.view, a.k = k.view, a.v = v.view, a.a = ad.view, a.b = bd.view, a.o = od.view;
-  a.initial_state = c.initial_state ? h0.view : TensorView{};
-  const bool same = in_place && c.initial_state;
-  a.final_state = same ? h0.view : sd.view;
-  recurrent_rwkv7(a);
-  synchronize(current_stream());
-  od.download(o);
-  (same ? h0 : sd).download(s);
-  EXPECT_LE(testing::relative_rms(o, ref.o), testing::rwkv7_cuda_tolerance(c));
-  EXPECT_LE(testing::relative_rms(s, ref.s), 1e-4);
+  const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in),
+                              gpu = testing::rwkv7_gpu_outputs(c, in, in_place, recurrent_rwkv7);
+  EXPECT_LE(testing::relative_rms(gpu.o, ref.o), testing::rwkv7_cuda_tolerance(c));
+  EXPECT_LE(testing::relative_rms(gpu.s, ref.s), 1e-4);
 }
 
 // Engine-shaped decode steps, state in place: RWKV-7 1.5B's 32 heads of 64 x 64 at batch 8, and 128 x 128 heads.
 TEST(CudaRwkv7Recurrent, MatchesDecodeStep) {
   REQUIRE_GPU();
-  check(shape(8, 1, 32, 64, 64), true, 100);
-  check(shape(2, 1, 8, 128, 128), true, 101);
+  check(rwkv7_case(8, 1, 32, 64, 64), true, 100);
+  check(rwkv7_case(2, 1, 8, 128, 128), true, 101);
 }
 
 // Packed sequences of 1, 7, 0 and 33 tokens (the empty one's final state is its initial state), with and without
@@ -96,7 +70,7 @@ TEST(CudaRwkv7Recurrent, MatchesRaggedPackedSequences) {
   REQUIRE_GPU();
   for (bool in_place : {true, false})
     for (bool init : {true, false}) {
-      Rwkv7Case c = shape(1, 41, 2, 48, 40, init);
+      Rwkv7Case c = rwkv7_case(1, 41, 2, 48, 40, init);
       c.cu_seqlens = {0, 1, 8, 8, 41};
       check(c, in_place, 200);
     }
@@ -107,8 +81,8 @@ TEST(CudaRwkv7Recurrent, MatchesRaggedPackedSequences) {
 // slice: three units a sequence).
 TEST(CudaRwkv7Recurrent, MatchesPackedSmallStates) {
   REQUIRE_GPU();
-  check(shape(32, 1, 40, 64, 64), true, 500);
-  Rwkv7Case c = shape(1, 41, 3, 32, 32);
+  check(rwkv7_case(32, 1, 40, 64, 64), true, 500);
+  Rwkv7Case c = rwkv7_case(1, 41, 3, 32, 32);
   c.cu_seqlens = {0, 1, 8, 8, 41};
   check(c, false, 501);
 }
@@ -125,10 +99,10 @@ TEST(CudaRwkv7Recurrent, MatchesSixteenRowStates) {
 
 TEST(CudaRwkv7Recurrent, MatchesShapesAndDecays) {
   REQUIRE_GPU();
-  check(shape(2, 65, 2, 100, 36), false, 300);      // K != V, off the tiles
-  check(shape(1, 5, 1, 256, 32, false), false, 301);  // eight warps
-  check(shape(3, 9, 2, 20, 130), true, 302);          // five column slices
-  Rwkv7Case c = shape(2, 33, 4, 64, 64);
+  check(rwkv7_case(2, 65, 2, 100, 36), false, 300);      // K != V, off the tiles
+  check(rwkv7_case(1, 5, 1, 256, 32, false), false, 301);  // eight warps
+  check(rwkv7_case(3, 9, 2, 20, 130), true, 302);          // five column slices
+  Rwkv7Case c = rwkv7_case(2, 33, 4, 64, 64);
   c.w_min = -21.f, c.w_max = -19.f;  // the state wiped every token
   check(c, true, 310);
   c.w_min = -0.05f, c.w_max = 0.f;  // carried across the sequence
@@ -139,7 +113,7 @@ TEST(CudaRwkv7Recurrent, MatchesShapesAndDecays) {
 
 TEST(CudaRwkv7Recurrent, MatchesDtypes) {
   REQUIRE_GPU();
-  Rwkv7Case c = shape(2, 7, 4, 64, 64);
+  Rwkv7Case c = rwkv7_case(2, 7, 4, 64, 64);
   c.dtype = DType::bf16;
   check(c, true, 400);
   c.out_dtype = DType::bf16;

@@ -1,0 +1,20 @@
+#pragma once
+// rwkv7_recurrent.cu's launch on the emulator: for RWKV-7's own cases and the pool-state decode steps.
+#include <cstdint>
+
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
+#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
+#include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/packed_offsets.h"
+
+namespace attnzoo::cuda_emulation {
+
+inline void run_rwkv7_recurrent(cuda_rwkv7::RecurrentLaunch& l, uint64_t seed) {
+  launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
+    seed_schedule(seed);
+    launch(dim3(l.grid), int(l.threads), l.smem_bytes,
+           [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
+  });
+}
+
+}  // namespace attnzoo::cuda_emulation
