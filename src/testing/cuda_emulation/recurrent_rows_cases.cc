@@ -44,12 +44,11 @@ namespace {
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
+using cuda_emulation::download;
+using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
 using cuda_linear::rows_per_thread;
 using testing::HostTensor;
-
-DeviceTensor on_device(const HostTensor& h) { return DeviceTensor(h.view, h.bytes.size()); }
-void download(const DeviceTensor& d, HostTensor& h) { std::memcpy(h.bytes.data(), d.device.data(), h.bytes.size()); }
 
 // Plans a family's problem on output `o`, states `initial` / `final_state` (pool slots when `indices`) and
 // launches it with the plan's packing but `rows` rows per thread.

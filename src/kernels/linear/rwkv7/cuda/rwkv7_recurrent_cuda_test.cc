@@ -91,10 +91,10 @@ TEST(CudaRwkv7Recurrent, MatchesPackedSmallStates) {
 // a decode step with K off the rows (12) and V off the slices (40).
 TEST(CudaRwkv7Recurrent, MatchesSixteenRowStates) {
   REQUIRE_GPU();
-  Rwkv7Case c = shape(1, 41, 3, 16, 40);
+  Rwkv7Case c = rwkv7_case(1, 41, 3, 16, 40);
   c.cu_seqlens = {0, 1, 8, 8, 41};
   check(c, false, 510);
-  check(shape(9, 1, 2, 12, 40), true, 511);
+  check(rwkv7_case(9, 1, 2, 12, 40), true, 511);
 }
 
 TEST(CudaRwkv7Recurrent, MatchesShapesAndDecays) {
