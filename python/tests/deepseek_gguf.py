@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-import model_checks as checks
+import gguf_checks
 
 
 def kv_b_halves(kv_b, heads, nope):
@@ -94,7 +94,7 @@ def write_converter_gguf(ref, directory, path, split_kv_b=True, drop=(), kv_b_q8
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
         w.add_tensor(new_name, np.ascontiguousarray(data))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 def check_quantized_gguf(ref, directory, path, ids, want, vocab, prefill=25):
@@ -113,5 +113,5 @@ def check_quantized_gguf(ref, directory, path, ids, want, vocab, prefill=25):
     for name, value in expect.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
     for p in (path, theirs, whole):
-        checks.check_gguf_logits(p, ids, want, vocab, prefill)
+        gguf_checks.check_gguf_logits(p, ids, want, vocab, prefill)
     return reader

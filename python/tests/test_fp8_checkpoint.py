@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -91,13 +92,13 @@ def test_bad_scales_are_named(fp8, tmp_path):
     name = "model.layers.1.mlp.down_proj.weight"
     wrong = dict(tensors)
     wrong[name + "_scale_inv"] = tensors[name + "_scale_inv"][:, :1].contiguous()
-    checks.expect_load_error(_write(tmp_path / "shape", ref, wrong),
-                             r"model\.layers\.1\.mlp\.down_proj\.weight_scale_inv.*expected float scales \[2, 2\] "
-                             r"for the \[64, 96\] weight")
+    edits.expect_load_error(_write(tmp_path / "shape", ref, wrong),
+                            r"model\.layers\.1\.mlp\.down_proj\.weight_scale_inv.*expected float scales \[2, 2\] "
+                            r"for the \[64, 96\] weight")
     missing = {k: v for k, v in tensors.items() if k != name + "_scale_inv"}
-    checks.expect_load_error(_write(tmp_path / "missing", ref, missing), r"down_proj\.weight_scale_inv")
-    checks.expect_load_error(_write(tmp_path / "method", ref, tensors, method="compressed-tensors"),
-                             r"quantization_config\.quant_method': 'compressed-tensors'")
+    edits.expect_load_error(_write(tmp_path / "missing", ref, missing), r"down_proj\.weight_scale_inv")
+    edits.expect_load_error(_write(tmp_path / "method", ref, tensors, method="compressed-tensors"),
+                            r"quantization_config\.quant_method': 'compressed-tensors'")
 
 
 def test_quantize_reads_the_dequantized_weights(fp8, tmp_path):

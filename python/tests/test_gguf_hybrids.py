@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -339,12 +340,12 @@ def write_gguf(model, kind, path, ftype):
                 not new.endswith(_ALWAYS_F32):
             data = data.astype(np.float16)
         w.add_tensor(new, data)
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 def _build(kind, ftype, directory):
-    return checks.save_gguf_and_checkpoint(kind, _config(kind), _randomize, directory, ftype,
-                                           lambda model, path: write_gguf(model, kind, path, ftype))
+    return gguf_checks.save_gguf_and_checkpoint(kind, _config(kind), _randomize, directory, ftype,
+                                                lambda model, path: write_gguf(model, kind, path, ftype))
 
 
 # falcon_h1 in F32 only: its F16 weights would be rounded after the multipliers are folded in, so no transformers
@@ -355,12 +356,12 @@ CASES = [(k, f) for k in ("mamba", "falcon_mamba", "mamba2", "mamba2_tied_nobias
          ("qwen3next", "q8_0")]
 
 
-checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN, against_safetensors=True)
+gguf_checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN, against_safetensors=True)
 
 
 def test_synthesized_config(case):
     kind, ftype, directory, path, ids, want = case
-    cfg = checks.check_synthesized_config(path, _config(kind), (
+    cfg = gguf_checks.check_synthesized_config(path, _config(kind), (
         "hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "num_key_value_heads",
         "state_size", "conv_kernel", "n_groups", "num_heads", "head_dim", "time_step_rank", "layer_types",
         "conv_L_cache", "mamba_d_ssm", "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state",
@@ -414,7 +415,7 @@ def test_quantize_writes_the_converters_file(case, tmp_path):
     prefix = _arch(kind) + "."
     keys = lambda r: {f.name: f.contents() for f in r.fields.values() if f.name.startswith(prefix)}  # noqa: E731
     assert keys(ours) == keys(theirs)
-    checks.check_gguf_logits(out, ids, want, VOCAB, prefill=30)
+    gguf_checks.check_gguf_logits(out, ids, want, VOCAB, prefill=30)
 
 
 @pytest.mark.parametrize("updates, match", [
@@ -449,7 +450,7 @@ def _tiny_file(path, arch, tensors):
         w.add_uint32(f"{arch}.{k}", v)
     for name, data in tensors.items():
         w.add_tensor(name, data)
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 def test_a_that_is_not_negative_is_refused(tmp_path):

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from test_make_bench_gguf import make_bench_gguf  # noqa: E402  (scripts/make_bench_gguf.py)
 from attnzoo import _core  # noqa: E402
@@ -205,7 +206,7 @@ def write_gguf(model, kind, path, ftype, blocks=None):
                 continue
             data = data.astype(np.float16)
         w.add_tensor(new_name, data)
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 def _build(kind, ftype, directory):
@@ -228,7 +229,7 @@ CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qw
          ("gemma2", "q8_0"), ("gemma3", "q4_0"), ("llama_wide", "q4_k")]
 
 
-checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN)
+gguf_checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN)
 
 
 def test_directory_with_one_gguf_loads_the_same(case):
@@ -270,7 +271,7 @@ def test_unsupported_architecture_is_named(tmp_path):
     path = str(tmp_path / "x.gguf")
     w = gguf.GGUFWriter(path, "bert")
     w.add_tensor("token_embd.weight", np.zeros((4, 8), np.float32))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
     with pytest.raises(ValueError, match=r"x\.gguf: key 'general\.architecture': 'bert' is not supported"):
         Model.load(path)
 
@@ -337,7 +338,7 @@ def test_chat_template_and_eos_ids_from_the_metadata(tmp_path):
     w.add_unk_token_id(4)
     w.add_chat_template([{"name": "default", "template": "{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}"},
                          {"name": "tool_use", "template": "tools: {{ tools | length }} {{ unk_token }}"}])
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
     special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
     for source in (path, str(tmp_path)):
         assert load_chat_template(source) == ("{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}", special)

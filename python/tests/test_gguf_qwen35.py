@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -196,11 +197,11 @@ def write_gguf(model, kind, path, ftype, tile=True, mtp=0, key_heads=None):
             w.add_tensor(new, np.ascontiguousarray(data, dtype=np.float32))
     for new, data in (_mtp_block(cfg, np.random.default_rng(7)).items() if mtp else ()):
         w.add_tensor(new, data)
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 def _build(kind, ftype, directory):
-    return checks.save_gguf_and_checkpoint(
+    return gguf_checks.save_gguf_and_checkpoint(
         kind, _config(kind), _randomize, directory, ftype,
         lambda model, path: write_gguf(model, kind, path, ftype, mtp=1 if kind == "dense_mtp" else 0))
 
@@ -209,13 +210,13 @@ CASES = [("dense", "f32"), ("dense", "q8_0"), ("dense_mtp", "f32"), ("moe", "f32
          ("moe_fused", "q8_0")]
 
 
-checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN, against_safetensors=True)
+gguf_checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN, against_safetensors=True)
 
 
 def test_synthesized_config(case):
     kind, ftype, directory, path, ids, want = case
     ref = _config(kind)
-    cfg = checks.check_synthesized_config(path, ref, (
+    cfg = gguf_checks.check_synthesized_config(path, ref, (
         "hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "num_key_value_heads", "head_dim",
         "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
         "linear_conv_kernel_dim", "intermediate_size", "num_experts", "num_experts_per_tok", "moe_intermediate_size",

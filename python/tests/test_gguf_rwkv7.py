@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 gguf = pytest.importorskip("gguf")
 
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 import rwkv7_reference as ref  # noqa: E402
 from test_model_rwkv7 import CONFIGS as MODEL_CONFIGS  # noqa: E402
@@ -114,7 +115,7 @@ def write_gguf(model, path, ftype):
                                                                             "_g1", "_g2", "lerp")):
             data = data.astype(np.float16)
         w.add_tensor(new, data)
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 CASES = [(k, f) for k in CONFIGS for f in ("f32", "f16")] + [("h64_hd16_2l", "q8_0")]
@@ -137,7 +138,7 @@ def case(request, tmp_path_factory):
 
 def test_logits_match_the_reference(case):
     kind, cfg, path, ids, want = case
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
+    gguf_checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
 
 
 def test_synthesized_config(case):
@@ -159,7 +160,7 @@ def test_fused_mixes_of_the_wrong_shape_are_named(tmp_path):
         w.add_uint32(f"rwkv7.{k}", v)
     w.add_tensor("token_embd.weight", np.zeros((4, 8), np.float32))
     w.add_tensor("blk.0.time_mix_lerp_fused.weight", np.zeros((5, 1, 1, 8), np.float32))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
     with pytest.raises(ValueError, match=r"tensor 'blk\.0\.time_mix_lerp_fused\.weight': expected F32 / F16 / BF16 "
                                          r"\[6, 1, 1, 8\]"):
         Model.load(path)
@@ -188,18 +189,18 @@ def test_quantize_writes_the_converters_file(kind, tmp_path):
     summary = attnzoo.quantize(str(directory), ours, type="F32")
     assert summary["architecture"] == "rwkv7"
     write_gguf(model, theirs, "f32")
-    checks.check_same_gguf(ours, theirs, "rwkv7", [
+    gguf_checks.check_same_gguf(ours, theirs, "rwkv7", [
         "context_length", "embedding_length", "block_count", "attention.layer_norm_epsilon", "wkv.head_size",
         "attention.decay_lora_rank", "attention.iclr_lora_rank", "attention.value_residual_mix_lora_rank",
         "attention.gate_lora_rank", "feed_forward_length", "attention.head_count"])
     ids = checks.prompt(VOCAB, PROMPT_LEN)
     want = model(torch.from_numpy(ids))[0].numpy()
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
+    gguf_checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
     if kind != "h64_hd16_2l":
         return
     q8 = str(tmp_path / "q8.gguf")
     attnzoo.quantize(str(directory), q8, type="Q8_0")
-    types = checks.check_quantized_file_is_its_rounded_checkpoint(
+    types = gguf_checks.check_quantized_file_is_its_rounded_checkpoint(
         str(directory), q8, lambda name: _gguf_name(model.config, name), tmp_path, ids)
     assert types["blk.1.time_mix_key.weight"] == types["blk.1.channel_mix_value.weight"] == "Q8_0"
     for name in ("blk.1.time_mix_w1.weight", "blk.1.time_mix_g2.weight", "blk.0.time_mix_v1.weight",

@@ -16,6 +16,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 import test_model_gpt_oss as dense  # noqa: E402
 from conftest import matmul_precision  # noqa: E402
@@ -158,14 +160,14 @@ def _write_gguf(case, path, mxfp4, skip=()):
             new = names.get_name(name, try_suffixes=(".weight", ".bias"))
             assert new is not None, name
             w.add_tensor(new + (".weight" if name.endswith("sinks") else ""), np.ascontiguousarray(data))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 def test_gguf_at_f32_matches_transformers(case, tmp_path):
     path = str(tmp_path / "gpt-oss-f32.gguf")
     _write_gguf(case, path, mxfp4=False)
-    checks.check_gguf_logits(path, case["ids"], case["want"], dense.VOCAB, prefill=25)
-    cfg = checks.check_synthesized_config(path, case["ref"].config, [
+    gguf_checks.check_gguf_logits(path, case["ids"], case["want"], dense.VOCAB, prefill=25)
+    cfg = gguf_checks.check_synthesized_config(path, case["ref"].config, [
         "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
         "intermediate_size", "num_local_experts", "num_experts_per_tok", "sliding_window", "layer_types"])
     assert cfg["rope_scaling"]["truncate"] is False and cfg["rope_scaling"]["beta_fast"] == 32
@@ -190,16 +192,16 @@ def test_bad_mxfp4_and_gguf_experts_are_named(case, tmp_path):
 
     def as_float(t):  # codes stored as another dtype
         t[x + "_blocks"] = t[x + "_blocks"].astype(np.float32)
-    checks.expect_load_error(checks.copy_with(case["mx_dir"], tmp_path / "f32", tensors_edit=as_float),
-                             x.replace(".", r"\.") + "_blocks.*U8")
+    edits.expect_load_error(edits.copy_with(case["mx_dir"], tmp_path / "f32", tensors_edit=as_float),
+                            x.replace(".", r"\.") + "_blocks.*U8")
 
     def short(t):  # one 32-value block too few per row
         t[x + "_scales"] = np.ascontiguousarray(t[x + "_scales"][..., :-1])
-    checks.expect_load_error(checks.copy_with(case["mx_dir"], tmp_path / "short", tensors_edit=short),
-                             x.replace(".", r"\.") + "_scales")
+    edits.expect_load_error(edits.copy_with(case["mx_dir"], tmp_path / "short", tensors_edit=short),
+                            x.replace(".", r"\.") + "_scales")
     path = str(tmp_path / "nobias.gguf")
     _write_gguf(case, path, mxfp4=True, skip=("blk.2.ffn_up_exps.bias",))
-    checks.expect_load_error(path, r"model\.layers\.2\.mlp\.experts\.0\.up_proj\.bias")
+    edits.expect_load_error(path, r"model\.layers\.2\.mlp\.experts\.0\.up_proj\.bias")
 
 
 @pytest.mark.parametrize("source", ["dense", "mxfp4"])

@@ -10,6 +10,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -42,15 +44,15 @@ def test_inspect_scale_and_errors(case, tmp_path):
     kinds = [(x["kind"], x["window"]) for x in m.inspect()["layers"]]
     assert kinds == ([("sliding_attention", WINDOW)] * 3 + [("attention", 0)] if kind.startswith("cohere2")
                      else [("attention", 0)] * 2)
-    d = checks.copy_with(m.directory, tmp_path / "scaled", config_edit=lambda c: c.update(logit_scale=1.0))
+    d = edits.copy_with(m.directory, tmp_path / "scaled", config_edit=lambda c: c.update(logit_scale=1.0))
     np.testing.assert_allclose(Model.load(d).forward(ids), want * 2, atol=2 * checks.ATOL, rtol=0)
-    checks.check_config_error_is_named(m.directory, tmp_path / "qk", "use_qk_norm", use_qk_norm=True)
+    edits.check_config_error_is_named(m.directory, tmp_path / "qk", "use_qk_norm", use_qk_norm=True)
 
 
 def test_gguf_from_quantize(case, tmp_path):
     kind, ref, m, ids, want = case
     arch = gguf.MODEL_ARCH.COHERE2 if kind.startswith("cohere2") else gguf.MODEL_ARCH.COMMAND_R
-    reader = checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "c.gguf"), arch, ids, want, VOCAB,
-                                             prefill=30)
+    reader = gguf_checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "c.gguf"), arch, ids, want, VOCAB,
+                                                  prefill=30)
     name = gguf.MODEL_ARCH_NAMES[arch]
     assert reader.fields[f"{name}.logit_scale"].contents() == pytest.approx(0.5)

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -61,9 +62,9 @@ def test_group_limit_changes_the_routing(case, tmp_path):
     assert m.inspect()["architecture"] == "DeepseekV2ForCausalLM"
     other = dict(topk_method="greedy") if kind == "group_limited_yarn" else \
         dict(topk_method="group_limited_greedy", n_group=2, topk_group=1)
-    d = checks.copy_with(m.directory, tmp_path / "other", config_edit=lambda c: c.update(other))
+    d = edits.copy_with(m.directory, tmp_path / "other", config_edit=lambda c: c.update(other))
     assert np.abs(Model.load(d).forward(ids) - want).max() > 1e-3
-    checks.check_config_error_is_named(m.directory, tmp_path / "bad", "topk_method", topk_method="noaux_tc")
+    edits.check_config_error_is_named(m.directory, tmp_path / "bad", "topk_method", topk_method="noaux_tc")
 
 
 def test_gguf_from_quantize(case, tmp_path):
@@ -87,4 +88,4 @@ def test_gguf_missing_half_of_kv_b_is_named(case, tmp_path):
     kind, ref, m, ids, want = case
     path = str(tmp_path / "no_v_b.gguf")
     deepseek_gguf.write_converter_gguf(ref, m.directory, path, drop=("blk.1.attn_v_b.weight",))
-    checks.expect_load_error(path, r"blk\.1\.attn_v_b\.weight")
+    edits.expect_load_error(path, r"blk\.1\.attn_v_b\.weight")

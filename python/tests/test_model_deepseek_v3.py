@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -66,7 +67,7 @@ def test_correction_bias_changes_the_routing(case, tmp_path):
         for k in t:
             if k.endswith("e_score_correction_bias"):
                 t[k] = np.zeros_like(t[k])
-    d = checks.copy_with(directory, tmp_path / "nobias", tensors_edit=zero_bias)
+    d = edits.copy_with(directory, tmp_path / "nobias", tensors_edit=zero_bias)
     assert np.abs(Model.load(d).forward(ids[:30]) - want[:30]).max() > 1e-3
 
 
@@ -91,18 +92,18 @@ def test_bf16_weights_stay_close(case):
     assert 0 < rel <= 3e-2, rel
 
 
-small_dir = checks.checkpoint_fixture(_build, "q_lora_yarn")
+small_dir = edits.checkpoint_fixture(_build, "q_lora_yarn")
 
 
 def test_load_errors_name_the_problem(small_dir, tmp_path):
-    checks.check_missing_tensors_are_named(small_dir, tmp_path, [
+    edits.check_missing_tensors_are_named(small_dir, tmp_path, [
         "model.layers.0.self_attn.kv_b_proj.weight", "model.layers.1.self_attn.q_a_layernorm.weight",
         "model.layers.2.mlp.experts.5.down_proj.weight", "model.layers.1.mlp.shared_experts.up_proj.weight",
         "model.layers.2.mlp.gate.weight"])
     kv_a = "model.layers.0.self_attn.kv_a_proj_with_mqa.weight"
-    checks.check_edited_tensor_is_named(small_dir, tmp_path / "kv_a", kv_a, lambda w: w[:-1].copy())
+    edits.check_edited_tensor_is_named(small_dir, tmp_path / "kv_a", kv_a, lambda w: w[:-1].copy())
     for key, value in [("n_group", 3), ("topk_group", 3), ("num_experts_per_tok", 9)]:
-        checks.check_config_error_is_named(small_dir, tmp_path / key, key, **{key: value})
+        edits.check_config_error_is_named(small_dir, tmp_path / key, key, **{key: value})
 
 
 
@@ -141,7 +142,7 @@ def test_gguf_from_quantize(gguf_case, tmp_path):
     def add_mtp(t):
         for name in [k for k in t if k.startswith("model.layers.2.")]:
             t[name.replace("model.layers.2.", "model.layers.3.")] = t[name]
-    mtp = checks.copy_with(directory, tmp_path / "mtp", tensors_edit=add_mtp)
+    mtp = edits.copy_with(directory, tmp_path / "mtp", tensors_edit=add_mtp)
     import attnzoo
     attnzoo.quantize(mtp, str(tmp_path / "mtp.gguf"), type="F32")
     assert {t.name for t in gguf.GGUFReader(str(tmp_path / "mtp.gguf")).tensors} == {t.name for t in reader.tensors}

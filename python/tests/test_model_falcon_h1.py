@@ -7,6 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 
 VOCAB = 160
@@ -72,7 +73,7 @@ def test_load_errors_name_the_problem(case, tmp_path):
     if kind != "gated_norm_g2":
         pytest.skip("one checkpoint is enough")
     src = m.directory
-    checks.check_missing_tensors_are_named(src, tmp_path, ["model.layers.1.mamba.norm.weight",
+    edits.check_missing_tensors_are_named(src, tmp_path, ["model.layers.1.mamba.norm.weight",
                                                           "model.layers.0.self_attn.k_proj.weight"])
-    checks.check_config_error_is_named(src, tmp_path / "m", "ssm_multipliers", ssm_multipliers=[1.0, 2.0])
-    checks.check_config_error_is_named(src, tmp_path / "g", "mamba_n_groups", mamba_n_groups=3)
+    edits.check_config_error_is_named(src, tmp_path / "m", "ssm_multipliers", ssm_multipliers=[1.0, 2.0])
+    edits.check_config_error_is_named(src, tmp_path / "g", "mamba_n_groups", mamba_n_groups=3)

@@ -11,6 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -205,15 +207,15 @@ def test_long_decode_holds_the_windows_flat_and_changes_no_logit(tmp_path):
     assert a.cache_bytes * 6 * (LONG // 4) == b.cache_bytes * (LONG // 4 + 5 * window_blocks)
 
 
-gemma3_dir = checks.checkpoint_fixture(_build, "gemma3")
+gemma3_dir = edits.checkpoint_fixture(_build, "gemma3")
 
 
 def test_errors_are_named(gemma3_dir, tmp_path):
-    checks.check_missing_tensors_are_named(gemma3_dir, tmp_path, ["model.layers.2.self_attn.k_norm.weight"])
-    checks.check_config_error_is_named(gemma3_dir, tmp_path / "b", "use_bidirectional_attention",
-                                       use_bidirectional_attention=True)
-    checks.check_config_error_is_named(gemma3_dir, tmp_path / "c", "layer_types", layer_types=["full_attention"])
-    checks.check_config_error_is_named(gemma3_dir, tmp_path / "d", "query_pre_attn_scalar", query_pre_attn_scalar=0)
+    edits.check_missing_tensors_are_named(gemma3_dir, tmp_path, ["model.layers.2.self_attn.k_norm.weight"])
+    edits.check_config_error_is_named(gemma3_dir, tmp_path / "b", "use_bidirectional_attention",
+                                      use_bidirectional_attention=True)
+    edits.check_config_error_is_named(gemma3_dir, tmp_path / "c", "layer_types", layer_types=["full_attention"])
+    edits.check_config_error_is_named(gemma3_dir, tmp_path / "d", "query_pre_attn_scalar", query_pre_attn_scalar=0)
 
 
 @pytest.mark.parametrize("kind", ["gemma2_gguf", "gemma3_gguf"])
@@ -224,9 +226,9 @@ def test_quantize_writes_the_converters_file(kind, tmp_path):
     ref = _build(kind, tmp_path / "src")
     ids = _prompt()
     arch = gguf.MODEL_ARCH.GEMMA2 if kind == "gemma2_gguf" else gguf.MODEL_ARCH.GEMMA3
-    reader = checks.check_gguf_of_checkpoint(ref, tmp_path / "src", str(tmp_path / "q.gguf"), arch, ids,
-                                             checks.meaningful_logits(ref, ids), VOCAB, prefill=30,
-                                             edits=(("norm.weight", lambda v: v + 1),))
+    reader = gguf_checks.check_gguf_of_checkpoint(ref, tmp_path / "src", str(tmp_path / "q.gguf"), arch, ids,
+                                                  checks.meaningful_logits(ref, ids), VOCAB, prefill=30,
+                                                  edits=(("norm.weight", lambda v: v + 1),))
     meta = {f.name: f.contents() for f in reader.fields.values()}
     p = kind[:6] + "."
     assert meta[p + "attention.sliding_window"] == WINDOW and meta[p + "final_logit_softcapping"] == 6.0
@@ -247,6 +249,6 @@ def test_quantize_writes_the_converters_file(kind, tmp_path):
 def test_quantize_refuses_what_gguf_cannot_hold(kind, updates, match, tmp_path):
     import attnzoo
     _build(kind, tmp_path / "src")
-    d = checks.copy_with(tmp_path / "src", tmp_path / "edited", config_edit=lambda c: c.update(updates))
+    d = edits.copy_with(tmp_path / "src", tmp_path / "edited", config_edit=lambda c: c.update(updates))
     with pytest.raises(ValueError, match=match):
         attnzoo.quantize(d, str(tmp_path / "q.gguf"), type="F32")

@@ -9,6 +9,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -33,11 +35,11 @@ def test_inspect_and_the_released_activation_name(case, tmp_path):
     info = m.inspect()
     assert [(x["kind"], x["window"]) for x in info["layers"]] == [("attention", 0)] * 2
     assert info["tied_embeddings"] and info["cache_bytes_per_token"] == 2 * 2 * 1 * 32 * 4
-    d = checks.copy_with(m.directory, tmp_path / "released", config_edit=lambda c: c.update(hidden_act="gelu"))
+    d = edits.copy_with(m.directory, tmp_path / "released", config_edit=lambda c: c.update(hidden_act="gelu"))
     checks.check_full_prompt(Model.load(d), ids, want, VOCAB)
 
 
 def test_gguf_from_quantize(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "g.gguf"), gguf.MODEL_ARCH.GEMMA, ids, want,
-                                    VOCAB, prefill=30, edits=(("norm.weight", lambda w: w + 1),))
+    gguf_checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "g.gguf"), gguf.MODEL_ARCH.GEMMA, ids, want,
+                                         VOCAB, prefill=30, edits=(("norm.weight", lambda w: w + 1),))

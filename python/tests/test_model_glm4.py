@@ -7,6 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -34,7 +36,7 @@ def test_inspect_and_the_rotary_share(case, tmp_path):
 
     def whole(c):
         c["rope_parameters"]["partial_rotary_factor"] = 1.0
-    d = checks.copy_with(m.directory, tmp_path / "whole", config_edit=whole)
+    d = edits.copy_with(m.directory, tmp_path / "whole", config_edit=whole)
     assert abs(Model.load(d).forward(ids) - want).max() > 1e-2
 
 
@@ -44,6 +46,6 @@ def test_gguf_from_quantize(case, tmp_path):
     logits."""
     gguf = pytest.importorskip("gguf")
     kind, ref, m, ids, want = case
-    reader = checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "g.gguf"), gguf.MODEL_ARCH.GLM4, ids,
-                                             want, VOCAB, prefill=30)
+    reader = gguf_checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "g.gguf"), gguf.MODEL_ARCH.GLM4, ids,
+                                                  want, VOCAB, prefill=30)
     assert reader.fields["glm4.rope.dimension_count"].contents() == 8

@@ -10,6 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -57,13 +59,13 @@ def test_inspect_routing_and_the_rotary_share(case, tmp_path):
 
     def whole(c):
         c["rope_parameters"]["partial_rotary_factor"] = 1.0
-    d = checks.copy_with(m.directory, tmp_path / "whole", config_edit=whole)
+    d = edits.copy_with(m.directory, tmp_path / "whole", config_edit=whole)
     assert abs(Model.load(d).forward(ids) - want).max() > 1e-2
 
     def unbiased(t):
         for n in [n for n in t if n.endswith("e_score_correction_bias")]:
             t[n] = np.zeros_like(t[n])
-    d = checks.copy_with(m.directory, tmp_path / "unbiased", tensors_edit=unbiased)
+    d = edits.copy_with(m.directory, tmp_path / "unbiased", tensors_edit=unbiased)
     assert abs(Model.load(d).forward(ids) - want).max() > 1e-2
 
 
@@ -71,16 +73,16 @@ def test_multi_token_prediction_layer_is_not_read(case, tmp_path):
     """A checkpoint carrying the release's MTP layer (model.layers.3.*, num_nextn_predict_layers 1) gives the same
     logits: the layer is loaded by nothing."""
     kind, ref, m, ids, want = case
-    d = checks.copy_with(m.directory, tmp_path / "mtp", config_edit=lambda c: c.update(num_nextn_predict_layers=1),
-                         tensors_edit=lambda t: _mtp_layer(t, 3, 64))
+    d = edits.copy_with(m.directory, tmp_path / "mtp", config_edit=lambda c: c.update(num_nextn_predict_layers=1),
+                        tensors_edit=lambda t: _mtp_layer(t, 3, 64))
     checks.check_full_prompt(Model.load(d), ids, want, VOCAB)
 
 
 def test_bad_config_is_named(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_config_error_is_named(m.directory, tmp_path / "bad", "n_routed_experts", n_routed_experts=0)
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.1.mlp.shared_experts.up_proj.weight",
-                                                                   "model.layers.2.self_attn.k_norm.weight"])
+    edits.check_config_error_is_named(m.directory, tmp_path / "bad", "n_routed_experts", n_routed_experts=0)
+    edits.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.1.mlp.shared_experts.up_proj.weight",
+                                                                  "model.layers.2.self_attn.k_norm.weight"])
 
 
 def _write_gguf(directory, path):
@@ -97,7 +99,7 @@ def _write_gguf(directory, path):
     layers, mtp = cfg["num_hidden_layers"], cfg.get("num_nextn_predict_layers", 0)
     mtp = mtp if f"model.layers.{layers}.eh_proj.weight" in state else 0
     w = gguf.GGUFWriter(path, "glm4moe")
-    checks.add_converter_attention_keys(w, cfg, layers + mtp)
+    gguf_checks.add_converter_attention_keys(w, cfg, layers + mtp)
     w.add_rope_dimension_count(int(cfg["head_dim"] * cfg["rope_parameters"]["partial_rotary_factor"]))
     w.add_expert_count(cfg["n_routed_experts"])
     w.add_expert_used_count(cfg["num_experts_per_tok"])
@@ -121,7 +123,7 @@ def _write_gguf(directory, path):
                                   try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
         w.add_tensor(new_name, np.ascontiguousarray(data))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 _GGUF_KEYS = ("block_count", "expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func",
@@ -142,14 +144,15 @@ def test_gguf_from_quantize_and_the_converter(tmp_path):
                                    experts_implementation="eager")
     ids = _prompt()
     want = checks.meaningful_logits(ref, ids)
-    d = checks.copy_with(src, tmp_path / "mtp", config_edit=lambda c: c.update(num_nextn_predict_layers=1),
-                         tensors_edit=lambda t: _mtp_layer(t, 3, 64))
-    g, got = checks.check_quantize_matches_converter(d, _write_gguf, "glm4moe", _GGUF_KEYS, ids, want, VOCAB, tmp_path)
+    d = edits.copy_with(src, tmp_path / "mtp", config_edit=lambda c: c.update(num_nextn_predict_layers=1),
+                        tensors_edit=lambda t: _mtp_layer(t, 3, 64))
+    g, got = gguf_checks.check_quantize_matches_converter(d, _write_gguf, "glm4moe", _GGUF_KEYS, ids, want, VOCAB,
+                                                          tmp_path)
     assert "blk.3.nextn.eh_proj.weight" in {t.name for t in got.tensors}
     assert g.config["num_hidden_layers"] == 3 and g.config["num_nextn_predict_layers"] == 1
     assert [x["kind"] for x in g.inspect()["layers"]] == ["attention"] * 3
 
-    grouped = checks.copy_with(src, tmp_path / "grouped", config_edit=lambda c: c.update(n_group=2))
+    grouped = edits.copy_with(src, tmp_path / "grouped", config_edit=lambda c: c.update(n_group=2))
     with pytest.raises(ValueError, match="n_group"):
         attnzoo.quantize(str(grouped), str(tmp_path / "g.gguf"), type="F32")
 
@@ -165,5 +168,5 @@ def test_gguf_keys_gguf_cannot_mean_are_refused_by_name(tmp_path):
     _write_gguf(src, path)
     u32 = gguf.GGUFValueType.UINT32
     for key, value in (("glm4moe.nextn_predict_layers", 3), ("glm4moe.expert_gating_func", 1)):
-        bad = checks.rewrite_gguf(path, tmp_path / "bad.gguf", "glm4moe", values={key: (value, u32)})
-        checks.expect_load_error(bad, key.replace(".", r"\."))
+        bad = gguf_checks.rewrite_gguf(path, tmp_path / "bad.gguf", "glm4moe", values={key: (value, u32)})
+        edits.expect_load_error(bad, key.replace(".", r"\."))

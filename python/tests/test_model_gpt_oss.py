@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from conftest import matmul_precision  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
@@ -62,9 +63,9 @@ def test_sinks_and_clamp_matter(case, tmp_path):
         for k in t:
             if k.endswith("sinks"):
                 t[k] = np.full_like(t[k], -1e30)  # exp(-inf): the sink takes no share
-    d = checks.copy_with(m.directory, tmp_path / "nosinks", tensors_edit=zero_sinks)
+    d = edits.copy_with(m.directory, tmp_path / "nosinks", tensors_edit=zero_sinks)
     assert np.abs(Model.load(d).forward(ids) - want).max() > 1e-2
-    d = checks.copy_with(m.directory, tmp_path / "nolimit", config_edit=lambda c: c.update(swiglu_limit=1e9))
+    d = edits.copy_with(m.directory, tmp_path / "nolimit", config_edit=lambda c: c.update(swiglu_limit=1e9))
     diff = np.abs(Model.load(d).forward(ids) - want).max()
     if kind == "layer_types_low_limit":
         assert diff > 1e-2
@@ -115,20 +116,20 @@ def test_bf16_weights(tmp_path):
     assert m.inspect()["owned_weight_bytes"] > 2 * cfg.num_hidden_layers * cfg.num_local_experts * 3 * 32 * 64
 
 
-small_dir = checks.checkpoint_fixture(_build, "layer_types_low_limit")
+small_dir = edits.checkpoint_fixture(_build, "layer_types_low_limit")
 
 
 def test_load_errors_name_the_problem(small_dir, tmp_path):
-    checks.check_missing_tensors_are_named(small_dir, tmp_path, [
+    edits.check_missing_tensors_are_named(small_dir, tmp_path, [
         "model.layers.0.self_attn.sinks", "model.layers.1.mlp.experts.gate_up_proj_bias",
         "model.layers.2.mlp.experts.down_proj", "model.layers.0.mlp.router.weight"])
     gu = "model.layers.1.mlp.experts.gate_up_proj"
-    checks.check_edited_tensor_is_named(small_dir, tmp_path / "shape", gu, lambda w: w[:, :, :-2].copy())
+    edits.check_edited_tensor_is_named(small_dir, tmp_path / "shape", gu, lambda w: w[:, :, :-2].copy())
 
     def mxfp4(t):  # MXFP4 blocks without their exponents
         t[gu + "_blocks"] = np.zeros((4, 64, 2, 16), np.uint8)
-    checks.expect_load_error(checks.copy_with(small_dir, tmp_path / "mxfp4", tensors_edit=mxfp4),
-                             gu.replace(".", r"\.") + "_scales")
-    checks.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_tok=5)
-    checks.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
-                                       layer_types=["full_attention"] * 2)
+    edits.expect_load_error(edits.copy_with(small_dir, tmp_path / "mxfp4", tensors_edit=mxfp4),
+                            gu.replace(".", r"\.") + "_scales")
+    edits.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_tok=5)
+    edits.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
+                                      layer_types=["full_attention"] * 2)

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -99,16 +100,16 @@ def write_converter_gguf(kind, cfg, directory, path):
                 w.add_tensor(f"blk.{layer}.ffn_{part}_{'exps' if experts else 'shexp'}.weight",
                              np.ascontiguousarray(value))
             continue
-        checks.add_converter_hybrid_tensor(w, names, name, data, cfg.mamba_n_groups, cfg.num_attention_heads,
-                                           cfg.num_key_value_heads)
-    checks.finish_gguf(w)
+        gguf_checks.add_converter_hybrid_tensor(w, names, name, data, cfg.mamba_n_groups, cfg.num_attention_heads,
+                                                cfg.num_key_value_heads)
+    gguf_checks.finish_gguf(w)
 
 
 def test_gguf_from_the_converter(case, tmp_path):
     kind, ref, m, ids, want = case
     path = str(tmp_path / "granitehybrid.gguf")
     write_converter_gguf(kind, ref.config, m.directory, path)
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
     g = Model.load(path)
     assert g.config["architectures"] == ["GraniteMoeHybridForCausalLM"]
     assert g.config["layer_types"] == ["mamba", "attention", "mamba"]
@@ -123,5 +124,5 @@ def test_quantize_writes_the_converters_tensors(case, tmp_path):
     ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
     attnzoo.quantize(m.directory, ours, type="F32")
     write_converter_gguf(kind, ref.config, m.directory, theirs)
-    checks.check_same_gguf_tensors(ours, theirs)
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_same_gguf_tensors(ours, theirs)
+    gguf_checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)

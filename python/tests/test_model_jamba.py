@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -67,21 +69,22 @@ def test_quantize_writes_jamba(case, tmp_path):
         if name.endswith("A_log"):
             value = -np.exp(value)
         expect[names.get_name(name, try_suffixes=(".weight", ".bias"))] = value
-    fields = checks.check_gguf_tensors(path, expect, close=("ssm_a",))  # -exp from f64 (ours), f32 (numpy)
+    fields = gguf_checks.check_gguf_tensors(path, expect, close=("ssm_a",))  # -exp from f64 (ours), f32 (numpy)
     assert fields["general.architecture"] == "jamba"
     assert fields["jamba.attention.head_count_kv"] == [0, 2, 0, 2]
     assert (fields["jamba.ssm.inner_size"], fields["jamba.ssm.time_step_rank"]) == (128, 8)
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
-    checks.check_synthesized_config(path, ref.config, ["attn_layer_period", "attn_layer_offset", "expert_layer_period",
-                                                       "expert_layer_offset", "num_experts", "mamba_dt_rank",
-                                                       "mamba_d_state", "mamba_expand", "intermediate_size"])
+    gguf_checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_synthesized_config(path, ref.config, ["attn_layer_period", "attn_layer_offset",
+                                                            "expert_layer_period", "expert_layer_offset", "num_experts",
+                                                            "mamba_dt_rank", "mamba_d_state", "mamba_expand",
+                                                            "intermediate_size"])
 
 
 def test_load_errors_name_the_problem(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, [
+    edits.check_missing_tensors_are_named(m.directory, tmp_path, [
         "model.layers.2.mamba.dt_layernorm.weight", "model.layers.2.feed_forward.experts.3.up_proj.weight"])
-    checks.check_config_error_is_named(m.directory, tmp_path / "c", "attn_layer_offset", attn_layer_offset=2)
+    edits.check_config_error_is_named(m.directory, tmp_path / "c", "attn_layer_offset", attn_layer_offset=2)
 
 
 
@@ -101,6 +104,6 @@ def test_quantize_q8_0_is_the_rounded_checkpoint(case, tmp_path):
             name = f"model.layers.{layer}.mlp.experts.{proj}.weight"
         return names.get_name(name, try_suffixes=(".weight", ".bias"))
 
-    types = checks.check_quantized_file_is_its_rounded_checkpoint(m.directory, path, gguf_name_of, tmp_path, ids)
+    types = gguf_checks.check_quantized_file_is_its_rounded_checkpoint(m.directory, path, gguf_name_of, tmp_path, ids)
     assert types["blk.0.ffn_up_exps.weight"] == types["blk.1.attn_q.weight"] == "Q8_0"
     assert types["blk.0.ffn_gate_inp.weight"] == types["blk.0.ssm_a"] == types["blk.0.ssm_conv1d.weight"] == "F32"

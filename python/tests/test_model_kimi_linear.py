@@ -8,6 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -95,7 +97,7 @@ def test_layer_types_and_mlp_types_from_the_checkpoint_keys(case, tmp_path):
     def edit(c):
         c.pop("layer_types")
         c.pop("mlp_layer_types")
-    d = checks.copy_with(m.directory, tmp_path / "keys", config_edit=edit)
+    d = edits.copy_with(m.directory, tmp_path / "keys", config_edit=edit)
     np.testing.assert_allclose(Model.load(d).forward(ids[:40]), want[:40], atol=1e-4, rtol=0)
 
 
@@ -103,7 +105,7 @@ def test_tie_word_embeddings_true_still_uses_the_checkpoints_lm_head(case, tmp_p
     """transformers never ties Kimi Linear: with tie_word_embeddings true in config.json it still loads the
     checkpoint's own lm_head.weight, and so must we."""
     kind, ref, m, ids, want = case
-    d = checks.copy_with(m.directory, tmp_path / "tied", config_edit=lambda c: c.update(tie_word_embeddings=True))
+    d = edits.copy_with(m.directory, tmp_path / "tied", config_edit=lambda c: c.update(tie_word_embeddings=True))
     ref_tied = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32,
                                                                  attn_implementation="eager").eval()
     want_tied = checks.reference_logits(ref_tied, ids[:40])
@@ -113,19 +115,19 @@ def test_tie_word_embeddings_true_still_uses_the_checkpoints_lm_head(case, tmp_p
     np.testing.assert_allclose(got.forward(ids[:40]), want_tied, atol=1e-4, rtol=0)
 
 
-small_dir = checks.checkpoint_fixture(_build, "moe")
+small_dir = edits.checkpoint_fixture(_build, "moe")
 
 
 def test_load_errors_name_the_problem(small_dir, tmp_path):
-    checks.check_missing_tensors_are_named(small_dir, tmp_path, [
+    edits.check_missing_tensors_are_named(small_dir, tmp_path, [
         "model.layers.0.self_attn.k_conv1d.weight", "model.layers.1.self_attn.A_log",
         "model.layers.1.self_attn.g_b_proj.weight", "model.layers.2.self_attn.kv_b_proj.weight",
         "model.layers.3.block_sparse_moe.experts.5.w3.weight", "model.layers.0.block_sparse_moe.up_proj.weight"])
     dt = "model.layers.0.self_attn.dt_bias"
-    checks.check_edited_tensor_is_named(small_dir, tmp_path / "dt", dt, lambda w: w[:10].copy())
-    checks.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
-                                       layer_types=["full_attention"] * 3)
-    checks.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_token=9)
+    edits.check_edited_tensor_is_named(small_dir, tmp_path / "dt", dt, lambda w: w[:10].copy())
+    edits.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
+                                      layer_types=["full_attention"] * 3)
+    edits.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_token=9)
 
 
 GGUF_LEN = 40  # prompt tokens of the GGUF checks (decode from 30)
@@ -207,7 +209,7 @@ def _write_converter_gguf(directory, path, split_kv_b=True):
         new = _gguf_name(name, layers)
         assert new is not None, name
         w.add_tensor(new, np.ascontiguousarray(data))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 KEYS = ["attention.head_count_kv", "ssm.conv_kernel", "kda.head_dim", "attention.kv_lora_rank", "attention.key_length",
@@ -225,12 +227,12 @@ def test_gguf_from_quantize_and_the_converter(case, tmp_path):
     if kind != "moe":
         pytest.skip("the KDA heads of dense_qlora differ from its attention heads: refused (test below)")
     ids, want = ids[:GGUF_LEN], want[:GGUF_LEN]
-    ours, reader = checks.check_quantize_matches_converter(
+    ours, reader = gguf_checks.check_quantize_matches_converter(
         m.directory, _write_converter_gguf, "kimi-linear", KEYS + ["expert_group_count", "expert_group_used_count"],
         ids, want, VOCAB, tmp_path)
     assert ours.config["layer_types"] == ref.config.layer_types
     assert ours.config["architectures"] == ["KimiLinearForCausalLM"]
-    checks.check_gguf_as_safetensors(str(tmp_path / "ours.gguf"), m.directory, ids)
+    gguf_checks.check_gguf_as_safetensors(str(tmp_path / "ours.gguf"), m.directory, ids)
     whole = str(tmp_path / "whole.gguf")
     _write_converter_gguf(m.directory, whole, split_kv_b=False)
     checks.check_full_prompt(Model.load(whole), ids, want, VOCAB)
@@ -266,11 +268,11 @@ def test_gguf_q8_0_is_the_rounded_checkpoint(case, tmp_path):
             return None
         blk = f"blk.{name.split('.')[2]}"
         k_b, v_b = deepseek_gguf.kv_b_halves(value, cfg.num_attention_heads, cfg.qk_nope_head_dim)
-        k_b = checks.round_as(k_b, types[f"{blk}.attn_k_b.weight"])
-        v_b = checks.round_as(v_b, types[f"{blk}.attn_v_b.weight"])
+        k_b = gguf_checks.round_as(k_b, types[f"{blk}.attn_k_b.weight"])
+        v_b = gguf_checks.round_as(v_b, types[f"{blk}.attn_v_b.weight"])
         return np.concatenate([k_b.transpose(0, 2, 1), v_b], axis=1).reshape(value.shape)
 
-    types = checks.check_quantized_file_is_its_rounded_checkpoint(
+    types = gguf_checks.check_quantized_file_is_its_rounded_checkpoint(
         m.directory, path, lambda name: _gguf_name(name, cfg.num_hidden_layers), tmp_path, ids[:GGUF_LEN], kv_b)
     assert types["blk.1.ffn_gate_exps.weight"] == types["blk.0.ssm_f_a.weight"] == types["blk.2.attn_v_b.weight"] \
         == "Q8_0"
@@ -287,7 +289,7 @@ def test_quantize_refuses_what_kimi_linear_cannot_hold(case, tmp_path):
     directory = m.directory
     match = "linear_attn_config.num_heads"
     if kind == "moe":
-        directory = checks.copy_with(m.directory, tmp_path / "late_dense", config_edit=lambda c: c.update(
+        directory = edits.copy_with(m.directory, tmp_path / "late_dense", config_edit=lambda c: c.update(
             mlp_layer_types=["dense", "sparse", "sparse", "dense"]))
         match = "mlp_layer_types': dense layer 3"
     with pytest.raises(ValueError, match=match):
@@ -305,7 +307,7 @@ def test_gguf_q_lora_and_dense_layers(tmp_path):
     ids = _prompt(GGUF_LEN)
     want = Model.load(tmp_path / "hf").forward(ids)
     assert want.std() > 0.1
-    ours, reader = checks.check_quantize_matches_converter(
+    ours, reader = gguf_checks.check_quantize_matches_converter(
         tmp_path / "hf", _write_converter_gguf, "kimi-linear", KEYS + ["attention.q_lora_rank"], ids, want, VOCAB,
         tmp_path)
     assert reader.fields["kimi-linear.leading_dense_block_count"].contents() == 4
@@ -335,8 +337,8 @@ def test_gguf_load_errors_name_the_tensor(case, tmp_path):
             data = edit(data) if t.name == name else data
             if data is not None:
                 w.add_tensor(t.name, np.ascontiguousarray(data))
-        checks.finish_gguf(w)
-        checks.expect_load_error(path, match)
+        gguf_checks.finish_gguf(w)
+        edits.expect_load_error(path, match)
 
     edited("blk.0.ssm_conv1d_q.weight", lambda d: d.reshape(d.shape[1], -1),
            r"tensor 'blk\.0\.ssm_conv1d_q\.weight': expected a \[1, channels, 1, kernel\]")

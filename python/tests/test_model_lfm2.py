@@ -7,6 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 
 VOCAB = 160
@@ -75,10 +77,10 @@ def test_load_errors_name_the_problem(case, tmp_path):
         pytest.skip("one checkpoint is enough")
     src = m.directory
     name = "model.layers.2.conv.in_proj.weight"
-    checks.check_missing_tensors_are_named(src, tmp_path, [name])
-    d = checks.copy_with(src, tmp_path / "b", tensors_edit=lambda t: t.update({name: t[name][:-1].copy()}))
-    checks.expect_load_error(d, r"in_proj\.weight")
-    checks.check_config_error_is_named(src, tmp_path / "c", "layer_types", layer_types=["conv", "mamba", "conv"])
+    edits.check_missing_tensors_are_named(src, tmp_path, [name])
+    d = edits.copy_with(src, tmp_path / "b", tensors_edit=lambda t: t.update({name: t[name][:-1].copy()}))
+    edits.expect_load_error(d, r"in_proj\.weight")
+    edits.check_config_error_is_named(src, tmp_path / "c", "layer_types", layer_types=["conv", "mamba", "conv"])
 
 
 def test_quantize_writes_lfm2(case, tmp_path):
@@ -86,5 +88,5 @@ def test_quantize_writes_lfm2(case, tmp_path):
     if kind == "L4_mqa":
         pytest.skip("two checkpoints are enough")
     gguf = pytest.importorskip("gguf")
-    checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "q.gguf"), gguf.MODEL_ARCH.LFM2, ids, want,
-                                    VOCAB, prefill=20)
+    gguf_checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "q.gguf"), gguf.MODEL_ARCH.LFM2, ids, want,
+                                         VOCAB, prefill=20)

@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -71,20 +73,20 @@ def test_quantize_writes_lfm2moe(case, tmp_path):
     for name, value in state.items():
         expect[names.get_name(name, try_suffixes=(".weight", ".bias"))] = value.squeeze(1) if "conv.conv" in name \
             else value
-    fields = checks.check_gguf_tensors(path, expect)
+    fields = gguf_checks.check_gguf_tensors(path, expect)
     assert fields["general.architecture"] == "lfm2moe"
     assert fields["lfm2moe.expert_count"] == 4 and fields["lfm2moe.expert_used_count"] == 2
     assert fields["lfm2moe.leading_dense_block_count"] == 1 and fields["lfm2moe.expert_feed_forward_length"] == 32
     assert fields["lfm2moe.attention.head_count_kv"] == [0, 2, 0]
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
-    checks.check_gguf_as_safetensors(path, m.directory, ids)
+    gguf_checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_gguf_as_safetensors(path, m.directory, ids)
 
 
 def test_load_errors_name_the_problem(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.2.feed_forward.experts.3.w2.weight",
+    edits.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.2.feed_forward.experts.3.w2.weight",
                                                                   "model.layers.0.feed_forward.w1.weight"])
-    checks.check_config_error_is_named(m.directory, tmp_path / "c", "num_dense_layers", num_dense_layers=-1)
+    edits.check_config_error_is_named(m.directory, tmp_path / "c", "num_dense_layers", num_dense_layers=-1)
 
 
 def test_quantize_q8_0_is_the_rounded_checkpoint(case, tmp_path):
@@ -104,6 +106,6 @@ def test_quantize_q8_0_is_the_rounded_checkpoint(case, tmp_path):
             name = f"layers.{layer}.feed_forward.experts.{w}.weight"
         return names.get_name(name, try_suffixes=(".weight", ".bias"))
 
-    types = checks.check_quantized_file_is_its_rounded_checkpoint(m.directory, path, gguf_name_of, tmp_path, ids)
+    types = gguf_checks.check_quantized_file_is_its_rounded_checkpoint(m.directory, path, gguf_name_of, tmp_path, ids)
     assert types["blk.1.ffn_down_exps.weight"] == types["blk.1.attn_q.weight"] == "Q8_0"
     assert types["blk.1.ffn_gate_inp.weight"] == types["blk.0.shortconv.conv.weight"] == "F32"

@@ -8,6 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -154,7 +156,7 @@ def test_qwen_window_without_layer_types_covers_layers_from_max_window_layers(ki
     config.__post_init__()  # recompute sliding_window / layer_types as a fresh config would
     assert config.layer_types == ["full_attention", "sliding_attention"]
     model = checks.save_random_model(kind, config, tmp_path / "src", _randomize, attn_implementation="eager")
-    d = checks.copy_with(tmp_path / "src", tmp_path / "old", config_edit=lambda c: c.pop("layer_types"))
+    d = edits.copy_with(tmp_path / "src", tmp_path / "old", config_edit=lambda c: c.pop("layer_types"))
     ref = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32,
                                                             attn_implementation="eager").eval()
     assert ref.config.layer_types == ["full_attention", "sliding_attention"]
@@ -165,7 +167,7 @@ def test_qwen_window_without_layer_types_covers_layers_from_max_window_layers(ki
     assert [layer["window"] for layer in m.inspect()["layers"]] == [0, 12]
     np.testing.assert_allclose(m.forward(ids), want, atol=1e-4, rtol=0)
     # use_sliding_window false (or absent): no layer is windowed, whatever sliding_window says.
-    d2 = checks.copy_with(d, tmp_path / "off", config_edit=lambda c: c.pop("use_sliding_window"))
+    d2 = edits.copy_with(d, tmp_path / "off", config_edit=lambda c: c.pop("use_sliding_window"))
     assert [layer["window"] for layer in Model.load(d2).inspect()["layers"]] == [0, 0]
 
 
@@ -216,26 +218,26 @@ def test_f32_checkpoint_held_in_bf16(tmp_path):
     assert m.inspect()["owned_weight_bytes"] > 0
 
 
-small_dir = checks.checkpoint_fixture(_build, "qwen2")
+small_dir = edits.checkpoint_fixture(_build, "qwen2")
 
 
 def test_unknown_architecture_is_named(small_dir, tmp_path):
-    checks.check_config_error_is_named(small_dir, tmp_path / "m", "FooForCausalLM", architectures=["FooForCausalLM"])
+    edits.check_config_error_is_named(small_dir, tmp_path / "m", "FooForCausalLM", architectures=["FooForCausalLM"])
 
 
 def test_missing_and_misshapen_tensors_are_named(small_dir, tmp_path):
     name = "model.layers.1.self_attn.k_proj.weight"
-    checks.check_missing_tensors_are_named(small_dir, tmp_path, [name])
+    edits.check_missing_tensors_are_named(small_dir, tmp_path, [name])
 
     def shrink(t):
         t[name] = t[name][:-1].copy()
-    d = checks.copy_with(small_dir, tmp_path / "b", tensors_edit=shrink)
+    d = edits.copy_with(small_dir, tmp_path / "b", tensors_edit=shrink)
     with pytest.raises(ValueError, match=r"k_proj\.weight.*model\.safetensors|model\.safetensors.*k_proj\.weight"):
         Model.load(d)
 
 
 def test_unsupported_rope_type_is_named(small_dir, tmp_path):
-    checks.check_config_error_is_named(small_dir, tmp_path / "r", "dynamic", rope_parameters=dict(
+    edits.check_config_error_is_named(small_dir, tmp_path / "r", "dynamic", rope_parameters=dict(
         rope_type="dynamic", rope_theta=10000.0, factor=2.0))
 
 
@@ -299,17 +301,17 @@ def test_quantize_writes_the_converters_file(kind, tmp_path):
     path = str(tmp_path / "q.gguf")
     attnzoo.quantize(tmp_path / "src", path, type="F32")
     arch = gguf.MODEL_ARCH.LLAMA if kind == "mistral" else gguf.MODEL_ARCH.QWEN3MOE
-    meta = checks.check_gguf_tensors(path, _converter_tensors(tmp_path / "src", ref.config, arch))
+    meta = gguf_checks.check_gguf_tensors(path, _converter_tensors(tmp_path / "src", ref.config, arch))
     if kind == "mistral":
         assert meta["general.architecture"] == "llama" and "llama.expert_count" not in meta
     else:
         assert (meta["qwen3moe.expert_count"], meta["qwen3moe.expert_used_count"],
                 meta["qwen3moe.expert_feed_forward_length"]) == (4, 2, 48)
         # released configs spell the count num_experts (transformers 5 writes num_local_experts): the same file
-        d = checks.copy_with(tmp_path / "src", tmp_path / "released",
-                             config_edit=lambda c: c.update(num_experts=c.pop("num_local_experts")))
+        d = edits.copy_with(tmp_path / "src", tmp_path / "released",
+                            config_edit=lambda c: c.update(num_experts=c.pop("num_local_experts")))
         attnzoo.quantize(d, str(tmp_path / "r.gguf"), type="F32")
-        released = checks.check_gguf_tensors(str(tmp_path / "r.gguf"), _converter_tensors(d, ref.config, arch))
+        released = gguf_checks.check_gguf_tensors(str(tmp_path / "r.gguf"), _converter_tensors(d, ref.config, arch))
         assert released["qwen3moe.expert_count"] == 4
         # the router stays F32 in a quantized file, as llama-quantize keeps ffn_gate_inp
         attnzoo.quantize(tmp_path / "src", str(tmp_path / "q8.gguf"), type="Q8_0")
@@ -317,7 +319,7 @@ def test_quantize_writes_the_converters_file(kind, tmp_path):
         assert types["blk.1.ffn_gate_inp.weight"] == gguf.GGMLQuantizationType.F32
         assert types["blk.1.ffn_gate_exps.weight"] == gguf.GGMLQuantizationType.Q8_0
     ids = _prompt()
-    checks.check_gguf_logits(path, ids, checks.meaningful_logits(ref, ids), VOCAB, prefill=30)
+    gguf_checks.check_gguf_logits(path, ids, checks.meaningful_logits(ref, ids), VOCAB, prefill=30)
 
 
 @pytest.mark.parametrize("kind, match", [("mistral_swa", "sliding_window"), ("qwen3_moe", "mlp_only_layers")])

@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 
 VOCAB = 160
@@ -81,9 +82,9 @@ def test_load_errors_name_the_problem(case, tmp_path):
     names += ["backbone.layers.0.norm.weight", "backbone.norm_f.weight"]
     if kind.startswith("mamba"):  # use_conv_bias: the bias is required too
         names.append("backbone.layers.0.mixer.conv1d.bias")
-    checks.check_missing_tensors_are_named(src, tmp_path, names)
+    edits.check_missing_tensors_are_named(src, tmp_path, names)
     name = mixer + "A_log"
-    d = checks.copy_with(src, tmp_path / "b", tensors_edit=lambda t: t.update({name: t[name][:, :-1].copy()}))
-    checks.expect_load_error(d, r"A_log")
-    checks.check_config_error_is_named(src, tmp_path / "c", "hidden_act", hidden_act="gelu")
-    checks.check_config_error_is_named(src, tmp_path / "d", "x_proj", time_step_rank=3)
+    d = edits.copy_with(src, tmp_path / "b", tensors_edit=lambda t: t.update({name: t[name][:, :-1].copy()}))
+    edits.expect_load_error(d, r"A_log")
+    edits.check_config_error_is_named(src, tmp_path / "c", "hidden_act", hidden_act="gelu")
+    edits.check_config_error_is_named(src, tmp_path / "d", "x_proj", time_step_rank=3)

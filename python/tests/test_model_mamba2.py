@@ -7,6 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -63,8 +64,8 @@ def test_load_errors_name_the_problem(case, tmp_path):
         pytest.skip("one checkpoint is enough")
     src = m.directory
     name = "backbone.layers.1.mixer.conv1d.weight"
-    checks.check_missing_tensors_are_named(src, tmp_path, [name])
-    d = checks.copy_with(src, tmp_path / "b", tensors_edit=lambda t: t.update({name: t[name][:, :, :-1].copy()}))
-    checks.expect_load_error(d, r"conv1d\.weight")
-    checks.check_config_error_is_named(src, tmp_path / "c", "n_groups", n_groups=3)
-    checks.check_config_error_is_named(src, tmp_path / "d", "hidden_act", hidden_act="gelu")
+    edits.check_missing_tensors_are_named(src, tmp_path, [name])
+    d = edits.copy_with(src, tmp_path / "b", tensors_edit=lambda t: t.update({name: t[name][:, :, :-1].copy()}))
+    edits.expect_load_error(d, r"conv1d\.weight")
+    edits.check_config_error_is_named(src, tmp_path / "c", "n_groups", n_groups=3)
+    edits.check_config_error_is_named(src, tmp_path / "d", "hidden_act", hidden_act="gelu")

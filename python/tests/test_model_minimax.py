@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -53,7 +54,7 @@ def test_original_config_keys(case, tmp_path):
             for part in ("alpha", "beta"):
                 cfg[f"layernorm_{original}_{part}"] = cfg.pop(f"{hf}_{part}_factor")
 
-    d = checks.copy_with(m.directory, tmp_path / "original", config_edit=edit)
+    d = edits.copy_with(m.directory, tmp_path / "original", config_edit=edit)
     np.testing.assert_allclose(Model.load(d).forward(ids), want, atol=checks.ATOL, rtol=0)
 
 
@@ -78,11 +79,11 @@ def test_prefix_hit_restores_the_lightning_state(case):
 
 def test_load_errors_name_the_problem(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, [
+    edits.check_missing_tensors_are_named(m.directory, tmp_path, [
         "model.layers.2.self_attn.output_gate.weight", "model.layers.1.block_sparse_moe.experts.3.w3.weight"])
-    checks.check_config_error_is_named(m.directory, tmp_path / "c", r"layer_types\[1\]",
-                                       layer_types=["linear_attention", "mamba", "linear_attention", "full_attention"])
-    checks.check_config_error_is_named(m.directory, tmp_path / "d", "sliding_window", sliding_window=8)
+    edits.check_config_error_is_named(m.directory, tmp_path / "c", r"layer_types\[1\]",
+                                      layer_types=["linear_attention", "mamba", "linear_attention", "full_attention"])
+    edits.check_config_error_is_named(m.directory, tmp_path / "d", "sliding_window", sliding_window=8)
 
 
 def test_quantize_names_why_it_refuses(case, tmp_path):

@@ -13,6 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -46,26 +48,26 @@ def test_inspect_routing_bias_and_rotary_dim(case, tmp_path):
     def unbiased(t):
         for n in [n for n in t if n.endswith("e_score_correction_bias")]:
             t[n] = np.zeros_like(t[n])
-    d = checks.copy_with(m.directory, tmp_path / "unbiased", tensors_edit=unbiased)
+    d = edits.copy_with(m.directory, tmp_path / "unbiased", tensors_edit=unbiased)
     assert abs(Model.load(d).forward(ids) - want).max() > 1e-2
 
     def whole(c):  # the release's form: rotary_dim alone
         c.pop("rope_parameters")
         c["rope_theta"], c["rotary_dim"] = 500.0, 16
-    d = checks.copy_with(m.directory, tmp_path / "whole", config_edit=whole)
+    d = edits.copy_with(m.directory, tmp_path / "whole", config_edit=whole)
     assert abs(Model.load(d).forward(ids) - want).max() > 1e-2
 
     def released(c):  # rotary_dim 8 alone reads as the checkpoint's own half rotation
         c.pop("rope_parameters")
         c["rope_theta"] = 500.0
-    d = checks.copy_with(m.directory, tmp_path / "released", config_edit=released)
+    d = edits.copy_with(m.directory, tmp_path / "released", config_edit=released)
     checks.check_full_prompt(Model.load(d), ids, want, VOCAB)
 
 
 def test_missing_tensors_are_named(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.1.self_attn.q_norm.weight",
-                                                                   "model.layers.0.block_sparse_moe.experts.3.w2.weight"])
+    edits.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.1.self_attn.q_norm.weight",
+                                                                  "model.layers.0.block_sparse_moe.experts.3.w2.weight"])
 
 
 def _write_gguf(directory, path):
@@ -79,7 +81,7 @@ def _write_gguf(directory, path):
     state = load_file(os.path.join(directory, "model.safetensors"))
     layers = cfg["num_hidden_layers"]
     w = gguf.GGUFWriter(path, "minimax-m2")
-    checks.add_converter_attention_keys(w, cfg, layers)
+    gguf_checks.add_converter_attention_keys(w, cfg, layers)
     w.add_expert_count(cfg["num_local_experts"])
     w.add_expert_used_count(cfg["num_experts_per_tok"])
     w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
@@ -95,7 +97,7 @@ def _write_gguf(directory, path):
                                   try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
         w.add_tensor(new_name, np.ascontiguousarray(data))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 _GGUF_KEYS = ("block_count", "expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func",
@@ -106,6 +108,6 @@ def test_gguf_from_quantize_and_the_converter(case, tmp_path):
     """`attnzoo quantize` at F32 writes the converter's tensors and keys value for value; both files load with
     transformers' logits (ours also token by token)."""
     kind, ref, m, ids, want = case
-    g, _ = checks.check_quantize_matches_converter(m.directory, _write_gguf, "minimax-m2", _GGUF_KEYS, ids, want, VOCAB,
-                                                   tmp_path)
+    g, _ = gguf_checks.check_quantize_matches_converter(m.directory, _write_gguf, "minimax-m2", _GGUF_KEYS, ids, want,
+                                                        VOCAB, tmp_path)
     assert g.config["architectures"] == ["MiniMaxM2ForCausalLM"]

@@ -14,6 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -48,10 +50,10 @@ def test_the_temperature_is_applied(case, tmp_path):
 
     def cold(c):
         c["rope_parameters"]["llama_4_scaling_beta"] = 0.0
-    got = Model.load(checks.copy_with(m.directory, tmp_path / "cold", config_edit=cold)).forward(ids)
+    got = Model.load(edits.copy_with(m.directory, tmp_path / "cold", config_edit=cold)).forward(ids)
     np.testing.assert_allclose(got[:16], want[:16], atol=checks.ATOL, rtol=0)
     assert abs(got[16:] - want[16:]).max() > 1e-2
-    checks.check_config_error_is_named(
+    edits.check_config_error_is_named(
         m.directory, tmp_path / "bad", "llama_4_scaling_beta",
         rope_parameters=dict(ROPE, llama_4_scaling_beta="0.1"))
 
@@ -87,13 +89,13 @@ def test_mistral3_gguf_without_temperature_is_plain_mistral(case, tmp_path):
     kind, ref, m, ids, want = case
     path = str(tmp_path / "w.gguf")
     _write_gguf(m.directory, path)
-    plain = Model.load(checks.rewrite_gguf(path, tmp_path / "plain.gguf", "mistral3",
-                                           drop=("mistral3.attention.temperature_scale",)))
+    plain = Model.load(gguf_checks.rewrite_gguf(path, tmp_path / "plain.gguf", "mistral3",
+                                                drop=("mistral3.attention.temperature_scale",)))
     assert plain.config["architectures"] == ["MistralForCausalLM"] and plain.config["model_type"] == "mistral"
 
     def cold(c):
         c["rope_parameters"]["llama_4_scaling_beta"] = 0.0
-    cold_hf = Model.load(checks.copy_with(m.directory, tmp_path / "cold", config_edit=cold))
+    cold_hf = Model.load(edits.copy_with(m.directory, tmp_path / "cold", config_edit=cold))
     np.testing.assert_allclose(plain.forward(ids), cold_hf.forward(ids), atol=checks.ATOL, rtol=0)
 
 
@@ -112,7 +114,7 @@ def _write_gguf(directory, path):
         cfg = json.load(f)
     rope = cfg["rope_parameters"]
     w = gguf.GGUFWriter(path, "mistral3")
-    checks.add_converter_attention_keys(w, cfg, cfg["num_hidden_layers"])
+    gguf_checks.add_converter_attention_keys(w, cfg, cfg["num_hidden_layers"])
     w.add_vocab_size(cfg["vocab_size"])
     w.add_rope_dimension_count(cfg["head_dim"])
     w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
@@ -129,7 +131,7 @@ def _write_gguf(directory, path):
         if name.endswith("k_proj.weight"):
             data = _permute(data, KV_HEADS)
         w.add_tensor(names.get_name(name, try_suffixes=(".weight", ".bias")), np.ascontiguousarray(data))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 _GGUF_KEYS = ("block_count", "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor",
@@ -141,6 +143,6 @@ def test_gguf_from_quantize_and_the_converter(case, tmp_path):
     """`attnzoo quantize` at F32 writes the converter's tensors (Q / K permuted) and keys value for value; both files
     load as Ministral3ForCausalLM with transformers' logits (ours also token by token)."""
     kind, ref, m, ids, want = case
-    g, _ = checks.check_quantize_matches_converter(m.directory, _write_gguf, "mistral3", _GGUF_KEYS, ids, want, VOCAB,
-                                                   tmp_path)
+    g, _ = gguf_checks.check_quantize_matches_converter(m.directory, _write_gguf, "mistral3", _GGUF_KEYS, ids, want,
+                                                        VOCAB, tmp_path)
     assert g.config["architectures"] == ["Ministral3ForCausalLM"]

@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -67,14 +69,14 @@ def _write_gguf(ref, directory, path):
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert new_name is not None, name
         w.add_tensor(new_name, np.ascontiguousarray(data))
-    checks.finish_gguf(w)
+    gguf_checks.finish_gguf(w)
 
 
 def test_gguf_from_the_gguf_package(case, tmp_path):
     kind, ref, m, ids, want = case
     path = str(tmp_path / "mixtral.gguf")
     _write_gguf(ref, m.directory, path)
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
+    gguf_checks.check_gguf_logits(path, ids, want, VOCAB, prefill=30)
     g = Model.load(path)
     assert g.config["architectures"] == ["MixtralForCausalLM"] and g.config["num_experts"] == EXPERTS
     info = m.inspect()
@@ -95,7 +97,7 @@ def test_quantize_writes_the_converters_tensors(case, tmp_path):
     assert set(got) == set(expect)
     for name, value in expect.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
+    gguf_checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=30)
 
 
 def test_quantize_names_an_expert_tensor_without_a_layer_index(case, tmp_path):
@@ -106,6 +108,6 @@ def test_quantize_names_an_expert_tensor_without_a_layer_index(case, tmp_path):
         tensors["model.layers.x.block_sparse_moe.experts.0.w1.weight"] = tensors.pop(
             "model.layers.0.block_sparse_moe.experts.0.w1.weight")
 
-    bad = checks.copy_with(m.directory, str(tmp_path / "bad"), tensors_edit=rename)
+    bad = edits.copy_with(m.directory, str(tmp_path / "bad"), tensors_edit=rename)
     with pytest.raises(ValueError, match=r"model\.layers\.x\.block_sparse_moe\.experts\.0\.w1\.weight"):
         attnzoo.quantize(bad, tmp_path / "bad.gguf", type="F32")

@@ -15,6 +15,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -81,12 +83,12 @@ def test_moe_gguf_and_quantize(moe_case, tmp_path):
     ref, m, ids, want = moe_case
     theirs, ours = str(tmp_path / "w.gguf"), str(tmp_path / "q.gguf")
     write_converter_gguf(ref.config, m.directory, theirs, MOE_PATTERN)
-    checks.check_gguf_logits(theirs, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_gguf_logits(theirs, ids, want, VOCAB, prefill=25)
     cfg = Model.load(theirs).config
     assert cfg["hybrid_override_pattern"] == MOE_PATTERN and cfg["routed_scaling_factor"] == 1.5
     attnzoo.quantize(m.directory, ours, type="F32")
-    checks.check_same_gguf_tensors(ours, theirs)
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_same_gguf_tensors(ours, theirs)
+    gguf_checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)
 
 
 def test_moe_layers_match_transformers(moe_case):
@@ -108,17 +110,17 @@ def test_pattern_string_reads_as_the_list(case, tmp_path):
     def edit(cfg):
         del cfg["layers_block_type"]
         cfg["hybrid_override_pattern"] = PATTERN
-    checks.copy_with(m.directory, str(tmp_path), config_edit=edit)
+    edits.copy_with(m.directory, str(tmp_path), config_edit=edit)
     np.testing.assert_allclose(Model.load(str(tmp_path)).forward(ids), want, atol=checks.ATOL, rtol=0)
 
 
 def test_bad_patterns_are_named(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_config_error_is_named(m.directory, str(tmp_path / "a"), "hybrid_override_pattern.*'X'",
-                                       hybrid_override_pattern="M*X-M")
-    checks.check_config_error_is_named(m.directory, str(tmp_path / "b"), "moe_latent_size",
-                                       layers_block_type=["mamba", "moe"], moe_latent_size=16)
-    checks.check_missing_tensors_are_named(m.directory, tmp_path / "c", ["backbone.layers.0.mixer.up_proj.weight"])
+    edits.check_config_error_is_named(m.directory, str(tmp_path / "a"), "hybrid_override_pattern.*'X'",
+                                      hybrid_override_pattern="M*X-M")
+    edits.check_config_error_is_named(m.directory, str(tmp_path / "b"), "moe_latent_size",
+                                      layers_block_type=["mamba", "moe"], moe_latent_size=16)
+    edits.check_missing_tensors_are_named(m.directory, tmp_path / "c", ["backbone.layers.0.mixer.up_proj.weight"])
 
 
 
@@ -167,20 +169,20 @@ def write_converter_gguf(cfg, directory, path, pattern):
                 w.add_tensor(f"blk.{i}.ffn_{proj}_exps.weight", np.stack(stacked))
     for name, data in state.items():
         name = name.replace("gate.e_score_correction_bias", "gate.e_score_correction.bias")
-        checks.add_converter_hybrid_tensor(w, names, name, data, cfg.n_groups, cfg.num_attention_heads,
-                                           cfg.num_key_value_heads)
-    checks.finish_gguf(w)
+        gguf_checks.add_converter_hybrid_tensor(w, names, name, data, cfg.n_groups, cfg.num_attention_heads,
+                                                cfg.num_key_value_heads)
+    gguf_checks.finish_gguf(w)
 
 
 def test_gguf_from_the_converter(case, tmp_path):
     kind, ref, m, ids, want = case
     path = str(tmp_path / "nemotron_h.gguf")
     write_converter_gguf(ref.config, m.directory, path, PATTERN)
-    checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
-    checks.check_gguf_as_safetensors(path, m.directory, ids)
-    cfg = checks.check_synthesized_config(path, ref.config, ["hidden_size", "intermediate_size", "n_groups",
-                                                             "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
-                                                             "conv_kernel", "num_key_value_heads", "head_dim"])
+    gguf_checks.check_gguf_logits(path, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_gguf_as_safetensors(path, m.directory, ids)
+    cfg = gguf_checks.check_synthesized_config(path, ref.config, ["hidden_size", "intermediate_size", "n_groups",
+                                                                  "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
+                                                                  "conv_kernel", "num_key_value_heads", "head_dim"])
     assert cfg["hybrid_override_pattern"] == PATTERN
 
 
@@ -191,6 +193,6 @@ def test_quantize_writes_the_converters_tensors(case, tmp_path):
     ours, theirs = str(tmp_path / "q.gguf"), str(tmp_path / "w.gguf")
     attnzoo.quantize(m.directory, ours, type="F32")
     write_converter_gguf(ref.config, m.directory, theirs, PATTERN)
-    checks.check_same_gguf_tensors(ours, theirs)
-    checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)
+    gguf_checks.check_same_gguf_tensors(ours, theirs)
+    gguf_checks.check_gguf_logits(ours, ids, want, VOCAB, prefill=25)
 

@@ -8,6 +8,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 
 VOCAB = 320
@@ -30,15 +32,15 @@ def test_inspect_and_errors(case, tmp_path):
     kind, ref, m, ids, want = case
     info = m.inspect()
     assert [x["kind"] for x in info["layers"]] == ["attention"] * 2 and not info["tied_embeddings"]
-    checks.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.1.self_attn.k_norm.weight"])
+    edits.check_missing_tensors_are_named(m.directory, tmp_path, ["model.layers.1.self_attn.k_norm.weight"])
 
     def per_head(t):
         t["model.layers.0.self_attn.q_norm.weight"] = t["model.layers.0.self_attn.q_norm.weight"][:16].copy()
-    checks.expect_load_error(checks.copy_with(m.directory, tmp_path / "perhead", tensors_edit=per_head),
-                             r"model\.layers\.0\.self_attn\.q_norm\.weight' has shape \[16\], expected \[64\]")
+    edits.expect_load_error(edits.copy_with(m.directory, tmp_path / "perhead", tensors_edit=per_head),
+                            r"model\.layers\.0\.self_attn\.q_norm\.weight' has shape \[16\], expected \[64\]")
 
 
 def test_gguf_from_quantize(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "o.gguf"), gguf.MODEL_ARCH.OLMO2, ids, want,
-                                    VOCAB, prefill=30)
+    gguf_checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "o.gguf"), gguf.MODEL_ARCH.OLMO2, ids, want,
+                                         VOCAB, prefill=30)

@@ -16,6 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -60,7 +62,7 @@ def test_inspect_and_the_factor_set(case, tmp_path):
     def swap(c):
         rope = c["rope_parameters"]
         rope["short_factor"], rope["long_factor"] = rope["long_factor"], rope["short_factor"]
-    swapped = Model.load(checks.copy_with(m.directory, tmp_path / "swapped", config_edit=swap))
+    swapped = Model.load(edits.copy_with(m.directory, tmp_path / "swapped", config_edit=swap))
     assert np.abs(swapped.forward(ids) - want).max() > 1e-2
     if kind == "long_partial":  # attention factor sqrt(1 + ln 16 / ln 16)
         assert ref.model.rotary_emb.attention_scaling == pytest.approx(math.sqrt(2))
@@ -72,7 +74,7 @@ def test_gguf_from_quantize(case, tmp_path):
     gguf = pytest.importorskip("gguf")
     kind, ref, m, ids, want = case
     rope = ref.config.rope_parameters
-    reader = checks.check_gguf_of_checkpoint(
+    reader = gguf_checks.check_gguf_of_checkpoint(
         ref, m.directory, str(tmp_path / "p.gguf"), gguf.MODEL_ARCH.PHI3, ids, want, VOCAB, prefill=30,
         extra={"rope_factors_long.weight": rope["long_factor"], "rope_factors_short.weight": rope["short_factor"]})
 

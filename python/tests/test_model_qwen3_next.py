@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from conftest import matmul_precision  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
@@ -109,7 +110,7 @@ def test_full_attention_interval_without_layer_types(case, tmp_path):
     def edit(c):
         c.pop("layer_types")
         c["full_attention_interval"] = interval
-    d = checks.copy_with(m.directory, tmp_path / "interval", config_edit=edit)
+    d = edits.copy_with(m.directory, tmp_path / "interval", config_edit=edit)
     np.testing.assert_allclose(Model.load(d).forward(ids[:40]), want[:40], atol=1e-4, rtol=0)
 
 
@@ -138,16 +139,16 @@ def test_bf16_checkpoint_and_bf16_weights(tmp_path):
     assert m.inspect()["owned_weight_bytes"] > 0
 
 
-small_dir = checks.checkpoint_fixture(_build, "moe_interval")
+small_dir = edits.checkpoint_fixture(_build, "moe_interval")
 
 
 def test_load_errors_name_the_problem(small_dir, tmp_path):
-    checks.check_missing_tensors_are_named(small_dir, tmp_path, [
+    edits.check_missing_tensors_are_named(small_dir, tmp_path, [
         "model.layers.0.linear_attn.in_proj_ba.weight", "model.layers.0.linear_attn.A_log",
         "model.layers.2.mlp.experts.3.up_proj.weight", "model.layers.1.self_attn.q_norm.weight"])
     conv = "model.layers.0.linear_attn.conv1d.weight"
-    checks.check_edited_tensor_is_named(small_dir, tmp_path / "conv", conv, lambda w: w[:, :, :3].copy())
-    checks.check_config_error_is_named(small_dir, tmp_path / "gva", "linear_num_value_heads", linear_num_value_heads=3)
-    checks.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
-                                       layer_types=["full_attention"] * 3)
-    checks.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_tok=9)
+    edits.check_edited_tensor_is_named(small_dir, tmp_path / "conv", conv, lambda w: w[:, :, :3].copy())
+    edits.check_config_error_is_named(small_dir, tmp_path / "gva", "linear_num_value_heads", linear_num_value_heads=3)
+    edits.check_config_error_is_named(small_dir, tmp_path / "types", "layer_types",
+                                      layer_types=["full_attention"] * 3)
+    edits.check_config_error_is_named(small_dir, tmp_path / "topk", "num_experts_per_tok", num_experts_per_tok=9)

@@ -14,6 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 import rwkv7_reference as ref  # noqa: E402
 from attnzoo.generate import generate  # noqa: E402
@@ -237,7 +238,7 @@ def test_cli_inspect_and_generate(small, tmp_path):
     trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(["the quick brown fox jumps over the lazy dog"] * 20, trainer)
-    d = checks.copy_with(directory, tmp_path / "with_tok")
+    d = edits.copy_with(directory, tmp_path / "with_tok")
     tok.save(str(d / "tokenizer.json"))
 
     r = subprocess.run([_cli(), "inspect", "-m", str(d), "--json"], capture_output=True, text=True, timeout=60)
@@ -264,7 +265,7 @@ def test_cli_inspect_and_generate(small, tmp_path):
                                   "model.layers.1.ffn.key.weight", "model.layers.0.pre_norm.bias", "lm_head.weight"])
 def test_missing_tensor_is_named(small, tmp_path, name):
     _, directory = small
-    d = checks.copy_with(directory, tmp_path / "m", tensors_edit=lambda t: t.pop(name))
+    d = edits.copy_with(directory, tmp_path / "m", tensors_edit=lambda t: t.pop(name))
     with pytest.raises(ValueError) as e:
         Model.load(d)
     assert name in str(e.value) and str(d) in str(e.value)
@@ -276,9 +277,9 @@ def test_misshapen_tensor_and_bad_config_are_named(small, tmp_path):
 
     def shrink(t):
         t[name] = t[name][:-1].copy()
-    d = checks.copy_with(directory, tmp_path / "s", tensors_edit=shrink)
+    d = edits.copy_with(directory, tmp_path / "s", tensors_edit=shrink)
     with pytest.raises(ValueError, match=r"attn\.k_k.*model\.safetensors|model\.safetensors.*attn\.k_k"):
         Model.load(d)
-    checks.check_config_error_is_named(directory, tmp_path / "a", "hidden_act", hidden_act="gelu")
-    checks.check_config_error_is_named(directory, tmp_path / "b", "attn", attn=dict(layers=[1], num_heads=4))
-    checks.check_config_error_is_named(directory, tmp_path / "c", "head_dim", head_dim=24)
+    edits.check_config_error_is_named(directory, tmp_path / "a", "hidden_act", hidden_act="gelu")
+    edits.check_config_error_is_named(directory, tmp_path / "b", "attn", attn=dict(layers=[1], num_heads=4))
+    edits.check_config_error_is_named(directory, tmp_path / "c", "head_dim", head_dim=24)

@@ -10,6 +10,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -37,12 +39,12 @@ def test_nope_layers_follow_the_config(case, tmp_path):
     """An explicit no_rope_layers list is obeyed: making layer 3 rotate too moves the logits, and transformers
     agrees on the edited checkpoint; a list of the wrong length is refused by name."""
     kind, ref, m, ids, want = case
-    d = checks.copy_with(m.directory, tmp_path / "all_rope", config_edit=lambda c: c.update(no_rope_layers=[1] * 4))
+    d = edits.copy_with(m.directory, tmp_path / "all_rope", config_edit=lambda c: c.update(no_rope_layers=[1] * 4))
     other = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager")
     got = Model.load(d).forward(ids)
     np.testing.assert_allclose(got, checks.reference_logits(other.eval(), ids), atol=checks.ATOL, rtol=0)
     assert np.abs(got - want).max() > 1e-2
-    checks.check_config_error_is_named(m.directory, tmp_path / "bad", "no_rope_layers", no_rope_layers=[1, 0])
+    edits.check_config_error_is_named(m.directory, tmp_path / "bad", "no_rope_layers", no_rope_layers=[1, 0])
 
 
 def _permute(w, heads):
@@ -52,11 +54,11 @@ def _permute(w, heads):
 
 def test_gguf_from_quantize(case, tmp_path):
     kind, ref, m, ids, want = case
-    checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "s.gguf"), gguf.MODEL_ARCH.SMOLLM3, ids, want,
-                                    VOCAB, prefill=30, edits=(("q_proj.weight", lambda w: _permute(w, HEADS)),
+    gguf_checks.check_gguf_of_checkpoint(ref, m.directory, str(tmp_path / "s.gguf"), gguf.MODEL_ARCH.SMOLLM3, ids, want,
+                                         VOCAB, prefill=30, edits=(("q_proj.weight", lambda w: _permute(w, HEADS)),
                                                               ("k_proj.weight", lambda w: _permute(w, KV_HEADS))))
     # llama.cpp has no key for another NoPE pattern: such a checkpoint is refused, not written wrongly
-    d = checks.copy_with(m.directory, tmp_path / "odd", config_edit=lambda c: c.update(no_rope_layers=[1, 0, 1, 1]))
+    d = edits.copy_with(m.directory, tmp_path / "odd", config_edit=lambda c: c.update(no_rope_layers=[1, 0, 1, 1]))
     import attnzoo
     with pytest.raises(ValueError, match="no_rope_layers"):
         attnzoo.quantize(d, tmp_path / "odd.gguf", type="F32")

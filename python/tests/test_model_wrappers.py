@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 
@@ -138,9 +139,9 @@ def test_only_the_language_model_is_counted(case):
 def test_unsupported_language_model_of_a_wrapper_is_named(tmp_path):
     torch.manual_seed(0)
     _model("llava_llama").save_pretrained(tmp_path / "src", safe_serialization=True)
-    d = checks.copy_with(tmp_path / "src", tmp_path / "odd",
-                         config_edit=lambda c: c["text_config"].update(model_type="phi3"))
-    checks.expect_load_error(d, r"text_config\.model_type.*'phi3'")
+    d = edits.copy_with(tmp_path / "src", tmp_path / "odd",
+                        config_edit=lambda c: c["text_config"].update(model_type="phi3"))
+    edits.expect_load_error(d, r"text_config\.model_type.*'phi3'")
 
 
 def test_wrapper_missing_a_language_model_tensor_is_named(tmp_path):
@@ -148,9 +149,9 @@ def test_wrapper_missing_a_language_model_tensor_is_named(tmp_path):
     ref = _model("qwen3_5_vl")
     ref.save_pretrained(tmp_path / "src", safe_serialization=True)
     name = "model.language_model.layers.1.self_attn.q_proj.weight"
-    d = checks.copy_with(tmp_path / "src", tmp_path / "broken", tensors_edit=lambda t: t.pop(name))
+    d = edits.copy_with(tmp_path / "src", tmp_path / "broken", tensors_edit=lambda t: t.pop(name))
     # The error names the text model's tensor (the builder's name for it).
-    checks.expect_load_error(d, r"model\.layers\.1\.self_attn\.q_proj\.weight")
+    edits.expect_load_error(d, r"model\.layers\.1\.self_attn\.q_proj\.weight")
 
 
 def test_untied_wrapper_head_is_used_even_if_text_config_says_tied(tmp_path):

@@ -18,6 +18,8 @@ transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
 import attnzoo  # noqa: E402
+import checkpoint_edits as edits  # noqa: E402
+import gguf_checks  # noqa: E402
 import model_checks as checks  # noqa: E402
 import test_gguf_qwen35 as qwen35  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
@@ -72,7 +74,7 @@ def test_f32_file_is_the_converters(case, tmp_path):
 def test_f32_logits_match_transformers(case, tmp_path):
     kind, hf, _, ids, want, _ = case
     path = _quantize(hf, str(tmp_path / "f32.gguf"), "F32")
-    checks.check_gguf_logits(path, ids, want, qwen35.VOCAB, prefill=30)
+    gguf_checks.check_gguf_logits(path, ids, want, qwen35.VOCAB, prefill=30)
 
 
 def test_q8_0_blocks_and_logits(case, tmp_path):
@@ -134,7 +136,7 @@ def test_fused_experts_and_mtp_tensors(case, tmp_path):
     """A checkpoint holding the fused experts (MoE) and mtp.* tensors: the same file (the fused stacks split into
     ffn_gate_exps / ffn_up_exps, the prediction tensors left out)."""
     kind, hf, ref_path, _, _, _ = case
-    hub = checks.copy_with(hf, str(tmp_path / "hub"), tensors_edit=_hub_form)
+    hub = edits.copy_with(hf, str(tmp_path / "hub"), tensors_edit=_hub_form)
     got, want = _tensors(_quantize(hub, str(tmp_path / "hub.gguf"), "F32")), _tensors(ref_path)
     assert sorted(got) == sorted(want)
     for name, w in want.items():
@@ -144,7 +146,7 @@ def test_fused_experts_and_mtp_tensors(case, tmp_path):
 def test_head_counts_the_tensors_contradict_are_named(case, tmp_path):
     """linear_num_value_heads 4 where the tensors hold 6: refused, naming the first tensor the tiling misses."""
     kind, hf, _, _, _, _ = case
-    bad = checks.copy_with(hf, str(tmp_path / "bad"), config_edit=lambda c: c.update(linear_num_value_heads=4))
+    bad = edits.copy_with(hf, str(tmp_path / "bad"), config_edit=lambda c: c.update(linear_num_value_heads=4))
     out = str(tmp_path / "x.gguf")
     r = subprocess.run([CLI, "quantize", "-m", bad, "-o", out, "--type", "Q8_0"], capture_output=True, text=True,
                        timeout=300)
@@ -177,8 +179,8 @@ def test_conditional_generation_wrapper_writes_the_text_models_file(case, tmp_pa
     """Qwen3_5(Moe)ForConditionalGeneration: hyper-parameters from text_config, model.language_model.* as model.*,
     the vision tower left out: the same tensors (names, types, bytes) and <arch>.* metadata as the text class's."""
     kind, hf, _, _, _, _ = case
-    wrapped = checks.copy_with(hf, str(tmp_path / "wrapped"), config_edit=_wrapper_config,
-                               tensors_edit=_wrapper_tensors)
+    wrapped = edits.copy_with(hf, str(tmp_path / "wrapped"), config_edit=_wrapper_config,
+                              tensors_edit=_wrapper_tensors)
     out = str(tmp_path / "wrapped.gguf")
     r = subprocess.run([CLI, "quantize", "-m", wrapped, "-o", out, "--type", "F32"], capture_output=True, text=True,
                        timeout=300)
@@ -199,8 +201,8 @@ def test_conditional_generation_wrapper_writes_the_text_models_file(case, tmp_pa
 def test_wrapper_without_text_config_is_named(case, tmp_path):
     kind, hf, _, _, _, _ = case
     arch = "Qwen3_5MoeForConditionalGeneration" if kind == "moe" else "Qwen3_5ForConditionalGeneration"
-    bad = checks.copy_with(hf, str(tmp_path / "bad"), config_edit=lambda c: c.update(architectures=[arch]),
-                           tensors_edit=_wrapper_tensors)
+    bad = edits.copy_with(hf, str(tmp_path / "bad"), config_edit=lambda c: c.update(architectures=[arch]),
+                          tensors_edit=_wrapper_tensors)
     out = str(tmp_path / "x.gguf")
     r = subprocess.run([CLI, "quantize", "-m", bad, "-o", out, "--type", "F32"], capture_output=True, text=True,
                        timeout=300)

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
+import checkpoint_edits as edits  # noqa: E402
 import model_checks as checks  # noqa: E402
 from attnzoo.generate import generate  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
@@ -193,7 +194,7 @@ def test_different_sequences_on_different_threads_stay_parallel_and_correct(smal
 @pytest.mark.parametrize("key, value", [("rms_norm_eps", -1), ("sliding_window", -5), ("num_hidden_layers", 1e9),
                                         ("layer_types", ["full_attention", "banana"])])
 def test_config_values_are_refused_at_load_naming_the_key(small, tmp_path, key, value):
-    d = checks.copy_with(small, tmp_path / "bad", config_edit=lambda c: c.update({key: value}))
+    d = edits.copy_with(small, tmp_path / "bad", config_edit=lambda c: c.update({key: value}))
     with pytest.raises(ValueError, match=key):
         Model.load(str(d))
 
