@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+from live_process import live_args
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(os.environ.get("ATTNZOO_BUILD") or os.path.join(ROOT, "build"))
 SCRIPT = os.path.join(ROOT, "scripts", "gpu_check.sh")
@@ -89,14 +91,8 @@ def listing(path):
 
 def hung_sleep_alive(pid):
     """Whether the fake nvidia-smi's sleep still runs under that pid (a zombie or another process there is not it)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            args = f.read().split(b"\0")
-        with open(f"/proc/{pid}/stat") as f:
-            zombie = f.read().split(")")[-1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return not zombie and args[:2] == [b"sleep", b"300"]
+    args = live_args(pid)
+    return args is not None and args[:2] == [b"sleep", b"300"]
 
 
 def segments(log):

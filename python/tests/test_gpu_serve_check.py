@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("openai")
 
+from live_process import live_args  # noqa: E402
 from test_chat_cli import CLI, needs_cli  # noqa: E402
 from test_serve import checkpoint  # noqa: E402,F401  (its session fixture)
 
@@ -48,14 +49,8 @@ def server_pids(log):
 def gone(pid, model):
     """No live `attnzoo serve` of this model under that pid (pids are reused quickly on a busy machine: another
     process there is not ours)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            args = f.read().split(b"\0")
-        with open(f"/proc/{pid}/stat") as f:
-            zombie = f.read().split(")")[-1].split()[0] == "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return zombie or not (b"serve" in args and model.encode() in args)
+    args = live_args(pid)
+    return args is None or not (b"serve" in args and model.encode() in args)
 
 
 def test_prefix_ttft_compares_whole_hits_with_misses_and_counts_partial_ones_apart():
