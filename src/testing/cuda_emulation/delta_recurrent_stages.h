@@ -12,15 +12,12 @@
 namespace attnzoo::cuda_emulation {
 
 inline void run_delta_recurrent(cuda_delta::RecurrentLaunch& l, DeltaGate gate, uint64_t seed) {
-  launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
-    seed_schedule(seed);
-    launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-      switch (gate) {
-        case DeltaGate::none: cuda_delta::delta_recurrent_cta<DeltaGate::none>(l.params); break;
-        case DeltaGate::head: cuda_delta::delta_recurrent_cta<DeltaGate::head>(l.params); break;
-        case DeltaGate::channel: cuda_delta::delta_recurrent_cta<DeltaGate::channel>(l.params); break;
-      }
-    });
+  launch_packed_plan(l, 0, seed, [&](unsigned char*) {
+    switch (gate) {
+      case DeltaGate::none: cuda_delta::delta_recurrent_cta<DeltaGate::none>(l.params); break;
+      case DeltaGate::head: cuda_delta::delta_recurrent_cta<DeltaGate::head>(l.params); break;
+      case DeltaGate::channel: cuda_delta::delta_recurrent_cta<DeltaGate::channel>(l.params); break;
+    }
   });
 }
 

@@ -21,15 +21,12 @@ inline void run_gla_recurrent(cuda_gla::RecurrentLaunch& l, uint64_t seed) {
     std::memcpy(gamma->data(), l.gamma.data(), gamma->size());
     l.params.g_gamma = reinterpret_cast<const float*>(gamma->data());
   }
-  launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
-    seed_schedule(seed);
-    launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-      switch (l.gate) {
-        case GateKind::none: cuda_gla::gla_recurrent_cta<GateKind::none>(l.params); break;
-        case GateKind::scalar: cuda_gla::gla_recurrent_cta<GateKind::scalar>(l.params); break;
-        case GateKind::channel: cuda_gla::gla_recurrent_cta<GateKind::channel>(l.params); break;
-      }
-    });
+  launch_packed_plan(l, 0, seed, [&](unsigned char*) {
+    switch (l.gate) {
+      case GateKind::none: cuda_gla::gla_recurrent_cta<GateKind::none>(l.params); break;
+      case GateKind::scalar: cuda_gla::gla_recurrent_cta<GateKind::scalar>(l.params); break;
+      case GateKind::channel: cuda_gla::gla_recurrent_cta<GateKind::channel>(l.params); break;
+    }
   });
 }
 

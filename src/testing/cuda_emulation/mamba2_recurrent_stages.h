@@ -11,15 +11,12 @@
 namespace attnzoo::cuda_emulation {
 
 inline void run_mamba2_recurrent(cuda_mamba2::RecurrentLaunch& l, uint64_t seed) {
-  launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
-    seed_schedule(seed);
-    launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-      switch (l.cols_per_lane) {
-        case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
-        case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
-        default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
-      }
-    });
+  launch_packed_plan(l, 0, seed, [&](unsigned char*) {
+    switch (l.cols_per_lane) {
+      case 2: cuda_mamba2::mamba2_recurrent_warp<2>(l.params); break;
+      case 4: cuda_mamba2::mamba2_recurrent_warp<4>(l.params); break;
+      default: cuda_mamba2::mamba2_recurrent_warp<8>(l.params); break;
+    }
   });
 }
 

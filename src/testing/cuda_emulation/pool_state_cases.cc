@@ -36,6 +36,7 @@
 #include "testing/cuda_emulation/delta_recurrent_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/gla_recurrent_stages.h"
+#include "testing/cuda_emulation/gpu_inputs.h"
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 
@@ -45,8 +46,8 @@ using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
 using cuda_emulation::expect_rows;
-using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
+using cuda_emulation::pool_view;
 using testing::DeltaCase;
 using testing::DeltaInputs;
 using testing::GlaDeviceCase;
@@ -80,21 +81,12 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
   (gate == DeltaGate::head ? gated_delta_rule_reference : kda_reference)(in.args(c, o_ref, &s_ref));
 
   Pool pool(slots, 7, HV * K * V, 5, seed + 100);
-  pool.place(index, static_cast<const float*>(in.init.view.data));
-  pool.upload();
   const Indices idx(index);
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     beta = on_device(in.beta);
+  const cuda_emulation::DeltaGpuInputs inputs(in);
   const DeviceTensor o(dtype, {N, 1, HV, V}, 0);  // NaN bytes
-  HostTensor unused(DType::f32, {1}, 0, 0.f);
-  DeltaArgs a = in.args(c, unused, nullptr);
-  a.q = on_gpu(q.device_view()), a.k = on_gpu(k.device_view()), a.v = on_gpu(v.device_view());
-  a.g = on_gpu(g.device_view()), a.beta = on_gpu(beta.device_view()), a.o = on_gpu(o.device_view());
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, HV, K, V}));
-  states.strides[0] = pool.stride();
-  a.initial_state = a.final_state = states;
+  DeltaArgs a = inputs.args(c, in, o);
+  a.initial_state = a.final_state = pool_view(pool, index, in.init.view.data, {HV, K, V});
   a.ssm_state_indices = idx.data();
-  a.check_values = false;
   const DeltaProblem p = make_delta_problem(a, gate);
   ASSERT_NO_THROW(check_cuda_delta_recurrent(p));
   cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
@@ -172,18 +164,11 @@ void check_rwkv7(int64_t H, int64_t K, int64_t V, const std::vector<int32_t>& in
   recurrent_rwkv7(a);
 
   Pool pool(slots, 3, H * K * V, 9, seed + 100);
-  pool.place(index, static_cast<const float*>(in.h0.view.data));
-  pool.upload();
   const Indices idx(index);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b);
+  const cuda_emulation::Rwkv7GpuInputs inputs(in);
   const DeviceTensor o(dtype, {N, 1, H, V}, 0);  // NaN bytes
-  a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-  a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-  a.o = on_gpu(o.device_view());
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, H, K, V}));
-  states.strides[0] = pool.stride();
-  a.initial_state = a.final_state = states;
+  a = inputs.args(c, in, o);
+  a.initial_state = a.final_state = pool_view(pool, index, in.h0.view.data, {H, K, V});
   a.ssm_state_indices = idx.data();
   const Rwkv7Problem p = make_rwkv7_problem(a);
   ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
@@ -250,23 +235,12 @@ void check_gla(GlaDeviceCase c, const std::vector<int32_t>& index, int64_t slots
   testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref));
 
   Pool pool(slots, 5, c.HV * c.K * c.V, 11, seed + 100);
-  pool.place(index, static_cast<const float*>(in.init.view.data));
-  pool.upload();
   const Indices idx(index);
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     g_gamma = on_device(in.g_gamma);
+  const cuda_emulation::GlaGpuInputs inputs(in);
   const DeviceTensor o(c.out_dtype, {N, 1, c.HV, c.V}, 0);  // NaN bytes
-  HostTensor unused(DType::f32, {1}, 0, 0.f);
-  testing::GlaEntryArgs a = in.args(c, unused, nullptr);
-  a.q = on_gpu(q.device_view()), a.k = on_gpu(k.device_view()), a.v = on_gpu(v.device_view());
-  a.o = on_gpu(o.device_view());
-  if (!a.g.empty()) a.g = on_gpu(g.device_view());
-  if (!a.g_gamma.empty()) a.g_gamma = on_gpu(g_gamma.device_view());
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, c.HV, c.K, c.V}));
-  states.strides[0] = pool.stride();
-  a.opts.initial_state = a.opts.final_state = states;
+  testing::GlaEntryArgs a = inputs.args(c, in, o);
+  a.opts.initial_state = a.opts.final_state = pool_view(pool, index, in.init.view.data, {c.HV, c.K, c.V});
   a.opts.ssm_state_indices = idx.data();
-  a.opts.check_values = false;
   std::vector<float> retention_gamma;
   const GlaProblem p = testing::gla_family_problem(c.family, a, retention_gamma);
   ASSERT_NO_THROW(check_cuda_gla_recurrent(p));

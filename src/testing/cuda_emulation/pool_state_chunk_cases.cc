@@ -42,6 +42,7 @@
 #include "testing/cuda_emulation/device_tensor.h"
 #include "testing/cuda_emulation/packed_offsets.h"
 #include "testing/cuda_emulation/gla_chunk_stages.h"
+#include "testing/cuda_emulation/gpu_inputs.h"
 #include "testing/cuda_emulation/mamba2_recurrent_stages.h"
 #include "testing/cuda_emulation/pool_states.h"
 #include "testing/cuda_emulation/selective_scan_stages.h"
@@ -68,16 +69,11 @@ void check_delta(DeltaGate gate, int64_t K, int64_t V, const std::vector<int32_t
   SCOPED_TRACE(c.label() + " gate=" + std::to_string(int(gate)) + " slots=" + std::to_string(slots));
   const testing::DeltaInputs in(c, seed);
   const int64_t N = in.N;
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     beta = on_device(in.beta), init = on_device(in.init);
+  const cuda_emulation::DeltaGpuInputs inputs(in);
+  const DeviceTensor init = on_device(in.init);
   auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
-    HostTensor unused(DType::f32, {1}, 0, 0.f);
-    DeltaArgs a = in.args(c, unused, nullptr);
-    a.q = on_gpu(q.device_view()), a.k = on_gpu(k.device_view()), a.v = on_gpu(v.device_view());
-    a.beta = on_gpu(beta.device_view()), a.o = on_gpu(o.device_view());
-    a.g = gate == DeltaGate::none ? TensorView{} : on_gpu(g.device_view());
+    DeltaArgs a = inputs.args(c, in, o);
     a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
-    a.check_values = false;
     const DeltaProblem p = make_delta_problem(a, gate);
     ASSERT_NO_THROW(check_cuda_delta_chunk(p));
     cuda_delta_chunk::ChunkLaunch l = cuda_delta_chunk::plan_delta_chunk(p);
@@ -117,17 +113,11 @@ void check_gla(testing::GlaDeviceCase c, const std::vector<int32_t>& cu_seqlens,
   SCOPED_TRACE(c.label() + " slots=" + std::to_string(slots));
   const testing::GlaInputs in(c, seed);
   const int64_t N = in.N;
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     g_gamma = on_device(in.g_gamma), init = on_device(in.init);
+  const cuda_emulation::GlaGpuInputs inputs(in);
+  const DeviceTensor init = on_device(in.init);
   auto run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices) {
-    HostTensor unused(DType::f32, {1}, 0, 0.f);
-    testing::GlaEntryArgs a = in.args(c, unused, nullptr);
-    a.q = on_gpu(q.device_view()), a.k = on_gpu(k.device_view()), a.v = on_gpu(v.device_view());
-    a.o = on_gpu(o.device_view());
-    if (!a.g.empty()) a.g = on_gpu(g.device_view());
-    if (!a.g_gamma.empty()) a.g_gamma = on_gpu(g_gamma.device_view());
+    testing::GlaEntryArgs a = inputs.args(c, in, o);
     a.opts.initial_state = initial, a.opts.final_state = final_state, a.opts.ssm_state_indices = indices;
-    a.opts.check_values = false;
     std::vector<float> retention_gamma;
     const GlaProblem p = testing::gla_family_problem(c.family, a, retention_gamma);
     ASSERT_NO_THROW(check_cuda_gla_chunk(p));

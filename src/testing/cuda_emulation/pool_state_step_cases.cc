@@ -39,6 +39,7 @@ using cuda_emulation::Pool;
 using cuda_emulation::expect_rows;
 using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
+using cuda_emulation::pool_view;
 using testing::HostTensor;
 
 // ---- Short convolution's decode step: conv_update_kernel.cuh ----
@@ -56,13 +57,10 @@ void check_conv(int64_t D, int64_t W, int64_t S, const std::vector<int32_t>& ind
   causal_conv1d_reference(x.view, w.view, y_ref.view, o);
 
   Pool pool(slots, 3, D * S, 9, seed + 100);
-  pool.place(index, static_cast<const float*>(dense.view.data));
-  pool.upload();
   const Indices idx(index);
   const DeviceTensor xd = on_device(x), wd = on_device(w), bd = on_device(b);
   const DeviceTensor yd(DType::f32, {N, 1, D}, 0);  // NaN bytes
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, D, S}));
-  states.strides[0] = pool.stride();
+  const TensorView states = pool_view(pool, index, dense.view.data, {D, S});
   const ConvProblem p =
       make_conv_update_problem(on_gpu(xd.device_view()), states, on_gpu(wd.device_view()), on_gpu(bd.device_view()),
                                on_gpu(yd.device_view()), ConvActivation::silu, idx.data());
@@ -111,8 +109,6 @@ void check_mamba2(int64_t H, int64_t P, int64_t G, int64_t N, const std::vector<
       z(dtype, {Bn, H, P}, seed + 6), bias(DType::f32, {H}, seed + 7, 0.5f), dense(DType::f32, {Bn, H, P, N}, seed + 8);
   for (int64_t h = 0; h < H; ++h) A.view.ptr<float>()[h] = -0.5f - std::fabs(A.at(h));
   Pool pool(slots, 11, H * P * N, 2, seed + 100);
-  pool.place(index, static_cast<const float*>(dense.view.data));
-  pool.upload();
 
   HostTensor y_ref(DType::f32, {Bn, H, P}, 0, 0.f), s_ref = dense;
   s_ref.view.data = s_ref.bytes.data();
@@ -128,8 +124,7 @@ void check_mamba2(int64_t H, int64_t P, int64_t G, int64_t N, const std::vector<
   a.x = on_gpu(xd.device_view()), a.dt = on_gpu(dtd.device_view()), a.A = on_gpu(Ad.device_view());
   a.B = on_gpu(Bd.device_view()), a.C = on_gpu(Cd.device_view()), a.D = on_gpu(Dd.device_view());
   a.z = on_gpu(zd.device_view()), a.dt_bias = on_gpu(biasd.device_view()), a.y = on_gpu(yd.device_view());
-  a.state = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, H, P, N}));
-  a.state.strides[0] = pool.stride();
+  a.state = pool_view(pool, index, dense.view.data, {H, P, N});
   a.state_batch_indices = idx.data();
   const Mamba2Problem p = make_mamba2_step_problem(a);
   ASSERT_NO_THROW(check_cuda_mamba2_recurrent(p));
@@ -159,8 +154,6 @@ void check_mamba(int64_t D, int64_t N, const std::vector<int32_t>& index, int64_
       z(dtype, {Bn, D}, seed + 6), bias(DType::f32, {D}, seed + 7, 0.3f), dense(DType::f32, {Bn, D, N}, seed + 8);
   for (int64_t i = 0; i < A.numel(); ++i) A.view.ptr<float>()[i] = -std::fabs(A.at(i));
   Pool pool(slots, 5, D * N, 6, seed + 100);
-  pool.place(index, static_cast<const float*>(dense.view.data));
-  pool.upload();
 
   HostTensor y_ref(DType::f32, {Bn, D}, 0, 0.f), s_ref = dense;
   s_ref.view.data = s_ref.bytes.data();
@@ -176,8 +169,7 @@ void check_mamba(int64_t D, int64_t N, const std::vector<int32_t>& index, int64_
   a.x = on_gpu(xd.device_view()), a.dt = on_gpu(dtd.device_view()), a.A = on_gpu(Ad.device_view());
   a.B = on_gpu(Bd.device_view()), a.C = on_gpu(Cd.device_view()), a.D = on_gpu(skipd.device_view());
   a.z = on_gpu(zd.device_view()), a.dt_bias = on_gpu(biasd.device_view()), a.y = on_gpu(yd.device_view());
-  a.state = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, D, N}));
-  a.state.strides[0] = pool.stride();
+  a.state = pool_view(pool, index, dense.view.data, {D, N});
   a.state_batch_indices = idx.data();
   const SelectiveScanProblem p = make_selective_step_problem(a);
   ASSERT_NO_THROW(check_cuda_selective_scan(p));

@@ -1,8 +1,8 @@
 #pragma once
 // The CTA emulator's fixtures for kernels on states addressed in a pool (the decode steps of pool_state_cases.cc and
-// pool_state_step_cases.cc, the prefills of pool_state_chunk_cases.cc, rwkv7_cases.cc and rwkv7_chunk_cases.cc): a
-// slab of slots with room around each state and its view, the pads' untouched outputs, and the per-sequence slot
-// indices in device memory.
+// pool_state_step_cases.cc, the prefills of pool_state_chunk_cases.cc, rwkv7_cases.cc and rwkv7_chunk_cases.cc, the
+// rows-per-thread runs of recurrent_rows_cases.cc): a slab of slots with room around each state and its view, the
+// pads' untouched outputs, and the per-sequence slot indices in device memory.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -11,15 +11,12 @@
 
 #include <cstring>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/linear/common/cuda/delta_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/delta_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/delta_recurrent_launch.h"
 #include "kernels/linear/common/cuda/gla_recurrent_cuda.h"
-#include "kernels/linear/common/cuda/gla_recurrent_kernel.cuh"
 #include "kernels/linear/common/cuda/gla_recurrent_launch.h"
 #include "kernels/linear/common/delta_problem.h"
 #include "kernels/linear/common/delta_testing.h"
@@ -29,14 +26,17 @@
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
 #include "kernels/linear/kda/kda.h"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_cuda.h"
-#include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_kernel.cuh"
 #include "kernels/linear/rwkv7/cuda/rwkv7_recurrent_launch.h"
 #include "kernels/linear/rwkv7/problem.h"
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/delta_recurrent_stages.h"
 #include "testing/cuda_emulation/device_tensor.h"
-#include "testing/cuda_emulation/packed_offsets.h"
+#include "testing/cuda_emulation/gla_recurrent_stages.h"
+#include "testing/cuda_emulation/gpu_inputs.h"
 #include "testing/cuda_emulation/pool_states.h"
+#include "testing/cuda_emulation/run_outputs.h"
+#include "testing/cuda_emulation/rwkv7_recurrent_stages.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -44,16 +44,15 @@ namespace {
 using cuda_emulation::DeviceTensor;
 using cuda_emulation::Indices;
 using cuda_emulation::Pool;
-using cuda_emulation::download;
-using cuda_emulation::on_device;
 using cuda_emulation::on_gpu;
+using cuda_emulation::pool_view;
 using cuda_linear::rows_per_thread;
 using testing::HostTensor;
 
 // Plans a family's problem on output `o`, states `initial` / `final_state` (pool slots when `indices`) and
-// launches it with the plan's packing but `rows` rows per thread.
+// launches it with the plan's packing but `rows` rows per thread, the CTAs' schedule from `seed`.
 using Run = std::function<void(const DeviceTensor& o, TensorView initial, TensorView final_state,
-                               const int32_t* indices, int rows)>;
+                               const int32_t* indices, int rows, uint64_t seed)>;
 
 // What a family's case hands the three runs: its shapes (o [1, T, heads, V], states [N, heads, K, V]), its
 // inputs' initial states and the reference's results.
@@ -66,49 +65,30 @@ struct Expected {
 
 void check_three_ways(const Run& run, const Expected& e, const std::vector<int32_t>& cu_seqlens,
                       const std::vector<int32_t>& index, int64_t slots, uint64_t seed) {
-  const DeviceTensor init = on_device(*e.init);
-  const int64_t width = e.heads * e.V, state_elems = e.heads * e.K * e.V;  // per token row, per sequence
   // Dense, at the plan's rows, against the double reference.
-  HostTensor o(e.out_dtype, {1, e.T, e.heads, e.V}, 0, 0.f), s(DType::f32, {e.N, e.heads, e.K, e.V}, 0, 0.f);
-  testing::fill_nan_bytes(o), testing::fill_nan_bytes(s);
-  const DeviceTensor od = on_device(o), sd = on_device(s);
-  cuda_emulation::seed_schedule(seed);
-  run(od, on_gpu(init.device_view()), on_gpu(sd.device_view()), nullptr, rows_per_thread(e.K));
-  download(od, o), download(sd, s);
-  EXPECT_LE(testing::relative_rms(o, *e.o_ref), e.tolerance);
-  EXPECT_LE(testing::relative_rms(s, *e.s_ref), 1e-4);
+  cuda_emulation::RunOutputs dense(e.out_dtype, {1, e.T, e.heads, e.V}, {e.N, e.heads, e.K, e.V}, *e.init, true,
+                                   false);
+  const DeviceTensor &init = dense.init, &od = dense.od, &sd = dense.sd;
+  run(od, on_gpu(init.device_view()), on_gpu(sd.device_view()), nullptr, rows_per_thread(e.K), seed);
+  dense.download();
+  EXPECT_LE(testing::relative_rms(dense.o, *e.o_ref), e.tolerance);
+  EXPECT_LE(testing::relative_rms(dense.s, *e.s_ref), 1e-4);
 
   // The other instantiation on the same plan, where the plan's units fit it (K <= 16: one warp either way).
   if (rows_per_thread(e.K) == 16) {
     const DeviceTensor o32(e.out_dtype, {1, e.T, e.heads, e.V}, 0), s32(DType::f32, {e.N, e.heads, e.K, e.V}, 0);
-    cuda_emulation::seed_schedule(seed + 1);
-    run(o32, on_gpu(init.device_view()), on_gpu(s32.device_view()), nullptr, 32);
+    run(o32, on_gpu(init.device_view()), on_gpu(s32.device_view()), nullptr, 32, seed + 1);
     EXPECT_EQ(std::memcmp(o32.device.data(), od.device.data(), o32.device.size()), 0) << "o, 32 rows vs 16";
     EXPECT_EQ(std::memcmp(s32.device.data(), sd.device.data(), s32.device.size()), 0) << "state, 32 rows vs 16";
   }
 
   // Pool slots with pads, against the dense run.
-  Pool pool(slots, 5, state_elems, 3, seed + 100);
-  pool.place(index, static_cast<const float*>(e.init->view.data));
-  pool.upload();
-  TensorView states = on_gpu(TensorView::contiguous(pool.state_base(), DType::f32, {slots, e.heads, e.K, e.V}));
-  states.strides[0] = pool.stride();
+  Pool pool(slots, 5, e.heads * e.K * e.V, 3, seed + 100);
+  const TensorView states = pool_view(pool, index, e.init->view.data, {e.heads, e.K, e.V});
   const Indices idx(index);
   const DeviceTensor op(e.out_dtype, {1, e.T, e.heads, e.V}, 0);  // NaN bytes
-  cuda_emulation::seed_schedule(seed + 2);
-  run(op, states, states, idx.data(), rows_per_thread(e.K));
-  const size_t row_bytes = size_t(width) * dtype_size(e.out_dtype);
-  const auto* got = static_cast<const uint8_t*>(op.device.data());
-  const auto* dense = static_cast<const uint8_t*>(od.device.data());
-  int64_t differing = 0, pad_written = 0;
-  for (size_t n = 0; n < index.size(); ++n)
-    for (size_t b = size_t(cu_seqlens[n]) * row_bytes; b < size_t(cu_seqlens[n + 1]) * row_bytes; ++b)
-      if (index[n] < 0)
-        pad_written += got[b] != 0xff;
-      else
-        differing += got[b] != dense[b];
-  EXPECT_EQ(differing, 0) << "output bytes of the real sequences that differ from the dense run's";
-  EXPECT_EQ(pad_written, 0) << "output bytes of the pads written";
+  run(op, states, states, idx.data(), rows_per_thread(e.K), seed + 2);
+  cuda_emulation::expect_sequence_rows(index, cu_seqlens, op, od, e.heads * e.V);
   pool.expect(index, reinterpret_cast<const float*>(sd.device.data()), 0.0);
 }
 
@@ -117,12 +97,11 @@ const std::vector<int32_t> kCuSeqlens{0, 1, 7, 7, 11, 14}, kIndex{4, -1, 0, 2, -
 constexpr int64_t kSlots = 6, kHeads = 3, kV = 72;
 const int64_t kKs[] = {12, 16, 32, 64, 128};
 
-template <class Launch>
-void launch_plan(const std::vector<int64_t>& offsets, const int64_t** slot, int rows, int* plan_rows, int64_t K,
-                 Launch&& launch) {
-  EXPECT_EQ(*plan_rows, rows_per_thread(K)) << "the plan's rows per thread";
-  *plan_rows = rows;
-  cuda_emulation::launch_with_offsets(offsets, slot, launch);
+// The plan `l` for K-row states, its rows per thread (the plan's choice, checked) replaced by `rows`.
+template <class RecurrentLaunch>
+void set_rows(RecurrentLaunch& l, int64_t K, int rows) {
+  EXPECT_EQ(l.params.rows, rows_per_thread(K)) << "the plan's rows per thread";
+  l.params.rows = rows;
 }
 
 // ---- delta_recurrent_kernel.cuh ----
@@ -138,30 +117,17 @@ void check_delta(DeltaGate gate, int64_t K, uint64_t seed) {
                          : gate == DeltaGate::head ? gated_delta_rule_reference
                                                    : kda_reference;
   reference(in.args(c, o_ref, &s_ref));
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     beta = on_device(in.beta);
+  const cuda_emulation::DeltaGpuInputs inputs(in);
   const Run run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices,
-                      int rows) {
-    HostTensor unused(DType::f32, {1}, 0, 0.f);
-    DeltaArgs a = in.args(c, unused, nullptr);
-    a.q = on_gpu(q.device_view()), a.k = on_gpu(k.device_view()), a.v = on_gpu(v.device_view());
-    a.beta = on_gpu(beta.device_view()), a.o = on_gpu(o.device_view());
-    a.g = gate == DeltaGate::none ? TensorView{} : on_gpu(g.device_view());
+                      int rows, uint64_t run_seed) {
+    DeltaArgs a = inputs.args(c, in, o);
     a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
-    a.check_values = false;
     const DeltaProblem p = make_delta_problem(a, gate);
     ASSERT_NO_THROW(check_cuda_delta_recurrent(p));
     cuda_delta::RecurrentLaunch l = cuda_delta::plan_delta_recurrent(p);
     ASSERT_FALSE(l.empty);
-    launch_plan(l.seq_offsets, &l.params.seq_offsets, rows, &l.params.rows, K, [&] {
-      cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-        switch (gate) {
-          case DeltaGate::none: return cuda_delta::delta_recurrent_cta<DeltaGate::none>(l.params);
-          case DeltaGate::head: return cuda_delta::delta_recurrent_cta<DeltaGate::head>(l.params);
-          case DeltaGate::channel: return cuda_delta::delta_recurrent_cta<DeltaGate::channel>(l.params);
-        }
-      });
-    });
+    set_rows(l, K, rows);
+    cuda_emulation::run_delta_recurrent(l, gate, run_seed);
   };
   check_three_ways(run, {c.T, in.N, c.HV, K, kV, DType::f32, &in.init, &o_ref, &s_ref, 1e-4},
                    kCuSeqlens, kIndex, kSlots, seed);
@@ -181,39 +147,18 @@ void check_gla(testing::GlaDeviceCase c, uint64_t seed) {
   const int64_t N = c.num_seqs();
   HostTensor o_ref(DType::f32, {1, c.T, c.HV, c.V}, 0, 0.f), s_ref(DType::f32, {N, c.HV, c.K, c.V}, 0, 0.f);
   testing::run_gla_entry(c.family, GlaPath::reference, in.args(c, o_ref, &s_ref));
-  const DeviceTensor q = on_device(in.q), k = on_device(in.k), v = on_device(in.v), g = on_device(in.g),
-                     g_gamma = on_device(in.g_gamma);
+  const cuda_emulation::GlaGpuInputs inputs(in);
   const Run run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices,
-                      int rows) {
-    HostTensor unused(DType::f32, {1}, 0, 0.f);
-    testing::GlaEntryArgs a = in.args(c, unused, nullptr);
-    a.q = on_gpu(q.device_view()), a.k = on_gpu(k.device_view()), a.v = on_gpu(v.device_view());
-    a.o = on_gpu(o.device_view());
-    if (!a.g.empty()) a.g = on_gpu(g.device_view());
-    if (!a.g_gamma.empty()) a.g_gamma = on_gpu(g_gamma.device_view());
+                      int rows, uint64_t run_seed) {
+    testing::GlaEntryArgs a = inputs.args(c, in, o);
     a.opts.initial_state = initial, a.opts.final_state = final_state, a.opts.ssm_state_indices = indices;
-    a.opts.check_values = false;
     std::vector<float> retention_gamma;
     const GlaProblem p = testing::gla_family_problem(c.family, a, retention_gamma);
     ASSERT_NO_THROW(check_cuda_gla_recurrent(p));
     cuda_gla::RecurrentLaunch l = cuda_gla::plan_gla_recurrent(p);
     ASSERT_FALSE(l.empty);
-    // Retention's host decays: the launcher's other upload.
-    std::optional<cuda_emulation::DeviceMemory> gamma;
-    if (!l.gamma.empty()) {
-      gamma.emplace(l.gamma.size() * sizeof(float));
-      std::memcpy(gamma->data(), l.gamma.data(), gamma->size());
-      l.params.g_gamma = reinterpret_cast<const float*>(gamma->data());
-    }
-    launch_plan(l.seq_offsets, &l.params.seq_offsets, rows, &l.params.rows, c.K, [&] {
-      cuda_emulation::launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-        switch (l.gate) {
-          case GateKind::none: return cuda_gla::gla_recurrent_cta<GateKind::none>(l.params);
-          case GateKind::scalar: return cuda_gla::gla_recurrent_cta<GateKind::scalar>(l.params);
-          case GateKind::channel: return cuda_gla::gla_recurrent_cta<GateKind::channel>(l.params);
-        }
-      });
-    });
+    set_rows(l, c.K, rows);
+    cuda_emulation::run_gla_recurrent(l, run_seed);  // with retention's host decays, the launcher's other upload
   };
   check_three_ways(run, {c.T, N, c.HV, c.K, c.V, DType::f32, &in.init, &o_ref, &s_ref, 1e-4}, kCuSeqlens, kIndex,
                    kSlots, seed);
@@ -239,23 +184,17 @@ void check_rwkv7(int64_t K, uint64_t seed) {
   SCOPED_TRACE(c.label());
   const testing::Rwkv7Inputs in(c, seed);
   const testing::Rwkv7Outputs ref = testing::rwkv7_reference_outputs(c, in);
-  const DeviceTensor r = on_device(in.r), w = on_device(in.w), k = on_device(in.k), v = on_device(in.v),
-                     ad = on_device(in.a), bd = on_device(in.b);
+  const cuda_emulation::Rwkv7GpuInputs inputs(in);
   const Run run = [&](const DeviceTensor& o, TensorView initial, TensorView final_state, const int32_t* indices,
-                      int rows) {
-    Rwkv7Args a = in.args(c);
-    a.r = on_gpu(r.device_view()), a.w = on_gpu(w.device_view()), a.k = on_gpu(k.device_view());
-    a.v = on_gpu(v.device_view()), a.a = on_gpu(ad.device_view()), a.b = on_gpu(bd.device_view());
-    a.o = on_gpu(o.device_view());
+                      int rows, uint64_t run_seed) {
+    Rwkv7Args a = inputs.args(c, in, o);
     a.initial_state = initial, a.final_state = final_state, a.ssm_state_indices = indices;
     const Rwkv7Problem p = make_rwkv7_problem(a);
     ASSERT_NO_THROW(check_cuda_rwkv7_recurrent(p));
     cuda_rwkv7::RecurrentLaunch l = cuda_rwkv7::plan_rwkv7_recurrent(p);
     ASSERT_FALSE(l.empty);
-    launch_plan(l.seq_offsets, &l.params.seq_offsets, rows, &l.params.rows, K, [&] {
-      cuda_emulation::launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-                             [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
-    });
+    set_rows(l, K, rows);
+    cuda_emulation::run_rwkv7_recurrent(l, run_seed);
   };
   check_three_ways(run, {c.T, c.nseq(), c.H, K, kV, DType::f32, &in.h0, &ref.o, &ref.s, 1e-4}, kCuSeqlens, kIndex,
                    kSlots, seed);

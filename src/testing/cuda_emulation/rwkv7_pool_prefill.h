@@ -11,25 +11,10 @@
 #include "kernels/linear/rwkv7/rwkv7.h"
 #include "kernels/linear/rwkv7/rwkv7_testing.h"
 #include "testing/cuda_emulation/device_tensor.h"
+#include "testing/cuda_emulation/gpu_inputs.h"
 #include "testing/cuda_emulation/pool_states.h"
 
 namespace attnzoo::cuda_emulation {
-
-// A case's inputs in emulated device memory, their views marked as a GPU's (as the runner's are).
-struct Rwkv7GpuInputs {
-  DeviceTensor r, w, k, v, a, b;
-  explicit Rwkv7GpuInputs(const testing::Rwkv7Inputs& in)
-      : r(on_device(in.r)), w(on_device(in.w)), k(on_device(in.k)), v(on_device(in.v)), a(on_device(in.a)),
-        b(on_device(in.b)) {}
-  // in.args(c) on these copies, the output `o`; the states are the caller's.
-  Rwkv7Args args(const testing::Rwkv7Case& c, const testing::Rwkv7Inputs& in, const DeviceTensor& o) const {
-    Rwkv7Args x = in.args(c);
-    x.r = on_gpu(r.device_view()), x.w = on_gpu(w.device_view()), x.k = on_gpu(k.device_view());
-    x.v = on_gpu(v.device_view()), x.a = on_gpu(a.device_view()), x.b = on_gpu(b.device_view());
-    x.o = on_gpu(o.device_view());
-    return x;
-  }
-};
 
 // `launch(args)` (a kernel's check, plan and emulated run) on the slots `index` of a slab of `slots` rows (`lead`
 // and `trail` spare floats around each state), against `launch` on the dense states gathered with a separate final

@@ -10,11 +10,8 @@
 namespace attnzoo::cuda_emulation {
 
 inline void run_rwkv7_recurrent(cuda_rwkv7::RecurrentLaunch& l, uint64_t seed) {
-  launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
-    seed_schedule(seed);
-    launch(dim3(l.grid), int(l.threads), l.smem_bytes,
-           [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
-  });
+  launch_packed_plan(l, l.smem_bytes, seed,
+                     [&](unsigned char* smem) { cuda_rwkv7::rwkv7_recurrent_cta(l.params, smem); });
 }
 
 }  // namespace attnzoo::cuda_emulation

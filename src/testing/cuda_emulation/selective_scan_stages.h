@@ -11,17 +11,14 @@
 namespace attnzoo::cuda_emulation {
 
 inline void run_selective_scan(cuda_mamba::ScanLaunch& l, uint64_t seed) {
-  launch_with_offsets(l.seq_offsets, &l.params.seq_offsets, [&] {
-    seed_schedule(seed);
-    launch(dim3(l.grid), int(l.threads), 0, [&](unsigned char*) {
-      switch (l.per_lane) {
-        case 1: cuda_mamba::selective_scan_channel<1>(l.params); break;
-        case 2: cuda_mamba::selective_scan_channel<2>(l.params); break;
-        case 4: cuda_mamba::selective_scan_channel<4>(l.params); break;
-        case 8: cuda_mamba::selective_scan_channel<8>(l.params); break;
-        default: cuda_mamba::selective_scan_channel<16>(l.params); break;
-      }
-    });
+  launch_packed_plan(l, 0, seed, [&](unsigned char*) {
+    switch (l.per_lane) {
+      case 1: cuda_mamba::selective_scan_channel<1>(l.params); break;
+      case 2: cuda_mamba::selective_scan_channel<2>(l.params); break;
+      case 4: cuda_mamba::selective_scan_channel<4>(l.params); break;
+      case 8: cuda_mamba::selective_scan_channel<8>(l.params); break;
+      default: cuda_mamba::selective_scan_channel<16>(l.params); break;
+    }
   });
 }
 

@@ -18,11 +18,9 @@ __global__ void __launch_bounds__(cuda_linear::bound_threads(kRows), cuda_linear
 
 template <DeltaGate kGate>
 void launch_rows(const RecurrentLaunch& plan, cudaStream_t stream) {
-  const dim3 grid(plan.grid), block(plan.threads);
-  if (plan.params.rows == 16)
-    delta_recurrent_kernel<kGate, 16><<<grid, block, 0, stream>>>(plan.params);
-  else
-    delta_recurrent_kernel<kGate, 32><<<grid, block, 0, stream>>>(plan.params);
+  cuda_linear::with_rows(plan.params.rows, [&](auto rows) {
+    delta_recurrent_kernel<kGate, decltype(rows)::value><<<plan.grid, plan.threads, 0, stream>>>(plan.params);
+  });
 }
 
 }  // namespace cuda_delta

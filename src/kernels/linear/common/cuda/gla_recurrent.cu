@@ -24,11 +24,9 @@ __global__ void __launch_bounds__(cuda_linear::bound_threads(kRows), cuda_linear
 
 template <GateKind kGate>
 void launch_rows(const RecurrentLaunch& l, cudaStream_t stream) {
-  const dim3 grid(l.grid), block(l.threads);
-  if (l.params.rows == 16)
-    gla_recurrent_kernel<kGate, 16><<<grid, block, 0, stream>>>(l.params);
-  else
-    gla_recurrent_kernel<kGate, 32><<<grid, block, 0, stream>>>(l.params);
+  cuda_linear::with_rows(l.params.rows, [&](auto rows) {
+    gla_recurrent_kernel<kGate, decltype(rows)::value><<<l.grid, l.threads, 0, stream>>>(l.params);
+  });
 }
 
 }  // namespace cuda_gla

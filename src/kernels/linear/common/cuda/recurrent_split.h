@@ -7,6 +7,7 @@
 // resident CTAs per SM, leave the SM at a quarter or half of its threads. Plain C++, so the launch plans see the
 // same sizes as the kernels.
 #include <cstdint>
+#include <type_traits>
 
 namespace attnzoo::cuda_linear {
 
@@ -36,6 +37,14 @@ constexpr int unit_warps(int64_t K) {
 // uncapped the compiler takes 97 to 100, which holds no more CTAs than 128 does.
 constexpr int bound_threads(int rows) { return rows == 16 ? kPackWarps * 32 : kMaxThreads; }
 constexpr int bound_ctas(int rows) { return rows == 16 ? 6 : 2; }
+
+// `launch(std::integral_constant<int, R>{})` for a plan's rows per thread R (16 or 32): the launchers' choice of
+// the kernel instantiation to run (host code; the emulator's CTA entries choose on the device).
+template <class Launch>
+void with_rows(int rows, Launch&& launch) {
+  if (rows == 16) return launch(std::integral_constant<int, 16>{});
+  launch(std::integral_constant<int, 32>{});
+}
 
 // Units per CTA: as many as fill kPackWarps warps, at least one. K = 16 or 32 packs 4, K = 64 packs 2, K > 64
 // runs alone (three warps and more already hold a CTA's barriers against enough work).

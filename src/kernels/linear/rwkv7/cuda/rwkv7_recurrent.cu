@@ -24,11 +24,10 @@ void recurrent_rwkv7_cuda(const Rwkv7Problem& p, Stream stream) {
   if (l.empty) return;
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   auto launch = [&] {
-    const dim3 grid(l.grid), block(l.threads);
-    if (l.params.rows == 16)
-      cuda_rwkv7::rwkv7_recurrent_kernel<16><<<grid, block, l.smem_bytes, cuda_stream>>>(l.params);
-    else
-      cuda_rwkv7::rwkv7_recurrent_kernel<32><<<grid, block, l.smem_bytes, cuda_stream>>>(l.params);
+    cuda_linear::with_rows(l.params.rows, [&](auto rows) {
+      cuda_rwkv7::rwkv7_recurrent_kernel<decltype(rows)::value><<<l.grid, l.threads, l.smem_bytes, cuda_stream>>>(
+          l.params);
+    });
     cuda_check(cudaGetLastError(), "rwkv7_recurrent_kernel launch");
   };
   cuda_linear::launch_with_offsets(l.seq_offsets, cuda_stream, &l.params.seq_offsets, launch);
