@@ -24,6 +24,7 @@
 namespace attnzoo::cuda_rwkv7 {
 
 using cuda_linear::load_elem;
+using cuda_linear::load_state_column;
 using cuda_linear::recurrent_cta;
 using cuda_linear::RecurrentCta;
 using cuda_linear::store_state_column;
@@ -52,17 +53,6 @@ __device__ __forceinline__ void store_output(const Params& p, const Stage& st, i
   store_elem(p.o, p.o_t, at, o);
 }
 
-// s <- the `rows` rows of the column at `state` from row `row0` on (rows V apart; zeros past them and where `state`
-// is null). Unlike the shared load_state_column it tests each row's offset j < rows, not row0 + j < K: the latter made
-// ptxas keep all 32 row indices live while the loads were in flight, which at 128 registers spilled 12 / 20 bytes
-// (sm_80 / sm_90a) in the 32-row kernel; the state load of the delta and GLA recurrences does not spill.
-template <int kRows>
-__device__ __forceinline__ void load_state_rows(float (&s)[kRows], const float* state, int rows, int V, int row0) {
-  if (state) state += int64_t(row0) * V;
-#pragma unroll
-  for (int j = 0; j < kRows; ++j) s[j] = state && j < rows ? state[int64_t(j) * V] : 0.f;
-}
-
 // One instantiation per rows per thread; rwkv7_recurrent.cu makes each its own kernel, so each keeps its own
 // register count.
 template <int kRows>
@@ -81,7 +71,7 @@ __device__ __forceinline__ void rwkv7_recurrent_rows(const Params& p, unsigned c
   // Element (row 0, col) of this head's state; rows are p.V apart.
   const int64_t state_at = (slot < 0 ? 0 : slot) * p.state_stride + int64_t(h) * p.K * p.V + col;
   float s[kRows];
-  load_state_rows(s, p.initial_state && has_col ? p.initial_state + state_at : nullptr, p.K - cta.row0, p.V, cta.row0);
+  load_state_column(s, p.initial_state ? p.initial_state + state_at : nullptr, p.K, p.V, cta);
 
   for (int64_t t = 0; t < cta.steps; ++t) {
     const int buf = int(t & 1);
