@@ -18,29 +18,17 @@
 #include "layers/layer_norm.h"
 #include "layers/rwkv7_state.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/rwkv7_shift_batch.h"
 #include "testing/cuda_emulation/strided_operand.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_step;
+using cuda_emulation::ShiftBatch;
 using cuda_emulation::StridedOperand;
-
-std::vector<float> values(const StridedOperand& t) {
-  std::vector<float> v(size_t(t.view.numel()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = t.at(int64_t(i));
-  return v;
-}
-
-void fill_nan(StridedOperand& t) {
-  t.for_each([&](int64_t off) { t.set(off, NAN); });
-  t.upload();
-}
-
-float bf16_round(float v) {
-  uint16_t b;
-  store_from_f32(&b, DType::bf16, 0, v);
-  return load_as_f32(&b, DType::bf16, 0);
-}
+using cuda_emulation::bf16_round;
+using cuda_emulation::fill_nan;
+using cuda_emulation::values;
 
 // A ragged batch of `lens` sequences at pool slots `slots` (-1: a pad), shift rows `stride` floats apart at
 // `offset`; M lerps of C channels; a norm bias or none.
@@ -48,43 +36,27 @@ void check_norm_shift(const std::vector<int32_t>& lens, const std::vector<int32_
                       bool bias, int64_t stride, int64_t offset, unsigned blocks) {
   SCOPED_TRACE("C " + std::to_string(C) + " M " + std::to_string(M) + " seqs " + std::to_string(lens.size()) +
                (bias ? " bias" : ""));
-  Batch batch;
-  for (int32_t n : lens) batch.cu_seqlens.push_back(batch.cu_seqlens.back() + n);
-  const int64_t T = batch.cu_seqlens.back(), S = int64_t(lens.size());
-  batch.tokens.assign(size_t(T), 0);
-  batch.state_slots = slots;
-  const int64_t pool_rows = *std::max_element(slots.begin(), slots.end()) + 1;
+  const ShiftBatch sb(lens, slots);
+  const int64_t T = sb.T;
   StridedOperand x(DType::f32, {T, C}, 1, {}, 3.f), w(DType::f32, {C}, 2), b(DType::f32, {C}, 3),
-      mixes(DType::f32, {int64_t(M), C}, 4), pool(DType::f32, {pool_rows * stride}, 5),
-      pool_two(DType::f32, {pool_rows * stride}, 5), h(DType::f32, {T, C}, 6),
+      mixes(DType::f32, {int64_t(M), C}, 4), pool(DType::f32, {sb.pool_rows * stride}, 5),
+      pool_two(DType::f32, {sb.pool_rows * stride}, 5), h(DType::f32, {T, C}, 6),
       out(DType::bf16, {int64_t(M), T, C}, 7), out_two(DType::bf16, {int64_t(M), T, C}, 7);
   for (int64_t i = 0; i < T * C; ++i) x.set(i, x.at(i) + 4.f);  // a mean far from 0
   x.upload();
   fill_nan(out), fill_nan(out_two);
-  std::vector<int32_t> seq_of;
-  for (int64_t s = 0; s < S; ++s) seq_of.insert(seq_of.end(), size_t(lens[size_t(s)]), int32_t(s));
-  cuda_emulation::DeviceMemory meta((seq_of.size() + batch.cu_seqlens.size() + slots.size()) * 4 + 4);
-  int32_t* seq_of_d = reinterpret_cast<int32_t*>(meta.data());
-  int32_t* cu_d = seq_of_d + seq_of.size();
-  int32_t* slots_d = cu_d + batch.cu_seqlens.size();
-  std::copy(seq_of.begin(), seq_of.end(), seq_of_d);
-  std::copy(batch.cu_seqlens.begin(), batch.cu_seqlens.end(), cu_d);
-  std::copy(slots.begin(), slots.end(), slots_d);
   const float eps = 1e-5f;
 
   // The CPU: the LayerNorm, the shift's deltas over a host copy of the pool, the lerps.
   const std::vector<float> xh = values(x), wh = values(w), bh = values(b), mh = values(mixes);
-  std::vector<float> hh(size_t(T * C)), pool_h = values(pool), delta(size_t(T * C));
+  std::vector<float> hh(size_t(T * C)), pool_h = values(pool);
   layer_norm(xh.data(), T, 1, C, wh.data(), bias ? bh.data() : nullptr, eps, hh.data());
-  std::vector<std::vector<float>> pad_rows(size_t(S), std::vector<float>(size_t(C), 0.f));
-  rwkv7_token_shift(hh.data(), batch, C, [&](int64_t s) {
-    return slots[size_t(s)] < 0 ? pad_rows[size_t(s)].data() : pool_h.data() + slots[size_t(s)] * stride + offset;
-  }, delta.data());
+  const std::vector<float> delta = sb.deltas(hh.data(), C, pool_h, stride, offset);
 
   // Fused.
   const float* bias_d = bias ? b.device_ptr<const float>() : nullptr;
-  const Rwkv7NormShiftParams q{{x.device_ptr<const float>(), pool.device_ptr<float>() + offset, stride, slots_d,
-                                seq_of_d, cu_d, mixes.device_ptr<const float>(), out.device_ptr<__nv_bfloat16>(), T,
+  const Rwkv7NormShiftParams q{{x.device_ptr<const float>(), pool.device_ptr<float>() + offset, stride, sb.slots_d,
+                                sb.seq_of, sb.cu, mixes.device_ptr<const float>(), out.device_ptr<__nv_bfloat16>(), T,
                                 C, M},
                                w.device_ptr<const float>(), bias_d, eps};
   cuda_emulation::launch(dim3(blocks), kRwkv7Threads, 0, [&](unsigned char*) { rwkv7_norm_shift_mix(q); });
@@ -92,8 +64,8 @@ void check_norm_shift(const std::vector<int32_t>& lens, const std::vector<int32_
   const Rwkv7NormParams n{x.device_ptr<const float>(), h.device_ptr<float>(), w.device_ptr<const float>(), bias_d, T,
                           1, C, eps};
   cuda_emulation::launch(dim3(blocks), kRwkv7Threads, 0, [&](unsigned char*) { rwkv7_layer_norm(n); });
-  const Rwkv7ShiftParams p{h.device_ptr<const float>(), pool_two.device_ptr<float>() + offset, stride, slots_d,
-                           seq_of_d, cu_d, mixes.device_ptr<const float>(), out_two.device_ptr<__nv_bfloat16>(), T,
+  const Rwkv7ShiftParams p{h.device_ptr<const float>(), pool_two.device_ptr<float>() + offset, stride, sb.slots_d,
+                           sb.seq_of, sb.cu, mixes.device_ptr<const float>(), out_two.device_ptr<__nv_bfloat16>(), T,
                            C, M};
   cuda_emulation::launch(dim3(blocks), kRwkv7Threads, 0, [&](unsigned char*) { rwkv7_shift_mix(p); });
   for (StridedOperand* t : {&out, &out_two, &pool, &pool_two}) t->download();
@@ -108,7 +80,7 @@ void check_norm_shift(const std::vector<int32_t>& lens, const std::vector<int32_
     }
   EXPECT_EQ(far, 0) << "lerps off the CPU's by more than a bf16 rounding";
   EXPECT_EQ(differ, 0) << "lerps that differ from the two launches'";
-  for (int64_t i = 0; i < pool_rows * stride; ++i) {
+  for (int64_t i = 0; i < sb.pool_rows * stride; ++i) {
     EXPECT_NEAR(pool.at(i), pool_h[size_t(i)], 2e-5f * std::fabs(pool_h[size_t(i)]) + 2e-5f) << "pool float " << i;
     EXPECT_EQ(pool.at(i), pool_two.at(i)) << "pool float " << i << " against the two launches";
   }

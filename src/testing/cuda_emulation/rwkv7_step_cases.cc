@@ -18,34 +18,22 @@
 #include "layers/layer_norm.h"
 #include "layers/rwkv7_state.h"
 #include "testing/cuda_emulation/cta.h"
+#include "testing/cuda_emulation/rwkv7_shift_batch.h"
 #include "testing/cuda_emulation/strided_operand.h"
 
 namespace attnzoo {
 namespace {
 using namespace cuda_step;
+using cuda_emulation::ShiftBatch;
 using cuda_emulation::StridedOperand;
-
-float bf16_round(float v) {
-  uint16_t b;
-  store_from_f32(&b, DType::bf16, 0, v);
-  return load_as_f32(&b, DType::bf16, 0);
-}
+using cuda_emulation::bf16_round;
+using cuda_emulation::fill_nan;
+using cuda_emulation::values;
 
 // One bf16 ulp of the reference (kernel and CPU may round either way at a tie's neighbourhood) plus slack for
 // the f32 sums' order.
 void expect_bf16(float got, float want, const std::string& what) {
   EXPECT_NEAR(got, bf16_round(want), std::fabs(want) * (1.f / 128) + 1e-5f) << what;
-}
-
-void fill_nan(StridedOperand& t) {
-  t.for_each([&](int64_t off) { t.set(off, NAN); });
-  t.upload();
-}
-
-std::vector<float> values(const StridedOperand& t) {
-  std::vector<float> v(size_t(t.view.numel()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = t.at(int64_t(i));
-  return v;
 }
 
 void check_layer_norm(int64_t rows, int64_t groups, int64_t group_dim, bool bias, bool in_place, unsigned blocks) {
@@ -83,36 +71,19 @@ TEST(EmulatedRwkv7Step, LayerNormMatchesTheCpus) {
 void check_shift(const std::vector<int32_t>& lens, const std::vector<int32_t>& slots, int64_t C, int M,
                  int64_t stride, int64_t offset, unsigned blocks) {
   SCOPED_TRACE("C " + std::to_string(C) + " M " + std::to_string(M) + " seqs " + std::to_string(lens.size()));
-  Batch batch;
-  for (int32_t n : lens) batch.cu_seqlens.push_back(batch.cu_seqlens.back() + n);
-  const int64_t T = batch.cu_seqlens.back(), S = int64_t(lens.size());
-  batch.tokens.assign(size_t(T), 0);
-  batch.state_slots = slots;
-  const int64_t pool_rows = *std::max_element(slots.begin(), slots.end()) + 1;
+  const ShiftBatch sb(lens, slots);
+  const int64_t T = sb.T;
   StridedOperand x(DType::f32, {T, C}, 1), mixes(DType::f32, {int64_t(M), C}, 2),
-      pool(DType::f32, {pool_rows * stride}, 3), out(DType::bf16, {int64_t(M), T, C}, 4);
+      pool(DType::f32, {sb.pool_rows * stride}, 3), out(DType::bf16, {int64_t(M), T, C}, 4);
   fill_nan(out);
-  std::vector<int32_t> seq_of;
-  for (int64_t s = 0; s < S; ++s) seq_of.insert(seq_of.end(), size_t(lens[size_t(s)]), int32_t(s));
-  cuda_emulation::DeviceMemory meta((seq_of.size() + batch.cu_seqlens.size() + slots.size()) * 4 + 4);
-  int32_t* seq_of_d = reinterpret_cast<int32_t*>(meta.data());
-  int32_t* cu_d = seq_of_d + seq_of.size();
-  int32_t* slots_d = cu_d + batch.cu_seqlens.size();
-  std::copy(seq_of.begin(), seq_of.end(), seq_of_d);
-  std::copy(batch.cu_seqlens.begin(), batch.cu_seqlens.end(), cu_d);
-  std::copy(slots.begin(), slots.end(), slots_d);
 
   // The CPU: deltas from rwkv7_token_shift over a host copy of the pool, then the lerps as the time mix takes them.
   const std::vector<float> xh = values(x), mh = values(mixes);
-  std::vector<float> pool_h = values(pool), delta(size_t(T * C));
-  // A pad (slot -1) shifts in zeros of its own and leaves the pool alone.
-  std::vector<std::vector<float>> pad_rows(size_t(S), std::vector<float>(size_t(C), 0.f));
-  rwkv7_token_shift(xh.data(), batch, C, [&](int64_t s) {
-    return slots[size_t(s)] < 0 ? pad_rows[size_t(s)].data() : pool_h.data() + slots[size_t(s)] * stride + offset;
-  }, delta.data());
+  std::vector<float> pool_h = values(pool);
+  const std::vector<float> delta = sb.deltas(xh.data(), C, pool_h, stride, offset);
 
-  const Rwkv7ShiftParams p{x.device_ptr<const float>(), pool.device_ptr<float>() + offset, stride, slots_d,
-                           seq_of_d, cu_d, mixes.device_ptr<const float>(), out.device_ptr<__nv_bfloat16>(), T, C, M};
+  const Rwkv7ShiftParams p{x.device_ptr<const float>(), pool.device_ptr<float>() + offset, stride, sb.slots_d,
+                           sb.seq_of, sb.cu, mixes.device_ptr<const float>(), out.device_ptr<__nv_bfloat16>(), T, C, M};
   cuda_emulation::launch(dim3(blocks), kRwkv7Threads, 0, [&](unsigned char*) { rwkv7_shift_mix(p); });
   out.download();
   pool.download();
@@ -120,7 +91,7 @@ void check_shift(const std::vector<int32_t>& lens, const std::vector<int32_t>& s
     for (int64_t e = 0; e < T * C; ++e)
       expect_bf16(out.at(m * T * C + e), xh[size_t(e)] + delta[size_t(e)] * mh[size_t(m * C + e % C)],
                   "mix " + std::to_string(m) + " at " + std::to_string(e));
-  for (int64_t i = 0; i < pool_rows * stride; ++i) EXPECT_EQ(pool.at(i), pool_h[size_t(i)]) << "pool float " << i;
+  for (int64_t i = 0; i < sb.pool_rows * stride; ++i) EXPECT_EQ(pool.at(i), pool_h[size_t(i)]) << "pool float " << i;
   EXPECT_TRUE(out.outside_untouched());
 }
 
