@@ -32,7 +32,7 @@ def cases(tmp_path_factory):
     r = subprocess.run([CLI, "bench", "kernels", "--write-cases", str(d), "--device", "cpu"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "71 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
+    assert "72 cases written" in r.stdout and "0 refused" in r.stdout, r.stdout
     return d
 
 
@@ -293,9 +293,9 @@ def test_a_wrong_layer_output_fails_by_name(cases, tmp_path, name, what, index, 
     assert name in r.stderr and f"| {name} |" in r.stdout and r.stdout.count("| NO |") == 1, r.stdout
 
 
-RUNNER = {"rwkv7_shift_mix_time", "rwkv7_shift_mix_channel", "rwkv7_prepare_keys_first", "rwkv7_prepare_keys",
-          "rwkv7_output", "gpt_oss_grouped_bias", "gpt_oss_swiglu", "head_rows_gather_pad", "head_rows_broadcast",
-          "moe_group"} | {f"rwkv7_activate_{a}" for a in ("none", "tanh", "sigmoid", "decay", "relu2")}
+RUNNER = {"rwkv7_shift_mix_time", "rwkv7_shift_mix_channel", "rwkv7_norm_shift_mix_time", "rwkv7_prepare_keys_first",
+          "rwkv7_prepare_keys", "rwkv7_output", "gpt_oss_grouped_bias", "gpt_oss_swiglu", "head_rows_gather_pad",
+          "head_rows_broadcast", "moe_group"} | {f"rwkv7_activate_{a}" for a in ("none", "tanh", "sigmoid", "decay", "relu2")}
 
 
 def runner_only(src, dst):
@@ -313,13 +313,16 @@ def test_every_runner_cpu_case_matches_its_reference(cases, tmp_path):
     assert all(0 < rows[name]["max_err"] < 1e-5 for name in ("rwkv7_prepare_keys_first", "rwkv7_prepare_keys",
                                                              "gpt_oss_swiglu", "rwkv7_activate_decay")), rows
     assert all(rows[name]["max_err"] == 0 for name in ("head_rows_gather_pad", "head_rows_broadcast", "moe_group"))
-    assert rows["rwkv7_shift_mix_time"]["shift_ok"] and "| moe_group | moe_group | ok |" in r.stdout
+    assert rows["rwkv7_shift_mix_time"]["shift_ok"] and rows["rwkv7_norm_shift_mix_time"]["shift_ok"]
+    assert "| moe_group | moe_group | ok |" in r.stdout
 
 
 @pytest.mark.parametrize("name,what,index,change", [
     ("rwkv7_shift_mix_time", "out", (5, 15, 7), lambda x: x ^ 2),     # the pad token's lerp, two ulps off
     ("rwkv7_shift_mix_channel", "shift", (5, 100), lambda x: x + 1e-3),  # an empty sequence's row: left alone
     ("rwkv7_shift_mix_time", "shift", (0, 95), lambda x: x + 1e-3),   # the decode token's row: its token, exactly
+    ("rwkv7_norm_shift_mix_time", "out", (2, 3, 7), lambda x: x ^ 2),       # a lerp of the normed rows
+    ("rwkv7_norm_shift_mix_time", "shift", (0, 95), lambda x: x + 1e-3),    # the decode token's normed row
     ("rwkv7_activate_decay", "y", (123,), lambda x: x * 1.001),
     ("rwkv7_prepare_keys", "b_out", (3, 100), lambda x: x + 1e-4),
     ("rwkv7_prepare_keys_first", "v_first_out", (2, 50), lambda x: x + 1e-4),  # the first layer's v_first is v

@@ -40,10 +40,14 @@ DeviceBuffer upload(Device device, const std::vector<T>& v, Stream stream) {
 
 // The prefill's S equal sequences, their shift rows at pool slots 2s + 1 of a pool twice their number (a pool
 // after some churn), each slot's row `stride` floats: the time mix's and the channel mix's rows side by side.
+// rwkv7_norm_shift_mix: the block's LayerNorm fused in first, as the runner launches it.
 Timing shift_mix(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
   const int64_t T = c["T"], C = c["C"], M = c["M"], S = c["S"], stride = 2 * C;
+  const bool norm = c.kernel == "rwkv7_norm_shift_mix";
+  const float eps = 1e-5f;
   const DeviceBuffer x = f32_noise(device, T * C, 71, stream), mixes = f32_noise(device, M * C, 72, stream);
   const DeviceBuffer pool = f32_noise(device, 2 * S * stride, 73, stream), out(device, size_t(M * T * C) * 2);
+  const DeviceBuffer weight = f32_noise(device, C, 74, stream), bias = f32_noise(device, C, 75, stream);
   Batch batch;
   std::vector<int32_t> seq_of;
   for (int64_t s = 0; s < S; ++s) {
@@ -53,8 +57,10 @@ Timing shift_mix(const LinearCase& c, Device device, Stream stream, const RowTim
   }
   batch.tokens.assign(size_t(T), 0);
   if (!device.is_cuda()) {
+    std::vector<float> h(size_t(norm ? T * C : 0));
     return timer([&] {
-      rwkv7_shift_mix_host(x.as<float>(), batch, C, mixes.as<float>(), M,
+      if (norm) layer_norm(x.as<float>(), T, 1, C, weight.as<float>(), bias.as<float>(), eps, h.data());
+      rwkv7_shift_mix_host(norm ? h.data() : x.as<float>(), batch, C, mixes.as<float>(), M,
                            [&](int64_t s) { return pool.as<float>() + batch.state_slots[size_t(s)] * stride; },
                            out.as<uint16_t>());
     });
@@ -66,6 +72,7 @@ Timing shift_mix(const LinearCase& c, Device device, Stream stream, const RowTim
   p.out = view_on(out, DType::bf16, {M, T, C});
   p.shift = pool.as<float>(), p.shift_stride = stride, p.slots = slots_d.as<const int32_t>();
   p.seq_of = seq_of_d.as<const int32_t>(), p.cu_seqlens = cu_d.as<const int32_t>();
+  if (norm) p.norm_weight = view_on(weight, DType::f32, {C}), p.norm_bias = view_on(bias, DType::f32, {C}), p.eps = eps;
   check_rwkv7_shift_mix_cuda(p);
 #if ATTNZOO_WITH_CUDA
   return timer([&] { rwkv7_shift_mix_cuda(p, stream); });
@@ -148,7 +155,7 @@ Timing output(const LinearCase& c, Device device, Stream stream, const RowTimer&
 
 LinearRow rwkv7_step_row(const LinearCase& c, Device device, Stream stream, const RowTimer& timer) {
   return timed_row(c, [&] {
-    if (c.kernel == "rwkv7_shift_mix") return shift_mix(c, device, stream, timer);
+    if (c.kernel == "rwkv7_shift_mix" || c.kernel == "rwkv7_norm_shift_mix") return shift_mix(c, device, stream, timer);
     if (c.kernel == "rwkv7_prepare_keys") return prepare_keys(c, device, stream, timer);
     if (c.kernel == "rwkv7_output") return output(c, device, stream, timer);
     return activate(c, device, stream, timer);
@@ -211,14 +218,15 @@ std::vector<LinearCase> rwkv7_step_cases(Scale s) {
           {"rwkv7_decay", {{"T", T}, {"width", C}}},
           {"rwkv7_relu2", {{"T", T}, {"width", 4 * C}}},
           {"rwkv7_prepare_keys", {{"T", T}, {"H", H}, {"K", 64}, {"V", 64}}},
-          {"rwkv7_output", {{"T", T}, {"H", H}, {"K", 64}, {"V", 64}}}};
+          {"rwkv7_output", {{"T", T}, {"H", H}, {"K", 64}, {"V", 64}}},
+          {"rwkv7_norm_shift_mix", {{"T", T}, {"C", C}, {"M", 6}, {"S", S}}}};  // the shift with attn_norm fused in
 }
 
 double rwkv7_step_bytes(const LinearCase& c) {
   const double T = double(c["T"]);
-  if (c.kernel == "rwkv7_shift_mix") {
-    const double C = double(c["C"]), M = double(c["M"]);
-    return T * C * 4 + M * C * 4 + M * T * C * 2 + 2.0 * double(c["S"]) * C * 4;
+  if (c.kernel == "rwkv7_shift_mix" || c.kernel == "rwkv7_norm_shift_mix") {
+    const double C = double(c["C"]), M = double(c["M"]), norm = c.kernel == "rwkv7_norm_shift_mix" ? 2 * C * 4 : 0;
+    return T * C * 4 + M * C * 4 + M * T * C * 2 + 2.0 * double(c["S"]) * C * 4 + norm;
   }
   if (c.kernel == "rwkv7_decay") return T * double(c["width"]) * 8;
   if (c.kernel == "rwkv7_relu2") return T * double(c["width"]) * 6;

@@ -18,6 +18,7 @@
 #include "layers/cuda/rwkv7_step_cuda.h"
 #include "layers/gpt_oss_moe.h"
 #include "layers/head_rows.h"
+#include "layers/layer_norm.h"
 
 namespace attnzoo::bench {
 namespace {
@@ -50,6 +51,7 @@ const T* host(const HostArray& a) { return reinterpret_cast<const T*>(a.bytes.da
 struct ShiftSpec {
   const char* name;
   int64_t M, offset;  // lerps; the shift row's offset in a slot (0: the time mix's, C: the channel mix's)
+  bool norm = false;  // the block's LayerNorm fused in first (the runner's attn_norm / ffn_norm)
 };
 
 std::string run_rwkv7_shift(const ShiftSpec& c, const fs::path& dir, Device device, uint32_t seed, bool& refused) {
@@ -62,20 +64,28 @@ std::string run_rwkv7_shift(const ShiftSpec& c, const fs::path& dir, Device devi
   const int64_t T = cu.back();
   const HostArray x = scaled({T, C}, seed, 1.f), mixes = scaled({M, C}, seed + 1, 0.5f, 0.5f);
   const HostArray pool = scaled({pool_rows, stride}, seed + 2, 1.f);
+  const HostArray norm_weight = scaled({C}, seed + 3, 0.5f, 1.f), norm_bias = scaled({C}, seed + 4, 0.2f);
+  const float eps = 1e-5f;
   HostArray out = make_array(DType::bf16, {M, T, C}), pool_after = pool;
   const HostArray slots_a = i32_array(slots), cu_a = i32_array(cu);
   for (const auto& [what, a] : {std::pair{"x", &x}, {"mixes", &mixes}, {"shift_before", &pool}, {"slots", &slots_a},
                                 {"cu_seqlens", &cu_a}})
     write_npy(dir / (stem + "_" + what + ".npy"), *a);
+  if (c.norm) {
+    write_npy(dir / (stem + "_norm_weight.npy"), norm_weight);
+    write_npy(dir / (stem + "_norm_bias.npy"), norm_bias);
+  }
   const std::string entry = head(stem, "rwkv7_shift_mix") + ", \"C\": " + std::to_string(C) + ", \"M\": " +
-                            std::to_string(M) + ", \"offset\": " + std::to_string(c.offset);
+                            std::to_string(M) + ", \"offset\": " + std::to_string(c.offset) +
+                            (c.norm ? ", \"norm_eps\": 1e-05" : "");
   return finish_case(entry, refused, [&] {
     if (!device.is_cuda()) {
       Batch batch;
       batch.cu_seqlens = cu, batch.state_slots = slots;
       batch.tokens.assign(size_t(T), 0);
-      std::vector<float> pad(size_t(C), 0.f);
-      rwkv7_shift_mix_host(host<float>(x), batch, C, host<float>(mixes), M, [&](int64_t s) {
+      std::vector<float> pad(size_t(C), 0.f), h(host<float>(x), host<float>(x) + T * C);
+      if (c.norm) layer_norm(host<float>(x), T, 1, C, host<float>(norm_weight), host<float>(norm_bias), eps, h.data());
+      rwkv7_shift_mix_host(h.data(), batch, C, host<float>(mixes), M, [&](int64_t s) {
         return slots[size_t(s)] < 0 ? pad.data() : host<float>(pool_after) + slots[size_t(s)] * stride + c.offset;
       }, host<uint16_t>(out));
     } else {
@@ -84,9 +94,11 @@ std::string run_rwkv7_shift(const ShiftSpec& c, const fs::path& dir, Device devi
       for (size_t s = 0; s < lens.size(); ++s) seq_of.insert(seq_of.end(), size_t(lens[s]), int32_t(s));
       const Placed dx = place(x, device), dm = place(mixes, device), dpool = place(pool, device),
                    dout = place(out, device), dslots = place(slots_a, device), dcu = place(cu_a, device),
-                   dseq = place(i32_array(seq_of), device);
+                   dseq = place(i32_array(seq_of), device), dw = place(norm_weight, device),
+                   db = place(norm_bias, device);
       Rwkv7TokenShift p;
       p.x = dx.view, p.mixes = dm.view, p.out = dout.view;
+      if (c.norm) p.norm_weight = dw.view, p.norm_bias = db.view, p.eps = eps;
       p.shift = static_cast<float*>(dpool.buffer.data()) + c.offset, p.shift_stride = stride;
       p.slots = static_cast<const int32_t*>(dslots.buffer.data());
       p.seq_of = static_cast<const int32_t*>(dseq.buffer.data());
@@ -369,7 +381,8 @@ void write_runner_cases(const fs::path& dir, Device device, uint32_t& seed,
                         const std::function<void(const std::string& entry, bool refused)>& add) {
   bool refused = false;
   auto run = [&](const std::string& entry) { add(entry, refused); };
-  for (const ShiftSpec& c : {ShiftSpec{"rwkv7_shift_mix_time", 6, 0}, ShiftSpec{"rwkv7_shift_mix_channel", 1, 96}})
+  for (const ShiftSpec& c : {ShiftSpec{"rwkv7_shift_mix_time", 6, 0}, ShiftSpec{"rwkv7_shift_mix_channel", 1, 96},
+                             ShiftSpec{"rwkv7_norm_shift_mix_time", 6, 0, true}})
     run(run_rwkv7_shift(c, dir, device, seed += 10, refused));
   // Each with the output dtype the runner gives it: the LoRAs' middles (tanh, sigmoid) and relu^2 bf16, the decay
   // f32 in place; none, the kernel's plain rounding to bf16.
