@@ -7,14 +7,14 @@
 # asks a hit >= 5x faster). The first run warms the server, so the second's misses are not its first prefills.
 # Then, with a minute of the budget left, the same prompts at the same times on a server started with
 # --no-prefix-caching: every request cold under the same load, the hits' second yardstick.
-# A second device call, not a step of gpu_check.sh: that script's 450 s budget is already spent on correctness,
-# the kernel table and the peers, and this needs two to three minutes of its own (the checkpoint, two loads, three
-# runs of Poisson arrivals); a second call costs about a minute of start-up and fails or succeeds on its own.
+# gpu_check.sh runs it as its step `serve` on the checkpoint its model bench wrote, within a slice of its budget
+# (GPU_CHECK_SERVE_S), so one device call holds the whole GPU check; alone it is the serving proof of a call of
+# its own (GPU_SERVE_BUDGET_S, default 300 s).
 # Each server is stopped on every exit, failures included (SIGTERM: it drains, then SIGKILL after
 # GPU_SERVE_STOP_S), and the steps bound themselves to GPU_SERVE_BUDGET_S, default 300 s, as gpu_check.sh's do.
 # Writes gpu_serve.log (each step's output, the bench tables, the server's output) and gpu_serve.json (each step's
-# exit status and seconds, the bench documents, the proof's verdicts) into OUT_DIR: its own call's $OUT, so two
-# files (with gpu_check.sh's seven in one folder they would pass the eight the device tool returns).
+# exit status and seconds, the bench documents, the proof's verdicts) into OUT_DIR (gpu_check.sh keeps the JSON
+# beside its own files and joins the log to its own: the device tool returns at most eight files).
 #   bash scripts/gpu_serve_check.sh [BUNDLE_DIR] [OUT_DIR]
 # GPU_SERVE_MODEL: a checkpoint with a tokenizer.json instead of writing one; GPU_SERVE_DEVICE (default cuda);
 # GPU_SERVE_PROMPTS / _RATE / _INPUT_LEN / _OUTPUT_LEN (the random run), GPU_SERVE_PREFIX_LEN / _PREFIXES /
@@ -59,7 +59,8 @@ step() {
   (( limit > left )) && limit=$left
   echo "=== $name (limit ${limit}s): $*" | tee -a "$LOG"
   local t0=$SECONDS
-  timeout "$limit" "$@" >> "$LOG" 2>&1
+  # SIGKILL 5 s after SIGTERM, as gpu_check.sh's: a client that ignores SIGTERM must not hold the run past its budget.
+  timeout -k 5 "$limit" "$@" >> "$LOG" 2>&1
   local rc=$?
   record "$name" $rc $((SECONDS - t0))
   return $rc

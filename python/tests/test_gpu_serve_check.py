@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -124,3 +125,27 @@ def test_a_server_that_cannot_start_is_recorded_and_nothing_runs(tmp_path):
     steps = {s["step"]: s["exit"] for s in doc["steps"]}
     assert list(steps) == ["serve-start"] and steps["serve-start"] not in (0, None)
     assert "no-such-model" in log  # the server's own error, in the log
+
+
+@needs_cli
+def test_a_run_killed_at_its_limit_leaves_no_server(checkpoint, tmp_path):  # noqa: F811
+    """As gpu_check.sh's step `serve` runs it: under `timeout -k`, here cut in the middle of a long random run. The
+    signal goes to the whole process group, so the server dies with the script and cannot hold the GPU (or its
+    port) through the steps after it."""
+    small = dict(GPU_SERVE_MODEL=checkpoint, GPU_SERVE_DEVICE="cpu", GPU_SERVE_PROMPTS="2000", GPU_SERVE_RATE="20",
+                 GPU_SERVE_INPUT_LEN="24", GPU_SERVE_OUTPUT_LEN="5", GPU_SERVE_BUDGET_S="150", GPU_SERVE_STOP_S="30",
+                 GPU_SERVE_ARGS=f"--kv-cache-memory {64 << 20} --max-num-seqs 16")
+    proc = subprocess.run(["timeout", "-k", "3", "20", "bash", SCRIPT, os.path.dirname(CLI), str(tmp_path)],
+                          env={**os.environ, **small}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=120, start_new_session=True)
+    # 124: the script ended on SIGTERM; -9: the SIGKILL 3 s later, which timeout sends its own group, itself included.
+    assert proc.returncode in (124, -9), proc.stdout
+    log = (tmp_path / "gpu_serve.log").read_text()
+    assert "=== serve-random (limit" in log, log  # cut while the load ran, not before the server was up
+    pids = server_pids(log)
+    assert len(pids) == 1
+    for _ in range(50):  # the group's SIGKILL lands 3 s after the SIGTERM at the latest
+        if gone(pids[0], checkpoint):
+            break
+        time.sleep(0.1)
+    assert gone(pids[0], checkpoint), f"server {pids[0]} outlived its script"
