@@ -32,11 +32,19 @@ skip() {
   return 1
 }
 
+# record NAME EXIT SECONDS LIMIT: a run step's verdict, in the log and the JSON; killed at its limit means exit 124,
+# or 137 when SIGTERM was not enough.
+record() {
+  local name=$1 rc=$2 dt=$3 limit=$4 timed_out=false
+  (( (rc == 124 || rc == 137) && dt >= limit )) && timed_out=true
+  echo "=== $name: exit $rc in ${dt}s$([ $timed_out = true ] && echo ", killed at its limit of ${limit}s")" | tee -a "$LOG"
+  steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt, \"limit\": $limit, \"timed_out\": $timed_out}")
+}
+
 # step NAME TIMEOUT_S COMMAND...: runs it with its output in the log, its limit cut to the budget left, and
-# records status, time, limit and whether the limit killed it (exit 124, or 137 when SIGTERM was not enough),
-# returning the status. Skipped with under 5 s left. SIGKILL 5 s after SIGTERM: a process that ignores SIGTERM (a
-# hung driver call, a compile worker) would otherwise hold the run past the device tool's limit, which kills it
-# before gpu_check.json and tests.json are written.
+# records status, time, limit and whether the limit killed it, returning the status. Skipped with under 5 s left.
+# SIGKILL 5 s after SIGTERM: a process that ignores SIGTERM (a hung driver call, a compile worker) would otherwise
+# hold the run past the device tool's limit, which kills it before gpu_check.json and tests.json are written.
 step() {
   local name=$1 limit=$2 left=$((BUDGET_S - SECONDS))
   shift 2
@@ -46,10 +54,7 @@ step() {
   local t0=$SECONDS
   timeout -k 5 "$limit" "$@" >> "$LOG" 2>&1
   local rc=$?
-  local dt=$((SECONDS - t0)) timed_out=false
-  (( (rc == 124 || rc == 137) && dt >= limit )) && timed_out=true
-  echo "=== $name: exit $rc in ${dt}s$([ $timed_out = true ] && echo ", killed at its limit of ${limit}s")" | tee -a "$LOG"
-  steps+=("{\"step\": \"$name\", \"exit\": $rc, \"seconds\": $dt, \"limit\": $limit, \"timed_out\": $timed_out}")
+  record "$name" $rc $((SECONDS - t0)) "$limit"
   return $rc
 }
 
@@ -68,6 +73,36 @@ step_if_left() {
   step "$name" "$@"
 }
 
+# tests_at_once TIMEOUT_S BINARY...: the test binaries all at once, each a step of its own (its limit cut to the
+# budget left, its output one section of the log, in the order given, its gtest JSON), so the group takes as long
+# as its slowest.
+tests_at_once() {
+  local limit=$1 left=$((BUDGET_S - SECONDS)) t name
+  shift
+  if (( left < 5 )); then
+    for t; do skip "$(basename "$t")"; done
+    return
+  fi
+  (( limit > left )) && limit=$left
+  for t; do
+    name=$(basename "$t")
+    (
+      t0=$SECONDS
+      timeout -k 5 "$limit" "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json" > "$WORK/tests/$name.log" 2>&1
+      echo "$? $((SECONDS - t0))" > "$WORK/tests/$name.rc"
+    ) &
+  done
+  wait
+  for t; do
+    name=$(basename "$t")
+    echo "=== $name (limit ${limit}s): ${OURS[*]} $t (beside the other kernel tests)" | tee -a "$LOG"
+    cat "$WORK/tests/$name.log" >> "$LOG"
+    local rc=1 dt=$limit
+    [ -f "$WORK/tests/$name.rc" ] && read -r rc dt < "$WORK/tests/$name.rc"
+    record "$name" "$rc" "$dt" "$limit"
+  done
+}
+
 # The CUDA test binaries (test_cuda_emulation runs the kernels' device code on the CPU: make test's, not this run's).
 cuda_tests=()
 for t in "$BUNDLE"/test_*cuda*; do
@@ -78,7 +113,15 @@ step device 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.ma
 step info 30 "${OURS[@]}" "$BUNDLE/attnzoo" info
 mkdir -p "$WORK/tests"
 step seam 60 "${OURS[@]}" "$BUNDLE/test_core" --gtest_filter='Device.*' --gtest_output="json:$WORK/tests/test_core.json"
+# The kernels' binaries at once (their CPU-side references and checks take a core each, the machine has 16, and the
+# GPU is shared between them); the layers', state's, models' and engine's one by one after them: some size a memory pool by the GPU's free memory (gpu_memory_utilization),
+# which another process allocating beside them would change under them.
+kernel_tests=() other_tests=()
 for t in "${cuda_tests[@]}"; do
+  case "$(basename "$t")" in test_kernels_*) kernel_tests+=("$t") ;; *) other_tests+=("$t") ;; esac
+done
+(( ${#kernel_tests[@]} )) && tests_at_once 120 "${kernel_tests[@]}"
+for t in "${other_tests[@]}"; do
   name=$(basename "$t")
   step "$name" 90 "${OURS[@]}" "$t" --gtest_output="json:$WORK/tests/$name.json"
 done
@@ -189,10 +232,7 @@ fi
 
 # The kernels' own tests first (issues 25 and 26 ask the sanitizers of them; the budget rarely reaches past a
 # few binaries), then the layers, state, models and engine that call them.
-sanitized=()
-for t in "${cuda_tests[@]}"; do case "$(basename "$t")" in test_kernels_*) sanitized+=("$t") ;; esac; done
-for t in "${cuda_tests[@]}"; do case "$(basename "$t")" in test_kernels_*) ;; *) sanitized+=("$t") ;; esac; done
-for t in "${sanitized[@]}"; do
+for t in "${kernel_tests[@]}" "${other_tests[@]}"; do
   name=$(basename "$t")
   # The sanitizers slow kernels by orders of magnitude: every test but the long-sequence ones. Under gVisor
   # compute-sanitizer has refused the device before ("Device not supported"): a short limit, then on. Each runs

@@ -218,6 +218,15 @@ def test_the_bundle_unpacks_to_the_paths_the_script_runs(dry_run):
     # cases run (each refused by the device's entries), the CUDA commands refuse the missing device by name.
     for name in ["info", "seam", "cases", *binaries]:
         assert steps[name]["exit"] == 0, runs.get(name)
+    # The kernels' binaries ran at once, each its own section and record, in the order the steps list them; the
+    # rest one by one after them.
+    kernels = [b for b in binaries if b.startswith("test_kernels_")]
+    assert kernels and len(kernels) < len(binaries)
+    order = [s["step"] for s in dry_run["doc"]["steps"]]
+    assert order[order.index("seam") + 1:][:len(binaries)] == kernels + [b for b in binaries if b not in kernels]
+    for name in binaries:
+        together = re.search(rf"^=== {name} \(limit \d+s\): .*\(beside the other kernel tests\)$", dry_run["log"], re.M)
+        assert bool(together) == (name in kernels), name
     assert "cuda" in runs["info"] and "none" in runs["info"]
     assert "cases written to" in runs["cases"]
     for name in ("bench", "bench-model"):
