@@ -4,12 +4,14 @@
 #include <nanobind/ndarray.h>
 
 #include <optional>
+#include <utility>
 
 #include "core/device.h"
 #include "core/tensor.h"
 #include "core/threads.h"
 #include "engine/sampler.h"
 #include "kernels/softmax/options.h"
+#include "kernels/softmax/problem.h"
 
 namespace attnzoo::py {
 namespace nb = nanobind;
@@ -59,6 +61,9 @@ bool on_main_thread();  // needs the GIL
 const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_len = -1);
 const int64_t* as_int64(const AnyArray& a, const char* name, int64_t expected_len);
 const float* as_f32_vector(const AnyArray& a, const char* name, int64_t expected_len);
+// The linear families' cu_seqlens (int32 [num_seqs + 1]) as the pointer and entry count their args hold; {null, 0}
+// for None.
+std::pair<const int32_t*, int64_t> seqlens_of(const std::optional<AnyArray>& cu_seqlens);
 // int32 [rows, max_blocks_per_seq], contiguous; its column count goes to *cols.
 const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols);
 // A cache array's view as the kernels read it under kv_cache_dtype ("auto"; "int8": an int8 array; "fp8": a
@@ -82,6 +87,9 @@ AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<f
                                         std::optional<int64_t> window, std::optional<float> softcap,
                                         const std::optional<AnyArray>& sinks,
                                         const std::optional<AnyArray>& alibi_slopes, const BlockMask* block_mask);
+// The packed (varlen) layout of the softmax and MLA prefill entries: cu_seqlens [num_seqs + 1] offsets into q,
+// cu_seqlens_k (only with cu_seqlens) into k / v; both None: a padded batch (num_seqs 0).
+VarlenInfo make_varlen(const std::optional<AnyArray>& cu_seqlens, const std::optional<AnyArray>& cu_seqlens_k);
 
 // Sampling parameters from the Python side's keyword values, validated (ValueError naming the field); shared by
 // the sampler, the generation loop and the serving engine's add_request.

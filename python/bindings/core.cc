@@ -122,6 +122,12 @@ const int32_t* as_int32(const AnyArray& a, const char* name, int64_t expected_le
   return v.ptr<int32_t>();
 }
 
+std::pair<const int32_t*, int64_t> seqlens_of(const std::optional<AnyArray>& cu_seqlens) {
+  if (!cu_seqlens) return {nullptr, 0};
+  const int32_t* p = as_int32(*cu_seqlens, "cu_seqlens");
+  return {p, int64_t(cu_seqlens->shape(0))};
+}
+
 const int32_t* as_block_table(const AnyArray& a, int64_t rows, int64_t* cols) {
   const TensorView v = as_view(a, "block_table");
   if (v.dtype != DType::i32) throw DTypeError(std::string("block_table: expected int32, got ") + dtype_name(v.dtype));

@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 
 #include <optional>
+#include <tuple>
 
 #include "bindings.h"
 #include "core/error.h"
@@ -36,10 +37,7 @@ void bind_entry(nb::module_& m, const char* name, DeltaEntry entry) {
         a.o = as_view(o, "o");
         if (initial_state) a.initial_state = as_view(*initial_state, "initial_state");
         if (final_state) a.final_state = as_view(*final_state, "final_state");
-        if (cu_seqlens) {
-          a.cu_seqlens = as_int32(*cu_seqlens, "cu_seqlens");
-          a.cu_seqlens_len = int64_t(cu_seqlens->shape(0));
-        }
+        std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
         a.scale = scale;
         a.use_qk_l2norm_in_kernel = use_qk_l2norm_in_kernel;
         a.chunk_size = chunk_size;

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "bindings.h"
 #include "core/error.h"
@@ -43,10 +44,7 @@ void gla_forward(const std::string& family, const std::string& path, const Devic
   opts.scale = scale;
   opts.initial_state = optional_view(initial_state, "initial_state");
   opts.final_state = optional_view(final_state, "final_state");
-  if (cu_seqlens) {
-    opts.cu_seqlens = as_int32(*cu_seqlens, "cu_seqlens");
-    opts.cu_seqlens_len = int64_t(cu_seqlens->shape(0));
-  }
+  std::tie(opts.cu_seqlens, opts.cu_seqlens_len) = seqlens_of(cu_seqlens);
   opts.chunk_size = chunk_size;
   opts.feature_map = feature_map_of(feature_map);
   opts.normalize = normalize;
@@ -102,10 +100,7 @@ void bind_linear_gla(nb::module_& m) {
           opts.initial_state = optional_view(initial_state, "initial_state");
           opts.final_state = optional_view(final_state, "final_state");
           opts.activation = activation_of(activation);
-          if (cu_seqlens) {
-            opts.cu_seqlens = as_int32(*cu_seqlens, "cu_seqlens");
-            opts.cu_seqlens_len = int64_t(cu_seqlens->shape(0));
-          }
+          std::tie(opts.cu_seqlens, opts.cu_seqlens_len) = seqlens_of(cu_seqlens);
           const TensorView xv = as_view(x, "x"), wv = as_view(weight, "weight"), yv = as_view(y, "y");
           KernelScope scope;
           const StreamGuard on_stream(stream_of(stream));

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "bindings.h"
 #include "core/error.h"
@@ -41,10 +42,7 @@ void bind_linear_s4(nb::module_& m) {
           a.u = as_view(u, "u");
           a.initial_state = optional_view(initial_state, "initial_state");
           a.out = as_view(out, "out"), a.final_state = optional_view(final_state, "final_state");
-          if (cu_seqlens) {
-            a.cu_seqlens = as_int32(*cu_seqlens, "cu_seqlens");
-            a.cu_seqlens_len = int64_t(cu_seqlens->shape(0));
-          }
+          std::tie(a.cu_seqlens, a.cu_seqlens_len) = seqlens_of(cu_seqlens);
           KernelScope scope;
           if (form == "conv") s4_conv(a);
           else if (form == "recurrent") s4_recurrent(a);

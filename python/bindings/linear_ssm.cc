@@ -31,13 +31,6 @@ TensorView view_or_empty(const OptOut& a, const char* name) { return a ? as_view
 TensorView view_or_empty(const OptDeviceIn& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
 TensorView view_or_empty(const OptDeviceOut& a, const char* name) { return a ? as_view(*a, name) : TensorView{}; }
 
-// cu_seqlens: pointer and entry count, or none.
-std::pair<const int32_t*, int64_t> seqlens_of(const OptIn& cu) {
-  if (!cu) return {nullptr, 0};
-  const int32_t* p = as_int32(*cu, "cu_seqlens");
-  return {p, int64_t(cu->shape(0))};
-}
-
 void bind_mamba2(nb::module_& m) {
   m.def("mamba2_scan",
         [](const std::string& mode, const DeviceArray& x, const DeviceArray& dt, const DeviceArray& A,

@@ -40,16 +40,7 @@ void bind_mla(nb::module_& m) {
            const std::string& kv_cache_dtype) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           const MlaWeights w = make_weights(as_view(w_kv_b, "w_kv_b"), qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
-          VarlenInfo vl;
-          if (cu_seqlens) {
-            const TensorView cv = as_view(*cu_seqlens, "cu_seqlens");
-            require(cv.ndim == 1 && cv.shape[0] >= 2, "cu_seqlens", "must be 1-D with at least 2 entries");
-            vl.num_seqs = cv.shape[0] - 1;
-            vl.cu_seqlens_q = as_int32(*cu_seqlens, "cu_seqlens");
-            if (cu_seqlens_k) vl.cu_seqlens_k = as_int32(*cu_seqlens_k, "cu_seqlens_k", vl.num_seqs + 1);
-          } else {
-            require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
-          }
+          const VarlenInfo vl = make_varlen(cu_seqlens, cu_seqlens_k);
           const MlaOptions o = make_options(scale, causal);
           if (cache_seqlens) {  // kv_latent is a latent cache (paged with block_table, else contiguous)
             const int64_t B = cu_seqlens ? vl.num_seqs : qv.shape[0];

@@ -42,6 +42,20 @@ AttentionOptions make_attention_options(int64_t Hq, bool causal, std::optional<f
   return o;
 }
 
+VarlenInfo make_varlen(const std::optional<AnyArray>& cu_seqlens, const std::optional<AnyArray>& cu_seqlens_k) {
+  VarlenInfo vl;
+  if (!cu_seqlens) {
+    require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
+    return vl;
+  }
+  const TensorView cv = as_view(*cu_seqlens, "cu_seqlens");
+  require(cv.ndim == 1 && cv.shape[0] >= 2, "cu_seqlens", "must be 1-D with at least 2 entries");
+  vl.num_seqs = cv.shape[0] - 1;
+  vl.cu_seqlens_q = as_int32(*cu_seqlens, "cu_seqlens");
+  if (cu_seqlens_k) vl.cu_seqlens_k = as_int32(*cu_seqlens_k, "cu_seqlens_k", vl.num_seqs + 1);
+  return vl;
+}
+
 void refuse_host_only_options(Device device, bool reference, bool check_inputs) {
   if (device.is_cpu()) return;
   require(!reference, "reference", "the reference kernels read host memory; q lives on " + device.str());
@@ -83,16 +97,7 @@ void bind_softmax(nb::module_& m) {
                                          qv.shape_str());
           const AttentionOptions o = make_attention_options(qv.size(-2), causal, scale, window, softcap, sinks,
                                                   alibi_slopes, block_mask);
-          VarlenInfo vl;
-          if (cu_seqlens) {
-            const TensorView cv = as_view(*cu_seqlens, "cu_seqlens");
-            require(cv.ndim == 1 && cv.shape[0] >= 2, "cu_seqlens", "must be 1-D with at least 2 entries");
-            vl.num_seqs = cv.shape[0] - 1;
-            vl.cu_seqlens_q = as_int32(*cu_seqlens, "cu_seqlens");
-            if (cu_seqlens_k) vl.cu_seqlens_k = as_int32(*cu_seqlens_k, "cu_seqlens_k", vl.num_seqs + 1);
-          } else {
-            require(!cu_seqlens_k, "cu_seqlens_k", "given without cu_seqlens");
-          }
+          const VarlenInfo vl = make_varlen(cu_seqlens, cu_seqlens_k);
           AttentionProblem p;
           std::vector<std::pair<TensorView, const char*>> scanned{{qv, "q"}};  // a cache's unused rows may be anything
           if (seqused_k) {  // k and v are a KV cache (paged with block_table, else contiguous)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import attnzoo
+from attnzoo.conformance.softmax import reformer_lsh_module
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -92,21 +93,6 @@ def test_a_causal_first_token_attends_to_itself_only():
     assert torch.allclose(out[0, 0], v[0, 0], atol=1e-6)
 
 
-def reformer_lsh_module(H, D, num_hashes, num_buckets, chunk, causal, seed):
-    from transformers import ReformerConfig
-    from transformers.models.reformer.modeling_reformer import LSHSelfAttention
-    config = ReformerConfig(attn_layers=["lsh"], hidden_size=2 * H * D, num_attention_heads=H, attention_head_size=D,
-                            num_buckets=num_buckets, num_hashes=num_hashes, lsh_attn_chunk_length=chunk,
-                            lsh_num_chunks_before=1, lsh_num_chunks_after=0, is_decoder=causal, hash_seed=seed,
-                            lsh_attention_probs_dropout_prob=0.0)
-    module = LSHSelfAttention(config, layer_idx=0).eval()
-    eye, zero = torch.eye(H * D), torch.zeros(H * D, H * D)
-    with torch.no_grad():  # hidden = [qk | v]: the projections pick each half unchanged
-        module.query_key.weight.copy_(torch.cat([eye, zero], 1))
-        module.value.weight.copy_(torch.cat([zero, eye], 1))
-    return module
-
-
 @pytest.mark.parametrize("T,chunk,num_hashes,num_buckets,causal", [(128, 32, 2, 8, True), (96, 16, 4, 6, False),
                                                                    (48, 64, 2, 4, True)])
 def test_matches_transformers_lsh_self_attention(T, chunk, num_hashes, num_buckets, causal):
@@ -116,7 +102,7 @@ def test_matches_transformers_lsh_self_attention(T, chunk, num_hashes, num_bucke
     pytest.importorskip("transformers")
     B, H, D, seed = 2, 2, 32, 7
     qk, v = inputs(B, T, H, D, D, 11)
-    module = reformer_lsh_module(H, D, num_hashes, num_buckets, chunk, causal, seed)
+    module = reformer_lsh_module(torch, H, D, num_hashes, num_buckets, chunk, causal, seed)
     hidden = torch.cat([qk.reshape(B, T, H * D), v.reshape(B, T, H * D)], -1)
     with torch.no_grad():
         theirs32 = module(hidden)

@@ -134,28 +134,37 @@ def lsh(ctx):
     return rows + [_lsh_against_reformer(torch, attnzoo)]
 
 
+def reformer_lsh_module(torch, H, D, num_hashes, num_buckets, chunk, causal, seed):
+    """transformers' LSHSelfAttention taking hidden = [qk | v] (identity projections pick each half unchanged),
+    hashing with the rotations it draws after seeding with hash_seed = `seed`. ImportError without transformers'
+    Reformer."""
+    from transformers import ReformerConfig
+    from transformers.models.reformer.modeling_reformer import LSHSelfAttention
+    config = ReformerConfig(attn_layers=["lsh"], hidden_size=2 * H * D, num_attention_heads=H, attention_head_size=D,
+                            num_buckets=num_buckets, num_hashes=num_hashes, lsh_attn_chunk_length=chunk,
+                            lsh_num_chunks_before=1, lsh_num_chunks_after=0, is_decoder=causal, hash_seed=seed,
+                            lsh_attention_probs_dropout_prob=0.0)
+    module = LSHSelfAttention(config, layer_idx=0).eval()
+    eye, zero = torch.eye(H * D), torch.zeros(H * D, H * D)
+    with torch.no_grad():
+        module.query_key.weight.copy_(torch.cat([eye, zero], 1))
+        module.value.weight.copy_(torch.cat([zero, eye], 1))
+    return module
+
+
 def _lsh_against_reformer(torch, attnzoo):
     """Hashed chunks and rounds: transformers' LSHSelfAttention with identity projections (hidden = [qk | v]) and
     the rotations it draws after seeding with hash_seed, run in float64 on its own float32 buckets."""
     compared = "lsh_attention: T=64, chunks of 16, 2 hash rounds, 4 buckets, causal"
+    B, T, H, D, hashes, buckets, chunk, seed = 1, 64, 2, 16, 2, 4, 16, 7
     try:
-        from transformers import ReformerConfig
-        from transformers.models.reformer.modeling_reformer import LSHSelfAttention
+        module = reformer_lsh_module(torch, H, D, hashes, buckets, chunk, True, seed)
     except ImportError as e:
         return skipped(AREA, "LSH attention", compared, "transformers LSHSelfAttention",
                        f"skipped: transformers' Reformer not available ({e})")
-    B, T, H, D, hashes, buckets, chunk, seed = 1, 64, 2, 16, 2, 4, 16, 7
     qk, v = _rand(torch, B, T, H, D, seed=62), _rand(torch, B, T, H, D, seed=63)
-    config = ReformerConfig(attn_layers=["lsh"], hidden_size=2 * H * D, num_attention_heads=H, attention_head_size=D,
-                            num_buckets=buckets, num_hashes=hashes, lsh_attn_chunk_length=chunk,
-                            lsh_num_chunks_before=1, lsh_num_chunks_after=0, is_decoder=True, hash_seed=seed,
-                            lsh_attention_probs_dropout_prob=0.0)
-    module = LSHSelfAttention(config, layer_idx=0).eval()
-    eye, zero = torch.eye(H * D), torch.zeros(H * D, H * D)
     hidden = torch.cat([qk.reshape(B, T, H * D), v.reshape(B, T, H * D)], -1)
     with torch.no_grad():
-        module.query_key.weight.copy_(torch.cat([eye, zero], 1))
-        module.value.weight.copy_(torch.cat([zero, eye], 1))
         theirs32 = module(hidden)
         want = module.double()(hidden.double(), buckets=theirs32.buckets).hidden_states
     torch.manual_seed(seed)  # the draw LSHSelfAttention makes after seeding with hash_seed

@@ -220,19 +220,6 @@ void dot_row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_
   for (size_t t = 0; t < kT; ++t) out[t] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
 }
 
-// Tokens in groups of up to 4: row(kT tag, t0, out).
-template <class Row>
-void by_4_tokens(size_t T, float* out, Row row) {
-  for (size_t t0 = 0; t0 < T; t0 += 4) {
-    switch (T - t0 < 4 ? T - t0 : 4) {
-      case 1: row(std::integral_constant<size_t, 1>(), t0, out + t0); break;
-      case 2: row(std::integral_constant<size_t, 2>(), t0, out + t0); break;
-      case 3: row(std::integral_constant<size_t, 3>(), t0, out + t0); break;
-      default: row(std::integral_constant<size_t, 4>(), t0, out + t0); break;
-    }
-  }
-}
-
 }  // namespace
 
 bool quant_gemv_avx2_handles(QuantType type) {

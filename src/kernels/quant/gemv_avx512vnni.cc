@@ -144,19 +144,6 @@ void add_offsets(const float* off, size_t nsub, const float* dsum, size_t T, flo
   }
 }
 
-// Tokens in groups of up to 4 (the weights are unpacked once per group): row(kT tag, t0, out).
-template <class Row>
-void by_4_tokens(size_t T, float* out, Row row) {
-  for (size_t t0 = 0; t0 < T; t0 += 4) {
-    switch (T - t0 < 4 ? T - t0 : 4) {
-      case 1: row(std::integral_constant<size_t, 1>(), t0, out + t0); break;
-      case 2: row(std::integral_constant<size_t, 2>(), t0, out + t0); break;
-      case 3: row(std::integral_constant<size_t, 3>(), t0, out + t0); break;
-      default: row(std::integral_constant<size_t, 4>(), t0, out + t0); break;
-    }
-  }
-}
-
 template <class Pair>
 void dot_tokens(size_t K, const QuantActivations& a, size_t T, Pair pair, float* out) {
   by_4_tokens(T, out, [&](auto kT, size_t t0, float* o) { dot_row<decltype(kT)::value>(K, a, t0, pair, o); });

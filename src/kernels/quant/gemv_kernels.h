@@ -2,6 +2,7 @@
 // Per-target pieces of quant_gemv (gemv_kernels.cc); call active_target() once before using them.
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/quant/quant.h"
 
@@ -48,6 +49,20 @@ inline void for_rows_by_4_tokens(const QuantGemvTask& g, Dot dot) {
       dot(n, t0, tokens, out);
       for (size_t t = 0; t < tokens; ++t) g.y[(t0 + t) * g.ldy + n] = out[t] + (g.bias ? g.bias[n] : 0.f);
     }
+}
+
+// The token loop of the AVX2 and VNNI rows: tokens in groups of up to 4, row(kT, t0, out + t0) with kT a
+// std::integral_constant, so that a group's weights are unpacked once and its accumulators stay in registers.
+template <class Row>
+inline void by_4_tokens(size_t T, float* out, Row row) {
+  for (size_t t0 = 0; t0 < T; t0 += 4) {
+    switch (T - t0 < 4 ? T - t0 : 4) {
+      case 1: row(std::integral_constant<size_t, 1>(), t0, out + t0); break;
+      case 2: row(std::integral_constant<size_t, 2>(), t0, out + t0); break;
+      case 3: row(std::integral_constant<size_t, 3>(), t0, out + t0); break;
+      default: row(std::integral_constant<size_t, 4>(), t0, out + t0); break;
+    }
+  }
 }
 
 // Where quantize_activations writes (the arrays of QuantActivations).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/float_dtype.h"
 #include "kernels/softmax/varlen_spans.h"
 
 namespace attnzoo {
@@ -28,8 +29,7 @@ void check_strides(const TensorView& t, const char* name) {
 
 void check_float_operand(const TensorView& t, const char* name) {
   require(t.data != nullptr || t.numel() == 0, name, "is null");
-  if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
-    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
+  require_float_dtype(t, name);
 }
 
 void check_float_tensor(const TensorView& t, const char* name) {

@@ -7,6 +7,7 @@
 
 #include "core/convert.h"
 #include "core/error.h"
+#include "core/float_dtype.h"
 #include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
@@ -14,11 +15,8 @@ namespace {
 
 std::string str(int64_t x) { return std::to_string(x); }
 
-bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
-
 void require_float(const TensorView& t, const char* name) {
-  if (!is_float(t.dtype))
-    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
+  require_float_dtype(t, name);
   require(t.is_contiguous(), name, "must be contiguous");
 }
 

@@ -5,17 +5,11 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/float_dtype.h"
 #include "kernels/linear/common/ssm_args.h"
 
 namespace attnzoo {
 namespace {
-
-bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
-
-void require_float(const TensorView& t, const char* name) {
-  if (!is_float(t.dtype))
-    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
-}
 
 void require_f32(const TensorView& t, const char* name) {
   if (t.dtype != DType::f32) throw DTypeError(std::string(name) + ": expected float32, got " + dtype_name(t.dtype));
@@ -64,10 +58,10 @@ GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const Tens
                             GateKind gate, const TensorView& g_gamma, const TensorView& o, const GlaOptions& opts) {
   require(q.ndim == 4, "q", "expected [B, T, H, K], got " + q.shape_str());
   require(v.ndim == 4, "v", "expected [B, T, HV, V], got " + v.shape_str());
-  require_float(q, "q");
-  require_float(k, "k");
-  require_float(v, "v");
-  require_float(o, "o");
+  require_float_dtype(q, "q");
+  require_float_dtype(k, "k");
+  require_float_dtype(v, "v");
+  require_float_dtype(o, "o");
   for (auto [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&g, "g"}, {&o, "o"},
                          {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}})
     require_device(*t, name, q.device);
@@ -104,7 +98,7 @@ GlaProblem make_gla_problem(const TensorView& q, const TensorView& k, const Tens
   const int64_t N = p.seqs.count();
 
   if (!g.empty()) {
-    require_float(g, "g");
+    require_float_dtype(g, "g");
     if (gate == GateKind::channel)
       require_shape(g, "g", {p.B, p.T, p.HV, p.K});
     else

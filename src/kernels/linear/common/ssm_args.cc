@@ -2,6 +2,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/float_dtype.h"
 
 namespace attnzoo::ssm {
 
@@ -19,8 +20,7 @@ std::string shape_string(std::initializer_list<int64_t> shape) {
 void require_float_rank(const TensorView& t, const char* name, int ndim, Where where) {
   if (where == Where::host) require_host(t, name);
   require(!t.empty(), name, "is required");
-  if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
-    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
+  require_float_dtype(t, name);
   require(t.ndim == ndim, name, "expected " + std::to_string(ndim) + " dims, got " + t.shape_str());
   require(t.is_contiguous(), name, "must be contiguous");
 }

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/linear/rwkv7/rwkv7.h"
+#include "kernels/linear/rwkv7/rwkv7_testing.h"
 #include "testing/test_util.h"
 
 namespace attnzoo {
@@ -29,23 +30,11 @@ struct Inputs {
       : r(c.dtype, {c.B, c.T, c.H, c.K}, 1), w(c.dtype, {c.B, c.T, c.H, c.K}, 2), k(c.dtype, {c.B, c.T, c.H, c.K}, 3),
         v(c.dtype, {c.B, c.T, c.H, c.V}, 4), a(c.dtype, {c.B, c.T, c.H, c.K}, 5), b(c.dtype, {c.B, c.T, c.H, c.K}, 6),
         h0(DType::f32, {nseq, c.H, c.K, c.V}, 7) {
-    // RWKV-7 shapes the transition as kk (unit norm per head) with a = -kk, b = kk * iclr, iclr in (0, 1): the
-    // low-rank part then removes at most what it finds along kk, which keeps the state bounded.
-    const int64_t rows = c.B * c.T * c.H;
-    for (int64_t i = 0; i < rows; ++i) {
-      double norm = 0;
-      for (int64_t j = 0; j < c.K; ++j) norm += double(a.at(i * c.K + j)) * a.at(i * c.K + j);
-      norm = std::sqrt(norm) + 1e-6;
-      for (int64_t j = 0; j < c.K; ++j) {
-        const int64_t e = i * c.K + j;
-        const float kk = float(a.at(e) / norm), iclr = 1.f / (1.f + std::exp(-b.at(e)));
-        store_from_f32(a.view.data, c.dtype, e, -kk);
-        store_from_f32(b.view.data, c.dtype, e, kk * iclr);
-        float wv = std::isnan(c.w_value) ? -std::exp(w.at(e)) - 0.01f : c.w_value;
-        if (!std::isnan(c.w_low)) wv = c.w_low * 0.5f * (1.f + std::tanh(w.at(e)));
-        store_from_f32(w.view.data, c.dtype, e, wv);
-        store_from_f32(k.view.data, c.dtype, e, k.at(e) / std::sqrt(float(c.K)));
-      }
+    testing::shape_rwkv7_transition(a, b, k, c.B * c.T * c.H, c.K);
+    for (int64_t e = 0; e < w.numel(); ++e) {
+      float wv = std::isnan(c.w_value) ? -std::exp(w.at(e)) - 0.01f : c.w_value;
+      if (!std::isnan(c.w_low)) wv = c.w_low * 0.5f * (1.f + std::tanh(w.at(e)));
+      store_from_f32(w.view.data, c.dtype, e, wv);
     }
   }
   Rwkv7Args args(const Case& c) const {

@@ -2,8 +2,8 @@
 // RWKV-7 test problems shared by the CUDA kernels' emulated cases (testing/cuda_emulation/rwkv7_cases.cc,
 // rwkv7_chunk_cases.cc) and their GPU tests (cuda/rwkv7_recurrent_cuda_test.cc, rwkv7_chunk_cuda_test.cc): inputs
 // shaped as RWKV-7 blocks make them (a = -kk with kk unit norm per head, b = kk * iclr with iclr in (0, 1), keys
-// scaled by K^-1/2), log decays of a chosen strength; the host runs each compares with, and the problem its
-// refusal tests hand to a device path's check.
+// scaled by K^-1/2; that shape is also the CPU kernels' test's, rwkv7_test.cc), log decays of a chosen strength;
+// the host runs each compares with, and the problem its refusal tests hand to a device path's check.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -38,6 +38,24 @@ inline Rwkv7Case rwkv7_case(int64_t B, int64_t T, int64_t H, int64_t K, int64_t 
   return c;
 }
 
+// RWKV-7's transition shape over `rows` rows of K channels, in place from a's and b's N(0, 1) draws: a = -kk with
+// kk a's row at unit norm, b = kk * iclr with iclr = sigmoid(b) in (0, 1), so that the low-rank part removes at
+// most what it finds along kk and the state stays bounded; the keys k scaled by K^-1/2.
+inline void shape_rwkv7_transition(HostTensor& a, HostTensor& b, HostTensor& k, int64_t rows, int64_t K) {
+  for (int64_t i = 0; i < rows; ++i) {
+    double norm = 0;
+    for (int64_t j = 0; j < K; ++j) norm += double(a.at(i * K + j)) * a.at(i * K + j);
+    norm = std::sqrt(norm) + 1e-6;
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = i * K + j;
+      const float kk = float(a.at(e) / norm), iclr = 1.f / (1.f + std::exp(-b.at(e)));
+      store_from_f32(a.view.data, a.view.dtype, e, -kk);
+      store_from_f32(b.view.data, b.view.dtype, e, kk * iclr);
+      store_from_f32(k.view.data, k.view.dtype, e, k.at(e) / std::sqrt(float(K)));
+    }
+  }
+}
+
 struct Rwkv7Inputs {
   HostTensor r, w, k, v, a, b, h0;
   Rwkv7Inputs(const Rwkv7Case& c, uint64_t seed)
@@ -45,19 +63,10 @@ struct Rwkv7Inputs {
         k(c.dtype, {c.B, c.T, c.H, c.K}, seed + 2), v(c.dtype, {c.B, c.T, c.H, c.V}, seed + 3),
         a(c.dtype, {c.B, c.T, c.H, c.K}, seed + 4), b(c.dtype, {c.B, c.T, c.H, c.K}, seed + 5),
         h0(DType::f32, {c.nseq(), c.H, c.K, c.V}, seed + 6) {
-    for (int64_t i = 0; i < c.B * c.T * c.H; ++i) {
-      double norm = 0;
-      for (int64_t j = 0; j < c.K; ++j) norm += double(a.at(i * c.K + j)) * a.at(i * c.K + j);
-      norm = std::sqrt(norm) + 1e-6;
-      for (int64_t j = 0; j < c.K; ++j) {
-        const int64_t e = i * c.K + j;
-        const float kk = float(a.at(e) / norm), iclr = 1.f / (1.f + std::exp(-b.at(e)));
-        store_from_f32(a.view.data, c.dtype, e, -kk);
-        store_from_f32(b.view.data, c.dtype, e, kk * iclr);
-        const float spread = 0.5f * (1.f + std::tanh(w.at(e)));
-        store_from_f32(w.view.data, c.dtype, e, c.w_min + (c.w_max - c.w_min) * spread);
-        store_from_f32(k.view.data, c.dtype, e, k.at(e) / std::sqrt(float(c.K)));
-      }
+    shape_rwkv7_transition(a, b, k, c.B * c.T * c.H, c.K);
+    for (int64_t e = 0; e < w.numel(); ++e) {
+      const float spread = 0.5f * (1.f + std::tanh(w.at(e)));
+      store_from_f32(w.view.data, c.dtype, e, c.w_min + (c.w_max - c.w_min) * spread);
     }
   }
   // Host views of the inputs; o and the states are the caller's.

@@ -4,20 +4,13 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/float_dtype.h"
 #include "core/threads.h"
 #include "kernels/linear/common/ssm_args.h"
 #include "kernels/linear/short_conv/conv_problem.h"
 
 namespace attnzoo {
 namespace {
-
-bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
-
-// Checks metadata only: the tensors may live on any device (all on x's, checked first).
-void require_float(const TensorView& t, const char* name) {
-  if (!is_float(t.dtype))
-    throw DTypeError(std::string(name) + ": expected float32, bfloat16 or float16, got " + dtype_name(t.dtype));
-}
 
 void check_state(const TensorView& s, const char* name, int64_t N, int64_t D, int64_t W, int64_t* S) {
   if (s.empty()) return;
@@ -47,9 +40,9 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
                             {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}});
   require(x.ndim == 3, "x", "expected [B, T, D], got " + x.shape_str());
   require(x.is_contiguous(), "x", "must be contiguous");
-  require_float(x, "x");
-  require_float(weight, "weight");
-  require_float(y, "y");
+  require_float_dtype(x, "x");
+  require_float_dtype(weight, "weight");
+  require_float_dtype(y, "y");
   ConvProblem p;
   const int64_t B = x.shape[0], T = x.shape[1];
   p.D = x.shape[2];
@@ -96,7 +89,7 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
   p.weight_in = weight;
   p.activation = opts.activation;
   if (!opts.bias.empty()) {
-    require_float(opts.bias, "bias");
+    require_float_dtype(opts.bias, "bias");
     require(opts.bias.ndim == 1 && opts.bias.shape[0] == p.D, "bias",
             "expected [" + std::to_string(p.D) + "], got " + opts.bias.shape_str());
     require(opts.bias.is_contiguous(), "bias", "must be contiguous");
