@@ -237,6 +237,18 @@ TEST(EmulatedMlaDecode, PartialHeadGroupAndRank256) {
   EXPECT_TRUE(check(c, 7005));
 }
 
+// Dims that are no multiple of the absorb's and expand's four weights in flight (dn = 18, r = 66: the scalar
+// attention), in bf16 and f32 weights.
+TEST(EmulatedMlaDecode, OddDims) {
+  Case c;
+  c.H = 4, c.dn = 18, c.dr = 6, c.dv = 10, c.r = 66;
+  c.lens = {9, 21};
+  c.cache = c.q = c.w = DType::bf16;
+  check(c, 7009);
+  c.w = DType::f32;
+  check(c, 7010);
+}
+
 // The GPU runner's MLA step (device_mla.h) at the tiny DeepSeek-V3 test's shape (4 heads: one partly empty head
 // group): a fresh prefill of 12, a decode token after 39 cached, 3 tokens after 6: 16 rows, those of one sequence
 // over the same blocks. Then the F32 DeepSeek-V2-Lite test's (rank 128, f32 kv_b_proj): two fresh prefills, and a

@@ -253,7 +253,8 @@ void check_conv(int64_t N, int64_t L, int64_t D, int64_t W, int64_t S, bool silu
 }
 
 // Wide rows of channels (5376 with W = 4, S = 3; 4096 with a state as long as the window, S = 4), one token each;
-// several tokens per call, some longer than the state; a window shorter than the state without activation; bf16.
+// several tokens per call, some longer than the state; a window shorter than the state without activation; bf16;
+// wider windows.
 TEST(EmulatedConvUpdate, MatchesReference) {
   check_conv(2, 1, 5376, 4, 3, true, DType::f32, 900);
   check_conv(3, 1, 4096, 4, 4, true, DType::f32, 901);
@@ -261,6 +262,10 @@ TEST(EmulatedConvUpdate, MatchesReference) {
   check_conv(2, 6, 96, 4, 3, true, DType::f32, 903);
   check_conv(2, 2, 96, 3, 7, false, DType::f32, 904);
   check_conv(4, 1, 512, 4, 3, true, DType::bf16, 905);
+  // Windows past the kernel's four taps in flight: two groups of taps and of state entries, then three of taps
+  // with a state longer than the window.
+  check_conv(2, 2, 160, 6, 5, true, DType::bf16, 906);
+  check_conv(2, 1, 96, 9, 10, false, DType::f32, 907);
 }
 
 }  // namespace

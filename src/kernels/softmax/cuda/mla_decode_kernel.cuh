@@ -31,6 +31,21 @@ __device__ __forceinline__ float load_elt(const void* base, Elt t, int64_t i) {
   }
 }
 
+// An element's bits (an f32's 32, a bf16's or f16's 16, zero-extended) and their value. The weight walks load a
+// batch of bits before converting any: load_elt converts in its dtype's branch, where the thread waits for the
+// load, so a walk of load_elt's went out one latency after another.
+__device__ __forceinline__ uint32_t load_elt_bits(const void* base, Elt t, int64_t i) {
+  return t == Elt::f32 ? static_cast<const uint32_t*>(base)[i] : static_cast<const uint16_t*>(base)[i];
+}
+__device__ __forceinline__ float elt_from_bits(uint32_t bits, Elt t) {
+  switch (t) {
+    case Elt::bf16: return __uint_as_float(bits << 16);
+    case Elt::f16: return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+    default: return __uint_as_float(bits);
+  }
+}
+constexpr int kWeightBatch = 4;  // weights a thread has in flight along its walk
+
 __device__ __forceinline__ void store_elt(void* base, Elt t, int64_t i, float x) {
   switch (t) {
     case Elt::bf16: sm80::store1(static_cast<__nv_bfloat16*>(base) + i, x); break;
@@ -52,10 +67,18 @@ __device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned ch
   const int64_t w_uk = int64_t(h) * (p.dn + p.dv) * p.w_row;
   for (int c = tid; c < p.r; c += kThreads) {
     float acc[kBatchPerCta] = {};
-    for (int i = 0; i < p.dn; ++i) {
-      const float wv = load_elt(p.w, p.w_type, w_uk + int64_t(i) * p.w_row + c);
+    for (int i0 = 0; i0 < p.dn; i0 += kWeightBatch) {
+      uint32_t bits[kWeightBatch];
 #pragma unroll
-      for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += sq[bb * p.dn + i] * wv;
+      for (int k = 0; k < kWeightBatch; ++k)
+        bits[k] = i0 + k < p.dn ? load_elt_bits(p.w, p.w_type, w_uk + int64_t(i0 + k) * p.w_row + c) : 0u;
+#pragma unroll
+      for (int k = 0; k < kWeightBatch; ++k) {
+        if (i0 + k >= p.dn) break;
+        const float wv = elt_from_bits(bits[k], p.w_type);
+#pragma unroll
+        for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += sq[bb * p.dn + i0 + k] * wv;
+      }
     }
     for (int bb = 0; bb < nb; ++bb) p.q_lat[(int64_t(b0 + bb) * p.H + h) * L + c] = acc[bb];
   }
@@ -221,10 +244,17 @@ __device__ __forceinline__ void mla_expand(const MlaDecodeParams& p, unsigned ch
   for (int i = tid; i < p.dv; i += kThreads) {
     float acc[kBatchPerCta] = {};
     const int64_t row = w_uv + int64_t(i) * p.w_row;
-    for (int c = 0; c < p.r; ++c) {
-      const float wv = load_elt(p.w, p.w_type, row + c);
+    for (int c0 = 0; c0 < p.r; c0 += kWeightBatch) {
+      uint32_t bits[kWeightBatch];
 #pragma unroll
-      for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += wv * sc[bb * p.r + c];
+      for (int k = 0; k < kWeightBatch; ++k) bits[k] = c0 + k < p.r ? load_elt_bits(p.w, p.w_type, row + c0 + k) : 0u;
+#pragma unroll
+      for (int k = 0; k < kWeightBatch; ++k) {
+        if (c0 + k >= p.r) break;
+        const float wv = elt_from_bits(bits[k], p.w_type);
+#pragma unroll
+        for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += wv * sc[bb * p.r + c0 + k];
+      }
     }
     for (int bb = 0; bb < nb; ++bb)
       store_elt(p.o, p.o_type, int64_t(b0 + bb) * p.o_batch + int64_t(h) * p.o_head + i, acc[bb]);

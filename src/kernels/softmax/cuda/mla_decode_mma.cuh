@@ -70,9 +70,12 @@ __device__ __forceinline__ void mla_attend_mma(const MlaDecodeParams& p, unsigne
   const Elem* latent = static_cast<const Elem*>(p.latent);
   const int chunks = L / 8;  // 16-byte pieces of a row
   const int n_tiles = (w.k_end - w.k_begin + T - 1) / T;
+  // Thread tid < T's row of the coming tile, looked up (through the block table) one tile ahead: the lookup's
+  // latency then hides behind a tile of work instead of standing between each tile and its copies.
+  int64_t next_row = tid < T ? latent_row(p, w, w.k_begin + tid) : -1;
   for (int i = 0; i < n_tiles; ++i) {
     const int k0 = w.k_begin + i * T;
-    if (tid < T) sRow[tid] = latent_row(p, w, k0 + tid);
+    if (tid < T) sRow[tid] = next_row;
     __syncthreads();  // sRow is written; every warp is done with the previous tile's sK and sP
     // Rows past the chunk arrive as zeros (never read from memory): their weights are zero, 0 * garbage is not.
     for (int idx = tid; idx < T * chunks; idx += kThreads) {
@@ -81,6 +84,7 @@ __device__ __forceinline__ void mla_attend_mma(const MlaDecodeParams& p, unsigne
       sm80::cp_async_16(sm80::smem_u32(sK + j * P + c * 8), at >= 0 ? latent + at + c * 8 : latent, at >= 0);
     }
     sm80::cp_async_commit();
+    if (tid < T) next_row = latent_row(p, w, k0 + T + tid);  // -1 past the chunk: the table is not read there
     sm80::cp_async_wait<0>();
     __syncthreads();
 
@@ -162,11 +166,12 @@ __device__ __forceinline__ void mla_attend_mma(const MlaDecodeParams& p, unsigne
     const int64_t row = int64_t(w.slot < 0 ? w.b : w.slot) * p.H + h0 + hh;
     const float l = sL[hh], scale = w.slot < 0 ? (l > 0.f ? 1.f / l : 0.f) : 1.f;
     float* dst = (w.slot < 0 ? p.ctx : p.part_o) + row * p.r + col0;
+    // A thread's two columns are adjacent: one 8-byte store (rows of r floats, r a multiple of 64, at 256-byte
+    // aligned buffers).
 #pragma unroll
-    for (int nb = 0; nb < kNB; ++nb) {
-      dst[nb * 8 + 2 * t] = acc[nb][2 * half] * scale;
-      dst[nb * 8 + 2 * t + 1] = acc[nb][2 * half + 1] * scale;
-    }
+    for (int nb = 0; nb < kNB; ++nb)
+      *reinterpret_cast<float2*>(dst + nb * 8 + 2 * t) =
+          make_float2(acc[nb][2 * half] * scale, acc[nb][2 * half + 1] * scale);
   }
   if (w.slot >= 0 && tid < nh) {
     p.part_m[int64_t(w.slot) * p.H + h0 + tid] = sM[tid];

@@ -24,8 +24,9 @@
 
 namespace attnzoo::cuda_delta {
 
+using cuda_linear::bits_to_float;
 using cuda_linear::kMaxUnits;
-using cuda_linear::load_elem;
+using cuda_linear::load_bits;
 using cuda_linear::load_state_column;
 using cuda_linear::recurrent_cta;
 using cuda_linear::RecurrentCta;
@@ -70,25 +71,33 @@ __device__ __forceinline__ void delta_recurrent_rows(const Params& p) {
     const bool active = t < length;  // uniform over the unit
     const int64_t row = begin + t;
     // The unit's thread i stages key row i (a unit is K rounded up to whole warps; the rows past K stage zeros, so
-    // the loops below need no bound) and its share of the norms.
-    float kx = 0.f, qx = 0.f;
-    if (active && cta.tid < p.K) {
+    // the loops below need no bound) and its share of the norms. Every input of the token leaves before any is
+    // converted (load_bits): a conversion waits for its load. Zero bits are 0.f in every dtype.
+    const bool has_row = active && cta.tid < p.K;
+    uint32_t k_bits = 0u, q_bits = 0u, g_bits = 0u, beta_bits = 0u, g_head_bits = 0u;
+    if (has_row) {
       const int64_t at = (row * p.H + h) * p.K + cta.tid;
-      kx = load_elem(p.k, p.k_t, at);
-      qx = load_elem(p.q, p.q_t, at);
+      k_bits = load_bits(p.k, p.k_t, at);
+      q_bits = load_bits(p.q, p.q_t, at);
+      if (kGate == DeltaGate::channel) g_bits = load_bits(p.g, p.g_t, (row * p.HV + hv) * p.K + cta.tid);
     }
+    if (cta.tid == 0 && active) {
+      if (p.beta) beta_bits = load_bits(p.beta, p.beta_t, row * p.HV + hv);
+      if (kGate == DeltaGate::head) g_head_bits = load_bits(p.g, p.g_t, row * p.HV + hv);
+    }
+    const uint32_t v_bits = active && has_col ? load_bits(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0u;
+    const float kx = bits_to_float(k_bits, p.k_t), qx = bits_to_float(q_bits, p.q_t);
     // A decay of 0 past K keeps the zero state rows there zero (and never multiplies unstaged memory).
-    if (kGate == DeltaGate::channel)
-      st.a[b][tid] = active && cta.tid < p.K ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + cta.tid)) : 0.f;
+    if (kGate == DeltaGate::channel) st.a[b][tid] = has_row ? expf(bits_to_float(g_bits, p.g_t)) : 0.f;
     st.k[b][tid] = kx;
     st.q[b][tid] = qx;
     if (cta.tid == 0 && active) {
-      st.beta[b][unit] = p.beta ? load_elem(p.beta, p.beta_t, row * p.HV + hv) : 1.f;
-      if (kGate == DeltaGate::head) st.a_head[b][unit] = expf(load_elem(p.g, p.g_t, row * p.HV + hv));
+      st.beta[b][unit] = p.beta ? bits_to_float(beta_bits, p.beta_t) : 1.f;
+      if (kGate == DeltaGate::head) st.a_head[b][unit] = expf(bits_to_float(g_head_bits, p.g_t));
     }
     const float kk = warp_sum(kx * kx), qq = warp_sum(qx * qx), qk = warp_sum(qx * kx);
     if (lane == 0) st.norms[tid / 32][0] = kk, st.norms[tid / 32][1] = qq, st.norms[tid / 32][2] = qk;
-    const float v = active && has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
+    const float v = bits_to_float(v_bits, p.v_t);
     __syncthreads();
 
     // The norms have one buffer: read before the barrier that lets a warp on to the next token's staging.

@@ -24,7 +24,8 @@
 
 namespace attnzoo::cuda_gla {
 
-using cuda_linear::load_elem;
+using cuda_linear::bits_to_float;
+using cuda_linear::load_bits;
 using cuda_linear::load_state_column;
 using cuda_linear::recurrent_cta;
 using cuda_linear::RecurrentCta;
@@ -79,18 +80,26 @@ __device__ __forceinline__ void gla_recurrent_rows(const Params& p) {
     const bool active = t < length;  // uniform over the unit
     const int64_t row = begin + t;
     // A unit is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so nothing there
-    // ever grows), and the loops below need no bound.
-    float kx = 0.f, qx = 0.f, a = 1.f;
+    // ever grows), and the loops below need no bound. Every input of the token leaves before any is converted
+    // (load_bits): a conversion waits for its load.
+    uint32_t k_bits = 0u, q_bits = 0u, g_bits = 0u;
     if (active && has_row) {
       const int64_t at = (row * p.H + h) * p.K + cta.tid;
-      kx = feature(p.feature_map, load_elem(p.k, p.k_t, at));
-      qx = feature(p.feature_map, load_elem(p.q, p.q_t, at)) * p.scale;
+      k_bits = load_bits(p.k, p.k_t, at);
+      q_bits = load_bits(p.q, p.q_t, at);
+      if (kGate == GateKind::channel) g_bits = load_bits(p.g, p.g_t, (row * p.HV + hv) * p.K + cta.tid);
     }
     // A scalar decay is the same for every thread: each reads it (a broadcast load) instead of waiting on one.
-    if (kGate == GateKind::scalar && active)
-      a = expf(p.g ? gamma + load_elem(p.g, p.g_t, row * p.HV + hv) : gamma);
+    if (kGate == GateKind::scalar && active && p.g) g_bits = load_bits(p.g, p.g_t, row * p.HV + hv);
+    const uint32_t v_bits = active && has_col ? load_bits(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0u;
+    float kx = 0.f, qx = 0.f, a = 1.f;
+    if (active && has_row) {
+      kx = feature(p.feature_map, bits_to_float(k_bits, p.k_t));
+      qx = feature(p.feature_map, bits_to_float(q_bits, p.q_t)) * p.scale;
+    }
+    if (kGate == GateKind::scalar && active) a = expf(p.g ? gamma + bits_to_float(g_bits, p.g_t) : gamma);
     if (kGate == GateKind::channel) {
-      a = active && has_row ? expf(load_elem(p.g, p.g_t, (row * p.HV + hv) * p.K + cta.tid)) : 0.f;
+      a = active && has_row ? expf(bits_to_float(g_bits, p.g_t)) : 0.f;
       st.a[tid] = a;
     }
     st.k[tid] = kx;
@@ -100,7 +109,7 @@ __device__ __forceinline__ void gla_recurrent_rows(const Params& p) {
       const float den = warp_sum(qx * z);
       if (lane == 0) st.den[tid / 32] = den;
     }
-    const float v = active && has_col ? load_elem(p.v, p.v_t, (row * p.HV + hv) * p.V + col) : 0.f;
+    const float v = bits_to_float(v_bits, p.v_t);
     __syncthreads();
 
     float den_all = 0.f;

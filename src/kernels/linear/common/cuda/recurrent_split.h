@@ -33,7 +33,7 @@ constexpr int unit_warps(int64_t K) {
 
 // Each instantiation's launch bounds: its widest CTA, and how many of them an SM should hold, which caps its
 // registers at 65536 / (threads x CTAs), rounded down to 8. 32 rows: two 256-thread CTAs, 128 registers, above
-// the 109 to 123 it takes (a tighter cap spills). 16 rows (one-warp units, four to a CTA): six 128-thread CTAs, 80 registers, without spills;
+// the 113 to 125 it takes (a tighter cap spills). 16 rows (one-warp units, four to a CTA): six 128-thread CTAs, 80 registers, without spills;
 // uncapped the compiler takes 97 to 100, which holds no more CTAs than 128 does.
 constexpr int bound_threads(int rows) { return rows == 16 ? kPackWarps * 32 : kMaxThreads; }
 constexpr int bound_ctas(int rows) { return rows == 16 ? 6 : 2; }

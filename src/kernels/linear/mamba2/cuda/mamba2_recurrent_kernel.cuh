@@ -19,13 +19,14 @@
 
 namespace attnzoo::cuda_mamba2 {
 
-using cuda_linear::load_elem;
+using cuda_linear::bits_to_float;
+using cuda_linear::load_bits;
 using cuda_linear::store_elem;
 using cuda_linear::warp_sum;
 
 // ssm::StepTransform on the device (softplus linear above 20, as the host's).
-__device__ __forceinline__ float step_size(const Params& p, int64_t row, int h, float bias) {
-  float dt = load_elem(p.dt, p.dt_t, row * p.H + h) + bias;
+__device__ __forceinline__ float step_size(const Params& p, float dt_raw, float bias) {
+  float dt = dt_raw + bias;
   if (p.dt_softplus) dt = dt > 20.f ? dt : log1pf(expf(dt));
   if (p.dt_limit) dt = fminf(fmaxf(dt, p.dt_min), p.dt_max);
   return dt;
@@ -62,28 +63,42 @@ __device__ __forceinline__ void mamba2_recurrent_warp(const Params& p) {
     }
   // Lane r < kRowsPerWarp finishes row r's output (skip, gate, store), so a warp's rows go out in one store.
   const bool finishes = lane < kRowsPerWarp && row0 + lane < p.P;
-  const float D = p.D && finishes ? load_elem(p.D, p.D_t, p.D_per_channel ? int64_t(h) * p.P + row0 + lane : h)
-                                  : 0.f;
-  const float A = load_elem(p.A, p.A_t, h);
-  const float bias = p.dt_bias ? load_elem(p.dt_bias, p.dt_bias_t, h) : 0.f;
+  const uint32_t D_bits =
+      p.D && finishes ? load_bits(p.D, p.D_t, p.D_per_channel ? int64_t(h) * p.P + row0 + lane : h) : 0u;
+  const uint32_t A_bits = load_bits(p.A, p.A_t, h);
+  const uint32_t bias_bits = p.dt_bias ? load_bits(p.dt_bias, p.dt_bias_t, h) : 0u;
+  const float D = bits_to_float(D_bits, p.D_t), A = bits_to_float(A_bits, p.A_t);
+  const float bias = bits_to_float(bias_bits, p.dt_bias_t);
 
   for (int64_t t = 0; t < length; ++t) {
     const int64_t row = begin + t;
-    const float dt = step_size(p, row, h, bias);
-    const float decay = expf(A * dt);
-    float b[kColsPerLane], c[kColsPerLane];
+    const int64_t x_at = (row * p.H + h) * p.P + row0;  // element (row0) of this token's x, z and y
+    // Every input of the token leaves before any is converted (load_bits): a conversion waits for its load.
+    const uint32_t dt_bits = load_bits(p.dt, p.dt_t, row * p.H + h);
+    const uint32_t z_bits = finishes && p.z ? load_bits(p.z, p.z_t, x_at + lane) : 0u;
+    uint32_t b_bits[kColsPerLane], c_bits[kColsPerLane], x_bits[kRowsPerWarp];
 #pragma unroll
     for (int j = 0; j < kColsPerLane; ++j) {
       const int col = lane + 32 * j;
       const int64_t at = (row * p.G + g) * p.N + col;
-      b[j] = col < p.N ? load_elem(p.B, p.B_t, at) : 0.f;
-      c[j] = col < p.N ? load_elem(p.C, p.C_t, at) : 0.f;
+      b_bits[j] = col < p.N ? load_bits(p.B, p.B_t, at) : 0u;  // zero bits are 0.f in every dtype
+      c_bits[j] = col < p.N ? load_bits(p.C, p.C_t, at) : 0u;
     }
-    const int64_t x_at = (row * p.H + h) * p.P + row0;  // element (row0) of this token's x, z and y
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) x_bits[r] = row0 + r < p.P ? load_bits(p.x, p.x_t, x_at + r) : 0u;
+
+    const float dt = step_size(p, bits_to_float(dt_bits, p.dt_t), bias);
+    const float decay = expf(A * dt);
+    float b[kColsPerLane], c[kColsPerLane];
+#pragma unroll
+    for (int j = 0; j < kColsPerLane; ++j) {
+      b[j] = bits_to_float(b_bits[j], p.B_t);
+      c[j] = bits_to_float(c_bits[j], p.C_t);
+    }
     float y = 0.f, x_own = 0.f;
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      const float x = row0 + r < p.P ? load_elem(p.x, p.x_t, x_at + r) : 0.f;
+      const float x = bits_to_float(x_bits[r], p.x_t);
       const float coef = dt * x;
       float acc = 0.f;
 #pragma unroll
@@ -97,7 +112,7 @@ __device__ __forceinline__ void mamba2_recurrent_warp(const Params& p) {
     if (finishes) {
       y = fmaf(D, x_own, y);
       if (p.z) {
-        const float z = load_elem(p.z, p.z_t, x_at + lane);
+        const float z = bits_to_float(z_bits, p.z_t);
         y *= z / (1.f + expf(-z));
       }
       store_elem(p.y, p.y_t, x_at + lane, y);

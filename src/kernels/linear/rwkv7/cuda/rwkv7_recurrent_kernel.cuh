@@ -23,7 +23,8 @@
 
 namespace attnzoo::cuda_rwkv7 {
 
-using cuda_linear::load_elem;
+using cuda_linear::bits_to_float;
+using cuda_linear::load_bits;
 using cuda_linear::load_state_column;
 using cuda_linear::recurrent_cta;
 using cuda_linear::RecurrentCta;
@@ -78,21 +79,32 @@ __device__ __forceinline__ void rwkv7_recurrent_rows(const Params& p, unsigned c
     const bool active = t < length;  // uniform over the unit
     const int64_t row = begin + t;
     // A unit is K rounded up to whole warps; the rows past K stage zeros (a decay of 0 too, so the zero state
-    // rows there stay zero), and the loops below need no bound.
-    float rx = 0.f, decay = 0.f, kx = 0.f, ax = 0.f, bx = 0.f;
-    if (active && cta.tid < p.K) {
+    // rows there stay zero), and the loops below need no bound. Every input of the token leaves before any is
+    // converted (load_bits): a conversion waits for its load.
+    const bool has_row = active && cta.tid < p.K;
+    uint32_t r_bits = 0u, w_bits = 0u, k_bits = 0u, a_bits = 0u, b_bits = 0u;
+    if (has_row) {
       const int64_t at = (row * p.H + h) * p.K + cta.tid;
-      rx = load_elem(p.r, p.r_t, at) * p.scale;
-      decay = expf(load_elem(p.w, p.w_t, at));
-      kx = load_elem(p.k, p.k_t, at);
-      ax = load_elem(p.a, p.a_t, at);
-      bx = load_elem(p.b, p.b_t, at);
+      r_bits = load_bits(p.r, p.r_t, at);
+      w_bits = load_bits(p.w, p.w_t, at);
+      k_bits = load_bits(p.k, p.k_t, at);
+      a_bits = load_bits(p.a, p.a_t, at);
+      b_bits = load_bits(p.b, p.b_t, at);
+    }
+    const uint32_t v_bits = active && has_col ? load_bits(p.v, p.v_t, (row * p.H + h) * p.V + col) : 0u;
+    float rx = 0.f, decay = 0.f, kx = 0.f, ax = 0.f, bx = 0.f;
+    if (has_row) {
+      rx = bits_to_float(r_bits, p.r_t) * p.scale;
+      decay = expf(bits_to_float(w_bits, p.w_t));
+      kx = bits_to_float(k_bits, p.k_t);
+      ax = bits_to_float(a_bits, p.a_t);
+      bx = bits_to_float(b_bits, p.b_t);
     }
     float *const r_s = st.input(Stage::r, buf), *const decay_s = st.input(Stage::decay, buf);
     float *const k_s = st.input(Stage::k, buf), *const a_s = st.input(Stage::a, buf);
     float* const b_s = st.input(Stage::b, buf);
     r_s[tid] = rx, decay_s[tid] = decay, k_s[tid] = kx, a_s[tid] = ax, b_s[tid] = bx;
-    const float v = active && has_col ? load_elem(p.v, p.v_t, (row * p.H + h) * p.V + col) : 0.f;
+    const float v = bits_to_float(v_bits, p.v_t);
     __syncthreads();
 
     // The previous token's output, if this unit had one (its shares were written after that token's last barrier).
