@@ -216,13 +216,19 @@ void bind_core(nb::module_& m) {
     return d;
   });
   m.def("blas_info", [] {
-    const bench::BlasKernel k = bench::blas_kernel();
+    const BlasCoreChoice& choice = configure_blas();
+    const BlasKernel k = blas_kernel();
     nb::dict d;
     d["config"] = k.config;
     d["core"] = k.core;
+    d["detected"] = choice.detected;
+    d["selected"] = choice.selected;
     d["note"] = bench::blas_class_note(k.core, active_target(), std::getenv("OPENBLAS_CORETYPE"));
+    d["choice_note"] = bench::blas_choice_note(choice);
     return d;
-  }, "OpenBLAS's build and the core whose kernels it runs; 'note' says when they are narrower than the target.");
+  }, "OpenBLAS's build and the core whose kernels it runs; 'detected' the core it chose itself, 'selected' the one "
+     "attnzoo switched it to off a fallback ('' when kept); 'note' says when the kernels are narrower than the "
+     "target, 'choice_note' what attnzoo switched.");
 }
 
 }  // namespace attnzoo::py

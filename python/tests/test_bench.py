@@ -133,6 +133,12 @@ def test_table_names_the_blas_kernels(tiny_doc):
     if blas["core"].lower() in width:
         assert bool(blas["note"]) == (width[blas["core"].lower()] < target_width), blas
     assert (blas["note"] in text) if blas["note"] else "OpenBLAS runs its" not in text
+    # A core attnzoo switched OpenBLAS to (off its fallback for a CPU it does not know) is the one it runs, said so.
+    if blas["selected"]:
+        assert blas["core"] == blas["selected"] != blas["detected"], blas
+        assert blas["choice_note"] in text and f"attnzoo selected {blas['selected']}" in text
+    else:
+        assert blas["core"] == blas["detected"] and not blas["choice_note"], blas
 
 
 def test_goal_verdicts_say_what_was_measured():

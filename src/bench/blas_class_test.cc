@@ -1,22 +1,10 @@
-// The BLAS core's SIMD class, and the note printed when it is narrower than the active target.
+// The notes printed when the BLAS core is narrower than the active target, or when attnzoo switched it.
 #include <gtest/gtest.h>
 
 #include "bench/blas_class.h"
 
 namespace attnzoo::bench {
 namespace {
-
-TEST(BlasClass, KnownCoresMapToTheirVectorWidth) {
-  EXPECT_EQ(blas_core_class("SkylakeX"), Target::avx512);
-  EXPECT_EQ(blas_core_class("Cooperlake"), Target::avx512);
-  EXPECT_EQ(blas_core_class("sapphirerapids"), Target::avx512);  // OpenBLAS spells some names in lower case
-  EXPECT_EQ(blas_core_class("Haswell"), Target::avx2);
-  EXPECT_EQ(blas_core_class("Zen"), Target::avx2);
-  EXPECT_EQ(blas_core_class("Sandybridge"), Target::scalar);
-  EXPECT_EQ(blas_core_class("Prescott"), Target::scalar);
-  EXPECT_EQ(blas_core_class("NEOVERSEN1"), std::nullopt);
-  EXPECT_EQ(blas_core_class(""), std::nullopt);
-}
 
 TEST(BlasClass, NoteOnlyWhenTheBlasKernelsAreNarrower) {
   EXPECT_EQ(blas_class_note("Haswell", Target::avx2, nullptr), "");
@@ -33,6 +21,15 @@ TEST(BlasClass, NoteOnlyWhenTheBlasKernelsAreNarrower) {
   EXPECT_EQ(detected.find("OPENBLAS_CORETYPE"), std::string::npos) << detected;
 }
 
+TEST(BlasClass, ChoiceNoteNamesBothCoresOnlyWhenAttnzooSwitched) {
+  EXPECT_EQ(blas_choice_note({"Zen", "", Target::avx2}), "");
+  const std::string note = blas_choice_note({"Prescott", "SkylakeX", Target::avx512_bf16});
+  EXPECT_NE(note.find("OpenBLAS detected Prescott"), std::string::npos) << note;
+  EXPECT_NE(note.find("attnzoo selected SkylakeX"), std::string::npos) << note;
+  EXPECT_NE(note.find("avx512_bf16"), std::string::npos) << note;
+  EXPECT_NE(note.find("OPENBLAS_CORETYPE"), std::string::npos) << note;
+}
+
 TEST(BlasClass, ForcedNarrowerTargetsHoldThePeersToTheirClass) {
   using Env = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ(class_environment(Target::avx2, Target::avx512_bf16),
@@ -43,12 +40,6 @@ TEST(BlasClass, ForcedNarrowerTargetsHoldThePeersToTheirClass) {
   EXPECT_TRUE(class_environment(Target::avx2, Target::avx2).empty());          // nothing forced
   EXPECT_TRUE(class_environment(Target::avx512, Target::avx512_bf16).empty());  // same f32 kernels and peers
   EXPECT_TRUE(class_environment(Target::avx512_bf16, Target::avx512_bf16).empty());
-}
-
-TEST(BlasClass, TheLinkedLibraryNamesItsCore) {
-  const BlasKernel k = blas_kernel();
-  EXPECT_NE(k.config.find("OpenBLAS"), std::string::npos) << k.config;
-  EXPECT_FALSE(k.core.empty());
 }
 
 }  // namespace

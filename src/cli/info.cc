@@ -75,8 +75,11 @@ int run_info(const std::vector<std::string>& args) {
   std::printf("active       %s\n", target_name(active_target()));
   std::printf("threads      %d (ATTNZOO_THREADS / --threads)\n", ThreadPool::global().num_threads());
   std::printf("highway      %s\n", ATTNZOO_HWY_VERSION);
-  const bench::BlasKernel blas = bench::blas_kernel();
+  const BlasCoreChoice& choice = configure_blas();
+  const BlasKernel blas = blas_kernel();
   std::printf("blas         %s (single-threaded inside attnzoo's pool)\n", blas.config.c_str());
+  if (const std::string note = bench::blas_choice_note(choice); !note.empty())
+    std::printf("             note: %s\n", note.c_str());
   if (const std::string note = bench::blas_class_note(blas.core, active_target(), std::getenv("OPENBLAS_CORETYPE"));
       !note.empty())
     std::printf("             note: %s\n", note.c_str());

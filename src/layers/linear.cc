@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include "core/aligned_buffer.h"
 #include "core/batch_invariance.h"
@@ -16,17 +15,12 @@
 #include "core/threads.h"
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/row_groups.h"
+#include "layers/blas_core.h"
 #include "layers/linear_kernels.h"
 #include "layers/matmul_precision.h"
 
 namespace attnzoo {
 namespace {
-
-// OpenBLAS runs inside our tasks; its own threads would oversubscribe the cores.
-void init_blas_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
 
 // Splits [0, n) into about 4 tasks per thread (dynamic claiming balances them), each a multiple of `align` rows
 // and at least `min_rows`.
@@ -109,7 +103,7 @@ void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_
             std::string("the tile GEMM takes f32 or bf16 weights, not ") + quant_type_name(w.type));
     return linear_gemm(dense_view(w), bias, x, T, y, ldy, backend);
   }
-  init_blas_once();
+  configure_blas();  // single-threaded, and off a fallback core, before the first GEMM
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const int64_t n0 = task * rows, nb = std::min(N, n0 + rows) - n0;
     const float* panel;

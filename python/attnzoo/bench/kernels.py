@@ -133,8 +133,9 @@ def format_table(doc):
     if doc.get("linear"):
         from .linear import format_linear
         lines += format_linear(doc["linear"])
-    blas_note = m["blas"]["note"] if m.get("blas") else ""
-    notes = [n for n in (idle_note(m["idle"], m["load_average_at_start"], m["cores"]), blas_note, doc["note"]) if n]
+    blas = m.get("blas") or {}
+    notes = [n for n in (idle_note(m["idle"], m["load_average_at_start"], m["cores"]), blas.get("note"),
+                         blas.get("choice_note"), doc["note"]) if n]
     if notes:
         lines += [""] + notes
     return "\n".join(lines)
