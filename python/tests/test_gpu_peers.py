@@ -41,7 +41,9 @@ def row(kernel, dims, available=True, **extra):
 OURS = {
     "device": "cuda:0 test", "copy_gbps": 4000.0,
     "prefill": [{"B": 1, "T": 32, "Hq": 2, "Hkv": 1, "D": 16, "causal": True, "median_s": 1e-4, "min_s": 1e-4,
-                 "tflops": 0.1}],
+                 "tflops": 0.1, "kernel": "sm90", "schedule": "static"},
+                {"B": 1, "T": 32, "Hq": 2, "Hkv": 1, "D": 16, "causal": True, "median_s": 5e-5, "min_s": 5e-5,
+                 "tflops": 0.2, "kernel": "sm90", "schedule": "dynamic"}],
     "decode": [{"B": 1, "context": 64, "Hq": 2, "Hkv": 1, "D": 16, "block_size": 16, "kv_dtype": "bfloat16",
                 "cache_bytes": 4096, "median_s": 1e-5, "min_s": 1e-5, "gbps": 400.0}],
     "gated_delta_decode": [{"B": 2, "H": 2, "K": 16, "V": 16, "state_bytes": 8192, "median_s": 1e-5, "min_s": 1e-5,
@@ -80,9 +82,15 @@ def test_every_section_runs_and_every_peer_is_guarded(tmp_path, monkeypatch):
     peers = load_peers()
     (tmp_path / "ours.json").write_text(json.dumps(OURS))
     monkeypatch.setattr("sys.argv", ["gpu_peers.py", str(tmp_path / "ours.json"), str(tmp_path), "--budget-s", "120"])
+    sdpa_calls = []
+    sdpa_seconds = peers.sdpa_seconds
+    monkeypatch.setattr(peers, "sdpa_seconds", lambda case, backend: sdpa_calls.append(backend) or
+                        sdpa_seconds(case, backend))
     peers.main()
     out = json.loads((tmp_path / "gpu_peers.json").read_text())
-    assert out["gemm_tflops"] and len(out["rows"]) == 1 and len(out["decode_rows"]) == 1
+    assert out["gemm_tflops"] and len(out["rows"]) == 2 and len(out["decode_rows"]) == 1
+    # One prefill shape under two schedules: the peers timed once, both rows beside them.
+    assert len(sdpa_calls) == 3 and out["rows"][0]["peers"] == out["rows"][1]["peers"]
     gdn = out["gated_delta_decode_rows"][0]
     assert gdn["peer"].startswith("fla") and (gdn["peer_s"] or gdn["peer_note"])
     linear = {r["kernel"]: r for r in out["state_decode_rows"]}
@@ -102,6 +110,7 @@ def test_every_section_runs_and_every_peer_is_guarded(tmp_path, monkeypatch):
     assert "not available: q: chunk_gated_delta_rule runs on the CPU only so far" in md
     assert "target >= 3x" in md and "target >= 1.5x" in md
     assert "| mamba2 | B=2 H=4 P=8 N=16 G=2 |" in md
+    assert "| 1 | 32 | 2/1 | 16 | causal | sm90 static | " in md and "| causal | sm90 dynamic | " in md
     gemm = out["gemm_rows"]
     assert len(gemm) == 1 and gemm[0]["ours_tflops"] == 0.0157 and gemm[0]["torch_tflops"]
     assert "| gemm | M=64 N=96 K=128 | 0 | not available: backend: cublaslt cannot run" in md

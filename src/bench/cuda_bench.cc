@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/softmax/attention.h"
+#include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/cuda/prefill_sm90_launch_plan.h"
 #include "kernels/softmax/decode.h"
 #include "kernels/linear/gated_delta_rule/gated_delta_rule.h"
@@ -85,15 +86,35 @@ CudaStateDecodeRow time_state_decode(const CudaStateDecodeCase& c, Device device
   return {c, t.median_s, t.min_s, state_decode_bytes(c) / t.median_s * 1e-9};
 }
 
+// The Hopper prefill under one schedule, whatever ATTNZOO_CUDA_PREFILL_SCHEDULE says: planned once, its
+// metadata uploaded once, then launched as a model's layers launch it (attention_prefill would upload it per
+// call; a few kilobytes beside milliseconds of kernel).
+Timing time_prefill_schedule(const AttentionProblem& p, cuda_prefill::PrefillSchedule schedule, Device device,
+                             Stream stream, int reps) {
+#if ATTNZOO_WITH_CUDA
+  PreparedPrefillCuda prepared = prepare_attention_prefill_cuda(p);
+  prepared.schedule = schedule;
+  DeviceBuffer metadata(device, prepared.launch.metadata.size());
+  metadata.upload(prepared.launch.metadata.data(), metadata.bytes(), stream);
+  const PrefillTensors tensors{p.q, p.k, p.v, p.o};
+  return summarize(time_on_stream(
+      [&] { launch_prepared_prefill_cuda(prepared, metadata.as<unsigned char>(), tensors, stream); }, stream, 2, reps));
+#else
+  (void)p, (void)schedule, (void)device, (void)stream, (void)reps;
+  throw DeviceError("prefill: this build has no CUDA");
+#endif
+}
+
 }  // namespace
 
 std::vector<CudaPrefillCase> cuda_prefill_cases(Scale s) {
   if (s == Scale::tiny) return {{1, 256, 4, 2, 128, true}};
   if (s == Scale::quick) return {{1, 2048, 32, 8, 128, true}, {1, 2048, 32, 8, 64, true}};
-  // The headline shapes (GQA 32 / 8, D = 128, causal at 4k x 4 and 16k x 1), then the other head dims (96: Phi-3
-  // mini's MHA 32 / 32) and the non-causal form.
-  return {{4, 4096, 32, 8, 128, true},  {1, 16384, 32, 8, 128, true}, {4, 4096, 32, 8, 64, true},
-          {4, 4096, 32, 32, 96, true}, {4, 4096, 32, 8, 256, true},  {4, 4096, 32, 8, 128, false}};
+  // The headline shapes (GQA 32 / 8, D = 128, causal at 4k x 4 and 16k x 1; under both of the Hopper kernel's
+  // schedules, where causal tiles differ most in cost), then the other head dims (96: Phi-3 mini's MHA 32 / 32)
+  // and the non-causal form.
+  return {{4, 4096, 32, 8, 128, true, true},  {1, 16384, 32, 8, 128, true, true}, {4, 4096, 32, 8, 64, true},
+          {4, 4096, 32, 32, 96, true},       {4, 4096, 32, 8, 256, true},        {4, 4096, 32, 8, 128, false}};
 }
 
 double prefill_flops(const CudaPrefillCase& c) {
@@ -162,12 +183,27 @@ CudaKernelReport run_cuda_kernel_report(Scale s, Device device) {
     const TensorView vv = view_on(v, DType::bf16, {c.B, c.T, c.Hkv, c.D}), ov = view_on(o, DType::bf16, {c.B, c.T, c.Hq, c.D});
     AttentionOptions opts;
     opts.causal = c.causal;
-    const Timing t = summarize(time_on_stream([&] { attention_prefill(qv, kv, vv, ov, opts); }, stream, 2, reps));
-    // The launcher's own choice, from the same inputs (capability, coverage, ATTNZOO_CUDA_PREFILL).
-    const cuda_prefill::PrefillPath path = cuda_prefill::choose_prefill_path(
-        make_prefill_problem(qv, kv, vv, ov, opts, {}), info.sm_major, std::getenv("ATTNZOO_CUDA_PREFILL"));
-    r.prefill.push_back({c, t.median_s, t.min_s, prefill_flops(c) / t.median_s * 1e-12,
-                         cuda_prefill::prefill_path_name(path)});
+    const AttentionProblem problem = make_prefill_problem(qv, kv, vv, ov, opts, {});
+    // The launcher's own choice, from the same inputs (capability, coverage, ATTNZOO_CUDA_PREFILL, and the Hopper
+    // kernel's ATTNZOO_CUDA_PREFILL_SCHEDULE).
+    const cuda_prefill::PrefillPath path =
+        cuda_prefill::choose_prefill_path(problem, info.sm_major, std::getenv("ATTNZOO_CUDA_PREFILL"));
+    const bool hopper = path == cuda_prefill::PrefillPath::sm90;
+    const std::string own_schedule =
+        hopper ? cuda_prefill::prefill_schedule_name(
+                     cuda_prefill::choose_prefill_schedule(std::getenv("ATTNZOO_CUDA_PREFILL_SCHEDULE")))
+               : "none";
+    if (!(hopper && c.both_schedules)) {
+      const Timing t = summarize(time_on_stream([&] { attention_prefill(qv, kv, vv, ov, opts); }, stream, 2, reps));
+      r.prefill.push_back({c, t.median_s, t.min_s, prefill_flops(c) / t.median_s * 1e-12,
+                           cuda_prefill::prefill_path_name(path), own_schedule});
+      continue;
+    }
+    for (const auto schedule : {cuda_prefill::PrefillSchedule::static_stride, cuda_prefill::PrefillSchedule::dynamic}) {
+      const Timing t = time_prefill_schedule(problem, schedule, device, stream, reps);
+      r.prefill.push_back({c, t.median_s, t.min_s, prefill_flops(c) / t.median_s * 1e-12,
+                           cuda_prefill::prefill_path_name(path), cuda_prefill::prefill_schedule_name(schedule)});
+    }
   }
 
   for (const CudaDecodeCase& c : cuda_decode_cases(s)) r.decode.push_back(time_decode(c, device, stream, reps));
@@ -196,12 +232,13 @@ std::string format_cuda_text(const CudaKernelReport& r) {
   char line[256];
   std::snprintf(line, sizeof line, "copy         %.0f GB/s (device to device, read + write)\n", r.copy_gbps);
   s += line;
-  s += "prefill (bf16, GQA, FlashAttention FLOP count)   median ms   TFLOP/s   kernel\n";
+  s += "prefill (bf16, GQA, FlashAttention FLOP count)   median ms   TFLOP/s   kernel / schedule\n";
   for (const CudaPrefillRow& row : r.prefill) {
     const CudaPrefillCase& c = row.shape;
-    std::snprintf(line, sizeof line, "  B=%-2lld T=%-6lld Hq=%lld Hkv=%lld D=%-3lld %-10s %10.3f %9.1f   %s\n",
+    std::snprintf(line, sizeof line, "  B=%-2lld T=%-6lld Hq=%lld Hkv=%lld D=%-3lld %-10s %10.3f %9.1f   %s %s\n",
                   (long long)c.B, (long long)c.T, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
-                  c.causal ? "causal" : "non-causal", row.median_s * 1e3, row.tflops, row.path.c_str());
+                  c.causal ? "causal" : "non-causal", row.median_s * 1e3, row.tflops, row.path.c_str(),
+                  row.schedule.c_str());
     s += line;
   }
   s += "paged decode (1 token, bf16 q)                                median ms   GB/s of cache read\n";
@@ -235,9 +272,10 @@ std::string format_cuda_json(const CudaKernelReport& r) {
     char item[320];
     std::snprintf(item, sizeof item,
                   "{\"B\": %lld, \"T\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"D\": %lld, \"causal\": %s, "
-                  "\"median_s\": %.9g, \"min_s\": %.9g, \"tflops\": %.6g, \"kernel\": \"%s\"}",
+                  "\"median_s\": %.9g, \"min_s\": %.9g, \"tflops\": %.6g, \"kernel\": \"%s\", \"schedule\": \"%s\"}",
                   (long long)c.B, (long long)c.T, (long long)c.Hq, (long long)c.Hkv, (long long)c.D,
-                  c.causal ? "true" : "false", row.median_s, row.min_s, row.tflops, row.path.c_str());
+                  c.causal ? "true" : "false", row.median_s, row.min_s, row.tflops, row.path.c_str(),
+                  row.schedule.c_str());
     return std::string(item);
   });
   const std::string decode = json_array(r.decode, [](const CudaDecodeRow& row) {

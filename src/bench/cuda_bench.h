@@ -26,12 +26,16 @@ namespace attnzoo::bench {
 struct CudaPrefillCase {
   int64_t B, T, Hq, Hkv, D;
   bool causal;
+  // Where the Hopper kernel runs: one row per schedule (static, dynamic) instead of the launcher's choice alone,
+  // so one GPU run compares them (issue 25's two causal shapes).
+  bool both_schedules = false;
 };
 struct CudaPrefillRow {
   CudaPrefillCase shape;
   double median_s = 0, min_s = 0;
   double tflops = 0;  // visible score / value products only (a causal problem counts half), as FlashAttention does
   std::string path = "sm80";  // the kernel that ran: "sm90" (wgmma + TMA) or "sm80" (mma.sync)
+  std::string schedule = "none";  // sm90: "static" or "dynamic" (PrefillSchedule); sm80 has none (a plain grid)
 };
 // Paged decode, one query token per sequence over `context` cached tokens (FlashInfer's and vLLM's decode
 // shape): bandwidth-bound, so measured in bytes of the cache read (K and V, plus int8 / fp8 scales) per second.

@@ -38,6 +38,27 @@ TEST(CudaBench, StateDecodeCountsTheStateReadAndWritten) {
   EXPECT_NEAR(state_decode_bytes({32, 32, 128, 128}) / 178e-6 * 1e-9, 754, 1);
 }
 
+// Issue 25's two causal shapes (GQA 32 / 8, D = 128 at 4k x 4 and 16k x 1) are timed under both of the Hopper
+// kernel's schedules, the rows told apart by kernel and schedule in the JSON and the text.
+TEST(CudaBench, HeadlinePrefillShapesRunBothSchedules) {
+  std::vector<CudaPrefillCase> both;
+  for (const CudaPrefillCase& c : cuda_prefill_cases(Scale::full))
+    if (c.both_schedules) both.push_back(c);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].B * both[0].T, 4 * 4096);
+  EXPECT_EQ(both[1].B * both[1].T, 16384);
+  for (const CudaPrefillCase& c : both) EXPECT_TRUE(c.causal && c.Hq == 32 && c.Hkv == 8 && c.D == 128);
+  CudaKernelReport r = test_report();
+  r.prefill.push_back({both[0], 2e-3, 2e-3, 1.0, "sm90", "static"});
+  r.prefill.push_back({both[0], 1e-3, 1e-3, 2.0, "sm90", "dynamic"});
+  r.prefill.push_back({cuda_prefill_cases(Scale::full)[3], 1e-3, 1e-3, 2.0});  // D = 96: the sm_80 kernel
+  const std::string json = format_cuda_json(r), text = format_cuda_text(r);
+  EXPECT_NE(json.find("\"kernel\": \"sm90\", \"schedule\": \"static\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"kernel\": \"sm90\", \"schedule\": \"dynamic\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"kernel\": \"sm80\", \"schedule\": \"none\""), std::string::npos) << json;
+  EXPECT_NE(text.find("sm90 dynamic"), std::string::npos) << text;
+}
+
 TEST(CudaBench, JsonHoldsEveryRow) {
   CudaKernelReport r = test_report();
   for (const CudaPrefillCase& c : cuda_prefill_cases(Scale::full)) r.prefill.push_back({c, 1e-3, 9e-4, 1.5});

@@ -5,12 +5,15 @@
 // f32 / bf16 / f16 out, odd lengths at tile edges and padded token strides. Shapes are small: every emulated thread is a fiber.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/cuda/prefill_cuda.h"
 #include "kernels/softmax/cuda/prefill_launch_plan.h"
@@ -45,23 +48,53 @@ void launch_for_dim(int64_t D, const PrefillParams& params, unsigned work_items,
   }
 }
 
-// prefill_sm90.cu's kernel body, on a persistent grid of `ctas`.
-template <class Elem, int D>
+// prefill_sm90.cu's kernel body, on a persistent grid of `ctas`. The emulator runs the CTAs one after another,
+// so under the dynamic schedule CTA 0 draws every item past the first grid's and the others take only their
+// first: a schedule as unlike the static one as any a GPU would make.
+template <class Elem, int D, PrefillSchedule S>
 void launch_sm90(const PrefillSm90Params& params, unsigned ctas) {
   cuda_emulation::launch(dim3(ctas), kSm90Threads, Sm90Layout<D>::kSmemBytes, [&](unsigned char* smem) {
-    attend_tiles_sm90<Elem, D>(params, int(blockIdx.x), int(gridDim.x), smem);
+    attend_tiles_sm90<Elem, D, S>(params, int(blockIdx.x), int(gridDim.x), smem);
   });
 }
 
-template <class Elem>
+template <class Elem, PrefillSchedule S>
 void launch_sm90_for_dim(int64_t D, const PrefillSm90Params& params, unsigned ctas) {
-  if (D == 64) launch_sm90<Elem, 64>(params, ctas);
-  else if (D == 128) launch_sm90<Elem, 128>(params, ctas);
-  else launch_sm90<Elem, 256>(params, ctas);
+  if (D == 64) launch_sm90<Elem, 64, S>(params, ctas);
+  else if (D == 128) launch_sm90<Elem, 128, S>(params, ctas);
+  else launch_sm90<Elem, 256, S>(params, ctas);
 }
 
-// Runs the problem through one kernel's plan and body.
-void run(PrefillPath path, const AttentionProblem& p, DType in, uint64_t seed) {
+template <class Elem>
+void launch_sm90_for(PrefillSchedule schedule, int64_t D, const PrefillSm90Params& params, unsigned ctas) {
+  if (schedule == PrefillSchedule::dynamic) launch_sm90_for_dim<Elem, PrefillSchedule::dynamic>(D, params, ctas);
+  else launch_sm90_for_dim<Elem, PrefillSchedule::static_stride>(D, params, ctas);
+}
+
+// The Hopper plan of `p` with its metadata on the emulated device, as prefill.cu binds it.
+struct Sm90Launch {
+  PrefillSm90Plan plan;
+  DeviceMemory metadata;
+  PrefillSm90Params params;
+  explicit Sm90Launch(const AttentionProblem& p, int multiprocessors)
+      : plan(plan_prefill_sm90(p, multiprocessors)), metadata(std::max<size_t>(plan.launch.metadata.size(), 1)) {
+    std::memcpy(metadata.data(), plan.launch.metadata.data(), plan.launch.metadata.size());
+    params = {bind_metadata(plan.launch, metadata.data()), sm90::encode_tensor_map(plan.q),
+              sm90::encode_tensor_map(plan.k), sm90::encode_tensor_map(plan.v), int32_t(p.Hq), plan.items,
+              reinterpret_cast<uint32_t*>(metadata.data() + plan.schedule_at)};
+  }
+  void run(PrefillSchedule schedule, DType in, int64_t D) const {
+    if (plan.launch.work_items == 0) return;
+    if (in == DType::bf16) launch_sm90_for<__nv_bfloat16>(schedule, D, params, plan.ctas);
+    else launch_sm90_for<__half>(schedule, D, params, plan.ctas);
+  }
+  std::array<uint32_t, 2> counters() const { return {params.schedule[0], params.schedule[1]}; }
+};
+
+// Runs the problem through one kernel's plan and body. The Hopper kernel's persistent grid has `multiprocessors`
+// CTAs at most; 0 takes a few, varied by the seed.
+void run(PrefillPath path, const AttentionProblem& p, DType in, uint64_t seed,
+         PrefillSchedule schedule = PrefillSchedule::static_stride, int multiprocessors = 0) {
   cuda_emulation::seed_schedule(seed);
   if (path == PrefillPath::sm80) {
     const PrefillLaunchPlan plan = plan_prefill_launch(p);
@@ -74,17 +107,13 @@ void run(PrefillPath path, const AttentionProblem& p, DType in, uint64_t seed) {
     return;
   }
   ASSERT_EQ(sm90_prefill_gap(p), nullptr);
-  // A few "multiprocessors", varied by the seed, so each persistent CTA takes one item or several (sometimes
-  // items with no key tiles), and the ring, the Q buffer and the turns carry over between them.
-  const PrefillSm90Plan plan = plan_prefill_sm90(p, 1 + int(seed % 4));
-  if (plan.launch.work_items == 0) return;
-  DeviceMemory metadata(plan.launch.metadata.size());
-  std::memcpy(metadata.data(), plan.launch.metadata.data(), plan.launch.metadata.size());
-  const PrefillSm90Params params{bind_metadata(plan.launch, metadata.data()), sm90::encode_tensor_map(plan.q),
-                                 sm90::encode_tensor_map(plan.k), sm90::encode_tensor_map(plan.v),
-                                 int32_t(p.Hq), plan.items};
-  if (in == DType::bf16) launch_sm90_for_dim<__nv_bfloat16>(p.D, params, plan.ctas);
-  else launch_sm90_for_dim<__half>(p.D, params, plan.ctas);
+  // A few "multiprocessors", so each persistent CTA takes one item or several (sometimes items with no key
+  // tiles), and the ring, the Q buffer and the turns carry over between them.
+  const Sm90Launch launch(p, multiprocessors > 0 ? multiprocessors : 1 + int(seed % 4));
+  if (launch.plan.launch.work_items == 0) return;
+  launch.run(schedule, in, p.D);
+  // The dynamic schedule's last CTA leaves the counters as the plan uploaded them, for the next launch.
+  EXPECT_EQ(launch.counters(), (std::array<uint32_t, 2>{0, 0}));
 }
 
 struct Case {
@@ -122,7 +151,9 @@ Tolerance tolerance(DType in, DType out) {
   return out == DType::f32 ? Tolerance{2e-3, 1e-3} : Tolerance{5e-3, 2e-3};  // f16 in
 }
 
-void check(Case c, uint64_t seed, PrefillPath path = PrefillPath::sm80) {
+// The case on one kernel against the reference. The Hopper kernel runs under both schedules, whose outputs must
+// be the same bits: a schedule only changes which CTA computes an item. `multiprocessors`: as run's.
+void check(Case c, uint64_t seed, PrefillPath path = PrefillPath::sm80, int multiprocessors = 0) {
   SCOPED_TRACE(describe(c) + " kernel=" + prefill_path_name(path));
   if (!c.sinks.empty()) c.opts.sinks = c.sinks.data();
   if (!c.slopes.empty()) c.opts.alibi_slopes = c.slopes.data();
@@ -143,8 +174,17 @@ void check(Case c, uint64_t seed, PrefillPath path = PrefillPath::sm80) {
   const AttentionProblem p =
       make_prefill_problem(q.device_view(), k.device_view(), v.device_view(), out.device_view(), c.opts, varlen);
   ASSERT_NO_THROW(check_cuda_prefill(p));
-  run(path, p, c.in, seed);
+  run(path, p, c.in, seed, PrefillSchedule::static_stride, multiprocessors);
   out.download();
+  if (path == PrefillPath::sm90) {
+    DeviceTensor dynamic_out(c.out, shape(tq, c.Hq), 0, c.token_pad);
+    run(path,
+        make_prefill_problem(q.device_view(), k.device_view(), v.device_view(), dynamic_out.device_view(), c.opts,
+                             varlen),
+        c.in, seed, PrefillSchedule::dynamic, multiprocessors);
+    dynamic_out.download();
+    EXPECT_TRUE(dynamic_out.host == out.host) << "the dynamic schedule's output differs from the static one's";
+  }
 
   // Every element the shape covers is compared, in token order; the spare elements between tokens must keep
   // their NaN bytes.
@@ -283,6 +323,52 @@ TEST(EmulatedPrefillSm90, MatchesReferenceAtWindowEdgesAndAcrossStages) {
   check(deep128, 10, PrefillPath::sm90);
 }
 
+// Ragged causal batches whose items differ in cost from 1 key tile to 5: 40 items on 2 CTAs, 24 on 3, so each
+// CTA runs many items of unlike lengths back to back, under both schedules (check).
+TEST(EmulatedPrefillSm90, MatchesReferenceOnAGridFarSmallerThanTheItems) {
+  Case c;
+  c.Hq = 4, c.Hkv = 2, c.D = 64;
+  c.cu_q = {0, 300, 310, 500, 501, 760};
+  c.cu_k = {0, 520, 530, 720, 721, 980};  // queries at the end of longer keys: up to 5 tiles of 128 keys
+  c.opts.causal = true;
+  c.v_mean = 3.f;
+  check(c, 11, PrefillPath::sm90, 2);
+  Case wide = c;
+  wide.D = 128, wide.in = DType::f16, wide.out = DType::bf16;
+  wide.cu_q = {0, 260, 261, 400}, wide.cu_k = {0, 390, 391, 530};
+  check(wide, 12, PrefillPath::sm90, 3);
+}
+
+// One metadata copy launched twice, as a model's layers or a CUDA graph's replays launch it: the first launch's
+// last CTA zeroes the counters, so the second hands out every item again (a counter left at its end would give
+// each CTA its first item only, and the rest of the output would keep its NaN bytes).
+TEST(EmulatedPrefillSm90, DynamicScheduleRelaunchesOverOneMetadataCopy) {
+  Case c;
+  c.Hq = 2, c.Hkv = 1, c.D = 64;
+  c.cu_q = {0, 200, 330};
+  c.opts.causal = true;
+  const VarlenInfo varlen{c.cu_q.data(), nullptr, 2};
+  DeviceTensor q(c.in, {330, c.Hq, c.D}, 1), k(c.in, {330, c.Hkv, c.D}, 2), v(c.in, {330, c.Hkv, c.D}, 3);
+  DeviceTensor out(c.out, {330, c.Hq, c.D}, 0);
+  const AttentionProblem p =
+      make_prefill_problem(q.device_view(), k.device_view(), v.device_view(), out.device_view(), c.opts, varlen);
+  const Sm90Launch launch(p, 2);
+  ASSERT_EQ(launch.plan.items, 8);  // two 128-row query tiles per sequence, two heads: 4 items past the grid's 2
+  std::vector<std::vector<uint8_t>> outputs;
+  for (int i = 0; i < 2; ++i) {
+    std::fill(out.host.begin(), out.host.end(), uint8_t(0xFF));
+    out.upload();
+    launch.run(PrefillSchedule::dynamic, c.in, c.D);
+    EXPECT_EQ(launch.counters(), (std::array<uint32_t, 2>{0, 0})) << "launch " << i;
+    out.download();
+    int64_t unwritten = 0;
+    for (int64_t e = 0; e < out.view.numel(); ++e) unwritten += std::isnan(load_as_f32(out.host.data(), c.out, e));
+    EXPECT_EQ(unwritten, 0) << "launch " << i;
+    outputs.push_back(out.host);
+  }
+  EXPECT_TRUE(outputs[0] == outputs[1]);
+}
+
 // Two sequences of 16 bf16 tokens, 4 heads of D, q, k, v and o all viewing `bytes` (at least 2 * 16 * 4 * D * 2
 // of them): what the path choice and the plans read of a problem.
 AttentionProblem bf16_problem(std::vector<uint8_t>& bytes, int64_t D) {
@@ -326,6 +412,29 @@ TEST(PrefillSm90Plan, PersistentGridIsAtMostOneCtaPerMultiprocessor) {
   EXPECT_EQ(plan.ctas, 8u);
   EXPECT_EQ(plan_prefill_sm90(problem(128), 3).ctas, 3u);
   EXPECT_EQ(plan_prefill_sm90(problem(128), 0).ctas, 1u);
+  // The dynamic schedule's two counters close the metadata, 8-byte aligned, uploaded as zeros.
+  EXPECT_EQ(plan.schedule_at % 8, 0u);
+  EXPECT_GE(plan.schedule_at, plan.launch.slopes_at);
+  ASSERT_EQ(plan.launch.metadata.size(), plan.schedule_at + 8);
+  for (size_t i = plan.schedule_at; i < plan.launch.metadata.size(); ++i) EXPECT_EQ(plan.launch.metadata[i], 0) << i;
+}
+
+TEST(PrefillSm90Plan, ScheduleIsStaticUnlessDynamicIsAsked) {
+  EXPECT_EQ(choose_prefill_schedule(nullptr), PrefillSchedule::static_stride);
+  EXPECT_EQ(choose_prefill_schedule(""), PrefillSchedule::static_stride);
+  EXPECT_EQ(choose_prefill_schedule("static"), PrefillSchedule::static_stride);
+  EXPECT_EQ(choose_prefill_schedule("dynamic"), PrefillSchedule::dynamic);
+  EXPECT_STREQ(prefill_schedule_name(PrefillSchedule::static_stride), "static");
+  EXPECT_STREQ(prefill_schedule_name(PrefillSchedule::dynamic), "dynamic");
+  for (const char* bad : {"Dynamic", "stat", "sm80", "dynamic "}) {
+    try {
+      choose_prefill_schedule(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("ATTNZOO_CUDA_PREFILL_SCHEDULE"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

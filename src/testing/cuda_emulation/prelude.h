@@ -68,6 +68,15 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
   return old;
 }
 
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  attnzoo::cuda_emulation::check_global(p, sizeof *p, "atomicAdd");
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+// CTAs run one after another and their fibers in one OS thread: every write is already seen by every later read.
+inline void __threadfence() {}
+
 struct int2 {
   int x, y;
 };

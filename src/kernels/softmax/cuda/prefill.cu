@@ -96,11 +96,14 @@ void attention_prefill_cuda(const AttentionProblem& p, Stream stream) {
 PreparedPrefillCuda prepare_attention_prefill_cuda(const AttentionProblem& p) {
   PreparedPrefillCuda d;
   d.path = choose_prefill_path(p, current_sm_major(), std::getenv("ATTNZOO_CUDA_PREFILL"));
+  // Read on every path, so a misspelt value fails on any GPU, not only where the Hopper kernel runs.
+  d.schedule = choose_prefill_schedule(std::getenv("ATTNZOO_CUDA_PREFILL_SCHEDULE"));
   if (d.path == PrefillPath::sm90) {
     PrefillSm90Plan plan = plan_prefill_sm90(p, current_multiprocessors());
     d.launch = std::move(plan.launch);
     d.q = plan.q, d.k = plan.k, d.v = plan.v;
     d.items = plan.items, d.ctas = plan.ctas;
+    d.schedule_at = plan.schedule_at;
   } else {
     d.launch = plan_prefill_launch(p);
   }
@@ -119,9 +122,11 @@ void launch_prepared_prefill_cuda(const PreparedPrefillCuda& d, const unsigned c
     // The maps' shapes and strides are the prepared problem's; only their bases are this launch's.
     sm90::TensorMapSpec q = d.q, k = d.k, v = d.v;
     q.base = t.q, k.base = t.k, v.base = t.v;
+    // The counters are the one part of the metadata the kernel writes (the device copy is ordinary memory).
+    auto* counters = reinterpret_cast<uint32_t*>(const_cast<unsigned char*>(metadata) + d.schedule_at);
     const PrefillSm90Params sm90_params{params, sm90::encode_tensor_map(q), sm90::encode_tensor_map(k),
-                                        sm90::encode_tensor_map(v), int32_t(d.Hq), d.items};
-    return launch_prefill_sm90_cuda(sm90_params, d.ctas, d.D, d.dtype, stream);
+                                        sm90::encode_tensor_map(v), int32_t(d.Hq), d.items, counters};
+    return launch_prefill_sm90_cuda(sm90_params, d.ctas, d.D, d.dtype, d.schedule, stream);
   }
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle);
   if (d.dtype == DType::bf16)

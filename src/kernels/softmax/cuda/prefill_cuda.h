@@ -29,10 +29,14 @@ struct PreparedPrefillCuda {
   sm90::TensorMapSpec q, k, v;  // sm90: the maps, their bases the prepared problem's
   int32_t items = 0;                          // sm90: (work item, head) pairs the persistent CTAs share
   unsigned ctas = 0;                          // sm90: the persistent grid
+  cuda_prefill::PrefillSchedule schedule = cuda_prefill::PrefillSchedule::static_stride;  // sm90: how they share it
+  size_t schedule_at = 0;                     // sm90: the dynamic schedule's counters in launch.metadata
   DType dtype = DType::bf16;                  // of q, k and v
   int64_t D = 0, Hq = 0;
 };
-// For a problem check_cuda_prefill accepted, on the current device (its compute capability picks the path).
+// For a problem check_cuda_prefill accepted, on the current device (its compute capability picks the path;
+// ATTNZOO_CUDA_PREFILL and ATTNZOO_CUDA_PREFILL_SCHEDULE, read here, may force the sm_80 kernel and pick the
+// Hopper kernel's schedule: prefill_sm90_launch_plan.h).
 PreparedPrefillCuda prepare_attention_prefill_cuda(const AttentionProblem& p);
 
 struct PrefillTensors {
@@ -42,7 +46,9 @@ struct PrefillTensors {
   void* o;
 };
 // Launches on `stream` over `metadata` (the device copy of d.launch.metadata) with the tensors `t`, of the
-// strides and dtypes the prepared problem had.
+// strides and dtypes the prepared problem had. The Hopper kernel's dynamic schedule counts in that copy (it
+// leaves its counters zero, as uploaded, when it ends), so launches over one copy must follow one another on
+// one stream, as a model's layers do.
 void launch_prepared_prefill_cuda(const PreparedPrefillCuda& d, const unsigned char* metadata, const PrefillTensors& t,
                                   Stream stream);
 

@@ -146,12 +146,14 @@ Tolerance tolerance(DType in, DType out) {
   return out == DType::f32 ? Tolerance{2e-3, 1e-3} : Tolerance{5e-3, 2e-3};  // f16 in
 }
 
-// Runs the case on the kernel the launcher picks and, where that is the Hopper one, again with the sm_80 kernel
-// forced (ATTNZOO_CUDA_PREFILL=sm80), so an H100 / H200 checks both against the reference.
+// Runs the case on the kernel the launcher picks and, where that is the Hopper one, again under its dynamic
+// schedule (ATTNZOO_CUDA_PREFILL_SCHEDULE=dynamic; static is the default) and with the sm_80 kernel forced
+// (ATTNZOO_CUDA_PREFILL=sm80), so an H100 / H200 checks all three against the reference.
 void check_one_path(const GpuCase& c, bool through_public_entry);
 void check_on_gpu(const GpuCase& c, bool through_public_entry = false) {
   SCOPED_TRACE(c.name);
   unsetenv("ATTNZOO_CUDA_PREFILL");
+  unsetenv("ATTNZOO_CUDA_PREFILL_SCHEDULE");
   check_one_path(c, through_public_entry);
   {
     const Operand q(c.in, {1, 1, c.Hq, c.D}, 11), k(c.in, {1, 1, c.Hkv, c.D}, 12);
@@ -160,6 +162,12 @@ void check_on_gpu(const GpuCase& c, bool through_public_entry = false) {
     if (cuda_prefill::choose_prefill_path(p, cuda_device_info(p.device.index).sm_major, nullptr) ==
         cuda_prefill::PrefillPath::sm80)
       return;
+  }
+  {
+    SCOPED_TRACE("Hopper kernel, dynamic schedule");
+    setenv("ATTNZOO_CUDA_PREFILL_SCHEDULE", "dynamic", 1);
+    check_one_path(c, through_public_entry);
+    unsetenv("ATTNZOO_CUDA_PREFILL_SCHEDULE");
   }
   SCOPED_TRACE("sm_80 kernel forced");
   setenv("ATTNZOO_CUDA_PREFILL", "sm80", 1);
@@ -371,17 +379,19 @@ TEST(CudaPrefill, PublicEntryRunsOnTheGpu) {
 
 // The GPU runner's way (models/cuda/step_decode_plans.h): one layer's problem prepared, its metadata copied up
 // once, the launch made over another layer's tensors of the same shape. Its output is the output that layer's own
-// attention_prefill_cuda writes, bit for bit (the same plan, the same kernel), on whichever path the GPU takes and
-// on the sm_80 one forced.
+// attention_prefill_cuda writes, bit for bit (the same plan, the same kernel), on whichever path the GPU takes,
+// under the Hopper kernel's dynamic schedule (which counts in that metadata copy) and on the sm_80 one forced;
+// a second launch over the same copy, as the next layer's, writes the same bits again.
 TEST(CudaPrefill, APreparedPlanLaunchesOverAnotherLayersTensors) {
   REQUIRE_GPU();
   const std::vector<int32_t> cu = {0, 70, 77, 200};
   const VarlenInfo varlen{cu.data(), nullptr, 3};
   AttentionOptions opts;
   opts.window = 40;
-  for (const char* forced : {static_cast<const char*>(nullptr), "sm80"}) {
+  for (const char* forced : {static_cast<const char*>(nullptr), "dynamic", "sm80"}) {
     SCOPED_TRACE(forced ? forced : "the GPU's own path");
-    if (forced) setenv("ATTNZOO_CUDA_PREFILL", forced, 1);
+    const bool schedule = forced && std::strcmp(forced, "dynamic") == 0;
+    if (forced) setenv(schedule ? "ATTNZOO_CUDA_PREFILL_SCHEDULE" : "ATTNZOO_CUDA_PREFILL", forced, 1);
     Operand q0(DType::bf16, {200, 4, 128}, 1), k0(DType::bf16, {200, 2, 128}, 2), v0(DType::bf16, {200, 2, 128}, 3);
     Operand q1(DType::bf16, {200, 4, 128}, 4), k1(DType::bf16, {200, 2, 128}, 5), v1(DType::bf16, {200, 2, 128}, 6);
     Operand out0(DType::bf16, {200, 4, 128}, 0), out1(DType::bf16, {200, 4, 128}, 0), own(DType::bf16, {200, 4, 128}, 0);
@@ -408,8 +418,27 @@ TEST(CudaPrefill, APreparedPlanLaunchesOverAnotherLayersTensors) {
     int64_t written = 0;
     out0.for_each_element([&](int64_t i) { written += !std::isnan(load_as_f32(out0.view.data, DType::bf16, i)); });
     EXPECT_EQ(written, 0) << "the prepared layer's own output was not the launch's";
+    const std::vector<uint8_t> nan(out1.host.size(), 0xFF);
+    out1.device.upload(nan.data(), nan.size());
+    launch_prepared_prefill_cuda(prepared, metadata.as<unsigned char>(), {layer1.q, layer1.k, layer1.v, layer1.o},
+                                 current_stream());
+    synchronize(current_stream());
+    out1.download();
+    EXPECT_EQ(out1.host, own.host) << "the second launch over one metadata copy";
     unsetenv("ATTNZOO_CUDA_PREFILL");
+    unsetenv("ATTNZOO_CUDA_PREFILL_SCHEDULE");
   }
+}
+
+// A misspelt schedule fails by the variable's name on any GPU, not only where the Hopper kernel runs.
+TEST(CudaPrefill, RefusesAnUnknownSchedule) {
+  REQUIRE_GPU();
+  Operand q(DType::bf16, {1, 16, 2, 64}, 1), out(DType::bf16, {1, 16, 2, 64}, 0);
+  setenv("ATTNZOO_CUDA_PREFILL_SCHEDULE", "fastest", 1);
+  expect_error<ArgumentError>(
+      [&] { attention_prefill(q.device_view(), q.device_view(), q.device_view(), out.device_view(), {}, {}); },
+      "ATTNZOO_CUDA_PREFILL_SCHEDULE");
+  unsetenv("ATTNZOO_CUDA_PREFILL_SCHEDULE");
 }
 
 #endif  // ATTNZOO_WITH_CUDA

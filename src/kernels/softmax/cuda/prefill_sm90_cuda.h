@@ -8,8 +8,9 @@
 namespace attnzoo {
 
 // The Hopper kernel over bound parameters (their metadata and maps already on the device and encoded): a
-// persistent grid of `ctas` (plan_prefill_sm90's), q / k / v of `dtype` (bf16 or f16), head dim D.
+// persistent grid of `ctas` (plan_prefill_sm90's) sharing the items by `schedule`, q / k / v of `dtype` (bf16 or
+// f16), head dim D.
 void launch_prefill_sm90_cuda(const cuda_prefill::PrefillSm90Params& params, unsigned ctas, int64_t D, DType dtype,
-                              Stream stream);
+                              cuda_prefill::PrefillSchedule schedule, Stream stream);
 
 }  // namespace attnzoo

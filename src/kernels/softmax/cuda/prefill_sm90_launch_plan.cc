@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
+
+#include "core/error.h"
 
 namespace attnzoo::cuda_prefill {
 namespace {
@@ -59,10 +62,23 @@ PrefillPath choose_prefill_path(const AttentionProblem& p, int sm_major, const c
   return sm_major == 9 && !sm90_prefill_gap(p) ? PrefillPath::sm90 : PrefillPath::sm80;
 }
 
+PrefillSchedule choose_prefill_schedule(const char* forced) {
+  if (!forced || !*forced || std::strcmp(forced, "static") == 0) return PrefillSchedule::static_stride;
+  if (std::strcmp(forced, "dynamic") == 0) return PrefillSchedule::dynamic;
+  throw ArgumentError(std::string("ATTNZOO_CUDA_PREFILL_SCHEDULE: must be static or dynamic, got \"") + forced + "\"");
+}
+
+const char* prefill_schedule_name(PrefillSchedule schedule) {
+  return schedule == PrefillSchedule::dynamic ? "dynamic" : "static";
+}
+
 PrefillSm90Plan plan_prefill_sm90(const AttentionProblem& p, int multiprocessors) {
   PrefillSm90Plan plan;
   plan.launch = plan_prefill_launch(p, kSm90QueryTile, sm90_key_tile(p.D));
   if (plan.launch.work_items == 0) return plan;
+  // The counters after everything else, 8-byte aligned as the metadata's own records are; zero until a launch.
+  plan.schedule_at = (plan.launch.metadata.size() + 7) / 8 * 8;
+  plan.launch.metadata.resize(plan.schedule_at + 2 * sizeof(uint32_t), 0);
   plan.items = int32_t(int64_t(plan.launch.work_items) * p.Hq);
   plan.ctas = unsigned(std::min<int64_t>(plan.items, std::max(multiprocessors, 1)));
   plan.q = map_of(p.q, p.qs, p.Hq, p.D, token_rows(p, &SeqSpan::q_offset, &SeqSpan::Tq, p.qs.token), kSm90QueryTile);

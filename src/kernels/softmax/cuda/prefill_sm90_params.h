@@ -32,19 +32,32 @@ struct Sm90Layout {
   static constexpr uint32_t kQBox = kSm90QueryTile * 128, kKVBox = kKeyTile * 128;  // bytes of one box
   static constexpr uint32_t kQBytes = kBoxes * kQBox, kKVBytes = kBoxes * kKVBox;      // bytes of one tile
   static constexpr uint32_t kQ = 0, kK = kQBytes, kV = kK + kStages * kKVBytes;
-  static constexpr uint32_t kBarriers = kV + kStages * kKVBytes;  // q_full, q_empty, k_full[S], v_full[S], empty[S]
-  static constexpr size_t kSmemBytes = kBarriers + 8 * (2 + 3 * kStages) + 1024;  // + slack to align to 1024
+  // q_full, q_empty, k_full[S], v_full[S], empty[S], item_full; then the dynamic schedule's item slot (an int32
+  // in 8 bytes).
+  static constexpr uint32_t kBarriers = kV + kStages * kKVBytes;
+  static constexpr uint32_t kItemSlot = kBarriers + 8 * (3 + 3 * kStages);
+  static constexpr size_t kSmemBytes = kItemSlot + 8 + 1024;  // + slack to align to 1024
   static_assert(kSmemBytes <= kSm90MaxSmemBytes, "the ring does not fit shared memory");
 };
 
 // Q, K and V as TMA maps: 3-D (head dim, head, token) over the whole tensor, each sequence's rows from the token
 // its offset names; rows past the tensor read as zeros, rows past a sequence inside it are its neighbour's
 // (finite data, masked out or never stored).
-// The persistent CTAs stride over `items` = work items x `heads` (prefill_sm90_tile.cuh).
+// How the persistent CTAs share the `items` = work items x `heads` (prefill_sm90_tile.cuh). static_stride: CTA c
+// takes items c, c + grid, c + 2 grid, ... of the list (costliest first), fixed before the launch. dynamic
+// (FlashAttention-3's dynamic persistent scheduler): CTA c takes item c first, then whichever item an atomic
+// counter in global memory hands it when its producer has issued the previous one's loads, so a CTA that drew
+// cheap items takes more of them; the producer passes each item to the consumers through shared memory.
+enum class PrefillSchedule : int { static_stride, dynamic };
+
 struct PrefillSm90Params {
   PrefillParams p;
   sm90::TensorMap q, k, v;
   int32_t heads, items;
+  // dynamic: two counters in the plan's metadata, zero between launches (the plan uploads them as zeros and the
+  // launch's last CTA zeroes them again): [0] the items handed out past the first grid's, [1] the CTAs done
+  // drawing. Unused (may be null) under static_stride.
+  uint32_t* schedule;
 };
 
 }  // namespace attnzoo::cuda_prefill

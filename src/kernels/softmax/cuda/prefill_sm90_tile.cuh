@@ -1,7 +1,8 @@
 #pragma once
 // The Hopper (sm_90a) prefill: FlashAttention-3's design on wgmma and TMA. Persistent CTAs (one per SM at most)
-// each take a strided share of the items, an item being 128 query rows of one head of one sequence, with three
-// warpgroups:
+// share the items, an item being 128 query rows of one head of one sequence, by one of two schedules
+// (PrefillSchedule: a fixed stride, or an atomic counter that hands the next item to whichever CTA asks first),
+// with three warpgroups:
 //   - the producer (warpgroup 0) gives its registers up (setmaxnreg) and one of its threads loads the Q tile once
 //     and the K / V tiles of 128 keys (64 at D = 256) into a shared ring by TMA (4, 3 or 2 stages at D = 64, 128,
 //     256: prefill_sm90_params.h), guarded by mbarriers: K and V each "full" (a transaction count of the tile's
@@ -39,8 +40,9 @@ constexpr int kSm90TurnThreads = 2 * 128;
 
 // The ring in shared memory (prefill_sm90_params.h's layout) from its 1024-byte aligned base: Q's buffer and its
 // barriers (q_full: the TMA's bytes; q_empty: both consumers, once their last Q K^T of an item has landed), the
-// K / V stages and theirs. Ring position i (key tiles through the ring since the CTA began, over every item it
-// took) is stage i % S in phase i / S.
+// K / V stages and theirs, and item_full (the dynamic schedule's: the producer has written the item slot). Ring
+// position i (key tiles through the ring since the CTA began, over every item it took) is stage i % S in phase
+// i / S.
 template <int D>
 struct Sm90Ring {
   using L = Sm90Layout<D>;
@@ -51,22 +53,54 @@ struct Sm90Ring {
   __device__ __forceinline__ uint32_t k_full(int stage) const { return barrier(2 + stage); }
   __device__ __forceinline__ uint32_t v_full(int stage) const { return barrier(2 + L::kStages + stage); }
   __device__ __forceinline__ uint32_t empty(int stage) const { return barrier(2 + 2 * L::kStages + stage); }
+  __device__ __forceinline__ uint32_t item_full() const { return barrier(2 + 3 * L::kStages); }
+  __device__ __forceinline__ uint32_t item_slot() const { return base + L::kItemSlot; }
   __device__ __forceinline__ uint32_t k_tile(int stage) const { return base + L::kK + uint32_t(stage) * L::kKVBytes; }
   __device__ __forceinline__ uint32_t v_tile(int stage) const { return base + L::kV + uint32_t(stage) * L::kKVBytes; }
   static __device__ __forceinline__ int stage(int i) { return i % L::kStages; }
   static __device__ __forceinline__ uint32_t parity(int i) { return uint32_t(i / L::kStages) & 1; }
 };
 
+// The item after `item` for this CTA. static_stride: a fixed stride. dynamic: the next one the counter hands
+// out (the first grid's items are taken without it: CTA c starts on item c); the last CTA to finish drawing
+// zeroes the counters for the next launch on the stream, so a launch needs no host reset and a CUDA graph may
+// replay it. Past the list: params.items.
+template <PrefillSchedule S>
+__device__ __forceinline__ int next_item_sm90(const PrefillSm90Params& params, int item, int ctas) {
+  if constexpr (S == PrefillSchedule::static_stride) {
+    return item + ctas;
+  } else {
+    // Unsigned: the counter ends at most ctas past params.items, far below 2^32.
+    const uint32_t next = uint32_t(ctas) + atomicAdd(&params.schedule[0], 1u);
+    return next < uint32_t(params.items) ? int(next) : params.items;
+  }
+}
+__device__ __forceinline__ void finish_drawing_sm90(const PrefillSm90Params& params, int ctas) {
+  // Every CTA's last draw is ordered before its count of done (the fence), and the count before the reset, so
+  // no draw of this launch lands after the counter went back to zero.
+  __threadfence();
+  if (atomicAdd(&params.schedule[1], 1u) == unsigned(ctas) - 1) {
+    __threadfence();
+    params.schedule[0] = 0;
+    params.schedule[1] = 0;
+  }
+}
+
 // The producer's one thread: for every item of this CTA, Q once its buffer is free, then the item's K / V tiles
 // into the ring as stages free up; the next item's loads start while the consumers still finish this one.
-template <int D>
+// dynamic: the item also goes to the ring's item slot (guarded like Q's buffer: written once q_empty says the
+// consumers have read the last one, published by item_full), and once the counter runs out, params.items tells
+// the consumers to stop. The slot is addressed from the ring's base: this thread runs on 24 registers, and a
+// pointer to it held across the loop made the 64-bit divisions below spill.
+template <int D, PrefillSchedule S>
 __device__ __forceinline__ void produce_sm90(const PrefillSm90Params& params, const Sm90Ring<D>& ring, int cta,
                                              int ctas) {
   using L = Sm90Layout<D>;
   constexpr int Bc = L::kKeyTile;
   const PrefillParams& p = params.p;
   int i = 0;  // ring position
-  for (int item = cta, round = 0; item < params.items; item += ctas, ++round) {
+  int round = 0;
+  for (int item = cta; item < params.items; ++round) {
     const int head = item % params.heads, kv_head = head / p.group;
     const WorkItem w = p.work[item / params.heads];
     const SeqDesc s = p.seqs[w.seq];
@@ -75,6 +109,10 @@ __device__ __forceinline__ void produce_sm90(const PrefillSm90Params& params, co
     const int q_row = int(s.q_offset / p.q_token) + w.q_start;
     const int k_row = int(s.k_offset / p.k_token), v_row = int(s.v_offset / p.v_token);
     sm90::mbarrier_wait(ring.q_empty(), (uint32_t(round) & 1) ^ 1);  // the first round finds it free
+    if constexpr (S == PrefillSchedule::dynamic) {
+      sm90::st_shared_u32(ring.item_slot(), uint32_t(item));
+      sm90::mbarrier_arrive(ring.item_full());  // release: the consumers' wait makes the slot's value visible
+    }
     sm90::mbarrier_arrive_expect_tx(ring.q_full(), L::kQBytes);
     for (int box = 0; box < L::kBoxes; ++box)
       sm90::tma_load_3d(ring.base + L::kQ + uint32_t(box) * L::kQBox, params.q, 64 * box, head, q_row,
@@ -91,6 +129,15 @@ __device__ __forceinline__ void produce_sm90(const PrefillSm90Params& params, co
         sm90::tma_load_3d(ring.v_tile(stage) + uint32_t(box) * L::kKVBox, params.v, 64 * box, kv_head,
                           v_row + n * Bc, ring.v_full(stage));
     }
+    // Drawn only now, with every load of this item issued: the draw's latency hides behind the q_empty wait, and
+    // the CTA claims the next item a ring's depth before its consumers can start it, not a whole item before.
+    item = next_item_sm90<S>(params, item, ctas);
+  }
+  if constexpr (S == PrefillSchedule::dynamic) {
+    sm90::mbarrier_wait(ring.q_empty(), (uint32_t(round) & 1) ^ 1);
+    sm90::st_shared_u32(ring.item_slot(), uint32_t(params.items));
+    sm90::mbarrier_arrive(ring.item_full());
+    finish_drawing_sm90(params, ctas);
   }
 }
 
@@ -222,11 +269,11 @@ __device__ __forceinline__ int consume_item_sm90(const PrefillSm90Params& params
   return tiles;
 }
 
-// The persistent CTA `cta` of `ctas`: it takes items cta, cta + ctas, ... of the flat (work item, head) list,
-// heads innermost; the plan's work list is costliest first, so the longest causal tiles start first and the
-// short ones fill in at the end. The barriers are set up once; the ring and the turns carry over from one item
-// to the next, so the producer loads the next item while the consumers finish this one.
-template <class Elem, int D>
+// The persistent CTA `cta` of `ctas`: it takes items of the flat (work item, head) list, heads innermost, by
+// schedule S; the plan's work list is costliest first, so the longest causal tiles start first and the short
+// ones fill in at the end. The barriers are set up once; the ring and the turns carry over from one item to the
+// next, so the producer loads the next item while the consumers finish this one.
+template <class Elem, int D, PrefillSchedule S>
 __device__ __forceinline__ void attend_tiles_sm90(const PrefillSm90Params& params, int cta, int ctas,
                                                   unsigned char* smem) {
   using L = Sm90Layout<D>;
@@ -241,18 +288,32 @@ __device__ __forceinline__ void attend_tiles_sm90(const PrefillSm90Params& param
       sm90::mbarrier_init(ring.v_full(stage), 1);
       sm90::mbarrier_init(ring.empty(stage), 128 * kSm90Consumers);
     }
+    sm90::mbarrier_init(ring.item_full(), 1);
     sm90::fence_barrier_init();
   }
   sm80::sync_threads();  // the last CTA-wide barrier: the roles part here
 
   if (group == 0) {
     sm90::setmaxnreg_dec<24>();
-    if (tid == 0) produce_sm90<D>(params, ring, cta, ctas);
+    if (tid == 0) produce_sm90<D, S>(params, ring, cta, ctas);
     return;
   }
   sm90::setmaxnreg_inc<240>();
-  for (int item = cta, round = 0, first = 0; item < params.items; item += ctas, ++round)
-    first += consume_item_sm90<Elem, D>(params, ring, item / params.heads, item % params.heads, round, first);
+  if constexpr (S == PrefillSchedule::static_stride) {
+    for (int item = cta, round = 0, first = 0; item < params.items; item += ctas, ++round)
+      first += consume_item_sm90<Elem, D>(params, ring, item / params.heads, item % params.heads, round, first);
+  } else {
+    for (int round = 0, first = 0;; ++round) {
+      // item_full's phase `round` cannot run ahead of this read: the producer writes the next item only once
+      // q_empty says both consumers are past this one. An unsigned compare, so anything but an item (the slot's
+      // stale bytes, params.items) stops.
+      sm90::mbarrier_wait(ring.item_full(), uint32_t(round) & 1);
+      const uint32_t item = sm90::ld_shared_u32(ring.item_slot());
+      if (item >= uint32_t(params.items)) break;
+      first += consume_item_sm90<Elem, D>(params, ring, int(item) / params.heads, int(item) % params.heads, round,
+                                          first);
+    }
+  }
 }
 
 }  // namespace attnzoo::cuda_prefill

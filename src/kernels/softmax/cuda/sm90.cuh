@@ -99,6 +99,17 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
   }
 }
 
+// A 32-bit word at a shared address: a value one thread hands others behind an mbarrier (the address a constant
+// offset from one already in a register, where a generic pointer would hold two more).
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t value) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t value;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(value) : "r"(addr) : "memory");
+  return value;
+}
+
 // Generic-proxy writes to shared memory made visible to the async proxy (wgmma operands, TMA stores).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 

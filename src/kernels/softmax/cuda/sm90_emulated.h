@@ -138,6 +138,14 @@ inline void mbarrier_arrive(uint32_t bar) { cuda_emulation::mbarrier_arrive(bar,
 inline void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) { cuda_emulation::mbarrier_arrive(bar, bytes); }
 inline void mbarrier_wait(uint32_t bar, uint32_t parity) { cuda_emulation::mbarrier_wait_parity(bar, parity); }
 inline void fence_proxy_async() {}
+inline void st_shared_u32(uint32_t addr, uint32_t value) {
+  std::memcpy(cuda_emulation::shared_at(addr, 4, "st.shared.u32"), &value, 4);
+}
+inline uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t value;
+  std::memcpy(&value, cuda_emulation::shared_at(addr, 4, "ld.shared.u32"), 4);
+  return value;
+}
 
 namespace emulated {
 // The box at `coords` into shared `dst`, row r (all outer box indices flattened, innermost first) at r * 128
