@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -38,8 +39,41 @@ struct HostTensor {
     std::normal_distribution<float> dist(0.f, stddev);
     for (int64_t i = 0; i < n; ++i) store_from_f32(view.data, dtype, i, stddev > 0 ? dist(rng) : 0.f);
   }
+  // A copy owns its bytes, and its view points into them where the source's pointed into the source's (a view
+  // of memory the source does not own stays as it was): writing through the copy leaves the source alone, and
+  // the copy outlives it. A move takes the buffer itself, so the view moves with it; the moved-from view is empty.
+  HostTensor(const HostTensor& other) : bytes(other.bytes), view(other.view) { view.data = rebased(other); }
+  HostTensor& operator=(const HostTensor& other) {
+    if (this != &other) {
+      bytes = other.bytes;
+      view = other.view;
+      view.data = rebased(other);
+    }
+    return *this;
+  }
+  HostTensor(HostTensor&& other) noexcept : bytes(std::move(other.bytes)), view(other.view) {
+    other.view.data = nullptr;
+  }
+  HostTensor& operator=(HostTensor&& other) noexcept {
+    if (this != &other) {
+      bytes = std::move(other.bytes);
+      view = other.view;
+      other.view.data = nullptr;
+    }
+    return *this;
+  }
+
   float at(int64_t i) const { return load_as_f32(view.data, view.dtype, i); }
   int64_t numel() const { return view.numel(); }
+
+ private:
+  // Where other's view points, carried into this tensor's bytes (already a copy of other's).
+  void* rebased(const HostTensor& other) {
+    const auto p = reinterpret_cast<uintptr_t>(other.view.data);
+    const auto begin = reinterpret_cast<uintptr_t>(other.bytes.data());
+    if (other.view.data == nullptr || p < begin || p - begin >= other.bytes.size()) return other.view.data;
+    return bytes.data() + (p - begin);
+  }
 };
 
 // Every byte of `t` 0xFF (NaN in every float dtype): an output element a kernel forgets to write fails.

@@ -54,7 +54,7 @@ TEST(WriteKvPaged, EveryCacheDtype) {
     for (DType new_dtype : {DType::f32, DType::bf16}) {
       HostTensor k_new(new_dtype, {T, Hkv, D}, 1), v_new(new_dtype, {T, Hkv, Dv}, 2);
       HostTensor k_cache(cache_dtype, {num_blocks, bs, Hkv, D}, 3), v_cache(cache_dtype, {num_blocks, bs, Hkv, Dv}, 4);
-      const HostTensor k_before = k_cache, v_before = v_cache;  // bytes only: views still point at the originals
+      const HostTensor k_before = k_cache, v_before = v_cache;
       const std::vector<int64_t> slots = shuffled_slots(T, num_blocks * bs, 5);
       write_kv_paged(k_new.view, v_new.view, slots.data(), k_cache.view, v_cache.view);
       expect_scattered(k_new, slots, k_before, k_cache.view);

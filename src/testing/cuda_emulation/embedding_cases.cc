@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -44,10 +45,14 @@ void launch_gather(QuantType type, const EmbedParams<Out>& p) {
 struct EmbedCase {
   QuantType type;
   int64_t V, D, T;
-  bool bf16_out = false;
-  float scale = 1.f;
-  int64_t pad = 0;          // spare output elements after each row
+  bool bf16_out;
+  float scale;
+  int64_t pad;               // spare output elements after each row
   std::vector<int64_t> bad;  // tokens given ids outside the vocabulary
+  // A constructor, not an aggregate, so that cases may leave the trailing fields out (-Wextra flags an aggregate's).
+  EmbedCase(QuantType type, int64_t V, int64_t D, int64_t T, bool bf16_out = false, float scale = 1.f,
+            int64_t pad = 0, std::vector<int64_t> bad = {})
+      : type(type), V(V), D(D), T(T), bf16_out(bf16_out), scale(scale), pad(pad), bad(std::move(bad)) {}
 };
 
 void check_embed(const EmbedCase& c) {

@@ -111,7 +111,6 @@ void check_mamba2(int64_t H, int64_t P, int64_t G, int64_t N, const std::vector<
   Pool pool(slots, 11, H * P * N, 2, seed + 100);
 
   HostTensor y_ref(DType::f32, {Bn, H, P}, 0, 0.f), s_ref = dense;
-  s_ref.view.data = s_ref.bytes.data();
   Mamba2StepArgs a;
   a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = Bm.view, a.C = Cm.view, a.D = D.view, a.z = z.view;
   a.dt_bias = bias.view, a.dt_softplus = true, a.state = s_ref.view, a.y = y_ref.view;
@@ -156,7 +155,6 @@ void check_mamba(int64_t D, int64_t N, const std::vector<int32_t>& index, int64_
   Pool pool(slots, 5, D * N, 6, seed + 100);
 
   HostTensor y_ref(DType::f32, {Bn, D}, 0, 0.f), s_ref = dense;
-  s_ref.view.data = s_ref.bytes.data();
   SelectiveStateUpdateArgs a;
   a.x = x.view, a.dt = dt.view, a.A = A.view, a.B = Bm.view, a.C = Cm.view, a.D = skip.view, a.z = z.view;
   a.dt_bias = bias.view, a.dt_softplus = true, a.state = s_ref.view, a.y = y_ref.view;

@@ -20,9 +20,14 @@ namespace attnzoo::cuda_delta_chunk {
 
 using Bf16 = __nv_bfloat16;
 
-__device__ __forceinline__ void load_a(uint32_t (&a)[4], const Bf16* tile, int ld, int r0, int c0, int lane) {
+// The shared address a lane hands ldmatrix for the A operand at (r0, c0) (its row of one of the four 8 x 8s).
+__device__ __forceinline__ uint32_t a_address(const Bf16* tile, int ld, int r0, int c0, int lane) {
   const int row = r0 + lane % 8 + (lane / 8) % 2 * 8, col = c0 + lane / 16 * 8;
-  sm80::ldmatrix_x4(a, sm80::smem_u32(tile + row * ld + col));
+  return sm80::smem_u32(tile + row * ld + col);
+}
+
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const Bf16* tile, int ld, int r0, int c0, int lane) {
+  sm80::ldmatrix_x4(a, a_address(tile, ld, r0, c0, lane));
 }
 
 // A[i][j] = tile[c0 + j][r0 + i]: matrix m of the four covers A's rows (m % 2) * 8.. and columns (m / 2) * 8..,
@@ -33,10 +38,15 @@ __device__ __forceinline__ void load_a_trans(uint32_t (&a)[4], const Bf16* tile,
   sm80::ldmatrix_x4_trans(a, sm80::smem_u32(tile + row * ld + col));
 }
 
+// The same for the B operand stored [n][k], at (k0, n0).
+__device__ __forceinline__ uint32_t b_nk_address(const Bf16* tile, int ld, int k0, int n0, int lane) {
+  const int row = n0 + lane % 8 + lane / 16 * 8, col = k0 + (lane / 8) % 2 * 8;
+  return sm80::smem_u32(tile + row * ld + col);
+}
+
 // B[k][n] = tile[n0 + n][k0 + k]: b[0], b[1] for n 0-7, b[2], b[3] for n 8-15.
 __device__ __forceinline__ void load_b_nk(uint32_t (&b)[4], const Bf16* tile, int ld, int k0, int n0, int lane) {
-  const int row = n0 + lane % 8 + lane / 16 * 8, col = k0 + (lane / 8) % 2 * 8;
-  sm80::ldmatrix_x4(b, sm80::smem_u32(tile + row * ld + col));
+  sm80::ldmatrix_x4(b, b_nk_address(tile, ld, k0, n0, lane));
 }
 
 // B[k][n] = tile[k0 + k][n0 + n]: same register order.
@@ -61,14 +71,18 @@ __device__ __forceinline__ int acc_row(int lane, int e) { return lane / 4 + 8 * 
 __device__ __forceinline__ int acc_col(int lane, int nt, int e) { return nt * 8 + 2 * (lane % 4) + e % 2; }
 
 // acc = X rows [x0, x0 + 16) times Y rows [y0, y0 + 16) transposed, over the Kp columns of both (bf16 tiles rows
-// `ld` apart): one 16 x 16 block of a Gram matrix X Y^T.
+// `ld` apart): one 16 x 16 block of a Gram matrix X Y^T. The lane's two addresses are formed once and step 16
+// columns (32 bytes) a k step: the same addresses, loads and products as forming them at each step, but with
+// them formed at each step the 16-row intra kernel took 44 registers on sm_80, not 40 (10 CTAs an SM where 12
+// fit; docs/benchmarks/cuda.md, "The chunked delta rule's registers").
 __device__ __forceinline__ void gram_block(float (&acc)[2][4], const Bf16* X, int x0, const Bf16* Y, int y0, int ld,
                                            int Kp, int lane) {
   zero(acc);
-  for (int k0 = 0; k0 < Kp; k0 += 16) {
+  uint32_t xa = a_address(X, ld, x0, 0, lane), yb = b_nk_address(Y, ld, 0, y0, lane);
+  for (int k0 = 0; k0 < Kp; k0 += 16, xa += 32, yb += 32) {
     uint32_t a[4], b[4];
-    load_a(a, X, ld, x0, k0, lane);
-    load_b_nk(b, Y, ld, k0, y0, lane);
+    sm80::ldmatrix_x4(a, xa);
+    sm80::ldmatrix_x4(b, yb);
     mma_16x16(acc, a, b);
   }
 }

@@ -150,14 +150,12 @@ void check_step(const Case& c) {
     return a;
   };
   HostTensor y_ref(DType::f32, {c.B, c.D}, 0, 0.f), s_ref = in.h0;
-  s_ref.view.data = s_ref.bytes.data();
   SelectiveStateUpdateArgs a =
       step(in.u.view, in.delta.view, in.A.view, in.B.view, in.C.view, in.D.view, in.z.view, in.bias.view);
   a.state = s_ref.view, a.y = y_ref.view;
   selective_state_update_reference(a);
 
   HostTensor y(c.out_dtype, {c.B, c.D}, 0, 0.f), s = in.h0;
-  s.view.data = s.bytes.data();
   const OnDevice u(in.u), delta(in.delta), A(in.A), B(in.B), C(in.C), D(in.D), z(in.z), bias(in.bias), state(in.h0),
       yd(y);
   a = step(u.view, delta.view, A.view, B.view, C.view, D.view, z.view, bias.view);
