@@ -1,13 +1,18 @@
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdlib>
+#include <optional>
+#include <utility>
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "bench/blas_class.h"
 #include "bindings.h"
+#include "core/bf16_dot.h"
 #include "core/cpu_info.h"
 #include "core/dispatch.h"
 #include "core/error.h"
@@ -195,6 +200,12 @@ void bind_core(nb::module_& m) {
   m.def("active_target", [] { return std::string(target_name(active_target())); });
   m.def("set_target", [](const std::string& name) { set_target(name); }, nb::arg("name"),
         "Force a SIMD target: scalar, avx2, avx512 or avx512_bf16.");
+  m.def("bf16_dot_enabled", [] { return bf16_dot_enabled(); },
+        "True when bf16 products run on vdpbf16ps (the avx512_bf16 target and the vendor rule / ATTNZOO_BF16_DOT).");
+  m.def("bf16_dot_preference", [](const std::string& vendor, std::optional<std::string> env) {
+    const Bf16DotPreference p = bf16_dot_preference(vendor, env ? env->c_str() : nullptr);
+    return std::make_pair(p.use, p.reason);
+  }, nb::arg("vendor"), nb::arg("env").none(), "The vendor / ATTNZOO_BF16_DOT rule, pure: (use, reason).");
   m.def("num_threads", [] { return ThreadPool::global().num_threads(); });
   m.def("set_num_threads", [](int n) {
     nb::gil_scoped_release release;  // waits for running kernels, which may need the GIL to finish

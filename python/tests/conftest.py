@@ -15,6 +15,12 @@ def _checkout_paths():
     return [os.path.join(root, "python"), os.path.join(build, "python")]
 
 
+# On Intel CPUs bf16 products widen to f32 by default (src/core/bf16_dot.h), which would leave the AVX-512-BF16
+# tile kernels untested on an Intel CI machine: the tests run them wherever the CPU has them, unless the caller
+# chose. Set before attnzoo is imported, and inherited by the processes the tests start. Tests of the default
+# rule call _core.bf16_dot_preference.
+os.environ.setdefault("ATTNZOO_BF16_DOT", "1")
+
 _paths = _checkout_paths()
 sys.path[:0] = _paths
 os.environ["PYTHONPATH"] = os.pathsep.join(_paths + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])

@@ -294,6 +294,7 @@ SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbe
 for _q in ("Q4_0", "Q4_K", "Q5_K", "Q8_0", "BF16"):
     for _n in ("K", "3K"):
         SINGLE_FORM_ROWS[("quantized gemv", f"{_q} weights N={_n}")] = "memory"
+# The case names its backend, so it times vdpbf16ps wherever the CPU has it, also where the vendor rule widens.
 if _core.active_target() == "avx512_bf16":
     SINGLE_FORM_ROWS[("projection gemm", "bf16 weights, bf16 products")] = "bf16_dot"
 

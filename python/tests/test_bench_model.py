@@ -146,7 +146,7 @@ def test_matmul_precision_is_set_restored_and_reported(model_dir):
     assert attnzoo.get_float32_matmul_precision() == "auto"
     assert doc["settings"]["matmul_precision"] == "medium"
     p = doc["prefill"]
-    if _core.active_target() == "avx512_bf16":
+    if _core.bf16_dot_enabled():
         assert p["products"] == "bf16" and doc["peaks"]["bf16_dot"]["gflops"] > 0
         assert p["ceiling_gflops"] == doc["peaks"]["bf16_dot"]["gflops"] and doc["note"] == ""
     else:
@@ -163,7 +163,7 @@ def test_auto_precision_follows_the_weights(model_dir, dtype):
     doc = run_model_bench(model_dir, prompt=16, gen=2, contexts=[16], context_gen=1, dtype=dtype, repeats=1,
                           probes="tiny")
     assert doc["settings"]["matmul_precision"] == "auto"
-    bf16 = dtype == "bfloat16" and _core.active_target() == "avx512_bf16"
+    bf16 = dtype == "bfloat16" and _core.bf16_dot_enabled()
     assert doc["prefill"]["products"] == ("bf16" if bf16 else "f32")
 
 
@@ -183,7 +183,7 @@ def test_medium_precision_prefill_tracks_f32(model_dir):
     np.testing.assert_array_equal(one, m.forward(ids[:1]))
     err = np.abs(fast - exact).max() / np.abs(exact).max()
     assert err < 3e-2
-    if _core.active_target() == "avx512_bf16":
+    if _core.bf16_dot_enabled():
         assert err > 0  # the bf16 path really ran
     with pytest.raises(ValueError, match="precision"):
         attnzoo.set_float32_matmul_precision("low")

@@ -25,6 +25,23 @@ def run(*args, stdin=None):
     return subprocess.run([CLI, *args], input=stdin, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.parametrize("value", ["0", "1", "yes"])
+def test_info_says_whether_bf16_products_use_vdpbf16ps(value):
+    env = dict(os.environ, ATTNZOO_BF16_DOT=value)
+    r = subprocess.run([CLI, "info"], capture_output=True, text=True, timeout=120, env=env)
+    if value == "yes":
+        assert r.returncode != 0 and "ATTNZOO_BF16_DOT" in r.stderr and "Traceback" not in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if l.startswith("bf16 products"))
+    if "avx512_bf16" not in attnzoo.supported_targets():
+        assert "widened to f32 (no AVX-512-BF16" in line
+    elif value == "1":
+        assert line.split()[2:] == ["vdpbf16ps", "(ATTNZOO_BF16_DOT=1)"]
+    else:
+        assert line.split()[2:] == ["widened", "to", "f32", "(ATTNZOO_BF16_DOT=0)"]
+
+
 def write_tiny_model(d):
     """A tiny random Llama with a trained byte-level BPE and a ChatML template: every CLI command can run on it."""
     from transformers import LlamaConfig, LlamaForCausalLM

@@ -1,4 +1,6 @@
 """Module plumbing: dispatch targets, threads, framework-in/framework-out, error types."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -55,3 +57,20 @@ def test_cpu_info_reports_caches():
     assert info["description"].startswith(info["model"] or "unknown CPU")
     if info["family"] >= 0 and info["model_number"] >= 0:
         assert f"family {info['family']} model {info['model_number']}" in info["description"]
+
+
+def test_bf16_dot_rule_follows_the_vendor_unless_the_environment_says():
+    """vdpbf16ps ran at half the f32 FMA rate on an Intel Emerald Rapids and twice it on AMD Zen 4 / Zen 5: the
+    default widens bf16 to f32 on Intel only; ATTNZOO_BF16_DOT=0|1 overrides. (conftest.py sets it to 1, so the
+    process's own setting cannot show the default: the pure rule can.)"""
+    from attnzoo import _core
+    assert _core.bf16_dot_preference("GenuineIntel", None)[0] is False
+    assert _core.bf16_dot_preference("AuthenticAMD", None)[0] is True
+    assert _core.bf16_dot_preference("SomeOtherVendor", "")[0] is True
+    assert _core.bf16_dot_preference("GenuineIntel", "1") == (True, "ATTNZOO_BF16_DOT=1")
+    assert _core.bf16_dot_preference("AuthenticAMD", "0") == (False, "ATTNZOO_BF16_DOT=0")
+    with pytest.raises(ValueError, match="ATTNZOO_BF16_DOT"):
+        _core.bf16_dot_preference("AuthenticAMD", "on")
+    # The tests run the bf16 kernels wherever the CPU has them.
+    if os.environ["ATTNZOO_BF16_DOT"] == "1":
+        assert _core.bf16_dot_enabled() == (attnzoo.active_target() == "avx512_bf16")

@@ -31,7 +31,7 @@ struct MemoryBandwidth {
 // Each run lasts about `seconds_per_run`; the best of `runs` is reported. Throws ArgumentError on bad input.
 FmaPeak measure_fma_peak(double seconds_per_run = 0.25, int runs = 3);
 // The same for bf16 products with f32 accumulation (vdpbf16ps, 64 flops per instruction), the ceiling of
-// matmul precision "medium"; gflops stays 0 where bf16_dot_enabled() is false.
+// matmul precision "medium"; gflops stays 0 where bf16_dot_available() is false.
 FmaPeak measure_bf16_dot_peak(double seconds_per_run = 0.25, int runs = 3);
 
 // Streams a `bytes` buffer (pick several times the L3 size) through every thread, best of `runs`.

@@ -1,4 +1,4 @@
-// Compiled with -mavx512bf16 (CMakeLists.txt); reached only when bf16_dot_enabled() said the CPU has it.
+// Compiled with -mavx512bf16 (CMakeLists.txt); reached only when bf16_dot_available() said the CPU has it.
 // The bf16 twin of FmaChains: 12 independent vdpbf16ps accumulators, each instruction 32 bf16 products
 // summed in pairs into 16 f32 lanes (64 flops). The accumulators grow by a tiny step, so they never overflow.
 // GCC 12 flags its own AVX-512 headers (results seeded from _mm512_undefined_*) once they inline here.

@@ -9,6 +9,7 @@
 #include "bench/blas_class.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
+#include "core/bf16_dot.h"
 #include "core/cpu_info.h"
 #include "core/device.h"
 #include "core/dispatch.h"
@@ -73,6 +74,13 @@ int run_info(const std::vector<std::string>& args) {
   for (Target t : supported_targets()) targets += std::string(targets.empty() ? "" : " ") + target_name(t);
   std::printf("targets      %s\n", targets.c_str());
   std::printf("active       %s\n", target_name(active_target()));
+  const Bf16DotPreference& bf16 = bf16_dot_preferred();
+  if (bf16_dot_enabled())
+    std::printf("bf16 products vdpbf16ps (%s)\n", bf16.reason.c_str());
+  else if (bf16_dot_available())
+    std::printf("bf16 products widened to f32 (%s)\n", bf16.reason.c_str());
+  else
+    std::printf("bf16 products widened to f32 (no AVX-512-BF16 on this CPU / target)\n");
   std::printf("threads      %d (ATTNZOO_THREADS / --threads)\n", ThreadPool::global().num_threads());
   std::printf("highway      %s\n", ATTNZOO_HWY_VERSION);
   const BlasCoreChoice& choice = configure_blas();

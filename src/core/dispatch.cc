@@ -3,10 +3,16 @@
 #include <hwy/highway.h>
 #include <hwy/targets.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
+#include "core/bf16_dot.h"
 #include "core/error.h"
 
 namespace attnzoo {
@@ -104,7 +110,45 @@ Target active_target() {
   return Target(g_active.load());
 }
 
-bool bf16_dot_enabled() { return active_target() == Target::avx512_bf16; }
+bool bf16_dot_available() { return active_target() == Target::avx512_bf16; }
+
+std::string cpuid_vendor() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return "";
+  char v[13] = {};
+  std::memcpy(v, &ebx, 4);  // the vendor string is EBX, EDX, ECX in that order
+  std::memcpy(v + 4, &edx, 4);
+  std::memcpy(v + 8, &ecx, 4);
+  return v;
+#else
+  return "";
+#endif
+}
+
+Bf16DotPreference bf16_dot_preference(const std::string& vendor, const char* env) {
+  if (env && *env) {
+    const std::string v(env);
+    if (v == "1") return {true, "ATTNZOO_BF16_DOT=1"};
+    if (v == "0") return {false, "ATTNZOO_BF16_DOT=0"};
+    throw ArgumentError("ATTNZOO_BF16_DOT: expected 0 or 1, got '" + v + "'");
+  }
+  if (vendor == "GenuineIntel")
+    return {false, "Intel: vdpbf16ps measured slower than widening to f32; ATTNZOO_BF16_DOT=1 to use it"};
+  if (vendor == "AuthenticAMD") return {true, "AMD: vdpbf16ps measured faster; ATTNZOO_BF16_DOT=0 to widen"};
+  return {true, "vendor '" + vendor + "' unmeasured, vdpbf16ps kept; ATTNZOO_BF16_DOT=0 to widen"};
+}
+
+const Bf16DotPreference& bf16_dot_preferred() {
+  static const Bf16DotPreference preferred = bf16_dot_preference(cpuid_vendor(), std::getenv("ATTNZOO_BF16_DOT"));
+  return preferred;
+}
+
+bool bf16_dot_enabled() {
+  // The preference first, so a bad ATTNZOO_BF16_DOT is reported on every CPU, not only where it would matter.
+  const bool preferred = bf16_dot_preferred().use;
+  return preferred && bf16_dot_available();
+}
 
 bool vnni_int8_enabled() {
   static const bool cpu = cpu_has_avx512_vnni();

@@ -81,7 +81,8 @@ void choose_products(const CheckpointFormats& c, MatmulPrecision precision, bool
                                                                      : " with bf16-held weights")
                                                         : "");
   f.products_reason += bf16_products ? ", AVX-512-BF16 tiles for several tokens"
-                                     : ", no AVX-512-BF16 on this CPU / target for several tokens";
+                                     : ", widened to f32 for several tokens (no AVX-512-BF16 on this CPU / target, "
+                                       "or bf16 dot products off: see attnzoo info)";
   f.products_reason += c.blocked ? ", llama.cpp's integer dots for one" : ", one token's GEMV bound by memory";
 }
 

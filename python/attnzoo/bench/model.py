@@ -345,7 +345,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
 
     cpu = _core.cpu_info()
     if matmul_precision == "medium" and not bf16_products:
-        notes.append("--matmul-precision=medium has no effect here: no AVX-512-BF16 (products stay f32)")
+        notes.append("--matmul-precision=medium has no effect here: no bf16 dot products (no AVX-512-BF16, or off: "
+                     "see attnzoo info; products stay f32)")
     if linear_prefill == "recurrent" and not linear_layers:
         notes.append("--linear-prefill=recurrent has no effect: the model has no linear / SSM layers")
     return {
