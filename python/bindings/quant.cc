@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/quant/quant.h"
 #include "kernels/quant/quantize.h"
+#include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
 
 namespace attnzoo::py {
@@ -106,7 +107,16 @@ void bind_quant(nb::module_& m) {
           KernelScope scope;
           if (path == "int8") {
             require(quant_gemv_has_int8(type), "path", std::string("no integer kernel for ") + quant_type_name(type));
-            quant_gemv(wm, nullptr, xp, T, yp, N);
+            // The weights as a model's Linear holds them: regrouped 16 rows at a time where the AVX-512 VNNI rows
+            // run (row_groups.h), so this path and "auto"'s decode rows run one kernel. The raw rows' kernel sums
+            // a row's blocks across lanes, the regrouped one block after block, so their last bits differ.
+            std::vector<uint8_t> grouped;
+            QuantMatrix held = wm;
+            if (row_groups_pay(wm)) {
+              grouped.resize(size_t(wm.bytes()));
+              held = to_row_groups(wm, grouped.data());
+            }
+            quant_gemv(held, nullptr, xp, T, yp, N);
           } else if (path == "f32") {
             quant_gemv_f32(wm, nullptr, xp, T, yp, N);
           } else if (path == "reference") {
