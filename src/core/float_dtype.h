@@ -1,6 +1,7 @@
 #pragma once
 // The dtype check every float kernel family's argument validation shares (softmax, the delta and GLA families,
-// the state-space scans, the short convolution), so that they accept the same types and say so in the same words.
+// the state-space scans, the short convolution, the CUDA step kernels' checks), so that they accept the same types
+// and say so in the same words.
 #include "core/tensor.h"
 
 namespace attnzoo {

@@ -33,7 +33,7 @@ TEST(GatedActivationCuda, RefusesNamingTheArgument) {
   expect_error<DTypeError>([&] { check_gated_activation_cuda(g, g, fake_cuda_view(DType::f32, {4, 96})); },
                            "out: dtype float32 differs");
   expect_error<DTypeError>([&] { check_gated_activation_cuda(fake_cuda_view(DType::i8, {4, 96}), g, g); },
-                           "gate: takes float32");
+                           "gate: expected float32");
 }
 
 TEST(AddCuda, RefusesNamingTheArgument) {

@@ -66,7 +66,7 @@ TEST(RmsNormCuda, RefusesNamingTheArgument) {
   expect_error<ArgumentError>([&] { check_rms_norm_cuda(x, nullptr, w, other_gpu, opts); },
                               "y: lives on cuda:1, the other operands on cuda:0");
   expect_error<DTypeError>([&] { check_rms_norm_cuda(fake_cuda_view(DType::i32, {3, 64}), nullptr, w, y, opts); },
-                           "x: takes float32, bfloat16 or float16");
+                           "x: expected float32, bfloat16 or float16");
   expect_error<DTypeError>(
       [&] { check_rms_norm_cuda(x, nullptr, w, fake_cuda_view(DType::f16, {3, 64}), opts); }, "y: dtype float16");
   // A 16-bit y under an f32 x (the residual stream's norm as bf16 projection input), with or without the add.

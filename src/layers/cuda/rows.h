@@ -5,6 +5,7 @@
 // pass it to the kernels by value.
 #include <cstdint>
 
+#include "core/float_dtype.h"  // require_float_dtype, which these kernels' checks use
 #include "core/tensor.h"
 
 namespace attnzoo {
@@ -28,9 +29,6 @@ bool rows_vectorizable(const Rows& r, const void* data, size_t elem_bytes);
 // ArgumentError naming `name` unless `t` is device memory of a CUDA device (and of `device` when given: every
 // operand of one launch must live on the GPU that runs it).
 void require_cuda_tensor(const TensorView& t, const char* name, const Device* device = nullptr);
-
-// DTypeError naming `name` unless `t` is float32, bfloat16 or float16: the activations these kernels read and write.
-void require_float_dtype(const TensorView& t, const char* name);
 
 // The refusals of a float32 [rows, cols] matrix on a CUDA device (of `device` when given) with a contiguous last
 // dimension and rows that do not overlap: what the row copy and the transpose read and write.

@@ -89,11 +89,6 @@ void require_cuda_tensor(const TensorView& t, const char* name, const Device* de
   require(t.data != nullptr || t.numel() == 0, name, "data is null");
 }
 
-void require_float_dtype(const TensorView& t, const char* name) {
-  if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
-    throw DTypeError(std::string(name) + ": takes float32, bfloat16 or float16, got " + dtype_name(t.dtype));
-}
-
 void check_rms_norm_cuda(const TensorView& x, const TensorView* residual, const TensorView& weight,
                          const TensorView& y, const RmsNormCudaOptions& opts) {
   const Rows rows = activation_rows(x, "x", nullptr);
