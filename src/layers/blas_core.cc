@@ -48,11 +48,11 @@ bool selection_is_ours() {
 // Re-runs OpenBLAS's core selection with OPENBLAS_CORETYPE=`core`, then restores the variable (unset or empty, as
 // blas_core_to_force found it): children that load their own OpenBLAS choose for themselves.
 void reselect_core(const std::string& core, const char* coretype_env) {
-  const bool was_empty = coretype_env != nullptr;
+  const bool was_set_empty = coretype_env != nullptr;  // blas_core_to_force acts on unset or empty alone
   setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
   gotoblas_dynamic_quit();
   gotoblas_dynamic_init();
-  if (was_empty)
+  if (was_set_empty)
     setenv("OPENBLAS_CORETYPE", "", 1);
   else
     unsetenv("OPENBLAS_CORETYPE");
