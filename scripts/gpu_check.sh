@@ -209,6 +209,8 @@ step_if_time hf-generate 90 "${PYENV[@]}" python3 "$HERE/hf_generate_bench.py" "
 # prepared run of under 8 minutes. Its own budget ends GPU_CHECK_SERVE_S (0 leaves it out) minus 15 s in, so it
 # stops its servers and writes gpu_serve.json itself before this step's limit; its log joins this one.
 SERVE_S=${GPU_CHECK_SERVE_S:-120}
+# A number of seconds, or the step is recorded as skipped and why: bash arithmetic would read garbage as 0.
+[[ $SERVE_S =~ ^[0-9]+$ ]] || { echo "=== serve: GPU_CHECK_SERVE_S='$SERVE_S' is not a number of seconds" | tee -a "$LOG"; SERVE_S=0; skip serve; }
 if (( SERVE_S > 0 )); then
   serve_env=(env "GPU_SERVE_BUDGET_S=$((SERVE_S - 15))" GPU_SERVE_STOP_S=8)
   # The checkpoint bench-model-write finished (its tokenizer.json is written last), else the serving check writes one.

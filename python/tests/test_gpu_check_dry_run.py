@@ -332,3 +332,14 @@ def test_a_step_the_budget_kills_is_recorded_and_the_rest_skipped(dry_run, tmp_p
     assert all("no gtest JSON" in t["error"] for t in tests.values())
     assert not hung_sleep_alive(int(pid_file.read_text()))
     assert os.listdir(tmp) == [] and os.listdir(home) == [] and os.listdir(cwd) == []
+
+
+def test_a_serve_slice_that_is_not_a_number_is_named_and_the_step_skipped(dry_run, tmp_path):
+    """GPU_CHECK_SERVE_S=abc: bash arithmetic would read 0 and leave the step out unseen; the run says why and
+    records `serve` as skipped, once. A 1 s budget: every other step is skipped too, so this takes seconds."""
+    rc, stdout, out, *_ = run_check(tmp_path, dry_run["bundle"], "serve-nan", 1, env={"GPU_CHECK_SERVE_S": "abc"})
+    assert rc == 0, stdout
+    with open(out / "gpu_check.json") as f:
+        steps = [s for s in json.load(f)["steps"] if s["step"] == "serve"]
+    assert len(steps) == 1 and steps[0]["exit"] is None, steps
+    assert "GPU_CHECK_SERVE_S='abc' is not a number of seconds" in (out / "gpu_check.log").read_text()
