@@ -9,9 +9,11 @@
 #include "bench/blas_class.h"
 #include "cli/commands.h"
 #include "cli/usage.h"
+#include "core/amx.h"
 #include "core/bf16_dot.h"
 #include "core/cpu_info.h"
 #include "core/device.h"
+#include "core/amx.h"
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -81,6 +83,8 @@ int run_info(const std::vector<std::string>& args) {
     std::printf("bf16 products widened to f32 (%s)\n", bf16.reason.c_str());
   else
     std::printf("bf16 products widened to f32 (no AVX-512-BF16 on this CPU / target)\n");
+  std::printf("amx          %s\n", amx_bf16_enabled() ? amx_support().reason.c_str()
+                                  : amx_support().use ? "off under a target below avx512_bf16" : amx_support().reason.c_str());
   std::printf("threads      %d (ATTNZOO_THREADS / --threads)\n", ThreadPool::global().num_threads());
   std::printf("highway      %s\n", ATTNZOO_HWY_VERSION);
   const BlasCoreChoice& choice = configure_blas();

@@ -1,0 +1,44 @@
+#pragma once
+// AMX (Advanced Matrix Extensions, Intel Xeon from Sapphire Rapids on): eight 1 KiB tile registers and a unit that
+// multiplies a 16x32 bf16 tile by a 32x16 bf16 tile into a 16x16 f32 tile per instruction (tdpbf16ps). One
+// Emerald Rapids core ran it at 2.2 TFLOP/s, 14x that core's f32 FMA peak and 28x its vdpbf16ps. Linux hands the
+// 8 KiB tile state to a process only after it asks (arch_prctl ARCH_REQ_XCOMP_PERM); a tile instruction before
+// that kills the process with SIGILL, so every AMX kernel runs behind amx_bf16_enabled().
+#include <cstdint>
+#include <string>
+
+namespace attnzoo {
+
+struct AmxSupport {
+  bool use = false;
+  std::string reason;  // for `attnzoo info`
+};
+
+// The rule, pure. `cpu`: CPUID says AMX-TILE and AMX-BF16; `os`: XCR0 enables the tile state; `granted`: the
+// kernel granted this process the tile data (asked only where cpu and os hold); `env`: ATTNZOO_AMX's value (null
+// or empty when unset): "0" turns AMX off, "1" or unset uses it where the three hold. Throws ArgumentError naming
+// ATTNZOO_AMX for another value.
+AmxSupport amx_rule(bool cpu, bool os, bool granted, const char* env);
+// The rule for this process (CPUID, XCR0, the permission request and the environment), decided on first use and
+// kept: the request is made once.
+const AmxSupport& amx_support();
+// AMX bf16 kernels may run: amx_support() and the avx512_bf16 target active (every AMX CPU has AVX-512-BF16;
+// forcing a narrower target turns AMX off like every other hand-written path).
+bool amx_bf16_enabled();
+
+// The 64-byte operand of ldtilecfg (palette 1): per tile register, its rows and bytes per row. Rows and bytes
+// left zero leave that register unconfigured.
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+  void set(int tile, int nrows, int row_bytes) {
+    rows[tile] = uint8_t(nrows);
+    bytes_per_row[tile] = uint16_t(row_bytes);
+  }
+};
+static_assert(sizeof(AmxTileConfig) == 64, "ldtilecfg reads exactly 64 bytes");
+
+}  // namespace attnzoo
