@@ -1,9 +1,12 @@
 #pragma once
-// Tile products on AVX-512-BF16 (vdpbf16ps): each instruction multiplies 32 bf16 pairs and accumulates in f32,
-// twice the f32 FMA rate. Operands are packed in bf16 *pairs* along the reduction dimension (one uint32 per pair):
-//   A: [M][K/2] pairs (row-major, lda in pairs), broadcast one pair at a time;
+// bf16 tile products with f32 accumulation, on AMX tiles (core/amx.h) where the CPU has them, else on
+// AVX-512-BF16 (vdpbf16ps: 32 bf16 pairs per instruction). Operands are packed in bf16 *pairs* along the
+// reduction dimension (one uint32 per pair), which is also the layout AMX tiles multiply:
+//   A: [M][K/2] pairs (row-major, lda in pairs);
 //   B: [K/2][N] pairs (row-major, ldb in pairs), N a multiple of 16.
-// C[M x N] (+)= A * B in f32. Only call after bf16_dot_enabled() said the CPU has the instructions.
+// C[M x N] (+)= A * B in f32. Only call after bf16_dot_enabled() or amx_bf16_enabled() said the CPU can.
+// The two paths differ in the order they add a row's products (last bits), so one process takes one of them
+// for every call: a token's result does not depend on how many rows were multiplied beside it.
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +14,12 @@ namespace attnzoo {
 
 void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B, size_t ldb,
                     float* C, size_t ldc, bool accumulate);
+// The two paths, for tests and benchmarks that compare them: vdpbf16ps (needs bf16_dot_available()) and AMX
+// tiles (needs amx_bf16_enabled()).
+void bf16_pair_gemm_dot(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B,
+                        size_t ldb, float* C, size_t ldc, bool accumulate);
+void bf16_pair_gemm_amx(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B,
+                        size_t ldb, float* C, size_t ldc, bool accumulate);
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols: a [rows][cols] matrix of pairs becomes the
 // [cols][rows] operand B above. dst rows are padded with zeros to a multiple of 16 columns. 16x16 blocks are

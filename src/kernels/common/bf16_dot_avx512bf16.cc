@@ -46,8 +46,8 @@ inline void rows_of_tile(size_t rows, size_t K2, const uint32_t* A, size_t lda, 
 
 }  // namespace
 
-void bf16_pair_gemm(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B, size_t ldb,
-                    float* C, size_t ldc, bool accumulate) {
+void bf16_pair_gemm_dot(size_t M, size_t N, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B,
+                        size_t ldb, float* C, size_t ldc, bool accumulate) {
   constexpr size_t kRows = 6, kCols = 4;
   size_t n = 0;
   for (; n + kCols * 16 <= N; n += kCols * 16)
