@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/amx.h"
 #include "core/bf16_dot.h"
 #include "core/error.h"
 
@@ -149,6 +150,8 @@ bool bf16_dot_enabled() {
   const bool preferred = bf16_dot_preferred().use;
   return preferred && bf16_dot_available();
 }
+
+bool bf16_tiles_enabled() { return amx_bf16_enabled() || bf16_dot_enabled(); }
 
 bool vnni_int8_enabled() {
   static const bool cpu = cpu_has_avx512_vnni();

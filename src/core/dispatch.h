@@ -18,6 +18,10 @@ void set_target(Target t);
 void set_target(const std::string& name);
 // True when the hand-written AVX-512-BF16 tile kernels may run (bf16 inputs use vdpbf16ps).
 bool bf16_dot_enabled();
+// True when bf16_pair_gemm (kernels/common/bf16_dot.h) may run and is the faster way to multiply bf16: on AMX
+// tiles (amx_bf16_enabled(), core/amx.h) or on vdpbf16ps where bf16_dot_enabled(). Callers that choose between
+// bf16 products and widening to f32 ask this.
+bool bf16_tiles_enabled();
 // True when the AVX-512-VNNI int8 kernels may run: the CPU has VNNI (with BW, VL, DQ) and an AVX-512 target is
 // active, so forcing a narrower target turns them off like every other hand-written path.
 bool vnni_int8_enabled();
