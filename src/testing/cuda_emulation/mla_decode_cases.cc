@@ -30,6 +30,7 @@
 namespace attnzoo {
 namespace {
 using namespace cuda_mla;
+using cuda_linear::Elem;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using testing::HostTensor;
@@ -54,7 +55,7 @@ void launch_all(const MlaLaunchPlan& plan, const MlaDecodeParams& params) {
   cuda_emulation::launch(dim3(unsigned(plan.work.size()), plan.head_groups), kThreads, smem,
                          [&](unsigned char* s) {
                            if (plan.tensor_cores) {
-                             if (params.latent_type == Elt::bf16) return attend_mma<__nv_bfloat16>(params, s);
+                             if (params.latent_type == Elem::bf16) return attend_mma<__nv_bfloat16>(params, s);
                              return attend_mma<__half>(params, s);
                            }
                            switch (mla_cols_per_thread(params.r)) {

@@ -17,39 +17,27 @@
 
 #include <cstdint>
 
+#include "kernels/linear/common/cuda/float_elem.cuh"
 #include "kernels/softmax/cuda/mla_decode_params.h"
 #include "kernels/softmax/cuda/mla_latent_row.cuh"
 #include "kernels/softmax/cuda/sm80.cuh"
 
 namespace attnzoo::cuda_mla {
 
-__device__ __forceinline__ float load_elt(const void* base, Elt t, int64_t i) {
-  switch (t) {
-    case Elt::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
-    case Elt::f16: return __half2float(static_cast<const __half*>(base)[i]);
-    default: return static_cast<const float*>(base)[i];
-  }
-}
+using cuda_linear::bits_to_float;
+using cuda_linear::Elem;
+using cuda_linear::load_bits;
+using cuda_linear::load_elem;
 
-// An element's bits (an f32's 32, a bf16's or f16's 16, zero-extended) and their value. The weight walks load a
-// batch of bits before converting any: load_elt converts in its dtype's branch, where the thread waits for the
-// load, so a walk of load_elt's went out one latency after another.
-__device__ __forceinline__ uint32_t load_elt_bits(const void* base, Elt t, int64_t i) {
-  return t == Elt::f32 ? static_cast<const uint32_t*>(base)[i] : static_cast<const uint16_t*>(base)[i];
-}
-__device__ __forceinline__ float elt_from_bits(uint32_t bits, Elt t) {
-  switch (t) {
-    case Elt::bf16: return __uint_as_float(bits << 16);
-    case Elt::f16: return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
-    default: return __uint_as_float(bits);
-  }
-}
-constexpr int kWeightBatch = 4;  // weights a thread has in flight along its walk
+// The weight walks: each thread loads a batch of bits before converting any (float_elem.cuh's load_bits), so
+// kWeightBatch loads of its walk are in flight together.
+constexpr int kWeightBatch = 4;
 
-__device__ __forceinline__ void store_elt(void* base, Elt t, int64_t i, float x) {
+// Through sm80::store1, whose emulated twin bounds-checks each store (float_elem.cuh's store_elem does not).
+__device__ __forceinline__ void store_elt(void* base, Elem t, int64_t i, float x) {
   switch (t) {
-    case Elt::bf16: sm80::store1(static_cast<__nv_bfloat16*>(base) + i, x); break;
-    case Elt::f16: sm80::store1(static_cast<__half*>(base) + i, x); break;
+    case Elem::bf16: sm80::store1(static_cast<__nv_bfloat16*>(base) + i, x); break;
+    case Elem::f16: sm80::store1(static_cast<__half*>(base) + i, x); break;
     default: sm80::store1(static_cast<float*>(base) + i, x); break;
   }
 }
@@ -61,7 +49,7 @@ __device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned ch
   float* sq = reinterpret_cast<float*>(smem);  // [kBatchPerCta][dn]
   for (int idx = tid; idx < kBatchPerCta * p.dn; idx += kThreads) {
     const int bb = idx / p.dn, i = idx % p.dn;
-    sq[idx] = bb < nb ? load_elt(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + i) : 0.f;
+    sq[idx] = bb < nb ? load_elem(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + i) : 0.f;
   }
   __syncthreads();
   const int64_t w_uk = int64_t(h) * (p.dn + p.dv) * p.w_row;
@@ -71,11 +59,11 @@ __device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned ch
       uint32_t bits[kWeightBatch];
 #pragma unroll
       for (int k = 0; k < kWeightBatch; ++k)
-        bits[k] = i0 + k < p.dn ? load_elt_bits(p.w, p.w_type, w_uk + int64_t(i0 + k) * p.w_row + c) : 0u;
+        bits[k] = i0 + k < p.dn ? load_bits(p.w, p.w_type, w_uk + int64_t(i0 + k) * p.w_row + c) : 0u;
 #pragma unroll
       for (int k = 0; k < kWeightBatch; ++k) {
         if (i0 + k >= p.dn) break;
-        const float wv = elt_from_bits(bits[k], p.w_type);
+        const float wv = bits_to_float(bits[k], p.w_type);
 #pragma unroll
         for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += sq[bb * p.dn + i0 + k] * wv;
       }
@@ -85,7 +73,7 @@ __device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned ch
   for (int idx = tid; idx < nb * p.dr; idx += kThreads) {
     const int bb = idx / p.dr, c = idx % p.dr;
     p.q_lat[(int64_t(b0 + bb) * p.H + h) * L + p.r + c] =
-        load_elt(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + p.dn + c);
+        load_elem(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + p.dn + c);
   }
 }
 
@@ -130,7 +118,7 @@ __device__ __forceinline__ void mla_attend(const MlaDecodeParams& p, unsigned ch
     for (int idx = tid; idx < kTile * L; idx += kThreads) {
       const int j = idx / L, c = idx % L;
       const int64_t at = sRow[j];
-      sK[j * P + c] = at >= 0 ? load_elt(p.latent, p.latent_type, at + c) : 0.f;
+      sK[j * P + c] = at >= 0 ? load_elem(p.latent, p.latent_type, at + c) : 0.f;
     }
     __syncthreads();
 
@@ -247,11 +235,11 @@ __device__ __forceinline__ void mla_expand(const MlaDecodeParams& p, unsigned ch
     for (int c0 = 0; c0 < p.r; c0 += kWeightBatch) {
       uint32_t bits[kWeightBatch];
 #pragma unroll
-      for (int k = 0; k < kWeightBatch; ++k) bits[k] = c0 + k < p.r ? load_elt_bits(p.w, p.w_type, row + c0 + k) : 0u;
+      for (int k = 0; k < kWeightBatch; ++k) bits[k] = c0 + k < p.r ? load_bits(p.w, p.w_type, row + c0 + k) : 0u;
 #pragma unroll
       for (int k = 0; k < kWeightBatch; ++k) {
         if (c0 + k >= p.r) break;
-        const float wv = elt_from_bits(bits[k], p.w_type);
+        const float wv = bits_to_float(bits[k], p.w_type);
 #pragma unroll
         for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += wv * sc[bb * p.r + c0 + k];
       }
