@@ -145,6 +145,12 @@ MlaDecodeParams with_tensors(MlaDecodeParams params, const MlaTensors& t) {
   return params;
 }
 
+bool mla_expand_is_wide(const MlaDecodeParams& params) {
+  const int64_t size = params.w_type == cuda_linear::Elem::f32 ? 4 : 2;
+  return reinterpret_cast<uintptr_t>(params.w) % 16 == 0 && params.w_row * size % 16 == 0 &&
+         params.r * size % 16 == 0;
+}
+
 }  // namespace cuda_mla
 
 // Declared in mla_decode_cuda.h; defined with the rest of the host side so that it exists in every build.
