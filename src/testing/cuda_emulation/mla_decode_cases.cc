@@ -2,7 +2,8 @@
 // the CTA emulator against the double-precision reference (the naive form): one or two head groups, ranks 64 to
 // 512, rope dims 0 to 64, paged caches over shuffled blocks (NaN in every row no sequence owns, -1 in the table
 // past each sequence's last block, block sizes 16 and 64) and contiguous ones, ragged lengths down to 1,
-// bf16 / f16 / f32 caches, queries and weights, and plans with and without split contexts; and the GPU runner's
+// bf16 / f16 / f32 caches, queries and weights, and plans with and without split contexts, the expand reading its
+// weights in 16-byte pieces (and at odd ranks an element a lane: which rows allow the pieces); and the GPU runner's
 // per-token rows (models/cuda/mla_rows_plan.h), several rows over one sequence's blocks, each cut at its position;
 // half of them with the plan's metadata and scratch in separate buffers and the tensors bound at launch, as a model
 // step's MLA layers share one plan.
@@ -30,6 +31,7 @@
 namespace attnzoo {
 namespace {
 using namespace cuda_mla;
+using cuda_linear::Elem;
 using cuda_emulation::DeviceMemory;
 using cuda_emulation::DeviceTensor;
 using testing::HostTensor;
@@ -54,7 +56,7 @@ void launch_all(const MlaLaunchPlan& plan, const MlaDecodeParams& params) {
   cuda_emulation::launch(dim3(unsigned(plan.work.size()), plan.head_groups), kThreads, smem,
                          [&](unsigned char* s) {
                            if (plan.tensor_cores) {
-                             if (params.latent_type == Elt::bf16) return attend_mma<__nv_bfloat16>(params, s);
+                             if (params.latent_type == Elem::bf16) return attend_mma<__nv_bfloat16>(params, s);
                              return attend_mma<__half>(params, s);
                            }
                            switch (mla_cols_per_thread(params.r)) {
@@ -66,8 +68,12 @@ void launch_all(const MlaLaunchPlan& plan, const MlaDecodeParams& params) {
   if (!plan.merges.empty())
     cuda_emulation::launch(dim3(unsigned(plan.merges.size()), H), kThreads, 0,
                            [&](unsigned char*) { mla_merge(params); });
+  const bool wide = mla_expand_is_wide(params);
   cuda_emulation::launch(dim3(H, plan.batch_groups), kThreads, size_t(mla_rows_smem_bytes(params.r)),
-                         [&](unsigned char* smem) { mla_expand(params, smem); });
+                         [&](unsigned char* smem) {
+                           if (wide) return mla_expand<true>(params, smem);
+                           mla_expand<false>(params, smem);
+                         });
 }
 
 struct Case {
@@ -107,8 +113,12 @@ double tolerance(const Case& c, bool tensor_cores) {
   return compute;
 }
 
-// Returns whether the plan split a sequence (and so ran the merge kernel).
-bool check(const Case& c, uint64_t seed) {
+// What a case ran: whether the plan split a sequence (and so ran the merge kernel), whether the expand read its
+// weights in 16-byte pieces.
+struct Ran {
+  bool split, wide;
+};
+Ran check(const Case& c, uint64_t seed) {
   SCOPED_TRACE(describe(c));
   const int64_t L = c.r + c.dr;
   const testing::LatentTestCache lc = testing::latent_test_cache(c.cache, c.lens, L, c.block_size, seed);
@@ -163,7 +173,7 @@ bool check(const Case& c, uint64_t seed) {
   }
   EXPECT_GT(top, 0.0);
   EXPECT_LE(err, tolerance(c, plan.tensor_cores) * top) << "largest |output| " << top;
-  return !plan.merges.empty();
+  return {!plan.merges.empty(), mla_expand_is_wide(params)};
 }
 
 Case random_case(std::mt19937_64& rng, bool split) {
@@ -196,14 +206,16 @@ Case random_case(std::mt19937_64& rng, bool split) {
 
 TEST(EmulatedMlaDecode, MatchesReferenceOnRandomCases) {
   std::mt19937_64 rng(91);
-  for (int i = 0; i < 24; ++i) check(random_case(rng, false), 5000 + uint64_t(i));
+  int wide = 0;
+  for (int i = 0; i < 24; ++i) wide += check(random_case(rng, false), 5000 + uint64_t(i)).wide;
+  EXPECT_EQ(wide, 24) << "ranks 64 and 128 over aligned weights: every expand reads 16-byte pieces";
 }
 
 // Spare slots: the long sequences are cut into chunks whose partial results the merge kernel combines.
 TEST(EmulatedMlaDecode, MatchesReferenceWhenSplit) {
   std::mt19937_64 rng(92);
   int split = 0;
-  for (int i = 0; i < 16; ++i) split += check(random_case(rng, true), 6000 + uint64_t(i));
+  for (int i = 0; i < 16; ++i) split += check(random_case(rng, true), 6000 + uint64_t(i)).split;
   EXPECT_GE(split, 13) << "cases whose plan split a sequence";
 }
 
@@ -214,13 +226,13 @@ TEST(EmulatedMlaDecode, DeepSeekRankShortContext) {
   c.H = 16, c.dn = 32, c.dr = 64, c.dv = 32, c.r = 512;
   c.lens = {70, 1, 23};
   c.block_size = 16;
-  check(c, 7001);
+  EXPECT_TRUE(check(c, 7001).wide);
   c.min_chunk = 16, c.slots = 8;
   c.cache = c.q = c.w = DType::f16;
   c.block_size = 64;
-  EXPECT_TRUE(check(c, 7002));
+  EXPECT_TRUE(check(c, 7002).split);
   c.scalar = true;
-  EXPECT_TRUE(check(c, 7003));
+  EXPECT_TRUE(check(c, 7003).split);
 }
 
 // Rank 256 (two columns per thread; eight value blocks per warp on the tensor cores), a head count that leaves
@@ -234,19 +246,39 @@ TEST(EmulatedMlaDecode, PartialHeadGroupAndRank256) {
   c.cache = c.q = c.w = DType::bf16;  // the tensor cores: eight value blocks per warp, heads 16..19 of 32 rows
   c.min_chunk = 16, c.slots = 16;
   c.lens = {130, 7};
-  EXPECT_TRUE(check(c, 7005));
+  EXPECT_TRUE(check(c, 7005).split);
 }
 
-// Dims that are no multiple of the absorb's and expand's four weights in flight (dn = 18, r = 66: the scalar
-// attention), in bf16 and f32 weights.
+// Dims that are no multiple of the absorb's four weights in flight (dn = 18), nor of the expand's 16-byte pieces
+// or its four rows a warp (r = 66, dv = 10: the expand loads an element a lane, the scalar attention), in bf16 and
+// f32 weights.
 TEST(EmulatedMlaDecode, OddDims) {
   Case c;
   c.H = 4, c.dn = 18, c.dr = 6, c.dv = 10, c.r = 66;
   c.lens = {9, 21};
   c.cache = c.q = c.w = DType::bf16;
-  check(c, 7009);
+  EXPECT_FALSE(check(c, 7009).wide);
   c.w = DType::f32;
-  check(c, 7010);
+  EXPECT_FALSE(check(c, 7010).wide);
+}
+
+// The expand's 16-byte pieces need every W_UV row to start on a 16-byte boundary and r to fill whole pieces: eight
+// 16-bit or four f32 weights.
+TEST(EmulatedMlaDecode, ExpandReadsSixteenBytePiecesOnlyWhereRowsAllowThem) {
+  alignas(16) static const unsigned char weights[32] = {};
+  MlaDecodeParams p{};
+  p.w = weights, p.w_type = Elem::bf16, p.w_row = 512, p.r = 512;
+  EXPECT_TRUE(mla_expand_is_wide(p));
+  p.w = weights + 8;  // 8-byte aligned only
+  EXPECT_FALSE(mla_expand_is_wide(p));
+  p.w = weights, p.w_row = 516;  // rows past the first start 8 bytes off
+  EXPECT_FALSE(mla_expand_is_wide(p));
+  p.w_row = p.r = 68;  // aligned rows, but r ends in half a piece
+  EXPECT_FALSE(mla_expand_is_wide(p));
+  p.w_type = Elem::f32;  // four f32 weights a piece: 68 is whole pieces
+  EXPECT_TRUE(mla_expand_is_wide(p));
+  p.w_row = p.r = 66;
+  EXPECT_FALSE(mla_expand_is_wide(p));
 }
 
 // The GPU runner's MLA step (device_mla.h) at the tiny DeepSeek-V3 test's shape (4 heads: one partly empty head
@@ -267,7 +299,7 @@ TEST(EmulatedMlaDecode, TheRunnersPerTokenRows) {
   check(c, 7007);
   c.new_tokens = {2, 1};
   c.min_chunk = 16, c.slots = 40;
-  EXPECT_TRUE(check(c, 7008));
+  EXPECT_TRUE(check(c, 7008).split);
 }
 
 }  // namespace

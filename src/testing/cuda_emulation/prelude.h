@@ -89,6 +89,9 @@ struct float2 {
   float x, y;
 };
 inline float2 make_float2(float x, float y) { return {x, y}; }
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
 
 inline float __uint_as_float(uint32_t u) {
   float f;

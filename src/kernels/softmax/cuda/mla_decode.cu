@@ -34,9 +34,10 @@ __global__ void __launch_bounds__(kThreads) attend_mma_kernel(const MlaDecodePar
 
 __global__ void __launch_bounds__(kThreads) merge_kernel(const MlaDecodeParams p) { mla_merge(p); }
 
+template <bool kWide>
 __global__ void __launch_bounds__(kThreads) expand_kernel(const MlaDecodeParams p) {
   extern __shared__ __align__(16) unsigned char smem[];
-  mla_expand(p, smem);
+  mla_expand<kWide>(p, smem);
 }
 
 }  // namespace cuda_mla
@@ -116,7 +117,9 @@ void launch_prepared_mla_decode_cuda(const PreparedMlaDecodeCuda& d, const unsig
   if (!plan.merges.empty())
     launch(reinterpret_cast<const void*>(&merge_kernel), dim3(unsigned(plan.merges.size()), H), 0, args,
            cuda_stream, "mla merge_kernel launch");
-  launch(reinterpret_cast<const void*>(&expand_kernel), dim3(H, plan.batch_groups),
+  const void* expand = mla_expand_is_wide(params) ? reinterpret_cast<const void*>(&expand_kernel<true>)
+                                                  : reinterpret_cast<const void*>(&expand_kernel<false>);
+  launch(expand, dim3(H, plan.batch_groups),
          size_t(mla_rows_smem_bytes(params.r)), args, cuda_stream, "mla expand_kernel launch");
 }
 

@@ -8,7 +8,8 @@
 //              online softmax in exp2, f32 throughout. A sequence's only chunk writes ctx normalised; chunks of a
 //              split sequence leave (max, sum, unnormalised ctx) for
 //   merge      the log-sum-exp combination of a split sequence's chunks, one CTA per (sequence, head);
-//   expand     out[b, h] = W_UV_h ctx[b, h] in out's dtype, one CTA per (head, kBatchPerCta sequences).
+//   expand     out[b, h] = W_UV_h ctx[b, h] in out's dtype, one CTA per (head, kBatchPerCta sequences), a warp
+//              per kExpandRows rows of W_UV_h read along r.
 // All four in scalar f32 FMA. A bf16 / f16 cache of 16-byte aligned rows with r a multiple of 64 and dr of 16
 // (DeepSeek's) takes mla_decode_mma.cuh's tensor-core attention instead; this mla_attend is for the rest
 // (f32 caches, odd ranks, unaligned rows).
@@ -17,39 +18,27 @@
 
 #include <cstdint>
 
+#include "kernels/linear/common/cuda/float_elem.cuh"
 #include "kernels/softmax/cuda/mla_decode_params.h"
 #include "kernels/softmax/cuda/mla_latent_row.cuh"
 #include "kernels/softmax/cuda/sm80.cuh"
 
 namespace attnzoo::cuda_mla {
 
-__device__ __forceinline__ float load_elt(const void* base, Elt t, int64_t i) {
-  switch (t) {
-    case Elt::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
-    case Elt::f16: return __half2float(static_cast<const __half*>(base)[i]);
-    default: return static_cast<const float*>(base)[i];
-  }
-}
+using cuda_linear::bits_to_float;
+using cuda_linear::Elem;
+using cuda_linear::load_bits;
+using cuda_linear::load_elem;
 
-// An element's bits (an f32's 32, a bf16's or f16's 16, zero-extended) and their value. The weight walks load a
-// batch of bits before converting any: load_elt converts in its dtype's branch, where the thread waits for the
-// load, so a walk of load_elt's went out one latency after another.
-__device__ __forceinline__ uint32_t load_elt_bits(const void* base, Elt t, int64_t i) {
-  return t == Elt::f32 ? static_cast<const uint32_t*>(base)[i] : static_cast<const uint16_t*>(base)[i];
-}
-__device__ __forceinline__ float elt_from_bits(uint32_t bits, Elt t) {
-  switch (t) {
-    case Elt::bf16: return __uint_as_float(bits << 16);
-    case Elt::f16: return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
-    default: return __uint_as_float(bits);
-  }
-}
-constexpr int kWeightBatch = 4;  // weights a thread has in flight along its walk
+// The absorb's weights: each thread loads a batch of bits before converting any (float_elem.cuh's load_bits), so
+// kWeightBatch loads of its walk are in flight together.
+constexpr int kWeightBatch = 4;
 
-__device__ __forceinline__ void store_elt(void* base, Elt t, int64_t i, float x) {
+// Through sm80::store1, whose emulated twin bounds-checks each store (float_elem.cuh's store_elem does not).
+__device__ __forceinline__ void store_elt(void* base, Elem t, int64_t i, float x) {
   switch (t) {
-    case Elt::bf16: sm80::store1(static_cast<__nv_bfloat16*>(base) + i, x); break;
-    case Elt::f16: sm80::store1(static_cast<__half*>(base) + i, x); break;
+    case Elem::bf16: sm80::store1(static_cast<__nv_bfloat16*>(base) + i, x); break;
+    case Elem::f16: sm80::store1(static_cast<__half*>(base) + i, x); break;
     default: sm80::store1(static_cast<float*>(base) + i, x); break;
   }
 }
@@ -61,7 +50,7 @@ __device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned ch
   float* sq = reinterpret_cast<float*>(smem);  // [kBatchPerCta][dn]
   for (int idx = tid; idx < kBatchPerCta * p.dn; idx += kThreads) {
     const int bb = idx / p.dn, i = idx % p.dn;
-    sq[idx] = bb < nb ? load_elt(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + i) : 0.f;
+    sq[idx] = bb < nb ? load_elem(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + i) : 0.f;
   }
   __syncthreads();
   const int64_t w_uk = int64_t(h) * (p.dn + p.dv) * p.w_row;
@@ -71,11 +60,11 @@ __device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned ch
       uint32_t bits[kWeightBatch];
 #pragma unroll
       for (int k = 0; k < kWeightBatch; ++k)
-        bits[k] = i0 + k < p.dn ? load_elt_bits(p.w, p.w_type, w_uk + int64_t(i0 + k) * p.w_row + c) : 0u;
+        bits[k] = i0 + k < p.dn ? load_bits(p.w, p.w_type, w_uk + int64_t(i0 + k) * p.w_row + c) : 0u;
 #pragma unroll
       for (int k = 0; k < kWeightBatch; ++k) {
         if (i0 + k >= p.dn) break;
-        const float wv = elt_from_bits(bits[k], p.w_type);
+        const float wv = bits_to_float(bits[k], p.w_type);
 #pragma unroll
         for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += sq[bb * p.dn + i0 + k] * wv;
       }
@@ -85,7 +74,7 @@ __device__ __forceinline__ void mla_absorb(const MlaDecodeParams& p, unsigned ch
   for (int idx = tid; idx < nb * p.dr; idx += kThreads) {
     const int bb = idx / p.dr, c = idx % p.dr;
     p.q_lat[(int64_t(b0 + bb) * p.H + h) * L + p.r + c] =
-        load_elt(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + p.dn + c);
+        load_elem(p.q, p.q_type, int64_t(b0 + bb) * p.q_batch + int64_t(h) * p.q_head + p.dn + c);
   }
 }
 
@@ -130,7 +119,7 @@ __device__ __forceinline__ void mla_attend(const MlaDecodeParams& p, unsigned ch
     for (int idx = tid; idx < kTile * L; idx += kThreads) {
       const int j = idx / L, c = idx % L;
       const int64_t at = sRow[j];
-      sK[j * P + c] = at >= 0 ? load_elt(p.latent, p.latent_type, at + c) : 0.f;
+      sK[j * P + c] = at >= 0 ? load_elem(p.latent, p.latent_type, at + c) : 0.f;
     }
     __syncthreads();
 
@@ -228,9 +217,103 @@ __device__ __forceinline__ void mla_merge(const MlaDecodeParams& p) {
   }
 }
 
-// Grid (H, ceil(B / kBatchPerCta)); shared memory mla_rows_smem_bytes(r). A thread per output column, over
-// the whole rank for every sequence of the CTA: no cross-lane reduction, and the W_UV_h row a thread walks stays
-// in L1 across the 16 columns a sector holds.
+#if defined(ATTNZOO_CUDA_EMULATION)
+// The emulator's: the same 16 bytes, alignment- and bounds-checked, so a row the host wrongly took for aligned
+// (mla_expand_is_wide) fails the case instead of reading across a piece boundary.
+inline uint4 load16(const void* p) {
+  if (reinterpret_cast<uintptr_t>(p) % 16) cuda_emulation::fail("16-byte weight load from misaligned %p", p);
+  cuda_emulation::check_global(p, 16, "weight load");
+  uint4 v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
+#else
+__device__ __forceinline__ uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
+#endif
+
+// Sums each of a lane's 32 partials over the warp. Each step halves what a lane holds: it keeps the half its lane
+// bit picks and adds its partner's share of that half. 31 shuffles where 32 warp sums take 160; lane l ends with
+// the total of partial l. Every index into v must be a constant after unrolling, or v becomes a stack array.
+__device__ __forceinline__ float warp_sum_scattered(float (&v)[32]) {
+  const int lane = int(threadIdx.x) % 32;
+#pragma unroll
+  for (int half = 16; half >= 1; half /= 2) {
+    const bool upper = lane & half;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {  // a fixed count: nvcc unrolled `j < half` by 4 at sm_80 (v on the stack)
+      if (j >= half) break;
+      const float keep = upper ? v[j + half] : v[j], send = upper ? v[j] : v[j + half];
+      v[j] = keep + __shfl_xor_sync(0xffffffffu, send, half);
+    }
+  }
+  return v[0];
+}
+
+// Rows of W_UV_h a warp of the expand multiplies at once: each ctx value it reads from shared memory serves this
+// many rows, and its partials, kExpandRows x kBatchPerCta, are one a lane after the warp sum.
+constexpr int kExpandRows = 4;
+static_assert(kExpandRows * kBatchPerCta == 32);
+
+// A warp takes kExpandRows rows of W_UV_h, its lanes side by side along r: coalesced, and 16 bytes a lane when
+// kWide (mla_expand_is_wide: every row 16-byte aligned, r whole pieces), one element otherwise. All the loads of a
+// step leave before any is used. Every weight multiplies into all of the CTA's sequences; f32 throughout.
+template <Elem kW, bool kWide>
+__device__ __forceinline__ void mla_expand_rows(const MlaDecodeParams& p, const float* sc, int h, int b0, int nb) {
+  constexpr int kSize = kW == Elem::f32 ? 4 : 2;
+  constexpr int kN = kWide ? 16 / kSize : 1;         // elements a lane loads at once
+  constexpr int kPerWord = kWide ? 4 / kSize : 1;    // of them in each 32-bit word
+  constexpr uint32_t kMask = kSize == 4 ? ~0u : 0xffffu;
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int64_t w_uv = (int64_t(h) * (p.dn + p.dv) + p.dn) * p.w_row;
+  for (int i0 = warp * kExpandRows; i0 < p.dv; i0 += kWarps * kExpandRows) {
+    float acc[kExpandRows * kBatchPerCta] = {};  // [row][sequence]
+    for (int c = lane * kN; c < p.r; c += 32 * kN) {
+      uint32_t words[kExpandRows][kN / kPerWord];
+#pragma unroll
+      for (int rr = 0; rr < kExpandRows; ++rr) {
+        const int64_t at = w_uv + int64_t(i0 + rr) * p.w_row + c;
+        if constexpr (kWide) {
+          const uint4 u = i0 + rr < p.dv ? load16(static_cast<const unsigned char*>(p.w) + at * kSize) : uint4{};
+          words[rr][0] = u.x, words[rr][1] = u.y, words[rr][2] = u.z, words[rr][3] = u.w;
+        } else {
+          words[rr][0] = i0 + rr < p.dv ? load_bits(p.w, kW, at) : 0u;
+        }
+      }
+      float wv[kExpandRows][kN];
+#pragma unroll
+      for (int rr = 0; rr < kExpandRows; ++rr)
+#pragma unroll
+        for (int j = 0; j < kN; ++j)
+          wv[rr][j] = bits_to_float((words[rr][j / kPerWord] >> (16 * (j % kPerWord))) & kMask, kW);
+#pragma unroll
+      for (int bb = 0; bb < kBatchPerCta; ++bb) {
+        float x[kN];
+        const float* from = sc + bb * p.r + c;
+        if constexpr (kN % 4 == 0) {
+#pragma unroll
+          for (int j = 0; j < kN; j += 4) {
+            const float4 q4 = *reinterpret_cast<const float4*>(from + j);
+            x[j] = q4.x, x[j + 1] = q4.y, x[j + 2] = q4.z, x[j + 3] = q4.w;
+          }
+        } else {
+          x[0] = from[0];
+        }
+#pragma unroll
+        for (int rr = 0; rr < kExpandRows; ++rr)
+#pragma unroll
+          for (int j = 0; j < kN; ++j) acc[rr * kBatchPerCta + bb] += wv[rr][j] * x[j];
+      }
+    }
+    const float total = warp_sum_scattered(acc);
+    const int i = i0 + lane / kBatchPerCta, bb = lane % kBatchPerCta;
+    if (i < p.dv && bb < nb)
+      store_elt(p.o, p.o_type, int64_t(b0 + bb) * p.o_batch + int64_t(h) * p.o_head + i, total);
+  }
+}
+
+// Grid (H, ceil(B / kBatchPerCta)); shared memory mla_rows_smem_bytes(r). The CTA's sequences' ctx rows are staged
+// in shared memory; then mla_expand_rows, its weight type a template argument.
+template <bool kWide>
 __device__ __forceinline__ void mla_expand(const MlaDecodeParams& p, unsigned char* smem) {
   const int tid = int(threadIdx.x);
   const int h = int(blockIdx.x), b0 = int(blockIdx.y) * kBatchPerCta, nb = min(kBatchPerCta, p.B - b0);
@@ -240,24 +323,10 @@ __device__ __forceinline__ void mla_expand(const MlaDecodeParams& p, unsigned ch
     sc[idx] = bb < nb ? p.ctx[(int64_t(b0 + bb) * p.H + h) * p.r + c] : 0.f;
   }
   __syncthreads();
-  const int64_t w_uv = (int64_t(h) * (p.dn + p.dv) + p.dn) * p.w_row;
-  for (int i = tid; i < p.dv; i += kThreads) {
-    float acc[kBatchPerCta] = {};
-    const int64_t row = w_uv + int64_t(i) * p.w_row;
-    for (int c0 = 0; c0 < p.r; c0 += kWeightBatch) {
-      uint32_t bits[kWeightBatch];
-#pragma unroll
-      for (int k = 0; k < kWeightBatch; ++k) bits[k] = c0 + k < p.r ? load_elt_bits(p.w, p.w_type, row + c0 + k) : 0u;
-#pragma unroll
-      for (int k = 0; k < kWeightBatch; ++k) {
-        if (c0 + k >= p.r) break;
-        const float wv = elt_from_bits(bits[k], p.w_type);
-#pragma unroll
-        for (int bb = 0; bb < kBatchPerCta; ++bb) acc[bb] += wv * sc[bb * p.r + c0 + k];
-      }
-    }
-    for (int bb = 0; bb < nb; ++bb)
-      store_elt(p.o, p.o_type, int64_t(b0 + bb) * p.o_batch + int64_t(h) * p.o_head + i, acc[bb]);
+  switch (p.w_type) {
+    case Elem::bf16: return mla_expand_rows<Elem::bf16, kWide>(p, sc, h, b0, nb);
+    case Elem::f16: return mla_expand_rows<Elem::f16, kWide>(p, sc, h, b0, nb);
+    default: return mla_expand_rows<Elem::f32, kWide>(p, sc, h, b0, nb);
   }
 }
 

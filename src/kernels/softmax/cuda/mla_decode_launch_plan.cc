@@ -17,8 +17,6 @@ int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 namespace cuda_mla {
 namespace {
 
-Elt elt(DType t) { return t == DType::bf16 ? Elt::bf16 : t == DType::f16 ? Elt::f16 : Elt::f32; }
-
 // Every sequence's rows cut into chunks of one length, a multiple of the tile: the shortest (at least
 // min_chunk) that keeps every attention CTA inside one wave of `slots`, so a split costs a merge only where
 // the GPU would otherwise idle. When whole sequences already overflow a wave, a slot's fair share of all rows,
@@ -102,8 +100,8 @@ MlaLaunchPlan plan_mla_decode_launch(const MlaProblem& p, int64_t slots, int64_t
   params.o = p.o;
   params.w = p.w;
   params.latent = p.latent;
-  params.q_type = elt(p.q_dtype), params.o_type = elt(p.o_dtype);
-  params.w_type = elt(p.w_dtype), params.latent_type = elt(p.latent_dtype);
+  params.q_type = cuda_linear::elem_of(p.q_dtype), params.o_type = cuda_linear::elem_of(p.o_dtype);
+  params.w_type = cuda_linear::elem_of(p.w_dtype), params.latent_type = cuda_linear::elem_of(p.latent_dtype);
   // Padded q and out: sequence b's token sits at b times the batch stride (make_mla_cache_problem's offsets).
   params.q_batch = B > 1 ? p.seqs[1].q_offset : 0;
   params.o_batch = B > 1 ? p.seqs[1].o_offset : 0;
@@ -145,6 +143,12 @@ MlaDecodeParams with_tensors(MlaDecodeParams params, const MlaTensors& t) {
   params.w = t.w;
   params.latent = t.latent;
   return params;
+}
+
+bool mla_expand_is_wide(const MlaDecodeParams& params) {
+  const int64_t size = params.w_type == cuda_linear::Elem::f32 ? 4 : 2;
+  return reinterpret_cast<uintptr_t>(params.w) % 16 == 0 && params.w_row * size % 16 == 0 &&
+         params.r * size % 16 == 0;
 }
 
 }  // namespace cuda_mla

@@ -54,4 +54,9 @@ struct MlaTensors {
 MlaTensors mla_tensors(const MlaProblem& p);
 MlaDecodeParams with_tensors(MlaDecodeParams params, const MlaTensors& t);
 
+// Whether the expand reads W_UV in 16-byte pieces (expand_kernel<true>): the bound weights' every row starts on a
+// 16-byte boundary and r fills whole pieces. Asked at launch, of the params with the tensors bound: the layers
+// sharing a plan each bring their own weights.
+bool mla_expand_is_wide(const MlaDecodeParams& params);
+
 }  // namespace attnzoo::cuda_mla

@@ -4,6 +4,8 @@
 // every configuration and the kernel emulator (testing/cuda_emulation) reads the same layout.
 #include <cstdint>
 
+#include "kernels/linear/common/cuda/float_elem.h"
+
 namespace attnzoo::cuda_mla {
 
 constexpr int kWarps = 4;
@@ -17,8 +19,6 @@ constexpr int kMaxRank = 4 * kThreads;
 // Sequences one absorb / up-projection CTA serves: each head's W_UK_h / W_UV_h is read once for this many.
 constexpr int kBatchPerCta = 8;
 constexpr float kLog2e = 1.4426950408889634f;
-
-enum class Elt : int { f32, bf16, f16 };
 
 struct MlaWork {
   int32_t b;
@@ -35,7 +35,7 @@ struct MlaDecodeParams {
   void* o;        // [B, 1, H, dv]
   const void* w;  // kv_b_proj [H * (dn + dv), r]
   const void* latent;
-  Elt q_type, o_type, w_type, latent_type;
+  cuda_linear::Elem q_type, o_type, w_type, latent_type;
   int64_t q_batch, q_head, o_batch, o_head, w_row;  // elements
   int64_t latent_block, latent_token;               // a contiguous cache: block = sequence
   int32_t B, H, dn, dr, dv, r;

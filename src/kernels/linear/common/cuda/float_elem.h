@@ -1,6 +1,7 @@
 #pragma once
-// The linear families' float dtypes as their CUDA kernels name them (float_elem.cuh loads and stores them). Plain
-// C++, so the kernels' parameters (delta_recurrent_launch.h, ...) are filled without CUDA headers.
+// The float dtypes as the CUDA kernels chosen at run time name them: the linear families', the GEMM's and MLA
+// decode's (float_elem.cuh loads and stores them). Plain C++, so the kernels' parameters (delta_recurrent_launch.h,
+// mla_decode_params.h, ...) are filled without CUDA headers.
 #include <cstdint>
 
 #include "core/dtype.h"

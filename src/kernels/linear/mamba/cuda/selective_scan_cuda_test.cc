@@ -30,7 +30,7 @@ struct Case {
   float A_scale = 1.f;                          // A = -A_scale * |N(0, 1)|
   float delta_mean = 0.f;                       // delta drawn as N(delta_mean, 0.5)
   bool with_D = true, with_z = true, with_bias = true, softplus = true, with_h0 = true;
-  std::vector<int32_t> cu;
+  std::vector<int32_t> cu = {};  // packed sequences; the initializer keeps -Wextra quiet where a case leaves it out
   DType dtype = DType::f32, out_dtype = DType::f32;
   int64_t nseq() const { return cu.empty() ? B : int64_t(cu.size()) - 1; }
   std::string label() const {
