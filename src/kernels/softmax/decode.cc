@@ -16,7 +16,9 @@
 // contiguous decode from ~4.6 ms to ~3.2 ms and paged from ~5.6 ms to ~3.9 ms. Paged stays ~20% behind
 // contiguous (as before); prefetching one span of all heads' K lines then one of V lines instead of the
 // head-by-head interleave below made paged decode ~25% slower, so keep the interleave. Prefetching each next
-// page whole into L2 on entering a page (RowPrefetcher::PrefetchNextBlock) gained 0-20% more (more under load).
+// page whole into L2 on entering a page (RowPrefetcher::PrefetchNextBlock) gained 0-20% more (more under load);
+// it is now the vdpbf16ps path's alone: the two-key path's L2 lead walks the block table key by key instead
+// (RowPrefetcher::kL2LeadTwoKeys says why).
 // Blocks smaller than 16 keys keep 16 keys past the current block in L2 instead of one block: at 7-token blocks
 // (bf16, 16k keys, same-process paired runs on the loaded 2-core VM) paged decode went from 1.65-1.9x the
 // contiguous time to 1.15-1.3x; 16- and 48-token blocks are unaffected.
