@@ -104,7 +104,7 @@ class RowPrefetcher {
   // through the block table key by key, in place of the whole next block at each block edge (below): on the
   // Emerald Rapids VM (bf16, 16-token pages, 32k keys, one thread, same-process A/B) the burst of 1024 L2
   // prefetches at every page edge stalled the loop on full fill buffers (~40% of the kernel's samples sat on
-  // them) and paged decode went from 1.13-1.17x the contiguous time to 1.03-1.07x (AVX2 forced: 1.12x to 1.02x).
+  // them) and paged decode went from 1.13-1.22x the contiguous time to 0.98-1.07x (AVX2 forced: 1.12x to 1.02x).
   static constexpr int64_t kAheadTwoKeys = 12;
   static constexpr int64_t kL2LeadTwoKeys = 24;
   static constexpr size_t kNextBlockBytes = 128 << 10;
@@ -136,8 +136,10 @@ class RowPrefetcher {
       if (p_.block_table) {
         const int64_t t = pos_ + l2_lead_;
         const int64_t phys = p_.physical_block(b_, t / p_.block_size), row = t % p_.block_size;
-        PrefetchSpan<1>(static_cast<const T*>(p_.k) + phys * p_.k_block + row * p_.k_token + hk_ * p_.k_head, k_span_);
-        PrefetchSpan<1>(static_cast<const T*>(p_.v) + phys * p_.v_block + row * p_.v_token + hk_ * p_.v_head, v_span_);
+        const T* k = static_cast<const T*>(p_.k) + phys * p_.k_block + row * p_.k_token + hk_ * p_.k_head;
+        const T* v = static_cast<const T*>(p_.v) + phys * p_.v_block + row * p_.v_token + hk_ * p_.v_head;
+        PrefetchSpan<1>(k, k_span_);
+        PrefetchSpan<1>(v, v_span_);
       } else {  // one block of S_max rows: the lead stays in it
         PrefetchSpan<1>(k_ + l2_lead_ * p_.k_token, k_span_);
         PrefetchSpan<1>(v_ + l2_lead_ * p_.v_token, v_span_);
@@ -162,9 +164,10 @@ class RowPrefetcher {
       __builtin_prefetch(reinterpret_cast<const void*>(a), /*write=*/0, kLocality);
   }
   // Paged caches without the L2 lead (the vdpbf16ps path): on entering a block, the whole next block (this
-  // task's heads) goes to L2, since the hardware prefetcher restarts on every block. Same-process A/B at 16-token blocks, 32k keys, bf16 on the 2-core
-  // Zen 5 VM: paged decode 0-20% faster (the more other traffic, the larger the gain); still 20-40% behind
-  // contiguous, so the rest is not prefetch distance (MADV_HUGEPAGE on the buffers changed nothing either).
+  // task's heads) goes to L2, since the hardware prefetcher restarts on every block. Same-process A/B at
+  // 16-token blocks, 32k keys, bf16 on the 2-core Zen 5 VM: paged decode 0-20% faster (the more other traffic,
+  // the larger the gain); still 20-40% behind contiguous, so the rest is not prefetch distance (MADV_HUGEPAGE on
+  // the buffers changed nothing either).
   void PrefetchNextBlock(int64_t pos) {
     const int64_t next = (pos / p_.block_size + 1) * p_.block_size;
     if (next >= end_) return;
