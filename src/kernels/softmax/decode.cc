@@ -16,7 +16,9 @@
 // contiguous decode from ~4.6 ms to ~3.2 ms and paged from ~5.6 ms to ~3.9 ms. Paged stays ~20% behind
 // contiguous (as before); prefetching one span of all heads' K lines then one of V lines instead of the
 // head-by-head interleave below made paged decode ~25% slower, so keep the interleave. Prefetching each next
-// page whole into L2 on entering a page (RowPrefetcher::PrefetchNextBlock) gained 0-20% more (more under load).
+// page whole into L2 on entering a page (RowPrefetcher::PrefetchNextBlock) gained 0-20% more (more under load);
+// it is now the vdpbf16ps path's alone: the two-key path's L2 lead walks the block table key by key instead
+// (RowPrefetcher::kL2LeadTwoKeys says why).
 // Blocks smaller than 16 keys keep 16 keys past the current block in L2 instead of one block: at 7-token blocks
 // (bf16, 16k keys, same-process paired runs on the loaded 2-core VM) paged decode went from 1.65-1.9x the
 // contiguous time to 1.15-1.3x; 16- and 48-token blocks are unaffected.
@@ -96,19 +98,23 @@ class RowPrefetcher {
  public:
   static constexpr int64_t kAhead = 8;  // keys: enough to cover memory latency, few enough not to flood L1
   // Keys scored two at a time (ScoreTwoKeys) go faster through the same bytes and need a longer lead, and
-  // on a contiguous cache a second, L2-only lead further out: the L1 prefetches alone hold about as many lines
-  // in flight as L1 can track (same-process A/B, 32k keys, one thread: +5-9% AVX2, +15-18% AVX-512; 48 keys: no
-  // better; the vdpbf16ps path measured 7% slower with it, so it keeps the one lead).
+  // a second, L2-only lead further out: the L1 prefetches alone hold about as many lines in flight as L1 can
+  // track (same-process A/B, 32k keys, one thread: +5-9% AVX2, +15-18% AVX-512; 48 keys: no better; the
+  // vdpbf16ps path measured 7% slower with it, so it keeps the one lead). On a paged cache that lead goes
+  // through the block table key by key, in place of the whole next block at each block edge (below): on the
+  // Emerald Rapids VM (bf16, 16-token pages, 32k keys, one thread, same-process A/B) the burst of 1024 L2
+  // prefetches at every page edge stalled the loop on full fill buffers (~40% of the kernel's samples sat on
+  // them) and paged decode went from 1.13-1.22x the contiguous time to 0.98-1.07x (AVX2 forced: 1.12x to 1.02x).
   static constexpr int64_t kAheadTwoKeys = 12;
   static constexpr int64_t kL2LeadTwoKeys = 24;
   static constexpr size_t kNextBlockBytes = 128 << 10;
   static constexpr int64_t kMinL2Lead = 16;  // keys of L2 lead past the current block, for blocks smaller than this
 
-  // ahead: keys of L1 lead; l2_lead: keys of L2-only lead on a contiguous cache (0: none).
+  // ahead: keys of L1 lead; l2_lead: keys of L2-only lead (0: none, and a paged cache's next block whole instead).
   RowPrefetcher(const DecodeProblem& p, int64_t b, int64_t hk_begin, int64_t heads, int64_t end, int64_t ahead,
                 int64_t l2_lead)
       : p_(p), b_(b), hk_(hk_begin), heads_(heads), end_(end), ahead_(ahead),
-        l2_lead_(p.block_table ? 0 : l2_lead), k_bytes_(size_t(p.D) * sizeof(T)), v_bytes_(size_t(p.Dv) * sizeof(T)),
+        l2_lead_(l2_lead), k_bytes_(size_t(p.D) * sizeof(T)), v_bytes_(size_t(p.Dv) * sizeof(T)),
         k_span_(size_t(heads - 1) * size_t(p.k_head) * sizeof(T) + k_bytes_),
         v_span_(size_t(heads - 1) * size_t(p.v_head) * sizeof(T) + v_bytes_) {}
 
@@ -126,9 +132,18 @@ class RowPrefetcher {
       PrefetchSpan<3>(k_ + h * p_.k_head, k_bytes_);
       PrefetchSpan<2>(v_ + h * p_.v_head, v_bytes_);
     }
-    if (l2_lead_ > 0 && off_ + l2_lead_ < p_.block_size && pos_ + l2_lead_ < end_) {
-      PrefetchSpan<1>(k_ + l2_lead_ * p_.k_token, k_span_);
-      PrefetchSpan<1>(v_ + l2_lead_ * p_.v_token, v_span_);
+    if (l2_lead_ > 0 && pos_ + l2_lead_ < end_) {
+      if (p_.block_table) {
+        const int64_t t = pos_ + l2_lead_;
+        const int64_t phys = p_.physical_block(b_, t / p_.block_size), row = t % p_.block_size;
+        const T* k = static_cast<const T*>(p_.k) + phys * p_.k_block + row * p_.k_token + hk_ * p_.k_head;
+        const T* v = static_cast<const T*>(p_.v) + phys * p_.v_block + row * p_.v_token + hk_ * p_.v_head;
+        PrefetchSpan<1>(k, k_span_);
+        PrefetchSpan<1>(v, v_span_);
+      } else {  // one block of S_max rows: the lead stays in it
+        PrefetchSpan<1>(k_ + l2_lead_ * p_.k_token, k_span_);
+        PrefetchSpan<1>(v_ + l2_lead_ * p_.v_token, v_span_);
+      }
     }
     ++pos_;
     if (++off_ == p_.block_size) {
@@ -148,10 +163,11 @@ class RowPrefetcher {
     for (uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63); a < end; a += 64)
       __builtin_prefetch(reinterpret_cast<const void*>(a), /*write=*/0, kLocality);
   }
-  // Paged caches: on entering a block, the whole next block (this task's heads) goes to L2, since the hardware
-  // prefetcher restarts on every block. Same-process A/B at 16-token blocks, 32k keys, bf16 on the 2-core
-  // Zen 5 VM: paged decode 0-20% faster (the more other traffic, the larger the gain); still 20-40% behind
-  // contiguous, so the rest is not prefetch distance (MADV_HUGEPAGE on the buffers changed nothing either).
+  // Paged caches without the L2 lead (the vdpbf16ps path): on entering a block, the whole next block (this
+  // task's heads) goes to L2, since the hardware prefetcher restarts on every block. Same-process A/B at
+  // 16-token blocks, 32k keys, bf16 on the 2-core Zen 5 VM: paged decode 0-20% faster (the more other traffic,
+  // the larger the gain); still 20-40% behind contiguous, so the rest is not prefetch distance (MADV_HUGEPAGE on
+  // the buffers changed nothing either).
   void PrefetchNextBlock(int64_t pos) {
     const int64_t next = (pos / p_.block_size + 1) * p_.block_size;
     if (next >= end_) return;
@@ -183,7 +199,7 @@ class RowPrefetcher {
     if (pos >= end_) return;
     off_ = pos % p_.block_size;
     const int64_t phys = p_.physical_block(b_, pos / p_.block_size);
-    if (p_.block_table) PrefetchNextBlock(pos);
+    if (p_.block_table && l2_lead_ == 0) PrefetchNextBlock(pos);
     k_ = static_cast<const T*>(p_.k) + phys * p_.k_block + off_ * p_.k_token + hk_ * p_.k_head;
     v_ = static_cast<const T*>(p_.v) + phys * p_.v_block + off_ * p_.v_token + hk_ * p_.v_head;
   }
