@@ -41,4 +41,15 @@ struct alignas(64) AmxTileConfig {
 };
 static_assert(sizeof(AmxTileConfig) == 64, "ldtilecfg reads exactly 64 bytes");
 
+// ldtilecfg on `cfg`. GCC 12's _tile_loadconfig declares an 8-byte memory operand, so the compiler may drop the
+// stores that fill the rest of the configuration (an unconfigured tile then faults with SIGILL); this operand
+// names all 64 bytes. Only where amx_bf16_enabled().
+inline void amx_load_tile_config(const AmxTileConfig& cfg) {
+#if defined(__x86_64__)
+  __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+#else
+  (void)cfg;
+#endif
+}
+
 }  // namespace attnzoo

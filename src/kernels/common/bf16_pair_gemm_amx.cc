@@ -24,7 +24,7 @@ struct TileRegisters {
       for (int c : {2, 3, 5}) cfg.set(c, r1, 64);
     cfg.set(6, 16, 64);
     cfg.set(7, 16, 64);
-    _tile_loadconfig(&cfg);
+    amx_load_tile_config(cfg);
     rows0 = r0, rows1 = r1;
   }
   // GCC's tile intrinsics paste the register number into the instruction text, so it must be a literal.
