@@ -42,6 +42,24 @@ def test_info_says_whether_bf16_products_use_vdpbf16ps(value):
         assert line.split()[2:] == ["widened", "to", "f32", "(ATTNZOO_BF16_DOT=0)"]
 
 
+@pytest.mark.parametrize("value", ["0", "1", "yes"])
+def test_info_says_whether_amx_tiles_run(value):
+    env = dict(os.environ, ATTNZOO_AMX=value)
+    r = subprocess.run([CLI, "info"], capture_output=True, text=True, timeout=120, env=env)
+    if value == "yes":
+        assert r.returncode != 0 and "ATTNZOO_AMX" in r.stderr and "Traceback" not in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if l.startswith("amx "))
+    has_amx = "amx_bf16" in open("/proc/cpuinfo").read()
+    if not has_amx:
+        assert "no AMX-BF16 on this CPU" in line
+    elif value == "0":
+        assert line.split()[1:] == ["ATTNZOO_AMX=0"]
+    else:
+        assert "AMX-BF16 tiles" in line or "refused" in line or "XCR0" in line or "below avx512_bf16" in line
+
+
 def write_tiny_model(d):
     """A tiny random Llama with a trained byte-level BPE and a ChatML template: every CLI command can run on it."""
     from transformers import LlamaConfig, LlamaForCausalLM
