@@ -43,10 +43,16 @@ PackedKeyValues::PackedKeyValues(const AttentionProblem& p, int64_t block_k, int
   const int64_t D2 = (p.D + 1) / 2;
   key_size_ = D2 * block_k;
   tile_size_ = key_size_ + block_k / 2 * dv_padded;
+  const MaskGeometry mask = mask_geometry(p.opts);
   int64_t total = 0;
   for (const SeqSpan& s : p.seqs) {
+    // Every query of the sequence together (bottom-right aligned, as the tasks walk them).
+    const int64_t offset = s.Tk - s.Tq;
+    const KeyRange r = visible_key_range(mask, offset, offset + s.Tq - 1, s.Tk, block_k);
+    const int64_t begin = r.begin / block_k, end = (r.end + block_k - 1) / block_k;
+    tile_begin_.push_back(begin);
     seq_begin_.push_back(total);
-    seq_size_.push_back((s.Tk + block_k - 1) / block_k * tile_size_);
+    seq_size_.push_back((end - begin) * tile_size_);
     total += seq_size_.back() * p.Hkv;
   }
   data_.resize(size_t(std::max<int64_t>(total, 1)));
@@ -57,8 +63,8 @@ PackedKeyValues::PackedKeyValues(const AttentionProblem& p, int64_t block_k, int
     const int64_t s = u / p.Hkv, h = u % p.Hkv;
     const SeqSpan& seq = p.seqs[size_t(s)];
     uint32_t* tile = data_.data() + first_tile(s, h);
-    for (int64_t k0 = 0; k0 < seq.Tk; k0 += block_k, tile += tile_size_)
-      pack_tile(p, seq, h, k0, block_k, dv_padded, rows.data(), tile, tile + key_size_);
+    for (int64_t t = first_packed_tile(s); t < end_packed_tile(s); ++t, tile += tile_size_)
+      pack_tile(p, seq, h, t * block_k, block_k, dv_padded, rows.data(), tile, tile + key_size_);
   });
 }
 

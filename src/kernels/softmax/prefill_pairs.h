@@ -4,12 +4,14 @@
 // for every block of queries: with AMX tiles the products became cheap enough that the repeats cost as much as
 // the products at T=4096. Tile t of keys [t * block_k, (t + 1) * block_k) holds K^T as (D/2) x block_k pairs
 // along d, then V as (block_k/2) x Dvp pairs along keys; keys past the sequence and columns past Dv are zero.
-// The copy is as large as K and V themselves.
+// Only the tiles some query of the sequence may see are packed (a sliding window over a long cache packs its
+// window, not the cache): at most a copy as large as K and V.
 #include <cstdint>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "kernels/softmax/problem.h"
+#include "kernels/softmax/tiling.h"
 
 namespace attnzoo {
 
@@ -19,8 +21,13 @@ class PackedKeyValues {
   // Needs bf16 K and V; paged caches are read through their block tables.
   PackedKeyValues(const AttentionProblem& p, int64_t block_k, int64_t dv_padded);
 
+  // Tile `tile` counts from the sequence's first key; tiles [first, end) are packed.
+  int64_t first_packed_tile(int64_t seq) const { return tile_begin_[size_t(seq)]; }
+  int64_t end_packed_tile(int64_t seq) const {
+    return tile_begin_[size_t(seq)] + seq_size_[size_t(seq)] / tile_size_;
+  }
   const uint32_t* key_tile(int64_t seq, int64_t kv_head, int64_t tile) const {
-    return data_.data() + first_tile(seq, kv_head) + tile * tile_size_;
+    return data_.data() + first_tile(seq, kv_head) + (tile - tile_begin_[size_t(seq)]) * tile_size_;
   }
   const uint32_t* value_tile(int64_t seq, int64_t kv_head, int64_t tile) const {
     return key_tile(seq, kv_head, tile) + key_size_;
@@ -31,6 +38,7 @@ class PackedKeyValues {
 
   int64_t key_size_ = 0, tile_size_ = 0;  // pairs
   std::vector<int64_t> seq_begin_, seq_size_;  // per sequence: offset of its kv head 0, pairs per kv head
+  std::vector<int64_t> tile_begin_;            // per sequence: its first packed tile
   AlignedBuffer<uint32_t> data_;
 };
 

@@ -27,7 +27,7 @@ void expect_packed(const AttentionProblem& p) {
   for (size_t s = 0; s < p.seqs.size(); ++s) {
     const SeqSpan& seq = p.seqs[s];
     for (int64_t h = 0; h < p.Hkv; ++h)
-      for (int64_t t = 0; t * kBlockK < seq.Tk; ++t) {
+      for (int64_t t = packed.first_packed_tile(int64_t(s)); t < packed.end_packed_tile(int64_t(s)); ++t) {
         const uint32_t* kt = packed.key_tile(int64_t(s), h, t);
         const uint32_t* vp = packed.value_tile(int64_t(s), h, t);
         for (int64_t j = 0; j < kBlockK; ++j) {
@@ -62,6 +62,21 @@ TEST(PrefillPairs, PackedKeysMatchTheDefinition) {
         v(DType::bf16, {cu.back(), 2, D}, 3), out(DType::bf16, {cu.back(), 4, D}, 0, 0.f);
     expect_packed(make_prefill_problem(q.view, k.view, v.view, out.view, {}, {cu.data(), nullptr, 3}));
   }
+}
+
+// A window over a long cache: only the tiles its queries may see, from the first query's window on.
+TEST(PrefillPairs, WindowPacksOnlyVisibleTiles) {
+  const int64_t Tq = 10, Tk = 300, D = 64;
+  HostTensor q(DType::bf16, {1, Tq, 2, D}, 1), k(DType::bf16, {1, Tk, 1, D}, 2), v(DType::bf16, {1, Tk, 1, D}, 3);
+  HostTensor out(DType::bf16, {1, Tq, 2, D}, 0, 0.f);
+  AttentionOptions opts;
+  opts.window = 40;  // queries at 290..299 see keys 251..299: tiles 7, 8, 9 of 32
+  const AttentionProblem p = make_prefill_problem(q.view, k.view, v.view, out.view, opts, {});
+  if (!bf16_dot_available()) GTEST_SKIP() << "the packing transposes with AVX-512";
+  const PackedKeyValues packed(p, kBlockK, D);
+  EXPECT_EQ(packed.first_packed_tile(0), 7);
+  EXPECT_EQ(packed.end_packed_tile(0), 10);
+  expect_packed(p);
 }
 
 TEST(PrefillPairs, PagedCacheReadThroughTheBlockTable) {
