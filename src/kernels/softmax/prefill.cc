@@ -1,8 +1,8 @@
 // Tiled online-softmax prefill (FlashAttention-2 schedule) on CPU.
 // One task = (sequence, kv head, block of query rows). The task packs its queries for every q head of the
 // kv head's group, then streams key/value tiles: each K tile is packed transposed and each V tile converted
-// once, and serves all heads of the group (GQA/MQA reuse); bf16 tiles multiplied as bf16 pairs (AMX or
-// vdpbf16ps) were packed once for every query block beforehand (prefill_pairs.h). Per head: S = Q K^T, online softmax (running max m,
+// once, and serves all heads of the group (GQA/MQA reuse); the bf16 pair tiles (AMX or vdpbf16ps) were packed
+// once for every query block beforehand (prefill_pairs.h). Per head: S = Q K^T, online softmax (running max m,
 // running sum l, rescale of the output accumulator), O += P V. Tiles wholly outside the causal / window /
 // block-sparse pattern are never touched; tiles wholly inside skip per-element mask tests. Keys come from
 // contiguous K/V or from a paged cache: each tile first resolves its rows' addresses (one block-table lookup
@@ -276,7 +276,8 @@ void PackKeyValueTile(const AttentionProblem& p, int64_t kv_head, int64_t cols, 
   }
 }
 
-// True when this target can run the AVX-512-BF16 tiles and the plan asked for them.
+// True when this target can run the bf16 pair products (AMX tiles or vdpbf16ps, both behind the avx512_bf16
+// target) and the plan asked for them.
 constexpr bool kHasBf16Tiles = HWY_TARGET == HWY_AVX3;
 constexpr bool kWideTiles = HWY_MAX_BYTES >= 64;
 

@@ -34,7 +34,9 @@ class PackedKeyValues {
   }
 
  private:
-  int64_t first_tile(int64_t seq, int64_t kv_head) const { return seq_begin_[size_t(seq)] + kv_head * seq_size_[size_t(seq)]; }
+  int64_t first_tile(int64_t seq, int64_t kv_head) const {
+    return seq_begin_[size_t(seq)] + kv_head * seq_size_[size_t(seq)];
+  }
 
   int64_t key_size_ = 0, tile_size_ = 0;  // pairs
   std::vector<int64_t> seq_begin_, seq_size_;  // per sequence: offset of its kv head 0, pairs per kv head
