@@ -14,6 +14,7 @@
 #include "bindings.h"
 #include "core/bf16_dot.h"
 #include "core/cpu_info.h"
+#include "core/amx.h"
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -202,6 +203,9 @@ void bind_core(nb::module_& m) {
         "Force a SIMD target: scalar, avx2, avx512 or avx512_bf16.");
   m.def("bf16_dot_enabled", [] { return bf16_dot_enabled(); },
         "True when bf16 products run on vdpbf16ps (the avx512_bf16 target and the vendor rule / ATTNZOO_BF16_DOT).");
+  m.def("amx_bf16_enabled", [] { return amx_bf16_enabled(); },
+        "True when bf16 products run on AMX tiles (the CPU and OS have them, ATTNZOO_AMX is not 0, avx512_bf16 "
+        "active).");
   m.def("bf16_dot_preference", [](const std::string& vendor, std::optional<std::string> env) {
     const Bf16DotPreference p = bf16_dot_preference(vendor, env ? env->c_str() : nullptr);
     return std::make_pair(p.use, p.reason);

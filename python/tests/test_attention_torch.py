@@ -1,5 +1,9 @@
 """Softmax prefill (attnzoo.attention) against PyTorch: SDPA with explicit boolean masks for the mask family,
 an explicit float64 softmax for softcap / sinks / ALiBi, on every SIMD target."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -311,3 +315,33 @@ def test_requires_grad_inputs_are_accepted():
     out = attnzoo.attention(q, k, v)
     assert not out.requires_grad
     assert max_abs(out, sdpa_reference(q.detach(), k.detach(), v.detach(), token_visibility(8, 8))) <= F32_ATOL
+
+
+_BF16_PREFILL = """
+import sys, numpy as np, torch, attnzoo
+g = torch.Generator().manual_seed(5)
+q, k, v = (torch.randn(1, 200, H, 128, generator=g).bfloat16() for H in (4, 2, 2))
+np.save(sys.argv[1], attnzoo.attention(q, k, v, causal=True).float().numpy())
+"""
+
+
+def test_bf16_prefill_takes_the_amx_tiles_by_default(tmp_path):
+    """Where AMX runs, bf16 prefill multiplies on the tiles under the default rule, which on Intel widens the
+    vdpbf16ps paths to f32: its output is the bits of ATTNZOO_BF16_DOT=1 (the tiles too), not those of ATTNZOO_AMX=0
+    (widened)."""
+    from attnzoo import _core
+    if not _core.amx_bf16_enabled():
+        pytest.skip("no AMX-BF16 tiles in this process")
+
+    def run(name, **env):
+        path = tmp_path / f"{name}.npy"
+        full = {k: val for k, val in os.environ.items() if k not in ("ATTNZOO_BF16_DOT", "ATTNZOO_AMX")}
+        subprocess.run([sys.executable, "-c", _BF16_PREFILL, str(path)], env={**full, **env}, check=True)
+        return np.load(path)
+
+    default = run("default", ATTNZOO_BF16_DOT="0")
+    tiles = run("tiles", ATTNZOO_BF16_DOT="1")
+    widened = run("widened", ATTNZOO_BF16_DOT="0", ATTNZOO_AMX="0")
+    assert np.array_equal(default, tiles)
+    assert not np.array_equal(default, widened)
+    assert rel_rms(default, widened) < BF16_RTOL

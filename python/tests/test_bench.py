@@ -113,6 +113,11 @@ def test_goals_are_judged(tiny_doc):
     idle = tiny_doc["machine"]["idle"]
     assert goals[">=45% of peak"]["met"] == ((headline["fraction_of_peak"] >= 0.45) if idle else None)
     assert goals[">=1.5x torch"]["met"] == (headline["torch_ratio"] >= 1.5)
+    # bf16 prefill's targets: faster than our f32 prefill, and at least torch's bf16 SDPA.
+    bf16 = next(r for r in tiny_doc["rows"] if r["kernel"] == "softmax prefill" and r["name"] == "causal bf16")
+    bf16_goals = {g["goal"]: g["met"] for g in bf16["goals"]}
+    assert bf16_goals[">=1x faster than causal f32"] == (headline["time_ms"] >= bf16["time_ms"])
+    assert bf16_goals[">=1x torch"] == (bf16["torch_ratio"] >= 1.0)
     text = kernels.format_table(tiny_doc)
     assert "target met" in text or "below target" in text
     assert "MISSED" not in text and "n/a" not in text

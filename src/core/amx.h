@@ -41,12 +41,20 @@ struct alignas(64) AmxTileConfig {
 };
 static_assert(sizeof(AmxTileConfig) == 64, "ldtilecfg reads exactly 64 bytes");
 
-// ldtilecfg on `cfg`. GCC 12's _tile_loadconfig declares an 8-byte memory operand, so the compiler may drop the
-// stores that fill the rest of the configuration (an unconfigured tile then faults with SIGILL); this operand
-// names all 64 bytes. Only where amx_bf16_enabled().
+// ldtilecfg / sttilecfg on `cfg`. GCC 12's _tile_loadconfig / _tile_storeconfig declare an 8-byte memory operand,
+// so the compiler may drop the stores that fill the rest of a configuration (an unconfigured tile then faults with
+// SIGILL) or read a stored one's other 56 bytes from before the store; these operands name all 64 bytes. Only
+// where amx_bf16_enabled(). sttilecfg stores zeros where the tiles are released (tilerelease, or never configured).
 inline void amx_load_tile_config(const AmxTileConfig& cfg) {
 #if defined(__x86_64__)
   __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+#else
+  (void)cfg;
+#endif
+}
+inline void amx_store_tile_config(AmxTileConfig& cfg) {
+#if defined(__x86_64__)
+  __asm__ volatile("sttilecfg %0" : "=m"(cfg));
 #else
   (void)cfg;
 #endif

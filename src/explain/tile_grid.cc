@@ -24,7 +24,7 @@ TileGrid prefill_tile_grid(int64_t Tq, int64_t Tk, const AttentionOptions& opts)
   p.D = p.Dv = 16;
   p.opts = opts;
   p.seqs.push_back(SeqSpan{0, 0, 0, 0, Tq, Tk});
-  const PrefillPlan plan = make_prefill_plan(p);
+  const PrefillPlan plan = make_prefill_plan(p, /*bf16_tiles=*/false);  // the f32 plan's grid
 
   TileGrid g;
   g.Tq = Tq;

@@ -201,5 +201,30 @@ TEST(AmxPairGemm, ARowDoesNotDependOnTheOtherRows) {
   }
 }
 
+// Another library in the same thread (oneDNN under torch's bf16 SDPA) configures the tiles its own way and
+// releases them when done; after a release any tile load is an illegal instruction. The next product must read
+// the registers' state rather than remember what it configured last.
+TEST(AmxPairGemm, AnotherLibrarysTileStateIsNotAssumed) {
+  if (!amx_bf16_enabled()) GTEST_SKIP() << "no AMX-BF16 here (" << amx_support().reason << ")";
+  std::mt19937 rng(13);
+  const Case c{32, 64, 100};  // one shape throughout: a remembered configuration would never be re-loaded
+  const Operands inputs(c, rng);
+  Operands first = inputs;
+  bf16_pair_gemm_amx(c.M, c.N, c.K2, first.A.data(), first.lda, first.B.data(), first.ldb, first.C.data(),
+                     first.ldc, false);
+  AmxTileConfig foreign;  // every register 8 rows of 32 bytes: loads and products would cover a quarter of a tile
+  for (int t = 0; t < 8; ++t) foreign.set(t, 8, 32);
+  for (int disturbance = 0; disturbance < 2; ++disturbance) {
+    if (disturbance == 0)
+      __asm__ volatile("tilerelease" ::: "memory");
+    else
+      __asm__ volatile("ldtilecfg %0" ::"m"(foreign) : "memory");
+    Operands again = inputs;
+    bf16_pair_gemm_amx(c.M, c.N, c.K2, again.A.data(), again.lda, again.B.data(), again.ldb, again.C.data(),
+                       again.ldc, false);
+    ASSERT_EQ(again.C, first.C) << (disturbance == 0 ? "after tilerelease" : "after a foreign ldtilecfg");
+  }
+}
+
 }  // namespace
 }  // namespace attnzoo

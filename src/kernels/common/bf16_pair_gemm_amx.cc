@@ -2,6 +2,8 @@
 // CMakeLists.txt); reached only where amx_bf16_enabled().
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "core/aligned_buffer.h"
 #include "core/amx.h"
 #include "kernels/common/amx_pair_gemm-inl.h"
@@ -12,20 +14,22 @@ namespace {
 
 struct TileRegisters {
   // ldtilecfg zeroes every tile and costs about as much as a few tile products, so a thread keeps the shape it
-  // configured last; small products (an attention tile's) mostly reuse it. Nothing else in the process
-  // configures tiles. The state stays granted for the thread's life (no tilerelease: the kernel saves 8 KiB more
-  // at a context switch, cheaper than re-configuring every call).
-  static thread_local int rows0, rows1;
+  // configured last when the registers still hold it. They may not: another library in the same thread (oneDNN,
+  // under torch's bf16 matmul and SDPA) loads its own configuration and releases the tiles when it is done
+  // (tilerelease), after which any tile instruction but ldtilecfg is an illegal instruction. So the configuration
+  // in force is read back (sttilecfg, cheap) and compared, never assumed. The state stays granted for the
+  // thread's life (no tilerelease: the kernel saves 8 KiB more at a context switch, cheaper than re-configuring
+  // every call).
   void configure(int r0, int r1) {
-    if (r0 == rows0 && r1 == rows1) return;
     AmxTileConfig cfg;
     for (int c : {0, 1, 4}) cfg.set(c, r0, 64);
     if (r1)
       for (int c : {2, 3, 5}) cfg.set(c, r1, 64);
     cfg.set(6, 16, 64);
     cfg.set(7, 16, 64);
-    amx_load_tile_config(cfg);
-    rows0 = r0, rows1 = r1;
+    AmxTileConfig now;
+    amx_store_tile_config(now);
+    if (std::memcmp(&now, &cfg, sizeof cfg) != 0) amx_load_tile_config(cfg);
   }
   // GCC's tile intrinsics paste the register number into the instruction text, so it must be a literal.
   template <int I>
@@ -63,8 +67,6 @@ struct TileRegisters {
     if constexpr (Ic == 3) _tile_dpbf16ps(3, 5, 7);
   }
 };
-thread_local int TileRegisters::rows0 = -1;
-thread_local int TileRegisters::rows1 = -1;
 
 }  // namespace
 

@@ -1,13 +1,16 @@
 // Tiled online-softmax prefill (FlashAttention-2 schedule) on CPU.
 // One task = (sequence, kv head, block of query rows). The task packs its queries for every q head of the
 // kv head's group, then streams key/value tiles: each K tile is packed transposed and each V tile converted
-// once, and serves all heads of the group (GQA/MQA reuse). Per head: S = Q K^T, online softmax (running max m,
+// once, and serves all heads of the group (GQA/MQA reuse); the bf16 pair tiles (AMX or vdpbf16ps) were packed
+// once for every query block beforehand (prefill_pairs.h). Per head: S = Q K^T, online softmax (running max m,
 // running sum l, rescale of the output accumulator), O += P V. Tiles wholly outside the causal / window /
 // block-sparse pattern are never touched; tiles wholly inside skip per-element mask tests. Keys come from
 // contiguous K/V or from a paged cache: each tile first resolves its rows' addresses (one block-table lookup
 // per cache block), and the packing reads the rows through those addresses either way.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -17,6 +20,7 @@
 #include "kernels/common/bf16_dot.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/kv_quant.h"
+#include "kernels/softmax/prefill_pairs.h"
 #include "kernels/softmax/tiling.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -35,7 +39,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 struct Scratch {
   AlignedBuffer<float> q, kt, v, s, o, m, l, row;
-  AlignedBuffer<uint32_t> q2, kt2, v2, p2;  // bf16 pairs for the AVX-512-BF16 tiles
+  AlignedBuffer<uint32_t> q2, p2;  // bf16 pairs for the tile products (K^T and V: PackedKeyValues)
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its K / V row (kv head 0)
   std::vector<int64_t> ksrow, vsrow;  // quantized caches: offset of its K / V scale (kv head 0)
 };
@@ -84,6 +88,64 @@ HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_co
   return alpha;
 }
 
+// How far (natural log) a row's maximum may rise before the bf16 path rescales: FlashAttention-4's lazy
+// rescaling. Weights stay below e^8 ~ 3000 (bf16 keeps its relative precision at any magnitude, the f32 sums
+// have room to spare), and after a row's first tiles its output accumulator is almost never rescaled.
+constexpr float kLazyRescale = 8.f;
+
+// SoftmaxRow for the bf16 tiles: raw scores from the products, the softmax scale folded into the exponent's
+// multiply (no pass of its own) unless softcap or ALiBi need the scaled score first, and a lazy running maximum.
+HWY_INLINE float SoftmaxRowBf16(float* HWY_RESTRICT s, size_t ncols, size_t valid_cols, TileRowContext ctx,
+                                float* HWY_RESTRICT m, float* HWY_RESTRICT l) {
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  float fold = ctx.score_scale;  // multiplies raw scores in the exponent
+  if (ctx.softcap > 0.f || ctx.alibi_slope != 0.f || !(fold > 0.f)) {
+    const auto sc = hn::Set(d, fold);
+    for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Mul(hn::Load(d, s + j), sc), d, s + j);
+    if (ctx.softcap > 0.f) {
+      const auto cap = hn::Set(d, ctx.softcap), inv = hn::Set(d, 1.f / ctx.softcap);
+      for (size_t j = 0; j < ncols; j += L)
+        hn::Store(hn::Mul(cap, hn::Tanh(d, hn::Mul(hn::Load(d, s + j), inv))), d, s + j);
+    }
+    for (size_t j = 0; ctx.alibi_slope != 0.f && j < valid_cols; ++j) {
+      const int64_t dist = ctx.qpos - (ctx.kpos0 + int64_t(j));
+      s[j] -= ctx.alibi_slope * float(dist < 0 ? -dist : dist);
+    }
+    fold = 1.f;
+  }
+  if (ctx.partial) {
+    for (size_t j = 0; j < valid_cols; ++j)
+      if (!ctx.mask->visible(ctx.qpos, ctx.kpos0 + int64_t(j))) s[j] = -INFINITY;
+  }
+  for (size_t j = valid_cols; j < ncols; ++j) s[j] = -INFINITY;
+
+  auto vmax = hn::Set(d, -INFINITY);
+  for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
+  const float tile_max = hn::GetLane(hn::MaxOfLanes(d, vmax)) * fold;
+  const float m_old = *m;
+  float m_new = m_old, alpha = 1.f;
+  if (tile_max > m_old + kLazyRescale || m_old == -INFINITY) {
+    m_new = std::max(m_old, tile_max);
+    if (m_new == -INFINITY) {  // nothing visible yet in this row: contribute zeros
+      for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(d), d, s + j);
+      return 1.f;
+    }
+    alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
+  }
+  const auto c = hn::Set(d, fold * 1.44269504088896341f), bias = hn::Set(d, -m_new * 1.44269504088896341f);
+  auto vsum = hn::Zero(d);
+  for (size_t j = 0; j < ncols; j += L) {
+    // Exponents stay below kLazyRescale * log2 e; the weights are rounded to bf16 next.
+    const auto p = FastExp2</*kDegree=*/5, /*kClampHigh=*/false>(d, hn::MulAdd(hn::Load(d, s + j), c, bias));
+    vsum = hn::Add(vsum, p);
+    hn::Store(p, d, s + j);
+  }
+  *l = *l * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
+  *m = m_new;
+  return alpha;
+}
+
 HWY_INLINE void ScaleRow(float* HWY_RESTRICT o, size_t n, float alpha) {
   const hn::ScalableTag<float> d;
   const auto va = hn::Set(d, alpha);
@@ -96,7 +158,7 @@ const char* ElementPtr(const void* base, DType t, int64_t offset) {
 
 // bf16 pairs straight from bf16 memory: no rounding, the values are already bf16.
 void PackPairs(const uint16_t* src, size_t n, uint32_t* dst) {
-  for (size_t i = 0; i < n / 2; ++i) dst[i] = uint32_t(src[2 * i]) | (uint32_t(src[2 * i + 1]) << 16);
+  std::memcpy(dst, src, n / 2 * sizeof(uint32_t));  // little-endian: a bf16 row is its pairs
   if (n & 1) dst[n / 2] = src[n - 1];
 }
 
@@ -214,39 +276,13 @@ void PackKeyValueTile(const AttentionProblem& p, int64_t kv_head, int64_t cols, 
   }
 }
 
-// K^T as bf16 pairs along d ((D/2) x Bc) and V as pairs along keys ((Bc/2) x Dvp), straight from bf16 memory.
-void PackKeyValuePairs(const AttentionProblem& p, int64_t kv_head, int64_t cols, size_t Bc, size_t Dvp,
-                       Scratch& sc) {
-  const size_t D = size_t(p.D), Dv = size_t(p.Dv), D2 = (D + 1) / 2;
-  const uint16_t* kbase = static_cast<const uint16_t*>(p.k) + kv_head * p.ks.head;
-  const uint16_t* vbase = static_cast<const uint16_t*>(p.v) + kv_head * p.vs.head;
-  for (size_t j = 0; j < Bc; ++j) {
-    const bool live = int64_t(j) < cols;
-    const uint16_t* krow = live ? kbase + sc.krow[j] : nullptr;
-    for (size_t dd = 0; dd < D2; ++dd) {
-      const uint32_t lo = live ? krow[2 * dd] : 0u;
-      const uint32_t hi = live && 2 * dd + 1 < D ? krow[2 * dd + 1] : 0u;
-      sc.kt2[dd * Bc + j] = lo | (hi << 16);
-    }
-  }
-  for (size_t jj = 0; jj < Bc / 2; ++jj) {
-    uint32_t* dst = sc.v2.data() + jj * Dvp;
-    const int64_t j0 = int64_t(2 * jj), j1 = j0 + 1;
-    const uint16_t* v0 = j0 < cols ? vbase + sc.vrow[size_t(j0)] : nullptr;
-    const uint16_t* v1 = j1 < cols ? vbase + sc.vrow[size_t(j1)] : nullptr;
-    for (size_t d = 0; d < Dvp; ++d) {
-      const uint32_t lo = v0 && d < Dv ? v0[d] : 0u;
-      const uint32_t hi = v1 && d < Dv ? v1[d] : 0u;
-      dst[d] = lo | (hi << 16);
-    }
-  }
-}
-
-// True when this target can run the AVX-512-BF16 tiles and the plan asked for them.
+// True when this target can run the bf16 pair products (AMX tiles or vdpbf16ps, both behind the avx512_bf16
+// target) and the plan asked for them.
 constexpr bool kHasBf16Tiles = HWY_TARGET == HWY_AVX3;
 constexpr bool kWideTiles = HWY_MAX_BYTES >= 64;
 
-void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t task_index) {
+void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, const PackedKeyValues* packed,
+                    int64_t task_index) {
   static thread_local Scratch sc;
   const PrefillTask& t = plan.tasks[size_t(task_index)];
   const SeqSpan& seq = p.seqs[size_t(t.seq)];
@@ -273,8 +309,6 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
   sc.vrow.resize(Bc);
   if (bf16) {
     sc.q2.resize(size_t(G) * Br * D2);
-    sc.kt2.resize(D2 * Bc);
-    sc.v2.resize(Bc / 2 * Dvp);
     sc.p2.resize(Br * Bc / 2);
   } else {
     sc.q.resize(size_t(G) * Br * D);
@@ -314,21 +348,23 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
     const int64_t cols = std::min<int64_t>(plan.block_k, seq.Tk - k0);
     const TileClass cls = classify_tile(mask, q_first, q_last, k0, k0 + cols - 1);
     if (cls == TileClass::skipped) continue;
-    ResolveTileRows(p, seq, k0, cols, sc);
-    if (p.k_scale.data) ResolveTileScales(p, seq, k0, cols, sc);
+    const uint32_t *kt2 = nullptr, *v2 = nullptr;
     if (bf16) {
-      PackKeyValuePairs(p, t.kv_head, cols, Bc, Dvp, sc);
+      kt2 = packed->key_tile(t.seq, t.kv_head, k0 / plan.block_k);
+      v2 = packed->value_tile(t.seq, t.kv_head, k0 / plan.block_k);
     } else {
+      ResolveTileRows(p, seq, k0, cols, sc);
+      if (p.k_scale.data) ResolveTileScales(p, seq, k0, cols, sc);
       PackKeyValueTile(p, t.kv_head, cols, Bc, Dvp, !v_in_place, sc);
     }
     const int64_t next = k0 + plan.block_k, next_cols = std::min<int64_t>(plan.block_k, range.end - next);
     for (int64_t g = 0; g < G; ++g) {
       const int64_t h = t.kv_head * G + g;
       float* og = sc.o.data() + size_t(g) * Br * Dvp;
-      if (next_cols > 0 && !seq.blocks)  // spread over the heads: a few hundred lines at a time
+      if (!bf16 && next_cols > 0 && !seq.blocks)  // spread over the heads: a few hundred lines at a time
         PrefetchKeyRows(p, seq, t.kv_head, next + next_cols * g / G, next + next_cols * (g + 1) / G);
       if (bf16) {
-        bf16_pair_gemm(size_t(rows), Bc, D2, sc.q2.data() + size_t(g) * Br * D2, D2, sc.kt2.data(), Bc,
+        bf16_pair_gemm(size_t(rows), Bc, D2, sc.q2.data() + size_t(g) * Br * D2, D2, kt2, Bc,
                        sc.s.data(), Bc, /*accumulate=*/false);
       } else {
         TileGemm(size_t(rows), Bc, D, sc.q.data() + size_t(g) * Br * D, D, sc.kt.data(), Bc, sc.s.data(), Bc,
@@ -339,13 +375,15 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, int64_t 
       for (int64_t i = 0; i < rows; ++i) {
         ctx.qpos = q_first + i;
         float* srow = sc.s.data() + size_t(i) * Bc;
-        const float alpha = SoftmaxRow(srow, Bc, size_t(cols), ctx, &sc.m[size_t(g) * Br + size_t(i)],
-                                       &sc.l[size_t(g) * Br + size_t(i)]);
+        float* mi = &sc.m[size_t(g) * Br + size_t(i)];
+        float* li = &sc.l[size_t(g) * Br + size_t(i)];
+        const float alpha = bf16 ? SoftmaxRowBf16(srow, Bc, size_t(cols), ctx, mi, li)
+                                 : SoftmaxRow(srow, Bc, size_t(cols), ctx, mi, li);
         if (alpha != 1.f) ScaleRow(og + size_t(i) * Dvp, Dvp, alpha);
         if (bf16) pack_f32_to_bf16_pairs(srow, Bc, sc.p2.data() + size_t(i) * (Bc / 2));
       }
       if (bf16) {
-        bf16_pair_gemm(size_t(rows), Dvp, Bc / 2, sc.p2.data(), Bc / 2, sc.v2.data(), Dvp, og, Dvp,
+        bf16_pair_gemm(size_t(rows), Dvp, Bc / 2, sc.p2.data(), Bc / 2, v2, Dvp, og, Dvp,
                        /*accumulate=*/true);
       } else if (v_in_place) {  // only the tile's `cols` keys: rows past the sequence are not there to read
         const float* v0 = static_cast<const float*>(p.v) + sc.vrow[0] + t.kv_head * p.vs.head;
@@ -380,10 +418,12 @@ HWY_EXPORT(RunPrefillTask);
 
 void attention_prefill_run(const AttentionProblem& p) {
   active_target();  // applies ATTNZOO_TARGET before the first dispatch
-  PrefillPlan plan = make_prefill_plan(p);
-  plan.bf16_dot = bf16_dot_enabled() && p.q_dtype == DType::bf16 && p.kv_dtype == DType::bf16;
+  const bool bf16_tiles = bf16_tiles_enabled() && p.q_dtype == DType::bf16 && p.kv_dtype == DType::bf16;
+  const PrefillPlan plan = make_prefill_plan(p, bf16_tiles);
+  std::optional<PackedKeyValues> packed;
+  if (bf16_tiles) packed.emplace(p, plan.block_k, plan.dv_padded);
   ThreadPool::global().parallel_for(int64_t(plan.tasks.size()), [&](int64_t task, int) {
-    HWY_DYNAMIC_DISPATCH(RunPrefillTask)(p, plan, task);
+    HWY_DYNAMIC_DISPATCH(RunPrefillTask)(p, plan, packed ? &*packed : nullptr, task);
   });
 }
 

@@ -91,6 +91,80 @@ TEST(Prefill, Bf16Inputs) {
   });
 }
 
+// bf16 q / k / v through every feature: on the avx512_bf16 target the products run on bf16 pairs (AMX tiles
+// where the CPU has them; vdpbf16ps in a process with ATTNZOO_AMX=0), on the others widened to f32. The reference
+// reads the same bf16 values in double; what is left is the kernel's rounding of the softmax weights to bf16.
+void check_bf16_case(const Case& c, const VarlenInfo& varlen = {}, uint64_t seed = 1) {
+  const std::vector<int64_t> qs = varlen.num_seqs ? std::vector<int64_t>{c.Tq, c.Hq, c.D}
+                                                  : std::vector<int64_t>{c.B, c.Tq, c.Hq, c.D};
+  const std::vector<int64_t> ks = varlen.num_seqs ? std::vector<int64_t>{c.Tk, c.Hkv, c.D}
+                                                  : std::vector<int64_t>{c.B, c.Tk, c.Hkv, c.D};
+  HostTensor q(DType::bf16, qs, seed), k(DType::bf16, ks, seed + 1), v(DType::bf16, ks, seed + 2);
+  HostTensor out(DType::f32, qs, 0, 0.f), ref(DType::f32, qs, 0, 0.f);
+  attention_prefill_reference(make_prefill_problem(q.view, k.view, v.view, ref.view, c.opts, varlen));
+  testing::for_each_target([&](Target) {
+    attention_prefill(q.view, k.view, v.view, out.view, c.opts, varlen);
+    EXPECT_LE(testing::relative_rms(out, ref), 4e-3) << "Tq=" << c.Tq << " Tk=" << c.Tk << " D=" << c.D;
+    EXPECT_LE(testing::max_abs_diff(out, ref), 3e-2) << "Tq=" << c.Tq << " Tk=" << c.Tk << " D=" << c.D;
+  });
+}
+
+TEST(Prefill, Bf16EveryFeature) {
+  for (int64_t T : {1, 15, 16, 17, 127, 128, 129, 300}) check_bf16_case({1, T, T, 4, 2, 64, DType::bf16});
+  for (int64_t D : {60, 64, 80, 96, 128, 192, 256}) check_bf16_case({2, 70, 70, 4, 2, D, DType::bf16});
+  check_bf16_case({1, 150, 150, 8, 1, 128, DType::bf16});  // MQA
+  Case c{2, 40, 300, 4, 2, 128, DType::bf16};
+  c.opts.causal = false;
+  check_bf16_case(c);
+  c.opts.causal = true;  // bottom-right: the 40 queries are the last of 300 keys
+  check_bf16_case(c);
+  for (int64_t w : {1, 50, 128, 200}) {
+    Case win{1, 400, 400, 4, 2, 64, DType::bf16};
+    win.opts.window = w;
+    check_bf16_case(win);
+  }
+  std::vector<float> sinks = {0.5f, -1.f, 2.f, 0.f}, slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+  Case f{1, 260, 260, 4, 2, 64, DType::bf16};
+  f.opts.softcap = 5.f;
+  check_bf16_case(f);
+  f.opts.softcap = 0.f;
+  f.opts.sinks = sinks.data();
+  check_bf16_case(f);
+  f.opts.alibi_slopes = slopes.data();
+  f.opts.window = 100;
+  f.opts.softcap = 20.f;
+  check_bf16_case(f);
+  BlockMask mask({.seq_len = 300, .block = 32, .local_blocks = 2, .global_tokens = 20, .stride = 4,
+                  .random_blocks = 1, .seed = 7});
+  Case sparse{1, 300, 300, 2, 2, 64, DType::bf16};
+  sparse.opts.block_mask = &mask;
+  check_bf16_case(sparse);
+  const std::vector<int32_t> cu = {0, 1, 8, 71, 136, 393};
+  check_bf16_case({1, cu.back(), cu.back(), 4, 2, 64, DType::bf16}, {cu.data(), nullptr, int64_t(cu.size() - 1)});
+}
+
+// Scores that rise along the keys by a few units per key tile, then jump: the bf16 path's running maximum
+// follows small rises lazily (weights above 1, no rescale) and must rescale on a large one; a missed rescale
+// overflows or loses the early keys' share.
+TEST(Prefill, Bf16RisingScores) {
+  const int64_t T = 700, H = 2, D = 64;
+  HostTensor q(DType::bf16, {1, T, H, D}, 1), k(DType::bf16, {1, T, H, D}, 2), v(DType::bf16, {1, T, H, D}, 3);
+  auto* qb = reinterpret_cast<uint16_t*>(q.view.data);
+  auto* kb = reinterpret_cast<uint16_t*>(k.view.data);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      qb[(t * H + h) * D] = f32_to_bf16(8.f);  // score ~ 8 * k[.., 0] / sqrt(D) + noise
+      kb[(t * H + h) * D] = f32_to_bf16(t < 600 ? float(t) / 40.f : float(t) / 8.f);
+    }
+  HostTensor out(DType::f32, {1, T, H, D}, 0, 0.f), ref(DType::f32, {1, T, H, D}, 0, 0.f);
+  attention_prefill_reference(make_prefill_problem(q.view, k.view, v.view, ref.view, {}, {}));
+  testing::for_each_target([&](Target) {
+    attention_prefill(q.view, k.view, v.view, out.view, {});
+    EXPECT_LE(testing::relative_rms(out, ref), 4e-3);
+    EXPECT_LE(testing::max_abs_diff(out, ref), 3e-2);
+  });
+}
+
 TEST(Prefill, Varlen) {
   const std::vector<int32_t> cu = {0, 1, 8, 71, 136, 393};
   const int64_t total = cu.back();

@@ -39,8 +39,10 @@ TileClass classify_tile(const MaskGeometry& mask, int64_t q_first, int64_t q_las
   return all ? TileClass::full : TileClass::partial;
 }
 
-PrefillPlan make_prefill_plan(const AttentionProblem& p) {
+PrefillPlan make_prefill_plan(const AttentionProblem& p, bool bf16_tiles) {
   PrefillPlan plan;
+  plan.bf16_dot = bf16_tiles;
+  if (bf16_tiles) plan.block_k = kBf16BlockK;
   // Key tiles follow the block-sparse granularity when it is small, so a skipped block is a skipped tile.
   if (p.opts.block_mask && p.opts.block_mask->block() < plan.block_k)
     plan.block_k = std::max<int64_t>(16, (p.opts.block_mask->block() / 16) * 16);

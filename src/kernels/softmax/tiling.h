@@ -20,9 +20,13 @@ struct PrefillTask {
   int64_t q_begin;
 };
 
+// Keys per tile when the products run on bf16 tiles: twice the f32 tile, so each query row's softmax bookkeeping
+// (maximum, sum, rescale) and each output tile's load and store through the AMX tiles serve twice the products.
+constexpr int64_t kBf16BlockK = 128;
+
 struct PrefillPlan {
   int64_t block_q = 64, block_k = 64, dv_padded = 0;
-  bool bf16_dot = false;  // bf16 q/k/v on an AVX-512-BF16 CPU: tiles run on vdpbf16ps
+  bool bf16_dot = false;  // bf16 q/k/v multiplied as bf16 pairs (bf16_pair_gemm: AMX tiles or vdpbf16ps)
   std::vector<PrefillTask> tasks;  // heaviest first, so dynamic claiming balances causal work
 };
 
@@ -40,6 +44,7 @@ struct TileRowContext {
 KeyRange visible_key_range(const MaskGeometry& mask, int64_t q_first, int64_t q_last, int64_t Tk, int64_t block_k);
 // Whether every, no, or some (query, key) pair of the tile is visible.
 TileClass classify_tile(const MaskGeometry& mask, int64_t q_first, int64_t q_last, int64_t k_first, int64_t k_last);
-PrefillPlan make_prefill_plan(const AttentionProblem& p);
+// bf16_tiles: the products run on bf16_pair_gemm (core/dispatch.h's bf16_tiles_enabled() and bf16 q / k / v).
+PrefillPlan make_prefill_plan(const AttentionProblem& p, bool bf16_tiles);
 
 }  // namespace attnzoo
