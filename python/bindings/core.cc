@@ -202,6 +202,12 @@ void bind_core(nb::module_& m) {
         "Force a SIMD target: scalar, avx2, avx512 or avx512_bf16.");
   m.def("bf16_dot_enabled", [] { return bf16_dot_enabled(); },
         "True when bf16 products run on vdpbf16ps (the avx512_bf16 target and the vendor rule / ATTNZOO_BF16_DOT).");
+  m.def("bf16_tiles_enabled", [] { return bf16_tiles_enabled(); },
+        "True when reduced-precision products run as bf16 (AMX tiles, or vdpbf16ps where bf16_dot_enabled()).");
+  m.def("bf16_tiles_engine", []() -> std::optional<std::string> {
+    const char* e = bf16_tiles_engine();
+    return e ? std::optional<std::string>(e) : std::nullopt;
+  }, "The engine of bf16 products: 'AMX tiles', 'vdpbf16ps', or None where they widen to f32.");
   m.def("bf16_dot_preference", [](const std::string& vendor, std::optional<std::string> env) {
     const Bf16DotPreference p = bf16_dot_preference(vendor, env ? env->c_str() : nullptr);
     return std::make_pair(p.use, p.reason);
