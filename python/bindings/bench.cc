@@ -95,6 +95,9 @@ void bind_bench(nb::module_& m) {
   bind_peak("measure_bf16_dot_peak", measure_bf16_dot_peak,
             "bf16-product (vdpbf16ps) throughput on every thread; gflops 0 where the CPU or target lacks "
             "AVX-512-BF16.");
+  bind_peak("measure_amx_bf16_peak", measure_amx_bf16_peak,
+            "bf16-product throughput on AMX tiles (tdpbf16ps) on every thread; gflops 0 where the tiles do not run "
+            "(no AMX, ATTNZOO_AMX=0, or a target below avx512_bf16).");
   m.def("measure_memory_bandwidth",
         [](int64_t bytes, int runs) {
           MemoryBandwidth b;

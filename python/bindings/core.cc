@@ -206,6 +206,12 @@ void bind_core(nb::module_& m) {
   m.def("amx_bf16_enabled", [] { return amx_bf16_enabled(); },
         "True when bf16 products run on AMX tiles (the CPU and OS have them, ATTNZOO_AMX is not 0, avx512_bf16 "
         "active).");
+  m.def("bf16_tiles_enabled", [] { return bf16_tiles_enabled(); },
+        "True when reduced-precision products run as bf16 (AMX tiles, or vdpbf16ps where bf16_dot_enabled()).");
+  m.def("bf16_tiles_engine", []() -> std::optional<std::string> {
+    const char* e = bf16_tiles_engine();
+    return e ? std::optional<std::string>(e) : std::nullopt;
+  }, "The engine of bf16 products: 'AMX tiles', 'vdpbf16ps', or None where they widen to f32.");
   m.def("bf16_dot_preference", [](const std::string& vendor, std::optional<std::string> env) {
     const Bf16DotPreference p = bf16_dot_preference(vendor, env ? env->c_str() : nullptr);
     return std::make_pair(p.use, p.reason);

@@ -1,6 +1,7 @@
 // Process-wide runtime switches: how linear-attention / SSM mixers run prompt chunks (chunked kernels, or their
 // recurrent kernels token by token, for `attnzoo bench model --linear-prefill=recurrent`), and the precision
 // of prefill projections (torch.set_float32_matmul_precision's names).
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -45,7 +46,7 @@ void bind_runtime(nb::module_& m) {
         "'auto' (default: each projection at its weights' precision: block-quantized weights and weights "
         "loaded as bfloat16 take the reduced products of 'medium', f32 weights f32 products), 'highest' (f32 "
         "products everywhere), 'high' (the same on CPU) or 'medium' (reduced products everywhere: projections of "
-        "several tokens round activations and weights to bf16 and accumulate in f32 on AVX-512-BF16 CPUs, "
+        "several tokens round activations and weights to bf16 and accumulate in f32 on AMX or AVX-512-BF16 CPUs, "
         "quantized decode GEMVs take 8-bit activations), for the whole process.");
   // The projection GEMM of prefill on one backend, for the kernel benchmark and tests: y [T, N] = x [T, K] w^T.
   m.def("linear_gemm",
@@ -67,8 +68,12 @@ void bind_runtime(nb::module_& m) {
           linear_gemm(wv, nullptr, xv.ptr<float>(), T, yv.ptr<float>(), N, b);
         },
         nb::arg("w"), nb::arg("x"), nb::arg("y"), nb::arg("backend") = "openblas",
-        "y = x w^T with the prefill GEMM backend 'openblas' (f32 products), 'tile' or 'bf16_dot' (bf16 products; "
-        "ValueError without AVX-512-BF16).");
+        "y = x w^T with the prefill GEMM backend 'openblas' (f32 products), 'tile' or 'bf16_dot' (bf16 products on "
+        "AMX tiles where they run, else vdpbf16ps; ValueError without AVX-512-BF16).");
+  m.def("linear_bf16_gemm_counts", [] {
+    const LinearBf16GemmCounts c = linear_bf16_gemm_counts();
+    return std::make_pair(c.amx, c.vdpbf16ps);
+  }, "(AMX, vdpbf16ps): the bf16-products projection GEMMs run so far in this process on each engine.");
   m.def("set_batch_invariant", [](bool on) { set_batch_invariant(on); }, nb::arg("on"),
         "Batch-invariant numerics for the whole process (core/batch_invariance.h): a token's logits do not "
         "depend on the batch, the chunking of its prompt or the prefix cache.");

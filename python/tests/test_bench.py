@@ -299,9 +299,11 @@ SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbe
 for _q in ("Q4_0", "Q4_K", "Q5_K", "Q8_0", "BF16"):
     for _n in ("K", "3K"):
         SINGLE_FORM_ROWS[("quantized gemv", f"{_q} weights N={_n}")] = "memory"
-# The case names its backend, so it times vdpbf16ps wherever the CPU has it, also where the vendor rule widens.
+# The case names its backend, so it times bf16 products wherever the CPU has them, also where the vendor rule
+# widens, rated against the peak of the engine that multiplies them (AMX tiles where they run, else vdpbf16ps).
 if _core.active_target() == "avx512_bf16":
-    SINGLE_FORM_ROWS[("projection gemm", "bf16 weights, bf16 products")] = "bf16_dot"
+    SINGLE_FORM_ROWS[("projection gemm", "bf16 weights, bf16 products")] = (
+        "amx_bf16" if _core.bf16_tiles_engine() == "AMX tiles" else "bf16_dot")
 
 
 def test_single_form_kernels_have_rows(tiny_doc):
@@ -313,7 +315,7 @@ def test_single_form_kernels_have_rows(tiny_doc):
         r = rows[key]
         assert r["note"] == "" and r["time_ms"] > 0 and math.isfinite(r["time_ms"]), r
         assert r["peak"] == peak
-        if peak in ("fma", "bf16_dot"):
+        if peak in ("fma", "bf16_dot", "amx_bf16"):
             assert r["gflops"] > 0 and r["fraction_of_peak"] == pytest.approx(r["gflops"] / peaks[peak]["gflops"])
         else:
             assert r["gbps"] > 0 and r["fraction_of_peak"] == pytest.approx(r["gbps"] / peaks["memory"]["gbps"])

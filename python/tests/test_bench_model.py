@@ -146,9 +146,10 @@ def test_matmul_precision_is_set_restored_and_reported(model_dir):
     assert attnzoo.get_float32_matmul_precision() == "auto"
     assert doc["settings"]["matmul_precision"] == "medium"
     p = doc["prefill"]
-    if _core.bf16_dot_enabled():
-        assert p["products"] == "bf16" and doc["peaks"]["bf16_dot"]["gflops"] > 0
-        assert p["ceiling_gflops"] == doc["peaks"]["bf16_dot"]["gflops"] and doc["note"] == ""
+    if _core.bf16_tiles_enabled():  # rated against the peak of the engine that multiplied
+        peak = "amx_bf16" if _core.bf16_tiles_engine() == "AMX tiles" else "bf16_dot"
+        assert p["products"] == "bf16" and p["ceiling"] == peak and doc["peaks"][peak]["gflops"] > 0
+        assert p["ceiling_gflops"] == doc["peaks"][peak]["gflops"] and doc["note"] == ""
     else:
         assert p["products"] == "f32" and "no effect" in doc["note"]
     assert p["fraction_of_ceiling"] > 0
@@ -163,7 +164,7 @@ def test_auto_precision_follows_the_weights(model_dir, dtype):
     doc = run_model_bench(model_dir, prompt=16, gen=2, contexts=[16], context_gen=1, dtype=dtype, repeats=1,
                           probes="tiny")
     assert doc["settings"]["matmul_precision"] == "auto"
-    bf16 = dtype == "bfloat16" and _core.bf16_dot_enabled()
+    bf16 = dtype == "bfloat16" and _core.bf16_tiles_enabled()
     assert doc["prefill"]["products"] == ("bf16" if bf16 else "f32")
 
 
@@ -183,7 +184,7 @@ def test_medium_precision_prefill_tracks_f32(model_dir):
     np.testing.assert_array_equal(one, m.forward(ids[:1]))
     err = np.abs(fast - exact).max() / np.abs(exact).max()
     assert err < 3e-2
-    if _core.bf16_dot_enabled():
+    if _core.bf16_tiles_enabled():
         assert err > 0  # the bf16 path really ran
     with pytest.raises(ValueError, match="precision"):
         attnzoo.set_float32_matmul_precision("low")

@@ -21,7 +21,7 @@ from conftest import matmul_precision  # noqa: E402
 from test_chat_cli import CLI, needs_cli  # noqa: E402
 from test_gguf_reader import SMOLLM2  # noqa: E402
 
-BF16_PRODUCTS = attnzoo._core.bf16_dot_enabled()  # the avx512_bf16 target and the vendor rule / ATTNZOO_BF16_DOT
+BF16_PRODUCTS = attnzoo._core.bf16_tiles_enabled()  # AMX tiles, or the avx512_bf16 target and the vendor rule / ATTNZOO_BF16_DOT
 needs_smollm2 = pytest.mark.skipif(not os.path.exists(SMOLLM2), reason=f"{SMOLLM2} is missing: run scripts/setup.sh")
 
 

@@ -84,7 +84,7 @@ def test_matmul_against_dequantized_float64(qtype, T):
         # path "auto" is a model's Linear under the default matmul precision "auto": block formats take 8-bit
         # activations in decode GEMVs and, where bf16 dot products run, bf16 panels in prefill
         reduced = path == "int8" or (path == "auto" and blocked)
-        bf16 = path == "auto" and blocked and T > 8 and attnzoo._core.bf16_dot_enabled()
+        bf16 = path == "auto" and blocked and T > 8 and attnzoo._core.bf16_tiles_enabled()
         tol = bound if reduced else 1e-4 * (np.abs(x) @ np.abs(w).T) + 1e-5
         if bf16:  # x and the dequantized weights rounded to bf16: each off by at most 2^-8 relative
             tol = 2 * 2.0 ** -8 * (np.abs(x) @ np.abs(w).T) + 1e-5

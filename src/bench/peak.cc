@@ -13,6 +13,7 @@
 
 #include "bench/timer.h"
 #include "core/aligned_buffer.h"
+#include "core/amx.h"
 #include "core/bf16_dot.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -85,6 +86,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnzoo::bench {
 float Bf16DotChains(int64_t iterations, float seed);  // peak_avx512bf16.cc
+float AmxBf16Chains(int64_t iterations, float seed);  // peak_amx.cc
 
 HWY_EXPORT(FmaLanes);
 HWY_EXPORT(FmaChains);
@@ -165,6 +167,16 @@ FmaPeak measure_bf16_dot_peak(double seconds_per_run, int runs) {
   r.lanes = 32;  // bf16 products per instruction
   r.chains = 12;
   run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, Bf16DotChains, r);
+  return r;
+}
+
+FmaPeak measure_amx_bf16_peak(double seconds_per_run, int runs) {
+  FmaPeak r;
+  r.target = active_target();
+  if (!amx_bf16_enabled()) return r;
+  r.lanes = 16 * 16 * 32;  // bf16 products per tdpbf16ps
+  r.chains = 4;
+  run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, AmxBf16Chains, r);
   return r;
 }
 

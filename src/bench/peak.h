@@ -33,6 +33,9 @@ FmaPeak measure_fma_peak(double seconds_per_run = 0.25, int runs = 3);
 // The same for bf16 products with f32 accumulation (vdpbf16ps, 64 flops per instruction), the ceiling of
 // matmul precision "medium"; gflops stays 0 where bf16_dot_available() is false.
 FmaPeak measure_bf16_dot_peak(double seconds_per_run = 0.25, int runs = 3);
+// The same on AMX tiles (tdpbf16ps: 16 x 16 x 32 products per instruction, four accumulator tiles), the ceiling
+// of bf16 products where amx_bf16_enabled(); gflops stays 0 elsewhere. `lanes` is products per instruction.
+FmaPeak measure_amx_bf16_peak(double seconds_per_run = 0.25, int runs = 3);
 
 // Streams a `bytes` buffer (pick several times the L3 size) through every thread, best of `runs`.
 MemoryBandwidth measure_memory_bandwidth(int64_t bytes, int runs = 3);

@@ -7,6 +7,7 @@
 
 #include "bench/peak.h"
 #include "bench/timer.h"
+#include "core/amx.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "testing/test_util.h"
@@ -27,6 +28,23 @@ TEST(Peak, FmaPeakIsPlausibleOnEveryTarget) {
     EXPECT_NEAR(p.gflops, p.gflops_per_thread * p.threads, 1e-6 * p.gflops);
     EXPECT_GT(p.seconds, 0);
   });
+}
+
+// Probed only where the tiles run: a number there (in the same plausible range), 0 under every other target.
+TEST(Peak, AmxPeakIsMeasuredWhereTheTilesRun) {
+  testing::for_each_target([](Target t) {
+    const FmaPeak p = measure_amx_bf16_peak(0.02, 2);
+    EXPECT_EQ(p.target, t);
+    if (!amx_bf16_enabled()) {
+      EXPECT_EQ(p.gflops, 0) << target_name(t);
+      return;
+    }
+    EXPECT_EQ(p.lanes, 16 * 16 * 32);
+    EXPECT_GT(p.gflops_per_thread, 0.05);
+    EXPECT_LT(p.gflops_per_thread, 1e5);
+    EXPECT_NEAR(p.gflops, p.gflops_per_thread * p.threads, 1e-6 * p.gflops);
+  });
+  if (!amx_support().use) GTEST_SKIP() << "no AMX here (" << amx_support().reason << "): only the 0 was checked";
 }
 
 TEST(Peak, MemoryBandwidthIsPlausible) {

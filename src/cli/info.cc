@@ -77,7 +77,10 @@ int run_info(const std::vector<std::string>& args) {
   std::printf("targets      %s\n", targets.c_str());
   std::printf("active       %s\n", target_name(active_target()));
   const Bf16DotPreference& bf16 = bf16_dot_preferred();
-  if (bf16_dot_enabled())
+  if (amx_bf16_enabled())
+    std::printf("bf16 products AMX tiles (without them: %s, %s)\n",
+                bf16_dot_enabled() ? "vdpbf16ps" : "widened to f32", bf16.reason.c_str());
+  else if (bf16_dot_enabled())
     std::printf("bf16 products vdpbf16ps (%s)\n", bf16.reason.c_str());
   else if (bf16_dot_available())
     std::printf("bf16 products widened to f32 (%s)\n", bf16.reason.c_str());

@@ -41,6 +41,18 @@ struct alignas(64) AmxTileConfig {
 };
 static_assert(sizeof(AmxTileConfig) == 64, "ldtilecfg reads exactly 64 bytes");
 
+// The shape of the 2x2 blocking every GEMM here uses: C tiles 0 / 1 and A tile 4 with `rows0` rows, C tiles 2 / 3
+// and A tile 5 with `rows1` (0 leaves them unconfigured), B tiles 6 / 7 with 16; every row 64 bytes.
+inline AmxTileConfig amx_2x2_config(int rows0, int rows1) {
+  AmxTileConfig cfg;
+  for (int c : {0, 1, 4}) cfg.set(c, rows0, 64);
+  if (rows1)
+    for (int c : {2, 3, 5}) cfg.set(c, rows1, 64);
+  cfg.set(6, 16, 64);
+  cfg.set(7, 16, 64);
+  return cfg;
+}
+
 // ldtilecfg / sttilecfg on `cfg`. GCC 12's _tile_loadconfig / _tile_storeconfig declare an 8-byte memory operand,
 // so the compiler may drop the stores that fill the rest of a configuration (an unconfigured tile then faults with
 // SIGILL) or read a stored one's other 56 bytes from before the store; these operands name all 64 bytes. Only

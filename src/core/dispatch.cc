@@ -153,6 +153,11 @@ bool bf16_dot_enabled() {
 
 bool bf16_tiles_enabled() { return amx_bf16_enabled() || bf16_dot_enabled(); }
 
+const char* bf16_tiles_engine() {
+  if (amx_bf16_enabled()) return "AMX tiles";  // bf16_pair_gemm's own choice, in the same order
+  return bf16_dot_enabled() ? "vdpbf16ps" : nullptr;
+}
+
 bool vnni_int8_enabled() {
   static const bool cpu = cpu_has_avx512_vnni();
   const Target t = active_target();

@@ -22,6 +22,9 @@ bool bf16_dot_enabled();
 // tiles (amx_bf16_enabled(), core/amx.h) or on vdpbf16ps where bf16_dot_enabled(). Callers that choose between
 // bf16 products and widening to f32 ask this.
 bool bf16_tiles_enabled();
+// Which engine multiplies the bf16 products that callers asking bf16_tiles_enabled() choose: "AMX tiles",
+// "vdpbf16ps", or nullptr where they widen to f32 (for `attnzoo info`, the products report and tests).
+const char* bf16_tiles_engine();
 // True when the AVX-512-VNNI int8 kernels may run: the CPU has VNNI (with BW, VL, DQ) and an AVX-512 target is
 // active, so forcing a narrower target turns them off like every other hand-written path.
 bool vnni_int8_enabled();

@@ -95,7 +95,8 @@ void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_
   const int64_t rows = panel_rows(N, 32, 16);
   const int64_t tasks = (N + rows - 1) / rows;
   if (backend == LinearGemmBackend::bf16_dot) {
-    // Named explicitly (tests, `bench kernels`): runs wherever the CPU can, whatever the vendor rule prefers.
+    // Named explicitly (tests, `bench kernels`): runs wherever the CPU can, whatever the vendor rule prefers, on
+    // AMX tiles where amx_bf16_enabled() (bf16_pair_gemm's choice), else on vdpbf16ps.
     require(bf16_dot_available(), "backend", "bf16_dot needs AVX-512-BF16 and the avx512_bf16 target");
     linear_gemm_bf16(w, bias, x, T, y, ldy, rows);
     return;
@@ -140,16 +141,20 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                     bool reduced) {
   if (T <= 0) return;
-  const bool bf16_products = reduced && bf16_dot_enabled();
+  // bf16 products run on bf16_pair_gemm: AMX tiles where the CPU has them, else vdpbf16ps where preferred.
+  const bool bf16_products = reduced && bf16_tiles_enabled();
   const bool dense = w.type == QuantType::F32 || w.type == QuantType::BF16;
   // Several rows of dense weights with reduced products (a batch of decodes) are a compute-bound product, not a
   // bandwidth-bound one: the bf16 tiles beat dotting every weight row with every token in f32 (bench serve, 8
   // clients). One row stays on the GEMV, at bandwidth either way.
   // Batch-invariant numerics: block weights take the integer dots for every token count (each token's sums on
-  // their own, as a lone decode computes them), never the bf16 tiles, whose result differs from the GEMV's.
+  // their own, as a lone decode computes them), never the bf16 tiles, whose result differs from the GEMV's; dense
+  // weights take the tiles for one row too (their rows are independent: a token's sums do not depend on the rows
+  // beside it), since the GEMV's f32 products differ from the tiles' bf16 ones.
+  const bool dense_tiles = dense && bf16_products && (T > 1 || batch_invariant());
   if (!dense && reduced && quant_gemv_has_int8(w.type) && batch_invariant()) {
     quant_gemv(w, bias, x, T, y, ldy);
-  } else if (T <= kGemvMaxTokens && !(dense && bf16_products && T > 1)) {
+  } else if (T <= kGemvMaxTokens && !dense_tiles) {
     // Block weights: f32 activations when products stay exact (the products of the dequantized weights, as
     // exact as the GEMM); llama.cpp's 8-bit activations (integer dots, ~0.5% error per projection, enough to flip
     // near-tied greedy choices of a small model) where they may be reduced, as matmul precision "auto" allows.
@@ -182,7 +187,7 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
       if (reduced) fused = false;
     } else if (l->w_.type != QuantType::F32 && l->w_.type != QuantType::BF16) {
       fused = false;
-    } else if (reduced && bf16_dot_enabled() && T > 1) {
+    } else if (reduced && bf16_tiles_enabled() && (T > 1 || batch_invariant())) {
       fused = false;
     }
   }

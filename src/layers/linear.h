@@ -33,7 +33,8 @@ namespace attnzoo {
 
 constexpr int64_t kGemvMaxTokens = 8;
 
-enum class LinearGemmBackend { openblas, tile, bf16_dot };  // bf16_dot only where bf16_dot_enabled()
+// bf16_dot: bf16 products on bf16_pair_gemm (AMX tiles or vdpbf16ps), only where bf16_dot_available().
+enum class LinearGemmBackend { openblas, tile, bf16_dot };
 
 // Low-level entry points on raw views. w [N, K] contiguous f32 or bf16; x [T, K] f32 contiguous; y [T, N] f32
 // with row stride ldy; bias [N] f32 or nullptr. Callers validate shapes.
@@ -51,9 +52,16 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
-// bf16 products (x and w rounded to bf16, f32 accumulation); `panel` output rows per task. Needs bf16_dot_enabled().
+// bf16 products (x and w rounded to bf16, f32 accumulation) on bf16_pair_gemm (AMX tiles where amx_bf16_enabled(),
+// else vdpbf16ps); `panel` output rows per task. Needs bf16_dot_available().
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                       int64_t panel);
+// The bf16-products GEMMs (linear_gemm_bf16 calls) run so far in this process on each engine of bf16_pair_gemm:
+// what tests observe of the routing.
+struct LinearBf16GemmCounts {
+  uint64_t amx = 0, vdpbf16ps = 0;
+};
+LinearBf16GemmCounts linear_bf16_gemm_counts();
 // A dense [N, K] f32 / bf16 / f16 view as a QuantMatrix (F32 / BF16 / F16 rows).
 QuantMatrix dense_matrix(const TensorView& w);
 // Plain double-accumulation definition, for tests (w may be f32, bf16 or f16).

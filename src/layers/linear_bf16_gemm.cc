@@ -1,5 +1,6 @@
 // Prefill projections with bf16 products (matmul_precision.h: "medium", or "auto" for block-quantized and
-// bf16-stored weights): y = x W^T on AVX-512-BF16 tiles.
+// bf16-stored weights): y = x W^T on AMX tiles (amx_gemm, linear_amx_gemm.h) where the CPU has them, else on
+// AVX-512-BF16 (vdpbf16ps) tiles as follows.
 // x is rounded to bf16 pairs once per call. Few rows (few_rows): W is the A operand as it lies. Otherwise each
 // task takes a panel of W's rows, transposes it into the
 // [K/2][N] pair layout the tile kernel multiplies against (with gathers: see transpose_pairs), and multiplies it
@@ -7,14 +8,17 @@
 // reduction (the B block, kKc x panel x 4 bytes, stays in L2; a 64-column strip of it in L1) times kMc
 // activation rows (the A block stays in L2).
 #include <algorithm>
+#include <atomic>
 
 #include "core/aligned_buffer.h"
+#include "core/amx.h"
 #include "core/dispatch.h"
 #include "core/dtype.h"
 #include "core/threads.h"
 #include "kernels/common/bf16_dot.h"
 #include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
+#include "layers/linear_amx_gemm.h"
 
 namespace attnzoo {
 namespace {
@@ -79,10 +83,51 @@ void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_
   });
 }
 
+// On AMX tiles: the orientation of few_rows for every T (W in place as A), C kept in the tiles over the whole
+// reduction (linear_amx_gemm.h). The activations are cut into blocks of ~512 KiB of transposed pairs, so a block
+// stays in L2 while a panel's rows stream past it (at T=512, K=2048 the whole of them is the size of L2).
+void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_t T, float* y, int64_t ldy,
+              int64_t panel, int64_t tasks) {
+  const size_t N = size_t(w.rows), K = size_t(w.cols), K2 = (K + 1) / 2, K2p = amx_padded_pairs(K2);
+  const size_t groups = amx_token_groups(size_t(T)), group_pairs = K2p * kAmxTokenGroup;
+  AlignedBuffer<uint32_t> xt(groups * group_pairs);
+  const int64_t groups_per_task = 2;
+  ThreadPool::global().parallel_for((int64_t(groups) + groups_per_task - 1) / groups_per_task, [&](int64_t task, int) {
+    const size_t g0 = size_t(task * groups_per_task), t0 = g0 * kAmxTokenGroup;
+    const size_t tokens = std::min(size_t(T) - t0, size_t(groups_per_task) * kAmxTokenGroup);
+    amx_transpose_activations(a + t0 * K2, tokens, K2, xt.data() + g0 * group_pairs);
+  });
+  const size_t block_tokens = std::max<size_t>(1, (size_t(512) << 10) / (group_pairs * 4)) * kAmxTokenGroup;
+  // bf16 rows whose pairs fill whole 16-pair steps are read where they lie; others are converted, zero-padded.
+  const bool in_place = w.type == QuantType::BF16 && K2 == K2p && K % 2 == 0;
+  ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
+    const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0;
+    thread_local AlignedBuffer<uint32_t> pairs;
+    const uint32_t* src = in_place ? reinterpret_cast<const uint32_t*>(w.row(int64_t(n0))) : nullptr;
+    if (!in_place) {
+      pairs.resize(nb * K2p);
+      for (size_t r = 0; r < nb; ++r) {
+        row_pairs(w, int64_t(n0 + r), K, pairs.data() + r * K2p);
+        std::fill(pairs.data() + r * K2p + K2, pairs.data() + (r + 1) * K2p, 0u);
+      }
+      src = pairs.data();
+    }
+    for (size_t t0 = 0; t0 < size_t(T); t0 += block_tokens)
+      amx_linear_rows(src, K2p, nb, K2p, xt.data() + t0 / kAmxTokenGroup * group_pairs,
+                      std::min(block_tokens, size_t(T) - t0), bias ? bias + n0 : nullptr, y + t0 * size_t(ldy) + n0,
+                      size_t(ldy));
+  });
+}
+
+std::atomic<uint64_t> g_amx_gemms{0}, g_dot_gemms{0};
+
 }  // namespace
+
+LinearBf16GemmCounts linear_bf16_gemm_counts() { return {g_amx_gemms.load(), g_dot_gemms.load()}; }
 
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                       int64_t panel) {
+  (amx_bf16_enabled() ? g_amx_gemms : g_dot_gemms).fetch_add(1, std::memory_order_relaxed);  // bf16_pair_gemm's choice
   const size_t N = size_t(w.rows), K = size_t(w.cols), K2 = (K + 1) / 2;
   AlignedBuffer<uint32_t> a(size_t(T) * K2);
   const int64_t rows_per_task = 64;
@@ -91,6 +136,7 @@ void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, i
       pack_f32_to_bf16_pairs(x + t * int64_t(K), K, a.data() + size_t(t) * K2);
   });
   const int64_t tasks = (int64_t(N) + panel - 1) / panel;
+  if (amx_bf16_enabled()) return amx_gemm(w, bias, a.data(), T, y, ldy, panel, tasks);
   if (T <= kFewRows) return few_rows(w, bias, a.data(), T, y, ldy, panel, tasks);
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0, nbp = (nb + 15) / 16 * 16;

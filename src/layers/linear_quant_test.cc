@@ -49,7 +49,7 @@ TEST(LinearQuant, ForwardMatchesReferenceOnEveryPath) {
         std::vector<float> got(want.size());
         l.forward(x.view.ptr<float>(), T, got.data());
         const double e = rel_max_error(got, want);
-        const bool reduced = p != MatmulPrecision::highest && (T <= kGemvMaxTokens || bf16_dot_enabled());
+        const bool reduced = p != MatmulPrecision::highest && (T <= kGemvMaxTokens || bf16_tiles_enabled());
         EXPECT_LT(e, reduced ? 2e-2 : 1e-5) << quant_type_name(t) << " T=" << T << " " << matmul_precision_name(p);
         if (reduced) EXPECT_GT(e, 0.0) << matmul_precision_name(p) << " did not round: the reduced path was not taken";
       }

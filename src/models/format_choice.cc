@@ -80,9 +80,9 @@ void choose_products(const CheckpointFormats& c, MatmulPrecision precision, bool
                                                         ? (c.blocked ? " with block-quantized weights"
                                                                      : " with bf16-held weights")
                                                         : "");
-  f.products_reason += bf16_products ? ", AVX-512-BF16 tiles for several tokens"
-                                     : ", widened to f32 for several tokens (no AVX-512-BF16 on this CPU / target, "
-                                       "or bf16 dot products off: see attnzoo info)";
+  f.products_reason += bf16_products ? ", bf16 tiles for several tokens (AMX where the CPU has it, else vdpbf16ps)"
+                                     : ", widened to f32 for several tokens (neither AMX nor AVX-512-BF16 on this CPU / "
+                                       "target, or bf16 dot products off: see attnzoo info)";
   f.products_reason += c.blocked ? ", llama.cpp's integer dots for one" : ", one token's GEMV bound by memory";
 }
 
@@ -151,7 +151,7 @@ FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRe
 }
 
 FormatChoice resolve_formats(const std::string& path, const FormatRequest& request) {
-  return resolve_formats(checkpoint_formats(path), request, matmul_precision(), bf16_dot_enabled());
+  return resolve_formats(checkpoint_formats(path), request, matmul_precision(), bf16_tiles_enabled());
 }
 
 std::string describe_formats(const FormatChoice& f, const std::string& indent) {

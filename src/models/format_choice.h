@@ -43,7 +43,7 @@ struct FormatChoice {
 };
 
 // The choice itself, from its inputs alone (tests give every combination). `bf16_products`: whether this CPU and
-// SIMD target have the AVX-512-BF16 tiles. ArgumentError naming dtype / kv_cache_dtype for an unknown spelling.
+// SIMD target multiply bf16 on tiles (bf16_tiles_enabled(): AMX, or vdpbf16ps where preferred). ArgumentError naming dtype / kv_cache_dtype for an unknown spelling.
 FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRequest& request,
                              MatmulPrecision precision, bool bf16_products);
 // For the checkpoint at `path` under the process's matmul precision and this CPU.

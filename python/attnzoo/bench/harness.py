@@ -39,7 +39,7 @@ class BenchCase:
     setup: Callable[[], Prepared]  # allocates inputs only when the case runs, so big cases do not pile up
     flops: float = 0.0  # useful FLOPs per call (compute-bound rows)
     bytes: float = 0.0  # bytes that must be read per call (memory-bound rows)
-    peak: str = ""      # compute rows rated against another peak than the f32 FMA one ("bf16_dot")
+    peak: str = ""      # compute rows rated against another peak than the f32 FMA one ("bf16_dot", "amx_bf16")
     goals: List[Goal] = field(default_factory=list)
 
     @property
@@ -140,13 +140,22 @@ def rel_rms(got, want):
 
 # --- running -----------------------------------------------------------------------------------------------
 
+def bf16_peak_name():
+    """The peak bf16 products are rated against: their engine's ("amx_bf16" where AMX tiles multiply them,
+    else "bf16_dot", vdpbf16ps)."""
+    return "amx_bf16" if _core.bf16_tiles_engine() == "AMX tiles" else "bf16_dot"
+
+
 def measure_peaks(config):
-    """f32 FMA and memory read peaks, plus the bf16-product peak where the target has AVX-512-BF16."""
+    """f32 FMA and memory read peaks, plus the bf16-product peaks: vdpbf16ps where the target has AVX-512-BF16,
+    AMX tiles where they run."""
     p = config["probes"]
     peaks = {"fma": _core.measure_fma_peak(p["fma_seconds"], p["fma_runs"]),
              "memory": _core.measure_memory_bandwidth(p["memory_bytes"], p["memory_runs"])}
     if _core.active_target() == "avx512_bf16":
         peaks["bf16_dot"] = _core.measure_bf16_dot_peak(p["fma_seconds"], p["fma_runs"])
+    if _core.bf16_tiles_engine() == "AMX tiles":
+        peaks["amx_bf16"] = _core.measure_amx_bf16_peak(p["fma_seconds"], p["fma_runs"])
     return peaks
 
 
@@ -157,8 +166,9 @@ def better_peaks(first, second):
     fma["samples"] = [first["fma"]["gflops"], second["fma"]["gflops"]]
     memory["samples"] = [first["memory"]["gbps"], second["memory"]["gbps"]]
     out = {"fma": fma, "memory": memory}
-    if "bf16_dot" in first and "bf16_dot" in second:
-        out["bf16_dot"] = max(first["bf16_dot"], second["bf16_dot"], key=lambda d: d["gflops"])
+    for key in ("bf16_dot", "amx_bf16"):
+        if key in first and key in second:
+            out[key] = max(first[key], second[key], key=lambda d: d["gflops"])
     return out
 
 

@@ -108,7 +108,9 @@ def format_table(doc):
         f"memory read     {mem['gbps']:8.1f} GB/s     ({mem['bytes'] >> 20} MiB, {mem['threads']} threads, "
         f"best of {mem['runs']} at start and end)",
     ] + ([f"peak bf16 dot   {doc['peaks']['bf16_dot']['gflops']:8.1f} GFLOP/s  (vdpbf16ps, the ceiling of "
-          "'bf16 products' rows)"] if "bf16_dot" in doc["peaks"] else []) + (
+          "'bf16 products' rows without AMX)"] if "bf16_dot" in doc["peaks"] else []) + (
+        [f"peak AMX bf16   {doc['peaks']['amx_bf16']['gflops']:8.1f} GFLOP/s  (tdpbf16ps 2x2 tile block, the "
+         "ceiling of 'bf16 products' rows here)"] if "amx_bf16" in doc["peaks"] else []) + (
         [f"blas            {m['blas']['core']} kernels ({m['blas']['config']})"] if m.get("blas") else []) + [
         f"times: median of >= {doc['timing']['min_runs']} runs after {doc['timing']['warmup']} warm-up; "
         "'vs torch' = torch time / our time",

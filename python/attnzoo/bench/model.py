@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _core
 from . import llama_bench as llama
-from .harness import better_peaks, measure_peaks
+from .harness import better_peaks, bf16_peak_name, measure_peaks
 from .model_report import format_report
 
 PROBE_SCALES = ("full", "quick", "tiny")
@@ -322,10 +322,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
     bf16_products = info["formats"]["prefill_products"] == "bf16"
+    bf16_peak = bf16_peak_name()  # the engine's: AMX tiles where they run, else vdpbf16ps
     if bf16_products:
         p = config["probes"]
-        peaks["bf16_dot"] = max((_core.measure_bf16_dot_peak(p["fma_seconds"], p["fma_runs"]) for _ in range(2)),
-                                key=lambda d: d["gflops"])
+        probe = _core.measure_amx_bf16_peak if bf16_peak == "amx_bf16" else _core.measure_bf16_dot_peak
+        peaks[bf16_peak] = max((probe(p["fma_seconds"], p["fma_runs"]) for _ in range(2)), key=lambda d: d["gflops"])
 
     prefill_s = float(np.median(prefill_times))
     linear_flops = 2.0 * layer_matrix_elements(model_dir) * prompt + 2.0 * info["hidden_size"] * info["vocab_size"]
@@ -338,14 +339,15 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                "total_gflops": (linear_flops + attn_flops) / prefill_s * 1e-9}
     prefill["fraction_of_fma_peak"] = prefill["linear_gflops"] / fma
     prefill["products"] = "bf16" if bf16_products else "f32"
-    prefill["ceiling_gflops"] = peaks["bf16_dot"]["gflops"] if bf16_products else fma
+    prefill["ceiling_gflops"] = peaks[bf16_peak]["gflops"] if bf16_products else fma
+    prefill["ceiling"] = bf16_peak if bf16_products else "fma"
     prefill["fraction_of_ceiling"] = prefill["linear_gflops"] / prefill["ceiling_gflops"]
     decode = _decode_row(info, prompt, decode_times, bandwidth)
     by_context = [_decode_row(info, c, times, bandwidth) for c, times in sweep]
 
     cpu = _core.cpu_info()
     if matmul_precision == "medium" and not bf16_products:
-        notes.append("--matmul-precision=medium has no effect here: no bf16 dot products (no AVX-512-BF16, or off: "
+        notes.append("--matmul-precision=medium has no effect here: no bf16 tiles (no AMX or AVX-512-BF16, or off: "
                      "see attnzoo info; products stay f32)")
     if linear_prefill == "recurrent" and not linear_layers:
         notes.append("--linear-prefill=recurrent has no effect: the model has no linear / SSM layers")

@@ -16,7 +16,8 @@ def format_report(doc):
         f"target {mach['target']}, "
         f"load average {mach['load_average']:.1f}",
         f"peak f32 FMA    {fma['gflops']:8.1f} GFLOP/s" + (
-            f"   peak bf16 products {doc['peaks']['bf16_dot']['gflops']:.1f} GFLOP/s (vdpbf16ps)"
+            f"   peak bf16 products {p['ceiling_gflops']:.1f} GFLOP/s "
+            f"({'AMX tiles' if p.get('ceiling') == 'amx_bf16' else 'vdpbf16ps'})"
             if p.get("products") == "bf16"
             else "  (f32 products: bf16 weights are widened exactly)" if m["weights_dtype"] == "bfloat16"
             else "  (f32 products)"),

@@ -188,9 +188,10 @@ def _causal_conv_case(cfg):
 
 def _gemm_case(cfg, products):
     """y = x w^T as a bf16 model's prefill projection runs it: bf16 weights, f32 activations; "f32" products widen
-    the weights (exact, OpenBLAS), "bf16" products round the activations too (vdpbf16ps). The torch peer is the
-    same product in torch: f32 matmul, or bf16 matmul for bf16 products."""
-    from .harness import BenchCase, Prepared, torch_module, randn
+    the weights (exact, OpenBLAS), "bf16" products round the activations too (AMX tiles where they run, else
+    vdpbf16ps, rated against that engine's peak). The torch peer is the same product in torch: f32 matmul, or
+    bf16 matmul for bf16 products."""
+    from .harness import BenchCase, Prepared, bf16_peak_name, torch_module, randn
     from .. import _core
     s = cfg["gemm"]
     T, N, K = s["T"], s["N"], s["K"]
@@ -213,7 +214,7 @@ def _gemm_case(cfg, products):
         return Prepared(ours, peer)
 
     return BenchCase("projection gemm", f"bf16 weights, {products} products", f"T={T} N={N} K={K}", setup,
-                     flops=2.0 * T * N * K, peak="" if products == "f32" else "bf16_dot")
+                     flops=2.0 * T * N * K, peak="" if products == "f32" else bf16_peak_name())
 
 
 # GGUF type ids (gguf.GGMLQuantizationType) and, per block, the byte offsets of its f16 scales.

@@ -21,12 +21,7 @@ struct TileRegisters {
   // thread's life (no tilerelease: the kernel saves 8 KiB more at a context switch, cheaper than re-configuring
   // every call).
   void configure(int r0, int r1) {
-    AmxTileConfig cfg;
-    for (int c : {0, 1, 4}) cfg.set(c, r0, 64);
-    if (r1)
-      for (int c : {2, 3, 5}) cfg.set(c, r1, 64);
-    cfg.set(6, 16, 64);
-    cfg.set(7, 16, 64);
+    const AmxTileConfig cfg = amx_2x2_config(r0, r1);
     AmxTileConfig now;
     amx_store_tile_config(now);
     if (std::memcmp(&now, &cfg, sizeof cfg) != 0) amx_load_tile_config(cfg);

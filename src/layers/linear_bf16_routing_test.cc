@@ -1,0 +1,186 @@
+// Where a Linear's reduced-precision products run (AMX tiles, vdpbf16ps, or widened to f32) and what they give:
+// the engine bf16_tiles_engine() names is the one the bf16 GEMMs counted, every shape is within the bf16
+// tolerance of double accumulation, and a token's result does not depend on the rows beside it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/amx.h"
+#include "core/batch_invariance.h"
+#include "core/bf16_dot.h"
+#include "core/dtype.h"
+#include "core/dispatch.h"
+#include "kernels/common/bf16_dot.h"
+#include "layers/linear.h"
+#include "layers/matmul_precision.h"
+#include "testing/random_blocks.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+using testing::HostTensor;
+
+// Restores the SIMD target a test forced.
+class TargetScope {
+ public:
+  TargetScope() : saved_(active_target()) {}
+  ~TargetScope() { set_target(saved_); }
+
+ private:
+  Target saved_;
+};
+
+uint64_t gemms_on(const char* engine) {
+  const LinearBf16GemmCounts c = linear_bf16_gemm_counts();
+  return std::string(engine) == "AMX tiles" ? c.amx : c.vdpbf16ps;
+}
+
+// The engine counted for a prefill under "medium" is the one bf16_tiles_engine() names; under a target below
+// avx512_bf16 neither runs and the products are f32 (the same bits as "highest").
+TEST(LinearBf16Routing, TheNamedEngineRunsThePrefill) {
+  HostTensor w(DType::bf16, {96, 160}, 1, 0.5f), x(DType::f32, {65, 160}, 2, 1.f);
+  std::vector<float> reduced(65 * 96), exact(65 * 96);
+  const auto forward = [&](MatmulPrecision p, std::vector<float>& y) {
+    ScopedMatmulPrecision scope(p);
+    linear_forward(w.view, nullptr, x.view.ptr<float>(), 65, y.data(), 96);
+  };
+  const char* engine = bf16_tiles_engine();
+  EXPECT_EQ(engine != nullptr, bf16_tiles_enabled());
+  if (amx_bf16_enabled()) {
+    EXPECT_STREQ(engine, "AMX tiles");  // whatever the vendor rule says of vdpbf16ps
+  } else {
+    std::printf("no AMX here (%s): the AMX engine is not checked\n", amx_support().reason.c_str());
+    if (engine) EXPECT_STREQ(engine, "vdpbf16ps");
+  }
+  if (engine) {
+    const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+    forward(MatmulPrecision::medium, reduced);
+    const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
+    EXPECT_EQ(after.amx + after.vdpbf16ps - before.amx - before.vdpbf16ps, 1u);
+    EXPECT_EQ(gemms_on(engine), std::string(engine) == "AMX tiles" ? after.amx : after.vdpbf16ps);
+    EXPECT_GT(gemms_on(engine), std::string(engine) == "AMX tiles" ? before.amx : before.vdpbf16ps);
+    forward(MatmulPrecision::highest, exact);
+    EXPECT_NE(reduced, exact) << "medium did not round x to bf16";
+  }
+  const std::vector<Target> targets = supported_targets();
+  if (std::find(targets.begin(), targets.end(), Target::avx512) == targets.end())
+    GTEST_SKIP() << "no avx512 target to force here";
+  const TargetScope restore;
+  set_target(Target::avx512);
+  EXPECT_FALSE(amx_bf16_enabled());
+  EXPECT_EQ(bf16_tiles_engine(), nullptr);
+  const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+  forward(MatmulPrecision::medium, reduced);
+  forward(MatmulPrecision::highest, exact);
+  const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
+  EXPECT_EQ(after.amx, before.amx);
+  EXPECT_EQ(after.vdpbf16ps, before.vdpbf16ps);
+  EXPECT_EQ(reduced, exact) << "widened: f32 products either way";
+}
+
+// Max |got - want| over the largest |want| (sums of ~K products of similar size).
+double rel_error(const float* got, const float* want, int64_t T, int64_t N, int64_t ldy) {
+  double err = 0, scale = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < N; ++n) {
+      err = std::max(err, double(std::fabs(got[t * ldy + n] - want[t * N + n])));
+      scale = std::max(scale, double(std::fabs(want[t * N + n])));
+    }
+  return err / scale;
+}
+
+// Every token count around the GEMV / few-rows / GEMM boundaries and the tiles' 16 / 32 rows, a reduction that is
+// odd (a half-filled last pair) or not a multiple of the tiles' 16 pairs, with and without bias, into rows wider
+// than N (what lies between them is left alone): within bf16's rounding of double accumulation.
+TEST(LinearBf16Routing, ReducedProductsMatchTheReference) {
+  if (!bf16_tiles_enabled()) GTEST_SKIP() << "bf16 products widen to f32 on this CPU / target";
+  struct Weights {
+    std::string name;
+    QuantMatrix w;
+    std::vector<uint8_t> raw;
+  };
+  std::vector<Weights> cases;
+  HostTensor dense_odd(DType::bf16, {70, 99}, 3, 0.5f), dense(DType::bf16, {48, 224}, 4, 0.5f);
+  cases.push_back({"bf16 K=99", dense_matrix(dense_odd.view), {}});
+  cases.push_back({"bf16 K=224", dense_matrix(dense.view), {}});
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0}) {
+    Weights c{quant_type_name(t), {}, testing::random_quant_rows(t, 70, 96, 5 + uint64_t(t))};
+    c.w = make_quant_matrix(c.raw.data(), c.raw.size(), t, 70, 96, "w");
+    cases.push_back(std::move(c));
+  }
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  for (const Weights& c : cases) {
+    const int64_t N = c.w.rows, K = c.w.cols, ldy = N + 5;
+    HostTensor b(DType::f32, {N}, 6, 1.f);
+    for (int64_t T : {1, 2, 7, 8, 9, 63, 64, 65, 300}) {
+      HostTensor x(DType::f32, {T, K}, 7 + uint64_t(T), 1.f);
+      for (bool with_bias : {false, true}) {
+        const float* bias = with_bias ? b.view.ptr<float>() : nullptr;
+        std::vector<float> want(size_t(T * N)), got(size_t(T * ldy), -7.f);
+        quant_matmul_reference(c.w, bias, x.view.ptr<float>(), T, want.data(), N);
+        linear_forward(c.w, bias, x.view.ptr<float>(), T, got.data(), ldy, /*reduced=*/true);
+        EXPECT_LT(rel_error(got.data(), want.data(), T, N, ldy), 2e-2) << c.name << " T=" << T << " bias " << with_bias;
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t n = N; n < ldy; ++n) ASSERT_EQ(got[size_t(t * ldy + n)], -7.f) << c.name << " T=" << T;
+      }
+    }
+  }
+}
+
+// Batch-invariant numerics: a token's projection is the same bits whether it is computed alone (a decode), in a
+// few rows (the few-rows GEMM) or in a long prefill (the panel GEMM). Dense bf16 weights take the tiles for one
+// row too under the mode, since the GEMV's f32 products are not the tiles' bf16 ones.
+TEST(LinearBf16Routing, ATokensRowDoesNotDependOnTheRowsBesideIt) {
+  if (!bf16_tiles_enabled()) GTEST_SKIP() << "bf16 products widen to f32 on this CPU / target";
+  const int64_t N = 80, K = 200, T = 300;
+  HostTensor w(DType::bf16, {N, K}, 8, 0.5f), x(DType::f32, {T, K}, 9, 1.f), b(DType::f32, {N}, 10, 1.f);
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  for (bool invariant : {true, false}) {
+    const ScopedBatchInvariant mode(invariant);
+    std::vector<float> all(size_t(T * N));
+    linear_forward(dense_matrix(w.view), b.view.ptr<float>(), x.view.ptr<float>(), T, all.data(), N, true);
+    for (int64_t rows : {1, 2, 7, 9, 64, 65}) {
+      if (rows == 1 && !invariant) continue;  // a lone decode keeps the f32 GEMV outside the mode
+      for (int64_t t0 : {int64_t(0), T - rows}) {
+        std::vector<float> part(size_t(rows * N));
+        linear_forward(dense_matrix(w.view), b.view.ptr<float>(), x.view.ptr<float>() + t0 * K, rows, part.data(),
+                       N, true);
+        for (int64_t i = 0; i < rows * N; ++i)
+          ASSERT_EQ(part[size_t(i)], all[size_t(t0 * N + i)])
+              << "rows " << rows << " from " << t0 << " invariant " << invariant << " at " << i;
+      }
+    }
+  }
+}
+
+// On AMX the projection keeps C in the tiles over the whole reduction with W as the A operand; bf16_pair_gemm
+// (the primitive the vdpbf16ps path and attention use) multiplies x as A against W transposed, a reduction block at
+// a time through memory. The same pair products added in the same order: the same bits, ragged shapes included.
+TEST(LinearBf16Routing, AmxProjectionEqualsThePairGemm) {
+  if (!amx_bf16_enabled()) GTEST_SKIP() << "AMX tiles do not run here (" << amx_support().reason << ")";
+  for (int64_t K : {int64_t(99), int64_t(256), int64_t(544)}) {
+    const int64_t T = 45, N = 37, K2 = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+    HostTensor w(DType::bf16, {N, K}, 11, 0.5f), x(DType::f32, {T, K}, 12, 1.f), b(DType::f32, {N}, 13, 1.f);
+    std::vector<uint32_t> xp(size_t(T * K2)), wp(size_t(N * K2)), wt(size_t(K2 * Np));
+    for (int64_t t = 0; t < T; ++t) pack_f32_to_bf16_pairs(x.view.ptr<float>() + t * K, size_t(K), xp.data() + t * K2);
+    std::vector<float> wf(size_t(N * K));
+    for (int64_t i = 0; i < N * K; ++i) wf[size_t(i)] = load_as_f32(w.view.data, DType::bf16, i);
+    for (int64_t n = 0; n < N; ++n) pack_f32_to_bf16_pairs(wf.data() + n * K, size_t(K), wp.data() + n * K2);
+    transpose_pairs(wp.data(), size_t(K2), size_t(N), size_t(K2), wt.data(), size_t(Np));
+    std::vector<float> want(size_t(T * Np)), got(size_t(T * N));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t n = 0; n < Np; ++n) want[size_t(t * Np + n)] = n < N ? b.view.ptr<float>()[n] : 0.f;
+    bf16_pair_gemm_amx(size_t(T), size_t(Np), size_t(K2), xp.data(), size_t(K2), wt.data(), size_t(Np), want.data(),
+                       size_t(Np), /*accumulate=*/true);
+    const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+    linear_forward(dense_matrix(w.view), b.view.ptr<float>(), x.view.ptr<float>(), T, got.data(), N, true);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(got[size_t(t * N + n)], want[size_t(t * Np + n)]) << "K=" << K << " t=" << t << " n=" << n;
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo
