@@ -20,7 +20,7 @@ inline size_t amx_padded_pairs(size_t K2) { return (K2 + 15) / 16 * 16; }
 // y[t * ldy + r] = bias[r] + sum_k w[r][k] . xt(t)[k] for r < rows, t < T, in bf16 pair products with f32
 // accumulation (bf16_pair_gemm's products, added in the same order). w: rows of K2p pairs, ldw apart (pairs past
 // the real reduction must be zero or finite: they meet xt's zeros); xt from amx_transpose_activations; bias may be
-// null. Only where amx_bf16_enabled(); leaves the thread's tile configuration as it found it.
+// null. Only where amx_bf16_enabled(); loads the tile configuration it needs, whatever the thread's was.
 void amx_linear_rows(const uint32_t* w, size_t ldw, size_t rows, size_t K2p, const uint32_t* xt, size_t T,
                      const float* bias, float* y, size_t ldy);
 
