@@ -44,15 +44,14 @@ struct Scratch {
   std::vector<int64_t> ksrow, vsrow;  // quantized caches: offset of its K / V scale (kv head 0)
 };
 
-// Applies softcap / ALiBi / the element mask to one row of scores, then folds the row into the running
-// softmax state: returns the factor by which the row's output accumulator must be rescaled.
-HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_cols, const TileRowContext& ctx,
-                            float* HWY_RESTRICT m, float* HWY_RESTRICT l) {
+// A tile row's scores as the softmax reads them: multiplied by `scale` (skipped at 1), soft-capped, ALiBi's
+// distance penalty, hidden keys and the columns past the tile's keys at -inf.
+HWY_INLINE void PrepareScores(float* HWY_RESTRICT s, size_t ncols, size_t valid_cols, const TileRowContext& ctx,
+                              float scale) {
   const hn::ScalableTag<float> d;
   const size_t L = hn::Lanes(d);
-  const auto kNegInf = hn::Set(d, -INFINITY);
-  if (ctx.score_scale != 1.f) {
-    const auto sc = hn::Set(d, ctx.score_scale);
+  if (scale != 1.f) {
+    const auto sc = hn::Set(d, scale);
     for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Mul(hn::Load(d, s + j), sc), d, s + j);
   }
   if (ctx.softcap > 0.f) {
@@ -71,6 +70,16 @@ HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_co
       if (!ctx.mask->visible(ctx.qpos, ctx.kpos0 + int64_t(j))) s[j] = -INFINITY;
   }
   for (size_t j = valid_cols; j < ncols; ++j) s[j] = -INFINITY;
+}
+
+// Applies softcap / ALiBi / the element mask to one row of scores, then folds the row into the running
+// softmax state: returns the factor by which the row's output accumulator must be rescaled.
+HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_cols, const TileRowContext& ctx,
+                            float* HWY_RESTRICT m, float* HWY_RESTRICT l) {
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  const auto kNegInf = hn::Set(d, -INFINITY);
+  PrepareScores(s, ncols, valid_cols, ctx, ctx.score_scale);
 
   auto vmax = kNegInf;
   for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
@@ -99,26 +108,10 @@ HWY_INLINE float SoftmaxRowBf16(float* HWY_RESTRICT s, size_t ncols, size_t vali
                                 float* HWY_RESTRICT m, float* HWY_RESTRICT l) {
   const hn::ScalableTag<float> d;
   const size_t L = hn::Lanes(d);
-  float fold = ctx.score_scale;  // multiplies raw scores in the exponent
-  if (ctx.softcap > 0.f || ctx.alibi_slope != 0.f || !(fold > 0.f)) {
-    const auto sc = hn::Set(d, fold);
-    for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Mul(hn::Load(d, s + j), sc), d, s + j);
-    if (ctx.softcap > 0.f) {
-      const auto cap = hn::Set(d, ctx.softcap), inv = hn::Set(d, 1.f / ctx.softcap);
-      for (size_t j = 0; j < ncols; j += L)
-        hn::Store(hn::Mul(cap, hn::Tanh(d, hn::Mul(hn::Load(d, s + j), inv))), d, s + j);
-    }
-    for (size_t j = 0; ctx.alibi_slope != 0.f && j < valid_cols; ++j) {
-      const int64_t dist = ctx.qpos - (ctx.kpos0 + int64_t(j));
-      s[j] -= ctx.alibi_slope * float(dist < 0 ? -dist : dist);
-    }
-    fold = 1.f;
-  }
-  if (ctx.partial) {
-    for (size_t j = 0; j < valid_cols; ++j)
-      if (!ctx.mask->visible(ctx.qpos, ctx.kpos0 + int64_t(j))) s[j] = -INFINITY;
-  }
-  for (size_t j = valid_cols; j < ncols; ++j) s[j] = -INFINITY;
+  // The scale multiplies raw scores in the exponent unless softcap or ALiBi need the scaled score first.
+  const bool prescale = ctx.softcap > 0.f || ctx.alibi_slope != 0.f || !(ctx.score_scale > 0.f);
+  const float fold = prescale ? 1.f : ctx.score_scale;
+  PrepareScores(s, ncols, valid_cols, ctx, prescale ? ctx.score_scale : 1.f);
 
   auto vmax = hn::Set(d, -INFINITY);
   for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
