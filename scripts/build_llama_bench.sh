@@ -7,7 +7,12 @@
 #
 # Everything lives outside the source tree, in $ATTNZOO_LLAMA_CACHE (default ~/.cache/attnzoo/llama.cpp):
 # the sdist, its unpacked copy and the CMake build; a second run reuses all three (the build is incremental).
-# LLAMA_CPP_PYTHON_VERSION picks the sdist; JOBS the build's parallelism (default: all cores, niced).
+# LLAMA_CPP_PYTHON_VERSION picks the sdist; JOBS the build's parallelism (default: all cores, niced);
+# LLAMA_CMAKE_ARGS more CMake arguments (a build directory of their own), e.g. on an AMX CPU with g++ 12:
+#   LLAMA_CMAKE_ARGS='-DCMAKE_CXX_FLAGS=-fno-tree-dse'
+# g++ 12 declares _tile_loadconfig's operand as 8 bytes, so it drops the stores that fill the other 56 bytes of
+# ggml's tile configuration, and llama.cpp's AMX kernels (Q4_0 / Q8_0 / K-quants with its default --repack 1)
+# then die on SIGILL; without dead-store elimination the stores stay.
 set -euo pipefail
 
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
@@ -31,14 +36,19 @@ fi
 [[ -f "$SRC/tools/llama-bench/llama-bench.cpp" ]] \
     || { echo "build_llama_bench: $SDIST vendors no llama.cpp with tools/llama-bench" >&2; exit 1; }
 
+EXTRA=()
 BUILD="$CACHE/build-$VERSION"
+if [[ -n "${LLAMA_CMAKE_ARGS:-}" ]]; then
+    read -r -a EXTRA <<< "$LLAMA_CMAKE_ARGS"
+    BUILD="$BUILD-$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)"
+fi
 GENERATOR=()
 command -v ninja >/dev/null && GENERATOR=(-G Ninja)
 # GGML_NATIVE: tuned for this CPU like our own kernels (runtime dispatch picks the best there); no network,
 # tests, server or examples: only the libraries llama-bench links.
 cmake -S "$SRC" -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-    -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF >&2
+    -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF "${EXTRA[@]}" >&2
 # llama-quantize too (two more files over the same libraries): it writes the BF16 / F16 GGUF of a quantized one
 # (--allow-requantize) for a same-dtype comparison when no Hugging Face checkpoint is at hand.
 nice cmake --build "$BUILD" --target llama-bench llama-quantize -j "$JOBS" >&2

@@ -261,6 +261,9 @@ FAKE_LLAMA_BENCH = r'''#!{python}
 import json, sys
 argv = sys.argv[1:]
 open({log!r}, "a").write(json.dumps(argv) + "\n")
+if {fail!r} == "SIGILL":  # as llama.cpp's AMX kernels built with g++ 12 die on an AMX CPU
+    import os, signal
+    os.kill(os.getpid(), signal.SIGILL)
 if {fail!r}:
     print("llama_model_load: error loading model", file=sys.stderr)
     sys.exit(1)
@@ -277,7 +280,7 @@ print(json.dumps([dict(build_commit="abc1234", build_number=1, cpu_info="Fake CP
 
 
 def _fake_llama_bench(directory, fail=False):
-    path = directory / ("llama-bench-fail" if fail else "llama-bench")
+    path = directory / ({False: "llama-bench", True: "llama-bench-fail"}.get(fail) or f"llama-bench-{fail}")
     log = directory / "argv.json"
     path.write_text(FAKE_LLAMA_BENCH.format(python=sys.executable, log=str(log), fail=fail))  # log: every call's argv
     path.chmod(0o755)
@@ -375,3 +378,50 @@ def test_llama_bench_side_by_side(model_gguf, tmp_path):
     json.dumps(doc)
     text = format_report(doc)
     assert "llama.cpp side by side" in text and "pp16" in text and "tg3" in text
+
+
+def test_llama_bench_extra_args(model_gguf, tmp_path):
+    """--llama-bench-args reach both llama-bench runs after ours; the flags bench model sets itself are refused by
+    name, before anything is measured."""
+    from attnzoo.bench import llama_bench as llama
+    fake, log = _fake_llama_bench(tmp_path)
+    llama.run(fake, "/m.gguf", prompt=8, gen=2, threads=1, repeats=1, extra=llama.extra_args("--repack 0 -fa 1"))
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r[-4:] for r in runs] == [["--repack", "0", "-fa", "1"]] * 2
+    assert llama.extra_args("") == [] and llama.extra_args("--mmap '0'") == ["--mmap", "0"]
+    for text, flag in (("-t 4", "-t"), ("--threads=4", "--threads"), ("-p 64", "-p"), ("-o md", "-o"),
+                       ("--repack 0 -d 9", "-d")):
+        with pytest.raises(ValueError, match=f"--llama-bench-args: {flag} is set by bench model"):
+            llama.extra_args(text)
+    with pytest.raises(ValueError, match="--llama-bench-args: .*quotation"):
+        llama.extra_args("--repack '0")
+    with pytest.raises(ValueError, match="llama_bench_args: only with llama_bench"):
+        run_model_bench(model_gguf, prompt=8, gen=2, probes="tiny", llama_bench_args=["--repack", "0"])
+    for argv, match in ((["--llama-bench-args", "--repack 0"], "only with --llama-bench"),
+                        (["--llama-bench", fake, "--llama-bench-args", "-r 9"], "-r is set by bench model")):
+        r = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_gguf, "--prompt", "8",
+                            "--gen", "2", *argv], capture_output=True, text=True, env=dict(os.environ), timeout=60)
+        assert r.returncode == 2 and r.stdout == "" and match in r.stderr, r.stderr
+
+
+def test_llama_bench_failure_keeps_our_rows(model_gguf, tmp_path):
+    """llama-bench dying after our measurements (here by SIGILL, as llama.cpp's AMX kernels built with g++ 12 do)
+    leaves our rows in the document and the report, names the signal, and makes the command's status 1."""
+    crashing, log = _fake_llama_bench(tmp_path, fail="SIGILL")
+    doc = run_model_bench(model_gguf, prompt=8, gen=2, contexts=[8], context_gen=1, repeats=1, probes="tiny",
+                          prefix=0, llama_bench=crashing)
+    lb = doc["llama_bench"]
+    assert doc["prefill"]["tokens_per_s"] > 0 and doc["decode"]["tokens_per_s"] > 0
+    assert lb["rows"] == [] and lb["comparison"] == [] and lb["build_commit"] is None
+    assert "killed by SIGILL" in lb["error"] and "--repack 0" in lb["error"] and crashing in lb["error"]
+    assert len(log.read_text().splitlines()) == 1  # the prompt run died: no generation run after it
+    json.dumps(doc)
+    assert f"llama.cpp side by side: {lb['error']}" in format_report(doc)
+    failing, _ = _fake_llama_bench(tmp_path, fail=True)
+    r = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", model_gguf, "--prompt", "8",
+                        "--gen", "2", "--contexts", "8", "--context-gen", "1", "--repeats", "1", "--probes", "tiny",
+                        "--prefix", "0", "--llama-bench", failing], capture_output=True, text=True,
+                       env=dict(os.environ), timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "prefill" in r.stdout and "llama.cpp side by side: llama-bench failed (exit status 1)" in r.stdout
+    assert "error loading model" in r.stdout and "attnzoo bench model: llama-bench failed" in r.stderr

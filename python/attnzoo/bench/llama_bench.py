@@ -10,6 +10,8 @@ skip the attention over them).
 """
 import json
 import os
+import shlex
+import signal
 import subprocess
 
 from .. import _core
@@ -72,11 +74,39 @@ def parse_output(text):
     return rows
 
 
-def run(path, gguf, prompt, gen, threads, repeats, timeout=3600):
+# The flags run() sets itself: passing them again would change what the rows stand beside.
+_OWN_FLAGS = {"-m": "the model", "--model": "the model", "-p": "--prompt", "--n-prompt": "--prompt",
+              "-n": "--gen", "--n-gen": "--gen", "-d": "the depth (--prompt)", "--n-depth": "the depth (--prompt)",
+              "-t": "the threads", "--threads": "the threads", "-r": "--repeats", "--repetitions": "--repeats",
+              "-o": "the output format", "--output": "the output format", "-pg": "the tests", "-oe": "the output",
+              "--output-err": "the output"}
+
+
+def extra_args(text):
+    """--llama-bench-args' value -> a list of llama-bench arguments (shell words), checked by check_args.
+    ValueError naming --llama-bench-args for unbalanced quotes."""
+    try:
+        words = shlex.split(text or "")
+    except ValueError as e:
+        raise ValueError(f"--llama-bench-args: {e}: {text!r}") from None
+    return check_args(words)
+
+
+def check_args(words):
+    """`words` as a list of strings; ValueError naming --llama-bench-args for a flag bench model sets itself."""
+    words = [str(w) for w in words]
+    for w in words:
+        flag = w.split("=", 1)[0]
+        if flag in _OWN_FLAGS:
+            raise ValueError(f"--llama-bench-args: {flag} is set by bench model ({_OWN_FLAGS[flag]}), not here")
+    return words
+
+
+def run(path, gguf, prompt, gen, threads, repeats, timeout=3600, extra=()):
     """Runs llama-bench for the prompt test and for the generation test at the prompt's depth; returns
-    parse_output's rows (prompt test first)."""
+    parse_output's rows (prompt test first). `extra`: more llama-bench arguments for both runs (extra_args)."""
     check_executable(path)
-    common = ["-t", str(threads), "-r", str(repeats), "-o", "json"]
+    common = ["-t", str(threads), "-r", str(repeats), "-o", "json"] + list(extra)
     rows = []
     if prompt:
         rows += _run_once([path, "-m", gguf, "-p", str(prompt), "-n", "0"] + common, timeout)
@@ -92,8 +122,23 @@ def _run_once(cmd, timeout):
         raise ValueError(f"llama-bench: no result after {timeout} s: {' '.join(cmd)}") from None
     if done.returncode != 0:
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        raise ValueError(f"llama-bench failed (exit status {done.returncode}): {' '.join(cmd)}\n{tail}")
+        raise ValueError(f"llama-bench failed ({_exit_reason(done.returncode)}): {' '.join(cmd)}" +
+                         (f"\n{tail}" if tail else ""))
     return parse_output(done.stdout)
+
+
+def _exit_reason(code):
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    # SIGILL: an instruction this CPU does not run. llama.cpp's AMX kernels, built with g++ 12, die so on AMX CPUs
+    # (their tile configuration is loaded through an intrinsic that g++ 12 lets drop the configuration's stores).
+    hint = "; its repacked (AMX) kernels can be left out with --llama-bench-args='--repack 0'" \
+        if name == "SIGILL" else ""
+    return f"killed by {name}{hint}"
 
 
 def comparison(doc, rows):
@@ -114,8 +159,11 @@ def comparison(doc, rows):
 
 def format_rows(section):
     """The report's lines for doc["llama_bench"]."""
+    if section.get("error"):
+        return [f"llama.cpp side by side: {section['error']}"]
+    args = f", arguments {' '.join(section['args'])}" if section.get("args") else ""
     lines = [f"llama.cpp side by side: llama-bench (build {section['build_commit'] or 'unknown'}) on "
-             f"{os.path.basename(section['gguf'])}, threads {section['threads']}",
+             f"{os.path.basename(section['gguf'])}, threads {section['threads']}{args}",
              "  same prompt / generation lengths; both generate after the prompt (llama-bench -d)",
              f"  {'test':>13}  {'attnzoo tok/s':>13}  {'llama.cpp tok/s':>17}  {'ratio':>6}"]
     for c in section["comparison"]:

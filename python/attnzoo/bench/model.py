@@ -5,7 +5,7 @@
                                         [--prefix 2048] [--prefix-new 32] [--snapshot-interval-blocks 32]
                                         [--speculative ngram|draft [--num-speculative-tokens 4]
                                          [--draft-model DIR] [--prompt-lookup-max 3] [--prompt-lookup-min 1]]
-                                        [--llama-bench PATH]
+                                        [--llama-bench PATH [--llama-bench-args ARGS]]
 
 In one run: the f32 FMA peak and the streaming read bandwidth (attnzoo.bench's probes, best of a run at the
 start and one at the end), then
@@ -24,7 +24,9 @@ start and one at the end), then
   speculative (with --speculative) greedy decoding of --gen tokens plainly and with exact speculative decoding:
             speedup, acceptance rate, mean acceptance length (attnzoo.bench.speculative).
   llama.cpp (with --llama-bench PATH, a GGUF -m) llama.cpp's llama-bench on the same file, prompt / generation
-            lengths and threads, beside our prefill / decode with the ratio (attnzoo.bench.llama_bench).
+            lengths and threads, beside our prefill / decode with the ratio (attnzoo.bench.llama_bench);
+            --llama-bench-args passes more of its flags. If llama-bench fails, the report keeps our rows and
+            says why it failed, and the exit status is 1.
 --linear-prefill=recurrent makes linear / SSM mixers run prompts token by token on their recurrent kernels
 (what the chunked kernels buy); softmax attention is unaffected.
 """
@@ -195,7 +197,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                     linear_prefill="chunked", matmul_precision="auto", repeats=3, probes="quick", seed=0,
                     progress=None, prefix=None, prefix_new=32, block_size=16, kv_cache_dtype="auto",
                     kv_cache_bytes=None, snapshot_interval_blocks=32, speculative=None, llama_bench=None,
-                    timeline=False, batch_invariant=False, device="auto"):
+                    llama_bench_args=(), timeline=False, batch_invariant=False, device="auto"):
     """Measures the machine, then the model; returns the document `--json` prints.
 
     contexts: prompt lengths for the decode-vs-context sweep (None: prompt/8, prompt, 4 * prompt within the
@@ -216,6 +218,8 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     device: where the model runs (Model.load's device; the document's "device" says where it did).
     llama_bench: None, or the path of llama.cpp's llama-bench, run on the model's GGUF with the same prompt, gen,
     threads and repeats after our runs (model_dir must be a GGUF, or a directory holding one).
+    llama_bench_args: more llama-bench arguments for both of its runs (e.g. ["--repack", "0"]). Where llama-bench
+    fails, our rows stand and the document's llama_bench section carries the error instead of its rows.
     """
     from ..model import Model
     if prompt < 1 or gen < 1 or repeats < 1:
@@ -234,6 +238,9 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     if llama_bench:
         llama.check_executable(llama_bench)
         gguf = llama.model_gguf(model_dir)
+        llama_bench_args = llama.check_args(llama_bench_args)
+    elif llama_bench_args:
+        raise ValueError("llama_bench_args: only with llama_bench (--llama-bench PATH)")
     say = progress or (lambda s: None)
     rng = np.random.default_rng(seed)
     config = _core.bench_config(probes)
@@ -313,10 +320,14 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         _core.set_float32_matmul_precision(previous_precision)
         _core.set_batch_invariant(previous_invariant)
 
-    llama_rows = None
+    llama_rows = llama_error = None
     if llama_bench:  # after ours, before the closing peak probes: both sides see the same machine state
         say(f"llama-bench: pp{prompt} / tg{gen} on {gguf}, {_core.num_threads()} threads x {repeats}")
-        llama_rows = llama.run(llama_bench, gguf, prompt, gen, _core.num_threads(), repeats)
+        try:
+            llama_rows = llama.run(llama_bench, gguf, prompt, gen, _core.num_threads(), repeats,
+                                   extra=llama_bench_args)
+        except ValueError as e:  # our rows, minutes of measurement, still stand
+            llama_error = str(e)
 
     say("measuring the peaks again")
     peaks = better_peaks(peaks, measure_peaks(config))
@@ -375,10 +386,11 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
         "decode": decode,
         "decode_by_context": by_context,
         "timeline": step_timeline,
-        "llama_bench": None if llama_rows is None else {
+        "llama_bench": None if not llama_bench else {
             "path": os.path.abspath(llama_bench), "gguf": os.path.abspath(gguf), "threads": _core.num_threads(),
-            "build_commit": llama_rows[0]["build_commit"], "rows": llama_rows,
-            "comparison": llama.comparison({"prefill": prefill, "decode": decode}, llama_rows)},
+            "args": list(llama_bench_args), "error": llama_error,
+            "build_commit": llama_rows[0]["build_commit"] if llama_rows else None, "rows": llama_rows or [],
+            "comparison": llama.comparison({"prefill": prefill, "decode": decode}, llama_rows or [])},
         "note": "; ".join(notes),
     }
 
@@ -443,6 +455,9 @@ def main(argv=None):
     parser.add_argument("--llama-bench", metavar="PATH",
                         help="llama.cpp's llama-bench (scripts/build_llama_bench.sh builds it): adds its pp / tg "
                              "rows for the same GGUF (-m), lengths and threads beside ours, with the ratio")
+    parser.add_argument("--llama-bench-args", metavar="ARGS", default="",
+                        help="more llama-bench arguments for both of its runs, as one shell-quoted string (e.g. "
+                             "'--repack 0'); the flags bench model sets itself (-m -p -n -d -t -r -o) are refused")
     parser.add_argument("--timeline", action="store_true",
                         help="add where one decode step goes: the thread pool's jobs by op, and the serial time "
                              "between them")
@@ -461,6 +476,12 @@ def main(argv=None):
         parser.error("--draft-model: only --speculative draft uses a draft model")
     if args.speculative == "draft" and not args.draft_model:
         parser.error("--speculative draft: needs --draft-model")
+    if args.llama_bench_args and not args.llama_bench:
+        parser.error("--llama-bench-args: only with --llama-bench PATH")
+    try:
+        llama_bench_args = llama.extra_args(args.llama_bench_args)
+    except ValueError as e:
+        parser.error(str(e))
     speculative = None
     if args.speculative:
         speculative = dict(method=args.speculative, num_speculative_tokens=args.num_speculative_tokens,
@@ -474,13 +495,17 @@ def main(argv=None):
                               progress=progress, prefix=args.prefix, prefix_new=args.prefix_new,
                               snapshot_interval_blocks=args.snapshot_interval_blocks, block_size=args.block_size,
                               kv_cache_dtype=args.kv_cache_dtype, kv_cache_bytes=args.kv_cache_memory,
-                              speculative=speculative, llama_bench=args.llama_bench, timeline=args.timeline,
+                              speculative=speculative, llama_bench=args.llama_bench,
+                              llama_bench_args=llama_bench_args, timeline=args.timeline,
                               batch_invariant=args.batch_invariant, device=args.device)
     except (ValueError, OSError) as e:  # bad arguments and unreadable checkpoints: one line, no traceback
         print(f"attnzoo bench model: {e}", file=sys.stderr)
         return 1
     print(json.dumps(doc, indent=2) if args.json else format_report(doc))
-    return 0
+    failed = doc["llama_bench"] and doc["llama_bench"]["error"]
+    if failed:  # printed in the report too; the status tells a script that the side-by-side is missing
+        print(f"attnzoo bench model: {failed}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
