@@ -8,11 +8,12 @@
 # Everything lives outside the source tree, in $ATTNZOO_LLAMA_CACHE (default ~/.cache/attnzoo/llama.cpp):
 # the sdist, its unpacked copy and the CMake build; a second run reuses all three (the build is incremental).
 # LLAMA_CPP_PYTHON_VERSION picks the sdist; JOBS the build's parallelism (default: all cores, niced);
-# LLAMA_CMAKE_ARGS more CMake arguments (a build directory of their own), e.g. on an AMX CPU with g++ 12:
-#   LLAMA_CMAKE_ARGS='-DCMAKE_CXX_FLAGS=-fno-tree-dse'
-# g++ 12 declares _tile_loadconfig's operand as 8 bytes, so it drops the stores that fill the other 56 bytes of
-# ggml's tile configuration, and llama.cpp's AMX kernels (Q4_0 / Q8_0 / K-quants with its default --repack 1)
-# then die on SIGILL; without dead-store elimination the stores stay.
+# LLAMA_CMAKE_ARGS more CMake arguments (a build directory of their own). On an AMX CPU with g++ 12, llama.cpp's
+# AMX kernels (Q4_0 / Q8_0 / K-quants under its default --repack 1) die on SIGILL: g++ 12 declares
+# _tile_loadconfig's operand as 8 bytes, so the stores filling the rest of ggml's tile configuration are dropped
+# (even at -O1; no flag keeps them all). Its best build there leaves AMX out and keeps the repacked AVX-512 kernels:
+#   LLAMA_CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+#     -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON'
 set -euo pipefail
 
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
