@@ -54,14 +54,21 @@ inline void block_2x2(Tiles& t, size_t K2, const uint32_t* A, size_t lda, const 
     if constexpr (kTwoRows) t.template zero<2>();
     if constexpr (kTwoRows && kTwoCols) t.template zero<3>();
   }
+  // Each product follows the load of the last tile it needs, so the first product of a step starts while the
+  // step's other operands still load (four loads then four products measured 3-6% slower on Emerald Rapids).
+  // Every C tile still takes the steps, and its products, in the same order: the bits do not change.
   const auto step = [&](const uint32_t* a, size_t stride_a, const uint32_t* b, size_t stride_b) {
     t.template load<4>(a, stride_a);
-    if constexpr (kTwoRows) t.template load<5>(a + 16 * (stride_a / 4), stride_a);
     t.template load<6>(b, stride_b);
-    if constexpr (kTwoCols) t.template load<7>(b + 16, stride_b);
     t.template dp<0, 4, 6>();
-    if constexpr (kTwoCols) t.template dp<1, 4, 7>();
-    if constexpr (kTwoRows) t.template dp<2, 5, 6>();
+    if constexpr (kTwoCols) {
+      t.template load<7>(b + 16, stride_b);
+      t.template dp<1, 4, 7>();
+    }
+    if constexpr (kTwoRows) {
+      t.template load<5>(a + 16 * (stride_a / 4), stride_a);
+      t.template dp<2, 5, 6>();
+    }
     if constexpr (kTwoRows && kTwoCols) t.template dp<3, 5, 7>();
   };
   const size_t full = K2 / kTileRows * kTileRows;
