@@ -56,10 +56,11 @@ void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_
 // else vdpbf16ps); `panel` output rows per task. Needs bf16_dot_available().
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                       int64_t panel);
-// The bf16-products GEMMs (linear_gemm_bf16 calls) run so far in this process on each engine of bf16_pair_gemm:
-// what tests observe of the routing.
+// The bf16-products GEMMs (linear_gemm_bf16 calls) run so far in this process on each engine of bf16_pair_gemm,
+// and how many AMX ones copied W into aligned pairs rather than reading its rows in place (block formats, odd K,
+// rows off a 64-byte line): what tests observe of the routing.
 struct LinearBf16GemmCounts {
-  uint64_t amx = 0, vdpbf16ps = 0;
+  uint64_t amx = 0, vdpbf16ps = 0, amx_staged = 0;
 };
 LinearBf16GemmCounts linear_bf16_gemm_counts();
 // A dense [N, K] f32 / bf16 / f16 view as a QuantMatrix (F32 / BF16 / F16 rows).

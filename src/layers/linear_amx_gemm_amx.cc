@@ -1,16 +1,18 @@
 // linear_amx_gemm.h on the tile registers. Compiled for AMX (see CMakeLists.txt); reached only where
 // amx_bf16_enabled().
 //
-// Eight tiles as bf16_pair_gemm uses them: C 0..3 a 2x2 block of 16 x 16 f32 (32 rows of W x 32 tokens), A 4 / 5
-// two groups of 16 W rows, B 6 / 7 two groups of 16 tokens; each 16-pair step is four tdpbf16ps over four loads.
-// Unlike a bf16_pair_gemm call per reduction block, C stays in the tiles for the whole reduction (no round trip
-// through memory between blocks) and is stored once, to a 4 KiB buffer that is transposed into y.
+// bf16_pair_gemm's tile loop (amx_pair_gemm-inl.h's block_2x2) with W's rows as A and a 32-token group as B:
+// C 0..3 a 2x2 block of 16 x 16 f32 (32 rows of W x 32 tokens). Unlike a bf16_pair_gemm call per reduction
+// block, C stays in the tiles for the whole reduction (no round trip through memory between blocks), starts from
+// the bias broadcast along the tokens and is stored once, to a 4 KiB buffer that is transposed into y.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/amx.h"
+#include "kernels/common/amx_pair_gemm-inl.h"
+#include "kernels/common/amx_tile_registers.h"
 #include "kernels/common/bf16_dot.h"
 #include "layers/linear_amx_gemm.h"
 
@@ -18,56 +20,6 @@ namespace attnzoo {
 namespace {
 
 constexpr size_t kGroup = kAmxTokenGroup;
-
-// The shapes this call configures. Nothing is assumed of the configuration in force when the call starts (another
-// kernel or library in the thread may have set or released the tiles): the first configure() loads one.
-class TileConfigScope {
- public:
-  TileConfigScope() = default;
-  void configure(int r0, int r1) {
-    if (r0 == rows0_ && r1 == rows1_) return;
-    const AmxTileConfig cfg = amx_2x2_config(r0, r1);
-    amx_load_tile_config(cfg);
-    rows0_ = r0, rows1_ = r1;
-  }
-  TileConfigScope(const TileConfigScope&) = delete;
-  TileConfigScope& operator=(const TileConfigScope&) = delete;
-
- private:
-  int rows0_ = -1, rows1_ = -1;
-};
-
-// One 32 x 32 block of y^T over the whole reduction: C(r, t) = init(r) + sum_k w[r][k] . b[k][t], stored to
-// stage [32][32] f32. `init` [32][16] f32 (row r the bias of W row r) or null for zeros.
-template <bool kTwoRows, bool kTwoCols>
-void block(const uint32_t* w, size_t ldw, size_t K2p, const uint32_t* b, const float* init, float* stage) {
-  const size_t sw = ldw * 4, sb = kGroup * 4;
-  if (init) {
-    _tile_loadd(0, init, 64);
-    if constexpr (kTwoCols) _tile_loadd(1, init, 64);
-    if constexpr (kTwoRows) _tile_loadd(2, init + 16 * 16, 64);
-    if constexpr (kTwoRows && kTwoCols) _tile_loadd(3, init + 16 * 16, 64);
-  } else {
-    _tile_zero(0);
-    if constexpr (kTwoCols) _tile_zero(1);
-    if constexpr (kTwoRows) _tile_zero(2);
-    if constexpr (kTwoRows && kTwoCols) _tile_zero(3);
-  }
-  for (size_t k = 0; k < K2p; k += 16) {
-    _tile_loadd(4, w + k, sw);
-    if constexpr (kTwoRows) _tile_loadd(5, w + 16 * ldw + k, sw);
-    _tile_loadd(6, b + k * kGroup, sb);
-    if constexpr (kTwoCols) _tile_loadd(7, b + k * kGroup + 16, sb);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (kTwoCols) _tile_dpbf16ps(1, 4, 7);
-    if constexpr (kTwoRows) _tile_dpbf16ps(2, 5, 6);
-    if constexpr (kTwoRows && kTwoCols) _tile_dpbf16ps(3, 5, 7);
-  }
-  _tile_stored(0, stage, sb);
-  if constexpr (kTwoCols) _tile_stored(1, stage + 16, sb);
-  if constexpr (kTwoRows) _tile_stored(2, stage + 16 * kGroup, sb);
-  if constexpr (kTwoRows && kTwoCols) _tile_stored(3, stage + 16 * kGroup + 16, sb);
-}
 
 // y[t][r] = stage[r][t] for r < rows, t < tokens: each token's 16-row halves gathered down a column of stage.
 void transpose_out(const float* stage, size_t rows, size_t tokens, float* y, size_t ldy) {
@@ -101,27 +53,21 @@ void amx_transpose_activations(const uint32_t* x, size_t T, size_t K2, uint32_t*
 
 void amx_linear_rows(const uint32_t* w, size_t ldw, size_t rows, size_t K2p, const uint32_t* xt, size_t T,
                      const float* bias, float* y, size_t ldy) {
-  TileConfigScope tiles;
+  amx_detail::TileRegisters tiles;
   alignas(64) float stage[kGroup * kGroup];
-  alignas(64) float init[kGroup * 16];
+  alignas(64) float init[kGroup * 16];  // row i: the bias of W row r + i, 16 times (a tile row)
   for (size_t r = 0; r < rows; r += 32) {
     const int r0 = int(std::min<size_t>(16, rows - r)), r1 = int(std::min<size_t>(16, rows - std::min(rows, r + 16)));
     tiles.configure(r0, r1);
     if (bias)
       for (int i = 0; i < r0 + r1; ++i) std::fill_n(init + i * 16, 16, bias[r + size_t(i)]);
+    const amx_detail::BlockStart start = bias ? amx_detail::BlockStart{init, 16, 0} : amx_detail::BlockStart{};
     const uint32_t* wr = w + r * ldw;
     for (size_t g = 0; g * kGroup < T; ++g) {
       const size_t tokens = std::min(kGroup, T - g * kGroup);
-      const uint32_t* b = xt + g * K2p * kGroup;
-      const float* in = bias ? init : nullptr;
-      if (r1 && tokens > 16)
-        block<true, true>(wr, ldw, K2p, b, in, stage);
-      else if (r1)
-        block<true, false>(wr, ldw, K2p, b, in, stage);
-      else if (tokens > 16)
-        block<false, true>(wr, ldw, K2p, b, in, stage);
-      else
-        block<false, false>(wr, ldw, K2p, b, in, stage);
+      // K2p is a multiple of the tiles' 16 pairs: no ragged last step, so no tail copies.
+      amx_detail::block(tiles, r1 > 0, tokens > 16, K2p, wr, ldw, xt + g * K2p * kGroup, kGroup, nullptr, nullptr,
+                        0, start, stage, kGroup);
       transpose_out(stage, size_t(r0 + r1), tokens, y + g * kGroup * ldy + r, ldy);
     }
   }

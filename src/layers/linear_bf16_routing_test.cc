@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/amx.h"
 #include "core/batch_invariance.h"
@@ -180,6 +183,41 @@ TEST(LinearBf16Routing, AmxProjectionEqualsThePairGemm) {
       for (int64_t n = 0; n < N; ++n)
         ASSERT_EQ(got[size_t(t * N + n)], want[size_t(t * Np + n)]) << "K=" << K << " t=" << t << " n=" << n;
   }
+}
+
+// bf16 rows that do not start on a cache line (a safetensors tensor sits at an 8-byte offset) are copied into
+// aligned pairs for a long prompt, since every 64-byte tile row would straddle two lines, and read in place for a
+// short one (the copy would not pay for itself); both give the aligned weights' bits, bias, ragged N and T and
+// rows wider than N included.
+TEST(LinearBf16Routing, AmxRealignsRowsOffACacheLineForLongPrompts) {
+  if (!amx_bf16_enabled()) GTEST_SKIP() << "AMX tiles do not run here (" << amx_support().reason << ")";
+  const int64_t N = 37, K = 256, ldy = N + 3;
+  HostTensor w(DType::bf16, {N, K}, 14, 0.5f), b(DType::f32, {N}, 15, 1.f);
+  // The same rows twice: on a cache line, and 24 bytes past one.
+  const size_t bytes = size_t(N * K * 2);
+  std::vector<uint8_t> storage(2 * bytes + 192);
+  uint8_t* line = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  uint8_t* off = line + bytes + 64 - bytes % 64 + 24;
+  std::memcpy(line, w.view.data, bytes);
+  std::memcpy(off, w.view.data, bytes);
+  QuantMatrix aligned = dense_matrix(w.view), unaligned = aligned;
+  aligned.data = line;
+  unaligned.data = off;
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  for (int64_t T : {int64_t(100), int64_t(300)}) {
+    HostTensor x(DType::f32, {T, K}, 16 + uint64_t(T), 1.f);
+    std::vector<float> want(size_t(T * ldy), -7.f), got(size_t(T * ldy), -7.f);
+    linear_forward(aligned, b.view.ptr<float>(), x.view.ptr<float>(), T, want.data(), ldy, true);
+    const uint64_t before = linear_bf16_gemm_counts().amx_staged;
+    linear_forward(unaligned, b.view.ptr<float>(), x.view.ptr<float>(), T, got.data(), ldy, true);
+    EXPECT_EQ(linear_bf16_gemm_counts().amx_staged - before, T >= 256 ? 1u : 0u) << "T=" << T;
+    ASSERT_EQ(got, want) << "T=" << T;
+  }
+  const uint64_t before = linear_bf16_gemm_counts().amx_staged;
+  HostTensor x(DType::f32, {300, K}, 17, 1.f);
+  std::vector<float> y(size_t(300 * N));
+  linear_forward(aligned, nullptr, x.view.ptr<float>(), 300, y.data(), N, true);
+  EXPECT_EQ(linear_bf16_gemm_counts().amx_staged, before) << "aligned rows are read in place";
 }
 
 }  // namespace

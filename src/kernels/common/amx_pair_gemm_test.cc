@@ -158,6 +158,55 @@ TEST(AmxPairGemm, ConfiguresOnlyForARaggedLastGroup) {
   EXPECT_EQ(configures, 2);
 }
 
+// The projection's use of one block (linear_amx_gemm_amx.cc): C starts from a bias broadcast along the columns
+// ([32][16], col_step 0) and is stored to a buffer of its own pitch. The sums are pair_gemm's accumulating onto C
+// pre-filled with the bias, bit for bit; only the tiles the block's shape covers are stored.
+TEST(AmxPairGemm, ABlockStartsFromABroadcastBiasAndStoresWhereTold) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd;
+  for (size_t rows : {size_t(32), size_t(20), size_t(16), size_t(5)})
+    for (size_t cols : {size_t(32), size_t(16)})
+      for (size_t K2 : {size_t(16), size_t(48), size_t(40)}) {
+        const Case c{rows, 32, K2};
+        Operands o(c, rng);
+        std::vector<float> bias(32), init(32 * 16);
+        for (size_t r = 0; r < 32; ++r) {
+          bias[r] = nd(rng);
+          std::fill_n(init.begin() + long(r * 16), 16, bias[r]);
+        }
+        const size_t ld_stage = 40;
+        const float sentinel = -7.f;
+        std::vector<float> stage(32 * ld_stage, sentinel);
+        std::vector<uint32_t> a_tail(32 * 16), b_tail(16 * 32);
+        // The tail copies pair_gemm would make for a ragged reduction.
+        const size_t full = K2 / 16 * 16;
+        for (size_t m = 0; m < rows; ++m)
+          for (size_t k = 0; k < 16; ++k) a_tail[m * 16 + k] = full + k < K2 ? o.A[m * o.lda + full + k] : 0u;
+        for (size_t k = 0; k < 16; ++k)
+          for (size_t n = 0; n < 32; ++n) b_tail[k * 32 + n] = full + k < K2 ? o.B[(full + k) * o.ldb + n] : 0u;
+        ModelTiles tiles;
+        const int r0 = int(std::min<size_t>(16, rows)), r1 = int(rows > 16 ? rows - 16 : 0);
+        tiles.configure(r0, r1);
+        amx_detail::block(tiles, r1 > 0, cols > 16, K2, o.A.data(), o.lda, o.B.data(), o.ldb, a_tail.data(),
+                          b_tail.data(), 32, amx_detail::BlockStart{init.data(), 16, 0}, stage.data(), ld_stage);
+        // pair_gemm accumulating onto the bias: the same pair products in the same order.
+        Operands want = o;
+        for (size_t m = 0; m < rows; ++m)
+          for (size_t n = 0; n < o.ldc; ++n) want.C[m * o.ldc + n] = bias[m];
+        run_model({rows, cols, K2}, want, /*accumulate=*/true);
+        for (size_t m = 0; m < 32; ++m)
+          for (size_t n = 0; n < ld_stage; ++n) {
+            const float got = stage[m * ld_stage + n];
+            if (m >= rows || n >= cols) {
+              ASSERT_EQ(got, sentinel) << "stored outside the block at " << m << "," << n;
+              continue;
+            }
+            ASSERT_EQ(got, want.C[m * o.ldc + n]) << rows << "x" << cols << "x" << K2 << " at " << m << "," << n;
+            ASSERT_NEAR(got, bias[m] + reference(o, K2, m, n, false), 1e-5 * (1 + 2 * double(K2)));
+          }
+      }
+}
+
 // The tile registers compute what the model computes (bit for bit on Emerald Rapids; within a few units in the
 // last place of the sum's magnitude elsewhere); the public entry takes the tiles here.
 TEST(AmxPairGemm, TileRegistersEqualTheModel) {
