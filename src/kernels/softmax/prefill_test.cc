@@ -55,18 +55,24 @@ TEST(Prefill, SlidingWindow) {
   }
 }
 
-TEST(Prefill, SoftcapSinksAlibi) {
-  std::vector<float> sinks = {0.5f, -1.f, 2.f, 0.f}, slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
-  Case c{1, 130, 130, 4, 2, 64};
+// Soft-capping alone, then sinks, then sinks with ALiBi, a window and a stronger cap, each checked by `check` on a
+// 4-head case: the options' order of application is where a kernel would differ from the reference.
+template <class Check>
+void check_option_mixes(Case c, int64_t window, Check check) {
+  static const std::vector<float> sinks = {0.5f, -1.f, 2.f, 0.f}, slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
   c.opts.softcap = 5.f;
-  check_case(c);
+  check(c);
   c.opts.softcap = 0.f;
   c.opts.sinks = sinks.data();
-  check_case(c);
+  check(c);
   c.opts.alibi_slopes = slopes.data();
-  c.opts.window = 50;
+  c.opts.window = window;
   c.opts.softcap = 20.f;
-  check_case(c);
+  check(c);
+}
+
+TEST(Prefill, SoftcapSinksAlibi) {
+  check_option_mixes({1, 130, 130, 4, 2, 64}, 50, [](const Case& c) { check_case(c); });
 }
 
 TEST(Prefill, BlockSparse) {
@@ -123,17 +129,7 @@ TEST(Prefill, Bf16EveryFeature) {
     win.opts.window = w;
     check_bf16_case(win);
   }
-  std::vector<float> sinks = {0.5f, -1.f, 2.f, 0.f}, slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
-  Case f{1, 260, 260, 4, 2, 64, DType::bf16};
-  f.opts.softcap = 5.f;
-  check_bf16_case(f);
-  f.opts.softcap = 0.f;
-  f.opts.sinks = sinks.data();
-  check_bf16_case(f);
-  f.opts.alibi_slopes = slopes.data();
-  f.opts.window = 100;
-  f.opts.softcap = 20.f;
-  check_bf16_case(f);
+  check_option_mixes({1, 260, 260, 4, 2, 64, DType::bf16}, 100, [](const Case& c) { check_bf16_case(c); });
   BlockMask mask({.seq_len = 300, .block = 32, .local_blocks = 2, .global_tokens = 20, .stride = 4,
                   .random_blocks = 1, .seed = 7});
   Case sparse{1, 300, 300, 2, 2, 64, DType::bf16};
