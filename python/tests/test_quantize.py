@@ -149,6 +149,9 @@ def test_quantized_file_reads_back_everywhere(checkpoint, qtype, tmp_path_factor
             blocks = np.ascontiguousarray(gguf.quants.quantize(data, t.tensor_type)).view(np.uint8)
             assert np.array_equal(np.frombuffer(t.data.tobytes(), np.uint8), blocks.reshape(-1)), name
     field = lambda k: reader.fields[k].contents()  # noqa: E731
+    # every tensor on a 64-byte line (general.alignment 64, where llama.cpp's converter writes 32)
+    assert field("general.alignment") == 64 and reader.alignment == 64
+    assert all(t.data_offset % 64 == 0 for t in reader.tensors)
     assert field("general.architecture") == kind
     assert field(f"{kind}.block_count") == 2 and field(f"{kind}.attention.head_count_kv") == 2
     assert field("tokenizer.ggml.model") == "gpt2"

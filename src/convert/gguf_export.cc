@@ -447,7 +447,10 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   // ignores its tie_word_embeddings)
   const bool tied = !kimi && config_ties_embeddings(root, c, attention_free && !rwkv7);
 
-  GgufWriter w;
+  // Tensors on 64-byte lines, not llama.cpp's 32: a matrix row then starts a cache line wherever its row length
+  // allows, so the tile loads of an AMX GEMM (64-byte rows) and vector loads read one line, not two. Readers take the
+  // alignment from general.alignment.
+  GgufWriter w(64);
   w.add_string("general.architecture", gguf_arch);
   w.add_string("general.type", "model");
   std::filesystem::path dir_name = std::filesystem::path(src_dir).lexically_normal();
