@@ -54,6 +54,28 @@ TEST(Linear, GemvMatchesReferenceOnEveryTarget) {
   });
 }
 
+// Output rows wider than N (ldy > N, as a fused projection writes into a wider buffer): every token count the
+// GEMV serves, each row's N results against the reference and the columns past N left as they were.
+TEST(Linear, GemvWritesOnlyItsColumnsOfWiderRows) {
+  testing::for_each_target([](Target) {
+    for (DType dt : {DType::f32, DType::bf16})
+      for (int64_t T = 1; T <= 8; ++T) {
+        const int64_t N = 37, K = 150, ldy = N + 5;
+        HostTensor w(dt, {N, K}, 11 + uint64_t(T), 0.5f), x(DType::f32, {T, K}, 12 + uint64_t(T), 1.f);
+        HostTensor b(DType::f32, {N}, 13, 1.f);
+        std::vector<float> got(size_t(T * ldy), -7.f), want(size_t(T * N));
+        linear_reference(w.view, b.view.ptr<float>(), x.view.ptr<float>(), T, want.data(), N);
+        linear_gemv(w.view, b.view.ptr<float>(), x.view.ptr<float>(), T, got.data(), ldy);
+        for (int64_t t = 0; t < T; ++t) {
+          for (int64_t n = 0; n < N; ++n)
+            EXPECT_NEAR(got[size_t(t * ldy + n)], want[size_t(t * N + n)], 2e-4 * std::sqrt(double(K)))
+                << "T=" << T << " t=" << t << " n=" << n << " " << dtype_name(dt);
+          for (int64_t n = N; n < ldy; ++n) EXPECT_EQ(got[size_t(t * ldy + n)], -7.f) << "T=" << T << " t=" << t;
+        }
+      }
+  });
+}
+
 TEST(Linear, GemmMatchesReferenceOnEveryTarget) {
   testing::for_each_target([](Target) {
     for (DType dt : {DType::f32, DType::bf16})
