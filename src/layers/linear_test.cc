@@ -13,6 +13,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "layers/linear_kernels.h"
 #include "layers/mlp.h"
 #include "layers/matmul_precision.h"
 #include "testing/test_util.h"
@@ -72,6 +73,26 @@ TEST(Linear, GemvWritesOnlyItsColumnsOfWiderRows) {
                 << "T=" << T << " t=" << t << " n=" << n << " " << dtype_name(dt);
           for (int64_t n = N; n < ldy; ++n) EXPECT_EQ(got[size_t(t * ldy + n)], -7.f) << "T=" << T << " t=" << t;
         }
+      }
+  });
+}
+
+// A row's result does not depend on the rows its task holds beside it: a task's row count follows the thread
+// count, so a GEMV that took rows in groups (tried: pairs sharing each x load) would tie a row's bits to it. Bit
+// for bit, each row alone against the same row within the whole range.
+TEST(Linear, GemvRowResultIsTheSameAloneOrBesideOthers) {
+  testing::for_each_target([](Target) {
+    for (DType dt : {DType::f32, DType::bf16})
+      for (size_t T = 1; T <= 8; ++T) {
+        const size_t N = 9, K = 150;
+        HostTensor w(dt, {int64_t(N), int64_t(K)}, 21 + T, 0.5f), x(DType::f32, {int64_t(T), int64_t(K)}, 22 + T, 1.f);
+        HostTensor b(DType::f32, {int64_t(N)}, 23, 1.f);
+        std::vector<float> whole(T * N), alone(T * N);
+        gemv_rows({w.view.data, dt, K, x.view.ptr<float>(), T, 0, N, b.view.ptr<float>(), whole.data(), N});
+        for (size_t n = 0; n < N; ++n)
+          gemv_rows({w.view.data, dt, K, x.view.ptr<float>(), T, n, n + 1, b.view.ptr<float>(), alone.data(), N});
+        for (size_t i = 0; i < T * N; ++i)
+          EXPECT_EQ(whole[i], alone[i]) << "T=" << T << " t=" << i / N << " n=" << i % N << " " << dtype_name(dt);
       }
   });
 }
