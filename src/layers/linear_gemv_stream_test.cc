@@ -43,7 +43,6 @@ float read_all(const float* p, size_t n) {
 }
 
 TEST(Linear, DISABLED_BenchGemvStream) {
-  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "the plain read is AVX2";
   const bool one_thread = ThreadPool::global().num_threads() == 1;
   struct Shape {
     const char* name;

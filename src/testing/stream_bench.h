@@ -1,10 +1,12 @@
 #pragma once
 // For the by-hand decode-GEMV stream benchmarks: the thread's CPU time (other jobs on the machine do not count
-// against a kernel), and the plain read they hold their kernels to: four chains of vector
-// loads and adds and nothing else, streamed as the read probe of `attnzoo bench` streams (64-byte loads where
-// the CPU has AVX-512, ~5% above 32-byte ones on the Emerald Rapids; AVX2 elsewhere).
-#include <immintrin.h>
+// against a kernel), and the plain read they hold their kernels to: four chains of vector loads and adds and
+// nothing else, streamed as the read probe of `attnzoo bench` streams (64-byte loads where the CPU has AVX-512,
+// ~5% above 32-byte ones on the Emerald Rapids; AVX2 on other x86 CPUs; elsewhere C++ the compiler vectorizes).
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include <cstddef>
 
@@ -16,6 +18,7 @@ inline double thread_seconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 __attribute__((target("avx2"))) inline float stream_read_avx2(const float* p, size_t n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   for (size_t i = 0; i + 32 <= n; i += 32) {
@@ -44,5 +47,13 @@ __attribute__((target("avx512f"))) inline float stream_read_avx512(const float* 
 inline float stream_read(const float* p, size_t n) {
   return __builtin_cpu_supports("avx512f") ? stream_read_avx512(p, n) : stream_read_avx2(p, n);
 }
+#else
+inline float stream_read(const float* p, size_t n) {
+  float s[4] = {};
+  for (size_t i = 0; i + 64 <= n; i += 64)
+    for (size_t j = 0; j < 64; ++j) s[j % 4] += p[i + j];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+#endif
 
 }  // namespace attnzoo::testing
