@@ -33,6 +33,16 @@ HWY_INLINE VF LoadWeights(DF df, const T* HWY_RESTRICT p) {
 HWY_INLINE float Widen(float x) { return x; }
 HWY_INLINE float Widen(hwy::bfloat16_t x) { return hwy::F32FromBF16(x); }
 
+// How far ahead of its loads the GEMV asks for weights, into L2. The rows are one contiguous stream, yet the
+// hardware prefetchers alone left the GEMV reading it at ~55% of a plain read of the same bytes (Emerald Rapids;
+// a plain read issues one load per line, the GEMV a load, a widening, an x load and an FMA per 32 bytes, so fewer
+// lines are in flight). Measured on that CPU, bf16, K = 1024 and 3072, one thread: 2 KiB ahead 72%, 4 KiB 87-90%,
+// 4-16 KiB a plateau at 88-92%; into L1 (T0) instead of L2, 81-83%. 8 KiB sits in the middle of the plateau.
+constexpr size_t kPrefetchBytes = 8192;
+
+// Into L2 (x86 PREFETCHT1; GCC and Clang map locality 2 to it), read-only.
+HWY_INLINE void PrefetchWeights(const void* p) { __builtin_prefetch(p, 0, 2); }
+
 // Rows [n0, n1) of W dotted with kT token rows of x. Each weight vector is loaded once and used for every token,
 // so memory traffic is one pass over the rows whatever T is (T <= 8).
 template <class T, size_t kT>
@@ -40,20 +50,27 @@ HWY_INLINE void GemvRowsT(const T* HWY_RESTRICT w, size_t K, const float* HWY_RE
                           const float* HWY_RESTRICT bias, float* HWY_RESTRICT y, size_t ldy) {
   const DF df;
   const size_t L = hn::Lanes(df);
+  // kA accumulators per token, alternating vectors: with one, each FMA would wait on the previous one (4
+  // cycles per vector, slower than memory for T = 1).
+  constexpr size_t kA = kT == 1 ? 4 : kT == 2 ? 2 : 1;
+  // One prefetch per 64-byte line of the step's weights (at least one per step). Rows are adjacent, so the
+  // prefetch runs on into the next rows, and past the task's last row into the next task's (harmless: a
+  // prefetch never faults).
+  const size_t step_bytes = kA * L * sizeof(T);
   for (size_t n = n0; n < n1; ++n) {
     const T* HWY_RESTRICT row = w + n * K;
-    // kA accumulators per token, alternating vectors: with one, each FMA would wait on the previous one (4
-    // cycles per vector, slower than memory for T = 1).
-    constexpr size_t kA = kT == 1 ? 4 : kT == 2 ? 2 : 1;
     VF acc[kT][kA];
     for (size_t t = 0; t < kT; ++t)
       for (size_t a = 0; a < kA; ++a) acc[t][a] = hn::Zero(df);
     size_t k = 0;
-    for (; k + kA * L <= K; k += kA * L)
+    for (; k + kA * L <= K; k += kA * L) {
+      const char* ahead = reinterpret_cast<const char*>(row + k) + kPrefetchBytes;
+      for (size_t b = 0; b < step_bytes; b += 64) PrefetchWeights(ahead + b);
       for (size_t a = 0; a < kA; ++a) {
         const VF wv = LoadWeights(df, row + k + a * L);
         for (size_t t = 0; t < kT; ++t) acc[t][a] = hn::MulAdd(wv, hn::LoadU(df, x + t * K + k + a * L), acc[t][a]);
       }
+    }
     for (; k + L <= K; k += L) {
       const VF wv = LoadWeights(df, row + k);
       for (size_t t = 0; t < kT; ++t) acc[t][0] = hn::MulAdd(wv, hn::LoadU(df, x + t * K + k), acc[t][0]);

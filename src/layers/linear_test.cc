@@ -13,6 +13,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "layers/linear_kernels.h"
 #include "layers/mlp.h"
 #include "layers/matmul_precision.h"
 #include "testing/test_util.h"
@@ -51,6 +52,48 @@ TEST(Linear, GemvMatchesReferenceOnEveryTarget) {
         for (auto [N, K] :
              std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 3}, {33, 70}, {33, 100}, {130, 64}, {64, 257}})
           check_case({T, N, K, dt, T % 2 == 1}, 0);
+  });
+}
+
+// Output rows wider than N (ldy > N, as a fused projection writes into a wider buffer): every token count the
+// GEMV serves, each row's N results against the reference and the columns past N left as they were.
+TEST(Linear, GemvWritesOnlyItsColumnsOfWiderRows) {
+  testing::for_each_target([](Target) {
+    for (DType dt : {DType::f32, DType::bf16})
+      for (int64_t T = 1; T <= 8; ++T) {
+        const int64_t N = 37, K = 150, ldy = N + 5;
+        HostTensor w(dt, {N, K}, 11 + uint64_t(T), 0.5f), x(DType::f32, {T, K}, 12 + uint64_t(T), 1.f);
+        HostTensor b(DType::f32, {N}, 13, 1.f);
+        std::vector<float> got(size_t(T * ldy), -7.f), want(size_t(T * N));
+        linear_reference(w.view, b.view.ptr<float>(), x.view.ptr<float>(), T, want.data(), N);
+        linear_gemv(w.view, b.view.ptr<float>(), x.view.ptr<float>(), T, got.data(), ldy);
+        for (int64_t t = 0; t < T; ++t) {
+          for (int64_t n = 0; n < N; ++n)
+            EXPECT_NEAR(got[size_t(t * ldy + n)], want[size_t(t * N + n)], 2e-4 * std::sqrt(double(K)))
+                << "T=" << T << " t=" << t << " n=" << n << " " << dtype_name(dt);
+          for (int64_t n = N; n < ldy; ++n) EXPECT_EQ(got[size_t(t * ldy + n)], -7.f) << "T=" << T << " t=" << t;
+        }
+      }
+  });
+}
+
+// A row's result does not depend on the rows its task holds beside it: a task's row count follows the thread
+// count, so a GEMV that took rows in groups (tried: pairs sharing each x load) would tie a row's bits to it. Bit
+// for bit, each row alone against the same row within the whole range.
+TEST(Linear, GemvRowResultIsTheSameAloneOrBesideOthers) {
+  testing::for_each_target([](Target) {
+    for (DType dt : {DType::f32, DType::bf16})
+      for (size_t T = 1; T <= 8; ++T) {
+        const size_t N = 9, K = 150;
+        HostTensor w(dt, {int64_t(N), int64_t(K)}, 21 + T, 0.5f), x(DType::f32, {int64_t(T), int64_t(K)}, 22 + T, 1.f);
+        HostTensor b(DType::f32, {int64_t(N)}, 23, 1.f);
+        std::vector<float> whole(T * N), alone(T * N);
+        gemv_rows({w.view.data, dt, K, x.view.ptr<float>(), T, 0, N, b.view.ptr<float>(), whole.data(), N});
+        for (size_t n = 0; n < N; ++n)
+          gemv_rows({w.view.data, dt, K, x.view.ptr<float>(), T, n, n + 1, b.view.ptr<float>(), alone.data(), N});
+        for (size_t i = 0; i < T * N; ++i)
+          EXPECT_EQ(whole[i], alone[i]) << "T=" << T << " t=" << i / N << " n=" << i % N << " " << dtype_name(dt);
+      }
   });
 }
 
