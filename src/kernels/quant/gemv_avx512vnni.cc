@@ -277,8 +277,9 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
       if (kFmt == Fmt32::Q8_0) {
         w[c] = _mm512_xor_si512(v, _mm512_set1_epi8(char(0x80)));
       } else {
+        // the high nibbles stay in place (16 q): their chain's sum is shifted once per block, not each slice
         w[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
-        w[4 + c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+        w[4 + c] = _mm512_and_si512(v, _mm512_set1_epi8(char(0xF0)));
       }
     }
     for (size_t t = 0; t < kT; ++t) {
@@ -294,6 +295,7 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
         s1 = _mm512_dpbusd_epi32(s1, w[4 + c], _mm512_set1_epi32(int(load_u32(reinterpret_cast<const uint8_t*>(x + e1)))));
       }
       const float dx = a.d[(t0 + t) * (K / 32) + b];
+      if (kFmt != Fmt32::Q8_0) s1 = _mm512_srai_epi32(s1, 4);  // exact: 16 times the high nibbles' sum
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
       if (kFmt == Fmt32::Q4_1) acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(a.dsum32[(t0 + t) * (K / 32) + b]), acc[t]);
     }
@@ -364,7 +366,7 @@ template <size_t kT>
 void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, size_t ld8, size_t t0, float* out,
                     size_t ldo) {
   constexpr size_t kUnit = 16 * 144;
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
   const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m48 = _mm_set1_epi8(0x30);
   __m512 acc[kT];
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
@@ -395,7 +397,7 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
         const uint8_t* v = u + kQ4KValuesAt + 64 * (8 * c + s);
         _mm_prefetch(reinterpret_cast<const char*>(v + kPrefetch), _MM_HINT_T0);
         const __m512i q = _mm512_loadu_si512(v);
-        const __m512i wl = _mm512_and_si512(q, low4), wh = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+        const __m512i wl = _mm512_and_si512(q, low4), wh = _mm512_and_si512(q, high4);  // wh: 16 q, in place
         for (size_t t = 0; t < kT; ++t) {
           const uint8_t* x = reinterpret_cast<const uint8_t*>(a.xs8 + (t0 + t) * ld8 + 256 * blk + 64 * c + 4 * s);
           lo[t][s % kChains] = _mm512_dpbusd_epi32(lo[t][s % kChains], wl, _mm512_set1_epi32(int(load_u32(x))));
@@ -408,7 +410,7 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
       for (size_t t = 0; t < kT; ++t) {
         const size_t b32 = (t0 + t) * (K / 32) + 8 * blk + 2 * c;
         const __m512 il = _mm512_cvtepi32_ps(_mm512_add_epi32(lo[t][0], lo[t][1]));
-        const __m512 ih = _mm512_cvtepi32_ps(_mm512_add_epi32(hi[t][0], hi[t][1]));
+        const __m512 ih = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_add_epi32(hi[t][0], hi[t][1]), 4));
         acc[t] = _mm512_fmadd_ps(il, _mm512_mul_ps(sc_lo, _mm512_set1_ps(a.d[b32])), acc[t]);
         acc[t] = _mm512_fmadd_ps(ih, _mm512_mul_ps(sc_hi, _mm512_set1_ps(a.d[b32 + 1])), acc[t]);
         acc[t] = _mm512_fnmadd_ps(mn_lo, _mm512_set1_ps(a.dsum32[b32]), acc[t]);

@@ -1,0 +1,121 @@
+// The regrouped VNNI rows (row_groups.h) hold llama.cpp's numerics bit for bit: each block's (or sub-block's)
+// integer dot exact, then one f32 FMA per block with d_w d_x, in block order; here that sequence is written out
+// in scalar code and compared with memcmp, so that a change of unpacking (the high nibbles' chain kept in place
+// and shifted once, say) must leave every output bit as it was, and a change of operation order shows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/quant_blocks.h"
+#include "kernels/quant/row_groups.h"
+#include "testing/random_blocks.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+struct Activations {
+  std::vector<int16_t> q;
+  std::vector<float> d, dsum16, dsum32;
+  std::vector<int32_t> xsum16;
+};
+
+Activations quantized(const float* x, size_t T, size_t K) {
+  Activations a{std::vector<int16_t>(T * K), std::vector<float>(T * K / 32), std::vector<float>(T * K / 16),
+                std::vector<float>(T * K / 32), std::vector<int32_t>(T * K / 16)};
+  quantize_activations(x, T, K, QuantActivationsOut{.q = a.q.data(), .d = a.d.data(), .dsum16 = a.dsum16.data(),
+                                                    .dsum32 = a.dsum32.data(), .xsum16 = a.xsum16.data(),
+                                                    .xs8 = nullptr, .dx8 = nullptr, .xsum4_neg8 = nullptr,
+                                                    .xsum4_neg128 = nullptr, .dxsum4 = nullptr, .ld8 = 0});
+  return a;
+}
+
+// Row `row` (GGUF blocks) against token t, in the regrouped kernels' order.
+float expected(QuantType type, const uint8_t* row, size_t K, const Activations& a, size_t t) {
+  const int16_t* x = a.q.data() + t * K;
+  const float* d = a.d.data() + t * (K / 32);
+  float acc = 0.f;
+  if (type == QuantType::Q4_K) {
+    for (size_t blk = 0; blk < K / 256; ++blk) {
+      const uint8_t* b = row + 144 * blk;
+      const float dw = load_half(b), dmin = load_half(b + 2);
+      for (int c = 0; c < 4; ++c) {
+        int32_t isum[2] = {};
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t q = b[16 + 32 * c + l];
+          isum[0] += (q & 15) * x[256 * blk + 64 * c + l];
+          isum[1] += (q >> 4) * x[256 * blk + 64 * c + 32 + l];
+        }
+        const size_t b32 = 8 * blk + 2 * size_t(c);
+        const KScaleMin lo = k_scale_min(b + 4, 2 * c), hi = k_scale_min(b + 4, 2 * c + 1);
+        acc = std::fma(float(isum[0]), dw * float(lo.scale) * d[b32], acc);
+        acc = std::fma(float(isum[1]), dw * float(hi.scale) * d[b32 + 1], acc);
+        acc = std::fma(-(dmin * float(lo.min)), a.dsum32[t * (K / 32) + b32], acc);
+        acc = std::fma(-(dmin * float(hi.min)), a.dsum32[t * (K / 32) + b32 + 1], acc);
+      }
+    }
+    return acc;
+  }
+  if (type == QuantType::Q6_K) {
+    for (size_t blk = 0; blk < K / 256; ++blk) {
+      const uint8_t* b = row + 210 * blk;
+      const float dw = load_half(b + 208);
+      for (int h = 0; h < 2; ++h)
+        for (int p = 0; p < 2; ++p)
+          for (int j = 0; j < 4; ++j) {
+            int32_t isum = 0;
+            for (int l = 16 * p; l < 16 * p + 16; ++l) {  // element 128h + 32j + l, sub-block 8h + 2j + p
+              const uint8_t ql = b[64 * h + 32 * (j % 2) + l], qh = b[128 + 32 * h + l];
+              const int q = ((j < 2 ? ql & 15 : ql >> 4) | (((qh >> (2 * j)) & 3) << 4)) - 32;
+              isum += q * x[256 * blk + 128 * size_t(h) + 32 * size_t(j) + size_t(l)];
+            }
+            const float sc = dw * float(int8_t(b[192 + 8 * h + 2 * j + p]));
+            acc = std::fma(float(isum), sc * d[8 * blk + 4 * size_t(h) + size_t(j)], acc);
+          }
+    }
+    return acc;
+  }
+  const size_t bytes = type == QuantType::Q8_0 ? 34 : type == QuantType::Q4_1 ? 20 : 18;
+  const size_t head = type == QuantType::Q4_1 ? 4 : 2;
+  for (size_t blk = 0; blk < K / 32; ++blk) {
+    const uint8_t* b = row + bytes * blk;
+    int32_t isum = 0;
+    for (size_t i = 0; i < 32; ++i) {
+      const int w = type == QuantType::Q8_0   ? int(int8_t(b[head + i]))
+                    : type == QuantType::Q4_0 ? (i < 16 ? b[head + i] & 15 : b[head + i - 16] >> 4) - 8
+                                              : (i < 16 ? b[head + i] & 15 : b[head + i - 16] >> 4);
+      isum += w * x[32 * blk + i];
+    }
+    acc = std::fma(float(isum), load_half(b) * d[blk], acc);
+    if (type == QuantType::Q4_1) acc = std::fma(load_half(b + 2), a.dsum32[t * (K / 32) + blk], acc);
+  }
+  return acc;
+}
+
+TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
+  if (!quant_gemv_vnni_enabled()) GTEST_SKIP() << "the regrouped rows run on AVX-512 VNNI only";
+  for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    const int64_t N = 32, K = type == QuantType::Q4_K || type == QuantType::Q6_K ? 512 : 96;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 31 + uint64_t(type));
+    const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
+    std::vector<uint8_t> bytes(raw.size());
+    const QuantMatrix grouped = to_row_groups(gguf, bytes.data());
+    for (int64_t T = 1; T <= 5; ++T) {  // 1-4 tokens at once, and 4 + 1
+      testing::HostTensor x(DType::f32, {T, K}, 40 + uint64_t(T));
+      std::vector<float> got(size_t(T * N)), want(got.size());
+      quant_gemv(grouped, nullptr, x.view.ptr<float>(), T, got.data(), N);
+      const Activations a = quantized(x.view.ptr<float>(), size_t(T), size_t(K));
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t n = 0; n < N; ++n)
+          want[size_t(t * N + n)] = expected(type, gguf.row(n), size_t(K), a, size_t(t)) + 0.f;
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+          << quant_type_name(type) << " T=" << T << ": first " << got[0] << " vs " << want[0];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo
