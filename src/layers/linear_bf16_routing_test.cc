@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#endif
+
 #include "core/amx.h"
 #include "core/batch_invariance.h"
 #include "core/bf16_dot.h"
@@ -218,6 +222,56 @@ TEST(LinearBf16Routing, AmxRealignsRowsOffACacheLineForLongPrompts) {
   std::vector<float> y(size_t(300 * N));
   linear_forward(aligned, nullptr, x.view.ptr<float>(), 300, y.data(), N, true);
   EXPECT_EQ(linear_bf16_gemm_counts().amx_staged, before) << "aligned rows are read in place";
+}
+
+// The activations' bf16 pairs and their transpose live in scratch that the calling thread keeps between calls:
+// a prefill's projections stop faulting fresh pages in each call (the observable: the process's minor page
+// faults over repeated calls, a small fraction of one call's buffers), and a call after a larger one, whose
+// leftovers fill the scratch, still gives the bits of the pair GEMM.
+TEST(LinearBf16Routing, PrefillScratchIsReusedAcrossCalls) {
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  const uint64_t before = gemms_on("AMX tiles") + gemms_on("vdpbf16ps");
+  {
+    HostTensor w(DType::bf16, {8, 64}, 1, 0.5f), x(DType::f32, {80, 64}, 2, 1.f);
+    std::vector<float> y(size_t(80 * 8));
+    linear_forward(dense_matrix(w.view), nullptr, x.view.ptr<float>(), 80, y.data(), 8, true);
+  }
+  if (gemms_on("AMX tiles") + gemms_on("vdpbf16ps") == before)
+    GTEST_SKIP() << "no bf16 tile GEMM runs on this target";
+#ifdef __linux__
+  const int64_t T = 512, K = 1024, N = 32;
+  HostTensor w(DType::bf16, {N, K}, 3, 0.5f), x(DType::f32, {T, K}, 4, 1.f);
+  std::vector<float> y(size_t(T * N));
+  const auto minor_faults = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return int64_t(u.ru_minflt);
+  };
+  linear_forward(dense_matrix(w.view), nullptr, x.view.ptr<float>(), T, y.data(), N, true);  // grows the scratch
+  const int64_t f0 = minor_faults();
+  for (int i = 0; i < 4; ++i) linear_forward(dense_matrix(w.view), nullptr, x.view.ptr<float>(), T, y.data(), N, true);
+  const int64_t call_pages = T * K * 2 / 4096;  // the pairs alone, 256 pages; their transpose as many again
+  EXPECT_LT(minor_faults() - f0, call_pages / 4) << "4 calls faulted pages in: scratch allocated per call";
+#endif
+  if (!amx_bf16_enabled()) return;
+  for (int64_t K2small : {int64_t(99), int64_t(40)}) {  // K = 99: an odd last pair and padded reductions
+    const int64_t Ts = 45, Ns = 37, Ks = K2small, K2 = (Ks + 1) / 2, Np = (Ns + 15) / 16 * 16;
+    HostTensor ws(DType::bf16, {Ns, Ks}, 5, 0.5f), xs(DType::f32, {Ts, Ks}, 6, 1.f);
+    std::vector<uint32_t> xp(size_t(Ts * K2)), wp(size_t(Ns * K2)), wt(size_t(K2 * Np));
+    for (int64_t t = 0; t < Ts; ++t)
+      pack_f32_to_bf16_pairs(xs.view.ptr<float>() + t * Ks, size_t(Ks), xp.data() + t * K2);
+    std::vector<float> wf(size_t(Ns * Ks));
+    for (int64_t i = 0; i < Ns * Ks; ++i) wf[size_t(i)] = load_as_f32(ws.view.data, DType::bf16, i);
+    for (int64_t n = 0; n < Ns; ++n) pack_f32_to_bf16_pairs(wf.data() + n * Ks, size_t(Ks), wp.data() + n * K2);
+    transpose_pairs(wp.data(), size_t(K2), size_t(Ns), size_t(K2), wt.data(), size_t(Np));
+    std::vector<float> want(size_t(Ts * Np), 0.f), got(size_t(Ts * Ns));
+    bf16_pair_gemm_amx(size_t(Ts), size_t(Np), size_t(K2), xp.data(), size_t(K2), wt.data(), size_t(Np), want.data(),
+                       size_t(Np), /*accumulate=*/true);
+    linear_forward(dense_matrix(ws.view), nullptr, xs.view.ptr<float>(), Ts, got.data(), Ns, true);
+    for (int64_t t = 0; t < Ts; ++t)
+      for (int64_t n = 0; n < Ns; ++n)
+        ASSERT_EQ(got[size_t(t * Ns + n)], want[size_t(t * Np + n)]) << "K=" << Ks << " t=" << t << " n=" << n;
+  }
 }
 
 }  // namespace
