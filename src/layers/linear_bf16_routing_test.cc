@@ -274,5 +274,42 @@ TEST(LinearBf16Routing, PrefillScratchIsReusedAcrossCalls) {
   }
 }
 
+// Projections of one input that all take the bf16 GEMM (q / k / v, gate / up at a prefill) round it to bf16
+// pairs once between them, with forward()'s bits one by one: ragged N, a bias, bf16 and f32 weights, a token count
+// on the AMX path and one on the few-rows path of vdpbf16ps. One token takes the GEMV: nothing is prepared.
+TEST(LinearBf16Routing, SharedInputIsRoundedOnceForItsProjections) {
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  const int64_t K = 96;
+  HostTensor wq(DType::bf16, {40, K}, 21, 0.5f), wk(DType::f32, {24, K}, 22, 0.5f), wv(DType::bf16, {24, K}, 23, 0.5f),
+      bq(DType::f32, {40}, 24, 1.f);
+  const Linear q = Linear::from_weights(wq.view, bq.view, "q"), k = Linear::from_weights(wk.view, {}, "k"),
+               v = Linear::from_weights(wv.view, {}, "v");
+  for (int64_t T : {int64_t(50), int64_t(300)}) {
+    HostTensor x(DType::f32, {T, K}, 25 + uint64_t(T), 1.f);
+    std::vector<float> want_q(size_t(T * 40)), want_k(size_t(T * 24)), want_v(size_t(T * 24));
+    q.forward(x.view.ptr<float>(), T, want_q.data());
+    k.forward(x.view.ptr<float>(), T, want_k.data());
+    v.forward(x.view.ptr<float>(), T, want_v.data());
+    const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+    std::vector<float> got_q(want_q.size(), -7.f), got_k(want_k.size(), -7.f), got_v(want_v.size(), -7.f);
+    Linear::forward_shared({{&q, got_q.data()}, {&k, got_k.data()}, {&v, got_v.data()}}, x.view.ptr<float>(), T);
+    const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
+    if (after.amx + after.vdpbf16ps == before.amx + before.vdpbf16ps)
+      GTEST_SKIP() << "no bf16 tile GEMM runs on this target";
+    EXPECT_EQ(after.amx + after.vdpbf16ps - before.amx - before.vdpbf16ps, 3u) << "T=" << T;
+    EXPECT_EQ(after.prepared - before.prepared, 1u) << "T=" << T;
+    ASSERT_EQ(got_q, want_q) << "T=" << T;
+    ASSERT_EQ(got_k, want_k) << "T=" << T;
+    ASSERT_EQ(got_v, want_v) << "T=" << T;
+  }
+  HostTensor x(DType::f32, {1, K}, 26, 1.f);
+  std::vector<float> want(40), got(40, -7.f), other(24);
+  q.forward(x.view.ptr<float>(), 1, want.data());
+  const uint64_t before = linear_bf16_gemm_counts().prepared;
+  Linear::forward_shared({{&q, got.data()}, {&k, other.data()}}, x.view.ptr<float>(), 1);
+  EXPECT_EQ(linear_bf16_gemm_counts().prepared, before);
+  ASSERT_EQ(got, want);
+}
+
 }  // namespace
 }  // namespace attnzoo
