@@ -1,7 +1,8 @@
 // Prefill projections with bf16 products (matmul_precision.h: "medium", or "auto" for block-quantized and
 // bf16-stored weights): y = x W^T on AMX tiles (amx_gemm, linear_amx_gemm.h) where the CPU has them, else on
 // AVX-512-BF16 (vdpbf16ps) tiles as follows.
-// x is rounded to bf16 pairs once per call. Few rows (few_rows): W is the A operand as it lies. Otherwise each
+// x is rounded to bf16 pairs once per call (prepare_bf16_activations; or once for several projections of the same x,
+// Linear::forward_shared). Few rows (few_rows): W is the A operand as it lies. Otherwise each
 // task takes a panel of W's rows, transposes it into the
 // [K/2][N] pair layout the tile kernel multiplies against (with gathers: see transpose_pairs), and multiplies it
 // block by block: kKc pairs of the

@@ -162,25 +162,33 @@ TEST(LinearBf16Routing, ATokensRowDoesNotDependOnTheRowsBesideIt) {
   }
 }
 
+// x [T, K] times bf16 w [N, K] (+ bias) by bf16_pair_gemm_amx over W transposed to pairs: [T][N rounded to 16].
+std::vector<float> pair_gemm_on_amx(const HostTensor& w, const HostTensor& x, const float* bias) {
+  const int64_t N = w.view.shape[0], K = w.view.shape[1], T = x.view.shape[0], K2 = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+  std::vector<uint32_t> xp(size_t(T * K2)), wp(size_t(N * K2)), wt(size_t(K2 * Np));
+  for (int64_t t = 0; t < T; ++t) pack_f32_to_bf16_pairs(x.view.ptr<float>() + t * K, size_t(K), xp.data() + t * K2);
+  std::vector<float> wf(size_t(N * K));
+  for (int64_t i = 0; i < N * K; ++i) wf[size_t(i)] = load_as_f32(w.view.data, DType::bf16, i);
+  for (int64_t n = 0; n < N; ++n) pack_f32_to_bf16_pairs(wf.data() + n * K, size_t(K), wp.data() + n * K2);
+  transpose_pairs(wp.data(), size_t(K2), size_t(N), size_t(K2), wt.data(), size_t(Np));
+  std::vector<float> want(size_t(T * Np));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < Np; ++n) want[size_t(t * Np + n)] = n < N && bias ? bias[n] : 0.f;
+  bf16_pair_gemm_amx(size_t(T), size_t(Np), size_t(K2), xp.data(), size_t(K2), wt.data(), size_t(Np), want.data(),
+                     size_t(Np), /*accumulate=*/true);
+  return want;
+}
+
 // On AMX the projection keeps C in the tiles over the whole reduction with W as the A operand; bf16_pair_gemm
 // (the primitive the vdpbf16ps path and attention use) multiplies x as A against W transposed, a reduction block at
 // a time through memory. The same pair products added in the same order: the same bits, ragged shapes included.
 TEST(LinearBf16Routing, AmxProjectionEqualsThePairGemm) {
   if (!amx_bf16_enabled()) GTEST_SKIP() << "AMX tiles do not run here (" << amx_support().reason << ")";
   for (int64_t K : {int64_t(99), int64_t(256), int64_t(544)}) {
-    const int64_t T = 45, N = 37, K2 = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+    const int64_t T = 45, N = 37, Np = (N + 15) / 16 * 16;
     HostTensor w(DType::bf16, {N, K}, 11, 0.5f), x(DType::f32, {T, K}, 12, 1.f), b(DType::f32, {N}, 13, 1.f);
-    std::vector<uint32_t> xp(size_t(T * K2)), wp(size_t(N * K2)), wt(size_t(K2 * Np));
-    for (int64_t t = 0; t < T; ++t) pack_f32_to_bf16_pairs(x.view.ptr<float>() + t * K, size_t(K), xp.data() + t * K2);
-    std::vector<float> wf(size_t(N * K));
-    for (int64_t i = 0; i < N * K; ++i) wf[size_t(i)] = load_as_f32(w.view.data, DType::bf16, i);
-    for (int64_t n = 0; n < N; ++n) pack_f32_to_bf16_pairs(wf.data() + n * K, size_t(K), wp.data() + n * K2);
-    transpose_pairs(wp.data(), size_t(K2), size_t(N), size_t(K2), wt.data(), size_t(Np));
-    std::vector<float> want(size_t(T * Np)), got(size_t(T * N));
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t n = 0; n < Np; ++n) want[size_t(t * Np + n)] = n < N ? b.view.ptr<float>()[n] : 0.f;
-    bf16_pair_gemm_amx(size_t(T), size_t(Np), size_t(K2), xp.data(), size_t(K2), wt.data(), size_t(Np), want.data(),
-                       size_t(Np), /*accumulate=*/true);
+    const std::vector<float> want = pair_gemm_on_amx(w, x, b.view.ptr<float>());
+    std::vector<float> got(size_t(T * N));
     const ScopedMatmulPrecision medium(MatmulPrecision::medium);
     linear_forward(dense_matrix(w.view), b.view.ptr<float>(), x.view.ptr<float>(), T, got.data(), N, true);
     for (int64_t t = 0; t < T; ++t)
@@ -254,19 +262,11 @@ TEST(LinearBf16Routing, PrefillScratchIsReusedAcrossCalls) {
   EXPECT_LT(minor_faults() - f0, call_pages / 4) << "4 calls faulted pages in: scratch allocated per call";
 #endif
   if (!amx_bf16_enabled()) return;
-  for (int64_t K2small : {int64_t(99), int64_t(40)}) {  // K = 99: an odd last pair and padded reductions
-    const int64_t Ts = 45, Ns = 37, Ks = K2small, K2 = (Ks + 1) / 2, Np = (Ns + 15) / 16 * 16;
+  for (int64_t Ks : {int64_t(99), int64_t(40)}) {  // K = 99: an odd last pair and padded reductions
+    const int64_t Ts = 45, Ns = 37, Np = (Ns + 15) / 16 * 16;
     HostTensor ws(DType::bf16, {Ns, Ks}, 5, 0.5f), xs(DType::f32, {Ts, Ks}, 6, 1.f);
-    std::vector<uint32_t> xp(size_t(Ts * K2)), wp(size_t(Ns * K2)), wt(size_t(K2 * Np));
-    for (int64_t t = 0; t < Ts; ++t)
-      pack_f32_to_bf16_pairs(xs.view.ptr<float>() + t * Ks, size_t(Ks), xp.data() + t * K2);
-    std::vector<float> wf(size_t(Ns * Ks));
-    for (int64_t i = 0; i < Ns * Ks; ++i) wf[size_t(i)] = load_as_f32(ws.view.data, DType::bf16, i);
-    for (int64_t n = 0; n < Ns; ++n) pack_f32_to_bf16_pairs(wf.data() + n * Ks, size_t(Ks), wp.data() + n * K2);
-    transpose_pairs(wp.data(), size_t(K2), size_t(Ns), size_t(K2), wt.data(), size_t(Np));
-    std::vector<float> want(size_t(Ts * Np), 0.f), got(size_t(Ts * Ns));
-    bf16_pair_gemm_amx(size_t(Ts), size_t(Np), size_t(K2), xp.data(), size_t(K2), wt.data(), size_t(Np), want.data(),
-                       size_t(Np), /*accumulate=*/true);
+    const std::vector<float> want = pair_gemm_on_amx(ws, xs, nullptr);
+    std::vector<float> got(size_t(Ts * Ns));
     linear_forward(dense_matrix(ws.view), nullptr, xs.view.ptr<float>(), Ts, got.data(), Ns, true);
     for (int64_t t = 0; t < Ts; ++t)
       for (int64_t n = 0; n < Ns; ++n)
