@@ -32,9 +32,10 @@ constexpr size_t kKc = 128;  // reduction pairs per block
 constexpr size_t kMc = 192;  // activation rows per block (a multiple of the tile kernel's 6)
 
 // The activations as bf16 pairs and their transpose (prepare_bf16_activations), held per calling thread and grown
-// once: allocated fresh per call, each projection of a prefill faulted its megabytes of new pages in (perf, 512-token Qwen3-0.6B prefill,
-// one thread: ~2% of the time in the kernel's page-fault path, under the transposes). Tasks on other threads reach
-// them through the pointer returned, never by name (a thread_local named in a task is that worker's own).
+// once: allocated fresh per call, each projection of a prefill faulted its megabytes of new pages in (perf,
+// 512-token Qwen3-0.6B prefill, one thread: ~2% of the time in the kernel's page-fault path, under the
+// transposes). Tasks on other threads reach them through the pointer returned, never by name (a thread_local
+// named in a task is that worker's own).
 enum class Scratch { pairs, transposed };
 uint32_t* caller_scratch(Scratch which, size_t n) {
   thread_local AlignedBuffer<uint32_t> buffers[2];

@@ -164,7 +164,8 @@ TEST(LinearBf16Routing, ATokensRowDoesNotDependOnTheRowsBesideIt) {
 
 // x [T, K] times bf16 w [N, K] (+ bias) by bf16_pair_gemm_amx over W transposed to pairs: [T][N rounded to 16].
 std::vector<float> pair_gemm_on_amx(const HostTensor& w, const HostTensor& x, const float* bias) {
-  const int64_t N = w.view.shape[0], K = w.view.shape[1], T = x.view.shape[0], K2 = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+  const int64_t N = w.view.shape[0], K = w.view.shape[1], T = x.view.shape[0];
+  const int64_t K2 = (K + 1) / 2, Np = (N + 15) / 16 * 16;
   std::vector<uint32_t> xp(size_t(T * K2)), wp(size_t(N * K2)), wt(size_t(K2 * Np));
   for (int64_t t = 0; t < T; ++t) pack_f32_to_bf16_pairs(x.view.ptr<float>() + t * K, size_t(K), xp.data() + t * K2);
   std::vector<float> wf(size_t(N * K));
