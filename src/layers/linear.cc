@@ -138,9 +138,11 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
   linear_forward(w, bias, x, T, y, ldy, reduced_products(quant_is_blocked(w.type)));
 }
 
-void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
-                    bool reduced) {
-  if (T <= 0) return;
+namespace {
+
+enum class Route { quant_gemv_invariant, gemv, bf16_gemm, gemm };
+
+Route route_of(const QuantMatrix& w, int64_t T, bool reduced) {
   // bf16 products run on bf16_pair_gemm: AMX tiles where the CPU has them, else vdpbf16ps where preferred.
   const bool bf16_products = reduced && bf16_tiles_enabled();
   const bool dense = w.type == QuantType::F32 || w.type == QuantType::BF16;
@@ -152,9 +154,21 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
   // weights take the tiles for one row too (their rows are independent: a token's sums do not depend on the rows
   // beside it), since the GEMV's f32 products differ from the tiles' bf16 ones.
   const bool dense_tiles = dense && bf16_products && (T > 1 || batch_invariant());
-  if (!dense && reduced && quant_gemv_has_int8(w.type) && batch_invariant()) {
+  if (!dense && reduced && quant_gemv_has_int8(w.type) && batch_invariant()) return Route::quant_gemv_invariant;
+  if (T <= kGemvMaxTokens && !dense_tiles) return Route::gemv;
+  return bf16_products ? Route::bf16_gemm : Route::gemm;
+}
+
+}  // namespace
+
+void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                    bool reduced) {
+  if (T <= 0) return;
+  const bool dense = w.type == QuantType::F32 || w.type == QuantType::BF16;
+  const Route route = route_of(w, T, reduced);
+  if (route == Route::quant_gemv_invariant) {
     quant_gemv(w, bias, x, T, y, ldy);
-  } else if (T <= kGemvMaxTokens && !dense_tiles) {
+  } else if (route == Route::gemv) {
     // Block weights: f32 activations when products stay exact (the products of the dequantized weights, as
     // exact as the GEMM); llama.cpp's 8-bit activations (integer dots, ~0.5% error per projection, enough to flip
     // near-tied greedy choices of a small model) where they may be reduced, as matmul precision "auto" allows.
@@ -164,7 +178,7 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
       quant_gemv(w, bias, x, T, y, ldy);
     else
       quant_gemv_f32(w, bias, x, T, y, ldy);
-  } else if (bf16_products) {
+  } else if (route == Route::bf16_gemm) {
     linear_gemm(w, bias, x, T, y, ldy, LinearGemmBackend::bf16_dot);
   } else {
     linear_gemm(w, bias, x, T, y, ldy);
@@ -192,7 +206,23 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
     }
   }
   if (!fused) {
-    for (const auto& [l, y] : outs) l->forward(x, T, y);
+    // Projections that all take the bf16 GEMM share one rounding (and transpose) of x: q / k / v round it once
+    // instead of three times, gate / up once instead of twice. The products are forward()'s.
+    bool shared_bf16 = T >= 1;
+    for (const auto& [l, y] : outs)
+      shared_bf16 = shared_bf16 && l->in_features() == outs.begin()->first->in_features() &&
+                    route_of(l->w_, T, reduced_products(l->reduced_weights_)) == Route::bf16_gemm;
+    if (!shared_bf16 || outs.size() < 2) {
+      for (const auto& [l, y] : outs) l->forward(x, T, y);
+      return;
+    }
+    active_target();
+    const Bf16Activations prepared = prepare_bf16_activations(x, T, outs.begin()->first->in_features());
+    for (const auto& [l, y] : outs) {
+      if (LinearInputObserver* o = linear_input_observer()) o->observe(l->name(), x, T, l->in_features());
+      const OpLabel label(l->name().c_str());
+      linear_gemm_bf16(l->w_, l->bias_ptr(), prepared, y, l->w_.rows, panel_rows(l->w_.rows, 32, 16));
+    }
     return;
   }
   if (LinearInputObserver* o = linear_input_observer())  // calibration sees each projection, as forward() shows it

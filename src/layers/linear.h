@@ -56,11 +56,24 @@ void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_
 // else vdpbf16ps); `panel` output rows per task. Needs bf16_dot_available().
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                       int64_t panel);
+// x [T, K] rounded to bf16 pairs, and laid out as the bf16 GEMM's engine reads it, once for several projections of
+// the same input (q / k / v, gate / up). The memory is the calling thread's scratch: valid until that thread
+// prepares again, and read only by linear_gemm_bf16 calls from that thread.
+struct Bf16Activations {
+  const uint32_t* pairs = nullptr;       // [T][ceil(K / 2)]
+  const uint32_t* transposed = nullptr;  // AMX token groups, or [K2][T rounded to 16] for few rows; else null
+  int64_t T = 0, K = 0;
+  bool amx = false;  // laid out for the AMX tiles (amx_bf16_enabled() when prepared)
+};
+Bf16Activations prepare_bf16_activations(const float* x, int64_t T, int64_t K);
+void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const Bf16Activations& x, float* y, int64_t ldy,
+                      int64_t panel);
 // The bf16-products GEMMs (linear_gemm_bf16 calls) run so far in this process on each engine of bf16_pair_gemm,
 // and how many AMX ones copied W into aligned pairs rather than reading its rows in place (block formats, odd K,
 // rows off a 64-byte line): what tests observe of the routing.
 struct LinearBf16GemmCounts {
   uint64_t amx = 0, vdpbf16ps = 0, amx_staged = 0;
+  uint64_t prepared = 0;  // activations rounded to bf16 pairs (prepare_bf16_activations calls)
 };
 LinearBf16GemmCounts linear_bf16_gemm_counts();
 // A dense [N, K] f32 / bf16 / f16 view as a QuantMatrix (F32 / BF16 / F16 rows).
@@ -117,7 +130,8 @@ class Linear {
   const std::string& name() const;  // as given at construction (the module's name)
   // Up to kMaxShared projections of the same x [T, in] (q / k / v, gate / up), each y contiguous: the same
   // results as forward() one by one; at decode sizes (f32 activations) the rows of all of them are split over
-  // the pool in one dispatch instead of one each.
+  // the pool in one dispatch instead of one each, and where all take the bf16 GEMM (a prefill) x is rounded to
+  // bf16 pairs once for all of them.
   static constexpr int kMaxShared = 4;
   static void forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x, int64_t T);
 

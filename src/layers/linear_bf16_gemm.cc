@@ -1,7 +1,8 @@
 // Prefill projections with bf16 products (matmul_precision.h: "medium", or "auto" for block-quantized and
 // bf16-stored weights): y = x W^T on AMX tiles (amx_gemm, linear_amx_gemm.h) where the CPU has them, else on
 // AVX-512-BF16 (vdpbf16ps) tiles as follows.
-// x is rounded to bf16 pairs once per call. Few rows (few_rows): W is the A operand as it lies. Otherwise each
+// x is rounded to bf16 pairs once per call (prepare_bf16_activations; or once for several projections of the same x,
+// Linear::forward_shared). Few rows (few_rows): W is the A operand as it lies. Otherwise each
 // task takes a panel of W's rows, transposes it into the
 // [K/2][N] pair layout the tile kernel multiplies against (with gathers: see transpose_pairs), and multiplies it
 // block by block: kKc pairs of the
@@ -11,11 +12,13 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "core/aligned_buffer.h"
 #include "core/amx.h"
 #include "core/dispatch.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/threads.h"
 #include "kernels/common/bf16_dot.h"
 #include "kernels/quant/row_groups.h"
@@ -27,6 +30,19 @@ namespace {
 
 constexpr size_t kKc = 128;  // reduction pairs per block
 constexpr size_t kMc = 192;  // activation rows per block (a multiple of the tile kernel's 6)
+
+// The activations as bf16 pairs and their transpose (prepare_bf16_activations), held per calling thread and grown
+// once: allocated fresh per call, each projection of a prefill faulted its megabytes of new pages in (perf,
+// 512-token Qwen3-0.6B prefill, one thread: ~2% of the time in the kernel's page-fault path, under the
+// transposes). Tasks on other threads reach them through the pointer returned, never by name (a thread_local
+// named in a task is that worker's own).
+enum class Scratch { pairs, transposed };
+uint32_t* caller_scratch(Scratch which, size_t n) {
+  thread_local AlignedBuffer<uint32_t> buffers[2];
+  AlignedBuffer<uint32_t>& b = buffers[int(which)];
+  b.resize(n);
+  return b.data();
+}
 
 // One row of W as bf16 pairs (f32 rounded; f16 and block formats widened to f32 first); the last pair's high
 // half is zero when K is odd.
@@ -67,11 +83,9 @@ const uint32_t* panel_pairs(const QuantMatrix& w, size_t n0, size_t nb, AlignedB
 // much as the product itself at 32 rows (perf on a 32-client serve). Same pair products in the same order.
 constexpr int64_t kFewRows = 64;
 
-void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_t T, float* y, int64_t ldy,
+void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64_t T, float* y, int64_t ldy,
               int64_t panel, int64_t tasks) {
   const size_t N = size_t(w.rows), K2 = (size_t(w.cols) + 1) / 2, Tp = (size_t(T) + 15) / 16 * 16;
-  AlignedBuffer<uint32_t> xt(K2 * Tp);
-  transpose_pairs(a, K2, size_t(T), K2, xt.data(), Tp);
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0;
     thread_local AlignedBuffer<uint32_t> pairs;
@@ -80,7 +94,7 @@ void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_
     ct.resize(nb * Tp);
     for (size_t r = 0; r < nb; ++r) std::fill_n(ct.data() + r * Tp, Tp, bias ? bias[n0 + r] : 0.f);
     for (size_t k0 = 0; k0 < K2; k0 += kKc)
-      bf16_pair_gemm(nb, Tp, std::min(kKc, K2 - k0), src + k0, K2, xt.data() + k0 * Tp, Tp, ct.data(), Tp,
+      bf16_pair_gemm(nb, Tp, std::min(kKc, K2 - k0), src + k0, K2, xt + k0 * Tp, Tp, ct.data(), Tp,
                      /*accumulate=*/true);
     for (int64_t t = 0; t < T; ++t) {
       float* yt = y + t * ldy + int64_t(n0);
@@ -89,22 +103,15 @@ void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_
   });
 }
 
-std::atomic<uint64_t> g_amx_gemms{0}, g_dot_gemms{0}, g_amx_staged{0};
+std::atomic<uint64_t> g_amx_gemms{0}, g_dot_gemms{0}, g_amx_staged{0}, g_prepared{0};
 
 // On AMX tiles: the orientation of few_rows for every T (W in place as A), C kept in the tiles over the whole
 // reduction (linear_amx_gemm.h). The activations are cut into blocks of ~512 KiB of transposed pairs, so a block
 // stays in L2 while a panel's rows stream past it (at T=512, K=2048 the whole of them is the size of L2).
-void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_t T, float* y, int64_t ldy,
+void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64_t T, float* y, int64_t ldy,
               int64_t panel, int64_t tasks) {
   const size_t N = size_t(w.rows), K = size_t(w.cols), K2 = (K + 1) / 2, K2p = amx_padded_pairs(K2);
-  const size_t groups = amx_token_groups(size_t(T)), group_pairs = K2p * kAmxTokenGroup;
-  AlignedBuffer<uint32_t> xt(groups * group_pairs);
-  const int64_t groups_per_task = 2;
-  ThreadPool::global().parallel_for((int64_t(groups) + groups_per_task - 1) / groups_per_task, [&](int64_t task, int) {
-    const size_t g0 = size_t(task * groups_per_task), t0 = g0 * kAmxTokenGroup;
-    const size_t tokens = std::min(size_t(T) - t0, size_t(groups_per_task) * kAmxTokenGroup);
-    amx_transpose_activations(a + t0 * K2, tokens, K2, xt.data() + g0 * group_pairs);
-  });
+  const size_t group_pairs = K2p * kAmxTokenGroup;
   const size_t block_tokens = std::max<size_t>(1, (size_t(512) << 10) / (group_pairs * 4)) * kAmxTokenGroup;
   // bf16 rows whose pairs fill whole 16-pair steps are read where they lie if they start on a cache line; others
   // are converted, zero-padded, into a panel of aligned rows. A tile row is 64 bytes: off a line it straddles two,
@@ -130,7 +137,7 @@ void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_
       src = pairs.data();
     }
     for (size_t t0 = 0; t0 < size_t(T); t0 += block_tokens)
-      amx_linear_rows(src, K2p, nb, K2p, xt.data() + t0 / kAmxTokenGroup * group_pairs,
+      amx_linear_rows(src, K2p, nb, K2p, xt + t0 / kAmxTokenGroup * group_pairs,
                       std::min(block_tokens, size_t(T) - t0), bias ? bias + n0 : nullptr, y + t0 * size_t(ldy) + n0,
                       size_t(ldy));
   });
@@ -138,21 +145,57 @@ void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* a, int64_
 
 }  // namespace
 
-LinearBf16GemmCounts linear_bf16_gemm_counts() { return {g_amx_gemms.load(), g_dot_gemms.load(), g_amx_staged.load()}; }
+LinearBf16GemmCounts linear_bf16_gemm_counts() {
+  return {g_amx_gemms.load(), g_dot_gemms.load(), g_amx_staged.load(), g_prepared.load()};
+}
 
-void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
-                      int64_t panel) {
-  (amx_bf16_enabled() ? g_amx_gemms : g_dot_gemms).fetch_add(1, std::memory_order_relaxed);  // bf16_pair_gemm's choice
-  const size_t N = size_t(w.rows), K = size_t(w.cols), K2 = (K + 1) / 2;
-  AlignedBuffer<uint32_t> a(size_t(T) * K2);
+Bf16Activations prepare_bf16_activations(const float* x, int64_t T, int64_t K) {
+  g_prepared.fetch_add(1, std::memory_order_relaxed);
+  const size_t K2 = (size_t(K) + 1) / 2;
+  uint32_t* const a = caller_scratch(Scratch::pairs, size_t(T) * K2);
   const int64_t rows_per_task = 64;
   ThreadPool::global().parallel_for((T + rows_per_task - 1) / rows_per_task, [&](int64_t task, int) {
     for (int64_t t = task * rows_per_task; t < std::min(T, (task + 1) * rows_per_task); ++t)
-      pack_f32_to_bf16_pairs(x + t * int64_t(K), K, a.data() + size_t(t) * K2);
+      pack_f32_to_bf16_pairs(x + t * K, size_t(K), a + size_t(t) * K2);
   });
+  Bf16Activations prepared{a, nullptr, T, K, amx_bf16_enabled()};
+  if (prepared.amx) {
+    // The AMX B operand: groups of tokens, each [K2p][group] pairs.
+    const size_t group_pairs = amx_padded_pairs(K2) * kAmxTokenGroup, groups = amx_token_groups(size_t(T));
+    uint32_t* const xt = caller_scratch(Scratch::transposed, groups * group_pairs);
+    const int64_t groups_per_task = 2;
+    ThreadPool::global().parallel_for((int64_t(groups) + groups_per_task - 1) / groups_per_task, [&](int64_t task, int) {
+      const size_t g0 = size_t(task * groups_per_task), t0 = g0 * kAmxTokenGroup;
+      const size_t tokens = std::min(size_t(T) - t0, size_t(groups_per_task) * kAmxTokenGroup);
+      amx_transpose_activations(a + t0 * K2, tokens, K2, xt + g0 * group_pairs);
+    });
+    prepared.transposed = xt;
+  } else if (T <= kFewRows) {
+    const size_t Tp = (size_t(T) + 15) / 16 * 16;
+    uint32_t* const xt = caller_scratch(Scratch::transposed, K2 * Tp);
+    transpose_pairs(a, K2, size_t(T), K2, xt, Tp);
+    prepared.transposed = xt;
+  }
+  return prepared;
+}
+
+void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
+                      int64_t panel) {
+  linear_gemm_bf16(w, bias, prepare_bf16_activations(x, T, w.cols), y, ldy, panel);
+}
+
+void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const Bf16Activations& x, float* y, int64_t ldy,
+                      int64_t panel) {
+  require(x.K == w.cols, "x", "prepared for K = " + std::to_string(x.K) + ", the weights have " +
+                                  std::to_string(w.cols) + " columns");
+  require(x.amx == amx_bf16_enabled(), "x", "prepared for another bf16 engine than the one that now runs");
+  (amx_bf16_enabled() ? g_amx_gemms : g_dot_gemms).fetch_add(1, std::memory_order_relaxed);  // bf16_pair_gemm's choice
+  const int64_t T = x.T;
+  const size_t N = size_t(w.rows), K2 = (size_t(w.cols) + 1) / 2;
+  const uint32_t* const a = x.pairs;
   const int64_t tasks = (int64_t(N) + panel - 1) / panel;
-  if (amx_bf16_enabled()) return amx_gemm(w, bias, a.data(), T, y, ldy, panel, tasks);
-  if (T <= kFewRows) return few_rows(w, bias, a.data(), T, y, ldy, panel, tasks);
+  if (amx_bf16_enabled()) return amx_gemm(w, bias, x.transposed, T, y, ldy, panel, tasks);
+  if (T <= kFewRows) return few_rows(w, bias, x.transposed, T, y, ldy, panel, tasks);
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0, nbp = (nb + 15) / 16 * 16;
     thread_local AlignedBuffer<uint32_t> b, pairs;
@@ -176,7 +219,7 @@ void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, i
     for (size_t k0 = 0; k0 < K2; k0 += kKc) {
       const size_t kc = std::min(kKc, K2 - k0);
       for (size_t m0 = 0; m0 < size_t(T); m0 += kMc)
-        bf16_pair_gemm(std::min(kMc, size_t(T) - m0), nbp, kc, a.data() + m0 * K2 + k0, K2, b.data() + k0 * nbp,
+        bf16_pair_gemm(std::min(kMc, size_t(T) - m0), nbp, kc, a + m0 * K2 + k0, K2, b.data() + k0 * nbp,
                        nbp, c + m0 * ldc, ldc, /*accumulate=*/true);
     }
     if (!direct)

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#endif
+
 #include "core/amx.h"
 #include "core/batch_invariance.h"
 #include "core/bf16_dot.h"
@@ -158,25 +162,34 @@ TEST(LinearBf16Routing, ATokensRowDoesNotDependOnTheRowsBesideIt) {
   }
 }
 
+// x [T, K] times bf16 w [N, K] (+ bias) by bf16_pair_gemm_amx over W transposed to pairs: [T][N rounded to 16].
+std::vector<float> pair_gemm_on_amx(const HostTensor& w, const HostTensor& x, const float* bias) {
+  const int64_t N = w.view.shape[0], K = w.view.shape[1], T = x.view.shape[0];
+  const int64_t K2 = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+  std::vector<uint32_t> xp(size_t(T * K2)), wp(size_t(N * K2)), wt(size_t(K2 * Np));
+  for (int64_t t = 0; t < T; ++t) pack_f32_to_bf16_pairs(x.view.ptr<float>() + t * K, size_t(K), xp.data() + t * K2);
+  std::vector<float> wf(size_t(N * K));
+  for (int64_t i = 0; i < N * K; ++i) wf[size_t(i)] = load_as_f32(w.view.data, DType::bf16, i);
+  for (int64_t n = 0; n < N; ++n) pack_f32_to_bf16_pairs(wf.data() + n * K, size_t(K), wp.data() + n * K2);
+  transpose_pairs(wp.data(), size_t(K2), size_t(N), size_t(K2), wt.data(), size_t(Np));
+  std::vector<float> want(size_t(T * Np));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < Np; ++n) want[size_t(t * Np + n)] = n < N && bias ? bias[n] : 0.f;
+  bf16_pair_gemm_amx(size_t(T), size_t(Np), size_t(K2), xp.data(), size_t(K2), wt.data(), size_t(Np), want.data(),
+                     size_t(Np), /*accumulate=*/true);
+  return want;
+}
+
 // On AMX the projection keeps C in the tiles over the whole reduction with W as the A operand; bf16_pair_gemm
 // (the primitive the vdpbf16ps path and attention use) multiplies x as A against W transposed, a reduction block at
 // a time through memory. The same pair products added in the same order: the same bits, ragged shapes included.
 TEST(LinearBf16Routing, AmxProjectionEqualsThePairGemm) {
   if (!amx_bf16_enabled()) GTEST_SKIP() << "AMX tiles do not run here (" << amx_support().reason << ")";
   for (int64_t K : {int64_t(99), int64_t(256), int64_t(544)}) {
-    const int64_t T = 45, N = 37, K2 = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+    const int64_t T = 45, N = 37, Np = (N + 15) / 16 * 16;
     HostTensor w(DType::bf16, {N, K}, 11, 0.5f), x(DType::f32, {T, K}, 12, 1.f), b(DType::f32, {N}, 13, 1.f);
-    std::vector<uint32_t> xp(size_t(T * K2)), wp(size_t(N * K2)), wt(size_t(K2 * Np));
-    for (int64_t t = 0; t < T; ++t) pack_f32_to_bf16_pairs(x.view.ptr<float>() + t * K, size_t(K), xp.data() + t * K2);
-    std::vector<float> wf(size_t(N * K));
-    for (int64_t i = 0; i < N * K; ++i) wf[size_t(i)] = load_as_f32(w.view.data, DType::bf16, i);
-    for (int64_t n = 0; n < N; ++n) pack_f32_to_bf16_pairs(wf.data() + n * K, size_t(K), wp.data() + n * K2);
-    transpose_pairs(wp.data(), size_t(K2), size_t(N), size_t(K2), wt.data(), size_t(Np));
-    std::vector<float> want(size_t(T * Np)), got(size_t(T * N));
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t n = 0; n < Np; ++n) want[size_t(t * Np + n)] = n < N ? b.view.ptr<float>()[n] : 0.f;
-    bf16_pair_gemm_amx(size_t(T), size_t(Np), size_t(K2), xp.data(), size_t(K2), wt.data(), size_t(Np), want.data(),
-                       size_t(Np), /*accumulate=*/true);
+    const std::vector<float> want = pair_gemm_on_amx(w, x, b.view.ptr<float>());
+    std::vector<float> got(size_t(T * N));
     const ScopedMatmulPrecision medium(MatmulPrecision::medium);
     linear_forward(dense_matrix(w.view), b.view.ptr<float>(), x.view.ptr<float>(), T, got.data(), N, true);
     for (int64_t t = 0; t < T; ++t)
@@ -218,6 +231,85 @@ TEST(LinearBf16Routing, AmxRealignsRowsOffACacheLineForLongPrompts) {
   std::vector<float> y(size_t(300 * N));
   linear_forward(aligned, nullptr, x.view.ptr<float>(), 300, y.data(), N, true);
   EXPECT_EQ(linear_bf16_gemm_counts().amx_staged, before) << "aligned rows are read in place";
+}
+
+// The activations' bf16 pairs and their transpose live in scratch that the calling thread keeps between calls:
+// a prefill's projections stop faulting fresh pages in each call (the observable: the process's minor page
+// faults over repeated calls, a small fraction of one call's buffers), and a call after a larger one, whose
+// leftovers fill the scratch, still gives the bits of the pair GEMM.
+TEST(LinearBf16Routing, PrefillScratchIsReusedAcrossCalls) {
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  const uint64_t before = gemms_on("AMX tiles") + gemms_on("vdpbf16ps");
+  {
+    HostTensor w(DType::bf16, {8, 64}, 1, 0.5f), x(DType::f32, {80, 64}, 2, 1.f);
+    std::vector<float> y(size_t(80 * 8));
+    linear_forward(dense_matrix(w.view), nullptr, x.view.ptr<float>(), 80, y.data(), 8, true);
+  }
+  if (gemms_on("AMX tiles") + gemms_on("vdpbf16ps") == before)
+    GTEST_SKIP() << "no bf16 tile GEMM runs on this target";
+#ifdef __linux__
+  const int64_t T = 512, K = 1024, N = 32;
+  HostTensor w(DType::bf16, {N, K}, 3, 0.5f), x(DType::f32, {T, K}, 4, 1.f);
+  std::vector<float> y(size_t(T * N));
+  const auto minor_faults = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return int64_t(u.ru_minflt);
+  };
+  linear_forward(dense_matrix(w.view), nullptr, x.view.ptr<float>(), T, y.data(), N, true);  // grows the scratch
+  const int64_t f0 = minor_faults();
+  for (int i = 0; i < 4; ++i) linear_forward(dense_matrix(w.view), nullptr, x.view.ptr<float>(), T, y.data(), N, true);
+  const int64_t call_pages = T * K * 2 / 4096;  // the pairs alone, 256 pages; their transpose as many again
+  EXPECT_LT(minor_faults() - f0, call_pages / 4) << "4 calls faulted pages in: scratch allocated per call";
+#endif
+  if (!amx_bf16_enabled()) return;
+  for (int64_t Ks : {int64_t(99), int64_t(40)}) {  // K = 99: an odd last pair and padded reductions
+    const int64_t Ts = 45, Ns = 37, Np = (Ns + 15) / 16 * 16;
+    HostTensor ws(DType::bf16, {Ns, Ks}, 5, 0.5f), xs(DType::f32, {Ts, Ks}, 6, 1.f);
+    const std::vector<float> want = pair_gemm_on_amx(ws, xs, nullptr);
+    std::vector<float> got(size_t(Ts * Ns));
+    linear_forward(dense_matrix(ws.view), nullptr, xs.view.ptr<float>(), Ts, got.data(), Ns, true);
+    for (int64_t t = 0; t < Ts; ++t)
+      for (int64_t n = 0; n < Ns; ++n)
+        ASSERT_EQ(got[size_t(t * Ns + n)], want[size_t(t * Np + n)]) << "K=" << Ks << " t=" << t << " n=" << n;
+  }
+}
+
+// Projections of one input that all take the bf16 GEMM (q / k / v, gate / up at a prefill) round it to bf16
+// pairs once between them, with forward()'s bits one by one: ragged N, a bias, bf16 and f32 weights, a token count
+// on the AMX path and one on the few-rows path of vdpbf16ps. One token takes the GEMV: nothing is prepared.
+TEST(LinearBf16Routing, SharedInputIsRoundedOnceForItsProjections) {
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  const int64_t K = 96;
+  HostTensor wq(DType::bf16, {40, K}, 21, 0.5f), wk(DType::f32, {24, K}, 22, 0.5f), wv(DType::bf16, {24, K}, 23, 0.5f),
+      bq(DType::f32, {40}, 24, 1.f);
+  const Linear q = Linear::from_weights(wq.view, bq.view, "q"), k = Linear::from_weights(wk.view, {}, "k"),
+               v = Linear::from_weights(wv.view, {}, "v");
+  for (int64_t T : {int64_t(50), int64_t(300)}) {
+    HostTensor x(DType::f32, {T, K}, 25 + uint64_t(T), 1.f);
+    std::vector<float> want_q(size_t(T * 40)), want_k(size_t(T * 24)), want_v(size_t(T * 24));
+    q.forward(x.view.ptr<float>(), T, want_q.data());
+    k.forward(x.view.ptr<float>(), T, want_k.data());
+    v.forward(x.view.ptr<float>(), T, want_v.data());
+    const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+    std::vector<float> got_q(want_q.size(), -7.f), got_k(want_k.size(), -7.f), got_v(want_v.size(), -7.f);
+    Linear::forward_shared({{&q, got_q.data()}, {&k, got_k.data()}, {&v, got_v.data()}}, x.view.ptr<float>(), T);
+    const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
+    if (after.amx + after.vdpbf16ps == before.amx + before.vdpbf16ps)
+      GTEST_SKIP() << "no bf16 tile GEMM runs on this target";
+    EXPECT_EQ(after.amx + after.vdpbf16ps - before.amx - before.vdpbf16ps, 3u) << "T=" << T;
+    EXPECT_EQ(after.prepared - before.prepared, 1u) << "T=" << T;
+    ASSERT_EQ(got_q, want_q) << "T=" << T;
+    ASSERT_EQ(got_k, want_k) << "T=" << T;
+    ASSERT_EQ(got_v, want_v) << "T=" << T;
+  }
+  HostTensor x(DType::f32, {1, K}, 26, 1.f);
+  std::vector<float> want(40), got(40, -7.f), other(24);
+  q.forward(x.view.ptr<float>(), 1, want.data());
+  const uint64_t before = linear_bf16_gemm_counts().prepared;
+  Linear::forward_shared({{&q, got.data()}, {&k, other.data()}}, x.view.ptr<float>(), 1);
+  EXPECT_EQ(linear_bf16_gemm_counts().prepared, before);
+  ASSERT_EQ(got, want);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <vector>
 
 #include "core/error.h"
 #include "testing/test_util.h"
@@ -47,6 +49,57 @@ TEST(Rope, MatchesReferenceForEveryTypeAndLayout) {
         SCOPED_TRACE(type);
         compare_with_reference(c);
       }
+}
+
+// Half-layout rotation from angles() token by token: the products apply() makes, in the same order.
+std::vector<float> rotated_by_angles(const Rope& rope, std::vector<float> x, int64_t heads,
+                                     const std::vector<int32_t>& pos) {
+  const int64_t half = rope.rotary_dim() / 2, D = rope.config().head_dim;
+  std::vector<float> c(static_cast<size_t>(half)), s(static_cast<size_t>(half));
+  for (size_t t = 0; t < pos.size(); ++t) {
+    rope.angles(pos[t], c.data(), s.data());
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x.data() + (int64_t(t) * heads + h) * D;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c[size_t(i)] - b * s[size_t(i)];
+        v[i + half] = b * c[size_t(i)] + a * s[size_t(i)];
+      }
+    }
+  }
+  return x;
+}
+
+// apply() keeps the last cos / sin table it computed on the thread for the next call at the same positions with
+// the same frequencies and scale (every layer of a forward): other frequencies, another attention scale over the
+// same frequencies, a changed position or fewer tokens must each get their own angles, bit for bit.
+TEST(Rope, AngleTableServesOnlyTheSamePositionsAndFrequencies) {
+  RopeConfig base;
+  base.head_dim = 16;
+  RopeConfig other_theta = base;
+  other_theta.theta = 500.0;
+  RopeConfig other_scale = base;  // longrope with unit factors: base's frequencies, a 1.5 attention scale
+  other_scale.type = "longrope";
+  other_scale.ext_factors.assign(8, 1.0);
+  other_scale.attention_factor = 1.5;
+  const Rope a(base), b(other_theta), c(other_scale);
+  ASSERT_EQ(a.inv_freq(), c.inv_freq());
+  const int64_t H = 2;
+  const std::vector<int32_t> p = {3, 4, 5, 6, 90}, moved = {3, 4, 5, 7, 90}, fewer = {3, 4, 5};
+  struct Call {
+    const Rope* rope;
+    const std::vector<int32_t>* pos;
+  };
+  const Call calls[] = {{&a, &p}, {&a, &p}, {&c, &p}, {&b, &p}, {&a, &moved}, {&a, &fewer}, {&a, &p}};
+  for (size_t i = 0; i < std::size(calls); ++i) {
+    const auto& [rope, pos] = calls[i];
+    const int64_t T = int64_t(pos->size());
+    testing::HostTensor x(DType::f32, {T * H * 16}, 40 + i);
+    const std::vector<float> in(x.view.ptr<float>(), x.view.ptr<float>() + T * H * 16);
+    std::vector<float> got = in;
+    rope->apply(got.data(), T, H, H * 16, pos->data());
+    ASSERT_EQ(got, rotated_by_angles(*rope, in, H, *pos)) << "call " << i;
+  }
 }
 
 TEST(Rope, DefaultFrequenciesAndRotationByHand) {
