@@ -186,8 +186,9 @@ void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, i
 
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const Bf16Activations& x, float* y, int64_t ldy,
                       int64_t panel) {
-  require(x.K == w.cols, "x", "prepared for K = " + std::to_string(x.K) + ", the weights have " +
-                                  std::to_string(w.cols) + " columns");
+  require(x.K == w.cols, "x", [&] {
+    return "prepared for K = " + std::to_string(x.K) + ", the weights have " + std::to_string(w.cols) + " columns";
+  });
   require(x.amx == amx_bf16_enabled(), "x", "prepared for another bf16 engine than the one that now runs");
   (amx_bf16_enabled() ? g_amx_gemms : g_dot_gemms).fetch_add(1, std::memory_order_relaxed);  // bf16_pair_gemm's choice
   const int64_t T = x.T;

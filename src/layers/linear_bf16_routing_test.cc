@@ -17,6 +17,7 @@
 #include "core/batch_invariance.h"
 #include "core/bf16_dot.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/dispatch.h"
 #include "kernels/common/bf16_dot.h"
 #include "layers/linear.h"
@@ -310,6 +311,21 @@ TEST(LinearBf16Routing, SharedInputIsRoundedOnceForItsProjections) {
   Linear::forward_shared({{&q, got.data()}, {&k, other.data()}}, x.view.ptr<float>(), 1);
   EXPECT_EQ(linear_bf16_gemm_counts().prepared, before);
   ASSERT_EQ(got, want);
+}
+
+
+TEST(LinearBf16Routing, PreparedActivationsOfAnotherWidthAreRefusedByName) {
+  if (!bf16_tiles_enabled()) GTEST_SKIP() << "bf16 products widen to f32 on this CPU / target";
+  HostTensor w(DType::bf16, {16, 96}, 1, 0.5f), x(DType::f32, {20, 64}, 2, 1.f);
+  std::vector<float> y(size_t(20 * 16));
+  const Bf16Activations prepared = prepare_bf16_activations(x.view.ptr<float>(), 20, 64);
+  try {
+    linear_gemm_bf16(dense_matrix(w.view), nullptr, prepared, y.data(), 16, 16);
+    FAIL() << "activations prepared for K = 64 multiplied weights of 96 columns";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("x: prepared for K = 64, the weights have 96 columns"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
