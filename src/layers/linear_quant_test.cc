@@ -166,6 +166,16 @@ TEST(MoeQuant, QuantizedExpertsMatchTheirDenseCopies) {
   }
 }
 
+// want[i]: projection i's forward() of x [T, in]; got[i] the same size, filled with another value for the shared call.
+void forward_one_by_one(const Linear* ls, int n, const float* x, int64_t T, std::vector<float>* want,
+                        std::vector<float>* got) {
+  for (int i = 0; i < n; ++i) {
+    want[i].assign(size_t(T * ls[i].out_features()), -1.f);
+    got[i].assign(want[i].size(), -2.f);
+    ls[i].forward(x, T, want[i].data());
+  }
+}
+
 // forward_shared (q / k / v, gate / up in one dispatch) gives exactly what forward() gives one projection at a
 // time: block, bf16 and f32 weights mixed, with and without bias, at decode sizes (fused), past them and under
 // matmul precision "medium" (both one by one).
@@ -184,11 +194,7 @@ TEST(LinearQuant, ForwardSharedEqualsForwardOneByOne) {
       ScopedMatmulPrecision scope(p);
       HostTensor x(DType::f32, {T, K}, 30 + uint64_t(T));
       std::vector<float> want[4], got[4];
-      for (int i = 0; i < 4; ++i) {
-        want[i].assign(size_t(T * ls[i].out_features()), -1.f);
-        got[i].assign(want[i].size(), -2.f);
-        ls[i].forward(x.view.ptr<float>(), T, want[i].data());
-      }
+      forward_one_by_one(ls, 4, x.view.ptr<float>(), T, want, got);
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}, {&ls[2], got[2].data()},
                               {&ls[3], got[3].data()}},
                              x.view.ptr<float>(), T);
@@ -218,11 +224,7 @@ TEST(LinearQuant, ForwardSharedQuantizesTheInputOnceForBlockWeights) {
     for (int64_t T : {1, 3, 8}) {
       HostTensor x(DType::f32, {T, K}, 70 + uint64_t(T));
       std::vector<float> want[4], got[4];
-      for (int i = 0; i < 4; ++i) {
-        want[i].assign(size_t(T * ls[i].out_features()), -1.f);
-        got[i].assign(want[i].size(), -2.f);
-        ls[i].forward(x.view.ptr<float>(), T, want[i].data());
-      }
+      forward_one_by_one(ls, 4, x.view.ptr<float>(), T, want, got);
       const uint64_t quantized = quant_gemv_quantizations(), dispatched = ThreadPool::dispatch_count();
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}, {&ls[2], got[2].data()}},
                              x.view.ptr<float>(), T);
@@ -252,11 +254,7 @@ TEST(LinearQuant, ForwardSharedOfDenseWeightsFollowsTheMatmulPrecision) {
       ScopedMatmulPrecision scope(p);
       HostTensor x(DType::f32, {T, K}, 50 + uint64_t(T));
       std::vector<float> want[2], got[2];
-      for (int i = 0; i < 2; ++i) {
-        want[i].assign(size_t(T * ls[i].out_features()), -1.f);
-        got[i].assign(want[i].size(), -2.f);
-        ls[i].forward(x.view.ptr<float>(), T, want[i].data());
-      }
+      forward_one_by_one(ls, 2, x.view.ptr<float>(), T, want, got);
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}}, x.view.ptr<float>(), T);
       for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
     }
