@@ -206,6 +206,24 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
     }
   }
   if (!fused) {
+    // Block weights that all take the integer rows share one quantization of x and one dispatch (q / k / v, gate
+    // / up at decode sizes): the products are forward()'s.
+    bool shared_int8 = T >= 1 && T <= kGemvMaxTokens && outs.size() >= 2;
+    for (const auto& [l, y] : outs) {
+      const Route route = route_of(l->w_, T, reduced_products(l->reduced_weights_));
+      shared_int8 = shared_int8 && l->is_quantized() && reduced_products(l->reduced_weights_) &&
+                    (route == Route::gemv || route == Route::quant_gemv_invariant);
+    }
+    if (shared_int8) {
+      QuantGemvOutput qo[kMaxShared];
+      size_t n = 0;
+      for (const auto& [l, y] : outs) {
+        if (LinearInputObserver* o = linear_input_observer()) o->observe(l->name(), x, T, l->in_features());
+        qo[n++] = {&l->w_, l->bias_ptr(), y, l->w_.rows};
+      }
+      quant_gemv_shared({qo, n}, x, T);
+      return;
+    }
     // Projections that all take the bf16 GEMM share one rounding (and transpose) of x: q / k / v round it once
     // instead of three times, gate / up once instead of twice. The products are forward()'s.
     bool shared_bf16 = T >= 1;

@@ -5,10 +5,12 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "layers/embedding.h"
 #include "layers/linear.h"
 #include "layers/matmul_precision.h"
 #include "layers/moe.h"
+#include "kernels/quant/quant.h"
 #include "testing/random_blocks.h"
 #include "testing/test_util.h"
 
@@ -164,6 +166,16 @@ TEST(MoeQuant, QuantizedExpertsMatchTheirDenseCopies) {
   }
 }
 
+// want[i]: projection i's forward() of x [T, in]; got[i] the same size, filled with another value for the shared call.
+void forward_one_by_one(const Linear* ls, int n, const float* x, int64_t T, std::vector<float>* want,
+                        std::vector<float>* got) {
+  for (int i = 0; i < n; ++i) {
+    want[i].assign(size_t(T * ls[i].out_features()), -1.f);
+    got[i].assign(want[i].size(), -2.f);
+    ls[i].forward(x, T, want[i].data());
+  }
+}
+
 // forward_shared (q / k / v, gate / up in one dispatch) gives exactly what forward() gives one projection at a
 // time: block, bf16 and f32 weights mixed, with and without bias, at decode sizes (fused), past them and under
 // matmul precision "medium" (both one by one).
@@ -182,16 +194,52 @@ TEST(LinearQuant, ForwardSharedEqualsForwardOneByOne) {
       ScopedMatmulPrecision scope(p);
       HostTensor x(DType::f32, {T, K}, 30 + uint64_t(T));
       std::vector<float> want[4], got[4];
-      for (int i = 0; i < 4; ++i) {
-        want[i].assign(size_t(T * ls[i].out_features()), -1.f);
-        got[i].assign(want[i].size(), -2.f);
-        ls[i].forward(x.view.ptr<float>(), T, want[i].data());
-      }
+      forward_one_by_one(ls, 4, x.view.ptr<float>(), T, want, got);
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}, {&ls[2], got[2].data()},
                               {&ls[3], got[3].data()}},
                              x.view.ptr<float>(), T);
       for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
     }
+}
+
+// Block weights that all take the integer rows (matmul precision "auto", decode sizes) quantize x once and run
+// in one dispatch: regrouped and GGUF rows, two formats, a bias, on every target; the bits are forward()'s.
+// A format whose integer rows differ (Q5_0 beside Q4_0 where the VNNI rows run) goes one by one.
+TEST(LinearQuant, ForwardSharedQuantizesTheInputOnceForBlockWeights) {
+  const int64_t K = 512;
+  const std::vector<uint8_t> q40 = testing::random_quant_rows(QuantType::Q4_0, 48, K, 61);
+  const std::vector<uint8_t> q6k = testing::random_quant_rows(QuantType::Q6_K, 32, K, 62);
+  const std::vector<uint8_t> q41 = testing::random_quant_rows(QuantType::Q4_1, 33, K, 63);
+  const std::vector<uint8_t> q50 = testing::random_quant_rows(QuantType::Q5_0, 16, K, 64);
+  HostTensor b(DType::f32, {48}, 65);
+  const TensorView none;
+  const Linear ls[4] = {Linear::from_quantized(q40.data(), q40.size(), QuantType::Q4_0, 48, K, b.view, "q"),
+                        Linear::from_quantized(q6k.data(), q6k.size(), QuantType::Q6_K, 32, K, none, "k"),
+                        Linear::from_quantized(q41.data(), q41.size(), QuantType::Q4_1, 33, K, none, "v"),
+                        Linear::from_quantized(q50.data(), q50.size(), QuantType::Q5_0, 16, K, none, "u")};
+  ScopedMatmulPrecision scope(MatmulPrecision::automatic);
+  const int threads = ThreadPool::global().num_threads();
+  ThreadPool::set_global_threads(2);  // a pool with workers counts its dispatches
+  testing::for_each_target([&](Target target) {
+    for (int64_t T : {1, 3, 8}) {
+      HostTensor x(DType::f32, {T, K}, 70 + uint64_t(T));
+      std::vector<float> want[4], got[4];
+      forward_one_by_one(ls, 4, x.view.ptr<float>(), T, want, got);
+      const uint64_t quantized = quant_gemv_quantizations(), dispatched = ThreadPool::dispatch_count();
+      Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}, {&ls[2], got[2].data()}},
+                             x.view.ptr<float>(), T);
+      EXPECT_EQ(quant_gemv_quantizations() - quantized, 1u) << target_name(target) << " T=" << T;
+      EXPECT_EQ(ThreadPool::dispatch_count() - dispatched, 1u) << target_name(target) << " T=" << T;
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], want[i]) << target_name(target) << " projection " << i << " T=" << T;
+      const bool same_rows = !vnni_int8_enabled();  // Q5_0 has no VNNI rows: it takes the AVX2 or portable ones
+      const uint64_t before = quant_gemv_quantizations();
+      Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[3], got[3].data()}}, x.view.ptr<float>(), T);
+      EXPECT_EQ(quant_gemv_quantizations() - before, same_rows ? 1u : 2u) << target_name(target) << " T=" << T;
+      EXPECT_EQ(got[0], want[0]) << target_name(target) << " T=" << T;
+      EXPECT_EQ(got[3], want[3]) << target_name(target) << " T=" << T;
+    }
+  });
+  ThreadPool::set_global_threads(threads);
 }
 
 // Dense weights alone under "medium": several rows go to the bf16 tiles in forward(), so the shared call must too.
@@ -206,11 +254,7 @@ TEST(LinearQuant, ForwardSharedOfDenseWeightsFollowsTheMatmulPrecision) {
       ScopedMatmulPrecision scope(p);
       HostTensor x(DType::f32, {T, K}, 50 + uint64_t(T));
       std::vector<float> want[2], got[2];
-      for (int i = 0; i < 2; ++i) {
-        want[i].assign(size_t(T * ls[i].out_features()), -1.f);
-        got[i].assign(want[i].size(), -2.f);
-        ls[i].forward(x.view.ptr<float>(), T, want[i].data());
-      }
+      forward_one_by_one(ls, 2, x.view.ptr<float>(), T, want, got);
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}}, x.view.ptr<float>(), T);
       for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
     }

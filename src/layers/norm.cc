@@ -36,24 +36,6 @@ void RmsNorm::forward(const float* x, int64_t rows, int64_t x_stride, float* y, 
   }
 }
 
-// Row-wise and memory-bound next to the projections around it: 8 partial sums let the compiler vectorise it.
-void rms_norm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, const float* w, float eps, float* y,
-              int64_t y_stride) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * x_stride;
-    float* yr = y + r * y_stride;
-    float part[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= dim; i += 8)
-      for (int j = 0; j < 8; ++j) part[j] += xr[i + j] * xr[i + j];
-    float ss = 0.f;
-    for (; i < dim; ++i) ss += xr[i] * xr[i];
-    for (float p : part) ss += p;
-    const float inv = 1.f / std::sqrt(ss / float(dim) + eps);
-    for (int64_t k = 0; k < dim; ++k) yr[k] = w[k] * (xr[k] * inv);
-  }
-}
-
 void rms_norm_reference(const float* x, int64_t rows, int64_t dim, int64_t x_stride, const float* w, float eps,
                         float* y, int64_t y_stride) {
   for (int64_t r = 0; r < rows; ++r) {

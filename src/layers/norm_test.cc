@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "core/error.h"
 #include "layers/activations.h"
 #include "testing/test_util.h"
@@ -19,6 +21,46 @@ TEST(RmsNorm, MatchesReferenceForOddSizesAndStrides) {
     rms_norm_reference(x.view.ptr<float>(), rows, dim, xs, norm.weight().data(), 1e-5f, want.data(), dim);
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i])));
   }
+}
+
+// The order the portable loop summed in before rms_norm was dispatched per target: eight partial sums (element i
+// into sum i % 8), then the tail, then the eight sums in order; every product rounded before it is added.
+void rms_norm_eight_sums(const float* x, int64_t dim, const float* w, float eps, float* y) {
+  volatile float part[8] = {};  // volatile: no vectorizing or fusing of this statement of the order
+  int64_t i = 0;
+  for (; i + 8 <= dim; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const float sq = x[i + j] * x[i + j];
+      part[j] = part[j] + sq;
+    }
+  volatile float ss = 0.f;
+  for (; i < dim; ++i) {
+    const float sq = x[i] * x[i];
+    ss = ss + sq;
+  }
+  for (int j = 0; j < 8; ++j) ss = ss + part[j];
+  const float inv = 1.f / std::sqrt(ss / float(dim) + eps);
+  for (int64_t k = 0; k < dim; ++k) {
+    const volatile float xn = x[k] * inv;
+    y[k] = w[k] * xn;
+  }
+}
+
+// Every target gives the bits of that order (the models' results do not move with the dispatch), rows with
+// strides, dims with and without a tail.
+TEST(RmsNorm, EveryTargetGivesTheBitsOfTheEightSumOrder) {
+  testing::for_each_target([](Target target) {
+    for (int64_t dim : {1, 7, 8, 64, 129, 1024}) {
+      const int64_t rows = 3, xs = dim + 5, ys = dim + 2;
+      testing::HostTensor x(DType::f32, {rows * xs}, 11, 3.f), w(DType::f32, {dim}, 12);
+      std::vector<float> got(size_t(rows * ys), -1.f), want(got);
+      rms_norm(x.view.ptr<float>(), rows, dim, xs, w.view.ptr<float>(), 1e-6f, got.data(), ys);
+      for (int64_t r = 0; r < rows; ++r)
+        rms_norm_eight_sums(x.view.ptr<float>() + r * xs, dim, w.view.ptr<float>(), 1e-6f, want.data() + r * ys);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << target_name(target) << " dim " << dim;
+    }
+  });
 }
 
 TEST(RmsNorm, AddOneFormFoldsTheOffsetAndNormalisesToUnitRms) {

@@ -1,5 +1,7 @@
 // quant_gemv: the decode projection over block-quantized weights, rows split over the thread pool.
 #include <algorithm>
+#include <atomic>
+#include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/dispatch.h"
@@ -61,6 +63,15 @@ void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int
 namespace {
 
 enum class IntRows { vnni, avx2, portable };
+
+// Which integer rows run w (the lane arrays and their sums depend on it).
+IntRows int_rows_of(QuantType type) {
+  return quant_gemv_vnni_handles(type) && quant_gemv_vnni_enabled()   ? IntRows::vnni
+         : quant_gemv_avx2_handles(type) && quant_gemv_avx2_enabled() ? IntRows::avx2
+                                                                      : IntRows::portable;
+}
+
+std::atomic<uint64_t> quantizations{0};
 
 // The activation arrays of rows [t0, ...) of a quantized batch (QuantActivations or QuantActivationsOut, which
 // name their arrays alike): every array is row-major in tokens.
@@ -126,6 +137,7 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
                              .dsum16 = all.dsum16,
                              .dsum32 = all.dsum32,
                              .xsum16 = all.xsum16};
+  quantizations.fetch_add(1, std::memory_order_relaxed);
   constexpr int64_t kRowsPerTask = 16;
   auto quantize = [&](int64_t t0, int64_t n) {
     const QuantActivationsOut o = from_row(all, size_t(t0), size_t(K), ld8);
@@ -161,9 +173,7 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   active_target();
   const int64_t K = w.cols;
   // Both lane rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
-  const IntRows kind = quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled()   ? IntRows::vnni
-                       : quant_gemv_avx2_handles(w.type) && quant_gemv_avx2_enabled() ? IntRows::avx2
-                                                                                       : IntRows::portable;
+  const IntRows kind = int_rows_of(w.type);
   const size_t ld8 = size_t(K + 63) / 64 * 64;
   thread_local ActivationBuffers buffers;
   const QuantActivations act = quantize_rows(x, T, K, kind, buffers);
@@ -190,6 +200,43 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
     }
   });
 }
+
+void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, int64_t T) {
+  if (outs.empty() || T <= 0) return;
+  const QuantMatrix& first = *outs[0].w;
+  bool shared = outs.size() > 1 && T <= kMaxTokens;
+  for (const QuantGemvOutput& o : outs)
+    shared = shared && quant_gemv_has_int8(o.w->type) && o.w->cols == first.cols &&
+             int_rows_of(o.w->type) == int_rows_of(first.type);
+  if (!shared) {
+    for (const QuantGemvOutput& o : outs) quant_gemv(*o.w, o.bias, x, T, o.y, o.ldy);
+    return;
+  }
+  active_target();
+  const IntRows kind = int_rows_of(first.type);
+  thread_local ActivationBuffers buffers;
+  const QuantActivations act = quantize_rows(x, T, first.cols, kind, buffers);
+  // Task ranges of each matrix as quant_gemv splits it alone, numbered one after the other.
+  thread_local std::vector<int64_t> rows, task0;
+  rows.resize(outs.size());
+  task0.assign(outs.size() + 1, 0);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    rows[i] = rows_per_task(*outs[i].w);
+    task0[i + 1] = task0[i] + (outs[i].w->rows + rows[i] - 1) / rows[i];
+  }
+  const int64_t* r = rows.data();
+  const int64_t* t0 = task0.data();
+  ThreadPool::global().parallel_for(t0[outs.size()], [&](int64_t task, int) {
+    size_t i = 0;
+    while (task >= t0[i + 1]) ++i;
+    const QuantGemvOutput& o = outs[i];
+    const int64_t n0 = (task - t0[i]) * r[i];
+    run_int_rows(kind, QuantGemvTask{*o.w, x, nullptr, act, size_t(T), size_t(n0),
+                                     size_t(std::min(o.w->rows, n0 + r[i])), o.bias, o.y, size_t(o.ldy)});
+  });
+}
+
+uint64_t quant_gemv_quantizations() { return quantizations.load(std::memory_order_relaxed); }
 
 void quant_matmul_reference(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y,
                             int64_t ldy) {

@@ -12,6 +12,7 @@
 //  - prefill goes through Linear's GEMM with panels dequantized to f32 (dequantize_rows), or rounded to bf16
 //    pairs where products may be reduced.
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "core/quant_type.h"
@@ -52,6 +53,19 @@ void dequantize_rows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst);
 void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 bool quant_gemv_has_int8(QuantType type);
+// quant_gemv of several matrices over the same x [T, cols] (q / k / v, gate / up): where every one takes the same
+// integer rows and T <= 8, x is quantized once and the rows of all of them are split over the pool in one
+// dispatch; else quant_gemv one by one. Each y is bit for bit what quant_gemv writes.
+struct QuantGemvOutput {
+  const QuantMatrix* w;
+  const float* bias;
+  float* y;  // [T, ldy]
+  int64_t ldy;
+};
+void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, int64_t T);
+// Activation quantizations (8-bit rows of x) quant_gemv / quant_gemv_shared ran in this process: what tests
+// observe of the sharing.
+uint64_t quant_gemv_quantizations();
 // Double accumulation over the reference-dequantized weights, for tests.
 void quant_matmul_reference(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y,
                             int64_t ldy);
