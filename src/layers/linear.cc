@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/aligned_buffer.h"
+#include "core/amx.h"
 #include "core/batch_invariance.h"
 #include "core/convert.h"
 #include "core/bf16_dot.h"
@@ -38,6 +40,33 @@ void pages_not_needed(const void* p, size_t n) {
   (void)p;
   (void)n;
 #endif
+}
+
+// bf16 rows that the AMX projection would read off a cache line. Its tile rows are 64 bytes: off a line each
+// straddles two and the loads pull twice the lines, so the GEMM copies such rows aligned on every call of a long
+// prompt (linear_bf16_gemm.cc; ~10% of a 512-token prefill of a safetensors checkpoint, whose tensors sit at
+// 8-byte offsets). Copied once at load instead, into the same layout, every path reads them as before with the
+// same bits. Rows of a width that is not whole lines stay where they are: the GEMM pads those per call anyway.
+// Only where the AMX tiles run: the GEMV and the vdpbf16ps GEMM (which transposes W's panels) gain nothing from it.
+bool aligned_copy_pays(const QuantMatrix& w) {
+  return w.type == QuantType::BF16 && reinterpret_cast<uintptr_t>(w.data) % 64 != 0 && w.row_bytes % 64 == 0 &&
+         w.rows > 0 && amx_bf16_enabled();
+}
+
+// Owned weights on cache lines; from 1 MiB on, pages of their own, mapped and unmapped whole. From malloc, whose
+// mmap threshold grows after large frees, a model's few-MiB copies landed in the heap, and freeing the model
+// returned none of it (a process after a bench model run of the Qwen3-0.6B-shaped safetensors file: 908 MiB
+// resident instead of 188). Smaller ones stay in the heap: a map each would spend the process's map count.
+std::shared_ptr<uint8_t> owned_bytes(size_t n) {
+  n = std::max<size_t>(n, 1);
+  if (n < (size_t(1) << 20)) {
+    void* p = std::aligned_alloc(64, (n + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+  }
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [n](uint8_t* q) { munmap(q, n); });
 }
 
 int64_t panel_rows(int64_t n, int64_t min_rows, int64_t align) {
@@ -339,9 +368,24 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
   }
   if (row_groups_pay(w)) {
     // Regrouped once into an owned copy for the VNNI decode rows (row_groups.h): the same bytes, moved.
-    l.owned_ = std::make_shared<std::vector<uint8_t>>(size_t(w.bytes()));
-    l.w_ = to_row_groups(w, l.owned_->data());
+    l.owned_ = owned_bytes(size_t(w.bytes()));
+    l.w_ = to_row_groups(w, l.owned_.get());
     pages_not_needed(w.data, size_t(w.bytes()));
+  }
+  if (l.owned_ == nullptr && aligned_copy_pays(w)) {
+    // Its size once, resident where the mapping's pages were, instead of a copy per prefill. Copied in slices,
+    // each slice's pages dropped once copied, so that loading peaks at the copies' size, not at that plus the
+    // largest tensor (the tied 300 MiB embedding of Qwen3-0.6B raised the peak by its size when dropped whole).
+    l.owned_ = owned_bytes(size_t(w.bytes()));
+    const auto* src = static_cast<const uint8_t*>(w.data);
+    constexpr size_t kSlice = size_t(8) << 20;
+    for (size_t o = 0; o < size_t(w.bytes()); o += kSlice) {
+      const size_t n = std::min(kSlice, size_t(w.bytes()) - o);
+      std::memcpy(l.owned_.get() + o, src + o, n);
+      pages_not_needed(src + o, n);
+    }
+    pages_not_needed(src, size_t(w.bytes()));  // the pages the slices' ends split
+    l.w_.data = l.owned_.get();
   }
   l.reduced_weights_ = quant_is_blocked(w.type) || store == DType::bf16;
   if (!bias.empty()) {
@@ -366,9 +410,9 @@ Linear Linear::densified(DType store) const {
   const size_t n = size_t(w_.rows * w_.cols);
   std::vector<float> widened(n);
   dequantize_rows(w_, 0, w_.rows, widened.data());
-  l.owned_ = std::make_shared<std::vector<uint8_t>>(n * dtype_size(store));
-  convert_from_f32(widened.data(), l.owned_->data(), store, n);
-  l.w_ = dense_matrix(TensorView::contiguous(l.owned_->data(), store, {w_.rows, w_.cols}));
+  l.owned_ = owned_bytes(n * dtype_size(store));
+  convert_from_f32(widened.data(), l.owned_.get(), store, n);
+  l.w_ = dense_matrix(TensorView::contiguous(l.owned_.get(), store, {w_.rows, w_.cols}));
   // The values keep the blocks' rounding (or the bf16 store that was asked for), so "auto" still reduces.
   l.reduced_weights_ = reduced_weights_ || store == DType::bf16;
   return l;

@@ -1,7 +1,8 @@
 #pragma once
 // A dense projection y[T, out] = x[T, in] W^T (+ b), with W [out, in] as Hugging Face stores it.
 // Weights are borrowed from the memory-mapped checkpoint when they are f32 or bf16 (the kernels widen bf16 on the
-// fly, which is exact); f16 is converted once at load into an owned f32 copy. Two paths:
+// fly, which is exact); f16 is converted once at load into an owned f32 copy, and where AMX runs, bf16 rows off a
+// cache line (a safetensors file's) are copied once onto lines, the mapping's pages dropped. Two paths:
 //  - GEMV (T <= kGemvMaxTokens, i.e. decode): one pass over W, each weight row dotted with every token, rows split
 //    over the thread pool, so the projection runs at memory bandwidth.
 //  - GEMM (prefill): output features split into panels, one task per panel; the panel is widened to f32 (bf16)
@@ -138,7 +139,8 @@ class Linear {
  private:
   const float* bias_ptr() const { return bias_ ? bias_->data() : nullptr; }
   QuantMatrix w_;
-  std::shared_ptr<std::vector<uint8_t>> owned_;   // converted weights, when not borrowed
+  // Converted weights, or bf16 rows moved onto cache lines (aligned_copy_pays), when not borrowed; 64-byte aligned.
+  std::shared_ptr<uint8_t> owned_;
   std::shared_ptr<std::vector<float>> bias_;
   std::shared_ptr<const std::string> name_;
   bool reduced_weights_ = false;

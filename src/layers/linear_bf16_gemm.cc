@@ -118,7 +118,8 @@ void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64
   // and the A loads pull twice the lines (safetensors places tensors at 8-byte offsets, so a checkpoint's
   // projections are usually off: the random Qwen3 file's by 24 bytes). Measured on Emerald Rapids, one thread,
   // rows 24 bytes off: copying them made the GEMM 7-26% faster at T=512 and 10-18% at T=256, while at T=128 the
-  // copy cost as much as it saved or more (0.83-1.05x), so shorter prompts read them in place.
+  // copy cost as much as it saved or more (0.83-1.05x), so shorter prompts read them in place. A Linear's weights
+  // never come here off a line: it copies such rows onto lines once at load (linear.cc, aligned_copy_pays).
   constexpr int64_t kRealignMinTokens = 256;
   const bool aligned = reinterpret_cast<uintptr_t>(w.data) % 64 == 0 && w.row_bytes % 64 == 0;
   const bool in_place =

@@ -234,6 +234,45 @@ TEST(LinearBf16Routing, AmxRealignsRowsOffACacheLineForLongPrompts) {
   EXPECT_EQ(linear_bf16_gemm_counts().amx_staged, before) << "aligned rows are read in place";
 }
 
+// A Linear over bf16 rows off a cache line copies them onto lines once, at load, where the AMX tiles run: its
+// prefills then never stage W (amx_staged stays put over repeated long prompts), and give the bits of the rows
+// read where they lie (short prompts) or staged per call (long ones). Where AMX does not run (the avx2 target
+// here) the rows stay borrowed: the GEMV and the vdpbf16ps GEMM gain nothing from a copy.
+TEST(LinearBf16Routing, LinearCopiesRowsOffACacheLineOnceAtLoad) {
+  const int64_t N = 40, K = 256;
+  HostTensor w(DType::bf16, {N, K}, 18, 0.5f), b(DType::f32, {N}, 19, 1.f);
+  const size_t bytes = size_t(N * K * 2);
+  std::vector<uint8_t> storage(bytes + 128);
+  uint8_t* off = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 + 24;
+  std::memcpy(off, w.view.data, bytes);
+  const TensorView view = TensorView::contiguous(off, DType::bf16, {N, K});
+  {
+    TargetScope scope;
+    set_target(Target::avx2);
+    const Linear borrowed = Linear::from_weights(view, b.view, "w", DType::bf16);
+    EXPECT_FALSE(borrowed.owns_weight());
+    EXPECT_EQ(borrowed.matrix().data, off);
+  }
+  if (!amx_bf16_enabled()) GTEST_SKIP() << "AMX tiles do not run here (" << amx_support().reason << ")";
+  const Linear l = Linear::from_weights(view, b.view, "w", DType::bf16);
+  EXPECT_TRUE(l.owns_weight());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(l.matrix().data) % 64, 0u);
+  EXPECT_EQ(std::memcmp(l.matrix().data, off, bytes), 0);
+  const ScopedMatmulPrecision medium(MatmulPrecision::medium);
+  for (int64_t T : {int64_t(100), int64_t(300)}) {
+    HostTensor x(DType::f32, {T, K}, 20 + uint64_t(T), 1.f);
+    std::vector<float> want(size_t(T * N)), got(size_t(T * N));
+    linear_forward(dense_matrix(view), b.view.ptr<float>(), x.view.ptr<float>(), T, want.data(), N, true);
+    const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      l.forward(x.view.ptr<float>(), T, got.data());
+      ASSERT_EQ(got, want) << "T=" << T;
+    }
+    EXPECT_EQ(linear_bf16_gemm_counts().amx - before.amx, 2u) << "T=" << T;
+    EXPECT_EQ(linear_bf16_gemm_counts().amx_staged, before.amx_staged) << "T=" << T;
+  }
+}
+
 // The activations' bf16 pairs and their transpose live in scratch that the calling thread keeps between calls:
 // a prefill's projections stop faulting fresh pages in each call (the observable: the process's minor page
 // faults over repeated calls, a small fraction of one call's buffers), and a call after a larger one, whose

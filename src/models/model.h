@@ -20,7 +20,8 @@ namespace attnzoo {
 
 struct LoadOptions {
   // Precision the projection weights are held in. f32: f32 and bf16 checkpoints stay borrowed from the mapping
-  // (bf16 is widened in the kernels, exactly), f16 is widened once. bf16: f32/f16 weights are rounded once into
+  // (bf16 is widened in the kernels, exactly; where AMX runs, bf16 rows off a cache line are copied onto lines
+  // once, layers/linear.h), f16 is widened once. bf16: f32/f16 weights are rounded once into
   // owned bf16 copies (half the bytes per decode step). Activations are f32 either way.
   DType weights = DType::f32;
   // The memory pool every sequence of the model lives in: block size, KV element dtype, byte budget, state

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "core/amx.h"
 #include "core/error.h"
+#include "layers/linear.h"
+#include "models/decoder.h"
 #include "loader/load_error.h"
 #include "loader/test_files.h"
 #include "models/model_device.h"
@@ -172,6 +177,66 @@ TEST(Model, RejectsABadBatch) {
   twice.add(*s, one);
   twice.add(*s, one);
   EXPECT_THROW(model->forward(twice), ArgumentError);
+}
+
+// A bf16 safetensors checkpoint places its tensors wherever the header ends (8-byte steps), here 24 bytes past a
+// cache line. Where the AMX tiles run, the projections' rows are copied onto lines once at load (counted as owned
+// weight bytes), so a long prefill never copies them again: the AMX GEMMs run, none of them staged. The tied
+// embedding's lookups read the head's copy.
+TEST(Model, Bf16SafetensorsProjectionsOffACacheLineAreAlignedOnceAtLoad) {
+  if (!amx_bf16_enabled()) GTEST_SKIP() << "AMX tiles do not run here (" << amx_support().reason << ")";
+  ScratchDir dir;
+  testing::write_file(dir.path() / "config.json", std::string(R"({"architectures": ["LlamaForCausalLM"],
+  "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
+  "num_key_value_heads": 1, "vocab_size": 5, "max_position_embeddings": 512, "rms_norm_eps": 1e-5,
+  "rope_theta": 10000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})"));
+  const testing::TinyTensorShapes shapes = {{"model.embed_tokens.weight", {5, 64}},
+                                            {"model.norm.weight", {64}},
+                                            {"model.layers.0.input_layernorm.weight", {64}},
+                                            {"model.layers.0.post_attention_layernorm.weight", {64}},
+                                            {"model.layers.0.self_attn.q_proj.weight", {64, 64}},
+                                            {"model.layers.0.self_attn.k_proj.weight", {32, 64}},
+                                            {"model.layers.0.self_attn.v_proj.weight", {32, 64}},
+                                            {"model.layers.0.self_attn.o_proj.weight", {64, 64}},
+                                            {"model.layers.0.mlp.gate_proj.weight", {128, 64}},
+                                            {"model.layers.0.mlp.up_proj.weight", {128, 64}},
+                                            {"model.layers.0.mlp.down_proj.weight", {64, 128}}};
+  std::vector<testing::RawTensor> tensors;
+  uint64_t matrix_bytes = 0;  // every 2-D tensor is a projection's (the embedding also the tied head's)
+  for (const auto& [name, shape] : shapes) {
+    const int64_t n = shape.size() == 2 ? shape[0] * shape[1] : shape[0];
+    std::vector<uint16_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float f = 0.02f * float((i * 7) % 13) - 0.1f + (shape.size() == 1 ? 1.f : 0.f);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      v[size_t(i)] = uint16_t(bits >> 16);
+    }
+    if (shape.size() == 2) matrix_bytes += uint64_t(n) * 2;
+    tensors.push_back(raw_tensor(name, "BF16", shape, v));
+  }
+  // Every tensor's size is whole cache lines, so each starts where the data does: 8 + the padded header on.
+  std::string pad;
+  while ((8 + (testing::safetensors_header(tensors, {{"pad", pad}}).size() + 7) / 8 * 8) % 64 != 24) pad += "x";
+  testing::write_file(dir.path() / "model.safetensors", testing::safetensors_bytes(tensors, {{"pad", pad}}));
+  auto model = Model::load(dir.str(), load_options(resolve_formats(dir.str(), {})));  // as the front ends load
+  EXPECT_EQ(model->info().owned_weight_bytes, matrix_bytes);
+  // The tied head's copy serves the lookups too: the table is resident once.
+  const auto* decoder = dynamic_cast<const DecoderModel*>(model.get());
+  ASSERT_NE(decoder, nullptr);
+  EXPECT_EQ(decoder->parts().embed->matrix().data, decoder->parts().lm_head->matrix().data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(decoder->parts().lm_head->matrix().data) % 64, 0u);
+  const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+  std::vector<int32_t> ids(300);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i % 5);
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    auto seq = model->new_sequence();
+    Batch batch;
+    batch.add(*seq, ids);
+    model->forward(batch);
+  }
+  EXPECT_GE(linear_bf16_gemm_counts().amx - before.amx, 2u * 7u);  // seven projections per prefill
+  EXPECT_EQ(linear_bf16_gemm_counts().amx_staged, before.amx_staged);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 //
 // Tiles provides configure(rows0, rows1) (rows of C 0/1 and A 4, of C 2/3 and A 5; 0 leaves those off; B 6/7
 // always 16 rows; every row 64 bytes), and per register index I: zero<I>(), load<I>(ptr, stride_bytes),
-// store<I>(ptr, stride_bytes), dp<Ic, Ia, Ib>().
+// store<I>(ptr, stride_bytes), dp<Ic, Ia, Ib>(), and optionally prefetch(ptr) (a hint; the C++ model has none).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +33,13 @@ struct BlockStart {
   size_t ld = 0, col_step = 16;
 };
 
+// Lines a block pulls toward L2 while it runs (the caller's next block of A): `lines_per_step` 64-byte lines from
+// `p` on at each full 16-pair step, through the policy's prefetch() where it has one. Changes no result.
+struct BlockPrefetch {
+  const char* p = nullptr;
+  size_t lines_per_step = 0;
+};
+
 // One block of C (up to 32 x 32) over the whole reduction, kept in the tiles from start to store: C = start +
 // A[32][K2] * B[K2][32], tile (r, c) stored at C + 16 * r * ldc + 16 * c. The steps read A and B in place, ldb
 // pairs between B's pair-rows; a K2 that is not a multiple of 16 ends with a step on `a_tail` [32][16] and
@@ -40,7 +47,7 @@ struct BlockStart {
 template <class Tiles, bool kTwoRows, bool kTwoCols>
 inline void block_2x2(Tiles& t, size_t K2, const uint32_t* A, size_t lda, const uint32_t* B, size_t ldb,
                       const uint32_t* a_tail, const uint32_t* b_tail, size_t ld_tail_b, const BlockStart& start,
-                      float* C, size_t ldc) {
+                      float* C, size_t ldc, BlockPrefetch pf = {}) {
   const size_t sa = lda * 4, sb = ldb * 4, sc = ldc * 4;
   if (start.p) {
     const size_t si = start.ld * 4;
@@ -72,7 +79,11 @@ inline void block_2x2(Tiles& t, size_t K2, const uint32_t* A, size_t lda, const 
     if constexpr (kTwoRows && kTwoCols) t.template dp<3, 5, 7>();
   };
   const size_t full = K2 / kTileRows * kTileRows;
-  for (size_t k = 0; k < full; k += kTileRows) step(A + k, sa, B + k * ldb, sb);
+  for (size_t k = 0; k < full; k += kTileRows) {
+    if constexpr (requires { t.prefetch(pf.p); })
+      for (size_t i = 0; i < pf.lines_per_step; ++i) t.prefetch(pf.p + (k / kTileRows * pf.lines_per_step + i) * 64);
+    step(A + k, sa, B + k * ldb, sb);
+  }
   if (full < K2) step(a_tail, kTileRows * 4, b_tail, ld_tail_b * 4);
   t.template store<0>(C, sc);
   if constexpr (kTwoCols) t.template store<1>(C + 16, sc);
@@ -84,15 +95,15 @@ inline void block_2x2(Tiles& t, size_t K2, const uint32_t* A, size_t lda, const 
 template <class Tiles>
 inline void block(Tiles& t, bool two_rows, bool two_cols, size_t K2, const uint32_t* A, size_t lda,
                   const uint32_t* B, size_t ldb, const uint32_t* a_tail, const uint32_t* b_tail, size_t ld_tail_b,
-                  const BlockStart& start, float* C, size_t ldc) {
+                  const BlockStart& start, float* C, size_t ldc, BlockPrefetch pf = {}) {
   if (two_rows && two_cols)
-    block_2x2<Tiles, true, true>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc);
+    block_2x2<Tiles, true, true>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc, pf);
   else if (two_rows)
-    block_2x2<Tiles, true, false>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc);
+    block_2x2<Tiles, true, false>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc, pf);
   else if (two_cols)
-    block_2x2<Tiles, false, true>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc);
+    block_2x2<Tiles, false, true>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc, pf);
   else
-    block_2x2<Tiles, false, false>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc);
+    block_2x2<Tiles, false, false>(t, K2, A, lda, B, ldb, a_tail, b_tail, ld_tail_b, start, C, ldc, pf);
 }
 
 // C[M x N] (+)= A * B as bf16_pair_gemm. `a_tail` [M][16] and `b_tail` [16][N] pairs are scratch for the

@@ -62,6 +62,7 @@ class TileRegisters {
     if constexpr (I == 2) _tile_stored(2, p, stride);
     if constexpr (I == 3) _tile_stored(3, p, stride);
   }
+  void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
   // The blocking's four products: C(r, c) += A(r) * B(c) for the 2x2 block.
   template <int Ic, int Ia, int Ib>
   void dp() {
