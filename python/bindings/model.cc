@@ -111,6 +111,7 @@ nb::dict info_dict(const ModelInfo& i, const CacheManager& pool) {
   d["parameter_count"] = i.parameter_count;
   d["checkpoint_bytes"] = i.checkpoint_bytes;
   d["owned_weight_bytes"] = i.owned_weight_bytes;
+  d["released_weight_bytes"] = i.released_weight_bytes;
   d["decode_weight_bytes"] = i.decode_weight_bytes;
   d["formats"] = formats_dict(i.formats);
   nb::list layers;

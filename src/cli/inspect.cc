@@ -178,10 +178,18 @@ void print_text(const ModelInfo& i, const std::string& source, const std::option
   if (!config_only) {
     std::printf("parameters   %s (%lld)%s\n", human_count(i.parameter_count).c_str(), (long long)i.parameter_count,
                 i.tied_embeddings ? ", embeddings tied" : "");
-    std::printf("weights      %s in the checkpoint (%s), %s converted at load, projections in %s\n",
+    // Copies made at load (converted, regrouped, moved onto cache lines) stand in for the mapped pages they came
+    // from, which are released: the figure held is what the process keeps, not checkpoint plus copies.
+    const std::string copies =
+        i.owned_weight_bytes == 0
+            ? std::string("all borrowed from the mapping")
+            : human_bytes(double(i.owned_weight_bytes)) + " copied at load in place of " +
+                  human_bytes(double(i.released_weight_bytes)) + " of its mapped pages (" +
+                  human_bytes(double(i.checkpoint_bytes - i.released_weight_bytes + i.owned_weight_bytes)) + " held)";
+    std::printf("weights      %s in the checkpoint (%s), %s; projections in %s\n",
                 human_bytes(double(i.checkpoint_bytes)).c_str(),
-                i.checkpoint_dtype.empty() ? "dtype unset" : i.checkpoint_dtype.c_str(),
-                human_bytes(double(i.owned_weight_bytes)).c_str(), dtype_name(i.weights));
+                i.checkpoint_dtype.empty() ? "dtype unset" : i.checkpoint_dtype.c_str(), copies.c_str(),
+                dtype_name(i.weights));
   } else if (d && d->parameters_estimated) {
     std::printf("parameters   %s (%lld), estimated from the config (the tensors the builder would load)%s\n",
                 human_count(i.parameter_count).c_str(), (long long)i.parameter_count,
@@ -238,9 +246,10 @@ void print_json(const ModelInfo& i, const std::string& source, const std::option
     std::printf("\"parameter_count\": null, ");
   std::printf("\"parameters_estimated\": %s, ", config_only && have_params ? "true" : "false");
   if (!config_only)
-    std::printf("\"checkpoint_bytes\": %llu, \"owned_weight_bytes\": %llu, \"checkpoint_dtype\": %s, "
-                "\"weights_dtype\": %s, ",
+    std::printf("\"checkpoint_bytes\": %llu, \"owned_weight_bytes\": %llu, \"released_weight_bytes\": %llu, "
+                "\"checkpoint_dtype\": %s, \"weights_dtype\": %s, ",
                 (unsigned long long)i.checkpoint_bytes, (unsigned long long)i.owned_weight_bytes,
+                (unsigned long long)i.released_weight_bytes,
                 json_string(i.checkpoint_dtype).c_str(), json_string(dtype_name(i.weights)).c_str());
   const FormatChoice& f = i.formats;
   std::printf("\"formats\": {\"checkpoint\": %s, \"weights_dtype\": %s, \"weights_reason\": %s, "

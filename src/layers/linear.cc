@@ -365,12 +365,14 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
   if (!keep) {
     l = l.densified(store);
     pages_not_needed(w.data, size_t(w.bytes()));
+    l.released_ = w.bytes();
   }
   if (row_groups_pay(w)) {
     // Regrouped once into an owned copy for the VNNI decode rows (row_groups.h): the same bytes, moved.
     l.owned_ = owned_bytes(size_t(w.bytes()));
     l.w_ = to_row_groups(w, l.owned_.get());
     pages_not_needed(w.data, size_t(w.bytes()));
+    l.released_ = w.bytes();
   }
   if (l.owned_ == nullptr && aligned_copy_pays(w)) {
     // Its size once, resident where the mapping's pages were, instead of a copy per prefill. Copied in slices,
@@ -386,6 +388,7 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
     }
     pages_not_needed(src, size_t(w.bytes()));  // the pages the slices' ends split
     l.w_.data = l.owned_.get();
+    l.released_ = w.bytes();
   }
   l.reduced_weights_ = quant_is_blocked(w.type) || store == DType::bf16;
   if (!bias.empty()) {
@@ -411,6 +414,7 @@ Linear Linear::densified(DType store) const {
   std::vector<float> widened(n);
   dequantize_rows(w_, 0, w_.rows, widened.data());
   l.owned_ = owned_bytes(n * dtype_size(store));
+  l.released_ = 0;  // a copy beside this Linear's weight, which stays (from_matrix sets it where it replaces one)
   convert_from_f32(widened.data(), l.owned_.get(), store, n);
   l.w_ = dense_matrix(TensorView::contiguous(l.owned_.get(), store, {w_.rows, w_.cols}));
   // The values keep the blocks' rounding (or the bf16 store that was asked for), so "auto" still reduces.

@@ -111,6 +111,9 @@ class Linear {
   // The bias as f32 (empty without one).
   std::span<const float> bias() const { return bias_ ? std::span<const float>(*bias_) : std::span<const float>(); }
   bool owns_weight() const { return owned_ != nullptr; }
+  // The bytes of the borrowed weight an owned copy stands in for, whose mapped pages were released at load (the
+  // source's size; 0 for borrowed weights and copies of nothing mapped, such as densified()).
+  uint64_t released_weight_bytes() const { return released_; }
   // The bytes one forward pass streams (quantized blocks for block formats).
   uint64_t weight_bytes() const { return w_.bytes(); }
   // An owned dense copy (f32 or bf16) of any weight, for consumers that need the matrix itself (MLA absorption).
@@ -141,6 +144,7 @@ class Linear {
   QuantMatrix w_;
   // Converted weights, or bf16 rows moved onto cache lines (aligned_copy_pays), when not borrowed; 64-byte aligned.
   std::shared_ptr<uint8_t> owned_;
+  uint64_t released_ = 0;
   std::shared_ptr<std::vector<float>> bias_;
   std::shared_ptr<const std::string> name_;
   bool reduced_weights_ = false;

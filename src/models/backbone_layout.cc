@@ -6,7 +6,7 @@
 namespace attnzoo {
 
 std::unique_ptr<Model> assemble_backbone_layout(ModelFiles&& files, ModelInfo&& info, const BackboneLayoutParts& parts,
-                                                DType store, uint64_t& owned) {
+                                                DType store, WeightBytes& owned) {
   const int64_t H = info.hidden_size;
   auto norm = [&](const std::string& name) {
     return RmsNorm(weight(files, name + ".weight", {H}), parts.norm_eps, /*add_one=*/false, name);
@@ -28,7 +28,7 @@ std::unique_ptr<Model> assemble_backbone_layout(ModelFiles&& files, ModelInfo&& 
   RmsNorm final_norm = norm("backbone.norm_f");
   info.tied_embeddings = ties_embeddings(files, files.config(), parts.tie_fallback);
   Linear lm_head = load_output_head(files, embed, embed_name, info.tied_embeddings, store, &owned);
-  info.owned_weight_bytes = owned;
+  owned.record(info);
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head));
 }

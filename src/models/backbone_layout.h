@@ -10,6 +10,7 @@
 #include "layers/block_parts.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "models/weight_bytes.h"
 
 namespace attnzoo {
 
@@ -24,6 +25,6 @@ struct BackboneLayoutParts {
 // records each mixer's LayerInfo in info.layers, sets info.tied_embeddings and info.owned_weight_bytes. `files` and
 // `info` are moved into the model only at the very end, so the mixer factory may read them.
 std::unique_ptr<Model> assemble_backbone_layout(ModelFiles&& files, ModelInfo&& info, const BackboneLayoutParts& parts,
-                                                DType store, uint64_t& owned);
+                                                DType store, WeightBytes& owned);
 
 }  // namespace attnzoo

@@ -111,7 +111,7 @@ bool config_ties_embeddings(const Config& root, const Config& c, bool fallback) 
 }
 
 Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
-                   uint64_t* owned) {
+                   WeightBytes* owned) {
   const std::string w = name + ".weight";
   const TensorView bias = optional_weight(files, name + ".bias", {out});
   Linear l;
@@ -122,12 +122,12 @@ Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out
   } else {
     l = Linear::from_weights(weight(files, w, {out, in}), bias, name, store);
   }
-  if (l.owns_weight()) *owned += l.weight_bytes();
+  owned->add(l);
   return l;
 }
 
 Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
-                        int64_t rows, int64_t in, DType store, uint64_t* owned) {
+                        int64_t rows, int64_t in, DType store, WeightBytes* owned) {
   const StoredTensor t = stored_weight(files, name + ".weight", {total_rows, in});
   TensorView bias = optional_weight(files, name + ".bias", {total_rows});
   if (!bias.empty()) {
@@ -137,26 +137,26 @@ Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_
   const int64_t row_bytes = total_rows > 0 ? t.bytes / total_rows : 0;
   Linear l = Linear::from_quantized(t.data + begin * row_bytes, uint64_t(rows * row_bytes), t.type, rows, in, bias,
                                     name, store);
-  if (l.owns_weight()) *owned += l.weight_bytes();
+  owned->add(l);
   return l;
 }
 
 Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64_t experts, int64_t rows_per_expert,
-                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, uint64_t* owned) {
+                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, WeightBytes* owned) {
   const StoredTensor t = stored_weight(files, name, {experts, rows_per_expert, in});
   const int64_t total = experts * rows_per_expert, row_bytes = total > 0 ? t.bytes / total : 0;
   Linear l = Linear::from_quantized(t.data + (expert * rows_per_expert + begin) * row_bytes, uint64_t(rows * row_bytes),
                                     t.type, rows, in, TensorView{}, name, store);
-  if (l.owns_weight()) *owned += l.weight_bytes();
+  owned->add(l);
   return l;
 }
 
 std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
                                       std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
-                                      DType store, uint64_t& owned, DecoderOptions options) {
+                                      DType store, WeightBytes& owned, DecoderOptions options) {
   info.tied_embeddings = ties_embeddings(files, c, tie_fallback);
   Linear lm_head = load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, store, &owned);
-  info.owned_weight_bytes = owned;
+  owned.record(info);
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head), options);
 }

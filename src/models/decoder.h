@@ -18,6 +18,7 @@
 #include "layers/norm.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "models/weight_bytes.h"
 
 namespace attnzoo {
 
@@ -101,7 +102,7 @@ void count_checkpoint(const ModelFiles& files, ModelInfo& info);
 // A Linear from `name`.weight [out, in] and an optional `name`.bias, held as `store`; bytes it had to convert (not
 // borrow from the mapping) are added to *owned. A block-quantized weight (GGUF) is borrowed as its blocks.
 Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out, int64_t in, DType store,
-                   uint64_t* owned);
+                   WeightBytes* owned);
 
 // Softmax attention with the model's head shape, `window` (0: full causal) and the load's KV block size; builders
 // add their own scale / softcap / output gate on top.
@@ -112,7 +113,7 @@ AttentionConfig model_attention_config(const ModelInfo& info, int64_t window, co
 // info.owned_weight_bytes set, and the DecoderModel over everything.
 std::unique_ptr<Model> finish_decoder(ModelFiles&& files, const Config& c, ModelInfo&& info, Embedding&& embed,
                                       std::vector<DecoderBlock>&& blocks, RmsNorm&& final_norm, bool tie_fallback,
-                                      DType store, uint64_t& owned, DecoderOptions options = {});
+                                      DType store, WeightBytes& owned, DecoderOptions options = {});
 
 // Whether the output head reuses the embedding: always when the checkpoint has no lm_head.weight; otherwise by
 // "tie_word_embeddings" of the top-level config (a multimodal wrapper's flag is the one transformers obeys, not
@@ -125,12 +126,12 @@ bool config_ties_embeddings(const Config& root, const Config& c, bool fallback);
 // Rows [begin, begin + rows) of the fused projection `name`.weight [total_rows, in] (and of its bias) as one Linear:
 // Phi-3's qkv_proj and gate_up_proj, split without a copy (rows are contiguous, whole blocks when quantized).
 Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_t total_rows, int64_t begin,
-                        int64_t rows, int64_t in, DType store, uint64_t* owned);
+                        int64_t rows, int64_t in, DType store, WeightBytes* owned);
 
 // Rows [begin, begin + rows) of expert `expert` in the stacked projection `name` [experts, rows_per_expert, in] (no
 // bias), as one Linear without a copy: Granite's block_sparse_moe.input_linear / output_linear.
 Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64_t experts, int64_t rows_per_expert,
-                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, uint64_t* owned);
+                         int64_t in, int64_t expert, int64_t begin, int64_t rows, DType store, WeightBytes* owned);
 
 // The token embedding table `name` [vocab, dim], dense or block-quantized, borrowed from the mapping.
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim);

@@ -6,7 +6,7 @@
 namespace attnzoo {
 
 GatedMlp load_gated_mlp(const ModelFiles& files, const std::string& prefix, const GatedMlpNames& names,
-                        int64_t inter, int64_t hidden, Activation act, DType store, uint64_t* owned) {
+                        int64_t inter, int64_t hidden, Activation act, DType store, WeightBytes* owned) {
   return GatedMlp(load_linear(files, prefix + names.gate, inter, hidden, store, owned),
                   load_linear(files, prefix + names.up, inter, hidden, store, owned),
                   load_linear(files, prefix + names.down, hidden, inter, store, owned), act, prefix);
@@ -28,7 +28,7 @@ DeepseekMoeShape read_deepseek_moe_shape(const Config& c) {
 std::unique_ptr<DeepseekMoe> load_deepseek_moe(const ModelFiles& files, const DeepseekMoeShape& shape,
                                                const std::string& prefix, const GatedMlpNames& expert_names,
                                                int64_t inter, int64_t hidden, Activation act, DType store,
-                                               uint64_t* owned, const std::string& bias_suffix) {
+                                               WeightBytes* owned, const std::string& bias_suffix) {
   const int64_t n = shape.num_experts;
   std::vector<GatedMlp> experts;
   for (int64_t e = 0; e < n; ++e)

@@ -10,6 +10,7 @@
 #include "layers/mlp.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
+#include "models/weight_bytes.h"
 
 namespace attnzoo {
 
@@ -22,7 +23,7 @@ inline const GatedMlpNames kGatedMlpProjNames{".gate_proj", ".up_proj", ".down_p
 
 // A GatedMlp [inter, hidden] named `prefix`, Linears held as `store`; converted bytes are added to *owned.
 GatedMlp load_gated_mlp(const ModelFiles& files, const std::string& prefix, const GatedMlpNames& names,
-                        int64_t inter, int64_t hidden, Activation act, DType store, uint64_t* owned);
+                        int64_t inter, int64_t hidden, Activation act, DType store, WeightBytes* owned);
 
 struct DeepseekMoeShape {
   DeepseekMoeConfig config;
@@ -40,7 +41,7 @@ DeepseekMoeShape read_deepseek_moe_shape(const Config& c);
 std::unique_ptr<DeepseekMoe> load_deepseek_moe(const ModelFiles& files, const DeepseekMoeShape& shape,
                                                const std::string& prefix, const GatedMlpNames& expert_names,
                                                int64_t inter, int64_t hidden, Activation act, DType store,
-                                               uint64_t* owned,
+                                               WeightBytes* owned,
                                                const std::string& bias_suffix = ".gate.e_score_correction_bias");
 
 // Parameters of one layer's feed-forward as transformers writes it: with `sparse`, those tensors (router and

@@ -79,7 +79,7 @@ std::unique_ptr<Model> build_deepseek_v3(ModelFiles files, const LoadOptions& op
 
   count_checkpoint(files, info);
 
-  uint64_t owned = 0;
+  WeightBytes owned;
   LlamaLayoutParts parts;
   parts.norm_eps = shape.eps;
   parts.mixer = [&](int64_t, const std::string& p) -> std::unique_ptr<SequenceMixer> {

@@ -120,7 +120,7 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   const Rope rope(read_rope(c, D));
 
   count_checkpoint(files, info);
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, options.weights, &owned);
   };
@@ -155,7 +155,7 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   info.tied_embeddings = ties_embeddings(files, c, false);
   Linear lm_head =
       load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
-  info.owned_weight_bytes = owned;
+  owned.record(info);
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(norm), std::move(lm_head), dopts);
 }

@@ -153,7 +153,7 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
 
   count_checkpoint(files, info);
 
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, options.weights, &owned);
   };
@@ -198,7 +198,7 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
   info.tied_embeddings = ties_embeddings(files, c, true);
   Linear lm_head =
       load_output_head(files, embed, "model.embed_tokens.weight", info.tied_embeddings, options.weights, &owned);
-  info.owned_weight_bytes = owned;
+  owned.record(info);
   DecoderOptions opts;
   // A block-quantized table has no narrow dtype to round the scale to: it stays f32 (as llama.cpp computes it).
   opts.embedding_scale = embedding_scale(H, embed.is_quantized() ? DType::f32 : embed.table().dtype);

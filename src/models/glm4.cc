@@ -23,7 +23,7 @@ std::unique_ptr<Model> build_glm4(ModelFiles files, const LoadOptions& options) 
   const Rope rope(rc);
   count_checkpoint(files, info);
 
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, options.weights, &owned);
   };

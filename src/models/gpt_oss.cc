@@ -121,7 +121,7 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
     if (t.ends_with("_proj_scales")) info.parameter_count -= files.numel(t);
   }
 
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, options.weights, &owned);
   };
@@ -163,7 +163,7 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
       et.down_bias = weight(files, x + ".down_proj_bias", {E, H});
       moe = std::make_unique<GptOssMoe>(mc, linear(m + ".router", E, H), et, options.weights, m);
     }
-    owned += moe->owned_weight_bytes();
+    owned.owned += moe->owned_weight_bytes();  // its experts repacked beside the mapping, which stays
     return moe;
   };
   return assemble_llama_layout(std::move(files), c, std::move(info), parts, options.weights, owned);

@@ -90,7 +90,7 @@ std::unique_ptr<Model> build_granite_hybrid(ModelFiles files, const LoadOptions&
   const int64_t H = info.hidden_size, I = info.intermediate_size, S = s.shared, E = s.experts;
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   count_checkpoint(files, info);
-  uint64_t owned = 0;
+  WeightBytes owned;
   const DType store = options.weights;
   const Rope rope(s.rope);
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {

@@ -188,7 +188,7 @@ Mamba2MixerConfig read_hybrid_mamba2(const Config& c, int64_t hidden, float eps,
 
 std::unique_ptr<AttentionLayer> load_hybrid_attention(const ModelFiles& files, const AttentionConfig& ac,
                                                       const std::string& prefix, const Rope& rope, DType store,
-                                                      uint64_t* owned) {
+                                                      WeightBytes* owned) {
   const int64_t H = ac.hidden, qw = ac.num_heads * ac.head_dim, kw = ac.num_kv_heads * ac.head_dim;
   auto linear = [&](const char* n, int64_t out, int64_t in) {
     return load_linear(files, prefix + n, out, in, store, owned);
@@ -230,7 +230,7 @@ Checked attention_parameter_count(const AttentionConfig& ac, bool bias) {
 }
 
 std::unique_ptr<Model> assemble_hybrid_stack(ModelFiles&& files, ModelInfo&& info, const std::vector<HybridLayer>& layers,
-                                             const HybridStackParts& parts, DType store, uint64_t& owned) {
+                                             const HybridStackParts& parts, DType store, WeightBytes& owned) {
   const int64_t H = info.hidden_size;
   auto norm = [&](const std::string& name) {
     return RmsNorm(weight(files, name + ".weight", {H}), parts.norm_eps, /*add_one=*/false, name);
@@ -262,7 +262,7 @@ std::unique_ptr<Model> assemble_hybrid_stack(ModelFiles&& files, ModelInfo&& inf
   info.tied_embeddings = parts.tie_by_config ? ties_embeddings(files, files.config().text_config(), parts.tie_fallback)
                                              : !files.has("lm_head.weight");
   Linear lm_head = load_output_head(files, embed, parts.embed, info.tied_embeddings, store, &owned);
-  info.owned_weight_bytes = owned;
+  owned.record(info);
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head), parts.options);
 }

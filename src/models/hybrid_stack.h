@@ -68,7 +68,7 @@ Mamba2MixerConfig read_hybrid_mamba2(const Config& c, int64_t hidden, float eps,
 // Softmax attention of q/k/v/o_proj under `prefix` (biases when the checkpoint has them).
 std::unique_ptr<AttentionLayer> load_hybrid_attention(const ModelFiles& files, const AttentionConfig& ac,
                                                       const std::string& prefix, const Rope& rope, DType store,
-                                                      uint64_t* owned);
+                                                      WeightBytes* owned);
 
 // The layer a feed-forward-only layer records: kind "mlp" or "moe", no cache.
 LayerInfo ffn_only_layer_info(HybridFfn ffn);
@@ -112,6 +112,6 @@ struct HybridStackParts {
 // checkpoint has no lm_head.weight or the config says so); records info.layers, tied_embeddings and
 // owned_weight_bytes (Linears held as `store`). info.num_layers must equal layers.size().
 std::unique_ptr<Model> assemble_hybrid_stack(ModelFiles&& files, ModelInfo&& info, const std::vector<HybridLayer>& layers,
-                                             const HybridStackParts& parts, DType store, uint64_t& owned);
+                                             const HybridStackParts& parts, DType store, WeightBytes& owned);
 
 }  // namespace attnzoo

@@ -71,7 +71,7 @@ std::unique_ptr<Model> build_jamba(ModelFiles files, const LoadOptions& options)
   none.head_dim = info.head_dim;
   const Rope nope(none);
   count_checkpoint(files, info);
-  uint64_t owned = 0;
+  WeightBytes owned;
   const DType store = options.weights;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, store, &owned);

@@ -156,7 +156,7 @@ std::unique_ptr<Model> build_kimi_linear(ModelFiles files, const LoadOptions& op
 
   count_checkpoint(files, info);
 
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto proj = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, options.weights, &owned);
   };

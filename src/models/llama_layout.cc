@@ -6,7 +6,7 @@
 namespace attnzoo {
 
 std::unique_ptr<Model> assemble_llama_layout(ModelFiles&& files, const Config& c, ModelInfo&& info,
-                                             const LlamaLayoutParts& parts, DType store, uint64_t& owned) {
+                                             const LlamaLayoutParts& parts, DType store, WeightBytes& owned) {
   const int64_t H = info.hidden_size;
   auto norm = [&](const std::string& name) {
     return RmsNorm(weight(files, name + ".weight", {H}), parts.norm_eps, parts.norm_add_one, name);
@@ -27,7 +27,7 @@ std::unique_ptr<Model> assemble_llama_layout(ModelFiles&& files, const Config& c
   RmsNorm final_norm = norm("model.norm");
   info.tied_embeddings = parts.may_tie && ties_embeddings(files, c, parts.tie_fallback);
   Linear lm_head = load_output_head(files, embed, embed_name, info.tied_embeddings, store, &owned);
-  info.owned_weight_bytes = owned;
+  owned.record(info);
   return std::make_unique<DecoderModel>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                         std::move(final_norm), std::move(lm_head));
 }

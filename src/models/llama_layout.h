@@ -12,6 +12,7 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "models/weight_bytes.h"
 
 namespace attnzoo {
 
@@ -32,6 +33,6 @@ struct LlamaLayoutParts {
 // info.owned_weight_bytes. `files` and `info` are moved into the model only at the very end, so the parts may
 // read them.
 std::unique_ptr<Model> assemble_llama_layout(ModelFiles&& files, const Config& c, ModelInfo&& info,
-                                             const LlamaLayoutParts& parts, DType store, uint64_t& owned);
+                                             const LlamaLayoutParts& parts, DType store, WeightBytes& owned);
 
 }  // namespace attnzoo

@@ -76,7 +76,7 @@ std::unique_ptr<Model> build_mamba(ModelFiles files, const LoadOptions& options)
   const MambaMixerConfig& mc = shape.mc;
 
   count_checkpoint(files, info);
-  uint64_t owned = 0;
+  WeightBytes owned;
 
   BackboneLayoutParts parts;
   parts.norm_eps = shape.norm_eps;

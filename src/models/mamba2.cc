@@ -61,7 +61,7 @@ std::unique_ptr<Model> build_mamba2(ModelFiles files, const LoadOptions& options
   const Mamba2MixerConfig& mc = shape.mc;
 
   count_checkpoint(files, info);
-  uint64_t owned = 0;
+  WeightBytes owned;
   BackboneLayoutParts parts;
   parts.norm_eps = mc.norm_eps;
   parts.mixer = [&](const std::string& m) -> std::unique_ptr<SequenceMixer> {

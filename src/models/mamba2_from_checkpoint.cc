@@ -5,7 +5,7 @@
 namespace attnzoo {
 
 std::unique_ptr<Mamba2Mixer> load_mamba2_mixer(const ModelFiles& files, const Mamba2MixerConfig& mc,
-                                               const std::string& prefix, DType store, uint64_t* owned) {
+                                               const std::string& prefix, DType store, WeightBytes* owned) {
   const std::string& m = prefix;
   Mamba2MixerWeights w;
   w.in_proj = load_linear(files, m + ".in_proj", mc.proj_dim(), mc.hidden, store, owned);

@@ -6,14 +6,14 @@ namespace attnzoo {
 
 std::unique_ptr<MambaMixer> load_mamba_mixer(const ModelFiles& files, const MambaMixerConfig& mc,
                                              const std::string& m, bool conv_bias, bool norm_weights, DType store,
-                                             uint64_t* owned) {
+                                             WeightBytes* owned) {
   const int64_t H = mc.hidden, E = mc.inner;
   MambaMixerWeights w;
   w.in_proj = load_linear(files, m + ".in_proj", 2 * E, H, store, owned);
   w.x_proj = load_linear(files, m + ".x_proj", mc.x_proj_dim(), E, store, owned);
   // The dt bias goes to the scan (added before softplus), so dt_proj itself runs without it.
   w.dt_proj = Linear::from_weights(weight(files, m + ".dt_proj.weight", {E, mc.dt_rank}), {}, m + ".dt_proj", store);
-  if (w.dt_proj.owns_weight()) *owned += w.dt_proj.weight_bytes();
+  owned->add(w.dt_proj);
   w.dt_bias = weight(files, m + ".dt_proj.bias", {E});
   w.out_proj = load_linear(files, m + ".out_proj", H, E, store, owned);
   w.conv_weight = weight(files, m + ".conv1d.weight", {E, 1, mc.conv_kernel});

@@ -6,6 +6,7 @@
 
 #include "layers/mamba_mixer.h"
 #include "loader/model_dir.h"
+#include "models/weight_bytes.h"
 
 namespace attnzoo {
 
@@ -14,6 +15,6 @@ namespace attnzoo {
 // to *owned.
 std::unique_ptr<MambaMixer> load_mamba_mixer(const ModelFiles& files, const MambaMixerConfig& mc,
                                              const std::string& prefix, bool conv_bias, bool norm_weights, DType store,
-                                             uint64_t* owned);
+                                             WeightBytes* owned);
 
 }  // namespace attnzoo

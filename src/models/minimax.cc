@@ -84,7 +84,7 @@ std::unique_ptr<Model> build_minimax(ModelFiles files, const LoadOptions& option
       const std::string name = "model.layers." + std::to_string(i) + ".self_attn." + b;
       if (files.has(name)) info.parameter_count -= files.numel(name);
     }
-  uint64_t owned = 0;
+  WeightBytes owned;
   const DType store = options.weights;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, store, &owned);

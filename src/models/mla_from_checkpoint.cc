@@ -55,7 +55,7 @@ RopeConfig read_mla_rope(const Config& c, MlaConfig& mc) {
 }
 
 std::unique_ptr<MlaMixer> load_mla_mixer(const ModelFiles& files, const MlaConfig& mc, const Rope& rope,
-                                         const std::string& prefix, DType store, uint64_t* owned) {
+                                         const std::string& prefix, DType store, WeightBytes* owned) {
   const int64_t H = mc.hidden, qw = mc.num_heads * mc.qk_head_dim();
   auto proj = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, prefix + name, out, in, store, owned);

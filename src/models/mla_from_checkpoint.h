@@ -11,6 +11,7 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "models/weight_bytes.h"
 
 namespace attnzoo {
 
@@ -32,7 +33,7 @@ RopeConfig read_mla_rope(const Config& c, MlaConfig& mc);
 // kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; each Linear's bias when the checkpoint has one), held
 // as `store`; bytes converted rather than borrowed are added to *owned.
 std::unique_ptr<MlaMixer> load_mla_mixer(const ModelFiles& files, const MlaConfig& mc, const Rope& rope,
-                                         const std::string& prefix, DType store, uint64_t* owned);
+                                         const std::string& prefix, DType store, WeightBytes* owned);
 
 // Parameters of those tensors as transformers writes them. `attention_bias`: q_a_proj, kv_a_proj_with_mqa and
 // o_proj carry a bias (DeepSeek's attention_bias; q_proj / q_b_proj never do).

@@ -53,7 +53,10 @@ struct ModelInfo {
   FormatChoice formats;
   int64_t parameter_count = 0;    // elements of every tensor in the checkpoint
   uint64_t checkpoint_bytes = 0;  // bytes of every tensor in the checkpoint (borrowed through the mapping)
-  uint64_t owned_weight_bytes = 0;  // converted copies made at load
+  uint64_t owned_weight_bytes = 0;  // copies made at load (converted, regrouped or moved onto cache lines)
+  // The checkpoint bytes those copies stand in for, their mapped pages released: resident weights are about
+  // checkpoint_bytes - released_weight_bytes + owned_weight_bytes.
+  uint64_t released_weight_bytes = 0;
   // Weight bytes one decode step streams: every layer's projections and the lm_head as held (not the
   // embedding table, of which one row is read). Set by DecoderModel.
   uint64_t decode_weight_bytes = 0;

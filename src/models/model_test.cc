@@ -221,6 +221,7 @@ TEST(Model, Bf16SafetensorsProjectionsOffACacheLineAreAlignedOnceAtLoad) {
   testing::write_file(dir.path() / "model.safetensors", testing::safetensors_bytes(tensors, {{"pad", pad}}));
   auto model = Model::load(dir.str(), load_options(resolve_formats(dir.str(), {})));  // as the front ends load
   EXPECT_EQ(model->info().owned_weight_bytes, matrix_bytes);
+  EXPECT_EQ(model->info().released_weight_bytes, matrix_bytes);  // moved: the mapping's pages go in their place
   // The tied head's copy serves the lookups too: the table is resident once.
   const auto* decoder = dynamic_cast<const DecoderModel*>(model.get());
   ASSERT_NE(decoder, nullptr);

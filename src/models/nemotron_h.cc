@@ -71,7 +71,7 @@ std::unique_ptr<Model> build_nemotron_h(ModelFiles files, const LoadOptions& opt
   ModelInfo info = s.info;
   const int64_t H = info.hidden_size, I = info.intermediate_size;
   count_checkpoint(files, info);
-  uint64_t owned = 0;
+  WeightBytes owned;
   RopeConfig nope;
   nope.head_dim = info.head_dim;
   nope.type = "none";

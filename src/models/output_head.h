@@ -6,6 +6,7 @@
 #include "layers/embedding.h"
 #include "layers/linear.h"
 #include "loader/model_dir.h"
+#include "models/weight_bytes.h"
 
 namespace attnzoo {
 
@@ -15,6 +16,6 @@ namespace attnzoo {
 // the table's own bf16 bytes moved onto cache lines (layers/linear.h), `embed` is pointed at that copy, so the
 // table is resident once: the model keeps the head as long as the embedding.
 Linear load_output_head(const ModelFiles& files, Embedding& embed, const std::string& embed_name, bool tied,
-                        DType store, uint64_t* owned);
+                        DType store, WeightBytes* owned);
 
 }  // namespace attnzoo

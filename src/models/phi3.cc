@@ -29,7 +29,7 @@ std::unique_ptr<Model> build_phi3(ModelFiles files, const LoadOptions& options) 
   const Rope rope(read_rope(c, D));
   count_checkpoint(files, info);
 
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto rows = [&](const std::string& name, int64_t total, int64_t begin, int64_t n) {
     return load_linear_rows(files, name, total, begin, n, H, options.weights, &owned);
   };

@@ -92,7 +92,7 @@ std::unique_ptr<Model> build_rwkv7(ModelFiles files, const LoadOptions& options)
   const float eps = tc.norm_eps;
 
   count_checkpoint(files, info);
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, options.weights, &owned);
   };
@@ -149,7 +149,7 @@ std::unique_ptr<Model> build_rwkv7(ModelFiles files, const LoadOptions& options)
   }
   LayerNorm norm = layer_norm("model.norm");
   Linear lm_head = load_output_head(files, embed, embed_name, info.tied_embeddings, options.weights, &owned);
-  info.owned_weight_bytes = owned;
+  owned.record(info);
   return std::make_unique<Rwkv7Model>(std::move(files), std::move(info), std::move(embed), std::move(blocks),
                                       std::move(norm), std::move(lm_head));
 }

@@ -104,7 +104,7 @@ std::unique_ptr<Model> build(ModelFiles files, const LoadOptions& options, const
   const Rope rope(s.rope);
   count_checkpoint(files, info);
 
-  uint64_t owned = 0;
+  WeightBytes owned;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     return load_linear(files, name, out, in, options.weights, &owned);
   };

@@ -92,7 +92,8 @@ def prompt_tokens(model, prompt, max_tokens=MAX_TOKENS):
 
 def memory_breakdown(info):
     """Weights vs per-sequence cache at 4k / 128k / 1M tokens (cache bytes from the layers' CacheSpecs)."""
-    weights = int(info["checkpoint_bytes"]) + int(info["owned_weight_bytes"])
+    # Copies made at load stand in for the mapped pages they came from, which the loader releases.
+    weights = (int(info["checkpoint_bytes"]) - int(info["released_weight_bytes"]) + int(info["owned_weight_bytes"]))
     at = {int(t): int(b) for t, b in info["cache_bytes_at"].items()}
     by_kind = {}
     for layer in info["layers"]:
