@@ -368,7 +368,7 @@ Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const s
     l.released_ = w.bytes();
   }
   if (row_groups_pay(w)) {
-    // Regrouped once into an owned copy for the VNNI decode rows (row_groups.h): the same bytes, moved.
+    // Regrouped once into an owned copy for the VNNI / AVX2 decode rows (row_groups.h): the same bytes, moved.
     l.owned_ = owned_bytes(size_t(w.bytes()));
     l.w_ = to_row_groups(w, l.owned_.get());
     pages_not_needed(w.data, size_t(w.bytes()));

@@ -176,7 +176,18 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
 
 void dequantize_rows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
   thread_local AlignedBuffer<uint8_t> blocks;
-  for (int64_t r = 0; r < nr; ++r) dequantize_row(w.type, row_of_group(w, r0 + r, blocks), dst + r * w.cols, w.cols);
+  for (int64_t r = 0; r < nr;) {
+    // whole groups of regrouped rows a group at a time (the prefill panels of a regrouped Linear)
+    if (w.row_group && (r0 + r) % w.row_group == 0 && r + w.row_group <= nr) {
+      const uint8_t* rows = rows_of_group(w, (r0 + r) / w.row_group, blocks);
+      for (int64_t i = 0; i < w.row_group; ++i)
+        dequantize_row(w.type, rows + i * w.row_bytes, dst + (r + i) * w.cols, w.cols);
+      r += w.row_group;
+      continue;
+    }
+    dequantize_row(w.type, row_of_group(w, r0 + r, blocks), dst + r * w.cols, w.cols);
+    ++r;
+  }
 }
 
 }  // namespace attnzoo

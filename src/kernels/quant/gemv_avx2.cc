@@ -7,9 +7,11 @@
 // [-128, 127]: they are dotted as |w| against the activations with w's sign (vpsignb), at most 2 * 128 * 127 =
 // 32512 per pair, and its integer sums equal llama.cpp's. The row's unpacked int16 copy of the portable integer path
 // (gemv_kernels.cc) is skipped: measured on a Zen 3 EPYC (AVX2, one thread, N = K = 1024, the weights in L2 / L3),
-// Q4_0 went from 10 to 3-4 cycles per block of 32. On VNNI CPUs gemv_avx512vnni.cc takes the formats it has and
-// these rows the Q5 ones. Compiled with -mavx2 -mfma -mf16c (see CMakeLists.txt), reached only through
-// quant_gemv_avx2_enabled().
+// Q4_0 went from 10 to 3-4 cycles per block of 32, still compute-bound (~40% of a plain read from memory on the
+// Emerald Rapids with AVX2 forced): so the matrices a model loads in those formats (rows a multiple of 16) are
+// regrouped (row_groups.h) and run on gemv_groups_avx2.cc, and these rows take the rest. On VNNI CPUs
+// gemv_avx512vnni.cc takes the formats it has and these rows the Q5 ones. Compiled with -mavx2 -mfma -mf16c (see
+// CMakeLists.txt), reached only through quant_gemv_avx2_enabled().
 #include <immintrin.h>
 
 #include <cstring>
@@ -246,6 +248,10 @@ void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& o) {
 }
 
 bool quant_gemv_rows_avx2(const QuantGemvTask& g) {
+  if (g.w.row_group && row_groups_format(g.w.type)) {
+    quant_gemv_groups_avx2(g);
+    return true;
+  }
   if (g.w.row_group) {
     bool done = false;
     on_gguf_rows(g, [&](const QuantGemvTask& t) { done = quant_gemv_rows_avx2(t); });

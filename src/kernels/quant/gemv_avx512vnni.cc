@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/k_scales_x86.h"
 #include "kernels/quant/quant_blocks.h"
 #include "kernels/quant/row_groups.h"
 
@@ -249,12 +250,6 @@ void row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
   add_offsets(off, K / 16, a.dsum16, T, out);
 }
 
-// The regrouped rows ask for the line 8 KiB ahead into L2 for every 64 bytes they load, as the dense GEMV does:
-// the stream prefetcher alone left their loads waiting (no prefetch: 50-56% of a plain read), and 2 KiB ahead
-// into L1 read one token's rows at 74-84%, 8 KiB into L2 at 82-95% (docs/benchmarks/cpu-classes.md).
-constexpr size_t kPrefetch = 8192;
-inline void prefetch_ahead(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T1); }
-
 // 16 regrouped rows (row_groups.h) against kT tokens from t0: lane i of every vector is row i. Per block
 // column, each token's 4 activations of a slice are broadcast against the slice's 16 rows, two chains of
 // vpdpbusd (low and high nibbles, or the two halves of Q8_0) so that they do not wait on each other; the
@@ -270,7 +265,7 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* u = group + b * kUnit;
-    for (size_t l = 0; l < kUnit; l += 64) prefetch_ahead(u + l);
+    for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
     __m512 mw = _mm512_setzero_ps();
     if (kFmt == Fmt32::Q4_1) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
@@ -329,9 +324,9 @@ void dot_group_q6_k(const uint8_t* group, size_t K, const QuantActivations& a, s
             d[t][j] = _mm512_set1_epi32(-32 * a.xsum16[(t0 + t) * (K / 16) + 16 * blk + 8 * h + 2 * j + p]);
         for (size_t s = 4 * p; s < 4 * p + 4; ++s) {
           const uint8_t* v = u + kQ6ValuesAt + 192 * (8 * h + s);
-          prefetch_ahead(v);
-          prefetch_ahead(v + 64);
-          prefetch_ahead(v + 128);
+          group_prefetch(v);
+          group_prefetch(v + 64);
+          group_prefetch(v + 128);
           const __m512i qa = _mm512_loadu_si512(v), qb = _mm512_loadu_si512(v + 64), qh = _mm512_loadu_si512(v + 128);
           const __m512i w[4] = {
               _mm512_ternarylogic_epi32(_mm512_and_si512(qa, low4), _mm512_slli_epi16(qh, 4), bits45, 0xF8),
@@ -370,7 +365,6 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
                     size_t ldo) {
   constexpr size_t kUnit = 16 * 144;
   const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
-  const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m48 = _mm_set1_epi8(0x30);
   __m512 acc[kT];
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (size_t blk = 0; blk < K / 256; ++blk) {
@@ -381,14 +375,7 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
     // sub-block j's 6-bit scale and minimum of the 16 rows (llama.cpp's packing of 8 + 8 values in 12 bytes)
     auto scale_min = [&](size_t j, __m512& sc, __m512& mn) __attribute__((always_inline)) {
       __m128i s, m;
-      if (j < 4) {
-        s = _mm_and_si128(sbytes(j), m63);
-        m = _mm_and_si128(sbytes(j + 4), m63);
-      } else {
-        s = _mm_or_si128(_mm_and_si128(sbytes(j + 4), m15), _mm_and_si128(_mm_srli_epi16(sbytes(j - 4), 2), m48));
-        m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(sbytes(j + 4), 4), m15),
-                         _mm_and_si128(_mm_srli_epi16(sbytes(j), 2), m48));
-      }
+      q4_k_rows_scale_min(sbytes, j, s, m);
       sc = _mm512_mul_ps(dw, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s)));
       mn = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
     };
@@ -398,7 +385,7 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
       for (size_t t = 0; t < kT; ++t) lo[t][0] = lo[t][1] = hi[t][0] = hi[t][1] = _mm512_setzero_si512();
       for (size_t s = 0; s < 8; ++s) {
         const uint8_t* v = u + kQ4KValuesAt + 64 * (8 * c + s);
-        prefetch_ahead(v);
+        group_prefetch(v);
         const __m512i q = _mm512_loadu_si512(v);
         const __m512i wl = _mm512_and_si512(q, low4), wh = _mm512_and_si512(q, high4);  // wh: 16 q, in place
         for (size_t t = 0; t < kT; ++t) {
@@ -424,20 +411,6 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
   for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
 }
 
-// kT tokens of 16 rows: dot(kT tag, t0, out, ldo).
-template <class Dot>
-void groups(const QuantGemvTask& g, Dot dot) {
-  for (size_t n = g.n0; n < g.n1; n += 16) {
-    const uint8_t* group = static_cast<const uint8_t*>(g.w.data) + n * size_t(g.w.row_bytes);
-    float out[8][16];
-    by_4_tokens(g.T, out[0], [&](auto kT, size_t t0, float* /*out[0] + t0, not a row of out*/) {
-      dot(kT, group, t0, out[t0]);
-    });
-    for (size_t t = 0; t < g.T; ++t)
-      for (size_t i = 0; i < 16; ++i) g.y[t * g.ldy + n + i] = out[t][i] + (g.bias ? g.bias[n + i] : 0.f);
-  }
-}
-
 }  // namespace
 
 // One vpdpbusd against ones sums each lane's 4 values.
@@ -456,7 +429,7 @@ void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& o) {
 void quant_gemv_groups_vnni(const QuantGemvTask& g) {
   const size_t K = size_t(g.w.cols), ld8 = (K + 63) / 64 * 64;
   auto blocks32 = [&](auto fmt) {
-    groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+    for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
       dot_group<decltype(kT)::value, decltype(fmt)::value>(group, K, g.act, ld8, t0, out, 16);
     });
   };
@@ -465,12 +438,12 @@ void quant_gemv_groups_vnni(const QuantGemvTask& g) {
     case QuantType::Q4_1: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_1>()); break;
     case QuantType::Q8_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q8_0>()); break;
     case QuantType::Q4_K:
-      groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         dot_group_q4_k<decltype(kT)::value>(group, K, g.act, ld8, t0, out, 16);
       });
       break;
     default:
-      groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         dot_group_q6_k<decltype(kT)::value>(group, K, g.act, ld8, t0, out, 16);
       });
   }

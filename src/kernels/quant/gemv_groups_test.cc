@@ -1,13 +1,14 @@
-// The regrouped VNNI rows (row_groups.h) hold llama.cpp's numerics bit for bit: each block's (or sub-block's)
-// integer dot exact, then one f32 FMA per block with d_w d_x, in block order; here that sequence is written out
-// in scalar code and compared with memcmp, so that a change of unpacking (the high nibbles' chain kept in place
-// and shifted once, say) must leave every output bit as it was, and a change of operation order shows.
+// The regrouped rows (row_groups.h), VNNI and AVX2 alike, hold llama.cpp's numerics bit for bit: each block's (or
+// sub-block's) integer dot exact, then one f32 FMA per block with d_w d_x, in block order; here that sequence is
+// written out in scalar code and compared with memcmp, so that a change of unpacking (the high nibbles' chain kept
+// in place and shifted once, say) must leave every output bit as it was, and a change of operation order shows.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/dispatch.h"
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/quant_blocks.h"
 #include "kernels/quant/row_groups.h"
@@ -95,26 +96,72 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
   return acc;
 }
 
+// On every target whose integer rows read the regrouped bytes in place (the VNNI rows, the AVX2 rows); the
+// scalar target's portable rows read them copied back and keep their own order.
 TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
-  if (!quant_gemv_vnni_enabled()) GTEST_SKIP() << "the regrouped rows run on AVX-512 VNNI only";
-  for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
-    const int64_t N = 32, K = type == QuantType::Q4_K || type == QuantType::Q6_K ? 512 : 96;
-    const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 31 + uint64_t(type));
-    const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
-    std::vector<uint8_t> bytes(raw.size());
-    const QuantMatrix grouped = to_row_groups(gguf, bytes.data());
-    for (int64_t T = 1; T <= 5; ++T) {  // 1-4 tokens at once, and 4 + 1
-      testing::HostTensor x(DType::f32, {T, K}, 40 + uint64_t(T));
+  int checked = 0;
+  testing::for_each_target([&](Target) {
+    if (!quant_gemv_vnni_enabled() && !quant_gemv_avx2_enabled()) return;
+    ++checked;
+    for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+      const int64_t N = 32, K = type == QuantType::Q4_K || type == QuantType::Q6_K ? 512 : 96;
+      const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 31 + uint64_t(type));
+      const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
+      std::vector<uint8_t> bytes(raw.size());
+      const QuantMatrix grouped = to_row_groups(gguf, bytes.data());
+      for (int64_t T = 1; T <= 5; ++T) {  // 1-4 tokens at once, and 4 + 1
+        testing::HostTensor x(DType::f32, {T, K}, 40 + uint64_t(T));
+        std::vector<float> got(size_t(T * N)), want(got.size());
+        quant_gemv(grouped, nullptr, x.view.ptr<float>(), T, got.data(), N);
+        const Activations a = quantized(x.view.ptr<float>(), size_t(T), size_t(K));
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t n = 0; n < N; ++n)
+            want[size_t(t * N + n)] = expected(type, gguf.row(n), size_t(K), a, size_t(t)) + 0.f;
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+            << quant_type_name(type) << " T=" << T << ": first " << got[0] << " vs " << want[0];
+      }
+    }
+  });
+  if (checked == 0) GTEST_SKIP() << "no target here runs the regrouped rows in place";
+}
+
+// Weights whose integer dots come near the i16 bound of vpmaddubsw (nibbles 15, Q8_0's -128, Q6_K's 63, against
+// activations of 127 in magnitude) give the exact sums there too.
+TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
+  int checked = 0;
+  testing::for_each_target([&](Target) {
+    if (!quant_gemv_vnni_enabled() && !quant_gemv_avx2_enabled()) return;
+    ++checked;
+    for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+      const int64_t N = 16, K = 256, T = 2;
+      std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 7);
+      const QuantTypeInfo info = *quant_type_info(uint32_t(type));
+      // every value byte at its largest magnitude (scales kept): 0xFF nibbles, Q8_0's -128 (0x80)
+      const int64_t bytes = info.block_bytes;
+      for (int64_t blk = 0; blk < N * K / info.block_elems; ++blk) {
+        uint8_t* b = raw.data() + blk * bytes;
+        if (type == QuantType::Q8_0) std::memset(b + 2, 0x80, 32);
+        if (type == QuantType::Q4_0) std::memset(b + 2, 0xFF, 16);
+        if (type == QuantType::Q4_1) std::memset(b + 4, 0xFF, 16);
+        if (type == QuantType::Q4_K) std::memset(b + 16, 0xFF, 128);
+        if (type == QuantType::Q6_K) std::memset(b, 0xFF, 192);
+      }
+      const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
+      std::vector<uint8_t> regrouped(raw.size());
+      const QuantMatrix grouped = to_row_groups(gguf, regrouped.data());
+      std::vector<float> x(size_t(T * K));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = i < size_t(K) ? 1.f : -1.f;  // q = 127 and -127
       std::vector<float> got(size_t(T * N)), want(got.size());
-      quant_gemv(grouped, nullptr, x.view.ptr<float>(), T, got.data(), N);
-      const Activations a = quantized(x.view.ptr<float>(), size_t(T), size_t(K));
+      quant_gemv(grouped, nullptr, x.data(), T, got.data(), N);
+      const Activations a = quantized(x.data(), size_t(T), size_t(K));
       for (int64_t t = 0; t < T; ++t)
         for (int64_t n = 0; n < N; ++n)
           want[size_t(t * N + n)] = expected(type, gguf.row(n), size_t(K), a, size_t(t)) + 0.f;
       EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-          << quant_type_name(type) << " T=" << T << ": first " << got[0] << " vs " << want[0];
+          << quant_type_name(type) << ": first " << got[0] << " vs " << want[0];
     }
-  }
+  });
+  if (checked == 0) GTEST_SKIP() << "no target here runs the regrouped rows in place";
 }
 
 }  // namespace

@@ -94,8 +94,10 @@ bool quant_gemv_avx2_enabled();
 bool quant_gemv_avx2_handles(QuantType type);  // the VNNI formats and Q5_0, Q5_1, Q5_K
 void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& out);
 bool quant_gemv_rows_avx2(const QuantGemvTask& task);
-// The regrouped rows (row_groups.h) on AVX-512 VNNI: tasks of whole groups of 16 rows.
+// The regrouped rows (row_groups.h) on AVX-512 VNNI and on AVX2 (gemv_groups_avx2.cc): tasks of whole groups of
+// 16 rows.
 void quant_gemv_groups_vnni(const QuantGemvTask& task);
+void quant_gemv_groups_avx2(const QuantGemvTask& task);
 // The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.
 void quant_gemv_rows_f32(const QuantGemvTask& task);
 // The f32 rows written with AVX-512 intrinsics (gemv_f32_avx512.cc) for Q4_K and Q6_K (T <= 2), which

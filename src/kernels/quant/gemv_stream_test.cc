@@ -2,7 +2,9 @@
 // (run with ATTNZOO_THREADS=1: the int8 columns are whole quant_gemv calls), against a plain read of the same
 // bytes in the same process; rates from the thread's CPU time, medians of 5 interleaved rounds. "int8" reads the
 // GGUF rows as they are, "grouped" the same rows regrouped 16 at a time (row_groups.h), which is what a model's
-// Linear holds on a VNNI CPU (row_groups_pay). STREAM_FORMATS=Q4_0,Q4_K (say) keeps those formats only. Run by hand:
+// Linear holds on a VNNI or AVX2 CPU (row_groups_pay), read by the VNNI rows or, with ATTNZOO_TARGET=avx2 (or on
+// an AVX2 CPU), by the AVX2 ones (the line names which). STREAM_FORMATS=Q4_0,Q4_K (say) keeps those formats only.
+// Run by hand:
 //   test_kernels_quant --gtest_also_run_disabled_tests --gtest_filter='*Stream*'
 #include <gtest/gtest.h>
 
@@ -69,10 +71,11 @@ TEST(Quant, DISABLED_BenchGemvStream) {
         }
       }
       for (auto& v : rate) std::sort(v.begin(), v.end());
-      std::printf("%s %-5s T=%lld  read %5.1f GB/s  highway %5.1f GB/s (%3.0f%%)  rows_f32 %5.1f GB/s (%3.0f%%)  int8 %5.1f GB/s (%3.0f%%)  grouped %5.1f GB/s (%3.0f%%)%s\n",
+      std::printf("%s %-5s T=%lld  read %5.1f GB/s  highway %5.1f GB/s (%3.0f%%)  rows_f32 %5.1f GB/s (%3.0f%%)  int8 %5.1f GB/s (%3.0f%%)  grouped %5.1f GB/s (%3.0f%%)%s%s\n",
                   bytes_target < (size_t(64) << 10) ? "L1 " : bytes_target < (size_t(1) << 20) ? "L2 " : "mem", quant_type_name(t), (long long)T, rate[0][2], rate[1][2], 100 * rate[1][2] / rate[0][2], rate[2][2],
                   100 * rate[2][2] / rate[0][2], rate[3][2], 100 * rate[3][2] / rate[0][2], rate[4][2],
-                  100 * rate[4][2] / rate[0][2], grouped.row_group ? "" : " (not regrouped)");
+                  100 * rate[4][2] / rate[0][2], grouped.row_group ? "" : " (not regrouped)",
+                  !grouped.row_group ? "" : quant_gemv_vnni_enabled() ? " vnni" : " avx2");
     }
   }
 }

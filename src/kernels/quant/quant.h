@@ -20,7 +20,7 @@
 namespace attnzoo {
 
 // [rows, cols] of `type`, row-major, rows contiguous (row r starts at r * row_bytes). Borrowed memory.
-// row_group 16: the same bytes regrouped 16 rows at a time for the VNNI decode rows (row_groups.h); row() is
+// row_group 16: the same bytes regrouped 16 rows at a time for the VNNI / AVX2 decode rows (row_groups.h); row() is
 // then meaningless and single rows come from row_of_group.
 struct QuantMatrix {
   const void* data = nullptr;

@@ -133,6 +133,15 @@ TEST(Quant, RegroupedRowsComeBackByteForByte) {
     dequantize_rows(w, 0, N, a.data());
     dequantize_rows(g, 0, N, b.data());
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << quant_type_name(t);
+    // ranges that start or end inside a group (rows one by one there, whole groups at once elsewhere)
+    for (const auto& [r0, nr] : {std::pair<int64_t, int64_t>{5, N - 5}, {0, 20}}) {
+      std::fill(b.begin(), b.end(), 0.f);
+      dequantize_rows(g, r0, nr, b.data());
+      EXPECT_EQ(0, std::memcmp(a.data() + r0 * K, b.data(), size_t(nr * K) * sizeof(float)))
+          << quant_type_name(t) << " rows " << r0 << " + " << nr;
+    }
+    const uint8_t* rows = rows_of_group(g, 1, scratch);
+    EXPECT_EQ(0, std::memcmp(rows, w.row(16), size_t(16 * w.row_bytes))) << quant_type_name(t);
   }
   const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_0, 24, 32, 12);
   std::vector<uint8_t> out(raw.size());

@@ -56,7 +56,8 @@ bool row_groups_format(QuantType type) {
 }
 
 bool row_groups_pay(const QuantMatrix& w) {
-  return w.row_group == 0 && row_groups_format(w.type) && w.rows % kRowGroup == 0 && quant_gemv_vnni_enabled();
+  return w.row_group == 0 && row_groups_format(w.type) && w.rows % kRowGroup == 0 &&
+         (quant_gemv_vnni_enabled() || quant_gemv_avx2_enabled());
 }
 
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out) {
@@ -87,6 +88,20 @@ const uint8_t* row_of_group(const QuantMatrix& w, int64_t r, AlignedBuffer<uint8
     uint8_t* block = scratch.data() + b * bl.bytes;
     const uint8_t* unit = group + b * kRowGroup * bl.bytes;
     for_each_piece(w.type, r % kRowGroup, [&](int64_t at, int64_t from, size_t n) { std::memcpy(block + at, unit + from, n); });
+  }
+  return scratch.data();
+}
+
+const uint8_t* rows_of_group(const QuantMatrix& w, int64_t g, AlignedBuffer<uint8_t>& scratch) {
+  const Blocks bl = blocks_of(w.type);
+  scratch.resize(size_t(kRowGroup * w.row_bytes));
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + g * kRowGroup * w.row_bytes;
+  for (int64_t b = 0; b < w.cols / bl.elems; ++b) {
+    const uint8_t* unit = group + b * kRowGroup * bl.bytes;
+    for (int64_t i = 0; i < kRowGroup; ++i) {
+      uint8_t* block = scratch.data() + i * w.row_bytes + b * bl.bytes;
+      for_each_piece(w.type, i, [&](int64_t at, int64_t from, size_t n) { std::memcpy(block + at, unit + from, n); });
+    }
   }
   return scratch.data();
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Block-quantized weights regrouped at load for the AVX-512 VNNI decode rows: 16 rows side by side, so that one
-// vpdpbusd lane holds one row (16 outputs per instruction, no horizontal sum per row), as llama.cpp's repacked
+// Block-quantized weights regrouped at load for the AVX-512 VNNI and AVX2 decode rows: 16 rows side by side, so
+// that one vpdpbusd lane holds one row (16 outputs per instruction, no horizontal sum per row; AVX2 takes a slice
+// as two halves of 8 rows: gemv_groups_avx2.cc), as llama.cpp's repacked
 // Q4_0 x 8 layouts do for its CPU backend. Row-major GGUF blocks spend most of a one-token GEMV on per-row work:
 // unpacking two blocks per instruction, converting their two scales, reducing 16 lanes at the row's end. Here a
 // block column of 16 rows is one unit:
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "core/aligned_buffer.h"
+#include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/quant.h"
 
 namespace attnzoo {
@@ -28,12 +30,38 @@ constexpr int64_t kQ4KValuesAt = 64 + 192;
 
 // Q4_0, Q4_1, Q8_0, Q4_K and Q6_K (the VNNI rows' formats).
 bool row_groups_format(QuantType type);
-// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI rows in use on this CPU.
+// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI or AVX2 rows in use on this CPU.
 bool row_groups_pay(const QuantMatrix& w);
 // w's bytes regrouped into `out` (w.bytes() of them); the returned matrix describes `out` (row_group 16).
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out);
 // Row r of a regrouped matrix as GGUF blocks in `scratch` (or w.row(r) itself when w is not regrouped).
 const uint8_t* row_of_group(const QuantMatrix& w, int64_t r, AlignedBuffer<uint8_t>& scratch);
+// The 16 rows of group g of a regrouped matrix as GGUF rows (row_bytes apart) in `scratch`, each unit read once:
+// 16 calls of row_of_group read the whole group 16 times.
+const uint8_t* rows_of_group(const QuantMatrix& w, int64_t g, AlignedBuffer<uint8_t>& scratch);
+
+// The regrouped rows (VNNI and AVX2) ask for the line 8 KiB ahead into L2 for every 64 bytes they load, as the
+// dense GEMV does: the stream prefetcher alone left their loads waiting (VNNI, no prefetch: 50-56% of a plain
+// read), and 2 KiB ahead into L1 read one token's rows at 74-84%, 8 KiB into L2 at 82-95%
+// (docs/benchmarks/cpu-classes.md).
+constexpr size_t kGroupPrefetch = 8192;
+inline void group_prefetch(const uint8_t* p) { __builtin_prefetch(p + kGroupPrefetch, 0, 2); }
+
+// A task's groups of 16 rows, tokens up to 4 at a time: dot(kT tag, group, t0, out) writes out[t * 16 + i] for
+// token t0 + t and row i of the group; the bias is added here.
+template <class Task, class Dot>
+void for_row_groups(const Task& g, Dot dot) {
+  for (size_t n = g.n0; n < g.n1; n += kRowGroup) {
+    const uint8_t* group = static_cast<const uint8_t*>(g.w.data) + n * size_t(g.w.row_bytes);
+    float out[8][kRowGroup];
+    by_4_tokens(g.T, out[0], [&](auto kT, size_t t0, float* /*out[0] + t0, not a row of out*/) {
+      dot(kT, group, t0, out[t0]);
+    });
+    for (size_t t = 0; t < g.T; ++t)
+      for (size_t i = 0; i < size_t(kRowGroup); ++i)
+        g.y[t * g.ldy + n + i] = out[t][i] + (g.bias ? g.bias[n + i] : 0.f);
+  }
+}
 
 // A task's rows [n0, n1) of a regrouped matrix copied back to GGUF rows, for the row kernels that read single
 // rows: fn(task) runs on the copy with the task's outputs and bias.

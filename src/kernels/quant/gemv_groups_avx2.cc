@@ -1,0 +1,259 @@
+// The regrouped rows (row_groups.h) on AVX2 CPUs without AVX-512 VNNI: the layout the VNNI rows read, a 64-byte
+// slice of 16 rows taken as two 256-bit halves of 8 rows (lane i of a half is row 8 h + i), so that, as there,
+// one instruction serves 8 rows and no row needs a horizontal sum. Without vpdpbusd each slice is dotted with
+// the token's 4 broadcast activations by vpmaddubsw (u8 x s8 pairs into i16), and the i16 pair sums of several
+// slices are added before one vpmaddwd against ones makes the 8 rows' i32 sums: the GGUF-row AVX2 rows
+// (gemv_avx2.cc) pay a vpmaddwd per 32 values, a scale conversion per block and a horizontal sum per row, which
+// kept them compute-bound (~40% of a plain read from memory on the Emerald Rapids with AVX2 forced). The i16
+// sums stay exact: a nibble pair is at most 2 * 15 * 127 = 3810, so a block's 8 slices sum to at most 30480;
+// Q6_K's 6-bit pairs (16002) are summed two slices at a time; Q8_0's weights, dotted as |w| against the
+// activations with w's sign (vpsignb, at most 32512 a pair), go through vpmaddwd slice by slice. So every
+// integer sum is the VNNI rows' and so are the f32 FMAs (one per block and row, in block order): both give the
+// same bits (gemv_groups_test.cc). Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt), reached through
+// quant_gemv_rows_avx2.
+#include <immintrin.h>
+
+#include <type_traits>
+
+#include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/k_scales_x86.h"
+#include "kernels/quant/quant_blocks.h"
+#include "kernels/quant/row_groups.h"
+
+namespace attnzoo {
+namespace {
+
+enum class Fmt32 { Q4_0, Q4_1, Q8_0 };
+
+inline __m256i bcast4(const int8_t* x) { return _mm256_set1_epi32(int(load_u32(reinterpret_cast<const uint8_t*>(x)))); }
+inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+// 8 f16 at p as f32 (exact).
+inline __m256 halves8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// v kept in a register as it is: GCC reassociated the integer add chains below into trees, computing every
+// product of a block before adding them, and spilled those to the stack (four tokens read at 36-42% of a plain
+// read from memory before this barrier).
+inline __m256i chained(__m256i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+// i16 pair sums -> the 8 rows' i32 sums (each lane's two pairs).
+inline __m256i lanes(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
+
+// Each block function below adds one block column of one half (rows 8 kH .. 8 kH + 7) of a group for kT tokens
+// from t0 into acc (two_halves runs them); the half kH = 0 asks for the lines ahead (group_prefetch).
+
+// Blocks of 32: the slices' nibbles (low: elements 4c .., high: 16 + 4c ..) are dotted against the broadcast
+// activations and summed in i16, the block's integer sum starts from Q4_0's -8 sum(x), and one FMA per token
+// scales it by d_w d_x (Q4_1: a second FMA adds m_w d_x sum(x)).
+template <size_t kT, Fmt32 kFmt, size_t kH>
+__attribute__((always_inline)) inline void block32(const uint8_t* group, size_t b, size_t K, const QuantActivations& a,
+                                                   size_t ld8, size_t t0, __m256 (&acc)[kT]) {
+  constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2, kValues = kFmt == Fmt32::Q8_0 ? 32 : 16;
+  constexpr size_t kUnit = 16 * (kHead + kValues), kSlices = kValues / 4;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const uint8_t* u = group + b * kUnit;
+  if (kH == 0)
+    for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
+  __m256i sum[kT];  // Q4: i16 pair sums; Q8_0: i32 lane sums
+  for (size_t t = 0; t < kT; ++t) sum[t] = _mm256_setzero_si256();
+  for (size_t c = 0; c < kSlices; ++c) {
+    const __m256i v = load256(u + 16 * kHead + 64 * c + 32 * kH);
+    if constexpr (kFmt == Fmt32::Q8_0) {
+      const __m256i wabs = _mm256_abs_epi8(v);
+      for (size_t t = 0; t < kT; ++t) {
+        const int8_t* x = a.xs8 + (t0 + t) * ld8 + 32 * b + 4 * c;
+        sum[t] = chained(_mm256_add_epi32(sum[t], lanes(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(bcast4(x), v)))));
+      }
+    } else {
+      // the low nibbles are elements 4c .. 4c + 3, the high ones 16 + 4c ..
+      const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      for (size_t t = 0; t < kT; ++t) {
+        const int8_t* x = a.xs8 + (t0 + t) * ld8 + 32 * b + 4 * c;
+        sum[t] = chained(_mm256_add_epi16(sum[t], _mm256_maddubs_epi16(lo, bcast4(x))));
+        sum[t] = chained(_mm256_add_epi16(sum[t], _mm256_maddubs_epi16(hi, bcast4(x + 16))));
+      }
+    }
+  }
+  const __m256 dw = halves8(u + 16 * kH);
+  for (size_t t = 0; t < kT; ++t) {
+    __m256i dot = kFmt == Fmt32::Q8_0 ? sum[t] : lanes(sum[t]);
+    if constexpr (kFmt == Fmt32::Q4_0) {
+      const int32_t xsum = a.xsum16[(t0 + t) * (K / 16) + 2 * b] + a.xsum16[(t0 + t) * (K / 16) + 2 * b + 1];
+      dot = _mm256_add_epi32(_mm256_set1_epi32(-8 * xsum), dot);
+    }
+    const float dx = a.d[(t0 + t) * (K / 32) + b];
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[t]);
+    if constexpr (kFmt == Fmt32::Q4_1)
+      acc[t] = _mm256_fmadd_ps(halves8(u + 32 + 16 * kH), _mm256_set1_ps(a.dsum32[(t0 + t) * (K / 32) + b]), acc[t]);
+  }
+}
+
+// kT tokens of a group's two halves, out[t * ldo + i] for row i: block(b, kH tag, acc) adds block column b of half
+// kH into acc. From 2 tokens on the group's whole K is run once per half, so that one half's accumulators are
+// live, not both (with both and a block's unpacked slices four tokens needed more than AVX2's 16 registers); the
+// first pass brings the lines in (each half reads 32 bytes of every 64-byte slice), the second finds them in L1 /
+// L2. One token takes the halves block by block, each line read once: Q4_0 / Q8_0 from memory 86-105% of a plain
+// read against two passes' 79-92% (two alternated runs each).
+template <size_t kT, class Block>
+void two_halves(size_t blocks, float* out, size_t ldo, Block block) {
+  __m256 acc0[kT], acc1[kT];
+  for (size_t t = 0; t < kT; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
+  if constexpr (kT == 1) {
+    for (size_t b = 0; b < blocks; ++b) {
+      block(b, std::integral_constant<size_t, 0>(), acc0);
+      block(b, std::integral_constant<size_t, 1>(), acc1);
+    }
+  } else {
+    for (size_t b = 0; b < blocks; ++b) block(b, std::integral_constant<size_t, 0>(), acc0);
+    for (size_t b = 0; b < blocks; ++b) block(b, std::integral_constant<size_t, 1>(), acc1);
+  }
+  for (size_t t = 0; t < kT; ++t) {
+    _mm256_storeu_ps(out + t * ldo, acc0[t]);
+    _mm256_storeu_ps(out + t * ldo + 8, acc1[t]);
+  }
+}
+
+// Q4_K, in the VNNI rows' order: per chunk c of 64 values the 8 slices' low nibbles (sub-block 2c) and high ones
+// (2c + 1) are dotted and summed in i16, the rows' 6-bit scales and minima come out of their packed bytes 8 rows
+// at a time, and w = d sc q - dmin m takes one FMA for d sc d_x and one for dmin m d_x sum(x) per sub-block.
+template <size_t kT, size_t kH>
+__attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size_t blk, size_t K,
+                                                      const QuantActivations& a, size_t ld8, size_t t0,
+                                                      __m256 (&acc)[kT]) {
+  constexpr size_t kUnit = 16 * 144;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const uint8_t* u = group + blk * kUnit;
+  // byte j of the half's 8 rows' packed scales
+  auto sbytes = [&](size_t j) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 64 + 16 * j + 8 * kH)); };
+  auto scale_min = [&](size_t j, __m256& sc, __m256& mn) __attribute__((always_inline)) {
+    __m128i s, m;
+    q4_k_rows_scale_min(sbytes, j, s, m);
+    sc = _mm256_mul_ps(halves8(u + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(s)));
+    mn = _mm256_mul_ps(halves8(u + 32 + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
+  };
+  if (kH == 0)
+    for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
+  for (size_t c = 0; c < 4; ++c) {
+    __m256i lo[kT], hi[kT];
+    for (size_t t = 0; t < kT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+    for (size_t s = 0; s < 8; ++s) {
+      const __m256i q = load256(u + kQ4KValuesAt + 64 * (8 * c + s) + 32 * kH);
+      const __m256i wl = _mm256_and_si256(q, low4), wh = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      for (size_t t = 0; t < kT; ++t) {
+        const int8_t* x = a.xs8 + (t0 + t) * ld8 + 256 * blk + 64 * c + 4 * s;
+        lo[t] = chained(_mm256_add_epi16(lo[t], _mm256_maddubs_epi16(wl, bcast4(x))));
+        hi[t] = chained(_mm256_add_epi16(hi[t], _mm256_maddubs_epi16(wh, bcast4(x + 32))));
+      }
+    }
+    __m256 sc_lo, mn_lo, sc_hi, mn_hi;
+    scale_min(2 * c, sc_lo, mn_lo);
+    scale_min(2 * c + 1, sc_hi, mn_hi);
+    for (size_t t = 0; t < kT; ++t) {
+      const size_t b32 = (t0 + t) * (K / 32) + 8 * blk + 2 * c;
+      const __m256 il = _mm256_cvtepi32_ps(lanes(lo[t])), ih = _mm256_cvtepi32_ps(lanes(hi[t]));
+      acc[t] = _mm256_fmadd_ps(il, _mm256_mul_ps(sc_lo, _mm256_set1_ps(a.d[b32])), acc[t]);
+      acc[t] = _mm256_fmadd_ps(ih, _mm256_mul_ps(sc_hi, _mm256_set1_ps(a.d[b32 + 1])), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(mn_lo, _mm256_set1_ps(a.dsum32[b32]), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(mn_hi, _mm256_set1_ps(a.dsum32[b32 + 1]), acc[t]);
+    }
+  }
+}
+
+// Q6_K, in the VNNI rows' order: per half h of the
+// superblock and part p, the 6-bit values of quarter j (ql's low nibbles for j < 2, high above, joined with qh's
+// bits 2j, 2j + 1) of 4 slices are dotted as unsigned q, two slices summed in i16 at a time, into sub-block
+// 8h + 2j + p's chain that starts from -32 sum(x); then the chain is scaled by d sc d_x, one FMA. Up to 2 tokens
+// the four quarters' chains run together (each slice loaded once); from 3 tokens on quarter by quarter (each
+// reloads its slices from L1), so that one quarter's chains, not four, are live.
+template <size_t kT, size_t kH>
+__attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size_t blk, size_t K,
+                                                      const QuantActivations& a, size_t ld8, size_t t0,
+                                                      __m256 (&acc)[kT]) {
+  constexpr size_t kUnit = 16 * 210, kQuarters = kT <= 2 ? 4 : 1;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  const uint8_t* u = group + blk * kUnit;
+  if (kH == 0)
+    for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
+  const __m256 dw = halves8(u + 16 * kH);
+  for (size_t h = 0; h < 2; ++h)
+    for (size_t p = 0; p < 2; ++p)
+      for (size_t j0 = 0; j0 < 4; j0 += kQuarters) {
+        __m256i d[kT][kQuarters];
+        for (size_t t = 0; t < kT; ++t)
+          for (size_t q = 0; q < kQuarters; ++q)
+            d[t][q] = _mm256_set1_epi32(-32 * a.xsum16[(t0 + t) * (K / 16) + 16 * blk + 8 * h + 2 * (j0 + q) + p]);
+        for (size_t s = 4 * p; s < 4 * p + 4; s += 2) {
+          __m256i pairs[kT][kQuarters];
+          for (size_t k = 0; k < 2; ++k) {
+            const uint8_t* v = u + kQ6ValuesAt + 192 * (8 * h + s + k) + 32 * kH;
+            const __m256i qh = load256(v + 128);
+            for (size_t q = 0; q < kQuarters; ++q) {
+              const size_t j = j0 + q;
+              const __m256i ql = load256(v + 64 * (j % 2));
+              const __m256i nib = _mm256_and_si256(j < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
+              // qh's bits 2j, 2j + 1 to bits 4, 5
+              const __m256i top = j == 0   ? _mm256_slli_epi16(qh, 4)
+                                  : j == 1 ? _mm256_slli_epi16(qh, 2)
+                                  : j == 2 ? qh
+                                           : _mm256_srli_epi16(qh, 2);
+              const __m256i w = _mm256_or_si256(nib, _mm256_and_si256(top, bits45));
+              for (size_t t = 0; t < kT; ++t) {
+                const int8_t* x = a.xs8 + (t0 + t) * ld8 + 256 * blk + 128 * h + 32 * j + 4 * (s + k);
+                const __m256i pj = _mm256_maddubs_epi16(w, bcast4(x));
+                pairs[t][q] = k == 0 ? pj : chained(_mm256_add_epi16(pairs[t][q], pj));
+              }
+            }
+          }
+          for (size_t t = 0; t < kT; ++t)
+            for (size_t q = 0; q < kQuarters; ++q) d[t][q] = chained(_mm256_add_epi32(d[t][q], lanes(pairs[t][q])));
+        }
+        for (size_t q = 0; q < kQuarters; ++q) {
+          const size_t j = j0 + q, sb = 8 * h + 2 * j + p;
+          const __m128i sc8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 32 + 16 * sb + 8 * kH));
+          const __m256 sc = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+          for (size_t t = 0; t < kT; ++t) {
+            const float dx = a.d[(t0 + t) * (K / 32) + 8 * blk + 4 * h + j];
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[t][q]), _mm256_mul_ps(sc, _mm256_set1_ps(dx)), acc[t]);
+          }
+        }
+      }
+}
+
+}  // namespace
+
+void quant_gemv_groups_avx2(const QuantGemvTask& g) {
+  const size_t K = size_t(g.w.cols), ld8 = (K + 63) / 64 * 64;
+  const QuantActivations& a = g.act;
+  auto blocks32 = [&](auto fmt) {
+    for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+      constexpr size_t T = decltype(kT)::value;
+      two_halves<T>(K / 32, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
+        block32<T, decltype(fmt)::value, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+      });
+    });
+  };
+  switch (g.w.type) {
+    case QuantType::Q4_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_0>()); break;
+    case QuantType::Q4_1: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_1>()); break;
+    case QuantType::Q8_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q8_0>()); break;
+    case QuantType::Q4_K:
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        constexpr size_t T = decltype(kT)::value;
+        two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
+          block_q4_k<T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+        });
+      });
+      break;
+    default:
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        constexpr size_t T = decltype(kT)::value;
+        two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
+          block_q6_k<T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+        });
+      });
+  }
+}
+
+}  // namespace attnzoo
