@@ -107,8 +107,8 @@ void bind_quant(nb::module_& m) {
           KernelScope scope;
           if (path == "int8") {
             require(quant_gemv_has_int8(type), "path", std::string("no integer kernel for ") + quant_type_name(type));
-            // The weights as a model's Linear holds them: regrouped 16 rows at a time where the AVX-512 VNNI rows
-            // run (row_groups.h), so this path and "auto"'s decode rows run one kernel. The raw rows' kernel sums
+            // The weights as a model's Linear holds them: regrouped 16 rows at a time where the AVX-512 VNNI or
+            // AVX2 rows run (row_groups_pay), so this path and "auto"'s decode rows run one kernel. The raw rows' kernel sums
             // a row's blocks across lanes, the regrouped one block after block, so their last bits differ.
             std::vector<uint8_t> grouped;
             QuantMatrix held = wm;
