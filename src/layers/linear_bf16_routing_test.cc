@@ -367,5 +367,21 @@ TEST(LinearBf16Routing, PreparedActivationsOfAnotherWidthAreRefusedByName) {
   }
 }
 
+// Activations laid out for the AMX tiles are groups of tokens; the vdpbf16ps engine reads plain pairs. Prepared
+// under one engine and multiplied after the target changed (a test or a bench switching targets between the two
+// calls), they would be read in the wrong layout: refused by name instead.
+TEST(LinearBf16Routing, PreparedActivationsOfAnotherEngineAreRefusedByName) {
+  if (!amx_bf16_enabled()) GTEST_SKIP() << "AMX tiles do not run here (" << amx_support().reason << ")";
+  HostTensor w(DType::bf16, {16, 64}, 3, 0.5f), x(DType::f32, {20, 64}, 4, 1.f);
+  std::vector<float> y(size_t(20 * 16), -7.f);
+  const Bf16Activations prepared = prepare_bf16_activations(x.view.ptr<float>(), 20, 64);
+  ASSERT_TRUE(prepared.amx);
+  set_target(Target::avx512);  // AMX runs only with the avx512_bf16 target
+  testing::expect_refusal([&] { linear_gemm_bf16(dense_matrix(w.view), nullptr, prepared, y.data(), 16, 16); },
+                          "x: prepared for another bf16 engine than the one that now runs");
+  set_target(supported_targets().front());
+  EXPECT_EQ(y, std::vector<float>(size_t(20 * 16), -7.f)) << "refused before writing y";
+}
+
 }  // namespace
 }  // namespace attnzoo
