@@ -4,7 +4,9 @@
 // regrouped for the VNNI / AVX2 decode rows, bf16 rows moved onto cache lines) reads its source from the mapping,
 // and the loaders drop those pages as it does (copied(), handed to every Linear they build from the mapping), so a
 // Q4_0 GGUF regrouped whole holds its bytes once, not twice. The release is the loaders': Linear cannot tell a
-// read-only file mapping from a caller's own memory.
+// read-only file mapping from a caller's own memory. (A GGUF tensor whose converter edits were undone is held in
+// ModelFiles' memory instead: advised the same way, anonymous pages that only go to swap, if any, read by nothing
+// but the copy.)
 #include <cstddef>
 #include <cstdint>
 
