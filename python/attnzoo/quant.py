@@ -1,4 +1,5 @@
-"""Block-quantized weights in llama.cpp's GGUF formats: dequantization and the quantized projection.
+"""Block-quantized weights in llama.cpp's GGUF formats: dequantization and the quantized projection (prepare()
+the weights once, as a model does, then Weights.matmul per product).
 
 ``qtype`` is a GGUF type id (an int, or a ``gguf.GGMLQuantizationType``); raw data is a uint8 array of blocks.
 """
@@ -27,10 +28,54 @@ def dequantize(data, qtype, n=None, reference=False):
     return out
 
 
+class Weights:
+    """A projection's weights prepared once, as a model's loader prepares them: n rows of raw GGUF blocks (exactly
+    n x k values' bytes: ValueError naming `w` otherwise), regrouped or aligned into a copy of their own where this
+    CPU's kernels read one (AVX-512 VNNI and AVX2 rows for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q6_K, bf16 rows off a cache
+    line where AMX runs), else read where they lie (the array is then kept alive). `w` itself is never changed or
+    paged out. Build it once and call matmul per token: preparing is a load-time cost (the copy)."""
+
+    def __init__(self, w, qtype, n, k):
+        w = np.ascontiguousarray(w, dtype=np.uint8).reshape(-1)
+        self._weights = _core.QuantWeights(w, int(qtype), int(n), int(k))
+
+    n = property(lambda self: self._weights.n)
+    k = property(lambda self: self._weights.k)
+    qtype = property(lambda self: self._weights.qtype)
+    # The bytes one product reads; the bytes of the copy held (0 when w is read where it lies); the bytes of w that
+    # copy stands in for.
+    weight_bytes = property(lambda self: self._weights.weight_bytes)
+    owned_bytes = property(lambda self: self._weights.owned_bytes)
+    replaced_source_bytes = property(lambda self: self._weights.replaced_source_bytes)
+
+    def matmul(self, x, out=None):
+        """y [T, n] = x [T, k] @ w.T, a model's Linear under the current matmul precision (by default 8-bit
+        activations for T <= 8 and, on AVX-512-BF16, bf16 panels beyond). `out`: a float32 [T, n] array to write."""
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if x.ndim == 1:
+            x = x.reshape(1, -1)
+        if out is None:
+            out = np.empty((x.shape[0], self.n), dtype=np.float32)
+        self._weights.matmul(x, out)
+        return out
+
+    def __repr__(self):
+        name = type_info(self.qtype)[0]
+        return f"Weights({name} [{self.n}, {self.k}], {self.weight_bytes} bytes, owned {self.owned_bytes})"
+
+
+def prepare(w, qtype, n, k):
+    """Weights(w, qtype, n, k): the projection prepared once for many products."""
+    return Weights(w, qtype, n, k)
+
+
 def matmul(x, w, qtype, n, k, path="auto"):
     """y [T, n] = x [T, k] @ w.T, w being n rows of raw blocks (exactly: ValueError naming `w` for more or fewer
-    bytes). path: 'auto' (a model's Linear under the current matmul precision: by default 8-bit activations for
-    T <= 8 and, on AVX-512-BF16, bf16 panels beyond), 'int8', 'f32' or 'reference' (double accumulation)."""
+    bytes). path: 'auto' (a model's Linear under the current matmul precision, Weights.matmul: by default 8-bit
+    activations for T <= 8 and, on AVX-512-BF16, bf16 panels beyond), 'int8', 'f32' or 'reference' (double
+    accumulation). Each call prepares w again: for many products over the same weights, prepare() them once."""
+    if path == "auto":
+        return prepare(w, qtype, n, k).matmul(x)
     x = np.ascontiguousarray(x, dtype=np.float32)
     w = np.ascontiguousarray(w, dtype=np.uint8).reshape(-1)
     y = np.empty((x.shape[0], int(n)), dtype=np.float32)

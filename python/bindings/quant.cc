@@ -1,10 +1,13 @@
 // Block-quantized weights (GGUF formats): the format table, dequantization of raw bytes, and the quantized
-// projection y = x w^T on each of its paths, for tests against gguf-py and for the kernel benchmark.
+// projection y = x w^T on each of its kernels, for tests against gguf-py; and QuantWeights, a model's Linear over
+// raw blocks built once (attnzoo.quant.prepare), which the kernel benchmark times.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
 #include <cstring>
+#include <new>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -40,6 +43,28 @@ TensorView f32_matrix(const TensorView& v, const char* name, int64_t rows, int64
   require(v.ndim == 2 && v.shape[0] == rows && v.shape[1] == cols && v.dtype == DType::f32 && v.is_contiguous(), name,
           "expected a contiguous [" + std::to_string(rows) + ", " + std::to_string(cols) + "] float32 array");
   return v;
+}
+
+// A projection's weights prepared once (attnzoo.quant.prepare), as a model's loader prepares them: a Linear over
+// the caller's raw blocks, regrouped or aligned into a copy of its own where this CPU's kernels want one. Each
+// product then runs the Linear alone, so a decode GEMV is timed and used without the load-time copy. The caller's
+// array is never released or changed; it is kept alive while the Linear borrows it.
+struct QuantWeights {
+  Linear linear;
+  uint32_t qtype = 0;
+  std::optional<AnyArray> borrowed;  // the caller's array, while the Linear reads it in place
+};
+
+QuantWeights prepare_weights(const AnyArray& w, uint32_t qtype, int64_t n, int64_t k) {
+  const QuantMatrix m = bytes_arg(w, "w", quant_type_arg(qtype), n, k);
+  QuantWeights q;
+  {
+    KernelScope scope;
+    q.linear = Linear::from_matrix(m, {}, "w");
+  }
+  q.qtype = qtype;
+  if (!q.linear.owns_weight()) q.borrowed = w;
+  return q;
 }
 
 }  // namespace
@@ -119,18 +144,48 @@ void bind_quant(nb::module_& m) {
             quant_gemv(held, nullptr, xp, T, yp, N);
           } else if (path == "f32") {
             quant_gemv_f32(wm, nullptr, xp, T, yp, N);
-          } else if (path == "reference") {
-            quant_matmul_reference(wm, nullptr, xp, T, yp, N);
           } else {
-            require(path == "auto", "path", "expected 'auto', 'int8', 'f32' or 'reference', got '" + path + "'");
-            Linear::from_quantized(wm.data, wm.bytes(), type, N, K, {}, "w").forward(xp, T, yp);
+            require(path == "reference", "path", "expected 'int8', 'f32' or 'reference', got '" + path + "'");
+            quant_matmul_reference(wm, nullptr, xp, T, yp, N);
           }
         },
-        nb::arg("w"), nb::arg("qtype"), nb::arg("n"), nb::arg("k"), nb::arg("x"), nb::arg("y"),
-        nb::arg("path") = "auto",
-        "y [T, n] = x [T, k] w^T with w n rows of raw GGUF blocks. path: 'auto' (Linear: GEMV for T <= 8, else "
-        "the dequantized-panel GEMM), 'int8' (8-bit activations, integer dots), 'f32' (rows dequantized, f32 "
-        "dots) or 'reference' (double accumulation).");
+        nb::arg("w"), nb::arg("qtype"), nb::arg("n"), nb::arg("k"), nb::arg("x"), nb::arg("y"), nb::arg("path"),
+        "y [T, n] = x [T, k] w^T with w n rows of raw GGUF blocks, on one kernel whatever the token count. path: "
+        "'int8' (8-bit activations, integer dots), 'f32' (rows dequantized, f32 dots) or 'reference' (double "
+        "accumulation). A model's Linear (the 'auto' path) is QuantWeights.");
+  nb::class_<QuantWeights>(m, "QuantWeights", "A projection's raw GGUF blocks prepared once, as a model holds them.")
+      .def("__init__",
+           [](QuantWeights* self, const AnyArray& w, uint32_t qtype, int64_t n, int64_t k) {
+             new (self) QuantWeights(prepare_weights(w, qtype, n, k));
+           },
+           nb::arg("w"), nb::arg("qtype"), nb::arg("n"), nb::arg("k"),
+           "w: n rows of raw blocks of GGUF type `qtype` (exactly n x k values' bytes), regrouped or aligned "
+           "into a copy of its own where this CPU's kernels read such a copy, else borrowed as they are.")
+      .def("matmul",
+           [](const QuantWeights& q, const AnyArray& x, const OutArray& y) {
+             const int64_t N = q.linear.out_features(), K = q.linear.in_features();
+             const TensorView xv = as_view(x, "x");
+             require(xv.ndim == 2 && xv.shape[1] == K && xv.dtype == DType::f32 && xv.is_contiguous(), "x",
+                     "expected a contiguous [T, " + std::to_string(K) + "] float32 array");
+             const int64_t T = xv.shape[0];
+             const TensorView yv = as_view(y, "out");
+             require(yv.ndim == 2 && yv.shape[0] == T && yv.shape[1] == N && yv.dtype == DType::f32 &&
+                         yv.is_contiguous(),
+                     "out", "expected a contiguous [" + std::to_string(T) + ", " + std::to_string(N) + "] float32 array");
+             KernelScope scope;
+             q.linear.forward(xv.ptr<float>(), T, yv.ptr<float>());
+           },
+           nb::arg("x"), nb::arg("out"), "out [T, n] = x [T, k] w^T, the model's Linear under the matmul precision.")
+      .def_prop_ro("n", [](const QuantWeights& q) { return q.linear.out_features(); })
+      .def_prop_ro("k", [](const QuantWeights& q) { return q.linear.in_features(); })
+      .def_prop_ro("qtype", [](const QuantWeights& q) { return q.qtype; })
+      .def_prop_ro("weight_bytes", [](const QuantWeights& q) { return q.linear.weight_bytes(); },
+                   "The bytes one product reads.")
+      .def_prop_ro("owned_bytes",
+                   [](const QuantWeights& q) { return q.linear.owns_weight() ? q.linear.weight_bytes() : 0; },
+                   "The bytes of the copy held (0 when w is read where it lies).")
+      .def_prop_ro("replaced_source_bytes", [](const QuantWeights& q) { return q.linear.replaced_source_bytes(); },
+                   "The bytes of w the copy stands in for (w itself is left as it was).");
 }
 
 }  // namespace attnzoo::py

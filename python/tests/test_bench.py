@@ -351,3 +351,39 @@ def test_single_form_work_counts():
     assert cases[("quantized gemv", "BF16 weights N=K")].bytes == K * K * 2
     for case in cases.values():
         assert (case.flops > 0) != (case.bytes > 0)
+
+
+def test_quantized_gemv_rows_time_the_product_alone(monkeypatch):
+    """The quantized gemv rows time a decode token's product over weights prepared once in the case's setup, as a
+    model's loader prepares them: the timed body neither builds a Linear nor copies the rows (regrouped where this
+    CPU's kernels read them so) again. Its result is the per-call quant.matmul's."""
+    import numpy as np
+    from attnzoo import quant
+    from attnzoo.bench import single as bench_single
+    built = []
+    real = _core.QuantWeights
+
+    def counting(*args):
+        built.append(args[1:])
+        return real(*args)
+
+    def refused(*args, **kw):
+        raise AssertionError("a per-call projection in the timed body")
+
+    monkeypatch.setattr(_core, "QuantWeights", counting)
+    monkeypatch.setattr(_core, "quant_matmul", refused)
+    cases = [c for c in bench_single.single_form_cases(_core.bench_config("tiny")) if c.kernel == "quantized gemv"]
+    assert cases
+    for case in cases:
+        built.clear()
+        ours = case.setup().ours
+        first = ours().copy()
+        for _ in range(3):
+            assert np.array_equal(ours(), first)
+        assert len(built) == 1, case.name
+        qtype, n, k = built[0]
+        w = bench_single._quant_weights(case.name.split()[0], n, k, 81)
+        x = np.random.default_rng(82).standard_normal((1, k), dtype=np.float32)
+        monkeypatch.setattr(_core, "QuantWeights", real)
+        assert np.array_equal(first, quant.matmul(x, w, qtype, n, k)), case.name
+        monkeypatch.setattr(_core, "QuantWeights", counting)

@@ -164,3 +164,49 @@ def test_int8_path_is_llama_cpp_q8_math(qtype):
     got = quant.matmul(x, raw, qtype, n, k, path="int8")
     assert np.abs(got - sim).max() <= 2e-6 * scale, float(np.abs(got - sim).max() / scale)
     assert np.abs(sim - exact).max() >= 1e-3 * scale  # the rounding under test is visible at this tolerance
+
+
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_K, Q.BF16, Q.F16], ids=lambda t: t.name)
+def test_prepared_weights_are_the_models_linear_built_once(qtype):
+    """quant.prepare builds the Linear quant.matmul's 'auto' path builds per call: the same products, for decode and
+    prefill sizes. A copy made at preparation (rows regrouped or aligned, f16 widened) stands in for the caller's
+    array, which is left as it was and no longer held; weights read in place keep the array alive."""
+    import weakref
+    rng = np.random.default_rng(int(qtype) + 50)
+    n, k = 48, 512
+    raw = make_weights(qtype, n, k, rng)
+    kept = raw.copy()
+    prepared = quant.prepare(raw, qtype, n, k)
+    assert (prepared.n, prepared.k, prepared.qtype) == (n, k, int(qtype))
+    for T in (1, 5, 40):
+        x = rng.standard_normal((T, k)).astype(np.float32)
+        assert np.array_equal(prepared.matmul(x), quant.matmul(x, raw, qtype, n, k)), T
+        out = np.full((T, n), np.nan, np.float32)
+        assert prepared.matmul(x, out=out) is out
+        assert np.array_equal(out, quant.matmul(x, raw, qtype, n, k)), T
+    assert np.array_equal(raw, kept)
+    if prepared.owned_bytes:
+        assert prepared.owned_bytes == prepared.weight_bytes
+        assert prepared.replaced_source_bytes == raw.nbytes
+    else:
+        assert prepared.weight_bytes == raw.nbytes and prepared.replaced_source_bytes == 0
+    ref = weakref.ref(raw if raw.base is None else raw.base)  # the array owning the bytes, not a view of it
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    want = prepared.matmul(x)
+    del raw
+    assert (ref() is None) == bool(prepared.owned_bytes)  # held only while read in place
+    np.full(n * k, 0x55, np.uint8)  # memory a freed array would have given back
+    assert np.array_equal(prepared.matmul(x), want)
+
+
+def test_prepared_weights_name_bad_arguments():
+    raw = np.zeros(18 * 2, dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"^w: 36 bytes given"):
+        quant.prepare(raw, Q.Q4_0, 1, 32)
+    with pytest.raises(ValueError, match="^qtype"):
+        quant.prepare(raw, 1000, 2, 32)
+    prepared = quant.prepare(raw, Q.Q4_0, 2, 32)
+    with pytest.raises(ValueError, match=r"^x: expected a contiguous \[T, 32\]"):
+        prepared.matmul(np.zeros((1, 40), np.float32))
+    with pytest.raises(ValueError, match=r"^out: expected a contiguous \[1, 2\]"):
+        prepared.matmul(np.zeros((1, 32), np.float32), out=np.zeros((1, 3), np.float32))

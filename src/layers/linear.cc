@@ -2,7 +2,6 @@
 
 #include <cblas.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -24,23 +23,6 @@
 
 namespace attnzoo {
 namespace {
-
-// Splits [0, n) into about 4 tasks per thread (dynamic claiming balances them), each a multiple of `align` rows
-// and at least `min_rows`.
-// The pages wholly inside [p, p + n) are not needed soon: MADV_PAGEOUT is a hint that never changes what the
-// memory holds (a file mapping's clean pages are dropped from the process and read back on a later touch;
-// anonymous ones stay unless there is swap), so it is safe on borrowed memory of any kind. Used once a weight
-// was copied, so that the mapping's pages it came from leave the resident set instead of doubling it.
-void pages_not_needed(const void* p, size_t n) {
-#ifdef MADV_PAGEOUT
-  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + n) / page * page;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);  // a hint: errors ignored
-#else
-  (void)p;
-  (void)n;
-#endif
-}
 
 // bf16 rows that the AMX projection would read off a cache line. Its tile rows are 64 bytes: off a line each
 // straddles two and the loads pull twice the lines, so the GEMM copies such rows aligned on every call of a long
@@ -69,6 +51,8 @@ std::shared_ptr<uint8_t> owned_bytes(size_t n) {
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [n](uint8_t* q) { munmap(q, n); });
 }
 
+// Splits [0, n) into about 4 tasks per thread (dynamic claiming balances them), each a multiple of `align` rows
+// and at least `min_rows`.
 int64_t panel_rows(int64_t n, int64_t min_rows, int64_t align) {
   const int64_t tasks = int64_t(ThreadPool::global().num_threads()) * 4;
   int64_t rows = std::max<int64_t>(min_rows, (n + tasks - 1) / tasks);
@@ -342,54 +326,56 @@ void Linear::require_shape(int64_t out, int64_t in, const std::string& name) con
           "expected weight [" + std::to_string(out) + ", " + std::to_string(in) + "], got " + shape_str());
 }
 
-Linear Linear::from_weights(const TensorView& weight, const TensorView& bias, const std::string& name, DType store) {
+Linear Linear::from_weights(const TensorView& weight, const TensorView& bias, const std::string& name, DType store,
+                            const CopiedSource& copied) {
   require(weight.ndim == 2, name.c_str(), "weight must be 2-D [out, in], got " + weight.shape_str());
   require(weight.is_contiguous(), name.c_str(), "weight must be contiguous");
   if (weight.dtype != DType::f32 && weight.dtype != DType::bf16 && weight.dtype != DType::f16)
     throw DTypeError(name + ": weight dtype " + dtype_name(weight.dtype) + " is not f32, bf16 or f16");
-  return from_matrix(dense_matrix(weight), bias, name, store);
+  return from_matrix(dense_matrix(weight), bias, name, store, copied);
 }
 
 Linear Linear::from_quantized(const void* data, uint64_t nbytes, QuantType type, int64_t out, int64_t in,
-                              const TensorView& bias, const std::string& name, DType store) {
-  return from_matrix(make_quant_matrix(data, nbytes, type, out, in, name), bias, name, store);
+                              const TensorView& bias, const std::string& name, DType store,
+                              const CopiedSource& copied) {
+  return from_matrix(make_quant_matrix(data, nbytes, type, out, in, name), bias, name, store, copied);
 }
 
-Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const std::string& name, DType store) {
+Linear Linear::from_matrix(const QuantMatrix& w, const TensorView& bias, const std::string& name, DType store,
+                           const CopiedSource& copied) {
   require(store == DType::f32 || store == DType::bf16, name.c_str(), "weights are held as f32 or bf16");
   Linear l;
   l.w_ = w;
   l.name_ = std::make_shared<const std::string>(name);
   // Block formats and bf16 are kept as they are; f16 (and f32 when bf16 is asked for) become an owned copy.
   const bool keep = quant_is_blocked(w.type) || w.type == QuantType::BF16 || (w.type == QuantType::F32 && store == DType::f32);
-  if (!keep) {
-    l = l.densified(store);
-    pages_not_needed(w.data, size_t(w.bytes()));
-    l.released_ = w.bytes();
-  }
+  if (!keep) l = l.densified(store);
   if (row_groups_pay(w)) {
     // Regrouped once into an owned copy for the VNNI / AVX2 decode rows (row_groups.h): the same bytes, moved.
     l.owned_ = owned_bytes(size_t(w.bytes()));
     l.w_ = to_row_groups(w, l.owned_.get());
-    pages_not_needed(w.data, size_t(w.bytes()));
-    l.released_ = w.bytes();
   }
   if (l.owned_ == nullptr && aligned_copy_pays(w)) {
-    // Its size once, resident where the mapping's pages were, instead of a copy per prefill. Copied in slices,
-    // each slice's pages dropped once copied, so that loading peaks at the copies' size, not at that plus the
-    // largest tensor (the tied 300 MiB embedding of Qwen3-0.6B raised the peak by its size when dropped whole).
+    // Its size once, resident where the source's pages were (where the caller drops them), instead of a copy per
+    // prefill. Reported slice by slice, so that a loader dropping the mapping's pages as they are read peaks at the
+    // copies' size, not at that plus the largest tensor (the tied 300 MiB embedding of Qwen3-0.6B raised the peak
+    // by its size when dropped whole). Slices end on 64 KiB-aligned source addresses: no page is split between two.
     l.owned_ = owned_bytes(size_t(w.bytes()));
     const auto* src = static_cast<const uint8_t*>(w.data);
-    constexpr size_t kSlice = size_t(8) << 20;
-    for (size_t o = 0; o < size_t(w.bytes()); o += kSlice) {
-      const size_t n = std::min(kSlice, size_t(w.bytes()) - o);
+    const size_t total = size_t(w.bytes());
+    constexpr uintptr_t kSlice = uintptr_t(8) << 20, kBoundary = uintptr_t(64) << 10;
+    for (size_t o = 0; o < total;) {
+      const uintptr_t end = (uintptr_t(src + o) + kSlice) / kBoundary * kBoundary;
+      const size_t n = std::min(size_t(end - uintptr_t(src + o)), total - o);
       std::memcpy(l.owned_.get() + o, src + o, n);
-      pages_not_needed(src + o, n);
+      if (copied) copied(src + o, n);
+      o += n;
     }
-    pages_not_needed(src, size_t(w.bytes()));  // the pages the slices' ends split
     l.w_.data = l.owned_.get();
-    l.released_ = w.bytes();
+  } else if (l.owned_ != nullptr && copied) {
+    copied(w.data, size_t(w.bytes()));
   }
+  if (l.owned_ != nullptr) l.replaced_source_ = w.bytes();
   l.reduced_weights_ = quant_is_blocked(w.type) || store == DType::bf16;
   if (!bias.empty()) {
     require(bias.ndim == 1 && bias.shape[0] == w.rows, name.c_str(),
@@ -414,7 +400,7 @@ Linear Linear::densified(DType store) const {
   std::vector<float> widened(n);
   dequantize_rows(w_, 0, w_.rows, widened.data());
   l.owned_ = owned_bytes(n * dtype_size(store));
-  l.released_ = 0;  // a copy beside this Linear's weight, which stays (from_matrix sets it where it replaces one)
+  l.replaced_source_ = 0;  // a copy beside this Linear's weight, which stays (from_matrix sets it where it replaces one)
   convert_from_f32(widened.data(), l.owned_.get(), store, n);
   l.w_ = dense_matrix(TensorView::contiguous(l.owned_.get(), store, {w_.rows, w_.cols}));
   // The values keep the blocks' rounding (or the bf16 store that was asked for), so "auto" still reduces.

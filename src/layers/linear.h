@@ -2,7 +2,8 @@
 // A dense projection y[T, out] = x[T, in] W^T (+ b), with W [out, in] as Hugging Face stores it.
 // Weights are borrowed from the memory-mapped checkpoint when they are f32 or bf16 (the kernels widen bf16 on the
 // fly, which is exact); f16 is converted once at load into an owned f32 copy, and where AMX runs, bf16 rows off a
-// cache line (a safetensors file's) are copied once onto lines, the mapping's pages dropped. Two paths:
+// cache line (a safetensors file's) are copied once onto lines; a caller told of the copied source (CopiedSource:
+// the loaders) drops the mapping's pages. Two paths:
 //  - GEMV (T <= kGemvMaxTokens, i.e. decode): one pass over W, each weight row dotted with every token, rows split
 //    over the thread pool, so the projection runs at memory bandwidth.
 //  - GEMM (prefill): output features split into panels, one task per panel; the panel is widened to f32 (bf16)
@@ -16,7 +17,9 @@
 // GEMV on them (f32 activations, or llama.cpp's integer dots over 8-bit activations where products may be
 // reduced: by default, matmul precision "auto"), prefill dequantizes each panel to f32 (or rounds it to bf16
 // pairs) and runs the same GEMM.
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -82,6 +85,13 @@ QuantMatrix dense_matrix(const TensorView& w);
 // Plain double-accumulation definition, for tests (w may be f32, bf16 or f16).
 void linear_reference(const TensorView& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 
+// Told of a load-time copy's source as the copy reads it: [data, data + bytes) will not be read again by this
+// Linear. A long copy reports slice by slice, each boundary at a 64 KiB-aligned address, so that no page is split
+// between two reports; the spans cover the source once. Linear never touches the source's pages itself: only its
+// caller knows whether they are a file mapping worth dropping (the loaders, models/weight_bytes.h) or memory of
+// its own (a numpy array) that must stay as it is.
+using CopiedSource = std::function<void(const void* data, size_t bytes)>;
+
 class Linear {
  public:
   Linear() = default;
@@ -90,15 +100,17 @@ class Linear {
   // rounds f32/f16 weights once into an owned bf16 copy (half the bytes streamed per decode step). Under matmul
   // precision "auto" a bf16 store (and any block format) takes reduced-precision products, an f32 store f32
   // products.
+  // `copied`, when set, is told of the source spans an owned copy replaces (CopiedSource).
   static Linear from_weights(const TensorView& weight, const TensorView& bias, const std::string& name,
-                             DType store = DType::f32);
+                             DType store = DType::f32, const CopiedSource& copied = {});
   // The GGUF loader's entry point: `nbytes` raw bytes holding an [out, in] matrix of `type` (rows of whole
   // blocks). F32 / F16 / BF16 behave as from_weights (with `store`); block formats are borrowed as they are and
   // computed on directly. ArgumentError naming `name` for an unsupported format or a size that does not fit.
   static Linear from_quantized(const void* data, uint64_t nbytes, QuantType type, int64_t out, int64_t in,
-                               const TensorView& bias, const std::string& name, DType store = DType::f32);
+                               const TensorView& bias, const std::string& name, DType store = DType::f32,
+                               const CopiedSource& copied = {});
   static Linear from_matrix(const QuantMatrix& w, const TensorView& bias, const std::string& name,
-                            DType store = DType::f32);
+                            DType store = DType::f32, const CopiedSource& copied = {});
 
   int64_t in_features() const { return w_.cols; }
   int64_t out_features() const { return w_.rows; }
@@ -111,9 +123,9 @@ class Linear {
   // The bias as f32 (empty without one).
   std::span<const float> bias() const { return bias_ ? std::span<const float>(*bias_) : std::span<const float>(); }
   bool owns_weight() const { return owned_ != nullptr; }
-  // The bytes of the borrowed weight an owned copy stands in for, whose mapped pages were released at load (the
-  // source's size; 0 for borrowed weights and copies of nothing mapped, such as densified()).
-  uint64_t released_weight_bytes() const { return released_; }
+  // The bytes of the source an owned copy stands in for (the source's size, what CopiedSource was told of; 0 for
+  // borrowed weights and for copies kept beside their source, such as densified()).
+  uint64_t replaced_source_bytes() const { return replaced_source_; }
   // The bytes one forward pass streams (quantized blocks for block formats).
   uint64_t weight_bytes() const { return w_.bytes(); }
   // An owned dense copy (f32 or bf16) of any weight, for consumers that need the matrix itself (MLA absorption).
@@ -144,7 +156,7 @@ class Linear {
   QuantMatrix w_;
   // Converted weights, or bf16 rows moved onto cache lines (aligned_copy_pays), when not borrowed; 64-byte aligned.
   std::shared_ptr<uint8_t> owned_;
-  uint64_t released_ = 0;
+  uint64_t replaced_source_ = 0;
   std::shared_ptr<std::vector<float>> bias_;
   std::shared_ptr<const std::string> name_;
   bool reduced_weights_ = false;

@@ -113,19 +113,19 @@ TEST(Linear, F16WeightsAreWidenedOnceAndBf16StoreRounds) {
   EXPECT_TRUE(l.owns_weight());
   EXPECT_EQ(l.weight().dtype, DType::f32);
   // The f32 copy (24 x 40 x 4 bytes) stands in for the f16 bytes it came from (24 x 40 x 2), whose pages a
-  // mapping would release: what a model's inspect() subtracts from its checkpoint.
+  // loader releases from its mapping: what a model's inspect() subtracts from its checkpoint.
   EXPECT_EQ(l.weight_bytes(), 24u * 40u * 4u);
-  EXPECT_EQ(l.released_weight_bytes(), 24u * 40u * 2u);
-  // A copy made beside a Linear (MLA's absorption) releases nothing: the Linear it came from keeps its weight.
-  EXPECT_EQ(l.densified(DType::bf16).released_weight_bytes(), 0u);
+  EXPECT_EQ(l.replaced_source_bytes(), 24u * 40u * 2u);
+  // A copy made beside a Linear (MLA's absorption) replaces nothing: the Linear it came from keeps its weight.
+  EXPECT_EQ(l.densified(DType::bf16).replaced_source_bytes(), 0u);
   HostTensor w32(DType::f32, {24, 40}, 6, 0.5f);
   const Linear borrowed = Linear::from_weights(w32.view, {}, "w32");
   EXPECT_FALSE(borrowed.owns_weight());
-  EXPECT_EQ(borrowed.released_weight_bytes(), 0u);
+  EXPECT_EQ(borrowed.replaced_source_bytes(), 0u);
   Linear lb = Linear::from_weights(w32.view, {}, "w32", DType::bf16);
   EXPECT_TRUE(lb.owns_weight());
   EXPECT_EQ(lb.weight().dtype, DType::bf16);
-  EXPECT_EQ(lb.released_weight_bytes(), 24u * 40u * 4u);
+  EXPECT_EQ(lb.replaced_source_bytes(), 24u * 40u * 4u);
   HostTensor x(DType::f32, {3, 40}, 7);
   std::vector<float> got(3 * 24), want(3 * 24);
   l.forward(x.view.ptr<float>(), 3, got.data());

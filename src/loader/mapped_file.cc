@@ -12,6 +12,17 @@
 
 namespace attnzoo {
 
+void release_mapped_pages(const void* p, size_t n) {
+#ifdef MADV_PAGEOUT
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + n) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);  // a hint: errors ignored
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw LoadError(path + ": cannot open: " + std::strerror(errno));

@@ -118,9 +118,9 @@ Linear load_linear(const ModelFiles& files, const std::string& name, int64_t out
   if (files.is_quantized(w)) {
     // Block-quantized (GGUF): the blocks stay in the mapping and the kernels compute on them directly.
     const StoredTensor t = stored_weight(files, w, {out, in});
-    l = Linear::from_quantized(t.data, uint64_t(t.bytes), t.type, out, in, bias, name, store);
+    l = Linear::from_quantized(t.data, uint64_t(t.bytes), t.type, out, in, bias, name, store, owned->copied());
   } else {
-    l = Linear::from_weights(weight(files, w, {out, in}), bias, name, store);
+    l = Linear::from_weights(weight(files, w, {out, in}), bias, name, store, owned->copied());
   }
   owned->add(l);
   return l;
@@ -136,7 +136,7 @@ Linear load_linear_rows(const ModelFiles& files, const std::string& name, int64_
   }
   const int64_t row_bytes = total_rows > 0 ? t.bytes / total_rows : 0;
   Linear l = Linear::from_quantized(t.data + begin * row_bytes, uint64_t(rows * row_bytes), t.type, rows, in, bias,
-                                    name, store);
+                                    name, store, owned->copied());
   owned->add(l);
   return l;
 }
@@ -146,7 +146,7 @@ Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64
   const StoredTensor t = stored_weight(files, name, {experts, rows_per_expert, in});
   const int64_t total = experts * rows_per_expert, row_bytes = total > 0 ? t.bytes / total : 0;
   Linear l = Linear::from_quantized(t.data + (expert * rows_per_expert + begin) * row_bytes, uint64_t(rows * row_bytes),
-                                    t.type, rows, in, TensorView{}, name, store);
+                                    t.type, rows, in, TensorView{}, name, store, owned->copied());
   owned->add(l);
   return l;
 }

@@ -12,7 +12,8 @@ std::unique_ptr<MambaMixer> load_mamba_mixer(const ModelFiles& files, const Mamb
   w.in_proj = load_linear(files, m + ".in_proj", 2 * E, H, store, owned);
   w.x_proj = load_linear(files, m + ".x_proj", mc.x_proj_dim(), E, store, owned);
   // The dt bias goes to the scan (added before softplus), so dt_proj itself runs without it.
-  w.dt_proj = Linear::from_weights(weight(files, m + ".dt_proj.weight", {E, mc.dt_rank}), {}, m + ".dt_proj", store);
+  w.dt_proj = Linear::from_weights(weight(files, m + ".dt_proj.weight", {E, mc.dt_rank}), {}, m + ".dt_proj", store,
+                                   owned->copied());
   owned->add(w.dt_proj);
   w.dt_bias = weight(files, m + ".dt_proj.bias", {E});
   w.out_proj = load_linear(files, m + ".out_proj", H, E, store, owned);

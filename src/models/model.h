@@ -54,7 +54,8 @@ struct ModelInfo {
   int64_t parameter_count = 0;    // elements of every tensor in the checkpoint
   uint64_t checkpoint_bytes = 0;  // bytes of every tensor in the checkpoint (borrowed through the mapping)
   uint64_t owned_weight_bytes = 0;  // copies made at load (converted, regrouped or moved onto cache lines)
-  // The checkpoint bytes those copies stand in for, their mapped pages released: resident weights are about
+  // The checkpoint bytes those copies stand in for, their mapped pages released by the loader as each copy read
+  // them (models/weight_bytes.h): resident weights are about
   // checkpoint_bytes - released_weight_bytes + owned_weight_bytes.
   uint64_t released_weight_bytes = 0;
   // Weight bytes one decode step streams: every layer's projections and the lm_head as held (not the

@@ -179,6 +179,27 @@ TEST(Model, RejectsABadBatch) {
   EXPECT_THROW(model->forward(twice), ArgumentError);
 }
 
+// f16 projections are widened to f32 at load on every CPU. Each copy's source is the file mapping, which the
+// loader releases as the copy reads it: every projection's f16 bytes (the tied head's too) are counted released,
+// through the loaders' hook, not assumed from what the Linears hold.
+TEST(Model, F16ProjectionsAreWidenedAndTheLoaderReleasesTheirFilePages) {
+  ScratchDir dir;
+  testing::write_file(dir.path() / "config.json", kConfig);
+  std::vector<testing::RawTensor> tensors;
+  uint64_t matrix_bytes = 0;
+  for (const auto& [name, shape] : testing::one_layer_llama_shapes()) {
+    const int64_t n = shape.size() == 2 ? shape[0] * shape[1] : shape[0];
+    std::vector<uint16_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = uint16_t(0x2000 + 0x40 * ((i * 7) % 13));  // small positive f16
+    if (shape.size() == 2) matrix_bytes += uint64_t(n) * 2;
+    tensors.push_back(raw_tensor(name, "F16", shape, v));
+  }
+  testing::write_file(dir.path() / "model.safetensors", testing::safetensors_bytes(tensors));
+  auto model = Model::load(dir.str());
+  EXPECT_EQ(model->info().owned_weight_bytes, 2 * matrix_bytes);
+  EXPECT_EQ(model->info().released_weight_bytes, matrix_bytes);
+}
+
 // A bf16 safetensors checkpoint places its tensors wherever the header ends (8-byte steps), here 24 bytes past a
 // cache line. Where the AMX tiles run, the projections' rows are copied onto lines once at load (counted as owned
 // weight bytes), so a long prefill never copies them again: the AMX GEMMs run, none of them staged. The tied
