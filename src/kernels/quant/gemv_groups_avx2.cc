@@ -133,6 +133,8 @@ __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size
     sc = _mm256_mul_ps(halves8(u + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(s)));
     mn = _mm256_mul_ps(halves8(u + 32 + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
   };
+  // the head's lines here, the values' slice by slice below: a unit's 36 lines asked for in one burst at its start
+  // stalled the rows, as Q6_K's 53 did (block_q6_k)
   if (kH == 0)
     for (size_t l = 0; l < kQ4KValuesAt; l += 64) group_prefetch(u + l);
   for (size_t c = 0; c < 4; ++c) {
@@ -175,6 +177,8 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
   constexpr size_t kUnit = 16 * 210, kQuarters = kT <= 2 ? 4 : 1;
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   const uint8_t* u = group + blk * kUnit;
+  // the head's lines here, the values' slice by slice below, not the unit's 53 lines in one burst: perf put a third
+  // of these rows' samples on that burst's prefetches (what they waited for, likely fill buffers, is not counted here)
   if (kH == 0)
     for (size_t l = 0; l < kQ6ValuesAt; l += 64) group_prefetch(u + l);
   const __m256 dw = halves8(u + 16 * kH);
