@@ -315,6 +315,8 @@ void dot_group_q6_k(const uint8_t* group, size_t K, const QuantActivations& a, s
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (size_t blk = 0; blk < K / 256; ++blk) {
     const uint8_t* u = group + blk * kUnit;
+    // the head (d and the scales, 288 bytes) too: the slices' prefetches below cover only the values
+    for (size_t l = 0; l < kQ6ValuesAt; l += 64) group_prefetch(u + l);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
     for (size_t h = 0; h < 2; ++h)
       for (size_t p = 0; p < 2; ++p) {
@@ -369,6 +371,8 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (size_t blk = 0; blk < K / 256; ++blk) {
     const uint8_t* u = group + blk * kUnit;
+    // the head (d, dmin and the packed scales, 256 bytes) too: the slices' prefetches below cover only the values
+    for (size_t l = 0; l < kQ4KValuesAt; l += 64) group_prefetch(u + l);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
     auto sbytes = [&](size_t j) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 64 + 16 * j)); };

@@ -133,12 +133,15 @@ __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size
     sc = _mm256_mul_ps(halves8(u + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(s)));
     mn = _mm256_mul_ps(halves8(u + 32 + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
   };
+  // the head's lines here, the values' slice by slice below: a unit's 36 lines asked for in one burst at its start
+  // stalled the rows, as Q6_K's 53 did (block_q6_k)
   if (kH == 0)
-    for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
+    for (size_t l = 0; l < kQ4KValuesAt; l += 64) group_prefetch(u + l);
   for (size_t c = 0; c < 4; ++c) {
     __m256i lo[kT], hi[kT];
     for (size_t t = 0; t < kT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
     for (size_t s = 0; s < 8; ++s) {
+      if (kH == 0) group_prefetch(u + kQ4KValuesAt + 64 * (8 * c + s));
       const __m256i q = load256(u + kQ4KValuesAt + 64 * (8 * c + s) + 32 * kH);
       const __m256i wl = _mm256_and_si256(q, low4), wh = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
       for (size_t t = 0; t < kT; ++t) {
@@ -174,8 +177,10 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
   constexpr size_t kUnit = 16 * 210, kQuarters = kT <= 2 ? 4 : 1;
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   const uint8_t* u = group + blk * kUnit;
+  // the head's lines here, the values' slice by slice below, not the unit's 53 lines in one burst: perf put a third
+  // of these rows' samples on that burst's prefetches (what they waited for, likely fill buffers, is not counted here)
   if (kH == 0)
-    for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
+    for (size_t l = 0; l < kQ6ValuesAt; l += 64) group_prefetch(u + l);
   const __m256 dw = halves8(u + 16 * kH);
   for (size_t h = 0; h < 2; ++h)
     for (size_t p = 0; p < 2; ++p)
@@ -188,6 +193,8 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
           __m256i pairs[kT][kQuarters];
           for (size_t k = 0; k < 2; ++k) {
             const uint8_t* v = u + kQ6ValuesAt + 192 * (8 * h + s + k) + 32 * kH;
+            if (kH == 0 && j0 == 0)
+              for (size_t l = 0; l < 192; l += 64) group_prefetch(v + l);
             const __m256i qh = load256(v + 128);
             for (size_t q = 0; q < kQuarters; ++q) {
               const size_t j = j0 + q;
