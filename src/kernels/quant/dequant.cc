@@ -4,12 +4,14 @@
 // loops step by the f32 vector length, which divides 16 on every target we build.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/convert.h"
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "kernels/quant/quant.h"
 #include "kernels/quant/quant_blocks.h"
+#include "kernels/quant/row_group_pieces.h"
 #include "kernels/quant/row_groups.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -18,6 +20,9 @@
 #include <hwy/highway.h>
 
 #include "kernels/quant/half-inl.h"
+#if HWY_ARCH_X86
+#include "kernels/quant/k_scales_x86.h"
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace attnzoo {
@@ -130,6 +135,192 @@ bool DequantizeRowFast(QuantType type, const void* src, float* dst, int64_t n) {
   }
 }
 
+// Rows [r0, r0 + nr) of a regrouped matrix (row_groups.h) straight from its units, for the prefill panels.
+//
+// Blocks of 32 and Q4_K: four rows at a time, the 16-byte loads of four slices (4 rows' 4 bytes each) are
+// transposed in registers into each row's 16 consecutive GGUF bytes, which the block kernels' f32 operations then
+// decode as they decode a GGUF row (same values, full-width stores). Copying the pieces back into GGUF blocks
+// first cost 5-58% of a 16-token prefill on AVX2 (rows_of_group's memcpy calls, docs/benchmarks/cpu-classes.md);
+// moving them into a stack block with fixed-size moves still cost a store per 4 bytes on top of the decode's.
+// Q6_K (a head matrix, which prefill multiplies for one token), rows outside whole runs of 4, the scalar target
+// and other architectures take that stack block.
+template <QuantType kType>
+HWY_INLINE void GatherBlock(const uint8_t* unit, int64_t i, uint8_t* block) {
+  for_each_piece(kType, i, [&](int64_t at, int64_t from, size_t n) [[gnu::always_inline]] {
+    std::memcpy(block + at, unit + from, n);
+  });
+}
+
+#if HWY_TARGET != HWY_SCALAR && HWY_ARCH_X86  // k_scales_x86.h
+using D128 = hn::Full128<uint8_t>;
+using V128 = hn::Vec<D128>;
+
+// Four rows' 16 consecutive bytes from four slices 64 bytes apart, each slice holding the rows' 4 bytes side by
+// side: a 4 x 4 transpose of 32-bit pieces.
+HWY_INLINE void Transpose4(const uint8_t* slice0, V128 rows[4]) {
+  const D128 d8;
+  const hn::Full128<uint32_t> d32;
+  const hn::Full128<uint64_t> d64;
+  const auto s0 = hn::BitCast(d32, hn::LoadU(d8, slice0)), s1 = hn::BitCast(d32, hn::LoadU(d8, slice0 + 64));
+  const auto s2 = hn::BitCast(d32, hn::LoadU(d8, slice0 + 128)), s3 = hn::BitCast(d32, hn::LoadU(d8, slice0 + 192));
+  const auto t0 = hn::BitCast(d64, hn::InterleaveLower(d32, s0, s1));  // rows 0, 1 of slices 0, 1
+  const auto t1 = hn::BitCast(d64, hn::InterleaveLower(d32, s2, s3));  // rows 0, 1 of slices 2, 3
+  const auto t2 = hn::BitCast(d64, hn::InterleaveUpper(d32, s0, s1));
+  const auto t3 = hn::BitCast(d64, hn::InterleaveUpper(d32, s2, s3));
+  rows[0] = hn::BitCast(d8, hn::InterleaveLower(d64, t0, t1));
+  rows[1] = hn::BitCast(d8, hn::InterleaveUpper(d64, t0, t1));
+  rows[2] = hn::BitCast(d8, hn::InterleaveLower(d64, t2, t3));
+  rows[3] = hn::BitCast(d8, hn::InterleaveUpper(d64, t2, t3));
+}
+
+// Bytes j .. j + Lanes - 1 of 16 widened to i32 lanes (j a multiple of the lane count); Signed: as int8.
+template <bool Signed = false>
+HWY_INLINE VI WidenBytes(V128 v, size_t j) {
+  const DI di;
+  using Byte = std::conditional_t<Signed, int8_t, uint8_t>;
+  const hn::Rebind<Byte, DI> db;
+  if constexpr (hn::MaxLanes(DI()) == 16) {
+    return hn::PromoteTo(di, hn::BitCast(db, v));
+  } else {  // 8 lanes (AVX2)
+    const hn::Full64<uint8_t> d64;
+    return hn::PromoteTo(di, hn::BitCast(db, j == 0 ? hn::LowerHalf(d64, v) : hn::UpperHalf(d64, v)));
+  }
+}
+
+// Rows [i0, i1) of a unit (multiples of 4), row i0's block at o, rows K apart. Blocks of 32: the head fields 16
+// rows at a time, then slice c (bytes 4c .. 4c + 3 of every row) at head * 16 + 64 c.
+template <QuantType kType>
+HWY_INLINE void UnitRows32(const uint8_t* unit, int64_t i0, int64_t i1, float* o, int64_t K) {
+  const DF df;
+  const DI di;
+  const size_t L = hn::Lanes(df);
+  const VI mask = hn::Set(di, 0xF), eight = hn::Set(di, 8);
+  constexpr int64_t head = kType == QuantType::Q4_1 ? 4 : 2;
+  for (int64_t i = i0; i < i1; i += 4) {
+    V128 q[2][4];  // Q8_0: bytes 0-15 and 16-31 of each row; Q4_0 / Q4_1: bytes 0-15
+    Transpose4(unit + head * kRowGroup + 4 * i, q[0]);
+    if constexpr (kType == QuantType::Q8_0) Transpose4(unit + head * kRowGroup + 256 + 4 * i, q[1]);
+    for (int64_t r = 0; r < 4; ++r) {
+      float* y = o + (i - i0 + r) * K;
+      const VF d = hn::Set(df, Half(unit + 2 * (i + r)));
+      if constexpr (kType == QuantType::Q8_0) {
+        for (size_t j = 0; j < 32; j += L)
+          hn::StoreU(hn::Mul(d, hn::ConvertTo(df, WidenBytes<true>(q[j / 16][r], j % 16))), df, y + j);
+      } else if constexpr (kType == QuantType::Q4_0) {
+        for (size_t j = 0; j < 16; j += L) {
+          const VI b = WidenBytes(q[0][r], j);
+          hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::Sub(hn::And(b, mask), eight))), df, y + j);
+          hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::Sub(hn::ShiftRight<4>(b), eight))), df, y + 16 + j);
+        }
+      } else {
+        const VF m = hn::Set(df, Half(unit + 32 + 2 * (i + r)));
+        for (size_t j = 0; j < 16; j += L) {
+          const VI b = WidenBytes(q[0][r], j);
+          hn::StoreU(hn::Add(hn::Mul(d, hn::ConvertTo(df, hn::And(b, mask))), m), df, y + j);
+          hn::StoreU(hn::Add(hn::Mul(d, hn::ConvertTo(df, hn::ShiftRight<4>(b))), m), df, y + 16 + j);
+        }
+      }
+    }
+  }
+}
+
+// The same for Q4_K: 16 d, 16 dmin, byte j of the 12 packed scale bytes 16 rows at a time, then qs slice s (bytes
+// 4s .. 4s + 3: chunk s / 8) at kQ4KValuesAt + 64 s. Scales and minima are Q4_KBlock's products.
+HWY_INLINE void UnitRowsQ4_K(const uint8_t* unit, int64_t i0, int64_t i1, float* o, int64_t K) {
+  const DF df;
+  const DI di;
+  const size_t L = hn::Lanes(df);
+  const VI mask = hn::Set(di, 0xF);
+  // Sub-block sb's 6-bit scales and minima of the 16 rows (k_scale_min's values) unpacked in xmm lanes at once:
+  // unpacked row by row they cost a fifth of the unit's time.
+  alignas(16) uint8_t sc[8][kRowGroup], mn[8][kRowGroup];
+  const auto bytes = [&](size_t k) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 64 + kRowGroup * int64_t(k)));
+  };
+  for (size_t sb = 0; sb < 8; ++sb) {
+    __m128i s, m;
+    q4_k_rows_scale_min(bytes, sb, s, m);
+    _mm_store_si128(reinterpret_cast<__m128i*>(sc[sb]), s);
+    _mm_store_si128(reinterpret_cast<__m128i*>(mn[sb]), m);
+  }
+  for (int64_t i = i0; i < i1; i += 4) {
+    float d[4], dmin[4];
+    for (int64_t r = 0; r < 4; ++r) {
+      d[r] = Half(unit + 2 * (i + r));
+      dmin[r] = Half(unit + 32 + 2 * (i + r));
+    }
+    for (int c = 0; c < 4; ++c) {  // chunk c: sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles), 32 bytes
+      V128 q[2][4];
+      Transpose4(unit + kQ4KValuesAt + 64 * 8 * c + 4 * i, q[0]);
+      Transpose4(unit + kQ4KValuesAt + 64 * (8 * c + 4) + 4 * i, q[1]);
+      for (int64_t r = 0; r < 4; ++r) {
+        const VF dlo = hn::Set(df, d[r] * float(sc[2 * c][i + r]));
+        const VF mlo = hn::Set(df, dmin[r] * float(mn[2 * c][i + r]));
+        const VF dhi = hn::Set(df, d[r] * float(sc[2 * c + 1][i + r]));
+        const VF mhi = hn::Set(df, dmin[r] * float(mn[2 * c + 1][i + r]));
+        float* y = o + (i - i0 + r) * K + 64 * c;
+        for (size_t l = 0; l < 32; l += L) {
+          const VI b = WidenBytes(q[l / 16][r], l % 16);
+          hn::StoreU(hn::Sub(hn::Mul(dlo, hn::ConvertTo(df, hn::And(b, mask))), mlo), df, y + l);
+          hn::StoreU(hn::Sub(hn::Mul(dhi, hn::ConvertTo(df, hn::ShiftRight<4>(b))), mhi), df, y + 32 + l);
+        }
+      }
+    }
+  }
+}
+constexpr bool kTransposes = true;
+#else
+constexpr bool kTransposes = false;
+#endif
+
+template <QuantType kType, void (*Block)(const uint8_t*, float*)>
+void GroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
+  const QuantTypeInfo info = *quant_type_info(uint32_t(kType));
+  const int64_t be = info.block_elems, bb = info.block_bytes, K = w.cols;
+  constexpr bool kTransposed = kTransposes && kType != QuantType::Q6_K;
+  alignas(64) uint8_t blocks[kRowGroup * 256];  // 16 blocks of at most 210 bytes (Q6_K)
+  const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = r0; r < r0 + nr;) {
+    const int64_t i0 = r % kRowGroup, i1 = std::min(kRowGroup, i0 + (r0 + nr - r));
+    // rows [v0, v1) four at a time, the rest through the stack block
+    const int64_t v0 = kTransposed ? std::min(i1, (i0 + 3) / 4 * 4) : i1;
+    const int64_t v1 = kTransposed ? std::max(v0, i1 / 4 * 4) : i1;
+    const uint8_t* group = data + (r / kRowGroup) * kRowGroup * w.row_bytes;
+    float* out = dst + (r - r0) * K;
+    for (int64_t b = 0; b < K / be; ++b) {
+      const uint8_t* unit = group + b * kRowGroup * bb;
+#if HWY_TARGET != HWY_SCALAR && HWY_ARCH_X86
+      if constexpr (kType == QuantType::Q4_K) {
+        if (v1 > v0) UnitRowsQ4_K(unit, v0, v1, out + (v0 - i0) * K + b * be, K);
+      } else if constexpr (kTransposed) {
+        if (v1 > v0) UnitRows32<kType>(unit, v0, v1, out + (v0 - i0) * K + b * be, K);
+      }
+#endif
+      // The other rows' blocks are all gathered before any is decoded: decoding each right after its pieces were
+      // stored made the vector loads wait on those stores.
+      int64_t n = 0;
+      for (int64_t i = i0; i < i1; ++i)
+        if (i < v0 || i >= v1) GatherBlock<kType>(unit, i, blocks + n++ * bb);
+      n = 0;
+      for (int64_t i = i0; i < i1; ++i)
+        if (i < v0 || i >= v1) Block(blocks + n++ * bb, out + (i - i0) * K + b * be);
+    }
+    r += i1 - i0;
+  }
+}
+
+// False when w's format is not one that regroups (the caller then copies rows back one by one).
+bool DequantizeGroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
+  switch (w.type) {
+    case QuantType::Q4_0: GroupedRows<QuantType::Q4_0, Q4_0Block>(w, r0, nr, dst); return true;
+    case QuantType::Q4_1: GroupedRows<QuantType::Q4_1, Q4_1Block>(w, r0, nr, dst); return true;
+    case QuantType::Q8_0: GroupedRows<QuantType::Q8_0, Q8_0Block>(w, r0, nr, dst); return true;
+    case QuantType::Q4_K: GroupedRows<QuantType::Q4_K, Q4_KBlock>(w, r0, nr, dst); return true;
+    case QuantType::Q6_K: GroupedRows<QuantType::Q6_K, Q6_KBlock>(w, r0, nr, dst); return true;
+    default: return false;
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnzoo
 HWY_AFTER_NAMESPACE();
@@ -137,6 +328,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnzoo {
 HWY_EXPORT(DequantizeRowFast);
+HWY_EXPORT(DequantizeGroupedRows);
 
 bool quant_supported(QuantType t) {
   switch (t) {
@@ -175,19 +367,12 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
 }
 
 void dequantize_rows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
-  thread_local AlignedBuffer<uint8_t> blocks;
-  for (int64_t r = 0; r < nr;) {
-    // whole groups of regrouped rows a group at a time (the prefill panels of a regrouped Linear)
-    if (w.row_group && (r0 + r) % w.row_group == 0 && r + w.row_group <= nr) {
-      const uint8_t* rows = rows_of_group(w, (r0 + r) / w.row_group, blocks);
-      for (int64_t i = 0; i < w.row_group; ++i)
-        dequantize_row(w.type, rows + i * w.row_bytes, dst + (r + i) * w.cols, w.cols);
-      r += w.row_group;
-      continue;
-    }
-    dequantize_row(w.type, row_of_group(w, r0 + r, blocks), dst + r * w.cols, w.cols);
-    ++r;
+  if (w.row_group) {
+    active_target();
+    if (HWY_DYNAMIC_DISPATCH(DequantizeGroupedRows)(w, r0, nr, dst)) return;
   }
+  thread_local AlignedBuffer<uint8_t> blocks;
+  for (int64_t r = 0; r < nr; ++r) dequantize_row(w.type, row_of_group(w, r0 + r, blocks), dst + r * w.cols, w.cols);
 }
 
 }  // namespace attnzoo

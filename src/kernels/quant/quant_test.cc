@@ -129,24 +129,38 @@ TEST(Quant, RegroupedRowsComeBackByteForByte) {
     for (int64_t r = 0; r < N; ++r)
       EXPECT_EQ(0, std::memcmp(row_of_group(g, r, scratch), w.row(r), size_t(w.row_bytes)))
           << quant_type_name(t) << " row " << r;
-    std::vector<float> a(size_t(N * K)), b(a.size());
-    dequantize_rows(w, 0, N, a.data());
-    dequantize_rows(g, 0, N, b.data());
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << quant_type_name(t);
-    // ranges that start or end inside a group (rows one by one there, whole groups at once elsewhere)
-    for (const auto& [r0, nr] : {std::pair<int64_t, int64_t>{5, N - 5}, {0, 20}}) {
-      std::fill(b.begin(), b.end(), 0.f);
-      dequantize_rows(g, r0, nr, b.data());
-      EXPECT_EQ(0, std::memcmp(a.data() + r0 * K, b.data(), size_t(nr * K) * sizeof(float)))
-          << quant_type_name(t) << " rows " << r0 << " + " << nr;
-    }
-    const uint8_t* rows = rows_of_group(g, 1, scratch);
-    EXPECT_EQ(0, std::memcmp(rows, w.row(16), size_t(16 * w.row_bytes))) << quant_type_name(t);
   }
   const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_0, 24, 32, 12);
   std::vector<uint8_t> out(raw.size());
   EXPECT_THROW(to_row_groups(make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_0, 24, 32, "w"), out.data()),
                ArgumentError);
+}
+
+// The prefill panels' dequantization reads regrouped rows in place (dequant.cc, GroupedRows): every value is the
+// reference's of the GGUF row, on every target, for ranges of whole groups at a panel start inside the matrix,
+// ranges that start or end inside a group, and one row.
+TEST(Quant, RegroupedRowsDequantizeToTheGgufRowsOnEveryTarget) {
+  testing::for_each_target([](Target) {
+    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K})
+      for (int64_t K : quant_type_info(uint32_t(t))->block_elems == 256 ? std::vector<int64_t>{256, 768}
+                                                                         : std::vector<int64_t>{32, 96}) {
+        const int64_t N = 48;
+        const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 21);
+        const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+        std::vector<uint8_t> regrouped(raw.size());
+        const QuantMatrix g = to_row_groups(w, regrouped.data());
+        std::vector<float> want(size_t(N * K)), got(want.size() + 1);  // one past: nothing written beyond nr rows
+        for (int64_t r = 0; r < N; ++r) dequantize_row_reference(t, w.row(r), want.data() + r * K, K);
+        for (const auto& [r0, nr] : {std::pair<int64_t, int64_t>{0, N}, {16, 32}, {5, N - 5}, {0, 20}, {21, 3},
+                                     {47, 1}}) {
+          std::fill(got.begin(), got.end(), -1.f);
+          dequantize_rows(g, r0, nr, got.data());
+          EXPECT_EQ(0, std::memcmp(want.data() + r0 * K, got.data(), size_t(nr * K) * sizeof(float)))
+              << quant_type_name(t) << " K " << K << " rows " << r0 << " + " << nr;
+          EXPECT_EQ(got[size_t(nr * K)], -1.f) << "wrote past row " << r0 + nr;
+        }
+      }
+  });
 }
 
 // Each token's integer-path result is the one it gets alone, for any number of tokens (the many-token tiling

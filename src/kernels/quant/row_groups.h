@@ -10,8 +10,9 @@
 // So Q4_0 / Q4_1 slice c holds elements 4c .. 4c + 3 in its low nibbles and 16 + 4c .. 16 + 4c + 3 in its high
 // ones, Q8_0 slice c elements 4c .. 4c + 3: one 64-byte load per slice feeds a vpdpbusd whose other operand is
 // the token's 4 activations broadcast. Q6_K's superblocks are cut the same way (below: its ql and qh bytes in
-// slices, its sub-block scales 16 rows at a time). The bytes are the GGUF bytes, moved: every reader of single rows
-// (dequantization, the f32 and portable rows, the bf16 prefill panels) gets them back with row_of_group.
+// slices, its sub-block scales 16 rows at a time). The bytes are the GGUF bytes, moved: dequantize_rows (the prefill
+// panels, f32 and bf16) reads the units in place, other readers of single rows (the f32 and portable rows) get
+// them back with row_of_group.
 #include <cstdint>
 
 #include "core/aligned_buffer.h"
@@ -36,9 +37,6 @@ bool row_groups_pay(const QuantMatrix& w);
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out);
 // Row r of a regrouped matrix as GGUF blocks in `scratch` (or w.row(r) itself when w is not regrouped).
 const uint8_t* row_of_group(const QuantMatrix& w, int64_t r, AlignedBuffer<uint8_t>& scratch);
-// The 16 rows of group g of a regrouped matrix as GGUF rows (row_bytes apart) in `scratch`, each unit read once:
-// 16 calls of row_of_group read the whole group 16 times.
-const uint8_t* rows_of_group(const QuantMatrix& w, int64_t g, AlignedBuffer<uint8_t>& scratch);
 
 // The regrouped rows (VNNI and AVX2) ask for the line 8 KiB ahead into L2 for every 64 bytes they load, as the
 // dense GEMV does: the stream prefetcher alone left their loads waiting (VNNI, no prefetch: 50-56% of a plain
