@@ -18,7 +18,6 @@
 #include <type_traits>
 
 #include "core/avx_vnni.h"
-
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/k_scales_x86.h"
 #include "kernels/quant/quant_blocks.h"
@@ -294,7 +293,8 @@ void groups(const QuantGemvTask& g) {
         constexpr size_t T = decltype(kT)::value;
         // From 3 tokens block_q6_k runs one quarter's chains at a time, T of them, each four vpdpbusd in a row that
         // wait on its latency (vpmaddubsw's products do not): there vpdpbusd read four tokens from memory at 31-42%
-        // of a plain read against 39-46%, so those keep Pairs (docs/benchmarks/cpu-classes.md)
+        // of a plain read against 39-46% in four pairs (within the noise of a loaded machine, not proven), so those
+        // keep Pairs (docs/benchmarks/cpu-classes.md)
         using Q6 = std::conditional_t<L::kWide && T >= 3, Pairs, L>;
         two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
           block_q6_k<Q6, T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
