@@ -65,6 +65,26 @@ def test_info_says_whether_amx_tiles_run(value):
         assert "AMX-BF16 tiles" in line or "refused" in line or "XCR0" in line or "below avx512_bf16" in line
 
 
+@pytest.mark.parametrize("value", ["0", "1", "yes"])
+def test_info_says_whether_the_avx2_rows_take_avx_vnni(value):
+    env = dict(os.environ, ATTNZOO_AVX_VNNI=value, ATTNZOO_TARGET="avx2")
+    r = subprocess.run([CLI, "info"], capture_output=True, text=True, timeout=120, env=env)
+    if value == "yes":
+        assert r.returncode != 0 and "ATTNZOO_AVX_VNNI" in r.stderr and "Traceback" not in r.stderr
+        return
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if l.startswith("avx-vnni "))
+    flags = open("/proc/cpuinfo").read().split()
+    if "avx_vnni" not in flags:
+        assert "no AVX-VNNI on this CPU" in line
+    elif value == "0":
+        assert line.split()[1:] == ["ATTNZOO_AVX_VNNI=0"]
+    elif "avx2" not in attnzoo.supported_targets():
+        assert "unused" in line
+    else:
+        assert "vpdpbusd (VEX) in the AVX2 regrouped rows" in line, line
+
+
 def write_tiny_model(d):
     """A tiny random Llama with a trained byte-level BPE and a ChatML template: every CLI command can run on it."""
     from transformers import LlamaConfig, LlamaForCausalLM

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "core/amx.h"
+#include "core/avx_vnni.h"
 #include "core/bf16_dot.h"
 #include "core/cpu_info.h"
 #include "core/device.h"
@@ -17,6 +18,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/quant/gemv_kernels.h"
 
 namespace attnzoo::cli {
 
@@ -88,6 +90,11 @@ int run_info(const std::vector<std::string>& args) {
     std::printf("bf16 products widened to f32 (no AVX-512-BF16 on this CPU / target)\n");
   std::printf("amx          %s\n", amx_bf16_enabled() ? amx_support().reason.c_str()
                                   : amx_support().use ? "off under a target below avx512_bf16" : amx_support().reason.c_str());
+  const AvxVnniSupport& avx_vnni = avx_vnni_support();
+  std::printf("avx-vnni     %s\n", !avx_vnni.use                ? avx_vnni.reason.c_str()
+                                  : quant_gemv_vnni_enabled()   ? "unused: the AVX-512 VNNI rows run (ATTNZOO_TARGET=avx2 takes the AVX2 rows)"
+                                  : !quant_gemv_avx2_enabled() ? "unused under the scalar target"
+                                                                : avx_vnni.reason.c_str());
   std::printf("threads      %d (ATTNZOO_THREADS / --threads)\n", ThreadPool::global().num_threads());
   std::printf("highway      %s\n", ATTNZOO_HWY_VERSION);
   const BlasCoreChoice& choice = configure_blas();

@@ -9,12 +9,15 @@
 // Q6_K's 6-bit pairs (16002) are summed two slices at a time; Q8_0's weights, dotted as |w| against the
 // activations with w's sign (vpsignb, at most 32512 a pair), go through vpmaddwd slice by slice. So every
 // integer sum is the VNNI rows' and so are the f32 FMAs (one per block and row, in block order): both give the
-// same bits (gemv_groups_test.cc). Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt), reached through
-// quant_gemv_rows_avx2.
+// same bits (gemv_groups_test.cc). Where the CPU has AVX-VNNI (core/avx_vnni.h) the same kernels form each
+// slice's lane sums with its vpdpbusd instead (Dpbusd below): i32 from the first product, no bound to respect,
+// the same exact sums. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt), reached through quant_gemv_rows_avx2.
 #include <immintrin.h>
 
+#include <atomic>
 #include <type_traits>
 
+#include "core/avx_vnni.h"
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/k_scales_x86.h"
 #include "kernels/quant/quant_blocks.h"
@@ -41,13 +44,42 @@ inline __m256i chained(__m256i v) {
 // i16 pair sums -> the 8 rows' i32 sums (each lane's two pairs).
 inline __m256i lanes(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
 
+// How a slice's lane sums are formed, the kernels' one parameter: add(acc, u, s) adds the products of the slice's
+// unsigned bytes u and the broadcast activations s to acc in the accumulator's width, widen(acc) turns a chain of
+// add into the 8 rows' i32 sums, add32(sums, u, s) adds one slice to i32 sums (Q8_0: its pairs leave no room in
+// i16 for a second slice). kWide: add already accumulates in i32, so no chain needs cutting for i16's bound.
+// Pairs: vpmaddubsw into i16 pairs, widened by vpmaddwd against ones.
+struct Pairs {
+  static constexpr bool kWide = false;
+  static __m256i add(__m256i acc, __m256i u, __m256i s) {
+    return chained(_mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s)));
+  }
+  static __m256i widen(__m256i acc) { return lanes(acc); }
+  static __m256i add32(__m256i sums, __m256i u, __m256i s) {
+    return chained(_mm256_add_epi32(sums, lanes(_mm256_maddubs_epi16(u, s))));
+  }
+};
+// Dpbusd: AVX-VNNI's VEX vpdpbusd, the four products of a lane summed into its i32 in one instruction. Written as
+// asm, not _mm256_dpbusd_avx_epi32: the intrinsic needs the avxvnni target on every function it is inlined
+// through, and the kernels below are shared with Pairs, which must run on AVX2 CPUs without it. The asm also keeps
+// each chain in order and in a register, as chained does.
+struct Dpbusd {
+  static constexpr bool kWide = true;
+  static __m256i add(__m256i acc, __m256i u, __m256i s) {
+    asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+    return acc;
+  }
+  static __m256i widen(__m256i acc) { return acc; }
+  static __m256i add32(__m256i sums, __m256i u, __m256i s) { return add(sums, u, s); }
+};
+
 // Each block function below adds one block column of one half (rows 8 kH .. 8 kH + 7) of a group for kT tokens
 // from t0 into acc (two_halves runs them); the half kH = 0 asks for the lines ahead (group_prefetch).
 
 // Blocks of 32: the slices' nibbles (low: elements 4c .., high: 16 + 4c ..) are dotted against the broadcast
 // activations and summed in i16, the block's integer sum starts from Q4_0's -8 sum(x), and one FMA per token
 // scales it by d_w d_x (Q4_1: a second FMA adds m_w d_x sum(x)).
-template <size_t kT, Fmt32 kFmt, size_t kH>
+template <class L, size_t kT, Fmt32 kFmt, size_t kH>
 __attribute__((always_inline)) inline void block32(const uint8_t* group, size_t b, size_t K, const QuantActivations& a,
                                                    size_t ld8, size_t t0, __m256 (&acc)[kT]) {
   constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2, kValues = kFmt == Fmt32::Q8_0 ? 32 : 16;
@@ -56,7 +88,7 @@ __attribute__((always_inline)) inline void block32(const uint8_t* group, size_t 
   const uint8_t* u = group + b * kUnit;
   if (kH == 0)
     for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
-  __m256i sum[kT];  // Q4: i16 pair sums; Q8_0: i32 lane sums
+  __m256i sum[kT];  // Q4: add's chain (Pairs: i16 pair sums); Q8_0: i32 lane sums
   for (size_t t = 0; t < kT; ++t) sum[t] = _mm256_setzero_si256();
   for (size_t c = 0; c < kSlices; ++c) {
     const __m256i v = load256(u + 16 * kHead + 64 * c + 32 * kH);
@@ -64,21 +96,21 @@ __attribute__((always_inline)) inline void block32(const uint8_t* group, size_t 
       const __m256i wabs = _mm256_abs_epi8(v);
       for (size_t t = 0; t < kT; ++t) {
         const int8_t* x = a.xs8 + (t0 + t) * ld8 + 32 * b + 4 * c;
-        sum[t] = chained(_mm256_add_epi32(sum[t], lanes(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(bcast4(x), v)))));
+        sum[t] = L::add32(sum[t], wabs, _mm256_sign_epi8(bcast4(x), v));
       }
     } else {
       // the low nibbles are elements 4c .. 4c + 3, the high ones 16 + 4c ..
       const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
       for (size_t t = 0; t < kT; ++t) {
         const int8_t* x = a.xs8 + (t0 + t) * ld8 + 32 * b + 4 * c;
-        sum[t] = chained(_mm256_add_epi16(sum[t], _mm256_maddubs_epi16(lo, bcast4(x))));
-        sum[t] = chained(_mm256_add_epi16(sum[t], _mm256_maddubs_epi16(hi, bcast4(x + 16))));
+        sum[t] = L::add(sum[t], lo, bcast4(x));
+        sum[t] = L::add(sum[t], hi, bcast4(x + 16));
       }
     }
   }
   const __m256 dw = halves8(u + 16 * kH);
   for (size_t t = 0; t < kT; ++t) {
-    __m256i dot = kFmt == Fmt32::Q8_0 ? sum[t] : lanes(sum[t]);
+    __m256i dot = kFmt == Fmt32::Q8_0 ? sum[t] : L::widen(sum[t]);
     if constexpr (kFmt == Fmt32::Q4_0) {
       const int32_t xsum = a.xsum16[(t0 + t) * (K / 16) + 2 * b] + a.xsum16[(t0 + t) * (K / 16) + 2 * b + 1];
       dot = _mm256_add_epi32(_mm256_set1_epi32(-8 * xsum), dot);
@@ -118,7 +150,7 @@ void two_halves(size_t blocks, float* out, size_t ldo, Block block) {
 // Q4_K, in the VNNI rows' order: per chunk c of 64 values the 8 slices' low nibbles (sub-block 2c) and high ones
 // (2c + 1) are dotted and summed in i16, the rows' 6-bit scales and minima come out of their packed bytes 8 rows
 // at a time, and w = d sc q - dmin m takes one FMA for d sc d_x and one for dmin m d_x sum(x) per sub-block.
-template <size_t kT, size_t kH>
+template <class L, size_t kT, size_t kH>
 __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size_t blk, size_t K,
                                                       const QuantActivations& a, size_t ld8, size_t t0,
                                                       __m256 (&acc)[kT]) {
@@ -146,8 +178,8 @@ __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size
       const __m256i wl = _mm256_and_si256(q, low4), wh = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
       for (size_t t = 0; t < kT; ++t) {
         const int8_t* x = a.xs8 + (t0 + t) * ld8 + 256 * blk + 64 * c + 4 * s;
-        lo[t] = chained(_mm256_add_epi16(lo[t], _mm256_maddubs_epi16(wl, bcast4(x))));
-        hi[t] = chained(_mm256_add_epi16(hi[t], _mm256_maddubs_epi16(wh, bcast4(x + 32))));
+        lo[t] = L::add(lo[t], wl, bcast4(x));
+        hi[t] = L::add(hi[t], wh, bcast4(x + 32));
       }
     }
     __m256 sc_lo, mn_lo, sc_hi, mn_hi;
@@ -155,7 +187,7 @@ __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size
     scale_min(2 * c + 1, sc_hi, mn_hi);
     for (size_t t = 0; t < kT; ++t) {
       const size_t b32 = (t0 + t) * (K / 32) + 8 * blk + 2 * c;
-      const __m256 il = _mm256_cvtepi32_ps(lanes(lo[t])), ih = _mm256_cvtepi32_ps(lanes(hi[t]));
+      const __m256 il = _mm256_cvtepi32_ps(L::widen(lo[t])), ih = _mm256_cvtepi32_ps(L::widen(hi[t]));
       acc[t] = _mm256_fmadd_ps(il, _mm256_mul_ps(sc_lo, _mm256_set1_ps(a.d[b32])), acc[t]);
       acc[t] = _mm256_fmadd_ps(ih, _mm256_mul_ps(sc_hi, _mm256_set1_ps(a.d[b32 + 1])), acc[t]);
       acc[t] = _mm256_fnmadd_ps(mn_lo, _mm256_set1_ps(a.dsum32[b32]), acc[t]);
@@ -170,7 +202,7 @@ __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size
 // 8h + 2j + p's chain that starts from -32 sum(x); then the chain is scaled by d sc d_x, one FMA. Up to 2 tokens
 // the four quarters' chains run together (each slice loaded once); from 3 tokens on quarter by quarter (each
 // reloads its slices from L1), so that one quarter's chains, not four, are live.
-template <size_t kT, size_t kH>
+template <class L, size_t kT, size_t kH>
 __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size_t blk, size_t K,
                                                       const QuantActivations& a, size_t ld8, size_t t0,
                                                       __m256 (&acc)[kT]) {
@@ -208,13 +240,16 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
               const __m256i w = _mm256_or_si256(nib, _mm256_and_si256(top, bits45));
               for (size_t t = 0; t < kT; ++t) {
                 const int8_t* x = a.xs8 + (t0 + t) * ld8 + 256 * blk + 128 * h + 32 * j + 4 * (s + k);
-                const __m256i pj = _mm256_maddubs_epi16(w, bcast4(x));
-                pairs[t][q] = k == 0 ? pj : chained(_mm256_add_epi16(pairs[t][q], pj));
+                if constexpr (L::kWide)
+                  d[t][q] = L::add(d[t][q], w, bcast4(x));
+                else
+                  pairs[t][q] = k == 0 ? _mm256_maddubs_epi16(w, bcast4(x)) : L::add(pairs[t][q], w, bcast4(x));
               }
             }
           }
-          for (size_t t = 0; t < kT; ++t)
-            for (size_t q = 0; q < kQuarters; ++q) d[t][q] = chained(_mm256_add_epi32(d[t][q], lanes(pairs[t][q])));
+          if constexpr (!L::kWide)
+            for (size_t t = 0; t < kT; ++t)
+              for (size_t q = 0; q < kQuarters; ++q) d[t][q] = chained(_mm256_add_epi32(d[t][q], lanes(pairs[t][q])));
         }
         for (size_t q = 0; q < kQuarters; ++q) {
           const size_t j = j0 + q, sb = 8 * h + 2 * j + p;
@@ -228,16 +263,16 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
       }
 }
 
-}  // namespace
-
-void quant_gemv_groups_avx2(const QuantGemvTask& g) {
+// The kernels over one task with lane sums formed by L.
+template <class L>
+void groups(const QuantGemvTask& g) {
   const size_t K = size_t(g.w.cols), ld8 = (K + 63) / 64 * 64;
   const QuantActivations& a = g.act;
   auto blocks32 = [&](auto fmt) {
     for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
       constexpr size_t T = decltype(kT)::value;
       two_halves<T>(K / 32, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
-        block32<T, decltype(fmt)::value, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+        block32<L, T, decltype(fmt)::value, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
       });
     });
   };
@@ -249,18 +284,44 @@ void quant_gemv_groups_avx2(const QuantGemvTask& g) {
       for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         constexpr size_t T = decltype(kT)::value;
         two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
-          block_q4_k<T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+          block_q4_k<L, T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
         });
       });
       break;
     default:
       for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         constexpr size_t T = decltype(kT)::value;
+        // From 3 tokens block_q6_k runs one quarter's chains at a time, T of them, each four vpdpbusd in a row that
+        // wait on its latency (vpmaddubsw's products do not): there vpdpbusd read four tokens from memory at 31-42%
+        // of a plain read against 39-46% in four pairs (within the noise of a loaded machine, not proven), so those
+        // keep Pairs (docs/benchmarks/cpu-classes.md)
+        using Q6 = std::conditional_t<L::kWide && T >= 3, Pairs, L>;
         two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
-          block_q6_k<T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+          block_q6_k<Q6, T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
         });
       });
   }
+}
+
+std::atomic<uint64_t> avx_vnni_tasks{0};
+
+}  // namespace
+
+// Tests turn the AVX-VNNI rows off and on within one process; the switch and the CPU still bound them.
+std::atomic<bool> avx_vnni_allowed{true};
+
+bool quant_gemv_groups_avx_vnni_enabled() {
+  return avx_vnni_support().use && avx_vnni_allowed.load(std::memory_order_relaxed);
+}
+
+void quant_gemv_groups_allow_avx_vnni(bool allow) { avx_vnni_allowed.store(allow, std::memory_order_relaxed); }
+
+uint64_t quant_gemv_groups_avx_vnni_tasks() { return avx_vnni_tasks.load(std::memory_order_relaxed); }
+
+void quant_gemv_groups_avx2(const QuantGemvTask& g) {
+  if (!quant_gemv_groups_avx_vnni_enabled()) return groups<Pairs>(g);
+  avx_vnni_tasks.fetch_add(1, std::memory_order_relaxed);
+  groups<Dpbusd>(g);
 }
 
 }  // namespace attnzoo

@@ -4,10 +4,13 @@
 // in place and shifted once, say) must leave every output bit as it was, and a change of operation order shows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <vector>
 
+#include "core/avx_vnni.h"
 #include "core/dispatch.h"
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/quant_blocks.h"
@@ -96,13 +99,34 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
   return acc;
 }
 
-// On every target whose integer rows read the regrouped bytes in place (the VNNI rows, the AVX2 rows); the
-// scalar target's portable rows read them copied back and keep their own order.
-TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
+// fn() on every kernel that reads the regrouped bytes in place: each target's (the VNNI rows, the AVX2 rows) and,
+// where the AVX2 rows run on a CPU with AVX-VNNI (ATTNZOO_AVX_VNNI not 0), those rows on vpmaddubsw and on
+// vpdpbusd, each observed to have run as named. The scalar target's portable rows read the bytes copied back and
+// keep their own order. Returns how many kernels ran.
+int for_each_regrouped_kernel(const std::function<void()>& fn) {
   int checked = 0;
   testing::for_each_target([&](Target) {
     if (!quant_gemv_vnni_enabled() && !quant_gemv_avx2_enabled()) return;
-    ++checked;
+    const bool avx2_rows = !quant_gemv_vnni_enabled();
+    for (bool avx_vnni : {false, true}) {
+      quant_gemv_groups_allow_avx_vnni(avx_vnni);
+      if (avx_vnni && !(avx2_rows && quant_gemv_groups_avx_vnni_enabled())) continue;
+      SCOPED_TRACE(avx_vnni ? "AVX-VNNI" : "");
+      const uint64_t before = quant_gemv_groups_avx_vnni_tasks();
+      fn();
+      ++checked;
+      if (avx_vnni)
+        EXPECT_GT(quant_gemv_groups_avx_vnni_tasks(), before) << "the AVX2 rows did not take vpdpbusd";
+      else
+        EXPECT_EQ(quant_gemv_groups_avx_vnni_tasks(), before) << "vpdpbusd ran with AVX-VNNI turned off";
+    }
+    quant_gemv_groups_allow_avx_vnni(true);
+  });
+  return checked;
+}
+
+TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
+  const int checked = for_each_regrouped_kernel([&] {
     for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
       const int64_t N = 32, K = type == QuantType::Q4_K || type == QuantType::Q6_K ? 512 : 96;
       const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 31 + uint64_t(type));
@@ -128,10 +152,7 @@ TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
 // Weights whose integer dots come near the i16 bound of vpmaddubsw (nibbles 15, Q8_0's -128, Q6_K's 63, against
 // activations of 127 in magnitude) give the exact sums there too.
 TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
-  int checked = 0;
-  testing::for_each_target([&](Target) {
-    if (!quant_gemv_vnni_enabled() && !quant_gemv_avx2_enabled()) return;
-    ++checked;
+  const int checked = for_each_regrouped_kernel([&] {
     for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
       const int64_t N = 16, K = 256, T = 2;
       std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 7);
@@ -162,6 +183,31 @@ TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
     }
   });
   if (checked == 0) GTEST_SKIP() << "no target here runs the regrouped rows in place";
+}
+
+// Where the CPU has AVX-VNNI and the AVX2 rows run (AVX2 forced on an AVX-512 VNNI CPU, or a client CPU without
+// AVX-512), a regrouped matrix's rows take vpdpbusd, and ATTNZOO_AVX_VNNI=0's state keeps them off it.
+TEST(QuantGroups, AvxVnniRowsRunWhereTheCpuHasIt) {
+  const auto targets = supported_targets();
+  if (std::find(targets.begin(), targets.end(), Target::avx2) == targets.end()) GTEST_SKIP() << "no AVX2 here";
+  if (!avx_vnni_support().use) GTEST_SKIP() << avx_vnni_support().reason;
+  const Target saved = active_target();
+  set_target(Target::avx2);
+  const int64_t N = 32, K = 64;
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_0, N, K, 5);
+  const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_0, N, K, "w");
+  std::vector<uint8_t> bytes(raw.size());
+  const QuantMatrix grouped = to_row_groups(gguf, bytes.data());
+  std::vector<float> x(size_t(K), 0.5f), y(static_cast<size_t>(N));
+  uint64_t before = quant_gemv_groups_avx_vnni_tasks();
+  quant_gemv(grouped, nullptr, x.data(), 1, y.data(), N);
+  EXPECT_GT(quant_gemv_groups_avx_vnni_tasks(), before);
+  quant_gemv_groups_allow_avx_vnni(false);
+  before = quant_gemv_groups_avx_vnni_tasks();
+  quant_gemv(grouped, nullptr, x.data(), 1, y.data(), N);
+  EXPECT_EQ(quant_gemv_groups_avx_vnni_tasks(), before);
+  quant_gemv_groups_allow_avx_vnni(true);
+  set_target(saved);
 }
 
 }  // namespace

@@ -75,7 +75,9 @@ TEST(Quant, DISABLED_BenchGemvStream) {
                   bytes_target < (size_t(64) << 10) ? "L1 " : bytes_target < (size_t(1) << 20) ? "L2 " : "mem", quant_type_name(t), (long long)T, rate[0][2], rate[1][2], 100 * rate[1][2] / rate[0][2], rate[2][2],
                   100 * rate[2][2] / rate[0][2], rate[3][2], 100 * rate[3][2] / rate[0][2], rate[4][2],
                   100 * rate[4][2] / rate[0][2], grouped.row_group ? "" : " (not regrouped)",
-                  !grouped.row_group ? "" : quant_gemv_vnni_enabled() ? " vnni" : " avx2");
+                  !grouped.row_group ? "" : quant_gemv_vnni_enabled()            ? " vnni"
+                  : quant_gemv_groups_avx_vnni_enabled() ? " avx2 avx-vnni"
+                                                         : " avx2");
     }
   }
 }
