@@ -211,17 +211,7 @@ TEST(Model, Bf16SafetensorsProjectionsOffACacheLineAreAlignedOnceAtLoad) {
   "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
   "num_key_value_heads": 1, "vocab_size": 5, "max_position_embeddings": 512, "rms_norm_eps": 1e-5,
   "rope_theta": 10000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})"));
-  const testing::TinyTensorShapes shapes = {{"model.embed_tokens.weight", {5, 64}},
-                                            {"model.norm.weight", {64}},
-                                            {"model.layers.0.input_layernorm.weight", {64}},
-                                            {"model.layers.0.post_attention_layernorm.weight", {64}},
-                                            {"model.layers.0.self_attn.q_proj.weight", {64, 64}},
-                                            {"model.layers.0.self_attn.k_proj.weight", {32, 64}},
-                                            {"model.layers.0.self_attn.v_proj.weight", {32, 64}},
-                                            {"model.layers.0.self_attn.o_proj.weight", {64, 64}},
-                                            {"model.layers.0.mlp.gate_proj.weight", {128, 64}},
-                                            {"model.layers.0.mlp.up_proj.weight", {128, 64}},
-                                            {"model.layers.0.mlp.down_proj.weight", {64, 128}}};
+  const testing::TinyTensorShapes shapes = testing::one_layer_llama_shapes(64);
   std::vector<testing::RawTensor> tensors;
   uint64_t matrix_bytes = 0;  // every 2-D tensor is a projection's (the embedding also the tied head's)
   for (const auto& [name, shape] : shapes) {

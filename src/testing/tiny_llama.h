@@ -15,20 +15,21 @@ namespace attnzoo::testing {
 
 inline constexpr int64_t kTinyLlamaVocab = 97;
 
-// The tensors of the smallest Llama the loader tests write: one layer, hidden 8, intermediate 16, 2 query heads
-// over 1 KV head, vocabulary 5, embeddings tied (no lm_head).
-inline TinyTensorShapes one_layer_llama_shapes() {
-  return {{"model.embed_tokens.weight", {5, 8}},
-          {"model.norm.weight", {8}},
-          {"model.layers.0.input_layernorm.weight", {8}},
-          {"model.layers.0.post_attention_layernorm.weight", {8}},
-          {"model.layers.0.self_attn.q_proj.weight", {8, 8}},
-          {"model.layers.0.self_attn.k_proj.weight", {4, 8}},
-          {"model.layers.0.self_attn.v_proj.weight", {4, 8}},
-          {"model.layers.0.self_attn.o_proj.weight", {8, 8}},
-          {"model.layers.0.mlp.gate_proj.weight", {16, 8}},
-          {"model.layers.0.mlp.up_proj.weight", {16, 8}},
-          {"model.layers.0.mlp.down_proj.weight", {8, 16}}};
+// The tensors of the smallest Llama the loader tests write: one layer, hidden 8 (or `hidden`), intermediate twice
+// that, 2 query heads over 1 KV head, vocabulary 5, embeddings tied (no lm_head).
+inline TinyTensorShapes one_layer_llama_shapes(int64_t hidden = 8) {
+  const int64_t h = hidden, kv = hidden / 2, inter = 2 * hidden;
+  return {{"model.embed_tokens.weight", {5, h}},
+          {"model.norm.weight", {h}},
+          {"model.layers.0.input_layernorm.weight", {h}},
+          {"model.layers.0.post_attention_layernorm.weight", {h}},
+          {"model.layers.0.self_attn.q_proj.weight", {h, h}},
+          {"model.layers.0.self_attn.k_proj.weight", {kv, h}},
+          {"model.layers.0.self_attn.v_proj.weight", {kv, h}},
+          {"model.layers.0.self_attn.o_proj.weight", {h, h}},
+          {"model.layers.0.mlp.gate_proj.weight", {inter, h}},
+          {"model.layers.0.mlp.up_proj.weight", {inter, h}},
+          {"model.layers.0.mlp.down_proj.weight", {h, inter}}};
 }
 
 // `vocab`: another size stands for a checkpoint padded differently (a draft model's).
