@@ -1,6 +1,7 @@
 // Block-quantized weights (GGUF formats): the format table, dequantization of raw bytes, and the quantized
 // projection y = x w^T on each of its kernels, for tests against gguf-py; QuantWeights, raw blocks prepared once
-// (attnzoo.quant.prepare: a model's Linear, or the integer rows alone), which the kernel benchmark times.
+// (attnzoo.quant.prepare: a model's Linear, or the integer rows alone), which the kernel benchmark times; and
+// Avx2GroupRows, the bench's way to the AVX2 regrouped rows in either form.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -14,6 +15,8 @@
 #include "bindings.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
+#include "kernels/quant/avx2_group_rows_scope.h"
+#include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/quant.h"
 #include "kernels/quant/quantize.h"
 #include "kernels/quant/row_groups.h"
@@ -122,6 +125,17 @@ void prepared_matmul(const QuantWeights& q, const AnyArray& x, const OutArray& y
     q.linear.forward(xv.ptr<float>(), T, yv.ptr<float>());
 }
 
+Avx2LaneSums lane_sums_arg(const std::string& name) {
+  require(name == "vpmaddubsw" || name == "vpdpbusd", "lane_sums",
+          "expected 'vpmaddubsw' or 'vpdpbusd', got '" + name + "'");
+  return name == "vpdpbusd" ? Avx2LaneSums::vpdpbusd : Avx2LaneSums::vpmaddubsw;
+}
+
+// Python's `with` over Avx2GroupRowsScope: held from __enter__ to __exit__.
+struct Avx2GroupRows {
+  std::optional<Avx2GroupRowsScope> scope;
+};
+
 }  // namespace
 
 void bind_quant(nb::module_& m) {
@@ -220,6 +234,41 @@ void bind_quant(nb::module_& m) {
                    "The bytes of the copy held (0 when w is read where it lies).")
       .def_prop_ro("replaced_source_bytes", &QuantWeights::replaced_source_bytes,
                    "The bytes of w the copy stands in for (w itself is left as it was).");
+  nb::class_<Avx2GroupRows>(m, "Avx2GroupRows",
+                            "with Avx2GroupRows() as rows: the AVX2 regrouped rows run the products of the block, "
+                            "on vpmaddubsw until rows.use('vpdpbusd'); the target and the AVX-VNNI switch are "
+                            "given back as they were on leaving it. For the kernel bench, on its calling thread.")
+      .def(nb::init<>())
+      .def("__enter__",
+           [](Avx2GroupRows& r) -> Avx2GroupRows& {
+             require(!r.scope, "Avx2GroupRows", "already entered");
+             r.scope.emplace();
+             return r;
+           },
+           nb::rv_policy::reference)
+      .def("__exit__", [](Avx2GroupRows& r, nb::args) { r.scope.reset(); })
+      .def("use",
+           [](Avx2GroupRows& r, const std::string& lane_sums) {
+             const Avx2LaneSums form = lane_sums_arg(lane_sums);
+             require(r.scope.has_value(), "Avx2GroupRows", "use() outside its with block");
+             r.scope->use(form);
+           },
+           nb::arg("lane_sums"), "'vpmaddubsw' or 'vpdpbusd' (ValueError naming lane_sums where it cannot run).")
+      .def_static("support",
+                  [] {
+                    const Avx2GroupRowsSupport s = avx2_group_rows_support();
+                    nb::dict d;
+                    d["avx2"] = s.avx2;
+                    d["vpdpbusd"] = s.vpdpbusd;
+                    d["skipped"] = s.skipped;
+                    return d;
+                  },
+                  "{'avx2', 'vpdpbusd': whether each can run, 'skipped': why not ('' when both can)}.");
+  m.def("quant_avx_vnni_tasks", &quant_gemv_groups_avx_vnni_tasks,
+        "Tasks the AVX2 regrouped rows ran on vpdpbusd in this process (what the bench and tests observe).");
+  m.def("quant_avx_vnni_allowed", &quant_gemv_groups_avx_vnni_allowed,
+        "Whether the AVX2 regrouped rows may take vpdpbusd (false only inside an Avx2GroupRows block on "
+        "vpmaddubsw, or a test's hook).");
 }
 
 }  // namespace attnzoo::py
