@@ -33,15 +33,20 @@ class Weights:
     n x k values' bytes: ValueError naming `w` otherwise), regrouped or aligned into a copy of their own where this
     CPU's kernels read one (AVX-512 VNNI and AVX2 rows for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q6_K, bf16 rows off a cache
     line where AMX runs), else read where they lie (the array is then kept alive). `w` itself is never changed or
-    paged out. Build it once and call matmul per token: preparing is a load-time cost (the copy)."""
+    paged out. Build it once and call matmul per token: preparing is a load-time cost (the copy).
 
-    def __init__(self, w, qtype, n, k):
+    path: 'auto' (a model's Linear under the current matmul precision) or 'int8' (the integer rows alone, 8-bit
+    activations whatever the token count: matmul(path='int8')'s kernel; block formats only, ValueError naming
+    `path` for others)."""
+
+    def __init__(self, w, qtype, n, k, path="auto"):
         w = np.ascontiguousarray(w, dtype=np.uint8).reshape(-1)
-        self._weights = _core.QuantWeights(w, int(qtype), int(n), int(k))
+        self._weights = _core.QuantWeights(w, int(qtype), int(n), int(k), str(path))
 
     n = property(lambda self: self._weights.n)
     k = property(lambda self: self._weights.k)
     qtype = property(lambda self: self._weights.qtype)
+    path = property(lambda self: self._weights.path)
     # The bytes one product reads; the bytes of the copy held (0 when w is read where it lies); the bytes of w that
     # copy stands in for.
     weight_bytes = property(lambda self: self._weights.weight_bytes)
@@ -49,8 +54,9 @@ class Weights:
     replaced_source_bytes = property(lambda self: self._weights.replaced_source_bytes)
 
     def matmul(self, x, out=None):
-        """y [T, n] = x [T, k] @ w.T, a model's Linear under the current matmul precision (by default 8-bit
-        activations for T <= 8 and, on AVX-512-BF16, bf16 panels beyond). `out`: a float32 [T, n] array to write."""
+        """y [T, n] = x [T, k] @ w.T on the prepared path: 'auto', a model's Linear under the current matmul
+        precision (by default 8-bit activations for T <= 8 and, on AVX-512-BF16, bf16 panels beyond); 'int8',
+        8-bit activations for every T. `out`: a float32 [T, n] array to write."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         if x.ndim == 1:
             x = x.reshape(1, -1)
@@ -61,21 +67,24 @@ class Weights:
 
     def __repr__(self):
         name = type_info(self.qtype)[0]
-        return f"Weights({name} [{self.n}, {self.k}], {self.weight_bytes} bytes, owned {self.owned_bytes})"
+        return (f"Weights({name} [{self.n}, {self.k}], path {self.path}, {self.weight_bytes} bytes, "
+                f"owned {self.owned_bytes})")
 
 
-def prepare(w, qtype, n, k):
-    """Weights(w, qtype, n, k): the projection prepared once for many products."""
-    return Weights(w, qtype, n, k)
+def prepare(w, qtype, n, k, path="auto"):
+    """Weights(w, qtype, n, k, path): the projection prepared once for many products, on path 'auto' (a model's
+    Linear) or 'int8' (the integer rows)."""
+    return Weights(w, qtype, n, k, path)
 
 
 def matmul(x, w, qtype, n, k, path="auto"):
     """y [T, n] = x [T, k] @ w.T, w being n rows of raw blocks (exactly: ValueError naming `w` for more or fewer
     bytes). path: 'auto' (a model's Linear under the current matmul precision, Weights.matmul: by default 8-bit
-    activations for T <= 8 and, on AVX-512-BF16, bf16 panels beyond), 'int8', 'f32' or 'reference' (double
-    accumulation). Each call prepares w again: for many products over the same weights, prepare() them once."""
-    if path == "auto":
-        return prepare(w, qtype, n, k).matmul(x)
+    activations for T <= 8 and, on AVX-512-BF16, bf16 panels beyond), 'int8' (8-bit activations, integer dots, for
+    every T), 'f32' or 'reference' (double accumulation). Each call prepares w again ('auto', 'int8': the regrouped
+    copy): for many products over the same weights, prepare() them once."""
+    if path in ("auto", "int8"):
+        return prepare(w, qtype, n, k, path).matmul(x)
     x = np.ascontiguousarray(x, dtype=np.float32)
     w = np.ascontiguousarray(w, dtype=np.uint8).reshape(-1)
     y = np.empty((x.shape[0], int(n)), dtype=np.float32)

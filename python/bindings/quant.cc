@@ -1,6 +1,7 @@
 // Block-quantized weights (GGUF formats): the format table, dequantization of raw bytes, and the quantized
-// projection y = x w^T on each of its kernels, for tests against gguf-py; and QuantWeights, a model's Linear over
-// raw blocks built once (attnzoo.quant.prepare), which the kernel benchmark times.
+// projection y = x w^T on each of its kernels, for tests against gguf-py; QuantWeights, raw blocks prepared once
+// (attnzoo.quant.prepare: a model's Linear, or the integer rows alone), which the kernel benchmark times; and
+// Avx2GroupRows, the bench's way to the AVX2 regrouped rows in either form.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -12,7 +13,10 @@
 #include <vector>
 
 #include "bindings.h"
+#include "core/aligned_buffer.h"
 #include "core/error.h"
+#include "kernels/quant/avx2_group_rows_scope.h"
+#include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/quant.h"
 #include "kernels/quant/quantize.h"
 #include "kernels/quant/row_groups.h"
@@ -45,27 +49,92 @@ TensorView f32_matrix(const TensorView& v, const char* name, int64_t rows, int64
   return v;
 }
 
-// A projection's weights prepared once (attnzoo.quant.prepare), as a model's loader prepares them: a Linear over
-// the caller's raw blocks, regrouped or aligned into a copy of its own where this CPU's kernels want one. Each
-// product then runs the Linear alone, so a decode GEMV is timed and used without the load-time copy. The caller's
-// array is never released or changed; it is kept alive while the Linear borrows it.
-struct QuantWeights {
-  Linear linear;
-  uint32_t qtype = 0;
-  std::optional<AnyArray> borrowed;  // the caller's array, while the Linear reads it in place
+// The matrix the integer rows (quant_gemv) read, as a model's Linear holds it: regrouped 16 rows at a time into
+// a copy where the AVX-512 VNNI or AVX2 rows run (row_groups_pay), so that this path and "auto"'s decode rows run
+// one kernel; else the caller's rows. (The raw rows' kernel sums a row's blocks across lanes, the regrouped one
+// block after block, so their last bits differ.)
+struct Int8Rows {
+  QuantMatrix held;
+  AlignedBuffer<uint8_t> grouped;  // empty where the caller's rows are read
 };
 
-QuantWeights prepare_weights(const AnyArray& w, uint32_t qtype, int64_t n, int64_t k) {
+Int8Rows int8_rows(const QuantMatrix& w) {
+  require(quant_gemv_has_int8(w.type), "path", std::string("'int8': no integer kernel for ") + quant_type_name(w.type));
+  Int8Rows r{w, {}};
+  if (row_groups_pay(w)) {
+    r.grouped.resize(size_t(w.bytes()));
+    r.held = to_row_groups(w, r.grouped.data());
+  }
+  return r;
+}
+
+// A projection's weights prepared once (attnzoo.quant.prepare), as a model's loader prepares them, for the path
+// chosen: "auto", a Linear over the caller's raw blocks, regrouped or aligned into a copy of its own where this
+// CPU's kernels want one, whose products follow the matmul precision; or "int8", the integer rows alone over
+// int8_rows' matrix whatever the token count. Each product then runs the kernel alone, so a decode GEMV is timed
+// and used without the load-time copy. The caller's array is never released or changed; it is kept alive while
+// it is read in place.
+struct QuantWeights {
+  std::string path;
+  Linear linear;  // "auto"
+  Int8Rows int8;  // "int8"
+  uint32_t qtype = 0;
+  std::optional<AnyArray> borrowed;  // the caller's array, while it is read in place
+
+  bool owns() const { return path == "int8" ? int8.grouped.size() > 0 : linear.owns_weight(); }
+  int64_t n() const { return path == "int8" ? int8.held.rows : linear.out_features(); }
+  int64_t k() const { return path == "int8" ? int8.held.cols : linear.in_features(); }
+  uint64_t weight_bytes() const { return path == "int8" ? int8.held.bytes() : linear.weight_bytes(); }
+  // A regrouped copy stands in for every byte of the caller's rows.
+  uint64_t replaced_source_bytes() const {
+    return path == "int8" ? (owns() ? int8.held.bytes() : 0) : linear.replaced_source_bytes();
+  }
+};
+
+QuantWeights prepare_weights(const AnyArray& w, uint32_t qtype, int64_t n, int64_t k, const std::string& path) {
+  require(path == "auto" || path == "int8", "path", "expected 'auto' or 'int8', got '" + path + "'");
   const QuantMatrix m = bytes_arg(w, "w", quant_type_arg(qtype), n, k);
   QuantWeights q;
+  q.path = path;
+  q.qtype = qtype;
   {
     KernelScope scope;
-    q.linear = Linear::from_matrix(m, {}, "w");
+    if (path == "int8")
+      q.int8 = int8_rows(m);
+    else
+      q.linear = Linear::from_matrix(m, {}, "w");
   }
-  q.qtype = qtype;
-  if (!q.linear.owns_weight()) q.borrowed = w;
+  if (!q.owns()) q.borrowed = w;
   return q;
 }
+
+// y [T, N] = x [T, K] w^T over weights prepared for `path`; x and y checked against the weights' shape.
+void prepared_matmul(const QuantWeights& q, const AnyArray& x, const OutArray& y) {
+  const int64_t N = q.n(), K = q.k();
+  const TensorView xv = as_view(x, "x");
+  require(xv.ndim == 2 && xv.shape[1] == K && xv.dtype == DType::f32 && xv.is_contiguous(), "x",
+          "expected a contiguous [T, " + std::to_string(K) + "] float32 array");
+  const int64_t T = xv.shape[0];
+  const TensorView yv = as_view(y, "out");
+  require(yv.ndim == 2 && yv.shape[0] == T && yv.shape[1] == N && yv.dtype == DType::f32 && yv.is_contiguous(),
+          "out", "expected a contiguous [" + std::to_string(T) + ", " + std::to_string(N) + "] float32 array");
+  KernelScope scope;
+  if (q.path == "int8")
+    quant_gemv(q.int8.held, nullptr, xv.ptr<float>(), T, yv.ptr<float>(), N);
+  else
+    q.linear.forward(xv.ptr<float>(), T, yv.ptr<float>());
+}
+
+Avx2LaneSums lane_sums_arg(const std::string& name) {
+  require(name == "vpmaddubsw" || name == "vpdpbusd", "lane_sums",
+          "expected 'vpmaddubsw' or 'vpdpbusd', got '" + name + "'");
+  return name == "vpdpbusd" ? Avx2LaneSums::vpdpbusd : Avx2LaneSums::vpmaddubsw;
+}
+
+// Python's `with` over Avx2GroupRowsScope: held from __enter__ to __exit__.
+struct Avx2GroupRows {
+  std::optional<Avx2GroupRowsScope> scope;
+};
 
 }  // namespace
 
@@ -131,17 +200,8 @@ void bind_quant(nb::module_& m) {
           float* yp = yv.ptr<float>();
           KernelScope scope;
           if (path == "int8") {
-            require(quant_gemv_has_int8(type), "path", std::string("no integer kernel for ") + quant_type_name(type));
-            // The weights as a model's Linear holds them: regrouped 16 rows at a time where the AVX-512 VNNI or
-            // AVX2 rows run (row_groups_pay), so this path and "auto"'s decode rows run one kernel. The raw rows' kernel sums
-            // a row's blocks across lanes, the regrouped one block after block, so their last bits differ.
-            std::vector<uint8_t> grouped;
-            QuantMatrix held = wm;
-            if (row_groups_pay(wm)) {
-              grouped.resize(size_t(wm.bytes()));
-              held = to_row_groups(wm, grouped.data());
-            }
-            quant_gemv(held, nullptr, xp, T, yp, N);
+            const Int8Rows rows = int8_rows(wm);
+            quant_gemv(rows.held, nullptr, xp, T, yp, N);
           } else if (path == "f32") {
             quant_gemv_f32(wm, nullptr, xp, T, yp, N);
           } else {
@@ -152,40 +212,63 @@ void bind_quant(nb::module_& m) {
         nb::arg("w"), nb::arg("qtype"), nb::arg("n"), nb::arg("k"), nb::arg("x"), nb::arg("y"), nb::arg("path"),
         "y [T, n] = x [T, k] w^T with w n rows of raw GGUF blocks, on one kernel whatever the token count. path: "
         "'int8' (8-bit activations, integer dots), 'f32' (rows dequantized, f32 dots) or 'reference' (double "
-        "accumulation). A model's Linear (the 'auto' path) is QuantWeights.");
+        "accumulation). Weights prepared once for 'int8' or a model's Linear (the 'auto' path) are QuantWeights.");
   nb::class_<QuantWeights>(m, "QuantWeights", "A projection's raw GGUF blocks prepared once, as a model holds them.")
       .def("__init__",
-           [](QuantWeights* self, const AnyArray& w, uint32_t qtype, int64_t n, int64_t k) {
-             new (self) QuantWeights(prepare_weights(w, qtype, n, k));
+           [](QuantWeights* self, const AnyArray& w, uint32_t qtype, int64_t n, int64_t k, const std::string& path) {
+             new (self) QuantWeights(prepare_weights(w, qtype, n, k, path));
            },
-           nb::arg("w"), nb::arg("qtype"), nb::arg("n"), nb::arg("k"),
+           nb::arg("w"), nb::arg("qtype"), nb::arg("n"), nb::arg("k"), nb::arg("path") = "auto",
            "w: n rows of raw blocks of GGUF type `qtype` (exactly n x k values' bytes), regrouped or aligned "
-           "into a copy of its own where this CPU's kernels read such a copy, else borrowed as they are.")
-      .def("matmul",
-           [](const QuantWeights& q, const AnyArray& x, const OutArray& y) {
-             const int64_t N = q.linear.out_features(), K = q.linear.in_features();
-             const TensorView xv = as_view(x, "x");
-             require(xv.ndim == 2 && xv.shape[1] == K && xv.dtype == DType::f32 && xv.is_contiguous(), "x",
-                     "expected a contiguous [T, " + std::to_string(K) + "] float32 array");
-             const int64_t T = xv.shape[0];
-             const TensorView yv = as_view(y, "out");
-             require(yv.ndim == 2 && yv.shape[0] == T && yv.shape[1] == N && yv.dtype == DType::f32 &&
-                         yv.is_contiguous(),
-                     "out", "expected a contiguous [" + std::to_string(T) + ", " + std::to_string(N) + "] float32 array");
-             KernelScope scope;
-             q.linear.forward(xv.ptr<float>(), T, yv.ptr<float>());
-           },
-           nb::arg("x"), nb::arg("out"), "out [T, n] = x [T, k] w^T, the model's Linear under the matmul precision.")
-      .def_prop_ro("n", [](const QuantWeights& q) { return q.linear.out_features(); })
-      .def_prop_ro("k", [](const QuantWeights& q) { return q.linear.in_features(); })
+           "into a copy of its own where this CPU's kernels read such a copy, else borrowed as they are. path: "
+           "'auto' (a model's Linear, under the matmul precision) or 'int8' (8-bit activations, integer dots, "
+           "whatever the token count).")
+      .def("matmul", &prepared_matmul, nb::arg("x"), nb::arg("out"),
+           "out [T, n] = x [T, k] w^T on the prepared path.")
+      .def_prop_ro("path", [](const QuantWeights& q) { return q.path; })
+      .def_prop_ro("n", &QuantWeights::n)
+      .def_prop_ro("k", &QuantWeights::k)
       .def_prop_ro("qtype", [](const QuantWeights& q) { return q.qtype; })
-      .def_prop_ro("weight_bytes", [](const QuantWeights& q) { return q.linear.weight_bytes(); },
-                   "The bytes one product reads.")
-      .def_prop_ro("owned_bytes",
-                   [](const QuantWeights& q) { return q.linear.owns_weight() ? q.linear.weight_bytes() : 0; },
+      .def_prop_ro("weight_bytes", &QuantWeights::weight_bytes, "The bytes one product reads.")
+      .def_prop_ro("owned_bytes", [](const QuantWeights& q) { return q.owns() ? q.weight_bytes() : 0; },
                    "The bytes of the copy held (0 when w is read where it lies).")
-      .def_prop_ro("replaced_source_bytes", [](const QuantWeights& q) { return q.linear.replaced_source_bytes(); },
+      .def_prop_ro("replaced_source_bytes", &QuantWeights::replaced_source_bytes,
                    "The bytes of w the copy stands in for (w itself is left as it was).");
+  nb::class_<Avx2GroupRows>(m, "Avx2GroupRows",
+                            "with Avx2GroupRows() as rows: the AVX2 regrouped rows run the products of the block, "
+                            "on vpmaddubsw until rows.use('vpdpbusd'); the target and the AVX-VNNI switch are "
+                            "given back as they were on leaving it. For the kernel bench, on its calling thread.")
+      .def(nb::init<>())
+      .def("__enter__",
+           [](Avx2GroupRows& r) -> Avx2GroupRows& {
+             require(!r.scope, "Avx2GroupRows", "already entered");
+             r.scope.emplace();
+             return r;
+           },
+           nb::rv_policy::reference)
+      .def("__exit__", [](Avx2GroupRows& r, nb::args) { r.scope.reset(); })
+      .def("use",
+           [](Avx2GroupRows& r, const std::string& lane_sums) {
+             const Avx2LaneSums form = lane_sums_arg(lane_sums);
+             require(r.scope.has_value(), "Avx2GroupRows", "use() outside its with block");
+             r.scope->use(form);
+           },
+           nb::arg("lane_sums"), "'vpmaddubsw' or 'vpdpbusd' (ValueError naming lane_sums where it cannot run).")
+      .def_static("support",
+                  [] {
+                    const Avx2GroupRowsSupport s = avx2_group_rows_support();
+                    nb::dict d;
+                    d["avx2"] = s.avx2;
+                    d["vpdpbusd"] = s.vpdpbusd;
+                    d["skipped"] = s.skipped;
+                    return d;
+                  },
+                  "{'avx2', 'vpdpbusd': whether each can run, 'skipped': why not ('' when both can)}.");
+  m.def("quant_avx_vnni_tasks", &quant_gemv_groups_avx_vnni_tasks,
+        "Tasks the AVX2 regrouped rows ran on vpdpbusd in this process (what the bench and tests observe).");
+  m.def("quant_avx_vnni_allowed", &quant_gemv_groups_avx_vnni_allowed,
+        "Whether the AVX2 regrouped rows may take vpdpbusd (false only inside an Avx2GroupRows block on "
+        "vpmaddubsw, or a test's hook).");
 }
 
 }  // namespace attnzoo::py

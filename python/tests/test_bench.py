@@ -387,3 +387,89 @@ def test_quantized_gemv_rows_time_the_product_alone(monkeypatch):
         monkeypatch.setattr(_core, "QuantWeights", real)
         assert np.array_equal(first, quant.matmul(x, w, qtype, n, k)), case.name
         monkeypatch.setattr(_core, "QuantWeights", counting)
+
+
+AVX_VNNI_ROWS = [(q, T) for q in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q6_K") for T in (1, 4)]
+
+
+def _check_avx_vnni_section(section, support):
+    """Every (format, tokens) row is there; each form the CPU runs is timed, the others say why they are not."""
+    import statistics
+    assert [(r["format"], r["tokens"]) for r in section["rows"]] == AVX_VNNI_ROWS
+    assert section["support"] == support
+    for r in section["rows"]:
+        if not support["avx2"]:
+            assert r["vpmaddubsw_ms"] is None and r["note"] == f"skipped: {support['skipped']}", r
+            continue
+        assert r["vpmaddubsw_ms"] > 0 and r["vpmaddubsw_gbps"] == pytest.approx(r["bytes"] / r["vpmaddubsw_ms"] * 1e-6)
+        if not support["vpdpbusd"]:
+            assert r["vpdpbusd_ms"] is None and r["ratio"] is None, r
+            assert r["note"] == f"vpdpbusd skipped: {support['skipped']}", r
+            continue
+        assert r["vpdpbusd_ms"] > 0 and r["vpdpbusd_gbps"] == pytest.approx(r["bytes"] / r["vpdpbusd_ms"] * 1e-6)
+        assert len(r["round_ratios"]) == section["rounds"] >= 2
+        assert r["ratio"] == pytest.approx(statistics.median(r["round_ratios"]))
+        assert all(math.isfinite(x) and x > 0 for x in r["round_ratios"])
+        from attnzoo.bench.avx_vnni import Q6_K_KEEPS_PAIRS
+        assert r["note"] == (Q6_K_KEEPS_PAIRS if (r["format"], r["tokens"]) == ("Q6_K", 4) else ""), r
+    from attnzoo.bench.avx_vnni import format_avx_vnni
+    text = "\n".join(format_avx_vnni(section))
+    assert "vpdpbusd (AVX-VNNI) against vpmaddubsw" in text and "ratio" in text
+    for r in section["rows"]:
+        assert (r["note"] or f"{r['ratio']:.2f}x") in text
+
+
+def test_avx_vnni_rows_time_both_forms_and_give_the_target_back():
+    """The AVX2 regrouped rows on vpdpbusd against vpmaddubsw, alternated over the same prepared weights, with a
+    ratio per row where this CPU has AVX-VNNI; the active target and the AVX-VNNI switch are as they were after."""
+    from attnzoo.bench import avx_vnni
+    target, allowed = attnzoo.active_target(), _core.quant_avx_vnni_allowed()
+    section = avx_vnni.run_avx_vnni("tiny", _core.bench_config("tiny")["timing"])
+    assert (attnzoo.active_target(), _core.quant_avx_vnni_allowed()) == (target, allowed)
+    _check_avx_vnni_section(section, _core.Avx2GroupRows.support())
+
+
+def test_avx_vnni_rows_say_when_a_form_did_not_run_as_named(monkeypatch):
+    """Each timed round checks the vpdpbusd task count: rows whose vpdpbusd form ran no vpdpbusd task are errors,
+    not ratios."""
+    from attnzoo.bench import avx_vnni
+    if not _core.Avx2GroupRows.support()["vpdpbusd"]:
+        pytest.skip(_core.Avx2GroupRows.support()["skipped"])
+    monkeypatch.setattr(_core, "quant_avx_vnni_tasks", lambda: 7)
+    section = avx_vnni.run_avx_vnni("tiny", _core.bench_config("tiny")["timing"])
+    for r in section["rows"]:
+        assert r["ratio"] is None and r["note"] == "error: the rows did not take vpdpbusd under vpdpbusd", r
+
+
+def test_avx_vnni_rows_say_skipped_where_it_is_turned_off():
+    """ATTNZOO_AVX_VNNI=0 (decided once per process, so in a child): the rows time vpmaddubsw alone and name why
+    vpdpbusd is skipped, and asking the scope for vpdpbusd is refused by name."""
+    import os
+    import subprocess
+    import sys
+    code = ("import json\nfrom attnzoo import _core\nfrom attnzoo.bench import avx_vnni\n"
+            "s = avx_vnni.run_avx_vnni('tiny', _core.bench_config('tiny')['timing'])\n"
+            "with _core.Avx2GroupRows() as rows:\n"
+            "    for form in ('vpdpbusd', 'vpdpbusd8'):\n"
+            "        try:\n            rows.use(form)\n            s.setdefault('refused', []).append(None)\n"
+            "        except ValueError as e:\n            s.setdefault('refused', []).append(str(e))\n"
+            "print(json.dumps(s))\n")
+    env = dict(os.environ, ATTNZOO_AVX_VNNI="0")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    section = json.loads(r.stdout)
+    support = section["support"]
+    if not support["avx2"]:
+        pytest.skip(support["skipped"])
+    flags = open("/proc/cpuinfo").read().split()
+    assert support["skipped"] == ("AVX-VNNI turned off (ATTNZOO_AVX_VNNI=0)" if "avx_vnni" in flags
+                                  else "this CPU has no AVX-VNNI")
+    assert not support["vpdpbusd"]
+    _check_avx_vnni_section(section, support)
+    assert section["refused"][0].startswith("lane_sums: vpdpbusd cannot run: ")
+    assert section["refused"][1].startswith("lane_sums: expected 'vpmaddubsw' or 'vpdpbusd'")
+
+
+def test_kernel_table_has_the_avx_vnni_section(tiny_doc):
+    _check_avx_vnni_section(tiny_doc["avx_vnni"], _core.Avx2GroupRows.support())
+    assert "AVX2 regrouped rows, lane sums by vpdpbusd" in kernels.format_table(tiny_doc)

@@ -210,3 +210,60 @@ def test_prepared_weights_name_bad_arguments():
         prepared.matmul(np.zeros((1, 40), np.float32))
     with pytest.raises(ValueError, match=r"^out: expected a contiguous \[1, 2\]"):
         prepared.matmul(np.zeros((1, 32), np.float32), out=np.zeros((1, 3), np.float32))
+
+
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q4_1, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_K, Q.Q5_0], ids=lambda t: t.name)
+def test_int8_prepared_weights_are_the_integer_rows_built_once(qtype):
+    """prepare(path='int8') holds the matrix the integer rows read as a model's Linear holds it (regrouped where this
+    CPU's rows read that), so its products are bit for bit a decode Linear's under matmul precision 'medium' (T <= 8)
+    and each token's the lone token's (T = 40); quant.matmul(path='int8') and the per-call _core.quant_matmul give
+    the same bits. The caller's array is left as it was, and kept alive only while it is read in place."""
+    import weakref
+    rng = np.random.default_rng(int(qtype) + 90)
+    n, k = 48, 512
+    raw = make_weights(qtype, n, k, rng)
+    kept = raw.copy()
+    prepared = quant.prepare(raw, qtype, n, k, path="int8")
+    assert (prepared.n, prepared.k, prepared.qtype, prepared.path) == (n, k, int(qtype), "int8")
+    linear = quant.prepare(raw, qtype, n, k)
+    assert prepared.owned_bytes == linear.owned_bytes and prepared.weight_bytes == linear.weight_bytes
+    assert prepared.replaced_source_bytes == (raw.nbytes if prepared.owned_bytes else 0)
+    for T in (1, 4, 5, 40):
+        x = rng.standard_normal((T, k)).astype(np.float32)
+        got = prepared.matmul(x)
+        per_call = np.empty((T, n), np.float32)
+        attnzoo._core.quant_matmul(raw, int(qtype), n, k, x, per_call, "int8")
+        assert np.array_equal(got, per_call) and np.array_equal(got, quant.matmul(x, raw, qtype, n, k, "int8")), T
+        attnzoo.set_float32_matmul_precision("medium")
+        try:
+            if T <= 8:
+                assert np.array_equal(got, linear.matmul(x)), T
+            else:
+                assert np.array_equal(got, np.concatenate([linear.matmul(x[t:t + 1]) for t in range(T)])), T
+        finally:
+            attnzoo.set_float32_matmul_precision("auto")
+    assert np.array_equal(raw, kept)
+    ref = weakref.ref(raw if raw.base is None else raw.base)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    want = prepared.matmul(x)
+    del raw, linear
+    assert (ref() is None) == bool(prepared.owned_bytes)
+    np.full(n * k, 0x55, np.uint8)
+    assert np.array_equal(prepared.matmul(x), want)
+
+
+def test_int8_prepared_weights_name_bad_arguments():
+    raw = np.zeros(18 * 2, dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"^path: expected 'auto' or 'int8', got 'f32'"):
+        quant.prepare(raw, Q.Q4_0, 2, 32, path="f32")
+    with pytest.raises(ValueError, match=r"^path: 'int8': no integer kernel for BF16"):
+        quant.prepare(np.zeros(2 * 32 * 2, np.uint8), Q.BF16, 2, 32, path="int8")
+    with pytest.raises(ValueError, match=r"^path: 'int8': no integer kernel for BF16"):
+        quant.matmul(np.zeros((1, 32), np.float32), np.zeros(2 * 32 * 2, np.uint8), Q.BF16, 2, 32, path="int8")
+    with pytest.raises(ValueError, match=r"^w: 36 bytes given"):
+        quant.prepare(raw, Q.Q4_0, 1, 32, path="int8")
+    prepared = quant.prepare(raw, Q.Q4_0, 2, 32, path="int8")
+    with pytest.raises(ValueError, match=r"^x: expected a contiguous \[T, 32\]"):
+        prepared.matmul(np.zeros((1, 40), np.float32))
+    with pytest.raises(ValueError, match=r"^out: expected a contiguous \[1, 2\]"):
+        prepared.matmul(np.zeros((1, 32), np.float32), out=np.zeros((1, 3), np.float32))

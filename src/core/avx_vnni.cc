@@ -27,9 +27,9 @@ AvxVnniSupport avx_vnni_rule(bool cpu, const char* env) {
   const std::string v = env ? env : "";
   if (!v.empty() && v != "0" && v != "1")
     throw ArgumentError("ATTNZOO_AVX_VNNI: expected 0 or 1, got '" + v + "'");
-  if (!cpu) return {false, "no AVX-VNNI on this CPU"};
-  if (v == "0") return {false, "ATTNZOO_AVX_VNNI=0"};
-  return {true, "vpdpbusd (VEX) in the AVX2 regrouped rows; ATTNZOO_AVX_VNNI=0 to turn it off"};
+  if (!cpu) return {false, false, "no AVX-VNNI on this CPU"};
+  if (v == "0") return {false, true, "ATTNZOO_AVX_VNNI=0"};
+  return {true, true, "vpdpbusd (VEX) in the AVX2 regrouped rows; ATTNZOO_AVX_VNNI=0 to turn it off"};
 }
 
 const AvxVnniSupport& avx_vnni_support() {

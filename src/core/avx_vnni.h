@@ -9,6 +9,7 @@ namespace attnzoo {
 
 struct AvxVnniSupport {
   bool use = false;
+  bool cpu = false;    // the CPU has it (use is false with cpu true when ATTNZOO_AVX_VNNI=0 turned it off)
   std::string reason;  // for `attnzoo info`
 };
 

@@ -15,6 +15,9 @@ TEST(AvxVnni, RuleNeedsTheCpuAndHonoursTheSwitch) {
   EXPECT_FALSE(avx_vnni_rule(false, "1").use);
   const AvxVnniSupport off = avx_vnni_rule(true, "0");
   EXPECT_FALSE(off.use);
+  EXPECT_TRUE(off.cpu);  // turned off, not absent: the kernel bench says which
+  EXPECT_FALSE(avx_vnni_rule(false, nullptr).cpu);
+  EXPECT_TRUE(avx_vnni_rule(true, nullptr).cpu);
   EXPECT_NE(off.reason.find("ATTNZOO_AVX_VNNI=0"), std::string::npos);
   EXPECT_NE(avx_vnni_rule(false, nullptr).reason.find("no AVX-VNNI"), std::string::npos);
 }

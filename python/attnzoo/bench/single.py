@@ -221,13 +221,13 @@ def _gemm_case(cfg, products):
 QGEMV_TYPES = {"Q4_0": (2, (0,)), "Q4_K": (12, (0, 2)), "Q5_K": (13, (0, 2)), "Q8_0": (8, (0,)), "BF16": (30, ())}
 
 
-def _quant_weights(qtype, N, K, seed):
+def _quant_weights(qtype, N, K, seed, types=QGEMV_TYPES):
     """Random valid raw blocks of a GGUF type (packed integers take any bits; the f16 scales are set finite), or
-    bf16 weights as raw bytes."""
+    bf16 weights as raw bytes. types: {name: (GGUF type id, offsets of the f16 scales in a block)}."""
     import numpy as np
     from .. import _core
     rng = np.random.default_rng(seed)
-    qid, scales = QGEMV_TYPES[qtype]
+    qid, scales = types[qtype]
     if qtype == "BF16":
         w = rng.standard_normal((N, K), dtype=np.float32)
         return (w.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8).reshape(-1)

@@ -316,6 +316,8 @@ bool quant_gemv_groups_avx_vnni_enabled() {
 
 void quant_gemv_groups_allow_avx_vnni(bool allow) { avx_vnni_allowed.store(allow, std::memory_order_relaxed); }
 
+bool quant_gemv_groups_avx_vnni_allowed() { return avx_vnni_allowed.load(std::memory_order_relaxed); }
+
 uint64_t quant_gemv_groups_avx_vnni_tasks() { return avx_vnni_tasks.load(std::memory_order_relaxed); }
 
 void quant_gemv_groups_avx2(const QuantGemvTask& g) {

@@ -101,10 +101,12 @@ void quant_gemv_groups_avx2(const QuantGemvTask& task);
 // The AVX2 regrouped rows form their lane sums with AVX-VNNI's vpdpbusd (core/avx_vnni.h: the CPU has it and
 // ATTNZOO_AVX_VNNI is not 0), the same bits; the tasks they ran so, in this process (what tests observe).
 // quant_gemv_groups_allow_avx_vnni(false) keeps them on vpmaddubsw in this process (tests compare both), true
-// gives the rule back.
+// gives the rule back; quant_gemv_groups_avx_vnni_allowed() is what was last set (true at start), for scopes
+// that give it back (avx2_group_rows_scope.h).
 bool quant_gemv_groups_avx_vnni_enabled();
 uint64_t quant_gemv_groups_avx_vnni_tasks();
 void quant_gemv_groups_allow_avx_vnni(bool allow);
+bool quant_gemv_groups_avx_vnni_allowed();
 // The f32 path (gemv_f32.cc): blocks decoded in registers, FMAs with the f32 activations.
 void quant_gemv_rows_f32(const QuantGemvTask& task);
 // The f32 rows written with AVX-512 intrinsics (gemv_f32_avx512.cc) for Q4_K and Q6_K (T <= 2), which
