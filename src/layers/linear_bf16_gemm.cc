@@ -77,8 +77,8 @@ void rows_pairs(const QuantMatrix& w, size_t n0, size_t nb, uint32_t* out, size_
     for (size_t r = 0; r < nb; ++r) row_pairs(w, int64_t(n0 + r), K, out + r * stride);
     return;
   }
-  // Straight into pairs where the format allows (row_group_pairs.h): the f32 route below stored, reloaded and
-  // packed every weight, ~40% of a short prefill's dequantization on the Emerald Rapids.
+  // Straight into pairs where the format allows (row_group_pairs.h): the f32 route below stores, reloads and packs
+  // every weight, about twice the time for Q4_0 / Q4_K (docs/benchmarks/cpu-classes.md, Intel).
   if (row_group_pairs(w, int64_t(n0), int64_t(nb), out, stride)) return;
   constexpr size_t kChunk = 4;
   thread_local AlignedBuffer<float> widened;

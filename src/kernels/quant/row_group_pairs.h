@@ -1,7 +1,7 @@
 #pragma once
 // Regrouped block rows (row_groups.h) decoded straight into the bf16 pairs the bf16 / AMX prefill GEMM multiplies
-// (linear_bf16_gemm.cc), instead of dequantize_rows' f32 and a second pass that packs it: the f32 store and load
-// of every weight were a third of a short prefill's dequantization (docs/benchmarks/cpu-classes.md, Intel).
+// (linear_bf16_gemm.cc), instead of dequantize_rows' f32 and a second pass that packs it, which took about twice
+// the time for Q4_0 / Q4_K and 1.5x for Q8_0 (docs/benchmarks/cpu-classes.md, Intel).
 #include <cstddef>
 #include <cstdint>
 
