@@ -68,9 +68,10 @@ void row_pairs(const QuantMatrix& w, int64_t row, size_t K, uint32_t* out) {
   pack_f32_to_bf16_pairs(widened.data(), K, out);
 }
 
-// Rows n0 .. n0 + nb of W as bf16 pairs, `stride` pairs apart. Regrouped block rows are dequantized in place four
-// at a time (dequantize_rows decodes runs of four rows from the group's slices), whose f32 stays in L1 for the
-// packing; 16 at a time (192 KiB at K = 3072) measured slower for the Q4_K file's short prefill on AMX.
+// Rows n0 .. n0 + nb of W as bf16 pairs, `stride` pairs apart. Regrouped block rows go straight to pairs where
+// row_group_pairs takes them; the others (Q6_K, ranges off runs of four) are dequantized in place four at a time
+// (dequantize_rows decodes runs of four rows from the group's slices), whose f32 stays in L1 for the packing; 16
+// at a time (192 KiB at K = 3072) measured slower for the Q4_K file's short prefill on AMX.
 void rows_pairs(const QuantMatrix& w, size_t n0, size_t nb, uint32_t* out, size_t stride) {
   const size_t K = size_t(w.cols);
   if (!w.row_group) {
