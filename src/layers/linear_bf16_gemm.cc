@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "kernels/common/bf16_dot.h"
+#include "kernels/quant/row_group_pairs.h"
 #include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
 #include "layers/linear_amx_gemm.h"
@@ -67,15 +68,19 @@ void row_pairs(const QuantMatrix& w, int64_t row, size_t K, uint32_t* out) {
   pack_f32_to_bf16_pairs(widened.data(), K, out);
 }
 
-// Rows n0 .. n0 + nb of W as bf16 pairs, `stride` pairs apart. Regrouped block rows are dequantized in place four
-// at a time (dequantize_rows decodes runs of four rows from the group's slices), whose f32 stays in L1 for the
-// packing; 16 at a time (192 KiB at K = 3072) measured slower for the Q4_K file's short prefill on AMX.
+// Rows n0 .. n0 + nb of W as bf16 pairs, `stride` pairs apart. Regrouped block rows go straight to pairs where
+// row_group_pairs takes them; the others (Q6_K, ranges off runs of four) are dequantized in place four at a time
+// (dequantize_rows decodes runs of four rows from the group's slices), whose f32 stays in L1 for the packing; 16
+// at a time (192 KiB at K = 3072) measured slower for the Q4_K file's short prefill on AMX.
 void rows_pairs(const QuantMatrix& w, size_t n0, size_t nb, uint32_t* out, size_t stride) {
   const size_t K = size_t(w.cols);
   if (!w.row_group) {
     for (size_t r = 0; r < nb; ++r) row_pairs(w, int64_t(n0 + r), K, out + r * stride);
     return;
   }
+  // Straight into pairs where the format allows (row_group_pairs.h): the f32 route below stores, reloads and packs
+  // every weight, about twice the time for Q4_0 / Q4_K (docs/benchmarks/cpu-classes.md, Intel).
+  if (row_group_pairs(w, int64_t(n0), int64_t(nb), out, stride)) return;
   constexpr size_t kChunk = 4;
   thread_local AlignedBuffer<float> widened;
   widened.resize(kChunk * K);
@@ -122,6 +127,9 @@ void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64
   });
 }
 
+// Bytes of converted W pairs per AMX chunk (amx_gemm): with a block of activations (~512 KiB) well inside L2.
+constexpr size_t kStagedChunkBytes = size_t(256) << 10;
+
 std::atomic<uint64_t> g_amx_gemms{0}, g_dot_gemms{0}, g_amx_staged{0}, g_prepared{0};
 
 // On AMX tiles: the orientation of few_rows for every T (W in place as A), C kept in the tiles over the whole
@@ -144,20 +152,29 @@ void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64
   const bool in_place =
       w.type == QuantType::BF16 && K2 == K2p && K % 2 == 0 && (aligned || T < kRealignMinTokens);
   if (!in_place) g_amx_staged.fetch_add(1, std::memory_order_relaxed);
+  // Staged rows of a prompt whose activations are one block are converted a chunk at a time and multiplied while
+  // the chunk is in L2: a whole panel's pairs (1-1.5 MiB for the Qwen3-0.6B shapes on one thread) beside the
+  // activations left L2 before the tiles read them. Chunks of whole 32-row blocks, so each block's products are the
+  // ones a whole panel gave. Longer prompts keep whole panels: each chunk would read every activation block again.
+  const bool chunked = !in_place && size_t(T) <= block_tokens;
+  const size_t chunk = chunked ? std::max<size_t>(32, kStagedChunkBytes / (K2p * 4) / 32 * 32) : size_t(panel);
   ThreadPool::global().parallel_for(tasks, [&](int64_t task, int) {
     const size_t n0 = size_t(task * panel), nb = std::min(N, n0 + size_t(panel)) - n0;
     thread_local AlignedBuffer<uint32_t> pairs;
-    const uint32_t* src = in_place ? reinterpret_cast<const uint32_t*>(w.row(int64_t(n0))) : nullptr;
-    if (!in_place) {
-      pairs.resize(nb * K2p);
-      rows_pairs(w, n0, nb, pairs.data(), K2p);
-      for (size_t r = 0; r < nb; ++r) std::fill(pairs.data() + r * K2p + K2, pairs.data() + (r + 1) * K2p, 0u);
-      src = pairs.data();
+    for (size_t c0 = 0; c0 < nb; c0 += chunk) {
+      const size_t cb = std::min(chunk, nb - c0);
+      const uint32_t* src = in_place ? reinterpret_cast<const uint32_t*>(w.row(int64_t(n0 + c0))) : nullptr;
+      if (!in_place) {
+        pairs.resize(cb * K2p);
+        rows_pairs(w, n0 + c0, cb, pairs.data(), K2p);
+        for (size_t r = 0; r < cb; ++r) std::fill(pairs.data() + r * K2p + K2, pairs.data() + (r + 1) * K2p, 0u);
+        src = pairs.data();
+      }
+      for (size_t t0 = 0; t0 < size_t(T); t0 += block_tokens)
+        amx_linear_rows(src, K2p, cb, K2p, xt + t0 / kAmxTokenGroup * group_pairs,
+                        std::min(block_tokens, size_t(T) - t0), bias ? bias + n0 + c0 : nullptr,
+                        y + t0 * size_t(ldy) + n0 + c0, size_t(ldy));
     }
-    for (size_t t0 = 0; t0 < size_t(T); t0 += block_tokens)
-      amx_linear_rows(src, K2p, nb, K2p, xt + t0 / kAmxTokenGroup * group_pairs,
-                      std::min(block_tokens, size_t(T) - t0), bias ? bias + n0 : nullptr, y + t0 * size_t(ldy) + n0,
-                      size_t(ldy));
   });
 }
 

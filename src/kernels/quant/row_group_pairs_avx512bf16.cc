@@ -1,0 +1,156 @@
+// row_group_pairs.h for AVX-512-BF16 CPUs (compiled without fused multiply-add: the values must be
+// dequantize_rows' products and sums). Four rows at a time, as dequant.cc's GroupedRows: four 16-byte loads of a
+// unit's slices transposed in registers give each row 16 consecutive GGUF bytes. The nibble formats then look
+// their values up: a block (Q4_0, Q4_1) or a sub-block (Q4_K) has 16 possible values, computed in f32 with
+// dequantize_rows' operations and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction)
+// into a table that vpermw indexes with the nibbles: one lookup per 32 weights, where the f32 route converted,
+// scaled, stored and reloaded every weight. Q8_0 (256 values) is converted and scaled as dequantize_rows does.
+// GCC 12 reports the intrinsics' _mm512_undefined_* operands as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/quant/k_scales_x86.h"
+#include "kernels/quant/row_group_pairs.h"
+#include "kernels/quant/row_groups.h"
+
+namespace attnzoo {
+namespace {
+
+// Rows i .. i + 3's 16 consecutive bytes from four slices 64 bytes apart, each holding the rows' 4 bytes side by
+// side: a 4 x 4 transpose of 32-bit pieces.
+inline void transpose4(const uint8_t* slice0, __m128i rows[4]) {
+  const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0));
+  const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 64));
+  const __m128i s2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 128));
+  const __m128i s3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 192));
+  const __m128i t0 = _mm_unpacklo_epi32(s0, s1), t1 = _mm_unpacklo_epi32(s2, s3);  // rows 0, 1
+  const __m128i t2 = _mm_unpackhi_epi32(s0, s1), t3 = _mm_unpackhi_epi32(s2, s3);  // rows 2, 3
+  rows[0] = _mm_unpacklo_epi64(t0, t1);
+  rows[1] = _mm_unpackhi_epi64(t0, t1);
+  rows[2] = _mm_unpacklo_epi64(t2, t3);
+  rows[3] = _mm_unpackhi_epi64(t2, t3);
+}
+
+// 16 bytes as 32 word indices: the low nibbles, then the high nibbles plus `high` (a block's element order).
+inline __m512i nibble_indices(__m128i bytes, short high) {
+  const __m256i w = _mm256_cvtepu8_epi16(bytes);
+  const __m256i lo = _mm256_and_si256(w, _mm256_set1_epi16(0xF));
+  const __m256i hi = _mm256_or_si256(_mm256_srli_epi16(w, 4), _mm256_set1_epi16(high));
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
+}
+
+inline __m512i table16(__m512 values) { return _mm512_zextsi256_si512((__m256i)_mm512_cvtneps_pbh(values)); }
+
+inline void store_pairs(uint32_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
+
+// Rows [i0, i1) of a unit (multiples of 4) of a block-of-32 format, row i0's block at o, rows `stride` pairs apart.
+template <QuantType kType>
+inline void unit_rows32(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
+  constexpr int64_t head = kType == QuantType::Q4_1 ? 4 : 2;
+  alignas(64) float d[kRowGroup], m[kRowGroup];
+  _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit))));
+  if constexpr (kType == QuantType::Q4_1)
+    _mm512_store_ps(m, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 32))));
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 centred = _mm512_sub_ps(iota, _mm512_set1_ps(8.f));  // q - 8, exact
+  for (int64_t i = i0; i < i1; i += 4) {
+    __m128i q[2][4];  // Q8_0: bytes 0-15 and 16-31 of each row; Q4_0 / Q4_1: bytes 0-15
+    transpose4(unit + head * kRowGroup + 4 * i, q[0]);
+    if constexpr (kType == QuantType::Q8_0) transpose4(unit + head * kRowGroup + 256 + 4 * i, q[1]);
+    for (int64_t r = 0; r < 4; ++r) {
+      uint32_t* y = o + size_t(i - i0 + r) * stride;
+      const __m512 dr = _mm512_set1_ps(d[i + r]);
+      if constexpr (kType == QuantType::Q8_0) {
+        const __m512 lo = _mm512_mul_ps(dr, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q[0][r])));
+        const __m512 hi = _mm512_mul_ps(dr, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q[1][r])));
+        store_pairs(y, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      } else {
+        const __m512 values = kType == QuantType::Q4_0 ? _mm512_mul_ps(dr, centred)
+                                                       : _mm512_add_ps(_mm512_mul_ps(dr, iota), _mm512_set1_ps(m[i + r]));
+        store_pairs(y, _mm512_permutexvar_epi16(nibble_indices(q[0][r], 0), table16(values)));
+      }
+    }
+  }
+}
+
+// The same for Q4_K: per chunk of 64 values (sub-blocks 2c: low nibbles, 2c + 1: high nibbles) one table of 32,
+// the low sub-block's 16 values then the high one's, each d sc q - dmin m as dequantize_rows computes it.
+inline void unit_rows_q4_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
+  // Each sub-block's d sc and dmin m for the 16 rows at once (the f32 products dequantize_rows forms row by row,
+  // where they cost four scalar conversions and products per 64 values); the lookups broadcast them from here.
+  alignas(64) float scale[8][kRowGroup], offset[8][kRowGroup];
+  const auto bytes = [&](size_t k) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 64 + kRowGroup * int64_t(k)));
+  };
+  const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
+  const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 32)));
+  for (size_t sb = 0; sb < 8; ++sb) {
+    __m128i s, m;
+    q4_k_rows_scale_min(bytes, sb, s, m);
+    _mm512_store_ps(scale[sb], _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(s))));
+    _mm512_store_ps(offset[sb], _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m))));
+  }
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t i = i0; i < i1; i += 4) {
+    for (int c = 0; c < 4; ++c) {
+      __m128i q[2][4];
+      transpose4(unit + kQ4KValuesAt + 64 * 8 * c + 4 * i, q[0]);
+      transpose4(unit + kQ4KValuesAt + 64 * (8 * c + 4) + 4 * i, q[1]);
+      for (int64_t r = 0; r < 4; ++r) {
+        const int64_t row = i + r;
+        const __m512 lo = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[2 * c][row]), iota),
+                                        _mm512_set1_ps(offset[2 * c][row]));
+        const __m512 hi = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[2 * c + 1][row]), iota),
+                                        _mm512_set1_ps(offset[2 * c + 1][row]));
+        const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // words 0-15 low, 16-31 high sub-block
+        const __m256i qs = _mm256_set_m128i(q[1][r], q[0][r]);
+        const __m512i w = _mm512_cvtepu8_epi16(qs);
+        uint32_t* y = o + size_t(i - i0 + r) * stride + 32 * c;
+        store_pairs(y, _mm512_permutexvar_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0xF)), table));
+        store_pairs(y + 16, _mm512_permutexvar_epi16(
+                                _mm512_or_si512(_mm512_srli_epi16(w, 4), _mm512_set1_epi16(16)), table));
+      }
+    }
+  }
+}
+
+template <QuantType kType>
+void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, size_t stride) {
+  constexpr int64_t be = kType == QuantType::Q4_K ? 256 : 32;
+  constexpr int64_t bb = kType == QuantType::Q4_K ? 144 : kType == QuantType::Q8_0 ? 34 : kType == QuantType::Q4_1 ? 20 : 18;
+  const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = r0; r < r0 + nr;) {
+    const int64_t i0 = r % kRowGroup, i1 = std::min(kRowGroup, i0 + (r0 + nr - r));
+    const uint8_t* group = data + (r / kRowGroup) * kRowGroup * w.row_bytes;
+    uint32_t* out = dst + size_t(r - r0) * stride;
+    for (int64_t b = 0; b < w.cols / be; ++b) {
+      const uint8_t* unit = group + b * kRowGroup * bb;
+      // The decode rows' prefetch, 8 KiB ahead into L2: a model's weights come from memory, and without it the
+      // layer's short-prompt GEMMs ran 5-40% slower (one thread, in a loop of 12 layers' copies).
+      for (int64_t o = 0; o < kRowGroup * bb; o += 64) group_prefetch(unit + o);
+      if constexpr (kType == QuantType::Q4_K)
+        unit_rows_q4_k(unit, i0, i1, out + b * be / 2, stride);
+      else
+        unit_rows32<kType>(unit, i0, i1, out + b * be / 2, stride);
+    }
+    r += i1 - i0;
+  }
+}
+
+}  // namespace
+
+bool row_group_pairs(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, size_t stride) {
+  if (w.row_group != kRowGroup || r0 % 4 != 0 || nr % 4 != 0 || r0 < 0 || nr < 0 || r0 + nr > w.rows) return false;
+  switch (w.type) {
+    case QuantType::Q4_0: grouped_rows<QuantType::Q4_0>(w, r0, nr, dst, stride); return true;
+    case QuantType::Q4_1: grouped_rows<QuantType::Q4_1>(w, r0, nr, dst, stride); return true;
+    case QuantType::Q8_0: grouped_rows<QuantType::Q8_0>(w, r0, nr, dst, stride); return true;
+    case QuantType::Q4_K: grouped_rows<QuantType::Q4_K>(w, r0, nr, dst, stride); return true;
+    default: return false;
+  }
+}
+
+}  // namespace attnzoo

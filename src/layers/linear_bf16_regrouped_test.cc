@@ -1,0 +1,54 @@
+// The bf16 prefill GEMM over block rows, regrouped (decoded straight into pairs) or in GGUF order, and converted a
+// chunk of rows at a time on AMX for short prompts, gives bit for bit the products of the same weights held as
+// bf16 rows, which it reads in place as whole panels.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/bf16_dot.h"
+#include "core/dtype.h"
+#include "kernels/quant/quant.h"
+#include "kernels/quant/row_groups.h"
+#include "layers/linear.h"
+#include "testing/random_blocks.h"
+#include "testing/test_util.h"
+
+namespace attnzoo {
+namespace {
+
+TEST(LinearBf16Regrouped, BlockRowsGiveTheProductsOfTheirBf16Values) {
+  if (!bf16_dot_available()) GTEST_SKIP() << "no bf16 GEMM runs here";
+  // K = 4096: 8 KiB of pairs a row, so on AMX the 96-row panel is converted in chunks of 32 rows (40 tokens are one
+  // block of activations there); K = 512 in one chunk.
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K})
+    for (int64_t K : {int64_t(512), int64_t(4096)}) {
+      const int64_t N = 96, T = 40;
+      const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 17);
+      const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+      std::vector<uint8_t> regrouped(raw.size());
+      const QuantMatrix g = to_row_groups(w, regrouped.data());
+      AlignedBuffer<uint16_t> bf16(size_t(N * K));  // on a cache line: read in place, never staged
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t r = 0; r < N; ++r) {
+        dequantize_row_reference(t, w.row(r), row.data(), K);
+        for (int64_t k = 0; k < K; ++k) bf16.data()[r * K + k] = f32_to_bf16(row[size_t(k)]);
+      }
+      const QuantMatrix dense{bf16.data(), QuantType::BF16, N, K, K * 2};
+      testing::HostTensor x(DType::f32, {T, K}, 4);
+      std::vector<float> bias(static_cast<size_t>(N));
+      for (int64_t n = 0; n < N; ++n) bias[size_t(n)] = 0.01f * float(n);
+      std::vector<float> want(size_t(T * N)), gguf(want.size()), grouped(want.size());
+      linear_gemm_bf16(dense, bias.data(), x.view.ptr<float>(), T, want.data(), N, 96);
+      linear_gemm_bf16(w, bias.data(), x.view.ptr<float>(), T, gguf.data(), N, 96);
+      linear_gemm_bf16(g, bias.data(), x.view.ptr<float>(), T, grouped.data(), N, 96);
+      EXPECT_EQ(0, std::memcmp(want.data(), gguf.data(), want.size() * sizeof(float)))
+          << quant_type_name(t) << " GGUF rows, K " << K;
+      EXPECT_EQ(0, std::memcmp(want.data(), grouped.data(), want.size() * sizeof(float)))
+          << quant_type_name(t) << " regrouped rows, K " << K;
+    }
+}
+
+}  // namespace
+}  // namespace attnzoo
