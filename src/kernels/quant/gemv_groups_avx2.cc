@@ -233,7 +233,13 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
         for (size_t i = 0; i < 4; ++i) {
           const uint8_t* v = v0 + 192 * i;
           if (kH == 0 && j0 == 0)
-            for (size_t l = 0; l < 192; l += 64) group_prefetch(v + l);
+            for (size_t l = 0; l < 192; l += 64) {
+              group_prefetch(v + l);
+              // up to 2 tokens also into L1, 2 KiB ahead: their loads then find the line there, not in L2 (from
+              // memory they read a few points nearer the plain read in most alternated pairs; 3 and 4 tokens, whose
+              // compute hides the L2 hit, gained nothing)
+              if (kT <= 2) __builtin_prefetch(v + l + 2048, 0, 3);
+            }
           const __m256i qh = load256(v + 128);
           for (size_t q = 0; q < kQuarters; ++q) {
             const size_t j = j0 + q;
