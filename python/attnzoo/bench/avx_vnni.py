@@ -19,9 +19,6 @@ from .. import _core
 FORMATS = {"Q4_0": (2, (0,)), "Q4_1": (3, (0, 2)), "Q8_0": (8, (0,)), "Q4_K": (12, (0, 2)), "Q6_K": (14, (208,))}
 TOKENS = (1, 4)
 FORMS = ("vpmaddubsw", "vpdpbusd")
-# gemv_groups_avx2.cc keeps Q6_K from 3 tokens on vpmaddubsw (its one-quarter vpdpbusd chains wait on each other),
-# so that row runs one kernel twice: its ratio is the measurement's noise.
-Q6_K_KEEPS_PAIRS = "both forms run vpmaddubsw (Q6_K from 3 tokens keeps it): the ratio is the noise"
 
 
 def _shape(scale):
@@ -107,8 +104,6 @@ def run_avx_vnni(scale, timing, progress=lambda s: None):
                 continue
             if len(forms) == 1 and not row["note"]:
                 row["note"] = f"vpdpbusd skipped: {support['skipped']}"
-            elif qtype == "Q6_K" and T >= 3 and not row["note"]:
-                row["note"] = Q6_K_KEEPS_PAIRS
     return doc
 
 

@@ -6,8 +6,9 @@
 // (gemv_avx2.cc) pay a vpmaddwd per 32 values, a scale conversion per block and a horizontal sum per row, which
 // kept them compute-bound (~40% of a plain read from memory on the Emerald Rapids with AVX2 forced). The i16
 // sums stay exact: a nibble pair is at most 2 * 15 * 127 = 3810, so a block's 8 slices sum to at most 30480;
-// Q6_K's 6-bit pairs (16002) are summed two slices at a time; Q8_0's weights, dotted as |w| against the
-// activations with w's sign (vpsignb, at most 32512 a pair), go through vpmaddwd slice by slice. So every
+// Q6_K's chains start from their share of the -32 offset, so that a sub-block's 4 slices end within i16
+// (q6_k_starts); Q8_0's weights, dotted as |w| against the activations with w's sign (vpsignb, at most 32512 a
+// pair), go through vpmaddwd slice by slice. So every
 // integer sum is the VNNI rows' and so are the f32 FMAs (one per block and row, in block order): both give the
 // same bits (gemv_groups_test.cc). Where the CPU has AVX-VNNI (core/avx_vnni.h) the same kernels form each
 // slice's lane sums with its vpdpbusd instead (Dpbusd below): i32 from the first product, no bound to respect,
@@ -17,6 +18,7 @@
 #include <atomic>
 #include <type_traits>
 
+#include "core/aligned_buffer.h"
 #include "core/avx_vnni.h"
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/k_scales_x86.h"
@@ -196,17 +198,19 @@ __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size
   }
 }
 
-// Q6_K, in the VNNI rows' order: per half h of the
-// superblock and part p, the 6-bit values of quarter j (ql's low nibbles for j < 2, high above, joined with qh's
-// bits 2j, 2j + 1) of 4 slices are dotted as unsigned q, two slices summed in i16 at a time, into sub-block
-// 8h + 2j + p's chain that starts from -32 sum(x); then the chain is scaled by d sc d_x, one FMA. Up to 2 tokens
-// the four quarters' chains run together (each slice loaded once); from 3 tokens on quarter by quarter (each
-// reloads its slices from L1), so that one quarter's chains, not four, are live.
+// Q6_K, in the VNNI rows' order: per half h of the superblock and part p, the 6-bit values of quarter j (ql's low
+// nibbles for j < 2, high above, joined with qh's bits 2j, 2j + 1) of 4 slices are dotted as unsigned q into
+// sub-block 8h + 2j + p's chain, which starts from that sub-block's share of -32 sum(x) (q6_k_starts), so that it
+// ends at the exact sum of (q - 32) x; then the chain is scaled by d sc d_x, one FMA. Up to 2 tokens the four
+// quarters' chains run together (each slice loaded once); from 3 tokens two quarters at a time (each pair reloads
+// the slices from L1), so that fewer chains are live than AVX2's 16 registers hold beside T accumulators. A
+// part's 4 slices are unrolled at constant offsets from one address: as a loop over slice pairs a fifth of the
+// part's instructions were scalar address work and reloads from the stack frame.
 template <class L, size_t kT, size_t kH>
 __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size_t blk, size_t K,
-                                                      const QuantActivations& a, size_t ld8, size_t t0,
-                                                      __m256 (&acc)[kT]) {
-  constexpr size_t kUnit = 16 * 210, kQuarters = kT <= 2 ? 4 : 1;
+                                                      const QuantActivations& a, const int32_t* starts, size_t ld8,
+                                                      size_t t0, __m256 (&acc)[kT]) {
+  constexpr size_t kUnit = 16 * 210, kQuarters = kT <= 2 ? 4 : 2;
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   const uint8_t* u = group + blk * kUnit;
   // the head's lines here, the values' slice by slice below, not the unit's 53 lines in one burst: perf put a third
@@ -217,50 +221,80 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
   for (size_t h = 0; h < 2; ++h)
     for (size_t p = 0; p < 2; ++p)
       for (size_t j0 = 0; j0 < 4; j0 += kQuarters) {
+        // this part's 4 slices (runs 8h + 4p ..), their activations, and its sub-blocks' entries 8h + 2j + p
+        const uint8_t* v0 = u + kQ6ValuesAt + 192 * (8 * h + 4 * p) + 32 * kH;
+        const int8_t* x0 = a.xs8 + t0 * ld8 + 256 * blk + 128 * h + 16 * p;
+        const size_t sb0 = 8 * h + p;
         __m256i d[kT][kQuarters];
         for (size_t t = 0; t < kT; ++t)
           for (size_t q = 0; q < kQuarters; ++q)
-            d[t][q] = _mm256_set1_epi32(-32 * a.xsum16[(t0 + t) * (K / 16) + 16 * blk + 8 * h + 2 * (j0 + q) + p]);
-        for (size_t s = 4 * p; s < 4 * p + 4; s += 2) {
-          __m256i pairs[kT][kQuarters];
-          for (size_t k = 0; k < 2; ++k) {
-            const uint8_t* v = u + kQ6ValuesAt + 192 * (8 * h + s + k) + 32 * kH;
-            if (kH == 0 && j0 == 0)
-              for (size_t l = 0; l < 192; l += 64) group_prefetch(v + l);
-            const __m256i qh = load256(v + 128);
-            for (size_t q = 0; q < kQuarters; ++q) {
-              const size_t j = j0 + q;
-              const __m256i ql = load256(v + 64 * (j % 2));
-              const __m256i nib = _mm256_and_si256(j < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
-              // qh's bits 2j, 2j + 1 to bits 4, 5
-              const __m256i top = j == 0   ? _mm256_slli_epi16(qh, 4)
-                                  : j == 1 ? _mm256_slli_epi16(qh, 2)
-                                  : j == 2 ? qh
-                                           : _mm256_srli_epi16(qh, 2);
-              const __m256i w = _mm256_or_si256(nib, _mm256_and_si256(top, bits45));
-              for (size_t t = 0; t < kT; ++t) {
-                const int8_t* x = a.xs8 + (t0 + t) * ld8 + 256 * blk + 128 * h + 32 * j + 4 * (s + k);
-                if constexpr (L::kWide)
-                  d[t][q] = L::add(d[t][q], w, bcast4(x));
-                else
-                  pairs[t][q] = k == 0 ? _mm256_maddubs_epi16(w, bcast4(x)) : L::add(pairs[t][q], w, bcast4(x));
-              }
+            d[t][q] = _mm256_set1_epi32(starts[(t0 + t) * (K / 16) + 16 * blk + sb0 + 2 * (j0 + q)]);
+#pragma GCC unroll 4
+        for (size_t i = 0; i < 4; ++i) {
+          const uint8_t* v = v0 + 192 * i;
+          if (kH == 0 && j0 == 0)
+            for (size_t l = 0; l < 192; l += 64) {
+              group_prefetch(v + l);
+              // up to 2 tokens also into L1, 2 KiB ahead: their loads then find the line there, not in L2 (from
+              // memory they read a few points nearer the plain read in most alternated pairs; 3 and 4 tokens, whose
+              // compute hides the L2 hit, gained nothing)
+              if (kT <= 2) __builtin_prefetch(v + l + 2048, 0, 3);
             }
+          const __m256i qh = load256(v + 128);
+          for (size_t q = 0; q < kQuarters; ++q) {
+            const size_t j = j0 + q;
+            const __m256i ql = load256(v + 64 * (j % 2));
+            const __m256i nib = _mm256_and_si256(j < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
+            // qh's bits 2j, 2j + 1 to bits 4, 5
+            const __m256i top = j == 0   ? _mm256_slli_epi16(qh, 4)
+                                : j == 1 ? _mm256_slli_epi16(qh, 2)
+                                : j == 2 ? qh
+                                         : _mm256_srli_epi16(qh, 2);
+            const __m256i w = _mm256_or_si256(nib, _mm256_and_si256(top, bits45));
+            for (size_t t = 0; t < kT; ++t) d[t][q] = L::add(d[t][q], w, bcast4(x0 + t * ld8 + 32 * j + 4 * i));
           }
-          if constexpr (!L::kWide)
-            for (size_t t = 0; t < kT; ++t)
-              for (size_t q = 0; q < kQuarters; ++q) d[t][q] = chained(_mm256_add_epi32(d[t][q], lanes(pairs[t][q])));
         }
         for (size_t q = 0; q < kQuarters; ++q) {
-          const size_t j = j0 + q, sb = 8 * h + 2 * j + p;
-          const __m128i sc8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 32 + 16 * sb + 8 * kH));
+          const size_t j = j0 + q;
+          const __m128i sc8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 32 + 16 * (sb0 + 2 * j) + 8 * kH));
           const __m256 sc = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
           for (size_t t = 0; t < kT; ++t) {
             const float dx = a.d[(t0 + t) * (K / 32) + 8 * blk + 4 * h + j];
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[t][q]), _mm256_mul_ps(sc, _mm256_set1_ps(dx)), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(L::widen(d[t][q])), _mm256_mul_ps(sc, _mm256_set1_ps(dx)),
+                                     acc[t]);
           }
         }
       }
+}
+
+// Where block_q6_k's chains start, [T, K / 16], one entry per token and sub-block of 16 values: -32 times their sum,
+// which turns the unsigned q dotted into q - 32. Dpbusd's chains are i32: the sum itself. Pairs' chains are the i16
+// pair sums of vpmaddubsw: the entry is two i16, -32 times the even lanes' 8 values (4c, 4c + 1 of each slice c)
+// and -32 times the odd lanes' (4c + 2, 4c + 3), so that each lane ends at its own 8 values' sum of (q - 32) x, at
+// most 8 x 32 x 127 = 32512 in magnitude: a sub-block's 4 slices sum in i16 (vpaddw wraps, so only the end needs
+// to fit) and one vpmaddwd per sub-block and token makes the rows' i32 sums, where unsigned q's pairs (up to
+// 16002) allowed two slices per vpmaddwd and an i32 add.
+template <class L>
+const int32_t* q6_k_starts(const QuantActivations& a, size_t T, size_t K, size_t ld8) {
+  thread_local AlignedBuffer<int32_t> starts;
+  starts.resize(T * K / 16);
+  int32_t* out = starts.data();
+  for (size_t t = 0; t < T; ++t) {
+    if constexpr (L::kWide) {
+      for (size_t i = 0; i < K / 16; ++i) out[t * (K / 16) + i] = -32 * a.xsum16[t * (K / 16) + i];
+    } else {
+      const __m256i ones = _mm256_set1_epi8(1);
+      for (size_t k = 0; k < K; k += 32) {  // two sub-blocks, one per 128-bit lane
+        __m256i s = _mm256_maddubs_epi16(ones, load256(reinterpret_cast<const uint8_t*>(a.xs8 + t * ld8 + k)));
+        s = _mm256_add_epi16(s, _mm256_shuffle_epi32(s, 0x4E));  // the 4 slices' pairs, as 32-bit (even, odd)
+        s = _mm256_add_epi16(s, _mm256_shuffle_epi32(s, 0xB1));
+        s = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s, 5));
+        out[t * (K / 16) + k / 16] = _mm256_cvtsi256_si32(s);
+        out[t * (K / 16) + k / 16 + 1] = _mm256_extract_epi32(s, 4);
+      }
+    }
+  }
+  return out;
 }
 
 // The kernels over one task with lane sums formed by L.
@@ -288,18 +322,15 @@ void groups(const QuantGemvTask& g) {
         });
       });
       break;
-    default:
+    default: {
+      const int32_t* starts = q6_k_starts<L>(a, g.T, K, ld8);
       for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         constexpr size_t T = decltype(kT)::value;
-        // From 3 tokens block_q6_k runs one quarter's chains at a time, T of them, each four vpdpbusd in a row that
-        // wait on its latency (vpmaddubsw's products do not): there vpdpbusd read four tokens from memory at 31-42%
-        // of a plain read against 39-46% in four pairs (within the noise of a loaded machine, not proven), so those
-        // keep Pairs (docs/benchmarks/cpu-classes.md)
-        using Q6 = std::conditional_t<L::kWide && T >= 3, Pairs, L>;
         two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
-          block_q6_k<Q6, T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+          block_q6_k<L, T, decltype(h)::value>(group, b, K, a, starts, ld8, t0, acc);
         });
       });
+    }
   }
 }
 
