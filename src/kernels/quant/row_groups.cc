@@ -22,17 +22,13 @@ Blocks blocks_of(QuantType type) {
 }  // namespace
 
 bool row_groups_format(QuantType type) {
-  return row_groups_avx2_format(type) || type == QuantType::Q5_K;
-}
-
-bool row_groups_avx2_format(QuantType type) {
   return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q4_K ||
-         type == QuantType::Q6_K;
+         type == QuantType::Q5_K || type == QuantType::Q6_K;
 }
 
 bool row_groups_pay(const QuantMatrix& w) {
   return w.row_group == 0 && row_groups_format(w.type) && w.rows % kRowGroup == 0 &&
-         (quant_gemv_vnni_enabled() || (quant_gemv_avx2_enabled() && row_groups_avx2_format(w.type)));
+         (quant_gemv_vnni_enabled() || quant_gemv_avx2_enabled());
 }
 
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out) {

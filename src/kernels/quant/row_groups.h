@@ -34,13 +34,9 @@ constexpr int64_t kQ4KValuesAt = 64 + 192;
 // by one shift), so the qh slices lie once, before all the qs slices, in the order chunk 0 reads them.
 constexpr int64_t kQ5KHighAt = kQ4KValuesAt, kQ5KValuesAt = kQ5KHighAt + 8 * 64;
 
-// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K (the VNNI rows' formats).
+// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K (the VNNI and AVX2 regrouped rows' formats).
 bool row_groups_format(QuantType type);
-// The formats the AVX2 rows read regrouped (gemv_groups_avx2.cc): all of the above but Q5_K, whose regrouped
-// matrices they read copied back to GGUF rows (on_gguf_rows).
-bool row_groups_avx2_format(QuantType type);
-// Worth regrouping at load: a format above, rows a multiple of 16, and rows that read it in place in use on this
-// CPU (the VNNI rows, or the AVX2 rows for their formats).
+// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI or AVX2 rows in use on this CPU.
 bool row_groups_pay(const QuantMatrix& w);
 // w's bytes regrouped into `out` (w.bytes() of them); the returned matrix describes `out` (row_group 16).
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out);
