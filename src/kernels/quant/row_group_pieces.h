@@ -11,9 +11,9 @@ namespace attnzoo {
 // Where the pieces of row i's block lie in its group's unit (16 blocks' bytes): copy(offset in the block, offset
 // in the unit, bytes). Blocks of 32: the 2-byte head fields (d, Q4_1's m) of all 16 rows one field after the
 // other, then the 4-byte value slices. Q5_K (176 bytes: d, dmin, 12 scale bytes, qh[32], qs[128]) as Q4_K with
-// qh's 4-byte slices between the head and qs' (row_groups.h). Q6_K (210 bytes: ql[128], qh[64], 16 int8 scales, d): the 16 d, the
-// scales sub-block by sub-block (16 rows' int8 in a row), then per half h and slice s < 8 the three slices the
-// kernel reads together: ql bytes 64h + 4s, ql bytes 64h + 32 + 4s, qh bytes 32h + 4s.
+// qh's 4-byte slices between the head and qs' (row_groups.h). Q6_K (210 bytes: ql[128], qh[64], 16 int8 scales,
+// d): the 16 d, the scales sub-block by sub-block (16 rows' int8 in a row), then per half h and slice s < 8 the
+// three slices the kernel reads together: ql bytes 64h + 4s, ql bytes 64h + 32 + 4s, qh bytes 32h + 4s.
 template <class Copy>
 [[gnu::always_inline]] inline void for_each_piece(QuantType type, int64_t i, Copy copy) {
   if (type == QuantType::Q4_K || type == QuantType::Q5_K) {
