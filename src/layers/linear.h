@@ -78,6 +78,7 @@ void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const Bf16Activat
 struct LinearBf16GemmCounts {
   uint64_t amx = 0, vdpbf16ps = 0, amx_staged = 0;
   uint64_t prepared = 0;  // activations rounded to bf16 pairs (prepare_bf16_activations calls)
+  uint64_t straight_pairs = 0;  // regrouped row ranges decoded straight into pairs (row_group_pairs), not via f32
 };
 LinearBf16GemmCounts linear_bf16_gemm_counts();
 // A dense [N, K] f32 / bf16 / f16 view as a QuantMatrix (F32 / BF16 / F16 rows).

@@ -68,8 +68,10 @@ void row_pairs(const QuantMatrix& w, int64_t row, size_t K, uint32_t* out) {
   pack_f32_to_bf16_pairs(widened.data(), K, out);
 }
 
+std::atomic<uint64_t> g_amx_gemms{0}, g_dot_gemms{0}, g_amx_staged{0}, g_prepared{0}, g_straight_pairs{0};
+
 // Rows n0 .. n0 + nb of W as bf16 pairs, `stride` pairs apart. Regrouped block rows go straight to pairs where
-// row_group_pairs takes them; the others (Q6_K, ranges off runs of four) are dequantized in place four at a time
+// row_group_pairs takes them; the others (ranges off runs of four) are dequantized in place four at a time
 // (dequantize_rows decodes runs of four rows from the group's slices), whose f32 stays in L1 for the packing; 16
 // at a time (192 KiB at K = 3072) measured slower for the Q4_K file's short prefill on AMX.
 void rows_pairs(const QuantMatrix& w, size_t n0, size_t nb, uint32_t* out, size_t stride) {
@@ -80,7 +82,10 @@ void rows_pairs(const QuantMatrix& w, size_t n0, size_t nb, uint32_t* out, size_
   }
   // Straight into pairs where the format allows (row_group_pairs.h): the f32 route below stores, reloads and packs
   // every weight, about twice the time for Q4_0 / Q4_K (docs/benchmarks/cpu-classes.md, Intel).
-  if (row_group_pairs(w, int64_t(n0), int64_t(nb), out, stride)) return;
+  if (row_group_pairs(w, int64_t(n0), int64_t(nb), out, stride)) {
+    g_straight_pairs.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   constexpr size_t kChunk = 4;
   thread_local AlignedBuffer<float> widened;
   widened.resize(kChunk * K);
@@ -129,8 +134,6 @@ void few_rows(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64
 
 // Bytes of converted W pairs per AMX chunk (amx_gemm): with a block of activations (~512 KiB) well inside L2.
 constexpr size_t kStagedChunkBytes = size_t(256) << 10;
-
-std::atomic<uint64_t> g_amx_gemms{0}, g_dot_gemms{0}, g_amx_staged{0}, g_prepared{0};
 
 // On AMX tiles: the orientation of few_rows for every T (W in place as A), C kept in the tiles over the whole
 // reduction (linear_amx_gemm.h). The activations are cut into blocks of ~512 KiB of transposed pairs, so a block
@@ -181,7 +184,7 @@ void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64
 }  // namespace
 
 LinearBf16GemmCounts linear_bf16_gemm_counts() {
-  return {g_amx_gemms.load(), g_dot_gemms.load(), g_amx_staged.load(), g_prepared.load()};
+  return {g_amx_gemms.load(), g_dot_gemms.load(), g_amx_staged.load(), g_prepared.load(), g_straight_pairs.load()};
 }
 
 Bf16Activations prepare_bf16_activations(const float* x, int64_t T, int64_t K) {

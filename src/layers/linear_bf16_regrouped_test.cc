@@ -1,6 +1,6 @@
 // The bf16 prefill GEMM over block rows, regrouped (decoded straight into pairs) or in GGUF order, and converted a
 // chunk of rows at a time on AMX for short prompts, gives bit for bit the products of the same weights held as
-// bf16 rows, which it reads in place as whole panels.
+// bf16 rows, which it reads in place as whole panels; the regrouped rows of every such format go straight to pairs.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -25,7 +25,8 @@ TEST(LinearBf16Regrouped, BlockRowsGiveTheProductsOfTheirBf16Values) {
   for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K})
     for (int64_t K : {int64_t(512), int64_t(4096)}) {
       const int64_t N = 96, T = 40;
-      const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 17);
+      std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 17);
+      testing::set_extreme_scales(t, raw);
       const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
       std::vector<uint8_t> regrouped(raw.size());
       const QuantMatrix g = to_row_groups(w, regrouped.data());
@@ -42,7 +43,9 @@ TEST(LinearBf16Regrouped, BlockRowsGiveTheProductsOfTheirBf16Values) {
       std::vector<float> want(size_t(T * N)), gguf(want.size()), grouped(want.size());
       linear_gemm_bf16(dense, bias.data(), x.view.ptr<float>(), T, want.data(), N, 96);
       linear_gemm_bf16(w, bias.data(), x.view.ptr<float>(), T, gguf.data(), N, 96);
+      const uint64_t straight = linear_bf16_gemm_counts().straight_pairs;
       linear_gemm_bf16(g, bias.data(), x.view.ptr<float>(), T, grouped.data(), N, 96);
+      EXPECT_GT(linear_bf16_gemm_counts().straight_pairs, straight) << quant_type_name(t) << " regrouped, K " << K;
       EXPECT_EQ(0, std::memcmp(want.data(), gguf.data(), want.size() * sizeof(float)))
           << quant_type_name(t) << " GGUF rows, K " << K;
       EXPECT_EQ(0, std::memcmp(want.data(), grouped.data(), want.size() * sizeof(float)))

@@ -44,4 +44,17 @@ inline std::vector<uint8_t> random_quant_rows(QuantType t, int64_t rows, int64_t
   return out;
 }
 
+// Blocks 0, 7 and 14 of random_quant_rows' bytes given the f16 extremes as scales: the largest finite, the smallest
+// subnormal, a negative one. Q6_K's int8 sub-block scales there take their extremes too (127 and -128 in turn).
+inline void set_extreme_scales(QuantType t, std::vector<uint8_t>& raw) {
+  const QuantTypeInfo info = *quant_type_info(uint32_t(t));
+  const uint16_t scales[] = {0x7BFF, 0x0001, 0xC500};
+  for (size_t b = 0; b < 3; ++b) {
+    uint8_t* block = raw.data() + b * 7 * info.block_bytes;
+    for (int off : quant_f16_fields(t)) std::memcpy(block + off, &scales[b], 2);
+    if (t == QuantType::Q6_K)
+      for (int sb = 0; sb < 16; ++sb) block[192 + sb] = sb % 2 ? 0x80 : 0x7F;
+  }
+}
+
 }  // namespace attnzoo::testing

@@ -4,7 +4,8 @@
 // their values up: a block (Q4_0, Q4_1) or a sub-block (Q4_K) has 16 possible values, computed in f32 with
 // dequantize_rows' operations and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction)
 // into a table that vpermw indexes with the nibbles: one lookup per 32 weights, where the f32 route converted,
-// scaled, stored and reloaded every weight. Q8_0 (256 values) is converted and scaled as dequantize_rows does.
+// scaled, stored and reloaded every weight. Q8_0 (256 values) and Q6_K (64 per 16 weights) are converted and
+// scaled as dequantize_rows does, in registers.
 // GCC 12 reports the intrinsics' _mm512_undefined_* operands as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -19,13 +20,13 @@
 namespace attnzoo {
 namespace {
 
-// Rows i .. i + 3's 16 consecutive bytes from four slices 64 bytes apart, each holding the rows' 4 bytes side by
-// side: a 4 x 4 transpose of 32-bit pieces.
-inline void transpose4(const uint8_t* slice0, __m128i rows[4]) {
+// Rows i .. i + 3's 16 consecutive bytes from four slices `apart` bytes apart (64: one after the other; Q6_K's
+// runs of three: 192), each holding the rows' 4 bytes side by side: a 4 x 4 transpose of 32-bit pieces.
+inline void transpose4(const uint8_t* slice0, __m128i rows[4], int64_t apart = 64) {
   const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0));
-  const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 64));
-  const __m128i s2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 128));
-  const __m128i s3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 192));
+  const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + apart));
+  const __m128i s2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 2 * apart));
+  const __m128i s3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 3 * apart));
   const __m128i t0 = _mm_unpacklo_epi32(s0, s1), t1 = _mm_unpacklo_epi32(s2, s3);  // rows 0, 1
   const __m128i t2 = _mm_unpackhi_epi32(s0, s1), t3 = _mm_unpackhi_epi32(s2, s3);  // rows 2, 3
   rows[0] = _mm_unpacklo_epi64(t0, t1);
@@ -117,10 +118,57 @@ inline void unit_rows_q4_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t
   }
 }
 
+// Q6_K: a sub-block's 64 possible values would make a table of four times its 16 weights' products, so the codes
+// are converted instead: 16 weights of a sub-block are one zmm of f32, each code less 32 times d sc as
+// dequantize_rows computes it, and two sub-blocks are rounded to pairs by one vcvtne2ps2bf16, in registers where
+// the f32 route stored, reloaded and packed them. Per half h of a superblock, row bytes ql[64h, 64h + 32),
+// ql[64h + 32, 64h + 64) and qh[32h, 32h + 32) come from the runs 8h .. 8h + 7 of three slices (row_groups.h).
+inline void unit_rows_q6_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
+  alignas(64) float scale[16][kRowGroup];  // sub-block sb's d sc for the 16 rows, as Q4_K's
+  const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
+  for (int64_t sb = 0; sb < 16; ++sb) {
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 32 + kRowGroup * sb));
+    _mm512_store_ps(scale[sb], _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), bias = _mm256_set1_epi8(32);
+  for (int64_t i = i0; i < i1; i += 4)
+    for (int64_t h = 0; h < 2; ++h) {
+      const uint8_t* run = unit + kQ6ValuesAt + 192 * 8 * h + 4 * i;
+      __m128i ql[2][2][4], qh[2][4];  // ql[64h + 32j + 16p ..] (ql[j][p]) and qh[32h + 16p ..] of each row
+      for (int64_t p = 0; p < 2; ++p) {
+        transpose4(run + 192 * 4 * p, ql[0][p], 192);
+        transpose4(run + 192 * 4 * p + 64, ql[1][p], 192);
+        transpose4(run + 192 * 4 * p + 128, qh[p], 192);
+      }
+      for (int64_t r = 0; r < 4; ++r) {
+        const __m256i l = _mm256_set_m128i(ql[0][1][r], ql[0][0][r]), u = _mm256_set_m128i(ql[1][1][r], ql[1][0][r]);
+        const __m256i q = _mm256_set_m128i(qh[1][r], qh[0][r]);
+        // elements 128h + 32g + m (m < 32): sub-blocks 8h + 2g (m < 16) and 8h + 2g + 1
+        const __m256i codes[4] = {
+            _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(_mm256_slli_epi16(q, 4), high2)),
+            _mm256_or_si256(_mm256_and_si256(u, low4), _mm256_and_si256(_mm256_slli_epi16(q, 2), high2)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4), _mm256_and_si256(q, high2)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u, 4), low4),
+                            _mm256_and_si256(_mm256_srli_epi16(q, 2), high2))};
+        uint32_t* y = o + size_t(i - i0 + r) * stride + 64 * h;
+        for (int64_t g = 0; g < 4; ++g) {
+          const __m256i centred = _mm256_sub_epi8(codes[g], bias);  // -32 .. 31
+          const int64_t sb = 8 * h + 2 * g;
+          const __m512 a = _mm512_mul_ps(_mm512_set1_ps(scale[sb][i + r]),
+                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(centred))));
+          const __m512 b = _mm512_mul_ps(_mm512_set1_ps(scale[sb + 1][i + r]),
+                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(centred, 1))));
+          store_pairs(y + 16 * g, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+        }
+      }
+    }
+}
+
 template <QuantType kType>
 void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, size_t stride) {
-  constexpr int64_t be = kType == QuantType::Q4_K ? 256 : 32;
-  constexpr int64_t bb = kType == QuantType::Q4_K ? 144 : kType == QuantType::Q8_0 ? 34 : kType == QuantType::Q4_1 ? 20 : 18;
+  constexpr int64_t be = kType == QuantType::Q4_K || kType == QuantType::Q6_K ? 256 : 32;
+  constexpr int64_t bb = kType == QuantType::Q6_K ? 210 : kType == QuantType::Q4_K ? 144
+                       : kType == QuantType::Q8_0 ? 34 : kType == QuantType::Q4_1 ? 20 : 18;
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r0 + nr;) {
     const int64_t i0 = r % kRowGroup, i1 = std::min(kRowGroup, i0 + (r0 + nr - r));
@@ -131,7 +179,9 @@ void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, s
       // The decode rows' prefetch, 8 KiB ahead into L2: a model's weights come from memory, and without it the
       // layer's short-prompt GEMMs ran 5-40% slower (one thread, in a loop of 12 layers' copies).
       for (int64_t o = 0; o < kRowGroup * bb; o += 64) group_prefetch(unit + o);
-      if constexpr (kType == QuantType::Q4_K)
+      if constexpr (kType == QuantType::Q6_K)
+        unit_rows_q6_k(unit, i0, i1, out + b * be / 2, stride);
+      else if constexpr (kType == QuantType::Q4_K)
         unit_rows_q4_k(unit, i0, i1, out + b * be / 2, stride);
       else
         unit_rows32<kType>(unit, i0, i1, out + b * be / 2, stride);
@@ -149,6 +199,7 @@ bool row_group_pairs(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst
     case QuantType::Q4_1: grouped_rows<QuantType::Q4_1>(w, r0, nr, dst, stride); return true;
     case QuantType::Q8_0: grouped_rows<QuantType::Q8_0>(w, r0, nr, dst, stride); return true;
     case QuantType::Q4_K: grouped_rows<QuantType::Q4_K>(w, r0, nr, dst, stride); return true;
+    case QuantType::Q6_K: grouped_rows<QuantType::Q6_K>(w, r0, nr, dst, stride); return true;
     default: return false;
   }
 }

@@ -15,20 +15,12 @@
 namespace attnzoo {
 namespace {
 
-// Scales at the f16 extremes beside the random ones: the largest finite, the smallest subnormal, a negative one.
-void extreme_scales(QuantType t, std::vector<uint8_t>& raw) {
-  const QuantTypeInfo info = *quant_type_info(uint32_t(t));
-  const uint16_t scales[] = {0x7BFF, 0x0001, 0xC500};
-  for (size_t b = 0; b < 3; ++b)
-    for (int off : testing::quant_f16_fields(t)) std::memcpy(raw.data() + b * 7 * info.block_bytes + off, &scales[b], 2);
-}
-
 TEST(Quant, RegroupedRowsAsBf16PairsAreTheReferenceRounded) {
   if (!bf16_dot_available()) GTEST_SKIP() << "no AVX-512-BF16 here";
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
     const int64_t N = 48, K = quant_type_info(uint32_t(t))->block_elems == 256 ? 768 : 96, K2 = K / 2;
     std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 31);
-    extreme_scales(t, raw);
+    testing::set_extreme_scales(t, raw);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
     std::vector<uint8_t> regrouped(raw.size());
     const QuantMatrix g = to_row_groups(w, regrouped.data());
@@ -56,13 +48,6 @@ TEST(Quant, RegroupedRowsAsBf16PairsAreTheReferenceRounded) {
     EXPECT_FALSE(row_group_pairs(w, 0, 16, got.data(), stride));
     for (uint32_t v : got) ASSERT_EQ(v, 0xDEADBEEFu);
   }
-  // Q6_K has no table here (64 values per sub-block): refused.
-  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q6_K, 16, 256, 3);
-  std::vector<uint8_t> regrouped(raw.size());
-  const QuantMatrix g = to_row_groups(make_quant_matrix(raw.data(), raw.size(), QuantType::Q6_K, 16, 256, "w"),
-                                      regrouped.data());
-  std::vector<uint32_t> got(16 * 128);
-  EXPECT_FALSE(row_group_pairs(g, 0, 16, got.data(), 128));
 }
 
 }  // namespace
