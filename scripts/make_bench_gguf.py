@@ -1,13 +1,14 @@
 """Writes a random Qwen3 model as a GGUF file for `attnzoo bench model`, every matrix in one format.
 
-    .venv/bin/python scripts/make_bench_gguf.py FILE.gguf --type q4_0|q4_k|q6_k|q8_0|bf16 [--seed 0] [--tiny]
+    .venv/bin/python scripts/make_bench_gguf.py FILE.gguf --type q4_0|q4_k|q5_k|q6_k|q8_0|bf16 [--seed 0] [--tiny]
 
 The model is a random transformers Qwen3ForCausalLM of Qwen3-0.6B's shape with 24 layers (scripts/
 make_bench_model.py: hidden 1024, 16 query / 8 kv heads of 128, intermediate 3072, vocabulary 151936, tied
 embeddings, ~0.5B parameters), written the way llama.cpp's converter names Qwen3 tensors, with every matrix
 (the token embedding, which is also the tied lm_head, included: llama-quantize --pure) in --type and norms in
-F32. Q4_0 and Q8_0 come from the gguf package's quantizers; Q4_K and Q6_K, which it cannot quantize, are random
-blocks with scales that keep the weights near the model's (the numbers a benchmark gets do not depend on the values).
+F32. Q4_0 and Q8_0 come from the gguf package's quantizers; Q4_K, Q5_K and Q6_K, which it cannot quantize, are
+random blocks with scales that keep the weights near the model's (the numbers a benchmark gets do not depend on
+the values).
 --tiny writes a 2-layer model of width 256 (tests).
 """
 import argparse
@@ -15,16 +16,17 @@ import sys
 
 import numpy as np
 
-TYPES = ("q4_0", "q4_k", "q6_k", "q8_0", "bf16")
+TYPES = ("q4_0", "q4_k", "q5_k", "q6_k", "q8_0", "bf16")
 ROPE_THETA = 1000000.0
 
 
-def random_q4_k(rows, cols, rng, std):
-    """Random Q4_K blocks (f16 d, f16 dmin, 12 bytes of 6-bit scales / mins, 128 of nibbles) whose values have
-    roughly the given standard deviation."""
-    blocks = rng.integers(0, 256, size=(rows, cols // 256, 144), dtype=np.uint8)
-    # nibbles 0..15 times 6-bit scales (~32 on average): d * 32 * 4.6 (the nibbles' deviation) ~ std
-    d = (rng.uniform(0.8, 1.2, size=(rows, cols // 256)) * std / (32 * 4.6)).astype(np.float16)
+def random_k(rows, cols, rng, std, five=False):
+    """Random Q4_K blocks (f16 d, f16 dmin, 12 bytes of 6-bit scales / mins, 128 of nibbles) or, five, Q5_K blocks
+    (the same with 32 bytes of fifth bits before the nibbles) whose values have roughly the given standard
+    deviation."""
+    blocks = rng.integers(0, 256, size=(rows, cols // 256, 176 if five else 144), dtype=np.uint8)
+    # values 0..15 (0..31) times 6-bit scales (~32 on average): d * 32 * 4.6 (9.2, the values' deviation) ~ std
+    d = (rng.uniform(0.8, 1.2, size=(rows, cols // 256)) * std / (32 * (9.2 if five else 4.6))).astype(np.float16)
     blocks[:, :, 0:2] = d.view(np.uint8).reshape(rows, cols // 256, 2)
     blocks[:, :, 2:4] = (d * np.float16(8)).view(np.uint8).reshape(rows, cols // 256, 2)
     return blocks.reshape(rows, -1)
@@ -79,12 +81,12 @@ def write(path, ftype, seed=0, tiny=False):
         model = transformers.Qwen3ForCausalLM(cfg).eval()
     rng = np.random.default_rng(seed)
     qtype = {"q4_0": gguf.GGMLQuantizationType.Q4_0, "q4_k": gguf.GGMLQuantizationType.Q4_K,
-             "q6_k": gguf.GGMLQuantizationType.Q6_K,
+             "q5_k": gguf.GGMLQuantizationType.Q5_K, "q6_k": gguf.GGMLQuantizationType.Q6_K,
              "q8_0": gguf.GGMLQuantizationType.Q8_0, "bf16": gguf.GGMLQuantizationType.BF16}[ftype]
     w = gguf.GGUFWriter(path, "qwen3")
     add_shape_metadata(w, cfg, cfg.head_dim)
     w.add_rope_freq_base(ROPE_THETA)
-    w.add_file_type({"q4_0": 2, "q4_k": 15, "q6_k": 18, "q8_0": 7, "bf16": 32}[ftype])
+    w.add_file_type({"q4_0": 2, "q4_k": 15, "q5_k": 17, "q6_k": 18, "q8_0": 7, "bf16": 32}[ftype])
     w.add_tokenizer_model("gpt2")
     w.add_token_list([f"t{i}" for i in range(cfg.vocab_size)])
     w.add_token_types([1] * cfg.vocab_size)
@@ -101,8 +103,8 @@ def write(path, ftype, seed=0, tiny=False):
         if data.ndim < 2:
             w.add_tensor(new_name, data)
             continue
-        if ftype == "q4_k":
-            blocks = random_q4_k(*data.shape, rng, float(data.std()))
+        if ftype in ("q4_k", "q5_k"):
+            blocks = random_k(*data.shape, rng, float(data.std()), five=ftype == "q5_k")
         elif ftype == "q6_k":
             blocks = random_q6_k(*data.shape, rng, float(data.std()))
         else:

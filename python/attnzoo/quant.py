@@ -31,8 +31,8 @@ def dequantize(data, qtype, n=None, reference=False):
 class Weights:
     """A projection's weights prepared once, as a model's loader prepares them: n rows of raw GGUF blocks (exactly
     n x k values' bytes: ValueError naming `w` otherwise), regrouped or aligned into a copy of their own where this
-    CPU's kernels read one (AVX-512 VNNI and AVX2 rows for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q6_K, bf16 rows off a cache
-    line where AMX runs), else read where they lie (the array is then kept alive). `w` itself is never changed or
+    CPU's kernels read one (AVX-512 VNNI and AVX2 rows for Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K, bf16 rows off a
+    cache line where AMX runs), else read where they lie (the array is then kept alive). `w` itself is never changed or
     paged out. Build it once and call matmul per token: preparing is a load-time cost (the copy).
 
     path: 'auto' (a model's Linear under the current matmul precision) or 'int8' (the integer rows alone, 8-bit

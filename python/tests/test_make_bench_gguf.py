@@ -33,7 +33,7 @@ def files(tmp_path_factory):
 @pytest.mark.parametrize("ftype", make_bench_gguf.TYPES)
 def test_every_matrix_in_the_format(files, ftype):
     reader = gguf.GGUFReader(files[ftype][0])
-    want = {"q4_0": "Q4_0", "q4_k": "Q4_K", "q6_k": "Q6_K", "q8_0": "Q8_0", "bf16": "BF16"}[ftype]
+    want = {"q4_0": "Q4_0", "q4_k": "Q4_K", "q5_k": "Q5_K", "q6_k": "Q6_K", "q8_0": "Q8_0", "bf16": "BF16"}[ftype]
     kinds = {t.name: t.tensor_type.name for t in reader.tensors}
     assert kinds["token_embd.weight"] == want
     assert all(v == want for k, v in kinds.items() if not k.endswith("norm.weight")), kinds
@@ -57,7 +57,7 @@ def test_quantized_files_near_bf16(files, ftype, tol):
     assert np.linalg.norm(got - ref) <= tol * np.linalg.norm(ref)
 
 
-@pytest.mark.parametrize("ftype", ["q4_k", "q6_k"])
+@pytest.mark.parametrize("ftype", ["q4_k", "q5_k", "q6_k"])
 def test_random_block_file_runs(files, ftype):
     got = np.asarray(Model.load(files[ftype][0]).forward(IDS))
     assert np.isfinite(got).all() and np.abs(got).max() > 0

@@ -1,4 +1,4 @@
-// Per-target dequantization of the formats decode and prefill read most (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K): the
+// Per-target dequantization of the formats decode and prefill read most (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K): the
 // packed integers are widened to i32 lanes, converted, and scaled with the same f32 operations as the reference
 // (dequant_reference.cc), so results are bit-identical (this file is built without fused multiply-add). The
 // loops step by the f32 vector length, which divides 16 on every target we build.
@@ -73,23 +73,33 @@ HWY_INLINE void Q8_0Block(const uint8_t* b, float* y) {
     hn::StoreU(hn::Mul(d, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, qs + j)))), df, y + j);
 }
 
-HWY_INLINE void Q4_KBlock(const uint8_t* b, float* y) {
+// Q4_K, and Q5_K (kFive: qh[32] before qs, bit j of byte l the fifth bit of element l of sub-block j).
+template <bool kFive>
+HWY_INLINE void QKBlock(const uint8_t* b, float* y) {
   const DF df;
   const DI di;
   const float d = Half(b), dmin = Half(b + 2);
-  const uint8_t* qs = b + 16;
-  const VI mask = hn::Set(di, 0xF);
+  const uint8_t* qs = b + (kFive ? 48 : 16);
+  const VI mask = hn::Set(di, 0xF), one = hn::Set(di, 1);
   for (int c = 0; c < 4; ++c) {  // chunk c: sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles)
     const KScaleMin lo = k_scale_min(b + 4, 2 * c), hi = k_scale_min(b + 4, 2 * c + 1);
     const VF dlo = hn::Set(df, d * float(lo.scale)), mlo = hn::Set(df, dmin * float(lo.min));
     const VF dhi = hn::Set(df, d * float(hi.scale)), mhi = hn::Set(df, dmin * float(hi.min));
     for (size_t l = 0; l < 32; l += hn::Lanes(df)) {
       const VI q = LoadBytes(qs + 32 * c + l);
-      hn::StoreU(hn::Sub(hn::Mul(dlo, hn::ConvertTo(df, hn::And(q, mask))), mlo), df, y + 64 * c + l);
-      hn::StoreU(hn::Sub(hn::Mul(dhi, hn::ConvertTo(df, hn::ShiftRight<4>(q))), mhi), df, y + 64 * c + 32 + l);
+      VI ql = hn::And(q, mask), qh = hn::ShiftRight<4>(q);
+      if constexpr (kFive) {
+        const VI h = LoadBytes(b + 16 + l);
+        ql = hn::Or(ql, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * c), one)));
+        qh = hn::Or(qh, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * c + 1), one)));
+      }
+      hn::StoreU(hn::Sub(hn::Mul(dlo, hn::ConvertTo(df, ql)), mlo), df, y + 64 * c + l);
+      hn::StoreU(hn::Sub(hn::Mul(dhi, hn::ConvertTo(df, qh)), mhi), df, y + 64 * c + 32 + l);
     }
   }
 }
+HWY_INLINE void Q4_KBlock(const uint8_t* b, float* y) { QKBlock<false>(b, y); }
+HWY_INLINE void Q5_KBlock(const uint8_t* b, float* y) { QKBlock<true>(b, y); }
 
 HWY_INLINE void Q6_KBlock(const uint8_t* b, float* y) {
   const DF df;
@@ -130,6 +140,7 @@ bool DequantizeRowFast(QuantType type, const void* src, float* dst, int64_t n) {
     case QuantType::Q4_1: Blocks<Q4_1Block>(p, dst, nb, bb, be); return true;
     case QuantType::Q8_0: Blocks<Q8_0Block>(p, dst, nb, bb, be); return true;
     case QuantType::Q4_K: Blocks<Q4_KBlock>(p, dst, nb, bb, be); return true;
+    case QuantType::Q5_K: Blocks<Q5_KBlock>(p, dst, nb, bb, be); return true;
     case QuantType::Q6_K: Blocks<Q6_KBlock>(p, dst, nb, bb, be); return true;
     default: return false;
   }
@@ -142,8 +153,8 @@ bool DequantizeRowFast(QuantType type, const void* src, float* dst, int64_t n) {
 // decode as they decode a GGUF row (same values, full-width stores). Copying the pieces back into GGUF blocks
 // first cost 5-58% of a 16-token prefill on AVX2 (rows_of_group's memcpy calls, docs/benchmarks/cpu-classes.md);
 // moving them into a stack block with fixed-size moves still cost a store per 4 bytes on top of the decode's.
-// Q6_K (a head matrix, which prefill multiplies for one token), rows outside whole runs of 4, the scalar target
-// and other architectures take that stack block.
+// Q5_K, Q6_K (a head matrix, which prefill multiplies for one token), rows outside whole runs of 4, the scalar
+// target and other architectures take that stack block (Q5_K's transposed form not written yet).
 template <QuantType kType>
 HWY_INLINE void GatherBlock(const uint8_t* unit, int64_t i, uint8_t* block) {
   for_each_piece(kType, i, [&](int64_t at, int64_t from, size_t n) [[gnu::always_inline]] {
@@ -277,7 +288,7 @@ template <QuantType kType, void (*Block)(const uint8_t*, float*)>
 void GroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
   const QuantTypeInfo info = *quant_type_info(uint32_t(kType));
   const int64_t be = info.block_elems, bb = info.block_bytes, K = w.cols;
-  constexpr bool kTransposed = kTransposes && kType != QuantType::Q6_K;
+  constexpr bool kTransposed = kTransposes && kType != QuantType::Q5_K && kType != QuantType::Q6_K;
   alignas(64) uint8_t blocks[kRowGroup * 256];  // 16 blocks of at most 210 bytes (Q6_K)
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r0 + nr;) {
@@ -316,6 +327,7 @@ bool DequantizeGroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* 
     case QuantType::Q4_1: GroupedRows<QuantType::Q4_1, Q4_1Block>(w, r0, nr, dst); return true;
     case QuantType::Q8_0: GroupedRows<QuantType::Q8_0, Q8_0Block>(w, r0, nr, dst); return true;
     case QuantType::Q4_K: GroupedRows<QuantType::Q4_K, Q4_KBlock>(w, r0, nr, dst); return true;
+    case QuantType::Q5_K: GroupedRows<QuantType::Q5_K, Q5_KBlock>(w, r0, nr, dst); return true;
     case QuantType::Q6_K: GroupedRows<QuantType::Q6_K, Q6_KBlock>(w, r0, nr, dst); return true;
     default: return false;
   }

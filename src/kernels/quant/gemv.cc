@@ -39,7 +39,8 @@ void run_rows(const QuantMatrix& w, const QuantGemvTask& base, RowFn fn) {
 bool quant_gemv_has_int8(QuantType type) { return quant_supported(type) && quant_is_blocked(type); }
 
 bool quant_gemv_vnni_handles(QuantType type) {
-  return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
+  return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q4_K ||
+         type == QuantType::Q5_K || type == QuantType::Q6_K;
 }
 
 bool quant_gemv_vnni_enabled() { return vnni_int8_enabled(); }

@@ -1,7 +1,7 @@
-// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K): vpdpbusd sums 64
-// u8 x s8 products by fours into i32 lanes, straight from the packed blocks (no unpacked copy of the row), against
-// the 8-bit activations (s8). Compiled with -mavx512vnni (see CMakeLists.txt) and reached only after a CPUID
-// check (quant_gemv_vnni_enabled).
+// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K; Q5_K regrouped only):
+// vpdpbusd sums 64 u8 x s8 products by fours into i32 lanes, straight from the packed blocks (no unpacked copy of
+// the row), against the 8-bit activations (s8). Compiled with -mavx512vnni (see CMakeLists.txt) and reached only
+// after a CPUID check (quant_gemv_vnni_enabled).
 //  - Blocks of 32 (Q4_0, Q4_1, Q8_0): two blocks fill a 512-bit register in the activations' order, and the f16
 //    scales of both become one f32 vector by a single conversion, so that each pair costs one vpdpbusd, one
 //    conversion and one FMA per token. The weight side must be unsigned: Q4_0's q - 8 and Q8_0's w are dotted as
@@ -356,23 +356,27 @@ void dot_group_q6_k(const uint8_t* group, size_t K, const QuantActivations& a, s
   for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
 }
 
-// 16 regrouped Q4_K rows against kT tokens from t0. Per chunk c of 64 values (sub-blocks 2c and 2c + 1: the low
-// and high nibbles of its 8 qs slices), each slice's nibbles are dotted against the token's activations (one
-// token: two chains per sub-block, even / odd slices, so that consecutive vpdpbusd do not wait on each other;
-// more tokens interleave enough chains, and two each would spill); the rows'
-// 6-bit scales and minima come out of their packed bytes 16 rows at a time (byte j of the 16 rows in one xmm).
-// w = d sc q - dmin m: one FMA scales the integer sums by d sc d_x, one takes dmin m d_x sum(x) off.
-template <size_t kT>
+// 16 regrouped Q4_K (or, kFive, Q5_K) rows against kT tokens from t0. Per chunk c of 64 values (sub-blocks 2c
+// and 2c + 1: the low and high nibbles of its 8 qs slices), each slice's nibbles are dotted against the token's
+// activations (one token: two chains per sub-block, even / odd slices, so that consecutive vpdpbusd do not wait on
+// each other; more tokens interleave enough chains, and two each would spill); the rows' 6-bit scales and minima
+// come out of their packed bytes 16 rows at a time (byte j of the 16 rows in one xmm). w = d sc q - dmin m: one FMA
+// scales the integer sums by d sc d_x, one takes dmin m d_x sum(x) off. Q5_K: qh slice s holds the fifth bits of
+// qs slice s's values, bit 2c (low nibbles) and 2c + 1 (high) of each byte; one shift each puts the bit at bit 4 of
+// the byte, where it joins the nibble (u8 values up to 31), and the high nibbles are moved down rather than dotted
+// in place (16 q + 256 bit would not fit a byte).
+template <size_t kT, bool kFive>
 void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, size_t ld8, size_t t0, float* out,
                     size_t ldo) {
-  constexpr size_t kUnit = 16 * 144;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
+  constexpr size_t kUnit = 16 * (kFive ? 176 : 144), kValuesAt = kFive ? kQ5KValuesAt : kQ4KValuesAt;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0)), bit4 = _mm512_set1_epi8(0x10);
   __m512 acc[kT];
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (size_t blk = 0; blk < K / 256; ++blk) {
     const uint8_t* u = group + blk * kUnit;
-    // the head (d, dmin and the packed scales, 256 bytes) too: the slices' prefetches below cover only the values
-    for (size_t l = 0; l < kQ4KValuesAt; l += 64) group_prefetch(u + l);
+    // the head (d, dmin and the packed scales, 256 bytes; Q5_K: and qh's 512) too: the qs slices' prefetches below
+    // cover only qs
+    for (size_t l = 0; l < kValuesAt; l += 64) group_prefetch(u + l);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
     auto sbytes = [&](size_t j) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 64 + 16 * j)); };
@@ -384,14 +388,28 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
       mn = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
     };
     constexpr size_t kChains = kT == 1 ? 2 : 1;
-    for (size_t c = 0; c < 4; ++c) {
+    // Q5_K: c a constant after inlining, the qh shifts immediates
+    auto chunk = [&](auto c) __attribute__((always_inline)) {
       __m512i lo[kT][2], hi[kT][2];
       for (size_t t = 0; t < kT; ++t) lo[t][0] = lo[t][1] = hi[t][0] = hi[t][1] = _mm512_setzero_si512();
       for (size_t s = 0; s < 8; ++s) {
-        const uint8_t* v = u + kQ4KValuesAt + 64 * (8 * c + s);
+        const uint8_t* v = u + kValuesAt + 64 * (8 * c + s);
         group_prefetch(v);
         const __m512i q = _mm512_loadu_si512(v);
-        const __m512i wl = _mm512_and_si512(q, low4), wh = _mm512_and_si512(q, high4);  // wh: 16 q, in place
+        __m512i wl, wh;
+        if constexpr (kFive) {
+          // bit 2c (2c + 1) of each qh byte to bit 4: 16-bit shifts by at most 4, so bit 4 of each byte comes from
+          // its own byte
+          const __m512i qh = _mm512_loadu_si512(u + kQ5KHighAt + 64 * s);
+          constexpr int kLo = 4 - 2 * int(c), kHi = 3 - 2 * int(c);
+          const __m512i hl = kLo >= 0 ? _mm512_slli_epi16(qh, kLo) : _mm512_srli_epi16(qh, -kLo);
+          const __m512i hh = kHi >= 0 ? _mm512_slli_epi16(qh, kHi) : _mm512_srli_epi16(qh, -kHi);
+          wl = _mm512_ternarylogic_epi32(_mm512_and_si512(q, low4), hl, bit4, 0xF8);  // a | (b & c)
+          wh = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(q, 4), low4), hh, bit4, 0xF8);
+        } else {
+          wl = _mm512_and_si512(q, low4);
+          wh = _mm512_and_si512(q, high4);  // 16 q, in place
+        }
         for (size_t t = 0; t < kT; ++t) {
           const uint8_t* x = reinterpret_cast<const uint8_t*>(a.xs8 + (t0 + t) * ld8 + 256 * blk + 64 * c + 4 * s);
           lo[t][s % kChains] = _mm512_dpbusd_epi32(lo[t][s % kChains], wl, _mm512_set1_epi32(int(load_u32(x))));
@@ -404,12 +422,22 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
       for (size_t t = 0; t < kT; ++t) {
         const size_t b32 = (t0 + t) * (K / 32) + 8 * blk + 2 * c;
         const __m512 il = _mm512_cvtepi32_ps(_mm512_add_epi32(lo[t][0], lo[t][1]));
-        const __m512 ih = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_add_epi32(hi[t][0], hi[t][1]), 4));
+        __m512i h = _mm512_add_epi32(hi[t][0], hi[t][1]);
+        if constexpr (!kFive) h = _mm512_srai_epi32(h, 4);  // exact: 16 times the high nibbles' sum
+        const __m512 ih = _mm512_cvtepi32_ps(h);
         acc[t] = _mm512_fmadd_ps(il, _mm512_mul_ps(sc_lo, _mm512_set1_ps(a.d[b32])), acc[t]);
         acc[t] = _mm512_fmadd_ps(ih, _mm512_mul_ps(sc_hi, _mm512_set1_ps(a.d[b32 + 1])), acc[t]);
         acc[t] = _mm512_fnmadd_ps(mn_lo, _mm512_set1_ps(a.dsum32[b32]), acc[t]);
         acc[t] = _mm512_fnmadd_ps(mn_hi, _mm512_set1_ps(a.dsum32[b32 + 1]), acc[t]);
       }
+    };
+    if constexpr (kFive) {
+      chunk(std::integral_constant<size_t, 0>());
+      chunk(std::integral_constant<size_t, 1>());
+      chunk(std::integral_constant<size_t, 2>());
+      chunk(std::integral_constant<size_t, 3>());
+    } else {  // Q4_K's loop as it was: unrolled it read its L2 rows a few per cent slower
+      for (size_t c = 0; c < 4; ++c) chunk(c);
     }
   }
   for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
@@ -443,7 +471,12 @@ void quant_gemv_groups_vnni(const QuantGemvTask& g) {
     case QuantType::Q8_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q8_0>()); break;
     case QuantType::Q4_K:
       for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
-        dot_group_q4_k<decltype(kT)::value>(group, K, g.act, ld8, t0, out, 16);
+        dot_group_q4_k<decltype(kT)::value, false>(group, K, g.act, ld8, t0, out, 16);
+      });
+      break;
+    case QuantType::Q5_K:
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        dot_group_q4_k<decltype(kT)::value, true>(group, K, g.act, ld8, t0, out, 16);
       });
       break;
     default:
@@ -458,6 +491,9 @@ bool quant_gemv_rows_vnni(const QuantGemvTask& g) {
     quant_gemv_groups_vnni(g);
     return true;
   }
+  // Q5_K is regrouped for these rows; its GGUF rows (counts off multiples of 16) are the AVX2 rows', which read
+  // the same activation arrays (the lane sums are the same values)
+  if (g.w.type == QuantType::Q5_K) return quant_gemv_rows_avx2(g);
   const size_t K = size_t(g.w.cols);
   thread_local std::vector<float> off;
   off.resize(K / 16);

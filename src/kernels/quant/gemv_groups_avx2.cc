@@ -5,7 +5,8 @@
 // slices are added before one vpmaddwd against ones makes the 8 rows' i32 sums: the GGUF-row AVX2 rows
 // (gemv_avx2.cc) pay a vpmaddwd per 32 values, a scale conversion per block and a horizontal sum per row, which
 // kept them compute-bound (~40% of a plain read from memory on the Emerald Rapids with AVX2 forced). The i16
-// sums stay exact: a nibble pair is at most 2 * 15 * 127 = 3810, so a block's 8 slices sum to at most 30480;
+// sums stay exact: a nibble pair is at most 2 * 15 * 127 = 3810, so a block's 8 slices sum to at most 30480
+// (Q5_K's 5-bit pairs, 7874, 4 slices at a time);
 // Q6_K's chains start from their share of the -32 offset, so that a sub-block's 4 slices end within i16
 // (q6_k_starts); Q8_0's weights, dotted as |w| against the activations with w's sign (vpsignb, at most 32512 a
 // pair), go through vpmaddwd slice by slice. So every
@@ -149,15 +150,18 @@ void two_halves(size_t blocks, float* out, size_t ldo, Block block) {
   }
 }
 
-// Q4_K, in the VNNI rows' order: per chunk c of 64 values the 8 slices' low nibbles (sub-block 2c) and high ones
-// (2c + 1) are dotted and summed in i16, the rows' 6-bit scales and minima come out of their packed bytes 8 rows
-// at a time, and w = d sc q - dmin m takes one FMA for d sc d_x and one for dmin m d_x sum(x) per sub-block.
-template <class L, size_t kT, size_t kH>
+// Q4_K (or, kFive, Q5_K), in the VNNI rows' order: per chunk c of 64 values the 8 slices' low nibbles (sub-block
+// 2c) and high ones (2c + 1) are dotted and summed in i16, the rows' 6-bit scales and minima come out of their
+// packed bytes 8 rows at a time, and w = d sc q - dmin m takes one FMA for d sc d_x and one for dmin m d_x sum(x)
+// per sub-block. Q5_K: bits 2c and 2c + 1 of qh slice s's bytes are the fifth bits of qs slice s's nibbles, moved
+// to bit 4 (16-bit shifts by at most 6 right then 4 left, which keep each byte's bits in it); its pairs reach
+// 2 x 31 x 127 = 7874, so 4 slices fit i16 and vpmaddubsw's chains are widened to i32 after every 4.
+template <class L, size_t kT, size_t kH, bool kFive = false>
 __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size_t blk, size_t K,
                                                       const QuantActivations& a, size_t ld8, size_t t0,
                                                       __m256 (&acc)[kT]) {
-  constexpr size_t kUnit = 16 * 144;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  constexpr size_t kUnit = 16 * (kFive ? 176 : 144), kValuesAt = kFive ? kQ5KValuesAt : kQ4KValuesAt;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   const uint8_t* u = group + blk * kUnit;
   // byte j of the half's 8 rows' packed scales
   auto sbytes = [&](size_t j) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 64 + 16 * j + 8 * kH)); };
@@ -167,29 +171,43 @@ __attribute__((always_inline)) inline void block_q4_k(const uint8_t* group, size
     sc = _mm256_mul_ps(halves8(u + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(s)));
     mn = _mm256_mul_ps(halves8(u + 32 + 16 * kH), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
   };
-  // the head's lines here, the values' slice by slice below: a unit's 36 lines asked for in one burst at its start
-  // stalled the rows, as Q6_K's 53 did (block_q6_k)
+  // the head's lines here (Q5_K: and qh's), the values' slice by slice below: a unit's 36 lines asked for in one
+  // burst at its start stalled the rows, as Q6_K's 53 did (block_q6_k)
   if (kH == 0)
-    for (size_t l = 0; l < kQ4KValuesAt; l += 64) group_prefetch(u + l);
+    for (size_t l = 0; l < kValuesAt; l += 64) group_prefetch(u + l);
+  constexpr bool kSplit = kFive && !L::kWide;  // i16 chains cut after 4 slices
   for (size_t c = 0; c < 4; ++c) {
-    __m256i lo[kT], hi[kT];
-    for (size_t t = 0; t < kT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+    __m256i lo[kT], hi[kT], lo32[kT], hi32[kT];
+    for (size_t t = 0; t < kT; ++t) lo[t] = hi[t] = lo32[t] = hi32[t] = _mm256_setzero_si256();
+    const __m128i down = _mm_cvtsi32_si128(int(2 * c));
     for (size_t s = 0; s < 8; ++s) {
-      if (kH == 0) group_prefetch(u + kQ4KValuesAt + 64 * (8 * c + s));
-      const __m256i q = load256(u + kQ4KValuesAt + 64 * (8 * c + s) + 32 * kH);
-      const __m256i wl = _mm256_and_si256(q, low4), wh = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if (kH == 0) group_prefetch(u + kValuesAt + 64 * (8 * c + s));
+      const __m256i q = load256(u + kValuesAt + 64 * (8 * c + s) + 32 * kH);
+      __m256i wl = _mm256_and_si256(q, low4), wh = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (kFive) {
+        const __m256i h = _mm256_srl_epi16(load256(u + kQ5KHighAt + 64 * s + 32 * kH), down);  // bit 2c at bit 0
+        wl = _mm256_or_si256(wl, _mm256_and_si256(_mm256_slli_epi16(h, 4), bit4));
+        wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_slli_epi16(h, 3), bit4));
+      }
       for (size_t t = 0; t < kT; ++t) {
         const int8_t* x = a.xs8 + (t0 + t) * ld8 + 256 * blk + 64 * c + 4 * s;
         lo[t] = L::add(lo[t], wl, bcast4(x));
         hi[t] = L::add(hi[t], wh, bcast4(x + 32));
       }
+      if (kSplit && s % 4 == 3)
+        for (size_t t = 0; t < kT; ++t) {
+          lo32[t] = _mm256_add_epi32(lo32[t], L::widen(lo[t]));
+          hi32[t] = _mm256_add_epi32(hi32[t], L::widen(hi[t]));
+          lo[t] = hi[t] = _mm256_setzero_si256();
+        }
     }
     __m256 sc_lo, mn_lo, sc_hi, mn_hi;
     scale_min(2 * c, sc_lo, mn_lo);
     scale_min(2 * c + 1, sc_hi, mn_hi);
     for (size_t t = 0; t < kT; ++t) {
       const size_t b32 = (t0 + t) * (K / 32) + 8 * blk + 2 * c;
-      const __m256 il = _mm256_cvtepi32_ps(L::widen(lo[t])), ih = _mm256_cvtepi32_ps(L::widen(hi[t]));
+      const __m256i sl = kSplit ? lo32[t] : L::widen(lo[t]), sh = kSplit ? hi32[t] : L::widen(hi[t]);
+      const __m256 il = _mm256_cvtepi32_ps(sl), ih = _mm256_cvtepi32_ps(sh);
       acc[t] = _mm256_fmadd_ps(il, _mm256_mul_ps(sc_lo, _mm256_set1_ps(a.d[b32])), acc[t]);
       acc[t] = _mm256_fmadd_ps(ih, _mm256_mul_ps(sc_hi, _mm256_set1_ps(a.d[b32 + 1])), acc[t]);
       acc[t] = _mm256_fnmadd_ps(mn_lo, _mm256_set1_ps(a.dsum32[b32]), acc[t]);
@@ -319,6 +337,14 @@ void groups(const QuantGemvTask& g) {
         constexpr size_t T = decltype(kT)::value;
         two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
           block_q4_k<L, T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+        });
+      });
+      break;
+    case QuantType::Q5_K:
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        constexpr size_t T = decltype(kT)::value;
+        two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
+          block_q4_k<L, T, decltype(h)::value, true>(group, b, K, a, ld8, t0, acc);
         });
       });
       break;

@@ -42,16 +42,17 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
   const int16_t* x = a.q.data() + t * K;
   const float* d = a.d.data() + t * (K / 32);
   float acc = 0.f;
-  if (type == QuantType::Q4_K) {
+  if (type == QuantType::Q4_K || type == QuantType::Q5_K) {
+    const bool five = type == QuantType::Q5_K;
     for (size_t blk = 0; blk < K / 256; ++blk) {
-      const uint8_t* b = row + 144 * blk;
+      const uint8_t* b = row + (five ? 176 : 144) * blk;
       const float dw = load_half(b), dmin = load_half(b + 2);
       for (int c = 0; c < 4; ++c) {
         int32_t isum[2] = {};
         for (int l = 0; l < 32; ++l) {
-          const uint8_t q = b[16 + 32 * c + l];
-          isum[0] += (q & 15) * x[256 * blk + 64 * c + l];
-          isum[1] += (q >> 4) * x[256 * blk + 64 * c + 32 + l];
+          const uint8_t q = b[(five ? 48 : 16) + 32 * c + l], h = five ? b[16 + l] : 0;
+          isum[0] += ((q & 15) | (((h >> (2 * c)) & 1) << 4)) * x[256 * blk + 64 * c + l];
+          isum[1] += ((q >> 4) | (((h >> (2 * c + 1)) & 1) << 4)) * x[256 * blk + 64 * c + 32 + l];
         }
         const size_t b32 = 8 * blk + 2 * size_t(c);
         const KScaleMin lo = k_scale_min(b + 4, 2 * c), hi = k_scale_min(b + 4, 2 * c + 1);
@@ -99,6 +100,9 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
   return acc;
 }
 
+constexpr QuantType kFormats[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0,
+                                  QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+
 // fn() on every kernel that reads the regrouped bytes in place: each target's (the VNNI rows, the AVX2 rows) and,
 // where the AVX2 rows run on a CPU with AVX-VNNI (ATTNZOO_AVX_VNNI not 0), those rows on vpmaddubsw and on
 // vpdpbusd, each observed to have run as named. The scalar target's portable rows read the bytes copied back and
@@ -127,8 +131,8 @@ int for_each_regrouped_kernel(const std::function<void()>& fn) {
 
 TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
   const int checked = for_each_regrouped_kernel([&] {
-    for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
-      const int64_t N = 32, K = type == QuantType::Q4_K || type == QuantType::Q6_K ? 512 : 96;
+    for (QuantType type : kFormats) {
+      const int64_t N = 32, K = quant_type_info(uint32_t(type))->block_elems == 256 ? 512 : 96;
       const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 31 + uint64_t(type));
       const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
       std::vector<uint8_t> bytes(raw.size());
@@ -153,7 +157,7 @@ TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
 // activations of 127 in magnitude) give the exact sums there too.
 TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
   const int checked = for_each_regrouped_kernel([&] {
-    for (QuantType type : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    for (QuantType type : kFormats) {
       const int64_t N = 16, K = 256, T = 2;
       std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 7);
       const QuantTypeInfo info = *quant_type_info(uint32_t(type));
@@ -165,6 +169,7 @@ TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
         if (type == QuantType::Q4_0) std::memset(b + 2, 0xFF, 16);
         if (type == QuantType::Q4_1) std::memset(b + 4, 0xFF, 16);
         if (type == QuantType::Q4_K) std::memset(b + 16, 0xFF, 128);
+        if (type == QuantType::Q5_K) std::memset(b + 16, 0xFF, 160);  // qh and qs: every value 31
         if (type == QuantType::Q6_K) std::memset(b, 0xFF, 192);
       }
       const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
@@ -183,6 +188,20 @@ TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
     }
   });
   if (checked == 0) GTEST_SKIP() << "no target here runs the regrouped rows in place";
+}
+
+// Every regrouped format (Q5_K included) is regrouped at load where the VNNI or the AVX2 rows run, so that a model
+// on either reads it in place, and nowhere else.
+TEST(QuantGroups, EveryFormatRegroupsWhereTheVnniOrAvx2RowsRun) {
+  testing::for_each_target([](Target target) {
+    for (QuantType type : kFormats) {
+      const int64_t N = 32, K = quant_type_info(uint32_t(type))->block_elems == 256 ? 256 : 64;
+      const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 9);
+      const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
+      EXPECT_EQ(row_groups_pay(gguf), quant_gemv_vnni_enabled() || quant_gemv_avx2_enabled())
+          << quant_type_name(type) << " on " << target_name(target);
+    }
+  });
 }
 
 // Where the CPU has AVX-VNNI and the AVX2 rows run (AVX2 forced on an AVX-512 VNNI CPU, or a client CPU without

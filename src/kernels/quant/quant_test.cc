@@ -104,9 +104,12 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
 
 // Rows regrouped for the VNNI decode (row_groups.h): the VNNI rows read them in place, every other path (other
 // targets, f32 activations, many tokens) through rows copied back, all within the same bounds.
+constexpr QuantType kGroupFormats[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0,
+                                       QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+
 TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
   testing::for_each_target([](Target) {
-    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K})
+    for (QuantType t : kGroupFormats)
       for (int64_t T : {1, 3, 5, 8, 11, 77})
         for (int64_t K : quant_type_info(uint32_t(t))->block_elems == 256 ? std::vector<int64_t>{256, 512}
                                                                            : std::vector<int64_t>{96, 32 * 69}) {
@@ -118,7 +121,7 @@ TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
 }
 
 TEST(Quant, RegroupedRowsComeBackByteForByte) {
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+  for (QuantType t : kGroupFormats) {
     const int64_t N = 32, K = quant_type_info(uint32_t(t))->block_elems == 256 ? 512 : 96;
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 11);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
@@ -141,7 +144,7 @@ TEST(Quant, RegroupedRowsComeBackByteForByte) {
 // ranges that start or end inside a group, and one row.
 TEST(Quant, RegroupedRowsDequantizeToTheGgufRowsOnEveryTarget) {
   testing::for_each_target([](Target) {
-    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K})
+    for (QuantType t : kGroupFormats)
       for (int64_t K : quant_type_info(uint32_t(t))->block_elems == 256 ? std::vector<int64_t>{256, 768}
                                                                          : std::vector<int64_t>{32, 96}) {
         const int64_t N = 48;

@@ -10,16 +10,22 @@ namespace attnzoo {
 
 // Where the pieces of row i's block lie in its group's unit (16 blocks' bytes): copy(offset in the block, offset
 // in the unit, bytes). Blocks of 32: the 2-byte head fields (d, Q4_1's m) of all 16 rows one field after the
-// other, then the 4-byte value slices. Q6_K (210 bytes: ql[128], qh[64], 16 int8 scales, d): the 16 d, the
-// scales sub-block by sub-block (16 rows' int8 in a row), then per half h and slice s < 8 the three slices the
-// kernel reads together: ql bytes 64h + 4s, ql bytes 64h + 32 + 4s, qh bytes 32h + 4s.
+// other, then the 4-byte value slices. Q5_K (176 bytes: d, dmin, 12 scale bytes, qh[32], qs[128]) as Q4_K with
+// qh's 4-byte slices between the head and qs' (row_groups.h). Q6_K (210 bytes: ql[128], qh[64], 16 int8 scales,
+// d): the 16 d, the scales sub-block by sub-block (16 rows' int8 in a row), then per half h and slice s < 8 the
+// three slices the kernel reads together: ql bytes 64h + 4s, ql bytes 64h + 32 + 4s, qh bytes 32h + 4s.
 template <class Copy>
 [[gnu::always_inline]] inline void for_each_piece(QuantType type, int64_t i, Copy copy) {
-  if (type == QuantType::Q4_K) {  // d, dmin, the 12 packed scale bytes 16 rows at a time, the 32 qs slices
+  if (type == QuantType::Q4_K || type == QuantType::Q5_K) {
+    // d, dmin, the 12 packed scale bytes 16 rows at a time, (Q5_K: qh's 8 slices,) the 32 qs slices
+    const bool five = type == QuantType::Q5_K;
     copy(0, 2 * i, 2);
     copy(2, 32 + 2 * i, 2);
     for (int64_t j = 0; j < 12; ++j) copy(4 + j, 64 + kRowGroup * j + i, 1);
-    for (int64_t q = 0; q < 32; ++q) copy(16 + 4 * q, kQ4KValuesAt + 64 * q + 4 * i, 4);
+    if (five)
+      for (int64_t s = 0; s < 8; ++s) copy(16 + 4 * s, kQ5KHighAt + 64 * s + 4 * i, 4);
+    const int64_t qs = five ? 48 : 16, to = five ? kQ5KValuesAt : kQ4KValuesAt;
+    for (int64_t q = 0; q < 32; ++q) copy(qs + 4 * q, to + 64 * q + 4 * i, 4);
     return;
   }
   if (type == QuantType::Q6_K) {

@@ -9,10 +9,10 @@
 //   (bytes 4c .. 4c + 3 of its block's values) at 4 (16 c + i).
 // So Q4_0 / Q4_1 slice c holds elements 4c .. 4c + 3 in its low nibbles and 16 + 4c .. 16 + 4c + 3 in its high
 // ones, Q8_0 slice c elements 4c .. 4c + 3: one 64-byte load per slice feeds a vpdpbusd whose other operand is
-// the token's 4 activations broadcast. Q6_K's superblocks are cut the same way (below: its ql and qh bytes in
-// slices, its sub-block scales 16 rows at a time). The bytes are the GGUF bytes, moved: dequantize_rows (the prefill
-// panels, f32 and bf16) reads the units in place, other readers of single rows (the f32 and portable rows) get
-// them back with row_of_group.
+// the token's 4 activations broadcast. Q4_K / Q5_K / Q6_K superblocks are cut the same way (below: their value
+// bytes in slices, their sub-block scales 16 rows at a time). The bytes are the GGUF bytes, moved: dequantize_rows
+// (the prefill panels, f32 and bf16) reads the units in place, other readers of single rows (the f32 and portable
+// rows) get them back with row_of_group.
 #include <cstdint>
 
 #include "core/aligned_buffer.h"
@@ -28,8 +28,13 @@ constexpr int64_t kQ6ValuesAt = 32 + 256;
 // Q4_K units (16 x 144 bytes): 16 f16 d, 16 f16 dmin, the 12 packed 6-bit scale / min bytes 16 rows at a time
 // (byte j of every row side by side), then from kQ4KValuesAt qs' 32 slices (chunk c's slice s at 8c + s).
 constexpr int64_t kQ4KValuesAt = 64 + 192;
+// Q5_K units (16 x 176 bytes): Q4_K's head (d, dmin, the packed scales), then from kQ5KHighAt qh's 8 slices (bytes
+// 4s .. 4s + 3 of 16 rows: the fifth bits of elements 4s .. 4s + 3 of all 8 sub-blocks), then from kQ5KValuesAt
+// qs' 32 slices as Q4_K's. Every chunk of qs reads the same 8 qh slices (its two bits of each byte moved into bit 4
+// by shifts), so the qh slices lie once, before all the qs slices, in the order chunk 0 reads them.
+constexpr int64_t kQ5KHighAt = kQ4KValuesAt, kQ5KValuesAt = kQ5KHighAt + 8 * 64;
 
-// Q4_0, Q4_1, Q8_0, Q4_K and Q6_K (the VNNI rows' formats).
+// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K (the VNNI and AVX2 regrouped rows' formats).
 bool row_groups_format(QuantType type);
 // Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI or AVX2 rows in use on this CPU.
 bool row_groups_pay(const QuantMatrix& w);
