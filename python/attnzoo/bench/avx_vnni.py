@@ -1,6 +1,6 @@
 """The AVX2 regrouped rows' two forms side by side: lane sums by AVX-VNNI's vpdpbusd against vpmaddubsw +
 vpmaddwd, over the same prepared (regrouped) weights, for the block formats those rows serve (Q4_0, Q4_1, Q8_0,
-Q4_K, Q6_K) at one token and at four (the group kernels' widest pass), on a decode projection's N = 3K x K.
+Q4_K, Q5_K, Q6_K) at one token and at four (the group kernels' widest pass), on a decode projection's N = 3K x K.
 
 On an AVX-512 VNNI CPU the default target runs the AVX-512 rows, so these rows run inside _core.Avx2GroupRows:
 the avx2 target for them alone, given back as it was afterwards (see src/kernels/quant/avx2_group_rows_scope.h for
@@ -16,7 +16,8 @@ import numpy as np
 from .. import _core
 
 # GGUF type ids and the byte offsets of each block's f16 scales (the rest of a block takes any bits).
-FORMATS = {"Q4_0": (2, (0,)), "Q4_1": (3, (0, 2)), "Q8_0": (8, (0,)), "Q4_K": (12, (0, 2)), "Q6_K": (14, (208,))}
+FORMATS = {"Q4_0": (2, (0,)), "Q4_1": (3, (0, 2)), "Q8_0": (8, (0,)), "Q4_K": (12, (0, 2)), "Q5_K": (13, (0, 2)),
+           "Q6_K": (14, (208,))}
 TOKENS = (1, 4)
 FORMS = ("vpmaddubsw", "vpdpbusd")
 
