@@ -9,10 +9,6 @@
 
 namespace attnzoo {
 
-const char* avx2_lane_sums_name(Avx2LaneSums form) {
-  return form == Avx2LaneSums::vpdpbusd ? "vpdpbusd" : "vpmaddubsw";
-}
-
 Avx2GroupRowsSupport avx2_group_rows_support() {
   const std::vector<Target>& targets = supported_targets();
   if (std::find(targets.begin(), targets.end(), Target::avx2) == targets.end())

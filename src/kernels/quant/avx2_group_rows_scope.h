@@ -18,7 +18,6 @@
 namespace attnzoo {
 
 enum class Avx2LaneSums { vpmaddubsw, vpdpbusd };
-const char* avx2_lane_sums_name(Avx2LaneSums form);
 
 struct Avx2GroupRowsSupport {
   bool avx2 = false;      // the CPU and this build run the avx2 target
