@@ -191,15 +191,25 @@ def test_errors_name_the_argument():
         gen.sample(np.zeros((2, 4), dtype=np.float32), context_ids=[[1], [2], [3]])
 
 
-def test_large_vocabulary_is_fast():
+def test_large_vocabulary_samples_faster_than_sorting_it():
+    """Top-k / top-p over Qwen's 151936 logits must not sort the vocabulary: one draw costs less than numpy sorting
+    the logits once (about 8x less on the Xeon this was written on), timed side by side, fastest of three
+    alternated rounds each, so a busy machine slows both."""
     import time
     logits = np.random.default_rng(4).normal(0, 2, 151936).astype(np.float32)
     s = gen.Sampler(temperature=0.8, top_k=50, top_p=0.95, seed=1)
     s.sample(logits)
-    t0 = time.perf_counter()
-    for _ in range(50):
-        s.sample(logits)
-    assert (time.perf_counter() - t0) / 50 < 5e-3  # generous for a shared machine; typically ~0.1 ms
+    draw, sort = [], []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            s.sample(logits)
+        draw.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(20):
+            np.sort(logits)
+        sort.append(time.perf_counter() - t0)
+    assert min(draw) < min(sort), (min(draw), min(sort))
 
 
 # --- the generation loop ------------------------------------------------------------------------------------------
