@@ -7,19 +7,49 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "loader/load_error.h"
 
 namespace attnzoo {
 
+namespace {
+
+// The address ranges of the live file mappings (MappedFile::open), so a release can tell a file's pages, which
+// MADV_DONTNEED drops from this process alone, from anonymous memory, where MADV_DONTNEED would zero them.
+struct FileMappings {
+  std::mutex mutex;
+  std::map<uintptr_t, uintptr_t> end_of;  // begin -> end
+};
+// Never destroyed: a MappedFile held by a static may be unmapped after every static destructor has run.
+FileMappings& file_mappings() {
+  static FileMappings* const live = new FileMappings();
+  return *live;
+}
+
+bool inside_a_file_mapping(uintptr_t begin, uintptr_t end) {
+  FileMappings& f = file_mappings();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  auto it = f.end_of.upper_bound(begin);
+  if (it == f.end_of.begin()) return false;
+  --it;
+  return end <= it->second;
+}
+
+}  // namespace
+
 void release_mapped_pages(const void* p, size_t n) {
-#ifdef MADV_PAGEOUT
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + n) / page * page;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);  // a hint: errors ignored
-#else
-  (void)p;
-  (void)n;
+  if (end <= begin) return;
+  // A hint either way: errors are ignored and the bytes read back are the same.
+  if (inside_a_file_mapping(begin, end)) {
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    return;
+  }
+#ifdef MADV_PAGEOUT
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
 #endif
 }
 
@@ -53,6 +83,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, uint
     }
     f->data_ = static_cast<const uint8_t*>(p);
     f->mapped_ = true;
+    FileMappings& live = file_mappings();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.end_of[uintptr_t(p)] = uintptr_t(p) + f->size_;
   }
   ::close(fd);  // the mapping keeps its own reference to the file
   return f;
@@ -68,7 +101,13 @@ std::shared_ptr<const MappedFile> MappedFile::from_bytes(std::vector<uint8_t> by
 }
 
 MappedFile::~MappedFile() {
-  if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (!mapped_) return;
+  {
+    FileMappings& live = file_mappings();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.end_of.erase(uintptr_t(data_));
+  }
+  ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace attnzoo

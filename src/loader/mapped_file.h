@@ -14,11 +14,12 @@ namespace attnzoo {
 constexpr uint64_t kMaxConfigJsonBytes = uint64_t(16) << 20;     // config.json, generation_config.json, indexes
 constexpr uint64_t kMaxTokenizerJsonBytes = uint64_t(64) << 20;  // tokenizer.json
 
-// The pages wholly inside [p, p + n) of a read-only file mapping are not needed again: MADV_PAGEOUT drops them
-// from the process (and, unless another process maps them, from the page cache), and a later touch reads them
-// back, so the bytes never change. For a mapping's tensors copied at load (Linear's CopiedSource), so that the
-// copy replaces them in the resident set instead of doubling it. Never for anonymous memory: with swap, that
-// would push a caller's live data out.
+// The pages wholly inside [p, p + n) are not needed again by this process: for a MappedFile's read-only mapping
+// they leave its resident set (MADV_DONTNEED; the mapping is private and never written, so a later touch reads the
+// file again) and stay in the page cache, so the next load of the same file, or another process mapping it, reads
+// no disk. Any other memory is only hinted out (MADV_PAGEOUT: to swap, if there is any; contents kept). For a
+// mapping's tensors copied at load (Linear's CopiedSource), so that the copy replaces them in the resident set
+// instead of doubling it.
 void release_mapped_pages(const void* p, size_t n);
 
 class MappedFile {
