@@ -359,7 +359,7 @@ def test_quantized_gemv_rows_time_the_product_alone(monkeypatch):
     CPU's kernels read them so) again. Its result is the per-call quant.matmul's."""
     import numpy as np
     from attnzoo import quant
-    from attnzoo.bench import single as bench_single
+    from attnzoo.bench import gguf_blocks, single as bench_single
     built = []
     real = _core.QuantWeights
 
@@ -382,7 +382,7 @@ def test_quantized_gemv_rows_time_the_product_alone(monkeypatch):
             assert np.array_equal(ours(), first)
         assert len(built) == 1, case.name
         qtype, n, k = built[0]
-        w = bench_single._quant_weights(case.name.split()[0], n, k, 81)
+        w = gguf_blocks.random_weights(case.name.split()[0], n, k, 81)
         x = np.random.default_rng(82).standard_normal((1, k), dtype=np.float32)
         monkeypatch.setattr(_core, "QuantWeights", real)
         assert np.array_equal(first, quant.matmul(x, w, qtype, n, k)), case.name
