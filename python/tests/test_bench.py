@@ -107,6 +107,17 @@ def test_tiny_document_structure(tiny_doc):
             assert r["torch_ratio"] > 0 and r["rel_error_vs_torch"] < 2e-2, r
 
 
+def test_the_table_holds_the_bf16_pairs_section(tiny_doc):
+    """The bf16-pairs section (test_bench_bf16_pairs.py) is in the document and printed after the table: its rows
+    where the bf16 prefill GEMM runs, else its one skip line."""
+    from attnzoo.bench import bf16_pairs
+    section = tiny_doc["bf16_pairs"]
+    assert section["support"] == bf16_pairs.support()
+    assert bool(section["rows"]) == section["support"]["runs"]
+    text = kernels.format_table(tiny_doc)
+    assert "\n".join(bf16_pairs.format_bf16_pairs(section)) in text
+
+
 def test_goals_are_judged(tiny_doc):
     headline = next(r for r in tiny_doc["rows"] if r["name"] == "causal f32")
     goals = {g["goal"]: g for g in headline["goals"]}
