@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -14,13 +15,17 @@
 
 #include "bindings.h"
 #include "core/aligned_buffer.h"
+#include "core/bf16_dot.h"
+#include "core/dispatch.h"
 #include "core/error.h"
+#include "core/threads.h"
 #include "kernels/quant/avx2_group_rows_scope.h"
 #include "kernels/quant/gemv_kernels.h"
 #include "kernels/quant/quant.h"
 #include "kernels/quant/quantize.h"
 #include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
+#include "layers/linear_bf16_pairs_route.h"
 
 namespace attnzoo::py {
 namespace {
@@ -125,6 +130,28 @@ void prepared_matmul(const QuantWeights& q, const AnyArray& x, const OutArray& y
     q.linear.forward(xv.ptr<float>(), T, yv.ptr<float>());
 }
 
+// out [n, ceil(k / 2)] (int32, each a pair of bf16 values) = the prepared Linear's rows as the bf16 prefill GEMM
+// converts them (straight into pairs or through f32: linear_bf16_allow_straight_pairs), 64 rows per pool task: the
+// conversion alone, which the kernel bench times.
+void prepared_bf16_pairs(const QuantWeights& q, const OutArray& out) {
+  require(q.path == "auto", "path", "bf16 pairs come from the 'auto' path's weights, these are '" + q.path + "'");
+  require(bf16_dot_available(), "target",
+          std::string("the bf16 prefill GEMM needs the avx512_bf16 target, this process runs ") +
+              target_name(active_target()));
+  const QuantMatrix& w = q.linear.matrix();
+  const int64_t N = w.rows, K2 = (w.cols + 1) / 2;
+  const TensorView o = as_view(out, "out");
+  require(o.ndim == 2 && o.shape[0] == N && o.shape[1] == K2 && o.dtype == DType::i32 && o.is_contiguous(), "out",
+          [&] { return "expected a contiguous [" + std::to_string(N) + ", " + std::to_string(K2) + "] int32 array"; });
+  uint32_t* const pairs = static_cast<uint32_t*>(o.data);
+  constexpr int64_t kRowsPerTask = 64;
+  KernelScope scope;
+  ThreadPool::global().parallel_for((N + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, int) {
+    const int64_t n0 = task * kRowsPerTask, nb = std::min(N, n0 + kRowsPerTask) - n0;
+    linear_bf16_weight_pairs(w, n0, nb, pairs + n0 * K2, size_t(K2));
+  });
+}
+
 Avx2LaneSums lane_sums_arg(const std::string& name) {
   require(name == "vpmaddubsw" || name == "vpdpbusd", "lane_sums",
           "expected 'vpmaddubsw' or 'vpdpbusd', got '" + name + "'");
@@ -225,6 +252,9 @@ void bind_quant(nb::module_& m) {
            "whatever the token count).")
       .def("matmul", &prepared_matmul, nb::arg("x"), nb::arg("out"),
            "out [T, n] = x [T, k] w^T on the prepared path.")
+      .def("bf16_pairs", &prepared_bf16_pairs, nb::arg("out"),
+           "out [n, ceil(k / 2)] int32 = the 'auto' weights' rows as the bf16 prefill GEMM converts them to bf16 "
+           "pairs (ValueError naming target without AVX-512-BF16).")
       .def_prop_ro("path", [](const QuantWeights& q) { return q.path; })
       .def_prop_ro("n", &QuantWeights::n)
       .def_prop_ro("k", &QuantWeights::k)

@@ -13,6 +13,7 @@
 #include "core/dispatch_timeline.h"
 #include "core/error.h"
 #include "layers/linear.h"
+#include "layers/linear_bf16_pairs_route.h"
 #include "layers/linear_prefill_mode.h"
 #include "layers/matmul_precision.h"
 
@@ -74,6 +75,14 @@ void bind_runtime(nb::module_& m) {
     const LinearBf16GemmCounts c = linear_bf16_gemm_counts();
     return std::make_pair(c.amx, c.vdpbf16ps);
   }, "(AMX, vdpbf16ps): the bf16-products projection GEMMs run so far in this process on each engine.");
+  m.def("linear_bf16_straight_pairs", [] { return linear_bf16_gemm_counts().straight_pairs; },
+        "Regrouped row ranges the bf16 prefill GEMM (or QuantWeights.bf16_pairs) decoded straight into bf16 pairs "
+        "so far in this process, not through f32.");
+  m.def("linear_bf16_allow_straight_pairs", &linear_bf16_allow_straight_pairs, nb::arg("allow"),
+        "False: regrouped rows take the f32 route to bf16 pairs (dequantize, then pack), the same bits; the kernel "
+        "bench times the two routes so. Process-wide: set it between calls, on the thread that makes them.");
+  m.def("linear_bf16_straight_pairs_allowed", &linear_bf16_straight_pairs_allowed,
+        "Whether regrouped rows may go straight into bf16 pairs (true unless turned off).");
   m.def("set_batch_invariant", [](bool on) { set_batch_invariant(on); }, nb::arg("on"),
         "Batch-invariant numerics for the whole process (core/batch_invariance.h): a token's logits do not "
         "depend on the batch, the chunking of its prompt or the prefix cache.");

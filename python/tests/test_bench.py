@@ -107,6 +107,17 @@ def test_tiny_document_structure(tiny_doc):
             assert r["torch_ratio"] > 0 and r["rel_error_vs_torch"] < 2e-2, r
 
 
+def test_the_table_holds_the_bf16_pairs_section(tiny_doc):
+    """The bf16-pairs section (test_bench_bf16_pairs.py) is in the document and printed after the table: its rows
+    where the bf16 prefill GEMM runs, else its one skip line."""
+    from attnzoo.bench import bf16_pairs
+    section = tiny_doc["bf16_pairs"]
+    assert section["support"] == bf16_pairs.support()
+    assert bool(section["rows"]) == section["support"]["runs"]
+    text = kernels.format_table(tiny_doc)
+    assert "\n".join(bf16_pairs.format_bf16_pairs(section)) in text
+
+
 def test_goals_are_judged(tiny_doc):
     headline = next(r for r in tiny_doc["rows"] if r["name"] == "causal f32")
     goals = {g["goal"]: g for g in headline["goals"]}
@@ -359,7 +370,7 @@ def test_quantized_gemv_rows_time_the_product_alone(monkeypatch):
     CPU's kernels read them so) again. Its result is the per-call quant.matmul's."""
     import numpy as np
     from attnzoo import quant
-    from attnzoo.bench import single as bench_single
+    from attnzoo.bench import gguf_blocks, single as bench_single
     built = []
     real = _core.QuantWeights
 
@@ -382,7 +393,7 @@ def test_quantized_gemv_rows_time_the_product_alone(monkeypatch):
             assert np.array_equal(ours(), first)
         assert len(built) == 1, case.name
         qtype, n, k = built[0]
-        w = bench_single._quant_weights(case.name.split()[0], n, k, 81)
+        w = gguf_blocks.random_weights(case.name.split()[0], n, k, 81)
         x = np.random.default_rng(82).standard_normal((1, k), dtype=np.float32)
         monkeypatch.setattr(_core, "QuantWeights", real)
         assert np.array_equal(first, quant.matmul(x, w, qtype, n, k)), case.name

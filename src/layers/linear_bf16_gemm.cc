@@ -25,6 +25,7 @@
 #include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
 #include "layers/linear_amx_gemm.h"
+#include "layers/linear_bf16_pairs_route.h"
 
 namespace attnzoo {
 namespace {
@@ -69,6 +70,7 @@ void row_pairs(const QuantMatrix& w, int64_t row, size_t K, uint32_t* out) {
 }
 
 std::atomic<uint64_t> g_amx_gemms{0}, g_dot_gemms{0}, g_amx_staged{0}, g_prepared{0}, g_straight_pairs{0};
+std::atomic<bool> g_straight_allowed{true};
 
 // Rows n0 .. n0 + nb of W as bf16 pairs, `stride` pairs apart. Regrouped block rows go straight to pairs where
 // row_group_pairs takes them; the others (ranges off runs of four) are dequantized in place four at a time
@@ -82,7 +84,7 @@ void rows_pairs(const QuantMatrix& w, size_t n0, size_t nb, uint32_t* out, size_
   }
   // Straight into pairs where the format allows (row_group_pairs.h): the f32 route below stores, reloads and packs
   // every weight, about twice the time for Q4_0 / Q4_K (docs/benchmarks/cpu-classes.md, Intel).
-  if (row_group_pairs(w, int64_t(n0), int64_t(nb), out, stride)) {
+  if (g_straight_allowed.load(std::memory_order_relaxed) && row_group_pairs(w, int64_t(n0), int64_t(nb), out, stride)) {
     g_straight_pairs.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -185,6 +187,18 @@ void amx_gemm(const QuantMatrix& w, const float* bias, const uint32_t* xt, int64
 
 LinearBf16GemmCounts linear_bf16_gemm_counts() {
   return {g_amx_gemms.load(), g_dot_gemms.load(), g_amx_staged.load(), g_prepared.load(), g_straight_pairs.load()};
+}
+
+void linear_bf16_allow_straight_pairs(bool allow) { g_straight_allowed.store(allow, std::memory_order_relaxed); }
+bool linear_bf16_straight_pairs_allowed() { return g_straight_allowed.load(std::memory_order_relaxed); }
+
+void linear_bf16_weight_pairs(const QuantMatrix& w, int64_t n0, int64_t nb, uint32_t* out, size_t stride) {
+  require(n0 >= 0 && nb >= 0 && n0 + nb <= w.rows, "rows", [&] {
+    return "[" + std::to_string(n0) + ", " + std::to_string(n0 + nb) + ") is not within the matrix's " +
+           std::to_string(w.rows) + " rows";
+  });
+  require(stride >= (size_t(w.cols) + 1) / 2, "stride", "shorter than a row's pairs");
+  rows_pairs(w, size_t(n0), size_t(nb), out, stride);
 }
 
 Bf16Activations prepare_bf16_activations(const float* x, int64_t T, int64_t K) {

@@ -1,17 +1,21 @@
 // The bf16 prefill GEMM over block rows, regrouped (decoded straight into pairs) or in GGUF order, and converted a
 // chunk of rows at a time on AMX for short prompts, gives bit for bit the products of the same weights held as
-// bf16 rows, which it reads in place as whole panels; the regrouped rows of every such format go straight to pairs.
+// bf16 rows, which it reads in place as whole panels; the regrouped rows of every such format go straight to pairs,
+// unless that route is turned off (linear_bf16_allow_straight_pairs), when they take the f32 one to the same bits.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/bf16_dot.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "kernels/quant/quant.h"
 #include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
+#include "layers/linear_bf16_pairs_route.h"
 #include "testing/random_blocks.h"
 #include "testing/test_util.h"
 
@@ -51,6 +55,61 @@ TEST(LinearBf16Regrouped, BlockRowsGiveTheProductsOfTheirBf16Values) {
       EXPECT_EQ(0, std::memcmp(want.data(), grouped.data(), want.size() * sizeof(float)))
           << quant_type_name(t) << " regrouped rows, K " << K;
     }
+}
+
+// Turns the straight route off for a test's stretch and back on however the test ends.
+struct F32RouteOnly {
+  F32RouteOnly() { linear_bf16_allow_straight_pairs(false); }
+  ~F32RouteOnly() { linear_bf16_allow_straight_pairs(true); }
+};
+
+TEST(LinearBf16Regrouped, TurnedOffTheStraightRouteTakesTheF32OneToTheSameBits) {
+  if (!bf16_dot_available()) GTEST_SKIP() << "no bf16 GEMM runs here";
+  ASSERT_TRUE(linear_bf16_straight_pairs_allowed()) << "on unless turned off";
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    const int64_t N = 64, K = 1024, T = 16, K2 = K / 2;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 23);
+    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+    std::vector<uint8_t> regrouped(raw.size());
+    const QuantMatrix g = to_row_groups(w, regrouped.data());
+    testing::HostTensor x(DType::f32, {T, K}, 5);
+    std::vector<float> straight(size_t(T * N)), f32_route(straight.size());
+    std::vector<uint32_t> straight_pairs(size_t(N * K2)), f32_pairs(straight_pairs.size());
+    uint64_t before = linear_bf16_gemm_counts().straight_pairs;
+    linear_gemm_bf16(g, nullptr, x.view.ptr<float>(), T, straight.data(), N, 32);
+    linear_bf16_weight_pairs(g, 0, N, straight_pairs.data(), size_t(K2));
+    EXPECT_GT(linear_bf16_gemm_counts().straight_pairs, before + 1) << quant_type_name(t);
+    {
+      F32RouteOnly off;
+      EXPECT_FALSE(linear_bf16_straight_pairs_allowed());
+      before = linear_bf16_gemm_counts().straight_pairs;
+      linear_gemm_bf16(g, nullptr, x.view.ptr<float>(), T, f32_route.data(), N, 32);
+      linear_bf16_weight_pairs(g, 0, N, f32_pairs.data(), size_t(K2));
+      EXPECT_EQ(linear_bf16_gemm_counts().straight_pairs, before) << quant_type_name(t) << " went straight when off";
+    }
+    EXPECT_TRUE(linear_bf16_straight_pairs_allowed());
+    EXPECT_EQ(straight_pairs, f32_pairs) << quant_type_name(t) << " pairs";
+    EXPECT_EQ(0, std::memcmp(straight.data(), f32_route.data(), straight.size() * sizeof(float)))
+        << quant_type_name(t) << " products";
+  }
+}
+
+TEST(LinearBf16Regrouped, WeightPairsRefuseRowsOutsideTheMatrix) {
+  if (!bf16_dot_available()) GTEST_SKIP() << "no bf16 GEMM runs here";
+  const std::vector<uint8_t> raw = testing::random_quant_rows(QuantType::Q4_0, 8, 64, 3);
+  const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), QuantType::Q4_0, 8, 64, "w");
+  std::vector<uint32_t> pairs(8 * 32);
+  const auto message = [&](int64_t n0, int64_t nb, size_t stride) -> std::string {
+    try {
+      linear_bf16_weight_pairs(w, n0, nb, pairs.data(), stride);
+    } catch (const ArgumentError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(message(4, 8, 32), "rows: [4, 12) is not within the matrix's 8 rows");
+  EXPECT_EQ(message(0, 8, 31), "stride: shorter than a row's pairs");
+  EXPECT_EQ(message(0, 8, 32), "no error");
 }
 
 }  // namespace

@@ -14,10 +14,10 @@ off) the rows time vpmaddubsw alone and say why vpdpbusd is skipped; without AVX
 import numpy as np
 
 from .. import _core
+from .gguf_blocks import random_weights, type_id, weight_bytes
+from .harness import round_time, settle_side_by_side
 
-# GGUF type ids and the byte offsets of each block's f16 scales (the rest of a block takes any bits).
-FORMATS = {"Q4_0": (2, (0,)), "Q4_1": (3, (0, 2)), "Q8_0": (8, (0,)), "Q4_K": (12, (0, 2)), "Q5_K": (13, (0, 2)),
-           "Q6_K": (14, (208,))}
+FORMATS = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
 TOKENS = (1, 4)
 FORMS = ("vpmaddubsw", "vpdpbusd")
 
@@ -34,18 +34,9 @@ def _rounds(scale):
 
 
 def _empty_row(qtype, T, N, K):
-    _, block, size = _core.quant_type_info(FORMATS[qtype][0])
-    return {"format": qtype, "tokens": T, "shape": f"T={T} N={N} K={K}", "bytes": float(N * K // block * size),
+    return {"format": qtype, "tokens": T, "shape": f"T={T} N={N} K={K}", "bytes": float(weight_bytes(qtype, N, K)),
             "vpmaddubsw_ms": None, "vpdpbusd_ms": None, "vpmaddubsw_gbps": None, "vpdpbusd_gbps": None,
             "ratio": None, "round_ratios": [], "note": ""}
-
-
-def _time(fn, timing, rounds):
-    """One round's median over the round's share of the run time; these rows take 0.1-1 ms, so beyond the tiny
-    scale up to ten times the policy's runs fit in that share."""
-    max_runs = timing["max_runs"] * (1 if timing["min_seconds"] == 0 else 10)
-    return _core.median_time(fn, timing["warmup"], timing["min_runs"], max_runs,
-                             timing["min_seconds"] / rounds)["median_s"]
 
 
 def _measure(rows_scope, row, weights, x, timing, rounds, forms):
@@ -56,28 +47,18 @@ def _measure(rows_scope, row, weights, x, timing, rounds, forms):
         for form in (forms if r % 2 == 0 else forms[::-1]):
             rows_scope.use(form)
             before = _core.quant_avx_vnni_tasks()
-            times[form].append(_time(lambda: weights.matmul(x, out[form]), timing, rounds))
+            times[form].append(round_time(lambda: weights.matmul(x, out[form]), timing, rounds))
             ran_dpbusd = _core.quant_avx_vnni_tasks() > before
             if ran_dpbusd != (form == "vpdpbusd"):
                 row["note"] = f"error: the rows {'took' if ran_dpbusd else 'did not take'} vpdpbusd under {form}"
                 return
-    if len(forms) == 2 and not np.array_equal(out["vpmaddubsw"], out["vpdpbusd"]):
-        row["note"] = "error: the two forms' outputs differ"
-        return
-    for form in forms:
-        seconds = float(np.median(times[form]))
-        row[f"{form}_ms"] = seconds * 1e3
-        row[f"{form}_gbps"] = row["bytes"] / seconds * 1e-9
-    if len(forms) == 2:
-        row["round_ratios"] = [a / b for a, b in zip(times["vpmaddubsw"], times["vpdpbusd"])]
-        row["ratio"] = float(np.median(row["round_ratios"]))
+    settle_side_by_side(row, times, out, "vpmaddubsw", "vpdpbusd", "forms")
 
 
 def run_avx_vnni(scale, timing, progress=lambda s: None):
     """{"shape", "support", "rounds", "rows": [one per (format, tokens)]}: the AVX2 regrouped rows on vpmaddubsw
     and on vpdpbusd, or the reason a form is skipped in each row's note."""
     from .. import quant
-    from .single import _quant_weights
     N, K = _shape(scale)
     rounds = _rounds(scale)
     support = _core.Avx2GroupRows.support()
@@ -93,8 +74,8 @@ def run_avx_vnni(scale, timing, progress=lambda s: None):
             qtype, T = row["format"], row["tokens"]
             progress(f"timing the AVX2 regrouped rows, {qtype} T={T}: {' vs '.join(forms)}")
             try:
-                w = _quant_weights(qtype, N, K, 91, FORMATS)
-                weights = quant.prepare(w, FORMATS[qtype][0], N, K, path="int8")
+                w = random_weights(qtype, N, K, 91)
+                weights = quant.prepare(w, type_id(qtype), N, K, path="int8")
                 if not weights.owned_bytes:
                     row["note"] = "error: the weights were not regrouped"
                     continue

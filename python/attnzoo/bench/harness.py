@@ -176,6 +176,33 @@ def time_median(fn, timing):
     return _core.median_time(fn, timing["warmup"], timing["min_runs"], timing["max_runs"], timing["min_seconds"])
 
 
+def round_time(fn, timing, rounds, share=1.0):
+    """One round of a side-by-side section (two forms of a kernel timed in alternating rounds): the median over the
+    round's part of the policy's run time, `share` of min_seconds / rounds. Such rows take 0.1-10 ms, so beyond
+    the tiny scale up to ten times the policy's runs fit in that part."""
+    max_runs = timing["max_runs"] * (1 if timing["min_seconds"] == 0 else 10)
+    return _core.median_time(fn, timing["warmup"], timing["min_runs"], max_runs,
+                             timing["min_seconds"] * share / rounds)["median_s"]
+
+
+def settle_side_by_side(row, times, outputs, base, other, what, rate=True):
+    """Fills a side-by-side row from its rounds' times ({form: [seconds per round]}, one or both forms): each form's
+    median (ms, and GB/s of row["bytes"] where `rate`) and, where both ran, the ratio = the median of the rounds'
+    `base` time / `other` time. The two forms are defined to give the same bits: outputs that differ leave the row
+    without times, its note saying so (`what` names the forms: "forms", "routes")."""
+    if len(times) == 2 and not np.array_equal(outputs[base], outputs[other]):
+        row["note"] = f"error: the two {what}' outputs differ"
+        return
+    for form, rounds in times.items():
+        seconds = float(np.median(rounds))
+        row[f"{form}_ms"] = seconds * 1e3
+        if rate:
+            row[f"{form}_gbps"] = row["bytes"] / seconds * 1e-9
+    if len(times) == 2:
+        row["round_ratios"] = [a / b for a, b in zip(times[base], times[other])]
+        row["ratio"] = float(np.median(row["round_ratios"]))
+
+
 def run_case(case, peaks, timing, use_torch):
     """Times one case (ours, then torch on the same inputs); peaks=None leaves the rate columns empty."""
     row = {"kernel": case.kernel, "name": case.name, "shape": case.shape, "time_ms": None, "runs": 0,

@@ -7,8 +7,9 @@ every thread of attnzoo's pool), then times each benchmark case: our kernel and 
 the very same tensors in this process. Times are medians after warm-up (the policy is the C++ harness's,
 see src/bench/timer.h). Compute-bound rows report GFLOP/s of useful work (masked-out pairs not counted) as a
 fraction of the FMA peak; memory-bound rows report GB/s of cache bytes read as a fraction of the bandwidth.
-A section after the table times the AVX2 regrouped quantized rows with AVX-VNNI's vpdpbusd against vpmaddubsw,
-side by side (avx_vnni.py).
+Sections after the table time the AVX2 regrouped quantized rows with AVX-VNNI's vpdpbusd against vpmaddubsw
+(avx_vnni.py), and regrouped rows decoded straight into the bf16 prefill GEMM's pairs against the f32 route
+(bf16_pairs.py), each side by side.
 
 Adding a kernel family = adding a function that returns BenchCase objects and listing it in CASE_BUILDERS.
 """
@@ -20,6 +21,7 @@ import sys
 
 from .. import _core
 from .avx_vnni import format_avx_vnni, run_avx_vnni
+from .bf16_pairs import format_bf16_pairs, run_bf16_pairs
 from .harness import SCALES, apply_goals, better_peaks, idle_note, machine_is_idle, measure_peaks, rate_row, run_case, \
     torch_module
 from .s4 import s4_cases
@@ -52,6 +54,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
         say(f"timing {case.key} ({case.shape})")
         timed.append(run_case(case, None, config["timing"], use_torch))
     avx_vnni = run_avx_vnni(scale, config["timing"], say)
+    bf16_pairs = run_bf16_pairs(scale, config["timing"], say)
     linear = None
     if with_linear:
         from .linear import run_linear
@@ -79,6 +82,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
         "peaks": peaks,
         "rows": rows,
         "avx_vnni": avx_vnni,
+        "bf16_pairs": bf16_pairs,
         "linear": linear,
         "note": "" if use_torch else ("torch comparison disabled (--no-torch)" if torch is not None
                                       else "torch unavailable: no PyTorch ratios"),
@@ -139,6 +143,8 @@ def format_table(doc):
         lines.append("  ".join(cells + [row[-1]]).rstrip())
     if doc.get("avx_vnni"):
         lines += format_avx_vnni(doc["avx_vnni"])
+    if doc.get("bf16_pairs"):
+        lines += format_bf16_pairs(doc["bf16_pairs"])
     if doc.get("linear"):
         from .linear import format_linear
         lines += format_linear(doc["linear"])

@@ -217,41 +217,25 @@ def _gemm_case(cfg, products):
                      flops=2.0 * T * N * K, peak="" if products == "f32" else bf16_peak_name())
 
 
-# GGUF type ids (gguf.GGMLQuantizationType) and, per block, the byte offsets of its f16 scales.
-QGEMV_TYPES = {"Q4_0": (2, (0,)), "Q4_K": (12, (0, 2)), "Q5_K": (13, (0, 2)), "Q8_0": (8, (0,)), "BF16": (30, ())}
-
-
-def _quant_weights(qtype, N, K, seed, types=QGEMV_TYPES):
-    """Random valid raw blocks of a GGUF type (packed integers take any bits; the f16 scales are set finite), or
-    bf16 weights as raw bytes. types: {name: (GGUF type id, offsets of the f16 scales in a block)}."""
-    import numpy as np
-    from .. import _core
-    rng = np.random.default_rng(seed)
-    qid, scales = types[qtype]
-    if qtype == "BF16":
-        w = rng.standard_normal((N, K), dtype=np.float32)
-        return (w.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8).reshape(-1)
-    _, block, size = _core.quant_type_info(qid)
-    raw = rng.integers(0, 256, size=(N * K // block, size), dtype=np.uint8)
-    for off in scales:
-        raw[:, off:off + 2] = (rng.standard_normal(len(raw)) * 0.02).astype(np.float16).view(np.uint8).reshape(-1, 2)
-    return raw.reshape(-1)
+# The decode GEMV rows' weight formats (gguf_blocks.py holds their GGUF ids and block layouts).
+QGEMV_TYPES = ("Q4_0", "Q4_K", "Q5_K", "Q8_0", "BF16")
 
 
 def _qgemv_case(cfg, qtype, wide):
     """One decode token through a projection (y = x w^T, T=1) as a model runs it: bf16 weights on the dense GEMV,
     block formats on the quantized GEMV (8-bit activations, integer dots). Memory-bound: weight bytes read."""
     from .harness import BenchCase, Prepared
+    from .gguf_blocks import random_weights, type_id, weight_bytes
     from .. import _core
     import numpy as np
     K = cfg["qgemv"]["K"]
     N = 3 * K if wide else K
-    qid = QGEMV_TYPES[qtype][0]
+    qid = type_id(qtype)
 
     def setup():
         # Prepared once, as a model's loader prepares them (rows regrouped or aligned where this CPU wants it):
         # the timed body is the product alone, not that load-time copy.
-        weights = _core.QuantWeights(_quant_weights(qtype, N, K, 81), qid, N, K)
+        weights = _core.QuantWeights(random_weights(qtype, N, K, 81), qid, N, K)
         x = np.random.default_rng(82).standard_normal((1, K), dtype=np.float32)
         y = np.empty((1, N), np.float32)
 
@@ -260,9 +244,8 @@ def _qgemv_case(cfg, qtype, wide):
             return y
         return Prepared(ours)
 
-    _, block, size = _core.quant_type_info(qid)
     return BenchCase("quantized gemv", f"{qtype} weights N={'3K' if wide else 'K'}", f"T=1 N={N} K={K} (weights read)",
-                     setup, bytes=float(N * K // block * size))
+                     setup, bytes=float(weight_bytes(qtype, N, K)))
 
 
 def single_form_cases(config):

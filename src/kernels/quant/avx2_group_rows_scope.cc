@@ -37,7 +37,6 @@ void Avx2GroupRowsScope::use(Avx2LaneSums form) {
     require(support.vpdpbusd, "lane_sums", std::string("vpdpbusd cannot run: ") + support.skipped);
   }
   quant_gemv_groups_allow_avx_vnni(form == Avx2LaneSums::vpdpbusd);
-  form_ = form;
 }
 
 }  // namespace attnzoo

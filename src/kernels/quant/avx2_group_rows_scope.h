@@ -39,12 +39,10 @@ class Avx2GroupRowsScope {
 
   // The form the next calls take. Throws ArgumentError naming "lane_sums" for vpdpbusd where it cannot run.
   void use(Avx2LaneSums form);
-  Avx2LaneSums form() const { return form_; }
 
  private:
   Target saved_target_;
   bool saved_allowed_;
-  Avx2LaneSums form_ = Avx2LaneSums::vpmaddubsw;
 };
 
 }  // namespace attnzoo
