@@ -1,16 +1,12 @@
 """The GGUF block types the kernel bench builds random weights of, in one table: each type's id comes from the
 engine's own format table (_core.quant_type_info), and beside it the byte offsets of the f16 scales in its block,
-the one fact that table does not hold. Those scales must be finite; every other byte of a block is packed
-integers, where any bits are valid."""
+the one fact that table does not hold (attnzoo.quant.F16_SCALE_OFFSETS, which the conformance checks read too)."""
 import functools
 
 import numpy as np
 
 from .. import _core
-
-# Byte offsets of each block's f16 scales: d (Q4_0, Q8_0), d and m (Q4_1), d and dmin (Q4_K, Q5_K), d after the
-# 6-bit codes and int8 scales (Q6_K); bf16 rows have none.
-F16_SCALES = {"Q4_0": (0,), "Q4_1": (0, 2), "Q8_0": (0,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "BF16": ()}
+from ..quant import F16_SCALE_OFFSETS as F16_SCALES
 
 
 @functools.cache

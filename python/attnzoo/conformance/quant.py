@@ -12,8 +12,6 @@ ROUND_TO_NEAREST = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"
 # K-quants: worst element error relative to the largest |x| after llama.cpp's scale search (a few steps of each
 # format's grid; measured 0.055 / 0.027 / 0.015 on Gaussian rows).
 K_QUANT_BOUND = {"Q4_K": 0.12, "Q5_K": 0.06, "Q6_K": 0.03}
-# Byte offsets of the f16 scales in K-quant blocks: every other byte is packed integers, where any bits are valid.
-F16_FIELDS = {"Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
 
 
 def _blocks(gguf, name, rows, cols, rng):
@@ -23,9 +21,10 @@ def _blocks(gguf, name, rows, cols, rng):
     if name in ROUND_TO_NEAREST or name == "MXFP4":
         data = rng.standard_normal((rows, cols)).astype(np.float32)
         return np.ascontiguousarray(gguf.quants.quantize(data, qtype)).view(np.uint8).reshape(-1)
+    from attnzoo.quant import F16_SCALE_OFFSETS
     block, size = gguf.GGML_QUANT_SIZES[qtype]
     raw = rng.integers(0, 256, size=(rows * cols // block, size), dtype=np.uint8)
-    for off in F16_FIELDS[name]:
+    for off in F16_SCALE_OFFSETS[name]:
         raw[:, off:off + 2] = (rng.standard_normal(len(raw)) * 0.05).astype(np.float16).view(np.uint8).reshape(-1, 2)
     return raw.reshape(-1)
 
