@@ -1,11 +1,11 @@
 // row_group_pairs.h for AVX-512-BF16 CPUs (compiled without fused multiply-add: the values must be
 // dequantize_rows' products and sums). Four rows at a time, as dequant.cc's GroupedRows: four 16-byte loads of a
 // unit's slices transposed in registers give each row 16 consecutive GGUF bytes. The nibble formats then look
-// their values up: a block (Q4_0, Q4_1) or a sub-block (Q4_K) has 16 possible values, computed in f32 with
-// dequantize_rows' operations and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction)
-// into a table that vpermw indexes with the nibbles: one lookup per 32 weights, where the f32 route converted,
-// scaled, stored and reloaded every weight. Q8_0 (256 values) and Q6_K (64 per 16 weights) are converted and
-// scaled as dequantize_rows does, in registers.
+// their values up: a block (Q4_0, Q4_1) or a sub-block (Q4_K) has 16 possible values (Q5_K's sub-block 32),
+// computed in f32 with dequantize_rows' operations and rounded to bf16 by vcvtne(2)ps2bf16
+// (pack_f32_to_bf16_pairs' instruction) into a table that vpermw indexes with the codes: one lookup per 32
+// weights, where the f32 route converted, scaled, stored and reloaded every weight. Q8_0 (256 values) and Q6_K
+// (64 per 16 weights) are converted and scaled as dequantize_rows does, in registers.
 // GCC 12 reports the intrinsics' _mm512_undefined_* operands as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -78,8 +78,13 @@ inline void unit_rows32(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o
 }
 
 // The same for Q4_K: per chunk of 64 values (sub-blocks 2c: low nibbles, 2c + 1: high nibbles) one table of 32,
-// the low sub-block's 16 values then the high one's, each d sc q - dmin m as dequantize_rows computes it.
-inline void unit_rows_q4_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
+// the low sub-block's 16 values then the high one's, each d sc q - dmin m as dequantize_rows computes it. Q5_K
+// (kFive): a sub-block's fifth bit doubles its values to 32, so each sub-block gets its own table of 32 (q 0 .. 31)
+// and its indices are the nibble with bit 4 taken from qh, whose 32 bytes per row (the qh slices, shared by the
+// four chunks) are widened to words once per row; vpermw reads only the index's low 5 bits, so one vpternlogd
+// puts the fifth bit in place without clearing the bits above it.
+template <bool kFive>
+inline void unit_rows_qk(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
   // Each sub-block's d sc and dmin m for the 16 rows at once (the f32 products dequantize_rows forms row by row,
   // where they cost four scalar conversions and products per 64 values); the lookups broadcast them from here.
   alignas(64) float scale[8][kRowGroup], offset[8][kRowGroup];
@@ -95,24 +100,46 @@ inline void unit_rows_q4_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t
     _mm512_store_ps(offset[sb], _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m))));
   }
   const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 iota16 = _mm512_add_ps(iota, _mm512_set1_ps(16.f));  // 16 .. 31, exact
+  const __m512i bit4 = _mm512_set1_epi16(0x10);
+  const int64_t values_at = kFive ? kQ5KValuesAt : kQ4KValuesAt;
+  const auto line = [&](int64_t sb, int64_t row, __m512 q) {  // d sc q - dmin m for 16 values q
+    return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[sb][row]), q), _mm512_set1_ps(offset[sb][row]));
+  };
   for (int64_t i = i0; i < i1; i += 4) {
+    __m512i high[4];  // Q5_K: each row's qh[0 .. 32) as words, shifted so that qh bit j lies at bit 4 + j
+    if constexpr (kFive) {
+      __m128i h[2][4];
+      transpose4(unit + kQ5KHighAt + 4 * i, h[0]);
+      transpose4(unit + kQ5KHighAt + 64 * 4 + 4 * i, h[1]);
+      for (int64_t r = 0; r < 4; ++r)
+        high[r] = _mm512_slli_epi16(_mm512_cvtepu8_epi16(_mm256_set_m128i(h[1][r], h[0][r])), 4);
+    }
     for (int c = 0; c < 4; ++c) {
       __m128i q[2][4];
-      transpose4(unit + kQ4KValuesAt + 64 * 8 * c + 4 * i, q[0]);
-      transpose4(unit + kQ4KValuesAt + 64 * (8 * c + 4) + 4 * i, q[1]);
+      transpose4(unit + values_at + 64 * 8 * c + 4 * i, q[0]);
+      transpose4(unit + values_at + 64 * (8 * c + 4) + 4 * i, q[1]);
       for (int64_t r = 0; r < 4; ++r) {
         const int64_t row = i + r;
-        const __m512 lo = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[2 * c][row]), iota),
-                                        _mm512_set1_ps(offset[2 * c][row]));
-        const __m512 hi = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[2 * c + 1][row]), iota),
-                                        _mm512_set1_ps(offset[2 * c + 1][row]));
-        const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // words 0-15 low, 16-31 high sub-block
-        const __m256i qs = _mm256_set_m128i(q[1][r], q[0][r]);
-        const __m512i w = _mm512_cvtepu8_epi16(qs);
+        const __m512i w = _mm512_cvtepu8_epi16(_mm256_set_m128i(q[1][r], q[0][r]));
         uint32_t* y = o + size_t(i - i0 + r) * stride + 32 * c;
-        store_pairs(y, _mm512_permutexvar_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0xF)), table));
-        store_pairs(y + 16, _mm512_permutexvar_epi16(
-                                _mm512_or_si512(_mm512_srli_epi16(w, 4), _mm512_set1_epi16(16)), table));
+        if constexpr (kFive) {
+          // bit 4 of each index from bit 2c (low nibbles) or 2c + 1 (high nibbles) of qh: vpternlogd's 0xD8 takes
+          // the third operand's bits from the second operand, the others from the first
+          const __m512i lo = _mm512_ternarylogic_epi32(w, _mm512_srli_epi16(high[r], 2 * c), bit4, 0xD8);
+          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w, 4), _mm512_srli_epi16(high[r], 2 * c + 1),
+                                                       bit4, 0xD8);
+          const int64_t sb = 2 * c;
+          const __m512i tlo = (__m512i)_mm512_cvtne2ps_pbh(line(sb, row, iota16), line(sb, row, iota));
+          const __m512i thi = (__m512i)_mm512_cvtne2ps_pbh(line(sb + 1, row, iota16), line(sb + 1, row, iota));
+          store_pairs(y, _mm512_permutexvar_epi16(lo, tlo));
+          store_pairs(y + 16, _mm512_permutexvar_epi16(hi, thi));
+        } else {
+          // words 0-15 the low sub-block's values, 16-31 the high one's
+          const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(line(2 * c + 1, row, iota), line(2 * c, row, iota));
+          store_pairs(y, _mm512_permutexvar_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0xF)), table));
+          store_pairs(y + 16, _mm512_permutexvar_epi16(_mm512_or_si512(_mm512_srli_epi16(w, 4), bit4), table));
+        }
       }
     }
   }
@@ -166,9 +193,10 @@ inline void unit_rows_q6_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t
 
 template <QuantType kType>
 void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, size_t stride) {
-  constexpr int64_t be = kType == QuantType::Q4_K || kType == QuantType::Q6_K ? 256 : 32;
-  constexpr int64_t bb = kType == QuantType::Q6_K ? 210 : kType == QuantType::Q4_K ? 144
-                       : kType == QuantType::Q8_0 ? 34 : kType == QuantType::Q4_1 ? 20 : 18;
+  constexpr int64_t be = kType == QuantType::Q4_K || kType == QuantType::Q5_K || kType == QuantType::Q6_K ? 256 : 32;
+  constexpr int64_t bb = kType == QuantType::Q6_K ? 210 : kType == QuantType::Q5_K ? 176
+                       : kType == QuantType::Q4_K ? 144 : kType == QuantType::Q8_0 ? 34
+                       : kType == QuantType::Q4_1 ? 20 : 18;
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r0 + nr;) {
     const int64_t i0 = r % kRowGroup, i1 = std::min(kRowGroup, i0 + (r0 + nr - r));
@@ -181,8 +209,8 @@ void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, s
       for (int64_t o = 0; o < kRowGroup * bb; o += 64) group_prefetch(unit + o);
       if constexpr (kType == QuantType::Q6_K)
         unit_rows_q6_k(unit, i0, i1, out + b * be / 2, stride);
-      else if constexpr (kType == QuantType::Q4_K)
-        unit_rows_q4_k(unit, i0, i1, out + b * be / 2, stride);
+      else if constexpr (kType == QuantType::Q4_K || kType == QuantType::Q5_K)
+        unit_rows_qk<kType == QuantType::Q5_K>(unit, i0, i1, out + b * be / 2, stride);
       else
         unit_rows32<kType>(unit, i0, i1, out + b * be / 2, stride);
     }
@@ -199,6 +227,7 @@ bool row_group_pairs(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst
     case QuantType::Q4_1: grouped_rows<QuantType::Q4_1>(w, r0, nr, dst, stride); return true;
     case QuantType::Q8_0: grouped_rows<QuantType::Q8_0>(w, r0, nr, dst, stride); return true;
     case QuantType::Q4_K: grouped_rows<QuantType::Q4_K>(w, r0, nr, dst, stride); return true;
+    case QuantType::Q5_K: grouped_rows<QuantType::Q5_K>(w, r0, nr, dst, stride); return true;
     case QuantType::Q6_K: grouped_rows<QuantType::Q6_K>(w, r0, nr, dst, stride); return true;
     default: return false;
   }
