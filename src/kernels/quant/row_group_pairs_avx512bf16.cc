@@ -16,24 +16,10 @@
 #include "kernels/quant/k_scales_x86.h"
 #include "kernels/quant/row_group_pairs.h"
 #include "kernels/quant/row_groups.h"
+#include "kernels/quant/transpose4_x86.h"
 
 namespace attnzoo {
 namespace {
-
-// Rows i .. i + 3's 16 consecutive bytes from four slices `apart` bytes apart (64: one after the other; Q6_K's
-// runs of three: 192), each holding the rows' 4 bytes side by side: a 4 x 4 transpose of 32-bit pieces.
-inline void transpose4(const uint8_t* slice0, __m128i rows[4], int64_t apart = 64) {
-  const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0));
-  const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + apart));
-  const __m128i s2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 2 * apart));
-  const __m128i s3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 3 * apart));
-  const __m128i t0 = _mm_unpacklo_epi32(s0, s1), t1 = _mm_unpacklo_epi32(s2, s3);  // rows 0, 1
-  const __m128i t2 = _mm_unpackhi_epi32(s0, s1), t3 = _mm_unpackhi_epi32(s2, s3);  // rows 2, 3
-  rows[0] = _mm_unpacklo_epi64(t0, t1);
-  rows[1] = _mm_unpackhi_epi64(t0, t1);
-  rows[2] = _mm_unpacklo_epi64(t2, t3);
-  rows[3] = _mm_unpackhi_epi64(t2, t3);
-}
 
 // 16 bytes as 32 word indices: the low nibbles, then the high nibbles plus `high` (a block's element order).
 inline __m512i nibble_indices(__m128i bytes, short high) {
