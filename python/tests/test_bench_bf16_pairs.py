@@ -32,7 +32,7 @@ def _section():
 def test_rows_time_both_routes_and_give_the_switch_back():
     """Every (kind, format, tokens) row; each format the straight route decodes has both routes' medians, a ratio
     that is the median of its rounds' and no note (so the outputs were equal bit for bit and every round ran the
-    route it names); Q5_K either the same or the f32 route alone, saying so. The switch is on again after."""
+    route it names). The switch is on again after."""
     _needs_the_gemm()
     section = _section()
     assert _core.linear_bf16_straight_pairs_allowed()
@@ -40,10 +40,6 @@ def test_rows_time_both_routes_and_give_the_switch_back():
     assert section["support"] == bf16_pairs.support() and section["threads"] == _core.num_threads()
     for r in section["rows"]:
         assert r["f32_ms"] > 0, r
-        if r["format"] not in bf16_pairs.STRAIGHT and r["straight_ms"] is None:
-            assert r["note"] == f"{r['format']} takes the f32 route (no straight decoder for it)", r
-            assert r["ratio"] is None
-            continue
         assert r["note"] == "" and r["straight_ms"] > 0, r
         assert len(r["round_ratios"]) == section["rounds"] >= 2
         assert all(math.isfinite(x) and x > 0 for x in r["round_ratios"])
@@ -108,8 +104,7 @@ def test_rows_say_when_a_round_did_not_run_the_route_it_names(monkeypatch):
         assert r["ratio"] is None and r["note"] == "error: the rows went straight under the f32 route", r
     monkeypatch.setattr(_core, "linear_bf16_straight_pairs", lambda: 7)
     for r in _section()["rows"]:
-        if r["format"] in bf16_pairs.STRAIGHT:
-            assert r["ratio"] is None and r["note"] == f"error: {r['format']} rows did not go straight", r
+        assert r["ratio"] is None and r["note"] == f"error: {r['format']} rows did not go straight", r
     assert _core.linear_bf16_straight_pairs_allowed()
 
 
@@ -140,8 +135,7 @@ def test_rows_say_when_the_two_routes_outputs_differ(monkeypatch):
     monkeypatch.setattr(_core, "linear_bf16_allow_straight_pairs", allow)
     monkeypatch.setattr(_core, "QuantWeights", FlippedUnderF32)
     for r in _section()["rows"]:
-        if r["format"] in bf16_pairs.STRAIGHT:
-            assert r["ratio"] is None and r["note"] == "error: the two routes' outputs differ", r
+        assert r["ratio"] is None and r["note"] == "error: the two routes' outputs differ", r
 
 
 def test_the_section_is_one_skip_line_without_avx512_bf16():

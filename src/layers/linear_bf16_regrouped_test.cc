@@ -26,7 +26,8 @@ TEST(LinearBf16Regrouped, BlockRowsGiveTheProductsOfTheirBf16Values) {
   if (!bf16_dot_available()) GTEST_SKIP() << "no bf16 GEMM runs here";
   // K = 4096: 8 KiB of pairs a row, so on AMX the 96-row panel is converted in chunks of 32 rows (40 tokens are one
   // block of activations there); K = 512 in one chunk.
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K})
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K,
+                      QuantType::Q6_K})
     for (int64_t K : {int64_t(512), int64_t(4096)}) {
       const int64_t N = 96, T = 40;
       std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 17);

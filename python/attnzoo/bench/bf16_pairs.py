@@ -1,7 +1,7 @@
 """Regrouped block rows into the bf16 pairs the AMX / AVX-512-BF16 prefill GEMM multiplies, by its two routes side
 by side over the same prepared (regrouped) weights: straight (row_group_pairs: each block decoded, scaled and
 rounded in registers, the pairs stored once) against the f32 route (dequantize_rows' f32 stored, reloaded and packed
-by pack_f32_to_bf16_pairs), for the formats the straight route covers (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K) and Q5_K.
+by pack_f32_to_bf16_pairs), for every format the straight route covers (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K).
 
 Two kinds of rows: "convert", the conversion alone (QuantWeights.bf16_pairs, 64 rows a pool task), rated in GB/s
 of bf16 pairs written, on a matrix whose pairs are several times L2; and "prefill", a short prompt's projection
@@ -9,8 +9,8 @@ through the public entry (QuantWeights.matmul: a model's Linear under the defaul
 model's layer shapes. The routes alternate over rounds (the order swapped each round), so a change of load or clock
 falls on both; ratio = the median of the rounds' f32-route time / straight time (above 1: straight is faster). Each
 round checks that the route named ran (the straight-pairs count rises under the straight route only, and a prefill
-row ran the bf16 GEMM), and the two routes' outputs are compared bit for bit (they are defined to be equal). A format
-the straight route does not decode times the f32 route alone and says so. Where bf16 products do not run (no
+row ran the bf16 GEMM), and the two routes' outputs are compared bit for bit (they are defined to be equal). Where
+bf16 products do not run (no
 AVX-512-BF16 in the active target, or neither AMX nor vdpbf16ps in use) the section is one line saying why.
 """
 import numpy as np
@@ -19,8 +19,7 @@ from .. import _core
 from .gguf_blocks import random_weights, type_id, weight_bytes
 from .harness import round_time, settle_side_by_side
 
-FORMATS = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
-STRAIGHT = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q6_K")  # row_group_pairs decodes these; a miss is an error
+FORMATS = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")  # row_group_pairs decodes each; a miss is an error
 ROUTES = ("f32", "straight")
 # Each round's timing takes this share of the policy's min_seconds / rounds: the section's 30 rows of two routes
 # then take ~35 s at full scale and ~3 s with --quick.
@@ -107,18 +106,13 @@ def _bench_row(row, weights, timing, rounds):
         x = np.random.default_rng(102).standard_normal((T, K), dtype=np.float32)
         outputs = {r: np.empty((T, N), np.float32) for r in ROUTES}
         fn = {r: (lambda out=outputs[r]: weights.matmul(x, out)) for r in ROUTES}
-    routes = ROUTES
     _core.linear_bf16_allow_straight_pairs(True)
     before = _core.linear_bf16_straight_pairs()
     fn["straight"]()
-    if _core.linear_bf16_straight_pairs() == before:  # no straight decoder for this format
-        if row["format"] in STRAIGHT:
-            row["note"] = f"error: {row['format']} rows did not go straight"
-            return
-        routes = ROUTES[:1]
-    _measure(row, fn, outputs, timing, rounds, routes)
-    if len(routes) == 1 and not row["note"]:
-        row["note"] = f"{row['format']} takes the f32 route (no straight decoder for it)"
+    if _core.linear_bf16_straight_pairs() == before:
+        row["note"] = f"error: {row['format']} rows did not go straight"
+        return
+    _measure(row, fn, outputs, timing, rounds, ROUTES)
 
 
 def run_bf16_pairs(scale, timing, progress=lambda s: None):

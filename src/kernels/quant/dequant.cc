@@ -22,6 +22,7 @@
 #include "kernels/quant/half-inl.h"
 #if HWY_ARCH_X86
 #include "kernels/quant/k_scales_x86.h"
+#include "kernels/quant/transpose4_x86.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -166,22 +167,11 @@ HWY_INLINE void GatherBlock(const uint8_t* unit, int64_t i, uint8_t* block) {
 using D128 = hn::Full128<uint8_t>;
 using V128 = hn::Vec<D128>;
 
-// Four rows' 16 consecutive bytes from four slices 64 bytes apart, each slice holding the rows' 4 bytes side by
-// side: a 4 x 4 transpose of 32-bit pieces.
+// transpose4_x86.h's transpose (row_group_pairs' too) as Highway vectors.
 HWY_INLINE void Transpose4(const uint8_t* slice0, V128 rows[4]) {
-  const D128 d8;
-  const hn::Full128<uint32_t> d32;
-  const hn::Full128<uint64_t> d64;
-  const auto s0 = hn::BitCast(d32, hn::LoadU(d8, slice0)), s1 = hn::BitCast(d32, hn::LoadU(d8, slice0 + 64));
-  const auto s2 = hn::BitCast(d32, hn::LoadU(d8, slice0 + 128)), s3 = hn::BitCast(d32, hn::LoadU(d8, slice0 + 192));
-  const auto t0 = hn::BitCast(d64, hn::InterleaveLower(d32, s0, s1));  // rows 0, 1 of slices 0, 1
-  const auto t1 = hn::BitCast(d64, hn::InterleaveLower(d32, s2, s3));  // rows 0, 1 of slices 2, 3
-  const auto t2 = hn::BitCast(d64, hn::InterleaveUpper(d32, s0, s1));
-  const auto t3 = hn::BitCast(d64, hn::InterleaveUpper(d32, s2, s3));
-  rows[0] = hn::BitCast(d8, hn::InterleaveLower(d64, t0, t1));
-  rows[1] = hn::BitCast(d8, hn::InterleaveUpper(d64, t0, t1));
-  rows[2] = hn::BitCast(d8, hn::InterleaveLower(d64, t2, t3));
-  rows[3] = hn::BitCast(d8, hn::InterleaveUpper(d64, t2, t3));
+  __m128i raw[4];
+  transpose4(slice0, raw);
+  for (int r = 0; r < 4; ++r) rows[r] = V128{raw[r]};
 }
 
 // Bytes j .. j + Lanes - 1 of 16 widened to i32 lanes (j a multiple of the lane count); Signed: as int8.

@@ -1,11 +1,12 @@
 // row_group_pairs.h for AVX-512-BF16 CPUs (compiled without fused multiply-add: the values must be
 // dequantize_rows' products and sums). Four rows at a time, as dequant.cc's GroupedRows: four 16-byte loads of a
-// unit's slices transposed in registers give each row 16 consecutive GGUF bytes. The nibble formats then look
-// their values up: a block (Q4_0, Q4_1) or a sub-block (Q4_K) has 16 possible values, computed in f32 with
-// dequantize_rows' operations and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction)
-// into a table that vpermw indexes with the nibbles: one lookup per 32 weights, where the f32 route converted,
-// scaled, stored and reloaded every weight. Q8_0 (256 values) and Q6_K (64 per 16 weights) are converted and
-// scaled as dequantize_rows does, in registers.
+// unit's slices transposed in registers give each row 16 consecutive GGUF bytes (Q6_K: its codes, built 16 rows
+// at a time, transposed in zmm). The nibble formats then look their values up: a block (Q4_0, Q4_1) or a
+// sub-block (Q4_K) has 16 possible values (Q5_K's sub-block 32), computed in f32 with dequantize_rows' operations
+// and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction) into a table that vpermw indexes
+// with the codes: one lookup per 32 weights, where the f32 route converted, scaled, stored and reloaded every
+// weight. Q8_0 (256 values) and Q6_K (64 per 16 weights) are converted and scaled as dequantize_rows does, in
+// registers.
 // GCC 12 reports the intrinsics' _mm512_undefined_* operands as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -16,24 +17,10 @@
 #include "kernels/quant/k_scales_x86.h"
 #include "kernels/quant/row_group_pairs.h"
 #include "kernels/quant/row_groups.h"
+#include "kernels/quant/transpose4_x86.h"
 
 namespace attnzoo {
 namespace {
-
-// Rows i .. i + 3's 16 consecutive bytes from four slices `apart` bytes apart (64: one after the other; Q6_K's
-// runs of three: 192), each holding the rows' 4 bytes side by side: a 4 x 4 transpose of 32-bit pieces.
-inline void transpose4(const uint8_t* slice0, __m128i rows[4], int64_t apart = 64) {
-  const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0));
-  const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + apart));
-  const __m128i s2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 2 * apart));
-  const __m128i s3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slice0 + 3 * apart));
-  const __m128i t0 = _mm_unpacklo_epi32(s0, s1), t1 = _mm_unpacklo_epi32(s2, s3);  // rows 0, 1
-  const __m128i t2 = _mm_unpackhi_epi32(s0, s1), t3 = _mm_unpackhi_epi32(s2, s3);  // rows 2, 3
-  rows[0] = _mm_unpacklo_epi64(t0, t1);
-  rows[1] = _mm_unpackhi_epi64(t0, t1);
-  rows[2] = _mm_unpacklo_epi64(t2, t3);
-  rows[3] = _mm_unpackhi_epi64(t2, t3);
-}
 
 // 16 bytes as 32 word indices: the low nibbles, then the high nibbles plus `high` (a block's element order).
 inline __m512i nibble_indices(__m128i bytes, short high) {
@@ -78,8 +65,13 @@ inline void unit_rows32(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o
 }
 
 // The same for Q4_K: per chunk of 64 values (sub-blocks 2c: low nibbles, 2c + 1: high nibbles) one table of 32,
-// the low sub-block's 16 values then the high one's, each d sc q - dmin m as dequantize_rows computes it.
-inline void unit_rows_q4_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
+// the low sub-block's 16 values then the high one's, each d sc q - dmin m as dequantize_rows computes it. Q5_K
+// (kFive): a sub-block's fifth bit doubles its values to 32, so each sub-block gets its own table of 32 (q 0 .. 31)
+// and its indices are the nibble with bit 4 taken from qh, whose 32 bytes per row (the qh slices, shared by the
+// four chunks) are widened to words once per row; vpermw reads only the index's low 5 bits, so one vpternlogd
+// puts the fifth bit in place without clearing the bits above it.
+template <bool kFive>
+inline void unit_rows_qk(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
   // Each sub-block's d sc and dmin m for the 16 rows at once (the f32 products dequantize_rows forms row by row,
   // where they cost four scalar conversions and products per 64 values); the lookups broadcast them from here.
   alignas(64) float scale[8][kRowGroup], offset[8][kRowGroup];
@@ -95,24 +87,46 @@ inline void unit_rows_q4_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t
     _mm512_store_ps(offset[sb], _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m))));
   }
   const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 iota16 = _mm512_add_ps(iota, _mm512_set1_ps(16.f));  // 16 .. 31, exact
+  const __m512i bit4 = _mm512_set1_epi16(0x10);
+  const int64_t values_at = kFive ? kQ5KValuesAt : kQ4KValuesAt;
+  const auto line = [&](int64_t sb, int64_t row, __m512 q) {  // d sc q - dmin m for 16 values q
+    return _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[sb][row]), q), _mm512_set1_ps(offset[sb][row]));
+  };
   for (int64_t i = i0; i < i1; i += 4) {
+    __m512i high[4];  // Q5_K: each row's qh[0 .. 32) as words, shifted so that qh bit j lies at bit 4 + j
+    if constexpr (kFive) {
+      __m128i h[2][4];
+      transpose4(unit + kQ5KHighAt + 4 * i, h[0]);
+      transpose4(unit + kQ5KHighAt + 64 * 4 + 4 * i, h[1]);
+      for (int64_t r = 0; r < 4; ++r)
+        high[r] = _mm512_slli_epi16(_mm512_cvtepu8_epi16(_mm256_set_m128i(h[1][r], h[0][r])), 4);
+    }
     for (int c = 0; c < 4; ++c) {
       __m128i q[2][4];
-      transpose4(unit + kQ4KValuesAt + 64 * 8 * c + 4 * i, q[0]);
-      transpose4(unit + kQ4KValuesAt + 64 * (8 * c + 4) + 4 * i, q[1]);
+      transpose4(unit + values_at + 64 * 8 * c + 4 * i, q[0]);
+      transpose4(unit + values_at + 64 * (8 * c + 4) + 4 * i, q[1]);
       for (int64_t r = 0; r < 4; ++r) {
         const int64_t row = i + r;
-        const __m512 lo = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[2 * c][row]), iota),
-                                        _mm512_set1_ps(offset[2 * c][row]));
-        const __m512 hi = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(scale[2 * c + 1][row]), iota),
-                                        _mm512_set1_ps(offset[2 * c + 1][row]));
-        const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // words 0-15 low, 16-31 high sub-block
-        const __m256i qs = _mm256_set_m128i(q[1][r], q[0][r]);
-        const __m512i w = _mm512_cvtepu8_epi16(qs);
+        const __m512i w = _mm512_cvtepu8_epi16(_mm256_set_m128i(q[1][r], q[0][r]));
         uint32_t* y = o + size_t(i - i0 + r) * stride + 32 * c;
-        store_pairs(y, _mm512_permutexvar_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0xF)), table));
-        store_pairs(y + 16, _mm512_permutexvar_epi16(
-                                _mm512_or_si512(_mm512_srli_epi16(w, 4), _mm512_set1_epi16(16)), table));
+        if constexpr (kFive) {
+          // bit 4 of each index from bit 2c (low nibbles) or 2c + 1 (high nibbles) of qh: vpternlogd's 0xD8 takes
+          // the third operand's bits from the second operand, the others from the first
+          const __m512i lo = _mm512_ternarylogic_epi32(w, _mm512_srli_epi16(high[r], 2 * c), bit4, 0xD8);
+          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w, 4), _mm512_srli_epi16(high[r], 2 * c + 1),
+                                                       bit4, 0xD8);
+          const int64_t sb = 2 * c;
+          const __m512i tlo = (__m512i)_mm512_cvtne2ps_pbh(line(sb, row, iota16), line(sb, row, iota));
+          const __m512i thi = (__m512i)_mm512_cvtne2ps_pbh(line(sb + 1, row, iota16), line(sb + 1, row, iota));
+          store_pairs(y, _mm512_permutexvar_epi16(lo, tlo));
+          store_pairs(y + 16, _mm512_permutexvar_epi16(hi, thi));
+        } else {
+          // words 0-15 the low sub-block's values, 16-31 the high one's
+          const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(line(2 * c + 1, row, iota), line(2 * c, row, iota));
+          store_pairs(y, _mm512_permutexvar_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0xF)), table));
+          store_pairs(y + 16, _mm512_permutexvar_epi16(_mm512_or_si512(_mm512_srli_epi16(w, 4), bit4), table));
+        }
       }
     }
   }
@@ -121,8 +135,12 @@ inline void unit_rows_q4_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t
 // Q6_K: a sub-block's 64 possible values would make a table of four times its 16 weights' products, so the codes
 // are converted instead: 16 weights of a sub-block are one zmm of f32, each code less 32 times d sc as
 // dequantize_rows computes it, and two sub-blocks are rounded to pairs by one vcvtne2ps2bf16, in registers where
-// the f32 route stored, reloaded and packed them. Per half h of a superblock, row bytes ql[64h, 64h + 32),
-// ql[64h + 32, 64h + 64) and qh[32h, 32h + 32) come from the runs 8h .. 8h + 7 of three slices (row_groups.h).
+// the f32 route stored, reloaded and packed them. The codes are built for the unit's 16 rows at once: per half h
+// and part g (elements 128h + 32g .. + 31: sub-blocks 8h + 2g and 8h + 2g + 1) each run of three slices
+// (row_groups.h) holds the ql and qh bytes of 16 rows side by side, one zmm each, which a few byte operations turn
+// into the rows' codes less 32; 4 x 4 transposes in zmm (each 128-bit lane a quad of rows) give every row its 16
+// codes per sub-block, stored to L1 for the widening to read. Built row by row (four rows' bytes transposed in xmm,
+// 32 codes a ymm) the same conversion took 1.05-1.19x the time (docs/benchmarks/cpu-classes.md).
 inline void unit_rows_q6_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
   alignas(64) float scale[16][kRowGroup];  // sub-block sb's d sc for the 16 rows, as Q4_K's
   const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
@@ -130,45 +148,50 @@ inline void unit_rows_q6_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t
     const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(unit + 32 + kRowGroup * sb));
     _mm512_store_ps(scale[sb], _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
   }
-  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), bias = _mm256_set1_epi8(32);
-  for (int64_t i = i0; i < i1; i += 4)
-    for (int64_t h = 0; h < 2; ++h) {
-      const uint8_t* run = unit + kQ6ValuesAt + 192 * 8 * h + 4 * i;
-      __m128i ql[2][2][4], qh[2][4];  // ql[64h + 32j + 16p ..] (ql[j][p]) and qh[32h + 16p ..] of each row
-      for (int64_t p = 0; p < 2; ++p) {
-        transpose4(run + 192 * 4 * p, ql[0][p], 192);
-        transpose4(run + 192 * 4 * p + 64, ql[1][p], 192);
-        transpose4(run + 192 * 4 * p + 128, qh[p], 192);
-      }
-      for (int64_t r = 0; r < 4; ++r) {
-        const __m256i l = _mm256_set_m128i(ql[0][1][r], ql[0][0][r]), u = _mm256_set_m128i(ql[1][1][r], ql[1][0][r]);
-        const __m256i q = _mm256_set_m128i(qh[1][r], qh[0][r]);
-        // elements 128h + 32g + m (m < 32): sub-blocks 8h + 2g (m < 16) and 8h + 2g + 1
-        const __m256i codes[4] = {
-            _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(_mm256_slli_epi16(q, 4), high2)),
-            _mm256_or_si256(_mm256_and_si256(u, low4), _mm256_and_si256(_mm256_slli_epi16(q, 2), high2)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4), _mm256_and_si256(q, high2)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(u, 4), low4),
-                            _mm256_and_si256(_mm256_srli_epi16(q, 2), high2))};
-        uint32_t* y = o + size_t(i - i0 + r) * stride + 64 * h;
-        for (int64_t g = 0; g < 4; ++g) {
-          const __m256i centred = _mm256_sub_epi8(codes[g], bias);  // -32 .. 31
-          const int64_t sb = 8 * h + 2 * g;
-          const __m512 a = _mm512_mul_ps(_mm512_set1_ps(scale[sb][i + r]),
-                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(centred))));
-          const __m512 b = _mm512_mul_ps(_mm512_set1_ps(scale[sb + 1][i + r]),
-                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(centred, 1))));
-          store_pairs(y + 16 * g, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+  // codes[j][k][L]: the 16 codes of sub-block 2g + j (of the half) of row 4L + k
+  alignas(64) int8_t codes[2][4][4][16];
+  const __m512i low4 = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3F), bias = _mm512_set1_epi8(32);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int g = 0; g < 4; ++g) {
+      for (int64_t j = 0; j < 2; ++j) {  // slices 4j .. 4j + 3: codes 16j .. 16j + 15 of the part
+        __m512i c[4];
+        for (int64_t t = 0; t < 4; ++t) {
+          const uint8_t* run = unit + kQ6ValuesAt + 192 * (8 * h + 4 * j + t);
+          const __m512i l = _mm512_loadu_si512(run + (g & 1 ? 64 : 0)), q = _mm512_loadu_si512(run + 128);
+          const __m512i nib = g < 2 ? l : _mm512_srli_epi16(l, 4);
+          // qh bits 2g, 2g + 1 to bits 4, 5
+          const __m512i top = g == 0 ? _mm512_slli_epi16(q, 4) : g == 1 ? _mm512_slli_epi16(q, 2)
+                            : g == 2 ? q : _mm512_srli_epi16(q, 2);
+          // bits 0-3 from the nibble (0xD8: where the third operand is set, the second's bits), 4-5 from qh, and
+          // the bits above cleared
+          const __m512i code = _mm512_and_si512(_mm512_ternarylogic_epi32(top, nib, low4, 0xD8), six);
+          c[t] = _mm512_sub_epi8(code, bias);
         }
+        const __m512i t0 = _mm512_unpacklo_epi32(c[0], c[1]), t1 = _mm512_unpacklo_epi32(c[2], c[3]);
+        const __m512i t2 = _mm512_unpackhi_epi32(c[0], c[1]), t3 = _mm512_unpackhi_epi32(c[2], c[3]);
+        _mm512_store_si512(codes[j][0], _mm512_unpacklo_epi64(t0, t1));
+        _mm512_store_si512(codes[j][1], _mm512_unpackhi_epi64(t0, t1));
+        _mm512_store_si512(codes[j][2], _mm512_unpacklo_epi64(t2, t3));
+        _mm512_store_si512(codes[j][3], _mm512_unpackhi_epi64(t2, t3));
+      }
+      const int64_t sb = 8 * h + 2 * g;
+      for (int64_t row = i0; row < i1; ++row) {
+        const int64_t L = row / 4, k = row % 4;
+        const __m512 a = _mm512_mul_ps(_mm512_set1_ps(scale[sb][row]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                           _mm_load_si128(reinterpret_cast<const __m128i*>(codes[0][k][L])))));
+        const __m512 b = _mm512_mul_ps(_mm512_set1_ps(scale[sb + 1][row]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                           _mm_load_si128(reinterpret_cast<const __m128i*>(codes[1][k][L])))));
+        store_pairs(o + size_t(row - i0) * stride + 64 * h + 16 * g, (__m512i)_mm512_cvtne2ps_pbh(b, a));
       }
     }
 }
 
 template <QuantType kType>
 void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, size_t stride) {
-  constexpr int64_t be = kType == QuantType::Q4_K || kType == QuantType::Q6_K ? 256 : 32;
-  constexpr int64_t bb = kType == QuantType::Q6_K ? 210 : kType == QuantType::Q4_K ? 144
-                       : kType == QuantType::Q8_0 ? 34 : kType == QuantType::Q4_1 ? 20 : 18;
+  constexpr int64_t be = kType == QuantType::Q4_K || kType == QuantType::Q5_K || kType == QuantType::Q6_K ? 256 : 32;
+  constexpr int64_t bb = kType == QuantType::Q6_K ? 210 : kType == QuantType::Q5_K ? 176
+                       : kType == QuantType::Q4_K ? 144 : kType == QuantType::Q8_0 ? 34
+                       : kType == QuantType::Q4_1 ? 20 : 18;
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r0 + nr;) {
     const int64_t i0 = r % kRowGroup, i1 = std::min(kRowGroup, i0 + (r0 + nr - r));
@@ -181,8 +204,8 @@ void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, s
       for (int64_t o = 0; o < kRowGroup * bb; o += 64) group_prefetch(unit + o);
       if constexpr (kType == QuantType::Q6_K)
         unit_rows_q6_k(unit, i0, i1, out + b * be / 2, stride);
-      else if constexpr (kType == QuantType::Q4_K)
-        unit_rows_q4_k(unit, i0, i1, out + b * be / 2, stride);
+      else if constexpr (kType == QuantType::Q4_K || kType == QuantType::Q5_K)
+        unit_rows_qk<kType == QuantType::Q5_K>(unit, i0, i1, out + b * be / 2, stride);
       else
         unit_rows32<kType>(unit, i0, i1, out + b * be / 2, stride);
     }
@@ -199,6 +222,7 @@ bool row_group_pairs(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst
     case QuantType::Q4_1: grouped_rows<QuantType::Q4_1>(w, r0, nr, dst, stride); return true;
     case QuantType::Q8_0: grouped_rows<QuantType::Q8_0>(w, r0, nr, dst, stride); return true;
     case QuantType::Q4_K: grouped_rows<QuantType::Q4_K>(w, r0, nr, dst, stride); return true;
+    case QuantType::Q5_K: grouped_rows<QuantType::Q5_K>(w, r0, nr, dst, stride); return true;
     case QuantType::Q6_K: grouped_rows<QuantType::Q6_K>(w, r0, nr, dst, stride); return true;
     default: return false;
   }

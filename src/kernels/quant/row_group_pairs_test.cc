@@ -17,7 +17,8 @@ namespace {
 
 TEST(Quant, RegroupedRowsAsBf16PairsAreTheReferenceRounded) {
   if (!bf16_dot_available()) GTEST_SKIP() << "no AVX-512-BF16 here";
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K,
+                      QuantType::Q6_K}) {
     const int64_t N = 48, K = quant_type_info(uint32_t(t))->block_elems == 256 ? 768 : 96, K2 = K / 2;
     std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 31);
     testing::set_extreme_scales(t, raw);
