@@ -14,8 +14,9 @@
 //           quantize the activations to 8 bits for integer dot products (llama.cpp's trade, ~0.5% error per
 //           projection).
 // Dense weights: every projection of more than one token (prefill, and a serving engine's batch of decodes) is
-// affected; a single token's GEMV is bound by memory bandwidth, where rounding activations buys nothing. Read once
-// per projection call, set rarely.
+// affected; a single token's GEMV is bound by memory bandwidth, where rounding activations buys nothing. A softmax
+// layer whose q projection takes reduced products also rounds its prefill queries to bf16 over a bf16 cache, so
+// the attention runs on the bf16 tiles (layers/paged_attention.h). Read once per projection call, set rarely.
 #include <string>
 
 namespace attnzoo {

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/batch_invariance.h"
+#include "core/convert.h"
+#include "core/dispatch.h"
 #include "kernels/softmax/attention.h"
 #include "kernels/softmax/decode.h"
 #include "layers/sequence_schedule.h"
@@ -11,7 +14,7 @@
 namespace attnzoo {
 
 void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, const LayerMemory& memory,
-                     const AttentionOptions& opts, float* out) {
+                     const AttentionOptions& opts, float* out, bool bf16_queries) {
   const int64_t S = batch.num_sequences(), Dv = memory.v.shape[3];
   bool uniform_decode = S > 0 && batch.seq_len(0) <= kMaxDecodeQueries;
   for (int64_t s = 1; s < S && uniform_decode; ++s) uniform_decode = batch.seq_len(s) == batch.seq_len(0);
@@ -104,9 +107,18 @@ void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, 
   varlen.cu_seqlens_q = group.cu_seqlens.data();
   varlen.num_seqs = group.num_sequences();
   const int64_t M = group.num_tokens();
+  // The kernel takes its bf16 tiles only when q, K and V are all bf16; rounding q here is what a bf16 model's
+  // torch forward does too, and per element, so a sequence's result still depends on its own tokens alone.
+  const bool q_bf16 = bf16_queries && memory.k.dtype == DType::bf16 && !memory.k_scale.data && bf16_tiles_enabled();
   run_packed(group, batch, q, Hq * D, out, Hq * Dv, [&](float* qp, float* op) {
-    attention_prefill(TensorView::contiguous(qp, DType::f32, {M, Hq, D}),
-                      cache_view(group.cache_seqlens.data(), group.block_tables.data()),
+    TensorView qv = TensorView::contiguous(qp, DType::f32, {M, Hq, D});
+    if (q_bf16) {
+      thread_local AlignedBuffer<uint16_t> q16;
+      if (q16.size() < size_t(M * Hq * D)) q16.resize(size_t(M * Hq * D));
+      convert_from_f32(qp, q16.data(), DType::bf16, size_t(M * Hq * D));
+      qv = TensorView::contiguous(q16.data(), DType::bf16, {M, Hq, D});
+    }
+    attention_prefill(qv, cache_view(group.cache_seqlens.data(), group.block_tables.data()),
                       TensorView::contiguous(op, DType::f32, {M, Hq, Dv}), opts, varlen);
   });
 }

@@ -15,8 +15,11 @@ namespace attnzoo {
 
 // q [T, Hq, D] f32 packed like the batch's tokens -> out [T, Hq, Dv] f32; memory.k / memory.v are the layer's
 // paged tensors [num_blocks, block_tokens, Hkv, D | Dv] (with their scales in an int8 / fp8 pool), already
-// holding the batch's new tokens.
+// holding the batch's new tokens. bf16_queries: the layer's projections take reduced-precision products
+// (reduced_products, layers/matmul_precision.h); a prefill over a bf16 cache then rounds its queries to bf16 so
+// the scores and P V run on bf16 tiles (AMX or vdpbf16ps, where bf16_tiles_enabled()) instead of widening every
+// K / V tile to f32 for each block of queries. Decode steps, batch-invariant mode and other caches ignore it.
 void paged_attention(const float* q, int64_t Hq, int64_t D, const Batch& batch, const LayerMemory& memory,
-                     const AttentionOptions& opts, float* out);
+                     const AttentionOptions& opts, float* out, bool bf16_queries = false);
 
 }  // namespace attnzoo
