@@ -1,7 +1,8 @@
 // JSON mode in the scheduler, on the tiny Llama with one printable character per id (JSON's punctuation, digits
 // and letters among them): at temperature 1 every sample that ends "stop" streamed one JSON object (read back by
 // the loader's own JSON parser) and ended at its closing brace; the same requests without JSON mode do not give
-// objects; n = 2 forks and a pool small enough to preempt and recompute give the same tokens as an ample pool.
+// objects; n = 2 forks and a pool small enough to preempt and recompute give the same tokens as an ample pool; a
+// vocabulary with no token to continue the object fails that request alone, saying so.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -19,20 +20,21 @@ namespace {
 
 using scheduler_testing::SchedulerTest;
 
-std::shared_ptr<const tok::Tokenizer> char_tokenizer() {
+// `fuse` false: no decoder, so ids decode space-separated and every token's bytes begin with a space.
+std::shared_ptr<const tok::Tokenizer> char_tokenizer(bool fuse = true) {
   std::string vocab;
   for (int id = 0; id < testing::kTinyLlamaVocab; ++id) {
     char piece[8];
     std::snprintf(piece, sizeof piece, "\\u%04x", 0x21 + id);  // '!' onwards: '"', '{', ':', digits, letters...
     vocab += (id ? ", \"" : "\"") + std::string(piece) + "\": " + std::to_string(id);
   }
-  // Fuse: the characters joined as they are (without a decoder, ids decode space-separated).
-  return tok::Tokenizer::from_json(
-      R"({"model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": []}, "decoder": {"type": "Fuse"}})",
-      "chars.json");
+  return tok::Tokenizer::from_json(R"({"model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": []})" +
+                                       (fuse ? R"(, "decoder": {"type": "Fuse"}})" : "}"),
+                                   "chars.json");
 }
 
 struct Texts {
+  std::string error;
   std::map<int64_t, std::string> text;
   std::map<int64_t, std::vector<int32_t>> tokens;
   std::map<int64_t, FinishReason> reasons;
@@ -46,6 +48,7 @@ OutputCallback into(Texts& t) {
       ids.insert(ids.end(), d.token_ids.begin(), d.token_ids.end());
       if (d.finish_reason) t.reasons[d.index] = *d.finish_reason;
     }
+    if (!out.error.empty()) t.error = out.error;
   };
 }
 
@@ -64,9 +67,9 @@ class SchedulerJsonTest : public SchedulerTest {
     eos_.clear();
   }
 
-  std::vector<Texts> run(int64_t blocks, ResponseFormat format, int requests) {
+  std::vector<Texts> run(int64_t blocks, ResponseFormat format, int requests, bool fuse = true) {
     auto model = load(blocks);
-    Scheduler s(*model, char_tokenizer(), defaults());
+    Scheduler s(*model, char_tokenizer(fuse), defaults());
     std::vector<Texts> got(static_cast<size_t>(requests));
     for (int i = 0; i < requests; ++i) {
       Request r;
@@ -79,6 +82,7 @@ class SchedulerJsonTest : public SchedulerTest {
       s.add(uint64_t(i + 1), r, into(got[size_t(i)]), EngineClock::now());
     }
     drain(s);
+    if (!fuse) return got;
     for (const auto& t : got)
       for (const auto& [k, reason] : t.reasons)
         EXPECT_TRUE(reason == FinishReason::stop || reason == FinishReason::length) << finish_reason_name(reason);
@@ -113,6 +117,25 @@ TEST_F(SchedulerJsonTest, SamplesAreJsonObjectsOrPrefixesAndSurvivePreemption) {
   const auto free = run(0, ResponseFormat::text, N);
   for (const auto& t : free)
     for (const auto& [k, text] : t.text) EXPECT_FALSE(is_object(text)) << text;
+}
+
+// A vocabulary that cannot spell what the object needs next (here every token begins with a space, so no token
+// continues "t" into "true") fails that request alone, with the reason; the others finish.
+TEST_F(SchedulerJsonTest, AVocabularyThatCannotContinueFailsTheRequestByName) {
+  const auto got = run(0, ResponseFormat::json_object, 12, /*fuse=*/false);
+  int failed = 0, finished = 0;
+  for (const auto& t : got) {
+    if (!t.error.empty()) {
+      ++failed;
+      EXPECT_NE(t.error.find("response_format json_object: no token of the vocabulary continues"), std::string::npos)
+          << t.error;
+    } else {
+      ++finished;
+      for (const auto& [k, reason] : t.reasons) EXPECT_NE(reason, FinishReason::error);
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(finished, 0);
 }
 
 }  // namespace
