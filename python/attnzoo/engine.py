@@ -30,7 +30,10 @@ EngineBusyError = _core.EngineBusyError
 @dataclass
 class SamplingParams:
     """vLLM's names. temperature 0 is greedy; logprobs: how many top alternatives to report per token (None: no
-    log-probabilities; 0: only the chosen token's)."""
+    log-probabilities; 0: only the chosen token's). logit_bias: {token id: bias in [-100, 100]} added to the raw
+    logits (logprobs stay the raw logits'). response_format: "text", or "json_object" (JSON mode: each sample's
+    text stays a prefix of one JSON object and the sample ends as the object closes); OpenAI's dict form
+    {"type": "json_object"} is accepted too."""
     max_tokens: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
@@ -45,17 +48,33 @@ class SamplingParams:
     stop_token_ids: List[int] = field(default_factory=list)
     ignore_eos: bool = False
     logprobs: Optional[int] = None
+    logit_bias: Optional[dict] = None
+    response_format: object = "text"
 
     def _core_kwargs(self):
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         if self.seed is None or int(self.seed) < 0:
             raise ValueError(f"seed: must be an integer >= 0, got {self.seed}")
+        fmt = self.response_format
+        if isinstance(fmt, dict):
+            fmt = fmt.get("type")
+        if fmt is None:
+            fmt = "text"
+        if not isinstance(fmt, str):
+            raise ValueError(f"response_format: must be 'text', 'json_object' or {{'type': ...}}, got {fmt!r}")
+        bias = []
+        for k, v in (self.logit_bias or {}).items():
+            try:
+                bias.append((int(k), float(v)))
+            except (TypeError, ValueError):
+                raise ValueError(f"logit_bias: keys must be token ids and values numbers, got {k!r}: {v!r}") from None
         return dict(temperature=float(self.temperature), top_k=int(self.top_k or 0), top_p=float(self.top_p),
                     min_p=float(self.min_p), repetition_penalty=float(self.repetition_penalty),
                     presence_penalty=float(self.presence_penalty), frequency_penalty=float(self.frequency_penalty),
                     seed=int(self.seed), max_tokens=int(self.max_tokens), n=int(self.n), stop=stop,
                     stop_token_ids=[int(t) for t in self.stop_token_ids], ignore_eos=bool(self.ignore_eos),
-                    logprobs=self.logprobs is not None, top_logprobs=int(self.logprobs or 0))
+                    logprobs=self.logprobs is not None, top_logprobs=int(self.logprobs or 0),
+                    logit_bias=bias, response_format=fmt)
 
 
 class RequestStream:

@@ -2,6 +2,7 @@
 // _core.OutputQueue hands each request's outputs to Python, waiting with the GIL released. Python wraps them in
 // attnzoo/engine.py (Engine, LLM, SamplingParams).
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -11,6 +12,7 @@
 #include "bindings.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/json_recognizer.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -90,6 +92,18 @@ nb::dict stats_dict(const EngineStats& s) {
 }  // namespace
 
 void bind_serving(nb::module_& m) {
+  // JSON mode's recognizer, for tests against Python's json module: how many leading bytes it accepts (all of them
+  // when the text is a prefix of a JSON object) and whether those bytes are a whole object.
+  m.def(
+      "json_object_prefix",
+      [](nb::bytes text) {
+        JsonRecognizer r;
+        size_t accepted = 0;
+        const auto* p = static_cast<const uint8_t*>(text.data());
+        while (accepted < text.size() && r.push(p[accepted])) ++accepted;
+        return std::make_pair(accepted, r.complete());
+      },
+      nb::arg("text"));
   nb::exception<EngineStopped>(m, "EngineStoppedError", PyExc_RuntimeError);
   nb::exception<EngineBusy>(m, "EngineBusyError", PyExc_RuntimeError);
 
@@ -139,7 +153,8 @@ void bind_serving(nb::module_& m) {
            [](Engine& e, std::vector<int32_t> prompt, std::shared_ptr<OutputQueue> queue, float temperature,
               int64_t top_k, float top_p, float min_p, float repetition_penalty, float presence_penalty,
               float frequency_penalty, uint64_t seed, int64_t max_tokens, int64_t n, std::vector<std::string> stop,
-              std::vector<int32_t> stop_token_ids, bool ignore_eos, bool logprobs, int64_t top_logprobs) {
+              std::vector<int32_t> stop_token_ids, bool ignore_eos, bool logprobs, int64_t top_logprobs,
+              std::vector<std::pair<int32_t, float>> logit_bias, const std::string& response_format) {
              Request r;
              r.prompt = std::move(prompt);
              auto& p = r.params;
@@ -152,12 +167,19 @@ void bind_serving(nb::module_& m) {
              p.ignore_eos = ignore_eos;
              p.logprobs = logprobs;
              p.top_logprobs = top_logprobs;
+             p.logit_bias = std::move(logit_bias);
+             if (response_format == "json_object")
+               p.response_format = ResponseFormat::json_object;
+             else
+               require(response_format == "text", "response_format",
+                       "must be \"text\" or \"json_object\", got \"" + response_format + "\"");
              return e.add_request(std::move(r), queue->callback());
            },
            nb::arg("prompt"), nb::arg("queue"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"),
            nb::arg("min_p"), nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"),
            nb::arg("seed"), nb::arg("max_tokens"), nb::arg("n"), nb::arg("stop"), nb::arg("stop_token_ids"),
-           nb::arg("ignore_eos"), nb::arg("logprobs"), nb::arg("top_logprobs"))
+           nb::arg("ignore_eos"), nb::arg("logprobs"), nb::arg("top_logprobs"),
+           nb::arg("logit_bias") = std::vector<std::pair<int32_t, float>>(), nb::arg("response_format") = "text")
       .def("abort", &Engine::abort, nb::arg("request_id"))
       .def("stats", [](const Engine& e) { return stats_dict(e.stats()); })
       .def("stop", &Engine::stop, nb::call_guard<nb::gil_scoped_release>())

@@ -12,6 +12,11 @@ void RequestParams::validate() const {
   require(top_logprobs >= 0, "top_logprobs", "must be >= 0, got " + std::to_string(top_logprobs));
   require(top_logprobs == 0 || logprobs, "top_logprobs", "needs logprobs");
   for (const auto& s : stop) require(!s.empty(), "stop", "stop strings must not be empty");
+  for (const auto& [id, bias] : logit_bias) {
+    require(id >= 0, "logit_bias", "token ids must be >= 0, got " + std::to_string(id));
+    require(bias >= -100.f && bias <= 100.f, "logit_bias",
+            "biases must be in [-100, 100], got " + std::to_string(bias) + " for token " + std::to_string(id));
+  }
 }
 
 const char* finish_reason_name(FinishReason r) {

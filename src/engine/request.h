@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -14,6 +15,10 @@
 namespace attnzoo {
 
 using EngineClock = std::chrono::steady_clock;
+
+// What the generated text must be. json_object: JSON mode (OpenAI's response_format), each sample's text is kept a
+// prefix of one JSON object (engine/json_constraint.h) and the sample ends, "stop", as that object closes.
+enum class ResponseFormat { text, json_object };
 
 struct RequestParams {
   // Temperature, top-k / top-p / min-p, the three penalties and the seed. Sample i of n draws from its own
@@ -26,11 +31,20 @@ struct RequestParams {
   bool ignore_eos = false;               // keep going past the model's EOS ids (stop_token_ids still stop)
   bool logprobs = false;                 // report the chosen token's log-probability
   int64_t top_logprobs = 0;              // and this many most likely alternatives (needs logprobs)
+  // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to the raw logits before the penalties and the
+  // sampler (a bias of -100 all but bans a token, +100 all but forces it). Logprobs stay the raw logits'.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  ResponseFormat response_format = ResponseFormat::text;
 
   // ArgumentError naming the field: max_tokens < 1, n < 1, top_logprobs < 0 or without logprobs, empty stop
-  // strings, and whatever SamplingParams::validate rejects.
+  // strings, logit_bias ids < 0 or biases outside [-100, 100], and whatever SamplingParams::validate rejects.
   void validate() const;
 };
+
+// True when the scheduler must change a sample's row before sampling it (logit_bias, JSON mode).
+inline bool shapes_logits(const RequestParams& p) {
+  return !p.logit_bias.empty() || p.response_format != ResponseFormat::text;
+}
 
 struct Request {
   std::vector<int32_t> prompt;  // token ids (a chat template, if any, is already applied)

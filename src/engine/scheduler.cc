@@ -35,6 +35,11 @@ void Scheduler::check(const Request& request) const {
     require(id >= 0 && id < V, "stop_token_ids",
             "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
   require(p.stop.empty() || tokenizer_ != nullptr, "stop", "stop strings need the engine to have a tokenizer");
+  for (const auto& [id, bias] : p.logit_bias)
+    require(id < V, "logit_bias",
+            "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  require(p.response_format == ResponseFormat::text || tokenizer_ != nullptr, "response_format",
+          "JSON mode needs the engine to have a tokenizer (it masks tokens by their bytes)");
   require(p.n <= seq_cap(), "n",
           std::to_string(p.n) + " samples exceed max_num_seqs " + std::to_string(options_.max_num_seqs) +
               (seq_cap() < options_.max_num_seqs
@@ -71,6 +76,11 @@ void Scheduler::add(uint64_t id, Request request, OutputCallback on_output, Engi
   r->arrival = arrival;
   r->forked = r->request.params.n == 1;
   r->usage.prompt_tokens = int64_t(r->request.prompt.size());
+  if (r->request.params.response_format == ResponseFormat::json_object && !json_trie_) {
+    // Once per engine, at the first JSON-mode request: every token's bytes (the mask's input) and their trie.
+    json_token_bytes_ = token_bytes_in_context(*tokenizer_, model_.info().vocab_size);
+    json_trie_ = std::make_unique<TokenTrie>(json_token_bytes_);
+  }
   auto s = make_sample(*r, 0);
   s->tokens = r->request.prompt;
   r->samples.push_back(std::move(s));
@@ -143,7 +153,10 @@ void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget,
           n = rem;
         }
         if (n <= 0) continue;
-        const bool speculate = decode_pass && options_.speculative.enabled() && !s.speculation_failed;
+        // A sample whose rows the scheduler shapes (logit_bias, JSON mode) decodes without guesses: verification
+        // would have to shape every guessed row the same way.
+        const bool speculate = decode_pass && options_.speculative.enabled() && !s.speculation_failed &&
+                               !shapes_logits(r->request.params);
         int64_t guesses = speculate ? propose(*r, s, budget - 1) : 0;
         // Guesses are an optimisation: dropped rather than preempting anyone to make room for them.
         if (guesses > 0 && !fits(planned, {}, s, 1 + guesses)) {

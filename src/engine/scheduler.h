@@ -20,6 +20,7 @@
 
 #include "core/tensor.h"
 #include "engine/engine_options.h"
+#include "engine/json_constraint.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop.h"
@@ -97,6 +98,9 @@ class Scheduler {
   // sample_rows call where the logits are, then, in step order, each sample's token committed, the speculative
   // rows verified and the logprobs rows sampled on the host (on a GPU only those rows are copied down).
   void sample_step(const TensorView& logits, EngineClock::time_point now);
+  // The row a shaped sample (logit_bias, JSON mode) draws from, in shaped_row_; false with `why` set when JSON
+  // mode leaves no token to draw.
+  bool shape_row(const RequestState& r, const Sample& s, const float* row, std::string& why);
   // Records one new token of a sample (logprobs from its row), with the stop checks; finishes the sample if so.
   void commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row, EngineClock::time_point now);
   // Up to num_speculative_tokens guesses for a decoding sample, within `budget` extra tokens; how many.
@@ -155,6 +159,12 @@ class Scheduler {
   std::vector<int32_t> draw_tokens_;
   std::vector<std::string> draw_errors_;
   std::function<void()> before_outputs_;
+  // JSON mode: every token's bytes and their trie (built at the first JSON-mode request), and the step's scratch
+  // for a shaped row (logit_bias added, the mask applied) and the tokens the mask allows.
+  std::vector<std::string> json_token_bytes_;
+  std::unique_ptr<TokenTrie> json_trie_;
+  std::vector<float> shaped_row_;
+  std::vector<uint8_t> allowed_;
 };
 
 }  // namespace attnzoo

@@ -1,6 +1,7 @@
 // The scheduler's output side: sampling each step's logits, forking n samples, stop conditions, streamed
 // outputs, aborts and failures.
 #include <algorithm>
+#include <utility>
 
 #include "core/device.h"
 #include "engine/logprobs.h"
@@ -20,6 +21,7 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   s->sampler = std::make_unique<Sampler>(sp);
   if (tokenizer_) s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, /*skip_special_tokens=*/true);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
+  if (r.request.params.response_format == ResponseFormat::json_object) s->json.emplace();
   return s;
 }
 
@@ -47,7 +49,10 @@ void Scheduler::sample_step(const TensorView& logits, EngineClock::time_point no
   // Verification and logprobs read whole rows on the host: on a GPU those rows alone come down, each into its
   // own place in logits_ (which forward_logits sized for every row).
   const float* host = on_device ? logits_.data() : logits.ptr<const float>();
-  const auto needs_host = [](const StepRow& e) { return e.verify_rows > 0 || e.request->request.params.logprobs; };
+  const auto needs_host = [](const StepRow& e) {
+    const auto& p = e.request->request.params;
+    return e.verify_rows > 0 || p.logprobs || shapes_logits(p);
+  };
   if (on_device) {
     const DeviceGuard on(logits.device);  // the model's device's stream: after its step
     int64_t copied = -1;  // the n samples of a fork share a row: it comes down once
@@ -105,7 +110,9 @@ void Scheduler::sample_step(const TensorView& logits, EngineClock::time_point no
       why = call_failed.empty() ? draw_errors_[at] : call_failed;
     } else {
       try {
-        token = s.sampler->sample(std::span(row, size_t(V)), s.tokens);
+        std::span<const float> draw(row, size_t(V));
+        if (shapes_logits(r.request.params) && shape_row(r, s, row, why)) draw = shaped_row_;
+        if (why.empty()) token = s.sampler->sample(draw, s.tokens);
       } catch (const std::exception& ex) {
         why = ex.what();
       }
@@ -116,6 +123,27 @@ void Scheduler::sample_step(const TensorView& logits, EngineClock::time_point no
     }
     commit_token(r, s, token, drawn ? std::span<const float>() : std::span(row, size_t(V)), now);
   }
+}
+
+bool Scheduler::shape_row(const RequestState& r, const Sample& s, const float* row, std::string& why) {
+  const int64_t V = model_.info().vocab_size;
+  const auto& params = r.request.params;
+  shaped_row_.assign(row, row + V);
+  for (const auto& [id, bias] : params.logit_bias) shaped_row_[size_t(id)] += bias;
+  if (!s.json) return true;
+  int64_t count = json_trie_->allowed(*s.json, allowed_);
+  // The object is not complete while a sample draws (it ends as the object closes), so the ids that would end it
+  // early go: the stop ids and the EOS ids (most are special tokens, empty in the trie anyway; not every one is).
+  for (int32_t id : params.stop_token_ids) count -= std::exchange(allowed_[size_t(id)], 0);
+  if (!params.ignore_eos)
+    for (int32_t id : eos_)
+      if (id >= 0 && id < V) count -= std::exchange(allowed_[size_t(id)], 0);
+  if (count == 0) {
+    why = "response_format json_object: no token of the vocabulary continues the JSON text";
+    return false;
+  }
+  mask_row(shaped_row_, allowed_);
+  return true;
 }
 
 void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row,
@@ -147,6 +175,11 @@ void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::spa
       s.stopped_by_text = true;
       reason = FinishReason::stop;
     }
+  }
+  if (s.json) {
+    // The mask let only tokens the recognizer accepts through; the object's last byte ends the sample.
+    s.json->push(json_token_bytes_[size_t(token)]);
+    if (!reason && s.json->complete()) reason = FinishReason::stop;
   }
   if (!reason && (s.generated >= params.max_tokens || (max_model_len_ > 0 && int64_t(s.tokens.size()) >= max_model_len_)))
     reason = FinishReason::length;

@@ -151,6 +151,40 @@ void logprob_fields(Endpoint endpoint, const Value& body, const ApiLimits& limit
   }
 }
 
+std::vector<std::pair<int32_t, float>> logit_bias(const Value& v, int64_t vocab, int64_t max_entries) {
+  if (!v.is_object()) throw bad_request("logit_bias: must be an object of token id strings to biases", "logit_bias");
+  const json::Object& entries = v.as_object();
+  if (int64_t(entries.size()) > max_entries)
+    throw bad_request("logit_bias: at most " + std::to_string(max_entries) + " entries, got " +
+                          std::to_string(entries.size()),
+                      "logit_bias");
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [key, bias] : entries) {
+    // OpenAI's keys are token ids written as decimal strings.
+    int64_t id = -1;
+    if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoll(key);
+    if (id < 0 || id >= vocab)
+      throw bad_request("logit_bias: keys must be token ids in [0, " + std::to_string(vocab) + "), got \"" + key + "\"",
+                        "logit_bias");
+    if (!bias.is_number() || !(bias.as_double() >= -100 && bias.as_double() <= 100))
+      throw bad_request("logit_bias: the bias of token " + key + " must be a number in [-100, 100]", "logit_bias");
+    out.emplace_back(int32_t(id), float(bias.as_double()));
+  }
+  return out;
+}
+
+ResponseFormat response_format(const Value& v) {
+  const Value* type = v.is_object() ? field(v, "type") : nullptr;
+  if (!type || !type->is_string())
+    throw bad_request("response_format: must be an object with a string type", "response_format");
+  const std::string& t = type->as_string();
+  if (t == "text") return ResponseFormat::text;
+  if (t == "json_object") return ResponseFormat::json_object;
+  if (t == "json_schema")
+    throw bad_request("response_format.type: json_schema is not supported; use json_object", "response_format");
+  throw bad_request("response_format.type: must be text or json_object, got \"" + t + "\"", "response_format");
+}
+
 }  // namespace
 
 ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::Tokenizer& tokenizer,
@@ -164,7 +198,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
 
   // Fields whose meaning we do not implement are refused rather than silently ignored.
-  for (const char* unsupported : {"echo", "suffix", "best_of", "tools", "functions", "response_format"}) {
+  for (const char* unsupported : {"echo", "suffix", "best_of", "tools", "functions"}) {
     const Value* v = field(body, unsupported);
     if (v && !(v->is_bool() && !v->as_bool()) && !(v->is_integer() && v->as_int() <= 1) &&
         !(v->is_array() && v->as_array().empty()))
@@ -194,6 +228,9 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   }
   if (const Value* v = field(body, "ignore_eos")) p.ignore_eos = bool_field(*v, "ignore_eos");
   logprob_fields(endpoint, body, limits, p);
+  if (const Value* v = field(body, "logit_bias"))
+    p.logit_bias = logit_bias(*v, int64_t(tokenizer.vocab_size()), limits.max_logit_bias);
+  if (const Value* v = field(body, "response_format")) p.response_format = response_format(*v);
 
   r.request.prompt = endpoint == Endpoint::completions ? completion_prompt(body, tokenizer) : chat_prompt(body, chat);
   if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");

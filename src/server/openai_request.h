@@ -21,6 +21,7 @@ struct ApiLimits {
   int64_t max_n = 16;            // samples per request
   int64_t max_top_logprobs = 20;  // alternatives per token (OpenAI allows 20)
   int64_t max_model_len = 0;     // the engine's; the default max_tokens of a chat request fills it
+  int64_t max_logit_bias = 1024;  // logit_bias entries per request
 };
 
 enum class Endpoint { completions, chat_completions };

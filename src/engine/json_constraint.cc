@@ -1,0 +1,139 @@
+#include "engine/json_constraint.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace attnzoo {
+
+namespace {
+
+// Whole UTF-8 characters, none of them a quote, backslash or control character: what a string takes as it is.
+// (Without a quote the string cannot end, so a string state after them is the one before; `","` would also end
+// in a string, but a different one.)
+bool string_plain(const std::string& bytes) {
+  if (bytes.empty() || bytes.find_first_of("\"\\") != std::string::npos) return false;
+  JsonRecognizer r;
+  if (!r.push(std::string_view("{\"a\":\""))) return false;
+  return r.push(bytes) && r.in_string_text();
+}
+
+std::vector<int32_t> ids_where(std::span<const std::string> token_bytes, auto keep) {
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < token_bytes.size(); ++i)
+    if (!token_bytes[i].empty() && keep(i)) ids.push_back(int32_t(i));
+  return ids;
+}
+
+}  // namespace
+
+TokenTrie::Trie::Trie(std::span<const std::string> token_bytes, std::vector<int32_t> order) {
+  // Built from the ids sorted by their bytes: each node's children then come in one run, so the trie is flat
+  // arrays (a node's edges contiguous) filled in one pass of a depth-first construction.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return token_bytes[size_t(a)] < token_bytes[size_t(b)]; });
+  // A frame: the node for ids order[lo, hi), which share their first `depth` bytes.
+  struct Frame {
+    uint32_t node;
+    size_t lo, hi, depth;
+  };
+  nodes.emplace_back();
+  std::vector<Frame> todo{{0, 0, order.size(), 0}};
+  std::vector<Frame> children;
+  while (!todo.empty()) {
+    const Frame f = todo.back();
+    todo.pop_back();
+    size_t i = f.lo;
+    nodes[f.node].first_token = uint32_t(tokens.size());
+    while (i < f.hi && token_bytes[size_t(order[i])].size() == f.depth) tokens.push_back(order[i++]);
+    nodes[f.node].num_tokens = uint32_t(tokens.size()) - nodes[f.node].first_token;
+    nodes[f.node].first_edge = uint32_t(edge_byte.size());
+    children.clear();
+    while (i < f.hi) {
+      const uint8_t b = uint8_t(token_bytes[size_t(order[i])][f.depth]);
+      size_t j = i;
+      while (j < f.hi && uint8_t(token_bytes[size_t(order[j])][f.depth]) == b) ++j;
+      const uint32_t child = uint32_t(nodes.size() + children.size());
+      edge_byte.push_back(b);
+      edge_child.push_back(child);
+      children.push_back({child, i, j, f.depth + 1});
+      i = j;
+    }
+    nodes[f.node].num_edges = uint32_t(children.size());
+    nodes.resize(nodes.size() + children.size());
+    todo.insert(todo.end(), children.rbegin(), children.rend());
+  }
+}
+
+int64_t TokenTrie::Trie::walk(const JsonRecognizer& state, std::vector<uint8_t>& allowed) const {
+  struct Visit {
+    uint32_t node;
+    JsonRecognizer state;
+  };
+  thread_local std::vector<Visit> todo;  // the walk's stack, kept between steps
+  todo.clear();
+  todo.push_back({0, state});
+  int64_t count = 0;
+  while (!todo.empty()) {
+    const Visit v = todo.back();
+    todo.pop_back();
+    const Node& node = nodes[v.node];
+    for (uint32_t t = node.first_token; t < node.first_token + node.num_tokens; ++t) allowed[size_t(tokens[t])] = 1;
+    count += node.num_tokens;
+    for (uint32_t e = node.first_edge; e < node.first_edge + node.num_edges; ++e) {
+      JsonRecognizer next = v.state;
+      if (next.push(edge_byte[e])) todo.push_back({edge_child[e], next});
+    }
+  }
+  return count;
+}
+
+TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
+    : vocab_(int64_t(token_bytes.size())),
+      string_plain_(token_bytes.size(), 0),
+      all_(token_bytes, ids_where(token_bytes, [](size_t) { return true; })),
+      string_other_(token_bytes, ids_where(token_bytes, [&](size_t i) {
+                      return !(string_plain_[i] = uint8_t(string_plain(token_bytes[i])));
+                    })) {
+  num_string_plain_ = std::count(string_plain_.begin(), string_plain_.end(), 1);
+}
+
+int64_t TokenTrie::allowed(const JsonRecognizer& state, std::vector<uint8_t>& out) const {
+  if (state.in_string_text()) {
+    out = string_plain_;
+    return num_string_plain_ + string_other_.walk(state, out);
+  }
+  out.assign(size_t(vocab_), 0);
+  return all_.walk(state, out);
+}
+
+std::vector<std::string> token_bytes_in_context(const tok::Tokenizer& tokenizer, int64_t vocab) {
+  // One ordinary token before each id, as the StreamDecoder keeps one id of context: decoders that treat the
+  // first token differently (SentencePiece's leading space) then give the bytes the streamed text shows.
+  std::vector<int32_t> context = tokenizer.encode("a", /*add_special_tokens=*/false);
+  if (context.size() > 1) context.erase(context.begin(), context.end() - 1);
+  const std::string before = tokenizer.decode_bytes(context, /*skip_special_tokens=*/true);
+  std::vector<std::string> out(static_cast<size_t>(vocab));
+  std::vector<int32_t> ids = context;
+  ids.push_back(0);
+  for (int64_t id = 0; id < vocab; ++id) {
+    ids.back() = int32_t(id);
+    std::string text = tokenizer.decode_bytes(ids, /*skip_special_tokens=*/true);
+    if (text.compare(0, before.size(), before) == 0)
+      out[size_t(id)] = text.substr(before.size());
+    else
+      out[size_t(id)] = tokenizer.decode_bytes(std::span(&ids.back(), 1), /*skip_special_tokens=*/true);
+  }
+  return out;
+}
+
+void mask_row(std::span<float> row, std::span<const uint8_t> allowed) {
+  require(allowed.size() == row.size(), "allowed", "needs one flag per logit");
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < row.size(); ++i) row[i] = allowed[i] ? row[i] : minus_inf;
+}
+
+}  // namespace attnzoo

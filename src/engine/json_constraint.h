@@ -1,0 +1,65 @@
+#pragma once
+// JSON mode's per-step mask: which vocabulary tokens keep a sample's text a prefix of one valid JSON object.
+//
+// The vocabulary's byte strings go once into a trie (TokenTrie); a step walks it depth first from the sample's
+// JsonRecognizer state, one recognizer copy per trie edge (the state is a few bytes), and prunes a subtree at the
+// first byte the recognizer refuses, so the cost follows the tokens that fit rather than the vocabulary's bytes.
+// Inside a string almost every token fits, so there the walk would visit the whole trie: instead the tokens that
+// leave a string as it is (whole UTF-8 characters, no quote, backslash or control byte: most of a vocabulary) are
+// one precomputed set, and only the others are walked, in a trie of their own.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/json_recognizer.h"
+
+namespace attnzoo {
+
+namespace tok {
+class Tokenizer;
+}
+
+class TokenTrie {
+ public:
+  // token_bytes[id]: what the token adds to the text; an empty entry is never allowed (special tokens, ids the
+  // tokenizer does not know: a token that adds nothing would let a sample stall).
+  explicit TokenTrie(std::span<const std::string> token_bytes);
+
+  // allowed[id] = 1 for the ids whose every byte `state` accepts, else 0 (resized to the vocabulary); how many.
+  // Flags rather than a list: the walk meets ids in byte order, and sorting a list of tens of thousands of them
+  // every step would cost more than the walk.
+  int64_t allowed(const JsonRecognizer& state, std::vector<uint8_t>& allowed) const;
+  int64_t vocab_size() const { return vocab_; }
+  int64_t string_plain_tokens() const { return num_string_plain_; }
+
+ private:
+  struct Trie {
+    struct Node {
+      uint32_t first_edge = 0, num_edges = 0;    // into edge_byte / edge_child
+      uint32_t first_token = 0, num_tokens = 0;  // into tokens: the ids whose bytes end here
+    };
+    std::vector<Node> nodes;
+    std::vector<uint8_t> edge_byte;
+    std::vector<uint32_t> edge_child;
+    std::vector<int32_t> tokens;
+
+    Trie(std::span<const std::string> token_bytes, std::vector<int32_t> ids);
+    int64_t walk(const JsonRecognizer& state, std::vector<uint8_t>& allowed) const;
+  };
+  int64_t vocab_ = 0;
+  std::vector<uint8_t> string_plain_;  // flags: the ids that leave a string's state unchanged
+  int64_t num_string_plain_ = 0;
+  Trie all_, string_other_;  // every non-empty token; the non-empty ones not in string_plain_
+};
+
+// What each of `vocab` ids adds to the text in the middle of a generation, as the engine's StreamDecoder shows it:
+// the bytes decode_bytes gives after one context token, with special tokens skipped (so those come out empty),
+// ids past the tokenizer's vocabulary empty too.
+std::vector<std::string> token_bytes_in_context(const tok::Tokenizer& tokenizer, int64_t vocab);
+
+// The row JSON mode samples from: `row` (already biased) with every id whose flag is 0 set to -inf.
+void mask_row(std::span<float> row, std::span<const uint8_t> allowed);
+
+}  // namespace attnzoo

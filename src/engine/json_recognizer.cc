@@ -1,0 +1,230 @@
+#include "engine/json_recognizer.h"
+
+namespace attnzoo {
+namespace {
+
+constexpr std::string_view kLiterals[] = {"true", "false", "null"};
+
+bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
+bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
+bool is_hex(uint8_t b) { return is_digit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
+
+}  // namespace
+
+bool JsonRecognizer::whitespace() {
+  if (ws_ >= kMaxWhitespace) return false;
+  ++ws_;
+  return true;
+}
+
+bool JsonRecognizer::open(bool object) {
+  if (depth_ >= kMaxDepth) return false;
+  if (object)
+    stack_ |= uint64_t(1) << depth_;
+  else
+    stack_ &= ~(uint64_t(1) << depth_);
+  ++depth_;
+  mode_ = object ? Mode::object_open : Mode::array_open;
+  return true;
+}
+
+bool JsonRecognizer::close(bool object) {
+  if (depth_ == 0 || bool((stack_ >> (depth_ - 1)) & 1) != object) return false;
+  --depth_;
+  return end_value();
+}
+
+bool JsonRecognizer::end_value() {
+  mode_ = depth_ == 0 ? Mode::done : Mode::after_value;
+  return true;
+}
+
+bool JsonRecognizer::begin_value(uint8_t b) {
+  switch (b) {
+    case '{': return open(true);
+    case '[': return open(false);
+    case '"':
+      mode_ = Mode::string;
+      key_ = false;
+      return true;
+    case '-': mode_ = Mode::minus; return true;
+    case '0': mode_ = Mode::zero; return true;
+    case 't': case 'f': case 'n':
+      mode_ = Mode::literal;
+      literal_ = b == 't' ? 0 : b == 'f' ? 1 : 2;
+      aux_ = 1;
+      return true;
+    default:
+      if (b >= '1' && b <= '9') {
+        mode_ = Mode::integer;
+        return true;
+      }
+      return false;
+  }
+}
+
+bool JsonRecognizer::after_number(uint8_t b) {
+  mode_ = Mode::after_value;
+  return push(b);
+}
+
+bool JsonRecognizer::string_byte(uint8_t b) {
+  if (b == '"') {
+    if (key_) {
+      mode_ = Mode::colon;
+      return true;
+    }
+    return end_value();
+  }
+  if (b == '\\') {
+    mode_ = Mode::escape;
+    return true;
+  }
+  if (b < 0x20) return false;
+  if (b < 0x80) return true;
+  // The first byte fixes how many continuation bytes follow and the range of the first of them (RFC 3629's table:
+  // what keeps out overlong forms, UTF-16 surrogates and code points past U+10FFFF).
+  lo_ = 0x80, hi_ = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF) {
+    aux_ = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    aux_ = 2;
+    if (b == 0xE0) lo_ = 0xA0;
+    if (b == 0xED) hi_ = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    aux_ = 3;
+    if (b == 0xF0) lo_ = 0x90;
+    if (b == 0xF4) hi_ = 0x8F;
+  } else {
+    return false;
+  }
+  mode_ = Mode::utf8;
+  return true;
+}
+
+bool JsonRecognizer::push(uint8_t b) {
+  const JsonRecognizer saved = *this;
+  const bool ws = is_ws(b);
+  const Mode m = mode_;
+  bool ok = false;
+  const bool between_tokens = m == Mode::start || m == Mode::object_open || m == Mode::key || m == Mode::colon ||
+                              m == Mode::value || m == Mode::array_open || m == Mode::after_value;
+  if (between_tokens && ws) {
+    ok = whitespace();
+  } else {
+    if (between_tokens) ws_ = 0;
+    switch (m) {
+      case Mode::start: ok = b == '{' && open(true); break;
+      case Mode::object_open:
+        if (b == '}') {
+          ok = close(true);
+          break;
+        }
+        [[fallthrough]];
+      case Mode::key:
+        ok = b == '"';
+        if (ok) mode_ = Mode::string, key_ = true;
+        break;
+      case Mode::colon:
+        ok = b == ':';
+        if (ok) mode_ = Mode::value;
+        break;
+      case Mode::array_open:
+        if (b == ']') {
+          ok = close(false);
+          break;
+        }
+        [[fallthrough]];
+      case Mode::value: ok = begin_value(b); break;
+      case Mode::after_value: {
+        const bool in_object = (stack_ >> (depth_ - 1)) & 1;
+        if (b == ',') {
+          mode_ = in_object ? Mode::key : Mode::value;
+          ok = true;
+        } else if (b == '}' || b == ']') {
+          ok = close(b == '}');
+        }
+        break;
+      }
+      case Mode::string: ok = string_byte(b); break;
+      case Mode::escape:
+        if (b == 'u') {
+          mode_ = Mode::unicode;
+          aux_ = 4;
+          ok = true;
+        } else if (b == '"' || b == '\\' || b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't') {
+          mode_ = Mode::string;
+          ok = true;
+        }
+        break;
+      case Mode::unicode:
+        ok = is_hex(b);
+        if (ok && --aux_ == 0) mode_ = Mode::string;
+        break;
+      case Mode::utf8:
+        ok = b >= lo_ && b <= hi_;
+        if (ok) {
+          lo_ = 0x80, hi_ = 0xBF;
+          if (--aux_ == 0) mode_ = Mode::string;
+        }
+        break;
+      case Mode::minus:
+        ok = is_digit(b);
+        if (ok) mode_ = b == '0' ? Mode::zero : Mode::integer;
+        break;
+      case Mode::zero:
+      case Mode::integer:
+        if (is_digit(b) && m == Mode::integer) {
+          ok = true;
+        } else if (b == '.') {
+          mode_ = Mode::dot;
+          ok = true;
+        } else if (b == 'e' || b == 'E') {
+          mode_ = Mode::exponent;
+          ok = true;
+        } else {
+          ok = !is_digit(b) && after_number(b);
+        }
+        break;
+      case Mode::dot:
+        ok = is_digit(b);
+        if (ok) mode_ = Mode::fraction;
+        break;
+      case Mode::fraction:
+        if (is_digit(b)) {
+          ok = true;
+        } else if (b == 'e' || b == 'E') {
+          mode_ = Mode::exponent;
+          ok = true;
+        } else {
+          ok = after_number(b);
+        }
+        break;
+      case Mode::exponent:
+        if (b == '+' || b == '-') {
+          mode_ = Mode::exponent_sign;
+          ok = true;
+        } else {
+          ok = is_digit(b);
+          if (ok) mode_ = Mode::exponent_digits;
+        }
+        break;
+      case Mode::exponent_sign:
+        ok = is_digit(b);
+        if (ok) mode_ = Mode::exponent_digits;
+        break;
+      case Mode::exponent_digits: ok = is_digit(b) || after_number(b); break;
+      case Mode::literal: {
+        const std::string_view word = kLiterals[literal_];
+        ok = b == uint8_t(word[aux_]);
+        if (ok && ++aux_ == word.size()) ok = end_value();
+        break;
+      }
+      case Mode::done: ok = false; break;
+    }
+  }
+  if (!ok) *this = saved;
+  return ok;
+}
+
+}  // namespace attnzoo
