@@ -1,4 +1,5 @@
-// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K; Q5_K regrouped only):
+// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS; Q5_K
+// regrouped only):
 // vpdpbusd sums 64 u8 x s8 products by fours into i32 lanes, straight from the packed blocks (no unpacked copy of
 // the row), against the 8-bit activations (s8). Compiled with -mavx512vnni (see CMakeLists.txt) and reached only
 // after a CPUID check (quant_gemv_vnni_enabled).
@@ -7,7 +8,8 @@
 //    conversion and one FMA per token. The weight side must be unsigned: Q4_0's q - 8 and Q8_0's w are dotted as
 //    q and w + 128 (xor 0x80), and the excess 8 / 128 times the lane's activation sum (prepared with the
 //    activations) is the dot's starting value, so the integer sum is llama.cpp's, exactly. Q4_1's minimum takes
-//    d_x times the lane sums, one FMA per pair (llama.cpp's Q8_1 block sums).
+//    d_x times the lane sums, one FMA per pair (llama.cpp's Q8_1 block sums). IQ4_NL, and IQ4_XS's sub-blocks of
+//    32, are Q4_0's nibbles looked up by one vpshufb in the grid + 128, then dotted as Q8_0's w + 128.
 //  - Q6_K's -32 becomes per-sub-block offsets, dotted once per row with d_x * sum(x) of each sub-block; Q4_K's
 //    minimum is dotted with those sums block by block in a register of its own (no per-row pass, which took
 //    about 15% of a 4-block row: K = 1024).
@@ -50,23 +52,43 @@ inline __m512i nibble_pair(const uint8_t* q0, const uint8_t* q1) {
   return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(0x0F));
 }
 
-enum class Fmt32 { Q4_0, Q4_1, Q8_0 };
+// IQ4_NL / IQ4_XS: the sub-blocks of 32 of IQ4_XS are taken as blocks of 32 whose scale is d (ls - 32).
+enum class Fmt32 { Q4_0, Q4_1, Q8_0, IQ4_NL, IQ4_XS };
+
+// The IQ4 grid plus 128 (u8, as vpdpbusd's weight side must be) in every 128-bit lane, for vpshufb on the codes.
+inline __m512i iq4_grid_u8() {
+  __m128i g;
+  std::memcpy(&g, kIq4Values, 16);
+  return _mm512_broadcast_i32x4(_mm_xor_si128(g, _mm_set1_epi8(char(0x80))));
+}
+
+// IQ4_XS sub-blocks j (lanes 0-7) and j + 1 (lanes 8-15) of the super-block at sb: d (ls - 32), as the reference.
+inline __m512 iq4_xs_scales(const uint8_t* sb, size_t j) {
+  const float d = half(sb);
+  return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d * float(iq4_xs_scale(sb, int(j)))),
+                              _mm512_set1_ps(d * float(iq4_xs_scale(sb, int(j) + 1))));
+}
 
 // One row of blocks of 32 against kT tokens from t0. A row with an odd block count ends with a pair whose second
 // block is the first again with scale 0 (its activations are the zero padding, so its integer sum is 0 anyway).
 template <size_t kT, Fmt32 kFmt>
 void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t0, float* out) {
-  constexpr size_t kBytes = kFmt == Fmt32::Q4_0 ? 18 : kFmt == Fmt32::Q4_1 ? 20 : 34;
-  constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2;  // f16 d (and m) before the values
+  constexpr bool kIq4 = kFmt == Fmt32::IQ4_NL || kFmt == Fmt32::IQ4_XS;
+  // IQ4_XS: a "block" is 16 bytes of codes (its scale comes from the super-block's head, 8 bytes)
+  constexpr size_t kBytes = kFmt == Fmt32::Q4_1 ? 20 : kFmt == Fmt32::Q8_0 ? 34 : kFmt == Fmt32::IQ4_XS ? 16 : 18;
+  constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : kFmt == Fmt32::IQ4_XS ? 0 : 2;  // f16 d (and m) first
+  [[maybe_unused]] const __m512i grid = kIq4 ? iq4_grid_u8() : _mm512_setzero_si512();
   const size_t nb = K / 32, ld = (K + 63) / 64 * 64;
   // Two accumulators per token (alternate pairs), so that consecutive FMAs do not wait on each other.
   __m512 acc[kT][2], accm[kT];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm512_setzero_ps();
   // u is a constant after inlining: a run-time index would keep the accumulators in memory.
   auto step = [&](size_t p, size_t u, bool whole) __attribute__((always_inline)) {
-    const uint8_t* b0 = row + 2 * p * kBytes;
+    // IQ4_XS: pair p is sub-blocks 2p % 8 and the next of super-block 2p / 8 (K is whole super-blocks: no odd tail)
+    const uint8_t* sb = row + (2 * p / 8) * 136;
+    const uint8_t* b0 = kFmt == Fmt32::IQ4_XS ? sb + 8 + 16 * (2 * p % 8) : row + 2 * p * kBytes;
     const uint8_t* b1 = whole ? b0 + kBytes : b0;
-    __m512 s = halves(b0, b1), m = _mm512_setzero_ps();
+    __m512 s = kFmt == Fmt32::IQ4_XS ? iq4_xs_scales(sb, 2 * p % 8) : halves(b0, b1), m = _mm512_setzero_ps();
     if (kFmt == Fmt32::Q4_1) m = halves(b0 + 2, b1 + 2);
     if (!whole) {
       s = _mm512_maskz_mov_ps(0x00FF, s);
@@ -77,13 +99,15 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
       w = _mm512_xor_si512(join(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + kHead)),
                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + kHead))),
                            _mm512_set1_epi8(char(0x80)));
+    else if (kIq4)  // the codes looked up in the grid + 128: one vpshufb
+      w = _mm512_shuffle_epi8(grid, nibble_pair(b0 + kHead, b1 + kHead));
     else
       w = nibble_pair(b0 + kHead, b1 + kHead);
     for (size_t t = 0; t < kT; ++t) {
       const size_t lane = (t0 + t) * (ld / 4) + 16 * p;
       __m512i init = _mm512_setzero_si512();
       if (kFmt == Fmt32::Q4_0) init = _mm512_loadu_si512(a.xsum4_neg8 + lane);
-      if (kFmt == Fmt32::Q8_0) init = _mm512_loadu_si512(a.xsum4_neg128 + lane);
+      if (kFmt == Fmt32::Q8_0 || kIq4) init = _mm512_loadu_si512(a.xsum4_neg128 + lane);
       const __m512i dot = _mm512_dpbusd_epi32(init, w, _mm512_loadu_si512(a.xs8 + (t0 + t) * ld + 64 * p));
       const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + lane));
       acc[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][u]);
@@ -504,6 +528,8 @@ bool quant_gemv_rows_vnni(const QuantGemvTask& g) {
       case QuantType::Q4_0: row32<Fmt32::Q4_0>(row, K, g.act, g.T, out); break;
       case QuantType::Q4_1: row32<Fmt32::Q4_1>(row, K, g.act, g.T, out); break;
       case QuantType::Q8_0: row32<Fmt32::Q8_0>(row, K, g.act, g.T, out); break;
+      case QuantType::IQ4_NL: row32<Fmt32::IQ4_NL>(row, K, g.act, g.T, out); break;
+      case QuantType::IQ4_XS: row32<Fmt32::IQ4_XS>(row, K, g.act, g.T, out); break;
       case QuantType::Q4_K: row_q4_k(row, K, g.act, g.T, out); break;
       case QuantType::Q6_K: row_q6_k(row, K, g.act, g.T, off.data(), out); break;
       default: return false;
