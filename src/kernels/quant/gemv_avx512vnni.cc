@@ -62,11 +62,24 @@ inline __m512i iq4_grid_u8() {
   return _mm512_broadcast_i32x4(_mm_xor_si128(g, _mm_set1_epi8(char(0x80))));
 }
 
-// IQ4_XS sub-blocks j (lanes 0-7) and j + 1 (lanes 8-15) of the super-block at sb: d (ls - 32), as the reference.
-inline __m512 iq4_xs_scales(const uint8_t* sb, size_t j) {
-  const float d = half(sb);
-  return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d * float(iq4_xs_scale(sb, int(j)))),
-                              _mm512_set1_ps(d * float(iq4_xs_scale(sb, int(j) + 1))));
+// The 8 sub-block scales d (ls - 32) of the IQ4_XS super-block at sb in lanes 0-7, the reference's products:
+// nibble j of the 32-bit scales_l and 2-bit field j of scales_h shifted into lane j at once (sub-block by sub-block
+// in scalar code they cost as much as the pair's dot).
+inline __m512 iq4_xs_scales(const uint8_t* sb) {
+  const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(load_u32(sb + 4))),
+                                                        _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                      _mm256_set1_epi32(0xF));
+  const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(load_u16(sb + 2)),
+                                                        _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                      _mm256_set1_epi32(3));
+  const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+  return _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half(sb)), _mm256_cvtepi32_ps(ls)));
+}
+
+// Scales of sub-blocks 2c (lanes 0-7) and 2c + 1 (lanes 8-15) from iq4_xs_scales' 8.
+template <size_t c>
+inline __m512 iq4_xs_pair_scale(__m512 scales) {
+  return _mm512_permutexvar_ps(_mm512_mask_set1_epi32(_mm512_set1_epi32(2 * c), 0xFF00, 2 * c + 1), scales);
 }
 
 // One row of blocks of 32 against kT tokens from t0. A row with an odd block count ends with a pair whose second
@@ -83,12 +96,11 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
   __m512 acc[kT][2], accm[kT];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm512_setzero_ps();
   // u is a constant after inlining: a run-time index would keep the accumulators in memory.
-  auto step = [&](size_t p, size_t u, bool whole) __attribute__((always_inline)) {
-    // IQ4_XS: pair p is sub-blocks 2p % 8 and the next of super-block 2p / 8 (K is whole super-blocks: no odd tail)
-    const uint8_t* sb = row + (2 * p / 8) * 136;
-    const uint8_t* b0 = kFmt == Fmt32::IQ4_XS ? sb + 8 + 16 * (2 * p % 8) : row + 2 * p * kBytes;
+  // IQ4_XS: pair p is sub-blocks 2p % 8 and the next of super-block 2p / 8, whose scales come as xs_scale
+  auto step = [&](size_t p, size_t u, bool whole, __m512 xs_scale = __m512{}) __attribute__((always_inline)) {
+    const uint8_t* b0 = kFmt == Fmt32::IQ4_XS ? row + (2 * p / 8) * 136 + 8 + 16 * (2 * p % 8) : row + 2 * p * kBytes;
     const uint8_t* b1 = whole ? b0 + kBytes : b0;
-    __m512 s = kFmt == Fmt32::IQ4_XS ? iq4_xs_scales(sb, 2 * p % 8) : halves(b0, b1), m = _mm512_setzero_ps();
+    __m512 s = kFmt == Fmt32::IQ4_XS ? xs_scale : halves(b0, b1), m = _mm512_setzero_ps();
     if (kFmt == Fmt32::Q4_1) m = halves(b0 + 2, b1 + 2);
     if (!whole) {
       s = _mm512_maskz_mov_ps(0x00FF, s);
@@ -114,6 +126,17 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
       if (kFmt == Fmt32::Q4_1) accm[t] = _mm512_fmadd_ps(m, _mm512_loadu_ps(a.dxsum4 + lane), accm[t]);
     }
   };
+  if constexpr (kFmt == Fmt32::IQ4_XS) {  // whole super-blocks: 4 pairs each, no odd tail
+    for (size_t sb = 0; sb < K / 256; ++sb) {
+      const __m512 scales = iq4_xs_scales(row + 136 * sb);
+      step(4 * sb, 0, true, iq4_xs_pair_scale<0>(scales));
+      step(4 * sb + 1, 1, true, iq4_xs_pair_scale<1>(scales));
+      step(4 * sb + 2, 0, true, iq4_xs_pair_scale<2>(scales));
+      step(4 * sb + 3, 1, true, iq4_xs_pair_scale<3>(scales));
+    }
+    for (size_t t = 0; t < kT; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+    return;
+  }
   const size_t pairs = nb / 2;
   size_t p = 0;
   for (; p + 2 <= pairs; p += 2) {
