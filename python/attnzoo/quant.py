@@ -11,7 +11,8 @@ from . import _core
 # and dmin (Q2_K after its codes, Q4_K, Q5_K), d after the codes and int8 scales (Q3_K, Q6_K); bf16 rows have none.
 # Every other byte of a block is packed integers, where any bits are valid: random weights need only these finite.
 F16_SCALE_OFFSETS = {"Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,), "Q2_K": (80, 82),
-                     "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "BF16": ()}
+                     "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "IQ4_NL": (0,), "IQ4_XS": (0,),
+                     "BF16": ()}
 
 
 def type_info(qtype):

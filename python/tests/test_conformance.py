@@ -22,7 +22,8 @@ FAMILIES = ["softmax prefill", "softmax decode", "KV cache writes", "quantized K
             "linear attention", "retention", "simple GLA", "GLA", "DeltaNet", "Gated DeltaNet", "KDA", "RWKV-7",
             "Mamba", "Mamba-2", "RWKV-4", "causal conv1d", "S4D / DSS", "BPE training", "tokenizer (encode)",
             "quantization"] + [f"{f} weights" for f in ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
-                                                        "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "MXFP4")]
+                                                        "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "MXFP4", "IQ4_NL",
+                                                        "IQ4_XS")]
 
 
 @pytest.fixture(scope="module")

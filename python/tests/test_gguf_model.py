@@ -1,8 +1,8 @@
 """GGUF as a model source: tiny random transformers models written to GGUF the way llama.cpp's converter
 (convert_hf_to_gguf.py) writes them — tensor names from the gguf package's own name map, Llama's Q/K rows
 permuted for ggml's RoPE, Gemma's norms stored as 1 + w, 1-D tensors in F32 — in F32, F16 and BF16, and with
-block-quantized matrices (Q8_0 / Q4_0 from the gguf package's quantizers; Q4_K, which it cannot quantize, as
-random blocks), loaded with attnzoo's Model.load and compared with the transformers model holding the values
+block-quantized matrices (Q8_0 / Q4_0 from the gguf package's quantizers; IQ4_NL / IQ4_XS, which it cannot
+quantize, from make_bench_gguf's quantizer; Q4_K as random blocks), loaded with attnzoo's Model.load and compared with the transformers model holding the values
 the file decodes to (gguf.quants.dequantize), and with transformers' own GGUF loader."""
 import json
 import math
@@ -117,7 +117,8 @@ def _llama3_rope_factors(rope, dim):
 
 
 QUANT = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
-         "q4_k": gguf.GGMLQuantizationType.Q4_K}
+         "q4_k": gguf.GGMLQuantizationType.Q4_K, "iq4_nl": gguf.GGMLQuantizationType.IQ4_NL,
+         "iq4_xs": gguf.GGMLQuantizationType.IQ4_XS}
 
 
 def _random_q4_k(rows, cols, rng):
@@ -142,6 +143,8 @@ def quantize_matrices(model, kind, ftype):
             data = p.detach().float().numpy()
             if ftype == "q4_k":
                 blocks = _random_q4_k(*data.shape, rng)
+            elif ftype.startswith("iq4"):  # gguf-py cannot quantize the i-quants
+                blocks = make_bench_gguf.quantize_iq4(np.ascontiguousarray(data), xs=ftype == "iq4_xs")
             else:
                 blocks = gguf.quants.quantize(np.ascontiguousarray(data), qtype)
             p.copy_(torch.from_numpy(gguf.quants.dequantize(blocks, qtype).reshape(data.shape)))
@@ -226,7 +229,8 @@ def _build(kind, ftype, directory):
 CASES = [(k, f) for k in ("llama", "llama_linear_tied", "llama_rope_llama3", "qwen2", "qwen3", "gemma2", "gemma3")
          for f in ("f32", "f16")] + [("llama", "bf16"), ("qwen3", "bf16"), ("gemma2", "bf16")] + \
         [("llama", "q8_0"), ("llama_linear_tied", "q4_0"), ("qwen2", "q4_0"), ("qwen3", "q8_0"),
-         ("gemma2", "q8_0"), ("gemma3", "q4_0"), ("llama_wide", "q4_k")]
+         ("gemma2", "q8_0"), ("gemma3", "q4_0"), ("llama_wide", "q4_k"), ("qwen2", "iq4_nl"),
+         ("llama_wide", "iq4_xs")]
 
 
 gguf_checks.add_gguf_case_tests(globals(), CASES, _build, VOCAB, PROMPT_LEN)

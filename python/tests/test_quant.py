@@ -11,11 +11,12 @@ import attnzoo  # noqa: E402
 from attnzoo import quant  # noqa: E402
 
 SUPPORTED = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K,
-             Q.MXFP4]
+             Q.MXFP4, Q.IQ4_NL, Q.IQ4_XS]
 # Formats gguf-py can quantize (the rest only dequantize there: random valid blocks stand in).
 QUANTIZABLE = {Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.MXFP4}
 # Byte offsets of each block's f16 scales: everything else is packed integers, where any bits are valid.
-F16_FIELDS = {Q.Q2_K: (80, 82), Q.Q3_K: (108,), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
+F16_FIELDS = {Q.Q2_K: (80, 82), Q.Q3_K: (108,), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,), Q.IQ4_NL: (0,),
+              Q.IQ4_XS: (0,)}
 
 
 def random_blocks(qtype, n, rng):
@@ -64,6 +65,23 @@ def test_dequantize_bit_exact(qtype):
         assert got.shape == want.shape
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (qtype.name, reference)
     assert np.abs(want).max() > 0
+
+
+def test_iq4_xs_every_sub_block_scale_bit_exact():
+    """IQ4_XS's 6-bit sub-block scales split over scales_l (4 bits) and scales_h (2 bits): 8 super-blocks whose 64
+    sub-blocks take every scale 0..63 once (so the biased scale runs -32..31), against gguf-py bit for bit."""
+    rng = np.random.default_rng(3)
+    raw = random_blocks(Q.IQ4_XS, 8 * 256, rng).reshape(8, 136)
+    ls = rng.permutation(64).reshape(8, 8)
+    raw[:, 4:8] = (ls[:, 0::2] & 0xF) | ((ls[:, 1::2] & 0xF) << 4)
+    scales_h = sum((ls[:, j].astype(np.uint16) >> 4) << (2 * j) for j in range(8)).astype(np.uint16)
+    raw[:, 2:4] = scales_h.view(np.uint8).reshape(8, 2)
+    want = quants.dequantize(raw, Q.IQ4_XS).astype(np.float32).reshape(-1)
+    sub_scale = np.abs(want.reshape(64, 32)).max(1)
+    assert np.count_nonzero(sub_scale == 0) == 1  # exactly the sub-block with ls = 32 is zero: all 64 really occur
+    for reference in (False, True):
+        got = quant.dequantize(raw.reshape(-1), Q.IQ4_XS, reference=reference)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), reference
 
 
 @pytest.mark.parametrize("qtype", SUPPORTED, ids=lambda t: t.name)
@@ -147,7 +165,8 @@ def _llama_cpp_q8(x):
     return (np.sign(v) * np.floor(np.abs(v) + 0.5) * d).reshape(x.shape)
 
 
-@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q4_1, Q.Q5_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q4_1, Q.Q5_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.IQ4_NL, Q.IQ4_XS],
+                         ids=lambda t: t.name)
 def test_int8_path_is_llama_cpp_q8_math(qtype):
     """The integer path's only error is llama.cpp's 8-bit activation rounding (including the offset formats'
     block sums): it matches float64 products of llama.cpp-quantized activations to f32 rounding, on heavy-tailed

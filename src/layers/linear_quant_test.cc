@@ -31,7 +31,8 @@ double rel_max_error(const std::vector<float>& got, const std::vector<float>& wa
 
 TEST(LinearQuant, ForwardMatchesReferenceOnEveryPath) {
   const int64_t N = 70, K = 512;
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_1}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K, QuantType::Q5_1,
+                      QuantType::IQ4_NL, QuantType::IQ4_XS}) {
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 3 + uint64_t(t));
     HostTensor b(DType::f32, {N}, 4);
     const Linear l = Linear::from_quantized(raw.data(), raw.size(), t, N, K, b.view, "blk.0.ffn_up.weight");
@@ -40,7 +41,7 @@ TEST(LinearQuant, ForwardMatchesReferenceOnEveryPath) {
     EXPECT_EQ(l.weight_bytes(), raw.size());
     EXPECT_EQ(l.shape_str(), std::string("[70, 512] ") + quant_type_name(t));
     EXPECT_THROW(l.weight(), ArgumentError);
-    for (int64_t T : {1, 5, 9, 40}) {  // GEMV and GEMM (dequantized panels)
+    for (int64_t T : {1, 5, 9, 16, 40, 64}) {  // GEMV and GEMM (dequantized panels)
       HostTensor x(DType::f32, {T, K}, 5 + uint64_t(T));
       std::vector<float> want(size_t(T * N));
       quant_matmul_reference(l.matrix(), b.view.ptr<float>(), x.view.ptr<float>(), T, want.data(), N);
@@ -104,7 +105,7 @@ TEST(LinearQuant, RejectsBadBytesNamingTheTensor) {
   };
   EXPECT_NE(what(QuantType::Q4_0, 8, 64).find("blk.3.attn_v.weight"), std::string::npos);  // needs 16 blocks
   EXPECT_NE(what(QuantType::Q4_0, 2, 48).find("whole number"), std::string::npos);
-  EXPECT_NE(what(QuantType::IQ4_XS, 1, 256).find("IQ4_XS"), std::string::npos);
+  EXPECT_NE(what(QuantType::IQ2_XXS, 1, 256).find("IQ2_XXS"), std::string::npos);
   EXPECT_EQ(what(QuantType::Q4_0, 4, 64), "no error");
 }
 

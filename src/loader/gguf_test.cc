@@ -271,6 +271,19 @@ std::vector<Corruption> corruptions() {
        "data overlaps tensor 'b'"},
       {"truncated data", [good] { return Bytes(good.begin(), good.end() - 1); },
        "tensor 'c': data [96, +8) runs past the end of the 103-byte data section (truncated?)"},
+      // The i-quants are sized from the same table: a file claiming IQ4 rows it does not hold is refused by name.
+      {"IQ4_XS row not whole blocks",
+       [] { return with([](GgufSpec& s) { s.tensors[1] = {"b", {128, 2}, 23, filled(136, 2), std::nullopt}; }); },
+       "tensor 'b': row length ne[0] = 128 is not a whole number of IQ4_XS blocks (256 elements)"},
+      {"IQ4_XS shape larger than its data",
+       [] { return with([](GgufSpec& s) { s.tensors[2] = {"c", {512}, 23, filled(136, 3), std::nullopt}; }); },
+       "tensor 'c': data [96, +272) runs past the end of the 232-byte data section"},
+      {"truncated IQ4_NL data",
+       [] {
+         const Bytes b = with([](GgufSpec& s) { s.tensors[2] = {"c", {64}, 20, filled(36, 3), std::nullopt}; });
+         return Bytes(b.begin(), b.end() - 1);
+       },
+       "tensor 'c': data [96, +36) runs past the end of the 131-byte data section (truncated?)"},
       {"duplicate tensor name", [] { return with([](GgufSpec& s) { s.tensors[2].name = "a"; }); },
        "tensor 'a': duplicate tensor name (tensor info 2)"},
   };

@@ -13,7 +13,8 @@ namespace attnzoo::testing {
 // Byte offsets of the f16 scales inside one block of each block format.
 inline std::vector<int> quant_f16_fields(QuantType t) {
   switch (t) {
-    case QuantType::Q4_0: case QuantType::Q5_0: case QuantType::Q8_0: return {0};
+    case QuantType::Q4_0: case QuantType::Q5_0: case QuantType::Q8_0: case QuantType::IQ4_NL:
+    case QuantType::IQ4_XS: return {0};
     case QuantType::Q4_1: case QuantType::Q5_1: case QuantType::Q4_K: case QuantType::Q5_K: return {0, 2};
     case QuantType::Q2_K: return {80, 82};
     case QuantType::Q3_K: return {108};

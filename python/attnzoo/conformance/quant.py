@@ -7,7 +7,7 @@ from . import check, compare, require, row
 
 AREA = "quantized formats"
 FORMATS = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
-           "MXFP4")
+           "MXFP4", "IQ4_NL", "IQ4_XS")
 ROUND_TO_NEAREST = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 # K-quants: worst element error relative to the largest |x| after llama.cpp's scale search (a few steps of each
 # format's grid; measured 0.055 / 0.027 / 0.015 on Gaussian rows).

@@ -1,7 +1,8 @@
-// Per-target dequantization of the formats decode and prefill read most (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K): the
-// packed integers are widened to i32 lanes, converted, and scaled with the same f32 operations as the reference
-// (dequant_reference.cc), so results are bit-identical (this file is built without fused multiply-add). The
-// loops step by the f32 vector length, which divides 16 on every target we build.
+// Per-target dequantization of the formats decode and prefill read most (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS): the packed integers (the IQ4 codes through a 16-byte table shuffle first) are widened to i32 lanes,
+// converted, and scaled with the same f32 operations as the reference (dequant_reference.cc), so results are
+// bit-identical (this file is built without fused multiply-add). The loops step by the f32 vector length, which
+// divides 16 on every target we build.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -20,6 +21,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/quant/half-inl.h"
+#include "kernels/quant/iq4_codes-inl.h"
 #if HWY_ARCH_X86
 #include "kernels/quant/k_scales_x86.h"
 #include "kernels/quant/transpose4_x86.h"
@@ -126,6 +128,31 @@ HWY_INLINE void Q6_KBlock(const uint8_t* b, float* y) {
     }
 }
 
+// y[0, 32) = scale * codes, the reference's f32 product.
+HWY_INLINE void ScaleCodes(const int8_t* codes, float scale, float* y) {
+  const DF df;
+  const DI di;
+  const hn::Rebind<int8_t, DI> di8;
+  const VF s = hn::Set(df, scale);
+  for (size_t j = 0; j < 32; j += hn::Lanes(df))
+    hn::StoreU(hn::Mul(s, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, codes + j)))), df, y + j);
+}
+
+HWY_INLINE void Iq4_NLBlock(const uint8_t* b, float* y) {
+  int8_t codes[32];
+  Iq4Codes(b + 2, codes);
+  ScaleCodes(codes, Half(b), y);
+}
+
+HWY_INLINE void Iq4_XSBlock(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  for (int j = 0; j < 8; ++j) {
+    int8_t codes[32];
+    Iq4Codes(b + 8 + 16 * j, codes);
+    ScaleCodes(codes, d * float(iq4_xs_scale(b, j)), y + 32 * j);
+  }
+}
+
 template <void (*Block)(const uint8_t*, float*)>
 void Blocks(const uint8_t* src, float* dst, int64_t blocks, int64_t block_bytes, int64_t block_elems) {
   for (int64_t i = 0; i < blocks; ++i) Block(src + i * block_bytes, dst + i * block_elems);
@@ -143,6 +170,8 @@ bool DequantizeRowFast(QuantType type, const void* src, float* dst, int64_t n) {
     case QuantType::Q4_K: Blocks<Q4_KBlock>(p, dst, nb, bb, be); return true;
     case QuantType::Q5_K: Blocks<Q5_KBlock>(p, dst, nb, bb, be); return true;
     case QuantType::Q6_K: Blocks<Q6_KBlock>(p, dst, nb, bb, be); return true;
+    case QuantType::IQ4_NL: Blocks<Iq4_NLBlock>(p, dst, nb, bb, be); return true;
+    case QuantType::IQ4_XS: Blocks<Iq4_XSBlock>(p, dst, nb, bb, be); return true;
     default: return false;
   }
 }
@@ -336,7 +365,8 @@ bool quant_supported(QuantType t) {
   switch (t) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16: case QuantType::Q4_0: case QuantType::Q4_1:
     case QuantType::Q5_0: case QuantType::Q5_1: case QuantType::Q8_0: case QuantType::Q2_K: case QuantType::Q3_K:
-    case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K: case QuantType::MXFP4: return true;
+    case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K: case QuantType::MXFP4: case QuantType::IQ4_NL:
+    case QuantType::IQ4_XS: return true;
     default: return false;
   }
 }

@@ -142,6 +142,29 @@ void mxfp4(const uint8_t* b, float* y) {
   }
 }
 
+// d, qs[16] (nibbles as Q4_0) through the IQ4 grid.
+void iq4_nl(const uint8_t* b, float* y) {
+  const float d = f16_to_f32(load_u16(b));
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * float(kIq4Values[b[2 + j] & 0xF]);
+    y[j + 16] = d * float(kIq4Values[b[2 + j] >> 4]);
+  }
+}
+
+// d, scales_h, scales_l[4] (eight 6-bit sub-block scales, iq4_xs_scale), qs[128]: sub-block j's 32 codes in bytes
+// 16 j .. 16 j + 15, nibbles as IQ4_NL. The sub-block scale d (ls - 32) is formed first, as gguf-py and llama.cpp do.
+void iq4_xs(const uint8_t* b, float* y) {
+  const float d = f16_to_f32(load_u16(b));
+  const uint8_t* qs = b + 8;
+  for (int j = 0; j < 8; ++j) {
+    const float dl = d * float(iq4_xs_scale(b, j));
+    for (int l = 0; l < 16; ++l) {
+      y[32 * j + l] = dl * float(kIq4Values[qs[16 * j + l] & 0xF]);
+      y[32 * j + 16 + l] = dl * float(kIq4Values[qs[16 * j + l] >> 4]);
+    }
+  }
+}
+
 using BlockFn = void (*)(const uint8_t*, float*);
 
 BlockFn block_fn(QuantType t) {
@@ -157,6 +180,8 @@ BlockFn block_fn(QuantType t) {
     case QuantType::Q5_K: return q5_k;
     case QuantType::Q6_K: return q6_k;
     case QuantType::MXFP4: return mxfp4;
+    case QuantType::IQ4_NL: return iq4_nl;
+    case QuantType::IQ4_XS: return iq4_xs;
     default: return nullptr;
   }
 }

@@ -40,7 +40,7 @@ bool quant_gemv_has_int8(QuantType type) { return quant_supported(type) && quant
 
 bool quant_gemv_vnni_handles(QuantType type) {
   return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q4_K ||
-         type == QuantType::Q5_K || type == QuantType::Q6_K;
+         type == QuantType::Q5_K || type == QuantType::Q6_K || type == QuantType::IQ4_NL || type == QuantType::IQ4_XS;
 }
 
 bool quant_gemv_vnni_enabled() { return vnni_int8_enabled(); }

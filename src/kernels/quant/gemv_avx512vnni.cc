@@ -1,4 +1,5 @@
-// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K; Q5_K regrouped only):
+// quant_gemv rows on AVX-512 VNNI for the most used formats (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS; Q5_K
+// regrouped only):
 // vpdpbusd sums 64 u8 x s8 products by fours into i32 lanes, straight from the packed blocks (no unpacked copy of
 // the row), against the 8-bit activations (s8). Compiled with -mavx512vnni (see CMakeLists.txt) and reached only
 // after a CPUID check (quant_gemv_vnni_enabled).
@@ -7,7 +8,8 @@
 //    conversion and one FMA per token. The weight side must be unsigned: Q4_0's q - 8 and Q8_0's w are dotted as
 //    q and w + 128 (xor 0x80), and the excess 8 / 128 times the lane's activation sum (prepared with the
 //    activations) is the dot's starting value, so the integer sum is llama.cpp's, exactly. Q4_1's minimum takes
-//    d_x times the lane sums, one FMA per pair (llama.cpp's Q8_1 block sums).
+//    d_x times the lane sums, one FMA per pair (llama.cpp's Q8_1 block sums). IQ4_NL, and IQ4_XS's sub-blocks of
+//    32, are Q4_0's nibbles looked up by one vpshufb in the grid + 128, then dotted as Q8_0's w + 128.
 //  - Q6_K's -32 becomes per-sub-block offsets, dotted once per row with d_x * sum(x) of each sub-block; Q4_K's
 //    minimum is dotted with those sums block by block in a register of its own (no per-row pass, which took
 //    about 15% of a 4-block row: K = 1024).
@@ -50,23 +52,55 @@ inline __m512i nibble_pair(const uint8_t* q0, const uint8_t* q1) {
   return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(0x0F));
 }
 
-enum class Fmt32 { Q4_0, Q4_1, Q8_0 };
+// IQ4_NL / IQ4_XS: the sub-blocks of 32 of IQ4_XS are taken as blocks of 32 whose scale is d (ls - 32).
+enum class Fmt32 { Q4_0, Q4_1, Q8_0, IQ4_NL, IQ4_XS };
+
+// The IQ4 grid plus 128 (u8, as vpdpbusd's weight side must be) in every 128-bit lane, for vpshufb on the codes.
+inline __m512i iq4_grid_u8() {
+  __m128i g;
+  std::memcpy(&g, kIq4Values, 16);
+  return _mm512_broadcast_i32x4(_mm_xor_si128(g, _mm_set1_epi8(char(0x80))));
+}
+
+// The 8 sub-block scales d (ls - 32) of the IQ4_XS super-block at sb in lanes 0-7, the reference's products:
+// nibble j of the 32-bit scales_l and 2-bit field j of scales_h shifted into lane j at once (sub-block by sub-block
+// in scalar code they cost as much as the pair's dot).
+inline __m512 iq4_xs_scales(const uint8_t* sb) {
+  const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(load_u32(sb + 4))),
+                                                        _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                      _mm256_set1_epi32(0xF));
+  const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(load_u16(sb + 2)),
+                                                        _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                      _mm256_set1_epi32(3));
+  const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+  return _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half(sb)), _mm256_cvtepi32_ps(ls)));
+}
+
+// Scales of sub-blocks 2c (lanes 0-7) and 2c + 1 (lanes 8-15) from iq4_xs_scales' 8.
+template <size_t c>
+inline __m512 iq4_xs_pair_scale(__m512 scales) {
+  return _mm512_permutexvar_ps(_mm512_mask_set1_epi32(_mm512_set1_epi32(2 * c), 0xFF00, 2 * c + 1), scales);
+}
 
 // One row of blocks of 32 against kT tokens from t0. A row with an odd block count ends with a pair whose second
 // block is the first again with scale 0 (its activations are the zero padding, so its integer sum is 0 anyway).
 template <size_t kT, Fmt32 kFmt>
 void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t0, float* out) {
-  constexpr size_t kBytes = kFmt == Fmt32::Q4_0 ? 18 : kFmt == Fmt32::Q4_1 ? 20 : 34;
-  constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2;  // f16 d (and m) before the values
+  constexpr bool kIq4 = kFmt == Fmt32::IQ4_NL || kFmt == Fmt32::IQ4_XS;
+  // IQ4_XS: a "block" is 16 bytes of codes (its scale comes from the super-block's head, 8 bytes)
+  constexpr size_t kBytes = kFmt == Fmt32::Q4_1 ? 20 : kFmt == Fmt32::Q8_0 ? 34 : kFmt == Fmt32::IQ4_XS ? 16 : 18;
+  constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : kFmt == Fmt32::IQ4_XS ? 0 : 2;  // f16 d (and m) first
+  [[maybe_unused]] const __m512i grid = kIq4 ? iq4_grid_u8() : _mm512_setzero_si512();
   const size_t nb = K / 32, ld = (K + 63) / 64 * 64;
   // Two accumulators per token (alternate pairs), so that consecutive FMAs do not wait on each other.
   __m512 acc[kT][2], accm[kT];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm512_setzero_ps();
   // u is a constant after inlining: a run-time index would keep the accumulators in memory.
-  auto step = [&](size_t p, size_t u, bool whole) __attribute__((always_inline)) {
-    const uint8_t* b0 = row + 2 * p * kBytes;
+  // IQ4_XS: pair p is sub-blocks 2p % 8 and the next of super-block 2p / 8, whose scales come as xs_scale
+  auto step = [&](size_t p, size_t u, bool whole, __m512 xs_scale = __m512{}) __attribute__((always_inline)) {
+    const uint8_t* b0 = kFmt == Fmt32::IQ4_XS ? row + (2 * p / 8) * 136 + 8 + 16 * (2 * p % 8) : row + 2 * p * kBytes;
     const uint8_t* b1 = whole ? b0 + kBytes : b0;
-    __m512 s = halves(b0, b1), m = _mm512_setzero_ps();
+    __m512 s = kFmt == Fmt32::IQ4_XS ? xs_scale : halves(b0, b1), m = _mm512_setzero_ps();
     if (kFmt == Fmt32::Q4_1) m = halves(b0 + 2, b1 + 2);
     if (!whole) {
       s = _mm512_maskz_mov_ps(0x00FF, s);
@@ -77,19 +111,32 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
       w = _mm512_xor_si512(join(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + kHead)),
                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + kHead))),
                            _mm512_set1_epi8(char(0x80)));
+    else if (kIq4)  // the codes looked up in the grid + 128: one vpshufb
+      w = _mm512_shuffle_epi8(grid, nibble_pair(b0 + kHead, b1 + kHead));
     else
       w = nibble_pair(b0 + kHead, b1 + kHead);
     for (size_t t = 0; t < kT; ++t) {
       const size_t lane = (t0 + t) * (ld / 4) + 16 * p;
       __m512i init = _mm512_setzero_si512();
       if (kFmt == Fmt32::Q4_0) init = _mm512_loadu_si512(a.xsum4_neg8 + lane);
-      if (kFmt == Fmt32::Q8_0) init = _mm512_loadu_si512(a.xsum4_neg128 + lane);
+      if (kFmt == Fmt32::Q8_0 || kIq4) init = _mm512_loadu_si512(a.xsum4_neg128 + lane);
       const __m512i dot = _mm512_dpbusd_epi32(init, w, _mm512_loadu_si512(a.xs8 + (t0 + t) * ld + 64 * p));
       const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + lane));
       acc[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][u]);
       if (kFmt == Fmt32::Q4_1) accm[t] = _mm512_fmadd_ps(m, _mm512_loadu_ps(a.dxsum4 + lane), accm[t]);
     }
   };
+  if constexpr (kFmt == Fmt32::IQ4_XS) {  // whole super-blocks: 4 pairs each, no odd tail
+    for (size_t sb = 0; sb < K / 256; ++sb) {
+      const __m512 scales = iq4_xs_scales(row + 136 * sb);
+      step(4 * sb, 0, true, iq4_xs_pair_scale<0>(scales));
+      step(4 * sb + 1, 1, true, iq4_xs_pair_scale<1>(scales));
+      step(4 * sb + 2, 0, true, iq4_xs_pair_scale<2>(scales));
+      step(4 * sb + 3, 1, true, iq4_xs_pair_scale<3>(scales));
+    }
+    for (size_t t = 0; t < kT; ++t) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+    return;
+  }
   const size_t pairs = nb / 2;
   size_t p = 0;
   for (; p + 2 <= pairs; p += 2) {
@@ -504,6 +551,8 @@ bool quant_gemv_rows_vnni(const QuantGemvTask& g) {
       case QuantType::Q4_0: row32<Fmt32::Q4_0>(row, K, g.act, g.T, out); break;
       case QuantType::Q4_1: row32<Fmt32::Q4_1>(row, K, g.act, g.T, out); break;
       case QuantType::Q8_0: row32<Fmt32::Q8_0>(row, K, g.act, g.T, out); break;
+      case QuantType::IQ4_NL: row32<Fmt32::IQ4_NL>(row, K, g.act, g.T, out); break;
+      case QuantType::IQ4_XS: row32<Fmt32::IQ4_XS>(row, K, g.act, g.T, out); break;
       case QuantType::Q4_K: row_q4_k(row, K, g.act, g.T, out); break;
       case QuantType::Q6_K: row_q6_k(row, K, g.act, g.T, off.data(), out); break;
       default: return false;

@@ -4,8 +4,8 @@
 //   sum_k w_k x_k = scale * (sum_k q_k x_k) + offset * (sum_k x_k),
 // the first an FMA chain over the sub-block then one FMA into the row's accumulator, the second a scalar term
 // from the activation sums per 16 (computed once per call, QuantGemvTask::xsum16). Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q5_K and Q6_K have register decoders; Q2_K, Q3_K and MXFP4 unpack each block into a 512-byte stack array
-// (gemv_unpack-inl.h) first; F32 / F16 / BF16 rows are widened whole and dotted.
+// Q4_K, Q5_K and Q6_K have register decoders; Q2_K, Q3_K, MXFP4, IQ4_NL and IQ4_XS unpack each block into a 512-byte
+// stack array (gemv_unpack-inl.h) first; F32 / F16 / BF16 rows are widened whole and dotted.
 #include <cstring>
 
 #include "core/aligned_buffer.h"
@@ -247,6 +247,8 @@ void GemvRowsF32(const QuantGemvTask& g) {
     case QuantType::Q2_K: return RowsF32Typed<UnpackedF<Q2_KU>>(g);
     case QuantType::Q3_K: return RowsF32Typed<UnpackedF<Q3_KU>>(g);
     case QuantType::MXFP4: return RowsF32Typed<UnpackedF<Mxfp4U>>(g);
+    case QuantType::IQ4_NL: return RowsF32Typed<UnpackedF<Iq4_NLU>>(g);
+    case QuantType::IQ4_XS: return RowsF32Typed<UnpackedF<Iq4_XSU>>(g);
     default: return RowsF32Dense(g);
   }
 }

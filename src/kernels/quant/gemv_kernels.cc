@@ -126,6 +126,8 @@ void GemvRowsInt8(const QuantGemvTask& g) {
     case QuantType::Q5_1: return GemvInt8Typed<Q5U<true>>(g);
     case QuantType::Q8_0: return GemvInt8Typed<Q8_0U>(g);
     case QuantType::MXFP4: return GemvInt8Typed<Mxfp4U>(g);
+    case QuantType::IQ4_NL: return GemvInt8Typed<Iq4_NLU>(g);
+    case QuantType::IQ4_XS: return GemvInt8Typed<Iq4_XSU>(g);
     case QuantType::Q2_K: return GemvInt8Typed<Q2_KU>(g);
     case QuantType::Q3_K: return GemvInt8Typed<Q3_KU>(g);
     case QuantType::Q4_K: return GemvInt8Typed<QK_U<false>>(g);

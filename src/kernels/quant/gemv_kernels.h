@@ -83,9 +83,9 @@ void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& out);
 void quant_gemv_rows_int8(const QuantGemvTask& task);
 // True when the CPU has AVX-512 VNNI and the active target is an AVX-512 one.
 bool quant_gemv_vnni_enabled();
-// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K, and Q5_K regrouped (its GGUF
-// rows go to quant_gemv_rows_avx2, which reads the same arrays) (quant_gemv_vnni_handles); false (nothing
-// written) for other formats.
+// The rows on AVX-512 VNNI (gemv_avx512vnni.cc) for Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, IQ4_NL and IQ4_XS, and Q5_K
+// regrouped (its GGUF rows go to quant_gemv_rows_avx2, which reads the same arrays) (quant_gemv_vnni_handles); false
+// (nothing written) for other formats.
 bool quant_gemv_rows_vnni(const QuantGemvTask& task);
 bool quant_gemv_vnni_handles(QuantType type);
 // The same rows with AVX2 (gemv_avx2.cc) for those formats and the Q5 ones, taken where the VNNI rows are not:

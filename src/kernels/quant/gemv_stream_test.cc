@@ -32,7 +32,7 @@ TEST(Quant, DISABLED_BenchGemvStream) {
   // 512 KiB and 24 KiB repeated (L2, L1: the kernels' compute speed)
   for (size_t bytes_target : {size_t(1) << 30, size_t(512) << 10, size_t(24) << 10})
   for (QuantType t : {QuantType::Q4_0, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K,
-                      QuantType::Q5_0, QuantType::Q4_1, QuantType::BF16}) {
+                      QuantType::Q5_0, QuantType::Q4_1, QuantType::IQ4_NL, QuantType::IQ4_XS, QuantType::BF16}) {
     const char* only = std::getenv("STREAM_FORMATS");
     if (only && !std::strstr(only, quant_type_name(t))) continue;
     // whole groups of 16 rows (at least one), so that every format that can be regrouped is

@@ -12,6 +12,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/quant/half-inl.h"
+#include "kernels/quant/iq4_codes-inl.h"
 #include "kernels/quant/quant_blocks.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -90,6 +91,37 @@ struct Mxfp4U {
     for (int j = 0; j < 16; ++j) {
       q[j] = kMxfp4Values[b[1 + j] & 0xF];
       q[j + 16] = kMxfp4Values[b[1 + j] >> 4];
+    }
+  }
+};
+
+// 32 IQ4 codes through the grid (iq4_codes-inl.h) to int16. The values fit int8, so the integer rows' pair
+// products cannot overflow.
+HWY_INLINE void UnpackIq4(const uint8_t* HWY_RESTRICT qs, int16_t* HWY_RESTRICT q) {
+  HWY_ALIGN int8_t codes[32];
+  Iq4Codes(qs, codes);
+  const D16 d;
+  const hn::Rebind<int8_t, D16> di8;
+  for (size_t j = 0; j < 32; j += hn::Lanes(d)) hn::StoreU(hn::PromoteTo(d, hn::LoadU(di8, codes + j)), d, q + j);
+}
+
+struct Iq4_NLU {
+  static constexpr int S = 32, kBlock = 32, kBytes = 18;
+  static constexpr bool kOffset = false;
+  static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
+    sc[0] = Half(b);
+    UnpackIq4(b + 2, q);
+  }
+};
+
+struct Iq4_XSU {
+  static constexpr int S = 32, kBlock = 256, kBytes = 136;
+  static constexpr bool kOffset = false;
+  static void Unpack(const uint8_t* b, int16_t* q, float* sc, float*) {
+    const float d = Half(b);
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = d * float(iq4_xs_scale(b, j));
+      UnpackIq4(b + 8 + 16 * j, q + 32 * j);
     }
   }
 };

@@ -33,7 +33,7 @@ struct QuantMatrix {
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_bytes; }
 };
 
-// Formats the kernels compute with: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, MXFP4.
+// Formats the kernels compute with: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, MXFP4, IQ4_NL, IQ4_XS.
 bool quant_supported(QuantType t);
 
 // Validates and describes `nbytes` bytes as a [rows, cols] matrix of `type`; ArgumentError naming `name` when the

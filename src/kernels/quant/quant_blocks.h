@@ -61,6 +61,17 @@ inline void k_scales_mins(const uint8_t* s, uint32_t u[4]) {
 // MXFP4: E2M1 code -> value, doubled so that every entry is an integer; the block scale is halved to match.
 inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+// IQ4_NL / IQ4_XS: 4-bit code -> signed value, a fixed non-uniform grid (llama.cpp's kvalues_iq4nl) times the
+// block's or sub-block's scale.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_XS's 6-bit scale of sub-block j (of 8), biased by 32: the low 4 bits are nibble j % 2 of scales_l[j / 2], the
+// high 2 bits are bits 2j, 2j + 1 of the little-endian scales_h.
+inline int iq4_xs_scale(const uint8_t* block, int j) {
+  const int lo = (block[4 + j / 2] >> (4 * (j % 2))) & 0xF, hi = (load_u16(block + 2) >> (2 * j)) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
 // 2^(e - 127) / 2 as an f32 (E8M0 scale, halved); e < 2 gives the subnormals 2^-128 and 2^-127.
 inline float e8m0_to_f32_half(uint8_t e) {
   const uint32_t bits = e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;

@@ -19,7 +19,8 @@ namespace {
 
 const QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q4_0, QuantType::Q4_1,
                             QuantType::Q5_0, QuantType::Q5_1, QuantType::Q8_0, QuantType::Q2_K, QuantType::Q3_K,
-                            QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::MXFP4};
+                            QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::MXFP4, QuantType::IQ4_NL,
+                            QuantType::IQ4_XS};
 
 TEST(Quant, FastDequantizationIsBitIdenticalToTheReferenceOnEveryTarget) {
   testing::for_each_target([](Target) {
@@ -49,6 +50,41 @@ TEST(Quant, Q4_0BlockByHand) {
     EXPECT_EQ(y[j], 0.5f * float(j - 8));
     EXPECT_EQ(y[16 + j], 0.5f * float(7 - j));
   }
+}
+
+// Hand-made IQ4 blocks: the grid, the nibble order and IQ4_XS's split 6-bit scales, independent of either
+// implementation.
+TEST(Quant, Iq4BlocksByHand) {
+  const int grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  const uint16_t half = f32_to_f16(0.5f);
+  uint8_t nl[18];
+  std::memcpy(nl, &half, 2);
+  for (int j = 0; j < 16; ++j) nl[2 + j] = uint8_t(j | ((15 - j) << 4));
+  float y[256];
+  dequantize_row(QuantType::IQ4_NL, nl, y, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 0.5f * float(grid[j]));
+    EXPECT_EQ(y[16 + j], 0.5f * float(grid[15 - j]));
+  }
+  // Sub-block scales ls = 0, 9, 32, 63, 17, 48, 40, 1: low nibbles in scales_l, two high bits each in scales_h.
+  const int ls[8] = {0, 9, 32, 63, 17, 48, 40, 1};
+  uint8_t xs[136] = {};
+  std::memcpy(xs, &half, 2);
+  uint16_t scales_h = 0;
+  for (int j = 0; j < 8; ++j) {
+    xs[4 + j / 2] = uint8_t(xs[4 + j / 2] | ((ls[j] & 0xF) << (4 * (j % 2))));
+    scales_h = uint16_t(scales_h | ((ls[j] >> 4) << (2 * j)));
+  }
+  std::memcpy(xs + 2, &scales_h, 2);
+  for (int j = 0; j < 8; ++j)
+    for (int l = 0; l < 16; ++l) xs[8 + 16 * j + l] = uint8_t(((l + j) & 0xF) | (((l + 2 * j + 1) & 0xF) << 4));
+  dequantize_row(QuantType::IQ4_XS, xs, y, 256);
+  for (int j = 0; j < 8; ++j)
+    for (int l = 0; l < 16; ++l) {
+      const float dl = 0.5f * float(ls[j] - 32);
+      EXPECT_EQ(y[32 * j + l], dl * float(grid[(l + j) & 0xF])) << "sub-block " << j << " element " << l;
+      EXPECT_EQ(y[32 * j + 16 + l], dl * float(grid[(l + 2 * j + 1) & 0xF])) << "sub-block " << j << " element " << l;
+    }
 }
 
 // The integer path quantizes each block of 32 activations to x = d q with |x - d q| <= d / 2, d = amax / 127:
@@ -196,7 +232,7 @@ TEST(Quant, Int8GemvGivesEachTokenItsLoneResult) {
 // wrong scale or a swapped nibble would not be.
 TEST(Quant, Int8GemvErrorIsSmallRelativeToTheOutput) {
   for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q4_K,
-                      QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0}) {
+                      QuantType::Q5_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::IQ4_NL, QuantType::IQ4_XS}) {
     const int64_t N = 64, K = 1024;
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 5);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
@@ -245,6 +281,9 @@ TEST(Quant, MakeQuantMatrixNamesTheProblem) {
   EXPECT_NE(message(QuantType::Q4_0, 2, 40).find("whole number"), std::string::npos);
   EXPECT_NE(message(QuantType::Q4_0, 3, 64).find("too few"), std::string::npos);
   EXPECT_NE(message(QuantType::Q4_0, 0, 64).find("positive"), std::string::npos);
+  EXPECT_NE(message(QuantType::IQ4_XS, 1, 128).find("whole number of IQ4_XS blocks of 256"), std::string::npos);
+  EXPECT_NE(message(QuantType::IQ4_XS, 1, 256).find("72 bytes are too few for [1, 256] IQ4_XS"), std::string::npos);
+  EXPECT_NE(message(QuantType::IQ4_NL, 5, 32).find("too few"), std::string::npos);
 }
 
 }  // namespace
