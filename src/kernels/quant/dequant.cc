@@ -183,8 +183,9 @@ bool DequantizeRowFast(QuantType type, const void* src, float* dst, int64_t n) {
 // decode as they decode a GGUF row (same values, full-width stores). Copying the pieces back into GGUF blocks
 // first cost 5-58% of a 16-token prefill on AVX2 (rows_of_group's memcpy calls, docs/benchmarks/cpu-classes.md);
 // moving them into a stack block with fixed-size moves still cost a store per 4 bytes on top of the decode's.
-// Q5_K, Q6_K (a head matrix, which prefill multiplies for one token), rows outside whole runs of 4, the scalar
-// target and other architectures take that stack block (Q5_K's transposed form not written yet).
+// Q5_K, Q6_K (a head matrix, which prefill multiplies for one token), IQ4_NL, IQ4_XS, rows outside whole runs of
+// 4, the scalar target and other architectures take that stack block (the transposed forms of Q5_K and IQ4 are
+// not written yet).
 template <QuantType kType>
 HWY_INLINE void GatherBlock(const uint8_t* unit, int64_t i, uint8_t* block) {
   for_each_piece(kType, i, [&](int64_t at, int64_t from, size_t n) [[gnu::always_inline]] {
@@ -307,7 +308,8 @@ template <QuantType kType, void (*Block)(const uint8_t*, float*)>
 void GroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
   const QuantTypeInfo info = *quant_type_info(uint32_t(kType));
   const int64_t be = info.block_elems, bb = info.block_bytes, K = w.cols;
-  constexpr bool kTransposed = kTransposes && kType != QuantType::Q5_K && kType != QuantType::Q6_K;
+  constexpr bool kTransposed = kTransposes && kType != QuantType::Q5_K && kType != QuantType::Q6_K &&
+                               kType != QuantType::IQ4_NL && kType != QuantType::IQ4_XS;
   alignas(64) uint8_t blocks[kRowGroup * 256];  // 16 blocks of at most 210 bytes (Q6_K)
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r0 + nr;) {
@@ -348,6 +350,8 @@ bool DequantizeGroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* 
     case QuantType::Q4_K: GroupedRows<QuantType::Q4_K, Q4_KBlock>(w, r0, nr, dst); return true;
     case QuantType::Q5_K: GroupedRows<QuantType::Q5_K, Q5_KBlock>(w, r0, nr, dst); return true;
     case QuantType::Q6_K: GroupedRows<QuantType::Q6_K, Q6_KBlock>(w, r0, nr, dst); return true;
+    case QuantType::IQ4_NL: GroupedRows<QuantType::IQ4_NL, Iq4_NLBlock>(w, r0, nr, dst); return true;
+    case QuantType::IQ4_XS: GroupedRows<QuantType::IQ4_XS, Iq4_XSBlock>(w, r0, nr, dst); return true;
     default: return false;
   }
 }

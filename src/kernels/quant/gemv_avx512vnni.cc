@@ -300,14 +300,16 @@ void row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_t T,
 // 16 regrouped rows (row_groups.h) against kT tokens from t0: lane i of every vector is row i. Per block
 // column, each token's 4 activations of a slice are broadcast against the slice's 16 rows, two chains of
 // vpdpbusd (low and high nibbles, or the two halves of Q8_0) so that they do not wait on each other; the
-// block's integer sums start from its offset (Q4_0's -8 sum(x), Q8_0's -128 sum(x)), one FMA per block and
-// token scales them, Q4_1's minimum is a second FMA with d_x sum(x).
+// block's integer sums start from its offset (Q4_0's -8 sum(x), Q8_0's and IQ4_NL's -128 sum(x)), one FMA per
+// block and token scales them, Q4_1's minimum is a second FMA with d_x sum(x). IQ4_NL: both nibbles of a slice go
+// through one vpshufb each into the grid + 128, so its units cost two shuffles per slice over Q4_0's.
 template <size_t kT, Fmt32 kFmt>
 void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t ld8, size_t t0, float* out,
                size_t ldo) {
   constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2, kValues = kFmt == Fmt32::Q8_0 ? 32 : 16;
   constexpr size_t kUnit = 16 * (kHead + kValues), kSlices = kValues / 4;
   const size_t nb = K / 32;
+  [[maybe_unused]] const __m512i grid = kFmt == Fmt32::IQ4_NL ? iq4_grid_u8() : _mm512_setzero_si512();
   __m512 acc[kT];
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
@@ -321,6 +323,9 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
       const __m512i v = _mm512_loadu_si512(u + 16 * kHead + 64 * c);
       if (kFmt == Fmt32::Q8_0) {
         w[c] = _mm512_xor_si512(v, _mm512_set1_epi8(char(0x80)));
+      } else if (kFmt == Fmt32::IQ4_NL) {  // both nibbles looked up in the grid + 128 (dotted as Q8_0's w + 128)
+        w[c] = _mm512_shuffle_epi8(grid, _mm512_and_si512(v, _mm512_set1_epi8(0x0F)));
+        w[4 + c] = _mm512_shuffle_epi8(grid, _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F)));
       } else {
         // the high nibbles stay in place (16 q): their chain's sum is shifted once per block, not each slice
         w[c] = _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
@@ -332,7 +337,7 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
       const int32_t xsum = a.xsum16[(t0 + t) * (K / 16) + 2 * b] + a.xsum16[(t0 + t) * (K / 16) + 2 * b + 1];
       __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
       if (kFmt == Fmt32::Q4_0) s0 = _mm512_set1_epi32(-8 * xsum);
-      if (kFmt == Fmt32::Q8_0) s0 = _mm512_set1_epi32(-128 * xsum);
+      if (kFmt == Fmt32::Q8_0 || kFmt == Fmt32::IQ4_NL) s0 = _mm512_set1_epi32(-128 * xsum);
       for (size_t c = 0; c < 4; ++c) {
         // w[c] holds elements 4c .. 4c + 3, w[4 + c] elements 16 + 4c ..: Q4's low / high nibbles, Q8_0's slices
         const size_t e0 = 4 * c, e1 = 16 + 4 * c;
@@ -340,7 +345,7 @@ void dot_group(const uint8_t* group, size_t K, const QuantActivations& a, size_t
         s1 = _mm512_dpbusd_epi32(s1, w[4 + c], _mm512_set1_epi32(int(load_u32(reinterpret_cast<const uint8_t*>(x + e1)))));
       }
       const float dx = a.d[(t0 + t) * (K / 32) + b];
-      if (kFmt != Fmt32::Q8_0) s1 = _mm512_srai_epi32(s1, 4);  // exact: 16 times the high nibbles' sum
+      if (kFmt == Fmt32::Q4_0 || kFmt == Fmt32::Q4_1) s1 = _mm512_srai_epi32(s1, 4);  // exact: 16 times the high nibbles' sum
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
       if (kFmt == Fmt32::Q4_1) acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(a.dsum32[(t0 + t) * (K / 32) + b]), acc[t]);
     }
@@ -490,6 +495,54 @@ void dot_group_q4_k(const uint8_t* group, size_t K, const QuantActivations& a, s
   for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
 }
 
+
+// 16 regrouped IQ4_XS rows against kT tokens from t0. Each sub-block of 32 is an IQ4_NL block of the 16 rows (4
+// slices, both nibbles through the grid + 128, the chain starting at -128 sum(x)) whose scale d (ls - 32) comes out
+// of the unit's head 16 rows at a time: scales_h widened to 16 i32 lanes, scales_l one u32 lane per row, field j
+// of each shifted down by a vector shift (the reference's product d * float(ls - 32), then times d_x).
+template <size_t kT>
+void dot_group_iq4_xs(const uint8_t* group, size_t K, const QuantActivations& a, size_t ld8, size_t t0, float* out,
+                      size_t ldo) {
+  constexpr size_t kUnit = 16 * 136;
+  const __m512i grid = iq4_grid_u8(), low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+  for (size_t blk = 0; blk < K / 256; ++blk) {
+    const uint8_t* u = group + blk * kUnit;
+    for (size_t l = 0; l < kIq4XsValuesAt; l += 64) group_prefetch(u + l);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u)));
+    const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + 32)));
+    const __m512i sl = _mm512_loadu_si512(u + 64);
+    for (size_t j = 0; j < 8; ++j) {
+      const __m512i ls = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, unsigned(4 * j)), _mm512_set1_epi32(0xF)),
+                                         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, unsigned(2 * j)),
+                                                                            _mm512_set1_epi32(3)),
+                                                           4));
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
+      __m512i w[8];  // elements 4c .. 4c + 3 (low nibbles) in w[c], 16 + 4c .. (high) in w[4 + c]
+      for (size_t c = 0; c < 4; ++c) {
+        const uint8_t* v = u + kIq4XsValuesAt + 64 * (4 * j + c);
+        group_prefetch(v);
+        const __m512i q = _mm512_loadu_si512(v);
+        w[c] = _mm512_shuffle_epi8(grid, _mm512_and_si512(q, low4));
+        w[4 + c] = _mm512_shuffle_epi8(grid, _mm512_and_si512(_mm512_srli_epi16(q, 4), low4));
+      }
+      for (size_t t = 0; t < kT; ++t) {
+        const uint8_t* x = reinterpret_cast<const uint8_t*>(a.xs8 + (t0 + t) * ld8 + 256 * blk + 32 * j);
+        const size_t b16 = (t0 + t) * (K / 16) + 16 * blk + 2 * j;
+        __m512i s0 = _mm512_set1_epi32(-128 * (a.xsum16[b16] + a.xsum16[b16 + 1])), s1 = _mm512_setzero_si512();
+        for (size_t c = 0; c < 4; ++c) {
+          s0 = _mm512_dpbusd_epi32(s0, w[c], _mm512_set1_epi32(int(load_u32(x + 4 * c))));
+          s1 = _mm512_dpbusd_epi32(s1, w[4 + c], _mm512_set1_epi32(int(load_u32(x + 16 + 4 * c))));
+        }
+        const float dx = a.d[(t0 + t) * (K / 32) + 8 * blk + j];
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), _mm512_mul_ps(sc, _mm512_set1_ps(dx)),
+                                 acc[t]);
+      }
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(out + t * ldo, acc[t]);
+}
 }  // namespace
 
 // One vpdpbusd against ones sums each lane's 4 values.
@@ -516,6 +569,12 @@ void quant_gemv_groups_vnni(const QuantGemvTask& g) {
     case QuantType::Q4_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_0>()); break;
     case QuantType::Q4_1: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_1>()); break;
     case QuantType::Q8_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q8_0>()); break;
+    case QuantType::IQ4_NL: blocks32(std::integral_constant<Fmt32, Fmt32::IQ4_NL>()); break;
+    case QuantType::IQ4_XS:
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        dot_group_iq4_xs<decltype(kT)::value>(group, K, g.act, ld8, t0, out, 16);
+      });
+      break;
     case QuantType::Q4_K:
       for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         dot_group_q4_k<decltype(kT)::value, false>(group, K, g.act, ld8, t0, out, 16);

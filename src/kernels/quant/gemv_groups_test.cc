@@ -83,6 +83,21 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
     }
     return acc;
   }
+  if (type == QuantType::IQ4_XS) {  // sub-blocks of 32 in block order, scale d (ls - 32)
+    for (size_t blk = 0; blk < K / 256; ++blk) {
+      const uint8_t* b = row + 136 * blk;
+      for (size_t j = 0; j < 8; ++j) {
+        int32_t isum = 0;
+        for (size_t i = 0; i < 32; ++i) {
+          const uint8_t q = b[8 + 16 * j + i % 16];
+          isum += kIq4Values[i < 16 ? q & 15 : q >> 4] * x[256 * blk + 32 * j + i];
+        }
+        const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 15) | (((load_u16(b + 2) >> (2 * j)) & 3) << 4);
+        acc = std::fma(float(isum), load_half(b) * float(ls - 32) * d[8 * blk + j], acc);
+      }
+    }
+    return acc;
+  }
   const size_t bytes = type == QuantType::Q8_0 ? 34 : type == QuantType::Q4_1 ? 20 : 18;
   const size_t head = type == QuantType::Q4_1 ? 4 : 2;
   for (size_t blk = 0; blk < K / 32; ++blk) {
@@ -91,7 +106,8 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
     for (size_t i = 0; i < 32; ++i) {
       const int w = type == QuantType::Q8_0   ? int(int8_t(b[head + i]))
                     : type == QuantType::Q4_0 ? (i < 16 ? b[head + i] & 15 : b[head + i - 16] >> 4) - 8
-                                              : (i < 16 ? b[head + i] & 15 : b[head + i - 16] >> 4);
+                    : type == QuantType::IQ4_NL ? int(kIq4Values[i < 16 ? b[head + i] & 15 : b[head + i - 16] >> 4])
+                                                : (i < 16 ? b[head + i] & 15 : b[head + i - 16] >> 4);
       isum += w * x[32 * blk + i];
     }
     acc = std::fma(float(isum), load_half(b) * d[blk], acc);
@@ -100,8 +116,12 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
   return acc;
 }
 
-constexpr QuantType kFormats[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0,
-                                  QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+constexpr QuantType kFormats[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K,
+                                  QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
+
+// The formats whose regrouped rows are read in place here: IQ4 only by the VNNI rows (the AVX2 rows copy its GGUF
+// rows back and keep their own order).
+bool read_in_place(QuantType type) { return quant_gemv_vnni_enabled() || !row_groups_iq4(type); }
 
 // fn() on every kernel that reads the regrouped bytes in place: each target's (the VNNI rows, the AVX2 rows) and,
 // where the AVX2 rows run on a CPU with AVX-VNNI (ATTNZOO_AVX_VNNI not 0), those rows on vpmaddubsw and on
@@ -132,6 +152,7 @@ int for_each_regrouped_kernel(const std::function<void()>& fn) {
 TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
   const int checked = for_each_regrouped_kernel([&] {
     for (QuantType type : kFormats) {
+      if (!read_in_place(type)) continue;
       const int64_t N = 32, K = quant_type_info(uint32_t(type))->block_elems == 256 ? 512 : 96;
       const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 31 + uint64_t(type));
       const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
@@ -153,11 +174,12 @@ TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
   if (checked == 0) GTEST_SKIP() << "no target here runs the regrouped rows in place";
 }
 
-// Weights whose integer dots come near the i16 bound of vpmaddubsw (nibbles 15, Q8_0's -128, Q6_K's 63, against
+// Weights whose integer dots come near the i16 bound of vpmaddubsw (nibbles 15, Q8_0's -128, Q6_K's 63, IQ4's -127, against
 // activations of 127 in magnitude) give the exact sums there too.
 TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
   const int checked = for_each_regrouped_kernel([&] {
     for (QuantType type : kFormats) {
+      if (!read_in_place(type)) continue;
       const int64_t N = 16, K = 256, T = 2;
       std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 7);
       const QuantTypeInfo info = *quant_type_info(uint32_t(type));
@@ -171,6 +193,8 @@ TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
         if (type == QuantType::Q4_K) std::memset(b + 16, 0xFF, 128);
         if (type == QuantType::Q5_K) std::memset(b + 16, 0xFF, 160);  // qh and qs: every value 31
         if (type == QuantType::Q6_K) std::memset(b, 0xFF, 192);
+        if (type == QuantType::IQ4_NL) std::memset(b + 2, 0x00, 16);  // the grid's -127
+        if (type == QuantType::IQ4_XS) std::memset(b + 8, 0x00, 128);
       }
       const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
       std::vector<uint8_t> regrouped(raw.size());
@@ -191,14 +215,15 @@ TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
 }
 
 // Every regrouped format (Q5_K included) is regrouped at load where the VNNI or the AVX2 rows run, so that a model
-// on either reads it in place, and nowhere else.
+// on either reads it in place, and nowhere else; IQ4_NL / IQ4_XS only where the VNNI rows run (no AVX2 group rows).
 TEST(QuantGroups, EveryFormatRegroupsWhereTheVnniOrAvx2RowsRun) {
   testing::for_each_target([](Target target) {
     for (QuantType type : kFormats) {
       const int64_t N = 32, K = quant_type_info(uint32_t(type))->block_elems == 256 ? 256 : 64;
       const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 9);
       const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
-      EXPECT_EQ(row_groups_pay(gguf), quant_gemv_vnni_enabled() || quant_gemv_avx2_enabled())
+      EXPECT_EQ(row_groups_pay(gguf),
+                quant_gemv_vnni_enabled() || (quant_gemv_avx2_enabled() && !row_groups_iq4(type)))
           << quant_type_name(type) << " on " << target_name(target);
     }
   });

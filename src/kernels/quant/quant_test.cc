@@ -140,8 +140,8 @@ TEST(Quant, GemvMatchesDoubleReferenceOnEveryTarget) {
 
 // Rows regrouped for the VNNI decode (row_groups.h): the VNNI rows read them in place, every other path (other
 // targets, f32 activations, many tokens) through rows copied back, all within the same bounds.
-constexpr QuantType kGroupFormats[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0,
-                                       QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+constexpr QuantType kGroupFormats[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K,
+                                       QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 TEST(Quant, RegroupedRowsGiveTheSameProductsOnEveryTarget) {
   testing::for_each_target([](Target) {

@@ -51,5 +51,19 @@ TEST(Quant, RegroupedRowsAsBf16PairsAreTheReferenceRounded) {
   }
 }
 
+// Regrouped IQ4_NL / IQ4_XS have no straight bf16 decode yet: refused untouched, so that the GEMM takes
+// dequantize_rows (which reads their units in place: quant_test.cc).
+TEST(Quant, RegroupedIq4RowsAreRefusedAsBf16Pairs) {
+  for (QuantType t : {QuantType::IQ4_NL, QuantType::IQ4_XS}) {
+    const int64_t N = 16, K = 256;
+    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 3);
+    std::vector<uint8_t> regrouped(raw.size());
+    const QuantMatrix g = to_row_groups(make_quant_matrix(raw.data(), raw.size(), t, N, K, "w"), regrouped.data());
+    std::vector<uint32_t> got(size_t(N * K / 2), 0xDEADBEEFu);
+    EXPECT_FALSE(row_group_pairs(g, 0, N, got.data(), size_t(K / 2))) << quant_type_name(t);
+    for (uint32_t v : got) ASSERT_EQ(v, 0xDEADBEEFu);
+  }
+}
+
 }  // namespace
 }  // namespace attnzoo

@@ -14,6 +14,8 @@ namespace attnzoo {
 // qh's 4-byte slices between the head and qs' (row_groups.h). Q6_K (210 bytes: ql[128], qh[64], 16 int8 scales,
 // d): the 16 d, the scales sub-block by sub-block (16 rows' int8 in a row), then per half h and slice s < 8 the
 // three slices the kernel reads together: ql bytes 64h + 4s, ql bytes 64h + 32 + 4s, qh bytes 32h + 4s.
+// IQ4_NL (18 bytes: d, qs[16]) is Q4_0's; IQ4_XS (136 bytes: d, scales_h, scales_l[4], qs[128]) its three head
+// fields 16 rows at a time, then qs' 4-byte slices.
 template <class Copy>
 [[gnu::always_inline]] inline void for_each_piece(QuantType type, int64_t i, Copy copy) {
   if (type == QuantType::Q4_K || type == QuantType::Q5_K) {
@@ -26,6 +28,13 @@ template <class Copy>
       for (int64_t s = 0; s < 8; ++s) copy(16 + 4 * s, kQ5KHighAt + 64 * s + 4 * i, 4);
     const int64_t qs = five ? 48 : 16, to = five ? kQ5KValuesAt : kQ4KValuesAt;
     for (int64_t q = 0; q < 32; ++q) copy(qs + 4 * q, to + 64 * q + 4 * i, 4);
+    return;
+  }
+  if (type == QuantType::IQ4_XS) {
+    copy(0, 2 * i, 2);
+    copy(2, 32 + 2 * i, 2);
+    copy(4, 64 + 4 * i, 4);
+    for (int64_t q = 0; q < 32; ++q) copy(8 + 4 * q, kIq4XsValuesAt + 64 * q + 4 * i, 4);
     return;
   }
   if (type == QuantType::Q6_K) {

@@ -23,17 +23,17 @@ Blocks blocks_of(QuantType type) {
 
 bool row_groups_format(QuantType type) {
   return type == QuantType::Q4_0 || type == QuantType::Q4_1 || type == QuantType::Q8_0 || type == QuantType::Q4_K ||
-         type == QuantType::Q5_K || type == QuantType::Q6_K;
+         type == QuantType::Q5_K || type == QuantType::Q6_K || row_groups_iq4(type);
 }
 
 bool row_groups_pay(const QuantMatrix& w) {
   return w.row_group == 0 && row_groups_format(w.type) && w.rows % kRowGroup == 0 &&
-         (quant_gemv_vnni_enabled() || quant_gemv_avx2_enabled());
+         (quant_gemv_vnni_enabled() || (quant_gemv_avx2_enabled() && !row_groups_iq4(w.type)));
 }
 
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out) {
   require(row_groups_format(w.type) && w.row_group == 0 && w.rows % kRowGroup == 0, "w",
-          std::string("regrouping takes Q4_0, Q4_1, Q8_0, Q4_K, Q5_K or Q6_K rows in multiples of 16, not [") +
+          std::string("regrouping takes Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS rows in multiples of 16, not [") +
               std::to_string(w.rows) + ", " + std::to_string(w.cols) + "] " + quant_type_name(w.type));
   const Blocks bl = blocks_of(w.type);
   for (int64_t r = 0; r < w.rows; ++r) {

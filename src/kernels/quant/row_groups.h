@@ -33,10 +33,17 @@ constexpr int64_t kQ4KValuesAt = 64 + 192;
 // qs' 32 slices as Q4_K's. Every chunk of qs reads the same 8 qh slices (its two bits of each byte moved into bit 4
 // by shifts), so the qh slices lie once, before all the qs slices, in the order chunk 0 reads them.
 constexpr int64_t kQ5KHighAt = kQ4KValuesAt, kQ5KValuesAt = kQ5KHighAt + 8 * 64;
+// IQ4_XS units (16 x 136 bytes): 16 f16 d, 16 scales_h (u16), 16 scales_l (4 bytes each), then from kIq4XsValuesAt
+// qs' 32 slices (sub-block j's 16 bytes are slices 4j .. 4j + 3, as four Q4_0 / IQ4_NL slices of one block).
+constexpr int64_t kIq4XsValuesAt = 128;
 
-// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K (the VNNI and AVX2 regrouped rows' formats).
+// IQ4_NL / IQ4_XS: regrouped for the VNNI rows only (the AVX2 rows read their GGUF rows: no AVX2 group rows).
+inline bool row_groups_iq4(QuantType type) { return type == QuantType::IQ4_NL || type == QuantType::IQ4_XS; }
+
+// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K (the VNNI and AVX2 regrouped rows' formats), IQ4_NL and IQ4_XS (VNNI only).
 bool row_groups_format(QuantType type);
-// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI or AVX2 rows in use on this CPU.
+// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI or (not IQ4) AVX2 rows in use on
+// this CPU.
 bool row_groups_pay(const QuantMatrix& w);
 // w's bytes regrouped into `out` (w.bytes() of them); the returned matrix describes `out` (row_group 16).
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out);
