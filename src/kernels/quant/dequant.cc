@@ -183,9 +183,10 @@ bool DequantizeRowFast(QuantType type, const void* src, float* dst, int64_t n) {
 // decode as they decode a GGUF row (same values, full-width stores). Copying the pieces back into GGUF blocks
 // first cost 5-58% of a 16-token prefill on AVX2 (rows_of_group's memcpy calls, docs/benchmarks/cpu-classes.md);
 // moving them into a stack block with fixed-size moves still cost a store per 4 bytes on top of the decode's.
-// Q5_K, Q6_K (a head matrix, which prefill multiplies for one token), IQ4_NL, IQ4_XS, rows outside whole runs of
-// 4, the scalar target and other architectures take that stack block (the transposed forms of Q5_K and IQ4 are
-// not written yet).
+// Q5_K, Q6_K (a head matrix, which prefill multiplies for one token), rows outside whole runs of 4, the scalar
+// target and other architectures take that stack block (Q5_K's transposed form not written yet). IQ4_NL / IQ4_XS:
+// the transposed row's 16 code bytes go through Iq4Codes and ScaleCodes as a GGUF block's do (through the stack
+// block the 16-token prefill of an all-IQ4_XS file ran 20-35% slower than from its GGUF rows).
 template <QuantType kType>
 HWY_INLINE void GatherBlock(const uint8_t* unit, int64_t i, uint8_t* block) {
   for_each_piece(kType, i, [&](int64_t at, int64_t from, size_t n) [[gnu::always_inline]] {
@@ -299,6 +300,35 @@ HWY_INLINE void UnitRowsQ4_K(const uint8_t* unit, int64_t i0, int64_t i1, float*
     }
   }
 }
+// IQ4_NL (Q4_0's unit) and IQ4_XS (16 d, 16 scales_h, 16 scales_l of 4 bytes, then from kIq4XsValuesAt sub-block
+// j's 4 slices at 256 j): each row's 16 code bytes per block / sub-block, decoded by the GGUF block's steps, the
+// IQ4_XS scale by iq4_xs_scale on the row's 8 head bytes put back together.
+template <QuantType kType>
+HWY_INLINE void UnitRowsIq4(const uint8_t* unit, int64_t i0, int64_t i1, float* o, int64_t K) {
+  const D128 d8;
+  for (int64_t i = i0; i < i1; i += 4) {
+    constexpr int kSub = kType == QuantType::IQ4_XS ? 8 : 1;
+    for (int j = 0; j < kSub; ++j) {
+      V128 q[4];
+      Transpose4(unit + (kType == QuantType::IQ4_XS ? kIq4XsValuesAt + 256 * j : 2 * kRowGroup) + 4 * i, q);
+      for (int64_t r = 0; r < 4; ++r) {
+        alignas(16) uint8_t qs[16];
+        int8_t codes[32];
+        hn::Store(q[r], d8, qs);
+        Iq4Codes(qs, codes);
+        float scale = Half(unit + 2 * (i + r));
+        if constexpr (kType == QuantType::IQ4_XS) {
+          uint8_t head[8];
+          std::memcpy(head, unit + 2 * (i + r), 2);
+          std::memcpy(head + 2, unit + 32 + 2 * (i + r), 2);
+          std::memcpy(head + 4, unit + 64 + 4 * (i + r), 4);
+          scale = scale * float(iq4_xs_scale(head, j));
+        }
+        ScaleCodes(codes, scale, o + (i - i0 + r) * K + 32 * j);
+      }
+    }
+  }
+}
 constexpr bool kTransposes = true;
 #else
 constexpr bool kTransposes = false;
@@ -308,8 +338,7 @@ template <QuantType kType, void (*Block)(const uint8_t*, float*)>
 void GroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
   const QuantTypeInfo info = *quant_type_info(uint32_t(kType));
   const int64_t be = info.block_elems, bb = info.block_bytes, K = w.cols;
-  constexpr bool kTransposed = kTransposes && kType != QuantType::Q5_K && kType != QuantType::Q6_K &&
-                               kType != QuantType::IQ4_NL && kType != QuantType::IQ4_XS;
+  constexpr bool kTransposed = kTransposes && kType != QuantType::Q5_K && kType != QuantType::Q6_K;
   alignas(64) uint8_t blocks[kRowGroup * 256];  // 16 blocks of at most 210 bytes (Q6_K)
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r0 + nr;) {
@@ -324,6 +353,8 @@ void GroupedRows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst) {
 #if HWY_TARGET != HWY_SCALAR && HWY_ARCH_X86
       if constexpr (kType == QuantType::Q4_K) {
         if (v1 > v0) UnitRowsQ4_K(unit, v0, v1, out + (v0 - i0) * K + b * be, K);
+      } else if constexpr (kType == QuantType::IQ4_NL || kType == QuantType::IQ4_XS) {
+        if (v1 > v0) UnitRowsIq4<kType>(unit, v0, v1, out + (v0 - i0) * K + b * be, K);
       } else if constexpr (kTransposed) {
         if (v1 > v0) UnitRows32<kType>(unit, v0, v1, out + (v0 - i0) * K + b * be, K);
       }
