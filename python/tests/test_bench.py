@@ -307,7 +307,7 @@ SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbe
                     ("mamba", "selective scan f32 (Falcon-Mamba-7B)"): "fma", ("rwkv4", "wkv f32"): "memory",
                     ("rwkv7", "recurrent f32"): "fma", ("causal conv1d", "width 4 silu f32"): "memory",
                     ("projection gemm", "bf16 weights, f32 products"): "fma"}
-for _q in ("Q4_0", "Q4_K", "Q5_K", "Q8_0", "BF16"):
+for _q in ("Q4_0", "Q4_K", "Q5_K", "IQ4_XS", "Q8_0", "BF16"):
     for _n in ("K", "3K"):
         SINGLE_FORM_ROWS[("quantized gemv", f"{_q} weights N={_n}")] = "memory"
 # The case names its backend, so it times bf16 products wherever the CPU has them, also where the vendor rule

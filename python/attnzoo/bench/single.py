@@ -218,7 +218,7 @@ def _gemm_case(cfg, products):
 
 
 # The decode GEMV rows' weight formats (gguf_blocks.py holds their GGUF ids and block layouts).
-QGEMV_TYPES = ("Q4_0", "Q4_K", "Q5_K", "Q8_0", "BF16")
+QGEMV_TYPES = ("Q4_0", "Q4_K", "Q5_K", "IQ4_XS", "Q8_0", "BF16")
 
 
 def _qgemv_case(cfg, qtype, wide):
