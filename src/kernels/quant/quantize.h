@@ -8,8 +8,11 @@
 //    quantizers do: candidate scales around the plain max / range one, each refitted by weighted least squares,
 //    the one with the smallest weighted error kept; then the sub-block scales are themselves quantized to 6 / 8
 //    bits and the values requantized against the stored scales.
+//  - IQ4_NL / IQ4_XS (quantize_iq4.cc) search each block's scale over the non-linear grid as llama.cpp's
+//    quantize_row_iq4_nl_impl does (candidates putting the largest |x| on the grid's ends, each refitted by
+//    weighted least squares); IQ4_XS then rounds the eight block scales to 6 bits of one f16 scale.
 //  - `importance` (llama.cpp's imatrix: per input channel, e.g. the mean squared activation) weights that error
-//    instead of the default |x|-based weights, for Q4_0 / Q4_1 / Q5_0 / Q5_1 and the K-quants (Q8_0 and the
+//    instead of the default |x|-based weights, for Q4_0 / Q4_1 / Q5_0 / Q5_1, the K-quants and IQ4 (Q8_0 and the
 //    plain types ignore it). With importance the 4/5-bit round-to-nearest formats search their scale too, so
 //    they no longer match gguf-py byte for byte (that match is for importance = nullptr only).
 #include <cmath>
@@ -22,7 +25,7 @@
 
 namespace attnzoo {
 
-// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool quantize_supported(QuantType t);
 
 // n values (a whole number of t's blocks, finite) to their blocks at dst (quant_row_bytes(t, n) bytes).
@@ -50,6 +53,13 @@ void quantize_q5_1(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q4_k(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q5_k(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q6_k(const float* x, uint8_t* y, int64_t n, const float* w);
+void quantize_iq4_nl(const float* x, uint8_t* y, int64_t n, const float* w);
+void quantize_iq4_xs(const float* x, uint8_t* y, int64_t n, const float* w);
+// The same IQ4 search in double with a plain nearest-value scan (quantize_iq4_reference.cc), for the tests.
+void quantize_iq4_reference(QuantType t, const float* x, uint8_t* y, int64_t n, const float* w);
+// IQ4 packing both share: codes j and j + 16 of each 32 into byte j; IQ4_XS's 6-bit scales into bytes 2-7.
+void pack_iq4_codes(const uint8_t* L, int n, uint8_t* qs);
+void pack_iq4_xs_scales(const uint8_t* ls, uint8_t* block);
 
 // The scale searches the weighted 4/5-bit formats and the K-quants share (quantize_search.cc).
 // Symmetric: levels L[i] in [0, 2 nmax) standing for L - nmax, scale returned (x ~ scale * (L - nmax)).

@@ -161,7 +161,7 @@ bool quantize_supported(QuantType t) {
   switch (t) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16: case QuantType::Q8_0: case QuantType::Q4_0:
     case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1: case QuantType::Q4_K: case QuantType::Q5_K:
-    case QuantType::Q6_K:
+    case QuantType::Q6_K: case QuantType::IQ4_NL: case QuantType::IQ4_XS:
       return true;
     default:
       return false;
@@ -198,6 +198,8 @@ void quantize_row(QuantType t, const float* x, void* dst, int64_t n, const float
     case QuantType::Q4_K: quantize_q4_k(x, y, n, importance); return;
     case QuantType::Q5_K: quantize_q5_k(x, y, n, importance); return;
     case QuantType::Q6_K: quantize_q6_k(x, y, n, importance); return;
+    case QuantType::IQ4_NL: quantize_iq4_nl(x, y, n, importance); return;
+    case QuantType::IQ4_XS: quantize_iq4_xs(x, y, n, importance); return;
     default: throw ArgumentError(std::string("quantize: no quantizer for ") + quant_type_name(t));
   }
 }
