@@ -17,6 +17,7 @@ transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
 import model_checks as checks  # noqa: E402
+from attnzoo import quant  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 from attnzoo.explain import inside_model  # noqa: E402
 
@@ -32,13 +33,15 @@ PROMPT_LEN = 24
 TEXT = "the quick brown fox jumps over the lazy dog, 12345 times!\nHello world."
 QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                r"\s*[\r\n]+|\s+(?!\S)|\s+")
-MAIN_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
+MAIN_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL",
+              "IQ4_XS"]
 # RMS(logits - the f32 model's logits) / std(logits): measured on both models (Q4_0 0.28 / 0.33, Q4_1 0.23 /
-# 0.28, Q4_K 0.23 / 0.25, Q5_0 0.15 / 0.18, Q5_1 0.13 / 0.15, Q5_K 0.12 / 0.15, Q6_K 0.06 / 0.08, Q8_0 0.021 /
-# 0.027, BF16 0.007 / 0.008, F16 0.0008 / 0.001), bounds about 1.5x; a misplaced row or scale gives ~1.4.
+# 0.28, Q4_K 0.23 / 0.25, IQ4_NL 0.24 / 0.30, IQ4_XS 0.24 / 0.31, Q5_0 0.15 / 0.18, Q5_1 0.13 / 0.15, Q5_K 0.12 /
+# 0.15, Q6_K 0.06 / 0.08, Q8_0 0.021 / 0.027, BF16 0.007 / 0.008, F16 0.0008 / 0.001), bounds about 1.5x; a
+# misplaced row or scale gives ~1.4.
 # Random 2-layer models amplify weight noise about 3x (Q4_0's weights alone are off by ~9%).
 LOGIT_TOL = {"F32": 1e-5, "F16": 0.002, "BF16": 0.015, "Q8_0": 0.04, "Q6_K": 0.12, "Q5_K": 0.23, "Q5_1": 0.23,
-             "Q5_0": 0.27, "Q4_K": 0.38, "Q4_1": 0.42, "Q4_0": 0.5}
+             "Q5_0": 0.27, "Q4_K": 0.38, "Q4_1": 0.42, "Q4_0": 0.5, "IQ4_NL": 0.45, "IQ4_XS": 0.46}
 
 
 def _config(kind):
@@ -99,13 +102,14 @@ def _quantize(checkpoint, qtype, tmp_path_factory, *extra):
 
 def _expected_types(name, shape, qtype):
     """llama-quantize's defaults, restated: 1-D -> F32; head / embedding -> Q8_0 (for Q8_0) or Q6_K (lower
-    bits); rows that are not whole super-blocks fall back (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0)."""
+    bits); rows that are not whole super-blocks fall back (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
+    IQ4_XS -> IQ4_NL)."""
     if len(shape) == 1:
         return "F32"
     if name in ("output.weight", "token_embd.weight") and qtype not in ("F32", "F16", "BF16"):
         qtype = "Q8_0" if qtype == "Q8_0" else "Q6_K"
-    if shape[-1] % 256 and qtype.endswith("_K"):  # qwen3's o_proj: rows of 128
-        return {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}[qtype]
+    if shape[-1] % 256 and (qtype.endswith("_K") or qtype == "IQ4_XS"):  # qwen3's o_proj: rows of 128
+        return {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}[qtype]
     return qtype
 
 
@@ -146,14 +150,21 @@ def test_quantized_file_reads_back_everywhere(checkpoint, qtype, tmp_path_factor
         t = tensors[name]
         assert t.tensor_type.name == _expected_types(name, data.shape, qtype), name
         assert [int(n) for n in reversed(t.shape)] == list(data.shape), name
+        stored = np.frombuffer(t.data.tobytes(), np.uint8)
         if t.tensor_type in (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1):
             blocks = np.ascontiguousarray(gguf.quants.quantize(data, t.tensor_type)).view(np.uint8)
-            assert np.array_equal(np.frombuffer(t.data.tobytes(), np.uint8), blocks.reshape(-1)), name
+            assert np.array_equal(stored, blocks.reshape(-1)), name
+        else:  # searched formats (gguf has no quantizer): the blocks of attnzoo.quant.quantize, which gguf decodes
+            assert np.array_equal(stored, quant.quantize(data, t.tensor_type).reshape(-1)), name
+            np.testing.assert_array_equal(quant.dequantize(stored, t.tensor_type),
+                                          gguf.quants.dequantize(stored, t.tensor_type).reshape(-1), err_msg=name)
     field = lambda k: reader.fields[k].contents()  # noqa: E731
     # every tensor on a 64-byte line (general.alignment 64, where llama.cpp's converter writes 32)
     assert field("general.alignment") == 64 and reader.alignment == 64
     assert all(t.data_offset % 64 == 0 for t in reader.tensors)
     assert field("general.architecture") == kind
+    ftype = {"F32": "ALL_F32", "Q4_K": "MOSTLY_Q4_K_S", "Q5_K": "MOSTLY_Q5_K_S"}.get(qtype, f"MOSTLY_{qtype}")
+    assert field("general.file_type") == int(gguf.LlamaFileType[ftype])  # llama.cpp's LLAMA_FTYPE_*
     assert field(f"{kind}.block_count") == 2 and field(f"{kind}.attention.head_count_kv") == 2
     assert field("tokenizer.ggml.model") == "gpt2"
     assert field("tokenizer.ggml.pre") == ("gpt-2" if kind == "llama" else "qwen2")

@@ -20,10 +20,12 @@ const char* kUsage =
     "  writes the checkpoint in DIR (safetensors of a family README.md's quantization row lists; another class is\n"
     "  refused, naming those) as a GGUF file laid out as llama.cpp's converter writes it (read by the gguf package,\n"
     "  transformers and attnzoo)\n"
-    "  --type T                 F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K (default Q8_0);\n"
-    "                           norms and biases stay F32, the embedding and output head take Q8_0 (for Q8_0)\n"
-    "                           or Q6_K (for lower-bit types), as llama-quantize does (which keeps an untied\n"
-    "                           embedding in the main type)\n"
+    "  --type T                 F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS\n"
+    "                           (default Q8_0); norms and biases stay F32, the embedding and output head take\n"
+    "                           Q8_0 (for Q8_0) or Q6_K (for lower-bit types), as llama-quantize does (which\n"
+    "                           keeps an untied embedding in the main type); rows that are not whole blocks fall\n"
+    "                           back as llama-quantize's do (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,\n"
+    "                           IQ4_XS -> IQ4_NL; F16 for rows not of 32s)\n"
     "  --output-tensor-type T   the output head's type\n"
     "  --token-embedding-type T the token embedding's type\n"
     "  --tensor-type PATTERN=T  tensors whose GGUF name matches the regex PATTERN take T (first match wins)\n"
@@ -31,8 +33,8 @@ const char* kUsage =
     "  --calibration FILE       importance-weighted quantization (llama.cpp's imatrix): the model runs on FILE's\n"
     "                           text first, in chunks of --calibration-chunk tokens (default 512; at most\n"
     "                           --calibration-tokens, default all), and each weight's rounding error is weighted\n"
-    "                           by its input channel's mean squared activation (Q4_0, Q4_1, Q5_0, Q5_1 and the\n"
-    "                           K-quants; their bytes then differ from plain rounding by design)\n";
+    "                           by its input channel's mean squared activation (Q4_0, Q4_1, Q5_0, Q5_1, the\n"
+    "                           K-quants and IQ4; their bytes then differ from plain rounding by design)\n";
 
 }  // namespace
 

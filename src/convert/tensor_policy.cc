@@ -12,7 +12,8 @@ namespace {
 
 constexpr QuantType kWritable[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
                                    QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                                   QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+                                   QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_NL,
+                                   QuantType::IQ4_XS};
 
 bool fits(QuantType t, int64_t cols) { return quant_row_bytes(t, cols).has_value(); }
 
@@ -24,6 +25,7 @@ QuantType fit_to_row(QuantType t, int64_t cols) {
     case QuantType::Q4_K: smaller = QuantType::Q5_0; break;
     case QuantType::Q5_K: smaller = QuantType::Q5_1; break;
     case QuantType::Q6_K: smaller = QuantType::Q8_0; break;
+    case QuantType::IQ4_XS: smaller = QuantType::IQ4_NL; break;  // the same grid in blocks of 32
     default: break;
   }
   return fits(smaller, cols) ? smaller : QuantType::F16;
@@ -81,6 +83,8 @@ uint32_t llama_file_type(QuantType t) {
     case QuantType::Q4_K: return 14;  // Q4_K_S: every matrix Q4_K
     case QuantType::Q5_K: return 16;  // Q5_K_S
     case QuantType::Q6_K: return 18;
+    case QuantType::IQ4_NL: return 25;
+    case QuantType::IQ4_XS: return 30;
     case QuantType::BF16: return 32;
     default: throw ArgumentError(std::string("no llama.cpp file type for ") + quant_type_name(t));
   }

@@ -5,7 +5,10 @@
 //     every lower-bit type (the float types keep themselves); an untied embedding follows the same rule because
 //     it is as sensitive as the head and costs no compute;
 //   - a matrix whose rows are not whole blocks of the requested type falls back as llama.cpp does (Q4_K -> Q5_0,
-//     Q5_K -> Q5_1, Q6_K -> Q8_0 for rows of 32s; F16 when not even that);
+//     Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL for rows of 32s; F16 when not even that);
+//   - every other matrix takes the type itself: llama.cpp's Q4_K_S / Q5_K_S / IQ4_NL / IQ4_XS file types also
+//     raise a few (attn_v with 4+ query heads per KV head, the first eighth of ffn_down without an imatrix, an
+//     8-expert model's attn_output) to Q5_K, which this policy does not (--tensor-type does it by hand);
 //   - overrides, in order of strength: --tensor-type PATTERN=TYPE (the first pattern found in the GGUF name wins,
 //     a regex as in llama.cpp), --keep PATTERN (the checkpoint's own float type), --output-tensor-type,
 //     --token-embedding-type. An override that does not fit the row length falls back the same way.

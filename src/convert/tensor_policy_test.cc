@@ -25,6 +25,15 @@ TEST(TensorPolicy, LlamaQuantizeDefaults) {
   p.type = Q::Q6_K;
   EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 128}, Q::F32), Q::Q8_0);
   EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 100}, Q::F32), Q::F16);  // not even 32s
+  p.type = Q::IQ4_XS;
+  EXPECT_EQ(choose_tensor_type(p, "blk.0.ffn_up.weight", {512, 256}, Q::BF16), Q::IQ4_XS);
+  EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 128}, Q::F32), Q::IQ4_NL);
+  EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 100}, Q::F32), Q::F16);
+  EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), Q::Q6_K);
+  EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 128}, Q::F32), Q::Q8_0);  // Q6_K's own fallback
+  p.type = Q::IQ4_NL;
+  EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 128}, Q::F32), Q::IQ4_NL);
+  EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), Q::Q6_K);
   p.type = Q::Q8_0;
   EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 64}, Q::F32), Q::Q8_0);
   p.type = Q::BF16;  // float types keep themselves everywhere but 1-D tensors
@@ -59,11 +68,14 @@ TEST(TensorPolicy, TypeNamesAndFileTypes) {
     FAIL();
   } catch (const ArgumentError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "--type: unknown type 'Q2_K' (choose from F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+              "--type: unknown type 'Q2_K' (choose from F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
   }
   EXPECT_EQ(llama_file_type(Q::Q4_K), 14u);  // LLAMA_FTYPE_MOSTLY_Q4_K_S
   EXPECT_EQ(llama_file_type(Q::Q8_0), 7u);
   EXPECT_EQ(llama_file_type(Q::BF16), 32u);
+  EXPECT_EQ(parse_quant_type("iq4_xs", "--type"), Q::IQ4_XS);
+  EXPECT_EQ(llama_file_type(Q::IQ4_NL), 25u);  // LLAMA_FTYPE_MOSTLY_IQ4_NL
+  EXPECT_EQ(llama_file_type(Q::IQ4_XS), 30u);  // LLAMA_FTYPE_MOSTLY_IQ4_XS
 }
 
 }  // namespace
