@@ -1,8 +1,8 @@
 """Kernel-table rows for kernels that have one form (no chunked-vs-recurrent pair): MLA prefill and absorbed
 decode, Mamba's selective scan (at Mamba-130M and Falcon-Mamba-7B widths), RWKV-4, RWKV-7 (recurrent), the causal
 short convolution, the prefill projection GEMM with f32 products (OpenBLAS) and with bf16 products (matmul
-precision "medium"), and the decode GEMV over GGUF block-quantized weights (Q4_0, Q4_K, Q5_K, Q8_0) next to bf16
-weights, rated in weight bytes read.
+precision "medium"), the decode GEMV over GGUF block-quantized weights (Q4_0, Q4_K, Q5_K, IQ4_XS, Q8_0) next to
+bf16 weights, rated in weight bytes read, and the searching weight quantizers (Q4_K, IQ4_NL, IQ4_XS) side by side.
 
 Each is a bench.BenchCase, so it is timed, rated and printed like the softmax rows: compute-bound kernels report
 GFLOP/s of useful work against the FMA peak, memory-bound ones GB/s of bytes read against the bandwidth. A
@@ -248,6 +248,37 @@ def _qgemv_case(cfg, qtype, wide):
                      setup, bytes=float(weight_bytes(qtype, N, K)))
 
 
+# The weight quantizers that search their scales (what `attnzoo quantize` runs per tensor), side by side.
+QUANTIZE_TYPES = ("Q4_K", "IQ4_NL", "IQ4_XS")
+
+
+def _quantize_case(cfg, qtype):
+    """f32 weights [3K, K] to GGUF blocks with llama.cpp's scale search (Q4_K: 22 candidate scale / minimum pairs
+    per sub-block of 32, then 6-bit sub-block scales; IQ4: 16 candidate scales per block of 32 over the non-linear
+    grid), rows over the thread pool. Rated by the f32 bytes read: the search is far from memory-bound (a model is
+    quantized once), so the fraction shows its cost over one pass through the weights and the rows compare the
+    formats' searches on the same matrix."""
+    from .harness import BenchCase, Prepared
+    from .gguf_blocks import type_id, weight_bytes
+    from .. import _core
+    import numpy as np
+    K = cfg["qgemv"]["K"]
+    N = 3 * K
+    qid = type_id(qtype)
+
+    def setup():
+        x = np.random.default_rng(83).standard_normal((N, K), dtype=np.float32)
+        out = np.empty(weight_bytes(qtype, N, K), np.uint8)
+
+        def ours():
+            _core.quantize(x, qid, None, out)
+            return out
+        return Prepared(ours)
+
+    return BenchCase("weight quantization", f"{qtype} scale search", f"N={N} K={K} f32 (bytes read)", setup,
+                     bytes=4.0 * N * K)
+
+
 def single_form_cases(config):
     """The BenchCases of this file at the config's scale ("full", "quick" or "tiny")."""
     from .. import _core
@@ -257,6 +288,7 @@ def single_form_cases(config):
              _selective_scan_case(cfg, "falcon_mamba"), _rwkv4_case(cfg),
              _rwkv7_case(cfg), _causal_conv_case(cfg)]
     cases += [_qgemv_case(cfg, q, wide) for wide in (False, True) for q in QGEMV_TYPES]
+    cases += [_quantize_case(cfg, q) for q in QUANTIZE_TYPES]
     if torch_module() is not None:  # bf16 weights come from torch (numpy has no bfloat16)
         cases.append(_gemm_case(cfg, "f32"))
         if _core.active_target() == "avx512_bf16":
