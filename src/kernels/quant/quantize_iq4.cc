@@ -104,7 +104,18 @@ float quantize_super_block(const float* x, const float* importance, int n, uint8
       continue;
     }
     if (importance) {
-      for (int j = 0; j < kBlock; ++j) wsum += wb[j] = importance[kBlock * ib + j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+      float wmax = 0;
+      for (int j = 0; j < kBlock; ++j) {
+        wb[j] = importance[kBlock * ib + j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+        wsum += wb[j];
+        wmax = std::max(wmax, wb[j]);
+      }
+      // Importance of any magnitude: sum(w q x)^2 overflows f32 from w ~ 1e15 and underflows below ~1e-20, which
+      // would stop the search at its first candidate. A power of two brings such weights near 1, exactly.
+      if (wmax > 0 && (wmax > 0x1p40f || wmax < 0x1p-40f)) {
+        const float scale = std::ldexp(1.0f, -std::ilogb(wmax));
+        for (int j = 0; j < kBlock; ++j) wb[j] *= scale;
+      }
     }
     // No importance, or none on any of this block's channels (0 / 0 would make the scale NaN): x^2.
     if (!(wsum > 0))

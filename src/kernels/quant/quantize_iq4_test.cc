@@ -117,6 +117,25 @@ TEST(QuantizeIq4, PowersOfTwoChangeOnlyTheScale) {
   }
 }
 
+// Importance weights only matter relative to each other: any power of two times them gives the same blocks, also
+// where their squared sums would leave f32's range.
+TEST(QuantizeIq4, ImportanceOfAnyMagnitudeGivesTheSameBlocks) {
+  const int64_t cols = 1024;
+  const std::vector<float> x = rows_of("normal", 4 * cols, 10);
+  std::vector<float> importance(static_cast<size_t>(cols));
+  std::mt19937 rng(11);
+  std::lognormal_distribution<float> spread(0.f, 1.f);
+  for (float& v : importance) v = spread(rng);
+  for (QuantType t : kIq4) {
+    const std::vector<uint8_t> base = quantize_matrix(t, x.data(), 4, cols, importance.data(), "x");
+    for (int k : {-90, 90}) {
+      std::vector<float> scaled(importance);
+      for (float& v : scaled) v = std::ldexp(v, k);
+      EXPECT_EQ(quantize_matrix(t, x.data(), 4, cols, scaled.data(), "x"), base) << quant_type_name(t) << " 2^" << k;
+    }
+  }
+}
+
 TEST(QuantizeIq4, OneHugeOutlierKeepsItsValue) {
   std::vector<float> x = rows_of("normal", 256, 5);
   for (float& v : x) v *= 0.01f;
