@@ -1,5 +1,7 @@
 """attnzoo.quant.quantize to IQ4_NL / IQ4_XS (llama.cpp's scale search over the non-linear grid), against
 independent references:
+  - llama.cpp's quantize_row_iq4_nl_impl transcribed here to numpy in its f32 operations and order: the same bytes
+    (Gaussian, heavy-tailed and tie-laden rows, with and without importance);
   - gguf.quants.dequantize decodes our blocks to exactly what attnzoo's own decoders give (both paths);
   - the error sits below Q4_0's and near Q4_K's on Gaussian and heavy-tailed rows (ratios measured, asserted with
     margin), and against the plain max-abs quantizer of scripts/make_bench_gguf.py (whose scale is one of the
@@ -60,6 +62,106 @@ def _decode(blocks, qtype, shape):
     np.testing.assert_array_equal(quant.dequantize(blocks, qtype).reshape(shape), got)
     np.testing.assert_array_equal(quant.dequantize(blocks, qtype, reference=True).reshape(shape), got)
     return got
+
+
+# llama.cpp's quantize_row_iq4_nl_impl transcribed to numpy, vectorised over blocks but with every f32 operation in
+# its order (the sums run over the 32 values one at a time, as the C loop does), so the bytes must be ours.
+GRID = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.float32)
+MIDPOINTS = (GRID[1:] + GRID[:-1]) / 2  # exact: the grid is integers
+
+
+def _nearest(v):
+    """best_index_int8: the index of the grid value nearest to v, the larger one on a tie."""
+    return np.searchsorted(MIDPOINTS, v, side="right")
+
+
+def _block_scales(xb, w):
+    """[B, 32] values and weights (float32) -> the searched scale of each block (0 for an all-zero block)."""
+    f32 = np.float32
+    mx = np.take_along_axis(xb, np.abs(xb).argmax(-1)[:, None], 1)[:, 0]  # the first value of largest |x|
+    zero = np.abs(mx) < f32(1e-15)
+    mx = np.where(zero, f32(1), mx)
+
+    def fit(inverse):
+        sumqx, sumq2 = np.zeros(len(xb), f32), np.zeros(len(xb), f32)
+        for j in range(32):
+            q = GRID[_nearest(inverse * xb[:, j])]
+            sumqx = sumqx + w[:, j] * q * xb[:, j]
+            sumq2 = sumq2 + w[:, j] * q * q
+        return sumqx, sumq2
+    sumqx, sumq2 = fit(f32(1) / (-mx / f32(-127)))
+    d = sumqx / sumq2
+    best = d * sumqx
+    for itry in range(-7, 8):
+        sumqx, sumq2 = fit(f32(itry - 127) / mx)
+        better = (sumq2 > 0) & (sumqx * sumqx > best * sumq2)
+        d = np.where(better, sumqx / np.where(better, sumq2, f32(1)), d)
+        best = np.where(better, d * sumqx, best)
+    return np.where(zero, f32(0), d)
+
+
+def _llama_iq4(x, xs, importance=None):
+    """float32 [rows, cols] -> IQ4_NL (xs False) or IQ4_XS blocks as llama.cpp's quantize_iq4_nl / _xs write them."""
+    f32 = np.float32
+    rows, cols = x.shape
+    n = 256 if xs else 32
+    sb = x.reshape(-1, n)
+    if importance is None:
+        w = sb * sb
+    else:
+        sigma2 = np.zeros(len(sb), f32)
+        for j in range(n):
+            sigma2 = sigma2 + sb[:, j] * sb[:, j]
+        sigma2 = sigma2 * f32(2 / n)
+        qw = np.tile(importance.reshape(-1, n), (rows, 1))
+        w = qw * np.sqrt(sigma2[:, None] + sb * sb)
+    scales = _block_scales(sb.reshape(-1, 32), w.reshape(-1, 32)).reshape(len(sb), n // 32)
+    with np.errstate(divide="ignore"):
+        if not xs:
+            d = scales[:, 0]
+            inverse = np.where(d != 0, f32(1) / d, f32(0))
+            codes = _nearest(inverse[:, None] * sb).astype(np.uint8)
+            head = [d.astype(np.float16).view(np.uint8).reshape(-1, 2)]
+        else:
+            max_scale = np.take_along_axis(scales, np.abs(scales).argmax(-1)[:, None], 1)[:, 0]
+            d = -max_scale / f32(32)
+            inverse = np.where(d != 0, f32(1) / d, f32(0))
+            ls = np.clip(np.rint(inverse[:, None] * scales), -32, 31).astype(np.int32)
+            dl = d[:, None] * ls.astype(f32)
+            inverse_l = np.where(dl != 0, f32(1) / dl, f32(0))
+            codes = _nearest(np.repeat(inverse_l, 32, 1) * sb).astype(np.uint8)
+            ls += 32
+            scales_h = sum((ls[:, j] >> 4).astype(np.uint16) << (2 * j) for j in range(8)).astype(np.uint16)
+            scales_l = ((ls[:, 0::2] & 0xF) | ((ls[:, 1::2] & 0xF) << 4)).astype(np.uint8)
+            head = [d.astype(np.float16).view(np.uint8).reshape(-1, 2), scales_h.view(np.uint8).reshape(-1, 2),
+                    scales_l]
+    codes = codes.reshape(len(sb), -1, 32)
+    packed = (codes[..., :16] | (codes[..., 16:] << 4)).reshape(len(sb), -1)
+    return np.concatenate(head + [packed], 1).reshape(rows, -1)
+
+
+def _ties(rng, rows=32, cols=1024):
+    """Blocks whose largest |x| is -127 and whose other values are grid values and a few midpoints between them,
+    times a power of two per block: the candidate scale 1 fits the grid values exactly and lands the others on
+    midpoints, where the tie rule decides the refitted scale and with it every code."""
+    x = np.where(rng.random((rows * cols // 32, 32)) < 0.9, rng.choice(GRID, (rows * cols // 32, 32)),
+                 rng.choice(MIDPOINTS, (rows * cols // 32, 32))).astype(np.float32)
+    x[:, 0] = -127
+    x *= np.exp2(rng.integers(-3, 4, (len(x), 1))).astype(np.float32)
+    return x.reshape(rows, cols)
+
+
+@pytest.mark.parametrize("qtype", IQ4, ids=lambda t: t.name)
+@pytest.mark.parametrize("kind", ["normal", "heavy", "ties"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["plain", "importance"])
+def test_bytes_of_llama_cpps_operations(qtype, kind, weighted):
+    rng = np.random.default_rng(31 + int(qtype))
+    x = _ties(rng) if kind == "ties" else _data(kind, rng, rows=32)
+    importance = np.exp(rng.standard_normal(x.shape[1])).astype(np.float32) if weighted else None
+    got = quant.quantize(x, qtype, importance=importance)
+    want = _llama_iq4(x, qtype == T.IQ4_XS, importance)
+    bad = np.argwhere(got != want)
+    assert bad.size == 0, f"first differing byte at (row, byte) {tuple(bad[0])} of {len(bad)}"
 
 
 @pytest.mark.parametrize("qtype", IQ4, ids=lambda t: t.name)
