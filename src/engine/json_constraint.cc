@@ -68,10 +68,11 @@ TokenTrie::Trie::Trie(std::span<const std::string> token_bytes, std::vector<int3
   }
 }
 
-int64_t TokenTrie::Trie::walk(const JsonRecognizer& state, std::vector<uint8_t>& allowed) const {
+template <class Recognizer>
+int64_t TokenTrie::Trie::walk(const Recognizer& state, std::vector<uint8_t>& allowed) const {
   struct Visit {
     uint32_t node;
-    JsonRecognizer state;
+    Recognizer state;
   };
   thread_local std::vector<Visit> todo;  // the walk's stack, kept between steps
   todo.clear();
@@ -84,7 +85,7 @@ int64_t TokenTrie::Trie::walk(const JsonRecognizer& state, std::vector<uint8_t>&
     for (uint32_t t = node.first_token; t < node.first_token + node.num_tokens; ++t) allowed[size_t(tokens[t])] = 1;
     count += node.num_tokens;
     for (uint32_t e = node.first_edge; e < node.first_edge + node.num_edges; ++e) {
-      JsonRecognizer next = v.state;
+      Recognizer next = v.state;
       if (next.push(edge_byte[e])) todo.push_back({edge_child[e], next});
     }
   }
@@ -99,16 +100,22 @@ TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
                       return !(string_plain_[i] = uint8_t(string_plain(token_bytes[i])));
                     })) {
   num_string_plain_ = std::count(string_plain_.begin(), string_plain_.end(), 1);
+  for (size_t i = 0; i < token_bytes.size(); ++i)
+    if (string_plain_[i]) longest_string_plain_ = std::max(longest_string_plain_, token_bytes[i].size());
 }
 
-int64_t TokenTrie::allowed(const JsonRecognizer& state, std::vector<uint8_t>& out) const {
-  if (state.in_string_text()) {
+template <class Recognizer>
+int64_t TokenTrie::allowed(const Recognizer& state, std::vector<uint8_t>& out) const {
+  if (state.in_string_text(longest_string_plain_)) {
     out = string_plain_;
     return num_string_plain_ + string_other_.walk(state, out);
   }
   out.assign(size_t(vocab_), 0);
   return all_.walk(state, out);
 }
+
+template int64_t TokenTrie::allowed(const JsonRecognizer&, std::vector<uint8_t>&) const;
+template int64_t TokenTrie::allowed(const JsonSchemaRecognizer&, std::vector<uint8_t>&) const;
 
 std::vector<std::string> token_bytes_in_context(const tok::Tokenizer& tokenizer, int64_t vocab) {
   // One ordinary token before each id, as the StreamDecoder keeps one id of context: decoders that treat the
