@@ -33,12 +33,12 @@ class TokenTrie {
   // allowed[id] = 1 for the ids whose every byte `state` accepts, else 0 (resized to the vocabulary); how many.
   // Flags rather than a list: the walk meets ids in byte order, and sorting a list of tens of thousands of them
   // every step would cost more than the walk. Recognizer: JsonRecognizer or JsonSchemaRecognizer (push(byte), and
-  // in_string_text(longest): true only where every string-plain token, at most `longest` bytes, is accepted).
+  // in_string_text() / string_room(): where the string-plain tokens of at most string_room() characters fit).
   template <class Recognizer>
   int64_t allowed(const Recognizer& state, std::vector<uint8_t>& allowed) const;
   int64_t vocab_size() const { return vocab_; }
   int64_t string_plain_tokens() const { return num_string_plain_; }
-  size_t longest_string_plain_token() const { return longest_string_plain_; }
+  size_t longest_string_plain_token() const { return plain_upto_.size() - 1; }  // characters
 
  private:
   struct Trie {
@@ -58,7 +58,10 @@ class TokenTrie {
   int64_t vocab_ = 0;
   std::vector<uint8_t> string_plain_;  // flags: the ids that leave a string's state unchanged
   int64_t num_string_plain_ = 0;
-  size_t longest_string_plain_ = 0;  // bytes
+  // The string-plain ids by their count of characters, and plain_upto_[c]: how many of them have at most c (for
+  // strings with a maxLength, where only those that fit are allowed).
+  std::vector<int32_t> plain_by_chars_;
+  std::vector<uint32_t> plain_upto_;
   Trie all_, string_other_;  // every non-empty token; the non-empty ones not in string_plain_
 };
 

@@ -33,8 +33,8 @@ class JsonRecognizer {
   // Between characters of a string (no escape or multi-byte character under way): where a token made of whole
   // characters with no quote, backslash or control byte leaves the state exactly as it is.
   bool in_string_text() const { return mode_ == Mode::string; }
-  // The same question as JsonSchemaRecognizer asks it (TokenTrie's walk takes either): strings here are unbounded.
-  bool in_string_text(size_t /*longest_token*/) const { return in_string_text(); }
+  // Characters a string may still take (JsonSchemaRecognizer's question; TokenTrie takes either): no bound here.
+  size_t string_room() const { return SIZE_MAX; }
 
  private:
   enum class Mode : uint8_t {

@@ -29,8 +29,9 @@ bool JsonSchemaRecognizer::can_end() const {
   }
 }
 
-bool JsonSchemaRecognizer::in_string_text(size_t longest_token) const {
-  return mode_ == Mode::string && (key_ || node(want_).max - len_ >= longest_token);
+size_t JsonSchemaRecognizer::string_room() const {
+  const uint32_t max = key_ ? JsonSchema::kUnbounded : node(want_).max;
+  return max == JsonSchema::kUnbounded ? SIZE_MAX : size_t(max - len_);
 }
 
 bool JsonSchemaRecognizer::whitespace() {

@@ -41,10 +41,11 @@ class JsonSchemaRecognizer {
   bool complete() const;
   // The bytes so far are a whole document (also when more could follow: a top-level number, a enum of 1 and 12).
   bool can_end() const;
-  // In a string where every token of whole characters without a quote, backslash or control byte, at most
-  // `longest_token` bytes long, is accepted (TokenTrie's precomputed set): no maxLength, or room for that many more
-  // characters (a character is at least one byte).
-  bool in_string_text(size_t longest_token) const;
+  // Between characters of a string (no escape or multi-byte character under way), as JsonRecognizer's: there a
+  // token of whole characters with no quote, backslash or control byte is accepted iff it has at most
+  // string_room() characters (SIZE_MAX: no maxLength), which TokenTrie uses instead of walking those tokens.
+  bool in_string_text() const { return mode_ == Mode::string; }
+  size_t string_room() const;
 
  private:
   enum class Mode : uint8_t {
