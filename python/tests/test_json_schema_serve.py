@@ -78,6 +78,20 @@ def test_json_schema_forms_n_samples_and_errors(llm):
         llm.generate(PROMPT, SamplingParams(response_format={"type": "json_schema"}))
 
 
+def test_model_generate_takes_response_format(checkpoint):
+    from attnzoo.model import Model
+    model = Model.load(checkpoint)
+    texts = [model.generate(PROMPT, do_sample=True, temperature=1.0, seed=s, max_new_tokens=160, response_format=FORMAT)
+             for s in range(6)]
+    assert all(_valid(t) or _prefix(t) for t in texts), texts
+    assert sum(_valid(t) for t in texts) >= 2
+    batch = model.generate([PROMPT, PROMPT], do_sample=True, temperature=1.0, seed=0, max_new_tokens=160,
+                           response_format=FORMAT)
+    assert batch[0] == texts[0]  # one prompt alone is the engine's first of a batch
+    with pytest.raises(ValueError, match='"pattern" is not supported'):
+        model.generate(PROMPT, response_format={"type": "json_schema", "schema": {"type": "string", "pattern": "x"}})
+
+
 @needs_cli
 def test_server_json_schema_completions_chat_and_stream(server):
     pytest.importorskip("openai")
