@@ -32,9 +32,9 @@ SCHEMAS = {
     },
     "optional_only": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}}},
     "nested": {"type": "object", "properties": {
-        "user": {"type": "object", "properties": {"id": {"type": "integer"}, "address": {"type": "object", "properties": {
-            "city": {"type": "string"}, "zip": {"type": "string", "maxLength": 5}}, "required": ["city"]}},
-            "required": ["id", "address"]},
+        "user": {"type": "object", "properties": {"id": {"type": "integer"}, "address": {
+            "type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string", "maxLength": 5}},
+            "required": ["city"]}}, "required": ["id", "address"]},
         "ok": {"type": "boolean"}}, "required": ["user", "ok"], "additionalProperties": False},
     "color_list": {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "minItems": 1, "maxItems": 4},
     "scalar_union": {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "null"}, {"type": "integer"}]},

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <span>
 #include <string_view>
 
@@ -18,8 +19,9 @@ using Kind = JsonSchema::Kind;
 constexpr uint16_t kNone = JsonSchema::kNone;
 constexpr uint16_t kInfinite = 0xFFFF;
 
-constexpr std::string_view kAnnotations[] = {"title",    "description", "default",  "examples", "$comment", "$schema",
-                                             "$id",      "deprecated",  "readOnly", "writeOnly", "$defs",  "definitions"};
+constexpr std::string_view kAnnotations[] = {"title",    "description", "default",   "examples",
+                                             "$comment", "$schema",     "$id",       "deprecated",
+                                             "readOnly", "writeOnly",   "$defs",     "definitions"};
 constexpr std::string_view kKeywords[] = {"type",     "properties", "required", "additionalProperties",
                                           "items",    "minItems",   "maxItems", "minLength",
                                           "maxLength", "enum",      "const",    "anyOf",
@@ -85,6 +87,16 @@ class Compiler {
     // Each position's table, from its nodes and those of the positions it takes in (resolved depth first).
     std::vector<uint8_t> state(g_->positions.size(), 0);  // 0 new, 1 resolving, 2 done
     for (size_t p = 0; p < g_->positions.size(); ++p) resolve(uint16_t(p), state);
+    // Branches that begin differently match different values, but two oneOf branches may list the same enum /
+    // const value: one value matching two branches is what oneOf forbids.
+    for (const auto& [at, own] : one_of_) {
+      std::set<std::string> seen;
+      for (uint16_t p : own)
+        for (uint16_t n : g_->positions[p].branches)
+          if (auto it = literal_texts_.find(n); it != literal_texts_.end())
+            for (const auto& text : it->second)
+              if (!seen.insert(text).second) refuse(at, "two oneOf branches both accept " + text);
+    }
     compute_need();
     if (g_->position_need[g_->root] > JsonSchema::kMaxDepth)
       refuse("", "no document fits within " + std::to_string(JsonSchema::kMaxDepth) +
@@ -193,8 +205,18 @@ class Compiler {
       const std::string at = child_pointer(pointer, alt);
       if (!list->is_array() || list->as_array().empty()) refuse(at, std::string(alt) + " must be a non-empty list");
       Union out;
-      for (size_t i = 0; i < list->as_array().size(); ++i)
-        out.add(branches(list->as_array()[i], child_pointer(at, std::to_string(i))));
+      std::vector<uint16_t> own;  // oneOf: each branch its own position, to check once resolved
+      for (size_t i = 0; i < list->as_array().size(); ++i) {
+        const std::string branch_at = child_pointer(at, std::to_string(i));
+        Union b = branches(list->as_array()[i], branch_at);
+        if (alt == std::string_view("oneOf")) {
+          own.push_back(new_position(branch_at));
+          pending_[own.back()] = std::move(b);
+          b = {{}, {own.back()}};
+        }
+        out.add(b);
+      }
+      if (!own.empty()) one_of_.emplace_back(at, std::move(own));
       return out;
     }
     std::vector<std::string> types;
@@ -228,7 +250,8 @@ class Compiler {
     if (type == "array") {
       n.kind = Kind::array;
       const Value* items = s.find("items");
-      if (items && items->is_array()) refuse(child_pointer(pointer, "items"), "items as a list (tuples) is not supported");
+      if (items && items->is_array())
+        refuse(child_pointer(pointer, "items"), "items as a list (tuples) is not supported");
       n.child = items ? position(*items, child_pointer(pointer, "items")) : any();
       n.min = count_field(s, "minItems", pointer, 0);
       n.max = count_field(s, "maxItems", pointer, JsonSchema::kUnbounded);
@@ -300,7 +323,8 @@ class Compiler {
     only_annotations_beside(s, s.find("enum") ? "enum" : "const", pointer, "type");
     std::vector<const Value*> values;
     if (const Value* e = s.find("enum")) {
-      if (!e->is_array() || e->as_array().empty()) refuse(child_pointer(pointer, "enum"), "enum must be a non-empty list");
+      if (!e->is_array() || e->as_array().empty())
+        refuse(child_pointer(pointer, "enum"), "enum must be a non-empty list");
       for (const Value& v : e->as_array()) values.push_back(&v);
     } else {
       values.push_back(s.find("const"));
@@ -447,6 +471,7 @@ class Compiler {
   std::map<std::string, uint16_t> refs_;  // a $ref's target pointer -> its position
   std::vector<Union> pending_;            // per position, until resolve()
   std::vector<std::string> where_;        // per position: its schema's JSON pointer
+  std::vector<std::pair<std::string, std::vector<uint16_t>>> one_of_;  // each oneOf's pointer and branch positions
   std::map<uint16_t, std::vector<std::string>> literal_texts_;
   uint16_t any_ = kNone;
 };

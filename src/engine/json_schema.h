@@ -14,8 +14,9 @@
 //   enum, const     any JSON values, written compactly as Python's json.dumps(separators=(",", ":")) writes them;
 //                   with `type` beside them, the values of other types are dropped.
 //   anyOf, oneOf    branches whose first bytes differ (a string or null, an object or an array, ...): the first
-//                   byte picks the branch, so oneOf's "exactly one" holds too. Branches that can start alike (two
-//                   object schemas, "number" and "integer") are refused.
+//                   byte picks the branch, so oneOf's "exactly one" holds too. Enum / const branches merge into one
+//                   set (a value two oneOf branches list is refused). Branches that can start alike (two object
+//                   schemas, "number" and "integer") are refused.
 //   $ref            "#" or a JSON pointer into the document ("#/$defs/X", "#/definitions/X"); recursion is bounded
 //                   by kMaxDepth (32) nesting levels (a required self-reference is refused).
 //   Annotations (title, description, default, examples, $comment, $schema, $id, deprecated, readOnly, writeOnly)

@@ -1,13 +1,13 @@
 #pragma once
 // A byte-at-a-time recognizer of one JSON document that validates against a compiled schema (engine/json_schema.h):
 // JsonRecognizer's pushdown automaton, with each open object / array a 4-byte frame naming its schema node (and the
-// next property it may write, or its item count), so the whole state is a fixed ~170 bytes that structured outputs
+// next property it may write, or its item count), so the whole state is a fixed 168 bytes that structured outputs
 // copies per vocabulary trie edge (engine/json_constraint.h).
 //
 // push(b) accepts b iff the bytes so far, b included, are still a prefix of some document that validates, within
 // the bounds: kMaxDepth objects / arrays open at once (a property or item whose schema cannot be completed within
 // the depth left is refused at its key / first byte, so no accepted prefix is a dead end), at most kMaxWhitespace
-// whitespace bytes in a row outside strings, and no whitespace before or after the top-level value's last byte.
+// whitespace bytes in a row outside strings, and nothing after the top-level value (no trailing whitespace).
 // Strings are checked as JsonRecognizer checks them; in a string with a maxLength, \u escapes of UTF-16 surrogates
 // are refused (characters are counted as Python counts them, and a surrogate pair would be one).
 #include <array>
@@ -39,7 +39,7 @@ class JsonSchemaRecognizer {
   }
   // No byte can follow: the document is whole.
   bool complete() const;
-  // The bytes so far are a whole document (also when more could follow: a top-level number, a enum of 1 and 12).
+  // The bytes so far are a whole document (also when more could follow: a top-level number, an enum of 1 and 12).
   bool can_end() const;
   // Between characters of a string (no escape or multi-byte character under way), as JsonRecognizer's: there a
   // token of whole characters with no quote, backslash or control byte is accepted iff it has at most

@@ -176,6 +176,9 @@ TEST(JsonSchema, KeywordsOutsideTheSubsetAreRefusedByNameAndPointer) {
   expect_refused(R"({"type": "array", "minItems": -1})", "minItems", "#/minItems");
   expect_refused(R"({"enum": [1], "type": "string"})", "no value", "#");
   expect_refused(R"({"not": {}})", "\"not\"", "#");
+  expect_refused(R"({"oneOf": [{"enum": ["a", true]}, {"type": "integer"}, {"$ref": "#/$defs/a"}],
+                     "$defs": {"a": {"const": "a"}}})",
+                 "both accept \"a\"", "#/oneOf");
   expect_refused("false", "matches nothing", "#");
 }
 
@@ -208,8 +211,10 @@ TEST(JsonSchema, TrieWalkAllowsExactlyTheTokensTheRecognizerAccepts) {
     std::string doc;
   };
   const Case cases[] = {
-      {person.get(), R"({"name": "\u00e9)" "\xc3\xa9" R"(", "age": -12, "tags": ["a", {"k":[1,true]}], "pet": {"kind":"cat"}})"},
-      {free_strings.get(), R"({"s": "abc\n)" "\xc3\xa9" R"( d", "m": {"na\"me": [1.5, "x"], "": {}}, "b": "abcdefghi\n"})"},
+      {person.get(),
+       R"({"name": "\u00e9)" "\xc3\xa9" R"(", "age": -12, "tags": ["a", {"k":[1,true]}], "pet": {"kind":"cat"}})"},
+      {free_strings.get(),
+       R"({"s": "abc\n)" "\xc3\xa9" R"( d", "m": {"na\"me": [1.5, "x"], "": {}}, "b": "abcdefghi\n"})"},
   };
   int plain_states = 0, bounded_walks = 0;
   for (const Case& c : cases) {

@@ -51,7 +51,8 @@ def synthetic_vocabulary(size, seed=0):
         elif kind < 0.9:
             word = rng.choice(pieces) + rng.choice(["", rng.choice(letters)])
         else:
-            word = "".join(chr(rng.choice([0xe9, 0xfc, 0x4e2d, 0x6587, 0x0436, 0x1F600])) for _ in range(rng.randint(1, 2)))
+            chars = [0xe9, 0xfc, 0x4e2d, 0x6587, 0x0436, 0x1F600]
+            word = "".join(chr(rng.choice(chars)) for _ in range(rng.randint(1, 2)))
         out.add(word.encode())
     return sorted(out)[:size]
 
