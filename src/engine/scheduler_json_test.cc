@@ -208,5 +208,15 @@ TEST_F(SchedulerJsonTest, JsonSchemaSamplesValidateAndSurvivePreemption) {
     for (const auto& [k, text] : t.text) EXPECT_FALSE(follows_schema(text)) << text;
 }
 
+// Every token begins with a space: a key can open (whitespace may precede it) but not go on, so every request
+// fails, saying so, rather than writing a document the schema does not allow.
+TEST_F(SchedulerJsonTest, JsonSchemaWithAVocabularyThatCannotContinueFailsByName) {
+  schema_ = compile_json_schema(json::parse(kSchema));
+  const auto got = run(0, ResponseFormat::json_schema, 4, /*fuse=*/false);
+  for (const auto& t : got)
+    EXPECT_NE(t.error.find("response_format json_schema: no token of the vocabulary continues"), std::string::npos)
+        << t.error;
+}
+
 }  // namespace
 }  // namespace attnzoo
