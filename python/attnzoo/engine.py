@@ -13,6 +13,7 @@ prefix caching, parallel samples) on its own thread, with a vLLM-shaped Python A
 Sample i of a request with ``n`` samples draws with seed ``seed + i``; a seeded request gives the same tokens
 however it is batched, and the same as ``Model.generate(ids, seed=seed + i, ...)`` run alone.
 """
+import json
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -33,7 +34,10 @@ class SamplingParams:
     log-probabilities; 0: only the chosen token's). logit_bias: {token id: bias in [-100, 100]} added to the raw
     logits (logprobs stay the raw logits'). response_format: "text", or "json_object" (JSON mode: each sample's
     text stays a prefix of one JSON object and the sample ends as the object closes); OpenAI's dict form
-    {"type": "json_object"} is accepted too."""
+    {"type": "json_object"} is accepted too. Structured outputs: OpenAI's {"type": "json_schema", "json_schema":
+    {"name": ..., "schema": {...}, "strict": true}}, or {"type": "json_schema", "schema": {...}}: each sample's
+    text validates against the schema (the subset engine/json_schema.h lists; anything else raises ValueError
+    naming the keyword) and the sample ends as the document does."""
     max_tokens: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
@@ -55,13 +59,24 @@ class SamplingParams:
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         if self.seed is None or int(self.seed) < 0:
             raise ValueError(f"seed: must be an integer >= 0, got {self.seed}")
-        fmt = self.response_format
+        fmt, schema = self.response_format, ""
         if isinstance(fmt, dict):
-            fmt = fmt.get("type")
+            spec = fmt
+            fmt = spec.get("type")
+            if fmt == "json_schema":
+                inner = spec.get("json_schema", spec)
+                if not isinstance(inner, dict) or "schema" not in inner:
+                    raise ValueError("response_format: json_schema needs {'json_schema': {'schema': {...}}}")
+                try:
+                    schema = json.dumps(inner["schema"], allow_nan=False)
+                except (TypeError, ValueError) as e:
+                    raise ValueError(f"response_format: the schema is not JSON: {e}") from None
         if fmt is None:
             fmt = "text"
         if not isinstance(fmt, str):
             raise ValueError(f"response_format: must be 'text', 'json_object' or {{'type': ...}}, got {fmt!r}")
+        if fmt == "json_schema" and not schema:
+            raise ValueError("response_format: 'json_schema' needs the dict form with its schema")
         bias = []
         for k, v in (self.logit_bias or {}).items():
             try:
@@ -74,7 +89,7 @@ class SamplingParams:
                     seed=int(self.seed), max_tokens=int(self.max_tokens), n=int(self.n), stop=stop,
                     stop_token_ids=[int(t) for t in self.stop_token_ids], ignore_eos=bool(self.ignore_eos),
                     logprobs=self.logprobs is not None, top_logprobs=int(self.logprobs or 0),
-                    logit_bias=bias, response_format=fmt)
+                    logit_bias=bias, response_format=fmt, json_schema=schema)
 
 
 class RequestStream:

@@ -280,10 +280,11 @@ def _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature
 
 def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
                    top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0,
-                   seed=0, stop=None, eos_token_id=None):
+                   seed=0, stop=None, eos_token_id=None, response_format=None):
     """Several prompts at once through the serving engine (continuous batching over the ragged batch): one result
     per prompt, in order, each what ``generate`` returns for that prompt alone with the same arguments (text for a
-    text prompt, new ids for ids). ``model``: an attnzoo Model."""
+    text prompt, new ids for ids). ``model``: an attnzoo Model. ``response_format``: as SamplingParams takes it
+    ("json_object", {"type": "json_schema", "json_schema": {"schema": ...}}): JSON mode / structured outputs."""
     from .engine import Engine, SamplingParams
     prompts = list(prompts)
     all_ids = [_checked_prompt(model, tokenizer, p, f"prompt_or_ids[{i}]") for i, p in enumerate(prompts)]
@@ -291,7 +292,9 @@ def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None
                              repetition_penalty, presence_penalty, frequency_penalty, seed)
     if int(max_new_tokens) == 0:
         return ["" if isinstance(q, str) else [] for q in prompts]
-    params = SamplingParams(max_tokens=int(max_new_tokens), stop=stops, **p)
+    params = SamplingParams(max_tokens=int(max_new_tokens), stop=stops, response_format=response_format or "text",
+                            **p)
+    params._core_kwargs()  # a bad response_format is a ValueError before the engine starts
     with Engine(model, eos_token_ids=eos_token_id, tokenizer=tokenizer) as engine:
         streams = [engine.add_request(ids, params) for ids in all_ids]
         outs = []

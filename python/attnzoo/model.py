@@ -148,11 +148,18 @@ class Model:
         do_sample), overridden by the arguments given, exactly as ``attnzoo generate`` resolves them (see
         attnzoo.generate.sampling_params). Other arguments (presence_penalty, frequency_penalty, eos_token_id,
         native) as in attnzoo.generate.generate, which this calls with the directory's tokenizer; unknown
-        keywords are a TypeError naming them.
+        keywords are a TypeError naming them. ``response_format`` ("json_object", or {"type": "json_schema",
+        "json_schema": {"schema": {...}}}) holds the answer to JSON / the schema: it runs on the serving engine, as
+        a list of prompts does (no ``stream``).
         """
         from .generate import generate, generate_batch, is_batch
         args = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
                     top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, stop=stop)
+        if kwargs.get("response_format") is not None and not is_batch(prompt_or_ids):
+            if stream is not None:
+                raise ValueError("stream: not available with response_format (it runs on the serving engine)")
+            kwargs.pop("native", None)
+            return generate_batch(self, self.tokenizer, [prompt_or_ids], **args, **kwargs)[0]
         if is_batch(prompt_or_ids):
             if stream is not None:
                 raise ValueError("stream: not available with a list of prompts (stream one prompt at a time)")

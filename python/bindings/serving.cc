@@ -12,12 +12,91 @@
 #include "bindings.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/json_constraint.h"
 #include "engine/json_recognizer.h"
+#include "engine/json_schema_recognizer.h"
+#include "loader/json.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::py {
 namespace {
+
+// A schema given as JSON text (Python's json.dumps of the dict), compiled; ArgumentError (ValueError) naming
+// response_format when it is not JSON or not a supported schema.
+std::shared_ptr<const JsonSchema> schema_from_text(const std::string& text) {
+  json::Value v;
+  try {
+    v = json::parse(text);
+  } catch (const json::ParseError& e) {
+    throw ArgumentError(std::string("response_format: the json_schema is not JSON: ") + e.what());
+  }
+  return compile_json_schema(v);
+}
+
+// The per-step mask of JSON mode / structured outputs over one vocabulary, for `bench kernels` (bench/json_mask.py)
+// and the mask-cost figures: prepare() takes the recognizer states at every byte of a document, mask() computes
+// the allowed set from each, read() makes the plain pass over a row of V logits that any mask costs at least.
+class JsonMaskBench {
+ public:
+  explicit JsonMaskBench(std::vector<std::string> token_bytes)
+      : bytes_(std::move(token_bytes)), trie_(bytes_), row_(bytes_.size(), 0.5f) {}
+  int64_t prepare(const std::string& schema, nb::bytes doc) {
+    const std::string_view text(static_cast<const char*>(doc.data()), doc.size());
+    objects_.clear();
+    schemas_.clear();
+    if (schema.empty()) {
+      JsonRecognizer r;
+      for (char c : text) {
+        objects_.push_back(r);
+        require(r.push(uint8_t(c)), "doc", "is not a JSON object");
+      }
+    } else {
+      compiled_ = schema_from_text(schema);
+      JsonSchemaRecognizer r(*compiled_);
+      for (char c : text) {
+        schemas_.push_back(r);
+        require(r.push(uint8_t(c)), "doc", "does not follow the schema");
+      }
+    }
+    return int64_t(text.size());
+  }
+  // Tokens allowed, summed over the prepared states.
+  int64_t mask() {
+    int64_t total = 0;
+    for (const auto& s : objects_) total += trie_.allowed(s, allowed_);
+    for (const auto& s : schemas_) total += trie_.allowed(s, allowed_);
+    return total;
+  }
+  // Seconds of each state's mask, one pass (where the cost lies: in strings, keys, enum values...).
+  std::vector<double> mask_each() {
+    std::vector<double> out;
+    const auto time = [&](const auto& s) {
+      const auto t0 = std::chrono::steady_clock::now();
+      trie_.allowed(s, allowed_);
+      mask_row(row_, allowed_);
+      out.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
+    for (const auto& s : objects_) time(s);
+    for (const auto& s : schemas_) time(s);
+    return out;
+  }
+  void read() {
+    allowed_.resize(row_.size(), 1);
+    for (size_t i = 0; i < objects_.size() + schemas_.size(); ++i) mask_row(row_, allowed_);
+  }
+  int64_t vocab_size() const { return trie_.vocab_size(); }
+  int64_t string_plain_tokens() const { return trie_.string_plain_tokens(); }
+
+ private:
+  std::vector<std::string> bytes_;
+  TokenTrie trie_;
+  std::vector<float> row_;
+  std::vector<uint8_t> allowed_;
+  std::shared_ptr<const JsonSchema> compiled_;
+  std::vector<JsonRecognizer> objects_;
+  std::vector<JsonSchemaRecognizer> schemas_;
+};
 
 double seconds(EngineClock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
@@ -104,6 +183,63 @@ void bind_serving(nb::module_& m) {
         return std::make_pair(accepted, r.complete());
       },
       nb::arg("text"));
+  // Structured outputs' recognizer, for tests against Python's json and a schema validator: how many leading bytes
+  // of `text` it accepts, whether they are a whole document (no byte may follow) and whether the text may end there.
+  m.def(
+      "json_schema_prefix",
+      [](const std::string& schema, nb::bytes text) {
+        const auto compiled = schema_from_text(schema);
+        JsonSchemaRecognizer r(*compiled);
+        size_t accepted = 0;
+        const auto* p = static_cast<const uint8_t*>(text.data());
+        while (accepted < text.size() && r.push(p[accepted])) ++accepted;
+        return nb::make_tuple(accepted, r.complete(), r.can_end());
+      },
+      nb::arg("schema"), nb::arg("text"));
+  // The bytes that may follow `text` (all of it accepted, else an ArgumentError): random walks through the
+  // recognizer, whose documents the tests then validate independently.
+  m.def(
+      "json_schema_next_bytes",
+      [](const std::string& schema, nb::bytes text) {
+        const auto compiled = schema_from_text(schema);
+        JsonSchemaRecognizer r(*compiled);
+        require(r.push(std::string_view(static_cast<const char*>(text.data()), text.size())), "text",
+                "is not a prefix the schema's recognizer accepts");
+        std::string next;
+        for (int b = 0; b < 256; ++b) {
+          JsonSchemaRecognizer t = r;
+          if (t.push(uint8_t(b))) next += char(b);
+        }
+        return nb::make_tuple(nb::bytes(next.data(), next.size()), r.complete(), r.can_end());
+      },
+      nb::arg("schema"), nb::arg("text"));
+  nb::class_<JsonMaskBench>(m, "JsonMaskBench")
+      .def("__init__",
+           [](JsonMaskBench* self, const std::vector<nb::bytes>& tokens) {
+             std::vector<std::string> bytes;
+             for (const auto& t : tokens) bytes.emplace_back(static_cast<const char*>(t.data()), t.size());
+             new (self) JsonMaskBench(std::move(bytes));
+           },
+           nb::arg("token_bytes"))
+      .def("prepare", &JsonMaskBench::prepare, nb::arg("schema"), nb::arg("doc"),
+           "The states at every byte of `doc` (schema \"\": JSON mode's); how many.")
+      .def("mask", &JsonMaskBench::mask, nb::call_guard<nb::gil_scoped_release>())
+      .def("read", &JsonMaskBench::read, nb::call_guard<nb::gil_scoped_release>())
+      .def("mask_each", &JsonMaskBench::mask_each, "Each state's mask and -inf fill, seconds (one pass).")
+      .def_prop_ro("vocab_size", &JsonMaskBench::vocab_size)
+      .def_prop_ro("string_plain_tokens", &JsonMaskBench::string_plain_tokens);
+  // What each id adds to the text mid-generation (the mask's input), for measuring the mask on a real vocabulary.
+  m.def(
+      "token_bytes_in_context",
+      [](std::shared_ptr<const tok::Tokenizer> tokenizer, int64_t vocab) {
+        nb::list out;
+        for (const auto& b : token_bytes_in_context(*tokenizer, vocab)) out.append(nb::bytes(b.data(), b.size()));
+        return out;
+      },
+      nb::arg("tokenizer"), nb::arg("vocab_size"));
+  m.def(
+      "check_json_schema", [](const std::string& schema) { schema_from_text(schema); }, nb::arg("schema"),
+      "Raises ValueError naming the keyword and its JSON pointer when the schema is outside the supported subset.");
   nb::exception<EngineStopped>(m, "EngineStoppedError", PyExc_RuntimeError);
   nb::exception<EngineBusy>(m, "EngineBusyError", PyExc_RuntimeError);
 
@@ -154,7 +290,8 @@ void bind_serving(nb::module_& m) {
               int64_t top_k, float top_p, float min_p, float repetition_penalty, float presence_penalty,
               float frequency_penalty, uint64_t seed, int64_t max_tokens, int64_t n, std::vector<std::string> stop,
               std::vector<int32_t> stop_token_ids, bool ignore_eos, bool logprobs, int64_t top_logprobs,
-              std::vector<std::pair<int32_t, float>> logit_bias, const std::string& response_format) {
+              std::vector<std::pair<int32_t, float>> logit_bias, const std::string& response_format,
+              const std::string& json_schema) {
              Request r;
              r.prompt = std::move(prompt);
              auto& p = r.params;
@@ -168,18 +305,23 @@ void bind_serving(nb::module_& m) {
              p.logprobs = logprobs;
              p.top_logprobs = top_logprobs;
              p.logit_bias = std::move(logit_bias);
-             if (response_format == "json_object")
+             if (response_format == "json_object") {
                p.response_format = ResponseFormat::json_object;
-             else
+             } else if (response_format == "json_schema") {
+               p.response_format = ResponseFormat::json_schema;
+               p.json_schema = schema_from_text(json_schema);
+             } else {
                require(response_format == "text", "response_format",
-                       "must be \"text\" or \"json_object\", got \"" + response_format + "\"");
+                       "must be \"text\", \"json_object\" or \"json_schema\", got \"" + response_format + "\"");
+             }
              return e.add_request(std::move(r), queue->callback());
            },
            nb::arg("prompt"), nb::arg("queue"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"),
            nb::arg("min_p"), nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"),
            nb::arg("seed"), nb::arg("max_tokens"), nb::arg("n"), nb::arg("stop"), nb::arg("stop_token_ids"),
            nb::arg("ignore_eos"), nb::arg("logprobs"), nb::arg("top_logprobs"),
-           nb::arg("logit_bias") = std::vector<std::pair<int32_t, float>>(), nb::arg("response_format") = "text")
+           nb::arg("logit_bias") = std::vector<std::pair<int32_t, float>>(), nb::arg("response_format") = "text",
+           nb::arg("json_schema") = "")
       .def("abort", &Engine::abort, nb::arg("request_id"))
       .def("stats", [](const Engine& e) { return stats_dict(e.stats()); })
       .def("stop", &Engine::stop, nb::call_guard<nb::gil_scoped_release>())

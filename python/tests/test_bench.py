@@ -118,6 +118,21 @@ def test_the_table_holds_the_bf16_pairs_section(tiny_doc):
     assert "\n".join(bf16_pairs.format_bf16_pairs(section)) in text
 
 
+def test_the_table_holds_the_json_mask_section(tiny_doc):
+    """JSON mode's and json_schema's mask rows: every byte of the document a state, the mask's mean allowed count
+    between none and the whole vocabulary, both times and their ratio set, printed after the table."""
+    from attnzoo.bench import json_mask
+    section = tiny_doc["json_mask"]
+    assert [r["format"] for r in section["rows"]] == ["json_object", "json_schema"]
+    for r, (_, _, doc) in zip(section["rows"], json_mask.CASES):
+        assert r["states"] == len(doc.encode())
+        assert 1 <= r["allowed_mean"] < section["vocab"]
+        assert r["mask_ms"] > 0 and r["read_ms"] > 0 and r["ratio"] > 0
+    schema_row = section["rows"][1]
+    assert schema_row["allowed_mean"] < section["rows"][0]["allowed_mean"], "the schema allows fewer tokens"
+    assert "\n".join(json_mask.format_json_mask(section)) in kernels.format_table(tiny_doc)
+
+
 def test_goals_are_judged(tiny_doc):
     headline = next(r for r in tiny_doc["rows"] if r["name"] == "causal f32")
     goals = {g["goal"]: g for g in headline["goals"]}

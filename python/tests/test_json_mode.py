@@ -206,8 +206,8 @@ def test_server_logit_bias(server, llm):
     ({"logit_bias": {"5": "x"}}, "logit_bias", "[-100, 100]"),
     ({"logit_bias": {str(i): 1 for i in range(1025)}}, "logit_bias", "at most 1024 entries"),
     ({"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format",
-     "json_schema is not supported; use json_object"),
-    ({"response_format": {"type": "xml"}}, "response_format", "must be text or json_object"),
+     "response_format.json_schema.schema: missing"),
+    ({"response_format": {"type": "xml"}}, "response_format", "must be text, json_object or json_schema"),
     ({"response_format": "json_object"}, "response_format", "must be an object"),
     ({"tools": [{"type": "function"}]}, "tools", "not supported"),
 ])

@@ -68,10 +68,11 @@ TokenTrie::Trie::Trie(std::span<const std::string> token_bytes, std::vector<int3
   }
 }
 
-int64_t TokenTrie::Trie::walk(const JsonRecognizer& state, std::vector<uint8_t>& allowed) const {
+template <class Recognizer>
+int64_t TokenTrie::Trie::walk(const Recognizer& state, std::vector<uint8_t>& allowed) const {
   struct Visit {
     uint32_t node;
-    JsonRecognizer state;
+    Recognizer state;
   };
   thread_local std::vector<Visit> todo;  // the walk's stack, kept between steps
   todo.clear();
@@ -84,7 +85,7 @@ int64_t TokenTrie::Trie::walk(const JsonRecognizer& state, std::vector<uint8_t>&
     for (uint32_t t = node.first_token; t < node.first_token + node.num_tokens; ++t) allowed[size_t(tokens[t])] = 1;
     count += node.num_tokens;
     for (uint32_t e = node.first_edge; e < node.first_edge + node.num_edges; ++e) {
-      JsonRecognizer next = v.state;
+      Recognizer next = v.state;
       if (next.push(edge_byte[e])) todo.push_back({edge_child[e], next});
     }
   }
@@ -99,16 +100,39 @@ TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
                       return !(string_plain_[i] = uint8_t(string_plain(token_bytes[i])));
                     })) {
   num_string_plain_ = std::count(string_plain_.begin(), string_plain_.end(), 1);
+  std::vector<size_t> chars(token_bytes.size(), 0);
+  for (size_t i = 0; i < token_bytes.size(); ++i) {
+    if (!string_plain_[i]) continue;
+    for (char c : token_bytes[i]) chars[i] += (uint8_t(c) & 0xC0) != 0x80;
+    plain_by_chars_.push_back(int32_t(i));
+  }
+  std::stable_sort(plain_by_chars_.begin(), plain_by_chars_.end(),
+                   [&](int32_t a, int32_t b) { return chars[size_t(a)] < chars[size_t(b)]; });
+  const size_t longest = plain_by_chars_.empty() ? 0 : chars[size_t(plain_by_chars_.back())];
+  plain_upto_.assign(longest + 1, 0);
+  for (int32_t id : plain_by_chars_) ++plain_upto_[chars[size_t(id)]];
+  for (size_t c = 1; c <= longest; ++c) plain_upto_[c] += plain_upto_[c - 1];
 }
 
-int64_t TokenTrie::allowed(const JsonRecognizer& state, std::vector<uint8_t>& out) const {
+template <class Recognizer>
+int64_t TokenTrie::allowed(const Recognizer& state, std::vector<uint8_t>& out) const {
   if (state.in_string_text()) {
-    out = string_plain_;
-    return num_string_plain_ + string_other_.walk(state, out);
+    const size_t room = state.string_room();
+    if (room >= plain_upto_.size() - 1) {
+      out = string_plain_;
+      return num_string_plain_ + string_other_.walk(state, out);
+    }
+    // A maxLength in force: the string-plain tokens short enough, then the others walked.
+    out.assign(size_t(vocab_), 0);
+    for (uint32_t i = 0; i < plain_upto_[room]; ++i) out[size_t(plain_by_chars_[i])] = 1;
+    return int64_t(plain_upto_[room]) + string_other_.walk(state, out);
   }
   out.assign(size_t(vocab_), 0);
   return all_.walk(state, out);
 }
+
+template int64_t TokenTrie::allowed(const JsonRecognizer&, std::vector<uint8_t>&) const;
+template int64_t TokenTrie::allowed(const JsonSchemaRecognizer&, std::vector<uint8_t>&) const;
 
 std::vector<std::string> token_bytes_in_context(const tok::Tokenizer& tokenizer, int64_t vocab) {
   // One ordinary token before each id, as the StreamDecoder keeps one id of context: decoders that treat the

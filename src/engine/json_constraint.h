@@ -1,5 +1,7 @@
 #pragma once
-// JSON mode's per-step mask: which vocabulary tokens keep a sample's text a prefix of one valid JSON object.
+// JSON mode's per-step mask: which vocabulary tokens keep a sample's text a prefix of one valid JSON object (or,
+// for structured outputs, of one document valid against the request's schema: the same walk over another
+// recognizer, JsonSchemaRecognizer).
 //
 // The vocabulary's byte strings go once into a trie (TokenTrie); a step walks it depth first from the sample's
 // JsonRecognizer state, one recognizer copy per trie edge (the state is a few bytes), and prunes a subtree at the
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "engine/json_recognizer.h"
+#include "engine/json_schema_recognizer.h"
 
 namespace attnzoo {
 
@@ -29,10 +32,13 @@ class TokenTrie {
 
   // allowed[id] = 1 for the ids whose every byte `state` accepts, else 0 (resized to the vocabulary); how many.
   // Flags rather than a list: the walk meets ids in byte order, and sorting a list of tens of thousands of them
-  // every step would cost more than the walk.
-  int64_t allowed(const JsonRecognizer& state, std::vector<uint8_t>& allowed) const;
+  // every step would cost more than the walk. Recognizer: JsonRecognizer or JsonSchemaRecognizer (push(byte), and
+  // in_string_text() / string_room(): where the string-plain tokens of at most string_room() characters fit).
+  template <class Recognizer>
+  int64_t allowed(const Recognizer& state, std::vector<uint8_t>& allowed) const;
   int64_t vocab_size() const { return vocab_; }
   int64_t string_plain_tokens() const { return num_string_plain_; }
+  size_t longest_string_plain_token() const { return plain_upto_.size() - 1; }  // characters
 
  private:
   struct Trie {
@@ -46,11 +52,16 @@ class TokenTrie {
     std::vector<int32_t> tokens;
 
     Trie(std::span<const std::string> token_bytes, std::vector<int32_t> ids);
-    int64_t walk(const JsonRecognizer& state, std::vector<uint8_t>& allowed) const;
+    template <class Recognizer>
+    int64_t walk(const Recognizer& state, std::vector<uint8_t>& allowed) const;
   };
   int64_t vocab_ = 0;
   std::vector<uint8_t> string_plain_;  // flags: the ids that leave a string's state unchanged
   int64_t num_string_plain_ = 0;
+  // The string-plain ids by their count of characters, and plain_upto_[c]: how many of them have at most c (for
+  // strings with a maxLength, where only those that fit are allowed).
+  std::vector<int32_t> plain_by_chars_;
+  std::vector<uint32_t> plain_upto_;
   Trie all_, string_other_;  // every non-empty token; the non-empty ones not in string_plain_
 };
 

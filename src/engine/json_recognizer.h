@@ -8,6 +8,7 @@
 // outside strings (as llama.cpp's JSON grammar bounds them, so a model cannot loop on spaces). Strings must be
 // valid UTF-8 (no overlong forms, no encoded surrogates); control bytes in strings are refused, as RFC 8259 says.
 // Once the top-level object closes the document is complete and no further byte is accepted.
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -32,6 +33,8 @@ class JsonRecognizer {
   // Between characters of a string (no escape or multi-byte character under way): where a token made of whole
   // characters with no quote, backslash or control byte leaves the state exactly as it is.
   bool in_string_text() const { return mode_ == Mode::string; }
+  // Characters a string may still take (JsonSchemaRecognizer's question; TokenTrie takes either): no bound here.
+  size_t string_room() const { return SIZE_MAX; }
 
  private:
   enum class Mode : uint8_t {

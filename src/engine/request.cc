@@ -17,6 +17,8 @@ void RequestParams::validate() const {
     require(bias >= -100.f && bias <= 100.f, "logit_bias",
             "biases must be in [-100, 100], got " + std::to_string(bias) + " for token " + std::to_string(id));
   }
+  require((response_format == ResponseFormat::json_schema) == (json_schema != nullptr), "response_format",
+          "json_schema needs a compiled schema, and only json_schema takes one");
 }
 
 const char* finish_reason_name(FinishReason r) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,9 +17,13 @@ namespace attnzoo {
 
 using EngineClock = std::chrono::steady_clock;
 
+struct JsonSchema;
+
 // What the generated text must be. json_object: JSON mode (OpenAI's response_format), each sample's text is kept a
 // prefix of one JSON object (engine/json_constraint.h) and the sample ends, "stop", as that object closes.
-enum class ResponseFormat { text, json_object };
+// json_schema: structured outputs, the same for a document valid against RequestParams::json_schema
+// (engine/json_schema.h); EOS / stop ids are allowed only where the text is a whole document.
+enum class ResponseFormat { text, json_object, json_schema };
 
 struct RequestParams {
   // Temperature, top-k / top-p / min-p, the three penalties and the seed. Sample i of n draws from its own
@@ -35,6 +40,7 @@ struct RequestParams {
   // sampler (a bias of -100 all but bans a token, +100 all but forces it). Logprobs stay the raw logits'.
   std::vector<std::pair<int32_t, float>> logit_bias;
   ResponseFormat response_format = ResponseFormat::text;
+  std::shared_ptr<const JsonSchema> json_schema;  // compiled (compile_json_schema); set iff json_schema
 
   // ArgumentError naming the field: max_tokens < 1, n < 1, top_logprobs < 0 or without logprobs, empty stop
   // strings, logit_bias ids < 0 or biases outside [-100, 100], and whatever SamplingParams::validate rejects.

@@ -76,7 +76,7 @@ void Scheduler::add(uint64_t id, Request request, OutputCallback on_output, Engi
   r->arrival = arrival;
   r->forked = r->request.params.n == 1;
   r->usage.prompt_tokens = int64_t(r->request.prompt.size());
-  if (r->request.params.response_format == ResponseFormat::json_object && !json_trie_) {
+  if (r->request.params.response_format != ResponseFormat::text && !json_trie_) {
     // Once per engine, at the first JSON-mode request: every token's bytes (the mask's input) and their trie.
     json_token_bytes_ = token_bytes_in_context(*tokenizer_, model_.info().vocab_size);
     json_trie_ = std::make_unique<TokenTrie>(json_token_bytes_);

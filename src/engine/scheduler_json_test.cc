@@ -2,7 +2,9 @@
 // and letters among them): at temperature 1 every sample that ends "stop" streamed one JSON object (read back by
 // the loader's own JSON parser) and ended at its closing brace; the same requests without JSON mode do not give
 // objects; n = 2 forks and a pool small enough to preempt and recompute give the same tokens as an ample pool; a
-// vocabulary with no token to continue the object fails that request alone, saying so.
+// vocabulary with no token to continue the object fails that request alone, saying so. Structured outputs
+// (json_schema) the same way: every sample that ends "stop" is a document the schema validates (checked here on
+// the loader's parse, independently of the recognizer), none does without the mask.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/json_schema.h"
+#include "engine/json_schema_recognizer.h"
 #include "engine/scheduler.h"
 #include "engine/scheduler_test_fixture.h"
 #include "loader/json.h"
@@ -66,6 +70,7 @@ class SchedulerJsonTest : public SchedulerTest {
     SchedulerTest::SetUp();
     eos_.clear();
   }
+  std::shared_ptr<const JsonSchema> schema_;
 
   std::vector<Texts> run(int64_t blocks, ResponseFormat format, int requests, bool fuse = true) {
     auto model = load(blocks);
@@ -79,6 +84,7 @@ class SchedulerJsonTest : public SchedulerTest {
       r.params.max_tokens = 40;
       r.params.n = 2;
       r.params.response_format = format;
+      if (format == ResponseFormat::json_schema) r.params.json_schema = schema_;
       s.add(uint64_t(i + 1), r, into(got[size_t(i)]), EngineClock::now());
     }
     drain(s);
@@ -136,6 +142,80 @@ TEST_F(SchedulerJsonTest, AVocabularyThatCannotContinueFailsTheRequestByName) {
   }
   EXPECT_GT(failed, 0);
   EXPECT_GT(finished, 0);
+}
+
+// The schema below, checked on the parsed value: "id" an integer written without fraction, "tags" at most two of
+// "a" / "b", "name" a string of at most 3 characters; "id" and "name" present; no other key; the schema's order.
+constexpr const char* kSchema = R"({"type": "object", "properties": {"id": {"type": "integer"},
+    "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+    "name": {"type": "string", "maxLength": 3}}, "required": ["id", "name"]})";
+
+bool follows_schema(const std::string& text) {
+  json::Value v;
+  try {
+    v = json::parse(text);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!v.is_object()) return false;
+  const auto members = v.members_in_source_order();
+  const std::vector<std::string> order = {"id", "tags", "name"};
+  size_t at = 0;
+  for (const json::Member* m : members) {
+    while (at < order.size() && order[at] != m->first) ++at;
+    if (at++ == order.size()) return false;  // not a property, or out of order
+  }
+  const json::Value *id = v.find("id"), *tags = v.find("tags"), *name = v.find("name");
+  if (!id || !id->is_integer() || id->is_float_literal() || !name || !name->is_string()) return false;
+  int64_t chars = 0;
+  for (unsigned char c : name->as_string()) chars += (c & 0xC0) != 0x80;
+  if (chars > 3) return false;
+  if (tags) {
+    if (!tags->is_array() || tags->as_array().size() > 2) return false;
+    for (const auto& t : tags->as_array())
+      if (!t.is_string() || (t.as_string() != "a" && t.as_string() != "b")) return false;
+  }
+  return true;
+}
+
+TEST_F(SchedulerJsonTest, JsonSchemaSamplesValidateAndSurvivePreemption) {
+  schema_ = compile_json_schema(json::parse(kSchema));
+  const int N = 12;
+  const auto ample = run(0, ResponseFormat::json_schema, N);
+  int stops = 0;
+  for (int i = 0; i < N; ++i)
+    for (int64_t k = 0; k < 2; ++k) {
+      const auto& t = ample[size_t(i)];
+      const std::string& text = t.text.at(k);
+      if (t.reasons.at(k) == FinishReason::stop) {
+        ++stops;
+        EXPECT_TRUE(follows_schema(text)) << text;
+        EXPECT_EQ(text.back(), '}') << "the sample ends at the object's closing brace";
+      } else {
+        ASSERT_EQ(t.reasons.at(k), FinishReason::length) << text;
+        JsonSchemaRecognizer r(*schema_);
+        EXPECT_TRUE(r.push(text) && !r.complete()) << text;
+      }
+    }
+  EXPECT_GE(stops, N / 2) << "too few samples closed their object for the test to say much";
+
+  const auto preempted = run(28, ResponseFormat::json_schema, N);
+  for (int i = 0; i < N; ++i) EXPECT_EQ(preempted[size_t(i)].tokens, ample[size_t(i)].tokens) << "request " << i;
+
+  for (const auto& t : run(0, ResponseFormat::json_object, N))
+    for (const auto& [k, text] : t.text) EXPECT_FALSE(follows_schema(text)) << text;
+  for (const auto& t : run(0, ResponseFormat::text, N))
+    for (const auto& [k, text] : t.text) EXPECT_FALSE(follows_schema(text)) << text;
+}
+
+// Every token begins with a space: a key can open (whitespace may precede it) but not go on, so every request
+// fails, saying so, rather than writing a document the schema does not allow.
+TEST_F(SchedulerJsonTest, JsonSchemaWithAVocabularyThatCannotContinueFailsByName) {
+  schema_ = compile_json_schema(json::parse(kSchema));
+  const auto got = run(0, ResponseFormat::json_schema, 4, /*fuse=*/false);
+  for (const auto& t : got)
+    EXPECT_NE(t.error.find("response_format json_schema: no token of the vocabulary continues"), std::string::npos)
+        << t.error;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   if (tokenizer_) s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, /*skip_special_tokens=*/true);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
   if (r.request.params.response_format == ResponseFormat::json_object) s->json.emplace();
+  if (r.request.params.response_format == ResponseFormat::json_schema) s->schema.emplace(*r.request.params.json_schema);
   return s;
 }
 
@@ -130,16 +131,19 @@ bool Scheduler::shape_row(const RequestState& r, const Sample& s, const float* r
   const auto& params = r.request.params;
   shaped_row_.assign(row, row + V);
   for (const auto& [id, bias] : params.logit_bias) shaped_row_[size_t(id)] += bias;
-  if (!s.json) return true;
-  int64_t count = json_trie_->allowed(*s.json, allowed_);
+  if (!s.json && !s.schema) return true;
+  int64_t count = s.json ? json_trie_->allowed(*s.json, allowed_) : json_trie_->allowed(*s.schema, allowed_);
   // The object is not complete while a sample draws (it ends as the object closes), so the ids that would end it
   // early go: the stop ids and the EOS ids (most are special tokens, empty in the trie anyway; not every one is).
-  for (int32_t id : params.stop_token_ids) count -= std::exchange(allowed_[size_t(id)], 0);
+  // A schema's document may be whole and still go on (a top-level number): there they are allowed instead.
+  const uint8_t end = s.schema && s.schema->can_end();
+  for (int32_t id : params.stop_token_ids) count += end - std::exchange(allowed_[size_t(id)], end);
   if (!params.ignore_eos)
     for (int32_t id : eos_)
-      if (id >= 0 && id < V) count -= std::exchange(allowed_[size_t(id)], 0);
+      if (id >= 0 && id < V) count += end - std::exchange(allowed_[size_t(id)], end);
   if (count == 0) {
-    why = "response_format json_object: no token of the vocabulary continues the JSON text";
+    why = s.json ? "response_format json_object: no token of the vocabulary continues the JSON text"
+                 : "response_format json_schema: no token of the vocabulary continues the schema's document";
     return false;
   }
   mask_row(shaped_row_, allowed_);
@@ -180,6 +184,10 @@ void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::spa
     // The mask let only tokens the recognizer accepts through; the object's last byte ends the sample.
     s.json->push(json_token_bytes_[size_t(token)]);
     if (!reason && s.json->complete()) reason = FinishReason::stop;
+  }
+  if (s.schema && !reason) {
+    s.schema->push(json_token_bytes_[size_t(token)]);
+    if (s.schema->complete()) reason = FinishReason::stop;
   }
   if (!reason && (s.generated >= params.max_tokens || (max_model_len_ > 0 && int64_t(s.tokens.size()) >= max_model_len_)))
     reason = FinishReason::length;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/chat_turns.h"
+#include "engine/json_schema.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "tokenizer/tokenizer.h"
@@ -173,16 +174,40 @@ std::vector<std::pair<int32_t, float>> logit_bias(const Value& v, int64_t vocab,
   return out;
 }
 
-ResponseFormat response_format(const Value& v) {
+void response_format(const Value& v, RequestParams& p) {
   const Value* type = v.is_object() ? field(v, "type") : nullptr;
   if (!type || !type->is_string())
     throw bad_request("response_format: must be an object with a string type", "response_format");
   const std::string& t = type->as_string();
-  if (t == "text") return ResponseFormat::text;
-  if (t == "json_object") return ResponseFormat::json_object;
-  if (t == "json_schema")
-    throw bad_request("response_format.type: json_schema is not supported; use json_object", "response_format");
-  throw bad_request("response_format.type: must be text or json_object, got \"" + t + "\"", "response_format");
+  if (t == "text") return;
+  if (t == "json_object") {
+    p.response_format = ResponseFormat::json_object;
+    return;
+  }
+  if (t != "json_schema")
+    throw bad_request("response_format.type: must be text, json_object or json_schema, got \"" + t + "\"",
+                      "response_format");
+  // OpenAI's shape: {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": true}}. strict
+  // changes nothing here: the mask holds every sample to the schema either way.
+  const Value* spec = field(v, "json_schema");
+  if (!spec || !spec->is_object())
+    throw bad_request("response_format.json_schema: must be an object with a schema", "response_format");
+  for (const auto& [key, value] : spec->as_object())
+    if (key != "name" && key != "schema" && key != "strict" && key != "description")
+      throw bad_request("response_format.json_schema." + key + ": not supported (name, schema, strict, description)",
+                        "response_format");
+  if (const Value* name = field(*spec, "name"); name && !name->is_string())
+    throw bad_request("response_format.json_schema.name: must be a string", "response_format");
+  if (const Value* strict = field(*spec, "strict"); strict && !strict->is_bool() && !strict->is_null())
+    throw bad_request("response_format.json_schema.strict: must be a boolean", "response_format");
+  const Value* schema = field(*spec, "schema");
+  if (!schema) throw bad_request("response_format.json_schema.schema: missing", "response_format");
+  try {
+    p.json_schema = compile_json_schema(*schema);
+  } catch (const ArgumentError& e) {
+    throw bad_request(e.what(), "response_format");
+  }
+  p.response_format = ResponseFormat::json_schema;
 }
 
 }  // namespace
@@ -230,7 +255,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   logprob_fields(endpoint, body, limits, p);
   if (const Value* v = field(body, "logit_bias"))
     p.logit_bias = logit_bias(*v, int64_t(tokenizer.vocab_size()), limits.max_logit_bias);
-  if (const Value* v = field(body, "response_format")) p.response_format = response_format(*v);
+  if (const Value* v = field(body, "response_format")) response_format(*v, p);
 
   r.request.prompt = endpoint == Endpoint::completions ? completion_prompt(body, tokenizer) : chat_prompt(body, chat);
   if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");

@@ -9,7 +9,8 @@ see src/bench/timer.h). Compute-bound rows report GFLOP/s of useful work (masked
 fraction of the FMA peak; memory-bound rows report GB/s of cache bytes read as a fraction of the bandwidth.
 Sections after the table time the AVX2 regrouped quantized rows with AVX-VNNI's vpdpbusd against vpmaddubsw
 (avx_vnni.py), and regrouped rows decoded straight into the bf16 prefill GEMM's pairs against the f32 route
-(bf16_pairs.py), each side by side.
+(bf16_pairs.py), each side by side, and JSON mode's / structured outputs' per-step mask beside a plain pass over
+the logits row (json_mask.py).
 
 Adding a kernel family = adding a function that returns BenchCase objects and listing it in CASE_BUILDERS.
 """
@@ -22,6 +23,7 @@ import sys
 from .. import _core
 from .avx_vnni import format_avx_vnni, run_avx_vnni
 from .bf16_pairs import format_bf16_pairs, run_bf16_pairs
+from .json_mask import format_json_mask, run_json_mask
 from .harness import SCALES, apply_goals, better_peaks, idle_note, machine_is_idle, measure_peaks, rate_row, run_case, \
     torch_module
 from .s4 import s4_cases
@@ -55,6 +57,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
         timed.append(run_case(case, None, config["timing"], use_torch))
     avx_vnni = run_avx_vnni(scale, config["timing"], say)
     bf16_pairs = run_bf16_pairs(scale, config["timing"], say)
+    json_mask = run_json_mask(scale, config["timing"], say)
     linear = None
     if with_linear:
         from .linear import run_linear
@@ -83,6 +86,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
         "rows": rows,
         "avx_vnni": avx_vnni,
         "bf16_pairs": bf16_pairs,
+        "json_mask": json_mask,
         "linear": linear,
         "note": "" if use_torch else ("torch comparison disabled (--no-torch)" if torch is not None
                                       else "torch unavailable: no PyTorch ratios"),
@@ -145,6 +149,8 @@ def format_table(doc):
         lines += format_avx_vnni(doc["avx_vnni"])
     if doc.get("bf16_pairs"):
         lines += format_bf16_pairs(doc["bf16_pairs"])
+    if doc.get("json_mask"):
+        lines += format_json_mask(doc["json_mask"])
     if doc.get("linear"):
         from .linear import format_linear
         lines += format_linear(doc["linear"])

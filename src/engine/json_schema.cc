@@ -1,0 +1,483 @@
+// The schema compiler: JSON Schema (the subset json_schema.h lists) to the graph JsonSchemaRecognizer walks.
+#include "engine/json_schema.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <span>
+#include <string_view>
+
+#include "core/error.h"
+#include "loader/json.h"
+#include "loader/json_writer.h"
+
+namespace attnzoo {
+namespace {
+
+using json::Value;
+using Kind = JsonSchema::Kind;
+constexpr uint16_t kNone = JsonSchema::kNone;
+constexpr uint16_t kInfinite = 0xFFFF;
+
+constexpr std::string_view kAnnotations[] = {"title",    "description", "default",   "examples",
+                                             "$comment", "$schema",     "$id",       "deprecated",
+                                             "readOnly", "writeOnly",   "$defs",     "definitions"};
+constexpr std::string_view kKeywords[] = {"type",     "properties", "required", "additionalProperties",
+                                          "items",    "minItems",   "maxItems", "minLength",
+                                          "maxLength", "enum",      "const",    "anyOf",
+                                          "oneOf",    "$ref"};
+constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
+
+bool one_of(std::string_view k, std::span<const std::string_view> set) {
+  return std::find(set.begin(), set.end(), k) != set.end();
+}
+
+std::string pointer_text(const std::string& pointer) { return "#" + pointer; }
+
+[[noreturn]] void refuse(const std::string& pointer, const std::string& what) {
+  throw ArgumentError("response_format: json_schema at " + pointer_text(pointer) + ": " + what);
+}
+
+std::string child_pointer(const std::string& pointer, std::string_view key) {
+  std::string out = pointer + "/";
+  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+std::string compact(const Value& v) {
+  json::Writer w;
+  w.value(v);
+  return w.take();
+}
+
+bool has_type(const Value& v, std::string_view type) {
+  if (type == "object") return v.is_object();
+  if (type == "array") return v.is_array();
+  if (type == "string") return v.is_string();
+  if (type == "number") return v.is_number();
+  if (type == "integer") return v.is_integer();
+  if (type == "boolean") return v.is_bool();
+  return v.is_null();
+}
+
+uint32_t count_field(const Value& s, const char* key, const std::string& pointer, uint32_t otherwise) {
+  const Value* v = s.find(key);
+  if (!v) return otherwise;
+  if (!v->is_integer() || v->as_int() < 0 || v->as_int() > 1'000'000'000)
+    refuse(child_pointer(pointer, key), std::string(key) + " must be an integer in [0, 1e9]");
+  return uint32_t(v->as_int());
+}
+
+// What a schema's value may be: nodes, and whole positions (a $ref, `true`) whose nodes join these once every
+// position is compiled (a $ref may name a schema still being compiled: recursion).
+struct Union {
+  std::vector<uint16_t> nodes, positions;
+  void add(const Union& u) {
+    nodes.insert(nodes.end(), u.nodes.begin(), u.nodes.end());
+    positions.insert(positions.end(), u.positions.begin(), u.positions.end());
+  }
+};
+
+class Compiler {
+ public:
+  explicit Compiler(const Value& root) : root_(root), g_(std::make_shared<JsonSchema>()) {}
+
+  std::shared_ptr<const JsonSchema> run() {
+    g_->root = position(root_, "");
+    // Each position's table, from its nodes and those of the positions it takes in (resolved depth first).
+    std::vector<uint8_t> state(g_->positions.size(), 0);  // 0 new, 1 resolving, 2 done
+    for (size_t p = 0; p < g_->positions.size(); ++p) resolve(uint16_t(p), state);
+    // Branches that begin differently match different values, but two oneOf branches may list the same enum /
+    // const value: one value matching two branches is what oneOf forbids.
+    for (const auto& [at, own] : one_of_) {
+      std::set<std::string> seen;
+      for (uint16_t p : own)
+        for (uint16_t n : g_->positions[p].branches)
+          if (auto it = literal_texts_.find(n); it != literal_texts_.end())
+            for (const auto& text : it->second)
+              if (!seen.insert(text).second) refuse(at, "two oneOf branches both accept " + text);
+    }
+    compute_need();
+    if (g_->position_need[g_->root] > JsonSchema::kMaxDepth)
+      refuse("", "no document fits within " + std::to_string(JsonSchema::kMaxDepth) +
+                     " nested objects / arrays (a required property or minItems that recurses without end?)");
+    return g_;
+  }
+
+ private:
+  uint16_t new_position(const std::string& pointer) {
+    if (g_->positions.size() >= kNone - 1) refuse("", "too many schemas");
+    g_->positions.emplace_back();
+    pending_.emplace_back();
+    where_.push_back(pointer);
+    return uint16_t(g_->positions.size() - 1);
+  }
+
+  const std::vector<uint16_t>& resolve(uint16_t p, std::vector<uint8_t>& state) {
+    if (state[p] == 1)
+      refuse(where_[p], "$ref refers back to this schema before any object or array (it would never end)");
+    if (state[p] == 0) {
+      state[p] = 1;
+      std::vector<uint16_t> nodes = pending_[p].nodes;
+      for (uint16_t q : pending_[p].positions) {
+        const auto& more = resolve(q, state);
+        nodes.insert(nodes.end(), more.begin(), more.end());
+      }
+      fill(p, std::move(nodes), where_[p]);
+      state[p] = 2;
+    }
+    return g_->positions[p].branches;
+  }
+  uint16_t new_node(const JsonSchema::Node& n) {
+    if (g_->nodes.size() >= kNone - 1) refuse("", "too many schemas");
+    g_->nodes.push_back(n);
+    return uint16_t(g_->nodes.size() - 1);
+  }
+
+  // A value position for schema `s`: a $ref shares its target's position (what makes recursion possible).
+  uint16_t position(const Value& s, const std::string& pointer) {
+    if (const Value* r = s.is_object() ? s.find("$ref") : nullptr) {
+      only_annotations_beside(s, "$ref", pointer);
+      return ref(*r, child_pointer(pointer, "$ref"));
+    }
+    const uint16_t p = new_position(pointer);
+    Union u = branches(s, pointer);
+    pending_[p] = std::move(u);
+    return p;
+  }
+
+  uint16_t ref(const Value& r, const std::string& at) {
+    if (!r.is_string() || r.as_string().empty() || r.as_string()[0] != '#')
+      refuse(at, "$ref must be a local reference (\"#\", \"#/$defs/Name\", \"#/definitions/Name\")");
+    const std::string target = r.as_string().substr(1);
+    if (auto it = refs_.find(target); it != refs_.end()) return it->second;
+    const Value* v = &root_;
+    for (size_t i = 1; i <= target.size() && !target.empty();) {
+      if (target[0] != '/') refuse(at, "$ref \"" + r.as_string() + "\" is not a JSON pointer");
+      size_t end = target.find('/', i);
+      if (end == std::string::npos) end = target.size();
+      std::string key;
+      for (size_t k = i; k < end; ++k) {
+        if (target[k] == '~' && k + 1 < end && (target[k + 1] == '0' || target[k + 1] == '1')) {
+          key += target[++k] == '0' ? '~' : '/';
+        } else {
+          key += target[k];
+        }
+      }
+      v = v->find(key);
+      if (!v) refuse(at, "$ref \"" + r.as_string() + "\" points at nothing");
+      i = end + 1;
+    }
+    const uint16_t p = new_position(target);
+    refs_[target] = p;
+    Union u = branches(*v, target);
+    pending_[p] = std::move(u);
+    return p;
+  }
+
+  void only_annotations_beside(const Value& s, std::string_view keyword, const std::string& pointer,
+                               std::string_view also = {}) {
+    for (const auto& [k, v] : s.as_object())
+      if (k != keyword && k != also && !one_of(k, kAnnotations))
+        refuse(pointer, "\"" + k + "\" beside \"" + std::string(keyword) + "\" is not supported");
+  }
+
+  // The nodes a schema's value may be: one per type (or the merged literals of an anyOf of enums).
+  Union branches(const Value& s, const std::string& pointer) {
+    if (s.is_bool()) {
+      if (!s.as_bool()) refuse(pointer, "the schema false matches nothing");
+      return {{}, {any()}};
+    }
+    if (!s.is_object()) refuse(pointer, "a schema must be an object or a boolean");
+    for (const auto& [k, v] : s.as_object())
+      if (!one_of(k, kAnnotations) && !one_of(k, kKeywords))
+        refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
+                        "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
+                        "oneOf, $ref)");
+    if (const Value* r = s.find("$ref")) {
+      only_annotations_beside(s, "$ref", pointer);
+      return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
+    }
+    for (const char* alt : {"anyOf", "oneOf"}) {
+      const Value* list = s.find(alt);
+      if (!list) continue;
+      only_annotations_beside(s, alt, pointer);
+      const std::string at = child_pointer(pointer, alt);
+      if (!list->is_array() || list->as_array().empty()) refuse(at, std::string(alt) + " must be a non-empty list");
+      Union out;
+      std::vector<uint16_t> own;  // oneOf: each branch its own position, to check once resolved
+      for (size_t i = 0; i < list->as_array().size(); ++i) {
+        const std::string branch_at = child_pointer(at, std::to_string(i));
+        Union b = branches(list->as_array()[i], branch_at);
+        if (alt == std::string_view("oneOf")) {
+          own.push_back(new_position(branch_at));
+          pending_[own.back()] = std::move(b);
+          b = {{}, {own.back()}};
+        }
+        out.add(b);
+      }
+      if (!own.empty()) one_of_.emplace_back(at, std::move(own));
+      return out;
+    }
+    std::vector<std::string> types;
+    if (const Value* t = s.find("type")) {
+      const std::string at = child_pointer(pointer, "type");
+      for (const Value& name : t->is_array() ? t->as_array() : json::Array{*t}) {
+        if (!name.is_string() || !one_of(name.as_string(), kTypes))
+          refuse(at, "type must be one of object, array, string, number, integer, boolean, null (or a list)");
+        if (std::find(types.begin(), types.end(), name.as_string()) == types.end()) types.push_back(name.as_string());
+      }
+      if (types.empty()) refuse(at, "type must not be an empty list");
+    }
+    if (s.find("enum") || s.find("const")) return {{enumeration(s, pointer, types)}, {}};
+    if (types.empty()) {
+      if (s.find("properties") || s.find("required") || s.find("additionalProperties")) types.push_back("object");
+      if (s.find("items") || s.find("minItems") || s.find("maxItems")) types.push_back("array");
+      if (s.find("minLength") || s.find("maxLength")) types.push_back("string");
+      if (types.empty()) return {{}, {any()}};
+    }
+    // "number" takes every "integer" too: one node, or the first byte could not tell them apart.
+    if (std::find(types.begin(), types.end(), "number") != types.end())
+      std::erase(types, std::string("integer"));
+    Union out;
+    for (const auto& t : types) out.nodes.push_back(typed(s, pointer, t));
+    return out;
+  }
+
+  uint16_t typed(const Value& s, const std::string& pointer, const std::string& type) {
+    JsonSchema::Node n;
+    if (type == "object") return object(s, pointer);
+    if (type == "array") {
+      n.kind = Kind::array;
+      const Value* items = s.find("items");
+      if (items && items->is_array())
+        refuse(child_pointer(pointer, "items"), "items as a list (tuples) is not supported");
+      n.child = items ? position(*items, child_pointer(pointer, "items")) : any();
+      n.min = count_field(s, "minItems", pointer, 0);
+      n.max = count_field(s, "maxItems", pointer, JsonSchema::kUnbounded);
+    } else if (type == "string") {
+      n.kind = Kind::string;
+      n.min = count_field(s, "minLength", pointer, 0);
+      n.max = count_field(s, "maxLength", pointer, JsonSchema::kUnbounded);
+    } else if (type == "number" || type == "integer") {
+      n.kind = type == "number" ? Kind::number : Kind::integer;
+    } else {
+      return literal(type == "boolean" ? std::vector<std::string>{"true", "false"} : std::vector<std::string>{"null"});
+    }
+    if (n.min > n.max) refuse(pointer, "the minimum (" + std::to_string(n.min) + ") exceeds the maximum (" +
+                                           std::to_string(n.max) + ")");
+    return new_node(n);
+  }
+
+  uint16_t object(const Value& s, const std::string& pointer) {
+    const Value* props = s.find("properties");
+    const Value* required = s.find("required");
+    const Value* extra = s.find("additionalProperties");
+    const std::string extra_at = child_pointer(pointer, "additionalProperties");
+    if (extra && !extra->is_bool() && !extra->is_object())
+      refuse(extra_at, "additionalProperties must be a boolean or a schema");
+    JsonSchema::Node n;
+    if (!props && !required && !(extra && extra->is_bool() && !extra->as_bool())) {
+      n.kind = Kind::map;
+      n.child = extra && extra->is_object() ? position(*extra, extra_at) : any();
+      return new_node(n);
+    }
+    if (extra && !(extra->is_bool() && !extra->as_bool()))
+      refuse(extra_at, "additionalProperties other than false beside properties / required is not supported");
+    std::vector<std::string> names, quoted;
+    std::vector<const Value*> schemas;
+    if (props) {
+      if (!props->is_object()) refuse(child_pointer(pointer, "properties"), "properties must be an object");
+      for (const json::Member* m : props->members_in_source_order()) {
+        names.push_back(m->first);
+        quoted.push_back(json::quote(m->first));
+        schemas.push_back(&m->second);
+      }
+      if (names.size() > size_t(JsonSchema::kMaxProperties))
+        refuse(child_pointer(pointer, "properties"),
+               "more than " + std::to_string(JsonSchema::kMaxProperties) + " properties in one object");
+    }
+    n.kind = Kind::object;
+    if (required) {
+      const std::string at = child_pointer(pointer, "required");
+      if (!required->is_array()) refuse(at, "required must be a list of property names");
+      for (const Value& r : required->as_array()) {
+        const auto it = r.is_string() ? std::find(names.begin(), names.end(), r.as_string()) : names.end();
+        if (it == names.end())
+          refuse(at, "required names " + compact(r) + ", which is not in properties (no other key is allowed)");
+        n.required |= uint64_t(1) << (it - names.begin());
+      }
+    }
+    n.first_property = uint32_t(g_->properties.size());
+    n.num_properties = uint32_t(names.size());
+    g_->properties.resize(g_->properties.size() + names.size());
+    n.trie = build_trie(quoted, /*keys=*/true);
+    const uint16_t id = new_node(n);
+    const std::string props_at = child_pointer(pointer, "properties");
+    for (size_t i = 0; i < names.size(); ++i)
+      g_->properties[n.first_property + i].value = position(*schemas[i], child_pointer(props_at, names[i]));
+    return id;
+  }
+
+  uint16_t enumeration(const Value& s, const std::string& pointer, const std::vector<std::string>& types) {
+    only_annotations_beside(s, s.find("enum") ? "enum" : "const", pointer, "type");
+    std::vector<const Value*> values;
+    if (const Value* e = s.find("enum")) {
+      if (!e->is_array() || e->as_array().empty())
+        refuse(child_pointer(pointer, "enum"), "enum must be a non-empty list");
+      for (const Value& v : e->as_array()) values.push_back(&v);
+    } else {
+      values.push_back(s.find("const"));
+    }
+    std::vector<std::string> texts;
+    for (const Value* v : values)
+      if (types.empty() || std::any_of(types.begin(), types.end(), [&](const auto& t) { return has_type(*v, t); }))
+        texts.push_back(compact(*v));
+    if (texts.empty()) refuse(pointer, "no value of enum / const has one of the schema's types");
+    return literal(texts);
+  }
+
+  uint16_t literal(std::vector<std::string> texts) {
+    std::sort(texts.begin(), texts.end());
+    texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+    JsonSchema::Node n;
+    n.kind = Kind::literal;
+    n.trie = build_trie(texts, /*keys=*/false);
+    const uint16_t id = new_node(n);
+    literal_texts_[id] = std::move(texts);
+    return id;
+  }
+
+  uint32_t build_trie(const std::vector<std::string>& words, bool keys) {
+    auto& t = g_->trie;
+    const uint32_t root = uint32_t(t.size());
+    t.emplace_back();
+    for (size_t i = 0; i < words.size(); ++i) {
+      const uint64_t bit = keys ? uint64_t(1) << i : ~uint64_t(0);
+      uint32_t at = root;
+      t[at].mask |= bit;
+      for (char c : words[i]) {
+        uint32_t next = g_->trie_child(at, uint8_t(c));
+        if (next == JsonSchema::kUnbounded) {
+          next = uint32_t(t.size());
+          t.emplace_back();
+          auto& edges = t[at].edges;
+          edges.insert(std::upper_bound(edges.begin(), edges.end(), std::make_pair(uint8_t(c), next)),
+                       {uint8_t(c), next});
+        }
+        at = next;
+        t[at].mask |= bit;
+      }
+      t[at].terminal = keys ? int32_t(i) : 0;
+    }
+    return root;
+  }
+
+  // The first bytes a node's values can start with.
+  std::vector<uint8_t> first_bytes(uint16_t node) const {
+    const auto& n = g_->nodes[node];
+    switch (n.kind) {
+      case Kind::object:
+      case Kind::map: return {'{'};
+      case Kind::array: return {'['};
+      case Kind::string: return {'"'};
+      case Kind::number:
+      case Kind::integer: return {'-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9'};
+      case Kind::literal: {
+        std::vector<uint8_t> out;
+        for (const auto& e : g_->trie[n.trie].edges) out.push_back(e.first);
+        return out;
+      }
+    }
+    return {};
+  }
+
+  void fill(uint16_t p, std::vector<uint16_t> branches, const std::string& pointer) {
+    // Several enums / consts among the branches become one literal set (anyOf of consts is a common spelling).
+    std::vector<std::string> texts;
+    std::vector<uint16_t> kept;
+    int literals = 0;
+    for (uint16_t b : branches) {
+      if (auto it = literal_texts_.find(b); it != literal_texts_.end()) {
+        texts.insert(texts.end(), it->second.begin(), it->second.end());
+        ++literals;
+      } else if (std::find(kept.begin(), kept.end(), b) == kept.end()) {
+        kept.push_back(b);
+      }
+    }
+    if (literals == 1) {
+      for (uint16_t b : branches)
+        if (literal_texts_.count(b)) kept.push_back(b);
+    } else if (literals > 1) {
+      kept.push_back(literal(texts));
+    }
+    auto& pos = g_->positions[p];
+    pos.by_byte.fill(kNone);
+    for (uint16_t b : kept) {
+      for (uint8_t c : first_bytes(b)) {
+        if (pos.by_byte[c] != kNone)
+          refuse(pointer, "two alternatives (anyOf / oneOf / a type list / enum) can both begin with '" +
+                              std::string(1, char(c)) + "'; only alternatives that begin differently are supported");
+        pos.by_byte[c] = b;
+      }
+    }
+    pos.branches = std::move(kept);
+  }
+
+  // Any JSON value: made once, its containers holding any values again.
+  uint16_t any() {
+    if (any_ != kNone) return any_;
+    any_ = new_position("");
+    JsonSchema::Node map, array, string, number;
+    map.kind = Kind::map, map.child = any_;
+    array.kind = Kind::array, array.child = any_;
+    string.kind = Kind::string;
+    number.kind = Kind::number;
+    pending_[any_].nodes = {new_node(map), new_node(array), new_node(string), new_node(number),
+                            literal({"true", "false", "null"})};
+    return any_;
+  }
+
+  // The fewest nesting levels a value of each node / position needs, to a fixed point (recursion through $ref).
+  void compute_need() {
+    auto& nn = g_->node_need;
+    auto& pn = g_->position_need;
+    nn.assign(g_->nodes.size(), kInfinite);
+    pn.assign(g_->positions.size(), kInfinite);
+    const auto plus_one = [](uint16_t v) { return v == kInfinite ? kInfinite : uint16_t(v + 1); };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < nn.size(); ++i) {
+        const auto& n = g_->nodes[i];
+        uint16_t v = 0;
+        if (n.kind == Kind::map) v = 1;
+        if (n.kind == Kind::array) v = plus_one(n.min > 0 ? pn[n.child] : 0);
+        if (n.kind == Kind::object) {
+          uint16_t deepest = 0;
+          for (uint32_t k = 0; k < n.num_properties; ++k)
+            if ((n.required >> k) & 1) deepest = std::max(deepest, pn[g_->properties[n.first_property + k].value]);
+          v = plus_one(deepest);
+        }
+        if (v < nn[i]) nn[i] = v, changed = true;
+      }
+      for (size_t p = 0; p < pn.size(); ++p)
+        for (uint16_t b : g_->positions[p].branches)
+          if (nn[b] < pn[p]) pn[p] = nn[b], changed = true;
+    }
+  }
+
+  const Value& root_;
+  std::shared_ptr<JsonSchema> g_;
+  std::map<std::string, uint16_t> refs_;  // a $ref's target pointer -> its position
+  std::vector<Union> pending_;            // per position, until resolve()
+  std::vector<std::string> where_;        // per position: its schema's JSON pointer
+  std::vector<std::pair<std::string, std::vector<uint16_t>>> one_of_;  // each oneOf's pointer and branch positions
+  std::map<uint16_t, std::vector<std::string>> literal_texts_;
+  uint16_t any_ = kNone;
+};
+
+}  // namespace
+
+std::shared_ptr<const JsonSchema> compile_json_schema(const Value& schema) { return Compiler(schema).run(); }
+
+}  // namespace attnzoo

@@ -1,0 +1,88 @@
+#pragma once
+// Structured outputs (response_format {"type": "json_schema"}): a JSON Schema compiled into a small graph that
+// JsonSchemaRecognizer (engine/json_schema_recognizer.h) walks byte by byte.
+//
+// The subset, and how each keyword is read (anything else is refused, naming the keyword and its JSON pointer):
+//   type            "object", "array", "string", "number", "integer", "boolean", "null", or a list of them.
+//                   Without `type`, `properties` / `required` / `additionalProperties` mean an object, `items` /
+//                   `minItems` / `maxItems` an array, `minLength` / `maxLength` a string; nothing at all: any value.
+//   properties      written in the schema's order; an optional one may be skipped, a required one may not. No other
+//                   key: `additionalProperties` is false whether or not it says so (true or a schema is refused
+//                   beside `properties`). An object with neither `properties` nor `required` is a map: any keys,
+//                   values of `additionalProperties` (any value when absent or true).
+//   items, minItems, maxItems; minLength, maxLength (characters, as Python's len counts them).
+//   enum, const     any JSON values, written compactly as Python's json.dumps(separators=(",", ":")) writes them;
+//                   with `type` beside them, the values of other types are dropped.
+//   anyOf, oneOf    branches whose first bytes differ (a string or null, an object or an array, ...): the first
+//                   byte picks the branch, so oneOf's "exactly one" holds too. Enum / const branches merge into one
+//                   set (a value two oneOf branches list is refused). Branches that can start alike (two object
+//                   schemas, "number" and "integer") are refused.
+//   $ref            "#" or a JSON pointer into the document ("#/$defs/X", "#/definitions/X"); recursion is bounded
+//                   by kMaxDepth (32) nesting levels (a required self-reference is refused).
+//   Annotations (title, description, default, examples, $comment, $schema, $id, deprecated, readOnly, writeOnly)
+//   are accepted and change nothing. `integer` is written without a fraction or exponent.
+// Keys and enum strings are written as json.dumps(ensure_ascii=False) writes them (no needless escapes), so a
+// document's text follows from its values; free strings may use any JSON escape.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnzoo {
+
+namespace json {
+class Value;
+}
+
+struct JsonSchema {
+  static constexpr uint16_t kNone = 0xFFFF;
+  static constexpr uint32_t kUnbounded = 0xFFFFFFFF;
+  static constexpr int kMaxProperties = 64;  // per object: the key trie's masks are 64-bit
+  static constexpr int kMaxDepth = 32;       // objects and arrays open at once (the recognizer's frame stack)
+
+  enum class Kind : uint8_t { object, map, array, string, number, integer, literal };
+  struct Node {
+    Kind kind = Kind::literal;
+    uint16_t child = kNone;             // array: the items' position; map: the values' position
+    uint32_t min = 0, max = kUnbounded;  // array: items; string: characters
+    uint32_t first_property = 0, num_properties = 0;  // object: into `properties`
+    uint64_t required = 0;              // object: bit i, properties[first_property + i] is required
+    uint32_t trie = 0;                  // object: its quoted keys' trie; literal: its values' trie
+  };
+  struct Property {
+    uint16_t value;  // its value's position
+  };
+  // A value position (the root, a property's value, an array's items): the node each first byte selects.
+  struct Position {
+    std::array<uint16_t, 256> by_byte;
+    std::vector<uint16_t> branches;
+  };
+  // Literal tries: keys (terminal: the property's index, mask: the properties whose key passes through) and enum
+  // values (terminal 0, mask all ones).
+  struct TrieNode {
+    std::vector<std::pair<uint8_t, uint32_t>> edges;  // sorted by byte
+    int32_t terminal = -1;
+    uint64_t mask = 0;
+  };
+
+  std::vector<Node> nodes;
+  std::vector<Position> positions;
+  std::vector<Property> properties;
+  std::vector<TrieNode> trie;
+  std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
+  uint16_t root = 0;                                // the document's position
+
+  uint32_t trie_child(uint32_t node, uint8_t byte) const {
+    for (const auto& [b, child] : trie[node].edges)
+      if (b == byte) return child;
+    return kUnbounded;
+  }
+};
+
+// Compiles `schema` (the "schema" member of response_format.json_schema). Throws ArgumentError
+// "response_format: ..." naming the unsupported keyword (or the problem) and its JSON pointer.
+std::shared_ptr<const JsonSchema> compile_json_schema(const json::Value& schema);
+
+}  // namespace attnzoo

@@ -1,0 +1,316 @@
+#include "engine/json_schema_recognizer.h"
+
+namespace attnzoo {
+namespace {
+
+using Kind = JsonSchema::Kind;
+
+bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
+bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
+bool is_hex(uint8_t b) { return is_digit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
+
+}  // namespace
+
+bool JsonSchemaRecognizer::complete() const {
+  // A top-level integer "0" is the one value that may not go on but has no last byte of its own.
+  return mode_ == Mode::done || (depth_ == 0 && mode_ == Mode::zero && node(want_).kind == Kind::integer);
+}
+
+bool JsonSchemaRecognizer::can_end() const {
+  if (mode_ == Mode::done) return true;
+  if (depth_ != 0) return false;
+  switch (mode_) {
+    case Mode::zero:
+    case Mode::integer:
+    case Mode::fraction:
+    case Mode::exponent_digits: return true;
+    case Mode::literal: return schema_->trie[lit_].terminal >= 0;
+    default: return false;
+  }
+}
+
+size_t JsonSchemaRecognizer::string_room() const {
+  const uint32_t max = key_ ? JsonSchema::kUnbounded : node(want_).max;
+  return max == JsonSchema::kUnbounded ? SIZE_MAX : size_t(max - len_);
+}
+
+bool JsonSchemaRecognizer::whitespace() {
+  if (ws_ >= kMaxWhitespace) return false;
+  ++ws_;
+  return true;
+}
+
+uint64_t JsonSchemaRecognizer::keys_from(const Frame& f) const {
+  // Properties come in the schema's order: any after the last one written, up to and including the first required
+  // one (which may not be skipped), whose value still fits in the depth left.
+  const auto& n = node(f.node);
+  uint64_t out = 0;
+  for (uint32_t i = f.count; i < n.num_properties; ++i) {
+    if (fits(schema_->properties[n.first_property + i].value)) out |= uint64_t(1) << i;
+    if ((n.required >> i) & 1) break;
+  }
+  return out;
+}
+
+bool JsonSchemaRecognizer::end_value() {
+  mode_ = depth_ == 0 ? Mode::done : Mode::after_value;
+  return true;
+}
+
+bool JsonSchemaRecognizer::after_scalar(uint8_t b) {
+  // Nothing follows the top-level value (no trailing whitespace: the document ends with its last byte).
+  if (depth_ == 0) return false;
+  end_value();
+  return push(b);
+}
+
+bool JsonSchemaRecognizer::begin_value(uint8_t b) {
+  const uint16_t id = schema_->positions[want_].by_byte[b];
+  if (id == JsonSchema::kNone || depth_ + schema_->node_need[id] > kMaxDepth) return false;
+  const auto& n = node(id);
+  switch (n.kind) {
+    case Kind::object:
+    case Kind::map:
+    case Kind::array:
+      frames_[depth_++] = {id, 0};
+      mode_ = n.kind == Kind::array ? Mode::array_open : Mode::object_open;
+      return true;
+    case Kind::string:
+      want_ = id, key_ = false, len_ = 0;
+      mode_ = Mode::string;
+      return true;
+    case Kind::number:
+    case Kind::integer:
+      want_ = id;
+      mode_ = b == '-' ? Mode::minus : b == '0' ? Mode::zero : Mode::integer;
+      return true;
+    case Kind::literal:
+      lit_ = n.trie;
+      mode_ = Mode::literal;
+      return literal_byte(b);
+  }
+  return false;
+}
+
+bool JsonSchemaRecognizer::begin_key(uint8_t b) {
+  if (b != '"') return false;
+  const Frame& f = frames_[depth_ - 1];
+  const auto& n = node(f.node);
+  if (n.kind == Kind::map) {
+    key_ = true, len_ = 0;
+    mode_ = Mode::string;
+    return true;
+  }
+  keys_ = keys_from(f);
+  if (!keys_) return false;
+  lit_ = n.trie;
+  mode_ = Mode::key_literal;
+  return key_byte(b);
+}
+
+bool JsonSchemaRecognizer::key_byte(uint8_t b) {
+  const uint32_t child = schema_->trie_child(lit_, b);
+  if (child == JsonSchema::kUnbounded || !(schema_->trie[child].mask & keys_)) return false;
+  lit_ = child;
+  const int32_t k = schema_->trie[child].terminal;
+  if (k >= 0) {
+    // The key's closing quote: the object may write only later properties from here on.
+    Frame& f = frames_[depth_ - 1];
+    f.count = uint16_t(k + 1);
+    want_ = schema_->properties[node(f.node).first_property + uint32_t(k)].value;
+    mode_ = Mode::colon;
+  }
+  return true;
+}
+
+bool JsonSchemaRecognizer::literal_byte(uint8_t b) {
+  const uint32_t child = schema_->trie_child(lit_, b);
+  if (child == JsonSchema::kUnbounded) return schema_->trie[lit_].terminal >= 0 && after_scalar(b);
+  lit_ = child;
+  const auto& t = schema_->trie[child];
+  if (t.terminal >= 0 && t.edges.empty()) return end_value();
+  return true;
+}
+
+bool JsonSchemaRecognizer::string_char() {
+  if (!key_ && len_ >= node(want_).max) return false;
+  ++len_;
+  return true;
+}
+
+bool JsonSchemaRecognizer::string_byte(uint8_t b) {
+  if (b == '"') {
+    if (key_) {
+      key_ = false;
+      want_ = node(frames_[depth_ - 1].node).child;
+      mode_ = Mode::colon;
+      return true;
+    }
+    return len_ >= node(want_).min && end_value();
+  }
+  if (b == '\\') {
+    mode_ = Mode::escape;
+    return string_char();
+  }
+  if (b < 0x20) return false;
+  if (b < 0x80) return string_char();
+  // RFC 3629's table, as JsonRecognizer reads it: no overlong forms, surrogates or code points past U+10FFFF.
+  lo_ = 0x80, hi_ = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF) {
+    aux_ = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    aux_ = 2;
+    if (b == 0xE0) lo_ = 0xA0;
+    if (b == 0xED) hi_ = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    aux_ = 3;
+    if (b == 0xF0) lo_ = 0x90;
+    if (b == 0xF4) hi_ = 0x8F;
+  } else {
+    return false;
+  }
+  mode_ = Mode::utf8;
+  return string_char();
+}
+
+bool JsonSchemaRecognizer::comma() {
+  Frame& f = frames_[depth_ - 1];
+  const auto& n = node(f.node);
+  if (n.kind == Kind::array) {
+    if (f.count >= n.max) return false;
+    ++f.count;
+    want_ = n.child;
+    mode_ = Mode::value;
+    return true;
+  }
+  if (n.kind == Kind::object && !keys_from(f)) return false;  // no property left to write
+  mode_ = Mode::key;
+  return true;
+}
+
+bool JsonSchemaRecognizer::close(uint8_t b) {
+  const Frame& f = frames_[depth_ - 1];
+  const auto& n = node(f.node);
+  if (b == ']') {
+    if (n.kind != Kind::array || f.count < n.min) return false;
+  } else {
+    if (n.kind == Kind::array) return false;
+    if (n.kind == Kind::object && f.count < 64 && (n.required >> f.count) != 0) return false;  // required left
+  }
+  --depth_;
+  return end_value();
+}
+
+bool JsonSchemaRecognizer::push(uint8_t b) {
+  const JsonSchemaRecognizer saved = *this;
+  const Mode m = mode_;
+  const bool between_tokens = m == Mode::value || m == Mode::object_open || m == Mode::key || m == Mode::colon ||
+                              m == Mode::after_value || m == Mode::array_open;
+  bool ok = false;
+  if (between_tokens && is_ws(b)) {
+    ok = whitespace();
+  } else {
+    if (between_tokens) ws_ = 0;
+    const bool integer_only = m >= Mode::minus && m <= Mode::exponent_digits && node(want_).kind == Kind::integer;
+    switch (m) {
+      case Mode::value: ok = begin_value(b); break;
+      case Mode::object_open: ok = b == '}' ? close(b) : begin_key(b); break;
+      case Mode::key: ok = begin_key(b); break;
+      case Mode::key_literal: ok = key_byte(b); break;
+      case Mode::colon:
+        ok = b == ':';
+        if (ok) mode_ = Mode::value;
+        break;
+      case Mode::after_value: ok = b == ',' ? comma() : (b == '}' || b == ']') && close(b); break;
+      case Mode::array_open: {
+        if (b == ']') {
+          ok = close(b);
+          break;
+        }
+        Frame& f = frames_[depth_ - 1];
+        const auto& n = node(f.node);
+        if (f.count >= n.max) break;
+        ++f.count;
+        want_ = n.child;
+        ok = begin_value(b);
+        break;
+      }
+      case Mode::string: ok = string_byte(b); break;
+      case Mode::escape:
+        if (b == 'u') {
+          mode_ = Mode::unicode;
+          aux_ = 4;
+          ok = true;
+        } else if (b == '"' || b == '\\' || b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't') {
+          mode_ = Mode::string;
+          ok = true;
+        }
+        break;
+      case Mode::unicode: {
+        ok = is_hex(b);
+        // In a length-bounded string a surrogate escape (\uD800-\uDFFF) is refused: a pair is one character.
+        const bool bounded = !key_ && node(want_).max != JsonSchema::kUnbounded;
+        if (ok && bounded && aux_ == 4) lo_ = b == 'd' || b == 'D';
+        if (ok && bounded && aux_ == 3 && lo_ && !(b >= '0' && b <= '7')) ok = false;
+        if (ok && --aux_ == 0) mode_ = Mode::string;
+        break;
+      }
+      case Mode::utf8:
+        ok = b >= lo_ && b <= hi_;
+        if (ok) {
+          lo_ = 0x80, hi_ = 0xBF;
+          if (--aux_ == 0) mode_ = Mode::string;
+        }
+        break;
+      case Mode::minus:
+        ok = is_digit(b);
+        if (ok) mode_ = b == '0' ? Mode::zero : Mode::integer;
+        break;
+      case Mode::zero:
+      case Mode::integer:
+        if (is_digit(b) && m == Mode::integer) {
+          ok = true;
+        } else if ((b == '.' || b == 'e' || b == 'E') && !integer_only) {
+          mode_ = b == '.' ? Mode::dot : Mode::exponent;
+          ok = true;
+        } else {
+          ok = !is_digit(b) && b != '.' && b != 'e' && b != 'E' && after_scalar(b);
+        }
+        break;
+      case Mode::dot:
+        ok = is_digit(b);
+        if (ok) mode_ = Mode::fraction;
+        break;
+      case Mode::fraction:
+        if (is_digit(b)) {
+          ok = true;
+        } else if (b == 'e' || b == 'E') {
+          mode_ = Mode::exponent;
+          ok = true;
+        } else {
+          ok = after_scalar(b);
+        }
+        break;
+      case Mode::exponent:
+        if (b == '+' || b == '-') {
+          mode_ = Mode::exponent_sign;
+          ok = true;
+        } else {
+          ok = is_digit(b);
+          if (ok) mode_ = Mode::exponent_digits;
+        }
+        break;
+      case Mode::exponent_sign:
+        ok = is_digit(b);
+        if (ok) mode_ = Mode::exponent_digits;
+        break;
+      case Mode::exponent_digits: ok = is_digit(b) || after_scalar(b); break;
+      case Mode::literal: ok = literal_byte(b); break;
+      case Mode::done: ok = false; break;
+    }
+  }
+  if (!ok) *this = saved;
+  return ok;
+}
+
+}  // namespace attnzoo

@@ -1,0 +1,104 @@
+#pragma once
+// A byte-at-a-time recognizer of one JSON document that validates against a compiled schema (engine/json_schema.h):
+// JsonRecognizer's pushdown automaton, with each open object / array a 4-byte frame naming its schema node (and the
+// next property it may write, or its item count), so the whole state is a fixed 168 bytes that structured outputs
+// copies per vocabulary trie edge (engine/json_constraint.h).
+//
+// push(b) accepts b iff the bytes so far, b included, are still a prefix of some document that validates, within
+// the bounds: kMaxDepth objects / arrays open at once (a property or item whose schema cannot be completed within
+// the depth left is refused at its key / first byte, so no accepted prefix is a dead end), at most kMaxWhitespace
+// whitespace bytes in a row outside strings, and nothing after the top-level value (no trailing whitespace).
+// Strings are checked as JsonRecognizer checks them; in a string with a maxLength, \u escapes of UTF-16 surrogates
+// are refused (characters are counted as Python counts them, and a surrogate pair would be one).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "engine/json_schema.h"
+
+namespace attnzoo {
+
+class JsonSchemaRecognizer {
+ public:
+  static constexpr int kMaxDepth = JsonSchema::kMaxDepth;
+  static constexpr int kMaxWhitespace = 20;
+
+  // `schema` must outlive the recognizer (the scheduler keeps the request's shared_ptr).
+  explicit JsonSchemaRecognizer(const JsonSchema& schema) : schema_(&schema), want_(schema.root) {}
+
+  // False leaves the state unchanged.
+  bool push(uint8_t byte);
+  // All of `bytes`, or false with the state unchanged.
+  bool push(std::string_view bytes) {
+    JsonSchemaRecognizer next = *this;
+    for (char c : bytes)
+      if (!next.push(uint8_t(c))) return false;
+    *this = next;
+    return true;
+  }
+  // No byte can follow: the document is whole.
+  bool complete() const;
+  // The bytes so far are a whole document (also when more could follow: a top-level number, an enum of 1 and 12).
+  bool can_end() const;
+  // Between characters of a string (no escape or multi-byte character under way), as JsonRecognizer's: there a
+  // token of whole characters with no quote, backslash or control byte is accepted iff it has at most
+  // string_room() characters (SIZE_MAX: no maxLength), which TokenTrie uses instead of walking those tokens.
+  bool in_string_text() const { return mode_ == Mode::string; }
+  size_t string_room() const;
+
+ private:
+  enum class Mode : uint8_t {
+    value,        // a value of position want_
+    object_open,  // after '{': a key or '}'
+    key,          // after ',' in an object
+    key_literal,  // inside a property's quoted key: trie node lit_, properties keys_ still possible
+    colon,        // after a key; the value's position is want_
+    after_value,  // ',' or the innermost container's closer
+    array_open,   // after '[': an item or ']'
+    string,       // inside a string (node want_, or a map's key when key_)
+    escape,
+    unicode,      // after "\u": aux_ hex digits to come
+    utf8,         // aux_ continuation bytes to come, the next in [lo_, hi_]
+    minus,
+    zero,
+    integer,
+    dot,
+    fraction,
+    exponent,
+    exponent_sign,
+    exponent_digits,
+    literal,  // an enum / const / boolean / null value: trie node lit_
+    done,
+  };
+  struct Frame {
+    uint16_t node;
+    uint16_t count;  // object: the index of the first property it may still write; array: items begun
+  };
+
+  const JsonSchema::Node& node(uint16_t id) const { return schema_->nodes[id]; }
+  bool fits(uint16_t position) const { return depth_ + schema_->position_need[position] <= kMaxDepth; }
+  bool begin_value(uint8_t byte);
+  bool begin_key(uint8_t byte);
+  bool key_byte(uint8_t byte);
+  bool literal_byte(uint8_t byte);
+  bool string_byte(uint8_t byte);
+  bool string_char();  // a character starts: within maxLength?
+  bool comma();
+  bool close(uint8_t byte);
+  bool end_value();
+  bool after_scalar(uint8_t byte);  // the byte after a number / literal that could have gone on
+  bool whitespace();
+  uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
+
+  const JsonSchema* schema_;
+  std::array<Frame, kMaxDepth> frames_;
+  uint64_t keys_ = 0;
+  uint32_t lit_ = 0, len_ = 0;
+  uint16_t want_;
+  uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0, ws_ = 0;
+  Mode mode_ = Mode::value;
+  bool key_ = false;
+};
+
+}  // namespace attnzoo
