@@ -6,8 +6,8 @@
 // operations and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction) into a table that vpermw
 // indexes with the codes: one lookup per 32 weights, where the f32 route converted, scaled, stored and reloaded
 // every weight. IQ4_NL / IQ4_XS are such tables too: their 16 values are the fixed grid times the block's (the
-// sub-block's) scale, so the grid's non-linearity costs nothing here. Q8_0 (256 values) and Q6_K (64 per 16 weights) are converted and scaled as dequantize_rows does, in
-// registers.
+// sub-block's) scale, so the grid's non-linearity costs nothing here. Q8_0 (256 values) and Q6_K (64 per 16
+// weights) are converted and scaled as dequantize_rows does, in registers.
 // GCC 12 reports the intrinsics' _mm512_undefined_* operands as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -65,9 +65,9 @@ inline void unit_rows32(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o
         const __m512 hi = _mm512_mul_ps(dr, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q[1][r])));
         store_pairs(y, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
       } else {
-        const __m512 values = kType == QuantType::Q4_0     ? _mm512_mul_ps(dr, centred)
+        const __m512 values = kType == QuantType::Q4_0   ? _mm512_mul_ps(dr, centred)
                             : kType == QuantType::IQ4_NL ? _mm512_mul_ps(dr, grid)
-                                                         : _mm512_add_ps(_mm512_mul_ps(dr, iota), _mm512_set1_ps(m[i + r]));
+                            : _mm512_add_ps(_mm512_mul_ps(dr, iota), _mm512_set1_ps(m[i + r]));
         store_pairs(y, _mm512_permutexvar_epi16(nibble_indices(q[0][r], 0), table16(values)));
       }
     }

@@ -28,7 +28,8 @@ void expect_reference_pairs(QuantType t, const std::vector<uint8_t>& raw, int64_
   for (int64_t r = 0; r < N; ++r) {
     dequantize_row_reference(t, w.row(r), f.data(), K);
     for (int64_t k = 0; k < K2; ++k)
-      want[size_t(r * K2 + k)] = uint32_t(f32_to_bf16(f[size_t(2 * k)])) | uint32_t(f32_to_bf16(f[size_t(2 * k + 1)])) << 16;
+      want[size_t(r * K2 + k)] =
+          uint32_t(f32_to_bf16(f[size_t(2 * k)])) | uint32_t(f32_to_bf16(f[size_t(2 * k + 1)])) << 16;
   }
   const size_t stride = size_t(K2) + 5;  // rows apart by more than K / 2 pairs: the gap stays untouched
   for (const auto& [r0, nr] : {std::pair<int64_t, int64_t>{0, N}, {16, 32}, {4, 8}, {20, 28}, {44, 4}}) {
