@@ -27,7 +27,7 @@ TEST(LinearBf16Regrouped, BlockRowsGiveTheProductsOfTheirBf16Values) {
   // K = 4096: 8 KiB of pairs a row, so on AMX the 96-row panel is converted in chunks of 32 rows (40 tokens are one
   // block of activations there); K = 512 in one chunk.
   for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K,
-                      QuantType::Q6_K})
+                      QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS})
     for (int64_t K : {int64_t(512), int64_t(4096)}) {
       const int64_t N = 96, T = 40;
       std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 17);
@@ -58,33 +58,6 @@ TEST(LinearBf16Regrouped, BlockRowsGiveTheProductsOfTheirBf16Values) {
     }
 }
 
-// Regrouped IQ4_NL / IQ4_XS have no straight pairs: the GEMM takes the f32 route, decoding the units in place, to
-// the products of the same weights held as bf16 rows.
-TEST(LinearBf16Regrouped, Iq4RowsTakeTheF32RouteToTheProductsOfTheirBf16Values) {
-  if (!bf16_dot_available()) GTEST_SKIP() << "no bf16 GEMM runs here";
-  for (QuantType t : {QuantType::IQ4_NL, QuantType::IQ4_XS}) {
-    const int64_t N = 48, K = 1024, T = 16;
-    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 19);
-    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
-    std::vector<uint8_t> regrouped(raw.size());
-    const QuantMatrix g = to_row_groups(w, regrouped.data());
-    AlignedBuffer<uint16_t> bf16(size_t(N * K));
-    std::vector<float> row(static_cast<size_t>(K));
-    for (int64_t r = 0; r < N; ++r) {
-      dequantize_row_reference(t, w.row(r), row.data(), K);
-      for (int64_t k = 0; k < K; ++k) bf16.data()[r * K + k] = f32_to_bf16(row[size_t(k)]);
-    }
-    const QuantMatrix dense{bf16.data(), QuantType::BF16, N, K, K * 2};
-    testing::HostTensor x(DType::f32, {T, K}, 6);
-    std::vector<float> want(size_t(T * N)), grouped(want.size());
-    linear_gemm_bf16(dense, nullptr, x.view.ptr<float>(), T, want.data(), N, 48);
-    const uint64_t straight = linear_bf16_gemm_counts().straight_pairs;
-    linear_gemm_bf16(g, nullptr, x.view.ptr<float>(), T, grouped.data(), N, 48);
-    EXPECT_EQ(linear_bf16_gemm_counts().straight_pairs, straight) << quant_type_name(t) << " went straight";
-    EXPECT_EQ(0, std::memcmp(want.data(), grouped.data(), want.size() * sizeof(float))) << quant_type_name(t);
-  }
-}
-
 // Turns the straight route off for a test's stretch and back on however the test ends.
 struct F32RouteOnly {
   F32RouteOnly() { linear_bf16_allow_straight_pairs(false); }
@@ -94,7 +67,8 @@ struct F32RouteOnly {
 TEST(LinearBf16Regrouped, TurnedOffTheStraightRouteTakesTheF32OneToTheSameBits) {
   if (!bf16_dot_available()) GTEST_SKIP() << "no bf16 GEMM runs here";
   ASSERT_TRUE(linear_bf16_straight_pairs_allowed()) << "on unless turned off";
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K,
+                      QuantType::IQ4_NL, QuantType::IQ4_XS}) {
     const int64_t N = 64, K = 1024, T = 16, K2 = K / 2;
     const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 23);
     const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");

@@ -1,7 +1,8 @@
 """Regrouped block rows into the bf16 pairs the AMX / AVX-512-BF16 prefill GEMM multiplies, by its two routes side
 by side over the same prepared (regrouped) weights: straight (row_group_pairs: each block decoded, scaled and
 rounded in registers, the pairs stored once) against the f32 route (dequantize_rows' f32 stored, reloaded and packed
-by pack_f32_to_bf16_pairs), for every format the straight route covers (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K).
+by pack_f32_to_bf16_pairs), for every format the straight route covers (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K,
+IQ4_NL, IQ4_XS).
 
 Two kinds of rows: "convert", the conversion alone (QuantWeights.bf16_pairs, 64 rows a pool task), rated in GB/s
 of bf16 pairs written, on a matrix whose pairs are several times L2; and "prefill", a short prompt's projection
@@ -19,10 +20,11 @@ from .. import _core
 from .gguf_blocks import random_weights, type_id, weight_bytes
 from .harness import round_time, settle_side_by_side
 
-FORMATS = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")  # row_group_pairs decodes each; a miss is an error
+# row_group_pairs decodes each; a miss is an error
+FORMATS = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS")
 ROUTES = ("f32", "straight")
-# Each round's timing takes this share of the policy's min_seconds / rounds: the section's 30 rows of two routes
-# then take ~35 s at full scale and ~3 s with --quick.
+# Each round's timing takes this share of the policy's min_seconds / rounds: the section's 40 rows of two routes
+# then take ~45 s at full scale and ~4 s with --quick.
 TIME_SHARE = 0.25
 
 

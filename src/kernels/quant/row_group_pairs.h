@@ -12,8 +12,9 @@ namespace attnzoo {
 // Rows [r0, r0 + nr) of the regrouped matrix w as bf16 pairs, row r0 + i from dst + i * stride (K / 2 pairs; the
 // pairs past them are not written). Every value is dequantize_rows' f32 rounded to nearest even by
 // pack_f32_to_bf16_pairs' conversion, so the pairs are bit for bit those of that route. Q4_0, Q4_1, Q8_0,
-// Q4_K, Q5_K and Q6_K, r0 and nr multiples of 4; false (nothing written) for anything else, which the caller
-// decodes through dequantize_rows. Only where the CPU has AVX-512-BF16 (bf16_dot_available(): the bf16 GEMM's callers).
+// Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS, r0 and nr multiples of 4; false (nothing written) for anything else, which
+// the caller decodes through dequantize_rows. Only where the CPU has AVX-512-BF16 (bf16_dot_available(): the bf16
+// GEMM's callers).
 bool row_group_pairs(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, size_t stride);
 
 }  // namespace attnzoo

@@ -2,11 +2,12 @@
 // dequantize_rows' products and sums). Four rows at a time, as dequant.cc's GroupedRows: four 16-byte loads of a
 // unit's slices transposed in registers give each row 16 consecutive GGUF bytes (Q6_K: its codes, built 16 rows
 // at a time, transposed in zmm). The nibble formats then look their values up: a block (Q4_0, Q4_1) or a
-// sub-block (Q4_K) has 16 possible values (Q5_K's sub-block 32), computed in f32 with dequantize_rows' operations
-// and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction) into a table that vpermw indexes
-// with the codes: one lookup per 32 weights, where the f32 route converted, scaled, stored and reloaded every
-// weight. Q8_0 (256 values) and Q6_K (64 per 16 weights) are converted and scaled as dequantize_rows does, in
-// registers.
+// sub-block (Q4_K, IQ4_XS) has 16 possible values (Q5_K's sub-block 32), computed in f32 with dequantize_rows'
+// operations and rounded to bf16 by vcvtne(2)ps2bf16 (pack_f32_to_bf16_pairs' instruction) into a table that vpermw
+// indexes with the codes: one lookup per 32 weights, where the f32 route converted, scaled, stored and reloaded
+// every weight. IQ4_NL / IQ4_XS are such tables too: their 16 values are the fixed grid times the block's (the
+// sub-block's) scale, so the grid's non-linearity costs nothing here. Q8_0 (256 values) and Q6_K (64 per 16
+// weights) are converted and scaled as dequantize_rows does, in registers.
 // GCC 12 reports the intrinsics' _mm512_undefined_* operands as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -15,6 +16,7 @@
 #include <algorithm>
 
 #include "kernels/quant/k_scales_x86.h"
+#include "kernels/quant/quant_blocks.h"
 #include "kernels/quant/row_group_pairs.h"
 #include "kernels/quant/row_groups.h"
 #include "kernels/quant/transpose4_x86.h"
@@ -34,7 +36,13 @@ inline __m512i table16(__m512 values) { return _mm512_zextsi256_si512((__m256i)_
 
 inline void store_pairs(uint32_t* p, __m512i v) { _mm512_storeu_si512(p, v); }
 
+// kIq4Values as f32 lanes (exact): the IQ4 tables are these times a scale, ScaleCodes' product.
+inline __m512 iq4_grid() {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values))));
+}
+
 // Rows [i0, i1) of a unit (multiples of 4) of a block-of-32 format, row i0's block at o, rows `stride` pairs apart.
+// IQ4_NL's unit is Q4_0's, its table d times the grid.
 template <QuantType kType>
 inline void unit_rows32(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
   constexpr int64_t head = kType == QuantType::Q4_1 ? 4 : 2;
@@ -44,6 +52,7 @@ inline void unit_rows32(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o
     _mm512_store_ps(m, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 32))));
   const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512 centred = _mm512_sub_ps(iota, _mm512_set1_ps(8.f));  // q - 8, exact
+  const __m512 grid = iq4_grid();
   for (int64_t i = i0; i < i1; i += 4) {
     __m128i q[2][4];  // Q8_0: bytes 0-15 and 16-31 of each row; Q4_0 / Q4_1: bytes 0-15
     transpose4(unit + head * kRowGroup + 4 * i, q[0]);
@@ -56,8 +65,9 @@ inline void unit_rows32(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o
         const __m512 hi = _mm512_mul_ps(dr, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q[1][r])));
         store_pairs(y, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
       } else {
-        const __m512 values = kType == QuantType::Q4_0 ? _mm512_mul_ps(dr, centred)
-                                                       : _mm512_add_ps(_mm512_mul_ps(dr, iota), _mm512_set1_ps(m[i + r]));
+        const __m512 values = kType == QuantType::Q4_0   ? _mm512_mul_ps(dr, centred)
+                            : kType == QuantType::IQ4_NL ? _mm512_mul_ps(dr, grid)
+                            : _mm512_add_ps(_mm512_mul_ps(dr, iota), _mm512_set1_ps(m[i + r]));
         store_pairs(y, _mm512_permutexvar_epi16(nibble_indices(q[0][r], 0), table16(values)));
       }
     }
@@ -186,12 +196,47 @@ inline void unit_rows_q6_k(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t
     }
 }
 
+// IQ4_XS (row_groups.h: 16 d, 16 scales_h, 16 scales_l, then sub-block j's 4 slices at kIq4XsValuesAt + 256 j):
+// each sub-block's scale d (ls - 32) for the 16 rows at once, as dequantize_rows forms it row by row (the f16 d
+// times the 6-bit ls less 32: iq4_xs_scale's fields, nibble j of the u32 scales_l and bits 2j, 2j + 1 of scales_h,
+// taken by vector shifts), then per row two sub-blocks' tables in one vcvtne2ps2bf16, as Q4_K's chunks: words 0-15
+// sub-block j's 16 values, 16-31 sub-block j + 1's, whose indices carry bit 4.
+inline void unit_rows_iq4_xs(const uint8_t* unit, int64_t i0, int64_t i1, uint32_t* o, size_t stride) {
+  alignas(64) float scale[8][kRowGroup];
+  const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
+  const __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit + 32)));
+  const __m512i low = _mm512_loadu_si512(unit + 64);
+  for (int j = 0; j < 8; ++j) {
+    const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(low, 4 * j), _mm512_set1_epi32(0xF));
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(high, 2 * j), _mm512_set1_epi32(3));
+    const __m512i ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+    _mm512_store_ps(scale[j], _mm512_mul_ps(dv, _mm512_cvtepi32_ps(ls)));
+  }
+  const __m512 grid = iq4_grid();
+  const __m512i bit4 = _mm512_set1_epi16(0x10);
+  for (int64_t i = i0; i < i1; i += 4)
+    for (int j = 0; j < 8; j += 2) {
+      __m128i q[2][4];
+      transpose4(unit + kIq4XsValuesAt + 256 * j + 4 * i, q[0]);
+      transpose4(unit + kIq4XsValuesAt + 256 * (j + 1) + 4 * i, q[1]);
+      for (int64_t r = 0; r < 4; ++r) {
+        const int64_t row = i + r;
+        const __m512i table = (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_set1_ps(scale[j + 1][row]), grid),
+                                                           _mm512_mul_ps(_mm512_set1_ps(scale[j][row]), grid));
+        uint32_t* y = o + size_t(i - i0 + r) * stride + 16 * j;
+        store_pairs(y, _mm512_permutexvar_epi16(nibble_indices(q[0][r], 0), table));
+        store_pairs(y + 16, _mm512_permutexvar_epi16(_mm512_or_si512(nibble_indices(q[1][r], 0), bit4), table));
+      }
+    }
+}
+
 template <QuantType kType>
 void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, size_t stride) {
-  constexpr int64_t be = kType == QuantType::Q4_K || kType == QuantType::Q5_K || kType == QuantType::Q6_K ? 256 : 32;
+  constexpr int64_t be = kType == QuantType::Q4_K || kType == QuantType::Q5_K || kType == QuantType::Q6_K ||
+                                 kType == QuantType::IQ4_XS ? 256 : 32;
   constexpr int64_t bb = kType == QuantType::Q6_K ? 210 : kType == QuantType::Q5_K ? 176
-                       : kType == QuantType::Q4_K ? 144 : kType == QuantType::Q8_0 ? 34
-                       : kType == QuantType::Q4_1 ? 20 : 18;
+                       : kType == QuantType::Q4_K ? 144 : kType == QuantType::IQ4_XS ? 136
+                       : kType == QuantType::Q8_0 ? 34 : kType == QuantType::Q4_1 ? 20 : 18;
   const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r0 + nr;) {
     const int64_t i0 = r % kRowGroup, i1 = std::min(kRowGroup, i0 + (r0 + nr - r));
@@ -206,6 +251,8 @@ void grouped_rows(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst, s
         unit_rows_q6_k(unit, i0, i1, out + b * be / 2, stride);
       else if constexpr (kType == QuantType::Q4_K || kType == QuantType::Q5_K)
         unit_rows_qk<kType == QuantType::Q5_K>(unit, i0, i1, out + b * be / 2, stride);
+      else if constexpr (kType == QuantType::IQ4_XS)
+        unit_rows_iq4_xs(unit, i0, i1, out + b * be / 2, stride);
       else
         unit_rows32<kType>(unit, i0, i1, out + b * be / 2, stride);
     }
@@ -224,6 +271,8 @@ bool row_group_pairs(const QuantMatrix& w, int64_t r0, int64_t nr, uint32_t* dst
     case QuantType::Q4_K: grouped_rows<QuantType::Q4_K>(w, r0, nr, dst, stride); return true;
     case QuantType::Q5_K: grouped_rows<QuantType::Q5_K>(w, r0, nr, dst, stride); return true;
     case QuantType::Q6_K: grouped_rows<QuantType::Q6_K>(w, r0, nr, dst, stride); return true;
+    case QuantType::IQ4_NL: grouped_rows<QuantType::IQ4_NL>(w, r0, nr, dst, stride); return true;
+    case QuantType::IQ4_XS: grouped_rows<QuantType::IQ4_XS>(w, r0, nr, dst, stride); return true;
     default: return false;
   }
 }

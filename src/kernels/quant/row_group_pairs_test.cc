@@ -8,6 +8,7 @@
 #include "core/bf16_dot.h"
 #include "core/dtype.h"
 #include "kernels/quant/quant.h"
+#include "kernels/quant/quant_blocks.h"
 #include "kernels/quant/row_group_pairs.h"
 #include "kernels/quant/row_groups.h"
 #include "testing/random_blocks.h"
@@ -15,53 +16,95 @@
 namespace attnzoo {
 namespace {
 
+// raw's N x K rows regrouped and converted over several ranges of rows, each against the reference's f32 rounded
+// by f32_to_bf16 (the plain C++ statement of round to nearest even), rows `stride` apart with the gap untouched.
+void expect_reference_pairs(QuantType t, const std::vector<uint8_t>& raw, int64_t N, int64_t K) {
+  const int64_t K2 = K / 2;
+  const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+  std::vector<uint8_t> regrouped(raw.size());
+  const QuantMatrix g = to_row_groups(w, regrouped.data());
+  std::vector<float> f(static_cast<size_t>(K));
+  std::vector<uint32_t> want(size_t(N * K2));
+  for (int64_t r = 0; r < N; ++r) {
+    dequantize_row_reference(t, w.row(r), f.data(), K);
+    for (int64_t k = 0; k < K2; ++k)
+      want[size_t(r * K2 + k)] =
+          uint32_t(f32_to_bf16(f[size_t(2 * k)])) | uint32_t(f32_to_bf16(f[size_t(2 * k + 1)])) << 16;
+  }
+  const size_t stride = size_t(K2) + 5;  // rows apart by more than K / 2 pairs: the gap stays untouched
+  for (const auto& [r0, nr] : {std::pair<int64_t, int64_t>{0, N}, {16, 32}, {4, 8}, {20, 28}, {44, 4}}) {
+    if (r0 + nr > N) continue;
+    std::vector<uint32_t> got(size_t(nr) * stride, 0xDEADBEEFu);
+    ASSERT_TRUE(row_group_pairs(g, r0, nr, got.data(), stride)) << quant_type_name(t) << " rows " << r0 << " + " << nr;
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t k = 0; k < K2; ++k)
+        if (want[size_t((r0 + r) * K2 + k)] != got[size_t(r) * stride + size_t(k)]) {
+          ADD_FAILURE() << quant_type_name(t) << " row " << r0 + r << " pair " << k << " (elements " << 2 * k << ", "
+                        << 2 * k + 1 << ") of rows " << r0 << " + " << nr << ": " << std::hex
+                        << got[size_t(r) * stride + size_t(k)] << " for " << want[size_t((r0 + r) * K2 + k)];
+          break;  // one report per row
+        }
+      for (size_t k = size_t(K2); k < stride; ++k) EXPECT_EQ(got[size_t(r) * stride + k], 0xDEADBEEFu);
+    }
+  }
+  // Not whole runs of four, GGUF rows: refused, nothing written (the caller takes dequantize_rows).
+  std::vector<uint32_t> got(size_t(N) * stride, 0xDEADBEEFu);
+  EXPECT_FALSE(row_group_pairs(g, 2, 8, got.data(), stride));
+  EXPECT_FALSE(row_group_pairs(g, 0, 6, got.data(), stride));
+  EXPECT_FALSE(row_group_pairs(w, 0, 16, got.data(), stride));
+  for (uint32_t v : got) ASSERT_EQ(v, 0xDEADBEEFu);
+}
+
 TEST(Quant, RegroupedRowsAsBf16PairsAreTheReferenceRounded) {
   if (!bf16_dot_available()) GTEST_SKIP() << "no AVX-512-BF16 here";
   for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K, QuantType::Q5_K,
-                      QuantType::Q6_K}) {
-    const int64_t N = 48, K = quant_type_info(uint32_t(t))->block_elems == 256 ? 768 : 96, K2 = K / 2;
+                      QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS}) {
+    // K = 96 for the blocks of 32 (IQ4_NL included: not a multiple of 256), three super-blocks otherwise
+    const int64_t N = 48, K = quant_type_info(uint32_t(t))->block_elems == 256 ? 768 : 96;
     std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 31);
     testing::set_extreme_scales(t, raw);
-    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
-    std::vector<uint8_t> regrouped(raw.size());
-    const QuantMatrix g = to_row_groups(w, regrouped.data());
-    std::vector<float> f(static_cast<size_t>(K));
-    std::vector<uint32_t> want(size_t(N * K2));
-    for (int64_t r = 0; r < N; ++r) {
-      dequantize_row_reference(t, w.row(r), f.data(), K);
-      for (int64_t k = 0; k < K2; ++k)
-        want[size_t(r * K2 + k)] = uint32_t(f32_to_bf16(f[size_t(2 * k)])) | uint32_t(f32_to_bf16(f[size_t(2 * k + 1)])) << 16;
-    }
-    const size_t stride = size_t(K2) + 5;  // rows apart by more than K / 2 pairs: the gap stays untouched
-    for (const auto& [r0, nr] : {std::pair<int64_t, int64_t>{0, N}, {16, 32}, {4, 8}, {20, 28}, {44, 4}}) {
-      std::vector<uint32_t> got(size_t(nr) * stride, 0xDEADBEEFu);
-      ASSERT_TRUE(row_group_pairs(g, r0, nr, got.data(), stride)) << quant_type_name(t) << " rows " << r0 << " + " << nr;
-      for (int64_t r = 0; r < nr; ++r) {
-        EXPECT_EQ(0, std::memcmp(want.data() + (r0 + r) * K2, got.data() + size_t(r) * stride, size_t(K2) * 4))
-            << quant_type_name(t) << " row " << r0 + r << " of rows " << r0 << " + " << nr;
-        for (size_t k = size_t(K2); k < stride; ++k) EXPECT_EQ(got[size_t(r) * stride + k], 0xDEADBEEFu);
-      }
-    }
-    // Not whole runs of four, GGUF rows: refused, nothing written (the caller takes dequantize_rows).
-    std::vector<uint32_t> got(size_t(N) * stride, 0xDEADBEEFu);
-    EXPECT_FALSE(row_group_pairs(g, 2, 8, got.data(), stride));
-    EXPECT_FALSE(row_group_pairs(g, 0, 6, got.data(), stride));
-    EXPECT_FALSE(row_group_pairs(w, 0, 16, got.data(), stride));
-    for (uint32_t v : got) ASSERT_EQ(v, 0xDEADBEEFu);
+    expect_reference_pairs(t, raw, N, K);
   }
 }
 
-// Regrouped IQ4_NL / IQ4_XS have no straight bf16 decode yet: refused untouched, so that the GEMM takes
-// dequantize_rows (which reads their units in place: quant_test.cc).
-TEST(Quant, RegroupedIq4RowsAreRefusedAsBf16Pairs) {
+// The IQ4 tables at their edges: block scales d at the f16 extremes (largest finite of either sign, the smallest
+// and largest subnormal, both zeros, ordinary values), every IQ4_XS sub-block scale ls - 32 from -32 (ls 0) through
+// 0 to 31, a different ls in each sub-block of a block, and every code in both nibbles of every block and sub-block
+// (so a wrong table entry, a swapped sub-block or nibble half, or a misplaced lane changes a pair).
+TEST(Quant, RegroupedIq4RowsAsBf16PairsAtTheirEdgesAreTheReferenceRounded) {
+  if (!bf16_dot_available()) GTEST_SKIP() << "no AVX-512-BF16 here";
+  const uint16_t ds[] = {0x7BFF, 0xFBFF, 0x0001, 0x03FF, 0x8001, 0x0000, 0x8000, 0x3C00, 0xB555, 0x2E66, 0x0400};
+  const int64_t nds = int64_t(sizeof(ds) / sizeof(ds[0]));
   for (QuantType t : {QuantType::IQ4_NL, QuantType::IQ4_XS}) {
-    const int64_t N = 16, K = 256;
-    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 3);
-    std::vector<uint8_t> regrouped(raw.size());
-    const QuantMatrix g = to_row_groups(make_quant_matrix(raw.data(), raw.size(), t, N, K, "w"), regrouped.data());
-    std::vector<uint32_t> got(size_t(N * K / 2), 0xDEADBEEFu);
-    EXPECT_FALSE(row_group_pairs(g, 0, N, got.data(), size_t(K / 2))) << quant_type_name(t);
-    for (uint32_t v : got) ASSERT_EQ(v, 0xDEADBEEFu);
+    const bool xs = t == QuantType::IQ4_XS;
+    const int64_t N = 48, K = xs ? 512 : 160;  // IQ4_NL: 5 blocks, K not a multiple of 256
+    const QuantTypeInfo info = *quant_type_info(uint32_t(t));
+    std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 5);
+    const int64_t nb = K / info.block_elems;
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* block = raw.data() + (r * nb + b) * info.block_bytes;
+        std::memcpy(block, &ds[(r * nb + b) % nds], 2);
+        const int64_t subs = xs ? 8 : 1;
+        uint8_t* qs = block + (xs ? 8 : 2);
+        if (xs) std::memset(block + 2, 0, 6);
+        for (int64_t j = 0; j < subs; ++j) {
+          if (xs) {  // ls through all 64 values over the rows, different in each sub-block
+            const int ls = int((r * 5 + b * 8 + j * 7) % 64);
+            block[4 + j / 2] |= uint8_t((ls & 0xF) << (4 * (j % 2)));
+            const uint16_t h = uint16_t(block[2] | block[3] << 8) | uint16_t((ls >> 4) << (2 * j));
+            block[2] = uint8_t(h);
+            block[3] = uint8_t(h >> 8);
+          }
+          for (int64_t l = 0; l < 16; ++l)  // both nibbles take every code, in an order that moves with r, b, j
+            qs[16 * j + l] = uint8_t(((l + r + j) % 16) | ((15 - l + 3 * b + j) % 16) << 4);
+        }
+      }
+    if (xs) {  // the encoding above states iq4_xs_scale's: check it lands where the reference reads it
+      for (int64_t j = 0; j < 8; ++j)  // row 1, block 1
+        ASSERT_EQ(iq4_xs_scale(raw.data() + 136 * (nb + 1), int(j)) + 32, (5 + 8 + j * 7) % 64);
+    }
+    expect_reference_pairs(t, raw, N, K);
   }
 }
 
