@@ -341,9 +341,21 @@ def test_client_disconnect_before_a_non_streamed_answer_aborts_it(server, refere
     assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] < n * max_tokens
 
 
-def test_queue_depth_limit_answers_429(checkpoint, reference):
-    s = ServerProcess(checkpoint, "--max-num-seqs", "1", "--max-waiting-requests", "1")
+def test_queue_depth_limit_answers_429_and_the_request_limits_are_flags(checkpoint, reference):
+    s = ServerProcess(checkpoint, "--max-num-seqs", "1", "--max-waiting-requests", "1", "--max-logprobs", "2",
+                      "--max-logit-bias", "1")
     try:
+        # --max-logprobs / --max-logit-bias: at the limit served, past it a 400 naming the field.
+        client = s.client()
+        r = client.completions.create(model="tiny", prompt="hello", max_tokens=2, logprobs=2, logit_bias={"7": 1})
+        assert len(r.choices[0].logprobs.top_logprobs[0]) == 2
+        with pytest.raises(openai.BadRequestError, match="logprobs: must be in"):
+            client.completions.create(model="tiny", prompt="hello", max_tokens=2, logprobs=3)
+        with pytest.raises(openai.BadRequestError, match="top_logprobs: must be in"):
+            client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                           logprobs=True, top_logprobs=3)
+        with pytest.raises(openai.BadRequestError, match="logit_bias"):
+            client.completions.create(model="tiny", prompt="hello", max_tokens=2, logit_bias={"7": 1, "8": 1})
         statuses = []
 
         def run(i):

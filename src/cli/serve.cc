@@ -38,7 +38,8 @@ const char* kUsage =
     "         [--device auto|cpu|cuda[:N]] [--gpu-memory-utilization 0.9]\n"
     "         [--no-prefix-caching] [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
     "         [--batch-invariant]\n"
-    "         [--max-waiting-requests 256] [--max-n 16] [--max-body-bytes 4194304]\n"
+    "         [--max-waiting-requests 256] [--max-n 16] [--max-logprobs 20] [--max-logit-bias 1024]\n"
+    "         [--max-body-bytes 4194304]\n"
     "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
     "         [--shutdown-grace-seconds 30]\n"
     "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"
@@ -97,6 +98,9 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     // Temperature-0 answers independent of the load and the prefix cache (core/batch_invariance.h).
     else if (s == "--batch-invariant") set_batch_invariant(true);
     else if (s == "--max-n") a.server.limits.max_n = integer();
+    // vLLM's name: the most top_logprobs (chat) / logprobs (completions) a request may ask for.
+    else if (s == "--max-logprobs") a.server.limits.max_top_logprobs = integer();
+    else if (s == "--max-logit-bias") a.server.limits.max_logit_bias = integer();
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
     else if (s == "--max-connections") a.server.max_connections = size_t(std::max<int64_t>(integer(), 0));
     else if (s == "--max-connections-per-client") a.max_connections_per_client = integer();
@@ -110,6 +114,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
   if (a.kv_cache_memory && *a.kv_cache_memory <= 0) throw ArgumentError("--kv-cache-memory: must be positive");
   if (a.block_size && *a.block_size <= 0) throw ArgumentError("--block-size: must be positive");
   if (a.server.limits.max_n < 1) throw ArgumentError("--max-n: must be at least 1");
+  if (a.server.limits.max_top_logprobs < 0) throw ArgumentError("--max-logprobs: must be at least 0");
+  if (a.server.limits.max_logit_bias < 0) throw ArgumentError("--max-logit-bias: must be at least 0");
   if (a.server.max_body_bytes < 1024) throw ArgumentError("--max-body-bytes: must be at least 1024");
   if (a.server.max_connections < 1) throw ArgumentError("--max-connections: must be at least 1");
   if (a.max_connections_per_client && *a.max_connections_per_client < 1)
