@@ -5,7 +5,7 @@ by the openai client.
 A named tool_choice at temperature 1.0 over many seeds gives one call of that function whose arguments json.loads
 and test_json_schema's independent validator passes against the function's parameters; the same requests with
 tool_choice "auto" (free text from a random model) give no call at all, so the check can fail. "required" with two
-tools picks one of them. A follow-up turn holding an assistant tool_calls message and a tool result is rendered
+tools picks one of them, with arguments that validate against that tool's parameters. A follow-up turn holding an assistant tool_calls message and a tool result is rendered
 as transformers' apply_chat_template(messages, tools=tools) renders it: same prompt length and the same greedy
 answer as the transformers model gives on transformers' ids. Bad tools are refused with a 400 naming the field."""
 import json
@@ -121,8 +121,8 @@ def test_required_tool_choice_and_streaming(server):
             continue
         assert c.finish_reason == "tool_calls" and len(_calls(c)) == 1
         call = _calls(c)[0]
-        assert call.function.name in ("get_weather", "get_time")
-        assert isinstance(json.loads(call.function.arguments), dict)
+        schema = {"get_weather": WEATHER, "get_time": TIME}[call.function.name]
+        assert valid(json.loads(call.function.arguments), schema, schema), (seed, call.function)
         names.add(call.function.name)
         # Streamed, the same seed gives the same call, whole in the finishing chunk.
         stream = client.chat.completions.create(model="tiny", messages=QUESTION, tools=TOOLS, tool_choice="required",
@@ -136,7 +136,7 @@ def test_required_tool_choice_and_streaming(server):
         assert reason == "tool_calls" and content == "" and len(streamed) == 1
         assert streamed[0].function.name == call.function.name and streamed[0].index == 0
         assert json.loads(streamed[0].function.arguments) == json.loads(call.function.arguments)
-    assert names, "no call finished"
+    assert names == {"get_weather", "get_time"}, names
 
 
 @needs_cli

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/json_schema_union.h"
 #include "server/api_error.h"
 
 namespace attnzoo::server {
@@ -241,21 +242,24 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, bool hermes
                       "tool_choice");
   }
   if (required && list.size() == 1) named = list[0].name;
-  Value schema;
+  // One call object per tool, {"name": const, "arguments": parameters}: a named choice is its tool's; "required"
+  // is their tagged union (anyOf would be refused: every branch begins with '{'), the name choosing the branch.
+  const auto call_schema = [](const Tool& t) {
+    return compile_call_schema(object_schema({{"name", Value::make_object({{"const", Value::make_string(t.name)}})},
+                                              {"arguments", rebase_refs(t.parameters, "/properties/arguments")}}));
+  };
   if (!named.empty()) {
     for (const Tool& t : list)
-      if (t.name == named)
-        schema = object_schema({{"name", Value::make_object({{"const", Value::make_string(named)}})},
-                                {"arguments", rebase_refs(t.parameters, "/properties/arguments")}});
+      if (t.name == named) r.schema = call_schema(t);
   } else {
-    // Several tools: anyOf over their call objects would be refused (every branch begins with '{'), so the name
-    // is chosen from an enum and the arguments are any JSON object.
-    json::Array enum_names;
-    for (const Tool& t : list) enum_names.push_back(Value::make_string(t.name));
-    schema = object_schema({{"name", Value::make_object({{"enum", Value::make_array(std::move(enum_names))}})},
-                            {"arguments", Value::make_object({{"type", Value::make_string("object")}})}});
+    std::vector<std::shared_ptr<const JsonSchema>> calls;
+    for (const Tool& t : list) calls.push_back(call_schema(t));
+    try {
+      r.schema = tagged_union(calls);
+    } catch (const ArgumentError& e) {
+      throw bad_request(std::string("tool_choice: ") + e.what(), "tool_choice");
+    }
   }
-  r.schema = compile_call_schema(schema);
   r.mode = ToolMode::forced;
   r.forced_prefix = std::string(kToolCallOpen) + "\n";
   return r;
