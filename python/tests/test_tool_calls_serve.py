@@ -5,9 +5,10 @@ by the openai client.
 A named tool_choice at temperature 1.0 over many seeds gives one call of that function whose arguments json.loads
 and test_json_schema's independent validator passes against the function's parameters; the same requests with
 tool_choice "auto" (free text from a random model) give no call at all, so the check can fail. "required" with two
-tools picks one of them, with arguments that validate against that tool's parameters. A follow-up turn holding an assistant tool_calls message and a tool result is rendered
-as transformers' apply_chat_template(messages, tools=tools) renders it: same prompt length and the same greedy
-answer as the transformers model gives on transformers' ids. Bad tools are refused with a 400 naming the field."""
+tools calls both of them over the seeds, each with arguments that validate against that tool's parameters, and
+streams the same call. A follow-up turn holding an assistant tool_calls message and a tool result is rendered as
+transformers' apply_chat_template(messages, tools=tools) renders it: same prompt length and the same greedy answer
+as the transformers model gives on transformers' ids. Bad tools are refused with a 400 naming the field."""
 import json
 import os
 
@@ -182,6 +183,7 @@ def test_tool_result_turn_renders_as_transformers(server, checkpoint):
     ({"tools": TOOLS, "tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice",
      "response_format"),
     ({"functions": [{"name": "f"}]}, "functions", "not supported"),
+    ({"function_call": "auto"}, "function_call", "not supported"),
     ({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {
         "name": "f", "arguments": "{not json"}}]}]}, "messages", "arguments"),
 ])

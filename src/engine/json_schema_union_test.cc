@@ -30,8 +30,8 @@ std::pair<size_t, bool> run(const JsonSchema& s, const std::string& text) {
   return {n, r.complete()};
 }
 
-const char* kWeather =
-    R"({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]})";
+const char* kWeather = R"({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                           "required": ["city"]})";
 const char* kTime = R"({"type": "object", "properties": {"zone": {"enum": ["CET", "UTC"]}}, "required": ["zone"]})";
 // A name that is a prefix of another, and a nested reference to a $defs entry (rebased under "arguments").
 const char* kGet =

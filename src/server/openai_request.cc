@@ -207,7 +207,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
 
   // Fields whose meaning we do not implement are refused rather than silently ignored.
-  for (const char* unsupported : {"echo", "suffix", "best_of", "functions"}) {
+  for (const char* unsupported : {"echo", "suffix", "best_of", "functions", "function_call"}) {
     const Value* v = field(body, unsupported);
     if (v && !(v->is_bool() && !v->as_bool()) && !(v->is_integer() && v->as_int() <= 1) &&
         !(v->is_array() && v->as_array().empty()))
