@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
+#include <vector>
 #include <string>
 
 #include "loader/json.h"
@@ -198,6 +200,67 @@ TEST(ToolStream, ContentThenCalls) {
   EXPECT_EQ(content, "Sure. ");
   EXPECT_EQ(tool_calls, "f");
   EXPECT_EQ(reason, "tool_calls");
+}
+
+// Without a call every byte comes out as content, a held tail that only looked like the tag included; a forced call
+// sends nothing until it finishes, and a forced call cut by max_tokens comes back as content with "length".
+TEST(ToolStream, PlainTextAndForcedCalls) {
+  const auto stream = [](ToolMode mode, std::vector<std::string> pieces, FinishReason end) {
+    ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, mode, true};
+    StreamWriter w(ctx, 1, false, false);
+    std::vector<std::string> contents;
+    std::string reason;
+    int calls = 0;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      SampleDelta d;
+      d.text = pieces[i];
+      if (i + 1 == pieces.size()) d.finish_reason = end;
+      const std::string e = w.chunk(d);
+      const json::Value c = json::parse(e.substr(6, e.size() - 8));
+      const json::Value& choice = c.find("choices")->as_array()[0];
+      const json::Value* t = choice.find("delta")->find("content");
+      contents.push_back(t ? t->as_string() : "");
+      calls += choice.find("delta")->find("tool_calls") != nullptr;
+      if (!choice.find("finish_reason")->is_null()) reason = choice.find("finish_reason")->as_string();
+    }
+    return std::make_tuple(contents, calls, reason);
+  };
+  auto [contents, calls, reason] = stream(ToolMode::automatic, {"a <", "b <tool", ""}, FinishReason::stop);
+  EXPECT_EQ(contents, (std::vector<std::string>{"a ", "<b ", "<tool"}));
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(reason, "stop");
+  std::tie(contents, calls, reason) =
+      stream(ToolMode::forced, {"{\"name\": \"f\", ", "\"arguments\": {}}", ""}, FinishReason::stop);
+  EXPECT_EQ(contents, (std::vector<std::string>{"", "", ""}));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(reason, "tool_calls");
+  std::tie(contents, calls, reason) = stream(ToolMode::forced, {"{\"name\": \"f\", ", "\"argu"}, FinishReason::length);
+  EXPECT_EQ(contents, (std::vector<std::string>{"", "{\"name\": \"f\", \"argu"}));
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(reason, "length");
+}
+
+// The whole answer: content null beside calls, "tool_calls" for a finished answer with calls, text mode untouched.
+TEST(ToolAnswer, FullResponse) {
+  ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, ToolMode::automatic, true};
+  Choice called, plain;
+  called.text = "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call>";
+  called.finish_reason = FinishReason::stop;
+  plain.text = "hello";
+  plain.finish_reason = FinishReason::stop;
+  const json::Value r = json::parse(full_response(ctx, {called, plain}, Usage{}, false));
+  const json::Value& a = r.find("choices")->as_array()[0];
+  EXPECT_TRUE(a.find("message")->find("content")->is_null());
+  EXPECT_EQ(a.find("message")->find("tool_calls")->as_array()[0].find("function")->find("arguments")->as_string(),
+            "{\"x\":1}");
+  EXPECT_EQ(a.find("finish_reason")->as_string(), "tool_calls");
+  const json::Value& b = r.find("choices")->as_array()[1];
+  EXPECT_EQ(b.find("message")->find("content")->as_string(), "hello");
+  EXPECT_EQ(b.find("message")->find("tool_calls"), nullptr);
+  EXPECT_EQ(b.find("finish_reason")->as_string(), "stop");
+  ctx.tool_mode = ToolMode::text;
+  const json::Value t = json::parse(full_response(ctx, {called}, Usage{}, false));
+  EXPECT_EQ(t.find("choices")->as_array()[0].find("message")->find("content")->as_string(), called.text);
 }
 
 }  // namespace
