@@ -40,7 +40,7 @@ SEEDS = 24
 QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
-def _tokenizer():
+def _tokenizer(special_tags=False):
     from tokenizers import AddedToken, decoders, models, pre_tokenizers, trainers
     tok = tokenizers.Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -48,15 +48,15 @@ def _tokenizer():
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(TRAINING * 50, trainer)
-    # As in Qwen2.5's tokenizer: added tokens that are not special (they stay in decoded text).
-    tok.add_tokens([AddedToken("<tool_call>", special=False), AddedToken("</tool_call>", special=False)])
+    # As in Qwen2.5's tokenizer: added tokens that are not special (they stay in decoded text); some checkpoints
+    # mark them special, which the server must not drop from an "auto" answer.
+    tok.add_tokens([AddedToken("<tool_call>", special=special_tags), AddedToken("</tool_call>", special=special_tags)])
     return tok
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
+def _checkpoint(tmp_path_factory, special_tags=False):
     from transformers import LlamaConfig, LlamaForCausalLM
-    tok = _tokenizer()
+    tok = _tokenizer(special_tags)
     torch.manual_seed(5)
     cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
@@ -68,11 +68,39 @@ def checkpoint(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return _checkpoint(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
 def server(checkpoint):
     from test_serve import ServerProcess
     s = ServerProcess(checkpoint, "--kv-cache-memory", str(64 << 20))
     yield s
     assert s.stop() == 0
+
+
+@needs_cli
+@pytest.mark.parametrize("special_tags", [False, True])
+def test_auto_answers_keep_the_tag(tmp_path_factory, special_tags):
+    """logit_bias forces <tool_call> three times: not a call (no JSON), so the answer is that text, also where the
+    tag is a special token (which plain chat leaves out, as tool_choice "none" does)."""
+    pytest.importorskip("openai")
+    from test_serve import ServerProcess
+    path = _checkpoint(tmp_path_factory, special_tags)
+    tag = tokenizers.Tokenizer.from_file(os.path.join(path, "tokenizer.json")).token_to_id("<tool_call>")
+    s = ServerProcess(path, "--kv-cache-memory", str(64 << 20))
+    try:
+        client = s.client()
+        for choice in ("auto", "none"):
+            r = client.chat.completions.create(model="tiny", messages=QUESTION, tools=TOOLS, tool_choice=choice,
+                                               max_tokens=3, temperature=0, logit_bias={str(tag): 100})
+            c = r.choices[0]
+            dropped = special_tags and choice == "none"
+            assert c.message.content == ("" if dropped else "<tool_call>" * 3), (choice, c.message.content)
+            assert c.finish_reason == "length" and not _calls(c)
+    finally:
+        assert s.stop() == 0
 
 
 def _calls(choice):

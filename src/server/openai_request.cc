@@ -244,6 +244,10 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   const bool chat_endpoint = endpoint == Endpoint::chat_completions;
   const ToolRequest tools = parse_tool_fields(body, chat_endpoint, chat && chat->hermes_tool_calls());
   r.tool_mode = tools.mode;
+  if (tools.mode == ToolMode::automatic) {
+    const std::vector<int32_t> tag = tokenizer.encode(std::string(kToolCallOpen), false);
+    if (tag.size() == 1 && tokenizer.is_special(tag[0])) p.skip_special_tokens = false;
+  }
   r.parallel_tool_calls = tools.parallel;
   if (tools.schema) {
     if (p.response_format != ResponseFormat::text)
