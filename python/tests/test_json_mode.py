@@ -209,7 +209,7 @@ def test_server_logit_bias(server, llm):
      "response_format.json_schema.schema: missing"),
     ({"response_format": {"type": "xml"}}, "response_format", "must be text, json_object or json_schema"),
     ({"response_format": "json_object"}, "response_format", "must be an object"),
-    ({"tools": [{"type": "function"}]}, "tools", "not supported"),
+    ({"tools": [{"type": "function"}]}, "tools", "only /v1/chat/completions takes tools"),
 ])
 def test_server_refuses_bad_fields_by_name(server, body, field, message):
     status, text = server.raw("POST", "/v1/completions",

@@ -39,12 +39,15 @@ ChatFormat::ChatFormat(const std::string& model_dir, std::shared_ptr<const tok::
                     "tokenizer_config.json)");
   }
   template_ = std::make_unique<chat::ChatTemplate>(info->source);
+  hermes_tool_calls_ = info->source.find("<tool_call>") != std::string::npos;
   special_tokens_ = std::move(info->special_tokens);
   end_of_turn_ = end_of_turn_ids(*template_, special_tokens_, *tokenizer_);
 }
 
-std::string ChatFormat::render(const Value& messages, bool add_generation_prompt) const {
-  return template_->render(chat::chat_context(messages, add_generation_prompt, special_tokens_));
+std::string ChatFormat::render(const Value& messages, bool add_generation_prompt, const Value& tools) const {
+  chat::Dict extra;
+  if (!tools.is_none()) extra.set("tools", tools);
+  return template_->render(chat::chat_context(messages, add_generation_prompt, special_tokens_, extra));
 }
 
 std::vector<int32_t> ChatFormat::prompt_ids(const Value& messages, bool add_generation_prompt) const {

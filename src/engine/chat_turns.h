@@ -26,9 +26,15 @@ class ChatFormat {
 
   // The conversation rendered (with the assistant header when add_generation_prompt) and encoded without
   // adding special tokens: the template writes BOS itself, as transformers' apply_chat_template(tokenize=True).
-  std::string render(const chat::Value& messages, bool add_generation_prompt) const;
+  // `tools`: transformers' tools= (OpenAI's tools list as sent), none when the request has none.
+  std::string render(const chat::Value& messages, bool add_generation_prompt,
+                     const chat::Value& tools = chat::Value::none()) const;
   std::vector<int32_t> prompt_ids(const chat::Value& messages, bool add_generation_prompt) const;
+  std::vector<int32_t> encode(const std::string& text) const { return tokenizer_->encode(text, false); }
   const std::vector<int32_t>& end_of_turn() const { return end_of_turn_; }
+  // The template writes tool calls as Hermes <tool_call> blocks (Qwen2.5 / Qwen3 / Hermes): the one format the
+  // server reads calls out of (server/tool_calls.h).
+  bool hermes_tool_calls() const { return hermes_tool_calls_; }
 
   static chat::Value message(const std::string& role, const std::string& content);
 
@@ -37,6 +43,7 @@ class ChatFormat {
   std::unique_ptr<chat::ChatTemplate> template_;
   chat::Dict special_tokens_;
   std::vector<int32_t> end_of_turn_;
+  bool hermes_tool_calls_ = false;
 };
 
 }  // namespace attnzoo

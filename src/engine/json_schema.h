@@ -50,6 +50,9 @@ struct JsonSchema {
     uint32_t first_property = 0, num_properties = 0;  // object: into `properties`
     uint64_t required = 0;              // object: bit i, properties[first_property + i] is required
     uint32_t trie = 0;                  // object: its quoted keys' trie; literal: its values' trie
+    // A tagged union's object (engine/json_schema_union.h): once its one property's literal closes with terminal
+    // t, the object goes on as node variants[first_variant + t].
+    uint32_t first_variant = 0, num_variants = 0;
   };
   struct Property {
     uint16_t value;  // its value's position
@@ -71,6 +74,7 @@ struct JsonSchema {
   std::vector<Position> positions;
   std::vector<Property> properties;
   std::vector<TrieNode> trie;
+  std::vector<uint16_t> variants;
   std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
   uint16_t root = 0;                                // the document's position
 

@@ -128,7 +128,15 @@ bool JsonSchemaRecognizer::literal_byte(uint8_t b) {
   if (child == JsonSchema::kUnbounded) return schema_->trie[lit_].terminal >= 0 && after_scalar(b);
   lit_ = child;
   const auto& t = schema_->trie[child];
-  if (t.terminal >= 0 && t.edges.empty()) return end_value();
+  if (t.terminal >= 0 && t.edges.empty()) {
+    // A tagged union's tag: the rest of the object is the variant this value names.
+    if (depth_ > 0) {
+      Frame& f = frames_[depth_ - 1];
+      const auto& n = node(f.node);
+      if (n.num_variants) f.node = schema_->variants[n.first_variant + uint32_t(t.terminal)];
+    }
+    return end_value();
+  }
   return true;
 }
 

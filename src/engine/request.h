@@ -39,6 +39,9 @@ struct RequestParams {
   // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to the raw logits before the penalties and the
   // sampler (a bias of -100 all but bans a token, +100 all but forces it). Logprobs stay the raw logits'.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // Leave special tokens out of the text (vLLM's skip_special_tokens). Tool calling turns it off where the model's
+  // <tool_call> tag is a special token, or the parser would never see the tag.
+  bool skip_special_tokens = true;
   ResponseFormat response_format = ResponseFormat::text;
   std::shared_ptr<const JsonSchema> json_schema;  // compiled (compile_json_schema); set iff json_schema
 

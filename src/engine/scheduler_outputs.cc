@@ -19,7 +19,8 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   SamplingParams sp = r.request.params.sampling;
   sp.seed += uint64_t(index);
   s->sampler = std::make_unique<Sampler>(sp);
-  if (tokenizer_) s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, /*skip_special_tokens=*/true);
+  if (tokenizer_)
+    s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, r.request.params.skip_special_tokens);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
   if (r.request.params.response_format == ResponseFormat::json_object) s->json.emplace();
   if (r.request.params.response_format == ResponseFormat::json_schema) s->schema.emplace(*r.request.params.json_schema);

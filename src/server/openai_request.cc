@@ -9,6 +9,7 @@
 #include "engine/json_schema.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
+#include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
@@ -86,37 +87,20 @@ std::vector<int32_t> completion_prompt(const Value& body, const tok::Tokenizer& 
   throw bad_request("prompt: must be a string or a list of token ids (one prompt per request)", "prompt");
 }
 
-std::string message_content(const Value& content) {
-  if (content.is_string()) return content.as_string();
-  if (!content.is_array()) throw bad_request("messages: content must be a string or a list of text parts", "messages");
-  std::string text;
-  for (const Value& part : content.as_array()) {
-    const Value* type = part.find("type");
-    const Value* t = part.find("text");
-    if (!type || !type->is_string() || type->as_string() != "text" || !t || !t->is_string())
-      throw bad_request("messages: only text content parts are supported", "messages");
-    text += t->as_string();
-  }
-  return text;
-}
-
-std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat) {
+std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, const ToolRequest& tools) {
   if (!chat) throw bad_request("this model has no chat template: use /v1/completions", "messages");
   const Value* m = field(body, "messages");
   if (!m || !m->is_array() || m->as_array().empty())
     throw bad_request("messages: required, a non-empty list of {role, content}", "messages");
-  chat::List messages;
-  for (const Value& msg : m->as_array()) {
-    const Value* role = msg.find("role");
-    const Value* content = msg.find("content");
-    if (!role || !role->is_string()) throw bad_request("messages: every message needs a string role", "messages");
-    messages.push_back(ChatFormat::message(role->as_string(), content ? message_content(*content) : ""));
-  }
+  const chat::Value messages = chat_messages(*m);
+  std::string text;
   try {
-    return chat->prompt_ids(chat::Value::list(std::move(messages)), /*add_generation_prompt=*/true);
+    text = chat->render(messages, /*add_generation_prompt=*/true, tools.tools);
   } catch (const std::exception& e) {  // raise_exception in the template, a render limit
     throw bad_request(std::string("messages: the chat template refused them: ") + e.what(), "messages");
   }
+  // A forced call starts inside its block, as if the model had written the opening tag itself.
+  return chat->encode(text + tools.forced_prefix);
 }
 
 void sampling_fields(const Value& body, SamplingParams& s) {
@@ -223,7 +207,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
 
   // Fields whose meaning we do not implement are refused rather than silently ignored.
-  for (const char* unsupported : {"echo", "suffix", "best_of", "tools", "functions"}) {
+  for (const char* unsupported : {"echo", "suffix", "best_of", "functions", "function_call"}) {
     const Value* v = field(body, unsupported);
     if (v && !(v->is_bool() && !v->as_bool()) && !(v->is_integer() && v->as_int() <= 1) &&
         !(v->is_array() && v->as_array().empty()))
@@ -257,7 +241,22 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
     p.logit_bias = logit_bias(*v, int64_t(tokenizer.vocab_size()), limits.max_logit_bias);
   if (const Value* v = field(body, "response_format")) response_format(*v, p);
 
-  r.request.prompt = endpoint == Endpoint::completions ? completion_prompt(body, tokenizer) : chat_prompt(body, chat);
+  const bool chat_endpoint = endpoint == Endpoint::chat_completions;
+  const ToolRequest tools = parse_tool_fields(body, chat_endpoint, chat && chat->hermes_tool_calls());
+  r.tool_mode = tools.mode;
+  if (tools.mode == ToolMode::automatic) {
+    const std::vector<int32_t> tag = tokenizer.encode(std::string(kToolCallOpen), false);
+    if (tag.size() == 1 && tokenizer.is_special(tag[0])) p.skip_special_tokens = false;
+  }
+  r.parallel_tool_calls = tools.parallel;
+  if (tools.schema) {
+    if (p.response_format != ResponseFormat::text)
+      throw bad_request("tool_choice: a named or \"required\" tool_choice cannot be combined with response_format",
+                        "tool_choice");
+    p.response_format = ResponseFormat::json_schema;
+    p.json_schema = tools.schema;
+  }
+  r.request.prompt = chat_endpoint ? chat_prompt(body, chat, tools) : completion_prompt(body, tokenizer);
   if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");
   // The template's end of turn is one of the chat's EOS ids (default_eos_ids), so ignore_eos ignores it too.
   if (endpoint == Endpoint::chat_completions && !p.ignore_eos)

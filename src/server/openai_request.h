@@ -7,6 +7,7 @@
 
 #include "engine/request.h"
 #include "loader/json.h"
+#include "server/tool_calls.h"
 
 namespace attnzoo {
 class ChatFormat;
@@ -32,6 +33,8 @@ struct ApiRequest {
   Request request;    // prompt ids and engine parameters
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  ToolMode tool_mode = ToolMode::text;  // how the answers are read (tools / tool_choice)
+  bool parallel_tool_calls = true;
 };
 
 // Throws ApiError (400, naming the field) for malformed JSON, wrong types, values out of range; chat requests

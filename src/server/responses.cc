@@ -1,5 +1,7 @@
 #include "server/responses.h"
 
+#include <algorithm>
+
 #include "loader/json_writer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -92,10 +94,31 @@ void chat_logprobs(Writer& w, const ResponseContext& ctx, const std::vector<Toke
   w.end_array().end_object();
 }
 
-void finish(Writer& w, const std::optional<FinishReason>& r) {
+void finish(Writer& w, const std::optional<FinishReason>& r, bool called = false) {
   w.key("finish_reason");
-  if (r) w.value(finish_reason_name(*r));
+  // OpenAI's "tool_calls" replaces "stop" when the answer called tools; a call cut by max_tokens is no call.
+  if (r) w.value(called && *r == FinishReason::stop ? "tool_calls" : finish_reason_name(*r));
   else w.null();
+}
+
+// message.tool_calls / delta.tool_calls (the delta's carry their index).
+void write_tool_calls(Writer& w, const std::vector<ToolCall>& calls, bool delta) {
+  w.key("tool_calls").begin_array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    w.begin_object();
+    if (delta) w.member("index", int64_t(i));
+    w.member("id", calls[i].id).member("type", "function");
+    w.key("function").begin_object().member("name", calls[i].name).member("arguments", calls[i].arguments);
+    w.end_object().end_object();
+  }
+  w.end_array();
+}
+
+// The length of the longest end of `s` that could begin <tool_call>.
+size_t open_tag_overlap(const std::string& s) {
+  for (size_t n = std::min(s.size(), kToolCallOpen.size() - 1); n > 0; --n)
+    if (kToolCallOpen.starts_with(std::string_view(s).substr(s.size() - n))) return n;
+  return 0;
 }
 
 }  // namespace
@@ -124,10 +147,17 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
       if (logprobs) completion_logprobs(w, ctx, c.logprobs, c.top_logprobs, offset);
       else w.null();
     } else {
-      w.key("message").begin_object().member("role", "assistant").member("content", c.text).end_object();
-      w.key("logprobs");
+      const ParsedAnswer a = read_answer(c.text, ctx.tool_mode, ctx.parallel_tool_calls);
+      w.key("message").begin_object().member("role", "assistant").key("content");
+      if (a.calls.empty() || !a.content.empty()) w.value(a.content);
+      else w.null();  // OpenAI: content null beside the calls
+      if (!a.calls.empty()) write_tool_calls(w, a.calls, false);
+      w.end_object().key("logprobs");
       if (logprobs) chat_logprobs(w, ctx, c.logprobs, c.top_logprobs);
       else w.null();
+      finish(w, c.finish_reason, !a.calls.empty());
+      w.end_object();
+      continue;
     }
     finish(w, c.finish_reason);
     w.end_object();
@@ -139,7 +169,45 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
 }
 
 StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs, bool include_usage)
-    : ctx_(ctx), logprobs_(logprobs), include_usage_(include_usage), started_(size_t(n)), text_offset_(size_t(n)) {}
+    : ctx_(ctx),
+      logprobs_(logprobs),
+      include_usage_(include_usage),
+      started_(size_t(n)),
+      text_offset_(size_t(n)),
+      held_(size_t(n)),
+      sent_(size_t(n)),
+      answer_(size_t(n)) {}
+
+std::string StreamWriter::tool_chunk_text(const SampleDelta& d, std::vector<ToolCall>& calls) {
+  const size_t i = size_t(d.index);
+  answer_.at(i) += d.text;
+  std::string out;
+  if (d.finish_reason) {
+    ParsedAnswer a = read_answer(answer_[i], ctx_.tool_mode, ctx_.parallel_tool_calls);
+    // What was sent is the start of the content: the text before the first <tool_call> is sent as it comes.
+    if (a.content.size() > sent_[i]) out = a.content.substr(sent_[i]);
+    calls = std::move(a.calls);
+    held_[i].clear();
+    return out;
+  }
+  if (ctx_.tool_mode == ToolMode::forced) return out;
+  std::string& held = held_[i];
+  held += d.text;
+  if (answer_[i].find(kToolCallOpen) != std::string::npos) {
+    // Inside the calls: send what came before the tag, hold the rest for the parser.
+    const size_t tag = held.find(kToolCallOpen);
+    if (tag != std::string::npos) {
+      out = held.substr(0, tag);
+      held = held.substr(tag);
+    }
+  } else {
+    const size_t keep = open_tag_overlap(held);
+    out = held.substr(0, held.size() - keep);
+    held = held.substr(held.size() - keep);
+  }
+  sent_[i] += out.size();
+  return out;
+}
 
 std::string StreamWriter::chunk(const SampleDelta& d) {
   const size_t i = size_t(d.index);
@@ -152,12 +220,21 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     if (logprobs_) completion_logprobs(w, ctx_, d.logprobs, d.top_logprobs, text_offset_.at(i));
     else w.null();
   } else {
+    std::vector<ToolCall> calls;
+    const std::string text = ctx_.tool_mode == ToolMode::text ? d.text : tool_chunk_text(d, calls);
     w.key("delta").begin_object();
     if (!started_.at(i)) w.member("role", "assistant");
-    if (!d.text.empty() || !started_.at(i)) w.member("content", d.text);
+    if (!text.empty() || !started_.at(i)) w.member("content", text);
+    if (!calls.empty()) write_tool_calls(w, calls, true);
     w.end_object().key("logprobs");
     if (logprobs_) chat_logprobs(w, ctx_, d.logprobs, d.top_logprobs);
     else w.null();
+    started_.at(i) = true;
+    finish(w, d.finish_reason, !calls.empty());
+    w.end_object().end_array();
+    if (include_usage_) w.key("usage").null();
+    w.end_object();
+    return event(w.take());
   }
   started_.at(i) = true;
   finish(w, d.finish_reason);

@@ -21,6 +21,8 @@ struct ResponseContext {
   int64_t created = 0;  // Unix seconds
   std::string model;
   const tok::Tokenizer* tokenizer = nullptr;  // token strings of logprobs
+  ToolMode tool_mode = ToolMode::text;        // chat: read tool calls out of the answers (server/tool_calls.h)
+  bool parallel_tool_calls = true;
 };
 
 // One choice gathered over all its deltas (the non-streamed response).
@@ -56,10 +58,17 @@ class StreamWriter {
   static const char* done() { return "data: [DONE]\n\n"; }
 
  private:
+  // With tools, a choice's text is held from the first byte that may begin <tool_call> (all of it for a forced
+  // call) and read as calls when the choice finishes: the calls go out whole, in the finishing chunk.
+  std::string tool_chunk_text(const SampleDelta& d, std::vector<ToolCall>& calls);
+
   ResponseContext ctx_;
   bool logprobs_, include_usage_;
   std::vector<bool> started_;
   std::vector<int64_t> text_offset_;
+  std::vector<std::string> held_;     // per choice: text not sent yet
+  std::vector<size_t> sent_;          // per choice: bytes of content sent
+  std::vector<std::string> answer_;   // per choice: all its text (read when it finishes)
 };
 
 }  // namespace attnzoo::server

@@ -1,0 +1,33 @@
+#pragma once
+// The tool-calling fields of a chat request (tools, tool_choice, parallel_tool_calls) and the OpenAI messages
+// that carry calls and their results (assistant messages with tool_calls, role "tool" messages), read into what
+// the chat template and the engine need. Errors are ApiErrors (400) naming the field.
+#include <memory>
+#include <string>
+
+#include "chat/value.h"
+#include "engine/json_schema.h"
+#include "loader/json.h"
+#include "server/tool_calls.h"
+
+namespace attnzoo::server {
+
+struct ToolRequest {
+  ToolMode mode = ToolMode::text;
+  bool parallel = true;                       // parallel_tool_calls
+  chat::Value tools = chat::Value::none();    // as the template sees them (transformers' tools=)
+  // A named or "required" tool_choice: the answer's schema ({"name": const / enum, "arguments": parameters}) and
+  // the text the prompt is extended with so the model starts inside a call.
+  std::shared_ptr<const JsonSchema> schema;
+  std::string forced_prefix;
+};
+
+// `hermes_template`: the chat template writes <tool_call> blocks (the one tool-call format we read); tools with a
+// template that does not are refused naming `tools`.
+ToolRequest parse_tool_fields(const json::Value& body, bool chat_endpoint, bool hermes_template);
+
+// OpenAI's messages as the template's list: content parts joined, assistant tool_calls kept with their
+// "arguments" JSON text parsed into an object (as vLLM does, so templates write it with tojson), other keys as sent.
+chat::Value chat_messages(const json::Value& messages);
+
+}  // namespace attnzoo::server
