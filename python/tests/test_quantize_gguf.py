@@ -255,3 +255,32 @@ def _rewrite_with_split_key(src, dst):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def test_moe_calibration_reaches_each_expert_slice(tmp_path):
+    """Qwen3-MoE: the experts' stacked ffn_*_exps tensors take each expert's own importance on its slice of rows,
+    as the Hugging Face path gives each expert tensor its own: the two files are equal, and the experts differ
+    from plain quantization."""
+    directory = str(tmp_path / "hf")
+    cfg = transformers.Qwen3MoeConfig(vocab_size=VOCAB, max_position_embeddings=256, rms_norm_eps=1e-5,
+                                      initializer_range=0.05, hidden_size=256, intermediate_size=512,
+                                      moe_intermediate_size=256, num_experts=4, num_experts_per_tok=2,
+                                      norm_topk_prob=True, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=64, tie_word_embeddings=False)
+    checks.save_random_model("qwen3moe", cfg, directory, _randomize, attn_implementation="eager")
+    _tokenizer("qwen3").save_pretrained(directory)
+    (tmp_path / "calib.txt").write_text((TEXT + " ") * 12)
+    calib = ["--calibration", str(tmp_path / "calib.txt")]
+    _run(directory, tmp_path / "f32.gguf", "F32")
+    _run(directory, tmp_path / "direct.gguf", "Q4_K", *calib)
+    _run(tmp_path / "f32.gguf", tmp_path / "from_gguf.gguf", "Q4_K", *calib)
+    _run(tmp_path / "f32.gguf", tmp_path / "plain.gguf", "Q4_K")
+    read = lambda p: {t.name: t.data.tobytes() for t in gguf.GGUFReader(str(p)).tensors}  # noqa: E731
+    direct, ours, plain = read(tmp_path / "direct.gguf"), read(tmp_path / "from_gguf.gguf"), read(tmp_path / "plain.gguf")
+    assert ours == direct
+    experts = [n for n in ours if "_exps" in n]
+    assert len(experts) == 6 and all(ours[n] != plain[n] for n in experts)
+    # every expert's slice (4 per tensor) calibrated: each differs from its plain slice
+    for n in experts:
+        size = len(ours[n]) // 4
+        assert all(ours[n][e * size:(e + 1) * size] != plain[n][e * size:(e + 1) * size] for e in range(4)), n
