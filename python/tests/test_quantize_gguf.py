@@ -284,3 +284,35 @@ def test_moe_calibration_reaches_each_expert_slice(tmp_path):
     for n in experts:
         size = len(ours[n]) // 4
         assert all(ours[n][e * size:(e + 1) * size] != plain[n][e * size:(e + 1) * size] for e in range(4)), n
+
+
+SMOLLM2 = os.path.join(os.path.dirname(__file__), "..", "..", ".models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+@pytest.mark.skipif(not os.path.exists(SMOLLM2), reason="scripts/setup.sh fetches SmolLM2-135M-Instruct.Q4_1.gguf")
+def test_llama_cpp_written_q4_1_file(tmp_path):
+    """A file llama.cpp wrote (SmolLM2-135M, Q4_1 with a Q8_0 embedding): refused by tensor without the flag; with it,
+    every key but file_type kept, each requantized tensor equal to quantizing gguf.quants' decoding of the source,
+    and the result generates."""
+    out = tmp_path / "q4k.gguf"
+    r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", "Q4_K")
+    assert r.returncode != 0 and re.search(r"Q4_1\.gguf: tensor '[^']+' is already quantized \(Q4_1\)", r.stderr)
+    _run(SMOLLM2, out, "Q4_K", "--allow-requantize")
+    src, dst = gguf.GGUFReader(SMOLLM2), gguf.GGUFReader(str(out))
+    assert _fields(out) == _fields(SMOLLM2)
+    assert _file_type(out) == int(gguf.LlamaFileType.MOSTLY_Q4_K_S) and dst.alignment == src.alignment
+    srcs = {t.name: t for t in src.tensors}
+    assert [t.name for t in dst.tensors] == list(srcs)
+    checked = 0
+    for t in dst.tensors:
+        s = srcs[t.name]
+        if t.tensor_type == s.tensor_type:
+            assert t.data.tobytes() == s.data.tobytes(), t.name
+        elif checked < 12:  # a sample: the whole model's K-quant search in Python's loop would take minutes
+            shape = [int(n) for n in reversed(t.shape)]
+            values = gguf.quants.dequantize(s.data, s.tensor_type).reshape(shape).astype(np.float32)
+            assert np.array_equal(np.frombuffer(t.data.tobytes(), np.uint8), _blocks(values, t.tensor_type)), t.name
+            checked += 1
+    assert checked == 12
+    r = _cli("generate", "-m", str(out), "-p", "The capital of France is", "-n", "8")
+    assert r.returncode == 0, r.stderr
