@@ -2,7 +2,7 @@
 references:
   - tiny transformers Llama / Qwen3 checkpoints written as F32 / F16 GGUF by our exporter, then quantized from that
     file: from F32 the whole file equals the one the Hugging Face path writes directly (the same floats, the same
-    policy, metadata and layout); from F16 every tensor equals quantizing its f16 values (gguf.quants for the
+    policy, metadata and layout); from F16 / BF16 every tensor equals quantizing its stored values (gguf.quants for the
     round-to-nearest formats) and the metadata equals the direct file's;
   - a file written by gguf-py's own GGUFWriter (32-byte alignment, no general.alignment key, F16 matrices): read
     back by gguf.GGUFReader with every key kept, types by the policy, attnzoo's logits close to transformers';
@@ -83,10 +83,11 @@ def test_from_f32_gguf_equals_the_direct_file(checkpoint, qtype, tmp_path):
     assert all(t.data_offset % 64 == 0 for t in reader.tensors)
 
 
-@pytest.mark.parametrize("qtype", ["Q4_K", "Q8_0", "IQ4_XS", "Q5_0"])
-def test_from_f16_gguf_quantizes_the_f16_values(checkpoint, qtype, tmp_path):
+@pytest.mark.parametrize("source,qtype", [("F16", "Q4_K"), ("F16", "Q8_0"), ("F16", "IQ4_XS"), ("F16", "Q5_0"),
+                                          ("BF16", "Q4_K"), ("BF16", "Q6_K")])
+def test_from_f16_bf16_gguf_quantizes_the_stored_values(checkpoint, source, qtype, tmp_path):
     kind, directory, model, ids, want = checkpoint
-    _run(directory, tmp_path / "f16.gguf", "F16")
+    _run(directory, tmp_path / "f16.gguf", source)
     _run(directory, tmp_path / "direct.gguf", qtype)
     r = _run(tmp_path / "f16.gguf", tmp_path / "from_f16.gguf", qtype)
     assert "warning" not in r.stderr
