@@ -131,8 +131,9 @@ def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None,
     "bytes_in", "bytes_out", "set_aside" (a multimodal wrapper's tensors outside its language model, not written),
     "calibrated", "requantized"}.
     `src_dir` may also be a GGUF file (llama-quantize's use): its metadata and tensor layout kept, each F32 / F16 /
-    BF16 tensor in the type the same policy gives its GGUF name ("hf_name" is "" then); block-quantized tensors are refused by name unless
-    their type stays or `allow_requantize` (dequantized, then quantized again; "requantized" counts them)."""
+    BF16 tensor in the type the same policy gives its GGUF name ("hf_name" is "" then); block-quantized tensors are
+    refused by name unless their type stays or `allow_requantize` (dequantized, then quantized again; "requantized"
+    counts them)."""
     pairs = list((tensor_types or {}).items())
     return _core.quantize_checkpoint(str(src_dir), str(out_path), str(type), output_tensor_type, token_embedding_type,
                                      pairs, list(keep or []), None if calibration is None else str(calibration),

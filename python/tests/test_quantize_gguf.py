@@ -277,7 +277,8 @@ def test_moe_calibration_reaches_each_expert_slice(tmp_path):
     _run(tmp_path / "f32.gguf", tmp_path / "from_gguf.gguf", "Q4_K", *calib)
     _run(tmp_path / "f32.gguf", tmp_path / "plain.gguf", "Q4_K")
     read = lambda p: {t.name: t.data.tobytes() for t in gguf.GGUFReader(str(p)).tensors}  # noqa: E731
-    direct, ours, plain = read(tmp_path / "direct.gguf"), read(tmp_path / "from_gguf.gguf"), read(tmp_path / "plain.gguf")
+    direct, ours = read(tmp_path / "direct.gguf"), read(tmp_path / "from_gguf.gguf")
+    plain = read(tmp_path / "plain.gguf")
     assert ours == direct
     experts = [n for n in ours if "_exps" in n]
     assert len(experts) == 6 and all(ours[n] != plain[n] for n in experts)

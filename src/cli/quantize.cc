@@ -1,5 +1,6 @@
 // attnzoo quantize: a Hugging Face checkpoint written as a quantized GGUF file (src/convert/gguf_export.h).
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,7 +17,8 @@ namespace {
 const char* kUsage =
     "usage: attnzoo quantize -m DIR|IN.gguf -o OUT.gguf [--type T] [--output-tensor-type T]\n"
     "                        [--token-embedding-type T] [--tensor-type PATTERN=T]... [--keep PATTERN]...\n"
-    "                        [--allow-requantize] [--calibration FILE [--calibration-chunk N] [--calibration-tokens N]]\n"
+    "                        [--allow-requantize]\n"
+    "                        [--calibration FILE [--calibration-chunk N] [--calibration-tokens N]]\n"
     "  writes the checkpoint in DIR (safetensors of a family README.md's quantization row lists; another class is\n"
     "  refused, naming those) as a GGUF file laid out as llama.cpp's converter writes it (read by the gguf package,\n"
     "  transformers and attnzoo); or, as llama-quantize does, the GGUF file IN.gguf (F32 / F16 / BF16 tensors)\n"
@@ -116,7 +118,9 @@ int run_quantize(const std::vector<std::string>& args) {
                  "(--allow-requantize): the file carries both roundings\n", s.requantized, model.c_str());
   std::printf("%s: %s, %zu tensors (%s), %.2f MiB -> %.2f MiB%s%s\n", out.c_str(), s.architecture.c_str(),
               s.tensors.size(), types.c_str(), double(s.bytes_in) / (1 << 20), double(s.bytes_out) / (1 << 20),
-              aside.c_str(), s.tokenizer ? "" : " (no tokenizer.json: no tokenizer metadata)");
+              aside.c_str(), s.tokenizer                                ? ""
+                             : std::filesystem::is_regular_file(model) ? " (no tokenizer.ggml.* keys in the source)"
+                                                                       : " (no tokenizer.json: no tokenizer metadata)");
   return 0;
 }
 

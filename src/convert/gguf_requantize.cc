@@ -127,8 +127,9 @@ bool kept_as_stored(const std::string& gguf_name) {
       base == "time_mix_first.weight" || base.starts_with("time_mix_decay_w"))
     return true;
   // RWKV-7's LoRAs: time_mix_{w,a,v,g}{0,1,2}.weight
-  return base.size() == 18 && base.starts_with("time_mix_") && std::string_view("wavg").find(base[9]) != std::string_view::npos &&
-         base[10] >= '0' && base[10] <= '2' && base.substr(11) == ".weight";
+  return base.size() == 18 && base.starts_with("time_mix_") &&
+         std::string_view("wavg").find(base[9]) != std::string_view::npos && base[10] >= '0' && base[10] <= '2' &&
+         base.substr(11) == ".weight";
 }
 
 QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& out_path, const QuantizeOptions& o) {
