@@ -318,3 +318,18 @@ def test_llama_cpp_written_q4_1_file(tmp_path):
     assert checked == 12
     r = _cli("generate", "-m", str(out), "-p", "The capital of France is", "-n", "8")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["mamba", "mamba2", "falcon_h1", "lfm2", "qwen3next"])
+def test_hybrid_families_from_f32_gguf_equal_the_direct_file(kind, tmp_path):
+    """The state-space / hybrid families (test_gguf_hybrids.py's tiny checkpoints): the tensors the Hugging Face
+    path writes F32 by plan (conv kernels, A, D, grouped norms, routers) are the ones llama-quantize leaves as
+    stored, so from the F32 file every type and byte is the direct file's."""
+    import test_gguf_hybrids as hybrids
+    directory = str(tmp_path / "hf")
+    checks.save_random_model(kind, hybrids._config(kind), directory, hybrids._randomize)
+    _run(directory, tmp_path / "f32.gguf", "F32")
+    for qtype in ("Q8_0", "Q4_K"):
+        _run(directory, tmp_path / "direct.gguf", qtype)
+        _run(tmp_path / "f32.gguf", tmp_path / "from_gguf.gguf", qtype)
+        assert (tmp_path / "direct.gguf").read_bytes() == (tmp_path / "from_gguf.gguf").read_bytes(), qtype
