@@ -320,14 +320,19 @@ def test_llama_cpp_written_q4_1_file(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("kind", ["mamba", "mamba2", "falcon_h1", "lfm2", "qwen3next"])
+@pytest.mark.parametrize("kind", ["mamba", "mamba2", "falcon_h1", "lfm2", "qwen3next", "jamba", "lfm2moe"])
 def test_hybrid_families_from_f32_gguf_equal_the_direct_file(kind, tmp_path):
-    """The state-space / hybrid families (test_gguf_hybrids.py's tiny checkpoints): the tensors the Hugging Face
-    path writes F32 by plan (conv kernels, A, D, grouped norms, routers) are the ones llama-quantize leaves as
-    stored, so from the F32 file every type and byte is the direct file's."""
-    import test_gguf_hybrids as hybrids
+    """The state-space / hybrid families (tiny checkpoints of test_gguf_hybrids.py, test_model_jamba.py,
+    test_model_lfm2_moe.py): the tensors the Hugging Face path writes F32 by plan (conv kernels, A, D, grouped
+    norms, routers) are the ones llama-quantize leaves as stored, so from the F32 file every type and byte is the
+    direct file's."""
+    import test_gguf_hybrids
+    import test_model_jamba
+    import test_model_lfm2_moe
+    module, variant = {"jamba": (test_model_jamba, "attn_every_2nd_moe_every_2nd"),
+                       "lfm2moe": (test_model_lfm2_moe, "dense1_top2_of_4")}.get(kind, (test_gguf_hybrids, kind))
     directory = str(tmp_path / "hf")
-    checks.save_random_model(kind, hybrids._config(kind), directory, hybrids._randomize)
+    checks.save_random_model(kind, module._config(variant), directory, module._randomize)
     _run(directory, tmp_path / "f32.gguf", "F32")
     for qtype in ("Q8_0", "Q4_K"):
         _run(directory, tmp_path / "direct.gguf", qtype)
