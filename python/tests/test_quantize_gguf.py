@@ -22,6 +22,7 @@ gguf = pytest.importorskip("gguf")
 import model_checks as checks  # noqa: E402
 from attnzoo import quant  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
+from test_gpt_oss_mxfp4_gguf import case  # noqa: E402, F401 (the gpt-oss checkpoints, a module fixture)
 from test_quantize import (LOGIT_TOL, PROMPT_LEN, TEXT, VOCAB, _cli, _config, _expected_types,  # noqa: E402
                            _randomize, _tokenizer)
 
@@ -338,3 +339,15 @@ def test_hybrid_families_from_f32_gguf_equal_the_direct_file(kind, tmp_path):
         _run(directory, tmp_path / "direct.gguf", qtype)
         _run(tmp_path / "f32.gguf", tmp_path / "from_gguf.gguf", qtype)
         assert (tmp_path / "direct.gguf").read_bytes() == (tmp_path / "from_gguf.gguf").read_bytes(), qtype
+
+
+def test_gpt_oss_from_f32_gguf_equals_the_direct_file(case, tmp_path):
+    """gpt-oss (test_gpt_oss_mxfp4_gguf.py's tiny checkpoints), dense and with MXFP4 experts: the GGUF written at F32
+    (MXFP4 experts kept as they are) quantized to Q8_0 is the direct Q8_0 file, the MXFP4 experts still MXFP4."""
+    for source in ("dense_dir", "mx_dir"):
+        _run(case[source], tmp_path / "f32.gguf", "F32")
+        _run(case[source], tmp_path / "direct.gguf", "Q8_0")
+        _run(tmp_path / "f32.gguf", tmp_path / "from_gguf.gguf", "Q8_0")
+        assert (tmp_path / "direct.gguf").read_bytes() == (tmp_path / "from_gguf.gguf").read_bytes(), source
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(str(tmp_path / "from_gguf.gguf")).tensors}
+    assert types["blk.1.ffn_up_exps.weight"] == T.MXFP4 and types["blk.1.attn_q.weight"] == T.Q8_0

@@ -61,8 +61,12 @@ std::map<std::string, std::vector<ImportanceSlice>> place_importance(const GgufF
 // The type tensor `t` is written in; ArgumentError naming the file, tensor and the flag when a block-quantized
 // one would be quantized again without allow_requantize, LoadError when its type cannot be read back to f32.
 QuantType output_type(const GgufFile& f, const GgufTensor& t, const QuantizeOptions& o) {
+  // 1-D: F32 by the policy (llama-quantize leaves them as stored, F32 in any converter's file), a block-quantized
+  // or integer one as it is
+  if (t.ne.size() < 2) return is_float(t.type) ? QuantType::F32 : t.type;
   if (kept_as_stored(t.name)) return t.type;
-  if (t.ne.size() < 2 && quant_is_blocked(t.type)) return t.type;  // llama-quantize leaves 1-D tensors as they are
+  // gpt-oss's MXFP4 experts, as the Hugging Face path keeps an MXFP4 checkpoint's (its native format)
+  if (t.type == QuantType::MXFP4 && t.name.find("_exps.") != std::string::npos) return t.type;
   const std::vector<int64_t> shape(t.ne.rbegin(), t.ne.rend());
   const QuantType want = choose_tensor_type(o.policy, t.name, shape, t.type);
   if (want == t.type || is_float(t.type)) return want;
@@ -117,6 +121,7 @@ std::vector<uint8_t> convert_tensor(const GgufFile& f, const GgufTensor& t, Quan
 }  // namespace
 
 bool kept_as_stored(const std::string& gguf_name) {
+  if (!gguf_name.ends_with("weight")) return true;  // llama-quantize quantizes weights only (gpt-oss's [E, n] biases)
   std::string_view base = gguf_name;
   if (base.starts_with("blk.")) {
     const size_t dot = base.find('.', 4);

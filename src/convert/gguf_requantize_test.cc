@@ -166,7 +166,8 @@ TEST(GgufRequantize, TensorsLlamaQuantizeLeavesAsStored) {
        {"blk.3.ffn_gate_inp.weight", "blk.0.ffn_gate_inp_shexp.weight", "blk.1.ssm_conv1d.weight",
         "blk.2.ssm_conv1d_q.weight", "blk.0.ssm_a", "blk.0.ssm_d", "blk.0.ssm_norm.weight", "blk.0.shortconv.conv.weight",
         "blk.0.time_mix_lerp_fused.weight", "blk.0.time_mix_w1.weight", "blk.0.time_mix_a0.weight",
-        "blk.0.time_mix_g2.weight", "blk.0.time_mix_first.weight"})
+        "blk.0.time_mix_g2.weight", "blk.0.time_mix_first.weight", "blk.0.ffn_gate_exps.bias",
+        "blk.0.attn_sinks"})
     EXPECT_TRUE(kept_as_stored(name)) << name;
   for (const char* name : {"token_embd.weight", "output.weight", "blk.0.ffn_gate.weight", "blk.0.ffn_gate_exps.weight",
                            "blk.0.ssm_in.weight", "blk.0.ssm_out.weight", "blk.0.time_mix_key.weight",
