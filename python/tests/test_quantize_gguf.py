@@ -321,17 +321,23 @@ def test_llama_cpp_written_q4_1_file(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("kind", ["mamba", "mamba2", "falcon_h1", "lfm2", "qwen3next", "jamba", "lfm2moe"])
+FAMILIES = {"jamba": ("test_model_jamba", "attn_every_2nd_moe_every_2nd"),
+            "lfm2moe": ("test_model_lfm2_moe", "dense1_top2_of_4"),
+            "nemotron_h": ("test_model_nemotron_h", "biased_grouped"),
+            "granite_hybrid": ("test_model_granite_hybrid", "granite_moe_rope"),
+            "bamba": ("test_model_granite_hybrid", "bamba"),
+            "kimi_linear": ("test_model_kimi_linear", "moe")}
+
+
+@pytest.mark.parametrize("kind", ["mamba", "mamba2", "falcon_h1", "lfm2", "qwen3next", *FAMILIES])
 def test_hybrid_families_from_f32_gguf_equal_the_direct_file(kind, tmp_path):
-    """The state-space / hybrid families (tiny checkpoints of test_gguf_hybrids.py, test_model_jamba.py,
-    test_model_lfm2_moe.py): the tensors the Hugging Face path writes F32 by plan (conv kernels, A, D, grouped
-    norms, routers) are the ones llama-quantize leaves as stored, so from the F32 file every type and byte is the
-    direct file's."""
-    import test_gguf_hybrids
-    import test_model_jamba
-    import test_model_lfm2_moe
-    module, variant = {"jamba": (test_model_jamba, "attn_every_2nd_moe_every_2nd"),
-                       "lfm2moe": (test_model_lfm2_moe, "dense1_top2_of_4")}.get(kind, (test_gguf_hybrids, kind))
+    """The state-space, hybrid and MLA families (the tiny checkpoints of test_gguf_hybrids.py and FAMILIES' test
+    files): the tensors the Hugging Face path writes F32 by plan (conv kernels, A, D, grouped norms, routers) are
+    the ones llama-quantize leaves as stored, so from the F32 file every type and byte is the direct file's
+    (Kimi Linear's split kv_b_proj and KDA kernels included)."""
+    import importlib
+    name, variant = FAMILIES.get(kind, ("test_gguf_hybrids", kind))
+    module = importlib.import_module(name)
     directory = str(tmp_path / "hf")
     checks.save_random_model(kind, module._config(variant), directory, module._randomize)
     _run(directory, tmp_path / "f32.gguf", "F32")
