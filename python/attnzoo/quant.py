@@ -119,7 +119,8 @@ def quantize(x, qtype, importance=None):
 
 
 def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None, token_embedding_type=None,
-                        tensor_types=None, keep=None, calibration=None, calibration_chunk=512, calibration_tokens=0):
+                        tensor_types=None, keep=None, calibration=None, calibration_chunk=512, calibration_tokens=0,
+                        allow_requantize=False):
     """`attnzoo quantize` from Python: the Hugging Face checkpoint in `src_dir` (every family the README's
     quantization row names: Llama-style dense and MoE models, Gemma, Phi-3, GLM, DeepSeek, gpt-oss, the Qwen3 and
     state-space hybrids, ...; a class it cannot write is refused with the list) written to `out_path` as GGUF v3, matrices in `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
@@ -128,8 +129,12 @@ def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None,
     runs on first, its per-channel mean squared Linear inputs weighting the scale search (llama.cpp's imatrix).
     Returns {"architecture", "tensors": [{"name", "hf_name", "shape", "type", "source_type", "bytes"}], "tokenizer",
     "bytes_in", "bytes_out", "set_aside" (a multimodal wrapper's tensors outside its language model, not written),
-    "calibrated"}."""
+    "calibrated", "requantized"}.
+    `src_dir` may also be a GGUF file (llama-quantize's use): its metadata and tensor layout kept, each F32 / F16 /
+    BF16 tensor in the type the same policy gives its GGUF name ("hf_name" is "" then); block-quantized tensors are
+    refused by name unless their type stays or `allow_requantize` (dequantized, then quantized again; "requantized"
+    counts them)."""
     pairs = list((tensor_types or {}).items())
     return _core.quantize_checkpoint(str(src_dir), str(out_path), str(type), output_tensor_type, token_embedding_type,
                                      pairs, list(keep or []), None if calibration is None else str(calibration),
-                                     int(calibration_chunk), int(calibration_tokens))
+                                     int(calibration_chunk), int(calibration_tokens), bool(allow_requantize))

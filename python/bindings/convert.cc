@@ -15,7 +15,8 @@ void bind_convert(nb::module_& m) {
         [](const std::string& src, const std::string& out, const std::string& type,
            const std::optional<std::string>& output_tensor_type, const std::optional<std::string>& token_embedding_type,
            const std::vector<std::pair<std::string, std::string>>& tensor_types, const std::vector<std::string>& keep,
-           const std::optional<std::string>& calibration, int64_t calibration_chunk, int64_t calibration_tokens) {
+           const std::optional<std::string>& calibration, int64_t calibration_chunk, int64_t calibration_tokens,
+           bool allow_requantize) {
           QuantizeOptions o;
           o.policy.type = parse_quant_type(type, "type");
           if (output_tensor_type) o.policy.output_type = parse_quant_type(*output_tensor_type, "output_tensor_type");
@@ -24,6 +25,7 @@ void bind_convert(nb::module_& m) {
           for (const auto& [pattern, t] : tensor_types)
             o.policy.tensor_types.emplace_back(pattern, parse_quant_type(t, "tensor_types"));
           o.policy.keep = keep;
+          o.allow_requantize = allow_requantize;
           nb::dict d;
           QuantizeSummary s;
           {
@@ -49,11 +51,13 @@ void bind_convert(nb::module_& m) {
           d["bytes_out"] = s.bytes_out;
           d["set_aside"] = s.set_aside;
           d["calibrated"] = calibration.has_value();
+          d["requantized"] = s.requantized;
           return d;
         },
         nb::arg("src"), nb::arg("out"), nb::arg("type"), nb::arg("output_tensor_type").none(),
         nb::arg("token_embedding_type").none(), nb::arg("tensor_types"), nb::arg("keep"),
-        nb::arg("calibration").none(), nb::arg("calibration_chunk"), nb::arg("calibration_tokens"));
+        nb::arg("calibration").none(), nb::arg("calibration_chunk"), nb::arg("calibration_tokens"),
+        nb::arg("allow_requantize") = false);
 }
 
 }  // namespace attnzoo::py

@@ -1,5 +1,6 @@
 // attnzoo quantize: a Hugging Face checkpoint written as a quantized GGUF file (src/convert/gguf_export.h).
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,12 +15,15 @@ namespace attnzoo::cli {
 namespace {
 
 const char* kUsage =
-    "usage: attnzoo quantize -m DIR -o OUT.gguf [--type T] [--output-tensor-type T] [--token-embedding-type T]\n"
-    "                        [--tensor-type PATTERN=T]... [--keep PATTERN]...\n"
+    "usage: attnzoo quantize -m DIR|IN.gguf -o OUT.gguf [--type T] [--output-tensor-type T]\n"
+    "                        [--token-embedding-type T] [--tensor-type PATTERN=T]... [--keep PATTERN]...\n"
+    "                        [--allow-requantize]\n"
     "                        [--calibration FILE [--calibration-chunk N] [--calibration-tokens N]]\n"
     "  writes the checkpoint in DIR (safetensors of a family README.md's quantization row lists; another class is\n"
     "  refused, naming those) as a GGUF file laid out as llama.cpp's converter writes it (read by the gguf package,\n"
-    "  transformers and attnzoo)\n"
+    "  transformers and attnzoo); or, as llama-quantize does, the GGUF file IN.gguf (F32 / F16 / BF16 tensors)\n"
+    "  with every metadata key, tensor name, order and alignment kept and each tensor in the type the same policy\n"
+    "  gives its GGUF name (general.file_type updated)\n"
     "  --type T                 F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS\n"
     "                           (default Q8_0); norms and biases stay F32, the embedding and output head take\n"
     "                           Q8_0 (for Q8_0) or Q6_K (for lower-bit types), as llama-quantize does (which\n"
@@ -29,7 +33,10 @@ const char* kUsage =
     "  --output-tensor-type T   the output head's type\n"
     "  --token-embedding-type T the token embedding's type\n"
     "  --tensor-type PATTERN=T  tensors whose GGUF name matches the regex PATTERN take T (first match wins)\n"
-    "  --keep PATTERN           tensors matching PATTERN keep the checkpoint's own float type\n"
+    "  --keep PATTERN           tensors matching PATTERN keep the checkpoint's own type\n"
+    "  --allow-requantize       a GGUF source's block-quantized tensors (Q8_0, Q4_K ...) are dequantized and\n"
+    "                           quantized again (the two roundings add up); without it they are refused by name\n"
+    "                           unless their type stays (then copied)\n"
     "  --calibration FILE       importance-weighted quantization (llama.cpp's imatrix): the model runs on FILE's\n"
     "                           text first, in chunks of --calibration-chunk tokens (default 512; at most\n"
     "                           --calibration-tokens, default all), and each weight's rounding error is weighted\n"
@@ -73,6 +80,8 @@ int run_quantize(const std::vector<std::string>& args) {
       if (eq == std::string::npos || eq == 0)
         throw ArgumentError("--tensor-type: expected PATTERN=TYPE, got '" + v + "'");
       o.policy.tensor_types.emplace_back(v.substr(0, eq), parse_quant_type(v.substr(eq + 1), "--tensor-type"));
+    } else if (s == "--allow-requantize") {
+      o.allow_requantize = true;
     } else if (s == "--keep") {
       o.policy.keep.push_back(value());
     } else if (s == "--calibration") {
@@ -87,7 +96,8 @@ int run_quantize(const std::vector<std::string>& args) {
       throw_unknown_option("quantize", s, kUsage);
     }
   }
-  if (model.empty()) throw ArgumentError("quantize: -m DIR (a Hugging Face checkpoint directory) is required");
+  if (model.empty())
+    throw ArgumentError("quantize: -m DIR (a Hugging Face checkpoint directory) or -m IN.gguf is required");
   if (out.empty()) throw ArgumentError("quantize: -o OUT.gguf is required");
 
   if (!calibration.empty()) {
@@ -103,9 +113,14 @@ int run_quantize(const std::vector<std::string>& args) {
   for (const auto& [name, n] : by_type) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
   const std::string aside =
       s.set_aside ? ", " + std::to_string(s.set_aside) + " tensors outside the language model left out" : "";
+  if (s.requantized)
+    std::fprintf(stderr, "warning: %zu block-quantized tensors of %s dequantized and quantized again "
+                 "(--allow-requantize): the file carries both roundings\n", s.requantized, model.c_str());
   std::printf("%s: %s, %zu tensors (%s), %.2f MiB -> %.2f MiB%s%s\n", out.c_str(), s.architecture.c_str(),
               s.tensors.size(), types.c_str(), double(s.bytes_in) / (1 << 20), double(s.bytes_out) / (1 << 20),
-              aside.c_str(), s.tokenizer ? "" : " (no tokenizer.json: no tokenizer metadata)");
+              aside.c_str(), s.tokenizer                                ? ""
+                             : std::filesystem::is_regular_file(model) ? " (no tokenizer.ggml.* keys in the source)"
+                                                                       : " (no tokenizer.json: no tokenizer metadata)");
   return 0;
 }
 

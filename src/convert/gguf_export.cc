@@ -16,6 +16,7 @@
 #include "convert/gguf_export_qwen3_hybrid.h"
 #include "convert/gguf_export_rwkv7.h"
 #include "convert/gguf_export_ssm.h"
+#include "convert/gguf_requantize.h"
 #include "convert/gguf_export_sigmoid_moe.h"
 #include "convert/tensor_plan.h"
 #include "convert/tokenizer_metadata.h"
@@ -384,8 +385,10 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
 }  // namespace
 
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o) {
+  if (std::filesystem::is_regular_file(src_dir)) return requantize_gguf(src_dir, out_path, o);
   if (!std::filesystem::is_directory(src_dir))
-    throw ArgumentError("src_dir (-m): '" + src_dir + "' is not a directory (expected a Hugging Face checkpoint directory)");
+    throw ArgumentError("src_dir (-m): '" + src_dir + "' is not a directory (expected a Hugging Face checkpoint "
+                        "directory or a GGUF file)");
   if (find_model_gguf(src_dir))
     throw ArgumentError("src_dir (-m): '" + src_dir + "' holds a GGUF checkpoint; quantize reads Hugging Face safetensors");
   auto files = std::make_shared<ModelFiles>(ModelFiles::open(src_dir));

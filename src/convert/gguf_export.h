@@ -32,6 +32,9 @@ struct QuantizeOptions {
   // Optional per-input-channel importance (imatrix), keyed by Hugging Face tensor name: one weight per column.
   // Tensors without an entry are quantized without it.
   std::vector<std::pair<std::string, std::vector<float>>> importance;
+  // A GGUF source (gguf_requantize.h): block-quantized tensors may be dequantized and quantized again
+  // (llama-quantize's --allow-requantize); without it they are refused by name unless their type stays.
+  bool allow_requantize = false;
 };
 
 struct QuantizedTensor {
@@ -48,9 +51,13 @@ struct QuantizeSummary {
   uint64_t bytes_in = 0, bytes_out = 0;
   // Tensors of a multimodal wrapper outside its language model (vision tower, multi-token prediction), not written.
   size_t set_aside = 0;
+  // A GGUF source: block-quantized tensors dequantized and quantized again (allow_requantize), which compounds
+  // the two roundings; the caller warns.
+  size_t requantized = 0;
 };
 
-// Reads `src_dir` (a safetensors checkpoint; GGUF and quantized sources are refused), writes `out_path`.
+// Reads `src_dir` (a safetensors checkpoint; quantized safetensors are refused), writes `out_path`. A GGUF file as
+// `src_dir` is requantized instead (requantize_gguf, gguf_requantize.h).
 // ArgumentError / LoadError naming the directory, file, key or tensor at fault; nothing is left at out_path then.
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o);
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "layers/linear_observer.h"
 
 namespace attnzoo {
 
@@ -102,9 +103,11 @@ void run_routed_experts(int64_t num_experts, int64_t hidden, const RunExpert& ru
       for (int64_t i = 0; i < H; ++i) dst[i] = w * res[size_t(r * H + i)];
     }
   };
-  // Enough busy experts to fill the pool: one task each. Otherwise experts in turn, each GEMM using the pool.
+  // Enough busy experts to fill the pool: one task each. Otherwise experts in turn, each GEMM using the pool; so
+  // too while a calibration observer is installed: it belongs to this thread, and an expert run on a worker would
+  // give its Linears no importance (which experts did was up to the scheduler).
   const int64_t A = int64_t(active.size());
-  if (A >= ThreadPool::global().num_threads())
+  if (A >= ThreadPool::global().num_threads() && !linear_input_observer())
     ThreadPool::global().parallel_for(A, [&](int64_t a, int) { run_active(a); });
   else
     for (int64_t a = 0; a < A; ++a) run_active(a);

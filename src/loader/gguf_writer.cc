@@ -23,6 +23,27 @@ void put_string(std::vector<uint8_t>& b, const std::string& s) {
   b.insert(b.end(), s.begin(), s.end());
 }
 
+// A value's encoding after its type tag; an array's elements carry no tag of their own (its element type says).
+void put_value(std::vector<uint8_t>& b, const GgufValue& v) {
+  if (v.type() == GgufType::STRING) {
+    put_string(b, v.as_string("GGUF metadata"));
+  } else if (v.is_array()) {
+    put<uint32_t>(b, uint32_t(v.elem_type()));
+    put<uint64_t>(b, v.size());
+    if (v.elem_type() == GgufType::STRING) {
+      for (const std::string& s : v.strings()) put_string(b, s);
+    } else if (v.elem_type() == GgufType::ARRAY) {
+      for (const GgufValue& a : v.arrays()) put_value(b, a);
+    } else {
+      b.insert(b.end(), v.packed().begin(), v.packed().end());
+    }
+  } else {
+    const uint64_t bits = v.raw_bits();  // little-endian: the scalar's bytes are the low ones
+    const auto* p = reinterpret_cast<const uint8_t*>(&bits);
+    b.insert(b.end(), p, p + gguf_scalar_size(v.type()));
+  }
+}
+
 uint64_t align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 struct FileCloser {
@@ -70,6 +91,12 @@ ATTNZOO_GGUF_SCALAR(add_i64, int64_t, I64)
 ATTNZOO_GGUF_SCALAR(add_f32, float, F32)
 ATTNZOO_GGUF_SCALAR(add_f64, double, F64)
 #undef ATTNZOO_GGUF_SCALAR
+
+void GgufWriter::add_value(const std::string& key, const GgufValue& v) {
+  std::vector<uint8_t> b;
+  put_value(b, v);
+  add_raw(key, v.type(), std::move(b));
+}
 
 void GgufWriter::add_bool(const std::string& key, bool v) { add_raw(key, GgufType::BOOL, {uint8_t(v ? 1 : 0)}); }
 

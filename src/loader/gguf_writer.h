@@ -37,6 +37,9 @@ class GgufWriter {
   void add_scalar_array(const std::string& key, GgufType elem_type, const void* elems, uint64_t count);
   void add_i32_array(const std::string& key, const std::vector<int32_t>& v);
   void add_f32_array(const std::string& key, const std::vector<float>& v);
+  // A value read from another file (GgufFile::metadata()), written with its own type, byte for byte as stored
+  // there (strings, nested arrays and scalar widths unchanged): what copying a file's metadata takes.
+  void add_value(const std::string& key, const GgufValue& v);
   bool has_key(const std::string& key) const;
 
   // A tensor: ggml-order dimensions (ne[0] the row length), its type, and the callback that yields its bytes

@@ -4,10 +4,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
 #include "core/error.h"
 #include "loader/gguf.h"
+#include "loader/gguf_test_files.h"
 #include "loader/test_files.h"
 
 namespace attnzoo {
@@ -79,6 +82,49 @@ TEST(GgufWriter, EveryValueTypeAndTensorReadsBack) {
   EXPECT_EQ(bytes_of(tq.data, size_t(tq.bytes)), q);
   EXPECT_EQ(f.tensor("b").bytes, 10);
   EXPECT_EQ((f.data_offset() + f.tensor("b").offset) % 64, 0u);
+}
+
+// Every value type, nested arrays and odd strings among them, copied key by key from a file into another gives the
+// same bytes: what attnzoo quantize's GGUF source needs to keep a tokenizer and chat template byte for byte.
+TEST(GgufWriter, CopiedValuesKeepTheirBytes) {
+  using namespace testing;  // NOLINT: the spec helpers
+  Bytes inner;  // [[1, -2], []] as arrays of i16
+  {
+    Bytes e;
+    put<int16_t>(e, 1);
+    put<int16_t>(e, -2);
+    const Bytes x = array_value(3, 2, e), y = array_value(3, 0, {});
+    inner.insert(inner.end(), x.begin(), x.end());
+    inner.insert(inner.end(), y.begin(), y.end());
+  }
+  Bytes strs;
+  put_string(strs, std::string("a\0b\xff", 4));
+  put_string(strs, "");
+  GgufSpec spec;
+  spec.kvs = {kv_string("general.architecture", "llama"), kv_scalar<uint8_t>("u8", 0, 200),
+              kv_scalar<int16_t>("i16", 3, -30000), kv_scalar<uint64_t>("u64", 10, 1ull << 60),
+              kv_scalar<float>("f32", 6, -0.0f), kv_scalar<double>("f64", 12, 1e300),
+              kv_scalar<uint8_t>("bool", 7, 1), kv_string("str", std::string("h\xC3\xA9\0", 4)),
+              kv_array("strs", 8, 2, strs), kv_array("nested", 9, 2, inner)};
+  Bytes data(128);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 7);
+  spec.tensors = {{"t", {32}, 0, data, std::nullopt}};
+  ScratchDir dir;
+  const std::string a = (dir.path() / "a.gguf").string(), b = (dir.path() / "b.gguf").string();
+  { std::ofstream(a, std::ios::binary).write(reinterpret_cast<const char*>(gguf_bytes(spec).data()),
+                                             std::streamsize(gguf_bytes(spec).size())); }
+  {
+    const GgufFile src = GgufFile::open(a);
+    GgufWriter copy;
+    for (const auto& [key, value] : src.metadata()) copy.add_value(key, value);
+    const GgufTensor& t = src.tensor("t");
+    copy.add_tensor("t", t.ne, t.type, [&] { return std::vector<uint8_t>(t.data, t.data + t.bytes); });
+    copy.write(b);
+  }
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  const std::string da((std::istreambuf_iterator<char>(fa)), {}), db((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_EQ(da.size(), gguf_bytes(spec).size());
+  EXPECT_EQ(da, db);
 }
 
 TEST(GgufWriter, MistakesAreNamedAndLeaveNoFile) {
