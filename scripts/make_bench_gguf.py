@@ -137,6 +137,9 @@ def write(path, ftype, seed=0, tiny=False):
     w.add_tokenizer_model("gpt2")
     w.add_token_list([f"t{i}" for i in range(cfg.vocab_size)])
     w.add_token_types([1] * cfg.vocab_size)
+    # llama.cpp refuses a gpt2 tokenizer without merges ("cannot find tokenizer merges"), so `bench model
+    # --llama-bench` could not load these files; one merge is enough, and no bench prompt is ever tokenized.
+    w.add_token_merges(["t 1"])
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN3, cfg.num_hidden_layers)

@@ -42,6 +42,14 @@ def test_every_matrix_in_the_format(files, ftype):
     assert all(v == "F32" for k, v in kinds.items() if k.endswith("norm.weight"))
 
 
+def test_the_tokenizer_has_the_merges_llama_cpp_requires(files):
+    """llama.cpp refuses a gpt2 tokenizer without tokenizer.ggml.merges (`bench model --llama-bench`)."""
+    reader = gguf.GGUFReader(files["q4_0"][0])
+    assert str(bytes(reader.fields["tokenizer.ggml.model"].parts[-1]), "utf-8") == "gpt2"
+    merges = reader.fields.get("tokenizer.ggml.merges")
+    assert merges is not None and len(merges.data) >= 1
+
+
 def test_bf16_file_runs_like_transformers(files):
     path, model = files["bf16"]
     with torch.no_grad():
