@@ -8,16 +8,12 @@
 #include "core/error.h"
 #include "engine/json_schema_union.h"
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 namespace attnzoo::server {
 namespace {
 
 using json::Value;
-
-const Value* field(const Value& body, const char* key) {
-  const Value* v = body.find(key);
-  return v && !v->is_null() ? v : nullptr;
-}
 
 bool valid_function_name(const std::string& name) {
   // OpenAI's rule: ^[a-zA-Z0-9_-]{1,64}$.
@@ -192,10 +188,7 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, bool hermes
   const Value* tools = field(body, "tools");
   if (tools && tools->is_array() && tools->as_array().empty()) tools = nullptr;
   const Value* choice = field(body, "tool_choice");
-  if (const Value* p = field(body, "parallel_tool_calls")) {
-    if (!p->is_bool()) throw bad_request("parallel_tool_calls: must be true or false", "parallel_tool_calls");
-    r.parallel = p->as_bool();
-  }
+  if (const Value* p = field(body, "parallel_tool_calls")) r.parallel = bool_field(*p, "parallel_tool_calls");
   if (!tools) {
     if (choice && !(choice->is_string() && choice->as_string() == "none"))
       throw bad_request("tool_choice: needs tools", "tool_choice");
