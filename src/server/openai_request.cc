@@ -112,9 +112,10 @@ std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, cons
   if (!m || !m->is_array() || m->as_array().empty())
     throw bad_request("messages: required, a non-empty list of {role, content}", "messages");
   const chat::Value messages = chat_messages(*m);
+  const chat::Dict kwargs = template_kwargs(body);
   std::string text;
   try {
-    text = chat->render(messages, /*add_generation_prompt=*/true, tools.tools, template_kwargs(body));
+    text = chat->render(messages, /*add_generation_prompt=*/true, tools.tools, kwargs);
   } catch (const std::exception& e) {  // raise_exception in the template, a render limit
     throw bad_request(std::string("messages: the chat template refused them: ") + e.what(), "messages");
   }

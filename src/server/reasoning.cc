@@ -35,7 +35,9 @@ ReasoningStream::ReasoningStream(ReasoningParser parser)
     : parser_(parser),
       state_(parser == ReasoningParser::deepseek_r1 ? State::reasoning
              : parser == ReasoningParser::qwen3    ? State::content_before
-                                                   : State::content_after) {}
+                                                   : State::content_after),
+      // qwen3 keeps a second <think> inside the block as reasoning text, as vLLM's partition does.
+      open_dropped_(parser != ReasoningParser::deepseek_r1) {}
 
 ReasoningStream::Piece ReasoningStream::feed(std::string_view text) {
   Piece out;

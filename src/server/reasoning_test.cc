@@ -34,6 +34,8 @@ const std::vector<Case>& cases() {
       {P::qwen3, "<think></think>  ", true, "", "  "},
       {P::qwen3, "pre<think>r</think>c<think>x</think>", true, "r", "prec<think>x</think>"},
       {P::qwen3, "<thinking><think>r</think>c", true, "r", "<thinking>c"},
+      {P::qwen3, "<think>a<think>b</think>c", true, "a<think>b", "c"},
+      {P::deepseek_r1, "<think>a<think>b</think>c", true, "a<think>b", "c"},
       {P::deepseek_r1, "Step 1.\n</think>\n\n4", true, "Step 1.\n", "\n\n4"},
       {P::deepseek_r1, "<think>\nStep 1.\n</think>4", true, "\nStep 1.\n", "4"},
       // No end tag: deepseek_r1 calls it all reasoning.
