@@ -8,7 +8,8 @@ apply_chat_template ids with the same seed (which the reasoning parser never tou
 (vLLM's rules written again in Python), and must equal message.reasoning_content / message.content; the streamed
 deltas must add up to the same. chat_template_kwargs {"enable_thinking": false} renders as transformers'
 apply_chat_template(..., enable_thinking=False) does (same prompt length, same greedy answer on transformers' ids).
-The flag is refused for a model that knows no </think>, bad fields with a 400 naming them."""
+The flag is refused for a model that knows no </think>, bad fields with a 400 naming them. `attnzoo chat
+--reasoning-parser qwen3 --hide-thinking` prints the content of the same split of its greedy answer."""
 import json
 import os
 import subprocess
@@ -46,7 +47,7 @@ def _split(text, parser):
     return head, content
 
 
-def _checkpoint(path, template=QWEN3, think_tags=True, special=False):
+def _checkpoint(path, template=QWEN3, think_tags=True, special=False, tweak=None):
     from tokenizers import AddedToken, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM
     tok = tokenizers.Tokenizer(models.BPE())
@@ -60,7 +61,10 @@ def _checkpoint(path, template=QWEN3, think_tags=True, special=False):
     cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=2048,
                       bos_token_id=1, eos_token_id=EOS, tie_word_embeddings=False)
-    _write_checkpoint(path, LlamaForCausalLM(cfg).eval(), tok, template=template, eos_token="<|im_end|>")
+    model = LlamaForCausalLM(cfg).eval()
+    if tweak:
+        tweak(model, tok)
+    _write_checkpoint(path, model, tok, template=template, eos_token="<|im_end|>")
     return str(path), tok
 
 
@@ -186,5 +190,38 @@ def test_flag_refused_for_a_model_without_think(tmp_path):
                        text=True, timeout=60)
     assert r.returncode != 0 and "--reasoning-parser qwen3" in r.stderr and "</think>" in r.stderr, r.stderr
     r = subprocess.run([CLI, "serve", "-m", path, "--reasoning-parser", "granite"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0 and "--reasoning-parser" in r.stderr, r.stderr
+
+
+def _thinks_greedily(model, tok):
+    """Peaked weights, then <think> takes over the row of the first greedy token and </think> that of the fourth:
+    the greedy answer opens a block at once and closes it a few tokens on."""
+    import attnzoo
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(4.0)
+        prompt = tok.encode(attnzoo.apply_chat_template(QWEN3, QUESTION, True), add_special_tokens=False).ids
+        for tag, at in (("<think>", 1), ("</think>", 4)):
+            won = _hf_greedy_until(model, prompt, {EOS, IM_END}, at)[-1]
+            model.lm_head.weight[tok.token_to_id(tag)] = model.lm_head.weight[won] * 1.05
+
+
+def test_chat_hides_or_shows_thinking(tmp_path):
+    path, _ = _checkpoint(tmp_path, tweak=_thinks_greedily)
+
+    def answer(*flags):
+        r = subprocess.run([CLI, "chat", "-m", path, "--temperature", "0", "-n", "16", *flags],
+                           input=QUESTION[0]["content"] + "\n/exit\n", capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("> ") and r.stdout.endswith("\n> "), r.stdout
+        return r.stdout[2:-3]
+
+    raw = answer()
+    reasoning, content = _split(raw, "qwen3")
+    assert reasoning is not None and reasoning.strip(), raw  # the tweak worked: a closed block with text in it
+    assert answer("--reasoning-parser", "qwen3", "--hide-thinking") == content
+    assert answer("--reasoning-parser", "qwen3") == reasoning + content  # not a terminal: no escape codes
+    r = subprocess.run([CLI, "chat", "-m", path, "--hide-thinking"], input="", capture_output=True, text=True,
                        timeout=60)
     assert r.returncode != 0 and "--reasoning-parser" in r.stderr, r.stderr

@@ -58,20 +58,6 @@ struct ServeArgs {
   double shutdown_grace_seconds = 30;
 };
 
-// A parser for a model that never writes <think> ... </think> would call every answer reasoning (deepseek_r1) or
-// do nothing: refused, naming the flag. The template or the vocabulary must know </think>.
-void check_reasoning_parser(server::ReasoningParser p, const ChatFormat* chat, const tok::Tokenizer& tokenizer,
-                            const std::string& model) {
-  const std::string name = server::reasoning_parser_name(p);
-  if (!chat)
-    throw ArgumentError("--reasoning-parser " + name + ": " + model + " has no chat template, and reasoning is only "
-                        "read from chat answers");
-  const std::vector<int32_t> close = tokenizer.encode(std::string(server::kThinkClose), false);
-  if (!chat->mentions(server::kThinkClose) && close.size() != 1)
-    throw ArgumentError("--reasoning-parser " + name + ": " + model + " knows no </think> (neither its chat template "
-                        "nor its vocabulary has it), so its answers have no reasoning block to separate");
-}
-
 ServeArgs parse_args(const std::vector<std::string>& args) {
   ServeArgs a;
   a.engine.max_waiting_requests = 256;
@@ -194,7 +180,7 @@ int run_serve(const std::vector<std::string>& args) {
       std::fprintf(stderr, "attnzoo serve: no chat template (%s): /v1/chat/completions answers 400\n", e.what());
     }
     if (a.server.limits.reasoning_parser != server::ReasoningParser::none)
-      check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
+      server::check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
     engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
     http.set_ready({engine.get(), tokenizer, chat.get()});
   } catch (...) {

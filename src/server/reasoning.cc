@@ -1,8 +1,12 @@
 #include "server/reasoning.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "core/error.h"
+#include "engine/chat_turns.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
 namespace {
@@ -29,6 +33,19 @@ const char* reasoning_parser_name(ReasoningParser p) {
     case ReasoningParser::none: break;
   }
   return "none";
+}
+
+void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok::Tokenizer& tokenizer,
+                            const std::string& model) {
+  if (p == ReasoningParser::none) return;
+  const std::string name = reasoning_parser_name(p);
+  if (!chat)
+    throw ArgumentError("--reasoning-parser " + name + ": " + model + " has no chat template, and reasoning is only "
+                        "read from chat answers");
+  const std::vector<int32_t> close = tokenizer.encode(std::string(kThinkClose), false);
+  if (!chat->mentions(kThinkClose) && close.size() != 1)
+    throw ArgumentError("--reasoning-parser " + name + ": " + model + " knows no </think> (neither its chat template "
+                        "nor its vocabulary has it), so its answers have no reasoning block to separate");
 }
 
 ReasoningStream::ReasoningStream(ReasoningParser parser)

@@ -13,6 +13,13 @@
 #include <string>
 #include <string_view>
 
+namespace attnzoo {
+class ChatFormat;
+namespace tok {
+class Tokenizer;
+}
+}  // namespace attnzoo
+
 namespace attnzoo::server {
 
 inline constexpr std::string_view kThinkOpen = "<think>";
@@ -23,6 +30,12 @@ enum class ReasoningParser { none, qwen3, deepseek_r1 };
 // "qwen3" / "deepseek_r1" (vLLM's names); throws ArgumentError naming --reasoning-parser otherwise.
 ReasoningParser parse_reasoning_parser(std::string_view name);
 const char* reasoning_parser_name(ReasoningParser p);
+
+// A parser for a model that never writes <think> ... </think> would call every answer reasoning (deepseek_r1) or
+// change nothing: throws ArgumentError naming --reasoning-parser unless the chat template or the vocabulary (one
+// token) knows </think>. `model`: the directory, for the message.
+void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok::Tokenizer& tokenizer,
+                            const std::string& model);
 
 struct ReasoningSplit {
   bool has_reasoning = false;  // false: reasoning_content is null
