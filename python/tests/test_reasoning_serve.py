@@ -125,6 +125,17 @@ def test_split_equals_vllm_rules_whole_and_streamed(checkpoint, parser):
                 assert got == (reasoning or "", content), (seed, text, got)
         # The seeds cover both closed and unclosed blocks, so the rules were exercised, not a single path.
         assert {k[2] for k in kinds} == {True, False} and {k[3] for k in kinds} == {True, False}, kinds
+        # n > 1 with logprobs: each choice split on its own, its logprobs still those of every token it said.
+        for seed in range(4):
+            kw = dict(model="tiny", max_tokens=12, temperature=1.0, seed=seed, logit_bias=_bias(tok), n=3)
+            raw = client.completions.create(prompt=ids, extra_body={"stop_token_ids": [IM_END]}, **kw)
+            r = client.chat.completions.create(messages=QUESTION, logprobs=True, top_logprobs=2, **kw)
+            for c in r.choices:
+                text = raw.choices[c.index].text
+                reasoning, content = _split(text, parser)
+                assert (getattr(c.message, "reasoning_content", None), c.message.content) == (reasoning, content or None)
+                tokens = [t.token for t in c.logprobs.content]
+                assert "".join(tokens[:-1] if tokens[-1:] == ["<|im_end|>"] else tokens) == text  # the stop has one
     finally:
         assert s.stop() == 0
 
