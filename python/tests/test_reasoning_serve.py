@@ -53,8 +53,10 @@ def _checkpoint(path, template=QWEN3, think_tags=True, special=False, tweak=None
     tok = tokenizers.Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=200, special_tokens=SPECIALS, show_progress=False)
-    tok.train_from_iterator(["two plus two is four, so the answer is 4.\nuser assistant"] * 50, trainer)
+    # Every byte, so schema-held answers ({"sum": 4}) can be written.
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(['two plus two is four, so the answer is 4.\nuser assistant {"sum": 4}'] * 50, trainer)
     if think_tags:  # Qwen3's are added, not special; `special` checks the server still sees them where they are
         tok.add_tokens([AddedToken("<think>", special=special), AddedToken("</think>", special=special)])
     torch.manual_seed(3)
@@ -136,6 +138,38 @@ def test_split_equals_vllm_rules_whole_and_streamed(checkpoint, parser):
                 assert (getattr(c.message, "reasoning_content", None), c.message.content) == (reasoning, content or None)
                 tokens = [t.token for t in c.logprobs.content]
                 assert "".join(tokens[:-1] if tokens[-1:] == ["<|im_end|>"] else tokens) == text  # the stop has one
+    finally:
+        assert s.stop() == 0
+
+
+def test_schema_held_answers_have_no_reasoning(checkpoint):
+    """A forced tool call and response_format hold the answer to a schema from its first token, so deepseek_r1
+    (which calls an answer without </think> all reasoning) is off for them: the JSON stays content / calls."""
+    pytest.importorskip("openai")
+    path, tok = checkpoint
+    s = _server(path, "deepseek_r1")
+    try:
+        client = s.client()
+        schema = {"type": "object", "properties": {"sum": {"enum": [3, 4, 5]}}, "required": ["sum"]}
+        tools = [{"type": "function", "function": {"name": "add", "parameters": schema}}]
+        done = [0, 0]
+        for seed in range(4):
+            kw = dict(model="tiny", messages=QUESTION, max_tokens=160, temperature=1.0, seed=seed)
+            m = client.chat.completions.create(response_format={"type": "json_schema", "json_schema": {
+                "name": "s", "schema": schema}}, **kw).choices[0]
+            assert getattr(m.message, "reasoning_content", None) is None
+            if m.finish_reason == "stop":
+                assert json.loads(m.message.content)["sum"] in (3, 4, 5)
+                done[0] += 1
+            c = client.chat.completions.create(tools=tools, tool_choice="required", **kw).choices[0]
+            assert getattr(c.message, "reasoning_content", None) is None
+            if c.finish_reason == "tool_calls":
+                assert c.message.tool_calls[0].function.name == "add"
+                done[1] += 1
+        assert min(done) > 0, done
+        # Free text under the same parser is reasoning: the requests above took the other path.
+        m = client.chat.completions.create(model="tiny", messages=QUESTION, max_tokens=4, seed=0).choices[0].message
+        assert m.reasoning_content is not None and m.content is None
     finally:
         assert s.stop() == 0
 
