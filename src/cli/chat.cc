@@ -1,7 +1,8 @@
 // attnzoo chat: an interactive conversation with a checkpoint in its own chat template. Each answer streams token
 // by token and ends at EOS or the template's end-of-turn token; the history is re-rendered every turn.
 // /reset clears the history, /exit or end of input quits; Ctrl-C stops the answer being written, and Ctrl-C
-// twice at the prompt quits.
+// twice at the prompt quits. With --reasoning-parser (serve's flag) a reasoning model's thinking is told apart
+// from its answer: dimmed on a terminal, or left out with --hide-thinking.
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "server/reasoning.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::cli {
@@ -76,7 +78,9 @@ std::string trim(const std::string& s) {
 }
 
 std::string usage() {
-  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] ") + kGenerationFlagsUsage + "\n         " +
+  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] [--reasoning-parser qwen3|deepseek_r1 "
+                     "[--hide-thinking]] ") +
+         kGenerationFlagsUsage + "\n         " +
          kSpeculativeFlagsUsage + "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
 }
 
@@ -88,6 +92,8 @@ int run_chat(const std::vector<std::string>& args) {
   std::string system;
   SpeculativeOptions speculative;
   bool speculative_flags = false;
+  server::ReasoningParser reasoning = server::ReasoningParser::none;
+  bool hide_thinking = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (parse_generation_flag(args, i, flags)) continue;
     if (parse_speculative_flag(args, i, speculative)) {
@@ -97,10 +103,17 @@ int run_chat(const std::vector<std::string>& args) {
     if (args[i] == "--system") {
       if (i + 1 >= args.size()) throw ArgumentError("--system: needs a value");
       system = args[++i];
+    } else if (args[i] == "--reasoning-parser") {
+      if (i + 1 >= args.size()) throw ArgumentError("--reasoning-parser: needs a value");
+      reasoning = server::parse_reasoning_parser(args[++i]);
+    } else if (args[i] == "--hide-thinking") {
+      hide_thinking = true;
     } else if (is_help(args[i])) throw HelpRequested(usage());
     else throw_unknown_option("chat", args[i], usage());
   }
   use_default_model(flags, "chat");
+  if (hide_thinking && reasoning == server::ReasoningParser::none)
+    throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 to tell the thinking apart");
 
   GenerationOptions options = generation_options(flags);
   LoadOptions load = load_options(flags);
@@ -112,6 +125,9 @@ int run_chat(const std::vector<std::string>& args) {
   options.num_speculative_tokens = speculative.num_speculative_tokens;
   const auto tokenizer = tok::Tokenizer::load(flags.model);
   const ChatFormat format(flags.model, tokenizer);
+  server::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
+  // Dim (SGR 2) only where a terminal will read the escape codes.
+  const bool dim = !hide_thinking && ::isatty(STDOUT_FILENO);
   options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
   options.cancel = [] { return g_interrupts > 0; };
 
@@ -163,10 +179,25 @@ int run_chat(const std::vector<std::string>& args) {
     }
     ModelSequence sequence(*model);
     TokenizerTextStream text(tokenizer);
-    const GenerationResult r = generate(sequence, prompt, turn, &text, [](std::string_view piece) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    server::ReasoningStream split(reasoning);
+    const auto show = [&](const server::ReasoningStream::Piece& p) {
+      if (!p.reasoning.empty() && !hide_thinking) {
+        if (dim) std::fputs("\x1b[2m", stdout);
+        std::fwrite(p.reasoning.data(), 1, p.reasoning.size(), stdout);
+        if (dim) std::fputs("\x1b[0m", stdout);
+      }
+      std::fwrite(p.content.data(), 1, p.content.size(), stdout);
       std::fflush(stdout);
+    };
+    const GenerationResult r = generate(sequence, prompt, turn, &text, [&](std::string_view piece) {
+      if (reasoning == server::ReasoningParser::none) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      } else {
+        show(split.feed(piece));
+      }
     });
+    show(split.finish());
     if (r.reason == StopReason::cancelled) std::fputs(" [stopped]", stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);

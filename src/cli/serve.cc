@@ -39,7 +39,7 @@ const char* kUsage =
     "         [--no-prefix-caching] [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
     "         [--batch-invariant]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-logprobs 20] [--max-logit-bias 1024]\n"
-    "         [--max-body-bytes 4194304]\n"
+    "         [--max-body-bytes 4194304] [--reasoning-parser qwen3|deepseek_r1]\n"
     "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
     "         [--shutdown-grace-seconds 30]\n"
     "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"
@@ -101,6 +101,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     // vLLM's name: the most top_logprobs (chat) / logprobs (completions) a request may ask for.
     else if (s == "--max-logprobs") a.server.limits.max_top_logprobs = integer();
     else if (s == "--max-logit-bias") a.server.limits.max_logit_bias = integer();
+    // vLLM's flag: chat answers' <think> text goes to message.reasoning_content (docs/REASONING.md).
+    else if (s == "--reasoning-parser") a.server.limits.reasoning_parser = server::parse_reasoning_parser(value());
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
     else if (s == "--max-connections") a.server.max_connections = size_t(std::max<int64_t>(integer(), 0));
     else if (s == "--max-connections-per-client") a.max_connections_per_client = integer();
@@ -177,6 +179,8 @@ int run_serve(const std::vector<std::string>& args) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "attnzoo serve: no chat template (%s): /v1/chat/completions answers 400\n", e.what());
     }
+    if (a.server.limits.reasoning_parser != server::ReasoningParser::none)
+      server::check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
     engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
     http.set_ready({engine.get(), tokenizer, chat.get()});
   } catch (...) {

@@ -40,12 +40,14 @@ ChatFormat::ChatFormat(const std::string& model_dir, std::shared_ptr<const tok::
   }
   template_ = std::make_unique<chat::ChatTemplate>(info->source);
   hermes_tool_calls_ = info->source.find("<tool_call>") != std::string::npos;
+  source_ = info->source;
   special_tokens_ = std::move(info->special_tokens);
   end_of_turn_ = end_of_turn_ids(*template_, special_tokens_, *tokenizer_);
 }
 
-std::string ChatFormat::render(const Value& messages, bool add_generation_prompt, const Value& tools) const {
-  chat::Dict extra;
+std::string ChatFormat::render(const Value& messages, bool add_generation_prompt, const Value& tools,
+                              const chat::Dict& kwargs) const {
+  chat::Dict extra = kwargs;
   if (!tools.is_none()) extra.set("tools", tools);
   return template_->render(chat::chat_context(messages, add_generation_prompt, special_tokens_, extra));
 }

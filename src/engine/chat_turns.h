@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chat/chat_template.h"
@@ -27,14 +28,17 @@ class ChatFormat {
   // The conversation rendered (with the assistant header when add_generation_prompt) and encoded without
   // adding special tokens: the template writes BOS itself, as transformers' apply_chat_template(tokenize=True).
   // `tools`: transformers' tools= (OpenAI's tools list as sent), none when the request has none.
+  // `kwargs`: more template variables (transformers' apply_chat_template(**kwargs), vLLM's chat_template_kwargs).
   std::string render(const chat::Value& messages, bool add_generation_prompt,
-                     const chat::Value& tools = chat::Value::none()) const;
+                     const chat::Value& tools = chat::Value::none(), const chat::Dict& kwargs = {}) const;
   std::vector<int32_t> prompt_ids(const chat::Value& messages, bool add_generation_prompt) const;
   std::vector<int32_t> encode(const std::string& text) const { return tokenizer_->encode(text, false); }
   const std::vector<int32_t>& end_of_turn() const { return end_of_turn_; }
   // The template writes tool calls as Hermes <tool_call> blocks (Qwen2.5 / Qwen3 / Hermes): the one format the
   // server reads calls out of (server/tool_calls.h).
   bool hermes_tool_calls() const { return hermes_tool_calls_; }
+  // The template's source mentions `s` (say </think>, for --reasoning-parser).
+  bool mentions(std::string_view s) const { return source_.find(s) != std::string::npos; }
 
   static chat::Value message(const std::string& role, const std::string& content);
 
@@ -44,6 +48,7 @@ class ChatFormat {
   chat::Dict special_tokens_;
   std::vector<int32_t> end_of_turn_;
   bool hermes_tool_calls_ = false;
+  std::string source_;
 };
 
 }  // namespace attnzoo

@@ -57,15 +57,35 @@ std::vector<int32_t> completion_prompt(const Value& body, const tok::Tokenizer& 
   throw bad_request("prompt: must be a string or a list of token ids (one prompt per request)", "prompt");
 }
 
+// vLLM's chat_template_kwargs: extra variables for the template (enable_thinking, ...), as transformers'
+// apply_chat_template(**kwargs) passes them.
+chat::Dict template_kwargs(const Value& body) {
+  chat::Dict out;
+  const Value* v = field(body, "chat_template_kwargs");
+  if (!v) return out;
+  if (!v->is_object())
+    throw bad_request("chat_template_kwargs: must be an object of template variables", "chat_template_kwargs");
+  for (const json::Member* m : v->members_in_source_order()) {
+    // The ones the server sets itself (transformers refuses them twice as a duplicate keyword argument).
+    for (const char* own : {"messages", "tools", "documents", "add_generation_prompt"})
+      if (m->first == own)
+        throw bad_request("chat_template_kwargs." + m->first + ": set by the request itself, not a template kwarg",
+                          "chat_template_kwargs");
+    out.set(m->first, chat::Value::from_json(m->second));
+  }
+  return out;
+}
+
 std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, const ToolRequest& tools) {
   if (!chat) throw bad_request("this model has no chat template: use /v1/completions", "messages");
   const Value* m = field(body, "messages");
   if (!m || !m->is_array() || m->as_array().empty())
     throw bad_request("messages: required, a non-empty list of {role, content}", "messages");
   const chat::Value messages = chat_messages(*m);
+  const chat::Dict kwargs = template_kwargs(body);
   std::string text;
   try {
-    text = chat->render(messages, /*add_generation_prompt=*/true, tools.tools);
+    text = chat->render(messages, /*add_generation_prompt=*/true, tools.tools, kwargs);
   } catch (const std::exception& e) {  // raise_exception in the template, a render limit
     throw bad_request(std::string("messages: the chat template refused them: ") + e.what(), "messages");
   }
@@ -219,6 +239,16 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
     if (tag.size() == 1 && tokenizer.is_special(tag[0])) p.skip_special_tokens = false;
   }
   r.parallel_tool_calls = tools.parallel;
+  if (const Value* v = field(body, "include_reasoning")) r.include_reasoning = bool_field(*v, "include_reasoning");
+  if (chat_endpoint && tools.mode != ToolMode::forced && p.response_format == ResponseFormat::text) {
+    r.reasoning = limits.reasoning_parser;
+    // A tag the tokenizer marks special would be dropped from the text (skip_special_tokens): keep special tokens.
+    for (std::string_view tag : {kThinkOpen, kThinkClose}) {
+      if (r.reasoning == ReasoningParser::none) break;
+      const std::vector<int32_t> ids = tokenizer.encode(std::string(tag), false);
+      if (ids.size() == 1 && tokenizer.is_special(ids[0])) p.skip_special_tokens = false;
+    }
+  }
   if (tools.schema) {
     if (p.response_format != ResponseFormat::text)
       throw bad_request("tool_choice: a named or \"required\" tool_choice cannot be combined with response_format",

@@ -7,6 +7,7 @@
 
 #include "engine/request.h"
 #include "loader/json.h"
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 
 namespace attnzoo {
@@ -23,6 +24,8 @@ struct ApiLimits {
   int64_t max_top_logprobs = 20;  // alternatives per token (OpenAI allows 20)
   int64_t max_model_len = 0;     // the engine's; the default max_tokens of a chat request fills it
   int64_t max_logit_bias = 1024;  // logit_bias entries per request
+  // --reasoning-parser: chat answers' <think> text goes to reasoning_content (server/reasoning.h).
+  ReasoningParser reasoning_parser = ReasoningParser::none;
 };
 
 enum class Endpoint { completions, chat_completions };
@@ -35,6 +38,10 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   ToolMode tool_mode = ToolMode::text;  // how the answers are read (tools / tool_choice)
   bool parallel_tool_calls = true;
+  // The server's parser, or none where the answer is held to a schema from its first token (a forced tool call,
+  // response_format), so it has no <think> block.
+  ReasoningParser reasoning = ReasoningParser::none;
+  bool include_reasoning = true;  // vLLM's include_reasoning: false leaves reasoning_content out
 };
 
 // Throws ApiError (400, naming the field) for malformed JSON, wrong types, values out of range; chat requests

@@ -147,10 +147,19 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
       if (logprobs) completion_logprobs(w, ctx, c.logprobs, c.top_logprobs, offset);
       else w.null();
     } else {
-      const ParsedAnswer a = read_answer(c.text, ctx.tool_mode, ctx.parallel_tool_calls);
+      // Tool calls are read from the content only: the reasoning may mention <tool_call> freely.
+      const ReasoningSplit r = split_reasoning(c.text, ctx.reasoning);
+      const ParsedAnswer a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls);
+      const bool reasoning = ctx.reasoning != ReasoningParser::none;
       w.key("message").begin_object().member("role", "assistant").key("content");
-      if (a.calls.empty() || !a.content.empty()) w.value(a.content);
-      else w.null();  // OpenAI: content null beside the calls
+      // OpenAI: content null beside the calls; vLLM: null beside the reasoning when empty.
+      if (!a.content.empty() || (a.calls.empty() && !reasoning)) w.value(a.content);
+      else w.null();
+      if (reasoning && ctx.include_reasoning) {
+        w.key("reasoning_content");
+        if (r.has_reasoning) w.value(r.reasoning);
+        else w.null();
+      }
       if (!a.calls.empty()) write_tool_calls(w, a.calls, false);
       w.end_object().key("logprobs");
       if (logprobs) chat_logprobs(w, ctx, c.logprobs, c.top_logprobs);
@@ -176,13 +185,14 @@ StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs,
       text_offset_(size_t(n)),
       held_(size_t(n)),
       sent_(size_t(n)),
-      answer_(size_t(n)) {}
+      answer_(size_t(n)),
+      reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {}
 
-std::string StreamWriter::tool_chunk_text(const SampleDelta& d, std::vector<ToolCall>& calls) {
-  const size_t i = size_t(d.index);
-  answer_.at(i) += d.text;
+std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, bool finished,
+                                          std::vector<ToolCall>& calls) {
+  answer_.at(i) += text;
   std::string out;
-  if (d.finish_reason) {
+  if (finished) {
     ParsedAnswer a = read_answer(answer_[i], ctx_.tool_mode, ctx_.parallel_tool_calls);
     // What was sent is the start of the content: the text before the first <tool_call> is sent as it comes.
     if (a.content.size() > sent_[i]) out = a.content.substr(sent_[i]);
@@ -192,7 +202,7 @@ std::string StreamWriter::tool_chunk_text(const SampleDelta& d, std::vector<Tool
   }
   if (ctx_.tool_mode == ToolMode::forced) return out;
   std::string& held = held_[i];
-  held += d.text;
+  held += text;
   if (answer_[i].find(kToolCallOpen) != std::string::npos) {
     // Inside the calls: send what came before the tag, hold the rest for the parser.
     const size_t tag = held.find(kToolCallOpen);
@@ -221,9 +231,21 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     else w.null();
   } else {
     std::vector<ToolCall> calls;
-    const std::string text = ctx_.tool_mode == ToolMode::text ? d.text : tool_chunk_text(d, calls);
+    ReasoningStream::Piece piece{"", d.text};
+    if (ctx_.reasoning != ReasoningParser::none) {
+      piece = reasoning_.at(i).feed(d.text);
+      if (d.finish_reason) {
+        ReasoningStream::Piece rest = reasoning_[i].finish();
+        piece.reasoning += rest.reasoning;
+        piece.content += rest.content;
+      }
+    }
+    const std::string text = ctx_.tool_mode == ToolMode::text
+                                 ? piece.content
+                                 : tool_chunk_text(i, piece.content, d.finish_reason.has_value(), calls);
     w.key("delta").begin_object();
     if (!started_.at(i)) w.member("role", "assistant");
+    if (!piece.reasoning.empty() && ctx_.include_reasoning) w.member("reasoning_content", piece.reasoning);
     if (!text.empty() || !started_.at(i)) w.member("content", text);
     if (!calls.empty()) write_tool_calls(w, calls, true);
     w.end_object().key("logprobs");

@@ -23,6 +23,8 @@ struct ResponseContext {
   const tok::Tokenizer* tokenizer = nullptr;  // token strings of logprobs
   ToolMode tool_mode = ToolMode::text;        // chat: read tool calls out of the answers (server/tool_calls.h)
   bool parallel_tool_calls = true;
+  ReasoningParser reasoning = ReasoningParser::none;  // chat: <think> text into reasoning_content
+  bool include_reasoning = true;
 };
 
 // One choice gathered over all its deltas (the non-streamed response).
@@ -60,7 +62,8 @@ class StreamWriter {
  private:
   // With tools, a choice's text is held from the first byte that may begin <tool_call> (all of it for a forced
   // call) and read as calls when the choice finishes: the calls go out whole, in the finishing chunk.
-  std::string tool_chunk_text(const SampleDelta& d, std::vector<ToolCall>& calls);
+  // `text`: the delta's content (its reasoning taken out); `finished`: the choice's last delta.
+  std::string tool_chunk_text(size_t i, const std::string& text, bool finished, std::vector<ToolCall>& calls);
 
   ResponseContext ctx_;
   bool logprobs_, include_usage_;
@@ -68,7 +71,8 @@ class StreamWriter {
   std::vector<int64_t> text_offset_;
   std::vector<std::string> held_;     // per choice: text not sent yet
   std::vector<size_t> sent_;          // per choice: bytes of content sent
-  std::vector<std::string> answer_;   // per choice: all its text (read when it finishes)
+  std::vector<std::string> answer_;   // per choice: all its content (read when it finishes)
+  std::vector<ReasoningStream> reasoning_;  // per choice: splits reasoning from content as the text comes
 };
 
 }  // namespace attnzoo::server
