@@ -203,13 +203,12 @@ std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, boo
   if (ctx_.tool_mode == ToolMode::forced) return out;
   std::string& held = held_[i];
   held += text;
-  if (answer_[i].find(kToolCallOpen) != std::string::npos) {
+  // `held` keeps any partial tag, so a tag that completes lies in it, and once found it stays at held's start: the
+  // search never goes back over the whole answer (which made a long streamed answer quadratic).
+  if (const size_t tag = held.find(kToolCallOpen); tag != std::string::npos) {
     // Inside the calls: send what came before the tag, hold the rest for the parser.
-    const size_t tag = held.find(kToolCallOpen);
-    if (tag != std::string::npos) {
-      out = held.substr(0, tag);
-      held = held.substr(tag);
-    }
+    out = held.substr(0, tag);
+    held.erase(0, tag);
   } else {
     const size_t keep = open_tag_overlap(held);
     out = held.substr(0, held.size() - keep);
