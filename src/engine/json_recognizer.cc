@@ -1,13 +1,13 @@
 #include "engine/json_recognizer.h"
 
+#include "engine/json_lexeme.h"
+
 namespace attnzoo {
 namespace {
 
-constexpr std::string_view kLiterals[] = {"true", "false", "null"};
+using namespace json_lexeme;
 
-bool is_ws(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
-bool is_hex(uint8_t b) { return is_digit(b) || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F'); }
+constexpr std::string_view kLiterals[] = {"true", "false", "null"};
 
 }  // namespace
 
@@ -148,13 +148,10 @@ bool JsonRecognizer::push(uint8_t b) {
       }
       case Mode::string: ok = string_byte(b); break;
       case Mode::escape:
-        if (b == 'u') {
-          mode_ = Mode::unicode;
-          aux_ = 4;
-          ok = true;
-        } else if (b == '"' || b == '\\' || b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't') {
-          mode_ = Mode::string;
-          ok = true;
+        switch (escape_byte(b)) {
+          case Escape::unicode: mode_ = Mode::unicode, aux_ = 4, ok = true; break;
+          case Escape::done: mode_ = Mode::string, ok = true; break;
+          case Escape::refused: break;
         }
         break;
       case Mode::unicode:
@@ -169,51 +166,23 @@ bool JsonRecognizer::push(uint8_t b) {
         }
         break;
       case Mode::minus:
-        ok = is_digit(b);
-        if (ok) mode_ = b == '0' ? Mode::zero : Mode::integer;
-        break;
       case Mode::zero:
       case Mode::integer:
-        if (is_digit(b) && m == Mode::integer) {
-          ok = true;
-        } else if (b == '.') {
-          mode_ = Mode::dot;
-          ok = true;
-        } else if (b == 'e' || b == 'E') {
-          mode_ = Mode::exponent;
-          ok = true;
-        } else {
-          ok = !is_digit(b) && after_number(b);
-        }
-        break;
       case Mode::dot:
-        ok = is_digit(b);
-        if (ok) mode_ = Mode::fraction;
-        break;
       case Mode::fraction:
-        if (is_digit(b)) {
-          ok = true;
-        } else if (b == 'e' || b == 'E') {
-          mode_ = Mode::exponent;
-          ok = true;
-        } else {
-          ok = after_number(b);
-        }
-        break;
       case Mode::exponent:
-        if (b == '+' || b == '-') {
-          mode_ = Mode::exponent_sign;
-          ok = true;
-        } else {
-          ok = is_digit(b);
-          if (ok) mode_ = Mode::exponent_digits;
+      case Mode::exponent_sign:
+      case Mode::exponent_digits: {
+        // A number's modes are json_lexeme::Number's states in order: they convert by an offset.
+        static_assert(uint8_t(Mode::exponent_digits) - uint8_t(Mode::minus) == uint8_t(Number::exponent_digits));
+        Number n = Number(uint8_t(m) - uint8_t(Mode::minus));
+        switch (number_byte(n, b, /*integer_only=*/false)) {
+          case NumberStep::kept: mode_ = Mode(uint8_t(Mode::minus) + uint8_t(n)), ok = true; break;
+          case NumberStep::ended: ok = after_number(b); break;
+          case NumberStep::refused: break;
         }
         break;
-      case Mode::exponent_sign:
-        ok = is_digit(b);
-        if (ok) mode_ = Mode::exponent_digits;
-        break;
-      case Mode::exponent_digits: ok = is_digit(b) || after_number(b); break;
+      }
       case Mode::literal: {
         const std::string_view word = kLiterals[literal_];
         ok = b == uint8_t(word[aux_]);
