@@ -9,7 +9,7 @@
 // (Q5_K's 5-bit pairs, 7874, 4 slices at a time);
 // Q6_K's chains start from their share of the -32 offset, so that a sub-block's 4 slices end within i16
 // (q6_k_starts); Q8_0's weights, dotted as |w| against the activations with w's sign (vpsignb, at most 32512 a
-// pair), go through vpmaddwd slice by slice. So every
+// pair), go through vpmaddwd slice by slice, as IQ4_NL / IQ4_XS's grid values do (add_iq4). So every
 // integer sum is the VNNI rows' and so are the f32 FMAs (one per block and row, in block order): both give the
 // same bits (gemv_groups_test.cc). Where the CPU has AVX-VNNI (core/avx_vnni.h) the same kernels form each
 // slice's lane sums with its vpdpbusd instead (Dpbusd below): i32 from the first product, no bound to respect,
