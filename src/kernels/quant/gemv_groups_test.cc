@@ -163,6 +163,14 @@ TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
             want[size_t(t * N + n)] = expected(type, gguf.row(n), size_t(K), a, size_t(t)) + 0.f;
         EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
             << quant_type_name(type) << " T=" << T << ": first " << got[0] << " vs " << want[0];
+        // the same rows read as GGUF rows (the VNNI rows: the same bits; the AVX2 target's IQ4 rows are the
+        // portable ones, whose f32 order differs): within f32 rounding of the outputs' scale
+        std::vector<float> rows(got.size());
+        quant_gemv(gguf, nullptr, x.view.ptr<float>(), T, rows.data(), N);
+        float scale = 0.f;
+        for (float v : want) scale = std::max(scale, std::abs(v));
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_NEAR(got[i], rows[i], 1e-5f * scale) << quant_type_name(type) << " T=" << T << " output " << i;
       }
     }
   });
