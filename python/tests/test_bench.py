@@ -418,7 +418,7 @@ def test_quantized_gemv_rows_time_the_product_alone(monkeypatch):
         monkeypatch.setattr(_core, "QuantWeights", counting)
 
 
-AVX_VNNI_ROWS = [(q, T) for q in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K") for T in (1, 4)]
+AVX_VNNI_ROWS = [(q, T) for q in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS") for T in (1, 4)]
 
 
 def _check_avx_vnni_section(section, support):

@@ -185,7 +185,8 @@ def test_int8_path_is_llama_cpp_q8_math(qtype):
     assert np.abs(sim - exact).max() >= 1e-3 * scale  # the rounding under test is visible at this tolerance
 
 
-@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_K, Q.BF16, Q.F16], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_K, Q.IQ4_NL, Q.IQ4_XS, Q.BF16, Q.F16],
+                         ids=lambda t: t.name)
 def test_prepared_weights_are_the_models_linear_built_once(qtype):
     """quant.prepare builds the Linear quant.matmul's 'auto' path builds per call: the same products, for decode and
     prefill sizes. A copy made at preparation (rows regrouped or aligned, f16 widened) stands in for the caller's
@@ -231,7 +232,8 @@ def test_prepared_weights_name_bad_arguments():
         prepared.matmul(np.zeros((1, 32), np.float32), out=np.zeros((1, 3), np.float32))
 
 
-@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q4_1, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_K, Q.Q5_0], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q4_1, Q.Q8_0, Q.Q4_K, Q.Q6_K, Q.Q5_K, Q.Q5_0, Q.IQ4_NL, Q.IQ4_XS],
+                         ids=lambda t: t.name)
 def test_int8_prepared_weights_are_the_integer_rows_built_once(qtype):
     """prepare(path='int8') holds the matrix the integer rows read as a model's Linear holds it (regrouped where this
     CPU's rows read that), so its products are bit for bit a decode Linear's under matmul precision 'medium' (T <= 8)

@@ -1,6 +1,6 @@
 """The AVX2 regrouped rows' two forms side by side: lane sums by AVX-VNNI's vpdpbusd against vpmaddubsw +
 vpmaddwd, over the same prepared (regrouped) weights, for the block formats those rows serve (Q4_0, Q4_1, Q8_0,
-Q4_K, Q5_K, Q6_K) at one token and at four (the group kernels' widest pass), on a decode projection's N = 3K x K.
+Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) at one token and at four (the group kernels' widest pass), on a decode projection's N = 3K x K.
 
 On an AVX-512 VNNI CPU the default target runs the AVX-512 rows, so these rows run inside _core.Avx2GroupRows:
 the avx2 target for them alone, given back as it was afterwards (see src/kernels/quant/avx2_group_rows_scope.h for
@@ -17,7 +17,7 @@ from .. import _core
 from .gguf_blocks import random_weights, type_id, weight_bytes
 from .harness import round_time, settle_side_by_side
 
-FORMATS = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
+FORMATS = ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS")
 TOKENS = (1, 4)
 FORMS = ("vpmaddubsw", "vpdpbusd")
 

@@ -65,11 +65,14 @@ namespace {
 
 enum class IntRows { vnni, avx2, portable };
 
-// Which integer rows run w (the lane arrays and their sums depend on it).
-IntRows int_rows_of(QuantType type) {
-  return quant_gemv_vnni_handles(type) && quant_gemv_vnni_enabled()   ? IntRows::vnni
-         : quant_gemv_avx2_handles(type) && quant_gemv_avx2_enabled() ? IntRows::avx2
-                                                                      : IntRows::portable;
+// Which integer rows run w (the lane arrays and their sums depend on it). IQ4_NL / IQ4_XS take the AVX2 rows
+// regrouped only (gemv_groups_avx2.cc); their GGUF rows there are the portable ones.
+IntRows int_rows_of(const QuantMatrix& w) {
+  const QuantType type = w.type;
+  const bool avx2 = quant_gemv_avx2_handles(type) || (w.row_group && row_groups_iq4(type));
+  return quant_gemv_vnni_handles(type) && quant_gemv_vnni_enabled() ? IntRows::vnni
+         : avx2 && quant_gemv_avx2_enabled()                         ? IntRows::avx2
+                                                                     : IntRows::portable;
 }
 
 std::atomic<uint64_t> quantizations{0};
@@ -174,7 +177,7 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   active_target();
   const int64_t K = w.cols;
   // Both lane rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
-  const IntRows kind = int_rows_of(w.type);
+  const IntRows kind = int_rows_of(w);
   const size_t ld8 = size_t(K + 63) / 64 * 64;
   thread_local ActivationBuffers buffers;
   const QuantActivations act = quantize_rows(x, T, K, kind, buffers);
@@ -208,13 +211,13 @@ void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, in
   bool shared = outs.size() > 1 && T <= kMaxTokens;
   for (const QuantGemvOutput& o : outs)
     shared = shared && quant_gemv_has_int8(o.w->type) && o.w->cols == first.cols &&
-             int_rows_of(o.w->type) == int_rows_of(first.type);
+             int_rows_of(*o.w) == int_rows_of(first);
   if (!shared) {
     for (const QuantGemvOutput& o : outs) quant_gemv(*o.w, o.bias, x, T, o.y, o.ldy);
     return;
   }
   active_target();
-  const IntRows kind = int_rows_of(first.type);
+  const IntRows kind = int_rows_of(first);
   thread_local ActivationBuffers buffers;
   const QuantActivations act = quantize_rows(x, T, first.cols, kind, buffers);
   // Task ranges of each matrix as quant_gemv splits it alone, numbered one after the other.

@@ -248,7 +248,7 @@ void quant_avx2_lane_sums(size_t T, const QuantActivationsOut& o) {
 }
 
 bool quant_gemv_rows_avx2(const QuantGemvTask& g) {
-  if (g.w.row_group && row_groups_format(g.w.type) && !row_groups_iq4(g.w.type)) {
+  if (g.w.row_group && row_groups_format(g.w.type)) {
     quant_gemv_groups_avx2(g);
     return true;
   }

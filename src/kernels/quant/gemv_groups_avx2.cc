@@ -9,7 +9,7 @@
 // (Q5_K's 5-bit pairs, 7874, 4 slices at a time);
 // Q6_K's chains start from their share of the -32 offset, so that a sub-block's 4 slices end within i16
 // (q6_k_starts); Q8_0's weights, dotted as |w| against the activations with w's sign (vpsignb, at most 32512 a
-// pair), go through vpmaddwd slice by slice. So every
+// pair), go through vpmaddwd slice by slice, as IQ4_NL / IQ4_XS's grid values do (add_iq4). So every
 // integer sum is the VNNI rows' and so are the f32 FMAs (one per block and row, in block order): both give the
 // same bits (gemv_groups_test.cc). Where the CPU has AVX-VNNI (core/avx_vnni.h) the same kernels form each
 // slice's lane sums with its vpdpbusd instead (Dpbusd below): i32 from the first product, no bound to respect,
@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <atomic>
+#include <cstring>
 #include <type_traits>
 
 #include "core/aligned_buffer.h"
@@ -29,7 +30,7 @@
 namespace attnzoo {
 namespace {
 
-enum class Fmt32 { Q4_0, Q4_1, Q8_0 };
+enum class Fmt32 { Q4_0, Q4_1, Q8_0, IQ4_NL };
 
 inline __m256i bcast4(const int8_t* x) { return _mm256_set1_epi32(int(load_u32(reinterpret_cast<const uint8_t*>(x)))); }
 inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -76,6 +77,21 @@ struct Dpbusd {
   static __m256i add32(__m256i sums, __m256i u, __m256i s) { return add(sums, u, s); }
 };
 
+// IQ4's signed grid in both 128-bit lanes, for vpshufb on the codes.
+inline __m256i iq4_grid() {
+  __m128i g;
+  std::memcpy(&g, kIq4Values, 16);
+  return _mm256_broadcastsi128_si256(g);
+}
+// One IQ4 slice (8 rows' 4 codes per byte nibble) of grid values w against the activations at x into i32 sums, in
+// Q8_0's form: |w| against x with w's sign (vpsignb; the grid has no 0). A pair reaches 2 x 127 x 127 = 32258,
+// so each slice is widened on its own (add32). The VNNI rows' grid + 128 with a -128 sum(x) start would saturate
+// vpmaddubsw's pairs (2 x 241 x 127); Dpbusd takes the same |w| form, i32 from the first product.
+template <class L>
+__attribute__((always_inline)) inline __m256i add_iq4(__m256i sums, __m256i wabs, __m256i w, const int8_t* x) {
+  return L::add32(sums, wabs, _mm256_sign_epi8(bcast4(x), w));
+}
+
 // Each block function below adds one block column of one half (rows 8 kH .. 8 kH + 7) of a group for kT tokens
 // from t0 into acc (two_halves runs them); the half kH = 0 asks for the lines ahead (group_prefetch).
 
@@ -88,10 +104,11 @@ __attribute__((always_inline)) inline void block32(const uint8_t* group, size_t 
   constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : 2, kValues = kFmt == Fmt32::Q8_0 ? 32 : 16;
   constexpr size_t kUnit = 16 * (kHead + kValues), kSlices = kValues / 4;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
+  [[maybe_unused]] const __m256i grid = kFmt == Fmt32::IQ4_NL ? iq4_grid() : _mm256_setzero_si256();
   const uint8_t* u = group + b * kUnit;
   if (kH == 0)
     for (size_t l = 0; l < kUnit; l += 64) group_prefetch(u + l);
-  __m256i sum[kT];  // Q4: add's chain (Pairs: i16 pair sums); Q8_0: i32 lane sums
+  __m256i sum[kT];  // Q4: add's chain (Pairs: i16 pair sums); Q8_0, IQ4_NL: i32 lane sums
   for (size_t t = 0; t < kT; ++t) sum[t] = _mm256_setzero_si256();
   for (size_t c = 0; c < kSlices; ++c) {
     const __m256i v = load256(u + 16 * kHead + 64 * c + 32 * kH);
@@ -100,6 +117,15 @@ __attribute__((always_inline)) inline void block32(const uint8_t* group, size_t 
       for (size_t t = 0; t < kT; ++t) {
         const int8_t* x = a.xs8 + (t0 + t) * ld8 + 32 * b + 4 * c;
         sum[t] = L::add32(sum[t], wabs, _mm256_sign_epi8(bcast4(x), v));
+      }
+    } else if constexpr (kFmt == Fmt32::IQ4_NL) {
+      const __m256i wl = _mm256_shuffle_epi8(grid, _mm256_and_si256(v, low4));
+      const __m256i wh = _mm256_shuffle_epi8(grid, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+      const __m256i al = _mm256_abs_epi8(wl), ah = _mm256_abs_epi8(wh);
+      for (size_t t = 0; t < kT; ++t) {
+        const int8_t* x = a.xs8 + (t0 + t) * ld8 + 32 * b + 4 * c;
+        sum[t] = add_iq4<L>(sum[t], al, wl, x);
+        sum[t] = add_iq4<L>(sum[t], ah, wh, x + 16);
       }
     } else {
       // the low nibbles are elements 4c .. 4c + 3, the high ones 16 + 4c ..
@@ -113,7 +139,7 @@ __attribute__((always_inline)) inline void block32(const uint8_t* group, size_t 
   }
   const __m256 dw = halves8(u + 16 * kH);
   for (size_t t = 0; t < kT; ++t) {
-    __m256i dot = kFmt == Fmt32::Q8_0 ? sum[t] : L::widen(sum[t]);
+    __m256i dot = kFmt == Fmt32::Q8_0 || kFmt == Fmt32::IQ4_NL ? sum[t] : L::widen(sum[t]);
     if constexpr (kFmt == Fmt32::Q4_0) {
       const int32_t xsum = a.xsum16[(t0 + t) * (K / 16) + 2 * b] + a.xsum16[(t0 + t) * (K / 16) + 2 * b + 1];
       dot = _mm256_add_epi32(_mm256_set1_epi32(-8 * xsum), dot);
@@ -285,6 +311,50 @@ __attribute__((always_inline)) inline void block_q6_k(const uint8_t* group, size
       }
 }
 
+// IQ4_XS: each sub-block j of 32 is an IQ4_NL block of the half's 8 rows (slices 4j .. 4j + 3, both nibbles
+// through the grid, i32 sums as block32's), scaled as the VNNI rows scale it: d (ls - 32) of the 8 rows, ls put
+// together from scales_l's field j (one u32 per row, shifted by 4j) and scales_h's (u16 widened, shifted by 2j),
+// then times d_x, one FMA per sub-block in block order.
+template <class L, size_t kT, size_t kH>
+__attribute__((always_inline)) inline void block_iq4_xs(const uint8_t* group, size_t blk, size_t K,
+                                                        const QuantActivations& a, size_t ld8, size_t t0,
+                                                        __m256 (&acc)[kT]) {
+  constexpr size_t kUnit = 16 * 136;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), grid = iq4_grid();
+  const uint8_t* u = group + blk * kUnit;
+  if (kH == 0)
+    for (size_t l = 0; l < kIq4XsValuesAt; l += 64) group_prefetch(u + l);
+  const __m256 dw = halves8(u + 16 * kH);
+  const __m256i sh = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 32 + 16 * kH)));
+  const __m256i sl = load256(u + 64 + 32 * kH);
+  for (size_t j = 0; j < 8; ++j) {
+    const __m256i ls = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srlv_epi32(sl, _mm256_set1_epi32(int(4 * j))), _mm256_set1_epi32(0xF)),
+        _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(sh, _mm256_set1_epi32(int(2 * j))), _mm256_set1_epi32(3)),
+                          4));
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
+    __m256i sum[kT];
+    for (size_t t = 0; t < kT; ++t) sum[t] = _mm256_setzero_si256();
+    for (size_t c = 0; c < 4; ++c) {
+      const uint8_t* v = u + kIq4XsValuesAt + 64 * (4 * j + c);
+      if (kH == 0) group_prefetch(v);
+      const __m256i q = load256(v + 32 * kH);
+      const __m256i wl = _mm256_shuffle_epi8(grid, _mm256_and_si256(q, low4));
+      const __m256i wh = _mm256_shuffle_epi8(grid, _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+      const __m256i al = _mm256_abs_epi8(wl), ah = _mm256_abs_epi8(wh);
+      for (size_t t = 0; t < kT; ++t) {
+        const int8_t* x = a.xs8 + (t0 + t) * ld8 + 256 * blk + 32 * j + 4 * c;
+        sum[t] = add_iq4<L>(sum[t], al, wl, x);
+        sum[t] = add_iq4<L>(sum[t], ah, wh, x + 16);
+      }
+    }
+    for (size_t t = 0; t < kT; ++t) {
+      const float dx = a.d[(t0 + t) * (K / 32) + 8 * blk + j];
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), _mm256_mul_ps(sc, _mm256_set1_ps(dx)), acc[t]);
+    }
+  }
+}
+
 // Where block_q6_k's chains start, [T, K / 16], one entry per token and sub-block of 16 values: -32 times their sum,
 // which turns the unsigned q dotted into q - 32. Dpbusd's chains are i32: the sum itself. Pairs' chains are the i16
 // pair sums of vpmaddubsw: the entry is two i16, -32 times the even lanes' 8 values (4c, 4c + 1 of each slice c)
@@ -332,6 +402,15 @@ void groups(const QuantGemvTask& g) {
     case QuantType::Q4_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_0>()); break;
     case QuantType::Q4_1: blocks32(std::integral_constant<Fmt32, Fmt32::Q4_1>()); break;
     case QuantType::Q8_0: blocks32(std::integral_constant<Fmt32, Fmt32::Q8_0>()); break;
+    case QuantType::IQ4_NL: blocks32(std::integral_constant<Fmt32, Fmt32::IQ4_NL>()); break;
+    case QuantType::IQ4_XS:
+      for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
+        constexpr size_t T = decltype(kT)::value;
+        two_halves<T>(K / 256, out, 16, [&](size_t b, auto h, __m256 (&acc)[T]) __attribute__((always_inline)) {
+          block_iq4_xs<L, T, decltype(h)::value>(group, b, K, a, ld8, t0, acc);
+        });
+      });
+      break;
     case QuantType::Q4_K:
       for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
         constexpr size_t T = decltype(kT)::value;

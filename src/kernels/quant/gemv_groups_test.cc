@@ -119,10 +119,6 @@ float expected(QuantType type, const uint8_t* row, size_t K, const Activations& 
 constexpr QuantType kFormats[] = {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::Q4_K,
                                   QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
-// The formats whose regrouped rows are read in place here: IQ4 only by the VNNI rows (the AVX2 rows copy its GGUF
-// rows back and keep their own order).
-bool read_in_place(QuantType type) { return quant_gemv_vnni_enabled() || !row_groups_iq4(type); }
-
 // fn() on every kernel that reads the regrouped bytes in place: each target's (the VNNI rows, the AVX2 rows) and,
 // where the AVX2 rows run on a CPU with AVX-VNNI (ATTNZOO_AVX_VNNI not 0), those rows on vpmaddubsw and on
 // vpdpbusd, each observed to have run as named. The scalar target's portable rows read the bytes copied back and
@@ -152,7 +148,6 @@ int for_each_regrouped_kernel(const std::function<void()>& fn) {
 TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
   const int checked = for_each_regrouped_kernel([&] {
     for (QuantType type : kFormats) {
-      if (!read_in_place(type)) continue;
       const int64_t N = 32, K = quant_type_info(uint32_t(type))->block_elems == 256 ? 512 : 96;
       const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 31 + uint64_t(type));
       const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
@@ -168,6 +163,14 @@ TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
             want[size_t(t * N + n)] = expected(type, gguf.row(n), size_t(K), a, size_t(t)) + 0.f;
         EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
             << quant_type_name(type) << " T=" << T << ": first " << got[0] << " vs " << want[0];
+        // the same rows read as GGUF rows (the VNNI rows: the same bits; the AVX2 target's IQ4 rows are the
+        // portable ones, whose f32 order differs): within f32 rounding of the outputs' scale
+        std::vector<float> rows(got.size());
+        quant_gemv(gguf, nullptr, x.view.ptr<float>(), T, rows.data(), N);
+        float scale = 0.f;
+        for (float v : want) scale = std::max(scale, std::abs(v));
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_NEAR(got[i], rows[i], 1e-5f * scale) << quant_type_name(type) << " T=" << T << " output " << i;
       }
     }
   });
@@ -179,7 +182,6 @@ TEST(QuantGroups, RegroupedRowsAreBlockOrderFmasOfExactIntegerDots) {
 TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
   const int checked = for_each_regrouped_kernel([&] {
     for (QuantType type : kFormats) {
-      if (!read_in_place(type)) continue;
       const int64_t N = 16, K = 256, T = 2;
       std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 7);
       const QuantTypeInfo info = *quant_type_info(uint32_t(type));
@@ -214,16 +216,69 @@ TEST(QuantGroups, RegroupedRowsAtTheExtremesAreExact) {
   if (checked == 0) GTEST_SKIP() << "no target here runs the regrouped rows in place";
 }
 
-// Every regrouped format (Q5_K included) is regrouped at load where the VNNI or the AVX2 rows run, so that a model
-// on either reads it in place, and nowhere else; IQ4_NL / IQ4_XS only where the VNNI rows run (no AVX2 group rows).
+// The IQ4 rows at their edges: block scales d at the f16 extremes (largest finite of either sign, the smallest and
+// largest subnormal, both zeros, ordinary values), every IQ4_XS sub-block scale ls from 0 to 63 over the rows, a
+// different one in each sub-block, and every code in both nibbles of every block and sub-block in an order that
+// moves with row, block and sub-block; three groups of 16 rows, 1-5 tokens. So a wrong grid entry, a swapped
+// nibble half or sub-block, a misread scale field or a misplaced row changes an output bit.
+TEST(QuantGroups, RegroupedIq4RowsAtTheirEdgesAreExact) {
+  const uint16_t ds[] = {0x7BFF, 0xFBFF, 0x0001, 0x03FF, 0x8001, 0x0000, 0x8000, 0x3C00, 0xB555, 0x2E66, 0x0400};
+  const int64_t nds = int64_t(sizeof(ds) / sizeof(ds[0]));
+  const int checked = for_each_regrouped_kernel([&] {
+    for (QuantType type : {QuantType::IQ4_NL, QuantType::IQ4_XS}) {
+      const bool xs = type == QuantType::IQ4_XS;
+      const int64_t N = 48, K = xs ? 512 : 160;  // IQ4_NL: 5 blocks, K not a multiple of 256
+      const QuantTypeInfo info = *quant_type_info(uint32_t(type));
+      std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 5);
+      const int64_t nb = K / info.block_elems;
+      for (int64_t r = 0; r < N; ++r)
+        for (int64_t b = 0; b < nb; ++b) {
+          uint8_t* block = raw.data() + (r * nb + b) * info.block_bytes;
+          std::memcpy(block, &ds[(r * nb + b) % nds], 2);
+          uint8_t* qs = block + (xs ? 8 : 2);
+          if (xs) std::memset(block + 2, 0, 6);
+          for (int64_t j = 0; j < (xs ? 8 : 1); ++j) {
+            if (xs) {
+              const int ls = int((r * 5 + b * 8 + j * 7) % 64);
+              block[4 + j / 2] |= uint8_t((ls & 0xF) << (4 * (j % 2)));
+              const uint16_t h = uint16_t(block[2] | block[3] << 8) | uint16_t((ls >> 4) << (2 * j));
+              block[2] = uint8_t(h);
+              block[3] = uint8_t(h >> 8);
+            }
+            for (int64_t l = 0; l < 16; ++l)
+              qs[16 * j + l] = uint8_t(((l + r + j) % 16) | ((15 - l + 3 * b + j) % 16) << 4);
+          }
+        }
+      const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
+      std::vector<uint8_t> bytes(raw.size());
+      const QuantMatrix grouped = to_row_groups(gguf, bytes.data());
+      for (int64_t T = 1; T <= 5; ++T) {
+        testing::HostTensor x(DType::f32, {T, K}, 60 + uint64_t(T));
+        std::vector<float> got(size_t(T * N)), want(got.size());
+        quant_gemv(grouped, nullptr, x.view.ptr<float>(), T, got.data(), N);
+        const Activations a = quantized(x.view.ptr<float>(), size_t(T), size_t(K));
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t n = 0; n < N; ++n)
+            want[size_t(t * N + n)] = expected(type, gguf.row(n), size_t(K), a, size_t(t)) + 0.f;
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(0, std::memcmp(&got[i], &want[i], sizeof(float)))
+              << quant_type_name(type) << " T=" << T << " token " << i / size_t(N) << " row " << i % size_t(N)
+              << ": " << got[i] << " vs " << want[i];
+      }
+    }
+  });
+  if (checked == 0) GTEST_SKIP() << "no target here runs the regrouped rows in place";
+}
+
+// Every regrouped format (Q5_K, IQ4_NL and IQ4_XS included) is regrouped at load where the VNNI or the AVX2 rows
+// run, so that a model on either reads it in place, and nowhere else.
 TEST(QuantGroups, EveryFormatRegroupsWhereTheVnniOrAvx2RowsRun) {
   testing::for_each_target([](Target target) {
     for (QuantType type : kFormats) {
       const int64_t N = 32, K = quant_type_info(uint32_t(type))->block_elems == 256 ? 256 : 64;
       const std::vector<uint8_t> raw = testing::random_quant_rows(type, N, K, 9);
       const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), type, N, K, "w");
-      EXPECT_EQ(row_groups_pay(gguf),
-                quant_gemv_vnni_enabled() || (quant_gemv_avx2_enabled() && !row_groups_iq4(type)))
+      EXPECT_EQ(row_groups_pay(gguf), quant_gemv_vnni_enabled() || quant_gemv_avx2_enabled())
           << quant_type_name(type) << " on " << target_name(target);
     }
   });

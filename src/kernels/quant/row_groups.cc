@@ -28,7 +28,7 @@ bool row_groups_format(QuantType type) {
 
 bool row_groups_pay(const QuantMatrix& w) {
   return w.row_group == 0 && row_groups_format(w.type) && w.rows % kRowGroup == 0 &&
-         (quant_gemv_vnni_enabled() || (quant_gemv_avx2_enabled() && !row_groups_iq4(w.type)));
+         (quant_gemv_vnni_enabled() || quant_gemv_avx2_enabled());
 }
 
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out) {

@@ -37,13 +37,11 @@ constexpr int64_t kQ5KHighAt = kQ4KValuesAt, kQ5KValuesAt = kQ5KHighAt + 8 * 64;
 // qs' 32 slices (sub-block j's 16 bytes are slices 4j .. 4j + 3, as four Q4_0 / IQ4_NL slices of one block).
 constexpr int64_t kIq4XsValuesAt = 128;
 
-// IQ4_NL / IQ4_XS: regrouped for the VNNI rows only (the AVX2 rows read their GGUF rows: no AVX2 group rows).
 inline bool row_groups_iq4(QuantType type) { return type == QuantType::IQ4_NL || type == QuantType::IQ4_XS; }
 
-// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K (the VNNI and AVX2 regrouped rows' formats), IQ4_NL and IQ4_XS (VNNI only).
+// Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS (the VNNI and AVX2 regrouped rows' formats).
 bool row_groups_format(QuantType type);
-// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI or (not IQ4) AVX2 rows in use on
-// this CPU.
+// Worth regrouping at load: a format above, rows a multiple of 16, and the VNNI or AVX2 rows in use on this CPU.
 bool row_groups_pay(const QuantMatrix& w);
 // w's bytes regrouped into `out` (w.bytes() of them); the returned matrix describes `out` (row_group 16).
 QuantMatrix to_row_groups(const QuantMatrix& w, uint8_t* out);
