@@ -25,6 +25,7 @@ struct ResponseContext {
   bool parallel_tool_calls = true;
   ReasoningParser reasoning = ReasoningParser::none;  // chat: <think> text into reasoning_content
   bool include_reasoning = true;
+  ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how calls are written
 };
 
 // One choice gathered over all its deltas (the non-streamed response).
