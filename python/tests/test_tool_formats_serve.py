@@ -6,7 +6,8 @@ A named tool_choice at temperature 1.0 over many seeds gives one call of that fu
 and test_json_schema's independent validator passes against the function's parameters; Mistral's call ids are 9
 letters and digits (its template refuses any other id). The next turn, holding that call and a tool result, is
 rendered as transformers' apply_chat_template(messages, tools=tools) renders it: the same prompt length and the
-same greedy answer as the transformers model gives on transformers' ids. "auto" answers that are no call stay
+same greedy answer and the same first-token log-probabilities as the transformers model gives on transformers'
+ids. "auto" answers that are no call stay
 content (a forced <|python_tag|> / [TOOL_CALLS] special token included). serve --tool-call-parser is refused for a
 template that renders no tools."""
 import json
@@ -203,10 +204,15 @@ def test_tool_result_turn_renders_as_transformers(served):
     model = LlamaForCausalLM.from_pretrained(path).eval()
     eos = {tok.convert_tokens_to_ids(fmt["eos"])}
     expected = tok.decode(_hf_greedy_until(model, ids, eos, 12), skip_special_tokens=True)
+    with torch.no_grad():
+        first = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1].float(), -1).topk(5).values.tolist()
     for choice in ("none", "auto"):
         r = client.chat.completions.create(model="tiny", messages=messages, tools=TOOLS, tool_choice=choice,
-                                           max_tokens=12, temperature=0)
+                                           max_tokens=12, temperature=0, logprobs=True, top_logprobs=5)
         assert r.usage.prompt_tokens == len(ids)
+        # The first token's distribution on a random model moves with any prompt id: the prompts are the same ids.
+        ours = sorted((t.logprob for t in r.choices[0].logprobs.content[0].top_logprobs), reverse=True)
+        assert ours == pytest.approx(first, abs=2e-5), (ours, first)  # a one-digit change moves it 5e-4
         if choice == "none":
             assert r.choices[0].message.content == expected
     r = client.chat.completions.create(model="tiny", messages=QUESTION, max_tokens=1, temperature=0)
@@ -216,7 +222,6 @@ def test_tool_result_turn_renders_as_transformers(served):
 @needs_cli
 def test_tool_call_parser_flag(tmp_path):
     from test_serve import CLI
-    from transformers import LlamaConfig, LlamaForCausalLM
     # A ChatML template renders no tools: the flag is refused at start-up, naming itself and the model.
     path = _checkpoint(tmp_path, LLAMA)
     with open(os.path.join(path, "tokenizer_config.json")) as f:
@@ -230,4 +235,3 @@ def test_tool_call_parser_flag(tmp_path):
     r = subprocess.run([CLI, "serve", "-m", path, "--tool-call-parser", "pythonic"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode != 0 and "--tool-call-parser" in r.stderr and "pythonic" in r.stderr, r.stderr
-    del LlamaConfig, LlamaForCausalLM
