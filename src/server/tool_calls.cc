@@ -195,19 +195,56 @@ ParsedAnswer parse_llama3_tool_calls(std::string_view text) {
   return out;
 }
 
+// Mistral's later tokenizers (Small 3.x, Magistral): [TOOL_CALLS]name[ARGS]{...} per call, [CALL_ID]id between
+// name and [ARGS] where the template writes one. `segments`: the text after each [TOOL_CALLS].
+bool mistral_args_calls(const std::vector<std::string_view>& segments, std::vector<ToolCall>& calls) {
+  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
+  for (std::string_view seg : segments) {
+    const size_t args = seg.find(kArgs);
+    if (args == std::string_view::npos) return false;
+    std::string_view name = seg.substr(0, args);
+    if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
+    if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return false;
+    json::Value v;
+    try {
+      v = json::parse(seg.substr(args + kArgs.size()));
+    } catch (const std::exception&) {
+      return false;
+    }
+    json::Object o;
+    o.emplace_back("arguments", v);
+    o.emplace_back("name", json::Value::make_string(std::string(name)));
+    ToolCall call;
+    if (!call_from_value(json::Value::make_object(std::move(o)), call, ToolFormat::mistral)) return false;
+    calls.push_back(std::move(call));
+  }
+  return true;
+}
+
 ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   // vLLM's mistral: the text before [TOOL_CALLS] is the content; after it (every [TOOL_CALLS] dropped, as vLLM
-  // drops them) a JSON array of calls, or one call object. When that is not so, the whole answer is content.
+  // drops them) a JSON array of calls, or one call object; or, from later tokenizers, name[ARGS]{...} after each
+  // [TOOL_CALLS]. When that is not so, the whole answer is content.
   ParsedAnswer out;
   out.content = std::string(text);
   const size_t at = text.find(kMistralCalls);
   if (at == std::string_view::npos) return out;
+  std::vector<std::string_view> segments;
   std::string rest;
   for (size_t from = at; from != std::string_view::npos;) {
     const size_t next = text.find(kMistralCalls, from + kMistralCalls.size());
     const size_t begin = from + kMistralCalls.size();
-    rest += text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin);
+    segments.push_back(text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
+    rest += segments.back();
     from = next;
+  }
+  std::vector<ToolCall> calls;
+  const std::string_view first = trim_left(segments[0]);
+  if (!first.starts_with("[") && !first.starts_with("{")) {
+    if (!mistral_args_calls(segments, calls)) return out;
+    out.content = std::string(text.substr(0, at));
+    out.calls = std::move(calls);
+    return out;
   }
   json::Value v;
   try {
@@ -215,7 +252,6 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   } catch (const std::exception&) {
     return out;
   }
-  std::vector<ToolCall> calls;
   const auto add = [&](const json::Value& c) {
     ToolCall call;
     if (!call_from_value(c, call, ToolFormat::mistral)) return false;

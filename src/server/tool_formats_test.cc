@@ -81,6 +81,26 @@ TEST(MistralToolCalls, ContentAndAnArrayOfTwo) {
   EXPECT_EQ(parse_mistral_tool_calls("[TOOL_CALLS]{\"name\": \"f\", \"arguments\": {}}").calls.size(), 1u);
 }
 
+// Small 3.x / Magistral: name[ARGS]{...} after each [TOOL_CALLS] ([CALL_ID] as the template writes it).
+TEST(MistralToolCalls, NameArgsForm) {
+  const ParsedAnswer a = parse_mistral_tool_calls(
+      "Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}[TOOL_CALLS]get_time[CALL_ID]a1B2c3D4e[ARGS]{}");
+  EXPECT_EQ(a.content, "Checking.");
+  ASSERT_EQ(a.calls.size(), 2u);
+  EXPECT_EQ(a.calls[0].name, "get_weather");
+  EXPECT_EQ(args_of(a.calls[0]).find("city")->as_string(), "Oslo");
+  EXPECT_EQ(a.calls[1].name, "get_time");
+  EXPECT_EQ(a.calls[1].arguments, "{}");
+  for (const std::string t : {std::string("[TOOL_CALLS]get_weather{\"city\": 1}"),       // no [ARGS]
+                              std::string("[TOOL_CALLS]get weather[ARGS]{}"),              // not a name
+                              std::string("[TOOL_CALLS]f[ARGS]{}[TOOL_CALLS]g[ARGS][1]"),  // arguments not an object
+                              std::string("[TOOL_CALLS][ARGS]{}")}) {
+    const ParsedAnswer b = parse_mistral_tool_calls(t);
+    EXPECT_TRUE(b.calls.empty()) << t;
+    EXPECT_EQ(b.content, t);
+  }
+}
+
 TEST(MistralToolCalls, BrokenJsonIsContent) {
   for (const std::string t : {std::string("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}"),
                               std::string("Hi [TOOL_CALLS][{\"name\": \"f\", \"arguments\": 3}]"),
@@ -125,6 +145,7 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
       {"meta-llama-Llama-3.3-70B-Instruct.jinja", ToolFormat::llama3_json},
       {"mistralai-Mistral-7B-Instruct-v0.3.jinja", ToolFormat::mistral},
       {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ToolFormat::mistral},
+      {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolFormat::mistral},
       {"google-gemma-2-2b-it.jinja", ToolFormat::none},
       {"HuggingFaceTB-SmolLM2-135M-Instruct.jinja", ToolFormat::none}};
   for (const auto& [file, format] : cases) {
