@@ -217,6 +217,14 @@ def test_tool_result_turn_renders_as_transformers(served):
             assert r.choices[0].message.content == expected
     r = client.chat.completions.create(model="tiny", messages=QUESTION, max_tokens=1, temperature=0)
     assert r.usage.prompt_tokens != len(tok.apply_chat_template(QUESTION, tools=TOOLS, add_generation_prompt=True))
+    if name == "mistral":
+        # Another server's id: Mistral's template refuses it, a 400 naming messages and the template's reason.
+        messages[1]["tool_calls"][0]["id"] = messages[2]["tool_call_id"] = "call_1"
+        status, text = server.raw("POST", "/v1/chat/completions",
+                                  json.dumps({"model": "tiny", "messages": messages, "tools": TOOLS, "max_tokens": 2}),
+                                  {"Content-Type": "application/json"})
+        err = json.loads(text)["error"]
+        assert status == 400 and err["param"] == "messages" and "length 9" in err["message"], text
 
 
 @needs_cli
