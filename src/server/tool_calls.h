@@ -3,7 +3,7 @@
 // `--tool-call-parser hermes | llama3_json | mistral` (ToolFormat below). Hermes, as Qwen2.5 / Qwen3 / Hermes
 // templates teach their models:
 //   <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>
-// read back out of generated text into OpenAI's message.tool_calls, with vLLM's `hermes` parser semantics: the
+// is read with vLLM's `hermes` parser semantics: the
 // text before the first <tool_call> is the content, each block whose JSON is an object with a string "name" (and
 // an object "arguments") is a call, a final block the model never closed counts too (it may stop at its end of
 // turn). Where vLLM gives up on the whole answer when one block is malformed, a block that is not a call here
@@ -36,12 +36,12 @@ ToolFormat detect_tool_format(std::string_view template_source);
 std::string_view tool_call_marker(ToolFormat f);
 
 // How a chat answer is read. text: as it is (no tools, or tool_choice "none"); automatic: tool_choice "auto",
-// parsed with parse_hermes_tool_calls; forced: a named / "required" tool_choice, where the answer is the JSON
-// object of one call (the prompt already ends with <tool_call>\n and the schema mask holds the rest).
+// parsed with the format's parser; forced: a named / "required" tool_choice, where the answer is the JSON object of
+// one call (the prompt already ends with the format's opening, <tool_call>\n say, and the schema mask holds the rest).
 enum class ToolMode { text, automatic, forced };
 
 struct ToolCall {
-  std::string id;         // "call_" + 24 hex digits, unique within the process
+  std::string id;         // "call_" + 24 hex digits (Mistral: 9 letters and digits), unique within the process
   std::string name;
   std::string arguments;  // the arguments object as JSON text
 };

@@ -21,8 +21,8 @@ struct ToolRequest {
   ToolFormat format = ToolFormat::none;       // how calls are written (the template's, or --tool-call-parser)
   bool parallel = true;                       // parallel_tool_calls
   chat::Value tools = chat::Value::none();    // as the template sees them (transformers' tools=)
-  // A named or "required" tool_choice: the answer's schema ({"name": const / enum, "arguments": parameters}) and
-  // the text the prompt is extended with so the model starts inside a call.
+  // A named or "required" tool_choice: the answer's schema ({"name": const / enum, "arguments": parameters}, Llama
+  // 3.x: "parameters") and the text the prompt is extended with so the model starts inside a call.
   std::shared_ptr<const JsonSchema> schema;
   std::string forced_prefix;
 };
