@@ -20,6 +20,7 @@
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
 #include "engine/stop.h"
+#include "server/tool_request.h"
 #include "core/batch_invariance.h"
 #include "layers/matmul_precision.h"
 #include "loader/model_dir.h"
@@ -40,6 +41,7 @@ const char* kUsage =
     "         [--batch-invariant]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-logprobs 20] [--max-logit-bias 1024]\n"
     "         [--max-body-bytes 4194304] [--reasoning-parser qwen3|deepseek_r1]\n"
+    "         [--tool-call-parser hermes|llama3_json|mistral]\n"
     "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
     "         [--shutdown-grace-seconds 30]\n"
     "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"
@@ -103,6 +105,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--max-logit-bias") a.server.limits.max_logit_bias = integer();
     // vLLM's flag: chat answers' <think> text goes to message.reasoning_content (docs/REASONING.md).
     else if (s == "--reasoning-parser") a.server.limits.reasoning_parser = server::parse_reasoning_parser(value());
+    // vLLM's flag: the tool-call format, over the one read off the chat template (docs/TOOL_CALLS.md).
+    else if (s == "--tool-call-parser") a.server.limits.tool_call_parser = server::parse_tool_call_parser(value());
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
     else if (s == "--max-connections") a.server.max_connections = size_t(std::max<int64_t>(integer(), 0));
     else if (s == "--max-connections-per-client") a.max_connections_per_client = integer();
@@ -181,6 +185,8 @@ int run_serve(const std::vector<std::string>& args) {
     }
     if (a.server.limits.reasoning_parser != server::ReasoningParser::none)
       server::check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
+    if (a.server.limits.tool_call_parser != server::ToolFormat::none)
+      server::check_tool_call_parser(a.server.limits.tool_call_parser, chat.get(), a.model);
     engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
     http.set_ready({engine.get(), tokenizer, chat.get()});
   } catch (...) {

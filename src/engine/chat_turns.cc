@@ -39,7 +39,6 @@ ChatFormat::ChatFormat(const std::string& model_dir, std::shared_ptr<const tok::
                     "tokenizer_config.json)");
   }
   template_ = std::make_unique<chat::ChatTemplate>(info->source);
-  hermes_tool_calls_ = info->source.find("<tool_call>") != std::string::npos;
   source_ = info->source;
   special_tokens_ = std::move(info->special_tokens);
   end_of_turn_ = end_of_turn_ids(*template_, special_tokens_, *tokenizer_);

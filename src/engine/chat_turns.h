@@ -34,9 +34,8 @@ class ChatFormat {
   std::vector<int32_t> prompt_ids(const chat::Value& messages, bool add_generation_prompt) const;
   std::vector<int32_t> encode(const std::string& text) const { return tokenizer_->encode(text, false); }
   const std::vector<int32_t>& end_of_turn() const { return end_of_turn_; }
-  // The template writes tool calls as Hermes <tool_call> blocks (Qwen2.5 / Qwen3 / Hermes): the one format the
-  // server reads calls out of (server/tool_calls.h).
-  bool hermes_tool_calls() const { return hermes_tool_calls_; }
+  // The template's source (the server reads its tool-call format off it: server/tool_calls.h).
+  const std::string& source() const { return source_; }
   // The template's source mentions `s` (say </think>, for --reasoning-parser).
   bool mentions(std::string_view s) const { return source_.find(s) != std::string::npos; }
 
@@ -47,7 +46,6 @@ class ChatFormat {
   std::unique_ptr<chat::ChatTemplate> template_;
   chat::Dict special_tokens_;
   std::vector<int32_t> end_of_turn_;
-  bool hermes_tool_calls_ = false;
   std::string source_;
 };
 

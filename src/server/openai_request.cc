@@ -232,10 +232,14 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   if (const Value* v = field(body, "response_format")) response_format(*v, p);
 
   const bool chat_endpoint = endpoint == Endpoint::chat_completions;
-  const ToolRequest tools = parse_tool_fields(body, chat_endpoint, chat && chat->hermes_tool_calls());
+  const ToolFormat format = !chat ? ToolFormat::none
+                            : limits.tool_call_parser != ToolFormat::none ? limits.tool_call_parser
+                                                                          : detect_tool_format(chat->source());
+  const ToolRequest tools = parse_tool_fields(body, chat_endpoint, format, chat ? chat->source() : "");
   r.tool_mode = tools.mode;
+  r.tool_format = tools.format;
   if (tools.mode == ToolMode::automatic) {
-    const std::vector<int32_t> tag = tokenizer.encode(std::string(kToolCallOpen), false);
+    const std::vector<int32_t> tag = tokenizer.encode(std::string(tool_call_marker(tools.format)), false);
     if (tag.size() == 1 && tokenizer.is_special(tag[0])) p.skip_special_tokens = false;
   }
   r.parallel_tool_calls = tools.parallel;

@@ -26,6 +26,8 @@ struct ApiLimits {
   int64_t max_logit_bias = 1024;  // logit_bias entries per request
   // --reasoning-parser: chat answers' <think> text goes to reasoning_content (server/reasoning.h).
   ReasoningParser reasoning_parser = ReasoningParser::none;
+  // --tool-call-parser: the call format, over the one detected from the chat template (none: detected).
+  ToolFormat tool_call_parser = ToolFormat::none;
 };
 
 enum class Endpoint { completions, chat_completions };
@@ -37,6 +39,7 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   ToolMode tool_mode = ToolMode::text;  // how the answers are read (tools / tool_choice)
+  ToolFormat tool_format = ToolFormat::hermes;
   bool parallel_tool_calls = true;
   // The server's parser, or none where the answer is held to a schema from its first token (a forced tool call,
   // response_format), so it has no <think> block.

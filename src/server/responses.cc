@@ -114,11 +114,20 @@ void write_tool_calls(Writer& w, const std::vector<ToolCall>& calls, bool delta)
   w.end_array();
 }
 
-// The length of the longest end of `s` that could begin <tool_call>.
-size_t open_tag_overlap(const std::string& s) {
-  for (size_t n = std::min(s.size(), kToolCallOpen.size() - 1); n > 0; --n)
-    if (kToolCallOpen.starts_with(std::string_view(s).substr(s.size() - n))) return n;
+// The length of the longest end of `s` that could begin `tag`.
+size_t open_tag_overlap(const std::string& s, std::string_view tag) {
+  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
+    if (tag.starts_with(std::string_view(s).substr(s.size() - n))) return n;
   return 0;
+}
+
+// A Llama 3.x answer that may still turn out to be calls: so far only whitespace, or it begins with '{' or with
+// (a part of) <|python_tag|>.
+bool may_be_llama3_calls(std::string_view answer) {
+  const size_t at = answer.find_first_not_of(" \t\r\n");
+  if (at == std::string_view::npos) return true;
+  const std::string_view t = answer.substr(at);
+  return t.starts_with("{") || t.starts_with(kPythonTag) || kPythonTag.starts_with(t);
 }
 
 }  // namespace
@@ -149,7 +158,7 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
     } else {
       // Tool calls are read from the content only: the reasoning may mention <tool_call> freely.
       const ReasoningSplit r = split_reasoning(c.text, ctx.reasoning);
-      const ParsedAnswer a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls);
+      const ParsedAnswer a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_format);
       const bool reasoning = ctx.reasoning != ReasoningParser::none;
       w.key("message").begin_object().member("role", "assistant").key("content");
       // OpenAI: content null beside the calls; vLLM: null beside the reasoning when empty.
@@ -193,24 +202,32 @@ std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, boo
   answer_.at(i) += text;
   std::string out;
   if (finished) {
-    ParsedAnswer a = read_answer(answer_[i], ctx_.tool_mode, ctx_.parallel_tool_calls);
-    // What was sent is the start of the content: the text before the first <tool_call> is sent as it comes.
+    ParsedAnswer a = read_answer(answer_[i], ctx_.tool_mode, ctx_.parallel_tool_calls, ctx_.tool_format);
+    // What was sent is the start of the content: the text before the first call is sent as it comes.
     if (a.content.size() > sent_[i]) out = a.content.substr(sent_[i]);
     calls = std::move(a.calls);
     held_[i].clear();
     return out;
   }
   if (ctx_.tool_mode == ToolMode::forced) return out;
+  if (ctx_.tool_format == ToolFormat::llama3_json) {
+    // Calls only at the answer's start (vLLM's llama3_json): held while it may begin one, then all of it streams.
+    if (sent_[i] == 0 && may_be_llama3_calls(answer_[i])) return out;
+    out = answer_[i].substr(sent_[i]);
+    sent_[i] = answer_[i].size();
+    return out;
+  }
+  const std::string_view tag = tool_call_marker(ctx_.tool_format);
   std::string& held = held_[i];
   held += text;
   // `held` keeps any partial tag, so a tag that completes lies in it, and once found it stays at held's start: the
   // search never goes back over the whole answer (which made a long streamed answer quadratic).
-  if (const size_t tag = held.find(kToolCallOpen); tag != std::string::npos) {
+  if (const size_t at = held.find(tag); at != std::string::npos) {
     // Inside the calls: send what came before the tag, hold the rest for the parser.
-    out = held.substr(0, tag);
-    held.erase(0, tag);
+    out = held.substr(0, at);
+    held.erase(0, at);
   } else {
-    const size_t keep = open_tag_overlap(held);
+    const size_t keep = open_tag_overlap(held, tag);
     out = held.substr(0, held.size() - keep);
     held = held.substr(held.size() - keep);
   }

@@ -25,6 +25,7 @@ struct ResponseContext {
   bool parallel_tool_calls = true;
   ReasoningParser reasoning = ReasoningParser::none;  // chat: <think> text into reasoning_content
   bool include_reasoning = true;
+  ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how calls are written
 };
 
 // One choice gathered over all its deltas (the non-streamed response).
@@ -60,8 +61,9 @@ class StreamWriter {
   static const char* done() { return "data: [DONE]\n\n"; }
 
  private:
-  // With tools, a choice's text is held from the first byte that may begin <tool_call> (all of it for a forced
-  // call) and read as calls when the choice finishes: the calls go out whole, in the finishing chunk.
+  // With tools, a choice's text is held from the first byte that may begin <tool_call> / [TOOL_CALLS] (a Llama 3.x
+  // answer while it may begin with a call; all of it for a forced call) and read as calls when the choice
+  // finishes: the calls go out whole, in the finishing chunk.
   // `text`: the delta's content (its reasoning taken out); `finished`: the choice's last delta.
   std::string tool_chunk_text(size_t i, const std::string& text, bool finished, std::vector<ToolCall>& calls);
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "core/error.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 
@@ -13,31 +14,38 @@ namespace {
 
 bool all_space(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-}  // namespace
-
-std::string new_tool_call_id() {
-  // A random 64-bit stem per process and a counter: unique within the process, unlikely to repeat across restarts.
-  static const uint64_t stem = [] {
-    std::random_device rd;
-    return (uint64_t(rd()) << 32) ^ rd();
-  }();
-  static std::atomic<uint32_t> counter{0};
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "call_%016llx%08x", static_cast<unsigned long long>(stem), unsigned(counter++));
-  return buf;
+std::string_view trim_left(std::string_view s) {
+  const size_t at = s.find_first_not_of(" \t\r\n");
+  return at == std::string_view::npos ? std::string_view() : s.substr(at);
 }
 
-bool parse_tool_call_json(std::string_view text, ToolCall& call) {
-  json::Value v;
-  try {
-    v = json::parse(text);
-  } catch (const std::exception&) {
-    return false;
+// One past the '}' that closes the object opening at s[0] (strings and escapes skipped); npos when it never closes.
+size_t object_end(std::string_view s) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
   }
+  return std::string_view::npos;
+}
+
+bool call_from_value(const json::Value& v, ToolCall& call, ToolFormat format) {
   if (!v.is_object()) return false;
   const json::Value* name = v.find("name");
   if (!name || !name->is_string() || name->as_string().empty()) return false;
   const json::Value* args = v.find("arguments");
+  // Llama 3.x's template asks for "parameters"; vLLM's llama3_json reads either.
+  if (!args && format == ToolFormat::llama3_json) args = v.find("parameters");
   std::string arguments = "{}";
   if (args && args->is_string()) {
     // Some models write the arguments as a JSON string holding the object; OpenAI's field is that string.
@@ -55,8 +63,88 @@ bool parse_tool_call_json(std::string_view text, ToolCall& call) {
   }
   call.name = name->as_string();
   call.arguments = std::move(arguments);
-  call.id = new_tool_call_id();
+  call.id = new_tool_call_id(format);
   return true;
+}
+
+uint64_t id_stem() {
+  // A random 64-bit stem per process and a counter: unique within the process, unlikely to repeat across restarts.
+  static const uint64_t stem = [] {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd();
+  }();
+  return stem;
+}
+
+}  // namespace
+
+ToolFormat parse_tool_call_parser(std::string_view name) {
+  if (name == "hermes") return ToolFormat::hermes;
+  if (name == "llama3_json") return ToolFormat::llama3_json;
+  if (name == "mistral") return ToolFormat::mistral;
+  throw ArgumentError("--tool-call-parser: \"" + std::string(name) + "\" is not one of hermes, llama3_json, mistral");
+}
+
+const char* tool_format_name(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::hermes: return "hermes";
+    case ToolFormat::llama3_json: return "llama3_json";
+    case ToolFormat::mistral: return "mistral";
+    case ToolFormat::none: break;
+  }
+  return "none";
+}
+
+ToolFormat detect_tool_format(std::string_view src) {
+  // Hermes first: Hermes 3 (a Llama 3.1 fine-tune) keeps Llama's special tokens but writes <tool_call> blocks.
+  if (src.find(kToolCallOpen) != std::string_view::npos) return ToolFormat::hermes;
+  if (src.find(kMistralCalls) != std::string_view::npos) return ToolFormat::mistral;
+  // Llama 3.2's template has no <|python_tag|> (it has no builtin tools) but sets "Environment: ipython" for tools.
+  if (src.find(kPythonTag) != std::string_view::npos || src.find("Environment: ipython") != std::string_view::npos)
+    return ToolFormat::llama3_json;
+  return ToolFormat::none;
+}
+
+std::string_view tool_call_marker(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::hermes: return kToolCallOpen;
+    case ToolFormat::llama3_json: return kPythonTag;
+    case ToolFormat::mistral: return kMistralCalls;
+    case ToolFormat::none: break;
+  }
+  return {};
+}
+
+std::string new_tool_call_id(ToolFormat format) {
+  static std::atomic<uint32_t> counter{0};
+  const uint64_t stem = id_stem();
+  if (format == ToolFormat::mistral) {
+    // splitmix64 of stem + counter: distinct inputs spread over 62^9 ids (Mistral's templates check length 9).
+    uint64_t z = stem + 0x9e3779b97f4a7c15ull * (uint64_t(counter++) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    std::string id(9, '0');
+    for (char& c : id) {
+      c = kAlnum[z % 62];
+      z /= 62;
+    }
+    return id;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "call_%016llx%08x", static_cast<unsigned long long>(stem), unsigned(counter++));
+  return buf;
+}
+
+bool parse_tool_call_json(std::string_view text, ToolCall& call, ToolFormat format) {
+  json::Value v;
+  try {
+    v = json::parse(text);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return call_from_value(v, call, format);
 }
 
 ParsedAnswer parse_hermes_tool_calls(std::string_view text) {
@@ -82,7 +170,107 @@ ParsedAnswer parse_hermes_tool_calls(std::string_view text) {
   return out;
 }
 
-ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel) {
+ParsedAnswer parse_llama3_tool_calls(std::string_view text) {
+  // vLLM's llama3_json: calls only where the answer begins with <|python_tag|> or '{' (leading whitespace allowed
+  // here), and then the whole answer is calls separated by ';'; anything else, or one piece that is not a call, and
+  // the whole answer is content.
+  ParsedAnswer out;
+  out.content = std::string(text);
+  std::string_view rest = trim_left(text);
+  if (rest.starts_with(kPythonTag)) rest = trim_left(rest.substr(kPythonTag.size()));
+  if (!rest.starts_with("{")) return out;
+  std::vector<ToolCall> calls;
+  while (!rest.empty()) {
+    const size_t end = rest.starts_with("{") ? object_end(rest) : std::string_view::npos;
+    ToolCall call;
+    if (end == std::string_view::npos || !parse_tool_call_json(rest.substr(0, end), call, ToolFormat::llama3_json))
+      return out;
+    calls.push_back(std::move(call));
+    rest = trim_left(rest.substr(end));
+    if (rest.starts_with(";")) rest = trim_left(rest.substr(1));
+    else if (!rest.empty()) return out;
+  }
+  out.content.clear();
+  out.calls = std::move(calls);
+  return out;
+}
+
+// Mistral's later tokenizers (Small 3.x, Magistral): [TOOL_CALLS]name[ARGS]{...} per call, [CALL_ID]id between
+// name and [ARGS] where the template writes one. `segments`: the text after each [TOOL_CALLS].
+bool mistral_args_calls(const std::vector<std::string_view>& segments, std::vector<ToolCall>& calls) {
+  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
+  for (std::string_view seg : segments) {
+    const size_t args = seg.find(kArgs);
+    if (args == std::string_view::npos) return false;
+    std::string_view name = seg.substr(0, args);
+    if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
+    if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return false;
+    json::Value v;
+    try {
+      v = json::parse(seg.substr(args + kArgs.size()));
+    } catch (const std::exception&) {
+      return false;
+    }
+    json::Object o;
+    o.emplace_back("arguments", v);
+    o.emplace_back("name", json::Value::make_string(std::string(name)));
+    ToolCall call;
+    if (!call_from_value(json::Value::make_object(std::move(o)), call, ToolFormat::mistral)) return false;
+    calls.push_back(std::move(call));
+  }
+  return true;
+}
+
+ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
+  // vLLM's mistral: the text before [TOOL_CALLS] is the content; after it (every [TOOL_CALLS] dropped, as vLLM
+  // drops them) a JSON array of calls, or one call object; or, from later tokenizers, name[ARGS]{...} after each
+  // [TOOL_CALLS]. When that is not so, the whole answer is content.
+  ParsedAnswer out;
+  out.content = std::string(text);
+  const size_t at = text.find(kMistralCalls);
+  if (at == std::string_view::npos) return out;
+  std::vector<std::string_view> segments;
+  std::string rest;
+  for (size_t from = at; from != std::string_view::npos;) {
+    const size_t next = text.find(kMistralCalls, from + kMistralCalls.size());
+    const size_t begin = from + kMistralCalls.size();
+    segments.push_back(text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
+    rest += segments.back();
+    from = next;
+  }
+  std::vector<ToolCall> calls;
+  const std::string_view first = trim_left(segments[0]);
+  if (!first.starts_with("[") && !first.starts_with("{")) {
+    if (!mistral_args_calls(segments, calls)) return out;
+    out.content = std::string(text.substr(0, at));
+    out.calls = std::move(calls);
+    return out;
+  }
+  json::Value v;
+  try {
+    v = json::parse(rest);
+  } catch (const std::exception&) {
+    return out;
+  }
+  const auto add = [&](const json::Value& c) {
+    ToolCall call;
+    if (!call_from_value(c, call, ToolFormat::mistral)) return false;
+    calls.push_back(std::move(call));
+    return true;
+  };
+  if (v.is_array()) {
+    if (v.as_array().empty()) return out;
+    for (const json::Value& c : v.as_array())
+      if (!add(c)) return out;
+  } else if (!add(v)) {
+    return out;
+  }
+  out.content = std::string(text.substr(0, at));
+  out.calls = std::move(calls);
+  return out;
+}
+
+ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format) {
   ParsedAnswer out;
   if (mode == ToolMode::text) {
     out.content = std::string(text);
@@ -90,11 +278,13 @@ ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel) {
   }
   if (mode == ToolMode::forced) {
     ToolCall call;
-    if (parse_tool_call_json(text, call)) out.calls.push_back(std::move(call));
+    if (parse_tool_call_json(text, call, format)) out.calls.push_back(std::move(call));
     else out.content = std::string(text);  // cut short ("length"): what there is, as text
     return out;
   }
-  out = parse_hermes_tool_calls(text);
+  out = format == ToolFormat::llama3_json ? parse_llama3_tool_calls(text)
+        : format == ToolFormat::mistral   ? parse_mistral_tool_calls(text)
+                                          : parse_hermes_tool_calls(text);
   if (!parallel && out.calls.size() > 1) out.calls.resize(1);
   return out;
 }

@@ -1,7 +1,9 @@
 #pragma once
-// Tool calls in the Hermes format that Qwen2.5 / Qwen3 / Hermes templates teach their models:
+// Tool calls read back out of generated text into OpenAI's message.tool_calls, in the three formats of vLLM's
+// `--tool-call-parser hermes | llama3_json | mistral` (ToolFormat below). Hermes, as Qwen2.5 / Qwen3 / Hermes
+// templates teach their models:
 //   <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>
-// read back out of generated text into OpenAI's message.tool_calls, with vLLM's `hermes` parser semantics: the
+// is read with vLLM's `hermes` parser semantics: the
 // text before the first <tool_call> is the content, each block whose JSON is an object with a string "name" (and
 // an object "arguments") is a call, a final block the model never closed counts too (it may stop at its end of
 // turn). Where vLLM gives up on the whole answer when one block is malformed, a block that is not a call here
@@ -14,14 +16,32 @@ namespace attnzoo::server {
 
 inline constexpr std::string_view kToolCallOpen = "<tool_call>";
 inline constexpr std::string_view kToolCallClose = "</tool_call>";
+inline constexpr std::string_view kPythonTag = "<|python_tag|>";  // Llama 3.x: may open a JSON call
+inline constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
+
+// The call format of a chat template (detect_tool_format) or of serve's --tool-call-parser.
+//   hermes:      <tool_call>{"name": ..., "arguments": {...}}</tool_call>, blocks after any content.
+//   llama3_json: the whole answer is {"name": ..., "parameters": {...}}, optionally after <|python_tag|>, several
+//                calls separated by ';' (vLLM's llama3_json: an answer that does not begin so is content).
+//   mistral:     content, then [TOOL_CALLS] and a JSON array of {"name": ..., "arguments": {...}}; ids of 9
+//                letters and digits (Mistral's templates refuse others).
+enum class ToolFormat { none, hermes, llama3_json, mistral };
+
+ToolFormat parse_tool_call_parser(std::string_view name);  // ArgumentError naming --tool-call-parser
+const char* tool_format_name(ToolFormat f);
+// From the template's source: <tool_call> (Hermes), [TOOL_CALLS] (Mistral), <|python_tag|> or "Environment:
+// ipython" (Llama 3.1 / 3.2 / 3.3); none when it mentions none of them.
+ToolFormat detect_tool_format(std::string_view template_source);
+// The text whose appearance starts the calls (held back while streaming, kept when the tokenizer marks it special).
+std::string_view tool_call_marker(ToolFormat f);
 
 // How a chat answer is read. text: as it is (no tools, or tool_choice "none"); automatic: tool_choice "auto",
-// parsed with parse_hermes_tool_calls; forced: a named / "required" tool_choice, where the answer is the JSON
-// object of one call (the prompt already ends with <tool_call>\n and the schema mask holds the rest).
+// parsed with the format's parser; forced: a named / "required" tool_choice, where the answer is the JSON object of
+// one call (the prompt already ends with the format's opening, <tool_call>\n say, and the schema mask holds the rest).
 enum class ToolMode { text, automatic, forced };
 
 struct ToolCall {
-  std::string id;         // "call_" + 24 hex digits, unique within the process
+  std::string id;         // "call_" + 24 hex digits (Mistral: 9 letters and digits), unique within the process
   std::string name;
   std::string arguments;  // the arguments object as JSON text
 };
@@ -31,14 +51,19 @@ struct ParsedAnswer {
   std::vector<ToolCall> calls;
 };
 
-// One call's JSON object {"name": ..., "arguments": {...}}; false when `json` is not one.
-bool parse_tool_call_json(std::string_view json, ToolCall& call);
+// One call's JSON object {"name": ..., "arguments": {...}} ("parameters" too for llama3_json); false when `json`
+// is not one.
+bool parse_tool_call_json(std::string_view json, ToolCall& call, ToolFormat format = ToolFormat::hermes);
 
 ParsedAnswer parse_hermes_tool_calls(std::string_view text);
+ParsedAnswer parse_llama3_tool_calls(std::string_view text);
+ParsedAnswer parse_mistral_tool_calls(std::string_view text);
 
-// The answer read as `mode` says; `parallel` false keeps only the first call (parallel_tool_calls: false).
-ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel);
+// The answer read as `mode` says; `parallel` false keeps only the first call (parallel_tool_calls: false). A forced
+// answer is the one call object (the prompt ends with the format's opening, ToolRequest::forced_prefix).
+ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format = ToolFormat::hermes);
 
-std::string new_tool_call_id();
+// "call_" + 24 hex digits; for mistral 9 letters and digits.
+std::string new_tool_call_id(ToolFormat format = ToolFormat::hermes);
 
 }  // namespace attnzoo::server

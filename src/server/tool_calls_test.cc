@@ -96,7 +96,7 @@ const std::string kTools =
 
 std::string fields_error(const std::string& body, bool hermes = true) {
   try {
-    parse_tool_fields(json::parse(body), true, hermes);
+    parse_tool_fields(json::parse(body), true, hermes ? ToolFormat::hermes : ToolFormat::none);
   } catch (const ApiError& e) {
     return std::string(e.param) + ": " + e.what();
   }
@@ -104,25 +104,27 @@ std::string fields_error(const std::string& body, bool hermes = true) {
 }
 
 TEST(ToolFields, ModesAndSchemas) {
-  ToolRequest r = parse_tool_fields(json::parse("{\"tools\": " + kTools + "}"), true, true);
+  ToolRequest r = parse_tool_fields(json::parse("{\"tools\": " + kTools + "}"), true, ToolFormat::hermes);
   EXPECT_EQ(r.mode, ToolMode::automatic);
   EXPECT_FALSE(r.schema);
   EXPECT_TRUE(r.tools.is_list());
-  r = parse_tool_fields(json::parse("{\"tools\": " + kTools + ", \"tool_choice\": \"none\"}"), true, true);
+  r = parse_tool_fields(json::parse("{\"tools\": " + kTools + ", \"tool_choice\": \"none\"}"), true,
+                        ToolFormat::hermes);
   EXPECT_EQ(r.mode, ToolMode::text);
   EXPECT_TRUE(r.tools.is_list());  // still rendered
   r = parse_tool_fields(json::parse("{\"tools\": " + kTools +
                                     R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
                                     "parallel_tool_calls": false})"),
-                        true, true);
+                        true, ToolFormat::hermes);
   EXPECT_EQ(r.mode, ToolMode::forced);
   EXPECT_FALSE(r.parallel);
   EXPECT_EQ(r.forced_prefix, "<tool_call>\n");
   ASSERT_TRUE(r.schema);
-  r = parse_tool_fields(json::parse("{\"tools\": " + kTools + ", \"tool_choice\": \"required\"}"), true, true);
+  r = parse_tool_fields(json::parse("{\"tools\": " + kTools + ", \"tool_choice\": \"required\"}"), true,
+                        ToolFormat::hermes);
   EXPECT_EQ(r.mode, ToolMode::forced);
   EXPECT_TRUE(r.schema);
-  EXPECT_EQ(parse_tool_fields(json::parse("{\"tools\": []}"), true, false).mode, ToolMode::text);
+  EXPECT_EQ(parse_tool_fields(json::parse("{\"tools\": []}"), true, ToolFormat::none).mode, ToolMode::text);
 }
 
 TEST(ToolFields, RefusalsNameTheField) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/chat_turns.h"
 #include "engine/json_schema_union.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -150,6 +151,24 @@ chat::Value tool_calls_value(const Value& calls, size_t m) {
 
 }  // namespace
 
+void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std::string& model_dir) {
+  const std::string flag = std::string("--tool-call-parser ") + tool_format_name(format) + ": ";
+  if (!chat) throw ArgumentError(flag + model_dir + " has no chat template to render tools with");
+  const std::string probe = "attnzoo_probe_tool";
+  const Value tools = json::parse(R"([{"type": "function", "function": {"name": ")" + probe +
+                                  R"(", "description": "d", "parameters": {"type": "object", "properties": {}}}}])");
+  const Value messages = json::parse(R"([{"role": "user", "content": "hi"}])");
+  std::string text;
+  try {
+    text = chat->render(chat_messages(messages), true, chat::Value::from_json(tools));
+  } catch (const std::exception& e) {
+    throw ArgumentError(flag + model_dir + "'s chat template fails on a tools list: " + e.what());
+  }
+  if (text.find(probe) == std::string::npos)
+    throw ArgumentError(flag + model_dir + "'s chat template does not render tools (a tool's name never reaches "
+                        "the prompt)");
+}
+
 chat::Value chat_messages(const Value& messages) {
   chat::List out;
   for (size_t i = 0; i < messages.as_array().size(); ++i) {
@@ -183,8 +202,10 @@ chat::Value chat_messages(const Value& messages) {
   return chat::Value::list(std::move(out));
 }
 
-ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, bool hermes_template) {
+ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat format,
+                              std::string_view template_source) {
   ToolRequest r;
+  r.format = format;
   const Value* tools = field(body, "tools");
   if (tools && tools->is_array() && tools->as_array().empty()) tools = nullptr;
   const Value* choice = field(body, "tool_choice");
@@ -196,9 +217,9 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, bool hermes
   }
   if (!chat_endpoint) throw bad_request("tools: only /v1/chat/completions takes tools", "tools");
   if (!tools->is_array()) throw bad_request("tools: must be a list of {\"type\": \"function\", ...}", "tools");
-  if (!hermes_template)
+  if (format == ToolFormat::none)
     throw bad_request("tools: this model's chat template has no tool-call format this server reads (Hermes "
-                      "<tool_call> blocks)",
+                      "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS]; serve's --tool-call-parser names one)",
                       "tools");
   std::vector<Tool> list;
   std::set<std::string> names;
@@ -235,11 +256,13 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, bool hermes
                       "tool_choice");
   }
   if (required && list.size() == 1) named = list[0].name;
-  // One call object per tool, {"name": const, "arguments": parameters}: a named choice is its tool's; "required"
-  // is their tagged union (anyOf would be refused: every branch begins with '{'), the name choosing the branch.
-  const auto call_schema = [](const Tool& t) {
+  // One call object per tool, {"name": const, "arguments": parameters} ("parameters" for Llama 3.x, as its
+  // template asks): a named choice is its tool's; "required" is their tagged union (anyOf would be refused: every
+  // branch begins with '{'), the name choosing the branch.
+  const std::string args_key = format == ToolFormat::llama3_json ? "parameters" : "arguments";
+  const auto call_schema = [&](const Tool& t) {
     return compile_call_schema(object_schema({{"name", Value::make_object({{"const", Value::make_string(t.name)}})},
-                                              {"arguments", rebase_refs(t.parameters, "/properties/arguments")}}));
+                                              {args_key, rebase_refs(t.parameters, "/properties/" + args_key)}}));
   };
   if (!named.empty()) {
     for (const Tool& t : list)
@@ -254,7 +277,13 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, bool hermes
     }
   }
   r.mode = ToolMode::forced;
-  r.forced_prefix = std::string(kToolCallOpen) + "\n";
+  // The prompt ends as if the model had opened its call: Hermes' tag, Mistral's [TOOL_CALLS] and the array's '['
+  // (a special token on Mistral's tokenizers, so written into the prompt rather than sampled under a mask; the
+  // one-element array is never closed: the sample ends with its object). Llama 3.x's call is the bare object.
+  if (format == ToolFormat::hermes) r.forced_prefix = std::string(kToolCallOpen) + "\n";
+  else if (format == ToolFormat::mistral)
+    r.forced_prefix =
+        template_source.find("[TOOL_CALLS] [") != std::string_view::npos ? "[TOOL_CALLS] [" : "[TOOL_CALLS][";
   return r;
 }
 

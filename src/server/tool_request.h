@@ -10,21 +10,31 @@
 #include "loader/json.h"
 #include "server/tool_calls.h"
 
+namespace attnzoo {
+class ChatFormat;
+}
+
 namespace attnzoo::server {
 
 struct ToolRequest {
   ToolMode mode = ToolMode::text;
+  ToolFormat format = ToolFormat::none;       // how calls are written (the template's, or --tool-call-parser)
   bool parallel = true;                       // parallel_tool_calls
   chat::Value tools = chat::Value::none();    // as the template sees them (transformers' tools=)
-  // A named or "required" tool_choice: the answer's schema ({"name": const / enum, "arguments": parameters}) and
-  // the text the prompt is extended with so the model starts inside a call.
+  // A named or "required" tool_choice: the answer's schema ({"name": const / enum, "arguments": parameters}, Llama
+  // 3.x: "parameters") and the text the prompt is extended with so the model starts inside a call.
   std::shared_ptr<const JsonSchema> schema;
   std::string forced_prefix;
 };
 
-// `hermes_template`: the chat template writes <tool_call> blocks (the one tool-call format we read); tools with a
-// template that does not are refused naming `tools`.
-ToolRequest parse_tool_fields(const json::Value& body, bool chat_endpoint, bool hermes_template);
+// `format`: the call format the model writes (none: tools are refused naming `tools`); `template_source` decides
+// the spelling of a forced Mistral opening ("[TOOL_CALLS] [" in v0.3's template, "[TOOL_CALLS][" in Nemo's).
+ToolRequest parse_tool_fields(const json::Value& body, bool chat_endpoint, ToolFormat format,
+                              std::string_view template_source = {});
+
+// serve --tool-call-parser: ArgumentError naming the flag and `model_dir` when there is no chat template or it does
+// not render a tools list (a probe tool's name must appear in a rendered prompt).
+void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std::string& model_dir);
 
 // OpenAI's messages as the template's list: content parts joined, assistant tool_calls kept with their
 // "arguments" JSON text parsed into an object (as vLLM does, so templates write it with tojson), other keys as sent.
