@@ -37,7 +37,8 @@ class SamplingParams:
     {"type": "json_object"} is accepted too. Structured outputs: OpenAI's {"type": "json_schema", "json_schema":
     {"name": ..., "schema": {...}, "strict": true}}, or {"type": "json_schema", "schema": {...}}: each sample's
     text validates against the schema (the subset engine/json_schema.h lists; anything else raises ValueError
-    naming the keyword) and the sample ends as the document does."""
+    naming the keyword) and the sample ends as the document does. skip_special_tokens (vLLM's): special tokens
+    are left out of the text (their ids stay in token_ids); False writes them as the tokenizer spells them."""
     max_tokens: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
@@ -54,6 +55,7 @@ class SamplingParams:
     logprobs: Optional[int] = None
     logit_bias: Optional[dict] = None
     response_format: object = "text"
+    skip_special_tokens: bool = True
 
     def _core_kwargs(self):
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
@@ -89,7 +91,8 @@ class SamplingParams:
                     seed=int(self.seed), max_tokens=int(self.max_tokens), n=int(self.n), stop=stop,
                     stop_token_ids=[int(t) for t in self.stop_token_ids], ignore_eos=bool(self.ignore_eos),
                     logprobs=self.logprobs is not None, top_logprobs=int(self.logprobs or 0),
-                    logit_bias=bias, response_format=fmt, json_schema=schema)
+                    logit_bias=bias, response_format=fmt, json_schema=schema,
+                    skip_special_tokens=bool(self.skip_special_tokens))
 
 
 class RequestStream:

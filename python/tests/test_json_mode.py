@@ -133,6 +133,17 @@ def test_logit_bias_changes_and_forces_greedy_tokens(llm):
             llm.generate(PROMPT, SamplingParams(logit_bias=bad))
 
 
+def test_skip_special_tokens_leaves_them_out_of_the_text_only(llm, checkpoint):
+    """A special token forced by logit_bias: its ids either way, its spelling in the text only with
+    skip_special_tokens=False (vLLM's default is to leave them out)."""
+    special = tokenizers.Tokenizer.from_file(f"{checkpoint}/tokenizer.json").token_to_id("<|im_start|>")
+    params = dict(temperature=0, max_tokens=3, logit_bias={special: 100})
+    skipped = llm.generate(PROMPT, SamplingParams(**params))[0].outputs[0]
+    kept = llm.generate(PROMPT, SamplingParams(**params, skip_special_tokens=False))[0].outputs[0]
+    assert skipped.token_ids == kept.token_ids == [special] * 3
+    assert skipped.text == "" and kept.text == "<|im_start|>" * 3
+
+
 # The server: the OpenAI request shapes, streamed and not, and the errors naming the field.
 
 @pytest.fixture(scope="module")
