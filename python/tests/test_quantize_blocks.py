@@ -3,7 +3,8 @@
     package's numpy quantizers (gguf.quants.quantize), edge cases included;
   - K-quants (Q4_K, Q5_K, Q6_K; gguf has no quantizer for them) decoded by gguf.quants.dequantize: error bounds
     per format, and the scale search beating a plain round-to-nearest K-quant written here in numpy;
-  - importance weighting (llama.cpp's imatrix) lowering the importance-weighted error;
+  - importance weighting (llama.cpp's imatrix) lowering the importance-weighted error (IQ4_NL / IQ4_XS too: their
+    other checks are in test_quantize_iq4.py);
   - bad values refused by name.
 Whole checkpoints through `attnzoo quantize`: test_quantize.py."""
 import numpy as np
@@ -114,7 +115,8 @@ def test_k_quant_edge_blocks():
         np.testing.assert_allclose(got[10], 1.0, atol=0.02)  # a constant row
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1] + KQUANTS, ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1] + KQUANTS + [T.IQ4_NL, T.IQ4_XS],
+                         ids=lambda t: t.name)
 def test_importance_lowers_the_weighted_error(qtype):
     """llama.cpp's imatrix: the error that matters is sum_c importance_c (w - w_q)^2 (the expected output
     error for activations of that mean square); weighting the scale search by it must lower it."""

@@ -23,22 +23,12 @@ import model_checks as checks  # noqa: E402
 from attnzoo import quant  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 from test_gpt_oss_mxfp4_gguf import case  # noqa: E402, F401 (the gpt-oss checkpoints, a module fixture)
-from test_quantize import (LOGIT_TOL, PROMPT_LEN, TEXT, VOCAB, _cli, _config, _expected_types,  # noqa: E402
-                           _randomize, _tokenizer)
+from test_quantize import (LOGIT_TOL, TEXT, VOCAB, _cli, _expected_types, _randomize,  # noqa: E402, F401
+                           _tokenizer, checkpoint)  # checkpoint: the Hugging Face checkpoints, a module fixture
 
 MATMUL_PRECISION = "highest"
 T = gguf.GGMLQuantizationType
 RTN = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1)
-
-
-@pytest.fixture(scope="module", params=["llama", "qwen3"])
-def checkpoint(request, tmp_path_factory):
-    kind = request.param
-    directory = str(tmp_path_factory.mktemp(f"hf-{kind}"))
-    model = checks.save_random_model(kind, _config(kind), directory, _randomize, attn_implementation="eager")
-    _tokenizer(kind).save_pretrained(directory)
-    ids = checks.prompt(VOCAB, PROMPT_LEN)
-    return kind, directory, model, ids, checks.meaningful_logits(model, ids)
 
 
 def _run(src, out, qtype, *extra):

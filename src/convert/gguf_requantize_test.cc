@@ -154,6 +154,22 @@ TEST(GgufRequantize, BadSourcesNamed) {
             std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
 
+  // An importance vector whose length is not the tensor's row length: named with both counts, nothing written.
+  Source imp;  // the loader's view of the file, which places importance, wants the attention's shape
+  imp.spec.kvs.push_back(kv_scalar<uint32_t>("llama.attention.head_count", 4, 1));
+  imp.spec.kvs.push_back(kv_scalar<uint32_t>("llama.attention.head_count_kv", 4, 1));
+  imp.spec.kvs.push_back(kv_scalar<uint32_t>("llama.embedding_length", 4, 256));
+  std::erase_if(imp.spec.tensors, [](const auto& t) {  // no Hugging Face llama tensor for these two
+    return t.name == "blk.0.ffn_gate_inp.weight" || t.name == "blk.0.ssm_conv1d.weight";
+  });
+  write(src, imp.spec);
+  QuantizeOptions bad;
+  bad.importance = {{"model.layers.0.mlp.down_proj.weight", std::vector<float>(7, 1.f)}};
+  bad.allow_requantize = true;
+  EXPECT_EQ(message([&] { requantize_gguf(src, out, bad); }),
+            "importance for tensor 'blk.0.ffn_down.weight' of " + src + ": 7 values, its rows hold 256");
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
+
   Source split;
   split.spec.kvs.push_back(kv_scalar<uint16_t>("split.count", 2, 3));
   write(src, split.spec);

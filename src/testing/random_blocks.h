@@ -58,4 +58,38 @@ inline void set_extreme_scales(QuantType t, std::vector<uint8_t>& raw) {
   }
 }
 
+// N rows of K IQ4_NL / IQ4_XS values at their edges: block scales d at the f16 extremes (largest finite of either
+// sign, the smallest and largest subnormal, both zeros, ordinary values), every IQ4_XS sub-block scale ls from 0 to
+// 63 over the rows, a different one in each sub-block of a block, and every code in both nibbles of every block and
+// sub-block in an order that moves with row, block and sub-block (ls of row r, block b, sub-block j:
+// (5 r + 8 b + 7 j) % 64). So a wrong grid entry, a swapped nibble half or sub-block, a misread scale field or a
+// misplaced row changes a value.
+inline std::vector<uint8_t> iq4_edge_rows(QuantType t, int64_t N, int64_t K) {
+  const uint16_t ds[] = {0x7BFF, 0xFBFF, 0x0001, 0x03FF, 0x8001, 0x0000, 0x8000, 0x3C00, 0xB555, 0x2E66, 0x0400};
+  const int64_t nds = int64_t(sizeof(ds) / sizeof(ds[0]));
+  const bool xs = t == QuantType::IQ4_XS;
+  const QuantTypeInfo info = *quant_type_info(uint32_t(t));
+  std::vector<uint8_t> raw = random_quant_rows(t, N, K, 5);
+  const int64_t nb = K / info.block_elems;
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* block = raw.data() + (r * nb + b) * info.block_bytes;
+      std::memcpy(block, &ds[(r * nb + b) % nds], 2);
+      uint8_t* qs = block + (xs ? 8 : 2);
+      if (xs) std::memset(block + 2, 0, 6);
+      for (int64_t j = 0; j < (xs ? 8 : 1); ++j) {
+        if (xs) {
+          const int ls = int((r * 5 + b * 8 + j * 7) % 64);
+          block[4 + j / 2] |= uint8_t((ls & 0xF) << (4 * (j % 2)));
+          const uint16_t h = uint16_t(block[2] | block[3] << 8) | uint16_t((ls >> 4) << (2 * j));
+          block[2] = uint8_t(h);
+          block[3] = uint8_t(h >> 8);
+        }
+        for (int64_t l = 0; l < 16; ++l)
+          qs[16 * j + l] = uint8_t(((l + r + j) % 16) | ((15 - l + 3 * b + j) % 16) << 4);
+      }
+    }
+  return raw;
+}
+
 }  // namespace attnzoo::testing

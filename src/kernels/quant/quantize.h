@@ -42,6 +42,11 @@ std::vector<uint8_t> quantize_matrix(QuantType t, const float* x, int64_t rows, 
 // IEEE half / bfloat16 from f32, rounding to nearest even as numpy's astype(float16) and gguf-py's BF16 do.
 uint16_t f32_to_half(float f);
 uint16_t f32_to_bf16(float f);
+// A block's f16 scale field: v as f32_to_half, stored little-endian at p (any alignment).
+inline void store_half(uint8_t* p, float v) {
+  const uint16_t h = f32_to_half(v);
+  std::memcpy(p, &h, 2);
+}
 
 namespace quant_detail {
 // Per-format row quantizers (quantize_reference.cc: the round-to-nearest formats; quantize_k.cc: K-quants).

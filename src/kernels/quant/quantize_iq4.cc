@@ -141,11 +141,6 @@ float quantize_super_block(const float* x, const float* importance, int n, uint8
   return d * up;
 }
 
-void store_half(uint8_t* p, float v) {
-  const uint16_t h = f32_to_half(v);
-  std::memcpy(p, &h, 2);
-}
-
 }  // namespace
 
 // Codes j and j + 16 of each block of 32 share byte j (low nibble first), as Q4_0.

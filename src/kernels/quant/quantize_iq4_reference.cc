@@ -75,11 +75,6 @@ float reference_super_block(const float* x, const float* importance, int n, uint
   return float(d);
 }
 
-void store_half(uint8_t* p, float v) {
-  const uint16_t h = f32_to_half(v);
-  std::memcpy(p, &h, 2);
-}
-
 }  // namespace
 
 void quantize_iq4_reference(QuantType t, const float* x, uint8_t* y, int64_t n, const float* importance) {

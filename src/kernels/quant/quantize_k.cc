@@ -14,11 +14,6 @@ namespace {
 
 constexpr int kSuper = 256;
 
-void store_half(uint8_t* p, float v) {
-  const uint16_t h = f32_to_half(v);
-  std::memcpy(p, &h, 2);
-}
-
 // The 12 bytes of eight 6-bit scales and mins (the inverse of k_scale_min).
 void pack_scale_min(const uint8_t* ls, const uint8_t* lm, uint8_t* s) {
   std::memset(s, 0, 12);

@@ -17,11 +17,6 @@ namespace {
 
 constexpr int kBlock = 32;
 
-void store_half(uint8_t* p, float v) {
-  const uint16_t h = f32_to_half(v);
-  std::memcpy(p, &h, 2);
-}
-
 // trunc(v) clamped to [0, hi], as numpy's trunc(...).astype(uint8).clip(0, hi) for the values that occur
 // (v >= 0 up to rounding); a NaN (only from a subnormal scale overflowing 1/d) becomes 0.
 uint8_t trunc_level(float v, int hi) {

@@ -67,42 +67,17 @@ TEST(Quant, RegroupedRowsAsBf16PairsAreTheReferenceRounded) {
   }
 }
 
-// The IQ4 tables at their edges: block scales d at the f16 extremes (largest finite of either sign, the smallest
-// and largest subnormal, both zeros, ordinary values), every IQ4_XS sub-block scale ls - 32 from -32 (ls 0) through
-// 0 to 31, a different ls in each sub-block of a block, and every code in both nibbles of every block and sub-block
-// (so a wrong table entry, a swapped sub-block or nibble half, or a misplaced lane changes a pair).
+// The IQ4 tables at their edges (testing::iq4_edge_rows: f16 extremes as block scales, every IQ4_XS sub-block scale
+// ls - 32 from -32 through 0 to 31, every code in both nibbles), so that a wrong table entry, a swapped sub-block or
+// nibble half, or a misplaced lane changes a pair.
 TEST(Quant, RegroupedIq4RowsAsBf16PairsAtTheirEdgesAreTheReferenceRounded) {
   if (!bf16_dot_available()) GTEST_SKIP() << "no AVX-512-BF16 here";
-  const uint16_t ds[] = {0x7BFF, 0xFBFF, 0x0001, 0x03FF, 0x8001, 0x0000, 0x8000, 0x3C00, 0xB555, 0x2E66, 0x0400};
-  const int64_t nds = int64_t(sizeof(ds) / sizeof(ds[0]));
   for (QuantType t : {QuantType::IQ4_NL, QuantType::IQ4_XS}) {
-    const bool xs = t == QuantType::IQ4_XS;
-    const int64_t N = 48, K = xs ? 512 : 160;  // IQ4_NL: 5 blocks, K not a multiple of 256
-    const QuantTypeInfo info = *quant_type_info(uint32_t(t));
-    std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 5);
-    const int64_t nb = K / info.block_elems;
-    for (int64_t r = 0; r < N; ++r)
-      for (int64_t b = 0; b < nb; ++b) {
-        uint8_t* block = raw.data() + (r * nb + b) * info.block_bytes;
-        std::memcpy(block, &ds[(r * nb + b) % nds], 2);
-        const int64_t subs = xs ? 8 : 1;
-        uint8_t* qs = block + (xs ? 8 : 2);
-        if (xs) std::memset(block + 2, 0, 6);
-        for (int64_t j = 0; j < subs; ++j) {
-          if (xs) {  // ls through all 64 values over the rows, different in each sub-block
-            const int ls = int((r * 5 + b * 8 + j * 7) % 64);
-            block[4 + j / 2] |= uint8_t((ls & 0xF) << (4 * (j % 2)));
-            const uint16_t h = uint16_t(block[2] | block[3] << 8) | uint16_t((ls >> 4) << (2 * j));
-            block[2] = uint8_t(h);
-            block[3] = uint8_t(h >> 8);
-          }
-          for (int64_t l = 0; l < 16; ++l)  // both nibbles take every code, in an order that moves with r, b, j
-            qs[16 * j + l] = uint8_t(((l + r + j) % 16) | ((15 - l + 3 * b + j) % 16) << 4);
-        }
-      }
-    if (xs) {  // the encoding above states iq4_xs_scale's: check it lands where the reference reads it
+    const int64_t N = 48, K = t == QuantType::IQ4_XS ? 512 : 160;  // IQ4_NL: 5 blocks, K not a multiple of 256
+    const std::vector<uint8_t> raw = testing::iq4_edge_rows(t, N, K);
+    if (t == QuantType::IQ4_XS) {  // the helper's encoding states iq4_xs_scale's: it lands where the reference reads
       for (int64_t j = 0; j < 8; ++j)  // row 1, block 1
-        ASSERT_EQ(iq4_xs_scale(raw.data() + 136 * (nb + 1), int(j)) + 32, (5 + 8 + j * 7) % 64);
+        ASSERT_EQ(iq4_xs_scale(raw.data() + 136 * (K / 256 + 1), int(j)) + 32, (5 + 8 + j * 7) % 64);
     }
     expect_reference_pairs(t, raw, N, K);
   }
