@@ -148,6 +148,7 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
   w.key("choices").begin_array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const Choice& c = choices[i];
+    bool called = false;
     w.begin_object().member("index", int64_t(i));
     if (ctx.endpoint == Endpoint::completions) {
       w.member("text", c.text).key("logprobs");
@@ -172,11 +173,9 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
       w.end_object().key("logprobs");
       if (logprobs) chat_logprobs(w, ctx, c.logprobs, c.top_logprobs);
       else w.null();
-      finish(w, c.finish_reason, !a.calls.empty());
-      w.end_object();
-      continue;
+      called = !a.calls.empty();
     }
-    finish(w, c.finish_reason);
+    finish(w, c.finish_reason, called);
     w.end_object();
   }
   w.end_array().key("usage");
@@ -228,6 +227,7 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
   w.begin_object();
   header(w, ctx_, true);
   w.key("choices").begin_array().begin_object().member("index", d.index);
+  bool called = false;
   if (ctx_.endpoint == Endpoint::completions) {
     w.member("text", d.text).key("logprobs");
     if (logprobs_) completion_logprobs(w, ctx_, d.logprobs, d.top_logprobs, text_offset_.at(i));
@@ -254,15 +254,10 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     w.end_object().key("logprobs");
     if (logprobs_) chat_logprobs(w, ctx_, d.logprobs, d.top_logprobs);
     else w.null();
-    started_.at(i) = true;
-    finish(w, d.finish_reason, !calls.empty());
-    w.end_object().end_array();
-    if (include_usage_) w.key("usage").null();
-    w.end_object();
-    return event(w.take());
+    called = !calls.empty();
   }
   started_.at(i) = true;
-  finish(w, d.finish_reason);
+  finish(w, d.finish_reason, called);
   w.end_object().end_array();
   if (include_usage_) w.key("usage").null();
   w.end_object();
