@@ -107,6 +107,17 @@ def _calls(choice):
     return choice.message.tool_calls or []
 
 
+def _streamed(client, **kw):
+    """One streamed chat answer gathered: its content, its delta.tool_calls and its finish_reason."""
+    content, calls, reason = "", [], None
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        for ch in chunk.choices:
+            content += ch.delta.content or ""
+            calls += ch.delta.tool_calls or []
+            reason = ch.finish_reason or reason
+    return content, calls, reason
+
+
 @needs_cli
 def test_named_tool_choice_gives_valid_calls(server):
     pytest.importorskip("openai")
@@ -154,14 +165,8 @@ def test_required_tool_choice_and_streaming(server):
         assert valid(json.loads(call.function.arguments), schema, schema), (seed, call.function)
         names.add(call.function.name)
         # Streamed, the same seed gives the same call, whole in the finishing chunk.
-        stream = client.chat.completions.create(model="tiny", messages=QUESTION, tools=TOOLS, tool_choice="required",
-                                                max_tokens=200, temperature=1.0, seed=seed, stream=True)
-        streamed, reason, content = [], None, ""
-        for chunk in stream:
-            for ch in chunk.choices:
-                content += ch.delta.content or ""
-                streamed += ch.delta.tool_calls or []
-                reason = ch.finish_reason or reason
+        content, streamed, reason = _streamed(client, model="tiny", messages=QUESTION, tools=TOOLS,
+                                              tool_choice="required", max_tokens=200, temperature=1.0, seed=seed)
         assert reason == "tool_calls" and content == "" and len(streamed) == 1
         assert streamed[0].function.name == call.function.name and streamed[0].index == 0
         assert json.loads(streamed[0].function.arguments) == json.loads(call.function.arguments)

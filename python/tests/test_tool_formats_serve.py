@@ -22,7 +22,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from test_chat_cli import CHATML, _hf_greedy_until, needs_cli  # noqa: E402
 from test_json_schema import valid  # noqa: E402
-from test_tool_calls_serve import TIME, TOOLS, WEATHER  # noqa: E402
+from test_tool_calls_serve import TIME, TOOLS, WEATHER, _calls, _streamed  # noqa: E402
 
 HERE = os.path.dirname(__file__)
 TEMPLATES = os.path.join(HERE, "data", "chat_templates")
@@ -82,10 +82,6 @@ def served(request, tmp_path_factory):
     assert s.stop() == 0
 
 
-def _calls(choice):
-    return choice.message.tool_calls or []
-
-
 def _check_id(name, call_id):
     if name == "mistral":
         assert len(call_id) == 9 and call_id.isalnum() and call_id.isascii(), call_id
@@ -129,15 +125,9 @@ def test_named_and_required_choices_give_valid_calls(served):
         schema = {"get_weather": WEATHER, "get_time": TIME}[call.function.name]
         assert valid(json.loads(call.function.arguments), schema, schema), (seed, call.function)
         names.add(call.function.name)
-        stream = client.chat.completions.create(model="tiny", messages=QUESTION, tools=TOOLS, tool_choice="required",
-                                                max_tokens=200, temperature=1.0, seed=seed, stream=True)
-        streamed, reason = [], None
-        for chunk in stream:
-            for ch in chunk.choices:
-                assert not ch.delta.content
-                streamed += ch.delta.tool_calls or []
-                reason = ch.finish_reason or reason
-        assert reason == "tool_calls" and len(streamed) == 1 and streamed[0].function.name == call.function.name
+        content, streamed, reason = _streamed(client, model="tiny", messages=QUESTION, tools=TOOLS,
+                                              tool_choice="required", max_tokens=200, temperature=1.0, seed=seed)
+        assert content == "" and reason == "tool_calls" and len(streamed) == 1 and streamed[0].function.name == call.function.name
         _check_id(name, streamed[0].id)
         assert json.loads(streamed[0].function.arguments) == json.loads(call.function.arguments)
     assert names == {"get_weather", "get_time"}, names
@@ -158,12 +148,8 @@ def test_auto_answers_without_a_call_are_content(served):
         kw = dict(model="tiny", messages=QUESTION, tools=TOOLS, max_tokens=3, temperature=0,
                   logit_bias={str(marker): 100})
         if stream:
-            content, reason = "", None
-            for chunk in client.chat.completions.create(stream=True, **kw):
-                for ch in chunk.choices:
-                    assert not ch.delta.tool_calls
-                    content += ch.delta.content or ""
-                    reason = ch.finish_reason or reason
+            content, calls, reason = _streamed(client, **kw)
+            assert not calls
         else:
             c = client.chat.completions.create(**kw).choices[0]
             assert not _calls(c)

@@ -189,14 +189,9 @@ int run_chat(const std::vector<std::string>& args) {
       std::fwrite(p.content.data(), 1, p.content.size(), stdout);
       std::fflush(stdout);
     };
-    const GenerationResult r = generate(sequence, prompt, turn, &text, [&](std::string_view piece) {
-      if (reasoning == server::ReasoningParser::none) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-      } else {
-        show(split.feed(piece));
-      }
-    });
+    // With no parser the stream passes every piece through as content.
+    const GenerationResult r =
+        generate(sequence, prompt, turn, &text, [&](std::string_view piece) { show(split.feed(piece)); });
     show(split.finish());
     if (r.reason == StopReason::cancelled) std::fputs(" [stopped]", stdout);
     std::fputc('\n', stdout);

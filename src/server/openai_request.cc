@@ -184,6 +184,13 @@ void response_format(const Value& v, RequestParams& p) {
   p.response_format = ResponseFormat::json_schema;
 }
 
+// A tag the parser reads that the tokenizer marks special would be dropped from the text (skip_special_tokens):
+// keep special tokens in the answer then.
+void keep_special_tag(const tok::Tokenizer& tokenizer, std::string_view tag, RequestParams& p) {
+  const std::vector<int32_t> ids = tokenizer.encode(std::string(tag), false);
+  if (ids.size() == 1 && tokenizer.is_special(ids[0])) p.skip_special_tokens = false;
+}
+
 }  // namespace
 
 ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::Tokenizer& tokenizer,
@@ -238,20 +245,13 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   const ToolRequest tools = parse_tool_fields(body, chat_endpoint, format, chat ? chat->source() : "");
   r.tool_mode = tools.mode;
   r.tool_format = tools.format;
-  if (tools.mode == ToolMode::automatic) {
-    const std::vector<int32_t> tag = tokenizer.encode(std::string(tool_call_marker(tools.format)), false);
-    if (tag.size() == 1 && tokenizer.is_special(tag[0])) p.skip_special_tokens = false;
-  }
+  if (tools.mode == ToolMode::automatic) keep_special_tag(tokenizer, tool_call_marker(tools.format), p);
   r.parallel_tool_calls = tools.parallel;
   if (const Value* v = field(body, "include_reasoning")) r.include_reasoning = bool_field(*v, "include_reasoning");
   if (chat_endpoint && tools.mode != ToolMode::forced && p.response_format == ResponseFormat::text) {
     r.reasoning = limits.reasoning_parser;
-    // A tag the tokenizer marks special would be dropped from the text (skip_special_tokens): keep special tokens.
-    for (std::string_view tag : {kThinkOpen, kThinkClose}) {
-      if (r.reasoning == ReasoningParser::none) break;
-      const std::vector<int32_t> ids = tokenizer.encode(std::string(tag), false);
-      if (ids.size() == 1 && tokenizer.is_special(ids[0])) p.skip_special_tokens = false;
-    }
+    if (r.reasoning != ReasoningParser::none)
+      for (std::string_view tag : {kThinkOpen, kThinkClose}) keep_special_tag(tokenizer, tag, p);
   }
   if (tools.schema) {
     if (p.response_format != ResponseFormat::text)

@@ -1,7 +1,5 @@
 #include "server/responses.h"
 
-#include <algorithm>
-
 #include "loader/json_writer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -114,11 +112,12 @@ void write_tool_calls(Writer& w, const std::vector<ToolCall>& calls, bool delta)
   w.end_array();
 }
 
-// The length of the longest end of `s` that could begin `tag`.
-size_t open_tag_overlap(const std::string& s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (tag.starts_with(std::string_view(s).substr(s.size() - n))) return n;
-  return 0;
+// The marker a streamed answer is held from (tool_chunk_text): hermes' and mistral's, read anywhere in the answer.
+std::vector<std::string> held_markers(const ResponseContext& ctx) {
+  if (ctx.tool_mode != ToolMode::automatic || ctx.tool_format == ToolFormat::llama3_json) return {};
+  const std::string_view marker = tool_call_marker(ctx.tool_format);
+  if (marker.empty()) return {};
+  return {std::string(marker)};
 }
 
 // A Llama 3.x answer that may still turn out to be calls: so far only whitespace, or it begins with '{' or with
@@ -149,6 +148,7 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
   w.key("choices").begin_array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const Choice& c = choices[i];
+    bool called = false;
     w.begin_object().member("index", int64_t(i));
     if (ctx.endpoint == Endpoint::completions) {
       w.member("text", c.text).key("logprobs");
@@ -173,11 +173,9 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
       w.end_object().key("logprobs");
       if (logprobs) chat_logprobs(w, ctx, c.logprobs, c.top_logprobs);
       else w.null();
-      finish(w, c.finish_reason, !a.calls.empty());
-      w.end_object();
-      continue;
+      called = !a.calls.empty();
     }
-    finish(w, c.finish_reason);
+    finish(w, c.finish_reason, called);
     w.end_object();
   }
   w.end_array().key("usage");
@@ -192,9 +190,9 @@ StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs,
       include_usage_(include_usage),
       started_(size_t(n)),
       text_offset_(size_t(n)),
-      held_(size_t(n)),
       sent_(size_t(n)),
       answer_(size_t(n)),
+      marker_(size_t(n), StopStringMatcher(held_markers(ctx))),
       reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {}
 
 std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, bool finished,
@@ -206,7 +204,6 @@ std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, boo
     // What was sent is the start of the content: the text before the first call is sent as it comes.
     if (a.content.size() > sent_[i]) out = a.content.substr(sent_[i]);
     calls = std::move(a.calls);
-    held_[i].clear();
     return out;
   }
   if (ctx_.tool_mode == ToolMode::forced) return out;
@@ -217,20 +214,9 @@ std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, boo
     sent_[i] = answer_[i].size();
     return out;
   }
-  const std::string_view tag = tool_call_marker(ctx_.tool_format);
-  std::string& held = held_[i];
-  held += text;
-  // `held` keeps any partial tag, so a tag that completes lies in it, and once found it stays at held's start: the
-  // search never goes back over the whole answer (which made a long streamed answer quadratic).
-  if (const size_t at = held.find(tag); at != std::string::npos) {
-    // Inside the calls: send what came before the tag, hold the rest for the parser.
-    out = held.substr(0, at);
-    held.erase(0, at);
-  } else {
-    const size_t keep = open_tag_overlap(held, tag);
-    out = held.substr(0, held.size() - keep);
-    held = held.substr(held.size() - keep);
-  }
+  // The content before the marker streams as it comes (a tail that may begin it held back), the rest waits for the
+  // parser: the stop-string matcher's hold-back, which only ever searches the new text and its held tail.
+  out = marker_[i].push(text).text;
   sent_[i] += out.size();
   return out;
 }
@@ -241,6 +227,7 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
   w.begin_object();
   header(w, ctx_, true);
   w.key("choices").begin_array().begin_object().member("index", d.index);
+  bool called = false;
   if (ctx_.endpoint == Endpoint::completions) {
     w.member("text", d.text).key("logprobs");
     if (logprobs_) completion_logprobs(w, ctx_, d.logprobs, d.top_logprobs, text_offset_.at(i));
@@ -267,15 +254,10 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     w.end_object().key("logprobs");
     if (logprobs_) chat_logprobs(w, ctx_, d.logprobs, d.top_logprobs);
     else w.null();
-    started_.at(i) = true;
-    finish(w, d.finish_reason, !calls.empty());
-    w.end_object().end_array();
-    if (include_usage_) w.key("usage").null();
-    w.end_object();
-    return event(w.take());
+    called = !calls.empty();
   }
   started_.at(i) = true;
-  finish(w, d.finish_reason);
+  finish(w, d.finish_reason, called);
   w.end_object().end_array();
   if (include_usage_) w.key("usage").null();
   w.end_object();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "engine/stop.h"
 #include "server/openai_request.h"
 
 namespace attnzoo::tok {
@@ -71,9 +72,9 @@ class StreamWriter {
   bool logprobs_, include_usage_;
   std::vector<bool> started_;
   std::vector<int64_t> text_offset_;
-  std::vector<std::string> held_;     // per choice: text not sent yet
   std::vector<size_t> sent_;          // per choice: bytes of content sent
   std::vector<std::string> answer_;   // per choice: all its content (read when it finishes)
+  std::vector<StopStringMatcher> marker_;  // per choice: holds the content back from the tool-call marker on
   std::vector<ReasoningStream> reasoning_;  // per choice: splits reasoning from content as the text comes
 };
 

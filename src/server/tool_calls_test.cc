@@ -172,6 +172,35 @@ TEST(ToolMessages, CallsAndResults) {
   EXPECT_THROW(chat_messages(json::parse(R"([{"role": "user", "tool_calls": []}])")), ApiError);
 }
 
+// Each malformed call or result in the history is a 400 naming the message, the call and the field at fault.
+TEST(ToolMessages, ErrorsNameTheField) {
+  const auto error = [](const std::string& messages) -> std::string {
+    try {
+      chat_messages(json::parse(messages));
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param, "messages");
+      return e.what();
+    }
+    return "";
+  };
+  const std::string head = R"([{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": )";
+  EXPECT_NE(error(head + R"({"id": "x"}}])").find("messages[1].tool_calls: must be a list"), std::string::npos);
+  EXPECT_NE(error(head + R"([{"type": "function"}]}])").find("messages[1].tool_calls[0]: needs a function object"),
+            std::string::npos);
+  EXPECT_NE(error(head + R"([{"type": "code", "function": {"name": "f"}}]}])").find("tool_calls[0].type"),
+            std::string::npos);
+  EXPECT_NE(error(head + R"([{"function": {"name": 3}}]}])").find("tool_calls[0].function.name: must be a string"),
+            std::string::npos);
+  EXPECT_NE(error(head + R"([{"function": {"name": "f", "arguments": "[1]"}}]}])")
+                .find("tool_calls[0].function.arguments: must be a JSON object"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"role": "tool", "tool_call_id": 7, "content": "sunny"}])")
+                .find("messages[0].tool_call_id: must be a string"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"role": "user", "tool_calls": []}])").find("messages[0].tool_calls: only assistant"),
+            std::string::npos);
+}
+
 // Streaming: text before the tag goes out as it comes, a partial tag is held, the calls come whole at the end.
 TEST(ToolStream, ContentThenCalls) {
   ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, ToolMode::automatic, true};
