@@ -163,13 +163,20 @@ bool JsonSchemaRecognizer::string_byte(uint8_t b) {
   return string_char();
 }
 
+bool JsonSchemaRecognizer::next_item() {
+  Frame& f = frames_[depth_ - 1];
+  const auto& n = node(f.node);
+  if (f.count >= n.max) return false;
+  ++f.count;
+  want_ = n.child;
+  return true;
+}
+
 bool JsonSchemaRecognizer::comma() {
   Frame& f = frames_[depth_ - 1];
   const auto& n = node(f.node);
   if (n.kind == Kind::array) {
-    if (f.count >= n.max) return false;
-    ++f.count;
-    want_ = n.child;
+    if (!next_item()) return false;
     mode_ = Mode::value;
     return true;
   }
@@ -217,12 +224,7 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
           ok = close(b);
           break;
         }
-        Frame& f = frames_[depth_ - 1];
-        const auto& n = node(f.node);
-        if (f.count >= n.max) break;
-        ++f.count;
-        want_ = n.child;
-        ok = begin_value(b);
+        ok = next_item() && begin_value(b);
         break;
       }
       case Mode::string: ok = string_byte(b); break;
