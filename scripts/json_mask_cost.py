@@ -4,14 +4,13 @@ fill timed (mean and max over the states, the best of several passes), beside a 
 
     .venv/bin/python scripts/json_mask_cost.py .models/SmolLM2-135M-Instruct.Q4_1.gguf
 """
-import json
 import sys
 import time
 
 import numpy as np
 
 from attnzoo import _core
-from attnzoo.bench.json_mask import DOC, SCHEMA
+from attnzoo.bench.json_mask import CASES
 from attnzoo.tokenizer import Tokenizer
 
 
@@ -22,8 +21,8 @@ def main(path, passes=7):
     bench = _core.JsonMaskBench(token_bytes)
     print(f"{path}: {len(token_bytes)} tokens, {bench.string_plain_tokens} take a free string as they are; "
           f"bytes + trie {time.perf_counter() - t0:.2f} s")
-    doc = json.dumps(DOC).encode()
-    for name, schema in (("json_object", ""), ("json_schema", json.dumps(SCHEMA))):
+    for name, schema, text in CASES:
+        doc = text.encode()
         states = bench.prepare(schema, doc)
         each = np.min([bench.mask_each() for _ in range(passes)], axis=0) * 1e3
         reads = []

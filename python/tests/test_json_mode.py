@@ -67,8 +67,11 @@ def _is_object(text):
         return False
 
 
-def test_sampled_json_mode_answers_are_json_objects(llm):
-    params = [SamplingParams(temperature=1.0, seed=s, max_tokens=160, response_format="json_object")
+def check_sampled_answers(llm, response_format, whole, prefix):
+    """SEEDS samples of PROMPT at temperature 1.0 under response_format: each that ends "stop" is a text `whole`
+    passes and ends as its document closes, not at an EOS; each that ends "length" fills max_tokens with a text
+    `prefix` passes; at least a quarter stop."""
+    params = [SamplingParams(temperature=1.0, seed=s, max_tokens=160, response_format=response_format)
               for s in range(SEEDS)]
     outs = [o.outputs[0] for o in llm.generate([PROMPT] * SEEDS, params)]
     stops = 0
@@ -76,12 +79,15 @@ def test_sampled_json_mode_answers_are_json_objects(llm):
         assert o.finish_reason in ("stop", "length"), s
         if o.finish_reason == "stop":
             stops += 1
-            assert _is_object(o.text), (s, o.text)
-            assert o.token_ids[-1] != EOS  # the sample ends as the object closes, not at an EOS
+            assert whole(o.text), (s, o.text)
+            assert o.token_ids[-1] != EOS
         else:
-            assert len(o.token_ids) == 160
-            assert viable(o.text.encode()), (s, o.text)
-    assert stops >= SEEDS // 4, f"only {stops} of {SEEDS} samples closed their object"
+            assert len(o.token_ids) == 160 and prefix(o.text), (s, o.text)
+    assert stops >= SEEDS // 4, f"only {stops} of {SEEDS} samples closed their document"
+
+
+def test_sampled_json_mode_answers_are_json_objects(llm):
+    check_sampled_answers(llm, "json_object", _is_object, lambda text: viable(text.encode()))
     # The same requests unconstrained: the model does not write JSON by itself, so the checks above can fail.
     free = [SamplingParams(temperature=1.0, seed=s, max_tokens=160) for s in range(SEEDS)]
     texts = [o.outputs[0].text for o in llm.generate([PROMPT] * SEEDS, free)]

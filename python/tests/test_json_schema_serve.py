@@ -17,7 +17,7 @@ pytest.importorskip("tokenizers")
 from attnzoo import _core  # noqa: E402
 from attnzoo.engine import SamplingParams  # noqa: E402
 from test_chat_cli import needs_cli  # noqa: E402
-from test_json_mode import EOS, PROMPT, checkpoint, llm, server  # noqa: E402,F401
+from test_json_mode import PROMPT, check_sampled_answers, checkpoint, llm, server  # noqa: E402,F401
 from test_json_schema import valid  # noqa: E402
 
 SEEDS = 40
@@ -45,18 +45,7 @@ def _prefix(text):
 
 
 def test_sampled_json_schema_answers_validate(llm):
-    params = [SamplingParams(temperature=1.0, seed=s, max_tokens=160, response_format=FORMAT) for s in range(SEEDS)]
-    outs = [o.outputs[0] for o in llm.generate([PROMPT] * SEEDS, params)]
-    stops = 0
-    for s, o in enumerate(outs):
-        assert o.finish_reason in ("stop", "length"), s
-        if o.finish_reason == "stop":
-            stops += 1
-            assert _valid(o.text), (s, o.text)
-            assert o.token_ids[-1] != EOS
-        else:
-            assert len(o.token_ids) == 160 and _prefix(o.text), (s, o.text)
-    assert stops >= SEEDS // 4, f"only {stops} of {SEEDS} samples ended their document"
+    check_sampled_answers(llm, FORMAT, _valid, _prefix)
     free = [SamplingParams(temperature=1.0, seed=s, max_tokens=160) for s in range(SEEDS)]
     assert not any(_valid(o.outputs[0].text) for o in llm.generate([PROMPT] * SEEDS, free))
     json_mode = [SamplingParams(temperature=1.0, seed=s, max_tokens=160, response_format="json_object")

@@ -1,7 +1,8 @@
 #pragma once
 // The pieces of JSON's grammar (RFC 8259) that JSON mode's recognizer and the json_schema recognizer read alike:
-// character classes, a string's escape, and a number, one byte at a time. Each recognizer keeps its own modes for
-// these; the number's eight states sit in its Mode enum in JsonNumber's order, so a mode converts by an offset.
+// character classes, a string's escape, a UTF-8 character's first byte, and a number, one byte at a time. Each
+// recognizer keeps its own modes for these; the number's eight states sit in its Mode enum in JsonNumber's order,
+// so a mode converts by an offset.
 #include <cstdint>
 
 namespace attnzoo::json_lexeme {
@@ -16,6 +17,19 @@ inline Escape escape_byte(uint8_t b) {
   if (b == 'u') return Escape::unicode;
   const bool letter = b == '"' || b == '\\' || b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't';
   return letter ? Escape::done : Escape::refused;
+}
+
+// A string's byte b >= 0x80 that begins a UTF-8 character: how many continuation bytes follow and the range the
+// first of them must fall in (RFC 3629's table: what keeps out overlong forms, UTF-16 surrogates and code points
+// past U+10FFFF); continuation 0: b cannot begin a character. Later continuation bytes are 0x80-0xBF.
+struct Utf8Lead {
+  uint8_t continuation, lo, hi;
+};
+inline Utf8Lead utf8_lead(uint8_t b) {
+  if (b >= 0xC2 && b <= 0xDF) return {1, 0x80, 0xBF};
+  if (b >= 0xE0 && b <= 0xEF) return {2, uint8_t(b == 0xE0 ? 0xA0 : 0x80), uint8_t(b == 0xED ? 0x9F : 0xBF)};
+  if (b >= 0xF0 && b <= 0xF4) return {3, uint8_t(b == 0xF0 ? 0x90 : 0x80), uint8_t(b == 0xF4 ? 0x8F : 0xBF)};
+  return {0, 0, 0};
 }
 
 enum class Number : uint8_t {

@@ -82,22 +82,9 @@ bool JsonRecognizer::string_byte(uint8_t b) {
   }
   if (b < 0x20) return false;
   if (b < 0x80) return true;
-  // The first byte fixes how many continuation bytes follow and the range of the first of them (RFC 3629's table:
-  // what keeps out overlong forms, UTF-16 surrogates and code points past U+10FFFF).
-  lo_ = 0x80, hi_ = 0xBF;
-  if (b >= 0xC2 && b <= 0xDF) {
-    aux_ = 1;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    aux_ = 2;
-    if (b == 0xE0) lo_ = 0xA0;
-    if (b == 0xED) hi_ = 0x9F;
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    aux_ = 3;
-    if (b == 0xF0) lo_ = 0x90;
-    if (b == 0xF4) hi_ = 0x8F;
-  } else {
-    return false;
-  }
+  const Utf8Lead lead = utf8_lead(b);
+  if (!lead.continuation) return false;
+  aux_ = lead.continuation, lo_ = lead.lo, hi_ = lead.hi;
   mode_ = Mode::utf8;
   return true;
 }

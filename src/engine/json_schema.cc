@@ -311,7 +311,7 @@ class Compiler {
     n.first_property = uint32_t(g_->properties.size());
     n.num_properties = uint32_t(names.size());
     g_->properties.resize(g_->properties.size() + names.size());
-    n.trie = build_trie(quoted, /*keys=*/true);
+    n.trie = g_->add_trie(quoted, /*keys=*/true);
     const uint16_t id = new_node(n);
     const std::string props_at = child_pointer(pointer, "properties");
     for (size_t i = 0; i < names.size(); ++i)
@@ -342,35 +342,10 @@ class Compiler {
     texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
     JsonSchema::Node n;
     n.kind = Kind::literal;
-    n.trie = build_trie(texts, /*keys=*/false);
+    n.trie = g_->add_trie(texts, /*keys=*/false);
     const uint16_t id = new_node(n);
     literal_texts_[id] = std::move(texts);
     return id;
-  }
-
-  uint32_t build_trie(const std::vector<std::string>& words, bool keys) {
-    auto& t = g_->trie;
-    const uint32_t root = uint32_t(t.size());
-    t.emplace_back();
-    for (size_t i = 0; i < words.size(); ++i) {
-      const uint64_t bit = keys ? uint64_t(1) << i : ~uint64_t(0);
-      uint32_t at = root;
-      t[at].mask |= bit;
-      for (char c : words[i]) {
-        uint32_t next = g_->trie_child(at, uint8_t(c));
-        if (next == JsonSchema::kUnbounded) {
-          next = uint32_t(t.size());
-          t.emplace_back();
-          auto& edges = t[at].edges;
-          edges.insert(std::upper_bound(edges.begin(), edges.end(), std::make_pair(uint8_t(c), next)),
-                       {uint8_t(c), next});
-        }
-        at = next;
-        t[at].mask |= bit;
-      }
-      t[at].terminal = keys ? int32_t(i) : 0;
-    }
-    return root;
   }
 
   // The first bytes a node's values can start with.
@@ -477,6 +452,30 @@ class Compiler {
 };
 
 }  // namespace
+
+uint32_t JsonSchema::add_trie(const std::vector<std::string>& words, bool keys) {
+  const uint32_t root = uint32_t(trie.size());
+  trie.emplace_back();
+  for (size_t i = 0; i < words.size(); ++i) {
+    const uint64_t bit = keys ? uint64_t(1) << i : ~uint64_t(0);
+    uint32_t at = root;
+    trie[at].mask |= bit;
+    for (char c : words[i]) {
+      uint32_t next = trie_child(at, uint8_t(c));
+      if (next == kUnbounded) {
+        next = uint32_t(trie.size());
+        trie.emplace_back();
+        auto& edges = trie[at].edges;
+        edges.insert(std::upper_bound(edges.begin(), edges.end(), std::make_pair(uint8_t(c), next)),
+                     {uint8_t(c), next});
+      }
+      at = next;
+      trie[at].mask |= bit;
+    }
+    trie[at].terminal = int32_t(i);
+  }
+  return root;
+}
 
 std::shared_ptr<const JsonSchema> compile_json_schema(const Value& schema) { return Compiler(schema).run(); }
 

@@ -63,7 +63,7 @@ struct JsonSchema {
     std::vector<uint16_t> branches;
   };
   // Literal tries: keys (terminal: the property's index, mask: the properties whose key passes through) and enum
-  // values (terminal 0, mask all ones).
+  // values (terminal: the value's index, which a tagged union's tag reads as its branch; mask all ones).
   struct TrieNode {
     std::vector<std::pair<uint8_t, uint32_t>> edges;  // sorted by byte
     int32_t terminal = -1;
@@ -83,6 +83,9 @@ struct JsonSchema {
       if (b == byte) return child;
     return kUnbounded;
   }
+  // Appends a trie of `words` (terminal i at the end of words[i]; mask: bit i on words[i]'s path where `keys`, all
+  // ones otherwise); its root.
+  uint32_t add_trie(const std::vector<std::string>& words, bool keys);
 };
 
 // Compiles `schema` (the "schema" member of response_format.json_schema). Throws ArgumentError

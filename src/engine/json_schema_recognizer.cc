@@ -156,32 +156,27 @@ bool JsonSchemaRecognizer::string_byte(uint8_t b) {
   }
   if (b < 0x20) return false;
   if (b < 0x80) return string_char();
-  // RFC 3629's table, as JsonRecognizer reads it: no overlong forms, surrogates or code points past U+10FFFF.
-  lo_ = 0x80, hi_ = 0xBF;
-  if (b >= 0xC2 && b <= 0xDF) {
-    aux_ = 1;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    aux_ = 2;
-    if (b == 0xE0) lo_ = 0xA0;
-    if (b == 0xED) hi_ = 0x9F;
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    aux_ = 3;
-    if (b == 0xF0) lo_ = 0x90;
-    if (b == 0xF4) hi_ = 0x8F;
-  } else {
-    return false;
-  }
+  const Utf8Lead lead = utf8_lead(b);
+  if (!lead.continuation) return false;
+  aux_ = lead.continuation, lo_ = lead.lo, hi_ = lead.hi;
   mode_ = Mode::utf8;
   return string_char();
+}
+
+bool JsonSchemaRecognizer::next_item() {
+  Frame& f = frames_[depth_ - 1];
+  const auto& n = node(f.node);
+  if (f.count >= n.max) return false;
+  ++f.count;
+  want_ = n.child;
+  return true;
 }
 
 bool JsonSchemaRecognizer::comma() {
   Frame& f = frames_[depth_ - 1];
   const auto& n = node(f.node);
   if (n.kind == Kind::array) {
-    if (f.count >= n.max) return false;
-    ++f.count;
-    want_ = n.child;
+    if (!next_item()) return false;
     mode_ = Mode::value;
     return true;
   }
@@ -229,12 +224,7 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
           ok = close(b);
           break;
         }
-        Frame& f = frames_[depth_ - 1];
-        const auto& n = node(f.node);
-        if (f.count >= n.max) break;
-        ++f.count;
-        want_ = n.child;
-        ok = begin_value(b);
+        ok = next_item() && begin_value(b);
         break;
       }
       case Mode::string: ok = string_byte(b); break;

@@ -84,6 +84,7 @@ class JsonSchemaRecognizer {
   bool literal_byte(uint8_t byte);
   bool string_byte(uint8_t byte);
   bool string_char();  // a character starts: within maxLength?
+  bool next_item();  // an array's item begins (after '[' or ','): within maxItems? want_ is its position
   bool comma();
   bool close(uint8_t byte);
   bool end_value();

@@ -182,6 +182,25 @@ TEST(JsonSchema, KeywordsOutsideTheSubsetAreRefusedByNameAndPointer) {
   expect_refused("false", "matches nothing", "#");
 }
 
+// A keyword whose value has the wrong shape is refused by name and pointer too, as is a schema no document within
+// kMaxDepth levels satisfies.
+TEST(JsonSchema, MalformedKeywordsAreRefusedByNameAndPointer) {
+  expect_refused(R"({"properties": {"a": 3}})", "a schema must be an object or a boolean", "#/properties/a");
+  expect_refused(R"({"properties": [1]})", "properties must be an object", "#/properties");
+  expect_refused(R"({"properties": {"a": {}}, "required": "a"})", "required must be a list", "#/required");
+  expect_refused(R"({"additionalProperties": 1})", "additionalProperties must be", "#/additionalProperties");
+  expect_refused(R"({"anyOf": []})", "anyOf must be a non-empty list", "#/anyOf");
+  expect_refused(R"({"enum": []})", "enum must be a non-empty list", "#/enum");
+  expect_refused(R"({"type": []})", "type must not be an empty list", "#/type");
+  expect_refused(R"({"$ref": "#x"})", "is not a JSON pointer", "#/$ref");
+  std::string many;
+  for (int i = 0; i <= JsonSchema::kMaxProperties; ++i) many += (i ? ", \"p" : "\"p") + std::to_string(i) + "\": {}";
+  expect_refused(R"({"properties": {)" + many + "}}", "more than 64 properties", "#/properties");
+  expect_refused(R"({"$defs": {"a": {"properties": {"a": {"$ref": "#/$defs/a"}}, "required": ["a"]}},
+                     "$ref": "#/$defs/a"})",
+                 "no document fits", "#");
+}
+
 // Tokens of schema text, JSON pieces and random bytes, as a vocabulary.
 std::vector<std::string> vocabulary() {
   std::vector<std::string> v = {"", "{", "}", "[", "]", "\"", ":", ",", " ", "{\"", "\":", "\": \"", "\",", "\"}",

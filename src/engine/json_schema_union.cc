@@ -61,6 +61,7 @@ std::shared_ptr<const JsonSchema> tagged_union(const std::vector<std::shared_ptr
   std::vector<uint16_t> objects;  // each branch's object, renumbered
   std::vector<std::string> tags;
   uint32_t key_trie = 0;
+  const std::string tag_key = first_key(*branches[0], branches[0]->nodes[root_object(*branches[0], 0)].trie);
   for (size_t b = 0; b < branches.size(); ++b) {
     const JsonSchema& g = *branches[b];
     const uint16_t object = root_object(g, b);
@@ -96,32 +97,13 @@ std::shared_ptr<const JsonSchema> tagged_union(const std::vector<std::shared_ptr
     u->position_need.insert(u->position_need.end(), g.position_need.begin(), g.position_need.end());
     objects.push_back(uint16_t(object + nodes));
     if (b == 0) key_trie = o.trie + uint32_t(trie);
-    if (first_key(g, o.trie) != first_key(*branches[0], branches[0]->nodes[root_object(*branches[0], 0)].trie))
-      refuse(b, "the tag must be the first key of every branch");
+    if (first_key(g, o.trie) != tag_key) refuse(b, "the tag must be the first key of every branch");
   }
   if (std::set<std::string>(tags.begin(), tags.end()).size() != tags.size())
     throw ArgumentError("tagged union: two branches have the same tag");
 
   // The tag's values, each ending on its branch's index.
-  const uint32_t tag_trie = uint32_t(u->trie.size());
-  u->trie.emplace_back();
-  u->trie[tag_trie].mask = ~uint64_t(0);
-  for (size_t b = 0; b < tags.size(); ++b) {
-    uint32_t at = tag_trie;
-    for (char c : tags[b]) {
-      uint32_t next = u->trie_child(at, uint8_t(c));
-      if (next == JsonSchema::kUnbounded) {
-        next = uint32_t(u->trie.size());
-        u->trie.emplace_back();
-        u->trie[next].mask = ~uint64_t(0);
-        auto& edges = u->trie[at].edges;
-        edges.insert(std::upper_bound(edges.begin(), edges.end(), std::make_pair(uint8_t(c), next)),
-                     {uint8_t(c), next});
-      }
-      at = next;
-    }
-    u->trie[at].terminal = int32_t(b);
-  }
+  const uint32_t tag_trie = u->add_trie(tags, /*keys=*/false);
   JsonSchema::Node tag;
   tag.kind = Kind::literal;
   tag.trie = tag_trie;

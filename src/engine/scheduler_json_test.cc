@@ -95,31 +95,41 @@ class SchedulerJsonTest : public SchedulerTest {
     if (blocks > 0) EXPECT_GT(s.stats().preemptions, 0) << "the small pool was meant to preempt";
     return got;
   }
+
+  // At temperature 1 with n = 2: every sample that ends "stop" is a document `valid` accepts (checked on the
+  // loader's parse), ending at its closing brace; every other ends "length" on a prefix that `fresh` (a new
+  // recognizer) accepts and finds incomplete; at least half stop. A pool small enough to preempt and recompute
+  // gives the same tokens as an ample one.
+  template <class Recognizer>
+  void expect_documents_that_survive_preemption(ResponseFormat format, bool (*valid)(const std::string&),
+                                                const Recognizer& fresh) {
+    const int N = 12;
+    const auto ample = run(0, format, N);
+    int stops = 0;
+    for (const auto& t : ample)
+      for (int64_t k = 0; k < 2; ++k) {
+        const std::string& text = t.text.at(k);
+        if (t.reasons.at(k) == FinishReason::stop) {
+          ++stops;
+          EXPECT_TRUE(valid(text)) << text;
+          EXPECT_EQ(text.back(), '}') << "the sample ends at the object's closing brace";
+        } else {
+          ASSERT_EQ(t.reasons.at(k), FinishReason::length) << text;
+          Recognizer r = fresh;
+          EXPECT_TRUE(r.push(text) && !r.complete()) << text;
+        }
+      }
+    EXPECT_GE(stops, N / 2) << "too few samples closed their object for the test to say much";
+
+    const auto preempted = run(28, format, N);
+    for (int i = 0; i < N; ++i) EXPECT_EQ(preempted[size_t(i)].tokens, ample[size_t(i)].tokens) << "request " << i;
+  }
 };
 
 TEST_F(SchedulerJsonTest, SamplesAreJsonObjectsOrPrefixesAndSurvivePreemption) {
+  expect_documents_that_survive_preemption(ResponseFormat::json_object, is_object, JsonRecognizer());
+
   const int N = 12;
-  const auto ample = run(0, ResponseFormat::json_object, N);
-  int stops = 0;
-  for (int i = 0; i < N; ++i)
-    for (int64_t k = 0; k < 2; ++k) {
-      const auto& t = ample[size_t(i)];
-      const std::string& text = t.text.at(k);
-      if (t.reasons.at(k) == FinishReason::stop) {
-        ++stops;
-        EXPECT_TRUE(is_object(text)) << text;
-        EXPECT_EQ(text.back(), '}') << "the sample ends at the object's closing brace";
-      } else {
-        ASSERT_EQ(t.reasons.at(k), FinishReason::length) << text;
-        JsonRecognizer r;
-        EXPECT_TRUE(r.push(text) && !r.complete()) << text;
-      }
-    }
-  EXPECT_GE(stops, N / 2) << "too few samples closed their object for the test to say much";
-
-  const auto preempted = run(28, ResponseFormat::json_object, N);
-  for (int i = 0; i < N; ++i) EXPECT_EQ(preempted[size_t(i)].tokens, ample[size_t(i)].tokens) << "request " << i;
-
   const auto free = run(0, ResponseFormat::text, N);
   for (const auto& t : free)
     for (const auto& [k, text] : t.text) EXPECT_FALSE(is_object(text)) << text;
@@ -180,28 +190,10 @@ bool follows_schema(const std::string& text) {
 
 TEST_F(SchedulerJsonTest, JsonSchemaSamplesValidateAndSurvivePreemption) {
   schema_ = compile_json_schema(json::parse(kSchema));
+  expect_documents_that_survive_preemption(ResponseFormat::json_schema, follows_schema,
+                                           JsonSchemaRecognizer(*schema_));
+
   const int N = 12;
-  const auto ample = run(0, ResponseFormat::json_schema, N);
-  int stops = 0;
-  for (int i = 0; i < N; ++i)
-    for (int64_t k = 0; k < 2; ++k) {
-      const auto& t = ample[size_t(i)];
-      const std::string& text = t.text.at(k);
-      if (t.reasons.at(k) == FinishReason::stop) {
-        ++stops;
-        EXPECT_TRUE(follows_schema(text)) << text;
-        EXPECT_EQ(text.back(), '}') << "the sample ends at the object's closing brace";
-      } else {
-        ASSERT_EQ(t.reasons.at(k), FinishReason::length) << text;
-        JsonSchemaRecognizer r(*schema_);
-        EXPECT_TRUE(r.push(text) && !r.complete()) << text;
-      }
-    }
-  EXPECT_GE(stops, N / 2) << "too few samples closed their object for the test to say much";
-
-  const auto preempted = run(28, ResponseFormat::json_schema, N);
-  for (int i = 0; i < N; ++i) EXPECT_EQ(preempted[size_t(i)].tokens, ample[size_t(i)].tokens) << "request " << i;
-
   for (const auto& t : run(0, ResponseFormat::json_object, N))
     for (const auto& [k, text] : t.text) EXPECT_FALSE(follows_schema(text)) << text;
   for (const auto& t : run(0, ResponseFormat::text, N))

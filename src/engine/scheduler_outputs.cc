@@ -181,15 +181,14 @@ void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::spa
       reason = FinishReason::stop;
     }
   }
-  if (s.json) {
-    // The mask let only tokens the recognizer accepts through; the object's last byte ends the sample.
-    s.json->push(json_token_bytes_[size_t(token)]);
-    if (!reason && s.json->complete()) reason = FinishReason::stop;
-  }
-  if (s.schema && !reason) {
-    s.schema->push(json_token_bytes_[size_t(token)]);
-    if (s.schema->complete()) reason = FinishReason::stop;
-  }
+  // The mask let only tokens the recognizer accepts through, and EOS / stop ids only where a schema's document may
+  // end (they end the sample, so what they push is never read); the document's last byte ends the sample.
+  const auto follow = [&](auto& recognizer) {
+    recognizer.push(json_token_bytes_[size_t(token)]);
+    if (!reason && recognizer.complete()) reason = FinishReason::stop;
+  };
+  if (s.json) follow(*s.json);
+  if (s.schema) follow(*s.schema);
   if (!reason && (s.generated >= params.max_tokens || (max_model_len_ > 0 && int64_t(s.tokens.size()) >= max_model_len_)))
     reason = FinishReason::length;
   if (reason) finish_sample(r, s, *reason);
