@@ -158,7 +158,8 @@ class Model:
         if kwargs.get("response_format") is not None and not is_batch(prompt_or_ids):
             if stream is not None:
                 raise ValueError("stream: not available with response_format (it runs on the serving engine)")
-            kwargs.pop("native", None)
+            if kwargs.pop("native", None) is False:
+                raise ValueError("native: response_format runs on the C++ engine")
             return generate_batch(self, self.tokenizer, [prompt_or_ids], **args, **kwargs)[0]
         if is_batch(prompt_or_ids):
             if stream is not None:

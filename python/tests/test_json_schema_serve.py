@@ -79,6 +79,8 @@ def test_model_generate_takes_response_format(checkpoint):
     assert batch[0] == texts[0]  # one prompt alone is the engine's first of a batch
     with pytest.raises(ValueError, match='"pattern" is not supported'):
         model.generate(PROMPT, response_format={"type": "json_schema", "schema": {"type": "string", "pattern": "x"}})
+    with pytest.raises(ValueError, match="native: response_format runs on the C\\+\\+ engine"):
+        model.generate(PROMPT, response_format="json_object", native=False)
 
 
 @needs_cli
