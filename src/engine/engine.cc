@@ -53,6 +53,7 @@ int64_t Engine::max_model_len() const { return scheduler_->max_model_len(); }
 uint64_t Engine::add_request(Request request, OutputCallback on_output) {
   // The checks read only the options and the pool's fixed sizes, so they are safe on the caller's thread.
   scheduler_->check(request);
+  scheduler_->prepare(request);  // the JSON trie, once, here rather than on the scheduler's thread
   uint64_t id;
   {
     std::lock_guard lock(shared_->mu);

@@ -68,6 +68,14 @@ void Scheduler::check(const Request& request) const {
   }
 }
 
+void Scheduler::prepare(const Request& request) {
+  if (request.params.response_format == ResponseFormat::text) return;
+  std::call_once(json_trie_once_, [this] {
+    json_token_bytes_ = token_bytes_in_context(*tokenizer_, model_.info().vocab_size);
+    json_trie_ = std::make_unique<TokenTrie>(json_token_bytes_);
+  });
+}
+
 void Scheduler::add(uint64_t id, Request request, OutputCallback on_output, EngineClock::time_point arrival) {
   auto r = std::make_unique<RequestState>();
   r->id = id;
@@ -76,11 +84,7 @@ void Scheduler::add(uint64_t id, Request request, OutputCallback on_output, Engi
   r->arrival = arrival;
   r->forked = r->request.params.n == 1;
   r->usage.prompt_tokens = int64_t(r->request.prompt.size());
-  if (r->request.params.response_format != ResponseFormat::text && !json_trie_) {
-    // Once per engine, at the first JSON-mode request: every token's bytes (the mask's input) and their trie.
-    json_token_bytes_ = token_bytes_in_context(*tokenizer_, model_.info().vocab_size);
-    json_trie_ = std::make_unique<TokenTrie>(json_token_bytes_);
-  }
+  prepare(r->request);
   auto s = make_sample(*r, 0);
   s->tokens = r->request.prompt;
   r->samples.push_back(std::move(s));

@@ -14,6 +14,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ class Scheduler {
 
   // ArgumentError for a request that could never run (see Engine::add_request).
   void check(const Request& request) const;
+  // Builds what a shaped request's mask reads (every token's bytes and their trie: 0.04 s on a 49k vocabulary),
+  // once per scheduler; safe on any thread. Engine::add_request calls it on the caller's thread so the first
+  // JSON request does not stall every running sequence's step; add() calls it too for callers without an engine.
+  void prepare(const Request& request);
   // Queues a checked request.
   void add(uint64_t id, Request request, OutputCallback on_output, EngineClock::time_point arrival);
   // Frees the request's sequences and sends its last output (finish_reason abort). False if unknown / finished.
@@ -163,6 +168,7 @@ class Scheduler {
   // for a shaped row (logit_bias added, the mask applied) and the tokens the mask allows.
   std::vector<std::string> json_token_bytes_;
   std::unique_ptr<TokenTrie> json_trie_;
+  std::once_flag json_trie_once_;
   std::vector<float> shaped_row_;
   std::vector<uint8_t> allowed_;
 };
