@@ -164,7 +164,7 @@ class Scheduler {
   std::vector<int32_t> draw_tokens_;
   std::vector<std::string> draw_errors_;
   std::function<void()> before_outputs_;
-  // JSON mode: every token's bytes and their trie (built at the first JSON-mode request), and the step's scratch
+  // JSON mode: every token's bytes and their trie (built once by prepare()), and the step's scratch
   // for a shaped row (logit_bias added, the mask applied) and the tokens the mask allows.
   std::vector<std::string> json_token_bytes_;
   std::unique_ptr<TokenTrie> json_trie_;
