@@ -49,10 +49,14 @@ Header parse_header(std::string_view h, bool has_role) {
       ++i;
       continue;
     }
+    if (h.substr(i).starts_with("<|")) {  // another marker: no part of the header's words
+      const size_t close = h.find("|>", i + 2);
+      i = close == std::string_view::npos ? h.size() : close + 2;
+      continue;
+    }
     size_t end = i;
     while (end < h.size() && !std::isspace(static_cast<unsigned char>(h[end])) && !h.substr(end).starts_with("<|"))
       ++end;
-    if (end == i) end = i + 2;  // an unknown marker's "<|": skipped
     const std::string_view word = h.substr(i, end - i);
     i = end;
     if (next == Next::role) out.role = word;
