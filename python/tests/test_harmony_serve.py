@@ -55,8 +55,8 @@ def _tokenizer():
     # Printable ASCII, space and newline only (byte-level spellings): every token is whole characters, so an
     # answer's text is its logprobs' tokens joined, and JSON can still be written.
     ascii_ = [chr(c) for c in range(0x21, 0x7f)] + ["\u0120", "\u010a"]
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=HARMONY, show_progress=False, limit_alphabet=len(ascii_),
-                                  initial_alphabet=ascii_)
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=HARMONY, show_progress=False,
+                                  limit_alphabet=len(ascii_), initial_alphabet=ascii_)
     system = TEMPLATE + "You are ChatGPT, a large language model trained by OpenAI. Knowledge cutoff Reasoning medium"
     tok.train_from_iterator([system, json.dumps(TOOLS), "the weather in Paris is sunny, 20 celsius"] * 20, trainer)
     # Single tokens for the words of a header, so that logit_bias can make whole headers likely.

@@ -81,8 +81,8 @@ std::string trim(const std::string& s) {
 }
 
 std::string usage() {
-  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] [--reasoning-parser qwen3|deepseek_r1|openai_gptoss "
-                     "[--hide-thinking]] ") +
+  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] "
+                     "[--reasoning-parser qwen3|deepseek_r1|openai_gptoss] [--hide-thinking] ") +
          kGenerationFlagsUsage + "\n         " +
          kSpeculativeFlagsUsage + "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
 }
@@ -122,7 +122,8 @@ int run_chat(const std::vector<std::string>& args) {
   const bool harmony = reasoning == server::ReasoningParser::openai_gptoss ||
                        server::detect_tool_format(format.source()) == server::ToolFormat::openai;
   if (hide_thinking && reasoning == server::ReasoningParser::none && !harmony)
-    throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 to tell the thinking apart");
+    throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 (or a gpt-oss harmony template) "
+                        "to tell the thinking apart");
 
   GenerationOptions options = generation_options(flags);
   LoadOptions load = load_options(flags);
