@@ -8,8 +8,9 @@ harmony's special tokens (<|start|>, <|channel|>, <|message|>, <|end|>, <|return
 - Auto answers: logit_bias makes the markers likely at temperature 1, so over the seeds answers open, close, cut and
   address messages at random. The raw text of each answer (its logprobs' tokens, special tokens included) is read
   by `_read` below, an independent Python rewrite of the rules in docs/REASONING.md, and must equal the message's
-  reasoning_content / content / tool_calls, whole and streamed. openai-harmony's own parser cannot be the
-  reference offline (it downloads its o200k vocabulary); see docs/REASONING.md.
+  reasoning_content / content / tool_calls, whole and streamed. openai-harmony's own parser checks that rewrite on
+  fixed answers where it is installed and can load its o200k vocabulary (it downloads it at first use: skipped
+  offline).
 - Forced answers: a named tool_choice gives a call of that function whose arguments validate against its
   parameters (test_json_schema's validator); response_format gives a final-channel JSON answer; "required" over two
   tools is a 400 naming tool_choice.
@@ -274,6 +275,49 @@ def _streamed_n(client, n, **kw):
             o[2] += [(c.function.name, c.function.arguments) for c in ch.delta.tool_calls or []]
             o[3] = ch.finish_reason or o[3]
     return [tuple(o) for o in out]
+
+
+FIXED = [
+    "<|channel|>analysis<|message|>User asks 2+2.<|end|><|start|>assistant<|channel|>final<|message|>4",
+    "<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather "
+    "<|constrain|>json<|message|>{\"city\": \"Paris\"}",
+    "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant to=functions.f<|channel|>commentary json"
+    "<|message|>{\"a\": 1}<|call|>",
+    "<|channel|>analysis<|message|>one<|end|><|start|>assistant<|channel|>analysis<|message|>two<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>ans"]
+
+
+def test_rewrite_agrees_with_openai_harmony():
+    """openai-harmony's own StreamableParser (vLLM's reader) on well-formed answers gives the fields `_read` gives.
+    Skipped where openai-harmony is not installed or cannot load its o200k vocabulary (it downloads it at first use)."""
+    oh = pytest.importorskip("openai_harmony")
+    try:
+        enc = oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
+    except Exception as e:  # noqa: BLE001 - HarmonyError when the vocabulary cannot be fetched
+        pytest.skip(f"openai-harmony cannot load its encoding here: {e}")
+    for text in FIXED:
+        parser = oh.StreamableParser(enc, role=oh.Role.ASSISTANT)
+        for t in enc.encode(text, allowed_special="all"):
+            parser.process(t)
+        reasoning, content, calls = [], [], []
+        for m in parser.messages:
+            body = m.content[0].text if m.content else ""
+            if m.recipient and m.recipient.startswith("functions."):
+                calls.append((m.recipient[len("functions."):], json.dumps(json.loads(body), separators=(",", ":"))))
+            elif m.channel == "analysis":
+                reasoning.append(body)
+            elif m.channel in ("final", "commentary"):
+                content.append(body)
+        if parser.current_content:  # the open last message (the stop token was not part of the text)
+            if parser.current_recipient and parser.current_recipient.startswith("functions."):
+                calls.append((parser.current_recipient[len("functions."):],
+                              json.dumps(json.loads(parser.current_content), separators=(",", ":"))))
+            elif parser.current_channel == "analysis":
+                reasoning.append(parser.current_content)
+            else:
+                content.append(parser.current_content)
+        want = ("\n".join(reasoning) if reasoning else None, "\n".join(content), calls)
+        assert _read(text, True) == want, text
 
 
 def test_auto_answers_read_as_the_rules_say(checkpoint, server):
